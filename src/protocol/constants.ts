@@ -1,0 +1,8 @@
+/** Protocol constants shared by broker and client (section 0 of the protocol spec). */
+
+/** Largest frame payload accepted or sent, in bytes (P02). Exactly 1 MiB is allowed. */
+export const MAX_FRAME_BYTES = 1_048_576
+
+/** `health_ok` identity (P20). */
+export const PROTOCOL_NAME = "pi-intercom"
+export const PROTOCOL_VERSION = 1

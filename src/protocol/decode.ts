@@ -1,0 +1,86 @@
+/**
+ * Decoding of inbound frame text, compiled once at module load and called
+ * synchronously on the per-frame path (hot-path.md §4.2). Failures are values,
+ * not exceptions, and name the frame type and the offending field.
+ */
+import { Data, Exit, Schema, SchemaIssue } from "effect"
+import * as Frames from "./frames.ts"
+
+export class FrameDecodeError extends Data.TaggedError("FrameDecodeError")<{
+  /** The frame's `type`, or `"(unknown)"` when it has none. */
+  readonly frameType: string
+  /** Dotted path of the offending field, or `""` for the frame as a whole. */
+  readonly field: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    const where = this.field === "" ? "" : ` at field "${this.field}"`
+    return `Invalid "${this.frameType}" frame${where}: ${this.detail}`
+  }
+}
+
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const toDecodeError = (frameType: string, error: Schema.SchemaError): FrameDecodeError => {
+  const first = formatIssue(error.issue).issues[0]
+  const field = first?.path?.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".") ?? ""
+  return new FrameDecodeError({ frameType, field, detail: first?.message ?? error.message })
+}
+
+/** A compiled decoder for one frame shape, returning the value or a `FrameDecodeError`. */
+export const compileDecoder = <S extends Schema.Decoder<unknown>>(frameType: string, schema: S) => {
+  const decode = Schema.decodeUnknownExit(schema)
+  return (input: unknown): S["Type"] | FrameDecodeError => {
+    const exit = decode(input)
+    if (Exit.isSuccess(exit)) return exit.value
+    const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+    return error !== undefined && Schema.isSchemaError(error.error)
+      ? toDecodeError(frameType, error.error)
+      : new FrameDecodeError({ frameType, field: "", detail: "could not be decoded" })
+  }
+}
+
+/** Parses frame text to an object carrying a string `type`, or says why not. */
+export const parseFrameText = (text: string): { readonly type: string; readonly [key: string]: unknown } | FrameDecodeError => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return new FrameDecodeError({ frameType: "(unknown)", field: "", detail: "payload is not valid JSON" })
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return new FrameDecodeError({ frameType: "(unknown)", field: "", detail: "payload is not a JSON object" })
+  }
+  const type: unknown = (value as { readonly type?: unknown }).type
+  if (typeof type !== "string") {
+    return new FrameDecodeError({ frameType: "(unknown)", field: "type", detail: "missing or not a string" })
+  }
+  return value as { readonly type: string }
+}
+
+export const isFrameDecodeError = (u: unknown): u is FrameDecodeError => u instanceof FrameDecodeError
+
+/** Decoders for each client frame, keyed by `type`. */
+export const decodeClientFrame = {
+  register: compileDecoder("register", Frames.RegisterFrame),
+  unregister: compileDecoder("unregister", Frames.UnregisterFrame),
+  health: compileDecoder("health", Frames.HealthFrame),
+  list: compileDecoder("list", Frames.ListFrame),
+  presence: compileDecoder("presence", Frames.PresenceFrame),
+  send: compileDecoder("send", Frames.SendFrame),
+  cancel_ask: compileDecoder("cancel_ask", Frames.CancelAskFrame),
+  cancel_message: compileDecoder("cancel_message", Frames.CancelMessageFrame),
+  message_receipt: compileDecoder("message_receipt", Frames.ReceiptFrame)
+} as const
+
+/** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */
+export const decodeMessage = compileDecoder("send", Frames.Message)
+
+/** Decodes any broker frame (client side). */
+export const decodeBrokerFrame = compileDecoder("broker frame", Frames.BrokerFrame)
+
+/** Decodes the text of a broker frame (client side). */
+export const decodeBrokerFrameText = (text: string): Frames.BrokerFrame | FrameDecodeError => {
+  const parsed = parseFrameText(text)
+  return isFrameDecodeError(parsed) ? parsed : decodeBrokerFrame(parsed)
+}

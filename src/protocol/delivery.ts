@@ -1,0 +1,64 @@
+/**
+ * Delivery failure codes and their reason strings (P45). Base-protocol reasons
+ * are part of the wire contract: clients match on them, so keep them verbatim.
+ */
+
+export const DeliveryCode = {
+  InvalidMessage: "E_INVALID_MESSAGE",
+  SenderNotFound: "E_SENDER_NOT_FOUND",
+  InvalidTarget: "E_INVALID_TARGET",
+  TargetNotFound: "E_TARGET_NOT_FOUND",
+  TargetRebound: "E_TARGET_REBOUND",
+  AmbiguousTarget: "E_AMBIGUOUS_TARGET",
+  ReplyTarget: "E_REPLY_TARGET",
+  SupersedeTarget: "E_SUPERSEDE_TARGET",
+  MutualAsk: "E_MUTUAL_ASK",
+  TargetDisconnected: "E_TARGET_DISCONNECTED",
+  MessageIdReuse: "E_MESSAGE_ID_REUSE",
+  DeliverySuperseded: "E_DELIVERY_SUPERSEDED",
+  DeliveryCancelled: "E_DELIVERY_CANCELLED",
+  DeliveryExpired: "E_DELIVERY_EXPIRED",
+  DeliveryEvicted: "E_DELIVERY_EVICTED",
+  DeliveryFailed: "E_DELIVERY_FAILED",
+  /** Our deviation: the broker refuses a send that resolves to the sender itself. */
+  SelfTarget: "E_SELF_TARGET",
+  /** Our addition: the forwarded `message` frame would exceed the 1 MiB frame limit. */
+  MessageTooLarge: "E_MESSAGE_TOO_LARGE"
+} as const
+export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
+
+export const Reason = {
+  invalidMessage: "Invalid message format",
+  senderNotFound: "Sender session not found",
+  invalidTarget: "Exact target requires an id and endpoint epoch",
+  targetNotFound: "Session not found",
+  targetRebound: "Target endpoint changed before delivery",
+  ambiguousLive: (to: string) => `Multiple sessions named "${to}" are connected. Use the session ID instead.`,
+  ambiguousDisconnected: (to: string) =>
+    `Multiple disconnected sessions named "${to}" can receive queued mail. Use the session ID instead.`,
+  replyNoAsk: "Reply target does not match a pending ask",
+  replyWrongAsk: "Reply target does not match the pending ask",
+  supersedeNoRoute: "Supersede target does not match a previous message from this sender to this receiver",
+  supersedeDisconnected: "Supersede target is not connected",
+  mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
+  targetDisconnected: "Target session is not currently connected; blocking asks are not queued",
+  messageIdReuse: "Message id was reused with different authored content",
+  superseded: (newId: string) => `Superseded by ${newId}`,
+  cancelled: "Sender cancelled the delivery",
+  cancelledQueued: "Sender cancelled the queued delivery",
+  expired: "Mailbox delivery expired",
+  evicted: "Mailbox capacity evicted the delivery",
+  previousFailed: "Previous delivery failed",
+  cannotCancel: "Message cannot be cancelled by this session",
+  selfTarget: "Cannot message the current session",
+  tooLarge: (bytes: number, limit: number) =>
+    `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`
+} as const
+
+/** Error-frame texts (P05, P18) and the broker's own refusal texts. */
+export const ErrorText = {
+  tooManySessions: "Too many registered intercom sessions"
+} as const
+
+/** Codes whose retry may succeed (P45: only a rebound target). */
+export const isRetryable = (code: DeliveryCode): boolean => code === DeliveryCode.TargetRebound

@@ -1,0 +1,135 @@
+/**
+ * Length-prefixed framing (P01–P02): a 4-byte unsigned big-endian length, then
+ * that many bytes of UTF-8 JSON. `FrameDecoder` is the incremental splitter the
+ * hot path calls synchronously; `decodeFrames` wraps the same splitter as a
+ * Stream transform for code that is not on the per-frame path.
+ */
+import { Data, Effect, Stream } from "effect"
+import { MAX_FRAME_BYTES } from "./constants.ts"
+
+export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
+  readonly size: number
+  readonly limit: number
+}> {
+  override get message(): string {
+    return `Frame of ${this.size} bytes exceeds the ${this.limit}-byte limit; the connection was closed`
+  }
+}
+
+const HEADER_BYTES = 4
+
+/**
+ * Splits a byte stream into frame payloads decoded as UTF-8 text. The length is
+ * checked as soon as the header is complete, so an oversize payload is never
+ * buffered. Chunks may split or coalesce frames arbitrarily.
+ */
+export class FrameDecoder {
+  private readonly header = Buffer.alloc(HEADER_BYTES)
+  private headerFill = 0
+  private payload: Buffer | undefined
+  private payloadFill = 0
+  private failed: FrameTooLarge | undefined
+
+  private readonly limit: number
+
+  constructor(limit: number = MAX_FRAME_BYTES) {
+    this.limit = limit
+  }
+
+  /** Bytes held for an incomplete frame (for tests and diagnostics). */
+  get buffered(): number {
+    return this.headerFill + this.payloadFill
+  }
+
+  /**
+   * Feeds one chunk; appends each completed payload to `out`. Returns the error
+   * once a length prefix exceeds the limit; the decoder then stays failed.
+   */
+  push(chunk: Uint8Array, out: Array<string>): FrameTooLarge | undefined {
+    if (this.failed !== undefined) return this.failed
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    let offset = 0
+    const end = buf.length
+    while (offset < end) {
+      if (this.payload !== undefined) {
+        // Continue an incomplete payload.
+        const take = Math.min(this.payload.length - this.payloadFill, end - offset)
+        buf.copy(this.payload, this.payloadFill, offset, offset + take)
+        this.payloadFill += take
+        offset += take
+        if (this.payloadFill === this.payload.length) {
+          out.push(this.payload.toString("utf8"))
+          this.payload = undefined
+          this.payloadFill = 0
+        }
+        continue
+      }
+      let size: number
+      if (this.headerFill === 0 && end - offset >= HEADER_BYTES) {
+        size = buf.readUInt32BE(offset)
+        offset += HEADER_BYTES
+      } else {
+        const take = Math.min(HEADER_BYTES - this.headerFill, end - offset)
+        buf.copy(this.header, this.headerFill, offset, offset + take)
+        this.headerFill += take
+        offset += take
+        if (this.headerFill < HEADER_BYTES) break
+        this.headerFill = 0
+        size = this.header.readUInt32BE(0)
+      }
+      if (size > this.limit) {
+        this.failed = new FrameTooLarge({ size, limit: this.limit })
+        return this.failed
+      }
+      if (end - offset >= size) {
+        // Whole payload inside this chunk: decode in place, no copy.
+        out.push(buf.toString("utf8", offset, offset + size))
+        offset += size
+      } else {
+        this.payload = Buffer.allocUnsafe(size)
+        this.payloadFill = 0
+      }
+    }
+    return undefined
+  }
+}
+
+/** Frames texts into one buffer ready for a single socket write. */
+export const encodeFrames = (frames: ReadonlyArray<string>): Buffer => {
+  let total = 0
+  const lengths = new Array<number>(frames.length)
+  for (let i = 0; i < frames.length; i++) {
+    const length = Buffer.byteLength(frames[i]!, "utf8")
+    lengths[i] = length
+    total += HEADER_BYTES + length
+  }
+  const out = Buffer.allocUnsafe(total)
+  let offset = 0
+  for (let i = 0; i < frames.length; i++) {
+    out.writeUInt32BE(lengths[i]!, offset)
+    offset += HEADER_BYTES
+    offset += out.write(frames[i]!, offset, "utf8")
+  }
+  return out
+}
+
+/** Frames one text. */
+export const encodeFrame = (frame: string): Buffer => encodeFrames([frame])
+
+/** UTF-8 size of a frame payload, for limit checks before sending. */
+export const frameBytes = (frame: string): number => Buffer.byteLength(frame, "utf8")
+
+/**
+ * Stream transform: any chunking of bytes in, frame payload texts out. Fails
+ * with `FrameTooLarge` when a length prefix exceeds `limit`.
+ */
+export const decodeFrames = (limit: number = MAX_FRAME_BYTES) =>
+<E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<string, E | FrameTooLarge, R> =>
+  Stream.suspend(() => {
+    const decoder = new FrameDecoder(limit)
+    return Stream.flattenIterable(Stream.mapEffect(bytes, (chunk) => {
+      const out: Array<string> = []
+      const error = decoder.push(chunk, out)
+      return error === undefined ? Effect.succeed(out) : Effect.fail(error)
+    }))
+  })

@@ -1,0 +1,6 @@
+export * from "./constants.ts"
+export * from "./decode.ts"
+export * from "./delivery.ts"
+export * from "./features.ts"
+export * from "./frames.ts"
+export * from "./framing.ts"
