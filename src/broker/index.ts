@@ -1,0 +1,3 @@
+export * from "./Broker.ts"
+export * from "./errors.ts"
+export * from "./options.ts"

@@ -1,0 +1,38 @@
+/**
+ * A connection as the broker and client see it: frames in, frames out, close.
+ * Frames are whole payload texts (UTF-8 JSON); how they are split and framed on
+ * the wire is the transport's business. The Unix-socket transport and the
+ * in-memory transport both implement this, so the same broker code runs on both.
+ */
+import { Data, type Effect } from "effect"
+import type { FrameTooLarge } from "../protocol/framing.ts"
+
+/** The peer went away, or the transport failed. `clean` is an orderly end of stream. */
+export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
+  readonly clean: boolean
+  readonly cause?: unknown
+}> {
+  override get message(): string {
+    return this.clean ? "Connection closed by peer" : `Connection failed: ${String(this.cause)}`
+  }
+}
+
+export type ConnectionError = ConnectionClosed | FrameTooLarge
+
+export interface Connection {
+  /** Process-unique number, for logs. */
+  readonly id: number
+  /** True when the transport is a local Unix socket guarded by file modes (P80). */
+  readonly trustedLocal: boolean
+  /**
+   * Waits for the next batch of inbound frames (at least one), in arrival order.
+   * Reading is paused between calls, so a slow caller backpressures the peer.
+   */
+  readonly read: Effect.Effect<ReadonlyArray<string>, ConnectionError>
+  /** Writes frames in order, batched into as few transport writes as possible. */
+  readonly writeAll: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed>
+  /** Flushes what was written, then ends the connection (half-close, then close). */
+  readonly end: Effect.Effect<void>
+  /** Drops the connection at once, discarding unwritten data. */
+  readonly destroy: Effect.Effect<void>
+}

@@ -1,0 +1,3 @@
+export * from "./Connection.ts"
+export * from "./healthProbe.ts"
+export * from "./UnixSocket.ts"
