@@ -1,0 +1,157 @@
+/**
+ * Session membership of one scope (joins, presence changes, leaves) as a
+ * compacted change feed. Each session has one entry holding its latest state;
+ * a change moves the entry to the tail with a new sequence number. A recipient
+ * remembers only the sequence number it has seen (its cursor), and its writer
+ * pulls what changed since then when it has room to write.
+ *
+ * Why not enqueue a frame per recipient: a registration storm of N sessions
+ * would queue N²/2 frames and stall behind slow readers. Here a change costs
+ * O(1), memory is O(sessions), and a lagging recipient catches up with one
+ * frame per changed session (the latest state), never a stale flood.
+ */
+
+interface FeedEntry {
+  readonly id: string
+  /** Sequence number of the latest change. */
+  seq: number
+  /** Sequence number of the latest (re)join; a recipient that has not seen it gets `session_joined`. */
+  joinSeq: number
+  present: boolean
+  infoJson: string
+  joinedFrame: string | undefined
+  updateFrame: string | undefined
+  prev: FeedEntry | undefined
+  next: FeedEntry | undefined
+}
+
+export class MembershipFeed {
+  private readonly entries = new Map<string, FeedEntry>()
+  private head: FeedEntry | undefined
+  private tail: FeedEntry | undefined
+  private lastSeq = 0
+  private departed = 0
+
+  /** The sequence number of the latest change: a new recipient starts here. */
+  get seq(): number {
+    return this.lastSeq
+  }
+
+  /** Entries kept for sessions that have left, until every cursor has passed them. */
+  get departedCount(): number {
+    return this.departed
+  }
+
+  joined(id: string, infoJson: string): void {
+    let entry = this.entries.get(id)
+    if (entry === undefined) {
+      entry = {
+        id,
+        seq: 0,
+        joinSeq: 0,
+        present: true,
+        infoJson,
+        joinedFrame: undefined,
+        updateFrame: undefined,
+        prev: undefined,
+        next: undefined
+      }
+      this.entries.set(id, entry)
+    } else {
+      if (!entry.present) this.departed--
+      this.unlink(entry)
+    }
+    entry.present = true
+    entry.infoJson = infoJson
+    entry.joinedFrame = undefined
+    entry.updateFrame = undefined
+    entry.seq = entry.joinSeq = ++this.lastSeq
+    this.append(entry)
+  }
+
+  updated(id: string, infoJson: string): void {
+    const entry = this.entries.get(id)
+    if (entry === undefined || !entry.present) return
+    this.unlink(entry)
+    entry.infoJson = infoJson
+    entry.joinedFrame = undefined
+    entry.updateFrame = undefined
+    entry.seq = ++this.lastSeq
+    this.append(entry)
+  }
+
+  left(id: string): void {
+    const entry = this.entries.get(id)
+    if (entry === undefined || !entry.present) return
+    this.unlink(entry)
+    entry.present = false
+    entry.joinedFrame = undefined
+    entry.updateFrame = undefined
+    entry.seq = ++this.lastSeq
+    this.departed++
+    this.append(entry)
+  }
+
+  /**
+   * Appends the frames a recipient at `cursor` has not seen yet, skipping its
+   * own session, and returns its new cursor. Per session only the latest state
+   * is sent: `session_joined` if the recipient has not seen the (re)join,
+   * `presence_update` if it has, `session_left` if the session has gone since;
+   * nothing for a session that joined and left in between.
+   */
+  collect(cursor: number, selfId: string | undefined, out: Array<string>): number {
+    if (cursor >= this.lastSeq) return cursor
+    let start = this.tail
+    while (start !== undefined && start.prev !== undefined && start.prev.seq > cursor) start = start.prev
+    for (let entry = start; entry !== undefined; entry = entry.next) {
+      if (entry.id === selfId) continue
+      if (entry.present) {
+        if (entry.joinSeq > cursor) {
+          out.push(entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`)
+        } else {
+          out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
+        }
+      } else if (entry.joinSeq <= cursor) {
+        out.push(`{"type":"session_left","sessionId":${JSON.stringify(entry.id)}}`)
+      }
+    }
+    return this.lastSeq
+  }
+
+  /**
+   * Forgets departed sessions that every recipient has seen (`minCursor` is
+   * the lowest cursor among recipients), and beyond `maxDeparted` the oldest
+   * departed ones regardless: a recipient that stalls for that long may then
+   * miss a `session_left`, but memory stays bounded.
+   */
+  compact(minCursor: number, maxDeparted: number): void {
+    let entry = this.head
+    while (entry !== undefined && this.departed > 0) {
+      const next = entry.next
+      if (!entry.present && (entry.seq <= minCursor || this.departed > maxDeparted)) {
+        this.unlink(entry)
+        this.entries.delete(entry.id)
+        this.departed--
+      } else if (entry.seq > minCursor && this.departed <= maxDeparted) {
+        break
+      }
+      entry = next
+    }
+  }
+
+  private unlink(entry: FeedEntry): void {
+    if (entry.prev !== undefined) entry.prev.next = entry.next
+    else this.head = entry.next
+    if (entry.next !== undefined) entry.next.prev = entry.prev
+    else this.tail = entry.prev
+    entry.prev = entry.next = undefined
+  }
+
+  private append(entry: FeedEntry): void {
+    entry.prev = this.tail
+    entry.next = undefined
+    if (this.tail !== undefined) this.tail.next = entry
+    else this.head = entry
+    this.tail = entry
+  }
+}

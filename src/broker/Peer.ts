@@ -1,0 +1,76 @@
+/**
+ * One connection's state inside the broker. Only synchronous router code and
+ * the connection's own actor touch it (see ConnectionActor.ts).
+ */
+import { Deferred, type Queue } from "effect"
+import type { Message } from "../protocol/frames.ts"
+import type { Connection } from "../transport/Connection.ts"
+import type { Session } from "./Registry.ts"
+
+/** Tells the writer to pull membership changes (MembershipFeed) before writing. */
+export const FEED_TICK: unique symbol = Symbol.for("effect-intercom/broker/FeedTick")
+/** Tells the writer to flush and end the connection. */
+export const END_OF_OUTPUT: unique symbol = Symbol.for("effect-intercom/broker/EndOfOutput")
+
+/**
+ * A `message` frame on its way to a recipient, kept with what is needed to put
+ * it back in the mailbox if the recipient disconnects before it was written.
+ */
+export interface OutboundMessage {
+  readonly frame: string
+  readonly mail: Mail
+}
+
+/** A message addressed to a session, as the mailbox and requeueing keep it. */
+export interface Mail {
+  readonly messageKey: string
+  readonly recordKey: string
+  readonly senderKey: string
+  readonly senderId: string
+  readonly senderIdentity: string | undefined
+  /** The sender's SessionInfo JSON when it sent the message (P49: flushed mail keeps it). */
+  readonly fromJson: string
+  readonly message: Message
+  readonly brokerReceivedAt: number
+  readonly spaceKey: string
+  readonly targetKey: string
+  readonly targetId: string
+  readonly targetIdentity: string | undefined
+  readonly queuedAt: number
+}
+
+export type OutboundItem = string | OutboundMessage | typeof FEED_TICK | typeof END_OF_OUTPUT
+
+export type CloseMode = "end" | "destroy"
+
+export type PeerState = "unregistered" | "registered" | "closed"
+
+export class Peer {
+  readonly connection: Connection
+  readonly outbox: Queue.Queue<OutboundItem>
+  /** Completed once with how to close: `end` flushes queued output first. */
+  readonly closing = Deferred.makeUnsafe<CloseMode>()
+  state: PeerState = "unregistered"
+  /** The session this connection currently owns; cleared when it leaves or is taken over. */
+  session: Session | undefined = undefined
+  /** Set after a registration, also once taken over: frames from a replaced socket are handled specially (P16). */
+  everRegistered = false
+  /** When the connection (re)entered the unregistered state, for the registration timeout (P15). */
+  unregisteredSince: number
+  /** Extensions granted to this connection in `registered`. */
+  features: ReadonlySet<string> = new Set()
+  /** Membership feed position (MembershipFeed.collect). */
+  feedCursor = 0
+  /** A FEED_TICK is already waiting in the outbox. */
+  feedPending = false
+
+  constructor(connection: Connection, outbox: Queue.Queue<OutboundItem>, now: number) {
+    this.connection = connection
+    this.outbox = outbox
+    this.unregisteredSince = now
+  }
+
+  get isClosing(): boolean {
+    return Deferred.isDoneUnsafe(this.closing)
+  }
+}

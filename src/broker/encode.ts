@@ -1,0 +1,53 @@
+/**
+ * Broker → client frames, built as strings around cached JSON fragments
+ * (hot-path.md §4.5): a sender's SessionInfo is encoded once per change and
+ * spliced into every frame that carries it.
+ */
+import type { DeliveryCode } from "../protocol/delivery.ts"
+import type { Message, MessageControl, MessageReceipt } from "../protocol/frames.ts"
+
+const q = JSON.stringify
+
+export const registeredFrame = (sessionId: string, features: ReadonlyArray<string>): string =>
+  `{"type":"registered","sessionId":${q(sessionId)},"features":${q(features)}}`
+
+export const errorFrame = (error: string): string => `{"type":"error","error":${q(error)}}`
+
+export const healthOkFrame = (requestId: string): string =>
+  `{"type":"health_ok","requestId":${q(requestId)},"protocol":"pi-intercom","version":1}`
+
+export const sessionsFrame = (requestId: string, infoJsons: ReadonlyArray<string>): string =>
+  `{"type":"sessions","requestId":${q(requestId)},"sessions":[${infoJsons.join(",")}]}`
+
+/** Bytes of a `sessions` frame besides the session entries and commas. */
+export const sessionsFrameOverhead = (requestId: string): number => sessionsFrame(requestId, []).length + 16
+
+export const messageFrame = (fromJson: string, message: Message, receivedAt: number, deliveredAt: number): string =>
+  `{"type":"message","from":${fromJson},"message":${
+    q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
+  }}`
+
+export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>
+  `{"type":"delivered","messageId":${q(messageId)},"delivery":"${delivery}","retryable":false,"outcomeKnown":true}`
+
+export const deliveryFailedFrame = (
+  messageId: string,
+  code: DeliveryCode,
+  reason: string,
+  retryable: boolean
+): string =>
+  `{"type":"delivery_failed","messageId":${q(messageId)},"reason":${
+    q(reason)
+  },"delivery":"failed","code":"${code}","retryable":${retryable},"outcomeKnown":true}`
+
+/** `cancel_message` answers carry no delivery details (P71). */
+export const bareDeliveredFrame = (messageId: string): string => `{"type":"delivered","messageId":${q(messageId)}}`
+
+export const bareDeliveryFailedFrame = (messageId: string, reason: string): string =>
+  `{"type":"delivery_failed","messageId":${q(messageId)},"reason":${q(reason)}}`
+
+export const receiptFrame = (fromJson: string, receipt: MessageReceipt): string =>
+  `{"type":"message_receipt","from":${fromJson},"receipt":${q(receipt)}}`
+
+export const controlFrame = (fromJson: string, control: MessageControl): string =>
+  `{"type":"message_control","from":${fromJson},"control":${q(control)}}`
