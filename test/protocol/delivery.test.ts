@@ -1,0 +1,119 @@
+/**
+ * P45: delivery codes and reason strings are part of the wire contract — real
+ * clients match on them — so they must stay verbatim. Plus our two additions,
+ * the error-frame texts (P18) and feature negotiation (P12, P47).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import {
+  BASE_FEATURES,
+  DeliveryCode,
+  ErrorText,
+  EXACT_SEND_V1,
+  isRetryable,
+  MAX_FRAME_BYTES,
+  negotiateFeatures,
+  PROTOCOL_NAME,
+  PROTOCOL_VERSION,
+  Reason
+} from "../../src/protocol/index.ts"
+
+describe("P45 reason strings, verbatim", () => {
+  it.each<[string, string]>([
+    [Reason.invalidMessage, "Invalid message format"],
+    [Reason.senderNotFound, "Sender session not found"],
+    [Reason.invalidTarget, "Exact target requires an id and endpoint epoch"],
+    [Reason.targetNotFound, "Session not found"],
+    [Reason.targetRebound, "Target endpoint changed before delivery"],
+    [Reason.ambiguousLive("Worker"), "Multiple sessions named \"Worker\" are connected. Use the session ID instead."],
+    [
+      Reason.ambiguousDisconnected("worker"),
+      "Multiple disconnected sessions named \"worker\" can receive queued mail. Use the session ID instead."
+    ],
+    [Reason.replyNoAsk, "Reply target does not match a pending ask"],
+    [Reason.replyWrongAsk, "Reply target does not match the pending ask"],
+    [Reason.supersedeNoRoute, "Supersede target does not match a previous message from this sender to this receiver"],
+    [Reason.supersedeDisconnected, "Supersede target is not connected"],
+    [Reason.mutualAsk, "Mutual ask refused: target session is already waiting for a reply from this session."],
+    [Reason.targetDisconnected, "Target session is not currently connected; blocking asks are not queued"],
+    [Reason.messageIdReuse, "Message id was reused with different authored content"],
+    [Reason.superseded("m-2"), "Superseded by m-2"],
+    [Reason.cancelled, "Sender cancelled the delivery"],
+    [Reason.cancelledQueued, "Sender cancelled the queued delivery"],
+    [Reason.expired, "Mailbox delivery expired"],
+    [Reason.evicted, "Mailbox capacity evicted the delivery"],
+    [Reason.previousFailed, "Previous delivery failed"],
+    [Reason.cannotCancel, "Message cannot be cancelled by this session"],
+    [Reason.selfTarget, "Cannot message the current session"]
+  ])("%s", (actual, expected) => {
+    assert.strictEqual(actual, expected)
+  })
+
+  it("the ambiguity reason quotes the target as given, even when it is a prefix", () => {
+    assert.strictEqual(
+      Reason.ambiguousLive("ab"),
+      "Multiple sessions named \"ab\" are connected. Use the session ID instead."
+    )
+  })
+
+  it("the too-large reason names both sizes", () => {
+    const reason = Reason.tooLarge(MAX_FRAME_BYTES + 17, MAX_FRAME_BYTES)
+    assert.include(reason, String(MAX_FRAME_BYTES + 17))
+    assert.include(reason, String(MAX_FRAME_BYTES))
+  })
+})
+
+describe("P45 codes", () => {
+  it("every code, verbatim", () => {
+    assert.deepStrictEqual({ ...DeliveryCode }, {
+      InvalidMessage: "E_INVALID_MESSAGE",
+      SenderNotFound: "E_SENDER_NOT_FOUND",
+      InvalidTarget: "E_INVALID_TARGET",
+      TargetNotFound: "E_TARGET_NOT_FOUND",
+      TargetRebound: "E_TARGET_REBOUND",
+      AmbiguousTarget: "E_AMBIGUOUS_TARGET",
+      ReplyTarget: "E_REPLY_TARGET",
+      SupersedeTarget: "E_SUPERSEDE_TARGET",
+      MutualAsk: "E_MUTUAL_ASK",
+      TargetDisconnected: "E_TARGET_DISCONNECTED",
+      MessageIdReuse: "E_MESSAGE_ID_REUSE",
+      DeliverySuperseded: "E_DELIVERY_SUPERSEDED",
+      DeliveryCancelled: "E_DELIVERY_CANCELLED",
+      DeliveryExpired: "E_DELIVERY_EXPIRED",
+      DeliveryEvicted: "E_DELIVERY_EVICTED",
+      DeliveryFailed: "E_DELIVERY_FAILED",
+      SelfTarget: "E_SELF_TARGET",
+      MessageTooLarge: "E_MESSAGE_TOO_LARGE"
+    })
+  })
+
+  it("only E_TARGET_REBOUND is retryable", () => {
+    const retryable = Object.values(DeliveryCode).filter(isRetryable)
+    assert.deepStrictEqual(retryable, ["E_TARGET_REBOUND"])
+  })
+
+  it("error-frame text for the session cap (P18)", () => {
+    assert.strictEqual(ErrorText.tooManySessions, "Too many registered intercom sessions")
+  })
+
+  it("health identity (P20)", () => {
+    assert.strictEqual(PROTOCOL_NAME, "pi-intercom")
+    assert.strictEqual(PROTOCOL_VERSION, 1)
+    assert.strictEqual(MAX_FRAME_BYTES, 1_048_576)
+  })
+})
+
+describe("feature negotiation", () => {
+  it("a base client gets the base features, including exact-send-v1 (P12, P47)", () => {
+    assert.strictEqual(EXACT_SEND_V1, "exact-send-v1")
+    assert.include(negotiateFeatures(undefined), "exact-send-v1")
+    assert.deepStrictEqual(negotiateFeatures([]), BASE_FEATURES)
+  })
+
+  it("unknown requests are not granted; the extension bus is not offered", () => {
+    const granted = negotiateFeatures(["extension-bus-v1", "made-up", "exact-send-v1"])
+    assert.notInclude(granted, "extension-bus-v1")
+    assert.notInclude(granted, "made-up")
+    assert.include(granted, "exact-send-v1")
+    assert.strictEqual(new Set(granted).size, granted.length)
+  })
+})
