@@ -110,9 +110,10 @@ export const runBroker = (
     if (idleExitMs !== null) {
       yield* Effect.forkScoped(Effect.forever(
         Effect.suspend(() => {
-          if (router.sessionCount > 0) return Queue.take(signals.idle)
-          const wait = router.lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
-          if (router.lastLeftAt === 0) return Queue.take(signals.idle) // never had a session
+          const lastLeftAt = router.lastLeftAt
+          // Busy, or never had a session (a broker that never sees one does not exit).
+          if (router.sessionCount > 0 || lastLeftAt === undefined) return Queue.take(signals.idle)
+          const wait = lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
           return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
         }),
         { disableYield: true }

@@ -4,7 +4,7 @@
  * writer fiber that drains the bounded outbox — plus pending membership
  * changes — into batched writes. The connection's Scope is its lifetime.
  */
-import { Deferred, Duration, Effect, Fiber, Queue, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Queue, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
 import type { ResolvedBrokerOptions } from "./options.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, Peer } from "./Peer.ts"
@@ -58,6 +58,20 @@ const writeLoop = (router: Router, peer: Peer) =>
     Effect.catch(() => Effect.sync(() => router.close(peer, "destroy")))
   )
 
+/**
+ * Takes what is left in an outbox and shuts it, in one synchronous step so no
+ * offer can slip in between: offers still waiting are taken too, and later
+ * ones are refused (their senders requeue the mail).
+ */
+const drainAndShutdown = (outbox: Queue.Queue<OutboundItem>): Array<OutboundItem> => {
+  const items: Array<OutboundItem> = []
+  for (let exit = Queue.takeUnsafe(outbox); exit !== undefined && Exit.isSuccess(exit); exit = Queue.takeUnsafe(outbox)) {
+    items.push(exit.value)
+  }
+  Queue.shutdownUnsafe(outbox)
+  return items
+}
+
 export const runConnection = (
   router: Router,
   connection: Connection,
@@ -79,7 +93,5 @@ export const runConnection = (
     }
     yield* Fiber.interrupt(writer)
     yield* connection.destroy
-    const unwritten = yield* Queue.clear(outbox)
-    router.detach(peer, unwritten)
-    yield* Queue.shutdown(outbox)
+    yield* Effect.sync(() => router.detach(peer, drainAndShutdown(outbox)))
   }).pipe(Effect.onInterrupt(() => Effect.void))

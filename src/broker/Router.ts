@@ -87,8 +87,8 @@ export class Router {
   private readonly idleSignal: Queue.Queue<void>
   private readonly registrationSignal: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
-  /** When the last session left; the idle-exit watcher measures from here (P92). */
-  lastLeftAt = 0
+  /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
+  lastLeftAt: number | undefined = undefined
 
   constructor(
     options: ResolvedBrokerOptions,
