@@ -1,0 +1,336 @@
+/**
+ * One registered connection to a broker: register, then a reader fiber that
+ * routes answers to the requests waiting for them (by `requestId` for lists,
+ * by message id for sends and cancels) and everything else to the client's
+ * sinks. When the socket closes, every request still waiting fails with
+ * `ConnectionLost` — an in-flight send never vanishes silently.
+ */
+import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { randomUUID } from "node:crypto"
+import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode } from "../protocol/delivery.ts"
+import type {
+  BrokerFrame,
+  Message,
+  MessageControl,
+  MessageReceipt,
+  SessionInfo,
+  SessionRegistration
+} from "../protocol/frames.ts"
+import type { Connection } from "../transport/Connection.ts"
+import { dialUnix } from "../transport/UnixSocket.ts"
+import {
+  ConnectionLost,
+  type DeliveryError,
+  deliveryError,
+  IntercomNotConnected,
+  RequestTimeout
+} from "./errors.ts"
+
+export interface InboundMessage {
+  readonly from: SessionInfo
+  readonly message: Message
+}
+
+export type PresenceEvent =
+  | { readonly _tag: "Joined"; readonly session: SessionInfo }
+  | { readonly _tag: "Updated"; readonly session: SessionInfo }
+  | { readonly _tag: "Left"; readonly sessionId: string }
+
+export type ControlEvent =
+  | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
+  | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
+
+/** What the broker said about a delivered send (P41). */
+export interface Delivery {
+  readonly messageId: string
+  readonly delivery: "socket_delivered" | "queued"
+}
+
+/** Where a connection puts what nobody asked for; called synchronously by its reader. */
+export interface ClientSinks {
+  readonly message: (message: InboundMessage) => void
+  readonly presence: (event: PresenceEvent) => void
+  readonly control: (event: ControlEvent) => void
+}
+
+export interface RegisterRequest {
+  readonly socketPath: string
+  readonly sessionId: string
+  readonly scopeId: string | undefined
+  readonly session: SessionRegistration
+  readonly features: ReadonlyArray<string>
+  readonly connectTimeoutMs: number
+}
+
+export interface SendRequest {
+  readonly to: string
+  readonly message: Message
+  readonly targetId?: string
+  readonly targetEpoch?: string
+}
+
+export type SendError = DeliveryError | RequestTimeout | ConnectionLost
+
+interface PendingSend {
+  readonly signature: string
+  readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
+}
+
+/** What makes two sends with one id "the same" (C-BRK-8): target and authored content. */
+const signatureOf = (request: SendRequest): string =>
+  JSON.stringify([
+    request.to,
+    request.message.content,
+    request.message.replyTo ?? null,
+    request.message.expectsReply ?? null,
+    request.message.supersedes ?? null
+  ])
+
+export interface ClientConnection {
+  readonly sessionId: string
+  /** Features the broker granted in `registered`. */
+  readonly features: ReadonlySet<string>
+  /** Completes when the connection has closed, for whatever reason. */
+  readonly closed: Effect.Effect<void>
+  readonly list: (timeoutMs: number) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
+  readonly send: (request: SendRequest, timeoutMs: number) => Effect.Effect<Delivery, SendError>
+  /** `cancel_message` (P71): true when the broker cancelled it. */
+  readonly cancel: (messageId: string, timeoutMs: number) => Effect.Effect<boolean, RequestTimeout | ConnectionLost>
+  /** Frames that get no answer: presence, cancel_ask, receipts. */
+  readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
+  /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
+  readonly close: Effect.Effect<void>
+}
+
+const awaitAnswer = <A, E>(
+  answer: Deferred.Deferred<A, E>,
+  timeoutMs: number,
+  operation: RequestTimeout["operation"],
+  onTimeout: () => void
+): Effect.Effect<A, E | RequestTimeout> =>
+  Deferred.await(answer).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(timeoutMs),
+      orElse: () =>
+        Effect.sync(onTimeout).pipe(Effect.andThen(Effect.fail(new RequestTimeout({ operation, timeoutMs }))))
+    })
+  )
+
+/**
+ * Dials, registers, and starts the reader. The connection lives in the
+ * current Scope; closing the Scope closes it.
+ */
+export const openClientConnection = (
+  request: RegisterRequest,
+  sinks: ClientSinks
+): Effect.Effect<ClientConnection, IntercomNotConnected, Scope.Scope> =>
+  Effect.gen(function*() {
+    const connection: Connection = yield* dialUnix(request.socketPath).pipe(
+      Effect.mapError((error) => new IntercomNotConnected({ reason: error.message }))
+    )
+    const register = {
+      type: "register",
+      sessionId: request.sessionId,
+      session: request.session,
+      ...(request.scopeId === undefined ? {} : { scopeId: request.scopeId }),
+      ...(request.features.length === 0 ? {} : { features: request.features })
+    }
+    const registered = yield* Effect.gen(function*() {
+      yield* connection.writeAll([JSON.stringify(register)])
+      const first = yield* connection.read
+      const frame = decodeBrokerFrameText(first[0] ?? "")
+      if (isFrameDecodeError(frame)) return yield* new IntercomNotConnected({ reason: frame.message })
+      if (frame.type === "error") return yield* new IntercomNotConnected({ reason: frame.error })
+      if (frame.type !== "registered") {
+        return yield* new IntercomNotConnected({ reason: `broker answered "${frame.type}" before "registered"` })
+      }
+      return { frame, rest: first.slice(1) }
+    }).pipe(
+      Effect.catchTag("ConnectionClosed", (error) => Effect.fail(new IntercomNotConnected({ reason: error.message }))),
+      Effect.catchTag("FrameTooLarge", (error) => Effect.fail(new IntercomNotConnected({ reason: error.message }))),
+      Effect.timeoutOrElse({
+        duration: Duration.millis(request.connectTimeoutMs),
+        orElse: () => Effect.fail(new IntercomNotConnected({ reason: "Connection timeout" }))
+      })
+    )
+
+    const lists = new Map<string, Deferred.Deferred<ReadonlyArray<SessionInfo>, ConnectionLost>>()
+    const sends = new Map<string, PendingSend>()
+    const cancels = new Map<string, Deferred.Deferred<boolean, ConnectionLost>>()
+    const closed = yield* Deferred.make<void>()
+    let open = true
+
+    const dispatch = (frame: BrokerFrame): void => {
+      switch (frame.type) {
+        case "sessions": {
+          const waiting = lists.get(frame.requestId)
+          if (waiting === undefined) return // late or unknown: never answers a newer request (C-BRK-6)
+          lists.delete(frame.requestId)
+          Deferred.doneUnsafe(waiting, Exit.succeed(frame.sessions))
+          return
+        }
+        case "delivered":
+        case "delivery_failed": {
+          // Cancel answers are bare: no delivery details (P71).
+          const cancel = cancels.get(frame.messageId)
+          const bare = frame.type === "delivered" ? frame.delivery === undefined : frame.code === undefined
+          if (cancel !== undefined && bare) {
+            cancels.delete(frame.messageId)
+            Deferred.doneUnsafe(cancel, Exit.succeed(frame.type === "delivered"))
+            return
+          }
+          const pending = sends.get(frame.messageId)
+          if (pending === undefined) return
+          sends.delete(frame.messageId)
+          if (frame.type === "delivered") {
+            Deferred.doneUnsafe(
+              pending.answer,
+              Exit.succeed({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
+            )
+          } else {
+            Deferred.doneUnsafe(
+              pending.answer,
+              Exit.fail(deliveryError({
+                messageId: frame.messageId,
+                code: frame.code ?? "",
+                reason: frame.reason,
+                retryable: frame.retryable ?? false
+              }))
+            )
+          }
+          return
+        }
+        case "message":
+          sinks.message({ from: frame.from, message: frame.message })
+          return
+        case "session_joined":
+          sinks.presence({ _tag: "Joined", session: frame.session })
+          return
+        case "presence_update":
+          sinks.presence({ _tag: "Updated", session: frame.session })
+          return
+        case "session_left":
+          sinks.presence({ _tag: "Left", sessionId: frame.sessionId })
+          return
+        case "message_receipt":
+          sinks.control({ _tag: "Receipt", from: frame.from, receipt: frame.receipt })
+          return
+        case "message_control":
+          sinks.control({ _tag: "Control", from: frame.from, control: frame.control })
+          return
+        default:
+          return // registered again, error, health_ok: nothing waits for them here
+      }
+    }
+
+    const handle = (texts: ReadonlyArray<string>) =>
+      Effect.sync(() => {
+        for (const text of texts) {
+          const frame = decodeBrokerFrameText(text)
+          if (!isFrameDecodeError(frame)) dispatch(frame)
+        }
+      })
+
+    const failPending = Effect.sync(() => {
+      open = false
+      for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
+      lists.clear()
+      for (const [messageId, pending] of sends) {
+        Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "send", messageId })))
+      }
+      sends.clear()
+      for (const [, waiting] of cancels) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
+      cancels.clear()
+    })
+
+    const reader = yield* Effect.forkScoped(
+      handle(registered.rest).pipe(
+        Effect.andThen(Effect.forever(Effect.flatMap(connection.read, handle), { disableYield: true })),
+        Effect.ignore,
+        Effect.ensuring(failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined))))
+      )
+    )
+
+    const write = (frame: object, operation: string) =>
+      Effect.suspend(() =>
+        open
+          ? connection.writeAll([JSON.stringify(frame)]).pipe(
+            Effect.mapError(() => new ConnectionLost({ operation }))
+          )
+          : Effect.fail(new ConnectionLost({ operation }))
+      )
+
+    const list: ClientConnection["list"] = (timeoutMs) =>
+      Effect.suspend(() => {
+        const requestId = randomUUID()
+        const answer = Deferred.makeUnsafe<ReadonlyArray<SessionInfo>, ConnectionLost>()
+        lists.set(requestId, answer)
+        return write({ type: "list", requestId }, "list").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "list", () => lists.delete(requestId))),
+          Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
+        )
+      })
+
+    const send: ClientConnection["send"] = (request, timeoutMs) =>
+      Effect.suspend(() => {
+        const messageId = request.message.id
+        const signature = signatureOf(request)
+        const inFlight = sends.get(messageId)
+        if (inFlight !== undefined) {
+          // C-BRK-8: the same send twice shares one answer; a different one is refused.
+          if (inFlight.signature !== signature) {
+            return Effect.fail(
+              deliveryError({
+                messageId,
+                code: DeliveryCode.MessageIdReuse,
+                reason: `Message id ${messageId} is already pending with a different target or payload`,
+                retryable: false
+              })
+            )
+          }
+          return awaitAnswer(inFlight.answer, timeoutMs, "send", () => undefined)
+        }
+        const answer = Deferred.makeUnsafe<Delivery, DeliveryError | ConnectionLost>()
+        sends.set(messageId, { signature, answer })
+        const frame = {
+          type: "send",
+          to: request.to,
+          message: request.message,
+          ...(request.targetId === undefined ? {} : { targetId: request.targetId, targetEpoch: request.targetEpoch })
+        }
+        return write(frame, "send").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "send", () => sends.delete(messageId)))
+        )
+      })
+
+    const cancel: ClientConnection["cancel"] = (messageId, timeoutMs) =>
+      Effect.suspend(() => {
+        const answer = Deferred.makeUnsafe<boolean, ConnectionLost>()
+        cancels.set(messageId, answer)
+        return write({ type: "cancel_message", messageId }, "cancel").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "cancel", () => cancels.delete(messageId)))
+        )
+      })
+
+    const close = Effect.gen(function*() {
+      if (open) {
+        yield* write({ type: "unregister" }, "unregister").pipe(Effect.ignore)
+        yield* connection.end
+      }
+      yield* Deferred.await(closed).pipe(Effect.timeoutOption(Duration.seconds(2)))
+      yield* Fiber.interrupt(reader)
+      yield* connection.destroy
+    })
+
+    return {
+      sessionId: registered.frame.sessionId,
+      features: new Set(registered.frame.features ?? []),
+      closed: Deferred.await(closed),
+      list,
+      send,
+      cancel,
+      post: (frame) => write(frame, "post"),
+      close
+    } satisfies ClientConnection
+  })

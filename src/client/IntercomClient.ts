@@ -1,0 +1,304 @@
+/**
+ * `IntercomClient`: the programmatic entry point for Effect programs.
+ *
+ * - Lazy: nothing connects until the first operation; concurrent first uses
+ *   share one attempt (C-TOOL-14).
+ * - Auto-spawns the broker when none answers (P93).
+ * - Reconnects after a drop with capped exponential backoff and jitter,
+ *   re-registering the same session id with what the session had announced
+ *   (name, status, model, requested features); a liveness probe (P96) turns a
+ *   silent broker into a reconnect.
+ * - A send in flight when the connection drops fails with `ConnectionLost`
+ *   (outcome unknown; a retry with the same message id is de-duplicated by the
+ *   broker) — never silently.
+ *
+ * The connection state is a few plain variables inside the service, touched
+ * only by synchronous code (design.md's hot-path rule of single ownership).
+ */
+import { Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
+import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import {
+  type ClientConnection,
+  type ControlEvent,
+  type Delivery,
+  type InboundMessage,
+  openClientConnection,
+  type PresenceEvent,
+  type SendError,
+  type SendRequest
+} from "./ClientConnection.ts"
+import { type ConnectionLost, IntercomNotConnected, type RequestTimeout } from "./errors.ts"
+import { type BrokerLaunch, ensureBroker } from "./spawn.ts"
+
+export interface IntercomClientOptions {
+  readonly agentDir: string
+  readonly intercomDir: string
+  readonly socketPath: string
+  /** The stable session id this client registers (and re-registers) with. */
+  readonly sessionId: string
+  readonly scopeId?: string | undefined
+  /** What the session says about itself; `presence` updates are folded in for re-registration. */
+  readonly registration: SessionRegistration
+  /** Protocol extensions to request in `register`. */
+  readonly features?: ReadonlyArray<string>
+  /** How to start a broker when none answers; `false` never spawns. */
+  readonly launch: BrokerLaunch | false
+  readonly connectTimeoutMs?: number
+  readonly sendTimeoutMs?: number
+  readonly listTimeoutMs?: number
+  readonly livenessIntervalMs?: number
+  readonly livenessTimeoutMs?: number
+  /** Reconnect backoff: starts here, doubles, capped at `reconnectMaxMs`. Defaults 1 s and 30 s. */
+  readonly reconnectBaseMs?: number
+  readonly reconnectMaxMs?: number
+}
+
+/** Presence fields a session may change after registering (P32). */
+export interface PresenceUpdate {
+  readonly name?: string
+  readonly runtimeFallbackAlias?: boolean
+  readonly status?: string
+  readonly model?: string
+  readonly contextPct?: number | null
+  readonly contextTokens?: number | null
+  readonly contextWindow?: number | null
+}
+
+export interface ClientStatus {
+  readonly connected: boolean
+  readonly sessionId: string
+  readonly socketPath: string
+  /** Features the broker granted on the current connection. */
+  readonly features: ReadonlyArray<string>
+  /** Connections established so far (1 after the first, +1 per reconnect). */
+  readonly connections: number
+  readonly lastError: string | undefined
+}
+
+export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
+
+export interface IntercomClientService {
+  readonly sessionId: string
+  /** Connects (or joins the attempt in progress) and returns once registered. */
+  readonly connect: Effect.Effect<void, IntercomNotConnected>
+  readonly list: Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
+  readonly send: (request: SendRequest) => Effect.Effect<Delivery, SendError | IntercomNotConnected>
+  /** `cancel_message` (P71): true when the broker withdrew or cancelled the message. */
+  readonly cancel: (messageId: string) => Effect.Effect<boolean, ClientError>
+  /** `cancel_ask` (P64): drops this session's open ask edge. */
+  readonly cancelAsk: (messageId: string) => Effect.Effect<void, ClientError>
+  readonly presence: (update: PresenceUpdate) => Effect.Effect<void, ClientError>
+  readonly receipt: (receipt: MessageReceipt) => Effect.Effect<void, ClientError>
+  /** Inbound messages, buffered until read: a single consumer sees each once. */
+  readonly messages: Stream.Stream<InboundMessage>
+  /** Membership events; each subscriber sees those after it subscribed. */
+  readonly presenceEvents: Stream.Stream<PresenceEvent>
+  /** Receipts and cancel/supersede notices about messages. */
+  readonly controls: Stream.Stream<ControlEvent>
+  readonly status: Effect.Effect<ClientStatus>
+  /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */
+  readonly disconnect: Effect.Effect<void>
+}
+
+export class IntercomClient extends Context.Service<IntercomClient, IntercomClientService>()(
+  "effect-intercom/IntercomClient"
+) {
+  static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient> =>
+    Layer.effect(IntercomClient, makeIntercomClient(options))
+}
+
+const applyPresence = (registration: SessionRegistration, update: PresenceUpdate): SessionRegistration => ({
+  ...registration,
+  ...(update.name === undefined ? {} : { name: update.name }),
+  ...(update.runtimeFallbackAlias === undefined ? {} : { runtimeFallbackAlias: update.runtimeFallbackAlias }),
+  ...(update.status === undefined ? {} : { status: update.status }),
+  ...(update.model === undefined ? {} : { model: update.model })
+})
+
+export const makeIntercomClient = (
+  options: IntercomClientOptions
+): Effect.Effect<IntercomClientService, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const clientScope = yield* Effect.scope
+    const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
+    const sendTimeoutMs = options.sendTimeoutMs ?? 10_000
+    const listTimeoutMs = options.listTimeoutMs ?? 5_000
+    const livenessIntervalMs = options.livenessIntervalMs ?? 30_000
+    const livenessTimeoutMs = Math.min(options.livenessTimeoutMs ?? 5_000, livenessIntervalMs)
+    const reconnectMaxMs = options.reconnectMaxMs ?? 30_000
+    const reconnectSchedule = Schedule.exponential(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
+      Schedule.jittered,
+      Schedule.modifyDelay(({ duration }) =>
+        Effect.succeed(Duration.min(duration, Duration.millis(reconnectMaxMs)))
+      )
+    )
+
+    const inbound = yield* Queue.unbounded<InboundMessage>()
+    const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
+    const controlHub = yield* PubSub.unbounded<ControlEvent>()
+    const sinks = {
+      message: (message: InboundMessage) => void Queue.offerUnsafe(inbound, message),
+      presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
+      control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event)
+    }
+
+    // Connection state: owned by this service, touched only synchronously.
+    let registration = options.registration
+    let current: Deferred.Deferred<ClientConnection, IntercomNotConnected> | undefined
+    let live: ClientConnection | undefined
+    let connections = 0
+    let lastError: string | undefined
+    let stopped = false
+
+    /** One attempt: make sure a broker runs, then dial and register in a Scope of its own. */
+    const attempt = Effect.gen(function*() {
+      if (options.launch !== false) {
+        yield* ensureBroker({
+          agentDir: options.agentDir,
+          intercomDir: options.intercomDir,
+          socketPath: options.socketPath,
+          launch: options.launch
+        }).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
+      }
+      const scope = yield* Scope.fork(clientScope)
+      const connection = yield* openClientConnection(
+        {
+          socketPath: options.socketPath,
+          sessionId: options.sessionId,
+          scopeId: options.scopeId,
+          session: registration,
+          features: options.features ?? [],
+          connectTimeoutMs
+        },
+        sinks
+      ).pipe(
+        Scope.provide(scope),
+        Effect.onError(() => Scope.close(scope, Exit.void))
+      )
+      return { connection, scope }
+    }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
+
+    /** Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops. */
+    const adopt = (connection: ClientConnection, scope: Scope.Closeable): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        live = connection
+        connections++
+        lastError = undefined
+        yield* Effect.forkIn(
+          Effect.forever(
+            Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
+              Effect.andThen(connection.list(livenessTimeoutMs)),
+              Effect.catchTag("RequestTimeout", () =>
+                Effect.sync(() => lastError = "liveness probe timed out").pipe(
+                  Effect.andThen(connection.close)
+                ))
+            ),
+            { disableYield: true }
+          ).pipe(Effect.ignore),
+          scope
+        )
+        yield* Effect.forkIn(
+          connection.closed.pipe(
+            Effect.andThen(Effect.suspend(() => {
+              if (live === connection) live = undefined
+              if (stopped) return Effect.void
+              const next = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
+              current = next
+              return reconnect(next)
+            })),
+            Effect.ensuring(Scope.close(scope, Exit.void))
+          ),
+          clientScope
+        )
+      })
+
+    /** Retries with backoff until connected or the client stops; waiting operations see the result. */
+    const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> =>
+      Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
+        Effect.andThen(Effect.retry(attempt, { schedule: reconnectSchedule, while: () => !stopped })),
+        Effect.flatMap(({ connection, scope }) =>
+          adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(next, connection)))
+        ),
+        Effect.catch((error) => Deferred.fail(next, error))
+      )
+
+    const connection: Effect.Effect<ClientConnection, IntercomNotConnected> = Effect.suspend(() => {
+      if (stopped) return Effect.fail(new IntercomNotConnected({ reason: "the client was disconnected" }))
+      if (current !== undefined) return Deferred.await(current)
+      const first = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
+      current = first
+      // Forked into the client's Scope: one caller's interruption does not cancel the shared attempt.
+      return Effect.forkIn(
+        attempt.pipe(
+          Effect.flatMap(({ connection, scope }) =>
+            adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(first, connection)))
+          ),
+          Effect.catch((error) =>
+            Effect.sync(() => {
+              if (current === first) current = undefined // the next use tries again
+            }).pipe(Effect.andThen(Deferred.fail(first, error)))
+          )
+        ),
+        clientScope
+      ).pipe(Effect.andThen(Deferred.await(first)))
+    })
+
+    /** Waits for a connection at most `connectTimeoutMs` (a reconnect may be in progress), then uses it. */
+    const withConnection = <A, E>(use: (connection: ClientConnection) => Effect.Effect<A, E>) =>
+      connection.pipe(
+        Effect.timeoutOrElse({
+          duration: Duration.millis(connectTimeoutMs),
+          orElse: () =>
+            Effect.fail(
+              new IntercomNotConnected({
+                reason: `no connection within ${connectTimeoutMs} ms${lastError === undefined ? "" : ` (last error: ${lastError})`}`
+              })
+            )
+        }),
+        Effect.flatMap(use)
+      )
+
+    const disconnect = Effect.gen(function*() {
+      if (stopped) return
+      stopped = true
+      const pending = current
+      current = undefined
+      // C-BRK-30: join an attempt in flight, then unregister and close.
+      if (pending !== undefined) {
+        const exit = yield* Deferred.await(pending).pipe(Effect.exit, Effect.timeoutOption(Duration.seconds(2)))
+        if (exit._tag === "Some" && Exit.isSuccess(exit.value)) yield* exit.value.value.close
+      }
+      live = undefined
+    })
+
+    yield* Effect.addFinalizer(() => disconnect)
+
+    return {
+      sessionId: options.sessionId,
+      connect: Effect.asVoid(connection),
+      list: withConnection((c) => c.list(listTimeoutMs)),
+      send: (request) => withConnection((c) => c.send(request, sendTimeoutMs)),
+      cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
+      cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),
+      presence: (update) =>
+        Effect.suspend(() => {
+          registration = applyPresence(registration, update)
+          return withConnection((c) => c.post({ type: "presence", ...update }))
+        }),
+      receipt: (receipt) => withConnection((c) => c.post({ type: "message_receipt", receipt })),
+      messages: Stream.fromQueue(inbound),
+      presenceEvents: Stream.fromPubSub(presenceHub),
+      controls: Stream.fromPubSub(controlHub),
+      status: Effect.sync(() => ({
+        connected: live !== undefined,
+        sessionId: options.sessionId,
+        socketPath: options.socketPath,
+        features: live === undefined ? [] : [...live.features],
+        connections,
+        lastError
+      })),
+      disconnect
+    } satisfies IntercomClientService
+  })
+
+

@@ -1,0 +1,177 @@
+/**
+ * Auto-spawn (P93, C-BRK-16…20): make sure a broker answers on the socket,
+ * starting one if needed. Only the holder of `broker.spawn.lock` spawns; the
+ * others poll health. The lock is stale when its pid is gone, its timestamp is
+ * unreadable or older than 10 s, or the file is unreadable. Five clients
+ * starting at once end with one broker — and should two brokers ever race,
+ * the broker's own startup check (a broker that answers health blocks a
+ * second one) settles it.
+ */
+import { Clock, Data, Deferred, Duration, Effect, Exit, Schedule } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { probeHealth } from "../transport/healthProbe.ts"
+
+export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Broker failed to start: ${this.detail}`
+  }
+}
+
+export type BrokerLaunch =
+  | { readonly _tag: "Default" }
+  | { readonly _tag: "Command"; readonly command: string; readonly args: ReadonlyArray<string> }
+
+export interface SpawnOptions {
+  readonly agentDir: string
+  readonly intercomDir: string
+  readonly socketPath: string
+  readonly launch: BrokerLaunch
+  /** How long to wait for a spawned (or someone else's) broker to answer health. Default 5 s. */
+  readonly waitMs?: number
+}
+
+const LOCK_STALE_MS = 10_000
+const LOCK_ATTEMPTS = 5
+const POLL = Duration.millis(100)
+
+/** The compiled CLI entry, found from this module whether it runs from `src/` or `dist/`. */
+export const brokerEntryPoint = (): string =>
+  path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "cli", "main.js")
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return typeof error === "object" && error !== null && "code" in error && error.code === "EPERM"
+  }
+}
+
+const readNumbers = (file: string): ReadonlyArray<number> | undefined => {
+  try {
+    return fs.readFileSync(file, "utf8").split("\n").map((line) => Number.parseInt(line, 10))
+  } catch {
+    return undefined
+  }
+}
+
+type LockResult = "acquired" | "held"
+
+/** Creates the spawn lock exclusively, clearing stale locks (up to five attempts). */
+const acquireLock = (lockFile: string, now: number): LockResult => {
+  for (let attempt = 0; attempt < LOCK_ATTEMPTS; attempt++) {
+    try {
+      fs.writeFileSync(lockFile, `${process.pid}\n${now}\n`, { flag: "wx", mode: 0o600 })
+      return "acquired"
+    } catch (error) {
+      if (!(typeof error === "object" && error !== null && "code" in error && error.code === "EEXIST")) throw error
+    }
+    const [pid, stamp] = readNumbers(lockFile) ?? []
+    const stale = pid === undefined || !Number.isSafeInteger(pid) || !isAlive(pid) ||
+      stamp === undefined || !Number.isFinite(stamp) || now - stamp > LOCK_STALE_MS
+    if (!stale) return "held"
+    fs.rmSync(lockFile, { force: true })
+  }
+  return "held"
+}
+
+const releaseLock = (lockFile: string) =>
+  Effect.sync(() => {
+    const [pid] = readNumbers(lockFile) ?? []
+    if (pid === process.pid) fs.rmSync(lockFile, { force: true })
+  })
+
+/** Polls health every 100 ms until it answers or `waitMs` passes. */
+const awaitHealthy = (socketPath: string, waitMs: number) =>
+  probeHealth(socketPath, Duration.millis(500)).pipe(
+    Effect.repeat({ schedule: Schedule.spaced(POLL), until: (healthy) => healthy }),
+    Effect.timeoutOption(Duration.millis(waitMs)),
+    Effect.map((result) => result._tag === "Some" && result.value)
+  )
+
+const tail = (file: string): string => {
+  try {
+    const text = fs.readFileSync(file, "utf8").trim()
+    return text.length > 4000 ? text.slice(-4000) : text
+  } catch {
+    return ""
+  }
+}
+
+const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
+  const log = fs.openSync(logFile, "w", 0o600)
+  try {
+    const [command, args] = options.launch._tag === "Default"
+      ? [process.execPath, [brokerEntryPoint(), "broker", "--dir", options.agentDir]]
+      : [options.launch.command, [...options.launch.args, brokerEntryPoint()]]
+    const child = spawn(command, args, {
+      detached: true,
+      stdio: ["ignore", "ignore", log],
+      env: { ...process.env, PI_CODING_AGENT_DIR: options.agentDir, NODE_NO_WARNINGS: "1" }
+    })
+    return child
+  } finally {
+    fs.closeSync(log)
+  }
+}
+
+/**
+ * Ensures a broker answers on `options.socketPath`, spawning one detached if
+ * none does. Fails with `BrokerSpawnFailed` saying why (including the tail of
+ * the broker's stderr, kept in `<intercomDir>/broker.log`).
+ */
+export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerSpawnFailed> =>
+  Effect.gen(function*() {
+    const waitMs = options.waitMs ?? 5000
+    if (yield* probeHealth(options.socketPath)) return
+    yield* Effect.try({
+      try: () => fs.mkdirSync(options.intercomDir, { recursive: true, mode: 0o700 }),
+      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot create ${options.intercomDir}: ${String(cause)}` })
+    })
+    const [pid] = readNumbers(path.join(options.intercomDir, "broker.pid")) ?? []
+    if (pid !== undefined && Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
+      // A live broker may still be starting; give it the same wait a spawn would get.
+      if (yield* awaitHealthy(options.socketPath, Math.min(waitMs, 1000))) return
+    }
+    const lockFile = path.join(options.intercomDir, "broker.spawn.lock")
+    const now = yield* Clock.currentTimeMillis
+    const lock = yield* Effect.try({
+      try: () => acquireLock(lockFile, now),
+      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot create ${lockFile}: ${String(cause)}` })
+    })
+    if (lock === "held") {
+      if (yield* awaitHealthy(options.socketPath, waitMs)) return
+      return yield* new BrokerSpawnFailed({ detail: "Broker failed to start within timeout" })
+    }
+    yield* Effect.gen(function*() {
+      if (yield* probeHealth(options.socketPath)) return // double-check under the lock (C-BRK-19)
+      const logFile = path.join(options.intercomDir, "broker.log")
+      const exited = yield* Deferred.make<string>()
+      const child = yield* Effect.try({
+        try: () => launchBroker(options, logFile),
+        catch: (cause) => new BrokerSpawnFailed({ detail: `cannot launch the broker: ${String(cause)}` })
+      })
+      child.once("error", (error) => Deferred.doneUnsafe(exited, Exit.succeed(`launch error: ${error.message}`)))
+      child.once("exit", (code, signal) =>
+        Deferred.doneUnsafe(exited, Exit.succeed(signal === null ? `exit code ${code}` : `signal ${signal}`)))
+      const outcome = yield* Effect.raceFirst(
+        awaitHealthy(options.socketPath, waitMs).pipe(Effect.map((healthy) => healthy ? "healthy" : "timeout")),
+        Deferred.await(exited).pipe(Effect.map((how) => `exited (${how})`))
+      )
+      child.unref()
+      if (outcome === "healthy") return
+      // Someone else's broker may have won the race: that is success too.
+      if (yield* probeHealth(options.socketPath)) return
+      const stderr = tail(logFile)
+      return yield* new BrokerSpawnFailed({
+        detail: outcome === "timeout"
+          ? `no health answer within ${waitMs} ms${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
+          : `the broker ${outcome}${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
+      })
+    }).pipe(Effect.ensuring(releaseLock(lockFile)))
+  })
