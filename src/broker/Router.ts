@@ -635,21 +635,29 @@ export class Router {
       const holders = space.liveWithIdentity(remembered.identity, sender)
       if (holders.length === 1) target = holders[0]
     }
-    if (target === undefined) return this.queueMail(peer, mail, fingerprint)
-    this.deliverLive(peer, sender, target, mail, fingerprint)
-  }
-
-  private deliverLive(peer: Peer, sender: Session, target: Session, mail: Mail, fingerprint: string): void {
-    const message = mail.message
-    const frame = Encode.messageFrame(sender.infoJson, message, mail.brokerReceivedAt, mail.brokerReceivedAt)
-    if (!fitsFrame(frame)) {
+    // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox.
+    const forwarded = Encode.messageFrame(sender.infoJson, message, now, now)
+    if (!fitsFrame(forwarded)) {
       return this.fail(
         peer,
         message.id,
         DeliveryCode.MessageTooLarge,
-        Reason.tooLarge(frameBytes(frame), MAX_FRAME_BYTES)
+        Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
       )
     }
+    if (target === undefined) return this.queueMail(peer, mail, fingerprint)
+    this.deliverLive(peer, sender, target, mail, forwarded, fingerprint)
+  }
+
+  private deliverLive(
+    peer: Peer,
+    sender: Session,
+    target: Session,
+    mail: Mail,
+    frame: string,
+    fingerprint: string
+  ): void {
+    const message = mail.message
     const now = mail.brokerReceivedAt
     const spaceKey = mail.spaceKey
     if (message.supersedes !== undefined) {

@@ -82,5 +82,8 @@ export const decodeBrokerFrame = compileDecoder("broker frame", Frames.BrokerFra
 /** Decodes the text of a broker frame (client side). */
 export const decodeBrokerFrameText = (text: string): Frames.BrokerFrame | FrameDecodeError => {
   const parsed = parseFrameText(text)
-  return isFrameDecodeError(parsed) ? parsed : decodeBrokerFrame(parsed)
+  if (isFrameDecodeError(parsed)) return parsed
+  const frame = decodeBrokerFrame(parsed)
+  // Name the frame's own type, not the union's.
+  return isFrameDecodeError(frame) ? new FrameDecodeError({ ...frame, frameType: parsed.type }) : frame
 }

@@ -4,7 +4,7 @@
  * hot path calls synchronously; `decodeFrames` wraps the same splitter as a
  * Stream transform for code that is not on the per-frame path.
  */
-import { Data, Effect, Stream } from "effect"
+import { Data, Stream } from "effect"
 import { MAX_FRAME_BYTES } from "./constants.ts"
 
 export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
@@ -127,9 +127,11 @@ export const decodeFrames = (limit: number = MAX_FRAME_BYTES) =>
 <E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<string, E | FrameTooLarge, R> =>
   Stream.suspend(() => {
     const decoder = new FrameDecoder(limit)
-    return Stream.flattenIterable(Stream.mapEffect(bytes, (chunk) => {
+    // Frames completed before an oversize header are still emitted, then the stream fails.
+    return Stream.flatMap(bytes, (chunk) => {
       const out: Array<string> = []
       const error = decoder.push(chunk, out)
-      return error === undefined ? Effect.succeed(out) : Effect.fail(error)
-    }))
+      const frames = Stream.fromIterable(out)
+      return error === undefined ? frames : Stream.concat(frames, Stream.fail(error))
+    })
   })
