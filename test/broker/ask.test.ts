@@ -1,0 +1,138 @@
+/** P60–P64: asks are sends with expectsReply; the broker keeps ask edges and validates replies. */
+import { assert, describe, it } from "@effect/vitest"
+import { type Duration, Effect } from "effect"
+import { assertDelivered, assertFailed } from "../support/assertions.ts"
+import { message, messageFor, send, withBroker } from "../support/broker.ts"
+
+const noAsk = "Reply target does not match a pending ask"
+const wrongAsk = "Reply target does not match the pending ask"
+
+const trio = (options: { readonly askTimeout?: Duration.Input } = {}) =>
+  Effect.gen(function*() {
+    const broker = yield* withBroker(options.askTimeout === undefined ? {} : { askTimeout: options.askTimeout })
+    const asker = yield* broker.session({ sessionId: "asker", name: "Asker" })
+    const target = yield* broker.session({ sessionId: "target", name: "Target" })
+    const third = yield* broker.session({ sessionId: "third" })
+    return { broker, asker, target, third }
+  })
+
+describe("P61/P62 ask edges and replies", () => {
+  it.live("a reply with replyTo on a live ask edge is delivered; a second reply is rejected", () =>
+    Effect.gen(function*() {
+      const { asker, target } = yield* trio()
+      const question = message("what is 2+2?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      const got = yield* messageFor(target.client, question.id)
+      assert.strictEqual(got.message.expectsReply, true)
+
+      const answer = message("4", { replyTo: question.id })
+      assertDelivered(yield* send(target.client, "asker", answer))
+      const reply = yield* messageFor(asker.client, answer.id)
+      assert.strictEqual(reply.message.replyTo, question.id)
+      assert.strictEqual(reply.from.id, "target")
+
+      assertFailed(yield* send(target.client, "asker", message("5", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
+      yield* asker.client.expectNothing(100, "message")
+    }))
+
+  it.live("a reply without an edge → E_REPLY_TARGET \"…a pending ask\", not delivered", () =>
+    Effect.gen(function*() {
+      const { asker, target } = yield* trio()
+      // A plain (non-ask) message creates no edge.
+      const plain = message("fyi")
+      assertDelivered(yield* send(asker.client, "target", plain))
+      assertFailed(yield* send(target.client, "asker", message("re", { replyTo: plain.id })), "E_REPLY_TARGET", noAsk)
+      assertFailed(yield* send(target.client, "asker", message("re", { replyTo: "made-up" })), "E_REPLY_TARGET", noAsk)
+      yield* asker.client.expectNothing(100, "message")
+    }))
+
+  it.live("a reply from, or to, the wrong session → E_REPLY_TARGET \"…the pending ask\"; the edge stays usable", () =>
+    Effect.gen(function*() {
+      const { asker, target, third } = yield* trio()
+      const question = message("q", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      // The third session is not the one asked.
+      assertFailed(yield* send(third.client, "asker", message("me!", { replyTo: question.id })), "E_REPLY_TARGET", wrongAsk)
+      // The asked session replying to someone other than the asker.
+      assertFailed(yield* send(target.client, "third", message("you?", { replyTo: question.id })), "E_REPLY_TARGET", wrongAsk)
+      yield* asker.client.expectNothing(100, "message")
+      yield* third.client.expectNothing(0, "message")
+      // A failed reply leaves the edge in place.
+      const answer = message("a", { replyTo: question.id })
+      assertDelivered(yield* send(target.client, "asker", answer))
+      yield* messageFor(asker.client, answer.id)
+    }))
+
+  it.live("an expired edge (askTimeout) no longer accepts a reply", () =>
+    Effect.gen(function*() {
+      const { asker, target } = yield* trio({ askTimeout: "150 millis" })
+      const question = message("quick?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      yield* Effect.sleep(300)
+      assertFailed(yield* send(target.client, "asker", message("late", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
+    }))
+
+  it.live("edges survive the asker's disconnection: the reply is queued for it", () =>
+    Effect.gen(function*() {
+      const { broker, asker, target } = yield* trio()
+      const question = message("q", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      yield* asker.client.destroy
+      yield* target.client.next("session_left", (f) => f.sessionId === "asker")
+      const answer = message("a", { replyTo: question.id })
+      assertDelivered(yield* send(target.client, "asker", answer), "queued")
+      const back = yield* broker.session({ sessionId: "asker", name: "Asker" })
+      assert.strictEqual((yield* messageFor(back.client, answer.id)).message.replyTo, question.id)
+    }))
+})
+
+describe("P63 mutual ask", () => {
+  it.live("an ask towards a session that is waiting on you is refused; a reply that itself asks is allowed", () =>
+    Effect.gen(function*() {
+      const { asker, target } = yield* trio()
+      const question = message("q1", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      assertFailed(
+        yield* send(target.client, "asker", message("counter-question", { expectsReply: true })),
+        "E_MUTUAL_ASK",
+        "Mutual ask refused: target session is already waiting for a reply from this session."
+      )
+      yield* asker.client.expectNothing(100, "message")
+      // A plain message back is fine.
+      assertDelivered(yield* send(target.client, "asker", message("thinking…")))
+      // The reply may start a new reverse ask.
+      const replyAsk = message("answer, and a question", { replyTo: question.id, expectsReply: true })
+      assertDelivered(yield* send(target.client, "asker", replyAsk))
+      // Now the original asker is the one being asked.
+      const final = message("final", { replyTo: replyAsk.id })
+      assertDelivered(yield* send(asker.client, "target", final))
+      yield* messageFor(target.client, final.id)
+    }))
+})
+
+describe("P64 cancel_ask", () => {
+  it.live("the asker's cancel_ask drops the edge, so a later reply fails; no reply to the cancel", () =>
+    Effect.gen(function*() {
+      const { asker, target } = yield* trio()
+      const question = message("q", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      yield* asker.client.send({ type: "cancel_ask", messageId: question.id })
+      yield* asker.client.expectNothing(150, ["delivered", "delivery_failed"])
+      assertFailed(yield* send(target.client, "asker", message("too late", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
+      // And the asked session may now ask back.
+      assertDelivered(yield* send(target.client, "asker", message("my turn", { expectsReply: true })))
+    }))
+
+  it.live("cancel_ask from someone other than the asker changes nothing", () =>
+    Effect.gen(function*() {
+      const { asker, target, third } = yield* trio()
+      const question = message("q", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      yield* target.client.send({ type: "cancel_ask", messageId: question.id })
+      yield* third.client.send({ type: "cancel_ask", messageId: question.id })
+      yield* Effect.sleep(50)
+      const answer = message("still valid", { replyTo: question.id })
+      assertDelivered(yield* send(target.client, "asker", answer))
+      yield* messageFor(asker.client, answer.id)
+    }))
+})

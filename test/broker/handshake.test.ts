@@ -1,0 +1,406 @@
+/** P10–P21: registration handshake, health, timeouts, caps, takeover, scopes, unregister. */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { encodeFrames } from "../../src/protocol/index.ts"
+import { assertDelivered, closedWithoutReply, stillOpen } from "../support/assertions.ts"
+import {
+  freshId,
+  infoOf,
+  list,
+  message,
+  messageFor,
+  register,
+  registerFrame,
+  send,
+  withBroker
+} from "../support/broker.ts"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+describe("P11/P12 register → registered", () => {
+  it.live("registered is the first frame, echoes the id and offers exact-send-v1", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const client = yield* broker.connect()
+      const registered = yield* register(client, { sessionId: "alpha" })
+      assert.strictEqual(registered.sessionId, "alpha")
+      assert.include(registered.features ?? [], "exact-send-v1")
+      assert.notInclude(registered.features ?? [], "extension-bus-v1")
+      assert.strictEqual(client.received()[0]?.type, "registered")
+    }))
+
+  it.live("registered comes first even while other sessions join concurrently and mail is waiting", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      // Leave mail for a remembered session so its registration also triggers a flush (P13).
+      const target = yield* broker.session({ sessionId: "target" })
+      yield* target.client.destroy
+      yield* sender.client.next("session_left", (f) => f.sessionId === "target")
+      assertDelivered(yield* send(sender.client, "target", message("waiting")), "queued")
+
+      const clients = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
+        broker.connect(`c${i}`))
+      // All register in one burst; "target" is among them.
+      yield* Effect.forEach(clients, (client, i) =>
+        client.send(registerFrame({ sessionId: i === 5 ? "target" : freshId("burst") })), { discard: true })
+      yield* Effect.forEach(clients, (client) => client.next("registered"), { concurrency: "unbounded", discard: true })
+      for (const client of clients) assert.strictEqual(client.received()[0]?.type, "registered", client.label)
+      const flushed = yield* clients[5]!.next("message")
+      assert.strictEqual(flushed.message.content.text, "waiting")
+    }))
+
+  it.live("without a sessionId the broker assigns a UUID", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const client = yield* broker.connect()
+      const registered = yield* register(client, { sessionId: null })
+      assert.match(registered.sessionId, UUID)
+      const sessions = yield* list(client)
+      assert.deepStrictEqual(sessions.map((s) => s.id), [registered.sessionId])
+    }))
+
+  it.live("the sessionId is used untrimmed (P11)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const client = yield* broker.connect()
+      const registered = yield* register(client, { sessionId: " padded " })
+      assert.strictEqual(registered.sessionId, " padded ")
+      assert.deepStrictEqual((yield* list(client)).map((s) => s.id), [" padded "])
+    }))
+
+  it.live("a second register on a registered socket closes it (P12)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const session = yield* broker.session({ sessionId: "twice" })
+      yield* observer.client.next("session_joined", (f) => f.session.id === "twice")
+      session.client.drain()
+      yield* session.client.send(registerFrame({ sessionId: "twice-again" }))
+      yield* closedWithoutReply(session.client)
+      yield* observer.client.next("session_left", (f) => f.sessionId === "twice")
+      yield* observer.client.expectNothing(100, "session_joined")
+      assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id])
+    }))
+})
+
+describe("P14 SessionInfo is built by the broker", () => {
+  it.live("copies the registration fields, adds id, endpointEpoch and trustedLocal, ignores client claims", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const client = yield* broker.connect()
+      yield* register(client, {
+        sessionId: "built",
+        name: "Builder",
+        cwd: "/work",
+        model: "opus",
+        status: "idle",
+        session: {
+          runtimeFallbackAlias: false,
+          tmuxPane: "%3",
+          peerUid: 0,
+          trustedLocal: false,
+          contextPct: 99,
+          contextTokens: 1,
+          contextWindow: 2,
+          id: "spoofed",
+          endpointEpoch: "spoofed"
+        }
+      })
+      const joined = yield* observer.client.next("session_joined")
+      const info = joined.session
+      assert.strictEqual(info.id, "built")
+      assert.strictEqual(info.name, "Builder")
+      assert.strictEqual(info.cwd, "/work")
+      assert.strictEqual(info.model, "opus")
+      assert.strictEqual(info.status, "idle")
+      assert.strictEqual(info.tmuxPane, "%3")
+      assert.strictEqual(info.runtimeFallbackAlias, false)
+      assert.strictEqual(info.pid, process.pid)
+      assert.strictEqual(info.trustedLocal, true) // Unix socket (P80)
+      assert.isString(info.endpointEpoch)
+      assert.notStrictEqual(info.endpointEpoch, "spoofed")
+      for (const key of ["peerUid", "contextPct", "contextTokens", "contextWindow"]) {
+        assert.isFalse(key in info, `${key} must not be taken from the registration`)
+      }
+      const listed = yield* infoOf(observer.client, "built")
+      assert.deepStrictEqual(listed.endpointEpoch, info.endpointEpoch)
+    }))
+
+  it.live("every registration gets a fresh endpointEpoch", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const epochs = new Set<string | undefined>()
+      for (let i = 0; i < 3; i++) {
+        const client = yield* broker.connect()
+        yield* register(client, { sessionId: "same" })
+        const joined = yield* observer.client.next("session_joined", (f) => f.session.id === "same")
+        epochs.add(joined.session.endpointEpoch)
+      }
+      assert.strictEqual(epochs.size, 3)
+      assert.isFalse(epochs.has(undefined))
+    }))
+})
+
+describe("P20/P21 health", () => {
+  it.live("health before registration is answered and does not register", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const client = yield* broker.connect("prober")
+      yield* client.send({ type: "health", requestId: "probe-1" })
+      const ok = yield* client.next("health_ok")
+      assert.deepStrictEqual({ ...ok }, { type: "health_ok", requestId: "probe-1", protocol: "pi-intercom", version: 1 })
+      yield* observer.client.expectNothing(100, "session_joined")
+      assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id])
+      // Still unregistered: a list is a frame before registration (P10).
+      yield* client.send({ type: "list", requestId: "x" })
+      yield* closedWithoutReply(client)
+    }))
+
+  it.live("health after registration is answered too", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const session = yield* broker.session()
+      yield* session.client.send({ type: "health", requestId: "later" })
+      assert.strictEqual((yield* session.client.next("health_ok")).requestId, "later")
+    }))
+})
+
+describe("P15 unregistered connections", () => {
+  it.live("a connection that does not register within the timeout is closed (and not before)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ registrationTimeout: "200 millis" })
+      const started = Date.now()
+      const silent = yield* broker.connect("silent")
+      const prober = yield* broker.connect("prober")
+      yield* prober.send({ type: "health", requestId: "h" }) // health does not count as registering
+      yield* prober.next("health_ok")
+      const registered = yield* broker.session({ label: "registered" })
+      yield* silent.waitClosed()
+      yield* prober.waitClosed()
+      const elapsed = Date.now() - started
+      assert.isAtLeast(elapsed, 150, `closed after ${elapsed} ms`)
+      yield* stillOpen(registered.client, 200)
+    }))
+
+  it.live("after unregister the timer is re-armed", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ registrationTimeout: "200 millis" })
+      const session = yield* broker.session()
+      yield* Effect.sleep(250)
+      assert.isFalse(session.client.isClosed())
+      yield* session.client.send({ type: "unregister" })
+      yield* session.client.waitClosed("2 seconds")
+    }))
+
+  it.live("past maxUnregistered the oldest unregistered connection is dropped; registered ones do not count", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ maxUnregistered: 2, registrationTimeout: "20 seconds" })
+      const probe = (client: (typeof clients)[number], id: string) =>
+        Effect.andThen(client.send({ type: "health", requestId: id }), client.next("health_ok"))
+      const clients = [yield* broker.connect("u1")]
+      yield* probe(clients[0]!, "1")
+      const u2 = yield* broker.connect("u2")
+      yield* probe(u2, "2")
+      // A third unregistered connection evicts the oldest.
+      const u3 = yield* broker.connect("u3")
+      yield* probe(u3, "3")
+      yield* clients[0]!.waitClosed()
+      assert.isFalse(u2.isClosed())
+      // u3 registers: it no longer counts, so a new connection fits without evicting u2.
+      yield* register(u3)
+      const u4 = yield* broker.connect("u4")
+      yield* probe(u4, "4")
+      yield* probe(u2, "2b")
+      assert.isFalse(u2.isClosed())
+      assert.isFalse(u3.isClosed())
+    }))
+})
+
+describe("P16 stable-id takeover", () => {
+  it.live("the old socket is ended, a new epoch is issued, others get session_joined and no session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const old = yield* broker.session({ sessionId: "stable", name: "Stable" })
+      const first = yield* observer.client.next("session_joined", (f) => f.session.id === "stable")
+
+      const replacement = yield* broker.connect("replacement")
+      const registered = yield* register(replacement, { sessionId: "stable", name: "Stable" })
+      assert.strictEqual(registered.sessionId, "stable")
+      yield* old.client.waitClosed()
+      const second = yield* observer.client.next("session_joined", (f) => f.session.id === "stable")
+      assert.notStrictEqual(second.session.endpointEpoch, first.session.endpointEpoch)
+      yield* observer.client.expectNothing(200, "session_left")
+      const sessions = yield* list(observer.client)
+      assert.deepStrictEqual(sessions.filter((s) => s.id === "stable").map((s) => s.endpointEpoch), [
+        second.session.endpointEpoch
+      ])
+      // The replacement is fully live.
+      assertDelivered(yield* send(observer.client, "stable", message("to the new endpoint")))
+      yield* replacement.next("message")
+    }))
+
+  it.live("frames still arriving on the old socket cannot affect the new session", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const old = yield* broker.session({ sessionId: "stable", status: "original" })
+      yield* observer.client.next("session_joined", (f) => f.session.id === "stable")
+      const delivered = message("before takeover")
+      assertDelivered(yield* send(old.client, observer.id, delivered))
+      yield* messageFor(observer.client, delivered.id)
+
+      // Race: the takeover and a burst from the old socket, sent back to back.
+      const replacement = yield* broker.connect("replacement")
+      const hijack = message("hijack")
+      const burst = encodeFrames([
+        JSON.stringify({ type: "presence", status: "hijacked", name: "Hijacker" }),
+        JSON.stringify({ type: "send", to: observer.id, message: hijack }),
+        JSON.stringify({ type: "cancel_message", messageId: delivered.id }),
+        JSON.stringify({ type: "unregister" })
+      ])
+      yield* replacement.send(registerFrame({ sessionId: "stable", status: "replacement" }))
+      yield* replacement.next("registered")
+      yield* old.client.sendRaw(burst)
+
+      yield* observer.client.expectNothing(300, ["presence_update", "message_control", "session_left"])
+      yield* observer.client.expectNothing(0, "message", (f) => f.message.id === hijack.id)
+      const info = yield* infoOf(observer.client, "stable")
+      assert.strictEqual(info.status, "replacement")
+      assert.notStrictEqual(info.name, "Hijacker")
+      assert.isFalse(replacement.isClosed())
+      // A list from the replaced socket, if it is still open, closes it and nothing else.
+      if (!old.client.isClosed()) {
+        yield* old.client.send({ type: "list", requestId: "stale" })
+        yield* old.client.waitClosed()
+      }
+      yield* old.client.expectNothing(0, ["sessions", "delivered"])
+      assert.isFalse(replacement.isClosed())
+    }))
+
+  it.live("delivery records survive the takeover: a replay from the new endpoint is not delivered twice", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const receiver = yield* broker.session({ label: "receiver" })
+      const old = yield* broker.session({ sessionId: "stable" })
+      const msg = message("once")
+      assertDelivered(yield* send(old.client, receiver.id, msg))
+      yield* messageFor(receiver.client, msg.id)
+
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "stable" })
+      assertDelivered(yield* send(replacement, receiver.id, { ...msg, timestamp: msg.timestamp + 1 }))
+      yield* receiver.client.expectNothing(200, "message")
+    }))
+})
+
+describe("P17 scopes", () => {
+  it.live("scoped and unscoped sessions never see each other; scope ids are trimmed; empty = unscoped", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const teamA = yield* broker.session({ sessionId: "shared", scopeId: " team " })
+      const teamB = yield* broker.session({ sessionId: "b", scopeId: "team" })
+      const other = yield* broker.session({ sessionId: "shared", scopeId: "other" }) // same id, other scope
+      const plain = yield* broker.session({ sessionId: "c" })
+      const emptyScope = yield* broker.session({ sessionId: "d", scopeId: "" })
+
+      const ids = (sessions: ReadonlyArray<{ readonly id: string }>) => sessions.map((s) => s.id)
+      assert.deepStrictEqual(ids(yield* list(teamA.client)), ["shared", "b"])
+      assert.deepStrictEqual(ids(yield* list(other.client)), ["shared"])
+      assert.deepStrictEqual(ids(yield* list(plain.client)), ["c", "d"])
+
+      // Broadcasts are confined to the scope.
+      yield* teamA.client.next("session_joined", (f) => f.session.id === "b")
+      yield* plain.client.next("session_joined", (f) => f.session.id === "d")
+      yield* teamA.client.expectNothing(100, "session_joined", (f) => f.session.id !== "b")
+      yield* plain.client.expectNothing(0, "session_joined", (f) => f.session.id !== "d")
+      yield* other.client.expectNothing(0, "session_joined")
+
+      // Routing is confined to the scope: "shared" from team b reaches team a only.
+      const msg = message("team only")
+      assertDelivered(yield* send(teamB.client, "shared", msg))
+      yield* messageFor(teamA.client, msg.id)
+      yield* other.client.expectNothing(100, "message")
+      const cross = yield* send(plain.client, "b", message("cross"))
+      assert.strictEqual(cross.type === "delivery_failed" ? cross.code : cross.type, "E_TARGET_NOT_FOUND")
+
+      // Leaving is confined too.
+      yield* emptyScope.client.destroy
+      yield* plain.client.next("session_left", (f) => f.sessionId === "d")
+      yield* teamA.client.expectNothing(100, "session_left")
+    }))
+})
+
+describe("P18 session cap (configurable)", () => {
+  it.live("a registration past maxSessions gets the error frame and is closed; a takeover at the cap is fine", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ maxSessions: 2 })
+      const a = yield* broker.session({ sessionId: "a" })
+      yield* broker.session({ sessionId: "b" })
+      yield* a.client.next("session_joined", (f) => f.session.id === "b")
+      const extra = yield* broker.connect("extra")
+      yield* extra.send(registerFrame({ sessionId: "c" }))
+      const error = yield* extra.next("error")
+      assert.strictEqual(error.error, "Too many registered intercom sessions")
+      yield* extra.waitClosed()
+      assert.strictEqual(extra.count("registered"), 0)
+      yield* a.client.expectNothing(100, "session_joined")
+      assert.strictEqual(yield* broker.handle.sessionCount, 2)
+
+      const takeover = yield* broker.connect("takeover")
+      assert.strictEqual((yield* register(takeover, { sessionId: "a" })).sessionId, "a")
+      assert.strictEqual(yield* broker.handle.sessionCount, 2)
+    }))
+})
+
+describe("P19 unregister", () => {
+  it.live("removes the session, broadcasts session_left, keeps the connection, which may register again", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const observer = yield* broker.session({ label: "observer" })
+      const session = yield* broker.session({ sessionId: "again" })
+      yield* observer.client.next("session_joined", (f) => f.session.id === "again")
+      yield* session.client.send({ type: "unregister" })
+      yield* observer.client.next("session_left", (f) => f.sessionId === "again")
+      assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id])
+      // Still connected, now unregistered.
+      yield* session.client.send({ type: "health", requestId: "still-there" })
+      yield* session.client.next("health_ok")
+      const registered = yield* register(session.client, { sessionId: "again-2" })
+      assert.strictEqual(registered.sessionId, "again-2")
+      yield* observer.client.next("session_joined", (f) => f.session.id === "again-2")
+      assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id, "again-2"])
+    }))
+
+  it.live("the session count follows registrations and leaves", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      assert.strictEqual(yield* broker.handle.sessionCount, 0)
+      const a = yield* broker.session()
+      const b = yield* broker.session()
+      assert.strictEqual(yield* broker.handle.sessionCount, 2)
+      yield* a.client.send({ type: "unregister" })
+      yield* b.client.next("session_left")
+      assert.strictEqual(yield* broker.handle.sessionCount, 1)
+      yield* b.client.destroy
+      const deadline = Date.now() + 2000
+      while ((yield* broker.handle.sessionCount) !== 0 && Date.now() < deadline) yield* Effect.sleep(10)
+      assert.strictEqual(yield* broker.handle.sessionCount, 0)
+    }))
+})
+
+describe("concurrency", () => {
+  it.live("many sessions registering at once all get registered and all are listed", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const fibers = yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (i) =>
+        Effect.forkChild(broker.session({ sessionId: `many-${i}` })))
+      const sessions = yield* Effect.forEach(fibers, Fiber.join)
+      const listed = yield* list(sessions[0]!.client)
+      assert.sameMembers(listed.map((s) => s.id), sessions.map((s) => s.id))
+    }))
+})

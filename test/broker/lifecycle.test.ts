@@ -1,0 +1,176 @@
+/** P81, P91, P92, P94, P95: files, modes, startup conflicts, idle exit, shutdown. */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Option, Scope } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { runBroker } from "../../src/broker/index.ts"
+import { probeHealth } from "../../src/transport/index.ts"
+import { brokerPaths, list, tempDir, withBroker } from "../support/broker.ts"
+import { connect } from "../support/wire.ts"
+
+const mode = (file: string) => fs.statSync(file).mode & 0o777
+
+/** A Unix socket file with nothing listening on it (what a crashed broker leaves behind). */
+const staleSocketAt = (socketPath: string) =>
+  Effect.callback<void>((resume) => {
+    const server = net.createServer()
+    const live = `${socketPath}.live`
+    server.listen(live, () => {
+      fs.linkSync(live, socketPath) // a second name for the socket inode survives the close
+      server.close(() => resume(Effect.void))
+    })
+  })
+
+describe("P92 idle exit", () => {
+  it.live("idleExit completes once the last session has been gone for the delay", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: "200 millis" })
+      const a = yield* broker.session()
+      const b = yield* broker.session()
+      yield* a.client.destroy
+      yield* b.client.next("session_left")
+      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "300 millis")), "a session is still live")
+      const leftAt = Date.now()
+      yield* b.client.send({ type: "unregister" })
+      yield* Effect.timeout(broker.handle.idleExit, "3 seconds")
+      assert.isAtLeast(Date.now() - leftAt, 150)
+    }))
+
+  it.live("a registration within the delay cancels it", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: "200 millis" })
+      const a = yield* broker.session()
+      yield* a.client.destroy
+      yield* Effect.sleep(50)
+      const b = yield* broker.session()
+      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "500 millis")))
+      yield* b.client.destroy
+      yield* Effect.timeout(broker.handle.idleExit, "3 seconds")
+    }))
+
+  it.live("a broker that never saw a session does not exit (health probes do not count)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: "100 millis" })
+      assert.isTrue(yield* probeHealth(broker.socketPath))
+      const client = yield* broker.connect()
+      yield* client.send({ type: "health", requestId: "h" })
+      yield* client.next("health_ok")
+      yield* client.destroy
+      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "500 millis")))
+    }))
+
+  it.live("idleExit: null never exits", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const a = yield* broker.session()
+      yield* a.client.send({ type: "unregister" })
+      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "400 millis")))
+    }))
+})
+
+describe("P81/P91 files and modes", () => {
+  it.live("the directory is (re)chmodded 0700, the socket is 0600, broker.pid holds our pid (0600, no newline)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(root)
+      fs.mkdirSync(intercomDir, { mode: 0o755 })
+      fs.chmodSync(intercomDir, 0o755)
+      const handle = yield* runBroker({ intercomDir, socketPath })
+      assert.strictEqual(mode(intercomDir), 0o700)
+      assert.isTrue(fs.statSync(socketPath).isSocket())
+      assert.strictEqual(mode(socketPath), 0o600)
+      assert.strictEqual(fs.readFileSync(pidFile, "utf8"), String(process.pid))
+      assert.strictEqual(mode(pidFile), 0o600)
+      assert.strictEqual(handle.pid, process.pid)
+      assert.strictEqual(handle.socketPath, socketPath)
+    }))
+
+  it.live("a missing directory is created 0700; writePidFile: false writes no pid file", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(path.join(root, "deep", "er"))
+      yield* runBroker({ intercomDir, socketPath, writePidFile: false })
+      assert.strictEqual(mode(intercomDir), 0o700)
+      assert.isFalse(fs.existsSync(pidFile))
+      assert.isTrue(yield* probeHealth(socketPath))
+    }))
+
+  it.live("an unusable directory fails startup with DirectoryUnusable", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "a-file")
+      fs.writeFileSync(file, "")
+      const error = yield* Effect.flip(runBroker({ intercomDir: path.join(file, "intercom"), socketPath: path.join(root, "s.sock") }))
+      assert.strictEqual(error.reason, "DirectoryUnusable")
+    }))
+})
+
+describe("P95 shutdown", () => {
+  it.live("closing the Scope disconnects sessions and removes the socket and pid files", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(root)
+      const scope = yield* Scope.make()
+      yield* runBroker({ intercomDir, socketPath }).pipe(Scope.provide(scope))
+      const client = yield* connect(socketPath, "session")
+      yield* client.send({ type: "register", sessionId: "s", session: { cwd: "/", model: "m", pid: 1, startedAt: 1, lastActivity: 1 } })
+      yield* client.next("registered")
+      assert.isTrue(fs.existsSync(socketPath))
+      assert.isTrue(fs.existsSync(pidFile))
+      yield* Scope.close(scope, Exit.void)
+      yield* client.waitClosed()
+      assert.isFalse(fs.existsSync(socketPath), "socket file left behind")
+      assert.isFalse(fs.existsSync(pidFile), "pid file left behind")
+      assert.isFalse(yield* probeHealth(socketPath, "300 millis"))
+    }))
+})
+
+describe("P91/P94 startup conflicts", () => {
+  it.live("a second broker on the same socket fails with AlreadyRunning and leaves the first one serving", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const session = yield* broker.session({ sessionId: "first" })
+      const exit = yield* Effect.exit(Effect.scoped(runBroker({ intercomDir: broker.intercomDir, socketPath: broker.socketPath })))
+      assert.isTrue(Exit.isFailure(exit))
+      const error = yield* Effect.flip(Effect.scoped(runBroker({ intercomDir: broker.intercomDir, socketPath: broker.socketPath })))
+      assert.strictEqual(error.reason, "AlreadyRunning")
+      assert.strictEqual(error.path, broker.socketPath)
+      assert.isTrue(fs.existsSync(broker.socketPath))
+      assert.isTrue(yield* probeHealth(broker.socketPath))
+      assert.isFalse(session.client.isClosed())
+      assert.deepStrictEqual((yield* list(session.client)).map((s) => s.id), ["first"])
+      assert.strictEqual(fs.readFileSync(path.join(broker.intercomDir, "broker.pid"), "utf8"), String(process.pid))
+    }))
+
+  it.live("a stale socket file with nothing listening is replaced", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath } = brokerPaths(root)
+      fs.mkdirSync(intercomDir, { mode: 0o700 })
+      yield* staleSocketAt(socketPath)
+      assert.isTrue(fs.statSync(socketPath).isSocket())
+      assert.isFalse(yield* probeHealth(socketPath, "300 millis"))
+      yield* runBroker({ intercomDir, socketPath })
+      assert.isTrue(yield* probeHealth(socketPath))
+      assert.strictEqual(mode(socketPath), 0o600)
+    }))
+
+  it.live("a pid file naming a live process that is not a broker does not block startup", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(root)
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
+        (child) => Effect.sync(() => child.kill())
+      )
+      const childPid = child.pid
+      assert.isNumber(childPid)
+      fs.mkdirSync(intercomDir, { mode: 0o700 })
+      fs.writeFileSync(pidFile, String(childPid), { mode: 0o600 })
+      yield* runBroker({ intercomDir, socketPath })
+      assert.isTrue(yield* probeHealth(socketPath))
+      assert.strictEqual(fs.readFileSync(pidFile, "utf8"), String(process.pid))
+    }))
+})

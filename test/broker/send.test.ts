@@ -1,0 +1,498 @@
+/** P40–P50: send, acks, target resolution, replay, exact sends, invalid sends, mailbox; our deviations. */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
+import { assertDelivered, assertFailed, stillOpen } from "../support/assertions.ts"
+import { ackFor, infoOf, list, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+
+describe("P40/P41/P50 a live send", () => {
+  it.live("is delivered as a message frame with the sender's info and broker timestamps, then acked", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a", name: "Alice", cwd: "/srv", model: "sonnet" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const before = Date.now()
+      const msg = message("hello", {
+        senderSequence: 1,
+        brokerReceivedAt: 1, // a client claim the broker overwrites
+        content: {
+          text: "hello",
+          attachments: [{ type: "snippet", name: "x.ts", content: "let x = 1", language: "ts" }]
+        },
+        retryOf: "older"
+      })
+      const ack = yield* send(a.client, "b", msg)
+      assertDelivered(ack)
+      assert.strictEqual(ack.messageId, msg.id)
+      const after = Date.now()
+      const received = yield* messageFor(b.client, msg.id)
+      const aInfo = yield* infoOf(b.client, "a")
+      assert.deepStrictEqual(received.from, aInfo)
+      assert.strictEqual(received.from.name, "Alice")
+      const { brokerReceivedAt, brokerDeliveredAt, ...authored } = received.message
+      const { brokerReceivedAt: _claimed, ...sent } = msg
+      assert.deepStrictEqual(authored, sent)
+      assert.isNumber(brokerReceivedAt)
+      assert.isNumber(brokerDeliveredAt)
+      if (brokerReceivedAt !== undefined && brokerDeliveredAt !== undefined) {
+        assert.isAtLeast(brokerReceivedAt, before - 5)
+        assert.isAtMost(brokerDeliveredAt, after + 5)
+        assert.isAtMost(brokerReceivedAt, brokerDeliveredAt)
+      }
+    }))
+
+  it.live("the message reaches the target before the ack reaches the sender", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      for (let i = 0; i < 20; i++) {
+        const msg = message(`m${i}`)
+        assertDelivered(yield* send(a.client, "b", msg))
+        // Written before the ack: it is already in flight, so it shows up almost at once.
+        yield* b.client.next("message", (f) => f.message.id === msg.id, "200 millis")
+      }
+    }))
+
+  it.live("messages from one sender arrive in the order sent", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const msgs = Array.from({ length: 50 }, (_, i) => message(`n${i}`, { senderSequence: i + 1 }))
+      for (const msg of msgs) yield* a.client.send({ type: "send", to: "b", message: msg })
+      const received = []
+      for (let i = 0; i < msgs.length; i++) received.push((yield* b.client.next("message")).message.id)
+      assert.deepStrictEqual(received, msgs.map((m) => m.id))
+      for (const msg of msgs) assertDelivered(yield* ackFor(a.client, msg.id))
+    }))
+})
+
+describe("P42/P43 target resolution", () => {
+  const setup = Effect.gen(function*() {
+    const broker = yield* withBroker()
+    const sender = yield* broker.session({ sessionId: "sender" })
+    const w1 = yield* broker.session({ sessionId: "alpha-1", name: "Worker" })
+    const w2 = yield* broker.session({ sessionId: "alpha-2", name: "worker" })
+    const solo = yield* broker.session({ sessionId: "beta-1", name: "Solo" })
+    const named = yield* broker.session({ sessionId: "x", name: "alpha-1" }) // a name equal to another's id
+    const bob = yield* broker.session({ sessionId: "bob-1" })
+    const bobName = yield* broker.session({ sessionId: "zed", name: "bob" })
+    return { broker, sender, w1, w2, solo, named, bob, bobName }
+  })
+
+  it.live("exact id, then case-insensitive name, then unique id prefix", () =>
+    Effect.gen(function*() {
+      const s = yield* setup
+      const cases: ReadonlyArray<[string, typeof s.solo]> = [
+        ["beta-1", s.solo], // exact id
+        ["SOLO", s.solo], // name, ignoring case
+        ["bet", s.solo], // unique prefix
+        ["alpha-1", s.w1], // exact id beats another session's equal name
+        ["bob", s.bobName] // name beats an id prefix
+      ]
+      for (const [to, target] of cases) {
+        const msg = message(`to ${to}`)
+        assertDelivered(yield* send(s.sender.client, to, msg))
+        const received = yield* messageFor(target.client, msg.id)
+        assert.strictEqual(received.message.content.text, `to ${to}`)
+      }
+      // Nobody else got anything.
+      for (const other of [s.w2, s.named, s.bob]) yield* other.client.expectNothing(100, "message")
+    }))
+
+  it.live("several name matches → E_AMBIGUOUS_TARGET with the verbatim reason; nobody gets the message", () =>
+    Effect.gen(function*() {
+      const s = yield* setup
+      assertFailed(
+        yield* send(s.sender.client, "WORKER", message("which?")),
+        "E_AMBIGUOUS_TARGET",
+        "Multiple sessions named \"WORKER\" are connected. Use the session ID instead."
+      )
+      assertFailed(
+        yield* send(s.sender.client, "alpha", message("prefix")),
+        "E_AMBIGUOUS_TARGET",
+        "Multiple sessions named \"alpha\" are connected. Use the session ID instead."
+      )
+      for (const other of [s.w1, s.w2, s.named]) yield* other.client.expectNothing(100, "message")
+    }))
+
+  it.live("no match → E_TARGET_NOT_FOUND \"Session not found\"; ids and prefixes are case-sensitive", () =>
+    Effect.gen(function*() {
+      const s = yield* setup
+      assertFailed(yield* send(s.sender.client, "nobody", message("x")), "E_TARGET_NOT_FOUND", "Session not found")
+      assertFailed(yield* send(s.sender.client, "BETA-1", message("x")), "E_TARGET_NOT_FOUND", "Session not found")
+      assertFailed(yield* send(s.sender.client, "BET", message("x")), "E_TARGET_NOT_FOUND", "Session not found")
+    }))
+
+  it.live("an empty target is rejected and delivered to nobody", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const other = yield* broker.session({ sessionId: "other" })
+      const ack = yield* send(sender.client, "", message("to everyone?"))
+      assert.strictEqual(ack.type, "delivery_failed", JSON.stringify(ack))
+      yield* other.client.expectNothing(150, "message")
+      yield* sender.client.expectNothing(0, "message")
+    }))
+})
+
+describe("self-target (our deviation from P44)", () => {
+  it.live("a send resolving to the sender fails with E_SELF_TARGET and is not delivered", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const me = yield* broker.session({ sessionId: "me-only-1", name: "Myself" })
+      yield* broker.session({ sessionId: "other" })
+      for (const to of ["me-only-1", "myself", "me-only"]) {
+        assertFailed(
+          yield* send(me.client, to, message(`to ${to}`)),
+          "E_SELF_TARGET",
+          "Cannot message the current session"
+        )
+      }
+      const me2 = yield* broker.session({ sessionId: "me2" })
+      const exact = yield* infoOf(me2.client, "me2")
+      assertFailed(
+        yield* send(me2.client, "anything", message("exact self"), { targetId: "me2", targetEpoch: exact.endpointEpoch }),
+        "E_SELF_TARGET",
+        "Cannot message the current session"
+      )
+      yield* me.client.expectNothing(100, "message")
+      yield* me2.client.expectNothing(0, "message")
+    }))
+})
+
+describe("P46 idempotent replay by message id", () => {
+  it.live("same id and content → the same ack, not delivered twice (even via another `to` string)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "bee", name: "Bee" })
+      const msg = message("once only", { senderSequence: 1 })
+      assertDelivered(yield* send(a.client, "bee", msg))
+      yield* messageFor(b.client, msg.id)
+      assertDelivered(yield* send(a.client, "bee", { ...msg, timestamp: msg.timestamp + 5, senderSequence: 2 }))
+      assertDelivered(yield* send(a.client, "BEE", msg)) // `to` is not part of the fingerprint
+      yield* b.client.expectNothing(200, "message")
+    }))
+
+  it.live("same id with different authored content → E_MESSAGE_ID_REUSE, not delivered", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const c = yield* broker.session({ sessionId: "c" })
+      const msg = message("original")
+      assertDelivered(yield* send(a.client, "b", msg))
+      yield* messageFor(b.client, msg.id)
+      const reason = "Message id was reused with different authored content"
+      assertFailed(yield* send(a.client, "b", { ...msg, content: { text: "changed" } }), "E_MESSAGE_ID_REUSE", reason)
+      assertFailed(yield* send(a.client, "b", { ...msg, expectsReply: true }), "E_MESSAGE_ID_REUSE", reason)
+      assertFailed(yield* send(a.client, "c", msg), "E_MESSAGE_ID_REUSE", reason) // another target
+      yield* b.client.expectNothing(150, "message")
+      yield* c.client.expectNothing(0, "message")
+    }))
+
+  it.live("records are per sender: another sender may use the same message id", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const other = yield* broker.session({ sessionId: "other" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const msg = message("shared id")
+      assertDelivered(yield* send(a.client, "b", msg))
+      assertDelivered(yield* send(other.client, "b", msg))
+      const first = yield* messageFor(b.client, msg.id)
+      const second = yield* messageFor(b.client, msg.id)
+      assert.sameMembers([first.from.id, second.from.id], ["a", "other"])
+    }))
+})
+
+describe("P47 exact (epoch-bound) send", () => {
+  it.live("targetId + matching targetEpoch is delivered; no name/prefix fallback", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "bravo", name: "Bee" })
+      const epoch = (yield* infoOf(a.client, "bravo")).endpointEpoch ?? "missing"
+      const msg = message("exact")
+      assertDelivered(yield* send(a.client, "Bee", msg, { targetId: "bravo", targetEpoch: epoch }))
+      yield* messageFor(b.client, msg.id)
+      assertFailed(
+        yield* send(a.client, "Bee", message("by name"), { targetId: "Bee", targetEpoch: epoch }),
+        "E_TARGET_NOT_FOUND",
+        "Session not found"
+      )
+      assertFailed(
+        yield* send(a.client, "bravo", message("by prefix"), { targetId: "bra", targetEpoch: epoch }),
+        "E_TARGET_NOT_FOUND",
+        "Session not found"
+      )
+      yield* b.client.expectNothing(100, "message")
+    }))
+
+  it.live("only one of targetId/targetEpoch, or an empty one → E_INVALID_TARGET; nothing delivered", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const epoch = (yield* infoOf(a.client, "b")).endpointEpoch ?? "missing"
+      const reason = "Exact target requires an id and endpoint epoch"
+      for (
+        const extra of [
+          { targetId: "b" },
+          { targetEpoch: epoch },
+          { targetId: "", targetEpoch: epoch },
+          { targetId: "b", targetEpoch: "" }
+        ]
+      ) {
+        assertFailed(yield* send(a.client, "b", message("half"), extra), "E_INVALID_TARGET", reason)
+      }
+      yield* b.client.expectNothing(100, "message")
+      assert.isFalse(a.client.isClosed())
+    }))
+
+  it.live("after a takeover the old epoch gets retryable E_TARGET_REBOUND; a retry with the new epoch and same id delivers", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const old = yield* broker.session({ sessionId: "b" })
+      const oldEpoch = (yield* infoOf(a.client, "b")).endpointEpoch ?? "missing"
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "b" })
+      yield* old.client.waitClosed()
+      const newEpoch = (yield* infoOf(a.client, "b")).endpointEpoch ?? "missing"
+      assert.notStrictEqual(newEpoch, oldEpoch)
+
+      const msg = message("bound")
+      const rebound = yield* send(a.client, "b", msg, { targetId: "b", targetEpoch: oldEpoch })
+      assertFailed(rebound, "E_TARGET_REBOUND", "Target endpoint changed before delivery")
+      yield* replacement.expectNothing(100, "message")
+      assertDelivered(yield* send(a.client, "b", msg, { targetId: "b", targetEpoch: newEpoch }))
+      yield* messageFor(replacement, msg.id)
+    }))
+
+  it.live("an exact target that is not live → E_TARGET_NOT_FOUND", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const epoch = (yield* infoOf(a.client, "b")).endpointEpoch ?? "missing"
+      yield* b.client.destroy
+      yield* a.client.next("session_left")
+      assertFailed(
+        yield* send(a.client, "b", message("gone"), { targetId: "b", targetEpoch: epoch }),
+        "E_TARGET_NOT_FOUND",
+        "Session not found"
+      )
+    }))
+})
+
+describe("P48 an invalid send is answered, not fatal", () => {
+  it.live("an invalid message → E_INVALID_MESSAGE with messageId \"unknown\"; the connection stays open", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const invalid: ReadonlyArray<object> = [
+        { type: "send", to: "b", message: { id: "m1", timestamp: 1 } }, // no content
+        { type: "send", to: "b", message: { id: 5, timestamp: 1, content: { text: "x" } } },
+        { type: "send", to: "b", message: "text" },
+        { type: "send", to: "b" },
+        {
+          type: "send",
+          to: "b",
+          message: { id: "m2", timestamp: 1, content: { text: "x", attachments: [{ type: "image", name: "n", content: "" }] } }
+        }
+      ]
+      for (const frame of invalid) {
+        yield* a.client.send(frame)
+        const ack = yield* a.client.next(["delivered", "delivery_failed"])
+        assert.strictEqual(ack.messageId, "unknown", JSON.stringify(frame))
+        assertFailed(ack, "E_INVALID_MESSAGE", "Invalid message format")
+      }
+      yield* a.client.sendText(
+        "{\"type\":\"send\",\"to\":\"b\",\"message\":{\"id\":\"inf\",\"timestamp\":1e400,\"content\":{\"text\":\"x\"}}}"
+      )
+      const infinite = yield* a.client.next(["delivered", "delivery_failed"])
+      assertFailed(infinite, "E_INVALID_MESSAGE", "Invalid message format")
+      yield* b.client.expectNothing(100, "message")
+      assert.isFalse(a.client.isClosed())
+      assert.deepStrictEqual((yield* list(a.client)).map((s) => s.id), ["a", "b"])
+    }))
+
+  it.live("a valid message with an invalid `to` is answered with the message's own id", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      yield* broker.session({ sessionId: "b" })
+      const msg = message("to nowhere")
+      yield* a.client.send({ type: "send", to: 42, message: msg })
+      assertFailed(yield* ackFor(a.client, msg.id), "E_INVALID_MESSAGE", "Invalid message format")
+      yield* stillOpen(a.client, 50)
+    }))
+})
+
+describe("P49 mailbox for recently disconnected sessions", () => {
+  it.live("mail to a departed session is queued and flushed as `message` when it re-registers", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender", name: "Sender" })
+      const target = yield* broker.session({ sessionId: "target", name: "Target" })
+      yield* target.client.destroy
+      yield* sender.client.next("session_left")
+      const before = Date.now()
+      const first = message("first while away")
+      const second = message("second while away")
+      assertDelivered(yield* send(sender.client, "target", first), "queued")
+      assertDelivered(yield* send(sender.client, "Target", second), "queued")
+      const senderInfo = yield* infoOf(sender.client, "sender")
+      yield* Effect.sleep(20)
+
+      const back = yield* broker.connect("back")
+      yield* register(back, { sessionId: "target", name: "Target" })
+      const got1 = yield* back.next("message")
+      const got2 = yield* back.next("message")
+      assert.deepStrictEqual([got1.message.id, got2.message.id], [first.id, second.id])
+      assert.strictEqual(back.received()[0]?.type, "registered")
+      assert.deepStrictEqual(got1.from, senderInfo)
+      const received = got1.message.brokerReceivedAt ?? 0
+      const delivered = got1.message.brokerDeliveredAt ?? 0
+      assert.isAtLeast(received, before - 5)
+      assert.isAtLeast(delivered - received, 15, "brokerDeliveredAt is the flush time, brokerReceivedAt the send time")
+      // The flush rewrote the record: a replay now answers socket_delivered and is not delivered again.
+      assertDelivered(yield* send(sender.client, "target", first))
+      yield* back.expectNothing(150, "message")
+    }))
+
+  it.live("an ask (expectsReply) to a departed session → E_TARGET_DISCONNECTED, nothing queued", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const target = yield* broker.session({ sessionId: "target" })
+      yield* target.client.send({ type: "unregister" })
+      yield* sender.client.next("session_left")
+      assertFailed(
+        yield* send(sender.client, "target", message("question?", { expectsReply: true })),
+        "E_TARGET_DISCONNECTED",
+        "Target session is not currently connected; blocking asks are not queued"
+      )
+      yield* register(target.client, { sessionId: "target" })
+      yield* target.client.expectNothing(150, "message")
+    }))
+
+  it.live("several departed sessions matching → E_AMBIGUOUS_TARGET (disconnected wording)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const one = yield* broker.session({ sessionId: "one", name: "Twin", cwd: "/tmp" })
+      const two = yield* broker.session({ sessionId: "two", name: "twin", cwd: "/" })
+      yield* one.client.destroy
+      yield* two.client.destroy
+      yield* sender.client.next("session_left")
+      yield* sender.client.next("session_left")
+      assertFailed(
+        yield* send(sender.client, "TWIN", message("which twin?")),
+        "E_AMBIGUOUS_TARGET",
+        "Multiple disconnected sessions named \"TWIN\" can receive queued mail. Use the session ID instead."
+      )
+    }))
+
+  it.live("mail for a departed session goes at once to the one live session with the same name and cwd", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const old = yield* broker.session({ sessionId: "old-builder", name: "Builder", cwd: "/tmp" })
+      yield* old.client.destroy
+      yield* sender.client.next("session_left")
+      const successor = yield* broker.session({ sessionId: "new-builder", name: "builder", cwd: "/tmp" })
+      const msg = message("for whoever builds")
+      assertDelivered(yield* send(sender.client, "old-builder", msg))
+      yield* messageFor(successor.client, msg.id)
+    }))
+
+  it.live("a re-registration under a new id with the same name and cwd collects the mail", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const old = yield* broker.session({ sessionId: "run-1", name: "Planner", cwd: "/tmp" })
+      yield* old.client.destroy
+      yield* sender.client.next("session_left")
+      const msg = message("plan this")
+      assertDelivered(yield* send(sender.client, "run-1", msg), "queued")
+      const next = yield* broker.session({ sessionId: "run-2", name: "Planner", cwd: "/tmp" })
+      const got = yield* messageFor(next.client, msg.id)
+      assert.strictEqual(got.from.id, "sender")
+    }))
+
+  it.live("mail for a scoped departed session is flushed only to that scope", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender", scopeId: "s1" })
+      const target = yield* broker.session({ sessionId: "t", scopeId: "s1" })
+      yield* target.client.destroy
+      yield* sender.client.next("session_left")
+      const msg = message("scoped mail")
+      assertDelivered(yield* send(sender.client, "t", msg), "queued")
+      const elsewhere = yield* broker.session({ sessionId: "t", scopeId: "s2" })
+      yield* elsewhere.client.expectNothing(150, "message")
+      const home = yield* broker.session({ sessionId: "t", scopeId: "s1" })
+      yield* messageFor(home.client, msg.id)
+    }))
+})
+
+describe("E_MESSAGE_TOO_LARGE (our deviation from P02)", () => {
+  /** A send frame of exactly `bytes` bytes whose text is made of `unit`. */
+  const sendOfSize = (to: string, bytes: number, unit: string) => {
+    const base = message("")
+    const empty = Buffer.byteLength(JSON.stringify({ type: "send", to, message: base }))
+    const unitBytes = Buffer.byteLength(unit)
+    const count = Math.floor((bytes - empty) / unitBytes)
+    const pad = bytes - empty - count * unitBytes
+    const msg = { ...base, content: { text: unit.repeat(count) + " ".repeat(pad) } }
+    assert.strictEqual(Buffer.byteLength(JSON.stringify({ type: "send", to, message: msg })), bytes)
+    return msg
+  }
+
+  it.live("a send that fits but whose forwarded frame would exceed 1 MiB is refused, not forwarded", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      for (const unit of ["x", "é", "😀"]) {
+        const msg = sendOfSize("b", MAX_FRAME_BYTES - 64, unit)
+        const ack = yield* send(a.client, "b", msg)
+        assertFailed(ack, "E_MESSAGE_TOO_LARGE")
+        assert.strictEqual(ack.messageId, msg.id)
+      }
+      yield* b.client.expectNothing(200, "message")
+      assert.isFalse(b.client.isClosed())
+      assert.isFalse(a.client.isClosed())
+      assertDelivered(yield* send(a.client, "b", message("small one still works")))
+    }))
+
+  it.live("a large message that fits after forwarding is delivered intact", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const msg = sendOfSize("b", MAX_FRAME_BYTES - 4096, "é")
+      assertDelivered(yield* send(a.client, "b", msg))
+      const got = yield* messageFor(b.client, msg.id)
+      assert.strictEqual(got.message.content.text, msg.content.text)
+    }))
+
+  it.live("a too-large send to a departed session is refused too, and never flushed", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      yield* b.client.destroy
+      yield* a.client.next("session_left")
+      const msg = sendOfSize("b", MAX_FRAME_BYTES - 64, "x")
+      const ack = yield* send(a.client, "b", msg)
+      assertFailed(ack, "E_MESSAGE_TOO_LARGE")
+      const back = yield* broker.session({ sessionId: "b" })
+      yield* back.client.expectNothing(200, "message")
+    }))
+})

@@ -1,0 +1,40 @@
+/** Assertions on broker answers (P41, P45) and connection outcomes. */
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Ack } from "./broker.ts"
+import type { StillOpen, UnexpectedFrame, WireClient, WireProtocolViolation } from "./wire.ts"
+
+const show = (value: unknown) => JSON.stringify(value)
+
+/** A full `delivered` ack (P41). */
+export const assertDelivered = (ack: Ack, delivery: "socket_delivered" | "queued" = "socket_delivered") => {
+  assert.strictEqual(ack.type, "delivered", `expected delivered, got ${show(ack)}`)
+  if (ack.type !== "delivered") return
+  assert.strictEqual(ack.delivery, delivery, show(ack))
+  assert.strictEqual(ack.retryable, false, show(ack))
+  assert.strictEqual(ack.outcomeKnown, true, show(ack))
+}
+
+/** A full `delivery_failed` (P45): code, exact reason, `delivery:"failed"`, retryable only for a rebound. */
+export const assertFailed = (ack: Ack, code: string, reason?: string) => {
+  assert.strictEqual(ack.type, "delivery_failed", `expected delivery_failed ${code}, got ${show(ack)}`)
+  if (ack.type !== "delivery_failed") return
+  assert.strictEqual(ack.code, code, show(ack))
+  if (reason !== undefined) assert.strictEqual(ack.reason, reason, show(ack))
+  assert.strictEqual(ack.delivery, "failed", show(ack))
+  assert.strictEqual(ack.retryable, code === "E_TARGET_REBOUND", show(ack))
+  assert.strictEqual(ack.outcomeKnown, true, show(ack))
+}
+
+/** The broker closed the connection and sent nothing on it since the last `drain` (P03). */
+export const closedWithoutReply = (
+  client: WireClient
+): Effect.Effect<void, StillOpen | UnexpectedFrame | WireProtocolViolation> =>
+  Effect.andThen(client.waitClosed(), client.expectNothing(0))
+
+/** Still connected after `ms`. */
+export const stillOpen = (client: WireClient, ms = 150) =>
+  Effect.andThen(
+    Effect.sleep(ms),
+    Effect.sync(() => assert.isFalse(client.isClosed(), `${client.label} was closed`))
+  )
