@@ -1,0 +1,57 @@
+/**
+ * Intercom configuration: the agent dir and its runtime paths, `config.json`,
+ * environment overrides, defaults. See docs/configuration.md.
+ */
+export {
+  AGENT_DIR_ENV_VARS,
+  type AgentDirEnvVar,
+  type AgentDirInput,
+  type AgentDirResolution,
+  type AgentDirSource,
+  atomicAgentDir,
+  configFileCandidates,
+  defaultAgentDir,
+  type Environment,
+  type IntercomPaths,
+  intercomPaths,
+  resolveAgentDir
+} from "./agentDir.ts"
+export {
+  type ConfigFileProblem,
+  type IntercomConfigError,
+  IntercomConfigFileError,
+  IntercomEnvError,
+  type InvalidField
+} from "./errors.ts"
+export {
+  type LoadIntercomSettingsOptions,
+  loadIntercomSettings,
+  logIntercomSettingsProblems,
+  readConfigFile,
+  readIntercomSettings
+} from "./load.ts"
+export {
+  CONFIG_KEY_EXPECTATIONS,
+  CONFIG_KEYS,
+  type ConfigKey,
+  InboundTrigger,
+  IntercomConfigFile,
+  ToolVisibility
+} from "./schema.ts"
+export {
+  type BrokerLaunch,
+  brokerLaunch,
+  ConfigFileRead,
+  DEFAULT_BROKER_ARGS,
+  DEFAULT_BROKER_COMMAND,
+  INTERCOM_DEFAULTS,
+  INTERCOM_ENV,
+  type IntercomSettings,
+  type IntercomSettingsResolution,
+  type LivenessSettings,
+  parseConfigFile,
+  type ParsedConfigFile,
+  parsePositiveInt,
+  resolveIntercomSettings,
+  type ResolveIntercomSettingsInput
+} from "./settings.ts"

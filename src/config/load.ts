@@ -1,0 +1,93 @@
+/**
+ * `resolveIntercomSettings` for the real process: the real environment, cwd
+ * and home dir, and config files read through the `FileSystem` service
+ * (`NodeServices.layer` / `NodeFileSystem.layer` in production, any in-memory
+ * implementation in tests).
+ */
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as os from "node:os"
+import { configFileCandidates, type Environment, resolveAgentDir } from "./agentDir.ts"
+import { IntercomEnvError } from "./errors.ts"
+import {
+  ConfigFileRead,
+  type IntercomSettings,
+  type IntercomSettingsResolution,
+  resolveIntercomSettings
+} from "./settings.ts"
+
+export interface LoadIntercomSettingsOptions {
+  /** An explicit agent dir (e.g. a `--dir` flag); beats the environment. */
+  readonly dir?: string | undefined
+  /** Defaults to `process.env`. */
+  readonly env?: Environment | undefined
+  /** Defaults to `process.cwd()`. */
+  readonly cwd?: string | undefined
+  /** Defaults to `os.homedir()`. */
+  readonly homeDir?: string | undefined
+}
+
+/** Reads one file: `Missing` when it does not exist, `Unreadable` for any other failure. */
+export const readConfigFile = (path: string): Effect.Effect<ConfigFileRead, never, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    return yield* fs.readFileString(path).pipe(
+      Effect.map(ConfigFileRead.text),
+      Effect.catchTag("PlatformError", (error) =>
+        Effect.succeed(
+          error.reason._tag === "NotFound" ? ConfigFileRead.missing : ConfigFileRead.unreadable(error.message)
+        ))
+    )
+  })
+
+/**
+ * Resolves the settings without logging or failing: the caller decides what
+ * to do with `warnings` and `errors`.
+ */
+export const readIntercomSettings = Effect.fn("readIntercomSettings")(function*(
+  options: LoadIntercomSettingsOptions = {}
+): Effect.fn.Return<IntercomSettingsResolution, never, FileSystem.FileSystem> {
+  const env = options.env ?? (yield* Effect.sync(() => ({ ...process.env })))
+  const cwd = options.cwd ?? (yield* Effect.sync(() => process.cwd()))
+  const homeDir = options.homeDir ?? (yield* Effect.sync(() => os.homedir()))
+  const agentDir = resolveAgentDir({ dir: options.dir, env, cwd, homeDir })
+
+  // Read candidates in order until one exists, exactly as the resolver will consult them.
+  const reads = new Map<string, ConfigFileRead>()
+  for (const path of configFileCandidates(agentDir, homeDir, cwd)) {
+    const read = yield* readConfigFile(path)
+    reads.set(path, read)
+    if (read._tag !== "Missing") break
+  }
+  return resolveIntercomSettings({
+    dir: options.dir,
+    env,
+    cwd,
+    homeDir,
+    readFile: (path) => reads.get(path) ?? ConfigFileRead.missing
+  })
+})
+
+/** Logs warnings (`logWarning`) and a rejected config file (`logError`). */
+export const logIntercomSettingsProblems = (resolution: IntercomSettingsResolution): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (const warning of resolution.warnings) yield* Effect.logWarning(warning)
+    for (const error of resolution.errors) {
+      if (error._tag === "IntercomConfigFileError") yield* Effect.logError(error.message)
+    }
+  })
+
+/**
+ * The effective settings of this process. Warnings and a rejected
+ * `config.json` are logged (defaults apply, C-CFG-2); an invalid
+ * `…_ASK_TIMEOUT_MS` fails with `IntercomEnvError`, a startup error.
+ */
+export const loadIntercomSettings = Effect.fn("loadIntercomSettings")(function*(
+  options: LoadIntercomSettingsOptions = {}
+): Effect.fn.Return<IntercomSettings, IntercomEnvError, FileSystem.FileSystem> {
+  const resolution = yield* readIntercomSettings(options)
+  yield* logIntercomSettingsProblems(resolution)
+  const startupError = resolution.errors.find((error) => error instanceof IntercomEnvError)
+  if (startupError !== undefined) return yield* startupError
+  return resolution.settings
+})

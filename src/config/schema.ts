@@ -1,0 +1,62 @@
+/**
+ * The shape of `<agentDir>/intercom/config.json` (protocol doc §10, C-CFG-2,
+ * C-CFG-5). Every key is optional; unknown keys are allowed (and reported as
+ * warnings by the resolver) so that newer files still load in older versions.
+ */
+import * as Schema from "effect/Schema"
+
+/** A string with at least one non-whitespace character. */
+const NonBlankString = Schema.String.check(Schema.isPattern(/\S/))
+/** A positive safe integer. */
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+
+export const InboundTrigger = Schema.Literals(["always", "replies", "never"])
+export type InboundTrigger = typeof InboundTrigger.Type
+
+export const ToolVisibility = Schema.Literals(["always", "after-first-use"])
+export type ToolVisibility = typeof ToolVisibility.Type
+
+export const IntercomConfigFile = Schema.Struct({
+  brokerCommand: Schema.optionalKey(NonBlankString),
+  brokerArgs: Schema.optionalKey(Schema.Array(Schema.String)),
+  confirmSend: Schema.optionalKey(Schema.Boolean),
+  inboundTrigger: Schema.optionalKey(InboundTrigger),
+  toolVisibility: Schema.optionalKey(ToolVisibility),
+  status: Schema.optionalKey(Schema.String),
+  stableId: Schema.optionalKey(NonBlankString),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  replyHint: Schema.optionalKey(Schema.Boolean),
+  group: Schema.optionalKey(Schema.String),
+  askTimeoutMs: Schema.optionalKey(PositiveInt),
+  sendTimeoutMs: Schema.optionalKey(PositiveInt),
+  listTimeoutMs: Schema.optionalKey(PositiveInt),
+  shortcut: Schema.optionalKey(Schema.String)
+})
+export type IntercomConfigFile = typeof IntercomConfigFile.Type
+
+export type ConfigKey = keyof typeof IntercomConfigFile.fields
+
+const POSITIVE_MS = "a positive integer (milliseconds)"
+
+/** What each key must hold, in words, for error messages. */
+export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
+  brokerCommand: "a non-empty string",
+  brokerArgs: "an array of strings",
+  confirmSend: "a boolean",
+  inboundTrigger: `one of "always", "replies", "never"`,
+  toolVisibility: `one of "always", "after-first-use"`,
+  status: "a string",
+  stableId: "a non-empty string",
+  enabled: "a boolean",
+  replyHint: "a boolean",
+  group: "a string",
+  askTimeoutMs: POSITIVE_MS,
+  sendTimeoutMs: POSITIVE_MS,
+  listTimeoutMs: POSITIVE_MS,
+  shortcut: "a string"
+}
+
+export const isConfigKey = (key: string): key is ConfigKey => Object.hasOwn(CONFIG_KEY_EXPECTATIONS, key)
+
+/** Every key `config.json` understands, in documentation order. */
+export const CONFIG_KEYS: ReadonlyArray<ConfigKey> = Object.keys(CONFIG_KEY_EXPECTATIONS).filter(isConfigKey)

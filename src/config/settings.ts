@@ -1,0 +1,389 @@
+/**
+ * The effective intercom settings of one session or client: defaults, then
+ * `config.json`, then the environment (C-CFG, protocol doc §10).
+ *
+ * `resolveIntercomSettings` is pure — environment, cwd, home dir and a file
+ * reader come in as arguments — so every rule is testable without the real
+ * disk or environment. `load.ts` wraps it for the real process.
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import {
+  type AgentDirInput,
+  type AgentDirSource,
+  configFileCandidates,
+  type Environment,
+  type IntercomPaths,
+  intercomPaths,
+  nonBlank,
+  resolveAgentDir
+} from "./agentDir.ts"
+import { type IntercomConfigError, IntercomConfigFileError, IntercomEnvError, type InvalidField } from "./errors.ts"
+import {
+  CONFIG_KEY_EXPECTATIONS,
+  CONFIG_KEYS,
+  type ConfigKey,
+  type InboundTrigger,
+  IntercomConfigFile,
+  isConfigKey,
+  type ToolVisibility
+} from "./schema.ts"
+
+// ---------------------------------------------------------------------------
+// Defaults and environment variable names
+// ---------------------------------------------------------------------------
+
+/** `brokerCommand`/`brokerArgs` default pair: a sentinel, never run as written (C-CFG-3). */
+export const DEFAULT_BROKER_COMMAND = "npx"
+export const DEFAULT_BROKER_ARGS: ReadonlyArray<string> = ["--no-install", "tsx"]
+
+export const INTERCOM_DEFAULTS = {
+  confirmSend: false,
+  enabled: true,
+  replyHint: true,
+  inboundTrigger: "always",
+  toolVisibility: "always",
+  group: "default",
+  /** 10 minutes (000 and pi-intercom; design decision over 004's 2 minutes). */
+  askTimeoutMs: 600_000,
+  sendTimeoutMs: 10_000,
+  listTimeoutMs: 5_000,
+  livenessIntervalMs: 30_000,
+  livenessTimeoutMs: 5_000
+} as const
+
+/**
+ * Environment variables, highest precedence first: the Atomic name, then the
+ * legacy pi name. A blank value counts as unset and falls through.
+ */
+export const INTERCOM_ENV = {
+  askTimeoutMs: ["ATOMIC_INTERCOM_ASK_TIMEOUT_MS", "PI_INTERCOM_ASK_TIMEOUT_MS"],
+  stableId: ["ATOMIC_INTERCOM_STABLE_ID", "PI_INTERCOM_STABLE_ID"],
+  scopeId: ["ATOMIC_INTERCOM_SCOPE_ID", "PI_INTERCOM_SCOPE_ID"],
+  group: ["ATOMIC_INTERCOM_GROUP", "PI_INTERCOM_GROUP"],
+  livenessIntervalMs: ["ATOMIC_INTERCOM_LIVENESS_INTERVAL_MS", "PI_INTERCOM_LIVENESS_INTERVAL_MS"],
+  livenessTimeoutMs: ["ATOMIC_INTERCOM_LIVENESS_TIMEOUT_MS", "PI_INTERCOM_LIVENESS_TIMEOUT_MS"]
+} as const
+
+// ---------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------
+
+/**
+ * How to start the broker. `Default` is what the `"npx" --no-install tsx`
+ * sentinel means: run our own compiled broker with the current Node runtime,
+ * no PATH lookup. `Command` runs `<command> ...args <broker script>` (C-CFG-4).
+ */
+export type BrokerLaunch =
+  | { readonly _tag: "Default" }
+  | { readonly _tag: "Command"; readonly command: string; readonly args: ReadonlyArray<string> }
+
+export interface LivenessSettings {
+  /** How often a registered client probes the broker with a `list` (P96). */
+  readonly intervalMs: number
+  /** How long the probe may take before the socket is dropped; never more than `intervalMs`. */
+  readonly timeoutMs: number
+}
+
+export interface IntercomSettings {
+  /** Agent dir, intercom dir, config file, socket, pid file, spawn lock. */
+  readonly paths: IntercomPaths
+  readonly agentDirSource: AgentDirSource
+  /**
+   * The `config.json` that was found and read — `paths.configFile`, or the
+   * Atomic fallback — even if it was rejected; `undefined` when none exists.
+   */
+  readonly configSource: string | undefined
+  /** Master switch: `false` means never connect and never appear in `list` (C-CFG-6). */
+  readonly enabled: boolean
+  readonly confirmSend: boolean
+  readonly replyHint: boolean
+  readonly inboundTrigger: InboundTrigger
+  readonly toolVisibility: ToolVisibility
+  /** Suffix appended to the lifecycle status. */
+  readonly status: string | undefined
+  /** Fixed session id: env, else file, else none. */
+  readonly stableId: string | undefined
+  /** pi-intercom routing scope (P17), from the environment only; `undefined` means unscoped. */
+  readonly scopeId: string | undefined
+  /** Home group: env, else file, else `"default"` (per-session injection happens above this layer). */
+  readonly group: string
+  /** Host key binding for the intercom overlay; `undefined` lets the host choose. */
+  readonly shortcut: string | undefined
+  readonly broker: BrokerLaunch
+  readonly askTimeoutMs: number
+  readonly sendTimeoutMs: number
+  readonly listTimeoutMs: number
+  readonly liveness: LivenessSettings
+}
+
+// ---------------------------------------------------------------------------
+// Reading config.json
+// ---------------------------------------------------------------------------
+
+/** What reading one candidate config file gave. */
+export type ConfigFileRead =
+  | { readonly _tag: "Missing" }
+  | { readonly _tag: "Text"; readonly text: string }
+  | { readonly _tag: "Unreadable"; readonly reason: string }
+
+export const ConfigFileRead = {
+  missing: { _tag: "Missing" } satisfies ConfigFileRead,
+  text: (text: string): ConfigFileRead => ({ _tag: "Text", text }),
+  unreadable: (reason: string): ConfigFileRead => ({ _tag: "Unreadable", reason })
+} as const
+
+export interface ParsedConfigFile {
+  /** The accepted keys; `{}` when the file was rejected. */
+  readonly config: IntercomConfigFile
+  /** Unknown keys. */
+  readonly warnings: ReadonlyArray<string>
+  /** Set when the whole file was rejected. */
+  readonly error: IntercomConfigFileError | undefined
+}
+
+const MAX_FOUND_CHARS = 60
+
+/** A short rendering of a JSON value for error messages. */
+const renderValue = (value: unknown): string => {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > MAX_FOUND_CHARS ? `${text.slice(0, MAX_FOUND_CHARS)}…` : text
+}
+
+const describeNonObject = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`
+
+const isJsonObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** The known keys named by a decoding failure, in documentation order. */
+const failedKeys = (issue: SchemaIssue.Issue): ReadonlyArray<ConfigKey> => {
+  const named = new Set<string>()
+  for (const entry of issueFormatter(issue).issues) {
+    const head = entry.path?.[0]
+    if (head === undefined) continue
+    named.add(String(typeof head === "object" ? head.key : head))
+  }
+  return CONFIG_KEYS.filter((key) => named.has(key))
+}
+
+const rejected = (
+  path: string,
+  problem: IntercomConfigFileError["problem"],
+  detail: string,
+  fields: ReadonlyArray<InvalidField> = [],
+  warnings: ReadonlyArray<string> = []
+): ParsedConfigFile => ({
+  config: {},
+  warnings,
+  error: new IntercomConfigFileError({ path, problem, detail, fields })
+})
+
+const parseJson = (text: string): Result.Result<unknown, string> => {
+  try {
+    const value: unknown = JSON.parse(text)
+    return Result.succeed(value)
+  } catch (error) {
+    return Result.fail(error instanceof Error ? error.message : String(error))
+  }
+}
+
+const decodeConfigFile = Schema.decodeUnknownResult(IntercomConfigFile)
+
+/**
+ * Parses the text of one `config.json` (C-CFG-2): invalid JSON, a non-object,
+ * or any known key with a wrong-typed value rejects the whole file. Unknown
+ * keys are ignored, with a warning. A leading byte-order mark is tolerated.
+ */
+export const parseConfigFile = (path: string, text: string): ParsedConfigFile => {
+  const json = parseJson(text.startsWith("\uFEFF") ? text.slice(1) : text)
+  if (Result.isFailure(json)) return rejected(path, "InvalidJson", json.failure)
+  const parsed = json.success
+  if (!isJsonObject(parsed)) return rejected(path, "NotAnObject", describeNonObject(parsed))
+
+  const unknownKeys = Object.keys(parsed).filter((key) => !isConfigKey(key))
+  const warnings = unknownKeys.length === 0 ? [] : [
+    `Intercom config ${path}: ignoring unknown ${unknownKeys.length === 1 ? "key" : "keys"} ${
+      unknownKeys.map((key) => JSON.stringify(key)).join(", ")
+    }.`
+  ]
+
+  const decoded = decodeConfigFile(parsed, { errors: "all", onExcessProperty: "ignore" })
+  if (Result.isSuccess(decoded)) return { config: decoded.success, warnings, error: undefined }
+  const fields = failedKeys(decoded.failure.issue).map((field): InvalidField => ({
+    field,
+    expected: CONFIG_KEY_EXPECTATIONS[field],
+    found: renderValue(parsed[field])
+  }))
+  // Every failure of a struct of optional keys sits under one of its keys; this is a guard, not a path.
+  if (fields.length === 0) return rejected(path, "InvalidJson", decoded.failure.message, [], warnings)
+  return rejected(path, "InvalidFields", "", fields, warnings)
+}
+
+// ---------------------------------------------------------------------------
+// Environment
+// ---------------------------------------------------------------------------
+
+const POSITIVE_MS = "a positive integer (milliseconds)"
+
+/** A positive safe integer written in plain decimal digits, or `undefined`. */
+export const parsePositiveInt = (text: string): number | undefined => {
+  if (!/^\d+$/.test(text)) return undefined
+  const value = Number(text)
+  return Number.isSafeInteger(value) && value > 0 ? value : undefined
+}
+
+interface EnvValue {
+  readonly variable: string
+  readonly value: string
+}
+
+/** The first variable in `names` with a non-blank value (trimmed). */
+const firstNonBlank = (env: Environment, names: ReadonlyArray<string>): EnvValue | undefined => {
+  for (const variable of names) {
+    const value = nonBlank(env[variable])
+    if (value !== undefined) return { variable, value }
+  }
+  return undefined
+}
+
+/**
+ * The first variable in `names` holding a positive integer; a non-blank value
+ * that is not one is ignored (as if unset) with a warning, like pi-intercom's
+ * lenient liveness settings.
+ */
+const lenientPositiveInt = (
+  env: Environment,
+  names: ReadonlyArray<string>,
+  warnings: Array<string>
+): number | undefined => {
+  for (const variable of names) {
+    const value = nonBlank(env[variable])
+    if (value === undefined) continue
+    const parsed = parsePositiveInt(value)
+    if (parsed !== undefined) return parsed
+    warnings.push(`Ignoring environment variable ${variable}=${JSON.stringify(value)}: expected ${POSITIVE_MS}.`)
+  }
+  return undefined
+}
+
+// ---------------------------------------------------------------------------
+// Resolution
+// ---------------------------------------------------------------------------
+
+export interface ResolveIntercomSettingsInput extends AgentDirInput {
+  /** Reads one candidate config file; must answer `Missing` for a file that does not exist. */
+  readonly readFile: (path: string) => ConfigFileRead
+}
+
+export interface IntercomSettingsResolution {
+  readonly settings: IntercomSettings
+  /** Things worth a log line that change nothing: unknown keys, ignored liveness values. */
+  readonly warnings: ReadonlyArray<string>
+  /**
+   * `IntercomConfigFileError`: the file was rejected and defaults apply — log it.
+   * `IntercomEnvError`: a startup error — `settings` falls back as if the
+   * variable were unset, but the caller should refuse to start.
+   */
+  readonly errors: ReadonlyArray<IntercomConfigError>
+}
+
+const sameArgs = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
+  a.length === b.length && a.every((arg, i) => arg === b[i])
+
+/**
+ * `brokerCommand` defaults to the sentinel `"npx"`; `brokerArgs` defaults to
+ * the sentinel args while the command is `"npx"`, and to `[]` for any other
+ * command (so `{ "brokerCommand": "bun" }` runs `bun <script>`).
+ */
+export const brokerLaunch = (config: IntercomConfigFile): BrokerLaunch => {
+  const command = config.brokerCommand ?? DEFAULT_BROKER_COMMAND
+  const args = config.brokerArgs ?? (command === DEFAULT_BROKER_COMMAND ? DEFAULT_BROKER_ARGS : [])
+  return command === DEFAULT_BROKER_COMMAND && sameArgs(args, DEFAULT_BROKER_ARGS)
+    ? { _tag: "Default" }
+    : { _tag: "Command", command, args }
+}
+
+interface FoundConfig {
+  readonly path: string
+  readonly read: { readonly _tag: "Text"; readonly text: string } | { readonly _tag: "Unreadable"; readonly reason: string }
+}
+
+/** The first candidate that exists (readable or not). */
+const findConfig = (
+  candidates: ReadonlyArray<string>,
+  readFile: (path: string) => ConfigFileRead
+): FoundConfig | undefined => {
+  for (const path of candidates) {
+    const read = readFile(path)
+    if (read._tag !== "Missing") return { path, read }
+  }
+  return undefined
+}
+
+/**
+ * Defaults ← `config.json` ← environment. Never throws: a rejected file and a
+ * bad environment variable come back in `errors`.
+ */
+export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): IntercomSettingsResolution => {
+  const { env } = input
+  const warnings: Array<string> = []
+  const errors: Array<IntercomConfigError> = []
+
+  const agentDir = resolveAgentDir(input)
+  const paths = intercomPaths(agentDir.agentDir)
+
+  const found = findConfig(configFileCandidates(agentDir, input.homeDir, input.cwd), input.readFile)
+  let file: IntercomConfigFile = {}
+  if (found !== undefined) {
+    const parsed = found.read._tag === "Text"
+      ? parseConfigFile(found.path, found.read.text)
+      : rejected(found.path, "Unreadable", found.read.reason)
+    warnings.push(...parsed.warnings)
+    if (parsed.error !== undefined) errors.push(parsed.error)
+    file = parsed.config
+  }
+
+  const askFromEnv = firstNonBlank(env, INTERCOM_ENV.askTimeoutMs)
+  let askTimeoutMs: number = file.askTimeoutMs ?? INTERCOM_DEFAULTS.askTimeoutMs
+  if (askFromEnv !== undefined) {
+    const parsed = parsePositiveInt(askFromEnv.value)
+    if (parsed === undefined) {
+      errors.push(new IntercomEnvError({ variable: askFromEnv.variable, value: askFromEnv.value, expected: POSITIVE_MS }))
+    } else {
+      askTimeoutMs = parsed
+    }
+  }
+
+  const intervalMs = lenientPositiveInt(env, INTERCOM_ENV.livenessIntervalMs, warnings) ??
+    INTERCOM_DEFAULTS.livenessIntervalMs
+  const timeoutMs = Math.min(
+    lenientPositiveInt(env, INTERCOM_ENV.livenessTimeoutMs, warnings) ?? INTERCOM_DEFAULTS.livenessTimeoutMs,
+    intervalMs
+  )
+
+  const settings: IntercomSettings = {
+    paths,
+    agentDirSource: agentDir.source,
+    configSource: found?.path,
+    enabled: file.enabled ?? INTERCOM_DEFAULTS.enabled,
+    confirmSend: file.confirmSend ?? INTERCOM_DEFAULTS.confirmSend,
+    replyHint: file.replyHint ?? INTERCOM_DEFAULTS.replyHint,
+    inboundTrigger: file.inboundTrigger ?? INTERCOM_DEFAULTS.inboundTrigger,
+    toolVisibility: file.toolVisibility ?? INTERCOM_DEFAULTS.toolVisibility,
+    status: file.status,
+    stableId: firstNonBlank(env, INTERCOM_ENV.stableId)?.value ?? file.stableId,
+    scopeId: firstNonBlank(env, INTERCOM_ENV.scopeId)?.value,
+    group: firstNonBlank(env, INTERCOM_ENV.group)?.value ?? nonBlank(file.group) ?? INTERCOM_DEFAULTS.group,
+    shortcut: file.shortcut,
+    broker: brokerLaunch(file),
+    askTimeoutMs,
+    sendTimeoutMs: file.sendTimeoutMs ?? INTERCOM_DEFAULTS.sendTimeoutMs,
+    listTimeoutMs: file.listTimeoutMs ?? INTERCOM_DEFAULTS.listTimeoutMs,
+    liveness: { intervalMs, timeoutMs }
+  }
+  return { settings, warnings, errors }
+}
