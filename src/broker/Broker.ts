@@ -3,15 +3,14 @@
  * (with our pid rule); closing the Scope is shutdown (P95): connections are
  * destroyed, then the socket and pid files removed.
  */
-import { Clock, Deferred, Effect, Queue, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { type ListenError, serveUnix } from "../transport/UnixSocket.ts"
-import { runConnection } from "./ConnectionActor.ts"
+import { makeBrokerCore } from "./BrokerCore.ts"
 import { BrokerStartupError } from "./errors.ts"
-import { type BrokerOptions, type ResolvedBrokerOptions, resolveOptions } from "./options.ts"
-import { type BrokerEvent, Router } from "./Router.ts"
+import type { BrokerOptions } from "./options.ts"
 
 export interface BrokerHandle {
   readonly socketPath: string
@@ -34,7 +33,7 @@ const prepareDirectory = (dir: string) =>
     catch: (cause) => new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail: describe(cause) })
   })
 
-const pidFileOf = (options: ResolvedBrokerOptions) => path.join(options.intercomDir, "broker.pid")
+const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
 
 const readPid = (file: string): number | undefined => {
   try {
@@ -59,68 +58,16 @@ const ownPidFile = (file: string) =>
       })
   )
 
-const logEvent = (event: BrokerEvent) =>
-  event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
-
 export const runBroker = (
   options: BrokerOptions
 ): Effect.Effect<BrokerHandle, BrokerStartupError, Scope.Scope> =>
   Effect.gen(function*() {
-    const resolved = resolveOptions(options)
-    const socketPath = resolved.socketPath
-    yield* prepareDirectory(resolved.intercomDir)
+    const socketPath = options.socketPath
+    const intercomDir = options.intercomDir
+    yield* prepareDirectory(intercomDir)
+    const core = yield* makeBrokerCore(options)
 
-    const clock = yield* Clock.Clock
-    const signals = {
-      feed: yield* Queue.sliding<void>(1),
-      idle: yield* Queue.sliding<void>(1),
-      registration: yield* Queue.sliding<void>(1),
-      events: yield* Queue.unbounded<BrokerEvent>()
-    }
-    const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
-    const idleExit = yield* Deferred.make<void>()
-
-    yield* Effect.forkScoped(Effect.forever(
-      Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),
-      { disableYield: true }
-    ))
-
-    // Membership changes are announced once per batch of changes, not once per change.
-    yield* Effect.forkScoped(Effect.forever(
-      Queue.take(signals.feed).pipe(
-        Effect.andThen(Effect.yieldNow),
-        Effect.andThen(Effect.sync(() => router.notifyMembershipChanges()))
-      ),
-      { disableYield: true }
-    ))
-
-    // Registration timeout (P15): sleep until the oldest unregistered connection's deadline.
-    yield* Effect.forkScoped(Effect.forever(
-      Effect.suspend(() => {
-        const oldest = router.oldestUnregistered()
-        if (oldest === undefined) return Queue.take(signals.registration)
-        const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
-        return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registrationTimedOut(oldest))
-      }),
-      { disableYield: true }
-    ))
-
-    // Idle exit (P92): measured from the last leave, re-checked after every wait.
-    const idleExitMs = resolved.idleExitMs
-    if (idleExitMs !== null) {
-      yield* Effect.forkScoped(Effect.forever(
-        Effect.suspend(() => {
-          const lastLeftAt = router.lastLeftAt
-          // Busy, or never had a session (a broker that never sees one does not exit).
-          if (router.sessionCount > 0 || lastLeftAt === undefined) return Queue.take(signals.idle)
-          const wait = lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
-          return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
-        }),
-        { disableYield: true }
-      ))
-    }
-
-    const listen = serveUnix(socketPath, (connection) => runConnection(router, connection, resolved))
+    const listen = serveUnix(socketPath, core.accept)
     const listenFailed = (error: ListenError) =>
       new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })
     yield* listen.pipe(
@@ -130,7 +77,7 @@ export const runBroker = (
         return probeHealth(socketPath).pipe(
           Effect.flatMap((healthy) => {
             if (healthy) {
-              const pid = readPid(pidFileOf(resolved))
+              const pid = readPid(pidFileOf(intercomDir))
               return Effect.fail(
                 new BrokerStartupError({
                   reason: "AlreadyRunning",
@@ -147,12 +94,12 @@ export const runBroker = (
         )
       })
     )
-    if (resolved.writePidFile) yield* ownPidFile(pidFileOf(resolved))
+    if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))
 
     return {
       socketPath,
       pid: process.pid,
-      idleExit: Deferred.await(idleExit),
-      sessionCount: Effect.sync(() => router.sessionCount)
+      idleExit: core.idleExit,
+      sessionCount: core.sessionCount
     } satisfies BrokerHandle
   })

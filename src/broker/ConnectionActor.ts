@@ -6,7 +6,7 @@
  */
 import { Deferred, Duration, Effect, Exit, Fiber, Queue, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
-import type { ResolvedBrokerOptions } from "./options.ts"
+import type { ResolvedCoreOptions } from "./options.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 
@@ -75,7 +75,7 @@ const drainAndShutdown = (outbox: Queue.Queue<OutboundItem>): Array<OutboundItem
 export const runConnection = (
   router: Router,
   connection: Connection,
-  options: ResolvedBrokerOptions
+  options: ResolvedCoreOptions
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)

@@ -27,7 +27,7 @@ import { AskEdges } from "./AskEdges.ts"
 import { DeliveryRecords, fingerprintOf, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { Mailbox } from "./Mailbox.ts"
-import type { ResolvedBrokerOptions } from "./options.ts"
+import type { ResolvedCoreOptions } from "./options.ts"
 import { type CloseMode, FEED_TICK, type Mail, type OutboundItem, type OutboundMessage, type Peer } from "./Peer.ts"
 import { ReceiptRoutes } from "./ReceiptRoutes.ts"
 import {
@@ -65,7 +65,7 @@ const fitsFrame = (frame: string): boolean =>
   frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
 export class Router {
-  private readonly options: ResolvedBrokerOptions
+  private readonly options: ResolvedCoreOptions
   private readonly now: () => number
   private readonly spaces = new Map<string, ScopeSpace>()
   private readonly byKey = new Map<string, Session>()
@@ -74,7 +74,7 @@ export class Router {
   private readonly records = new DeliveryRecords(4096, HOUR)
   private readonly edges: AskEdges
   private readonly routes = new ReceiptRoutes(HOUR, 65_536)
-  private readonly mailbox = new Mailbox(256, DAY)
+  private readonly mailbox: Mailbox
   private registrations = 0
   private live = 0
   /** Spaces whose membership changed since the notifier last ran. */
@@ -91,7 +91,7 @@ export class Router {
   lastLeftAt: number | undefined = undefined
 
   constructor(
-    options: ResolvedBrokerOptions,
+    options: ResolvedCoreOptions,
     now: () => number,
     signals: {
       readonly feed: Queue.Queue<void>
@@ -103,6 +103,7 @@ export class Router {
     this.options = options
     this.now = now
     this.edges = new AskEdges(options.askTimeoutMs)
+    this.mailbox = new Mailbox(options.mailboxCapacity, DAY)
     this.feedSignal = signals.feed
     this.idleSignal = signals.idle
     this.registrationSignal = signals.registration

@@ -1,0 +1,85 @@
+/**
+ * The broker without a transport: the Router, its service fibers, and
+ * `accept`, which runs one connection's actor. The Unix-socket broker
+ * (Broker.ts) and the in-memory simulation both build on this.
+ */
+import { Clock, Deferred, Effect, Queue, type Scope } from "effect"
+import type { Connection } from "../transport/Connection.ts"
+import { runConnection } from "./ConnectionActor.ts"
+import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
+import { type BrokerEvent, Router } from "./Router.ts"
+
+export interface BrokerCore {
+  /** Runs one connection's actor until the connection closes. */
+  readonly accept: (connection: Connection) => Effect.Effect<void, never, Scope.Scope>
+  /** Completes when the broker has been idle long enough to exit (P92). */
+  readonly idleExit: Effect.Effect<void>
+  /** Live registered sessions right now. */
+  readonly sessionCount: Effect.Effect<number>
+  /** Sizes of the routing tables, for diagnostics and invariant checks. */
+  readonly stats: Effect.Effect<ReturnType<Router["stats"]>>
+}
+
+const logEvent = (event: BrokerEvent) =>
+  event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
+
+export const makeBrokerCore = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerCore, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const resolved = resolveCoreOptions(options)
+    const clock = yield* Clock.Clock
+    const signals = {
+      feed: yield* Queue.sliding<void>(1),
+      idle: yield* Queue.sliding<void>(1),
+      registration: yield* Queue.sliding<void>(1),
+      events: yield* Queue.unbounded<BrokerEvent>()
+    }
+    const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
+    const idleExit = yield* Deferred.make<void>()
+
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),
+      { disableYield: true }
+    ))
+
+    // Membership changes are announced once per batch of changes, not once per change.
+    yield* Effect.forkScoped(Effect.forever(
+      Queue.take(signals.feed).pipe(
+        Effect.andThen(Effect.yieldNow),
+        Effect.andThen(Effect.sync(() => router.notifyMembershipChanges()))
+      ),
+      { disableYield: true }
+    ))
+
+    // Registration timeout (P15): sleep until the oldest unregistered connection's deadline.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.suspend(() => {
+        const oldest = router.oldestUnregistered()
+        if (oldest === undefined) return Queue.take(signals.registration)
+        const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
+        return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registrationTimedOut(oldest))
+      }),
+      { disableYield: true }
+    ))
+
+    // Idle exit (P92): measured from the last leave, re-checked after every wait.
+    const idleExitMs = resolved.idleExitMs
+    if (idleExitMs !== null) {
+      yield* Effect.forkScoped(Effect.forever(
+        Effect.suspend(() => {
+          const lastLeftAt = router.lastLeftAt
+          // Busy, or never had a session (a broker that never sees one does not exit).
+          if (router.sessionCount > 0 || lastLeftAt === undefined) return Queue.take(signals.idle)
+          const wait = lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
+          return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
+        }),
+        { disableYield: true }
+      ))
+    }
+
+    return {
+      accept: (connection) => runConnection(router, connection, resolved),
+      idleExit: Deferred.await(idleExit),
+      sessionCount: Effect.sync(() => router.sessionCount),
+      stats: Effect.sync(() => router.stats())
+    } satisfies BrokerCore
+  })

@@ -1,0 +1,78 @@
+/**
+ * The in-memory transport: a `Connection` pair joined by two bounded queues,
+ * so the real broker and client run unchanged inside one process, driven by
+ * TestClock. The queues' capacity plays the kernel socket buffer: a peer that
+ * stops reading eventually blocks its writer, as over a Unix socket.
+ */
+import { Cause, Effect, Queue, type Scope } from "effect"
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { FrameTooLarge, frameBytes } from "../protocol/framing.ts"
+import { type Connection, ConnectionClosed } from "./Connection.ts"
+
+export interface InMemoryPairOptions {
+  /** Frames each direction buffers before a writer waits. Default 256. */
+  readonly capacity?: number
+  readonly maxFrameBytes?: number
+  /** Connection ids for logs; defaults count from 1 per pair. */
+  readonly ids?: readonly [number, number]
+}
+
+/** What travels in one direction: frames, or the end of the stream. */
+type Wire = Queue.Queue<string, Cause.Done | ConnectionClosed>
+
+const endpoint = (
+  id: number,
+  inbound: Wire,
+  outbound: Wire,
+  maxFrameBytes: number
+): Connection => {
+  const read: Connection["read"] = Queue.takeAll(inbound).pipe(
+    Effect.catchIf(Cause.isDone, () => Effect.fail(new ConnectionClosed({ clean: true }))),
+    Effect.flatMap((frames) => {
+      // An oversize frame is refused by its reader, as the Unix splitter does.
+      for (const frame of frames) {
+        const size = frameBytes(frame)
+        if (size > maxFrameBytes) return Effect.fail(new FrameTooLarge({ size, limit: maxFrameBytes }))
+      }
+      return Effect.succeed(frames)
+    })
+  )
+  const writeAll: Connection["writeAll"] = (frames) =>
+    frames.length === 0 ? Effect.void : Queue.offerAll(outbound, frames).pipe(
+      Effect.flatMap((rejected) =>
+        rejected.length === 0 ? Effect.void : Effect.fail(new ConnectionClosed({ clean: false, cause: "peer gone" }))
+      )
+    )
+  return {
+    id,
+    trustedLocal: true,
+    read,
+    writeAll,
+    end: Effect.asVoid(Queue.end(outbound)),
+    destroy: Effect.sync(() => {
+      const closed = new ConnectionClosed({ clean: false, cause: "connection destroyed" })
+      Queue.failCauseUnsafe(outbound, Cause.fail(closed))
+      Queue.failCauseUnsafe(inbound, Cause.fail(closed))
+    })
+  }
+}
+
+/**
+ * Two connected endpoints: what one writes, the other reads. Closing the
+ * Scope destroys both.
+ */
+export const makeInMemoryPair = (
+  options: InMemoryPairOptions = {}
+): Effect.Effect<readonly [Connection, Connection], never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const capacity = options.capacity ?? 256
+    const maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES
+    const aToB: Wire = yield* Queue.bounded<string, Cause.Done | ConnectionClosed>(capacity)
+    const bToA: Wire = yield* Queue.bounded<string, Cause.Done | ConnectionClosed>(capacity)
+    const [idA, idB] = options.ids ?? [1, 2]
+    const a = endpoint(idA, bToA, aToB, maxFrameBytes)
+    const b = endpoint(idB, aToB, bToA, maxFrameBytes)
+    yield* Effect.addFinalizer(() => Effect.andThen(a.destroy, b.destroy))
+    return [a, b] as const
+  })
+
