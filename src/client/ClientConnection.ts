@@ -61,7 +61,15 @@ export interface RegisterRequest {
   readonly session: SessionRegistration
   readonly features: ReadonlyArray<string>
   readonly connectTimeoutMs: number
+  /** How to reach the broker; the Unix socket at `socketPath` by default (the simulation dials in memory). */
+  readonly dial?: Dialer
 }
+
+/** Opens a transport connection to the broker, living in the current Scope. */
+export type Dialer = (socketPath: string) => Effect.Effect<Connection, IntercomNotConnected, Scope.Scope>
+
+export const dialUnixSocket: Dialer = (socketPath) =>
+  dialUnix(socketPath).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
 
 export interface SendRequest {
   readonly to: string
@@ -126,9 +134,7 @@ export const openClientConnection = (
   sinks: ClientSinks
 ): Effect.Effect<ClientConnection, IntercomNotConnected, Scope.Scope> =>
   Effect.gen(function*() {
-    const connection: Connection = yield* dialUnix(request.socketPath).pipe(
-      Effect.mapError((error) => new IntercomNotConnected({ reason: error.message }))
-    )
+    const connection: Connection = yield* (request.dial ?? dialUnixSocket)(request.socketPath)
     const register = {
       type: "register",
       sessionId: request.sessionId,

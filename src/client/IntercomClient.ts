@@ -21,6 +21,7 @@ import {
   type ClientConnection,
   type ControlEvent,
   type Delivery,
+  type Dialer,
   type InboundMessage,
   openClientConnection,
   type PresenceEvent,
@@ -51,6 +52,8 @@ export interface IntercomClientOptions {
   /** Reconnect backoff: starts here, doubles, capped at `reconnectMaxMs`. Defaults 1 s and 30 s. */
   readonly reconnectBaseMs?: number
   readonly reconnectMaxMs?: number
+  /** Transport override (the simulation's in-memory network); the Unix socket by default. */
+  readonly dial?: Dialer
 }
 
 /** Presence fields a session may change after registering (P32). */
@@ -168,7 +171,8 @@ export const makeIntercomClient = (
           scopeId: options.scopeId,
           session: registration,
           features: options.features ?? [],
-          connectTimeoutMs
+          connectTimeoutMs,
+          ...(options.dial === undefined ? {} : { dial: options.dial })
         },
         sinks
       ).pipe(
