@@ -1,0 +1,323 @@
+/**
+ * Targets under test (our broker, the raw relay) as child processes: spawn in
+ * a fresh short temp dir, wait for the ready line, read /proc stats, stop.
+ * Every spawned process and temp dir is tracked and cleaned up on exit,
+ * including on errors and Ctrl-C.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import fs from "node:fs"
+import { stripTypeScriptTypes } from "node:module"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export type TargetName = "raw" | "broker"
+
+export interface TargetSpec {
+  readonly name: TargetName
+  /** argv for a fresh instance whose agent dir is `dir`. */
+  readonly argv: (dir: string, maxSessions: number | undefined) => ReadonlyArray<string>
+  readonly socketPath: (dir: string) => string
+}
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+
+const socketIn = (dir: string): string => path.join(dir, "intercom", "broker.sock")
+
+/**
+ * The raw relay is spawned from a type-stripped `.mjs` copy: running `.ts`
+ * directly costs ~170 ms of startup on this machine (Node loads its
+ * TypeScript stripper), which would distort the startup reference. The broker
+ * runs from `dist/`, also plain JS.
+ */
+let relayScript: string | undefined
+const rawRelayScript = (): string => {
+  if (relayScript !== undefined) return relayScript
+  const outDir = makeTempDir()
+  for (const name of ["raw-relay", "framing"]) {
+    const source = fs.readFileSync(path.join(repoRoot, "bench", `${name}.ts`), "utf8")
+    const js = stripTypeScriptTypes(source, { mode: "strip" }).replaceAll("./framing.ts", "./framing.mjs")
+    fs.writeFileSync(path.join(outDir, `${name}.mjs`), js)
+  }
+  relayScript = path.join(outDir, "raw-relay.mjs")
+  return relayScript
+}
+
+export const rawSpec: TargetSpec = {
+  name: "raw",
+  argv: (dir) => [process.execPath, rawRelayScript(), socketIn(dir)],
+  socketPath: socketIn
+}
+
+export const brokerSpec: TargetSpec = {
+  name: "broker",
+  argv: (dir, maxSessions) => {
+    const argv = [process.execPath, path.join(repoRoot, "dist", "cli", "main.js"), "broker", "--dir", dir]
+    if (maxSessions !== undefined) argv.push("--max-sessions", String(maxSessions))
+    return argv
+  },
+  socketPath: socketIn
+}
+
+/**
+ * A custom command for the broker under test. Whitespace-separated; `{dir}` is
+ * the agent dir, `{sock}` the socket path (`<dir>/intercom/broker.sock`), a
+ * leading `node` means this Node binary. Example: `node bench/raw-relay.ts {sock}`.
+ */
+export const customBrokerSpec = (template: string): TargetSpec => ({
+  name: "broker",
+  argv: (dir) =>
+    template.trim().split(/\s+/).map((tok, i) => {
+      if (i === 0 && tok === "node") return process.execPath
+      return tok.replaceAll("{dir}", dir).replaceAll("{sock}", socketIn(dir))
+    }),
+  socketPath: socketIn
+})
+
+// ---------------------------------------------------------------- cleanup
+
+const children = new Set<ChildProcess>()
+const extraPids = new Set<number>()
+const tempDirs = new Set<string>()
+
+export const makeTempDir = (): string => {
+  const dir = fs.mkdtempSync("/tmp/ib-")
+  tempDirs.add(dir)
+  return dir
+}
+
+export const removeTempDir = (dir: string): void => {
+  tempDirs.delete(dir)
+  fs.rmSync(dir, { recursive: true, force: true })
+}
+
+const killQuietly = (pid: number, signal: NodeJS.Signals): void => {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // already gone
+  }
+}
+
+/** Synchronous last-resort cleanup; safe to call from an `exit` handler. */
+export const cleanupAll = (): void => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  children.clear()
+  for (const pid of extraPids) killQuietly(pid, "SIGKILL")
+  extraPids.clear()
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true })
+  tempDirs.clear()
+}
+
+let handlersInstalled = false
+export const installCleanupHandlers = (): void => {
+  if (handlersInstalled) return
+  handlersInstalled = true
+  process.on("exit", cleanupAll)
+  const signals: ReadonlyArray<NodeJS.Signals> = ["SIGINT", "SIGTERM", "SIGHUP"]
+  for (const sig of signals) {
+    process.on(sig, () => {
+      process.stderr.write(`\nbench: ${sig}, stopping child processes\n`)
+      cleanupAll()
+      process.exit(130)
+    })
+  }
+}
+
+// ---------------------------------------------------------------- instances
+
+export interface Instance {
+  readonly target: TargetName
+  readonly dir: string
+  readonly socketPath: string
+  /** Pid of the process that serves the socket (from the ready line). */
+  readonly pid: number
+  readonly child: ChildProcess
+  /** ms from spawn() until the ready line was read. */
+  readonly readyMs: number
+  /** stderr collected so far (last 8 KiB). */
+  stderr: () => string
+  /** The last 20 stderr lines that mention an error, warning, defect or exception. */
+  unusualStderr: () => Array<string>
+  /** Lines written to stderr so far. */
+  stderrLines: () => number
+  /** Whether the process exited before `stop()` was called, with its status. */
+  unexpectedExit: () => string | undefined
+}
+
+export interface StartOptions {
+  readonly maxSessions?: number
+  readonly timeoutMs?: number
+  /** Called right after spawn() with the socket path and the spawn time (performance.now()). */
+  readonly onSpawned?: (socketPath: string, t0: number) => void
+}
+
+const UNUSUAL = /error|warn|fatal|exception|defect/i
+
+const READY = /(Intercom broker started|raw relay ready)[^\n]*?pid:\s*(\d+)/
+
+export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Instance> => {
+  const dir = makeTempDir()
+  const argv = spec.argv(dir, options.maxSessions)
+  const [file, ...args] = argv
+  if (file === undefined) return Promise.reject(new Error("empty command"))
+  const t0 = performance.now()
+  const child = spawn(file, args, {
+    cwd: repoRoot,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PI_CODING_AGENT_DIR: dir, NODE_NO_WARNINGS: "1" }
+  })
+  children.add(child)
+  options.onSpawned?.(spec.socketPath(dir), t0)
+  let stdout = ""
+  let stderr = ""
+  let stopping = false
+  let exitStatus: string | undefined
+  let partial = ""
+  const unusual: Array<string> = []
+  let stderrLines = 0
+  child.stderr?.on("data", (d: Buffer) => {
+    const text = d.toString("utf8")
+    stderr = (stderr + text).slice(-8192)
+    const lines = (partial + text).split("\n")
+    partial = lines.pop() ?? ""
+    stderrLines += lines.length
+    for (const line of lines) {
+      if (UNUSUAL.test(line)) {
+        unusual.push(line.slice(0, 500))
+        if (unusual.length > 20) unusual.shift()
+      }
+    }
+  })
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const timer = setTimeout(() => {
+      if (settled) return
+      settled = true
+      child.kill("SIGKILL")
+      reject(new Error(`${spec.name} did not print its ready line within ${options.timeoutMs ?? 15_000} ms: ${tail(stdout + stderr)}`))
+    }, options.timeoutMs ?? 15_000)
+    child.on("exit", (code, signal) => {
+      children.delete(child)
+      exitStatus = signal !== null ? `signal ${signal}` : `exit code ${code}`
+      if (!stopping && settled) process.stderr.write(`bench: ${spec.name} (pid ${child.pid}) exited unexpectedly: ${exitStatus}\n${tail(stderr)}\n`)
+      if (!settled) {
+        settled = true
+        clearTimeout(timer)
+        reject(new Error(`${spec.name} exited before ready (${exitStatus}): ${tail(stdout + stderr)}`))
+      }
+    })
+    child.on("error", (e) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      reject(e)
+    })
+    child.stdout?.on("data", (d: Buffer) => {
+      if (stdout.length < 65_536) stdout += d.toString("utf8")
+      if (settled) return
+      const m = READY.exec(stdout)
+      if (m === null) return
+      settled = true
+      clearTimeout(timer)
+      const readyMs = performance.now() - t0
+      const pid = Number(m[2])
+      if (pid !== child.pid) extraPids.add(pid)
+      const instance: Instance = {
+        target: spec.name,
+        dir,
+        socketPath: spec.socketPath(dir),
+        pid,
+        child,
+        readyMs,
+        stderr: () => stderr,
+        unusualStderr: () => unusual.slice(),
+        stderrLines: () => stderrLines,
+        unexpectedExit: () => (stopping ? undefined : exitStatus)
+      }
+      stopHooks.set(instance, () => {
+        stopping = true
+      })
+      resolve(instance)
+    })
+  })
+}
+
+const stopHooks = new WeakMap<Instance, () => void>()
+
+const tail = (s: string): string => s.trim().split("\n").slice(-6).join(" | ").slice(-1500)
+
+const waitExit = (child: ChildProcess, ms: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve(true)
+      return
+    }
+    const timer = setTimeout(() => resolve(false), ms)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      resolve(true)
+    })
+  })
+
+export interface StopResult {
+  /** ms from SIGTERM to exit, or undefined if it had to be SIGKILLed. */
+  readonly termMs: number | undefined
+}
+
+/** SIGTERM, wait up to 3 s, then SIGKILL; removes the temp dir. */
+export const stop = async (instance: Instance): Promise<StopResult> => {
+  stopHooks.get(instance)?.()
+  const { child } = instance
+  const t0 = performance.now()
+  let termMs: number | undefined
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGTERM")
+    if (instance.pid !== child.pid) killQuietly(instance.pid, "SIGTERM")
+    if (await waitExit(child, 3000)) termMs = performance.now() - t0
+    else child.kill("SIGKILL")
+    await waitExit(child, 2000)
+  } else {
+    termMs = 0
+  }
+  if (instance.pid !== child.pid) {
+    killQuietly(instance.pid, "SIGKILL")
+    extraPids.delete(instance.pid)
+  }
+  children.delete(child)
+  removeTempDir(instance.dir)
+  return { termMs }
+}
+
+// ---------------------------------------------------------------- /proc
+
+let clockTicks = 100
+try {
+  clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
+} catch {
+  // keep 100
+}
+
+/** utime + stime of a process, in µs (resolution: one clock tick, usually 10 ms). */
+export const cpuMicros = (pid: number): number => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // fields[0] is field 3 (state); utime is field 14, stime field 15.
+    const utime = Number(fields[11])
+    const stime = Number(fields[12])
+    return ((utime + stime) * 1e6) / clockTicks
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** A `Vm*` line of /proc/<pid>/status, in KiB. */
+export const procStatusKiB = (pid: number, key: "VmRSS" | "VmHWM"): number => {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)
+    return m === null ? Number.NaN : Number(m[1])
+  } catch {
+    return Number.NaN
+  }
+}

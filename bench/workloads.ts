@@ -1,0 +1,611 @@
+/**
+ * The workloads. Each run spawns a fresh instance of the target (new temp
+ * dir), drives it from this process through `BenchClient`s, and stops it.
+ * Every wait is bounded; a run that times out or sees a protocol error throws.
+ */
+import net from "node:net"
+import { BenchClient, connectAndRegister, type Frame } from "./client.ts"
+import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
+import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
+import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
+
+export type Metrics = Record<string, number>
+
+export interface RunResult {
+  readonly metrics: Metrics
+  readonly notes: Array<string>
+}
+
+export interface Sizes {
+  readonly w1: number
+  readonly w64: number
+  readonly faninSenders: number
+  readonly faninPerSender: number
+  readonly faninWindow: number
+  readonly askRounds: number
+  readonly askWarmup: number
+  readonly payloadWindow: number
+  readonly payloads: ReadonlyArray<{ readonly label: string; readonly bytes: number; readonly count: number }>
+  readonly idle: ReadonlyArray<{ readonly k: number; readonly scopeSize: number }>
+  readonly regConcurrency: number
+  readonly listCount: number
+  readonly startupSpawns: number
+}
+
+export const defaultSizes: Sizes = {
+  w1: 20_000,
+  w64: 20_000,
+  faninSenders: 16,
+  faninPerSender: 1_000,
+  faninWindow: 16,
+  askRounds: 2_000,
+  askWarmup: 200,
+  payloadWindow: 8,
+  payloads: [
+    { label: "100B", bytes: 100, count: 10_000 },
+    { label: "10KiB", bytes: 10 * 1024, count: 4_000 },
+    { label: "500KiB", bytes: 500 * 1024, count: 200 }
+  ],
+  idle: [
+    { k: 1_000, scopeSize: 1_000 },
+    { k: 10_000, scopeSize: 100 }
+  ],
+  regConcurrency: 32,
+  listCount: 20,
+  startupSpawns: 4
+}
+
+export const quickSizes: Sizes = {
+  w1: 2_000,
+  w64: 5_000,
+  faninSenders: 16,
+  faninPerSender: 250,
+  faninWindow: 16,
+  askRounds: 300,
+  askWarmup: 50,
+  payloadWindow: 8,
+  payloads: [
+    { label: "100B", bytes: 100, count: 2_000 },
+    { label: "10KiB", bytes: 10 * 1024, count: 500 },
+    { label: "500KiB", bytes: 500 * 1024, count: 30 }
+  ],
+  idle: [
+    { k: 200, scopeSize: 200 },
+    { k: 2_000, scopeSize: 100 }
+  ],
+  regConcurrency: 32,
+  listCount: 10,
+  startupSpawns: 3
+}
+
+export interface Workload {
+  readonly name: string
+  readonly title: string
+  /** Spawns of the target per run are done by the workload itself (startup) or once. */
+  readonly run: (spec: TargetSpec) => Promise<RunResult>
+}
+
+// ---------------------------------------------------------------- helpers
+
+const FILLER = "The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. 0123456789 "
+
+export const makeText = (bytes: number): string => {
+  let s = ""
+  while (s.length < bytes) s += FILLER
+  return s.slice(0, bytes)
+}
+
+const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)
+    p.then(
+      (a) => {
+        clearTimeout(timer)
+        resolve(a)
+      },
+      (e: unknown) => {
+        clearTimeout(timer)
+        reject(e instanceof Error ? e : new Error(String(e)))
+      }
+    )
+  })
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Runs `body` against a fresh instance; always stops it; reports an unexpected exit. */
+const withInstance = async (
+  spec: TargetSpec,
+  maxSessions: number | undefined,
+  body: (inst: Instance) => Promise<RunResult>
+): Promise<RunResult> => {
+  const inst = await start(spec, maxSessions === undefined ? {} : { maxSessions })
+  try {
+    const result = await body(inst)
+    // Only unusual output is worth a note (the broker logs INFO lines per session).
+    const bad = inst.unusualStderr()
+    if (bad.length > 0) result.notes.push(`stderr: ${bad.slice(-3).join(" | ").slice(-400)}`)
+    result.metrics["stderrLines"] = inst.stderrLines()
+    return result
+  } catch (e) {
+    const exit = inst.unexpectedExit()
+    const msg = e instanceof Error ? e.message : String(e)
+    throw new Error(exit === undefined ? msg : `${msg} [${spec.name} died: ${exit}; stderr: ${inst.stderr().slice(-600)}]`)
+  } finally {
+    await stop(inst)
+  }
+}
+
+const failureText = (frame: Frame): string =>
+  `${getString(frame, "code") ?? "?"} ${getString(frame, "reason") ?? JSON.stringify(frame).slice(0, 200)}`
+
+const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
+  for (const c of clients) c.close()
+}
+
+/** Waits until the process has used no CPU for two consecutive 100 ms polls (max `maxMs`). */
+const settle = async (pid: number, maxMs = 5000): Promise<void> => {
+  const deadline = performance.now() + maxMs
+  let last = cpuMicros(pid)
+  let quiet = 0
+  while (quiet < 2 && performance.now() < deadline) {
+    await sleep(100)
+    const now = cpuMicros(pid)
+    quiet = now === last ? quiet + 1 : 0
+    last = now
+  }
+}
+
+// ---------------------------------------------------------------- transfer
+
+interface TransferResult {
+  readonly elapsedMs: number
+  readonly cpuUs: number
+  /** CPU used by this harness process over the same interval. */
+  readonly harnessCpuUs: number
+}
+
+const selfCpuUs = (): number => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+
+/**
+ * `senders[i]` each send `perSender` messages to `receiver`, keeping at most
+ * `window` unacknowledged sends in flight. Completes when every send is acked
+ * (`delivered`) and the receiver has counted every `message`, checking that
+ * each sender's messages arrive exactly once and in order.
+ */
+const transfer = (
+  pid: number,
+  senders: ReadonlyArray<BenchClient>,
+  receiver: BenchClient,
+  perSender: number,
+  window: number,
+  text: string,
+  phase: string,
+  timeoutMs: number
+): Promise<TransferResult> => {
+  const to = receiver.sessionId ?? ""
+  const expected = senders.length * perSender
+  let received = 0
+  let ackedTotal = 0
+  const lastSeq = new Map<string, number>()
+  return withTimeout(
+    new Promise<TransferResult>((resolve, reject) => {
+      let t0 = 0
+      let cpu0 = 0
+      let self0 = 0
+      let done = false
+      const finish = (): void => {
+        if (done || received < expected || ackedTotal < expected) return
+        done = true
+        const elapsedMs = performance.now() - t0
+        resolve({ elapsedMs, cpuUs: cpuMicros(pid) - cpu0, harnessCpuUs: selfCpuUs() - self0 })
+      }
+      const fail = (e: Error): void => {
+        if (done) return
+        done = true
+        reject(e)
+      }
+      receiver.onFrame = (frame) => {
+        if (frame["type"] !== "message") return
+        const from = getRecord(frame, "from")
+        const message = getRecord(frame, "message")
+        const fromId = from === undefined ? undefined : getString(from, "id")
+        const seq = message?.["senderSequence"]
+        if (fromId === undefined || typeof seq !== "number") {
+          fail(new Error(`malformed message frame: ${JSON.stringify(frame).slice(0, 200)}`))
+          return
+        }
+        const prev = lastSeq.get(fromId) ?? 0
+        if (seq !== prev + 1) {
+          fail(new Error(`${phase}: from ${fromId} got seq ${seq} after ${prev} (lost, duplicated or reordered)`))
+          return
+        }
+        lastSeq.set(fromId, seq)
+        received++
+        finish()
+      }
+      receiver.closed.then((e) => fail(new Error(`receiver: ${e.message}`)), () => {})
+      const starters = senders.map((sender, si) => {
+        let sent = 0
+        let acked = 0
+        const sendNext = (): void => {
+          sent++
+          sender.send(to, `${phase}-${si}-${sent}`, text, { senderSequence: sent })
+        }
+        sender.onFrame = (frame) => {
+          const type = frame["type"]
+          if (type === "delivered") {
+            acked++
+            ackedTotal++
+            if (sent < perSender) sendNext()
+            else if (acked === perSender) finish()
+          } else if (type === "delivery_failed") {
+            fail(new Error(`${phase}: delivery_failed ${failureText(frame)}`))
+          }
+        }
+        sender.closed.then((e) => fail(new Error(`sender ${si}: ${e.message}`)), () => {})
+        return sendNext
+      })
+      t0 = performance.now()
+      cpu0 = cpuMicros(pid)
+      self0 = selfCpuUs()
+      senders.forEach((sender, si) => {
+        const sendNext = starters[si]
+        if (sendNext === undefined) return
+        sender.socket.cork()
+        for (let i = 0; i < Math.min(window, perSender); i++) sendNext()
+        sender.socket.uncork()
+      })
+    }),
+    timeoutMs,
+    phase
+  )
+}
+
+// ---------------------------------------------------------------- workloads
+
+const throughputRun = async (
+  spec: TargetSpec,
+  nSenders: number,
+  perSender: number,
+  window: number,
+  textBytes: number
+): Promise<RunResult> =>
+  withInstance(spec, undefined, async (inst) => {
+    const { client: rx } = await connectAndRegister(inst.socketPath, "bench-rx")
+    const senders: Array<BenchClient> = []
+    try {
+      for (let i = 0; i < nSenders; i++) {
+        senders.push((await connectAndRegister(inst.socketPath, `bench-tx-${i}`)).client)
+      }
+      const text = makeText(textBytes)
+      const total = nSenders * perSender
+      const warmPer = Math.max(1, Math.min(Math.ceil(perSender / 10), Math.ceil(2_000 / nSenders)))
+      const timeoutMs = 30_000 + total * 2 + Math.ceil((total * textBytes) / 20_000)
+      await transfer(inst.pid, senders, rx, warmPer, window, text, "warm", timeoutMs)
+      const r = await transfer(inst.pid, senders, rx, perSender, window, text, "run", timeoutMs)
+      const s = r.elapsedMs / 1000
+      return {
+        metrics: {
+          msgPerSec: total / s,
+          mbPerSec: (total * textBytes) / s / 1e6,
+          elapsedMs: r.elapsedMs,
+          cpuUsPerMsg: r.cpuUs / total,
+          harnessCpuUsPerMsg: r.harnessCpuUs / total,
+          hwmKiB: procStatusKiB(inst.pid, "VmHWM")
+        },
+        notes: []
+      }
+    } finally {
+      closeAll(senders)
+      rx.close()
+    }
+  })
+
+const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunResult> =>
+  withInstance(spec, undefined, async (inst) => {
+    const { client: a } = await connectAndRegister(inst.socketPath, "bench-asker")
+    const { client: b } = await connectAndRegister(inst.socketPath, "bench-answerer")
+    try {
+      const text = makeText(100)
+      const aId = a.sessionId ?? ""
+      const bId = b.sessionId ?? ""
+      const total = rounds + warmup
+      const lat = new Array<number>(rounds)
+      const result = await withTimeout(
+        new Promise<{ cpuUs: number }>((resolve, reject) => {
+          let i = 0
+          let t0 = 0
+          let cpu0 = 0
+          let done = false
+          const fail = (e: Error): void => {
+            if (!done) {
+              done = true
+              reject(e)
+            }
+          }
+          const ask = (): void => {
+            if (i === warmup) cpu0 = cpuMicros(inst.pid)
+            t0 = performance.now()
+            a.send(bId, `q-${i}`, text, { expectsReply: true })
+          }
+          b.onFrame = (frame) => {
+            const type = frame["type"]
+            if (type === "message") {
+              const msg = getRecord(frame, "message")
+              const qid = msg === undefined ? undefined : getString(msg, "id")
+              if (qid === undefined || msg?.["expectsReply"] !== true) {
+                fail(new Error(`answerer got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
+                return
+              }
+              b.send(aId, `r-${qid}`, text, { replyTo: qid })
+            } else if (type === "delivery_failed") {
+              fail(new Error(`reply: delivery_failed ${failureText(frame)}`))
+            }
+          }
+          a.onFrame = (frame) => {
+            const type = frame["type"]
+            if (type === "message") {
+              const msg = getRecord(frame, "message")
+              if (msg === undefined || getString(msg, "replyTo") !== `q-${i}`) {
+                fail(new Error(`asker got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
+                return
+              }
+              const dt = performance.now() - t0
+              if (i >= warmup) lat[i - warmup] = dt * 1000
+              i++
+              if (i < total) ask()
+              else {
+                done = true
+                resolve({ cpuUs: cpuMicros(inst.pid) - cpu0 })
+              }
+            } else if (type === "delivery_failed") {
+              fail(new Error(`ask: delivery_failed ${failureText(frame)}`))
+            }
+          }
+          a.closed.then((e) => fail(new Error(`asker: ${e.message}`)), () => {})
+          b.closed.then((e) => fail(new Error(`answerer: ${e.message}`)), () => {})
+          ask()
+        }),
+        30_000 + total * 10,
+        "ask"
+      )
+      const sorted = sortedCopy(lat)
+      return {
+        metrics: {
+          p50Us: percentileSorted(sorted, 50),
+          p90Us: percentileSorted(sorted, 90),
+          p99Us: percentileSorted(sorted, 99),
+          maxUs: maxOf(sorted),
+          cpuUsPerRound: result.cpuUs / rounds
+        },
+        notes: []
+      }
+    } finally {
+      a.close()
+      b.close()
+    }
+  })
+
+/** Whether a payload contains `needle` (bytes compared, no decoding). */
+const payloadHas = (buf: Buffer, start: number, end: number, needle: Buffer): boolean => {
+  const at = buf.indexOf(needle, start)
+  return at >= 0 && at + needle.length <= end
+}
+
+/**
+ * Sequential `list` round trips from `client`, in µs. Replies are matched on
+ * the raw bytes (`"type":"sessions"` and the quoted requestId) so the harness
+ * does not JSON-parse a 300 KB reply inside the measured interval; one extra
+ * list afterwards is parsed to report the session count and frame size.
+ */
+const listLatency = async (client: BenchClient, count: number): Promise<{ us: Array<number>; size: number; bytes: number }> => {
+  const us: Array<number> = []
+  const sessionsType = Buffer.from(`"type":"sessions"`)
+  for (let i = -3; i < count; i++) {
+    const requestId = `list-${i}`
+    const idBytes = Buffer.from(`"requestId":${JSON.stringify(requestId)}`)
+    const t0 = performance.now()
+    const reply = client.waitForRaw(
+      (buf, start, end) => payloadHas(buf, start, end, idBytes) && payloadHas(buf, start, end, sessionsType),
+      10_000,
+      "sessions reply"
+    )
+    client.write({ type: "list", requestId })
+    await reply
+    const dt = (performance.now() - t0) * 1000
+    if (i >= 0) us.push(dt)
+  }
+  const reply = client.waitFor((f) => f["type"] === "sessions" && f["requestId"] === "list-last", 10_000, "sessions reply")
+  client.write({ type: "list", requestId: "list-last" })
+  const frame = await reply
+  const sessions = frame["sessions"]
+  return {
+    us,
+    size: Array.isArray(sessions) ? sessions.length : -1,
+    bytes: Buffer.byteLength(JSON.stringify(frame))
+  }
+}
+
+const idleRun = (spec: TargetSpec, k: number, scopeSize: number, concurrency: number, listCount: number): Promise<RunResult> =>
+  withInstance(spec, 20_000, async (inst) => {
+    const scoped = scopeSize < k
+    const scopeOf = (i: number): string | undefined => (scoped ? `g${Math.floor(i / scopeSize)}` : undefined)
+    const lister0 = scopeOf(0)
+    const { client: lister } = await connectAndRegister(
+      inst.socketPath,
+      "bench-lister",
+      lister0 === undefined ? {} : { scopeId: lister0 }
+    )
+    const idle: Array<BenchClient> = []
+    try {
+      await settle(inst.pid, 2000)
+      const rssBefore = procStatusKiB(inst.pid, "VmRSS")
+      let next = 0
+      let retries = 0
+      const t0 = performance.now()
+      const worker = async (): Promise<void> => {
+        while (next < k) {
+          const i = next++
+          const scopeId = scopeOf(i)
+          const r = await connectAndRegister(inst.socketPath, `idle-${i}`, scopeId === undefined ? {} : { scopeId })
+          r.client.discard()
+          retries += r.retries
+          idle.push(r.client)
+        }
+      }
+      await withTimeout(
+        Promise.all(Array.from({ length: Math.min(concurrency, k) }, worker)).then(() => undefined),
+        60_000 + k * 20,
+        `registering ${k} sessions`
+      )
+      const registerMs = performance.now() - t0
+      await settle(inst.pid, 10_000)
+      const rssAfter = procStatusKiB(inst.pid, "VmRSS")
+      const lists = await listLatency(lister, listCount)
+      const dropped = idle.filter((c) => c.isClosed).length
+      const notes: Array<string> = []
+      if (retries > 0) notes.push(`${retries} registrations retried (connection dropped before registered)`)
+      if (dropped > 0) notes.push(`${dropped} idle sessions were disconnected by the target`)
+      return {
+        metrics: {
+          registerMs,
+          registerPerSec: k / (registerMs / 1000),
+          rssBeforeKiB: rssBefore,
+          rssAfterKiB: rssAfter,
+          rssPerSessionKiB: (rssAfter - rssBefore) / k,
+          listP50Us: median(lists.us),
+          listMaxUs: maxOf(lists.us),
+          listSize: lists.size,
+          listBytes: lists.bytes,
+          retries,
+          dropped
+        },
+        notes
+      }
+    } finally {
+      // Stop the target first (in withInstance) would avoid K session_left broadcasts;
+      // closing here is cheap for the harness and the instance is killed right after.
+      closeAll(idle)
+      lister.close()
+    }
+  })
+
+/** Connect + health until it answers; polls every 2 ms. Resolves with performance.now() at health_ok. */
+const pollHealth = (socketPath: string, deadlineMs: number): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const deadline = performance.now() + deadlineMs
+    const attempt = (): void => {
+      if (performance.now() > deadline) {
+        reject(new Error("no health_ok before deadline"))
+        return
+      }
+      const socket = net.createConnection({ path: socketPath })
+      let finished = false
+      const retry = (): void => {
+        if (finished) return
+        finished = true
+        socket.destroy()
+        setTimeout(attempt, 2)
+      }
+      const splitter = new FrameSplitter((buf, start, end) => {
+        const f = parsePayload(buf, start, end)
+        if (!finished && f !== undefined && f["type"] === "health_ok" && f["requestId"] === "startup") {
+          finished = true
+          socket.destroy()
+          resolve(performance.now())
+        }
+      })
+      socket.on("error", retry)
+      socket.on("close", retry)
+      socket.on("connect", () => socket.write(encodeFrame({ type: "health", requestId: "startup" })))
+      socket.on("data", (chunk: Buffer) => {
+        splitter.push(chunk)
+      })
+    }
+    attempt()
+  })
+
+const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> => {
+  const health: Array<number> = []
+  const ready: Array<number> = []
+  const rss: Array<number> = []
+  const term: Array<number> = []
+  const notes: Array<string> = []
+  for (let i = 0; i < spawns; i++) {
+    let healthAt: Promise<number> | undefined
+    let t0 = 0
+    const inst = await start(spec, {
+      onSpawned: (socketPath, at) => {
+        t0 = at
+        healthAt = pollHealth(socketPath, 10_000)
+      }
+    })
+    try {
+      if (healthAt === undefined) throw new Error("spawn hook did not run")
+      health.push((await healthAt) - t0)
+      ready.push(inst.readyMs)
+      await sleep(50)
+      rss.push(procStatusKiB(inst.pid, "VmRSS"))
+    } finally {
+      const s = await stop(inst)
+      if (s.termMs === undefined) notes.push("did not exit within 3 s of SIGTERM (killed)")
+      else term.push(s.termMs)
+    }
+  }
+  return {
+    metrics: {
+      healthMs: median(health),
+      healthMinMs: minOf(health),
+      healthMaxMs: maxOf(health),
+      readyLineMs: median(ready),
+      idleRssKiB: median(rss),
+      sigtermExitMs: median(term)
+    },
+    notes
+  }
+}
+
+// ---------------------------------------------------------------- registry
+
+const kLabel = (k: number): string => (k % 1000 === 0 ? `${k / 1000}k` : String(k))
+
+export const workloads = (sizes: Sizes): Array<Workload> => [
+  {
+    name: "w1",
+    title: `1→1 throughput, window 1 (${sizes.w1} × 100 B)`,
+    run: (spec) => throughputRun(spec, 1, sizes.w1, 1, 100)
+  },
+  {
+    name: "w64",
+    title: `1→1 throughput, window 64 (${sizes.w64} × 100 B)`,
+    run: (spec) => throughputRun(spec, 1, sizes.w64, 64, 100)
+  },
+  {
+    name: "fanin",
+    title: `fan-in ${sizes.faninSenders}→1, window ${sizes.faninWindow} (${sizes.faninSenders} × ${sizes.faninPerSender})`,
+    run: (spec) => throughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100)
+  },
+  {
+    name: "ask",
+    title: `ask round trip (${sizes.askRounds} rounds + ${sizes.askWarmup} warm-up)`,
+    run: (spec) => askRun(spec, sizes.askRounds, sizes.askWarmup)
+  },
+  ...sizes.payloads.map((p): Workload => ({
+    name: `payload-${p.label}`,
+    title: `payload ${p.label}, 1→1 window ${sizes.payloadWindow} (${p.count} msgs)`,
+    run: (spec) => throughputRun(spec, 1, p.count, sizes.payloadWindow, p.bytes)
+  })),
+  ...sizes.idle.map((c): Workload => ({
+    name: `idle-${kLabel(c.k)}`,
+    title: `${c.k} idle sessions (${c.scopeSize < c.k ? `scopes of ${c.scopeSize}` : "one scope"}, ${sizes.regConcurrency} registering at once)`,
+    run: (spec) => idleRun(spec, c.k, c.scopeSize, sizes.regConcurrency, sizes.listCount)
+  })),
+  {
+    name: "startup",
+    title: `startup: spawn → health_ok (${sizes.startupSpawns} spawns per rep)`,
+    run: (spec) => startupRun(spec, sizes.startupSpawns)
+  }
+]
