@@ -81,6 +81,7 @@ describe("backpressure instead of a rate limit", () => {
       assert.deepStrictEqual(received, msgs.map((m) => m.id))
       for (const msg of msgs) assertDelivered(yield* ackFor(sender.client, msg.id))
       yield* receiver.client.expectNothing(200, "message")
+      yield* sender.client.expectNothing(0, ["delivered", "delivery_failed"]) // exactly one answer per send
       assert.isFalse(sender.client.isClosed())
       assert.isFalse(receiver.client.isClosed())
     }))
@@ -150,16 +151,21 @@ describe("membership feed seen by a slow receiver", () => {
       const acked = yield* settle(() => filler.client.count("delivered"))
       assert.isBelow(acked, fill.length, "the watcher's pipeline never filled up")
 
-      // Membership churn while the watcher is behind.
+      // Membership churn while the watcher is behind; an up-to-date observer tells us when the broker has seen it.
+      const observer = yield* broker.session({ sessionId: "observer" })
       for (let i = 0; i < 5; i++) {
         const flash = yield* broker.connect(`flash-${i}`)
         yield* flash.sendRaw(encodeFrames([
           JSON.stringify(registerFrame({ sessionId: `flash-${i}` })),
-          JSON.stringify({ type: "unregister" })
+          JSON.stringify({ type: "unregister" }),
+          JSON.stringify({ type: "health", requestId: "processed" })
         ]))
+        yield* flash.next("health_ok")
       }
       for (let i = 1; i <= 30; i++) yield* changer.client.send({ type: "presence", status: `p${i}` })
+      yield* observer.client.next("presence_update", (f) => f.session.id === "changer" && f.session.status === "p30")
       yield* leaver.client.destroy
+      yield* observer.client.next("session_left", (f) => f.sessionId === "leaver")
       yield* broker.session({ sessionId: "stayer", name: "Stayer" })
       const talker = yield* broker.connect("talker")
       const hello = message("hello from talker")
@@ -167,8 +173,7 @@ describe("membership feed seen by a slow receiver", () => {
         JSON.stringify(registerFrame({ sessionId: "talker" })),
         JSON.stringify({ type: "send", to: "watcher", message: hello })
       ]))
-      // Let the broker see all of it before the watcher catches up.
-      yield* Effect.sleep(150)
+      yield* observer.client.next("session_joined", (f) => f.session.id === "talker")
       watcher.client.resume()
 
       const fills = yield* takeMessages(watcher.client, "filler", fill.length)
@@ -197,5 +202,40 @@ describe("membership feed seen by a slow receiver", () => {
       assert.deepStrictEqual(summary(view.values()), summary(listed))
       assert.strictEqual(view.get("changer")?.status, "p30")
       assert.isFalse(view.has("leaver"))
+    }))
+
+  it.live("a stalled receiver still learns that a session it knew has left, however many others came and went meanwhile", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ outboxCapacity: 4 })
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const leaver = yield* broker.session({ sessionId: "leaver" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "leaver")
+
+      watcher.client.pause()
+      const fill = yield* burst(filler.client, "watcher", 40, 64 * 1024, "fill")
+      assert.isBelow(yield* settle(() => filler.client.count("delivered")), fill.length)
+
+      yield* leaver.client.destroy
+      // Many short-lived sessions, registered and unregistered in turn on one connection.
+      const churn = yield* broker.connect("churn")
+      const frames: Array<string> = []
+      for (let i = 0; i < 1500; i++) {
+        frames.push(JSON.stringify(registerFrame({ sessionId: `churn-${i}` })), JSON.stringify({ type: "unregister" }))
+      }
+      frames.push(JSON.stringify({ type: "health", requestId: "done" }))
+      yield* churn.sendRaw(encodeFrames(frames))
+      yield* churn.next("health_ok", undefined, "10 seconds")
+
+      watcher.client.resume()
+      yield* takeMessages(watcher.client, "filler", fill.length)
+      yield* Effect.sleep(200)
+      const view = new Map<string, SessionInfo>()
+      for (const frame of watcher.client.received()) {
+        if (frame.type === "session_joined" || frame.type === "presence_update" || frame.type === "session_left") {
+          applyMembership(view, frame)
+        }
+      }
+      assert.deepStrictEqual([...view.keys()].sort(), ["filler"], "the watcher's view kept a session that had left")
     }))
 })

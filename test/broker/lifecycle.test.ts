@@ -40,10 +40,10 @@ describe("P92 idle exit", () => {
 
   it.live("a registration within the delay cancels it", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: "200 millis" })
+      const broker = yield* withBroker({ idleExit: "300 millis" })
       const a = yield* broker.session()
       yield* a.client.destroy
-      yield* Effect.sleep(50)
+      yield* Effect.sleep(30)
       const b = yield* broker.session()
       assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "500 millis")))
       yield* b.client.destroy

@@ -66,6 +66,19 @@ describe("P70 message_receipt", () => {
       assert.strictEqual(forwarded.from.id, "receiver")
     }))
 
+  it.live("a receipt after the receiver left and came back goes nowhere (its routes were dropped, P19)", () =>
+    Effect.gen(function*() {
+      const { sender, receiver } = yield* pair
+      const msg = message("before leaving")
+      assertDelivered(yield* send(sender.client, "receiver", msg))
+      yield* messageFor(receiver.client, msg.id)
+      yield* receiver.client.send({ type: "unregister" })
+      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
+      yield* register(receiver.client, { sessionId: "receiver" })
+      yield* receiver.client.send({ type: "message_receipt", receipt: { messageId: msg.id, status: "acknowledged", timestamp: 1 } })
+      yield* sender.client.expectNothing(200, "message_receipt")
+    }))
+
   it.live("a receipt after the sender left goes nowhere (the route is dropped)", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* pair
@@ -115,7 +128,7 @@ describe("P71 cancel_message", () => {
       const back = yield* broker.session({ sessionId: "receiver" })
       yield* messageFor(back.client, kept.id)
       yield* back.client.expectNothing(150, ["message", "message_control"])
-      assertFailed(yield* send(sender.client, "receiver", msg), "E_DELIVERY_CANCELLED")
+      assertFailed(yield* send(sender.client, "receiver", msg), "E_DELIVERY_CANCELLED", "Sender cancelled the queued delivery")
     }))
 
   it.live("an unknown message, or someone else's, cannot be cancelled: bare delivery_failed, no code", () =>

@@ -425,6 +425,18 @@ describe("P49 mailbox for recently disconnected sessions", () => {
       assert.strictEqual(got.from.id, "sender")
     }))
 
+  it.live("mail is never redirected back to its sender, even when the sender shares the departed session's name and cwd", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const old = yield* broker.session({ sessionId: "old-builder", name: "Builder", cwd: "/tmp" })
+      const sender = yield* broker.session({ sessionId: "new-builder", name: "Builder", cwd: "/tmp" })
+      yield* old.client.destroy
+      yield* sender.client.next("session_left")
+      const msg = message("to my predecessor")
+      assertDelivered(yield* send(sender.client, "old-builder", msg), "queued")
+      yield* sender.client.expectNothing(150, "message")
+    }))
+
   it.live("mail for a scoped departed session is flushed only to that scope", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
