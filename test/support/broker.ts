@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { type BrokerHandle, type BrokerOptions, type BrokerStartupError, runBroker } from "../../src/broker/index.ts"
 import type { Message, SessionInfo } from "../../src/protocol/index.ts"
-import { connect, type DialFailed, type FrameOf, type WireClient, type WireError } from "./wire.ts"
+import { connect, type ConnectOptions, type DialFailed, type FrameOf, type WireClient, type WireError } from "./wire.ts"
 
 /** A fresh, short directory under /tmp (socket paths must stay under ~107 bytes); removed with the Scope. */
 export const tempDir = (prefix = "ei-"): Effect.Effect<string, never, Scope.Scope> =>
@@ -23,7 +23,7 @@ export interface TestBroker {
   readonly intercomDir: string
   readonly socketPath: string
   /** Opens a raw wire client to this broker. */
-  readonly connect: (label?: string) => Effect.Effect<WireClient, DialFailed, Scope.Scope>
+  readonly connect: (label?: string, options?: ConnectOptions) => Effect.Effect<WireClient, DialFailed, Scope.Scope>
   /** Connects and registers; fails if the broker does not answer `registered`. */
   readonly session: (options?: RegisterOptions) => Effect.Effect<Session, DialFailed | WireError, Scope.Scope>
 }
@@ -44,7 +44,7 @@ export const withBroker = (
     const root = yield* tempDir()
     const { intercomDir, socketPath } = brokerPaths(root)
     const handle = yield* runBroker({ ...options, intercomDir, socketPath })
-    const open = (label?: string) => connect(socketPath, label)
+    const open = (label?: string, connectOptions?: ConnectOptions) => connect(socketPath, label, connectOptions)
     return {
       handle,
       root,
@@ -53,7 +53,9 @@ export const withBroker = (
       connect: open,
       session: (registerOptions: RegisterOptions = {}) =>
         Effect.gen(function*() {
-          const client = yield* open(registerOptions.label ?? registerOptions.sessionId ?? registerOptions.name)
+          const client = yield* open(registerOptions.label ?? registerOptions.sessionId ?? registerOptions.name, {
+            allowHalfOpen: registerOptions.allowHalfOpen ?? false
+          })
           const registered = yield* register(client, registerOptions)
           return { client, id: registered.sessionId, registered }
         })
@@ -80,6 +82,8 @@ export interface RegisterOptions {
   readonly frame?: Readonly<Record<string, unknown>>
   /** Label of the wire client in failure messages. */
   readonly label?: string
+  /** See `ConnectOptions.allowHalfOpen` (for `TestBroker.session`). */
+  readonly allowHalfOpen?: boolean
 }
 
 export interface Session {

@@ -121,8 +121,10 @@ export interface WireClient {
   ) => Effect.Effect<void, UnexpectedFrame | WireProtocolViolation>
   /** Waits until the broker closes the connection. */
   readonly waitClosed: (timeout?: Duration.Input) => Effect.Effect<void, StillOpen>
-  /** Closed right now? */
+  /** Closed (or ended) by the broker, or destroyed by us? */
   readonly isClosed: () => boolean
+  /** Our socket can still write (a half-open client after the broker's end). */
+  readonly writable: () => boolean
   /** Every frame received so far, in order (consumed or not). */
   readonly received: () => ReadonlyArray<BrokerFrame>
   /** Frames received so far of one type. */
@@ -143,12 +145,27 @@ const isOneOf = <T extends FrameType>(frame: BrokerFrame, types: ReadonlyArray<T
 const typesOf = <T extends FrameType>(types: T | ReadonlyArray<T>): ReadonlyArray<T> =>
   typeof types === "string" ? [types] : types
 
-/** Connects to `path`; the socket is destroyed when the Scope closes. */
-export const connect = (path: string, label = "client"): Effect.Effect<WireClient, DialFailed, Scope.Scope> =>
+export interface ConnectOptions {
+  /**
+   * Keep our side writable after the broker ends its side, like a client
+   * that has not noticed yet: frames written then still reach the broker.
+   */
+  readonly allowHalfOpen?: boolean
+}
+
+/**
+ * Connects to `path`; the socket is destroyed when the Scope closes. "Closed"
+ * means the broker ended or destroyed the connection.
+ */
+export const connect = (
+  path: string,
+  label = "client",
+  options: ConnectOptions = {}
+): Effect.Effect<WireClient, DialFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const socket = yield* Effect.acquireRelease(
       Effect.callback<net.Socket, DialFailed>((resume) => {
-        const socket = net.createConnection({ path })
+        const socket = net.createConnection({ path, allowHalfOpen: options.allowHalfOpen ?? false })
         const onError = (cause: Error) => {
           socket.destroy()
           resume(Effect.fail(new DialFailed({ path, cause })))
@@ -181,10 +198,12 @@ const makeClient = (socket: net.Socket, label: string): WireClient => {
   socket.on("error", () => {
     // Resets are expected when the broker drops us; `close` follows.
   })
-  socket.on("close", () => {
+  const onClosed = () => {
     closed = true
     wake()
-  })
+  }
+  socket.on("end", onClosed)
+  socket.on("close", onClosed)
   socket.on("data", (chunk: Buffer) => {
     const texts: Array<string> = []
     const tooLarge = decoder.push(chunk, texts)
@@ -319,6 +338,7 @@ const makeClient = (socket: net.Socket, label: string): WireClient => {
         })
       ),
     isClosed: () => closed,
+    writable: () => !socket.destroyed && socket.writable,
     received: () => log.map((entry) => entry.frame),
     count: (type) => log.filter((entry) => entry.frame.type === type).length,
     drain: () => {
