@@ -1,0 +1,95 @@
+/**
+ * What `broker status` and `broker stop` need to know about another process:
+ * the pid in `broker.pid`, whether that pid is alive, and (on Linux) whether it
+ * really is the process listening on the broker socket. A pid file alone is
+ * never trusted (P94): pids are recycled.
+ */
+import * as Effect from "effect/Effect"
+import * as fs from "node:fs"
+
+const errorCode = (error: unknown): string | undefined =>
+  error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined
+
+/** Parses `broker.pid` content: a positive decimal integer, surrounding whitespace allowed. */
+export const parsePid = (text: string): number | undefined => {
+  const trimmed = text.trim()
+  if (!/^[0-9]+$/.test(trimmed)) return undefined
+  const pid = Number(trimmed)
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+}
+
+/** The pid recorded in `pidFile`, or `undefined` if it is absent or unparsable. */
+export const readPidFile = (pidFile: string): Effect.Effect<number | undefined> =>
+  Effect.sync(() => {
+    try {
+      return parsePid(fs.readFileSync(pidFile, "utf8"))
+    } catch {
+      return undefined
+    }
+  })
+
+/** Whether a process with this pid exists (EPERM counts: it exists, it is just not ours). */
+export const isProcessAlive = (pid: number): Effect.Effect<boolean> =>
+  Effect.sync(() => {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch (error) {
+      return errorCode(error) === "EPERM"
+    }
+  })
+
+/** Inodes of the Unix sockets bound to `socketPath`, from a `/proc/net/unix` table. */
+export const socketInodes = (procNetUnix: string, socketPath: string): ReadonlySet<string> => {
+  const inodes = new Set<string>()
+  for (const line of procNetUnix.split("\n").slice(1)) {
+    // Num RefCount Protocol Flags Type St Inode Path
+    const fields = line.trim().split(/\s+/)
+    const inode = fields[6]
+    if (inode !== undefined && fields.slice(7).join(" ") === socketPath) inodes.add(inode)
+  }
+  return inodes
+}
+
+/**
+ * Whether process `pid` holds a socket bound to `socketPath` (the listener or
+ * an accepted connection). `undefined` where this cannot be told (no `/proc`,
+ * or the process's descriptors are not readable by us).
+ */
+export const processOwnsSocket = (pid: number, socketPath: string): Effect.Effect<boolean | undefined> =>
+  Effect.sync(() => {
+    let table: string
+    try {
+      table = fs.readFileSync("/proc/net/unix", "utf8")
+    } catch {
+      return undefined
+    }
+    const inodes = socketInodes(table, socketPath)
+    if (inodes.size === 0) return undefined
+    let fds: Array<string>
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`)
+    } catch (error) {
+      return errorCode(error) === "ENOENT" ? false : undefined
+    }
+    for (const fd of fds) {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))
+        if (match?.[1] !== undefined && inodes.has(match[1])) return true
+      } catch {
+        // closed while we looked
+      }
+    }
+    return false
+  })
+
+/** Sends `signal` to `pid`: `"sent"`, `"gone"` (no such process) or `"denied"` (EPERM). */
+export const signalProcess = (pid: number, signal: NodeJS.Signals): Effect.Effect<"sent" | "gone" | "denied"> =>
+  Effect.sync(() => {
+    try {
+      process.kill(pid, signal)
+      return "sent"
+    } catch (error) {
+      return errorCode(error) === "EPERM" ? "denied" : "gone"
+    }
+  })

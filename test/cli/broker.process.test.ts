@@ -1,0 +1,279 @@
+/**
+ * The built `intercom` executable, run as a real process: startup line, files
+ * and modes (P91), status/stop, signals and idle exit (P92, P95), startup
+ * conflicts (P94), bad invocations. Needs `npm run build` first (`npm test`
+ * does it).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { probeHealth } from "../../src/transport/healthProbe.ts"
+import { cleanEnv, exists, mode, registerSession, runCli, startBroker, tempDir } from "./support.ts"
+
+/** A temp dir to use as HOME and agent dir, and the broker files under it. */
+const setup = Effect.gen(function*() {
+  const root = yield* tempDir()
+  const agentDir = path.join(root, "agent")
+  const intercomDir = path.join(agentDir, "intercom")
+  return {
+    root,
+    agentDir,
+    intercomDir,
+    socketPath: path.join(intercomDir, "broker.sock"),
+    pidFile: path.join(intercomDir, "broker.pid"),
+    env: cleanEnv(root)
+  }
+})
+
+describe("intercom broker", () => {
+  it.live("starts, prints the startup line, writes its files with private modes, exits 0 on SIGTERM", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      assert.strictEqual(broker.brokerPid, broker.pid)
+      assert.strictEqual(broker.stdout().split("\n")[0], `Intercom broker started (pid: ${broker.pid})`)
+      yield* broker.waitStdout(/^Listening on .*broker\.sock for agent dir .*$/m)
+      assert.include(broker.stdout(), t.socketPath)
+      assert.include(broker.stdout(), t.agentDir)
+
+      assert.strictEqual(fs.readFileSync(t.pidFile, "utf8"), String(broker.pid)) // no newline (P91)
+      assert.strictEqual(mode(t.intercomDir), 0o700)
+      assert.strictEqual(mode(t.socketPath), 0o600)
+      assert.strictEqual(mode(t.pidFile), 0o600)
+      assert.isTrue(fs.statSync(t.socketPath).isSocket())
+      assert.isTrue(yield* probeHealth(t.socketPath))
+
+      yield* broker.kill("SIGTERM")
+      const outcome = yield* broker.waitExit()
+      assert.deepStrictEqual(outcome, { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath), "socket removed")
+      assert.isFalse(exists(t.pidFile), "pid file removed")
+    }))
+
+  it.live("exits 0 on SIGINT too", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* broker.kill("SIGINT")
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath))
+      assert.isFalse(exists(t.pidFile))
+    }))
+
+  it.live("accepts the broker.ts path pi-intercom's spawner appends, and PI_CODING_AGENT_DIR", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const env = { ...t.env, PI_CODING_AGENT_DIR: t.agentDir }
+      const broker = yield* startBroker(["/some/path/broker/broker.ts"], env)
+      assert.strictEqual(fs.readFileSync(t.pidFile, "utf8"), String(broker.pid))
+      assert.isTrue(yield* probeHealth(t.socketPath))
+    }))
+
+  it.live("ATOMIC_CODING_AGENT_DIR beats PI_CODING_AGENT_DIR; --dir beats both", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const atomic = path.join(t.root, "atomic")
+      const pi = path.join(t.root, "pi")
+      const env = { ...t.env, ATOMIC_CODING_AGENT_DIR: atomic, PI_CODING_AGENT_DIR: pi }
+      const first = yield* startBroker([], env)
+      assert.isTrue(exists(path.join(atomic, "intercom", "broker.pid")))
+      assert.isFalse(exists(path.join(pi, "intercom")))
+      const second = yield* startBroker(["--dir", t.agentDir], env)
+      assert.isTrue(exists(t.pidFile))
+      yield* first.kill("SIGTERM")
+      yield* second.kill("SIGTERM")
+      assert.strictEqual((yield* first.waitExit()).code, 0)
+      assert.strictEqual((yield* second.waitExit()).code, 0)
+    }))
+
+  it.live("a second broker on the same dir exits 1 with the 'already running' message", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const first = yield* startBroker(["--dir", t.agentDir], t.env)
+      const second = yield* runCli(["broker", "--dir", t.agentDir], t.env)
+      assert.strictEqual(second.code, 1)
+      assert.include(second.stderr, "already running")
+      assert.include(second.stderr, t.socketPath)
+      assert.notInclude(second.stdout, "Intercom broker started")
+      assert.notInclude(second.stderr, "Intercom broker stopped")
+      // the first one is untouched
+      assert.isTrue(yield* probeHealth(t.socketPath))
+      assert.strictEqual(fs.readFileSync(t.pidFile, "utf8"), String(first.pid))
+    }))
+
+  it.live("a stale pid file naming a live non-broker process does not block startup", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      fs.writeFileSync(t.pidFile, String(process.pid), { mode: 0o600 }) // alive, but not a broker
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      assert.strictEqual(fs.readFileSync(t.pidFile, "utf8"), String(broker.pid))
+      assert.isTrue(yield* probeHealth(t.socketPath))
+    }))
+
+  it.live("an unusable intercom dir exits 1 with a clear message", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.agentDir, { recursive: true })
+      fs.writeFileSync(t.intercomDir, "not a directory") // root can write anywhere; a file in the way stops anyone
+      const result = yield* runCli(["broker", "--dir", t.agentDir], t.env)
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stderr, "Cannot use the intercom directory")
+      assert.include(result.stderr, t.intercomDir)
+      assert.notInclude(result.stderr, "    at ", "no stack trace")
+      assert.notInclude(result.stderr, "Intercom broker stopped", "it never started")
+      assert.strictEqual(result.stdout, "")
+    }))
+
+  it.live("logs one line per session join and leave, then exits 0 when idle", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      const before = broker.stderr().split("\n").length
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* registerSession(t.socketPath, "alice")
+          yield* broker.waitStderr(/alice/)
+        })
+      )
+      yield* broker.waitStderr(/alice[^\n]*\n[^\n]*alice/) // a second line about alice: she left
+      const lines = broker.stderr().split("\n").slice(before - 1).filter((line) => line.includes("alice"))
+      assert.strictEqual(lines.length, 2, broker.stderr())
+      for (const line of lines) assert.match(line, /^\d{4}-\d\d-\d\dT\S+Z INFO /)
+
+      // P92: 5 s after the last session left, the broker shuts down by itself
+      const outcome = yield* broker.waitExit("15 seconds")
+      assert.deepStrictEqual(outcome, { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath))
+      assert.isFalse(exists(t.pidFile))
+    }), 30_000)
+
+  it.live("falls back to a short socket path for a long agent dir, and status/stop find it", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const runtimeDir = path.join(t.root, "run")
+      fs.mkdirSync(runtimeDir, { mode: 0o700 })
+      const agentDir = path.join(t.root, "a".repeat(60), "b".repeat(60))
+      const env = { ...t.env, XDG_RUNTIME_DIR: runtimeDir }
+      const broker = yield* startBroker(["--dir", agentDir], env)
+      const listening = yield* broker.waitStdout(/^Listening on (\S+) \(short fallback: .*$/m)
+      const socketPath = listening[1] ?? ""
+      assert.match(socketPath, new RegExp(`^${runtimeDir}/intercom-\\d+/[0-9a-f]{16}\\.sock$`))
+      assert.strictEqual(mode(path.dirname(socketPath)), 0o700)
+      assert.strictEqual(mode(socketPath), 0o600)
+      assert.isTrue(yield* probeHealth(socketPath))
+      // the pid file stays in the agent dir
+      assert.strictEqual(fs.readFileSync(path.join(agentDir, "intercom", "broker.pid"), "utf8"), String(broker.pid))
+
+      const status = yield* runCli(["broker", "status", "--dir", agentDir], env)
+      assert.strictEqual(status.code, 0, status.stdout + status.stderr)
+      assert.include(status.stdout, socketPath)
+      const stop = yield* runCli(["broker", "stop", "--dir", agentDir], env)
+      assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+      assert.isFalse(exists(socketPath))
+    }))
+})
+
+describe("intercom broker status", () => {
+  it.live("exits 0 and reports the pid while a broker runs, 1 when none does", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const none = yield* runCli(["broker", "status", "--dir", t.agentDir], t.env)
+      assert.strictEqual(none.code, 1)
+      assert.include(none.stdout, "not running")
+      assert.include(none.stdout, t.socketPath)
+      assert.isFalse(exists(t.intercomDir), "status creates nothing")
+
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      // the flag may also come before the subcommand
+      const running = yield* runCli(["broker", "--dir", t.agentDir, "status"], t.env)
+      assert.strictEqual(running.code, 0, running.stdout + running.stderr)
+      assert.include(running.stdout, "running")
+      assert.notInclude(running.stdout, "not running")
+      assert.match(running.stdout, new RegExp(`pid:\\s+${broker.pid}\\b`))
+      assert.include(running.stdout, t.socketPath)
+    }))
+
+  it.live("a pid file without a broker is reported as stale", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      fs.writeFileSync(t.pidFile, String(process.pid))
+      const result = yield* runCli(["broker", "status", "--dir", t.agentDir], t.env)
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stdout, "stale")
+    }))
+})
+
+describe("intercom broker stop", () => {
+  it.live("stops a running broker: it exits 0 and its socket and pid file are gone", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      const stop = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
+      assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
+      assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath))
+      assert.isFalse(exists(t.pidFile))
+    }))
+
+  it.live("with no broker running, says so, signals nobody and exits 0", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      fs.writeFileSync(t.pidFile, String(process.pid)) // must never be signalled
+      const result = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
+      assert.strictEqual(result.code, 0)
+      assert.include(result.stdout, "No intercom broker is running")
+    }))
+
+  it.live("refuses to signal a pid that does not hold the broker socket", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      fs.writeFileSync(t.pidFile, String(process.pid)) // a live process that is not the broker
+      const result = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stderr, "Not sending any signal")
+      assert.isTrue(yield* probeHealth(t.socketPath), "the broker is still running")
+      assert.strictEqual(broker.child.exitCode, null)
+    }))
+})
+
+describe("bad invocations", () => {
+  const usage = (args: ReadonlyArray<string>, expected: string) =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const result = yield* runCli(args, t.env)
+      assert.strictEqual(result.code, 2, `${args.join(" ")}\n${result.stdout}${result.stderr}`)
+      assert.include(result.stdout, "USAGE")
+      assert.include(result.stderr, expected)
+    })
+
+  it.live("an unknown flag exits 2 with usage", () => usage(["broker", "--bogus"], "--bogus"))
+  it.live("a non-integer --max-sessions exits 2", () => usage(["broker", "--max-sessions", "abc"], "max-sessions"))
+  it.live("a non-positive --max-sessions exits 2", () => usage(["broker", "--max-sessions", "0"], "positive"))
+  it.live("more than one positional argument exits 2", () => usage(["broker", "/a/broker.ts", "extra"], "extra"))
+  it.live("no subcommand exits 2", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const result = yield* runCli([], t.env)
+      assert.strictEqual(result.code, 2)
+      assert.include(result.stdout, "USAGE")
+    }))
+
+  it.live("--help and --version exit 0", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const help = yield* runCli(["broker", "--help"], t.env)
+      assert.strictEqual(help.code, 0)
+      assert.include(help.stdout, "status")
+      assert.include(help.stdout, "stop")
+      const version = yield* runCli(["--version"], t.env)
+      assert.strictEqual(version.code, 0)
+      assert.match(version.stdout, /\d+\.\d+\.\d+/)
+    }))
+})

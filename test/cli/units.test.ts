@@ -1,0 +1,93 @@
+/** Small pure pieces of the CLI: pid files, /proc/net/unix parsing, exit codes, log lines. */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Logger } from "effect"
+import * as CliError from "effect/cli/CliError"
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitCode, exitCodeOf } from "../../src/cli/exit.ts"
+import { formatLine } from "../../src/cli/logging.ts"
+import { isProcessAlive, parsePid, socketInodes } from "../../src/cli/processes.ts"
+
+describe("parsePid", () => {
+  it("accepts a positive decimal, with or without surrounding whitespace", () => {
+    assert.strictEqual(parsePid("1234"), 1234)
+    assert.strictEqual(parsePid("1234\n"), 1234)
+  })
+
+  it("rejects everything else", () => {
+    for (const text of ["", "0", "-5", "12a", "1.5", "abc", "1e3", "99999999999999999999"]) {
+      assert.isUndefined(parsePid(text), text)
+    }
+  })
+})
+
+describe("isProcessAlive", () => {
+  it.effect("is true for this process", () =>
+    Effect.map(isProcessAlive(process.pid), (alive) => assert.isTrue(alive)))
+})
+
+describe("socketInodes", () => {
+  const table = [
+    "Num       RefCount Protocol Flags    Type St Inode Path",
+    "0000000000000000: 00000002 00000000 00010000 0001 01 41001 /tmp/a/intercom/broker.sock",
+    "0000000000000000: 00000003 00000000 00000000 0001 03 41007 /tmp/a/intercom/broker.sock",
+    "0000000000000000: 00000003 00000000 00000000 0001 03 41008",
+    "0000000000000000: 00000002 00000000 00010000 0001 01 52000 /tmp/b/intercom/broker.sock",
+    ""
+  ].join("\n")
+
+  it("collects the listener and accepted connections bound to the path", () => {
+    assert.deepStrictEqual([...socketInodes(table, "/tmp/a/intercom/broker.sock")], ["41001", "41007"])
+    assert.deepStrictEqual([...socketInodes(table, "/tmp/b/intercom/broker.sock")], ["52000"])
+    assert.strictEqual(socketInodes(table, "/tmp/c.sock").size, 0)
+  })
+})
+
+describe("exitCodeOf", () => {
+  it("success and interruption (SIGINT/SIGTERM) exit 0", () => {
+    assert.strictEqual(exitCodeOf(Exit.void), EXIT_OK)
+    assert.strictEqual(exitCodeOf(Exit.interrupt(1)), EXIT_OK)
+  })
+
+  it("ExitCode carries its own code", () => {
+    assert.strictEqual(exitCodeOf(Exit.fail(new ExitCode({ code: EXIT_FAILURE }))), 1)
+    assert.strictEqual(exitCodeOf(Exit.fail(new ExitCode({ code: 3 }))), 3)
+  })
+
+  it("bad invocations exit 2", () => {
+    const unknownFlag = new CliError.UnrecognizedOption({ option: "--bogus", suggestions: [], command: ["intercom"] })
+    assert.strictEqual(exitCodeOf(Exit.fail(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [unknownFlag] }))), EXIT_USAGE)
+    assert.strictEqual(exitCodeOf(Exit.fail(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [] }))), EXIT_USAGE)
+    assert.strictEqual(exitCodeOf(Exit.fail(unknownFlag)), EXIT_USAGE)
+  })
+
+  it("anything else exits 1", () => {
+    assert.strictEqual(exitCodeOf(Exit.die(new Error("boom"))), EXIT_FAILURE)
+    assert.strictEqual(exitCodeOf(Exit.fail("nope")), EXIT_FAILURE)
+  })
+})
+
+describe("formatLine", () => {
+  it.effect("renders one line: time, level, message, annotations", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.make((options) => {
+        lines.push(formatLine(options))
+      })
+      yield* Effect.logInfo("session joined:", "alice").pipe(
+        Effect.annotateLogs({ sessionId: "s-1", cwd: "/a b" }),
+        Effect.provide(Logger.layer([capture]))
+      )
+      assert.strictEqual(lines.length, 1)
+      assert.match(lines[0] ?? "", /^\d{4}-\d\d-\d\dT[\d:.]+Z INFO session joined: alice sessionId=s-1 cwd="\/a b"$/)
+    }))
+
+  it.effect("appends the cause of a failure", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.make((options) => {
+        lines.push(formatLine(options))
+      })
+      yield* Effect.logError("failed", Cause.fail(new Error("disk full"))).pipe(Effect.provide(Logger.layer([capture])))
+      assert.include(lines[0] ?? "", "ERROR failed")
+      assert.include(lines[0] ?? "", "disk full")
+    }))
+})
