@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Duration, Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
-import { message, messageFor, send, withBroker } from "../support/broker.ts"
+import { infoOf, message, messageFor, register, send, withBroker } from "../support/broker.ts"
 
 const noAsk = "Reply target does not match a pending ask"
 const wrongAsk = "Reply target does not match the pending ask"
@@ -83,6 +83,22 @@ describe("P61/P62 ask edges and replies", () => {
       assertDelivered(yield* send(target.client, "asker", answer), "queued")
       const back = yield* broker.session({ sessionId: "asker", name: "Asker" })
       assert.strictEqual((yield* messageFor(back.client, answer.id)).message.replyTo, question.id)
+    }))
+})
+
+describe("P62 replies bypass the exact-send path", () => {
+  it.live("a reply carrying a stale targetEpoch still reaches the asker's current endpoint", () =>
+    Effect.gen(function*() {
+      const { broker, asker, target } = yield* trio()
+      const staleEpoch = (yield* infoOf(target.client, "asker")).endpointEpoch ?? "missing"
+      const question = message("q", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "target", question))
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "asker", name: "Asker" })
+      yield* asker.client.waitClosed()
+      const answer = message("a", { replyTo: question.id })
+      assertDelivered(yield* send(target.client, "asker", answer, { targetId: "asker", targetEpoch: staleEpoch }))
+      yield* messageFor(replacement, answer.id)
     }))
 })
 

@@ -86,6 +86,21 @@ describe("backpressure instead of a rate limit", () => {
       assert.isFalse(receiver.client.isClosed())
     }))
 
+  it.live("a flood of requests is answered in full, never cut off by a rate limit (P05 deviation)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const session = yield* broker.session({ sessionId: "flooder" })
+      const n = 2000
+      yield* session.client.sendRaw(encodeFrames(Array.from({ length: n }, (_, i) =>
+        JSON.stringify(i % 2 === 0 ? { type: "health", requestId: `h${i}` } : { type: "list", requestId: `l${i}` }))))
+      for (let i = 0; i < n; i++) {
+        const frame = yield* session.client.next(["health_ok", "sessions"], undefined, "10 seconds")
+        assert.strictEqual(frame.requestId, i % 2 === 0 ? `h${i}` : `l${i}`)
+      }
+      assert.strictEqual(session.client.count("error"), 0)
+      assert.isFalse(session.client.isClosed())
+    }))
+
   it.live("two senders into one slow receiver: each stream arrives complete and in its own order", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ outboxCapacity: 4 })

@@ -354,6 +354,10 @@ describe("P18 session cap (configurable)", () => {
       const takeover = yield* broker.connect("takeover")
       assert.strictEqual((yield* register(takeover, { sessionId: "a" })).sessionId, "a")
       assert.strictEqual(yield* broker.handle.sessionCount, 2)
+      // A leave makes room again.
+      yield* takeover.send({ type: "unregister" })
+      const late = yield* broker.connect("late")
+      assert.strictEqual((yield* register(late, { sessionId: "c" })).sessionId, "c")
     }))
 })
 

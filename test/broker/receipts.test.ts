@@ -149,6 +149,23 @@ describe("P71 cancel_message", () => {
       yield* receiver.client.expectNothing(100, "message_control")
     }))
 
+  it.live("a delivered message whose receiver has left can no longer be cancelled (its route is gone)", () =>
+    Effect.gen(function*() {
+      const { sender, receiver } = yield* pair
+      const msg = message("read already")
+      assertDelivered(yield* send(sender.client, "receiver", msg))
+      yield* messageFor(receiver.client, msg.id)
+      yield* receiver.client.destroy
+      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
+      yield* sender.client.send({ type: "cancel_message", messageId: msg.id })
+      const ack = yield* ackFor(sender.client, msg.id)
+      assert.deepStrictEqual({ ...ack }, {
+        type: "delivery_failed",
+        messageId: msg.id,
+        reason: "Message cannot be cancelled by this session"
+      })
+    }))
+
   it.live("cancelling an ask drops its edge: a later reply fails", () =>
     Effect.gen(function*() {
       const { sender, receiver } = yield* pair
