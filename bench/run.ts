@@ -39,7 +39,7 @@ interface Options {
 
 const usage = `usage: node bench/run.ts [--reps N] [--quick] [--only name[,name...]] [--target broker|raw|both]
                          [--broker-cmd "<cmd with {dir}/{sock}>"] [--reg-concurrency N] [--out file.json]
-workloads: w1 w64 fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k startup
+workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k startup
            (a prefix selects a group: "payload", "idle")`
 
 const parseArgs = (argv: ReadonlyArray<string>): Options => {
@@ -132,6 +132,16 @@ const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<
 const headline = (name: string): ReadonlyArray<readonly [string, string]> => {
   if (name === "w1" || name === "w64" || name === "fanin") {
     return [["msgPerSec", "msg/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
+  }
+  if (name === "sustained") {
+    return [
+      ["msgPerSec", "msg/s"],
+      ["firstQuarterMsgPerSec", "msg/s, first ¼"],
+      ["lastQuarterMsgPerSec", "msg/s, last ¼"],
+      ["lastOverFirstQuarter", "last ¼ / first ¼"],
+      ["firstQuarterCpuUsPerMsg", "CPU µs/msg, first ¼"],
+      ["lastQuarterCpuUsPerMsg", "CPU µs/msg, last ¼"]
+    ]
   }
   if (name === "ask") return [["p50Us", "p50 µs"], ["p90Us", "p90 µs"], ["p99Us", "p99 µs"], ["cpuUsPerRound", "CPU µs/round trip"]]
   if (name.startsWith("payload-")) return [["msgPerSec", "msg/s"], ["mbPerSec", "MB/s"], ["cpuUsPerMsg", "CPU µs/msg"]]

@@ -19,6 +19,7 @@ export interface RunResult {
 export interface Sizes {
   readonly w1: number
   readonly w64: number
+  readonly sustained: number
   readonly faninSenders: number
   readonly faninPerSender: number
   readonly faninWindow: number
@@ -35,6 +36,7 @@ export interface Sizes {
 export const defaultSizes: Sizes = {
   w1: 20_000,
   w64: 20_000,
+  sustained: 100_000,
   faninSenders: 16,
   faninPerSender: 1_000,
   faninWindow: 16,
@@ -44,7 +46,7 @@ export const defaultSizes: Sizes = {
   payloads: [
     { label: "100B", bytes: 100, count: 10_000 },
     { label: "10KiB", bytes: 10 * 1024, count: 4_000 },
-    { label: "500KiB", bytes: 500 * 1024, count: 200 }
+    { label: "500KiB", bytes: 500 * 1024, count: 100 }
   ],
   idle: [
     { k: 1_000, scopeSize: 1_000 },
@@ -58,6 +60,7 @@ export const defaultSizes: Sizes = {
 export const quickSizes: Sizes = {
   w1: 2_000,
   w64: 5_000,
+  sustained: 20_000,
   faninSenders: 16,
   faninPerSender: 250,
   faninWindow: 16,
@@ -162,6 +165,8 @@ interface TransferResult {
   readonly cpuUs: number
   /** CPU used by this harness process over the same interval. */
   readonly harnessCpuUs: number
+  /** Time and broker CPU at 0, ¼, ½, ¾ and all of the acks: shows a slowdown as state builds up. */
+  readonly quarters: ReadonlyArray<{ readonly ms: number; readonly cpuUs: number }>
 }
 
 const selfCpuUs = (): number => {
@@ -189,6 +194,8 @@ const transfer = (
   const expected = senders.length * perSender
   let received = 0
   let ackedTotal = 0
+  const quarters: Array<{ ms: number; cpuUs: number }> = []
+  let nextQuarter = 1
   const lastSeq = new Map<string, number>()
   return withTimeout(
     new Promise<TransferResult>((resolve, reject) => {
@@ -200,7 +207,9 @@ const transfer = (
         if (done || received < expected || ackedTotal < expected) return
         done = true
         const elapsedMs = performance.now() - t0
-        resolve({ elapsedMs, cpuUs: cpuMicros(pid) - cpu0, harnessCpuUs: selfCpuUs() - self0 })
+        const cpuUs = cpuMicros(pid) - cpu0
+        quarters.push({ ms: elapsedMs, cpuUs })
+        resolve({ elapsedMs, cpuUs, harnessCpuUs: selfCpuUs() - self0, quarters })
       }
       const fail = (e: Error): void => {
         if (done) return
@@ -239,6 +248,10 @@ const transfer = (
           if (type === "delivered") {
             acked++
             ackedTotal++
+            if (nextQuarter < 4 && ackedTotal * 4 >= expected * nextQuarter) {
+              nextQuarter++
+              quarters.push({ ms: performance.now() - t0, cpuUs: cpuMicros(pid) - cpu0 })
+            }
             if (sent < perSender) sendNext()
             else if (acked === perSender) finish()
           } else if (type === "delivery_failed") {
@@ -251,6 +264,7 @@ const transfer = (
       t0 = performance.now()
       cpu0 = cpuMicros(pid)
       self0 = selfCpuUs()
+      quarters.push({ ms: 0, cpuUs: 0 })
       senders.forEach((sender, si) => {
         const sendNext = starters[si]
         if (sendNext === undefined) return
@@ -287,8 +301,20 @@ const throughputRun = async (
       await transfer(inst.pid, senders, rx, warmPer, window, text, "warm", timeoutMs)
       const r = await transfer(inst.pid, senders, rx, perSender, window, text, "run", timeoutMs)
       const s = r.elapsedMs / 1000
+      const q = r.quarters
+      const quarter = (i: number): { rate: number; cpu: number } => {
+        const a = q[i]
+        const b = q[i + 1]
+        if (a === undefined || b === undefined || b.ms <= a.ms) return { rate: Number.NaN, cpu: Number.NaN }
+        return { rate: total / 4 / ((b.ms - a.ms) / 1000), cpu: (b.cpuUs - a.cpuUs) / (total / 4) }
+      }
       return {
         metrics: {
+          firstQuarterMsgPerSec: quarter(0).rate,
+          lastQuarterMsgPerSec: quarter(3).rate,
+          firstQuarterCpuUsPerMsg: quarter(0).cpu,
+          lastQuarterCpuUsPerMsg: quarter(3).cpu,
+          lastOverFirstQuarter: quarter(3).rate / quarter(0).rate,
           msgPerSec: total / s,
           mbPerSec: (total * textBytes) / s / 1e6,
           elapsedMs: r.elapsedMs,
@@ -582,6 +608,11 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     name: "w64",
     title: `1→1 throughput, window 64 (${sizes.w64} × 100 B)`,
     run: (spec) => throughputRun(spec, 1, sizes.w64, 64, 100)
+  },
+  {
+    name: "sustained",
+    title: `1→1 window 64, ${sizes.sustained} × 100 B: first vs last quarter`,
+    run: (spec) => throughputRun(spec, 1, sizes.sustained, 64, 100)
   },
   {
     name: "fanin",
