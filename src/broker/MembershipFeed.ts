@@ -9,7 +9,13 @@
  * would queue N²/2 frames and stall behind slow readers. Here a change costs
  * O(1), memory is O(sessions), and a lagging recipient catches up with one
  * frame per changed session (the latest state), never a stale flood.
+ *
+ * Departed sessions are kept until every recipient has seen them leave; past
+ * a bound the owner drops them and remembers, per lagging recipient, the
+ * departures it still owes (see Router.notifyMembershipChanges).
  */
+
+import { sessionLeftFrame } from "./encode.ts"
 
 interface FeedEntry {
   readonly id: string
@@ -112,7 +118,7 @@ export class MembershipFeed {
           out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
         }
       } else if (entry.joinSeq <= cursor) {
-        out.push(`{"type":"session_left","sessionId":${JSON.stringify(entry.id)}}`)
+        out.push(sessionLeftFrame(entry.id))
       }
     }
     return this.lastSeq
@@ -121,14 +127,19 @@ export class MembershipFeed {
   /**
    * Forgets departed sessions that every recipient has seen (`minCursor` is
    * the lowest cursor among recipients), and beyond `maxDeparted` the oldest
-   * departed ones regardless: a recipient that stalls for that long may then
-   * miss a `session_left`, but memory stays bounded.
+   * departed ones regardless — handing each such entry to `onDrop` first, so
+   * the owner can tell recipients that had not seen the departure yet.
    */
-  compact(minCursor: number, maxDeparted: number): void {
+  compact(
+    minCursor: number,
+    maxDeparted: number,
+    onDrop: (departed: { readonly id: string; readonly seq: number; readonly joinSeq: number }) => void
+  ): void {
     let entry = this.head
     while (entry !== undefined && this.departed > 0) {
       const next = entry.next
       if (!entry.present && (entry.seq <= minCursor || this.departed > maxDeparted)) {
+        if (entry.seq > minCursor) onDrop(entry)
         this.unlink(entry)
         this.entries.delete(entry.id)
         this.departed--

@@ -63,6 +63,11 @@ export class Peer {
   feedCursor = 0
   /** A FEED_TICK is already waiting in the outbox. */
   feedPending = false
+  /**
+   * Departures this connection had not seen when the feed dropped them to stay
+   * bounded; sent as `session_left` before its next feed frames.
+   */
+  owedDepartures: Set<string> | undefined = undefined
 
   constructor(connection: Connection, outbox: Queue.Queue<OutboundItem>, now: number) {
     this.connection = connection

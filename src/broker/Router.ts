@@ -181,6 +181,10 @@ export class Router {
   collectFeed(peer: Peer, out: Array<string>): void {
     const session = peer.session
     if (session === undefined) return
+    if (peer.owedDepartures !== undefined) {
+      for (const id of peer.owedDepartures) out.push(Encode.sessionLeftFrame(id))
+      peer.owedDepartures = undefined
+    }
     peer.feedCursor = session.space.feed.collect(peer.feedCursor, session.id, out)
   }
 
@@ -200,14 +204,33 @@ export class Router {
           Queue.flushUnsafe(peer.outbox)
         }
       }
-      const feed = space.feed
-      if (feed.departedCount > 64 + space.sessions.size) {
-        let minCursor = feed.seq
-        for (const session of space.sessions.values()) minCursor = Math.min(minCursor, session.peer.feedCursor)
-        feed.compact(minCursor, 4 * space.sessions.size + 1024)
-      }
+      if (space.feed.departedCount > 64 + space.sessions.size) this.compactFeed(space)
     }
     this.dirty.clear()
+  }
+
+  /**
+   * Keeps a feed's departed entries bounded. An entry dropped before a lagging
+   * recipient saw it becomes a departure owed to that recipient, if it had
+   * seen the session join: it still gets its `session_left`.
+   */
+  private compactFeed(space: ScopeSpace): void {
+    const feed = space.feed
+    let minCursor = feed.seq
+    for (const session of space.sessions.values()) minCursor = Math.min(minCursor, session.peer.feedCursor)
+    const lagging = minCursor === feed.seq
+      ? []
+      : [...space.sessions.values()].filter((session) => session.peer.feedCursor < feed.seq)
+    feed.compact(minCursor, 4 * space.sessions.size + 1024, (departed) => {
+      for (const session of lagging) {
+        const peer = session.peer
+        if (peer.feedCursor < departed.seq && departed.joinSeq <= peer.feedCursor && session.id !== departed.id) {
+          const owed = peer.owedDepartures ?? new Set<string>()
+          owed.add(departed.id)
+          peer.owedDepartures = owed
+        }
+      }
+    })
   }
 
   private log(level: BrokerEvent["level"], message: string): void {

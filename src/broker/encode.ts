@@ -22,6 +22,9 @@ export const sessionsFrame = (requestId: string, infoJsons: ReadonlyArray<string
 /** Bytes of a `sessions` frame besides the session entries and commas. */
 export const sessionsFrameOverhead = (requestId: string): number => sessionsFrame(requestId, []).length + 16
 
+export const sessionLeftFrame = (sessionId: string): string =>
+  `{"type":"session_left","sessionId":${q(sessionId)}}`
+
 export const messageFrame = (fromJson: string, message: Message, receivedAt: number, deliveredAt: number): string =>
   `{"type":"message","from":${fromJson},"message":${
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
