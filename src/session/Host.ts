@@ -1,0 +1,100 @@
+/**
+ * The `Host` port: what the session runtime needs from whatever runs the
+ * agent — the pi extension, the CLI, or a simulated agent. A host implements
+ * it in a few lines; everything about routing, waiting and replying stays in
+ * `IntercomSession`.
+ *
+ * The host *pushes* lifecycle changes into the session (`setStatus`,
+ * `beginTurn`/`endTurn`, `setIdentity`); the session *pushes* inbound messages
+ * into the host (`deliver`) with the intent it decided on.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+
+/** Who this session is. `name: undefined` presents the runtime-only fallback alias (C-TOOL-13). */
+export interface HostIdentity {
+  readonly name: string | undefined
+  readonly cwd: string
+  readonly model: string
+}
+
+/**
+ * What the host should do with an inbound message:
+ * - `trigger`: the agent is idle — start a turn with it (the session has
+ *   queued it as that turn's context, see `IntercomSession.beginTurn`);
+ * - `steer`: the agent is busy — hand it to the running turn at its next
+ *   tool boundary (the default delivery, design "send defaults to steer");
+ * - `passive`: show and store it, but start or steer no model turn
+ *   (`inboundTrigger` said no, or a busy headless session already answered it).
+ *
+ * Replies that resolve this session's own blocking `ask` never reach the host:
+ * they are the `ask` result (C-ORD-32).
+ */
+export type DeliveryIntent = "trigger" | "steer" | "passive"
+
+export interface Inbound {
+  readonly intent: DeliveryIntent
+  readonly from: SessionInfo
+  readonly message: Message
+  /** The rendering the agent should see (C-DLV-18, with the reply hint of C-RPL-9). */
+  readonly text: string
+  /** True when the sender waits for a reply (a pending ask, see `pending`). */
+  readonly expectsReply: boolean
+}
+
+/** Session-history records (C-TOOL-8). */
+export type HistoryEntry =
+  | {
+    readonly _tag: "intercom_sent"
+    readonly to: string
+    readonly message: {
+      readonly text: string
+      readonly attachments?: ReadonlyArray<Attachment> | undefined
+      readonly replyTo?: string | undefined
+    }
+    readonly messageId: string
+    readonly timestamp: number
+  }
+  | {
+    readonly _tag: "intercom_received"
+    readonly from: string
+    readonly message: { readonly text: string; readonly attachments?: ReadonlyArray<Attachment> | undefined }
+    readonly messageId: string
+    readonly timestamp: number
+  }
+
+export interface HostService {
+  /** Identity at start; later changes go through `IntercomSession.setIdentity`. */
+  readonly identity: HostIdentity
+  /** Whether a person can answer `confirm` (C-TOOL-7) — pi's `ctx.hasUI`. */
+  readonly hasUI: boolean
+  /** Asks the person to confirm a send; `false` cancels it. Only called when `hasUI`. */
+  readonly confirm: (request: { readonly title: string; readonly text: string }) => Effect.Effect<boolean>
+  /** Takes an inbound message. A failure (or defect) lets a broker redelivery try again (C-DLV-11). */
+  readonly deliver: (inbound: Inbound) => Effect.Effect<void, unknown>
+  /** Stores a history record; hosts without history omit it. */
+  readonly record?: ((entry: HistoryEntry) => Effect.Effect<void>) | undefined
+  /**
+   * A headless host that will exit when its current work is done, rather than
+   * go idle: a busy such session answers an inbound ask with a canned reply
+   * instead of leaving the asker waiting (C-DLV-13, open question 11).
+   */
+  readonly exitsWhenDone?: boolean | undefined
+}
+
+export class Host extends Context.Service<Host, HostService>()("effect-intercom/session/Host") {
+  static readonly layer = (service: HostService): Layer.Layer<Host> => Layer.succeed(Host, service)
+}
+
+/** A host with no person attached: never asked to confirm. */
+export const headless = (
+  identity: HostIdentity,
+  deliver: HostService["deliver"],
+  extra: Pick<HostService, "record" | "exitsWhenDone"> = {}
+): HostService => ({
+  identity,
+  hasUI: false,
+  confirm: () => Effect.succeed(true),
+  deliver,
+  ...extra
+})

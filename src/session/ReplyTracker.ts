@@ -1,0 +1,157 @@
+/**
+ * The receiving side of ask/reply (C-RPL): inbound asks still owed an answer,
+ * and the inbound message that triggered the current turn.
+ *
+ * A plain synchronous state machine with the time passed in, so it is
+ * property-testable. One owner: the `IntercomSession` that created it calls it
+ * only from synchronous code (between two yields of its fibers).
+ */
+import type { Message, SessionInfo } from "../protocol/frames.ts"
+import { NoReplyContext, TargetUnresolved } from "./errors.ts"
+import { resolutionFailure, resolveTarget } from "./targets.ts"
+
+export interface InboundContext {
+  readonly from: SessionInfo
+  readonly message: Message
+  readonly receivedAt: number
+}
+
+export interface ReplyTarget {
+  readonly to?: string | undefined
+  readonly replyTo?: string | undefined
+}
+
+export interface ReplyTracker {
+  /** Records an inbound message; only `expectsReply === true` becomes a pending ask (C-RPL-1). */
+  readonly record: (context: InboundContext) => void
+  /** Queues a delivered message as the context of a turn it will trigger. */
+  readonly queueTurn: (context: InboundContext) => void
+  /**
+   * A turn starts: its context is the given message (when known), else the
+   * oldest queued triggering message, else none.
+   */
+  readonly beginTurn: (messageId: string | undefined, now: number) => InboundContext | undefined
+  /** The turn settled: no triggered-turn context any more. */
+  readonly endTurn: () => void
+  readonly currentTurn: () => InboundContext | undefined
+  /** C-RPL-2…4 and open question 7; throws nothing, returns the error. */
+  readonly resolve: (target: ReplyTarget, now: number) => InboundContext | NoReplyContext | TargetUnresolved
+  /** The ask was answered: no longer pending, no longer a turn context (C-RPL-5). */
+  readonly markReplied: (messageId: string) => void
+  /** Retires every obligation towards a peer that left (C-RPL-10). */
+  readonly forgetSender: (sessionId: string) => void
+  /** Unresolved asks, oldest first, expired ones dropped (C-RPL-6, C-RPL-7). */
+  readonly pending: (now: number) => ReadonlyArray<InboundContext>
+}
+
+/** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
+const senderMatches = (from: SessionInfo, to: string): boolean => {
+  const target = to.trim()
+  const lower = target.toLowerCase()
+  return target.length > 0 &&
+    (from.id === target || from.id.startsWith(target) || from.name?.trim().toLowerCase() === lower)
+}
+
+export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
+  const asks = new Map<string, InboundContext>()
+  const queued: Array<InboundContext> = []
+  let current: InboundContext | undefined
+  /** Recent contexts by message id, so a host can name the message that triggered its turn. */
+  const recent = new Map<string, InboundContext>()
+  const RECENT_LIMIT = 1000
+
+  const prune = (now: number): void => {
+    for (const [id, context] of asks) {
+      if (now - context.receivedAt > askTimeoutMs) asks.delete(id)
+    }
+  }
+
+  const remember = (context: InboundContext): void => {
+    recent.delete(context.message.id)
+    recent.set(context.message.id, context)
+    while (recent.size > RECENT_LIMIT) {
+      const oldest = recent.keys().next()
+      if (oldest.done === true) break
+      recent.delete(oldest.value)
+    }
+  }
+
+  const dropQueued = (predicate: (context: InboundContext) => boolean): void => {
+    for (let index = queued.length - 1; index >= 0; index--) {
+      const context = queued[index]
+      if (context !== undefined && predicate(context)) queued.splice(index, 1)
+    }
+  }
+
+  const resolve: ReplyTracker["resolve"] = (target, now) => {
+    prune(now)
+    const { replyTo, to } = target
+    if (replyTo !== undefined) {
+      const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined)
+      if (context === undefined) return new NoReplyContext({ text: `No reply context for "${replyTo}"` })
+      if (to !== undefined && !senderMatches(context.from, to)) {
+        return new NoReplyContext({ text: `Reply context "${replyTo}" is not from "${to}"` })
+      }
+      return context
+    }
+    if (to === undefined) {
+      if (current !== undefined) return current
+      const pending = [...asks.values()]
+      if (pending.length === 1 && pending[0] !== undefined) return pending[0]
+      return new NoReplyContext({
+        text: pending.length === 0 ? "No active intercom context to reply to" : "Multiple pending asks — specify `to`"
+      })
+    }
+    // Open question 7: `to` is resolved among the pending asks and the current turn's context.
+    const candidates = [...asks.values()]
+    if (current !== undefined && !asks.has(current.message.id)) candidates.push(current)
+    const senders = [...new Map(candidates.map((context) => [context.from.id, context.from] as const)).values()]
+    const resolution = resolveTarget(senders, to)
+    switch (resolution._tag) {
+      case "NotFound":
+        return new NoReplyContext({ text: `No pending ask from "${to}"` })
+      case "Found": {
+        const matches = candidates.filter((context) => context.from.id === resolution.session.id)
+        if (matches.length === 1 && matches[0] !== undefined) return matches[0]
+        return new NoReplyContext({ text: `Multiple pending asks from "${to}"` })
+      }
+      default:
+        return new TargetUnresolved({ target: to, reason: resolutionFailure(to, resolution, senders) })
+    }
+  }
+
+  return {
+    record: (context) => {
+      remember(context)
+      if (context.message.expectsReply === true) asks.set(context.message.id, context)
+    },
+    queueTurn: (context) => void queued.push(context),
+    beginTurn: (messageId, now) => {
+      prune(now)
+      if (messageId === undefined) {
+        current = queued.shift()
+      } else {
+        current = recent.get(messageId)
+        dropQueued((context) => context.message.id === messageId)
+      }
+      return current
+    },
+    endTurn: () => {
+      current = undefined
+    },
+    currentTurn: () => current,
+    resolve,
+    markReplied: (messageId) => {
+      asks.delete(messageId)
+      dropQueued((context) => context.message.id === messageId)
+      if (current?.message.id === messageId) current = undefined
+    },
+    forgetSender: (sessionId) => {
+      for (const [id, context] of asks) if (context.from.id === sessionId) asks.delete(id)
+    },
+    pending: (now) => {
+      prune(now)
+      return [...asks.values()].sort((a, b) => a.receivedAt - b.receivedAt)
+    }
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The single reply-waiter slot (C-ASK-1…4, C-ASK-9, C-ORD-32).
+ *
+ * - `reserve` is a synchronous check-and-set: of several racing blocking
+ *   calls exactly one gets the slot; the others are refused and never touch it.
+ * - Every settle path names its own waiter: `release`, a routed reply, a
+ *   departed peer — so a losing or failing call can never disturb the winner.
+ *   Only `teardown` (the session generation closing) ends whichever waiter is
+ *   current.
+ * - The outcome is a `Deferred`: a reply routed before the asker started to
+ *   wait is kept, never lost.
+ *
+ * The slot is a plain field owned by one `IntercomSession`, touched only by
+ * synchronous code.
+ */
+import { Deferred, Exit } from "effect"
+import type { InboundMessage } from "../client/ClientConnection.ts"
+import type { ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
+
+export type WaitEnd = ReplyPeerDisconnected | SessionEnded
+
+export interface Waiter {
+  /** Set once the question is about to be sent (C-ASK-4: the question id). */
+  readonly questionId: string | undefined
+  /** The resolved target: its exact id and (for a case-insensitive match) its name. */
+  readonly targetId: string | undefined
+  readonly targetName: string | undefined
+  readonly outcome: Deferred.Deferred<InboundMessage, WaitEnd>
+}
+
+export interface Correlation {
+  readonly questionId: string
+  readonly targetId: string
+  readonly targetName: string | undefined
+}
+
+export interface ReplyWaiterSlot {
+  /** The new waiter, or `undefined` when another call holds the slot. */
+  readonly reserve: () => Waiter | undefined
+  /** Binds the waiter to its question; a no-op for a waiter that no longer holds the slot. */
+  readonly bind: (waiter: Waiter, correlation: Correlation) => Waiter
+  /** Frees the slot if (and only if) `waiter` still holds it. */
+  readonly release: (waiter: Waiter) => void
+  /**
+   * Resolves the current waiter when `message` is its reply: `replyTo` equals
+   * the question id and the sender is the target by exact id or by name
+   * ignoring case (C-ASK-4). True when it was consumed.
+   */
+  readonly route: (inbound: InboundMessage) => boolean
+  /** Ends the current wait if it waits for `sessionId` (C-ASK-9). */
+  readonly peerLeft: (sessionId: string, error: WaitEnd) => void
+  /** Ends whichever wait is current (generation close, C-ASK-2). */
+  readonly teardown: (error: WaitEnd) => void
+  readonly current: () => Waiter | undefined
+}
+
+const sameName = (a: string | undefined, b: string | undefined): boolean =>
+  a !== undefined && b !== undefined && a.trim().length > 0 && a.trim().toLowerCase() === b.trim().toLowerCase()
+
+export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
+  let current: Waiter | undefined
+
+  return {
+    reserve: () => {
+      if (current !== undefined) return undefined
+      const waiter: Waiter = {
+        questionId: undefined,
+        targetId: undefined,
+        targetName: undefined,
+        outcome: Deferred.makeUnsafe<InboundMessage, WaitEnd>()
+      }
+      current = waiter
+      return waiter
+    },
+    bind: (waiter, correlation) => {
+      const bound: Waiter = { ...waiter, ...correlation }
+      if (current === waiter) current = bound
+      return bound
+    },
+    release: (waiter) => {
+      if (current?.outcome === waiter.outcome) current = undefined
+    },
+    route: (inbound) => {
+      const waiter = current
+      if (waiter === undefined || waiter.questionId === undefined) return false
+      if (inbound.message.replyTo !== waiter.questionId) return false
+      if (inbound.from.id !== waiter.targetId && !sameName(inbound.from.name, waiter.targetName)) return false
+      return Deferred.doneUnsafe(waiter.outcome, Exit.succeed(inbound))
+    },
+    peerLeft: (sessionId, error) => {
+      const waiter = current
+      if (waiter !== undefined && waiter.targetId === sessionId) Deferred.doneUnsafe(waiter.outcome, Exit.fail(error))
+    },
+    teardown: (error) => {
+      if (current !== undefined) Deferred.doneUnsafe(current.outcome, Exit.fail(error))
+    },
+    current: () => current
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Every text the session runtime shows to a model or a person, in one place
+ * (C-TOOL-9, C-TOOL-10, C-TOOL-11, C-TOOL-13, C-ASK-8, C-RPL-7, C-RPL-9,
+ * C-DLV-18). Pure functions; the wording follows pi-intercom / Atomic so an
+ * agent prompted for one behaves the same with the other.
+ */
+import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { displayTarget } from "./targets.ts"
+
+// ---------------------------------------------------------------------------
+// Identity and status
+// ---------------------------------------------------------------------------
+
+export const FALLBACK_ALIAS_PREFIX = "subagent-chat"
+
+/** `subagent-chat-<first 8 chars of the id, any "session-" prefix removed>` (C-TOOL-13). */
+export const fallbackAlias = (sessionId: string): string => {
+  const bare = sessionId.startsWith("session-") ? sessionId.slice("session-".length) : sessionId
+  return `${FALLBACK_ALIAS_PREFIX}-${bare.slice(0, 8)}`
+}
+
+/** The name a session presents: its own, or the runtime-only alias. */
+export const presentedName = (
+  name: string | undefined,
+  sessionId: string
+): { readonly name: string; readonly runtimeFallbackAlias: boolean } => {
+  const trimmed = name?.trim()
+  return trimmed === undefined || trimmed.length === 0
+    ? { name: fallbackAlias(sessionId), runtimeFallbackAlias: true }
+    : { name: trimmed, runtimeFallbackAlias: false }
+}
+
+/** What a session is doing, derived from its lifecycle (C-TOOL-10). */
+export type LifecycleStatus = "idle" | "thinking" | `tool:${string}`
+
+/** `<lifecycle> · <custom>`: the custom suffix never replaces the lifecycle status (C-TOOL-10). */
+export const presenceStatus = (lifecycle: LifecycleStatus, suffix: string | undefined): string => {
+  const custom = suffix?.trim()
+  return custom === undefined || custom.length === 0 ? lifecycle : `${lifecycle} · ${custom}`
+}
+
+// ---------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------
+
+/** Attachment content appended to a body (C-TOOL-5). */
+export const formatAttachments = (attachments: ReadonlyArray<Attachment> | undefined): string => {
+  let text = ""
+  for (const attachment of attachments ?? []) {
+    text += attachment.language === undefined || attachment.language.length === 0
+      ? `\n\n---\n📎 ${attachment.name}\n${attachment.content}`
+      : `\n\n---\n📎 ${attachment.name}\n~~~${attachment.language}\n${attachment.content}\n~~~`
+  }
+  return text
+}
+
+/** The body an agent sees: text plus attachments. */
+export const messageBody = (message: Message): string =>
+  `${message.content.text}${formatAttachments(message.content.attachments)}`
+
+export const REPLY_COMMAND = `intercom({ action: "reply", message: "..." })`
+export const REPLY_HINT = `To reply, use the intercom tool: ${REPLY_COMMAND}`
+
+/** How a sender is named in an inbound rendering. */
+export const senderDisplay = (from: SessionInfo): string => from.name?.trim() || from.id.slice(0, 8)
+
+/**
+ * An inbound message as the recipient's agent sees it (C-DLV-18): sender,
+ * cwd, the reply hint for asks when `replyHint` is on (C-RPL-9), then body
+ * and attachments.
+ */
+export const renderInbound = (from: SessionInfo, message: Message, replyHint: boolean): string => {
+  const hint = replyHint && message.expectsReply === true ? `\n\n${REPLY_HINT}` : ""
+  return `**From ${senderDisplay(from)}** (${from.cwd})${hint}\n\n${messageBody(message)}`
+}
+
+/** An answered ask as its tool result (C-ASK-8). */
+export const renderReply = (to: string, reply: Message): string => `**Reply from ${to}:**\n${messageBody(reply)}`
+
+// ---------------------------------------------------------------------------
+// list / status / pending
+// ---------------------------------------------------------------------------
+
+/** One `list` row (C-TOOL-9): name, display target, cwd, model, tags. */
+export const renderSessionRow = (
+  session: SessionInfo,
+  all: ReadonlyArray<SessionInfo>,
+  selfCwd: string,
+  isSelf: boolean
+): string => {
+  const name = session.name?.trim() || "Unnamed session"
+  const tags = [isSelf ? "self" : session.cwd === selfCwd ? "same cwd" : undefined, session.status]
+    .filter((tag): tag is string => tag !== undefined && tag.length > 0)
+  const suffix = tags.length === 0 ? "" : ` [${tags.join(", ")}]`
+  return `• ${name} (${displayTarget(session, all)}) — ${session.cwd} (${session.model})${suffix}`
+}
+
+/** The `list` result: the current session, then the others (C-TOOL-9). */
+export const renderSessionList = (self: SessionInfo, all: ReadonlyArray<SessionInfo>): string => {
+  const others = all.filter((session) => session.id !== self.id)
+  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true)}`
+  const rest = others.length === 0
+    ? "**Other sessions:**\nNo other sessions connected."
+    : `**Other sessions:**\n${others.map((session) => renderSessionRow(session, all, self.cwd, false)).join("\n")}`
+  return `${current}\n\n${rest}`
+}
+
+export const MISSING_SELF = "Current session is missing from intercom session list."
+
+/** The `status` result (C-TOOL-11); the count includes this session. */
+export const renderStatus = (sessionId: string, activeSessions: number): string =>
+  `**Intercom Status:**\nConnected: Yes\nSession ID: ${sessionId}\nActive sessions: ${activeSessions}`
+
+export const NO_PENDING_ASKS = "No unresolved inbound asks."
+export const PREVIEW_LENGTH = 80
+
+/** At most 80 characters, whitespace collapsed (C-RPL-7). */
+export const preview = (text: string): string => text.replace(/\s+/g, " ").trim().slice(0, PREVIEW_LENGTH)
+
+export interface PendingRow {
+  readonly from: SessionInfo
+  readonly message: Message
+  readonly receivedAt: number
+}
+
+/** The `pending` result, oldest first (C-RPL-7), each with a ready reply call (C-RPL-8). */
+export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): string => {
+  if (rows.length === 0) return NO_PENDING_ASKS
+  const lines = rows.map(({ from, message, receivedAt }) => {
+    const elapsed = Math.max(0, Math.floor((now - receivedAt) / 1000))
+    return `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(message.content.text)}\n` +
+      `  reply: intercom({ action: "reply", replyTo: "${message.id}", message: "..." })`
+  })
+  return `**Pending asks:**\n${lines.join("\n")}`
+}
+
+/** `N minutes` for whole minutes (the 10-minute default reads as in C-ASK-5), else seconds. */
+export const formatWait = (timeoutMs: number): string => {
+  if (timeoutMs >= 60_000 && timeoutMs % 60_000 === 0) {
+    const minutes = timeoutMs / 60_000
+    return `${minutes} minute${minutes === 1 ? "" : "s"}`
+  }
+  const seconds = Math.max(1, Math.round(timeoutMs / 1000))
+  return `${seconds} second${seconds === 1 ? "" : "s"}`
+}
+
+/** What a busy session without UI answers to an ask it cannot take (open question 11). */
+export const NON_INTERACTIVE_BUSY_REPLY =
+  "This agent is running in non-interactive mode and cannot respond to intercom messages while it is working. It will continue its current task and exit when done."

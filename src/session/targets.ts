@@ -1,0 +1,112 @@
+/**
+ * Target resolution and display targets (C-TGT-1…7, open question 4: the 004
+ * rules). Pure functions over a session list; the session runtime calls them
+ * with the broker's `list` answer.
+ *
+ * Order: exact full id, then exact case-insensitive name, then a unique id
+ * prefix of at least 8 characters. A name and an 8+ character prefix that
+ * match *different* sessions are ambiguous; nothing is ever guessed.
+ */
+
+/** The fields target resolution needs (SessionInfo fits). */
+export interface TargetIdentity {
+  readonly id: string
+  readonly name?: string | undefined
+}
+
+export const MIN_TARGET_PREFIX_LENGTH = 8
+
+export type TargetResolution<T extends TargetIdentity> =
+  | { readonly _tag: "Found"; readonly session: T }
+  | { readonly _tag: "NotFound" }
+  /** Several sessions share the name (C-TGT-2). */
+  | { readonly _tag: "AmbiguousName"; readonly matches: ReadonlyArray<T> }
+  /** An id prefix (possibly merged with a name) matches several sessions (C-TGT-3, C-TGT-5). */
+  | { readonly _tag: "AmbiguousPrefix"; readonly matches: ReadonlyArray<T> }
+  /** A prefix under 8 characters that names no session (C-TGT-5). */
+  | { readonly _tag: "PrefixTooShort"; readonly matches: ReadonlyArray<T> }
+
+const lowerName = (session: TargetIdentity): string | undefined => {
+  const name = session.name?.trim().toLowerCase()
+  return name === undefined || name.length === 0 ? undefined : name
+}
+
+const uniqueById = <T extends TargetIdentity>(sessions: ReadonlyArray<T>): ReadonlyArray<T> => {
+  const byId = new Map<string, T>()
+  for (const session of sessions) if (!byId.has(session.id)) byId.set(session.id, session)
+  return [...byId.values()]
+}
+
+/** Resolves `raw` among `sessions` (C-TGT-1, C-TGT-5). */
+export const resolveTarget = <T extends TargetIdentity>(
+  sessions: ReadonlyArray<T>,
+  raw: string
+): TargetResolution<T> => {
+  const target = raw.trim()
+  if (target.length === 0) return { _tag: "NotFound" }
+  const exact = sessions.filter((session) => session.id === target)
+  if (exact.length === 1 && exact[0] !== undefined) return { _tag: "Found", session: exact[0] }
+  const lower = target.toLowerCase()
+  const exactFolded = sessions.filter((session) => session.id.toLowerCase() === lower)
+  if (exactFolded.length === 1 && exactFolded[0] !== undefined) return { _tag: "Found", session: exactFolded[0] }
+
+  const names = sessions.filter((session) => lowerName(session) === lower)
+  const prefixes = sessions.filter((session) => session.id.toLowerCase().startsWith(lower))
+  if (target.length < MIN_TARGET_PREFIX_LENGTH && prefixes.length > 0) {
+    if (names.length === 0) return { _tag: "PrefixTooShort", matches: prefixes }
+    // A short string that is also a name: name and prefix matches are merged (C-TGT-5).
+    const merged = uniqueById([...names, ...prefixes])
+    if (merged.length === 1 && merged[0] !== undefined) return { _tag: "Found", session: merged[0] }
+    return { _tag: "AmbiguousPrefix", matches: merged }
+  }
+  const longPrefixes = target.length >= MIN_TARGET_PREFIX_LENGTH ? prefixes : []
+  const merged = uniqueById([...names, ...longPrefixes])
+  if (merged.length === 1 && merged[0] !== undefined) return { _tag: "Found", session: merged[0] }
+  if (merged.length === 0) return { _tag: "NotFound" }
+  return names.length === merged.length
+    ? { _tag: "AmbiguousName", matches: merged }
+    : { _tag: "AmbiguousPrefix", matches: merged }
+}
+
+/**
+ * The display target of `session` (C-TGT-6): the shortest id prefix of at
+ * least 8 characters that is unique among the ids and equal to no session's
+ * name; the full id when there is none.
+ */
+export const displayTarget = (session: TargetIdentity, all: ReadonlyArray<TargetIdentity>): string => {
+  const ids = all.map((candidate) => candidate.id.toLowerCase())
+  const names = new Set(all.map(lowerName).filter((name): name is string => name !== undefined))
+  const id = session.id.toLowerCase()
+  for (let length = MIN_TARGET_PREFIX_LENGTH; length < session.id.length; length++) {
+    const prefix = id.slice(0, length)
+    if (ids.filter((candidate) => candidate.startsWith(prefix)).length === 1 && !names.has(prefix)) {
+      return session.id.slice(0, length)
+    }
+  }
+  return session.id
+}
+
+const targetOptions = (matches: ReadonlyArray<TargetIdentity>, all: ReadonlyArray<TargetIdentity>): string =>
+  matches
+    .map((session) => `${session.name?.trim() || session.id.slice(0, MIN_TARGET_PREFIX_LENGTH)} → ${displayTarget(session, all)}`)
+    .join(", ")
+
+/** The user-facing error for a resolution that is neither found nor absent. */
+export const resolutionFailure = (
+  raw: string,
+  resolution: Exclude<TargetResolution<TargetIdentity>, { readonly _tag: "Found" | "NotFound" }>,
+  all: ReadonlyArray<TargetIdentity>
+): string => {
+  switch (resolution._tag) {
+    case "AmbiguousName":
+      return `Multiple sessions named "${raw}" are connected. Use the session ID instead.`
+    case "AmbiguousPrefix":
+      return `Target "${raw}" matches multiple sessions: ${
+        resolution.matches.map((session) => `${session.name?.trim() || "unnamed"} (${session.id})`).join(", ")
+      }. Use a longer session ID or an exact name.`
+    case "PrefixTooShort":
+      return `Target "${raw}" is too short. Use the displayed target from intercom list, such as ${
+        targetOptions(resolution.matches, all)
+      }.`
+  }
+}

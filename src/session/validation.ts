@@ -1,0 +1,61 @@
+/**
+ * Checks made before anything is sent: attachments (C-TOOL-5) and control
+ * characters (C-TOOL-6). Ids, names and labels may hold no control character
+ * at all (U+0000–U+001F, U+007F–U+009F); text bodies may hold TAB, LF and CR.
+ */
+import { Option, Schema } from "effect"
+import { Attachment } from "../protocol/frames.ts"
+import { InvalidInput } from "./errors.ts"
+
+const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
+const TEXT_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
+
+export const isSafeLabel = (value: string): boolean => !LABEL_CONTROLS.test(value)
+export const isSafeText = (value: string): boolean => !TEXT_CONTROLS.test(value)
+
+const decodeAttachments = Schema.decodeUnknownOption(Schema.Array(Attachment))
+
+const ATTACHMENT_SHAPE =
+  `attachments must be an array of { type: "file" | "snippet" | "context", name: string, content: string, language?: string }`
+
+/** Decoded, checked attachments (extra keys dropped), or the reason they are invalid. */
+export const validateAttachments = (
+  input: unknown
+): InvalidInput | ReadonlyArray<Attachment> | undefined => {
+  if (input === undefined) return undefined
+  const decoded = decodeAttachments(input)
+  if (Option.isNone(decoded)) return new InvalidInput({ detail: ATTACHMENT_SHAPE })
+  const attachments: Array<Attachment> = []
+  for (const [index, attachment] of decoded.value.entries()) {
+    if (!isSafeLabel(attachment.name)) {
+      return new InvalidInput({ detail: `attachments[${index}].name contains a control character` })
+    }
+    if (!isSafeText(attachment.content)) {
+      return new InvalidInput({
+        detail: `attachments[${index}].content contains a control character (only TAB, LF and CR are allowed)`
+      })
+    }
+    if (attachment.language !== undefined && !isSafeLabel(attachment.language)) {
+      return new InvalidInput({ detail: `attachments[${index}].language contains a control character` })
+    }
+    attachments.push({
+      type: attachment.type,
+      name: attachment.name,
+      content: attachment.content,
+      ...(attachment.language === undefined ? {} : { language: attachment.language })
+    })
+  }
+  return attachments
+}
+
+/** An id, name or target: no control characters. */
+export const checkLabel = (field: string, value: string | undefined): InvalidInput | undefined =>
+  value === undefined || isSafeLabel(value)
+    ? undefined
+    : new InvalidInput({ detail: `${field} contains a control character` })
+
+/** A message body: TAB, LF and CR only. */
+export const checkText = (field: string, value: string | undefined): InvalidInput | undefined =>
+  value === undefined || isSafeText(value)
+    ? undefined
+    : new InvalidInput({ detail: `${field} contains a control character (only TAB, LF and CR are allowed)` })

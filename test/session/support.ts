@@ -1,0 +1,228 @@
+/**
+ * Test doubles for the session runtime: a scriptable in-memory
+ * `IntercomClient` (no socket, so TestClock drives every timer) and a host
+ * that records what the session hands it.
+ */
+import { Context, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
+import type {
+  ControlEvent,
+  Delivery,
+  InboundMessage,
+  PresenceEvent,
+  SendError,
+  SendRequest
+} from "../../src/client/ClientConnection.ts"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
+import {
+  type ClientStatus,
+  IntercomClient,
+  type IntercomClientService,
+  type PresenceUpdate
+} from "../../src/client/IntercomClient.ts"
+import { EXACT_SEND_V1 } from "../../src/protocol/features.ts"
+import type { Message, MessageReceipt, SessionInfo } from "../../src/protocol/frames.ts"
+import {
+  type HistoryEntry,
+  Host,
+  type HostIdentity,
+  type HostService,
+  type Inbound
+} from "../../src/session/Host.ts"
+import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
+
+export const info = (id: string, extra: Partial<SessionInfo> = {}): SessionInfo => ({
+  id,
+  cwd: "/work",
+  model: "test-model",
+  pid: 1,
+  startedAt: 0,
+  lastActivity: 0,
+  endpointEpoch: `epoch-${id}`,
+  ...extra
+})
+
+export const inboundMessage = (
+  from: SessionInfo,
+  id: string,
+  text: string,
+  extra: Partial<Message> = {}
+): InboundMessage => ({ from, message: { id, timestamp: 0, content: { text }, ...extra } })
+
+export type Post =
+  | { readonly _tag: "Presence"; readonly update: PresenceUpdate }
+  | { readonly _tag: "CancelAsk"; readonly messageId: string }
+  | { readonly _tag: "Receipt"; readonly receipt: MessageReceipt }
+
+export interface FakeClient extends FakeClientState {
+  readonly service: IntercomClientService
+}
+
+export interface FakeClientState {
+  /** What `list` answers (the session itself must be in it). */
+  sessions: ReadonlyArray<SessionInfo>
+  features: ReadonlyArray<string>
+  /** When set, `connect` (and every operation) fails with this reason. */
+  connectFailure: string | undefined
+  /** When true, `connect` never completes (a reconnect that keeps failing). */
+  connectHangs: boolean
+  connected: boolean
+  connects: number
+  lists: number
+  /** Every send frame, in order. */
+  readonly sends: Array<SendRequest>
+  readonly posts: Array<Post>
+  /** How a send is answered; default: delivered. */
+  onSend: (request: SendRequest) => Effect.Effect<Delivery, SendError>
+  readonly push: (message: InboundMessage) => Effect.Effect<void>
+  readonly presence: (event: PresenceEvent) => Effect.Effect<void>
+  readonly control: (event: ControlEvent) => Effect.Effect<void>
+  readonly cancelAsks: () => ReadonlyArray<string>
+  readonly receipts: () => ReadonlyArray<MessageReceipt>
+  readonly presences: () => ReadonlyArray<PresenceUpdate>
+}
+
+export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const inbox = yield* Queue.unbounded<InboundMessage>()
+    const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
+    const controlHub = yield* PubSub.unbounded<ControlEvent>()
+    const fake: FakeClientState = {
+      sessions: [info(sessionId, { name: "self" })],
+      features: [EXACT_SEND_V1],
+      connectFailure: undefined,
+      connectHangs: false,
+      connected: false,
+      connects: 0,
+      lists: 0,
+      sends: [],
+      posts: [],
+      onSend: (request) => Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" }),
+      push: (message) => Effect.asVoid(Queue.offer(inbox, message)),
+      presence: (event) => Effect.asVoid(PubSub.publish(presenceHub, event)),
+      control: (event) => Effect.asVoid(PubSub.publish(controlHub, event)),
+      cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
+      receipts: () => fake.posts.flatMap((post) => post._tag === "Receipt" ? [post.receipt] : []),
+      presences: () => fake.posts.flatMap((post) => post._tag === "Presence" ? [post.update] : [])
+    }
+    const connection = Effect.suspend(() => {
+      if (fake.connectHangs) return Effect.never
+      if (fake.connectFailure !== undefined) {
+        return Effect.fail(new IntercomNotConnected({ reason: fake.connectFailure }))
+      }
+      if (!fake.connected) fake.connects++
+      fake.connected = true
+      return Effect.void
+    })
+    const post = (value: Post) => Effect.andThen(connection, Effect.sync(() => void fake.posts.push(value)))
+    const service: IntercomClientService = {
+      sessionId,
+      connect: connection,
+      list: Effect.andThen(connection, Effect.sync(() => {
+        fake.lists++
+        return fake.sessions
+      })),
+      send: (request) =>
+        Effect.andThen(
+          connection,
+          Effect.suspend(() => {
+            fake.sends.push(request)
+            return fake.onSend(request)
+          })
+        ),
+      cancel: () => Effect.succeed(false),
+      cancelAsk: (messageId) => post({ _tag: "CancelAsk", messageId }),
+      presence: (update) => post({ _tag: "Presence", update }),
+      receipt: (receipt) => post({ _tag: "Receipt", receipt }),
+      messages: Stream.fromQueue(inbox),
+      presenceEvents: Stream.fromPubSub(presenceHub),
+      controls: Stream.fromPubSub(controlHub),
+      status: Effect.sync((): ClientStatus => ({
+        connected: fake.connected,
+        sessionId,
+        socketPath: "/fake",
+        features: fake.connected ? fake.features : [],
+        connections: fake.connects,
+        lastError: undefined
+      })),
+      disconnect: Effect.sync(() => {
+        fake.connected = false
+      })
+    }
+    return Object.assign(fake, { service })
+  })
+
+export interface RecordingHost extends RecordingHostState {
+  readonly service: HostService
+}
+
+export interface RecordingHostState {
+  readonly inbox: Queue.Queue<Inbound>
+  readonly history: Array<HistoryEntry>
+  readonly confirmations: Array<string>
+  /** What `confirm` answers. */
+  confirmAnswer: boolean
+  /** When set, `deliver` fails this many more times. */
+  failDeliveries: number
+}
+
+export const makeRecordingHost = (
+  identity: HostIdentity,
+  extra: { readonly hasUI?: boolean; readonly exitsWhenDone?: boolean } = {}
+): Effect.Effect<RecordingHost> =>
+  Effect.gen(function*() {
+    const inbox = yield* Queue.unbounded<Inbound>()
+    const host: RecordingHostState = {
+      inbox,
+      history: [],
+      confirmations: [],
+      confirmAnswer: true,
+      failDeliveries: 0
+    }
+    const service: HostService = {
+      identity,
+      hasUI: extra.hasUI ?? false,
+      exitsWhenDone: extra.exitsWhenDone,
+      confirm: ({ text }) =>
+        Effect.sync(() => {
+          host.confirmations.push(text)
+          return host.confirmAnswer
+        }),
+      deliver: (inbound) =>
+        Effect.suspend(() => {
+          if (host.failDeliveries > 0) {
+            host.failDeliveries--
+            return Effect.fail("host refused")
+          }
+          return Effect.asVoid(Queue.offer(inbox, inbound))
+        }),
+      record: (entry) => Effect.sync(() => void host.history.push(entry))
+    }
+    return Object.assign(host, { service })
+  })
+
+export interface UnitSession {
+  readonly session: IntercomSessionService
+  readonly client: FakeClient
+  readonly host: RecordingHost
+}
+
+/** A session over a fake client, built in the current Scope (closing it ends the generation). */
+export const unitSession = (
+  options: IntercomSessionOptions = {},
+  hostExtra: { readonly hasUI?: boolean; readonly exitsWhenDone?: boolean; readonly name?: string } = {}
+): Effect.Effect<UnitSession, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const client = yield* makeFakeClient("self-0000-0000")
+    const host = yield* makeRecordingHost({ name: hostExtra.name ?? "self", cwd: "/work", model: "test-model" }, hostExtra)
+    const context = yield* Layer.build(
+      IntercomSession.layer(options).pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(host.service)))
+      )
+    )
+    return { session: Context.get(context, IntercomSession), client, host }
+  })
+
+/** Lets forked fibers run up to their next suspension (TestClock does not move). */
+export const settle = Effect.gen(function*() {
+  for (let i = 0; i < 20; i++) yield* Effect.yieldNow
+})
