@@ -12,6 +12,7 @@
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
+import { fmt, fmtRatio, headline, pad, table } from "./format.ts"
 import { median } from "./stats.ts"
 import {
   brokerSpec,
@@ -106,56 +107,6 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
   }
   if (o.quick && !repsGiven) o.reps = 1
   return o
-}
-
-// ---------------------------------------------------------------- formatting
-
-const fmt = (x: number | undefined): string => {
-  if (x === undefined || !Number.isFinite(x)) return "–"
-  const a = Math.abs(x)
-  const digits = a >= 100 ? 0 : a >= 10 ? 1 : 2
-  return x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
-}
-
-const fmtRatio = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? "–" : x.toFixed(2))
-
-const pad = (s: string, n: number, right = false): string => (right ? s.padStart(n) : s.padEnd(n))
-
-const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>, rightFrom = 2): string => {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>): string =>
-    cells.map((c, i) => pad(c, widths[i] ?? 0, i >= rightFrom)).join("  ")
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
-}
-
-/** Headline metrics per workload (the JSON has all of them). */
-const headline = (name: string): ReadonlyArray<readonly [string, string]> => {
-  if (name === "w1" || name === "w64" || name === "fanin") {
-    return [["msgPerSec", "msg/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
-  }
-  if (name === "sustained") {
-    return [
-      ["msgPerSec", "msg/s"],
-      ["firstQuarterMsgPerSec", "msg/s, first ¼"],
-      ["lastQuarterMsgPerSec", "msg/s, last ¼"],
-      ["lastOverFirstQuarter", "last ¼ / first ¼"],
-      ["firstQuarterCpuUsPerMsg", "CPU µs/msg, first ¼"],
-      ["lastQuarterCpuUsPerMsg", "CPU µs/msg, last ¼"]
-    ]
-  }
-  if (name === "ask") return [["p50Us", "p50 µs"], ["p90Us", "p90 µs"], ["p99Us", "p99 µs"], ["cpuUsPerRound", "CPU µs/round trip"]]
-  if (name.startsWith("payload-")) return [["msgPerSec", "msg/s"], ["mbPerSec", "MB/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
-  if (name.startsWith("idle-")) {
-    return [
-      ["registerMs", "register all, ms"],
-      ["registerPerSec", "registrations/s"],
-      ["rssPerSessionKiB", "RSS KiB/session"],
-      ["listP50Us", "list p50 µs"],
-      ["listSize", "sessions per list"]
-    ]
-  }
-  if (name === "startup") return [["healthMs", "spawn → health_ok ms"], ["readyLineMs", "spawn → ready line ms"], ["idleRssKiB", "idle RSS KiB"]]
-  return []
 }
 
 // ---------------------------------------------------------------- main
