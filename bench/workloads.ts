@@ -455,7 +455,31 @@ const listLatency = async (client: BenchClient, count: number): Promise<{ us: Ar
   }
 }
 
-const idleRun = (spec: TargetSpec, k: number, scopeSize: number, concurrency: number, listCount: number): Promise<RunResult> =>
+const idleRun = async (
+  spec: TargetSpec,
+  k: number,
+  scopeSize: number,
+  concurrency: number,
+  listCount: number
+): Promise<RunResult> => {
+  // Closed only after the target is stopped, so it does not spend the stop
+  // broadcasting K session_left frames.
+  const idle: Array<BenchClient> = []
+  try {
+    return await idleBody(spec, k, scopeSize, concurrency, listCount, idle)
+  } finally {
+    closeAll(idle)
+  }
+}
+
+const idleBody = (
+  spec: TargetSpec,
+  k: number,
+  scopeSize: number,
+  concurrency: number,
+  listCount: number,
+  idle: Array<BenchClient>
+): Promise<RunResult> =>
   withInstance(spec, 20_000, async (inst) => {
     const scoped = scopeSize < k
     const scopeOf = (i: number): string | undefined => (scoped ? `g${Math.floor(i / scopeSize)}` : undefined)
@@ -465,7 +489,6 @@ const idleRun = (spec: TargetSpec, k: number, scopeSize: number, concurrency: nu
       "bench-lister",
       lister0 === undefined ? {} : { scopeId: lister0 }
     )
-    const idle: Array<BenchClient> = []
     try {
       await settle(inst.pid, 2000)
       const rssBefore = procStatusKiB(inst.pid, "VmRSS")
@@ -512,18 +535,26 @@ const idleRun = (spec: TargetSpec, k: number, scopeSize: number, concurrency: nu
         notes
       }
     } finally {
-      // Stop the target first (in withInstance) would avoid K session_left broadcasts;
-      // closing here is cheap for the harness and the instance is killed right after.
-      closeAll(idle)
       lister.close()
     }
   })
 
-/** Connect + health until it answers; polls every 2 ms. Resolves with performance.now() at health_ok. */
-const pollHealth = (socketPath: string, deadlineMs: number): Promise<number> =>
-  new Promise((resolve, reject) => {
+interface HealthPoll {
+  /** performance.now() when `health_ok` arrived. */
+  readonly answered: Promise<number>
+  readonly cancel: () => void
+}
+
+/** Connect + health until it answers; polls every 2 ms until answered, cancelled or past the deadline. */
+const pollHealth = (socketPath: string, deadlineMs: number): HealthPoll => {
+  let cancelled = false
+  const answered = new Promise<number>((resolve, reject) => {
     const deadline = performance.now() + deadlineMs
     const attempt = (): void => {
+      if (cancelled) {
+        reject(new Error("health polling cancelled"))
+        return
+      }
       if (performance.now() > deadline) {
         reject(new Error("no health_ok before deadline"))
         return
@@ -553,6 +584,9 @@ const pollHealth = (socketPath: string, deadlineMs: number): Promise<number> =>
     }
     attempt()
   })
+  answered.catch(() => {}) // observed by the caller when it matters; never an unhandled rejection
+  return { answered, cancel: () => void (cancelled = true) }
+}
 
 const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> => {
   const health: Array<number> = []
@@ -561,17 +595,23 @@ const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> 
   const term: Array<number> = []
   const notes: Array<string> = []
   for (let i = 0; i < spawns; i++) {
-    let healthAt: Promise<number> | undefined
+    let poll: HealthPoll | undefined
     let t0 = 0
-    const inst = await start(spec, {
-      onSpawned: (socketPath, at) => {
-        t0 = at
-        healthAt = pollHealth(socketPath, 10_000)
-      }
-    })
+    let inst: Instance
     try {
-      if (healthAt === undefined) throw new Error("spawn hook did not run")
-      health.push((await healthAt) - t0)
+      inst = await start(spec, {
+        onSpawned: (socketPath, at) => {
+          t0 = at
+          poll = pollHealth(socketPath, 10_000)
+        }
+      })
+    } catch (e) {
+      poll?.cancel()
+      throw e
+    }
+    try {
+      if (poll === undefined) throw new Error("spawn hook did not run")
+      health.push((await poll.answered) - t0)
       ready.push(inst.readyMs)
       await sleep(50)
       rss.push(procStatusKiB(inst.pid, "VmRSS"))
