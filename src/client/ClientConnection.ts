@@ -305,7 +305,13 @@ export const openClientConnection = (
           message: request.message,
           ...(request.targetId === undefined ? {} : { targetId: request.targetId, targetEpoch: request.targetEpoch })
         }
+        // Until the frame is written the request is ours alone to withdraw; once it is,
+        // the broker will answer it, and a later send with the same id joins that answer.
+        const withdraw = Effect.sync(() => {
+          if (sends.get(messageId)?.answer === answer) sends.delete(messageId)
+        })
         return write(frame, "send").pipe(
+          Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : withdraw),
           Effect.andThen(awaitAnswer(answer, timeoutMs, "send", () => sends.delete(messageId)))
         )
       })

@@ -279,7 +279,7 @@ export const makeIntercomClient = (
 
     return {
       sessionId: options.sessionId,
-      connect: Effect.asVoid(connection),
+      connect: withConnection(() => Effect.void),
       list: withConnection((c) => c.list(listTimeoutMs)),
       send: (request) => withConnection((c) => c.send(request, sendTimeoutMs)),
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
