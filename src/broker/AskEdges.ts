@@ -1,21 +1,20 @@
 /**
  * Open asks (P61–P64): message id → who asked whom. A reply is accepted only
  * along an open edge, and a mutual ask is refused while the reverse edge is
- * open. Edges expire after the ask timeout; the Map is insertion-ordered, so
- * pruning stops at the first live edge.
+ * open. Edges expire after the ask timeout; they outlive disconnects (P61).
  */
+import { AgedMap } from "./AgedMap.ts"
 
 export interface AskEdge {
   readonly messageKey: string
   readonly askerKey: string
   readonly targetKey: string
-  readonly createdAt: number
 }
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
 
 export class AskEdges {
-  private readonly edges = new Map<string, AskEdge>()
+  private readonly edges = new AgedMap<string, AskEdge>()
   private readonly openPerPair = new Map<string, number>()
   private readonly timeoutMs: number
 
@@ -31,21 +30,16 @@ export class AskEdges {
     return this.edges.get(messageKey)
   }
 
-  open(edge: AskEdge): void {
+  open(edge: AskEdge, now: number): void {
     this.delete(edge.messageKey)
-    this.edges.set(edge.messageKey, edge)
+    this.edges.set(edge.messageKey, edge, now)
     const pair = pairKey(edge.askerKey, edge.targetKey)
     this.openPerPair.set(pair, (this.openPerPair.get(pair) ?? 0) + 1)
   }
 
   delete(messageKey: string): void {
-    const edge = this.edges.get(messageKey)
-    if (edge === undefined) return
-    this.edges.delete(messageKey)
-    const pair = pairKey(edge.askerKey, edge.targetKey)
-    const count = (this.openPerPair.get(pair) ?? 1) - 1
-    if (count <= 0) this.openPerPair.delete(pair)
-    else this.openPerPair.set(pair, count)
+    const edge = this.edges.delete(messageKey)
+    if (edge !== undefined) this.closePair(edge)
   }
 
   /** Does `askerKey` wait for `targetKey`, not counting the edge `exceptKey`? */
@@ -59,9 +53,13 @@ export class AskEdges {
   }
 
   prune(now: number): void {
-    for (const edge of this.edges.values()) {
-      if (now - edge.createdAt < this.timeoutMs) break
-      this.delete(edge.messageKey)
-    }
+    for (const edge of this.edges.expire(now - this.timeoutMs)) this.closePair(edge)
+  }
+
+  private closePair(edge: AskEdge): void {
+    const pair = pairKey(edge.askerKey, edge.targetKey)
+    const count = (this.openPerPair.get(pair) ?? 1) - 1
+    if (count <= 0) this.openPerPair.delete(pair)
+    else this.openPerPair.set(pair, count)
   }
 }

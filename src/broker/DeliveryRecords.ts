@@ -1,11 +1,11 @@
 /**
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
- * retried send gets the recorded answer instead of a second delivery.
- * Insertion-ordered Map: the oldest entry is evicted first and expiry scans
- * only from the front.
+ * retried send gets the recorded answer instead of a second delivery. Kept for
+ * an hour, at most `capacity` records, oldest evicted first.
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
+import { AgedMap } from "./AgedMap.ts"
 
 export type Outcome =
   | { readonly ok: true; readonly delivery: "socket_delivered" | "queued" }
@@ -13,63 +13,67 @@ export type Outcome =
 
 interface DeliveryRecord {
   readonly fingerprint: string
-  outcome: Outcome
-  readonly at: number
+  readonly outcome: Outcome
 }
 
-/** What identifies "the same send": target and authored content, not timestamps or sequence numbers. */
-export const fingerprintOf = (targetId: string, message: Message): string =>
-  JSON.stringify([
-    targetId,
-    message.content.text,
-    message.content.attachments ?? null,
-    message.replyTo ?? null,
-    message.expectsReply ?? null,
-    message.supersedes ?? null,
-    message.retryOf ?? null
-  ])
+/**
+ * 53-bit string hash (cyrb53). The fingerprint hashes message text instead of
+ * keeping it: 4,096 records of 1 MiB texts would otherwise pin gigabytes.
+ */
+const hash = (text: string): string => {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
+}
+
+/**
+ * What identifies "the same send": target and authored content, not
+ * timestamps or sequence numbers. Text and attachments are hashed (with their
+ * lengths, so a collision also needs equal lengths).
+ */
+export const fingerprintOf = (targetId: string, message: Message): string => {
+  const text = message.content.text
+  const attachments = message.content.attachments === undefined ? "" : JSON.stringify(message.content.attachments)
+  return `${targetId}\u0000${text.length}:${hash(text)}\u0000${attachments.length}:${hash(attachments)}\u0000${
+    message.replyTo ?? ""
+  }\u0000${message.expectsReply ?? ""}\u0000${message.supersedes ?? ""}\u0000${message.retryOf ?? ""}`
+}
 
 export const recordKeyOf = (senderKey: string, messageId: string): string => `${senderKey}\u0001${messageId}`
 
 export class DeliveryRecords {
-  private readonly records = new Map<string, DeliveryRecord>()
-  private readonly capacity: number
+  private readonly records: AgedMap<string, DeliveryRecord>
   private readonly retentionMs: number
 
   constructor(capacity: number, retentionMs: number) {
-    this.capacity = capacity
+    this.records = new AgedMap(capacity)
     this.retentionMs = retentionMs
   }
 
   get(key: string, now: number): DeliveryRecord | undefined {
-    const record = this.records.get(key)
-    if (record === undefined) return undefined
-    if (now - record.at > this.retentionMs) {
-      this.records.delete(key)
-      return undefined
-    }
-    return record
+    const at = this.records.setAt(key)
+    if (at === undefined || now - at > this.retentionMs) return undefined
+    return this.records.get(key)
   }
 
   set(key: string, fingerprint: string, outcome: Outcome, now: number): void {
-    this.records.delete(key)
-    this.records.set(key, { fingerprint, outcome, at: now })
-    if (this.records.size > this.capacity) {
-      const oldest = this.records.keys().next()
-      if (oldest.done !== true) this.records.delete(oldest.value)
-    }
+    this.records.set(key, { fingerprint, outcome }, now)
   }
 
   /** Later events rewrite an outcome (supersede, cancel, expiry, eviction, mailbox flush). */
   rewrite(key: string, outcome: Outcome): void {
     const record = this.records.get(key)
-    if (record !== undefined) record.outcome = outcome
+    if (record !== undefined) this.records.update(key, { fingerprint: record.fingerprint, outcome })
   }
 
   prune(now: number): void {
-    for (const [key, record] of this.records) {
-      if (now - record.at <= this.retentionMs) break
-      this.records.delete(key)
-    }
+    this.records.expire(now - this.retentionMs - 1)
   }
 }

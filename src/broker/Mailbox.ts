@@ -1,17 +1,17 @@
 /**
  * Mail for disconnected sessions (P49): global, capacity-bounded (oldest
- * evicted) and expiring. Evictions and expiries are reported to the caller, so
+ * evicted) and expiring. Evictions and expiries are returned to the caller, so
  * the sender is told rather than losing the message silently.
  */
+import { AgedMap } from "./AgedMap.ts"
 import type { Mail } from "./Peer.ts"
 
 export class Mailbox {
-  private readonly mail = new Map<string, Mail>()
-  private readonly capacity: number
+  private readonly mail: AgedMap<string, Mail>
   private readonly retentionMs: number
 
   constructor(capacity: number, retentionMs: number) {
-    this.capacity = capacity
+    this.mail = new AgedMap(capacity)
     this.retentionMs = retentionMs
   }
 
@@ -23,32 +23,18 @@ export class Mailbox {
     return this.mail.get(messageKey)
   }
 
-  /** Queues `mail`; returns the entry evicted to make room, if any. */
-  put(mail: Mail): Mail | undefined {
-    this.mail.delete(mail.messageKey)
-    this.mail.set(mail.messageKey, mail)
-    if (this.mail.size <= this.capacity) return undefined
-    const oldest = this.mail.values().next()
-    if (oldest.done === true) return undefined
-    this.mail.delete(oldest.value.messageKey)
-    return oldest.value
+  /** Queues `mail`; returns the entries evicted to make room. */
+  put(mail: Mail): Array<Mail> {
+    return this.mail.set(mail.messageKey, mail, mail.queuedAt)
   }
 
   delete(messageKey: string): Mail | undefined {
-    const mail = this.mail.get(messageKey)
-    if (mail !== undefined) this.mail.delete(messageKey)
-    return mail
+    return this.mail.delete(messageKey)
   }
 
   /** Removes and returns expired mail, oldest first. */
   expire(now: number): Array<Mail> {
-    const expired: Array<Mail> = []
-    for (const mail of this.mail.values()) {
-      if (now - mail.queuedAt <= this.retentionMs) break
-      expired.push(mail)
-    }
-    for (const mail of expired) this.mail.delete(mail.messageKey)
-    return expired
+    return this.mail.expire(now - this.retentionMs - 1)
   }
 
   /** Removes and returns, in queue order, the mail `accept` claims. */

@@ -6,6 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { SessionRegistration } from "../protocol/frames.ts"
+import { AgedMap } from "./AgedMap.ts"
 import { MembershipFeed } from "./MembershipFeed.ts"
 import type { Peer } from "./Peer.ts"
 
@@ -40,8 +41,12 @@ export interface Session {
   /** Explicit name (lower-cased) + real cwd, or undefined for unnamed / fallback-alias sessions. */
   identity: string | undefined
   lastBroadcastAt: number
-  /** Receipt routes this session is part of, dropped when it leaves (P70). */
-  readonly routes: Set<string>
+  /**
+   * Identifies this session's lifetime: kept by a takeover (P16), new for a
+   * fresh registration. Receipt routes remember it, so they lapse when either
+   * side leaves without any bookkeeping at leave time.
+   */
+  readonly incarnation: number
 }
 
 /** What is remembered of a session after it left (P34), for mailbox routing. */
@@ -51,7 +56,6 @@ export interface RecentSession {
   readonly name: string | undefined
   readonly infoJson: string
   readonly identity: string | undefined
-  readonly leftAt: number
 }
 
 /** One routing namespace: the unscoped sessions, or those of one `scopeId`. */
@@ -61,8 +65,8 @@ export class ScopeSpace {
   readonly sessions = new Map<string, Session>()
   /** Live sessions by lower-cased name. */
   readonly byName = new Map<string, Set<Session>>()
-  /** Recently disconnected sessions by id, oldest first. */
-  readonly recent = new Map<string, RecentSession>()
+  /** Recently disconnected sessions by id (P34): 24 h, at most 16,384 per scope. */
+  readonly recent = new AgedMap<string, RecentSession>(16_384)
   readonly feed = new MembershipFeed()
 
   constructor(key: string) {

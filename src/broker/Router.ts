@@ -29,7 +29,7 @@ import * as Encode from "./encode.ts"
 import { Mailbox } from "./Mailbox.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { type CloseMode, FEED_TICK, type Mail, type OutboundItem, type OutboundMessage, type Peer } from "./Peer.ts"
-import { ReceiptRoutes } from "./ReceiptRoutes.ts"
+import { AgedMap } from "./AgedMap.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
@@ -54,6 +54,14 @@ export interface BrokerEvent {
 
 const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
 
+/** Receipt route (P70–P72): who may hear about receipts for a delivered message, and who may send them. */
+interface ReceiptRoute {
+  readonly senderKey: string
+  readonly senderIncarnation: number
+  readonly receiverKey: string
+  readonly receiverIncarnation: number
+}
+
 const sessionLabel = (session: Session): string => {
   const name = session.fields.name
   const scope = session.space.key === "" ? "" : ` [${session.space.key.slice("scope:".length)}]`
@@ -73,7 +81,9 @@ export class Router {
   private readonly unregistered = new Set<Peer>()
   private readonly records = new DeliveryRecords(4096, HOUR)
   private readonly edges: AskEdges
-  private readonly routes = new ReceiptRoutes(HOUR, 65_536)
+  /** Receipt routes by message key: an hour, at most 65,536; they lapse when either side leaves. */
+  private readonly routes = new AgedMap<string, ReceiptRoute>(65_536)
+  private incarnations = 0
   private readonly mailbox: Mailbox
   private registrations = 0
   private live = 0
@@ -322,7 +332,7 @@ export class Router {
       realCwd,
       identity: identityOf(spaceKey, fields, realCwd),
       lastBroadcastAt: now,
-      routes: previous?.routes ?? new Set()
+      incarnation: previous?.incarnation ?? ++this.incarnations
     }
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended quietly, no session_left.
@@ -403,30 +413,15 @@ export class Router {
       id: session.id,
       name: session.fields.name,
       infoJson: session.infoJson,
-      identity: session.identity,
-      leftAt: now
-    })
-    this.pruneRecent(space, now)
-    for (const messageKey of session.routes) {
-      const route = this.routes.delete(messageKey)
-      if (route === undefined) continue
-      const other = this.byKey.get(route.senderKey === session.key ? route.receiverKey : route.senderKey)
-      other?.routes.delete(messageKey)
-    }
-    session.routes.clear()
+      identity: session.identity
+    }, now)
+    space.recent.expire(now - DAY)
     space.feed.left(session.id)
     this.markDirty(space)
     this.log("info", `session left: ${sessionLabel(session)}`)
     if (this.live === 0) {
       this.lastLeftAt = now
       Queue.offerUnsafe(this.idleSignal, undefined)
-    }
-  }
-
-  private pruneRecent(space: ScopeSpace, now: number): void {
-    for (const recent of space.recent.values()) {
-      if (now - recent.leftAt <= DAY && space.recent.size <= 16_384) break
-      space.recent.delete(recent.id)
     }
   }
 
@@ -625,8 +620,8 @@ export class Router {
       if (target === undefined) {
         return this.fail(peer, message.id, DeliveryCode.SupersedeTarget, Reason.supersedeDisconnected)
       }
-      const route = this.routes.get(messageKeyOf(space.key, message.supersedes), now)
-      if (route === undefined || route.senderKey !== sender.key || route.receiverKey !== target.key) {
+      const route = this.liveRoute(messageKeyOf(space.key, message.supersedes), now)
+      if (route === undefined || route.sender !== sender || route.receiver !== target) {
         return this.fail(peer, message.id, DeliveryCode.SupersedeTarget, Reason.supersedeNoRoute)
       }
     }
@@ -706,7 +701,7 @@ export class Router {
     this.enqueue(target.peer, outbound)
     this.addRoute(mail.messageKey, sender, target, now)
     if (message.expectsReply === true) {
-      this.edges.open({ messageKey: mail.messageKey, askerKey: sender.key, targetKey: target.key, createdAt: now })
+      this.edges.open({ messageKey: mail.messageKey, askerKey: sender.key, targetKey: target.key }, now)
     }
     if (message.replyTo !== undefined) this.edges.delete(messageKeyOf(spaceKey, message.replyTo))
     const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
@@ -715,8 +710,9 @@ export class Router {
   }
 
   private queueMail(peer: Peer, mail: Mail, fingerprint: string): void {
-    const evicted = this.mailbox.put(mail)
-    if (evicted !== undefined) this.mailLost(evicted, "expired", DeliveryCode.DeliveryEvicted, Reason.evicted)
+    for (const evicted of this.mailbox.put(mail)) {
+      this.mailLost(evicted, "expired", DeliveryCode.DeliveryEvicted, Reason.evicted)
+    }
     const outcome: Outcome = { ok: true, delivery: "queued" }
     this.records.set(mail.recordKey, fingerprint, outcome, mail.queuedAt)
     this.answer(peer, mail.message.id, outcome)
@@ -742,8 +738,9 @@ export class Router {
   /** Mail that was on its way to a recipient that disconnected goes back to the mailbox. */
   private requeue(outbound: OutboundMessage): void {
     const mail = { ...outbound.mail, queuedAt: this.now() }
-    const evicted = this.mailbox.put(mail)
-    if (evicted !== undefined) this.mailLost(evicted, "expired", DeliveryCode.DeliveryEvicted, Reason.evicted)
+    for (const evicted of this.mailbox.put(mail)) {
+      this.mailLost(evicted, "expired", DeliveryCode.DeliveryEvicted, Reason.evicted)
+    }
     this.records.rewrite(mail.recordKey, { ok: true, delivery: "queued" })
   }
 
@@ -774,23 +771,33 @@ export class Router {
   }
 
   private addRoute(messageKey: string, sender: Session, receiver: Session, now: number): void {
-    this.routes.add(
-      { messageKey, senderKey: sender.key, receiverKey: receiver.key, createdAt: now },
-      (evicted) => this.unlinkRoute(evicted.messageKey, evicted.senderKey, evicted.receiverKey)
-    )
-    sender.routes.add(messageKey)
-    receiver.routes.add(messageKey)
+    this.routes.set(messageKey, {
+      senderKey: sender.key,
+      senderIncarnation: sender.incarnation,
+      receiverKey: receiver.key,
+      receiverIncarnation: receiver.incarnation
+    }, now)
   }
 
-  private unlinkRoute(messageKey: string, senderKey: string, receiverKey: string): void {
-    this.byKey.get(senderKey)?.routes.delete(messageKey)
-    this.byKey.get(receiverKey)?.routes.delete(messageKey)
+  /** The route's two sessions, if it is under an hour old and neither side has left since. */
+  private liveRoute(
+    messageKey: string,
+    now: number
+  ): { readonly sender: Session; readonly receiver: Session } | undefined {
+    const route = this.routes.get(messageKey)
+    const at = this.routes.setAt(messageKey)
+    if (route === undefined || at === undefined || now - at > HOUR) return undefined
+    const sender = this.byKey.get(route.senderKey)
+    const receiver = this.byKey.get(route.receiverKey)
+    if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
+    if (receiver === undefined || receiver.incarnation !== route.receiverIncarnation) return undefined
+    return { sender, receiver }
   }
 
   private prune(now: number): void {
     this.edges.prune(now)
     this.records.prune(now)
-    this.routes.prune(now, (route) => this.unlinkRoute(route.messageKey, route.senderKey, route.receiverKey))
+    this.routes.expire(now - HOUR - 1)
     this.expireMail(now)
   }
 
@@ -826,11 +833,10 @@ export class Router {
       return this.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     const now = this.now()
-    const route = this.routes.get(key, now)
-    const receiver = route === undefined ? undefined : this.byKey.get(route.receiverKey)
-    if (route !== undefined && route.senderKey === session.key && receiver !== undefined) {
+    const route = this.liveRoute(key, now)
+    if (route !== undefined && route.sender === session) {
       this.enqueue(
-        receiver.peer,
+        route.receiver.peer,
         Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now })
       )
       this.edges.delete(key)
@@ -850,11 +856,9 @@ export class Router {
     if (isFrameDecodeError(frame)) return this.protocolError(peer, frame)
     const session = peer.session
     if (session === undefined) return
-    const route = this.routes.get(messageKeyOf(session.space.key, frame.receipt.messageId), this.now())
-    if (route === undefined || route.receiverKey !== session.key) return
-    const sender = this.byKey.get(route.senderKey)
-    if (sender === undefined) return
-    this.enqueue(sender.peer, Encode.receiptFrame(session.infoJson, frame.receipt))
+    const route = this.liveRoute(messageKeyOf(session.space.key, frame.receipt.messageId), this.now())
+    if (route === undefined || route.receiver !== session) return
+    this.enqueue(route.sender.peer, Encode.receiptFrame(session.infoJson, frame.receipt))
   }
 
   /** For diagnostics and tests. */
