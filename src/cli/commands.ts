@@ -23,10 +23,13 @@ import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { ignoreStdioErrors } from "./logging.ts"
 import { currentUid, type IntercomPaths, prepareFallbackDir, resolveProcessPaths } from "./paths.ts"
 import { isProcessAlive, processOwnsSocket, readPidFile, signalProcess } from "./processes.ts"
+import { scopedWithGrace } from "./shutdown.ts"
 
 /** How long `broker stop` waits for the broker to go away, and how often it looks. */
 export const STOP_TIMEOUT = Duration.seconds(5)
 export const STOP_POLL_INTERVAL = Duration.millis(100)
+/** How long the broker's shutdown may take before the process gives up on it. */
+export const SHUTDOWN_GRACE = Duration.seconds(3)
 
 /** Prints `message` on stderr and ends the command with exit code 1. */
 const failWith = (message: string): Effect.Effect<never, ExitCode> =>
@@ -97,7 +100,7 @@ const runForeground = (input: BrokerInput): Effect.Effect<void, ExitCode> =>
     yield* handle.idleExit
     yield* Effect.logInfo("Idle: no sessions left, shutting down")
   }).pipe(
-    Effect.scoped,
+    scopedWithGrace(SHUTDOWN_GRACE),
     Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError })
   )
 

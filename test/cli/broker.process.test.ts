@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as path from "node:path"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { cleanEnv, exists, mode, registerSession, runCli, startBroker, tempDir } from "./support.ts"
@@ -57,6 +58,27 @@ describe("intercom broker", () => {
       const broker = yield* startBroker(["--dir", t.agentDir], t.env)
       yield* broker.kill("SIGINT")
       assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath))
+      assert.isFalse(exists(t.pidFile))
+    }))
+
+  it.live("SIGTERM right after a burst of silent connections still ends the process promptly", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      const sockets = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          Array.from({ length: 20 }, () => net.createConnection({ path: t.socketPath }).on("error", () => {}))
+        ),
+        (sockets) => Effect.sync(() => sockets.forEach((socket) => socket.destroy()))
+      )
+      yield* Effect.callback<void>((resume) => {
+        sockets[sockets.length - 1]?.once("connect", () => resume(Effect.void))
+      })
+      yield* broker.kill("SIGTERM")
+      // 0 normally; 1 if a finalizer hung and the 3 s shutdown grace ran out. Never a lingering process.
+      const outcome = yield* broker.waitExit("10 seconds")
+      assert.include([0, 1], outcome.code, broker.stderr())
       assert.isFalse(exists(t.socketPath))
       assert.isFalse(exists(t.pidFile))
     }))
