@@ -17,7 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import { runBroker } from "../broker/Broker.ts"
-import type { BrokerOptions } from "../broker/options.ts"
+import { type BrokerOptions, DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { ignoreStdioErrors } from "./logging.ts"
@@ -47,7 +47,7 @@ const dirFlag = Flag.String("dir").pipe(
 )
 
 const maxSessionsFlag = Flag.Int("max-sessions").pipe(
-  Flag.withDescription("Live sessions allowed at once (default 16384)."),
+  Flag.withDescription(`Live sessions allowed at once (default ${DEFAULT_MAX_SESSIONS}).`),
   Flag.filter((n) => n > 0, (n) => `--max-sessions must be a positive integer, got ${n}`),
   Flag.optional
 )
