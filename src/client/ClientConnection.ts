@@ -109,6 +109,8 @@ export interface ClientConnection {
   readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
   readonly close: Effect.Effect<void>
+  /** Drops the socket at once, without `unregister` (a failed liveness probe, P96). */
+  readonly destroy: Effect.Effect<void>
 }
 
 const awaitAnswer = <A, E>(
@@ -250,11 +252,16 @@ export const openClientConnection = (
       cancels.clear()
     })
 
+    const shutDown = failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined)))
+    // Also a finalizer of the connection's Scope, registered before the reader is forked: a reader
+    // interrupted before it ever ran runs no `ensuring`, and nothing may write to the socket once
+    // the Scope has detached it (such a write waits forever).
+    yield* Effect.addFinalizer(() => shutDown)
     const reader = yield* Effect.forkScoped(
       handle(registered.rest).pipe(
         Effect.andThen(Effect.forever(Effect.flatMap(connection.read, handle), { disableYield: true })),
         Effect.ignore,
-        Effect.ensuring(failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined))))
+        Effect.ensuring(shutDown)
       )
     )
 
@@ -327,10 +334,14 @@ export const openClientConnection = (
 
     const close = Effect.gen(function*() {
       if (open) {
-        yield* write({ type: "unregister" }, "unregister").pipe(Effect.ignore)
-        yield* connection.end
+        // The whole orderly close is bounded: a broker that stops reading cannot hold it up.
+        yield* write({ type: "unregister" }, "unregister").pipe(
+          Effect.ignore,
+          Effect.andThen(connection.end),
+          Effect.andThen(Deferred.await(closed)),
+          Effect.timeoutOption(Duration.seconds(2))
+        )
       }
-      yield* Deferred.await(closed).pipe(Effect.timeoutOption(Duration.seconds(2)))
       yield* Fiber.interrupt(reader)
       yield* connection.destroy
     })
@@ -343,6 +354,7 @@ export const openClientConnection = (
       send,
       cancel,
       post: (frame) => write(frame, "post"),
-      close
+      close,
+      destroy: connection.destroy
     } satisfies ClientConnection
   })

@@ -123,6 +123,9 @@ export const makeIntercomClient = (
 ): Effect.Effect<IntercomClientService, never, Scope.Scope> =>
   Effect.gen(function*() {
     const clientScope = yield* Effect.scope
+    // Connections and their fibers live in a child Scope forked before the `disconnect`
+    // finalizer is added, so closing the client runs `disconnect` (unregister) first.
+    const connectionsScope = yield* Scope.fork(clientScope)
     const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
     const sendTimeoutMs = options.sendTimeoutMs ?? 10_000
     const listTimeoutMs = options.listTimeoutMs ?? 5_000
@@ -153,8 +156,11 @@ export const makeIntercomClient = (
     let lastError: string | undefined
     let stopped = false
 
+    const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
+
     /** One attempt: make sure a broker runs, then dial and register in a Scope of its own. */
     const attempt = Effect.gen(function*() {
+      if (stopped) return yield* noLongerActive()
       if (options.launch !== false) {
         yield* ensureBroker({
           agentDir: options.agentDir,
@@ -163,7 +169,7 @@ export const makeIntercomClient = (
           launch: options.launch
         }).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
       }
-      const scope = yield* Scope.fork(clientScope)
+      const scope = yield* Scope.fork(connectionsScope)
       const connection = yield* openClientConnection(
         {
           socketPath: options.socketPath,
@@ -182,9 +188,16 @@ export const makeIntercomClient = (
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
 
-    /** Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops. */
-    const adopt = (connection: ClientConnection, scope: Scope.Closeable): Effect.Effect<void> =>
+    /**
+     * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
+     * An attempt that completes after `disconnect` is closed at once, never adopted (C-BRK-29).
+     */
+    const adopt = (connection: ClientConnection, scope: Scope.Closeable): Effect.Effect<void, IntercomNotConnected> =>
       Effect.gen(function*() {
+        if (stopped) {
+          yield* connection.close.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
+          return yield* noLongerActive()
+        }
         live = connection
         connections++
         lastError = undefined
@@ -192,9 +205,10 @@ export const makeIntercomClient = (
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
               Effect.andThen(connection.list(livenessTimeoutMs)),
+              // P96: a broker that does not answer is dropped at once (no unregister), then reconnected.
               Effect.catchTag("RequestTimeout", () =>
                 Effect.sync(() => lastError = "liveness probe timed out").pipe(
-                  Effect.andThen(connection.close)
+                  Effect.andThen(connection.destroy)
                 ))
             ),
             { disableYield: true }
@@ -212,7 +226,7 @@ export const makeIntercomClient = (
             })),
             Effect.ensuring(Scope.close(scope, Exit.void))
           ),
-          clientScope
+          connectionsScope
         )
       })
 
@@ -227,7 +241,7 @@ export const makeIntercomClient = (
       )
 
     const connection: Effect.Effect<ClientConnection, IntercomNotConnected> = Effect.suspend(() => {
-      if (stopped) return Effect.fail(new IntercomNotConnected({ reason: "the client was disconnected" }))
+      if (stopped) return Effect.fail(noLongerActive())
       if (current !== undefined) return Deferred.await(current)
       const first = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
       current = first
@@ -243,7 +257,7 @@ export const makeIntercomClient = (
             }).pipe(Effect.andThen(Deferred.fail(first, error)))
           )
         ),
-        clientScope
+        connectionsScope
       ).pipe(Effect.andThen(Deferred.await(first)))
     })
 

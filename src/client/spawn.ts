@@ -62,6 +62,20 @@ const readNumbers = (file: string): ReadonlyArray<number> | undefined => {
 
 type LockResult = "acquired" | "held"
 
+/**
+ * An empty lock created less than a second ago: its creator is between the
+ * exclusive create and the write of its content, so it is held, not stale
+ * (otherwise two racing clients could both spawn).
+ */
+const beingWritten = (lockFile: string): boolean => {
+  try {
+    const stat = fs.statSync(lockFile)
+    return stat.size === 0 && Date.now() - stat.mtimeMs < 1000
+  } catch {
+    return false
+  }
+}
+
 /** Creates the spawn lock exclusively, clearing stale locks (up to five attempts). */
 const acquireLock = (lockFile: string, now: number): LockResult => {
   for (let attempt = 0; attempt < LOCK_ATTEMPTS; attempt++) {
@@ -74,7 +88,7 @@ const acquireLock = (lockFile: string, now: number): LockResult => {
     const [pid, stamp] = readNumbers(lockFile) ?? []
     const stale = pid === undefined || !Number.isSafeInteger(pid) || !isAlive(pid) ||
       stamp === undefined || !Number.isFinite(stamp) || now - stamp > LOCK_STALE_MS
-    if (!stale) return "held"
+    if (!stale || beingWritten(lockFile)) return "held"
     fs.rmSync(lockFile, { force: true })
   }
   return "held"

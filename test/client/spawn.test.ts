@@ -1,0 +1,158 @@
+/**
+ * Auto-spawn with the real compiled broker (P93, C-BRK-16…20): the first
+ * operation with no broker running starts a detached `dist/cli/main.js broker`,
+ * and five processes racing to do so end up with exactly one broker.
+ * Needs `npm run build` (npm test does it). Every broker started here is
+ * stopped when its test's Scope closes.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import { fileURLToPath } from "node:url"
+import { ensureBroker } from "../../src/client/spawn.ts"
+import { probeHealth } from "../../src/transport/healthProbe.ts"
+import {
+  agentDir,
+  brokerProcesses,
+  isAlive,
+  makeClient,
+  readPidFile,
+  spawnNode,
+  timed
+} from "./support.ts"
+
+const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
+
+/** Process group and session of a pid (fields 5 and 6 of /proc/<pid>/stat). */
+const groupAndSession = (pid: number): readonly [number, number] => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return [Number(fields[2]), Number(fields[3])]
+}
+
+describe("auto-spawn", () => {
+  it.live("the first operation spawns one detached broker: pid file, health, broker.log; the lock is released", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const id = "spawn-0000-0001"
+      const { client } = yield* makeClient(dir.clientOptions(id, "spawner"))
+      const [sessions, ms] = yield* timed(client.list)
+      console.log(`first client action with no broker running (spawn + register + list): ${ms.toFixed(0)} ms`)
+      assert.deepStrictEqual(sessions.map((s) => [s.id, s.name]), [[id, "spawner"]])
+
+      const pid = readPidFile(dir.pidFile)
+      assert.isDefined(pid, "broker.pid")
+      if (pid === undefined) return
+      assert.notStrictEqual(pid, process.pid)
+      assert.isTrue(isAlive(pid))
+      assert.deepStrictEqual(brokerProcesses(dir.agentDir), [pid])
+      // Detached: its own process group and session, so it outlives this process's terminal.
+      assert.deepStrictEqual(groupAndSession(pid), [pid, pid])
+      assert.isTrue(yield* probeHealth(dir.socketPath))
+      assert.isTrue(fs.existsSync(dir.logFile), "broker.log")
+      assert.isFalse(fs.existsSync(dir.lockFile), "the spawn lock was released")
+
+      // A second client of the same agent dir uses that broker.
+      const other = yield* makeClient(dir.clientOptions("spawn-0000-0002", "second"))
+      assert.deepStrictEqual((yield* other.client.list).map((s) => s.id), [id, "spawn-0000-0002"])
+      assert.deepStrictEqual(brokerProcesses(dir.agentDir), [pid])
+    }))
+
+  it.live("a broker that dies at launch fails the operation with its exit code and stderr", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const { client } = yield* makeClient(dir.clientOptions("spawn-fail-0001", undefined, {
+        launch: { _tag: "Command", command: process.execPath, args: ["-e", "console.error('no broker today'); process.exit(3)"] }
+      }))
+      const error = yield* Effect.flip(client.list)
+      assert.strictEqual(error._tag, "IntercomNotConnected")
+      assert.strictEqual(
+        error.message,
+        "Intercom not connected: Broker failed to start: the broker exited (exit code 3); broker stderr:\nno broker today"
+      )
+      assert.isFalse(fs.existsSync(dir.lockFile), "the spawn lock was released")
+    }))
+
+  it.live("five processes racing to spawn end with exactly one broker, and all five registered with it", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const ids = ["race-1", "race-2", "race-3", "race-4", "race-5"]
+      const contenders = yield* Effect.forEach(ids, (id) => spawnNode([RACE_CLIENT, dir.agentDir, id]))
+      yield* Effect.forEach(contenders, (p) => p.waitStdout(/^ready$/m), { concurrency: "unbounded" })
+      // All loaded: start them at once.
+      yield* Effect.forEach(contenders, (p) => p.write("go\n"))
+      yield* Effect.forEach(contenders, (p, i) => p.waitStdout(new RegExp(`^registered ${ids[i]}$`, "m")), {
+        concurrency: "unbounded"
+      })
+
+      const pid = readPidFile(dir.pidFile)
+      assert.isDefined(pid)
+      assert.deepStrictEqual(brokerProcesses(dir.agentDir), [pid], "exactly one broker process")
+      assert.isFalse(fs.existsSync(dir.lockFile), "the spawn lock was released")
+      const log = fs.readFileSync(dir.logFile, "utf8")
+      assert.notMatch(log, /AlreadyRunning|already running|Error|error/, log)
+      for (const p of contenders) assert.strictEqual(p.stderr(), "", `stderr of pid ${p.pid}`)
+
+      // All five are sessions of that one broker.
+      const { client } = yield* makeClient(dir.clientOptions("race-observer", "observer", { launch: false }))
+      const listed = (yield* client.list).map((s) => s.id)
+      assert.sameMembers(listed, [...ids, "race-observer"])
+
+      // They leave cleanly when told to.
+      yield* Effect.forEach(contenders, (p) => Effect.sync(() => p.child.stdin?.end()))
+      const codes = yield* Effect.forEach(contenders, (p) => p.waitExit(), { concurrency: "unbounded" })
+      assert.deepStrictEqual(codes, [0, 0, 0, 0, 0])
+      assert.deepStrictEqual((yield* client.list).map((s) => s.id), ["race-observer"])
+    }))
+})
+
+describe("the spawn lock (C-BRK-17…19)", () => {
+  /** A launch that fails at once, so a spawn attempt shows up as "exited (exit code 3)". */
+  const failingLaunch = { _tag: "Command", command: process.execPath, args: ["-e", "process.exit(3)"] } as const
+
+  const ensure = (dir: { agentDir: string; intercomDir: string; socketPath: string }) =>
+    ensureBroker({ ...dir, launch: failingLaunch, waitMs: 400 }).pipe(Effect.flip, Effect.map((e) => e.detail))
+
+  const prepare = Effect.gen(function*() {
+    const dir = yield* agentDir()
+    fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
+    return dir
+  })
+
+  it.live("a lock held by a live process with a fresh timestamp: wait for health, never spawn", () =>
+    Effect.gen(function*() {
+      const dir = yield* prepare
+      fs.writeFileSync(dir.lockFile, `${process.ppid}\n${Date.now()}\n`)
+      assert.strictEqual(yield* ensure(dir), "Broker failed to start within timeout")
+      assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
+      assert.isTrue(fs.existsSync(dir.lockFile), "someone else's lock is left alone")
+    }))
+
+  it.live("an empty lock just created is held (its creator is about to write it)", () =>
+    Effect.gen(function*() {
+      const dir = yield* prepare
+      fs.writeFileSync(dir.lockFile, "")
+      assert.strictEqual(yield* ensure(dir), "Broker failed to start within timeout")
+      assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
+    }))
+
+  const staleLocks: ReadonlyArray<readonly [string, (lockFile: string) => void]> = [
+    ["its pid is gone", (lockFile) => fs.writeFileSync(lockFile, `999999999\n${Date.now()}\n`)],
+    ["it is older than 10 s", (lockFile) => fs.writeFileSync(lockFile, `${process.ppid}\n${Date.now() - 11_000}\n`)],
+    ["its timestamp is unreadable", (lockFile) => fs.writeFileSync(lockFile, `${process.ppid}\nyesterday\n`)],
+    ["it is empty and older than a second", (lockFile) => {
+      fs.writeFileSync(lockFile, "")
+      const past = new Date(Date.now() - 5_000)
+      fs.utimesSync(lockFile, past, past)
+    }]
+  ]
+  for (const [why, write] of staleLocks) {
+    it.live(`a stale lock is removed and the spawn goes ahead: ${why}`, () =>
+      Effect.gen(function*() {
+        const dir = yield* prepare
+        write(dir.lockFile)
+        assert.strictEqual(yield* ensure(dir), "the broker exited (exit code 3)")
+        assert.isFalse(fs.existsSync(dir.lockFile), "our own lock was released")
+      }))
+  }
+})

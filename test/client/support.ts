@@ -1,0 +1,459 @@
+/**
+ * Helpers for `IntercomClient` tests: building a client in its own Scope,
+ * subscribing to its streams before acting, polling, and — for the tests that
+ * auto-spawn the real compiled broker — a private agent dir whose brokers are
+ * always killed when the test's Scope closes, whatever happened.
+ */
+import { Context, Data, Duration, Effect, Exit, Layer, Queue, Scope, Stream } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
+import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
+import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { type ListenError, serveUnix } from "../../src/transport/UnixSocket.ts"
+import { tempDir, type TestBroker } from "../support/broker.ts"
+
+/** A SessionRegistration (P11) with an optional name and status. */
+export const registrationOf = (name?: string, status?: string): SessionRegistration => {
+  const now = Date.now()
+  return {
+    cwd: "/tmp/project",
+    model: "test-model",
+    pid: process.pid,
+    startedAt: now,
+    lastActivity: now,
+    ...(name === undefined ? {} : { name }),
+    ...(status === undefined ? {} : { status })
+  }
+}
+
+/** Options for a client of an in-process test broker (never spawns). */
+export const brokerClientOptions = (
+  broker: TestBroker,
+  sessionId: string,
+  name?: string,
+  extra: Partial<IntercomClientOptions> = {}
+): IntercomClientOptions => ({
+  agentDir: broker.root,
+  intercomDir: broker.intercomDir,
+  socketPath: broker.socketPath,
+  sessionId,
+  registration: registrationOf(name),
+  launch: false,
+  ...extra
+})
+
+export interface TestClient {
+  readonly client: IntercomClientService
+  /** Closes the client's layer Scope (what a program's shutdown does). */
+  readonly close: Effect.Effect<void>
+}
+
+/** Builds `IntercomClient.layer(options)` in a child of the current Scope. */
+export const makeClient = (options: IntercomClientOptions): Effect.Effect<TestClient, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.fork(yield* Effect.scope)
+    const context = yield* Layer.buildWithScope(IntercomClient.layer(options), scope)
+    return { client: Context.get(context, IntercomClient), close: Scope.close(scope, Exit.void) }
+  })
+
+export class Timeout extends Data.TaggedError("Timeout")<{ readonly what: string }> {
+  override get message(): string {
+    return `timed out waiting for ${this.what}`
+  }
+}
+
+/**
+ * A running subscription. The client's streams subscribe to their PubSub only
+ * when they start running, so the stream is run in a fiber started at once:
+ * when this returns, the subscription exists and nothing published afterwards
+ * is missed.
+ */
+export interface Subscription<A> {
+  /** The next element matching `predicate`, skipping others; fails after `timeout`. */
+  readonly next: (predicate?: (a: A) => boolean, timeout?: Duration.Input) => Effect.Effect<A, Timeout>
+  /** Everything received so far (matched or skipped). */
+  readonly seen: () => ReadonlyArray<A>
+}
+
+export const subscribe = <A>(stream: Stream.Stream<A>, label: string): Effect.Effect<Subscription<A>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<A>()
+    const seen: Array<A> = []
+    yield* Effect.forkScoped(
+      Stream.runForEach(stream, (a) => Effect.andThen(Effect.sync(() => seen.push(a)), Queue.offer(queue, a))),
+      { startImmediately: true }
+    )
+    const next = (predicate: (a: A) => boolean = () => true, timeout: Duration.Input = "3 seconds") =>
+      Effect.gen(function*() {
+        while (true) {
+          const a = yield* Queue.take(queue)
+          if (predicate(a)) return a
+        }
+      }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what: label })) }))
+    return { next, seen: () => seen }
+  })
+
+/** Polls `check` every 20 ms until it returns true; fails after `timeout`. */
+export const eventually = (
+  what: string,
+  check: () => boolean | Effect.Effect<boolean>,
+  timeout: Duration.Input = "5 seconds"
+): Effect.Effect<void, Timeout> =>
+  Effect.gen(function*() {
+    while (true) {
+      const result = check()
+      if (typeof result === "boolean" ? result : yield* result) return
+      yield* Effect.sleep("20 millis")
+    }
+  }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what })) }))
+
+// ---------------------------------------------------------------------------
+// Real broker processes (auto-spawn tests)
+// ---------------------------------------------------------------------------
+
+export const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The first line of `broker.pid` as a number, if any. */
+export const readPidFile = (file: string): number | undefined => {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(file, "utf8").split("\n", 1)[0] ?? "", 10)
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Every live process whose command line is a broker for `agentDir`
+ * (`… dist/cli/main.js broker --dir <agentDir>`), from /proc. Zombies
+ * (exited, not yet reaped) do not count.
+ */
+export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
+  const found: Array<number> = []
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
+      if (!argv.some((arg) => arg.endsWith(path.join("dist", "cli", "main.js")))) continue
+      if (!argv.includes("broker") || !argv.includes(agentDir)) continue
+      const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${entry}/status`, "utf8"))?.[1]
+      if (state !== "Z") found.push(Number(entry))
+    } catch {
+      // the process went away while we looked
+    }
+  }
+  return found
+}
+
+/** SIGTERM, wait up to 3 s, then SIGKILL. */
+export const stopProcess = (pid: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (!isAlive(pid)) return
+    yield* Effect.sync(() => process.kill(pid, "SIGTERM"))
+    const gone = yield* eventually(`pid ${pid} to exit`, () => !isAlive(pid), "3 seconds").pipe(
+      Effect.as(true),
+      Effect.catch(() => Effect.succeed(false))
+    )
+    if (!gone) {
+      yield* Effect.sync(() => {
+        try {
+          process.kill(pid, "SIGKILL")
+        } catch {
+          // already gone
+        }
+      })
+    }
+  })
+
+export interface AgentDir {
+  readonly agentDir: string
+  readonly intercomDir: string
+  readonly socketPath: string
+  readonly pidFile: string
+  readonly lockFile: string
+  readonly logFile: string
+  /** Options for a client that auto-spawns the compiled broker for this dir. */
+  readonly clientOptions: (
+    sessionId: string,
+    name?: string,
+    extra?: Partial<IntercomClientOptions>
+  ) => IntercomClientOptions
+}
+
+/**
+ * A fresh, short agent dir under /tmp. When the Scope closes, every broker
+ * process of this dir is stopped (SIGTERM, then SIGKILL) and the dir removed.
+ */
+export const agentDir = (): Effect.Effect<AgentDir, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const root = yield* tempDir("eic-")
+    const intercomDir = path.join(root, "intercom")
+    // Registered after tempDir, so it runs before the dir is removed.
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(brokerProcesses(root), stopProcess, { concurrency: "unbounded", discard: true })
+    )
+    return {
+      agentDir: root,
+      intercomDir,
+      socketPath: path.join(intercomDir, "broker.sock"),
+      pidFile: path.join(intercomDir, "broker.pid"),
+      lockFile: path.join(intercomDir, "broker.spawn.lock"),
+      logFile: path.join(intercomDir, "broker.log"),
+      clientOptions: (sessionId, name, extra = {}) => ({
+        agentDir: root,
+        intercomDir,
+        socketPath: path.join(intercomDir, "broker.sock"),
+        sessionId,
+        registration: registrationOf(name),
+        launch: { _tag: "Default" },
+        ...extra
+      })
+    }
+  })
+
+/** How long an effect took, in milliseconds (real clock). */
+export const timed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<readonly [A, number], E, R> =>
+  Effect.gen(function*() {
+    const start = performance.now()
+    const result = yield* effect
+    return [result, performance.now() - start] as const
+  })
+
+export const millis = (duration: Duration.Input): number => Duration.toMillis(Duration.fromInputUnsafe(duration))
+
+// ---------------------------------------------------------------------------
+// A scriptable fake broker (for what a real broker never does)
+// ---------------------------------------------------------------------------
+
+export interface FakeFrame {
+  /** Which accepted connection it came on, from 1. */
+  readonly connection: number
+  readonly at: number
+  readonly frame: { readonly type: string; readonly [key: string]: unknown }
+}
+
+export interface FakeBrokerOptions {
+  /**
+   * `features` of `registered`; `undefined` omits the field, as an older
+   * pi-intercom broker does. Default: omitted.
+   */
+  readonly features?: ReadonlyArray<string> | undefined
+  /** Answer `list`. Default true. */
+  readonly answerList?: boolean
+  /** After `registered`, stop reading and answering (a hung broker). Default false. */
+  readonly hangAfterRegister?: boolean
+}
+
+export interface FakeBroker {
+  readonly root: string
+  readonly intercomDir: string
+  readonly socketPath: string
+  /** Every frame received, in order. */
+  readonly frames: Array<FakeFrame>
+  /** Every frame the fake sent, with the connection it went to. */
+  readonly sent: Array<FakeFrame>
+  readonly ofType: (type: string) => ReadonlyArray<FakeFrame>
+  /** Connections accepted so far. */
+  readonly connections: () => number
+  /** Connections that have ended (EOF or error), by number. */
+  readonly ended: () => ReadonlyArray<number>
+}
+
+/**
+ * A base-protocol broker built on `serveUnix`: answers `health`, `register`
+ * (with the configured features), `list` with the sessions registered on it,
+ * and `send` with a bare `{type:"delivered", messageId}`, the minimum P41
+ * allows. It records every frame it receives.
+ */
+export const fakeBroker = (options: FakeBrokerOptions = {}): Effect.Effect<FakeBroker, ListenError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const root = yield* tempDir("eif-")
+    const intercomDir = path.join(root, "intercom")
+    fs.mkdirSync(intercomDir, { mode: 0o700 })
+    const socketPath = path.join(intercomDir, "broker.sock")
+    const frames: Array<FakeFrame> = []
+    const sent: Array<FakeFrame> = []
+    const ended: Array<number> = []
+    const sessions = new Map<number, SessionInfo>()
+    let accepted = 0
+    const handle = (connection: Connection) => {
+      const id = ++accepted
+      return Effect.gen(function*() {
+        const reply = (frame: { readonly type: string; readonly [key: string]: unknown }) =>
+          Effect.andThen(
+            Effect.sync(() => sent.push({ connection: id, at: Date.now(), frame })),
+            connection.writeAll([JSON.stringify(frame)])
+          )
+        while (true) {
+          const texts = yield* connection.read
+          for (const text of texts) {
+            const parsed = parseFrameText(text)
+            if (isFrameDecodeError(parsed)) continue
+            frames.push({ connection: id, at: Date.now(), frame: parsed })
+            switch (parsed.type) {
+              case "health":
+                yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
+                break
+              case "register": {
+                const sessionId = typeof parsed.sessionId === "string" ? parsed.sessionId : `fake-${id}`
+                const session = typeof parsed.session === "object" && parsed.session !== null ? parsed.session : {}
+                sessions.set(id, { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0, ...session, id: sessionId })
+                yield* reply({
+                  type: "registered",
+                  sessionId,
+                  ...(options.features === undefined ? {} : { features: options.features })
+                })
+                if (options.hangAfterRegister === true) return yield* Effect.never
+                break
+              }
+              case "unregister":
+                sessions.delete(id)
+                break
+              case "list":
+                if (options.answerList !== false) {
+                  yield* reply({ type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] })
+                }
+                break
+              case "send": {
+                const message = parsed.message
+                const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
+                yield* reply({ type: "delivered", messageId })
+                break
+              }
+            }
+          }
+        }
+      }).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          sessions.delete(id)
+          ended.push(id)
+        })),
+        Effect.ignore
+      )
+    }
+    yield* serveUnix(socketPath, handle)
+    return {
+      root,
+      intercomDir,
+      socketPath,
+      frames,
+      sent,
+      ofType: (type) => frames.filter((f) => f.frame.type === type),
+      connections: () => accepted,
+      ended: () => ended
+    }
+  })
+
+/** Client options for a fake broker (never spawns). */
+export const fakeClientOptions = (
+  fake: FakeBroker,
+  sessionId: string,
+  extra: Partial<IntercomClientOptions> = {}
+): IntercomClientOptions => ({
+  agentDir: fake.root,
+  intercomDir: fake.intercomDir,
+  socketPath: fake.socketPath,
+  sessionId,
+  registration: registrationOf("fake-client"),
+  launch: false,
+  ...extra
+})
+
+// ---------------------------------------------------------------------------
+// Child processes (fixtures, the example)
+// ---------------------------------------------------------------------------
+
+export interface NodeProcess {
+  readonly child: ChildProcess
+  readonly pid: number
+  readonly stdout: () => string
+  readonly stderr: () => string
+  readonly write: (text: string) => Effect.Effect<void>
+  /** Waits until stdout matches `pattern`. */
+  readonly waitStdout: (pattern: RegExp, timeout?: Duration.Input) => Effect.Effect<RegExpExecArray, Timeout>
+  /** Waits for the exit code (or signal name); fails after `timeout`. */
+  readonly waitExit: (timeout?: Duration.Input) => Effect.Effect<number | string, Timeout>
+}
+
+/**
+ * The environment of a child: no inherited agent-dir variables, and a Node
+ * compile cache shared by test runs (loading effect dominates a child's startup).
+ */
+export const childEnv = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && key !== "ATOMIC_CODING_AGENT_DIR" && key !== "PI_CODING_AGENT_DIR") env[key] = value
+  }
+  return {
+    NODE_COMPILE_CACHE: path.join(os.tmpdir(), "effect-intercom-test-compile-cache"),
+    ...env,
+    NODE_NO_WARNINGS: "1"
+  }
+}
+
+/** Runs `node ...args` (the current Node); SIGKILLed when the Scope closes if still running. */
+export const spawnNode = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}
+): Effect.Effect<NodeProcess, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    let stdout = ""
+    let stderr = ""
+    let exit: number | string | undefined
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const child = spawn(process.execPath, [...args], {
+          cwd: options.cwd ?? process.cwd(),
+          env: options.env ?? childEnv(),
+          stdio: ["pipe", "pipe", "pipe"]
+        })
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk))
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => void (stderr += chunk))
+        child.stdin.on("error", () => undefined) // the child may be gone before we write
+        child.once("exit", (code, signal) => void (exit = code ?? signal ?? "unknown"))
+        return child
+      }),
+      (child) =>
+        Effect.gen(function*() {
+          if (exit !== undefined) return
+          child.kill("SIGKILL")
+          yield* eventually("the child to exit", () => exit !== undefined, "5 seconds").pipe(Effect.ignore)
+        })
+    )
+    return {
+      child,
+      pid: child.pid ?? -1,
+      stdout: () => stdout,
+      stderr: () => stderr,
+      write: (text) => Effect.sync(() => void child.stdin?.write(text)),
+      waitStdout: (pattern, timeout = "15 seconds") =>
+        Effect.gen(function*() {
+          while (true) {
+            const match = pattern.exec(stdout)
+            if (match !== null) return match
+            if (exit !== undefined) {
+              return yield* new Timeout({
+                what: `${pattern} on stdout (the process exited: ${exit})\n--- stdout:\n${stdout}\n--- stderr:\n${stderr}`
+              })
+            }
+            yield* Effect.sleep("20 millis")
+          }
+        }).pipe(Effect.timeoutOrElse({
+          duration: timeout,
+          orElse: () => Effect.fail(new Timeout({ what: `${pattern} on stdout\n--- stdout:\n${stdout}\n--- stderr:\n${stderr}` }))
+        })),
+      waitExit: (timeout = "15 seconds") =>
+        eventually("the process to exit", () => exit !== undefined, timeout).pipe(Effect.map(() => exit ?? "unknown"))
+    } satisfies NodeProcess
+  })
