@@ -7,8 +7,10 @@
  */
 import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode } from "../protocol/delivery.ts"
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { decodeBrokerFrameText, decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { frameBytes } from "../protocol/framing.ts"
 import type {
   BrokerFrame,
   Message,
@@ -111,6 +113,13 @@ export interface ClientConnection {
   readonly close: Effect.Effect<void>
   /** Drops the socket at once, without `unregister` (a failed liveness probe, P96). */
   readonly destroy: Effect.Effect<void>
+}
+
+/** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
+const isValidMessageJson = (text: string): boolean => {
+  const frame: unknown = JSON.parse(text)
+  return typeof frame === "object" && frame !== null && "message" in frame &&
+    !isFrameDecodeError(decodeMessage(frame.message))
 }
 
 const awaitAnswer = <A, E>(
@@ -265,14 +274,13 @@ export const openClientConnection = (
       )
     )
 
-    const write = (frame: object, operation: string) =>
+    const writeText = (text: string, operation: string) =>
       Effect.suspend(() =>
         open
-          ? connection.writeAll([JSON.stringify(frame)]).pipe(
-            Effect.mapError(() => new ConnectionLost({ operation }))
-          )
+          ? connection.writeAll([text]).pipe(Effect.mapError(() => new ConnectionLost({ operation })))
           : Effect.fail(new ConnectionLost({ operation }))
       )
+    const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     const list: ClientConnection["list"] = (timeoutMs) =>
       Effect.suspend(() => {
@@ -304,20 +312,41 @@ export const openClientConnection = (
           }
           return awaitAnswer(inFlight.answer, timeoutMs, "send", () => undefined)
         }
-        const answer = Deferred.makeUnsafe<Delivery, DeliveryError | ConnectionLost>()
-        sends.set(messageId, { signature, answer })
-        const frame = {
+        const text = JSON.stringify({
           type: "send",
           to: request.to,
           message: request.message,
           ...(request.targetId === undefined ? {} : { targetId: request.targetId, targetEpoch: request.targetEpoch })
+        })
+        // Refused here, as the broker would refuse them: it drops a connection that sends an
+        // oversize frame (every peer would see this session leave and rejoin), and it answers
+        // an invalid message under the id "unknown" (P48), which no waiting send matches.
+        const bytes = frameBytes(text)
+        if (bytes > MAX_FRAME_BYTES) {
+          return Effect.fail(deliveryError({
+            messageId,
+            code: DeliveryCode.MessageTooLarge,
+            reason:
+              `Message is too large to send: the send frame would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Send a smaller message or attach less content.`,
+            retryable: false
+          }))
         }
+        if (!isValidMessageJson(text)) {
+          return Effect.fail(deliveryError({
+            messageId,
+            code: DeliveryCode.InvalidMessage,
+            reason: Reason.invalidMessage,
+            retryable: false
+          }))
+        }
+        const answer = Deferred.makeUnsafe<Delivery, DeliveryError | ConnectionLost>()
+        sends.set(messageId, { signature, answer })
         // Until the frame is written the request is ours alone to withdraw; once it is,
         // the broker will answer it, and a later send with the same id joins that answer.
         const withdraw = Effect.sync(() => {
           if (sends.get(messageId)?.answer === answer) sends.delete(messageId)
         })
-        return write(frame, "send").pipe(
+        return writeText(text, "send").pipe(
           Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : withdraw),
           Effect.andThen(awaitAnswer(answer, timeoutMs, "send", () => sends.delete(messageId)))
         )

@@ -71,8 +71,9 @@ describe("lazy connection", () => {
         assert.sameMembers(sessions.map((s) => s.id), [observer.id, "lazy-many-0001"])
       }
       // The broker saw exactly one registration of that id: no re-registration (takeover) followed it.
-      const joins = logs.filter((line) => line.includes("lazy-many-0001"))
-      assert.deepStrictEqual(joins, ["session joined: many (lazy-many-0001)"])
+      const mentions = logs.filter((line) => line.includes("lazy-many-0001"))
+      assert.strictEqual(mentions.length, 1, mentions.join("\n"))
+      assert.include(mentions[0], "joined")
       yield* observer.client.next("session_joined", (f) => f.session.id === "lazy-many-0001")
       yield* observer.client.expectNothing(200, "session_joined")
       const status = yield* client.status

@@ -12,7 +12,7 @@ import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { message, type TestBrokerOptions, withBroker } from "../support/broker.ts"
-import { brokerClientOptions, makeClient, subscribe } from "./support.ts"
+import { brokerClientOptions, makeClient, subscribe, timed } from "./support.ts"
 
 const A_ID = "aaaaaaaa-0000-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -327,6 +327,32 @@ describe("delivery failures from the broker, as typed errors with the broker's r
         reason: "Mailbox capacity evicted the delivery",
         messageId: first.id
       })
+    }))
+
+  it.live("refused before sending: an invalid message (InvalidMessage), a send frame over 1 MiB (MessageTooLarge)", () =>
+    Effect.gen(function*() {
+      const { a, b, broker } = yield* pair()
+      const observer = yield* broker.session({ name: "observer" })
+      // JSON turns NaN into null; the broker would answer under the id "unknown" and the send would time out.
+      const nan = { ...message("when?"), timestamp: Number.NaN }
+      const [invalid, ms] = yield* timed(failure(a, { to: "beta", message: nan }))
+      assertDeliveryError(invalid, {
+        tag: "InvalidMessage",
+        code: DeliveryCode.InvalidMessage,
+        reason: "Invalid message format",
+        messageId: nan.id
+      })
+      assert.isBelow(ms, 1000)
+      // The broker would drop the connection: beta, the observer and alpha itself would see churn.
+      const huge = message("y".repeat(MAX_FRAME_BYTES))
+      const tooLarge = yield* failure(a, { to: "beta", message: huge })
+      assert.strictEqual(tooLarge._tag, "MessageTooLarge")
+      assert.match(tooLarge.message, /^Message is too large to send: the send frame would be \d+ bytes, over the 1048576-byte frame limit\./)
+      assert.strictEqual((yield* a.status).connections, 1)
+      yield* observer.client.expectNothing(200, ["session_left", "message"])
+      // The same ids are still usable once fixed.
+      assert.strictEqual((yield* a.send({ to: "beta", message: { ...nan, timestamp: 1 } })).delivery, "socket_delivered")
+      assert.deepStrictEqual((yield* b.list).map((s) => s.id).slice(0, 2), [A_ID, B_ID])
     }))
 
   it("every code maps to its class; a missing or unknown code is DeliveryFailed", () => {

@@ -130,12 +130,12 @@ describe("liveness probe (P96)", () => {
       const broker = yield* withBroker({ idleExit: null })
       const observer = yield* broker.session({ name: "observer" })
       const { client } = yield* makeClient(brokerClientOptions(broker, A_ID, "alpha", {
-        livenessIntervalMs: 50,
-        livenessTimeoutMs: 50
+        livenessIntervalMs: 150,
+        livenessTimeoutMs: 150
       }))
       yield* client.connect
       yield* observer.client.next("session_joined", (f) => f.session.id === A_ID)
-      yield* observer.client.expectNothing(500, ["session_left", "session_joined"])
+      yield* observer.client.expectNothing(700, ["session_left", "session_joined"])
       assert.strictEqual((yield* client.status).connections, 1)
     }))
 })
