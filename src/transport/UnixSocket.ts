@@ -104,9 +104,15 @@ export const serveUnix = <R>(
 ): Effect.Effect<void, ListenError, R | Scope.Scope> =>
   Effect.gen(function*() {
     const accepted = yield* Queue.unbounded<net.Socket>()
+    // Every accepted socket until it closes: shutdown destroys them all, including
+    // ones still queued or whose handler never started (a paused socket's close
+    // would otherwise never be noticed, and server.close would wait forever).
+    const open = new Set<net.Socket>()
     const server: net.Server = yield* Effect.acquireRelease(
       Effect.callback<net.Server, ListenError>((resume) => {
         const server = net.createServer({ pauseOnConnect: true }, (socket) => {
+          open.add(socket)
+          socket.once("close", () => open.delete(socket))
           Queue.offerUnsafe(accepted, socket)
         })
         const onError = (cause: Error) => {
@@ -128,6 +134,7 @@ export const serveUnix = <R>(
       (server) =>
         Effect.callback<void>((resume) => {
           server.close(() => resume(Effect.void))
+          for (const socket of open) socket.destroy()
           // Unlinking here is what a clean close does; a crash leaves the file,
           // which the next start removes after a failed health probe.
           fs.rmSync(path, { force: true })
