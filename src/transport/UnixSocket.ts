@@ -1,62 +1,122 @@
 /**
  * The Unix-domain-socket transport: a listener that hands each accepted socket
- * to a handler as a `Connection`, and a dialer for clients. Built on
- * `effect/socket` (paused-mode reads, so a slow consumer backpressures its peer;
- * corked batched writes) over a `net.Server` we own, because the broker must
- * control the socket file (stale-file recovery, mode 0600).
+ * to a handler as a `Connection`, and a dialer for clients, over a `net.Server`
+ * we own (the broker controls the socket file: stale-file recovery, mode 0600).
+ *
+ * The socket adapter is deliberately small. A broker holds thousands of idle
+ * connections, and per connection the general-purpose `effect/socket` adapter
+ * keeps dozens of closures, a latch and scope finalizers (measured at ~28 KiB a
+ * session in total; see docs/performance.md). This one keeps the socket in
+ * paused mode — nothing is read until `read` asks, so a slow consumer
+ * backpressures its peer through the kernel — and resumes one waiting reader
+ * from the `readable` event.
  */
-import * as NodeSocket from "@effect/platform-node/NodeSocket"
-import { Data, Effect, FiberSet, Queue, Scope } from "effect"
-import { Socket } from "effect/socket"
+import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { encodeFrames, FrameDecoder, type FrameTooLarge } from "../protocol/framing.ts"
-import { type Connection, ConnectionClosed } from "./Connection.ts"
+import { encodeFrames, FrameDecoder } from "../protocol/framing.ts"
+import { type Connection, ConnectionClosed, type ConnectionError } from "./Connection.ts"
 
-let nextConnectionId = 0
+type ReadResult = ReadonlyArray<string> | ConnectionError
+type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
 
-const toClosed = (error: Socket.SocketError): ConnectionClosed => {
-  const reason = error.reason
-  const clean = reason._tag === "SocketCloseError" && reason.code === 1000
-  return new ConnectionClosed({ clean, cause: clean ? undefined : reason })
-}
+const isReadError = (result: ReadResult): result is ConnectionError => !Array.isArray(result)
+
+const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, ConnectionError> =>
+  isReadError(result) ? Effect.fail(result) : Effect.succeed(result)
 
 /**
- * Wraps an open `net.Socket` as a `Connection`. The reader and writer live in
- * the current Scope; closing it destroys the socket.
+ * Wraps an open `net.Socket` as a `Connection`. Closing the current Scope
+ * destroys the socket.
  */
 export const fromNetSocket = (
   raw: net.Socket,
-  options: { readonly maxFrameBytes?: number } = {}
+  options: { readonly id?: number; readonly maxFrameBytes?: number } = {}
 ): Effect.Effect<Connection, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const socket = yield* NodeSocket.fromDuplex(Effect.succeed(raw))
-    const pull = yield* Socket.readerBytes(socket).pipe(Effect.orDie)
-    const writer = yield* socket.writer
     yield* Effect.addFinalizer(() => Effect.sync(() => raw.destroy()))
     const decoder = new FrameDecoder(options.maxFrameBytes ?? MAX_FRAME_BYTES)
+    let failure: ConnectionError | undefined
+    let waiting: Resume | undefined
 
-    const read: Connection["read"] = Effect.suspend(function loop(): Effect.Effect<
-      ReadonlyArray<string>,
-      ConnectionClosed | FrameTooLarge
-    > {
-      return Effect.flatMap(Effect.mapError(pull, toClosed), (chunks) => {
-        const frames: Array<string> = []
-        for (const chunk of chunks) {
-          const error = decoder.push(chunk, frames)
-          if (error !== undefined) return Effect.fail(error)
+    /** Frames available now, the terminal error once nothing is left, or undefined: wait. */
+    const poll = (): ReadResult | undefined => {
+      const frames: Array<string> = []
+      if (failure === undefined || failure._tag === "ConnectionClosed") {
+        let chunk: unknown
+        while (frames.length === 0 && (chunk = raw.read()) !== null) {
+          if (!(chunk instanceof Uint8Array)) continue
+          const tooLarge = decoder.push(chunk, frames)
+          if (tooLarge !== undefined) failure = tooLarge // frames decoded before it are still delivered
         }
-        return frames.length > 0 ? Effect.succeed(frames) : loop()
+      }
+      if (frames.length > 0) return frames
+      return failure
+    }
+    const wake = () => {
+      const resume = waiting
+      if (resume === undefined) return
+      const result = poll()
+      if (result === undefined) return
+      waiting = undefined
+      resume(settle(result))
+    }
+    raw.on("readable", wake)
+    raw.once("end", () => {
+      failure ??= new ConnectionClosed({ clean: true })
+      wake()
+    })
+    raw.once("close", (hadError) => {
+      failure ??= new ConnectionClosed({ clean: !hadError })
+      wake()
+    })
+    raw.on("error", (cause) => {
+      failure ??= new ConnectionClosed({ clean: false, cause })
+    })
+
+    const read: Connection["read"] = Effect.callback<ReadonlyArray<string>, ConnectionError>((resume) => {
+      const result = poll()
+      if (result !== undefined) return resume(settle(result))
+      waiting = resume
+      return Effect.sync(() => {
+        if (waiting === resume) waiting = undefined
       })
     })
 
+    const drained = Effect.callback<void, ConnectionClosed>((resume) => {
+      const cleanup = () => {
+        raw.off("drain", onDrain)
+        raw.off("close", onClose)
+      }
+      const onDrain = () => {
+        cleanup()
+        resume(Effect.void)
+      }
+      const onClose = () => {
+        cleanup()
+        resume(Effect.fail(new ConnectionClosed({ clean: false, cause: "socket closed while writing" })))
+      }
+      raw.on("drain", onDrain)
+      raw.on("close", onClose)
+      return Effect.sync(cleanup)
+    })
+
+    const writeAll: Connection["writeAll"] = (frames) =>
+      Effect.suspend(() => {
+        if (frames.length === 0) return Effect.void
+        if (raw.destroyed || raw.writableEnded) {
+          return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
+        }
+        // One buffer per batch: one write, one syscall in the common case.
+        return raw.write(encodeFrames(frames)) ? Effect.void : drained
+      })
+
     return {
-      id: ++nextConnectionId,
+      id: options.id ?? 0,
       trustedLocal: true,
       read,
-      writeAll: (frames) =>
-        frames.length === 0 ? Effect.void : Effect.mapError(writer.write(encodeFrames(frames)), toClosed),
+      writeAll,
       end: Effect.sync(() => {
         if (!raw.destroyed) raw.end()
       }),
@@ -112,6 +172,7 @@ export const serveUnix = <R>(
       Effect.callback<net.Server, ListenError>((resume) => {
         const server = net.createServer({ pauseOnConnect: true }, (socket) => {
           open.add(socket)
+          socket.pause()
           socket.once("close", () => open.delete(socket))
           Queue.offerUnsafe(accepted, socket)
         })
@@ -146,11 +207,12 @@ export const serveUnix = <R>(
     })
     yield* Effect.sync(() => fs.chmodSync(path, 0o600))
     const handlers = yield* FiberSet.make()
+    let connections = 0
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(Queue.take(accepted), (raw) =>
         FiberSet.run(
           handlers,
-          Effect.scoped(Effect.flatMap(fromNetSocket(raw, options), handle))
+          Effect.scoped(Effect.flatMap(fromNetSocket(raw, { ...options, id: ++connections }), handle))
         )),
       { disableYield: true }
     ))
