@@ -1,8 +1,16 @@
 /**
- * One connection as an actor (design.md): a reader fiber that hands frame
- * batches to the Router and waits for parked output before reading on, and a
- * writer fiber that drains the bounded outbox — plus pending membership
- * changes — into batched writes. The connection's Scope is its lifetime.
+ * One connection as an actor (design.md), with two fibers:
+ *
+ * - the reader — the connection's own fiber — hands frame batches to the
+ *   Router and offers the batch's parked output (waiting for room) before it
+ *   reads again: backpressure on exactly the sender that needs it;
+ * - the writer drains the bounded outbox, plus pending membership changes,
+ *   into batched writes.
+ *
+ * A close requested elsewhere (takeover, protocol error, registration
+ * timeout) interrupts the reader; `finish` then runs uninterruptibly: output
+ * still parked is forced through, an `end` close flushes the outbox first
+ * (bounded by END_GRACE), and what was never written goes back to the Router.
  */
 import { Deferred, Duration, Effect, Exit, Fiber, Queue, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
@@ -20,21 +28,18 @@ const readLoop = (router: Router, peer: Peer) =>
       const frames = yield* connection.read
       router.handleBatch(peer, frames)
       router.wakeTouched()
-      const parked = router.takeParked()
-      if (parked !== undefined) {
+      if (router.parkFor(peer)) {
         // Backpressure: this connection is not read again until its output fits.
-        for (const [recipient, item] of parked) {
+        while (peer.parked.length > 0) {
+          const [recipient, item] = peer.parked[0]!
           if (!(yield* Queue.offer(recipient.outbox, item))) router.undeliverable(item)
+          peer.parked.shift()
         }
       }
     }
   }).pipe(
-    Effect.catchTag("FrameTooLarge", (error) =>
-      Effect.sync(() => {
-        router.reportProtocolError(peer, error.message)
-      })),
-    Effect.catch(() => Effect.void),
-    Effect.ensuring(Effect.sync(() => router.close(peer, "destroy")))
+    Effect.catchTag("FrameTooLarge", (error) => Effect.sync(() => router.reportProtocolError(peer, error.message))),
+    Effect.catch(() => Effect.void)
   )
 
 const writeLoop = (router: Router, peer: Peer) =>
@@ -45,7 +50,9 @@ const writeLoop = (router: Router, peer: Peer) =>
       const frames: Array<string> = []
       router.collectFeed(peer, frames)
       let ending = false
-      for (const item of items) {
+      const overflow = peer.overflow
+      peer.overflow = undefined
+      for (const item of overflow === undefined ? items : [...items, ...overflow]) {
         if (typeof item === "string") frames.push(item)
         else if (item === FEED_TICK) peer.feedPending = false
         else if (item === END_OF_OUTPUT) ending = true
@@ -63,35 +70,46 @@ const writeLoop = (router: Router, peer: Peer) =>
  * offer can slip in between: offers still waiting are taken too, and later
  * ones are refused (their senders requeue the mail).
  */
-const drainAndShutdown = (outbox: Queue.Queue<OutboundItem>): Array<OutboundItem> => {
+const drainAndShutdown = (peer: Peer): Array<OutboundItem> => {
   const items: Array<OutboundItem> = []
+  const outbox = peer.outbox
   for (let exit = Queue.takeUnsafe(outbox); exit !== undefined && Exit.isSuccess(exit); exit = Queue.takeUnsafe(outbox)) {
     items.push(exit.value)
   }
   Queue.shutdownUnsafe(outbox)
+  if (peer.overflow !== undefined) items.push(...peer.overflow)
+  peer.overflow = undefined
   return items
 }
+
+const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
+  Effect.gen(function*() {
+    router.close(peer, "destroy") // no-op when a close was already requested
+    router.forceParked(peer)
+    const mode = yield* Deferred.await(peer.closing)
+    if (mode === "end") {
+      yield* Queue.offer(peer.outbox, END_OF_OUTPUT).pipe(
+        Effect.andThen(Fiber.await(writer)),
+        Effect.timeoutOption(END_GRACE),
+        Effect.ignore
+      )
+    }
+    yield* Fiber.interrupt(writer)
+    yield* peer.connection.destroy
+    router.detach(peer, drainAndShutdown(peer))
+  })
 
 export const runConnection = (
   router: Router,
   connection: Connection,
   options: ResolvedCoreOptions
 ): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
-    const peer = new Peer(connection, outbox, router.currentTime())
-    router.attach(peer)
-    const writer = yield* Effect.forkScoped(writeLoop(router, peer), { startImmediately: true })
-    const reader = yield* Effect.forkScoped(readLoop(router, peer), { startImmediately: true })
-    const mode = yield* Deferred.await(peer.closing)
-    yield* Fiber.interrupt(reader)
-    if (mode === "end") {
-      yield* Queue.offer(outbox, END_OF_OUTPUT).pipe(
-        Effect.andThen(Fiber.await(writer)),
-        Effect.timeoutOption(END_GRACE)
-      )
-    }
-    yield* Fiber.interrupt(writer)
-    yield* connection.destroy
-    yield* Effect.sync(() => router.detach(peer, drainAndShutdown(outbox)))
-  }).pipe(Effect.onInterrupt(() => Effect.void))
+  Effect.withFiber<void, never, Scope.Scope>((self) =>
+    Effect.gen(function*() {
+      const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
+      const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
+      router.attach(peer)
+      const writer = yield* Effect.forkScoped(writeLoop(router, peer), { startImmediately: true })
+      yield* readLoop(router, peer).pipe(Effect.ensuring(finish(router, peer, writer)))
+    })
+  ).pipe(Effect.onInterrupt(() => Effect.void))

@@ -69,10 +69,29 @@ export class Peer {
    */
   owedDepartures: Set<string> | undefined = undefined
 
-  constructor(connection: Connection, outbox: Queue.Queue<OutboundItem>, now: number) {
+  /**
+   * Output this connection produced that is still waiting for room in its
+   * recipients' outboxes, in order; its reader does not read on until it fits.
+   */
+  parked: Array<readonly [Peer, OutboundItem]> = []
+  /**
+   * Output forced past this outbox's capacity because its sender went away
+   * while waiting for room: written after what is already queued.
+   */
+  overflow: Array<OutboundItem> | undefined = undefined
+  /** Interrupts the connection's reader, so a close requested elsewhere takes effect. */
+  readonly interruptReader: () => void
+
+  constructor(
+    connection: Connection,
+    outbox: Queue.Queue<OutboundItem>,
+    now: number,
+    interruptReader: () => void
+  ) {
     this.connection = connection
     this.outbox = outbox
     this.unregisteredSince = now
+    this.interruptReader = interruptReader
   }
 
   get isClosing(): boolean {

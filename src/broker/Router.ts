@@ -28,7 +28,15 @@ import { DeliveryRecords, fingerprintOf, type Outcome, recordKeyOf } from "./Del
 import * as Encode from "./encode.ts"
 import { Mailbox } from "./Mailbox.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
-import { type CloseMode, FEED_TICK, type Mail, type OutboundItem, type OutboundMessage, type Peer } from "./Peer.ts"
+import {
+  type CloseMode,
+  END_OF_OUTPUT,
+  FEED_TICK,
+  type Mail,
+  type OutboundItem,
+  type OutboundMessage,
+  type Peer
+} from "./Peer.ts"
 import { AgedMap } from "./AgedMap.ts"
 import {
   encodeSessionInfo,
@@ -148,8 +156,9 @@ export class Router {
     }
   }
 
+  /** Asks a connection to close; the first request decides how (`end` flushes output first). */
   close(peer: Peer, mode: CloseMode): void {
-    Deferred.doneUnsafe(peer.closing, Effect.succeed(mode))
+    if (Deferred.doneUnsafe(peer.closing, Effect.succeed(mode))) peer.interruptReader()
   }
 
   // -------------------------------------------------------------------------
@@ -174,17 +183,39 @@ export class Router {
     this.touched.clear()
   }
 
-  /** Output of the batch still waiting for outbox room, in order; the caller must deliver it before reading on. */
-  takeParked(): ReadonlyArray<readonly [Peer, OutboundItem]> | undefined {
-    if (this.parked.length === 0) return undefined
-    const parked = this.parked
+  /**
+   * Moves this batch's parked output to the reader's own list; true when there
+   * is some, and the reader must offer it (waiting for room) before reading on.
+   */
+  parkFor(reader: Peer): boolean {
+    if (this.parked.length === 0) return false
+    reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
     this.parked = []
-    return parked
+    return true
   }
 
   /** A parked item could not be offered because its recipient closed meanwhile. */
   undeliverable(item: OutboundItem): void {
     if (typeof item === "object") this.requeue(item)
+  }
+
+  /**
+   * The reader closed while its output was still parked: what was accepted is
+   * delivered anyway, past the recipients' capacity, never dropped.
+   */
+  forceParked(reader: Peer): void {
+    for (const [recipient, item] of reader.parked) {
+      if (recipient === reader || item === FEED_TICK || item === END_OF_OUTPUT) continue
+      if (recipient.state === "closed") {
+        this.undeliverable(item)
+        continue
+      }
+      if (recipient.overflow === undefined) recipient.overflow = []
+      recipient.overflow.push(item)
+      // Wake its writer; a full outbox means the writer is busy and will look anyway.
+      if (Queue.offerUnsafe(recipient.outbox, FEED_TICK)) Queue.flushUnsafe(recipient.outbox)
+    }
+    reader.parked = []
   }
 
   /** Appends the membership changes `peer` has not seen (MembershipFeed). */
