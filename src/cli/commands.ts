@@ -19,6 +19,7 @@ import * as Ref from "effect/Ref"
 import { runBroker } from "../broker/Broker.ts"
 import { type BrokerOptions, DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
+import { clientCommands } from "./client/commands.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { ignoreStdioErrors } from "./logging.ts"
 import { currentUid, type IntercomPaths, prepareFallbackDir, resolveProcessPaths } from "./paths.ts"
@@ -214,5 +215,5 @@ export const broker = brokerBase.pipe(Command.withSubcommands([status, stop]))
 
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
-  Command.withSubcommands([broker])
+  Command.withSubcommands([broker, ...clientCommands])
 )

@@ -1,0 +1,149 @@
+/**
+ * The client commands of `intercom` (docs/cli.md, "Client commands"):
+ *
+ *   intercom list    [--name <n>] [--json] [--dir <dir>]
+ *   intercom send    <to> <message...>
+ *   intercom ask     <to> <message...> [--timeout <duration|ms>]
+ *   intercom reply   <message...> [--to <target>] [--reply-to <message id>]
+ *   intercom pending
+ *   intercom status
+ *   intercom watch   [--no-stdin]
+ *
+ * Only the command line is defined here; the handlers load `run.ts` /
+ * `watch.ts` (the client and session runtime) when they run, so `intercom
+ * broker` never loads them.
+ */
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { IntercomToolParams } from "../../session/IntercomSession.ts"
+import { parseTimeout } from "./duration.ts"
+import { nameProblem } from "./identity.ts"
+import type { CommonInput } from "./session.ts"
+
+const nameFlag = Flag.String("name").pipe(
+  Flag.withDescription(
+    "The session name to act as (default: cli-<user>). While `intercom watch --name <n>` runs, commands with the same name act through it."
+  ),
+  Flag.filter((name) => nameProblem(name) === undefined, (name) => nameProblem(name) ?? "bad --name"),
+  Flag.optional
+)
+
+const jsonFlag = Flag.Boolean("json").pipe(
+  Flag.withDescription("Machine-readable output: one JSON object per result (per event for watch)."),
+  Flag.withDefault(false)
+)
+
+const dirFlag = Flag.String("dir").pipe(
+  Flag.withDescription(
+    "Agent directory (default: $ATOMIC_CODING_AGENT_DIR, else $PI_CODING_AGENT_DIR, else ~/.pi/agent)."
+  ),
+  Flag.filter((dir) => dir.trim().length > 0, () => "--dir must not be empty"),
+  Flag.optional
+)
+
+const common = { name: nameFlag, json: jsonFlag, dir: dirFlag }
+
+const toArgument = Argument.String("to").pipe(
+  Argument.withDescription("Target session: exact id, name (ignoring case), or unique id prefix.")
+)
+
+const messageArgument = Argument.String("message").pipe(
+  Argument.withDescription("The message; several words are joined with spaces. Use -- before a message that starts with -."),
+  Argument.atLeast(1)
+)
+
+const joined = (words: ReadonlyArray<string>): string => words.join(" ")
+
+const runAction = (input: CommonInput, params: IntercomToolParams) =>
+  Effect.flatMap(Effect.promise(() => import("./run.ts")), (run) => run.runAction(input, params))
+
+const list = Command.make("list", common, (input) => runAction(input, { action: "list" })).pipe(
+  Command.withDescription("List the sessions on the intercom: this one, then the others.")
+)
+
+const send = Command.make(
+  "send",
+  { ...common, to: toArgument, message: messageArgument },
+  (input) => runAction(input, { action: "send", to: input.to, message: joined(input.message) })
+).pipe(
+  Command.withDescription("Send a message. Exits 0 once the broker accepted it (not when it was read), 1 if it was not delivered.")
+)
+
+const timeoutFlag = Flag.String("timeout").pipe(
+  Flag.withDescription("How long to wait for the reply: milliseconds (90000) or a duration (30s, 2m, 1h). Default: the config's askTimeoutMs (10 minutes)."),
+  Flag.filterMap(
+    (text) => Option.fromUndefinedOr(parseTimeout(text)),
+    (text) => `--timeout must be a positive duration such as 30s, 2m or 90000 (milliseconds), got ${JSON.stringify(text)}`
+  ),
+  Flag.optional
+)
+
+const ask = Command.make(
+  "ask",
+  { ...common, to: toArgument, message: messageArgument, timeout: timeoutFlag },
+  (input) =>
+    runAction(input, {
+      action: "ask",
+      to: input.to,
+      message: joined(input.message),
+      timeoutMs: Option.getOrUndefined(input.timeout)
+    })
+).pipe(
+  Command.withDescription("Ask and wait for the reply; prints **Reply from <to>:** and the answer. Exits 1 on timeout or if the target leaves.")
+)
+
+const reply = Command.make(
+  "reply",
+  {
+    ...common,
+    message: messageArgument,
+    to: Flag.String("to").pipe(
+      Flag.withDescription("Answer the pending ask from this sender (when several are pending)."),
+      Flag.optional
+    ),
+    replyTo: Flag.String("reply-to").pipe(
+      Flag.withDescription("Answer exactly this ask (its message id, as watch and pending show it)."),
+      Flag.optional
+    )
+  },
+  (input) =>
+    runAction(input, {
+      action: "reply",
+      message: joined(input.message),
+      to: Option.getOrUndefined(input.to),
+      replyTo: Option.getOrUndefined(input.replyTo)
+    })
+).pipe(
+  Command.withDescription(
+    "Answer an ask made to the session of --name. Works while `intercom watch` of that name runs (a fresh session has nothing to answer)."
+  )
+)
+
+const pending = Command.make("pending", common, (input) => runAction(input, { action: "pending" })).pipe(
+  Command.withDescription("List the unanswered asks made to the session of --name (the watch of that name, if one runs).")
+)
+
+const status = Command.make("status", common, (input) => runAction(input, { action: "status" })).pipe(
+  Command.withDescription("Connected?, the session id, and how many sessions are active.")
+)
+
+const watch = Command.make(
+  "watch",
+  {
+    ...common,
+    stdin: Flag.Boolean("stdin").pipe(
+      Flag.withDescription("Read replies from stdin and leave when it ends (default). --no-stdin: ignore stdin, run until Ctrl-C/SIGTERM."),
+      Flag.withDefault(true)
+    )
+  },
+  (input) => Effect.flatMap(Effect.promise(() => import("./watch.ts")), (watch) => watch.runWatch(input))
+).pipe(
+  Command.withDescription(
+    "Stay registered as --name: print messages, asks and joins/leaves/status changes as they arrive, and answer asks typed on stdin."
+  )
+)
+
+export const clientCommands = [list, send, ask, reply, pending, status, watch] as const

@@ -1,0 +1,242 @@
+/**
+ * The watch's control socket: how a short-lived command acts *as* a running
+ * `intercom watch` of the same name instead of registering a second session.
+ *
+ * `watch --name N` listens on a private Unix socket named after N (and the
+ * scope); `intercom reply --name N …` (and every other client command run as
+ * N) dials it first. If a watch answers, the command sends its action there
+ * as one frame, and the watch runs it in *its* session — the one that was
+ * asked, that holds the reply tracker, under the one stable id — and sends
+ * the tool result back. If nothing answers, the command runs as a
+ * short-lived session of its own.
+ *
+ * Frames are the broker's framing (4-byte length + UTF-8 JSON). The socket is
+ * mode 0600 in a 0700 directory, so only the same user can use it, as with
+ * the broker's socket (P81).
+ *
+ * The socket is also the lock that keeps two watches of one name from taking
+ * each other's session over (P16): a second watch finds the first one
+ * answering and refuses to start.
+ */
+import { Data, Duration, Effect, Option, Schema, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
+import type { Connection } from "../../transport/Connection.ts"
+import { dialUnix, serveUnix } from "../../transport/UnixSocket.ts"
+import {
+  agentDirHash,
+  chooseRuntimeDir,
+  currentUid,
+  type IntercomPaths,
+  prepareFallbackDir,
+  socketPathLimit
+} from "../paths.ts"
+
+// ---------------------------------------------------------------------------
+// Where
+// ---------------------------------------------------------------------------
+
+export interface ControlLocation {
+  /** The control socket of one name. */
+  readonly socketPath: string
+  /** Its directory: `<intercomDir>/cli`, or the private short fallback dir. */
+  readonly dir: string
+  /** True when the directory is the broker's short fallback dir (`prepareFallbackDir` rules). */
+  readonly fallback: boolean
+}
+
+export class ControlPathTooLong extends Data.TaggedError("ControlPathTooLong")<{ readonly path: string }> {
+  override get message(): string {
+    return `The watch control socket path ${this.path} is too long for a Unix socket, and so is the short fallback. Use a shorter agent dir (--dir), or set XDG_RUNTIME_DIR or TMPDIR to a short directory.`
+  }
+}
+
+const fits = (socketPath: string): boolean =>
+  Buffer.byteLength(socketPath, "utf8") <= socketPathLimit(process.platform)
+
+/**
+ * `<intercomDir>/cli/<first 16 hex of the name key>.sock`; when that is too
+ * long for a Unix socket, `<runtimeDir>/intercom-<uid>/<agent dir hash>-<key>.sock`
+ * (the directory the broker's own short socket uses).
+ */
+export const controlLocation = (
+  paths: IntercomPaths,
+  key: string
+): Effect.Effect<ControlLocation, ControlPathTooLong> =>
+  Effect.gen(function*() {
+    const short = key.slice(0, 16)
+    const dir = path.join(paths.intercomDir, "cli")
+    const socketPath = path.join(dir, `${short}.sock`)
+    if (fits(socketPath)) return { socketPath, dir, fallback: false }
+    const fallbackDir = path.join(yield* chooseRuntimeDir(process.env), `intercom-${currentUid()}`)
+    const fallbackPath = path.join(fallbackDir, `${agentDirHash(paths.agentDir)}-${short}.sock`)
+    if (fits(fallbackPath)) return { socketPath: fallbackPath, dir: fallbackDir, fallback: true }
+    return yield* new ControlPathTooLong({ path: socketPath })
+  })
+
+// ---------------------------------------------------------------------------
+// Frames
+// ---------------------------------------------------------------------------
+
+const ControlRequest = Schema.Struct({
+  type: Schema.Literal("intercom"),
+  action: Schema.String,
+  to: Schema.optionalKey(Schema.String),
+  message: Schema.optionalKey(Schema.String),
+  replyTo: Schema.optionalKey(Schema.String),
+  timeoutMs: Schema.optionalKey(Schema.Finite)
+})
+
+const ControlResponse = Schema.Struct({
+  type: Schema.Literal("result"),
+  text: Schema.String,
+  isError: Schema.Boolean,
+  details: Schema.Record(Schema.String, Schema.Unknown)
+})
+
+const decodeRequest = Schema.decodeUnknownOption(Schema.fromJsonString(ControlRequest))
+const decodeResponse = Schema.decodeUnknownOption(Schema.fromJsonString(ControlResponse))
+
+const encodeRequest = (params: IntercomToolParams): string =>
+  JSON.stringify({
+    type: "intercom",
+    action: params.action,
+    ...(params.to === undefined ? {} : { to: params.to }),
+    ...(params.message === undefined ? {} : { message: params.message }),
+    ...(params.replyTo === undefined ? {} : { replyTo: params.replyTo }),
+    ...(params.timeoutMs === undefined ? {} : { timeoutMs: params.timeoutMs })
+  })
+
+const encodeResponse = (result: ToolResult): string =>
+  JSON.stringify({ type: "result", text: result.text, isError: result.isError, details: result.details })
+
+// ---------------------------------------------------------------------------
+// The command side
+// ---------------------------------------------------------------------------
+
+/** The watch took the request but went away before it answered: the outcome is unknown. */
+export class WatchLost extends Data.TaggedError("WatchLost")<{ readonly name: string }> {
+  override get message(): string {
+    return `The intercom watch "${this.name}" went away before answering; the action may or may not have been carried out.`
+  }
+}
+
+/**
+ * Hands `params` to the watch listening on `socketPath`. `None` when no watch
+ * answers there (no socket, or a stale one); then nothing was sent.
+ */
+export const delegate = (
+  socketPath: string,
+  name: string,
+  params: IntercomToolParams
+): Effect.Effect<Option.Option<ToolResult>, WatchLost> =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const dialed = yield* Effect.option(dialUnix(socketPath))
+      if (Option.isNone(dialed)) return Option.none()
+      const connection = dialed.value
+      const lost = () => new WatchLost({ name })
+      yield* connection.writeAll([encodeRequest(params)]).pipe(Effect.mapError(lost))
+      const frames = yield* connection.read.pipe(Effect.mapError(lost))
+      const response = decodeResponse(frames[0] ?? "")
+      if (Option.isNone(response)) return yield* lost()
+      const { text, isError, details } = response.value
+      return Option.some({ text, isError, details })
+    })
+  )
+
+// ---------------------------------------------------------------------------
+// The watch side
+// ---------------------------------------------------------------------------
+
+export class WatchAlreadyRunning extends Data.TaggedError("WatchAlreadyRunning")<{
+  readonly name: string
+  readonly socketPath: string
+}> {
+  override get message(): string {
+    return `An intercom watch named "${this.name}" is already running (control socket ${this.socketPath}). Use it — commands run with --name ${
+      JSON.stringify(this.name)
+    } act through it — or stop it first.`
+  }
+}
+
+export class ControlListenFailed extends Data.TaggedError("ControlListenFailed")<{
+  readonly socketPath: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Cannot listen on the watch control socket ${this.socketPath}: ${this.detail}`
+  }
+}
+
+/** How long the watch waits for a command to hang up after the answer. */
+const HANG_UP_GRACE = Duration.seconds(2)
+
+/**
+ * Serves one control connection: one request in, one result out. If the
+ * command goes away while its action runs (Ctrl-C on a delegated `ask`), the
+ * action is interrupted — an ask is then cancelled at the broker.
+ */
+const serveOne = (
+  connection: Connection,
+  run: (params: IntercomToolParams) => Effect.Effect<ToolResult>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const frames = yield* connection.read
+    const request = decodeRequest(frames[0] ?? "")
+    if (Option.isNone(request)) {
+      return yield* connection.writeAll([encodeResponse({
+        text: "Invalid control request",
+        isError: true,
+        details: { error: true, reason: "InvalidControlRequest" }
+      })])
+    }
+    // Whichever ends first: the action, or the command hanging up (which interrupts the action).
+    const outcome = yield* Effect.raceFirst(
+      Effect.map(run(request.value), Option.some),
+      Effect.as(Effect.exit(connection.read), Option.none<ToolResult>())
+    )
+    if (Option.isNone(outcome)) return
+    yield* connection.writeAll([encodeResponse(outcome.value)])
+    yield* Effect.timeoutOption(Effect.exit(connection.read), HANG_UP_GRACE)
+  }).pipe(Effect.ignore)
+
+/**
+ * Claims the control socket of `name` for as long as the current Scope is
+ * open, serving each request with `run`. Fails with `WatchAlreadyRunning`
+ * when another watch answers there; a stale socket file (a watch that was
+ * killed) is replaced.
+ */
+export const serveControl = (
+  location: ControlLocation,
+  name: string,
+  run: (params: IntercomToolParams) => Effect.Effect<ToolResult>
+): Effect.Effect<void, WatchAlreadyRunning | ControlListenFailed, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { socketPath, dir } = location
+    if (location.fallback) {
+      yield* prepareFallbackDir(dir, currentUid()).pipe(
+        Effect.mapError((error) => new ControlListenFailed({ socketPath, detail: error.message }))
+      )
+    } else {
+      yield* Effect.try({
+        try: () => fs.mkdirSync(dir, { recursive: true, mode: 0o700 }),
+        catch: (error) => new ControlListenFailed({ socketPath, detail: String(error) })
+      })
+    }
+    const listen = serveUnix(socketPath, (connection) => serveOne(connection, run))
+    const failed = (detail: string) => new ControlListenFailed({ socketPath, detail })
+    yield* listen.pipe(
+      Effect.catchTag("ListenError", (error) =>
+        error.code !== "EADDRINUSE"
+          ? Effect.fail(failed(error.message))
+          : Effect.gen(function*() {
+            // A socket file is there: a live watch answers on it; a killed watch's file does not.
+            const answers = yield* Effect.scoped(Effect.isSuccess(dialUnix(socketPath)))
+            if (answers) return yield* new WatchAlreadyRunning({ name, socketPath })
+            yield* Effect.try({ try: () => fs.rmSync(socketPath, { force: true }), catch: (cause) => failed(String(cause)) })
+            yield* listen.pipe(Effect.mapError((again) => failed(again.message)))
+          }))
+    )
+  })

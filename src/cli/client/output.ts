@@ -1,0 +1,162 @@
+/**
+ * What the client commands print. Text mode shows the session's tool-result
+ * text (the contract texts: `Message sent to …`, `**Reply from …:**`, the
+ * `list` sections, `No unresolved inbound asks.`); `--json` prints one JSON
+ * object per result, or per event for `watch`. See docs/cli.md.
+ */
+import * as Console from "effect/Console"
+import type * as Effect from "effect/Effect"
+import type { PresenceEvent } from "../../client/ClientConnection.ts"
+import type { Message, SessionInfo } from "../../protocol/frames.ts"
+import type { Inbound } from "../../session/Host.ts"
+import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
+import { messageBody } from "../../session/render.ts"
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
+
+// ---------------------------------------------------------------------------
+// Exit codes
+// ---------------------------------------------------------------------------
+
+/** Tool errors that mean "the command was called wrongly", not "it did not work". */
+const USAGE_REASONS: ReadonlySet<string> = new Set(["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"])
+
+/** 0 for a result, 2 for a usage error (empty message, control characters, bad timeout), else 1. */
+export const exitCodeOf = (result: ToolResult): number => {
+  if (!result.isError) return EXIT_OK
+  const reason = result.details["reason"]
+  return typeof reason === "string" && USAGE_REASONS.has(reason) ? EXIT_USAGE : EXIT_FAILURE
+}
+
+// ---------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------
+
+/** The tool-style result of a failure that happened before any session existed. */
+export const errorResult = (reason: string, text: string): ToolResult => ({
+  text,
+  isError: true,
+  details: { error: true, reason }
+})
+
+/** For `ask`: the answer's text without the `**Reply from <to>:**` line. */
+const replyBody = (params: IntercomToolParams, result: ToolResult): string | undefined => {
+  if (params.action !== "ask" || result.isError || params.to === undefined) return undefined
+  const prefix = `**Reply from ${params.to}:**\n`
+  return result.text.startsWith(prefix) ? result.text.slice(prefix.length) : undefined
+}
+
+/** The `--json` object of one command result. */
+export const resultJson = (
+  params: IntercomToolParams,
+  result: ToolResult,
+  via: "session" | "watch"
+): Record<string, unknown> => {
+  const reply = replyBody(params, result)
+  return {
+    ok: !result.isError,
+    action: params.action,
+    via,
+    text: result.text,
+    ...(reply === undefined ? {} : { reply }),
+    details: result.details
+  }
+}
+
+/** Text: the result on stdout, or the error on stderr. JSON: the object on stdout. */
+export const printResult = (
+  json: boolean,
+  params: IntercomToolParams,
+  result: ToolResult,
+  via: "session" | "watch"
+): Effect.Effect<void> =>
+  json
+    ? Console.log(JSON.stringify(resultJson(params, result, via)))
+    : result.isError
+    ? Console.error(result.text)
+    : Console.log(result.text)
+
+// ---------------------------------------------------------------------------
+// Events (watch; inbound messages of short-lived commands)
+// ---------------------------------------------------------------------------
+
+const indent = (text: string): string =>
+  text
+    .split("\n")
+    .map((line) => `  ${line}`)
+    .join("\n")
+
+const shortId = (id: string): string => id.slice(0, 8)
+
+/** `name (1a2b3c4d)`, or `Unnamed session (1a2b3c4d)`. */
+export const sessionLabel = (session: { readonly id: string; readonly name?: string | undefined }): string =>
+  `${session.name?.trim() || "Unnamed session"} (${shortId(session.id)})`
+
+const who = (session: SessionInfo) => ({ id: session.id, ...(session.name === undefined ? {} : { name: session.name }) })
+
+/** An inbound message: `[ask] <sender> · <message id>` or `[message] <sender>`, then the body indented. */
+export const inboundText = (from: SessionInfo, message: Message, expectsReply: boolean): string =>
+  `${expectsReply ? "[ask]" : "[message]"} ${sessionLabel(from)} · ${message.id}${
+    message.replyTo === undefined ? "" : ` (in reply to ${message.replyTo})`
+  }\n${indent(messageBody(message))}`
+
+export const inboundJson = (inbound: Pick<Inbound, "from" | "message" | "expectsReply">): Record<string, unknown> => ({
+  event: "message",
+  from: who(inbound.from),
+  messageId: inbound.message.id,
+  expectsReply: inbound.expectsReply,
+  ...(inbound.message.replyTo === undefined ? {} : { replyTo: inbound.message.replyTo }),
+  text: inbound.message.content.text,
+  ...(inbound.message.content.attachments === undefined ? {} : { attachments: inbound.message.content.attachments }),
+  timestamp: inbound.message.timestamp
+})
+
+/**
+ * A membership event as a line (text) or object (JSON), given what was known
+ * about the session before; `undefined` when there is nothing to show (an
+ * update that changed neither name nor status).
+ */
+export const presenceOutput = (
+  event: PresenceEvent,
+  before: SessionInfo | undefined
+): { readonly text: string; readonly json: Record<string, unknown> } | undefined => {
+  switch (event._tag) {
+    case "Joined":
+      return {
+        text: `[joined] ${sessionLabel(event.session)} · ${event.session.cwd}`,
+        json: { event: "joined", session: event.session }
+      }
+    case "Left":
+      return {
+        text: `[left] ${sessionLabel({ id: event.sessionId, name: before?.name })}`,
+        json: { event: "left", sessionId: event.sessionId, ...(before?.name === undefined ? {} : { name: before.name }) }
+      }
+    case "Updated": {
+      const session = event.session
+      if (before !== undefined && before.name !== session.name) {
+        return {
+          text: `[renamed] ${sessionLabel(before)} → ${session.name?.trim() || "Unnamed session"}`,
+          json: { event: "renamed", session, previousName: before.name ?? null }
+        }
+      }
+      if (before?.status === session.status) return undefined
+      return {
+        text: `[status] ${sessionLabel(session)}: ${before?.status ?? "?"} → ${session.status ?? "?"}`,
+        json: { event: "status", session, previousStatus: before?.status ?? null }
+      }
+    }
+  }
+}
+
+/** A result of an action taken by the watch (a typed reply, or a command run through it). */
+export const actionText = (params: IntercomToolParams, result: ToolResult, source: "stdin" | "command"): string => {
+  const label = result.isError ? "[error]" : "[done]"
+  const from = source === "command" ? ` (intercom ${params.action})` : ""
+  const [first = "", ...rest] = result.text.split("\n")
+  return rest.length === 0 ? `${label}${from} ${first}` : `${label}${from} ${first}\n${indent(rest.join("\n"))}`
+}
+
+export const actionJson = (
+  params: IntercomToolParams,
+  result: ToolResult,
+  source: "stdin" | "command"
+): Record<string, unknown> => ({ event: "action", source, ...resultJson(params, result, "watch") })

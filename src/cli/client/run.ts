@@ -1,0 +1,71 @@
+/**
+ * The short-lived client commands (`list`, `send`, `ask`, `reply`, `pending`,
+ * `status`): one action, one result, one exit code.
+ *
+ * The action runs in the `intercom watch` of the same name when one is
+ * running (its session is the one that was asked and holds the reply
+ * tracker; see control.ts), else in a session of its own: registered with a
+ * fresh random id, connected (spawning the broker if needed), and
+ * unregistered when the command ends.
+ */
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import { randomUUID } from "node:crypto"
+import { headless } from "../../session/Host.ts"
+import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
+import { ExitCode } from "../exit.ts"
+import { delegate } from "./control.ts"
+import { errorResult, exitCodeOf, inboundJson, inboundText, printResult } from "./output.ts"
+import { type CliContext, type CommonInput, openSession, resolveContext } from "./session.ts"
+
+/** Ends the command: prints `result` and exits with its code. */
+const finish = (
+  input: CommonInput,
+  params: IntercomToolParams,
+  result: ToolResult,
+  via: "session" | "watch"
+): Effect.Effect<void, ExitCode> =>
+  Effect.gen(function*() {
+    yield* printResult(input.json, params, result, via)
+    const code = exitCodeOf(result)
+    if (code !== 0) return yield* new ExitCode({ code })
+  })
+
+/**
+ * One action in a session of this process. Messages that reach it meanwhile
+ * (say, while `ask` waits) are shown on stderr rather than dropped.
+ */
+const runInOwnSession = (context: CliContext, params: IntercomToolParams, json: boolean): Effect.Effect<ToolResult> =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const host = headless(context.identity, (inbound) =>
+        Console.error(
+          json ? JSON.stringify(inboundJson(inbound)) : inboundText(inbound.from, inbound.message, inbound.expectsReply)
+        ))
+      const { session } = yield* openSession(context, { sessionId: randomUUID(), host, inboundTrigger: "never" })
+      return yield* session.intercom(params)
+    })
+  )
+
+/** Runs one client action as `intercom <action>` does. */
+export const runAction = (
+  input: CommonInput,
+  params: IntercomToolParams
+): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.result(resolveContext(input))
+    if (context._tag === "Failure") {
+      return yield* finish(input, params, errorResult(context.failure._tag, context.failure.message), "session")
+    }
+    if (Option.isSome(context.success.control)) {
+      const delegated = yield* Effect.result(delegate(context.success.control.value.socketPath, context.success.name, params))
+      if (delegated._tag === "Failure") {
+        return yield* finish(input, params, errorResult("WatchLost", delegated.failure.message), "watch")
+      }
+      if (Option.isSome(delegated.success)) return yield* finish(input, params, delegated.success.value, "watch")
+    }
+    const result = yield* runInOwnSession(context.success, params, input.json)
+    return yield* finish(input, params, result, "session")
+  })

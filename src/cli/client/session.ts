@@ -1,0 +1,124 @@
+/**
+ * The CLI as a host of `IntercomSession`: settings and paths of this process,
+ * and one session (client + runtime) built from them. Short-lived commands
+ * and `watch` both open their session here.
+ */
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import type { IntercomEnvError } from "../../config/errors.ts"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { IntercomClient, type IntercomClientService, makeIntercomClient } from "../../client/IntercomClient.ts"
+import { loadIntercomSettings } from "../../config/load.ts"
+import type { IntercomSettings } from "../../config/settings.ts"
+import { Host, type HostIdentity, type HostService } from "../../session/Host.ts"
+import {
+  type InboundTrigger,
+  type IntercomSessionService,
+  makeIntercomSession,
+  sessionRegistration
+} from "../../session/IntercomSession.ts"
+import { type IntercomPaths, resolveProcessPaths, type SocketPathError } from "../paths.ts"
+import { type ControlLocation, controlLocation } from "./control.ts"
+import { CLI_MODEL, defaultCliName, nameKey } from "./identity.ts"
+
+/** The flags every client command takes. */
+export interface CommonInput {
+  readonly name: Option.Option<string>
+  readonly json: boolean
+  readonly dir: Option.Option<string>
+}
+
+/** Everything a client command needs to know before it touches the bus. */
+export interface CliContext {
+  readonly settings: IntercomSettings
+  /** Socket path with the short fallback of long agent dirs, as `intercom broker` computes it. */
+  readonly paths: IntercomPaths
+  readonly name: string
+  /** Where a watch of this name listens; `None` when no usable path exists. */
+  readonly control: Option.Option<ControlLocation>
+  readonly identity: HostIdentity
+}
+
+/** `enabled: false` in config.json: the CLI does not connect (C-CFG-6). */
+export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ readonly configFile: string }> {
+  override get message(): string {
+    return `Intercom is disabled ("enabled": false in ${this.configFile}); not connecting.`
+  }
+}
+
+/** The failures of `resolveContext`, each with a user-facing `message`. */
+export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError
+
+export const resolveContext = (
+  input: Pick<CommonInput, "name" | "dir">
+): Effect.Effect<CliContext, ContextError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const dir = Option.getOrUndefined(input.dir)
+    const settings = yield* loadIntercomSettings({ dir })
+    if (!settings.enabled) {
+      return yield* new IntercomDisabled({ configFile: settings.configSource ?? settings.paths.configFile })
+    }
+    const paths = yield* resolveProcessPaths(dir)
+    const name = Option.getOrElse(input.name, defaultCliName).trim()
+    const control = yield* Effect.option(controlLocation(paths, nameKey(name, settings.scopeId)))
+    const identity: HostIdentity = { name, cwd: process.cwd(), model: CLI_MODEL }
+    return { settings, paths, name, control, identity } satisfies CliContext
+  })
+
+export interface OpenSessionOptions {
+  readonly sessionId: string
+  readonly host: HostService
+  readonly inboundTrigger: InboundTrigger
+}
+
+export interface CliSession {
+  readonly session: IntercomSessionService
+  readonly client: IntercomClientService
+}
+
+/**
+ * One session generation in the current Scope: an `IntercomClient` that
+ * spawns the broker from the config when none runs, and the session runtime
+ * over it. Nothing connects until the first action. Closing the Scope ends
+ * the session and unregisters (the client's finalizer runs last).
+ */
+export const openSession = (
+  context: CliContext,
+  options: OpenSessionOptions
+): Effect.Effect<CliSession, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { settings, paths } = context
+    const now = Date.now()
+    const client = yield* makeIntercomClient({
+      agentDir: paths.agentDir,
+      intercomDir: paths.intercomDir,
+      socketPath: paths.socketPath,
+      sessionId: options.sessionId,
+      scopeId: settings.scopeId,
+      registration: sessionRegistration({
+        sessionId: options.sessionId,
+        identity: options.host.identity,
+        pid: process.pid,
+        startedAt: now,
+        statusSuffix: settings.status
+      }),
+      launch: settings.broker,
+      sendTimeoutMs: settings.sendTimeoutMs,
+      listTimeoutMs: settings.listTimeoutMs,
+      livenessIntervalMs: settings.liveness.intervalMs,
+      livenessTimeoutMs: settings.liveness.timeoutMs
+    })
+    const session = yield* makeIntercomSession({
+      askTimeoutMs: settings.askTimeoutMs,
+      replyHint: settings.replyHint,
+      statusSuffix: settings.status,
+      inboundTrigger: options.inboundTrigger
+    }).pipe(
+      Effect.provideService(IntercomClient, client),
+      Effect.provideService(Host, options.host)
+    )
+    return { session, client }
+  })
+

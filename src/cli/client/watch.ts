@@ -1,0 +1,165 @@
+/**
+ * `intercom watch`: stay registered as a name, print what arrives, answer
+ * asks from the keyboard.
+ *
+ * - Registers under the name's stable session id (identity.ts), after
+ *   claiming the name's control socket, so that two watches of one name never
+ *   take each other's session over (P16).
+ * - Prints inbound messages and asks (with their message ids) and membership
+ *   events (joined, left, renamed, status changes).
+ * - A line on stdin answers the pending ask; `@<name or message id> <text>`
+ *   picks one when several are pending.
+ * - Runs the actions of short-lived commands with the same name (`intercom
+ *   reply --name planner …` from another terminal) in this session.
+ * - End of stdin, Ctrl-C or SIGTERM leave cleanly: the session unregisters.
+ */
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import * as readline from "node:readline"
+import type { SessionInfo } from "../../protocol/frames.ts"
+import { headless, type Inbound } from "../../session/Host.ts"
+import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
+import { EXIT_FAILURE, ExitCode } from "../exit.ts"
+import { ControlPathTooLong, serveControl } from "./control.ts"
+import { watchSessionId } from "./identity.ts"
+import { actionJson, actionText, errorResult, inboundJson, inboundText, presenceOutput, sessionLabel } from "./output.ts"
+import { type CommonInput, openSession, resolveContext } from "./session.ts"
+
+export interface WatchInput extends CommonInput {
+  /** Read replies from stdin (and leave at its end); `--no-stdin` runs until a signal. */
+  readonly stdin: boolean
+}
+
+/** Lines of stdin until it ends. `terminal: false`: Ctrl-C stays a signal, not a readline event. */
+const stdinLines: Stream.Stream<string> = Stream.callback<string>((queue) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const lines = readline.createInterface({ input: process.stdin, terminal: false, crlfDelay: Infinity })
+      lines.on("line", (line) => Queue.offerUnsafe(queue, line))
+      lines.on("close", () => Queue.endUnsafe(queue))
+      return lines
+    }),
+    (lines) =>
+      Effect.sync(() => {
+        lines.close()
+        process.stdin.destroy() // nothing may keep the process alive after the watch ends
+      })
+  )
+)
+
+const HELP =
+  `Type a line to answer the pending ask; "@<name or message id> <text>" picks one when several are pending. Ctrl-D or Ctrl-C leaves.`
+
+/** What a typed line means: a reply, a reply to a chosen ask or sender, or a mistake. */
+export const parseReplyLine = (
+  line: string,
+  pendingIds: ReadonlyArray<string>
+): IntercomToolParams | { readonly problem: string } | undefined => {
+  const text = line.trim()
+  if (text === "") return undefined
+  if (!text.startsWith("@")) return { action: "reply", message: text }
+  const match = /^@(\S+)\s+([\s\S]+)$/.exec(text)
+  if (match === null) return { problem: `Nothing to send: type "@<name or message id> <text>".` }
+  const [, target = "", message = ""] = match
+  // A message id (or a prefix of 8+ characters of exactly one) picks that ask; anything else names its sender.
+  const byId = pendingIds.filter((id) => id === target || (target.length >= 8 && id.startsWith(target)))
+  const [only] = byId
+  return byId.length === 1 && only !== undefined
+    ? { action: "reply", replyTo: only, message }
+    : { action: "reply", to: target, message }
+}
+
+export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fail = (reason: string, message: string) =>
+      (input.json
+        ? Console.log(JSON.stringify({ event: "error", ...errorResult(reason, message) }))
+        : Console.error(message)).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
+
+    const context = yield* resolveContext(input).pipe(Effect.catch((error) => fail(error._tag, error.message)))
+    if (Option.isNone(context.control)) {
+      const error = new ControlPathTooLong({ path: context.paths.intercomDir })
+      return yield* fail(error._tag, error.message)
+    }
+    const sessionId = watchSessionId(context.name, context.settings.scopeId)
+    const emit = (text: string, json: Record<string, unknown>) =>
+      Console.log(input.json ? JSON.stringify(json) : text)
+    const emitError = (text: string, json: Record<string, unknown>) =>
+      input.json ? Console.log(JSON.stringify(json)) : Console.error(text)
+
+    // What this watch knows about the others, for membership lines.
+    const known = new Map<string, SessionInfo>()
+
+    const host = headless(context.identity, (inbound: Inbound) =>
+      emit(inboundText(inbound.from, inbound.message, inbound.expectsReply), inboundJson(inbound)))
+    const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never" })
+
+    const act = (params: IntercomToolParams, source: "stdin" | "command"): Effect.Effect<ToolResult> =>
+      Effect.tap(session.intercom(params), (result) => {
+        // Queries run for another terminal print there only.
+        if (source === "command" && (params.action === "list" || params.action === "status" || params.action === "pending")) {
+          return Effect.void
+        }
+        const text = actionText(params, result, source)
+        const json = actionJson(params, result, source)
+        return result.isError ? emitError(text, json) : emit(text, json)
+      })
+
+    // Claim the name before registering under its id: a second watch stops here.
+    yield* serveControl(context.control.value, context.name, (params) => act(params, "command")).pipe(
+      Effect.catch((error) => fail(error._tag, error.message))
+    )
+
+    yield* Effect.forkScoped(
+      Stream.runForEach(client.presenceEvents, (event) => {
+        const id = event._tag === "Left" ? event.sessionId : event.session.id
+        const before = known.get(id)
+        if (event._tag === "Left") known.delete(id)
+        else known.set(id, event.session)
+        const shown = presenceOutput(event, before)
+        return shown === undefined ? Effect.void : emit(shown.text, shown.json)
+      }),
+      { startImmediately: true }
+    )
+
+    // First action: spawn the broker if needed, register, list.
+    const listing = yield* session.list.pipe(Effect.catch((error) => fail(error._tag, error.message)))
+    const others = listing.sessions.filter((other) => other.id !== sessionId)
+    for (const other of others) known.set(other.id, other)
+    const othersText = others.length === 0
+      ? "No other sessions connected."
+      : `Other sessions: ${others.map(sessionLabel).join(", ")}`
+    yield* emit(
+      `Watching as ${context.name} (session ${sessionId}). ${othersText}\n${input.stdin ? HELP : "Ctrl-C leaves."}`,
+      { event: "ready", name: context.name, sessionId, sessions: others }
+    )
+    const sameName = others.filter((other) => other.name?.trim().toLowerCase() === context.name.toLowerCase())
+    if (sameName.length > 0) {
+      yield* Console.error(
+        `Warning: another session is also named "${context.name}" (${
+          sameName.map((other) => other.id).join(", ")
+        }); asks to that name are ambiguous until one of them leaves.`
+      )
+    }
+
+    if (!input.stdin) return yield* Effect.never
+
+    yield* Stream.runForEach(stdinLines, (line) =>
+      Effect.gen(function*() {
+        const pending = yield* Effect.option(session.pending)
+        const ids = Option.match(pending, {
+          onNone: () => [],
+          onSome: (result) => result.asks.map((ask) => ask.message.id)
+        })
+        const parsed = parseReplyLine(line, ids)
+        if (parsed === undefined) return
+        if ("problem" in parsed) {
+          return yield* emitError(`[error] ${parsed.problem}`, { event: "error", text: parsed.problem })
+        }
+        yield* act(parsed, "stdin")
+      }))
+  }).pipe(Effect.scoped)

@@ -1,0 +1,94 @@
+/**
+ * The pure parts of the client commands: `--timeout` values, names and their
+ * stable session ids, the watch's reply lines, exit codes of tool results.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { parseTimeout } from "../../src/cli/client/duration.ts"
+import { nameKey, nameProblem, watchSessionId } from "../../src/cli/client/identity.ts"
+import { exitCodeOf, presenceOutput } from "../../src/cli/client/output.ts"
+import { parseReplyLine } from "../../src/cli/client/watch.ts"
+
+describe("--timeout", () => {
+  it("takes milliseconds or a duration with a unit", () => {
+    assert.strictEqual(parseTimeout("90000"), 90_000)
+    assert.strictEqual(parseTimeout("500ms"), 500)
+    assert.strictEqual(parseTimeout("30s"), 30_000)
+    assert.strictEqual(parseTimeout("1.5m"), 90_000)
+    assert.strictEqual(parseTimeout("2 minutes"), 120_000)
+    assert.strictEqual(parseTimeout(" 1h "), 3_600_000)
+    assert.strictEqual(parseTimeout("10 Seconds"), 10_000)
+  })
+
+  it("refuses zero, negatives, unknown units and junk", () => {
+    for (const text of ["0", "0s", "-5", "5 fortnights", "soon", "", "1e3", "0.0001ms"]) {
+      assert.isUndefined(parseTimeout(text), text)
+    }
+  })
+})
+
+describe("names and stable ids", () => {
+  it("a name maps to one cli-<32 hex> id, ignoring case and surrounding space, per scope", () => {
+    const id = watchSessionId("planner", undefined)
+    assert.match(id, /^cli-[0-9a-f]{32}$/)
+    assert.match(id, /^[A-Za-z0-9_-]{8,80}$/, "well formed for pi-intercom brokers")
+    assert.strictEqual(watchSessionId(" Planner ", undefined), id)
+    assert.notStrictEqual(watchSessionId("planner", "team-a"), id)
+    assert.notStrictEqual(watchSessionId("reviewer", undefined), id)
+    assert.strictEqual(nameKey("planner", undefined).length, 64)
+  })
+
+  it("refuses empty, over-long and control-character names", () => {
+    assert.isUndefined(nameProblem("planner"))
+    assert.strictEqual(nameProblem("  "), "--name must not be empty")
+    assert.match(nameProblem("x".repeat(65)) ?? "", /at most 64/)
+    assert.match(nameProblem("a\u0007b") ?? "", /control characters/)
+  })
+})
+
+describe("watch reply lines", () => {
+  const ids = ["8d5424ff-405e-4c8a-b341-5b02e310ff6f", "8d5424aa-0000-4000-8000-000000000000"]
+
+  it("a plain line replies to the pending ask; blank lines are nothing", () => {
+    assert.deepStrictEqual(parseReplyLine("  yes, ship it ", ids), { action: "reply", message: "yes, ship it" })
+    assert.isUndefined(parseReplyLine("   ", ids))
+  })
+
+  it("@<message id or a unique 8+ prefix> picks that ask; anything else names a sender", () => {
+    assert.deepStrictEqual(parseReplyLine(`@${ids[0]} a`, ids), { action: "reply", replyTo: ids[0], message: "a" })
+    assert.deepStrictEqual(parseReplyLine("@8d5424ff b", ids), { action: "reply", replyTo: ids[0], message: "b" })
+    assert.deepStrictEqual(parseReplyLine("@8d5424 c", ids), { action: "reply", to: "8d5424", message: "c" }, "ambiguous prefix")
+    assert.deepStrictEqual(parseReplyLine("@bob  two words", ids), { action: "reply", to: "bob", message: "two words" })
+    assert.deepInclude(parseReplyLine("@bob", ids), { problem: `Nothing to send: type "@<name or message id> <text>".` })
+  })
+})
+
+describe("exit codes and events", () => {
+  it("results exit 0, usage problems 2, everything else 1", () => {
+    const result = (isError: boolean, reason?: string) => ({
+      text: "",
+      isError,
+      details: reason === undefined ? {} : { error: true, reason }
+    })
+    assert.strictEqual(exitCodeOf(result(false)), 0)
+    for (const reason of ["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"]) {
+      assert.strictEqual(exitCodeOf(result(true, reason)), 2, reason)
+    }
+    for (const reason of ["NotDelivered", "ReplyTimeout", "IntercomNotConnected", "NoReplyContext", "WatchLost"]) {
+      assert.strictEqual(exitCodeOf(result(true, reason)), 1, reason)
+    }
+  })
+
+  it("a presence update shows only a change of status or name", () => {
+    const base = { id: "1a2b3c4d-0000", cwd: "/w", model: "m", pid: 1, startedAt: 0, lastActivity: 0, name: "rev", status: "idle" }
+    assert.isUndefined(presenceOutput({ _tag: "Updated", session: base }, base))
+    assert.strictEqual(
+      presenceOutput({ _tag: "Updated", session: { ...base, status: "thinking" } }, base)?.text,
+      "[status] rev (1a2b3c4d): idle → thinking"
+    )
+    assert.strictEqual(
+      presenceOutput({ _tag: "Updated", session: { ...base, name: "reviewer" } }, base)?.text,
+      "[renamed] rev (1a2b3c4d) → reviewer"
+    )
+    assert.strictEqual(presenceOutput({ _tag: "Left", sessionId: base.id }, base)?.text, "[left] rev (1a2b3c4d)")
+  })
+})
