@@ -98,6 +98,38 @@ describe("the two-terminal conversation", () => {
     }), TIMEOUT)
 })
 
+describe("acting through a watch", () => {
+  it.live("an ask handed to a watch is withdrawn when its command goes away; --no-stdin keeps a watch without stdin", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      // stdin is /dev/null: without --no-stdin this watch would leave at once.
+      const reviewer = yield* spawnCli(agent, ["watch", "--name", "reviewer", "--no-stdin"])
+      yield* reviewer.waitStdout(/^Watching as reviewer .*\nCtrl-C leaves\.$/m)
+      const planner = yield* startWatch(agent, "planner")
+
+      // Run as planner: the ask goes out from the planner watch's session.
+      const asker = yield* spawnCli(agent, ["ask", "--name", "planner", "reviewer", "Ready?"])
+      const [, staleId = ""] = yield* reviewer.waitStdout(/\[ask\] planner \(cli-[0-9a-f]{4}\) · (\S+)\n {2}Ready\?\n/)
+      assert.include((yield* runCli(agent, ["pending", "--name", "reviewer"])).stdout, "Ready?")
+      yield* asker.kill("SIGKILL")
+      yield* asker.waitExit()
+
+      // The watch interrupted the ask, so its reply-waiter slot is free for the next one.
+      const again = yield* spawnCli(agent, ["ask", "--name", "planner", "reviewer", "Now?"])
+      const [, nowId = ""] = yield* reviewer.waitStdout(/\[ask\] planner \S+ · (\S+)\n {2}Now\?\n/)
+      const answered = yield* runCli(agent, ["reply", "--name", "reviewer", "--reply-to", nowId, "now"])
+      assert.strictEqual(answered.code, 0, answered.stderr)
+      assert.deepStrictEqual(yield* again.waitExit(), { code: 0, signal: null }, again.stderr())
+      assert.strictEqual(again.stdout(), "**Reply from reviewer:**\nnow\n")
+      yield* planner.waitStdout(/\[done\] \(intercom ask\) \*\*Reply from reviewer:\*\*\n {2}now\n/)
+
+      // …and it withdrew the first ask at the broker (cancel_ask, P64): a late answer is refused.
+      const late = yield* runCli(agent, ["reply", "--name", "reviewer", "--reply-to", staleId, "late"])
+      assert.strictEqual(late.code, 1)
+      assert.strictEqual(late.stderr.trim(), `Reply to "planner" was not delivered: Reply target does not match a pending ask`)
+    }), TIMEOUT)
+})
+
 describe("intercom watch", () => {
   it.live("prints joins, status changes, inbound sends and departures (--json: one object per line)", () =>
     Effect.gen(function*() {
