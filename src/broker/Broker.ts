@@ -24,13 +24,33 @@ export interface BrokerHandle {
 const describe = (cause: unknown): string =>
   cause instanceof Error ? cause.message : String(cause)
 
+/** The first of `dir` and its ancestors that exists but is not a directory, if any. */
+const blockingFile = (dir: string): string | undefined => {
+  for (let current = dir; ; current = path.dirname(current)) {
+    try {
+      return fs.statSync(current).isDirectory() ? undefined : current
+    } catch {
+      if (path.dirname(current) === current) return undefined
+    }
+  }
+}
+
 const prepareDirectory = (dir: string) =>
   Effect.try({
     try: () => {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
       fs.chmodSync(dir, 0o700) // re-asserted on every start (P81)
     },
-    catch: (cause) => new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail: describe(cause) })
+    catch: (cause) => {
+      // mkdir reports a file in the way as EEXIST or ENOTDIR; say what is wrong instead.
+      const file = blockingFile(dir)
+      const detail = file === undefined
+        ? describe(cause)
+        : file === dir
+        ? "it is not a directory"
+        : `${file} is not a directory`
+      return new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail })
+    }
   })
 
 const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")

@@ -15,29 +15,17 @@ import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
-import { runBroker } from "../broker/Broker.ts"
-import { type BrokerOptions, DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
+import { DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { clientCommands } from "./client/commands.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
-import { ignoreStdioErrors } from "./logging.ts"
-import { currentUid, type IntercomPaths, prepareFallbackDir, resolveProcessPaths } from "./paths.ts"
+import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
+import { resolveProcessPaths } from "./paths.ts"
 import { isProcessAlive, processOwnsSocket, readPidFile, signalProcess } from "./processes.ts"
-import { scopedWithGrace } from "./shutdown.ts"
 
 /** How long `broker stop` waits for the broker to go away, and how often it looks. */
 export const STOP_TIMEOUT = Duration.seconds(5)
 export const STOP_POLL_INTERVAL = Duration.millis(100)
-/** How long the broker's shutdown may take before the process gives up on it. */
-export const SHUTDOWN_GRACE = Duration.seconds(3)
-
-/** Prints `message` on stderr and ends the command with exit code 1. */
-const failWith = (message: string): Effect.Effect<never, ExitCode> =>
-  Console.error(message).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
-
-/** A typed error whose `message` is already user-facing → stderr, exit 1. */
-const reportError = (error: { readonly message: string }): Effect.Effect<never, ExitCode> => failWith(error.message)
 
 const dirFlag = Flag.String("dir").pipe(
   Flag.withDescription(
@@ -60,57 +48,18 @@ const ignoredPathArgument = Argument.String("broker-script").pipe(
   Argument.optional
 )
 
-const describeSocket = (paths: IntercomPaths): string =>
-  paths.fallbackDir === undefined
-    ? paths.socketPath
-    : `${paths.socketPath} (short fallback: ${paths.defaultSocketPath} is too long for a Unix socket)`
-
 // ---------------------------------------------------------------------------
-// intercom broker
+// intercom broker (the broker itself is foreground.ts: the fast path runs it too)
 // ---------------------------------------------------------------------------
-
-interface BrokerInput {
-  readonly dir: Option.Option<string>
-  readonly maxSessions: Option.Option<number>
-  readonly brokerScript: Option.Option<string>
-}
-
-/**
- * Runs the broker in the foreground until a signal (runMain interrupts this
- * fiber) or idle exit; either way the scope closes, which ends every session
- * socket and removes the socket and pid file.
- */
-const runForeground = (input: BrokerInput): Effect.Effect<void, ExitCode> =>
-  Effect.gen(function*() {
-    yield* ignoreStdioErrors
-    const paths = yield* resolveProcessPaths(Option.getOrUndefined(input.dir))
-    if (paths.fallbackDir !== undefined) yield* prepareFallbackDir(paths.fallbackDir, currentUid())
-    const options: BrokerOptions = Option.match(input.maxSessions, {
-      onNone: () => ({ intercomDir: paths.intercomDir, socketPath: paths.socketPath }),
-      onSome: (maxSessions) => ({ intercomDir: paths.intercomDir, socketPath: paths.socketPath, maxSessions })
-    })
-    // Registered before the broker so that it runs after the broker's own cleanup.
-    const started = yield* Ref.make(false)
-    yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Ref.get(started), (wasStarted) => wasStarted ? Effect.logInfo("Intercom broker stopped") : Effect.void)
-    )
-    const handle = yield* runBroker(options)
-    yield* Ref.set(started, true)
-    yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
-    yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
-    yield* handle.idleExit
-    yield* Effect.logInfo("Idle: no sessions left, shutting down")
-  }).pipe(
-    scopedWithGrace(SHUTDOWN_GRACE),
-    Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError })
-  )
 
 const brokerBase = Command.make("broker", {
   maxSessions: maxSessionsFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
-  Command.withHandler(runForeground),
+  Command.withHandler((input) =>
+    runForeground({ dir: Option.getOrUndefined(input.dir), maxSessions: Option.getOrUndefined(input.maxSessions) })
+  ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),
   Command.withDescription(
     "Run the intercom broker in the foreground. Prints `Intercom broker started (pid: <pid>)` once it listens; exits 0 on SIGINT/SIGTERM or when idle."

@@ -1,33 +1,29 @@
 #!/usr/bin/env node
 /**
- * The `intercom` executable (`bin` → dist/cli/main.js). Imports are deep
- * (`@effect/platform-node/NodeRuntime`, never the barrel) because a spawned
- * broker has to answer health checks quickly.
+ * The `intercom` executable. `bin` points at its bundle, dist/bin/intercom.mjs
+ * (see rolldown.config.ts); tsc's dist/cli/main.js works the same, slower.
+ *
+ * This module stays tiny and imports nothing heavy: a client spawns
+ * `intercom broker --dir <dir>` and polls health, so that command must start
+ * fast. A well-formed `broker` argv (argv.ts) runs through the lean
+ * brokerEntry.ts; anything else loads the effect/cli program (program.ts).
+ * Both are dynamic imports, so each path loads only its own code (its own
+ * bundle, dist/bin/broker.mjs or dist/bin/program.mjs).
  */
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import * as Command from "effect/cli/Command"
-import * as Effect from "effect/Effect"
-import { readFileSync } from "node:fs"
-import { intercom } from "./commands.ts"
-import { teardown } from "./exit.ts"
-import { loggingLayer } from "./logging.ts"
+import { enableCompileCache } from "node:module"
+import { parseBrokerArgv } from "./argv.ts"
 
-/** This package's version, for `--version` (dist/cli/main.js → package.json). */
-const readVersion = (): string => {
-  try {
-    const pkg: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
-    return typeof pkg === "object" && pkg !== null && "version" in pkg && typeof pkg.version === "string"
-      ? pkg.version
-      : "unknown"
-  } catch {
-    return "unknown"
-  }
+// V8's compiled code of the modules loaded below is cached across runs (in
+// $NODE_COMPILE_CACHE, else <tmpdir>/node-compile-cache; keyed by content and
+// Node version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves the
+// broker 25–30 ms of CPU per start (docs/performance.md).
+enableCompileCache()
+
+const flags = parseBrokerArgv(process.argv.slice(2))
+if (flags !== undefined) {
+  const { runBrokerProcess } = await import("./brokerEntry.ts")
+  runBrokerProcess(flags)
+} else {
+  const { runCliProcess } = await import("./program.ts")
+  runCliProcess()
 }
-
-intercom.pipe(
-  Command.run({ version: readVersion() }),
-  Effect.provide(NodeServices.layer),
-  Effect.provide(loggingLayer),
-  NodeRuntime.runMain({ teardown })
-)

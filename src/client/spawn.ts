@@ -11,7 +11,9 @@ import { Clock, Data, Deferred, Duration, Effect, Exit, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { brokerEntryPoint } from "../config/install.ts"
+import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
+import { fallbackDirOf } from "../config/socketPath.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 
 export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
@@ -39,9 +41,11 @@ const LOCK_STALE_MS = 10_000
 const LOCK_ATTEMPTS = 5
 const POLL = Duration.millis(100)
 
-/** The compiled CLI entry, found from this module whether it runs from `src/` or `dist/`. */
-export const brokerEntryPoint = (): string =>
-  path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "cli", "main.js")
+/**
+ * The `intercom` executable to run as `<entry> broker --dir <dir>`: the bundle,
+ * whose fast path answers health quickly (see config/install.ts).
+ */
+export { brokerEntryPoint } from "../config/install.ts"
 
 const isAlive = (pid: number): boolean => {
   try {
@@ -142,6 +146,13 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
 export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerSpawnFailed> =>
   Effect.gen(function*() {
     const waitMs = options.waitMs ?? 5000
+    // A short fallback socket lives in a shared runtime dir: dial it only through our own private dir.
+    const fallbackDir = fallbackDirOf(options.socketPath, currentUid())
+    if (fallbackDir !== undefined) {
+      yield* prepareFallbackDir(fallbackDir, currentUid()).pipe(
+        Effect.mapError((error) => new BrokerSpawnFailed({ detail: error.message }))
+      )
+    }
     if (yield* probeHealth(options.socketPath)) return
     yield* Effect.try({
       try: () => fs.mkdirSync(options.intercomDir, { recursive: true, mode: 0o700 }),

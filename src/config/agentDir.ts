@@ -4,10 +4,12 @@
  * taken"); the broker CLI, the client and the pi adapter all call
  * `resolveAgentDir` / `intercomPaths` instead of re-implementing them.
  *
- * Everything here is pure: the environment, cwd and home dir come in as
- * arguments, so the rules are unit-testable without touching the process.
+ * Everything here is pure: the environment, cwd, home dir and socket
+ * placement come in as arguments, so the rules are unit-testable without
+ * touching the process.
  */
 import * as path from "node:path"
+import { type SocketLocation, socketLocation, SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
 /** Environment variables that name the agent dir, highest precedence first. */
 export const AGENT_DIR_ENV_VARS = ["ATOMIC_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"] as const
@@ -76,25 +78,61 @@ export interface IntercomPaths {
   readonly intercomDir: string
   /** `<intercomDir>/config.json`: where the config belongs (see `configFileCandidates` for the legacy fallback). */
   readonly configFile: string
-  /** `<intercomDir>/broker.sock`: where pi-intercom clients look for the broker. */
+  /**
+   * Where the broker listens and clients dial: `defaultSocketPath`, or the
+   * short fallback when that is too long for a Unix socket (see socketPath.ts).
+   */
   readonly socketPath: string
+  /** `<intercomDir>/broker.sock`: where pi-intercom clients look for the broker. */
+  readonly defaultSocketPath: string
+  /** Set when `socketPath` is the short fallback: the private dir that holds it (see `prepareFallbackDir`). */
+  readonly socketFallbackDir: string | undefined
   /** `<intercomDir>/broker.pid`. */
   readonly pidFile: string
   /** `<intercomDir>/broker.spawn.lock`. */
   readonly spawnLockFile: string
 }
 
-/** The intercom paths of an (absolute) agent dir. */
-export const intercomPaths = (agentDir: string): IntercomPaths => {
+const buildPaths = (agentDir: string, location: SocketLocation | undefined): IntercomPaths => {
   const intercomDir = path.join(agentDir, "intercom")
+  const defaultSocketPath = path.join(intercomDir, "broker.sock")
   return {
     agentDir,
     intercomDir,
     configFile: path.join(intercomDir, "config.json"),
-    socketPath: path.join(intercomDir, "broker.sock"),
+    socketPath: location?.socketPath ?? defaultSocketPath,
+    defaultSocketPath,
+    socketFallbackDir: location?.fallbackDir,
     pidFile: path.join(intercomDir, "broker.pid"),
     spawnLockFile: path.join(intercomDir, "broker.spawn.lock")
   }
+}
+
+const defaultSocketOf = (agentDir: string): string => path.join(agentDir, "intercom", "broker.sock")
+
+/**
+ * The intercom paths of an (absolute) agent dir, with the effective socket
+ * for `placement` (see `processSocketPlacement`): the short fallback when
+ * `<intercomDir>/broker.sock` is too long. Fails when even the fallback is
+ * too long.
+ */
+export const resolveIntercomPaths = (
+  agentDir: string,
+  placement: SocketPlacement
+): IntercomPaths | SocketPathError => {
+  const location = socketLocation(agentDir, defaultSocketOf(agentDir), placement)
+  return location instanceof SocketPathError ? location : buildPaths(agentDir, location)
+}
+
+/**
+ * The intercom paths of an (absolute) agent dir. With a `placement`, as
+ * `resolveIntercomPaths`, except that when no socket path fits, `socketPath`
+ * stays the default one. Without a placement no fallback is considered: pass
+ * one wherever a socket is served or dialled (`loadIntercomSettings` does).
+ */
+export const intercomPaths = (agentDir: string, placement?: SocketPlacement): IntercomPaths => {
+  const location = placement === undefined ? undefined : socketLocation(agentDir, defaultSocketOf(agentDir), placement)
+  return buildPaths(agentDir, location instanceof SocketPathError ? undefined : location)
 }
 
 /**

@@ -7,8 +7,11 @@
  * - `IntercomEnvError` is a startup error: a variable that must be a positive
  *   integer holds something else, and the session should not start with a
  *   value the user did not ask for.
+ * - `SocketPathError` (defined with the socket-path rule in socketPath.ts) is
+ *   a startup error too: the agent dir has no usable broker socket path.
  */
 import * as Data from "effect/Data"
+import type { SocketPathError } from "./socketPath.ts"
 
 /** One known key of `config.json` with a value of the wrong type. */
 export interface InvalidField {
@@ -63,4 +66,5 @@ export class IntercomEnvError extends Data.TaggedError("IntercomEnvError")<{
   }
 }
 
-export type IntercomConfigError = IntercomConfigFileError | IntercomEnvError
+/** Also `SocketPathError` (socketPath.ts): no usable socket path for the agent dir, a startup error. */
+export type IntercomConfigError = IntercomConfigFileError | IntercomEnvError | SocketPathError

@@ -1,6 +1,7 @@
 /**
- * Intercom configuration: the agent dir and its runtime paths, `config.json`,
- * environment overrides, defaults. See docs/configuration.md.
+ * Intercom configuration: the agent dir and its runtime paths (the broker
+ * socket's short fallback included), `config.json`, environment overrides,
+ * defaults. See docs/configuration.md.
  */
 export {
   AGENT_DIR_ENV_VARS,
@@ -14,7 +15,8 @@ export {
   type Environment,
   type IntercomPaths,
   intercomPaths,
-  resolveAgentDir
+  resolveAgentDir,
+  resolveIntercomPaths
 } from "./agentDir.ts"
 export {
   type ConfigFileProblem,
@@ -23,6 +25,16 @@ export {
   IntercomEnvError,
   type InvalidField
 } from "./errors.ts"
+export { chooseRuntimeDir, currentUid, prepareFallbackDir, processSocketPlacement } from "./runtimeDir.ts"
+export {
+  agentDirHash,
+  fallbackDirOf,
+  type SocketLocation,
+  socketLocation,
+  SocketPathError,
+  socketPathLimit,
+  type SocketPlacement
+} from "./socketPath.ts"
 export {
   type LoadIntercomSettingsOptions,
   loadIntercomSettings,

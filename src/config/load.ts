@@ -9,12 +9,14 @@ import * as FileSystem from "effect/FileSystem"
 import * as os from "node:os"
 import { configFileCandidates, type Environment, resolveAgentDir } from "./agentDir.ts"
 import { IntercomEnvError } from "./errors.ts"
+import { processSocketPlacement } from "./runtimeDir.ts"
 import {
   ConfigFileRead,
   type IntercomSettings,
   type IntercomSettingsResolution,
   resolveIntercomSettings
 } from "./settings.ts"
+import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
 export interface LoadIntercomSettingsOptions {
   /** An explicit agent dir (e.g. a `--dir` flag); beats the environment. */
@@ -25,6 +27,8 @@ export interface LoadIntercomSettingsOptions {
   readonly cwd?: string | undefined
   /** Defaults to `os.homedir()`. */
   readonly homeDir?: string | undefined
+  /** Defaults to `processSocketPlacement(env)`: runtime dir from `env`, this uid, this platform. */
+  readonly socketPlacement?: SocketPlacement | undefined
 }
 
 /** Reads one file: `Missing` when it does not exist, `Unreadable` for any other failure. */
@@ -50,6 +54,7 @@ export const readIntercomSettings = Effect.fn("readIntercomSettings")(function*(
   const env = options.env ?? (yield* Effect.sync(() => ({ ...process.env })))
   const cwd = options.cwd ?? (yield* Effect.sync(() => process.cwd()))
   const homeDir = options.homeDir ?? (yield* Effect.sync(() => os.homedir()))
+  const socketPlacement = options.socketPlacement ?? (yield* processSocketPlacement(env))
   const agentDir = resolveAgentDir({ dir: options.dir, env, cwd, homeDir })
 
   // Read candidates in order until one exists, exactly as the resolver will consult them.
@@ -64,6 +69,7 @@ export const readIntercomSettings = Effect.fn("readIntercomSettings")(function*(
     env,
     cwd,
     homeDir,
+    socketPlacement,
     readFile: (path) => reads.get(path) ?? ConfigFileRead.missing
   })
 })
@@ -78,16 +84,20 @@ export const logIntercomSettingsProblems = (resolution: IntercomSettingsResoluti
   })
 
 /**
- * The effective settings of this process. Warnings and a rejected
- * `config.json` are logged (defaults apply, C-CFG-2); an invalid
- * `…_ASK_TIMEOUT_MS` fails with `IntercomEnvError`, a startup error.
+ * The effective settings of this process, `paths.socketPath` included (the
+ * short fallback for a long agent dir, as the broker computes it). Warnings
+ * and a rejected `config.json` are logged (defaults apply, C-CFG-2); an
+ * invalid `…_ASK_TIMEOUT_MS` fails with `IntercomEnvError`, and an agent dir
+ * with no usable socket path with `SocketPathError`: startup errors.
  */
 export const loadIntercomSettings = Effect.fn("loadIntercomSettings")(function*(
   options: LoadIntercomSettingsOptions = {}
-): Effect.fn.Return<IntercomSettings, IntercomEnvError, FileSystem.FileSystem> {
+): Effect.fn.Return<IntercomSettings, IntercomEnvError | SocketPathError, FileSystem.FileSystem> {
   const resolution = yield* readIntercomSettings(options)
   yield* logIntercomSettingsProblems(resolution)
-  const startupError = resolution.errors.find((error) => error instanceof IntercomEnvError)
+  const startupError = resolution.errors.find((error) =>
+    error instanceof IntercomEnvError || error instanceof SocketPathError
+  )
   if (startupError !== undefined) return yield* startupError
   return resolution.settings
 })

@@ -17,7 +17,8 @@ import {
   type IntercomPaths,
   intercomPaths,
   nonBlank,
-  resolveAgentDir
+  resolveAgentDir,
+  resolveIntercomPaths
 } from "./agentDir.ts"
 import { type IntercomConfigError, IntercomConfigFileError, IntercomEnvError, type InvalidField } from "./errors.ts"
 import {
@@ -29,6 +30,7 @@ import {
   isConfigKey,
   type ToolVisibility
 } from "./schema.ts"
+import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
 // ---------------------------------------------------------------------------
 // Defaults and environment variable names
@@ -277,6 +279,11 @@ const lenientPositiveInt = (
 export interface ResolveIntercomSettingsInput extends AgentDirInput {
   /** Reads one candidate config file; must answer `Missing` for a file that does not exist. */
   readonly readFile: (path: string) => ConfigFileRead
+  /**
+   * Decides the short socket fallback (see `intercomPaths`); `loadIntercomSettings`
+   * passes this process's. Without it, `paths.socketPath` is always `<intercomDir>/broker.sock`.
+   */
+  readonly socketPlacement?: SocketPlacement | undefined
 }
 
 export interface IntercomSettingsResolution {
@@ -287,6 +294,8 @@ export interface IntercomSettingsResolution {
    * `IntercomConfigFileError`: the file was rejected and defaults apply — log it.
    * `IntercomEnvError`: a startup error — `settings` falls back as if the
    * variable were unset, but the caller should refuse to start.
+   * `SocketPathError`: a startup error — neither the default socket path nor
+   * the short fallback fits in a Unix socket address.
    */
   readonly errors: ReadonlyArray<IntercomConfigError>
 }
@@ -334,7 +343,11 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
   const errors: Array<IntercomConfigError> = []
 
   const agentDir = resolveAgentDir(input)
-  const paths = intercomPaths(agentDir.agentDir)
+  const resolvedPaths = input.socketPlacement === undefined
+    ? intercomPaths(agentDir.agentDir)
+    : resolveIntercomPaths(agentDir.agentDir, input.socketPlacement)
+  if (resolvedPaths instanceof SocketPathError) errors.push(resolvedPaths)
+  const paths = resolvedPaths instanceof SocketPathError ? intercomPaths(agentDir.agentDir) : resolvedPaths
 
   const found = findConfig(configFileCandidates(agentDir, input.homeDir, input.cwd), input.readFile)
   let file: IntercomConfigFile = {}

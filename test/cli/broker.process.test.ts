@@ -143,6 +143,8 @@ describe("intercom broker", () => {
       assert.strictEqual(result.code, 1)
       assert.include(result.stderr, "Cannot use the intercom directory")
       assert.include(result.stderr, t.intercomDir)
+      assert.include(result.stderr, "it is not a directory")
+      assert.notInclude(result.stderr, "EEXIST", "not mkdir's own message")
       assert.notInclude(result.stderr, "    at ", "no stack trace")
       assert.notInclude(result.stderr, "Intercom broker stopped", "it never started")
       assert.strictEqual(result.stdout, "")
@@ -195,6 +197,54 @@ describe("intercom broker", () => {
       assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
       assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
       assert.isFalse(exists(socketPath))
+    }))
+})
+
+describe("intercom broker: the fast path and effect/cli run the same broker", () => {
+  /** One broker's life, with pids and times taken out: stdout, the alice lines on stderr, the exit. */
+  const lifeOf = (args: (agentDir: string) => ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(args(t.agentDir), t.env)
+      yield* broker.waitStdout(/^Listening on .*$/m)
+      yield* Effect.scoped(
+        Effect.gen(function*() {
+          yield* registerSession(t.socketPath, "alice")
+          yield* broker.waitStderr(/alice/)
+        })
+      )
+      yield* broker.waitStderr(/alice[^\n]*\n[^\n]*alice/)
+      yield* broker.kill("SIGTERM")
+      const outcome = yield* broker.waitExit()
+      const anonymous = (text: string) =>
+        text.replaceAll(t.root, "<root>").replaceAll(String(broker.pid), "<pid>").replace(/^\S+Z /gm, "<time> ")
+      return {
+        stdout: anonymous(broker.stdout()),
+        stderr: anonymous(broker.stderr()).split("\n").filter((line) => line.includes("alice") || line.includes("stopped")),
+        outcome
+      }
+    })
+
+  it.live("startup lines, join/leave lines, shutdown line and exit 0 are the same either way", () =>
+    Effect.gen(function*() {
+      // argv.ts takes the first; a positional that is not path-like sends the second through effect/cli.
+      const fast = yield* lifeOf((agentDir) => ["--dir", agentDir])
+      const full = yield* lifeOf((agentDir) => ["ignored-script", "--dir", agentDir])
+      assert.deepStrictEqual(full, fast)
+      assert.deepStrictEqual(fast.outcome, { code: 0, signal: null })
+      assert.match(fast.stdout, /^Intercom broker started \(pid: <pid>\)\nListening on /)
+      assert.strictEqual(fast.stderr.length, 3, fast.stderr.join("\n")) // joined, left, stopped
+    }), 30_000)
+
+  it.live("a startup error: the same message and exit code 1 either way", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.agentDir, { recursive: true })
+      fs.writeFileSync(t.intercomDir, "not a directory")
+      const fast = yield* runCli(["broker", "--dir", t.agentDir], t.env)
+      const full = yield* runCli(["broker", "ignored-script", "--dir", t.agentDir], t.env)
+      assert.deepStrictEqual(full, fast)
+      assert.strictEqual(fast.code, 1)
     }))
 })
 

@@ -1,8 +1,8 @@
 /**
- * Running the built CLI (`node dist/cli/main.js`) as a child process. Every
- * child lives in the test's Scope and is SIGKILLed when it closes, so a failed
- * assertion never leaves a broker behind. Nothing here builds: `npm test` runs
- * `npm run build` before vitest.
+ * Running the built CLI (`node dist/bin/intercom.mjs`, the bundle `bin` points
+ * at) as a child process. Every child lives in the test's Scope and is
+ * SIGKILLed when it closes, so a failed assertion never leaves a broker
+ * behind. Nothing here builds: `npm test` runs `npm run build` before vitest.
  */
 import { Data, Deferred, Duration, Effect, Exit, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -12,7 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
-export const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+export const MAIN = fileURLToPath(new URL("../../dist/bin/intercom.mjs", import.meta.url))
 
 export const STARTED = /^Intercom broker started \(pid: (\d+)\)$/m
 
@@ -59,7 +59,7 @@ export const cleanEnv = (home: string, extra: Readonly<Record<string, string>> =
   return { ...env, HOME: home, NODE_NO_WARNINGS: "1", ...extra }
 }
 
-/** Spawns `node dist/cli/main.js ...args`; killed (SIGKILL) when the Scope closes if still running. */
+/** Spawns `node dist/bin/intercom.mjs ...args`; killed (SIGKILL) when the Scope closes if still running. */
 export const spawnCli = (
   args: ReadonlyArray<string>,
   env: Readonly<Record<string, string>>

@@ -4,7 +4,7 @@
  * and no agent dir behind — so the example cannot rot.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Schedule } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -26,8 +26,16 @@ describe("examples/two-sessions.ts", () => {
         env: { ...childEnv(), INTERCOM_EXAMPLE_DIR: parent }
       })
       // While it runs, its broker lives under `parent`: remember it to check it is gone afterwards.
+      // Watched from the start: the whole example can finish within one poll of its stdout.
+      const seen = new Set<number>()
+      const watcher = yield* Effect.forkScoped(
+        Effect.sync(() => brokersUnder(parent).forEach((pid) => seen.add(pid))).pipe(
+          Effect.repeat(Schedule.spaced("20 millis"))
+        )
+      )
       yield* example.waitStdout(/\*\*Current session:\*\*/)
-      const brokers = brokersUnder(parent)
+      yield* Fiber.interrupt(watcher)
+      const brokers = [...seen]
       assert.strictEqual(brokers.length, 1, "one broker spawned for the example's agent dir")
       assert.strictEqual(yield* example.waitExit("20 seconds"), 0, example.stderr())
       assert.strictEqual(example.stderr(), "")

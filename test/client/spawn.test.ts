@@ -1,6 +1,6 @@
 /**
  * Auto-spawn with the real compiled broker (P93, C-BRK-16…20): the first
- * operation with no broker running starts a detached `dist/cli/main.js broker`,
+ * operation with no broker running starts a detached `dist/bin/intercom.mjs broker`,
  * and five processes racing to do so end up with exactly one broker.
  * Needs `npm run build` (npm test does it). Every broker started here is
  * stopped when its test's Scope closes.

@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
+import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
@@ -136,7 +137,8 @@ export const readPidFile = (file: string): number | undefined => {
 
 /**
  * Every live process whose command line is a broker for `agentDir`
- * (`… dist/cli/main.js broker --dir <agentDir>`), from /proc. Zombies
+ * (`… dist/bin/intercom.mjs broker --dir <agentDir>`, or the unbundled
+ * `dist/cli/main.js`: see `brokerEntryPoint`), from /proc. Zombies
  * (exited, not yet reaped) do not count.
  */
 export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
@@ -145,7 +147,7 @@ export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
     if (!/^\d+$/.test(entry)) continue
     try {
       const argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
-      if (!argv.some((arg) => arg.endsWith(path.join("dist", "cli", "main.js")))) continue
+      if (!argv.some((arg) => arg.endsWith(BUNDLED_CLI) || arg.endsWith(UNBUNDLED_CLI))) continue
       if (!argv.includes("broker") || !argv.includes(agentDir)) continue
       const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${entry}/status`, "utf8"))?.[1]
       if (state !== "Z") found.push(Number(entry))

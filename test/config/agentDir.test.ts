@@ -57,6 +57,8 @@ describe("intercomPaths", () => {
       intercomDir: "/x/agent/intercom",
       configFile: "/x/agent/intercom/config.json",
       socketPath: "/x/agent/intercom/broker.sock",
+      defaultSocketPath: "/x/agent/intercom/broker.sock",
+      socketFallbackDir: undefined,
       pidFile: "/x/agent/intercom/broker.pid",
       spawnLockFile: "/x/agent/intercom/broker.spawn.lock"
     })

@@ -1,0 +1,97 @@
+/**
+ * The `intercom` executable (`bin` → dist/bin/intercom.mjs), bundled from
+ * src/cli, minified, with source maps. tsc's dist/ stays what library users
+ * import (`dist/<layer>/index.js` with .d.ts); these bundles are only the CLI.
+ *
+ * Why bundles: a client spawns `intercom broker` and polls health, and the
+ * broker must answer within 150 ms (docs/performance.md). Unbundled, Node
+ * resolves and evaluates hundreds of effect modules; a bundle holds only the
+ * code the command uses.
+ *
+ * Three builds, one per path through main.ts:
+ *
+ * - dist/bin/intercom.mjs: main.ts alone (a few hundred bytes). It picks a
+ *   path and imports one of the other two.
+ * - dist/bin/broker.mjs: the `broker` fast path (brokerEntry.ts), in one
+ *   file of its own.
+ * - dist/bin/program.mjs (+ dist/bin/chunks/): the effect/cli program.
+ *
+ * The broker is built on its own rather than as a chunk of one split build:
+ * src/ imports the `effect` barrel, and in a split build every module the
+ * barrel re-exports counts as reachable from every path, so effect modules
+ * that only the client commands use (Schedule, Tracer, …) land in the chunk
+ * the broker shares with them. Tree-shaking keeps that harmless in a single
+ * build; across chunks it cost the broker path ~35 KB and ~10 ms of CPU.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { defineConfig, type OutputOptions, type Plugin } from "rolldown"
+
+const OUT_DIR = path.join("dist", "bin")
+
+const output: OutputOptions = {
+  dir: OUT_DIR,
+  format: "esm",
+  entryFileNames: "[name].mjs",
+  chunkFileNames: "chunks/[name]-[hash].mjs",
+  minify: true,
+  sourcemap: true
+}
+
+/** main.ts's dynamic imports of the two paths become imports of their bundles. */
+const PATHS: Readonly<Record<string, string>> = {
+  "./brokerEntry.ts": "./broker.mjs",
+  "./program.ts": "./program.mjs"
+}
+
+const pathsAsBundles: Plugin = {
+  name: "paths-as-bundles",
+  resolveId(source, importer) {
+    const bundle = PATHS[source]
+    if (bundle === undefined || importer === undefined || path.basename(importer) !== "main.ts") return null
+    return { id: bundle, external: true }
+  }
+}
+
+/**
+ * Removes chunks of earlier builds. Files are overwritten in place rather
+ * than the dir being cleared first, so that a running test or client never
+ * finds the executable missing while someone rebuilds.
+ */
+const pruneStaleChunks: Plugin = {
+  name: "prune-stale-chunks",
+  writeBundle(_options, bundle) {
+    const dir = path.join(OUT_DIR, "chunks")
+    for (const file of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+      if (!(`chunks/${file}` in bundle)) fs.rmSync(path.join(dir, file), { force: true })
+    }
+  }
+}
+
+// npm sets the mode when it installs a bin; this makes the built file runnable in the repo too.
+const executable: Plugin = {
+  name: "executable",
+  writeBundle() {
+    fs.chmodSync(path.join(OUT_DIR, "intercom.mjs"), 0o755)
+  }
+}
+
+export default defineConfig([
+  {
+    input: { broker: "src/cli/brokerEntry.ts" },
+    platform: "node",
+    output: { ...output, codeSplitting: false }
+  },
+  {
+    input: { program: "src/cli/program.ts" },
+    platform: "node",
+    plugins: [pruneStaleChunks],
+    output
+  },
+  {
+    input: { intercom: "src/cli/main.ts" },
+    platform: "node",
+    plugins: [pathsAsBundles, executable],
+    output
+  }
+])

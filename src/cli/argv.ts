@@ -1,0 +1,60 @@
+/**
+ * The fast path's argv check. `intercom broker` is what every client spawns,
+ * and it has to answer health within 150 ms; parsing it with effect/cli means
+ * loading effect/cli first, which alone costs more than that budget. So
+ * `main.ts` recognises the one well-formed shape
+ *
+ *   broker [--dir <dir>] [--max-sessions <n>] [<ignored-path>]   (any order)
+ *
+ * here, without importing anything, and hands everything else — status, stop,
+ * --help, bad or repeated flags, other subcommands — to the effect/cli
+ * program, which stays the single authority on help, errors and exit codes.
+ *
+ * The check errs towards the full program: an argv it accepts must mean the
+ * same to effect/cli (`--dir` non-blank, `--max-sessions` a positive integer
+ * in plain decimal, each at most once, values not starting with `-`), and the
+ * ignored path must look like a path (contain `/` or `.`), so that it can
+ * never be a subcommand name.
+ */
+
+/** The options of `intercom broker` (see commands.ts for their meaning). */
+export interface BrokerFlags {
+  readonly dir?: string | undefined
+  readonly maxSessions?: number | undefined
+}
+
+const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")
+
+const POSITIVE_DECIMAL = /^[1-9][0-9]*$/
+
+/**
+ * `args` (argv without node and script) when it is exactly a well-formed
+ * `broker` invocation, as flags; `undefined` for anything else.
+ */
+export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | undefined => {
+  if (args[0] !== "broker") return undefined
+  let dir: string | undefined
+  let maxSessions: number | undefined
+  let ignoredPath = false
+  for (let i = 1; i < args.length; i++) {
+    const arg = args[i] ?? ""
+    if (arg === "--dir" || arg === "--max-sessions") {
+      i++
+      const value = args[i]
+      if (value === undefined || value.startsWith("-")) return undefined
+      if (arg === "--dir") {
+        if (dir !== undefined || value.trim().length === 0) return undefined
+        dir = value
+      } else {
+        const n = Number(value)
+        if (maxSessions !== undefined || !POSITIVE_DECIMAL.test(value) || !Number.isSafeInteger(n)) return undefined
+        maxSessions = n
+      }
+    } else if (ignoredPath || arg.startsWith("-") || !looksLikePath(arg)) {
+      return undefined
+    } else {
+      ignoredPath = true
+    }
+  }
+  return { dir, maxSessions }
+}

@@ -1,0 +1,19 @@
+/**
+ * The fast path's program: `intercom broker` without effect/cli or
+ * NodeServices (see argv.ts for when main.ts takes it). It runs the same
+ * `runForeground` with the same logging and exit handling as the effect/cli
+ * command in program.ts, so the broker behaves the same on both paths.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Effect from "effect/Effect"
+import type { BrokerFlags } from "./argv.ts"
+import { teardown } from "./exit.ts"
+import { runForeground } from "./foreground.ts"
+import { loggingLayer } from "./logging.ts"
+
+/** Runs the broker as this process's main program; the process exits when it ends. */
+export const runBrokerProcess = (flags: BrokerFlags): void =>
+  runForeground(flags).pipe(
+    Effect.provide(loggingLayer),
+    NodeRuntime.runMain({ teardown })
+  )

@@ -1,0 +1,70 @@
+/**
+ * `intercom broker`: the foreground broker, given its parsed options. Both
+ * ways in run exactly this — the effect/cli command (commands.ts) and the
+ * fast path for a well-formed `broker` argv (brokerEntry.ts) — so the
+ * broker behaves the same whichever parsed the command line.
+ *
+ * Nothing here may import effect/cli or NodeServices: the fast path loads
+ * this module, and its budget is spawn → health in 150 ms.
+ */
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
+import { runBroker } from "../broker/Broker.ts"
+import type { BrokerOptions } from "../broker/options.ts"
+import type { IntercomPaths } from "../config/agentDir.ts"
+import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
+import type { BrokerFlags } from "./argv.ts"
+import { EXIT_FAILURE, ExitCode } from "./exit.ts"
+import { ignoreStdioErrors } from "./logging.ts"
+import { resolveProcessPaths } from "./paths.ts"
+import { scopedWithGrace } from "./shutdown.ts"
+
+/** How long the broker's shutdown may take before the process gives up on it. */
+export const SHUTDOWN_GRACE = Duration.seconds(3)
+
+/** Prints `message` on stderr and ends the command with exit code 1. */
+export const failWith = (message: string): Effect.Effect<never, ExitCode> =>
+  Console.error(message).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
+
+/** A typed error whose `message` is already user-facing → stderr, exit 1. */
+export const reportError = (error: { readonly message: string }): Effect.Effect<never, ExitCode> =>
+  failWith(error.message)
+
+/** The socket path, and why it is not `<intercomDir>/broker.sock` when it is not. */
+export const describeSocket = (paths: IntercomPaths): string =>
+  paths.socketFallbackDir === undefined
+    ? paths.socketPath
+    : `${paths.socketPath} (short fallback: ${paths.defaultSocketPath} is too long for a Unix socket)`
+
+/**
+ * Runs the broker in the foreground until a signal (runMain interrupts this
+ * fiber) or idle exit; either way the scope closes, which ends every session
+ * socket and removes the socket and pid file. Prints
+ * `Intercom broker started (pid: N)` on stdout once it listens; a startup
+ * error goes to stderr and ends the command with exit code 1.
+ */
+export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode> =>
+  Effect.gen(function*() {
+    yield* ignoreStdioErrors
+    const paths = yield* resolveProcessPaths(flags.dir)
+    if (paths.socketFallbackDir !== undefined) yield* prepareFallbackDir(paths.socketFallbackDir, currentUid())
+    const options: BrokerOptions = flags.maxSessions === undefined
+      ? { intercomDir: paths.intercomDir, socketPath: paths.socketPath }
+      : { intercomDir: paths.intercomDir, socketPath: paths.socketPath, maxSessions: flags.maxSessions }
+    // Registered before the broker so that it runs after the broker's own cleanup.
+    const started = yield* Ref.make(false)
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Ref.get(started), (wasStarted) => wasStarted ? Effect.logInfo("Intercom broker stopped") : Effect.void)
+    )
+    const handle = yield* runBroker(options)
+    yield* Ref.set(started, true)
+    yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
+    yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
+    yield* handle.idleExit
+    yield* Effect.logInfo("Idle: no sessions left, shutting down")
+  }).pipe(
+    scopedWithGrace(SHUTDOWN_GRACE),
+    Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError })
+  )

@@ -1,0 +1,22 @@
+/**
+ * The full `intercom` program: every command line goes through effect/cli
+ * here (help, errors, exit codes), except a well-formed `intercom broker`,
+ * which main.ts runs through the lean brokerEntry.ts instead.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Command from "effect/cli/Command"
+import * as Effect from "effect/Effect"
+import { packageInfo } from "../config/install.ts"
+import { intercom } from "./commands.ts"
+import { teardown } from "./exit.ts"
+import { loggingLayer } from "./logging.ts"
+
+/** Runs the command line in `process.argv` as this process's main program. */
+export const runCliProcess = (): void =>
+  intercom.pipe(
+    Command.run({ version: packageInfo()?.version ?? "unknown" }),
+    Effect.provide(NodeServices.layer),
+    Effect.provide(loggingLayer),
+    NodeRuntime.runMain({ teardown })
+  )

@@ -1,0 +1,63 @@
+/**
+ * Where this package is installed, found from whichever of its modules is
+ * running: `src/` (tests), `dist/<layer>/` (tsc's output, what library users
+ * import) or a chunk of the bundled executable under `dist/bin/`. Depends on
+ * nothing but Node, so the bench can use it too.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const PACKAGE_NAME = "effect-intercom"
+
+export interface PackageInfo {
+  /** The dir holding this package's package.json. */
+  readonly root: string
+  readonly version: string
+}
+
+const readPackage = (dir: string): PackageInfo | undefined => {
+  try {
+    const pkg: unknown = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"))
+    if (typeof pkg !== "object" || pkg === null || !("name" in pkg) || pkg.name !== PACKAGE_NAME) return undefined
+    return { root: dir, version: "version" in pkg && typeof pkg.version === "string" ? pkg.version : "unknown" }
+  } catch {
+    return undefined
+  }
+}
+
+let found: PackageInfo | undefined
+
+/** The nearest ancestor of this module whose package.json names this package. */
+export const packageInfo = (): PackageInfo | undefined => {
+  if (found !== undefined) return found
+  let dir = path.dirname(fileURLToPath(import.meta.url))
+  while (true) {
+    const info = readPackage(dir)
+    if (info !== undefined) {
+      found = info
+      return info
+    }
+    const parent = path.dirname(dir)
+    if (parent === dir) return undefined
+    dir = parent
+  }
+}
+
+/** The bundled executable (`bin.intercom`), relative to the package root. */
+export const BUNDLED_CLI = path.join("dist", "bin", "intercom.mjs")
+/** tsc's unbundled CLI entry, relative to the package root. */
+export const UNBUNDLED_CLI = path.join("dist", "cli", "main.js")
+
+/**
+ * The `intercom` executable a client spawns for `intercom broker`: the
+ * bundle (its `broker` fast path answers health in well under 150 ms), or —
+ * in a tree that was only compiled with tsc — the unbundled entry, which
+ * behaves the same, slower.
+ */
+export const brokerEntryPoint = (): string => {
+  // Without a package.json (never in an install), src/ and dist/<layer>/ both sit two levels down.
+  const root = packageInfo()?.root ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..")
+  const bundle = path.join(root, BUNDLED_CLI)
+  return fs.existsSync(bundle) ? bundle : path.join(root, UNBUNDLED_CLI)
+}
