@@ -44,7 +44,14 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
       ["listSize", "sessions per list"]
     ]
   }
-  if (name === "startup") return [["healthMs", "spawn → health_ok ms"], ["readyLineMs", "spawn → ready line ms"], ["idleRssKiB", "idle RSS KiB"]]
+  if (name === "startup") {
+    return [
+      ["healthMs", "spawn → health_ok ms"],
+      ["healthCpuMs", "CPU until health_ok ms"],
+      ["readyLineMs", "spawn → ready line ms"],
+      ["idleRssKiB", "idle RSS KiB"]
+    ]
+  }
   return []
 }
 

@@ -12,6 +12,7 @@
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
+import { BUNDLED_CLI, brokerEntryPoint } from "../src/config/install.ts"
 import { fmt, fmtRatio, headline, pad, table } from "./format.ts"
 import { median } from "./stats.ts"
 import {
@@ -161,9 +162,15 @@ const main = async (): Promise<number> => {
   if (opts.target !== "broker") specs.set("raw", rawSpec)
   if (opts.target !== "raw") {
     if (opts.brokerCmd !== undefined) specs.set("broker", customBrokerSpec(opts.brokerCmd))
-    else if (fs.existsSync(path.join(repoRoot, "dist", "cli", "main.js"))) specs.set("broker", brokerSpec)
-    else {
-      const msg = "dist/cli/main.js not found (run `npm run build`); broker columns are skipped"
+    else if (fs.existsSync(brokerEntryPoint())) {
+      specs.set("broker", brokerSpec)
+      if (!brokerEntryPoint().endsWith(BUNDLED_CLI)) {
+        const msg = `${BUNDLED_CLI} not found: the broker runs unbundled from ${brokerEntryPoint()} (slow startup)`
+        notes.push(msg)
+        process.stderr.write(`bench: ${msg}\n`)
+      }
+    } else {
+      const msg = "the built CLI was not found (run `npm run build`); broker columns are skipped"
       notes.push(msg)
       process.stderr.write(`bench: ${msg}\n`)
     }

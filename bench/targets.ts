@@ -9,6 +9,7 @@ import fs from "node:fs"
 import { stripTypeScriptTypes } from "node:module"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
+import { brokerEntryPoint } from "../src/config/install.ts"
 
 export type TargetName = "raw" | "broker"
 
@@ -48,10 +49,15 @@ export const rawSpec: TargetSpec = {
   socketPath: socketIn
 }
 
+/**
+ * The broker as a client spawns it: `brokerEntryPoint()` (the bundled
+ * `dist/bin/intercom.mjs`, or tsc's `dist/cli/main.js` in a tree without the
+ * bundle) with `broker --dir <dir>`, so `startup` measures what a client waits for.
+ */
 export const brokerSpec: TargetSpec = {
   name: "broker",
   argv: (dir, maxSessions) => {
-    const argv = [process.execPath, path.join(repoRoot, "dist", "cli", "main.js"), "broker", "--dir", dir]
+    const argv = [process.execPath, brokerEntryPoint(), "broker", "--dir", dir]
     if (maxSessions !== undefined) argv.push("--max-sessions", String(maxSessions))
     return argv
   },
@@ -147,8 +153,8 @@ export interface Instance {
 export interface StartOptions {
   readonly maxSessions?: number
   readonly timeoutMs?: number
-  /** Called right after spawn() with the socket path and the spawn time (performance.now()). */
-  readonly onSpawned?: (socketPath: string, t0: number) => void
+  /** Called right after spawn() with the socket path, the spawn time (performance.now()) and the child's pid. */
+  readonly onSpawned?: (socketPath: string, t0: number, pid: number | undefined) => void
 }
 
 const UNUSUAL = /error|warn|fatal|exception|defect/i
@@ -167,7 +173,7 @@ export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Ins
     env: { ...process.env, PI_CODING_AGENT_DIR: dir, NODE_NO_WARNINGS: "1" }
   })
   children.add(child)
-  options.onSpawned?.(spec.socketPath(dir), t0)
+  options.onSpawned?.(spec.socketPath(dir), t0, child.pid)
   let stdout = ""
   let stderr = ""
   let stopping = false

@@ -539,16 +539,26 @@ const idleBody = (
     }
   })
 
-interface HealthPoll {
+interface HealthAnswer {
   /** performance.now() when `health_ok` arrived. */
-  readonly answered: Promise<number>
+  readonly at: number
+  /** CPU (utime + stime) the spawned process had used by then, µs; one-tick resolution. */
+  readonly cpuUs: number
+}
+
+interface HealthPoll {
+  readonly answered: Promise<HealthAnswer>
   readonly cancel: () => void
 }
 
-/** Connect + health until it answers; polls every 2 ms until answered, cancelled or past the deadline. */
-const pollHealth = (socketPath: string, deadlineMs: number): HealthPoll => {
+/**
+ * Connect + health until it answers; polls every 2 ms until answered,
+ * cancelled or past the deadline. `pid` is the spawned process, whose CPU is
+ * read the moment the answer arrives.
+ */
+const pollHealth = (socketPath: string, deadlineMs: number, pid: number | undefined): HealthPoll => {
   let cancelled = false
-  const answered = new Promise<number>((resolve, reject) => {
+  const answered = new Promise<HealthAnswer>((resolve, reject) => {
     const deadline = performance.now() + deadlineMs
     const attempt = (): void => {
       if (cancelled) {
@@ -571,8 +581,10 @@ const pollHealth = (socketPath: string, deadlineMs: number): HealthPoll => {
         const f = parsePayload(buf, start, end)
         if (!finished && f !== undefined && f["type"] === "health_ok" && f["requestId"] === "startup") {
           finished = true
+          const at = performance.now()
+          const cpuUs = pid === undefined ? Number.NaN : cpuMicros(pid)
           socket.destroy()
-          resolve(performance.now())
+          resolve({ at, cpuUs })
         }
       })
       socket.on("error", retry)
@@ -590,6 +602,7 @@ const pollHealth = (socketPath: string, deadlineMs: number): HealthPoll => {
 
 const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> => {
   const health: Array<number> = []
+  const healthCpu: Array<number> = []
   const ready: Array<number> = []
   const rss: Array<number> = []
   const term: Array<number> = []
@@ -600,9 +613,9 @@ const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> 
     let inst: Instance
     try {
       inst = await start(spec, {
-        onSpawned: (socketPath, at) => {
+        onSpawned: (socketPath, at, pid) => {
           t0 = at
-          poll = pollHealth(socketPath, 10_000)
+          poll = pollHealth(socketPath, 10_000, pid)
         }
       })
     } catch (e) {
@@ -611,7 +624,9 @@ const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> 
     }
     try {
       if (poll === undefined) throw new Error("spawn hook did not run")
-      health.push((await poll.answered) - t0)
+      const answer = await poll.answered
+      health.push(answer.at - t0)
+      healthCpu.push(answer.cpuUs / 1000)
       ready.push(inst.readyMs)
       await sleep(50)
       rss.push(procStatusKiB(inst.pid, "VmRSS"))
@@ -626,6 +641,7 @@ const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> 
       healthMs: median(health),
       healthMinMs: minOf(health),
       healthMaxMs: maxOf(health),
+      healthCpuMs: median(healthCpu),
       readyLineMs: median(ready),
       idleRssKiB: median(rss),
       sigtermExitMs: median(term)
