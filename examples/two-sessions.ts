@@ -67,7 +67,7 @@ const openSession = (paths: IntercomPaths, name: string) =>
       socketPath: paths.socketPath,
       sessionId,
       registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Date.now() }),
-      launch: { _tag: "Default" } // spawn `dist/cli/main.js broker` when none answers
+      launch: { _tag: "Default" } // spawn `dist/bin/intercom.mjs broker` when none answers
     })
     const host = Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound)))
     // Built in the current Scope: closing it ends the session and unregisters its client.

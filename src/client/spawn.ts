@@ -14,6 +14,7 @@ import * as path from "node:path"
 import { brokerEntryPoint } from "../config/install.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
+import type { BrokerLaunch } from "../config/settings.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 
 export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
@@ -24,9 +25,8 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
   }
 }
 
-export type BrokerLaunch =
-  | { readonly _tag: "Default" }
-  | { readonly _tag: "Command"; readonly command: string; readonly args: ReadonlyArray<string> }
+/** How to start a broker: config's `brokerCommand`/`brokerArgs` (C-CFG-3/4), decided in one place. */
+export type { BrokerLaunch } from "../config/settings.ts"
 
 export interface SpawnOptions {
   readonly agentDir: string
@@ -39,7 +39,8 @@ export interface SpawnOptions {
 
 const LOCK_STALE_MS = 10_000
 const LOCK_ATTEMPTS = 5
-const POLL = Duration.millis(100)
+// Short: a spawned broker is usually up in ~150 ms, and each probe of a missing socket is cheap.
+const POLL = Duration.millis(20)
 
 /**
  * The `intercom` executable to run as `<entry> broker --dir <dir>`: the bundle,
@@ -104,7 +105,7 @@ const releaseLock = (lockFile: string) =>
     if (pid === process.pid) fs.rmSync(lockFile, { force: true })
   })
 
-/** Polls health every 100 ms until it answers or `waitMs` passes. */
+/** Polls health every POLL until it answers or `waitMs` passes. */
 const awaitHealthy = (socketPath: string, waitMs: number) =>
   probeHealth(socketPath, Duration.millis(500)).pipe(
     Effect.repeat({ schedule: Schedule.spaced(POLL), until: (healthy) => healthy }),
