@@ -24,7 +24,7 @@ export class Mailbox {
   }
 
   /** Queues `mail`; returns the entries evicted to make room. */
-  put(mail: Mail): Array<Mail> {
+  put(mail: Mail): ReadonlyArray<Mail> {
     return this.mail.set(mail.messageKey, mail, mail.queuedAt)
   }
 
@@ -33,7 +33,7 @@ export class Mailbox {
   }
 
   /** Removes and returns expired mail, oldest first. */
-  expire(now: number): Array<Mail> {
+  expire(now: number): ReadonlyArray<Mail> {
     return this.mail.expire(now - this.retentionMs - 1)
   }
 
