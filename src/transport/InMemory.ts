@@ -49,10 +49,14 @@ const endpoint = (
     read,
     writeAll,
     end: Effect.asVoid(Queue.end(outbound)),
+    // As a socket: what this side wrote stays readable by the peer, then the peer
+    // sees the end; what this side had not read is dropped, and a peer write still
+    // waiting for room fails (EPIPE) instead of waiting forever.
     destroy: Effect.sync(() => {
       const closed = new ConnectionClosed({ clean: false, cause: "connection destroyed" })
       Queue.failCauseUnsafe(outbound, Cause.fail(closed))
       Queue.failCauseUnsafe(inbound, Cause.fail(closed))
+      Queue.shutdownUnsafe(inbound)
     })
   }
 }

@@ -1,4 +1,5 @@
 export * from "./Connection.ts"
 export * from "./healthProbe.ts"
 export * from "./InMemory.ts"
+export * from "./InMemoryNetwork.ts"
 export * from "./UnixSocket.ts"

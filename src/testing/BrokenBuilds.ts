@@ -1,0 +1,64 @@
+/**
+ * Deliberately broken brokers, for testing that the invariants catch what
+ * they claim to. Each rewrites the frames the (real, unchanged) broker writes
+ * to its connections, as a routing bug would: production code is untouched.
+ *
+ * Each is a factory: every world gets a fresh fault with its own state.
+ */
+import type { BrokerOutputFault } from "./SimLink.ts"
+
+const isMessage = (frame: string): boolean => frame.startsWith(`{"type":"message"`)
+
+/** Sender id of a `message` frame, cheaply (the broker writes `from` right after `type`). */
+const senderOf = (frame: string): string => {
+  const match = /"from":\{"id":"([^"]*)"/.exec(frame)
+  return match?.[1] ?? ""
+}
+
+/** Silently drops the `n`-th message the broker routes (1-based): the sender was told it was delivered. */
+export const dropNthMessage = (n = 1) => (): BrokerOutputFault => {
+  let seen = 0
+  return (_link, frames) =>
+    frames.filter((frame) => {
+      if (!isMessage(frame)) return true
+      seen++
+      return seen !== n
+    })
+}
+
+/** Writes the `n`-th routed message twice. */
+export const duplicateNthMessage = (n = 1) => (): BrokerOutputFault => {
+  let seen = 0
+  return (_link, frames) =>
+    frames.flatMap((frame) => {
+      if (!isMessage(frame)) return [frame]
+      seen++
+      return seen === n ? [frame, frame] : [frame]
+    })
+}
+
+/**
+ * Holds back the first routed message and writes it after the next message
+ * from the same sender on the same connection: a FIFO violation.
+ */
+export const swapFirstTwoMessages = () => (): BrokerOutputFault => {
+  let held: { readonly link: number; readonly frame: string } | undefined
+  let done = false
+  return (link, frames) => {
+    const out: Array<string> = []
+    for (const frame of frames) {
+      if (done || !isMessage(frame)) {
+        out.push(frame)
+      } else if (held === undefined) {
+        held = { link, frame }
+      } else if (held.link === link && senderOf(held.frame) === senderOf(frame)) {
+        out.push(frame, held.frame)
+        held = undefined
+        done = true
+      } else {
+        out.push(frame)
+      }
+    }
+    return out
+  }
+}

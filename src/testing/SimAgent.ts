@@ -1,0 +1,150 @@
+/**
+ * A simulated agent: the `Host` of one session generation. It records what it
+ * is handed (for the invariants and for scripted assertions) and, in `auto`
+ * mode, answers asks the way a model would: after a delay, sometimes never.
+ *
+ * Its decisions come from its own seeded generator, so they are replayed
+ * exactly; its reply fibers live in the generation's Scope, so a replaced
+ * generation never answers late.
+ */
+import { Cause, Effect, FiberSet, Result, type Scope } from "effect"
+import { headless, type HostIdentity, type HostService, type Inbound } from "../session/Host.ts"
+import type { IntercomSessionService } from "../session/IntercomSession.ts"
+import type { Ledger } from "./Ledger.ts"
+import type { Prng } from "./Prng.ts"
+
+/** What a custom agent behaviour gets for each message its host is handed. */
+export interface AgentContext {
+  /** The agent's session name. */
+  readonly name: string
+  /** Its session generation: `reply`, `send`, `ask`, `setStatus`, … */
+  readonly session: IntercomSessionService
+  /** Seeded, per session generation: decisions replay exactly. */
+  readonly random: Prng
+  /** Adds a line to the run's trace. */
+  readonly note: (text: string) => void
+}
+
+/**
+ * Your own agent: runs for every inbound message, in a fiber of the session
+ * generation (so a replaced generation never acts late). Sleep with
+ * `Effect.sleep`: simulated time. Failures are traced and otherwise ignored.
+ */
+export type AgentBehaviour = (inbound: Inbound, context: AgentContext) => Effect.Effect<void, unknown>
+
+export interface AgentPolicy {
+  /**
+   * `auto` answers inbound asks by itself (per `replyProbability` and
+   * `replyDelayMs`); `manual` never does — a script replies explicitly;
+   * `custom` runs `behaviour`.
+   */
+  readonly mode: "auto" | "manual" | "custom"
+  /** With `custom`: what the agent does with each inbound message. */
+  readonly behaviour?: AgentBehaviour | undefined
+  /** Chance that an inbound ask gets an answer at all. Default 0.85. */
+  readonly replyProbability: number
+  /** The answer comes after a delay drawn uniformly from this range (ms). Default [0, 6000]. */
+  readonly replyDelayMs: readonly [number, number]
+}
+
+export const defaultAgentPolicy: AgentPolicy = {
+  mode: "auto",
+  replyProbability: 0.85,
+  replyDelayMs: [0, 6000]
+}
+
+export interface SimAgent {
+  readonly host: HostService
+  /** Everything handed to this generation's host, in order. */
+  readonly inbox: ReadonlyArray<Inbound>
+  /** Connects the agent to its session once the session is built. */
+  readonly attach: (session: IntercomSessionService) => void
+}
+
+export const makeSimAgent = (options: {
+  readonly sessionId: string
+  readonly identity: HostIdentity
+  readonly policy: AgentPolicy
+  readonly prng: Prng
+  readonly ledger: Ledger
+}): Effect.Effect<SimAgent, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { ledger, policy, prng, sessionId } = options
+    const replies = yield* FiberSet.make()
+    const inbox: Array<Inbound> = []
+    let session: IntercomSessionService | undefined
+
+    const custom = (inbound: Inbound, behaviour: AgentBehaviour): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (session === undefined) return Effect.void
+        const context: AgentContext = {
+          name: ledger.nameOf(sessionId),
+          session,
+          random: prng,
+          note: (text) => ledger.note(`${ledger.nameOf(sessionId)}: ${text}`)
+        }
+        const run = behaviour(inbound, context).pipe(
+          Effect.catchCause((cause) =>
+            Effect.sync(() => ledger.note(`${ledger.nameOf(sessionId)}'s behaviour failed: ${describeFailure(cause)}`))
+          )
+        )
+        return Effect.asVoid(FiberSet.run(replies, run))
+      })
+
+    const answer = (inbound: Inbound): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (policy.mode === "custom" && policy.behaviour !== undefined) return custom(inbound, policy.behaviour)
+        if (policy.mode !== "auto" || !inbound.expectsReply) return Effect.void
+        if (!prng.chance(policy.replyProbability)) {
+          ledger.note(`${ledger.nameOf(sessionId)} will never answer ${ledger.alias(inbound.message.id)}`)
+          return Effect.void
+        }
+        const delay = prng.int(policy.replyDelayMs[0], policy.replyDelayMs[1])
+        const questionId = inbound.message.id
+        const reply = Effect.gen(function*() {
+          yield* Effect.sleep(delay)
+          if (session === undefined) return
+          const result = yield* Effect.exit(
+            session.reply({ message: `re: ${inbound.message.content.text}`, replyTo: questionId })
+          )
+          ledger.note(
+            `${ledger.nameOf(sessionId)} reply to ${ledger.alias(questionId)}: ${
+              result._tag === "Success" ? `${ledger.alias(result.value.messageId)} ${result.value.delivery}` : describeFailure(result.cause)
+            }`
+          )
+        })
+        return Effect.asVoid(FiberSet.run(replies, reply))
+      })
+
+    const deliver: HostService["deliver"] = (inbound) =>
+      Effect.suspend(() => {
+        inbox.push(inbound)
+        ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
+        return answer(inbound)
+      })
+
+    return {
+      host: headless(options.identity, deliver),
+      inbox,
+      attach: (attached) => {
+        session = attached
+      }
+    }
+  })
+
+/** The tag of a typed failure (with its message), or "Interrupted" / "Defect". */
+export const describeFailure = <E>(cause: Cause.Cause<E>): string => {
+  const error = Cause.findError(cause)
+  if (Result.isSuccess(error)) {
+    const value: unknown = error.success
+    if (typeof value === "object" && value !== null && "_tag" in value && typeof value._tag === "string") {
+      return "message" in value && typeof value.message === "string" && value.message !== ""
+        ? `${value._tag} (${clipText(value.message)})`
+        : value._tag
+    }
+    return String(value)
+  }
+  return Cause.hasInterruptsOnly(cause) ? "Interrupted" : "Defect"
+}
+
+const clipText = (text: string): string => text.length <= 60 ? text : `${text.slice(0, 59)}…`

@@ -1,0 +1,206 @@
+/**
+ * One simulated connection: wraps both endpoints of an in-memory pair so the
+ * world can watch every frame (the Ledger's wire taps) and inject faults.
+ *
+ * Faults model a local socket:
+ * - `sever(side)` drops the connection on one side, as if that process's socket
+ *   vanished: frames still travelling *toward* that side are lost, frames it
+ *   had already written still reach the other side (which then sees the end).
+ * - `stall(side)` stops that side reading; the other side's writes back up
+ *   once the in-memory buffer is full (backpressure, a slow consumer).
+ * - `delay(side, ms)` makes each write from that side take `ms` first.
+ *
+ * "In flight" is exact: a frame is in flight from the moment its writer hands
+ * it to the wrapper until the wrapper returns it to the reader.
+ */
+import { Effect, Latch } from "effect"
+import { type Connection, ConnectionClosed } from "../transport/Connection.ts"
+import type { Ledger, Side } from "./Ledger.ts"
+
+/** A test-only change to what the broker writes (a deliberately broken build). */
+export type BrokerOutputFault = (linkId: number, frames: ReadonlyArray<string>) => ReadonlyArray<string>
+
+const other = (side: Side): Side => side === "client" ? "broker" : "client"
+
+const removeDelivered = (inFlight: Array<string>, frames: ReadonlyArray<string>): void => {
+  for (const frame of frames) {
+    if (inFlight[0] === frame) {
+      inFlight.shift()
+      continue
+    }
+    const index = inFlight.indexOf(frame)
+    if (index >= 0) inFlight.splice(index, 1)
+  }
+}
+
+export class SimLink {
+  readonly id: number
+  readonly brokerEpoch: number
+  /** The session that dialled it, once `attach`ed. */
+  owner: string | undefined = undefined
+  /** Frames on their way to each side. */
+  private readonly inFlight: Record<Side, Array<string>> = { client: [], broker: [] }
+  private readonly gates: Record<Side, Latch.Latch> = { client: Latch.makeUnsafe(true), broker: Latch.makeUnsafe(true) }
+  private readonly delays: Record<Side, number> = { client: 0, broker: 0 }
+  private severedSide: Side | undefined = undefined
+  private closedFlag = false
+  /** The broker's side has seen the connection end (its read failed, or it destroyed it). */
+  private brokerDone = false
+  private readonly ledger: Ledger
+  private readonly raw: { readonly client: Connection; readonly server: Connection }
+  readonly client: Connection
+  readonly server: Connection
+
+  constructor(
+    id: number,
+    brokerEpoch: number,
+    raw: { readonly client: Connection; readonly server: Connection },
+    ledger: Ledger,
+    brokerOutputFault: BrokerOutputFault | undefined
+  ) {
+    this.id = id
+    this.brokerEpoch = brokerEpoch
+    this.raw = raw
+    this.ledger = ledger
+    this.client = this.wrap("client", raw.client, undefined)
+    this.server = this.wrap("broker", raw.server, brokerOutputFault)
+  }
+
+  /** Names the session (and client) that dialled this link; frames are observed from then on. */
+  attach(owner: string, client: string): void {
+    this.owner = owner
+    this.ledger.linkOpened(this.id, owner, client, this.brokerEpoch)
+  }
+
+  get severed(): Side | undefined {
+    return this.severedSide
+  }
+
+  get closed(): boolean {
+    return this.closedFlag || this.severedSide !== undefined
+  }
+
+  /**
+   * A stall or delay is holding back what the broker or the ledger would
+   * otherwise have seen by now: state comparisons must wait.
+   */
+  get settling(): boolean {
+    return !this.brokerDone && (this.stalled || this.delayed)
+  }
+
+  get stalled(): boolean {
+    return !this.gates.client.isOpen() || !this.gates.broker.isOpen()
+  }
+
+  get delayed(): boolean {
+    return this.delays.client > 0 || this.delays.broker > 0
+  }
+
+  private markClosed(): void {
+    if (this.closedFlag) return
+    this.closedFlag = true
+    this.ledger.linkClosed(this.id)
+  }
+
+  private wrap(side: Side, endpoint: Connection, outputFault: BrokerOutputFault | undefined): Connection {
+    const toward = other(side)
+    const gate = this.gates[side]
+    const dead = () => new ConnectionClosed({ clean: false, cause: "connection dropped (simulated)" })
+    const read: Connection["read"] = gate.await.pipe(
+      Effect.andThen(Effect.suspend(() => this.severedSide === side ? Effect.fail(dead()) : endpoint.read)),
+      // A reader stalled while it was waiting does not take what just arrived until it resumes.
+      Effect.tap(() => gate.await),
+      Effect.flatMap((frames) => {
+        // Frames this side had not taken when it was severed were lost with it.
+        if (this.severedSide === side) return Effect.fail(dead())
+        removeDelivered(this.inFlight[side], frames)
+        if (side === "client") this.ledger.clientRead(this.id, frames)
+        else this.ledger.brokerRead(this.id, frames)
+        return Effect.succeed(frames)
+      }),
+      Effect.tapError(() =>
+        Effect.sync(() => {
+          if (side === "broker") this.brokerDone = true
+          this.markClosed()
+        })
+      )
+    )
+    const writeAll: Connection["writeAll"] = (frames) =>
+      Effect.suspend(() => {
+        if (this.severedSide === side) return Effect.fail(dead())
+        const sent = outputFault === undefined ? frames : outputFault(this.id, frames)
+        if (side === "client") this.ledger.clientWrote(this.id, sent)
+        else this.ledger.brokerWrote(this.id, sent)
+        if (sent.length === 0) return Effect.void
+        // Handed to the transport: in flight from here, even while a slow write is pending.
+        const queue = this.inFlight[toward]
+        queue.push(...sent)
+        const lose = () => {
+          const lost = sent.filter((frame) => queue.includes(frame))
+          removeDelivered(queue, lost)
+          this.ledger.discarded(this.id, toward, lost)
+          this.markClosed()
+        }
+        const delay = this.delays[side]
+        const transfer = Effect.suspend(() =>
+          // A drop during the delay already discarded these frames.
+          this.severedSide !== undefined ? Effect.fail(dead()) : endpoint.writeAll(sent)
+        ).pipe(Effect.tapError(() => Effect.sync(lose)))
+        // An interrupted writer never wrote (as `ClientConnection` assumes): withdrawn, not lost.
+        const withdraw = () => removeDelivered(queue, sent.filter((frame) => queue.includes(frame)))
+        return (delay > 0 ? Effect.andThen(Effect.sleep(delay), transfer) : transfer).pipe(
+          Effect.onInterrupt(() => Effect.sync(withdraw))
+        )
+      })
+    return {
+      id: endpoint.id,
+      trustedLocal: endpoint.trustedLocal,
+      read,
+      writeAll,
+      end: endpoint.end,
+      destroy: Effect.andThen(
+        endpoint.destroy,
+        Effect.sync(() => {
+          if (side === "broker") this.brokerDone = true
+          this.markClosed()
+        })
+      )
+    }
+  }
+
+  /** Drops the connection on `side` (see the module comment). No-op once dropped. */
+  sever(side: Side): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.severedSide !== undefined) return Effect.void
+      this.severedSide = side
+      const lost = this.inFlight[side].splice(0)
+      this.ledger.discarded(this.id, side, lost)
+      this.markClosed()
+      // A stalled reader on either side must still see the end.
+      this.gates.client.openUnsafe()
+      this.gates.broker.openUnsafe()
+      // The severed side's socket goes: what it had not read is dropped, what it wrote still arrives.
+      return side === "client" ? this.raw.client.destroy : this.raw.server.destroy
+    })
+  }
+
+  stall(side: Side): void {
+    if (this.severedSide === undefined) this.gates[side].closeUnsafe()
+  }
+
+  resume(side: Side): void {
+    this.gates[side].openUnsafe()
+  }
+
+  delay(side: Side, ms: number): void {
+    this.delays[side] = ms
+  }
+
+  /** Clears stalls and delays (the end of a run heals every fault). */
+  heal(): void {
+    this.resume("client")
+    this.resume("broker")
+    this.delays.client = 0
+    this.delays.broker = 0
+  }
+}

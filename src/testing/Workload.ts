@@ -1,0 +1,375 @@
+/**
+ * Random workloads: a list of operations generated from a seed, run against a
+ * `Simulation`, and shrunk to a minimal failing list when an invariant breaks.
+ *
+ * A workload is plain data, so a failing run prints as a short script and
+ * replays exactly: `generateWorkload(seed)` gives the same operations for the
+ * same seed, and `runWorkload(seed, ops)` the same trace.
+ */
+import { Effect, Layer } from "effect"
+import { Prng } from "./Prng.ts"
+import { Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
+import type { Side, ViolationKind } from "./Ledger.ts"
+
+/** Sessions are named by index into the world's sessions; `after` is simulated ms before the op. */
+export type Op =
+  | { readonly _tag: "Send"; readonly after: number; readonly from: number; readonly to: number }
+  | { readonly _tag: "Ask"; readonly after: number; readonly from: number; readonly to: number; readonly timeoutMs: number }
+  | { readonly _tag: "List"; readonly after: number; readonly from: number }
+  | { readonly _tag: "Status"; readonly after: number; readonly session: number; readonly busy: boolean }
+  | { readonly _tag: "Stop"; readonly after: number; readonly session: number }
+  | { readonly _tag: "Start"; readonly after: number; readonly session: number }
+  | { readonly _tag: "Kill"; readonly after: number; readonly session: number }
+  | { readonly _tag: "ReplaceGeneration"; readonly after: number; readonly session: number }
+  | { readonly _tag: "CrashBroker"; readonly after: number; readonly downMs: number }
+  | { readonly _tag: "Drop"; readonly after: number; readonly session: number; readonly side: Side }
+  | { readonly _tag: "Stall"; readonly after: number; readonly session: number; readonly side: Side; readonly ms: number }
+  | {
+    readonly _tag: "DelayWrites"
+    readonly after: number
+    readonly session: number
+    readonly side: Side
+    readonly delayMs: number
+    readonly forMs: number
+  }
+  | { readonly _tag: "ClockJump"; readonly after: number; readonly ms: number }
+
+export type OpKind = Op["_tag"]
+
+/** Relative weights of each kind of operation; 0 never generates it. */
+export type OpWeights = Readonly<Record<OpKind, number>>
+
+export const trafficWeights: OpWeights = {
+  Send: 40,
+  Ask: 20,
+  List: 6,
+  Status: 6,
+  Stop: 0,
+  Start: 0,
+  Kill: 0,
+  ReplaceGeneration: 0,
+  CrashBroker: 0,
+  Drop: 0,
+  Stall: 0,
+  DelayWrites: 0,
+  ClockJump: 0
+}
+
+export const defaultWeights: OpWeights = {
+  ...trafficWeights,
+  Stop: 3,
+  Start: 4,
+  Kill: 2,
+  ReplaceGeneration: 3,
+  CrashBroker: 2,
+  Drop: 4,
+  Stall: 3,
+  DelayWrites: 3,
+  ClockJump: 2
+}
+
+export interface WorkloadOptions {
+  /**
+   * Vary the world with the seed too: small broker outboxes, mailboxes and
+   * link buffers (backpressure, parking, eviction), two pi scopes, agent
+   * temperament. Settings in the config win. Default true.
+   */
+  readonly vary?: boolean
+  /** Operations to generate. Default 40. */
+  readonly ops?: number
+  /** Sessions in the world (the config's `sessions` wins if given). Default 4. */
+  readonly sessions?: number
+  readonly weights?: Partial<OpWeights>
+}
+
+/** The session count a workload needs; generated ops name sessions below it. */
+export const sessionCountOf = (config: SimulationConfig, options: WorkloadOptions = {}): number =>
+  config.sessions?.length ?? options.sessions ?? 4
+
+/** Operations for `seed`: the same list every time. */
+export const generateWorkload = (seed: number, sessions: number, options: WorkloadOptions = {}): ReadonlyArray<Op> => {
+  const prng = Prng.derive(seed, "workload")
+  const weights: OpWeights = { ...defaultWeights, ...options.weights }
+  const count = options.ops ?? 40
+  const ops: Array<Op> = []
+  const session = () => prng.int(0, sessions - 1)
+  /** Another session than `from`, mostly (a few self-targets exercise the refusal). */
+  const target = (from: number) => {
+    if (sessions < 2 || prng.chance(0.04)) return from
+    const other = prng.int(0, sessions - 2)
+    return other >= from ? other + 1 : other
+  }
+  const side = (): Side => prng.chance(0.5) ? "client" : "broker"
+  for (let i = 0; i < count; i++) {
+    // Bursts (many ops in the same few ms) and pauses.
+    const after = prng.chance(0.35) ? prng.int(0, 20) : prng.int(20, 2500)
+    const kind = prng.weighted(weights)
+    switch (kind) {
+      case "Send": {
+        const from = session()
+        ops.push({ _tag: "Send", after, from, to: target(from) })
+        break
+      }
+      case "Ask": {
+        const from = session()
+        ops.push({ _tag: "Ask", after, from, to: target(from), timeoutMs: prng.int(2, 20) * 1000 })
+        break
+      }
+      case "List":
+        ops.push({ _tag: "List", after, from: session() })
+        break
+      case "Status":
+        ops.push({ _tag: "Status", after, session: session(), busy: prng.chance(0.5) })
+        break
+      case "Stop":
+      case "Start":
+      case "Kill":
+      case "ReplaceGeneration":
+        ops.push({ _tag: kind, after, session: session() })
+        break
+      case "CrashBroker":
+        ops.push({ _tag: "CrashBroker", after, downMs: prng.int(0, 6000) })
+        break
+      case "Drop":
+        ops.push({ _tag: "Drop", after, session: session(), side: side() })
+        break
+      case "Stall":
+        ops.push({ _tag: "Stall", after, session: session(), side: side(), ms: prng.int(100, 15_000) })
+        break
+      case "DelayWrites":
+        ops.push({
+          _tag: "DelayWrites",
+          after,
+          session: session(),
+          side: side(),
+          delayMs: prng.int(1, 800),
+          forMs: prng.int(500, 10_000)
+        })
+        break
+      case "ClockJump":
+        ops.push({ _tag: "ClockJump", after, ms: prng.chance(0.7) ? prng.int(1000, 120_000) : -prng.int(1, 5000) })
+        break
+    }
+  }
+  return ops
+}
+
+const nameAt = (sessions: ReadonlyArray<SimSession>, index: number): SimSession | undefined => sessions[index]
+
+/** One line per op, like the scenario it is. */
+export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
+  const name = (index: number) => names[index] ?? `#${index}`
+  const when = `+${op.after}ms`
+  switch (op._tag) {
+    case "Send":
+      return `${when} ${name(op.from)} sends to ${name(op.to)}`
+    case "Ask":
+      return `${when} ${name(op.from)} asks ${name(op.to)} (timeout ${op.timeoutMs} ms)`
+    case "List":
+      return `${when} ${name(op.from)} lists`
+    case "Status":
+      return `${when} ${name(op.session)} is ${op.busy ? "busy" : "idle"}`
+    case "Stop":
+      return `${when} ${name(op.session)} stops`
+    case "Start":
+      return `${when} ${name(op.session)} starts`
+    case "Kill":
+      return `${when} ${name(op.session)} is killed`
+    case "ReplaceGeneration":
+      return `${when} ${name(op.session)} replaces its generation`
+    case "CrashBroker":
+      return `${when} the broker crashes, down for ${op.downMs} ms`
+    case "Drop":
+      return `${when} ${name(op.session)}'s connection drops on the ${op.side} side`
+    case "Stall":
+      return `${when} ${name(op.session)}'s ${op.side} stops reading for ${op.ms} ms`
+    case "DelayWrites":
+      return `${when} ${name(op.session)}'s ${op.side} writes take ${op.delayMs} ms for ${op.forMs} ms`
+    case "ClockJump":
+      return `${when} the wall clock jumps ${op.ms >= 0 ? "forward" : "back"} ${Math.abs(op.ms)} ms`
+  }
+}
+
+/** The script that runs `ops` in the current simulation. */
+export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Simulation> =>
+  Effect.gen(function*() {
+    const sim = yield* Simulation
+    const sessions = sim.sessions
+    let counter = 0
+    for (const op of ops) {
+      yield* sim.advance(op.after)
+      counter++
+      switch (op._tag) {
+        case "Send": {
+          const from = nameAt(sessions, op.from)
+          const to = nameAt(sessions, op.to)
+          if (from !== undefined && to !== undefined) yield* from.send(to.name, `msg ${counter} ${from.name}→${to.name}`)
+          break
+        }
+        case "Ask": {
+          const from = nameAt(sessions, op.from)
+          const to = nameAt(sessions, op.to)
+          if (from !== undefined && to !== undefined) {
+            yield* from.ask(to.name, `question ${counter} ${from.name}→${to.name}`, { timeout: op.timeoutMs })
+          }
+          break
+        }
+        case "List":
+          yield* Effect.asVoid(nameAt(sessions, op.from)?.list ?? Effect.void)
+          break
+        case "Status":
+          yield* nameAt(sessions, op.session)?.setStatus(op.busy ? "thinking" : "idle") ?? Effect.void
+          break
+        case "Stop":
+          yield* nameAt(sessions, op.session)?.stop ?? Effect.void
+          break
+        case "Start":
+          yield* nameAt(sessions, op.session)?.start ?? Effect.void
+          break
+        case "Kill":
+          yield* nameAt(sessions, op.session)?.kill ?? Effect.void
+          break
+        case "ReplaceGeneration":
+          yield* nameAt(sessions, op.session)?.replaceGeneration ?? Effect.void
+          break
+        case "CrashBroker":
+          yield* sim.broker.crashFor(op.downMs)
+          break
+        case "Drop":
+          yield* nameAt(sessions, op.session)?.drop(op.side) ?? Effect.void
+          break
+        case "Stall":
+          yield* nameAt(sessions, op.session)?.stall(op.side, op.ms) ?? Effect.void
+          break
+        case "DelayWrites":
+          yield* nameAt(sessions, op.session)?.delayWrites(op.side, op.delayMs, op.forMs) ?? Effect.void
+          break
+        case "ClockJump":
+          yield* sim.jumpClock(op.ms)
+          break
+      }
+    }
+  })
+
+/** Runs a script in a fresh world for `config` and returns the report. */
+export const runSimulation = <E>(
+  config: SimulationConfig,
+  script: Effect.Effect<void, E, Simulation>
+): Effect.Effect<SimReport, E> =>
+  Effect.gen(function*() {
+    const sim = yield* Simulation
+    yield* script
+    return yield* sim.finish
+  }).pipe(Effect.provide(Layer.fresh(Simulation.layer(config))))
+
+/** Sessions named A, B, C, … for a generated workload. */
+export const sessionNames = (count: number): ReadonlyArray<string> =>
+  Array.from({ length: count }, (_, i) => i < 26 ? String.fromCharCode(65 + i) : `S${i}`)
+
+/** The world a seed varies into (see `WorkloadOptions.vary`); the config's own settings win. */
+export const variedConfig = (config: SimulationConfig): SimulationConfig => {
+  const prng = Prng.derive(config.seed, "world")
+  const small = prng.chance(0.35)
+  return {
+    ...(prng.chance(0.3) ? { scopes: ["alpha", "beta"] } : {}),
+    ...(small ? { linkCapacity: prng.pick([1, 2, 8]) } : {}),
+    agent: {
+      replyProbability: prng.pick([0.5, 0.85, 1]),
+      replyDelayMs: [0, prng.pick([500, 3000, 12_000])],
+      ...config.agent
+    },
+    ...config,
+    broker: {
+      ...(small ? { outboxCapacity: prng.pick([1, 4, 16]) } : {}),
+      ...(prng.chance(0.25) ? { mailboxCapacity: prng.pick([1, 3, 8]) } : {}),
+      ...config.broker
+    }
+  }
+}
+
+/** The config a generated workload runs in: `count` sessions unless the config names them, varied by seed. */
+export const workloadConfig = (config: SimulationConfig, count: number, vary = true): SimulationConfig => {
+  const named = config.sessions === undefined ? { ...config, sessions: sessionNames(count) } : config
+  return vary ? variedConfig(named) : named
+}
+
+/** Runs `ops` (by default the workload generated from `config.seed`). */
+export const runWorkload = (
+  config: SimulationConfig,
+  ops?: ReadonlyArray<Op>,
+  options: WorkloadOptions = {}
+): Effect.Effect<SimReport> => {
+  const count = sessionCountOf(config, options)
+  return runSimulation(
+    workloadConfig(config, count, options.vary ?? true),
+    applyOps(ops ?? generateWorkload(config.seed, count, options))
+  )
+}
+
+export interface Shrunk {
+  readonly ops: ReadonlyArray<Op>
+  readonly report: SimReport
+  /** Reruns made while shrinking. */
+  readonly runs: number
+}
+
+/**
+ * Removes operations while the run still fails with the same kind of
+ * violation (delta debugging: halves, quarters, … single ops), then tries
+ * shorter pauses. Each candidate is a full deterministic rerun.
+ */
+export const shrinkWorkload = (
+  config: SimulationConfig,
+  ops: ReadonlyArray<Op>,
+  failing: SimReport,
+  options: WorkloadOptions & { readonly maxRuns?: number } = {}
+): Effect.Effect<Shrunk> =>
+  Effect.gen(function*() {
+    const kind: ViolationKind | undefined = failing.violations[0]?.kind
+    const maxRuns = options.maxRuns ?? 300
+    let runs = 0
+    let best = { ops, report: failing }
+    const stillFails = (candidate: ReadonlyArray<Op>) =>
+      Effect.gen(function*() {
+        runs++
+        const report = yield* runWorkload(config, candidate, options)
+        const same = report.violations.some((violation) => violation.kind === kind)
+        if (same) best = { ops: candidate, report }
+        return same
+      })
+    let chunk = Math.max(1, Math.ceil(best.ops.length / 2))
+    while (runs < maxRuns) {
+      let progressed = false
+      let i = 0
+      while (i < best.ops.length && runs < maxRuns) {
+        const candidate = [...best.ops.slice(0, i), ...best.ops.slice(i + chunk)]
+        if (candidate.length > 0 && (yield* stillFails(candidate))) progressed = true
+        else i += chunk
+      }
+      if (!progressed) {
+        if (chunk === 1) break
+        chunk = Math.max(1, Math.floor(chunk / 2))
+      }
+    }
+    // Shorter pauses make the trace easier to read.
+    for (let i = 0; i < best.ops.length && runs < maxRuns; i++) {
+      const op = best.ops[i]
+      if (op === undefined || op.after === 0) continue
+      const candidate = best.ops.map((other, j) => j === i ? { ...other, after: 0 } : other)
+      yield* stillFails(candidate)
+    }
+    return { ...best, runs }
+  })
+
+/** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
+export const formatFailure = (seed: number, shrunk: Shrunk, names: ReadonlyArray<string>): string => {
+  const first = shrunk.report.violations[0]
+  return [
+    `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
+    `replay: runWorkload({ seed: ${seed} })  (npm run sim -- --seed ${seed})`,
+    `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
+    ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
+    `trace of the minimal run:`,
+    ...shrunk.report.trace.map((line) => `  ${line}`)
+  ].join("\n")
+}

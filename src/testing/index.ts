@@ -1,0 +1,15 @@
+/**
+ * `effect-intercom/testing`: deterministic simulation of many intercom
+ * sessions in one process — the real broker, client and session runtime over
+ * an in-memory network, driven by TestClock and a seed, with fault injection
+ * and invariants. See docs/testing.md.
+ */
+export * from "./BrokenBuilds.ts"
+export * from "./FiberWatch.ts"
+export * from "./Ledger.ts"
+export * from "./Prng.ts"
+export * from "./SimAgent.ts"
+export * from "./SimLink.ts"
+export * from "./Simulation.ts"
+export * from "./Soak.ts"
+export * from "./Workload.ts"

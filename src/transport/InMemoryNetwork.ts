@@ -1,0 +1,130 @@
+/**
+ * An in-memory "network": addresses that a broker listens on and clients dial,
+ * each connection an `InMemory` pair. With it the real broker (`BrokerCore`),
+ * client (`makeIntercomClient({ dial })`) and session code run unchanged in one
+ * process, with no socket and no real timer, so TestClock drives everything.
+ *
+ * State belongs to one network value (no module-level maps): two simulations in
+ * one process do not see each other's addresses.
+ */
+import { Data, Effect, Exit, FiberSet, Queue, type Scope } from "effect"
+import type { Connection } from "./Connection.ts"
+import { type InMemoryPairOptions, makeInMemoryPair } from "./InMemory.ts"
+
+/** Nothing listens on the address (the in-memory ECONNREFUSED / ENOENT). */
+export class ConnectionRefused extends Data.TaggedError("ConnectionRefused")<{ readonly address: string }> {
+  override get message(): string {
+    return `Connection refused: nothing listens on ${this.address}`
+  }
+}
+
+/** Another listener holds the address (the in-memory EADDRINUSE). */
+export class AddressInUse extends Data.TaggedError("AddressInUse")<{ readonly address: string }> {
+  override get message(): string {
+    return `Address in use: ${this.address}`
+  }
+}
+
+/** The two endpoints of a new connection, before either side sees them. */
+export interface InMemoryLink {
+  readonly address: string
+  /** Network-unique connection number (the client end's id; the server end's is `id + 1`). */
+  readonly id: number
+  readonly client: Connection
+  readonly server: Connection
+}
+
+export interface InMemoryNetworkOptions extends Pick<InMemoryPairOptions, "capacity" | "maxFrameBytes"> {
+  /**
+   * Replaces a new connection's endpoints before they are used, e.g. with
+   * wrappers that observe frames or inject faults (the simulation harness).
+   */
+  readonly link?: (link: InMemoryLink) => { readonly client: Connection; readonly server: Connection }
+}
+
+export type Accept = (connection: Connection) => Effect.Effect<void, never, Scope.Scope>
+
+export interface InMemoryNetwork {
+  /**
+   * Accepts connections on `address` until the current Scope closes. Each
+   * accepted connection runs `accept` in its own Scope, in a fiber of the
+   * listener (so it belongs to the listener, not to the dialer), and is
+   * destroyed when `accept` ends; closing the listener's Scope interrupts and
+   * destroys them all.
+   */
+  readonly listen: (address: string, accept: Accept) => Effect.Effect<void, AddressInUse, Scope.Scope>
+  /** Connects to `address`; the connection lives in the current Scope (closing it destroys both ends). */
+  readonly dial: (address: string) => Effect.Effect<Connection, ConnectionRefused, Scope.Scope>
+  /** Whether something listens on `address` now. */
+  readonly isListening: (address: string) => boolean
+}
+
+interface Listener {
+  readonly incoming: Queue.Queue<Connection>
+}
+
+export const makeInMemoryNetwork = (options: InMemoryNetworkOptions = {}): Effect.Effect<InMemoryNetwork> =>
+  Effect.sync(() => {
+    const listeners = new Map<string, Listener>()
+    let nextId = 1
+
+    const listen: InMemoryNetwork["listen"] = (address, accept) =>
+      Effect.gen(function*() {
+        if (listeners.has(address)) return yield* new AddressInUse({ address })
+        const incoming = yield* Queue.unbounded<Connection>()
+        const connections = yield* FiberSet.make()
+        const listener: Listener = { incoming }
+        listeners.set(address, listener)
+        // Runs first at close: stop accepting, and destroy what was dialled but never accepted.
+        yield* Effect.addFinalizer(() =>
+          Effect.suspend(() => {
+            if (listeners.get(address) === listener) listeners.delete(address)
+            const pending: Array<Connection> = []
+            for (let next = Queue.takeUnsafe(incoming); next !== undefined && Exit.isSuccess(next); next = Queue.takeUnsafe(incoming)) {
+              pending.push(next.value)
+            }
+            Queue.shutdownUnsafe(incoming)
+            return Effect.forEach(pending, (connection) => connection.destroy, { discard: true })
+          })
+        )
+        yield* Effect.forkScoped(
+          Effect.forever(
+            Queue.take(incoming).pipe(
+              Effect.flatMap((connection) =>
+                FiberSet.run(
+                  connections,
+                  // As serveUnix: the accepted end is destroyed when its handler ends or the listener closes.
+                  Effect.scoped(Effect.andThen(Effect.addFinalizer(() => connection.destroy), accept(connection)))
+                )
+              )
+            ),
+            { disableYield: true }
+          )
+        )
+      })
+
+    const dial: InMemoryNetwork["dial"] = (address) =>
+      Effect.gen(function*() {
+        const listener = listeners.get(address)
+        if (listener === undefined) return yield* new ConnectionRefused({ address })
+        const id = nextId
+        nextId += 2
+        const [client, server] = yield* makeInMemoryPair({
+          ...(options.capacity === undefined ? {} : { capacity: options.capacity }),
+          ...(options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes }),
+          ids: [id, id + 1]
+        })
+        const linked = options.link === undefined ? { client, server } : options.link({ address, id, client, server })
+        if (!Queue.offerUnsafe(listener.incoming, linked.server)) {
+          yield* linked.client.destroy
+          return yield* new ConnectionRefused({ address })
+        }
+        return linked.client
+      })
+
+    return {
+      listen,
+      dial,
+      isListening: (address) => listeners.has(address)
+    } satisfies InMemoryNetwork
+  })

@@ -1,0 +1,118 @@
+/**
+ * The in-memory network the simulation runs on: addresses, dialling,
+ * listener lifetimes, and socket-like close semantics.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Queue, Scope } from "effect"
+import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
+import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
+
+describe("in-memory network", () => {
+  it.effect("dialling an address nobody listens on is refused", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const error = yield* Effect.flip(network.dial("sim://nobody"))
+      assert.strictEqual(error._tag, "ConnectionRefused")
+      assert.strictEqual(error.message, "Connection refused: nothing listens on sim://nobody")
+    }))
+
+  it.effect("one listener per address, free again once its Scope closes", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const scope = yield* Scope.make()
+      yield* network.listen("sim://a", () => Effect.void).pipe(Scope.provide(scope))
+      const taken = yield* Effect.flip(network.listen("sim://a", () => Effect.void))
+      assert.strictEqual(taken._tag, "AddressInUse")
+      assert.isTrue(network.isListening("sim://a"))
+      yield* Scope.close(scope, Exit.void)
+      assert.isFalse(network.isListening("sim://a"))
+      yield* network.listen("sim://a", () => Effect.void)
+    }))
+
+  it.effect("frames flow both ways; closing the listener ends its connections", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const listener = yield* Scope.make()
+      const received = yield* Queue.unbounded<string>()
+      // An echo server: answers each frame with "echo:<frame>".
+      yield* network.listen("sim://echo", (connection) =>
+        Effect.forever(
+          Effect.flatMap(connection.read, (frames) =>
+            Effect.andThen(
+              Queue.offerAll(received, frames),
+              connection.writeAll(frames.map((frame) => `echo:${frame}`))
+            ))
+        ).pipe(Effect.ignore)).pipe(Scope.provide(listener))
+      const client = yield* network.dial("sim://echo")
+      yield* client.writeAll(["a", "b"])
+      assert.deepStrictEqual(yield* client.read, ["echo:a", "echo:b"])
+      assert.deepStrictEqual(yield* Queue.takeAll(received), ["a", "b"])
+      yield* Scope.close(listener, Exit.void)
+      // The server end was destroyed with its listener's fiber.
+      yield* client.writeAll(["c"]).pipe(Effect.ignore)
+      const error = yield* Effect.flip(client.read)
+      assert.strictEqual(error._tag, "ConnectionClosed")
+    }))
+
+  it.effect("connection ids are unique per network: client end odd, server end the next", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const servers = yield* Queue.unbounded<number>()
+      yield* network.listen("sim://ids", (connection) => Queue.offer(servers, connection.id))
+      const first = yield* network.dial("sim://ids")
+      const second = yield* network.dial("sim://ids")
+      assert.deepStrictEqual([first.id, second.id], [1, 3])
+      assert.deepStrictEqual([yield* Queue.take(servers), yield* Queue.take(servers)], [2, 4])
+    }))
+
+  it.effect("the link hook sees (and may replace) both ends of every connection", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const network = yield* makeInMemoryNetwork({
+        link: ({ address, client, id, server }) => {
+          seen.push(`${address} #${id}`)
+          return { client: { ...client, id: 100 + id }, server }
+        }
+      })
+      yield* network.listen("sim://hook", () => Effect.void)
+      const connection = yield* network.dial("sim://hook")
+      assert.deepStrictEqual(seen, ["sim://hook #1"])
+      assert.strictEqual(connection.id, 101)
+    }))
+})
+
+describe("in-memory pair: close semantics of a local socket", () => {
+  it.effect("a destroyed end's written frames still reach the peer, then the peer sees the end", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* makeInMemoryPair()
+      yield* a.writeAll(["1", "2"])
+      yield* a.destroy
+      assert.deepStrictEqual(yield* b.read, ["1", "2"])
+      assert.strictEqual((yield* Effect.flip(b.read))._tag, "ConnectionClosed")
+    }))
+
+  it.effect("a destroyed end drops what it had not read, and a peer write waiting for room fails", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* makeInMemoryPair({ capacity: 1 })
+      yield* b.writeAll(["unread"])
+      const blocked = yield* Effect.forkChild(b.writeAll(["waiting"]))
+      yield* Effect.yieldNow
+      assert.isUndefined(blocked.pollUnsafe())
+      yield* a.destroy
+      const exit = yield* Fiber.await(blocked)
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual((yield* Effect.flip(a.read))._tag, "ConnectionClosed")
+    }))
+
+  it.effect("end is graceful: the peer reads everything, then a clean close", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* makeInMemoryPair()
+      const done = yield* Deferred.make<void>()
+      yield* a.writeAll(["x"])
+      yield* a.end
+      yield* Deferred.succeed(done, undefined)
+      assert.deepStrictEqual(yield* b.read, ["x"])
+      const error = yield* Effect.flip(b.read)
+      assert.deepStrictEqual([error._tag, error._tag === "ConnectionClosed" && error.clean], ["ConnectionClosed", true])
+    }))
+})
