@@ -172,6 +172,8 @@ export interface SimSession {
     text: string,
     options?: { readonly timeout?: Duration.Input }
   ) => Effect.Effect<Pending<Replied | Sent, AskFailure> | undefined>
+  /** Cancels (interrupts) this session's asks in progress, as a person cancelling the tool call. */
+  readonly cancelAsks: Effect.Effect<void>
   /** `reply`: to the asker named `to`, or to the single pending ask. */
   readonly reply: (text: string, options?: { readonly to?: string; readonly replyTo?: string }) => Effect.Effect<
     Pending<Sent, ReplyFailure> | undefined
@@ -290,6 +292,8 @@ interface SessionState {
   generation: GenerationState | undefined
   link: SimLink | undefined
   status: LifecycleStatus
+  /** Asks in progress (the tool calls a person could cancel). */
+  readonly asks: Set<Fiber.Fiber<unknown, unknown>>
 }
 
 interface BrokerState {
@@ -445,7 +449,8 @@ const makeSimulation = (
         client: undefined,
         generation: undefined,
         link: undefined,
-        status: "idle"
+        status: "idle",
+        asks: new Set()
       })
     }
 
@@ -614,7 +619,7 @@ const makeSimulation = (
           ),
         ask: (to, text, options = {}) => {
           let alias = ""
-          return sessionOp(
+          const asking = sessionOp(
             state,
             `ask ${to} "${text}"`,
             (session) =>
@@ -650,7 +655,18 @@ const makeSimulation = (
               failureOf(exit, (result) =>
                 result._tag === "Replied" ? `replied by ${ledger.alias(result.reply.id)}` : `sent, ${result.delivery}`)
           )
+          return Effect.tap(asking, (pending) =>
+            Effect.sync(() => {
+              if (pending === undefined) return
+              const fiber: Fiber.Fiber<unknown, unknown> = pending.fiber
+              state.asks.add(fiber)
+              fiber.addObserver(() => state.asks.delete(fiber))
+            }))
         },
+        cancelAsks: worldStep(
+          `${name} cancels its asks`,
+          Effect.suspend(() => Effect.forEach([...state.asks], Fiber.interrupt, { discard: true }))
+        ),
         reply: (text, options = {}) =>
           sessionOp(
             state,

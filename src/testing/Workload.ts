@@ -15,6 +15,8 @@ import type { Side, ViolationKind } from "./Ledger.ts"
 export type Op =
   | { readonly _tag: "Send"; readonly after: number; readonly from: number; readonly to: number }
   | { readonly _tag: "Ask"; readonly after: number; readonly from: number; readonly to: number; readonly timeoutMs: number }
+  | { readonly _tag: "CancelAsk"; readonly after: number; readonly session: number }
+  | { readonly _tag: "Reply"; readonly after: number; readonly from: number }
   | { readonly _tag: "List"; readonly after: number; readonly from: number }
   | { readonly _tag: "Status"; readonly after: number; readonly session: number; readonly busy: boolean }
   | { readonly _tag: "Stop"; readonly after: number; readonly session: number }
@@ -42,6 +44,8 @@ export type OpWeights = Readonly<Record<OpKind, number>>
 export const trafficWeights: OpWeights = {
   Send: 40,
   Ask: 20,
+  CancelAsk: 3,
+  Reply: 4,
   List: 6,
   Status: 6,
   Stop: 0,
@@ -115,6 +119,12 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
         ops.push({ _tag: "Ask", after, from, to: target(from), timeoutMs: prng.int(2, 20) * 1000 })
         break
       }
+      case "CancelAsk":
+        ops.push({ _tag: "CancelAsk", after, session: session() })
+        break
+      case "Reply":
+        ops.push({ _tag: "Reply", after, from: session() })
+        break
       case "List":
         ops.push({ _tag: "List", after, from: session() })
         break
@@ -165,6 +175,10 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${name(op.from)} sends to ${name(op.to)}`
     case "Ask":
       return `${when} ${name(op.from)} asks ${name(op.to)} (timeout ${op.timeoutMs} ms)`
+    case "CancelAsk":
+      return `${when} ${name(op.session)} cancels its ask`
+    case "Reply":
+      return `${when} ${name(op.from)} replies (no target named)`
     case "List":
       return `${when} ${name(op.from)} lists`
     case "Status":
@@ -214,6 +228,12 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           }
           break
         }
+        case "CancelAsk":
+          yield* nameAt(sessions, op.session)?.cancelAsks ?? Effect.void
+          break
+        case "Reply":
+          yield* Effect.asVoid(nameAt(sessions, op.from)?.reply(`answer ${counter}`) ?? Effect.void)
+          break
         case "List":
           yield* Effect.asVoid(nameAt(sessions, op.from)?.list ?? Effect.void)
           break

@@ -8,8 +8,10 @@ import { Effect, Exit, Fiber, Scope } from "effect"
 import { dropNthMessage, duplicateNthMessage, swapFirstTwoMessages } from "../../src/testing/BrokenBuilds.ts"
 import { makeFiberWatch, ownedBy, watchFibers } from "../../src/testing/FiberWatch.ts"
 import { Prng } from "../../src/testing/Prng.ts"
+import type { AgentBehaviour } from "../../src/testing/SimAgent.ts"
+import { Simulation } from "../../src/testing/Simulation.ts"
 import { soak } from "../../src/testing/Soak.ts"
-import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
+import { generateWorkload, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 describe("a deliberately broken broker is caught", () => {
   it.effect("a routed message dropped silently: silent-loss, with the seed and a minimal workload", () =>
@@ -39,6 +41,24 @@ describe("a deliberately broken broker is caught", () => {
     Effect.gen(function*() {
       const summary = yield* soak({ seeds: 20, maxFailures: 1, shrink: false, config: { brokerFault: swapFirstTwoMessages() } })
       assert.strictEqual(summary.failures[0]?.report.violations[0]?.kind, "fifo")
+    }))
+})
+
+describe("fiber leaks are caught", () => {
+  it.effect("an agent that forks a detached fiber leaks it past its generation: fiber-leak", () =>
+    Effect.gen(function*() {
+      const leaky: AgentBehaviour = () => Effect.asVoid(Effect.forkDetach(Effect.never))
+      const report = yield* runSimulation(
+        { seed: 1, sessions: ["A", { name: "B", agent: { mode: "custom", behaviour: leaky } }] },
+        Effect.gen(function*() {
+          const sim = yield* Simulation
+          yield* sim.session("A").send("B", "start something")
+          yield* sim.session("B").replaceGeneration
+        })
+      )
+      const leaks = report.violations.filter((violation) => violation.kind === "fiber-leak")
+      assert.isAbove(leaks.length, 0)
+      assert.match(leaks[0]?.message ?? "", /fiber\(s\) of B\/c1\/g1 still running after its generation closed/)
     }))
 })
 
