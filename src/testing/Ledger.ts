@@ -38,6 +38,13 @@ export type ViolationKind =
    * the broker's replay record knows (a retry with the same id would learn it).
    */
   | "untold-eviction"
+  /**
+   * An acknowledged message that sat in the broker's mailbox while its target
+   * was connected — requeued from a connection its session had replaced — and
+   * reached the target only when it registered again (the end of a run forces
+   * that), if at all; out of order with newer messages meanwhile.
+   */
+  | "stranded-mail"
   /** Fibers were still running after their owner (generation, client, broker, world) closed. */
   | "fiber-leak"
   /** At the end, with every session connected, mail was still waiting in the broker. */
@@ -80,6 +87,8 @@ export interface MessageTally {
   readonly lostToCrash: number
   /** Written toward the target's connection, which died (or whose client closed) before its session took it. */
   readonly lostInFlight: number
+  /** Delivered only when the end of the run made its target register again (a `stranded-mail` violation each). */
+  readonly stranded: number
 }
 
 export interface AskTally {
@@ -97,6 +106,8 @@ interface LinkRecord {
   readonly brokerEpoch: number
   registered: boolean
   closed: boolean
+  /** The broker's side saw this connection end. */
+  brokerEnded: boolean
 }
 
 interface Read {
@@ -122,6 +133,10 @@ interface MessageRecord {
   readonly writtenTo: Array<number>
   readonly reads: Array<Read>
   hostDeliveries: number
+  /** When its sender read the broker's `delivered`. */
+  ackedAt: number | undefined
+  /** First handed over while the end of the run made every session register again. */
+  rescued: boolean
   /** What the broker's replay record said when the harness asked at the end (see `unexplained`). */
   recordSays: string | undefined
 }
@@ -170,6 +185,11 @@ export class Ledger {
   /** Last accept sequence number received, per `sender\0receiver`, on the wire and at the host. */
   private readonly lastWireSeq = new Map<string, number>()
   private readonly lastHostSeq = new Map<string, number>()
+  /** When each session's registration took over a connection the broker still held. */
+  private readonly takeovers = new Map<string, Array<number>>()
+  /** The end of the run is making every session register again (see `stranded-mail`). */
+  private rescuing = false
+  private rescueStartedAt = 0
   private acceptSeq = 0
   private readSeq = 0
   private checkCount = 0
@@ -260,7 +280,12 @@ export class Ledger {
   }
 
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false })
+    this.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false })
+  }
+
+  brokerEnded(id: number): void {
+    const link = this.links.get(id)
+    if (link !== undefined) link.brokerEnded = true
   }
 
   linkClosed(id: number): void {
@@ -347,6 +372,8 @@ export class Ledger {
       writtenTo: [],
       reads: [],
       hostDeliveries: 0,
+      ackedAt: undefined,
+      rescued: false,
       recordSays: undefined
     }
     this.messages.set(message.id, record)
@@ -357,16 +384,17 @@ export class Ledger {
   }
 
   /** The broker read frames from a client. */
-  brokerRead(linkId: number, frames: ReadonlyArray<string>): void {
+  brokerRead(frames: ReadonlyArray<string>): void {
     for (const text of frames) {
       const parsed = parseFrameText(text)
       if (isFrameDecodeError(parsed) || parsed.type !== "send") continue
       const frame = decodeClientFrame.send(parsed)
       if (isFrameDecodeError(frame)) continue
+      // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
+      // (an epoch-bound send refused as rebound is sent again with the same id, later).
       const record = this.messages.get(frame.message.id)
-      if (record !== undefined && record.acceptSeq === undefined) record.acceptSeq = ++this.acceptSeq
+      if (record !== undefined && record.outcome !== "acked") record.acceptSeq = ++this.acceptSeq
     }
-    void linkId
   }
 
   /** The broker wrote frames toward a client. */
@@ -433,9 +461,19 @@ export class Ledger {
 
   private brokerFrameRead(link: LinkRecord, frame: BrokerFrame): void {
     switch (frame.type) {
-      case "registered":
+      case "registered": {
+        // A takeover: the broker still held another registered connection of this session.
+        for (const other of this.links.values()) {
+          if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) {
+            const times = this.takeovers.get(link.owner) ?? []
+            times.push(this.now())
+            this.takeovers.set(link.owner, times)
+            break
+          }
+        }
         link.registered = true
         return
+      }
       case "delivered": {
         if (frame.delivery === undefined) return // a cancel's bare answer
         const record = this.messages.get(frame.messageId)
@@ -443,6 +481,7 @@ export class Ledger {
         if (record.outcome !== "acked") {
           record.outcome = "acked"
           record.ackEpoch = link.brokerEpoch
+          record.ackedAt = this.now()
         }
         return
       }
@@ -501,8 +540,14 @@ export class Ledger {
     if (seq === undefined) return
     const key = `${record.sender}\u0000${receiver}`
     const previous = last.get(key)
-    this.check(previous === undefined || previous < seq, "fifo", () =>
-      `${record.alias} from ${this.nameOf(record.sender)} reached ${this.nameOf(receiver)} ${where} after a message the broker accepted later`)
+    const inOrder = previous === undefined || previous < seq
+    // Out of order because it was requeued from a replaced connection: the stranded-mail issue.
+    const stranded = !inOrder && (this.rescuedNow(record) || (record.ackedAt !== undefined &&
+      (this.takeovers.get(receiver) ?? []).some((at) => at >= (record.ackedAt ?? Infinity))))
+    this.check(inOrder, stranded ? "stranded-mail" : "fifo", () =>
+      `${record.alias} from ${this.nameOf(record.sender)} reached ${this.nameOf(receiver)} ${where} after a message the broker accepted later${
+        stranded ? " (it was requeued from a connection the receiver had replaced)" : ""
+      }`)
     if (previous === undefined || previous < seq) last.set(key, seq)
   }
 
@@ -516,6 +561,7 @@ export class Ledger {
     this.note(`${this.nameOf(receiver)} ← ${this.alias(message.id)} from ${this.nameOf(fromId)} (${intent}) "${clip(message.content.text)}"`)
     if (record === undefined) return
     record.hostDeliveries++
+    if (record.hostDeliveries === 1 && this.rescuedNow(record)) record.rescued = true
     this.check(record.hostDeliveries === 1, "duplicate-delivery", () =>
       `${record.alias} was handed to ${this.nameOf(receiver)} ${record.hostDeliveries} times`)
     if (record.target !== undefined) {
@@ -582,12 +628,24 @@ export class Ledger {
     const message = this.messages.get(reply.message.id)
     if (message === undefined) return
     message.hostDeliveries++
+    if (message.hostDeliveries === 1 && this.rescuedNow(message)) message.rescued = true
     this.check(message.hostDeliveries === 1, "duplicate-delivery", () =>
       `${message.alias} was handed to ${this.nameOf(record.asker)} ${message.hostDeliveries} times`)
     this.check(message.sender === reply.fromId && message.replyTo === reply.questionId, "ask-wrong-reply", () =>
       `${askAlias} settled by ${message.alias}, which ${this.nameOf(message.sender)} sent as an answer to ${
         message.replyTo === undefined ? "nothing" : this.alias(message.replyTo)
       }`)
+  }
+
+  /** Marks the end-of-run phase that makes every session register again (see `stranded-mail`). */
+  setRescue(on: boolean): void {
+    this.rescuing = on
+    if (on) this.rescueStartedAt = this.now()
+  }
+
+  /** Acknowledged before the rescue began, and first handed over during it. */
+  private rescuedNow(record: MessageRecord): boolean {
+    return this.rescuing && record.ackedAt !== undefined && record.ackedAt < this.rescueStartedAt
   }
 
   /** Asks that have not settled. */
@@ -635,6 +693,7 @@ export class Ledger {
     let failedNotified = 0
     let lostToCrash = 0
     let lostInFlight = 0
+    let stranded = 0
     for (const record of this.messages.values()) {
       if (record.outcome === "refused") refused++
       if (record.outcome === "pending" || record.outcome === "unknown") unknown++
@@ -644,7 +703,15 @@ export class Ledger {
       const label = `${record.alias} (${record.kind} ${this.nameOf(record.sender)} → ${to})`
       this.checkCount++
       if (record.hostDeliveries > 0) {
-        delivered++
+        if (record.rescued) {
+          stranded++
+          this.violate(
+            "stranded-mail",
+            `${label} sat in the broker's mailbox while ${to} was connected; it arrived only when ${to} registered again`
+          )
+        } else {
+          delivered++
+        }
         continue
       }
       if (record.expiredNotified) {
@@ -697,7 +764,8 @@ export class Ledger {
       delivered,
       failedNotified,
       lostToCrash,
-      lostInFlight
+      lostInFlight,
+      stranded
     }
   }
 

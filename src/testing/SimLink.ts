@@ -46,6 +46,8 @@ export class SimLink {
   private closedFlag = false
   /** The broker's side has seen the connection end (its read failed, or it destroyed it). */
   private brokerDone = false
+  /** Writes sleeping out a delay right now (a delay cleared by `heal` still finishes its sleep). */
+  private delayedWrites = 0
   private readonly ledger: Ledger
   private readonly raw: { readonly client: Connection; readonly server: Connection }
   readonly client: Connection
@@ -81,11 +83,17 @@ export class SimLink {
   }
 
   /**
-   * A stall or delay is holding back what the broker or the ledger would
-   * otherwise have seen by now: state comparisons must wait.
+   * A stall, a delay, or an end the broker has not seen yet is holding back
+   * what the broker or the ledger would otherwise agree on: state comparisons
+   * must wait.
    */
   get settling(): boolean {
-    return !this.brokerDone && (this.stalled || this.delayed)
+    return !this.brokerDone && (this.stalled || this.delayed || this.delayedWrites > 0 || this.closed)
+  }
+
+  /** Closed, but the broker has not seen the end yet (its reader is parked, stalled or gone). */
+  get lingering(): boolean {
+    return this.closed && !this.brokerDone
   }
 
   get stalled(): boolean {
@@ -94,6 +102,12 @@ export class SimLink {
 
   get delayed(): boolean {
     return this.delays.client > 0 || this.delays.broker > 0
+  }
+
+  private markBrokerDone(): void {
+    if (this.brokerDone) return
+    this.brokerDone = true
+    this.ledger.brokerEnded(this.id)
   }
 
   private markClosed(): void {
@@ -115,12 +129,12 @@ export class SimLink {
         if (this.severedSide === side) return Effect.fail(dead())
         removeDelivered(this.inFlight[side], frames)
         if (side === "client") this.ledger.clientRead(this.id, frames)
-        else this.ledger.brokerRead(this.id, frames)
+        else this.ledger.brokerRead(frames)
         return Effect.succeed(frames)
       }),
       Effect.tapError(() =>
         Effect.sync(() => {
-          if (side === "broker") this.brokerDone = true
+          if (side === "broker") this.markBrokerDone()
           this.markClosed()
         })
       )
@@ -148,7 +162,11 @@ export class SimLink {
         ).pipe(Effect.tapError(() => Effect.sync(lose)))
         // An interrupted writer never wrote (as `ClientConnection` assumes): withdrawn, not lost.
         const withdraw = () => removeDelivered(queue, sent.filter((frame) => queue.includes(frame)))
-        return (delay > 0 ? Effect.andThen(Effect.sleep(delay), transfer) : transfer).pipe(
+        if (delay <= 0) return transfer.pipe(Effect.onInterrupt(() => Effect.sync(withdraw)))
+        this.delayedWrites++
+        return Effect.sleep(delay).pipe(
+          Effect.ensuring(Effect.sync(() => this.delayedWrites--)),
+          Effect.andThen(transfer),
           Effect.onInterrupt(() => Effect.sync(withdraw))
         )
       })
@@ -161,7 +179,7 @@ export class SimLink {
       destroy: Effect.andThen(
         endpoint.destroy,
         Effect.sync(() => {
-          if (side === "broker") this.brokerDone = true
+          if (side === "broker") this.markBrokerDone()
           this.markClosed()
         })
       )

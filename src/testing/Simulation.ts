@@ -762,11 +762,28 @@ const makeSimulation = (
           `${state.meta.name} is not connected ${settleMs} ms after the faults healed (${status?.lastError ?? "stopped"})`)
       }
       yield* idleChecks
+      for (const link of links.values()) {
+        ledger.check(!link.lingering, "registry-mismatch", () =>
+          `the broker never saw link #${link.id} of ${ledger.nameOf(link.owner ?? "?")} end, ${settleMs} ms after the faults healed`)
+      }
       const current = broker
       if (current !== undefined) {
         const count = yield* current.core.sessionCount
         ledger.check(count === states.length, "registry-mismatch", () =>
           `the broker has ${count} live session(s), the world ${states.length}`)
+        const held = (yield* current.core.stats).mailbox
+        if (held > 0) {
+          // Mail waiting although every target is connected: make every session register again
+          // and see where it goes (deliveries now are `stranded-mail`).
+          ledger.note(`the mailbox holds ${held} message(s) with every session connected: every session registers again`)
+          ledger.setRescue(true)
+          for (const state of states) {
+            const link = currentLink(state)
+            if (link !== undefined) yield* worldStep(undefined, link.sever("client"))
+          }
+          yield* advance(15_000)
+          ledger.setRescue(false)
+        }
         const stats = yield* current.core.stats
         ledger.check(stats.mailbox === 0, "mailbox-not-empty", () =>
           `${stats.mailbox} message(s) still in the mailbox with every session connected`)

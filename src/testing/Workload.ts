@@ -6,35 +6,39 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { Prng } from "./Prng.ts"
 import { Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
 import type { Side, ViolationKind } from "./Ledger.ts"
 
-/** Sessions are named by index into the world's sessions; `after` is simulated ms before the op. */
-export type Op =
-  | { readonly _tag: "Send"; readonly after: number; readonly from: number; readonly to: number }
-  | { readonly _tag: "Ask"; readonly after: number; readonly from: number; readonly to: number; readonly timeoutMs: number }
-  | { readonly _tag: "CancelAsk"; readonly after: number; readonly session: number }
-  | { readonly _tag: "Reply"; readonly after: number; readonly from: number }
-  | { readonly _tag: "List"; readonly after: number; readonly from: number }
-  | { readonly _tag: "Status"; readonly after: number; readonly session: number; readonly busy: boolean }
-  | { readonly _tag: "Stop"; readonly after: number; readonly session: number }
-  | { readonly _tag: "Start"; readonly after: number; readonly session: number }
-  | { readonly _tag: "Kill"; readonly after: number; readonly session: number }
-  | { readonly _tag: "ReplaceGeneration"; readonly after: number; readonly session: number }
-  | { readonly _tag: "CrashBroker"; readonly after: number; readonly downMs: number }
-  | { readonly _tag: "Drop"; readonly after: number; readonly session: number; readonly side: Side }
-  | { readonly _tag: "Stall"; readonly after: number; readonly session: number; readonly side: Side; readonly ms: number }
-  | {
-    readonly _tag: "DelayWrites"
-    readonly after: number
-    readonly session: number
-    readonly side: Side
-    readonly delayMs: number
-    readonly forMs: number
-  }
-  | { readonly _tag: "ClockJump"; readonly after: number; readonly ms: number }
+const Int = Schema.Int
+const SideSchema = Schema.Literals(["client", "broker"])
+const op = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
+  Schema.Struct({ _tag: Schema.tag(tag), after: Int, ...fields })
+
+/**
+ * One operation of a workload. Sessions are named by index into the world's
+ * sessions; `after` is the simulated time (ms) before it. A Schema, so a
+ * printed workload can be read back (`npm run sim -- --replay`).
+ */
+export const OpSchema = Schema.Union([
+  op("Send", { from: Int, to: Int }),
+  op("Ask", { from: Int, to: Int, timeoutMs: Int }),
+  op("CancelAsk", { session: Int }),
+  op("Reply", { from: Int }),
+  op("List", { from: Int }),
+  op("Status", { session: Int, busy: Schema.Boolean }),
+  op("Stop", { session: Int }),
+  op("Start", { session: Int }),
+  op("Kill", { session: Int }),
+  op("ReplaceGeneration", { session: Int }),
+  op("CrashBroker", { downMs: Int }),
+  op("Drop", { session: Int, side: SideSchema }),
+  op("Stall", { session: Int, side: SideSchema, ms: Int }),
+  op("DelayWrites", { session: Int, side: SideSchema, delayMs: Int, forMs: Int }),
+  op("ClockJump", { ms: Int })
+])
+export type Op = typeof OpSchema.Type
 
 export type OpKind = Op["_tag"]
 
@@ -389,6 +393,7 @@ export const formatFailure = (seed: number, shrunk: Shrunk, names: ReadonlyArray
     `replay: runWorkload({ seed: ${seed} })  (npm run sim -- --seed ${seed})`,
     `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
     ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
+    `replay the minimal workload: npm run sim -- --seed ${seed} --replay '${JSON.stringify(shrunk.ops)}'`,
     `trace of the minimal run:`,
     ...shrunk.report.trace.map((line) => `  ${line}`)
   ].join("\n")

@@ -4,6 +4,7 @@
  *   --seeds N      how many seeds (default 1000)
  *   --from S       first seed (default 1)
  *   --seed S       run one seed and print its workload and trace
+ *   --replay JSON  with --seed: run this op list (a failure report prints it) instead of the seed's
  *   --ops N        operations per run (default 40)
  *   --sessions N   sessions per world (default 4)
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
@@ -16,11 +17,22 @@
  *
  * Exits 1 when any seed fails.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { SimulationConfig } from "./Simulation.ts"
 import type { ViolationKind } from "./Ledger.ts"
 import { formatSummary, KNOWN_ISSUES, soak } from "./Soak.ts"
-import { formatOp, generateWorkload, runWorkload, sessionNames, trafficWeights, type WorkloadOptions } from "./Workload.ts"
+import {
+  formatOp,
+  generateWorkload,
+  type Op,
+  OpSchema,
+  runWorkload,
+  sessionNames,
+  trafficWeights,
+  type WorkloadOptions
+} from "./Workload.ts"
+
+const parseOps = (json: string): ReadonlyArray<Op> => Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(OpSchema)))(json)
 
 const args = process.argv.slice(2)
 const flag = (name: string): boolean => args.includes(`--${name}`)
@@ -50,6 +62,7 @@ const VIOLATION_KINDS: ReadonlyArray<ViolationKind> = [
   "ask-wrong-reply",
   "registry-mismatch",
   "untold-eviction",
+  "stranded-mail",
   "fiber-leak",
   "mailbox-not-empty",
   "not-reconnected",
@@ -79,7 +92,8 @@ const config: Omit<SimulationConfig, "seed"> = {
 const main = Effect.gen(function*() {
   if (args.includes("--seed")) {
     const seed = number("seed", 1)
-    const ops = generateWorkload(seed, sessions, workload)
+    const replay = text("replay")
+    const ops: ReadonlyArray<Op> = replay === undefined ? generateWorkload(seed, sessions, workload) : parseOps(replay)
     const names = sessionNames(sessions)
     console.log(`seed ${seed}, ${ops.length} ops:`)
     for (const op of ops) console.log(`  ${formatOp(op, names)}`)

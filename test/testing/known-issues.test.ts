@@ -38,3 +38,35 @@ describe("known issue: a sender that is away is never told its queued message wa
       assert.match(report.violations[0]?.message ?? "", /^m4 \(send C → B\) was dropped from the broker's mailbox \(E_DELIVERY_EVICTED\) while C was away/)
     }))
 })
+
+describe("known issue: mail requeued from a replaced connection is stranded in the mailbox", () => {
+  it.effect("the broker stops reading C and writes to it slowly; C's liveness probe fails and C reconnects, taking over its old connection; A's two messages wait in the mailbox while C is connected", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(
+        { seed: 1, sessions: ["A", "C"] },
+        Effect.gen(function*() {
+          const sim = yield* Simulation
+          const a = sim.session("A")
+          const c = sim.session("C")
+          yield* c.stall("broker", "30 seconds") // C's liveness probe (every 10 s) goes unanswered
+          yield* c.delayWrites("broker", "1 second") // the broker's writer for C is mid-write when C gives up
+          yield* sim.advance("12500 millis")
+          yield* a.send("C", "one")
+          yield* a.send("C", "two")
+          yield* sim.advance("30 seconds") // C reconnected at 13.25 s (a takeover); the mail never follows
+          assert.deepStrictEqual(yield* c.inbox, [])
+        })
+      )
+      // The end of the run makes C register again, and only then does the mail arrive.
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), ["stranded-mail", "stranded-mail"])
+      assert.match(report.violations[0]?.message ?? "", /^m1 \(send A → C\) sat in the broker's mailbox while C was connected/)
+      assert.strictEqual(report.messages.stranded, 2)
+    }))
+
+  it.effect("found by the random sweep: seed 3452", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 3452 })
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), ["stranded-mail"])
+    }))
+})
+
