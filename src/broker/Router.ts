@@ -210,12 +210,21 @@ export class Router {
         this.undeliverable(item)
         continue
       }
-      if (recipient.overflow === undefined) recipient.overflow = []
-      recipient.overflow.push(item)
-      // Wake its writer; a full outbox means the writer is busy and will look anyway.
-      if (Queue.offerUnsafe(recipient.outbox, FEED_TICK)) Queue.flushUnsafe(recipient.outbox)
+      this.forceEnqueue(recipient, item)
     }
     reader.parked = []
+  }
+
+  /** Queues `item` for `recipient` even past its outbox's capacity (outside any reader's batch). */
+  private forceEnqueue(recipient: Peer, item: OutboundItem): void {
+    if (recipient.overflow === undefined && Queue.offerUnsafe(recipient.outbox, item)) {
+      Queue.flushUnsafe(recipient.outbox)
+      return
+    }
+    if (recipient.overflow === undefined) recipient.overflow = []
+    recipient.overflow.push(item)
+    // Wake its writer; a full outbox means the writer is busy and will look anyway.
+    if (Queue.offerUnsafe(recipient.outbox, FEED_TICK)) Queue.flushUnsafe(recipient.outbox)
   }
 
   /** Appends the membership changes `peer` has not seen (MembershipFeed). */
@@ -766,8 +775,18 @@ export class Router {
     )
   }
 
-  /** Mail that was on its way to a recipient that disconnected goes back to the mailbox. */
+  /**
+   * Mail that was on its way to a connection that closed: to the session's
+   * new connection if it is already back (a takeover: the old connection's
+   * leftovers must not sit in the mailbox while the session is live),
+   * otherwise back to the mailbox for its next registration.
+   */
   private requeue(outbound: OutboundMessage): void {
+    const live = this.byKey.get(outbound.mail.targetKey)
+    if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
+      this.forceEnqueue(live.peer, outbound)
+      return
+    }
     const mail = { ...outbound.mail, queuedAt: this.now() }
     for (const evicted of this.mailbox.put(mail)) {
       this.mailLost(evicted, "expired", DeliveryCode.DeliveryEvicted, Reason.evicted)
