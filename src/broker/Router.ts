@@ -89,6 +89,8 @@ export class Router {
   private readonly unregistered = new Set<Peer>()
   private readonly records = new DeliveryRecords(4096, HOUR)
   private readonly edges: AskEdges
+  /** Lost-mail notices for senders that were away, by session key: sent when they register again. */
+  private readonly owedNotices = new AgedMap<string, Array<string>>(4096)
   /** Receipt routes by message key: an hour, at most 65,536; they lapse when either side leaves. */
   private readonly routes = new AgedMap<string, ReceiptRoute>(65_536)
   private incarnations = 0
@@ -397,6 +399,8 @@ export class Router {
     space.feed.joined(id, session.infoJson)
     this.markDirty(space)
     this.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
+    const owed = this.owedNotices.delete(session.key)
+    if (owed !== undefined) for (const notice of owed) this.enqueue(peer, notice)
     this.flushMailbox(session, now)
   }
 
@@ -764,15 +768,17 @@ export class Router {
    */
   private mailLost(mail: Mail, status: "expired", code: DeliveryCode, reason: string): void {
     this.records.rewrite(mail.recordKey, { ok: false, code, reason, retryable: false })
-    const sender = this.byKey.get(mail.senderKey)
-    if (sender === undefined) return
     const space = this.spaces.get(mail.spaceKey)
-    const target = space?.recent.get(mail.targetId)
-    if (target === undefined) return
-    this.enqueue(
-      sender.peer,
-      Encode.receiptFrame(target.infoJson, { messageId: mail.message.id, status, timestamp: this.now(), detail: reason })
-    )
+    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ?? space?.recent.get(mail.targetId)?.infoJson
+    if (targetInfo === undefined) return
+    const now = this.now()
+    const notice = Encode.receiptFrame(targetInfo, { messageId: mail.message.id, status, timestamp: now, detail: reason })
+    const sender = this.byKey.get(mail.senderKey)
+    if (sender !== undefined) return this.forceEnqueue(sender.peer, notice)
+    // The sender is away: it is told when it registers again (within a day).
+    const owed = this.owedNotices.get(mail.senderKey) ?? []
+    if (owed.length < 1024) owed.push(notice)
+    this.owedNotices.set(mail.senderKey, owed, now)
   }
 
   /**
@@ -848,6 +854,7 @@ export class Router {
     this.edges.prune(now)
     this.records.prune(now)
     this.routes.expire(now - HOUR - 1)
+    this.owedNotices.expire(now - DAY - 1)
     this.expireMail(now)
   }
 
