@@ -12,6 +12,7 @@
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       with --seed: every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them
+ *   --max-failures N  stop after N failing seeds (default 5)
  *   --tolerate K   violation kinds to report without failing, comma-separated
  *                  (default: the known issues, see docs/testing.md; "none" for none)
  *
@@ -112,6 +113,7 @@ const main = Effect.gen(function*() {
     seeds,
     config,
     shrink: !flag("no-shrink"),
+    maxFailures: number("max-failures", 5),
     onSeed: () =>
       Effect.sync(() => {
         done++
