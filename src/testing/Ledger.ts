@@ -135,6 +135,8 @@ interface MessageRecord {
   hostDeliveries: number
   /** When its sender read the broker's `delivered`. */
   ackedAt: number | undefined
+  /** Connections the broker wrote an `expired` notice about it to. */
+  readonly noticeWrittenTo: Array<number>
   /** First handed over while the end of the run made every session register again. */
   rescued: boolean
   /** What the broker's replay record said when the harness asked at the end (see `unexplained`). */
@@ -373,6 +375,7 @@ export class Ledger {
       reads: [],
       hostDeliveries: 0,
       ackedAt: undefined,
+      noticeWrittenTo: [],
       rescued: false,
       recordSays: undefined
     }
@@ -402,9 +405,16 @@ export class Ledger {
     const link = this.links.get(linkId)
     for (const text of frames) {
       this.frameCount++
-      if (!text.startsWith(`{"type":"message"`)) continue
+      if (!text.startsWith(`{"type":"message`)) continue
       const frame = decodeBrokerFrameText(text)
-      if (isFrameDecodeError(frame) || frame.type !== "message") continue
+      if (isFrameDecodeError(frame)) continue
+      if (frame.type === "message_receipt") {
+        // A failure notice on its way to the sender.
+        const noticed = frame.receipt.status === "expired" ? this.messages.get(frame.receipt.messageId) : undefined
+        if (noticed !== undefined) noticed.noticeWrittenTo.push(linkId)
+        continue
+      }
+      if (frame.type !== "message") continue
       const record = this.messages.get(frame.message.id)
       if (record === undefined) continue
       record.writtenTo.push(linkId)
@@ -421,9 +431,13 @@ export class Ledger {
     if (frames.length === 0 || link === undefined) return
     const messages: Array<string> = []
     for (const text of frames) {
-      if (toward === "client" && text.startsWith(`{"type":"message"`)) {
+      if (toward === "client" && text.startsWith(`{"type":"message`)) {
         const frame = decodeBrokerFrameText(text)
-        if (!isFrameDecodeError(frame) && frame.type === "message") messages.push(this.alias(frame.message.id))
+        if (isFrameDecodeError(frame)) continue
+        if (frame.type === "message") messages.push(this.alias(frame.message.id))
+        else if (frame.type === "message_receipt" && frame.receipt.status === "expired") {
+          messages.push(`the expired notice for ${this.alias(frame.receipt.messageId)}`)
+        }
       } else if (toward === "broker") {
         const parsed = parseFrameText(text)
         if (!isFrameDecodeError(parsed) && parsed.type === "send") {
@@ -743,6 +757,14 @@ export class Ledger {
         continue
       }
       if (record.recordSays === "E_DELIVERY_EVICTED" || record.recordSays === "E_DELIVERY_EXPIRED") {
+        if (record.noticeWrittenTo.length > 0 && record.noticeWrittenTo.every((id) => this.links.get(id)?.closed === true)) {
+          // The notice was written toward the sender, whose connection died before it read it.
+          lostInFlight++
+          if (this.strictInFlight) {
+            this.violate("lost-in-flight", `the expired notice for ${label} was written to a connection of ${this.nameOf(record.sender)} that died before it was read`)
+          }
+          continue
+        }
         this.violate(
           "untold-eviction",
           `${label} was dropped from the broker's mailbox (${record.recordSays}) while ${this.nameOf(record.sender)} was away; it was never told`

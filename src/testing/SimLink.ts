@@ -179,6 +179,8 @@ export class SimLink {
       destroy: Effect.andThen(
         endpoint.destroy,
         Effect.sync(() => {
+          // As a socket: what this side had not read yet is gone with it.
+          if (this.severedSide === undefined) this.ledger.discarded(this.id, side, this.inFlight[side].splice(0))
           if (side === "broker") this.markBrokerDone()
           this.markClosed()
         })
