@@ -6,7 +6,7 @@
  * pid file when the Scope closes, before the dir is removed. Nothing here
  * builds: `npm test` runs the build before vitest.
  */
-import { Data, Deferred, Duration, Effect, Exit, Option, Schedule, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Option, Schedule, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -32,20 +32,9 @@ export const BIN = binPath()
 /** Generous: the suite shares two slow cores with other test files. */
 export const WAIT = Duration.seconds(20)
 
-export class CliTimeout extends Data.TaggedError("CliTimeout")<{
-  readonly what: string
-  readonly stdout: string
-  readonly stderr: string
-}> {
-  override get message(): string {
-    return `timed out waiting for ${this.what}\n--- stdout:\n${this.stdout}\n--- stderr:\n${this.stderr}`
-  }
-}
-
-export interface Outcome {
-  readonly code: number | null
-  readonly signal: NodeJS.Signals | null
-}
+// One process harness vocabulary for both CLI suites.
+export { CliTimeout, type Outcome } from "../cli/support.ts"
+import { CliTimeout, type Outcome } from "../cli/support.ts"
 
 export interface CliProcess {
   readonly child: ChildProcess
