@@ -1,125 +1,113 @@
 /**
- * `runBroker`: the broker as a scoped Effect program. Startup follows P91
- * (with our pid rule); closing the Scope is shutdown (P95): connections are
- * destroyed, then the socket and pid files removed.
+ * `Broker`: the broker as a service, without a transport. It owns the Router,
+ * its service fibers (event logger, membership notifier, registration
+ * watcher, idle watcher) and `accept`, which runs one connection's actor.
+ * The Unix-socket broker (`runBroker`) and the in-memory simulation both
+ * build on it; closing the Scope it was made in shuts it down.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Broker } from "effect-intercom/broker"
+ * import { makeInMemoryNetwork } from "effect-intercom/transport"
+ *
+ * const program = Effect.gen(function*() {
+ *   const network = yield* makeInMemoryNetwork()
+ *   const broker = yield* Broker.make({ idleExit: null })
+ *   yield* network.listen("mem://broker", broker.accept)
+ *   // dial "mem://broker" with IntercomClient.make({ dial: network.dial, ... })
+ * })
+ * ```
  */
-import { Effect, type Scope } from "effect"
-import * as fs from "node:fs"
-import * as path from "node:path"
-import { probeHealth } from "../transport/healthProbe.ts"
-import { type ListenError, serveUnix } from "../transport/UnixSocket.ts"
-import { makeBrokerCore } from "./BrokerCore.ts"
-import { BrokerStartupError } from "./errors.ts"
-import type { BrokerOptions } from "./options.ts"
+import { Clock, Context, Deferred, Effect, Layer, Queue, type Scope } from "effect"
+import type { Connection } from "../transport/Connection.ts"
+import { runConnection } from "./ConnectionActor.ts"
+import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
+import { type BrokerEvent, Router } from "./Router.ts"
 
-export interface BrokerHandle {
-  readonly socketPath: string
-  readonly pid: number
-  /** Completes when the broker has been idle long enough to exit (P92); the owner then closes the Scope. */
+/** What a running broker offers its transport and its owner. */
+export interface BrokerService {
+  /** Runs one connection's actor until the connection closes. */
+  readonly accept: (connection: Connection) => Effect.Effect<void, never, Scope.Scope>
+  /** Completes when the broker has been idle long enough to exit (P92). */
   readonly idleExit: Effect.Effect<void>
   /** Live registered sessions right now. */
   readonly sessionCount: Effect.Effect<number>
+  /** Sizes of the routing tables, for diagnostics and invariant checks. */
+  readonly stats: Effect.Effect<ReturnType<Router["stats"]>>
 }
 
-const describe = (cause: unknown): string =>
-  cause instanceof Error ? cause.message : String(cause)
+const logEvent = (event: BrokerEvent) =>
+  event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
 
-/** The first of `dir` and its ancestors that exists but is not a directory, if any. */
-const blockingFile = (dir: string): string | undefined => {
-  for (let current = dir; ; current = path.dirname(current)) {
-    try {
-      return fs.statSync(current).isDirectory() ? undefined : current
-    } catch {
-      if (path.dirname(current) === current) return undefined
-    }
-  }
-}
-
-const prepareDirectory = (dir: string) =>
-  Effect.try({
-    try: () => {
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-      fs.chmodSync(dir, 0o700) // re-asserted on every start (P81)
-    },
-    catch: (cause) => {
-      // mkdir reports a file in the way as EEXIST or ENOTDIR; say what is wrong instead.
-      const file = blockingFile(dir)
-      const detail = file === undefined
-        ? describe(cause)
-        : file === dir
-        ? "it is not a directory"
-        : `${file} is not a directory`
-      return new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail })
-    }
-  })
-
-const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
-
-const readPid = (file: string): number | undefined => {
-  try {
-    const pid = Number.parseInt(fs.readFileSync(file, "utf8").split("\n", 1)[0] ?? "", 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
-const ownPidFile = (file: string) =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () => fs.writeFileSync(file, String(process.pid), { mode: 0o600 }),
-      catch: (cause) =>
-        new BrokerStartupError({ reason: "DirectoryUnusable", path: file, detail: describe(cause) })
-    }),
-    () =>
-      Effect.sync(() => {
-        if (readPid(file) === process.pid) fs.rmSync(file, { force: true })
-      })
-  )
-
-export const runBroker = (
-  options: BrokerOptions
-): Effect.Effect<BrokerHandle, BrokerStartupError, Scope.Scope> =>
+const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const socketPath = options.socketPath
-    const intercomDir = options.intercomDir
-    yield* prepareDirectory(intercomDir)
-    const core = yield* makeBrokerCore(options)
+    const resolved = resolveCoreOptions(options)
+    const clock = yield* Clock.Clock
+    const signals = {
+      feed: yield* Queue.sliding<void>(1),
+      idle: yield* Queue.sliding<void>(1),
+      registration: yield* Queue.sliding<void>(1),
+      events: yield* Queue.unbounded<BrokerEvent>()
+    }
+    const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
+    const idleExit = yield* Deferred.make<void>()
 
-    const listen = serveUnix(socketPath, core.accept)
-    const listenFailed = (error: ListenError) =>
-      new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })
-    yield* listen.pipe(
-      Effect.catchTag("ListenError", (error) => {
-        if (error.code !== "EADDRINUSE") return Effect.fail(listenFailed(error))
-        // Something holds the path: a live broker answers health; a stale file does not.
-        return probeHealth(socketPath).pipe(
-          Effect.flatMap((healthy) => {
-            if (healthy) {
-              const pid = readPid(pidFileOf(intercomDir))
-              return Effect.fail(
-                new BrokerStartupError({
-                  reason: "AlreadyRunning",
-                  path: socketPath,
-                  detail: pid === undefined ? "it answers health" : `pid ${pid}`
-                })
-              )
-            }
-            return Effect.sync(() => fs.rmSync(socketPath, { force: true })).pipe(
-              Effect.andThen(listen),
-              Effect.mapError(listenFailed)
-            )
-          })
-        )
-      })
-    )
-    if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),
+      { disableYield: true }
+    ))
+
+    // Membership changes are announced once per batch of changes, not once per change.
+    yield* Effect.forkScoped(Effect.forever(
+      Queue.take(signals.feed).pipe(
+        Effect.andThen(Effect.yieldNow),
+        Effect.andThen(Effect.sync(() => router.notifyMembershipChanges()))
+      ),
+      { disableYield: true }
+    ))
+
+    // Registration timeout (P15): sleep until the oldest unregistered connection's deadline.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.suspend(() => {
+        const oldest = router.oldestUnregistered()
+        if (oldest === undefined) return Queue.take(signals.registration)
+        const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
+        return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registrationTimedOut(oldest))
+      }),
+      { disableYield: true }
+    ))
+
+    // Idle exit (P92): measured from the last leave, re-checked after every wait.
+    const idleExitMs = resolved.idleExitMs
+    if (idleExitMs !== null) {
+      yield* Effect.forkScoped(Effect.forever(
+        Effect.suspend(() => {
+          const lastLeftAt = router.lastLeftAt
+          // Busy, or never had a session (a broker that never sees one does not exit).
+          if (router.sessionCount > 0 || lastLeftAt === undefined) return Queue.take(signals.idle)
+          const wait = lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
+          return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
+        }),
+        { disableYield: true }
+      ))
+    }
 
     return {
-      socketPath,
-      pid: process.pid,
-      idleExit: core.idleExit,
-      sessionCount: core.sessionCount
-    } satisfies BrokerHandle
+      accept: (connection) => runConnection(router, connection, resolved),
+      idleExit: Deferred.await(idleExit),
+      sessionCount: Effect.sync(() => router.sessionCount),
+      stats: Effect.sync(() => router.stats())
+    } satisfies BrokerService
   })
+
+/**
+ * The broker service. `Broker.make` starts one in the current Scope;
+ * `Broker.layer` does the same as a Layer.
+ */
+export class Broker extends Context.Service<Broker, BrokerService>()("effect-intercom/broker/Broker") {
+  /** Starts a broker (its Router and service fibers) in the current Scope. */
+  static readonly make: (options?: BrokerCoreOptions) => Effect.Effect<BrokerService, never, Scope.Scope> = make
+  /** A Layer that starts a broker for the lifetime of the Layer. */
+  static readonly layer = (options: BrokerCoreOptions = {}): Layer.Layer<Broker> => Layer.effect(Broker, make(options))
+}

@@ -1,4 +1,4 @@
 export * from "./Broker.ts"
-export * from "./BrokerCore.ts"
+export * from "./runBroker.ts"
 export * from "./errors.ts"
 export * from "./options.ts"

@@ -103,13 +103,6 @@ export interface IntercomClientService {
   readonly disconnect: Effect.Effect<void>
 }
 
-export class IntercomClient extends Context.Service<IntercomClient, IntercomClientService>()(
-  "effect-intercom/IntercomClient"
-) {
-  static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient> =>
-    Layer.effect(IntercomClient, makeIntercomClient(options))
-}
-
 const applyPresence = (registration: SessionRegistration, update: PresenceUpdate): SessionRegistration => ({
   ...registration,
   ...(update.name === undefined ? {} : { name: update.name }),
@@ -118,7 +111,7 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
   ...(update.model === undefined ? {} : { model: update.model })
 })
 
-export const makeIntercomClient = (
+const make = (
   options: IntercomClientOptions
 ): Effect.Effect<IntercomClientService, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -319,4 +312,31 @@ export const makeIntercomClient = (
     } satisfies IntercomClientService
   })
 
-
+/**
+ * The client service. `IntercomClient.make` builds one in the current Scope
+ * (closing the Scope unregisters and disconnects); `IntercomClient.layer`
+ * does the same as a Layer.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IntercomClient } from "effect-intercom/client"
+ * import { resolvePaths } from "effect-intercom/config"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* IntercomClient
+ *   const sessions = yield* client.list
+ *   yield* Effect.log(`${sessions.length} sessions`)
+ * })
+ * ```
+ */
+export class IntercomClient extends Context.Service<IntercomClient, IntercomClientService>()(
+  "effect-intercom/IntercomClient"
+) {
+  /** Builds a client in the current Scope; nothing connects until the first operation. */
+  static readonly make: (options: IntercomClientOptions) => Effect.Effect<IntercomClientService, never, Scope.Scope> =
+    make
+  /** A Layer holding one client for the Layer's lifetime. */
+  static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient> =>
+    Layer.effect(IntercomClient, make(options))
+}

@@ -221,16 +221,6 @@ export interface IntercomSessionService {
   readonly waiting: Effect.Effect<boolean>
 }
 
-export class IntercomSession extends Context.Service<IntercomSession, IntercomSessionService>()(
-  "effect-intercom/session/IntercomSession"
-) {
-  /** A new generation per build; requires the client and the host. */
-  static readonly layer = (
-    options: IntercomSessionOptions = {}
-  ): Layer.Layer<IntercomSession, never, IntercomClient | Host> =>
-    Layer.effect(IntercomSession, makeIntercomSession(options))
-}
-
 /** The `register` payload a session's client should start with (name or fallback alias, status). */
 export const sessionRegistration = (input: {
   readonly sessionId: string
@@ -261,7 +251,7 @@ const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
 // The runtime
 // ---------------------------------------------------------------------------
 
-export const makeIntercomSession = (
+const make = (
   options: IntercomSessionOptions = {}
 ): Effect.Effect<IntercomSessionService, never, IntercomClient | Host | Scope.Scope> =>
   Effect.gen(function*() {
@@ -811,3 +801,22 @@ export const makeIntercomSession = (
       waiting: Effect.sync(() => slot.current() !== undefined)
     } satisfies IntercomSessionService
   })
+
+/**
+ * The session runtime service. One build is one session generation:
+ * `IntercomSession.make` builds it in the current Scope (closing the Scope
+ * ends the generation), `IntercomSession.layer` as a Layer. Both need an
+ * `IntercomClient` and a `Host`.
+ */
+export class IntercomSession extends Context.Service<IntercomSession, IntercomSessionService>()(
+  "effect-intercom/session/IntercomSession"
+) {
+  /** Builds a session generation in the current Scope. */
+  static readonly make: (
+    options?: IntercomSessionOptions
+  ) => Effect.Effect<IntercomSessionService, never, IntercomClient | Host | Scope.Scope> = make
+  /** A new generation per build; requires the client and the host. */
+  static readonly layer = (
+    options: IntercomSessionOptions = {}
+  ): Layer.Layer<IntercomSession, never, IntercomClient | Host> => Layer.effect(IntercomSession, make(options))
+}

@@ -35,11 +35,11 @@ import {
   Semaphore
 } from "effect"
 import { TestClock } from "effect/testing"
-import { type BrokerCore, makeBrokerCore } from "../broker/BrokerCore.ts"
+import { Broker, type BrokerService } from "../broker/Broker.ts"
 import type { BrokerCoreOptions } from "../broker/options.ts"
 import type { Dialer } from "../client/ClientConnection.ts"
 import { IntercomNotConnected } from "../client/errors.ts"
-import { IntercomClient, type IntercomClientService, makeIntercomClient } from "../client/IntercomClient.ts"
+import { IntercomClient, type IntercomClientService } from "../client/IntercomClient.ts"
 import { Host, type HostIdentity, type Inbound } from "../session/Host.ts"
 import {
   type AskFailure,
@@ -216,7 +216,7 @@ export interface SimulationService {
     readonly restart: Effect.Effect<void>
     /** Crash now and start again after `downFor` of simulated time. */
     readonly crashFor: (downFor: Duration.Input) => Effect.Effect<void>
-    readonly core: Effect.Effect<BrokerCore | undefined>
+    readonly core: Effect.Effect<BrokerService | undefined>
   }
   /** Lets simulated time pass. */
   readonly advance: (duration: Duration.Input) => Effect.Effect<void>
@@ -299,7 +299,7 @@ interface SessionState {
 interface BrokerState {
   readonly epoch: number
   readonly scope: Scope.Closeable
-  readonly core: BrokerCore
+  readonly core: BrokerService
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -412,7 +412,7 @@ const makeSimulation = (
       const brokerEpoch = ++epoch
       const owner = `broker#${brokerEpoch}`
       const scope = yield* Scope.fork(worldScope)
-      const core = yield* makeBrokerCore(brokerOptions).pipe(Scope.provide(scope), ownedBy(owner))
+      const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope), ownedBy(owner))
       broker = { epoch: brokerEpoch, scope, core }
       yield* network.listen(SIM_ADDRESS, core.accept).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
       ledger.note(`broker #${brokerEpoch} started`)
@@ -515,7 +515,7 @@ const makeSimulation = (
         if (state.client !== undefined || finished) return
         const key = `${state.meta.name}/c${++state.clients}`
         const scope = yield* Scope.fork(worldScope)
-        const service = yield* makeIntercomClient({
+        const service = yield* IntercomClient.make({
           agentDir: "/sim",
           intercomDir: "/sim/intercom",
           socketPath: SIM_ADDRESS,

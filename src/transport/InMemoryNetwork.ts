@@ -1,7 +1,7 @@
 /**
  * An in-memory "network": addresses that a broker listens on and clients dial,
  * each connection an `InMemory` pair. With it the real broker (`BrokerCore`),
- * client (`makeIntercomClient({ dial })`) and session code run unchanged in one
+ * client (`IntercomClient.make({ dial })`) and session code run unchanged in one
  * process, with no socket and no real timer, so TestClock drives everything.
  *
  * State belongs to one network value (no module-level maps): two simulations in

@@ -9,14 +9,14 @@ import type * as FileSystem from "effect/FileSystem"
 import type { IntercomEnvError } from "../../config/errors.ts"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { IntercomClient, type IntercomClientService, makeIntercomClient } from "../../client/IntercomClient.ts"
+import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
 import { loadIntercomSettings } from "../../config/load.ts"
 import type { IntercomSettings } from "../../config/settings.ts"
 import { Host, type HostIdentity, type HostService } from "../../session/Host.ts"
 import {
   type InboundTrigger,
+  IntercomSession,
   type IntercomSessionService,
-  makeIntercomSession,
   sessionRegistration
 } from "../../session/IntercomSession.ts"
 import { type IntercomPaths, resolveProcessPaths, type SocketPathError } from "../paths.ts"
@@ -91,7 +91,7 @@ export const openSession = (
   Effect.gen(function*() {
     const { settings, paths } = context
     const now = Date.now()
-    const client = yield* makeIntercomClient({
+    const client = yield* IntercomClient.make({
       agentDir: paths.agentDir,
       intercomDir: paths.intercomDir,
       socketPath: paths.socketPath,
@@ -110,7 +110,7 @@ export const openSession = (
       livenessIntervalMs: settings.liveness.intervalMs,
       livenessTimeoutMs: settings.liveness.timeoutMs
     })
-    const session = yield* makeIntercomSession({
+    const session = yield* IntercomSession.make({
       askTimeoutMs: settings.askTimeoutMs,
       replyHint: settings.replyHint,
       statusSuffix: settings.status,

@@ -1,0 +1,125 @@
+/**
+ * `runBroker`: the broker as a scoped Effect program. Startup follows P91
+ * (with our pid rule); closing the Scope is shutdown (P95): connections are
+ * destroyed, then the socket and pid files removed.
+ */
+import { Effect, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { probeHealth } from "../transport/healthProbe.ts"
+import { type ListenError, serveUnix } from "../transport/UnixSocket.ts"
+import { Broker } from "./Broker.ts"
+import { BrokerStartupError } from "./errors.ts"
+import type { BrokerOptions } from "./options.ts"
+
+export interface BrokerHandle {
+  readonly socketPath: string
+  readonly pid: number
+  /** Completes when the broker has been idle long enough to exit (P92); the owner then closes the Scope. */
+  readonly idleExit: Effect.Effect<void>
+  /** Live registered sessions right now. */
+  readonly sessionCount: Effect.Effect<number>
+}
+
+const describe = (cause: unknown): string =>
+  cause instanceof Error ? cause.message : String(cause)
+
+/** The first of `dir` and its ancestors that exists but is not a directory, if any. */
+const blockingFile = (dir: string): string | undefined => {
+  for (let current = dir; ; current = path.dirname(current)) {
+    try {
+      return fs.statSync(current).isDirectory() ? undefined : current
+    } catch {
+      if (path.dirname(current) === current) return undefined
+    }
+  }
+}
+
+const prepareDirectory = (dir: string) =>
+  Effect.try({
+    try: () => {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+      fs.chmodSync(dir, 0o700) // re-asserted on every start (P81)
+    },
+    catch: (cause) => {
+      // mkdir reports a file in the way as EEXIST or ENOTDIR; say what is wrong instead.
+      const file = blockingFile(dir)
+      const detail = file === undefined
+        ? describe(cause)
+        : file === dir
+        ? "it is not a directory"
+        : `${file} is not a directory`
+      return new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail })
+    }
+  })
+
+const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
+
+const readPid = (file: string): number | undefined => {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(file, "utf8").split("\n", 1)[0] ?? "", 10)
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
+const ownPidFile = (file: string) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => fs.writeFileSync(file, String(process.pid), { mode: 0o600 }),
+      catch: (cause) =>
+        new BrokerStartupError({ reason: "DirectoryUnusable", path: file, detail: describe(cause) })
+    }),
+    () =>
+      Effect.sync(() => {
+        if (readPid(file) === process.pid) fs.rmSync(file, { force: true })
+      })
+  )
+
+export const runBroker = (
+  options: BrokerOptions
+): Effect.Effect<BrokerHandle, BrokerStartupError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const socketPath = options.socketPath
+    const intercomDir = options.intercomDir
+    yield* prepareDirectory(intercomDir)
+    const core = yield* Broker.make(options)
+
+    const listen = serveUnix(socketPath, core.accept)
+    const listenFailed = (error: ListenError) =>
+      new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })
+    yield* listen.pipe(
+      Effect.catchTag("ListenError", (error) => {
+        if (error.code !== "EADDRINUSE") return Effect.fail(listenFailed(error))
+        // Something holds the path: a live broker answers health; a stale file does not.
+        return probeHealth(socketPath).pipe(
+          Effect.flatMap((healthy) => {
+            if (healthy) {
+              const pid = readPid(pidFileOf(intercomDir))
+              return Effect.fail(
+                new BrokerStartupError({
+                  reason: "AlreadyRunning",
+                  path: socketPath,
+                  detail: pid === undefined ? "it answers health" : `pid ${pid}`
+                })
+              )
+            }
+            return Effect.sync(() => fs.rmSync(socketPath, { force: true })).pipe(
+              Effect.andThen(listen),
+              Effect.mapError(listenFailed)
+            )
+          })
+        )
+      })
+    )
+    if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))
+
+    return {
+      socketPath,
+      pid: process.pid,
+      idleExit: core.idleExit,
+      sessionCount: core.sessionCount
+    } satisfies BrokerHandle
+  })
