@@ -78,6 +78,11 @@ export interface SendRequest {
   readonly message: Message
   readonly targetId?: string
   readonly targetEpoch?: string
+  /**
+   * For an ask (`expectsReply`): how long the asker will wait, so the broker
+   * keeps the ask open as long (`ask-timeout-v1`; ignored by brokers without it).
+   */
+  readonly askTimeoutMs?: number
 }
 
 export type SendError = DeliveryError | RequestTimeout | ConnectionLost

@@ -9,6 +9,20 @@
 /** Epoch-bound exact sends (P47). Understood by pi-intercom clients. */
 export const EXACT_SEND_V1 = "exact-send-v1"
 
+/**
+ * Paged `list` (extension): `list` may carry `cursor` and `limit`, and the
+ * `sessions` answer carries `total` and, while more remain, `nextCursor`, so a
+ * client can read every live session however many there are.
+ */
+export const LIST_PAGE_V1 = "list-page-v1"
+
+/**
+ * Per-ask timeouts (extension): a `send` whose message expects a reply may
+ * carry `askTimeoutMs`, and the broker keeps that ask open for that long
+ * instead of its own default.
+ */
+export const ASK_TIMEOUT_V1 = "ask-timeout-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
