@@ -1,27 +1,77 @@
 /**
- * Open asks (P61–P64): message id → who asked whom. A reply is accepted only
- * along an open edge, and a mutual ask is refused while the reverse edge is
- * open. Edges expire after the ask timeout; they outlive disconnects (P61).
+ * Open asks (P61–P64) as data: message key → who asked whom, until when. A
+ * reply is accepted only along an open edge, and a mutual ask is refused
+ * while the reverse edge is open (counted per pair). Each edge has its own
+ * deadline — the broker's ask timeout, or the one its asker announced
+ * (`ask-timeout-v1`) — and expires exactly then, in deadline order, through a
+ * min-heap; edges outlive disconnects (P61).
  */
-import { AgedMap } from "./AgedMap.ts"
 
 export interface AskEdge {
   readonly messageKey: string
   readonly askerKey: string
   readonly targetKey: string
+  /** When the edge expires (broker clock, ms). */
+  readonly deadline: number
 }
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
 
-export class AskEdges {
-  private readonly edges = new AgedMap<string, AskEdge>()
-  private readonly openPerPair = new Map<string, number>()
-  private readonly timeoutMs: number
+/** Deadlines of open edges, earliest first; entries of edges closed early are skipped lazily. */
+class DeadlineHeap {
+  private entries: Array<AskEdge> = []
 
-  constructor(timeoutMs: number) {
-    this.timeoutMs = timeoutMs
+  get size(): number {
+    return this.entries.length
   }
 
+  push(edge: AskEdge): void {
+    const entries = this.entries
+    entries.push(edge)
+    let i = entries.length - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (entries[parent]!.deadline <= edge.deadline) break
+      entries[i] = entries[parent]!
+      i = parent
+    }
+    entries[i] = edge
+  }
+
+  peek(): AskEdge | undefined {
+    return this.entries[0]
+  }
+
+  pop(): void {
+    const entries = this.entries
+    const last = entries.pop()
+    if (last === undefined || entries.length === 0) return
+    let i = 0
+    while (true) {
+      const left = 2 * i + 1
+      if (left >= entries.length) break
+      const right = left + 1
+      const child = right < entries.length && entries[right]!.deadline < entries[left]!.deadline ? right : left
+      if (entries[child]!.deadline >= last.deadline) break
+      entries[i] = entries[child]!
+      i = child
+    }
+    entries[i] = last
+  }
+
+  /** Rebuilds the heap from the edges still open (drops entries of closed ones). */
+  rebuild(open: Iterable<AskEdge>): void {
+    this.entries = []
+    for (const edge of open) this.push(edge)
+  }
+}
+
+export class AskEdges {
+  private readonly edges = new Map<string, AskEdge>()
+  private readonly openPerPair = new Map<string, number>()
+  private readonly deadlines = new DeadlineHeap()
+
+  /** Open edges. */
   get size(): number {
     return this.edges.size
   }
@@ -30,16 +80,21 @@ export class AskEdges {
     return this.edges.get(messageKey)
   }
 
-  open(edge: AskEdge, now: number): void {
+  open(edge: AskEdge): void {
     this.delete(edge.messageKey)
-    this.edges.set(edge.messageKey, edge, now)
+    this.edges.set(edge.messageKey, edge)
+    this.deadlines.push(edge)
     const pair = pairKey(edge.askerKey, edge.targetKey)
     this.openPerPair.set(pair, (this.openPerPair.get(pair) ?? 0) + 1)
+    // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
+    if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
 
   delete(messageKey: string): void {
-    const edge = this.edges.delete(messageKey)
-    if (edge !== undefined) this.closePair(edge)
+    const edge = this.edges.get(messageKey)
+    if (edge === undefined) return
+    this.edges.delete(messageKey)
+    this.closePair(edge)
   }
 
   /** Does `askerKey` wait for `targetKey`, not counting the edge `exceptKey`? */
@@ -52,8 +107,16 @@ export class AskEdges {
     return count > 0
   }
 
+  /** Closes every edge whose deadline has passed (`deadline <= now`). */
   prune(now: number): void {
-    for (const edge of this.edges.expire(now - this.timeoutMs)) this.closePair(edge)
+    for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now; next = this.deadlines.peek()) {
+      this.deadlines.pop()
+      // Only if that entry is still the open edge (it may have been closed or reopened since).
+      if (this.edges.get(next.messageKey) === next) {
+        this.edges.delete(next.messageKey)
+        this.closePair(next)
+      }
+    }
   }
 
   private closePair(edge: AskEdge): void {

@@ -23,7 +23,9 @@ import { Clock, Context, Deferred, Effect, Layer, Queue, type Scope } from "effe
 import type { Connection } from "../transport/Connection.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
-import { type BrokerEvent, Router } from "./Router.ts"
+import { AdmissionGate } from "./AdmissionGate.ts"
+import { Router, type RouterStats } from "./Router.ts"
+import type { BrokerEvent } from "./RouterContext.ts"
 
 /** What a running broker offers its transport and its owner. */
 export interface BrokerService {
@@ -34,7 +36,13 @@ export interface BrokerService {
   /** Live registered sessions right now. */
   readonly sessionCount: Effect.Effect<number>
   /** Sizes of the routing tables, for diagnostics and invariant checks. */
-  readonly stats: Effect.Effect<ReturnType<Router["stats"]>>
+  readonly stats: Effect.Effect<BrokerStats>
+}
+
+/** Sizes of the routing tables, and how many connections wait for admission. */
+export interface BrokerStats extends RouterStats {
+  /** Connections accepted and waiting, unread, for a place to register (AdmissionGate). */
+  readonly waiting: number
 }
 
 const logEvent = (event: BrokerEvent) =>
@@ -51,6 +59,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
       events: yield* Queue.unbounded<BrokerEvent>()
     }
     const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
+    const admission = new AdmissionGate(resolved.maxUnregistered)
     const idleExit = yield* Deferred.make<void>()
 
     yield* Effect.forkScoped(Effect.forever(
@@ -62,7 +71,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
     yield* Effect.forkScoped(Effect.forever(
       Queue.take(signals.feed).pipe(
         Effect.andThen(Effect.yieldNow),
-        Effect.andThen(Effect.sync(() => router.notifyMembershipChanges()))
+        Effect.andThen(Effect.sync(() => router.membership.notify()))
       ),
       { disableYield: true }
     ))
@@ -70,10 +79,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
     // Registration timeout (P15): sleep until the oldest unregistered connection's deadline.
     yield* Effect.forkScoped(Effect.forever(
       Effect.suspend(() => {
-        const oldest = router.oldestUnregistered()
+        const oldest = router.registration.oldestUnregistered()
         if (oldest === undefined) return Queue.take(signals.registration)
         const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
-        return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registrationTimedOut(oldest))
+        return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registration.registrationTimedOut(oldest))
       }),
       { disableYield: true }
     ))
@@ -83,7 +92,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
     if (idleExitMs !== null) {
       yield* Effect.forkScoped(Effect.forever(
         Effect.suspend(() => {
-          const lastLeftAt = router.lastLeftAt
+          const lastLeftAt = router.registration.lastLeftAt
           // Busy, or never had a session (a broker that never sees one does not exit).
           if (router.sessionCount > 0 || lastLeftAt === undefined) return Queue.take(signals.idle)
           const wait = lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
@@ -94,10 +103,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
     }
 
     return {
-      accept: (connection) => runConnection(router, connection, resolved),
+      accept: (connection) => runConnection(router, connection, resolved, admission),
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
-      stats: Effect.sync(() => router.stats())
+      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting }))
     } satisfies BrokerService
   })
 

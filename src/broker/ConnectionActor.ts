@@ -7,33 +7,42 @@
  * - the writer drains the bounded outbox, plus pending membership changes,
  *   into batched writes.
  *
- * A close requested elsewhere (takeover, protocol error, registration
- * timeout) interrupts the reader; `finish` then runs uninterruptibly: output
- * still parked is forced through, an `end` close flushes the outbox first
- * (bounded by END_GRACE), and what was never written goes back to the Router.
+ * The actor owns its fibers and its admission permit, never the `Peer`'s
+ * fields: it moves items between `Output` and the socket. A close requested
+ * elsewhere (takeover, protocol error, registration timeout) interrupts the
+ * reader; `finish` then runs uninterruptibly: output still parked is forced
+ * through, an `end` close flushes the outbox first (bounded by END_GRACE),
+ * and what was never written goes back to the Router.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Queue, type Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, Queue, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
+import type { AdmissionGate, Permit } from "./AdmissionGate.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, Peer } from "./Peer.ts"
+import { END_OF_OUTPUT, type OutboundItem, Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
+import { closePeer } from "./RouterContext.ts"
 
 /** How long an ending connection may take to flush its output before it is destroyed. */
 const END_GRACE = Duration.seconds(2)
 
-const readLoop = (router: Router, peer: Peer) =>
+/**
+ * Reads until the connection closes. The admission `permit` is released once
+ * the connection has registered, so the next waiting connection may start.
+ */
+const readLoop = (router: Router, peer: Peer, permit: Permit) =>
   Effect.gen(function*() {
     const connection = peer.connection
+    const output = router.output
     while (!peer.isClosing) {
       const frames = yield* connection.read
       router.handleBatch(peer, frames)
-      router.wakeTouched()
-      if (router.parkFor(peer)) {
+      output.wakeTouched()
+      if (peer.state === "registered") permit.release()
+      if (output.parkFor(peer)) {
         // Backpressure: this connection is not read again until its output fits.
-        while (peer.parked.length > 0) {
-          const [recipient, item] = peer.parked[0]!
-          if (!(yield* Queue.offer(recipient.outbox, item))) router.undeliverable(item)
-          peer.parked.shift()
+        for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
+          const [recipient, item] = next
+          output.parkedOffered(peer, yield* Queue.offer(recipient.outbox, item))
         }
       }
     }
@@ -46,46 +55,18 @@ const writeLoop = (router: Router, peer: Peer) =>
   Effect.gen(function*() {
     const connection = peer.connection
     while (true) {
-      const items = yield* Queue.takeAll(peer.outbox)
-      const frames: Array<string> = []
-      router.collectFeed(peer, frames)
-      let ending = false
-      const overflow = peer.overflow
-      peer.overflow = undefined
-      for (const item of overflow === undefined ? items : [...items, ...overflow]) {
-        if (typeof item === "string") frames.push(item)
-        else if (item === FEED_TICK) peer.feedPending = false
-        else if (item === END_OF_OUTPUT) ending = true
-        else frames.push(item.frame)
-      }
-      if (frames.length > 0) yield* connection.writeAll(frames)
-      if (ending) return yield* connection.end
+      const batch = router.output.takeForWrite(peer, yield* Queue.takeAll(peer.outbox))
+      if (batch.frames.length > 0) yield* connection.writeAll(batch.frames)
+      if (batch.ending) return yield* connection.end
     }
   }).pipe(
-    Effect.catch(() => Effect.sync(() => router.close(peer, "destroy")))
+    Effect.catch(() => Effect.sync(() => closePeer(peer, "destroy")))
   )
-
-/**
- * Takes what is left in an outbox and shuts it, in one synchronous step so no
- * offer can slip in between: offers still waiting are taken too, and later
- * ones are refused (their senders requeue the mail).
- */
-const drainAndShutdown = (peer: Peer): Array<OutboundItem> => {
-  const items: Array<OutboundItem> = []
-  const outbox = peer.outbox
-  for (let exit = Queue.takeUnsafe(outbox); exit !== undefined && Exit.isSuccess(exit); exit = Queue.takeUnsafe(outbox)) {
-    items.push(exit.value)
-  }
-  Queue.shutdownUnsafe(outbox)
-  if (peer.overflow !== undefined) items.push(...peer.overflow)
-  peer.overflow = undefined
-  return items
-}
 
 const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
   Effect.gen(function*() {
-    router.close(peer, "destroy") // no-op when a close was already requested
-    router.forceParked(peer)
+    closePeer(peer, "destroy") // no-op when a close was already requested
+    router.output.forceParked(peer)
     const mode = yield* Deferred.await(peer.closing)
     if (mode === "end") {
       yield* Queue.offer(peer.outbox, END_OF_OUTPUT).pipe(
@@ -96,20 +77,27 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
     }
     yield* Fiber.interrupt(writer)
     yield* peer.connection.destroy
-    router.detach(peer, drainAndShutdown(peer))
+    router.detach(peer, router.output.drainOnClose(peer))
   })
 
+/**
+ * Runs one connection's actor until the connection closes. It first waits for
+ * admission (at most `maxUnregistered` connections wait to register at once),
+ * so a burst of connections queues rather than being dropped.
+ */
 export const runConnection = (
   router: Router,
   connection: Connection,
-  options: ResolvedCoreOptions
+  options: ResolvedCoreOptions,
+  admission: AdmissionGate
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.withFiber<void, never, Scope.Scope>((self) =>
     Effect.gen(function*() {
+      const permit = yield* admission.enter
       const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
       const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
       router.attach(peer)
       const writer = yield* Effect.forkScoped(writeLoop(router, peer), { startImmediately: true })
-      yield* readLoop(router, peer).pipe(Effect.ensuring(finish(router, peer, writer)))
+      yield* readLoop(router, peer, permit).pipe(Effect.ensuring(finish(router, peer, writer)))
     })
-  ).pipe(Effect.onInterrupt(() => Effect.void))
+  )

@@ -1,6 +1,11 @@
 /**
- * One connection's state inside the broker. Only synchronous router code and
- * the connection's own actor touch it (see ConnectionActor.ts).
+ * One connection's record inside the broker, and the items its outbox holds.
+ *
+ * Ownership: every mutable field is written by the Router's synchronous
+ * concern modules only — the registry fields by `Registration`, the output
+ * fields by `Output`, the membership fields by `Membership`. The connection
+ * actor (ConnectionActor.ts) never writes a `Peer`: it reads `isClosing` and
+ * calls `Output` (take output to write, offer parked output, drain at close).
  */
 import { Deferred, type Queue } from "effect"
 import type { Message } from "../protocol/frames.ts"
@@ -37,38 +42,49 @@ export interface Mail {
   readonly targetId: string
   readonly targetIdentity: string | undefined
   readonly queuedAt: number
+  /** For an ask: how long its edge stays open (the asker's announced timeout, or the broker's). */
+  readonly askTimeoutMs: number | undefined
 }
 
+/** What an outbox holds: frame text, a message (requeued if unwritten), or a signal. */
 export type OutboundItem = string | OutboundMessage | typeof FEED_TICK | typeof END_OF_OUTPUT
 
+/** `end` flushes queued output first; `destroy` drops the connection at once. */
 export type CloseMode = "end" | "destroy"
 
+/** `closed` once the actor has detached; a peer never goes back from `closed`. */
 export type PeerState = "unregistered" | "registered" | "closed"
 
+/** The broker's record of one connection; see the module header for who writes what. */
 export class Peer {
   readonly connection: Connection
   readonly outbox: Queue.Queue<OutboundItem>
   /** Completed once with how to close: `end` flushes queued output first. */
   readonly closing = Deferred.makeUnsafe<CloseMode>()
+  /** Interrupts the connection's reader, so a close requested elsewhere takes effect. */
+  readonly interruptReader: () => void
+
+  // --- Registration ---------------------------------------------------------
   state: PeerState = "unregistered"
   /** The session this connection currently owns; cleared when it leaves or is taken over. */
   session: Session | undefined = undefined
-  /** Set after a registration, also once taken over: frames from a replaced socket are handled specially (P16). */
-  everRegistered = false
   /** When the connection (re)entered the unregistered state, for the registration timeout (P15). */
   unregisteredSince: number
   /** Extensions granted to this connection in `registered`. */
-  features: ReadonlySet<string> = new Set()
+  features: ReadonlySet<string> = NO_FEATURES
+
+  // --- Membership -------------------------------------------------------------
   /** Membership feed position (MembershipFeed.collect). */
   feedCursor = 0
-  /** A FEED_TICK is already waiting in the outbox. */
-  feedPending = false
   /**
    * Departures this connection had not seen when the feed dropped them to stay
    * bounded; sent as `session_left` before its next feed frames.
    */
   owedDepartures: Set<string> | undefined = undefined
 
+  // --- Output -----------------------------------------------------------------
+  /** A FEED_TICK is already waiting in the outbox. */
+  feedPending = false
   /**
    * Output this connection produced that is still waiting for room in its
    * recipients' outboxes, in order; its reader does not read on until it fits.
@@ -79,8 +95,6 @@ export class Peer {
    * while waiting for room: written after what is already queued.
    */
   overflow: Array<OutboundItem> | undefined = undefined
-  /** Interrupts the connection's reader, so a close requested elsewhere takes effect. */
-  readonly interruptReader: () => void
 
   constructor(
     connection: Connection,
@@ -94,7 +108,10 @@ export class Peer {
     this.interruptReader = interruptReader
   }
 
+  /** A close was requested (it may not have taken effect yet). */
   get isClosing(): boolean {
     return Deferred.isDoneUnsafe(this.closing)
   }
 }
+
+const NO_FEATURES: ReadonlySet<string> = new Set()

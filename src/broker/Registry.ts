@@ -1,7 +1,8 @@
 /**
- * Who is connected: live sessions per scope (P17), their names, the memory of
- * recently disconnected sessions (P34), and target resolution (P42). Plain
- * data structures owned by the Router; only synchronous code touches them.
+ * Who is connected: live sessions per scope (P17), their names and
+ * registration order, the memory of recently disconnected sessions (P34), and
+ * target resolution (P42). Plain data structures; `Registration` is the only
+ * module that adds or removes sessions, and only synchronous code touches them.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -58,11 +59,84 @@ export interface RecentSession {
   readonly identity: string | undefined
 }
 
+/**
+ * Live sessions in registration order, searchable by order number, so a paged
+ * `list` starts its page in O(log n) wherever the previous page ended. A
+ * session that leaves leaves a hole, and the holes are squeezed out once they
+ * outnumber the sessions (amortised O(1) per leave).
+ */
+class RegistrationOrder {
+  private slots: Array<Session | undefined> = []
+  /** `orders[i]` is the order number of `slots[i]`, kept for holes too, so the search stays a plain bisection. */
+  private orders: Array<number> = []
+  private holes = 0
+
+  add(session: Session): void {
+    this.slots.push(session)
+    this.orders.push(session.order)
+  }
+
+  /** A takeover: the new record takes the old one's place. */
+  replace(previous: Session, next: Session): void {
+    const index = this.indexOf(previous.order)
+    if (index !== undefined) this.slots[index] = next
+  }
+
+  remove(session: Session): void {
+    const index = this.indexOf(session.order)
+    if (index === undefined || this.slots[index] !== session) return
+    this.slots[index] = undefined
+    this.holes++
+    if (this.holes > 64 && this.holes * 2 > this.slots.length) this.compact()
+  }
+
+  /** Live sessions registered after `afterOrder`, oldest first. */
+  *after(afterOrder: number): Generator<Session> {
+    for (let i = this.firstAfter(afterOrder); i < this.slots.length; i++) {
+      const session = this.slots[i]
+      if (session !== undefined) yield session
+    }
+  }
+
+  /** The index of the first slot whose order is above `order`. */
+  private firstAfter(order: number): number {
+    let low = 0
+    let high = this.orders.length
+    while (low < high) {
+      const mid = (low + high) >>> 1
+      if (this.orders[mid]! <= order) low = mid + 1
+      else high = mid
+    }
+    return low
+  }
+
+  private indexOf(order: number): number | undefined {
+    const index = this.firstAfter(order - 1)
+    return this.orders[index] === order ? index : undefined
+  }
+
+  private compact(): void {
+    const slots: Array<Session | undefined> = []
+    const orders: Array<number> = []
+    for (let i = 0; i < this.slots.length; i++) {
+      const session = this.slots[i]
+      if (session === undefined) continue
+      slots.push(session)
+      orders.push(this.orders[i]!)
+    }
+    this.slots = slots
+    this.orders = orders
+    this.holes = 0
+  }
+}
+
 /** One routing namespace: the unscoped sessions, or those of one `scopeId`. */
 export class ScopeSpace {
   readonly key: string
   /** Live sessions by id, in registration order (a takeover keeps the position). */
   readonly sessions = new Map<string, Session>()
+  /** The same sessions, searchable by registration order (paged `list`). */
+  readonly order = new RegistrationOrder()
   /** Live sessions by lower-cased name. */
   readonly byName = new Map<string, Set<Session>>()
   /** Recently disconnected sessions by id (P34): 24 h, at most 16,384 per scope. */
@@ -123,6 +197,69 @@ export class ScopeSpace {
       if (session !== except && session.identity === identity) holders.push(session)
     }
     return holders
+  }
+}
+
+/**
+ * Every scope's sessions, and every live session by key (scope + id). Counters
+ * for registration order and incarnations live here, so numbers are unique
+ * across scopes.
+ */
+export class Registry {
+  readonly spaces = new Map<string, ScopeSpace>()
+  readonly byKey = new Map<string, Session>()
+  private registrations = 0
+  private incarnations = 0
+  private liveCount = 0
+
+  /** Live registered sessions. */
+  get live(): number {
+    return this.liveCount
+  }
+
+  /** The space for `key`, created on first use. */
+  space(key: string): ScopeSpace {
+    let space = this.spaces.get(key)
+    if (space === undefined) this.spaces.set(key, space = new ScopeSpace(key))
+    return space
+  }
+
+  /** The next registration order number (P16: a takeover keeps its predecessor's). */
+  nextOrder(): number {
+    return ++this.registrations
+  }
+
+  /** The next incarnation number (a takeover keeps its predecessor's). */
+  nextIncarnation(): number {
+    return ++this.incarnations
+  }
+
+  /** Makes `session` live, in place of `previous` when it takes that one over. */
+  add(session: Session, previous: Session | undefined): void {
+    const space = session.space
+    if (previous !== undefined) {
+      space.unindexName(previous)
+      space.order.replace(previous, session)
+    } else {
+      this.liveCount++
+      space.order.add(session)
+    }
+    space.sessions.set(session.id, session)
+    space.indexName(session)
+    space.recent.delete(session.id)
+    this.byKey.set(session.key, session)
+  }
+
+  /** Removes a live session; false when it is no longer the live holder of its id. */
+  remove(session: Session): boolean {
+    const space = session.space
+    if (space.sessions.get(session.id) !== session) return false
+    space.sessions.delete(session.id)
+    space.unindexName(session)
+    space.order.remove(session)
+    this.byKey.delete(session.key)
+    this.liveCount--
+    return true
   }
 }
 

@@ -22,13 +22,38 @@ export const sessionsFrame = (requestId: string, infoJsons: ReadonlyArray<string
 /** Bytes of a `sessions` frame besides the session entries and commas. */
 export const sessionsFrameOverhead = (requestId: string): number => sessionsFrame(requestId, []).length + 16
 
+/** A page of a paged list (`list-page-v1`): the sessions, how many there are in all, and where to go on. */
+export const sessionsPageFrame = (
+  requestId: string,
+  infoJsons: ReadonlyArray<string>,
+  total: number,
+  nextCursor: string | undefined
+): string =>
+  `{"type":"sessions","requestId":${q(requestId)},"sessions":[${infoJsons.join(",")}],"total":${total}${
+    nextCursor === undefined ? "" : `,"nextCursor":${q(nextCursor)}`
+  }}`
+
+/** Bytes of a page frame besides the session entries and commas (with room for the longest cursor). */
+export const sessionsPageOverhead = (requestId: string, total: number): number =>
+  sessionsPageFrame(requestId, [], total, "9999999999999999").length + 16
+
 export const sessionLeftFrame = (sessionId: string): string =>
   `{"type":"session_left","sessionId":${q(sessionId)}}`
 
-export const messageFrame = (fromJson: string, message: Message, receivedAt: number, deliveredAt: number): string =>
+/**
+ * A `message` frame. `askTimeoutMs` (extension `ask-timeout-v1`, only for a
+ * recipient granted it) says how long the asker waits, from `brokerReceivedAt`.
+ */
+export const messageFrame = (
+  fromJson: string,
+  message: Message,
+  receivedAt: number,
+  deliveredAt: number,
+  askTimeoutMs?: number
+): string =>
   `{"type":"message","from":${fromJson},"message":${
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
-  }}`
+  }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}}`
 
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>
   `{"type":"delivered","messageId":${q(messageId)},"delivery":"${delivery}","retryable":false,"outcomeKnown":true}`

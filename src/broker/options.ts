@@ -5,7 +5,10 @@ import { Duration } from "effect"
 export interface BrokerCoreOptions {
   /** Live sessions allowed at once (P18; ours is configurable). Default 16384. */
   readonly maxSessions?: number
-  /** Connections allowed to sit unregistered; the oldest is dropped past it (P15). Default 32. */
+  /**
+   * Connections that may wait to register at once (P15); more connections
+   * wait, unread, until one of those registers or closes. Default 32.
+   */
   readonly maxUnregistered?: number
   /** How long a connection may stay unregistered (P15). Default 1 s. */
   readonly registrationTimeout?: Duration.Input

@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { type ListenError, serveUnix } from "../transport/UnixSocket.ts"
-import { Broker } from "./Broker.ts"
+import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
 import type { BrokerOptions } from "./options.ts"
 
@@ -19,6 +19,8 @@ export interface BrokerHandle {
   readonly idleExit: Effect.Effect<void>
   /** Live registered sessions right now. */
   readonly sessionCount: Effect.Effect<number>
+  /** Sizes of the routing tables and the admission queue, for diagnostics and tests. */
+  readonly stats: Effect.Effect<BrokerStats>
 }
 
 const describe = (cause: unknown): string =>
@@ -120,6 +122,7 @@ export const runBroker = (
       socketPath,
       pid: process.pid,
       idleExit: core.idleExit,
-      sessionCount: core.sessionCount
+      sessionCount: core.sessionCount,
+      stats: core.stats
     } satisfies BrokerHandle
   })

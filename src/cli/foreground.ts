@@ -7,6 +7,7 @@
  * Nothing here may import effect/cli or NodeServices: the fast path loads
  * this module, and its budget is spawn → health in 150 ms.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -14,6 +15,8 @@ import * as Ref from "effect/Ref"
 import { runBroker } from "../broker/runBroker.ts"
 import type { BrokerOptions } from "../broker/options.ts"
 import type { IntercomPaths } from "../config/agentDir.ts"
+import { IntercomEnvError } from "../config/errors.ts"
+import { logIntercomSettingsProblems, readIntercomSettings } from "../config/load.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import type { BrokerFlags } from "./argv.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
@@ -50,9 +53,17 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* ignoreStdioErrors
     const paths = yield* resolveProcessPaths(flags.dir)
     if (paths.socketFallbackDir !== undefined) yield* prepareFallbackDir(paths.socketFallbackDir, currentUid())
-    const options: BrokerOptions = flags.maxSessions === undefined
-      ? { intercomDir: paths.intercomDir, socketPath: paths.socketPath }
-      : { intercomDir: paths.intercomDir, socketPath: paths.socketPath, maxSessions: flags.maxSessions }
+    // The broker keeps asks open as long as clients of this agent dir wait for them (askTimeoutMs).
+    const resolution = yield* readIntercomSettings({ dir: flags.dir }).pipe(Effect.provide(NodeFileSystem.layer))
+    yield* logIntercomSettingsProblems(resolution)
+    const envError = resolution.errors.find((error) => error instanceof IntercomEnvError)
+    if (envError !== undefined) return yield* envError
+    const options: BrokerOptions = {
+      intercomDir: paths.intercomDir,
+      socketPath: paths.socketPath,
+      askTimeout: resolution.settings.askTimeoutMs,
+      ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions })
+    }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)
     yield* Effect.addFinalizer(() =>
@@ -66,5 +77,5 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* Effect.logInfo("Idle: no sessions left, shutting down")
   }).pipe(
     scopedWithGrace(SHUTDOWN_GRACE),
-    Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError })
+    Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError, IntercomEnvError: reportError })
   )

@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeBrokerFrameText, decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type {
   BrokerFrame,
@@ -32,6 +33,8 @@ import {
 export interface InboundMessage {
   readonly from: SessionInfo
   readonly message: Message
+  /** For an ask, how long its asker waits (`ask-timeout-v1`); keep it pending that long. */
+  readonly askTimeoutMs?: number
 }
 
 export type PresenceEvent =
@@ -87,6 +90,12 @@ export interface SendRequest {
 
 export type SendError = DeliveryError | RequestTimeout | ConnectionLost
 
+/** One `sessions` answer: all sessions (base), or one page with where to go on (`list-page-v1`). */
+interface SessionsPage {
+  readonly sessions: ReadonlyArray<SessionInfo>
+  readonly nextCursor?: string
+}
+
 interface PendingSend {
   readonly signature: string
   readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
@@ -119,6 +128,9 @@ export interface ClientConnection {
   /** Drops the socket at once, without `unregister` (a failed liveness probe, P96). */
   readonly destroy: Effect.Effect<void>
 }
+
+/** Extensions every connection asks for: handled here, invisible to the client's users. */
+const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1]
 
 /** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
 const isValidMessageJson = (text: string): boolean => {
@@ -156,7 +168,8 @@ export const openClientConnection = (
       sessionId: request.sessionId,
       session: request.session,
       ...(request.scopeId === undefined ? {} : { scopeId: request.scopeId }),
-      ...(request.features.length === 0 ? {} : { features: request.features })
+      // The extensions this client implements itself, plus what its owner asked for.
+      features: [...new Set([...CLIENT_FEATURES, ...request.features])]
     }
     const registered = yield* Effect.gen(function*() {
       yield* connection.writeAll([JSON.stringify(register)])
@@ -177,7 +190,8 @@ export const openClientConnection = (
       })
     )
 
-    const lists = new Map<string, Deferred.Deferred<ReadonlyArray<SessionInfo>, ConnectionLost>>()
+    const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
+    const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new Map<string, PendingSend>()
     const cancels = new Map<string, Deferred.Deferred<boolean, ConnectionLost>>()
     const closed = yield* Deferred.make<void>()
@@ -189,7 +203,7 @@ export const openClientConnection = (
           const waiting = lists.get(frame.requestId)
           if (waiting === undefined) return // late or unknown: never answers a newer request (C-BRK-6)
           lists.delete(frame.requestId)
-          Deferred.doneUnsafe(waiting, Exit.succeed(frame.sessions))
+          Deferred.doneUnsafe(waiting, Exit.succeed(frame))
           return
         }
         case "delivered":
@@ -224,7 +238,11 @@ export const openClientConnection = (
           return
         }
         case "message":
-          sinks.message({ from: frame.from, message: frame.message })
+          sinks.message(
+            frame.askTimeoutMs === undefined
+              ? { from: frame.from, message: frame.message }
+              : { from: frame.from, message: frame.message, askTimeoutMs: frame.askTimeoutMs }
+          )
           return
         case "session_joined":
           sinks.presence({ _tag: "Joined", session: frame.session })
@@ -287,15 +305,34 @@ export const openClientConnection = (
       )
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
-    const list: ClientConnection["list"] = (timeoutMs) =>
+    /** One `list` request: a base answer, or one page (`list-page-v1`) starting after `cursor`. */
+    const listPage = (timeoutMs: number, cursor: string | undefined) =>
       Effect.suspend(() => {
         const requestId = randomUUID()
-        const answer = Deferred.makeUnsafe<ReadonlyArray<SessionInfo>, ConnectionLost>()
+        const answer = Deferred.makeUnsafe<SessionsPage, ConnectionLost>()
         lists.set(requestId, answer)
-        return write({ type: "list", requestId }, "list").pipe(
+        return write({ type: "list", requestId, ...(cursor === undefined ? {} : { cursor }) }, "list").pipe(
           Effect.andThen(awaitAnswer(answer, timeoutMs, "list", () => lists.delete(requestId))),
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
         )
+      })
+
+    // Every live session: page by page when the broker pages (each page has its own timeout).
+    const list: ClientConnection["list"] = (timeoutMs) =>
+      Effect.gen(function*() {
+        const sessions: Array<SessionInfo> = []
+        const seen = new Set<string>()
+        let cursor: string | undefined
+        do {
+          const page: SessionsPage = yield* listPage(timeoutMs, cursor)
+          for (const session of page.sessions) {
+            if (seen.has(session.id)) continue
+            seen.add(session.id)
+            sessions.push(session)
+          }
+          cursor = page.nextCursor
+        } while (cursor !== undefined)
+        return sessions
       })
 
     const send: ClientConnection["send"] = (request, timeoutMs) =>
@@ -321,7 +358,8 @@ export const openClientConnection = (
           type: "send",
           to: request.to,
           message: request.message,
-          ...(request.targetId === undefined ? {} : { targetId: request.targetId, targetEpoch: request.targetEpoch })
+          ...(request.targetId === undefined ? {} : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
+          ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs })
         })
         // Refused here, as the broker would refuse them: it drops a connection that sends an
         // oversize frame (every peer would see this session leave and rejoin), and it answers
@@ -382,7 +420,7 @@ export const openClientConnection = (
 
     return {
       sessionId: registered.frame.sessionId,
-      features: new Set(registered.frame.features ?? []),
+      features: granted,
       closed: Deferred.await(closed),
       list,
       send,

@@ -51,6 +51,8 @@ export const Reason = {
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
   selfTarget: "Cannot message the current session",
+  invalidAskTimeout: (maxMs: number) =>
+    `Invalid askTimeoutMs: it must be a whole number of milliseconds from 1 to ${maxMs}`,
   tooLarge: (bytes: number, limit: number) =>
     `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`
 } as const

@@ -26,8 +26,8 @@ export const ASK_TIMEOUT_V1 = "ask-timeout-v1"
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
-/** Extensions a client may request; later issues add to this list. */
-export const EXTENSION_FEATURES: ReadonlyArray<string> = []
+/** Extensions a client may request. */
+export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1]
 
 /** The features to grant: base ones plus the requested extensions this broker knows. */
 export const negotiateFeatures = (requested: ReadonlyArray<string> | undefined): ReadonlyArray<string> => {

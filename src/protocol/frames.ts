@@ -141,7 +141,14 @@ export const HealthFrame = Schema.Struct({
 })
 export type HealthFrame = typeof HealthFrame.Type
 
-export const ListFrame = Schema.Struct({ type: Schema.tag("list"), requestId: Schema.String })
+export const ListFrame = Schema.Struct({
+  type: Schema.tag("list"),
+  requestId: Schema.String,
+  /** Extension `list-page-v1`: where the previous page ended (its `nextCursor`). */
+  cursor: Schema.optionalKey(Schema.String),
+  /** Extension `list-page-v1`: at most this many sessions in the page. */
+  limit: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+})
 export type ListFrame = typeof ListFrame.Type
 
 export const PresenceFrame = Schema.Struct({
@@ -165,7 +172,9 @@ export const SendFrame = Schema.Struct({
   to: Schema.String,
   message: Message,
   targetId: Schema.optionalKey(Schema.String),
-  targetEpoch: Schema.optionalKey(Schema.String)
+  targetEpoch: Schema.optionalKey(Schema.String),
+  /** Extension `ask-timeout-v1`: how long the asker waits for the reply to this ask. */
+  askTimeoutMs: Schema.optionalKey(Schema.Finite)
 })
 export type SendFrame = typeof SendFrame.Type
 
@@ -216,7 +225,11 @@ export type HealthOkFrame = typeof HealthOkFrame.Type
 export const SessionsFrame = Schema.Struct({
   type: Schema.tag("sessions"),
   requestId: Schema.String,
-  sessions: Schema.Array(SessionInfo)
+  sessions: Schema.Array(SessionInfo),
+  /** Extension `list-page-v1`: live sessions of the scope in all. */
+  total: Schema.optionalKey(Schema.Int),
+  /** Extension `list-page-v1`: present while sessions remain; pass it back as `cursor`. */
+  nextCursor: Schema.optionalKey(Schema.String)
 })
 export type SessionsFrame = typeof SessionsFrame.Type
 
@@ -229,7 +242,13 @@ export type SessionLeftFrame = typeof SessionLeftFrame.Type
 export const PresenceUpdateFrame = Schema.Struct({ type: Schema.tag("presence_update"), session: SessionInfo })
 export type PresenceUpdateFrame = typeof PresenceUpdateFrame.Type
 
-export const MessageFrame = Schema.Struct({ type: Schema.tag("message"), from: SessionInfo, message: Message })
+export const MessageFrame = Schema.Struct({
+  type: Schema.tag("message"),
+  from: SessionInfo,
+  message: Message,
+  /** Extension `ask-timeout-v1`: for an ask, how long its asker waits, from `message.brokerReceivedAt`. */
+  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+})
 export type MessageFrame = typeof MessageFrame.Type
 
 export const DeliveredFrame = Schema.Struct({

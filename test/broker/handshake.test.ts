@@ -12,8 +12,10 @@ import {
   register,
   registerFrame,
   send,
+  untilStats,
   withBroker
 } from "../support/broker.ts"
+import type { WireClient } from "../support/wire.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -196,28 +198,42 @@ describe("P15 unregistered connections", () => {
       yield* session.client.waitClosed("2 seconds")
     }))
 
-  it.live("past maxUnregistered the oldest unregistered connection is dropped; registered ones do not count", () =>
+  it.live("past maxUnregistered a new connection waits unread, and is served once one of them registers", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ maxUnregistered: 2, registrationTimeout: "20 seconds" })
-      const probe = (client: (typeof clients)[number], id: string) =>
+      const probe = (client: WireClient, id: string) =>
         Effect.andThen(client.send({ type: "health", requestId: id }), client.next("health_ok"))
-      const clients = [yield* broker.connect("u1")]
-      yield* probe(clients[0]!, "1")
+      const u1 = yield* broker.connect("u1")
+      yield* probe(u1, "1")
       const u2 = yield* broker.connect("u2")
       yield* probe(u2, "2")
-      // A third unregistered connection evicts the oldest.
       const u3 = yield* broker.connect("u3")
-      yield* probe(u3, "3")
-      yield* clients[0]!.waitClosed()
-      assert.isFalse(u2.isClosed())
-      // u3 registers: it no longer counts, so a new connection fits without evicting u2.
+      yield* u3.send({ type: "health", requestId: "3" })
+      // u3 is accepted but waits for a place: the broker has not read its health frame.
+      yield* untilStats(broker, (stats) => stats.waiting === 1)
+      assert.strictEqual(u3.received().length, 0)
+      // u1 registers: its place passes to u3, which is read and answered, and may register too.
+      yield* register(u1)
+      assert.strictEqual((yield* u3.next("health_ok")).requestId, "3")
       yield* register(u3)
-      const u4 = yield* broker.connect("u4")
-      yield* probe(u4, "4")
       yield* probe(u2, "2b")
-      assert.isFalse(u2.isClosed())
-      assert.isFalse(u3.isClosed())
+      assert.isFalse(u1.isClosed() || u2.isClosed() || u3.isClosed())
+      assert.strictEqual((yield* broker.handle.stats).waiting, 0)
     }))
+
+  it.live("a burst of 500 simultaneous connections all register; none is dropped", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const ids = Array.from({ length: 500 }, (_, i) => `burst-${i}`)
+      // Connect all first, then register all: every connection exists before any registers.
+      const clients = yield* Effect.forEach(ids, (id) => broker.connect(id), { concurrency: "unbounded" })
+      yield* Effect.forEach(clients, (client, i) => client.send(registerFrame({ sessionId: ids[i]! })), { discard: true })
+      // Generous: 500 registrations and their membership frames share this process with the broker.
+      const registered = yield* Effect.forEach(clients, (client) => client.next("registered", undefined, "50 seconds"))
+      assert.deepStrictEqual(registered.map((frame) => frame.sessionId), ids)
+      assert.strictEqual(yield* broker.handle.sessionCount, 500)
+      assert.isFalse(clients.some((client) => client.isClosed()))
+    }), 60_000)
 })
 
 describe("P16 stable-id takeover", () => {

@@ -1,22 +1,23 @@
 /**
- * Negotiation (design "Wire protocol and compatibility"): a client that
- * requests no extensions sends a plain pi-intercom `register` and is granted
- * only base features; and the client works against an older base-protocol
- * broker that omits `features` and sends minimal acks (P12, P41).
+ * Negotiation (design "Wire protocol and compatibility"): a client asks for
+ * the extensions it implements itself (paged list, per-ask timeouts) plus the
+ * ones its owner names, is granted only those the broker knows, and works
+ * against an older base-protocol broker that omits `features` and sends
+ * minimal acks (P12, P41).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { BASE_FEATURES } from "../../src/protocol/features.ts"
+import { ASK_TIMEOUT_V1, BASE_FEATURES, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
 import { message, withBroker } from "../support/broker.ts"
 import { brokerClientOptions, fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
 
 describe("base protocol", () => {
-  it.live("a client requesting no extension is granted only the base features", () =>
+  it.live("a client is granted the base features and the extensions it implements itself", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ idleExit: null })
       const { client } = yield* makeClient(brokerClientOptions(broker, "base-0000-0001"))
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1"])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1])
       assert.deepStrictEqual(BASE_FEATURES, ["exact-send-v1"])
     }))
 
@@ -27,19 +28,20 @@ describe("base protocol", () => {
         brokerClientOptions(broker, "base-0000-0002", undefined, { features: ["no-such-extension-v9"] })
       )
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1"])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1])
     }))
 
-  it.live("the register frame of a client without extensions is pi-intercom's: no `features` key", () =>
+  it.live("the register frame is pi-intercom's plus `features`: the client's own extensions, then the owner's", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
       const { client } = yield* makeClient(fakeClientOptions(fake, "base-0000-0003"))
       yield* client.connect
       const [register] = fake.ofType("register")
-      assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["session", "sessionId", "type"])
+      assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["features", "session", "sessionId", "type"])
+      assert.deepStrictEqual(register?.frame.features, [LIST_PAGE_V1, ASK_TIMEOUT_V1])
       const asking = yield* makeClient(fakeClientOptions(fake, "base-0000-0004", { features: ["some-extension-v1"] }))
       yield* asking.client.connect
-      assert.deepStrictEqual(fake.ofType("register")[1]?.frame.features, ["some-extension-v1"])
+      assert.deepStrictEqual(fake.ofType("register")[1]?.frame.features, [LIST_PAGE_V1, ASK_TIMEOUT_V1, "some-extension-v1"])
     }))
 
   it.live("against a broker that omits `features` and sends bare acks: list and send still work", () =>

@@ -69,7 +69,7 @@ describe("IntercomClient operations", () => {
           connected: true,
           sessionId: A_ID,
           socketPath: status.socketPath,
-          features: ["exact-send-v1"],
+          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1"],
           connections: 1,
           lastError: null
         }

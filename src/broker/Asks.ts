@@ -1,0 +1,126 @@
+/**
+ * Asks and replies (P60–P64) in the send pipeline: a delivered
+ * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
+ * an open edge from the target to the replier and closes it, an ask towards a
+ * session that waits for the asker is refused, and asks are never queued for
+ * an absent session. `cancel_ask` drops the caller's own edge.
+ *
+ * An edge lives for the broker's ask timeout, or for the timeout its asker
+ * announced in the `send` (`ask-timeout-v1`), so a reply within the asker's
+ * own wait is always accepted.
+ */
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { ASK_TIMEOUT_V1 } from "../protocol/features.ts"
+import { AskEdges } from "./AskEdges.ts"
+import * as Encode from "./encode.ts"
+import type { Mail, Peer } from "./Peer.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+import type { Refusal, SendAttempt, SendStage } from "./Send.ts"
+
+/** The longest ask timeout a client may announce: 30 days. */
+export const MAX_ASK_TIMEOUT_MS = 30 * 86_400_000
+
+const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
+
+/** The announced timeout of an ask, undefined when none was announced, or a refusal. */
+const announcedTimeout = (attempt: SendAttempt): number | undefined | Refusal => {
+  const value = attempt.frame.askTimeoutMs
+  if (value === undefined || !attempt.sender.peer.features.has(ASK_TIMEOUT_V1)) return undefined
+  if (typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_ASK_TIMEOUT_MS) return value
+  return { code: DeliveryCode.InvalidMessage, reason: Reason.invalidAskTimeout(MAX_ASK_TIMEOUT_MS) }
+}
+
+/**
+ * How long an ask stays open: the timeout its asker announced, else the
+ * broker's (`askTimeoutMs`); undefined for a message that is not an ask. Only
+ * called for a send the `asks` stage let through (the announcement is valid).
+ */
+export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): number | undefined => {
+  if (attempt.message.expectsReply !== true) return undefined
+  const announced = announcedTimeout(attempt)
+  return typeof announced === "number" ? announced : brokerDefaultMs
+}
+
+/** The `message` frame for `recipient`: with the ask's timeout when it was granted `ask-timeout-v1`. */
+export const messageFrameFor = (mail: Mail, recipient: Peer, deliveredAt: number): string =>
+  Encode.messageFrame(
+    mail.fromJson,
+    mail.message,
+    mail.brokerReceivedAt,
+    deliveredAt,
+    mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined
+  )
+
+export class Asks {
+  private readonly ctx: RouterContext
+  readonly edges = new AskEdges()
+
+  constructor(ctx: RouterContext) {
+    this.ctx = ctx
+  }
+
+  readonly frames: FrameHandlers = {
+    cancel_ask: {
+      handle: (peer, raw) => {
+        const frame = decodeClientFrame.cancel_ask(raw)
+        if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+        const session = peer.session
+        if (session === undefined) return
+        const key = messageKeyOf(session.space.key, frame.messageId)
+        const edge = this.edges.get(key)
+        if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
+      }
+    }
+  }
+
+  /** P62: a `replyTo` must follow an open edge from the target to the replier; delivering it closes the edge. */
+  readonly replies: SendStage = {
+    check: (attempt) => {
+      const replyTo = attempt.message.replyTo
+      if (replyTo === undefined) return undefined
+      const edge = this.edges.get(messageKeyOf(attempt.sender.space.key, replyTo))
+      if (edge === undefined) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+      if (edge.askerKey !== attempt.targetKey || edge.targetKey !== attempt.sender.key) {
+        return { code: DeliveryCode.ReplyTarget, reason: Reason.replyWrongAsk }
+      }
+      return undefined
+    },
+    delivered: (attempt) => {
+      const replyTo = attempt.message.replyTo
+      if (replyTo !== undefined) this.edges.delete(messageKeyOf(attempt.sender.space.key, replyTo))
+    }
+  }
+
+  /** P60, P63: asks go only to a live session that is not waiting for the asker; delivery opens the edge. */
+  readonly asks: SendStage = {
+    check: (attempt) => {
+      if (attempt.message.expectsReply !== true) return undefined
+      if (attempt.target === undefined) {
+        return { code: DeliveryCode.TargetDisconnected, reason: Reason.targetDisconnected }
+      }
+      const replyKey = attempt.message.replyTo === undefined
+        ? undefined
+        : messageKeyOf(attempt.sender.space.key, attempt.message.replyTo)
+      if (this.edges.isWaiting(attempt.target.key, attempt.sender.key, replyKey)) {
+        return { code: DeliveryCode.MutualAsk, reason: Reason.mutualAsk }
+      }
+      const timeout = announcedTimeout(attempt)
+      return typeof timeout === "object" ? timeout : undefined
+    },
+    delivered: (attempt, mail, target) => {
+      if (mail.askTimeoutMs === undefined) return
+      this.edges.open({
+        messageKey: mail.messageKey,
+        askerKey: attempt.sender.key,
+        targetKey: target.key,
+        deadline: attempt.now + mail.askTimeoutMs
+      })
+    }
+  }
+
+  /** Closes edges past their deadline. */
+  prune(now: number): void {
+    this.edges.prune(now)
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Discovery (P31, P32): `list` answers with the caller's scope in
+ * registration order, and `presence` updates a session's SessionInfo and
+ * announces it through the membership feed.
+ *
+ * A `sessions` frame must fit 1 MiB. A base client gets the first sessions
+ * that fit (the cut is logged). A client granted `list-page-v1` gets pages:
+ * each answer carries `total` and, while sessions remain, a `nextCursor` to
+ * pass back in the next `list`, so it can read every live session however
+ * many there are. The cursor is the registration order of the last session
+ * sent; a page starts there in O(log n) (Registry's `RegistrationOrder`).
+ */
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { LIST_PAGE_V1 } from "../protocol/features.ts"
+import { frameBytes } from "../protocol/framing.ts"
+import * as Encode from "./encode.ts"
+import type { Membership } from "./Membership.ts"
+import type { Peer } from "./Peer.ts"
+import { encodeSessionInfo, identityOf, type Session } from "./Registry.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+
+/** Presence re-broadcast heartbeat (P32). */
+const PRESENCE_HEARTBEAT_MS = 1000
+
+/** UTF-8 bytes of a JSON text, without encoding it when it is short. */
+const jsonBytes = (json: string): number => json.length * 3 <= 1024 ? json.length : frameBytes(json)
+
+/** A cursor is the decimal registration order of the last session sent. */
+const parseCursor = (cursor: string): number | undefined =>
+  /^(0|[1-9][0-9]{0,15})$/.test(cursor) ? Number(cursor) : undefined
+
+export class Discovery {
+  private readonly ctx: RouterContext
+  private readonly membership: Membership
+
+  constructor(ctx: RouterContext, membership: Membership) {
+    this.ctx = ctx
+    this.membership = membership
+  }
+
+  readonly frames: FrameHandlers = {
+    list: { handle: (peer, frame) => this.onList(peer, frame) },
+    presence: { handle: (peer, frame) => this.onPresence(peer, frame) }
+  }
+
+  private onList(peer: Peer, raw: unknown): void {
+    const frame = decodeClientFrame.list(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    const session = peer.session
+    if (session === undefined) {
+      return this.ctx.protocolError(peer, "list from a connection that no longer owns its session")
+    }
+    const sessions = session.space.sessions
+    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, frame.requestId)
+    const after = frame.cursor === undefined ? 0 : parseCursor(frame.cursor)
+    if (after === undefined) return this.ctx.protocolError(peer, `list cursor "${frame.cursor}" is not one this broker sent`)
+    const limit = frame.limit ?? Number.POSITIVE_INFINITY
+    let budget = MAX_FRAME_BYTES - Encode.sessionsPageOverhead(frame.requestId, sessions.size)
+    const infos: Array<string> = []
+    let last: Session | undefined
+    let more = false
+    for (const other of session.space.order.after(after)) {
+      budget -= jsonBytes(other.infoJson) + 1
+      if (budget < 0 || infos.length >= limit) {
+        more = true
+        if (infos.length === 0) {
+          // One record larger than a whole page: skip it rather than stall the reader forever.
+          this.ctx.log("warning", `list for ${session.id}: the record of ${other.id} does not fit a 1 MiB frame; skipped`)
+          last = other
+        }
+        break
+      }
+      infos.push(other.infoJson)
+      last = other
+    }
+    const nextCursor = more && last !== undefined ? String(last.order) : undefined
+    this.ctx.output.enqueue(peer, Encode.sessionsPageFrame(frame.requestId, infos, sessions.size, nextCursor))
+  }
+
+  /** The base protocol's one frame: as many sessions as fit, the cut logged. */
+  private baseList(peer: Peer, session: Session, requestId: string): void {
+    const sessions = session.space.sessions
+    let budget = MAX_FRAME_BYTES - Encode.sessionsFrameOverhead(requestId)
+    const infos: Array<string> = []
+    for (const other of sessions.values()) {
+      budget -= jsonBytes(other.infoJson) + 1
+      if (budget < 0) break
+      infos.push(other.infoJson)
+    }
+    if (infos.length < sessions.size) {
+      this.ctx.log(
+        "warning",
+        `list for ${session.id}: ${sessions.size} sessions do not fit one 1 MiB frame; sent the first ${infos.length} (clients with list-page-v1 get them all)`
+      )
+    }
+    this.ctx.output.enqueue(peer, Encode.sessionsFrame(requestId, infos))
+  }
+
+  private onPresence(peer: Peer, raw: unknown): void {
+    const frame = decodeClientFrame.presence(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    const session = peer.session
+    if (session === undefined) return // from a replaced connection: ignored (P16)
+    const fields = session.fields
+    let changed = false
+    let renamed = false
+    if (frame.name !== undefined && frame.name !== fields.name) {
+      session.space.unindexName(session)
+      fields.name = frame.name
+      session.space.indexName(session)
+      changed = renamed = true
+    }
+    if (frame.runtimeFallbackAlias !== undefined && frame.runtimeFallbackAlias !== fields.runtimeFallbackAlias) {
+      fields.runtimeFallbackAlias = frame.runtimeFallbackAlias
+      changed = renamed = true
+    }
+    if (frame.status !== undefined && frame.status !== fields.status) {
+      fields.status = frame.status
+      changed = true
+    }
+    if (frame.model !== undefined && frame.model !== fields.model) {
+      fields.model = frame.model
+      changed = true
+    }
+    for (const key of ["contextPct", "contextTokens", "contextWindow"] as const) {
+      const value = frame[key]
+      if (value === undefined) continue
+      const next = value === null ? undefined : value
+      if (next !== fields[key]) {
+        fields[key] = next
+        changed = true
+      }
+    }
+    if (renamed) session.identity = identityOf(session.space.key, fields, session.realCwd)
+    const now = this.ctx.now()
+    fields.lastActivity = now
+    session.infoJson = encodeSessionInfo(session.id, session.endpointEpoch, peer.connection.trustedLocal, fields)
+    if (changed || now - session.lastBroadcastAt >= PRESENCE_HEARTBEAT_MS) {
+      session.lastBroadcastAt = now
+      this.membership.updated(session)
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * Mail for sessions that are away (P49) and mail that could not be written:
+ * queueing in the mailbox, flushing it when its session (or the one live
+ * holder of the same identity) registers, taking back messages a closing
+ * connection never wrote, and telling senders about mail the mailbox dropped.
+ *
+ * "Acknowledged is a promise": every message the broker acknowledged is
+ * delivered, or its sender is told — at once when it is connected, otherwise
+ * when it next registers (`owedNotices`, kept a day).
+ */
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { AgedMap } from "./AgedMap.ts"
+import { messageFrameFor } from "./Asks.ts"
+import type { Outcome } from "./DeliveryRecords.ts"
+import * as Encode from "./encode.ts"
+import { Mailbox } from "./Mailbox.ts"
+import type { Mail, OutboundMessage } from "./Peer.ts"
+import type { RegistrationHooks } from "./Registration.ts"
+import type { Session } from "./Registry.ts"
+import type { RouterContext } from "./RouterContext.ts"
+import type { SendAttempt } from "./Send.ts"
+
+const DAY = 86_400_000
+
+export class MailDelivery {
+  private readonly ctx: RouterContext
+  private readonly mailbox: Mailbox
+  /** Lost-mail notices for senders that were away, by session key: sent when they register again. */
+  private readonly owedNotices = new AgedMap<string, Array<string>>(4096)
+  private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+
+  /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
+  constructor(ctx: RouterContext, flushed: (mail: Mail, receiver: Session, now: number) => void) {
+    this.ctx = ctx
+    this.mailbox = new Mailbox(ctx.options.mailboxCapacity, DAY)
+    this.flushed = flushed
+  }
+
+  /** Messages held for absent sessions. */
+  get size(): number {
+    return this.mailbox.size
+  }
+
+  /** On registration: owed notices first, then the session's mail (P49). */
+  readonly hooks: RegistrationHooks = {
+    registered: (session, _previous, now) => {
+      const owed = this.owedNotices.delete(session.key)
+      if (owed !== undefined) for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
+      this.flush(session, now)
+    }
+  }
+
+  /**
+   * P49: when a send resolved only to a departed session, the one other live
+   * session holding the same identity (explicit name + real cwd) takes it now.
+   */
+  soleHolder(attempt: SendAttempt): Session | undefined {
+    const identity = attempt.remembered?.identity
+    if (identity === undefined) return undefined
+    const holders = attempt.sender.space.liveWithIdentity(identity, attempt.sender)
+    return holders.length === 1 ? holders[0] : undefined
+  }
+
+  /** Queues mail for an absent session; the outcome to acknowledge. */
+  queue(mail: Mail): Outcome {
+    this.put(mail)
+    return { ok: true, delivery: "queued" }
+  }
+
+  /** The sender withdraws queued mail (P71); true when it was still queued. */
+  cancel(sender: Session, messageKey: string): boolean {
+    const queued = this.mailbox.get(messageKey)
+    if (queued === undefined || queued.senderKey !== sender.key) return false
+    this.mailbox.delete(messageKey)
+    this.ctx.records.rewrite(queued.recordKey, {
+      ok: false,
+      code: DeliveryCode.DeliveryCancelled,
+      reason: Reason.cancelledQueued,
+      retryable: false
+    })
+    return true
+  }
+
+  /**
+   * A message that was on its way to a connection that closed: to the
+   * session's new connection if it is already back (a takeover: the old
+   * connection's leftovers must not sit in the mailbox while the session is
+   * live), otherwise back to the mailbox for its next registration.
+   */
+  requeue(outbound: OutboundMessage): void {
+    const live = this.ctx.registry.byKey.get(outbound.mail.targetKey)
+    if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
+      return this.ctx.output.forceEnqueue(live.peer, outbound)
+    }
+    this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
+    this.ctx.records.rewrite(outbound.mail.recordKey, { ok: true, delivery: "queued" })
+  }
+
+  /** Drops expired mail, telling its senders. */
+  prune(now: number): void {
+    this.owedNotices.expire(now - DAY - 1)
+    for (const mail of this.mailbox.expire(now)) {
+      this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired)
+    }
+  }
+
+  private put(mail: Mail): void {
+    for (const evicted of this.mailbox.put(mail)) this.lost(evicted, DeliveryCode.DeliveryEvicted, Reason.evicted)
+  }
+
+  private flush(session: Session, now: number): void {
+    this.prune(now)
+    if (this.mailbox.size === 0) return
+    const space = session.space
+    const identity = session.identity
+    const soleHolder = identity !== undefined && space.liveWithIdentity(identity, session).length === 0
+    const mails = this.mailbox.take((mail) =>
+      mail.spaceKey === space.key &&
+      (mail.targetKey === session.key ||
+        (soleHolder && mail.targetIdentity === identity && mail.senderIdentity !== identity))
+    )
+    for (const mail of mails) {
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail })
+      this.flushed(mail, session, now)
+      this.ctx.records.rewrite(mail.recordKey, { ok: true, delivery: "socket_delivered" })
+    }
+  }
+
+  /**
+   * Mail dropped by expiry or eviction: the replay record says so (P46), and
+   * the sender is told with an `expired` receipt rather than left to assume.
+   */
+  private lost(mail: Mail, code: DeliveryCode, reason: string): void {
+    const { registry, records, output } = this.ctx
+    records.rewrite(mail.recordKey, { ok: false, code, reason, retryable: false })
+    const space = registry.spaces.get(mail.spaceKey)
+    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ?? space?.recent.get(mail.targetId)?.infoJson
+    if (targetInfo === undefined) return
+    const now = this.ctx.now()
+    const notice = Encode.receiptFrame(targetInfo, {
+      messageId: mail.message.id,
+      status: "expired",
+      timestamp: now,
+      detail: reason
+    })
+    const sender = registry.byKey.get(mail.senderKey)
+    if (sender !== undefined) return output.forceEnqueue(sender.peer, notice)
+    // The sender is away: it is told when it registers again (within a day).
+    const owed = this.owedNotices.get(mail.senderKey) ?? []
+    if (owed.length < 1024) owed.push(notice)
+    this.owedNotices.set(mail.senderKey, owed, now)
+  }
+}

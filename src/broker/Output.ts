@@ -1,0 +1,166 @@
+/**
+ * Output and backpressure: the only writer of a `Peer`'s output state
+ * (`parked`, `overflow`, `feedPending`).
+ *
+ * Routing never writes to a socket; it queues. `enqueue` offers to the
+ * recipient's bounded outbox and, once any offer of the current batch finds
+ * an outbox full, parks that and every later item of the batch (order is
+ * kept). After the batch, the calling connection actor takes the parked items
+ * (`parkFor`) and offers them one by one, waiting for room, before it reads
+ * its socket again: a fast sender is slowed, nothing accepted is dropped.
+ *
+ * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
+ * here too, so the actor only moves items between this module and its socket.
+ */
+import { Exit, Queue } from "effect"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer } from "./Peer.ts"
+
+/** What a writer should do with one batch taken from its outbox. */
+export interface WriteBatch {
+  /** Frame texts to write, in order. */
+  readonly frames: Array<string>
+  /** The messages among them, for requeueing if the write does not complete. */
+  readonly messages: Array<OutboundMessage>
+  /** END_OF_OUTPUT was among the items: end the connection after writing. */
+  readonly ending: boolean
+}
+
+export class Output {
+  /** Output of the batch being handled that did not fit its outbox yet. */
+  private parked: Array<readonly [Peer, OutboundItem]> = []
+  /** Outboxes that got output in this batch; their writers are woken once at its end. */
+  private readonly touched = new Set<Peer>()
+  private readonly requeue: (message: OutboundMessage) => void
+  private readonly collectFeed: (peer: Peer, out: Array<string>) => void
+
+  /**
+   * @param requeue takes a message whose recipient closed before it was written (the mailbox).
+   * @param collectFeed appends the membership frames a recipient has not seen (Membership).
+   */
+  constructor(
+    requeue: (message: OutboundMessage) => void,
+    collectFeed: (peer: Peer, out: Array<string>) => void
+  ) {
+    this.requeue = requeue
+    this.collectFeed = collectFeed
+  }
+
+  /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
+  enqueue(peer: Peer, item: OutboundItem): void {
+    if (peer.state === "closed") return this.undeliverable(item)
+    if (this.parked.length > 0 || !Queue.offerUnsafe(peer.outbox, item)) {
+      this.parked.push([peer, item])
+    } else {
+      this.touched.add(peer)
+    }
+  }
+
+  /** Resumes the writers that got output in this batch now rather than on a later tick (hot-path.md B7). */
+  wakeTouched(): void {
+    for (const peer of this.touched) Queue.flushUnsafe(peer.outbox)
+    this.touched.clear()
+  }
+
+  /**
+   * Moves this batch's parked output to the reader's own list; true when there
+   * is some, and the reader must offer it (waiting for room) before reading on.
+   */
+  parkFor(reader: Peer): boolean {
+    if (this.parked.length === 0) return false
+    reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
+    this.parked = []
+    return true
+  }
+
+  /** The reader's oldest parked item, or undefined when all of it fitted. */
+  nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
+    return reader.parked[0]
+  }
+
+  /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
+  parkedOffered(reader: Peer, accepted: boolean): void {
+    const first = reader.parked.shift()
+    if (first !== undefined && !accepted) this.undeliverable(first[1])
+  }
+
+  /**
+   * The reader closed while its output was still parked: what was accepted is
+   * delivered anyway, past the recipients' capacity, never dropped.
+   */
+  forceParked(reader: Peer): void {
+    for (const [recipient, item] of reader.parked) {
+      if (recipient === reader || item === FEED_TICK || item === END_OF_OUTPUT) continue
+      if (recipient.state === "closed") this.undeliverable(item)
+      else this.forceEnqueue(recipient, item)
+    }
+    reader.parked = []
+  }
+
+  /** Queues `item` for `recipient` even past its outbox's capacity (outside any reader's batch). */
+  forceEnqueue(recipient: Peer, item: OutboundItem): void {
+    if (recipient.overflow === undefined && Queue.offerUnsafe(recipient.outbox, item)) {
+      Queue.flushUnsafe(recipient.outbox)
+      return
+    }
+    if (recipient.overflow === undefined) recipient.overflow = []
+    recipient.overflow.push(item)
+    // Wake its writer; a full outbox means the writer is busy and will look anyway.
+    if (Queue.offerUnsafe(recipient.outbox, FEED_TICK)) Queue.flushUnsafe(recipient.outbox)
+  }
+
+  /** Asks `peer`'s writer to pull membership changes, unless it already has been asked. */
+  feedTick(peer: Peer): void {
+    if (peer.feedPending || peer.isClosing) return
+    if (Queue.offerUnsafe(peer.outbox, FEED_TICK)) {
+      peer.feedPending = true
+      Queue.flushUnsafe(peer.outbox)
+    }
+  }
+
+  /**
+   * Turns items taken from `peer`'s outbox into one write: the membership
+   * changes it has not seen first, then the items, then forced overflow.
+   */
+  takeForWrite(peer: Peer, items: ReadonlyArray<OutboundItem>): WriteBatch {
+    const frames: Array<string> = []
+    const messages: Array<OutboundMessage> = []
+    this.collectFeed(peer, frames)
+    let ending = false
+    const overflow = peer.overflow
+    peer.overflow = undefined
+    const add = (item: OutboundItem): void => {
+      if (typeof item === "string") frames.push(item)
+      else if (item === FEED_TICK) peer.feedPending = false
+      else if (item === END_OF_OUTPUT) ending = true
+      else {
+        frames.push(item.frame)
+        messages.push(item)
+      }
+    }
+    for (const item of items) add(item)
+    if (overflow !== undefined) for (const item of overflow) add(item)
+    return { frames, messages, ending }
+  }
+
+  /**
+   * Takes what is left in an outbox and shuts it, in one synchronous step so no
+   * offer can slip in between: offers still waiting are taken too, and later
+   * ones are refused (their senders requeue the mail).
+   */
+  drainOnClose(peer: Peer): Array<OutboundItem> {
+    const items: Array<OutboundItem> = []
+    const outbox = peer.outbox
+    for (let exit = Queue.takeUnsafe(outbox); exit !== undefined && Exit.isSuccess(exit); exit = Queue.takeUnsafe(outbox)) {
+      items.push(exit.value)
+    }
+    Queue.shutdownUnsafe(outbox)
+    if (peer.overflow !== undefined) items.push(...peer.overflow)
+    peer.overflow = undefined
+    return items
+  }
+
+  /** An item that can no longer reach its connection: a message goes back to the mailbox. */
+  undeliverable(item: OutboundItem): void {
+    if (typeof item === "object") this.requeue(item)
+  }
+}

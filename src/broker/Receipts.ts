@@ -1,0 +1,156 @@
+/**
+ * Receipts and control (P70–P73). Every delivered message leaves a receipt
+ * route — who sent it to whom — for an hour, until either side leaves. Along
+ * it a receiver's `message_receipt` is forwarded to the sender, a sender's
+ * `cancel_message` becomes the receiver's `message_control` cancel, and a
+ * `supersedes` send first tells the receiver the old message is superseded.
+ * A `cancel_message` for mail still in the mailbox removes it instead.
+ *
+ * Routes remember both sides' incarnations, so they lapse when either side
+ * leaves without any bookkeeping at leave time.
+ */
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { AgedMap } from "./AgedMap.ts"
+import { recordKeyOf } from "./DeliveryRecords.ts"
+import * as Encode from "./encode.ts"
+import type { MailDelivery } from "./MailDelivery.ts"
+import type { Peer } from "./Peer.ts"
+import type { Session } from "./Registry.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+import type { SendStage } from "./Send.ts"
+
+const HOUR = 3_600_000
+
+const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
+
+interface ReceiptRoute {
+  readonly senderKey: string
+  readonly senderIncarnation: number
+  readonly receiverKey: string
+  readonly receiverIncarnation: number
+}
+
+export class Receipts {
+  private readonly ctx: RouterContext
+  private readonly mail: MailDelivery
+  private readonly forget: (messageKey: string) => void
+  /** Receipt routes by message key: an hour, at most 65,536. */
+  private readonly routes = new AgedMap<string, ReceiptRoute>(65_536)
+
+  /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
+  constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
+    this.ctx = ctx
+    this.mail = mail
+    this.forget = forget
+  }
+
+  readonly frames: FrameHandlers = {
+    message_receipt: { handle: (peer, frame) => this.onReceipt(peer, frame) },
+    cancel_message: { handle: (peer, frame) => this.onCancel(peer, frame) }
+  }
+
+  /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver. */
+  readonly supersedes: SendStage = {
+    check: (attempt) => {
+      const supersedes = attempt.message.supersedes
+      if (supersedes === undefined) return undefined
+      if (attempt.target === undefined) {
+        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
+      }
+      const route = this.liveRoute(messageKeyOf(attempt.sender.space.key, supersedes), attempt.now)
+      if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
+        return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
+      }
+      return undefined
+    },
+    // The receiver learns of the supersede before the new message.
+    beforeDelivery: (attempt, target) => {
+      const { message, sender } = attempt
+      if (message.supersedes === undefined) return
+      this.ctx.output.enqueue(
+        target.peer,
+        Encode.controlFrame(sender.infoJson, {
+          messageId: message.supersedes,
+          action: "supersede",
+          supersededBy: message.id,
+          timestamp: attempt.now
+        })
+      )
+      this.ctx.records.rewrite(recordKeyOf(sender.key, message.supersedes), {
+        ok: false,
+        code: DeliveryCode.DeliverySuperseded,
+        reason: Reason.superseded(message.id),
+        retryable: false
+      })
+    },
+    delivered: (attempt, mail, target) => this.addRoute(mail.messageKey, attempt.sender, target, attempt.now)
+  }
+
+  /** Records who may exchange receipts about `messageKey` (also for mail flushed from the mailbox). */
+  addRoute(messageKey: string, sender: Session, receiver: Session, now: number): void {
+    this.routes.set(messageKey, {
+      senderKey: sender.key,
+      senderIncarnation: sender.incarnation,
+      receiverKey: receiver.key,
+      receiverIncarnation: receiver.incarnation
+    }, now)
+  }
+
+  prune(now: number): void {
+    this.routes.expire(now - HOUR - 1)
+  }
+
+  /** The route's two sessions, if it is under an hour old and neither side has left since. */
+  private liveRoute(
+    messageKey: string,
+    now: number
+  ): { readonly sender: Session; readonly receiver: Session } | undefined {
+    const route = this.routes.get(messageKey)
+    const at = this.routes.setAt(messageKey)
+    if (route === undefined || at === undefined || now - at > HOUR) return undefined
+    const sender = this.ctx.registry.byKey.get(route.senderKey)
+    const receiver = this.ctx.registry.byKey.get(route.receiverKey)
+    if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
+    if (receiver === undefined || receiver.incarnation !== route.receiverIncarnation) return undefined
+    return { sender, receiver }
+  }
+
+  private onReceipt(peer: Peer, raw: unknown): void {
+    const frame = decodeClientFrame.message_receipt(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    const session = peer.session
+    if (session === undefined) return
+    const route = this.liveRoute(messageKeyOf(session.space.key, frame.receipt.messageId), this.ctx.now())
+    if (route === undefined || route.receiver !== session) return
+    this.ctx.output.enqueue(route.sender.peer, Encode.receiptFrame(session.infoJson, frame.receipt))
+  }
+
+  private onCancel(peer: Peer, raw: unknown): void {
+    const frame = decodeClientFrame.cancel_message(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    const { output, records } = this.ctx
+    const session = peer.session
+    const messageId = frame.messageId
+    if (session === undefined) return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+    const key = messageKeyOf(session.space.key, messageId)
+    if (this.mail.cancel(session, key)) {
+      this.forget(key)
+      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+    }
+    const now = this.ctx.now()
+    const route = this.liveRoute(key, now)
+    if (route !== undefined && route.sender === session) {
+      output.enqueue(route.receiver.peer, Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now }))
+      this.forget(key)
+      records.rewrite(recordKeyOf(session.key, messageId), {
+        ok: false,
+        code: DeliveryCode.DeliveryCancelled,
+        reason: Reason.cancelled,
+        retryable: false
+      })
+      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+    }
+    output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
+  }
+}

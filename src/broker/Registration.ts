@@ -1,0 +1,204 @@
+/**
+ * Registration (P11–P19): `register`, `unregister`, the registration timeout
+ * of connections that have not registered (P15), stable-id takeover (P16),
+ * the session cap (P18), and a session leaving. It is the only module that
+ * adds sessions to or removes them from the `Registry`, and the only writer of
+ * a `Peer`'s registration fields.
+ *
+ * Other concerns react through `RegistrationHooks` (the mailbox flushes mail
+ * to a session that registers, for example), so a new concern that cares
+ * about sessions coming and going is a hook, not an edit here.
+ */
+import { randomUUID } from "node:crypto"
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { ErrorText } from "../protocol/delivery.ts"
+import { negotiateFeatures } from "../protocol/features.ts"
+import type { Queue } from "effect"
+import * as Encode from "./encode.ts"
+import type { Membership } from "./Membership.ts"
+import type { OutboundItem, Peer } from "./Peer.ts"
+import {
+  encodeSessionInfo,
+  fieldsFromRegistration,
+  identityOf,
+  normaliseCwd,
+  type Session,
+  sessionKey,
+  spaceKeyOf
+} from "./Registry.ts"
+import { closePeer, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
+
+const DAY = 86_400_000
+
+/** What another concern does when sessions come and go. */
+export interface RegistrationHooks {
+  /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
+  readonly registered?: (session: Session, previous: Session | undefined, now: number) => void
+  /** `session` left (unregistered, disconnected, or its connection closed). */
+  readonly left?: (session: Session, now: number) => void
+}
+
+/** `name (id) [scope]`, for the log. */
+export const sessionLabel = (session: Session): string => {
+  const name = session.fields.name
+  const scope = session.space.key === "" ? "" : ` [${session.space.key.slice("scope:".length)}]`
+  return `${name === undefined ? session.id : `${name} (${session.id})`}${scope}`
+}
+
+export class Registration {
+  private readonly ctx: RouterContext
+  private readonly membership: Membership
+  private readonly hooks: Array<RegistrationHooks> = []
+  /** Connections not (or no longer) registered, oldest first (P15). */
+  private readonly unregistered = new Set<Peer>()
+  private readonly registrationSignal: Queue.Queue<void>
+  private readonly idleSignal: Queue.Queue<void>
+  /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
+  lastLeftAt: number | undefined = undefined
+
+  constructor(
+    ctx: RouterContext,
+    membership: Membership,
+    signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> }
+  ) {
+    this.ctx = ctx
+    this.membership = membership
+    this.registrationSignal = signals.registration
+    this.idleSignal = signals.idle
+  }
+
+  /** Adds a concern's reaction to sessions coming and going (called in order of observation). */
+  observe(hooks: RegistrationHooks): void {
+    this.hooks.push(hooks)
+  }
+
+  readonly frames: FrameHandlers = {
+    register: { unregistered: true, handle: (peer, frame) => this.onRegister(peer, frame) },
+    unregister: { handle: (peer) => this.onUnregister(peer) }
+  }
+
+  /** Connections accepted and not registered (yet, or since `unregister`). */
+  get unregisteredCount(): number {
+    return this.unregistered.size
+  }
+
+  /** A new connection: unregistered until it registers, within the registration timeout. */
+  attach(peer: Peer): void {
+    this.admitUnregistered(peer)
+  }
+
+  /**
+   * The connection is gone: its session leaves, and messages it had not
+   * written yet go back to the mailbox.
+   */
+  detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
+    this.unregistered.delete(peer)
+    const session = peer.session
+    peer.state = "closed"
+    peer.session = undefined
+    if (session !== undefined) this.leave(session)
+    for (const item of unwritten) this.ctx.output.undeliverable(item)
+  }
+
+  /**
+   * The connection that has waited longest to register. Deadlines grow in
+   * insertion order, so the registration watcher only ever sleeps on this one.
+   */
+  oldestUnregistered(): Peer | undefined {
+    const first = this.unregistered.values().next()
+    return first.done === true ? undefined : first.value
+  }
+
+  /** Registration timeout (P15), called by the registration watcher. */
+  registrationTimedOut(peer: Peer): void {
+    this.unregistered.delete(peer)
+    if (peer.state !== "unregistered") return
+    this.ctx.log("warning", `Dropped connection ${peer.connection.id}: no registration within the timeout`)
+    closePeer(peer, "destroy")
+  }
+
+  private admitUnregistered(peer: Peer): void {
+    this.unregistered.delete(peer)
+    if (this.unregistered.size === 0) signal(this.registrationSignal)
+    this.unregistered.add(peer)
+  }
+
+  private onRegister(peer: Peer, raw: unknown): void {
+    if (peer.state === "registered") return this.ctx.protocolError(peer, "second register on a registered connection")
+    const frame = decodeClientFrame.register(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    const { registry, options, output } = this.ctx
+    const space = registry.space(spaceKeyOf(frame.scopeId))
+    const id = frame.sessionId ?? randomUUID()
+    const previous = space.sessions.get(id)
+    if (previous === undefined && registry.live >= options.maxSessions) {
+      this.ctx.log("warning", `Refused a registration: ${options.maxSessions} sessions are live (--max-sessions)`)
+      output.enqueue(peer, Encode.errorFrame(ErrorText.tooManySessions))
+      return closePeer(peer, "end")
+    }
+    const now = this.ctx.now()
+    const fields = fieldsFromRegistration(frame.session)
+    const realCwd = normaliseCwd(fields.cwd)
+    const endpointEpoch = randomUUID()
+    const session: Session = {
+      key: sessionKey(space.key, id),
+      id,
+      space,
+      peer,
+      endpointEpoch,
+      order: previous?.order ?? registry.nextOrder(),
+      fields,
+      infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
+      realCwd,
+      identity: identityOf(space.key, fields, realCwd),
+      lastBroadcastAt: now,
+      incarnation: previous?.incarnation ?? registry.nextIncarnation()
+    }
+    if (previous !== undefined) {
+      // Stable-id takeover (P16): the old endpoint is ended quietly, no session_left.
+      previous.peer.session = undefined
+      closePeer(previous.peer, "end")
+    }
+    registry.add(session, previous)
+    this.unregistered.delete(peer)
+    peer.state = "registered"
+    peer.session = session
+    const features = negotiateFeatures(frame.features)
+    peer.features = new Set(features)
+    output.enqueue(peer, Encode.registeredFrame(id, features))
+    this.membership.joined(session)
+    this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
+    for (const hooks of this.hooks) hooks.registered?.(session, previous, now)
+  }
+
+  private onUnregister(peer: Peer): void {
+    const session = peer.session
+    peer.session = undefined
+    if (session !== undefined) this.leave(session)
+    peer.state = "unregistered"
+    peer.unregisteredSince = this.ctx.now()
+    this.admitUnregistered(peer)
+  }
+
+  private leave(session: Session): void {
+    if (!this.ctx.registry.remove(session)) return
+    const now = this.ctx.now()
+    const space = session.space
+    space.recent.delete(session.id)
+    space.recent.set(session.id, {
+      key: session.key,
+      id: session.id,
+      name: session.fields.name,
+      infoJson: session.infoJson,
+      identity: session.identity
+    }, now)
+    space.recent.expire(now - DAY)
+    this.membership.left(session)
+    this.ctx.log("info", `session left: ${sessionLabel(session)}`)
+    for (const hooks of this.hooks) hooks.left?.(session, now)
+    if (this.ctx.registry.live === 0) {
+      this.lastLeftAt = now
+      signal(this.idleSignal)
+    }
+  }
+}

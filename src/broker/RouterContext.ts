@@ -1,0 +1,52 @@
+/**
+ * What every routing concern shares: settings, the clock, the event log, the
+ * registry, the output and the replay records. The Router builds one and hands it to each concern
+ * module (Registration, Membership, Discovery, Send, Asks, Receipts, Mail), so
+ * a new concern is one more module that takes this context — and nothing here
+ * is owned by more than one of them.
+ */
+import { Deferred, Effect, Queue } from "effect"
+import type { DeliveryRecords } from "./DeliveryRecords.ts"
+import type { ResolvedCoreOptions } from "./options.ts"
+import type { Output } from "./Output.ts"
+import type { CloseMode, Peer } from "./Peer.ts"
+import type { Registry } from "./Registry.ts"
+
+/** One line of the broker's log, written by a logger fiber (Broker.ts). */
+export interface BrokerEvent {
+  readonly level: "info" | "warning"
+  readonly message: string
+}
+
+/** Handles one decoded-enough client frame (`type` is a string; the handler decodes the rest). */
+export interface FrameHandler {
+  readonly handle: (peer: Peer, frame: { readonly type: string; readonly [key: string]: unknown }) => void
+  /** Also accepted from a connection that has not registered (P10: `register`, `health`). */
+  readonly unregistered?: boolean
+}
+
+/** Frame handlers by frame type, contributed by the concern modules. */
+export type FrameHandlers = Readonly<Record<string, FrameHandler>>
+
+export interface RouterContext {
+  readonly options: ResolvedCoreOptions
+  /** Milliseconds on the broker's `Clock` (TestClock in tests). */
+  readonly now: () => number
+  readonly log: (level: BrokerEvent["level"], message: string) => void
+  readonly registry: Registry
+  readonly output: Output
+  /** Outcomes of recent sends by (sender, message id), for idempotent retries (P46). */
+  readonly records: DeliveryRecords
+  /** Drops a connection for a protocol error (P03): logged, destroyed, no reply. */
+  readonly protocolError: (peer: Peer, detail: string) => void
+}
+
+/** Asks a connection to close; the first request decides how (`end` flushes output first). */
+export const closePeer = (peer: Peer, mode: CloseMode): void => {
+  if (Deferred.doneUnsafe(peer.closing, Effect.succeed(mode))) peer.interruptReader()
+}
+
+/** Offers a wake-up to a broker fiber that sleeps on a sliding queue of size 1. */
+export const signal = (queue: Queue.Queue<void>): void => {
+  Queue.offerUnsafe(queue, undefined)
+}

@@ -1,0 +1,262 @@
+/**
+ * The send pipeline (P40–P50): one `send` frame, in order —
+ *
+ *   decode → resolve the target → replay check (once) → self check →
+ *   each stage's check → size check → deliver live, or queue in the mailbox →
+ *   ack.
+ *
+ * Concerns plug in as `SendStage`s rather than as lines here: asks check
+ * replies and mutual asks and open edges on delivery (Asks.ts), receipts check
+ * supersedes and record routes (Receipts.ts). A new rule (groups, delivery
+ * staging) is one more stage. Replay records (P46) are `ctx.records`.
+ */
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
+import type { Message } from "../protocol/frames.ts"
+import { frameBytes } from "../protocol/framing.ts"
+import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
+import { fingerprintOf, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import * as Encode from "./encode.ts"
+import type { MailDelivery } from "./MailDelivery.ts"
+import type { Mail, Peer } from "./Peer.ts"
+import type { RecentSession, Session } from "./Registry.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+
+/** Why a send is refused: a delivery code and its reason text (P45). */
+export interface Refusal {
+  readonly code: DeliveryCode
+  readonly reason: string
+}
+
+/** A send that resolved and passed the replay check, on its way through the stages. */
+export interface SendAttempt {
+  readonly sender: Session
+  readonly message: Message
+  /** The live recipient, if there is one. */
+  readonly target: Session | undefined
+  /** The recently departed recipient (mailbox delivery, P49), when no live one resolved. */
+  readonly remembered: RecentSession | undefined
+  /** Registry key of the recipient, live or remembered. */
+  readonly targetKey: string
+  /** The raw `send` frame, for extension fields a stage reads. */
+  readonly frame: { readonly [key: string]: unknown }
+  readonly now: number
+}
+
+/** A concern's part in the pipeline; every member is optional. */
+export interface SendStage {
+  /** Refuses the send, or lets it on (undefined). */
+  readonly check?: (attempt: SendAttempt) => Refusal | undefined
+  /** Runs just before the message is queued for a live recipient (e.g. a supersede notice first). */
+  readonly beforeDelivery?: (attempt: SendAttempt, target: Session) => void
+  /** The message was queued for a live recipient. */
+  readonly delivered?: (attempt: SendAttempt, mail: Mail, target: Session) => void
+}
+
+/** Room for the `askTimeoutMs` field a recipient may get (`,"askTimeoutMs":` and 16 digits). */
+const ASK_TIMEOUT_ROOM = " ".repeat(32)
+
+/** A frame that fits the 1 MiB limit, checked cheaply when it obviously does. */
+const fitsFrame = (frame: string): boolean =>
+  frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
+
+const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
+
+/** Where a send goes, or why it cannot go anywhere. */
+type Resolution =
+  | { readonly target: Session | undefined; readonly remembered: RecentSession | undefined; readonly id: string }
+  | { readonly refused: Refusal; readonly id: string | undefined }
+
+export class Send {
+  private readonly ctx: RouterContext
+  private readonly mail: MailDelivery
+  private readonly stages: Array<SendStage> = []
+  /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
+  private readonly prunes: Array<(now: number) => void> = []
+
+  constructor(ctx: RouterContext, mail: MailDelivery) {
+    this.ctx = ctx
+    this.mail = mail
+  }
+
+  /** Adds a stage; stages run in the order they were added. */
+  use(stage: SendStage): void {
+    this.stages.push(stage)
+  }
+
+  readonly frames: FrameHandlers = {
+    send: { handle: (peer, frame) => this.onSend(peer, frame) }
+  }
+
+  /** Answers `peer`'s send `messageId` with `outcome`. */
+  answer(peer: Peer, messageId: string, outcome: Outcome): void {
+    const output = this.ctx.output
+    if (outcome.ok) output.enqueue(peer, Encode.deliveredFrame(messageId, outcome.delivery))
+    else output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
+  }
+
+  private fail(peer: Peer, messageId: string, refusal: Refusal): void {
+    this.answer(peer, messageId, { ok: false, code: refusal.code, reason: refusal.reason, retryable: isRetryable(refusal.code) })
+  }
+
+  private onSend(peer: Peer, frame: { readonly [key: string]: unknown }): void {
+    // P48: an invalid send is answered, not fatal.
+    const message = decodeMessage(frame.message)
+    if (isFrameDecodeError(message)) {
+      return this.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
+    }
+    if (typeof frame.to !== "string") {
+      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
+    }
+    const sender = peer.session
+    if (sender === undefined) {
+      return this.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound })
+    }
+    const now = this.ctx.now()
+    this.prune(now)
+    const recordKey = recordKeyOf(sender.key, message.id)
+    // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
+    const exact = (frame.targetId !== undefined || frame.targetEpoch !== undefined) && message.replyTo === undefined
+    const resolution = this.resolve(sender, frame.to, frame, exact)
+
+    // P46: a retry of a recorded send gets the recorded answer, once the target is known.
+    const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message)
+    if (fingerprint !== undefined && this.replayed(peer, recordKey, fingerprint, message.id, now)) return
+    if ("refused" in resolution) {
+      // Exact-send refusals are recorded: a same-id retry is answered the same way.
+      if (fingerprint !== undefined && exact) {
+        const outcome: Outcome = { ok: false, ...resolution.refused, retryable: isRetryable(resolution.refused.code) }
+        this.ctx.records.set(recordKey, fingerprint, outcome, now)
+        return this.answer(peer, message.id, outcome)
+      }
+      return this.fail(peer, message.id, resolution.refused)
+    }
+    const targetKey = resolution.target?.key ?? resolution.remembered?.key ?? ""
+    if (targetKey === sender.key) {
+      return this.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget })
+    }
+
+    const attempt: SendAttempt = {
+      sender,
+      message,
+      target: resolution.target,
+      remembered: resolution.remembered,
+      targetKey,
+      frame,
+      now
+    }
+    for (const stage of this.stages) {
+      const refusal = stage.check?.(attempt)
+      if (refusal !== undefined) return this.fail(peer, message.id, refusal)
+    }
+
+    const space = sender.space
+    const mail: Mail = {
+      messageKey: messageKeyOf(space.key, message.id),
+      recordKey,
+      senderKey: sender.key,
+      senderId: sender.id,
+      senderIdentity: sender.identity,
+      fromJson: sender.infoJson,
+      message,
+      brokerReceivedAt: now,
+      spaceKey: space.key,
+      targetKey,
+      targetId: resolution.id,
+      targetIdentity: resolution.target?.identity ?? resolution.remembered?.identity,
+      queuedAt: now,
+      askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs)
+    }
+    // P49: exactly one other live holder of the remembered identity takes the mail now.
+    const target = resolution.target ?? this.mail.soleHolder(attempt)
+    // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
+    const forwarded = Encode.messageFrame(sender.infoJson, message, now, now)
+    if (!fitsFrame(forwarded + ASK_TIMEOUT_ROOM)) {
+      return this.fail(peer, message.id, {
+        code: DeliveryCode.MessageTooLarge,
+        reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
+      })
+    }
+    // `fingerprint` is defined here: a resolution that is not refused always names its target.
+    const recorded = fingerprint ?? fingerprintOf(resolution.id, message)
+    if (target === undefined) {
+      const outcome = this.mail.queue(mail)
+      this.ctx.records.set(recordKey, recorded, outcome, now)
+      return this.answer(peer, message.id, outcome)
+    }
+    for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
+    const text = mail.askTimeoutMs === undefined ? forwarded : messageFrameFor(mail, target.peer, now)
+    this.ctx.output.enqueue(target.peer, { frame: text, mail })
+    for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
+    const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
+    this.ctx.records.set(recordKey, recorded, outcome, now)
+    this.answer(peer, message.id, outcome)
+  }
+
+  /**
+   * P42/P47: an exact send (`targetId` + `targetEpoch`) names a live session
+   * and its epoch; otherwise `to` resolves over live sessions (exact id, name
+   * ignoring case, id prefix), then over recently departed ones (mailbox).
+   */
+  private resolve(
+    sender: Session,
+    to: string,
+    frame: { readonly [key: string]: unknown },
+    exact: boolean
+  ): Resolution {
+    const space = sender.space
+    if (exact) {
+      const { targetId, targetEpoch } = frame
+      if (typeof targetId !== "string" || targetId === "" || typeof targetEpoch !== "string" || targetEpoch === "") {
+        return { refused: { code: DeliveryCode.InvalidTarget, reason: Reason.invalidTarget }, id: undefined }
+      }
+      const target = space.sessions.get(targetId)
+      if (target === undefined) {
+        return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: targetId }
+      }
+      if (target.endpointEpoch !== targetEpoch) {
+        return { refused: { code: DeliveryCode.TargetRebound, reason: Reason.targetRebound }, id: targetId }
+      }
+      return { target, remembered: undefined, id: targetId }
+    }
+    if (to.trim() === "") return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
+    const live = space.resolveLive(to)
+    if (live.length > 1) {
+      return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousLive(to) }, id: undefined }
+    }
+    const target = live[0]
+    if (target !== undefined) return { target, remembered: undefined, id: target.id }
+    const recent = space.resolveRecent(to)
+    if (recent.length > 1) {
+      return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousDisconnected(to) }, id: undefined }
+    }
+    const remembered = recent[0]
+    if (remembered === undefined) {
+      return { refused: { code: DeliveryCode.TargetNotFound, reason: Reason.targetNotFound }, id: undefined }
+    }
+    return { target: undefined, remembered, id: remembered.id }
+  }
+
+  /** P46: answers a retried send from its record; false when it must be delivered (again). */
+  private replayed(peer: Peer, recordKey: string, fingerprint: string, messageId: string, now: number): boolean {
+    const record = this.ctx.records.get(recordKey, now)
+    if (record === undefined) return false
+    if (record.fingerprint !== fingerprint) {
+      this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse })
+      return true
+    }
+    if (!record.outcome.ok && record.outcome.retryable) return false
+    this.answer(peer, messageId, record.outcome)
+    return true
+  }
+
+  /** Adds a clean-up to run before each send. */
+  onPrune(prune: (now: number) => void): void {
+    this.prunes.push(prune)
+  }
+
+  private prune(now: number): void {
+    for (const prune of this.prunes) prune(now)
+  }
+}
