@@ -3,9 +3,9 @@
  * characters (C-TOOL-6). Ids, names and labels may hold no control character
  * at all (U+0000–U+001F, U+007F–U+009F); text bodies may hold TAB, LF and CR.
  */
-import { Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { Attachment } from "../protocol/frames.ts"
-import { InvalidInput } from "./errors.ts"
+import { InvalidInput, MissingParameter } from "./errors.ts"
 
 const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
 const TEXT_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
@@ -59,3 +59,34 @@ export const checkText = (field: string, value: string | undefined): InvalidInpu
   value === undefined || isSafeText(value)
     ? undefined
     : new InvalidInput({ detail: `${field} contains a control character (only TAB, LF and CR are allowed)` })
+
+/** The fields of an outgoing message that `checkOutgoing` looks at. */
+export interface OutgoingFields {
+  readonly to?: string | undefined
+  readonly message?: string | undefined
+  readonly replyTo?: string | undefined
+  readonly attachments?: unknown
+}
+
+/**
+ * The checks every outgoing message passes before anything is sent (C-TOOL-2,
+ * -5, -6): `to` (when `needsTo`) and `message` present, no control characters,
+ * well-formed attachments. Succeeds with the decoded attachments.
+ */
+export const checkOutgoing = (
+  request: OutgoingFields,
+  needsTo: boolean
+): Effect.Effect<ReadonlyArray<Attachment> | undefined, MissingParameter | InvalidInput> =>
+  Effect.suspend((): Effect.Effect<ReadonlyArray<Attachment> | undefined, MissingParameter | InvalidInput> => {
+    if (needsTo && (request.to === undefined || request.to.trim() === "")) {
+      return Effect.fail(new MissingParameter({ required: "to and message" }))
+    }
+    if (request.message === undefined || request.message === "") {
+      return Effect.fail(new MissingParameter({ required: needsTo ? "to and message" : "message" }))
+    }
+    const invalid = checkLabel("to", request.to) ?? checkLabel("replyTo", request.replyTo) ??
+      checkText("message", request.message)
+    if (invalid !== undefined) return Effect.fail(invalid)
+    const attachments = validateAttachments(request.attachments)
+    return attachments instanceof InvalidInput ? Effect.fail(attachments) : Effect.succeed(attachments)
+  })
