@@ -62,7 +62,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name })
       const cancelAsk = background(client.cancelAsk(message.id))
-      const delivery = yield* sending.deliver("Message", request.to, message, target).pipe(
+      const delivery = yield* sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs }).pipe(
         Effect.onInterrupt(() => cancelAsk)
       )
       yield* sending.recordSent(request.to, message)

@@ -9,7 +9,7 @@
  */
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
-import type { Delivery, SendError } from "../client/ClientConnection.ts"
+import type { Delivery, SendError, SendRequest } from "../client/ClientConnection.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
@@ -68,6 +68,9 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
 export const sentText = (verb: "Message" | "Reply", to: string, delivery: Delivery["delivery"]): string =>
   delivery === "queued" ? `${verb} queued for ${to}` : `${verb} sent to ${to}`
 
+/** What a send carries besides its target and message. */
+type SendExtra = Pick<SendRequest, "askTimeoutMs">
+
 /**
  * The outgoing operations of one generation (see the module header).
  *
@@ -79,13 +82,16 @@ export interface Sending {
    * Sends to a locally resolved target (epoch-bound when the broker offers
    * `exact-send-v1`; after `E_TARGET_REBOUND` it re-lists once and resends
    * with the same message id, P47), or to the raw string when nothing
-   * resolved (C-TGT-7: the broker answers).
+   * resolved (C-TGT-7: the broker answers). An ask passes its timeout as
+   * `askTimeoutMs`, so a broker with `ask-timeout-v1` keeps the ask open as
+   * long as the asker waits.
    */
   readonly deliver: (
     kind: NotDelivered["kind"],
     to: string,
     message: Message,
-    target: SessionInfo | undefined
+    target: SessionInfo | undefined,
+    options?: { readonly askTimeoutMs?: number | undefined }
   ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
@@ -104,27 +110,28 @@ export interface Sending {
 export const makeSending = (generation: Generation): Sending => {
   const { client, selfId } = generation
 
-  const exactRequest = (message: Message, target: SessionInfo, exact: boolean) =>
+  const exactRequest = (message: Message, target: SessionInfo, exact: boolean, extra: SendExtra): SendRequest =>
     exact && message.replyTo === undefined && target.endpointEpoch !== undefined
-      ? { to: target.id, message, targetId: target.id, targetEpoch: target.endpointEpoch }
-      : { to: target.id, message }
+      ? { to: target.id, message, targetId: target.id, targetEpoch: target.endpointEpoch, ...extra }
+      : { to: target.id, message, ...extra }
 
-  const deliver: Sending["deliver"] = (kind, to, message, target) =>
+  const deliver: Sending["deliver"] = (kind, to, message, target, options) =>
     Effect.gen(function*() {
+      const extra: SendExtra = options?.askTimeoutMs === undefined ? {} : { askTimeoutMs: options.askTimeoutMs }
       if (target === undefined) {
-        return yield* client.send({ to, message }).pipe(
+        return yield* client.send({ to, message, ...extra }).pipe(
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered(kind, to)(error))
         )
       }
       const exact = (yield* client.status).features.includes(EXACT_SEND_V1)
-      return yield* client.send(exactRequest(message, target, exact)).pipe(
+      return yield* client.send(exactRequest(message, target, exact, extra)).pipe(
         Effect.catchTag("TargetRebound", (rebound) =>
           Effect.gen(function*() {
             const sessions = yield* client.list
             const again = resolveTarget(sessions, to)
             if (again._tag !== "Found") return yield* Effect.fail(rebound)
             if (again.session.id === selfId) return yield* new SelfTargetRefused()
-            return yield* client.send(exactRequest(message, again.session, exact))
+            return yield* client.send(exactRequest(message, again.session, exact, extra))
           })),
         Effect.mapError((error) =>
           error._tag === "IntercomNotConnected" || error._tag === "SelfTargetRefused"

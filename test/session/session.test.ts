@@ -330,6 +330,38 @@ describe("C-ASK blocking ask", () => {
       assert.isTrue(invalid.isError)
     }))
 
+  it.effect("ask-timeout-v1: an ask's send announces its timeout (the call's, else askTimeoutMs), also when resent after a rebound", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ askTimeoutMs: 120_000 })
+      const configured = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "q" }))
+      yield* settle
+      assert.strictEqual(client.sends[0]?.askTimeoutMs, 120_000)
+      yield* client.push(answer(client.sends[0]?.message.id ?? "", "a"))
+      yield* Fiber.join(configured)
+      client.onSend = (request) => {
+        if (request.targetEpoch === C.endpointEpoch) {
+          client.sessions = [SELF, B, { ...C, endpointEpoch: "epoch-new" }]
+          return Effect.fail(deliveryError({
+            messageId: request.message.id,
+            code: DeliveryCode.TargetRebound,
+            reason: Reason.targetRebound,
+            retryable: true
+          }))
+        }
+        return Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
+      }
+      const perCall = yield* Effect.forkChild(session.ask({ to: "C", message: "q", timeoutMs: 5_000 }))
+      yield* settle
+      assert.deepStrictEqual(client.sends.slice(1).map((send) => [send.targetEpoch, send.askTimeoutMs]), [
+        [C.endpointEpoch, 5_000],
+        ["epoch-new", 5_000]
+      ])
+      yield* client.push(answer(client.sends[1]?.message.id ?? "", "b", C))
+      yield* Fiber.join(perCall)
+      yield* session.send({ to: "B", message: "plain" })
+      assert.isFalse("askTimeoutMs" in (client.sends[3] ?? {}), "a plain send announces no timeout")
+    }))
+
   it.effect("cancellation is interruption: cancel_ask goes out and the slot is free for the next ask", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
