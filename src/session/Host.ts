@@ -70,7 +70,11 @@ export interface HostService {
   readonly hasUI: boolean
   /** Asks the person to confirm a send; `false` cancels it. Only called when `hasUI`. */
   readonly confirm: (request: { readonly title: string; readonly text: string }) => Effect.Effect<boolean>
-  /** Takes an inbound message. A failure (or defect) lets a broker redelivery try again (C-DLV-11). */
+  /**
+   * Takes an inbound message. A failure (or defect) is retried every 100 ms
+   * while the generation lives, and once more when it closes (C-DLV-12); later
+   * messages wait behind it.
+   */
   readonly deliver: (inbound: Inbound) => Effect.Effect<void, unknown>
   /** Stores a history record; hosts without history omit it. */
   readonly record?: ((entry: HistoryEntry) => Effect.Effect<void>) | undefined

@@ -4,23 +4,27 @@
  * - Messages (the single consumer of `IntercomClient.messages`): de-duplicated
  *   by (sender id, message id) (C-DLV-11), a reply to the live ask resolves
  *   its waiter before anything else (C-ORD-32), the rest is recorded with the
- *   reply tracker and handed to the host with an intent (trigger / steer /
- *   passive). A busy headless host that exits when done answers an ask it
- *   cannot take (C-DLV-13). Receipts go back to the sender (P70).
+ *   reply tracker and queued for the host (`HostHandoff.ts`, which retries a
+ *   refused hand-off, C-DLV-12), with an intent (trigger / steer / passive)
+ *   decided when the host is about to get it. A busy headless host that exits
+ *   when done answers an ask it cannot take (C-DLV-13). Receipts go back to
+ *   the sender (P70).
  * - Membership: a peer leaving ends a wait on it (C-ASK-9) and retires its
  *   pending asks (C-RPL-10).
  * - Controls: a sender cancelling or superseding a message drops its pending
  *   ask (P73).
  *
- * Each stream is drained by one fiber in the generation's Scope; the
- * de-duplication window is owned by the message fiber.
+ * Each stream is drained by one fiber in the generation's Scope. The
+ * de-duplication window is owned by this module: the message fiber holds a
+ * message on arrival, the hand-off commits it once the host took it.
  */
-import { Clock, Effect, Exit, type Scope, Stream } from "effect"
+import { Clock, Effect, type Scope, Stream } from "effect"
 import type { InboundMessage } from "../client/ClientConnection.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
 import { ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
-import type { DeliveryIntent } from "./Host.ts"
+import type { DeliveryIntent, Inbound } from "./Host.ts"
+import { makeHostHandoff } from "./HostHandoff.ts"
 import { makeInboundAdmission } from "./InboundAdmission.ts"
 import { type LifecycleStatus, NON_INTERACTIVE_BUSY_REPLY, renderInbound } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
@@ -48,6 +52,9 @@ export const runInbound = (
       Effect.flatMap(Clock.currentTimeMillis, (timestamp) =>
         background(client.receipt({ messageId, status, timestamp, ...(detail === undefined ? {} : { detail }) })))
 
+    const duplicateReceipt = (messageId: string) =>
+      receipt(messageId, "acknowledged", "duplicate message id suppressed")
+
     const shouldTrigger = (message: Message): boolean =>
       settings.inboundTrigger === "always" || (settings.inboundTrigger === "replies" && message.replyTo !== undefined)
 
@@ -62,21 +69,14 @@ export const runInbound = (
         )
       })
 
-    const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
+    /**
+     * How the host gets a message, decided when it is about to be handed over:
+     * `trigger` when idle, `steer` when busy, `passive` when `inboundTrigger`
+     * says no or a busy headless host already answered the ask.
+     */
+    const prepare = (context: InboundContext): Effect.Effect<Inbound> =>
       Effect.gen(function*() {
-        const { from, message } = inbound
-        const now = yield* Clock.currentTimeMillis
-        if (admission.seen(from.id, message.id, now)) {
-          return yield* receipt(message.id, "acknowledged", "duplicate message id suppressed")
-        }
-        yield* receipt(message.id, "receiver_received")
-        // C-ORD-32: a reply to the live waiter resolves it before any other handling.
-        if (slot.route(inbound)) {
-          admission.commit(from.id, message.id, now)
-          return yield* receipt(message.id, "acknowledged", "matched reply waiter")
-        }
-        const context: InboundContext = { from, message, receivedAt: now }
-        tracker.record(context)
+        const { from, message } = context
         const expectsReply = message.expectsReply === true
         const busy = isBusy(lifecycle())
         let intent: DeliveryIntent
@@ -87,16 +87,37 @@ export const runInbound = (
           intent = !shouldTrigger(message) ? "passive" : busy ? "steer" : "trigger"
         }
         if (intent === "trigger") tracker.queueTurn(context)
-        const handed = yield* Effect.exit(
-          host.deliver({ intent, from, message, text: renderInbound(from, message, settings.replyHint), expectsReply })
-        )
-        if (Exit.isSuccess(handed)) {
+        return { intent, from, message, text: renderInbound(from, message, settings.replyHint), expectsReply }
+      })
+
+    const handoff = yield* makeHostHandoff(host.deliver, {
+      prepare,
+      taken: ({ from, message, receivedAt }) =>
+        Effect.suspend(() => {
+          const joined = admission.commit(from.id, message.id, receivedAt)
+          const duplicates = Array.from({ length: joined }, () => duplicateReceipt(message.id))
+          return Effect.andThen(receipt(message.id, "acknowledged", "accepted by receiver"), Effect.all(duplicates))
+        })
+    })
+
+    const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const { from, message } = inbound
+        const now = yield* Clock.currentTimeMillis
+        if (admission.seen(from.id, message.id, now)) return yield* duplicateReceipt(message.id)
+        // A redelivery of a message still being handed over joins it; it is answered once that one was taken.
+        if (admission.join(from.id, message.id)) return
+        yield* receipt(message.id, "receiver_received")
+        // C-ORD-32: a reply to the live waiter resolves it before any other handling.
+        if (slot.route(inbound)) {
           admission.commit(from.id, message.id, now)
-          return yield* receipt(message.id, "acknowledged", "accepted by receiver")
+          return yield* receipt(message.id, "acknowledged", "matched reply waiter")
         }
-        // Not committed: a redelivery of the same message may be handled again (C-DLV-11).
-        tracker.markReplied(message.id)
-        yield* Effect.logWarning("Intercom host did not take an inbound message", handed.cause)
+        const context: InboundContext = { from, message, receivedAt: now }
+        // Pending at once (C-RPL-1), and for as long as the hand-off is retried.
+        tracker.record(context)
+        admission.hold(from.id, message.id)
+        yield* handoff.enqueue(context)
       })
 
     yield* Effect.forkScoped(

@@ -539,6 +539,7 @@ describe("C-DLV inbound admission and intents", () => {
       const message = inboundMessage(B, "dup", "once")
       yield* client.push(message)
       yield* client.push(message)
+      yield* settle
       yield* client.push(inboundMessage(C, "dup", "another sender's id"))
       yield* settle
       const delivered = yield* Queue.takeAll(host.inbox)
@@ -556,15 +557,23 @@ describe("C-DLV inbound admission and intents", () => {
       ])
     }))
 
-  it.effect("a host that fails to take a message leaves it unmarked, so a redelivery is handled", () =>
+  it.effect("a redelivery that arrives while the first copy's hand-off is retried joins it: the host gets it once", () =>
     Effect.gen(function*() {
       const { client, host } = yield* withPeers()
       host.failDeliveries = 1
       const message = inboundMessage(B, "m", "retry me", { expectsReply: true })
       yield* client.push(message)
+      yield* settle
       yield* client.push(message)
-      const inbound = yield* Queue.take(host.inbox)
-      assert.strictEqual(inbound.message.id, "m")
+      yield* settle
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["m"])
+      assert.deepStrictEqual(host.attempts, ["m", "m"], "the refused attempt and its retry; the copy added none")
+      assert.deepStrictEqual(client.receipts().map((r) => [r.status, r.detail ?? ""]), [
+        ["receiver_received", ""],
+        ["acknowledged", "accepted by receiver"],
+        ["acknowledged", "duplicate message id suppressed"]
+      ])
     }))
 
   it.effect("idle → trigger, busy → steer; inboundTrigger limits which messages start turns", () =>

@@ -163,6 +163,8 @@ export interface RecordingHostState {
   confirmAnswer: boolean
   /** When set, `deliver` fails this many more times. */
   failDeliveries: number
+  /** The message id of every `deliver` call, refused or not, in order. */
+  readonly attempts: Array<string>
 }
 
 export const makeRecordingHost = (
@@ -176,7 +178,8 @@ export const makeRecordingHost = (
       history: [],
       confirmations: [],
       confirmAnswer: true,
-      failDeliveries: 0
+      failDeliveries: 0,
+      attempts: []
     }
     const service: HostService = {
       identity,
@@ -189,6 +192,7 @@ export const makeRecordingHost = (
         }),
       deliver: (inbound) =>
         Effect.suspend(() => {
+          host.attempts.push(inbound.message.id)
           if (host.failDeliveries > 0) {
             host.failDeliveries--
             return Effect.fail("host refused")
