@@ -27,8 +27,8 @@ const ok = (text: string, details: Record<string, unknown>): ToolResult => ({ te
 
 /**
  * The error result of a session error: its message verbatim, `isError`, and
- * in `details` the error kind (`error`, the `_tag`) and the broker's `code`
- * when there is one.
+ * `details: { error: "<_tag>", code? }` — the error kind, and the broker's
+ * `E_…` code when there is one.
  *
  * @category rendering
  * @since 0.1.0
@@ -37,8 +37,7 @@ export const errorResult = (error: IntercomSessionError): ToolResult => ({
   text: error.message,
   isError: true,
   details: {
-    error: true,
-    reason: error._tag,
+    error: error._tag,
     ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {})
   }
 })

@@ -88,9 +88,9 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     const { replyTo, to } = target
     if (replyTo !== undefined) {
       const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined)
-      if (context === undefined) return new NoReplyContext({ text: `No reply context for "${replyTo}"` })
+      if (context === undefined) return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
       if (to !== undefined && !senderMatches(context.from, to)) {
-        return new NoReplyContext({ text: `Reply context "${replyTo}" is not from "${to}"` })
+        return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
       return context
     }
@@ -99,7 +99,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       const pending = [...asks.values()]
       if (pending.length === 1 && pending[0] !== undefined) return pending[0]
       return new NoReplyContext({
-        text: pending.length === 0 ? "No active intercom context to reply to" : "Multiple pending asks — specify `to`"
+        reason: pending.length === 0 ? "No active intercom context to reply to" : "Multiple pending asks — specify `to`"
       })
     }
     // Open question 7: `to` is resolved among the pending asks and the current turn's context.
@@ -109,11 +109,11 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     const resolution = resolveTarget(senders, to)
     switch (resolution._tag) {
       case "NotFound":
-        return new NoReplyContext({ text: `No pending ask from "${to}"` })
+        return new NoReplyContext({ reason: `No pending ask from "${to}"` })
       case "Found": {
         const matches = candidates.filter((context) => context.from.id === resolution.session.id)
         if (matches.length === 1 && matches[0] !== undefined) return matches[0]
-        return new NoReplyContext({ text: `Multiple pending asks from "${to}"` })
+        return new NoReplyContext({ reason: `Multiple pending asks from "${to}"` })
       }
       default:
         return new TargetUnresolved({ target: to, reason: resolutionFailure(to, resolution, senders) })

@@ -24,19 +24,19 @@ export const validateAttachments = (
 ): InvalidInput | ReadonlyArray<Attachment> | undefined => {
   if (input === undefined) return undefined
   const decoded = decodeAttachments(input)
-  if (Option.isNone(decoded)) return new InvalidInput({ detail: ATTACHMENT_SHAPE })
+  if (Option.isNone(decoded)) return new InvalidInput({ reason: ATTACHMENT_SHAPE })
   const attachments: Array<Attachment> = []
   for (const [index, attachment] of decoded.value.entries()) {
     if (!isSafeLabel(attachment.name)) {
-      return new InvalidInput({ detail: `attachments[${index}].name contains a control character` })
+      return new InvalidInput({ reason: `attachments[${index}].name contains a control character` })
     }
     if (!isSafeText(attachment.content)) {
       return new InvalidInput({
-        detail: `attachments[${index}].content contains a control character (only TAB, LF and CR are allowed)`
+        reason: `attachments[${index}].content contains a control character (only TAB, LF and CR are allowed)`
       })
     }
     if (attachment.language !== undefined && !isSafeLabel(attachment.language)) {
-      return new InvalidInput({ detail: `attachments[${index}].language contains a control character` })
+      return new InvalidInput({ reason: `attachments[${index}].language contains a control character` })
     }
     attachments.push({
       type: attachment.type,
@@ -52,13 +52,13 @@ export const validateAttachments = (
 export const checkLabel = (field: string, value: string | undefined): InvalidInput | undefined =>
   value === undefined || isSafeLabel(value)
     ? undefined
-    : new InvalidInput({ detail: `${field} contains a control character` })
+    : new InvalidInput({ reason: `${field} contains a control character` })
 
 /** A message body: TAB, LF and CR only. */
 export const checkText = (field: string, value: string | undefined): InvalidInput | undefined =>
   value === undefined || isSafeText(value)
     ? undefined
-    : new InvalidInput({ detail: `${field} contains a control character (only TAB, LF and CR are allowed)` })
+    : new InvalidInput({ reason: `${field} contains a control character (only TAB, LF and CR are allowed)` })
 
 /** The fields of an outgoing message that `checkOutgoing` looks at. */
 export interface OutgoingFields {

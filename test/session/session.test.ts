@@ -54,6 +54,22 @@ describe("C-TOOL-1/2/12 the intercom entry point", () => {
       assert.deepStrictEqual(client.sends, [])
     }))
 
+  it.effect("an error result's details name the error kind (`error`) and, when not delivered, the broker's code", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      const missing = yield* session.intercom({ action: "send", to: "B" })
+      assert.deepStrictEqual(missing.details, { error: "MissingParameter" })
+      client.onSend = (request) =>
+        Effect.fail(deliveryError({
+          messageId: request.message.id,
+          code: DeliveryCode.TargetNotFound,
+          reason: Reason.targetNotFound,
+          retryable: false
+        }))
+      const refused = yield* session.intercom({ action: "send", to: "ghost", message: "x" })
+      assert.deepStrictEqual(refused.details, { error: "NotDelivered", code: DeliveryCode.TargetNotFound })
+    }))
+
   it.effect("not connected: every action returns `Intercom not connected: <reason>` without failing", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
