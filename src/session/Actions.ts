@@ -9,17 +9,16 @@
  */
 import { Clock, Effect } from "effect"
 import type { Attachment } from "../protocol/frames.ts"
-import { NoReplyContext, SelfNotListed, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
+import {
+  NoReplyContext,
+  type ReplyFailure,
+  SelfNotListed,
+  SelfTargetRefused,
+  type SendFailure,
+  TargetUnresolved
+} from "./errors.ts"
 import type { Generation } from "./Generation.ts"
-import type {
-  IntercomSessionService,
-  ReplyFailure,
-  ReplyRequest,
-  SendDeclined,
-  SendFailure,
-  SendRequest,
-  Sent
-} from "./IntercomSession.ts"
+import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, Sent } from "./IntercomSession.ts"
 import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
 import { newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
 import { checkOutgoing } from "./validation.ts"

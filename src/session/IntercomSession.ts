@@ -24,46 +24,54 @@
  */
 import { Clock, Context, Effect, Layer, type Scope } from "effect"
 import type { Delivery } from "../client/ClientConnection.ts"
-import type { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import type { IntercomNotConnected } from "../client/errors.ts"
 import { IntercomClient } from "../client/IntercomClient.ts"
-import type { Attachment, Message, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { makeActions } from "./Actions.ts"
 import { makeAsking } from "./Ask.ts"
-import type {
-  AlreadyWaiting,
-  InvalidInput,
-  InvalidTimeout,
-  MissingParameter,
-  NoReplyContext,
-  NotDelivered,
-  ReplyPeerDisconnected,
-  ReplyTimeout,
-  SelfNotListed,
-  SelfTargetRefused,
-  SessionEnded,
-  TargetUnresolved,
-  UnknownAction
-} from "./errors.ts"
+import type { AskFailure, ClientFailure, ListError, ReplyFailure, SendFailure } from "./errors.ts"
 import { makeGeneration, resolveSettings } from "./Generation.ts"
 import { Host, type HostIdentity } from "./Host.ts"
 import type { AdmissionLimits } from "./InboundAdmission.ts"
 import { runInbound } from "./Inbound.ts"
 import { baseToolActions, makeIntercomTool } from "./IntercomTool.ts"
 import { makePresencePublisher } from "./PresencePublisher.ts"
-import { type LifecycleStatus, presenceStatus, presentedName } from "./render.ts"
+import type { LifecycleStatus } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import { makeSending } from "./Sending.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
+export { sessionRegistration } from "./PresencePublisher.ts"
+/** The failure types moved to `errors.ts`; re-exported for existing importers. */
+export type {
+  AskFailure,
+  ClientFailure,
+  IntercomSessionError,
+  ListError,
+  ReplyFailure,
+  SendFailure
+} from "./errors.ts"
 
 // ---------------------------------------------------------------------------
 // Options, requests, results
 // ---------------------------------------------------------------------------
 
-/** Whether inbound messages start a model turn: all, only replies, or none (config `inboundTrigger`). */
+/**
+ * Whether inbound messages start a model turn: all, only replies, or none
+ * (config `inboundTrigger`). Messages that do not are delivered `passive`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type InboundTrigger = "always" | "replies" | "never"
 
-/** Plain values the wiring code takes from the config module. */
+/**
+ * The options of a session generation: plain values the wiring code takes
+ * from the config module (`loadIntercomSettings()` in `effect-intercom/config`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface IntercomSessionOptions {
   /** How long an `ask` waits, and how long a received ask stays pending. Default 600 000 ms (10 minutes). */
   readonly askTimeoutMs?: number | undefined
@@ -73,7 +81,7 @@ export interface IntercomSessionOptions {
   readonly confirmSend?: boolean | undefined
   /** Custom status appended as `<lifecycle> · <custom>` (C-TOOL-10). */
   readonly statusSuffix?: string | undefined
-  /** Default `"always"`. */
+  /** Which inbound messages start a turn. Default `"always"`. */
   readonly inboundTrigger?: InboundTrigger | undefined
   /** Inbound de-duplication window (C-DLV-11). Default 1 hour / 1000 messages. */
   readonly inboundDedupe?: AdmissionLimits | undefined
@@ -84,15 +92,30 @@ export interface IntercomSessionOptions {
   readonly connectTimeoutMs?: number | undefined
 }
 
+/**
+ * The input of `send`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface SendRequest {
+  /** Exact id, name (ignoring case) or a unique id prefix of 8+ characters (C-TGT-1). */
   readonly to: string
+  /** The body; TAB, LF and CR are the only control characters allowed (C-TOOL-6). */
   readonly message: string
   readonly attachments?: ReadonlyArray<Attachment> | undefined
   /** Threads the message as the answer to an inbound ask, which it then marks replied (C-RPL-5). */
   readonly replyTo?: string | undefined
 }
 
+/**
+ * The input of `ask`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface AskRequest {
+  /** Exact id, name (ignoring case) or a unique id prefix; must be a live session (P60). */
   readonly to: string
   readonly message: string
   readonly attachments?: ReadonlyArray<Attachment> | undefined
@@ -100,6 +123,13 @@ export interface AskRequest {
   readonly timeoutMs?: number | undefined
 }
 
+/**
+ * The input of `reply`. Without `to` or `replyTo` it answers the current
+ * turn's triggering message, else the single pending ask (C-RPL-2, C-RPL-3).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReplyRequest {
   readonly message: string
   /** Which sender to answer when several asks are pending (C-RPL-4). */
@@ -109,7 +139,14 @@ export interface ReplyRequest {
   readonly attachments?: ReadonlyArray<Attachment> | undefined
 }
 
-/** The broker accepted the message (C-TOOL-4: accepted, not read or acted on). */
+/**
+ * The broker accepted the message (C-TOOL-4: accepted, not read or acted
+ * on). Also what `ask` returns when the broker queued the question for a
+ * session that is away.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface Sent {
   readonly _tag: "Sent"
   /** The caller's target string (or, for `reply`, the answered sender's name or id). */
@@ -117,95 +154,155 @@ export interface Sent {
   /** The session it resolved to, when it resolved locally. */
   readonly targetId: string | undefined
   readonly messageId: string
+  /** `socket_delivered`, or `queued` for a session that is away. */
   readonly delivery: Delivery["delivery"]
+  /** The ask this message answers, if any. */
   readonly replyTo: string | undefined
+  /** `Message sent to <to>`, `Message queued for <to>`, `Reply sent to <name>`, … */
   readonly text: string
 }
 
-/** The person declined the confirmation: a non-error, nothing sent (C-TOOL-7). */
+/**
+ * The person declined the confirmation: a non-error, nothing sent (C-TOOL-7).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface SendDeclined {
   readonly _tag: "Declined"
+  /** `Message cancelled by user`. */
   readonly text: string
 }
 
+/**
+ * The answer to an `ask` (C-ASK-8).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface Replied {
   readonly _tag: "Replied"
+  /** The target as the caller wrote it. */
   readonly to: string
+  /** The session that answered. */
   readonly from: SessionInfo
+  /** The id of the question. */
   readonly questionId: string
   readonly reply: Message
+  /** `**Reply from <to>:**` and the answer with its attachments. */
   readonly text: string
 }
 
+/**
+ * The result of `list` (C-TOOL-9).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface SessionList {
   readonly self: SessionInfo
+  /** Every live session of the scope, this one included, in registration order. */
   readonly sessions: ReadonlyArray<SessionInfo>
   readonly text: string
 }
 
+/**
+ * The result of `pending`: unanswered inbound asks, oldest first (C-RPL-7).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface PendingAsks {
   readonly asks: ReadonlyArray<InboundContext>
   readonly text: string
 }
 
+/**
+ * The result of `status` (C-TOOL-11).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface StatusReport {
   readonly sessionId: string
+  /** Live sessions of the scope, this one included. */
   readonly activeSessions: number
   readonly text: string
 }
 
-/** Parameters of the `intercom` tool. */
+/**
+ * Parameters of the `intercom` tool, as a model writes them.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface IntercomToolParams {
+  /** `list`, `send`, `ask`, `reply`, `pending` or `status`. */
   readonly action: string
   readonly to?: string | undefined
   readonly message?: string | undefined
   /** Checked against C-TOOL-5 before anything is sent. */
   readonly attachments?: unknown
   readonly replyTo?: string | undefined
+  /** For `ask`: overrides `askTimeoutMs`. */
   readonly timeoutMs?: number | undefined
 }
 
-/** A tool-style result: errors are results too, never thrown (C-TOOL-12). */
+/**
+ * A tool-style result: errors are results too, never thrown (C-TOOL-12). An
+ * error's `details` are `{ error: "<_tag>", code? }`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ToolResult {
   readonly text: string
   readonly isError: boolean
   readonly details: Readonly<Record<string, unknown>>
 }
 
-/** The client's own failures, passed through unchanged. */
-export type ClientFailure = IntercomNotConnected | RequestTimeout | ConnectionLost
-
-export type ListError = ClientFailure | SelfNotListed
-export type SendFailure =
-  | ClientFailure
-  | MissingParameter
-  | InvalidInput
-  | SelfTargetRefused
-  | TargetUnresolved
-  | NotDelivered
-export type AskFailure =
-  | SendFailure
-  | InvalidTimeout
-  | AlreadyWaiting
-  | ReplyTimeout
-  | ReplyPeerDisconnected
-  | SessionEnded
-export type ReplyFailure = SendFailure | NoReplyContext
-export type IntercomSessionError = ListError | AskFailure | ReplyFailure | UnknownAction
-
+/**
+ * The operations of one session generation: the typed actions, the whole
+ * tool in one call (`intercom`), and the lifecycle the host pushes in.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface IntercomSessionService {
+  /** This session's id (its client's). */
   readonly sessionId: string
+  /** The live sessions of the scope (C-TOOL-9). */
   readonly list: Effect.Effect<SessionList, ListError>
+  /** Sends a message; `Declined` when the person said no to `confirmSend` (C-TOOL-4, C-TOOL-7). */
   readonly send: (request: SendRequest) => Effect.Effect<Sent | SendDeclined, SendFailure>
   /**
    * Sends a question and waits for its reply (C-ASK). Interrupting it is the
    * cancellation: `cancel_ask` goes to the broker and the slot is freed.
    */
   readonly ask: (request: AskRequest) => Effect.Effect<Replied | Sent, AskFailure>
+  /** Answers an inbound ask (or the message that triggered the current turn) (C-RPL). */
   readonly reply: (request: ReplyRequest) => Effect.Effect<Sent, ReplyFailure>
+  /** Inbound asks still owed an answer (C-RPL-7). */
   readonly pending: Effect.Effect<PendingAsks, IntercomNotConnected>
+  /** This session's id and how many sessions are live (C-TOOL-11). */
   readonly status: Effect.Effect<StatusReport, ClientFailure>
-  /** The whole tool in one call; never fails. */
+  /**
+   * The whole tool in one call: checks the parameters, runs the action and
+   * renders it. Never fails: an error is a result with `isError: true`.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { IntercomSession } from "effect-intercom/session"
+   *
+   * const program = Effect.gen(function*() {
+   *   const session = yield* IntercomSession
+   *   const result = yield* session.intercom({ action: "ask", to: "reviewer", message: "Is the retry logic safe?" })
+   *   if (result.isError) yield* Effect.logWarning(result.text, result.details["error"])
+   *   else yield* Effect.log(result.text) // **Reply from reviewer:** …
+   * })
+   * ```
+   */
   readonly intercom: (params: IntercomToolParams) => Effect.Effect<ToolResult>
   /** The host's lifecycle status; pushed to the broker as presence (C-TOOL-10). */
   readonly setStatus: (status: LifecycleStatus) => Effect.Effect<void>
@@ -221,28 +318,6 @@ export interface IntercomSessionService {
   readonly endTurn: Effect.Effect<void>
   /** Whether a blocking `ask` holds the reply-waiter slot. */
   readonly waiting: Effect.Effect<boolean>
-}
-
-/** The `register` payload a session's client should start with (name or fallback alias, status). */
-export const sessionRegistration = (input: {
-  readonly sessionId: string
-  readonly identity: HostIdentity
-  readonly pid: number
-  readonly startedAt: number
-  readonly status?: LifecycleStatus | undefined
-  readonly statusSuffix?: string | undefined
-}): SessionRegistration => {
-  const presented = presentedName(input.identity.name, input.sessionId)
-  return {
-    cwd: input.identity.cwd,
-    model: input.identity.model,
-    pid: input.pid,
-    startedAt: input.startedAt,
-    lastActivity: input.startedAt,
-    name: presented.name,
-    runtimeFallbackAlias: presented.runtimeFallbackAlias,
-    status: presenceStatus(input.status ?? "idle", input.statusSuffix)
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -290,11 +365,45 @@ const make = (
  * `IntercomSession.make` builds it in the current Scope (closing the Scope
  * ends the generation), `IntercomSession.layer` as a Layer. Both need an
  * `IntercomClient` and a `Host`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { randomUUID } from "node:crypto"
+ * import { IntercomClient } from "effect-intercom/client"
+ * import { intercomPaths } from "effect-intercom/config"
+ * import { headless, Host, IntercomSession, sessionRegistration } from "effect-intercom/session"
+ *
+ * const paths = intercomPaths("/home/me/.pi/agent")
+ * const sessionId = randomUUID()
+ * const identity = { name: "planner", cwd: process.cwd(), model: "my-model" }
+ * const client = IntercomClient.layer({
+ *   agentDir: paths.agentDir,
+ *   intercomDir: paths.intercomDir,
+ *   socketPath: paths.socketPath,
+ *   sessionId,
+ *   registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Date.now() }),
+ *   launch: { _tag: "Default" }
+ * })
+ * const host = Host.layer(headless(identity, (inbound) => Effect.log(inbound.text)))
+ * const session = IntercomSession.layer({ askTimeoutMs: 60_000 }).pipe(Layer.provide(Layer.merge(client, host)))
+ *
+ * const program = Effect.gen(function*() {
+ *   const intercom = yield* IntercomSession
+ *   const sent = yield* intercom.send({ to: "reviewer", message: "PR #12 is ready" })
+ *   yield* Effect.log(sent.text) // Message sent to reviewer
+ * })
+ *
+ * program.pipe(Effect.provide(session), Effect.runPromise)
+ * ```
+ *
+ * @category services
+ * @since 0.1.0
  */
 export class IntercomSession extends Context.Service<IntercomSession, IntercomSessionService>()(
   "effect-intercom/session/IntercomSession"
 ) {
-  /** Builds a session generation in the current Scope. */
+  /** Builds a session generation in the current Scope; closing the Scope ends it. */
   static readonly make: (
     options?: IntercomSessionOptions
   ) => Effect.Effect<IntercomSessionService, never, IntercomClient | Host | Scope.Scope> = make

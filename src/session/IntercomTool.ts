@@ -8,10 +8,10 @@
  * table in the wiring without touching this module.
  */
 import { Effect } from "effect"
-import { UnknownAction } from "./errors.ts"
+import { type IntercomSessionError, UnknownAction } from "./errors.ts"
 import type { Actions } from "./Actions.ts"
 import type { Asking } from "./Ask.ts"
-import type { IntercomSessionError, IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
+import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
 import { checkOutgoing } from "./validation.ts"
 
 /**

@@ -11,6 +11,7 @@
  */
 import { Effect, Queue, type Scope } from "effect"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
+import type { SessionRegistration } from "../protocol/frames.ts"
 import type { HostIdentity } from "./Host.ts"
 import { type LifecycleStatus, presenceStatus, presentedName } from "./render.ts"
 
@@ -88,3 +89,46 @@ export const makePresencePublisher = (input: {
       markDirty
     }
   })
+
+/**
+ * The `register` payload a session's client should start with: the name (or
+ * the fallback alias), model, cwd and lifecycle status with its suffix, so the
+ * session appears as it will present itself.
+ *
+ * @example
+ * ```ts
+ * import { randomUUID } from "node:crypto"
+ * import { sessionRegistration } from "effect-intercom/session"
+ *
+ * const sessionId = randomUUID()
+ * const registration = sessionRegistration({
+ *   sessionId,
+ *   identity: { name: "planner", cwd: process.cwd(), model: "my-model" },
+ *   pid: process.pid,
+ *   startedAt: Date.now()
+ * }) // pass as IntercomClient.layer({ ..., sessionId, registration })
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const sessionRegistration = (input: {
+  readonly sessionId: string
+  readonly identity: HostIdentity
+  readonly pid: number
+  readonly startedAt: number
+  readonly status?: LifecycleStatus | undefined
+  readonly statusSuffix?: string | undefined
+}): SessionRegistration => {
+  const presented = presentedName(input.identity.name, input.sessionId)
+  return {
+    cwd: input.identity.cwd,
+    model: input.identity.model,
+    pid: input.pid,
+    startedAt: input.startedAt,
+    lastActivity: input.startedAt,
+    name: presented.name,
+    runtimeFallbackAlias: presented.runtimeFallbackAlias,
+    status: presenceStatus(input.status ?? "idle", input.statusSuffix)
+  }
+}

@@ -10,17 +10,35 @@ import type { Message, SessionInfo } from "../protocol/frames.ts"
 import { NoReplyContext, TargetUnresolved } from "./errors.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
+/**
+ * An inbound message as the session remembers it: sender, message, and when it arrived.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface InboundContext {
   readonly from: SessionInfo
   readonly message: Message
   readonly receivedAt: number
 }
 
+/**
+ * What `reply` was told to answer: a sender (`to`), an exact ask (`replyTo`), both or neither.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReplyTarget {
   readonly to?: string | undefined
   readonly replyTo?: string | undefined
 }
 
+/**
+ * The receiving side of ask/reply of one generation (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReplyTracker {
   /** Records an inbound message; only `expectsReply === true` becomes a pending ask (C-RPL-1). */
   readonly record: (context: InboundContext) => void
@@ -52,6 +70,12 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
     (from.id === target || from.id.startsWith(target) || from.name?.trim().toLowerCase() === lower)
 }
 
+/**
+ * An empty tracker; received asks older than `askTimeoutMs` are no longer pending (C-RPL-6).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
 export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   const asks = new Map<string, InboundContext>()
   const queued: Array<InboundContext> = []

@@ -12,9 +12,8 @@ import { randomUUID } from "node:crypto"
 import type { Delivery, SendError, SendRequest } from "../client/ClientConnection.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
+import { type ClientFailure, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
-import type { ClientFailure } from "./IntercomSession.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
 /**

@@ -14,7 +14,8 @@
  * @since 0.1.0
  */
 import { Data } from "effect"
-import { formatWait } from "./render.ts"
+import type { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import { formatWait, MISSING_SELF } from "./render.ts"
 
 /**
  * `Missing 'to' or 'message' parameter` / `Missing 'message' parameter` (C-TOOL-2).
@@ -189,7 +190,7 @@ export class NoReplyContext extends Data.TaggedError("NoReplyContext")<{
  */
 export class SelfNotListed extends Data.TaggedError("SelfNotListed")<{}> {
   override get message(): string {
-    return "Current session is missing from intercom session list."
+    return MISSING_SELF
   }
 }
 
@@ -204,3 +205,67 @@ export class InvalidTimeout extends Data.TaggedError("InvalidTimeout")<{ readonl
     return `Invalid timeoutMs: ${this.value} (must be a positive number of milliseconds)`
   }
 }
+
+// ---------------------------------------------------------------------------
+// How each action fails
+// ---------------------------------------------------------------------------
+
+/**
+ * The client's own failures, passed through unchanged.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ClientFailure = IntercomNotConnected | RequestTimeout | ConnectionLost
+
+/**
+ * How `list` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ListError = ClientFailure | SelfNotListed
+
+/**
+ * How `send` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type SendFailure =
+  | ClientFailure
+  | MissingParameter
+  | InvalidInput
+  | SelfTargetRefused
+  | TargetUnresolved
+  | NotDelivered
+
+/**
+ * How `ask` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type AskFailure =
+  | SendFailure
+  | InvalidTimeout
+  | AlreadyWaiting
+  | ReplyTimeout
+  | ReplyPeerDisconnected
+  | SessionEnded
+
+/**
+ * How `reply` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ReplyFailure = SendFailure | NoReplyContext
+
+/**
+ * Every error of the session's actions; `intercom` turns each into an error result.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type IntercomSessionError = ListError | AskFailure | ReplyFailure | UnknownAction

@@ -10,7 +10,19 @@ import { InvalidInput, MissingParameter } from "./errors.ts"
 const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
 const TEXT_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 
+/**
+ * True when an id, name or label holds no control character (C-TOOL-6).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const isSafeLabel = (value: string): boolean => !LABEL_CONTROLS.test(value)
+/**
+ * True when a body holds no control character but TAB, LF and CR (C-TOOL-6).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const isSafeText = (value: string): boolean => !TEXT_CONTROLS.test(value)
 
 const decodeAttachments = Schema.decodeUnknownOption(Schema.Array(Attachment))
@@ -18,7 +30,12 @@ const decodeAttachments = Schema.decodeUnknownOption(Schema.Array(Attachment))
 const ATTACHMENT_SHAPE =
   `attachments must be an array of { type: "file" | "snippet" | "context", name: string, content: string, language?: string }`
 
-/** Decoded, checked attachments (extra keys dropped), or the reason they are invalid. */
+/**
+ * Decoded, checked attachments (extra keys dropped), or the reason they are invalid.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const validateAttachments = (
   input: unknown
 ): InvalidInput | ReadonlyArray<Attachment> | undefined => {
@@ -48,19 +65,34 @@ export const validateAttachments = (
   return attachments
 }
 
-/** An id, name or target: no control characters. */
+/**
+ * An id, name or target: no control characters.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const checkLabel = (field: string, value: string | undefined): InvalidInput | undefined =>
   value === undefined || isSafeLabel(value)
     ? undefined
     : new InvalidInput({ reason: `${field} contains a control character` })
 
-/** A message body: TAB, LF and CR only. */
+/**
+ * A message body: TAB, LF and CR only.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const checkText = (field: string, value: string | undefined): InvalidInput | undefined =>
   value === undefined || isSafeText(value)
     ? undefined
     : new InvalidInput({ reason: `${field} contains a control character (only TAB, LF and CR are allowed)` })
 
-/** The fields of an outgoing message that `checkOutgoing` looks at. */
+/**
+ * The fields of an outgoing message that `checkOutgoing` looks at.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface OutgoingFields {
   readonly to?: string | undefined
   readonly message?: string | undefined
@@ -72,6 +104,9 @@ export interface OutgoingFields {
  * The checks every outgoing message passes before anything is sent (C-TOOL-2,
  * -5, -6): `to` (when `needsTo`) and `message` present, no control characters,
  * well-formed attachments. Succeeds with the decoded attachments.
+ *
+ * @category validation
+ * @since 0.1.0
  */
 export const checkOutgoing = (
   request: OutgoingFields,
