@@ -95,8 +95,10 @@ export const runInbound = (
       taken: ({ from, message, receivedAt }) =>
         Effect.suspend(() => {
           const joined = admission.commit(from.id, message.id, receivedAt)
-          const duplicates = Array.from({ length: joined }, () => duplicateReceipt(message.id))
-          return Effect.andThen(receipt(message.id, "acknowledged", "accepted by receiver"), Effect.all(duplicates))
+          return Effect.andThen(
+            receipt(message.id, "acknowledged", "accepted by receiver"),
+            Effect.replicateEffect(duplicateReceipt(message.id), joined, { discard: true })
+          )
         })
     })
 
