@@ -8,6 +8,7 @@
  * table in the wiring without touching this module.
  */
 import { Effect } from "effect"
+import type { Attachment } from "../protocol/frames.ts"
 import { type IntercomSessionError, UnknownAction } from "./errors.ts"
 import type { Actions } from "./Actions.ts"
 import type { Asking } from "./Ask.ts"
@@ -51,6 +52,24 @@ const sentDetails = (sent: Sent): Record<string, unknown> => ({
 })
 
 /**
+ * Checks an outgoing message's parameters once (a missing `to` or `message`
+ * counts as empty), then runs `act` with the checked values.
+ */
+const checked = (
+  params: IntercomToolParams,
+  needsTo: boolean,
+  act: (
+    to: string,
+    message: string,
+    attachments: ReadonlyArray<Attachment> | undefined
+  ) => Effect.Effect<ToolResult, IntercomSessionError>
+): Effect.Effect<ToolResult, IntercomSessionError> => {
+  const to = params.to ?? ""
+  const message = params.message ?? ""
+  return Effect.flatMap(checkOutgoing({ ...params, to, message }, needsTo), (attachments) => act(to, message, attachments))
+}
+
+/**
  * The six base actions (list/send/ask/reply/pending/status) as tool actions.
  * `send`, `ask` and `reply` check their parameters here, once, and call the
  * actions' `…Checked` variants.
@@ -62,37 +81,22 @@ export const baseToolActions = (actions: Actions, asking: Asking): ReadonlyMap<s
   new Map<string, ToolAction>([
     ["list", () =>
       Effect.map(actions.list, (result) => ok(result.text, { sessionId: result.self.id, sessions: result.sessions }))],
-    ["send", (params) => {
-      const to = params.to ?? ""
-      const message = params.message ?? ""
-      return checkOutgoing({ ...params, to, message }, true).pipe(
-        Effect.flatMap((attachments) => actions.sendChecked({ to, message, replyTo: params.replyTo }, attachments)),
-        Effect.map((result) =>
-          result._tag === "Declined" ? ok(result.text, { cancelled: true }) : ok(result.text, sentDetails(result))
-        )
-      )
-    }],
-    ["ask", (params) => {
-      const to = params.to ?? ""
-      const message = params.message ?? ""
-      return checkOutgoing({ ...params, to, message }, true).pipe(
-        Effect.flatMap((attachments) => asking.askChecked({ to, message, timeoutMs: params.timeoutMs }, attachments)),
-        Effect.map((result) =>
+    ["send", (params) =>
+      checked(params, true, (to, message, attachments) =>
+        Effect.map(actions.sendChecked({ to, message, replyTo: params.replyTo }, attachments), (result) =>
+          result._tag === "Declined" ? ok(result.text, { cancelled: true }) : ok(result.text, sentDetails(result))))],
+    ["ask", (params) =>
+      checked(params, true, (to, message, attachments) =>
+        Effect.map(asking.askChecked({ to, message, timeoutMs: params.timeoutMs }, attachments), (result) =>
           result._tag === "Sent"
             ? ok(result.text, sentDetails(result))
-            : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id })
-        )
-      )
-    }],
-    ["reply", (params) => {
-      const message = params.message ?? ""
-      return checkOutgoing({ ...params, message }, false).pipe(
-        Effect.flatMap((attachments) =>
-          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo }, attachments)
-        ),
-        Effect.map((result) => ok(result.text, sentDetails(result)))
-      )
-    }],
+            : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id })))],
+    ["reply", (params) =>
+      checked(params, false, (_to, message, attachments) =>
+        Effect.map(
+          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo }, attachments),
+          (result) => ok(result.text, sentDetails(result))
+        ))],
     ["pending", () =>
       Effect.map(actions.pending, (result) =>
         ok(result.text, {

@@ -9,18 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Logger, Metric, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { inboundAbandoned } from "../../src/session/HostHandoff.ts"
-import { inboundMessage, info, settle, unitSession } from "./support.ts"
+import { B, C, inboundMessage, settle, withPeers } from "./support.ts"
 
-const B = info("b0b0b0b0-1111-2222", { name: "B" })
-const C = info("c0c0c0c0-1111-2222", { name: "C" })
-const SELF = info("self-0000-0000", { name: "self" })
-
-/** A session whose client lists itself, B and C. */
-const withPeers = (...args: Parameters<typeof unitSession>) =>
-  Effect.map(unitSession(...args), (unit) => {
-    unit.client.sessions = [SELF, B, C]
-    return unit
-  })
 
 const REFUSE_ALWAYS = Number.MAX_SAFE_INTEGER
 

@@ -10,18 +10,8 @@ import { TestClock } from "effect/testing"
 import { deliveryError } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
-import { inboundMessage, info, settle, unitSession } from "./support.ts"
+import { B, C, inboundMessage, info, reboundOnce, refuseWith, SELF, settle, withPeers } from "./support.ts"
 
-const B = info("b0b0b0b0-1111-2222", { name: "B" })
-const C = info("c0c0c0c0-1111-2222", { name: "C" })
-const SELF = info("self-0000-0000", { name: "self" })
-
-/** A session whose client lists itself, B and C. */
-const withPeers = (...args: Parameters<typeof unitSession>) =>
-  Effect.map(unitSession(...args), (unit) => {
-    unit.client.sessions = [SELF, B, C]
-    return unit
-  })
 
 const failureText = <A, E extends { readonly message: string }>(exit: Exit.Exit<A, E>): string => {
   if (Exit.isSuccess(exit)) return "success"
@@ -59,13 +49,7 @@ describe("C-TOOL-1/2/12 the intercom entry point", () => {
       const { client, session } = yield* withPeers()
       const missing = yield* session.intercom({ action: "send", to: "B" })
       assert.deepStrictEqual(missing.details, { error: "MissingParameter" })
-      client.onSend = (request) =>
-        Effect.fail(deliveryError({
-          messageId: request.message.id,
-          code: DeliveryCode.TargetNotFound,
-          reason: Reason.targetNotFound,
-          retryable: false
-        }))
+      client.onSend = refuseWith(DeliveryCode.TargetNotFound, Reason.targetNotFound)
       const refused = yield* session.intercom({ action: "send", to: "ghost", message: "x" })
       assert.deepStrictEqual(refused.details, { error: "NotDelivered", code: DeliveryCode.TargetNotFound })
     }))
@@ -169,18 +153,7 @@ describe("C-TOOL-3/4, C-TGT send", () => {
   it.effect("E_TARGET_REBOUND: re-lists once and resends with the same message id to the new endpoint", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
-      client.onSend = (request) => {
-        if (request.targetEpoch === B.endpointEpoch) {
-          client.sessions = [SELF, { ...B, endpointEpoch: "epoch-new" }, C]
-          return Effect.fail(deliveryError({
-            messageId: request.message.id,
-            code: DeliveryCode.TargetRebound,
-            reason: Reason.targetRebound,
-            retryable: true
-          }))
-        }
-        return Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
-      }
+      reboundOnce(client, B)
       const result = yield* session.intercom({ action: "send", to: "B", message: "x" })
       assert.strictEqual(result.text, "Message sent to B")
       assert.deepStrictEqual(client.sends.map((send) => send.targetEpoch), [B.endpointEpoch, "epoch-new"])
@@ -354,18 +327,7 @@ describe("C-ASK blocking ask", () => {
       assert.strictEqual(client.sends[0]?.askTimeoutMs, 120_000)
       yield* client.push(answer(client.sends[0]?.message.id ?? "", "a"))
       yield* Fiber.join(configured)
-      client.onSend = (request) => {
-        if (request.targetEpoch === C.endpointEpoch) {
-          client.sessions = [SELF, B, { ...C, endpointEpoch: "epoch-new" }]
-          return Effect.fail(deliveryError({
-            messageId: request.message.id,
-            code: DeliveryCode.TargetRebound,
-            reason: Reason.targetRebound,
-            retryable: true
-          }))
-        }
-        return Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
-      }
+      reboundOnce(client, C)
       const perCall = yield* Effect.forkChild(session.ask({ to: "C", message: "q", timeoutMs: 5_000 }))
       yield* settle
       assert.deepStrictEqual(client.sends.slice(1).map((send) => [send.targetEpoch, send.askTimeoutMs]), [
