@@ -5,8 +5,8 @@
  * generation is current. The broker never redelivers a message it delivered,
  * so a refused hand-off must be retried here or the message is lost.
  *
- * Order is kept by construction: one fiber, one queue, and a message is taken
- * from the queue only after the one before it was taken by the host. Replies
+ * Order is kept by construction: one fiber hands over the head of one FIFO,
+ * and a message leaves it only once the host took it. Replies
  * to this session's own ask never enter the queue (the inbound handling routes
  * them to the waiter first, C-ORD-32), so a stuck hand-off cannot hold them.
  *
@@ -16,8 +16,9 @@
  * in order — and abandons those the host still refuses, with a warning that
  * names the sender and the message id and the `inboundAbandoned` counter.
  *
- * It owns the queue and the message in hand (a plain field written by the
- * fiber and read by the finalizer only after the fiber stopped).
+ * It owns the waiting messages: a plain array that the fiber, `enqueue` and
+ * the finalizer touch only from synchronous code, and that the finalizer
+ * reads only after the fiber stopped.
  */
 import { Duration, Effect, Exit, Fiber, Metric, Queue, type Scope } from "effect"
 import type { SessionInfo } from "../protocol/frames.ts"
@@ -72,9 +73,10 @@ export interface HostHandoff {
   readonly enqueue: (context: InboundContext) => Effect.Effect<void>
 }
 
-interface Prepared {
+/** A message not yet taken by the host; `inbound` is set once it was prepared. */
+interface Entry {
   readonly context: InboundContext
-  readonly inbound: Inbound
+  inbound: Inbound | undefined
 }
 
 const describe = (from: SessionInfo): string => {
@@ -94,79 +96,91 @@ export const makeHostHandoff = (
   hooks: HandoffHooks
 ): Effect.Effect<HostHandoff, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const queue = yield* Queue.unbounded<InboundContext>()
-    /** Prepared and handed to the host at least once, not yet taken. */
-    let inHand: Prepared | undefined
+    /**
+     * Every message not yet taken, in arrival order; the head is the one being
+     * handed over. An entry leaves only when the host took it or at retirement,
+     * so none can be lost between two steps of the fiber.
+     */
+    const waiting: Array<Entry> = []
+    let retired = false
+    const wake = yield* Queue.sliding<true>(1)
+
+    const leave = (entry: Entry): void => {
+      const index = waiting.indexOf(entry)
+      if (index >= 0) waiting.splice(index, 1)
+    }
+
+    const prepared = (entry: Entry): Effect.Effect<Inbound> =>
+      entry.inbound !== undefined ? Effect.succeed(entry.inbound) : Effect.map(hooks.prepare(entry.context), (inbound) => {
+        entry.inbound = inbound
+        return inbound
+      })
 
     /** One hand-off; a defect of the host counts as a refusal. */
-    const attempt = (prepared: Prepared): Effect.Effect<Exit.Exit<void, unknown>> =>
-      Effect.suspend(() => deliver(prepared.inbound)).pipe(
-        // Bookkept in the same step as the success, so an interruption cannot split them.
-        Effect.onExit((exit) =>
-          Exit.isSuccess(exit)
-            ? Effect.andThen(
-              Effect.sync(() => {
-                inHand = undefined
-              }),
-              hooks.taken(prepared.context)
-            )
-            : Effect.void
-        ),
-        Effect.exit
-      )
+    const attempt = (entry: Entry): Effect.Effect<Exit.Exit<void, unknown>> =>
+      Effect.flatMap(prepared(entry), (inbound) =>
+        Effect.suspend(() => deliver(inbound)).pipe(
+          // Bookkept in the same step as the success, so an interruption cannot split them.
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit)
+              ? Effect.andThen(Effect.sync(() => leave(entry)), hooks.taken(entry.context))
+              : Effect.void
+          ),
+          Effect.exit
+        ))
 
-    const handOver = (context: InboundContext): Effect.Effect<void> =>
+    const handOver = (entry: Entry): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const prepared: Prepared = { context, inbound: yield* hooks.prepare(context) }
-        inHand = prepared
-        let exit = yield* attempt(prepared)
+        let exit = yield* attempt(entry)
         if (Exit.isSuccess(exit)) return
         yield* Effect.logWarning(
-          `Intercom host did not take message ${context.message.id} from ${describe(context.from)}; ` +
+          `Intercom host did not take message ${entry.context.message.id} from ${describe(entry.context.from)}; ` +
             `retrying every ${Duration.toMillis(HANDOFF_RETRY_INTERVAL)} ms`,
           exit.cause
         )
         while (Exit.isFailure(exit)) {
           yield* Effect.sleep(HANDOFF_RETRY_INTERVAL)
-          exit = yield* attempt(prepared)
+          exit = yield* attempt(entry)
         }
       })
 
     /** The one attempt after the generation retired; abandons the message if the host still refuses. */
-    const lastAttempt = (prepared: Prepared): Effect.Effect<void> =>
+    const lastAttempt = (entry: Entry): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const exit = yield* attempt(prepared)
+        const exit = yield* attempt(entry)
         if (Exit.isSuccess(exit)) return
         yield* Metric.update(inboundAbandoned, 1)
         yield* Effect.logWarning(
-          `Intercom abandoned message ${prepared.context.message.id} from ${describe(prepared.context.from)}: ` +
+          `Intercom abandoned message ${entry.context.message.id} from ${describe(entry.context.from)}: ` +
             "the host did not take it before the session ended",
           exit.cause
         )
       })
 
-    const worker = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), handOver)), {
-      startImmediately: true
-    })
+    const worker = yield* Effect.forkScoped(
+      Effect.forever(Effect.suspend(() => {
+        const head = waiting[0]
+        return head === undefined ? Effect.asVoid(Queue.take(wake)) : handOver(head)
+      })),
+      { startImmediately: true }
+    )
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
+        retired = true
         yield* Fiber.interrupt(worker)
-        const queued = yield* Queue.clear(queue)
-        yield* Queue.shutdown(queue)
-        const left = inHand
-        inHand = undefined
-        if (left !== undefined) yield* lastAttempt(left)
-        for (const context of queued) yield* lastAttempt({ context, inbound: yield* hooks.prepare(context) })
+        for (const entry of waiting.splice(0)) yield* lastAttempt(entry)
       })
     )
 
     return {
       enqueue: (context) =>
-        Effect.flatMap(Queue.offer(queue, context), (queued) =>
-          queued
-            ? Effect.void
-            // The generation already retired: this message gets its one attempt now.
-            : Effect.flatMap(hooks.prepare(context), (inbound) => lastAttempt({ context, inbound })))
+        Effect.suspend(() => {
+          const entry: Entry = { context, inbound: undefined }
+          // After retirement a late message gets its one attempt at once.
+          if (retired) return lastAttempt(entry)
+          waiting.push(entry)
+          return Effect.asVoid(Queue.offer(wake, true))
+        })
     }
   })
