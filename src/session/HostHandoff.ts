@@ -1,14 +1,14 @@
 /**
- * The hand-off of inbound messages to the host (C-DLV-12): a FIFO queue
- * drained by one fiber, which hands each message to `Host.deliver` and, while
+ * The hand-off of inbound messages to the host (C-DLV-12): a FIFO drained by
+ * one fiber, which hands each message to `Host.deliver` and, while
  * the host refuses it, tries again every 100 ms for as long as the session
  * generation is current. The broker never redelivers a message it delivered,
  * so a refused hand-off must be retried here or the message is lost.
  *
  * Order is kept by construction: one fiber hands over the head of one FIFO,
- * and a message leaves it only once the host took it. Replies
- * to this session's own ask never enter the queue (the inbound handling routes
- * them to the waiter first, C-ORD-32), so a stuck hand-off cannot hold them.
+ * and a message leaves it only once the host took it. Replies to this
+ * session's own ask never enter the FIFO (the inbound handling routes them to
+ * the waiter first, C-ORD-32), so a stuck hand-off cannot hold them.
  *
  * When the generation's Scope closes, a finalizer (uninterruptible, as every
  * finalizer) stops the fiber, then makes exactly one more attempt for each
