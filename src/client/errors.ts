@@ -1,12 +1,20 @@
 /**
  * Typed client errors. Every message is written for the person reading a tool
  * result or a terminal: it says what failed and, where it helps, what to do.
+ *
+ * Field vocabulary, shared with `effect-intercom/session`'s errors:
+ * - `_tag` — the kind of error;
+ * - `reason` — a human-readable explanation of what went wrong (for a
+ *   delivery error, the broker's reason verbatim), never a code or a kind;
+ * - `code` — the broker's `E_…` delivery code;
+ * - `message` — the full text shown to a person, built from the fields above.
  */
 import { Data } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
 
-/** The broker could not be reached or started, or registration failed (C-TOOL-12). */
+/** The broker could not be reached or started, or registration failed (C-TOOL-12): `Intercom not connected: <reason>`. */
 export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected")<{
+  /** Why there is no connection, e.g. `no connection within 10000 ms (last error: …)`. */
   readonly reason: string
 }> {
   override get message(): string {

@@ -11,9 +11,16 @@
 import { Context, Effect, Layer } from "effect"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 
-/** Who this session is. `name: undefined` presents the runtime-only fallback alias (C-TOOL-13). */
+/**
+ * Who this session is. `name: undefined` presents the runtime-only fallback
+ * alias `subagent-chat-<id prefix>` (C-TOOL-13).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface HostIdentity {
   readonly name: string | undefined
+  /** The working directory shown in `list` and in inbound renderings. */
   readonly cwd: string
   readonly model: string
 }
@@ -29,12 +36,24 @@ export interface HostIdentity {
  *
  * Replies that resolve this session's own blocking `ask` never reach the host:
  * they are the `ask` result (C-ORD-32).
+ *
+ * @category models
+ * @since 0.1.0
  */
 export type DeliveryIntent = "trigger" | "steer" | "passive"
 
+/**
+ * An inbound message as the session hands it to `HostService.deliver`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface Inbound {
+  /** What the host should do with it. */
   readonly intent: DeliveryIntent
+  /** The sender, as the broker described it. */
   readonly from: SessionInfo
+  /** The message itself (id, timestamp, content, `replyTo`, `expectsReply`). */
   readonly message: Message
   /** The rendering the agent should see (C-DLV-18, with the reply hint of C-RPL-9). */
   readonly text: string
@@ -42,7 +61,13 @@ export interface Inbound {
   readonly expectsReply: boolean
 }
 
-/** Session-history records (C-TOOL-8). */
+/**
+ * Session-history records (C-TOOL-8): what went out (`intercom_sent`) and
+ * the replies an `ask` received (`intercom_received`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type HistoryEntry =
   | {
     readonly _tag: "intercom_sent"
@@ -63,6 +88,14 @@ export type HistoryEntry =
     readonly timestamp: number
   }
 
+/**
+ * What a host implements: its identity, whether a person is there to
+ * confirm, and how it takes an inbound message. `headless(...)` builds one
+ * for a host without a person.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface HostService {
   /** Identity at start; later changes go through `IntercomSession.setIdentity`. */
   readonly identity: HostIdentity
@@ -70,7 +103,11 @@ export interface HostService {
   readonly hasUI: boolean
   /** Asks the person to confirm a send; `false` cancels it. Only called when `hasUI`. */
   readonly confirm: (request: { readonly title: string; readonly text: string }) => Effect.Effect<boolean>
-  /** Takes an inbound message. A failure (or defect) lets a broker redelivery try again (C-DLV-11). */
+  /**
+   * Takes an inbound message. A failure (or defect) is retried every 100 ms
+   * while the generation lives, and once more when it closes (C-DLV-12); later
+   * messages wait behind it.
+   */
   readonly deliver: (inbound: Inbound) => Effect.Effect<void, unknown>
   /** Stores a history record; hosts without history omit it. */
   readonly record?: ((entry: HistoryEntry) => Effect.Effect<void>) | undefined
@@ -82,11 +119,54 @@ export interface HostService {
   readonly exitsWhenDone?: boolean | undefined
 }
 
+/**
+ * The `Host` service an `IntercomSession` is built over.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Host } from "effect-intercom/session"
+ *
+ * const host = Host.layer({
+ *   identity: { name: "planner", cwd: process.cwd(), model: "my-model" },
+ *   hasUI: true,
+ *   confirm: ({ text }) => Effect.succeed(text.length < 2000), // ask the person instead
+ *   deliver: (inbound) => Effect.log(inbound.text),
+ *   record: (entry) => Effect.log(entry._tag)
+ * })
+ * ```
+ *
+ * @category services
+ * @since 0.1.0
+ */
 export class Host extends Context.Service<Host, HostService>()("effect-intercom/session/Host") {
+  /** A layer providing `service` as the host. */
   static readonly layer = (service: HostService): Layer.Layer<Host> => Layer.succeed(Host, service)
 }
 
-/** A host with no person attached: never asked to confirm. */
+/**
+ * A host with no person attached: never asked to confirm (`hasUI: false`).
+ * The CLI's `watch` and the simulation's agents are such hosts.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Queue } from "effect"
+ * import { headless, Host, type Inbound } from "effect-intercom/session"
+ *
+ * const program = Effect.gen(function*() {
+ *   const inbox = yield* Queue.unbounded<Inbound>() // the "agent" reads its inbox
+ *   const host = headless(
+ *     { name: "reviewer", cwd: process.cwd(), model: "my-model" },
+ *     (inbound) => Queue.offer(inbox, inbound),
+ *     { exitsWhenDone: true } // when busy, answer asks with the non-interactive reply
+ *   )
+ *   return { inbox, hostLayer: Host.layer(host) }
+ * })
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
 export const headless = (
   identity: HostIdentity,
   deliver: HostService["deliver"],

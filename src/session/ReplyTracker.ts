@@ -10,17 +10,35 @@ import type { Message, SessionInfo } from "../protocol/frames.ts"
 import { NoReplyContext, TargetUnresolved } from "./errors.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
+/**
+ * An inbound message as the session remembers it: sender, message, and when it arrived.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface InboundContext {
   readonly from: SessionInfo
   readonly message: Message
   readonly receivedAt: number
 }
 
+/**
+ * What `reply` was told to answer: a sender (`to`), an exact ask (`replyTo`), both or neither.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReplyTarget {
   readonly to?: string | undefined
   readonly replyTo?: string | undefined
 }
 
+/**
+ * The receiving side of ask/reply of one generation (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReplyTracker {
   /** Records an inbound message; only `expectsReply === true` becomes a pending ask (C-RPL-1). */
   readonly record: (context: InboundContext) => void
@@ -52,6 +70,12 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
     (from.id === target || from.id.startsWith(target) || from.name?.trim().toLowerCase() === lower)
 }
 
+/**
+ * An empty tracker; received asks older than `askTimeoutMs` are no longer pending (C-RPL-6).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
 export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   const asks = new Map<string, InboundContext>()
   const queued: Array<InboundContext> = []
@@ -88,9 +112,9 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     const { replyTo, to } = target
     if (replyTo !== undefined) {
       const context = asks.get(replyTo) ?? (current?.message.id === replyTo ? current : undefined)
-      if (context === undefined) return new NoReplyContext({ text: `No reply context for "${replyTo}"` })
+      if (context === undefined) return new NoReplyContext({ reason: `No reply context for "${replyTo}"` })
       if (to !== undefined && !senderMatches(context.from, to)) {
-        return new NoReplyContext({ text: `Reply context "${replyTo}" is not from "${to}"` })
+        return new NoReplyContext({ reason: `Reply context "${replyTo}" is not from "${to}"` })
       }
       return context
     }
@@ -99,7 +123,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       const pending = [...asks.values()]
       if (pending.length === 1 && pending[0] !== undefined) return pending[0]
       return new NoReplyContext({
-        text: pending.length === 0 ? "No active intercom context to reply to" : "Multiple pending asks — specify `to`"
+        reason: pending.length === 0 ? "No active intercom context to reply to" : "Multiple pending asks — specify `to`"
       })
     }
     // Open question 7: `to` is resolved among the pending asks and the current turn's context.
@@ -109,11 +133,11 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     const resolution = resolveTarget(senders, to)
     switch (resolution._tag) {
       case "NotFound":
-        return new NoReplyContext({ text: `No pending ask from "${to}"` })
+        return new NoReplyContext({ reason: `No pending ask from "${to}"` })
       case "Found": {
         const matches = candidates.filter((context) => context.from.id === resolution.session.id)
         if (matches.length === 1 && matches[0] !== undefined) return matches[0]
-        return new NoReplyContext({ text: `Multiple pending asks from "${to}"` })
+        return new NoReplyContext({ reason: `Multiple pending asks from "${to}"` })
       }
       default:
         return new TargetUnresolved({ target: to, reason: resolutionFailure(to, resolution, senders) })

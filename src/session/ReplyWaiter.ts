@@ -17,8 +17,20 @@ import { Deferred, Exit } from "effect"
 import type { InboundMessage } from "../client/ClientConnection.ts"
 import type { ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
+/**
+ * How a wait ends without a reply: the peer left, or the generation closed.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type WaitEnd = ReplyPeerDisconnected | SessionEnded
 
+/**
+ * The holder of the slot: the question it waits on, and the Deferred its outcome goes into.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface Waiter {
   /** Set once the question is about to be sent (C-ASK-4: the question id). */
   readonly questionId: string | undefined
@@ -28,12 +40,24 @@ export interface Waiter {
   readonly outcome: Deferred.Deferred<InboundMessage, WaitEnd>
 }
 
+/**
+ * What identifies the reply to a question: its id, and the asked session's id and name (C-ASK-4).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface Correlation {
   readonly questionId: string
   readonly targetId: string
   readonly targetName: string | undefined
 }
 
+/**
+ * The single reply-waiter slot of one generation (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ReplyWaiterSlot {
   /** The new waiter, or `undefined` when another call holds the slot. */
   readonly reserve: () => Waiter | undefined
@@ -57,6 +81,12 @@ export interface ReplyWaiterSlot {
 const sameName = (a: string | undefined, b: string | undefined): boolean =>
   a !== undefined && b !== undefined && a.trim().length > 0 && a.trim().toLowerCase() === b.trim().toLowerCase()
 
+/**
+ * An empty slot.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
 export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
   let current: Waiter | undefined
 

@@ -2,12 +2,29 @@
  * Typed errors of the session runtime. Each `message` is the exact text a
  * tool result shows (C-TOOL, C-TGT, C-ASK, C-RPL); `intercom()` turns every
  * one of them into an error result, never a throw.
+ *
+ * Field vocabulary, shared with `effect-intercom/client`'s errors:
+ * - `_tag` — the kind of error; tool results name it as `details.error`;
+ * - `reason` — a human-readable explanation of what went wrong (for
+ *   `NotDelivered`, the broker's reason verbatim), never a code or a kind;
+ * - `code` — the broker's `E_…` delivery code, when it gave one;
+ * - `message` — the full text shown to the person or the model, built from
+ *   the fields above.
+ *
+ * @since 0.1.0
  */
 import { Data } from "effect"
-import { formatWait } from "./render.ts"
+import type { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import { formatWait, MISSING_SELF } from "./render.ts"
 
-/** `Missing 'to' or 'message' parameter` / `Missing 'message' parameter` (C-TOOL-2). */
+/**
+ * `Missing 'to' or 'message' parameter` / `Missing 'message' parameter` (C-TOOL-2).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class MissingParameter extends Data.TaggedError("MissingParameter")<{
+  /** Which parameters the action needs. */
   readonly required: "to and message" | "message"
 }> {
   override get message(): string {
@@ -15,30 +32,58 @@ export class MissingParameter extends Data.TaggedError("MissingParameter")<{
   }
 }
 
-/** `Unknown action: <x>` (C-TOOL-1). */
+/**
+ * `Unknown action: <x>` (C-TOOL-1).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class UnknownAction extends Data.TaggedError("UnknownAction")<{ readonly action: string }> {
   override get message(): string {
     return `Unknown action: ${this.action}`
   }
 }
 
-/** A parameter breaks C-TOOL-5 (attachments) or C-TOOL-6 (control characters); nothing was sent. */
-export class InvalidInput extends Data.TaggedError("InvalidInput")<{ readonly detail: string }> {
+/**
+ * A parameter breaks C-TOOL-5 (attachments) or C-TOOL-6 (control
+ * characters); nothing was sent. `Invalid message: <reason>`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class InvalidInput extends Data.TaggedError("InvalidInput")<{
+  /** What is wrong, e.g. `message contains a control character (…)`. */
+  readonly reason: string
+}> {
   override get message(): string {
-    return `Invalid message: ${this.detail}`
+    return `Invalid message: ${this.reason}`
   }
 }
 
-/** The target resolves to the caller (C-TOOL-3, C-TGT-4), here or in the broker (`E_SELF_TARGET`). */
+/**
+ * `Cannot message the current session`: the target resolves to the caller
+ * (C-TOOL-3, C-TGT-4), here or in the broker (`E_SELF_TARGET`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class SelfTargetRefused extends Data.TaggedError("SelfTargetRefused")<{}> {
   override get message(): string {
     return "Cannot message the current session"
   }
 }
 
-/** Ambiguous or too-short target (C-TGT-2, C-TGT-3, C-TGT-5); `reason` is the full text. */
+/**
+ * An ambiguous or too-short target (C-TGT-2, C-TGT-3, C-TGT-5); nothing was
+ * sent. The `reason` is the whole message.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class TargetUnresolved extends Data.TaggedError("TargetUnresolved")<{
+  /** The target as the caller wrote it. */
   readonly target: string
+  /** Why it did not resolve, with the candidates (`Multiple sessions named "<x>" …`). */
   readonly reason: string
 }> {
   override get message(): string {
@@ -49,10 +94,15 @@ export class TargetUnresolved extends Data.TaggedError("TargetUnresolved")<{
 /**
  * The broker (or the connection) did not deliver: `Message to "<to>" was not
  * delivered: <reason>` (C-TOOL-4, C-ASK-6), or `Reply to "<x>" …` for `reply`.
+ *
+ * @category errors
+ * @since 0.1.0
  */
 export class NotDelivered extends Data.TaggedError("NotDelivered")<{
   readonly kind: "Message" | "Reply"
+  /** The target as the caller wrote it (for `reply`, the answered sender's name or id). */
   readonly to: string
+  /** The broker's reason verbatim, or why the connection could not tell. */
   readonly reason: string
   /** The broker's code (`E_…`) when it gave one. */
   readonly code?: string | undefined
@@ -62,14 +112,25 @@ export class NotDelivered extends Data.TaggedError("NotDelivered")<{
   }
 }
 
-/** Another blocking call holds the single reply-waiter slot (C-ASK-1). */
+/**
+ * `Already waiting for a reply`: another blocking call holds the single
+ * reply-waiter slot (C-ASK-1).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class AlreadyWaiting extends Data.TaggedError("AlreadyWaiting")<{}> {
   override get message(): string {
     return "Already waiting for a reply"
   }
 }
 
-/** `No reply from "<target>" within N minutes` (C-ASK-5). */
+/**
+ * `No reply from "<target>" within N minutes` (C-ASK-5).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class ReplyTimeout extends Data.TaggedError("ReplyTimeout")<{
   readonly target: string
   readonly timeoutMs: number
@@ -79,37 +140,132 @@ export class ReplyTimeout extends Data.TaggedError("ReplyTimeout")<{
   }
 }
 
-/** The asked peer left the broker before answering (C-ASK-9, C-BRK-33). */
+/**
+ * `Reply peer disconnected before answering: <id>`: the asked peer left the
+ * broker before answering (C-ASK-9, C-BRK-33).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnected")<{ readonly peerId: string }> {
   override get message(): string {
     return `Reply peer disconnected before answering: ${this.peerId}`
   }
 }
 
-/** The session generation closed while a call was running (C-ORD-35). */
+/**
+ * `Intercom session ended`: the session generation closed while a call was
+ * running (C-ORD-35).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class SessionEnded extends Data.TaggedError("SessionEnded")<{}> {
   override get message(): string {
     return "Intercom session ended"
   }
 }
 
-/** `reply` found nothing (or too much) to answer (C-RPL-3, C-RPL-4). `text` is the full message. */
-export class NoReplyContext extends Data.TaggedError("NoReplyContext")<{ readonly text: string }> {
+/**
+ * `reply` found nothing (or too much) to answer (C-RPL-3, C-RPL-4). The
+ * `reason` is the whole message.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class NoReplyContext extends Data.TaggedError("NoReplyContext")<{
+  /** E.g. `No active intercom context to reply to`, ``Multiple pending asks — specify `to` ``. */
+  readonly reason: string
+}> {
   override get message(): string {
-    return this.text
+    return this.reason
   }
 }
 
-/** The broker's list does not contain this session (C-TOOL-9). */
+/**
+ * `Current session is missing from intercom session list.` (C-TOOL-9).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class SelfNotListed extends Data.TaggedError("SelfNotListed")<{}> {
   override get message(): string {
-    return "Current session is missing from intercom session list."
+    return MISSING_SELF
   }
 }
 
-/** A positive `timeoutMs` is required when one is given. */
+/**
+ * A `timeoutMs` that is not a positive, finite number of milliseconds.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export class InvalidTimeout extends Data.TaggedError("InvalidTimeout")<{ readonly value: number }> {
   override get message(): string {
     return `Invalid timeoutMs: ${this.value} (must be a positive number of milliseconds)`
   }
 }
+
+// ---------------------------------------------------------------------------
+// How each action fails
+// ---------------------------------------------------------------------------
+
+/**
+ * The client's own failures, passed through unchanged.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ClientFailure = IntercomNotConnected | RequestTimeout | ConnectionLost
+
+/**
+ * How `list` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ListError = ClientFailure | SelfNotListed
+
+/**
+ * How `send` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type SendFailure =
+  | ClientFailure
+  | MissingParameter
+  | InvalidInput
+  | SelfTargetRefused
+  | TargetUnresolved
+  | NotDelivered
+
+/**
+ * How `ask` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type AskFailure =
+  | SendFailure
+  | InvalidTimeout
+  | AlreadyWaiting
+  | ReplyTimeout
+  | ReplyPeerDisconnected
+  | SessionEnded
+
+/**
+ * How `reply` fails.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ReplyFailure = SendFailure | NoReplyContext
+
+/**
+ * Every error of the session's actions; `intercom` turns each into an error result.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type IntercomSessionError = ListError | AskFailure | ReplyFailure | UnknownAction

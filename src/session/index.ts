@@ -1,5 +1,23 @@
+/**
+ * `effect-intercom/session`: the session runtime — one agent session on the
+ * bus, over an `IntercomClient` and a `Host`.
+ *
+ * Start with `IntercomSession` (the service, `make` and `layer`), `Host` and
+ * `headless` (the port a host implements), and `sessionRegistration` (the
+ * client's `register` payload). The other exports are the pure pieces the
+ * runtime is built from — target resolution, renderings, validation, the
+ * reply tracker and waiter slot — for hosts and tests that need the same
+ * rules, and the typed errors.
+ *
+ * The modules behind `IntercomSession` that are not exported here (the
+ * actions, the outgoing path, inbound handling, the host hand-off, the
+ * presence publisher, the tool adapter) are its implementation.
+ *
+ * @since 0.1.0
+ */
 export * from "./errors.ts"
 export * from "./Host.ts"
+export { HANDOFF_RETRY_INTERVAL, inboundAbandoned } from "./HostHandoff.ts"
 export * from "./InboundAdmission.ts"
 export * from "./IntercomSession.ts"
 export * from "./render.ts"

@@ -11,15 +11,31 @@ import { displayTarget } from "./targets.ts"
 // Identity and status
 // ---------------------------------------------------------------------------
 
+/**
+ * The prefix of the runtime-only alias of an unnamed session (C-TOOL-13).
+ *
+ * @category identity
+ * @since 0.1.0
+ */
 export const FALLBACK_ALIAS_PREFIX = "subagent-chat"
 
-/** `subagent-chat-<first 8 chars of the id, any "session-" prefix removed>` (C-TOOL-13). */
+/**
+ * `subagent-chat-<first 8 chars of the id, any "session-" prefix removed>` (C-TOOL-13).
+ *
+ * @category identity
+ * @since 0.1.0
+ */
 export const fallbackAlias = (sessionId: string): string => {
   const bare = sessionId.startsWith("session-") ? sessionId.slice("session-".length) : sessionId
   return `${FALLBACK_ALIAS_PREFIX}-${bare.slice(0, 8)}`
 }
 
-/** The name a session presents: its own, or the runtime-only alias. */
+/**
+ * The name a session presents: its own, or the runtime-only alias.
+ *
+ * @category identity
+ * @since 0.1.0
+ */
 export const presentedName = (
   name: string | undefined,
   sessionId: string
@@ -30,10 +46,20 @@ export const presentedName = (
     : { name: trimmed, runtimeFallbackAlias: false }
 }
 
-/** What a session is doing, derived from its lifecycle (C-TOOL-10). */
+/**
+ * What a session is doing, derived from its lifecycle (C-TOOL-10).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type LifecycleStatus = "idle" | "thinking" | `tool:${string}`
 
-/** `<lifecycle> · <custom>`: the custom suffix never replaces the lifecycle status (C-TOOL-10). */
+/**
+ * `<lifecycle> · <custom>`: the custom suffix never replaces the lifecycle status (C-TOOL-10).
+ *
+ * @category identity
+ * @since 0.1.0
+ */
 export const presenceStatus = (lifecycle: LifecycleStatus, suffix: string | undefined): string => {
   const custom = suffix?.trim()
   return custom === undefined || custom.length === 0 ? lifecycle : `${lifecycle} · ${custom}`
@@ -43,7 +69,12 @@ export const presenceStatus = (lifecycle: LifecycleStatus, suffix: string | unde
 // Messages
 // ---------------------------------------------------------------------------
 
-/** Attachment content appended to a body (C-TOOL-5). */
+/**
+ * Attachment content appended to a body (C-TOOL-5).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const formatAttachments = (attachments: ReadonlyArray<Attachment> | undefined): string => {
   let text = ""
   for (const attachment of attachments ?? []) {
@@ -54,34 +85,69 @@ export const formatAttachments = (attachments: ReadonlyArray<Attachment> | undef
   return text
 }
 
-/** The body an agent sees: text plus attachments. */
+/**
+ * The body an agent sees: text plus attachments.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const messageBody = (message: Message): string =>
   `${message.content.text}${formatAttachments(message.content.attachments)}`
 
+/**
+ * The tool call an agent makes to answer an ask.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const REPLY_COMMAND = `intercom({ action: "reply", message: "..." })`
+/**
+ * The line appended to an inbound ask when `replyHint` is on (C-RPL-9).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const REPLY_HINT = `To reply, use the intercom tool: ${REPLY_COMMAND}`
 
-/** How a sender is named in an inbound rendering. */
+/**
+ * How a sender is named in an inbound rendering.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const senderDisplay = (from: SessionInfo): string => from.name?.trim() || from.id.slice(0, 8)
 
 /**
  * An inbound message as the recipient's agent sees it (C-DLV-18): sender,
  * cwd, the reply hint for asks when `replyHint` is on (C-RPL-9), then body
  * and attachments.
+ *
+ * @category rendering
+ * @since 0.1.0
  */
 export const renderInbound = (from: SessionInfo, message: Message, replyHint: boolean): string => {
   const hint = replyHint && message.expectsReply === true ? `\n\n${REPLY_HINT}` : ""
   return `**From ${senderDisplay(from)}** (${from.cwd})${hint}\n\n${messageBody(message)}`
 }
 
-/** An answered ask as its tool result (C-ASK-8). */
+/**
+ * An answered ask as its tool result (C-ASK-8).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const renderReply = (to: string, reply: Message): string => `**Reply from ${to}:**\n${messageBody(reply)}`
 
 // ---------------------------------------------------------------------------
 // list / status / pending
 // ---------------------------------------------------------------------------
 
-/** One `list` row (C-TOOL-9): name, display target, cwd, model, tags. */
+/**
+ * One `list` row (C-TOOL-9): name, display target, cwd, model, tags.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const renderSessionRow = (
   session: SessionInfo,
   all: ReadonlyArray<SessionInfo>,
@@ -95,7 +161,12 @@ export const renderSessionRow = (
   return `• ${name} (${displayTarget(session, all)}) — ${session.cwd} (${session.model})${suffix}`
 }
 
-/** The `list` result: the current session, then the others (C-TOOL-9). */
+/**
+ * The `list` result: the current session, then the others (C-TOOL-9).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const renderSessionList = (self: SessionInfo, all: ReadonlyArray<SessionInfo>): string => {
   const others = all.filter((session) => session.id !== self.id)
   const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true)}`
@@ -105,25 +176,64 @@ export const renderSessionList = (self: SessionInfo, all: ReadonlyArray<SessionI
   return `${current}\n\n${rest}`
 }
 
+/**
+ * The `list` error when the broker's list lacks this session (C-TOOL-9).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const MISSING_SELF = "Current session is missing from intercom session list."
 
-/** The `status` result (C-TOOL-11); the count includes this session. */
+/**
+ * The `status` result (C-TOOL-11); the count includes this session.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const renderStatus = (sessionId: string, activeSessions: number): string =>
   `**Intercom Status:**\nConnected: Yes\nSession ID: ${sessionId}\nActive sessions: ${activeSessions}`
 
+/**
+ * The `pending` result when no ask is owed an answer (C-RPL-7).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const NO_PENDING_ASKS = "No unresolved inbound asks."
+/**
+ * How many characters of a pending ask's body `pending` shows (C-RPL-7).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const PREVIEW_LENGTH = 80
 
-/** At most 80 characters, whitespace collapsed (C-RPL-7). */
+/**
+ * At most 80 characters, whitespace collapsed (C-RPL-7).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const preview = (text: string): string => text.replace(/\s+/g, " ").trim().slice(0, PREVIEW_LENGTH)
 
+/**
+ * One row of `pending`: an unanswered inbound ask (`InboundContext` fits).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface PendingRow {
   readonly from: SessionInfo
   readonly message: Message
   readonly receivedAt: number
 }
 
-/** The `pending` result, oldest first (C-RPL-7), each with a ready reply call (C-RPL-8). */
+/**
+ * The `pending` result, oldest first (C-RPL-7), each with a ready reply call (C-RPL-8).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): string => {
   if (rows.length === 0) return NO_PENDING_ASKS
   const lines = rows.map(({ from, message, receivedAt }) => {
@@ -134,7 +244,12 @@ export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): str
   return `**Pending asks:**\n${lines.join("\n")}`
 }
 
-/** `N minutes` for whole minutes (the 10-minute default reads as in C-ASK-5), else seconds. */
+/**
+ * `N minutes` for whole minutes (the 10-minute default reads as in C-ASK-5), else seconds.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const formatWait = (timeoutMs: number): string => {
   if (timeoutMs >= 60_000 && timeoutMs % 60_000 === 0) {
     const minutes = timeoutMs / 60_000
@@ -144,6 +259,11 @@ export const formatWait = (timeoutMs: number): string => {
   return `${seconds} second${seconds === 1 ? "" : "s"}`
 }
 
-/** What a busy session without UI answers to an ask it cannot take (open question 11). */
+/**
+ * What a busy session without UI answers to an ask it cannot take (open question 11).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
 export const NON_INTERACTIVE_BUSY_REPLY =
   "This agent is running in non-interactive mode and cannot respond to intercom messages while it is working. It will continue its current task and exit when done."

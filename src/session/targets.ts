@@ -8,14 +8,31 @@
  * match *different* sessions are ambiguous; nothing is ever guessed.
  */
 
-/** The fields target resolution needs (SessionInfo fits). */
+/**
+ * The fields target resolution needs (SessionInfo fits).
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface TargetIdentity {
   readonly id: string
   readonly name?: string | undefined
 }
 
+/**
+ * The shortest id prefix that resolves a target, unless it is also a name (C-TGT-5).
+ *
+ * @category targets
+ * @since 0.1.0
+ */
 export const MIN_TARGET_PREFIX_LENGTH = 8
 
+/**
+ * The outcome of `resolveTarget`: found, absent, or why it is not one session.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type TargetResolution<T extends TargetIdentity> =
   | { readonly _tag: "Found"; readonly session: T }
   | { readonly _tag: "NotFound" }
@@ -37,7 +54,24 @@ const uniqueById = <T extends TargetIdentity>(sessions: ReadonlyArray<T>): Reado
   return [...byId.values()]
 }
 
-/** Resolves `raw` among `sessions` (C-TGT-1, C-TGT-5). */
+/**
+ * Resolves `raw` among `sessions` (C-TGT-1, C-TGT-5).
+ *
+ * @example
+ * ```ts
+ * import { resolutionFailure, resolveTarget } from "effect-intercom/session"
+ *
+ * const sessions = [{ id: "1a2b3c4d-aaaa", name: "planner" }, { id: "1a2b3c4d-bbbb", name: "reviewer" }]
+ * resolveTarget(sessions, "PLANNER") // { _tag: "Found", session: { id: "1a2b3c4d-aaaa", … } }
+ * const short = resolveTarget(sessions, "1a2b")
+ * if (short._tag !== "Found" && short._tag !== "NotFound") {
+ *   resolutionFailure("1a2b", short, sessions) // Target "1a2b" is too short. Use the displayed target …
+ * }
+ * ```
+ *
+ * @category targets
+ * @since 0.1.0
+ */
 export const resolveTarget = <T extends TargetIdentity>(
   sessions: ReadonlyArray<T>,
   raw: string
@@ -72,6 +106,9 @@ export const resolveTarget = <T extends TargetIdentity>(
  * The display target of `session` (C-TGT-6): the shortest id prefix of at
  * least 8 characters that is unique among the ids and equal to no session's
  * name; the full id when there is none.
+ *
+ * @category targets
+ * @since 0.1.0
  */
 export const displayTarget = (session: TargetIdentity, all: ReadonlyArray<TargetIdentity>): string => {
   const ids = all.map((candidate) => candidate.id.toLowerCase())
@@ -91,7 +128,12 @@ const targetOptions = (matches: ReadonlyArray<TargetIdentity>, all: ReadonlyArra
     .map((session) => `${session.name?.trim() || session.id.slice(0, MIN_TARGET_PREFIX_LENGTH)} → ${displayTarget(session, all)}`)
     .join(", ")
 
-/** The user-facing error for a resolution that is neither found nor absent. */
+/**
+ * The user-facing error for a resolution that is neither found nor absent.
+ *
+ * @category targets
+ * @since 0.1.0
+ */
 export const resolutionFailure = (
   raw: string,
   resolution: Exclude<TargetResolution<TargetIdentity>, { readonly _tag: "Found" | "NotFound" }>,

@@ -3,14 +3,26 @@
  * characters (C-TOOL-6). Ids, names and labels may hold no control character
  * at all (U+0000–U+001F, U+007F–U+009F); text bodies may hold TAB, LF and CR.
  */
-import { Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { Attachment } from "../protocol/frames.ts"
-import { InvalidInput } from "./errors.ts"
+import { InvalidInput, MissingParameter } from "./errors.ts"
 
 const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
 const TEXT_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 
+/**
+ * True when an id, name or label holds no control character (C-TOOL-6).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const isSafeLabel = (value: string): boolean => !LABEL_CONTROLS.test(value)
+/**
+ * True when a body holds no control character but TAB, LF and CR (C-TOOL-6).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const isSafeText = (value: string): boolean => !TEXT_CONTROLS.test(value)
 
 const decodeAttachments = Schema.decodeUnknownOption(Schema.Array(Attachment))
@@ -18,25 +30,30 @@ const decodeAttachments = Schema.decodeUnknownOption(Schema.Array(Attachment))
 const ATTACHMENT_SHAPE =
   `attachments must be an array of { type: "file" | "snippet" | "context", name: string, content: string, language?: string }`
 
-/** Decoded, checked attachments (extra keys dropped), or the reason they are invalid. */
+/**
+ * Decoded, checked attachments (extra keys dropped), or the reason they are invalid.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const validateAttachments = (
   input: unknown
 ): InvalidInput | ReadonlyArray<Attachment> | undefined => {
   if (input === undefined) return undefined
   const decoded = decodeAttachments(input)
-  if (Option.isNone(decoded)) return new InvalidInput({ detail: ATTACHMENT_SHAPE })
+  if (Option.isNone(decoded)) return new InvalidInput({ reason: ATTACHMENT_SHAPE })
   const attachments: Array<Attachment> = []
   for (const [index, attachment] of decoded.value.entries()) {
     if (!isSafeLabel(attachment.name)) {
-      return new InvalidInput({ detail: `attachments[${index}].name contains a control character` })
+      return new InvalidInput({ reason: `attachments[${index}].name contains a control character` })
     }
     if (!isSafeText(attachment.content)) {
       return new InvalidInput({
-        detail: `attachments[${index}].content contains a control character (only TAB, LF and CR are allowed)`
+        reason: `attachments[${index}].content contains a control character (only TAB, LF and CR are allowed)`
       })
     }
     if (attachment.language !== undefined && !isSafeLabel(attachment.language)) {
-      return new InvalidInput({ detail: `attachments[${index}].language contains a control character` })
+      return new InvalidInput({ reason: `attachments[${index}].language contains a control character` })
     }
     attachments.push({
       type: attachment.type,
@@ -48,14 +65,63 @@ export const validateAttachments = (
   return attachments
 }
 
-/** An id, name or target: no control characters. */
+/**
+ * An id, name or target: no control characters.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const checkLabel = (field: string, value: string | undefined): InvalidInput | undefined =>
   value === undefined || isSafeLabel(value)
     ? undefined
-    : new InvalidInput({ detail: `${field} contains a control character` })
+    : new InvalidInput({ reason: `${field} contains a control character` })
 
-/** A message body: TAB, LF and CR only. */
+/**
+ * A message body: TAB, LF and CR only.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
 export const checkText = (field: string, value: string | undefined): InvalidInput | undefined =>
   value === undefined || isSafeText(value)
     ? undefined
-    : new InvalidInput({ detail: `${field} contains a control character (only TAB, LF and CR are allowed)` })
+    : new InvalidInput({ reason: `${field} contains a control character (only TAB, LF and CR are allowed)` })
+
+/**
+ * The fields of an outgoing message that `checkOutgoing` looks at.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface OutgoingFields {
+  readonly to?: string | undefined
+  readonly message?: string | undefined
+  readonly replyTo?: string | undefined
+  readonly attachments?: unknown
+}
+
+/**
+ * The checks every outgoing message passes before anything is sent (C-TOOL-2,
+ * -5, -6): `to` (when `needsTo`) and `message` present, no control characters,
+ * well-formed attachments. Succeeds with the decoded attachments.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const checkOutgoing = (
+  request: OutgoingFields,
+  needsTo: boolean
+): Effect.Effect<ReadonlyArray<Attachment> | undefined, MissingParameter | InvalidInput> =>
+  Effect.suspend((): Effect.Effect<ReadonlyArray<Attachment> | undefined, MissingParameter | InvalidInput> => {
+    if (needsTo && (request.to === undefined || request.to.trim() === "")) {
+      return Effect.fail(new MissingParameter({ required: "to and message" }))
+    }
+    if (request.message === undefined || request.message === "") {
+      return Effect.fail(new MissingParameter({ required: needsTo ? "to and message" : "message" }))
+    }
+    const invalid = checkLabel("to", request.to) ?? checkLabel("replyTo", request.replyTo) ??
+      checkText("message", request.message)
+    if (invalid !== undefined) return Effect.fail(invalid)
+    const attachments = validateAttachments(request.attachments)
+    return attachments instanceof InvalidInput ? Effect.fail(attachments) : Effect.succeed(attachments)
+  })

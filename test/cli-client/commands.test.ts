@@ -65,7 +65,7 @@ describe("intercom send / ask failures", () => {
       const result = jsonOf(json)
       assert.strictEqual(result["ok"], false)
       assert.strictEqual(result["text"], `Message to "nobody" was not delivered: Session not found`)
-      assert.deepStrictEqual(result["details"], { error: true, reason: "NotDelivered", code: "E_TARGET_NOT_FOUND" })
+      assert.deepStrictEqual(result["details"], { error: "NotDelivered", code: "E_TARGET_NOT_FOUND" })
     }), TIMEOUT)
 
   it.live("ask an unknown target fails at once (blocking asks are not queued); a silent target times out", () =>
@@ -123,7 +123,7 @@ describe("usage errors exit 2", () => {
       assert.strictEqual(empty.stderr.trim(), "Missing 'to' or 'message' parameter")
       const control = yield* runCli(agent, ["send", "--json", "bob", "bell\u0007"])
       assert.strictEqual(control.code, 2)
-      assert.strictEqual(get(jsonOf(control), "details", "reason"), "InvalidInput")
+      assert.strictEqual(get(jsonOf(control), "details", "error"), "InvalidInput")
       assert.isFalse(fs.existsSync(agent.pidFile), "no usage error started a broker")
     }), TIMEOUT)
 })

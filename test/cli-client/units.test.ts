@@ -64,17 +64,17 @@ describe("watch reply lines", () => {
 
 describe("exit codes and events", () => {
   it("results exit 0, usage problems 2, everything else 1", () => {
-    const result = (isError: boolean, reason?: string) => ({
+    const result = (isError: boolean, kind?: string) => ({
       text: "",
       isError,
-      details: reason === undefined ? {} : { error: true, reason }
+      details: kind === undefined ? {} : { error: kind }
     })
     assert.strictEqual(exitCodeOf(result(false)), 0)
-    for (const reason of ["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"]) {
-      assert.strictEqual(exitCodeOf(result(true, reason)), 2, reason)
+    for (const kind of ["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"]) {
+      assert.strictEqual(exitCodeOf(result(true, kind)), 2, kind)
     }
-    for (const reason of ["NotDelivered", "ReplyTimeout", "IntercomNotConnected", "NoReplyContext", "WatchLost"]) {
-      assert.strictEqual(exitCodeOf(result(true, reason)), 1, reason)
+    for (const kind of ["NotDelivered", "ReplyTimeout", "IntercomNotConnected", "NoReplyContext", "WatchLost"]) {
+      assert.strictEqual(exitCodeOf(result(true, kind)), 1, kind)
     }
   })
 

@@ -10,18 +10,8 @@ import { TestClock } from "effect/testing"
 import { deliveryError } from "../../src/client/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
-import { inboundMessage, info, settle, unitSession } from "./support.ts"
+import { B, C, inboundMessage, info, reboundOnce, refuseWith, SELF, settle, withPeers } from "./support.ts"
 
-const B = info("b0b0b0b0-1111-2222", { name: "B" })
-const C = info("c0c0c0c0-1111-2222", { name: "C" })
-const SELF = info("self-0000-0000", { name: "self" })
-
-/** A session whose client lists itself, B and C. */
-const withPeers = (...args: Parameters<typeof unitSession>) =>
-  Effect.map(unitSession(...args), (unit) => {
-    unit.client.sessions = [SELF, B, C]
-    return unit
-  })
 
 const failureText = <A, E extends { readonly message: string }>(exit: Exit.Exit<A, E>): string => {
   if (Exit.isSuccess(exit)) return "success"
@@ -52,6 +42,16 @@ describe("C-TOOL-1/2/12 the intercom entry point", () => {
       const control = yield* session.intercom({ action: "send", to: "B", message: "ding\u0007" })
       assert.strictEqual(control.text, "Invalid message: message contains a control character (only TAB, LF and CR are allowed)")
       assert.deepStrictEqual(client.sends, [])
+    }))
+
+  it.effect("an error result's details name the error kind (`error`) and, when not delivered, the broker's code", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      const missing = yield* session.intercom({ action: "send", to: "B" })
+      assert.deepStrictEqual(missing.details, { error: "MissingParameter" })
+      client.onSend = refuseWith(DeliveryCode.TargetNotFound, Reason.targetNotFound)
+      const refused = yield* session.intercom({ action: "send", to: "ghost", message: "x" })
+      assert.deepStrictEqual(refused.details, { error: "NotDelivered", code: DeliveryCode.TargetNotFound })
     }))
 
   it.effect("not connected: every action returns `Intercom not connected: <reason>` without failing", () =>
@@ -153,18 +153,7 @@ describe("C-TOOL-3/4, C-TGT send", () => {
   it.effect("E_TARGET_REBOUND: re-lists once and resends with the same message id to the new endpoint", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
-      client.onSend = (request) => {
-        if (request.targetEpoch === B.endpointEpoch) {
-          client.sessions = [SELF, { ...B, endpointEpoch: "epoch-new" }, C]
-          return Effect.fail(deliveryError({
-            messageId: request.message.id,
-            code: DeliveryCode.TargetRebound,
-            reason: Reason.targetRebound,
-            retryable: true
-          }))
-        }
-        return Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
-      }
+      reboundOnce(client, B)
       const result = yield* session.intercom({ action: "send", to: "B", message: "x" })
       assert.strictEqual(result.text, "Message sent to B")
       assert.deepStrictEqual(client.sends.map((send) => send.targetEpoch), [B.endpointEpoch, "epoch-new"])
@@ -328,6 +317,27 @@ describe("C-ASK blocking ask", () => {
       assert.strictEqual((yield* Fiber.join(perCall)).text, `No reply from "C" within 5 seconds`)
       const invalid = yield* session.intercom({ action: "ask", to: "C", message: "q", timeoutMs: 0 })
       assert.isTrue(invalid.isError)
+    }))
+
+  it.effect("ask-timeout-v1: an ask's send announces its timeout (the call's, else askTimeoutMs), also when resent after a rebound", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ askTimeoutMs: 120_000 })
+      const configured = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "q" }))
+      yield* settle
+      assert.strictEqual(client.sends[0]?.askTimeoutMs, 120_000)
+      yield* client.push(answer(client.sends[0]?.message.id ?? "", "a"))
+      yield* Fiber.join(configured)
+      reboundOnce(client, C)
+      const perCall = yield* Effect.forkChild(session.ask({ to: "C", message: "q", timeoutMs: 5_000 }))
+      yield* settle
+      assert.deepStrictEqual(client.sends.slice(1).map((send) => [send.targetEpoch, send.askTimeoutMs]), [
+        [C.endpointEpoch, 5_000],
+        ["epoch-new", 5_000]
+      ])
+      yield* client.push(answer(client.sends[1]?.message.id ?? "", "b", C))
+      yield* Fiber.join(perCall)
+      yield* session.send({ to: "B", message: "plain" })
+      assert.isFalse("askTimeoutMs" in (client.sends[3] ?? {}), "a plain send announces no timeout")
     }))
 
   it.effect("cancellation is interruption: cancel_ask goes out and the slot is free for the next ask", () =>
@@ -507,6 +517,7 @@ describe("C-DLV inbound admission and intents", () => {
       const message = inboundMessage(B, "dup", "once")
       yield* client.push(message)
       yield* client.push(message)
+      yield* settle
       yield* client.push(inboundMessage(C, "dup", "another sender's id"))
       yield* settle
       const delivered = yield* Queue.takeAll(host.inbox)
@@ -524,15 +535,23 @@ describe("C-DLV inbound admission and intents", () => {
       ])
     }))
 
-  it.effect("a host that fails to take a message leaves it unmarked, so a redelivery is handled", () =>
+  it.effect("a redelivery that arrives while the first copy's hand-off is retried joins it: the host gets it once", () =>
     Effect.gen(function*() {
       const { client, host } = yield* withPeers()
       host.failDeliveries = 1
       const message = inboundMessage(B, "m", "retry me", { expectsReply: true })
       yield* client.push(message)
+      yield* settle
       yield* client.push(message)
-      const inbound = yield* Queue.take(host.inbox)
-      assert.strictEqual(inbound.message.id, "m")
+      yield* settle
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["m"])
+      assert.deepStrictEqual(host.attempts, ["m", "m"], "the refused attempt and its retry; the copy added none")
+      assert.deepStrictEqual(client.receipts().map((r) => [r.status, r.detail ?? ""]), [
+        ["receiver_received", ""],
+        ["acknowledged", "accepted by receiver"],
+        ["acknowledged", "duplicate message id suppressed"]
+      ])
     }))
 
   it.effect("idle → trigger, busy → steer; inboundTrigger limits which messages start turns", () =>

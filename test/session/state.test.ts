@@ -75,6 +75,20 @@ describe("C-DLV-11 inbound admission", () => {
     assert.isFalse(admission.seen("a", "m1", 5))
     assert.isTrue(admission.seen("a", "m4", 5))
   })
+
+  it("copies of a held message join it, whatever the window; commit says how many joined", () => {
+    const admission = makeInboundAdmission({ windowMs: 1_000, capacity: 1 })
+    assert.isFalse(admission.join("a", "m1"), "nothing held yet")
+    admission.hold("a", "m1")
+    assert.isFalse(admission.seen("a", "m1", 0), "held is not handled")
+    assert.isTrue(admission.join("a", "m1"))
+    assert.isTrue(admission.join("a", "m1"))
+    assert.isFalse(admission.join("b", "m1"), "another sender's m1 is another message")
+    assert.strictEqual(admission.commit("a", "m1", 5_000), 2)
+    assert.isFalse(admission.join("a", "m1"), "committed: no longer held")
+    assert.isTrue(admission.seen("a", "m1", 5_500))
+    assert.isFalse(admission.seen("a", "m1", 6_001), "forgotten after the window like any handled message")
+  })
 })
 
 const ask = (fromId: string, name: string | undefined, id: string, receivedAt: number, expectsReply = true): InboundContext => {

@@ -12,13 +12,14 @@ import type {
   SendError,
   SendRequest
 } from "../../src/client/ClientConnection.ts"
-import { IntercomNotConnected } from "../../src/client/errors.ts"
+import { deliveryError, IntercomNotConnected } from "../../src/client/errors.ts"
 import {
   type ClientStatus,
   IntercomClient,
   type IntercomClientService,
   type PresenceUpdate
 } from "../../src/client/IntercomClient.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { EXACT_SEND_V1 } from "../../src/protocol/features.ts"
 import type { Message, MessageReceipt, SessionInfo } from "../../src/protocol/frames.ts"
 import {
@@ -40,6 +41,11 @@ export const info = (id: string, extra: Partial<SessionInfo> = {}): SessionInfo 
   endpointEpoch: `epoch-${id}`,
   ...extra
 })
+
+/** Peers used across the session tests, and the session itself (`unitSession`'s id). */
+export const B = info("b0b0b0b0-1111-2222", { name: "B" })
+export const C = info("c0c0c0c0-1111-2222", { name: "C" })
+export const SELF = info("self-0000-0000", { name: "self" })
 
 export const inboundMessage = (
   from: SessionInfo,
@@ -163,6 +169,8 @@ export interface RecordingHostState {
   confirmAnswer: boolean
   /** When set, `deliver` fails this many more times. */
   failDeliveries: number
+  /** The message id of every `deliver` call, refused or not, in order. */
+  readonly attempts: Array<string>
 }
 
 export const makeRecordingHost = (
@@ -176,7 +184,8 @@ export const makeRecordingHost = (
       history: [],
       confirmations: [],
       confirmAnswer: true,
-      failDeliveries: 0
+      failDeliveries: 0,
+      attempts: []
     }
     const service: HostService = {
       identity,
@@ -189,6 +198,7 @@ export const makeRecordingHost = (
         }),
       deliver: (inbound) =>
         Effect.suspend(() => {
+          host.attempts.push(inbound.message.id)
           if (host.failDeliveries > 0) {
             host.failDeliveries--
             return Effect.fail("host refused")
@@ -226,3 +236,36 @@ export const unitSession = (
 export const settle = Effect.gen(function*() {
   for (let i = 0; i < 20; i++) yield* Effect.yieldNow
 })
+
+/** A session whose client lists itself, B and C. */
+export const withPeers = (...args: Parameters<typeof unitSession>): Effect.Effect<UnitSession, never, Scope.Scope> =>
+  Effect.map(unitSession(...args), (unit) => {
+    unit.client.sessions = [SELF, B, C]
+    return unit
+  })
+
+/** A `FakeClient.onSend` that refuses every send with `code` and the broker's `reason`. */
+export const refuseWith = (code: string, reason: string): FakeClient["onSend"] => (request) =>
+  Effect.fail(deliveryError({ messageId: request.message.id, code, reason, retryable: false }))
+
+/**
+ * Answers the first send bound to `peer`'s current endpoint with
+ * `E_TARGET_REBOUND` and gives `peer` the endpoint `epoch-new` in the list;
+ * every other send is delivered.
+ */
+export const reboundOnce = (client: FakeClient, peer: SessionInfo): void => {
+  client.onSend = (request) => {
+    if (request.targetEpoch !== peer.endpointEpoch) {
+      return Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
+    }
+    client.sessions = client.sessions.map((session) =>
+      session.id === peer.id ? { ...session, endpointEpoch: "epoch-new" } : session
+    )
+    return Effect.fail(deliveryError({
+      messageId: request.message.id,
+      code: DeliveryCode.TargetRebound,
+      reason: Reason.targetRebound,
+      retryable: true
+    }))
+  }
+}

@@ -189,7 +189,7 @@ const serveOne = (
       return yield* connection.writeAll([encodeResponse({
         text: "Invalid control request",
         isError: true,
-        details: { error: true, reason: "InvalidControlRequest" }
+        details: { error: "InvalidControlRequest" }
       })])
     }
     // Whichever ends first: the action, or the command hanging up (which interrupts the action).

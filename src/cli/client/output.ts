@@ -18,24 +18,24 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
 // ---------------------------------------------------------------------------
 
 /** Tool errors that mean "the command was called wrongly", not "it did not work". */
-const USAGE_REASONS: ReadonlySet<string> = new Set(["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"])
+const USAGE_ERRORS: ReadonlySet<string> = new Set(["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"])
 
 /** 0 for a result, 2 for a usage error (empty message, control characters, bad timeout), else 1. */
 export const exitCodeOf = (result: ToolResult): number => {
   if (!result.isError) return EXIT_OK
-  const reason = result.details["reason"]
-  return typeof reason === "string" && USAGE_REASONS.has(reason) ? EXIT_USAGE : EXIT_FAILURE
+  const kind = result.details["error"]
+  return typeof kind === "string" && USAGE_ERRORS.has(kind) ? EXIT_USAGE : EXIT_FAILURE
 }
 
 // ---------------------------------------------------------------------------
 // Results
 // ---------------------------------------------------------------------------
 
-/** The tool-style result of a failure that happened before any session existed. */
-export const errorResult = (reason: string, text: string): ToolResult => ({
+/** The tool-style result of a failure that happened before any session existed; `kind` is the error's `_tag`. */
+export const errorResult = (kind: string, text: string): ToolResult => ({
   text,
   isError: true,
-  details: { error: true, reason }
+  details: { error: kind }
 })
 
 /** For `ask`: the answer's text without the `**Reply from <to>:**` line. */

@@ -75,9 +75,9 @@ export const parseReplyLine = (
 
 export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
   Effect.gen(function*() {
-    const fail = (reason: string, message: string) =>
+    const fail = (kind: string, message: string) =>
       (input.json
-        ? Console.log(JSON.stringify({ event: "error", ...errorResult(reason, message) }))
+        ? Console.log(JSON.stringify({ event: "error", ...errorResult(kind, message) }))
         : Console.error(message)).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
 
     const context = yield* resolveContext(input).pipe(Effect.catch((error) => fail(error._tag, error.message)))

@@ -1,0 +1,144 @@
+/**
+ * The non-blocking actions of the `intercom` tool: `list`, `send`, `reply`,
+ * `pending` and `status` (C-TOOL, C-RPL). The blocking `ask` has its own
+ * module (`Ask.ts`) because it holds the reply-waiter slot.
+ *
+ * `send` and `reply` come twice: the public ones check their input (for
+ * direct callers), the `…Checked` ones take input that `checkOutgoing`
+ * already accepted (the tool adapter checks once, then calls these).
+ */
+import { Clock, Effect } from "effect"
+import type { Attachment } from "../protocol/frames.ts"
+import {
+  NoReplyContext,
+  type ReplyFailure,
+  SelfNotListed,
+  SelfTargetRefused,
+  type SendFailure,
+  TargetUnresolved
+} from "./errors.ts"
+import type { Generation } from "./Generation.ts"
+import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, Sent } from "./IntercomSession.ts"
+import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
+import { newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
+import { checkOutgoing } from "./validation.ts"
+
+/**
+ * The non-blocking actions of one generation (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Actions {
+  readonly list: IntercomSessionService["list"]
+  readonly send: IntercomSessionService["send"]
+  /** `send` for a request whose fields `checkOutgoing` accepted, with the attachments it returned. */
+  readonly sendChecked: (
+    request: SendRequest,
+    attachments: ReadonlyArray<Attachment> | undefined
+  ) => Effect.Effect<Sent | SendDeclined, SendFailure>
+  readonly reply: IntercomSessionService["reply"]
+  /** `reply` for a request whose fields `checkOutgoing` accepted, with the attachments it returned. */
+  readonly replyChecked: (
+    request: ReplyRequest,
+    attachments: ReadonlyArray<Attachment> | undefined
+  ) => Effect.Effect<Sent, ReplyFailure>
+  readonly pending: IntercomSessionService["pending"]
+  readonly status: IntercomSessionService["status"]
+}
+
+/**
+ * The non-blocking actions over a generation and its outgoing path.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeActions = (generation: Generation, sending: Sending): Actions => {
+  const { client, connect, host, selfId, settings, tracker } = generation
+
+  const list: Actions["list"] = Effect.gen(function*() {
+    yield* connect
+    const sessions = yield* client.list
+    const self = sessions.find((session) => session.id === selfId)
+    if (self === undefined) return yield* new SelfNotListed()
+    return { self, sessions, text: renderSessionList(self, sessions) }
+  })
+
+  const sendChecked: Actions["sendChecked"] = (request, attachments) =>
+    Effect.gen(function*() {
+      yield* connect
+      const target = yield* sending.resolveForSend(request.to)
+      if (settings.confirmSend && host.hasUI && request.replyTo === undefined) {
+        const confirmed = yield* host.confirm({
+          title: "Send Message",
+          text: `Send to "${request.to}":\n\n${request.message}${formatAttachments(attachments)}`
+        })
+        if (!confirmed) return { _tag: "Declined", text: "Message cancelled by user" } satisfies SendDeclined
+      }
+      const message = yield* newMessage(request.message, attachments, { replyTo: request.replyTo })
+      const delivery = yield* sending.deliver("Message", request.to, message, target)
+      yield* sending.recordSent(request.to, message)
+      if (request.replyTo !== undefined) tracker.markReplied(request.replyTo)
+      return {
+        _tag: "Sent",
+        to: request.to,
+        targetId: target?.id,
+        messageId: message.id,
+        delivery: delivery.delivery,
+        replyTo: request.replyTo,
+        text: sentText("Message", request.to, delivery.delivery)
+      } satisfies Sent
+    })
+
+  const replyChecked: Actions["replyChecked"] = (request, attachments) =>
+    Effect.gen(function*() {
+      yield* connect
+      const now = yield* Clock.currentTimeMillis
+      const context = tracker.resolve({ to: request.to, replyTo: request.replyTo }, now)
+      if (context instanceof NoReplyContext || context instanceof TargetUnresolved) return yield* Effect.fail(context)
+      if (context.from.id === selfId) return yield* new SelfTargetRefused()
+      const display = context.from.name?.trim() || context.from.id
+      // The broker accepts `replyTo` only for an open ask (P62); an answer to a
+      // plain message in its triggered turn goes to the same sender, unthreaded.
+      const replyTo = context.message.expectsReply === true ? context.message.id : undefined
+      const message = yield* newMessage(request.message, attachments, { replyTo })
+      const delivery = yield* client.send({ to: context.from.id, message }).pipe(
+        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
+      )
+      tracker.markReplied(context.message.id)
+      yield* sending.recordSent(display, message)
+      return {
+        _tag: "Sent",
+        to: display,
+        targetId: context.from.id,
+        messageId: message.id,
+        delivery: delivery.delivery,
+        replyTo: context.message.id,
+        text: sentText("Reply", display, delivery.delivery)
+      } satisfies Sent
+    })
+
+  const pending: Actions["pending"] = Effect.gen(function*() {
+    yield* connect
+    const now = yield* Clock.currentTimeMillis
+    const asks = tracker.pending(now)
+    return { asks, text: renderPending(asks, now) }
+  })
+
+  const status: Actions["status"] = Effect.gen(function*() {
+    yield* connect
+    const sessions = yield* client.list
+    return { sessionId: selfId, activeSessions: sessions.length, text: renderStatus(selfId, sessions.length) }
+  })
+
+  return {
+    list,
+    send: (request) => Effect.flatMap(checkOutgoing(request, true), (attachments) => sendChecked(request, attachments)),
+    sendChecked,
+    reply: (request) =>
+      Effect.flatMap(checkOutgoing(request, false), (attachments) => replyChecked(request, attachments)),
+    replyChecked,
+    pending,
+    status
+  }
+}

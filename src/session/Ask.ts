@@ -1,0 +1,125 @@
+/**
+ * The blocking `ask` (C-ASK): reserve the single reply-waiter slot, send the
+ * question, wait for the one reply that answers it, and release the slot
+ * whatever happens.
+ *
+ * The slot itself (`ReplyWaiter.ts`) decides which inbound message is the
+ * reply; the inbound handling routes to it before anything else (C-ORD-32).
+ * What this module owns is the lifetime of one wait: the timeout, and the
+ * `cancel_ask` that tells the broker to forget the ask edge when the wait
+ * ends without an answer (timeout, departed peer, generation close,
+ * interruption).
+ */
+import { Deferred, Duration, Effect, Exit } from "effect"
+import type { Attachment } from "../protocol/frames.ts"
+import { Reason } from "../protocol/delivery.ts"
+import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyTimeout } from "./errors.ts"
+import type { Generation } from "./Generation.ts"
+import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
+import { renderReply } from "./render.ts"
+import type { Waiter } from "./ReplyWaiter.ts"
+import { newMessage, type Sending, sentText } from "./Sending.ts"
+import { checkOutgoing } from "./validation.ts"
+
+/**
+ * The blocking ask of one generation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Asking {
+  readonly ask: IntercomSessionService["ask"]
+  /** `ask` for a request whose fields `checkOutgoing` accepted, with the attachments it returned. */
+  readonly askChecked: (
+    request: AskRequest,
+    attachments: ReadonlyArray<Attachment> | undefined
+  ) => Effect.Effect<Replied | Sent, AskFailure>
+}
+
+/**
+ * The blocking ask over a generation and its outgoing path.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeAsking = (generation: Generation, sending: Sending): Asking => {
+  const { background, client, connect, slot } = generation
+
+  /** The part of `ask` that runs while this call holds the slot. */
+  const askHolding = (
+    waiter: Waiter,
+    request: AskRequest,
+    attachments: ReadonlyArray<Attachment> | undefined,
+    timeoutMs: number
+  ): Effect.Effect<Replied | Sent, AskFailure> =>
+    Effect.gen(function*() {
+      yield* connect
+      const target = yield* sending.resolveForSend(request.to)
+      // P60: blocking asks are not queued; a target that is not live fails before sending.
+      if (target === undefined) {
+        return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
+      }
+      const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name })
+      const cancelAsk = background(client.cancelAsk(message.id))
+      const delivery = yield* sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs }).pipe(
+        Effect.onInterrupt(() => cancelAsk)
+      )
+      yield* sending.recordSent(request.to, message)
+      if (delivery.delivery === "queued") {
+        return {
+          _tag: "Sent",
+          to: request.to,
+          targetId: target.id,
+          messageId: message.id,
+          delivery: delivery.delivery,
+          replyTo: undefined,
+          text: sentText("Message", request.to, delivery.delivery)
+        } satisfies Sent
+      }
+      const answer = yield* Deferred.await(bound.outcome).pipe(
+        Effect.timeoutOrElse({
+          duration: Duration.millis(timeoutMs),
+          orElse: () => Effect.fail(new ReplyTimeout({ target: request.to, timeoutMs }))
+        }),
+        // Timeout, departed peer, generation close or interruption: the broker forgets the ask edge.
+        Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
+      )
+      yield* generation.record({
+        _tag: "intercom_received",
+        from: request.to,
+        message: { text: answer.message.content.text, attachments: answer.message.content.attachments },
+        messageId: answer.message.id,
+        timestamp: answer.message.timestamp
+      })
+      return {
+        _tag: "Replied",
+        to: request.to,
+        from: answer.from,
+        questionId: message.id,
+        reply: answer.message,
+        text: renderReply(request.to, answer.message)
+      } satisfies Replied
+    })
+
+  const askChecked: Asking["askChecked"] = (request, attachments) =>
+    Effect.gen(function*() {
+      const timeoutMs = request.timeoutMs ?? generation.settings.askTimeoutMs
+      if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) return yield* new InvalidTimeout({ value: timeoutMs })
+      // C-ASK-1: the reservation is one synchronous check-and-set, made uninterruptibly
+      // together with the release that follows whatever happens to this call.
+      return yield* Effect.acquireUseRelease(
+        Effect.sync(() => slot.reserve()),
+        (waiter) =>
+          waiter === undefined
+            ? Effect.fail(new AlreadyWaiting())
+            : askHolding(waiter, request, attachments, timeoutMs),
+        (waiter) => Effect.sync(() => waiter === undefined ? undefined : slot.release(waiter))
+      )
+    })
+
+  return {
+    ask: (request) => Effect.flatMap(checkOutgoing(request, true), (attachments) => askChecked(request, attachments)),
+    askChecked
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * The hand-off of inbound messages to the host (C-DLV-12): a FIFO drained by
+ * one fiber, which hands each message to `Host.deliver` and, while
+ * the host refuses it, tries again every 100 ms for as long as the session
+ * generation is current. The broker never redelivers a message it delivered,
+ * so a refused hand-off must be retried here or the message is lost.
+ *
+ * Order is kept by construction: one fiber hands over the head of one FIFO,
+ * and a message leaves it only once the host took it. Replies to this
+ * session's own ask never enter the FIFO (the inbound handling routes them to
+ * the waiter first, C-ORD-32), so a stuck hand-off cannot hold them.
+ *
+ * When the generation's Scope closes, a finalizer (uninterruptible, as every
+ * finalizer) stops the fiber, then makes exactly one more attempt for each
+ * message not yet taken — the one being retried first, then the queued ones
+ * in order — and abandons those the host still refuses, with a warning that
+ * names the sender and the message id and the `inboundAbandoned` counter.
+ *
+ * It owns the waiting messages: a plain array that the fiber, `enqueue` and
+ * the finalizer touch only from synchronous code, and that the finalizer
+ * reads only after the fiber stopped.
+ */
+import { Duration, Effect, Exit, Fiber, Metric, Queue, type Scope } from "effect"
+import type { SessionInfo } from "../protocol/frames.ts"
+import type { HostService, Inbound } from "./Host.ts"
+import type { InboundContext } from "./ReplyTracker.ts"
+
+/**
+ * How long the hand-off waits before trying a refused message again (C-DLV-12).
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const HANDOFF_RETRY_INTERVAL: Duration.Duration = Duration.millis(100)
+
+/**
+ * Counts inbound messages abandoned because the host did not take them
+ * before their session generation ended (C-DLV-12).
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const inboundAbandoned: Metric.Counter<number> = Metric.counter("intercom_session_inbound_abandoned", {
+  description: "Inbound messages the host did not take before their session generation ended",
+  incremental: true
+})
+
+/**
+ * What the inbound handling decides around a hand-off.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HandoffHooks {
+  /**
+   * How the host gets the message (intent, rendering). Runs once per message,
+   * when it reaches the head of the queue, so the intent reflects the
+   * session's state when the host is about to see it.
+   */
+  readonly prepare: (context: InboundContext) => Effect.Effect<Inbound>
+  /** The host took the message. Runs uninterruptibly, right after the host did. */
+  readonly taken: (context: InboundContext) => Effect.Effect<void>
+}
+
+/**
+ * The hand-off queue of one session generation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HostHandoff {
+  /** Queues a message for the host, behind every message not yet taken. */
+  readonly enqueue: (context: InboundContext) => Effect.Effect<void>
+}
+
+/** A message not yet taken by the host; `inbound` is set once it was prepared. */
+interface Entry {
+  readonly context: InboundContext
+  inbound: Inbound | undefined
+}
+
+const describe = (from: SessionInfo): string => {
+  const name = from.name?.trim()
+  return name === undefined || name.length === 0 ? from.id : `"${name}" (${from.id})`
+}
+
+/**
+ * Starts the hand-off fiber in the current Scope (the generation's) and
+ * registers the finalizer that makes the last attempts when it closes.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeHostHandoff = (
+  deliver: HostService["deliver"],
+  hooks: HandoffHooks
+): Effect.Effect<HostHandoff, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    /**
+     * Every message not yet taken, in arrival order; the head is the one being
+     * handed over. An entry leaves only when the host took it or at retirement,
+     * so none can be lost between two steps of the fiber.
+     */
+    const waiting: Array<Entry> = []
+    let retired = false
+    const wake = yield* Queue.sliding<true>(1)
+
+    const leave = (entry: Entry): void => {
+      const index = waiting.indexOf(entry)
+      if (index >= 0) waiting.splice(index, 1)
+    }
+
+    const prepared = (entry: Entry): Effect.Effect<Inbound> =>
+      entry.inbound !== undefined ? Effect.succeed(entry.inbound) : Effect.map(hooks.prepare(entry.context), (inbound) => {
+        entry.inbound = inbound
+        return inbound
+      })
+
+    /** One hand-off; a defect of the host counts as a refusal. */
+    const attempt = (entry: Entry): Effect.Effect<Exit.Exit<void, unknown>> =>
+      Effect.flatMap(prepared(entry), (inbound) =>
+        Effect.suspend(() => deliver(inbound)).pipe(
+          // Bookkept in the same step as the success, so an interruption cannot split them.
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit)
+              ? Effect.andThen(Effect.sync(() => leave(entry)), hooks.taken(entry.context))
+              : Effect.void
+          ),
+          Effect.exit
+        ))
+
+    const handOver = (entry: Entry): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        let exit = yield* attempt(entry)
+        if (Exit.isSuccess(exit)) return
+        yield* Effect.logWarning(
+          `Intercom host did not take message ${entry.context.message.id} from ${describe(entry.context.from)}; ` +
+            `retrying every ${Duration.toMillis(HANDOFF_RETRY_INTERVAL)} ms`,
+          exit.cause
+        )
+        while (Exit.isFailure(exit)) {
+          yield* Effect.sleep(HANDOFF_RETRY_INTERVAL)
+          exit = yield* attempt(entry)
+        }
+      })
+
+    /** The one attempt after the generation retired; abandons the message if the host still refuses. */
+    const lastAttempt = (entry: Entry): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const exit = yield* attempt(entry)
+        if (Exit.isSuccess(exit)) return
+        yield* Metric.update(inboundAbandoned, 1)
+        yield* Effect.logWarning(
+          `Intercom abandoned message ${entry.context.message.id} from ${describe(entry.context.from)}: ` +
+            "the host did not take it before the session ended",
+          exit.cause
+        )
+      })
+
+    const worker = yield* Effect.forkScoped(
+      Effect.forever(Effect.suspend(() => {
+        const head = waiting[0]
+        return head === undefined ? Effect.asVoid(Queue.take(wake)) : handOver(head)
+      })),
+      { startImmediately: true }
+    )
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        retired = true
+        yield* Fiber.interrupt(worker)
+        for (const entry of waiting.splice(0)) yield* lastAttempt(entry)
+      })
+    )
+
+    return {
+      enqueue: (context) =>
+        Effect.suspend(() => {
+          const entry: Entry = { context, inbound: undefined }
+          // After retirement a late message gets its one attempt at once.
+          if (retired) return lastAttempt(entry)
+          waiting.push(entry)
+          return Effect.asVoid(Queue.offer(wake, true))
+        })
+    }
+  })

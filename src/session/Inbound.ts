@@ -1,0 +1,159 @@
+/**
+ * Inbound handling: everything the broker pushes to this session.
+ *
+ * - Messages (the single consumer of `IntercomClient.messages`): de-duplicated
+ *   by (sender id, message id) (C-DLV-11), a reply to the live ask resolves
+ *   its waiter before anything else (C-ORD-32), the rest is recorded with the
+ *   reply tracker and queued for the host (`HostHandoff.ts`, which retries a
+ *   refused hand-off, C-DLV-12), with an intent (trigger / steer / passive)
+ *   decided when the host is about to get it. A busy headless host that exits
+ *   when done answers an ask it cannot take (C-DLV-13). Receipts go back to
+ *   the sender (P70).
+ * - Membership: a peer leaving ends a wait on it (C-ASK-9) and retires its
+ *   pending asks (C-RPL-10).
+ * - Controls: a sender cancelling or superseding a message drops its pending
+ *   ask (P73).
+ *
+ * Each stream is drained by one fiber in the generation's Scope. The
+ * de-duplication window is owned by this module: the message fiber holds a
+ * message on arrival, the hand-off commits it once the host took it.
+ */
+import { Clock, Effect, type Scope, Stream } from "effect"
+import type { InboundMessage } from "../client/ClientConnection.ts"
+import type { Message, ReceiptStatus } from "../protocol/frames.ts"
+import { ReplyPeerDisconnected } from "./errors.ts"
+import type { Generation } from "./Generation.ts"
+import type { DeliveryIntent, Inbound } from "./Host.ts"
+import { makeHostHandoff } from "./HostHandoff.ts"
+import { makeInboundAdmission } from "./InboundAdmission.ts"
+import { type LifecycleStatus, NON_INTERACTIVE_BUSY_REPLY, renderInbound } from "./render.ts"
+import type { InboundContext } from "./ReplyTracker.ts"
+import { newMessage } from "./Sending.ts"
+
+const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
+
+/**
+ * Starts the inbound fibers of a generation in the current Scope (the
+ * generation's). `lifecycle` reads the host's current status, which decides
+ * between `trigger` and `steer`.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const runInbound = (
+  generation: Generation,
+  lifecycle: () => LifecycleStatus
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { background, client, host, settings, slot, tracker } = generation
+    const admission = makeInboundAdmission(settings.inboundDedupe)
+
+    const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (timestamp) =>
+        background(client.receipt({ messageId, status, timestamp, ...(detail === undefined ? {} : { detail }) })))
+
+    const duplicateReceipt = (messageId: string) =>
+      receipt(messageId, "acknowledged", "duplicate message id suppressed")
+
+    const shouldTrigger = (message: Message): boolean =>
+      settings.inboundTrigger === "always" || (settings.inboundTrigger === "replies" && message.replyTo !== undefined)
+
+    /** C-DLV-13 / open question 11: a busy headless session that will exit answers an ask it cannot take. */
+    const answerBusy = (context: InboundContext): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const message = yield* newMessage(NON_INTERACTIVE_BUSY_REPLY, undefined, { replyTo: context.message.id })
+        yield* background(
+          client.send({ to: context.from.id, message }).pipe(
+            Effect.tap(() => Effect.sync(() => tracker.markReplied(context.message.id)))
+          )
+        )
+      })
+
+    /**
+     * How the host gets a message, decided when it is about to be handed over:
+     * `trigger` when idle, `steer` when busy, `passive` when `inboundTrigger`
+     * says no or a busy headless host already answered the ask.
+     */
+    const prepare = (context: InboundContext): Effect.Effect<Inbound> =>
+      Effect.gen(function*() {
+        const { from, message } = context
+        const expectsReply = message.expectsReply === true
+        const busy = isBusy(lifecycle())
+        let intent: DeliveryIntent
+        if (!host.hasUI && host.exitsWhenDone === true && busy && expectsReply && message.replyTo === undefined) {
+          yield* answerBusy(context)
+          intent = "passive"
+        } else {
+          intent = !shouldTrigger(message) ? "passive" : busy ? "steer" : "trigger"
+        }
+        if (intent === "trigger") tracker.queueTurn(context)
+        return { intent, from, message, text: renderInbound(from, message, settings.replyHint), expectsReply }
+      })
+
+    const handoff = yield* makeHostHandoff(host.deliver, {
+      prepare,
+      taken: ({ from, message, receivedAt }) =>
+        Effect.suspend(() => {
+          const joined = admission.commit(from.id, message.id, receivedAt)
+          return Effect.andThen(
+            receipt(message.id, "acknowledged", "accepted by receiver"),
+            Effect.replicateEffect(duplicateReceipt(message.id), joined, { discard: true })
+          )
+        })
+    })
+
+    const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const { from, message } = inbound
+        const now = yield* Clock.currentTimeMillis
+        if (admission.seen(from.id, message.id, now)) return yield* duplicateReceipt(message.id)
+        // A redelivery of a message still being handed over joins it; it is answered once that one was taken.
+        if (admission.join(from.id, message.id)) return
+        yield* receipt(message.id, "receiver_received")
+        // C-ORD-32: a reply to the live waiter resolves it before any other handling.
+        if (slot.route(inbound)) {
+          admission.commit(from.id, message.id, now)
+          return yield* receipt(message.id, "acknowledged", "matched reply waiter")
+        }
+        const context: InboundContext = { from, message, receivedAt: now }
+        // Pending at once (C-RPL-1), and for as long as the hand-off is retried.
+        tracker.record(context)
+        admission.hold(from.id, message.id)
+        yield* handoff.enqueue(context)
+      })
+
+    yield* Effect.forkScoped(
+      client.messages.pipe(
+        Stream.runForEach((inbound) => handleInbound(inbound).pipe(Effect.catchCause(Effect.logError)))
+      ),
+      { startImmediately: true }
+    )
+
+    yield* Effect.forkScoped(
+      client.presenceEvents.pipe(
+        Stream.runForEach((event) =>
+          Effect.sync(() => {
+            if (event._tag !== "Left") return
+            slot.peerLeft(event.sessionId, new ReplyPeerDisconnected({ peerId: event.sessionId }))
+            tracker.forgetSender(event.sessionId)
+          })
+        )
+      ),
+      { startImmediately: true }
+    )
+
+    yield* Effect.forkScoped(
+      client.controls.pipe(
+        Stream.runForEach((event) => {
+          if (event._tag !== "Control") return Effect.void
+          // P73: the sender withdrew or replaced a message; drop its pending ask.
+          tracker.markReplied(event.control.messageId)
+          return receipt(
+            event.control.messageId,
+            event.control.action === "cancel" ? "cancellation_requested" : "superseded"
+          )
+        })
+      ),
+      { startImmediately: true }
+    )
+  })

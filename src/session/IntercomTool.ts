@@ -1,0 +1,129 @@
+/**
+ * The tool adapter: `intercom(params)`, the whole `intercom` tool in one call
+ * (C-TOOL-1, C-TOOL-12). It checks the parameters once, calls the action,
+ * and renders the result as `{ text, isError, details }`; every failure
+ * becomes an error result, never a failed Effect.
+ *
+ * Actions are looked up in a table, so a new concern adds its actions to the
+ * table in the wiring without touching this module.
+ */
+import { Effect } from "effect"
+import type { Attachment } from "../protocol/frames.ts"
+import { type IntercomSessionError, UnknownAction } from "./errors.ts"
+import type { Actions } from "./Actions.ts"
+import type { Asking } from "./Ask.ts"
+import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
+import { checkOutgoing } from "./validation.ts"
+
+/**
+ * One action of the tool: the parameters in, a result (or the session error
+ * that `intercom` turns into an error result) out.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ToolAction = (params: IntercomToolParams) => Effect.Effect<ToolResult, IntercomSessionError>
+
+const ok = (text: string, details: Record<string, unknown>): ToolResult => ({ text, isError: false, details })
+
+/**
+ * The error result of a session error: its message verbatim, `isError`, and
+ * `details: { error: "<_tag>", code? }` — the error kind, and the broker's
+ * `E_…` code when there is one.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const errorResult = (error: IntercomSessionError): ToolResult => ({
+  text: error.message,
+  isError: true,
+  details: {
+    error: error._tag,
+    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {})
+  }
+})
+
+const sentDetails = (sent: Sent): Record<string, unknown> => ({
+  messageId: sent.messageId,
+  delivered: sent.delivery === "socket_delivered",
+  queued: sent.delivery === "queued",
+  ...(sent.targetId === undefined ? {} : { targetId: sent.targetId }),
+  ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo })
+})
+
+/**
+ * Checks an outgoing message's parameters once (a missing `to` or `message`
+ * counts as empty), then runs `act` with the checked values.
+ */
+const checked = (
+  params: IntercomToolParams,
+  needsTo: boolean,
+  act: (
+    to: string,
+    message: string,
+    attachments: ReadonlyArray<Attachment> | undefined
+  ) => Effect.Effect<ToolResult, IntercomSessionError>
+): Effect.Effect<ToolResult, IntercomSessionError> => {
+  const to = params.to ?? ""
+  const message = params.message ?? ""
+  return Effect.flatMap(checkOutgoing({ ...params, to, message }, needsTo), (attachments) => act(to, message, attachments))
+}
+
+/**
+ * The six base actions (list/send/ask/reply/pending/status) as tool actions.
+ * `send`, `ask` and `reply` check their parameters here, once, and call the
+ * actions' `…Checked` variants.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const baseToolActions = (actions: Actions, asking: Asking): ReadonlyMap<string, ToolAction> =>
+  new Map<string, ToolAction>([
+    ["list", () =>
+      Effect.map(actions.list, (result) => ok(result.text, { sessionId: result.self.id, sessions: result.sessions }))],
+    ["send", (params) =>
+      checked(params, true, (to, message, attachments) =>
+        Effect.map(actions.sendChecked({ to, message, replyTo: params.replyTo }, attachments), (result) =>
+          result._tag === "Declined" ? ok(result.text, { cancelled: true }) : ok(result.text, sentDetails(result))))],
+    ["ask", (params) =>
+      checked(params, true, (to, message, attachments) =>
+        Effect.map(asking.askChecked({ to, message, timeoutMs: params.timeoutMs }, attachments), (result) =>
+          result._tag === "Sent"
+            ? ok(result.text, sentDetails(result))
+            : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id })))],
+    ["reply", (params) =>
+      checked(params, false, (_to, message, attachments) =>
+        Effect.map(
+          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo }, attachments),
+          (result) => ok(result.text, sentDetails(result))
+        ))],
+    ["pending", () =>
+      Effect.map(actions.pending, (result) =>
+        ok(result.text, {
+          asks: result.asks.map((context) => ({
+            from: context.from.id,
+            messageId: context.message.id,
+            receivedAt: context.receivedAt
+          }))
+        }))],
+    ["status", () =>
+      Effect.map(actions.status, (result) =>
+        ok(result.text, { connected: true, sessionId: result.sessionId, activeSessions: result.activeSessions }))]
+  ])
+
+/**
+ * The `intercom` tool over a table of actions: `Unknown action: <x>` for a
+ * name not in it, and every failure as an error result (`errorResult`).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeIntercomTool = (
+  table: ReadonlyMap<string, ToolAction>
+): (params: IntercomToolParams) => Effect.Effect<ToolResult> =>
+(params) => {
+  const action = table.get(params.action)
+  return (action === undefined ? Effect.fail(new UnknownAction({ action: params.action })) : action(params)).pipe(
+    Effect.catch((error) => Effect.succeed(errorResult(error)))
+  )
+}

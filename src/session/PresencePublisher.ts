@@ -1,0 +1,134 @@
+/**
+ * The presence publisher: what this session shows the others (name or
+ * fallback alias, lifecycle status with the configured suffix, model), and
+ * the one fiber that pushes it to the broker (C-TOOL-10, C-TOOL-13).
+ *
+ * It owns the identity and the lifecycle status (plain fields, written only
+ * by `setStatus` / `setIdentity`) and the last presence it pushed. Changes
+ * only mark the presence dirty (a sliding queue of one); the fiber then
+ * pushes the *latest* desired presence, so pushes happen in order and a burst
+ * of changes costs one push. It never connects by itself (C-TOOL-14).
+ */
+import { Effect, Queue, type Scope } from "effect"
+import type { IntercomClientService } from "../client/IntercomClient.ts"
+import type { SessionRegistration } from "../protocol/frames.ts"
+import type { HostIdentity } from "./Host.ts"
+import { type LifecycleStatus, presenceStatus, presentedName } from "./render.ts"
+
+/**
+ * The presence side of a session: the host pushes lifecycle and identity
+ * changes in; the inbound handling reads the lifecycle to pick intents.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PresencePublisher {
+  /** The host's lifecycle status; `idle` until the host says otherwise. */
+  readonly lifecycle: () => LifecycleStatus
+  readonly setStatus: (status: LifecycleStatus) => Effect.Effect<void>
+  /** A rename or model switch; `name: undefined` presents the fallback alias. */
+  readonly setIdentity: (update: Partial<HostIdentity>) => Effect.Effect<void>
+  /** Asks the fiber to push the latest presence (a no-op while not connected). */
+  readonly markDirty: Effect.Effect<void>
+}
+
+/**
+ * Starts the publisher's fiber in the current Scope (the generation's).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makePresencePublisher = (input: {
+  readonly client: IntercomClientService
+  readonly identity: HostIdentity
+  readonly statusSuffix: string | undefined
+}): Effect.Effect<PresencePublisher, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { client } = input
+    let identity = input.identity
+    let lifecycle: LifecycleStatus = "idle"
+    let lastPushed: string | undefined
+
+    const dirty = yield* Queue.sliding<true>(1)
+    const markDirty = Effect.asVoid(Queue.offer(dirty, true))
+    const desired = () => {
+      const presented = presentedName(identity.name, client.sessionId)
+      return {
+        name: presented.name,
+        runtimeFallbackAlias: presented.runtimeFallbackAlias,
+        status: presenceStatus(lifecycle, input.statusSuffix),
+        model: identity.model
+      }
+    }
+    const push = Effect.gen(function*() {
+      if (!(yield* client.status).connected) return
+      const presence = desired()
+      const key = JSON.stringify(presence)
+      if (key === lastPushed) return
+      yield* client.presence(presence)
+      lastPushed = key
+    }).pipe(Effect.ignore)
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(dirty), push), { disableYield: true }))
+
+    return {
+      lifecycle: () => lifecycle,
+      setStatus: (next) =>
+        Effect.suspend(() => {
+          lifecycle = next
+          return markDirty
+        }),
+      setIdentity: (update) =>
+        Effect.suspend(() => {
+          identity = {
+            name: "name" in update ? update.name : identity.name,
+            cwd: update.cwd ?? identity.cwd,
+            model: update.model ?? identity.model
+          }
+          return markDirty
+        }),
+      markDirty
+    }
+  })
+
+/**
+ * The `register` payload a session's client should start with: the name (or
+ * the fallback alias), model, cwd and lifecycle status with its suffix, so the
+ * session appears as it will present itself.
+ *
+ * @example
+ * ```ts
+ * import { randomUUID } from "node:crypto"
+ * import { sessionRegistration } from "effect-intercom/session"
+ *
+ * const sessionId = randomUUID()
+ * const registration = sessionRegistration({
+ *   sessionId,
+ *   identity: { name: "planner", cwd: process.cwd(), model: "my-model" },
+ *   pid: process.pid,
+ *   startedAt: Date.now()
+ * }) // pass as IntercomClient.layer({ ..., sessionId, registration })
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const sessionRegistration = (input: {
+  readonly sessionId: string
+  readonly identity: HostIdentity
+  readonly pid: number
+  readonly startedAt: number
+  readonly status?: LifecycleStatus | undefined
+  readonly statusSuffix?: string | undefined
+}): SessionRegistration => {
+  const presented = presentedName(input.identity.name, input.sessionId)
+  return {
+    cwd: input.identity.cwd,
+    model: input.identity.model,
+    pid: input.pid,
+    startedAt: input.startedAt,
+    lastActivity: input.startedAt,
+    name: presented.name,
+    runtimeFallbackAlias: presented.runtimeFallbackAlias,
+    status: presenceStatus(input.status ?? "idle", input.statusSuffix)
+  }
+}

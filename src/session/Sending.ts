@@ -1,0 +1,172 @@
+/**
+ * The outgoing path that `send`, `ask` and `reply` share: a new message,
+ * resolving a target from the broker's list (C-TGT), the epoch-bound send
+ * with its single re-list after `E_TARGET_REBOUND` (P47), turning the
+ * client's failures into the session's `NotDelivered` / `SelfTargetRefused`
+ * (C-TOOL-3, C-TOOL-4), and the `intercom_sent` history record.
+ *
+ * Stateless: everything it touches belongs to the `Generation` it is made for.
+ */
+import { Clock, Effect } from "effect"
+import { randomUUID } from "node:crypto"
+import type { Delivery, SendError, SendRequest } from "../client/ClientConnection.ts"
+import { EXACT_SEND_V1 } from "../protocol/features.ts"
+import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { type ClientFailure, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
+import type { Generation } from "./Generation.ts"
+import { resolutionFailure, resolveTarget } from "./targets.ts"
+
+/**
+ * A fresh outgoing message: new id, the clock's time, attachments only when
+ * there are some.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const newMessage = (
+  text: string,
+  attachments: ReadonlyArray<Attachment> | undefined,
+  extra: { readonly replyTo?: string | undefined; readonly expectsReply?: boolean }
+): Effect.Effect<Message> =>
+  Effect.map(Clock.currentTimeMillis, (timestamp) => ({
+    id: randomUUID(),
+    timestamp,
+    content: attachments === undefined || attachments.length === 0 ? { text } : { text, attachments },
+    ...(extra.replyTo === undefined ? {} : { replyTo: extra.replyTo }),
+    ...(extra.expectsReply === true ? { expectsReply: true } : {})
+  }))
+
+/**
+ * A failed client `send` as the session's error: the broker's
+ * `E_SELF_TARGET` becomes `SelfTargetRefused`, anything else `NotDelivered`
+ * with the broker's (or the connection's) reason.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
+(error: SendError): SelfTargetRefused | NotDelivered => {
+  switch (error._tag) {
+    case "SelfTarget":
+      return new SelfTargetRefused()
+    case "RequestTimeout":
+    case "ConnectionLost":
+      return new NotDelivered({ kind, to, reason: error.message })
+    default:
+      return new NotDelivered({ kind, to, reason: error.reason, code: error.code })
+  }
+}
+
+/**
+ * `Message sent to <to>` / `Message queued for <to>` (and `Reply …`): the
+ * broker accepted it, nothing more (C-TOOL-4).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const sentText = (verb: "Message" | "Reply", to: string, delivery: Delivery["delivery"]): string =>
+  delivery === "queued" ? `${verb} queued for ${to}` : `${verb} sent to ${to}`
+
+/** What a send carries besides its target and message. */
+type SendExtra = Pick<SendRequest, "askTimeoutMs">
+
+/**
+ * The outgoing operations of one generation (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Sending {
+  /**
+   * Sends to a locally resolved target (epoch-bound when the broker offers
+   * `exact-send-v1`; after `E_TARGET_REBOUND` it re-lists once and resends
+   * with the same message id, P47), or to the raw string when nothing
+   * resolved (C-TGT-7: the broker answers). An ask passes its timeout as
+   * `askTimeoutMs`, so a broker with `ask-timeout-v1` keeps the ask open as
+   * long as the asker waits.
+   */
+  readonly deliver: (
+    kind: NotDelivered["kind"],
+    to: string,
+    message: Message,
+    target: SessionInfo | undefined,
+    options?: { readonly askTimeoutMs?: number | undefined }
+  ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | ClientFailure>
+  /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
+  readonly resolveForSend: (
+    to: string
+  ) => Effect.Effect<SessionInfo | undefined, SelfTargetRefused | TargetUnresolved | ClientFailure>
+  /** The `intercom_sent` history record of a message that went out (C-TOOL-8). */
+  readonly recordSent: (to: string, message: Message) => Effect.Effect<void>
+}
+
+/**
+ * The outgoing operations over a generation's client.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeSending = (generation: Generation): Sending => {
+  const { client, selfId } = generation
+
+  const exactRequest = (message: Message, target: SessionInfo, exact: boolean, extra: SendExtra): SendRequest =>
+    exact && message.replyTo === undefined && target.endpointEpoch !== undefined
+      ? { to: target.id, message, targetId: target.id, targetEpoch: target.endpointEpoch, ...extra }
+      : { to: target.id, message, ...extra }
+
+  const deliver: Sending["deliver"] = (kind, to, message, target, options) =>
+    Effect.gen(function*() {
+      const extra: SendExtra = options?.askTimeoutMs === undefined ? {} : { askTimeoutMs: options.askTimeoutMs }
+      if (target === undefined) {
+        return yield* client.send({ to, message, ...extra }).pipe(
+          Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered(kind, to)(error))
+        )
+      }
+      const exact = (yield* client.status).features.includes(EXACT_SEND_V1)
+      return yield* client.send(exactRequest(message, target, exact, extra)).pipe(
+        Effect.catchTag("TargetRebound", (rebound) =>
+          Effect.gen(function*() {
+            const sessions = yield* client.list
+            const again = resolveTarget(sessions, to)
+            if (again._tag !== "Found") return yield* Effect.fail(rebound)
+            if (again.session.id === selfId) return yield* new SelfTargetRefused()
+            return yield* client.send(exactRequest(message, again.session, exact, extra))
+          })),
+        Effect.mapError((error) =>
+          error._tag === "IntercomNotConnected" || error._tag === "SelfTargetRefused"
+            ? error
+            : notDelivered(kind, to)(error)
+        )
+      )
+    })
+
+  const resolveForSend: Sending["resolveForSend"] = (to) =>
+    Effect.gen(function*() {
+      const sessions = yield* client.list
+      const resolution = resolveTarget(sessions, to)
+      switch (resolution._tag) {
+        case "NotFound":
+          return undefined
+        case "Found":
+          if (resolution.session.id === selfId) return yield* new SelfTargetRefused()
+          return resolution.session
+        default:
+          return yield* new TargetUnresolved({ target: to, reason: resolutionFailure(to, resolution, sessions) })
+      }
+    })
+
+  const recordSent: Sending["recordSent"] = (to, message) =>
+    generation.record({
+      _tag: "intercom_sent",
+      to,
+      message: {
+        text: message.content.text,
+        attachments: message.content.attachments,
+        replyTo: message.replyTo
+      },
+      messageId: message.id,
+      timestamp: message.timestamp
+    })
+
+  return { deliver, resolveForSend, recordSent }
+}

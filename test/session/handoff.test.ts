@@ -1,0 +1,106 @@
+/**
+ * C-DLV-12: a message the host refuses is handed over again every 100 ms
+ * while the session generation is current, in arrival order, without holding
+ * up a reply to the live ask (C-ORD-32); after the generation closes it gets
+ * exactly one more attempt and is then abandoned, with a warning and a count.
+ * TestClock drives every retry.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Logger, Metric, Queue, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { inboundAbandoned } from "../../src/session/HostHandoff.ts"
+import { B, C, inboundMessage, settle, withPeers } from "./support.ts"
+
+
+const REFUSE_ALWAYS = Number.MAX_SAFE_INTEGER
+
+describe("C-DLV-12 the hand-off to the host is retried", () => {
+  it.effect("a host that refuses 3 times gets every message exactly once, in arrival order", () =>
+    Effect.gen(function*() {
+      const { client, host } = yield* withPeers()
+      host.failDeliveries = 3
+      for (const id of ["m1", "m2", "m3"]) yield* client.push(inboundMessage(B, id, id))
+      yield* settle
+      assert.deepStrictEqual(host.attempts, ["m1"], "later messages wait behind the refused one")
+      yield* TestClock.adjust("99 millis")
+      assert.deepStrictEqual(host.attempts, ["m1"])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(host.attempts, ["m1", "m1"])
+      yield* TestClock.adjust("200 millis")
+      yield* settle
+      assert.deepStrictEqual(host.attempts, ["m1", "m1", "m1", "m1", "m2", "m3"])
+      assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["m1", "m2", "m3"])
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(host.attempts.length, 6, "nothing is handed over twice")
+      const accepted = client.receipts().filter((r) => r.detail === "accepted by receiver").map((r) => r.messageId)
+      assert.deepStrictEqual(accepted, ["m1", "m2", "m3"])
+    }))
+
+  it.effect("an ask whose hand-off is being retried stays pending", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers()
+      host.failDeliveries = 2
+      yield* client.push(inboundMessage(B, "q-1", "ready?", { expectsReply: true }))
+      yield* settle
+      const pendingIds = Effect.map(session.pending, (pending) => pending.asks.map((ask) => ask.message.id))
+      assert.deepStrictEqual(yield* pendingIds, ["q-1"])
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(host.attempts, ["q-1", "q-1"])
+      assert.deepStrictEqual(yield* pendingIds, ["q-1"])
+      yield* TestClock.adjust("100 millis")
+      assert.strictEqual((yield* Queue.take(host.inbox)).message.id, "q-1")
+      assert.deepStrictEqual(yield* pendingIds, ["q-1"], "taken by the host, still unanswered")
+    }))
+
+  it.effect("C-ORD-32: a reply to the live ask resolves it at once while an earlier message is stuck; that one still arrives", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers()
+      host.failDeliveries = REFUSE_ALWAYS
+      const asking = yield* Effect.forkChild(session.ask({ to: "B", message: "which path?" }))
+      yield* settle
+      yield* client.push(inboundMessage(C, "stuck", "fyi"))
+      yield* settle
+      assert.deepStrictEqual(host.attempts, ["stuck"])
+      const questionId = client.sends[0]?.message.id ?? ""
+      yield* client.push(inboundMessage(B, "answer", "GET only", { replyTo: questionId }))
+      const result = yield* Fiber.join(asking)
+      assert.strictEqual(result.text, "**Reply from B:**\nGET only")
+      host.failDeliveries = 0
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["stuck"])
+      assert.notInclude(host.attempts, "answer", "the reply never went to the host")
+    }))
+
+  it.effect("after the generation closes each message gets exactly one more attempt; a refused one is abandoned, logged and counted", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ logLevel, message }) => {
+      if (logLevel !== "Warn") return
+      const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+      warnings.push(parts.filter((part) => typeof part === "string").join(" "))
+    })
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, host } = yield* withPeers().pipe(Scope.provide(scope))
+      // m1 is refused 3 times while current and once more after the close; m2 is taken on its one attempt.
+      host.failDeliveries = 4
+      yield* client.push(inboundMessage(B, "m1", "first"))
+      yield* client.push(inboundMessage(C, "m2", "second"))
+      yield* settle
+      yield* TestClock.adjust("200 millis")
+      assert.deepStrictEqual(host.attempts, ["m1", "m1", "m1"])
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(host.attempts, ["m1", "m1", "m1", "m1", "m2"])
+      assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["m2"])
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(host.attempts.length, 5, "no attempt after the last one")
+      assert.strictEqual((yield* Metric.value(inboundAbandoned)).count, 1)
+      const abandoned = warnings.filter((line) => line.startsWith("Intercom abandoned"))
+      assert.deepStrictEqual(abandoned, [
+        `Intercom abandoned message m1 from "B" (${B.id}): the host did not take it before the session ended`
+      ])
+    }).pipe(
+      Effect.provide(Logger.layer([capture])),
+      Effect.provideService(Metric.MetricRegistry, new Map())
+    )
+  })
+})
