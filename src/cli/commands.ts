@@ -16,12 +16,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
+import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { clientCommands } from "./client/commands.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
-import { isProcessAlive, processOwnsSocket, readPidFile, signalProcess } from "./processes.ts"
+import { processOwnsSocket, signalProcess } from "./processes.ts"
 
 /** How long `broker stop` waits for the broker to go away, and how often it looks. */
 export const STOP_TIMEOUT = Duration.seconds(5)

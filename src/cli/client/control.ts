@@ -23,6 +23,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import type { Connection } from "../../transport/Connection.ts"
+import { listenReplacingStale } from "../../transport/staleSocket.ts"
 import { dialUnix, serveUnix } from "../../transport/UnixSocket.ts"
 import {
   agentDirHash,
@@ -225,18 +226,13 @@ export const serveControl = (
         catch: (error) => new ControlListenFailed({ socketPath, detail: String(error) })
       })
     }
-    const listen = serveUnix(socketPath, (connection) => serveOne(connection, run))
-    const failed = (detail: string) => new ControlListenFailed({ socketPath, detail })
-    yield* listen.pipe(
-      Effect.catchTag("ListenError", (error) =>
-        error.code !== "EADDRINUSE"
-          ? Effect.fail(failed(error.message))
-          : Effect.gen(function*() {
-            // A socket file is there: a live watch answers on it; a killed watch's file does not.
-            const answers = yield* Effect.scoped(Effect.isSuccess(dialUnix(socketPath)))
-            if (answers) return yield* new WatchAlreadyRunning({ name, socketPath })
-            yield* Effect.try({ try: () => fs.rmSync(socketPath, { force: true }), catch: (cause) => failed(String(cause)) })
-            yield* listen.pipe(Effect.mapError((again) => failed(again.message)))
-          }))
-    )
+    // A socket file is there: a live watch answers on it; a killed watch's file does not.
+    const answers = Effect.scoped(Effect.isSuccess(dialUnix(socketPath)))
+    yield* listenReplacingStale(socketPath, serveUnix(socketPath, (connection) => serveOne(connection, run)), answers)
+      .pipe(
+        Effect.catchTags({
+          ListenError: (error) => Effect.fail(new ControlListenFailed({ socketPath, detail: error.message })),
+          SocketInUse: () => Effect.fail(new WatchAlreadyRunning({ name, socketPath }))
+        })
+      )
   })
