@@ -29,6 +29,7 @@ import type {
 } from "./ledger/types.ts"
 import { brokerRead, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
 
+/** The ledger's vocabulary, from ledger/types.ts. */
 export type {
   AskOutcome,
   AskTally,

@@ -33,6 +33,7 @@ import { advance, idleChecks, worldStep } from "./simulation/steps.ts"
 import type { SimulationConfig, SimulationService } from "./simulation/types.ts"
 import { makeWorld } from "./simulation/world.ts"
 
+/** The simulation's vocabulary, from simulation/types.ts. */
 export type {
   Pending,
   SessionSpec,

@@ -51,9 +51,11 @@ export type ViolationKind =
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
+  /** Which invariant broke. */
   readonly kind: ViolationKind
   /** Simulated time, in milliseconds. */
   readonly at: number
+  /** What happened, naming sessions and messages as the trace does. */
   readonly message: string
   /** Index of the trace line it was recorded at. */
   readonly traceIndex: number
@@ -61,8 +63,11 @@ export interface Violation {
 
 /** A session of the world as the ledger names it: its id, display name and pi `scopeId`. */
 export interface SessionMeta {
+  /** Its session id (`sim-<n>-<name>`). */
   readonly id: string
+  /** Its name, as scripts and the trace use it. */
   readonly name: string
+  /** Its pi `scopeId`, if any (an isolation boundary). */
   readonly scopeId: string | undefined
 }
 

@@ -61,8 +61,11 @@ export interface SimulationConfig {
   readonly sessions?: ReadonlyArray<string | SessionSpec>
   /** `scopeId`s given round-robin to sessions that do not name one. Default: one unscoped space. */
   readonly scopes?: ReadonlyArray<string | undefined>
+  /** Options of the real broker core (idle exit is off in the simulation). */
   readonly broker?: BrokerCoreOptions
+  /** Options of the real session runtime; default ask timeout 20 s, connect timeout 5 s. */
   readonly session?: IntercomSessionOptions
+  /** Client timings (see `SimClientTimings`). */
   readonly client?: SimClientTimings
   /** Default agent behaviour; a session's own `agent` overrides it. */
   readonly agent?: Partial<AgentPolicy>
@@ -88,6 +91,7 @@ export interface SimulationConfig {
 
 /** What a run found. `ok` is false when any invariant was violated. */
 export interface SimReport {
+  /** The run's seed. */
   readonly seed: number
   /** No violation, apart from tolerated ones. */
   readonly ok: boolean
@@ -95,7 +99,9 @@ export interface SimReport {
   readonly violations: ReadonlyArray<Violation>
   /** How many of `violations` were of a tolerated kind. */
   readonly tolerated: number
+  /** What became of every message. */
   readonly messages: MessageTally
+  /** How every ask ended. */
   readonly asks: AskTally
   /** Invariant checks made (continuous and final). */
   readonly checks: number
@@ -103,13 +109,17 @@ export interface SimReport {
   readonly frames: number
   /** Trace lines (events). */
   readonly events: number
+  /** Simulated time at the end of the run. */
   readonly simulatedMs: number
+  /** Fibers started by the world's owners (brokers, clients, generations). */
   readonly fibersStarted: number
+  /** The run, line by line, with stable names for ids: the same for the same seed. */
   readonly trace: ReadonlyArray<string>
 }
 
 /** An action still running in the simulated world. */
 export interface Pending<A, E> {
+  /** The action's fiber (poll it while advancing time yourself when faults must land on time). */
   readonly fiber: Fiber.Fiber<A, E>
   /**
    * Its outcome. Moves simulated time forward (in 100 ms steps) until it is
@@ -124,13 +134,17 @@ export interface Pending<A, E> {
  * stopped session are skipped and return `undefined`.
  */
 export interface SimSession {
+  /** Its name. */
   readonly name: string
+  /** Its session id (the same across restarts). */
   readonly id: string
+  /** Its pi `scopeId`, if any. */
   readonly scopeId: string | undefined
   /** Whether its client and a session generation are running. */
   readonly running: Effect.Effect<boolean>
   /** Sends via the session's `send` (C-TOOL-4); skipped (undefined) while the session is stopped. */
   readonly send: (to: string, text: string) => Effect.Effect<Pending<Sent | SendDeclined, SendFailure> | undefined>
+  /** Asks via the session's `ask` and waits for the answer (or `timeout`, default the session's ask timeout). */
   readonly ask: (
     to: string,
     text: string,
@@ -142,7 +156,9 @@ export interface SimSession {
   readonly reply: (text: string, options?: { readonly to?: string; readonly replyTo?: string }) => Effect.Effect<
     Pending<Sent, ReplyFailure> | undefined
   >
+  /** Lists the sessions it can see (its scope). */
   readonly list: Effect.Effect<Pending<SessionList, ListError> | undefined>
+  /** Sets its presence (`thinking`, `idle`, …); kept across restarts. */
   readonly setStatus: (status: LifecycleStatus) => Effect.Effect<void>
   /** Busy for `duration` of simulated time (which passes), then idle again. */
   readonly busyFor: (duration: Duration.Input) => Effect.Effect<void>
@@ -160,6 +176,7 @@ export interface SimSession {
   readonly drop: (side: Side) => Effect.Effect<void>
   /** Stops one side of the current connection reading, for `duration` (until `resume` without one). */
   readonly stall: (side: Side, duration?: Duration.Input) => Effect.Effect<void>
+  /** That side of the current connection reads again. */
   readonly resume: (side: Side) => Effect.Effect<void>
   /** Each write from one side of the current connection takes `delay` first, for `duration` (or until healed). */
   readonly delayWrites: (side: Side, delay: Duration.Input, duration?: Duration.Input) => Effect.Effect<void>
@@ -167,20 +184,27 @@ export interface SimSession {
 
 /** The world a scenario drives: its sessions, its broker, simulated time, and the end of the run. */
 export interface SimulationService {
+  /** The world's seed. */
   readonly seed: number
+  /** The world's ledger: its trace and the violations so far. */
   readonly ledger: Ledger
+  /** Every session, in the order of `SimulationConfig.sessions`. */
   readonly sessions: ReadonlyArray<SimSession>
   /** The session named `name` (case-insensitive). */
   readonly session: (name: string) => SimSession
+  /** The broker process. */
   readonly broker: {
+    /** Whether a broker incarnation is up. */
     readonly isUp: Effect.Effect<boolean>
     /** The broker process dies: connections drop, its in-memory state is gone. */
     readonly crash: Effect.Effect<void>
+    /** Starts a fresh broker if none is up. */
     readonly start: Effect.Effect<void>
     /** Crash, then start a fresh broker on the same address. */
     readonly restart: Effect.Effect<void>
     /** Crash now and start again after `downFor` of simulated time. */
     readonly crashFor: (downFor: Duration.Input) => Effect.Effect<void>
+    /** The broker core that is up (its stats, its session count), if any. */
     readonly core: Effect.Effect<BrokerService | undefined>
   }
   /** Lets simulated time pass. */
