@@ -24,8 +24,9 @@ import { describeSocket, failWith, reportError, runForeground } from "./foregrou
 import { resolveProcessPaths } from "./paths.ts"
 import { processOwnsSocket, signalProcess } from "./processes.ts"
 
-/** How long `broker stop` waits for the broker to go away, and how often it looks. */
+/** How long `broker stop` waits for the broker to go away. */
 export const STOP_TIMEOUT = Duration.seconds(5)
+/** How often `broker stop` looks whether the broker has gone. */
 export const STOP_POLL_INTERVAL = Duration.millis(100)
 
 const dirFlag = Flag.String("dir").pipe(
@@ -168,8 +169,10 @@ const stop = Command.make(
 
 // ---------------------------------------------------------------------------
 
+/** `intercom broker`, with its `status` and `stop` subcommands. */
 export const broker = brokerBase.pipe(Command.withSubcommands([status, stop]))
 
+/** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
   Command.withSubcommands([broker, ...clientCommands])

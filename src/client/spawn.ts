@@ -18,6 +18,7 @@ import type { BrokerLaunch } from "../config/settings.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { acquireSpawnLock, releaseSpawnLock } from "./spawnLock.ts"
 
+/** No broker answers, and none could be started: `detail` says why (with the broker's stderr when it ran). */
 export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
   readonly detail: string
 }> {
@@ -29,6 +30,7 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
 /** How to start a broker: config's `brokerCommand`/`brokerArgs` (C-CFG-3/4), decided in one place. */
 export type { BrokerLaunch } from "../config/settings.ts"
 
+/** Where the broker should answer, and how to start one. */
 export interface SpawnOptions {
   readonly agentDir: string
   readonly intercomDir: string

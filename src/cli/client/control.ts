@@ -38,6 +38,7 @@ import {
 // Where
 // ---------------------------------------------------------------------------
 
+/** Where the control socket of one watch name lives. */
 export interface ControlLocation {
   /** The control socket of one name. */
   readonly socketPath: string
@@ -47,6 +48,7 @@ export interface ControlLocation {
   readonly fallback: boolean
 }
 
+/** Neither the control socket path nor its short fallback fits in a Unix socket address. */
 export class ControlPathTooLong extends Data.TaggedError("ControlPathTooLong")<{ readonly path: string }> {
   override get message(): string {
     return `The watch control socket path ${this.path} is too long for a Unix socket, and so is the short fallback. Use a shorter agent dir (--dir), or set XDG_RUNTIME_DIR or TMPDIR to a short directory.`
@@ -151,6 +153,7 @@ export const delegate = (
 // The watch side
 // ---------------------------------------------------------------------------
 
+/** A watch of this name already answers on its control socket. */
 export class WatchAlreadyRunning extends Data.TaggedError("WatchAlreadyRunning")<{
   readonly name: string
   readonly socketPath: string
@@ -162,6 +165,7 @@ export class WatchAlreadyRunning extends Data.TaggedError("WatchAlreadyRunning")
   }
 }
 
+/** The control socket could not be listened on (its directory or the socket itself). */
 export class ControlListenFailed extends Data.TaggedError("ControlListenFailed")<{
   readonly socketPath: string
   readonly detail: string
