@@ -17,29 +17,11 @@ import { finish, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
 import { alias, check, note, violate } from "./ledger/trace.ts"
-import type {
-  AskOutcome,
-  AskTally,
-  LedgerOptions,
-  MessageTally,
-  SessionMeta,
-  Side,
-  Violation,
-  ViolationKind
-} from "./ledger/types.ts"
+import type { AskOutcome, AskTally, LedgerOptions, MessageTally, SessionMeta, Side, Violation, ViolationKind } from "./ledger/types.ts"
 import { brokerRead, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
 
-/** The ledger's vocabulary, from ledger/types.ts. */
-export type {
-  AskOutcome,
-  AskTally,
-  LedgerOptions,
-  MessageTally,
-  SessionMeta,
-  Side,
-  Violation,
-  ViolationKind
-} from "./ledger/types.ts"
+/** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
+export type * from "./ledger/types.ts"
 
 /**
  * One world's ledger. The `Simulation` makes it and feeds it; a scenario

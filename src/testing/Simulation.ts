@@ -33,16 +33,8 @@ import { advance, idleChecks, worldStep } from "./simulation/steps.ts"
 import type { SimulationConfig, SimulationService } from "./simulation/types.ts"
 import { makeWorld } from "./simulation/world.ts"
 
-/** The simulation's vocabulary, from simulation/types.ts. */
-export type {
-  Pending,
-  SessionSpec,
-  SimClientTimings,
-  SimReport,
-  SimSession,
-  SimulationConfig,
-  SimulationService
-} from "./simulation/types.ts"
+/** The simulation's vocabulary: configuration, handles, the report (simulation/types.ts). */
+export type * from "./simulation/types.ts"
 export { SIM_ADDRESS } from "./simulation/world.ts"
 
 /**

@@ -7,29 +7,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
+import { runToClose } from "./runToClose.ts"
 import { cleanEnv, MAIN, startBroker, tempDir } from "./support.ts"
-
-interface Finished {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs `intercom ...args` to the end; its output is read once the process has closed its pipes. */
-const runToClose = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
-  Effect.callback<Finished>((resume) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => stdout += chunk)
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => stderr += chunk)
-    child.once("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
 
 const setup = Effect.gen(function*() {
   const root = yield* tempDir()
@@ -49,11 +31,11 @@ describe("broker.pid, read strictly by the intercom executable", () => {
       const t = yield* setup
       const first = yield* startBroker(["--dir", t.agentDir], t.env)
       fs.writeFileSync(t.pidFile, `${first.pid}a`)
-      const garbled = yield* runToClose(["broker", "--dir", t.agentDir], t.env)
+      const garbled = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(garbled.code, 1)
       assert.include(garbled.stderr, "already running (it answers health)")
       fs.writeFileSync(t.pidFile, String(first.pid))
-      const canonical = yield* runToClose(["broker", "--dir", t.agentDir], t.env)
+      const canonical = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(canonical.code, 1)
       assert.include(canonical.stderr, `already running (pid ${first.pid})`)
     }))
@@ -63,7 +45,7 @@ describe("broker.pid, read strictly by the intercom executable", () => {
       const t = yield* setup
       const broker = yield* startBroker(["--dir", t.agentDir], t.env)
       fs.writeFileSync(t.pidFile, ` ${broker.pid}`)
-      const stop = yield* runToClose(["broker", "stop", "--dir", t.agentDir], t.env)
+      const stop = yield* runToClose(MAIN, ["broker", "stop", "--dir", t.agentDir], t.env)
       assert.strictEqual(stop.code, 1)
       assert.include(stop.stderr, "is missing or unreadable")
       assert.include(stop.stderr, "Not sending any signal")

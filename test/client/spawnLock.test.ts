@@ -29,6 +29,22 @@ const existingLock = (file: string, content: string, mtimeMs: number) => {
 const ours = (now: number) => `${process.pid}\n${now}\n`
 const exitedPid = (): number => spawnSync(process.execPath, ["-e", ""]).pid ?? 0
 
+/**
+ * A lock with `content`, modified at T: at `heldAt` it is held (and left
+ * alone), at `staleAt` it is stale (replaced by ours).
+ */
+const heldUntil = (lock: { readonly content: string; readonly heldAt: number; readonly staleAt: number }) =>
+  Effect.gen(function*() {
+    const file = yield* lockIn
+    existingLock(file, lock.content, T)
+    yield* TestClock.setTime(lock.heldAt)
+    assert.strictEqual(yield* acquireSpawnLock(file), "held")
+    assert.strictEqual(fs.readFileSync(file, "utf8"), lock.content, "left to its holder")
+    yield* TestClock.setTime(lock.staleAt)
+    assert.strictEqual(yield* acquireSpawnLock(file), "acquired")
+    assert.strictEqual(fs.readFileSync(file, "utf8"), ours(lock.staleAt))
+  })
+
 describe("acquireSpawnLock", () => {
   it.effect("creates a missing lock with our pid and the Clock's time", () =>
     Effect.gen(function*() {
@@ -39,29 +55,10 @@ describe("acquireSpawnLock", () => {
     }))
 
   it.effect("an empty lock is held while it is under 1 s old, and stale from 1 s", () =>
-    Effect.gen(function*() {
-      const file = yield* lockIn
-      existingLock(file, "", T)
-      yield* TestClock.setTime(T + 999)
-      assert.strictEqual(yield* acquireSpawnLock(file), "held")
-      assert.strictEqual(fs.readFileSync(file, "utf8"), "", "left to its creator")
-      yield* TestClock.setTime(T + 1000)
-      assert.strictEqual(yield* acquireSpawnLock(file), "acquired")
-      assert.strictEqual(fs.readFileSync(file, "utf8"), ours(T + 1000))
-    }))
+    heldUntil({ content: "", heldAt: T + 999, staleAt: T + 1000 }))
 
   it.effect("a live holder's lock is held for 10 s after its timestamp, and stale after", () =>
-    Effect.gen(function*() {
-      const file = yield* lockIn
-      const holder = `${process.pid}\n${T}\n` // this process is alive
-      existingLock(file, holder, T)
-      yield* TestClock.setTime(T + 10_000)
-      assert.strictEqual(yield* acquireSpawnLock(file), "held")
-      assert.strictEqual(fs.readFileSync(file, "utf8"), holder)
-      yield* TestClock.setTime(T + 10_001)
-      assert.strictEqual(yield* acquireSpawnLock(file), "acquired")
-      assert.strictEqual(fs.readFileSync(file, "utf8"), ours(T + 10_001))
-    }))
+    heldUntil({ content: `${process.pid}\n${T}\n`, heldAt: T + 10_000, staleAt: T + 10_001 })) // this process is alive
 
   it.effect("a fresh lock whose pid has exited, or whose content is not canonical, is stale", () =>
     Effect.gen(function*() {
