@@ -6,8 +6,10 @@
 import { Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
-import { type ListenError, serveUnix } from "../transport/UnixSocket.ts"
+import { listenReplacingStale } from "../transport/staleSocket.ts"
+import { serveUnix } from "../transport/UnixSocket.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
 import type { BrokerOptions } from "./options.ts"
@@ -57,15 +59,6 @@ const prepareDirectory = (dir: string) =>
 
 const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
 
-const readPid = (file: string): number | undefined => {
-  try {
-    const pid = Number.parseInt(fs.readFileSync(file, "utf8").split("\n", 1)[0] ?? "", 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
 const ownPidFile = (file: string) =>
   Effect.acquireRelease(
@@ -75,9 +68,8 @@ const ownPidFile = (file: string) =>
         new BrokerStartupError({ reason: "DirectoryUnusable", path: file, detail: describe(cause) })
     }),
     () =>
-      Effect.sync(() => {
-        if (readPid(file) === process.pid) fs.rmSync(file, { force: true })
-      })
+      Effect.flatMap(readPidFile(file), (pid) =>
+        pid === process.pid ? Effect.sync(() => fs.rmSync(file, { force: true })) : Effect.void)
   )
 
 export const runBroker = (
@@ -90,30 +82,20 @@ export const runBroker = (
     const core = yield* Broker.make(options)
 
     const listen = serveUnix(socketPath, core.accept)
-    const listenFailed = (error: ListenError) =>
-      new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })
-    yield* listen.pipe(
-      Effect.catchTag("ListenError", (error) => {
-        if (error.code !== "EADDRINUSE") return Effect.fail(listenFailed(error))
-        // Something holds the path: a live broker answers health; a stale file does not.
-        return probeHealth(socketPath).pipe(
-          Effect.flatMap((healthy) => {
-            if (healthy) {
-              const pid = readPid(pidFileOf(intercomDir))
-              return Effect.fail(
-                new BrokerStartupError({
-                  reason: "AlreadyRunning",
-                  path: socketPath,
-                  detail: pid === undefined ? "it answers health" : `pid ${pid}`
-                })
-              )
-            }
-            return Effect.sync(() => fs.rmSync(socketPath, { force: true })).pipe(
-              Effect.andThen(listen),
-              Effect.mapError(listenFailed)
-            )
-          })
-        )
+    // Something holds the path: a live broker answers health; a stale file does not.
+    yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
+      Effect.catchTags({
+        ListenError: (error) =>
+          Effect.fail(new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })),
+        SocketInUse: () =>
+          Effect.flatMap(readPidFile(pidFileOf(intercomDir)), (pid) =>
+            Effect.fail(
+              new BrokerStartupError({
+                reason: "AlreadyRunning",
+                path: socketPath,
+                detail: pid === undefined ? "it answers health" : `pid ${pid}`
+              })
+            ))
       })
     )
     if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))

@@ -6,9 +6,10 @@
  *
  *   broker [--dir <dir>] [--max-sessions <n>] [<ignored-path>]   (any order)
  *
- * here, without importing anything, and hands everything else — status, stop,
- * --help, bad or repeated flags, other subcommands — to the effect/cli
- * program, which stays the single authority on help, errors and exit codes.
+ * here, importing nothing but config/decimal.ts (itself import-free), and
+ * hands everything else — status, stop, --help, bad or repeated flags, other
+ * subcommands — to the effect/cli program, which stays the single authority
+ * on help, errors and exit codes.
  *
  * The check errs towards the full program: an argv it accepts must mean the
  * same to effect/cli (`--dir` non-blank, `--max-sessions` a positive integer
@@ -16,6 +17,7 @@
  * ignored path must look like a path (contain `/` or `.`), so that it can
  * never be a subcommand name.
  */
+import { parsePositiveDecimal } from "../config/decimal.ts"
 
 /** The options of `intercom broker` (see commands.ts for their meaning). */
 export interface BrokerFlags {
@@ -24,8 +26,6 @@ export interface BrokerFlags {
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")
-
-const POSITIVE_DECIMAL = /^[1-9][0-9]*$/
 
 /**
  * `args` (argv without node and script) when it is exactly a well-formed
@@ -46,8 +46,8 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
         if (dir !== undefined || value.trim().length === 0) return undefined
         dir = value
       } else {
-        const n = Number(value)
-        if (maxSessions !== undefined || !POSITIVE_DECIMAL.test(value) || !Number.isSafeInteger(n)) return undefined
+        const n = parsePositiveDecimal(value)
+        if (maxSessions !== undefined || n === undefined) return undefined
         maxSessions = n
       }
     } else if (ignoredPath || arg.startsWith("-") || !looksLikePath(arg)) {

@@ -10,21 +10,23 @@
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import { DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
+import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { clientCommands } from "./client/commands.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
-import { isProcessAlive, processOwnsSocket, readPidFile, signalProcess } from "./processes.ts"
+import { processOwnsSocket, signalProcess } from "./processes.ts"
 
-/** How long `broker stop` waits for the broker to go away, and how often it looks. */
+/** How long `broker stop` waits for the broker to go away. */
 export const STOP_TIMEOUT = Duration.seconds(5)
+/** How often `broker stop` looks whether the broker has gone. */
 export const STOP_POLL_INTERVAL = Duration.millis(100)
 
 const dirFlag = Flag.String("dir").pipe(
@@ -66,6 +68,12 @@ const brokerBase = Command.make("broker", {
   )
 )
 
+/** The files of the agent dir that `broker`'s `--dir` names (or the default); an unusable socket path ends the command. */
+const brokerPaths = Effect.flatMap(
+  brokerBase,
+  ({ dir }) => resolveProcessPaths(Option.getOrUndefined(dir)).pipe(Effect.catchTag("SocketPathError", reportError))
+)
+
 // ---------------------------------------------------------------------------
 // intercom broker status
 // ---------------------------------------------------------------------------
@@ -74,10 +82,7 @@ const status = Command.make(
   "status",
   {},
   Effect.fnUntraced(function*() {
-    const { dir } = yield* brokerBase
-    const paths = yield* resolveProcessPaths(Option.getOrUndefined(dir)).pipe(
-      Effect.catchTag("SocketPathError", reportError)
-    )
+    const paths = yield* brokerPaths
     const running = yield* probeHealth(paths.socketPath)
     const pid = yield* readPidFile(paths.pidFile)
     const lines = [
@@ -101,27 +106,31 @@ const status = Command.make(
 // intercom broker stop
 // ---------------------------------------------------------------------------
 
-/** Polls until nothing answers on the socket and `pid` is gone; `false` on timeout. */
-const waitUntilStopped = (pid: number, socketPath: string): Effect.Effect<boolean> =>
+/**
+ * Runs `stopped` now and then every `STOP_POLL_INTERVAL` until it answers
+ * `true`; `false` once `STOP_TIMEOUT` has passed without that (the look in
+ * progress then still finishes: a probe is never cut short).
+ */
+export const pollUntilStopped = <R>(stopped: Effect.Effect<boolean, never, R>): Effect.Effect<boolean, never, R> =>
+  stopped.pipe(
+    Effect.repeat({
+      schedule: Schedule.spaced(STOP_POLL_INTERVAL).pipe(Schedule.upTo({ duration: STOP_TIMEOUT })),
+      until: (done) => done
+    })
+  )
+
+/** Whether `pid` is gone and nothing answers on the socket any more. */
+const brokerGone = (pid: number, socketPath: string): Effect.Effect<boolean> =>
   Effect.gen(function*() {
-    const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(STOP_TIMEOUT)
-    while (true) {
-      const alive = yield* isProcessAlive(pid)
-      const answers = alive ? true : yield* probeHealth(socketPath, Duration.millis(500))
-      if (!alive && !answers) return true
-      if ((yield* Clock.currentTimeMillis) >= deadline) return false
-      yield* Effect.sleep(STOP_POLL_INTERVAL)
-    }
+    if (yield* isProcessAlive(pid)) return false
+    return !(yield* probeHealth(socketPath, Duration.millis(500)))
   })
 
 const stop = Command.make(
   "stop",
   {},
   Effect.fnUntraced(function*() {
-    const { dir } = yield* brokerBase
-    const paths = yield* resolveProcessPaths(Option.getOrUndefined(dir)).pipe(
-      Effect.catchTag("SocketPathError", reportError)
-    )
+    const paths = yield* brokerPaths
     if (!(yield* probeHealth(paths.socketPath))) {
       yield* Console.log(`No intercom broker is running (socket ${paths.socketPath}).`)
       return
@@ -142,7 +151,7 @@ const stop = Command.make(
     if (sent === "denied") {
       return yield* failWith(`Not permitted to signal the intercom broker (pid ${pid}).`)
     }
-    if (!(yield* waitUntilStopped(pid, paths.socketPath))) {
+    if (!(yield* pollUntilStopped(brokerGone(pid, paths.socketPath)))) {
       return yield* failWith(
         `Sent SIGTERM to the intercom broker (pid ${pid}), but it did not stop within ${
           Duration.format(STOP_TIMEOUT)
@@ -160,8 +169,10 @@ const stop = Command.make(
 
 // ---------------------------------------------------------------------------
 
+/** `intercom broker`, with its `status` and `stop` subcommands. */
 export const broker = brokerBase.pipe(Command.withSubcommands([status, stop]))
 
+/** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
   Command.withSubcommands([broker, ...clientCommands])

@@ -1,43 +1,12 @@
 /**
- * What `broker status` and `broker stop` need to know about another process:
- * the pid in `broker.pid`, whether that pid is alive, and (on Linux) whether it
- * really is the process listening on the broker socket. A pid file alone is
- * never trusted (P94): pids are recycled.
+ * What `broker stop` needs to know about another process beyond its pid file
+ * (config/pidFile.ts): whether it really is the process listening on the
+ * broker socket (on Linux), and how to signal it. A pid file alone is never
+ * trusted (P94): pids are recycled.
  */
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
-
-const errorCode = (error: unknown): string | undefined =>
-  error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined
-
-/** Parses `broker.pid` content: a positive decimal integer, surrounding whitespace allowed. */
-export const parsePid = (text: string): number | undefined => {
-  const trimmed = text.trim()
-  if (!/^[0-9]+$/.test(trimmed)) return undefined
-  const pid = Number(trimmed)
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-}
-
-/** The pid recorded in `pidFile`, or `undefined` if it is absent or unparsable. */
-export const readPidFile = (pidFile: string): Effect.Effect<number | undefined> =>
-  Effect.sync(() => {
-    try {
-      return parsePid(fs.readFileSync(pidFile, "utf8"))
-    } catch {
-      return undefined
-    }
-  })
-
-/** Whether a process with this pid exists (EPERM counts: it exists, it is just not ours). */
-export const isProcessAlive = (pid: number): Effect.Effect<boolean> =>
-  Effect.sync(() => {
-    try {
-      process.kill(pid, 0)
-      return true
-    } catch (error) {
-      return errorCode(error) === "EPERM"
-    }
-  })
+import { errorCode } from "../config/errno.ts"
 
 /** Inodes of the Unix sockets bound to `socketPath`, from a `/proc/net/unix` table. */
 export const socketInodes = (procNetUnix: string, socketPath: string): ReadonlySet<string> => {

@@ -1,22 +1,24 @@
 /**
  * Auto-spawn (P93, C-BRK-16…20): make sure a broker answers on the socket,
  * starting one if needed. Only the holder of `broker.spawn.lock` spawns; the
- * others poll health. The lock is stale when its pid is gone, its timestamp is
- * unreadable or older than 10 s, or the file is unreadable. Five clients
+ * others poll health (the lock's rules are in spawnLock.ts). Five clients
  * starting at once end with one broker — and should two brokers ever race,
  * the broker's own startup check (a broker that answers health blocks a
  * second one) settles it.
  */
-import { Clock, Data, Deferred, Duration, Effect, Exit, Schedule } from "effect"
+import { Data, Deferred, Duration, Effect, Exit, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { brokerEntryPoint } from "../config/install.ts"
+import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
 import type { BrokerLaunch } from "../config/settings.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
+import { acquireSpawnLock, releaseSpawnLock } from "./spawnLock.ts"
 
+/** No broker answers, and none could be started: `detail` says why (with the broker's stderr when it ran). */
 export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
   readonly detail: string
 }> {
@@ -28,6 +30,7 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
 /** How to start a broker: config's `brokerCommand`/`brokerArgs` (C-CFG-3/4), decided in one place. */
 export type { BrokerLaunch } from "../config/settings.ts"
 
+/** Where the broker should answer, and how to start one. */
 export interface SpawnOptions {
   readonly agentDir: string
   readonly intercomDir: string
@@ -37,8 +40,6 @@ export interface SpawnOptions {
   readonly waitMs?: number
 }
 
-const LOCK_STALE_MS = 10_000
-const LOCK_ATTEMPTS = 5
 // Short: a spawned broker is usually up in ~150 ms, and each probe of a missing socket is cheap.
 const POLL = Duration.millis(20)
 
@@ -47,63 +48,6 @@ const POLL = Duration.millis(20)
  * whose fast path answers health quickly (see config/install.ts).
  */
 export { brokerEntryPoint } from "../config/install.ts"
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return typeof error === "object" && error !== null && "code" in error && error.code === "EPERM"
-  }
-}
-
-const readNumbers = (file: string): ReadonlyArray<number> | undefined => {
-  try {
-    return fs.readFileSync(file, "utf8").split("\n").map((line) => Number.parseInt(line, 10))
-  } catch {
-    return undefined
-  }
-}
-
-type LockResult = "acquired" | "held"
-
-/**
- * An empty lock created less than a second ago: its creator is between the
- * exclusive create and the write of its content, so it is held, not stale
- * (otherwise two racing clients could both spawn).
- */
-const beingWritten = (lockFile: string): boolean => {
-  try {
-    const stat = fs.statSync(lockFile)
-    return stat.size === 0 && Date.now() - stat.mtimeMs < 1000
-  } catch {
-    return false
-  }
-}
-
-/** Creates the spawn lock exclusively, clearing stale locks (up to five attempts). */
-const acquireLock = (lockFile: string, now: number): LockResult => {
-  for (let attempt = 0; attempt < LOCK_ATTEMPTS; attempt++) {
-    try {
-      fs.writeFileSync(lockFile, `${process.pid}\n${now}\n`, { flag: "wx", mode: 0o600 })
-      return "acquired"
-    } catch (error) {
-      if (!(typeof error === "object" && error !== null && "code" in error && error.code === "EEXIST")) throw error
-    }
-    const [pid, stamp] = readNumbers(lockFile) ?? []
-    const stale = pid === undefined || !Number.isSafeInteger(pid) || !isAlive(pid) ||
-      stamp === undefined || !Number.isFinite(stamp) || now - stamp > LOCK_STALE_MS
-    if (!stale || beingWritten(lockFile)) return "held"
-    fs.rmSync(lockFile, { force: true })
-  }
-  return "held"
-}
-
-const releaseLock = (lockFile: string) =>
-  Effect.sync(() => {
-    const [pid] = readNumbers(lockFile) ?? []
-    if (pid === process.pid) fs.rmSync(lockFile, { force: true })
-  })
 
 /** Polls health every POLL until it answers or `waitMs` passes. */
 const awaitHealthy = (socketPath: string, waitMs: number) =>
@@ -159,17 +103,15 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       try: () => fs.mkdirSync(options.intercomDir, { recursive: true, mode: 0o700 }),
       catch: (cause) => new BrokerSpawnFailed({ detail: `cannot create ${options.intercomDir}: ${String(cause)}` })
     })
-    const [pid] = readNumbers(path.join(options.intercomDir, "broker.pid")) ?? []
-    if (pid !== undefined && Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
+    const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
+    if (pid !== undefined && (yield* isProcessAlive(pid))) {
       // A live broker may still be starting; give it the same wait a spawn would get.
       if (yield* awaitHealthy(options.socketPath, Math.min(waitMs, 1000))) return
     }
     const lockFile = path.join(options.intercomDir, "broker.spawn.lock")
-    const now = yield* Clock.currentTimeMillis
-    const lock = yield* Effect.try({
-      try: () => acquireLock(lockFile, now),
-      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot create ${lockFile}: ${String(cause)}` })
-    })
+    const lock = yield* acquireSpawnLock(lockFile).pipe(
+      Effect.mapError((error) => new BrokerSpawnFailed({ detail: error.message }))
+    )
     if (lock === "held") {
       if (yield* awaitHealthy(options.socketPath, waitMs)) return
       return yield* new BrokerSpawnFailed({ detail: "Broker failed to start within timeout" })
@@ -199,5 +141,5 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
           ? `no health answer within ${waitMs} ms${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
           : `the broker ${outcome}${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
       })
-    }).pipe(Effect.ensuring(releaseLock(lockFile)))
+    }).pipe(Effect.ensuring(releaseSpawnLock(lockFile)))
   })

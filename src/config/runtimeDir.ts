@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type Environment, nonBlank } from "./agentDir.ts"
+import { errorCode } from "./errno.ts"
 import { SocketPathError, type SocketPlacement, socketPathLimit } from "./socketPath.ts"
 
 const isUsableDir = (dir: string): boolean => {
@@ -39,7 +40,7 @@ export const processSocketPlacement = (env: Environment): Effect.Effect<SocketPl
   }))
 
 const errorText = (error: unknown): string =>
-  error instanceof Error ? ("code" in error && typeof error.code === "string" ? error.code : error.message) : String(error)
+  errorCode(error) ?? (error instanceof Error ? error.message : String(error))
 
 /**
  * Creates the private fallback dir (0700) if needed and checks that it is a
@@ -54,7 +55,7 @@ export const prepareFallbackDir = (dir: string, uid: number): Effect.Effect<void
       try {
         fs.mkdirSync(dir, { mode: 0o700 })
       } catch (error) {
-        if (!(error instanceof Error && "code" in error && error.code === "EEXIST")) throw error
+        if (errorCode(error) !== "EEXIST") throw error
       }
       const stat = fs.lstatSync(dir)
       if (stat.isSymbolicLink()) return "it is a symbolic link"

@@ -4,6 +4,11 @@
  * to its connections, as a routing bug would: production code is untouched.
  *
  * Each is a factory: every world gets a fresh fault with its own state.
+ *
+ * @example
+ * // The invariants must catch a broker that loses an acknowledged message.
+ * const report = yield* runWorkload({ seed: 3, brokerFault: dropNthMessage(3) })
+ * report.violations[0]?.kind // "silent-loss"
  */
 import type { BrokerOutputFault } from "./SimLink.ts"
 

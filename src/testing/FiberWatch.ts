@@ -15,16 +15,27 @@ export const FiberOwner = Context.Reference<string | undefined>("effect-intercom
   defaultValue: () => undefined
 })
 
+/** Live fibers by owner label, fed by Effect's fiber runtime metrics. */
 export interface FiberWatch {
   /** Fibers started and not yet ended, by owner. */
   readonly live: (owner: string) => number
   /** Owners whose label starts with `prefix` and that still have live fibers. */
   readonly liveUnder: (prefix: string) => ReadonlyArray<readonly [string, number]>
+  /** Fibers started under any owner so far. */
   readonly started: () => number
   /** The `FiberRuntimeMetrics` service that feeds this watch. */
   readonly service: Metric.FiberRuntimeMetricsService
 }
 
+/**
+ * A new, empty watch. Provide its `service` as `Metric.FiberRuntimeMetrics`
+ * (or use `watchFibers`), and label owners with `ownedBy`.
+ *
+ * @example
+ * const watch = makeFiberWatch()
+ * yield* Effect.forkChild(Effect.never).pipe(ownedBy("worker"), watchFibers(watch))
+ * watch.live("worker") // 1
+ */
 export const makeFiberWatch = (): FiberWatch => {
   const counts = new Map<string, number>()
   let started = 0

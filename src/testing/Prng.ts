@@ -29,12 +29,22 @@ export const hashString = (text: string): number => {
   return h >>> 0
 }
 
+/**
+ * One seeded generator (sfc32). Also usable as Effect's `Random` service:
+ * `Layer.succeed(Random.Random, new Prng(seed))`.
+ *
+ * @example
+ * const chaos = Prng.derive(seed, "chaos") // its own stream: other draws do not shift it
+ * const killAt = chaos.int(1_000, 30_000)
+ * if (chaos.chance(0.5)) yield* sim.session("reviewer").kill
+ */
 export class Prng implements Random.Random {
   private a: number
   private b: number
   private c: number
   private d: number
 
+  /** A generator for `seed` (a string is hashed first). The same seed gives the same stream. */
   constructor(seed: number | string) {
     let state = typeof seed === "number" ? seed | 0 : hashString(seed) | 0
     const words: Array<number> = []
@@ -55,6 +65,7 @@ export class Prng implements Random.Random {
     return new Prng(`${seed}/${label}`)
   }
 
+  /** The next 32-bit unsigned integer. */
   nextUint32(): number {
     const t = (((this.a + this.b) | 0) + this.d) | 0
     this.d = (this.d + 1) | 0
@@ -65,11 +76,12 @@ export class Prng implements Random.Random {
     return t >>> 0
   }
 
-  /** [0, 1) */
+  /** A number in [0, 1) (Effect `Random`). */
   nextDoubleUnsafe(): number {
     return this.nextUint32() / 4294967296
   }
 
+  /** A safe integer (Effect `Random`). */
   nextIntUnsafe(): number {
     // A safe integer from two draws (53 bits), signed like Effect's default.
     const high = this.nextUint32() >>> 11
@@ -87,6 +99,7 @@ export class Prng implements Random.Random {
     return this.nextDoubleUnsafe() < p
   }
 
+  /** One of `items`, uniformly; throws on an empty list. */
   pick<A>(items: ReadonlyArray<A>): A {
     const item = items[Math.floor(this.nextDoubleUnsafe() * items.length)]
     if (item === undefined) throw new RangeError("Prng.pick from an empty list")

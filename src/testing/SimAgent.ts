@@ -32,6 +32,7 @@ export interface AgentContext {
  */
 export type AgentBehaviour = (inbound: Inbound, context: AgentContext) => Effect.Effect<void, unknown>
 
+/** How a simulated agent treats what it is handed (docs/testing.md, "Scenarios"). */
 export interface AgentPolicy {
   /**
    * `auto` answers inbound asks by itself (per `replyProbability` and
@@ -47,13 +48,16 @@ export interface AgentPolicy {
   readonly replyDelayMs: readonly [number, number]
 }
 
+/** The default agent: answers 85% of asks, after 0–6 s. */
 export const defaultAgentPolicy: AgentPolicy = {
   mode: "auto",
   replyProbability: 0.85,
   replyDelayMs: [0, 6000]
 }
 
+/** One session generation's simulated agent: its host, and what it was handed. */
 export interface SimAgent {
+  /** The `Host` the session generation runs over. */
   readonly host: HostService
   /** Everything handed to this generation's host, in order. */
   readonly inbox: ReadonlyArray<Inbound>
@@ -61,6 +65,10 @@ export interface SimAgent {
   readonly attach: (session: IntercomSessionService) => void
 }
 
+/**
+ * The agent of one session generation, living in the current Scope (its
+ * reply fibers close with it). The simulation makes one per generation.
+ */
 export const makeSimAgent = (options: {
   readonly sessionId: string
   readonly identity: HostIdentity

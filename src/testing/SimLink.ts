@@ -33,8 +33,16 @@ const removeDelivered = (inFlight: Array<string>, frames: ReadonlyArray<string>)
   }
 }
 
+/**
+ * One watched, faultable in-memory connection. The simulation makes one per
+ * dial and hands its `client` and `server` endpoints to the client and the
+ * broker; scenarios reach it through a session's `drop`, `stall` and
+ * `delayWrites`.
+ */
 export class SimLink {
+  /** The network's connection id (`link #<id>` in the trace). */
   readonly id: number
+  /** The broker incarnation it was dialled to. */
   readonly brokerEpoch: number
   /** The session that dialled it, once `attach`ed. */
   owner: string | undefined = undefined
@@ -50,9 +58,12 @@ export class SimLink {
   private delayedWrites = 0
   private readonly ledger: Ledger
   private readonly raw: { readonly client: Connection; readonly server: Connection }
+  /** The client's endpoint, watched. */
   readonly client: Connection
+  /** The broker's endpoint, watched (and rewritten by `brokerOutputFault`, if any). */
   readonly server: Connection
 
+  /** Wraps the raw endpoint pair of connection `id`; what the broker writes goes through `brokerOutputFault`. */
   constructor(
     id: number,
     brokerEpoch: number,
@@ -74,10 +85,12 @@ export class SimLink {
     this.ledger.linkOpened(this.id, owner, client, this.brokerEpoch)
   }
 
+  /** The side it was dropped on, if it was. */
   get severed(): Side | undefined {
     return this.severedSide
   }
 
+  /** Dropped, or closed by either side. */
   get closed(): boolean {
     return this.closedFlag || this.severedSide !== undefined
   }
@@ -96,10 +109,12 @@ export class SimLink {
     return this.closed && !this.brokerDone
   }
 
+  /** A side has stopped reading. */
   get stalled(): boolean {
     return !this.gates.client.isOpen() || !this.gates.broker.isOpen()
   }
 
+  /** A side's writes are delayed. */
   get delayed(): boolean {
     return this.delays.client > 0 || this.delays.broker > 0
   }
@@ -204,14 +219,17 @@ export class SimLink {
     })
   }
 
+  /** Stops `side` reading (until `resume` or `heal`); no-op once dropped. */
   stall(side: Side): void {
     if (this.severedSide === undefined) this.gates[side].closeUnsafe()
   }
 
+  /** `side` reads again. */
   resume(side: Side): void {
     this.gates[side].openUnsafe()
   }
 
+  /** Each later write from `side` takes `ms` first (0: no delay). */
   delay(side: Side, ms: number): void {
     this.delays[side] = ms
   }

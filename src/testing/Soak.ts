@@ -6,15 +6,8 @@
 import { Effect } from "effect"
 import type { ViolationKind } from "./Ledger.ts"
 import type { SimulationConfig, SimReport } from "./Simulation.ts"
-import {
-  formatFailure,
-  generateWorkload,
-  runWorkload,
-  sessionCountOf,
-  sessionNames,
-  shrinkWorkload,
-  type WorkloadOptions
-} from "./Workload.ts"
+import { formatFailure, shrinkWorkload } from "./Shrink.ts"
+import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type WorkloadOptions } from "./Workload.ts"
 
 /**
  * Violations the simulation found in the broker and that are not fixed yet
@@ -23,6 +16,7 @@ import {
  */
 export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = []
 
+/** What to soak: which seeds, the world, and what to do with failures. */
 export interface SoakOptions extends WorkloadOptions {
   /** First seed. Default 1. */
   readonly from?: number
@@ -38,6 +32,7 @@ export interface SoakOptions extends WorkloadOptions {
   readonly onSeed?: (report: SimReport) => Effect.Effect<void>
 }
 
+/** One failing seed of a soak. */
 export interface SoakFailure {
   readonly seed: number
   readonly report: SimReport
@@ -45,14 +40,21 @@ export interface SoakFailure {
   readonly description: string
 }
 
+/** What a soak found over all its runs: counts, tallies, and the failures. */
 export interface SoakSummary {
+  /** Seeds run. */
   readonly runs: number
+  /** Failing seeds (at most `maxFailures`: the soak stops there). */
   readonly failures: ReadonlyArray<SoakFailure>
   /** Trace lines over all runs. */
   readonly events: number
+  /** Frames over all runs. */
   readonly frames: number
+  /** Invariant checks over all runs. */
   readonly checks: number
+  /** Simulated time over all runs. */
   readonly simulatedMs: number
+  /** `MessageTally` summed over all runs. */
   readonly messages: {
     readonly sent: number
     readonly acknowledged: number
@@ -64,9 +66,11 @@ export interface SoakSummary {
     readonly lostInFlight: number
     readonly stranded: number
   }
+  /** `AskTally` summed over all runs (`failed` includes the interrupted). */
   readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
+  /** Violations of kinds not tolerated, counted by kind. */
   readonly violations: Readonly<Partial<Record<ViolationKind, number>>>
-  /** Runs that had only tolerated violations (known issues), by kind. */
+  /** Violations of tolerated kinds (known issues), counted by kind. */
   readonly tolerated: Readonly<Partial<Record<ViolationKind, number>>>
 }
 
@@ -82,6 +86,16 @@ const messageKeys = [
   "stranded"
 ] as const
 
+/**
+ * Runs the generated workload of each seed, tallies every run, and shrinks
+ * each failing seed to a minimal workload (unless `shrink: false`). Stops
+ * after `maxFailures` failing seeds.
+ *
+ * @example
+ * const summary = yield* soak({ seeds: 200, config: { tolerate: KNOWN_ISSUES } })
+ * console.log(formatSummary(summary, elapsedMs))
+ * if (summary.failures.length > 0) process.exitCode = 1
+ */
 export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
   Effect.gen(function*() {
     const from = options.from ?? 1
@@ -137,6 +151,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
     return { runs, failures, events, frames, checks, simulatedMs, messages, asks, violations, tolerated }
   })
 
+/** The summary `npm run sim` prints: tallies, violations, then each failure with its shrunk workload and trace. */
 export const formatSummary = (summary: SoakSummary, elapsedMs: number): string => {
   const m = summary.messages
   const lines = [

@@ -1,6 +1,6 @@
 /**
- * Random workloads: a list of operations generated from a seed, run against a
- * `Simulation`, and shrunk to a minimal failing list when an invariant breaks.
+ * Random workloads: a list of operations generated from a seed and run
+ * against a `Simulation` (a failing one is shrunk by Shrink.ts).
  *
  * A workload is plain data, so a failing run prints as a short script and
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
@@ -9,7 +9,7 @@
 import { Effect, Layer, Schema } from "effect"
 import { Prng } from "./Prng.ts"
 import { Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
-import type { Side, ViolationKind } from "./Ledger.ts"
+import type { Side } from "./Ledger.ts"
 
 const Int = Schema.Int
 const SideSchema = Schema.Literals(["client", "broker"])
@@ -38,13 +38,16 @@ export const OpSchema = Schema.Union([
   op("DelayWrites", { session: Int, side: SideSchema, delayMs: Int, forMs: Int }),
   op("ClockJump", { ms: Int })
 ])
+/** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
 
+/** The kinds of operation. */
 export type OpKind = Op["_tag"]
 
 /** Relative weights of each kind of operation; 0 never generates it. */
 export type OpWeights = Readonly<Record<OpKind, number>>
 
+/** Traffic only: sends, asks, cancels, replies, lists, presence; no faults (`npm run sim -- --traffic`). */
 export const trafficWeights: OpWeights = {
   Send: 40,
   Ask: 20,
@@ -63,6 +66,7 @@ export const trafficWeights: OpWeights = {
   ClockJump: 0
 }
 
+/** Traffic plus every lifecycle action and fault. */
 export const defaultWeights: OpWeights = {
   ...trafficWeights,
   Stop: 3,
@@ -76,6 +80,7 @@ export const defaultWeights: OpWeights = {
   ClockJump: 2
 }
 
+/** How a workload is generated and the world it runs in. */
 export interface WorkloadOptions {
   /**
    * Vary the world with the seed too: small broker outboxes, mailboxes and
@@ -87,6 +92,7 @@ export interface WorkloadOptions {
   readonly ops?: number
   /** Sessions in the world (the config's `sessions` wins if given). Default 4. */
   readonly sessions?: number
+  /** Overrides of `defaultWeights`. */
   readonly weights?: Partial<OpWeights>
 }
 
@@ -94,7 +100,14 @@ export interface WorkloadOptions {
 export const sessionCountOf = (config: SimulationConfig, options: WorkloadOptions = {}): number =>
   config.sessions?.length ?? options.sessions ?? 4
 
-/** Operations for `seed`: the same list every time. */
+/**
+ * Operations for `seed`: the same list every time.
+ *
+ * @example
+ * const ops = generateWorkload(42, 4, { ops: 20, weights: trafficWeights })
+ * for (const op of ops) console.log(formatOp(op, sessionNames(4)))
+ * const report = yield* runWorkload({ seed: 42 }, ops, { sessions: 4 })
+ */
 export const generateWorkload = (seed: number, sessions: number, options: WorkloadOptions = {}): ReadonlyArray<Op> => {
   const prng = Prng.derive(seed, "workload")
   const weights: OpWeights = { ...defaultWeights, ...options.weights }
@@ -275,7 +288,21 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
     }
   })
 
-/** Runs a script in a fresh world for `config` and returns the report. */
+/**
+ * Runs a script in a fresh world for `config` and returns the report (the
+ * script ends; `finish` heals, settles and checks).
+ *
+ * @example
+ * const report = yield* runSimulation(
+ *   { seed: 1, sessions: ["A", "B"] },
+ *   Effect.gen(function*() {
+ *     const sim = yield* Simulation
+ *     yield* sim.session("A").send("B", "hello")
+ *     yield* sim.broker.restart
+ *   })
+ * )
+ * assert.isTrue(report.ok, report.trace.join("\n"))
+ */
 export const runSimulation = <E>(
   config: SimulationConfig,
   script: Effect.Effect<void, E, Simulation>
@@ -328,73 +355,4 @@ export const runWorkload = (
     workloadConfig(config, count, options.vary ?? true),
     applyOps(ops ?? generateWorkload(config.seed, count, options))
   )
-}
-
-export interface Shrunk {
-  readonly ops: ReadonlyArray<Op>
-  readonly report: SimReport
-  /** Reruns made while shrinking. */
-  readonly runs: number
-}
-
-/**
- * Removes operations while the run still fails with the same kind of
- * violation (delta debugging: halves, quarters, … single ops), then tries
- * shorter pauses. Each candidate is a full deterministic rerun.
- */
-export const shrinkWorkload = (
-  config: SimulationConfig,
-  ops: ReadonlyArray<Op>,
-  failing: SimReport,
-  options: WorkloadOptions & { readonly maxRuns?: number } = {}
-): Effect.Effect<Shrunk> =>
-  Effect.gen(function*() {
-    const kind: ViolationKind | undefined = failing.violations[0]?.kind
-    const maxRuns = options.maxRuns ?? 300
-    let runs = 0
-    let best = { ops, report: failing }
-    const stillFails = (candidate: ReadonlyArray<Op>) =>
-      Effect.gen(function*() {
-        runs++
-        const report = yield* runWorkload(config, candidate, options)
-        const same = report.violations.some((violation) => violation.kind === kind)
-        if (same) best = { ops: candidate, report }
-        return same
-      })
-    let chunk = Math.max(1, Math.ceil(best.ops.length / 2))
-    while (runs < maxRuns) {
-      let progressed = false
-      let i = 0
-      while (i < best.ops.length && runs < maxRuns) {
-        const candidate = [...best.ops.slice(0, i), ...best.ops.slice(i + chunk)]
-        if (candidate.length > 0 && (yield* stillFails(candidate))) progressed = true
-        else i += chunk
-      }
-      if (!progressed) {
-        if (chunk === 1) break
-        chunk = Math.max(1, Math.floor(chunk / 2))
-      }
-    }
-    // Shorter pauses make the trace easier to read.
-    for (let i = 0; i < best.ops.length && runs < maxRuns; i++) {
-      const op = best.ops[i]
-      if (op === undefined || op.after === 0) continue
-      const candidate = best.ops.map((other, j) => j === i ? { ...other, after: 0 } : other)
-      yield* stillFails(candidate)
-    }
-    return { ...best, runs }
-  })
-
-/** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
-export const formatFailure = (seed: number, shrunk: Shrunk, names: ReadonlyArray<string>): string => {
-  const first = shrunk.report.violations[0]
-  return [
-    `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
-    `replay: runWorkload({ seed: ${seed} })  (npm run sim -- --seed ${seed})`,
-    `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
-    ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
-    `replay the minimal workload: npm run sim -- --seed ${seed} --replay '${JSON.stringify(shrunk.ops)}'`,
-    `trace of the minimal run:`,
-    ...shrunk.report.trace.map((line) => `  ${line}`)
-  ].join("\n")
 }

@@ -1,5 +1,7 @@
 /**
- * `npm run sim -- [options]`: runs simulation seeds and prints a summary.
+ * `npm run sim -- [options]`: runs simulation seeds and prints a summary, or
+ * one seed with its workload and trace. The flags are simCommand.ts's
+ * (`npm run sim -- --help` lists them):
  *
  *   --seeds N      how many seeds (default 1000)
  *   --from S       first seed (default 1)
@@ -10,125 +12,62 @@
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
  *   --traffic      no faults, traffic only
  *   --strict       count messages lost in flight to a dying receiver as failures
- *   --frames       with --seed: every frame in the trace
+ *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them
  *   --max-failures N  stop after N failing seeds (default 5)
  *   --tolerate K   violation kinds to report without failing, comma-separated
  *                  (default: the known issues, see docs/testing.md; "none" for none)
  *
- * Exits 1 when any seed fails.
+ * Exits 0 when every seed passes, 1 when any fails, 2 on a bad command line
+ * (an unknown flag, a value that is not an integer, a --replay that is not a
+ * workload).
  */
-import { Effect, Schema } from "effect"
-import type { SimulationConfig } from "./Simulation.ts"
-import type { ViolationKind } from "./Ledger.ts"
-import { formatSummary, KNOWN_ISSUES, soak } from "./Soak.ts"
-import {
-  formatOp,
-  generateWorkload,
-  type Op,
-  OpSchema,
-  runWorkload,
-  sessionNames,
-  trafficWeights,
-  type WorkloadOptions
-} from "./Workload.ts"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Command from "effect/cli/Command"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import { EXIT_FAILURE, ExitCode, teardown } from "../cli/exit.ts"
+import { packageInfo } from "../config/install.ts"
+import { simCommand, type SimRequest } from "./simCommand.ts"
+import { formatSummary, soak } from "./Soak.ts"
+import { formatOp, generateWorkload, runWorkload, sessionNames } from "./Workload.ts"
 
-const parseOps = (json: string): ReadonlyArray<Op> => Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(OpSchema)))(json)
-
-const args = process.argv.slice(2)
-const flag = (name: string): boolean => args.includes(`--${name}`)
-const number = (name: string, fallback: number): number => {
-  const index = args.indexOf(`--${name}`)
-  if (index < 0) return fallback
-  const value = Number(args[index + 1])
-  if (!Number.isSafeInteger(value)) {
-    console.error(`--${name} needs an integer`)
-    process.exit(2)
-  }
-  return value
-}
-
-const text = (name: string): string | undefined => {
-  const index = args.indexOf(`--${name}`)
-  return index < 0 ? undefined : args[index + 1]
-}
-const VIOLATION_KINDS: ReadonlyArray<ViolationKind> = [
-  "silent-loss",
-  "duplicate-delivery",
-  "duplicate-on-wire",
-  "fifo",
-  "misrouted",
-  "scope-leak",
-  "ask-unsettled",
-  "ask-wrong-reply",
-  "registry-mismatch",
-  "untold-eviction",
-  "stranded-mail",
-  "fiber-leak",
-  "mailbox-not-empty",
-  "not-reconnected",
-  "lost-in-flight"
-]
-const tolerateArg = text("tolerate")
-const tolerate: ReadonlyArray<ViolationKind> = tolerateArg === undefined
-  ? KNOWN_ISSUES
-  : tolerateArg === "none"
-  ? []
-  : VIOLATION_KINDS.filter((kind) => tolerateArg.split(",").includes(kind))
-
-const sessions = number("sessions", 4)
-const scopeCount = number("scopes", 1)
-const workload: WorkloadOptions = {
-  ops: number("ops", 40),
-  sessions,
-  ...(flag("traffic") ? { weights: trafficWeights } : {})
-}
-const config: Omit<SimulationConfig, "seed"> = {
-  tolerate,
-  ...(scopeCount > 1 ? { scopes: Array.from({ length: scopeCount }, (_, i) => `scope-${i + 1}`) } : {}),
-  ...(flag("strict") ? { strictInFlight: true } : {}),
-  ...(flag("frames") ? { traceFrames: true } : {})
-}
-
-const main = Effect.gen(function*() {
-  if (args.includes("--seed")) {
-    const seed = number("seed", 1)
-    const replay = text("replay")
-    const ops: ReadonlyArray<Op> = replay === undefined ? generateWorkload(seed, sessions, workload) : parseOps(replay)
-    const names = sessionNames(sessions)
-    console.log(`seed ${seed}, ${ops.length} ops:`)
-    for (const op of ops) console.log(`  ${formatOp(op, names)}`)
-    const report = yield* runWorkload({ ...config, seed }, ops, workload)
-    console.log(report.trace.join("\n"))
-    const { trace: _trace, ...rest } = report
-    console.log(JSON.stringify(rest, null, 2))
-    return report.ok
-  }
-  const seeds = number("seeds", 1000)
-  const started = performance.now()
-  let done = 0
-  const summary = yield* soak({
-    ...workload,
-    from: number("from", 1),
-    seeds,
-    config,
-    shrink: !flag("no-shrink"),
-    maxFailures: number("max-failures", 5),
-    onSeed: () =>
-      Effect.sync(() => {
-        done++
-        if (process.stderr.isTTY && done % 100 === 0) process.stderr.write(`\r${done}/${seeds}`)
-      })
+/** Runs one request and prints what it found; whether every seed passed. */
+const runRequest = (request: SimRequest): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    if (request._tag === "Seed") {
+      const { seed, workload, config } = request
+      const ops = request.replay ?? generateWorkload(seed, workload.sessions, workload)
+      const names = sessionNames(workload.sessions)
+      yield* Console.log(`seed ${seed}, ${ops.length} ops:`)
+      for (const op of ops) yield* Console.log(`  ${formatOp(op, names)}`)
+      const report = yield* runWorkload({ ...config, seed }, ops, workload)
+      yield* Console.log(report.trace.join("\n"))
+      const { trace: _trace, ...rest } = report
+      yield* Console.log(JSON.stringify(rest, null, 2))
+      return report.ok
+    }
+    const seeds = request.soak.seeds
+    const started = performance.now()
+    let done = 0
+    const summary = yield* soak({
+      ...request.soak,
+      onSeed: () =>
+        Effect.sync(() => {
+          done++
+          if (process.stderr.isTTY && done % 100 === 0) process.stderr.write(`\r${done}/${seeds}`)
+        })
+    })
+    if (process.stderr.isTTY) process.stderr.write("\r")
+    yield* Console.log(formatSummary(summary, performance.now() - started))
+    return summary.failures.length === 0
   })
-  if (process.stderr.isTTY) process.stderr.write("\r")
-  console.log(formatSummary(summary, performance.now() - started))
-  return summary.failures.length === 0
-})
 
-Effect.runPromise(main).then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error: unknown) => {
-    console.error(error)
-    process.exit(2)
-  }
+simCommand((request) =>
+  Effect.flatMap(runRequest(request), (ok) => ok ? Effect.void : Effect.fail(new ExitCode({ code: EXIT_FAILURE })))
+).pipe(
+  Command.run({ version: packageInfo()?.version ?? "unknown" }),
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain({ teardown })
 )

@@ -14,6 +14,7 @@
 import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
+import { errorCode } from "../config/errno.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { encodeFrames, FrameDecoder } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed, type ConnectionError } from "./Connection.ts"
@@ -146,11 +147,6 @@ export class DialError extends Data.TaggedError("DialError")<{
   }
 }
 
-const errorCode = (cause: unknown): string =>
-  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
-    ? cause.code
-    : "UNKNOWN"
-
 /**
  * Listens on `path` for as long as the current Scope is open and runs
  * `handle` for every accepted connection, each in its own Scope and fiber.
@@ -178,7 +174,7 @@ export const serveUnix = <R>(
         })
         const onError = (cause: Error) => {
           server.close()
-          resume(Effect.fail(new ListenError({ path, code: errorCode(cause), cause })))
+          resume(Effect.fail(new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })))
         }
         server.once("error", onError)
         // Files are created 0600 from the start; chmod below makes it explicit.
@@ -229,7 +225,7 @@ export const dialUnix = (
         const socket = net.createConnection({ path })
         const onError = (cause: Error) => {
           socket.destroy()
-          resume(Effect.fail(new DialError({ path, code: errorCode(cause), cause })))
+          resume(Effect.fail(new DialError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })))
         }
         socket.once("error", onError)
         socket.once("connect", () => {

@@ -1,28 +1,10 @@
-/** Small pure pieces of the CLI: pid files, /proc/net/unix parsing, exit codes, log lines. */
+/** Small pure pieces of the CLI: /proc/net/unix parsing, exit codes, log lines (pid files: test/config/pidFile.test.ts). */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Logger } from "effect"
 import * as CliError from "effect/cli/CliError"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitCode, exitCodeOf } from "../../src/cli/exit.ts"
 import { formatLine } from "../../src/cli/logging.ts"
-import { isProcessAlive, parsePid, socketInodes } from "../../src/cli/processes.ts"
-
-describe("parsePid", () => {
-  it("accepts a positive decimal, with or without surrounding whitespace", () => {
-    assert.strictEqual(parsePid("1234"), 1234)
-    assert.strictEqual(parsePid("1234\n"), 1234)
-  })
-
-  it("rejects everything else", () => {
-    for (const text of ["", "0", "-5", "12a", "1.5", "abc", "1e3", "99999999999999999999"]) {
-      assert.isUndefined(parsePid(text), text)
-    }
-  })
-})
-
-describe("isProcessAlive", () => {
-  it.effect("is true for this process", () =>
-    Effect.map(isProcessAlive(process.pid), (alive) => assert.isTrue(alive)))
-})
+import { socketInodes } from "../../src/cli/processes.ts"
 
 describe("socketInodes", () => {
   const table = [

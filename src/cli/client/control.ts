@@ -23,6 +23,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import type { Connection } from "../../transport/Connection.ts"
+import { listenReplacingStale } from "../../transport/staleSocket.ts"
 import { dialUnix, serveUnix } from "../../transport/UnixSocket.ts"
 import {
   agentDirHash,
@@ -37,6 +38,7 @@ import {
 // Where
 // ---------------------------------------------------------------------------
 
+/** Where the control socket of one watch name lives. */
 export interface ControlLocation {
   /** The control socket of one name. */
   readonly socketPath: string
@@ -46,6 +48,7 @@ export interface ControlLocation {
   readonly fallback: boolean
 }
 
+/** Neither the control socket path nor its short fallback fits in a Unix socket address. */
 export class ControlPathTooLong extends Data.TaggedError("ControlPathTooLong")<{ readonly path: string }> {
   override get message(): string {
     return `The watch control socket path ${this.path} is too long for a Unix socket, and so is the short fallback. Use a shorter agent dir (--dir), or set XDG_RUNTIME_DIR or TMPDIR to a short directory.`
@@ -150,6 +153,7 @@ export const delegate = (
 // The watch side
 // ---------------------------------------------------------------------------
 
+/** A watch of this name already answers on its control socket. */
 export class WatchAlreadyRunning extends Data.TaggedError("WatchAlreadyRunning")<{
   readonly name: string
   readonly socketPath: string
@@ -161,6 +165,7 @@ export class WatchAlreadyRunning extends Data.TaggedError("WatchAlreadyRunning")
   }
 }
 
+/** The control socket could not be listened on (its directory or the socket itself). */
 export class ControlListenFailed extends Data.TaggedError("ControlListenFailed")<{
   readonly socketPath: string
   readonly detail: string
@@ -225,18 +230,13 @@ export const serveControl = (
         catch: (error) => new ControlListenFailed({ socketPath, detail: String(error) })
       })
     }
-    const listen = serveUnix(socketPath, (connection) => serveOne(connection, run))
-    const failed = (detail: string) => new ControlListenFailed({ socketPath, detail })
-    yield* listen.pipe(
-      Effect.catchTag("ListenError", (error) =>
-        error.code !== "EADDRINUSE"
-          ? Effect.fail(failed(error.message))
-          : Effect.gen(function*() {
-            // A socket file is there: a live watch answers on it; a killed watch's file does not.
-            const answers = yield* Effect.scoped(Effect.isSuccess(dialUnix(socketPath)))
-            if (answers) return yield* new WatchAlreadyRunning({ name, socketPath })
-            yield* Effect.try({ try: () => fs.rmSync(socketPath, { force: true }), catch: (cause) => failed(String(cause)) })
-            yield* listen.pipe(Effect.mapError((again) => failed(again.message)))
-          }))
-    )
+    // A socket file is there: a live watch answers on it; a killed watch's file does not.
+    const answers = Effect.scoped(Effect.isSuccess(dialUnix(socketPath)))
+    yield* listenReplacingStale(socketPath, serveUnix(socketPath, (connection) => serveOne(connection, run)), answers)
+      .pipe(
+        Effect.catchTags({
+          ListenError: (error) => Effect.fail(new ControlListenFailed({ socketPath, detail: error.message })),
+          SocketInUse: () => Effect.fail(new WatchAlreadyRunning({ name, socketPath }))
+        })
+      )
   })

@@ -1,0 +1,81 @@
+/**
+ * Shrinking a failing workload to a minimal one (delta debugging over the
+ * operation list, then shorter pauses), and printing it as a failure report:
+ * the seed, the minimal workload, how to replay it, and its trace.
+ */
+import { Effect } from "effect"
+import type { ViolationKind } from "./Ledger.ts"
+import type { SimulationConfig, SimReport } from "./Simulation.ts"
+import { formatOp, type Op, runWorkload, type WorkloadOptions } from "./Workload.ts"
+
+/** A failing workload after shrinking: the fewest ops that still fail the same way, and that run's report. */
+export interface Shrunk {
+  /** The minimal workload. */
+  readonly ops: ReadonlyArray<Op>
+  /** The report of its run. */
+  readonly report: SimReport
+  /** Reruns made while shrinking. */
+  readonly runs: number
+}
+
+/**
+ * Removes operations while the run still fails with the same kind of
+ * violation (delta debugging: halves, quarters, … single ops), then tries
+ * shorter pauses. Each candidate is a full deterministic rerun.
+ */
+export const shrinkWorkload = (
+  config: SimulationConfig,
+  ops: ReadonlyArray<Op>,
+  failing: SimReport,
+  options: WorkloadOptions & { readonly maxRuns?: number } = {}
+): Effect.Effect<Shrunk> =>
+  Effect.gen(function*() {
+    const kind: ViolationKind | undefined = failing.violations[0]?.kind
+    const maxRuns = options.maxRuns ?? 300
+    let runs = 0
+    let best = { ops, report: failing }
+    const stillFails = (candidate: ReadonlyArray<Op>) =>
+      Effect.gen(function*() {
+        runs++
+        const report = yield* runWorkload(config, candidate, options)
+        const same = report.violations.some((violation) => violation.kind === kind)
+        if (same) best = { ops: candidate, report }
+        return same
+      })
+    let chunk = Math.max(1, Math.ceil(best.ops.length / 2))
+    while (runs < maxRuns) {
+      let progressed = false
+      let i = 0
+      while (i < best.ops.length && runs < maxRuns) {
+        const candidate = [...best.ops.slice(0, i), ...best.ops.slice(i + chunk)]
+        if (candidate.length > 0 && (yield* stillFails(candidate))) progressed = true
+        else i += chunk
+      }
+      if (!progressed) {
+        if (chunk === 1) break
+        chunk = Math.max(1, Math.floor(chunk / 2))
+      }
+    }
+    // Shorter pauses make the trace easier to read.
+    for (let i = 0; i < best.ops.length && runs < maxRuns; i++) {
+      const op = best.ops[i]
+      if (op === undefined || op.after === 0) continue
+      const candidate = best.ops.map((other, j) => j === i ? { ...other, after: 0 } : other)
+      yield* stillFails(candidate)
+    }
+    return { ...best, runs }
+  })
+
+/** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
+export const formatFailure = (seed: number, shrunk: Shrunk, names: ReadonlyArray<string>): string => {
+  const first = shrunk.report.violations[0]
+  return [
+    `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
+    `replay: runWorkload({ seed: ${seed} })  (npm run sim -- --seed ${seed})`,
+    `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
+    ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
+    `replay the minimal workload: npm run sim -- --seed ${seed} --replay '${JSON.stringify(shrunk.ops)}'`,
+    `trace of the minimal run:`,
+    ...shrunk.report.trace.map((line) => `  ${line}`)
+  ].join("\n")
+}

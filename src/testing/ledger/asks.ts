@@ -1,0 +1,115 @@
+/**
+ * Hosts and asks: what each simulated host was handed (checked for
+ * duplicates, routing and order), and how each ask settled — exactly once,
+ * by a reply that answers it, from the session it asked.
+ */
+import type { Message } from "../../protocol/frames.ts"
+import { checkOrder, rescuedNow } from "./order.ts"
+import { type AskRecord, type LedgerState, nameOf, resolveTarget } from "./state.ts"
+import { alias, check, clip, note } from "./trace.ts"
+import type { AskOutcome, AskTally } from "./types.ts"
+
+/** A simulated host was handed an inbound message. */
+export const hostDelivered = (state: LedgerState, receiver: string, fromId: string, message: Message, intent: string): void => {
+  const record = state.messages.get(message.id)
+  note(state, `${nameOf(state, receiver)} ← ${alias(state, message.id)} from ${nameOf(state, fromId)} (${intent}) "${clip(message.content.text)}"`)
+  if (record === undefined) return
+  record.hostDeliveries++
+  if (record.hostDeliveries === 1 && rescuedNow(state, record)) record.rescued = true
+  check(state, record.hostDeliveries === 1, "duplicate-delivery", () =>
+    `${record.alias} was handed to ${nameOf(state, receiver)} ${record.hostDeliveries} times`)
+  if (record.target !== undefined) {
+    check(state, record.target === receiver, "misrouted", () =>
+      `${record.alias} for ${nameOf(state, record.target ?? "?")} was handed to ${nameOf(state, receiver)}`)
+  }
+  checkOrder(state, state.lastHostSeq, record, receiver, "at the host")
+}
+
+/** An ask was started; returns its alias. */
+export const askStarted = (state: LedgerState, asker: string, target: string): string => {
+  const targetId = resolveTarget(state, target, undefined)
+  const record: AskRecord = {
+    alias: `ask${state.asks.length + 1}`,
+    asker,
+    targetId,
+    startedAt: state.now(),
+    questionId: undefined,
+    outcome: undefined
+  }
+  state.asks.push(record)
+  state.openAsk.set(asker, record)
+  return record.alias
+}
+
+/** The question id of an ask, once its send was written (undefined before, or if it never was). */
+export const questionOf = (state: LedgerState, askAlias: string): string | undefined => {
+  return state.asks.find((ask) => ask.alias === askAlias)?.questionId
+}
+
+/**
+ * An ask ended. A `Replied` outcome carries the reply: it must answer this
+ * ask's question, come from its target, and count as that reply's delivery.
+ */
+export const askEnded = (
+  state: LedgerState,
+  askAlias: string,
+  outcome: AskOutcome,
+  reply?: { readonly questionId: string; readonly fromId: string; readonly message: Message }
+): void => {
+  const record = state.asks.find((ask) => ask.alias === askAlias)
+  if (record === undefined) return
+  if (state.openAsk.get(record.asker) === record) state.openAsk.delete(record.asker)
+  check(state, record.outcome === undefined, "ask-unsettled", () => `${askAlias} settled twice`)
+  record.outcome = outcome
+  if (reply === undefined) {
+    note(state, `${nameOf(state, record.asker)} ${askAlias} ended: ${outcome}`)
+    return
+  }
+  note(
+    state,
+    `${nameOf(state, record.asker)} ${askAlias} (${alias(state, reply.questionId)}) replied by ${alias(state, reply.message.id)} from ${
+      nameOf(state, reply.fromId)
+    } "${clip(reply.message.content.text)}"`
+  )
+  if (record.questionId === undefined) record.questionId = reply.questionId
+  check(
+    state,
+    reply.message.replyTo === reply.questionId && record.questionId === reply.questionId,
+    "ask-wrong-reply",
+    () => `${askAlias} settled by ${alias(state, reply.message.id)}, which answers ${reply.message.replyTo === undefined ? "nothing" : alias(state, reply.message.replyTo)}`
+  )
+  if (record.targetId !== undefined) {
+    check(state, reply.fromId === record.targetId, "ask-wrong-reply", () =>
+      `${askAlias} to ${nameOf(state, record.targetId ?? "?")} settled by a reply from ${nameOf(state, reply.fromId)}`)
+  }
+  const message = state.messages.get(reply.message.id)
+  if (message === undefined) return
+  message.hostDeliveries++
+  if (message.hostDeliveries === 1 && rescuedNow(state, message)) message.rescued = true
+  check(state, message.hostDeliveries === 1, "duplicate-delivery", () =>
+    `${message.alias} was handed to ${nameOf(state, record.asker)} ${message.hostDeliveries} times`)
+  check(state, message.sender === reply.fromId && message.replyTo === reply.questionId, "ask-wrong-reply", () =>
+    `${askAlias} settled by ${message.alias}, which ${nameOf(state, message.sender)} sent as an answer to ${
+      message.replyTo === undefined ? "nothing" : alias(state, message.replyTo)
+    }`)
+}
+
+/** Asks that have not settled. */
+export const unsettledAsks = (state: LedgerState): ReadonlyArray<string> => {
+  return state.asks.filter((ask) => ask.outcome === undefined).map((ask) => ask.alias)
+}
+
+/** How every ask of the run ended, counted. */
+export const askTally = (state: LedgerState): AskTally => {
+  let replied = 0
+  let timedOut = 0
+  let interrupted = 0
+  let failed = 0
+  for (const ask of state.asks) {
+    if (ask.outcome === "Replied") replied++
+    else if (ask.outcome === "ReplyTimeout") timedOut++
+    else if (ask.outcome === "Interrupted") interrupted++
+    else if (ask.outcome !== undefined) failed++
+  }
+  return { started: state.asks.length, replied, timedOut, failed, interrupted }
+}

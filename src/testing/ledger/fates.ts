@@ -1,0 +1,139 @@
+/**
+ * The end of a run: the fate of every acknowledged message — delivered,
+ * sender told, lost to a crash, lost in flight — or the violation that
+ * nothing excuses (docs/testing.md, "The invariants").
+ */
+import type { Message } from "../../protocol/frames.ts"
+import { type LedgerState, nameOf } from "./state.ts"
+import { violate } from "./trace.ts"
+import type { MessageTally } from "./types.ts"
+
+/** An acknowledged message nothing explains yet, to resend to the broker's replay record. */
+export interface Unexplained {
+  readonly sender: string
+  readonly target: string
+  readonly message: Message
+}
+
+/**
+ * Acknowledged messages that were never delivered, never written anywhere,
+ * with no failure notice and no broker crash to explain them: the world asks
+ * the broker's replay record about each (a resend from the sender with the
+ * same id) before `finish` classifies them.
+ */
+export const unexplained = (state: LedgerState): ReadonlyArray<Unexplained> => {
+  const out: Array<Unexplained> = []
+  for (const record of state.messages.values()) {
+    if (
+      record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified &&
+      record.reads.length === 0 && record.writtenTo.length === 0 && record.target !== undefined &&
+      !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch))
+    ) out.push({ sender: record.sender, target: record.target, message: record.message })
+  }
+  return out
+}
+
+/** What the replay record answered for a resend of `messageId` (a delivery code, or "delivered"). */
+export const recordSaid = (state: LedgerState, messageId: string, answer: string): void => {
+  const record = state.messages.get(messageId)
+  if (record !== undefined) record.recordSays = answer
+}
+
+/**
+ * Classifies every acknowledged message (call after the world quiesced,
+ * with every session connected again) and records silent losses.
+ */
+export const finish = (state: LedgerState): MessageTally => {
+  let acknowledged = 0
+  let refused = 0
+  let unknown = 0
+  let delivered = 0
+  let failedNotified = 0
+  let lostToCrash = 0
+  let lostInFlight = 0
+  let stranded = 0
+  for (const record of state.messages.values()) {
+    if (record.outcome === "refused") refused++
+    if (record.outcome === "pending" || record.outcome === "unknown") unknown++
+    if (record.outcome !== "acked") continue
+    acknowledged++
+    const to = nameOf(state, record.target ?? "?")
+    const label = `${record.alias} (${record.kind} ${nameOf(state, record.sender)} → ${to})`
+    state.checkCount++
+    if (record.hostDeliveries > 0) {
+      if (record.rescued) {
+        stranded++
+        violate(
+          state,
+          "stranded-mail",
+          `${label} sat in the broker's mailbox while ${to} was connected; it arrived only when ${to} registered again`
+        )
+      } else {
+        delivered++
+      }
+      continue
+    }
+    if (record.expiredNotified) {
+      failedNotified++
+      continue
+    }
+    const lastRead = record.reads[record.reads.length - 1]
+    if (lastRead !== undefined) {
+      if (state.closedClients.has(lastRead.client)) {
+        lostInFlight++
+        if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was read by a client that closed before its session took it`)
+        continue
+      }
+      violate(state, "silent-loss", `${label} reached ${to}'s live client but was never handed to its session`)
+      continue
+    }
+    if (record.writtenTo.length > 0) {
+      const open = record.writtenTo.filter((id) => state.links.get(id)?.closed !== true)
+      if (open.length === 0) {
+        lostInFlight++
+        if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was written to a connection of ${to} that died before it was read`)
+        continue
+      }
+      violate(state, "silent-loss", `${label} was written to ${to}'s open connection #${open.join(", #")} but never read`)
+      continue
+    }
+    if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) {
+      lostToCrash++
+      continue
+    }
+    if (record.recordSays === "E_DELIVERY_EVICTED" || record.recordSays === "E_DELIVERY_EXPIRED") {
+      if (record.noticeWrittenTo.length > 0 && record.noticeWrittenTo.every((id) => state.links.get(id)?.closed === true)) {
+        // The notice was written toward the sender, whose connection died before it read it.
+        lostInFlight++
+        if (state.strictInFlight) {
+          violate(state, "lost-in-flight", `the expired notice for ${label} was written to a connection of ${nameOf(state, record.sender)} that died before it was read`)
+        }
+        continue
+      }
+      violate(
+        state,
+        "untold-eviction",
+        `${label} was dropped from the broker's mailbox (${record.recordSays}) while ${nameOf(state, record.sender)} was away; it was never told`
+      )
+      continue
+    }
+    violate(
+      state,
+      "silent-loss",
+      `${label} was acknowledged by broker #${record.ackEpoch ?? "?"}, which did not crash, and never sent to ${to}${
+        record.recordSays === undefined ? "" : ` (a resend now gets: ${record.recordSays})`
+      }`
+    )
+  }
+  return {
+    sent: state.messages.size,
+    acknowledged,
+    refused,
+    unknown,
+    delivered,
+    failedNotified,
+    lostToCrash,
+    lostInFlight,
+    stranded
+  }
+}

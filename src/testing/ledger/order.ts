@@ -1,0 +1,41 @@
+/**
+ * Order: per sender → receiver, messages must arrive in the order the broker
+ * read the sends it accepted, on the wire and again at the host. An
+ * out-of-order arrival caused by mail requeued from a replaced connection is
+ * reported as `stranded-mail` (its cause), any other as `fifo`.
+ */
+import { type LedgerState, type MessageRecord, nameOf } from "./state.ts"
+import { check } from "./trace.ts"
+
+/** Acknowledged before the end-of-run rescue began, and first handed over during it. */
+export const rescuedNow = (state: LedgerState, record: MessageRecord): boolean =>
+  state.rescuing && record.ackedAt !== undefined && record.ackedAt < state.rescueStartedAt
+
+/** Checks `record`'s arrival at `receiver` against the last one from the same sender (`last`: wire or host). */
+export const checkOrder = (
+  state: LedgerState,
+  last: Map<string, number>,
+  record: MessageRecord,
+  receiver: string,
+  where: string
+): void => {
+  const seq = record.acceptSeq
+  if (seq === undefined) return
+  const key = `${record.sender}\u0000${receiver}`
+  const previous = last.get(key)
+  const inOrder = previous === undefined || previous < seq
+  // Out of order because it was requeued from a replaced connection: the stranded-mail issue.
+  const stranded = !inOrder && (rescuedNow(state, record) || (record.ackedAt !== undefined &&
+    (state.takeovers.get(receiver) ?? []).some((at) => at >= (record.ackedAt ?? Infinity))))
+  check(state, inOrder, stranded ? "stranded-mail" : "fifo", () =>
+    `${record.alias} from ${nameOf(state, record.sender)} reached ${nameOf(state, receiver)} ${where} after a message the broker accepted later${
+      stranded ? " (it was requeued from a connection the receiver had replaced)" : ""
+    }`)
+  if (previous === undefined || previous < seq) last.set(key, seq)
+}
+
+/** Marks the end-of-run phase that makes every session register again (see `stranded-mail`). */
+export const setRescue = (state: LedgerState, on: boolean): void => {
+  state.rescuing = on
+  if (on) state.rescueStartedAt = state.now()
+}

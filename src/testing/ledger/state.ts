@@ -1,0 +1,144 @@
+/**
+ * What the ledger remembers about a run: the world (sessions, connections,
+ * crashed brokers, closed clients), every message and ask, and the counters
+ * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
+ * touched only by the ledger's plain synchronous functions.
+ */
+import type { Message } from "../../protocol/frames.ts"
+import type { AskOutcome, LedgerOptions, SessionMeta, Violation } from "./types.ts"
+
+/** One in-memory connection as the ledger follows it. */
+export interface LinkRecord {
+  readonly id: number
+  /** The session that dialled it. */
+  readonly owner: string
+  /** The client (a key per client incarnation) that dialled it. */
+  readonly client: string
+  readonly brokerEpoch: number
+  registered: boolean
+  closed: boolean
+  /** The broker's side saw this connection end. */
+  brokerEnded: boolean
+}
+
+/** One time a client read a message from the broker. */
+export interface Read {
+  readonly link: number
+  readonly client: string
+  readonly seq: number
+  readonly at: number
+}
+
+/** Everything known about one message, from the sender's write to its fate. */
+export interface MessageRecord {
+  readonly id: string
+  readonly alias: string
+  readonly sender: string
+  readonly target: string | undefined
+  readonly kind: "send" | "ask" | "reply"
+  readonly replyTo: string | undefined
+  readonly message: Message
+  outcome: "pending" | "acked" | "refused" | "unknown"
+  ackEpoch: number | undefined
+  failureCode: string | undefined
+  acceptSeq: number | undefined
+  expiredNotified: boolean
+  readonly writtenTo: Array<number>
+  readonly reads: Array<Read>
+  hostDeliveries: number
+  /** When its sender read the broker's `delivered`. */
+  ackedAt: number | undefined
+  /** Connections the broker wrote an `expired` notice about it to. */
+  readonly noticeWrittenTo: Array<number>
+  /** First handed over while the end of the run made every session register again. */
+  rescued: boolean
+  /** What the broker's replay record said when the harness asked at the end (see `unexplained`). */
+  recordSays: string | undefined
+}
+
+/** One ask, from its start to how it settled. */
+export interface AskRecord {
+  readonly alias: string
+  readonly asker: string
+  readonly targetId: string | undefined
+  readonly startedAt: number
+  questionId: string | undefined
+  outcome: AskOutcome | undefined
+}
+
+/** The ledger's whole memory of one run. */
+export interface LedgerState {
+  readonly now: () => number
+  readonly strictInFlight: boolean
+  readonly traceFrames: boolean
+  readonly lines: Array<string>
+  readonly found: Array<Violation>
+  readonly sessions: Map<string, SessionMeta>
+  readonly byName: Map<string, string>
+  readonly links: Map<number, LinkRecord>
+  readonly closedClients: Set<string>
+  readonly crashedEpochs: Set<number>
+  readonly messages: Map<string, MessageRecord>
+  /** Aliases for ids that are not (yet) known messages: question ids seen first in a reply, list request ids. */
+  readonly aliases: Map<string, string>
+  /** Other random ids (request ids, endpoint epochs) by first appearance, so frame traces replay exactly. */
+  readonly otherIds: Map<string, string>
+  readonly asks: Array<AskRecord>
+  readonly openAsk: Map<string, AskRecord>
+  /** Last accept sequence number received, per `sender\0receiver`, on the wire and at the host. */
+  readonly lastWireSeq: Map<string, number>
+  readonly lastHostSeq: Map<string, number>
+  /** When each session's registration took over a connection the broker still held. */
+  readonly takeovers: Map<string, Array<number>>
+  /** The end of the run is making every session register again (see `stranded-mail`). */
+  rescuing: boolean
+  rescueStartedAt: number
+  acceptSeq: number
+  readSeq: number
+  checkCount: number
+  frameCount: number
+}
+
+/** A fresh, empty memory for one run. */
+export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
+  now: options.now,
+  strictInFlight: options.strictInFlight ?? false,
+  traceFrames: options.traceFrames ?? false,
+  lines: [],
+  found: [],
+  sessions: new Map(),
+  byName: new Map(),
+  links: new Map(),
+  closedClients: new Set(),
+  crashedEpochs: new Set(),
+  messages: new Map(),
+  aliases: new Map(),
+  otherIds: new Map(),
+  asks: [],
+  openAsk: new Map(),
+  lastWireSeq: new Map(),
+  lastHostSeq: new Map(),
+  takeovers: new Map(),
+  rescuing: false,
+  rescueStartedAt: 0,
+  acceptSeq: 0,
+  readSeq: 0,
+  checkCount: 0,
+  frameCount: 0
+})
+
+/** The display name of session `id` (the id itself if unknown). */
+export const nameOf = (state: LedgerState, id: string): string => state.sessions.get(id)?.name ?? id
+
+/** The pi `scopeId` of session `id`. */
+export const scopeOf = (state: LedgerState, id: string): string | undefined => state.sessions.get(id)?.scopeId
+
+/** Whether `id` is a session of the world. */
+export const knows = (state: LedgerState, id: string): boolean => state.sessions.has(id)
+
+/** The session a send to `to` is meant for: its explicit target id, else an exact id, else a name. */
+export const resolveTarget = (state: LedgerState, to: string, targetId: string | undefined): string | undefined => {
+  if (targetId !== undefined) return targetId
+  if (knows(state, to)) return to
+  return state.byName.get(to.toLowerCase())
+}

@@ -1,0 +1,124 @@
+/**
+ * The ledger's public vocabulary: the kinds of violation, the violation
+ * itself, how a session is named, and the tallies a run reports. Ledger.ts
+ * re-exports all of it; the ledger's internal modules use it from here.
+ */
+
+/** One end of a simulated connection: the session's client, or the broker. */
+export type Side = "client" | "broker"
+
+/** The kinds of invariant violation the ledger reports (docs/testing.md, "The invariants"). */
+export type ViolationKind =
+  /** An acknowledged message never reached its target, with no excuse (crash, dying receiver, failure notice). */
+  | "silent-loss"
+  /** A host (or an ask) was handed the same message twice. */
+  | "duplicate-delivery"
+  /** The broker sent the same message to its target twice. */
+  | "duplicate-on-wire"
+  /** Messages from one sender reached one recipient out of the order the broker accepted them. */
+  | "fifo"
+  /** A message reached a session it was not addressed to. */
+  | "misrouted"
+  /** A message, list entry or membership frame crossed a `scopeId` boundary. */
+  | "scope-leak"
+  /** An ask never settled. */
+  | "ask-unsettled"
+  /** An ask settled with a reply that does not answer it. */
+  | "ask-wrong-reply"
+  /** The broker's registry does not match the live, registered connections. */
+  | "registry-mismatch"
+  /**
+   * An acknowledged message the broker dropped from its mailbox (capacity or
+   * age) while its sender was not connected: the sender was never told, though
+   * the broker's replay record knows (a retry with the same id would learn it).
+   */
+  | "untold-eviction"
+  /**
+   * An acknowledged message that sat in the broker's mailbox while its target
+   * was connected — requeued from a connection its session had replaced — and
+   * reached the target only when it registered again (the end of a run forces
+   * that), if at all; out of order with newer messages meanwhile.
+   */
+  | "stranded-mail"
+  /** Fibers were still running after their owner (generation, client, broker, world) closed. */
+  | "fiber-leak"
+  /** At the end, with every session connected, mail was still waiting in the broker. */
+  | "mailbox-not-empty"
+  /** A session was not connected again after the faults healed. */
+  | "not-reconnected"
+  /** With `strictInFlight`, a message lost in flight to a dying receiver. */
+  | "lost-in-flight"
+
+/** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
+export interface Violation {
+  /** Which invariant broke. */
+  readonly kind: ViolationKind
+  /** Simulated time, in milliseconds. */
+  readonly at: number
+  /** What happened, naming sessions and messages as the trace does. */
+  readonly message: string
+  /** Index of the trace line it was recorded at. */
+  readonly traceIndex: number
+}
+
+/** A session of the world as the ledger names it: its id, display name and pi `scopeId`. */
+export interface SessionMeta {
+  /** Its session id (`sim-<n>-<name>`). */
+  readonly id: string
+  /** Its name, as scripts and the trace use it. */
+  readonly name: string
+  /** Its pi `scopeId`, if any (an isolation boundary). */
+  readonly scopeId: string | undefined
+}
+
+/** What became of every message a sender was told the broker accepted. */
+export interface MessageTally {
+  /** Send frames written by clients (distinct message ids). */
+  readonly sent: number
+  /** Acknowledged by the broker (`delivered`). */
+  readonly acknowledged: number
+  /** Refused by the broker (`delivery_failed`). */
+  readonly refused: number
+  /** No answer reached the sender (connection lost, timeout): outcome unknown to it. */
+  readonly unknown: number
+  /** Acknowledged and handed to the target exactly once. */
+  readonly delivered: number
+  /** Acknowledged, then the sender was told it failed (an `expired` receipt). */
+  readonly failedNotified: number
+  /** Acknowledged by a broker that crashed before writing it anywhere. */
+  readonly lostToCrash: number
+  /** Written toward the target's connection, which died (or whose client closed) before its session took it. */
+  readonly lostInFlight: number
+  /** Delivered only when the end of the run made its target register again (a `stranded-mail` violation each). */
+  readonly stranded: number
+}
+
+/** How every ask of a run ended. */
+export interface AskTally {
+  /** Asks started. */
+  readonly started: number
+  /** Settled by a reply. */
+  readonly replied: number
+  /** Ended by the ask's timeout. */
+  readonly timedOut: number
+  /** Refused, the peer departed, the generation ended, or the send was not delivered. */
+  readonly failed: number
+  /** Cancelled (interrupted), as a person cancelling the tool call. */
+  readonly interrupted: number
+}
+
+/**
+ * How an ask ended: `Replied`, `Sent (<delivery>)` for a non-blocking ask,
+ * `ReplyTimeout`, `Interrupted`, or the tag of another failure.
+ */
+export type AskOutcome = "Replied" | "Sent" | "ReplyTimeout" | "Interrupted" | string
+
+/** How a `Ledger` is set up. */
+export interface LedgerOptions {
+  /** The simulated time, in milliseconds (the world's TestClock). */
+  readonly now: () => number
+  /** Treat messages lost in flight to a dying receiver as violations. Default false. */
+  readonly strictInFlight?: boolean
+  /** Put every frame in the trace (large). Default false. */
+  readonly traceFrames?: boolean
+}

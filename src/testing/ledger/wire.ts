@@ -1,0 +1,228 @@
+/**
+ * The ledger's wire taps: every frame as a client writes it, the broker reads
+ * it, the broker writes it, a client reads it, or a dropped connection loses
+ * it. From them it learns which messages exist, which the broker accepted and
+ * acknowledged, where each was written and read, and checks routing, scopes
+ * and order on the wire.
+ */
+import { decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
+import type { BrokerFrame, Message } from "../../protocol/frames.ts"
+import { checkOrder } from "./order.ts"
+import { knows, type LedgerState, type LinkRecord, type MessageRecord, nameOf, resolveTarget, scopeOf } from "./state.ts"
+import { alias, check, note, traceFrame } from "./trace.ts"
+import type { Side } from "./types.ts"
+
+/** A client wrote frames toward the broker. */
+export const clientWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (link === undefined) return
+  for (const text of frames) {
+    state.frameCount++
+    const parsed = parseFrameText(text)
+    if (!isFrameDecodeError(parsed)) {
+      if (parsed.type === "send") {
+        const frame = decodeClientFrame.send(parsed)
+        if (!isFrameDecodeError(frame)) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message)
+      } else if (parsed.type === "unregister") {
+        link.registered = false
+      }
+    }
+    traceFrame(state, link, "→", text)
+  }
+}
+
+const sendWritten = (state: LedgerState, sender: string, to: string, targetId: string | undefined, message: Message): void => {
+  if (state.messages.has(message.id)) return // a retry of the same message
+  const kind = message.expectsReply === true ? "ask" : message.replyTo !== undefined ? "reply" : "send"
+  const alias = state.aliases.get(message.id) ?? `m${state.messages.size + state.aliases.size + 1}`
+  state.aliases.delete(message.id)
+  const record: MessageRecord = {
+    id: message.id,
+    alias,
+    sender,
+    target: resolveTarget(state, to, targetId),
+    kind,
+    replyTo: message.replyTo,
+    message,
+    outcome: "pending",
+    ackEpoch: undefined,
+    failureCode: undefined,
+    acceptSeq: undefined,
+    expiredNotified: false,
+    writtenTo: [],
+    reads: [],
+    hostDeliveries: 0,
+    ackedAt: undefined,
+    noticeWrittenTo: [],
+    rescued: false,
+    recordSays: undefined
+  }
+  state.messages.set(message.id, record)
+  if (kind === "ask") {
+    const ask = state.openAsk.get(sender)
+    if (ask !== undefined && ask.questionId === undefined) ask.questionId = message.id
+  }
+}
+
+/** The broker read frames from a client. */
+export const brokerRead = (state: LedgerState, frames: ReadonlyArray<string>): void => {
+  for (const text of frames) {
+    const parsed = parseFrameText(text)
+    if (isFrameDecodeError(parsed) || parsed.type !== "send") continue
+    const frame = decodeClientFrame.send(parsed)
+    if (isFrameDecodeError(frame)) continue
+    // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
+    // (an epoch-bound send refused as rebound is sent again with the same id, later).
+    const record = state.messages.get(frame.message.id)
+    if (record !== undefined && record.outcome !== "acked") record.acceptSeq = ++state.acceptSeq
+  }
+}
+
+/** The broker wrote frames toward a client. */
+export const brokerWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  for (const text of frames) {
+    state.frameCount++
+    if (!text.startsWith(`{"type":"message`)) continue
+    const frame = decodeBrokerFrameText(text)
+    if (isFrameDecodeError(frame)) continue
+    if (frame.type === "message_receipt") {
+      // A failure notice on its way to the sender.
+      const noticed = frame.receipt.status === "expired" ? state.messages.get(frame.receipt.messageId) : undefined
+      if (noticed !== undefined) noticed.noticeWrittenTo.push(linkId)
+      continue
+    }
+    if (frame.type !== "message") continue
+    const record = state.messages.get(frame.message.id)
+    if (record === undefined) continue
+    record.writtenTo.push(linkId)
+    if (link !== undefined && record.target !== undefined) {
+      check(state, link.owner === record.target, "misrouted", () =>
+        `${record.alias} for ${nameOf(state, record.target ?? "?")} was written to ${nameOf(state, link.owner)}'s connection`)
+    }
+  }
+}
+
+/** Frames lost with a dropped connection, before the side they travelled toward read them. */
+export const discarded = (state: LedgerState, linkId: number, toward: Side, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (frames.length === 0 || link === undefined) return
+  const messages: Array<string> = []
+  for (const text of frames) {
+    if (toward === "client" && text.startsWith(`{"type":"message`)) {
+      const frame = decodeBrokerFrameText(text)
+      if (isFrameDecodeError(frame)) continue
+      if (frame.type === "message") messages.push(alias(state, frame.message.id))
+      else if (frame.type === "message_receipt" && frame.receipt.status === "expired") {
+        messages.push(`the expired notice for ${alias(state, frame.receipt.messageId)}`)
+      }
+    } else if (toward === "broker") {
+      const parsed = parseFrameText(text)
+      if (!isFrameDecodeError(parsed) && parsed.type === "send") {
+        const frame = decodeClientFrame.send(parsed)
+        if (!isFrameDecodeError(frame)) messages.push(alias(state, frame.message.id))
+      }
+    }
+  }
+  note(
+    state,
+    `   ${frames.length} frame(s) toward ${toward === "client" ? nameOf(state, link.owner) : "the broker"} lost with link #${linkId}${
+      messages.length === 0 ? "" : ` (messages ${messages.join(", ")})`
+    }`
+  )
+}
+
+/** A client read frames from the broker. */
+export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (link === undefined) return
+  for (const text of frames) {
+    traceFrame(state, link, "←", text)
+    const frame = decodeBrokerFrameText(text)
+    if (isFrameDecodeError(frame)) continue
+    brokerFrameRead(state, link, frame)
+  }
+}
+
+const sameScope = (state: LedgerState, link: LinkRecord, sessionId: string, what: string): void => {
+  if (!knows(state, sessionId)) return
+  check(state, scopeOf(state, sessionId) === scopeOf(state, link.owner), "scope-leak", () =>
+    `${nameOf(state, link.owner)} (scope ${scopeOf(state, link.owner) ?? "-"}) saw ${what} of ${nameOf(state, sessionId)} (scope ${
+      scopeOf(state, sessionId) ?? "-"
+    })`)
+}
+
+const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
+  switch (frame.type) {
+    case "registered": {
+      // A takeover: the broker still held another registered connection of this session.
+      for (const other of state.links.values()) {
+        if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) {
+          const times = state.takeovers.get(link.owner) ?? []
+          times.push(state.now())
+          state.takeovers.set(link.owner, times)
+          break
+        }
+      }
+      link.registered = true
+      return
+    }
+    case "delivered": {
+      if (frame.delivery === undefined) return // a cancel's bare answer
+      const record = state.messages.get(frame.messageId)
+      if (record === undefined || record.sender !== link.owner) return
+      if (record.outcome !== "acked") {
+        record.outcome = "acked"
+        record.ackEpoch = link.brokerEpoch
+        record.ackedAt = state.now()
+      }
+      return
+    }
+    case "delivery_failed": {
+      const record = state.messages.get(frame.messageId)
+      if (record === undefined || record.sender !== link.owner || frame.code === undefined) return
+      if (record.outcome !== "acked") {
+        record.outcome = "refused"
+        record.failureCode = frame.code
+      }
+      return
+    }
+    case "message": {
+      const receiver = link.owner
+      const from = frame.from.id
+      sameScope(state, link, from, "a message")
+      const record = state.messages.get(frame.message.id)
+      if (record === undefined) return
+      if (record.target !== undefined) {
+        check(state, record.target === receiver, "misrouted", () =>
+          `${record.alias} for ${nameOf(state, record.target ?? "?")} reached ${nameOf(state, receiver)}`)
+      }
+      const first = check(state, record.reads.length === 0, "duplicate-on-wire", () =>
+        `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, receiver)}) arrived ${record.reads.length + 1} times`)
+      record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now() })
+      if (first) checkOrder(state, state.lastWireSeq, record, receiver, "on the wire")
+      return
+    }
+    case "sessions":
+      for (const session of frame.sessions) sameScope(state, link, session.id, "a list entry")
+      return
+    case "session_joined":
+    case "presence_update":
+      sameScope(state, link, frame.session.id, `${frame.type}`)
+      return
+    case "session_left":
+      sameScope(state, link, frame.sessionId, "session_left")
+      return
+    case "message_receipt": {
+      if (frame.receipt.status !== "expired") return
+      const record = state.messages.get(frame.receipt.messageId)
+      if (record !== undefined && record.sender === link.owner) {
+        record.expiredNotified = true
+        note(state, `   ${nameOf(state, link.owner)} told ${record.alias} expired: ${frame.receipt.detail ?? ""}`)
+      }
+      return
+    }
+    default:
+      return
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The command line of `npm run sim` (src/testing/sim-cli.ts), parsed with
+ * effect/cli: which flags exist, what each means, and the `SimRequest` they
+ * make. Running a request is sim-cli.ts's job; keeping the two apart lets the
+ * parsing be tested without running a simulation.
+ *
+ * An unknown flag, a value that is not an integer, or a `--replay` that is not
+ * a workload is a usage error: effect/cli prints the help and the error, and
+ * the process exits 2 (cli/exit.ts).
+ */
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import type * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { ViolationKind } from "./Ledger.ts"
+import type { SimulationConfig } from "./Simulation.ts"
+import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
+import { type Op, OpSchema, trafficWeights, type WorkloadOptions } from "./Workload.ts"
+
+/** What one invocation of `npm run sim` asks for. */
+export type SimRequest =
+  | {
+    /** `--seed S`: one run, printed with its workload and trace. */
+    readonly _tag: "Seed"
+    readonly seed: number
+    /** `--replay JSON`: run this workload instead of the one generated from the seed. */
+    readonly replay: ReadonlyArray<Op> | undefined
+    readonly workload: WorkloadOptions & { readonly sessions: number }
+    readonly config: Omit<SimulationConfig, "seed">
+  }
+  | {
+    /** Many seeds, summarized (the default). */
+    readonly _tag: "Soak"
+    readonly soak: SoakOptions
+  }
+
+/** Every violation kind, so that `--tolerate` can pick out the names it knows. */
+const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
+  "silent-loss": true,
+  "duplicate-delivery": true,
+  "duplicate-on-wire": true,
+  "fifo": true,
+  "misrouted": true,
+  "scope-leak": true,
+  "ask-unsettled": true,
+  "ask-wrong-reply": true,
+  "registry-mismatch": true,
+  "untold-eviction": true,
+  "stranded-mail": true,
+  "fiber-leak": true,
+  "mailbox-not-empty": true,
+  "not-reconnected": true,
+  "lost-in-flight": true
+}
+
+const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
+
+/**
+ * `--tolerate`: absent → the known issues; `none` → nothing; else the
+ * comma-separated kinds, of which names that are no violation kind are
+ * ignored.
+ */
+export const toleratedKinds = (arg: Option.Option<string>): ReadonlyArray<ViolationKind> =>
+  Option.match(arg, {
+    onNone: () => KNOWN_ISSUES,
+    onSome: (list) => list === "none" ? [] : [...new Set(list.split(",").filter(isViolationKind))]
+  })
+
+const int = (name: string, fallback: number, description: string) =>
+  Flag.Int(name).pipe(Flag.withDefault(fallback), Flag.withDescription(`${description} (default ${fallback})`))
+
+const toggle = (name: string, description: string) =>
+  Flag.Boolean(name).pipe(Flag.withDefault(false), Flag.withoutNegation, Flag.withDescription(description))
+
+const flags = {
+  seeds: int("seeds", 1000, "How many seeds"),
+  from: int("from", 1, "First seed"),
+  seed: Flag.Int("seed").pipe(Flag.withDescription("Run one seed and print its workload and trace"), Flag.optional),
+  replay: Flag.String("replay").pipe(
+    Flag.withSchema(Schema.fromJsonString(Schema.Array(OpSchema))),
+    Flag.withDescription("With --seed: run this op list (a failure report prints it) instead of the seed's"),
+    Flag.optional
+  ),
+  ops: int("ops", 40, "Operations per run"),
+  sessions: int("sessions", 4, "Sessions per world"),
+  scopes: int("scopes", 1, "Spread the sessions over this many pi scopeIds"),
+  traffic: toggle("traffic", "No faults, traffic only"),
+  strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
+  frames: toggle("frames", "Put every frame in the trace"),
+  noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
+  maxFailures: int("max-failures", 5, "Stop after this many failing seeds"),
+  tolerate: Flag.String("tolerate").pipe(
+    Flag.withDescription(
+      "Violation kinds to report without failing, comma-separated, or \"none\" (default: the known issues, docs/testing.md)"
+    ),
+    Flag.optional
+  )
+}
+
+/** The parsed flags, as effect/cli hands them to the handler. */
+type SimFlags = Command.Command.Config.Infer<typeof flags>
+
+/** The request that parsed flags make (see `SimRequest`). */
+export const simRequest = (input: SimFlags): SimRequest => {
+  const workload = {
+    ops: input.ops,
+    sessions: input.sessions,
+    ...(input.traffic ? { weights: trafficWeights } : {})
+  }
+  const config: Omit<SimulationConfig, "seed"> = {
+    tolerate: toleratedKinds(input.tolerate),
+    ...(input.scopes > 1 ? { scopes: Array.from({ length: input.scopes }, (_, i) => `scope-${i + 1}`) } : {}),
+    ...(input.strict ? { strictInFlight: true } : {}),
+    ...(input.frames ? { traceFrames: true } : {})
+  }
+  if (Option.isSome(input.seed)) {
+    return { _tag: "Seed", seed: input.seed.value, replay: Option.getOrUndefined(input.replay), workload, config }
+  }
+  return {
+    _tag: "Soak",
+    soak: {
+      ...workload,
+      from: input.from,
+      seeds: input.seeds,
+      config,
+      shrink: !input.noShrink,
+      maxFailures: input.maxFailures
+    }
+  }
+}
+
+/**
+ * The `sim` command: parses the flags into a `SimRequest` and hands it to
+ * `run`.
+ *
+ * @example
+ * // In a test: parse without running anything.
+ * const requests: Array<SimRequest> = []
+ * const command = simCommand((request) => Effect.sync(() => requests.push(request)))
+ * yield* Command.runWith(command, { version: "test" })(["--seeds", "5", "--traffic"])
+ */
+export const simCommand = <E, R>(run: (request: SimRequest) => Effect.Effect<void, E, R>) =>
+  Command.make("sim", flags, (input) => run(simRequest(input))).pipe(
+    Command.withDescription(
+      "Run simulation seeds and print a summary (docs/testing.md). Exits 1 when a seed fails, 2 on a bad command line."
+    )
+  )

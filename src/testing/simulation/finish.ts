@@ -1,0 +1,140 @@
+/**
+ * The end of a run: heal, settle, check, close, report. The final checks are
+ * docs/testing.md's: every session connected again, the registry, each
+ * scope's list and the mailbox agree with the world, every ask settled, and
+ * every acknowledged message accounted for; then nothing may keep running.
+ */
+import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
+import { describeFailure } from "../SimAgent.ts"
+import { crashBroker, startBroker } from "./broker.ts"
+import { handleOf } from "./handles.ts"
+import { currentLink, lifecycle, type SessionState, startSession, stopSession } from "./sessions.ts"
+import { advance, idleChecks, step, worldStep } from "./steps.ts"
+import type { SimReport } from "./types.ts"
+import type { World } from "./world.ts"
+
+/**
+ * Ends the run: heals every fault, starts what is down, lets the world
+ * settle, makes the final checks, asks the broker's replay record about
+ * unexplained losses, classifies every message, closes the world and checks
+ * that no fiber is left. Then reports.
+ */
+export const finish = (world: World, states: ReadonlyArray<SessionState>): Effect.Effect<SimReport> =>
+  Effect.gen(function*() {
+    const { ledger, settleMs } = world
+    ledger.note("finish: heal every fault, restart what is down, settle")
+    for (const link of world.links.values()) link.heal()
+    yield* worldStep(world, undefined, startBroker(world))
+    for (const state of states) {
+      if (state.client === undefined) yield* lifecycle(world, state, "starts", startSession(world, state))
+    }
+    yield* advance(world, settleMs)
+    ledger.note("final checks")
+    // Everyone is connected and registered; the registry, lists and mailbox agree.
+    for (const state of states) {
+      const status = state.client === undefined ? undefined : yield* state.client.service.status
+      ledger.check(status?.connected === true, "not-reconnected", () =>
+        `${state.meta.name} is not connected ${settleMs} ms after the faults healed (${status?.lastError ?? "stopped"})`)
+    }
+    yield* idleChecks(world)
+    for (const link of world.links.values()) {
+      ledger.check(!link.lingering, "registry-mismatch", () =>
+        `the broker never saw link #${link.id} of ${ledger.nameOf(link.owner ?? "?")} end, ${settleMs} ms after the faults healed`)
+    }
+    const current = world.state.broker
+    if (current !== undefined) {
+      const count = yield* current.core.sessionCount
+      ledger.check(count === states.length, "registry-mismatch", () =>
+        `the broker has ${count} live session(s), the world ${states.length}`)
+      const held = (yield* current.core.stats).mailbox
+      if (held > 0) {
+        // Mail waiting although every target is connected: make every session register again
+        // and see where it goes (deliveries now are `stranded-mail`).
+        ledger.note(`the mailbox holds ${held} message(s) with every session connected: every session registers again`)
+        ledger.setRescue(true)
+        for (const state of states) {
+          const link = currentLink(state)
+          if (link !== undefined) yield* worldStep(world, undefined, link.sever("client"))
+        }
+        yield* advance(world, 15_000)
+        ledger.setRescue(false)
+      }
+      const stats = yield* current.core.stats
+      ledger.check(stats.mailbox === 0, "mailbox-not-empty", () =>
+        `${stats.mailbox} message(s) still in the mailbox with every session connected`)
+      ledger.check(stats.unregistered === 0, "registry-mismatch", () =>
+        `${stats.unregistered} connection(s) still unregistered`)
+    }
+    const byScope = new Map<string, Array<SessionState>>()
+    for (const state of states) {
+      const key = state.meta.scopeId ?? ""
+      byScope.set(key, [...(byScope.get(key) ?? []), state])
+    }
+    for (const members of byScope.values()) {
+      const first = members[0]
+      if (first === undefined) continue
+      const listed = yield* handleOf(world, first).list
+      if (listed === undefined) continue
+      const exit = yield* listed.result("30 seconds")
+      if (Exit.isSuccess(exit)) {
+        const ids = exit.value.sessions.map((session) => session.id).sort()
+        const expected = members.map((state) => state.meta.id).sort()
+        ledger.check(ids.join(",") === expected.join(","), "registry-mismatch", () =>
+          `${first.meta.name}'s list shows [${ids.map((id) => ledger.nameOf(id)).join(", ")}], its scope has [${
+            expected.map((id) => ledger.nameOf(id)).join(", ")
+          }]`)
+      } else {
+        ledger.violate("registry-mismatch", `${first.meta.name} could not list: ${describeFailure(exit.cause)}`)
+      }
+    }
+    for (const alias of ledger.unsettledAsks()) ledger.violate("ask-unsettled", `${alias} never settled`)
+    for (const state of states) {
+      const waiting = state.generation === undefined ? false : yield* state.generation.service.waiting
+      ledger.check(!waiting, "ask-unsettled", () => `${state.meta.name} still holds its reply-waiter slot`)
+    }
+    // Ask the broker's replay record about losses nothing else explains (P46).
+    for (const lost of ledger.unexplained()) {
+      const client = states.find((state) => state.meta.id === lost.sender)?.client
+      if (client === undefined) continue
+      const answer = yield* step(world, client.service.send({ to: lost.target, message: lost.message }), world.steps, client.key)
+      while (answer.pollUnsafe() === undefined) yield* advance(world, 100)
+      const exit = yield* Fiber.await(answer)
+      ledger.recordSaid(
+        lost.message.id,
+        Exit.isSuccess(exit)
+          ? "delivered"
+          : Cause.findErrorOption(exit.cause).pipe(
+            Option.match({ onNone: () => "no answer", onSome: (error) => "code" in error ? error.code : error._tag })
+          )
+      )
+    }
+    const messages = ledger.finish()
+    const asks = ledger.askTally()
+    // Close the world; nothing may keep running.
+    world.state.finished = true
+    yield* worldStep(world, "the world closes", Effect.gen(function*() {
+      for (const state of states) yield* state.lock.withPermits(1)(stopSession(world, state, "stop"))
+      yield* crashBroker(world)
+    }))
+    yield* Scope.close(world.scope, Exit.void)
+    const leaks = world.watch.liveUnder("")
+    ledger.check(leaks.length === 0, "fiber-leak", () =>
+      `after the world closed: ${leaks.map(([owner, count]) => `${owner}: ${count}`).join(", ")}`)
+    const violations = ledger.violations
+    const tolerate = new Set(world.config.tolerate ?? [])
+    const tolerated = violations.filter((violation) => tolerate.has(violation.kind)).length
+    return {
+      seed: world.seed,
+      ok: tolerated === violations.length,
+      violations,
+      tolerated,
+      messages,
+      asks,
+      checks: ledger.checks,
+      frames: ledger.frames,
+      events: ledger.trace.length,
+      simulatedMs: world.now(),
+      fibersStarted: world.watch.started(),
+      trace: ledger.trace
+    } satisfies SimReport
+  })

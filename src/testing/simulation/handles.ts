@@ -1,0 +1,213 @@
+/**
+ * `SimSession`: the handle a scenario drives one session with. Every action
+ * is a step of the world — a session action (send, ask, reply, list) runs in
+ * the current generation and returns a `Pending`; a lifecycle action or a
+ * fault runs as a world step — and every one is written to the trace with
+ * its outcome.
+ */
+import { Duration, Effect, Exit, Fiber, FiberSet } from "effect"
+import type { IntercomSessionService } from "../../session/IntercomSession.ts"
+import { describeFailure } from "../SimAgent.ts"
+import {
+  buildGeneration,
+  closeGeneration,
+  currentLink,
+  lifecycle,
+  type SessionState,
+  startSession,
+  stopSession
+} from "./sessions.ts"
+import { advance, millisOf, pending, step, worldStep } from "./steps.ts"
+import type { Pending, SimSession } from "./types.ts"
+import type { World } from "./world.ts"
+
+/** Runs a session action as a step in the current generation; undefined when the session is stopped. */
+const sessionOp = <A, E>(
+  world: World,
+  state: SessionState,
+  label: string,
+  action: (session: IntercomSessionService) => Effect.Effect<A, E>,
+  describe: (exit: Exit.Exit<A, E>) => string
+): Effect.Effect<Pending<A, E> | undefined> =>
+  Effect.gen(function*() {
+    const generation = state.generation
+    const client = state.client
+    if (generation === undefined || client === undefined) {
+      world.ledger.note(`${state.meta.name} ${label}: skipped (session stopped)`)
+      return undefined
+    }
+    const fiber = yield* step(
+      world,
+      Effect.suspend(() => {
+        world.ledger.note(`${state.meta.name} ${label}`)
+        return action(generation.service)
+      }).pipe(
+        Effect.onExit((exit) => Effect.sync(() => world.ledger.note(`${state.meta.name} ${label} → ${describe(exit)}`)))
+      ),
+      generation.ops,
+      client.key
+    )
+    return pending(world, fiber)
+  })
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>, success: (a: A) => string): string =>
+  Exit.isSuccess(exit) ? success(exit.value) : describeFailure(exit.cause)
+
+/** The handle on `state`'s session in `world`. */
+export const handleOf = (world: World, state: SessionState): SimSession => {
+  const name = state.meta.name
+  return {
+    name,
+    id: state.meta.id,
+    scopeId: state.meta.scopeId,
+    running: Effect.sync(() => state.generation !== undefined),
+    send: (to, text) =>
+      sessionOp(
+        world,
+        state,
+        `send ${to} "${text}"`,
+        (session) => session.send({ to, message: text }),
+        (exit) =>
+          failureOf(exit, (sent) =>
+            sent._tag === "Sent" ? `${world.ledger.alias(sent.messageId)} ${sent.delivery}` : "declined")
+      ),
+    ask: (to, text, options = {}) => {
+      let alias = ""
+      const asking = sessionOp(
+        world,
+        state,
+        `ask ${to} "${text}"`,
+        (session) =>
+          Effect.suspend(() => {
+            alias = world.ledger.askStarted(state.meta.id, to)
+            return session.ask({
+              to,
+              message: text,
+              ...(options.timeout === undefined ? {} : { timeoutMs: millisOf(options.timeout) })
+            })
+          }).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => {
+                if (alias === "") return
+                if (Exit.isSuccess(exit)) {
+                  const value = exit.value
+                  if (value._tag === "Replied") {
+                    world.ledger.askEnded(alias, "Replied", {
+                      questionId: value.questionId,
+                      fromId: value.from.id,
+                      message: value.reply
+                    })
+                  } else {
+                    world.ledger.askEnded(alias, `Sent (${value.delivery})`)
+                  }
+                } else {
+                  world.ledger.askEnded(alias, failureTag(exit.cause))
+                }
+              })
+            )
+          ),
+        (exit) =>
+          failureOf(exit, (result) =>
+            result._tag === "Replied" ? `replied by ${world.ledger.alias(result.reply.id)}` : `sent, ${result.delivery}`)
+      )
+      return Effect.tap(asking, (pending) =>
+        Effect.sync(() => {
+          if (pending === undefined) return
+          const fiber: Fiber.Fiber<unknown, unknown> = pending.fiber
+          state.asks.add(fiber)
+          fiber.addObserver(() => state.asks.delete(fiber))
+        }))
+    },
+    cancelAsks: worldStep(
+      world,
+      `${name} cancels its asks`,
+      Effect.suspend(() => Effect.forEach([...state.asks], Fiber.interrupt, { discard: true }))
+    ),
+    reply: (text, options = {}) =>
+      sessionOp(
+        world,
+        state,
+        `reply${options.to === undefined ? "" : ` to ${options.to}`} "${text}"`,
+        (session) => session.reply({ message: text, to: options.to, replyTo: options.replyTo }),
+        (exit) => failureOf(exit, (sent) => `${world.ledger.alias(sent.messageId)} ${sent.delivery}`)
+      ),
+    list: sessionOp(
+      world,
+      state,
+      "list",
+      (session) => session.list,
+      (exit) => failureOf(exit, (list) => `${list.sessions.length} session(s)`)
+    ),
+    setStatus: (status) =>
+      worldStep(
+        world,
+        undefined,
+        Effect.suspend(() => {
+          state.status = status
+          world.ledger.note(`${name} is ${status}`)
+          return state.generation === undefined ? Effect.void : state.generation.service.setStatus(status)
+        })
+      ),
+    busyFor: (duration) =>
+      Effect.gen(function*() {
+        const handle = handleOf(world, state)
+        yield* handle.setStatus("thinking")
+        yield* advance(world, duration)
+        yield* handle.setStatus("idle")
+      }),
+    inbox: Effect.sync(() => state.generation?.agent.inbox ?? []),
+    start: lifecycle(world, state, "starts", startSession(world, state)),
+    stop: lifecycle(world, state, "stops", stopSession(world, state, "stop")),
+    kill: lifecycle(world, state, "is killed", stopSession(world, state, "kill")),
+    replaceGeneration: lifecycle(
+      world,
+      state,
+      "replaces its generation",
+      Effect.gen(function*() {
+        const client = state.client
+        if (client === undefined) return
+        yield* closeGeneration(world, state)
+        yield* buildGeneration(world, state, client)
+      })
+    ),
+    drop: (side) =>
+      worldStep(
+        world,
+        `${name}'s connection drops on the ${side} side`,
+        Effect.suspend(() => currentLink(state)?.sever(side) ?? Effect.void)
+      ),
+    stall: (side, duration) =>
+      worldStep(
+        world,
+        `${name}'s ${side} stops reading${duration === undefined ? "" : ` for ${Duration.format(Duration.fromInputUnsafe(duration))}`}`,
+        Effect.suspend(() => {
+          const link = currentLink(state)
+          if (link === undefined) return Effect.void
+          link.stall(side)
+          if (duration === undefined) return Effect.void
+          return Effect.asVoid(FiberSet.run(world.steps, Effect.andThen(Effect.sleep(duration), Effect.sync(() => link.resume(side)))))
+        })
+      ),
+    resume: (side) =>
+      worldStep(world, `${name}'s ${side} reads again`, Effect.sync(() => currentLink(state)?.resume(side))),
+    delayWrites: (side, delay, duration) =>
+      worldStep(
+        world,
+        `${name}'s ${side} writes take ${Duration.format(Duration.fromInputUnsafe(delay))}`,
+        Effect.suspend(() => {
+          const link = currentLink(state)
+          if (link === undefined) return Effect.void
+          link.delay(side, millisOf(delay))
+          if (duration === undefined) return Effect.void
+          return Effect.asVoid(FiberSet.run(world.steps, Effect.andThen(Effect.sleep(duration), Effect.sync(() => link.delay(side, 0)))))
+        })
+      )
+  }
+}
+
+/** The tag of an ask's failure, for the tallies. */
+const failureTag = <E>(cause: Parameters<typeof describeFailure<E>>[0]): string => {
+  const text = describeFailure(cause)
+  const space = text.indexOf(" ")
+  return space < 0 ? text : text.slice(0, space)
+}

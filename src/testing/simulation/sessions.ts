@@ -1,0 +1,209 @@
+/**
+ * A simulated session's lifecycle: its client (the real `IntercomClient`,
+ * dialling through the in-memory network), its session generations (the real
+ * `IntercomSession` over a simulated agent as host), and starting, stopping,
+ * killing and replacing them. Each client and generation runs under its own
+ * fiber owner, and closing one is checked to leave none of its fibers.
+ */
+import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
+import type { Dialer } from "../../client/ClientConnection.ts"
+import { IntercomNotConnected } from "../../client/errors.ts"
+import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
+import { Host, type HostIdentity } from "../../session/Host.ts"
+import { IntercomSession, type IntercomSessionService, sessionRegistration } from "../../session/IntercomSession.ts"
+import type { LifecycleStatus } from "../../session/render.ts"
+import { ownedBy } from "../FiberWatch.ts"
+import type { SessionMeta } from "../ledger/types.ts"
+import { Prng } from "../Prng.ts"
+import { type AgentPolicy, defaultAgentPolicy, makeSimAgent, type SimAgent } from "../SimAgent.ts"
+import type { SimLink } from "../SimLink.ts"
+import { worldStep } from "./steps.ts"
+import type { SessionSpec } from "./types.ts"
+import { SIM_ADDRESS, type World } from "./world.ts"
+
+/** A running client of a session. */
+export interface ClientState {
+  readonly key: string
+  readonly scope: Scope.Closeable
+  readonly service: IntercomClientService
+}
+
+/** A running session generation over a client. */
+export interface GenerationState {
+  readonly key: string
+  readonly scope: Scope.Closeable
+  readonly service: IntercomSessionService
+  readonly agent: SimAgent
+  readonly ops: FiberSet.FiberSet<unknown, unknown>
+}
+
+/** One session of the world, running or not. */
+export interface SessionState {
+  readonly meta: SessionMeta
+  readonly index: number
+  readonly policy: AgentPolicy
+  /** One lifecycle action at a time. */
+  readonly lock: Semaphore.Semaphore
+  clients: number
+  generations: number
+  client: ClientState | undefined
+  generation: GenerationState | undefined
+  link: SimLink | undefined
+  status: LifecycleStatus
+  /** Asks in progress (the tool calls a person could cancel). */
+  readonly asks: Set<Fiber.Fiber<unknown, unknown>>
+}
+
+const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
+
+/** The world's sessions (default A, B, C, D), stopped, each known to the ledger. */
+export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<SessionState>> =>
+  Effect.gen(function*() {
+    const { config } = world
+    const scopes = config.scopes ?? [undefined]
+    const specs = (config.sessions ?? ["A", "B", "C", "D"]).map(specOf)
+    const states: Array<SessionState> = []
+    for (const [index, spec] of specs.entries()) {
+      const scopeId = spec.scopeId ?? scopes[index % Math.max(1, scopes.length)]
+      const meta: SessionMeta = { id: `sim-${index + 1}-${spec.name.toLowerCase()}`, name: spec.name, scopeId }
+      world.ledger.addSession(meta)
+      states.push({
+        meta,
+        index,
+        policy: { ...defaultAgentPolicy, ...config.agent, ...spec.agent },
+        lock: yield* Semaphore.make(1),
+        clients: 0,
+        generations: 0,
+        client: undefined,
+        generation: undefined,
+        link: undefined,
+        status: "idle",
+        asks: new Set()
+      })
+    }
+    return states
+  })
+
+/** The session's current connection, unless it has closed. */
+export const currentLink = (state: SessionState): SimLink | undefined => {
+  const link = state.link
+  return link === undefined || link.closed ? undefined : link
+}
+
+const identityOf = (state: SessionState): HostIdentity => ({
+  name: state.meta.name,
+  cwd: `/sim/${state.meta.name.toLowerCase()}`,
+  model: "sim-model"
+})
+
+const dialerFor = (world: World, state: SessionState, clientKey: string): Dialer => (address) =>
+  world.network.dial(address).pipe(
+    Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })),
+    Effect.tap((connection) =>
+      Effect.sync(() => {
+        const link = world.links.get(connection.id)
+        if (link === undefined) return
+        link.attach(state.meta.id, clientKey)
+        if (state.client?.key === clientKey) state.link = link
+        world.ledger.note(`${state.meta.name} connected: link #${link.id} to broker #${link.brokerEpoch}`)
+      })
+    )
+  )
+
+const leakCheck = (world: World, owner: string, what: string) =>
+  world.ledger.check(world.watch.live(owner) === 0, "fiber-leak", () =>
+    `${world.watch.live(owner)} fiber(s) of ${owner} still running after ${what} closed`)
+
+/** Starts a new session generation over `client`. */
+export const buildGeneration = (world: World, state: SessionState, client: ClientState): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const key = `${client.key}/g${++state.generations}`
+    const scope = yield* Scope.fork(client.scope)
+    const agent = yield* makeSimAgent({
+      sessionId: state.meta.id,
+      identity: identityOf(state),
+      policy: state.policy,
+      prng: Prng.derive(world.seed, key),
+      ledger: world.ledger
+    }).pipe(Scope.provide(scope), ownedBy(key))
+    const layer = IntercomSession.layer(world.sessionOptions).pipe(
+      Layer.provide(Layer.merge(Layer.succeed(IntercomClient, client.service), Host.layer(agent.host)))
+    )
+    const context = yield* Layer.buildWithScope(layer, scope).pipe(ownedBy(key))
+    const service = Context.get(context, IntercomSession)
+    agent.attach(service)
+    const ops = yield* FiberSet.make().pipe(Scope.provide(scope))
+    state.generation = { key, scope, service, agent, ops }
+    if (state.status !== "idle") yield* service.setStatus(state.status)
+    world.ledger.note(`${state.meta.name} generation ${key} started`)
+  })
+
+/** Closes the current session generation, checking that none of its fibers survive it. */
+export const closeGeneration = (world: World, state: SessionState): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const generation = state.generation
+    if (generation === undefined) return
+    state.generation = undefined
+    yield* Scope.close(generation.scope, Exit.void)
+    leakCheck(world, generation.key, "its generation")
+  })
+
+/** Starts a stopped session: a new client (it connects in the background) and a new generation. */
+export const startSession = (world: World, state: SessionState): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (state.client !== undefined || world.state.finished) return
+    const key = `${state.meta.name}/c${++state.clients}`
+    const scope = yield* Scope.fork(world.scope)
+    const service = yield* IntercomClient.make({
+      agentDir: "/sim",
+      intercomDir: "/sim/intercom",
+      socketPath: SIM_ADDRESS,
+      sessionId: state.meta.id,
+      scopeId: state.meta.scopeId,
+      registration: sessionRegistration({
+        sessionId: state.meta.id,
+        identity: identityOf(state),
+        pid: 1000 + state.index,
+        startedAt: world.now(),
+        status: state.status
+      }),
+      launch: false,
+      dial: dialerFor(world, state, key),
+      ...world.timings
+    }).pipe(Scope.provide(scope), ownedBy(key))
+    const client: ClientState = { key, scope, service }
+    state.client = client
+    world.ledger.note(`${state.meta.name} client ${key} started`)
+    // The first connection is made by a fiber of the client (later ones by its own reconnect loop).
+    yield* Effect.forkIn(
+      service.connect.pipe(Effect.retry({ schedule: Schedule.spaced("1 second") }), Effect.ignore),
+      scope
+    ).pipe(ownedBy(key))
+    yield* buildGeneration(world, state, client)
+  })
+
+/** Stops a session: orderly (`stop`), or as a dying process (`kill`: its connection drops first). */
+export const stopSession = (world: World, state: SessionState, how: "stop" | "kill"): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const client = state.client
+    if (client === undefined) return
+    if (how === "kill" && state.link !== undefined) yield* state.link.sever("client")
+    yield* closeGeneration(world, state)
+    state.client = undefined
+    state.link = undefined
+    yield* Scope.close(client.scope, Exit.void)
+    world.ledger.clientClosed(client.key)
+    leakCheck(world, client.key, "its client")
+  })
+
+/** Runs a lifecycle action of the session as a world step, under its lock; idle checks wait meanwhile. */
+export const lifecycle = (world: World, state: SessionState, label: string, action: Effect.Effect<void>): Effect.Effect<void> =>
+  worldStep(
+    world,
+    `${state.meta.name} ${label}`,
+    Effect.acquireUseRelease(
+      Effect.sync(() => world.state.lifecycleBusy++),
+      () => state.lock.withPermits(1)(action),
+      () => Effect.sync(() => world.state.lifecycleBusy--)
+    )
+  )

@@ -1,0 +1,222 @@
+/**
+ * The simulation's public vocabulary: how a world is configured
+ * (`SimulationConfig`, `SessionSpec`), what a scenario drives (`SimSession`,
+ * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
+ * Simulation.ts re-exports all of it.
+ */
+import type { Duration, Effect, Exit, Fiber } from "effect"
+import type { BrokerService } from "../../broker/Broker.ts"
+import type { BrokerCoreOptions } from "../../broker/options.ts"
+import type { IntercomClientOptions } from "../../client/IntercomClient.ts"
+import type { Inbound } from "../../session/Host.ts"
+import type {
+  AskFailure,
+  IntercomSessionOptions,
+  ListError,
+  Replied,
+  ReplyFailure,
+  SendDeclined,
+  SendFailure,
+  Sent,
+  SessionList
+} from "../../session/IntercomSession.ts"
+import type { LifecycleStatus } from "../../session/render.ts"
+import type { Ledger } from "../Ledger.ts"
+import type { AskTally, MessageTally, Side, Violation, ViolationKind } from "../ledger/types.ts"
+import type { AgentPolicy } from "../SimAgent.ts"
+import type { BrokerOutputFault } from "../SimLink.ts"
+
+/** One session of the world: its name, and optionally its pi scope and agent behaviour. */
+export interface SessionSpec {
+  readonly name: string
+  /** pi-intercom `scopeId` (an isolation boundary). */
+  readonly scopeId?: string | undefined
+  readonly agent?: Partial<AgentPolicy> | undefined
+}
+
+/**
+ * Client timings, the real client's options of the same names; the
+ * simulation's defaults are shorter than production's so runs settle
+ * quickly (reconnect 250 ms–4 s, liveness every 10 s with a 3 s timeout,
+ * 5 s connect, send and list timeouts).
+ */
+export interface SimClientTimings extends
+  Pick<
+    IntercomClientOptions,
+    | "connectTimeoutMs"
+    | "sendTimeoutMs"
+    | "listTimeoutMs"
+    | "livenessIntervalMs"
+    | "livenessTimeoutMs"
+    | "reconnectBaseMs"
+    | "reconnectMaxMs"
+  >
+{}
+
+/** Everything about a simulated world; only `seed` is required. */
+export interface SimulationConfig {
+  /** Seeds every random choice: the workload, the agents, and Effect's `Random` (reconnect jitter). */
+  readonly seed: number
+  /** The sessions of the world, started at once. Default A, B, C, D. */
+  readonly sessions?: ReadonlyArray<string | SessionSpec>
+  /** `scopeId`s given round-robin to sessions that do not name one. Default: one unscoped space. */
+  readonly scopes?: ReadonlyArray<string | undefined>
+  /** Options of the real broker core (idle exit is off in the simulation). */
+  readonly broker?: BrokerCoreOptions
+  /** Options of the real session runtime; default ask timeout 20 s, connect timeout 5 s. */
+  readonly session?: IntercomSessionOptions
+  /** Client timings (see `SimClientTimings`). */
+  readonly client?: SimClientTimings
+  /** Default agent behaviour; a session's own `agent` overrides it. */
+  readonly agent?: Partial<AgentPolicy>
+  /** Count messages lost in flight to a dying receiver as violations. Default false. */
+  readonly strictInFlight?: boolean
+  /** Every frame in the trace. Default false. */
+  readonly traceFrames?: boolean
+  /**
+   * A deliberately broken build: makes, per world, a rewrite of what the
+   * broker writes (see BrokenBuilds.ts). For testing the invariants only.
+   */
+  readonly brokerFault?: () => BrokerOutputFault
+  /** Frames each direction of an in-memory link buffers. Default 64. */
+  readonly linkCapacity?: number
+  /** How long `finish` lets the healed world settle before the final checks. Default 60 s. */
+  readonly settleMs?: number
+  /**
+   * Violations reported but not failing the run: known issues, listed in
+   * docs/testing.md with the seed that shows each. Default none.
+   */
+  readonly tolerate?: ReadonlyArray<ViolationKind>
+}
+
+/** What a run found. `ok` is false when any invariant was violated. */
+export interface SimReport {
+  /** The run's seed. */
+  readonly seed: number
+  /** No violation, apart from tolerated ones. */
+  readonly ok: boolean
+  /** Every violation, tolerated ones included. */
+  readonly violations: ReadonlyArray<Violation>
+  /** How many of `violations` were of a tolerated kind. */
+  readonly tolerated: number
+  /** What became of every message. */
+  readonly messages: MessageTally
+  /** How every ask ended. */
+  readonly asks: AskTally
+  /** Invariant checks made (continuous and final). */
+  readonly checks: number
+  /** Frames that crossed the in-memory network. */
+  readonly frames: number
+  /** Trace lines (events). */
+  readonly events: number
+  /** Simulated time at the end of the run. */
+  readonly simulatedMs: number
+  /** Fibers started by the world's owners (brokers, clients, generations). */
+  readonly fibersStarted: number
+  /** The run, line by line, with stable names for ids: the same for the same seed. */
+  readonly trace: ReadonlyArray<string>
+}
+
+/** An action still running in the simulated world. */
+export interface Pending<A, E> {
+  /** The action's fiber (poll it while advancing time yourself when faults must land on time). */
+  readonly fiber: Fiber.Fiber<A, E>
+  /**
+   * Its outcome. Moves simulated time forward (in 100 ms steps) until it is
+   * done; after `within` (default 15 minutes) it is interrupted instead.
+   */
+  readonly result: (within?: Duration.Input) => Effect.Effect<Exit.Exit<A, E>>
+}
+
+/**
+ * A handle on one simulated session, from `sim.session(name)`: its actions
+ * (each a step of the world), its lifecycle and its faults. Actions on a
+ * stopped session are skipped and return `undefined`.
+ */
+export interface SimSession {
+  /** Its name. */
+  readonly name: string
+  /** Its session id (the same across restarts). */
+  readonly id: string
+  /** Its pi `scopeId`, if any. */
+  readonly scopeId: string | undefined
+  /** Whether its client and a session generation are running. */
+  readonly running: Effect.Effect<boolean>
+  /** Sends via the session's `send` (C-TOOL-4); skipped (undefined) while the session is stopped. */
+  readonly send: (to: string, text: string) => Effect.Effect<Pending<Sent | SendDeclined, SendFailure> | undefined>
+  /** Asks via the session's `ask` and waits for the answer (or `timeout`, default the session's ask timeout). */
+  readonly ask: (
+    to: string,
+    text: string,
+    options?: { readonly timeout?: Duration.Input }
+  ) => Effect.Effect<Pending<Replied | Sent, AskFailure> | undefined>
+  /** Cancels (interrupts) this session's asks in progress, as a person cancelling the tool call. */
+  readonly cancelAsks: Effect.Effect<void>
+  /** `reply`: to the asker named `to`, or to the single pending ask. */
+  readonly reply: (text: string, options?: { readonly to?: string; readonly replyTo?: string }) => Effect.Effect<
+    Pending<Sent, ReplyFailure> | undefined
+  >
+  /** Lists the sessions it can see (its scope). */
+  readonly list: Effect.Effect<Pending<SessionList, ListError> | undefined>
+  /** Sets its presence (`thinking`, `idle`, …); kept across restarts. */
+  readonly setStatus: (status: LifecycleStatus) => Effect.Effect<void>
+  /** Busy for `duration` of simulated time (which passes), then idle again. */
+  readonly busyFor: (duration: Duration.Input) => Effect.Effect<void>
+  /** Everything the current generation's agent was handed. */
+  readonly inbox: Effect.Effect<ReadonlyArray<Inbound>>
+  /** Starts a stopped session: a new client and a new generation (the same session id). */
+  readonly start: Effect.Effect<void>
+  /** Orderly stop: the generation closes, the client unregisters and disconnects. */
+  readonly stop: Effect.Effect<void>
+  /** The process dies: its connection drops on its side, then everything closes. */
+  readonly kill: Effect.Effect<void>
+  /** A new session generation over the same client (what a host reload does). */
+  readonly replaceGeneration: Effect.Effect<void>
+  /** Drops the current connection on one side. */
+  readonly drop: (side: Side) => Effect.Effect<void>
+  /** Stops one side of the current connection reading, for `duration` (until `resume` without one). */
+  readonly stall: (side: Side, duration?: Duration.Input) => Effect.Effect<void>
+  /** That side of the current connection reads again. */
+  readonly resume: (side: Side) => Effect.Effect<void>
+  /** Each write from one side of the current connection takes `delay` first, for `duration` (or until healed). */
+  readonly delayWrites: (side: Side, delay: Duration.Input, duration?: Duration.Input) => Effect.Effect<void>
+}
+
+/** The world a scenario drives: its sessions, its broker, simulated time, and the end of the run. */
+export interface SimulationService {
+  /** The world's seed. */
+  readonly seed: number
+  /** The world's ledger: its trace and the violations so far. */
+  readonly ledger: Ledger
+  /** Every session, in the order of `SimulationConfig.sessions`. */
+  readonly sessions: ReadonlyArray<SimSession>
+  /** The session named `name` (case-insensitive). */
+  readonly session: (name: string) => SimSession
+  /** The broker process. */
+  readonly broker: {
+    /** Whether a broker incarnation is up. */
+    readonly isUp: Effect.Effect<boolean>
+    /** The broker process dies: connections drop, its in-memory state is gone. */
+    readonly crash: Effect.Effect<void>
+    /** Starts a fresh broker if none is up. */
+    readonly start: Effect.Effect<void>
+    /** Crash, then start a fresh broker on the same address. */
+    readonly restart: Effect.Effect<void>
+    /** Crash now and start again after `downFor` of simulated time. */
+    readonly crashFor: (downFor: Duration.Input) => Effect.Effect<void>
+    /** The broker core that is up (its stats, its session count), if any. */
+    readonly core: Effect.Effect<BrokerService | undefined>
+  }
+  /** Lets simulated time pass. */
+  readonly advance: (duration: Duration.Input) => Effect.Effect<void>
+  /** Moves the wall clock by `millis` (negative: backwards); overdue timers fire. */
+  readonly jumpClock: (millis: number) => Effect.Effect<void>
+  /** Adds a line to the trace. */
+  readonly note: (text: string) => Effect.Effect<void>
+  /**
+   * Ends the run: heals every fault, restarts what is down, lets the world
+   * settle, makes the final checks, closes the world and checks no fiber is
+   * left. Call it once, last.
+   */
+  readonly finish: Effect.Effect<SimReport>
+}

@@ -1,0 +1,115 @@
+/**
+ * One simulated world's fixed parts and its small mutable state: the ledger,
+ * the world's Scope and step set, the in-memory network and its links, the
+ * options every broker, client and session is built with, and which broker
+ * incarnation is up. Made once per run by `makeWorld`; its mutable state is
+ * touched only by the world's steps, which run one at a time.
+ */
+import { Clock, Effect, FiberSet, Scope } from "effect"
+import type { BrokerService } from "../../broker/Broker.ts"
+import type { BrokerCoreOptions } from "../../broker/options.ts"
+import type { IntercomSessionOptions } from "../../session/IntercomSession.ts"
+import { type InMemoryNetwork, makeInMemoryNetwork } from "../../transport/InMemoryNetwork.ts"
+import type { FiberWatch } from "../FiberWatch.ts"
+import { Ledger } from "../Ledger.ts"
+import { SimLink } from "../SimLink.ts"
+import type { LogSink } from "./environment.ts"
+import type { SimClientTimings, SimulationConfig } from "./types.ts"
+
+/** The address the simulated broker listens on. */
+export const SIM_ADDRESS = "sim://broker"
+
+/** The broker incarnation that is up. */
+export interface BrokerState {
+  readonly epoch: number
+  readonly scope: Scope.Closeable
+  readonly core: BrokerService
+}
+
+/** What changes as the world runs. */
+export interface WorldState {
+  /** The broker that is up, if any. */
+  broker: BrokerState | undefined
+  /** The last broker incarnation's number. */
+  epoch: number
+  /** Lifecycle actions (start, stop, kill, …) in progress; idle checks wait for none. */
+  lifecycleBusy: number
+  /** The world is closing: nothing starts again. */
+  finished: boolean
+}
+
+/** One simulated world. */
+export interface World {
+  readonly seed: number
+  readonly config: SimulationConfig
+  readonly ledger: Ledger
+  readonly watch: FiberWatch
+  /** The simulated time, in milliseconds. */
+  readonly now: () => number
+  /** Every broker, client and step lives in it; `finish` closes it. */
+  readonly scope: Scope.Closeable
+  /** Steps of the world not tied to a session generation. */
+  readonly steps: FiberSet.FiberSet<unknown, unknown>
+  readonly network: InMemoryNetwork
+  readonly links: Map<number, SimLink>
+  readonly settleMs: number
+  readonly brokerOptions: BrokerCoreOptions
+  readonly sessionOptions: IntercomSessionOptions
+  readonly timings: Required<SimClientTimings>
+  readonly state: WorldState
+}
+
+/** Makes the world for `config` in the current Scope, its trace fed by `logSink` from now on. */
+export const makeWorld = (
+  config: SimulationConfig,
+  watch: FiberWatch,
+  logSink: LogSink
+): Effect.Effect<World, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    const now = () => clock.currentTimeMillisUnsafe()
+    const ledger = new Ledger({
+      now,
+      ...(config.strictInFlight === undefined ? {} : { strictInFlight: config.strictInFlight }),
+      ...(config.traceFrames === undefined ? {} : { traceFrames: config.traceFrames })
+    })
+    logSink.note = (line) => ledger.note(line)
+    const scope = yield* Scope.fork(yield* Effect.scope)
+    const steps = yield* FiberSet.make().pipe(Scope.provide(scope))
+    const links = new Map<number, SimLink>()
+    const brokerFault = config.brokerFault?.()
+    const state: WorldState = { broker: undefined, epoch: 0, lifecycleBusy: 0, finished: false }
+    const network: InMemoryNetwork = yield* makeInMemoryNetwork({
+      capacity: config.linkCapacity ?? 64,
+      link: ({ id, client, server }) => {
+        const link = new SimLink(id, state.broker?.epoch ?? 0, { client, server }, ledger, brokerFault)
+        links.set(id, link)
+        return { client: link.client, server: link.server }
+      }
+    })
+    return {
+      seed: config.seed,
+      config,
+      ledger,
+      watch,
+      now,
+      scope,
+      steps,
+      network,
+      links,
+      settleMs: config.settleMs ?? 60_000,
+      brokerOptions: { idleExit: null, ...config.broker },
+      sessionOptions: { askTimeoutMs: 20_000, connectTimeoutMs: 5_000, ...config.session },
+      timings: {
+        connectTimeoutMs: 5_000,
+        sendTimeoutMs: 5_000,
+        listTimeoutMs: 5_000,
+        livenessIntervalMs: 10_000,
+        livenessTimeoutMs: 3_000,
+        reconnectBaseMs: 250,
+        reconnectMaxMs: 4_000,
+        ...config.client
+      },
+      state
+    }
+  })

@@ -1,0 +1,54 @@
+/**
+ * Stale-socket recovery: how a listener takes a Unix socket path that may
+ * hold the file of a process that died. Node removes the file only on a clean
+ * close, so after a crash `listen` fails with EADDRINUSE. Whether the path is
+ * really in use is decided by asking: if something answers there, it is (and
+ * is left alone); if not, the file is stale, and it is removed before
+ * listening once more.
+ *
+ * The broker (its health probe) and the CLI's watch control socket (a dial)
+ * both take their paths this way. A later lifetime lock will replace the
+ * probe; until then this is the one place that decides.
+ */
+import { Data, Effect } from "effect"
+import * as fs from "node:fs"
+import { errorCode } from "../config/errno.ts"
+import { ListenError } from "./UnixSocket.ts"
+
+/** Something answers on the socket path: another live listener holds it. */
+export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path: string }> {
+  override get message(): string {
+    return `Something already answers on ${this.path}`
+  }
+}
+
+/**
+ * Runs `listen` on `path`. If it fails with EADDRINUSE and `answers` says
+ * nothing answers there, removes the stale file and runs `listen` again;
+ * if something answers, fails with `SocketInUse`. Any other listen failure,
+ * and a file that cannot be removed, fail with `ListenError`.
+ *
+ * @example
+ * const listen = serveUnix(socketPath, handle)
+ * yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
+ *   Effect.catchTag("SocketInUse", () => Effect.fail(new AlreadyRunning()))
+ * )
+ */
+export const listenReplacingStale = <R, R2>(
+  path: string,
+  listen: Effect.Effect<void, ListenError, R>,
+  answers: Effect.Effect<boolean, never, R2>
+): Effect.Effect<void, ListenError | SocketInUse, R | R2> =>
+  listen.pipe(
+    Effect.catchTag("ListenError", (error) =>
+      error.code !== "EADDRINUSE"
+        ? Effect.fail(error)
+        : Effect.gen(function*() {
+          if (yield* answers) return yield* new SocketInUse({ path })
+          yield* Effect.try({
+            try: () => fs.rmSync(path, { force: true }),
+            catch: (cause) => new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })
+          })
+          yield* listen
+        }))
+  )

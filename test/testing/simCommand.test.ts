@@ -1,0 +1,117 @@
+/**
+ * `npm run sim`'s command line (src/testing/simCommand.ts): the flags it had
+ * before effect/cli parsed them, the request they make, and usage errors —
+ * an unknown flag among them — exiting 2 without running anything.
+ */
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as CliError from "effect/cli/CliError"
+import * as Command from "effect/cli/Command"
+import { EXIT_USAGE, exitCodeOf } from "../../src/cli/exit.ts"
+import { KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
+import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
+
+/** Parses `argv`: the requests the handler was given, and how the command ended. */
+const parse = (argv: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const requests: Array<SimRequest> = []
+    const command = simCommand((request) => Effect.sync(() => requests.push(request)))
+    const exit = yield* Effect.exit(Command.runWith(command, { version: "test" })(argv))
+    return { requests, exit }
+  }).pipe(Effect.provide(NodeServices.layer))
+
+/** The one request `argv` makes (fails the test if it made none). */
+const requestOf = (argv: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const { requests, exit } = yield* parse(argv)
+    assert.isTrue(Exit.isSuccess(exit), String(exit))
+    assert.strictEqual(requests.length, 1)
+    const [request] = requests
+    if (request === undefined) return assert.fail("no request")
+    return request
+  })
+
+/** The usage errors `argv` ends with; nothing was run. */
+const usageErrorsOf = (argv: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const { requests, exit } = yield* parse(argv)
+    assert.deepStrictEqual(requests, [], "nothing ran")
+    assert.strictEqual(exitCodeOf(exit), EXIT_USAGE)
+    const error = Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail") : undefined
+    const showHelp = error?._tag === "Fail" && CliError.isCliError(error.error) && error.error._tag === "ShowHelp"
+      ? error.error
+      : undefined
+    return showHelp?.errors.map((e) => e._tag) ?? []
+  })
+
+describe("sim command line", () => {
+  it.effect("no flags: a soak of seeds 1–1000, 40 ops, 4 sessions, shrinking, tolerating the known issues", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* requestOf([]), {
+        _tag: "Soak",
+        soak: {
+          ops: 40,
+          sessions: 4,
+          from: 1,
+          seeds: 1000,
+          config: { tolerate: KNOWN_ISSUES },
+          shrink: true,
+          maxFailures: 5
+        }
+      })
+    }))
+
+  it.effect("every soak flag", () =>
+    Effect.gen(function*() {
+      const request = yield* requestOf([
+        "--seeds", "7", "--from", "3", "--ops", "10", "--sessions", "5", "--scopes", "2", "--traffic", "--strict",
+        "--frames", "--no-shrink", "--max-failures", "2", "--tolerate", "fifo,not-a-kind,silent-loss,fifo"
+      ])
+      assert.deepStrictEqual(request, {
+        _tag: "Soak",
+        soak: {
+          ops: 10,
+          sessions: 5,
+          weights: trafficWeights,
+          from: 3,
+          seeds: 7,
+          config: { tolerate: ["fifo", "silent-loss"], scopes: ["scope-1", "scope-2"], strictInFlight: true, traceFrames: true },
+          shrink: false,
+          maxFailures: 2
+        }
+      })
+    }))
+
+  it.effect("--tolerate none tolerates nothing", () =>
+    Effect.gen(function*() {
+      const request = yield* requestOf(["--tolerate", "none"])
+      assert.deepStrictEqual(request._tag === "Soak" ? request.soak.config?.tolerate : undefined, [])
+    }))
+
+  it.effect("--seed runs one seed; --replay gives it a workload as JSON", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* requestOf(["--seed", "3", "--sessions", "2"]), {
+        _tag: "Seed",
+        seed: 3,
+        replay: undefined,
+        workload: { ops: 40, sessions: 2 },
+        config: { tolerate: KNOWN_ISSUES }
+      })
+      const replay = JSON.stringify([{ _tag: "Send", after: 0, from: 0, to: 1 }])
+      const request = yield* requestOf(["--seed", "3", "--replay", replay])
+      assert.deepStrictEqual(request._tag === "Seed" ? request.replay : undefined, [{ _tag: "Send", after: 0, from: 0, to: 1 }])
+    }))
+
+  it.effect("an unknown flag is a usage error (exit 2), not ignored", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* usageErrorsOf(["--seeds", "5", "--bogus"]), ["UnrecognizedOption"])
+      assert.deepStrictEqual(yield* usageErrorsOf(["--no-traffic"]), ["UnrecognizedOption"])
+    }))
+
+  it.effect("a value that is not an integer, or a --replay that is not a workload, is a usage error (exit 2)", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* usageErrorsOf(["--seeds", "many"]), ["InvalidValue"])
+      assert.deepStrictEqual(yield* usageErrorsOf(["--seed", "1", "--replay", "[{\"_tag\":\"Send\"}]"]), ["InvalidValue"])
+    }))
+})
