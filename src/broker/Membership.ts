@@ -7,22 +7,27 @@
  * This module owns the set of scopes whose membership changed, wakes their
  * recipients' writers once per batch of changes (the notifier fiber calls
  * `notify`), keeps each feed's departed entries bounded, and is the only
- * writer of a `Peer`'s membership fields (`feedCursor`, `owedDepartures`).
+ * writer of a `Peer`'s membership fields (`feedCursor`, `owedDepartures`,
+ * `feedPending`) and of each space's `needsTick` set.
+ *
+ * A writer is woken with a FEED_TICK in its outbox, one at a time: `needsTick`
+ * holds the recipients with none pending, so a batch of changes costs one
+ * offer per recipient that can take it, and nothing for writers that are
+ * already busy or blocked (a storm of joins with slow readers stays linear).
  */
-import type { Queue } from "effect"
+import { Queue } from "effect"
 import * as Encode from "./encode.ts"
-import type { Peer } from "./Peer.ts"
+import type { FeedSource } from "./Output.ts"
+import { FEED_TICK, type Peer } from "./Peer.ts"
 import type { ScopeSpace, Session } from "./Registry.ts"
-import { type RouterContext, signal } from "./RouterContext.ts"
+import { signal } from "./RouterContext.ts"
 
-export class Membership {
-  private readonly ctx: RouterContext
+export class Membership implements FeedSource {
   /** Spaces whose membership changed since the notifier last ran. */
   private readonly dirty = new Set<ScopeSpace>()
   private readonly feedSignal: Queue.Queue<void>
 
-  constructor(ctx: RouterContext, feedSignal: Queue.Queue<void>) {
-    this.ctx = ctx
+  constructor(feedSignal: Queue.Queue<void>) {
     this.feedSignal = feedSignal
   }
 
@@ -30,6 +35,7 @@ export class Membership {
   joined(session: Session): void {
     const space = session.space
     session.peer.feedCursor = space.feed.seq
+    if (!session.peer.feedPending) space.needsTick.add(session.peer)
     space.feed.joined(session.id, session.infoJson)
     this.markDirty(space)
   }
@@ -41,8 +47,16 @@ export class Membership {
   }
 
   left(session: Session): void {
+    session.space.needsTick.delete(session.peer)
     session.space.feed.left(session.id)
     this.markDirty(session.space)
+  }
+
+  /** `peer`'s writer took its FEED_TICK: the next change wakes it again. */
+  taken(peer: Peer): void {
+    peer.feedPending = false
+    const session = peer.session
+    if (session !== undefined && session.peer === peer) session.space.needsTick.add(peer)
   }
 
   /** Appends the membership changes `peer` has not seen (called by its writer, through Output). */
@@ -58,11 +72,23 @@ export class Membership {
 
   /** Wakes the writers of every session in a changed space, once per batch of changes. */
   notify(): void {
+    const woken: Array<Peer> = []
     for (const space of this.dirty) {
-      for (const session of space.sessions.values()) this.ctx.output.feedTick(session.peer)
+      for (const peer of space.needsTick) {
+        if (peer.isClosing || peer.session === undefined) {
+          space.needsTick.delete(peer)
+        } else if (Queue.offerUnsafe(peer.outbox, FEED_TICK)) {
+          // A full outbox keeps the peer here: its writer is busy and collects the feed before writing anyway.
+          peer.feedPending = true
+          space.needsTick.delete(peer)
+          woken.push(peer)
+        }
+      }
       if (space.feed.departedCount > 64 + space.sessions.size) this.compact(space)
     }
     this.dirty.clear()
+    // Resuming a writer runs it inline, and it may ask for its next tick (`taken`): only after the loop.
+    for (const peer of woken) Queue.flushUnsafe(peer.outbox)
   }
 
   private markDirty(space: ScopeSpace): void {

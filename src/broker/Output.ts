@@ -1,6 +1,6 @@
 /**
  * Output and backpressure: the only writer of a `Peer`'s output state
- * (`parked`, `overflow`, `feedPending`).
+ * (`parked`, `overflow`).
  *
  * Routing never writes to a socket; it queues. `enqueue` offers to the
  * recipient's bounded outbox and, once any offer of the current batch finds
@@ -14,6 +14,14 @@
  */
 import { Exit, Queue } from "effect"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer } from "./Peer.ts"
+
+/** Where a writer gets membership frames from (Membership.ts). */
+export interface FeedSource {
+  /** Appends the membership frames `peer` has not seen. */
+  readonly collect: (peer: Peer, out: Array<string>) => void
+  /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
+  readonly taken: (peer: Peer) => void
+}
 
 /** What a writer should do with one batch taken from its outbox. */
 export interface WriteBatch {
@@ -31,18 +39,15 @@ export class Output {
   /** Outboxes that got output in this batch; their writers are woken once at its end. */
   private readonly touched = new Set<Peer>()
   private readonly requeue: (message: OutboundMessage) => void
-  private readonly collectFeed: (peer: Peer, out: Array<string>) => void
+  private readonly feed: FeedSource
 
   /**
    * @param requeue takes a message whose recipient closed before it was written (the mailbox).
-   * @param collectFeed appends the membership frames a recipient has not seen (Membership).
+   * @param feed the membership frames a recipient has not seen (Membership).
    */
-  constructor(
-    requeue: (message: OutboundMessage) => void,
-    collectFeed: (peer: Peer, out: Array<string>) => void
-  ) {
+  constructor(requeue: (message: OutboundMessage) => void, feed: FeedSource) {
     this.requeue = requeue
-    this.collectFeed = collectFeed
+    this.feed = feed
   }
 
   /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
@@ -108,15 +113,6 @@ export class Output {
     if (Queue.offerUnsafe(recipient.outbox, FEED_TICK)) Queue.flushUnsafe(recipient.outbox)
   }
 
-  /** Asks `peer`'s writer to pull membership changes, unless it already has been asked. */
-  feedTick(peer: Peer): void {
-    if (peer.feedPending || peer.isClosing) return
-    if (Queue.offerUnsafe(peer.outbox, FEED_TICK)) {
-      peer.feedPending = true
-      Queue.flushUnsafe(peer.outbox)
-    }
-  }
-
   /**
    * Turns items taken from `peer`'s outbox into one write: the membership
    * changes it has not seen first, then the items, then forced overflow.
@@ -124,13 +120,13 @@ export class Output {
   takeForWrite(peer: Peer, items: ReadonlyArray<OutboundItem>): WriteBatch {
     const frames: Array<string> = []
     const messages: Array<OutboundMessage> = []
-    this.collectFeed(peer, frames)
+    this.feed.collect(peer, frames)
     let ending = false
     const overflow = peer.overflow
     peer.overflow = undefined
     const add = (item: OutboundItem): void => {
       if (typeof item === "string") frames.push(item)
-      else if (item === FEED_TICK) peer.feedPending = false
+      else if (item === FEED_TICK) this.feed.taken(peer)
       else if (item === END_OF_OUTPUT) ending = true
       else {
         frames.push(item.frame)

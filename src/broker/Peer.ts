@@ -82,9 +82,10 @@ export class Peer {
    */
   owedDepartures: Set<string> | undefined = undefined
 
-  // --- Output -----------------------------------------------------------------
   /** A FEED_TICK is already waiting in the outbox. */
   feedPending = false
+
+  // --- Output -----------------------------------------------------------------
   /**
    * Output this connection produced that is still waiting for room in its
    * recipients' outboxes, in order; its reader does not read on until it fits.

@@ -142,6 +142,8 @@ export class ScopeSpace {
   /** Recently disconnected sessions by id (P34): 24 h, at most 16,384 per scope. */
   readonly recent = new AgedMap<string, RecentSession>(16_384)
   readonly feed = new MembershipFeed()
+  /** Live sessions' connections with no FEED_TICK pending (Membership's; see Membership.ts). */
+  readonly needsTick = new Set<Peer>()
 
   constructor(key: string) {
     this.key = key

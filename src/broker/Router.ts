@@ -69,10 +69,10 @@ export class Router {
   constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
-    const output = new Output(
-      (message) => mail.requeue(message),
-      (peer, out) => membership.collect(peer, out)
-    )
+    const output = new Output((message) => mail.requeue(message), {
+      collect: (peer, out) => membership.collect(peer, out),
+      taken: (peer) => membership.taken(peer)
+    })
     const ctx: RouterContext = {
       options,
       now,
@@ -87,7 +87,7 @@ export class Router {
         closePeer(peer, "destroy")
       }
     }
-    const membership = new Membership(ctx, signals.feed)
+    const membership = new Membership(signals.feed)
     const registration = new Registration(ctx, membership, signals)
     const asks = new Asks(ctx)
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {

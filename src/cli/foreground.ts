@@ -54,8 +54,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     const paths = yield* resolveProcessPaths(flags.dir)
     if (paths.socketFallbackDir !== undefined) yield* prepareFallbackDir(paths.socketFallbackDir, currentUid())
     // The broker keeps asks open as long as clients of this agent dir wait for them (askTimeoutMs).
+    // Its problems are logged once the broker runs: a directory that stops the broker is reported alone.
     const resolution = yield* readIntercomSettings({ dir: flags.dir }).pipe(Effect.provide(NodeFileSystem.layer))
-    yield* logIntercomSettingsProblems(resolution)
     const envError = resolution.errors.find((error) => error instanceof IntercomEnvError)
     if (envError !== undefined) return yield* envError
     const options: BrokerOptions = {
@@ -71,6 +71,7 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     )
     const handle = yield* runBroker(options)
     yield* Ref.set(started, true)
+    yield* logIntercomSettingsProblems(resolution)
     yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
     yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
     yield* handle.idleExit

@@ -5,7 +5,7 @@
  * agent prompted for one behaves the same with the other.
  */
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { displayTarget } from "./targets.ts"
+import { displayTargets } from "./targets.ts"
 
 // ---------------------------------------------------------------------------
 // Identity and status
@@ -152,13 +152,14 @@ export const renderSessionRow = (
   session: SessionInfo,
   all: ReadonlyArray<SessionInfo>,
   selfCwd: string,
-  isSelf: boolean
+  isSelf: boolean,
+  targetOf: (session: SessionInfo) => string = displayTargets(all)
 ): string => {
   const name = session.name?.trim() || "Unnamed session"
   const tags = [isSelf ? "self" : session.cwd === selfCwd ? "same cwd" : undefined, session.status]
     .filter((tag): tag is string => tag !== undefined && tag.length > 0)
   const suffix = tags.length === 0 ? "" : ` [${tags.join(", ")}]`
-  return `• ${name} (${displayTarget(session, all)}) — ${session.cwd} (${session.model})${suffix}`
+  return `• ${name} (${targetOf(session)}) — ${session.cwd} (${session.model})${suffix}`
 }
 
 /**
@@ -169,10 +170,12 @@ export const renderSessionRow = (
  */
 export const renderSessionList = (self: SessionInfo, all: ReadonlyArray<SessionInfo>): string => {
   const others = all.filter((session) => session.id !== self.id)
-  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true)}`
+  // Display targets for every row at once (O(n log n), not O(n) per row).
+  const targetOf = displayTargets(all)
+  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true, targetOf)}`
   const rest = others.length === 0
     ? "**Other sessions:**\nNo other sessions connected."
-    : `**Other sessions:**\n${others.map((session) => renderSessionRow(session, all, self.cwd, false)).join("\n")}`
+    : `**Other sessions:**\n${others.map((session) => renderSessionRow(session, all, self.cwd, false, targetOf)).join("\n")}`
   return `${current}\n\n${rest}`
 }
 

@@ -102,31 +102,67 @@ export const resolveTarget = <T extends TargetIdentity>(
     : { _tag: "AmbiguousPrefix", matches: merged }
 }
 
+/** Length of the common prefix of two strings. */
+const commonPrefix = (a: string, b: string): number => {
+  const max = Math.min(a.length, b.length)
+  let i = 0
+  while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++
+  return i
+}
+
 /**
- * The display target of `session` (C-TGT-6): the shortest id prefix of at
- * least 8 characters that is unique among the ids and equal to no session's
- * name; the full id when there is none.
+ * The display targets of every session in `all` (C-TGT-6): for each, the
+ * shortest id prefix of at least 8 characters that is unique among the ids
+ * (ignoring case) and equal to no session's name; the full id when there is
+ * none. O(n log n): in sorted order an id's prefix is unique exactly when it
+ * is longer than what the id shares with either neighbour.
  *
  * @category targets
  * @since 0.1.0
  */
-export const displayTarget = (session: TargetIdentity, all: ReadonlyArray<TargetIdentity>): string => {
-  const ids = all.map((candidate) => candidate.id.toLowerCase())
+export const displayTargets = (all: ReadonlyArray<TargetIdentity>): (session: TargetIdentity) => string => {
   const names = new Set(all.map(lowerName).filter((name): name is string => name !== undefined))
-  const id = session.id.toLowerCase()
-  for (let length = MIN_TARGET_PREFIX_LENGTH; length < session.id.length; length++) {
-    const prefix = id.slice(0, length)
-    if (ids.filter((candidate) => candidate.startsWith(prefix)).length === 1 && !names.has(prefix)) {
-      return session.id.slice(0, length)
-    }
+  const sorted = all.map((session) => session.id.toLowerCase()).sort()
+  const shared = new Map<string, number>()
+  for (let i = 0; i < sorted.length; i++) {
+    const id = sorted[i]!
+    const before = i > 0 ? commonPrefix(sorted[i - 1]!, id) : 0
+    const after = i + 1 < sorted.length ? commonPrefix(id, sorted[i + 1]!) : 0
+    shared.set(id, Math.max(before, after, shared.get(id) ?? 0))
   }
-  return session.id
+  const targets = new Map<string, string>()
+  return (session) => {
+    const known = targets.get(session.id)
+    if (known !== undefined) return known
+    const id = session.id.toLowerCase()
+    let target = session.id
+    for (let length = Math.max(MIN_TARGET_PREFIX_LENGTH, (shared.get(id) ?? 0) + 1); length < id.length; length++) {
+      if (!names.has(id.slice(0, length))) {
+        target = session.id.slice(0, length)
+        break
+      }
+    }
+    targets.set(session.id, target)
+    return target
+  }
 }
 
-const targetOptions = (matches: ReadonlyArray<TargetIdentity>, all: ReadonlyArray<TargetIdentity>): string =>
-  matches
-    .map((session) => `${session.name?.trim() || session.id.slice(0, MIN_TARGET_PREFIX_LENGTH)} → ${displayTarget(session, all)}`)
+/**
+ * The display target of one `session` among `all` (see `displayTargets`,
+ * which computes them all at once).
+ *
+ * @category targets
+ * @since 0.1.0
+ */
+export const displayTarget = (session: TargetIdentity, all: ReadonlyArray<TargetIdentity>): string =>
+  displayTargets(all)(session)
+
+const targetOptions = (matches: ReadonlyArray<TargetIdentity>, all: ReadonlyArray<TargetIdentity>): string => {
+  const targetOf = displayTargets(all)
+  return matches
+    .map((session) => `${session.name?.trim() || session.id.slice(0, MIN_TARGET_PREFIX_LENGTH)} → ${targetOf(session)}`)
     .join(", ")
+}
 
 /**
  * The user-facing error for a resolution that is neither found nor absent.

@@ -1,7 +1,7 @@
 /** C-TGT-1…6 with the 004 rules (open question 4): resolution order, refusals, display targets. */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { displayTarget, resolutionFailure, resolveTarget, type TargetIdentity } from "../../src/session/targets.ts"
+import { displayTarget, displayTargets, resolutionFailure, resolveTarget, type TargetIdentity } from "../../src/session/targets.ts"
 
 const planner = { id: "6332faab-1111-4222-8333-aaaaaaaaaaaa", name: "planner" }
 const worker = { id: "6332fabc-2222-4222-8333-bbbbbbbbbbbb", name: "Worker" }
@@ -110,5 +110,34 @@ describe("C-TGT-6 display targets", () => {
         return true
       })
     )
+  })
+})
+
+describe("displayTargets (all at once)", () => {
+  /** C-TGT-6 as written: per session, try every prefix length and count the ids it matches. */
+  const naive = (session: { id: string }, all: ReadonlyArray<{ id: string; name?: string | undefined }>): string => {
+    const ids = all.map((candidate) => candidate.id.toLowerCase())
+    const names = new Set(all.flatMap((candidate) => {
+      const name = candidate.name?.trim().toLowerCase()
+      return name === undefined || name === "" ? [] : [name]
+    }))
+    const id = session.id.toLowerCase()
+    for (let length = 8; length < session.id.length; length++) {
+      const prefix = id.slice(0, length)
+      if (ids.filter((candidate) => candidate.startsWith(prefix)).length === 1 && !names.has(prefix)) {
+        return session.id.slice(0, length)
+      }
+    }
+    return session.id
+  }
+
+  it("agrees with the rule applied one session at a time, for any ids and names", () => {
+    // Ids from a small alphabet, so long shared prefixes, case-only differences and duplicates are common.
+    const id = fc.string({ unit: fc.constantFrom("a", "b", "A", "1"), minLength: 6, maxLength: 14 })
+    const session = fc.record({ id, name: fc.option(fc.oneof(id, fc.constantFrom("aaaaaaaa", " AAAAAAAAb ")), { nil: undefined }) })
+    fc.assert(fc.property(fc.array(session, { maxLength: 30 }), (all) => {
+      const targetOf = displayTargets(all)
+      for (const each of all) assert.strictEqual(targetOf(each), naive(each, all))
+    }), { numRuns: 500 })
   })
 })
