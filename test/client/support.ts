@@ -5,9 +5,7 @@
  * always killed when the test's Scope closes, whatever happened.
  */
 import { Context, Data, Duration, Effect, Exit, Layer, Queue, Scope, Stream } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
@@ -16,6 +14,9 @@ import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames
 import type { Connection } from "../../src/transport/Connection.ts"
 import { type ListenError, serveUnix } from "../../src/transport/UnixSocket.ts"
 import { tempDir, type TestBroker } from "../support/broker.ts"
+import { type Child, type ChildFailed, type SpawnOptions, spawnNode as spawnNodeChild, stopPid } from "../support/process.ts"
+
+export { childEnv, isAlive, readPidFile, stopPid } from "../support/process.ts"
 
 /** A SessionRegistration (P11) with an optional name and status. */
 export const registrationOf = (name?: string, status?: string): SessionRegistration => {
@@ -116,39 +117,20 @@ export const eventually = (
 // Real broker processes (auto-spawn tests)
 // ---------------------------------------------------------------------------
 
-export const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** The first line of `broker.pid` as a number, if any. */
-export const readPidFile = (file: string): number | undefined => {
-  try {
-    const pid = Number.parseInt(fs.readFileSync(file, "utf8").split("\n", 1)[0] ?? "", 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /**
- * Every live process whose command line is a broker for `agentDir`
- * (`… dist/bin/intercom.mjs broker --dir <agentDir>`, or the unbundled
- * `dist/cli/main.js`: see `brokerEntryPoint`), from /proc. Zombies
+ * Every live process whose command line is a broker for an agent dir that
+ * `matches` (`… dist/bin/intercom.mjs broker --dir <agentDir>`, or the
+ * unbundled `dist/cli/main.js`: see `brokerEntryPoint`), from /proc. Zombies
  * (exited, not yet reaped) do not count.
  */
-export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
+export const brokerProcessesWhere = (matches: (arg: string) => boolean): ReadonlyArray<number> => {
   const found: Array<number> = []
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     try {
       const argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
       if (!argv.some((arg) => arg.endsWith(BUNDLED_CLI) || arg.endsWith(UNBUNDLED_CLI))) continue
-      if (!argv.includes("broker") || !argv.includes(agentDir)) continue
+      if (!argv.includes("broker") || !argv.some(matches)) continue
       const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${entry}/status`, "utf8"))?.[1]
       if (state !== "Z") found.push(Number(entry))
     } catch {
@@ -158,25 +140,9 @@ export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
   return found
 }
 
-/** SIGTERM, wait up to 3 s, then SIGKILL. */
-export const stopProcess = (pid: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if (!isAlive(pid)) return
-    yield* Effect.sync(() => process.kill(pid, "SIGTERM"))
-    const gone = yield* eventually(`pid ${pid} to exit`, () => !isAlive(pid), "3 seconds").pipe(
-      Effect.as(true),
-      Effect.catch(() => Effect.succeed(false))
-    )
-    if (!gone) {
-      yield* Effect.sync(() => {
-        try {
-          process.kill(pid, "SIGKILL")
-        } catch {
-          // already gone
-        }
-      })
-    }
-  })
+/** Every live broker process for exactly `agentDir`. */
+export const brokerProcesses = (agentDir: string): ReadonlyArray<number> =>
+  brokerProcessesWhere((arg) => arg === agentDir)
 
 export interface AgentDir {
   readonly agentDir: string
@@ -203,7 +169,7 @@ export const agentDir = (): Effect.Effect<AgentDir, never, Scope.Scope> =>
     const intercomDir = path.join(root, "intercom")
     // Registered after tempDir, so it runs before the dir is removed.
     yield* Effect.addFinalizer(() =>
-      Effect.forEach(brokerProcesses(root), stopProcess, { concurrency: "unbounded", discard: true })
+      Effect.forEach(brokerProcesses(root), (pid) => stopPid(pid), { concurrency: "unbounded", discard: true })
     )
     return {
       agentDir: root,
@@ -372,90 +338,26 @@ export const fakeClientOptions = (
   ...extra
 })
 
-// ---------------------------------------------------------------------------
-// Child processes (fixtures, the example)
-// ---------------------------------------------------------------------------
 
-export interface NodeProcess {
-  readonly child: ChildProcess
-  readonly pid: number
-  readonly stdout: () => string
-  readonly stderr: () => string
-  readonly write: (text: string) => Effect.Effect<void>
-  /** Waits until stdout matches `pattern`. */
-  readonly waitStdout: (pattern: RegExp, timeout?: Duration.Input) => Effect.Effect<RegExpExecArray, Timeout>
-  /** Waits for the exit code (or signal name); fails after `timeout`. */
-  readonly waitExit: (timeout?: Duration.Input) => Effect.Effect<number | string, Timeout>
-}
+// ---------------------------------------------------------------------------
+// Compatibility for test/testing/example.test.ts (owned by the simulation work)
+// ---------------------------------------------------------------------------
 
 /**
- * The environment of a child: no inherited agent-dir variables, and a Node
- * compile cache shared by test runs (loading effect dominates a child's startup).
+ * `node ...args` through the process harness, with `waitExit` answering the
+ * exit code (or the signal's name) as before. New tests use
+ * `spawnNode` from test/support/process.ts directly.
  */
-export const childEnv = (): Record<string, string> => {
-  const env: Record<string, string> = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && key !== "ATOMIC_CODING_AGENT_DIR" && key !== "PI_CODING_AGENT_DIR") env[key] = value
-  }
-  return {
-    NODE_COMPILE_CACHE: path.join(os.tmpdir(), "effect-intercom-test-compile-cache"),
-    ...env,
-    NODE_NO_WARNINGS: "1"
-  }
-}
-
-/** Runs `node ...args` (the current Node); SIGKILLed when the Scope closes if still running. */
 export const spawnNode = (
   args: ReadonlyArray<string>,
-  options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}
-): Effect.Effect<NodeProcess, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    let stdout = ""
-    let stderr = ""
-    let exit: number | string | undefined
-    const child = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const child = spawn(process.execPath, [...args], {
-          cwd: options.cwd ?? process.cwd(),
-          env: options.env ?? childEnv(),
-          stdio: ["pipe", "pipe", "pipe"]
-        })
-        child.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk))
-        child.stderr.setEncoding("utf8").on("data", (chunk: string) => void (stderr += chunk))
-        child.stdin.on("error", () => undefined) // the child may be gone before we write
-        child.once("exit", (code, signal) => void (exit = code ?? signal ?? "unknown"))
-        return child
-      }),
-      (child) =>
-        Effect.gen(function*() {
-          if (exit !== undefined) return
-          child.kill("SIGKILL")
-          yield* eventually("the child to exit", () => exit !== undefined, "5 seconds").pipe(Effect.ignore)
-        })
-    )
-    return {
-      child,
-      pid: child.pid ?? -1,
-      stdout: () => stdout,
-      stderr: () => stderr,
-      write: (text) => Effect.sync(() => void child.stdin?.write(text)),
-      waitStdout: (pattern, timeout = "15 seconds") =>
-        Effect.gen(function*() {
-          while (true) {
-            const match = pattern.exec(stdout)
-            if (match !== null) return match
-            if (exit !== undefined) {
-              return yield* new Timeout({
-                what: `${pattern} on stdout (the process exited: ${exit})\n--- stdout:\n${stdout}\n--- stderr:\n${stderr}`
-              })
-            }
-            yield* Effect.sleep("20 millis")
-          }
-        }).pipe(Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () => Effect.fail(new Timeout({ what: `${pattern} on stdout\n--- stdout:\n${stdout}\n--- stderr:\n${stderr}` }))
-        })),
-      waitExit: (timeout = "15 seconds") =>
-        eventually("the process to exit", () => exit !== undefined, timeout).pipe(Effect.map(() => exit ?? "unknown"))
-    } satisfies NodeProcess
-  })
+  options: SpawnOptions = {}
+): Effect.Effect<
+  Omit<Child, "waitExit"> & { readonly waitExit: (timeout?: Duration.Input) => Effect.Effect<number | string, ChildFailed> },
+  never,
+  Scope.Scope
+> =>
+  Effect.map(spawnNodeChild(args, options), (child) => ({
+    ...child,
+    waitExit: (timeout?: Duration.Input) =>
+      Effect.map(child.waitExit(timeout), (outcome) => outcome.code ?? outcome.signal ?? "unknown")
+  }))
