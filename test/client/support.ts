@@ -11,9 +11,13 @@ import { IntercomClient, type IntercomClientOptions, type IntercomClientService 
 import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
+import type { Dialer } from "../../src/client/ClientConnection.ts"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
+import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
 import { type ListenError, serveUnix } from "../../src/transport/UnixSocket.ts"
 import { tempDir, type TestBroker } from "../support/broker.ts"
+import { closeOnSimulatedTime } from "../support/memory.ts"
 import { type Child, type ChildFailed, type SpawnOptions, spawnNode as spawnNodeChild, stopPid } from "../support/process.ts"
 
 export { childEnv, isAlive, readPidFile, stopPid } from "../support/process.ts"
@@ -54,12 +58,30 @@ export interface TestClient {
   readonly close: Effect.Effect<void>
 }
 
-/** Builds `IntercomClient.layer(options)` in a child of the current Scope. */
+/**
+ * Builds `IntercomClient.layer(options)` in a child of the current Scope. For
+ * the in-memory world under TestClock use `makeMemoryClient`: a client's close
+ * may wait on simulated time.
+ */
 export const makeClient = (options: IntercomClientOptions): Effect.Effect<TestClient, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Scope.fork(yield* Effect.scope)
     const context = yield* Layer.buildWithScope(IntercomClient.layer(options), scope)
     return { client: Context.get(context, IntercomClient), close: Scope.close(scope, Exit.void) }
+  })
+
+/**
+ * `makeClient` for the in-memory world under TestClock: its close (explicit,
+ * or when the test's Scope closes) lets simulated time pass until it is done.
+ */
+export const makeMemoryClient = (
+  options: IntercomClientOptions
+): Effect.Effect<TestClient & { readonly scope: Scope.Closeable }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
+    const context = yield* Layer.buildWithScope(IntercomClient.layer(options), scope)
+    return { client: Context.get(context, IntercomClient), close: closeOnSimulatedTime(scope), scope }
   })
 
 export class Timeout extends Data.TaggedError("Timeout")<{ readonly what: string }> {
@@ -98,20 +120,6 @@ export const subscribe = <A>(stream: Stream.Stream<A>, label: string): Effect.Ef
       }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what: label })) }))
     return { next, seen: () => seen }
   })
-
-/** Polls `check` every 20 ms until it returns true; fails after `timeout`. */
-export const eventually = (
-  what: string,
-  check: () => boolean | Effect.Effect<boolean>,
-  timeout: Duration.Input = "5 seconds"
-): Effect.Effect<void, Timeout> =>
-  Effect.gen(function*() {
-    while (true) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep("20 millis")
-    }
-  }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what })) }))
 
 // ---------------------------------------------------------------------------
 // Real broker processes (auto-spawn tests)
@@ -190,16 +198,6 @@ export const agentDir = (): Effect.Effect<AgentDir, never, Scope.Scope> =>
     }
   })
 
-/** How long an effect took, in milliseconds (real clock). */
-export const timed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<readonly [A, number], E, R> =>
-  Effect.gen(function*() {
-    const start = performance.now()
-    const result = yield* effect
-    return [result, performance.now() - start] as const
-  })
-
-export const millis = (duration: Duration.Input): number => Duration.toMillis(Duration.fromInputUnsafe(duration))
-
 // ---------------------------------------------------------------------------
 // A scriptable fake broker (for what a real broker never does)
 // ---------------------------------------------------------------------------
@@ -207,7 +205,6 @@ export const millis = (duration: Duration.Input): number => Duration.toMillis(Du
 export interface FakeFrame {
   /** Which accepted connection it came on, from 1. */
   readonly connection: number
-  readonly at: number
   readonly frame: { readonly type: string; readonly [key: string]: unknown }
 }
 
@@ -223,105 +220,174 @@ export interface FakeBrokerOptions {
   readonly hangAfterRegister?: boolean
 }
 
-export interface FakeBroker {
-  readonly root: string
-  readonly intercomDir: string
-  readonly socketPath: string
+/** What a fake broker saw, and how to wait for it. */
+export interface FakeBrokerState {
   /** Every frame received, in order. */
-  readonly frames: Array<FakeFrame>
+  readonly frames: ReadonlyArray<FakeFrame>
   /** Every frame the fake sent, with the connection it went to. */
-  readonly sent: Array<FakeFrame>
+  readonly sent: ReadonlyArray<FakeFrame>
   readonly ofType: (type: string) => ReadonlyArray<FakeFrame>
   /** Connections accepted so far. */
   readonly connections: () => number
   /** Connections that have ended (EOF or error), by number. */
   readonly ended: () => ReadonlyArray<number>
+  /** Waits (on events, not by polling) until `check` holds; fails after `timeout`. */
+  readonly until: (what: string, check: () => boolean, timeout?: Duration.Input) => Effect.Effect<void, Timeout>
+}
+
+export interface FakeBroker extends FakeBrokerState {
+  readonly root: string
+  readonly intercomDir: string
+  readonly socketPath: string
 }
 
 /**
- * A base-protocol broker built on `serveUnix`: answers `health`, `register`
+ * A base-protocol broker over any transport: answers `health`, `register`
  * (with the configured features), `list` with the sessions registered on it,
  * and `send` with a bare `{type:"delivered", messageId}`, the minimum P41
  * allows. It records every frame it receives.
  */
+export const makeFakeBroker = (
+  options: FakeBrokerOptions = {}
+): { readonly state: FakeBrokerState; readonly accept: (connection: Connection) => Effect.Effect<void> } => {
+  const frames: Array<FakeFrame> = []
+  const sent: Array<FakeFrame> = []
+  const ended: Array<number> = []
+  const sessions = new Map<number, SessionInfo>()
+  const waiters = new Set<() => boolean>()
+  const changed = () => {
+    for (const waiter of [...waiters]) if (waiter()) waiters.delete(waiter)
+  }
+  const state = { accepted: 0 }
+  const accept = (connection: Connection) => {
+    const id = ++state.accepted
+    changed()
+    return Effect.gen(function*() {
+      const reply = (frame: { readonly type: string; readonly [key: string]: unknown }) =>
+        Effect.andThen(
+          Effect.sync(() => sent.push({ connection: id, frame })),
+          connection.writeAll([JSON.stringify(frame)])
+        )
+      while (true) {
+        const texts = yield* connection.read
+        for (const text of texts) {
+          const parsed = parseFrameText(text)
+          if (isFrameDecodeError(parsed)) continue
+          frames.push({ connection: id, frame: parsed })
+          changed()
+          switch (parsed.type) {
+            case "health":
+              yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
+              break
+            case "register": {
+              const sessionId = typeof parsed.sessionId === "string" ? parsed.sessionId : `fake-${id}`
+              const session = typeof parsed.session === "object" && parsed.session !== null ? parsed.session : {}
+              sessions.set(id, { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0, ...session, id: sessionId })
+              yield* reply({
+                type: "registered",
+                sessionId,
+                ...(options.features === undefined ? {} : { features: options.features })
+              })
+              if (options.hangAfterRegister === true) return yield* Effect.never
+              break
+            }
+            case "unregister":
+              sessions.delete(id)
+              break
+            case "list":
+              if (options.answerList !== false) {
+                yield* reply({ type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] })
+              }
+              break
+            case "send": {
+              const message = parsed.message
+              const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
+              yield* reply({ type: "delivered", messageId })
+              break
+            }
+          }
+        }
+      }
+    }).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        sessions.delete(id)
+        ended.push(id)
+        changed()
+      })),
+      Effect.ignore
+    )
+  }
+  const until = (what: string, check: () => boolean, timeout: Duration.Input = "5 seconds") =>
+    Effect.callback<void>((resume) => {
+      const attempt = () => {
+        if (!check()) return false
+        resume(Effect.void)
+        return true
+      }
+      if (attempt()) return
+      waiters.add(attempt)
+      return Effect.sync(() => void waiters.delete(attempt))
+    }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what })) }))
+  return {
+    state: {
+      frames,
+      sent,
+      ofType: (type) => frames.filter((f) => f.frame.type === type),
+      connections: () => state.accepted,
+      ended: () => ended,
+      until
+    },
+    accept
+  }
+}
+
+/** A fake broker on a real Unix socket (`serveUnix`), in a fresh agent dir. */
 export const fakeBroker = (options: FakeBrokerOptions = {}): Effect.Effect<FakeBroker, ListenError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = yield* tempDir("eif-")
     const intercomDir = path.join(root, "intercom")
     fs.mkdirSync(intercomDir, { mode: 0o700 })
     const socketPath = path.join(intercomDir, "broker.sock")
-    const frames: Array<FakeFrame> = []
-    const sent: Array<FakeFrame> = []
-    const ended: Array<number> = []
-    const sessions = new Map<number, SessionInfo>()
-    let accepted = 0
-    const handle = (connection: Connection) => {
-      const id = ++accepted
-      return Effect.gen(function*() {
-        const reply = (frame: { readonly type: string; readonly [key: string]: unknown }) =>
-          Effect.andThen(
-            Effect.sync(() => sent.push({ connection: id, at: Date.now(), frame })),
-            connection.writeAll([JSON.stringify(frame)])
-          )
-        while (true) {
-          const texts = yield* connection.read
-          for (const text of texts) {
-            const parsed = parseFrameText(text)
-            if (isFrameDecodeError(parsed)) continue
-            frames.push({ connection: id, at: Date.now(), frame: parsed })
-            switch (parsed.type) {
-              case "health":
-                yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
-                break
-              case "register": {
-                const sessionId = typeof parsed.sessionId === "string" ? parsed.sessionId : `fake-${id}`
-                const session = typeof parsed.session === "object" && parsed.session !== null ? parsed.session : {}
-                sessions.set(id, { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0, ...session, id: sessionId })
-                yield* reply({
-                  type: "registered",
-                  sessionId,
-                  ...(options.features === undefined ? {} : { features: options.features })
-                })
-                if (options.hangAfterRegister === true) return yield* Effect.never
-                break
-              }
-              case "unregister":
-                sessions.delete(id)
-                break
-              case "list":
-                if (options.answerList !== false) {
-                  yield* reply({ type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] })
-                }
-                break
-              case "send": {
-                const message = parsed.message
-                const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
-                yield* reply({ type: "delivered", messageId })
-                break
-              }
-            }
-          }
-        }
-      }).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          sessions.delete(id)
-          ended.push(id)
-        })),
-        Effect.ignore
-      )
-    }
-    yield* serveUnix(socketPath, handle)
+    const { accept, state } = makeFakeBroker(options)
+    yield* serveUnix(socketPath, accept)
+    return { ...state, root, intercomDir, socketPath }
+  })
+
+/** A fake broker on its own in-memory network, for tests under TestClock. */
+export const memoryFakeBroker = (options: FakeBrokerOptions = {}): Effect.Effect<
+  FakeBrokerState & { readonly address: string; readonly dial: Dialer },
+  never,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const network = yield* makeInMemoryNetwork()
+    const address = "mem://fake-broker"
+    const { accept, state } = makeFakeBroker(options)
+    yield* network.listen(address, accept).pipe(Effect.orDie)
     return {
-      root,
-      intercomDir,
-      socketPath,
-      frames,
-      sent,
-      ofType: (type) => frames.filter((f) => f.frame.type === type),
-      connections: () => accepted,
-      ended: () => ended
+      ...state,
+      address,
+      dial: (target: string) =>
+        network.dial(target).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
     }
   })
+
+/** Options for a client dialling an in-memory network (never spawns). */
+export const memoryClientOptions = (
+  target: { readonly address: string; readonly dial: Dialer },
+  sessionId: string,
+  name?: string,
+  extra: Partial<IntercomClientOptions> = {}
+): IntercomClientOptions => ({
+  agentDir: "/mem",
+  intercomDir: "/mem/intercom",
+  socketPath: target.address,
+  sessionId,
+  registration: registrationOf(name),
+  launch: false,
+  dial: target.dial,
+  ...extra
+})
 
 /** Client options for a fake broker (never spawns). */
 export const fakeClientOptions = (

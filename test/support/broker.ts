@@ -66,8 +66,6 @@ export const withBroker = (
 // Registration
 // ---------------------------------------------------------------------------
 
-let sessionCounter = 0
-
 export interface RegisterOptions {
   /** `undefined` → a fresh unique id; `null` → omit it (the broker assigns one). */
   readonly sessionId?: string | null
@@ -107,7 +105,8 @@ export const registration = (options: RegisterOptions = {}): Record<string, unkn
   }
 }
 
-export const freshId = (prefix = "s"): string => `${prefix}-${++sessionCounter}-${randomUUID().slice(0, 8)}`
+/** A session id no other test uses. */
+export const freshId = (prefix = "s"): string => `${prefix}-${randomUUID()}`
 
 /** The `register` frame for these options. */
 export const registerFrame = (options: RegisterOptions = {}): Record<string, unknown> => ({

@@ -1,0 +1,171 @@
+/**
+ * The real broker core (`Broker.make`) on the in-memory network
+ * (`makeInMemoryNetwork`), for tests under `it.effect`'s TestClock: wire
+ * clients and `IntercomClient`s dial it with no socket and no real timer, so
+ * every timeout, idle exit and liveness probe runs on simulated time.
+ *
+ * Exactness comes from `step`: an action is forked behind a 1 ms sleep and the
+ * clock advanced 1 ms, so TestClock runs the action and every fiber it wakes,
+ * transitively, until all of them are suspended again (the simulation harness
+ * works the same way, docs/testing.md "How time moves"). After a step nothing
+ * more happens until the next action or the next timer: a frame that has not
+ * arrived will not arrive, so negative checks need no waiting.
+ */
+import { Clock, Data, type Duration, Effect, Exit, Fiber, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { Broker, type BrokerCoreOptions, type BrokerService } from "../../src/broker/index.ts"
+import type { Dialer } from "../../src/client/ClientConnection.ts"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
+import { type InMemoryNetwork, makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
+import { register, type RegisterOptions, type Session } from "./broker.ts"
+import { type ConnectOptions, type WireClient, type WireError, wireOverConnection } from "./wire.ts"
+
+/** The simulated time one step takes. */
+export const STEP_MS = 1
+
+/**
+ * Runs `action` as one step of the world and returns its fiber: when this
+ * returns, the action and everything it woke are suspended (or done).
+ */
+export const step = <A, E, R>(action: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkChild(Effect.andThen(Effect.sleep(STEP_MS), action), { startImmediately: true })
+    yield* TestClock.adjust(STEP_MS)
+    return fiber
+  })
+
+export class StillRunning extends Data.TaggedError("StillRunning")<{ readonly what: string }> {
+  override get message(): string {
+    return `${this.what} had not completed when the world went idle (it waits for a timer or for another action)`
+  }
+}
+
+/** Runs `action` as one step; it must complete within it (it waits on nothing but the world). */
+export const settle = <A, E, R>(
+  action: Effect.Effect<A, E, R>,
+  what = "the action"
+): Effect.Effect<A, E | StillRunning, R> =>
+  Effect.gen(function*() {
+    const fiber = yield* step(action)
+    if (fiber.pollUnsafe() === undefined) {
+      yield* Fiber.interrupt(fiber)
+      return yield* new StillRunning({ what })
+    }
+    return yield* Fiber.join(fiber)
+  })
+
+/** Lets `duration` of simulated time pass: every timer due runs, each until the world is idle. */
+export const advance = (duration: Duration.Input): Effect.Effect<void> => TestClock.adjust(duration)
+
+/**
+ * Closes `scope` while simulated time passes in 100 ms steps, as a program's
+ * shutdown takes real time: an orderly client close may wait up to 2 s for a
+ * broker that does not answer, and nothing else would move the clock during a
+ * test's teardown. Dies if the close takes more than 10 simulated minutes.
+ */
+export const closeOnSimulatedTime = (scope: Scope.Closeable): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    // A step: what the close causes elsewhere (a peer's session_left, say) has run when it returns.
+    const closing = yield* step(Scope.close(scope, Exit.void))
+    for (let waited = 0; closing.pollUnsafe() === undefined; waited += 100) {
+      if (waited >= 600_000) return yield* Effect.die("closing took more than 10 simulated minutes")
+      yield* TestClock.adjust(100)
+    }
+  })
+
+/** The simulated time now. */
+export const now: Effect.Effect<number> = Clock.currentTimeMillis
+
+/** Advances the clock to simulated time `at`; every timer due on the way runs. */
+export const advanceTo = (at: number): Effect.Effect<void> =>
+  Effect.flatMap(now, (current) =>
+    at < current ? Effect.die(`cannot advance to ${at}: it is ${current} already`) : TestClock.adjust(at - current))
+
+/**
+ * Advances the clock so that the next step's action runs at simulated time
+ * `at` (a step takes `STEP_MS`). Every timer due before runs on the way.
+ */
+export const nextStepAt = (at: number): Effect.Effect<void> =>
+  Effect.flatMap(now, (current) => {
+    const by = at - STEP_MS - current
+    return by < 0 ? Effect.die(`the next step cannot run at ${at}: it is ${current} already`) : TestClock.adjust(by)
+  })
+
+export interface MemoryNetwork {
+  readonly network: InMemoryNetwork
+  readonly address: string
+  /** A dialer into this network, for `IntercomClient.make({ dial })`. */
+  readonly dial: Dialer
+  /** Opens a wire client to whatever listens on the address. */
+  readonly connect: (label?: string, options?: ConnectOptions) => Effect.Effect<WireClient, never, Scope.Scope>
+  /** Connects and registers; fails if the broker does not answer `registered`. */
+  readonly session: (options?: RegisterOptions) => Effect.Effect<Session, WireError, Scope.Scope>
+  /**
+   * Starts a broker core listening on the address, in a Scope of its own:
+   * `crash` closes it (every connection drops, all its state is gone), as a
+   * killed broker process.
+   */
+  readonly startBroker: (options?: BrokerCoreOptions) => Effect.Effect<RunningBroker>
+}
+
+export interface RunningBroker {
+  readonly core: BrokerService
+  readonly crash: Effect.Effect<void>
+}
+
+/** An in-memory network with one well-known broker address, in the current Scope. */
+export const memoryNetwork = (
+  options: { readonly linkCapacity?: number } = {}
+): Effect.Effect<MemoryNetwork, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const network = yield* makeInMemoryNetwork(options.linkCapacity === undefined ? {} : { capacity: options.linkCapacity })
+    const address = "mem://broker"
+    const outer = yield* Effect.scope
+    const connect = (label = "client", connectOptions: ConnectOptions = {}) =>
+      Effect.gen(function*() {
+        const connection = yield* settle(network.dial(address), `dialling ${address}`).pipe(Effect.orDie)
+        return yield* wireOverConnection(connection, label, (action) => Effect.asVoid(step(action)), connectOptions)
+      })
+    return {
+      network,
+      address,
+      dial: (target) =>
+        network.dial(target).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message }))),
+      connect,
+      session: (registerOptions: RegisterOptions = {}) =>
+        Effect.gen(function*() {
+          const client = yield* connect(registerOptions.label ?? registerOptions.sessionId ?? registerOptions.name, {
+            allowHalfOpen: registerOptions.allowHalfOpen ?? false
+          })
+          const registered = yield* register(client, registerOptions)
+          return { client, id: registered.sessionId, registered }
+        }),
+      startBroker: (brokerOptions: BrokerCoreOptions = {}) =>
+        Effect.gen(function*() {
+          const scope = yield* Scope.fork(outer)
+          const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope))
+          yield* network.listen(address, core.accept).pipe(Scope.provide(scope), Effect.orDie)
+          return { core, crash: settle(Scope.close(scope, Exit.void), "the broker's crash").pipe(Effect.orDie) }
+        })
+    }
+  })
+
+export interface MemoryBroker extends MemoryNetwork {
+  readonly broker: BrokerService
+}
+
+export interface MemoryBrokerOptions extends BrokerCoreOptions {
+  /** Frames each direction of a connection buffers (the kernel socket buffer). Default 256. */
+  readonly linkCapacity?: number
+}
+
+/** A network with the broker core listening on it, in the current Scope. */
+export const withMemoryBroker = (
+  options: MemoryBrokerOptions = {}
+): Effect.Effect<MemoryBroker, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { linkCapacity, ...core } = options
+    const world = yield* memoryNetwork(linkCapacity === undefined ? {} : { linkCapacity })
+    const { core: broker } = yield* world.startBroker(core)
+    return { ...world, broker }
+  })
