@@ -378,8 +378,9 @@ describe("P18 session cap (configurable)", () => {
       const takeover = yield* broker.connect("takeover")
       assert.strictEqual((yield* register(takeover, { sessionId: "a" })).sessionId, "a")
       assert.strictEqual(yield* broker.handle.sessionCount, 2)
-      // A leave makes room again.
+      // A leave makes room again (once the broker has handled it: a round trip on that connection).
       yield* takeover.send({ type: "unregister" })
+      yield* takeover.roundTrip
       const late = yield* broker.connect("late")
       assert.strictEqual((yield* register(late, { sessionId: "c" })).sessionId, "c")
     }))
