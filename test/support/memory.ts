@@ -11,48 +11,17 @@
  * more happens until the next action or the next timer: a frame that has not
  * arrived will not arrive, so negative checks need no waiting.
  */
-import { Clock, Data, type Duration, Effect, Exit, Fiber, Scope } from "effect"
+import { Clock, type Duration, Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { Broker, type BrokerCoreOptions, type BrokerService } from "../../src/broker/index.ts"
 import type { Dialer } from "../../src/client/ClientConnection.ts"
 import { IntercomNotConnected } from "../../src/client/errors.ts"
 import { type InMemoryNetwork, makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
 import { register, type RegisterOptions, type Session } from "./broker.ts"
+import { settle, step, STEP_MS } from "./steps.ts"
 import { type ConnectOptions, type WireClient, type WireError, wireOverConnection } from "./wire.ts"
 
-/** The simulated time one step takes. */
-export const STEP_MS = 1
-
-/**
- * Runs `action` as one step of the world and returns its fiber: when this
- * returns, the action and everything it woke are suspended (or done).
- */
-export const step = <A, E, R>(action: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.forkChild(Effect.andThen(Effect.sleep(STEP_MS), action), { startImmediately: true })
-    yield* TestClock.adjust(STEP_MS)
-    return fiber
-  })
-
-export class StillRunning extends Data.TaggedError("StillRunning")<{ readonly what: string }> {
-  override get message(): string {
-    return `${this.what} had not completed when the world went idle (it waits for a timer or for another action)`
-  }
-}
-
-/** Runs `action` as one step; it must complete within it (it waits on nothing but the world). */
-export const settle = <A, E, R>(
-  action: Effect.Effect<A, E, R>,
-  what = "the action"
-): Effect.Effect<A, E | StillRunning, R> =>
-  Effect.gen(function*() {
-    const fiber = yield* step(action)
-    if (fiber.pollUnsafe() === undefined) {
-      yield* Fiber.interrupt(fiber)
-      return yield* new StillRunning({ what })
-    }
-    return yield* Fiber.join(fiber)
-  })
+export { settle, step, STEP_MS, StillRunning } from "./steps.ts"
 
 /** Lets `duration` of simulated time pass: every timer due runs, each until the world is idle. */
 export const advance = (duration: Duration.Input): Effect.Effect<void> => TestClock.adjust(duration)
