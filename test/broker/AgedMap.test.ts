@@ -26,7 +26,7 @@ interface Entry {
 }
 
 describe("AgedMap", () => {
-  it("behaves like an age-ordered list under any sequence of operations", () => {
+  it("behaves like an age-ordered list under any sequence of operations: same entries, same order, same evictions and expiries", () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 12 }), ops, (capacity, sequence: ReadonlyArray<Op>) => {
       const map = new AgedMap<number, number>(capacity)
       let model: Array<Entry> = []
@@ -54,33 +54,52 @@ describe("AgedMap", () => {
             break
           }
           case "expire": {
+            // Every entry set at or before the cutoff leaves, oldest first; the rest stay in order.
             const cutoff = now - step.back
-            const expired = model.filter((entry) => entry.at <= cutoff)
-            // Entries leave strictly from the front, stopping at the first young one.
-            const firstYoung = model.findIndex((entry) => entry.at > cutoff)
-            const leaving = firstYoung === -1 ? model : model.slice(0, firstYoung)
-            model = firstYoung === -1 ? [] : model.slice(firstYoung)
+            const leaving = model.filter((entry) => entry.at <= cutoff)
+            model = model.filter((entry) => entry.at > cutoff)
             expect(map.expire(cutoff)).toEqual(leaving.map((entry) => entry.value))
-            expect(expired.length).toBeGreaterThanOrEqual(leaving.length)
             break
           }
         }
         expect(map.size).toBe(model.length)
-        for (const entry of model) expect(map.get(entry.key)).toBe(entry.value)
+        expect([...map.values()]).toEqual(model.map((entry) => entry.value))
+        for (const entry of model) {
+          expect(map.get(entry.key)).toBe(entry.value)
+          expect(map.setAt(entry.key)).toBe(entry.at)
+        }
+        for (let key = 0; key <= 20; key++) {
+          expect(map.has(key)).toBe(model.some((entry) => entry.key === key))
+        }
       }
     }))
   })
 
-  it("keeps the newest entries across many deletes, sets and expiries", () => {
-    const map = new AgedMap<number, number>(65_536)
-    for (let i = 0; i < 65_536; i++) map.set(i, i, i)
+  it("at scale: after deletes and expiries it holds exactly the newest entries, oldest first; past capacity it evicts the oldest, in order", () => {
+    const capacity = 65_536
+    const map = new AgedMap<number, number>(capacity)
+    for (let i = 0; i < capacity; i++) map.set(i, i, i)
     for (let i = 0; i < 60_000; i++) map.delete(i)
-    // Each further set evicts nothing until capacity; expire pops from the front in O(1) amortised.
-    for (let i = 65_536; i < 200_000; i++) {
-      map.set(i, i, i)
-      map.expire(i - 65_536)
+    // Room for 60,000 more before capacity evicts; meanwhile expiry removes everything older than `capacity / 2`.
+    let evicted = 0
+    let expired = 0
+    for (let i = capacity; i < 200_000; i++) {
+      evicted += map.set(i, i, i).length
+      expired += map.expire(i - capacity / 2).length
     }
-    expect(map.size).toBeLessThanOrEqual(65_537)
-    expect(map.get(199_999)).toBe(199_999)
+    const oldest = 200_000 - capacity / 2
+    expect(map.size).toBe(capacity / 2)
+    expect([...map.values()]).toEqual(Array.from({ length: capacity / 2 }, (_, i) => oldest + i))
+    expect(map.has(oldest - 1)).toBe(false)
+    // Expiry kept the map below capacity, so nothing was ever evicted; everything else expired exactly once.
+    expect(evicted).toBe(0)
+    expect(expired).toBe(200_000 - 60_000 - capacity / 2)
+
+    // No expiry now: a full capacity of new entries pushes out every older one, oldest first.
+    const pushedOut: Array<number> = []
+    for (let i = 200_000; i < 200_000 + capacity; i++) pushedOut.push(...map.set(i, i, i))
+    expect(pushedOut).toEqual(Array.from({ length: capacity / 2 }, (_, i) => oldest + i))
+    expect(map.size).toBe(capacity)
+    expect([...map.values()]).toEqual(Array.from({ length: capacity }, (_, i) => 200_000 + i))
   })
 })

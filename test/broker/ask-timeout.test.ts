@@ -9,7 +9,7 @@ import { TestClock } from "effect/testing"
 import { randomUUID } from "node:crypto"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { Message } from "../../src/protocol/frames.ts"
-import { memoryWorld } from "../support/memory.ts"
+import { memoryWorld } from "../support/memoryWorld.ts"
 
 const MINUTE = 60_000
 

@@ -1,15 +1,17 @@
 /** P60–P64: asks are sends with expectsReply; the broker keeps ask edges and validates replies. */
 import { assert, describe, it } from "@effect/vitest"
-import { type Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
 import { infoOf, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+import { nextStepAt, withMemoryBroker } from "../support/memory.ts"
 
 const noAsk = "Reply target does not match a pending ask"
 const wrongAsk = "Reply target does not match the pending ask"
 
-const trio = (options: { readonly askTimeout?: Duration.Input } = {}) =>
+const trio = () =>
   Effect.gen(function*() {
-    const broker = yield* withBroker(options.askTimeout === undefined ? {} : { askTimeout: options.askTimeout })
+    const broker = yield* withBroker()
     const asker = yield* broker.session({ sessionId: "asker", name: "Asker" })
     const target = yield* broker.session({ sessionId: "target", name: "Target" })
     const third = yield* broker.session({ sessionId: "third" })
@@ -32,7 +34,8 @@ describe("P61/P62 ask edges and replies", () => {
       assert.strictEqual(reply.from.id, "target")
 
       assertFailed(yield* send(target.client, "asker", message("5", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
-      yield* asker.client.expectNothing(100, "message")
+      yield* settled([target.client], [asker.client])
+      yield* asker.client.expectNothing("message")
     }))
 
   it.live("a reply without an edge → E_REPLY_TARGET \"…a pending ask\", not delivered", () =>
@@ -43,7 +46,8 @@ describe("P61/P62 ask edges and replies", () => {
       assertDelivered(yield* send(asker.client, "target", plain))
       assertFailed(yield* send(target.client, "asker", message("re", { replyTo: plain.id })), "E_REPLY_TARGET", noAsk)
       assertFailed(yield* send(target.client, "asker", message("re", { replyTo: "made-up" })), "E_REPLY_TARGET", noAsk)
-      yield* asker.client.expectNothing(100, "message")
+      yield* settled([target.client], [asker.client])
+      yield* asker.client.expectNothing("message")
     }))
 
   it.live("a reply from, or to, the wrong session → E_REPLY_TARGET \"…the pending ask\"; the edge stays usable", () =>
@@ -55,21 +59,38 @@ describe("P61/P62 ask edges and replies", () => {
       assertFailed(yield* send(third.client, "asker", message("me!", { replyTo: question.id })), "E_REPLY_TARGET", wrongAsk)
       // The asked session replying to someone other than the asker.
       assertFailed(yield* send(target.client, "third", message("you?", { replyTo: question.id })), "E_REPLY_TARGET", wrongAsk)
-      yield* asker.client.expectNothing(100, "message")
-      yield* third.client.expectNothing(0, "message")
+      yield* settled([third.client, target.client], [asker.client, third.client])
+      yield* asker.client.expectNothing("message")
+      yield* third.client.expectNothing("message")
       // A failed reply leaves the edge in place.
       const answer = message("a", { replyTo: question.id })
       assertDelivered(yield* send(target.client, "asker", answer))
       yield* messageFor(asker.client, answer.id)
     }))
 
-  it.live("an expired edge (askTimeout) no longer accepts a reply", () =>
+  it.effect("an edge accepts a reply until askTimeout has passed since the ask, and not from then on", () =>
     Effect.gen(function*() {
-      const { asker, target } = yield* trio({ askTimeout: "150 millis" })
-      const question = message("quick?", { expectsReply: true })
-      assertDelivered(yield* send(asker.client, "target", question))
-      yield* Effect.sleep(300)
-      assertFailed(yield* send(target.client, "asker", message("late", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
+      const askTimeout = 60_000
+      const broker = yield* withMemoryBroker({ askTimeout })
+      const asker = yield* broker.session({ sessionId: "asker", name: "Asker" })
+      const target = yield* broker.session({ sessionId: "target", name: "Target" })
+      const askedAt = (question: ReturnType<typeof message>) =>
+        Effect.gen(function*() {
+          assertDelivered(yield* send(asker.client, "target", question))
+          return (yield* messageFor(target.client, question.id)).message.brokerReceivedAt ?? Number.NaN
+        })
+
+      const first = message("quick?", { expectsReply: true })
+      const firstAt = yield* askedAt(first)
+      yield* nextStepAt(firstAt + askTimeout - 1)
+      const inTime = message("just in time", { replyTo: first.id })
+      assertDelivered(yield* send(target.client, "asker", inTime))
+      assert.strictEqual((yield* messageFor(asker.client, inTime.id)).message.brokerReceivedAt, firstAt + askTimeout - 1)
+
+      const second = message("again?", { expectsReply: true })
+      const secondAt = yield* askedAt(second)
+      yield* nextStepAt(secondAt + askTimeout)
+      assertFailed(yield* send(target.client, "asker", message("late", { replyTo: second.id })), "E_REPLY_TARGET", noAsk)
     }))
 
   it.live("edges survive the asker's disconnection: the reply is queued for it", () =>
@@ -113,7 +134,8 @@ describe("P63 mutual ask", () => {
         "E_MUTUAL_ASK",
         "Mutual ask refused: target session is already waiting for a reply from this session."
       )
-      yield* asker.client.expectNothing(100, "message")
+      yield* settled([target.client], [asker.client])
+      yield* asker.client.expectNothing("message")
       // A plain message back is fine.
       assertDelivered(yield* send(target.client, "asker", message("thinking…")))
       // The reply may start a new reverse ask.
@@ -133,7 +155,8 @@ describe("P64 cancel_ask", () => {
       const question = message("q", { expectsReply: true })
       assertDelivered(yield* send(asker.client, "target", question))
       yield* asker.client.send({ type: "cancel_ask", messageId: question.id })
-      yield* asker.client.expectNothing(150, ["delivered", "delivery_failed"])
+      yield* asker.client.roundTrip
+      yield* asker.client.expectNothing(["delivered", "delivery_failed"])
       assertFailed(yield* send(target.client, "asker", message("too late", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
       // And the asked session may now ask back.
       assertDelivered(yield* send(target.client, "asker", message("my turn", { expectsReply: true })))
@@ -146,7 +169,7 @@ describe("P64 cancel_ask", () => {
       assertDelivered(yield* send(asker.client, "target", question))
       yield* target.client.send({ type: "cancel_ask", messageId: question.id })
       yield* third.client.send({ type: "cancel_ask", messageId: question.id })
-      yield* Effect.sleep(50)
+      yield* settled([target.client, third.client]) // the broker has handled both cancels
       const answer = message("still valid", { replyTo: question.id })
       assertDelivered(yield* send(target.client, "asker", answer))
       yield* messageFor(asker.client, answer.id)

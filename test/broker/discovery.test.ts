@@ -3,7 +3,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { assertDelivered } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
 import { infoOf, list, message, messageFor, registerFrame, send, withBroker } from "../support/broker.ts"
+import { nextStepAt, withMemoryBroker } from "../support/memory.ts"
 
 describe("P30 session_joined", () => {
   it.live("goes to every other session, not to the joiner", () =>
@@ -18,8 +20,9 @@ describe("P30 session_joined", () => {
       assert.strictEqual(joinedB.session.id, "c")
       assert.strictEqual(joinedB.session.name, "Charlie")
       // The joiner learns about earlier sessions by listing, not from session_joined.
-      yield* b.client.expectNothing(150, "session_joined")
-      yield* c.client.expectNothing(0, "session_joined")
+      yield* settled([], [b.client, c.client])
+      yield* b.client.expectNothing("session_joined")
+      yield* c.client.expectNothing("session_joined")
     }))
 })
 
@@ -45,9 +48,10 @@ describe("P31 list / sessions", () => {
 })
 
 describe("P32 presence → presence_update", () => {
-  it.live("goes to the others only, carries the change, and a no-op within 1 s sends nothing", () =>
+  it.effect("goes to the others only, carries the change, and a no-op within 1 s sends nothing", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
+      // In memory: no real second can pass between the sends, and each step runs to idle.
+      const broker = yield* withMemoryBroker()
       const a = yield* broker.session({ sessionId: "a", status: "idle" })
       const b = yield* broker.session({ sessionId: "b" })
       yield* a.client.next("session_joined")
@@ -59,30 +63,34 @@ describe("P32 presence → presence_update", () => {
 
       yield* a.client.send({ type: "presence", status: "thinking" }) // no change
       yield* a.client.send({ type: "presence" }) // no change either
-      yield* b.client.expectNothing(300, "presence_update")
+      yield* b.client.expectNothing("presence_update")
 
       yield* a.client.send({ type: "presence", status: "tool:bash", model: "other-model" })
       const changed = yield* b.client.next("presence_update", (f) => f.session.id === "a")
       assert.strictEqual(changed.session.status, "tool:bash")
       assert.strictEqual(changed.session.model, "other-model")
       // No reply or echo to the sender.
-      yield* a.client.expectNothing(100, "presence_update")
+      yield* a.client.expectNothing("presence_update")
       const listed = yield* infoOf(b.client, "a")
       assert.strictEqual(listed.status, "tool:bash")
     }))
 
-  it.live("a no-op presence after 1 s re-broadcasts (heartbeat), with a fresh lastActivity", () =>
+  it.effect("a no-op presence re-broadcasts (heartbeat) once 1 s has passed since the last broadcast, with a fresh lastActivity", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
+      const broker = yield* withMemoryBroker()
       const a = yield* broker.session({ sessionId: "a" })
       const b = yield* broker.session({ sessionId: "b" })
       yield* a.client.send({ type: "presence", status: "busy" })
       const first = yield* b.client.next("presence_update")
-      yield* Effect.sleep(1100)
+      const broadcastAt = first.session.lastActivity
+      yield* nextStepAt(broadcastAt + 999)
+      yield* a.client.send({ type: "presence", status: "busy" })
+      yield* b.client.expectNothing("presence_update")
+      yield* nextStepAt(broadcastAt + 1000)
       yield* a.client.send({ type: "presence", status: "busy" })
       const heartbeat = yield* b.client.next("presence_update")
       assert.strictEqual(heartbeat.session.status, "busy")
-      assert.isAbove(heartbeat.session.lastActivity, first.session.lastActivity)
+      assert.strictEqual(heartbeat.session.lastActivity, broadcastAt + 1000)
     }))
 
   it.live("context fields: a number sets, null deletes, absent keeps", () =>
@@ -146,7 +154,8 @@ describe("P33 session_left", () => {
       assert.deepStrictEqual({ ...left }, { type: "session_left", sessionId: "closer" })
       yield* leaver.client.send({ type: "unregister" })
       assert.strictEqual((yield* observer.client.next("session_left")).sessionId, "leaver")
-      yield* leaver.client.expectNothing(150, "session_left", (f) => f.sessionId === "leaver")
+      yield* leaver.client.roundTrip
+      yield* leaver.client.expectNothing("session_left", (f) => f.sessionId === "leaver")
       assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), ["observer"])
     }))
 })
@@ -194,16 +203,18 @@ describe("membership feed ordering", () => {
     Effect.gen(function*() {
       const broker = yield* withBroker()
       const watcher = yield* broker.session({ sessionId: "watcher" })
+      const flashes = []
       for (let i = 0; i < 15; i++) {
         const client = yield* broker.connect(`flash-${i}`)
         yield* client.sendRaw(encodeFrames([
           JSON.stringify(registerFrame({ sessionId: `flash-${i}` })),
           JSON.stringify({ type: "unregister" })
         ]))
+        flashes.push(client)
       }
       const stayer = yield* broker.session({ sessionId: "stayer" })
       yield* watcher.client.next("session_joined", (f) => f.session.id === "stayer")
-      yield* Effect.sleep(100)
+      yield* settled(flashes, [watcher.client])
       const view = new Set<string>()
       for (const frame of watcher.client.received()) {
         if (frame.type === "session_joined") view.add(frame.session.id)

@@ -12,7 +12,11 @@ import { list, register, registerFrame, type TestBroker, withBroker } from "../s
 import { header, paddedJson } from "../support/bytes.ts"
 import type { WireClient } from "../support/wire.ts"
 
-/** The bystander is untouched: still open, still answered, and saw nothing of the offender unless it had registered. */
+/**
+ * The bystander is untouched: still open, still answered. Its `list` is a
+ * round trip, so once it returns, whatever the offender's frames caused for
+ * the bystander has been read (the offender itself is closed already).
+ */
 const bystanderUnaffected = (bystander: WireClient, bystanderId: string) =>
   Effect.gen(function*() {
     assert.isFalse(bystander.isClosed(), "bystander was closed")
@@ -32,10 +36,9 @@ describe("P01 framing", () => {
       const { broker } = yield* setup
       const client = yield* broker.connect("health")
       const bytes = encodeFrame(JSON.stringify({ type: "health", requestId: "split" }))
-      for (let i = 0; i < bytes.length; i++) {
-        yield* client.sendRaw(bytes.subarray(i, i + 1))
-        if (i < 6) yield* Effect.sleep(2) // make sure the header itself arrives in pieces
-      }
+      // Whether the kernel delivers these as 1-byte reads or coalesces some, the frame is understood.
+      // (Every split of the byte stream is covered exactly by the decoder's tests, test/protocol/framing.test.ts.)
+      for (let i = 0; i < bytes.length; i++) yield* client.sendRaw(bytes.subarray(i, i + 1))
       const first = yield* client.next("health_ok")
       assert.strictEqual(first.requestId, "split")
 
@@ -129,7 +132,7 @@ describe("P03 garbage before registration closes that connection only, without r
         yield* sendPayload(offender, garbage.payload)
         yield* closedWithoutReply(offender)
         yield* bystanderUnaffected(bystander.client, bystander.id)
-        yield* bystander.client.expectNothing(0, ["session_joined", "session_left", "message"])
+        yield* bystander.client.expectNothing(["session_joined", "session_left", "message"])
       }))
   }
 })
@@ -186,8 +189,8 @@ describe("P04 a malformed registration is rejected and never re-broadcast", () =
         const offender = yield* broker.connect("offender")
         yield* sendPayload(offender, bad.payload)
         yield* closedWithoutReply(offender)
-        yield* bystander.client.expectNothing(100, ["session_joined", "presence_update", "session_left"])
         yield* bystanderUnaffected(bystander.client, bystander.id)
+        yield* bystander.client.expectNothing(["session_joined", "presence_update", "session_left"])
       }))
   }
 

@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { assertDelivered, closedWithoutReply, stillOpen } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
 import {
   freshId,
   infoOf,
@@ -12,10 +13,9 @@ import {
   register,
   registerFrame,
   send,
-  untilStats,
   withBroker
 } from "../support/broker.ts"
-import type { WireClient } from "../support/wire.ts"
+import { advanceTo, now, withMemoryBroker } from "../support/memory.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -81,7 +81,8 @@ describe("P11/P12 register → registered", () => {
       yield* session.client.send(registerFrame({ sessionId: "twice-again" }))
       yield* closedWithoutReply(session.client)
       yield* observer.client.next("session_left", (f) => f.sessionId === "twice")
-      yield* observer.client.expectNothing(100, "session_joined")
+      yield* observer.client.roundTrip // the closed connection can cause nothing more
+      yield* observer.client.expectNothing("session_joined")
       assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id])
     }))
 })
@@ -155,7 +156,8 @@ describe("P20/P21 health", () => {
       yield* client.send({ type: "health", requestId: "probe-1" })
       const ok = yield* client.next("health_ok")
       assert.deepStrictEqual({ ...ok }, { type: "health_ok", requestId: "probe-1", protocol: "pi-intercom", version: 1 })
-      yield* observer.client.expectNothing(100, "session_joined")
+      yield* settled([client], [observer.client])
+      yield* observer.client.expectNothing("session_joined")
       assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id])
       // Still unregistered: a list is a frame before registration (P10).
       yield* client.send({ type: "list", requestId: "x" })
@@ -172,53 +174,63 @@ describe("P20/P21 health", () => {
 })
 
 describe("P15 unregistered connections", () => {
-  it.live("a connection that does not register within the timeout is closed (and not before)", () =>
+  it.effect("a connection that does not register is closed exactly registrationTimeout after it connected, not before", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ registrationTimeout: "200 millis" })
-      const started = Date.now()
+      const timeout = 200
+      const broker = yield* withMemoryBroker({ registrationTimeout: timeout })
       const silent = yield* broker.connect("silent")
+      const silentSince = yield* now
       const prober = yield* broker.connect("prober")
-      yield* prober.send({ type: "health", requestId: "h" }) // health does not count as registering
-      yield* prober.next("health_ok")
+      const proberSince = yield* now
+      yield* prober.roundTrip // health does not count as registering
       const registered = yield* broker.session({ label: "registered" })
-      yield* silent.waitClosed()
-      yield* prober.waitClosed()
-      const elapsed = Date.now() - started
-      assert.isAtLeast(elapsed, 150, `closed after ${elapsed} ms`)
-      yield* stillOpen(registered.client, 200)
+
+      yield* advanceTo(silentSince + timeout - 1)
+      assert.isFalse(silent.isClosed(), "closed before its deadline")
+      yield* advanceTo(silentSince + timeout)
+      yield* closedWithoutReply(silent)
+      assert.isFalse(prober.isClosed(), "the prober connected later: its deadline has not come")
+      yield* advanceTo(proberSince + timeout)
+      assert.isTrue(prober.isClosed())
+      yield* advanceTo(proberSince + 3_600_000)
+      yield* stillOpen(registered.client)
     }))
 
-  it.live("after unregister the timer is re-armed", () =>
+  it.effect("after unregister the timer is re-armed: the connection is closed registrationTimeout later", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ registrationTimeout: "200 millis" })
+      const timeout = 200
+      const broker = yield* withMemoryBroker({ registrationTimeout: timeout })
       const session = yield* broker.session()
-      yield* Effect.sleep(250)
-      assert.isFalse(session.client.isClosed())
+      yield* advanceTo((yield* now) + 3_600_000)
+      yield* stillOpen(session.client) // registered: no deadline
       yield* session.client.send({ type: "unregister" })
-      yield* session.client.waitClosed("2 seconds")
+      const unregisteredAt = yield* now
+      yield* advanceTo(unregisteredAt + timeout - 1)
+      assert.isFalse(session.client.isClosed(), "closed before its deadline")
+      yield* advanceTo(unregisteredAt + timeout)
+      assert.isTrue(session.client.isClosed())
     }))
 
-  it.live("past maxUnregistered a new connection waits unread, and is served once one of them registers", () =>
+  it.effect("past maxUnregistered a new connection waits unread, and is served once one of them registers", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ maxUnregistered: 2, registrationTimeout: "20 seconds" })
-      const probe = (client: WireClient, id: string) =>
-        Effect.andThen(client.send({ type: "health", requestId: id }), client.next("health_ok"))
+      // In memory: each step runs until the broker is idle, so "not answered" is final.
+      const broker = yield* withMemoryBroker({ maxUnregistered: 2, registrationTimeout: "20 seconds" })
       const u1 = yield* broker.connect("u1")
-      yield* probe(u1, "1")
+      yield* u1.roundTrip
       const u2 = yield* broker.connect("u2")
-      yield* probe(u2, "2")
+      yield* u2.roundTrip
       const u3 = yield* broker.connect("u3")
       yield* u3.send({ type: "health", requestId: "3" })
-      // u3 is accepted but waits for a place: the broker has not read its health frame.
-      yield* untilStats(broker, (stats) => stats.waiting === 1)
-      assert.strictEqual(u3.received().length, 0)
+      // u3 is accepted but waits for a place: its health frame is not read.
+      yield* u3.expectNothing()
+      assert.strictEqual((yield* broker.broker.stats).waiting, 1)
       // u1 registers: its place passes to u3, which is read and answered, and may register too.
       yield* register(u1)
       assert.strictEqual((yield* u3.next("health_ok")).requestId, "3")
       yield* register(u3)
-      yield* probe(u2, "2b")
+      yield* u2.roundTrip
       assert.isFalse(u1.isClosed() || u2.isClosed() || u3.isClosed())
-      assert.strictEqual((yield* broker.handle.stats).waiting, 0)
+      assert.strictEqual((yield* broker.broker.stats).waiting, 0)
     }))
 
   it.live("a burst of 500 simultaneous connections all register; none is dropped", () =>
@@ -237,9 +249,10 @@ describe("P15 unregistered connections", () => {
 })
 
 describe("P16 stable-id takeover", () => {
-  it.live("the old socket is ended, a new epoch is issued, others get session_joined and no session_left", () =>
+  it.effect("the old connection is ended, a new epoch is issued, others get session_joined and no session_left", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
+      // In memory: each step runs the old connection's close all the way through, so "no session_left" is final.
+      const broker = yield* withMemoryBroker()
       const observer = yield* broker.session({ label: "observer" })
       const old = yield* broker.session({ sessionId: "stable", name: "Stable" })
       const first = yield* observer.client.next("session_joined", (f) => f.session.id === "stable")
@@ -250,7 +263,7 @@ describe("P16 stable-id takeover", () => {
       yield* old.client.waitClosed()
       const second = yield* observer.client.next("session_joined", (f) => f.session.id === "stable")
       assert.notStrictEqual(second.session.endpointEpoch, first.session.endpointEpoch)
-      yield* observer.client.expectNothing(200, "session_left")
+      yield* observer.client.expectNothing("session_left")
       const sessions = yield* list(observer.client)
       assert.deepStrictEqual(sessions.filter((s) => s.id === "stable").map((s) => s.endpointEpoch), [
         second.session.endpointEpoch
@@ -277,6 +290,7 @@ describe("P16 stable-id takeover", () => {
         JSON.stringify({ type: "presence", status: "hijacked", name: "Hijacker" }),
         JSON.stringify({ type: "send", to: observer.id, message: hijack }),
         JSON.stringify({ type: "cancel_message", messageId: delivered.id }),
+        JSON.stringify({ type: "list", requestId: "stale" }),
         JSON.stringify({ type: "unregister" })
       ])
       yield* replacement.send(registerFrame({ sessionId: "stable", status: "replacement" }))
@@ -284,16 +298,17 @@ describe("P16 stable-id takeover", () => {
       yield* old.client.waitClosed() // the broker ended the old connection…
       assert.isTrue(old.client.writable(), "test setup: the old client should still be able to write")
       yield* old.client.sendRaw(burst) // …but frames from it may still arrive
+      // Gone at both ends: whatever of the burst the broker read, it has handled; it reads nothing more.
+      yield* old.client.waitGone()
 
-      yield* observer.client.expectNothing(300, ["presence_update", "message_control", "session_left"])
-      yield* observer.client.expectNothing(0, "message", (f) => f.message.id === hijack.id)
+      yield* settled([replacement], [observer.client])
+      yield* observer.client.expectNothing(["presence_update", "message_control", "session_left"])
+      yield* observer.client.expectNothing("message", (f) => f.message.id === hijack.id)
       const info = yield* infoOf(observer.client, "stable")
       assert.strictEqual(info.status, "replacement")
       assert.notStrictEqual(info.name, "Hijacker")
-      assert.isFalse(replacement.isClosed())
-      // A list from the replaced socket is not answered, and nothing else happens.
-      if (old.client.writable()) yield* old.client.send({ type: "list", requestId: "stale" })
-      yield* old.client.expectNothing(150, ["sessions", "delivered", "delivery_failed"])
+      // The list from the replaced socket was not answered, and nothing else was.
+      yield* old.client.expectNothing(["sessions", "delivered", "delivery_failed"])
       assert.isFalse(replacement.isClosed())
       assert.deepStrictEqual((yield* list(replacement)).map((s) => s.id), [observer.id, "stable"])
     }))
@@ -310,7 +325,8 @@ describe("P16 stable-id takeover", () => {
       const replacement = yield* broker.connect("replacement")
       yield* register(replacement, { sessionId: "stable" })
       assertDelivered(yield* send(replacement, receiver.id, { ...msg, timestamp: msg.timestamp + 1 }))
-      yield* receiver.client.expectNothing(200, "message")
+      yield* settled([replacement], [receiver.client])
+      yield* receiver.client.expectNothing("message")
     }))
 })
 
@@ -332,22 +348,26 @@ describe("P17 scopes", () => {
       // Broadcasts are confined to the scope.
       yield* teamA.client.next("session_joined", (f) => f.session.id === "b")
       yield* plain.client.next("session_joined", (f) => f.session.id === "d")
-      yield* teamA.client.expectNothing(100, "session_joined", (f) => f.session.id !== "b")
-      yield* plain.client.expectNothing(0, "session_joined", (f) => f.session.id !== "d")
-      yield* other.client.expectNothing(0, "session_joined")
+      yield* settled([], [teamA.client, plain.client, other.client])
+      yield* teamA.client.expectNothing("session_joined", (f) => f.session.id !== "b")
+      yield* plain.client.expectNothing("session_joined", (f) => f.session.id !== "d")
+      yield* other.client.expectNothing("session_joined")
 
       // Routing is confined to the scope: "shared" from team b reaches team a only.
       const msg = message("team only")
       assertDelivered(yield* send(teamB.client, "shared", msg))
       yield* messageFor(teamA.client, msg.id)
-      yield* other.client.expectNothing(100, "message")
+      yield* settled([teamB.client], [other.client])
+      yield* other.client.expectNothing("message")
       const cross = yield* send(plain.client, "b", message("cross"))
       assert.strictEqual(cross.type === "delivery_failed" ? cross.code : cross.type, "E_TARGET_NOT_FOUND")
 
       // Leaving is confined too.
       yield* emptyScope.client.destroy
       yield* plain.client.next("session_left", (f) => f.sessionId === "d")
-      yield* teamA.client.expectNothing(100, "session_left")
+      // The leave was published to every feed at once; a round trip brings teamA up to date.
+      yield* teamA.client.roundTrip
+      yield* teamA.client.expectNothing("session_left")
     }))
 })
 
@@ -364,14 +384,16 @@ describe("P18 session cap (configurable)", () => {
       assert.strictEqual(error.error, "Too many registered intercom sessions")
       yield* extra.waitClosed()
       assert.strictEqual(extra.count("registered"), 0)
-      yield* a.client.expectNothing(100, "session_joined")
+      yield* a.client.roundTrip
+      yield* a.client.expectNothing("session_joined")
       assert.strictEqual(yield* broker.handle.sessionCount, 2)
 
       const takeover = yield* broker.connect("takeover")
       assert.strictEqual((yield* register(takeover, { sessionId: "a" })).sessionId, "a")
       assert.strictEqual(yield* broker.handle.sessionCount, 2)
-      // A leave makes room again.
+      // A leave makes room again (once the broker has handled it: a round trip on that connection).
       yield* takeover.send({ type: "unregister" })
+      yield* takeover.roundTrip
       const late = yield* broker.connect("late")
       assert.strictEqual((yield* register(late, { sessionId: "c" })).sessionId, "c")
     }))
@@ -396,20 +418,18 @@ describe("P19 unregister", () => {
       assert.deepStrictEqual((yield* list(observer.client)).map((s) => s.id), [observer.id, "again-2"])
     }))
 
-  it.live("the session count follows registrations and leaves", () =>
+  it.effect("the session count follows registrations, unregisters and disconnects", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
-      assert.strictEqual(yield* broker.handle.sessionCount, 0)
+      const broker = yield* withMemoryBroker()
+      const handle = broker.broker
+      assert.strictEqual(yield* handle.sessionCount, 0)
       const a = yield* broker.session()
       const b = yield* broker.session()
-      assert.strictEqual(yield* broker.handle.sessionCount, 2)
+      assert.strictEqual(yield* handle.sessionCount, 2)
       yield* a.client.send({ type: "unregister" })
-      yield* b.client.next("session_left")
-      assert.strictEqual(yield* broker.handle.sessionCount, 1)
+      assert.strictEqual(yield* handle.sessionCount, 1)
       yield* b.client.destroy
-      const deadline = Date.now() + 2000
-      while ((yield* broker.handle.sessionCount) !== 0 && Date.now() < deadline) yield* Effect.sleep(10)
-      assert.strictEqual(yield* broker.handle.sessionCount, 0)
+      assert.strictEqual(yield* handle.sessionCount, 0)
     }))
 })
 

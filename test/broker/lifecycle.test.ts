@@ -1,13 +1,14 @@
 /** P81, P91, P92, P94, P95: files, modes, startup conflicts, idle exit, shutdown. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Option, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { runBroker } from "../../src/broker/index.ts"
 import { probeHealth } from "../../src/transport/index.ts"
-import { brokerPaths, list, tempDir, withBroker } from "../support/broker.ts"
+import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
+import { advanceTo, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
 import { connect } from "../support/wire.ts"
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777
@@ -23,50 +24,86 @@ const staleSocketAt = (socketPath: string) =>
     })
   })
 
-describe("P92 idle exit", () => {
-  it.live("idleExit completes once the last session has been gone for the delay", () =>
+describe("P92 idle exit (in memory, on simulated time)", () => {
+  /** The broker core's idle exit, watched from a fiber of the test. */
+  const watchIdleExit = (options: MemoryBrokerOptions) =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: "200 millis" })
+      const broker = yield* withMemoryBroker(options)
+      const exit = yield* Effect.forkChild(broker.broker.idleExit, { startImmediately: true })
+      return { broker, exited: () => exit.pollUnsafe() !== undefined }
+    })
+
+  it.effect("completes exactly idleExit after the last session left, not before; a live session holds it off", () =>
+    Effect.gen(function*() {
+      const idle = 2_000
+      const { broker, exited } = yield* watchIdleExit({ idleExit: idle })
       const a = yield* broker.session()
       const b = yield* broker.session()
       yield* a.client.destroy
-      yield* b.client.next("session_left")
-      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "300 millis")), "a session is still live")
-      const leftAt = Date.now()
+      yield* advanceTo((yield* now) + 3_600_000)
+      assert.isFalse(exited(), "exited while a session was still live")
+
       yield* b.client.send({ type: "unregister" })
-      yield* Effect.timeout(broker.handle.idleExit, "3 seconds")
-      assert.isAtLeast(Date.now() - leftAt, 150)
+      const lastLeftAt = yield* now
+      yield* advanceTo(lastLeftAt + idle - 1)
+      assert.isFalse(exited(), "exited before the delay had passed")
+      yield* advanceTo(lastLeftAt + idle)
+      assert.isTrue(exited(), "did not exit once the delay had passed")
     }))
 
-  it.live("a registration within the delay cancels it", () =>
+  it.effect("the default delay is 5 s", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: "300 millis" })
+      const { broker, exited } = yield* watchIdleExit({})
       const a = yield* broker.session()
       yield* a.client.destroy
-      yield* Effect.sleep(30)
-      const b = yield* broker.session()
-      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "500 millis")))
-      yield* b.client.destroy
-      yield* Effect.timeout(broker.handle.idleExit, "3 seconds")
+      const leftAt = yield* now
+      yield* advanceTo(leftAt + 4_999)
+      assert.isFalse(exited())
+      yield* advanceTo(leftAt + 5_000)
+      assert.isTrue(exited())
     }))
 
-  it.live("a broker that never saw a session does not exit (health probes do not count)", () =>
+  it.effect("a registration within the delay cancels it; the delay starts again at the next last leave", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: "100 millis" })
-      assert.isTrue(yield* probeHealth(broker.socketPath))
-      const client = yield* broker.connect()
-      yield* client.send({ type: "health", requestId: "h" })
-      yield* client.next("health_ok")
-      yield* client.destroy
-      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "500 millis")))
+      const idle = 2_000
+      const { broker, exited } = yield* watchIdleExit({ idleExit: idle, registrationTimeout: "1 hour" })
+      const a = yield* broker.session()
+      const late = yield* broker.connect("late")
+      yield* a.client.destroy
+      yield* nextStepAt((yield* now) + idle - 1) // the last moment before the broker would exit
+      yield* register(late)
+      yield* advanceTo((yield* now) + 3_600_000)
+      assert.isFalse(exited(), "exited although a session had registered within the delay")
+
+      yield* late.destroy
+      const lastLeftAt = yield* now
+      yield* advanceTo(lastLeftAt + idle - 1)
+      assert.isFalse(exited())
+      yield* advanceTo(lastLeftAt + idle)
+      assert.isTrue(exited())
     }))
 
-  it.live("idleExit: null never exits", () =>
+  it.effect("a broker that never saw a session never exits: health probes and unregistered connections do not count", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: null })
+      const { broker, exited } = yield* watchIdleExit({ idleExit: 100, registrationTimeout: "1 hour" })
+      const prober = yield* broker.connect("prober")
+      yield* prober.roundTrip
+      yield* prober.destroy
+      yield* broker.connect("silent")
+      yield* advanceTo((yield* now) + 10 * 3_600_000)
+      assert.isFalse(exited())
+    }))
+
+  it.effect("idleExit: null never exits, even hours after the last session left", () =>
+    Effect.gen(function*() {
+      const { broker, exited } = yield* watchIdleExit({ idleExit: null })
       const a = yield* broker.session()
       yield* a.client.send({ type: "unregister" })
-      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(broker.handle.idleExit, "400 millis")))
+      const b = yield* broker.session()
+      yield* b.client.destroy
+      yield* advanceTo((yield* now) + 24 * 3_600_000)
+      assert.isFalse(exited())
+      assert.strictEqual(yield* broker.broker.sessionCount, 0)
     }))
 })
 

@@ -3,15 +3,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
 import { assertDelivered, assertFailed, stillOpen } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
 import { ackFor, infoOf, list, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+import { advance, now, STEP_MS, withMemoryBroker } from "../support/memory.ts"
 
 describe("P40/P41/P50 a live send", () => {
-  it.live("is delivered as a message frame with the sender's info and broker timestamps, then acked", () =>
+  it.effect("is delivered as a message frame with the sender's info and the broker's receive and delivery times, then acked", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
+      const broker = yield* withMemoryBroker()
       const a = yield* broker.session({ sessionId: "a", name: "Alice", cwd: "/srv", model: "sonnet" })
       const b = yield* broker.session({ sessionId: "b" })
-      const before = Date.now()
+      const sentAt = (yield* now) + STEP_MS // the send below is one step
       const msg = message("hello", {
         senderSequence: 1,
         brokerReceivedAt: 1, // a client claim the broker overwrites
@@ -24,7 +26,6 @@ describe("P40/P41/P50 a live send", () => {
       const ack = yield* send(a.client, "b", msg)
       assertDelivered(ack)
       assert.strictEqual(ack.messageId, msg.id)
-      const after = Date.now()
       const received = yield* messageFor(b.client, msg.id)
       const aInfo = yield* infoOf(b.client, "a")
       assert.deepStrictEqual(received.from, aInfo)
@@ -32,16 +33,11 @@ describe("P40/P41/P50 a live send", () => {
       const { brokerReceivedAt, brokerDeliveredAt, ...authored } = received.message
       const { brokerReceivedAt: _claimed, ...sent } = msg
       assert.deepStrictEqual(authored, sent)
-      assert.isNumber(brokerReceivedAt)
-      assert.isNumber(brokerDeliveredAt)
-      if (brokerReceivedAt !== undefined && brokerDeliveredAt !== undefined) {
-        assert.isAtLeast(brokerReceivedAt, before - 5)
-        assert.isAtMost(brokerDeliveredAt, after + 5)
-        assert.isAtMost(brokerReceivedAt, brokerDeliveredAt)
-      }
+      // A live send is received and delivered in the same instant; the client's claim is overwritten.
+      assert.deepStrictEqual([brokerReceivedAt, brokerDeliveredAt], [sentAt, sentAt])
     }))
 
-  it.live("the message reaches the target before the ack reaches the sender", () =>
+  it.live("the message is queued for the target before the ack is sent: whatever the target is sent after the ack arrives behind it", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
       const a = yield* broker.session({ sessionId: "a" })
@@ -49,8 +45,15 @@ describe("P40/P41/P50 a live send", () => {
       for (let i = 0; i < 20; i++) {
         const msg = message(`m${i}`)
         assertDelivered(yield* send(a.client, "b", msg))
-        // Written before the ack: it is already in flight, so it shows up almost at once.
-        yield* b.client.next("message", (f) => f.message.id === msg.id, "200 millis")
+        // Only now does b ask for something: its answer is queued behind whatever was queued for b before.
+        const requestId = `after-ack-${i}`
+        yield* b.client.send({ type: "health", requestId })
+        yield* b.client.next("health_ok", (f) => f.requestId === requestId)
+        const frames = b.client.received()
+        const messageAt = frames.findIndex((f) => f.type === "message" && f.message.id === msg.id)
+        const answerAt = frames.findIndex((f) => f.type === "health_ok" && f.requestId === requestId)
+        assert.isAtLeast(messageAt, 0, `m${i} was acked but is not ahead of b's later answer`)
+        assert.isBelow(messageAt, answerAt, `m${i} was acked but queued after b's later answer`)
       }
     }))
 
@@ -98,7 +101,9 @@ describe("P42/P43 target resolution", () => {
         assert.strictEqual(received.message.content.text, `to ${to}`)
       }
       // Nobody else got anything.
-      for (const other of [s.w2, s.named, s.bob]) yield* other.client.expectNothing(100, "message")
+      const others = [s.w2, s.named, s.bob].map((other) => other.client)
+      yield* settled([s.sender.client], others)
+      for (const other of others) yield* other.expectNothing("message")
     }))
 
   it.live("several name matches → E_AMBIGUOUS_TARGET with the verbatim reason; nobody gets the message", () =>
@@ -114,7 +119,9 @@ describe("P42/P43 target resolution", () => {
         "E_AMBIGUOUS_TARGET",
         "Multiple sessions named \"alpha\" are connected. Use the session ID instead."
       )
-      for (const other of [s.w1, s.w2, s.named]) yield* other.client.expectNothing(100, "message")
+      const others = [s.w1, s.w2, s.named].map((other) => other.client)
+      yield* settled([s.sender.client], others)
+      for (const other of others) yield* other.expectNothing("message")
     }))
 
   it.live("no match → E_TARGET_NOT_FOUND \"Session not found\"; ids and prefixes are case-sensitive", () =>
@@ -132,8 +139,9 @@ describe("P42/P43 target resolution", () => {
       const other = yield* broker.session({ sessionId: "other" })
       const ack = yield* send(sender.client, "", message("to everyone?"))
       assert.strictEqual(ack.type, "delivery_failed", JSON.stringify(ack))
-      yield* other.client.expectNothing(150, "message")
-      yield* sender.client.expectNothing(0, "message")
+      yield* settled([sender.client], [other.client, sender.client])
+      yield* other.client.expectNothing("message")
+      yield* sender.client.expectNothing("message")
     }))
 })
 
@@ -157,8 +165,9 @@ describe("self-target (our deviation from P44)", () => {
         "E_SELF_TARGET",
         "Cannot message the current session"
       )
-      yield* me.client.expectNothing(100, "message")
-      yield* me2.client.expectNothing(0, "message")
+      yield* settled([me.client, me2.client], [me.client, me2.client])
+      yield* me.client.expectNothing("message")
+      yield* me2.client.expectNothing("message")
     }))
 })
 
@@ -173,7 +182,8 @@ describe("P46 idempotent replay by message id", () => {
       yield* messageFor(b.client, msg.id)
       assertDelivered(yield* send(a.client, "bee", { ...msg, timestamp: msg.timestamp + 5, senderSequence: 2 }))
       assertDelivered(yield* send(a.client, "BEE", msg)) // `to` is not part of the fingerprint
-      yield* b.client.expectNothing(200, "message")
+      yield* settled([a.client], [b.client])
+      yield* b.client.expectNothing("message")
     }))
 
   it.live("same id with different authored content → E_MESSAGE_ID_REUSE, not delivered", () =>
@@ -189,8 +199,9 @@ describe("P46 idempotent replay by message id", () => {
       assertFailed(yield* send(a.client, "b", { ...msg, content: { text: "changed" } }), "E_MESSAGE_ID_REUSE", reason)
       assertFailed(yield* send(a.client, "b", { ...msg, expectsReply: true }), "E_MESSAGE_ID_REUSE", reason)
       assertFailed(yield* send(a.client, "c", msg), "E_MESSAGE_ID_REUSE", reason) // another target
-      yield* b.client.expectNothing(150, "message")
-      yield* c.client.expectNothing(0, "message")
+      yield* settled([a.client], [b.client, c.client])
+      yield* b.client.expectNothing("message")
+      yield* c.client.expectNothing("message")
     }))
 
   it.live("records are per sender: another sender may use the same message id", () =>
@@ -228,7 +239,8 @@ describe("P47 exact (epoch-bound) send", () => {
         "E_TARGET_NOT_FOUND",
         "Session not found"
       )
-      yield* b.client.expectNothing(100, "message")
+      yield* settled([a.client], [b.client])
+      yield* b.client.expectNothing("message")
     }))
 
   it.live("only one of targetId/targetEpoch, or an empty one → E_INVALID_TARGET; nothing delivered", () =>
@@ -248,7 +260,8 @@ describe("P47 exact (epoch-bound) send", () => {
       ) {
         assertFailed(yield* send(a.client, "b", message("half"), extra), "E_INVALID_TARGET", reason)
       }
-      yield* b.client.expectNothing(100, "message")
+      yield* settled([a.client], [b.client])
+      yield* b.client.expectNothing("message")
       assert.isFalse(a.client.isClosed())
     }))
 
@@ -267,7 +280,8 @@ describe("P47 exact (epoch-bound) send", () => {
       const msg = message("bound")
       const rebound = yield* send(a.client, "b", msg, { targetId: "b", targetEpoch: oldEpoch })
       assertFailed(rebound, "E_TARGET_REBOUND", "Target endpoint changed before delivery")
-      yield* replacement.expectNothing(100, "message")
+      yield* settled([a.client], [replacement])
+      yield* replacement.expectNothing("message")
       assertDelivered(yield* send(a.client, "b", msg, { targetId: "b", targetEpoch: newEpoch }))
       yield* messageFor(replacement, msg.id)
     }))
@@ -316,7 +330,8 @@ describe("P48 an invalid send is answered, not fatal", () => {
       )
       const infinite = yield* a.client.next(["delivered", "delivery_failed"])
       assertFailed(infinite, "E_INVALID_MESSAGE", "Invalid message format")
-      yield* b.client.expectNothing(100, "message")
+      yield* settled([a.client], [b.client])
+      yield* b.client.expectNothing("message")
       assert.isFalse(a.client.isClosed())
       assert.deepStrictEqual((yield* list(a.client)).map((s) => s.id), ["a", "b"])
     }))
@@ -329,40 +344,39 @@ describe("P48 an invalid send is answered, not fatal", () => {
       const msg = message("to nowhere")
       yield* a.client.send({ type: "send", to: 42, message: msg })
       assertFailed(yield* ackFor(a.client, msg.id), "E_INVALID_MESSAGE", "Invalid message format")
-      yield* stillOpen(a.client, 50)
+      yield* stillOpen(a.client)
     }))
 })
 
 describe("P49 mailbox for recently disconnected sessions", () => {
-  it.live("mail to a departed session is queued and flushed as `message` when it re-registers", () =>
+  it.effect("mail to a departed session is queued and flushed as `message` when it re-registers; received = send time, delivered = flush time", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
+      const broker = yield* withMemoryBroker()
       const sender = yield* broker.session({ sessionId: "sender", name: "Sender" })
       const target = yield* broker.session({ sessionId: "target", name: "Target" })
       yield* target.client.destroy
       yield* sender.client.next("session_left")
-      const before = Date.now()
       const first = message("first while away")
       const second = message("second while away")
+      const sentAt = (yield* now) + STEP_MS
       assertDelivered(yield* send(sender.client, "target", first), "queued")
       assertDelivered(yield* send(sender.client, "Target", second), "queued")
       const senderInfo = yield* infoOf(sender.client, "sender")
-      yield* Effect.sleep(20)
+      yield* advance("20 seconds")
 
       const back = yield* broker.connect("back")
+      const flushedAt = (yield* now) + STEP_MS // registering is one step
       yield* register(back, { sessionId: "target", name: "Target" })
       const got1 = yield* back.next("message")
       const got2 = yield* back.next("message")
       assert.deepStrictEqual([got1.message.id, got2.message.id], [first.id, second.id])
       assert.strictEqual(back.received()[0]?.type, "registered")
       assert.deepStrictEqual(got1.from, senderInfo)
-      const received = got1.message.brokerReceivedAt ?? 0
-      const delivered = got1.message.brokerDeliveredAt ?? 0
-      assert.isAtLeast(received, before - 5)
-      assert.isAtLeast(delivered - received, 15, "brokerDeliveredAt is the flush time, brokerReceivedAt the send time")
+      assert.deepStrictEqual([got1.message.brokerReceivedAt, got1.message.brokerDeliveredAt], [sentAt, flushedAt])
+      assert.deepStrictEqual([got2.message.brokerReceivedAt, got2.message.brokerDeliveredAt], [sentAt + STEP_MS, flushedAt])
       // The flush rewrote the record: a replay now answers socket_delivered and is not delivered again.
       assertDelivered(yield* send(sender.client, "target", first))
-      yield* back.expectNothing(150, "message")
+      yield* back.expectNothing("message") // the world is idle after the send: nothing more will come
     }))
 
   it.live("an ask (expectsReply) to a departed session → E_TARGET_DISCONNECTED, nothing queued", () =>
@@ -378,7 +392,8 @@ describe("P49 mailbox for recently disconnected sessions", () => {
         "Target session is not currently connected; blocking asks are not queued"
       )
       yield* register(target.client, { sessionId: "target" })
-      yield* target.client.expectNothing(150, "message")
+      yield* target.client.roundTrip // a flush at registration is queued before this answer
+      yield* target.client.expectNothing("message")
     }))
 
   it.live("several departed sessions matching → E_AMBIGUOUS_TARGET (disconnected wording)", () =>
@@ -434,7 +449,8 @@ describe("P49 mailbox for recently disconnected sessions", () => {
       yield* sender.client.next("session_left")
       const msg = message("to my predecessor")
       assertDelivered(yield* send(sender.client, "old-builder", msg), "queued")
-      yield* sender.client.expectNothing(150, "message")
+      yield* sender.client.roundTrip
+      yield* sender.client.expectNothing("message")
     }))
 
   it.live("mail for a scoped departed session is flushed only to that scope", () =>
@@ -447,7 +463,8 @@ describe("P49 mailbox for recently disconnected sessions", () => {
       const msg = message("scoped mail")
       assertDelivered(yield* send(sender.client, "t", msg), "queued")
       const elsewhere = yield* broker.session({ sessionId: "t", scopeId: "s2" })
-      yield* elsewhere.client.expectNothing(150, "message")
+      yield* elsewhere.client.roundTrip // a flush at registration is queued before this answer
+      yield* elsewhere.client.expectNothing("message")
       const home = yield* broker.session({ sessionId: "t", scopeId: "s1" })
       yield* messageFor(home.client, msg.id)
     }))
@@ -477,7 +494,8 @@ describe("E_MESSAGE_TOO_LARGE (our deviation from P02)", () => {
         assertFailed(ack, "E_MESSAGE_TOO_LARGE")
         assert.strictEqual(ack.messageId, msg.id)
       }
-      yield* b.client.expectNothing(200, "message")
+      yield* settled([a.client], [b.client])
+      yield* b.client.expectNothing("message")
       assert.isFalse(b.client.isClosed())
       assert.isFalse(a.client.isClosed())
       assertDelivered(yield* send(a.client, "b", message("small one still works")))
@@ -505,6 +523,7 @@ describe("E_MESSAGE_TOO_LARGE (our deviation from P02)", () => {
       const ack = yield* send(a.client, "b", msg)
       assertFailed(ack, "E_MESSAGE_TOO_LARGE")
       const back = yield* broker.session({ sessionId: "b" })
-      yield* back.client.expectNothing(200, "message")
+      yield* back.client.roundTrip // a flush at registration is queued before this answer
+      yield* back.client.expectNothing("message")
     }))
 })

@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { DEFAULT_MAX_SESSIONS } from "../../src/broker/options.ts"
-import { memoryWorld } from "../support/memory.ts"
+import { memoryWorld } from "../support/memoryWorld.ts"
 
 const CWD = `/home/someone/projects/${"a-rather-deep-monorepo/packages/".repeat(4)}service`
 const MODEL = "anthropic/claude-some-long-model-name-2026-11-01-with-a-suffix"
@@ -18,7 +18,7 @@ describe("at the session cap", () => {
     Effect.gen(function*() {
       // Connections buffer 4 frames each way: an idle session's broker-side writer blocks after a few
       // membership frames instead of working through thousands (a real socket's buffer is larger).
-      const world = yield* memoryWorld({}, { capacity: 4 })
+      const world = yield* memoryWorld({}, { linkCapacity: 4 })
       const idle = DEFAULT_MAX_SESSIONS - 2
       const register = (i: number) =>
         Effect.gen(function*() {

@@ -11,7 +11,8 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { currentUid, loadIntercomSettings } from "../../src/config/index.ts"
-import { makeClient, readPidFile, registrationOf, stopProcess } from "../client/support.ts"
+import { readPidFile, stopPid } from "../support/process.ts"
+import { makeClient, registrationOf } from "../client/support.ts"
 import { cleanEnv, mode, startBroker, tempDir } from "./support.ts"
 
 /** A temp root with a private runtime dir, and an agent dir under it too long for a Unix socket path. */
@@ -69,7 +70,7 @@ describe("a long agent dir", () => {
       // Stop the spawned broker when the test ends (registered before the client, so it runs after it).
       yield* Effect.addFinalizer(() => {
         const pid = readPidFile(paths.pidFile)
-        return pid === undefined ? Effect.void : stopProcess(pid)
+        return pid === undefined ? Effect.void : stopPid(pid)
       })
 
       const { client } = yield* makeClient({

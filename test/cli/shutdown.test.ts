@@ -4,6 +4,7 @@ import { Cause, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { ExitCode, exitCodeOf } from "../../src/cli/exit.ts"
 import { scopedWithGrace } from "../../src/cli/shutdown.ts"
+import { step } from "../support/steps.ts"
 
 const withGrace = scopedWithGrace("3 seconds")
 
@@ -22,13 +23,12 @@ describe("scopedWithGrace", () => {
   it.effect("an interrupted body still closes its Scope; the outcome is interruption (exit 0)", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
-      const fiber = yield* Effect.forkChild(
+      const fiber = yield* step(
         Effect.gen(function*() {
           yield* Effect.addFinalizer(() => Effect.sync(() => log.push("closed")))
           return yield* Effect.never
         }).pipe(withGrace)
       )
-      yield* Effect.yieldNow
       yield* Fiber.interrupt(fiber)
       const exit = yield* Fiber.await(fiber)
       assert.isTrue(Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause))
@@ -38,15 +38,13 @@ describe("scopedWithGrace", () => {
 
   it.effect("a finalizer that never completes is abandoned after the grace period: exit 1", () =>
     Effect.gen(function*() {
-      const fiber = yield* Effect.forkChild(
+      const fiber = yield* step(
         Effect.gen(function*() {
           yield* Effect.addFinalizer(() => Effect.never)
           return yield* Effect.never
         }).pipe(withGrace)
       )
-      yield* Effect.yieldNow
-      yield* Effect.forkChild(Fiber.interrupt(fiber)) // as SIGTERM does
-      yield* Effect.yieldNow
+      yield* step(Fiber.interrupt(fiber)) // as SIGTERM does; the grace period starts in this step
       yield* TestClock.adjust("2999 millis")
       assert.isUndefined(fiber.pollUnsafe(), "still waiting within the grace period")
       yield* TestClock.adjust("1 millis")
@@ -57,11 +55,10 @@ describe("scopedWithGrace", () => {
 
   it.effect("the same after a body that ended by itself (idle exit)", () =>
     Effect.gen(function*() {
-      const fiber = yield* Effect.forkChild(
-        Effect.addFinalizer(() => Effect.never).pipe(withGrace)
-      )
-      yield* Effect.yieldNow
-      yield* TestClock.adjust("3 seconds")
+      const fiber = yield* step(Effect.addFinalizer(() => Effect.never).pipe(withGrace))
+      yield* TestClock.adjust("2999 millis")
+      assert.isUndefined(fiber.pollUnsafe(), "still waiting within the grace period")
+      yield* TestClock.adjust("1 millis")
       assert.strictEqual(exitCodeOf(yield* Fiber.await(fiber)), 1)
     }))
 })

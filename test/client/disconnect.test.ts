@@ -1,129 +1,156 @@
 /**
  * Shutdown (C-BRK-30, P19): `disconnect` and closing the client's Scope both
- * send `unregister` before ending the socket, so peers see `session_left`;
- * later operations fail with `IntercomNotConnected`. An attempt in flight is
- * joined, and an attempt that completes after shutdown is never adopted
- * (C-BRK-29).
+ * send `unregister` before ending the connection, so peers see
+ * `session_left`; later operations fail with `IntercomNotConnected`. An
+ * attempt in flight is joined, and an attempt that completes after shutdown
+ * is never adopted (C-BRK-29).
+ *
+ * On the in-memory network under TestClock: each step runs until the world is
+ * idle, so "closes without waiting" is "completes within one step", and
+ * "never comes back" holds after hours of simulated time.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
-import { type Connection } from "../../src/transport/Connection.ts"
-import { dialUnixSocket, type Dialer } from "../../src/client/ClientConnection.ts"
-import { message, withBroker } from "../support/broker.ts"
-import { brokerClientOptions, eventually, fakeBroker, fakeClientOptions, makeClient, timed } from "./support.ts"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import type { Dialer } from "../../src/client/ClientConnection.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { applyMembership, message } from "../support/broker.ts"
+import { advance, advanceTo, now, settle, step, withMemoryBroker } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-00000000000d"
 
+/** The exit of a fiber that must have completed by now (the world is idle: it would not complete later). */
+const completed = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> => {
+  const exit = fiber.pollUnsafe()
+  if (exit === undefined) return assert.fail("still running")
+  return exit
+}
+
 describe("disconnect", () => {
-  it.live("unregisters (peers see session_left); later operations fail with IntercomNotConnected", () =>
+  it.effect("unregisters (peers see session_left); later operations fail with IntercomNotConnected; it never comes back", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: null })
+      const broker = yield* withMemoryBroker({ idleExit: null })
       const observer = yield* broker.session({ name: "observer" })
-      const { client } = yield* makeClient(brokerClientOptions(broker, ID, "leaver"))
-      yield* client.connect
+      const { client } = yield* makeMemoryClient(memoryClientOptions(broker, ID, "leaver"))
+      yield* settle(client.connect)
       yield* observer.client.next("session_joined", (f) => f.session.id === ID)
-      yield* client.disconnect
+      yield* settle(client.disconnect)
       yield* observer.client.next("session_left", (f) => f.sessionId === ID)
-      assert.strictEqual(yield* broker.handle.sessionCount, 1)
-      const status = yield* client.status
-      assert.isFalse(status.connected)
+      assert.strictEqual(yield* broker.broker.sessionCount, 1)
+      assert.isFalse((yield* client.status).connected)
       for (const operation of [client.list, client.connect, client.send({ to: "observer", message: message("x") })]) {
-        const error = yield* Effect.flip(operation)
+        const error = yield* settle(Effect.flip(operation))
         assert.strictEqual(error._tag, "IntercomNotConnected")
         assert.strictEqual(error.message, "Intercom not connected: the client was disconnected")
       }
-      yield* client.disconnect // a second call is a no-op
-      yield* observer.client.expectNothing(200, "session_joined", (f) => f.session.id === ID)
+      yield* settle(client.disconnect) // a second call is a no-op
+      yield* advance("1 hour")
+      yield* observer.client.expectNothing("session_joined", (f) => f.session.id === ID)
+      assert.strictEqual(yield* broker.broker.sessionCount, 1)
     }))
 
-  it.live("sends `unregister` and then ends the socket (seen by a fake broker)", () =>
+  it.effect("sends `unregister` and then ends the connection (seen by a fake broker), without waiting", () =>
     Effect.gen(function*() {
-      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
-      const { client } = yield* makeClient(fakeClientOptions(fake, ID))
-      yield* client.connect
-      yield* client.disconnect
-      yield* eventually("the fake to see the connection end", () => fake.ended().includes(1))
+      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"] })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, ID))
+      yield* settle(client.connect)
+      yield* settle(client.disconnect)
+      assert.deepStrictEqual(fake.ended(), [1])
       assert.deepStrictEqual(fake.frames.map((f) => f.frame.type), ["register", "unregister"])
     }))
 
-  it.live("closing the client's Scope right after connecting unregisters too, and does not hang", () =>
+  it.effect("closing the client's Scope right after connecting unregisters too, and completes without waiting", () =>
     Effect.gen(function*() {
-      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
-      const { client, close } = yield* makeClient(fakeClientOptions(fake, ID))
-      yield* client.connect
+      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"] })
+      const { client, scope } = yield* makeMemoryClient(memoryClientOptions(fake, ID))
       // No yield between connecting and closing: the client's background fibers may not have started.
-      const [, ms] = yield* timed(close.pipe(Effect.timeout("3 seconds")))
-      assert.isBelow(ms, 1000)
-      yield* eventually("the fake to see the connection end", () => fake.ended().includes(1))
+      yield* settle(Effect.andThen(client.connect, Scope.close(scope, Exit.void)), "connect, then close")
+      assert.deepStrictEqual(fake.ended(), [1])
       assert.deepStrictEqual(fake.frames.map((f) => f.frame.type), ["register", "unregister"])
     }))
 
-  it.live("closing the Scope of a client in use sends `unregister` before ending the socket", () =>
+  it.effect("closing the Scope of a client in use sends `unregister` before ending the connection, without waiting", () =>
     Effect.gen(function*() {
-      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
-      const { client, close } = yield* makeClient(fakeClientOptions(fake, ID))
-      yield* client.list
-      yield* Effect.sleep("50 millis")
-      yield* close.pipe(Effect.timeout("3 seconds"))
-      yield* eventually("the fake to see the connection end", () => fake.ended().includes(1))
+      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1"] })
+      const { client, scope } = yield* makeMemoryClient(memoryClientOptions(fake, ID))
+      yield* settle(client.list) // the world is idle after it: the client's background fibers are running
+      yield* settle(Scope.close(scope, Exit.void), "the close")
+      assert.deepStrictEqual(fake.ended(), [1])
       assert.deepStrictEqual(fake.frames.map((f) => f.frame.type), ["register", "list", "unregister"])
     }))
 
-  it.live("closing the Scope of a client in use: peers see session_left, and operations fail", () =>
+  it.effect("closing the Scope of a client in use: peers see session_left, and operations fail", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: null })
+      const broker = yield* withMemoryBroker({ idleExit: null })
       const observer = yield* broker.session({ name: "observer" })
-      const { client, close } = yield* makeClient(brokerClientOptions(broker, ID, "leaver"))
-      yield* client.list
-      yield* Effect.sleep("50 millis")
-      yield* close.pipe(Effect.timeout("3 seconds"))
+      const { client, scope } = yield* makeMemoryClient(memoryClientOptions(broker, ID, "leaver"))
+      yield* settle(client.list)
+      yield* settle(Scope.close(scope, Exit.void), "the close")
       yield* observer.client.next("session_left", (f) => f.sessionId === ID)
-      assert.strictEqual((yield* Effect.flip(client.list))._tag, "IntercomNotConnected")
+      assert.strictEqual((yield* settle(Effect.flip(client.list)))._tag, "IntercomNotConnected")
     }))
 
-  it.live("disconnect joins a first attempt in flight, then unregisters it: nothing stays registered", () =>
+  it.effect("disconnect joins a first attempt in flight, then unregisters it: nothing stays registered", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: null })
+      const broker = yield* withMemoryBroker({ idleExit: null })
       const observer = yield* broker.session({ name: "observer" })
-      const dial: Dialer = (path) => Effect.andThen(Effect.sleep("300 millis"), dialUnixSocket(path))
-      const { client } = yield* makeClient(brokerClientOptions(broker, ID, "late", { dial }))
-      const using = yield* Effect.forkChild(client.list, { startImmediately: true })
-      yield* Effect.sleep("50 millis")
-      yield* client.disconnect
-      yield* Fiber.await(using)
-      yield* observer.client.next("session_left", (f) => f.sessionId === ID)
-      assert.strictEqual(yield* broker.handle.sessionCount, 1)
+      const dial: Dialer = (address) => Effect.andThen(Effect.sleep("300 millis"), broker.dial(address))
+      const { client } = yield* makeMemoryClient(memoryClientOptions(broker, ID, "late", { dial }))
+      const using = yield* step(client.list)
+      const startedAt = yield* now
+      const disconnecting = yield* step(client.disconnect)
+      yield* advanceTo(startedAt + 300 - 1)
+      assert.isUndefined(disconnecting.pollUnsafe(), "disconnect did not wait for the attempt in flight")
+      yield* advanceTo(startedAt + 300) // the dial completes; the attempt registers, then is closed at once
+      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
+      const used = completed(using)
+      assert.isTrue(Exit.isFailure(used), "the operation was served by a connection opened after disconnect")
+      assert.strictEqual(yield* broker.broker.sessionCount, 1)
       assert.isFalse((yield* client.status).connected)
+      // Whatever the observer was told, its view holds only itself.
+      const view = new Map()
+      for (const frame of observer.client.received()) {
+        if (frame.type === "session_joined" || frame.type === "presence_update" || frame.type === "session_left") {
+          applyMembership(view, frame)
+        }
+      }
+      assert.deepStrictEqual([...view.keys()], [])
     }))
 
-  it.live("a reconnect that completes after disconnect is closed at once, never adopted (C-BRK-29)", () =>
+  it.effect("a reconnect that completes after disconnect is closed at once, never adopted (C-BRK-29)", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExit: null })
+      const broker = yield* withMemoryBroker({ idleExit: null })
       const observer = yield* broker.session({ name: "observer" })
       // The first dial is normal; later ones (reconnects) wait for the gate.
       const gate = yield* Deferred.make<void>()
       const dialed: Array<Connection> = []
-      let attempts = 0
-      const dial: Dialer = (path) =>
+      const attempts = { count: 0 }
+      const dial: Dialer = (address) =>
         Effect.gen(function*() {
-          if (attempts++ > 0) yield* Deferred.await(gate)
-          const connection = yield* dialUnixSocket(path)
+          if (attempts.count++ > 0) yield* Deferred.await(gate)
+          const connection = yield* broker.dial(address)
           dialed.push(connection)
           return connection
         })
-      const { client } = yield* makeClient(brokerClientOptions(broker, ID, "zombie", { dial, reconnectBaseMs: 20 }))
-      yield* client.connect
+      const { client } = yield* makeMemoryClient(memoryClientOptions(broker, ID, "zombie", { dial, reconnectBaseMs: 20 }))
+      yield* settle(client.connect)
       yield* observer.client.next("session_joined", (f) => f.session.id === ID)
-      // Drop the socket under the client: it starts reconnecting, and waits at the gate.
-      yield* Effect.forEach(dialed, (c) => c.destroy)
+      // Drop the connection under the client: it starts reconnecting after 20 ms, and waits at the gate.
+      yield* settle(Effect.forEach(dialed, (c) => c.destroy, { discard: true }))
       yield* observer.client.next("session_left", (f) => f.sessionId === ID)
-      yield* eventually("the reconnect to reach the gate", () => attempts === 2)
+      yield* advance("20 millis")
+      assert.strictEqual(attempts.count, 2, "the reconnect did not reach the gate")
       // disconnect joins the attempt in flight for at most 2 s (C-BRK-30), then gives up on it.
-      yield* client.disconnect.pipe(Effect.timeout("4 seconds"))
-      yield* Deferred.succeed(gate, undefined) // the reconnect now completes — after the client stopped
-      yield* eventually("the late connection to be dialled", () => dialed.length === 2)
-      yield* Effect.sleep("300 millis")
+      const disconnecting = yield* step(client.disconnect)
+      const disconnectedAt = yield* now
+      yield* advanceTo(disconnectedAt + 2_000 - 1)
+      assert.isUndefined(disconnecting.pollUnsafe(), "disconnect gave up on the attempt in flight before 2 s")
+      yield* advanceTo(disconnectedAt + 2_000)
+      assert.isTrue(Exit.isSuccess(completed(disconnecting)))
+      // The reconnect now completes — after the client stopped — and is closed in the same step.
+      yield* settle(Deferred.succeed(gate, undefined))
+      assert.strictEqual(dialed.length, 2, "the late connection was not dialled")
       assert.isFalse((yield* client.status).connected, "the late connection was adopted")
-      assert.strictEqual(yield* broker.handle.sessionCount, 1, "the late registration stayed")
+      assert.strictEqual(yield* broker.broker.sessionCount, 1, "the late registration stayed")
     }))
 })

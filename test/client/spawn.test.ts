@@ -11,15 +11,8 @@ import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { ensureBroker } from "../../src/client/spawn.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
-import {
-  agentDir,
-  brokerProcesses,
-  isAlive,
-  makeClient,
-  readPidFile,
-  spawnNode,
-  timed
-} from "./support.ts"
+import { isAlive, readPidFile, spawnNode } from "../support/process.ts"
+import { agentDir, brokerProcesses, makeClient } from "./support.ts"
 
 const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
 
@@ -36,8 +29,7 @@ describe("auto-spawn", () => {
       const dir = yield* agentDir()
       const id = "spawn-0000-0001"
       const { client } = yield* makeClient(dir.clientOptions(id, "spawner"))
-      const [sessions, ms] = yield* timed(client.list)
-      console.log(`first client action with no broker running (spawn + register + list): ${ms.toFixed(0)} ms`)
+      const sessions = yield* client.list
       assert.deepStrictEqual(sessions.map((s) => [s.id, s.name]), [[id, "spawner"]])
 
       const pid = readPidFile(dir.pidFile)
@@ -77,10 +69,10 @@ describe("auto-spawn", () => {
     Effect.gen(function*() {
       const dir = yield* agentDir()
       const ids = ["race-1", "race-2", "race-3", "race-4", "race-5"]
-      const contenders = yield* Effect.forEach(ids, (id) => spawnNode([RACE_CLIENT, dir.agentDir, id]))
+      const contenders = yield* Effect.forEach(ids, (id) => spawnNode([RACE_CLIENT, dir.agentDir, id], { stdin: "pipe" }))
       yield* Effect.forEach(contenders, (p) => p.waitStdout(/^ready$/m), { concurrency: "unbounded" })
       // All loaded: start them at once.
-      yield* Effect.forEach(contenders, (p) => p.write("go\n"))
+      yield* Effect.forEach(contenders, (p) => p.writeLine("go"))
       yield* Effect.forEach(contenders, (p, i) => p.waitStdout(new RegExp(`^registered ${ids[i]}$`, "m")), {
         concurrency: "unbounded"
       })
@@ -99,9 +91,9 @@ describe("auto-spawn", () => {
       assert.sameMembers(listed, [...ids, "race-observer"])
 
       // They leave cleanly when told to.
-      yield* Effect.forEach(contenders, (p) => Effect.sync(() => p.child.stdin?.end()))
-      const codes = yield* Effect.forEach(contenders, (p) => p.waitExit(), { concurrency: "unbounded" })
-      assert.deepStrictEqual(codes, [0, 0, 0, 0, 0])
+      yield* Effect.forEach(contenders, (p) => p.endStdin)
+      const outcomes = yield* Effect.forEach(contenders, (p) => p.waitExit(), { concurrency: "unbounded" })
+      assert.deepStrictEqual(outcomes, ids.map(() => ({ code: 0, signal: null })))
       assert.deepStrictEqual((yield* client.list).map((s) => s.id), ["race-observer"])
     }))
 })

@@ -5,17 +5,22 @@
  * always killed when the test's Scope closes, whatever happened.
  */
 import { Context, Data, Duration, Effect, Exit, Layer, Queue, Scope, Stream } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
+import type { Dialer } from "../../src/client/ClientConnection.ts"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
+import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
 import { type ListenError, serveUnix } from "../../src/transport/UnixSocket.ts"
 import { tempDir, type TestBroker } from "../support/broker.ts"
+import { closeOnSimulatedTime } from "../support/memory.ts"
+import { type Child, type ChildFailed, type SpawnOptions, spawnNode as spawnNodeChild, stopPid } from "../support/process.ts"
+
+export { childEnv, isAlive, readPidFile, stopPid } from "../support/process.ts"
 
 /** A SessionRegistration (P11) with an optional name and status. */
 export const registrationOf = (name?: string, status?: string): SessionRegistration => {
@@ -53,12 +58,30 @@ export interface TestClient {
   readonly close: Effect.Effect<void>
 }
 
-/** Builds `IntercomClient.layer(options)` in a child of the current Scope. */
+/**
+ * Builds `IntercomClient.layer(options)` in a child of the current Scope. For
+ * the in-memory world under TestClock use `makeMemoryClient`: a client's close
+ * may wait on simulated time.
+ */
 export const makeClient = (options: IntercomClientOptions): Effect.Effect<TestClient, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Scope.fork(yield* Effect.scope)
     const context = yield* Layer.buildWithScope(IntercomClient.layer(options), scope)
     return { client: Context.get(context, IntercomClient), close: Scope.close(scope, Exit.void) }
+  })
+
+/**
+ * `makeClient` for the in-memory world under TestClock: its close (explicit,
+ * or when the test's Scope closes) lets simulated time pass until it is done.
+ */
+export const makeMemoryClient = (
+  options: IntercomClientOptions
+): Effect.Effect<TestClient & { readonly scope: Scope.Closeable }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
+    const context = yield* Layer.buildWithScope(IntercomClient.layer(options), scope)
+    return { client: Context.get(context, IntercomClient), close: closeOnSimulatedTime(scope), scope }
   })
 
 export class Timeout extends Data.TaggedError("Timeout")<{ readonly what: string }> {
@@ -98,57 +121,24 @@ export const subscribe = <A>(stream: Stream.Stream<A>, label: string): Effect.Ef
     return { next, seen: () => seen }
   })
 
-/** Polls `check` every 20 ms until it returns true; fails after `timeout`. */
-export const eventually = (
-  what: string,
-  check: () => boolean | Effect.Effect<boolean>,
-  timeout: Duration.Input = "5 seconds"
-): Effect.Effect<void, Timeout> =>
-  Effect.gen(function*() {
-    while (true) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep("20 millis")
-    }
-  }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what })) }))
-
 // ---------------------------------------------------------------------------
 // Real broker processes (auto-spawn tests)
 // ---------------------------------------------------------------------------
 
-export const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** The first line of `broker.pid` as a number, if any. */
-export const readPidFile = (file: string): number | undefined => {
-  try {
-    const pid = Number.parseInt(fs.readFileSync(file, "utf8").split("\n", 1)[0] ?? "", 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /**
- * Every live process whose command line is a broker for `agentDir`
- * (`… dist/bin/intercom.mjs broker --dir <agentDir>`, or the unbundled
- * `dist/cli/main.js`: see `brokerEntryPoint`), from /proc. Zombies
+ * Every live process whose command line is a broker for an agent dir that
+ * `matches` (`… dist/bin/intercom.mjs broker --dir <agentDir>`, or the
+ * unbundled `dist/cli/main.js`: see `brokerEntryPoint`), from /proc. Zombies
  * (exited, not yet reaped) do not count.
  */
-export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
+export const brokerProcessesWhere = (matches: (arg: string) => boolean): ReadonlyArray<number> => {
   const found: Array<number> = []
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     try {
       const argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
       if (!argv.some((arg) => arg.endsWith(BUNDLED_CLI) || arg.endsWith(UNBUNDLED_CLI))) continue
-      if (!argv.includes("broker") || !argv.includes(agentDir)) continue
+      if (!argv.includes("broker") || !argv.some(matches)) continue
       const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${entry}/status`, "utf8"))?.[1]
       if (state !== "Z") found.push(Number(entry))
     } catch {
@@ -158,25 +148,9 @@ export const brokerProcesses = (agentDir: string): ReadonlyArray<number> => {
   return found
 }
 
-/** SIGTERM, wait up to 3 s, then SIGKILL. */
-export const stopProcess = (pid: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if (!isAlive(pid)) return
-    yield* Effect.sync(() => process.kill(pid, "SIGTERM"))
-    const gone = yield* eventually(`pid ${pid} to exit`, () => !isAlive(pid), "3 seconds").pipe(
-      Effect.as(true),
-      Effect.catch(() => Effect.succeed(false))
-    )
-    if (!gone) {
-      yield* Effect.sync(() => {
-        try {
-          process.kill(pid, "SIGKILL")
-        } catch {
-          // already gone
-        }
-      })
-    }
-  })
+/** Every live broker process for exactly `agentDir`. */
+export const brokerProcesses = (agentDir: string): ReadonlyArray<number> =>
+  brokerProcessesWhere((arg) => arg === agentDir)
 
 export interface AgentDir {
   readonly agentDir: string
@@ -203,7 +177,7 @@ export const agentDir = (): Effect.Effect<AgentDir, never, Scope.Scope> =>
     const intercomDir = path.join(root, "intercom")
     // Registered after tempDir, so it runs before the dir is removed.
     yield* Effect.addFinalizer(() =>
-      Effect.forEach(brokerProcesses(root), stopProcess, { concurrency: "unbounded", discard: true })
+      Effect.forEach(brokerProcesses(root), (pid) => stopPid(pid), { concurrency: "unbounded", discard: true })
     )
     return {
       agentDir: root,
@@ -224,16 +198,6 @@ export const agentDir = (): Effect.Effect<AgentDir, never, Scope.Scope> =>
     }
   })
 
-/** How long an effect took, in milliseconds (real clock). */
-export const timed = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<readonly [A, number], E, R> =>
-  Effect.gen(function*() {
-    const start = performance.now()
-    const result = yield* effect
-    return [result, performance.now() - start] as const
-  })
-
-export const millis = (duration: Duration.Input): number => Duration.toMillis(Duration.fromInputUnsafe(duration))
-
 // ---------------------------------------------------------------------------
 // A scriptable fake broker (for what a real broker never does)
 // ---------------------------------------------------------------------------
@@ -241,7 +205,6 @@ export const millis = (duration: Duration.Input): number => Duration.toMillis(Du
 export interface FakeFrame {
   /** Which accepted connection it came on, from 1. */
   readonly connection: number
-  readonly at: number
   readonly frame: { readonly type: string; readonly [key: string]: unknown }
 }
 
@@ -257,105 +220,174 @@ export interface FakeBrokerOptions {
   readonly hangAfterRegister?: boolean
 }
 
-export interface FakeBroker {
-  readonly root: string
-  readonly intercomDir: string
-  readonly socketPath: string
+/** What a fake broker saw, and how to wait for it. */
+export interface FakeBrokerState {
   /** Every frame received, in order. */
-  readonly frames: Array<FakeFrame>
+  readonly frames: ReadonlyArray<FakeFrame>
   /** Every frame the fake sent, with the connection it went to. */
-  readonly sent: Array<FakeFrame>
+  readonly sent: ReadonlyArray<FakeFrame>
   readonly ofType: (type: string) => ReadonlyArray<FakeFrame>
   /** Connections accepted so far. */
   readonly connections: () => number
   /** Connections that have ended (EOF or error), by number. */
   readonly ended: () => ReadonlyArray<number>
+  /** Waits (on events, not by polling) until `check` holds; fails after `timeout`. */
+  readonly until: (what: string, check: () => boolean, timeout?: Duration.Input) => Effect.Effect<void, Timeout>
+}
+
+export interface FakeBroker extends FakeBrokerState {
+  readonly root: string
+  readonly intercomDir: string
+  readonly socketPath: string
 }
 
 /**
- * A base-protocol broker built on `serveUnix`: answers `health`, `register`
+ * A base-protocol broker over any transport: answers `health`, `register`
  * (with the configured features), `list` with the sessions registered on it,
  * and `send` with a bare `{type:"delivered", messageId}`, the minimum P41
  * allows. It records every frame it receives.
  */
+export const makeFakeBroker = (
+  options: FakeBrokerOptions = {}
+): { readonly state: FakeBrokerState; readonly accept: (connection: Connection) => Effect.Effect<void> } => {
+  const frames: Array<FakeFrame> = []
+  const sent: Array<FakeFrame> = []
+  const ended: Array<number> = []
+  const sessions = new Map<number, SessionInfo>()
+  const waiters = new Set<() => boolean>()
+  const changed = () => {
+    for (const waiter of [...waiters]) if (waiter()) waiters.delete(waiter)
+  }
+  const state = { accepted: 0 }
+  const accept = (connection: Connection) => {
+    const id = ++state.accepted
+    changed()
+    return Effect.gen(function*() {
+      const reply = (frame: { readonly type: string; readonly [key: string]: unknown }) =>
+        Effect.andThen(
+          Effect.sync(() => sent.push({ connection: id, frame })),
+          connection.writeAll([JSON.stringify(frame)])
+        )
+      while (true) {
+        const texts = yield* connection.read
+        for (const text of texts) {
+          const parsed = parseFrameText(text)
+          if (isFrameDecodeError(parsed)) continue
+          frames.push({ connection: id, frame: parsed })
+          changed()
+          switch (parsed.type) {
+            case "health":
+              yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
+              break
+            case "register": {
+              const sessionId = typeof parsed.sessionId === "string" ? parsed.sessionId : `fake-${id}`
+              const session = typeof parsed.session === "object" && parsed.session !== null ? parsed.session : {}
+              sessions.set(id, { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0, ...session, id: sessionId })
+              yield* reply({
+                type: "registered",
+                sessionId,
+                ...(options.features === undefined ? {} : { features: options.features })
+              })
+              if (options.hangAfterRegister === true) return yield* Effect.never
+              break
+            }
+            case "unregister":
+              sessions.delete(id)
+              break
+            case "list":
+              if (options.answerList !== false) {
+                yield* reply({ type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] })
+              }
+              break
+            case "send": {
+              const message = parsed.message
+              const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
+              yield* reply({ type: "delivered", messageId })
+              break
+            }
+          }
+        }
+      }
+    }).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        sessions.delete(id)
+        ended.push(id)
+        changed()
+      })),
+      Effect.ignore
+    )
+  }
+  const until = (what: string, check: () => boolean, timeout: Duration.Input = "5 seconds") =>
+    Effect.callback<void>((resume) => {
+      const attempt = () => {
+        if (!check()) return false
+        resume(Effect.void)
+        return true
+      }
+      if (attempt()) return
+      waiters.add(attempt)
+      return Effect.sync(() => void waiters.delete(attempt))
+    }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Timeout({ what })) }))
+  return {
+    state: {
+      frames,
+      sent,
+      ofType: (type) => frames.filter((f) => f.frame.type === type),
+      connections: () => state.accepted,
+      ended: () => ended,
+      until
+    },
+    accept
+  }
+}
+
+/** A fake broker on a real Unix socket (`serveUnix`), in a fresh agent dir. */
 export const fakeBroker = (options: FakeBrokerOptions = {}): Effect.Effect<FakeBroker, ListenError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = yield* tempDir("eif-")
     const intercomDir = path.join(root, "intercom")
     fs.mkdirSync(intercomDir, { mode: 0o700 })
     const socketPath = path.join(intercomDir, "broker.sock")
-    const frames: Array<FakeFrame> = []
-    const sent: Array<FakeFrame> = []
-    const ended: Array<number> = []
-    const sessions = new Map<number, SessionInfo>()
-    let accepted = 0
-    const handle = (connection: Connection) => {
-      const id = ++accepted
-      return Effect.gen(function*() {
-        const reply = (frame: { readonly type: string; readonly [key: string]: unknown }) =>
-          Effect.andThen(
-            Effect.sync(() => sent.push({ connection: id, at: Date.now(), frame })),
-            connection.writeAll([JSON.stringify(frame)])
-          )
-        while (true) {
-          const texts = yield* connection.read
-          for (const text of texts) {
-            const parsed = parseFrameText(text)
-            if (isFrameDecodeError(parsed)) continue
-            frames.push({ connection: id, at: Date.now(), frame: parsed })
-            switch (parsed.type) {
-              case "health":
-                yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
-                break
-              case "register": {
-                const sessionId = typeof parsed.sessionId === "string" ? parsed.sessionId : `fake-${id}`
-                const session = typeof parsed.session === "object" && parsed.session !== null ? parsed.session : {}
-                sessions.set(id, { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0, ...session, id: sessionId })
-                yield* reply({
-                  type: "registered",
-                  sessionId,
-                  ...(options.features === undefined ? {} : { features: options.features })
-                })
-                if (options.hangAfterRegister === true) return yield* Effect.never
-                break
-              }
-              case "unregister":
-                sessions.delete(id)
-                break
-              case "list":
-                if (options.answerList !== false) {
-                  yield* reply({ type: "sessions", requestId: parsed.requestId, sessions: [...sessions.values()] })
-                }
-                break
-              case "send": {
-                const message = parsed.message
-                const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
-                yield* reply({ type: "delivered", messageId })
-                break
-              }
-            }
-          }
-        }
-      }).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          sessions.delete(id)
-          ended.push(id)
-        })),
-        Effect.ignore
-      )
-    }
-    yield* serveUnix(socketPath, handle)
+    const { accept, state } = makeFakeBroker(options)
+    yield* serveUnix(socketPath, accept)
+    return { ...state, root, intercomDir, socketPath }
+  })
+
+/** A fake broker on its own in-memory network, for tests under TestClock. */
+export const memoryFakeBroker = (options: FakeBrokerOptions = {}): Effect.Effect<
+  FakeBrokerState & { readonly address: string; readonly dial: Dialer },
+  never,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const network = yield* makeInMemoryNetwork()
+    const address = "mem://fake-broker"
+    const { accept, state } = makeFakeBroker(options)
+    yield* network.listen(address, accept).pipe(Effect.orDie)
     return {
-      root,
-      intercomDir,
-      socketPath,
-      frames,
-      sent,
-      ofType: (type) => frames.filter((f) => f.frame.type === type),
-      connections: () => accepted,
-      ended: () => ended
+      ...state,
+      address,
+      dial: (target: string) =>
+        network.dial(target).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
     }
   })
+
+/** Options for a client dialling an in-memory network (never spawns). */
+export const memoryClientOptions = (
+  target: { readonly address: string; readonly dial: Dialer },
+  sessionId: string,
+  name?: string,
+  extra: Partial<IntercomClientOptions> = {}
+): IntercomClientOptions => ({
+  agentDir: "/mem",
+  intercomDir: "/mem/intercom",
+  socketPath: target.address,
+  sessionId,
+  registration: registrationOf(name),
+  launch: false,
+  dial: target.dial,
+  ...extra
+})
 
 /** Client options for a fake broker (never spawns). */
 export const fakeClientOptions = (
@@ -372,90 +404,26 @@ export const fakeClientOptions = (
   ...extra
 })
 
-// ---------------------------------------------------------------------------
-// Child processes (fixtures, the example)
-// ---------------------------------------------------------------------------
 
-export interface NodeProcess {
-  readonly child: ChildProcess
-  readonly pid: number
-  readonly stdout: () => string
-  readonly stderr: () => string
-  readonly write: (text: string) => Effect.Effect<void>
-  /** Waits until stdout matches `pattern`. */
-  readonly waitStdout: (pattern: RegExp, timeout?: Duration.Input) => Effect.Effect<RegExpExecArray, Timeout>
-  /** Waits for the exit code (or signal name); fails after `timeout`. */
-  readonly waitExit: (timeout?: Duration.Input) => Effect.Effect<number | string, Timeout>
-}
+// ---------------------------------------------------------------------------
+// Compatibility for test/testing/example.test.ts (owned by the simulation work)
+// ---------------------------------------------------------------------------
 
 /**
- * The environment of a child: no inherited agent-dir variables, and a Node
- * compile cache shared by test runs (loading effect dominates a child's startup).
+ * `node ...args` through the process harness, with `waitExit` answering the
+ * exit code (or the signal's name) as before. New tests use
+ * `spawnNode` from test/support/process.ts directly.
  */
-export const childEnv = (): Record<string, string> => {
-  const env: Record<string, string> = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && key !== "ATOMIC_CODING_AGENT_DIR" && key !== "PI_CODING_AGENT_DIR") env[key] = value
-  }
-  return {
-    NODE_COMPILE_CACHE: path.join(os.tmpdir(), "effect-intercom-test-compile-cache"),
-    ...env,
-    NODE_NO_WARNINGS: "1"
-  }
-}
-
-/** Runs `node ...args` (the current Node); SIGKILLed when the Scope closes if still running. */
 export const spawnNode = (
   args: ReadonlyArray<string>,
-  options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}
-): Effect.Effect<NodeProcess, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    let stdout = ""
-    let stderr = ""
-    let exit: number | string | undefined
-    const child = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const child = spawn(process.execPath, [...args], {
-          cwd: options.cwd ?? process.cwd(),
-          env: options.env ?? childEnv(),
-          stdio: ["pipe", "pipe", "pipe"]
-        })
-        child.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk))
-        child.stderr.setEncoding("utf8").on("data", (chunk: string) => void (stderr += chunk))
-        child.stdin.on("error", () => undefined) // the child may be gone before we write
-        child.once("exit", (code, signal) => void (exit = code ?? signal ?? "unknown"))
-        return child
-      }),
-      (child) =>
-        Effect.gen(function*() {
-          if (exit !== undefined) return
-          child.kill("SIGKILL")
-          yield* eventually("the child to exit", () => exit !== undefined, "5 seconds").pipe(Effect.ignore)
-        })
-    )
-    return {
-      child,
-      pid: child.pid ?? -1,
-      stdout: () => stdout,
-      stderr: () => stderr,
-      write: (text) => Effect.sync(() => void child.stdin?.write(text)),
-      waitStdout: (pattern, timeout = "15 seconds") =>
-        Effect.gen(function*() {
-          while (true) {
-            const match = pattern.exec(stdout)
-            if (match !== null) return match
-            if (exit !== undefined) {
-              return yield* new Timeout({
-                what: `${pattern} on stdout (the process exited: ${exit})\n--- stdout:\n${stdout}\n--- stderr:\n${stderr}`
-              })
-            }
-            yield* Effect.sleep("20 millis")
-          }
-        }).pipe(Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () => Effect.fail(new Timeout({ what: `${pattern} on stdout\n--- stdout:\n${stdout}\n--- stderr:\n${stderr}` }))
-        })),
-      waitExit: (timeout = "15 seconds") =>
-        eventually("the process to exit", () => exit !== undefined, timeout).pipe(Effect.map(() => exit ?? "unknown"))
-    } satisfies NodeProcess
-  })
+  options: SpawnOptions = {}
+): Effect.Effect<
+  Omit<Child, "waitExit"> & { readonly waitExit: (timeout?: Duration.Input) => Effect.Effect<number | string, ChildFailed> },
+  never,
+  Scope.Scope
+> =>
+  Effect.map(spawnNodeChild(args, options), (child) => ({
+    ...child,
+    waitExit: (timeout?: Duration.Input) =>
+      Effect.map(child.waitExit(timeout), (outcome) => outcome.code ?? outcome.signal ?? "unknown")
+  }))

@@ -1,10 +1,15 @@
 /**
- * End to end over a real in-process broker: two (or three) sessions, each an
- * `IntercomSession` over its own `IntercomClient`, with simulated hosts.
+ * End to end: two (or three) sessions, each an `IntercomSession` over its own
+ * `IntercomClient`, with headless hosts, through the real broker core.
+ *
+ * On the in-memory network under TestClock: every action runs as a step,
+ * until the world is idle, so "the broker has the presence" or "the broker
+ * has handled the cancel_ask" hold when the step returns — no waiting. One
+ * smoke test runs the same conversation over a real Unix socket.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Queue, Scope } from "effect"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { Context, Effect, Exit, Fiber, Layer, Option, Queue, Scope } from "effect"
+import { IntercomClient, type IntercomClientOptions } from "../../src/client/IntercomClient.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { Host, headless, type Inbound } from "../../src/session/Host.ts"
 import {
@@ -13,7 +18,8 @@ import {
   type IntercomSessionService,
   sessionRegistration
 } from "../../src/session/IntercomSession.ts"
-import { type TestBroker, withBroker } from "../support/broker.ts"
+import { withBroker } from "../support/broker.ts"
+import { closeOnSimulatedTime, type MemoryBroker, settle, step, withMemoryBroker } from "../support/memory.ts"
 
 interface Peer {
   readonly id: string
@@ -23,151 +29,196 @@ interface Peer {
   readonly close: Effect.Effect<void>
 }
 
+type Transport = Pick<IntercomClientOptions, "agentDir" | "intercomDir" | "socketPath" | "dial">
+
+/** A session over its own client; `close` runs on simulated time in the in-memory world. */
 const peer = (
-  broker: TestBroker,
+  transport: Transport,
   id: string,
   name: string | undefined,
-  options: IntercomSessionOptions = {}
+  options: IntercomSessionOptions & { readonly simulated?: boolean } = {}
 ): Effect.Effect<Peer, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const { simulated = true, ...sessionOptions } = options
     const inbox = yield* Queue.unbounded<Inbound>()
     const identity = { name, cwd: "/tmp/project", model: "test-model" }
     const client = IntercomClient.layer({
-      agentDir: broker.root,
-      intercomDir: broker.intercomDir,
-      socketPath: broker.socketPath,
+      ...transport,
       sessionId: id,
-      registration: sessionRegistration({ sessionId: id, identity, pid: process.pid, startedAt: Date.now() }),
+      registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
       launch: false
     })
     const host = Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound)))
-    const scope = yield* Scope.fork(yield* Effect.scope)
+    const scope = yield* Scope.make()
+    const close = simulated ? closeOnSimulatedTime(scope) : Scope.close(scope, Exit.void)
+    yield* Effect.addFinalizer(() => close)
     const context = yield* Layer.buildWithScope(
-      IntercomSession.layer(options).pipe(Layer.provide(Layer.merge(client, host))),
+      IntercomSession.layer(sessionOptions).pipe(Layer.provide(Layer.merge(client, host))),
       scope
     )
-    return { id, session: Context.get(context, IntercomSession), inbox, close: Scope.close(scope, Exit.void) }
+    return { id, session: Context.get(context, IntercomSession), inbox, close }
   })
+
+const inMemory = (broker: MemoryBroker): Transport => ({
+  agentDir: "/mem",
+  intercomDir: "/mem/intercom",
+  socketPath: broker.address,
+  dial: broker.dial
+})
+
+const A_ID = "aaaaaaaa-0000-4000-8000-000000000001"
+const B_ID = "bbbbbbbb-0000-4000-8000-000000000002"
 
 const pair = (options: IntercomSessionOptions = {}) =>
   Effect.gen(function*() {
-    const broker = yield* withBroker({ idleExit: null })
-    const a = yield* peer(broker, "aaaaaaaa-0000-4000-8000-000000000001", "A", options)
-    const b = yield* peer(broker, "bbbbbbbb-0000-4000-8000-000000000002", "B", options)
+    const broker = yield* withMemoryBroker({ idleExit: null })
+    const a = yield* peer(inMemory(broker), A_ID, "A", options)
+    const b = yield* peer(inMemory(broker), B_ID, "B", options)
     // Both register (lazily, on first use).
-    yield* a.session.status
-    yield* b.session.status
+    yield* settle(a.session.status)
+    yield* settle(b.session.status)
     return { broker, a, b }
   })
 
-describe("session over a real broker", () => {
-  it.live("A asks B; B replies with no `to` in its triggered turn; A's ask returns the reply", () =>
+/** What the peer's host was handed; it must be there already (the world is idle). */
+const handed = (peer: Peer) =>
+  Effect.flatMap(Queue.poll(peer.inbox), Option.match({
+    onNone: () => Effect.die(`nothing was handed to ${peer.id}`),
+    onSome: Effect.succeed
+  }))
+
+/** The result of a fiber that must have completed by now (the world is idle). */
+const completed = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<A, E> =>
+  fiber.pollUnsafe() === undefined ? Effect.die("still running") : Fiber.join(fiber)
+
+describe("session over the broker core", () => {
+  it.effect("A asks B; B replies with no `to` in its triggered turn; A's ask returns the reply", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
-      const asking = yield* Effect.forkChild(a.session.intercom({ action: "ask", to: "B", message: "Retry POST too?" }))
-      const inbound = yield* Queue.take(b.inbox)
+      const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "Retry POST too?" }))
+      const inbound = yield* handed(b)
       assert.strictEqual(inbound.intent, "trigger")
       assert.strictEqual(
         inbound.text,
         `**From A** (/tmp/project)\n\nTo reply, use the intercom tool: intercom({ action: "reply", message: "..." })\n\nRetry POST too?`
       )
-      const pending = yield* b.session.intercom({ action: "pending" })
+      const pending = yield* settle(b.session.intercom({ action: "pending" }))
       assert.match(pending.text, /^\*\*Pending asks:\*\*\n- A · [0-9a-f-]{36} · \ds ago · Retry POST too\?/)
-      yield* b.session.beginTurn()
-      const replied = yield* b.session.intercom({ action: "reply", message: "Only GET/PUT/DELETE — never POST." })
+      yield* settle(b.session.beginTurn())
+      const replied = yield* settle(b.session.intercom({ action: "reply", message: "Only GET/PUT/DELETE — never POST." }))
       assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to A", false])
-      const result = yield* Fiber.join(asking)
+      const result = yield* completed(asking)
       assert.deepStrictEqual([result.text, result.isError], ["**Reply from B:**\nOnly GET/PUT/DELETE — never POST.", false])
       // The reply resolved the waiter; A's host never saw it as an inbound message.
       assert.strictEqual(yield* Queue.size(a.inbox), 0)
-      assert.strictEqual((yield* b.session.intercom({ action: "pending" })).text, "No unresolved inbound asks.")
+      assert.strictEqual((yield* settle(b.session.intercom({ action: "pending" }))).text, "No unresolved inbound asks.")
     }))
 
-  it.live("list, status and send render as in the docs", () =>
+  it.effect("list, status and send render as in the docs", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
-      yield* b.session.setStatus("thinking")
-      yield* Effect.sleep("50 millis") // presence reaches the broker
-      const list = yield* a.session.intercom({ action: "list" })
+      yield* settle(b.session.setStatus("thinking")) // the presence has reached the broker when the step ends
+      const list = yield* settle(a.session.intercom({ action: "list" }))
       assert.strictEqual(
         list.text,
         "**Current session:**\n• A (aaaaaaaa) — /tmp/project (test-model) [self, idle]\n\n" +
           "**Other sessions:**\n• B (bbbbbbbb) — /tmp/project (test-model) [same cwd, thinking]"
       )
-      const status = yield* a.session.intercom({ action: "status" })
+      const status = yield* settle(a.session.intercom({ action: "status" }))
       assert.strictEqual(status.text, `**Intercom Status:**\nConnected: Yes\nSession ID: ${a.id}\nActive sessions: 2`)
-      const sent = yield* a.session.intercom({ action: "send", to: "bbbbbbbb", message: "Check UserService" })
+      const sent = yield* settle(a.session.intercom({ action: "send", to: "bbbbbbbb", message: "Check UserService" }))
       assert.deepStrictEqual([sent.text, sent.isError], ["Message sent to bbbbbbbb", false])
-      const inbound = yield* Queue.take(b.inbox)
+      const inbound = yield* handed(b)
       assert.deepStrictEqual([inbound.intent, inbound.text], ["steer", "**From A** (/tmp/project)\n\nCheck UserService"])
-      const self = yield* a.session.intercom({ action: "send", to: "a", message: "me?" })
+      const self = yield* settle(a.session.intercom({ action: "send", to: "a", message: "me?" }))
       assert.deepStrictEqual([self.text, self.isError], ["Cannot message the current session", true])
-      const ghost = yield* a.session.intercom({ action: "send", to: "nobody", message: "hello?" })
+      const ghost = yield* settle(a.session.intercom({ action: "send", to: "nobody", message: "hello?" }))
       assert.deepStrictEqual([ghost.text, ghost.isError], [`Message to "nobody" was not delivered: Session not found`, true])
     }))
 
-  it.live("an unnamed session is listed and reachable under its fallback alias", () =>
+  it.effect("an unnamed session is listed and reachable under its fallback alias", () =>
     Effect.gen(function*() {
       const { a, broker } = yield* pair()
-      const anonymous = yield* peer(broker, "session-c0ffee00-1111", undefined)
-      yield* anonymous.session.status
-      const list = yield* a.session.intercom({ action: "list" })
+      const anonymous = yield* peer(inMemory(broker), "session-c0ffee00-1111", undefined)
+      yield* settle(anonymous.session.status)
+      const list = yield* settle(a.session.intercom({ action: "list" }))
       assert.include(list.text, "• subagent-chat-c0ffee00 (session-) — /tmp/project (test-model) [same cwd, idle]")
-      const sent = yield* a.session.intercom({ action: "send", to: "subagent-chat-c0ffee00", message: "hi" })
+      const sent = yield* settle(a.session.intercom({ action: "send", to: "subagent-chat-c0ffee00", message: "hi" }))
       assert.strictEqual(sent.text, "Message sent to subagent-chat-c0ffee00")
-      assert.strictEqual((yield* Queue.take(anonymous.inbox)).message.content.text, "hi")
+      assert.strictEqual((yield* handed(anonymous)).message.content.text, "hi")
     }))
 
-  it.live("the asked peer disconnecting ends the ask with `Reply peer disconnected before answering`", () =>
+  it.effect("the asked peer disconnecting ends the ask with `Reply peer disconnected before answering`", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
-      const asking = yield* Effect.forkChild(a.session.intercom({ action: "ask", to: "B", message: "still there?" }))
-      yield* Queue.take(b.inbox)
+      const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "still there?" }))
+      yield* handed(b)
       yield* b.close
-      const result = yield* Fiber.join(asking)
+      const result = yield* completed(asking)
       assert.deepStrictEqual([result.text, result.isError], [`Reply peer disconnected before answering: ${b.id}`, true])
       assert.isFalse(yield* a.session.waiting)
     }))
 
-  it.live("an interrupted ask sends cancel_ask: the broker then refuses the late reply", () =>
+  it.effect("an interrupted ask sends cancel_ask: the broker then refuses the late reply", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
-      const asking = yield* Effect.forkChild(a.session.ask({ to: "B", message: "q" }))
-      yield* Queue.take(b.inbox)
-      yield* Fiber.interrupt(asking)
+      const asking = yield* step(a.session.ask({ to: "B", message: "q" }))
+      yield* handed(b)
+      // The cancel_ask goes out from a background fiber; the step runs it through the broker.
+      yield* settle(Fiber.interrupt(asking))
       assert.isFalse(yield* a.session.waiting)
-      yield* Effect.sleep("50 millis") // cancel_ask reaches the broker
-      const late = yield* b.session.intercom({ action: "reply", message: "too late" })
+      const late = yield* settle(b.session.intercom({ action: "reply", message: "too late" }))
       assert.deepStrictEqual([late.text, late.isError], [`Reply to "A" was not delivered: ${Reason.replyNoAsk}`, true])
     }))
 
-  it.live("race on a real broker: parallel asks, one question on the wire, the winner gets its reply", () =>
+  it.effect("a race: three asks at once, one question on the wire, the winner gets its reply", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
-      const asks = yield* Effect.forEach([1, 2, 3], (n) =>
-        Effect.forkChild(a.session.intercom({ action: "ask", to: "B", message: `q${n}` })))
-      const inbound = yield* Queue.take(b.inbox)
-      const losers = yield* Effect.forEach(
-        asks.filter((_, index) => `q${index + 1}` !== inbound.message.content.text),
-        Fiber.join
+      const asks = yield* step(Effect.all(
+        [1, 2, 3].map((n) => a.session.intercom({ action: "ask", to: "B", message: `q${n}` })),
+        { concurrency: "unbounded" }
+      ))
+      const inbound = yield* handed(b)
+      assert.strictEqual(yield* Queue.size(b.inbox), 0, "a second question reached B")
+      yield* settle(b.session.beginTurn(inbound.message.id))
+      yield* settle(b.session.intercom({ action: "reply", message: `answer to ${inbound.message.content.text}` }))
+      const results = yield* completed(asks)
+      const winner = Number(inbound.message.content.text.slice(1)) - 1
+      results.forEach((result, index) =>
+        assert.strictEqual(
+          result.text,
+          index === winner ? `**Reply from B:**\nanswer to ${inbound.message.content.text}` : "Already waiting for a reply"
+        )
       )
-      for (const loser of losers) assert.strictEqual(loser.text, "Already waiting for a reply")
-      yield* b.session.beginTurn(inbound.message.id)
-      yield* b.session.intercom({ action: "reply", message: `answer to ${inbound.message.content.text}` })
-      const winner = asks[Number(inbound.message.content.text.slice(1)) - 1]
-      if (winner === undefined) return assert.fail("no winner")
-      assert.strictEqual((yield* Fiber.join(winner)).text, `**Reply from B:**\nanswer to ${inbound.message.content.text}`)
-      assert.strictEqual(yield* Queue.size(b.inbox), 0, "no second question reached B")
     }))
 
-  it.live("a mutual ask is refused by the broker and reported as not delivered", () =>
+  it.effect("a mutual ask is refused by the broker and reported as not delivered", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
-      const asking = yield* Effect.forkChild(a.session.intercom({ action: "ask", to: "B", message: "q" }))
-      yield* Queue.take(b.inbox)
-      const back = yield* b.session.intercom({ action: "ask", to: "A", message: "and you?" })
+      const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "q" }))
+      yield* handed(b)
+      const back = yield* settle(b.session.intercom({ action: "ask", to: "A", message: "and you?" }))
       assert.deepStrictEqual([back.text, back.isError], [`Message to "A" was not delivered: ${Reason.mutualAsk}`, true])
       assert.isFalse(yield* b.session.waiting)
-      yield* Fiber.interrupt(asking)
+      yield* settle(Fiber.interrupt(asking))
+    }))
+})
+
+describe("session over a real Unix socket", () => {
+  it.live("A asks B, B replies, A's ask returns the reply", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const transport = { agentDir: broker.root, intercomDir: broker.intercomDir, socketPath: broker.socketPath }
+      const a = yield* peer(transport, A_ID, "A", { simulated: false })
+      const b = yield* peer(transport, B_ID, "B", { simulated: false })
+      yield* b.session.status
+      const asking = yield* Effect.forkChild(a.session.intercom({ action: "ask", to: "B", message: "Retry POST too?" }))
+      const inbound = yield* Queue.take(b.inbox)
+      assert.strictEqual(inbound.message.content.text, "Retry POST too?")
+      yield* b.session.beginTurn(inbound.message.id)
+      const replied = yield* b.session.intercom({ action: "reply", message: "Only GET." })
+      assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to A", false])
+      const result = yield* Fiber.join(asking)
+      assert.deepStrictEqual([result.text, result.isError], ["**Reply from B:**\nOnly GET.", false])
     }))
 })

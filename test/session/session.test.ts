@@ -198,14 +198,18 @@ describe("C-TOOL-3/4, C-TGT send", () => {
       assert.deepStrictEqual([declined.text, declined.isError], ["Message cancelled by user", false])
       assert.deepStrictEqual(host.confirmations, [`Send to "B":\n\ndeploy?`])
       assert.deepStrictEqual(client.sends, [])
-      // An ask never asks for confirmation; neither does a send with replyTo.
-      client.onSend = (request) =>
-        request.message.replyTo === undefined
-          ? Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
-          : Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" })
-      yield* session.intercom({ action: "send", to: "B", message: "re", replyTo: "q-1" })
-      assert.strictEqual(host.confirmations.length, 1)
-      assert.strictEqual(client.sends.length, 1)
+      // The person would still decline, but is not asked: a send with replyTo goes out…
+      const reply = yield* session.intercom({ action: "send", to: "B", message: "re", replyTo: "q-1" })
+      assert.deepStrictEqual([reply.text, reply.isError], ["Message sent to B", false])
+      // …and so does an ask (it then waits for its answer).
+      const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "ready?" }))
+      yield* settle
+      assert.deepStrictEqual(host.confirmations, [`Send to "B":\n\ndeploy?`], "the person was asked again")
+      assert.deepStrictEqual(client.sends.map((s) => [s.message.content.text, s.message.replyTo, s.message.expectsReply]), [
+        ["re", "q-1", undefined],
+        ["ready?", undefined, true]
+      ])
+      yield* Fiber.interrupt(asking)
     }))
 
   it.effect("without a UI confirmSend never blocks", () =>

@@ -229,16 +229,25 @@ describe("C-RPL reply tracker", () => {
 describe("C-ASK-1…4 reply-waiter slot", () => {
   const target = info("target-id-1", { name: "Target" })
 
-  it.effect("one reservation at a time; a loser's release does not free the winner's slot", () =>
+  it.effect("one reservation at a time; an earlier holder's late release does not free the next winner's slot", () =>
     Effect.gen(function*() {
       const slot = makeReplyWaiterSlot()
+      const first = slot.reserve()
+      if (first === undefined) return assert.fail("no reservation")
+      assert.isUndefined(slot.reserve(), "a second caller got the slot while it was held")
+      slot.release(first)
+      // The slot is free: the next caller wins it.
       const winner = slot.reserve()
-      assert.isDefined(winner)
-      assert.isUndefined(slot.reserve())
-      if (winner === undefined) return
-      // A stale handle (e.g. an earlier generation's) cannot release it either.
-      const other = makeReplyWaiterSlot().reserve()
-      if (other !== undefined) slot.release(other)
+      if (winner === undefined) return assert.fail("the slot was not freed by its holder's release")
+      // The first holder's call ends late and releases (and binds) again: the winner keeps the slot.
+      slot.release(first)
+      slot.bind(first, { questionId: "q-stale", targetId: "target-id-1", targetName: undefined })
+      assert.strictEqual(slot.current()?.outcome, winner.outcome)
+      assert.isUndefined(slot.current()?.questionId, "the stale bind changed the winner")
+      assert.isUndefined(slot.reserve(), "a third caller got the slot: the stale release freed it")
+      // A handle from another slot (an earlier generation's) cannot release it either.
+      const foreign = makeReplyWaiterSlot().reserve()
+      if (foreign !== undefined) slot.release(foreign)
       assert.strictEqual(slot.current()?.outcome, winner.outcome)
       slot.release(winner)
       assert.isUndefined(slot.current())

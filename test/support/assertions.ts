@@ -2,7 +2,7 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Ack } from "./broker.ts"
-import type { StillOpen, UnexpectedFrame, WireClient, WireProtocolViolation } from "./wire.ts"
+import type { StillOpen, UnexpectedFrame, WireClient, WireError, WireProtocolViolation } from "./wire.ts"
 
 const show = (value: unknown) => JSON.stringify(value)
 
@@ -26,15 +26,22 @@ export const assertFailed = (ack: Ack, code: string, reason?: string) => {
   assert.strictEqual(ack.outcomeKnown, true, show(ack))
 }
 
-/** The broker closed the connection and sent nothing on it since the last `drain` (P03). */
+/**
+ * The broker closed the connection and sent nothing on it since the last
+ * `drain` (P03). Exact: everything the broker wrote before closing arrives
+ * before the close is seen.
+ */
 export const closedWithoutReply = (
   client: WireClient
 ): Effect.Effect<void, StillOpen | UnexpectedFrame | WireProtocolViolation> =>
-  Effect.andThen(client.waitClosed(), client.expectNothing(0))
+  Effect.andThen(client.waitClosed(), client.expectNothing())
 
-/** Still connected after `ms`. */
-export const stillOpen = (client: WireClient, ms = 150) =>
+/**
+ * Still connected after the broker handled everything sent so far: a round
+ * trip on the connection is answered, and nothing closed it meanwhile.
+ */
+export const stillOpen = (client: WireClient): Effect.Effect<void, WireError> =>
   Effect.andThen(
-    Effect.sleep(ms),
+    client.roundTrip,
     Effect.sync(() => assert.isFalse(client.isClosed(), `${client.label} was closed`))
   )

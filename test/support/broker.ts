@@ -2,7 +2,7 @@
  * Starting a real broker for a test, and the register / list / send helpers
  * that every broker test uses.
  */
-import { Data, Duration, Effect, Schedule, type Scope } from "effect"
+import { Data, Effect, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -10,7 +10,6 @@ import {
   type BrokerHandle,
   type BrokerOptions,
   type BrokerStartupError,
-  type BrokerStats,
   runBroker
 } from "../../src/broker/index.ts"
 import type { Message, SessionInfo } from "../../src/protocol/index.ts"
@@ -68,36 +67,9 @@ export const withBroker = (
     }
   })
 
-/** The broker's stats are not as expected within the time allowed. */
-export class StatsTimeout extends Data.TaggedError("StatsTimeout")<{ readonly last: BrokerStats }> {
-  override get message(): string {
-    return `broker stats never matched; last: ${JSON.stringify(this.last)}`
-  }
-}
-
-/**
- * Waits until the broker's stats satisfy `predicate` — for states no frame
- * reveals (e.g. a connection waiting, unread, for admission). A condition, not
- * a fixed sleep: it returns as soon as the state is reached.
- */
-export const untilStats = (
-  broker: TestBroker,
-  predicate: (stats: BrokerStats) => boolean,
-  timeout: Duration.Input = Duration.seconds(10)
-): Effect.Effect<BrokerStats, StatsTimeout> =>
-  broker.handle.stats.pipe(
-    Effect.repeat({ schedule: Schedule.spaced(Duration.millis(5)), until: predicate }),
-    Effect.timeoutOrElse({
-      duration: timeout,
-      orElse: () => Effect.flatMap(broker.handle.stats, (last) => Effect.fail(new StatsTimeout({ last })))
-    })
-  )
-
 // ---------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------
-
-let sessionCounter = 0
 
 export interface RegisterOptions {
   /** `undefined` → a fresh unique id; `null` → omit it (the broker assigns one). */
@@ -138,7 +110,8 @@ export const registration = (options: RegisterOptions = {}): Record<string, unkn
   }
 }
 
-export const freshId = (prefix = "s"): string => `${prefix}-${++sessionCounter}-${randomUUID().slice(0, 8)}`
+/** A session id no other test uses. */
+export const freshId = (prefix = "s"): string => `${prefix}-${randomUUID()}`
 
 /** The `register` frame for these options. */
 export const registerFrame = (options: RegisterOptions = {}): Record<string, unknown> => ({

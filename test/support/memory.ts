@@ -1,111 +1,140 @@
 /**
- * A broker, clients and sessions on the in-memory network: no socket and no
- * real timer, so TestClock drives every wait (ask timeouts, liveness, idle
- * exit) and a test can move time by hours in microseconds.
+ * The real broker core (`Broker.make`) on the in-memory network
+ * (`makeInMemoryNetwork`), for tests under `it.effect`'s TestClock: wire
+ * clients and `IntercomClient`s dial it with no socket and no real timer, so
+ * every timeout, idle exit and liveness probe runs on simulated time.
+ *
+ * Exactness comes from `step`: an action is forked behind a 1 ms sleep and the
+ * clock advanced 1 ms, so TestClock runs the action and every fiber it wakes,
+ * transitively, until all of them are suspended again (the simulation harness
+ * works the same way, docs/testing.md "How time moves"). After a step nothing
+ * more happens until the next action or the next timer: a frame that has not
+ * arrived will not arrive, so negative checks need no waiting.
  */
-import { Effect, Queue, References, type Scope } from "effect"
-import { Broker, type BrokerService } from "../../src/broker/Broker.ts"
-import type { BrokerCoreOptions } from "../../src/broker/options.ts"
-import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
-import { headless, Host, type Inbound } from "../../src/session/Host.ts"
-import {
-  IntercomSession,
-  type IntercomSessionOptions,
-  type IntercomSessionService,
-  sessionRegistration
-} from "../../src/session/IntercomSession.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
-import {
-  type InMemoryNetwork,
-  type InMemoryNetworkOptions,
-  makeInMemoryNetwork
-} from "../../src/transport/InMemoryNetwork.ts"
+import { Clock, type Duration, Effect, Exit, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { Broker, type BrokerCoreOptions, type BrokerService } from "../../src/broker/index.ts"
+import type { Dialer } from "../../src/client/ClientConnection.ts"
+import { IntercomNotConnected } from "../../src/client/errors.ts"
+import { type InMemoryNetwork, makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
+import { register, type RegisterOptions, type Session } from "./broker.ts"
+import { settle, step, STEP_MS } from "./steps.ts"
+import { type ConnectOptions, type WireClient, type WireError, wireOverConnection } from "./wire.ts"
 
-export const MEMORY_ADDRESS = "mem://broker"
+export { settle, step, STEP_MS, StillRunning } from "./steps.ts"
 
-export interface MemoryWorld {
-  readonly network: InMemoryNetwork
-  readonly broker: BrokerService
-  /** A client of this world's broker (launch: false), built in the current Scope. */
-  readonly client: (
-    sessionId: string,
-    options?: Partial<IntercomClientOptions> & { readonly name?: string }
-  ) => Effect.Effect<IntercomClientService, never, Scope.Scope>
-  /** A client plus a headless session whose host records what it is handed. */
-  readonly session: (
-    sessionId: string,
-    options?: {
-      readonly name?: string
-      readonly client?: Partial<IntercomClientOptions>
-      readonly session?: IntercomSessionOptions
-    }
-  ) => Effect.Effect<MemorySession, never, Scope.Scope>
-  /** A raw connection to the broker (the test speaks the wire protocol itself). */
-  readonly dial: Effect.Effect<Connection, never, Scope.Scope>
-}
-
-export interface MemorySession {
-  readonly client: IntercomClientService
-  readonly session: IntercomSessionService
-  /** Messages the session handed its host, in order. */
-  readonly inbound: Queue.Queue<Inbound>
-}
+/** Lets `duration` of simulated time pass: every timer due runs, each until the world is idle. */
+export const advance = (duration: Duration.Input): Effect.Effect<void> => TestClock.adjust(duration)
 
 /**
- * Starts a broker listening on the in-memory network, in the current Scope.
- * `network.capacity` is the frames each direction of a connection buffers
- * (the kernel socket buffer's part).
+ * Closes `scope` while simulated time passes in 100 ms steps, as a program's
+ * shutdown takes real time: an orderly client close may wait up to 2 s for a
+ * broker that does not answer, and nothing else would move the clock during a
+ * test's teardown. Dies if the close takes more than 10 simulated minutes.
  */
-export const memoryWorld = (
-  options: BrokerCoreOptions = {},
-  network_: InMemoryNetworkOptions = {}
-): Effect.Effect<MemoryWorld, never, Scope.Scope> =>
+export const closeOnSimulatedTime = (scope: Scope.Closeable): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const network = yield* makeInMemoryNetwork(network_)
-    // Its joins and leaves are not worth a log line each here (thousands in the scale tests).
-    const broker = yield* Broker.make({ idleExit: null, ...options }).pipe(
-      Effect.provideService(References.MinimumLogLevel, "Warn")
-    )
-    yield* network.listen(MEMORY_ADDRESS, broker.accept).pipe(Effect.orDie)
+    // A step: what the close causes elsewhere (a peer's session_left, say) has run when it returns.
+    const closing = yield* step(Scope.close(scope, Exit.void))
+    for (let waited = 0; closing.pollUnsafe() === undefined; waited += 100) {
+      if (waited >= 600_000) return yield* Effect.die("closing took more than 10 simulated minutes")
+      yield* TestClock.adjust(100)
+    }
+  })
 
-    const client: MemoryWorld["client"] = (sessionId, options = {}) =>
-      IntercomClient.make({
-        agentDir: "/mem",
-        intercomDir: "/mem/intercom",
-        socketPath: MEMORY_ADDRESS,
-        sessionId,
-        registration: sessionRegistration({
-          sessionId,
-          identity: { name: options.name ?? sessionId, cwd: "/work", model: "test-model" },
-          pid: 1,
-          startedAt: 0
-        }),
-        launch: false,
-        dial: (address) => network.dial(address).pipe(Effect.orDie),
-        ...options
-      })
+/** The simulated time now. */
+export const now: Effect.Effect<number> = Clock.currentTimeMillis
 
-    const session: MemoryWorld["session"] = (sessionId, options = {}) =>
+/** Advances the clock to simulated time `at`; every timer due on the way runs. */
+export const advanceTo = (at: number): Effect.Effect<void> =>
+  Effect.flatMap(now, (current) =>
+    at < current ? Effect.die(`cannot advance to ${at}: it is ${current} already`) : TestClock.adjust(at - current))
+
+/**
+ * Advances the clock so that the next step's action runs at simulated time
+ * `at` (a step takes `STEP_MS`). Every timer due before runs on the way.
+ */
+export const nextStepAt = (at: number): Effect.Effect<void> =>
+  Effect.flatMap(now, (current) => {
+    const by = at - STEP_MS - current
+    return by < 0 ? Effect.die(`the next step cannot run at ${at}: it is ${current} already`) : TestClock.adjust(by)
+  })
+
+export interface MemoryNetwork {
+  readonly network: InMemoryNetwork
+  readonly address: string
+  /** A dialer into this network, for `IntercomClient.make({ dial })`. */
+  readonly dial: Dialer
+  /** Opens a wire client to whatever listens on the address. */
+  readonly connect: (label?: string, options?: ConnectOptions) => Effect.Effect<WireClient, never, Scope.Scope>
+  /** Connects and registers; fails if the broker does not answer `registered`. */
+  readonly session: (options?: RegisterOptions) => Effect.Effect<Session, WireError, Scope.Scope>
+  /**
+   * Starts a broker core listening on the address, in a Scope of its own:
+   * `crash` closes it (every connection drops, all its state is gone), as a
+   * killed broker process.
+   */
+  readonly startBroker: (options?: BrokerCoreOptions) => Effect.Effect<RunningBroker>
+}
+
+export interface RunningBroker {
+  readonly core: BrokerService
+  readonly crash: Effect.Effect<void>
+}
+
+/** An in-memory network with one well-known broker address, in the current Scope. */
+export const memoryNetwork = (
+  options: { readonly linkCapacity?: number } = {}
+): Effect.Effect<MemoryNetwork, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const network = yield* makeInMemoryNetwork(options.linkCapacity === undefined ? {} : { capacity: options.linkCapacity })
+    const address = "mem://broker"
+    const outer = yield* Effect.scope
+    const connect = (label = "client", connectOptions: ConnectOptions = {}) =>
       Effect.gen(function*() {
-        const service = yield* client(sessionId, { ...options.client, ...(options.name === undefined ? {} : { name: options.name }) })
-        const inbound = yield* Queue.unbounded<Inbound>()
-        const host = headless(
-          { name: options.name ?? sessionId, cwd: "/work", model: "test-model" },
-          (message) => Effect.asVoid(Queue.offer(inbound, message))
-        )
-        const runtime = yield* IntercomSession.make(options.session).pipe(
-          Effect.provideService(IntercomClient, service),
-          Effect.provideService(Host, host)
-        )
-        yield* service.connect.pipe(Effect.orDie)
-        return { client: service, session: runtime, inbound }
+        const connection = yield* settle(network.dial(address), `dialling ${address}`).pipe(Effect.orDie)
+        return yield* wireOverConnection(connection, label, (action) => Effect.asVoid(step(action)), connectOptions)
       })
-
     return {
       network,
-      broker,
-      client,
-      session,
-      dial: network.dial(MEMORY_ADDRESS).pipe(Effect.orDie)
+      address,
+      dial: (target) =>
+        network.dial(target).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message }))),
+      connect,
+      session: (registerOptions: RegisterOptions = {}) =>
+        Effect.gen(function*() {
+          const client = yield* connect(registerOptions.label ?? registerOptions.sessionId ?? registerOptions.name, {
+            allowHalfOpen: registerOptions.allowHalfOpen ?? false
+          })
+          const registered = yield* register(client, registerOptions)
+          return { client, id: registered.sessionId, registered }
+        }),
+      startBroker: (brokerOptions: BrokerCoreOptions = {}) =>
+        Effect.gen(function*() {
+          const scope = yield* Scope.fork(outer)
+          const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope))
+          yield* network.listen(address, core.accept).pipe(Scope.provide(scope), Effect.orDie)
+          return { core, crash: settle(Scope.close(scope, Exit.void), "the broker's crash").pipe(Effect.orDie) }
+        })
     }
+  })
+
+export interface MemoryBroker extends MemoryNetwork {
+  readonly broker: BrokerService
+}
+
+export interface MemoryBrokerOptions extends BrokerCoreOptions {
+  /** Frames each direction of a connection buffers (the kernel socket buffer). Default 256. */
+  readonly linkCapacity?: number
+}
+
+/** A network with the broker core listening on it, in the current Scope. */
+export const withMemoryBroker = (
+  options: MemoryBrokerOptions = {}
+): Effect.Effect<MemoryBroker, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { linkCapacity, ...core } = options
+    const world = yield* memoryNetwork(linkCapacity === undefined ? {} : { linkCapacity })
+    const { core: broker } = yield* world.startBroker(core)
+    return { ...world, broker }
   })

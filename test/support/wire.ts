@@ -1,10 +1,17 @@
 /**
- * A wire-level test client over a real Unix socket (raw `node:net`, so it can
- * also send garbage). Every frame the broker sends is decoded strictly with the
+ * A wire-level test client: frames in, frames out, strictly checked. Over a
+ * real Unix socket (raw `node:net`, so it can also send garbage) or over a
+ * connection of the in-memory network (test/support/memory.ts), with the same
+ * interface. Every frame the broker sends is decoded strictly with the
  * broker-frame Schema: a frame a real pi-intercom client would reject (P04) is
  * recorded as a protocol violation and makes every later `next` fail.
+ *
+ * Negative checks (`expectNothing`) look at what has arrived *now*; they are
+ * exact only after a barrier (`roundTrip`, `settled` in ./barrier.ts): never
+ * after a sleep.
  */
-import { Data, Duration, Effect, type Scope } from "effect"
+import { Data, Duration, Effect, Exit, Fiber, Latch, Queue, type Scope } from "effect"
+import { randomUUID } from "node:crypto"
 import * as net from "node:net"
 import {
   type BrokerFrame,
@@ -14,12 +21,17 @@ import {
   isFrameDecodeError,
   MAX_FRAME_BYTES
 } from "../../src/protocol/index.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
 
 export type FrameType = BrokerFrame["type"]
 export type FrameOf<T extends FrameType> = Extract<BrokerFrame, { readonly type: T }>
 
-/** Default wait for an expected frame. Generous: the suite shares 2 cores with others. */
-export const DEFAULT_TIMEOUT: Duration.Input = "3 seconds"
+/**
+ * How long a socket client waits for an expected frame before it fails the
+ * test with what it did receive. A bound for failure reports, never a
+ * barrier. Generous: the suite shares 2 cores with others.
+ */
+export const DEFAULT_TIMEOUT: Duration.Input = "10 seconds"
 
 const describeFrames = (frames: ReadonlyArray<Received>): string => {
   const tail = frames.slice(-8).map((r) => (r.consumed ? "  (consumed) " : "  ") + abbreviate(r.text))
@@ -34,7 +46,7 @@ export class WireTimeout extends Data.TaggedError("WireTimeout")<{
   readonly recent: string
 }> {
   override get message(): string {
-    return `[${this.client}] timed out waiting for ${this.what}; recent frames:${this.recent}`
+    return `[${this.client}] no ${this.what} arrived; recent frames:${this.recent}`
   }
 }
 
@@ -87,7 +99,6 @@ export type WireError = WireTimeout | WireClosed | WireProtocolViolation
 interface Received {
   readonly text: string
   readonly frame: BrokerFrame
-  readonly at: number
   consumed: boolean
 }
 
@@ -97,7 +108,7 @@ export interface WireClient {
   readonly send: (frame: object) => Effect.Effect<void>
   /** Sends a payload text framed with a correct length prefix (for invalid JSON and the like). */
   readonly sendText: (text: string) => Effect.Effect<void>
-  /** Writes raw bytes, no framing. */
+  /** Writes raw bytes in one write, no framing added (in memory: the complete frames they hold, as one batch). */
   readonly sendRaw: (bytes: Uint8Array) => Effect.Effect<void>
   /**
    * Takes the first unconsumed frame of one of `types` that satisfies `predicate`,
@@ -111,19 +122,33 @@ export interface WireClient {
   /** Takes the first unconsumed frame, whatever it is. */
   readonly nextAny: (timeout?: Duration.Input) => Effect.Effect<BrokerFrame, WireError>
   /**
-   * Waits `ms`, then fails if any unconsumed frame (of `types`, matching
-   * `predicate`, if given) has arrived — including ones that arrived before.
+   * A `health` request and its answer. The broker's Router handles one
+   * connection's frames in order, synchronously, and each outbox is FIFO: once
+   * this returns, the broker has handled everything sent before it on this
+   * connection, and this client has read everything queued for it before the
+   * answer.
+   */
+  readonly roundTrip: Effect.Effect<void, WireError>
+  /**
+   * Fails if an unconsumed frame (of `types`, matching `predicate`, if given)
+   * has arrived by now. Exact only after a barrier (see ./barrier.ts).
    */
   readonly expectNothing: <T extends FrameType>(
-    ms: number,
     types?: T | ReadonlyArray<T>,
     predicate?: (frame: FrameOf<T>) => boolean
   ) => Effect.Effect<void, UnexpectedFrame | WireProtocolViolation>
-  /** Waits until the broker closes the connection. */
+  /** Waits until the broker closes (or ends) the connection. */
   readonly waitClosed: (timeout?: Duration.Input) => Effect.Effect<void, StillOpen>
+  /**
+   * Waits until the connection is gone at both ends: over a socket, its
+   * `close` event, which for a half-open client comes only once the broker
+   * has closed its end too — after that the broker reads nothing more from it.
+   * In memory, the same as `waitClosed` (each step runs the close through).
+   */
+  readonly waitGone: (timeout?: Duration.Input) => Effect.Effect<void, StillOpen>
   /** Closed (or ended) by the broker, or destroyed by us? */
   readonly isClosed: () => boolean
-  /** Our socket can still write (a half-open client after the broker's end). */
+  /** Our side can still write (a half-open client after the broker's end). */
   readonly writable: () => boolean
   /** Every frame received so far, in order (consumed or not). */
   readonly received: () => ReadonlyArray<BrokerFrame>
@@ -131,9 +156,9 @@ export interface WireClient {
   readonly count: (type: FrameType) => number
   /** Marks every frame received so far as consumed. */
   readonly drain: () => void
-  /** Stops reading the socket (the kernel buffers fill, then the broker's writes block). */
-  readonly pause: () => void
-  readonly resume: () => void
+  /** Stops reading (the transport's buffers fill, then the broker's writes block). */
+  readonly pause: Effect.Effect<void>
+  readonly resume: Effect.Effect<void>
   /** Half-closes our side. */
   readonly end: Effect.Effect<void>
   readonly destroy: Effect.Effect<void>
@@ -144,6 +169,208 @@ const isOneOf = <T extends FrameType>(frame: BrokerFrame, types: ReadonlyArray<T
 
 const typesOf = <T extends FrameType>(types: T | ReadonlyArray<T>): ReadonlyArray<T> =>
   typeof types === "string" ? [types] : types
+
+const allTypes: ReadonlyArray<FrameType> = [
+  "registered",
+  "error",
+  "health_ok",
+  "sessions",
+  "session_joined",
+  "session_left",
+  "presence_update",
+  "message",
+  "delivered",
+  "delivery_failed",
+  "message_receipt",
+  "message_control"
+]
+
+/**
+ * How a wait that is not satisfied yet continues. Over a socket it waits for
+ * the next event, bounded by `timeout` of real time. In the in-memory world
+ * every action runs until the world is idle, so what has not arrived when a
+ * wait starts will not arrive without a new action: the wait fails at once.
+ */
+type WaitMode = "events" | "idle-world"
+
+/** The transport side of a wire client: how it writes, pauses and closes. */
+interface WireIo {
+  readonly write: (texts: ReadonlyArray<string>) => Effect.Effect<void>
+  readonly writeRaw: (bytes: Uint8Array) => Effect.Effect<void>
+  readonly pause: Effect.Effect<void>
+  readonly resume: Effect.Effect<void>
+  readonly end: Effect.Effect<void>
+  readonly destroy: Effect.Effect<void>
+  readonly writable: () => boolean
+}
+
+/** What the transport feeds in: frame texts as they arrive, a violation, the close. */
+interface WireInbound {
+  readonly texts: (texts: ReadonlyArray<string>) => void
+  readonly violation: (detail: string) => void
+  /** The peer ended or closed the connection. */
+  readonly closed: () => void
+  /** The connection is gone at both ends. */
+  readonly gone: () => void
+}
+
+/** The transport-independent half of a wire client: the log of frames and the waits on it. */
+const makeWire = (
+  label: string,
+  mode: WaitMode
+): { readonly inbound: WireInbound; readonly attach: (transport: WireIo) => WireClient } => {
+  const log: Array<Received> = []
+  const waiters = new Set<() => boolean>()
+  let violation: string | undefined
+  let closed = false
+  let gone = false
+
+  const wake = () => {
+    for (const waiter of [...waiters]) {
+      if (waiter()) waiters.delete(waiter)
+    }
+  }
+  const inbound: WireInbound = {
+    texts: (texts) => {
+      for (const text of texts) {
+        const frame = decodeBrokerFrameText(text)
+        if (isFrameDecodeError(frame)) violation ??= `${frame.message} in ${abbreviate(text)}`
+        else log.push({ text, frame, consumed: false })
+      }
+      wake()
+    },
+    violation: (detail) => {
+      violation ??= detail
+      wake()
+    },
+    closed: () => {
+      closed = true
+      wake()
+    },
+    gone: () => {
+      closed = true
+      gone = true
+      wake()
+    }
+  }
+  const recent = () => describeFrames(log)
+
+  /** Waits until `poll` answers; `poll` must not consume anything unless it answers. */
+  const waitUntil = <A, E>(
+    poll: () => Exit.Exit<A, E> | undefined,
+    timeout: Duration.Input,
+    onTimeout: () => E
+  ): Effect.Effect<A, E> => {
+    if (mode === "idle-world") {
+      return Effect.suspend(() => poll() ?? Exit.fail(onTimeout()))
+    }
+    return Effect.callback<A, E>((resume) => {
+      const attempt = (): boolean => {
+        const exit = poll()
+        if (exit === undefined) return false
+        resume(exit)
+        return true
+      }
+      if (attempt()) return
+      waiters.add(attempt)
+      return Effect.sync(() => void waiters.delete(attempt))
+    }).pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(onTimeout()) }))
+  }
+
+  const next: WireClient["next"] = <T extends FrameType>(
+    types: T | ReadonlyArray<T>,
+    predicate?: (frame: FrameOf<T>) => boolean,
+    timeout: Duration.Input = DEFAULT_TIMEOUT
+  ) => {
+    const wanted = typesOf(types)
+    const what = `${wanted.join("|")}${predicate === undefined ? "" : " (matching)"}`
+    return waitUntil<FrameOf<T>, WireError>(
+      () => {
+        if (violation !== undefined) return Exit.fail(new WireProtocolViolation({ client: label, detail: violation }))
+        for (const entry of log) {
+          const frame = entry.frame
+          if (!entry.consumed && isOneOf(frame, wanted) && (predicate === undefined || predicate(frame))) {
+            entry.consumed = true
+            return Exit.succeed(frame)
+          }
+        }
+        if (closed) return Exit.fail(new WireClosed({ client: label, what, recent: recent() }))
+        return undefined
+      },
+      timeout,
+      () =>
+        new WireTimeout({
+          client: label,
+          what: mode === "idle-world" ? `${what} (the world is idle: it will not come)` : `${what} within ${Duration.format(Duration.fromInputUnsafe(timeout))}`,
+          recent: recent()
+        })
+    )
+  }
+
+  const attach = (transport: WireIo): WireClient => {
+    const send = (frame: object) => transport.write([JSON.stringify(frame)])
+
+    return {
+      label,
+      send,
+      sendText: (text) => transport.write([text]),
+      sendRaw: transport.writeRaw,
+      next,
+      nextAny: (timeout) => next(allTypes, undefined, timeout),
+      roundTrip: Effect.suspend(() => {
+        const requestId = `round-trip-${randomUUID()}`
+        return Effect.andThen(
+          send({ type: "health", requestId }),
+          next("health_ok", (frame) => frame.requestId === requestId)
+        )
+      }),
+      expectNothing: <T extends FrameType>(types?: T | ReadonlyArray<T>, predicate?: (frame: FrameOf<T>) => boolean) =>
+        Effect.suspend((): Effect.Effect<void, UnexpectedFrame | WireProtocolViolation> => {
+          if (violation !== undefined) {
+            return Effect.fail(new WireProtocolViolation({ client: label, detail: violation }))
+          }
+          const wanted: ReadonlyArray<FrameType> = types === undefined ? allTypes : typesOf(types)
+          const found = log.find((entry) => {
+            if (entry.consumed) return false
+            if (types === undefined) return true
+            const frame = entry.frame
+            return isOneOf(frame, typesOf(types)) && (predicate === undefined || predicate(frame))
+          })
+          return found === undefined
+            ? Effect.void
+            : Effect.fail(new UnexpectedFrame({ client: label, what: wanted.join("|"), frame: found.text }))
+        }),
+      waitClosed: (timeout = DEFAULT_TIMEOUT) =>
+        waitUntil<void, StillOpen>(
+          () => (closed ? Exit.void : undefined),
+          timeout,
+          () => new StillOpen({ client: label, recent: recent() })
+        ),
+      waitGone: (timeout = DEFAULT_TIMEOUT) =>
+        waitUntil<void, StillOpen>(
+          () => (gone ? Exit.void : undefined),
+          timeout,
+          () => new StillOpen({ client: label, recent: recent() })
+        ),
+      isClosed: () => closed,
+      writable: transport.writable,
+      received: () => log.map((entry) => entry.frame),
+      count: (type) => log.filter((entry) => entry.frame.type === type).length,
+      drain: () => {
+        for (const entry of log) entry.consumed = true
+      },
+      pause: transport.pause,
+      resume: transport.resume,
+      end: transport.end,
+      destroy: transport.destroy
+    }
+  }
+  return { inbound, attach }
+}
+
+// ---------------------------------------------------------------------------
+// Over a Unix socket
+// ---------------------------------------------------------------------------
 
 export interface ConnectOptions {
   /**
@@ -179,182 +406,109 @@ export const connect = (
       }),
       (socket) => Effect.sync(() => socket.destroy())
     )
-    return makeClient(socket, label)
-  })
-
-const makeClient = (socket: net.Socket, label: string): WireClient => {
-  const log: Array<Received> = []
-  const waiters = new Set<() => boolean>()
-  const decoder = new FrameDecoder(MAX_FRAME_BYTES)
-  let violation: string | undefined
-  let closed = false
-
-  const wake = () => {
-    for (const waiter of [...waiters]) {
-      if (waiter()) waiters.delete(waiter)
-    }
-  }
-
-  socket.on("error", () => {
-    // Resets are expected when the broker drops us; `close` follows.
-  })
-  const onClosed = () => {
-    closed = true
-    wake()
-  }
-  socket.on("end", onClosed)
-  socket.on("close", onClosed)
-  socket.on("data", (chunk: Buffer) => {
-    const texts: Array<string> = []
-    const tooLarge = decoder.push(chunk, texts)
-    for (const text of texts) {
-      const frame = decodeBrokerFrameText(text)
-      if (isFrameDecodeError(frame)) {
-        violation ??= `${frame.message} in ${abbreviate(text)}`
-      } else {
-        log.push({ text, frame, at: Date.now(), consumed: false })
-      }
-    }
-    if (tooLarge !== undefined) {
-      violation ??= tooLarge.message
-      socket.destroy()
-    }
-    wake()
-  })
-
-  const recent = () => describeFrames(log)
-  const write = (bytes: Uint8Array) =>
-    Effect.sync(() => {
-      if (!socket.destroyed) socket.write(bytes)
+    const { attach, inbound } = makeWire(label, "events")
+    const decoder = new FrameDecoder(MAX_FRAME_BYTES)
+    socket.on("error", () => {
+      // Resets are expected when the broker drops us; `close` follows.
     })
-
-  const matches = <T extends FrameType>(
-    entry: Received,
-    types: ReadonlyArray<T>,
-    predicate: ((frame: FrameOf<T>) => boolean) | undefined
-  ): boolean => {
-    const frame = entry.frame
-    return isOneOf(frame, types) && (predicate === undefined || predicate(frame))
-  }
-
-  const next: WireClient["next"] = <T extends FrameType>(
-    types: T | ReadonlyArray<T>,
-    predicate?: (frame: FrameOf<T>) => boolean,
-    timeout: Duration.Input = DEFAULT_TIMEOUT
-  ) => {
-    const wanted = typesOf(types)
-    const what = `${wanted.join("|")}${predicate === undefined ? "" : " (matching)"}`
-    return Effect.callback<FrameOf<T>, WireError>((resume) => {
-      const attempt = (): boolean => {
-        if (violation !== undefined) {
-          resume(Effect.fail(new WireProtocolViolation({ client: label, detail: violation })))
-          return true
-        }
-        for (const entry of log) {
-          const frame = entry.frame
-          if (!entry.consumed && isOneOf(frame, wanted) && (predicate === undefined || predicate(frame))) {
-            entry.consumed = true
-            resume(Effect.succeed(frame))
-            return true
-          }
-        }
-        if (closed) {
-          resume(Effect.fail(new WireClosed({ client: label, what, recent: recent() })))
-          return true
-        }
-        return false
+    socket.on("end", inbound.closed)
+    socket.on("close", inbound.gone)
+    socket.on("data", (chunk: Buffer) => {
+      const texts: Array<string> = []
+      const tooLarge = decoder.push(chunk, texts)
+      inbound.texts(texts)
+      if (tooLarge !== undefined) {
+        inbound.violation(tooLarge.message)
+        socket.destroy()
       }
-      if (attempt()) return
-      waiters.add(attempt)
-      return Effect.sync(() => {
-        waiters.delete(attempt)
+    })
+    const writeRaw = (bytes: Uint8Array) =>
+      Effect.sync(() => {
+        if (!socket.destroyed) socket.write(bytes)
       })
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: timeout,
-        orElse: () => Effect.fail(new WireTimeout({ client: label, what, recent: recent() }))
-      })
+    return attach({
+      write: (texts) => writeRaw(Buffer.concat(texts.map((text) => encodeFrame(text)))),
+      writeRaw,
+      pause: Effect.sync(() => void socket.pause()),
+      resume: Effect.sync(() => void socket.resume()),
+      end: Effect.sync(() => void socket.end()),
+      destroy: Effect.sync(() => void socket.destroy()),
+      writable: () => !socket.destroyed && socket.writable
+    })
+  })
+
+// ---------------------------------------------------------------------------
+// Over an in-memory connection
+// ---------------------------------------------------------------------------
+
+/** Runs an effect as one step of the in-memory world: when it returns, every fiber it woke is idle again. */
+export type Step = (action: Effect.Effect<void>) => Effect.Effect<void>
+
+/**
+ * A wire client over one end of an in-memory connection. Writes go through an
+ * unbounded send buffer (a socket's user-space buffer) drained by a writer
+ * fiber, so a broker that stops reading never blocks the test; every write,
+ * pause, resume and close runs as a `step`, so when it returns the world is
+ * idle and `next` can answer at once.
+ */
+export const wireOverConnection = (
+  connection: Connection,
+  label: string,
+  step: Step,
+  options: ConnectOptions = {}
+): Effect.Effect<WireClient, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const outgoing = yield* Queue.unbounded<ReadonlyArray<string>>()
+    const reading = yield* Latch.make(true)
+    let destroyed = false
+    const { attach, inbound } = makeWire(label, "idle-world")
+    const decoder = new FrameDecoder(Number.MAX_SAFE_INTEGER)
+    const enqueue = (texts: ReadonlyArray<string>) =>
+      step(Effect.sync(() => {
+        if (!destroyed && texts.length > 0) Queue.offerUnsafe(outgoing, texts)
+      }))
+    const client = attach({
+      write: enqueue,
+      writeRaw: (bytes) =>
+        Effect.suspend(() => {
+          const texts: Array<string> = []
+          decoder.push(bytes, texts)
+          return enqueue(texts)
+        }),
+      pause: step(reading.close),
+      resume: step(reading.open),
+      end: step(connection.end),
+      destroy: step(Effect.andThen(
+        Effect.sync(() => {
+          destroyed = true
+        }),
+        connection.destroy
+      )),
+      writable: () => !destroyed
+    })
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.flatMap(Queue.takeAll(outgoing), (batches) => connection.writeAll(batches.flat())),
+        { disableYield: true }
+      ).pipe(Effect.ignore),
+      { startImmediately: true }
     )
-  }
-
-  const allTypes: ReadonlyArray<FrameType> = [
-    "registered",
-    "error",
-    "health_ok",
-    "sessions",
-    "session_joined",
-    "session_left",
-    "presence_update",
-    "message",
-    "delivered",
-    "delivery_failed",
-    "message_receipt",
-    "message_control"
-  ]
-
-  return {
-    label,
-    send: (frame) => write(encodeFrame(JSON.stringify(frame))),
-    sendText: (text) => write(encodeFrame(text)),
-    sendRaw: write,
-    next,
-    nextAny: (timeout) => next(allTypes, undefined, timeout),
-    expectNothing: <T extends FrameType>(
-      ms: number,
-      types?: T | ReadonlyArray<T>,
-      predicate?: (frame: FrameOf<T>) => boolean
-    ) =>
-      Effect.sleep(Duration.millis(ms)).pipe(
-        Effect.andThen(Effect.suspend((): Effect.Effect<void, UnexpectedFrame | WireProtocolViolation> => {
-          if (violation !== undefined) {
-            return Effect.fail(new WireProtocolViolation({ client: label, detail: violation }))
-          }
-          const wanted: ReadonlyArray<FrameType> = types === undefined ? allTypes : typesOf(types)
-          const found = log.find((entry) =>
-            !entry.consumed &&
-            (types === undefined ? true : matches(entry, typesOf(types), predicate))
-          )
-          return found === undefined
-            ? Effect.void
-            : Effect.fail(new UnexpectedFrame({ client: label, what: wanted.join("|"), frame: found.text }))
-        }))
+    const reader = yield* Effect.forkScoped(
+      Effect.forever(
+        reading.await.pipe(
+          Effect.andThen(connection.read),
+          Effect.map((texts) => inbound.texts(texts))
+        ),
+        { disableYield: true }
+      ).pipe(
+        Effect.catchTag("ConnectionClosed", (closed) =>
+          // Without allowHalfOpen our side ends when the broker's does, as a socket's would.
+          closed.clean && options.allowHalfOpen !== true ? connection.end : Effect.void),
+        Effect.catchTag("FrameTooLarge", (error) => Effect.sync(() => inbound.violation(error.message))),
+        Effect.ensuring(Effect.sync(inbound.gone))
       ),
-    waitClosed: (timeout = DEFAULT_TIMEOUT) =>
-      Effect.callback<void>((resume) => {
-        const attempt = (): boolean => {
-          if (!closed) return false
-          resume(Effect.void)
-          return true
-        }
-        if (attempt()) return
-        waiters.add(attempt)
-        return Effect.sync(() => {
-          waiters.delete(attempt)
-        })
-      }).pipe(
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () => Effect.fail(new StillOpen({ client: label, recent: recent() }))
-        })
-      ),
-    isClosed: () => closed,
-    writable: () => !socket.destroyed && socket.writable,
-    received: () => log.map((entry) => entry.frame),
-    count: (type) => log.filter((entry) => entry.frame.type === type).length,
-    drain: () => {
-      for (const entry of log) entry.consumed = true
-    },
-    pause: () => {
-      socket.pause()
-    },
-    resume: () => {
-      socket.resume()
-    },
-    end: Effect.sync(() => {
-      socket.end()
-    }),
-    destroy: Effect.sync(() => {
-      socket.destroy()
-    })
-  }
-}
+      { startImmediately: true }
+    )
+    yield* Effect.addFinalizer(() => Effect.andThen(Fiber.interrupt(reader), connection.destroy))
+    return client
+  })
