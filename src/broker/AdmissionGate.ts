@@ -23,6 +23,7 @@ interface Waiter {
   next: Waiter | undefined
 }
 
+/** A FIFO bound on connections waiting to register; see the module header. */
 export class AdmissionGate {
   private free: number
   /** Waiting connections, oldest first (a doubly linked list: an interrupted waiter leaves in O(1)). */

@@ -17,6 +17,7 @@ interface Aged<K, V> {
   newer: Aged<K, V> | undefined
 }
 
+/** A Map whose entries leave oldest-first, past a capacity or an age, in O(1); see the module header. */
 export class AgedMap<K, V> {
   private readonly entries = new Map<K, Aged<K, V>>()
   private oldest: Aged<K, V> | undefined

@@ -66,6 +66,7 @@ class DeadlineHeap {
   }
 }
 
+/** The open ask edges, with per-pair counts and exact deadline expiry. */
 export class AskEdges {
   private readonly edges = new Map<string, AskEdge>()
   private readonly openPerPair = new Map<string, number>()

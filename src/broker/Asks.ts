@@ -52,6 +52,7 @@ export const messageFrameFor = (mail: Mail, recipient: Peer, deliveredAt: number
     mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined
   )
 
+/** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */
 export class Asks {
   private readonly ctx: RouterContext
   readonly edges = new AskEdges()

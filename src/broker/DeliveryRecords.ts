@@ -7,6 +7,7 @@ import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
 import { AgedMap } from "./AgedMap.ts"
 
+/** What a send came to, as answered (and replayed to a retry). */
 export type Outcome =
   | { readonly ok: true; readonly delivery: "socket_delivered" | "queued" }
   | { readonly ok: false; readonly code: DeliveryCode; readonly reason: string; readonly retryable: boolean }
@@ -46,8 +47,10 @@ export const fingerprintOf = (targetId: string, message: Message): string => {
   }\u0000${message.expectsReply ?? ""}\u0000${message.supersedes ?? ""}\u0000${message.retryOf ?? ""}`
 }
 
+/** The key of a replay record: the sender and its message id. */
 export const recordKeyOf = (senderKey: string, messageId: string): string => `${senderKey}\u0001${messageId}`
 
+/** Replay records (P46): outcomes by record key, kept for a retention time, oldest evicted past capacity. */
 export class DeliveryRecords {
   private readonly records: AgedMap<string, DeliveryRecord>
   private readonly retentionMs: number

@@ -30,6 +30,7 @@ const jsonBytes = (json: string): number => json.length * 3 <= 1024 ? json.lengt
 const parseCursor = (cursor: string): number | undefined =>
   /^(0|[1-9][0-9]{0,15})$/.test(cursor) ? Number(cursor) : undefined
 
+/** The discovery concern: its `list` and `presence` frames. */
 export class Discovery {
   private readonly ctx: RouterContext
   private readonly membership: Membership

@@ -22,6 +22,7 @@ import type { SendAttempt } from "./Send.ts"
 
 const DAY = 86_400_000
 
+/** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
   private readonly mailbox: Mailbox

@@ -6,6 +6,7 @@
 import { AgedMap } from "./AgedMap.ts"
 import type { Mail } from "./Peer.ts"
 
+/** The mail itself: keyed by message, bounded, expiring; MailDelivery decides what goes in and out. */
 export class Mailbox {
   private readonly mail: AgedMap<string, Mail>
   private readonly retentionMs: number

@@ -22,6 +22,7 @@ import { FEED_TICK, type Peer } from "./Peer.ts"
 import type { ScopeSpace, Session } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
 
+/** The membership concern: feed changes, writer wake-ups, feed compaction. */
 export class Membership implements FeedSource {
   /** Spaces whose membership changed since the notifier last ran. */
   private readonly dirty = new Set<ScopeSpace>()

@@ -31,6 +31,7 @@ interface FeedEntry {
   next: FeedEntry | undefined
 }
 
+/** One scope's compacted change feed; see the module header. */
 export class MembershipFeed {
   private readonly entries = new Map<string, FeedEntry>()
   private head: FeedEntry | undefined

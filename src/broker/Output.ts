@@ -33,6 +33,7 @@ export interface WriteBatch {
   readonly ending: boolean
 }
 
+/** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
   private parked: Array<readonly [Peer, OutboundItem]> = []

@@ -31,6 +31,7 @@ interface ReceiptRoute {
   readonly receiverIncarnation: number
 }
 
+/** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery

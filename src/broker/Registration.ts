@@ -45,6 +45,7 @@ export const sessionLabel = (session: Session): string => {
   return `${name === undefined ? session.id : `${name} (${session.id})`}${scope}`
 }
 
+/** The registration concern: `register`, `unregister`, timeouts, takeover, leaving. */
 export class Registration {
   private readonly ctx: RouterContext
   private readonly membership: Membership

@@ -27,6 +27,7 @@ export interface SessionFields {
   contextWindow: number | undefined
 }
 
+/** A live registered session: identity, fields, its connection, and what is cached for the hot path. */
 export interface Session {
   readonly key: string
   readonly id: string
@@ -265,6 +266,7 @@ export class Registry {
   }
 }
 
+/** The registry key of a session: its scope and its id. */
 export const sessionKey = (spaceKey: string, id: string): string => `${spaceKey}\u0000${id}`
 
 /** The scope namespace key: `scopeId` trimmed, with empty meaning unscoped (P17). */
@@ -273,6 +275,7 @@ export const spaceKeyOf = (scopeId: string | undefined): string => {
   return trimmed === "" ? "" : `scope:${trimmed}`
 }
 
+/** `path.resolve` and, where the path exists, `realpath`: the cwd half of a mailbox identity (P49). */
 export const normaliseCwd = (cwd: string): string => {
   const resolved = path.resolve(cwd)
   try {
@@ -288,6 +291,7 @@ export const identityOf = (spaceKey: string, fields: SessionFields, realCwd: str
     ? undefined
     : `${spaceKey}\u0000${fields.name.toLowerCase()}\u0000${realCwd}`
 
+/** The mutable fields of a new session, from its `register` payload. */
 export const fieldsFromRegistration = (registration: SessionRegistration): SessionFields => ({
   name: registration.name,
   runtimeFallbackAlias: registration.runtimeFallbackAlias,

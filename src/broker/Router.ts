@@ -57,6 +57,7 @@ export interface RouterSignals {
   readonly events: Queue.Queue<BrokerEvent>
 }
 
+/** The broker's routing state and frame dispatch; see the module header. */
 export class Router {
   readonly registration: Registration
   readonly membership: Membership

@@ -28,6 +28,7 @@ export interface FrameHandler {
 /** Frame handlers by frame type, contributed by the concern modules. */
 export type FrameHandlers = Readonly<Record<string, FrameHandler>>
 
+/** What every concern module is given by the Router. */
 export interface RouterContext {
   readonly options: ResolvedCoreOptions
   /** Milliseconds on the broker's `Clock` (TestClock in tests). */

@@ -68,6 +68,7 @@ type Resolution =
   | { readonly target: Session | undefined; readonly remembered: RecentSession | undefined; readonly id: string }
   | { readonly refused: Refusal; readonly id: string | undefined }
 
+/** The send pipeline: the `send` frame, its stages and its clean-ups. */
 export class Send {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery

@@ -8,14 +8,18 @@ import type { Message, MessageControl, MessageReceipt } from "../protocol/frames
 
 const q = JSON.stringify
 
+/** `registered` (P12), with the granted features. */
 export const registeredFrame = (sessionId: string, features: ReadonlyArray<string>): string =>
   `{"type":"registered","sessionId":${q(sessionId)},"features":${q(features)}}`
 
+/** `error` (P05, P18). */
 export const errorFrame = (error: string): string => `{"type":"error","error":${q(error)}}`
 
+/** `health_ok` (P20). */
 export const healthOkFrame = (requestId: string): string =>
   `{"type":"health_ok","requestId":${q(requestId)},"protocol":"pi-intercom","version":1}`
 
+/** `sessions` as the base protocol has it (P31). */
 export const sessionsFrame = (requestId: string, infoJsons: ReadonlyArray<string>): string =>
   `{"type":"sessions","requestId":${q(requestId)},"sessions":[${infoJsons.join(",")}]}`
 
@@ -37,6 +41,7 @@ export const sessionsPageFrame = (
 export const sessionsPageOverhead = (requestId: string, total: number): number =>
   sessionsPageFrame(requestId, [], total, "9999999999999999").length + 16
 
+/** `session_left` (P33). */
 export const sessionLeftFrame = (sessionId: string): string =>
   `{"type":"session_left","sessionId":${q(sessionId)}}`
 
@@ -55,9 +60,11 @@ export const messageFrame = (
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
   }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}}`
 
+/** `delivered` with delivery details (P41). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>
   `{"type":"delivered","messageId":${q(messageId)},"delivery":"${delivery}","retryable":false,"outcomeKnown":true}`
 
+/** `delivery_failed` with its code and retryability (P45). */
 export const deliveryFailedFrame = (
   messageId: string,
   code: DeliveryCode,
@@ -71,11 +78,14 @@ export const deliveryFailedFrame = (
 /** `cancel_message` answers carry no delivery details (P71). */
 export const bareDeliveredFrame = (messageId: string): string => `{"type":"delivered","messageId":${q(messageId)}}`
 
+/** A bare `delivery_failed`: the answer to a refused `cancel_message` (P71). */
 export const bareDeliveryFailedFrame = (messageId: string, reason: string): string =>
   `{"type":"delivery_failed","messageId":${q(messageId)},"reason":${q(reason)}}`
 
+/** A receipt forwarded to a message's sender, `from` its receiver (P70). */
 export const receiptFrame = (fromJson: string, receipt: MessageReceipt): string =>
   `{"type":"message_receipt","from":${fromJson},"receipt":${q(receipt)}}`
 
+/** `message_control`: a sender's cancel or supersede, for the receiver (P72, P73). */
 export const controlFrame = (fromJson: string, control: MessageControl): string =>
   `{"type":"message_control","from":${fromJson},"control":${q(control)}}`

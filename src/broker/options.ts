@@ -32,6 +32,7 @@ export interface BrokerOptions extends BrokerCoreOptions {
   readonly writePidFile?: boolean
 }
 
+/** `BrokerCoreOptions` with every default applied and durations in milliseconds. */
 export interface ResolvedCoreOptions {
   readonly maxSessions: number
   readonly maxUnregistered: number
@@ -42,11 +43,13 @@ export interface ResolvedCoreOptions {
   readonly mailboxCapacity: number
 }
 
+/** The default session cap (`--max-sessions`). */
 export const DEFAULT_MAX_SESSIONS = 16_384
 
 const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number =>
   Duration.toMillis(input === undefined ? fallback : Duration.fromInputUnsafe(input))
 
+/** Applies the defaults to `BrokerCoreOptions`. */
 export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOptions => ({
   maxSessions: options.maxSessions ?? DEFAULT_MAX_SESSIONS,
   maxUnregistered: options.maxUnregistered ?? 32,

@@ -14,6 +14,7 @@ import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
 import type { BrokerOptions } from "./options.ts"
 
+/** A running Unix-socket broker, as `runBroker` returns it. */
 export interface BrokerHandle {
   readonly socketPath: string
   readonly pid: number
@@ -72,6 +73,22 @@ const ownPidFile = (file: string) =>
         pid === process.pid ? Effect.sync(() => fs.rmSync(file, { force: true })) : Effect.void)
   )
 
+/**
+ * Runs a broker on a Unix socket for as long as the current Scope is open:
+ * prepares the intercom directory (0700), listens (socket 0600, stale-file
+ * recovery), writes `broker.pid`; closing the Scope is shutdown.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { runBroker } from "effect-intercom/broker"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const broker = yield* runBroker({ intercomDir: "/tmp/agent/intercom", socketPath: "/tmp/agent/intercom/broker.sock" })
+ *   yield* broker.idleExit // until the last session has been gone for 5 s
+ * }))
+ * ```
+ */
 export const runBroker = (
   options: BrokerOptions
 ): Effect.Effect<BrokerHandle, BrokerStartupError, Scope.Scope> =>
