@@ -12,12 +12,14 @@
  * elsewhere (takeover, protocol error, registration timeout) interrupts the
  * reader; `finish` then runs uninterruptibly: output still parked is forced
  * through, an `end` close flushes the outbox first (bounded by END_GRACE),
- * and what was never written goes back to the Router.
+ * and what was never written goes back to the Router, in order: the rest of
+ * a write the socket did not finish, then what was still queued.
  */
 import { Deferred, Duration, Effect, Fiber, Queue, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
 import type { AdmissionGate, Permit } from "./AdmissionGate.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
+import type { WriteBatch } from "./Output.ts"
 import { END_OF_OUTPUT, type OutboundItem, Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
@@ -51,19 +53,31 @@ const readLoop = (router: Router, peer: Peer, permit: Permit) =>
     Effect.catch(() => Effect.void)
   )
 
-const writeLoop = (router: Router, peer: Peer) =>
+/**
+ * The batch being written, owned by the actor until its write completes: if
+ * the connection closes first, what was not handed over is taken back.
+ */
+interface InFlight {
+  batch: WriteBatch | undefined
+}
+
+const writeLoop = (router: Router, peer: Peer, inFlight: InFlight) =>
   Effect.gen(function*() {
     const connection = peer.connection
     while (true) {
       const batch = router.output.takeForWrite(peer, yield* Queue.takeAll(peer.outbox))
-      if (batch.frames.length > 0) yield* connection.writeAll(batch.frames)
+      if (batch.frames.length > 0) {
+        inFlight.batch = batch
+        yield* connection.writeAll(batch.frames)
+        inFlight.batch = undefined
+      }
       if (batch.ending) return yield* connection.end
     }
   }).pipe(
     Effect.catch(() => Effect.sync(() => closePeer(peer, "destroy")))
   )
 
-const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
+const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight: InFlight) =>
   Effect.gen(function*() {
     closePeer(peer, "destroy") // no-op when a close was already requested
     router.output.forceParked(peer)
@@ -76,8 +90,14 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
       )
     }
     yield* Fiber.interrupt(writer)
+    // Before destroying: the socket still knows how much of an unfinished write it took.
+    const batch = inFlight.batch
+    const unwritten = batch === undefined
+      ? []
+      : router.output.unwrittenOf(batch, peer.connection.unfinishedWrite() ?? batch.frames.length)
     yield* peer.connection.destroy
-    router.detach(peer, router.output.drainOnClose(peer))
+    // In order: the unfinished write's rest, then what was still queued.
+    router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer)])
   })
 
 /**
@@ -97,7 +117,8 @@ export const runConnection = (
       const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
       const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
       router.attach(peer)
-      const writer = yield* Effect.forkScoped(writeLoop(router, peer), { startImmediately: true })
-      yield* readLoop(router, peer, permit).pipe(Effect.ensuring(finish(router, peer, writer)))
+      const inFlight: InFlight = { batch: undefined }
+      const writer = yield* Effect.forkScoped(writeLoop(router, peer, inFlight), { startImmediately: true })
+      yield* readLoop(router, peer, permit).pipe(Effect.ensuring(finish(router, peer, writer, inFlight)))
     })
   )

@@ -70,7 +70,7 @@ export class Router {
   constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
-    const output = new Output((message) => mail.requeue(message), {
+    const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out) => membership.collect(peer, out),
       taken: (peer) => membership.taken(peer)
     })

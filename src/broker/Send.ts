@@ -188,7 +188,7 @@ export class Send {
     }
     for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
     const text = mail.askTimeoutMs === undefined ? forwarded : messageFrameFor(mail, target.peer, now)
-    this.ctx.output.enqueue(target.peer, { frame: text, mail })
+    this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
     for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
     const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
     this.ctx.records.set(recordKey, recorded, outcome, now)

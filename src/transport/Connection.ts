@@ -29,8 +29,19 @@ export interface Connection {
    * Reading is paused between calls, so a slow caller backpressures the peer.
    */
   readonly read: Effect.Effect<ReadonlyArray<string>, ConnectionError>
-  /** Writes frames in order, batched into as few transport writes as possible. */
+  /**
+   * Writes frames in order, batched into as few transport writes as possible,
+   * and completes once every frame is handed over (for a socket: accepted by
+   * the kernel). One write at a time: the caller waits before the next.
+   */
   readonly writeAll: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed>
+  /**
+   * How many leading frames of the last `writeAll` that did not complete
+   * (interrupted, failed, or still waiting for room) were fully handed over;
+   * `undefined` when every write completed. The frames after them never reach
+   * the peer, so their owner can take them back. Ask before `destroy`.
+   */
+  readonly unfinishedWrite: () => number | undefined
   /** Flushes what was written, then ends the connection (half-close, then close). */
   readonly end: Effect.Effect<void>
   /** Drops the connection at once, discarding unwritten data. */
