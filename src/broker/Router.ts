@@ -23,6 +23,7 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
+import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
 import { DeliveryRecords } from "./DeliveryRecords.ts"
@@ -82,7 +83,12 @@ export class Router {
       },
       registry,
       output,
-      records: new DeliveryRecords(4096, HOUR),
+      records: new DeliveryRecords({
+        windowMs: REPLAY_WINDOW_MS,
+        retentionMs: HOUR,
+        maxRecords: options.replayRecords,
+        maxBytes: options.replayBytes
+      }),
       protocolError: (peer, detail) => {
         ctx.log("warning", `Socket error: connection ${peer.connection.id} closed: ${detail}`)
         closePeer(peer, "destroy")

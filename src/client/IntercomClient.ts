@@ -9,8 +9,9 @@
  *   (name, status, model, requested features); a liveness probe (P96) turns a
  *   silent broker into a reconnect.
  * - A send in flight when the connection drops fails with `ConnectionLost`
- *   (outcome unknown; a retry with the same message id is de-duplicated by the
- *   broker) — never silently.
+ *   (outcome unknown; a retry with the same message id within 2 minutes,
+ *   `REPLAY_WINDOW_MS`, is answered by the broker from its record and never
+ *   delivered twice) — never silently.
  *
  * The connection state is a few plain variables inside the service, touched
  * only by synchronous code (design.md's hot-path rule of single ownership).

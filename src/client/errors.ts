@@ -9,6 +9,7 @@
  * - `code` — the broker's `E_…` delivery code;
  * - `message` — the full text shown to a person, built from the fields above.
  */
+import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Data } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
 
@@ -30,7 +31,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
   override get message(): string {
     return this.messageId === undefined
       ? `Intercom connection lost during ${this.operation}`
-      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id is safe: the broker de-duplicates it.`
+      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe: the broker answers it from its record and never delivers it twice.`
   }
 }
 
