@@ -33,6 +33,10 @@ export interface WriteBatch {
   readonly ending: boolean
 }
 
+/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
+const isReadOnlyAnswer = (frame: string): boolean =>
+  frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
+
 /** Does this output still belong on `peer`'s connection (its session is still the one it is for)? */
 const belongsTo = (item: Returnable, peer: Peer): boolean => {
   const key = peer.session?.key
@@ -82,6 +86,18 @@ export class Output {
     reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
     this.parked = []
     return true
+  }
+
+  /**
+   * Whether an answer to a read-only request (`health_ok`, `sessions`) is
+   * among `reader`'s own parked output (slow path: a scan). While one is, no
+   * later such answer may overtake it.
+   */
+  parksAnswerFor(reader: Peer): boolean {
+    for (const [to, item] of reader.parked) {
+      if (to === reader && typeof item === "string" && isReadOnlyAnswer(item)) return true
+    }
+    return false
   }
 
   /** The reader's oldest parked item, or undefined when all of it fitted. */
