@@ -43,12 +43,12 @@ export interface SocketLocation {
 }
 
 export class SocketPathError extends Data.TaggedError("SocketPathError")<{
-  readonly reason: "TooLong" | "FallbackDirUnsafe"
+  readonly kind: "TooLong" | "FallbackDirUnsafe"
   readonly path: string
   readonly detail: string
 }> {
   override get message(): string {
-    switch (this.reason) {
+    switch (this.kind) {
       case "TooLong":
         return `The broker socket path ${this.path} is too long for a Unix socket (${this.detail}), and so is the short fallback under the runtime dir. Use a shorter agent dir (--dir or PI_CODING_AGENT_DIR), or set XDG_RUNTIME_DIR or TMPDIR to a short directory.`
       case "FallbackDirUnsafe":
@@ -76,7 +76,7 @@ export const socketLocation = (
   const socketPath = path.join(fallbackDir, `${agentDirHash(agentDir)}.sock`)
   if (!fits(socketPath, placement.maxSocketBytes)) {
     return new SocketPathError({
-      reason: "TooLong",
+      kind: "TooLong",
       path: defaultSocketPath,
       detail: `${Buffer.byteLength(defaultSocketPath, "utf8")} bytes, the limit is ${placement.maxSocketBytes}`
     })
