@@ -33,6 +33,7 @@ export interface SocketPlacement {
   readonly maxSocketBytes: number
 }
 
+/** Where one agent dir's broker socket is, as `socketLocation` decides. */
 export interface SocketLocation {
   /** Where the broker listens and clients dial: `defaultSocketPath`, or the short fallback. */
   readonly socketPath: string
@@ -42,9 +43,20 @@ export interface SocketLocation {
   readonly fallbackDir: string | undefined
 }
 
+/**
+ * No usable broker socket path for an agent dir: a startup error, whose
+ * `message` says what to change.
+ */
 export class SocketPathError extends Data.TaggedError("SocketPathError")<{
+  /**
+   * `TooLong`: neither the default socket path nor the short fallback fits in
+   * a Unix socket address. `FallbackDirUnsafe`: the fallback's private dir
+   * cannot be created, or is a symlink, not a directory, or another user's.
+   */
   readonly kind: "TooLong" | "FallbackDirUnsafe"
+  /** The default socket path (`TooLong`) or the fallback dir (`FallbackDirUnsafe`). */
   readonly path: string
+  /** The measured length and limit, or what is wrong with the dir. */
   readonly detail: string
 }> {
   override get message(): string {
