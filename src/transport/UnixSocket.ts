@@ -154,7 +154,8 @@ export class DialError extends Data.TaggedError("DialError")<{
  * `handle` for every accepted connection, each in its own Scope and fiber.
  * Closing the Scope stops accepting, interrupts the handlers (destroying their
  * sockets) and closes the server. The socket file is created with mode 0600.
- * A stale file fails with `EADDRINUSE`; see `listenReplacingStale`.
+ * A leftover socket file makes it fail with `EADDRINUSE` (`runBroker` in
+ * `effect-intercom/broker` removes a stale one and listens again).
  *
  * @example
  * ```ts
