@@ -54,7 +54,7 @@ const prepareDirectory = (dir: string) =>
         : file === dir
         ? "it is not a directory"
         : `${file} is not a directory`
-      return new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail })
+      return new BrokerStartupError({ kind: "DirectoryUnusable", path: dir, detail })
     }
   })
 
@@ -66,7 +66,7 @@ const ownPidFile = (file: string) =>
     Effect.try({
       try: () => fs.writeFileSync(file, String(process.pid), { mode: 0o600 }),
       catch: (cause) =>
-        new BrokerStartupError({ reason: "DirectoryUnusable", path: file, detail: describe(cause) })
+        new BrokerStartupError({ kind: "DirectoryUnusable", path: file, detail: describe(cause) })
     }),
     () =>
       Effect.flatMap(readPidFile(file), (pid) =>
@@ -103,12 +103,12 @@ export const runBroker = (
     yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
       Effect.catchTags({
         ListenError: (error) =>
-          Effect.fail(new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })),
+          Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.message })),
         SocketInUse: () =>
           Effect.flatMap(readPidFile(pidFileOf(intercomDir)), (pid) =>
             Effect.fail(
               new BrokerStartupError({
-                reason: "AlreadyRunning",
+                kind: "AlreadyRunning",
                 path: socketPath,
                 detail: pid === undefined ? "it answers health" : `pid ${pid}`
               })

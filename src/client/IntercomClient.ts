@@ -32,12 +32,21 @@ import {
 import { type ConnectionLost, IntercomNotConnected, type RequestTimeout } from "./errors.ts"
 import { type BrokerLaunch, ensureBroker } from "./spawn.ts"
 
+/**
+ * The options of `IntercomClient.make` and `IntercomClient.layer`. The paths,
+ * scope, launch and timeouts normally come from `loadIntercomSettings()`
+ * (`effect-intercom/config`); docs/client.md lists every option and default.
+ */
 export interface IntercomClientOptions {
+  /** The agent dir a spawned broker serves (its `--dir`, and `PI_CODING_AGENT_DIR`). */
   readonly agentDir: string
+  /** `<agentDir>/intercom`: where auto-spawn finds `broker.pid` and keeps its lock and `broker.log`. */
   readonly intercomDir: string
+  /** Where to dial: `settings.paths.socketPath` (an address of the in-memory network with `dial`). */
   readonly socketPath: string
   /** The stable session id this client registers (and re-registers) with. */
   readonly sessionId: string
+  /** pi-intercom routing scope (P17); unscoped when absent. */
   readonly scopeId?: string | undefined
   /** What the session says about itself; `presence` updates are folded in for re-registration. */
   readonly registration: SessionRegistration
@@ -45,13 +54,19 @@ export interface IntercomClientOptions {
   readonly features?: ReadonlyArray<string>
   /** How to start a broker when none answers; `false` never spawns. */
   readonly launch: BrokerLaunch | false
+  /** How long one dial and registration may take, and how long an operation waits for a connection. Default 10 s. */
   readonly connectTimeoutMs?: number
+  /** How long `send` and `cancel` wait for the broker's answer. Default 10 s. */
   readonly sendTimeoutMs?: number
+  /** How long `list` waits. Default 5 s. */
   readonly listTimeoutMs?: number
+  /** How often a registered client probes the broker with a `list` (P96). Default 30 s. */
   readonly livenessIntervalMs?: number
+  /** How long that probe may take before the socket is dropped; at most the interval. Default 5 s. */
   readonly livenessTimeoutMs?: number
   /** Reconnect backoff: starts here, doubles, capped at `reconnectMaxMs`. Defaults 1 s and 30 s. */
   readonly reconnectBaseMs?: number
+  /** The longest delay between reconnect attempts. */
   readonly reconnectMaxMs?: number
   /** Transport override (the simulation's in-memory network); the Unix socket by default. */
   readonly dial?: Dialer
@@ -68,6 +83,7 @@ export interface PresenceUpdate {
   readonly contextWindow?: number | null
 }
 
+/** A snapshot of the client's connection, from `status` (which never connects). */
 export interface ClientStatus {
   readonly connected: boolean
   readonly sessionId: string
@@ -76,11 +92,14 @@ export interface ClientStatus {
   readonly features: ReadonlyArray<string>
   /** Connections established so far (1 after the first, +1 per reconnect). */
   readonly connections: number
+  /** Why the last connection attempt failed (or `liveness probe timed out`); cleared once connected. */
   readonly lastError: string | undefined
 }
 
+/** Why an operation other than `send` failed: no connection, no answer in time, or the connection dropped. */
 export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
 
+/** The operations of an `IntercomClient`; docs/client.md, "Operations", says what each does. */
 export interface IntercomClientService {
   readonly sessionId: string
   /** Connects (or joins the attempt in progress) and returns once registered. */
@@ -314,30 +333,93 @@ const make = (
   })
 
 /**
- * The client service. `IntercomClient.make` builds one in the current Scope
- * (closing the Scope unregisters and disconnects); `IntercomClient.layer`
- * does the same as a Layer.
+ * The client service: one session's connection to the broker. It connects
+ * lazily, spawns the broker when none answers, and reconnects after a drop.
+ * Build it with `IntercomClient.make` (in a Scope you hold) or
+ * `IntercomClient.layer`; closing the Scope unregisters and disconnects. A
+ * program that acts as an agent usually wants `IntercomSession`
+ * (`effect-intercom/session`) on top of it.
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { NodeServices } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ * import { randomUUID } from "node:crypto"
  * import { IntercomClient } from "effect-intercom/client"
- * import { resolvePaths } from "effect-intercom/config"
+ * import { loadIntercomSettings } from "effect-intercom/config"
+ * import { sessionRegistration } from "effect-intercom/session"
+ *
+ * // Options from the user's agent dir, config.json and environment.
+ * const ClientLive = Layer.unwrap(Effect.gen(function*() {
+ *   const settings = yield* loadIntercomSettings()
+ *   const sessionId = settings.stableId ?? randomUUID()
+ *   const identity = { name: "planner", cwd: process.cwd(), model: "my-model" }
+ *   return IntercomClient.layer({
+ *     agentDir: settings.paths.agentDir,
+ *     intercomDir: settings.paths.intercomDir,
+ *     socketPath: settings.paths.socketPath,
+ *     sessionId,
+ *     scopeId: settings.scopeId,
+ *     registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Date.now(), statusSuffix: settings.status }),
+ *     launch: settings.broker, // spawn a broker when none answers
+ *     sendTimeoutMs: settings.sendTimeoutMs,
+ *     listTimeoutMs: settings.listTimeoutMs,
+ *     livenessIntervalMs: settings.liveness.intervalMs,
+ *     livenessTimeoutMs: settings.liveness.timeoutMs
+ *   })
+ * })).pipe(Layer.provide(NodeServices.layer))
  *
  * const program = Effect.gen(function*() {
  *   const client = yield* IntercomClient
- *   const sessions = yield* client.list
+ *   const sessions = yield* client.list // the first operation connects: spawn if needed, register
  *   yield* Effect.log(`${sessions.length} sessions`)
  * })
+ *
+ * program.pipe(Effect.provide(ClientLive), Effect.runPromise)
  * ```
  */
 export class IntercomClient extends Context.Service<IntercomClient, IntercomClientService>()(
   "effect-intercom/IntercomClient"
 ) {
-  /** Builds a client in the current Scope; nothing connects until the first operation. */
+  /**
+   * Builds a client in the current Scope; nothing connects until the first
+   * operation, and closing the Scope unregisters and disconnects.
+   *
+   * @example
+   * ```ts
+   * import { NodeServices } from "@effect/platform-node"
+   * import { Effect } from "effect"
+   * import { randomUUID } from "node:crypto"
+   * import { IntercomClient } from "effect-intercom/client"
+   * import { loadIntercomSettings } from "effect-intercom/config"
+   *
+   * const program = Effect.gen(function*() {
+   *   const settings = yield* loadIntercomSettings()
+   *   const client = yield* IntercomClient.make({
+   *     agentDir: settings.paths.agentDir,
+   *     intercomDir: settings.paths.intercomDir,
+   *     socketPath: settings.paths.socketPath,
+   *     sessionId: settings.stableId ?? randomUUID(),
+   *     scopeId: settings.scopeId,
+   *     registration: { cwd: process.cwd(), model: "my-model", pid: process.pid, startedAt: Date.now(), lastActivity: Date.now() },
+   *     launch: settings.broker
+   *   })
+   *   const outcome = yield* client.send({
+   *     to: "reviewer",
+   *     message: { id: randomUUID(), timestamp: Date.now(), content: { text: "PR #12 is ready" } }
+   *   }).pipe(
+   *     Effect.map((delivery) => delivery.delivery), // "socket_delivered", or "queued" for a session that is away
+   *     Effect.catchTag("TargetNotFound", (error) => Effect.succeed(error.message)) // "Session not found"
+   *   )
+   *   yield* Effect.log(outcome)
+   * })
+   *
+   * program.pipe(Effect.scoped, Effect.provide(NodeServices.layer), Effect.runPromise)
+   * ```
+   */
   static readonly make: (options: IntercomClientOptions) => Effect.Effect<IntercomClientService, never, Scope.Scope> =
     make
-  /** A Layer holding one client for the Layer's lifetime. */
+  /** A Layer holding one client for the Layer's lifetime; for an example, see `IntercomClient`. */
   static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient> =>
     Layer.effect(IntercomClient, make(options))
 }

@@ -3,8 +3,9 @@
 /** Largest frame payload accepted or sent, in bytes (P02). Exactly 1 MiB is allowed. */
 export const MAX_FRAME_BYTES = 1_048_576
 
-/** `health_ok` identity (P20). */
+/** `health_ok` identity (P20): the `protocol` a broker must name for a health probe to count. */
 export const PROTOCOL_NAME = "pi-intercom"
+/** `health_ok` identity (P20): the protocol `version`; there is no other version negotiation on the wire. */
 export const PROTOCOL_VERSION = 1
 
 /**

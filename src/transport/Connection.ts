@@ -17,8 +17,15 @@ export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
   }
 }
 
+/** Why `read` failed: the connection ended, or the peer sent a frame over the limit (P02). */
 export type ConnectionError = ConnectionClosed | FrameTooLarge
 
+/**
+ * One connection, whatever the transport: whole frame texts in and out, and
+ * two ways to close. `serveUnix`/`dialUnix` and the in-memory network hand
+ * them out, each living in a Scope whose closing destroys it. Only one
+ * fiber may wait in `read` at a time.
+ */
 export interface Connection {
   /** Process-unique number, for logs. */
   readonly id: number

@@ -9,9 +9,11 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { FrameTooLarge, frameBytes } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed } from "./Connection.ts"
 
+/** Options of `makeInMemoryPair` (and of `makeInMemoryNetwork`'s connections). */
 export interface InMemoryPairOptions {
   /** Frames each direction buffers before a writer waits. Default 256. */
   readonly capacity?: number
+  /** The largest frame a reader accepts; a larger one fails its `read` with `FrameTooLarge`. Default 1 MiB. */
   readonly maxFrameBytes?: number
   /** Connection ids for logs; defaults count from 1 per pair. */
   readonly ids?: readonly [number, number]

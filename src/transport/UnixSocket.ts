@@ -159,6 +159,7 @@ export const fromNetSocket = (
     } satisfies Connection
   })
 
+/** `serveUnix` could not listen on `path`; `code` is the errno code, e.g. `EADDRINUSE` or `EACCES`. */
 export class ListenError extends Data.TaggedError("ListenError")<{
   readonly path: string
   readonly code: string
@@ -169,6 +170,7 @@ export class ListenError extends Data.TaggedError("ListenError")<{
   }
 }
 
+/** `dialUnix` could not connect to `path`; `ENOENT` or `ECONNREFUSED` mean no broker listens there. */
 export class DialError extends Data.TaggedError("DialError")<{
   readonly path: string
   readonly code: string
@@ -186,6 +188,23 @@ export class DialError extends Data.TaggedError("DialError")<{
  * `handle` for every accepted connection, each in its own Scope and fiber.
  * Closing the Scope stops accepting, interrupts the handlers (destroying their
  * sockets) and closes the server. The socket file is created with mode 0600.
+ * A leftover socket file makes it fail with `EADDRINUSE` (`runBroker` in
+ * `effect-intercom/broker` removes a stale one and listens again).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { dialUnix, serveUnix } from "effect-intercom/transport"
+ *
+ * const echo = Effect.scoped(Effect.gen(function*() {
+ *   // Writes back every batch it reads, for as long as this Scope is open.
+ *   yield* serveUnix("/tmp/echo.sock", (connection) =>
+ *     connection.read.pipe(Effect.flatMap(connection.writeAll), Effect.forever, Effect.ignore))
+ *   const connection = yield* dialUnix("/tmp/echo.sock")
+ *   yield* connection.writeAll([JSON.stringify({ type: "health", requestId: "r1" })])
+ *   const frames = yield* connection.read // ['{"type":"health","requestId":"r1"}']
+ * }))
+ * ```
  */
 export const serveUnix = <R>(
   path: string,
@@ -248,7 +267,11 @@ export const serveUnix = <R>(
     ))
   })
 
-/** Dials the socket at `path` and returns an open `Connection` living in the current Scope. */
+/**
+ * Dials the socket at `path` and returns an open `Connection` living in the
+ * current Scope. For an example, see `serveUnix`; a client normally dials
+ * through `IntercomClient`, which also registers.
+ */
 export const dialUnix = (
   path: string,
   options: { readonly maxFrameBytes?: number } = {}
