@@ -21,6 +21,7 @@ import type {
   SessionRegistration
 } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
+import type { InMemoryNetwork } from "../transport/InMemoryNetwork.ts"
 import { dialUnix } from "../transport/UnixSocket.ts"
 import {
   ConnectionLost,
@@ -84,6 +85,33 @@ export type Dialer = (socketPath: string) => Effect.Effect<Connection, IntercomN
 /** The default `Dialer`: `dialUnix`, with a dial failure as `IntercomNotConnected`. */
 export const dialUnixSocket: Dialer = (socketPath) =>
   dialUnix(socketPath).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
+
+/**
+ * A `Dialer` into an in-memory network (`makeInMemoryNetwork`), for running
+ * clients against `Broker.make` in one process — tests and simulations.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Broker } from "effect-intercom/broker"
+ * import { dialInMemory, IntercomClient } from "effect-intercom/client"
+ * import { makeInMemoryNetwork } from "effect-intercom/transport"
+ *
+ * const program = Effect.gen(function*() {
+ *   const network = yield* makeInMemoryNetwork()
+ *   const broker = yield* Broker.make({ idleExit: null })
+ *   yield* network.listen("mem://broker", broker.accept)
+ *   const client = yield* IntercomClient.make({
+ *     agentDir: "/mem", intercomDir: "/mem/intercom", socketPath: "mem://broker",
+ *     sessionId: "a", launch: false, dial: dialInMemory(network),
+ *     registration: { cwd: "/work", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
+ *   })
+ *   return yield* client.list
+ * })
+ * ```
+ */
+export const dialInMemory = (network: InMemoryNetwork): Dialer => (address) =>
+  network.dial(address).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
 
 /**
  * The input of `IntercomClient.send` (P40, P47): `to` as the broker resolves
