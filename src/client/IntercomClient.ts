@@ -8,6 +8,9 @@
  *   re-registering the same session id with what the session had announced
  *   (name, status, model, requested features); a liveness probe (P96) turns a
  *   silent broker into a reconnect.
+ * - Just after a reconnect (a broker restart empties the registry), a send
+ *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
+ *   the failure stands: its target may not have registered again yet.
  * - A send in flight when the connection drops fails with `ConnectionLost`
  *   (outcome unknown; a retry with the same message id within 2 minutes,
  *   `REPLAY_WINDOW_MS`, is answered by the broker from its record and never
@@ -16,7 +19,7 @@
  * The connection state is a few plain variables inside the service, touched
  * only by synchronous code (design.md's hot-path rule of single ownership).
  */
-import { Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import {
   type ClientConnection,
@@ -68,6 +71,12 @@ export interface IntercomClientOptions {
   readonly reconnectBaseMs?: number
   /** The longest delay between reconnect attempts. */
   readonly reconnectMaxMs?: number
+  /**
+   * For this long after a reconnect, a send whose target is not found is
+   * retried (every 250 ms, same message id) instead of failing: after a broker
+   * restart its target may simply not have registered again yet. Default 10 s.
+   */
+  readonly rejoinGraceMs?: number
   /** Transport override (the simulation's in-memory network); the Unix socket by default. */
   readonly dial?: Dialer
 }
@@ -166,6 +175,8 @@ const make = (
     let current: Deferred.Deferred<ClientConnection, IntercomNotConnected> | undefined
     let live: ClientConnection | undefined
     let connections = 0
+    /** When the live connection was adopted (broker clock). */
+    let connectedAt = 0
     let lastError: string | undefined
     let stopped = false
 
@@ -213,6 +224,7 @@ const make = (
         }
         live = connection
         connections++
+        connectedAt = yield* Clock.currentTimeMillis
         lastError = undefined
         yield* Effect.forkIn(
           Effect.forever(
@@ -289,6 +301,23 @@ const make = (
         Effect.flatMap(use)
       )
 
+    const rejoinGraceMs = options.rejoinGraceMs ?? 10_000
+    /**
+     * A send. Just after a reconnect, "not found" may mean "not back yet" (a
+     * broker restart empties its registry): the send is retried with the same
+     * id until the grace ends, then the failure stands.
+     */
+    const send: IntercomClientService["send"] = (request) =>
+      withConnection((c) => c.send(request, sendTimeoutMs)).pipe(
+        Effect.catchTag("TargetNotFound", (error) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            if (connections < 2 || now - connectedAt >= rejoinGraceMs) return yield* Effect.fail(error)
+            yield* Effect.sleep(Duration.millis(250))
+            return yield* send(request)
+          }))
+      )
+
     const disconnect = Effect.gen(function*() {
       if (stopped) return
       stopped = true
@@ -308,7 +337,7 @@ const make = (
       sessionId: options.sessionId,
       connect: withConnection(() => Effect.void),
       list: withConnection((c) => c.list(listTimeoutMs)),
-      send: (request) => withConnection((c) => c.send(request, sendTimeoutMs)),
+      send,
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),
       presence: (update) =>
