@@ -112,7 +112,10 @@ const readLoop = (router: Router, peer: Peer, permit: Permit) => {
     }
   }).pipe(
     Effect.ensuring(Effect.suspend(() => drainer === undefined ? Effect.void : Fiber.interrupt(drainer))),
-    Effect.catchTag("FrameTooLarge", (error) => Effect.sync(() => router.reportProtocolError(peer, error.message))),
+    Effect.catchTags({
+      FrameTooLarge: (error) => Effect.sync(() => router.reportProtocolError(peer, error.message)),
+      InvalidUtf8: (error) => Effect.sync(() => router.reportProtocolError(peer, error.message))
+    }),
     Effect.catch(() => Effect.void)
   )
 }

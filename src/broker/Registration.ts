@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
 import { negotiateFeatures } from "../protocol/features.ts"
+import { registrationOverLimit } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
@@ -128,6 +129,9 @@ export class Registration {
     if (peer.state === "registered") return this.ctx.protocolError(peer, "second register on a registered connection")
     const frame = decodeClientFrame.register(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+    // An over-long identity is told why (a strict client reports the error text), then closed.
+    const overLimit = registrationOverLimit(frame)
+    if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const { registry, options, output } = this.ctx
     const space = registry.space(spaceKeyOf(frame.scopeId))
     const id = frame.sessionId ?? randomUUID()

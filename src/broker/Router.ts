@@ -37,7 +37,7 @@ import type { OutboundItem, Peer } from "./Peer.ts"
 import { Receipts } from "./Receipts.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
-import { type BrokerEvent, closePeer, type FrameHandlers, type RouterContext } from "./RouterContext.ts"
+import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 
 const HOUR = 3_600_000
@@ -79,7 +79,7 @@ export class Router {
       options,
       now,
       log: (level, message) => {
-        Queue.offerUnsafe(signals.events, { level, message })
+        Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
       },
       registry,
       output,
@@ -92,6 +92,11 @@ export class Router {
       protocolError: (peer, detail) => {
         ctx.log("warning", `Socket error: connection ${peer.connection.id} closed: ${detail}`)
         closePeer(peer, "destroy")
+      },
+      refuse: (peer, error) => {
+        ctx.log("warning", `Refused connection ${peer.connection.id}: ${error}`)
+        output.enqueue(peer, Encode.errorFrame(error))
+        closePeer(peer, "end")
       }
     }
     const membership = new Membership(signals.feed)

@@ -40,6 +40,25 @@ export interface RouterContext {
   readonly records: DeliveryRecords
   /** Drops a connection for a protocol error (P03): logged, destroyed, no reply. */
   readonly protocolError: (peer: Peer, detail: string) => void
+  /**
+   * Refuses what a connection asked for with a clear `error` frame, then ends
+   * it (our deviation from P03's silent close, for input over a limit).
+   */
+  readonly refuse: (peer: Peer, error: string) => void
+}
+
+/** The longest log line the broker writes; longer ones are cut. */
+const MAX_LOG_LINE = 1000
+
+/**
+ * A log line safe to write whatever a client put into it: control characters
+ * (a newline would forge a line of its own) are escaped, and the line is cut
+ * to MAX_LOG_LINE characters.
+ */
+export const logLine = (message: string): string => {
+  const escaped = message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) =>
+    `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  return escaped.length > MAX_LOG_LINE ? `${escaped.slice(0, MAX_LOG_LINE)}… (cut)` : escaped
 }
 
 /** Asks a connection to close; the first request decides how (`end` flushes output first). */

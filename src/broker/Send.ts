@@ -11,6 +11,7 @@
  * staging) is one more stage. Replay records (P46) are `ctx.records`.
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
@@ -109,6 +110,9 @@ export class Send {
     }
     if (typeof frame.to !== "string") {
       return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
+    }
+    if (frame.to.length > MAX_TARGET_LENGTH) {
+      return this.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) })
     }
     const sender = peer.session
     if (sender === undefined) {
@@ -209,7 +213,10 @@ export class Send {
     const space = sender.space
     if (exact) {
       const { targetId, targetEpoch } = frame
-      if (typeof targetId !== "string" || targetId === "" || typeof targetEpoch !== "string" || targetEpoch === "") {
+      if (
+        typeof targetId !== "string" || targetId === "" || targetId.length > MAX_ID_LENGTH ||
+        typeof targetEpoch !== "string" || targetEpoch === "" || targetEpoch.length > MAX_ID_LENGTH
+      ) {
         return { refused: { code: DeliveryCode.InvalidTarget, reason: Reason.invalidTarget }, id: undefined }
       }
       const target = space.sessions.get(targetId)

@@ -232,6 +232,7 @@ export const openClientConnection = (
     }).pipe(
       Effect.catchTag("ConnectionClosed", (error) => Effect.fail(new IntercomNotConnected({ reason: error.message }))),
       Effect.catchTag("FrameTooLarge", (error) => Effect.fail(new IntercomNotConnected({ reason: error.message }))),
+      Effect.catchTag("InvalidUtf8", (error) => Effect.fail(new IntercomNotConnected({ reason: error.message }))),
       Effect.timeoutOrElse({
         duration: Duration.millis(request.connectTimeoutMs),
         orElse: () => Effect.fail(new IntercomNotConnected({ reason: "Connection timeout" }))

@@ -21,6 +21,7 @@
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import {
   type ClientConnection,
   type ControlEvent,
@@ -171,7 +172,8 @@ const make = (
     }
 
     // Connection state: owned by this service, touched only synchronously.
-    let registration = options.registration
+    // Identity fields are cut to the broker's limits rather than refused (limits.ts).
+    let registration = clampRegistration(options.registration)
     let current: Deferred.Deferred<ClientConnection, IntercomNotConnected> | undefined
     let live: ClientConnection | undefined
     let connections = 0
@@ -342,6 +344,7 @@ const make = (
       cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),
       presence: (update) =>
         Effect.suspend(() => {
+          update = clampPresence(update)
           registration = applyPresence(registration, update)
           return withConnection((c) => c.post({ type: "presence", ...update }))
         }),

@@ -60,6 +60,7 @@ export const Reason = {
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
   selfTarget: "Cannot message the current session",
+  targetTooLong: (max: number) => `Target is longer than ${max} characters; address a session by its id or name`,
   invalidAskTimeout: (maxMs: number) =>
     `Invalid askTimeoutMs: it must be a whole number of milliseconds from 1 to ${maxMs}`,
   tooLarge: (bytes: number, limit: number) =>

@@ -6,6 +6,10 @@
  * pi-intercom client rejects — one such value would disconnect every peer.
  */
 import { Schema } from "effect"
+import * as Limits from "./limits.ts"
+
+/** A string of at most `max` UTF-16 units (limits.ts). */
+const Bounded = (max: number) => Schema.String.check(Schema.isMaxLength(max))
 
 // ---------------------------------------------------------------------------
 // Shared shapes
@@ -60,16 +64,16 @@ export type SessionInfo = typeof SessionInfo.Type
 /** One attachment of a message's `content` (P40): a file, snippet or context, with its name and text. */
 export const Attachment = Schema.Struct({
   type: Schema.Literals(["file", "snippet", "context"]),
-  name: Schema.String,
+  name: Bounded(Limits.MAX_ATTACHMENT_LABEL_LENGTH),
   content: Schema.String,
-  language: Schema.optionalKey(Schema.String)
+  language: Schema.optionalKey(Bounded(Limits.MAX_ATTACHMENT_LABEL_LENGTH))
 })
 /** A message attachment (P40), as decoded. */
 export type Attachment = typeof Attachment.Type
 
 /** A message as authored by a client (P40); the broker adds its timestamps. */
 export const Message = Schema.Struct({
-  id: Schema.String,
+  id: Bounded(Limits.MAX_ID_LENGTH),
   timestamp: Schema.Finite,
   content: Schema.Struct({
     text: Schema.String,
@@ -80,9 +84,9 @@ export const Message = Schema.Struct({
   brokerDeliveredAt: Schema.optionalKey(Schema.Finite),
   receiverReceivedAt: Schema.optionalKey(Schema.Finite),
   injectedAt: Schema.optionalKey(Schema.Finite),
-  supersedes: Schema.optionalKey(Schema.String),
-  retryOf: Schema.optionalKey(Schema.String),
-  replyTo: Schema.optionalKey(Schema.String),
+  supersedes: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  retryOf: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  replyTo: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   expectsReply: Schema.optionalKey(Schema.Boolean)
 })
 /** A message (P40), as decoded. */
@@ -104,21 +108,21 @@ export type ReceiptStatus = typeof ReceiptStatus.Type
 
 /** The `receipt` of a `message_receipt` frame, either way (P70). */
 export const MessageReceipt = Schema.Struct({
-  messageId: Schema.String,
+  messageId: Bounded(Limits.MAX_ID_LENGTH),
   status: ReceiptStatus,
   timestamp: Schema.Finite,
-  detail: Schema.optionalKey(Schema.String)
+  detail: Schema.optionalKey(Bounded(Limits.MAX_DETAIL_LENGTH))
 })
 /** A message receipt (P70), as decoded. */
 export type MessageReceipt = typeof MessageReceipt.Type
 
 /** The `control` of a `message_control` frame (P73): the sender cancelled or superseded a message. */
 export const MessageControl = Schema.Struct({
-  messageId: Schema.String,
+  messageId: Bounded(Limits.MAX_ID_LENGTH),
   action: Schema.Literals(["cancel", "supersede"]),
   timestamp: Schema.Finite,
-  supersededBy: Schema.optionalKey(Schema.String),
-  detail: Schema.optionalKey(Schema.String)
+  supersededBy: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  detail: Schema.optionalKey(Bounded(Limits.MAX_DETAIL_LENGTH))
 })
 /** A message control (P73), as decoded. */
 export type MessageControl = typeof MessageControl.Type
@@ -143,7 +147,7 @@ export const RegisterFrame = Schema.Struct({
   scopeId: Schema.optionalKey(Schema.String),
   stateId: Schema.optionalKey(Schema.String),
   /** Extension: features the client asks for (see `features.ts`). Base clients omit it. */
-  features: Schema.optionalKey(Schema.Array(Schema.String).check(Schema.isMaxLength(64)))
+  features: Schema.optionalKey(Schema.Array(Bounded(Limits.MAX_FEATURE_LENGTH)).check(Schema.isMaxLength(64)))
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type
@@ -156,8 +160,8 @@ export type UnregisterFrame = typeof UnregisterFrame.Type
 /** `health` (P20), client → broker: allowed before registration; answered with `health_ok`. */
 export const HealthFrame = Schema.Struct({
   type: Schema.tag("health"),
-  requestId: Schema.String,
-  stateId: Schema.optionalKey(Schema.String)
+  requestId: Bounded(Limits.MAX_ID_LENGTH),
+  stateId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
 })
 /** A `health` frame (P20), as decoded. */
 export type HealthFrame = typeof HealthFrame.Type
@@ -165,9 +169,9 @@ export type HealthFrame = typeof HealthFrame.Type
 /** `list` (P31), client → broker: asks for the live sessions of the scope; answered with `sessions`. */
 export const ListFrame = Schema.Struct({
   type: Schema.tag("list"),
-  requestId: Schema.String,
+  requestId: Bounded(Limits.MAX_ID_LENGTH),
   /** Extension `list-page-v1`: where the previous page ended (its `nextCursor`). */
-  cursor: Schema.optionalKey(Schema.String),
+  cursor: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension `list-page-v1`: at most this many sessions in the page. */
   limit: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
 })
@@ -195,10 +199,10 @@ export type PresenceFrame = typeof PresenceFrame.Type
  */
 export const SendFrame = Schema.Struct({
   type: Schema.tag("send"),
-  to: Schema.String,
+  to: Bounded(Limits.MAX_TARGET_LENGTH),
   message: Message,
-  targetId: Schema.optionalKey(Schema.String),
-  targetEpoch: Schema.optionalKey(Schema.String),
+  targetId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  targetEpoch: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension `ask-timeout-v1`: how long the asker waits for the reply to this ask. */
   askTimeoutMs: Schema.optionalKey(Schema.Finite)
 })
@@ -206,12 +210,15 @@ export const SendFrame = Schema.Struct({
 export type SendFrame = typeof SendFrame.Type
 
 /** `cancel_ask` (P64), client → broker: the asker drops its open ask. */
-export const CancelAskFrame = Schema.Struct({ type: Schema.tag("cancel_ask"), messageId: Schema.String })
+export const CancelAskFrame = Schema.Struct({ type: Schema.tag("cancel_ask"), messageId: Bounded(Limits.MAX_ID_LENGTH) })
 /** A `cancel_ask` frame (P64), as decoded. */
 export type CancelAskFrame = typeof CancelAskFrame.Type
 
 /** `cancel_message` (P71), client → broker: withdraw a queued message or cancel a delivered one. */
-export const CancelMessageFrame = Schema.Struct({ type: Schema.tag("cancel_message"), messageId: Schema.String })
+export const CancelMessageFrame = Schema.Struct({
+  type: Schema.tag("cancel_message"),
+  messageId: Bounded(Limits.MAX_ID_LENGTH)
+})
 /** A `cancel_message` frame (P71), as decoded. */
 export type CancelMessageFrame = typeof CancelMessageFrame.Type
 

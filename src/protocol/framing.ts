@@ -5,6 +5,7 @@
  * Stream transform for code that is not on the per-frame path.
  */
 import { Data, Stream } from "effect"
+import { isUtf8 } from "node:buffer"
 import { MAX_FRAME_BYTES } from "./constants.ts"
 
 /**
@@ -19,6 +20,21 @@ export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
     return `Frame of ${this.size} bytes exceeds the ${this.limit}-byte limit; the connection was closed`
   }
 }
+
+/**
+ * A frame's payload is not valid UTF-8 (JSON text must be, RFC 8259). Refused
+ * rather than decoded with replacement characters: each invalid byte would
+ * become three bytes when the text is encoded again, so a frame could grow
+ * past the limit on its way to another session.
+ */
+export class InvalidUtf8 extends Data.TaggedError("InvalidUtf8")<{}> {
+  override get message(): string {
+    return "Frame payload is not valid UTF-8; the connection was closed"
+  }
+}
+
+/** Why a byte stream cannot be split into frames: the decoder stays failed. */
+export type FramingError = FrameTooLarge | InvalidUtf8
 
 const HEADER_BYTES = 4
 
@@ -49,7 +65,7 @@ export class FrameDecoder {
   private headerFill = 0
   private payload: Buffer | undefined
   private payloadFill = 0
-  private failed: FrameTooLarge | undefined
+  private failed: FramingError | undefined
 
   private readonly limit: number
 
@@ -64,9 +80,10 @@ export class FrameDecoder {
 
   /**
    * Feeds one chunk; appends each completed payload to `out`. Returns the error
-   * once a length prefix exceeds the limit; the decoder then stays failed.
+   * once a length prefix exceeds the limit or a payload is not valid UTF-8;
+   * the decoder then stays failed (frames completed before it are in `out`).
    */
-  push(chunk: Uint8Array, out: Array<string>): FrameTooLarge | undefined {
+  push(chunk: Uint8Array, out: Array<string>): FramingError | undefined {
     if (this.failed !== undefined) return this.failed
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     let offset = 0
@@ -79,6 +96,7 @@ export class FrameDecoder {
         this.payloadFill += take
         offset += take
         if (this.payloadFill === this.payload.length) {
+          if (!isUtf8(this.payload)) return this.fail(new InvalidUtf8())
           out.push(this.payload.toString("utf8"))
           this.payload = undefined
           this.payloadFill = 0
@@ -98,12 +116,10 @@ export class FrameDecoder {
         this.headerFill = 0
         size = this.header.readUInt32BE(0)
       }
-      if (size > this.limit) {
-        this.failed = new FrameTooLarge({ size, limit: this.limit })
-        return this.failed
-      }
+      if (size > this.limit) return this.fail(new FrameTooLarge({ size, limit: this.limit }))
       if (end - offset >= size) {
         // Whole payload inside this chunk: decode in place, no copy.
+        if (!isUtf8(buf.subarray(offset, offset + size))) return this.fail(new InvalidUtf8())
         out.push(buf.toString("utf8", offset, offset + size))
         offset += size
       } else {
@@ -112,6 +128,11 @@ export class FrameDecoder {
       }
     }
     return undefined
+  }
+
+  private fail(error: FramingError): FramingError {
+    this.failed = error
+    return error
   }
 }
 
@@ -146,10 +167,11 @@ export const frameBytes = (frame: string): number => Buffer.byteLength(frame, "u
 
 /**
  * Stream transform: any chunking of bytes in, frame payload texts out. Fails
- * with `FrameTooLarge` when a length prefix exceeds `limit`.
+ * with `FrameTooLarge` when a length prefix exceeds `limit`, `InvalidUtf8`
+ * when a payload is not valid UTF-8.
  */
 export const decodeFrames = (limit: number = MAX_FRAME_BYTES) =>
-<E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<string, E | FrameTooLarge, R> =>
+<E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<string, E | FramingError, R> =>
   Stream.suspend(() => {
     const decoder = new FrameDecoder(limit)
     // Frames completed before an oversize header are still emitted, then the stream fails.

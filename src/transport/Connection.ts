@@ -5,7 +5,7 @@
  * in-memory transport both implement this, so the same broker code runs on both.
  */
 import { Data, type Effect } from "effect"
-import type { FrameTooLarge } from "../protocol/framing.ts"
+import type { FramingError } from "../protocol/framing.ts"
 
 /** The peer went away, or the transport failed. `clean` is an orderly end of stream. */
 export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
@@ -18,7 +18,8 @@ export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
 }
 
 /** Why `read` failed: the connection ended, or the peer sent a frame over the limit (P02). */
-export type ConnectionError = ConnectionClosed | FrameTooLarge
+/** Why `read` failed: the connection is gone, or its bytes are not frames (too large, not UTF-8). */
+export type ConnectionError = ConnectionClosed | FramingError
 
 /**
  * One connection, whatever the transport: whole frame texts in and out, and

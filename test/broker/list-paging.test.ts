@@ -7,14 +7,16 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { MAX_CWD_LENGTH, MAX_MODEL_LENGTH, MAX_NAME_LENGTH, MAX_STATUS_LENGTH } from "../../src/protocol/limits.ts"
 import { frameBytes } from "../../src/protocol/framing.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import { register, withBroker } from "../support/broker.ts"
 import type { WireClient } from "../support/wire.ts"
 
-/** 40 sessions of ~40 KB each: about 1.6 MB of SessionInfo, more than one frame holds. */
-const BIG = 40
-const bigCwd = (i: number) => `/work/${String(i).padStart(3, "0")}/${"d".repeat(40_000)}`
+/** 260 sessions with every identity field at its limit: about 1.3 MB of SessionInfo, more than one frame holds. */
+const BIG = 260
+const bigCwd = (i: number) => `/work/${String(i).padStart(3, "0")}/${"d".repeat(MAX_CWD_LENGTH - 10)}`
+const bigFields = { name: "n".repeat(MAX_NAME_LENGTH), model: "m".repeat(MAX_MODEL_LENGTH), status: "s".repeat(MAX_STATUS_LENGTH) }
 
 /** Reads every page: `list` with the previous page's cursor until none is given. */
 const listAllPages = (client: WireClient) =>
@@ -37,7 +39,7 @@ describe("list beyond one frame", () => {
       const broker = yield* withBroker({ idleExit: null })
       const ids: Array<string> = []
       for (let i = 0; i < BIG; i++) {
-        const session = yield* broker.session({ sessionId: `big-${i}`, cwd: bigCwd(i) })
+        const session = yield* broker.session({ sessionId: `big-${i}`, cwd: bigCwd(i), session: { ...bigFields, name: `${i}`.padEnd(MAX_NAME_LENGTH, "n") } })
         ids.push(session.id)
       }
       const base = yield* broker.session({ sessionId: "base-reader" })

@@ -12,13 +12,15 @@ import {
   FrameDecoder,
   frameBytes,
   FrameTooLarge,
+  type FramingError,
+  InvalidUtf8,
   MAX_FRAME_BYTES
 } from "../../src/protocol/index.ts"
 import { cutPoints, header, payloadTexts, splitAt } from "../support/bytes.ts"
 
 const feed = (decoder: FrameDecoder, chunks: ReadonlyArray<Uint8Array>) => {
   const out: Array<string> = []
-  let error: FrameTooLarge | undefined
+  let error: FramingError | undefined
   for (const chunk of chunks) {
     error = decoder.push(chunk, out) ?? error
   }
@@ -124,9 +126,9 @@ describe("frame size limit (P02)", () => {
         // Only the push that completes the header reports the error.
         for (const error of errors.slice(0, -1)) assert.isUndefined(error)
         const last = errors[errors.length - 1]
-        assert.instanceOf(last, FrameTooLarge)
-        assert.strictEqual(last?.size, MAX_FRAME_BYTES + 1)
-        assert.strictEqual(last?.limit, MAX_FRAME_BYTES)
+        if (!(last instanceof FrameTooLarge)) return assert.fail(`expected FrameTooLarge, got ${String(last)}`)
+        assert.strictEqual(last.size, MAX_FRAME_BYTES + 1)
+        assert.strictEqual(last.limit, MAX_FRAME_BYTES)
         assert.strictEqual(decoder.buffered, 0)
         assert.deepStrictEqual(out, [])
       })
@@ -135,9 +137,9 @@ describe("frame size limit (P02)", () => {
 
   it("the length is unsigned: 0x80000000 is a 2 GiB frame, not a negative one", () => {
     const error = new FrameDecoder().push(Buffer.from([0x80, 0, 0, 0]), [])
-    assert.strictEqual(error?.size, 0x8000_0000)
+    assert.strictEqual(error instanceof FrameTooLarge ? error.size : undefined, 0x8000_0000)
     const max = new FrameDecoder().push(Buffer.from([0xff, 0xff, 0xff, 0xff]), [])
-    assert.strictEqual(max?.size, 0xffff_ffff)
+    assert.strictEqual(max instanceof FrameTooLarge ? max.size : undefined, 0xffff_ffff)
   })
 
   it("frames before an oversize header in the same chunk are still emitted; the decoder then stays failed", () => {
@@ -161,7 +163,24 @@ describe("frame size limit (P02)", () => {
     const out: Array<string> = []
     assert.isUndefined(decoder.push(encodeFrame("0123456789"), out))
     assert.deepStrictEqual(out, ["0123456789"])
-    assert.strictEqual(decoder.push(header(11), out)?.limit, 10)
+    const error = decoder.push(header(11), out)
+    assert.strictEqual(error instanceof FrameTooLarge ? error.limit : undefined, 10)
+  })
+
+  it("a payload that is not valid UTF-8 fails the decoder, whole or split; frames before it are emitted", () => {
+    fc.assert(
+      fc.property(payloadTexts, cutPoints, fc.constantFrom([0xff], [0xc3], [0xed, 0xa0, 0x80], [0xe2, 0x28, 0xa1]), (texts, cuts, bad) => {
+        const decoder = new FrameDecoder()
+        const invalid = Buffer.concat([Buffer.from('{"type":"x","v":"'), Buffer.from(bad), Buffer.from('"}')])
+        const lengthPrefix = Buffer.alloc(4)
+        lengthPrefix.writeUInt32BE(invalid.length)
+        const bytes = Buffer.concat([encodeFrames(texts), lengthPrefix, invalid, encodeFrame("{}")])
+        const { out, error } = feed(decoder, splitAt(bytes, cuts))
+        assert.instanceOf(error, InvalidUtf8)
+        assert.deepStrictEqual(out, texts)
+      }),
+      { numRuns: 100 }
+    )
   })
 })
 
