@@ -8,7 +8,10 @@
  */
 
 export interface AskEdge {
+  /** The ask's record key: its asker and its id. */
   readonly messageKey: string
+  /** The ask's message id. */
+  readonly messageId: string
   readonly askerKey: string
   readonly targetKey: string
   /** When the edge expires (broker clock, ms). */
@@ -16,6 +19,7 @@ export interface AskEdge {
 }
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
+const askedKey = (targetKey: string, messageId: string) => `${targetKey}\u0002${messageId}`
 
 /** Deadlines of open edges, earliest first; entries of edges closed early are skipped lazily. */
 class DeadlineHeap {
@@ -66,10 +70,18 @@ class DeadlineHeap {
   }
 }
 
+const decrement = (counts: Map<string, number>, key: string): void => {
+  const count = (counts.get(key) ?? 1) - 1
+  if (count <= 0) counts.delete(key)
+  else counts.set(key, count)
+}
+
 /** The open ask edges, with per-pair counts and exact deadline expiry. */
 export class AskEdges {
   private readonly edges = new Map<string, AskEdge>()
   private readonly openPerPair = new Map<string, number>()
+  /** Open asks by the asked session and message id (a reply to the wrong asker is told so). */
+  private readonly openPerAsked = new Map<string, number>()
   private readonly deadlines = new DeadlineHeap()
 
   /** Open edges. */
@@ -87,6 +99,8 @@ export class AskEdges {
     this.deadlines.push(edge)
     const pair = pairKey(edge.askerKey, edge.targetKey)
     this.openPerPair.set(pair, (this.openPerPair.get(pair) ?? 0) + 1)
+    const asked = askedKey(edge.targetKey, edge.messageId)
+    this.openPerAsked.set(asked, (this.openPerAsked.get(asked) ?? 0) + 1)
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
@@ -108,6 +122,11 @@ export class AskEdges {
     return count > 0
   }
 
+  /** Is `targetKey` asked something with id `messageId` (by anyone)? */
+  isAsked(targetKey: string, messageId: string): boolean {
+    return this.openPerAsked.has(askedKey(targetKey, messageId))
+  }
+
   /** Closes every edge whose deadline has passed (`deadline <= now`). */
   prune(now: number): void {
     for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now; next = this.deadlines.peek()) {
@@ -121,9 +140,7 @@ export class AskEdges {
   }
 
   private closePair(edge: AskEdge): void {
-    const pair = pairKey(edge.askerKey, edge.targetKey)
-    const count = (this.openPerPair.get(pair) ?? 1) - 1
-    if (count <= 0) this.openPerPair.delete(pair)
-    else this.openPerPair.set(pair, count)
+    decrement(this.openPerPair, pairKey(edge.askerKey, edge.targetKey))
+    decrement(this.openPerAsked, askedKey(edge.targetKey, edge.messageId))
   }
 }

@@ -13,6 +13,7 @@ import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_TIMEOUT_V1 } from "../protocol/features.ts"
 import { AskEdges } from "./AskEdges.ts"
+import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -21,7 +22,6 @@ import type { Refusal, SendAttempt, SendStage } from "./Send.ts"
 /** The longest ask timeout a client may announce: 30 days. */
 export const MAX_ASK_TIMEOUT_MS = 30 * 86_400_000
 
-const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
 
 /** The announced timeout of an ask, undefined when none was announced, or a refusal. */
 const announcedTimeout = (attempt: SendAttempt): number | undefined | Refusal => {
@@ -68,7 +68,7 @@ export class Asks {
         if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
         const session = peer.session
         if (session === undefined) return
-        const key = messageKeyOf(session.space.key, frame.messageId)
+        const key = recordKeyOf(session.key, frame.messageId)
         const edge = this.edges.get(key)
         if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
       }
@@ -80,8 +80,14 @@ export class Asks {
     check: (attempt) => {
       const replyTo = attempt.message.replyTo
       if (replyTo === undefined) return undefined
-      const edge = this.edges.get(messageKeyOf(attempt.sender.space.key, replyTo))
-      if (edge === undefined) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+      // The ask it answers is the target's own message: keyed by the target and its id.
+      const edge = this.edges.get(recordKeyOf(attempt.targetKey, replyTo))
+      if (edge === undefined) {
+        // Asked that id by someone else: the reply goes to the wrong session.
+        return this.edges.isAsked(attempt.sender.key, replyTo)
+          ? { code: DeliveryCode.ReplyTarget, reason: Reason.replyWrongAsk }
+          : { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+      }
       if (edge.askerKey !== attempt.targetKey || edge.targetKey !== attempt.sender.key) {
         return { code: DeliveryCode.ReplyTarget, reason: Reason.replyWrongAsk }
       }
@@ -89,7 +95,7 @@ export class Asks {
     },
     delivered: (attempt) => {
       const replyTo = attempt.message.replyTo
-      if (replyTo !== undefined) this.edges.delete(messageKeyOf(attempt.sender.space.key, replyTo))
+      if (replyTo !== undefined) this.edges.delete(recordKeyOf(attempt.targetKey, replyTo))
     }
   }
 
@@ -102,7 +108,7 @@ export class Asks {
       }
       const replyKey = attempt.message.replyTo === undefined
         ? undefined
-        : messageKeyOf(attempt.sender.space.key, attempt.message.replyTo)
+        : recordKeyOf(attempt.targetKey, attempt.message.replyTo)
       if (this.edges.isWaiting(attempt.target.key, attempt.sender.key, replyKey)) {
         return { code: DeliveryCode.MutualAsk, reason: Reason.mutualAsk }
       }
@@ -112,7 +118,8 @@ export class Asks {
     delivered: (attempt, mail, target) => {
       if (mail.askTimeoutMs === undefined) return
       this.edges.open({
-        messageKey: mail.messageKey,
+        messageKey: mail.recordKey,
+        messageId: mail.message.id,
         askerKey: attempt.sender.key,
         targetKey: target.key,
         deadline: attempt.now + mail.askTimeoutMs

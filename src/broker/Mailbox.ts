@@ -26,7 +26,7 @@ export class Mailbox {
 
   /** Queues `mail`; returns the entries evicted to make room. */
   put(mail: Mail): ReadonlyArray<Mail> {
-    return this.mail.set(mail.messageKey, mail, mail.queuedAt)
+    return this.mail.set(mail.recordKey, mail, mail.queuedAt)
   }
 
   delete(messageKey: string): Mail | undefined {
@@ -42,7 +42,7 @@ export class Mailbox {
   take(accept: (mail: Mail) => boolean): Array<Mail> {
     const taken: Array<Mail> = []
     for (const mail of this.mail.values()) if (accept(mail)) taken.push(mail)
-    for (const mail of taken) this.mail.delete(mail.messageKey)
+    for (const mail of taken) this.mail.delete(mail.recordKey)
     return taken
   }
 }

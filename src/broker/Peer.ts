@@ -30,7 +30,11 @@ export interface OutboundMessage {
 
 /** A message addressed to a session, as the mailbox and requeueing keep it. */
 export interface Mail {
-  readonly messageKey: string
+  /**
+   * The message's key everywhere in the broker — replay record, mailbox,
+   * receipt route, ask edge: its sender and its id (`recordKeyOf`). Ids are
+   * the sender's own: another session using the same id never collides.
+   */
   readonly recordKey: string
   readonly senderKey: string
   readonly senderId: string

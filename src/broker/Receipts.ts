@@ -6,8 +6,12 @@
  * `supersedes` send first tells the receiver the old message is superseded.
  * A `cancel_message` for mail still in the mailbox removes it instead.
  *
- * Routes remember both sides' incarnations, so they lapse when either side
- * leaves without any bookkeeping at leave time.
+ * Routes are keyed by the message's sender and id (ids are per sender: a
+ * colliding id of another session never diverts them), and indexed by
+ * receiver and id for receipts, which name only the message id: a receipt goes
+ * to every live sender of a message with that id to that receiver. Routes
+ * remember both sides' incarnations, so they lapse when either side leaves
+ * without any bookkeeping at leave time.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -15,14 +19,15 @@ import { AgedMap } from "./AgedMap.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
-import type { Peer } from "./Peer.ts"
+import type { Mail, Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./Send.ts"
 
 const HOUR = 3_600_000
 
-const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
+/** The receiver index key: a receipt names only the receiver (its sender) and the message id. */
+const receivedKeyOf = (receiverKey: string, messageId: string) => `${receiverKey}\u0002${messageId}`
 
 interface ReceiptRoute {
   readonly senderKey: string
@@ -36,8 +41,10 @@ export class Receipts {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly forget: (messageKey: string) => void
-  /** Receipt routes by message key: an hour, at most 65,536. */
+  /** Receipt routes by record key (sender and id): an hour, at most 65,536. */
   private readonly routes = new AgedMap<string, ReceiptRoute>(65_536)
+  /** Record keys of the routes by receiver and message id, for receipts. */
+  private readonly received = new AgedMap<string, Array<string>>(65_536)
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
@@ -59,7 +66,7 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const route = this.liveRoute(messageKeyOf(attempt.sender.space.key, supersedes), attempt.now)
+      const route = this.liveRoute(recordKeyOf(attempt.sender.key, supersedes), attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
@@ -85,21 +92,27 @@ export class Receipts {
         retryable: false
       })
     },
-    delivered: (attempt, mail, target) => this.addRoute(mail.messageKey, attempt.sender, target, attempt.now)
+    delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender, target, attempt.now)
   }
 
-  /** Records who may exchange receipts about `messageKey` (also for mail flushed from the mailbox). */
-  addRoute(messageKey: string, sender: Session, receiver: Session, now: number): void {
-    this.routes.set(messageKey, {
+  /** Records who may exchange receipts about `mail` (also for mail flushed from the mailbox). */
+  addRoute(mail: Mail, sender: Session, receiver: Session, now: number): void {
+    const recordKey = mail.recordKey
+    this.routes.set(recordKey, {
       senderKey: sender.key,
       senderIncarnation: sender.incarnation,
       receiverKey: receiver.key,
       receiverIncarnation: receiver.incarnation
     }, now)
+    const key = receivedKeyOf(receiver.key, mail.message.id)
+    const known = this.received.get(key)
+    if (known === undefined) this.received.set(key, [recordKey], now)
+    else if (!known.includes(recordKey)) known.push(recordKey)
   }
 
   prune(now: number): void {
     this.routes.expire(now - HOUR - 1)
+    this.received.expire(now - HOUR - 1)
   }
 
   /** The route's two sessions, if it is under an hour old and neither side has left since. */
@@ -122,9 +135,14 @@ export class Receipts {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const session = peer.session
     if (session === undefined) return
-    const route = this.liveRoute(messageKeyOf(session.space.key, frame.receipt.messageId), this.ctx.now())
-    if (route === undefined || route.receiver !== session) return
-    this.ctx.output.enqueue(route.sender.peer, Encode.receiptFrame(session.infoJson, frame.receipt))
+    const keys = this.received.get(receivedKeyOf(session.key, frame.receipt.messageId))
+    if (keys === undefined) return
+    const now = this.ctx.now()
+    const receipt = Encode.receiptFrame(session.infoJson, frame.receipt)
+    for (const key of keys) {
+      const route = this.liveRoute(key, now)
+      if (route !== undefined && route.receiver === session) this.ctx.output.enqueue(route.sender.peer, receipt)
+    }
   }
 
   private onCancel(peer: Peer, raw: unknown): void {
@@ -134,7 +152,7 @@ export class Receipts {
     const session = peer.session
     const messageId = frame.messageId
     if (session === undefined) return output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))
-    const key = messageKeyOf(session.space.key, messageId)
+    const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
       this.forget(key)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))

@@ -104,7 +104,7 @@ export class Router {
     const asks = new Asks(ctx)
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
-      if (sender !== undefined) receipts.addRoute(queued.messageKey, sender, receiver, at)
+      if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
     })
     const receipts = new Receipts(ctx, mail, (messageKey) => asks.edges.delete(messageKey))
     const discovery = new Discovery(ctx, membership)

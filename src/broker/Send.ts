@@ -62,8 +62,6 @@ const ASK_TIMEOUT_ROOM = " ".repeat(32)
 const fitsFrame = (frame: string): boolean =>
   frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
-const messageKeyOf = (spaceKey: string, messageId: string) => `${spaceKey}\u0000${messageId}`
-
 /** Where a send goes, or why it cannot go anywhere. */
 type Resolution =
   | { readonly target: Session | undefined; readonly remembered: RecentSession | undefined; readonly id: string }
@@ -158,7 +156,6 @@ export class Send {
 
     const space = sender.space
     const mail: Mail = {
-      messageKey: messageKeyOf(space.key, message.id),
       recordKey,
       senderKey: sender.key,
       senderId: sender.id,
