@@ -3,26 +3,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
 import { runBroker } from "../../src/broker/index.ts"
 import { probeHealth } from "../../src/transport/index.ts"
 import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
+import { staleSocketAt } from "../support/staleSocket.ts"
 import { advanceTo, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
 import { connect } from "../support/wire.ts"
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777
-
-/** A Unix socket file with nothing listening on it (what a crashed broker leaves behind). */
-const staleSocketAt = (socketPath: string) =>
-  Effect.callback<void>((resume) => {
-    const server = net.createServer()
-    const live = `${socketPath}.live`
-    server.listen(live, () => {
-      fs.linkSync(live, socketPath) // a second name for the socket inode survives the close
-      server.close(() => resume(Effect.void))
-    })
-  })
 
 describe("P92 idle exit (in memory, on simulated time)", () => {
   /** The broker core's idle exit, watched from a fiber of the test. */
