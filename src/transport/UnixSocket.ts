@@ -12,8 +12,10 @@
  * from the `readable` event.
  */
 import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
+import * as path from "node:path"
 import { errorCode } from "../config/errno.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { encodeFrames, FrameDecoder } from "../protocol/framing.ts"
@@ -147,25 +149,74 @@ export class DialError extends Data.TaggedError("DialError")<{
   }
 }
 
+/** A file's identity: the same device and inode is the same file, whatever its name now. */
+interface FileIdentity {
+  readonly dev: number
+  readonly ino: number
+}
+
+const sameFile = (a: FileIdentity | undefined, b: FileIdentity): boolean =>
+  a !== undefined && a.dev === b.dev && a.ino === b.ino
+
+const identityOf = (file: string): FileIdentity | undefined => {
+  try {
+    const { dev, ino } = fs.statSync(file)
+    return { dev, ino }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A private name beside `socketPath` to bind before the socket is given its
+ * real name: as long as the real one, so that it fits in a socket address
+ * whenever the real one does (at least 8 characters).
+ */
+const stagingPathFor = (socketPath: string): string => {
+  const length = Math.max(path.basename(socketPath).length, 8)
+  return path.join(path.dirname(socketPath), `.${randomBytes(length).toString("hex")}`.slice(0, length))
+}
+
+/** A listening server and the identity of the socket file it made. */
+interface Bound {
+  readonly server: net.Server
+  readonly ours: FileIdentity
+}
+
+/** What `serveUnix` gives its caller while it listens. */
+export interface UnixListener {
+  /** Whether the file at the path is still the socket this listener made: not deleted, not replaced. */
+  readonly stillOurs: Effect.Effect<boolean>
+}
+
 /**
  * Listens on `path` for as long as the current Scope is open and runs
  * `handle` for every accepted connection, each in its own Scope and fiber.
  * Closing the Scope stops accepting, interrupts the handlers (destroying their
  * sockets) and closes the server. The socket file is created with mode 0600.
+ *
+ * The file at `path` is this listener's only while it is the socket it made
+ * (same device and inode), and only then is it removed at close: a socket
+ * another process put there meanwhile is left alone. To make that possible
+ * the socket is bound under a private staging name and then hard-linked to
+ * `path` (libuv unlinks the name it bound when the server closes, whatever
+ * is there by then; the staging name is gone long before). The link fails if
+ * `path` exists, which is reported as EADDRINUSE, like a bind would.
  */
 export const serveUnix = <R>(
   path: string,
   handle: (connection: Connection) => Effect.Effect<void, never, R | Scope.Scope>,
   options: { readonly maxFrameBytes?: number; readonly backlog?: number } = {}
-): Effect.Effect<void, ListenError, R | Scope.Scope> =>
+): Effect.Effect<UnixListener, ListenError, R | Scope.Scope> =>
   Effect.gen(function*() {
     const accepted = yield* Queue.unbounded<net.Socket>()
     // Every accepted socket until it closes: shutdown destroys them all, including
     // ones still queued or whose handler never started (a paused socket's close
     // would otherwise never be noticed, and server.close would wait forever).
     const open = new Set<net.Socket>()
-    const server: net.Server = yield* Effect.acquireRelease(
-      Effect.callback<net.Server, ListenError>((resume) => {
+    const listenError = (cause: unknown, code = errorCode(cause) ?? "UNKNOWN") => new ListenError({ path, code, cause })
+    const { server, ours } = yield* Effect.acquireRelease(
+      Effect.callback<Bound, ListenError>((resume) => {
         const server = net.createServer({ pauseOnConnect: true }, (socket) => {
           open.add(socket)
           socket.pause()
@@ -174,27 +225,39 @@ export const serveUnix = <R>(
         })
         const onError = (cause: Error) => {
           server.close()
-          resume(Effect.fail(new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })))
+          resume(Effect.fail(listenError(cause)))
         }
         server.once("error", onError)
+        const staging = stagingPathFor(path)
         // Files are created 0600 from the start; chmod below makes it explicit.
         const previous = process.umask(0o177)
         try {
-          server.listen({ path, backlog: options.backlog ?? 4096 }, () => {
+          server.listen({ path: staging, backlog: options.backlog ?? 4096 }, () => {
             server.off("error", onError)
-            resume(Effect.succeed(server))
+            // Settled before resuming: resuming may run the caller on, synchronously.
+            let outcome: Effect.Effect<Bound, ListenError>
+            try {
+              const { dev, ino } = fs.statSync(staging)
+              fs.linkSync(staging, path)
+              outcome = Effect.succeed({ server, ours: { dev, ino } })
+            } catch (cause) {
+              server.close()
+              outcome = Effect.fail(listenError(cause, errorCode(cause) === "EEXIST" ? "EADDRINUSE" : undefined))
+            } finally {
+              fs.rmSync(staging, { force: true })
+            }
+            resume(outcome)
           })
         } finally {
           process.umask(previous)
         }
       }),
-      (server) =>
+      ({ server, ours }) =>
         Effect.callback<void>((resume) => {
+          // A crash leaves the file, which the next start removes after a failed health probe.
+          if (sameFile(identityOf(path), ours)) fs.rmSync(path, { force: true })
           server.close(() => resume(Effect.void))
           for (const socket of open) socket.destroy()
-          // Unlinking here is what a clean close does; a crash leaves the file,
-          // which the next start removes after a failed health probe.
-          fs.rmSync(path, { force: true })
         })
     )
     server.on("error", (cause) => {
@@ -212,6 +275,7 @@ export const serveUnix = <R>(
         )),
       { disableYield: true }
     ))
+    return { stillOurs: Effect.sync(() => sameFile(identityOf(path), ours)) } satisfies UnixListener
   })
 
 /** Dials the socket at `path` and returns an open `Connection` living in the current Scope. */

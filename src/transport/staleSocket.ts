@@ -23,7 +23,7 @@ export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path
 }
 
 /**
- * Runs `listen` on `path`. If it fails with EADDRINUSE and `answers` says
+ * Runs `listen` on `path` and returns what it returns. If it fails with EADDRINUSE and `answers` says
  * nothing answers there, removes the stale file and runs `listen` again;
  * if something answers, fails with `SocketInUse`. Any other listen failure,
  * and a file that cannot be removed, fail with `ListenError`.
@@ -34,11 +34,11 @@ export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path
  *   Effect.catchTag("SocketInUse", () => Effect.fail(new AlreadyRunning()))
  * )
  */
-export const listenReplacingStale = <R, R2>(
+export const listenReplacingStale = <A, R, R2>(
   path: string,
-  listen: Effect.Effect<void, ListenError, R>,
+  listen: Effect.Effect<A, ListenError, R>,
   answers: Effect.Effect<boolean, never, R2>
-): Effect.Effect<void, ListenError | SocketInUse, R | R2> =>
+): Effect.Effect<A, ListenError | SocketInUse, R | R2> =>
   listen.pipe(
     Effect.catchTag("ListenError", (error) =>
       error.code !== "EADDRINUSE"
@@ -49,6 +49,6 @@ export const listenReplacingStale = <R, R2>(
             try: () => fs.rmSync(path, { force: true }),
             catch: (cause) => new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })
           })
-          yield* listen
+          return yield* listen
         }))
   )
