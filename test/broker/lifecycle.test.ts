@@ -72,20 +72,44 @@ describe("P92 idle exit (in memory, on simulated time)", () => {
       assert.isTrue(exited())
     }))
 
-  it.effect("a broker that never saw a session never exits: health probes and unregistered connections do not count", () =>
+  it.effect("a broker that never saw a session exits idleExit after startup: health probes and unregistered connections do not count", () =>
     Effect.gen(function*() {
-      const { broker, exited } = yield* watchIdleExit({ idleExit: 100, registrationTimeout: "1 hour" })
+      const idle = 2_000
+      const startedAt = yield* now
+      const { broker, exited } = yield* watchIdleExit({ idleExit: idle, registrationTimeout: "1 hour" })
       const prober = yield* broker.connect("prober")
       yield* prober.roundTrip
       yield* prober.destroy
       yield* broker.connect("silent")
-      yield* advanceTo((yield* now) + 10 * 3_600_000)
-      assert.isFalse(exited())
+      yield* advanceTo(startedAt + idle - 1)
+      assert.isFalse(exited(), "exited before the delay had passed")
+      yield* advanceTo(startedAt + idle)
+      assert.isTrue(exited(), "a broker nobody used did not exit")
     }))
 
-  it.effect("idleExit: null never exits, even hours after the last session left", () =>
+  it.effect("a session that comes within the delay after startup holds the exit off until it leaves", () =>
+    Effect.gen(function*() {
+      const idle = 2_000
+      const startedAt = yield* now
+      const { broker, exited } = yield* watchIdleExit({ idleExit: idle, registrationTimeout: "1 hour" })
+      const late = yield* broker.connect("late")
+      yield* nextStepAt(startedAt + idle - 1) // the last moment before the broker would exit
+      yield* register(late)
+      yield* advanceTo((yield* now) + 3_600_000)
+      assert.isFalse(exited(), "exited with a live session")
+      yield* late.destroy
+      const leftAt = yield* now
+      yield* advanceTo(leftAt + idle - 1)
+      assert.isFalse(exited())
+      yield* advanceTo(leftAt + idle)
+      assert.isTrue(exited())
+    }))
+
+  it.effect("idleExit: null never exits, even hours after startup or after the last session left", () =>
     Effect.gen(function*() {
       const { broker, exited } = yield* watchIdleExit({ idleExit: null })
+      yield* advanceTo((yield* now) + 24 * 3_600_000)
+      assert.isFalse(exited(), "exited although no session ever came")
       const a = yield* broker.session()
       yield* a.client.send({ type: "unregister" })
       const b = yield* broker.session()
