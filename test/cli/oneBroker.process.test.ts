@@ -16,7 +16,7 @@ import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { brokerProcesses } from "../client/support.ts"
 import { freeze } from "../support/freeze.ts"
 import { staleSocketAt } from "../support/staleSocket.ts"
-import { type Child, cleanEnv, exists, runCli, spawnCli, STARTED, startBroker, tempDir } from "./support.ts"
+import { type Child, cleanEnv, exists, registerSession, runCli, spawnCli, STARTED, startBroker, tempDir } from "./support.ts"
 
 const setup = Effect.gen(function*() {
   const root = yield* tempDir()
@@ -47,6 +47,8 @@ describe("a frozen broker", () => {
     Effect.gen(function*() {
       const t = yield* setup
       const first = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* registerSession(t.socketPath, "alice") // a broker in use: it would not idle-exit
+      yield* first.waitStderr(/session joined: alice/)
       yield* freeze(first.pid)
 
       const second = yield* spawnCli(["broker", "--dir", t.agentDir], t.env)
@@ -63,6 +65,7 @@ describe("a frozen broker", () => {
 
       yield* first.kill("SIGCONT")
       assert.isTrue(yield* probeHealth(t.socketPath), "the resumed broker answers")
+      assert.notInclude(first.stderr(), "session left: alice", "its session lived through the freeze")
       yield* first.kill("SIGTERM")
       assert.deepStrictEqual(yield* first.waitExit(), { code: 0, signal: null })
       assert.isFalse(exists(t.socketPath), "its own socket is removed at exit")

@@ -105,7 +105,7 @@ describe("the spawn lock (C-BRK-17…19)", () => {
   const failingLaunch = { _tag: "Command", command: process.execPath, args: ["-e", "process.exit(3)"] } as const
 
   const ensure = (dir: { agentDir: string; intercomDir: string; socketPath: string }) =>
-    ensureBroker({ ...dir, launch: failingLaunch, waitMs: 400 }).pipe(Effect.flip, Effect.map((e) => e.detail))
+    ensureBroker({ ...dir, launch: failingLaunch, waitMs: 400 }).pipe(Effect.flip, Effect.map((e) => e._tag === "BrokerSpawnFailed" ? e.detail : e.message))
 
   const prepare = Effect.gen(function*() {
     const dir = yield* agentDir()
