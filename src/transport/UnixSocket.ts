@@ -15,7 +15,6 @@ import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
-import * as path from "node:path"
 import { errorCode } from "../config/errno.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { encodeFrames, FrameDecoder } from "../protocol/framing.ts"
@@ -168,13 +167,39 @@ const identityOf = (file: string): FileIdentity | undefined => {
 }
 
 /**
- * A private name beside `socketPath` to bind before the socket is given its
- * real name: as long as the real one, so that it fits in a socket address
- * whenever the real one does (at least 8 characters).
+ * Closes `server`, which makes libuv unlink the path it bound (`file`) —
+ * whatever is there by then. Only our own socket file may go: a file
+ * another process put at `file` meanwhile is given a second, private name
+ * first and put back right after, in the same synchronous step (other
+ * processes may find the path missing for those microseconds).
+ *
+ * (Binding a private name and linking the real one to it would spare this,
+ * but the kernel would then report the private name as the socket's address
+ * — in /proc/net/unix, ss, lsof — where `intercom broker stop` looks for the
+ * broker's socket by its path.)
  */
-const stagingPathFor = (socketPath: string): string => {
-  const length = Math.max(path.basename(socketPath).length, 8)
-  return path.join(path.dirname(socketPath), `.${randomBytes(length).toString("hex")}`.slice(0, length))
+const closeKeepingForeignFile = (server: net.Server, file: string, ours: FileIdentity, closed: () => void): void => {
+  const current = identityOf(file)
+  if (current === undefined || sameFile(current, ours)) {
+    server.close(closed)
+    return
+  }
+  const aside = `${file}.${randomBytes(6).toString("hex")}`
+  try {
+    fs.linkSync(file, aside)
+  } catch {
+    server.close(closed) // cannot keep it; a link beside it in our own 0700 dir does not fail
+    return
+  }
+  try {
+    server.close(closed)
+  } finally {
+    try {
+      fs.renameSync(aside, file)
+    } catch {
+      fs.rmSync(aside, { force: true })
+    }
+  }
 }
 
 /** A listening server and the identity of the socket file it made. */
@@ -196,12 +221,9 @@ export interface UnixListener {
  * sockets) and closes the server. The socket file is created with mode 0600.
  *
  * The file at `path` is this listener's only while it is the socket it made
- * (same device and inode), and only then is it removed at close: a socket
- * another process put there meanwhile is left alone. To make that possible
- * the socket is bound under a private staging name and then hard-linked to
- * `path` (libuv unlinks the name it bound when the server closes, whatever
- * is there by then; the staging name is gone long before). The link fails if
- * `path` exists, which is reported as EADDRINUSE, like a bind would.
+ * (the device and inode recorded right after listening), and only then is
+ * it removed at close: a socket another process put there meanwhile stays
+ * (see `closeKeepingForeignFile`). `stillOurs` says whether it is ours now.
  */
 export const serveUnix = <R>(
   path: string,
@@ -228,25 +250,15 @@ export const serveUnix = <R>(
           resume(Effect.fail(listenError(cause)))
         }
         server.once("error", onError)
-        const staging = stagingPathFor(path)
         // Files are created 0600 from the start; chmod below makes it explicit.
         const previous = process.umask(0o177)
         try {
-          server.listen({ path: staging, backlog: options.backlog ?? 4096 }, () => {
+          server.listen({ path, backlog: options.backlog ?? 4096 }, () => {
             server.off("error", onError)
-            // Settled before resuming: resuming may run the caller on, synchronously.
-            let outcome: Effect.Effect<Bound, ListenError>
-            try {
-              const { dev, ino } = fs.statSync(staging)
-              fs.linkSync(staging, path)
-              outcome = Effect.succeed({ server, ours: { dev, ino } })
-            } catch (cause) {
-              server.close()
-              outcome = Effect.fail(listenError(cause, errorCode(cause) === "EEXIST" ? "EADDRINUSE" : undefined))
-            } finally {
-              fs.rmSync(staging, { force: true })
-            }
-            resume(outcome)
+            const ours = identityOf(path)
+            if (ours !== undefined) return resume(Effect.succeed({ server, ours }))
+            server.close()
+            resume(Effect.fail(listenError(new Error("the socket file vanished as it was created"), "ENOENT")))
           })
         } finally {
           process.umask(previous)
@@ -255,8 +267,7 @@ export const serveUnix = <R>(
       ({ server, ours }) =>
         Effect.callback<void>((resume) => {
           // A crash leaves the file, which the next start removes after a failed health probe.
-          if (sameFile(identityOf(path), ours)) fs.rmSync(path, { force: true })
-          server.close(() => resume(Effect.void))
+          closeKeepingForeignFile(server, path, ours, () => resume(Effect.void))
           for (const socket of open) socket.destroy()
         })
     )

@@ -1,8 +1,8 @@
 /**
  * A Unix listener's socket file is its own only while it is the socket it
  * made (same device and inode): `serveUnix` removes it at close only then,
- * reports it through `stillOurs`, binds under a staging name that never
- * outlives startup, and refuses a path that exists (EADDRINUSE).
+ * keeps a socket that replaced it (libuv would unlink it), reports it
+ * through `stillOurs`, and refuses a path that exists (EADDRINUSE).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
@@ -24,7 +24,7 @@ const serveIn = (socketPath: string) =>
   })
 
 describe("serveUnix: the socket file is the listener's own", () => {
-  it.live("only the socket file remains once it listens (no staging name), and closing removes it", () =>
+  it.live("it listens on the path itself, and closing removes the file", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       const socketPath = path.join(dir, "broker.sock")
@@ -48,6 +48,7 @@ describe("serveUnix: the socket file is the listener's own", () => {
       assert.isTrue(yield* second.listener.stillOurs)
       yield* Scope.close(first.scope, Exit.void)
       assert.strictEqual(fs.statSync(socketPath).ino, replacement)
+      assert.deepStrictEqual(fs.readdirSync(dir), ["broker.sock", "moved.sock"], "nothing else left behind")
       assert.isTrue(yield* dials(socketPath), "the replacement still serves")
       yield* Scope.close(second.scope, Exit.void)
       assert.isFalse(fs.existsSync(socketPath))
@@ -62,7 +63,7 @@ describe("serveUnix: the socket file is the listener's own", () => {
       assert.isFalse(yield* listener.stillOurs)
     }))
 
-  it.live("a path that exists fails with EADDRINUSE and is left as it was, with no staging name behind", () =>
+  it.live("a path that exists fails with EADDRINUSE and is left as it was", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       const socketPath = path.join(dir, "broker.sock")
