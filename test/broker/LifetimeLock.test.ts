@@ -69,7 +69,7 @@ describe("the lifetime lock, across processes", () => {
   it.live("a frozen holder keeps it; a holder killed with SIGKILL loses it at once", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
-      const holder = yield* spawnNode([HOLDER, dir])
+      const holder = yield* spawnNode([HOLDER, dir], { stdin: "pipe" })
       yield* holder.waitStdout(/^held$/m)
       yield* freeze(holder.pid)
       assert.isTrue(yield* isLifetimeLockHeld(dir))
