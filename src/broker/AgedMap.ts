@@ -19,7 +19,7 @@ interface Aged<K, V> {
 
 /** A Map whose entries leave oldest-first, past a capacity or an age, in O(1); see the module header. */
 export class AgedMap<K, V> {
-  private readonly entries = new Map<K, Aged<K, V>>()
+  private readonly table = new Map<K, Aged<K, V>>()
   private oldest: Aged<K, V> | undefined
   private newest: Aged<K, V> | undefined
   private readonly capacity: number
@@ -29,20 +29,20 @@ export class AgedMap<K, V> {
   }
 
   get size(): number {
-    return this.entries.size
+    return this.table.size
   }
 
   get(key: K): V | undefined {
-    return this.entries.get(key)?.value
+    return this.table.get(key)?.value
   }
 
   /** When `key` was (last) set, or undefined. */
   setAt(key: K): number | undefined {
-    return this.entries.get(key)?.at
+    return this.table.get(key)?.at
   }
 
   has(key: K): boolean {
-    return this.entries.has(key)
+    return this.table.has(key)
   }
 
   /**
@@ -50,18 +50,18 @@ export class AgedMap<K, V> {
    * returns the entries evicted to stay within capacity, oldest first.
    */
   set(key: K, value: V, at: number): ReadonlyArray<V> {
-    const previous = this.entries.get(key)
+    const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
     const entry: Aged<K, V> = { key, value, at, older: this.newest, newer: undefined }
     if (this.newest !== undefined) this.newest.newer = entry
     else this.oldest = entry
     this.newest = entry
-    this.entries.set(key, entry)
-    if (this.entries.size <= this.capacity) return NONE
+    this.table.set(key, entry)
+    if (this.table.size <= this.capacity) return NONE
     const evicted: Array<V> = []
-    while (this.entries.size > this.capacity && this.oldest !== undefined) {
+    while (this.table.size > this.capacity && this.oldest !== undefined) {
       const first = this.oldest
-      this.entries.delete(first.key)
+      this.table.delete(first.key)
       this.unlink(first)
       evicted.push(first.value)
     }
@@ -70,14 +70,14 @@ export class AgedMap<K, V> {
 
   /** Replaces the value in place, keeping its age and position. */
   update(key: K, value: V): void {
-    const entry = this.entries.get(key)
+    const entry = this.table.get(key)
     if (entry !== undefined) entry.value = value
   }
 
   delete(key: K): V | undefined {
-    const entry = this.entries.get(key)
+    const entry = this.table.get(key)
     if (entry === undefined) return undefined
-    this.entries.delete(key)
+    this.table.delete(key)
     this.unlink(entry)
     return entry.value
   }
@@ -88,16 +88,30 @@ export class AgedMap<K, V> {
     const expired: Array<V> = []
     while (this.oldest !== undefined && this.oldest.at <= cutoff) {
       const first = this.oldest
-      this.entries.delete(first.key)
+      this.table.delete(first.key)
       this.unlink(first)
       expired.push(first.value)
     }
     return expired
   }
 
+  /** Removes and returns the oldest entry if it was set at or before `cutoff`. */
+  expireOldest(cutoff: number): V | undefined {
+    const first = this.oldest
+    if (first === undefined || first.at > cutoff) return undefined
+    this.table.delete(first.key)
+    this.unlink(first)
+    return first.value
+  }
+
   /** Values, oldest first. */
   *values(): IterableIterator<V> {
     for (let entry = this.oldest; entry !== undefined; entry = entry.newer) yield entry.value
+  }
+
+  /** Keys and values, oldest first. */
+  *entries(): IterableIterator<readonly [K, V]> {
+    for (let entry = this.oldest; entry !== undefined; entry = entry.newer) yield [entry.key, entry.value]
   }
 
   private unlink(entry: Aged<K, V>): void {

@@ -15,7 +15,7 @@
  *   const network = yield* makeInMemoryNetwork()
  *   const broker = yield* Broker.make({ idleExit: null })
  *   yield* network.listen("mem://broker", broker.accept)
- *   // dial "mem://broker" with IntercomClient.make({ dial: network.dial, ... })
+ *   // clients dial it with IntercomClient.make({ socketPath: "mem://broker", dial: dialInMemory(network), ... })
  * })
  * ```
  */

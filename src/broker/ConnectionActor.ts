@@ -12,12 +12,15 @@
  * elsewhere (takeover, protocol error, registration timeout) interrupts the
  * reader; `finish` then runs uninterruptibly: output still parked is forced
  * through, an `end` close flushes the outbox first (bounded by END_GRACE),
- * and what was never written goes back to the Router.
+ * and what was never written goes back to the Router, in order: the rest of
+ * a write the socket did not finish, then what was still queued.
  */
 import { Deferred, Duration, Effect, Fiber, Queue, type Scope } from "effect"
+import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { AdmissionGate, Permit } from "./AdmissionGate.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
+import type { Output, WriteBatch } from "./Output.ts"
 import { END_OF_OUTPUT, type OutboundItem, Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
@@ -25,45 +28,126 @@ import { closePeer } from "./RouterContext.ts"
 /** How long an ending connection may take to flush its output before it is destroyed. */
 const END_GRACE = Duration.seconds(2)
 
+/** Frame text held while a connection is held back, before it stops being read at all. */
+const HELD_LIMIT = 1_048_576
+
+/** Offers the reader's parked output in order, each waiting for room. */
+const drainParked = (output: Output, peer: Peer) =>
+  Effect.gen(function*() {
+    for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
+      const [recipient, item] = next
+      output.parkedOffered(peer, yield* Queue.offer(recipient.outbox, item))
+    }
+  })
+
+const DRAINED: unique symbol = Symbol("drained")
+
 /**
  * Reads until the connection closes. The admission `permit` is released once
  * the connection has registered, so the next waiting connection may start.
+ *
+ * Backpressure: while this connection's output waits for room (a drainer
+ * fiber offers it), its other frames are held, in order, and handled once it
+ * fits — but `health`, and `list` when no held frame changes membership, are
+ * answered at once, so a sender held back by a slow receiver still passes
+ * its liveness probe. Past HELD_LIMIT of held text the connection is not read
+ * until its output fits.
  */
-const readLoop = (router: Router, peer: Peer, permit: Permit) =>
-  Effect.gen(function*() {
+const readLoop = (router: Router, peer: Peer, permit: Permit) => {
+  // The drainer is the reader's: it goes when the reader goes (its pending offer is withdrawn,
+  // so what is still parked stays parked, for `finish` to force through).
+  let drainer: Fiber.Fiber<void> | undefined
+  return Effect.gen(function*() {
     const connection = peer.connection
     const output = router.output
-    while (!peer.isClosing) {
-      const frames = yield* connection.read
+    const held: Array<string> = []
+    let heldText = 0
+    let heldChangesMembership = false
+    const handle = (frames: ReadonlyArray<string>) => {
       router.handleBatch(peer, frames)
       output.wakeTouched()
       if (peer.state === "registered") permit.release()
-      if (output.parkFor(peer)) {
-        // Backpressure: this connection is not read again until its output fits.
-        for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
-          const [recipient, item] = next
-          output.parkedOffered(peer, yield* Queue.offer(recipient.outbox, item))
+    }
+    while (!peer.isClosing) {
+        if (drainer === undefined) {
+          if (held.length > 0) {
+            handle(held.splice(0))
+            heldText = 0
+            heldChangesMembership = false
+          } else {
+            handle(yield* connection.read)
+          }
+          if (output.parkFor(peer)) drainer = yield* Effect.forkChild(drainParked(output, peer))
+          continue
         }
-      }
+        if (heldText >= HELD_LIMIT) {
+          yield* Fiber.join(drainer)
+          drainer = undefined
+          continue
+        }
+        const next = yield* Effect.raceFirst(Effect.as(Fiber.await(drainer), DRAINED), connection.read)
+        if (next === DRAINED) {
+          drainer = undefined
+          continue
+        }
+        // Answered early, ahead of parked messages and acks, but never ahead of an earlier such answer.
+        let ownParked = output.parksAnswerFor(peer)
+        for (const text of next) {
+          const type = frameType(text)
+          if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
+            router.handleFrame(peer, text)
+            // An answer that met this connection's own full outbox was parked: the rest waits behind it.
+            if (output.parkFor(peer)) ownParked = true
+          } else {
+            held.push(text)
+            heldText += text.length
+            if (type === "register" || type === "unregister" || type === "presence") heldChangesMembership = true
+          }
+        }
+        output.wakeTouched()
+        // An early answer that met a full outbox joined the parked output; a finished drainer takes it anew.
+        if (peer.parked.length > 0 && drainer.pollUnsafe() !== undefined) {
+          drainer = yield* Effect.forkChild(drainParked(output, peer))
+        }
     }
   }).pipe(
+    Effect.ensuring(Effect.suspend(() => drainer === undefined ? Effect.void : Fiber.interrupt(drainer))),
     Effect.catchTag("FrameTooLarge", (error) => Effect.sync(() => router.reportProtocolError(peer, error.message))),
     Effect.catch(() => Effect.void)
   )
+}
 
-const writeLoop = (router: Router, peer: Peer) =>
+/** The `type` of a frame's text, cheaply, or undefined (the Router reports what is wrong with it). */
+const frameType = (text: string): string | undefined => {
+  const frame = parseFrameText(text)
+  return isFrameDecodeError(frame) ? undefined : frame.type
+}
+
+/**
+ * The batch being written, owned by the actor until its write completes: if
+ * the connection closes first, what was not handed over is taken back.
+ */
+interface InFlight {
+  batch: WriteBatch | undefined
+}
+
+const writeLoop = (router: Router, peer: Peer, inFlight: InFlight) =>
   Effect.gen(function*() {
     const connection = peer.connection
     while (true) {
       const batch = router.output.takeForWrite(peer, yield* Queue.takeAll(peer.outbox))
-      if (batch.frames.length > 0) yield* connection.writeAll(batch.frames)
+      if (batch.frames.length > 0) {
+        inFlight.batch = batch
+        yield* connection.writeAll(batch.frames)
+        inFlight.batch = undefined
+      }
       if (batch.ending) return yield* connection.end
     }
   }).pipe(
     Effect.catch(() => Effect.sync(() => closePeer(peer, "destroy")))
   )
 
-const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
+const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight: InFlight) =>
   Effect.gen(function*() {
     closePeer(peer, "destroy") // no-op when a close was already requested
     router.output.forceParked(peer)
@@ -76,8 +160,14 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>) =>
       )
     }
     yield* Fiber.interrupt(writer)
+    // Before destroying: the socket still knows how much of an unfinished write it took.
+    const batch = inFlight.batch
+    const unwritten = batch === undefined
+      ? []
+      : router.output.unwrittenOf(batch, peer.connection.unfinishedWrite() ?? batch.frames.length)
     yield* peer.connection.destroy
-    router.detach(peer, router.output.drainOnClose(peer))
+    // In order: the unfinished write's rest, then what was still queued.
+    router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer)])
   })
 
 /**
@@ -97,7 +187,8 @@ export const runConnection = (
       const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
       const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
       router.attach(peer)
-      const writer = yield* Effect.forkScoped(writeLoop(router, peer), { startImmediately: true })
-      yield* readLoop(router, peer, permit).pipe(Effect.ensuring(finish(router, peer, writer)))
+      const inFlight: InFlight = { batch: undefined }
+      const writer = yield* Effect.forkScoped(writeLoop(router, peer, inFlight), { startImmediately: true })
+      yield* readLoop(router, peer, permit).pipe(Effect.ensuring(finish(router, peer, writer, inFlight)))
     })
   )

@@ -1,7 +1,14 @@
 /**
  * Idempotent replay (P46): the outcome of each (sender, message id), so a
- * retried send gets the recorded answer instead of a second delivery. Kept for
- * an hour, at most `capacity` records, oldest evicted first.
+ * retried send gets the recorded answer instead of a second delivery.
+ *
+ * The promise a client can rely on is a time, per sender: a record is kept
+ * at least `windowMs` (REPLAY_WINDOW_MS, 2 minutes — longer than a client's
+ * send timeout plus its reconnect backoff), and up to `retentionMs` (an hour)
+ * while there is room. Room is bounded in records and in bytes, overall:
+ * past the bound, records older than the window go first (oldest first); if
+ * every record is younger, the sender holding the most records loses its
+ * oldest — one flooding sender never costs the others their window.
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
@@ -50,33 +57,114 @@ export const fingerprintOf = (targetId: string, message: Message): string => {
 /** The key of a replay record: the sender and its message id. */
 export const recordKeyOf = (senderKey: string, messageId: string): string => `${senderKey}\u0001${messageId}`
 
-/** Replay records (P46): outcomes by record key, kept for a retention time, oldest evicted past capacity. */
-export class DeliveryRecords {
-  private readonly records: AgedMap<string, DeliveryRecord>
-  private readonly retentionMs: number
+interface Entry extends DeliveryRecord {
+  readonly sender: string
+  readonly bytes: number
+}
 
-  constructor(capacity: number, retentionMs: number) {
-    this.records = new AgedMap(capacity)
-    this.retentionMs = retentionMs
+/** Bounds and times of the replay records. */
+export interface ReplayLimits {
+  /** Every record is kept at least this long (the promise). */
+  readonly windowMs: number
+  /** No record is kept longer. */
+  readonly retentionMs: number
+  /** Records kept at most, overall. */
+  readonly maxRecords: number
+  /** Approximate bytes the records may take, overall. */
+  readonly maxBytes: number
+}
+
+/** Estimated memory of one record: its strings (UTF-16) and the map entry around them. */
+const entryBytes = (key: string, fingerprint: string, outcome: Outcome): number =>
+  2 * (key.length + fingerprint.length + (outcome.ok ? 0 : outcome.reason.length)) + 160
+
+/** Replay records (P46); see the module header for what is kept how long. */
+export class DeliveryRecords {
+  private readonly records = new AgedMap<string, Entry>()
+  /** Records per sender, to find the heaviest when everything is inside the window. */
+  private readonly perSender = new Map<string, number>()
+  private bytes = 0
+  private readonly limits: ReplayLimits
+
+  constructor(limits: ReplayLimits) {
+    this.limits = limits
   }
 
+  /** Records held. */
+  get size(): number {
+    return this.records.size
+  }
+
+  /** The record of `key`, if it is still kept. */
   get(key: string, now: number): DeliveryRecord | undefined {
     const at = this.records.setAt(key)
-    if (at === undefined || now - at > this.retentionMs) return undefined
+    if (at === undefined || now - at > this.limits.retentionMs) return undefined
     return this.records.get(key)
   }
 
-  set(key: string, fingerprint: string, outcome: Outcome, now: number): void {
-    this.records.set(key, { fingerprint, outcome }, now)
+  /** Records `sender`'s send under `key` (replacing an earlier record of the same key). */
+  set(sender: string, key: string, fingerprint: string, outcome: Outcome, now: number): void {
+    this.forget(key)
+    const bytes = entryBytes(key, fingerprint, outcome)
+    this.records.set(key, { sender, fingerprint, outcome, bytes }, now)
+    this.perSender.set(sender, (this.perSender.get(sender) ?? 0) + 1)
+    this.bytes += bytes
+    if (this.records.size > this.limits.maxRecords || this.bytes > this.limits.maxBytes) this.makeRoom(now)
   }
 
   /** Later events rewrite an outcome (supersede, cancel, expiry, eviction, mailbox flush). */
   rewrite(key: string, outcome: Outcome): void {
     const record = this.records.get(key)
-    if (record !== undefined) this.records.update(key, { fingerprint: record.fingerprint, outcome })
+    if (record !== undefined) this.records.update(key, { ...record, outcome })
   }
 
+  /** Drops records past the retention time. */
   prune(now: number): void {
-    this.records.expire(now - this.retentionMs - 1)
+    for (const entry of this.records.expire(now - this.limits.retentionMs - 1)) this.uncount(entry)
+  }
+
+  private forget(key: string): void {
+    const entry = this.records.delete(key)
+    if (entry !== undefined) this.uncount(entry)
+  }
+
+  private uncount(entry: Entry): void {
+    this.bytes -= entry.bytes
+    const count = (this.perSender.get(entry.sender) ?? 1) - 1
+    if (count <= 0) this.perSender.delete(entry.sender)
+    else this.perSender.set(entry.sender, count)
+  }
+
+  private overBound(): boolean {
+    return this.records.size > this.limits.maxRecords || this.bytes > this.limits.maxBytes
+  }
+
+  /** Back within bounds: first records past the window, then the heaviest sender's oldest. */
+  private makeRoom(now: number): void {
+    const cutoff = now - this.limits.windowMs - 1
+    for (let entry = this.records.expireOldest(cutoff); entry !== undefined; entry = this.records.expireOldest(cutoff)) {
+      this.uncount(entry)
+      if (!this.overBound()) return
+    }
+    while (this.overBound()) {
+      let heaviest: string | undefined
+      let most = 0
+      for (const [sender, count] of this.perSender) {
+        if (count > most) {
+          heaviest = sender
+          most = count
+        }
+      }
+      if (heaviest === undefined) return
+      // Rare (every record is inside the window): drop a sixteenth of that sender's records per scan.
+      let toDrop = Math.max(1, most >> 4)
+      const victims: Array<string> = []
+      for (const [key, entry] of this.records.entries()) {
+        if (entry.sender !== heaviest) continue
+        victims.push(key)
+        if (--toDrop === 0) break
+      }
+      for (const key of victims) this.forget(key)
+    }
   }
 }

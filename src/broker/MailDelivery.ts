@@ -14,7 +14,7 @@ import { messageFrameFor } from "./Asks.ts"
 import type { Outcome } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { Mailbox } from "./Mailbox.ts"
-import type { Mail, OutboundMessage } from "./Peer.ts"
+import type { Mail, OutboundMessage, Returnable } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -46,7 +46,7 @@ export class MailDelivery {
   readonly hooks: RegistrationHooks = {
     registered: (session, _previous, now) => {
       const owed = this.owedNotices.delete(session.key)
-      if (owed !== undefined) for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
+      if (owed !== undefined) for (const frame of owed) this.ctx.output.enqueue(session.peer, { frame, owedTo: session.key })
       this.flush(session, now)
     }
   }
@@ -82,6 +82,16 @@ export class MailDelivery {
     return true
   }
 
+  /** Output that could not be written where it was queued: mail is requeued, a notice owed again. */
+  takeBack(item: Returnable): void {
+    if ("mail" in item) return this.requeue(item)
+    const sender = this.ctx.registry.byKey.get(item.owedTo)
+    if (sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing) {
+      return this.ctx.output.forceEnqueue(sender.peer, item)
+    }
+    this.owe(item.owedTo, item.frame, this.ctx.now())
+  }
+
   /**
    * A message that was on its way to a connection that closed: to the
    * session's new connection if it is already back (a takeover: the old
@@ -89,7 +99,7 @@ export class MailDelivery {
    * live), otherwise back to the mailbox for its next registration.
    */
   requeue(outbound: OutboundMessage): void {
-    const live = this.ctx.registry.byKey.get(outbound.mail.targetKey)
+    const live = this.ctx.registry.byKey.get(outbound.to)
     if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
       return this.ctx.output.forceEnqueue(live.peer, outbound)
     }
@@ -121,7 +131,7 @@ export class MailDelivery {
         (soleHolder && mail.targetIdentity === identity && mail.senderIdentity !== identity))
     )
     for (const mail of mails) {
-      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail })
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
       this.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.recordKey, { ok: true, delivery: "socket_delivered" })
     }
@@ -145,10 +155,14 @@ export class MailDelivery {
       detail: reason
     })
     const sender = registry.byKey.get(mail.senderKey)
-    if (sender !== undefined) return output.forceEnqueue(sender.peer, notice)
+    if (sender !== undefined) return output.forceEnqueue(sender.peer, { frame: notice, owedTo: mail.senderKey })
     // The sender is away: it is told when it registers again (within a day).
-    const owed = this.owedNotices.get(mail.senderKey) ?? []
+    this.owe(mail.senderKey, notice, now)
+  }
+
+  private owe(senderKey: string, notice: string, now: number): void {
+    const owed = this.owedNotices.get(senderKey) ?? []
     if (owed.length < 1024) owed.push(notice)
-    this.owedNotices.set(mail.senderKey, owed, now)
+    this.owedNotices.set(senderKey, owed, now)
   }
 }

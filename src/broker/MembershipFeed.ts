@@ -12,7 +12,7 @@
  *
  * Departed sessions are kept until every recipient has seen them leave; past
  * a bound the owner drops them and remembers, per lagging recipient, the
- * departures it still owes (see Router.notifyMembershipChanges).
+ * departures it still owes (see Membership.compact).
  */
 
 import { sessionLeftFrame } from "./encode.ts"

@@ -13,7 +13,7 @@
  * here too, so the actor only moves items between this module and its socket.
  */
 import { Exit, Queue } from "effect"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
 export interface FeedSource {
@@ -27,10 +27,20 @@ export interface FeedSource {
 export interface WriteBatch {
   /** Frame texts to write, in order. */
   readonly frames: Array<string>
-  /** The messages among them, for requeueing if the write does not complete. */
-  readonly messages: Array<OutboundMessage>
+  /** The returnable output among them, by frame index: taken back if the write does not complete. */
+  readonly returnable: Array<readonly [index: number, item: Returnable]>
   /** END_OF_OUTPUT was among the items: end the connection after writing. */
   readonly ending: boolean
+}
+
+/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
+const isReadOnlyAnswer = (frame: string): boolean =>
+  frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
+
+/** Does this output still belong on `peer`'s connection (its session is still the one it is for)? */
+const belongsTo = (item: Returnable, peer: Peer): boolean => {
+  const key = peer.session?.key
+  return key !== undefined && ("mail" in item ? item.to === key : item.owedTo === key)
 }
 
 /** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
@@ -39,15 +49,15 @@ export class Output {
   private parked: Array<readonly [Peer, OutboundItem]> = []
   /** Outboxes that got output in this batch; their writers are woken once at its end. */
   private readonly touched = new Set<Peer>()
-  private readonly requeue: (message: OutboundMessage) => void
+  private readonly takeBack: (item: Returnable) => void
   private readonly feed: FeedSource
 
   /**
-   * @param requeue takes a message whose recipient closed before it was written (the mailbox).
+   * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
    * @param feed the membership frames a recipient has not seen (Membership).
    */
-  constructor(requeue: (message: OutboundMessage) => void, feed: FeedSource) {
-    this.requeue = requeue
+  constructor(takeBack: (item: Returnable) => void, feed: FeedSource) {
+    this.takeBack = takeBack
     this.feed = feed
   }
 
@@ -76,6 +86,18 @@ export class Output {
     reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
     this.parked = []
     return true
+  }
+
+  /**
+   * Whether an answer to a read-only request (`health_ok`, `sessions`) is
+   * among `reader`'s own parked output (slow path: a scan). While one is, no
+   * later such answer may overtake it.
+   */
+  parksAnswerFor(reader: Peer): boolean {
+    for (const [to, item] of reader.parked) {
+      if (to === reader && typeof item === "string" && isReadOnlyAnswer(item)) return true
+    }
+    return false
   }
 
   /** The reader's oldest parked item, or undefined when all of it fitted. */
@@ -117,10 +139,12 @@ export class Output {
   /**
    * Turns items taken from `peer`'s outbox into one write: the membership
    * changes it has not seen first, then the items, then forced overflow.
+   * Mail and notices for a session this connection no longer holds (it
+   * unregistered, or was taken over) are taken back instead of written.
    */
   takeForWrite(peer: Peer, items: ReadonlyArray<OutboundItem>): WriteBatch {
     const frames: Array<string> = []
-    const messages: Array<OutboundMessage> = []
+    const returnable: Array<readonly [number, Returnable]> = []
     this.feed.collect(peer, frames)
     let ending = false
     const overflow = peer.overflow
@@ -129,14 +153,25 @@ export class Output {
       if (typeof item === "string") frames.push(item)
       else if (item === FEED_TICK) this.feed.taken(peer)
       else if (item === END_OF_OUTPUT) ending = true
+      else if (!belongsTo(item, peer)) this.takeBack(item)
       else {
+        returnable.push([frames.length, item])
         frames.push(item.frame)
-        messages.push(item)
       }
     }
     for (const item of items) add(item)
     if (overflow !== undefined) for (const item of overflow) add(item)
-    return { frames, messages, ending }
+    return { frames, returnable, ending }
+  }
+
+  /**
+   * The output of a batch whose write did not complete, from the first frame
+   * that was not handed over (`written` frames were).
+   */
+  unwrittenOf(batch: WriteBatch, written: number): Array<Returnable> {
+    const unwritten: Array<Returnable> = []
+    for (const [index, item] of batch.returnable) if (index >= written) unwritten.push(item)
+    return unwritten
   }
 
   /**
@@ -156,8 +191,8 @@ export class Output {
     return items
   }
 
-  /** An item that can no longer reach its connection: a message goes back to the mailbox. */
+  /** An item that can no longer reach its connection: mail goes back to the mailbox, a notice is owed again. */
   undeliverable(item: OutboundItem): void {
-    if (typeof item === "object") this.requeue(item)
+    if (typeof item === "object") this.takeBack(item)
   }
 }

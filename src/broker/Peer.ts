@@ -24,6 +24,8 @@ export const END_OF_OUTPUT: unique symbol = Symbol.for("effect-intercom/broker/E
 export interface OutboundMessage {
   readonly frame: string
   readonly mail: Mail
+  /** The registry key of the session it was queued for (its target, or P49's holder of the identity). */
+  readonly to: string
 }
 
 /** A message addressed to a session, as the mailbox and requeueing keep it. */
@@ -46,8 +48,21 @@ export interface Mail {
   readonly askTimeoutMs: number | undefined
 }
 
-/** What an outbox holds: frame text, a message (requeued if unwritten), or a signal. */
-export type OutboundItem = string | OutboundMessage | typeof FEED_TICK | typeof END_OF_OUTPUT
+/**
+ * A failure notice on its way to a message's sender (an `expired` receipt):
+ * owed to it again if its connection closes before the notice was written.
+ */
+export interface OutboundNotice {
+  readonly frame: string
+  /** The registry key of the sender it is for. */
+  readonly owedTo: string
+}
+
+/** Output the broker takes back when it could not be written: mail and failure notices. */
+export type Returnable = OutboundMessage | OutboundNotice
+
+/** What an outbox holds: frame text, output taken back if unwritten, or a signal. */
+export type OutboundItem = string | Returnable | typeof FEED_TICK | typeof END_OF_OUTPUT
 
 /** `end` flushes queued output first; `destroy` drops the connection at once. */
 export type CloseMode = "end" | "destroy"

@@ -23,6 +23,7 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
+import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
 import { DeliveryRecords } from "./DeliveryRecords.ts"
@@ -70,7 +71,7 @@ export class Router {
   constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
-    const output = new Output((message) => mail.requeue(message), {
+    const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out) => membership.collect(peer, out),
       taken: (peer) => membership.taken(peer)
     })
@@ -82,7 +83,12 @@ export class Router {
       },
       registry,
       output,
-      records: new DeliveryRecords(4096, HOUR),
+      records: new DeliveryRecords({
+        windowMs: REPLAY_WINDOW_MS,
+        retentionMs: HOUR,
+        maxRecords: options.replayRecords,
+        maxBytes: options.replayBytes
+      }),
       protocolError: (peer, detail) => {
         ctx.log("warning", `Socket error: connection ${peer.connection.id} closed: ${detail}`)
         closePeer(peer, "destroy")

@@ -128,7 +128,7 @@ export class Send {
       // Exact-send refusals are recorded: a same-id retry is answered the same way.
       if (fingerprint !== undefined && exact) {
         const outcome: Outcome = { ok: false, ...resolution.refused, retryable: isRetryable(resolution.refused.code) }
-        this.ctx.records.set(recordKey, fingerprint, outcome, now)
+        this.ctx.records.set(sender.key, recordKey, fingerprint, outcome, now)
         return this.answer(peer, message.id, outcome)
       }
       return this.fail(peer, message.id, resolution.refused)
@@ -183,15 +183,15 @@ export class Send {
     const recorded = fingerprint ?? fingerprintOf(resolution.id, message)
     if (target === undefined) {
       const outcome = this.mail.queue(mail)
-      this.ctx.records.set(recordKey, recorded, outcome, now)
+      this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
       return this.answer(peer, message.id, outcome)
     }
     for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
     const text = mail.askTimeoutMs === undefined ? forwarded : messageFrameFor(mail, target.peer, now)
-    this.ctx.output.enqueue(target.peer, { frame: text, mail })
+    this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
     for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
     const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
-    this.ctx.records.set(recordKey, recorded, outcome, now)
+    this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
     this.answer(peer, message.id, outcome)
   }
 

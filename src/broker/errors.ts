@@ -2,12 +2,12 @@ import { Data } from "effect"
 
 /** Why a broker could not start; `message` says what to do about it. */
 export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
-  readonly reason: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed"
+  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed"
   readonly path: string
   readonly detail: string
 }> {
   override get message(): string {
-    switch (this.reason) {
+    switch (this.kind) {
       case "AlreadyRunning":
         return `An intercom broker is already running (${this.detail}) on ${this.path}. Use it, or stop it with \`intercom broker stop\`.`
       case "DirectoryUnusable":

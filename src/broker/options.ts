@@ -23,6 +23,14 @@ export interface BrokerCoreOptions {
   readonly outboxCapacity?: number
   /** Messages the mailbox keeps for disconnected sessions (P49). Default 256. */
   readonly mailboxCapacity?: number
+  /**
+   * Replay records kept at most, overall (P46; see DeliveryRecords.ts). Each is
+   * kept at least REPLAY_WINDOW_MS; past this bound the heaviest sender loses
+   * its oldest first. Default 262,144.
+   */
+  readonly replayRecords?: number
+  /** Approximate bytes the replay records may take, overall. Default 64 MiB. */
+  readonly replayBytes?: number
 }
 
 /** The Unix-socket broker: core settings plus where its files live. */
@@ -44,6 +52,8 @@ export interface ResolvedCoreOptions {
   readonly askTimeoutMs: number
   readonly outboxCapacity: number
   readonly mailboxCapacity: number
+  readonly replayRecords: number
+  readonly replayBytes: number
 }
 
 /** The default session cap (`--max-sessions`). */
@@ -60,5 +70,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   idleExitMs: options.idleExit === null ? null : millis(options.idleExit, Duration.seconds(5)),
   askTimeoutMs: millis(options.askTimeout, Duration.minutes(10)),
   outboxCapacity: options.outboxCapacity ?? 1024,
-  mailboxCapacity: options.mailboxCapacity ?? 256
+  mailboxCapacity: options.mailboxCapacity ?? 256,
+  replayRecords: options.replayRecords ?? 262_144,
+  replayBytes: options.replayBytes ?? 64 * 1024 * 1024
 })

@@ -64,7 +64,7 @@ const prepareDirectory = (dir: string) =>
         : file === dir
         ? "it is not a directory"
         : `${file} is not a directory`
-      return new BrokerStartupError({ reason: "DirectoryUnusable", path: dir, detail })
+      return new BrokerStartupError({ kind: "DirectoryUnusable", path: dir, detail })
     }
   })
 
@@ -75,7 +75,7 @@ const ownPidFile = (file: string) =>
   Effect.acquireRelease(
     writePidFile(file, process.pid).pipe(
       Effect.mapError((cause) =>
-        new BrokerStartupError({ reason: "DirectoryUnusable", path: file, detail: cause.message })
+        new BrokerStartupError({ kind: "DirectoryUnusable", path: file, detail: cause.message })
       )
     ),
     () =>
@@ -102,7 +102,7 @@ const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: stri
     const pid = yield* readPidFile(pidFileOf(intercomDir))
     const alive = pid !== undefined && (yield* isProcessAlive(pid))
     return yield* new BrokerStartupError({
-      reason: "AlreadyRunning",
+      kind: "AlreadyRunning",
       path: socketPath,
       detail: alive ? `pid ${pid}` : otherwise
     })
@@ -140,7 +140,7 @@ export const runBroker = (
         LifetimeLockFailed: (error) =>
           Effect.fail(
             new BrokerStartupError({
-              reason: "DirectoryUnusable",
+              kind: "DirectoryUnusable",
               path: intercomDir,
               detail: `${path.basename(error.path)} cannot be locked (${error.detail}); if no broker runs for it, remove that file`
             })
@@ -155,7 +155,7 @@ export const runBroker = (
     const listener = yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
       Effect.catchTags({
         ListenError: (error) =>
-          Effect.fail(new BrokerStartupError({ reason: "ListenFailed", path: socketPath, detail: error.message })),
+          Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.message })),
         SocketInUse: () => alreadyRunning(intercomDir, socketPath, "it answers health")
       })
     )

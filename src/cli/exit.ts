@@ -14,8 +14,11 @@ import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import * as CliError from "effect/cli/CliError"
 
+/** Exit code 0: success. */
 export const EXIT_OK = 0
+/** Exit code 1: the command could not do its job; the reason is on stderr. */
 export const EXIT_FAILURE = 1
+/** Exit code 2: bad invocation; usage is printed. */
 export const EXIT_USAGE = 2
 
 /**

@@ -33,6 +33,7 @@ export const formatLine = (options: Logger.Options<unknown>): string => {
   return line
 }
 
+/** A logger that writes `formatLine`'s line to stderr. */
 export const lineLogger: Logger.Logger<unknown, void> = Logger.withConsoleError(Logger.make(formatLine))
 
 /** Replaces the default logger with `lineLogger`. */

@@ -12,10 +12,12 @@ import { processSocketPlacement } from "../config/runtimeDir.ts"
 import { SocketPathError, type SocketPlacement } from "../config/socketPath.ts"
 
 // The socket-path rule and the fallback dir live in config; re-exported for the CLI's modules.
+/** Every file of one agent dir's intercom runtime (see `config/agentDir.ts`). */
 export type { IntercomPaths } from "../config/agentDir.ts"
 export { chooseRuntimeDir, currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 export { agentDirHash, SocketPathError, socketPathLimit } from "../config/socketPath.ts"
 
+/** What `resolveCliPaths` decides from: the `--dir` flag and this process's environment, cwd, home and socket placement. */
 export interface ProcessInputs {
   /** The `--dir` flag, if given. */
   readonly dir: string | undefined

@@ -21,6 +21,7 @@ import type {
   SessionRegistration
 } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
+import type { InMemoryNetwork } from "../transport/InMemoryNetwork.ts"
 import { dialUnix } from "../transport/UnixSocket.ts"
 import {
   ConnectionLost,
@@ -30,6 +31,7 @@ import {
   RequestTimeout
 } from "./errors.ts"
 
+/** A message delivered to this session (P50): `IntercomClient.messages` yields these. */
 export interface InboundMessage {
   readonly from: SessionInfo
   readonly message: Message
@@ -37,11 +39,17 @@ export interface InboundMessage {
   readonly askTimeoutMs?: number
 }
 
+/** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */
 export type PresenceEvent =
   | { readonly _tag: "Joined"; readonly session: SessionInfo }
   | { readonly _tag: "Updated"; readonly session: SessionInfo }
   | { readonly _tag: "Left"; readonly sessionId: string }
 
+/**
+ * News about a message: a receiver's receipt for one this session sent (P70),
+ * or its sender's cancel/supersede of one this session received (P73):
+ * `IntercomClient.controls`.
+ */
 export type ControlEvent =
   | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
   | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
@@ -59,6 +67,7 @@ export interface ClientSinks {
   readonly control: (event: ControlEvent) => void
 }
 
+/** What `openClientConnection` needs to dial and register. */
 export interface RegisterRequest {
   readonly socketPath: string
   readonly sessionId: string
@@ -73,10 +82,43 @@ export interface RegisterRequest {
 /** Opens a transport connection to the broker, living in the current Scope. */
 export type Dialer = (socketPath: string) => Effect.Effect<Connection, IntercomNotConnected, Scope.Scope>
 
+/** The default `Dialer`: `dialUnix`, with a dial failure as `IntercomNotConnected`. */
 export const dialUnixSocket: Dialer = (socketPath) =>
   dialUnix(socketPath).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
 
+/**
+ * A `Dialer` into an in-memory network (`makeInMemoryNetwork`), for running
+ * clients against `Broker.make` in one process — tests and simulations.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Broker } from "effect-intercom/broker"
+ * import { dialInMemory, IntercomClient } from "effect-intercom/client"
+ * import { makeInMemoryNetwork } from "effect-intercom/transport"
+ *
+ * const program = Effect.gen(function*() {
+ *   const network = yield* makeInMemoryNetwork()
+ *   const broker = yield* Broker.make({ idleExit: null })
+ *   yield* network.listen("mem://broker", broker.accept)
+ *   const client = yield* IntercomClient.make({
+ *     agentDir: "/mem", intercomDir: "/mem/intercom", socketPath: "mem://broker",
+ *     sessionId: "a", launch: false, dial: dialInMemory(network),
+ *     registration: { cwd: "/work", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
+ *   })
+ *   return yield* client.list
+ * })
+ * ```
+ */
+export const dialInMemory = (network: InMemoryNetwork): Dialer => (address) =>
+  network.dial(address).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
+
+/**
+ * The input of `IntercomClient.send` (P40, P47): `to` as the broker resolves
+ * it, or an exact send to one live endpoint with `targetId` and `targetEpoch`.
+ */
 export interface SendRequest {
+  /** Exact id, name ignoring case, or id prefix, resolved by the broker (P42). */
   readonly to: string
   readonly message: Message
   readonly targetId?: string
@@ -88,6 +130,7 @@ export interface SendRequest {
   readonly askTimeoutMs?: number
 }
 
+/** Why a send failed: the broker refused it, did not answer in time, or the connection dropped (outcome unknown). */
 export type SendError = DeliveryError | RequestTimeout | ConnectionLost
 
 /** One `sessions` answer: all sessions (base), or one page with where to go on (`list-page-v1`). */
@@ -111,6 +154,11 @@ const signatureOf = (request: SendRequest): string =>
     request.message.supersedes ?? null
   ])
 
+/**
+ * One registered connection, as `openClientConnection` returns it.
+ * `IntercomClient` holds one at a time and replaces it after a drop; use the
+ * client rather than this, unless you manage reconnection yourself.
+ */
 export interface ClientConnection {
   readonly sessionId: string
   /** Features the broker granted in `registered`. */

@@ -8,14 +8,18 @@
  *   re-registering the same session id with what the session had announced
  *   (name, status, model, requested features); a liveness probe (P96) turns a
  *   silent broker into a reconnect.
+ * - Just after a reconnect (a broker restart empties the registry), a send
+ *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
+ *   the failure stands: its target may not have registered again yet.
  * - A send in flight when the connection drops fails with `ConnectionLost`
- *   (outcome unknown; a retry with the same message id is de-duplicated by the
- *   broker) — never silently.
+ *   (outcome unknown; a retry with the same message id within 2 minutes,
+ *   `REPLAY_WINDOW_MS`, is answered by the broker from its record and never
+ *   delivered twice) — never silently.
  *
  * The connection state is a few plain variables inside the service, touched
  * only by synchronous code (design.md's hot-path rule of single ownership).
  */
-import { Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import {
   type ClientConnection,
@@ -31,12 +35,21 @@ import {
 import { type ConnectionLost, IntercomNotConnected, type RequestTimeout } from "./errors.ts"
 import { type BrokerLaunch, ensureBroker } from "./spawn.ts"
 
+/**
+ * The options of `IntercomClient.make` and `IntercomClient.layer`. The paths,
+ * scope, launch and timeouts normally come from `loadIntercomSettings()`
+ * (`effect-intercom/config`); docs/client.md lists every option and default.
+ */
 export interface IntercomClientOptions {
+  /** The agent dir a spawned broker serves (its `--dir`, and `PI_CODING_AGENT_DIR`). */
   readonly agentDir: string
+  /** `<agentDir>/intercom`: where auto-spawn finds `broker.pid` and keeps its lock and `broker.log`. */
   readonly intercomDir: string
+  /** Where to dial: `settings.paths.socketPath` (an address of the in-memory network with `dial`). */
   readonly socketPath: string
   /** The stable session id this client registers (and re-registers) with. */
   readonly sessionId: string
+  /** pi-intercom routing scope (P17); unscoped when absent. */
   readonly scopeId?: string | undefined
   /** What the session says about itself; `presence` updates are folded in for re-registration. */
   readonly registration: SessionRegistration
@@ -44,14 +57,26 @@ export interface IntercomClientOptions {
   readonly features?: ReadonlyArray<string>
   /** How to start a broker when none answers; `false` never spawns. */
   readonly launch: BrokerLaunch | false
+  /** How long one dial and registration may take, and how long an operation waits for a connection. Default 10 s. */
   readonly connectTimeoutMs?: number
+  /** How long `send` and `cancel` wait for the broker's answer. Default 10 s. */
   readonly sendTimeoutMs?: number
+  /** How long `list` waits. Default 5 s. */
   readonly listTimeoutMs?: number
+  /** How often a registered client probes the broker with a `list` (P96). Default 30 s. */
   readonly livenessIntervalMs?: number
+  /** How long that probe may take before the socket is dropped; at most the interval. Default 5 s. */
   readonly livenessTimeoutMs?: number
   /** Reconnect backoff: starts here, doubles, capped at `reconnectMaxMs`. Defaults 1 s and 30 s. */
   readonly reconnectBaseMs?: number
+  /** The longest delay between reconnect attempts. */
   readonly reconnectMaxMs?: number
+  /**
+   * For this long after a reconnect, a send whose target is not found is
+   * retried (every 250 ms, same message id) instead of failing: after a broker
+   * restart its target may simply not have registered again yet. Default 10 s.
+   */
+  readonly rejoinGraceMs?: number
   /** Transport override (the simulation's in-memory network); the Unix socket by default. */
   readonly dial?: Dialer
 }
@@ -67,6 +92,7 @@ export interface PresenceUpdate {
   readonly contextWindow?: number | null
 }
 
+/** A snapshot of the client's connection, from `status` (which never connects). */
 export interface ClientStatus {
   readonly connected: boolean
   readonly sessionId: string
@@ -75,11 +101,14 @@ export interface ClientStatus {
   readonly features: ReadonlyArray<string>
   /** Connections established so far (1 after the first, +1 per reconnect). */
   readonly connections: number
+  /** Why the last connection attempt failed (or `liveness probe timed out`); cleared once connected. */
   readonly lastError: string | undefined
 }
 
+/** Why an operation other than `send` failed: no connection, no answer in time, or the connection dropped. */
 export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
 
+/** The operations of an `IntercomClient`; docs/client.md, "Operations", says what each does. */
 export interface IntercomClientService {
   readonly sessionId: string
   /** Connects (or joins the attempt in progress) and returns once registered. */
@@ -146,6 +175,8 @@ const make = (
     let current: Deferred.Deferred<ClientConnection, IntercomNotConnected> | undefined
     let live: ClientConnection | undefined
     let connections = 0
+    /** When the live connection was adopted (broker clock). */
+    let connectedAt = 0
     let lastError: string | undefined
     let stopped = false
 
@@ -193,6 +224,7 @@ const make = (
         }
         live = connection
         connections++
+        connectedAt = yield* Clock.currentTimeMillis
         lastError = undefined
         yield* Effect.forkIn(
           Effect.forever(
@@ -269,6 +301,23 @@ const make = (
         Effect.flatMap(use)
       )
 
+    const rejoinGraceMs = options.rejoinGraceMs ?? 10_000
+    /**
+     * A send. Just after a reconnect, "not found" may mean "not back yet" (a
+     * broker restart empties its registry): the send is retried with the same
+     * id until the grace ends, then the failure stands.
+     */
+    const send: IntercomClientService["send"] = (request) =>
+      withConnection((c) => c.send(request, sendTimeoutMs)).pipe(
+        Effect.catchTag("TargetNotFound", (error) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            if (connections < 2 || now - connectedAt >= rejoinGraceMs) return yield* Effect.fail(error)
+            yield* Effect.sleep(Duration.millis(250))
+            return yield* send(request)
+          }))
+      )
+
     const disconnect = Effect.gen(function*() {
       if (stopped) return
       stopped = true
@@ -288,7 +337,7 @@ const make = (
       sessionId: options.sessionId,
       connect: withConnection(() => Effect.void),
       list: withConnection((c) => c.list(listTimeoutMs)),
-      send: (request) => withConnection((c) => c.send(request, sendTimeoutMs)),
+      send,
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),
       presence: (update) =>
@@ -313,30 +362,93 @@ const make = (
   })
 
 /**
- * The client service. `IntercomClient.make` builds one in the current Scope
- * (closing the Scope unregisters and disconnects); `IntercomClient.layer`
- * does the same as a Layer.
+ * The client service: one session's connection to the broker. It connects
+ * lazily, spawns the broker when none answers, and reconnects after a drop.
+ * Build it with `IntercomClient.make` (in a Scope you hold) or
+ * `IntercomClient.layer`; closing the Scope unregisters and disconnects. A
+ * program that acts as an agent usually wants `IntercomSession`
+ * (`effect-intercom/session`) on top of it.
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { NodeServices } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ * import { randomUUID } from "node:crypto"
  * import { IntercomClient } from "effect-intercom/client"
- * import { resolvePaths } from "effect-intercom/config"
+ * import { loadIntercomSettings } from "effect-intercom/config"
+ * import { sessionRegistration } from "effect-intercom/session"
+ *
+ * // Options from the user's agent dir, config.json and environment.
+ * const ClientLive = Layer.unwrap(Effect.gen(function*() {
+ *   const settings = yield* loadIntercomSettings()
+ *   const sessionId = settings.stableId ?? randomUUID()
+ *   const identity = { name: "planner", cwd: process.cwd(), model: "my-model" }
+ *   return IntercomClient.layer({
+ *     agentDir: settings.paths.agentDir,
+ *     intercomDir: settings.paths.intercomDir,
+ *     socketPath: settings.paths.socketPath,
+ *     sessionId,
+ *     scopeId: settings.scopeId,
+ *     registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Date.now(), statusSuffix: settings.status }),
+ *     launch: settings.broker, // spawn a broker when none answers
+ *     sendTimeoutMs: settings.sendTimeoutMs,
+ *     listTimeoutMs: settings.listTimeoutMs,
+ *     livenessIntervalMs: settings.liveness.intervalMs,
+ *     livenessTimeoutMs: settings.liveness.timeoutMs
+ *   })
+ * })).pipe(Layer.provide(NodeServices.layer))
  *
  * const program = Effect.gen(function*() {
  *   const client = yield* IntercomClient
- *   const sessions = yield* client.list
+ *   const sessions = yield* client.list // the first operation connects: spawn if needed, register
  *   yield* Effect.log(`${sessions.length} sessions`)
  * })
+ *
+ * program.pipe(Effect.provide(ClientLive), Effect.runPromise)
  * ```
  */
 export class IntercomClient extends Context.Service<IntercomClient, IntercomClientService>()(
   "effect-intercom/IntercomClient"
 ) {
-  /** Builds a client in the current Scope; nothing connects until the first operation. */
+  /**
+   * Builds a client in the current Scope; nothing connects until the first
+   * operation, and closing the Scope unregisters and disconnects.
+   *
+   * @example
+   * ```ts
+   * import { NodeServices } from "@effect/platform-node"
+   * import { Effect } from "effect"
+   * import { randomUUID } from "node:crypto"
+   * import { IntercomClient } from "effect-intercom/client"
+   * import { loadIntercomSettings } from "effect-intercom/config"
+   *
+   * const program = Effect.gen(function*() {
+   *   const settings = yield* loadIntercomSettings()
+   *   const client = yield* IntercomClient.make({
+   *     agentDir: settings.paths.agentDir,
+   *     intercomDir: settings.paths.intercomDir,
+   *     socketPath: settings.paths.socketPath,
+   *     sessionId: settings.stableId ?? randomUUID(),
+   *     scopeId: settings.scopeId,
+   *     registration: { cwd: process.cwd(), model: "my-model", pid: process.pid, startedAt: Date.now(), lastActivity: Date.now() },
+   *     launch: settings.broker
+   *   })
+   *   const outcome = yield* client.send({
+   *     to: "reviewer",
+   *     message: { id: randomUUID(), timestamp: Date.now(), content: { text: "PR #12 is ready" } }
+   *   }).pipe(
+   *     Effect.map((delivery) => delivery.delivery), // "socket_delivered", or "queued" for a session that is away
+   *     Effect.catchTag("TargetNotFound", (error) => Effect.succeed(error.message)) // "Session not found"
+   *   )
+   *   yield* Effect.log(outcome)
+   * })
+   *
+   * program.pipe(Effect.scoped, Effect.provide(NodeServices.layer), Effect.runPromise)
+   * ```
+   */
   static readonly make: (options: IntercomClientOptions) => Effect.Effect<IntercomClientService, never, Scope.Scope> =
     make
-  /** A Layer holding one client for the Layer's lifetime. */
+  /** A Layer holding one client for the Layer's lifetime; for an example, see `IntercomClient`. */
   static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient> =>
     Layer.effect(IntercomClient, make(options))
 }

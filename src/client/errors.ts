@@ -9,6 +9,7 @@
  * - `code` — the broker's `E_…` delivery code;
  * - `message` — the full text shown to a person, built from the fields above.
  */
+import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Data } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
 
@@ -24,13 +25,15 @@ export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected
 
 /** A request was sent but the connection dropped before its answer: the outcome is unknown. */
 export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
+  /** `send`, `list`, `cancel`, or `post` (a frame without an answer). */
   readonly operation: string
+  /** For a send: its message id, safe to resend. */
   readonly messageId?: string
 }> {
   override get message(): string {
     return this.messageId === undefined
       ? `Intercom connection lost during ${this.operation}`
-      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id is safe: the broker de-duplicates it.`
+      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe: the broker answers it from its record and never delivers it twice.`
   }
 }
 
@@ -55,34 +58,58 @@ export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
 
 interface DeliveryFailure {
   readonly messageId: string
+  /** The broker's `E_…` code, or `""` when the frame had none. */
   readonly code: string
   /** The broker's reason, verbatim; also the error's `message`. */
   readonly reason: string
+  /** Whether a resend with the same message id may succeed (from our broker: only `TargetRebound`). */
   readonly retryable: boolean
 }
 
 type DeliveryFields = DeliveryFailure & { readonly message: string }
 
+/** `E_INVALID_MESSAGE`: the message or `to` is malformed (P48); the client refuses such a send (a `NaN` timestamp, say) before sending it, too. */
 export class InvalidMessage extends Data.TaggedError("InvalidMessage")<DeliveryFields> {}
+/** `E_SENDER_NOT_FOUND`: the sending connection was not, or no longer, registered when the send arrived (e.g. another connection took over its id). */
 export class SenderNotFound extends Data.TaggedError("SenderNotFound")<DeliveryFields> {}
+/** `E_INVALID_TARGET`: an exact send carried only one of `targetId`/`targetEpoch`, or an empty one (P47). */
 export class InvalidTarget extends Data.TaggedError("InvalidTarget")<DeliveryFields> {}
+/** `E_TARGET_NOT_FOUND`: no live or recently disconnected session matches `to`, or the exact `targetId` is not live (P43, P47). */
 export class TargetNotFound extends Data.TaggedError("TargetNotFound")<DeliveryFields> {}
+/** `E_TARGET_REBOUND`: the exact target re-registered with a new endpoint epoch; the only retryable one: list again and resend with the same message id (P47). */
 export class TargetRebound extends Data.TaggedError("TargetRebound")<DeliveryFields> {}
+/** `E_AMBIGUOUS_TARGET`: `to` matches several live sessions, or several disconnected ones that could get queued mail (P42, P49). */
 export class AmbiguousTarget extends Data.TaggedError("AmbiguousTarget")<DeliveryFields> {}
+/** `E_REPLY_TARGET`: `replyTo` names no open ask, or an ask that the target did not put to this session (P62). */
 export class ReplyTargetMismatch extends Data.TaggedError("ReplyTargetMismatch")<DeliveryFields> {}
+/** `E_SUPERSEDE_TARGET`: `supersedes` names no message this session delivered to the target, or the target is disconnected (P72). */
 export class SupersedeTargetMismatch extends Data.TaggedError("SupersedeTargetMismatch")<DeliveryFields> {}
+/** `E_MUTUAL_ASK`: an ask to a session that is itself waiting for this session's reply (P63). */
 export class MutualAsk extends Data.TaggedError("MutualAsk")<DeliveryFields> {}
+/** `E_TARGET_DISCONNECTED`: an ask (`expectsReply`) to a disconnected session; asks are not queued. */
 export class TargetDisconnected extends Data.TaggedError("TargetDisconnected")<DeliveryFields> {}
+/** `E_MESSAGE_ID_REUSE`: a message id sent again with another target or content (P46); the client refuses it at once while the first send is in flight. */
 export class MessageIdReuse extends Data.TaggedError("MessageIdReuse")<DeliveryFields> {}
+/** `E_DELIVERY_SUPERSEDED`: a resend of a message that a later message has superseded (P46, P72). */
 export class DeliverySuperseded extends Data.TaggedError("DeliverySuperseded")<DeliveryFields> {}
+/** `E_DELIVERY_CANCELLED`: a resend of a message its sender cancelled (P46, P71). */
 export class DeliveryCancelled extends Data.TaggedError("DeliveryCancelled")<DeliveryFields> {}
+/** `E_DELIVERY_EXPIRED`: a resend of queued mail that expired in the mailbox before its recipient came back (P46, P49). */
 export class DeliveryExpired extends Data.TaggedError("DeliveryExpired")<DeliveryFields> {}
+/** `E_DELIVERY_EVICTED`: a resend of queued mail that the full mailbox evicted (P46, P49). */
 export class DeliveryEvicted extends Data.TaggedError("DeliveryEvicted")<DeliveryFields> {}
+/** `E_SELF_TARGET` (ours): the send resolved to the sending session itself; pi-intercom's broker would deliver it (P44). */
 export class SelfTarget extends Data.TaggedError("SelfTarget")<DeliveryFields> {}
+/** `E_MESSAGE_TOO_LARGE` (ours): the forwarded `message` frame would exceed 1 MiB; the client refuses a `send` frame over 1 MiB before sending, too. */
 export class MessageTooLarge extends Data.TaggedError("MessageTooLarge")<DeliveryFields> {}
-/** A failure with no code, or a code this client does not know (other brokers). */
+/** `E_DELIVERY_FAILED` (a replayed failure without a code of its own), no code at all, or a code this client does not know (other brokers). */
 export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<DeliveryFields> {}
 
+/**
+ * A `delivery_failed` answer to a send, one class per broker code; each
+ * carries `messageId`, `code`, `retryable` and the broker's `reason` (also its
+ * `message`). Match them with `Effect.catchTag`.
+ */
 export type DeliveryError =
   | InvalidMessage
   | SenderNotFound
@@ -123,7 +150,7 @@ const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
   [DeliveryCode.MessageTooLarge]: MessageTooLarge
 }
 
-/** The typed error for a `delivery_failed` frame. */
+/** The typed error for a `delivery_failed` frame: the class of its `code`, else `DeliveryFailed`. */
 export const deliveryError = (failure: DeliveryFailure): DeliveryError => {
   const make = byCode[failure.code] ?? DeliveryFailed
   return new make({ ...failure, message: failure.reason })

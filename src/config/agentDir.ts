@@ -13,14 +13,17 @@ import { type SocketLocation, socketLocation, SocketPathError, type SocketPlacem
 
 /** Environment variables that name the agent dir, highest precedence first. */
 export const AGENT_DIR_ENV_VARS = ["ATOMIC_CODING_AGENT_DIR", "PI_CODING_AGENT_DIR"] as const
+/** One of `AGENT_DIR_ENV_VARS`. */
 export type AgentDirEnvVar = (typeof AGENT_DIR_ENV_VARS)[number]
 
 /** A read-only view of the environment (`process.env` fits). */
 export type Environment = Readonly<Record<string, string | undefined>>
 
+/** What `resolveAgentDir` decides from: a flag, the environment, cwd and home dir. */
 export interface AgentDirInput {
   /** An explicit dir (e.g. a `--dir` flag); beats the environment. Blank means "not given". */
   readonly dir?: string | undefined
+  /** `ATOMIC_CODING_AGENT_DIR` and `PI_CODING_AGENT_DIR` are read from it. */
   readonly env: Environment
   /** Base for relative values. */
   readonly cwd: string
@@ -33,6 +36,7 @@ export type AgentDirSource =
   | { readonly _tag: "Env"; readonly variable: AgentDirEnvVar }
   | { readonly _tag: "Default" }
 
+/** The agent dir, and which rule chose it. */
 export interface AgentDirResolution {
   /** Absolute and normalised. */
   readonly agentDir: string
@@ -60,6 +64,16 @@ export const atomicAgentDir = (homeDir: string, cwd: string): string => path.res
  * `PI_CODING_AGENT_DIR` (each trimmed; blank means unset; relative values are
  * resolved against `cwd`; `~` is not expanded, as in pi-intercom), else
  * `<homeDir>/.pi/agent`.
+ *
+ * @example
+ * ```ts
+ * import { resolveAgentDir } from "effect-intercom/config"
+ *
+ * resolveAgentDir({ env: { PI_CODING_AGENT_DIR: "agents/a" }, cwd: "/work", homeDir: "/home/me" })
+ * // { agentDir: "/work/agents/a", source: { _tag: "Env", variable: "PI_CODING_AGENT_DIR" } }
+ * resolveAgentDir({ dir: " ", env: {}, cwd: "/work", homeDir: "/home/me" })
+ * // { agentDir: "/home/me/.pi/agent", source: { _tag: "Default" } }
+ * ```
  */
 export const resolveAgentDir = (input: AgentDirInput): AgentDirResolution => {
   const override = nonBlank(input.dir)

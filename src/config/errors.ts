@@ -23,8 +23,13 @@ export interface InvalidField {
   readonly found: string
 }
 
+/** Why a `config.json` was rejected: it cannot be read, is not JSON, is not an object, or has wrong-typed keys. */
 export type ConfigFileProblem = "Unreadable" | "InvalidJson" | "NotAnObject" | "InvalidFields"
 
+/**
+ * A `config.json` was rejected as a whole (C-CFG-2): every setting takes its
+ * default. Not fatal — log its `message`, which names the file and each bad key.
+ */
 export class IntercomConfigFileError extends Data.TaggedError("IntercomConfigFileError")<{
   /** The file that was rejected. */
   readonly path: string
@@ -51,6 +56,10 @@ export class IntercomConfigFileError extends Data.TaggedError("IntercomConfigFil
   }
 }
 
+/**
+ * An environment variable that must be a positive integer holds something
+ * else (only `…_ASK_TIMEOUT_MS` is this strict). A startup error: refuse to start.
+ */
 export class IntercomEnvError extends Data.TaggedError("IntercomEnvError")<{
   /** The environment variable, e.g. `ATOMIC_INTERCOM_ASK_TIMEOUT_MS`. */
   readonly variable: string

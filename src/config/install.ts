@@ -8,8 +8,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
+/** The `name` in this package's package.json, which `packageInfo` looks for. */
 export const PACKAGE_NAME = "effect-intercom"
 
+/** Where this package is installed, and its version. */
 export interface PackageInfo {
   /** The dir holding this package's package.json. */
   readonly root: string

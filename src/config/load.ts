@@ -18,6 +18,7 @@ import {
 } from "./settings.ts"
 import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
+/** Overrides for `loadIntercomSettings`/`readIntercomSettings`; each defaults to this process's own. */
 export interface LoadIntercomSettingsOptions {
   /** An explicit agent dir (e.g. a `--dir` flag); beats the environment. */
   readonly dir?: string | undefined
@@ -88,7 +89,30 @@ export const logIntercomSettingsProblems = (resolution: IntercomSettingsResoluti
  * short fallback for a long agent dir, as the broker computes it). Warnings
  * and a rejected `config.json` are logged (defaults apply, C-CFG-2); an
  * invalid `…_ASK_TIMEOUT_MS` fails with `IntercomEnvError`, and an agent dir
- * with no usable socket path with `SocketPathError`: startup errors.
+ * with no usable socket path with `SocketPathError`: startup errors. Use it
+ * to build `IntercomClient` and `IntercomSession` options (see
+ * `IntercomClient` in `effect-intercom/client`).
+ *
+ * @example
+ * ```ts
+ * import { NodeServices } from "@effect/platform-node"
+ * import { Effect } from "effect"
+ * import { loadIntercomSettings } from "effect-intercom/config"
+ *
+ * const program = Effect.gen(function*() {
+ *   const settings = yield* loadIntercomSettings({ dir: process.argv[2] }) // e.g. a --dir flag
+ *   if (!settings.enabled) return // `"enabled": false`: never connect, never appear in `list`
+ *   yield* Effect.log(`broker socket: ${settings.paths.socketPath}`)
+ * }).pipe(
+ *   // Startup errors; a rejected config.json was logged, and defaults apply.
+ *   Effect.catchTags({
+ *     IntercomEnvError: (error) => Effect.logError(error.message), // e.g. a bad PI_INTERCOM_ASK_TIMEOUT_MS
+ *     SocketPathError: (error) => Effect.logError(error.message) // no usable socket path for this agent dir
+ *   })
+ * )
+ *
+ * program.pipe(Effect.provide(NodeServices.layer), Effect.runPromise)
+ * ```
  */
 export const loadIntercomSettings = Effect.fn("loadIntercomSettings")(function*(
   options: LoadIntercomSettingsOptions = {}

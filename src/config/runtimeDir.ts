@@ -64,11 +64,11 @@ export const prepareFallbackDir = (dir: string, uid: number): Effect.Effect<void
       if ((stat.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700)
       return undefined
     },
-    catch: (error) => new SocketPathError({ reason: "FallbackDirUnsafe", path: dir, detail: errorText(error) })
+    catch: (error) => new SocketPathError({ kind: "FallbackDirUnsafe", path: dir, detail: errorText(error) })
   }).pipe(
     Effect.flatMap((problem) =>
       problem === undefined
         ? Effect.void
-        : Effect.fail(new SocketPathError({ reason: "FallbackDirUnsafe", path: dir, detail: problem }))
+        : Effect.fail(new SocketPathError({ kind: "FallbackDirUnsafe", path: dir, detail: problem }))
     )
   )

@@ -10,12 +10,21 @@ const NonBlankString = Schema.String.check(Schema.isPattern(/\S/))
 /** A positive safe integer. */
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
+/** `inboundTrigger`: which inbound messages start a model turn — all, only replies, or none. */
 export const InboundTrigger = Schema.Literals(["always", "replies", "never"])
+/** A value of `inboundTrigger`. */
 export type InboundTrigger = typeof InboundTrigger.Type
 
+/** `toolVisibility`: when the host exposes the intercom tool: `always`, or lazily (`after-first-use`). */
 export const ToolVisibility = Schema.Literals(["always", "after-first-use"])
+/** A value of `toolVisibility`. */
 export type ToolVisibility = typeof ToolVisibility.Type
 
+/**
+ * `config.json` as a Schema: every known key, each optional. Decode with
+ * `parseConfigFile`, which also reports unknown keys and rejects the whole
+ * file on one wrong-typed key; docs/configuration.md describes each key.
+ */
 export const IntercomConfigFile = Schema.Struct({
   brokerCommand: Schema.optionalKey(NonBlankString),
   brokerArgs: Schema.optionalKey(Schema.Array(Schema.String)),
@@ -32,8 +41,10 @@ export const IntercomConfigFile = Schema.Struct({
   listTimeoutMs: Schema.optionalKey(PositiveInt),
   shortcut: Schema.optionalKey(Schema.String)
 })
+/** The accepted keys of a `config.json`. */
 export type IntercomConfigFile = typeof IntercomConfigFile.Type
 
+/** A key `config.json` understands. */
 export type ConfigKey = keyof typeof IntercomConfigFile.fields
 
 const POSITIVE_MS = "a positive integer (milliseconds)"
@@ -56,6 +67,7 @@ export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
   shortcut: "a string"
 }
 
+/** Whether `key` is one `config.json` understands (others are ignored with a warning). */
 export const isConfigKey = (key: string): key is ConfigKey => Object.hasOwn(CONFIG_KEY_EXPECTATIONS, key)
 
 /** Every key `config.json` understands, in documentation order. */

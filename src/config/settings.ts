@@ -38,8 +38,10 @@ import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
 /** `brokerCommand`/`brokerArgs` default pair: a sentinel, never run as written (C-CFG-3). */
 export const DEFAULT_BROKER_COMMAND = "npx"
+/** The sentinel `brokerArgs` that go with `DEFAULT_BROKER_COMMAND` (C-CFG-3). */
 export const DEFAULT_BROKER_ARGS: ReadonlyArray<string> = ["--no-install", "tsx"]
 
+/** The value of each setting when neither `config.json` nor the environment sets it. */
 export const INTERCOM_DEFAULTS = {
   confirmSend: false,
   enabled: true,
@@ -81,6 +83,7 @@ export type BrokerLaunch =
   | { readonly _tag: "Default" }
   | { readonly _tag: "Command"; readonly command: string; readonly args: ReadonlyArray<string> }
 
+/** How a client checks that its broker still answers (P96). */
 export interface LivenessSettings {
   /** How often a registered client probes the broker with a `list` (P96). */
   readonly intervalMs: number
@@ -88,9 +91,15 @@ export interface LivenessSettings {
   readonly timeoutMs: number
 }
 
+/**
+ * The effective settings of one session or client: defaults ← `config.json`
+ * ← environment. `loadIntercomSettings` gives them for this process; pass them
+ * on as `IntercomClient` and `IntercomSession` options.
+ */
 export interface IntercomSettings {
   /** Agent dir, intercom dir, config file, socket, pid file, spawn lock. */
   readonly paths: IntercomPaths
+  /** Which rule chose the agent dir: `--dir`, an environment variable, or the default. */
   readonly agentDirSource: AgentDirSource
   /**
    * The `config.json` that was found and read — `paths.configFile`, or the
@@ -130,12 +139,14 @@ export type ConfigFileRead =
   | { readonly _tag: "Text"; readonly text: string }
   | { readonly _tag: "Unreadable"; readonly reason: string }
 
+/** Constructors of `ConfigFileRead`, for a `readFile` passed to `resolveIntercomSettings`. */
 export const ConfigFileRead = {
   missing: { _tag: "Missing" } satisfies ConfigFileRead,
   text: (text: string): ConfigFileRead => ({ _tag: "Text", text }),
   unreadable: (reason: string): ConfigFileRead => ({ _tag: "Unreadable", reason })
 } as const
 
+/** What `parseConfigFile` made of one file: the accepted keys, warnings, or why the file was rejected. */
 export interface ParsedConfigFile {
   /** The accepted keys; `{}` when the file was rejected. */
   readonly config: IntercomConfigFile
@@ -276,6 +287,7 @@ const lenientPositiveInt = (
 // Resolution
 // ---------------------------------------------------------------------------
 
+/** The inputs of `resolveIntercomSettings`: everything it would otherwise take from the process. */
 export interface ResolveIntercomSettingsInput extends AgentDirInput {
   /** Reads one candidate config file; must answer `Missing` for a file that does not exist. */
   readonly readFile: (path: string) => ConfigFileRead
@@ -286,6 +298,7 @@ export interface ResolveIntercomSettingsInput extends AgentDirInput {
   readonly socketPlacement?: SocketPlacement | undefined
 }
 
+/** The settings, and what is worth telling the user about how they were found. */
 export interface IntercomSettingsResolution {
   readonly settings: IntercomSettings
   /** Things worth a log line that change nothing: unknown keys, ignored liveness values. */
@@ -335,7 +348,27 @@ const findConfig = (
 
 /**
  * Defaults ← `config.json` ← environment. Never throws: a rejected file and a
- * bad environment variable come back in `errors`.
+ * bad environment variable come back in `errors`. Pure: use it to test the
+ * rules, or where the environment and files are not this process's.
+ *
+ * @example
+ * ```ts
+ * import { ConfigFileRead, resolveIntercomSettings } from "effect-intercom/config"
+ *
+ * const { settings, warnings, errors } = resolveIntercomSettings({
+ *   env: { PI_INTERCOM_ASK_TIMEOUT_MS: "120000" },
+ *   cwd: "/work",
+ *   homeDir: "/home/me",
+ *   readFile: (path) =>
+ *     path === "/home/me/.pi/agent/intercom/config.json"
+ *       ? ConfigFileRead.text(`{ "confirmSend": true, "colour": "blue" }`)
+ *       : ConfigFileRead.missing
+ * })
+ * // settings.askTimeoutMs: 120000; settings.confirmSend: true
+ * // settings.paths.socketPath: "/home/me/.pi/agent/intercom/broker.sock"
+ * // warnings: ['Intercom config /home/me/.pi/agent/intercom/config.json: ignoring unknown key "colour".']
+ * // errors: []
+ * ```
  */
 export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): IntercomSettingsResolution => {
   const { env } = input

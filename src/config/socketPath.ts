@@ -33,6 +33,7 @@ export interface SocketPlacement {
   readonly maxSocketBytes: number
 }
 
+/** Where one agent dir's broker socket is, as `socketLocation` decides. */
 export interface SocketLocation {
   /** Where the broker listens and clients dial: `defaultSocketPath`, or the short fallback. */
   readonly socketPath: string
@@ -42,13 +43,24 @@ export interface SocketLocation {
   readonly fallbackDir: string | undefined
 }
 
+/**
+ * No usable broker socket path for an agent dir: a startup error, whose
+ * `message` says what to change.
+ */
 export class SocketPathError extends Data.TaggedError("SocketPathError")<{
-  readonly reason: "TooLong" | "FallbackDirUnsafe"
+  /**
+   * `TooLong`: neither the default socket path nor the short fallback fits in
+   * a Unix socket address. `FallbackDirUnsafe`: the fallback's private dir
+   * cannot be created, or is a symlink, not a directory, or another user's.
+   */
+  readonly kind: "TooLong" | "FallbackDirUnsafe"
+  /** The default socket path (`TooLong`) or the fallback dir (`FallbackDirUnsafe`). */
   readonly path: string
+  /** The measured length and limit, or what is wrong with the dir. */
   readonly detail: string
 }> {
   override get message(): string {
-    switch (this.reason) {
+    switch (this.kind) {
       case "TooLong":
         return `The broker socket path ${this.path} is too long for a Unix socket (${this.detail}), and so is the short fallback under the runtime dir. Use a shorter agent dir (--dir or PI_CODING_AGENT_DIR), or set XDG_RUNTIME_DIR or TMPDIR to a short directory.`
       case "FallbackDirUnsafe":
@@ -76,7 +88,7 @@ export const socketLocation = (
   const socketPath = path.join(fallbackDir, `${agentDirHash(agentDir)}.sock`)
   if (!fits(socketPath, placement.maxSocketBytes)) {
     return new SocketPathError({
-      reason: "TooLong",
+      kind: "TooLong",
       path: defaultSocketPath,
       detail: `${Buffer.byteLength(defaultSocketPath, "utf8")} bytes, the limit is ${placement.maxSocketBytes}`
     })

@@ -6,11 +6,18 @@
 import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
 
+/**
+ * A frame that could not be decoded: not JSON, not an object with a string
+ * `type`, or a field of the wrong shape. Decoders return it as a value (test
+ * with `isFrameDecodeError`); its `message` names the frame type and field,
+ * e.g. `Invalid "delivered" frame at field "messageId": Missing key`.
+ */
 export class FrameDecodeError extends Data.TaggedError("FrameDecodeError")<{
   /** The frame's `type`, or `"(unknown)"` when it has none. */
   readonly frameType: string
   /** Dotted path of the offending field, or `""` for the frame as a whole. */
   readonly field: string
+  /** What is wrong there, e.g. `Expected string` or `payload is not valid JSON`. */
   readonly detail: string
 }> {
   override get message(): string {
@@ -58,9 +65,24 @@ export const parseFrameText = (text: string): { readonly type: string; readonly 
   return value as { readonly type: string }
 }
 
+/** Whether a decoder's result is a `FrameDecodeError` rather than a frame. */
 export const isFrameDecodeError = (u: unknown): u is FrameDecodeError => u instanceof FrameDecodeError
 
-/** Decoders for each client frame, keyed by `type`. */
+/**
+ * Decoders for each client frame, keyed by `type` (broker side). Parse the
+ * text first with `parseFrameText`, then pick the decoder by its `type`.
+ *
+ * @example
+ * ```ts
+ * import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "effect-intercom/protocol"
+ *
+ * const parsed = parseFrameText(`{"type":"list","requestId":7}`)
+ * if (!isFrameDecodeError(parsed) && parsed.type === "list") {
+ *   const list = decodeClientFrame.list(parsed)
+ *   // list.message: `Invalid "list" frame at field "requestId": Expected string`
+ * }
+ * ```
+ */
 export const decodeClientFrame = {
   register: compileDecoder("register", Frames.RegisterFrame),
   unregister: compileDecoder("unregister", Frames.UnregisterFrame),
@@ -79,7 +101,20 @@ export const decodeMessage = compileDecoder("send", Frames.Message)
 /** Decodes any broker frame (client side). */
 export const decodeBrokerFrame = compileDecoder("broker frame", Frames.BrokerFrame)
 
-/** Decodes the text of a broker frame (client side). */
+/**
+ * Decodes the text of a broker frame (client side): one payload from a
+ * `FrameDecoder`, or a `Connection`'s `read`. A failure names the frame's own
+ * `type`, not the union's.
+ *
+ * @example
+ * ```ts
+ * import { decodeBrokerFrameText, isFrameDecodeError } from "effect-intercom/protocol"
+ *
+ * const frame = decodeBrokerFrameText(`{"type":"session_left","sessionId":"3f2a"}`)
+ * if (isFrameDecodeError(frame)) console.error(frame.message)
+ * else if (frame.type === "session_left") console.log(`left: ${frame.sessionId}`)
+ * ```
+ */
 export const decodeBrokerFrameText = (text: string): Frames.BrokerFrame | FrameDecodeError => {
   const parsed = parseFrameText(text)
   if (isFrameDecodeError(parsed)) return parsed

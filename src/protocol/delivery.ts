@@ -3,6 +3,10 @@
  * are part of the wire contract: clients match on them, so keep them verbatim.
  */
 
+/**
+ * The `code` of a `delivery_failed` frame (P45), by name. The client turns
+ * each into its own error class (`deliveryError` in `effect-intercom/client`).
+ */
 export const DeliveryCode = {
   InvalidMessage: "E_INVALID_MESSAGE",
   SenderNotFound: "E_SENDER_NOT_FOUND",
@@ -25,8 +29,13 @@ export const DeliveryCode = {
   /** Our addition: the forwarded `message` frame would exceed the 1 MiB frame limit. */
   MessageTooLarge: "E_MESSAGE_TOO_LARGE"
 } as const
+/** One of the `E_…` delivery codes. */
 export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
 
+/**
+ * The broker's `reason` text for each refusal (P45), verbatim: clients match
+ * on the base-protocol ones, so they must not change.
+ */
 export const Reason = {
   invalidMessage: "Invalid message format",
   senderNotFound: "Sender session not found",

@@ -29,7 +29,19 @@ export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 /** Extensions a client may request. */
 export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1]
 
-/** The features to grant: base ones plus the requested extensions this broker knows. */
+/**
+ * The features a broker grants in `registered`: the base ones, plus those of
+ * the requested extensions it knows (unknown names are ignored, duplicates
+ * dropped). A client that asked for nothing gets exactly the base features.
+ *
+ * @example
+ * ```ts
+ * import { negotiateFeatures } from "effect-intercom/protocol"
+ *
+ * negotiateFeatures(undefined) // ["exact-send-v1"]
+ * negotiateFeatures(["list-page-v1", "made-up-v9"]) // ["exact-send-v1", "list-page-v1"]
+ * ```
+ */
 export const negotiateFeatures = (requested: ReadonlyArray<string> | undefined): ReadonlyArray<string> => {
   if (requested === undefined || requested.length === 0) return BASE_FEATURES
   const granted = requested.filter((feature) => EXTENSION_FEATURES.includes(feature))

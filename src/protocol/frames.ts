@@ -11,10 +11,12 @@ import { Schema } from "effect"
 // Shared shapes
 // ---------------------------------------------------------------------------
 
+/** One entry of `register.session.extensions` (P11): an extension-bus namespace and whether this session may own it. */
 export const ExtensionCapability = Schema.Struct({
   namespace: Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9._/-]{0,63}$/)),
   ownerEligible: Schema.Boolean
 })
+/** An extension capability (P11), as decoded. */
 export type ExtensionCapability = typeof ExtensionCapability.Type
 
 /** What a client declares about itself in `register` (P11). */
@@ -30,6 +32,7 @@ export const SessionRegistration = Schema.Struct({
   tmuxPane: Schema.optionalKey(Schema.String),
   extensions: Schema.optionalKey(Schema.Array(ExtensionCapability).check(Schema.isMaxLength(32)))
 })
+/** A session registration (P11), as decoded. */
 export type SessionRegistration = typeof SessionRegistration.Type
 
 /** What the broker says about a session (P14); built by the broker, never taken from a client. */
@@ -51,14 +54,17 @@ export const SessionInfo = Schema.Struct({
   contextTokens: Schema.optionalKey(Schema.Finite),
   contextWindow: Schema.optionalKey(Schema.Finite)
 })
+/** A session as the broker describes it (P14). */
 export type SessionInfo = typeof SessionInfo.Type
 
+/** One attachment of a message's `content` (P40): a file, snippet or context, with its name and text. */
 export const Attachment = Schema.Struct({
   type: Schema.Literals(["file", "snippet", "context"]),
   name: Schema.String,
   content: Schema.String,
   language: Schema.optionalKey(Schema.String)
 })
+/** A message attachment (P40), as decoded. */
 export type Attachment = typeof Attachment.Type
 
 /** A message as authored by a client (P40); the broker adds its timestamps. */
@@ -79,8 +85,10 @@ export const Message = Schema.Struct({
   replyTo: Schema.optionalKey(Schema.String),
   expectsReply: Schema.optionalKey(Schema.Boolean)
 })
+/** A message (P40), as decoded. */
 export type Message = typeof Message.Type
 
+/** The `status` of a `message_receipt` (P70): what happened to a message at its receiver. */
 export const ReceiptStatus = Schema.Literals([
   "receiver_received",
   "queued",
@@ -91,16 +99,20 @@ export const ReceiptStatus = Schema.Literals([
   "superseded",
   "cancellation_requested"
 ])
+/** A receipt status (P70). */
 export type ReceiptStatus = typeof ReceiptStatus.Type
 
+/** The `receipt` of a `message_receipt` frame, either way (P70). */
 export const MessageReceipt = Schema.Struct({
   messageId: Schema.String,
   status: ReceiptStatus,
   timestamp: Schema.Finite,
   detail: Schema.optionalKey(Schema.String)
 })
+/** A message receipt (P70), as decoded. */
 export type MessageReceipt = typeof MessageReceipt.Type
 
+/** The `control` of a `message_control` frame (P73): the sender cancelled or superseded a message. */
 export const MessageControl = Schema.Struct({
   messageId: Schema.String,
   action: Schema.Literals(["cancel", "supersede"]),
@@ -108,9 +120,12 @@ export const MessageControl = Schema.Struct({
   supersededBy: Schema.optionalKey(Schema.String),
   detail: Schema.optionalKey(Schema.String)
 })
+/** A message control (P73), as decoded. */
 export type MessageControl = typeof MessageControl.Type
 
+/** The `delivery` values of `delivered` and `delivery_failed` (P41, P45); the broker never sends `unknown`. */
 export const DeliveryState = Schema.Literals(["socket_delivered", "queued", "failed", "unknown"])
+/** A delivery state (P41, P45). */
 export type DeliveryState = typeof DeliveryState.Type
 
 /** A context-usage field in `presence`: a number sets it, `null` clears it, absent leaves it (P32). */
@@ -120,6 +135,7 @@ const ContextField = Schema.optionalKey(Schema.NullOr(Schema.Finite))
 // Client → broker
 // ---------------------------------------------------------------------------
 
+/** `register` (P11), client → broker: the first frame of a session, with its registration and requested features. */
 export const RegisterFrame = Schema.Struct({
   type: Schema.tag("register"),
   session: SessionRegistration,
@@ -129,18 +145,24 @@ export const RegisterFrame = Schema.Struct({
   /** Extension: features the client asks for (see `features.ts`). Base clients omit it. */
   features: Schema.optionalKey(Schema.Array(Schema.String).check(Schema.isMaxLength(64)))
 })
+/** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type
 
+/** `unregister` (P19), client → broker: leave, keeping the connection open unregistered. */
 export const UnregisterFrame = Schema.Struct({ type: Schema.tag("unregister") })
+/** An `unregister` frame (P19), as decoded. */
 export type UnregisterFrame = typeof UnregisterFrame.Type
 
+/** `health` (P20), client → broker: allowed before registration; answered with `health_ok`. */
 export const HealthFrame = Schema.Struct({
   type: Schema.tag("health"),
   requestId: Schema.String,
   stateId: Schema.optionalKey(Schema.String)
 })
+/** A `health` frame (P20), as decoded. */
 export type HealthFrame = typeof HealthFrame.Type
 
+/** `list` (P31), client → broker: asks for the live sessions of the scope; answered with `sessions`. */
 export const ListFrame = Schema.Struct({
   type: Schema.tag("list"),
   requestId: Schema.String,
@@ -149,8 +171,10 @@ export const ListFrame = Schema.Struct({
   /** Extension `list-page-v1`: at most this many sessions in the page. */
   limit: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
 })
+/** A `list` frame (P31), as decoded. */
 export type ListFrame = typeof ListFrame.Type
 
+/** `presence` (P32), client → broker: changes this session's name, status, model or context usage. */
 export const PresenceFrame = Schema.Struct({
   type: Schema.tag("presence"),
   name: Schema.optionalKey(Schema.String),
@@ -161,11 +185,13 @@ export const PresenceFrame = Schema.Struct({
   contextTokens: ContextField,
   contextWindow: ContextField
 })
+/** A `presence` frame (P32), as decoded. */
 export type PresenceFrame = typeof PresenceFrame.Type
 
 /**
- * `send` as a fully valid frame. The broker decodes sends in two steps (see
- * `decodeSend`) because an invalid send is answered, not fatal (P48).
+ * `send` (P40), client → broker, as a fully valid frame. The broker decodes
+ * sends in two steps (`decodeMessage`, then the fields, in broker/Send.ts)
+ * because an invalid send is answered, not fatal (P48).
  */
 export const SendFrame = Schema.Struct({
   type: Schema.tag("send"),
@@ -176,17 +202,25 @@ export const SendFrame = Schema.Struct({
   /** Extension `ask-timeout-v1`: how long the asker waits for the reply to this ask. */
   askTimeoutMs: Schema.optionalKey(Schema.Finite)
 })
+/** A `send` frame (P40), as decoded. */
 export type SendFrame = typeof SendFrame.Type
 
+/** `cancel_ask` (P64), client → broker: the asker drops its open ask. */
 export const CancelAskFrame = Schema.Struct({ type: Schema.tag("cancel_ask"), messageId: Schema.String })
+/** A `cancel_ask` frame (P64), as decoded. */
 export type CancelAskFrame = typeof CancelAskFrame.Type
 
+/** `cancel_message` (P71), client → broker: withdraw a queued message or cancel a delivered one. */
 export const CancelMessageFrame = Schema.Struct({ type: Schema.tag("cancel_message"), messageId: Schema.String })
+/** A `cancel_message` frame (P71), as decoded. */
 export type CancelMessageFrame = typeof CancelMessageFrame.Type
 
+/** `message_receipt` (P70), client → broker: a receiver's receipt for a message, forwarded to its sender. */
 export const ReceiptFrame = Schema.Struct({ type: Schema.tag("message_receipt"), receipt: MessageReceipt })
+/** A client's `message_receipt` frame (P70), as decoded. */
 export type ReceiptFrame = typeof ReceiptFrame.Type
 
+/** Every client → broker frame, tagged by `type`. */
 export const ClientFrame = Schema.Union([
   RegisterFrame,
   UnregisterFrame,
@@ -198,30 +232,38 @@ export const ClientFrame = Schema.Union([
   CancelMessageFrame,
   ReceiptFrame
 ]).pipe(Schema.toTaggedUnion("type"))
+/** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
 
 // ---------------------------------------------------------------------------
 // Broker → client
 // ---------------------------------------------------------------------------
 
+/** `registered` (P12), broker → client: the first frame after a successful `register`, with the granted features. */
 export const RegisteredFrame = Schema.Struct({
   type: Schema.tag("registered"),
   sessionId: Schema.String,
   features: Schema.optionalKey(Schema.Array(Schema.String))
 })
+/** A `registered` frame (P12), as decoded. */
 export type RegisteredFrame = typeof RegisteredFrame.Type
 
+/** `error` (P05, P18), broker → client: a refusal before the connection closes; ours sends only P18's session cap. */
 export const ErrorFrame = Schema.Struct({ type: Schema.tag("error"), error: Schema.String })
+/** An `error` frame, as decoded. */
 export type ErrorFrame = typeof ErrorFrame.Type
 
+/** `health_ok` (P20), broker → client: the answer to `health`, naming protocol `pi-intercom` version 1. */
 export const HealthOkFrame = Schema.Struct({
   type: Schema.tag("health_ok"),
   requestId: Schema.String,
   protocol: Schema.Literal("pi-intercom"),
   version: Schema.Literal(1)
 })
+/** A `health_ok` frame (P20), as decoded. */
 export type HealthOkFrame = typeof HealthOkFrame.Type
 
+/** `sessions` (P31), broker → client: the answer to `list`, in registration order, the requester included. */
 export const SessionsFrame = Schema.Struct({
   type: Schema.tag("sessions"),
   requestId: Schema.String,
@@ -231,17 +273,25 @@ export const SessionsFrame = Schema.Struct({
   /** Extension `list-page-v1`: present while sessions remain; pass it back as `cursor`. */
   nextCursor: Schema.optionalKey(Schema.String)
 })
+/** A `sessions` frame (P31), as decoded. */
 export type SessionsFrame = typeof SessionsFrame.Type
 
+/** `session_joined` (P30), broker → client: another session of the scope registered. */
 export const SessionJoinedFrame = Schema.Struct({ type: Schema.tag("session_joined"), session: SessionInfo })
+/** A `session_joined` frame (P30), as decoded. */
 export type SessionJoinedFrame = typeof SessionJoinedFrame.Type
 
+/** `session_left` (P33), broker → client: another session of the scope left. */
 export const SessionLeftFrame = Schema.Struct({ type: Schema.tag("session_left"), sessionId: Schema.String })
+/** A `session_left` frame (P33), as decoded. */
 export type SessionLeftFrame = typeof SessionLeftFrame.Type
 
+/** `presence_update` (P32), broker → client: another session of the scope changed its presence. */
 export const PresenceUpdateFrame = Schema.Struct({ type: Schema.tag("presence_update"), session: SessionInfo })
+/** A `presence_update` frame (P32), as decoded. */
 export type PresenceUpdateFrame = typeof PresenceUpdateFrame.Type
 
+/** `message` (P50), broker → receiver: a message with its sender's SessionInfo and the broker's timestamps. */
 export const MessageFrame = Schema.Struct({
   type: Schema.tag("message"),
   from: SessionInfo,
@@ -249,8 +299,10 @@ export const MessageFrame = Schema.Struct({
   /** Extension `ask-timeout-v1`: for an ask, how long its asker waits, from `message.brokerReceivedAt`. */
   askTimeoutMs: Schema.optionalKey(Schema.Finite)
 })
+/** A `message` frame (P50), as decoded. */
 export type MessageFrame = typeof MessageFrame.Type
 
+/** `delivered` (P41), broker → sender: the broker accepted a send (written to the receiver, or queued) or a cancel (P71). */
 export const DeliveredFrame = Schema.Struct({
   type: Schema.tag("delivered"),
   messageId: Schema.String,
@@ -258,8 +310,10 @@ export const DeliveredFrame = Schema.Struct({
   retryable: Schema.optionalKey(Schema.Boolean),
   outcomeKnown: Schema.optionalKey(Schema.Boolean)
 })
+/** A `delivered` frame (P41), as decoded. */
 export type DeliveredFrame = typeof DeliveredFrame.Type
 
+/** `delivery_failed` (P45), broker → sender: a send or cancel was refused, with its `E_…` code and reason. */
 export const DeliveryFailedFrame = Schema.Struct({
   type: Schema.tag("delivery_failed"),
   messageId: Schema.String,
@@ -269,22 +323,28 @@ export const DeliveryFailedFrame = Schema.Struct({
   retryable: Schema.optionalKey(Schema.Boolean),
   outcomeKnown: Schema.optionalKey(Schema.Boolean)
 })
+/** A `delivery_failed` frame (P45), as decoded. */
 export type DeliveryFailedFrame = typeof DeliveryFailedFrame.Type
 
+/** `message_receipt` (P70), broker → sender: a receipt from the receiver of one of its messages. */
 export const ReceiptForwardFrame = Schema.Struct({
   type: Schema.tag("message_receipt"),
   from: SessionInfo,
   receipt: MessageReceipt
 })
+/** A broker's `message_receipt` frame (P70), as decoded. */
 export type ReceiptForwardFrame = typeof ReceiptForwardFrame.Type
 
+/** `message_control` (P73), broker → receiver: the sender cancelled or superseded a message it had delivered. */
 export const MessageControlFrame = Schema.Struct({
   type: Schema.tag("message_control"),
   from: SessionInfo,
   control: MessageControl
 })
+/** A `message_control` frame (P73), as decoded. */
 export type MessageControlFrame = typeof MessageControlFrame.Type
 
+/** Every broker → client frame, tagged by `type` (the client's decoder: `decodeBrokerFrameText`). */
 export const BrokerFrame = Schema.Union([
   RegisteredFrame,
   ErrorFrame,
@@ -299,4 +359,5 @@ export const BrokerFrame = Schema.Union([
   ReceiptForwardFrame,
   MessageControlFrame
 ]).pipe(Schema.toTaggedUnion("type"))
+/** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

@@ -7,6 +7,10 @@
 import { Data, Stream } from "effect"
 import { MAX_FRAME_BYTES } from "./constants.ts"
 
+/**
+ * A length prefix over the frame limit (P02). The reader stops there: the
+ * connection is closed without an error frame, as pi-intercom does.
+ */
 export class FrameTooLarge extends Data.TaggedError("FrameTooLarge")<{
   readonly size: number
   readonly limit: number
@@ -21,7 +25,24 @@ const HEADER_BYTES = 4
 /**
  * Splits a byte stream into frame payloads decoded as UTF-8 text. The length is
  * checked as soon as the header is complete, so an oversize payload is never
- * buffered. Chunks may split or coalesce frames arbitrarily.
+ * buffered. Chunks may split or coalesce frames arbitrarily. Use one decoder
+ * per connection, synchronously; `decodeFrames` is the same as a Stream.
+ *
+ * @example
+ * ```ts
+ * import { encodeFrames, FrameDecoder } from "effect-intercom/protocol"
+ *
+ * const bytes = encodeFrames([
+ *   JSON.stringify({ type: "health", requestId: "r1" }),
+ *   JSON.stringify({ type: "list", requestId: "r2" })
+ * ])
+ * const decoder = new FrameDecoder()
+ * const frames: Array<string> = []
+ * decoder.push(bytes.subarray(0, 7), frames) // undefined; frames: [] (the first frame is incomplete)
+ * decoder.push(bytes.subarray(7), frames) // undefined; frames: ['{"type":"health",…}', '{"type":"list",…}']
+ *
+ * new FrameDecoder(16).push(encodeFrames(["x".repeat(17)]), []) // FrameTooLarge { size: 17, limit: 16 }
+ * ```
  */
 export class FrameDecoder {
   private readonly header = Buffer.alloc(HEADER_BYTES)
@@ -94,7 +115,11 @@ export class FrameDecoder {
   }
 }
 
-/** Frames texts into one buffer ready for a single socket write. */
+/**
+ * Frames texts into one buffer ready for a single socket write: each is a
+ * 4-byte big-endian UTF-8 length, then the text (P01). It does not check the
+ * limit; see `frameBytes`. For an example, see `FrameDecoder`.
+ */
 export const encodeFrames = (frames: ReadonlyArray<string>): Buffer => {
   let total = 0
   const lengths = new Array<number>(frames.length)

@@ -115,7 +115,7 @@ export const runInbound = (
           admission.commit(from.id, message.id, now)
           return yield* receipt(message.id, "acknowledged", "matched reply waiter")
         }
-        const context: InboundContext = { from, message, receivedAt: now }
+        const context: InboundContext = { from, message, receivedAt: now, askTimeoutMs: inbound.askTimeoutMs }
         // Pending at once (C-RPL-1), and for as long as the hand-off is retried.
         tracker.record(context)
         admission.hold(from.id, message.id)

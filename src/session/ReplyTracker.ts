@@ -20,6 +20,12 @@ export interface InboundContext {
   readonly from: SessionInfo
   readonly message: Message
   readonly receivedAt: number
+  /**
+   * For an ask: how long its asker waits (the broker's `askTimeoutMs`,
+   * `ask-timeout-v1`). It stays pending that long; without it, the session's
+   * own ask timeout applies.
+   */
+  readonly askTimeoutMs?: number | undefined
 }
 
 /**
@@ -71,7 +77,8 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
 }
 
 /**
- * An empty tracker; received asks older than `askTimeoutMs` are no longer pending (C-RPL-6).
+ * An empty tracker; received asks older than their asker's announced timeout,
+ * else `askTimeoutMs`, are no longer pending (C-RPL-6).
  *
  * @category constructors
  * @since 0.1.0
@@ -86,7 +93,7 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
 
   const prune = (now: number): void => {
     for (const [id, context] of asks) {
-      if (now - context.receivedAt > askTimeoutMs) asks.delete(id)
+      if (now - context.receivedAt > (context.askTimeoutMs ?? askTimeoutMs)) asks.delete(id)
     }
   }
 

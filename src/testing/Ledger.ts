@@ -18,7 +18,7 @@ import { setRescue } from "./ledger/order.ts"
 import { type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
 import { alias, check, note, violate } from "./ledger/trace.ts"
 import type { AskOutcome, AskTally, LedgerOptions, MessageTally, SessionMeta, Side, Violation, ViolationKind } from "./ledger/types.ts"
-import { brokerRead, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
+import { brokerRead, brokerUnwrote, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"
@@ -151,6 +151,14 @@ export class Ledger {
   /** The broker wrote frames toward a client. */
   brokerWrote(linkId: number, frames: ReadonlyArray<string>): void {
     brokerWrote(this.state, linkId, frames)
+  }
+
+  /**
+   * Frames a side began to write but never handed over (its write was
+   * interrupted or failed first): they were never on the wire.
+   */
+  unwritten(linkId: number, from: Side, frames: ReadonlyArray<string>): void {
+    if (from === "broker") brokerUnwrote(this.state, linkId, frames)
   }
 
   /** Frames lost with a dropped connection, before the side they travelled toward read them. */

@@ -10,8 +10,11 @@
  *   once the in-memory buffer is full (backpressure, a slow consumer).
  * - `delay(side, ms)` makes each write from that side take `ms` first.
  *
- * "In flight" is exact: a frame is in flight from the moment its writer hands
- * it to the wrapper until the wrapper returns it to the reader.
+ * "In flight" is exact: a frame is in flight from the moment the transport
+ * takes it (frame by frame, so a write that meets a full buffer is partly
+ * flushed) until the wrapper returns it to the reader. Frames of a write that
+ * never got them across were never written: the ledger forgets them, and their
+ * writer must take them back (the broker requeues them).
  */
 import { Effect, Latch } from "effect"
 import { type Connection, ConnectionClosed } from "../transport/Connection.ts"
@@ -154,35 +157,46 @@ export class SimLink {
         })
       )
     )
+    /** The frames of this side's write that has not completed, and how many have been transferred. */
+    let pending: { written: number } | undefined
     const writeAll: Connection["writeAll"] = (frames) =>
       Effect.suspend(() => {
         if (this.severedSide === side) return Effect.fail(dead())
         const sent = outputFault === undefined ? frames : outputFault(this.id, frames)
-        if (side === "client") this.ledger.clientWrote(this.id, sent)
-        else this.ledger.brokerWrote(this.id, sent)
         if (sent.length === 0) return Effect.void
-        // Handed to the transport: in flight from here, even while a slow write is pending.
+        const progress = { written: 0 }
+        pending = progress
         const queue = this.inFlight[toward]
-        queue.push(...sent)
-        const lose = () => {
-          const lost = sent.filter((frame) => queue.includes(frame))
-          removeDelivered(queue, lost)
-          this.ledger.discarded(this.id, toward, lost)
-          this.markClosed()
-        }
+        // Frame by frame, as the transport takes them: a frame is in flight (and written, for
+        // the ledger) from the moment it is handed over; frames a dying write never handed over
+        // were never written — their owner must take them back.
+        const transferOne = (frame: string) =>
+          Effect.suspend(() => {
+            if (this.severedSide !== undefined) return Effect.fail(dead())
+            queue.push(frame)
+            if (side === "client") this.ledger.clientWrote(this.id, [frame])
+            else this.ledger.brokerWrote(this.id, [frame])
+            const withdraw = Effect.sync(() => {
+              removeDelivered(queue, queue.includes(frame) ? [frame] : [])
+              this.ledger.unwritten(this.id, side, [frame])
+            })
+            return endpoint.writeAll([frame]).pipe(
+              Effect.tap(() => Effect.sync(() => progress.written++)),
+              Effect.onError(() => withdraw),
+              Effect.tapError(() => Effect.sync(() => this.markClosed()))
+            )
+          })
         const delay = this.delays[side]
-        const transfer = Effect.suspend(() =>
-          // A drop during the delay already discarded these frames.
-          this.severedSide !== undefined ? Effect.fail(dead()) : endpoint.writeAll(sent)
-        ).pipe(Effect.tapError(() => Effect.sync(lose)))
-        // An interrupted writer never wrote (as `ClientConnection` assumes): withdrawn, not lost.
-        const withdraw = () => removeDelivered(queue, sent.filter((frame) => queue.includes(frame)))
-        if (delay <= 0) return transfer.pipe(Effect.onInterrupt(() => Effect.sync(withdraw)))
+        const transfer = Effect.forEach(sent, transferOne, { discard: true }).pipe(
+          Effect.tap(() => Effect.sync(() => {
+            if (pending === progress) pending = undefined
+          }))
+        )
+        if (delay <= 0) return transfer
         this.delayedWrites++
         return Effect.sleep(delay).pipe(
           Effect.ensuring(Effect.sync(() => this.delayedWrites--)),
-          Effect.andThen(transfer),
-          Effect.onInterrupt(() => Effect.sync(withdraw))
+          Effect.andThen(transfer)
         )
       })
     return {
@@ -190,6 +204,7 @@ export class SimLink {
       trustedLocal: endpoint.trustedLocal,
       read,
       writeAll,
+      unfinishedWrite: () => pending?.written,
       end: endpoint.end,
       destroy: Effect.andThen(
         endpoint.destroy,

@@ -17,8 +17,15 @@ export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
   }
 }
 
+/** Why `read` failed: the connection ended, or the peer sent a frame over the limit (P02). */
 export type ConnectionError = ConnectionClosed | FrameTooLarge
 
+/**
+ * One connection, whatever the transport: whole frame texts in and out, and
+ * two ways to close. `serveUnix`/`dialUnix` and the in-memory network hand
+ * them out, each living in a Scope whose closing destroys it. Only one
+ * fiber may wait in `read` at a time.
+ */
 export interface Connection {
   /** Process-unique number, for logs. */
   readonly id: number
@@ -29,8 +36,19 @@ export interface Connection {
    * Reading is paused between calls, so a slow caller backpressures the peer.
    */
   readonly read: Effect.Effect<ReadonlyArray<string>, ConnectionError>
-  /** Writes frames in order, batched into as few transport writes as possible. */
+  /**
+   * Writes frames in order, batched into as few transport writes as possible,
+   * and completes once every frame is handed over (for a socket: accepted by
+   * the kernel). One write at a time: the caller waits before the next.
+   */
   readonly writeAll: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed>
+  /**
+   * How many leading frames of the last `writeAll` that did not complete
+   * (interrupted, failed, or still waiting for room) were fully handed over;
+   * `undefined` when every write completed. The frames after them never reach
+   * the peer, so their owner can take them back. Ask before `destroy`.
+   */
+  readonly unfinishedWrite: () => number | undefined
   /** Flushes what was written, then ends the connection (half-close, then close). */
   readonly end: Effect.Effect<void>
   /** Drops the connection at once, discarding unwritten data. */

@@ -9,9 +9,11 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { FrameTooLarge, frameBytes } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed } from "./Connection.ts"
 
+/** Options of `makeInMemoryPair` (and of `makeInMemoryNetwork`'s connections). */
 export interface InMemoryPairOptions {
   /** Frames each direction buffers before a writer waits. Default 256. */
   readonly capacity?: number
+  /** The largest frame a reader accepts; a larger one fails its `read` with `FrameTooLarge`. Default 1 MiB. */
   readonly maxFrameBytes?: number
   /** Connection ids for logs; defaults count from 1 per pair. */
   readonly ids?: readonly [number, number]
@@ -37,17 +39,33 @@ const endpoint = (
       return Effect.succeed(frames)
     })
   )
+  /** The write that has not completed, and how many of its frames are in the peer's buffer. */
+  let pending: { written: number } | undefined
+  const peerGone = () => new ConnectionClosed({ clean: false, cause: "peer gone" })
+  // Frame by frame, as a socket takes bytes: a write that meets a full buffer is partly
+  // flushed, and `unfinishedWrite` tells how far it got (what a dying writer must take back).
   const writeAll: Connection["writeAll"] = (frames) =>
-    frames.length === 0 ? Effect.void : Queue.offerAll(outbound, frames).pipe(
-      Effect.flatMap((rejected) =>
-        rejected.length === 0 ? Effect.void : Effect.fail(new ConnectionClosed({ clean: false, cause: "peer gone" }))
-      )
-    )
+    Effect.suspend(() => {
+      const progress = { written: 0 }
+      while (progress.written < frames.length && Queue.offerUnsafe(outbound, frames[progress.written]!)) {
+        progress.written++
+      }
+      if (progress.written === frames.length) return Effect.void
+      pending = progress
+      return Effect.gen(function*() {
+        while (progress.written < frames.length) {
+          if (!(yield* Queue.offer(outbound, frames[progress.written]!))) return yield* Effect.fail(peerGone())
+          progress.written++
+        }
+        if (pending === progress) pending = undefined
+      })
+    })
   return {
     id,
     trustedLocal: true,
     read,
     writeAll,
+    unfinishedWrite: () => pending?.written,
     end: Effect.asVoid(Queue.end(outbound)),
     // As a socket: what this side wrote stays readable by the peer, then the peer
     // sees the end; what this side had not read is dropped, and a peer write still

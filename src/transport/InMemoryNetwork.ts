@@ -34,6 +34,7 @@ export interface InMemoryLink {
   readonly server: Connection
 }
 
+/** Options of `makeInMemoryNetwork`: queue sizes for every connection, and an optional rewiring hook. */
 export interface InMemoryNetworkOptions extends Pick<InMemoryPairOptions, "capacity" | "maxFrameBytes"> {
   /**
    * Replaces a new connection's endpoints before they are used, e.g. with
@@ -42,8 +43,10 @@ export interface InMemoryNetworkOptions extends Pick<InMemoryPairOptions, "capac
   readonly link?: (link: InMemoryLink) => { readonly client: Connection; readonly server: Connection }
 }
 
+/** What a listener runs for each accepted connection, in that connection's own Scope (a broker's `accept`). */
 export type Accept = (connection: Connection) => Effect.Effect<void, never, Scope.Scope>
 
+/** A network made by `makeInMemoryNetwork`: listen on an address, dial it. */
 export interface InMemoryNetwork {
   /**
    * Accepts connections on `address` until the current Scope closes. Each
@@ -63,6 +66,39 @@ interface Listener {
   readonly incoming: Queue.Queue<Connection>
 }
 
+/**
+ * A new, empty in-memory network. Use it to run the real broker and clients
+ * in one process — in tests, or under TestClock — without a socket file:
+ * listen with a broker's `accept`, and give each client a `dial` that maps
+ * `ConnectionRefused` to `IntercomNotConnected`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Broker } from "effect-intercom/broker"
+ * import { IntercomClient, IntercomNotConnected } from "effect-intercom/client"
+ * import { makeInMemoryNetwork } from "effect-intercom/transport"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const network = yield* makeInMemoryNetwork()
+ *   const broker = yield* Broker.make({ idleExit: null })
+ *   yield* network.listen("mem://broker", broker.accept)
+ *   const client = yield* IntercomClient.make({
+ *     agentDir: "/unused",
+ *     intercomDir: "/unused",
+ *     socketPath: "mem://broker", // the address to dial
+ *     sessionId: "planner",
+ *     registration: { cwd: "/", model: "none", pid: 1, startedAt: 0, lastActivity: 0, name: "planner" },
+ *     launch: false, // nothing to spawn
+ *     dial: (address) =>
+ *       network.dial(address).pipe(
+ *         Effect.mapError((error) => new IntercomNotConnected({ reason: error.message }))
+ *       )
+ *   })
+ *   const sessions = yield* client.list // [{ id: "planner", name: "planner", … }]
+ * }))
+ * ```
+ */
 export const makeInMemoryNetwork = (options: InMemoryNetworkOptions = {}): Effect.Effect<InMemoryNetwork> =>
   Effect.sync(() => {
     const listeners = new Map<string, Listener>()

@@ -23,6 +23,16 @@ import { type Connection, ConnectionClosed, type ConnectionError } from "./Conne
 type ReadResult = ReadonlyArray<string> | ConnectionError
 type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
 
+/** How many leading frames of a batch lie wholly within its first `bytes` bytes on the wire. */
+const framesWithin = (frames: ReadonlyArray<string>, bytes: number): number => {
+  let end = 0
+  for (let i = 0; i < frames.length; i++) {
+    end += 4 + Buffer.byteLength(frames[i]!)
+    if (end > bytes) return i
+  }
+  return frames.length
+}
+
 const isReadError = (result: ReadResult): result is ConnectionError => !Array.isArray(result)
 
 const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, ConnectionError> =>
@@ -86,23 +96,8 @@ export const fromNetSocket = (
       })
     })
 
-    const drained = Effect.callback<void, ConnectionClosed>((resume) => {
-      const cleanup = () => {
-        raw.off("drain", onDrain)
-        raw.off("close", onClose)
-      }
-      const onDrain = () => {
-        cleanup()
-        resume(Effect.void)
-      }
-      const onClose = () => {
-        cleanup()
-        resume(Effect.fail(new ConnectionClosed({ clean: false, cause: "socket closed while writing" })))
-      }
-      raw.on("drain", onDrain)
-      raw.on("close", onClose)
-      return Effect.sync(cleanup)
-    })
+    /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
+    let pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined
 
     const writeAll: Connection["writeAll"] = (frames) =>
       Effect.suspend(() => {
@@ -111,14 +106,53 @@ export const fromNetSocket = (
           return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
         }
         // One buffer per batch: one write, one syscall in the common case.
-        return raw.write(encodeFrames(frames)) ? Effect.void : drained
+        const buffer = encodeFrames(frames)
+        const batch = { frames, bytes: buffer.length }
+        let done: ((error: Error | null | undefined) => void) | undefined
+        raw.write(buffer, (error) => done?.(error))
+        // The kernel took all of it at once (the common case): complete now, not a tick later.
+        if (raw.writableLength === 0) return Effect.void
+        pending = batch
+        return Effect.callback<void, ConnectionClosed>((resume) => {
+          const onClose = () => finish(new Error("socket closed while writing"))
+          const finish = (error: Error | null | undefined) => {
+            done = undefined
+            raw.off("close", onClose)
+            // A failed write stays pending: `unfinishedWrite` still tells how far it got.
+            if (error !== null && error !== undefined) {
+              return resume(Effect.fail(new ConnectionClosed({ clean: false, cause: error })))
+            }
+            if (pending === batch) pending = undefined
+            resume(Effect.void)
+          }
+          done = finish
+          raw.on("close", onClose)
+          return Effect.sync(() => {
+            done = undefined
+            raw.off("close", onClose)
+          })
+        })
       })
+
+    const unfinishedWrite: Connection["unfinishedWrite"] = () => {
+      if (pending === undefined) return undefined
+      // What the kernel has not taken yet is libuv's write queue (`writeQueueSize`), the rest of
+      // the batch reached the socket. Node does not document the field; without it, count
+      // nothing as written: the owner then resends rather than loses.
+      const handle: unknown = Reflect.get(raw, "_handle")
+      const queued = typeof handle === "object" && handle !== null && "writeQueueSize" in handle &&
+          typeof handle.writeQueueSize === "number"
+        ? handle.writeQueueSize
+        : pending.bytes
+      return framesWithin(pending.frames, pending.bytes - queued)
+    }
 
     return {
       id: options.id ?? 0,
       trustedLocal: true,
       read,
       writeAll,
+      unfinishedWrite,
       end: Effect.sync(() => {
         if (!raw.destroyed) raw.end()
       }),
@@ -126,6 +160,7 @@ export const fromNetSocket = (
     } satisfies Connection
   })
 
+/** `serveUnix` could not listen on `path`; `code` is the errno code, e.g. `EADDRINUSE` or `EACCES`. */
 export class ListenError extends Data.TaggedError("ListenError")<{
   readonly path: string
   readonly code: string
@@ -136,6 +171,7 @@ export class ListenError extends Data.TaggedError("ListenError")<{
   }
 }
 
+/** `dialUnix` could not connect to `path`; `ENOENT` or `ECONNREFUSED` mean no broker listens there. */
 export class DialError extends Data.TaggedError("DialError")<{
   readonly path: string
   readonly code: string
@@ -224,6 +260,24 @@ export interface UnixListener {
  * (the device and inode recorded right after listening), and only then is
  * it removed at close: a socket another process put there meanwhile stays
  * (see `closeKeepingForeignFile`). `stillOurs` says whether it is ours now.
+ *
+ * A leftover socket file makes it fail with `EADDRINUSE` (`runBroker` in
+ * `effect-intercom/broker` removes a stale one and listens again).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { dialUnix, serveUnix } from "effect-intercom/transport"
+ *
+ * const echo = Effect.scoped(Effect.gen(function*() {
+ *   // Writes back every batch it reads, for as long as this Scope is open.
+ *   yield* serveUnix("/tmp/echo.sock", (connection) =>
+ *     connection.read.pipe(Effect.flatMap(connection.writeAll), Effect.forever, Effect.ignore))
+ *   const connection = yield* dialUnix("/tmp/echo.sock")
+ *   yield* connection.writeAll([JSON.stringify({ type: "health", requestId: "r1" })])
+ *   const frames = yield* connection.read // ['{"type":"health","requestId":"r1"}']
+ * }))
+ * ```
  */
 export const serveUnix = <R>(
   path: string,
@@ -289,7 +343,11 @@ export const serveUnix = <R>(
     return { stillOurs: Effect.sync(() => sameFile(identityOf(path), ours)) } satisfies UnixListener
   })
 
-/** Dials the socket at `path` and returns an open `Connection` living in the current Scope. */
+/**
+ * Dials the socket at `path` and returns an open `Connection` living in the
+ * current Scope. For an example, see `serveUnix`; a client normally dials
+ * through `IntercomClient`, which also registers.
+ */
 export const dialUnix = (
   path: string,
   options: { readonly maxFrameBytes?: number } = {}

@@ -8,6 +8,10 @@ import { randomUUID } from "node:crypto"
 import { PROTOCOL_NAME, PROTOCOL_VERSION } from "../protocol/constants.ts"
 import { dialUnix } from "./UnixSocket.ts"
 
+/**
+ * Whether a broker answers `health` on `socketPath` within `timeout` (default
+ * 1 s). Never fails: every problem is `false`.
+ */
 export const probeHealth = (
   socketPath: string,
   timeout: Duration.Input = Duration.seconds(1)

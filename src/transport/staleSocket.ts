@@ -33,10 +33,19 @@ export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path
  * and a file that cannot be removed, fail with `ListenError`.
  *
  * @example
- * const listen = serveUnix(socketPath, handle)
- * yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
- *   Effect.catchTag("SocketInUse", () => Effect.fail(new AlreadyRunning()))
+ * ```ts
+ * // Inside the package (this module is not exported), as runBroker does:
+ * import { Effect } from "effect"
+ * import { probeHealth } from "./healthProbe.ts"
+ * import { listenReplacingStale } from "./staleSocket.ts"
+ * import { serveUnix } from "./UnixSocket.ts"
+ *
+ * const socketPath = "/tmp/agent/intercom/broker.sock"
+ * const listen = serveUnix(socketPath, (connection) => connection.end)
+ * const serve = listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
+ *   Effect.catchTag("SocketInUse", (error) => Effect.logError(error.message)) // a live broker answers there
  * )
+ * ```
  */
 export const listenReplacingStale = <A, R, R2>(
   path: string,

@@ -4,7 +4,7 @@
  * TestClock on the in-memory network, so minutes pass in microseconds.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Fiber, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { randomUUID } from "node:crypto"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
@@ -94,5 +94,23 @@ describe("ask edges follow the ask timeout", () => {
       const fine = ask("fine")
       yield* a.send({ to: "answerer", message: fine, askTimeoutMs: 5 * MINUTE })
       assert.strictEqual((yield* nextMessage(b))?.message.id, fine.id)
+    }))
+
+  it.effect("sessions: a 60-minute ask with 10-minute session defaults is answered at minute 30 and stays pending until then", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const asker = yield* world.session("asker")
+      const answerer = yield* world.session("answerer")
+      const asking = yield* Effect.forkChild(asker.session.ask({ to: "answerer", message: "take your time", timeoutMs: 60 * MINUTE }))
+      const question = yield* Queue.take(answerer.inbound)
+      assert.strictEqual(question.message.content.text, "take your time")
+      yield* TestClock.adjust(30 * MINUTE)
+      // Still owed an answer on the receiving side, past its own 10-minute default.
+      const pending = yield* answerer.session.pending
+      assert.deepStrictEqual(pending.asks.map((ask) => ask.message.id), [question.message.id])
+      yield* answerer.session.reply({ message: "done thinking" })
+      const answer = yield* Fiber.join(asking)
+      assert.strictEqual(answer._tag, "Replied")
+      assert.include(answer.text, "done thinking")
     }))
 })

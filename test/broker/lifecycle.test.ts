@@ -149,7 +149,7 @@ describe("P81/P91 files and modes", () => {
       const file = path.join(root, "a-file")
       fs.writeFileSync(file, "")
       const error = yield* Effect.flip(runBroker({ intercomDir: path.join(file, "intercom"), socketPath: path.join(root, "s.sock") }))
-      assert.strictEqual(error.reason, "DirectoryUnusable")
+      assert.strictEqual(error.kind, "DirectoryUnusable")
     }))
 })
 
@@ -181,7 +181,7 @@ describe("P91/P94 startup conflicts", () => {
       const exit = yield* Effect.exit(Effect.scoped(runBroker({ intercomDir: broker.intercomDir, socketPath: broker.socketPath })))
       assert.isTrue(Exit.isFailure(exit))
       const error = yield* Effect.flip(Effect.scoped(runBroker({ intercomDir: broker.intercomDir, socketPath: broker.socketPath })))
-      assert.strictEqual(error.reason, "AlreadyRunning")
+      assert.strictEqual(error.kind, "AlreadyRunning")
       assert.strictEqual(error.path, broker.socketPath)
       assert.isTrue(fs.existsSync(broker.socketPath))
       assert.isTrue(yield* probeHealth(broker.socketPath))

@@ -76,7 +76,7 @@ describe("socket path length", () => {
     const result = resolveIntercomPaths("/" + "x".repeat(120), { ...placement, runtimeDir: "/" + "r".repeat(100) })
     assert.instanceOf(result, SocketPathError)
     if (result instanceof SocketPathError) {
-      assert.strictEqual(result.reason, "TooLong")
+      assert.strictEqual(result.kind, "TooLong")
       assert.include(result.message, "too long for a Unix socket")
       assert.include(result.message, "--dir")
     }

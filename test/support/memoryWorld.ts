@@ -3,7 +3,7 @@
  * headless host) on the in-memory broker of ./memory.ts, for tests that drive
  * a scenario through the public APIs under TestClock.
  */
-import { Effect, Queue, References, type Scope } from "effect"
+import { Effect, Queue, References, Scope } from "effect"
 import type { BrokerCoreOptions, BrokerService } from "../../src/broker/index.ts"
 import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { headless, Host, type Inbound } from "../../src/session/Host.ts"
@@ -14,7 +14,7 @@ import {
   sessionRegistration
 } from "../../src/session/IntercomSession.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
-import { memoryNetwork } from "./memory.ts"
+import { closeOnSimulatedTime, memoryNetwork } from "./memory.ts"
 
 export interface MemoryWorld {
   readonly broker: BrokerService
@@ -59,8 +59,12 @@ export const memoryWorld = (
       Effect.provideService(References.MinimumLogLevel, "Warn")
     )
 
+    // Each client in a Scope closed on simulated time: an orderly close may wait on the clock.
     const client: MemoryWorld["client"] = (sessionId, clientOptions = {}) =>
-      IntercomClient.make({
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
+        return yield* IntercomClient.make({
         agentDir: "/mem",
         intercomDir: "/mem/intercom",
         socketPath: world.address,
@@ -74,6 +78,7 @@ export const memoryWorld = (
         launch: false,
         dial: world.dial,
         ...clientOptions
+      }).pipe(Scope.provide(scope))
       })
 
     const session: MemoryWorld["session"] = (sessionId, sessionOptions = {}) =>

@@ -146,4 +146,5 @@ const watch = Command.make(
   )
 )
 
+/** The client subcommands, for the `intercom` root command (program.ts) to add beside `broker`. */
 export const clientCommands = [list, send, ask, reply, pending, status, watch] as const

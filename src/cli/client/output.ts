@@ -99,6 +99,7 @@ export const inboundText = (from: SessionInfo, message: Message, expectsReply: b
     message.replyTo === undefined ? "" : ` (in reply to ${message.replyTo})`
   }\n${indent(messageBody(message))}`
 
+/** An inbound message as a `--json` event: `{ event: "message", from, messageId, expectsReply, replyTo?, text, attachments?, timestamp }`. */
 export const inboundJson = (inbound: Pick<Inbound, "from" | "message" | "expectsReply">): Record<string, unknown> => ({
   event: "message",
   from: who(inbound.from),
@@ -155,6 +156,7 @@ export const actionText = (params: IntercomToolParams, result: ToolResult, sourc
   return rest.length === 0 ? `${label}${from} ${first}` : `${label}${from} ${first}\n${indent(rest.join("\n"))}`
 }
 
+/** A result of an action taken by the watch, as a `--json` event: `{ event: "action", source, ok, action, … }`. */
 export const actionJson = (
   params: IntercomToolParams,
   result: ToolResult,

@@ -51,6 +51,12 @@ export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ rea
 /** The failures of `resolveContext`, each with a user-facing `message`. */
 export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError
 
+/**
+ * The settings, paths, name and identity of this process for one client
+ * command (`--dir`, `--name`, environment, config.json). Fails before
+ * anything connects: a bad environment variable, `enabled: false`, or no
+ * usable socket path.
+ */
 export const resolveContext = (
   input: Pick<CommonInput, "name" | "dir">
 ): Effect.Effect<CliContext, ContextError, FileSystem.FileSystem> =>
@@ -67,12 +73,14 @@ export const resolveContext = (
     return { settings, paths, name, control, identity } satisfies CliContext
   })
 
+/** What `openSession` takes beyond the context: the session id, the host, and which inbound messages start a turn. */
 export interface OpenSessionOptions {
   readonly sessionId: string
   readonly host: HostService
   readonly inboundTrigger: InboundTrigger
 }
 
+/** An open CLI session: the session runtime, and the client under it (for `status` and membership events). */
 export interface CliSession {
   readonly session: IntercomSessionService
   readonly client: IntercomClientService

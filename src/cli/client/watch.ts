@@ -29,6 +29,7 @@ import { watchSessionId } from "./identity.ts"
 import { actionJson, actionText, errorResult, inboundJson, inboundText, presenceOutput, sessionLabel } from "./output.ts"
 import { type CommonInput, openSession, resolveContext } from "./session.ts"
 
+/** The flags of `intercom watch`. */
 export interface WatchInput extends CommonInput {
   /** Read replies from stdin (and leave at its end); `--no-stdin` runs until a signal. */
   readonly stdin: boolean
@@ -73,6 +74,10 @@ export const parseReplyLine = (
     : { action: "reply", to: target, message }
 }
 
+/**
+ * Runs `intercom watch` until stdin ends (unless `--no-stdin`), Ctrl-C or
+ * SIGTERM; see the module header. Fails with `ExitCode` after printing why.
+ */
 export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fail = (kind: string, message: string) =>

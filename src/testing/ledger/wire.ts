@@ -103,6 +103,27 @@ export const brokerWrote = (state: LedgerState, linkId: number, frames: Readonly
   }
 }
 
+/** The broker's write of these frames toward a client never handed them over: undo `brokerWrote`. */
+export const brokerUnwrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const forget = (links: Array<number>) => {
+    const index = links.lastIndexOf(linkId)
+    if (index >= 0) links.splice(index, 1)
+  }
+  for (const text of frames) {
+    state.frameCount--
+    if (!text.startsWith(`{"type":"message`)) continue
+    const frame = decodeBrokerFrameText(text)
+    if (isFrameDecodeError(frame)) continue
+    if (frame.type === "message_receipt") {
+      const noticed = frame.receipt.status === "expired" ? state.messages.get(frame.receipt.messageId) : undefined
+      if (noticed !== undefined) forget(noticed.noticeWrittenTo)
+    } else if (frame.type === "message") {
+      const record = state.messages.get(frame.message.id)
+      if (record !== undefined) forget(record.writtenTo)
+    }
+  }
+}
+
 /** Frames lost with a dropped connection, before the side they travelled toward read them. */
 export const discarded = (state: LedgerState, linkId: number, toward: Side, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)

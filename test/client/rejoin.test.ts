@@ -1,0 +1,69 @@
+/**
+ * After a broker restart, a send to a session that has not registered again
+ * yet is retried for a grace period rather than failed as "not found" — the
+ * state is transient. In memory under TestClock: the broker crashes and a new
+ * one starts; the sender reconnects fast, its target slowly.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { randomUUID } from "node:crypto"
+import type { IntercomClientOptions } from "../../src/client/IntercomClient.ts"
+import { sessionRegistration } from "../../src/session/IntercomSession.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
+import { makeMemoryClient } from "./support.ts"
+
+describe("a send while its target rejoins a restarted broker", () => {
+  const setup = Effect.gen(function*() {
+    const world = yield* memoryNetwork()
+    let broker = yield* world.startBroker({ idleExit: null })
+    // Closed on simulated time at the end: a client's orderly close may wait on the clock.
+    const client = (sessionId: string, options: Partial<IntercomClientOptions>) =>
+      Effect.map(makeMemoryClient({
+        agentDir: "/mem",
+        intercomDir: "/mem/intercom",
+        socketPath: world.address,
+        sessionId,
+        registration: sessionRegistration({ sessionId, identity: { name: sessionId, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
+        launch: false,
+        dial: world.dial,
+        reconnectMaxMs: options.reconnectBaseMs ?? 1_000,
+        ...options
+      }), (made) => made.client)
+    const sender = yield* client("sender", { reconnectBaseMs: 100 })
+    const target = yield* client("target", { reconnectBaseMs: 5_000 })
+    yield* Effect.all([sender.connect, target.connect])
+    yield* broker.crash
+    broker = yield* world.startBroker({ idleExit: null })
+    // The sender is back after its first backoff; the target not yet.
+    yield* advance(1_000)
+    assert.strictEqual((yield* sender.status).connections, 2)
+    assert.isFalse((yield* target.status).connected)
+    return { sender, target }
+  })
+
+  it.effect("waits for the target to register again, then delivers", () =>
+    Effect.gen(function*() {
+      const { sender, target } = yield* setup
+      const sending = yield* Effect.forkChild(
+        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, content: { text: "still there?" } } })
+      )
+      yield* advance(8_000)
+      assert.isTrue((yield* target.status).connected)
+      const delivery = yield* Fiber.join(sending)
+      assert.strictEqual(delivery.delivery, "socket_delivered")
+    }))
+
+  it.effect("fails as not found once the grace has passed", () =>
+    Effect.gen(function*() {
+      const { sender } = yield* setup
+      const sending = yield* Effect.forkChild(
+        sender.send({ to: "nobody-ever", message: { id: randomUUID(), timestamp: 0, content: { text: "?" } } })
+      )
+      yield* advance(8_000)
+      assert.isUndefined(sending.pollUnsafe(), "gave up before the grace ended")
+      // The grace is 10 s from the reconnect, which was about 1 s before the send.
+      yield* advance(2_000)
+      const error = yield* Effect.flip(Fiber.join(sending))
+      assert.strictEqual(error._tag, "TargetNotFound")
+    }))
+})
