@@ -87,15 +87,17 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
       { disableYield: true }
     ))
 
-    // Idle exit (P92): measured from the last leave, re-checked after every wait.
+    // Idle exit (P92): measured from the last leave — or, while no session has come yet,
+    // from startup, so that a broker nobody uses does not run forever — and re-checked
+    // after every wait.
     const idleExitMs = resolved.idleExitMs
     if (idleExitMs !== null) {
+      const startedAt = clock.currentTimeMillisUnsafe()
       yield* Effect.forkScoped(Effect.forever(
         Effect.suspend(() => {
-          const lastLeftAt = router.registration.lastLeftAt
-          // Busy, or never had a session (a broker that never sees one does not exit).
-          if (router.sessionCount > 0 || lastLeftAt === undefined) return Queue.take(signals.idle)
-          const wait = lastLeftAt + idleExitMs - clock.currentTimeMillisUnsafe()
+          if (router.sessionCount > 0) return Queue.take(signals.idle)
+          const idleSince = router.registration.lastLeftAt ?? startedAt
+          const wait = idleSince + idleExitMs - clock.currentTimeMillisUnsafe()
           return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
         }),
         { disableYield: true }

@@ -12,7 +12,10 @@ export interface BrokerCoreOptions {
   readonly maxUnregistered?: number
   /** How long a connection may stay unregistered (P15). Default 1 s. */
   readonly registrationTimeout?: Duration.Input
-  /** Exit this long after the last session leaves (P92); `null` never exits. Default 5 s. */
+  /**
+   * Exit this long after the last session leaves (P92), or after startup if
+   * no session has come yet; `null` never exits. Default 5 s.
+   */
   readonly idleExit?: Duration.Input | null
   /** Lifetime of an ask edge (P61). Default 10 minutes. */
   readonly askTimeout?: Duration.Input

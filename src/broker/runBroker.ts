@@ -1,17 +1,20 @@
 /**
  * `runBroker`: the broker as a scoped Effect program. Startup follows P91
- * (with our pid rule); closing the Scope is shutdown (P95): connections are
- * destroyed, then the socket and pid files removed.
+ * (with our pid rule) behind the agent dir's lifetime lock, so that at most
+ * one broker runs per agent dir; closing the Scope is shutdown (P95):
+ * connections are destroyed, then the socket file (if it is still ours) and
+ * the pid file (if it still names us) removed, and the lock let go.
  */
-import { Effect, type Scope } from "effect"
+import { Duration, Effect, Schedule, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { readPidFile } from "../config/pidFile.ts"
+import { isProcessAlive, readPidFile, writePidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
+import { holdLifetimeLock, lifetimeLockFile } from "./LifetimeLock.ts"
 import type { BrokerOptions } from "./options.ts"
 
 /** A running Unix-socket broker, as `runBroker` returns it. */
@@ -20,6 +23,13 @@ export interface BrokerHandle {
   readonly pid: number
   /** Completes when the broker has been idle long enough to exit (P92); the owner then closes the Scope. */
   readonly idleExit: Effect.Effect<void>
+  /**
+   * Completes once the file at `socketPath` is no longer this broker's
+   * socket — deleted, or replaced by another process's — checked every
+   * `SOCKET_CHECK_INTERVAL` while it runs. No client can reach the broker
+   * then; the owner closes the Scope.
+   */
+  readonly socketLost: Effect.Effect<void>
   /** Live registered sessions right now. */
   readonly sessionCount: Effect.Effect<number>
   /** Sizes of the routing tables and the admission queue, for diagnostics and tests. */
@@ -63,19 +73,46 @@ const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
 /** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
 const ownPidFile = (file: string) =>
   Effect.acquireRelease(
-    Effect.try({
-      try: () => fs.writeFileSync(file, String(process.pid), { mode: 0o600 }),
-      catch: (cause) =>
-        new BrokerStartupError({ kind: "DirectoryUnusable", path: file, detail: describe(cause) })
-    }),
+    writePidFile(file, process.pid).pipe(
+      Effect.mapError((cause) =>
+        new BrokerStartupError({ kind: "DirectoryUnusable", path: file, detail: cause.message })
+      )
+    ),
     () =>
       Effect.flatMap(readPidFile(file), (pid) =>
         pid === process.pid ? Effect.sync(() => fs.rmSync(file, { force: true })) : Effect.void)
   )
 
+/** How often a running broker checks that its socket file is still its own. */
+export const SOCKET_CHECK_INTERVAL = Duration.seconds(2)
+
+/**
+ * Completes once `stillOurs` answers `false`: asked at once, then every
+ * `interval` on the Clock (so a TestClock decides when).
+ *
+ * @example
+ * yield* whenNoLongerOurs(listener.stillOurs, SOCKET_CHECK_INTERVAL) // the socket file was deleted or replaced
+ */
+export const whenNoLongerOurs = (stillOurs: Effect.Effect<boolean>, interval: Duration.Input): Effect.Effect<void> =>
+  stillOurs.pipe(Effect.repeat({ schedule: Schedule.spaced(interval), while: (ours) => ours }), Effect.asVoid)
+
+/** `AlreadyRunning`, naming the pid in `broker.pid` when that process is alive, else `known` or the lock. */
+const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: string) =>
+  Effect.gen(function*() {
+    const pid = yield* readPidFile(pidFileOf(intercomDir))
+    const alive = pid !== undefined && (yield* isProcessAlive(pid))
+    return yield* new BrokerStartupError({
+      kind: "AlreadyRunning",
+      path: socketPath,
+      detail: alive ? `pid ${pid}` : otherwise
+    })
+  })
+
 /**
  * Runs a broker on a Unix socket for as long as the current Scope is open:
- * prepares the intercom directory (0700), listens (socket 0600, stale-file
+ * prepares the intercom directory (0700), takes the agent dir's lifetime
+ * lock (`broker.lock`: a broker that holds it, even a frozen one, makes this
+ * one fail with `AlreadyRunning`), listens (socket 0600, stale-file
  * recovery), writes `broker.pid`; closing the Scope is shutdown.
  *
  * @example
@@ -96,23 +133,30 @@ export const runBroker = (
     const socketPath = options.socketPath
     const intercomDir = options.intercomDir
     yield* prepareDirectory(intercomDir)
+    // Held until the Scope has closed everything below: the last finalizer to run.
+    yield* holdLifetimeLock(intercomDir).pipe(
+      Effect.catchTags({
+        LifetimeLockHeld: () => alreadyRunning(intercomDir, socketPath, `it holds ${lifetimeLockFile(intercomDir)}`),
+        LifetimeLockFailed: (error) =>
+          Effect.fail(
+            new BrokerStartupError({
+              kind: "DirectoryUnusable",
+              path: intercomDir,
+              detail: `${path.basename(error.path)} cannot be locked (${error.detail}); if no broker runs for it, remove that file`
+            })
+          )
+      })
+    )
     const core = yield* Broker.make(options)
 
     const listen = serveUnix(socketPath, core.accept)
-    // Something holds the path: a live broker answers health; a stale file does not.
-    yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
+    // Under the lock no broker of ours listens there. Something that answers health is
+    // another kind of broker (pi-intercom's); a file nothing answers on is stale.
+    const listener = yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
       Effect.catchTags({
         ListenError: (error) =>
           Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.message })),
-        SocketInUse: () =>
-          Effect.flatMap(readPidFile(pidFileOf(intercomDir)), (pid) =>
-            Effect.fail(
-              new BrokerStartupError({
-                kind: "AlreadyRunning",
-                path: socketPath,
-                detail: pid === undefined ? "it answers health" : `pid ${pid}`
-              })
-            ))
+        SocketInUse: () => alreadyRunning(intercomDir, socketPath, "it answers health")
       })
     )
     if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))
@@ -121,6 +165,7 @@ export const runBroker = (
       socketPath,
       pid: process.pid,
       idleExit: core.idleExit,
+      socketLost: whenNoLongerOurs(listener.stillOurs, SOCKET_CHECK_INTERVAL),
       sessionCount: core.sessionCount,
       stats: core.stats
     } satisfies BrokerHandle

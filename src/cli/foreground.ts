@@ -43,8 +43,9 @@ export const describeSocket = (paths: IntercomPaths): string =>
 
 /**
  * Runs the broker in the foreground until a signal (runMain interrupts this
- * fiber) or idle exit; either way the scope closes, which ends every session
- * socket and removes the socket and pid file. Prints
+ * fiber), idle exit, or the loss of its socket file (deleted or replaced);
+ * either way the scope closes, which ends every session socket, removes the
+ * socket file (if still its own) and pid file, and lets the lifetime lock go. Prints
  * `Intercom broker started (pid: N)` on stdout once it listens; a startup
  * error goes to stderr and ends the command with exit code 1.
  */
@@ -74,8 +75,12 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* logIntercomSettingsProblems(resolution)
     yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
     yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
-    yield* handle.idleExit
-    yield* Effect.logInfo("Idle: no sessions left, shutting down")
+    const idle = yield* Effect.raceFirst(Effect.as(handle.idleExit, true), Effect.as(handle.socketLost, false))
+    yield* idle
+      ? Effect.logInfo("Idle: no sessions left, shutting down")
+      : Effect.logWarning(
+        `The socket file ${paths.socketPath} was deleted or replaced: no client can reach this broker, shutting down`
+      )
   }).pipe(
     scopedWithGrace(SHUTDOWN_GRACE),
     Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError, IntercomEnvError: reportError })

@@ -3,15 +3,21 @@
  * starting one if needed. Only the holder of `broker.spawn.lock` spawns; the
  * others poll health (the lock's rules are in spawnLock.ts). Five clients
  * starting at once end with one broker — and should two brokers ever race,
- * the broker's own startup check (a broker that answers health blocks a
- * second one) settles it.
+ * the agent dir's lifetime lock (broker/LifetimeLock.ts) lets only one run.
+ *
+ * A broker that holds the lifetime lock but does not answer (frozen by
+ * SIGSTOP, swapping, in a debugger) is alive: no second broker is started
+ * beside it. The client waits for it as it would for a spawn, then reports
+ * it as not answering, naming its pid.
  */
-import { Data, Deferred, Duration, Effect, Exit, Schedule } from "effect"
+import { Data, Deferred, Duration, Effect, Exit, Option, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { isLifetimeLockHeld, lifetimeLockFile } from "../broker/LifetimeLock.ts"
 import { brokerEntryPoint } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
+import { openPrivateSync } from "../config/privateFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
 import type { BrokerLaunch } from "../config/settings.ts"
@@ -24,6 +30,27 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
 }> {
   override get message(): string {
     return `Broker failed to start: ${this.detail}`
+  }
+}
+
+/**
+ * A broker of this agent dir is alive — it holds the lifetime lock — but did
+ * not answer health within `waitedMs`; none is started beside it.
+ */
+export class BrokerNotAnswering extends Data.TaggedError("BrokerNotAnswering")<{
+  readonly socketPath: string
+  readonly lockFile: string
+  /** From `broker.pid`, when it names a live process. */
+  readonly pid: number | undefined
+  readonly waitedMs: number
+}> {
+  override get message(): string {
+    const who = this.pid === undefined ? "An intercom broker" : `The intercom broker (pid ${this.pid})`
+    const resume = this.pid === undefined ? "Resume it" : `Resume it (kill -CONT ${this.pid})`
+    const stop = this.pid === undefined ? "stop it" : `stop it (kill ${this.pid})`
+    return `${who} is running but does not answer on ${this.socketPath} (waited ${this.waitedMs} ms): ` +
+      `it may be stopped (SIGSTOP), swapping, or paused in a debugger. No second broker is started while it holds ` +
+      `${this.lockFile}. ${resume}, or ${stop} and try again.`
   }
 }
 
@@ -66,8 +93,26 @@ const tail = (file: string): string => {
   }
 }
 
+type LockHolder = "healthy" | "released" | "silent"
+
+/**
+ * While a broker holds the lifetime lock: polls until it answers health
+ * (`"healthy"`) or lets the lock go (`"released"`: it has exited), for at
+ * most `waitMs` (`"silent"`).
+ */
+const awaitLockHolder = (options: SpawnOptions, waitMs: number): Effect.Effect<LockHolder> =>
+  Effect.gen(function*() {
+    if (yield* probeHealth(options.socketPath, Duration.millis(500))) return Option.some<LockHolder>("healthy")
+    if (!(yield* isLifetimeLockHeld(options.intercomDir))) return Option.some<LockHolder>("released")
+    return Option.none<LockHolder>()
+  }).pipe(
+    Effect.repeat({ schedule: Schedule.spaced(POLL), until: Option.isSome }),
+    Effect.timeoutOption(Duration.millis(waitMs)),
+    Effect.map((result) => Option.getOrElse(Option.flatten(result), (): LockHolder => "silent"))
+  )
+
 const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
-  const log = fs.openSync(logFile, "w", 0o600)
+  const log = openPrivateSync(logFile) // 0600 even over a leftover log with a looser mode
   try {
     const [command, args] = options.launch._tag === "Default"
       ? [process.execPath, [brokerEntryPoint(), "broker", "--dir", options.agentDir]]
@@ -86,9 +131,11 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
 /**
  * Ensures a broker answers on `options.socketPath`, spawning one detached if
  * none does. Fails with `BrokerSpawnFailed` saying why (including the tail of
- * the broker's stderr, kept in `<intercomDir>/broker.log`).
+ * the broker's stderr, kept in `<intercomDir>/broker.log`), or with
+ * `BrokerNotAnswering` when a live broker holds the agent dir but does not
+ * answer.
  */
-export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerSpawnFailed> =>
+export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerSpawnFailed | BrokerNotAnswering> =>
   Effect.gen(function*() {
     const waitMs = options.waitMs ?? 5000
     // A short fallback socket lives in a shared runtime dir: dial it only through our own private dir.
@@ -103,10 +150,19 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       try: () => fs.mkdirSync(options.intercomDir, { recursive: true, mode: 0o700 }),
       catch: (cause) => new BrokerSpawnFailed({ detail: `cannot create ${options.intercomDir}: ${String(cause)}` })
     })
-    const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
-    if (pid !== undefined && (yield* isProcessAlive(pid))) {
-      // A live broker may still be starting; give it the same wait a spawn would get.
-      if (yield* awaitHealthy(options.socketPath, Math.min(waitMs, 1000))) return
+    // A broker that holds the lifetime lock is alive — starting, stopping, or frozen: never start another.
+    if (yield* isLifetimeLockHeld(options.intercomDir)) {
+      const holder = yield* awaitLockHolder(options, waitMs)
+      if (holder === "healthy") return
+      if (holder === "silent") {
+        const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
+        return yield* new BrokerNotAnswering({
+          socketPath: options.socketPath,
+          lockFile: lifetimeLockFile(options.intercomDir),
+          pid: pid !== undefined && (yield* isProcessAlive(pid)) ? pid : undefined,
+          waitedMs: waitMs
+        })
+      }
     }
     const lockFile = path.join(options.intercomDir, "broker.spawn.lock")
     const lock = yield* acquireSpawnLock(lockFile).pipe(

@@ -11,12 +11,15 @@
  * unparsable file names no process.
  *
  * A pid file alone is never proof of a broker (P94): pids are recycled.
- * Callers pair it with the health probe.
+ * Callers pair it with the health probe or the broker's lifetime lock.
+ *
+ * The broker writes it with `writePidFile`: atomically, mode 0600.
  */
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { parsePositiveDecimal } from "./decimal.ts"
 import { errorCode } from "./errno.ts"
+import { writePrivateFileSync } from "./privateFile.ts"
 
 /**
  * The pid in pid-file content: its first line, when that is a canonical
@@ -37,6 +40,20 @@ export const readPidFile = (pidFile: string): Effect.Effect<number | undefined> 
     } catch {
       return undefined
     }
+  })
+
+/**
+ * Makes `pidFile` name `pid` (canonical decimal, no newline), mode 0600,
+ * atomically: a reader never sees a partial file, and a leftover file's
+ * looser mode is not kept. Fails with the `fs` error.
+ *
+ * @example
+ * yield* writePidFile("/home/me/.pi/agent/intercom/broker.pid", process.pid)
+ */
+export const writePidFile = (pidFile: string, pid: number): Effect.Effect<void, Error> =>
+  Effect.try({
+    try: () => writePrivateFileSync(pidFile, String(pid)),
+    catch: (cause) => cause instanceof Error ? cause : new Error(String(cause))
   })
 
 /**

@@ -12,6 +12,7 @@
  * from the `readable` event.
  */
 import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { errorCode } from "../config/errno.ts"
@@ -183,11 +184,83 @@ export class DialError extends Data.TaggedError("DialError")<{
   }
 }
 
+/** A file's identity: the same device and inode is the same file, whatever its name now. */
+interface FileIdentity {
+  readonly dev: number
+  readonly ino: number
+}
+
+const sameFile = (a: FileIdentity | undefined, b: FileIdentity): boolean =>
+  a !== undefined && a.dev === b.dev && a.ino === b.ino
+
+const identityOf = (file: string): FileIdentity | undefined => {
+  try {
+    const { dev, ino } = fs.statSync(file)
+    return { dev, ino }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Closes `server`, which makes libuv unlink the path it bound (`file`) —
+ * whatever is there by then. Only our own socket file may go: a file
+ * another process put at `file` meanwhile is given a second, private name
+ * first and put back right after, in the same synchronous step (other
+ * processes may find the path missing for those microseconds).
+ *
+ * (Binding a private name and linking the real one to it would spare this,
+ * but the kernel would then report the private name as the socket's address
+ * — in /proc/net/unix, ss, lsof — where `intercom broker stop` looks for the
+ * broker's socket by its path.)
+ */
+const closeKeepingForeignFile = (server: net.Server, file: string, ours: FileIdentity, closed: () => void): void => {
+  const current = identityOf(file)
+  if (current === undefined || sameFile(current, ours)) {
+    server.close(closed)
+    return
+  }
+  const aside = `${file}.${randomBytes(6).toString("hex")}`
+  try {
+    fs.linkSync(file, aside)
+  } catch {
+    server.close(closed) // cannot keep it; a link beside it in our own 0700 dir does not fail
+    return
+  }
+  try {
+    server.close(closed)
+  } finally {
+    try {
+      fs.renameSync(aside, file)
+    } catch {
+      fs.rmSync(aside, { force: true })
+    }
+  }
+}
+
+/** A listening server and the identity of the socket file it made. */
+interface Bound {
+  readonly server: net.Server
+  readonly ours: FileIdentity
+}
+
+/** What `serveUnix` gives its caller while it listens. */
+export interface UnixListener {
+  /** Whether the file at the path is still the socket this listener made: not deleted, not replaced. */
+  readonly stillOurs: Effect.Effect<boolean>
+}
+
 /**
  * Listens on `path` for as long as the current Scope is open and runs
  * `handle` for every accepted connection, each in its own Scope and fiber.
  * Closing the Scope stops accepting, interrupts the handlers (destroying their
  * sockets) and closes the server. The socket file is created with mode 0600.
+ *
+ * The file at `path` is this listener's only while it is the socket it made
+ * (the device and inode recorded right after listening), and only then is
+ * it removed at close: a socket another process put there meanwhile stays
+ * (see `closeKeepingForeignFile`). `stillOurs` says whether it is ours now.
+ *
  * A leftover socket file makes it fail with `EADDRINUSE` (`runBroker` in
  * `effect-intercom/broker` removes a stale one and listens again).
  *
@@ -210,15 +283,16 @@ export const serveUnix = <R>(
   path: string,
   handle: (connection: Connection) => Effect.Effect<void, never, R | Scope.Scope>,
   options: { readonly maxFrameBytes?: number; readonly backlog?: number } = {}
-): Effect.Effect<void, ListenError, R | Scope.Scope> =>
+): Effect.Effect<UnixListener, ListenError, R | Scope.Scope> =>
   Effect.gen(function*() {
     const accepted = yield* Queue.unbounded<net.Socket>()
     // Every accepted socket until it closes: shutdown destroys them all, including
     // ones still queued or whose handler never started (a paused socket's close
     // would otherwise never be noticed, and server.close would wait forever).
     const open = new Set<net.Socket>()
-    const server: net.Server = yield* Effect.acquireRelease(
-      Effect.callback<net.Server, ListenError>((resume) => {
+    const listenError = (cause: unknown, code = errorCode(cause) ?? "UNKNOWN") => new ListenError({ path, code, cause })
+    const { server, ours } = yield* Effect.acquireRelease(
+      Effect.callback<Bound, ListenError>((resume) => {
         const server = net.createServer({ pauseOnConnect: true }, (socket) => {
           open.add(socket)
           socket.pause()
@@ -227,7 +301,7 @@ export const serveUnix = <R>(
         })
         const onError = (cause: Error) => {
           server.close()
-          resume(Effect.fail(new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })))
+          resume(Effect.fail(listenError(cause)))
         }
         server.once("error", onError)
         // Files are created 0600 from the start; chmod below makes it explicit.
@@ -235,19 +309,20 @@ export const serveUnix = <R>(
         try {
           server.listen({ path, backlog: options.backlog ?? 4096 }, () => {
             server.off("error", onError)
-            resume(Effect.succeed(server))
+            const ours = identityOf(path)
+            if (ours !== undefined) return resume(Effect.succeed({ server, ours }))
+            server.close()
+            resume(Effect.fail(listenError(new Error("the socket file vanished as it was created"), "ENOENT")))
           })
         } finally {
           process.umask(previous)
         }
       }),
-      (server) =>
+      ({ server, ours }) =>
         Effect.callback<void>((resume) => {
-          server.close(() => resume(Effect.void))
+          // A crash leaves the file, which the next start removes after a failed health probe.
+          closeKeepingForeignFile(server, path, ours, () => resume(Effect.void))
           for (const socket of open) socket.destroy()
-          // Unlinking here is what a clean close does; a crash leaves the file,
-          // which the next start removes after a failed health probe.
-          fs.rmSync(path, { force: true })
         })
     )
     server.on("error", (cause) => {
@@ -265,6 +340,7 @@ export const serveUnix = <R>(
         )),
       { disableYield: true }
     ))
+    return { stillOurs: Effect.sync(() => sameFile(identityOf(path), ours)) } satisfies UnixListener
   })
 
 /**

@@ -7,8 +7,12 @@
  * listening once more.
  *
  * The broker (its health probe) and the CLI's watch control socket (a dial)
- * both take their paths this way. A later lifetime lock will replace the
- * probe; until then this is the one place that decides.
+ * both take their paths this way. Between our own brokers the probe is no
+ * longer what keeps two apart: a broker takes its agent dir's lifetime lock
+ * (broker/LifetimeLock.ts) before it gets here, so no broker of ours can be
+ * listening, frozen or not, on the file it finds. The probe still keeps a
+ * broker from replacing one that takes no such lock (pi-intercom's own), and
+ * decides for the control socket.
  */
 import { Data, Effect } from "effect"
 import * as fs from "node:fs"
@@ -23,7 +27,7 @@ export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path
 }
 
 /**
- * Runs `listen` on `path`. If it fails with EADDRINUSE and `answers` says
+ * Runs `listen` on `path` and returns what it returns. If it fails with EADDRINUSE and `answers` says
  * nothing answers there, removes the stale file and runs `listen` again;
  * if something answers, fails with `SocketInUse`. Any other listen failure,
  * and a file that cannot be removed, fail with `ListenError`.
@@ -43,11 +47,11 @@ export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path
  * )
  * ```
  */
-export const listenReplacingStale = <R, R2>(
+export const listenReplacingStale = <A, R, R2>(
   path: string,
-  listen: Effect.Effect<void, ListenError, R>,
+  listen: Effect.Effect<A, ListenError, R>,
   answers: Effect.Effect<boolean, never, R2>
-): Effect.Effect<void, ListenError | SocketInUse, R | R2> =>
+): Effect.Effect<A, ListenError | SocketInUse, R | R2> =>
   listen.pipe(
     Effect.catchTag("ListenError", (error) =>
       error.code !== "EADDRINUSE"
@@ -58,6 +62,6 @@ export const listenReplacingStale = <R, R2>(
             try: () => fs.rmSync(path, { force: true }),
             catch: (cause) => new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })
           })
-          yield* listen
+          return yield* listen
         }))
   )

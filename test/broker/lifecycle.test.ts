@@ -3,26 +3,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
 import { runBroker } from "../../src/broker/index.ts"
 import { probeHealth } from "../../src/transport/index.ts"
 import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
+import { staleSocketAt } from "../support/staleSocket.ts"
 import { advanceTo, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
-import { connect } from "../support/wire.ts"
+import { connect, type WireClient } from "../support/wire.ts"
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777
-
-/** A Unix socket file with nothing listening on it (what a crashed broker leaves behind). */
-const staleSocketAt = (socketPath: string) =>
-  Effect.callback<void>((resume) => {
-    const server = net.createServer()
-    const live = `${socketPath}.live`
-    server.listen(live, () => {
-      fs.linkSync(live, socketPath) // a second name for the socket inode survives the close
-      server.close(() => resume(Effect.void))
-    })
-  })
 
 describe("P92 idle exit (in memory, on simulated time)", () => {
   /** The broker core's idle exit, watched from a fiber of the test. */
@@ -31,6 +20,30 @@ describe("P92 idle exit (in memory, on simulated time)", () => {
       const broker = yield* withMemoryBroker(options)
       const exit = yield* Effect.forkChild(broker.broker.idleExit, { startImmediately: true })
       return { broker, exited: () => exit.pollUnsafe() !== undefined }
+    })
+
+  /** Lets simulated time pass to `at`: the broker must not have exited a millisecond before, and must have at `at`. */
+  const exitsAt = (exited: () => boolean, at: number) =>
+    Effect.gen(function*() {
+      yield* advanceTo(at - 1)
+      assert.isFalse(exited(), "exited before the delay had passed")
+      yield* advanceTo(at)
+      assert.isTrue(exited(), "did not exit once the delay had passed")
+    })
+
+  /**
+   * `late` registers in the last step before the broker would exit at
+   * `deadline`: the broker stays, an hour on; once `late` leaves, it exits
+   * `idle` later.
+   */
+  const holdsOffUntilItLeaves = (exited: () => boolean, late: WireClient, deadline: number, idle: number) =>
+    Effect.gen(function*() {
+      yield* nextStepAt(deadline - 1)
+      yield* register(late)
+      yield* advanceTo((yield* now) + 3_600_000)
+      assert.isFalse(exited(), "exited although a session had registered within the delay")
+      yield* late.destroy
+      yield* exitsAt(exited, (yield* now) + idle)
     })
 
   it.effect("completes exactly idleExit after the last session left, not before; a live session holds it off", () =>
@@ -45,10 +58,7 @@ describe("P92 idle exit (in memory, on simulated time)", () => {
 
       yield* b.client.send({ type: "unregister" })
       const lastLeftAt = yield* now
-      yield* advanceTo(lastLeftAt + idle - 1)
-      assert.isFalse(exited(), "exited before the delay had passed")
-      yield* advanceTo(lastLeftAt + idle)
-      assert.isTrue(exited(), "did not exit once the delay had passed")
+      yield* exitsAt(exited, lastLeftAt + idle)
     }))
 
   it.effect("the default delay is 5 s", () =>
@@ -57,10 +67,7 @@ describe("P92 idle exit (in memory, on simulated time)", () => {
       const a = yield* broker.session()
       yield* a.client.destroy
       const leftAt = yield* now
-      yield* advanceTo(leftAt + 4_999)
-      assert.isFalse(exited())
-      yield* advanceTo(leftAt + 5_000)
-      assert.isTrue(exited())
+      yield* exitsAt(exited, leftAt + 5_000)
     }))
 
   it.effect("a registration within the delay cancels it; the delay starts again at the next last leave", () =>
@@ -70,33 +77,35 @@ describe("P92 idle exit (in memory, on simulated time)", () => {
       const a = yield* broker.session()
       const late = yield* broker.connect("late")
       yield* a.client.destroy
-      yield* nextStepAt((yield* now) + idle - 1) // the last moment before the broker would exit
-      yield* register(late)
-      yield* advanceTo((yield* now) + 3_600_000)
-      assert.isFalse(exited(), "exited although a session had registered within the delay")
-
-      yield* late.destroy
-      const lastLeftAt = yield* now
-      yield* advanceTo(lastLeftAt + idle - 1)
-      assert.isFalse(exited())
-      yield* advanceTo(lastLeftAt + idle)
-      assert.isTrue(exited())
+      yield* holdsOffUntilItLeaves(exited, late, (yield* now) + idle, idle)
     }))
 
-  it.effect("a broker that never saw a session never exits: health probes and unregistered connections do not count", () =>
+  it.effect("a broker that never saw a session exits idleExit after startup: health probes and unregistered connections do not count", () =>
     Effect.gen(function*() {
-      const { broker, exited } = yield* watchIdleExit({ idleExit: 100, registrationTimeout: "1 hour" })
+      const idle = 2_000
+      const startedAt = yield* now
+      const { broker, exited } = yield* watchIdleExit({ idleExit: idle, registrationTimeout: "1 hour" })
       const prober = yield* broker.connect("prober")
       yield* prober.roundTrip
       yield* prober.destroy
       yield* broker.connect("silent")
-      yield* advanceTo((yield* now) + 10 * 3_600_000)
-      assert.isFalse(exited())
+      yield* exitsAt(exited, startedAt + idle)
     }))
 
-  it.effect("idleExit: null never exits, even hours after the last session left", () =>
+  it.effect("a session that comes within the delay after startup holds the exit off until it leaves", () =>
+    Effect.gen(function*() {
+      const idle = 2_000
+      const startedAt = yield* now
+      const { broker, exited } = yield* watchIdleExit({ idleExit: idle, registrationTimeout: "1 hour" })
+      const late = yield* broker.connect("late")
+      yield* holdsOffUntilItLeaves(exited, late, startedAt + idle, idle)
+    }))
+
+  it.effect("idleExit: null never exits, even hours after startup or after the last session left", () =>
     Effect.gen(function*() {
       const { broker, exited } = yield* watchIdleExit({ idleExit: null })
+      yield* advanceTo((yield* now) + 24 * 3_600_000)
+      assert.isFalse(exited(), "exited although no session ever came")
       const a = yield* broker.session()
       yield* a.client.send({ type: "unregister" })
       const b = yield* broker.session()

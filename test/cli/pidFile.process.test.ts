@@ -33,7 +33,7 @@ describe("broker.pid, read strictly by the intercom executable", () => {
       fs.writeFileSync(t.pidFile, `${first.pid}a`)
       const garbled = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(garbled.code, 1)
-      assert.include(garbled.stderr, "already running (it answers health)")
+      assert.include(garbled.stderr, "already running (it holds ")
       fs.writeFileSync(t.pidFile, String(first.pid))
       const canonical = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(canonical.code, 1)

@@ -10,8 +10,10 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { ensureBroker } from "../../src/client/spawn.ts"
+import { brokerEntryPoint } from "../../src/config/install.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
-import { isAlive, readPidFile, spawnNode } from "../support/process.ts"
+import { freeze } from "../support/freeze.ts"
+import { childEnv, isAlive, readPidFile, spawnNode } from "../support/process.ts"
 import { agentDir, brokerProcesses, makeClient } from "./support.ts"
 
 const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
@@ -103,7 +105,7 @@ describe("the spawn lock (C-BRK-17…19)", () => {
   const failingLaunch = { _tag: "Command", command: process.execPath, args: ["-e", "process.exit(3)"] } as const
 
   const ensure = (dir: { agentDir: string; intercomDir: string; socketPath: string }) =>
-    ensureBroker({ ...dir, launch: failingLaunch, waitMs: 400 }).pipe(Effect.flip, Effect.map((e) => e.detail))
+    ensureBroker({ ...dir, launch: failingLaunch, waitMs: 400 }).pipe(Effect.flip, Effect.map((e) => e._tag === "BrokerSpawnFailed" ? e.detail : e.message))
 
   const prepare = Effect.gen(function*() {
     const dir = yield* agentDir()
@@ -147,4 +149,37 @@ describe("the spawn lock (C-BRK-17…19)", () => {
         assert.isFalse(fs.existsSync(dir.lockFile), "our own lock was released")
       }))
   }
+})
+
+describe("auto-spawn and a broker that holds the agent dir", () => {
+  it.live("a frozen broker: the client waits, then reports it as not answering, naming its pid, and starts no second one", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const broker = yield* spawnNode([brokerEntryPoint(), "broker", "--dir", dir.agentDir], { env: childEnv() })
+      yield* broker.waitStdout(/^Intercom broker started \(pid: \d+\)$/m)
+      yield* freeze(broker.pid)
+      const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 1000 }))
+      assert.include(error.message, `pid ${broker.pid}`)
+      assert.include(error.message, "does not answer")
+      assert.deepStrictEqual(brokerProcesses(dir.agentDir), [broker.pid], "no second broker was started")
+      assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
+    }))
+})
+
+describe("files a spawn writes are private whatever was there before", () => {
+  it.live("a leftover 0644 broker.pid and broker.log end up 0600", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
+      for (const file of [dir.pidFile, dir.logFile]) {
+        fs.writeFileSync(file, "999999999")
+        fs.chmodSync(file, 0o644)
+      }
+      const { client } = yield* makeClient(dir.clientOptions("modes-0001", "modes"))
+      yield* client.list
+      const mode = (file: string) => fs.statSync(file).mode & 0o777
+      assert.strictEqual(mode(dir.logFile), 0o600, "broker.log")
+      assert.strictEqual(mode(dir.pidFile), 0o600, "broker.pid")
+      assert.notStrictEqual(readPidFile(dir.pidFile), 999999999)
+    }))
 })

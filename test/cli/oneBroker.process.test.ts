@@ -1,0 +1,143 @@
+/**
+ * One broker per agent dir, by construction, with real processes and real
+ * signals: a frozen broker (SIGSTOP) is never replaced — neither by a broker
+ * started by hand nor by an auto-spawning client — and its exit removes only
+ * its own socket file; a broker whose socket file is deleted exits; a broker
+ * killed with SIGKILL frees the agent dir at once; two brokers started
+ * together over a stale socket end with exactly one running. Needs
+ * `npm run build` first (`npm test` does it).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { probeHealth } from "../../src/transport/healthProbe.ts"
+import { brokerProcesses } from "../client/support.ts"
+import { freeze } from "../support/freeze.ts"
+import { staleSocketAt } from "../support/staleSocket.ts"
+import { type Child, cleanEnv, exists, registerSession, runCli, spawnCli, STARTED, startBroker, tempDir } from "./support.ts"
+
+const setup = Effect.gen(function*() {
+  const root = yield* tempDir()
+  const agentDir = path.join(root, "agent")
+  const intercomDir = path.join(agentDir, "intercom")
+  return { agentDir, intercomDir, socketPath: path.join(intercomDir, "broker.sock"), env: cleanEnv(root) }
+})
+
+/** Whether a broker process printed its startup line, or closed without printing it. */
+const startedOrExited = (child: Child): Effect.Effect<"started" | "exited", unknown> =>
+  child.waitStdout(STARTED).pipe(
+    Effect.as("started" as const),
+    Effect.catchTag("ChildFailed", (error) => child.outcome() === undefined ? Effect.fail(error) : Effect.succeed("exited" as const))
+  )
+
+/** A plain listener of the test process on `socketPath` (no broker): closed with the Scope. */
+const listenerAt = (socketPath: string): Effect.Effect<net.Server, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.callback<net.Server>((resume) => {
+      const server = net.createServer((socket) => socket.end())
+      server.listen(socketPath, () => resume(Effect.succeed(server)))
+    }),
+    (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+  )
+
+describe("a frozen broker", () => {
+  it.live("is never replaced: a second broker exits 1 naming its pid, a client reports it as not answering and spawns none; resumed, it serves, and its exit removes its own socket", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const first = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* registerSession(t.socketPath, "alice") // a broker in use: it would not idle-exit
+      yield* first.waitStderr(/session joined: alice/)
+      yield* freeze(first.pid)
+
+      const second = yield* spawnCli(["broker", "--dir", t.agentDir], t.env)
+      assert.strictEqual(yield* startedOrExited(second), "exited", second.stdout())
+      assert.deepStrictEqual(second.outcome(), { code: 1, signal: null })
+      assert.include(second.stderr(), `already running (pid ${first.pid})`)
+      assert.isTrue(fs.statSync(t.socketPath).isSocket(), "the frozen broker's socket is still there")
+
+      const listed = yield* runCli(["list", "--dir", t.agentDir], t.env)
+      assert.strictEqual(listed.code, 1, listed.stdout + listed.stderr)
+      assert.include(listed.stdout + listed.stderr, `pid ${first.pid}`)
+      assert.include(listed.stdout + listed.stderr, "does not answer")
+      assert.deepStrictEqual(brokerProcesses(t.agentDir), [first.pid], "no second broker was started")
+
+      yield* first.kill("SIGCONT")
+      assert.isTrue(yield* probeHealth(t.socketPath), "the resumed broker answers")
+      assert.notInclude(first.stderr(), "session left: alice", "its session lived through the freeze")
+      yield* first.kill("SIGTERM")
+      assert.deepStrictEqual(yield* first.waitExit(), { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath), "its own socket is removed at exit")
+    }), 60_000)
+})
+
+describe("a broker's socket file is its own", () => {
+  it.live("a broker whose socket file is deleted exits by itself, saying why", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      fs.rmSync(t.socketPath)
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+      assert.match(broker.stderr(), /socket .*broker\.sock was deleted or replaced/)
+    }))
+
+  it.live("a broker whose socket file was replaced leaves the replacement alone when it exits", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      fs.renameSync(t.socketPath, `${t.socketPath}.old`)
+      yield* listenerAt(t.socketPath)
+      const replacement = fs.statSync(t.socketPath).ino
+      yield* broker.kill("SIGTERM")
+      assert.strictEqual((yield* broker.waitExit()).code, 0)
+      assert.strictEqual(fs.statSync(t.socketPath).ino, replacement, "the replacement socket survives")
+    }))
+})
+
+describe("a broker killed with SIGKILL", () => {
+  it.live("frees the agent dir at once: the next broker starts over the socket file it left", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const first = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* first.kill("SIGKILL")
+      assert.strictEqual((yield* first.waitExit()).signal, "SIGKILL")
+      assert.isTrue(fs.statSync(t.socketPath).isSocket(), "a stale socket file is left behind")
+      const next = yield* startBroker(["--dir", t.agentDir], t.env)
+      assert.isTrue(yield* probeHealth(t.socketPath))
+      assert.deepStrictEqual(brokerProcesses(t.agentDir), [next.pid])
+    }))
+})
+
+describe("two brokers started together over a stale socket", () => {
+  const ROUNDS = 50
+
+  it.live(`exactly one runs, every time (${ROUNDS} rounds)`, () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      for (let round = 0; round < ROUNDS; round++) {
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* staleSocketAt(t.socketPath)
+          const pair = [
+            yield* spawnCli(["broker", "--dir", t.agentDir], t.env),
+            yield* spawnCli(["broker", "--dir", t.agentDir], t.env)
+          ]
+          const states = yield* Effect.forEach(pair, startedOrExited, { concurrency: "unbounded" })
+          const report = `round ${round}: ${states.join(", ")}\n${
+            pair.map((child) => `--- pid ${child.pid}\n${child.stdout()}${child.stderr()}`).join("\n")
+          }`
+          assert.sameMembers(states, ["started", "exited"], report)
+          const winner = pair[states.indexOf("started")]
+          const loser = pair[states.indexOf("exited")]
+          if (winner === undefined || loser === undefined) return
+          assert.strictEqual(loser.outcome()?.code, 1, report)
+          assert.include(loser.stderr(), "already running", report)
+          assert.isTrue(yield* probeHealth(t.socketPath), report)
+          yield* winner.kill("SIGTERM")
+          assert.strictEqual((yield* winner.waitExit()).code, 0, report)
+          assert.isFalse(exists(t.socketPath), report)
+        }))
+      }
+    }), 300_000)
+})
