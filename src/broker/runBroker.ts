@@ -14,7 +14,7 @@ import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
-import { holdLifetimeLock, lifetimeLockFile } from "./LifetimeLock.ts"
+import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import type { BrokerOptions } from "./options.ts"
 
 /** A running Unix-socket broker, as `runBroker` returns it. */

@@ -23,6 +23,8 @@ import { parsePositiveDecimal } from "../config/decimal.ts"
 export interface BrokerFlags {
   readonly dir?: string | undefined
   readonly maxSessions?: number | undefined
+  /** `--idle-exit`: milliseconds, `null` for never; the default (5 s) when absent. Full program only. */
+  readonly idleExitMs?: number | null | undefined
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")

@@ -16,6 +16,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
+import { parseTimeout } from "./client/duration.ts"
+import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { clientCommands } from "./client/commands.ts"
@@ -43,6 +45,17 @@ const maxSessionsFlag = Flag.Int("max-sessions").pipe(
   Flag.optional
 )
 
+const idleExitFlag = Flag.String("idle-exit").pipe(
+  Flag.withDescription(
+    "How long the broker stays up with no session before it exits: a duration (5s, 2m, 90000) or `never`. Default 5s."
+  ),
+  Flag.filterMap(
+    (text) => text.trim() === "never" ? Option.some(null) : Option.fromUndefinedOr(parseTimeout(text)),
+    (text) => `--idle-exit must be a duration such as 5s or 2m, or never; got "${text}"`
+  ),
+  Flag.optional
+)
+
 const ignoredPathArgument = Argument.String("broker-script").pipe(
   Argument.withDescription(
     "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand."
@@ -56,11 +69,16 @@ const ignoredPathArgument = Argument.String("broker-script").pipe(
 
 const brokerBase = Command.make("broker", {
   maxSessions: maxSessionsFlag,
+  idleExit: idleExitFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
   Command.withHandler((input) =>
-    runForeground({ dir: Option.getOrUndefined(input.dir), maxSessions: Option.getOrUndefined(input.maxSessions) })
+    runForeground({
+      dir: Option.getOrUndefined(input.dir),
+      maxSessions: Option.getOrUndefined(input.maxSessions),
+      idleExitMs: Option.getOrUndefined(input.idleExit)
+    })
   ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),
   Command.withDescription(
@@ -84,14 +102,20 @@ const status = Command.make(
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
     const running = yield* probeHealth(paths.socketPath)
+    // A broker that does not answer but holds its lifetime lock is alive: frozen or stuck, not gone.
+    const frozen = !running && (yield* isLifetimeLockHeld(paths.intercomDir))
     const pid = yield* readPidFile(paths.pidFile)
     const lines = [
-      `Intercom broker: ${running ? "running" : "not running"}`,
-      ...(running ? [`  pid:       ${pid ?? `unknown (no readable ${paths.pidFile})`}`] : []),
+      `Intercom broker: ${running ? "running" : frozen ? "not answering (it is alive: it holds broker.lock)" : "not running"}`,
+      ...(running || frozen ? [`  pid:       ${pid ?? `unknown (no readable ${paths.pidFile})`}`] : []),
       `  socket:    ${describeSocket(paths)}`,
       `  agent dir: ${paths.agentDir}`
     ]
-    if (!running && pid !== undefined) {
+    if (frozen) {
+      lines.push(
+        `  A stopped process resumes with \`kill -CONT ${pid ?? "<pid>"}\`; \`intercom broker stop\` ends it. No new broker starts while it lives.`
+      )
+    } else if (!running && pid !== undefined) {
       lines.push(`  pid file:  ${paths.pidFile} names ${pid}, which does not answer as a broker (stale)`)
     }
     yield* Console.log(lines.join("\n"))
@@ -131,7 +155,8 @@ const stop = Command.make(
   {},
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
-    if (!(yield* probeHealth(paths.socketPath))) {
+    const answering = yield* probeHealth(paths.socketPath)
+    if (!answering && !(yield* isLifetimeLockHeld(paths.intercomDir))) {
       yield* Console.log(`No intercom broker is running (socket ${paths.socketPath}).`)
       return
     }
@@ -151,6 +176,8 @@ const stop = Command.make(
     if (sent === "denied") {
       return yield* failWith(`Not permitted to signal the intercom broker (pid ${pid}).`)
     }
+    // A stopped (SIGSTOP) broker takes the SIGTERM only once it runs again.
+    if (!answering) yield* signalProcess(pid, "SIGCONT")
     if (!(yield* pollUntilStopped(brokerGone(pid, paths.socketPath)))) {
       return yield* failWith(
         `Sent SIGTERM to the intercom broker (pid ${pid}), but it did not stop within ${
@@ -163,7 +190,7 @@ const stop = Command.make(
 ).pipe(
   Command.withShortDescription("Stop the running broker (SIGTERM, wait up to 5 s)"),
   Command.withDescription(
-    "Stop the running broker: SIGTERM the pid in broker.pid (only if a broker answers on the socket) and wait up to 5 s for it to exit. Exits 0 when stopped or when none was running."
+    "Stop the running broker: SIGTERM the pid in broker.pid (only if a broker answers on the socket, or holds broker.lock without answering: then it is also sent SIGCONT) and wait up to 5 s for it to exit. Exits 0 when stopped or when none was running."
   )
 )
 

@@ -63,7 +63,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       intercomDir: paths.intercomDir,
       socketPath: paths.socketPath,
       askTimeout: resolution.settings.askTimeoutMs,
-      ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions })
+      ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions }),
+      ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs })
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)

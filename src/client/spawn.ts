@@ -14,7 +14,7 @@ import { Data, Deferred, Duration, Effect, Exit, Option, Schedule } from "effect
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { isLifetimeLockHeld, lifetimeLockFile } from "../broker/LifetimeLock.ts"
+import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { brokerEntryPoint } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { openPrivateSync } from "../config/privateFile.ts"

@@ -1,5 +1,5 @@
 /**
- * The broker's lifetime lock (src/broker/LifetimeLock.ts): one holder at a
+ * The broker's lifetime lock (src/config/LifetimeLock.ts): one holder at a
  * time, in this process and across processes; a frozen holder keeps it, a
  * killed one loses it at once; the file is private and alone (no journal).
  */
@@ -8,7 +8,7 @@ import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { holdLifetimeLock, isLifetimeLockHeld, lifetimeLockFile } from "../../src/broker/LifetimeLock.ts"
+import { holdLifetimeLock, isLifetimeLockHeld, lifetimeLockFile } from "../../src/config/LifetimeLock.ts"
 import { tempDir } from "../support/broker.ts"
 import { freeze } from "../support/freeze.ts"
 import { spawnNode } from "../support/process.ts"

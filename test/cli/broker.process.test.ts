@@ -172,6 +172,14 @@ describe("intercom broker", () => {
       assert.isFalse(exists(t.pidFile))
     }), 30_000)
 
+  it.live("--idle-exit sets how long it waits with no session (here: one that never came)", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir, "--idle-exit", "1s"], t.env)
+      assert.deepStrictEqual(yield* broker.waitExit("15 seconds"), { code: 0, signal: null })
+      assert.isFalse(exists(t.socketPath))
+    }), 30_000)
+
   it.live("falls back to a short socket path for a long agent dir, and status/stop find it", () =>
     Effect.gen(function*() {
       const t = yield* setup
@@ -327,6 +335,8 @@ describe("bad invocations", () => {
   it.live("an unknown flag exits 2 with usage", () => usage(["broker", "--bogus"], "--bogus"))
   it.live("a non-integer --max-sessions exits 2", () => usage(["broker", "--max-sessions", "abc"], "max-sessions"))
   it.live("a non-positive --max-sessions exits 2", () => usage(["broker", "--max-sessions", "0"], "positive"))
+  it.live("an --idle-exit that is neither a duration nor never exits 2", () =>
+    usage(["broker", "--idle-exit", "soon"], "--idle-exit must be a duration"))
   it.live("more than one positional argument exits 2", () => usage(["broker", "/a/broker.ts", "extra"], "extra"))
   it.live("no subcommand exits 2", () =>
     Effect.gen(function*() {

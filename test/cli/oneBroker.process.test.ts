@@ -72,6 +72,28 @@ describe("a frozen broker", () => {
     }), 60_000)
 })
 
+describe("status and stop of a frozen broker", () => {
+  it.live("status says it is alive but not answering (exit 1); stop ends it (SIGTERM, then SIGCONT)", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* registerSession(t.socketPath, "alice")
+      yield* broker.waitStderr(/session joined: alice/)
+      yield* freeze(broker.pid)
+
+      const status = yield* runCli(["broker", "status", "--dir", t.agentDir], t.env)
+      assert.strictEqual(status.code, 1, status.stdout + status.stderr)
+      assert.include(status.stdout, "not answering")
+      assert.include(status.stdout, `pid:       ${broker.pid}`)
+      assert.include(status.stdout, `kill -CONT ${broker.pid}`)
+
+      const stop = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
+      assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
+      assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+    }), 60_000)
+})
+
 describe("a broker's socket file is its own", () => {
   it.live("a broker whose socket file is deleted exits by itself, saying why", () =>
     Effect.gen(function*() {
