@@ -109,12 +109,8 @@ export class Discovery {
     const fields = session.fields
     let changed = false
     let renamed = false
-    if (frame.name !== undefined && frame.name !== fields.name) {
-      session.space.unindexName(session)
-      fields.name = frame.name
-      session.space.indexName(session)
-      changed = renamed = true
-    }
+    const newName = frame.name ?? fields.name
+    if (newName !== fields.name) changed = renamed = true
     if (frame.runtimeFallbackAlias !== undefined && frame.runtimeFallbackAlias !== fields.runtimeFallbackAlias) {
       fields.runtimeFallbackAlias = frame.runtimeFallbackAlias
       changed = renamed = true
@@ -136,7 +132,13 @@ export class Discovery {
         changed = true
       }
     }
-    if (renamed) session.identity = identityOf(session.space.key, fields, session.realCwd)
+    if (renamed) {
+      // Names and identities are indexed (target resolution, P49): out with the old, in with the new.
+      session.space.unindex(session)
+      fields.name = newName
+      session.identity = identityOf(session.space.key, fields, session.realCwd)
+      session.space.index(session)
+    }
     const now = this.ctx.now()
     fields.lastActivity = now
     session.infoJson = encodeSessionInfo(session.id, session.endpointEpoch, peer.connection.trustedLocal, fields)

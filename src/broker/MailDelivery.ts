@@ -33,7 +33,12 @@ export class MailDelivery {
   /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
   constructor(ctx: RouterContext, flushed: (mail: Mail, receiver: Session, now: number) => void) {
     this.ctx = ctx
-    this.mailbox = new Mailbox(ctx.options.mailboxCapacity, DAY)
+    this.mailbox = new Mailbox({
+      capacity: ctx.options.mailboxCapacity,
+      maxBytes: ctx.options.mailboxBytes,
+      maxBytesPerTarget: ctx.options.mailboxBytesPerTarget,
+      retentionMs: DAY
+    })
     this.flushed = flushed
   }
 
@@ -125,10 +130,10 @@ export class MailDelivery {
     const space = session.space
     const identity = session.identity
     const soleHolder = identity !== undefined && space.liveWithIdentity(identity, session).length === 0
-    const mails = this.mailbox.take((mail) =>
-      mail.spaceKey === space.key &&
-      (mail.targetKey === session.key ||
-        (soleHolder && mail.targetIdentity === identity && mail.senderIdentity !== identity))
+    const mails = this.mailbox.take(
+      session.key,
+      soleHolder ? identity : undefined,
+      (mail) => mail.spaceKey === space.key && (mail.targetKey === session.key || mail.senderIdentity !== identity)
     )
     for (const mail of mails) {
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
@@ -145,7 +150,8 @@ export class MailDelivery {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.recordKey, { ok: false, code, reason, retryable: false })
     const space = registry.spaces.get(mail.spaceKey)
-    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ?? space?.recent.get(mail.targetId)?.infoJson
+    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
+      registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson
     if (targetInfo === undefined) return
     const now = this.ctx.now()
     const notice = Encode.receiptFrame(targetInfo, {

@@ -1,48 +1,138 @@
 /**
- * Mail for disconnected sessions (P49): global, capacity-bounded (oldest
- * evicted) and expiring. Evictions and expiries are returned to the caller, so
- * the sender is told rather than losing the message silently.
+ * Mail for disconnected sessions (P49), as storage: keyed by message (its
+ * sender and id), expiring, and bounded — in messages and in bytes overall,
+ * and in bytes per recipient, so one absent session cannot take the room of
+ * all others. The oldest mail goes first; what is evicted or expired is
+ * returned, so MailDelivery can tell its sender rather than lose it silently.
+ *
+ * Indexed by recipient and by mailbox identity, so a registration collects
+ * its mail without scanning everyone's.
  */
 import { AgedMap } from "./AgedMap.ts"
+import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
+
+/** The mailbox's bounds. */
+export interface MailboxLimits {
+  /** Messages held at most, overall (P49's 256 by default). */
+  readonly capacity: number
+  /** About this many bytes of mail at most, overall. */
+  readonly maxBytes: number
+  /** About this many bytes of mail at most for one recipient. */
+  readonly maxBytesPerTarget: number
+  /** How long mail is kept. */
+  readonly retentionMs: number
+}
+
+/** Estimated memory of one message: its text, attachments and sender info (UTF-16), plus overhead. */
+const bytesOf = (mail: Mail): number => {
+  let chars = mail.fromJson.length + mail.message.content.text.length + mail.recordKey.length
+  for (const attachment of mail.message.content.attachments ?? []) chars += attachment.content.length + attachment.name.length
+  return 2 * chars + 512
+}
+
+/** A queued message with its place in the queue and its size. */
+interface Entry {
+  readonly mail: Mail
+  /** Queue order (arrival), also among mail queued at the same millisecond. */
+  readonly seq: number
+  readonly bytes: number
+}
 
 /** The mail itself: keyed by message, bounded, expiring; MailDelivery decides what goes in and out. */
 export class Mailbox {
-  private readonly mail: AgedMap<string, Mail>
-  private readonly retentionMs: number
+  private readonly entries = new AgedMap<string, Entry>()
+  private readonly byTarget = new SetIndex<string, Entry>()
+  private readonly byIdentity = new SetIndex<string, Entry>()
+  private readonly targetBytes = new Map<string, number>()
+  private bytes = 0
+  private seq = 0
+  private readonly limits: MailboxLimits
 
-  constructor(capacity: number, retentionMs: number) {
-    this.mail = new AgedMap(capacity)
-    this.retentionMs = retentionMs
+  constructor(limits: MailboxLimits) {
+    this.limits = limits
   }
 
+  /** Messages held. */
   get size(): number {
-    return this.mail.size
+    return this.entries.size
   }
 
-  get(messageKey: string): Mail | undefined {
-    return this.mail.get(messageKey)
+  get(recordKey: string): Mail | undefined {
+    return this.entries.get(recordKey)?.mail
   }
 
-  /** Queues `mail`; returns the entries evicted to make room. */
+  /** Queues `mail`; returns the mail evicted to make room (possibly `mail` itself, if it alone is too big). */
   put(mail: Mail): ReadonlyArray<Mail> {
-    return this.mail.set(mail.recordKey, mail, mail.queuedAt)
+    this.delete(mail.recordKey)
+    const entry: Entry = { mail, seq: ++this.seq, bytes: bytesOf(mail) }
+    this.entries.set(mail.recordKey, entry, mail.queuedAt)
+    this.index(entry)
+    const evicted: Array<Mail> = []
+    // The recipient's own bound first: its oldest mail makes room.
+    while ((this.targetBytes.get(mail.targetKey) ?? 0) > this.limits.maxBytesPerTarget) {
+      const oldest = this.oldest(this.byTarget.get(mail.targetKey))
+      if (oldest === undefined) break
+      evicted.push(oldest.mail)
+      this.delete(oldest.mail.recordKey)
+    }
+    while (this.entries.size > this.limits.capacity || this.bytes > this.limits.maxBytes) {
+      const oldest = this.entries.expireOldest(Number.POSITIVE_INFINITY)
+      if (oldest === undefined) break
+      this.unindex(oldest)
+      evicted.push(oldest.mail)
+    }
+    return evicted
   }
 
-  delete(messageKey: string): Mail | undefined {
-    return this.mail.delete(messageKey)
+  delete(recordKey: string): Mail | undefined {
+    const entry = this.entries.delete(recordKey)
+    if (entry === undefined) return undefined
+    this.unindex(entry)
+    return entry.mail
   }
 
   /** Removes and returns expired mail, oldest first. */
   expire(now: number): ReadonlyArray<Mail> {
-    return this.mail.expire(now - this.retentionMs - 1)
+    const expired = this.entries.expire(now - this.limits.retentionMs - 1)
+    for (const entry of expired) this.unindex(entry)
+    return expired.map((entry) => entry.mail)
   }
 
-  /** Removes and returns, in queue order, the mail `accept` claims. */
-  take(accept: (mail: Mail) => boolean): Array<Mail> {
-    const taken: Array<Mail> = []
-    for (const mail of this.mail.values()) if (accept(mail)) taken.push(mail)
-    for (const mail of taken) this.mail.delete(mail.recordKey)
-    return taken
+  /**
+   * Removes and returns, in queue order, the mail for the session `targetKey`
+   * and, when `identity` is given, the mail for that identity (P49) that
+   * `accept` lets through.
+   */
+  take(targetKey: string, identity: string | undefined, accept: (mail: Mail) => boolean): Array<Mail> {
+    const found = new Set<Entry>(this.byTarget.get(targetKey))
+    if (identity !== undefined) for (const entry of this.byIdentity.get(identity) ?? []) found.add(entry)
+    const taken = [...found].filter((entry) => accept(entry.mail)).sort((a, b) => a.seq - b.seq)
+    for (const entry of taken) this.delete(entry.mail.recordKey)
+    return taken.map((entry) => entry.mail)
+  }
+
+  private oldest(entries: ReadonlySet<Entry> | undefined): Entry | undefined {
+    let oldest: Entry | undefined
+    for (const entry of entries ?? []) if (oldest === undefined || entry.seq < oldest.seq) oldest = entry
+    return oldest
+  }
+
+  private index(entry: Entry): void {
+    const mail = entry.mail
+    this.byTarget.add(mail.targetKey, entry)
+    if (mail.targetIdentity !== undefined) this.byIdentity.add(mail.targetIdentity, entry)
+    this.bytes += entry.bytes
+    this.targetBytes.set(mail.targetKey, (this.targetBytes.get(mail.targetKey) ?? 0) + entry.bytes)
+  }
+
+  private unindex(entry: Entry): void {
+    const mail = entry.mail
+    this.byTarget.delete(mail.targetKey, entry)
+    if (mail.targetIdentity !== undefined) this.byIdentity.delete(mail.targetIdentity, entry)
+    this.bytes -= entry.bytes
+    const left = (this.targetBytes.get(mail.targetKey) ?? entry.bytes) - entry.bytes
+    if (left <= 0) this.targetBytes.delete(mail.targetKey)
+    else this.targetBytes.set(mail.targetKey, left)
   }
 }

@@ -29,8 +29,6 @@ import {
 } from "./Registry.ts"
 import { closePeer, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
 
-const DAY = 86_400_000
-
 /** What another concern does when sessions come and go. */
 export interface RegistrationHooks {
   /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
@@ -189,15 +187,14 @@ export class Registration {
     if (!this.ctx.registry.remove(session)) return
     const now = this.ctx.now()
     const space = session.space
-    space.recent.delete(session.id)
-    space.recent.set(session.id, {
+    this.ctx.registry.recent.remember({
       key: session.key,
       id: session.id,
+      spaceKey: space.key,
       name: session.fields.name,
       infoJson: session.infoJson,
       identity: session.identity
     }, now)
-    space.recent.expire(now - DAY)
     this.membership.left(session)
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.left?.(session, now)

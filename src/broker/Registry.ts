@@ -7,9 +7,10 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { SessionRegistration } from "../protocol/frames.ts"
-import { AgedMap } from "./AgedMap.ts"
+import { RegistrationOrder, SetIndex, SortedIds } from "./Indexes.ts"
 import { MembershipFeed } from "./MembershipFeed.ts"
 import type { Peer } from "./Peer.ts"
+import { RecentSessions } from "./RecentSessions.ts"
 
 /** Mutable SessionInfo fields; `infoJson` is re-encoded after every change (encode once, send many). */
 export interface SessionFields {
@@ -51,97 +52,19 @@ export interface Session {
   readonly incarnation: number
 }
 
-/** What is remembered of a session after it left (P34), for mailbox routing. */
-export interface RecentSession {
-  readonly key: string
-  readonly id: string
-  readonly name: string | undefined
-  readonly infoJson: string
-  readonly identity: string | undefined
-}
-
-/**
- * Live sessions in registration order, searchable by order number, so a paged
- * `list` starts its page in O(log n) wherever the previous page ended. A
- * session that leaves leaves a hole, and the holes are squeezed out once they
- * outnumber the sessions (amortised O(1) per leave).
- */
-class RegistrationOrder {
-  private slots: Array<Session | undefined> = []
-  /** `orders[i]` is the order number of `slots[i]`, kept for holes too, so the search stays a plain bisection. */
-  private orders: Array<number> = []
-  private holes = 0
-
-  add(session: Session): void {
-    this.slots.push(session)
-    this.orders.push(session.order)
-  }
-
-  /** A takeover: the new record takes the old one's place. */
-  replace(previous: Session, next: Session): void {
-    const index = this.indexOf(previous.order)
-    if (index !== undefined) this.slots[index] = next
-  }
-
-  remove(session: Session): void {
-    const index = this.indexOf(session.order)
-    if (index === undefined || this.slots[index] !== session) return
-    this.slots[index] = undefined
-    this.holes++
-    if (this.holes > 64 && this.holes * 2 > this.slots.length) this.compact()
-  }
-
-  /** Live sessions registered after `afterOrder`, oldest first. */
-  *after(afterOrder: number): Generator<Session> {
-    for (let i = this.firstAfter(afterOrder); i < this.slots.length; i++) {
-      const session = this.slots[i]
-      if (session !== undefined) yield session
-    }
-  }
-
-  /** The index of the first slot whose order is above `order`. */
-  private firstAfter(order: number): number {
-    let low = 0
-    let high = this.orders.length
-    while (low < high) {
-      const mid = (low + high) >>> 1
-      if (this.orders[mid]! <= order) low = mid + 1
-      else high = mid
-    }
-    return low
-  }
-
-  private indexOf(order: number): number | undefined {
-    const index = this.firstAfter(order - 1)
-    return this.orders[index] === order ? index : undefined
-  }
-
-  private compact(): void {
-    const slots: Array<Session | undefined> = []
-    const orders: Array<number> = []
-    for (let i = 0; i < this.slots.length; i++) {
-      const session = this.slots[i]
-      if (session === undefined) continue
-      slots.push(session)
-      orders.push(this.orders[i]!)
-    }
-    this.slots = slots
-    this.orders = orders
-    this.holes = 0
-  }
-}
-
 /** One routing namespace: the unscoped sessions, or those of one `scopeId`. */
 export class ScopeSpace {
   readonly key: string
   /** Live sessions by id, in registration order (a takeover keeps the position). */
   readonly sessions = new Map<string, Session>()
   /** The same sessions, searchable by registration order (paged `list`). */
-  readonly order = new RegistrationOrder()
+  readonly order = new RegistrationOrder<Session>()
   /** Live sessions by lower-cased name. */
-  readonly byName = new Map<string, Set<Session>>()
-  /** Recently disconnected sessions by id (P34): 24 h, at most 16,384 per scope. */
-  readonly recent = new AgedMap<string, RecentSession>(16_384)
+  private readonly byName = new SetIndex<string, Session>()
+  /** Live session ids, sorted (prefix targets). */
+  private readonly ids = new SortedIds()
+  /** Live sessions by mailbox identity (P49). */
+  private readonly byIdentity = new SetIndex<string, Session>()
   readonly feed = new MembershipFeed()
   /** Live sessions' connections with no FEED_TICK pending (Membership's; see Membership.ts). */
   readonly needsTick = new Set<Peer>()
@@ -150,55 +73,40 @@ export class ScopeSpace {
     this.key = key
   }
 
-  indexName(session: Session): void {
+  /** Indexes a live session by name, id and identity (after it joins, or after a change). */
+  index(session: Session): void {
     const name = session.fields.name
-    if (name === undefined) return
-    const lower = name.toLowerCase()
-    let set = this.byName.get(lower)
-    if (set === undefined) this.byName.set(lower, set = new Set())
-    set.add(session)
+    if (name !== undefined) this.byName.add(name.toLowerCase(), session)
+    this.ids.add(session.id)
+    if (session.identity !== undefined) this.byIdentity.add(session.identity, session)
   }
 
-  unindexName(session: Session): void {
+  /** Removes a session from the indexes (before it leaves, or before a change of name or identity). */
+  unindex(session: Session): void {
     const name = session.fields.name
-    if (name === undefined) return
-    const lower = name.toLowerCase()
-    const set = this.byName.get(lower)
-    if (set === undefined) return
-    set.delete(session)
-    if (set.size === 0) this.byName.delete(lower)
+    if (name !== undefined) this.byName.delete(name.toLowerCase(), session)
+    this.ids.remove(session.id)
+    if (session.identity !== undefined) this.byIdentity.delete(session.identity, session)
   }
 
-  /** P42 over live sessions: exact id, else names equal ignoring case, else ids starting with `to`. */
+  /** P42 over live sessions: exact id, else names equal ignoring case, else ids starting with `to` (up to 2). */
   resolveLive(to: string): ReadonlyArray<Session> {
     const exact = this.sessions.get(to)
     if (exact !== undefined) return [exact]
     const named = this.byName.get(to.toLowerCase())
-    if (named !== undefined && named.size > 0) return [...named]
-    const prefixed: Array<Session> = []
-    for (const session of this.sessions.values()) if (session.id.startsWith(to)) prefixed.push(session)
-    return prefixed
-  }
-
-  /** P42's three stages over recently disconnected sessions (P49). */
-  resolveRecent(to: string): ReadonlyArray<RecentSession> {
-    const exact = this.recent.get(to)
-    if (exact !== undefined) return [exact]
-    const lower = to.toLowerCase()
-    const named: Array<RecentSession> = []
-    for (const recent of this.recent.values()) if (recent.name?.toLowerCase() === lower) named.push(recent)
-    if (named.length > 0) return named
-    const prefixed: Array<RecentSession> = []
-    for (const recent of this.recent.values()) if (recent.id.startsWith(to)) prefixed.push(recent)
-    return prefixed
+    if (named !== undefined) return [...named]
+    const found: Array<Session> = []
+    for (const id of this.ids.startingWith(to, 2)) {
+      const session = this.sessions.get(id)
+      if (session !== undefined) found.push(session)
+    }
+    return found
   }
 
   /** Live sessions other than `except` holding a mailbox identity. */
   liveWithIdentity(identity: string, except: Session | undefined): Array<Session> {
     const holders: Array<Session> = []
-    for (const session of this.sessions.values()) {
-      if (session !== except && session.identity === identity) holders.push(session)
-    }
+    for (const session of this.byIdentity.get(identity) ?? []) if (session !== except) holders.push(session)
     return holders
   }
 }
@@ -211,6 +119,8 @@ export class ScopeSpace {
 export class Registry {
   readonly spaces = new Map<string, ScopeSpace>()
   readonly byKey = new Map<string, Session>()
+  /** Departed sessions of every scope (P34); a scope with neither live nor departed sessions is forgotten. */
+  readonly recent = new RecentSessions((spaceKey) => this.forgetIfEmpty(spaceKey))
   private registrations = 0
   private incarnations = 0
   private liveCount = 0
@@ -241,28 +151,34 @@ export class Registry {
   add(session: Session, previous: Session | undefined): void {
     const space = session.space
     if (previous !== undefined) {
-      space.unindexName(previous)
+      space.unindex(previous)
       space.order.replace(previous, session)
     } else {
       this.liveCount++
       space.order.add(session)
     }
     space.sessions.set(session.id, session)
-    space.indexName(session)
-    space.recent.delete(session.id)
+    space.index(session)
     this.byKey.set(session.key, session)
+    this.recent.forget(space.key, session.id)
   }
 
   /** Removes a live session; false when it is no longer the live holder of its id. */
   remove(session: Session): boolean {
     const space = session.space
     if (space.sessions.get(session.id) !== session) return false
+    space.unindex(session)
     space.sessions.delete(session.id)
-    space.unindexName(session)
     space.order.remove(session)
     this.byKey.delete(session.key)
     this.liveCount--
     return true
+  }
+
+  /** Forgets a scope that has neither live nor departed sessions (scopes are not kept forever). */
+  forgetIfEmpty(spaceKey: string): void {
+    const space = this.spaces.get(spaceKey)
+    if (space !== undefined && space.sessions.size === 0 && !this.recent.has(spaceKey)) this.spaces.delete(spaceKey)
   }
 }
 

@@ -118,6 +118,7 @@ export class Router {
     send.onPrune((at) => ctx.records.prune(at))
     send.onPrune((at) => receipts.prune(at))
     send.onPrune((at) => mail.prune(at))
+    send.onPrune((at) => registry.recent.expire(at))
     registration.observe(mail.hooks)
 
     this.ctx = ctx

@@ -21,7 +21,8 @@ import { fingerprintOf, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import type { Mail, Peer } from "./Peer.ts"
-import type { RecentSession, Session } from "./Registry.ts"
+import type { RecentSession } from "./RecentSessions.ts"
+import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
 /** Why a send is refused: a delivery code and its reason text (P45). */
@@ -232,7 +233,7 @@ export class Send {
     }
     const target = live[0]
     if (target !== undefined) return { target, remembered: undefined, id: target.id }
-    const recent = space.resolveRecent(to)
+    const recent = this.ctx.registry.recent.resolve(space.key, to)
     if (recent.length > 1) {
       return { refused: { code: DeliveryCode.AmbiguousTarget, reason: Reason.ambiguousDisconnected(to) }, id: undefined }
     }

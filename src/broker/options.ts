@@ -23,6 +23,10 @@ export interface BrokerCoreOptions {
   readonly outboxCapacity?: number
   /** Messages the mailbox keeps for disconnected sessions (P49). Default 256. */
   readonly mailboxCapacity?: number
+  /** About how many bytes of mail the mailbox keeps, overall. Default 64 MiB. */
+  readonly mailboxBytes?: number
+  /** About how many bytes of mail the mailbox keeps for one recipient. Default 16 MiB. */
+  readonly mailboxBytesPerTarget?: number
   /**
    * Replay records kept at most, overall (P46; see DeliveryRecords.ts). Each is
    * kept at least REPLAY_WINDOW_MS; past this bound the heaviest sender loses
@@ -52,6 +56,8 @@ export interface ResolvedCoreOptions {
   readonly askTimeoutMs: number
   readonly outboxCapacity: number
   readonly mailboxCapacity: number
+  readonly mailboxBytes: number
+  readonly mailboxBytesPerTarget: number
   readonly replayRecords: number
   readonly replayBytes: number
 }
@@ -71,6 +77,8 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   askTimeoutMs: millis(options.askTimeout, Duration.minutes(10)),
   outboxCapacity: options.outboxCapacity ?? 1024,
   mailboxCapacity: options.mailboxCapacity ?? 256,
+  mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
+  mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,
   replayRecords: options.replayRecords ?? 262_144,
   replayBytes: options.replayBytes ?? 64 * 1024 * 1024
 })
