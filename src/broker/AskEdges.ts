@@ -82,6 +82,8 @@ export class AskEdges {
   private readonly openPerPair = new Map<string, number>()
   /** Open asks by the asked session and message id (a reply to the wrong asker is told so). */
   private readonly openPerAsked = new Map<string, number>()
+  /** Open asks per asker (bounded: MAX_ASKS_PER_SESSION). */
+  private readonly openPerAsker = new Map<string, number>()
   private readonly deadlines = new DeadlineHeap()
 
   /** Open edges. */
@@ -101,6 +103,7 @@ export class AskEdges {
     this.openPerPair.set(pair, (this.openPerPair.get(pair) ?? 0) + 1)
     const asked = askedKey(edge.targetKey, edge.messageId)
     this.openPerAsked.set(asked, (this.openPerAsked.get(asked) ?? 0) + 1)
+    this.openPerAsker.set(edge.askerKey, (this.openPerAsker.get(edge.askerKey) ?? 0) + 1)
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
   }
@@ -120,6 +123,11 @@ export class AskEdges {
       if (excepted !== undefined && excepted.askerKey === askerKey && excepted.targetKey === targetKey) count--
     }
     return count > 0
+  }
+
+  /** Asks `askerKey` has open. */
+  openOf(askerKey: string): number {
+    return this.openPerAsker.get(askerKey) ?? 0
   }
 
   /** Is `targetKey` asked something with id `messageId` (by anyone)? */
@@ -142,5 +150,6 @@ export class AskEdges {
   private closePair(edge: AskEdge): void {
     decrement(this.openPerPair, pairKey(edge.askerKey, edge.targetKey))
     decrement(this.openPerAsked, askedKey(edge.targetKey, edge.messageId))
+    decrement(this.openPerAsker, edge.askerKey)
   }
 }

@@ -19,6 +19,12 @@ import type { Mail, Peer } from "./Peer.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, SendAttempt, SendStage } from "./Send.ts"
 
+/** Open asks one session may have at once; past it a new ask is refused (`E_TOO_MANY_ASKS`). */
+export const MAX_ASKS_PER_SESSION = 1024
+
+/** Open asks the broker keeps at once, overall. */
+export const MAX_ASKS = 262_144
+
 /** The longest ask timeout a client may announce: 30 days. */
 export const MAX_ASK_TIMEOUT_MS = 30 * 86_400_000
 
@@ -112,6 +118,11 @@ export class Asks {
       if (this.edges.isWaiting(attempt.target.key, attempt.sender.key, replyKey)) {
         return { code: DeliveryCode.MutualAsk, reason: Reason.mutualAsk }
       }
+      // Edges are state the broker keeps for a long time: bounded per asker and overall.
+      if (this.edges.openOf(attempt.sender.key) >= MAX_ASKS_PER_SESSION) {
+        return { code: DeliveryCode.TooManyAsks, reason: Reason.tooManyAsks(MAX_ASKS_PER_SESSION) }
+      }
+      if (this.edges.size >= MAX_ASKS) return { code: DeliveryCode.TooManyAsks, reason: Reason.tooManyAsksOverall }
       const timeout = announcedTimeout(attempt)
       return typeof timeout === "object" ? timeout : undefined
     },

@@ -22,12 +22,20 @@ import type { SendAttempt } from "./Send.ts"
 
 const DAY = 86_400_000
 
+/** Lost-mail notices kept for one absent sender. */
+const MAX_OWED_PER_SENDER = 256
+
+/** Lost-mail notices kept for absent senders, overall. */
+const MAX_OWED_NOTICES = 16_384
+
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
   private readonly mailbox: Mailbox
   /** Lost-mail notices for senders that were away, by session key: sent when they register again. */
   private readonly owedNotices = new AgedMap<string, Array<string>>(4096)
+  /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
+  private owedCount = 0
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
 
   /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
@@ -51,7 +59,10 @@ export class MailDelivery {
   readonly hooks: RegistrationHooks = {
     registered: (session, _previous, now) => {
       const owed = this.owedNotices.delete(session.key)
-      if (owed !== undefined) for (const frame of owed) this.ctx.output.enqueue(session.peer, { frame, owedTo: session.key })
+      if (owed !== undefined) {
+        this.owedCount -= owed.length
+        for (const frame of owed) this.ctx.output.enqueue(session.peer, { frame, owedTo: session.key })
+      }
       this.flush(session, now)
     }
   }
@@ -114,7 +125,7 @@ export class MailDelivery {
 
   /** Drops expired mail, telling its senders. */
   prune(now: number): void {
-    this.owedNotices.expire(now - DAY - 1)
+    for (const owed of this.owedNotices.expire(now - DAY - 1)) this.owedCount -= owed.length
     for (const mail of this.mailbox.expire(now)) {
       this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired)
     }
@@ -166,9 +177,19 @@ export class MailDelivery {
     this.owe(mail.senderKey, notice, now)
   }
 
+  /**
+   * Keeps a notice for a sender that is away. Bounded per sender and overall:
+   * past the bound the notice is dropped and the drop logged (the replay
+   * record still says what became of the message).
+   */
   private owe(senderKey: string, notice: string, now: number): void {
     const owed = this.owedNotices.get(senderKey) ?? []
-    if (owed.length < 1024) owed.push(notice)
-    this.owedNotices.set(senderKey, owed, now)
+    if (owed.length >= MAX_OWED_PER_SENDER || this.owedCount >= MAX_OWED_NOTICES) {
+      this.ctx.log("warning", `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`)
+      return
+    }
+    owed.push(notice)
+    this.owedCount++
+    for (const dropped of this.owedNotices.set(senderKey, owed, now)) this.owedCount -= dropped.length
   }
 }

@@ -3,16 +3,17 @@
  * (`parked`, `overflow`).
  *
  * Routing never writes to a socket; it queues. `enqueue` offers to the
- * recipient's bounded outbox and, once any offer of the current batch finds
- * an outbox full, parks that and every later item of the batch (order is
- * kept). After the batch, the calling connection actor takes the parked items
+ * recipient's bounded outbox — bounded in frames and in characters of frame
+ * text, so a session that never reads cannot make the broker hold gigabytes —
+ * and, once any offer of the current batch finds an outbox full, parks that
+ * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
  *
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  */
-import { Exit, Queue } from "effect"
+import { Deferred, Effect, Exit, Queue } from "effect"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -34,6 +35,10 @@ export interface WriteBatch {
 }
 
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
+/** Characters of frame text an item puts in an outbox (signals: none). */
+const charsOf = (item: OutboundItem): number =>
+  typeof item === "string" ? item.length : typeof item === "object" ? item.frame.length : 0
+
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
 
@@ -51,24 +56,63 @@ export class Output {
   private readonly touched = new Set<Peer>()
   private readonly takeBack: (item: Returnable) => void
   private readonly feed: FeedSource
+  private readonly maxChars: number
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
    * @param feed the membership frames a recipient has not seen (Membership).
+   * @param maxChars characters of frame text an outbox holds before senders are slowed.
    */
-  constructor(takeBack: (item: Returnable) => void, feed: FeedSource) {
+  constructor(takeBack: (item: Returnable) => void, feed: FeedSource, maxChars: number) {
     this.takeBack = takeBack
     this.feed = feed
+    this.maxChars = maxChars
+  }
+
+  /** Whether `item` would take `peer`'s outbox past its character budget (one frame always fits). */
+  private overBudget(peer: Peer, chars: number): boolean {
+    return peer.outboxChars > 0 && peer.outboxChars + chars > this.maxChars
   }
 
   /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (peer.state === "closed") return this.undeliverable(item)
-    if (this.parked.length > 0 || !Queue.offerUnsafe(peer.outbox, item)) {
+    const chars = charsOf(item)
+    if (this.parked.length > 0 || this.overBudget(peer, chars) || !Queue.offerUnsafe(peer.outbox, item)) {
       this.parked.push([peer, item])
     } else {
+      peer.outboxChars += chars
       this.touched.add(peer)
     }
+  }
+
+  /**
+   * Offers a parked item to its recipient, waiting for room in frames and in
+   * characters; false when the recipient closed meanwhile.
+   */
+  offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
+    return Effect.suspend(() => {
+      const chars = charsOf(item)
+      if (recipient.state !== "closed" && this.overBudget(recipient, chars)) {
+        const room = Deferred.makeUnsafe<void>()
+        ;(recipient.roomWaiters ??= []).push(room)
+        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+      }
+      // Counted before the offer completes: the writer may take the item before this fiber resumes.
+      recipient.outboxChars += chars
+      return Effect.map(Queue.offer(recipient.outbox, item), (accepted) => {
+        if (!accepted) recipient.outboxChars -= chars
+        return accepted
+      })
+    })
+  }
+
+  /** The writer took items: senders waiting for room may try again. */
+  private roomMade(peer: Peer): void {
+    const waiters = peer.roomWaiters
+    if (waiters === undefined) return
+    peer.roomWaiters = undefined
+    for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
   }
 
   /** Resumes the writers that got output in this batch now rather than on a later tick (hot-path.md B7). */
@@ -126,6 +170,7 @@ export class Output {
 
   /** Queues `item` for `recipient` even past its outbox's capacity (outside any reader's batch). */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
+    recipient.outboxChars += charsOf(item)
     if (recipient.overflow === undefined && Queue.offerUnsafe(recipient.outbox, item)) {
       Queue.flushUnsafe(recipient.outbox)
       return
@@ -150,6 +195,7 @@ export class Output {
     const overflow = peer.overflow
     peer.overflow = undefined
     const add = (item: OutboundItem): void => {
+      peer.outboxChars -= charsOf(item)
       if (typeof item === "string") frames.push(item)
       else if (item === FEED_TICK) this.feed.taken(peer)
       else if (item === END_OF_OUTPUT) ending = true
@@ -161,6 +207,7 @@ export class Output {
     }
     for (const item of items) add(item)
     if (overflow !== undefined) for (const item of overflow) add(item)
+    this.roomMade(peer)
     return { frames, returnable, ending }
   }
 
@@ -188,6 +235,9 @@ export class Output {
     Queue.shutdownUnsafe(outbox)
     if (peer.overflow !== undefined) items.push(...peer.overflow)
     peer.overflow = undefined
+    peer.outboxChars = 0
+    // Waiting senders see the outbox shut down: their offer is refused and the item taken back.
+    this.roomMade(peer)
     return items
   }
 

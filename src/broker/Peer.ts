@@ -105,6 +105,10 @@ export class Peer {
   feedPending = false
 
   // --- Output -----------------------------------------------------------------
+  /** Characters of frame text queued in the outbox (and its overflow), not yet taken by the writer. */
+  outboxChars = 0
+  /** Parked senders waiting for the outbox to have room in characters; woken when the writer takes. */
+  roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**
    * Output this connection produced that is still waiting for room in its
    * recipients' outboxes, in order; its reader does not read on until it fits.

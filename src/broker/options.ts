@@ -21,6 +21,11 @@ export interface BrokerCoreOptions {
   readonly askTimeout?: Duration.Input
   /** Frames a connection's outbound queue holds before its senders are slowed. Default 1024. */
   readonly outboxCapacity?: number
+  /**
+   * Characters of frame text a connection's outbound queue holds before its
+   * senders are slowed (one frame is always let in). Default 4 Mi (4–12 MiB).
+   */
+  readonly outboxChars?: number
   /** Messages the mailbox keeps for disconnected sessions (P49). Default 256. */
   readonly mailboxCapacity?: number
   /** About how many bytes of mail the mailbox keeps, overall. Default 64 MiB. */
@@ -55,6 +60,7 @@ export interface ResolvedCoreOptions {
   readonly idleExitMs: number | null
   readonly askTimeoutMs: number
   readonly outboxCapacity: number
+  readonly outboxChars: number
   readonly mailboxCapacity: number
   readonly mailboxBytes: number
   readonly mailboxBytesPerTarget: number
@@ -76,6 +82,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   idleExitMs: options.idleExit === null ? null : millis(options.idleExit, Duration.seconds(5)),
   askTimeoutMs: millis(options.askTimeout, Duration.minutes(10)),
   outboxCapacity: options.outboxCapacity ?? 1024,
+  outboxChars: options.outboxChars ?? 4 * 1024 * 1024,
   mailboxCapacity: options.mailboxCapacity ?? 256,
   mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
   mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,

@@ -102,6 +102,9 @@ export class DeliveryEvicted extends Data.TaggedError("DeliveryEvicted")<Deliver
 export class SelfTarget extends Data.TaggedError("SelfTarget")<DeliveryFields> {}
 /** `E_MESSAGE_TOO_LARGE` (ours): the forwarded `message` frame would exceed 1 MiB; the client refuses a `send` frame over 1 MiB before sending, too. */
 export class MessageTooLarge extends Data.TaggedError("MessageTooLarge")<DeliveryFields> {}
+/** `E_TOO_MANY_ASKS` (ours): this session (1,024) or the broker as a whole has as many open asks as it may; nothing was sent. */
+export class TooManyAsks extends Data.TaggedError("TooManyAsks")<DeliveryFields> {}
+
 /** `E_DELIVERY_FAILED` (a replayed failure without a code of its own), no code at all, or a code this client does not know (other brokers). */
 export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<DeliveryFields> {}
 
@@ -128,6 +131,7 @@ export type DeliveryError =
   | DeliveryEvicted
   | SelfTarget
   | MessageTooLarge
+  | TooManyAsks
   | DeliveryFailed
 
 const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
@@ -147,7 +151,8 @@ const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
   [DeliveryCode.DeliveryExpired]: DeliveryExpired,
   [DeliveryCode.DeliveryEvicted]: DeliveryEvicted,
   [DeliveryCode.SelfTarget]: SelfTarget,
-  [DeliveryCode.MessageTooLarge]: MessageTooLarge
+  [DeliveryCode.MessageTooLarge]: MessageTooLarge,
+  [DeliveryCode.TooManyAsks]: TooManyAsks
 }
 
 /** The typed error for a `delivery_failed` frame: the class of its `code`, else `DeliveryFailed`. */

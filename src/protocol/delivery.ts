@@ -27,7 +27,9 @@ export const DeliveryCode = {
   /** Our deviation: the broker refuses a send that resolves to the sender itself. */
   SelfTarget: "E_SELF_TARGET",
   /** Our addition: the forwarded `message` frame would exceed the 1 MiB frame limit. */
-  MessageTooLarge: "E_MESSAGE_TOO_LARGE"
+  MessageTooLarge: "E_MESSAGE_TOO_LARGE",
+  /** Our addition: the asker, or the broker as a whole, has as many open asks as it may. */
+  TooManyAsks: "E_TOO_MANY_ASKS"
 } as const
 /** One of the `E_…` delivery codes. */
 export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
@@ -60,6 +62,9 @@ export const Reason = {
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
   selfTarget: "Cannot message the current session",
+  tooManyAsks: (max: number) =>
+    `Too many open asks from this session (${max}); wait for answers, or cancel asks you no longer need`,
+  tooManyAsksOverall: "The broker holds as many open asks as it can; try again when some are answered",
   targetTooLong: (max: number) => `Target is longer than ${max} characters; address a session by its id or name`,
   invalidAskTimeout: (maxMs: number) =>
     `Invalid askTimeoutMs: it must be a whole number of milliseconds from 1 to ${maxMs}`,

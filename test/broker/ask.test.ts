@@ -3,7 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { infoOf, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+import { ackFor, infoOf, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import { nextStepAt, withMemoryBroker } from "../support/memory.ts"
 
 const noAsk = "Reply target does not match a pending ask"
@@ -174,4 +175,25 @@ describe("P64 cancel_ask", () => {
       assertDelivered(yield* send(target.client, "asker", answer))
       yield* messageFor(asker.client, answer.id)
     }))
+})
+
+describe("open asks are bounded per session", () => {
+  it.effect("the 1,025th open ask of one session is refused with E_TOO_MANY_ASKS; others may still ask; an answer frees a place", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const target = yield* broker.session({ sessionId: "target" })
+      const other = yield* broker.session({ sessionId: "other" })
+      const asks = Array.from({ length: 1024 }, (_, i) => message(`q${i}`, { expectsReply: true }))
+      yield* asker.client.sendRaw(encodeFrames(asks.map((msg) => JSON.stringify({ type: "send", to: "target", message: msg }))))
+      for (const msg of asks) assertDelivered(yield* ackFor(asker.client, msg.id))
+      const refused = yield* send(asker.client, "target", message("one too many", { expectsReply: true }))
+      assertFailed(refused, "E_TOO_MANY_ASKS")
+      assert.include(refused.type === "delivery_failed" ? refused.reason : "", "Too many open asks from this session (1024)")
+      // Another session is not affected.
+      assertDelivered(yield* send(other.client, "target", message("mine", { expectsReply: true })))
+      // An answer closes one edge: the asker may ask again.
+      assertDelivered(yield* send(target.client, "asker", message("a", { replyTo: asks[0]!.id })))
+      assertDelivered(yield* send(asker.client, "target", message("again", { expectsReply: true })))
+    }), 60_000)
 })

@@ -323,3 +323,22 @@ describe("a sender held back still answers its liveness probe", () => {
       assert.isTrue(status.connected)
     }))
 })
+
+describe("an outbox is bounded in bytes, not only in frames", () => {
+  it.effect("large messages to a session that never reads hold their sender back after a few, instead of piling up", () =>
+    Effect.gen(function*() {
+      // 1,024 frames would be 500 MB of these; 2 Mi characters is four of them.
+      const broker = yield* withMemoryBroker({ outboxChars: 2 * 1024 * 1024, linkCapacity: 2 })
+      const receiver = yield* broker.session({ sessionId: "receiver" })
+      const sender = yield* broker.session({ sessionId: "sender" })
+      yield* receiver.client.pause
+      const n = 40
+      const msgs = yield* burst(sender.client, "receiver", n, 500_000, "big")
+      // Idle world: final counts. About four in the outbox, two on the link, a batch being written; the rest held back.
+      const acked = sender.client.count("delivered")
+      assert.isAtMost(acked, 16, `${acked} of ${n} half-megabyte messages were accepted for a receiver that reads nothing`)
+      assert.isFalse(sender.client.isClosed())
+      yield* receiver.client.resume
+      assert.deepStrictEqual(yield* takeMessages(receiver.client, "sender", n), msgs.map((m) => m.id))
+    }))
+})

@@ -82,7 +82,8 @@ describe("P45 codes", () => {
       DeliveryEvicted: "E_DELIVERY_EVICTED",
       DeliveryFailed: "E_DELIVERY_FAILED",
       SelfTarget: "E_SELF_TARGET",
-      MessageTooLarge: "E_MESSAGE_TOO_LARGE"
+      MessageTooLarge: "E_MESSAGE_TOO_LARGE",
+      TooManyAsks: "E_TOO_MANY_ASKS"
     })
   })
 
