@@ -9,8 +9,23 @@
  * synchronously and at most once (`release` is idempotent), early when its
  * connection registers, or by its Scope's finalizer when the connection ends
  * first.
+ *
+ * While a connection waits it is read only for `health` (P20), which is
+ * answered at once — a health probe must never wait behind a storm of
+ * connections, or a client would think no broker runs. The first other frame
+ * is held, and reading stops until admission. At most MAX_WAITING
+ * connections wait; past that a new one is refused with an `error` frame.
  */
 import { Effect, type Scope } from "effect"
+import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
+import type { Connection, ConnectionError } from "../transport/Connection.ts"
+import * as Encode from "./encode.ts"
+
+/** Connections that may wait for admission at once; more are refused. */
+export const MAX_WAITING = 4096
+
+/** The text of the `error` frame a connection past MAX_WAITING gets. */
+export const TOO_MANY_WAITING = "Too many connections are waiting to register with the intercom broker; try again shortly"
 
 /** One admitted connection's place; give it back with `release`. */
 export interface Permit {
@@ -92,3 +107,48 @@ export class AdmissionGate {
     this.queued--
   }
 }
+
+/** An admitted connection: its permit, and the frames it sent while waiting (to handle first). */
+export interface Admission {
+  readonly permit: Permit
+  readonly held: ReadonlyArray<string>
+}
+
+/** The connection ended, or sent something that is not a frame, while it waited. */
+const READ_FAILED: unique symbol = Symbol("read failed")
+
+/**
+ * Waits for `connection`'s admission, answering its `health` frames meanwhile
+ * (see the module header). `undefined` when it is refused or ends first; the
+ * caller then just lets it close.
+ */
+export const admit = (gate: AdmissionGate, connection: Connection): Effect.Effect<Admission | undefined, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    if (gate.waiting >= MAX_WAITING) {
+      yield* connection.writeAll([Encode.errorFrame(TOO_MANY_WAITING)]).pipe(Effect.ignore)
+      yield* connection.end
+      return undefined
+    }
+    const held: Array<string> = []
+    const answerHealthWhileWaiting: Effect.Effect<never, ConnectionError | typeof READ_FAILED> = Effect.gen(function*() {
+      while (held.length === 0) {
+        for (const text of yield* connection.read) {
+          if (held.length === 0) {
+            const parsed = parseFrameText(text)
+            if (!isFrameDecodeError(parsed) && parsed.type === "health") {
+              const frame = decodeClientFrame.health(parsed)
+              if (isFrameDecodeError(frame)) return yield* Effect.fail(READ_FAILED)
+              yield* connection.writeAll([Encode.healthOkFrame(frame.requestId)])
+              continue
+            }
+          }
+          held.push(text)
+        }
+      }
+      return yield* Effect.never
+    })
+    const permit = yield* Effect.raceFirst(gate.enter, answerHealthWhileWaiting).pipe(
+      Effect.catch(() => Effect.succeed(undefined))
+    )
+    return permit === undefined ? undefined : { permit, held }
+  })

@@ -45,6 +45,9 @@ export interface BrokerStats extends RouterStats {
   readonly waiting: number
 }
 
+/** How often connections are checked for frames begun and not finished (a frame may take up to twice this). */
+const STALL_CHECK_MS = 5_000
+
 const logEvent = (event: BrokerEvent) =>
   event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
 
@@ -84,6 +87,12 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
         const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
         return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registration.registrationTimedOut(oldest))
       }),
+      { disableYield: true }
+    ))
+
+    // A frame begun and not finished between two checks is a stalled writer, or a slowloris.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.sleep(STALL_CHECK_MS).pipe(Effect.andThen(Effect.sync(() => router.registration.closeStalledFrames(STALL_CHECK_MS)))),
       { disableYield: true }
     ))
 

@@ -18,7 +18,7 @@
 import { Deferred, Duration, Effect, Fiber, Queue, type Scope } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import type { Connection } from "../transport/Connection.ts"
-import type { AdmissionGate, Permit } from "./AdmissionGate.ts"
+import { type AdmissionGate, admit, type Permit } from "./AdmissionGate.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import type { Output, WriteBatch } from "./Output.ts"
 import { END_OF_OUTPUT, type OutboundItem, Peer } from "./Peer.ts"
@@ -53,14 +53,15 @@ const DRAINED: unique symbol = Symbol("drained")
  * its liveness probe. Past HELD_LIMIT of held text the connection is not read
  * until its output fits.
  */
-const readLoop = (router: Router, peer: Peer, permit: Permit) => {
+const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyArray<string>) => {
   // The drainer is the reader's: it goes when the reader goes (its pending offer is withdrawn,
   // so what is still parked stays parked, for `finish` to force through).
   let drainer: Fiber.Fiber<void> | undefined
   return Effect.gen(function*() {
     const connection = peer.connection
     const output = router.output
-    const held: Array<string> = []
+    // What it sent while it waited for admission comes first.
+    const held: Array<string> = [...initial]
     let heldText = 0
     let heldChangesMembership = false
     const handle = (frames: ReadonlyArray<string>) => {
@@ -176,7 +177,8 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight:
 /**
  * Runs one connection's actor until the connection closes. It first waits for
  * admission (at most `maxUnregistered` connections wait to register at once),
- * so a burst of connections queues rather than being dropped.
+ * so a burst of connections queues rather than being dropped; its health
+ * probes are answered meanwhile (AdmissionGate.ts).
  */
 export const runConnection = (
   router: Router,
@@ -186,12 +188,15 @@ export const runConnection = (
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.withFiber<void, never, Scope.Scope>((self) =>
     Effect.gen(function*() {
-      const permit = yield* admission.enter
+      const admitted = yield* admit(admission, connection)
+      if (admitted === undefined) return
       const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
       const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
       router.attach(peer)
       const inFlight: InFlight = { batch: undefined }
       const writer = yield* Effect.forkScoped(writeLoop(router, peer, inFlight), { startImmediately: true })
-      yield* readLoop(router, peer, permit).pipe(Effect.ensuring(finish(router, peer, writer, inFlight)))
+      yield* readLoop(router, peer, admitted.permit, admitted.held).pipe(
+        Effect.ensuring(finish(router, peer, writer, inFlight))
+      )
     })
   )

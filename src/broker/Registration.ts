@@ -17,6 +17,7 @@ import { registrationOverLimit } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
+import type { ReadProgress } from "../transport/Connection.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 import {
   encodeSessionInfo,
@@ -51,6 +52,8 @@ export class Registration {
   private readonly hooks: Array<RegistrationHooks> = []
   /** Connections not (or no longer) registered, oldest first (P15). */
   private readonly unregistered = new Set<Peer>()
+  /** Every attached connection, with its read progress at the last stall check. */
+  private readonly attached = new Map<Peer, ReadProgress | undefined>()
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
@@ -84,6 +87,7 @@ export class Registration {
 
   /** A new connection: unregistered until it registers, within the registration timeout. */
   attach(peer: Peer): void {
+    this.attached.set(peer, undefined)
     this.admitUnregistered(peer)
   }
 
@@ -92,6 +96,7 @@ export class Registration {
    * written yet go back to the mailbox.
    */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
+    this.attached.delete(peer)
     this.unregistered.delete(peer)
     const session = peer.session
     peer.state = "closed"
@@ -115,6 +120,27 @@ export class Registration {
     if (peer.state !== "unregistered") return
     this.ctx.log("warning", `Dropped connection ${peer.connection.id}: no registration within the timeout`)
     closePeer(peer, "destroy")
+  }
+
+  /**
+   * Called every `checkEveryMs` (Broker.ts): a connection that has begun a
+   * frame and has not finished it since the previous check — a writer that
+   * stalled mid-frame, or a slowloris sending a byte now and then — is
+   * closed. A legitimate frame, at most 1 MiB over a local socket, takes
+   * milliseconds.
+   */
+  closeStalledFrames(checkEveryMs: number): void {
+    for (const [peer, previous] of this.attached) {
+      const progress = peer.connection.readProgress()
+      if (previous !== undefined && progress.pending > 0 && previous.pending > 0 && progress.frames === previous.frames) {
+        this.ctx.log(
+          "warning",
+          `Dropped connection ${peer.connection.id}: a frame begun ${checkEveryMs / 1000} s ago is still incomplete (${progress.pending} bytes)`
+        )
+        closePeer(peer, "destroy")
+      }
+      this.attached.set(peer, progress)
+    }
   }
 
   private admitUnregistered(peer: Peer): void {

@@ -205,6 +205,7 @@ export class SimLink {
       read,
       writeAll,
       unfinishedWrite: () => pending?.written,
+      readProgress: endpoint.readProgress,
       end: endpoint.end,
       destroy: Effect.andThen(
         endpoint.destroy,

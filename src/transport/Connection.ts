@@ -17,9 +17,14 @@ export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
   }
 }
 
-/** Why `read` failed: the connection ended, or the peer sent a frame over the limit (P02). */
 /** Why `read` failed: the connection is gone, or its bytes are not frames (too large, not UTF-8). */
 export type ConnectionError = ConnectionClosed | FramingError
+
+/** See `Connection.readProgress`. */
+export interface ReadProgress {
+  readonly frames: number
+  readonly pending: number
+}
 
 /**
  * One connection, whatever the transport: whole frame texts in and out, and
@@ -50,6 +55,12 @@ export interface Connection {
    * the peer, so their owner can take them back. Ask before `destroy`.
    */
   readonly unfinishedWrite: () => number | undefined
+  /**
+   * How far reading has got: frames completed so far, and bytes of a frame
+   * begun but not complete. A frame that stays incomplete (the same count,
+   * bytes still pending) is a stalled writer — or a slowloris.
+   */
+  readonly readProgress: () => ReadProgress
   /** Flushes what was written, then ends the connection (half-close, then close). */
   readonly end: Effect.Effect<void>
   /** Drops the connection at once, discarding unwritten data. */

@@ -53,13 +53,16 @@ export const fromNetSocket = (
     let waiting: Resume | undefined
 
     /** Frames available now, the terminal error once nothing is left, or undefined: wait. */
+    let framesRead = 0
     const poll = (): ReadResult | undefined => {
       const frames: Array<string> = []
       if (failure === undefined || failure._tag === "ConnectionClosed") {
         let chunk: unknown
         while (frames.length === 0 && (chunk = raw.read()) !== null) {
           if (!(chunk instanceof Uint8Array)) continue
+          const before = frames.length
           const tooLarge = decoder.push(chunk, frames)
+          framesRead += frames.length - before
           if (tooLarge !== undefined) failure = tooLarge // frames decoded before it are still delivered
         }
       }
@@ -153,6 +156,7 @@ export const fromNetSocket = (
       read,
       writeAll,
       unfinishedWrite,
+      readProgress: () => ({ frames: framesRead, pending: decoder.buffered }),
       end: Effect.sync(() => {
         if (!raw.destroyed) raw.end()
       }),

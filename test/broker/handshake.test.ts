@@ -211,7 +211,7 @@ describe("P15 unregistered connections", () => {
       assert.isTrue(session.client.isClosed())
     }))
 
-  it.effect("past maxUnregistered a new connection waits unread, and is served once one of them registers", () =>
+  it.effect("past maxUnregistered a new connection waits: its health is answered, its register waits until a place frees", () =>
     Effect.gen(function*() {
       // In memory: each step runs until the broker is idle, so "not answered" is final.
       const broker = yield* withMemoryBroker({ maxUnregistered: 2, registrationTimeout: "20 seconds" })
@@ -220,14 +220,14 @@ describe("P15 unregistered connections", () => {
       const u2 = yield* broker.connect("u2")
       yield* u2.roundTrip
       const u3 = yield* broker.connect("u3")
-      yield* u3.send({ type: "health", requestId: "3" })
-      // u3 is accepted but waits for a place: its health frame is not read.
-      yield* u3.expectNothing()
+      // A health probe never waits behind other connections.
+      yield* u3.roundTrip
       assert.strictEqual((yield* broker.broker.stats).waiting, 1)
-      // u1 registers: its place passes to u3, which is read and answered, and may register too.
+      yield* u3.send(registerFrame({ sessionId: "u3" }))
+      yield* u3.expectNothing("registered")
+      // u1 registers: its place passes to u3, whose held register is handled.
       yield* register(u1)
-      assert.strictEqual((yield* u3.next("health_ok")).requestId, "3")
-      yield* register(u3)
+      assert.strictEqual((yield* u3.next("registered")).sessionId, "u3")
       yield* u2.roundTrip
       assert.isFalse(u1.isClosed() || u2.isClosed() || u3.isClosed())
       assert.strictEqual((yield* broker.broker.stats).waiting, 0)

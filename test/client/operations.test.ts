@@ -379,6 +379,7 @@ describe("delivery failures from the broker, as typed errors with the broker's r
       [DeliveryCode.DeliveryFailed]: "DeliveryFailed",
       [DeliveryCode.SelfTarget]: "SelfTarget",
       [DeliveryCode.MessageTooLarge]: "MessageTooLarge",
+      [DeliveryCode.TooManyAsks]: "TooManyAsks",
       "": "DeliveryFailed",
       "E_FROM_A_NEWER_BROKER": "DeliveryFailed"
     }

@@ -1,0 +1,112 @@
+/**
+ * Input that could hurt other sessions: over-long identity fields, invalid
+ * UTF-8, forged log lines, echoed oversized ids, a frame that never ends.
+ * Each is refused or cut off, and the others never notice.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Logger, References } from "effect"
+import { TestClock } from "effect/testing"
+import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
+import { MAX_CWD_LENGTH, MAX_ID_LENGTH, MAX_NAME_LENGTH } from "../../src/protocol/limits.ts"
+import { closedWithoutReply } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { register, registerFrame, withBroker } from "../support/broker.ts"
+import { withMemoryBroker } from "../support/memory.ts"
+
+describe("identity fields over their limits", () => {
+  it.effect("a register with a cwd over the limit is refused with a clear error, and nobody hears of it", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const bad = yield* broker.connect("bad")
+      yield* bad.send(registerFrame({ sessionId: "bad", cwd: "/x".repeat(MAX_CWD_LENGTH) }))
+      const error = yield* bad.next("error")
+      assert.include(error.error, `"cwd" is ${2 * MAX_CWD_LENGTH} characters long; the limit is ${MAX_CWD_LENGTH}`)
+      yield* bad.waitClosed()
+      yield* settled([watcher.client], [watcher.client])
+      yield* watcher.client.expectNothing("session_joined")
+    }))
+
+  it.effect("a presence update over the limit is refused; the peers keep the old name", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const bad = yield* broker.session({ sessionId: "bad", name: "fine" })
+      yield* watcher.client.next("session_joined", (frame) => frame.session.id === "bad")
+      yield* bad.client.send({ type: "presence", name: "n".repeat(MAX_NAME_LENGTH + 1) })
+      assert.include((yield* bad.client.next("error")).error, `"name" is ${MAX_NAME_LENGTH + 1} characters long`)
+      yield* watcher.client.next("session_left", (frame) => frame.sessionId === "bad")
+      yield* watcher.client.expectNothing("presence_update")
+    }))
+})
+
+describe("ids the broker would echo", () => {
+  for (const frame of [
+    { type: "health", requestId: "h".repeat(MAX_ID_LENGTH + 1) },
+    { type: "list", requestId: "l".repeat(MAX_ID_LENGTH + 1) },
+    { type: "cancel_message", messageId: "c".repeat(MAX_ID_LENGTH + 1) }
+  ]) {
+    it.effect(`an over-long id in ${frame.type} is refused: the connection closes without an answer`, () =>
+      Effect.gen(function*() {
+        const broker = yield* withMemoryBroker()
+        const session = yield* broker.session({ sessionId: "s" })
+        yield* session.client.send(frame)
+        yield* closedWithoutReply(session.client)
+      }))
+  }
+})
+
+describe("bytes that are not frames", () => {
+  it.live("a payload that is not valid UTF-8 closes that connection; the others carry on", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const other = yield* broker.session({ sessionId: "other" })
+      const bad = yield* broker.connect("bad")
+      const payload = Buffer.concat([Buffer.from('{"type":"health","requestId":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')])
+      const header = Buffer.alloc(4)
+      header.writeUInt32BE(payload.length)
+      yield* bad.sendRaw(Buffer.concat([header, payload]))
+      yield* bad.waitClosed()
+      assert.strictEqual(bad.count("health_ok"), 0)
+      yield* other.client.roundTrip
+    }))
+
+  it.effect("a frame begun and never finished is cut off within two stall checks (10 s); a registered idle session is not", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const idle = yield* broker.session({ sessionId: "idle" })
+      const slow = yield* broker.connect("slow")
+      yield* register(slow, { sessionId: "slow" })
+      // The header of a 100-byte frame and one byte of it; then nothing more.
+      const header = Buffer.alloc(4)
+      header.writeUInt32BE(100)
+      yield* slow.sendRaw(Buffer.concat([header, Buffer.from("{")]))
+      yield* idle.client.roundTrip
+      yield* TestClock.adjust("10 seconds")
+      yield* slow.waitClosed()
+      yield* TestClock.adjust("1 hour")
+      yield* idle.client.roundTrip
+      assert.isFalse(idle.client.isClosed())
+    }))
+})
+
+describe("log lines", () => {
+  it.effect("a frame type with a newline cannot forge a log line: it is escaped", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.make<unknown, void>(({ message }) => {
+        lines.push(Array.isArray(message) ? message.join(" ") : String(message))
+      })
+      yield* Effect.gen(function*() {
+        const broker = yield* withMemoryBroker()
+        const session = yield* broker.connect("forger")
+        yield* session.send({ type: "x\nINFO session joined: admin" })
+        yield* session.waitClosed()
+      }).pipe(Effect.provide(Logger.layer([capture])), Effect.provideService(References.MinimumLogLevel, "Info"))
+      const forged = lines.find((line) => line.includes("INFO session joined: admin"))
+      assert.isDefined(forged)
+      assert.notInclude(forged, "\n")
+      assert.include(forged, "\\u000a")
+      assert.isBelow(Math.max(...lines.map((line) => line.length)), MAX_FRAME_BYTES)
+    }))
+})
