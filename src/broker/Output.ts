@@ -14,6 +14,8 @@
  * here too, so the actor only moves items between this module and its socket.
  */
 import { Deferred, Effect, Exit, Queue } from "effect"
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { frameBytes } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -33,6 +35,9 @@ export interface WriteBatch {
   /** END_OF_OUTPUT was among the items: end the connection after writing. */
   readonly ending: boolean
 }
+
+/** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
+const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 /** Characters of frame text an item puts in an outbox (signals: none). */
@@ -57,16 +62,24 @@ export class Output {
   private readonly takeBack: (item: Returnable) => void
   private readonly feed: FeedSource
   private readonly maxChars: number
+  private readonly log: (level: "info" | "warning", message: string) => void
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
    * @param feed the membership frames a recipient has not seen (Membership).
    * @param maxChars characters of frame text an outbox holds before senders are slowed.
+   * @param log the broker's log.
    */
-  constructor(takeBack: (item: Returnable) => void, feed: FeedSource, maxChars: number) {
+  constructor(
+    takeBack: (item: Returnable) => void,
+    feed: FeedSource,
+    maxChars: number,
+    log: (level: "info" | "warning", message: string) => void
+  ) {
     this.takeBack = takeBack
     this.feed = feed
     this.maxChars = maxChars
+    this.log = log
   }
 
   /** Whether `item` would take `peer`'s outbox past its character budget (one frame always fits). */
@@ -196,10 +209,14 @@ export class Output {
     peer.overflow = undefined
     const add = (item: OutboundItem): void => {
       peer.outboxChars -= charsOf(item)
-      if (typeof item === "string") frames.push(item)
+      if (typeof item === "string") {
+        if (fits(item)) frames.push(item)
+        else this.oversize(peer, item)
+      }
       else if (item === FEED_TICK) this.feed.taken(peer)
       else if (item === END_OF_OUTPUT) ending = true
       else if (!belongsTo(item, peer)) this.takeBack(item)
+      else if (!fits(item.frame)) this.oversize(peer, item.frame)
       else {
         returnable.push([frames.length, item])
         frames.push(item.frame)
@@ -209,6 +226,18 @@ export class Output {
     if (overflow !== undefined) for (const item of overflow) add(item)
     this.roomMade(peer)
     return { frames, returnable, ending }
+  }
+
+  /**
+   * Last line of defence: a frame over 1 MiB is never written (a strict
+   * client would drop the connection). Limits on the way in and size checks
+   * where frames are built make this unreachable; if it is reached, say so.
+   */
+  private oversize(peer: Peer, frame: string): void {
+    this.log(
+      "warning",
+      `Did not write a ${frameBytes(frame)}-byte frame to connection ${peer.connection.id}: over the ${MAX_FRAME_BYTES}-byte limit (a broker bug: please report it) — ${frame.slice(0, 80)}`
+    )
   }
 
   /**

@@ -74,7 +74,7 @@ export class Router {
     const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out) => membership.collect(peer, out),
       taken: (peer) => membership.taken(peer)
-    }, options.outboxChars)
+    }, options.outboxChars, (level, message) => ctx.log(level, message))
     const ctx: RouterContext = {
       options,
       now,
