@@ -12,17 +12,9 @@ import { decodeBrokerFrameText, decodeMessage, isFrameDecodeError } from "../pro
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
-import type {
-  BrokerFrame,
-  Message,
-  MessageControl,
-  MessageReceipt,
-  SessionInfo,
-  SessionRegistration
-} from "../protocol/frames.ts"
+import type { BrokerFrame, Message, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
-import type { InMemoryNetwork } from "../transport/InMemoryNetwork.ts"
-import { dialUnix } from "../transport/UnixSocket.ts"
+import { type Dialer, dialUnixSocket } from "./Dialer.ts"
 import {
   ConnectionLost,
   type DeliveryError,
@@ -30,42 +22,7 @@ import {
   IntercomNotConnected,
   RequestTimeout
 } from "./errors.ts"
-
-/** A message delivered to this session (P50): `IntercomClient.messages` yields these. */
-export interface InboundMessage {
-  readonly from: SessionInfo
-  readonly message: Message
-  /** For an ask, how long its asker waits (`ask-timeout-v1`); keep it pending that long. */
-  readonly askTimeoutMs?: number
-}
-
-/** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */
-export type PresenceEvent =
-  | { readonly _tag: "Joined"; readonly session: SessionInfo }
-  | { readonly _tag: "Updated"; readonly session: SessionInfo }
-  | { readonly _tag: "Left"; readonly sessionId: string }
-
-/**
- * News about a message: a receiver's receipt for one this session sent (P70),
- * or its sender's cancel/supersede of one this session received (P73):
- * `IntercomClient.controls`.
- */
-export type ControlEvent =
-  | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
-  | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
-
-/** What the broker said about a delivered send (P41). */
-export interface Delivery {
-  readonly messageId: string
-  readonly delivery: "socket_delivered" | "queued"
-}
-
-/** Where a connection puts what nobody asked for; called synchronously by its reader. */
-export interface ClientSinks {
-  readonly message: (message: InboundMessage) => void
-  readonly presence: (event: PresenceEvent) => void
-  readonly control: (event: ControlEvent) => void
-}
+import type { ClientSinks, Delivery } from "./events.ts"
 
 /** What `openClientConnection` needs to dial and register. */
 export interface RegisterRequest {
@@ -78,40 +35,6 @@ export interface RegisterRequest {
   /** How to reach the broker; the Unix socket at `socketPath` by default (the simulation dials in memory). */
   readonly dial?: Dialer
 }
-
-/** Opens a transport connection to the broker, living in the current Scope. */
-export type Dialer = (socketPath: string) => Effect.Effect<Connection, IntercomNotConnected, Scope.Scope>
-
-/** The default `Dialer`: `dialUnix`, with a dial failure as `IntercomNotConnected`. */
-export const dialUnixSocket: Dialer = (socketPath) =>
-  dialUnix(socketPath).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
-
-/**
- * A `Dialer` into an in-memory network (`makeInMemoryNetwork`), for running
- * clients against `Broker.make` in one process — tests and simulations.
- *
- * @example
- * ```ts
- * import { Effect } from "effect"
- * import { Broker } from "effect-intercom/broker"
- * import { dialInMemory, IntercomClient } from "effect-intercom/client"
- * import { makeInMemoryNetwork } from "effect-intercom/transport"
- *
- * const program = Effect.gen(function*() {
- *   const network = yield* makeInMemoryNetwork()
- *   const broker = yield* Broker.make({ idleExit: null })
- *   yield* network.listen("mem://broker", broker.accept)
- *   const client = yield* IntercomClient.make({
- *     agentDir: "/mem", intercomDir: "/mem/intercom", socketPath: "mem://broker",
- *     sessionId: "a", launch: false, dial: dialInMemory(network),
- *     registration: { cwd: "/work", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
- *   })
- *   return yield* client.list
- * })
- * ```
- */
-export const dialInMemory = (network: InMemoryNetwork): Dialer => (address) =>
-  network.dial(address).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
 
 /**
  * The input of `IntercomClient.send` (P40, P47): `to` as the broker resolves

@@ -1,4 +1,7 @@
 export * from "./ClientConnection.ts"
+export * from "./Dialer.ts"
 export * from "./errors.ts"
+export * from "./events.ts"
 export * from "./IntercomClient.ts"
+export * from "./options.ts"
 export * from "./spawn.ts"

@@ -19,7 +19,7 @@
  * message on arrival, the hand-off commits it once the host took it.
  */
 import { Clock, Effect, type Scope, Stream } from "effect"
-import type { InboundMessage } from "../client/ClientConnection.ts"
+import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
 import { ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"

@@ -23,7 +23,7 @@
  * The session is the single consumer of `IntercomClient.messages`.
  */
 import { Clock, Context, Effect, Layer, type Scope } from "effect"
-import type { Delivery } from "../client/ClientConnection.ts"
+import type { Delivery } from "../client/events.ts"
 import type { IntercomNotConnected } from "../client/errors.ts"
 import { IntercomClient } from "../client/IntercomClient.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"

@@ -14,7 +14,7 @@
  * synchronous code.
  */
 import { Deferred, Exit } from "effect"
-import type { InboundMessage } from "../client/ClientConnection.ts"
+import type { InboundMessage } from "../client/events.ts"
 import type { ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
 /**

@@ -11,7 +11,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
-import type { Dialer } from "../../src/client/ClientConnection.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { applyMembership, message } from "../support/broker.ts"
 import { advance, advanceTo, now, settle, step, withMemoryBroker } from "../support/memory.ts"

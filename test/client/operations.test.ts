@@ -6,7 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import type { PresenceEvent, SendError, SendRequest } from "../../src/client/ClientConnection.ts"
+import type { SendError, SendRequest } from "../../src/client/ClientConnection.ts"
+import type { PresenceEvent } from "../../src/client/events.ts"
 import { deliveryError, type IntercomNotConnected } from "../../src/client/errors.ts"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"

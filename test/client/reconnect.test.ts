@@ -10,7 +10,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Queue } from "effect"
-import { dialUnixSocket, type Dialer } from "../../src/client/ClientConnection.ts"
+import { dialUnixSocket, type Dialer } from "../../src/client/Dialer.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { message } from "../support/broker.ts"
 import { advance, advanceTo, memoryNetwork, now, settle, step, withMemoryBroker } from "../support/memory.ts"

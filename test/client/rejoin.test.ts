@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { randomUUID } from "node:crypto"
-import type { IntercomClientOptions } from "../../src/client/IntercomClient.ts"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
 import { makeMemoryClient } from "./support.ts"

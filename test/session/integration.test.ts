@@ -9,7 +9,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Option, Queue, Scope } from "effect"
-import { IntercomClient, type IntercomClientOptions } from "../../src/client/IntercomClient.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { Host, headless, type Inbound } from "../../src/session/Host.ts"
 import {

@@ -4,14 +4,8 @@
  * that records what the session hands it.
  */
 import { Context, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
-import type {
-  ControlEvent,
-  Delivery,
-  InboundMessage,
-  PresenceEvent,
-  SendError,
-  SendRequest
-} from "../../src/client/ClientConnection.ts"
+import type { SendError, SendRequest } from "../../src/client/ClientConnection.ts"
+import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { deliveryError, IntercomNotConnected } from "../../src/client/errors.ts"
 import {
   type ClientStatus,

@@ -14,7 +14,7 @@
 import { Clock, type Duration, Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { Broker, type BrokerCoreOptions, type BrokerService } from "../../src/broker/index.ts"
-import type { Dialer } from "../../src/client/ClientConnection.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
 import { IntercomNotConnected } from "../../src/client/errors.ts"
 import { type InMemoryNetwork, makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
 import { register, type RegisterOptions, type Session } from "./broker.ts"

@@ -5,7 +5,8 @@
  */
 import { Effect, Queue, References, Scope } from "effect"
 import type { BrokerCoreOptions, BrokerService } from "../../src/broker/index.ts"
-import { IntercomClient, type IntercomClientOptions, type IntercomClientService } from "../../src/client/IntercomClient.ts"
+import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { headless, Host, type Inbound } from "../../src/session/Host.ts"
 import {
   IntercomSession,

@@ -6,7 +6,7 @@
  */
 import * as Console from "effect/Console"
 import type * as Effect from "effect/Effect"
-import type { PresenceEvent } from "../../client/ClientConnection.ts"
+import type { PresenceEvent } from "../../client/events.ts"
 import type { Message, SessionInfo } from "../../protocol/frames.ts"
 import type { Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"

@@ -6,7 +6,7 @@
  * fiber owner, and closing one is checked to leave none of its fibers.
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
-import type { Dialer } from "../../client/ClientConnection.ts"
+import type { Dialer } from "../../client/Dialer.ts"
 import { IntercomNotConnected } from "../../client/errors.ts"
 import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
 import { Host, type HostIdentity } from "../../session/Host.ts"

@@ -7,7 +7,7 @@
 import type { Duration, Effect, Exit, Fiber } from "effect"
 import type { BrokerService } from "../../broker/Broker.ts"
 import type { BrokerCoreOptions } from "../../broker/options.ts"
-import type { IntercomClientOptions } from "../../client/IntercomClient.ts"
+import type { IntercomClientOptions } from "../../client/options.ts"
 import type { Inbound } from "../../session/Host.ts"
 import type {
   AskFailure,

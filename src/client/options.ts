@@ -1,0 +1,54 @@
+/**
+ * What an `IntercomClient` is made with: where the broker is, who this
+ * session is, how to start a broker, and its timings (with their defaults).
+ */
+import type { SessionRegistration } from "../protocol/frames.ts"
+import type { Dialer } from "./Dialer.ts"
+import type { BrokerLaunch } from "./spawn.ts"
+
+/**
+ * The options of `IntercomClient.make` and `IntercomClient.layer`. The paths,
+ * scope, launch and timeouts normally come from `loadIntercomSettings()`
+ * (`effect-intercom/config`); docs/client.md lists every option and default.
+ */
+export interface IntercomClientOptions {
+  /** The agent dir a spawned broker serves (its `--dir`, and `PI_CODING_AGENT_DIR`). */
+  readonly agentDir: string
+  /** `<agentDir>/intercom`: where auto-spawn finds `broker.pid` and keeps its lock and `broker.log`. */
+  readonly intercomDir: string
+  /** Where to dial: `settings.paths.socketPath` (an address of the in-memory network with `dial`). */
+  readonly socketPath: string
+  /** The stable session id this client registers (and re-registers) with. */
+  readonly sessionId: string
+  /** pi-intercom routing scope (P17); unscoped when absent. */
+  readonly scopeId?: string | undefined
+  /** What the session says about itself; `presence` updates are folded in for re-registration. */
+  readonly registration: SessionRegistration
+  /** Protocol extensions to request in `register`. */
+  readonly features?: ReadonlyArray<string>
+  /** How to start a broker when none answers; `false` never spawns. */
+  readonly launch: BrokerLaunch | false
+  /** How long one dial and registration may take, and how long an operation waits for a connection. Default 10 s. */
+  readonly connectTimeoutMs?: number
+  /** How long `send` and `cancel` wait for the broker's answer. Default 10 s. */
+  readonly sendTimeoutMs?: number
+  /** How long `list` waits. Default 5 s. */
+  readonly listTimeoutMs?: number
+  /** How often a registered client probes the broker with a `list` (P96). Default 30 s. */
+  readonly livenessIntervalMs?: number
+  /** How long that probe may take before the socket is dropped; at most the interval. Default 5 s. */
+  readonly livenessTimeoutMs?: number
+  /** Reconnect backoff: starts here, doubles, capped at `reconnectMaxMs`. Defaults 1 s and 30 s. */
+  readonly reconnectBaseMs?: number
+  /** The longest delay between reconnect attempts. */
+  readonly reconnectMaxMs?: number
+  /**
+   * For this long after a reconnect, a send whose target is not found is
+   * retried (every 250 ms, same message id) instead of failing: after a broker
+   * restart its target may simply not have registered again yet. Default 10 s.
+   */
+  readonly rejoinGraceMs?: number
+  /** Transport override (the simulation's in-memory network); the Unix socket by default. */
+  readonly dial?: Dialer
+}
+
