@@ -50,10 +50,10 @@ export {
   IntercomConfigFile,
   ToolVisibility
 } from "./schema.ts"
+export { ConfigFileRead, parseConfigFile, type ParsedConfigFile } from "./configFile.ts"
 export {
   type BrokerLaunch,
   brokerLaunch,
-  ConfigFileRead,
   DEFAULT_BROKER_ARGS,
   DEFAULT_BROKER_COMMAND,
   INTERCOM_DEFAULTS,
@@ -61,8 +61,6 @@ export {
   type IntercomSettings,
   type IntercomSettingsResolution,
   type LivenessSettings,
-  parseConfigFile,
-  type ParsedConfigFile,
   parsePositiveInt,
   resolveIntercomSettings,
   type ResolveIntercomSettingsInput

@@ -10,12 +10,8 @@ import * as os from "node:os"
 import { configFileCandidates, type Environment, resolveAgentDir } from "./agentDir.ts"
 import { IntercomEnvError } from "./errors.ts"
 import { processSocketPlacement } from "./runtimeDir.ts"
-import {
-  ConfigFileRead,
-  type IntercomSettings,
-  type IntercomSettingsResolution,
-  resolveIntercomSettings
-} from "./settings.ts"
+import { ConfigFileRead } from "./configFile.ts"
+import { type IntercomSettings, type IntercomSettingsResolution, resolveIntercomSettings } from "./settings.ts"
 import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
 /** Overrides for `loadIntercomSettings`/`readIntercomSettings`; each defaults to this process's own. */

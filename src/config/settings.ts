@@ -22,8 +22,6 @@ import type { InboundTrigger, IntercomConfigFile, ToolVisibility } from "./schem
 import { ConfigFileRead, parseConfigFile, rejected } from "./configFile.ts"
 import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
-export { ConfigFileRead, parseConfigFile, type ParsedConfigFile } from "./configFile.ts"
-
 // ---------------------------------------------------------------------------
 // Defaults and environment variable names
 // ---------------------------------------------------------------------------
