@@ -1,9 +1,12 @@
 /**
- * One connection as an actor (design.md), with two fibers:
+ * One connection as an actor (design.md), with two fibers, and a third while
+ * it is held back:
  *
  * - the reader — the connection's own fiber — hands frame batches to the
- *   Router and offers the batch's parked output (waiting for room) before it
- *   reads again: backpressure on exactly the sender that needs it;
+ *   Router. When a batch's output does not fit its recipients' outboxes, a
+ *   drainer fiber offers it (waiting for room) while the reader holds the
+ *   connection's further frames — answering only `health` and `list` at once
+ *   — until it fits: backpressure on exactly the sender that needs it;
  * - the writer drains the bounded outbox, plus pending membership changes,
  *   into batched writes.
  *

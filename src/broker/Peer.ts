@@ -111,7 +111,8 @@ export class Peer {
   roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**
    * Output this connection produced that is still waiting for room in its
-   * recipients' outboxes, in order; its reader does not read on until it fits.
+   * recipients' outboxes, in order; until it fits, the connection's other
+   * frames are held (ConnectionActor.ts).
    */
   parked: Array<readonly [Peer, OutboundItem]> = []
   /**

@@ -157,14 +157,16 @@ export class Registration {
     const overLimit = registrationOverLimit(frame)
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const { registry, options, output } = this.ctx
-    const space = registry.space(spaceKeyOf(frame.scopeId))
+    const spaceKey = spaceKeyOf(frame.scopeId)
     const id = frame.sessionId ?? randomUUID()
-    const previous = space.sessions.get(id)
+    // Looked up without creating the scope: a refused registration must not leave one behind.
+    const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
     if (previous === undefined && registry.live >= options.maxSessions) {
       this.ctx.log("warning", `Refused a registration: ${options.maxSessions} sessions are live (--max-sessions)`)
       output.enqueue(peer, Encode.errorFrame(ErrorText.tooManySessions))
       return closePeer(peer, "end")
     }
+    const space = registry.space(spaceKey)
     const now = this.ctx.now()
     const fields = fieldsFromRegistration(frame.session)
     const realCwd = normaliseCwd(fields.cwd)

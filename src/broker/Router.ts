@@ -48,6 +48,10 @@ export interface RouterStats {
   readonly unregistered: number
   readonly mailbox: number
   readonly asks: number
+  /** Scopes the broker keeps (with live or recently departed sessions). */
+  readonly scopes: number
+  /** Departed sessions remembered (P34), over all scopes. */
+  readonly departed: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -192,7 +196,9 @@ export class Router {
       sessions: this.ctx.registry.live,
       unregistered: this.registration.unregisteredCount,
       mailbox: this.mail.size,
-      asks: this.asks.edges.size
+      asks: this.asks.edges.size,
+      scopes: this.ctx.registry.spaces.size,
+      departed: this.ctx.registry.recent.size
     }
   }
 }

@@ -162,7 +162,9 @@ const stop = Command.make(
     }
     const pid = yield* readPidFile(paths.pidFile)
     const refuse = (why: string) =>
-      failWith(`An intercom broker answers on ${paths.socketPath}, but ${why}. Not sending any signal.`)
+      failWith(
+        `An intercom broker ${answering ? "answers" : "holds the lock but does not answer"} on ${paths.socketPath}, but ${why}. Not sending any signal.`
+      )
     if (pid === undefined) {
       return yield* refuse(`${paths.pidFile} is missing or unreadable, so its process is unknown`)
     }

@@ -3,7 +3,7 @@
  * starting one if needed. Only the holder of `broker.spawn.lock` spawns; the
  * others poll health (the lock's rules are in spawnLock.ts). Five clients
  * starting at once end with one broker — and should two brokers ever race,
- * the agent dir's lifetime lock (broker/LifetimeLock.ts) lets only one run.
+ * the agent dir's lifetime lock (config/LifetimeLock.ts) lets only one run.
  *
  * A broker that holds the lifetime lock but does not answer (frozen by
  * SIGSTOP, swapping, in a debugger) is alive: no second broker is started

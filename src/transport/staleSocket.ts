@@ -9,7 +9,7 @@
  * The broker (its health probe) and the CLI's watch control socket (a dial)
  * both take their paths this way. Between our own brokers the probe is no
  * longer what keeps two apart: a broker takes its agent dir's lifetime lock
- * (broker/LifetimeLock.ts) before it gets here, so no broker of ours can be
+ * (config/LifetimeLock.ts) before it gets here, so no broker of ours can be
  * listening, frozen or not, on the file it finds. The probe still keeps a
  * broker from replacing one that takes no such lock (pi-intercom's own), and
  * decides for the control socket.

@@ -110,3 +110,26 @@ describe("log lines", () => {
       assert.isBelow(Math.max(...lines.map((line) => line.length)), MAX_FRAME_BYTES)
     }))
 })
+
+describe("what the broker remembers is bounded", () => {
+  it.effect("a scope is forgotten once its sessions have left and been forgotten; a registration refused at the cap leaves none", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ maxSessions: 2 })
+      const stay = yield* broker.session({ sessionId: "stay" })
+      const visitor = yield* broker.session({ sessionId: "visitor", scopeId: "elsewhere" })
+      assert.strictEqual((yield* broker.broker.stats).scopes, 2)
+      // At the cap, a registration in a third scope is refused and leaves no scope behind.
+      const refused = yield* broker.connect("refused")
+      yield* refused.send(registerFrame({ sessionId: "late", scopeId: "third" }))
+      yield* refused.next("error")
+      assert.strictEqual((yield* broker.broker.stats).scopes, 2)
+      // The visitor leaves: its scope is kept while it is remembered (a day), then forgotten.
+      yield* visitor.client.destroy
+      yield* stay.client.roundTrip
+      assert.deepStrictEqual([(yield* broker.broker.stats).scopes, (yield* broker.broker.stats).departed], [2, 1])
+      yield* TestClock.adjust("25 hours")
+      yield* stay.client.send({ type: "send", to: "nobody", message: { id: "m", timestamp: 0, content: { text: "x" } } })
+      yield* stay.client.next("delivery_failed")
+      assert.deepStrictEqual([(yield* broker.broker.stats).scopes, (yield* broker.broker.stats).departed], [1, 0])
+    }))
+})
