@@ -348,6 +348,32 @@ export const serveUnix = <R>(
   })
 
 /**
+ * Connects a raw `net.Socket` to `path`, living in the current Scope (closing
+ * it destroys the socket). `dialUnix` wraps it as a `Connection`; tests that
+ * speak the wire protocol byte by byte use it directly.
+ */
+export const connectUnixSocket = (
+  path: string,
+  options: { readonly allowHalfOpen?: boolean } = {}
+): Effect.Effect<net.Socket, DialError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.callback<net.Socket, DialError>((resume) => {
+      const socket = net.createConnection({ path, allowHalfOpen: options.allowHalfOpen ?? false })
+      const onError = (cause: Error) => {
+        socket.destroy()
+        resume(Effect.fail(new DialError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })))
+      }
+      socket.once("error", onError)
+      socket.once("connect", () => {
+        socket.off("error", onError)
+        resume(Effect.succeed(socket))
+      })
+      return Effect.sync(() => socket.destroy())
+    }),
+    (socket) => Effect.sync(() => socket.destroy())
+  )
+
+/**
  * Dials the socket at `path` and returns an open `Connection` living in the
  * current Scope. For an example, see `serveUnix`; a client normally dials
  * through `IntercomClient`, which also registers.
@@ -356,22 +382,4 @@ export const dialUnix = (
   path: string,
   options: { readonly maxFrameBytes?: number } = {}
 ): Effect.Effect<Connection, DialError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const raw = yield* Effect.acquireRelease(
-      Effect.callback<net.Socket, DialError>((resume) => {
-        const socket = net.createConnection({ path })
-        const onError = (cause: Error) => {
-          socket.destroy()
-          resume(Effect.fail(new DialError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })))
-        }
-        socket.once("error", onError)
-        socket.once("connect", () => {
-          socket.off("error", onError)
-          resume(Effect.succeed(socket))
-        })
-        return Effect.sync(() => socket.destroy())
-      }),
-      (socket) => Effect.sync(() => socket.destroy())
-    )
-    return yield* fromNetSocket(raw, options)
-  })
+  Effect.flatMap(connectUnixSocket(path), (raw) => fromNetSocket(raw, options))

@@ -12,7 +12,6 @@
  */
 import { Data, Duration, Effect, Exit, Fiber, Latch, Queue, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import * as net from "node:net"
 import {
   type BrokerFrame,
   decodeBrokerFrameText,
@@ -22,6 +21,7 @@ import {
   MAX_FRAME_BYTES
 } from "../../src/protocol/index.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
+import { connectUnixSocket } from "../../src/transport/UnixSocket.ts"
 
 export type FrameType = BrokerFrame["type"]
 export type FrameOf<T extends FrameType> = Extract<BrokerFrame, { readonly type: T }>
@@ -390,21 +390,8 @@ export const connect = (
   options: ConnectOptions = {}
 ): Effect.Effect<WireClient, DialFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    const socket = yield* Effect.acquireRelease(
-      Effect.callback<net.Socket, DialFailed>((resume) => {
-        const socket = net.createConnection({ path, allowHalfOpen: options.allowHalfOpen ?? false })
-        const onError = (cause: Error) => {
-          socket.destroy()
-          resume(Effect.fail(new DialFailed({ path, cause })))
-        }
-        socket.once("error", onError)
-        socket.once("connect", () => {
-          socket.off("error", onError)
-          resume(Effect.succeed(socket))
-        })
-        return Effect.sync(() => socket.destroy())
-      }),
-      (socket) => Effect.sync(() => socket.destroy())
+    const socket = yield* connectUnixSocket(path, { allowHalfOpen: options.allowHalfOpen ?? false }).pipe(
+      Effect.mapError((error) => new DialFailed({ path, cause: error.cause }))
     )
     const { attach, inbound } = makeWire(label, "events")
     const decoder = new FrameDecoder(MAX_FRAME_BYTES)
