@@ -12,13 +12,13 @@
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { LIST_PAGE_V1 } from "../protocol/features.ts"
+import { GROUPS_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import { presenceOverLimit } from "../protocol/limits.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import type { Peer } from "./Peer.ts"
-import { encodeSessionInfo, identityOf, type Session } from "./Registry.ts"
+import { encodeSessionInfo, groupOf, groupSpaceKey, identityOf, type ScopeSpace, type Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
 /** Presence re-broadcast heartbeat (P32). */
@@ -53,8 +53,16 @@ export class Discovery {
     if (session === undefined) {
       return this.ctx.protocolError(peer, "list from a connection that no longer owns its session")
     }
-    const sessions = session.space.sessions
-    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, frame.requestId)
+    // C-GRP-5: `group` names another group of the scope to peek at, read-only.
+    const space = frame.group !== undefined && peer.features.has(GROUPS_V1)
+      ? this.ctx.registry.spaces.get(groupSpaceKey(session.scopeKey, groupOf(frame.group)))
+      : session.space
+    if (space === undefined) {
+      const empty = peer.features.has(LIST_PAGE_V1) ? Encode.sessionsPageFrame(frame.requestId, [], 0, undefined) : Encode.sessionsFrame(frame.requestId, [])
+      return this.ctx.output.enqueue(peer, empty)
+    }
+    const sessions = space.sessions
+    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, space, frame.requestId)
     const after = frame.cursor === undefined ? 0 : parseCursor(frame.cursor)
     if (after === undefined) return this.ctx.protocolError(peer, `list cursor "${frame.cursor}" is not one this broker sent`)
     const limit = frame.limit ?? Number.POSITIVE_INFINITY
@@ -62,7 +70,7 @@ export class Discovery {
     const infos: Array<string> = []
     let last: Session | undefined
     let more = false
-    for (const other of session.space.order.after(after)) {
+    for (const other of space.order.after(after)) {
       budget -= jsonBytes(other.infoJson) + 1
       if (budget < 0 || infos.length >= limit) {
         more = true
@@ -81,8 +89,8 @@ export class Discovery {
   }
 
   /** The base protocol's one frame: as many sessions as fit, the cut logged. */
-  private baseList(peer: Peer, session: Session, requestId: string): void {
-    const sessions = session.space.sessions
+  private baseList(peer: Peer, session: Session, space: ScopeSpace, requestId: string): void {
+    const sessions = space.sessions
     let budget = MAX_FRAME_BYTES - Encode.sessionsFrameOverhead(requestId)
     const infos: Array<string> = []
     for (const other of sessions.values()) {

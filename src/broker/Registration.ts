@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
-import { negotiateFeatures } from "../protocol/features.ts"
+import { GROUPS_V1, negotiateFeatures } from "../protocol/features.ts"
 import { registrationOverLimit } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
@@ -26,6 +26,9 @@ import {
   normaliseCwd,
   type Session,
   sessionKey,
+  DEFAULT_GROUP,
+  groupOf,
+  groupSpaceKey,
   spaceKeyOf
 } from "./Registry.ts"
 import { closePeer, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
@@ -41,8 +44,9 @@ export interface RegistrationHooks {
 /** `name (id) [scope]`, for the log. */
 export const sessionLabel = (session: Session): string => {
   const name = session.fields.name
-  const scope = session.space.key === "" ? "" : ` [${session.space.key.slice("scope:".length)}]`
-  return `${name === undefined ? session.id : `${name} (${session.id})`}${scope}`
+  const scope = session.scopeKey === "" ? "" : ` [${session.scopeKey.slice("scope:".length)}]`
+  const group = session.group === DEFAULT_GROUP ? "" : ` {group ${session.group}}`
+  return `${name === undefined ? session.id : `${name} (${session.id})`}${scope}${group}`
 }
 
 /** The registration concern: `register`, `unregister`, timeouts, takeover, leaving. */
@@ -157,7 +161,11 @@ export class Registration {
     const overLimit = registrationOverLimit(frame)
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const { registry, options, output } = this.ctx
-    const spaceKey = spaceKeyOf(frame.scopeId)
+    const features = negotiateFeatures(frame.features)
+    const scopeKey = spaceKeyOf(frame.scopeId)
+    // A group only for a client that asked for groups (C-GRP-1); a base client is in the default group.
+    const group = features.includes(GROUPS_V1) ? groupOf(frame.group) : DEFAULT_GROUP
+    const spaceKey = groupSpaceKey(scopeKey, group)
     const id = frame.sessionId ?? randomUUID()
     // Looked up without creating the scope: a refused registration must not leave one behind.
     const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
@@ -174,6 +182,8 @@ export class Registration {
     const session: Session = {
       key: sessionKey(space.key, id),
       id,
+      scopeKey,
+      group,
       space,
       peer,
       endpointEpoch,
@@ -194,7 +204,6 @@ export class Registration {
     this.unregistered.delete(peer)
     peer.state = "registered"
     peer.session = session
-    const features = negotiateFeatures(frame.features)
     peer.features = new Set(features)
     output.enqueue(peer, Encode.registeredFrame(id, features))
     this.membership.joined(session)

@@ -32,6 +32,11 @@ export interface SessionFields {
 export interface Session {
   readonly key: string
   readonly id: string
+  /** Its scope's key (`spaceKeyOf(scopeId)`); groups of one scope share it. */
+  readonly scopeKey: string
+  /** Its group (`default` unless it registered with `groups-v1` and a group). */
+  readonly group: string
+  /** Its routing namespace: the scope, and the group when it is not the default one. */
   readonly space: ScopeSpace
   peer: Peer
   endpointEpoch: string
@@ -186,6 +191,23 @@ export class Registry {
 export const sessionKey = (spaceKey: string, id: string): string => `${spaceKey}\u0000${id}`
 
 /** The scope namespace key: `scopeId` trimmed, with empty meaning unscoped (P17). */
+/** The group every session is in unless it says otherwise (C-GRP-1). */
+export const DEFAULT_GROUP = "default"
+
+/** A group name as the broker keeps it: trimmed, blank meaning `default` (C-GRP-1). */
+export const groupOf = (group: string | undefined): string => {
+  const trimmed = group?.trim() ?? ""
+  return trimmed === "" ? DEFAULT_GROUP : trimmed
+}
+
+/**
+ * The routing namespace of a group of a scope: the scope's own key for the
+ * default group (so base clients route exactly as before), else the scope key
+ * and the group.
+ */
+export const groupSpaceKey = (scopeKey: string, group: string): string =>
+  group === DEFAULT_GROUP ? scopeKey : `${scopeKey}\u0003group:${group}`
+
 export const spaceKeyOf = (scopeId: string | undefined): string => {
   const trimmed = scopeId?.trim() ?? ""
   return trimmed === "" ? "" : `scope:${trimmed}`

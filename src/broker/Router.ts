@@ -11,6 +11,7 @@
  * | the membership feed | Membership.ts, MembershipFeed.ts |
  * | discovery (list, presence) | Discovery.ts |
  * | receipts and cancel | Receipts.ts |
+ * | groups (`groups-v1`) | Groups.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -28,6 +29,7 @@ import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protoc
 import { Asks } from "./Asks.ts"
 import { DeliveryRecords } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
+import { Groups } from "./Groups.ts"
 import * as Encode from "./encode.ts"
 import { MailDelivery } from "./MailDelivery.ts"
 import { Membership } from "./Membership.ts"
@@ -113,8 +115,10 @@ export class Router {
     const receipts = new Receipts(ctx, mail, (messageKey) => asks.edges.delete(messageKey))
     const discovery = new Discovery(ctx, membership)
     const send = new Send(ctx, mail)
+    const groups = new Groups()
 
     // Order matters where two rules could refuse the same send (P45's precedence).
+    send.use(groups.stage)
     send.use(asks.replies)
     send.use(receipts.supersedes)
     send.use(asks.asks)
@@ -124,6 +128,7 @@ export class Router {
     send.onPrune((at) => mail.prune(at))
     send.onPrune((at) => registry.recent.expire(at))
     registration.observe(mail.hooks)
+    registration.observe(groups.hooks)
 
     this.ctx = ctx
     this.output = output

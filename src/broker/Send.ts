@@ -48,6 +48,11 @@ export interface SendAttempt {
 
 /** A concern's part in the pipeline; every member is optional. */
 export interface SendStage {
+  /**
+   * The target was not found in the sender's namespace: a better answer than
+   * "not found", if the stage has one (e.g. "in another group").
+   */
+  readonly unresolved?: (sender: Session, to: string) => Refusal | undefined
   /** Refuses the send, or lets it on (undefined). */
   readonly check?: (attempt: SendAttempt) => Refusal | undefined
   /** Runs just before the message is queued for a live recipient (e.g. a supersede notice first). */
@@ -127,6 +132,13 @@ export class Send {
     // P46: a retry of a recorded send gets the recorded answer, once the target is known.
     const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message)
     if (fingerprint !== undefined && this.replayed(peer, recordKey, fingerprint, message.id, now)) return
+    if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
+      const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
+      for (const stage of this.stages) {
+        const better = stage.unresolved?.(sender, to)
+        if (better !== undefined) return this.fail(peer, message.id, better)
+      }
+    }
     if ("refused" in resolution) {
       // Exact-send refusals are recorded: a same-id retry is answered the same way.
       if (fingerprint !== undefined && exact) {

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeBrokerFrameText, decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, GROUPS_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { BrokerFrame, Message, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
@@ -29,6 +29,8 @@ export interface RegisterRequest {
   readonly socketPath: string
   readonly sessionId: string
   readonly scopeId: string | undefined
+  /** The session's group (`groups-v1`); the default group when undefined. */
+  readonly group?: string | undefined
   readonly session: SessionRegistration
   readonly features: ReadonlyArray<string>
   readonly connectTimeoutMs: number
@@ -88,7 +90,11 @@ export interface ClientConnection {
   readonly features: ReadonlySet<string>
   /** Completes when the connection has closed, for whatever reason. */
   readonly closed: Effect.Effect<void>
-  readonly list: (timeoutMs: number) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
+  /** Every live session of the own group, or of `group` (a read-only peek, `groups-v1`). */
+  readonly list: (
+    timeoutMs: number,
+    group?: string
+  ) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
   readonly send: (request: SendRequest, timeoutMs: number) => Effect.Effect<Delivery, SendError>
   /** `cancel_message` (P71): true when the broker cancelled it. */
   readonly cancel: (messageId: string, timeoutMs: number) => Effect.Effect<boolean, RequestTimeout | ConnectionLost>
@@ -101,7 +107,7 @@ export interface ClientConnection {
 }
 
 /** Extensions every connection asks for: handled here, invisible to the client's users. */
-const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1]
+const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1]
 
 /** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
 const isValidMessageJson = (text: string): boolean => {
@@ -139,6 +145,7 @@ export const openClientConnection = (
       sessionId: request.sessionId,
       session: request.session,
       ...(request.scopeId === undefined ? {} : { scopeId: request.scopeId }),
+      ...(request.group === undefined ? {} : { group: request.group }),
       // The extensions this client implements itself, plus what its owner asked for.
       features: [...new Set([...CLIENT_FEATURES, ...request.features])]
     }
@@ -278,25 +285,31 @@ export const openClientConnection = (
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     /** One `list` request: a base answer, or one page (`list-page-v1`) starting after `cursor`. */
-    const listPage = (timeoutMs: number, cursor: string | undefined) =>
+    const listPage = (timeoutMs: number, cursor: string | undefined, group: string | undefined) =>
       Effect.suspend(() => {
         const requestId = randomUUID()
         const answer = Deferred.makeUnsafe<SessionsPage, ConnectionLost>()
         lists.set(requestId, answer)
-        return write({ type: "list", requestId, ...(cursor === undefined ? {} : { cursor }) }, "list").pipe(
+        const frame = {
+          type: "list",
+          requestId,
+          ...(cursor === undefined ? {} : { cursor }),
+          ...(group === undefined ? {} : { group })
+        }
+        return write(frame, "list").pipe(
           Effect.andThen(awaitAnswer(answer, timeoutMs, "list", () => lists.delete(requestId))),
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
         )
       })
 
     // Every live session: page by page when the broker pages (each page has its own timeout).
-    const list: ClientConnection["list"] = (timeoutMs) =>
+    const list: ClientConnection["list"] = (timeoutMs, group) =>
       Effect.gen(function*() {
         const sessions: Array<SessionInfo> = []
         const seen = new Set<string>()
         let cursor: string | undefined
         do {
-          const page: SessionsPage = yield* listPage(timeoutMs, cursor)
+          const page: SessionsPage = yield* listPage(timeoutMs, cursor, group)
           for (const session of page.sessions) {
             if (seen.has(session.id)) continue
             seen.add(session.id)

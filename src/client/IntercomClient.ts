@@ -61,6 +61,8 @@ export interface IntercomClientService {
   /** Connects (or joins the attempt in progress) and returns once registered. */
   readonly connect: Effect.Effect<void, IntercomNotConnected>
   readonly list: Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
+  /** The live sessions of another group of the scope: a read-only peek (C-GRP-5). */
+  readonly peek: (group: string) => Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
   readonly send: (request: SendRequest) => Effect.Effect<Delivery, SendError | IntercomNotConnected>
   /** `cancel_message` (P71): true when the broker withdrew or cancelled the message. */
   readonly cancel: (messageId: string) => Effect.Effect<boolean, ClientError>
@@ -147,6 +149,7 @@ const make = (
           socketPath: options.socketPath,
           sessionId: options.sessionId,
           scopeId: options.scopeId,
+          group: options.group,
           session: registration,
           features: options.features ?? [],
           connectTimeoutMs,
@@ -285,6 +288,7 @@ const make = (
       sessionId: options.sessionId,
       connect: withConnection(() => Effect.void),
       list: withConnection((c) => c.list(listTimeoutMs)),
+      peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)),
       send,
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),

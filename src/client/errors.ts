@@ -105,6 +105,9 @@ export class MessageTooLarge extends Data.TaggedError("MessageTooLarge")<Deliver
 /** `E_TOO_MANY_ASKS` (ours): this session (1,024) or the broker as a whole has as many open asks as it may; nothing was sent. */
 export class TooManyAsks extends Data.TaggedError("TooManyAsks")<DeliveryFields> {}
 
+/** `E_CROSS_GROUP` (`groups-v1`): the target is live in another group of the scope; groups do not talk (C-GRP-3). */
+export class CrossGroup extends Data.TaggedError("CrossGroup")<DeliveryFields> {}
+
 /** `E_DELIVERY_FAILED` (a replayed failure without a code of its own), no code at all, or a code this client does not know (other brokers). */
 export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<DeliveryFields> {}
 
@@ -132,6 +135,7 @@ export type DeliveryError =
   | SelfTarget
   | MessageTooLarge
   | TooManyAsks
+  | CrossGroup
   | DeliveryFailed
 
 const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
@@ -152,7 +156,8 @@ const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
   [DeliveryCode.DeliveryEvicted]: DeliveryEvicted,
   [DeliveryCode.SelfTarget]: SelfTarget,
   [DeliveryCode.MessageTooLarge]: MessageTooLarge,
-  [DeliveryCode.TooManyAsks]: TooManyAsks
+  [DeliveryCode.TooManyAsks]: TooManyAsks,
+  [DeliveryCode.CrossGroup]: CrossGroup
 }
 
 /** The typed error for a `delivery_failed` frame: the class of its `code`, else `DeliveryFailed`. */

@@ -22,6 +22,12 @@ export interface IntercomClientOptions {
   readonly sessionId: string
   /** pi-intercom routing scope (P17); unscoped when absent. */
   readonly scopeId?: string | undefined
+  /**
+   * The session's home group (C-GRP-2: a launching program injects it; see
+   * config's `group` and `ATOMIC_INTERCOM_GROUP` for the rest). Blank or
+   * absent: `default`.
+   */
+  readonly group?: string | undefined
   /** What the session says about itself; `presence` updates are folded in for re-registration. */
   readonly registration: SessionRegistration
   /** Protocol extensions to request in `register`. */

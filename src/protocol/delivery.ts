@@ -29,7 +29,9 @@ export const DeliveryCode = {
   /** Our addition: the forwarded `message` frame would exceed the 1 MiB frame limit. */
   MessageTooLarge: "E_MESSAGE_TOO_LARGE",
   /** Our addition: the asker, or the broker as a whole, has as many open asks as it may. */
-  TooManyAsks: "E_TOO_MANY_ASKS"
+  TooManyAsks: "E_TOO_MANY_ASKS",
+  /** Extension `groups-v1`: the target is live, but in another group of the scope (C-GRP-3). */
+  CrossGroup: "E_CROSS_GROUP"
 } as const
 /** One of the `E_…` delivery codes. */
 export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
@@ -65,6 +67,7 @@ export const Reason = {
   tooManyAsks: (max: number) =>
     `Too many open asks from this session (${max}); wait for answers, or cancel asks you no longer need`,
   tooManyAsksOverall: "The broker holds as many open asks as it can; try again when some are answered",
+  crossGroup: "Target session is in a different intercom group",
   targetTooLong: (max: number) => `Target is longer than ${max} characters; address a session by its id or name`,
   invalidAskTimeout: (maxMs: number) =>
     `Invalid askTimeoutMs: it must be a whole number of milliseconds from 1 to ${maxMs}`,

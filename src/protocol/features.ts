@@ -23,11 +23,18 @@ export const LIST_PAGE_V1 = "list-page-v1"
  */
 export const ASK_TIMEOUT_V1 = "ask-timeout-v1"
 
+/**
+ * Groups (extension): `register` may carry `group`, an authorization
+ * boundary inside a scope — a session reaches only sessions of its own group
+ * (C-GRP); `list` may carry `group` to peek at another group, read-only.
+ */
+export const GROUPS_V1 = "groups-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
 /** Extensions a client may request. */
-export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1]
+export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1]
 
 /**
  * The features a broker grants in `registered`: the base ones, plus those of

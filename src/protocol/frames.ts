@@ -146,6 +146,8 @@ export const RegisterFrame = Schema.Struct({
   sessionId: Schema.optionalKey(Schema.String.check(Schema.isPattern(/\S/))),
   scopeId: Schema.optionalKey(Schema.String),
   stateId: Schema.optionalKey(Schema.String),
+  /** Extension `groups-v1`: the session's group (blank: `default`). */
+  group: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension: features the client asks for (see `features.ts`). Base clients omit it. */
   features: Schema.optionalKey(Schema.Array(Bounded(Limits.MAX_FEATURE_LENGTH)).check(Schema.isMaxLength(64)))
 })
@@ -173,7 +175,9 @@ export const ListFrame = Schema.Struct({
   /** Extension `list-page-v1`: where the previous page ended (its `nextCursor`). */
   cursor: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension `list-page-v1`: at most this many sessions in the page. */
-  limit: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+  limit: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  /** Extension `groups-v1`: list this group of the scope instead of the own one (a read-only peek). */
+  group: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
 })
 /** A `list` frame (P31), as decoded. */
 export type ListFrame = typeof ListFrame.Type

@@ -70,7 +70,7 @@ describe("IntercomClient operations", () => {
           connected: true,
           sessionId: A_ID,
           socketPath: status.socketPath,
-          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1"],
+          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1"],
           connections: 1,
           lastError: null
         }
@@ -381,6 +381,7 @@ describe("delivery failures from the broker, as typed errors with the broker's r
       [DeliveryCode.SelfTarget]: "SelfTarget",
       [DeliveryCode.MessageTooLarge]: "MessageTooLarge",
       [DeliveryCode.TooManyAsks]: "TooManyAsks",
+      [DeliveryCode.CrossGroup]: "CrossGroup",
       "": "DeliveryFailed",
       "E_FROM_A_NEWER_BROKER": "DeliveryFailed"
     }

@@ -83,7 +83,8 @@ describe("P45 codes", () => {
       DeliveryFailed: "E_DELIVERY_FAILED",
       SelfTarget: "E_SELF_TARGET",
       MessageTooLarge: "E_MESSAGE_TOO_LARGE",
-      TooManyAsks: "E_TOO_MANY_ASKS"
+      TooManyAsks: "E_TOO_MANY_ASKS",
+      CrossGroup: "E_CROSS_GROUP"
     })
   })
 

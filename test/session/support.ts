@@ -121,6 +121,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         fake.lists++
         return fake.sessions
       })),
+      // Groups are the broker's: the fake has one group, so a peek at another sees nobody.
+      peek: () => Effect.andThen(connection, Effect.succeed([])),
       send: (request) =>
         Effect.andThen(
           connection,

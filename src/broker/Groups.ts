@@ -1,0 +1,52 @@
+/**
+ * Groups (extension `groups-v1`, C-GRP-1…7): an authorization boundary inside
+ * a scope. A group is a routing namespace of its own (`groupSpaceKey`), so
+ * names, prefixes, `list`, membership frames and the mailbox already stay
+ * inside it; this module adds what a namespace alone does not:
+ *
+ * - a send to a live session of *another* group of the scope, even by its
+ *   exact id, is refused as such (`E_CROSS_GROUP`, "Target session is in a
+ *   different intercom group") rather than "not found" (C-GRP-3);
+ * - one id is one live session per scope: registering an id that is live in
+ *   another group of the scope takes it over there (the old one leaves).
+ *
+ * It owns one index — live sessions of each scope by id, across groups —
+ * kept up to date through registration hooks.
+ */
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { SetIndex } from "./Indexes.ts"
+import type { RegistrationHooks } from "./Registration.ts"
+import type { Session } from "./Registry.ts"
+import { closePeer } from "./RouterContext.ts"
+import type { SendStage } from "./Send.ts"
+
+const scopedIdOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
+
+/** The groups concern: its registration hooks and its send stage. */
+export class Groups {
+  /** Live sessions by scope and id, whatever their group. */
+  private readonly byScopedId = new SetIndex<string, Session>()
+
+  readonly hooks: RegistrationHooks = {
+    registered: (session, previous) => {
+      const key = scopedIdOf(session.scopeKey, session.id)
+      // The same id live in another group: this registration takes it over (it leaves there).
+      for (const other of this.byScopedId.get(key) ?? []) {
+        if (other !== session && other !== previous && other.space !== session.space) closePeer(other.peer, "end")
+      }
+      if (previous !== undefined) this.byScopedId.delete(key, previous)
+      this.byScopedId.add(key, session)
+    },
+    left: (session) => this.byScopedId.delete(scopedIdOf(session.scopeKey, session.id), session)
+  }
+
+  /** C-GRP-3: an exact id of a live session in another group is refused as crossing groups. */
+  readonly stage: SendStage = {
+    unresolved: (sender, to) => {
+      for (const other of this.byScopedId.get(scopedIdOf(sender.scopeKey, to)) ?? []) {
+        if (other.space !== sender.space) return { code: DeliveryCode.CrossGroup, reason: Reason.crossGroup }
+      }
+      return undefined
+    }
+  }
+}

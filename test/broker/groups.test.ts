@@ -1,0 +1,84 @@
+/**
+ * Groups (`groups-v1`, C-GRP-1…7): an authorization boundary inside a scope,
+ * enforced by the broker. In memory: each step runs until the broker is idle,
+ * so "nothing arrived" is final.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { GROUPS_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { assertDelivered, assertFailed } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { list, message, send } from "../support/broker.ts"
+import { withMemoryBroker } from "../support/memory.ts"
+
+/** A session that asked for groups, in `group`. */
+const grouped = (group: string | undefined) => ({ frame: { features: [GROUPS_V1, LIST_PAGE_V1], ...(group === undefined ? {} : { group }) } })
+
+describe("groups", () => {
+  it.effect("a send into another group is refused even by exact id; names and prefixes do not resolve across", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session({ sessionId: "alpha-0001", name: "alice", ...grouped("run-1") })
+      const b = yield* broker.session({ sessionId: "bravo-0001", name: "bob", ...grouped("run-2") })
+      yield* broker.session({ sessionId: "charlie-01", name: "carol", ...grouped("run-1") })
+      const crossed = yield* send(a.client, "bravo-0001", message("by id"))
+      assertFailed(crossed, "E_CROSS_GROUP", "Target session is in a different intercom group")
+      assertFailed(yield* send(a.client, "bob", message("by name")), "E_TARGET_NOT_FOUND")
+      assertFailed(yield* send(a.client, "bravo", message("by prefix")), "E_TARGET_NOT_FOUND")
+      assertDelivered(yield* send(a.client, "carol", message("same group")))
+      yield* settled([a.client], [b.client])
+      yield* b.client.expectNothing("message")
+    }))
+
+  it.effect("list shows the own group; a peek with `group` lists another, read-only; membership stays in the group", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session({ sessionId: "a", ...grouped("run-1") })
+      const base = yield* broker.session({ sessionId: "base" })
+      const b = yield* broker.session({ sessionId: "b", ...grouped("run-2") })
+      const c = yield* broker.session({ sessionId: "c", ...grouped("run-1") })
+      assert.deepStrictEqual((yield* list(a.client)).map((s) => s.id), ["a", "c"])
+      assert.deepStrictEqual((yield* list(base.client)).map((s) => s.id), ["base"])
+      yield* a.client.send({ type: "list", requestId: "peek", group: " run-2 " })
+      const peek = yield* a.client.next("sessions", (frame) => frame.requestId === "peek")
+      assert.deepStrictEqual(peek.sessions.map((s) => s.id), ["b"])
+      yield* a.client.send({ type: "list", requestId: "nobody", group: "no-such-group" })
+      assert.deepStrictEqual((yield* a.client.next("sessions", (frame) => frame.requestId === "nobody")).sessions, [])
+      // Joins were announced only inside the group.
+      yield* settled([c.client], [a.client, b.client, base.client])
+      assert.deepStrictEqual(
+        a.client.received().flatMap((f) => f.type === "session_joined" ? [f.session.id] : []),
+        ["c"]
+      )
+      yield* b.client.expectNothing("session_joined")
+      yield* base.client.expectNothing("session_joined", (f) => f.session.id !== "base")
+    }))
+
+  it.effect("a blank group is the default group, trimmed names are one group, and a client that did not ask for groups is in the default group", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const base = yield* broker.session({ sessionId: "base", name: "base" })
+      const blank = yield* broker.session({ sessionId: "blank", ...grouped("   ") })
+      const padded = yield* broker.session({ sessionId: "padded", ...grouped(" team ") })
+      const team = yield* broker.session({ sessionId: "team", ...grouped("team") })
+      // Asked for no groups: its `group` is ignored.
+      const ignorant = yield* broker.session({ sessionId: "ignorant", frame: { group: "team" } })
+      assert.deepStrictEqual((yield* list(blank.client)).map((s) => s.id), ["base", "blank", "ignorant"])
+      assert.deepStrictEqual((yield* list(team.client)).map((s) => s.id), ["padded", "team"])
+      assertDelivered(yield* send(base.client, "blank", message("default to default")))
+      assertDelivered(yield* send(padded.client, "team", message("team to team")))
+      yield* settled([ignorant.client], [ignorant.client])
+    }))
+
+  it.effect("registering an id that is live in another group takes it over there: it leaves that group", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher", ...grouped("old") })
+      const first = yield* broker.session({ sessionId: "mover", ...grouped("old") })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "mover")
+      yield* broker.session({ sessionId: "mover", ...grouped("new") })
+      yield* first.client.waitClosed()
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "mover")
+      assert.deepStrictEqual((yield* list(watcher.client)).map((s) => s.id), ["watcher"])
+    }))
+})
