@@ -4,6 +4,7 @@
  * and `watch` both open their session here.
  */
 import * as Data from "effect/Data"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import type { IntercomEnvError } from "../../config/errors.ts"
@@ -98,13 +99,15 @@ export const openSession = (
 ): Effect.Effect<CliSession, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { settings, paths } = context
-    const now = Date.now()
+    const now = yield* Clock.currentTimeMillis
     const client = yield* IntercomClient.make({
       agentDir: paths.agentDir,
       intercomDir: paths.intercomDir,
       socketPath: paths.socketPath,
       sessionId: options.sessionId,
       scopeId: settings.scopeId,
+      // C-GRP-2: the home group from ATOMIC_INTERCOM_GROUP / PI_INTERCOM_GROUP, else config `group`.
+      group: settings.group,
       registration: sessionRegistration({
         sessionId: options.sessionId,
         identity: options.host.identity,
