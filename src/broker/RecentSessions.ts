@@ -45,6 +45,10 @@ const bytesOf = (recent: RecentSession): number =>
   2 * (recent.key.length + recent.id.length + recent.infoJson.length + (recent.name?.length ?? 0) +
     (recent.identity?.length ?? 0)) + 256
 
+/**
+ * The departed sessions of every scope, with their indexes: remembered on
+ * leave, forgotten on expiry, on re-registration or when over the bounds.
+ */
 export class RecentSessions {
   private readonly entries = new AgedMap<string, Stored>()
   private readonly scopes = new Map<string, ScopeRecents>()

@@ -208,6 +208,7 @@ export const groupOf = (group: string | undefined): string => {
 export const groupSpaceKey = (scopeKey: string, group: string): string =>
   group === DEFAULT_GROUP ? scopeKey : `${scopeKey}\u0003group:${group}`
 
+/** A scope's key in the registry: its id, or the shared key for sessions without one. */
 export const spaceKeyOf = (scopeId: string | undefined): string => {
   const trimmed = scopeId?.trim() ?? ""
   return trimmed === "" ? "" : `scope:${trimmed}`
