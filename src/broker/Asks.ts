@@ -11,7 +11,7 @@
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
 import { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
@@ -55,7 +55,8 @@ export const messageFrameFor = (mail: Mail, recipient: Peer, deliveredAt: number
     mail.message,
     mail.brokerReceivedAt,
     deliveredAt,
-    mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined
+    mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
+    mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined
   )
 
 /** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */

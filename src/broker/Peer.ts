@@ -50,6 +50,8 @@ export interface Mail {
   readonly queuedAt: number
   /** For an ask: how long its edge stays open (the asker's announced timeout, or the broker's). */
   readonly askTimeoutMs: number | undefined
+  /** Set by the broker on a `supervisor_send` (extension `supervisor-v1`), shown to recipients granted it. */
+  readonly channel?: "supervisor" | undefined
 }
 
 /**

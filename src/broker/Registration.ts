@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
 import { GROUPS_V1, negotiateFeatures } from "../protocol/features.ts"
+import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationOverLimit } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
@@ -33,8 +34,22 @@ import {
 } from "./Registry.ts"
 import { closePeer, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
 
+/**
+ * A concern's verdict on a registration before it is accepted: refused (the
+ * client gets `registration_failed` with `refused` and the connection ends),
+ * or accepted with the supervisor it is bound to (for `registered`).
+ */
+export type Admission =
+  | { readonly refused: string }
+  | { readonly supervisorSessionId: string }
+
 /** What another concern does when sessions come and go. */
 export interface RegistrationHooks {
+  /**
+   * Before `peer`'s registration is accepted (after the session cap): a
+   * verdict, or undefined to let it on without comment.
+   */
+  readonly admit?: (peer: Peer, frame: RegisterFrame, features: ReadonlyArray<string>) => Admission | undefined
   /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
   readonly registered?: (session: Session, previous: Session | undefined, now: number) => void
   /** `session` left (unregistered, disconnected, or its connection closed). */
@@ -174,6 +189,17 @@ export class Registration {
       output.enqueue(peer, Encode.errorFrame(ErrorText.tooManySessions))
       return closePeer(peer, "end")
     }
+    let supervisorSessionId: string | undefined
+    for (const hooks of this.hooks) {
+      const admission = hooks.admit?.(peer, frame, features)
+      if (admission === undefined) continue
+      if ("refused" in admission) {
+        this.ctx.log("warning", `Refused a registration: ${admission.refused}`)
+        output.enqueue(peer, Encode.registrationFailedFrame(admission.refused))
+        return closePeer(peer, "end")
+      }
+      supervisorSessionId = admission.supervisorSessionId
+    }
     const space = registry.space(spaceKey)
     const now = this.ctx.now()
     const fields = fieldsFromRegistration(frame.session)
@@ -205,7 +231,7 @@ export class Registration {
     peer.state = "registered"
     peer.session = session
     peer.features = new Set(features)
-    output.enqueue(peer, Encode.registeredFrame(id, features))
+    output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId))
     this.membership.joined(session)
     this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.registered?.(session, previous, now)

@@ -12,6 +12,7 @@
  * | discovery (list, presence) | Discovery.ts |
  * | receipts and cancel | Receipts.ts |
  * | groups (`groups-v1`) | Groups.ts |
+ * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -27,7 +28,7 @@ import { Queue } from "effect"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
-import { DeliveryRecords } from "./DeliveryRecords.ts"
+import { DeliveryRecords, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
 import { Groups } from "./Groups.ts"
 import * as Encode from "./encode.ts"
@@ -41,6 +42,7 @@ import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
+import { Supervisor } from "./Supervisor.ts"
 
 const HOUR = 3_600_000
 
@@ -116,9 +118,14 @@ export class Router {
     const discovery = new Discovery(ctx, membership)
     const send = new Send(ctx, mail)
     const groups = new Groups()
+    const supervisor = new Supervisor(ctx, send, (childKey, messageId, supervisorKey) => {
+      const edge = asks.edges.get(recordKeyOf(childKey, messageId))
+      return edge !== undefined && edge.askerKey === childKey && edge.targetKey === supervisorKey
+    })
 
     // Order matters where two rules could refuse the same send (P45's precedence).
     send.use(groups.stage)
+    send.use(supervisor.stage)
     send.use(asks.replies)
     send.use(receipts.supersedes)
     send.use(asks.asks)
@@ -127,8 +134,10 @@ export class Router {
     send.onPrune((at) => receipts.prune(at))
     send.onPrune((at) => mail.prune(at))
     send.onPrune((at) => registry.recent.expire(at))
+    send.onPrune((at) => supervisor.prune(at))
     registration.observe(mail.hooks)
     registration.observe(groups.hooks)
+    registration.observe(supervisor.hooks)
 
     this.ctx = ctx
     this.output = output
@@ -149,7 +158,8 @@ export class Router {
       ...discovery.frames,
       ...send.frames,
       ...asks.frames,
-      ...receipts.frames
+      ...receipts.frames,
+      ...supervisor.frames
     }
   }
 

@@ -53,6 +53,12 @@ export interface SendStage {
    * "not found", if the stage has one (e.g. "in another group").
    */
   readonly unresolved?: (sender: Session, to: string) => Refusal | undefined
+  /**
+   * The target was not found in the sender's namespace and the message is a
+   * reply (`replyTo`): the session it may go to anyway, if the stage knows one
+   * (a supervisor's reply back across groups, Supervisor.ts).
+   */
+  readonly reroute?: (sender: Session, to: string, message: Message, now: number) => Session | undefined
   /** Refuses the send, or lets it on (undefined). */
   readonly check?: (attempt: SendAttempt) => Refusal | undefined
   /** Runs just before the message is queued for a live recipient (e.g. a supersede notice first). */
@@ -61,23 +67,39 @@ export interface SendStage {
   readonly delivered?: (attempt: SendAttempt, mail: Mail, target: Session) => void
 }
 
-/** Room for the `askTimeoutMs` field a recipient may get (`,"askTimeoutMs":` and 16 digits). */
-const ASK_TIMEOUT_ROOM = " ".repeat(32)
+/**
+ * Room for the fields a recipient may get besides the message: `askTimeoutMs`
+ * (`,"askTimeoutMs":` and 16 digits) and `channel` (`,"channel":"supervisor"`).
+ */
+const EXTENSION_ROOM = " ".repeat(64)
 
 /** A frame that fits the 1 MiB limit, checked cheaply when it obviously does. */
 const fitsFrame = (frame: string): boolean =>
   frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
 /** Where a send goes, or why it cannot go anywhere. */
-type Resolution =
+export type Resolution =
   | { readonly target: Session | undefined; readonly remembered: RecentSession | undefined; readonly id: string }
   | { readonly refused: Refusal; readonly id: string | undefined }
+
+/**
+ * A route other than the sender's namespace, for a frame that is a send by
+ * another name (`supervisor_send`): how its target resolves, the channel its
+ * message is marked with, and what happens once it is accepted.
+ */
+export interface SendRoute {
+  readonly resolve: (sender: Session, to: string) => Resolution
+  readonly channel: "supervisor"
+  /** The send passed every check and is about to be delivered to `target`. */
+  readonly accepted: (attempt: SendAttempt, target: Session) => void
+}
 
 /** The send pipeline: the `send` frame, its stages and its clean-ups. */
 export class Send {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly stages: Array<SendStage> = []
+  private readonly reroutes: Array<NonNullable<SendStage["reroute"]>> = []
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
   private readonly prunes: Array<(now: number) => void> = []
 
@@ -89,10 +111,11 @@ export class Send {
   /** Adds a stage; stages run in the order they were added. */
   use(stage: SendStage): void {
     this.stages.push(stage)
+    if (stage.reroute !== undefined) this.reroutes.push(stage.reroute)
   }
 
   readonly frames: FrameHandlers = {
-    send: { handle: (peer, frame) => this.onSend(peer, frame) }
+    send: { handle: (peer, frame) => this.handle(peer, frame, undefined) }
   }
 
   /** Answers `peer`'s send `messageId` with `outcome`. */
@@ -106,11 +129,16 @@ export class Send {
     this.answer(peer, messageId, { ok: false, code: refusal.code, reason: refusal.reason, retryable: isRetryable(refusal.code) })
   }
 
-  private onSend(peer: Peer, frame: { readonly [key: string]: unknown }): void {
+  /** Handles a send frame: routed in the sender's namespace, or along `route`. */
+  handle(peer: Peer, frame: { readonly [key: string]: unknown }, route: SendRoute | undefined): void {
     // P48: an invalid send is answered, not fatal.
     const message = decodeMessage(frame.message)
     if (isFrameDecodeError(message)) {
       return this.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
+    }
+    // C-SUP-13: only the broker marks a message's channel; a client that tries is refused.
+    if (Object.hasOwn(frame, "channel")) {
+      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel })
     }
     if (typeof frame.to !== "string") {
       return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
@@ -126,13 +154,17 @@ export class Send {
     this.prune(now)
     const recordKey = recordKeyOf(sender.key, message.id)
     // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
-    const exact = (frame.targetId !== undefined || frame.targetEpoch !== undefined) && message.replyTo === undefined
-    const resolution = this.resolve(sender, frame.to, frame, exact)
+    const exact = route === undefined && (frame.targetId !== undefined || frame.targetEpoch !== undefined) &&
+      message.replyTo === undefined
+    let resolution = route !== undefined ? route.resolve(sender, frame.to) : this.resolve(sender, frame.to, frame, exact)
+    if (route === undefined && !exact && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
+      resolution = this.rerouted(sender, frame.to, message, now) ?? resolution
+    }
 
     // P46: a retry of a recorded send gets the recorded answer, once the target is known.
     const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message)
     if (fingerprint !== undefined && this.replayed(peer, recordKey, fingerprint, message.id, now)) return
-    if ("refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
+    if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
       for (const stage of this.stages) {
         const better = stage.unresolved?.(sender, to)
@@ -181,13 +213,14 @@ export class Send {
       targetId: resolution.id,
       targetIdentity: resolution.target?.identity ?? resolution.remembered?.identity,
       queuedAt: now,
-      askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs)
+      askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
+      channel: route?.channel
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
     const forwarded = Encode.messageFrame(sender.infoJson, message, now, now)
-    if (!fitsFrame(forwarded + ASK_TIMEOUT_ROOM)) {
+    if (!fitsFrame(forwarded + EXTENSION_ROOM)) {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
         reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
@@ -200,13 +233,29 @@ export class Send {
       this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
       return this.answer(peer, message.id, outcome)
     }
+    route?.accepted(attempt, target)
     for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
-    const text = mail.askTimeoutMs === undefined ? forwarded : messageFrameFor(mail, target.peer, now)
+    const text = mail.askTimeoutMs === undefined && mail.channel === undefined
+      ? forwarded
+      : messageFrameFor(mail, target.peer, now)
     this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
     for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
     const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
     this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
     this.answer(peer, message.id, outcome)
+  }
+
+  /**
+   * A reply whose target is not in the sender's namespace, but which a stage
+   * lets through to a session elsewhere (undefined: resolve as usual).
+   */
+  private rerouted(sender: Session, to: string, message: Message, now: number): Resolution | undefined {
+    if (message.replyTo === undefined) return undefined
+    for (const reroute of this.reroutes) {
+      const target = reroute(sender, to, message, now)
+      if (target !== undefined) return { target, remembered: undefined, id: target.id }
+    }
+    return undefined
   }
 
   /**

@@ -8,9 +8,30 @@ import type { Message, MessageControl, MessageReceipt } from "../protocol/frames
 
 const q = JSON.stringify
 
-/** `registered` (P12), with the granted features. */
-export const registeredFrame = (sessionId: string, features: ReadonlyArray<string>): string =>
-  `{"type":"registered","sessionId":${q(sessionId)},"features":${q(features)}}`
+/**
+ * `registered` (P12), with the granted features and, for a child bound to a
+ * supervisor (`supervisor-v1`), the supervisor's id.
+ */
+export const registeredFrame = (
+  sessionId: string,
+  features: ReadonlyArray<string>,
+  supervisorSessionId?: string
+): string =>
+  `{"type":"registered","sessionId":${q(sessionId)},"features":${q(features)}${
+    supervisorSessionId === undefined ? "" : `,"supervisorSessionId":${q(supervisorSessionId)}`
+  }}`
+
+/** `registration_failed` (`supervisor-v1`): why a registration was refused; the connection ends after it. */
+export const registrationFailedFrame = (reason: string): string =>
+  `{"type":"registration_failed","reason":${q(reason)}}`
+
+/** `supervisor_authorized` (`supervisor-v1`): the capability issued (or restored) for `childName`. */
+export const supervisorAuthorizedFrame = (requestId: string, childName: string, capability: string): string =>
+  `{"type":"supervisor_authorized","requestId":${q(requestId)},"childName":${q(childName)},"capability":${q(capability)}}`
+
+/** `supervisor_authorization_failed` (`supervisor-v1`): why no capability was issued. */
+export const supervisorAuthorizationFailedFrame = (requestId: string, reason: string): string =>
+  `{"type":"supervisor_authorization_failed","requestId":${q(requestId)},"reason":${q(reason)}}`
 
 /** `error` (P05, P18). */
 export const errorFrame = (error: string): string => `{"type":"error","error":${q(error)}}`
@@ -47,18 +68,22 @@ export const sessionLeftFrame = (sessionId: string): string =>
 
 /**
  * A `message` frame. `askTimeoutMs` (extension `ask-timeout-v1`, only for a
- * recipient granted it) says how long the asker waits, from `brokerReceivedAt`.
+ * recipient granted it) says how long the asker waits, from `brokerReceivedAt`;
+ * `channel` (extension `supervisor-v1`) marks a child's message to its supervisor.
  */
 export const messageFrame = (
   fromJson: string,
   message: Message,
   receivedAt: number,
   deliveredAt: number,
-  askTimeoutMs?: number
+  askTimeoutMs?: number,
+  channel?: "supervisor"
 ): string =>
   `{"type":"message","from":${fromJson},"message":${
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
-  }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}}`
+  }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
+    channel === undefined ? "" : `,"channel":"${channel}"`
+  }}`
 
 /** `delivered` with delivery details (P41). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>

@@ -108,6 +108,12 @@ export class TooManyAsks extends Data.TaggedError("TooManyAsks")<DeliveryFields>
 /** `E_CROSS_GROUP` (`groups-v1`): the target is live in another group of the scope; groups do not talk (C-GRP-3). */
 export class CrossGroup extends Data.TaggedError("CrossGroup")<DeliveryFields> {}
 
+/** `E_SUPERVISOR_UNAUTHORIZED` (`supervisor-v1`): this session is not bound to a supervisor; it registered without a capability (C-SUP-12). */
+export class SupervisorUnauthorized extends Data.TaggedError("SupervisorUnauthorized")<DeliveryFields> {}
+
+/** `E_SUPERVISOR_TARGET` (`supervisor-v1`): a `supervisor_send` named someone other than the bound supervisor (C-SUP-12). */
+export class SupervisorTargetMismatch extends Data.TaggedError("SupervisorTargetMismatch")<DeliveryFields> {}
+
 /** `E_DELIVERY_FAILED` (a replayed failure without a code of its own), no code at all, or a code this client does not know (other brokers). */
 export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<DeliveryFields> {}
 
@@ -136,6 +142,8 @@ export type DeliveryError =
   | MessageTooLarge
   | TooManyAsks
   | CrossGroup
+  | SupervisorUnauthorized
+  | SupervisorTargetMismatch
   | DeliveryFailed
 
 const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
@@ -157,7 +165,9 @@ const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
   [DeliveryCode.SelfTarget]: SelfTarget,
   [DeliveryCode.MessageTooLarge]: MessageTooLarge,
   [DeliveryCode.TooManyAsks]: TooManyAsks,
-  [DeliveryCode.CrossGroup]: CrossGroup
+  [DeliveryCode.CrossGroup]: CrossGroup,
+  [DeliveryCode.SupervisorUnauthorized]: SupervisorUnauthorized,
+  [DeliveryCode.SupervisorTarget]: SupervisorTargetMismatch
 }
 
 /** The typed error for a `delivery_failed` frame: the class of its `code`, else `DeliveryFailed`. */

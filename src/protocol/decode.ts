@@ -92,7 +92,8 @@ export const decodeClientFrame = {
   send: compileDecoder("send", Frames.SendFrame),
   cancel_ask: compileDecoder("cancel_ask", Frames.CancelAskFrame),
   cancel_message: compileDecoder("cancel_message", Frames.CancelMessageFrame),
-  message_receipt: compileDecoder("message_receipt", Frames.ReceiptFrame)
+  message_receipt: compileDecoder("message_receipt", Frames.ReceiptFrame),
+  authorize_supervisor: compileDecoder("authorize_supervisor", Frames.AuthorizeSupervisorFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

@@ -31,7 +31,11 @@ export const DeliveryCode = {
   /** Our addition: the asker, or the broker as a whole, has as many open asks as it may. */
   TooManyAsks: "E_TOO_MANY_ASKS",
   /** Extension `groups-v1`: the target is live, but in another group of the scope (C-GRP-3). */
-  CrossGroup: "E_CROSS_GROUP"
+  CrossGroup: "E_CROSS_GROUP",
+  /** Extension `supervisor-v1`: a `supervisor_send` from a session that is not bound to a supervisor (C-SUP-12). */
+  SupervisorUnauthorized: "E_SUPERVISOR_UNAUTHORIZED",
+  /** Extension `supervisor-v1`: a `supervisor_send` to someone other than the bound supervisor (C-SUP-12). */
+  SupervisorTarget: "E_SUPERVISOR_TARGET"
 } as const
 /** One of the `E_…` delivery codes. */
 export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
@@ -68,6 +72,10 @@ export const Reason = {
     `Too many open asks from this session (${max}); wait for answers, or cancel asks you no longer need`,
   tooManyAsksOverall: "The broker holds as many open asks as it can; try again when some are answered",
   crossGroup: "Target session is in a different intercom group",
+  invalidChannel: "Invalid channel",
+  supervisorUnauthorized: "Supervisor channel is not authorized",
+  supervisorTarget: "Supervisor target does not match the authorized relationship",
+  supervisorAway: "Supervisor session is not currently connected; try again when it is back",
   targetTooLong: (max: number) => `Target is longer than ${max} characters; address a session by its id or name`,
   invalidAskTimeout: (maxMs: number) =>
     `Invalid askTimeoutMs: it must be a whole number of milliseconds from 1 to ${maxMs}`,
@@ -77,7 +85,8 @@ export const Reason = {
 
 /** Error-frame texts (P05, P18) and the broker's own refusal texts. */
 export const ErrorText = {
-  tooManySessions: "Too many registered intercom sessions"
+  tooManySessions: "Too many registered intercom sessions",
+  invalidSupervisorAuthorization: "Invalid supervisor authorization"
 } as const
 
 /** Codes whose retry may succeed (P45: only a rebound target). */

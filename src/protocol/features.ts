@@ -30,11 +30,19 @@ export const ASK_TIMEOUT_V1 = "ask-timeout-v1"
  */
 export const GROUPS_V1 = "groups-v1"
 
+/**
+ * The supervisor channel (extension): a supervisor registers with a private
+ * `ownerToken` and asks for capabilities (`authorize_supervisor`); a child
+ * registers with one (`capability`, `supervisorSessionId`) and reaches its
+ * supervisor with `supervisor_send`, across groups (C-SUP-8…15).
+ */
+export const SUPERVISOR_V1 = "supervisor-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
 /** Extensions a client may request. */
-export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1]
+export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1]
 
 /**
  * The features a broker grants in `registered`: the base ones, plus those of

@@ -149,7 +149,13 @@ export const RegisterFrame = Schema.Struct({
   /** Extension `groups-v1`: the session's group (blank: `default`). */
   group: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension: features the client asks for (see `features.ts`). Base clients omit it. */
-  features: Schema.optionalKey(Schema.Array(Bounded(Limits.MAX_FEATURE_LENGTH)).check(Schema.isMaxLength(64)))
+  features: Schema.optionalKey(Schema.Array(Bounded(Limits.MAX_FEATURE_LENGTH)).check(Schema.isMaxLength(64))),
+  /** Extension `supervisor-v1`, supervisor side: the private token its capabilities are signed with. */
+  ownerToken: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  /** Extension `supervisor-v1`, child side: the capability its supervisor was issued for it. */
+  capability: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  /** Extension `supervisor-v1`, child side: the id of the supervisor that issued `capability`. */
+  supervisorSessionId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type
@@ -213,6 +219,33 @@ export const SendFrame = Schema.Struct({
 /** A `send` frame (P40), as decoded. */
 export type SendFrame = typeof SendFrame.Type
 
+/**
+ * `supervisor_send`, client → broker (extension `supervisor-v1`): a child's
+ * message to the supervisor it is bound to; the same fields as `send`.
+ */
+export const SupervisorSendFrame = Schema.Struct({
+  type: Schema.tag("supervisor_send"),
+  to: Bounded(Limits.MAX_TARGET_LENGTH),
+  message: Message,
+  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+})
+/** A `supervisor_send` frame, as decoded. */
+export type SupervisorSendFrame = typeof SupervisorSendFrame.Type
+
+/**
+ * `authorize_supervisor`, client → broker (extension `supervisor-v1`): a
+ * supervisor asks for a capability for a child name (`*`: the first name that
+ * claims it), or, with `capability`, restores one it was issued before.
+ */
+export const AuthorizeSupervisorFrame = Schema.Struct({
+  type: Schema.tag("authorize_supervisor"),
+  requestId: Bounded(Limits.MAX_ID_LENGTH),
+  childName: Bounded(Limits.MAX_NAME_LENGTH),
+  capability: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
+})
+/** An `authorize_supervisor` frame, as decoded. */
+export type AuthorizeSupervisorFrame = typeof AuthorizeSupervisorFrame.Type
+
 /** `cancel_ask` (P64), client → broker: the asker drops its open ask. */
 export const CancelAskFrame = Schema.Struct({ type: Schema.tag("cancel_ask"), messageId: Bounded(Limits.MAX_ID_LENGTH) })
 /** A `cancel_ask` frame (P64), as decoded. */
@@ -241,7 +274,9 @@ export const ClientFrame = Schema.Union([
   SendFrame,
   CancelAskFrame,
   CancelMessageFrame,
-  ReceiptFrame
+  ReceiptFrame,
+  SupervisorSendFrame,
+  AuthorizeSupervisorFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
@@ -254,7 +289,9 @@ export type ClientFrame = typeof ClientFrame.Type
 export const RegisteredFrame = Schema.Struct({
   type: Schema.tag("registered"),
   sessionId: Schema.String,
-  features: Schema.optionalKey(Schema.Array(Schema.String))
+  features: Schema.optionalKey(Schema.Array(Schema.String)),
+  /** Extension `supervisor-v1`: the supervisor this child is bound to, as the broker confirmed it. */
+  supervisorSessionId: Schema.optionalKey(Schema.String)
 })
 /** A `registered` frame (P12), as decoded. */
 export type RegisteredFrame = typeof RegisteredFrame.Type
@@ -263,6 +300,34 @@ export type RegisteredFrame = typeof RegisteredFrame.Type
 export const ErrorFrame = Schema.Struct({ type: Schema.tag("error"), error: Schema.String })
 /** An `error` frame, as decoded. */
 export type ErrorFrame = typeof ErrorFrame.Type
+
+/**
+ * `registration_failed`, broker → client (extension `supervisor-v1`): the
+ * registration was refused (a child's capability did not check out); the
+ * broker closes the connection after it.
+ */
+export const RegistrationFailedFrame = Schema.Struct({ type: Schema.tag("registration_failed"), reason: Schema.String })
+/** A `registration_failed` frame, as decoded. */
+export type RegistrationFailedFrame = typeof RegistrationFailedFrame.Type
+
+/** `supervisor_authorized`, broker → supervisor (extension `supervisor-v1`): the capability for `childName`. */
+export const SupervisorAuthorizedFrame = Schema.Struct({
+  type: Schema.tag("supervisor_authorized"),
+  requestId: Schema.String,
+  childName: Schema.String,
+  capability: Schema.String
+})
+/** A `supervisor_authorized` frame, as decoded. */
+export type SupervisorAuthorizedFrame = typeof SupervisorAuthorizedFrame.Type
+
+/** `supervisor_authorization_failed`, broker → supervisor (extension `supervisor-v1`): why no capability was issued. */
+export const SupervisorAuthorizationFailedFrame = Schema.Struct({
+  type: Schema.tag("supervisor_authorization_failed"),
+  requestId: Schema.String,
+  reason: Schema.String
+})
+/** A `supervisor_authorization_failed` frame, as decoded. */
+export type SupervisorAuthorizationFailedFrame = typeof SupervisorAuthorizationFailedFrame.Type
 
 /** `health_ok` (P20), broker → client: the answer to `health`, naming protocol `pi-intercom` version 1. */
 export const HealthOkFrame = Schema.Struct({
@@ -308,7 +373,9 @@ export const MessageFrame = Schema.Struct({
   from: SessionInfo,
   message: Message,
   /** Extension `ask-timeout-v1`: for an ask, how long its asker waits, from `message.brokerReceivedAt`. */
-  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+  askTimeoutMs: Schema.optionalKey(Schema.Finite),
+  /** Extension `supervisor-v1`: set by the broker, and only by it, on a child's `supervisor_send`. */
+  channel: Schema.optionalKey(Schema.Literal("supervisor"))
 })
 /** A `message` frame (P50), as decoded. */
 export type MessageFrame = typeof MessageFrame.Type
@@ -368,7 +435,10 @@ export const BrokerFrame = Schema.Union([
   DeliveredFrame,
   DeliveryFailedFrame,
   ReceiptForwardFrame,
-  MessageControlFrame
+  MessageControlFrame,
+  RegistrationFailedFrame,
+  SupervisorAuthorizedFrame,
+  SupervisorAuthorizationFailedFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

@@ -382,6 +382,8 @@ describe("delivery failures from the broker, as typed errors with the broker's r
       [DeliveryCode.MessageTooLarge]: "MessageTooLarge",
       [DeliveryCode.TooManyAsks]: "TooManyAsks",
       [DeliveryCode.CrossGroup]: "CrossGroup",
+      [DeliveryCode.SupervisorUnauthorized]: "SupervisorUnauthorized",
+      [DeliveryCode.SupervisorTarget]: "SupervisorTargetMismatch",
       "": "DeliveryFailed",
       "E_FROM_A_NEWER_BROKER": "DeliveryFailed"
     }

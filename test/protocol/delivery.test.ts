@@ -84,7 +84,9 @@ describe("P45 codes", () => {
       SelfTarget: "E_SELF_TARGET",
       MessageTooLarge: "E_MESSAGE_TOO_LARGE",
       TooManyAsks: "E_TOO_MANY_ASKS",
-      CrossGroup: "E_CROSS_GROUP"
+      CrossGroup: "E_CROSS_GROUP",
+      SupervisorUnauthorized: "E_SUPERVISOR_UNAUTHORIZED",
+      SupervisorTarget: "E_SUPERVISOR_TARGET"
     })
   })
 

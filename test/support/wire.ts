@@ -182,7 +182,10 @@ const allTypes: ReadonlyArray<FrameType> = [
   "delivered",
   "delivery_failed",
   "message_receipt",
-  "message_control"
+  "message_control",
+  "registration_failed",
+  "supervisor_authorized",
+  "supervisor_authorization_failed"
 ]
 
 /**
