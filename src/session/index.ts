@@ -15,13 +15,18 @@
  *
  * @since 0.1.0
  */
+export * from "./contactSupervisor.ts"
 export * from "./errors.ts"
 export * from "./Host.ts"
 export { HANDOFF_RETRY_INTERVAL, inboundAbandoned } from "./HostHandoff.ts"
 export * from "./InboundAdmission.ts"
 export * from "./IntercomSession.ts"
+export * from "./interview.ts"
+export * from "./interviewReply.ts"
 export * from "./render.ts"
 export * from "./ReplyTracker.ts"
 export * from "./ReplyWaiter.ts"
+export * from "./supervisorBridge.ts"
+export * from "./supervisorMessages.ts"
 export * from "./targets.ts"
 export * from "./validation.ts"
