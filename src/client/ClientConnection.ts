@@ -7,12 +7,10 @@
  */
 import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { decodeBrokerFrameText, decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, GROUPS_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
-import { frameBytes } from "../protocol/framing.ts"
-import type { BrokerFrame, Message, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode } from "../protocol/delivery.ts"
+import { ASK_TIMEOUT_V1, GROUPS_V1, LIST_PAGE_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import type { BrokerFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
 import {
@@ -20,9 +18,11 @@ import {
   type DeliveryError,
   deliveryError,
   IntercomNotConnected,
-  RequestTimeout
+  type RequestTimeout,
+  SupervisorAuthorizationFailed
 } from "./errors.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
+import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
 export interface RegisterRequest {
@@ -33,35 +33,19 @@ export interface RegisterRequest {
   readonly group?: string | undefined
   readonly session: SessionRegistration
   readonly features: ReadonlyArray<string>
+  /** `supervisor-v1`: a supervisor's owner token, and a child's capability and supervisor (C-SUP-8, C-SUP-9). */
+  readonly supervisor?: SupervisorRegistration | undefined
   readonly connectTimeoutMs: number
   /** How to reach the broker; the Unix socket at `socketPath` by default (the simulation dials in memory). */
   readonly dial?: Dialer
 }
 
-/**
- * The input of `IntercomClient.send` (P40, P47): `to` as the broker resolves
- * it, or an exact send to one live endpoint with `targetId` and `targetEpoch`.
- */
-export interface SendRequest {
-  /** Exact id, name ignoring case, or id prefix, resolved by the broker (P42). */
-  readonly to: string
-  readonly message: Message
-  readonly targetId?: string
-  readonly targetEpoch?: string
-  /**
-   * For an ask (`expectsReply`): how long the asker will wait, so the broker
-   * keeps the ask open as long (`ask-timeout-v1`; ignored by brokers without it).
-   */
-  readonly askTimeoutMs?: number
-}
-
-/** Why a send failed: the broker refused it, did not answer in time, or the connection dropped (outcome unknown). */
-export type SendError = DeliveryError | RequestTimeout | ConnectionLost
-
-/** One `sessions` answer: all sessions (base), or one page with where to go on (`list-page-v1`). */
-interface SessionsPage {
-  readonly sessions: ReadonlyArray<SessionInfo>
-  readonly nextCursor?: string
+/** What a session brings to the supervisor channel when it registers (`supervisor-v1`). */
+export interface SupervisorRegistration {
+  /** A supervisor's private token: the broker signs the capabilities it issues to it with this. */
+  readonly ownerToken?: string | undefined
+  /** A child's grant: the capability its supervisor obtained for it, and that supervisor's session id. */
+  readonly grant?: { readonly capability: string; readonly supervisorSessionId: string } | undefined
 }
 
 interface PendingSend {
@@ -69,15 +53,11 @@ interface PendingSend {
   readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
 }
 
-/** What makes two sends with one id "the same" (C-BRK-8): target and authored content. */
-const signatureOf = (request: SendRequest): string =>
-  JSON.stringify([
-    request.to,
-    request.message.content,
-    request.message.replyTo ?? null,
-    request.message.expectsReply ?? null,
-    request.message.supersedes ?? null
-  ])
+/** One `sessions` answer: all sessions (base), or one page with where to go on (`list-page-v1`). */
+interface SessionsPage {
+  readonly sessions: ReadonlyArray<SessionInfo>
+  readonly nextCursor?: string
+}
 
 /**
  * One registered connection, as `openClientConnection` returns it.
@@ -88,6 +68,8 @@ export interface ClientConnection {
   readonly sessionId: string
   /** Features the broker granted in `registered`. */
   readonly features: ReadonlySet<string>
+  /** The supervisor the broker bound this child to (`supervisor-v1`), if it registered with a grant. */
+  readonly supervisorSessionId: string | undefined
   /** Completes when the connection has closed, for whatever reason. */
   readonly closed: Effect.Effect<void>
   /** Every live session of the own group, or of `group` (a read-only peek, `groups-v1`). */
@@ -95,7 +77,14 @@ export interface ClientConnection {
     timeoutMs: number,
     group?: string
   ) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
-  readonly send: (request: SendRequest, timeoutMs: number) => Effect.Effect<Delivery, SendError>
+  /** A `send`, or with `supervisor_send` a child's message to its supervisor. */
+  readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
+  /** `authorize_supervisor`: a capability for `childName`, or the restore of `capability` (C-SUP-8, C-SUP-15). */
+  readonly authorize: (
+    childName: string,
+    capability: string | undefined,
+    timeoutMs: number
+  ) => Effect.Effect<string, SupervisorAuthorizationFailed | RequestTimeout | ConnectionLost>
   /** `cancel_message` (P71): true when the broker cancelled it. */
   readonly cancel: (messageId: string, timeoutMs: number) => Effect.Effect<boolean, RequestTimeout | ConnectionLost>
   /** Frames that get no answer: presence, cancel_ask, receipts. */
@@ -107,28 +96,7 @@ export interface ClientConnection {
 }
 
 /** Extensions every connection asks for: handled here, invisible to the client's users. */
-const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1]
-
-/** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
-const isValidMessageJson = (text: string): boolean => {
-  const frame: unknown = JSON.parse(text)
-  return typeof frame === "object" && frame !== null && "message" in frame &&
-    !isFrameDecodeError(decodeMessage(frame.message))
-}
-
-const awaitAnswer = <A, E>(
-  answer: Deferred.Deferred<A, E>,
-  timeoutMs: number,
-  operation: RequestTimeout["operation"],
-  onTimeout: () => void
-): Effect.Effect<A, E | RequestTimeout> =>
-  Deferred.await(answer).pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(timeoutMs),
-      orElse: () =>
-        Effect.sync(onTimeout).pipe(Effect.andThen(Effect.fail(new RequestTimeout({ operation, timeoutMs }))))
-    })
-  )
+const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1]
 
 /**
  * Dials, registers, and starts the reader. The connection lives in the
@@ -146,6 +114,8 @@ export const openClientConnection = (
       session: request.session,
       ...(request.scopeId === undefined ? {} : { scopeId: request.scopeId }),
       ...(request.group === undefined ? {} : { group: request.group }),
+      ...(request.supervisor?.ownerToken === undefined ? {} : { ownerToken: request.supervisor.ownerToken }),
+      ...(request.supervisor?.grant === undefined ? {} : request.supervisor.grant),
       // The extensions this client implements itself, plus what its owner asked for.
       features: [...new Set([...CLIENT_FEATURES, ...request.features])]
     }
@@ -155,6 +125,7 @@ export const openClientConnection = (
       const frame = decodeBrokerFrameText(first[0] ?? "")
       if (isFrameDecodeError(frame)) return yield* new IntercomNotConnected({ reason: frame.message })
       if (frame.type === "error") return yield* new IntercomNotConnected({ reason: frame.error })
+      if (frame.type === "registration_failed") return yield* new IntercomNotConnected({ reason: frame.reason })
       if (frame.type !== "registered") {
         return yield* new IntercomNotConnected({ reason: `broker answered "${frame.type}" before "registered"` })
       }
@@ -173,6 +144,10 @@ export const openClientConnection = (
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
     const sends = new Map<string, PendingSend>()
     const cancels = new Map<string, Deferred.Deferred<boolean, ConnectionLost>>()
+    const authorizations = new Map<
+      string,
+      { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
+    >()
     const closed = yield* Deferred.make<void>()
     let open = true
 
@@ -217,12 +192,26 @@ export const openClientConnection = (
           return
         }
         case "message":
-          sinks.message(
-            frame.askTimeoutMs === undefined
-              ? { from: frame.from, message: frame.message }
-              : { from: frame.from, message: frame.message, askTimeoutMs: frame.askTimeoutMs }
+          sinks.message({
+            from: frame.from,
+            message: frame.message,
+            ...(frame.askTimeoutMs === undefined ? {} : { askTimeoutMs: frame.askTimeoutMs }),
+            ...(frame.channel === undefined ? {} : { channel: frame.channel })
+          })
+          return
+        case "supervisor_authorized":
+        case "supervisor_authorization_failed": {
+          const waiting = authorizations.get(frame.requestId)
+          if (waiting === undefined) return
+          authorizations.delete(frame.requestId)
+          Deferred.doneUnsafe(
+            waiting.answer,
+            frame.type === "supervisor_authorized"
+              ? Exit.succeed(frame.capability)
+              : Exit.fail(new SupervisorAuthorizationFailed({ childName: waiting.childName, reason: frame.reason }))
           )
           return
+        }
         case "session_joined":
           sinks.presence({ _tag: "Joined", session: frame.session })
           return
@@ -261,6 +250,10 @@ export const openClientConnection = (
       sends.clear()
       for (const [, waiting] of cancels) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
       cancels.clear()
+      for (const [, waiting] of authorizations) {
+        Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
+      }
+      authorizations.clear()
     })
 
     const shutDown = failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined)))
@@ -320,10 +313,10 @@ export const openClientConnection = (
         return sessions
       })
 
-    const send: ClientConnection["send"] = (request, timeoutMs) =>
+    const send: ClientConnection["send"] = (request, timeoutMs, frameType = "send") =>
       Effect.suspend(() => {
         const messageId = request.message.id
-        const signature = signatureOf(request)
+        const signature = signatureOf(request, frameType)
         const inFlight = sends.get(messageId)
         if (inFlight !== undefined) {
           // C-BRK-8: the same send twice shares one answer; a different one is refused.
@@ -339,34 +332,8 @@ export const openClientConnection = (
           }
           return awaitAnswer(inFlight.answer, timeoutMs, "send", () => undefined)
         }
-        const text = JSON.stringify({
-          type: "send",
-          to: request.to,
-          message: request.message,
-          ...(request.targetId === undefined ? {} : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
-          ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs })
-        })
-        // Refused here, as the broker would refuse them: it drops a connection that sends an
-        // oversize frame (every peer would see this session leave and rejoin), and it answers
-        // an invalid message under the id "unknown" (P48), which no waiting send matches.
-        const bytes = frameBytes(text)
-        if (bytes > MAX_FRAME_BYTES) {
-          return Effect.fail(deliveryError({
-            messageId,
-            code: DeliveryCode.MessageTooLarge,
-            reason:
-              `Message is too large to send: the send frame would be ${bytes} bytes, over the ${MAX_FRAME_BYTES}-byte frame limit. Send a smaller message or attach less content.`,
-            retryable: false
-          }))
-        }
-        if (!isValidMessageJson(text)) {
-          return Effect.fail(deliveryError({
-            messageId,
-            code: DeliveryCode.InvalidMessage,
-            reason: Reason.invalidMessage,
-            retryable: false
-          }))
-        }
+        const text = sendFrameText(request, frameType, granted)
+        if (typeof text !== "string") return Effect.fail(text)
         const answer = Deferred.makeUnsafe<Delivery, DeliveryError | ConnectionLost>()
         sends.set(messageId, { signature, answer })
         // Until the frame is written the request is ours alone to withdraw; once it is,
@@ -377,6 +344,18 @@ export const openClientConnection = (
         return writeText(text, "send").pipe(
           Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : withdraw),
           Effect.andThen(awaitAnswer(answer, timeoutMs, "send", () => sends.delete(messageId)))
+        )
+      })
+
+    const authorize: ClientConnection["authorize"] = (childName, capability, timeoutMs) =>
+      Effect.suspend(() => {
+        const requestId = randomUUID()
+        const answer = Deferred.makeUnsafe<string, SupervisorAuthorizationFailed | ConnectionLost>()
+        authorizations.set(requestId, { childName, answer })
+        const frame = { type: "authorize_supervisor", requestId, childName, ...(capability === undefined ? {} : { capability }) }
+        return write(frame, "authorize").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "authorize", () => authorizations.delete(requestId))),
+          Effect.onInterrupt(() => Effect.sync(() => authorizations.delete(requestId)))
         )
       })
 
@@ -406,9 +385,11 @@ export const openClientConnection = (
     return {
       sessionId: registered.frame.sessionId,
       features: granted,
+      supervisorSessionId: registered.frame.supervisorSessionId,
       closed: Deferred.await(closed),
       list,
       send,
+      authorize,
       cancel,
       post: (frame) => write(frame, "post"),
       close,

@@ -22,9 +22,11 @@
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
-import { type ClientConnection, openClientConnection, type SendError, type SendRequest } from "./ClientConnection.ts"
+import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
 import { type ControlEvent, type Delivery, type InboundMessage, type PresenceEvent } from "./events.ts"
-import { type ConnectionLost, IntercomNotConnected, type RequestTimeout } from "./errors.ts"
+import { type ConnectionLost, IntercomNotConnected, type RequestTimeout, type SupervisorAuthorizationFailed } from "./errors.ts"
+import type { SendError, SendRequest } from "./requests.ts"
+import { type ChildGrant, SupervisorGrants } from "./SupervisorGrants.ts"
 import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 
@@ -50,6 +52,8 @@ export interface ClientStatus {
   readonly connections: number
   /** Why the last connection attempt failed (or `liveness probe timed out`); cleared once connected. */
   readonly lastError: string | undefined
+  /** The supervisor the broker bound this child to (`supervisor-v1`), on the current connection. */
+  readonly supervisorSessionId: string | undefined
 }
 
 /** Why an operation other than `send` failed: no connection, no answer in time, or the connection dropped. */
@@ -64,6 +68,21 @@ export interface IntercomClientService {
   /** The live sessions of another group of the scope: a read-only peek (C-GRP-5). */
   readonly peek: (group: string) => Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
   readonly send: (request: SendRequest) => Effect.Effect<Delivery, SendError | IntercomNotConnected>
+  /**
+   * A child's message to its supervisor (`supervisor_send`, C-SUP-12): to the
+   * supervisor the broker confirmed at registration, across groups. Fails with
+   * `SupervisorUnauthorized` unless the client was made with `supervisorGrant`.
+   */
+  readonly supervisorSend: (request: Omit<SendRequest, "to" | "targetId" | "targetEpoch">) => Effect.Effect<
+    Delivery,
+    SendError | IntercomNotConnected
+  >
+  /**
+   * A supervisor asks the broker for a capability for a child name (C-SUP-7,
+   * C-SUP-8; `*` binds to the first name that claims it). Needs `ownerToken`.
+   * The client restores every capability it obtained after each reconnect.
+   */
+  readonly authorizeChild: (childName: string) => Effect.Effect<ChildGrant, SupervisorAuthorizationFailed | ClientError>
   /** `cancel_message` (P71): true when the broker withdrew or cancelled the message. */
   readonly cancel: (messageId: string) => Effect.Effect<boolean, ClientError>
   /** `cancel_ask` (P64): drops this session's open ask edge. */
@@ -129,6 +148,9 @@ const make = (
     let connectedAt = 0
     let lastError: string | undefined
     let stopped = false
+    const grants = new SupervisorGrants()
+    /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
+    let restoreProblems: string | undefined
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
 
@@ -152,6 +174,7 @@ const make = (
           group: options.group,
           session: registration,
           features: options.features ?? [],
+          supervisor: { ownerToken: options.ownerToken, grant: options.supervisorGrant },
           connectTimeoutMs,
           ...(options.dial === undefined ? {} : { dial: options.dial })
         },
@@ -160,6 +183,9 @@ const make = (
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
+      // C-SUP-15: capabilities are restored before anything else uses the connection.
+      const unrestored = yield* grants.restore(connection, connectTimeoutMs)
+      restoreProblems = unrestored.length === 0 ? undefined : unrestored.join("; ")
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
 
@@ -176,7 +202,7 @@ const make = (
         live = connection
         connections++
         connectedAt = yield* Clock.currentTimeMillis
-        lastError = undefined
+        lastError = restoreProblems
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
@@ -290,6 +316,11 @@ const make = (
       list: withConnection((c) => c.list(listTimeoutMs)),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)),
       send,
+      supervisorSend: (request) =>
+        withConnection((c) =>
+          c.send({ ...request, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" }, sendTimeoutMs, "supervisor_send")
+        ),
+      authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),
       presence: (update) =>
@@ -308,7 +339,8 @@ const make = (
         socketPath: options.socketPath,
         features: live === undefined ? [] : [...live.features],
         connections,
-        lastError
+        lastError,
+        supervisorSessionId: live?.supervisorSessionId
       })),
       disconnect
     } satisfies IntercomClientService

@@ -39,7 +39,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
 
 /** The broker did not answer in time (P41: "Send timeout"; P31: "List sessions timeout"). */
 export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
-  readonly operation: "send" | "list" | "cancel" | "connect"
+  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize"
   readonly timeoutMs: number
 }> {
   override get message(): string {
@@ -52,7 +52,25 @@ export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
         return "Cancel timeout"
       case "connect":
         return "Connection timeout"
+      case "authorize":
+        return "Supervisor authorization timeout"
     }
+  }
+}
+
+/**
+ * The broker issued no capability for a child (`supervisor-v1`): this session
+ * registered without an owner token, the child name was blank, or a capability
+ * being restored no longer checks (C-SUP-8, C-SUP-15). A launcher must not
+ * start the child with a supervisor channel then (C-SUP-7).
+ */
+export class SupervisorAuthorizationFailed extends Data.TaggedError("SupervisorAuthorizationFailed")<{
+  readonly childName: string
+  /** The broker's reason, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Supervisor authorization for child "${this.childName}" failed: ${this.reason}`
   }
 }
 

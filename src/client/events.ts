@@ -11,6 +11,8 @@ export interface InboundMessage {
   readonly message: Message
   /** For an ask, how long its asker waits (`ask-timeout-v1`); keep it pending that long. */
   readonly askTimeoutMs?: number
+  /** `supervisor`: a child's message to this supervisor, as the broker checked it (`supervisor-v1`). */
+  readonly channel?: "supervisor"
 }
 
 /** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */

@@ -30,6 +30,19 @@ export interface IntercomClientOptions {
   readonly group?: string | undefined
   /** What the session says about itself; `presence` updates are folded in for re-registration. */
   readonly registration: SessionRegistration
+  /**
+   * `supervisor-v1`, supervisor side: a private token (a random secret, kept
+   * for the session's life). With it the client may `authorizeChild`; the
+   * broker signs capabilities with it, so the same token must be used after
+   * a reconnect for them to be restored.
+   */
+  readonly ownerToken?: string | undefined
+  /**
+   * `supervisor-v1`, child side: the grant its supervisor obtained for it
+   * (`readChildBridge(process.env).grant`). The broker then binds this session
+   * to that supervisor, or refuses the registration.
+   */
+  readonly supervisorGrant?: { readonly capability: string; readonly supervisorSessionId: string } | undefined
   /** Protocol extensions to request in `register`. */
   readonly features?: ReadonlyArray<string>
   /** How to start a broker when none answers; `false` never spawns. */

@@ -9,7 +9,7 @@
  */
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
-import type { SendError, SendRequest } from "../client/ClientConnection.ts"
+import type { SendError, SendRequest } from "../client/requests.ts"
 import type { Delivery } from "../client/events.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import type { SendError, SendRequest } from "../../src/client/ClientConnection.ts"
+import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { PresenceEvent } from "../../src/client/events.ts"
 import { deliveryError, type IntercomNotConnected } from "../../src/client/errors.ts"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
@@ -65,14 +65,15 @@ describe("IntercomClient operations", () => {
       for (const session of fromA) assert.isString(session.endpointEpoch)
       const status = yield* a.status
       assert.deepStrictEqual(
-        { ...status, lastError: status.lastError ?? null },
+        { ...status, lastError: status.lastError ?? null, supervisorSessionId: status.supervisorSessionId ?? null },
         {
           connected: true,
           sessionId: A_ID,
           socketPath: status.socketPath,
-          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1"],
+          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1", "supervisor-v1"],
           connections: 1,
-          lastError: null
+          lastError: null,
+          supervisorSessionId: null
         }
       )
     }))

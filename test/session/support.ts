@@ -4,9 +4,9 @@
  * that records what the session hands it.
  */
 import { Context, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
-import type { SendError, SendRequest } from "../../src/client/ClientConnection.ts"
+import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
-import { deliveryError, IntercomNotConnected } from "../../src/client/errors.ts"
+import { deliveryError, IntercomNotConnected, SupervisorAuthorizationFailed } from "../../src/client/errors.ts"
 import {
   type ClientStatus,
   IntercomClient,
@@ -70,6 +70,10 @@ export interface FakeClientState {
   lists: number
   /** Every send frame, in order. */
   readonly sends: Array<SendRequest>
+  /** Every `supervisor_send`, in order (`to` is `supervisorSessionId`). */
+  readonly supervisorSends: Array<SendRequest>
+  /** The supervisor the broker would have confirmed (a child with a grant). */
+  supervisorSessionId: string | undefined
   readonly posts: Array<Post>
   /** How a send is answered; default: delivered. */
   onSend: (request: SendRequest) => Effect.Effect<Delivery, SendError>
@@ -95,6 +99,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       connects: 0,
       lists: 0,
       sends: [],
+      supervisorSends: [],
+      supervisorSessionId: undefined,
       posts: [],
       onSend: (request) => Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" }),
       push: (message) => Effect.asVoid(Queue.offer(inbox, message)),
@@ -131,6 +137,17 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
             return fake.onSend(request)
           })
         ),
+      supervisorSend: (request) =>
+        Effect.andThen(
+          connection,
+          Effect.suspend(() => {
+            const full = { ...request, to: fake.supervisorSessionId ?? "" }
+            fake.supervisorSends.push(full)
+            return fake.onSend(full)
+          })
+        ),
+      authorizeChild: (childName) =>
+        Effect.fail(new SupervisorAuthorizationFailed({ childName, reason: "the fake client has no broker" })),
       cancel: () => Effect.succeed(false),
       cancelAsk: (messageId) => post({ _tag: "CancelAsk", messageId }),
       presence: (update) => post({ _tag: "Presence", update }),
@@ -144,7 +161,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         socketPath: "/fake",
         features: fake.connected ? fake.features : [],
         connections: fake.connects,
-        lastError: undefined
+        lastError: undefined,
+        supervisorSessionId: fake.connected ? fake.supervisorSessionId : undefined
       })),
       disconnect: Effect.sync(() => {
         fake.connected = false

@@ -1,0 +1,94 @@
+/**
+ * The supervisor channel through `IntercomClient` (`supervisor-v1`): a
+ * supervisor authorizes a child, the child registers with the grant and
+ * reaches its supervisor across groups, and after a broker restart the
+ * supervisor restores its capabilities so the child can register again
+ * (C-SUP-7…15, C-BRK-28). In memory under TestClock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, Stream } from "effect"
+import { randomUUID } from "node:crypto"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
+import { sessionRegistration } from "../../src/session/IntercomSession.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
+import { makeMemoryClient } from "./support.ts"
+
+const message = (text: string) => ({ id: randomUUID(), timestamp: 0, content: { text } })
+
+const setup = Effect.gen(function*() {
+  const world = yield* memoryNetwork()
+  const broker = yield* world.startBroker({ idleExit: null })
+  const client = (sessionId: string, name: string, options: Partial<IntercomClientOptions>) =>
+    Effect.map(makeMemoryClient({
+      agentDir: "/mem",
+      intercomDir: "/mem/intercom",
+      socketPath: world.address,
+      sessionId,
+      registration: sessionRegistration({ sessionId, identity: { name, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
+      launch: false,
+      dial: world.dial,
+      reconnectBaseMs: 100,
+      reconnectMaxMs: 400,
+      ...options
+    }), (made) => made.client)
+  const supervisor = yield* client("sup-1", "planner", { ownerToken: "a-long-random-secret" })
+  const grant = yield* supervisor.authorizeChild("worker")
+  const child = yield* client("child-1", "worker", { group: "run-7", supervisorGrant: grant })
+  yield* child.connect
+  return { world, broker, supervisor, child, client, grant }
+})
+
+describe("IntercomClient: the supervisor channel", () => {
+  it.effect("a supervisor authorizes a child; the child is bound to it and its supervisorSend arrives marked as supervisor traffic", () =>
+    Effect.gen(function*() {
+      const { supervisor, child, grant } = yield* setup
+      assert.strictEqual(grant.childName, "worker")
+      assert.strictEqual(grant.supervisorSessionId, "sup-1")
+      assert.strictEqual((yield* child.status).supervisorSessionId, "sup-1")
+      const sent = message("need a decision")
+      yield* child.supervisorSend({ message: sent })
+      const received = yield* Stream.runHead(supervisor.messages)
+      const inbound = Option.getOrThrow(received)
+      assert.strictEqual(inbound.message.id, sent.id)
+      assert.strictEqual(inbound.channel, "supervisor")
+      // A plain send does not cross groups.
+      const plain = yield* Effect.flip(child.send({ to: "sup-1", message: message("plain") }))
+      assert.strictEqual(plain._tag, "CrossGroup")
+    }))
+
+  it.effect("authorizeChild without an owner token fails with the broker's reason; supervisorSend without a grant is unauthorized", () =>
+    Effect.gen(function*() {
+      const { client } = yield* setup
+      const plain = yield* client("plain-1", "plain", {})
+      const refused = yield* Effect.flip(plain.authorizeChild("worker"))
+      assert.strictEqual(refused._tag, "SupervisorAuthorizationFailed")
+      assert.include(refused.message, `Supervisor authorization for child "worker" failed: Invalid authorize_supervisor: this session registered without an ownerToken`)
+      const unbound = yield* Effect.flip(plain.supervisorSend({ message: message("hi") }))
+      assert.strictEqual(unbound._tag, "SupervisorUnauthorized")
+    }))
+
+  it.effect("a child whose capability does not check cannot connect: the broker's reason is the error", () =>
+    Effect.gen(function*() {
+      const { client, grant } = yield* setup
+      const impostor = yield* client("child-2", "someone-else", { supervisorGrant: grant, reconnectBaseMs: 100 })
+      const error = yield* Effect.flip(impostor.connect)
+      assert.strictEqual(error.reason, "Invalid supervisor authorization")
+    }))
+
+  it.effect("after a broker restart the supervisor restores its capabilities, and the child registers again and reaches it", () =>
+    Effect.gen(function*() {
+      const { world, broker, supervisor, child } = yield* setup
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance(5_000)
+      assert.isTrue((yield* supervisor.status).connected)
+      assert.isUndefined((yield* supervisor.status).lastError)
+      const status = yield* child.status
+      assert.isTrue(status.connected, `child not back: ${status.lastError}`)
+      assert.strictEqual(status.supervisorSessionId, "sup-1")
+      const sent = message("back again")
+      yield* child.supervisorSend({ message: sent })
+      const inbound = Option.getOrThrow(yield* Stream.runHead(supervisor.messages))
+      assert.strictEqual(inbound.message.id, sent.id)
+    }))
+})
