@@ -170,3 +170,80 @@ export const childTargetPart = (value: string): string =>
  */
 export const childTarget = (child: ChildIdentity): string =>
   `subagent-${childTargetPart(child.agent)}-${childTargetPart(child.runId)}-${child.index + 1}`
+
+/**
+ * What a launcher knows about a child it is about to start (C-SUP-7): which
+ * run and agent it is, and optionally its intercom name (default: its
+ * deterministic target, `childTarget`) and group.
+ *
+ * @category launcher
+ * @since 0.1.0
+ */
+export interface ChildLaunch extends ChildIdentity {
+  /** The supervisor as the child's metadata names it (its session id is safest). */
+  readonly supervisorTarget: string
+  /** The child's intercom session name; the capability is bound to it. Default: `childTarget(child)`. */
+  readonly sessionName?: string | undefined
+  /** The child's home group (C-GRP-2: injected per session), set as `ATOMIC_INTERCOM_GROUP`. */
+  readonly group?: string | undefined
+}
+
+/** The group variables a launcher sets for a child (the legacy one is cleared, so it cannot disagree). */
+const GROUP_ENV = ["ATOMIC_INTERCOM_GROUP", "PI_INTERCOM_GROUP"] as const
+
+/**
+ * The environment to start a delegated child with: `base` (usually
+ * `process.env`) without any bridge or grant variable it inherited — a
+ * grandchild never inherits its parent's capability (C-SUP-16) — plus this
+ * child's bridge metadata and, when one was obtained, its grant. Without a
+ * grant the child still gets its metadata (and `contact_supervisor`, which
+ * then reports that the channel is not authorized); a launcher whose
+ * authorization failed should not start the child at all (C-SUP-7).
+ *
+ * @example
+ * ```ts
+ * import { childEnvironment, childSessionName } from "effect-intercom/session"
+ *
+ * const launch = { runId: "78f659a3", agent: "worker", index: 0, supervisorTarget: "sup-1" }
+ * childSessionName(launch) // "subagent-worker-78f659a3-1": authorize this name
+ * const env = childEnvironment(process.env, launch, { capability: "…", supervisorSessionId: "sup-1" })
+ * // spawn("pi", [...], { env })
+ * ```
+ *
+ * @category launcher
+ * @since 0.1.0
+ */
+export const childEnvironment = (
+  base: BridgeEnvironment,
+  launch: ChildLaunch,
+  grant: SupervisorGrant | undefined
+): Record<string, string> => {
+  const cleared = new Set<string>([...Object.values(SUBAGENT_BRIDGE_ENV).flat(), ...(launch.group === undefined ? [] : GROUP_ENV)])
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== undefined && !cleared.has(name)) env[name] = value
+  }
+  env[SUBAGENT_BRIDGE_ENV.supervisorTarget[0]] = launch.supervisorTarget
+  env[SUBAGENT_BRIDGE_ENV.runId[0]] = launch.runId
+  env[SUBAGENT_BRIDGE_ENV.agent[0]] = launch.agent
+  env[SUBAGENT_BRIDGE_ENV.index[0]] = String(launch.index)
+  env[SUBAGENT_BRIDGE_ENV.sessionName[0]] = childSessionName(launch)
+  if (launch.group !== undefined) env[GROUP_ENV[0]] = launch.group
+  if (grant !== undefined) {
+    env[SUBAGENT_BRIDGE_ENV.capability[0]] = grant.capability
+    env[SUBAGENT_BRIDGE_ENV.supervisorSessionId[0]] = grant.supervisorSessionId
+  }
+  return env
+}
+
+/**
+ * The intercom name a child registers with: `sessionName`, trimmed, else its
+ * deterministic target (C-SUP-6). A supervisor authorizes this name.
+ *
+ * @category launcher
+ * @since 0.1.0
+ */
+export const childSessionName = (launch: ChildLaunch): string => {
+  const name = launch.sessionName?.trim()
+  return name === undefined || name === "" ? childTarget(launch) : name
+}
