@@ -30,6 +30,12 @@ export interface BrokerPromises {
    * as RSS growth. TBD by the lead: the placeholder is 128 MiB.
    */
   readonly heldBytes: number
+  /**
+   * Asks one session may have open at once (each is an edge the broker keeps
+   * for up to 30 days, ask-timeout-v1). TBD by the lead: the placeholder is
+   * 1,024.
+   */
+  readonly openAsksPerSession: number
 }
 
 /** The promises as they stand (see the header for which are placeholders). */
@@ -38,5 +44,6 @@ export const PROMISES: BrokerPromises = {
   healthDeadlineMs: 1_000,
   partialFrameBoundMs: 5_000,
   retainedBytes: 64 * 1024 * 1024,
-  heldBytes: 128 * 1024 * 1024
+  heldBytes: 128 * 1024 * 1024,
+  openAsksPerSession: 1_024
 }
