@@ -17,7 +17,7 @@
 import { Clock, Duration, Effect, Fiber, FiberSet, Schedule } from "effect"
 import { Prng } from "../testing/Prng.ts"
 import { ATTACKS, type AttackSpec, selectAttacks } from "./attacks/catalogue.ts"
-import { makeKit } from "./attacks/kit.ts"
+import { type AttackerBudget, makeKit } from "./attacks/kit.ts"
 import { FORGED_LOG_LINE } from "./attacks/logInjection.ts"
 import { awaitConnectionsAtMost, type BrokerMode, type BrokerTrouble, type MemorySample, startBroker } from "./BrokerUnderTest.ts"
 import { type FindingKind, Findings } from "./Findings.ts"
@@ -151,7 +151,8 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const attacker = (i: number) =>
       Effect.gen(function*() {
         const draw = Prng.derive(seed, `attacker-${i}`)
-        const budget = { frames: share(options.frames, attackers, i), bytes: share(totalBytes, attackers, i) }
+        const frames = share(options.frames, attackers, i)
+        const budget: AttackerBudget = { frames, spentBytes: 0, totalFrames: frames, totalBytes: share(totalBytes, attackers, i) }
         for (let run = 0; budget.frames > 0; run++) {
           const kind = draw.weighted(weights)
           const spec = specs.get(kind)

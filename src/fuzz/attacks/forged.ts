@@ -54,7 +54,7 @@ export const forgedReply = (kit: AttackKit) =>
   Effect.gen(function*() {
     const conn = yield* kit.open()
     if (conn === undefined || (yield* kit.register(conn)) === undefined) return
-    const count = kit.prng.int(1, 4)
+    const count = kit.prng.int(1, 16)
     for (let i = 0; i < count; i++) {
       const replyTo = collidingId(kit, "ask")
       const asker = kit.view.sessionIds.find((id) => replyTo.startsWith(`${id}-`)) ?? healthyTarget(kit)
@@ -78,7 +78,7 @@ export const collidingIds = (kit: AttackKit) =>
       yield* kit.send(second, { type: "unregister" })
       yield* roundTrip(kit, second)
     }
-    const count = kit.prng.int(1, 6)
+    const count = kit.prng.int(1, 16)
     for (let i = 0; i < count; i++) {
       const mode = kit.prng.pick(["ask", "send", "mail"] as const)
       const id = collidingId(kit, mode === "ask" ? "ask" : mode === "mail" ? "mail" : "any")
@@ -102,7 +102,7 @@ export const foreignControl = (kit: AttackKit) =>
   Effect.gen(function*() {
     const conn = yield* kit.open()
     if (conn === undefined || (yield* kit.register(conn)) === undefined) return
-    const count = kit.prng.int(1, 6)
+    const count = kit.prng.int(1, 24)
     for (let i = 0; i < count; i++) {
       const id = collidingId(kit, kit.prng.chance(0.5) ? "ask" : "any")
       switch (kit.prng.int(0, 3)) {

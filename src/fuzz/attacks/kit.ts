@@ -35,8 +35,14 @@ export interface AttackKit {
   readonly promises: BrokerPromises
   readonly findings: Findings
   readonly tally: Tally
-  /** Frames and bytes this attacker may still send. */
+  /** Frames this attacker may still send. */
   readonly framesLeft: () => number
+  /**
+   * Bytes this run may spend now: the attacker's byte budget is paced by its
+   * frames (it may have spent the share of its bytes that its spent frames
+   * earned, plus room for one frame of 1 MiB), so big frames come throughout
+   * a campaign rather than all at its start.
+   */
   readonly bytesLeft: () => number
   /** Opens a counted, measured connection; undefined when the broker did not accept it. */
   readonly open: (label?: string) => Effect.Effect<RawConnection | undefined, never, Scope.Scope>
@@ -58,6 +64,17 @@ export interface AttackKit {
    */
   readonly background: (work: Effect.Effect<void, never, Scope.Scope>) => Effect.Effect<void>
 }
+
+/** One attacker's budget: frames left, and bytes paced by them (see `AttackKit.bytesLeft`). */
+export interface AttackerBudget {
+  frames: number
+  spentBytes: number
+  readonly totalFrames: number
+  readonly totalBytes: number
+}
+
+/** Bytes an attacker may spend ahead of its pace: one frame at the limit. */
+const BYTE_SLACK = MAX_FRAME_BYTES + 4096
 
 /** Parts of a `register` frame an attack chooses; the rest is filled in validly. */
 export interface RegisterParts {
@@ -103,14 +120,14 @@ export const makeKit = (options: {
   readonly promises: BrokerPromises
   readonly findings: Findings
   readonly tally: Tally
-  readonly budget: { frames: number; bytes: number }
+  readonly budget: AttackerBudget
   readonly background: (work: Effect.Effect<void, never, Scope.Scope>) => Effect.Effect<void>
 }): AttackKit => {
   const { budget, findings, kind, tally } = options
   let connections = 0
   const spend = (frames: number, bytes: number) => {
     budget.frames -= frames
-    budget.bytes -= bytes
+    budget.spentBytes += bytes
     tally.sent(kind, frames, bytes)
   }
   const sendBytes = (conn: RawConnection, bytes: Uint8Array, frames = 1) =>
@@ -126,7 +143,10 @@ export const makeKit = (options: {
   const kit: AttackKit = {
     ...options,
     framesLeft: () => budget.frames,
-    bytesLeft: () => budget.bytes,
+    bytesLeft: () => {
+      const done = budget.totalFrames === 0 ? 1 : 1 - Math.max(0, budget.frames) / budget.totalFrames
+      return Math.floor(budget.totalBytes * done + BYTE_SLACK - budget.spentBytes)
+    },
     open: (label = "c") =>
       Effect.gen(function*() {
         tally.connections++

@@ -80,7 +80,7 @@ export const wrongTypes = (kit: AttackKit) =>
     const conn = yield* kit.open()
     if (conn === undefined) return
     if (kit.prng.chance(0.8)) yield* kit.register(conn)
-    const count = kit.prng.int(1, 3)
+    const count = kit.prng.int(1, 8)
     for (let i = 0; i < count; i++) yield* kit.sendTexts(conn, [kit.prng.pick(wrongFields)])
     yield* roundTrip(kit, conn)
   })
@@ -145,7 +145,7 @@ export const splitFrames = (kit: AttackKit) =>
     if (conn === undefined) return
     const registered = kit.prng.chance(0.5) ? yield* kit.register(conn) : undefined
     const frames: Array<Buffer> = []
-    const count = kit.prng.int(1, 8)
+    const count = kit.prng.int(1, 24)
     for (let i = 0; i < count; i++) {
       const frame = registered !== undefined && kit.prng.chance(0.5)
         ? { type: "list", requestId: `${kit.tag}-${i}` }
