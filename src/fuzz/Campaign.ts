@@ -45,6 +45,11 @@ export interface CampaignOptions {
   readonly promises?: BrokerPromises
   /** Findings that do not fail the campaign (the known ones, while their fixes are pending). */
   readonly tolerate?: ReadonlyArray<FindingKind>
+  /**
+   * Stop the attack phase after this long (ms) even if frames are left: the
+   * attackers finish their current run, then the campaign ends as usual.
+   */
+  readonly maxAttackMs?: number
   /** Called every few seconds with a progress line (long campaigns). */
   readonly progress?: (line: string) => Effect.Effect<void>
 }
@@ -96,7 +101,8 @@ export const replayCommand = (options: CampaignOptions): string =>
     ...(options.attackers === undefined ? [] : [`--attackers ${options.attackers}`]),
     ...(options.mode === "in-process" ? ["--in-process"] : []),
     ...(options.light === true ? ["--light"] : []),
-    ...(options.only === undefined || options.only.length === 0 ? [] : [`--only ${options.only.join(",")}`])
+    ...(options.only === undefined || options.only.length === 0 ? [] : [`--only ${options.only.join(",")}`]),
+    ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`])
   ].join(" ")
 
 /** Splits `total` into `parts` shares that differ by at most one. */
@@ -148,12 +154,14 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
       )
     }
 
+    const attackStarted = yield* Clock.currentTimeMillis
     const attacker = (i: number) =>
       Effect.gen(function*() {
         const draw = Prng.derive(seed, `attacker-${i}`)
         const frames = share(options.frames, attackers, i)
         const budget: AttackerBudget = { frames, spentBytes: 0, totalFrames: frames, totalBytes: share(totalBytes, attackers, i) }
         for (let run = 0; budget.frames > 0; run++) {
+          if (options.maxAttackMs !== undefined && (yield* Clock.currentTimeMillis) - attackStarted >= options.maxAttackMs) return
           const kind = draw.weighted(weights)
           const spec = specs.get(kind)
           if (spec === undefined) return
@@ -184,7 +192,6 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
         }
       })
 
-    const attackStarted = yield* Clock.currentTimeMillis
     yield* Effect.forEach(Array.from({ length: attackers }, (_, i) => i), attacker, { concurrency: "unbounded", discard: true })
     // Background work (a slow drip still inside its bound, a held record) ends with the attack phase.
     yield* FiberSet.clear(background)

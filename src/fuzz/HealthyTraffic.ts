@@ -128,6 +128,7 @@ interface Healthy {
   readonly toAnswer: Queue.Queue<FrameOf<"message">>
 }
 
+/** Where the healthy sessions connect, under which ids, and where they report. */
 export interface HealthyOptions {
   readonly socketPath: string
   readonly scopeId: string

@@ -6,6 +6,7 @@
  *   --frames N      frames the attackers send in all (default 20000)
  *   --bytes N       bytes they send in all (default 2 KiB a frame)
  *   --attackers N   attackers at once (default 8)
+ *   --minutes M     end the attack phase after M minutes, frames left or not
  *   --in-process    run the broker in this process (no memory measurements)
  *   --light         light floods (the CI campaign's setting)
  *   --only K,…      only these attack kinds or categories

@@ -24,6 +24,10 @@ const flags = {
   frames: int("frames", 20_000, "Frames the attackers send in all"),
   bytes: Flag.Int("bytes").pipe(Flag.withDescription("Bytes the attackers send in all (default 2 KiB a frame)"), Flag.optional),
   attackers: int("attackers", 8, "Attackers running at once"),
+  minutes: Flag.Int("minutes").pipe(
+    Flag.withDescription("End the attack phase after this many minutes even if frames are left (the summary covers what ran)"),
+    Flag.optional
+  ),
   inProcess: Flag.Boolean("in-process").pipe(
     Flag.withDefault(false),
     Flag.withoutNegation,
@@ -67,6 +71,7 @@ export const fuzzRequest = (input: FuzzFlags): FuzzRequest => ({
     mode: input.inProcess ? "in-process" : "process",
     ...(input.light ? { light: true } : {}),
     ...(Option.isSome(input.bytes) ? { bytes: input.bytes.value } : {}),
+    ...(Option.isSome(input.minutes) ? { maxAttackMs: input.minutes.value * 60_000 } : {}),
     ...(Option.isSome(input.only) ? { only: list(input.only.value) } : {}),
     tolerate: toleratedFindings(input.tolerate)
   }
