@@ -88,6 +88,9 @@ export interface CampaignReport {
 /** Background attack work (slow drips, held records, a session that does not read) running at once, at most. */
 const BACKGROUND_LIMIT = 16
 
+/** How long background work may take (a drip is bounded by the partial-frame bound anyway). */
+const BACKGROUND_TIMEOUT = Duration.seconds(20)
+
 /** How long one attack run may take before it is cut short (its connections closed). */
 const RUN_LIMIT = Duration.seconds(15)
 
@@ -181,7 +184,9 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
             background: (work) =>
               FiberSet.size(background).pipe(
                 Effect.flatMap((running) =>
-                  running >= BACKGROUND_LIMIT ? Effect.void : Effect.asVoid(FiberSet.run(background, Effect.scoped(work)))
+                  running >= BACKGROUND_LIMIT
+                    ? Effect.void
+                    : Effect.asVoid(FiberSet.run(background, Effect.scoped(work).pipe(Effect.timeoutOption(BACKGROUND_TIMEOUT))))
                 )
               )
           })

@@ -111,12 +111,12 @@ interface Healthy {
   leaving: boolean
   counter: number
   requests: number
-  registered: Deferred.Deferred<void> | undefined
+  registered: Deferred.Deferred<true> | undefined
   readonly answers: Map<string, Deferred.Deferred<Ack>>
   readonly cancels: Map<string, Deferred.Deferred<boolean>>
   /** Asks waiting for their reply: the reply, or "refused" when the broker refused the reply to them. */
   readonly replies: Map<string, Deferred.Deferred<FrameOf<"message"> | "refused">>
-  readonly pings: Map<string, Deferred.Deferred<void>>
+  readonly pings: Map<string, Deferred.Deferred<true>>
   readonly lists: Map<string, Deferred.Deferred<FrameOf<"sessions">>>
   /** The highest counter received from each healthy sender. */
   readonly lastN: Map<string, number>
@@ -216,10 +216,10 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
     const handle = (me: Healthy, frame: BrokerFrame): void => {
       switch (frame.type) {
         case "registered":
-          if (me.registered !== undefined) Deferred.doneUnsafe(me.registered, Effect.void)
+          if (me.registered !== undefined) Deferred.doneUnsafe(me.registered, Effect.succeed(true))
           return
         case "health_ok":
-          return settle(me.pings, frame.requestId, undefined, () => forged(me, `a health_ok it did not ask for`))
+          return settle(me.pings, frame.requestId, true, () => forged(me, `a health_ok it did not ask for`))
         case "sessions":
           return settle(me.lists, frame.requestId, frame, () => forged(me, `a sessions answer it did not ask for`))
         case "delivered":
@@ -317,7 +317,10 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
       Deferred.doneUnsafe(waiting, Effect.succeed(value))
     }
 
-    /** Waits for `deferred`; after ANSWER_TIMEOUT reports the broker stalled and gives up (undefined). */
+    /**
+     * Waits for `deferred`; after ANSWER_TIMEOUT reports the broker stalled
+     * and gives up (undefined — so no answer may itself be undefined).
+     */
     const awaitAnswer = <A>(me: Healthy, deferred: Deferred.Deferred<A>, what: string) =>
       Deferred.await(deferred).pipe(
         Effect.timeoutOption(ANSWER_TIMEOUT),
@@ -344,7 +347,7 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
         const conn = opened.success
         me.conn = conn
         me.leaving = false
-        const registered = yield* Deferred.make<void>()
+        const registered = yield* Deferred.make<true>()
         me.registered = registered
         const at = yield* now
         conn.writeNow([JSON.stringify({
@@ -470,7 +473,7 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
       Effect.gen(function*() {
         const conn = me.conn
         if (conn === undefined || conn.isClosed()) return
-        const pong = yield* Deferred.make<void>()
+        const pong = yield* Deferred.make<true>()
         const requestId = `${me.id}-ping-${++me.requests}`
         me.pings.set(requestId, pong)
         conn.writeNow([JSON.stringify({ type: "health", requestId })])

@@ -35,15 +35,21 @@ const processBroker = Effect.orDie(startBroker("process"))
 const bigSend = (to: string, id: string, size: number) =>
   bigFrame({ type: "send", to, message: { id, timestamp: 1, content: { text: mark(0) } } }, "ascii", size)
 
-/** Sends until the broker stops acknowledging (it holds the sender back) or `count` were acknowledged. */
+/**
+ * Sends 1 MB messages to `to`, 16 at a time, until the broker stops
+ * acknowledging them (it holds the sender back) or `count` were acknowledged;
+ * how many were.
+ */
 const sendUntilHeldBack = (conn: Parameters<typeof roundTrip>[0], to: string, count: number) =>
   Effect.gen(function*() {
     let acked = 0
-    for (; acked < count; acked++) {
-      const id = `held-${acked}`
-      yield* conn.write(bigSend(to, id, 1_000_000))
-      const ack = yield* Effect.result(conn.next("ack", frameOfType("delivered", (f) => f.messageId === id), "3 seconds"))
+    while (acked < count) {
+      const batch = Math.min(16, count - acked)
+      const last = `held-${acked + batch - 1}`
+      yield* conn.write(Buffer.concat(Array.from({ length: batch }, (_, i) => bigSend(to, `held-${acked + i}`, 1_000_000))))
+      const ack = yield* Effect.result(conn.next("ack", frameOfType("delivered", (f) => f.messageId === last), "3 seconds"))
       if (ack._tag === "Failure") break
+      acked += batch
     }
     return acked
   })

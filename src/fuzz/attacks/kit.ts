@@ -44,6 +44,8 @@ export interface AttackKit {
    * a campaign rather than all at its start.
    */
   readonly bytesLeft: () => number
+  /** Bytes this attacker has not spent of its whole budget (for a rare attack that needs a lot at once). */
+  readonly bytesUnspent: () => number
   /** Opens a counted, measured connection; undefined when the broker did not accept it. */
   readonly open: (label?: string) => Effect.Effect<RawConnection | undefined, never, Scope.Scope>
   /** Writes `bytes`, counted as `frames` frames. */
@@ -147,6 +149,7 @@ export const makeKit = (options: {
       const done = budget.totalFrames === 0 ? 1 : 1 - Math.max(0, budget.frames) / budget.totalFrames
       return Math.floor(budget.totalBytes * done + BYTE_SLACK - budget.spentBytes)
     },
+    bytesUnspent: () => budget.totalBytes + BYTE_SLACK - budget.spentBytes,
     open: (label = "c") =>
       Effect.gen(function*() {
         tally.connections++

@@ -147,25 +147,23 @@ export const manyExtensions = (kit: AttackKit) =>
   })
 
 /**
- * Several sessions with big (but valid) records, held a while so that the
- * healthy sessions' lists meet them: a `sessions` frame that must fit 1 MiB
+ * Several sessions with big (but valid) records, held a while (the run
+ * waits) so that the healthy sessions' lists meet them — and C, coming back
+ * meanwhile, registers after them: a `sessions` frame that must fit 1 MiB
  * must still name every healthy session.
  */
 export const bigRecords = (kit: AttackKit) =>
   Effect.gen(function*() {
-    const count = kit.prng.int(2, 3)
-    const hold = Duration.millis(kit.prng.int(300, 2000))
+    const count = kit.prng.int(3, 4)
+    const hold = Duration.millis(kit.heavy ? kit.prng.int(1000, 3000) : kit.prng.int(300, 1000))
+    // Together they must outgrow one frame; if the budget does not allow that, nothing is done.
+    const size = kit.prng.int(360_000, 480_000)
+    if (count * size > kit.bytesUnspent()) return
     for (let i = 0; i < count; i++) {
-      const size = sizeFor(kit, 200_000, 480_000)
-      if (size === undefined) break
-      const flavour = kit.prng.chance(0.3) ? "invalid-utf8" : "ascii"
-      const content = blob(flavour, flavour === "invalid-utf8" ? Math.floor(size / 3) : size)
-      yield* kit.background(Effect.gen(function*() {
-        const conn = yield* kit.open(`r${i}`)
-        if (conn === undefined) return
-        const frame = registerFrame(kit, { sessionId: `${kit.tag}-r${i}`, session: { cwd: mark(0) } })
-        yield* kit.sendBytes(conn, framed(spliceJson(frame, [content])))
-        yield* Effect.sleep(hold)
-      }))
+      const conn = yield* kit.open(`r${i}`)
+      if (conn === undefined) return
+      const frame = registerFrame(kit, { sessionId: `${kit.tag}-r${i}`, session: { cwd: mark(0) } })
+      yield* kit.sendBytes(conn, framed(spliceJson(frame, [blob("ascii", size)])))
     }
+    yield* Effect.sleep(hold)
   })
