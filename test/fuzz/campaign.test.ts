@@ -17,7 +17,7 @@ import { isFindingKind, KNOWN_FINDINGS } from "../../src/fuzz/Findings.ts"
 import { formatReport } from "../../src/fuzz/Report.ts"
 
 /** The CI campaign (`npm run fuzz -- --seed 20000 --frames 20000 --light --bytes 8000000` runs the same). */
-export const CI_CAMPAIGN = { seed: 20_000, frames: 20_000, light: true, bytes: 8_000_000 } as const
+const CI_CAMPAIGN = { seed: 20_000, frames: 20_000, light: true, bytes: 8_000_000 } as const
 
 describe("fuzz campaign (CI budget)", () => {
   it.live("20,000 hostile frames break no promise beyond the known findings", () =>
