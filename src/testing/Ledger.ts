@@ -143,9 +143,9 @@ export class Ledger {
     clientWrote(this.state, linkId, frames)
   }
 
-  /** The broker read frames from a client. */
-  brokerRead(frames: ReadonlyArray<string>): void {
-    brokerRead(this.state, frames)
+  /** The broker read frames from a client on link `linkId`. */
+  brokerRead(linkId: number, frames: ReadonlyArray<string>): void {
+    brokerRead(this.state, linkId, frames)
   }
 
   /** The broker wrote frames toward a client. */
@@ -210,6 +210,25 @@ export class Ledger {
   /** Asks that have not settled. */
   unsettledAsks(): ReadonlyArray<string> {
     return unsettledAsks(this.state)
+  }
+
+  /** The sessions of the world that are not hostile. */
+  healthySessions(): ReadonlyArray<SessionMeta> {
+    return [...this.state.sessions.values()].filter((meta) => meta.hostile !== true)
+  }
+
+  /** The ids of the last `count` messages the (healthy) sessions sent: what a hostile session collides with. */
+  recentMessageIds(count: number): ReadonlyArray<string> {
+    return [...this.state.messages.keys()].slice(-count)
+  }
+
+  /** Asks whose question was sent and that have not settled: their question ids and askers. */
+  openQuestions(): ReadonlyArray<{ readonly questionId: string; readonly asker: string }> {
+    const open: Array<{ readonly questionId: string; readonly asker: string }> = []
+    for (const ask of this.state.asks) {
+      if (ask.outcome === undefined && ask.questionId !== undefined) open.push({ questionId: ask.questionId, asker: ask.asker })
+    }
+    return open
   }
 
   // -------------------------------------------------------------------------

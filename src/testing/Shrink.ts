@@ -67,14 +67,20 @@ export const shrinkWorkload = (
   })
 
 /** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
-export const formatFailure = (seed: number, shrunk: Shrunk, names: ReadonlyArray<string>): string => {
+export const formatFailure = (
+  seed: number,
+  shrunk: Shrunk,
+  names: ReadonlyArray<string>,
+  options: { readonly hostile?: boolean } = {}
+): string => {
   const first = shrunk.report.violations[0]
+  const hostile = options.hostile === true
   return [
     `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
-    `replay: runWorkload({ seed: ${seed} })  (npm run sim -- --seed ${seed})`,
+    `replay: runWorkload({ seed: ${seed} }${hostile ? ", undefined, { hostile: true }" : ""})  (npm run sim -- --seed ${seed}${hostile ? " --hostile" : ""})`,
     `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
     ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
-    `replay the minimal workload: npm run sim -- --seed ${seed} --replay '${JSON.stringify(shrunk.ops)}'`,
+    `replay the minimal workload: npm run sim -- --seed ${seed}${hostile ? " --hostile" : ""} --replay '${JSON.stringify(shrunk.ops)}'`,
     `trace of the minimal run:`,
     ...shrunk.report.trace.map((line) => `  ${line}`)
   ].join("\n")

@@ -147,7 +147,7 @@ export class SimLink {
         if (this.severedSide === side) return Effect.fail(dead())
         removeDelivered(this.inFlight[side], frames)
         if (side === "client") this.ledger.clientRead(this.id, frames)
-        else this.ledger.brokerRead(frames)
+        else this.ledger.brokerRead(this.id, frames)
         return Effect.succeed(frames)
       }),
       Effect.tapError(() =>

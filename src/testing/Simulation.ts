@@ -28,6 +28,7 @@ import { crashBroker, startBroker } from "./simulation/broker.ts"
 import { type LogSink, simulationEnvironment } from "./simulation/environment.ts"
 import { finish } from "./simulation/finish.ts"
 import { handleOf } from "./simulation/handles.ts"
+import { hostileHandle, makeHostileStates, startHostile } from "./simulation/hostile.ts"
 import { makeSessionStates, startSession } from "./simulation/sessions.ts"
 import { advance, idleChecks, worldStep } from "./simulation/steps.ts"
 import type { SimulationConfig, SimulationService } from "./simulation/types.ts"
@@ -36,6 +37,7 @@ import { makeWorld } from "./simulation/world.ts"
 /** The simulation's vocabulary: configuration, handles, the report (simulation/types.ts). */
 export type * from "./simulation/types.ts"
 export { SIM_ADDRESS } from "./simulation/world.ts"
+export { HOSTILE_ATTACKS, HostileAttack, type SimHostile } from "./simulation/hostile.ts"
 
 /**
  * The simulated world as a service. Build it with `Simulation.layer(config)`
@@ -87,17 +89,20 @@ const makeSimulation = (
     const { ledger, seed } = world
     const states = yield* makeSessionStates(world)
     const handles = states.map((state) => handleOf(world, state))
+    const hostiles = makeHostileStates(world, config.hostile ?? 0, states[0]?.meta.scopeId)
 
     ledger.note(`simulation seed ${seed}: ${states.map((state) => `${state.meta.name}${state.meta.scopeId === undefined ? "" : `@${state.meta.scopeId}`}`).join(", ")}`)
     yield* worldStep(world, undefined, startBroker(world))
     for (const state of states) {
       yield* worldStep(world, undefined, state.lock.withPermits(1)(startSession(world, state)))
     }
+    for (const state of hostiles) yield* startHostile(world, state)
 
     return {
       seed,
       ledger,
       sessions: handles,
+      hostiles: hostiles.map((state) => hostileHandle(world, state, hostiles)),
       session: (name) => {
         const found = handles.find((handle) => handle.name.toLowerCase() === name.toLowerCase())
         if (found === undefined) throw new RangeError(`No simulated session named ${name}`)
@@ -127,6 +132,6 @@ const makeSimulation = (
           yield* idleChecks(world)
         }),
       note: (text) => Effect.sync(() => ledger.note(text)),
-      finish: finish(world, states)
+      finish: finish(world, states, hostiles)
     } satisfies SimulationService
   })

@@ -146,7 +146,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       const shrunk = options.shrink === false
         ? { ops, report, runs: 0 }
         : yield* shrinkWorkload(config, ops, report, options)
-      failures.push({ seed, report, description: formatFailure(seed, shrunk, names) })
+      failures.push({ seed, report, description: formatFailure(seed, shrunk, names, { hostile: options.hostile === true }) })
     }
     return { runs, failures, events, frames, checks, simulatedMs, messages, asks, violations, tolerated }
   })

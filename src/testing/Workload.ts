@@ -7,9 +7,10 @@
  * same seed, and `runWorkload(seed, ops)` the same trace.
  */
 import { Effect, Layer, Schema } from "effect"
-import { Prng } from "./Prng.ts"
-import { Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
 import type { Side } from "./Ledger.ts"
+import { Prng } from "./Prng.ts"
+import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
+import { Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
 
 const Int = Schema.Int
 const SideSchema = Schema.Literals(["client", "broker"])
@@ -36,7 +37,8 @@ export const OpSchema = Schema.Union([
   op("Drop", { session: Int, side: SideSchema }),
   op("Stall", { session: Int, side: SideSchema, ms: Int }),
   op("DelayWrites", { session: Int, side: SideSchema, delayMs: Int, forMs: Int }),
-  op("ClockJump", { ms: Int })
+  op("ClockJump", { ms: Int }),
+  op("Hostile", { attacker: Int, attack: HostileAttack })
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -63,7 +65,8 @@ export const trafficWeights: OpWeights = {
   Drop: 0,
   Stall: 0,
   DelayWrites: 0,
-  ClockJump: 0
+  ClockJump: 0,
+  Hostile: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -94,7 +97,19 @@ export interface WorkloadOptions {
   readonly sessions?: number
   /** Overrides of `defaultWeights`. */
   readonly weights?: Partial<OpWeights>
+  /**
+   * Mix hostile sessions into the world (HOSTILE_SESSIONS of them) and
+   * their attacks into the workload (weight HOSTILE_WEIGHT, a low rate).
+   * Default false: the seed sweep runs without them.
+   */
+  readonly hostile?: boolean
 }
+
+/** Hostile sessions in a world with `WorkloadOptions.hostile`. */
+export const HOSTILE_SESSIONS = 2
+
+/** How often a hostile attack is drawn, against the other operations' weights (about one op in 25). */
+export const HOSTILE_WEIGHT = 4
 
 /** The session count a workload needs; generated ops name sessions below it. */
 export const sessionCountOf = (config: SimulationConfig, options: WorkloadOptions = {}): number =>
@@ -110,7 +125,7 @@ export const sessionCountOf = (config: SimulationConfig, options: WorkloadOption
  */
 export const generateWorkload = (seed: number, sessions: number, options: WorkloadOptions = {}): ReadonlyArray<Op> => {
   const prng = Prng.derive(seed, "workload")
-  const weights: OpWeights = { ...defaultWeights, ...options.weights }
+  const weights: OpWeights = { ...defaultWeights, ...(options.hostile === true ? { Hostile: HOSTILE_WEIGHT } : {}), ...options.weights }
   const count = options.ops ?? 40
   const ops: Array<Op> = []
   const session = () => prng.int(0, sessions - 1)
@@ -176,6 +191,9 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "ClockJump":
         ops.push({ _tag: "ClockJump", after, ms: prng.chance(0.7) ? prng.int(1000, 120_000) : -prng.int(1, 5000) })
         break
+      case "Hostile":
+        ops.push({ _tag: "Hostile", after, attacker: prng.int(0, HOSTILE_SESSIONS - 1), attack: prng.pick(HOSTILE_ATTACKS) })
+        break
     }
   }
   return ops
@@ -218,6 +236,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${name(op.session)}'s ${op.side} writes take ${op.delayMs} ms for ${op.forMs} ms`
     case "ClockJump":
       return `${when} the wall clock jumps ${op.ms >= 0 ? "forward" : "back"} ${Math.abs(op.ms)} ms`
+    case "Hostile":
+      return `${when} hostile X${op.attacker + 1}: ${op.attack}`
   }
 }
 
@@ -283,6 +303,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "ClockJump":
           yield* sim.jumpClock(op.ms)
+          break
+        case "Hostile":
+          yield* sim.hostiles[op.attacker]?.attack(op.attack) ?? Effect.void
           break
       }
     }
@@ -351,8 +374,9 @@ export const runWorkload = (
   options: WorkloadOptions = {}
 ): Effect.Effect<SimReport> => {
   const count = sessionCountOf(config, options)
+  const world = workloadConfig(config, count, options.vary ?? true)
   return runSimulation(
-    workloadConfig(config, count, options.vary ?? true),
+    options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,
     applyOps(ops ?? generateWorkload(config.seed, count, options))
   )
 }

@@ -11,6 +11,7 @@
  *   --sessions N   sessions per world (default 4)
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
  *   --traffic      no faults, traffic only
+ *   --hostile      two hostile sessions, their attacks mixed into the workload
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them

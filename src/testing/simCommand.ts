@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
 import type { SimulationConfig } from "./Simulation.ts"
 import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
-import { type Op, OpSchema, trafficWeights, type WorkloadOptions } from "./Workload.ts"
+import { HOSTILE_WEIGHT, type Op, OpSchema, trafficWeights, type WorkloadOptions } from "./Workload.ts"
 
 /** What one invocation of `npm run sim` asks for. */
 export type SimRequest =
@@ -51,7 +51,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "fiber-leak": true,
   "mailbox-not-empty": true,
   "not-reconnected": true,
-  "lost-in-flight": true
+  "lost-in-flight": true,
+  "frame-too-large": true,
+  "ask-hijacked": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
@@ -86,6 +88,7 @@ const flags = {
   sessions: int("sessions", 4, "Sessions per world"),
   scopes: int("scopes", 1, "Spread the sessions over this many pi scopeIds"),
   traffic: toggle("traffic", "No faults, traffic only"),
+  hostile: toggle("hostile", "Add two hostile sessions and mix their attacks into the workload (docs/testing.md)"),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -106,7 +109,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
   const workload = {
     ops: input.ops,
     sessions: input.sessions,
-    ...(input.traffic ? { weights: trafficWeights } : {})
+    ...(input.traffic ? { weights: input.hostile ? { ...trafficWeights, Hostile: HOSTILE_WEIGHT } : trafficWeights } : {}),
+    ...(input.hostile ? { hostile: true } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {
     tolerate: toleratedKinds(input.tolerate),

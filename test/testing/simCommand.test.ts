@@ -9,7 +9,7 @@ import { Effect, Exit } from "effect"
 import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
 import { EXIT_USAGE, exitCodeOf } from "../../src/cli/exit.ts"
-import { KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
+import { HOSTILE_WEIGHT, KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
 import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
 
 /** Parses `argv`: the requests the handler was given, and how the command ended. */
@@ -80,6 +80,19 @@ describe("sim command line", () => {
           shrink: false,
           maxFailures: 2
         }
+      })
+    }))
+
+  it.effect("--hostile adds hostile sessions and their attacks, also to a traffic-only workload", () =>
+    Effect.gen(function*() {
+      const hostile = yield* requestOf(["--hostile", "--seeds", "2"])
+      assert.strictEqual(hostile._tag === "Soak" ? hostile.soak.hostile : undefined, true)
+      const traffic = yield* requestOf(["--hostile", "--traffic", "--seed", "4"])
+      assert.deepStrictEqual(traffic._tag === "Seed" ? traffic.workload : undefined, {
+        ops: 40,
+        sessions: 4,
+        weights: { ...trafficWeights, Hostile: HOSTILE_WEIGHT },
+        hostile: true
       })
     }))
 

@@ -5,13 +5,13 @@
  */
 import type { Message } from "../../protocol/frames.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
-import { type AskRecord, type LedgerState, nameOf, resolveTarget } from "./state.ts"
+import { type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
 import type { AskOutcome, AskTally } from "./types.ts"
 
 /** A simulated host was handed an inbound message. */
 export const hostDelivered = (state: LedgerState, receiver: string, fromId: string, message: Message, intent: string): void => {
-  const record = state.messages.get(message.id)
+  const record = recordFrom(state, message.id, fromId)
   note(state, `${nameOf(state, receiver)} ← ${alias(state, message.id)} from ${nameOf(state, fromId)} (${intent}) "${clip(message.content.text)}"`)
   if (record === undefined) return
   record.hostDeliveries++

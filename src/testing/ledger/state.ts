@@ -71,6 +71,7 @@ export interface LedgerState {
   readonly now: () => number
   readonly strictInFlight: boolean
   readonly traceFrames: boolean
+  readonly hostileChecks: boolean
   readonly lines: Array<string>
   readonly found: Array<Violation>
   readonly sessions: Map<string, SessionMeta>
@@ -104,6 +105,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   now: options.now,
   strictInFlight: options.strictInFlight ?? false,
   traceFrames: options.traceFrames ?? false,
+  hostileChecks: options.hostileChecks ?? false,
   lines: [],
   found: [],
   sessions: new Map(),
@@ -132,6 +134,18 @@ export const nameOf = (state: LedgerState, id: string): string => state.sessions
 
 /** The pi `scopeId` of session `id`. */
 export const scopeOf = (state: LedgerState, id: string): string | undefined => state.sessions.get(id)?.scopeId
+
+/** Whether `id` is a hostile session of the world (its own messages are not tracked). */
+export const isHostile = (state: LedgerState, id: string): boolean => state.sessions.get(id)?.hostile === true
+
+/**
+ * The record of message `id` sent by `sender`: a hostile session may send a
+ * message under another session's id, which is not that message.
+ */
+export const recordFrom = (state: LedgerState, id: string, sender: string): MessageRecord | undefined => {
+  const record = state.messages.get(id)
+  return record !== undefined && record.sender === sender ? record : undefined
+}
 
 /** Whether `id` is a session of the world. */
 export const knows = (state: LedgerState, id: string): boolean => state.sessions.has(id)

@@ -48,6 +48,15 @@ export type ViolationKind =
   | "not-reconnected"
   /** With `strictInFlight`, a message lost in flight to a dying receiver. */
   | "lost-in-flight"
+  /** The broker wrote a frame over 1 MiB (a strict client drops its connection; P02). */
+  | "frame-too-large"
+  /**
+   * With hostile sessions: a session's reply to an ask that was still open
+   * (delivered by the same broker, not answered, not cancelled, not timed
+   * out) was refused as matching no pending ask — another session's message
+   * took the ask's edge.
+   */
+  | "ask-hijacked"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
@@ -69,6 +78,12 @@ export interface SessionMeta {
   readonly name: string
   /** Its pi `scopeId`, if any (an isolation boundary). */
   readonly scopeId: string | undefined
+  /**
+   * A hostile session (HostileSession.ts): its own messages are not tracked
+   * (they may reuse other sessions' ids on purpose), and nothing checks its
+   * fate; what it does to the others is checked as ever.
+   */
+  readonly hostile?: boolean
 }
 
 /** What became of every message a sender was told the broker accepted. */
@@ -121,4 +136,6 @@ export interface LedgerOptions {
   readonly strictInFlight?: boolean
   /** Put every frame in the trace (large). Default false. */
   readonly traceFrames?: boolean
+  /** Make the checks that only hold with hostile sessions in mind (`ask-hijacked`). Default false. */
+  readonly hostileChecks?: boolean
 }

@@ -5,11 +5,24 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  */
+import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
+import { DeliveryCode } from "../../protocol/delivery.ts"
 import type { BrokerFrame, Message } from "../../protocol/frames.ts"
+import { frameBytes } from "../../protocol/framing.ts"
 import { checkOrder } from "./order.ts"
-import { knows, type LedgerState, type LinkRecord, type MessageRecord, nameOf, resolveTarget, scopeOf } from "./state.ts"
-import { alias, check, note, traceFrame } from "./trace.ts"
+import {
+  isHostile,
+  knows,
+  type LedgerState,
+  type LinkRecord,
+  type MessageRecord,
+  nameOf,
+  recordFrom,
+  resolveTarget,
+  scopeOf
+} from "./state.ts"
+import { alias, check, clip, note, traceFrame, violate } from "./trace.ts"
 import type { Side } from "./types.ts"
 
 /** A client wrote frames toward the broker. */
@@ -20,7 +33,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
     state.frameCount++
     const parsed = parseFrameText(text)
     if (!isFrameDecodeError(parsed)) {
-      if (parsed.type === "send") {
+      if (parsed.type === "send" && !isHostile(state, link.owner)) {
         const frame = decodeClientFrame.send(parsed)
         if (!isFrameDecodeError(frame)) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message)
       } else if (parsed.type === "unregister") {
@@ -64,8 +77,10 @@ const sendWritten = (state: LedgerState, sender: string, to: string, targetId: s
   }
 }
 
-/** The broker read frames from a client. */
-export const brokerRead = (state: LedgerState, frames: ReadonlyArray<string>): void => {
+/** The broker read frames from a client (on link `linkId`). */
+export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const owner = state.links.get(linkId)?.owner
+  if (owner === undefined || isHostile(state, owner)) return
   for (const text of frames) {
     const parsed = parseFrameText(text)
     if (isFrameDecodeError(parsed) || parsed.type !== "send") continue
@@ -73,16 +88,21 @@ export const brokerRead = (state: LedgerState, frames: ReadonlyArray<string>): v
     if (isFrameDecodeError(frame)) continue
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
-    const record = state.messages.get(frame.message.id)
+    const record = recordFrom(state, frame.message.id, owner)
     if (record !== undefined && record.outcome !== "acked") record.acceptSeq = ++state.acceptSeq
   }
 }
+
+/** Whether `text` is over the frame limit in UTF-8 bytes (cheaply, when it obviously is not). */
+const oversized = (text: string): boolean => text.length * 3 > MAX_FRAME_BYTES && frameBytes(text) > MAX_FRAME_BYTES
 
 /** The broker wrote frames toward a client. */
 export const brokerWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
   for (const text of frames) {
     state.frameCount++
+    check(state, !oversized(text), "frame-too-large", () =>
+      `the broker wrote a ${frameBytes(text)}-byte frame to ${nameOf(state, link?.owner ?? "?")} (${clip(text, 60)})`)
     if (!text.startsWith(`{"type":"message`)) continue
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame)) continue
@@ -93,7 +113,7 @@ export const brokerWrote = (state: LedgerState, linkId: number, frames: Readonly
       continue
     }
     if (frame.type !== "message") continue
-    const record = state.messages.get(frame.message.id)
+    const record = recordFrom(state, frame.message.id, frame.from.id)
     if (record === undefined) continue
     record.writtenTo.push(linkId)
     if (link !== undefined && record.target !== undefined) {
@@ -118,7 +138,7 @@ export const brokerUnwrote = (state: LedgerState, linkId: number, frames: Readon
       const noticed = frame.receipt.status === "expired" ? state.messages.get(frame.receipt.messageId) : undefined
       if (noticed !== undefined) forget(noticed.noticeWrittenTo)
     } else if (frame.type === "message") {
-      const record = state.messages.get(frame.message.id)
+      const record = recordFrom(state, frame.message.id, frame.from.id)
       if (record !== undefined) forget(record.writtenTo)
     }
   }
@@ -205,6 +225,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (record.outcome !== "acked") {
         record.outcome = "refused"
         record.failureCode = frame.code
+        if (state.hostileChecks && frame.code === DeliveryCode.ReplyTarget) replyRefused(state, link, record)
       }
       return
     }
@@ -212,7 +233,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       const receiver = link.owner
       const from = frame.from.id
       sameScope(state, link, from, "a message")
-      const record = state.messages.get(frame.message.id)
+      const record = recordFrom(state, frame.message.id, from)
       if (record === undefined) return
       if (record.target !== undefined) {
         check(state, record.target === receiver, "misrouted", () =>
@@ -236,8 +257,8 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       return
     case "message_receipt": {
       if (frame.receipt.status !== "expired") return
-      const record = state.messages.get(frame.receipt.messageId)
-      if (record !== undefined && record.sender === link.owner) {
+      const record = recordFrom(state, frame.receipt.messageId, link.owner)
+      if (record !== undefined) {
         record.expiredNotified = true
         note(state, `   ${nameOf(state, link.owner)} told ${record.alias} expired: ${frame.receipt.detail ?? ""}`)
       }
@@ -246,4 +267,30 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
     default:
       return
   }
+}
+
+/**
+ * A reply refused as matching no pending ask (E_REPLY_TARGET), with hostile
+ * sessions about: a violation when the ask it answers was still open — its
+ * question delivered by this same broker to this replier, the ask not
+ * settled (not answered, cancelled or timed out: each settles it before the
+ * broker forgets the edge), and no other reply to it accepted.
+ */
+const replyRefused = (state: LedgerState, link: LinkRecord, reply: MessageRecord): void => {
+  const questionId = reply.replyTo
+  if (reply.kind !== "reply" || questionId === undefined) return
+  const question = state.messages.get(questionId)
+  const ask = state.asks.find((candidate) => candidate.questionId === questionId)
+  if (
+    question === undefined || question.outcome !== "acked" || question.ackEpoch !== link.brokerEpoch ||
+    question.target !== link.owner || ask === undefined || ask.outcome !== undefined
+  ) return
+  for (const other of state.messages.values()) {
+    if (other.replyTo === questionId && other.outcome === "acked") return
+  }
+  violate(
+    state,
+    "ask-hijacked",
+    `${reply.alias} (${nameOf(state, link.owner)}'s reply to ${question.alias} from ${nameOf(state, question.sender)}) was refused as matching no pending ask, though ${ask.alias} is still waiting for it`
+  )
 }

@@ -8,6 +8,7 @@ import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
+import { type HostileState, stopHostile } from "./hostile.ts"
 import { currentLink, lifecycle, type SessionState, startSession, stopSession } from "./sessions.ts"
 import { advance, idleChecks, step, worldStep } from "./steps.ts"
 import type { SimReport } from "./types.ts"
@@ -19,7 +20,11 @@ import type { World } from "./world.ts"
  * unexplained losses, classifies every message, closes the world and checks
  * that no fiber is left. Then reports.
  */
-export const finish = (world: World, states: ReadonlyArray<SessionState>): Effect.Effect<SimReport> =>
+export const finish = (
+  world: World,
+  states: ReadonlyArray<SessionState>,
+  hostiles: ReadonlyArray<HostileState> = []
+): Effect.Effect<SimReport> =>
   Effect.gen(function*() {
     const { ledger, settleMs } = world
     ledger.note("finish: heal every fault, restart what is down, settle")
@@ -29,6 +34,9 @@ export const finish = (world: World, states: ReadonlyArray<SessionState>): Effec
       if (state.client === undefined) yield* lifecycle(world, state, "starts", startSession(world, state))
     }
     yield* advance(world, settleMs)
+    // Hostile sessions leave before the checks: the world to check is the healthy one.
+    for (const hostile of hostiles) yield* stopHostile(world, hostile)
+    if (hostiles.length > 0) yield* advance(world, 1_000)
     ledger.note("final checks")
     // Everyone is connected and registered; the registry, lists and mailbox agree.
     for (const state of states) {

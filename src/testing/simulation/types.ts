@@ -25,6 +25,7 @@ import type { Ledger } from "../Ledger.ts"
 import type { AskTally, MessageTally, Side, Violation, ViolationKind } from "../ledger/types.ts"
 import type { AgentPolicy } from "../SimAgent.ts"
 import type { BrokerOutputFault } from "../SimLink.ts"
+import type { SimHostile } from "./hostile.ts"
 
 /** One session of the world: its name, and optionally its pi scope and agent behaviour. */
 export interface SessionSpec {
@@ -87,6 +88,13 @@ export interface SimulationConfig {
    * docs/testing.md with the seed that shows each. Default none.
    */
   readonly tolerate?: ReadonlyArray<ViolationKind>
+  /**
+   * Hostile sessions (simulation/hostile.ts): raw connections in the first
+   * session's scope that attack the others when a script (or a workload's
+   * `Hostile` op) tells them to. Default 0; with any, the ledger also makes
+   * the checks that need them in mind (`ask-hijacked`).
+   */
+  readonly hostile?: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */
@@ -190,6 +198,8 @@ export interface SimulationService {
   readonly ledger: Ledger
   /** Every session, in the order of `SimulationConfig.sessions`. */
   readonly sessions: ReadonlyArray<SimSession>
+  /** The hostile sessions (`SimulationConfig.hostile`), X1, X2, … */
+  readonly hostiles: ReadonlyArray<SimHostile>
   /** The session named `name` (case-insensitive). */
   readonly session: (name: string) => SimSession
   /** The broker process. */

@@ -71,7 +71,8 @@ export const makeWorld = (
     const ledger = new Ledger({
       now,
       ...(config.strictInFlight === undefined ? {} : { strictInFlight: config.strictInFlight }),
-      ...(config.traceFrames === undefined ? {} : { traceFrames: config.traceFrames })
+      ...(config.traceFrames === undefined ? {} : { traceFrames: config.traceFrames }),
+      hostileChecks: (config.hostile ?? 0) > 0
     })
     logSink.note = (line) => ledger.note(line)
     const scope = yield* Scope.fork(yield* Effect.scope)

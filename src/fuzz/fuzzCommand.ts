@@ -1,0 +1,86 @@
+/**
+ * The command line of `npm run fuzz` (src/fuzz/fuzz-cli.ts), parsed with
+ * effect/cli: its flags and the `CampaignOptions` they make. Running the
+ * campaign is fuzz-cli.ts's job, so the parsing can be tested alone.
+ */
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import type * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { CampaignOptions } from "./Campaign.ts"
+import { type FindingKind, isFindingKind, KNOWN_FINDINGS } from "./Findings.ts"
+
+/** What one invocation asks for: the campaign, and whether a seed was given (else one is drawn). */
+export interface FuzzRequest {
+  readonly campaign: Omit<CampaignOptions, "seed">
+  readonly seed: number | undefined
+}
+
+const int = (name: string, fallback: number, description: string) =>
+  Flag.Int(name).pipe(Flag.withDefault(fallback), Flag.withDescription(`${description} (default ${fallback})`))
+
+const flags = {
+  seed: Flag.Int("seed").pipe(Flag.withDescription("The campaign's seed (default: drawn from the clock, and printed)"), Flag.optional),
+  frames: int("frames", 20_000, "Frames the attackers send in all"),
+  bytes: Flag.Int("bytes").pipe(Flag.withDescription("Bytes the attackers send in all (default 2 KiB a frame)"), Flag.optional),
+  attackers: int("attackers", 8, "Attackers running at once"),
+  minutes: Flag.Int("minutes").pipe(
+    Flag.withDescription("End the attack phase after this many minutes even if frames are left (the summary covers what ran)"),
+    Flag.optional
+  ),
+  inProcess: Flag.Boolean("in-process").pipe(
+    Flag.withDefault(false),
+    Flag.withoutNegation,
+    Flag.withDescription("Run the broker in this process (no memory measurements) instead of as `intercom broker`")
+  ),
+  light: Flag.Boolean("light").pipe(
+    Flag.withDefault(false),
+    Flag.withoutNegation,
+    Flag.withDescription("Light floods: the same attacks at a fraction of the size (what the CI campaign runs)")
+  ),
+  only: Flag.String("only").pipe(
+    Flag.withDescription("Only these attack kinds or categories, comma-separated (malformed, forged, oversized, churn, slow, log)"),
+    Flag.optional
+  ),
+  tolerate: Flag.String("tolerate").pipe(
+    Flag.withDescription("Finding kinds that do not fail the run, comma-separated; \"known\" for the known findings (default: none)"),
+    Flag.optional
+  )
+}
+
+type FuzzFlags = Command.Command.Config.Infer<typeof flags>
+
+const list = (text: string): ReadonlyArray<string> => text.split(",").map((item) => item.trim()).filter((item) => item !== "")
+
+/** `--tolerate`: "known" → the known findings; else the listed kinds. */
+export const toleratedFindings = (arg: Option.Option<string>): ReadonlyArray<FindingKind> =>
+  Option.match(arg, {
+    onNone: () => [],
+    onSome: (text) =>
+      text === "known"
+        ? Object.keys(KNOWN_FINDINGS).filter(isFindingKind)
+        : list(text).filter(isFindingKind)
+  })
+
+/** The request that parsed flags make. */
+export const fuzzRequest = (input: FuzzFlags): FuzzRequest => ({
+  seed: Option.getOrUndefined(input.seed),
+  campaign: {
+    frames: input.frames,
+    attackers: input.attackers,
+    mode: input.inProcess ? "in-process" : "process",
+    ...(input.light ? { light: true } : {}),
+    ...(Option.isSome(input.bytes) ? { bytes: input.bytes.value } : {}),
+    ...(Option.isSome(input.minutes) ? { maxAttackMs: input.minutes.value * 60_000 } : {}),
+    ...(Option.isSome(input.only) ? { only: list(input.only.value) } : {}),
+    tolerate: toleratedFindings(input.tolerate)
+  }
+})
+
+/** The `fuzz` command: parses the flags into a `FuzzRequest` and hands it to `run`. */
+export const fuzzCommand = <E, R>(run: (request: FuzzRequest) => Effect.Effect<void, E, R>) =>
+  Command.make("fuzz", flags, (input) => run(fuzzRequest(input))).pipe(
+    Command.withDescription(
+      "Attack a real broker with malformed, forged and oversized frames while healthy sessions keep working (docs/testing.md, \"The fuzzer\"). Exits 1 on a finding that is not tolerated, 2 on a bad command line."
+    )
+  )

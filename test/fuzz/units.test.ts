@@ -1,0 +1,83 @@
+/** The fuzzer's pure parts: the frame meter, the blob builders, its command line. */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Command from "effect/cli/Command"
+import { blob, mark, spliceJson } from "../../src/fuzz/attacks/blobs.ts"
+import { ATTACKS, selectAttacks } from "../../src/fuzz/attacks/catalogue.ts"
+import { replayCommand } from "../../src/fuzz/Campaign.ts"
+import { isFindingKind, KNOWN_FINDINGS } from "../../src/fuzz/Findings.ts"
+import { FrameMeter, type MeteredFrame } from "../../src/fuzz/FrameMeter.ts"
+import { fuzzCommand, type FuzzRequest } from "../../src/fuzz/fuzzCommand.ts"
+import { encodeFrames, MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
+import { header } from "../support/bytes.ts"
+
+describe("FrameMeter", () => {
+  it("measures frames however the bytes are split, and keeps the text of those within the limit", () => {
+    const bytes = encodeFrames(["{\"type\":\"a\"}", "", "{\"type\":\"é\"}"])
+    for (const step of [1, 2, 3, 7, bytes.length]) {
+      const meter = new FrameMeter()
+      const out: Array<MeteredFrame> = []
+      for (let at = 0; at < bytes.length; at += step) meter.push(bytes.subarray(at, at + step), out)
+      assert.deepStrictEqual(out.map((f) => f.text), ["{\"type\":\"a\"}", "", "{\"type\":\"é\"}"], `step ${step}`)
+      assert.deepStrictEqual(out.map((f) => f.bytes), [12, 0, 13])
+      assert.isFalse(meter.pending)
+    }
+  })
+
+  it("measures a frame over 1 MiB without refusing it, and reads on past it", () => {
+    const big = MAX_FRAME_BYTES + 10
+    const meter = new FrameMeter()
+    const out: Array<MeteredFrame> = []
+    meter.push(Buffer.concat([header(big), Buffer.alloc(big, 0x20), encodeFrames(["{}"])]), out)
+    assert.deepStrictEqual(out.map((f) => [f.bytes, f.text]), [[big, undefined], [2, "{}"]])
+    assert.strictEqual(meter.largest, big)
+    assert.strictEqual(meter.oversized, 1)
+  })
+})
+
+describe("blobs", () => {
+  it("splices raw bytes into JSON where the markers are", () => {
+    const bytes = spliceJson({ a: mark(0), b: [mark(1)] }, [blob("invalid-utf8", 3), blob("ascii", 2)])
+    assert.deepStrictEqual([...bytes], [...Buffer.from("{\"a\":\""), 0xff, 0xff, 0xff, ...Buffer.from("\",\"b\":[\"xx\"]}")])
+    // Invalid UTF-8 comes back three times larger: 3 bytes in, 3 × U+FFFD (9 bytes) out.
+    assert.strictEqual(bytes.length, 6 + 3 + 13)
+    assert.strictEqual(Buffer.byteLength(JSON.stringify(JSON.parse(bytes.toString("utf8")))), 6 + 9 + 13)
+  })
+})
+
+describe("the catalogue", () => {
+  it("has unique kinds, and selects by kind or category", () => {
+    assert.strictEqual(new Set(ATTACKS.map((a) => a.kind)).size, ATTACKS.length)
+    const selected = selectAttacks(["garbage", "slow", "nonsense"])
+    assert.deepStrictEqual(selected.attacks.map((a) => a.kind), ["garbage", "slow-drip"])
+    assert.deepStrictEqual(selected.unknown, ["nonsense"])
+  })
+})
+
+describe("npm run fuzz", () => {
+  const parse = (args: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const requests: Array<FuzzRequest> = []
+      yield* Command.runWith(fuzzCommand((request) => Effect.sync(() => requests.push(request))), { version: "test" })(args)
+      return requests
+    })
+
+  it.effect("parses a replay line back into the campaign it came from", () =>
+    Effect.gen(function*() {
+      const [request] = yield* parse(["--seed", "7", "--frames", "500", "--attackers", "3", "--in-process", "--light", "--only", "forged,slow", "--tolerate", "known"])
+      assert.isDefined(request)
+      assert.strictEqual(request?.seed, 7)
+      assert.deepStrictEqual({ ...request?.campaign, tolerate: undefined }, {
+        frames: 500,
+        attackers: 3,
+        mode: "in-process",
+        light: true,
+        only: ["forged", "slow"],
+        tolerate: undefined
+      })
+      assert.deepStrictEqual(request?.campaign.tolerate, Object.keys(KNOWN_FINDINGS).filter(isFindingKind))
+      const line = replayCommand({ seed: 7, ...(request?.campaign ?? { frames: 0 }) })
+      assert.strictEqual(line, "npm run fuzz -- --seed 7 --frames 500 --attackers 3 --in-process --light --only forged,slow")
+    }).pipe(Effect.provide(NodeServices.layer)))
+})
