@@ -45,8 +45,12 @@ export interface BrokerStats extends RouterStats {
   readonly waiting: number
 }
 
-/** How often connections are checked for frames begun and not finished (a frame may take up to twice this). */
-const STALL_CHECK_MS = 5_000
+/**
+ * How often connections are checked for frames begun and not finished: one
+ * begun is closed if it is still unfinished at the next-but-one check, so
+ * within twice this (5 s, docs/security.md).
+ */
+const STALL_CHECK_MS = 2_500
 
 const logEvent = (event: BrokerEvent) =>
   event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)

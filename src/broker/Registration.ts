@@ -146,12 +146,15 @@ export class Registration {
    * frame and has not finished it since the previous check — a writer that
    * stalled mid-frame, or a slowloris sending a byte now and then — is
    * closed. A legitimate frame, at most 1 MiB over a local socket, takes
-   * milliseconds.
+   * milliseconds. Only a wait in `read` counts: a sender held back by
+   * backpressure is not read, and its half-read frame is not its stall.
    */
   closeStalledFrames(checkEveryMs: number): void {
     for (const [peer, previous] of this.attached) {
       const progress = peer.connection.readProgress()
-      if (previous !== undefined && progress.pending > 0 && previous.pending > 0 && progress.frames === previous.frames) {
+      const stalled = previous !== undefined && progress.frames === previous.frames &&
+        progress.pending > 0 && previous.pending > 0 && progress.reading && previous.reading
+      if (stalled) {
         this.ctx.log(
           "warning",
           `Dropped connection ${peer.connection.id}: a frame begun ${checkEveryMs / 1000} s ago is still incomplete (${progress.pending} bytes)`
@@ -261,6 +264,7 @@ export class Registration {
     this.membership.left(session)
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.left?.(session, now)
+    this.ctx.registry.releaseIfEmpty(space)
     if (this.ctx.registry.live === 0) {
       this.lastLeftAt = now
       signal(this.idleSignal)

@@ -22,8 +22,16 @@ export type ConnectionError = ConnectionClosed | FramingError
 
 /** See `Connection.readProgress`. */
 export interface ReadProgress {
+  /** Frames completed so far. */
   readonly frames: number
+  /** Bytes of a frame begun but not complete. */
   readonly pending: number
+  /**
+   * Whether the owner is waiting in `read` for more bytes. A frame left
+   * incomplete while its owner does not read (a held-back sender, whose
+   * socket the broker stops reading) is not the writer's stall.
+   */
+  readonly reading: boolean
 }
 
 /**
@@ -56,9 +64,10 @@ export interface Connection {
    */
   readonly unfinishedWrite: () => number | undefined
   /**
-   * How far reading has got: frames completed so far, and bytes of a frame
-   * begun but not complete. A frame that stays incomplete (the same count,
-   * bytes still pending) is a stalled writer — or a slowloris.
+   * How far reading has got: frames completed so far, bytes of a frame
+   * begun but not complete, and whether a `read` waits for more. A frame that
+   * stays incomplete while reads wait (the same count, bytes still pending)
+   * is a stalled writer — or a slowloris.
    */
   readonly readProgress: () => ReadProgress
   /** Flushes what was written, then ends the connection (half-close, then close). */

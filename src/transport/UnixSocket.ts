@@ -156,7 +156,7 @@ export const fromNetSocket = (
       read,
       writeAll,
       unfinishedWrite,
-      readProgress: () => ({ frames: framesRead, pending: decoder.buffered }),
+      readProgress: () => ({ frames: framesRead, pending: decoder.buffered, reading: waiting !== undefined }),
       end: Effect.sync(() => {
         if (!raw.destroyed) raw.end()
       }),
