@@ -26,6 +26,12 @@ export interface RecentSession {
 export const MAX_RECENT = 65_536
 /** About this many bytes of records are kept at most, over all scopes. */
 export const MAX_RECENT_BYTES = 64 * 1024 * 1024
+/**
+ * About what one scope's indexes cost (measured: 50,000 departed sessions in
+ * 50,000 scopes held ~1.5 KB each; 2 KB leaves room), counted against MAX_RECENT_BYTES so that
+ * sessions leaving in fresh scopes are bounded like big records.
+ */
+const SCOPE_BYTES = 2048
 /** How long a departed session is remembered. */
 export const RECENT_RETENTION_MS = 86_400_000
 
@@ -53,16 +59,15 @@ export class RecentSessions {
   private readonly entries = new AgedMap<string, Stored>()
   private readonly scopes = new Map<string, ScopeRecents>()
   private bytes = 0
-  /** Told when a scope has no recent session left (its owner may forget the scope). */
-  private readonly emptied: (spaceKey: string) => void
-
-  constructor(emptied: (spaceKey: string) => void) {
-    this.emptied = emptied
-  }
 
   /** Records held, over all scopes. */
   get size(): number {
     return this.entries.size
+  }
+
+  /** The scopes with a session remembered. */
+  scopeKeys(): IterableIterator<string> {
+    return this.scopes.keys()
   }
 
   /** Whether any session of `spaceKey` is remembered. */
@@ -86,7 +91,7 @@ export class RecentSessions {
     scope.ids.add(recent.id)
     if (recent.name !== undefined) scope.byName.add(recent.name.toLowerCase(), recent)
     this.expire(now)
-    while (this.entries.size > MAX_RECENT || this.bytes > MAX_RECENT_BYTES) {
+    while (this.entries.size > MAX_RECENT || this.bytes + this.scopes.size * SCOPE_BYTES > MAX_RECENT_BYTES) {
       const oldest = this.entries.expireOldest(Number.POSITIVE_INFINITY)
       if (oldest === undefined) break
       this.unindex(oldest)
@@ -133,9 +138,6 @@ export class RecentSessions {
     scope.byId.delete(recent.id)
     scope.ids.remove(recent.id)
     if (recent.name !== undefined) scope.byName.delete(recent.name.toLowerCase(), recent)
-    if (scope.byId.size === 0) {
-      this.scopes.delete(recent.spaceKey)
-      this.emptied(recent.spaceKey)
-    }
+    if (scope.byId.size === 0) this.scopes.delete(recent.spaceKey)
   }
 }

@@ -124,8 +124,8 @@ export class ScopeSpace {
 export class Registry {
   readonly spaces = new Map<string, ScopeSpace>()
   readonly byKey = new Map<string, Session>()
-  /** Departed sessions of every scope (P34); a scope with neither live nor departed sessions is forgotten. */
-  readonly recent = new RecentSessions((spaceKey) => this.forgetIfEmpty(spaceKey))
+  /** Departed sessions of every scope (P34). */
+  readonly recent = new RecentSessions()
   private registrations = 0
   private incarnations = 0
   private liveCount = 0
@@ -133,6 +133,13 @@ export class Registry {
   /** Live registered sessions. */
   get live(): number {
     return this.liveCount
+  }
+
+  /** Scopes kept: those with live sessions, and those only remembered for departed ones (a count over the records: for stats). */
+  scopeCount(): number {
+    let count = this.spaces.size
+    for (const key of this.recent.scopeKeys()) if (!this.spaces.has(key)) count++
+    return count
   }
 
   /** The space for `key`, created on first use. */
@@ -180,10 +187,15 @@ export class Registry {
     return true
   }
 
-  /** Forgets a scope that has neither live nor departed sessions (scopes are not kept forever). */
-  forgetIfEmpty(spaceKey: string): void {
-    const space = this.spaces.get(spaceKey)
-    if (space !== undefined && space.sessions.size === 0 && !this.recent.has(spaceKey)) this.spaces.delete(spaceKey)
+  /**
+   * Drops a space whose last live session has left, once that leave has been
+   * fed to its members (there are none left to tell). A space holds only live
+   * sessions, their indexes and their membership feed; departed sessions are
+   * kept by `recent`, so a scope that is only remembered costs a record, not
+   * a space, and a new registration there starts a fresh one.
+   */
+  releaseIfEmpty(space: ScopeSpace): void {
+    if (space.sessions.size === 0 && this.spaces.get(space.key) === space) this.spaces.delete(space.key)
   }
 }
 

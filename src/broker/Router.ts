@@ -56,6 +56,8 @@ export interface RouterStats {
   readonly scopes: number
   /** Departed sessions remembered (P34), over all scopes. */
   readonly departed: number
+  /** Characters of frame text queued in every connection's outbox together. */
+  readonly queuedChars: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -82,7 +84,7 @@ export class Router {
     const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out) => membership.collect(peer, out),
       taken: (peer) => membership.taken(peer)
-    }, options.outboxChars, (level, message) => ctx.log(level, message))
+    }, { perOutbox: options.outboxChars, total: options.outboxCharsTotal }, (level, message) => ctx.log(level, message))
     const ctx: RouterContext = {
       options,
       now,
@@ -212,8 +214,9 @@ export class Router {
       unregistered: this.registration.unregisteredCount,
       mailbox: this.mail.size,
       asks: this.asks.edges.size,
-      scopes: this.ctx.registry.spaces.size,
-      departed: this.ctx.registry.recent.size
+      scopes: this.ctx.registry.scopeCount(),
+      departed: this.ctx.registry.recent.size,
+      queuedChars: this.ctx.output.queuedChars
     }
   }
 }
