@@ -2,8 +2,12 @@
  * Mail for disconnected sessions (P49), as storage: keyed by message (its
  * sender and id), expiring, and bounded — in messages and in bytes overall,
  * and in bytes per recipient, so one absent session cannot take the room of
- * all others. The oldest mail goes first; what is evicted or expired is
- * returned, so MailDelivery can tell its sender rather than lose it silently.
+ * all others. Over a recipient's bound its oldest mail goes first; over the
+ * overall bounds, the oldest mail of the heaviest sender (most messages, or
+ * most bytes, whichever bound is exceeded), so one session flooding absent
+ * sessions evicts its own mail, not everybody's. What is evicted or expired
+ * is returned, so MailDelivery can tell its sender rather than lose it
+ * silently.
  *
  * Indexed by recipient and by mailbox identity, so a registration collects
  * its mail without scanning everyone's.
@@ -45,6 +49,8 @@ export class Mailbox {
   private readonly byTarget = new SetIndex<string, Entry>()
   private readonly byIdentity = new SetIndex<string, Entry>()
   private readonly targetBytes = new Map<string, number>()
+  private readonly bySender = new SetIndex<string, Entry>()
+  private readonly senderBytes = new Map<string, number>()
   private bytes = 0
   private seq = 0
   private readonly limits: MailboxLimits
@@ -77,10 +83,11 @@ export class Mailbox {
       this.delete(oldest.mail.recordKey)
     }
     while (this.entries.size > this.limits.capacity || this.bytes > this.limits.maxBytes) {
-      const oldest = this.entries.expireOldest(Number.POSITIVE_INFINITY)
+      const sender = this.heaviestSender(this.entries.size > this.limits.capacity)
+      const oldest = sender === undefined ? undefined : this.oldest(this.bySender.get(sender))
       if (oldest === undefined) break
-      this.unindex(oldest)
       evicted.push(oldest.mail)
+      this.delete(oldest.mail.recordKey)
     }
     return evicted
   }
@@ -112,6 +119,20 @@ export class Mailbox {
     return taken.map((entry) => entry.mail)
   }
 
+  /** The sender with the most messages queued (`byCount`), else with the most bytes. */
+  private heaviestSender(byCount: boolean): string | undefined {
+    let heaviest: string | undefined
+    let weight = 0
+    for (const [sender, bytes] of this.senderBytes) {
+      const w = byCount ? (this.bySender.get(sender)?.size ?? 0) : bytes
+      if (w > weight) {
+        heaviest = sender
+        weight = w
+      }
+    }
+    return heaviest
+  }
+
   private oldest(entries: ReadonlySet<Entry> | undefined): Entry | undefined {
     let oldest: Entry | undefined
     for (const entry of entries ?? []) if (oldest === undefined || entry.seq < oldest.seq) oldest = entry
@@ -124,6 +145,8 @@ export class Mailbox {
     if (mail.targetIdentity !== undefined) this.byIdentity.add(mail.targetIdentity, entry)
     this.bytes += entry.bytes
     this.targetBytes.set(mail.targetKey, (this.targetBytes.get(mail.targetKey) ?? 0) + entry.bytes)
+    this.bySender.add(mail.senderKey, entry)
+    this.senderBytes.set(mail.senderKey, (this.senderBytes.get(mail.senderKey) ?? 0) + entry.bytes)
   }
 
   private unindex(entry: Entry): void {
@@ -134,5 +157,9 @@ export class Mailbox {
     const left = (this.targetBytes.get(mail.targetKey) ?? entry.bytes) - entry.bytes
     if (left <= 0) this.targetBytes.delete(mail.targetKey)
     else this.targetBytes.set(mail.targetKey, left)
+    this.bySender.delete(mail.senderKey, entry)
+    const sent = (this.senderBytes.get(mail.senderKey) ?? entry.bytes) - entry.bytes
+    if (sent <= 0 || this.bySender.get(mail.senderKey) === undefined) this.senderBytes.delete(mail.senderKey)
+    else this.senderBytes.set(mail.senderKey, sent)
   }
 }

@@ -379,6 +379,28 @@ describe("P49 mailbox for recently disconnected sessions", () => {
       yield* back.expectNothing("message") // the world is idle after the send: nothing more will come
     }))
 
+  it.effect("a full mailbox evicts the heaviest sender's oldest mail: one session's flood does not push out another's", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxCapacity: 4 })
+      const quiet = yield* broker.session({ sessionId: "quiet" })
+      const flooder = yield* broker.session({ sessionId: "flooder" })
+      const target = yield* broker.session({ sessionId: "target", name: "Target" })
+      yield* target.client.destroy
+      yield* quiet.client.next("session_left")
+      const kept = message("from the quiet one")
+      assertDelivered(yield* send(quiet.client, "target", kept), "queued")
+      const flood = Array.from({ length: 6 }, (_, i) => message(`flood ${i}`))
+      for (const msg of flood) assertDelivered(yield* send(flooder.client, "target", msg), "queued")
+      // The flooder's own oldest mail made room, each eviction told to it.
+      const evicted = flooder.client.received().flatMap((f) => f.type === "message_receipt" ? [f.receipt.messageId] : [])
+      assert.deepStrictEqual(evicted, flood.slice(0, 3).map((m) => m.id))
+      yield* quiet.client.expectNothing("message_receipt")
+      const back = yield* broker.connect("back")
+      yield* register(back, { sessionId: "target", name: "Target" })
+      const got = [yield* back.next("message"), yield* back.next("message"), yield* back.next("message"), yield* back.next("message")]
+      assert.deepStrictEqual(got.map((f) => f.message.id), [kept.id, ...flood.slice(3).map((m) => m.id)])
+    }))
+
   it.live("an ask (expectsReply) to a departed session → E_TARGET_DISCONNECTED, nothing queued", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
