@@ -4,7 +4,9 @@
  *
  * Routing never writes to a socket; it queues. `enqueue` offers to the
  * recipient's bounded outbox — bounded in frames and in characters of frame
- * text, so a session that never reads cannot make the broker hold gigabytes —
+ * text, each outbox and all of them together (an empty outbox always takes
+ * one frame), so sessions that never read cannot make the broker hold
+ * gigabytes —
  * and, once any offer of the current batch finds an outbox full, parks that
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
@@ -39,11 +41,19 @@ export interface WriteBatch {
 /** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
 const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
-/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
+/** How many characters of frame text outboxes hold before senders are slowed. */
+export interface OutboxBudget {
+  /** One outbox (a frame always fits an empty one). */
+  readonly perOutbox: number
+  /** All outboxes together. */
+  readonly total: number
+}
+
 /** Characters of frame text an item puts in an outbox (signals: none). */
 const charsOf = (item: OutboundItem): number =>
   typeof item === "string" ? item.length : typeof item === "object" ? item.frame.length : 0
 
+/** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
 
@@ -61,40 +71,62 @@ export class Output {
   private readonly touched = new Set<Peer>()
   private readonly takeBack: (item: Returnable) => void
   private readonly feed: FeedSource
-  private readonly maxChars: number
+  private readonly budget: OutboxBudget
+  /** Characters of frame text in every outbox together. */
+  private totalChars = 0
+  /** Senders waiting for room because all outboxes together were full. */
+  private totalWaiters: Array<Deferred.Deferred<void>> = []
   private readonly log: (level: "info" | "warning", message: string) => void
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
    * @param feed the membership frames a recipient has not seen (Membership).
-   * @param maxChars characters of frame text an outbox holds before senders are slowed.
+   * @param budget characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
    */
   constructor(
     takeBack: (item: Returnable) => void,
     feed: FeedSource,
-    maxChars: number,
+    budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void
   ) {
     this.takeBack = takeBack
     this.feed = feed
-    this.maxChars = maxChars
+    this.budget = budget
     this.log = log
   }
 
-  /** Whether `item` would take `peer`'s outbox past its character budget (one frame always fits). */
-  private overBudget(peer: Peer, chars: number): boolean {
-    return peer.outboxChars > 0 && peer.outboxChars + chars > this.maxChars
+  /** Characters of frame text queued in every outbox together (stats). */
+  get queuedChars(): number {
+    return this.totalChars
+  }
+
+  /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
+  private overOwnBudget(peer: Peer, chars: number): boolean {
+    return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
+  }
+
+  /** Whether `item` would take all outboxes together past their budget (an empty outbox takes one frame). */
+  private overTotalBudget(peer: Peer, chars: number): boolean {
+    return peer.outboxChars > 0 && this.totalChars + chars > this.budget.total
+  }
+
+  private charge(peer: Peer, chars: number): void {
+    peer.outboxChars += chars
+    this.totalChars += chars
   }
 
   /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (peer.state === "closed") return this.undeliverable(item)
     const chars = charsOf(item)
-    if (this.parked.length > 0 || this.overBudget(peer, chars) || !Queue.offerUnsafe(peer.outbox, item)) {
+    if (
+      this.parked.length > 0 || this.overOwnBudget(peer, chars) || this.overTotalBudget(peer, chars) ||
+      !Queue.offerUnsafe(peer.outbox, item)
+    ) {
       this.parked.push([peer, item])
     } else {
-      peer.outboxChars += chars
+      this.charge(peer, chars)
       this.touched.add(peer)
     }
   }
@@ -106,26 +138,38 @@ export class Output {
   offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       const chars = charsOf(item)
-      if (recipient.state !== "closed" && this.overBudget(recipient, chars)) {
+      if (recipient.state !== "closed" && this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(room)
         return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
       }
+      if (recipient.state !== "closed" && this.overTotalBudget(recipient, chars)) {
+        const room = Deferred.makeUnsafe<void>()
+        this.totalWaiters.push(room)
+        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+      }
       // Counted before the offer completes: the writer may take the item before this fiber resumes.
-      recipient.outboxChars += chars
+      this.charge(recipient, chars)
       return Effect.map(Queue.offer(recipient.outbox, item), (accepted) => {
-        if (!accepted) recipient.outboxChars -= chars
+        if (!accepted) this.charge(recipient, -chars)
         return accepted
       })
     })
   }
 
-  /** The writer took items: senders waiting for room may try again. */
+  /** The writer took items: senders waiting for room in this outbox, or in all of them, may try again. */
   private roomMade(peer: Peer): void {
     const waiters = peer.roomWaiters
-    if (waiters === undefined) return
-    peer.roomWaiters = undefined
-    for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
+    if (waiters !== undefined) {
+      peer.roomWaiters = undefined
+      for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
+    }
+    // Below the total, or an outbox emptied (it takes one frame whatever the total): all retry.
+    if (this.totalWaiters.length > 0 && (this.totalChars < this.budget.total || peer.outboxChars === 0)) {
+      const all = this.totalWaiters
+      this.totalWaiters = []
+      for (const waiter of all) Deferred.doneUnsafe(waiter, Exit.void)
+    }
   }
 
   /** Resumes the writers that got output in this batch now rather than on a later tick (hot-path.md B7). */
@@ -183,7 +227,7 @@ export class Output {
 
   /** Queues `item` for `recipient` even past its outbox's capacity (outside any reader's batch). */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
-    recipient.outboxChars += charsOf(item)
+    this.charge(recipient, charsOf(item))
     if (recipient.overflow === undefined && Queue.offerUnsafe(recipient.outbox, item)) {
       Queue.flushUnsafe(recipient.outbox)
       return
@@ -208,7 +252,7 @@ export class Output {
     const overflow = peer.overflow
     peer.overflow = undefined
     const add = (item: OutboundItem): void => {
-      peer.outboxChars -= charsOf(item)
+      this.charge(peer, -charsOf(item))
       if (typeof item === "string") {
         if (fits(item)) frames.push(item)
         else this.oversize(peer, item)
@@ -264,7 +308,7 @@ export class Output {
     Queue.shutdownUnsafe(outbox)
     if (peer.overflow !== undefined) items.push(...peer.overflow)
     peer.overflow = undefined
-    peer.outboxChars = 0
+    this.charge(peer, -peer.outboxChars)
     // Waiting senders see the outbox shut down: their offer is refused and the item taken back.
     this.roomMade(peer)
     return items

@@ -26,6 +26,13 @@ export interface BrokerCoreOptions {
    * senders are slowed (one frame is always let in). Default 4 Mi (4–12 MiB).
    */
   readonly outboxChars?: number
+  /**
+   * Characters of frame text all outbound queues together hold before
+   * senders are slowed (each queue still takes one frame when it is empty).
+   * Default 32 Mi (32–96 MiB): sessions that do not read cannot together
+   * make the broker hold more.
+   */
+  readonly outboxCharsTotal?: number
   /** Messages the mailbox keeps for disconnected sessions (P49). Default 256. */
   readonly mailboxCapacity?: number
   /** About how many bytes of mail the mailbox keeps, overall. Default 64 MiB. */
@@ -61,6 +68,7 @@ export interface ResolvedCoreOptions {
   readonly askTimeoutMs: number
   readonly outboxCapacity: number
   readonly outboxChars: number
+  readonly outboxCharsTotal: number
   readonly mailboxCapacity: number
   readonly mailboxBytes: number
   readonly mailboxBytesPerTarget: number
@@ -83,6 +91,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   askTimeoutMs: millis(options.askTimeout, Duration.minutes(10)),
   outboxCapacity: options.outboxCapacity ?? 1024,
   outboxChars: options.outboxChars ?? 4 * 1024 * 1024,
+  outboxCharsTotal: options.outboxCharsTotal ?? 32 * 1024 * 1024,
   mailboxCapacity: options.mailboxCapacity ?? 256,
   mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
   mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,

@@ -96,6 +96,38 @@ describe("backpressure instead of a rate limit", () => {
       assert.isFalse(receiver.client.isClosed())
     }))
 
+  it.effect("receivers that stop reading hold no more than the total outbox budget together; on resume every message arrives in order", () =>
+    Effect.gen(function*() {
+      // Each outbox could take 8 frames of ~1,100 characters; all of them together only ~4,000 characters.
+      const broker = yield* withMemoryBroker({ outboxCapacity: 64, outboxChars: 9_000, outboxCharsTotal: 4_000, linkCapacity: 2 })
+      const receivers = [
+        yield* broker.session({ sessionId: "r0" }),
+        yield* broker.session({ sessionId: "r1" }),
+        yield* broker.session({ sessionId: "r2" }),
+        yield* broker.session({ sessionId: "r3" })
+      ]
+      const senders = [
+        yield* broker.session({ sessionId: "s0" }),
+        yield* broker.session({ sessionId: "s1" }),
+        yield* broker.session({ sessionId: "s2" }),
+        yield* broker.session({ sessionId: "s3" })
+      ]
+      for (const receiver of receivers) yield* receiver.client.pause
+      const sent: Array<ReadonlyArray<{ readonly id: string }>> = []
+      for (let i = 0; i < 4; i++) sent.push(yield* burst(senders[i]!.client, `r${i}`, 20, 1_000, `to-r${i}`))
+      // The world is idle: what is queued now is all that will be until someone reads.
+      const { queuedChars } = yield* broker.broker.stats
+      const frame = 1_400 // one message frame of this test, generously
+      assert.isAtMost(queuedChars, 4_000 + 4 * frame, `${queuedChars} characters queued`)
+      assert.isAbove(queuedChars, 0)
+      for (const receiver of receivers) yield* receiver.client.resume
+      for (let i = 0; i < 4; i++) {
+        assert.deepStrictEqual(yield* takeMessages(receivers[i]!.client, `s${i}`, 20), sent[i]!.map((m) => m.id))
+      }
+      for (const sender of senders) assert.isFalse(sender.client.isClosed())
+      assert.strictEqual((yield* broker.broker.stats).queuedChars, 0)
+    }))
+
   it.effect("two senders into one slow receiver: each stream arrives complete and in its own order", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker({ ...small, outboxCapacity: 4 })
