@@ -33,7 +33,11 @@ export interface BrokerCoreOptions {
    * make the broker hold more.
    */
   readonly outboxCharsTotal?: number
-  /** Messages the mailbox keeps for disconnected sessions (P49). Default 256. */
+  /**
+   * Messages the mailbox keeps for disconnected sessions, overall. Default
+   * 4,096 (pi-intercom keeps 256, P49; the byte bounds below are what bound
+   * memory, and more places mean one busy sender evicts less).
+   */
   readonly mailboxCapacity?: number
   /** About how many bytes of mail the mailbox keeps, overall. Default 64 MiB. */
   readonly mailboxBytes?: number
@@ -92,7 +96,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   outboxCapacity: options.outboxCapacity ?? 1024,
   outboxChars: options.outboxChars ?? 4 * 1024 * 1024,
   outboxCharsTotal: options.outboxCharsTotal ?? 32 * 1024 * 1024,
-  mailboxCapacity: options.mailboxCapacity ?? 256,
+  mailboxCapacity: options.mailboxCapacity ?? 4096,
   mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
   mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,
   replayRecords: options.replayRecords ?? 262_144,

@@ -41,26 +41,11 @@ const EXAMPLES = 3
 
 /**
  * The findings the broker is known to produce today, each with the issue it
- * belongs to ("Hostile and oversized input cannot hurt other sessions",
- * findings 1–9). The CI campaign tolerates these and fails on anything else;
- * the lead removes an entry when its fix lands.
+ * belongs to. The CI campaign tolerates these and fails on anything else.
+ * Empty: the nine findings of "Hostile and oversized input cannot hurt other
+ * sessions" are fixed, each with its regression test (test/broker/hostile*.ts).
  */
-export const KNOWN_FINDINGS: Readonly<Partial<Record<FindingKind, string>>> = {
-  "frame-too-large": "findings 1 and 6: oversized fields amplified and echoed past 1 MiB",
-  "health-late": "findings 2 and 3: linear scans of departed sessions, connection churn",
-  "health-unanswered": "findings 2 and 3: linear scans of departed sessions, connection churn",
-  "healthy-stalled": "findings 2 and 3: the broker stalls for everyone",
-  "ask-hijacked": "finding 4: message ids are global",
-  "receipt-lost": "finding 4: message ids are global",
-  "healthy-refused": "finding 4: message ids are global (a cancel of a hijacked message is refused)",
-  "forged-frame": "finding 4: message ids are global (a receipt for a hijacked message goes to the hijacker)",
-  "mail-lost": "finding 4: message ids are global (queued mail replaced)",
-  "mail-evicted": "finding 9: the mailbox is one global pool that any session can flood",
-  "list-hides-session": "finding 5: big records hide other sessions from list",
-  "log-injection": "finding 7: log injection",
-  "slowloris-kept": "finding 8: slowloris",
-  "memory-retained": "finding 9: unbounded memory per hostile session"
-}
+export const KNOWN_FINDINGS: Readonly<Partial<Record<FindingKind, string>>> = {}
 
 /** The findings of one campaign. */
 export class Findings {

@@ -1,10 +1,11 @@
 /**
  * What the broker promises every session, whatever other local processes
  * send it — the bounds the fuzzer and the hostile-input regression tests
- * check (docs/security.md). The frame limit and the health deadline are
- * decided; the values marked "TBD by the lead" are placeholders the lead
- * sets as the fixes land, here and in docs/security.md together.
+ * check (docs/security.md, "Limits"). Each value comes from the broker's own
+ * constants or defaults, so a promise changes only with the code it holds
+ * the broker to.
  */
+import { MAX_ASKS_PER_SESSION } from "../broker/Asks.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 
 /** The bounds a hostile-input check holds the broker to. */
@@ -15,35 +16,32 @@ export interface BrokerPromises {
   readonly healthDeadlineMs: number
   /**
    * A connection that has sent part of a frame and stalls is closed within
-   * this (slowloris). TBD by the lead: the placeholder is 5 s.
+   * this (slowloris): two stall checks 2.5 s apart (Broker.ts).
    */
   readonly partialFrameBoundMs: number
   /**
    * After hostile connections have gone (and two forced GCs), the broker's
    * heap (`heapUsed + external`) is at most this much above what it was
-   * before them. TBD by the lead: the placeholder is 64 MiB.
+   * before them, for any one kind of record they leave (departed sessions
+   * and their scopes, mail, replay records: each about 64 MiB at most).
    */
   readonly retainedBytes: number
   /**
    * What the broker may hold at once for sessions that do not read (their
-   * outboxes), for sessions that are away (the mailbox), in total, measured
-   * as RSS growth. TBD by the lead: the placeholder is 128 MiB.
+   * outboxes: 32 Mi characters together) or that are away (the mailbox:
+   * about 64 MiB), measured as RSS growth.
    */
   readonly heldBytes: number
-  /**
-   * Asks one session may have open at once (each is an edge the broker keeps
-   * for up to 30 days, ask-timeout-v1). TBD by the lead: the placeholder is
-   * 1,024.
-   */
+  /** Asks one session may have open at once (more are refused, `E_TOO_MANY_ASKS`). */
   readonly openAsksPerSession: number
 }
 
-/** The promises as they stand (see the header for which are placeholders). */
+/** The promises as they stand. */
 export const PROMISES: BrokerPromises = {
   maxFrameBytes: MAX_FRAME_BYTES,
   healthDeadlineMs: 1_000,
   partialFrameBoundMs: 5_000,
   retainedBytes: 64 * 1024 * 1024,
   heldBytes: 128 * 1024 * 1024,
-  openAsksPerSession: 1_024
+  openAsksPerSession: MAX_ASKS_PER_SESSION
 }

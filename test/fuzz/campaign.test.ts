@@ -5,8 +5,7 @@
  * docs/security.md, every one on every run — and so is the seed, so the
  * same attacks run every time; what varies with the machine is only timing.
  *
- * Known findings (KNOWN_FINDINGS, issue "Hostile and oversized input cannot
- * hurt other sessions") are tolerated until their fixes land; any other
+ * Known findings (KNOWN_FINDINGS, empty today) are tolerated; any other
  * finding fails the test with the campaign's summary and the command that
  * replays it (`npm run fuzz -- --seed 20000 …`).
  */
@@ -20,7 +19,7 @@ import { formatReport } from "../../src/fuzz/Report.ts"
 const CI_CAMPAIGN = { seed: 20_000, frames: 20_000, light: true, bytes: 8_000_000 } as const
 
 describe("fuzz campaign (CI budget)", () => {
-  it.live("20,000 hostile frames break no promise beyond the known findings", () =>
+  it.live("20,000 hostile frames break no promise beyond the known findings (none today)", () =>
     Effect.gen(function*() {
       const report = yield* runCampaign({ ...CI_CAMPAIGN, tolerate: Object.keys(KNOWN_FINDINGS).filter(isFindingKind) })
       const summary = formatReport(report)

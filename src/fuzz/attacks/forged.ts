@@ -134,7 +134,9 @@ export const nameSquat = (kit: AttackKit) =>
   Effect.gen(function*() {
     const conn = yield* kit.open()
     const name = kit.prng.pick(kit.view.names)
-    if (conn === undefined || (yield* kit.register(conn, { name, session: { cwd: "/tmp/fuzz-healthy" } })) === undefined) return
+    // Another cwd: a session with a healthy one's name *and* cwd is its mailbox identity and receives
+    // its mail while it is away, by design (P49; docs/security.md, "Identity").
+    if (conn === undefined || (yield* kit.register(conn, { name, session: { cwd: "/tmp/fuzz-squat" } })) === undefined) return
     yield* kit.send(
       conn,
       { type: "presence", name: kit.prng.pick(kit.view.names) },

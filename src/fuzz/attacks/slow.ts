@@ -24,7 +24,8 @@ export const slowDrip = (kit: AttackKit) =>
     const header = Buffer.alloc(4)
     // The frame claims more than will ever come: it never completes.
     header.writeUInt32BE(payload.length + kit.prng.int(1, 1000), 0)
-    const lead = kit.prng.int(0, 4)
+    // At least one byte of the frame: a connection that has begun none is an idle session, never cut off.
+    const lead = kit.prng.int(1, 4)
     const bound = kit.promises.partialFrameBoundMs + GRACE_MS
     const started = yield* Clock.currentTimeMillis
     yield* kit.sendBytes(conn, Buffer.concat([header.subarray(0, lead), lead === 4 ? payload.subarray(0, 1) : Buffer.alloc(0)]))
