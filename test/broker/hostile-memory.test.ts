@@ -5,10 +5,9 @@
  * hook), and its heap is measured after two forced GCs, before and after:
  * `PROMISES.heldBytes` bounds what it may hold for sessions that do not read
  * or are away, `PROMISES.retainedBytes` what hostile sessions may leave
- * behind. Both bounds are placeholders the lead sets (docs/security.md).
+ * behind (docs/security.md, "Limits").
  *
- * Each test asserts the promise; those that fail today are `it.live.fails`
- * (the lead flips them as fixes land).
+ * Each test asserts the promise; each failed before its fix.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"

@@ -3,10 +3,9 @@
  * sessions", findings 1–8 (finding 9, memory, is hostile-memory.test.ts):
  * one describe per finding, against a real broker over real sockets.
  *
- * Each test asserts the promised behaviour (docs/security.md), not today's
- * bug. Those that fail against today's broker are marked `it.live.fails`;
- * the lead flips each to `it.live` as its fix lands. Tests of promises that
- * already hold are plain `it.live` and guard them.
+ * Each test asserts the promised behaviour (docs/security.md). Those of the
+ * findings failed against the broker before their fixes; the others guard
+ * promises that already held.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
