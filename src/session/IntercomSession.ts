@@ -14,6 +14,8 @@
  * | `Actions.ts` | list / send / reply / pending / status |
  * | `Ask.ts` | the blocking ask that holds the reply-waiter slot |
  * | `Inbound.ts` | the message, membership and control fibers |
+ * | `InboundJournal.ts` | checkpoint, restore and Esc-clear redelivery with a host journal |
+ * | `ToolExposure.ts` | lazy exposure of the tool (`load_intercom`) |
  * | `IntercomTool.ts` | `intercom(params)`: check once, act, render |
  *
  * One layer build is one session generation (C-ORD-35): every fiber is forked
@@ -36,11 +38,15 @@ import type { AdmissionLimits } from "./InboundAdmission.ts"
 import { runInbound } from "./Inbound.ts"
 import { baseToolActions, makeIntercomTool } from "./IntercomTool.ts"
 import { makePresencePublisher } from "./PresencePublisher.ts"
+import type { ListScope } from "./project.ts"
 import type { LifecycleStatus } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import { makeSending } from "./Sending.ts"
+import { makeToolExposure, type ToolVisibility } from "./ToolExposure.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
+export { inScope, isListScope, type ListScope, projectKey } from "./project.ts"
+export { TOOL_LOADED, type ToolVisibility } from "./ToolExposure.ts"
 export { sessionRegistration } from "./PresencePublisher.ts"
 /** The failure types moved to `errors.ts`; re-exported for existing importers. */
 export type {
@@ -90,6 +96,14 @@ export interface IntercomSessionOptions {
    * reconnect in progress) before it reports `Intercom not connected`. Default 10 000 ms.
    */
   readonly connectTimeoutMs?: number | undefined
+  /**
+   * `"after-first-use"`: the host shows the full tool only once it is loaded,
+   * used, or an actionable message arrives (C-TOOL-15; needs `Host.exposeTool`).
+   * Default `"always"`.
+   */
+  readonly toolVisibility?: ToolVisibility | undefined
+  /** What `list` and `status` show without a `scope` parameter (C-TOOL-16). Default `"all"`. */
+  readonly defaultScope?: ListScope | undefined
 }
 
 /**
@@ -246,6 +260,8 @@ export interface IntercomToolParams {
   readonly replyTo?: string | undefined
   /** For `ask`: overrides `askTimeoutMs`. */
   readonly timeoutMs?: number | undefined
+  /** For `list` and `status`: `"project"` or `"all"` (C-TOOL-16). */
+  readonly scope?: string | undefined
 }
 
 /**
@@ -271,6 +287,11 @@ export interface ToolResult {
 export interface IntercomSessionService {
   /** This session's id (its client's). */
   readonly sessionId: string
+  /**
+   * Registers now rather than on first use (a host that wants to receive mail
+   * from the start), bounded like every action's connect.
+   */
+  readonly connect: Effect.Effect<void, IntercomNotConnected>
   /** The live sessions of the scope (C-TOOL-9). */
   readonly list: Effect.Effect<SessionList, ListError>
   /** Sends a message; `Declined` when the person said no to `confirmSend` (C-TOOL-4, C-TOOL-7). */
@@ -318,6 +339,12 @@ export interface IntercomSessionService {
   readonly endTurn: Effect.Effect<void>
   /** Whether a blocking `ask` holds the reply-waiter slot. */
   readonly waiting: Effect.Effect<boolean>
+  /** How many inbound asks are owed an answer; never connects (for a host's status line). */
+  readonly pendingCount: Effect.Effect<number>
+  /** `load_intercom({})`: makes the full tool visible; sends and checks nothing (C-TOOL-15). */
+  readonly loadTool: Effect.Effect<ToolResult>
+  /** Whether the full tool is visible to the model. */
+  readonly toolExposed: Effect.Effect<boolean>
 }
 
 // ---------------------------------------------------------------------------
@@ -336,8 +363,10 @@ const make = (
     const sending = makeSending(generation)
     const actions = makeActions(generation, sending)
     const asking = makeAsking(generation, sending)
-    yield* runInbound(generation, presence.lifecycle)
-    const intercom = makeIntercomTool(baseToolActions(actions, asking))
+    const exposure = makeToolExposure(options.toolVisibility ?? "always", host)
+    const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
+    const tool = makeIntercomTool(baseToolActions(actions, asking, options.defaultScope))
+    const defaultScope = options.defaultScope ?? "all"
     // Added last, so it runs first when the (sequential) Scope closes
     // (C-ORD-35): a wait in progress ends before the fibers above are interrupted.
     yield* Effect.addFinalizer(() => generation.retire)
@@ -345,18 +374,29 @@ const make = (
     const { slot, tracker } = generation
     return {
       sessionId: generation.selfId,
-      list: actions.list,
+      connect: generation.connect,
+      list: actions.listIn(defaultScope),
       send: actions.send,
       ask: asking.ask,
       reply: actions.reply,
       pending: actions.pending,
-      status: actions.status,
-      intercom,
-      setStatus: presence.setStatus,
+      status: actions.statusIn(defaultScope),
+      // Using the tool is its first use (C-TOOL-15).
+      intercom: (params) => Effect.andThen(exposure.expose, tool(params)),
+      // A run that settles (busy → idle) may have left steered messages unseen (C-DLV-16).
+      setStatus: (status) =>
+        Effect.suspend(() => {
+          const wasBusy = presence.lifecycle() !== "idle"
+          const set = presence.setStatus(status)
+          return wasBusy && status === "idle" ? Effect.andThen(set, inbound.settled) : set
+        }),
       setIdentity: presence.setIdentity,
       beginTurn: (messageId) => Effect.map(Clock.currentTimeMillis, (now) => tracker.beginTurn(messageId, now)),
       endTurn: Effect.sync(() => tracker.endTurn()),
-      waiting: Effect.sync(() => slot.current() !== undefined)
+      waiting: Effect.sync(() => slot.current() !== undefined),
+      pendingCount: Effect.map(Clock.currentTimeMillis, (now) => tracker.pending(now).length),
+      loadTool: exposure.load,
+      toolExposed: Effect.sync(exposure.exposed)
     } satisfies IntercomSessionService
   })
 
