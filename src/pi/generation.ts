@@ -86,6 +86,8 @@ const buildFailure = (error: unknown): ToolResult =>
       : `Intercom not connected: ${error instanceof Error ? error.message : String(error)}`
   )
 
+const cancelled: ToolResult = { text: "Cancelled", isError: true, details: { error: "Cancelled" } }
+
 const statusText = (connected: boolean, waiting: boolean, pending: number): string => {
   const parts = [connected ? "intercom: connected" : "intercom: not connected"]
   if (waiting) parts.push("waiting for a reply")
@@ -204,8 +206,13 @@ export const startGeneration = (input: {
       return yield* f(yield* IntercomSession)
     })
 
+  /** C-ASK-3: a call whose signal fired (before or during it) is `Cancelled`, and reserved nothing. */
   const tool: PiGeneration["tool"] = (params, signal) =>
-    runtime.runPromise(withSession((session) => session.intercom(params)), { signal }).catch(buildFailure)
+    signal?.aborted === true
+      ? Promise.resolve(cancelled)
+      : runtime.runPromise(withSession((session) => session.intercom(params)), { signal }).catch((error: unknown) =>
+        signal?.aborted === true ? cancelled : buildFailure(error)
+      )
 
   if (input.connectNow) runtime.runFork(withSession((session) => Effect.ignore(session.connect)))
 

@@ -102,6 +102,10 @@ export interface Pi {
   readonly calls: Array<ReadonlyArray<Message>>
   /** Every session event since open (across replacements). */
   readonly events: Array<AgentSessionEvent>
+  /** Every extension error pi reported (a stale-context throw would land here). */
+  readonly errors: Array<string>
+  /** Called with every later event, across replacements, until it returns true. */
+  readonly watch: (watcher: (event: AgentSessionEvent) => boolean) => void
   readonly session: () => AgentSession
   /** Queues model turns; each records what the model was sent. */
   readonly script: (...steps: ReadonlyArray<AssistantMessage | ((messages: ReadonlyArray<Message>) => AssistantMessage)>) => void
@@ -119,6 +123,8 @@ export const openPi = async (
   const faux = fauxProvider()
   const calls: Array<ReadonlyArray<Message>> = []
   const events: Array<AgentSessionEvent> = []
+  const errors: Array<string> = []
+  let watchers: Array<(event: AgentSessionEvent) => boolean> = []
   const createRuntime: CreateAgentSessionRuntimeFactory = async ({ agentDir, cwd, sessionManager, sessionStartEvent }) => {
     const modelRuntime = await ModelRuntime.create({
       authPath: path.join(agentDir, "auth.json"),
@@ -158,8 +164,11 @@ export const openPi = async (
   const rebind = async () => {
     unsubscribe?.()
     const session = runtime.session
-    unsubscribe = session.subscribe((event) => void events.push(event))
-    await session.bindExtensions({})
+    unsubscribe = session.subscribe((event) => {
+      events.push(event)
+      watchers = watchers.filter((watcher) => !watcher(event))
+    })
+    await session.bindExtensions({ onError: (error) => void errors.push(`${error.event}: ${error.error}`) })
   }
   // Named before session_start, so the session registers under its name.
   if (options.name !== undefined) runtime.session.sessionManager.appendSessionInfo(options.name)
@@ -174,6 +183,8 @@ export const openPi = async (
     faux,
     calls,
     events,
+    errors,
+    watch: (watcher) => void watchers.push(watcher),
     session: () => runtime.session,
     script,
     rebind,
@@ -188,6 +199,19 @@ export const openPi = async (
 export const toolResults = (session: AgentSession): ReadonlyArray<string> =>
   session.messages.filter((message) => message.role === "toolResult").map(textOf)
 
+/** The ids of the sessions the last `list` result of a session named. */
+export const listedIds = (session: AgentSession): ReadonlyArray<string> => {
+  const result = session.messages.filter((message) => message.role === "toolResult").at(-1)
+  const details: unknown = result !== undefined && "details" in result ? result.details : undefined
+  const sessions: unknown = typeof details === "object" && details !== null ? Reflect.get(details, "sessions") : undefined
+  return Array.isArray(sessions)
+    ? sessions.flatMap((info: unknown) => {
+      const id: unknown = typeof info === "object" && info !== null ? Reflect.get(info, "id") : undefined
+      return typeof id === "string" ? [id] : []
+    })
+    : []
+}
+
 /** The custom entries of a session with `customType`. */
 export const entriesOf = (session: AgentSession, customType: string): ReadonlyArray<unknown> =>
   session.sessionManager.getEntries().flatMap((entry) =>
@@ -199,17 +223,15 @@ export const intercomMessages = (session: AgentSession): ReadonlyArray<string> =
   session.messages.filter((message) => message.role === "custom" && message.customType === "intercom_message")
     .map(textOf)
 
-/** Resolves on the first event of `pi` matching `predicate` (already seen or later). */
+/** Resolves on the first later event of `pi` (across session replacements) matching `predicate`. */
 export const nextEvent = (
   pi: Pi,
   predicate: (event: AgentSessionEvent) => boolean
 ): Promise<AgentSessionEvent> =>
-  new Promise((resolve) => {
-    const seen = pi.events.find(predicate)
-    if (seen !== undefined) return resolve(seen)
-    const unsubscribe = pi.session().subscribe((event) => {
-      if (!predicate(event)) return
-      unsubscribe()
+  new Promise((resolve) =>
+    pi.watch((event) => {
+      if (!predicate(event)) return false
       resolve(event)
+      return true
     })
-  })
+  )
