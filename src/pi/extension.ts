@@ -67,10 +67,12 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     handler: async (ctx) => openIntercom(ctx, "", run)
   })
 
-  pi.on("session_start", (_event, ctx) => {
-    current = import("./generation.ts").then((module) =>
-      module.startGeneration({ pi, ctx, connectNow: !lazy })
-    )
+  pi.on("session_start", async (_event, ctx) => {
+    const starting = import("./generation.ts").then((module) => module.startGeneration({ pi, ctx, connectNow: !lazy }))
+    current = starting
+    // Print and json modes run their prompt right after this and exit: the session must be
+    // on the bus, with its journal restored, first. The TUI and RPC do not wait.
+    if (ctx.mode === "print" || ctx.mode === "json") await starting.then((generation) => generation.ready)
   })
   pi.on("session_shutdown", async () => {
     const closing = current

@@ -58,6 +58,8 @@ export type LifecycleEvent =
 export interface PiGeneration {
   /** The intercom session id: pi's session id. */
   readonly sessionId: string
+  /** Settles once the session is on the bus (or failed to get there) and restored its journal. */
+  readonly ready: Promise<void>
   /** The whole `intercom` tool in one call; never rejects (C-TOOL-12). */
   readonly tool: (params: IntercomToolParams, signal?: AbortSignal) => Promise<ToolResult>
   /** `load_intercom({})` (C-TOOL-15). */
@@ -113,6 +115,7 @@ export const startGeneration = (input: {
   let closing: Promise<void> | undefined
   const sessionId = ctx.sessionManager.getSessionId()
   const hasUI = ctx.hasUI
+  const interactive = ctx.mode === "tui" || ctx.mode === "rpc"
 
   const access: PiAccess = {
     touch: (f) =>
@@ -152,7 +155,7 @@ export const startGeneration = (input: {
       livenessIntervalMs: settings.liveness.intervalMs,
       livenessTimeoutMs: settings.liveness.timeoutMs
     })
-    const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI }))
+    const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
     const session = IntercomSession.layer({
       askTimeoutMs: settings.askTimeoutMs,
       replyHint: settings.replyHint,
@@ -214,10 +217,14 @@ export const startGeneration = (input: {
         signal?.aborted === true ? cancelled : buildFailure(error)
       )
 
-  if (input.connectNow) runtime.runFork(withSession((session) => Effect.ignore(session.connect)))
+  // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
+  const ready = input.connectNow
+    ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
+    : Promise.resolve()
 
   return {
     sessionId,
+    ready,
     tool,
     loadTool: () =>
       runtime.runPromise(withSession((session) => session.loadTool)).catch(buildFailure),

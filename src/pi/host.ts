@@ -51,9 +51,15 @@ export class StaleSession extends Error {
  */
 export const INBOUND_EVENT = "effect-intercom:inbound"
 
-/** How each intent reaches pi's queue. `triggerTurn` on steer too: pi may have gone idle meanwhile. */
-const sendOptions = (intent: Inbound["intent"]) =>
-  intent === "trigger"
+/**
+ * How each intent reaches pi's queue. `triggerTurn` on steer too: pi may have
+ * gone idle meanwhile. Without a person (print and json modes) pi runs the
+ * prompts it was given and exits, so an idle session is one about to run its
+ * prompt (a resume) or about to exit: a message is added to the history
+ * without starting a run of its own, which would collide with pi's prompt.
+ */
+const sendOptions = (intent: Inbound["intent"], interactive: boolean) =>
+  intent === "trigger" && interactive
     ? { triggerTurn: true }
     : intent === "steer"
     ? { deliverAs: "steer" as const, triggerTurn: true }
@@ -92,6 +98,8 @@ export const makePiHost = (input: {
   readonly sessionId: string
   readonly identity: HostService["identity"]
   readonly hasUI: boolean
+  /** pi runs in the TUI or over RPC (it stays up between prompts). */
+  readonly interactive: boolean
 }): HostService => {
   const { access, sessionId } = input
   return {
@@ -110,7 +118,7 @@ export const makePiHost = (input: {
           expectsReply: inbound.expectsReply,
           intent: inbound.intent
         }
-        pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, sendOptions(inbound.intent))
+        pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, sendOptions(inbound.intent, input.interactive))
         pi.events.emit(INBOUND_EVENT, { messageId: inbound.message.id, from: inbound.from.id, intent: inbound.intent })
       }),
     record: (entry) =>
