@@ -168,7 +168,8 @@ export const openPi = async (
       events.push(event)
       watchers = watchers.filter((watcher) => !watcher(event))
     })
-    await session.bindExtensions({ onError: (error) => void errors.push(`${error.event}: ${error.error}`) })
+    // "rpc": a long-lived session that idles between prompts (pi's SDK default, "print", runs its prompts and exits).
+    await session.bindExtensions({ mode: "rpc", onError: (error) => void errors.push(`${error.event}: ${error.error}`) })
   }
   // Named before session_start, so the session registers under its name.
   if (options.name !== undefined) runtime.session.sessionManager.appendSessionInfo(options.name)
