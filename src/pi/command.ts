@@ -43,10 +43,10 @@ const rowsOf = (result: ToolResult): ReadonlyArray<Row> => {
 export const openIntercom = async (
   ctx: ExtensionContext,
   args: string,
-  run: (params: IntercomToolParams, signal: AbortSignal | undefined) => Promise<ToolResult>
+  run: (params: IntercomToolParams) => Promise<ToolResult>
 ): Promise<void> => {
   const scope = args === "all" ? "all" : "project"
-  const listing = await run({ action: "list", scope }, undefined)
+  const listing = await run({ action: "list", scope })
   if (listing.isError || ctx.mode !== "tui") {
     ctx.ui.notify(listing.text, listing.isError ? "error" : "info")
     return
@@ -61,6 +61,6 @@ export const openIntercom = async (
   if (row === undefined) return
   const message = await ctx.ui.editor(`Message to ${row.label.split(" — ")[0] ?? row.target}`, "")
   if (message === undefined || message.trim() === "") return
-  const sent = await run({ action: "send", to: row.target, message }, undefined)
+  const sent = await run({ action: "send", to: row.target, message })
   ctx.ui.notify(sent.text, sent.isError ? "error" : "info")
 }

@@ -53,6 +53,9 @@ export default function intercomExtension(pi: ExtensionAPI): void {
 
   const run = (params: IntercomToolParams, signal: AbortSignal | undefined) =>
     withGeneration(notStarted, (generation) => generation.tool(params, signal))
+  /** The overlay's and the command's actions: the tool's, without exposing a lazy tool. */
+  const runFromUI = (params: IntercomToolParams) =>
+    withGeneration(notStarted, (generation) => generation.tool(params, undefined, true))
 
   pi.registerTool(intercomTool(run, !lazy))
   if (lazy) pi.registerTool(loaderTool(() => withGeneration(notStarted, (generation) => generation.loadTool())))
@@ -60,11 +63,11 @@ export default function intercomExtension(pi: ExtensionAPI): void {
 
   pi.registerCommand(COMMAND_NAME, {
     description: "List intercom sessions (\"all\" includes other projects) and send a message",
-    handler: async (args, ctx) => openIntercom(ctx, args.trim(), run)
+    handler: async (args, ctx) => openIntercom(ctx, args.trim(), runFromUI)
   })
   pi.registerShortcut(config.shortcut ?? "alt+m", {
     description: "Open the intercom",
-    handler: async (ctx) => openIntercom(ctx, "", run)
+    handler: async (ctx) => openIntercom(ctx, "", runFromUI)
   })
 
   pi.on("session_start", async (_event, ctx) => {

@@ -60,8 +60,11 @@ export interface PiGeneration {
   readonly sessionId: string
   /** Settles once the session is on the bus (or failed to get there) and restored its journal. */
   readonly ready: Promise<void>
-  /** The whole `intercom` tool in one call; never rejects (C-TOOL-12). */
-  readonly tool: (params: IntercomToolParams, signal?: AbortSignal) => Promise<ToolResult>
+  /**
+   * The whole `intercom` tool in one call; never rejects (C-TOOL-12). `ui`: a
+   * call from the extension's own UI, which does not expose a lazy tool.
+   */
+  readonly tool: (params: IntercomToolParams, signal?: AbortSignal, ui?: boolean) => Promise<ToolResult>
   /** `load_intercom({})` (C-TOOL-15). */
   readonly loadTool: () => Promise<ToolResult>
   /** Queues a lifecycle change; ignored once the generation closed. */
@@ -210,10 +213,11 @@ export const startGeneration = (input: {
     })
 
   /** C-ASK-3: a call whose signal fired (before or during it) is `Cancelled`, and reserved nothing. */
-  const tool: PiGeneration["tool"] = (params, signal) =>
+  const tool: PiGeneration["tool"] = (params, signal, ui = false) =>
     signal?.aborted === true
       ? Promise.resolve(cancelled)
-      : runtime.runPromise(withSession((session) => session.intercom(params)), { signal }).catch((error: unknown) =>
+      : runtime.runPromise(withSession((session) => ui ? session.act(params) : session.intercom(params)), { signal })
+        .catch((error: unknown) =>
         signal?.aborted === true ? cancelled : buildFailure(error)
       )
 

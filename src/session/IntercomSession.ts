@@ -325,6 +325,12 @@ export interface IntercomSessionService {
    * ```
    */
   readonly intercom: (params: IntercomToolParams) => Effect.Effect<ToolResult>
+  /**
+   * The tool's actions for the host's own UI (an overlay, a command): the same
+   * checks and texts as `intercom`, but not the model's use, so a lazily
+   * exposed tool stays hidden (C-TOOL-15).
+   */
+  readonly act: (params: IntercomToolParams) => Effect.Effect<ToolResult>
   /** The host's lifecycle status; pushed to the broker as presence (C-TOOL-10). */
   readonly setStatus: (status: LifecycleStatus) => Effect.Effect<void>
   /** A name or model change; pushed to the broker as presence. */
@@ -383,6 +389,7 @@ const make = (
       status: actions.statusIn(defaultScope),
       // Using the tool is its first use (C-TOOL-15).
       intercom: (params) => Effect.andThen(exposure.expose, tool(params)),
+      act: tool,
       // A run that settles (busy → idle) may have left steered messages unseen (C-DLV-16).
       setStatus: (status) =>
         Effect.suspend(() => {
