@@ -18,7 +18,7 @@ import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.
 import { openIntercom } from "./command.ts"
 import { factoryConfig } from "./factoryConfig.ts"
 import type { LifecycleEvent, PiGeneration } from "./generation.ts"
-import { MESSAGE_TYPE, messageDetails } from "./journal.ts"
+import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
 import { COMMAND_NAME } from "./names.ts"
 import { registerRenderers } from "./render.ts"
 import { intercomTool, loaderTool } from "./tool.ts"
@@ -71,7 +71,19 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   })
 
   pi.on("session_start", async (_event, ctx) => {
-    const starting = import("./generation.ts").then((module) => module.startGeneration({ pi, ctx, connectNow: !lazy }))
+    // Read now: by the time the runtime module has loaded, this ctx may already be stale.
+    const seed = {
+      sessionId: ctx.sessionManager.getSessionId(),
+      name: pi.getSessionName(),
+      cwd: ctx.cwd,
+      model: ctx.model?.id ?? "unknown",
+      hasUI: ctx.hasUI,
+      mode: ctx.mode
+    }
+    const starting = import("./generation.ts").then((module) =>
+      module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility })
+    )
+    starting.catch(() => undefined) // reported where it is used (withGeneration); never unhandled
     current = starting
     // Print and json modes run their prompt right after this and exit: the session must be
     // on the bus, with its journal restored, first. The TUI and RPC do not wait.
@@ -96,7 +108,7 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   pi.on("message_end", (event, ctx) => {
     const message = event.message
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return
-    const details = messageDetails({ type: "custom_message", customType: MESSAGE_TYPE, details: message.details })
+    const details = deliveredMessage(message.details)
     if (details !== undefined && details.intent !== "passive") {
       lifecycle({ _tag: "BeginTurn", messageId: details.messageId }, ctx)
     }

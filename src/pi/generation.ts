@@ -34,6 +34,7 @@ import {
   type ToolResult
 } from "../session/IntercomSession.ts"
 import type { LifecycleStatus } from "../session/render.ts"
+import type { ToolVisibility } from "../session/ToolExposure.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { STATUS_KEY } from "./names.ts"
 
@@ -48,6 +49,22 @@ export type LifecycleEvent =
   | { readonly _tag: "Identity"; readonly update: Partial<HostIdentity> }
   | { readonly _tag: "BeginTurn"; readonly messageId: string | undefined }
   | { readonly _tag: "EndTurn" }
+
+/**
+ * What a generation needs to know of its pi session when it starts.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface GenerationSeed {
+  /** pi's session id: the intercom session id. */
+  readonly sessionId: string
+  readonly name: string | undefined
+  readonly cwd: string
+  readonly model: string
+  readonly hasUI: boolean
+  readonly mode: ExtensionContext["mode"]
+}
 
 /**
  * A running generation, as the extension's pi callbacks reach it.
@@ -110,15 +127,17 @@ const statusText = (connected: boolean, waiting: boolean, pending: number): stri
 export const startGeneration = (input: {
   readonly pi: ExtensionAPI
   readonly ctx: ExtensionContext
-  readonly connectNow: boolean
+  /** What the generation needs of `ctx`, read by `session_start` itself while `ctx` was surely live. */
+  readonly seed: GenerationSeed
+  /** From the factory's reading of config.json, so the registered tools and the runtime agree. */
+  readonly toolVisibility: ToolVisibility
 }): PiGeneration => {
-  const { pi } = input
+  const { pi, seed } = input
   let ctx = input.ctx
   let closed = false
   let closing: Promise<void> | undefined
-  const sessionId = ctx.sessionManager.getSessionId()
-  const hasUI = ctx.hasUI
-  const interactive = ctx.mode === "tui" || ctx.mode === "rpc"
+  const { hasUI, sessionId } = seed
+  const interactive = seed.mode === "tui" || seed.mode === "rpc"
 
   const access: PiAccess = {
     touch: (f) =>
@@ -132,7 +151,7 @@ export const startGeneration = (input: {
       })
   }
 
-  const identity: HostIdentity = { name: pi.getSessionName(), cwd: ctx.cwd, model: ctx.model?.id ?? "unknown" }
+  const identity: HostIdentity = { name: seed.name, cwd: seed.cwd, model: seed.model }
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
 
   const layer = Layer.unwrap(Effect.gen(function*() {
@@ -165,7 +184,7 @@ export const startGeneration = (input: {
       confirmSend: settings.confirmSend,
       statusSuffix: settings.status,
       inboundTrigger: settings.inboundTrigger,
-      toolVisibility: settings.toolVisibility,
+      toolVisibility: input.toolVisibility,
       defaultScope: "project"
     })
     return Layer.mergeAll(lifecycleLayer, statusLayer).pipe(
@@ -222,7 +241,7 @@ export const startGeneration = (input: {
       )
 
   // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
-  const ready = input.connectNow
+  const ready = input.toolVisibility === "always"
     ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
     : Promise.resolve()
 

@@ -14,7 +14,8 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import * as Effect from "effect/Effect"
 import type { HistoryEntry, HostService, Inbound } from "../session/Host.ts"
-import { checkpointEntry, type HistoryData, MESSAGE_TYPE, type MessageDetails, RECEIVED_ENTRY, SENT_ENTRY, undeliveredIn } from "./journal.ts"
+import { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
+import { checkpointEntry, type HistoryData, type MessageDetails, undeliveredIn } from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
 
 /**

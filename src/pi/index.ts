@@ -7,5 +7,5 @@
  */
 export { default } from "./extension.ts"
 export { INBOUND_EVENT } from "./host.ts"
-export { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./journal.ts"
+export { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
 export { COMMAND_NAME, LOADER_NAME, TOOL_NAME } from "./names.ts"

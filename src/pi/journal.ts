@@ -17,12 +17,7 @@ import * as Schema from "effect/Schema"
 import { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import type { JournalRecord } from "../session/Host.ts"
 
-/** The custom message type inbound intercom messages reach the model as. */
-export const MESSAGE_TYPE = "intercom_message"
-/** The custom entry type of received messages and ask replies (C-TOOL-8). */
-export const RECEIVED_ENTRY = "intercom_received"
-/** The custom entry type of sent messages (C-TOOL-8). */
-export const SENT_ENTRY = "intercom_sent"
+import { MESSAGE_TYPE, RECEIVED_ENTRY } from "./entries.ts"
 
 /** `details` of an `intercom_message` custom message. */
 export const MessageDetails = Schema.Struct({
@@ -43,7 +38,7 @@ const Checkpoint = Schema.Struct({
   askTimeoutMs: Schema.optionalKey(Schema.Finite)
 })
 
-/** `data` of an `intercom_received` / `intercom_sent` entry, as the entry renderer reads it. */
+/** `data` of an `intercom_received` / `intercom_sent` entry. */
 export const HistoryData = Schema.Struct({
   to: Schema.optionalKey(Schema.String),
   from: Schema.optionalKey(Schema.String),

@@ -7,20 +7,16 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Text } from "@earendil-works/pi-tui"
-import * as Schema from "effect/Schema"
 import { preview } from "../session/render.ts"
-import { HistoryData, MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./journal.ts"
-
-const decodeHistory = Schema.decodeUnknownOption(HistoryData)
+import { historyView, MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
 
 /** One line for a history entry, or undefined for a checkpoint (drawn as its message). */
 export const historyLine = (customType: string, data: unknown): string | undefined => {
-  const decoded = decodeHistory(data)
-  if (decoded._tag === "None" || decoded.value.inbound !== undefined) return undefined
-  const entry = decoded.value
+  const entry = historyView(data)
+  if (entry === undefined) return undefined
   return customType === SENT_ENTRY
-    ? `intercom → ${entry.to ?? "?"}: ${preview(entry.message.text)}`
-    : `intercom ← ${entry.from ?? "?"}: ${preview(entry.message.text)}`
+    ? `intercom → ${entry.to ?? "?"}: ${preview(entry.text)}`
+    : `intercom ← ${entry.from ?? "?"}: ${preview(entry.text)}`
 }
 
 /**

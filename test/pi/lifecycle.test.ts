@@ -62,6 +62,14 @@ describe("pi extension: lifecycle", () => {
     }
   })
 
+  it("a generation whose session is replaced before its runtime loaded touches no stale context (reload, then quit at once)", async () => {
+    const a = await openPi(world)
+    await act(a, { action: "status" })
+    await a.session().reload() // session_start of the new generation: its runtime loads asynchronously
+    await a.quit() // … and the session is gone before that: an unhandled stale-ctx throw would fail this file
+    assert.deepStrictEqual(a.errors, [])
+  })
+
   it("/new and /fork are new intercom sessions; quit leaves the bus", async () => {
     const a = await openPi(world)
     const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-b`) })
