@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import {
+  act,
   call,
   closeWorld,
   intercomMessages,
@@ -15,9 +16,7 @@ import {
   makeWorld,
   nextEvent,
   openPi,
-  type Pi,
   say,
-  toolResults,
   writeConfig
 } from "./support.ts"
 
@@ -29,11 +28,6 @@ const wrapper = path.join(world.root, "broker-wrapper.sh")
 const marker = path.join(world.root, "wrapper-ran")
 fs.writeFileSync(wrapper, `#!/bin/sh\ntouch "${marker}"\nexec "${process.execPath}" "$@" broker\n`, { mode: 0o755 })
 
-const act = async (pi: Pi, args: Parameters<typeof call>[1], tool = "intercom"): Promise<string> => {
-  pi.script(call(tool, args), say("ok"))
-  await pi.session().prompt("act")
-  return toolResults(pi.session()).at(-1) ?? ""
-}
 
 describe("pi extension: config.json", () => {
   it("toolVisibility after-first-use: only load_intercom at first, no connection until first use, load_intercom exposes the tool; brokerCommand starts the broker", async () => {

@@ -8,6 +8,7 @@
 import { SessionManager } from "@earendil-works/pi-coding-agent"
 import { afterAll, assert, describe, it } from "vitest"
 import {
+  act,
   call,
   closeWorld,
   entriesOf,
@@ -24,12 +25,6 @@ import {
 const world = makeWorld()
 afterAll(() => closeWorld(world))
 
-/** Runs one scripted `intercom` call as a prompt and returns its result text. */
-const act = async (pi: Pi, args: Parameters<typeof call>[1]): Promise<string> => {
-  pi.script(call("intercom", args), say("ok"))
-  await pi.session().prompt(`intercom ${String(args["action"])}`)
-  return toolResults(pi.session()).at(-1) ?? ""
-}
 
 const settledAfter = (pi: Pi, calls: number) =>
   nextEvent(pi, (event) => event.type === "agent_settled" && pi.calls.length >= calls)

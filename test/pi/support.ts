@@ -196,6 +196,18 @@ export const openPi = async (
   }
 }
 
+/** Runs one scripted tool call as a prompt; its result's text and whether pi marked it an error. */
+export const actResult = async (pi: Pi, args: JsonObject, tool = "intercom"): Promise<{ text: string; isError: boolean }> => {
+  pi.script(call(tool, args), say("ok"))
+  await pi.session().prompt(`${tool} ${String(args["action"] ?? "")}`)
+  const result = pi.session().messages.filter((message) => message.role === "toolResult").at(-1)
+  return { text: result === undefined ? "" : textOf(result), isError: result !== undefined && "isError" in result && result.isError === true }
+}
+
+/** Runs one scripted tool call as a prompt and returns its result's text. */
+export const act = async (pi: Pi, args: JsonObject, tool = "intercom"): Promise<string> =>
+  (await actResult(pi, args, tool)).text
+
 /** The tool results of a session's transcript, as text. */
 export const toolResults = (session: AgentSession): ReadonlyArray<string> =>
   session.messages.filter((message) => message.role === "toolResult").map(textOf)

@@ -3,20 +3,12 @@
  * result, and bad parameters — pi's schema check or the runtime's — give a
  * clear tool error with nothing sent. Plus `/intercom` outside the TUI.
  */
-import type { JsonObject } from "@earendil-works/pi-ai"
 import { afterAll, assert, describe, it } from "vitest"
-import { call, closeWorld, intercomMessages, makeWorld, openPi, type Pi, say, textOf, toolResults } from "./support.ts"
+import { actResult as act, call, closeWorld, intercomMessages, makeWorld, nextEvent, openPi, say, textOf, toolResults } from "./support.ts"
 
 const world = makeWorld()
 afterAll(() => closeWorld(world))
 
-/** Runs one scripted tool call and returns its result text and whether pi marked it an error. */
-const act = async (pi: Pi, args: JsonObject, tool = "intercom"): Promise<{ text: string; isError: boolean }> => {
-  pi.script(call(tool, args), say("ok"))
-  await pi.session().prompt("act")
-  const result = pi.session().messages.filter((message) => message.role === "toolResult").at(-1)
-  return { text: toolResults(pi.session()).at(-1) ?? "", isError: result !== undefined && "isError" in result && result.isError === true }
-}
 
 describe("pi extension: the intercom tool's texts", () => {
   it("list, send, pending, status and their errors; bad parameters send nothing", async () => {
@@ -77,7 +69,9 @@ describe("pi extension: the intercom tool's texts", () => {
         const id = /replyTo: "([^"]+)"/.exec(pending === undefined ? "" : textOf(pending))?.[1] ?? ""
         return call("intercom", { action: "reply", replyTo: id, message: "done" })
       }, say("ok"))
+      const answered = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 5)
       const asked = await act(a, { action: "ask", to: "answerer", message: "is   the\nbuild green?" })
+      await answered
       assert.deepStrictEqual(asked, { text: "**Reply from answerer:**\ndone", isError: false })
       const pending = toolResults(b.session()).find((text) => text.startsWith("**Pending asks:**")) ?? ""
       assert.match(pending, /^\*\*Pending asks:\*\*\n- asker · [^ ]+ · \d+s ago · is the build green\?\n  reply: intercom\(\{ action: "reply", replyTo: "[^"]+", message: "\.\.\." \}\)$/)
