@@ -1,5 +1,5 @@
 /**
- * `pi` as a process (`pi --mode json`) for the extension's black-box tests:
+ * `pi` as a process (`pi --mode json`, or `--mode rpc` with commands on stdin) for the extension's black-box tests:
  * the faux provider scripted through PI_FAUX_SCRIPT (fixtures/fauxScript.ts),
  * a private agent dir, JSONL events read as they come, completion on the
  * child's `close` (both pipes drained). Waiting for an event is event-driven;
@@ -26,6 +26,8 @@ export interface PiProcess {
   /** Resolves when the process closed: its exit code and signal, stdout fully read. */
   readonly closed: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
   readonly stderr: () => string
+  /** Writes one JSONL command to pi's stdin (`--mode rpc`). */
+  readonly send: (command: Record<string, unknown>) => void
 }
 
 /** The text of a tool result record's content. */
@@ -44,13 +46,19 @@ export const runPi = (
   world: World,
   script: ReadonlyArray<Step>,
   args: ReadonlyArray<string>,
-  options: { readonly extensions?: ReadonlyArray<string>; readonly env?: Record<string, string> } = {}
+  options: {
+    readonly extensions?: ReadonlyArray<string>
+    readonly env?: Record<string, string>
+    /** `rpc`: commands on stdin (`send`), until stdin ends. Default `json`. */
+    readonly mode?: "json" | "rpc"
+  } = {}
 ): PiProcess => {
   const extensions = options.extensions ?? []
+  const mode = options.mode ?? "json"
   const child = spawn(process.execPath, [
     PI_CLI,
     "--mode",
-    "json",
+    mode,
     "--provider",
     "faux",
     "--model",
@@ -75,7 +83,7 @@ export const runPi = (
       PI_FAUX_SCRIPT: JSON.stringify(script),
       ...options.env
     },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: [mode === "rpc" ? "pipe" : "ignore", "pipe", "pipe"]
   })
   const records: Array<Record_> = []
   let waiters: Array<(record: Record_ | undefined) => boolean> = []
@@ -109,6 +117,7 @@ export const runPi = (
     records,
     closed,
     stderr: () => stderr,
+    send: (command) => void child.stdin?.write(`${JSON.stringify(command)}\n`),
     waitFor: (what, predicate) =>
       new Promise((resolve, reject) => {
         const seen = records.find(predicate)
