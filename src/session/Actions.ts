@@ -19,6 +19,7 @@ import {
 } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, Sent } from "./IntercomSession.ts"
+import { inScope, type ListScope } from "./project.ts"
 import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
 import { newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
 import { checkOutgoing } from "./validation.ts"
@@ -30,7 +31,8 @@ import { checkOutgoing } from "./validation.ts"
  * @since 0.1.0
  */
 export interface Actions {
-  readonly list: IntercomSessionService["list"]
+  /** `list` showing the sessions of a scope (C-TOOL-16). */
+  readonly listIn: (scope: ListScope) => IntercomSessionService["list"]
   readonly send: IntercomSessionService["send"]
   /** `send` for a request whose fields `checkOutgoing` accepted, with the attachments it returned. */
   readonly sendChecked: (
@@ -44,7 +46,8 @@ export interface Actions {
     attachments: ReadonlyArray<Attachment> | undefined
   ) => Effect.Effect<Sent, ReplyFailure>
   readonly pending: IntercomSessionService["pending"]
-  readonly status: IntercomSessionService["status"]
+  /** `status` counting the sessions of a scope (C-TOOL-16). */
+  readonly statusIn: (scope: ListScope) => IntercomSessionService["status"]
 }
 
 /**
@@ -56,13 +59,15 @@ export interface Actions {
 export const makeActions = (generation: Generation, sending: Sending): Actions => {
   const { client, connect, host, selfId, settings, tracker } = generation
 
-  const list: Actions["list"] = Effect.gen(function*() {
-    yield* connect
-    const sessions = yield* client.list
-    const self = sessions.find((session) => session.id === selfId)
-    if (self === undefined) return yield* new SelfNotListed()
-    return { self, sessions, text: renderSessionList(self, sessions) }
-  })
+  const listIn: Actions["listIn"] = (scope) =>
+    Effect.gen(function*() {
+      yield* connect
+      const sessions = yield* client.list
+      const self = sessions.find((session) => session.id === selfId)
+      if (self === undefined) return yield* new SelfNotListed()
+      const shown = inScope(scope, self, sessions)
+      return { self, sessions: shown, text: renderSessionList(self, sessions, shown) }
+    })
 
   const sendChecked: Actions["sendChecked"] = (request, attachments) =>
     Effect.gen(function*() {
@@ -125,20 +130,23 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
     return { asks, text: renderPending(asks, now) }
   })
 
-  const status: Actions["status"] = Effect.gen(function*() {
-    yield* connect
-    const sessions = yield* client.list
-    return { sessionId: selfId, activeSessions: sessions.length, text: renderStatus(selfId, sessions.length) }
-  })
+  const statusIn: Actions["statusIn"] = (scope) =>
+    Effect.gen(function*() {
+      yield* connect
+      const sessions = yield* client.list
+      const self = sessions.find((session) => session.id === selfId)
+      const active = self === undefined ? sessions.length : inScope(scope, self, sessions).length
+      return { sessionId: selfId, activeSessions: active, text: renderStatus(selfId, active) }
+    })
 
   return {
-    list,
+    listIn,
     send: (request) => Effect.flatMap(checkOutgoing(request, true), (attachments) => sendChecked(request, attachments)),
     sendChecked,
     reply: (request) =>
       Effect.flatMap(checkOutgoing(request, false), (attachments) => replyChecked(request, attachments)),
     replyChecked,
     pending,
-    status
+    statusIn
   }
 }

@@ -21,6 +21,9 @@ import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, type Sending, sentText } from "./Sending.ts"
 import { checkOutgoing } from "./validation.ts"
 
+/** How long the `cancel_ask` of an ended wait may take before the wait ends anyway. */
+const CANCEL_ASK_BOUND = Duration.seconds(1)
+
 /**
  * The blocking ask of one generation.
  *
@@ -43,7 +46,7 @@ export interface Asking {
  * @since 0.1.0
  */
 export const makeAsking = (generation: Generation, sending: Sending): Asking => {
-  const { background, client, connect, slot } = generation
+  const { client, connect, slot } = generation
 
   /** The part of `ask` that runs while this call holds the slot. */
   const askHolding = (
@@ -61,7 +64,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name })
-      const cancelAsk = background(client.cancelAsk(message.id))
+      // Inline, not in the background: when the generation closes (a reload, a quit) its
+      // background fibers are interrupted, and a lost cancel_ask would let a late reply
+      // reach the next generation as a new message (C-ORD-35). A post is quick; it is bounded anyway.
+      const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
       const delivery = yield* sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs }).pipe(
         Effect.onInterrupt(() => cancelAsk)
       )

@@ -89,6 +89,40 @@ export type HistoryEntry =
   }
 
 /**
+ * An accepted inbound message as the host's journal keeps it (C-DLV-14):
+ * enough to hand it over again in a later generation or process.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface JournalRecord {
+  readonly from: SessionInfo
+  readonly message: Message
+  /** When the session accepted it (its pending-ask age counts from here). */
+  readonly receivedAt: number
+  /** For an ask: how long its asker waits (`ask-timeout-v1`). */
+  readonly askTimeoutMs?: number | undefined
+}
+
+/**
+ * A host's saved history of inbound messages (C-DLV-14, C-DLV-16), for hosts
+ * whose sessions outlive a generation (a reload, a restart on the same saved
+ * session). The session decides when to use it (`InboundJournal.ts`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface InboundJournal {
+  /** Saves an accepted message, for this session, before the host is handed it. */
+  readonly checkpoint: (record: JournalRecord) => Effect.Effect<void, unknown>
+  /**
+   * The messages this session checkpointed that the agent's history does not
+   * hold, oldest first. Records of another session (a fork's parent) never count.
+   */
+  readonly undelivered: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
+}
+
+/**
  * What a host implements: its identity, whether a person is there to
  * confirm, and how it takes an inbound message. `headless(...)` builds one
  * for a host without a person.
@@ -117,6 +151,14 @@ export interface HostService {
    * instead of leaving the asker waiting (C-DLV-13, open question 11).
    */
   readonly exitsWhenDone?: boolean | undefined
+  /** The host's saved inbound history; without one, a message the host took is its own (C-DLV-14). */
+  readonly journal?: InboundJournal | undefined
+  /**
+   * Makes the full `intercom` tool visible to the model, for hosts that expose
+   * it lazily (C-TOOL-15). Called by `load_intercom`, on first use, and before
+   * an actionable inbound message reaches the host.
+   */
+  readonly exposeTool?: (() => Effect.Effect<void>) | undefined
 }
 
 /**

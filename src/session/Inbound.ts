@@ -14,6 +14,12 @@
  * - Controls: a sender cancelling or superseding a message drops its pending
  *   ask (P73).
  *
+ * With a host journal (`InboundJournal.ts`), an accepted message is
+ * checkpointed before the host gets it, undelivered ones are handed over
+ * again when the generation starts, and steered ones the agent never saw are
+ * handed over again when its run settles (C-DLV-14, C-DLV-16). An actionable
+ * message makes a lazily exposed tool visible before the host gets it (C-TOOL-15).
+ *
  * Each stream is drained by one fiber in the generation's Scope. The
  * de-duplication window is owned by this module: the message fiber holds a
  * message on arrival, the hand-off commits it once the host took it.
@@ -26,11 +32,24 @@ import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
 import { makeInboundAdmission } from "./InboundAdmission.ts"
+import { makeJournalKeeper } from "./InboundJournal.ts"
 import { type LifecycleStatus, NON_INTERACTIVE_BUSY_REPLY, renderInbound } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import { newMessage } from "./Sending.ts"
+import type { ToolExposure } from "./ToolExposure.ts"
 
 const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
+
+/**
+ * The running inbound handling of a generation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface InboundHandling {
+  /** The agent's run settled: steered messages it never saw are handed over again (C-DLV-16). */
+  readonly settled: Effect.Effect<void>
+}
 
 /**
  * Starts the inbound fibers of a generation in the current Scope (the
@@ -42,11 +61,15 @@ const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
  */
 export const runInbound = (
   generation: Generation,
-  lifecycle: () => LifecycleStatus
-): Effect.Effect<void, never, Scope.Scope> =>
+  lifecycle: () => LifecycleStatus,
+  exposure: ToolExposure
+): Effect.Effect<InboundHandling, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { background, client, host, settings, slot, tracker } = generation
     const admission = makeInboundAdmission(settings.inboundDedupe)
+    const journal = makeJournalKeeper(host.journal)
+    /** The intent each message was prepared with, until the host took it. */
+    const intents = new WeakMap<InboundContext, DeliveryIntent>()
 
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (timestamp) =>
@@ -87,13 +110,18 @@ export const runInbound = (
           intent = !shouldTrigger(message) ? "passive" : busy ? "steer" : "trigger"
         }
         if (intent === "trigger") tracker.queueTurn(context)
+        if (intent !== "passive") yield* exposure.expose
+        intents.set(context, intent)
         return { intent, from, message, text: renderInbound(from, message, settings.replyHint), expectsReply }
       })
 
     const handoff = yield* makeHostHandoff(host.deliver, {
       prepare,
-      taken: ({ from, message, receivedAt }) =>
+      taken: (context) =>
         Effect.suspend(() => {
+          const { from, message, receivedAt } = context
+          journal.taken(context, intents.get(context) === "steer")
+          intents.delete(context)
           const joined = admission.commit(from.id, message.id, receivedAt)
           return Effect.andThen(
             receipt(message.id, "acknowledged", "accepted by receiver"),
@@ -116,11 +144,21 @@ export const runInbound = (
           return yield* receipt(message.id, "acknowledged", "matched reply waiter")
         }
         const context: InboundContext = { from, message, receivedAt: now, askTimeoutMs: inbound.askTimeoutMs }
-        // Pending at once (C-RPL-1), and for as long as the hand-off is retried.
-        tracker.record(context)
-        admission.hold(from.id, message.id)
-        yield* handoff.enqueue(context)
+        // C-DLV-14: saved before the host can lose it.
+        yield* journal.checkpoint(context)
+        yield* handOver(context)
       })
+
+    /** Pending at once (C-RPL-1), and for as long as the hand-off is retried. */
+    const handOver = (context: InboundContext): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        tracker.record(context)
+        admission.hold(context.from.id, context.message.id)
+        return handoff.enqueue(context)
+      })
+
+    // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
+    for (const context of yield* journal.restore) yield* handOver(context)
 
     yield* Effect.forkScoped(
       client.messages.pipe(
@@ -156,4 +194,8 @@ export const runInbound = (
       ),
       { startImmediately: true }
     )
+
+    return {
+      settled: Effect.flatMap(journal.cleared, (contexts) => Effect.forEach(contexts, handOver, { discard: true }))
+    }
   })

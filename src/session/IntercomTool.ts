@@ -9,10 +9,11 @@
  */
 import { Effect } from "effect"
 import type { Attachment } from "../protocol/frames.ts"
-import { type IntercomSessionError, UnknownAction } from "./errors.ts"
+import { type IntercomSessionError, InvalidScope, UnknownAction } from "./errors.ts"
 import type { Actions } from "./Actions.ts"
 import type { Asking } from "./Ask.ts"
 import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
+import { isListScope, type ListScope } from "./project.ts"
 import { checkOutgoing } from "./validation.ts"
 
 /**
@@ -69,18 +70,34 @@ const checked = (
   return Effect.flatMap(checkOutgoing({ ...params, to, message }, needsTo), (attachments) => act(to, message, attachments))
 }
 
+/** The `scope` parameter of `list` / `status`, or the session's default (C-TOOL-16). */
+const scopeOf = (params: IntercomToolParams, fallback: ListScope): Effect.Effect<ListScope, InvalidScope> => {
+  const scope = params.scope
+  if (scope === undefined) return Effect.succeed(fallback)
+  return isListScope(scope) ? Effect.succeed(scope) : Effect.fail(new InvalidScope({ value: scope }))
+}
+
 /**
- * The six base actions (list/send/ask/reply/pending/status) as tool actions.
+ * The six base actions (list/send/ask/reply/pending/status) as tool actions;
+ * `list` and `status` show `defaultScope` unless the call names a `scope`.
  * `send`, `ask` and `reply` check their parameters here, once, and call the
  * actions' `…Checked` variants.
  *
  * @category constructors
  * @since 0.1.0
  */
-export const baseToolActions = (actions: Actions, asking: Asking): ReadonlyMap<string, ToolAction> =>
+export const baseToolActions = (
+  actions: Actions,
+  asking: Asking,
+  defaultScope: ListScope = "all"
+): ReadonlyMap<string, ToolAction> =>
   new Map<string, ToolAction>([
-    ["list", () =>
-      Effect.map(actions.list, (result) => ok(result.text, { sessionId: result.self.id, sessions: result.sessions }))],
+    ["list", (params) =>
+      Effect.flatMap(scopeOf(params, defaultScope), (scope) =>
+        Effect.map(
+          actions.listIn(scope),
+          (result) => ok(result.text, { sessionId: result.self.id, sessions: result.sessions })
+        ))],
     ["send", (params) =>
       checked(params, true, (to, message, attachments) =>
         Effect.map(actions.sendChecked({ to, message, replyTo: params.replyTo }, attachments), (result) =>
@@ -106,9 +123,10 @@ export const baseToolActions = (actions: Actions, asking: Asking): ReadonlyMap<s
             receivedAt: context.receivedAt
           }))
         }))],
-    ["status", () =>
-      Effect.map(actions.status, (result) =>
-        ok(result.text, { connected: true, sessionId: result.sessionId, activeSessions: result.activeSessions }))]
+    ["status", (params) =>
+      Effect.flatMap(scopeOf(params, defaultScope), (scope) =>
+        Effect.map(actions.statusIn(scope), (result) =>
+          ok(result.text, { connected: true, sessionId: result.sessionId, activeSessions: result.activeSessions })))]
   ])
 
 /**

@@ -206,6 +206,18 @@ export class InvalidTimeout extends Data.TaggedError("InvalidTimeout")<{ readonl
   }
 }
 
+/**
+ * A `scope` other than `"project"` or `"all"` (C-TOOL-16).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class InvalidScope extends Data.TaggedError("InvalidScope")<{ readonly value: string }> {
+  override get message(): string {
+    return `Invalid scope: ${JSON.stringify(this.value)} (use "project" or "all")`
+  }
+}
+
 // ---------------------------------------------------------------------------
 // How each action fails
 // ---------------------------------------------------------------------------
@@ -268,4 +280,4 @@ export type ReplyFailure = SendFailure | NoReplyContext
  * @category errors
  * @since 0.1.0
  */
-export type IntercomSessionError = ListError | AskFailure | ReplyFailure | UnknownAction
+export type IntercomSessionError = ListError | AskFailure | ReplyFailure | UnknownAction | InvalidScope

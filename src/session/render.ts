@@ -168,16 +168,30 @@ export const renderSessionRow = (
  * @category rendering
  * @since 0.1.0
  */
-export const renderSessionList = (self: SessionInfo, all: ReadonlyArray<SessionInfo>): string => {
-  const others = all.filter((session) => session.id !== self.id)
+export const renderSessionList = (
+  self: SessionInfo,
+  all: ReadonlyArray<SessionInfo>,
+  shown: ReadonlyArray<SessionInfo> = all
+): string => {
+  const others = shown.filter((session) => session.id !== self.id)
+  const hidden = all.length - shown.length
   // Display targets for every row at once (O(n log n), not O(n) per row).
   const targetOf = displayTargets(all)
   const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true, targetOf)}`
   const rest = others.length === 0
     ? "**Other sessions:**\nNo other sessions connected."
     : `**Other sessions:**\n${others.map((session) => renderSessionRow(session, all, self.cwd, false, targetOf)).join("\n")}`
-  return `${current}\n\n${rest}`
+  return hidden === 0 ? `${current}\n\n${rest}` : `${current}\n\n${rest}\n\n${hiddenNote(hidden)}`
 }
+
+/**
+ * The note under a project-scoped `list` that hides sessions of other projects (C-TOOL-16).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const hiddenNote = (hidden: number): string =>
+  `${hidden} session${hidden === 1 ? "" : "s"} in other projects not shown; use scope: "all" to include them.`
 
 /**
  * The `list` error when the broker's list lacks this session (C-TOOL-9).

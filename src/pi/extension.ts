@@ -1,0 +1,116 @@
+/**
+ * The pi extension (`effect-intercom/pi`, the `pi.extensions` entry of
+ * package.json): a thin adapter that gives the session runtime a pi host and
+ * registers pi's surfaces — the `intercom` tool (and `load_intercom` when the
+ * tool is exposed lazily), the `/intercom` command and its shortcut, the
+ * renderers, and the lifecycle handlers.
+ *
+ * Nothing starts in the factory (it also runs for `pi --list-models`): it
+ * only reads two keys of config.json and registers. Each `session_start`
+ * starts a generation (`generation.ts`, loaded on first need so pi's startup
+ * does not pay for it) and each `session_shutdown`, whatever its reason,
+ * closes it (C-ORD-35). pi calls the factory again for every session runtime,
+ * so the current generation is state of this factory call, reached by every
+ * callback through `current` — never module state.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
+import { openIntercom } from "./command.ts"
+import { factoryConfig } from "./factoryConfig.ts"
+import type { LifecycleEvent, PiGeneration } from "./generation.ts"
+import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
+import { COMMAND_NAME } from "./names.ts"
+import { registerRenderers } from "./render.ts"
+import { intercomTool, loaderTool } from "./tool.ts"
+
+const notStarted: ToolResult = {
+  text: "Intercom not connected: no pi session has started",
+  isError: true,
+  details: { error: "IntercomNotConnected" }
+}
+
+/**
+ * The extension factory pi calls with its `ExtensionAPI`.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export default function intercomExtension(pi: ExtensionAPI): void {
+  const config = factoryConfig()
+  const lazy = config.toolVisibility === "after-first-use"
+  /** The generation of the current pi session, while one runs. */
+  let current: Promise<PiGeneration> | undefined
+
+  const withGeneration = <A>(fallback: A, f: (generation: PiGeneration) => A | Promise<A>): Promise<A> =>
+    current === undefined ? Promise.resolve(fallback) : current.then(f, () => fallback)
+
+  const lifecycle = (event: LifecycleEvent, ctx: ExtensionContext): void => {
+    void withGeneration(undefined, (generation) => {
+      generation.observe(ctx)
+      generation.lifecycle(event)
+    })
+  }
+
+  const run = (params: IntercomToolParams, signal: AbortSignal | undefined) =>
+    withGeneration(notStarted, (generation) => generation.tool(params, signal))
+  /** The overlay's and the command's actions: the tool's, without exposing a lazy tool. */
+  const runFromUI = (params: IntercomToolParams) =>
+    withGeneration(notStarted, (generation) => generation.tool(params, undefined, true))
+
+  pi.registerTool(intercomTool(run, !lazy))
+  if (lazy) pi.registerTool(loaderTool(() => withGeneration(notStarted, (generation) => generation.loadTool())))
+  registerRenderers(pi)
+
+  pi.registerCommand(COMMAND_NAME, {
+    description: "List intercom sessions (\"all\" includes other projects) and send a message",
+    handler: async (args, ctx) => openIntercom(ctx, args.trim(), runFromUI)
+  })
+  pi.registerShortcut(config.shortcut ?? "alt+m", {
+    description: "Open the intercom",
+    handler: async (ctx) => openIntercom(ctx, "", runFromUI)
+  })
+
+  pi.on("session_start", async (_event, ctx) => {
+    // Read now: by the time the runtime module has loaded, this ctx may already be stale.
+    const seed = {
+      sessionId: ctx.sessionManager.getSessionId(),
+      name: pi.getSessionName(),
+      cwd: ctx.cwd,
+      model: ctx.model?.id ?? "unknown",
+      hasUI: ctx.hasUI,
+      mode: ctx.mode
+    }
+    const starting = import("./generation.ts").then((module) =>
+      module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility })
+    )
+    starting.catch(() => undefined) // reported where it is used (withGeneration); never unhandled
+    current = starting
+    // Print and json modes run their prompt right after this and exit: the session must be
+    // on the bus, with its journal restored, first. The TUI and RPC do not wait.
+    if (ctx.mode === "print" || ctx.mode === "json") await starting.then((generation) => generation.ready)
+  })
+  pi.on("session_shutdown", async () => {
+    const closing = current
+    current = undefined
+    await closing?.then((generation) => generation.close(), () => undefined)
+  })
+  pi.on("session_info_changed", (event, ctx) => lifecycle({ _tag: "Identity", update: { name: event.name } }, ctx))
+  pi.on("model_select", (event, ctx) => lifecycle({ _tag: "Identity", update: { model: event.model.id } }, ctx))
+  pi.on("agent_start", (_event, ctx) => lifecycle({ _tag: "Status", status: "thinking" }, ctx))
+  pi.on("tool_execution_start", (event, ctx) => lifecycle({ _tag: "Status", status: `tool:${event.toolName}` }, ctx))
+  pi.on("tool_execution_end", (_event, ctx) => lifecycle({ _tag: "Status", status: "thinking" }, ctx))
+  // agent_end is not idle: pi may still retry or run queued messages.
+  pi.on("agent_settled", (_event, ctx) => {
+    lifecycle({ _tag: "EndTurn" }, ctx)
+    lifecycle({ _tag: "Status", status: "idle" }, ctx)
+  })
+  // The message a turn works on is what `reply` without `to` answers (C-RPL-2).
+  pi.on("message_end", (event, ctx) => {
+    const message = event.message
+    if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return
+    const details = deliveredMessage(message.details)
+    if (details !== undefined && details.intent !== "passive") {
+      lifecycle({ _tag: "BeginTurn", messageId: details.messageId }, ctx)
+    }
+  })
+}

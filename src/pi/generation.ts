@@ -1,0 +1,268 @@
+/**
+ * One pi session generation: everything the extension runs between a
+ * `session_start` and its `session_shutdown` (C-ORD-35). It owns a
+ * `ManagedRuntime` whose Scope holds the `IntercomClient`, the
+ * `IntercomSession` over the pi `Host`, the lifecycle fiber and the status
+ * line; `close` disposes it, for every shutdown reason, so nothing of an old
+ * generation acts afterwards. Its `PiAccess` refuses pi calls from the moment
+ * `close` starts, and catches pi's stale-context throw.
+ *
+ * Lifecycle events from pi (status, rename, model switch, turns) are offered
+ * to one queue and applied in order by one fiber, so a burst of pi events
+ * cannot reorder. The intercom session id is pi's session id.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import { NodeServices } from "@effect/platform-node"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { IntercomNotConnected } from "../client/errors.ts"
+import { IntercomClient } from "../client/IntercomClient.ts"
+import { readIntercomSettings } from "../config/load.ts"
+import type { IntercomSettings } from "../config/settings.ts"
+import { Host, type HostIdentity } from "../session/Host.ts"
+import {
+  IntercomSession,
+  type IntercomSessionService,
+  type IntercomToolParams,
+  sessionRegistration,
+  type ToolResult
+} from "../session/IntercomSession.ts"
+import type { LifecycleStatus } from "../session/render.ts"
+import type { ToolVisibility } from "../session/ToolExposure.ts"
+import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
+import { STATUS_KEY } from "./names.ts"
+
+/**
+ * A lifecycle change pi reported, applied in order by the generation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type LifecycleEvent =
+  | { readonly _tag: "Status"; readonly status: LifecycleStatus }
+  | { readonly _tag: "Identity"; readonly update: Partial<HostIdentity> }
+  | { readonly _tag: "BeginTurn"; readonly messageId: string | undefined }
+  | { readonly _tag: "EndTurn" }
+
+/**
+ * What a generation needs to know of its pi session when it starts.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface GenerationSeed {
+  /** pi's session id: the intercom session id. */
+  readonly sessionId: string
+  readonly name: string | undefined
+  readonly cwd: string
+  readonly model: string
+  readonly hasUI: boolean
+  readonly mode: ExtensionContext["mode"]
+}
+
+/**
+ * A running generation, as the extension's pi callbacks reach it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PiGeneration {
+  /** The intercom session id: pi's session id. */
+  readonly sessionId: string
+  /** Settles once the session is on the bus (or failed to get there) and restored its journal. */
+  readonly ready: Promise<void>
+  /**
+   * The whole `intercom` tool in one call; never rejects (C-TOOL-12). `ui`: a
+   * call from the extension's own UI, which does not expose a lazy tool.
+   */
+  readonly tool: (params: IntercomToolParams, signal?: AbortSignal, ui?: boolean) => Promise<ToolResult>
+  /** `load_intercom({})` (C-TOOL-15). */
+  readonly loadTool: () => Promise<ToolResult>
+  /** Queues a lifecycle change; ignored once the generation closed. */
+  readonly lifecycle: (event: LifecycleEvent) => void
+  /** The newest context pi gave this generation's handlers. */
+  readonly observe: (ctx: ExtensionContext) => void
+  /** Ends the generation: idempotent; pi is never touched again. */
+  readonly close: () => Promise<void>
+}
+
+/** `enabled: false` in config.json: the session never connects (C-CFG-6). */
+const disabled = (settings: IntercomSettings) =>
+  new IntercomNotConnected({
+    reason: `intercom is disabled ("enabled": false in ${settings.configSource ?? settings.paths.configFile})`
+  })
+
+const errorResult = (text: string): ToolResult => ({ text, isError: true, details: { error: "IntercomNotConnected" } })
+
+/** Why the generation could not be built, as a tool error. */
+const buildFailure = (error: unknown): ToolResult =>
+  errorResult(
+    error instanceof IntercomNotConnected
+      ? error.message
+      : `Intercom not connected: ${error instanceof Error ? error.message : String(error)}`
+  )
+
+const cancelled: ToolResult = { text: "Cancelled", isError: true, details: { error: "Cancelled" } }
+
+const statusText = (connected: boolean, waiting: boolean, pending: number): string => {
+  const parts = [connected ? "intercom: connected" : "intercom: not connected"]
+  if (waiting) parts.push("waiting for a reply")
+  if (pending > 0) parts.push(`${pending} pending ask${pending === 1 ? "" : "s"}`)
+  return parts.join(" · ")
+}
+
+/**
+ * Starts the generation of pi session `ctx` (nothing connects here unless
+ * `connectNow`; the runtime builds on first use).
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const startGeneration = (input: {
+  readonly pi: ExtensionAPI
+  readonly ctx: ExtensionContext
+  /** What the generation needs of `ctx`, read by `session_start` itself while `ctx` was surely live. */
+  readonly seed: GenerationSeed
+  /** From the factory's reading of config.json, so the registered tools and the runtime agree. */
+  readonly toolVisibility: ToolVisibility
+}): PiGeneration => {
+  const { pi, seed } = input
+  let ctx = input.ctx
+  let closed = false
+  let closing: Promise<void> | undefined
+  const { hasUI, sessionId } = seed
+  const interactive = seed.mode === "tui" || seed.mode === "rpc"
+
+  const access: PiAccess = {
+    touch: (f) =>
+      Effect.suspend(() => {
+        if (closed) return Effect.fail(new StaleSession("the pi session of this intercom generation has ended"))
+        try {
+          return Effect.succeed(f(pi, ctx))
+        } catch (error) {
+          return Effect.fail(new StaleSession(error instanceof Error ? error.message : String(error)))
+        }
+      })
+  }
+
+  const identity: HostIdentity = { name: seed.name, cwd: seed.cwd, model: seed.model }
+  const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
+
+  const layer = Layer.unwrap(Effect.gen(function*() {
+    const { errors, settings, warnings } = yield* readIntercomSettings()
+    const problems = [...warnings, ...errors.map((error) => error.message)]
+    if (problems.length > 0 && hasUI) {
+      yield* access.touch((_pi, c) => c.ui.notify(problems.join("\n"), "warning")).pipe(Effect.ignore)
+    }
+    const startup = errors.find((error) => error._tag !== "IntercomConfigFileError")
+    if (startup !== undefined) return yield* Effect.fail(startup)
+    if (!settings.enabled) return yield* Effect.fail(disabled(settings))
+    const startedAt = yield* Clock.currentTimeMillis
+    const client = IntercomClient.layer({
+      agentDir: settings.paths.agentDir,
+      intercomDir: settings.paths.intercomDir,
+      socketPath: settings.paths.socketPath,
+      sessionId,
+      scopeId: settings.scopeId,
+      registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt, statusSuffix: settings.status }),
+      launch: settings.broker,
+      sendTimeoutMs: settings.sendTimeoutMs,
+      listTimeoutMs: settings.listTimeoutMs,
+      livenessIntervalMs: settings.liveness.intervalMs,
+      livenessTimeoutMs: settings.liveness.timeoutMs
+    })
+    const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
+    const session = IntercomSession.layer({
+      askTimeoutMs: settings.askTimeoutMs,
+      replyHint: settings.replyHint,
+      confirmSend: settings.confirmSend,
+      statusSuffix: settings.status,
+      inboundTrigger: settings.inboundTrigger,
+      toolVisibility: input.toolVisibility,
+      defaultScope: "project"
+    })
+    return Layer.mergeAll(lifecycleLayer, statusLayer).pipe(
+      Layer.provideMerge(session),
+      Layer.provideMerge(Layer.merge(client, host))
+    )
+  })).pipe(Layer.provide(Layer.mergeAll(NodeServices.layer, Logger.layer([]))))
+
+  /** Applies pi's lifecycle events in order (the one owner of the session's lifecycle inputs). */
+  const lifecycleLayer = Layer.effectDiscard(Effect.gen(function*() {
+    const session = yield* IntercomSession
+    yield* Effect.forkScoped(Stream.runForEach(Stream.fromQueue(events), (event) => {
+      switch (event._tag) {
+        case "Status":
+          return session.setStatus(event.status)
+        case "Identity":
+          return session.setIdentity(event.update)
+        case "BeginTurn":
+          return Effect.asVoid(session.beginTurn(event.messageId))
+        case "EndTurn":
+          return session.endTurn
+      }
+    }))
+  }))
+
+  /** The footer status line: connection state, a wait in progress, pending asks (TUI and RPC only). */
+  const statusLayer = Layer.effectDiscard(Effect.gen(function*() {
+    if (!hasUI) return
+    const session = yield* IntercomSession
+    const client = yield* IntercomClient
+    let shown: string | undefined
+    const refresh = Effect.gen(function*() {
+      const text = statusText((yield* client.status).connected, yield* session.waiting, yield* session.pendingCount)
+      if (text === shown) return
+      shown = text
+      yield* access.touch((_pi, c) => c.ui.setStatus(STATUS_KEY, text)).pipe(Effect.ignore)
+    })
+    yield* Effect.forkScoped(Effect.repeat(refresh, Schedule.spaced("1 second")))
+  }))
+
+  const runtime = ManagedRuntime.make(layer)
+  const withSession = <A>(f: (session: IntercomSessionService) => Effect.Effect<A>): Effect.Effect<A, unknown, IntercomSession> =>
+    Effect.gen(function*() {
+      return yield* f(yield* IntercomSession)
+    })
+
+  /** C-ASK-3: a call whose signal fired (before or during it) is `Cancelled`, and reserved nothing. */
+  const tool: PiGeneration["tool"] = (params, signal, ui = false) =>
+    signal?.aborted === true
+      ? Promise.resolve(cancelled)
+      : runtime.runPromise(withSession((session) => ui ? session.act(params) : session.intercom(params)), { signal })
+        .catch((error: unknown) =>
+        signal?.aborted === true ? cancelled : buildFailure(error)
+      )
+
+  // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
+  const ready = input.toolVisibility === "always"
+    ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
+    : Promise.resolve()
+
+  return {
+    sessionId,
+    ready,
+    tool,
+    loadTool: () =>
+      runtime.runPromise(withSession((session) => session.loadTool)).catch(buildFailure),
+    lifecycle: (event) => {
+      if (!closed) Queue.offerUnsafe(events, event)
+    },
+    observe: (next) => {
+      if (!closed) ctx = next
+    },
+    close: () => {
+      if (closing !== undefined) return closing
+      if (hasUI) Effect.runSync(Effect.ignore(access.touch((_pi, c) => c.ui.setStatus(STATUS_KEY, undefined))))
+      closed = true
+      closing = runtime.dispose()
+      return closing
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The pi `Host` of the session runtime: what `IntercomSession` needs from a
+ * pi session, in pi's terms. Identity from the session name, cwd and model;
+ * confirmation through `ctx.ui.confirm`; inbound messages as `intercom_message`
+ * custom messages (idle → a triggered turn, busy → steered after the current
+ * tool calls, passive → stored without a turn); history records and the
+ * inbound journal as session entries (`journal.ts`); lazy exposure through
+ * `pi.setActiveTools`.
+ *
+ * Every call goes through `PiAccess.touch`, which refuses once the generation
+ * ended and turns pi's stale-context throw into a failure (C-ORD-35): a late
+ * callback of an old generation never reaches the user.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import * as Effect from "effect/Effect"
+import type { HistoryEntry, HostService, Inbound } from "../session/Host.ts"
+import { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
+import { checkpointEntry, type HistoryData, type MessageDetails, undeliveredIn } from "./journal.ts"
+import { TOOL_NAME } from "./names.ts"
+
+/**
+ * The generation's guarded access to its pi session.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface PiAccess {
+  /**
+   * Runs `f` against the live pi session. Fails once the generation ended, or
+   * when pi throws (a stale context after a reload or a session switch).
+   */
+  readonly touch: <A>(f: (pi: ExtensionAPI, ctx: ExtensionContext) => A) => Effect.Effect<A, StaleSession>
+}
+
+/**
+ * The pi session this generation belonged to is gone (or pi refused the call).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class StaleSession extends Error {
+  /** Discriminates this error in unions. */
+  readonly _tag = "StaleSession"
+}
+
+/**
+ * The pi event that tells other extensions an intercom message was handed to
+ * pi (`{ messageId, from, intent }`); the test harness waits on it.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const INBOUND_EVENT = "effect-intercom:inbound"
+
+/**
+ * How each intent reaches pi's queue. `triggerTurn` on steer too: pi may have
+ * gone idle meanwhile. Without a person (print and json modes) pi runs the
+ * prompts it was given and exits, so an idle session is one about to run its
+ * prompt (a resume) or about to exit: a message is added to the history
+ * without starting a run of its own, which would collide with pi's prompt.
+ */
+const sendOptions = (intent: Inbound["intent"], interactive: boolean) =>
+  intent === "trigger" && interactive
+    ? { triggerTurn: true }
+    : intent === "steer"
+    ? { deliverAs: "steer" as const, triggerTurn: true }
+    : { triggerTurn: false }
+
+const historyData = (entry: HistoryEntry): HistoryData =>
+  entry._tag === "intercom_sent"
+    ? {
+      to: entry.to,
+      message: {
+        text: entry.message.text,
+        ...(entry.message.attachments === undefined ? {} : { attachments: entry.message.attachments }),
+        ...(entry.message.replyTo === undefined ? {} : { replyTo: entry.message.replyTo })
+      },
+      messageId: entry.messageId,
+      timestamp: entry.timestamp
+    }
+    : {
+      from: entry.from,
+      message: {
+        text: entry.message.text,
+        ...(entry.message.attachments === undefined ? {} : { attachments: entry.message.attachments })
+      },
+      messageId: entry.messageId,
+      timestamp: entry.timestamp
+    }
+
+/**
+ * The host of one generation, for the pi session `sessionId`.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makePiHost = (input: {
+  readonly access: PiAccess
+  readonly sessionId: string
+  readonly identity: HostService["identity"]
+  readonly hasUI: boolean
+  /** pi runs in the TUI or over RPC (it stays up between prompts). */
+  readonly interactive: boolean
+}): HostService => {
+  const { access, sessionId } = input
+  return {
+    identity: input.identity,
+    hasUI: input.hasUI,
+    confirm: ({ text, title }) =>
+      access.touch((_pi, ctx) => ctx.ui.confirm(title, text)).pipe(
+        Effect.flatMap((answer) => Effect.promise(() => answer)),
+        Effect.orElseSucceed(() => false)
+      ),
+    deliver: (inbound) =>
+      access.touch((pi) => {
+        const details: MessageDetails = {
+          messageId: inbound.message.id,
+          from: inbound.from,
+          expectsReply: inbound.expectsReply,
+          intent: inbound.intent
+        }
+        pi.sendMessage({ customType: MESSAGE_TYPE, content: inbound.text, display: true, details }, sendOptions(inbound.intent, input.interactive))
+        pi.events.emit(INBOUND_EVENT, { messageId: inbound.message.id, from: inbound.from.id, intent: inbound.intent })
+      }),
+    record: (entry) =>
+      access.touch((pi) => pi.appendEntry(entry._tag === "intercom_sent" ? SENT_ENTRY : RECEIVED_ENTRY, historyData(entry)))
+        .pipe(Effect.ignore),
+    journal: {
+      checkpoint: (record) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record))),
+      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries()))
+    },
+    exposeTool: () =>
+      access.touch((pi) => {
+        const active = pi.getActiveTools()
+        if (!active.includes(TOOL_NAME)) pi.setActiveTools([...active, TOOL_NAME])
+      }).pipe(Effect.ignore)
+  }
+}

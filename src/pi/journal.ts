@@ -1,0 +1,123 @@
+/**
+ * The pi session file as the session runtime's inbound journal (C-DLV-14,
+ * C-DLV-16), and the session-entry shapes the extension writes.
+ *
+ * - An accepted inbound message is saved as an `intercom_received` custom
+ *   entry carrying `inbound` (the recipient session id and the message as it
+ *   arrived) before it goes to pi's queue.
+ * - It reaches the model as an `intercom_message` custom message whose
+ *   `details` name the sender and message id; once such an entry exists
+ *   anywhere in the session file, the message is in history (compaction only
+ *   hides entries from the model, it never removes them).
+ * - `undelivered` = checkpoints *of this session id* with no such message.
+ *   A fork copies its parent's entries under a new session id, so it never
+ *   takes its parent's mail over; a resume keeps the id, so it does.
+ */
+import * as Schema from "effect/Schema"
+import { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import type { JournalRecord } from "../session/Host.ts"
+
+import { MESSAGE_TYPE, RECEIVED_ENTRY } from "./entries.ts"
+
+/** `details` of an `intercom_message` custom message. */
+export const MessageDetails = Schema.Struct({
+  messageId: Schema.String,
+  from: SessionInfo,
+  expectsReply: Schema.Boolean,
+  intent: Schema.String
+})
+/** `details` of an `intercom_message` custom message. */
+export type MessageDetails = typeof MessageDetails.Type
+
+/** The checkpoint part of an `intercom_received` entry. */
+const Checkpoint = Schema.Struct({
+  recipient: Schema.String,
+  from: SessionInfo,
+  message: Message,
+  receivedAt: Schema.Finite,
+  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+})
+
+/** `data` of an `intercom_received` / `intercom_sent` entry. */
+export const HistoryData = Schema.Struct({
+  to: Schema.optionalKey(Schema.String),
+  from: Schema.optionalKey(Schema.String),
+  message: Schema.Struct({
+    text: Schema.String,
+    attachments: Schema.optionalKey(Schema.Array(Attachment)),
+    replyTo: Schema.optionalKey(Schema.String)
+  }),
+  messageId: Schema.String,
+  timestamp: Schema.Finite,
+  inbound: Schema.optionalKey(Checkpoint)
+})
+/** `data` of an `intercom_received` / `intercom_sent` entry. */
+export type HistoryData = typeof HistoryData.Type
+
+const decodeCheckpointData = Schema.decodeUnknownOption(Schema.Struct({ inbound: Checkpoint }))
+const decodeDetails = Schema.decodeUnknownOption(MessageDetails)
+
+/** The part of a pi session entry this module reads. */
+export interface EntryView {
+  readonly type: string
+  readonly customType?: string
+  readonly data?: unknown
+  readonly details?: unknown
+}
+
+const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
+
+/**
+ * The `intercom_received` entry that checkpoints an accepted message for `recipient`.
+ */
+export const checkpointEntry = (recipient: string, record: JournalRecord): HistoryData => ({
+  from: record.from.name?.trim() || record.from.id,
+  message: {
+    text: record.message.content.text,
+    ...(record.message.content.attachments === undefined ? {} : { attachments: record.message.content.attachments })
+  },
+  messageId: record.message.id,
+  timestamp: record.message.timestamp,
+  inbound: {
+    recipient,
+    from: record.from,
+    message: record.message,
+    receivedAt: record.receivedAt,
+    ...(record.askTimeoutMs === undefined ? {} : { askTimeoutMs: record.askTimeoutMs })
+  }
+})
+
+/** The `details` of a custom message, when it is an intercom message. */
+export const messageDetails = (entry: EntryView): MessageDetails | undefined => {
+  if (entry.type !== "custom_message" || entry.customType !== MESSAGE_TYPE) return undefined
+  const decoded = decodeDetails(entry.details)
+  return decoded._tag === "Some" ? decoded.value : undefined
+}
+
+/**
+ * The checkpoints of `recipient` that no `intercom_message` in `entries`
+ * delivered, in the order they were saved.
+ */
+export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<JournalRecord> => {
+  const delivered = new Set<string>()
+  const saved: Array<JournalRecord> = []
+  for (const entry of entries) {
+    const details = messageDetails(entry)
+    if (details !== undefined) {
+      delivered.add(keyOf(details.from.id, details.messageId))
+      continue
+    }
+    if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
+    const decoded = decodeCheckpointData(entry.data)
+    if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
+    const { askTimeoutMs, from, message, receivedAt } = decoded.value.inbound
+    saved.push({ from, message, receivedAt, ...(askTimeoutMs === undefined ? {} : { askTimeoutMs }) })
+  }
+  const seen = new Set<string>()
+  return saved.filter((record) => {
+    const key = keyOf(record.from.id, record.message.id)
+    if (delivered.has(key) || seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}

@@ -1,0 +1,132 @@
+/**
+ * The `intercom` tool as pi sees it (C-TOOL): pi-intercom's name, parameters
+ * and texts, TypeBox parameters with `StringEnum`s (pi validates them before
+ * `execute`, so an unknown action or a malformed attachment is a tool error
+ * and nothing is sent), the prompt snippet and guidelines, and the small
+ * `load_intercom` tool for `toolVisibility: "after-first-use"` (C-TOOL-15).
+ *
+ * `execute` only hands the parameters to the generation's session runtime;
+ * the abort signal is the cancellation of an `ask` (C-ASK-3).
+ */
+import { StringEnum } from "@earendil-works/pi-ai"
+import type { AgentToolResult, ToolDefinition } from "@earendil-works/pi-coding-agent"
+import { type Static, Type } from "typebox"
+import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
+import { LOADER_NAME, TOOL_NAME } from "./names.ts"
+
+/**
+ * The parameters of the `intercom` tool.
+ *
+ * @category schemas
+ * @since 0.1.0
+ */
+export const IntercomParameters = Type.Object({
+  action: StringEnum(["list", "send", "ask", "reply", "pending", "status"] as const, {
+    description: "Action: 'list', 'send', 'ask', 'reply', 'pending', or 'status'"
+  }),
+  to: Type.Optional(Type.String({
+    description: "Target session name or ID (for 'send', 'ask', or disambiguating 'reply')"
+  })),
+  message: Type.Optional(Type.String({ description: "Message to send (for 'send', 'ask', or 'reply' action)" })),
+  attachments: Type.Optional(Type.Array(Type.Object({
+    type: StringEnum(["file", "snippet", "context"] as const),
+    name: Type.String(),
+    content: Type.String(),
+    language: Type.Optional(Type.String())
+  }))),
+  replyTo: Type.Optional(Type.String({ description: "Message ID to reply to (for threading or responding to an 'ask')" })),
+  timeoutMs: Type.Optional(Type.Number({
+    description: "For 'ask': how long to wait for the reply, in milliseconds (default from config, 10 minutes)"
+  })),
+  scope: Type.Optional(StringEnum(["project", "all"] as const, {
+    description: "For 'list' and 'status': 'project' (default: this repository and its worktrees) or 'all'"
+  }))
+})
+
+/**
+ * The `intercom` tool's parameters as pi hands them to `execute`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type IntercomParameters = Static<typeof IntercomParameters>
+
+/** The tool description, pi-intercom's with the newer actions and options. */
+const DESCRIPTION = `Send a message to another pi session running on this machine.
+Use this to communicate findings, request help, or coordinate work with other sessions.
+
+Usage:
+  intercom({ action: "list" })                    → List active sessions (scope: "all" includes other projects)
+  intercom({ action: "send", to: "session-name", message: "..." })  → Send message
+  intercom({ action: "ask", to: "session-name", message: "..." })   → Ask and wait for reply
+  intercom({ action: "reply", message: "..." })                      → Reply to the active/single pending ask
+  intercom({ action: "pending" })                                      → List unresolved inbound asks
+  intercom({ action: "status" })                  → Show connection status`
+
+/**
+ * What a pi tool result is made of: the session runtime's text, error flag and details.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const toAgentResult = (result: ToolResult): AgentToolResult<Readonly<Record<string, unknown>>> => ({
+  content: [{ type: "text", text: result.text }],
+  details: result.details,
+  isError: result.isError
+})
+
+/** A string-enum field as pi validated it (TypeBox's `Static` cannot see through `StringEnum`). */
+const enumValue = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
+
+/** The session runtime's parameters from pi's validated ones. */
+const toParams = (params: IntercomParameters): IntercomToolParams => ({
+  action: enumValue(params.action) ?? "",
+  to: params.to,
+  message: params.message,
+  attachments: params.attachments,
+  replyTo: params.replyTo,
+  timeoutMs: params.timeoutMs,
+  scope: enumValue(params.scope)
+})
+
+/**
+ * The `intercom` tool; `run` reaches the current generation.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const intercomTool = (
+  run: (params: IntercomToolParams, signal: AbortSignal | undefined) => Promise<ToolResult>,
+  defaultActive: boolean
+): ToolDefinition<typeof IntercomParameters, Readonly<Record<string, unknown>>> => ({
+  name: TOOL_NAME,
+  label: "Intercom",
+  description: DESCRIPTION,
+  promptSnippet:
+    "Use to coordinate with other local pi sessions: list peers, send updates, ask for help, or check intercom connectivity.",
+  promptGuidelines: [
+    "Use intercom send for updates that need no answer; use intercom ask only when this session must wait for the answer before it can continue.",
+    "When an intercom message asks for a reply, answer it with intercom({ action: \"reply\", message: \"...\" }); use intercom pending to see unanswered asks."
+  ],
+  parameters: IntercomParameters,
+  defaultActive,
+  execute: async (_toolCallId, params, signal) => toAgentResult(await run(toParams(params), signal))
+})
+
+/**
+ * `load_intercom({})`: makes the full `intercom` tool visible; sends and checks nothing.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const loaderTool = (
+  run: () => Promise<ToolResult>
+): ToolDefinition<ReturnType<typeof Type.Object>, Readonly<Record<string, unknown>>> => ({
+  name: LOADER_NAME,
+  label: "Load intercom",
+  description:
+    "Enable the intercom tool to message other local pi sessions (list peers, send, ask, reply). Sends and checks nothing.",
+  promptSnippet: "Enable the intercom tool before coordinating with other local pi sessions.",
+  parameters: Type.Object({}),
+  execute: async () => toAgentResult(await run())
+})

@@ -1,0 +1,101 @@
+/**
+ * The inbound journal (C-DLV-14, C-DLV-16): nothing accepted from the broker
+ * is lost in the hand-off to a host that keeps a saved history.
+ *
+ * The host stores the records (`Host.journal`); this module holds the rules:
+ *
+ * - an accepted message is checkpointed with the host *before* the host gets
+ *   it, so a reload, a crash or a resume of the same saved session finds it;
+ * - when a generation starts, every checkpointed message that the agent's
+ *   history does not hold yet is handed over again, once, oldest first;
+ * - a message handed over while the agent was busy (`steer`) that is still
+ *   missing from history when the run settles was cleared before it reached
+ *   the model (Esc), and is handed over again; one that reached history is
+ *   never handed over twice.
+ *
+ * It owns the set of steered messages not yet seen in history: a plain map
+ * touched only by synchronous code of this generation's fibers.
+ */
+import { Effect } from "effect"
+import type { InboundJournal, JournalRecord } from "./Host.ts"
+import type { InboundContext } from "./ReplyTracker.ts"
+
+const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
+
+/**
+ * The journal side of one generation's inbound handling.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface JournalKeeper {
+  /** Saves an accepted message before the host gets it; a failure is logged, never fatal. */
+  readonly checkpoint: (context: InboundContext) => Effect.Effect<void>
+  /** Checkpointed messages the host's history lacks, to hand over when the generation starts. */
+  readonly restore: Effect.Effect<ReadonlyArray<InboundContext>>
+  /** The host took a message with this intent. */
+  readonly taken: (context: InboundContext, steered: boolean) => void
+  /** The agent's run settled: the steered messages history still lacks, to hand over again. */
+  readonly cleared: Effect.Effect<ReadonlyArray<InboundContext>>
+}
+
+const toContext = (record: JournalRecord): InboundContext => ({
+  from: record.from,
+  message: record.message,
+  receivedAt: record.receivedAt,
+  askTimeoutMs: record.askTimeoutMs
+})
+
+const toRecord = (context: InboundContext): JournalRecord => ({
+  from: context.from,
+  message: context.message,
+  receivedAt: context.receivedAt,
+  ...(context.askTimeoutMs === undefined ? {} : { askTimeoutMs: context.askTimeoutMs })
+})
+
+/** Reads the host's undelivered records; a failure counts as none (and is logged). */
+const undelivered = (journal: InboundJournal): Effect.Effect<ReadonlyArray<JournalRecord>> =>
+  journal.undelivered.pipe(
+    Effect.catchCause((cause) =>
+      Effect.as(Effect.logWarning("Intercom could not read the inbound journal", cause), [])
+    )
+  )
+
+/**
+ * The journal rules over the host's journal; without one every step is a no-op.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalKeeper => {
+  /** Steered messages the host took that history did not hold yet, by (sender id, message id). */
+  const steered = new Map<string, InboundContext>()
+  if (journal === undefined) {
+    return { checkpoint: () => Effect.void, restore: Effect.succeed([]), taken: () => {}, cleared: Effect.succeed([]) }
+  }
+  return {
+    checkpoint: (context) =>
+      Effect.suspend(() => journal.checkpoint(toRecord(context))).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning(`Intercom could not checkpoint message ${context.message.id}`, cause)
+        )
+      ),
+    restore: Effect.map(undelivered(journal), (records) => records.map(toContext)),
+    taken: (context, wasSteered) => {
+      if (wasSteered) steered.set(keyOf(context.from.id, context.message.id), context)
+    },
+    cleared: Effect.suspend(() => {
+      if (steered.size === 0) return Effect.succeed([])
+      return Effect.map(undelivered(journal), (records) => {
+        const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
+        const again: Array<InboundContext> = []
+        for (const [key, context] of steered) {
+          if (missing.has(key)) again.push(context)
+        }
+        // Either back in the hand-off or in history: no longer watched.
+        steered.clear()
+        return again
+      })
+    })
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Two real pi sessions in one process (pi's SDK, scripted model turns) with
+ * the extension loaded from dist/: the extension spawns the broker, A asks B,
+ * B's model gets the ask as a triggered custom message and calls `reply`,
+ * and A's tool result holds the reply. Also: a busy recipient gets a message
+ * after the tool boundary, once; names and models follow pi.
+ */
+import { afterAll, assert, describe, it } from "vitest"
+import { call, closeWorld, entriesOf, intercomMessages, makeWorld, nextEvent, openPi, say, textOf, toolResults } from "./support.ts"
+
+const world = makeWorld()
+afterAll(() => closeWorld(world))
+
+describe("pi extension: two sessions", () => {
+  it("A asks B; B's model gets the ask as a triggered message and replies; A's tool result holds the reply", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "bravo" })
+    try {
+      // B registers at session_start; its first status call is the barrier that it is on the bus.
+      b.script(call("intercom", { action: "status" }), say("ready"))
+      await b.session().prompt("check in")
+      assert.match(toolResults(b.session())[0] ?? "", /^\*\*Intercom Status:\*\*\nConnected: Yes/)
+
+      b.script(call("intercom", { action: "reply", message: "42" }), say("answered"))
+      a.script(call("intercom", { action: "ask", to: "bravo", message: "What is 6 * 7?" }), say("done"))
+      const bSettled = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 4)
+      await a.session().prompt("ask bravo")
+      await bSettled
+
+      assert.deepStrictEqual(toolResults(a.session()), ["**Reply from bravo:**\n42"])
+      // B saw the ask as a custom message that started its turn (no user prompt before it), with the reply hint.
+      const asked = b.calls[2] ?? []
+      assert.deepStrictEqual(asked.slice(-1).map((message) => message.role), ["user"])
+      assert.match(textOf(asked.at(-1) ?? { role: "x" }), /^\*\*From .+\*\* \(.+\)\n\nTo reply, use the intercom tool: intercom\(\{ action: "reply", message: "\.\.\." \}\)\n\nWhat is 6 \* 7\?$/)
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+      assert.match(toolResults(b.session())[1] ?? "", /^Reply sent to /)
+      // C-TOOL-8: history entries on both sides.
+      assert.strictEqual(entriesOf(a.session(), "intercom_sent").length, 1)
+      assert.strictEqual(entriesOf(a.session(), "intercom_received").length, 1)
+      assert.strictEqual(entriesOf(b.session(), "intercom_sent").length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("a busy recipient (a long tool running) gets a message after the tool boundary, once", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "busy-bee" })
+    try {
+      b.script(call("intercom", { action: "status" }), say("ready"))
+      await b.session().prompt("check in")
+      b.script(
+        call("wait_for_intercom", {}),
+        (messages) => say(`after the tool: ${messages.map((m) => m.role).join(",")}`)
+      )
+      const busy = nextEvent(b, (event) => event.type === "tool_execution_start" && event.toolName === "wait_for_intercom")
+      const bRun = b.session().prompt("wait")
+      await busy
+      a.script(call("intercom", { action: "send", to: "busy-bee", message: "fyi: build is green" }), say("done"))
+      await a.session().prompt("send")
+      await bRun
+      assert.deepStrictEqual(toolResults(a.session()), ["Message sent to busy-bee"])
+      // The steered message reached B's model once: after the tool result, before its next call.
+      const lastCall = b.calls.at(-1) ?? []
+      assert.deepStrictEqual(lastCall.slice(-3).map((message) => message.role), ["assistant", "toolResult", "user"])
+      assert.match(textOf(lastCall.at(-1) ?? { role: "x" }), /\n\nfyi: build is green$/)
+      assert.strictEqual(b.calls.length, 4)
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+})

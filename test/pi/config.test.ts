@@ -1,0 +1,99 @@
+/**
+ * config.json keys the extension honours, in real pi sessions:
+ * `toolVisibility: "after-first-use"` (load_intercom, lazy connect, exposure
+ * before an actionable message), `inboundTrigger`, `status`, `askTimeoutMs`
+ * and `brokerCommand` / `brokerArgs`.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, assert, describe, it } from "vitest"
+import {
+  act,
+  call,
+  closeWorld,
+  intercomMessages,
+  listedIds,
+  makeWorld,
+  nextEvent,
+  openPi,
+  say,
+  writeConfig
+} from "./support.ts"
+
+const world = makeWorld()
+afterAll(() => closeWorld(world))
+
+/** A broker command that leaves a mark, then runs the broker script it is given. */
+const wrapper = path.join(world.root, "broker-wrapper.sh")
+const marker = path.join(world.root, "wrapper-ran")
+fs.writeFileSync(wrapper, `#!/bin/sh\ntouch "${marker}"\nexec "${process.execPath}" "$@" broker\n`, { mode: 0o755 })
+
+
+describe("pi extension: config.json", () => {
+  it("toolVisibility after-first-use: only load_intercom at first, no connection until first use, load_intercom exposes the tool; brokerCommand starts the broker", async () => {
+    writeConfig(world, { toolVisibility: "after-first-use", brokerCommand: wrapper, brokerArgs: [] })
+    const a = await openPi(world, { name: "eager-later" })
+    const b = await openPi(world, { name: "lazy" })
+    try {
+      assert.notInclude(b.session().getActiveToolNames(), "intercom")
+      assert.include(b.session().getActiveToolNames(), "load_intercom")
+      assert.match(await act(b, {}, "load_intercom"), /^The intercom tool is enabled\./)
+      assert.include(b.session().getActiveToolNames(), "intercom")
+      // Nothing connected yet: a's list (its first use, after loading) shows only itself.
+      await act(a, {}, "load_intercom")
+      await act(a, { action: "list" })
+      assert.deepStrictEqual(listedIds(a.session()), [a.session().sessionId])
+      assert.isTrue(fs.existsSync(marker), "the broker was started through brokerCommand")
+      // b connects through /intercom (the overlay's listing), and gets mail.
+      await b.session().prompt("/intercom")
+      b.script(say("got it"))
+      const woke = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 3)
+      assert.strictEqual(await act(a, { action: "send", to: "lazy", message: "ping" }), "Message sent to lazy")
+      await woke
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+      writeConfig(world, {})
+    }
+  })
+
+  it("an actionable message makes a hidden tool visible before the model sees it", async () => {
+    writeConfig(world, { toolVisibility: "after-first-use" })
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "hidden" })
+    try {
+      await b.session().prompt("/intercom") // on the bus, tool still hidden
+      assert.notInclude(b.session().getActiveToolNames(), "intercom")
+      b.script(say("seen"))
+      const woke = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 1)
+      a.script(call("load_intercom", {}), call("intercom", { action: "send", to: "hidden", message: "hello" }), say("ok"))
+      await a.session().prompt("send")
+      await woke
+      assert.include(b.session().getActiveToolNames(), "intercom")
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+      writeConfig(world, {})
+    }
+  })
+
+  it("inboundTrigger never, status suffix and askTimeoutMs", async () => {
+    writeConfig(world, { inboundTrigger: "never", status: "reviewing", askTimeoutMs: 1500 })
+    const a = await openPi(world, { name: "asker" })
+    const b = await openPi(world, { name: "quiet" })
+    try {
+      assert.match(await act(b, { action: "list" }), /\[self, [a-z:]+ · reviewing\]/)
+      const asked = await act(a, { action: "ask", to: "quiet", message: "anyone?" })
+      assert.strictEqual(asked, `No reply from "quiet" within 2 seconds`)
+      // The ask reached b's history without starting a turn.
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+      assert.strictEqual(b.calls.length, 2)
+    } finally {
+      await a.quit()
+      await b.quit()
+      writeConfig(world, {})
+    }
+  })
+})

@@ -1,0 +1,184 @@
+/**
+ * The extension across pi's session lifecycle, in real pi SDK sessions:
+ * `/reload` during an ask, `/new`, `/fork`, `/resume` with mail queued while
+ * away, quit; the saved-session journal (restore once, never taken over by a
+ * fork, never inserted twice) and Esc-clear redelivery (C-DLV-14, C-DLV-16,
+ * C-ORD-35).
+ */
+import { SessionManager } from "@earendil-works/pi-coding-agent"
+import { afterAll, assert, describe, it } from "vitest"
+import {
+  act,
+  call,
+  closeWorld,
+  entriesOf,
+  intercomMessages,
+  listedIds,
+  makeWorld,
+  nextEvent,
+  openPi,
+  type Pi,
+  say,
+  toolResults
+} from "./support.ts"
+
+const world = makeWorld()
+afterAll(() => closeWorld(world))
+
+
+const settledAfter = (pi: Pi, calls: number) =>
+  nextEvent(pi, (event) => event.type === "agent_settled" && pi.calls.length >= calls)
+
+describe("pi extension: lifecycle", () => {
+  it("/reload during an ask (Esc, then /reload: pi refuses to reload mid-run): the ask is cancelled, nothing is written late, no stale-context error", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "slow" })
+    try {
+      await act(b, { action: "status" })
+      b.script(say("thinking about it")) // B's turn on the ask: no reply yet
+      a.script(call("intercom", { action: "ask", to: "slow", message: "are you there?" }))
+      const asked = nextEvent(b, (event) => event.type === "agent_settled")
+      const asking = a.session().prompt("ask slow")
+      await asked
+      await a.session().abort()
+      await asking
+      await a.session().reload()
+      await a.rebind()
+      assert.deepStrictEqual(toolResults(a.session()), ["Cancelled"])
+      // The broker forgot the ask: B's late reply is refused; A gets nothing, writes nothing.
+      assert.match(await act(b, { action: "reply", message: "yes" }), /^Reply to ".+" was not delivered: Reply target does not match/)
+      assert.match(await act(a, { action: "status" }), /^\*\*Intercom Status:\*\*\nConnected: Yes/)
+      assert.strictEqual(entriesOf(a.session(), "intercom_received").length, 0, "no late intercom_received")
+      assert.deepStrictEqual(intercomMessages(a.session()), [])
+      assert.deepStrictEqual(a.errors, [])
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("a generation whose session is replaced before its runtime loaded touches no stale context (reload, then quit at once)", async () => {
+    const a = await openPi(world)
+    await act(a, { action: "status" })
+    await a.session().reload() // session_start of the new generation: its runtime loads asynchronously
+    await a.quit() // … and the session is gone before that: an unhandled stale-ctx throw would fail this file
+    assert.deepStrictEqual(a.errors, [])
+  })
+
+  it("/new and /fork are new intercom sessions; quit leaves the bus", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-b`) })
+    try {
+      await act(b, { action: "status" })
+      const first = b.session().sessionId
+      await b.runtime.newSession()
+      await b.rebind()
+      const fresh = await act(b, { action: "status" })
+      assert.include(fresh, `Session ID: ${b.session().sessionId}`)
+      assert.notStrictEqual(b.session().sessionId, first)
+      const leaf = b.session().sessionManager.getEntries().find((entry) => entry.type === "message")
+      assert.isDefined(leaf)
+      await b.runtime.fork(leaf?.id ?? "", { position: "at" })
+      await b.rebind()
+      const forked = await act(b, { action: "status" })
+      assert.include(forked, `Session ID: ${b.session().sessionId}`)
+      await act(a, { action: "list", scope: "all" })
+      const forkId = b.session().sessionId
+      assert.deepStrictEqual(listedIds(a.session()), [a.session().sessionId, forkId], "the sessions /new and /fork replaced left")
+      await b.quit()
+      await act(a, { action: "list", scope: "all" })
+      assert.deepStrictEqual(listedIds(a.session()), [a.session().sessionId], "quit left the bus")
+      assert.deepStrictEqual(b.errors, [])
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("/resume: mail queued while away arrives exactly once; a reload does not bring it again", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-r`) })
+    try {
+      await act(b, { action: "status" })
+      const bId = b.session().sessionId
+      const bFile = b.session().sessionFile ?? ""
+      await b.runtime.newSession() // away from the saved session
+      await b.rebind()
+      assert.strictEqual(await act(a, { action: "send", to: bId, message: "while you were out" }), `Message queued for ${bId}`)
+      b.script(say("got it"))
+      const arrived = settledAfter(b, 3)
+      await b.runtime.switchSession(bFile)
+      await b.rebind()
+      await arrived
+      assert.strictEqual(b.session().sessionId, bId)
+      assert.deepStrictEqual(intercomMessages(b.session()).map((text) => text.split("\n\n").at(-1)), ["while you were out"])
+      await b.session().reload()
+      await b.rebind()
+      assert.match(await act(b, { action: "status" }), /Connected: Yes/)
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("a checkpoint the agent never saw is restored once on reload, never taken over by a fork", async () => {
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-j`) })
+    try {
+      await act(b, { action: "status" })
+      const bId = b.session().sessionId
+      const from = { id: "peer-00000001", name: "peer", cwd: world.cwd, model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
+      const message = { id: "m-restore", timestamp: 1, content: { text: "accepted before a crash" } }
+      // What the extension writes when it accepts a message, left without its delivery (a crash in between).
+      b.session().sessionManager.appendCustomEntry("intercom_received", {
+        from: "peer",
+        message: { text: message.content.text },
+        messageId: message.id,
+        timestamp: 1,
+        inbound: { recipient: bId, from, message, receivedAt: 1 }
+      })
+      const leaf = b.session().sessionManager.getLeafId() ?? ""
+      await b.runtime.fork(leaf, { position: "at" })
+      await b.rebind()
+      assert.match(await act(b, { action: "status" }), /Connected: Yes/)
+      assert.deepStrictEqual(intercomMessages(b.session()), [], "the fork did not take the parent's message")
+      const parentFile = b.session().sessionManager.getHeader()?.parentSession ?? ""
+      b.script(say("restored"))
+      const restored = settledAfter(b, b.calls.length + 1)
+      await b.runtime.switchSession(parentFile)
+      await b.rebind()
+      await restored
+      assert.strictEqual(b.session().sessionId, bId)
+      assert.strictEqual(intercomMessages(b.session()).filter((text) => text.endsWith("accepted before a crash")).length, 1)
+      await b.session().reload()
+      await b.rebind()
+      assert.match(await act(b, { action: "status" }), /Connected: Yes/)
+      assert.strictEqual(intercomMessages(b.session()).filter((text) => text.endsWith("accepted before a crash")).length, 1)
+    } finally {
+      await b.quit()
+    }
+  })
+
+  it("Esc: a steered message the user cleared before it reached the model is delivered again after the run settles, once", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "esc" })
+    try {
+      await act(b, { action: "status" })
+      b.script(call("wait_for_intercom", { until: "abort" }), say("after the message"))
+      const queued = nextEvent(b, (event) => event.type === "tool_execution_update")
+      const run = b.session().prompt("work")
+      await act(a, { action: "send", to: "esc", message: "do not lose me" })
+      await queued
+      const again = settledAfter(b, 4)
+      b.session().clearQueue() // what pi's TUI does on Esc
+      await b.session().abort()
+      await run
+      await again
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+      assert.match(intercomMessages(b.session())[0] ?? "", /do not lose me$/)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+})
