@@ -45,7 +45,11 @@ const sendUntilHeldBack = (conn: Parameters<typeof roundTrip>[0], to: string, co
     while (acked < count) {
       const batch = Math.min(16, count - acked)
       const last = `held-${acked + batch - 1}`
-      yield* conn.write(Buffer.concat(Array.from({ length: batch }, (_, i) => bigSend(to, `held-${acked + i}`, 1_000_000))))
+      // Held back: the broker stops reading, so the write itself may never finish, or its acks never come.
+      const written = yield* conn.write(Buffer.concat(Array.from({ length: batch }, (_, i) => bigSend(to, `held-${acked + i}`, 1_000_000)))).pipe(
+        Effect.timeoutOption("3 seconds")
+      )
+      if (written._tag === "None") break
       const ack = yield* Effect.result(conn.next("ack", frameOfType("delivered", (f) => f.messageId === last), "3 seconds"))
       if (ack._tag === "Failure") break
       acked += batch
