@@ -215,8 +215,8 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
       // What the broker still holds is its heap after two full GCs: RSS does not shrink back (V8 and
       // malloc keep pages they freed), so it measures the peak, not what is still referenced.
       const retained = after.heap - before.heap
-      findings.check(retained <= promises.retainedBytes, "memory-retained", () =>
-        `${mib(after.heap)} of heap after the attackers left and two GCs, ${mib(retained)} above the ${mib(before.heap)} before (bound ${mib(promises.retainedBytes)})`)
+      findings.check(retained <= promises.retainedTotalBytes, "memory-retained", () =>
+        `${mib(after.heap)} of heap after the attackers left and two GCs, ${mib(retained)} above the ${mib(before.heap)} before (bound ${mib(promises.retainedTotalBytes)})`)
     }
     for (const line of broker.logLines()) {
       if (line.startsWith(FORGED_LOG_LINE)) findings.add("log-injection", `the broker's log has a forged line: ${line.slice(0, 160)}`)

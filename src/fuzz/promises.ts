@@ -27,6 +27,14 @@ export interface BrokerPromises {
    */
   readonly retainedBytes: number
   /**
+   * What a whole campaign may leave behind (heap after the attackers left and
+   * two forced GCs), all kinds of records together: the sum of their budgets —
+   * departed sessions, mail and replay records about 64 MiB each, receipt
+   * routes and ask edges bounded in count — rounded up. A fuzz campaign
+   * checks this; the regression tests check `retainedBytes` per kind.
+   */
+  readonly retainedTotalBytes: number
+  /**
    * What the broker may hold at once for sessions that do not read (their
    * outboxes: 32 Mi characters together) or that are away (the mailbox:
    * about 64 MiB), measured as RSS growth.
@@ -42,6 +50,7 @@ export const PROMISES: BrokerPromises = {
   healthDeadlineMs: 1_000,
   partialFrameBoundMs: 5_000,
   retainedBytes: 64 * 1024 * 1024,
+  retainedTotalBytes: 256 * 1024 * 1024,
   heldBytes: 128 * 1024 * 1024,
   openAsksPerSession: MAX_ASKS_PER_SESSION
 }
