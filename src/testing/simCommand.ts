@@ -53,7 +53,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "not-reconnected": true,
   "lost-in-flight": true,
   "frame-too-large": true,
-  "ask-hijacked": true
+  "ask-hijacked": true,
+  "cross-group": true,
+  "cross-group-accepted": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

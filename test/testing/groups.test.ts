@@ -1,0 +1,73 @@
+/**
+ * Groups and supervisors in the simulation (docs/testing.md, "Groups and
+ * supervisors"): only broker-validated supervisor traffic and exact reverse
+ * replies cross a group (C-GRP-3, C-GRP-12, C-SUP-12…14) — in a script, over
+ * a seed sweep with groups, and against a broken build that lets sends cross,
+ * which the ledger must catch.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { ignoreGroups } from "../../src/testing/BrokenBuilds.ts"
+import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
+import { runSimulation } from "../../src/testing/Workload.ts"
+
+/** A (supervisor) and C in `default`; B (A's child) and D in `run-1`. */
+const world = (seed: number, extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
+  seed,
+  sessions: [
+    { name: "A", group: "default" },
+    { name: "B", group: "run-1", supervisor: "A" },
+    { name: "C", group: "default" },
+    { name: "D", group: "run-1" }
+  ],
+  ...extra
+})
+
+/** The script; `expect` checks each outcome (a broken build changes them: it is left to the ledger then). */
+const script = (expect: boolean) => Effect.gen(function*() {
+  const outcome = (exit: Exit.Exit<unknown, unknown>, ok: boolean) => {
+    if (expect) assert.strictEqual(Exit.isSuccess(exit), ok)
+  }
+  const sim = yield* Simulation
+  const b = sim.session("B")
+  const c = sim.session("C")
+  // The child asks its supervisor on the supervisor channel; A's agent answers, back across.
+  const asked = yield* b.supervisorSend("need a decision", { ask: true })
+  outcome(yield* asked!.result(), true)
+  const told = yield* b.supervisorSend("progress: half done")
+  outcome(yield* told!.result(), true)
+  yield* sim.advance("10 seconds")
+  // Plain sends into the other group: by name (not found) and by exact id (E_CROSS_GROUP).
+  const byName = yield* c.send("B", "hello across")
+  outcome(yield* byName!.result(), false)
+  const byId = yield* c.send(b.id, "hello across, by id")
+  outcome(yield* byId!.result(), false)
+  // The child's plain send to its supervisor is no supervisor traffic: refused too.
+  const plain = yield* b.send(sim.session("A").id, "plain to the supervisor")
+  outcome(yield* plain!.result(), false)
+  yield* sim.advance("5 seconds")
+})
+
+describe("groups and supervisors in the simulation", () => {
+  it.effect("a supervisor and its child talk across groups; plain sends across are refused", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(world(7, { agent: { replyProbability: 1, replyDelayMs: [0, 500] } }), script(true))
+      assert.isTrue(report.ok, report.trace.join("\n"))
+      assert.strictEqual(report.groups.supervisorAcknowledged, 2, report.trace.join("\n"))
+      assert.strictEqual(report.groups.repliesBack, 1, report.trace.join("\n"))
+      assert.strictEqual(report.groups.refusedCrossGroup, 2, report.trace.join("\n"))
+      assert.strictEqual(report.groups.refusedNotFound, 1, report.trace.join("\n"))
+    }))
+
+  it.effect("a broker that ignores groups is caught: cross-group and cross-group-accepted", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(
+        world(7, { agent: { replyProbability: 1, replyDelayMs: [0, 500] }, brokerInputFault: ignoreGroups() }),
+        script(false)
+      )
+      const kinds = new Set(report.violations.map((violation) => violation.kind))
+      assert.isFalse(report.ok)
+      assert.isTrue(kinds.has("cross-group"), report.trace.join("\n"))
+      assert.isTrue(kinds.has("cross-group-accepted"), report.trace.join("\n"))
+    }))
+})
