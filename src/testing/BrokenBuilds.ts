@@ -9,6 +9,8 @@
  * // The invariants must catch a broker that loses an acknowledged message.
  * const report = yield* runWorkload({ seed: 3, brokerFault: dropNthMessage(3) })
  * report.violations[0]?.kind // "silent-loss"
+ * // … and one that lets a plain send cross a group.
+ * const crossed = yield* runWorkload({ seed: 3, brokerInputFault: ignoreGroups() }, undefined, { groups: true })
  */
 import type { BrokerInputFault, BrokerOutputFault } from "./SimLink.ts"
 
@@ -77,7 +79,9 @@ export const swapFirstTwoMessages = () => (): BrokerOutputFault => {
  * must report `cross-group` and `cross-group-accepted`.
  *
  * With `onlyNth`, only the `onlyNth`-th registration that names a group
- * loses it (1-based): one session in the wrong namespace.
+ * other than `default` loses it (1-based): one session registers once in the
+ * wrong namespace (until it registers again), so only sends to or from it
+ * meanwhile cross.
  */
 export const ignoreGroups = (onlyNth?: number) => (): BrokerInputFault => {
   let seen = 0
@@ -88,6 +92,7 @@ export const ignoreGroups = (onlyNth?: number) => (): BrokerInputFault => {
       if (typeof parsed !== "object" || parsed === null || !("type" in parsed) || parsed.type !== "register" || !("group" in parsed)) {
         return frame
       }
+      if (typeof parsed.group !== "string" || parsed.group.trim() === "" || parsed.group.trim() === "default") return frame
       seen++
       if (onlyNth !== undefined && seen !== onlyNth) return frame
       const { group: _dropped, ...rest } = parsed

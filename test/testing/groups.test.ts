@@ -8,8 +8,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { ignoreGroups } from "../../src/testing/BrokenBuilds.ts"
+import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
-import { runSimulation } from "../../src/testing/Workload.ts"
+import { runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 /** A (supervisor) and C in `default`; B (A's child) and D in `run-1`. */
 const world = (seed: number, extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
@@ -70,4 +71,50 @@ describe("groups and supervisors in the simulation", () => {
       assert.isTrue(kinds.has("cross-group"), report.trace.join("\n"))
       assert.isTrue(kinds.has("cross-group-accepted"), report.trace.join("\n"))
     }))
+})
+
+describe("a workload with groups", () => {
+  it.effect("replays exactly: the same seed, the same trace frame for frame", () =>
+    Effect.gen(function*() {
+      for (const seed of [3, 11]) {
+        const first = yield* runWorkload({ seed, traceFrames: true }, undefined, { groups: true })
+        const second = yield* runWorkload({ seed, traceFrames: true }, undefined, { groups: true })
+        assert.deepStrictEqual(second.trace, first.trace)
+        assert.isTrue(first.ok, first.trace.join("\n"))
+      }
+    }), 60_000)
+})
+
+describe("a broken build over the sweep with groups", () => {
+  it.effect("one registration in the wrong group: a seed is caught and shrunk to a few operations", () =>
+    Effect.gen(function*() {
+      const summary = yield* soak({
+        from: 1,
+        seeds: 20,
+        groups: true,
+        maxFailures: 1,
+        config: { tolerate: KNOWN_ISSUES, brokerInputFault: ignoreGroups(1) }
+      })
+      const failure = summary.failures[0]
+      assert.isDefined(failure, formatSummary(summary, 0))
+      const kinds = failure!.report.violations.map((violation) => violation.kind)
+      assert.isTrue(kinds.every((kind) => kind === "cross-group" || kind === "cross-group-accepted"), failure!.description)
+      assert.include(failure!.description, "--groups")
+      assert.include(failure!.description, "minimal workload (")
+    }), 120_000)
+
+  it.effect("a broker that ignores every group: every seed of 10 is caught", () =>
+    Effect.gen(function*() {
+      const summary = yield* soak({
+        from: 1,
+        seeds: 10,
+        groups: true,
+        shrink: false,
+        maxFailures: 10,
+        config: { tolerate: KNOWN_ISSUES, brokerInputFault: ignoreGroups() }
+      })
+      assert.strictEqual(summary.failures.length, 10, formatSummary(summary, 0))
+      assert.isAbove(summary.violations["cross-group"] ?? 0, 0)
+      assert.isAbove(summary.violations["cross-group-accepted"] ?? 0, 0)
+    }), 120_000)
 })
