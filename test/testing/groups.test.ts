@@ -85,6 +85,19 @@ describe("a workload with groups", () => {
     }), 60_000)
 })
 
+describe("found by the sweep with groups (fixed)", () => {
+  // Cross-group mail requeued from a closed connection was kept under the sender's group, so the
+  // target, registering again in its own, never got it: silent-loss and mailbox-not-empty.
+  // Seed 226: the supervisor's reply to its child; seed 492: the child's supervisor_send.
+  it.effect("seeds 226 and 492: cross-group mail requeued to the mailbox reaches its target", () =>
+    Effect.gen(function*() {
+      for (const seed of [226, 492]) {
+        const report = yield* runWorkload({ seed }, undefined, { groups: true })
+        assert.isTrue(report.ok, report.trace.join("\n"))
+      }
+    }), 60_000)
+})
+
 describe("a broken build over the sweep with groups", () => {
   it.effect("one registration in the wrong group: a seed is caught and shrunk to a few operations", () =>
     Effect.gen(function*() {
