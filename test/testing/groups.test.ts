@@ -10,7 +10,7 @@ import { Effect, Exit } from "effect"
 import { ignoreGroups } from "../../src/testing/BrokenBuilds.ts"
 import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
-import { runSimulation, runWorkload } from "../../src/testing/Workload.ts"
+import { type Op, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 /** A (supervisor) and C in `default`; B (A's child) and D in `run-1`. */
 const world = (seed: number, extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
@@ -94,6 +94,34 @@ describe("found by the sweep with groups (fixed)", () => {
       for (const seed of [226, 492]) {
         const report = yield* runWorkload({ seed }, undefined, { groups: true })
         assert.isTrue(report.ok, report.trace.join("\n"))
+      }
+    }), 60_000)
+
+  it.effect("their minimal workloads, as shrunk then (independent of the workload generator)", () =>
+    Effect.gen(function*() {
+      const minimal: ReadonlyArray<readonly [number, ReadonlyArray<Op>]> = [
+        // The child (C) stalls, asks its supervisor and stops: A's reply back was requeued.
+        [226, [
+          { _tag: "Stall", after: 0, session: 2, side: "client", ms: 8499 },
+          { _tag: "SupervisorSend", after: 0, from: 2, ask: false, timeoutMs: 11000 },
+          { _tag: "SupervisorSend", after: 0, from: 2, ask: true, timeoutMs: 9000 },
+          { _tag: "SupervisorSend", after: 0, from: 2, ask: false, timeoutMs: 6000 },
+          { _tag: "Stop", after: 2349, session: 2 }
+        ]],
+        // The supervisor (A) stalls, its child asks it twice, A's connection drops: the asks were requeued.
+        [492, [
+          { _tag: "Stall", after: 543, session: 0, side: "client", ms: 7886 },
+          { _tag: "Ask", after: 545, from: 3, to: 2, timeoutMs: 7000 },
+          { _tag: "Send", after: 0, from: 1, to: 2 },
+          { _tag: "SupervisorSend", after: 0, from: 2, ask: true, timeoutMs: 16000 },
+          { _tag: "SupervisorSend", after: 0, from: 2, ask: true, timeoutMs: 18000 },
+          { _tag: "Drop", after: 0, session: 0, side: "client" }
+        ]]
+      ]
+      for (const [seed, ops] of minimal) {
+        const report = yield* runWorkload({ seed }, ops, { groups: true })
+        assert.isTrue(report.ok, report.trace.join("\n"))
+        assert.strictEqual(report.messages.delivered, report.messages.acknowledged - report.messages.lostInFlight, report.trace.join("\n"))
       }
     }), 60_000)
 })
