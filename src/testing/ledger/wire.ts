@@ -223,11 +223,12 @@ const sameScope = (state: LedgerState, link: LinkRecord, sessionId: string, what
     })`)
 }
 
+/** Lists and membership frames stay inside a group (no simulated session `peek`s at another group). */
 const sameGroup = (state: LedgerState, link: LinkRecord, sessionId: string, what: string): void => {
-  if (!crossesGroup(state, sessionId, link.owner)) return
-  violate(state, "cross-group", `${nameOf(state, link.owner)} [${groupOf(state, link.owner)}] saw ${what} of ${
-    nameOf(state, sessionId)
-  } [${groupOf(state, sessionId)}]`)
+  check(state, !crossesGroup(state, sessionId, link.owner), "cross-group", () =>
+    `${nameOf(state, link.owner)} [${groupOf(state, link.owner)}] saw ${what} of ${nameOf(state, sessionId)} [${
+      groupOf(state, sessionId)
+    }]`)
 }
 
 /**
