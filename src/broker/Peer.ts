@@ -43,6 +43,11 @@ export interface Mail {
   readonly fromJson: string
   readonly message: Message
   readonly brokerReceivedAt: number
+  /**
+   * The routing namespace of its target, whose mailbox keeps it: the
+   * sender's, except for traffic across groups (a child's `supervisor_send`,
+   * its supervisor's reply back), which waits in the target's group.
+   */
   readonly spaceKey: string
   readonly targetKey: string
   readonly targetId: string

@@ -199,7 +199,9 @@ export class Send {
       if (refusal !== undefined) return this.fail(peer, message.id, refusal)
     }
 
-    const space = sender.space
+    // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
+    // target registers again in its own space — another group's for a supervisor crossing (C-SUP-12, 14).
+    const space = resolution.target?.space ?? sender.space
     const mail: Mail = {
       recordKey,
       senderKey: sender.key,

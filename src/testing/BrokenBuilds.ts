@@ -9,8 +9,10 @@
  * // The invariants must catch a broker that loses an acknowledged message.
  * const report = yield* runWorkload({ seed: 3, brokerFault: dropNthMessage(3) })
  * report.violations[0]?.kind // "silent-loss"
+ * // … and one that lets a plain send cross a group.
+ * const crossed = yield* runWorkload({ seed: 3, brokerInputFault: ignoreGroups() }, undefined, { groups: true })
  */
-import type { BrokerOutputFault } from "./SimLink.ts"
+import type { BrokerInputFault, BrokerOutputFault } from "./SimLink.ts"
 
 const isMessage = (frame: string): boolean => frame.startsWith(`{"type":"message"`)
 
@@ -66,4 +68,34 @@ export const swapFirstTwoMessages = () => (): BrokerOutputFault => {
     }
     return out
   }
+}
+
+/**
+ * A broker that ignores `group` in registrations (as if groups-v1 were
+ * granted but its namespaces never made): every session lands in its scope's
+ * default namespace, so a plain send by name or id reaches a session of
+ * another group, and the broker acknowledges it. Rewrites what the broker
+ * reads (a `BrokerInputFault`); the broker itself is unchanged. The ledger
+ * must report `cross-group` and `cross-group-accepted`.
+ *
+ * With `onlyNth`, only the `onlyNth`-th registration that names a group
+ * other than `default` loses it (1-based): one session registers once in the
+ * wrong namespace (until it registers again), so only sends to or from it
+ * meanwhile cross.
+ */
+export const ignoreGroups = (onlyNth?: number) => (): BrokerInputFault => {
+  let seen = 0
+  return (_link, frames) =>
+    frames.map((frame) => {
+      if (!frame.includes(`"register"`) || !frame.includes(`"group":`)) return frame
+      const parsed: unknown = JSON.parse(frame)
+      if (typeof parsed !== "object" || parsed === null || !("type" in parsed) || parsed.type !== "register" || !("group" in parsed)) {
+        return frame
+      }
+      if (typeof parsed.group !== "string" || parsed.group.trim() === "" || parsed.group.trim() === "default") return frame
+      seen++
+      if (onlyNth !== undefined && seen !== onlyNth) return frame
+      const { group: _dropped, ...rest } = parsed
+      return JSON.stringify(rest)
+    })
 }

@@ -13,11 +13,21 @@
  */
 import type { Message } from "../protocol/frames.ts"
 import { askEnded, askStarted, askTally, hostDelivered, questionOf, unsettledAsks } from "./ledger/asks.ts"
-import { finish, recordSaid, unexplained } from "./ledger/fates.ts"
+import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
 import { alias, check, note, violate } from "./ledger/trace.ts"
-import type { AskOutcome, AskTally, LedgerOptions, MessageTally, SessionMeta, Side, Violation, ViolationKind } from "./ledger/types.ts"
+import type {
+  AskOutcome,
+  AskTally,
+  GroupTally,
+  LedgerOptions,
+  MessageTally,
+  SessionMeta,
+  Side,
+  Violation,
+  ViolationKind
+} from "./ledger/types.ts"
 import { brokerRead, brokerUnwrote, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
@@ -241,7 +251,9 @@ export class Ledger {
    * the broker's replay record about each (a resend from the sender with the
    * same id) before `finish` classifies them.
    */
-  unexplained(): ReadonlyArray<{ readonly sender: string; readonly target: string; readonly message: Message }> {
+  unexplained(): ReadonlyArray<
+    { readonly sender: string; readonly target: string; readonly message: Message; readonly channel: "supervisor" | undefined }
+  > {
     return unexplained(this.state)
   }
 
@@ -261,5 +273,10 @@ export class Ledger {
   /** How every ask of the run ended, counted. */
   askTally(): AskTally {
     return askTally(this.state)
+  }
+
+  /** Traffic between groups of one scope: attempts and how they were refused, supervisor traffic. */
+  groupTally(): GroupTally {
+    return groupTally(this.state)
   }
 }

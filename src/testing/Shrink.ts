@@ -71,16 +71,19 @@ export const formatFailure = (
   seed: number,
   shrunk: Shrunk,
   names: ReadonlyArray<string>,
-  options: { readonly hostile?: boolean } = {}
+  options: { readonly hostile?: boolean; readonly groups?: boolean } = {}
 ): string => {
   const first = shrunk.report.violations[0]
   const hostile = options.hostile === true
+  const groups = options.groups === true
+  const flags = `${hostile ? " --hostile" : ""}${groups ? " --groups" : ""}`
+  const workloadOptions = [...(hostile ? ["hostile: true"] : []), ...(groups ? ["groups: true"] : [])]
   return [
     `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
-    `replay: runWorkload({ seed: ${seed} }${hostile ? ", undefined, { hostile: true }" : ""})  (npm run sim -- --seed ${seed}${hostile ? " --hostile" : ""})`,
+    `replay: runWorkload({ seed: ${seed} }${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (npm run sim -- --seed ${seed}${flags})`,
     `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
     ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
-    `replay the minimal workload: npm run sim -- --seed ${seed}${hostile ? " --hostile" : ""} --replay '${JSON.stringify(shrunk.ops)}'`,
+    `replay the minimal workload: npm run sim -- --seed ${seed}${flags} --replay '${JSON.stringify(shrunk.ops)}'`,
     `trace of the minimal run:`,
     ...shrunk.report.trace.map((line) => `  ${line}`)
   ].join("\n")

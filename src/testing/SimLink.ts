@@ -23,6 +23,12 @@ import type { Ledger, Side } from "./Ledger.ts"
 /** A test-only change to what the broker writes (a deliberately broken build). */
 export type BrokerOutputFault = (linkId: number, frames: ReadonlyArray<string>) => ReadonlyArray<string>
 
+/**
+ * A test-only change to what the broker reads (a deliberately broken build):
+ * the frames a client wrote, as the broker takes them.
+ */
+export type BrokerInputFault = (linkId: number, frames: ReadonlyArray<string>) => ReadonlyArray<string>
+
 const other = (side: Side): Side => side === "client" ? "broker" : "client"
 
 const removeDelivered = (inFlight: Array<string>, frames: ReadonlyArray<string>): void => {
@@ -66,20 +72,24 @@ export class SimLink {
   /** The broker's endpoint, watched (and rewritten by `brokerOutputFault`, if any). */
   readonly server: Connection
 
-  /** Wraps the raw endpoint pair of connection `id`; what the broker writes goes through `brokerOutputFault`. */
+  /**
+   * Wraps the raw endpoint pair of connection `id`; what the broker writes
+   * goes through `brokerOutputFault`, what it reads through `brokerInputFault`.
+   */
   constructor(
     id: number,
     brokerEpoch: number,
     raw: { readonly client: Connection; readonly server: Connection },
     ledger: Ledger,
-    brokerOutputFault: BrokerOutputFault | undefined
+    brokerOutputFault: BrokerOutputFault | undefined,
+    brokerInputFault?: BrokerInputFault
   ) {
     this.id = id
     this.brokerEpoch = brokerEpoch
     this.raw = raw
     this.ledger = ledger
-    this.client = this.wrap("client", raw.client, undefined)
-    this.server = this.wrap("broker", raw.server, brokerOutputFault)
+    this.client = this.wrap("client", raw.client, undefined, undefined)
+    this.server = this.wrap("broker", raw.server, brokerOutputFault, brokerInputFault)
   }
 
   /** Names the session (and client) that dialled this link; frames are observed from then on. */
@@ -134,7 +144,12 @@ export class SimLink {
     this.ledger.linkClosed(this.id)
   }
 
-  private wrap(side: Side, endpoint: Connection, outputFault: BrokerOutputFault | undefined): Connection {
+  private wrap(
+    side: Side,
+    endpoint: Connection,
+    outputFault: BrokerOutputFault | undefined,
+    inputFault: BrokerInputFault | undefined
+  ): Connection {
     const toward = other(side)
     const gate = this.gates[side]
     const dead = () => new ConnectionClosed({ clean: false, cause: "connection dropped (simulated)" })
@@ -146,9 +161,10 @@ export class SimLink {
         // Frames this side had not taken when it was severed were lost with it.
         if (this.severedSide === side) return Effect.fail(dead())
         removeDelivered(this.inFlight[side], frames)
-        if (side === "client") this.ledger.clientRead(this.id, frames)
-        else this.ledger.brokerRead(this.id, frames)
-        return Effect.succeed(frames)
+        const taken = inputFault === undefined ? frames : inputFault(this.id, frames)
+        if (side === "client") this.ledger.clientRead(this.id, taken)
+        else this.ledger.brokerRead(this.id, taken)
+        return Effect.succeed(taken)
       }),
       Effect.tapError(() =>
         Effect.sync(() => {

@@ -29,7 +29,7 @@ import { type LogSink, simulationEnvironment } from "./simulation/environment.ts
 import { finish } from "./simulation/finish.ts"
 import { handleOf } from "./simulation/handles.ts"
 import { hostileHandle, makeHostileStates, startHostile } from "./simulation/hostile.ts"
-import { makeSessionStates, startSession } from "./simulation/sessions.ts"
+import { authorizeChild, makeSessionStates, startSession } from "./simulation/sessions.ts"
 import { advance, idleChecks, worldStep } from "./simulation/steps.ts"
 import type { SimulationConfig, SimulationService } from "./simulation/types.ts"
 import { makeWorld } from "./simulation/world.ts"
@@ -91,10 +91,18 @@ const makeSimulation = (
     const handles = states.map((state) => handleOf(world, state))
     const hostiles = makeHostileStates(world, config.hostile ?? 0, states[0]?.meta.scopeId)
 
-    ledger.note(`simulation seed ${seed}: ${states.map((state) => `${state.meta.name}${state.meta.scopeId === undefined ? "" : `@${state.meta.scopeId}`}`).join(", ")}`)
+    ledger.note(`simulation seed ${seed}: ${states.map((state) => `${state.meta.name}${state.meta.scopeId === undefined ? "" : `@${state.meta.scopeId}`}${state.meta.group === undefined ? "" : `/${state.meta.group}`}`).join(", ")}`)
     yield* worldStep(world, undefined, startBroker(world))
     for (const state of states) {
+      if (state.meta.supervisor !== undefined) continue
       yield* worldStep(world, undefined, state.lock.withPermits(1)(startSession(world, state)))
+    }
+    // Delegated children start once their supervisor, connected, has authorized them.
+    for (const child of states) {
+      const supervisor = states.find((state) => state.meta.id === child.meta.supervisor)
+      if (supervisor === undefined) continue
+      yield* authorizeChild(world, supervisor, child)
+      yield* worldStep(world, undefined, child.lock.withPermits(1)(startSession(world, child)))
     }
     for (const state of hostiles) yield* startHostile(world, state)
 

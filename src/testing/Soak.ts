@@ -4,7 +4,7 @@
  * with its trace.
  */
 import { Effect } from "effect"
-import type { ViolationKind } from "./Ledger.ts"
+import type { GroupTally, ViolationKind } from "./Ledger.ts"
 import type { SimulationConfig, SimReport } from "./Simulation.ts"
 import { formatFailure, shrinkWorkload } from "./Shrink.ts"
 import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type WorkloadOptions } from "./Workload.ts"
@@ -68,6 +68,8 @@ export interface SoakSummary {
   }
   /** `AskTally` summed over all runs (`failed` includes the interrupted). */
   readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
+  /** `GroupTally` summed over all runs (all zero without groups). */
+  readonly groups: GroupTally
   /** Violations of kinds not tolerated, counted by kind. */
   readonly violations: Readonly<Partial<Record<ViolationKind, number>>>
   /** Violations of tolerated kinds (known issues), counted by kind. */
@@ -84,6 +86,16 @@ const messageKeys = [
   "lostToCrash",
   "lostInFlight",
   "stranded"
+] as const
+
+const groupKeys = [
+  "crossAttempts",
+  "refusedCrossGroup",
+  "refusedNotFound",
+  "otherOutcome",
+  "supervisorSent",
+  "supervisorAcknowledged",
+  "repliesBack"
 ] as const
 
 /**
@@ -116,6 +128,15 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       stranded: 0
     }
     const asks = { started: 0, replied: 0, timedOut: 0, failed: 0 }
+    const groups = {
+      crossAttempts: 0,
+      refusedCrossGroup: 0,
+      refusedNotFound: 0,
+      otherOutcome: 0,
+      supervisorSent: 0,
+      supervisorAcknowledged: 0,
+      repliesBack: 0
+    }
     let runs = 0
     let events = 0
     let frames = 0
@@ -134,6 +155,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       asks.replied += report.asks.replied
       asks.timedOut += report.asks.timedOut
       asks.failed += report.asks.failed + report.asks.interrupted
+      for (const key of groupKeys) groups[key] += report.groups[key]
       for (const violation of report.violations) {
         const tally = tolerate.has(violation.kind) ? tolerated : violations
         tally[violation.kind] = (tally[violation.kind] ?? 0) + 1
@@ -146,9 +168,9 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       const shrunk = options.shrink === false
         ? { ops, report, runs: 0 }
         : yield* shrinkWorkload(config, ops, report, options)
-      failures.push({ seed, report, description: formatFailure(seed, shrunk, names, { hostile: options.hostile === true }) })
+      failures.push({ seed, report, description: formatFailure(seed, shrunk, names, { hostile: options.hostile === true, groups: options.groups === true }) })
     }
-    return { runs, failures, events, frames, checks, simulatedMs, messages, asks, violations, tolerated }
+    return { runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, violations, tolerated }
   })
 
 /** The summary `npm run sim` prints: tallies, violations, then each failure with its shrunk workload and trace. */
@@ -170,6 +192,13 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
   const known = Object.entries(summary.tolerated)
   if (known.length > 0) {
     lines.push(`known issues (tolerated, see docs/testing.md): ${known.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)
+  }
+  const g = summary.groups
+  if (g.crossAttempts + g.supervisorSent > 0) {
+    lines.push(
+      `groups: ${g.crossAttempts} plain sends and asks into another group: ${g.refusedCrossGroup} refused E_CROSS_GROUP, ${g.refusedNotFound} not found, ${g.otherOutcome} otherwise ended (none acknowledged)`,
+      `  supervisor channel: ${g.supervisorSent} sent by the child, ${g.supervisorAcknowledged} acknowledged; ${g.repliesBack} replies crossed back`
+    )
   }
   for (const failure of summary.failures) lines.push("", failure.description)
   return lines.join("\n")

@@ -10,7 +10,7 @@ import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"
 import { Prng } from "./Prng.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
-import { Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
+import { type SessionSpec, Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
 
 const Int = Schema.Int
 const SideSchema = Schema.Literals(["client", "broker"])
@@ -23,8 +23,9 @@ const op = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, f
  * printed workload can be read back (`npm run sim -- --replay`).
  */
 export const OpSchema = Schema.Union([
-  op("Send", { from: Int, to: Int }),
-  op("Ask", { from: Int, to: Int, timeoutMs: Int }),
+  op("Send", { from: Int, to: Int, byId: Schema.optionalKey(Schema.Boolean) }),
+  op("Ask", { from: Int, to: Int, timeoutMs: Int, byId: Schema.optionalKey(Schema.Boolean) }),
+  op("SupervisorSend", { from: Int, ask: Schema.Boolean, timeoutMs: Int }),
   op("CancelAsk", { session: Int }),
   op("Reply", { from: Int }),
   op("List", { from: Int }),
@@ -53,6 +54,7 @@ export type OpWeights = Readonly<Record<OpKind, number>>
 export const trafficWeights: OpWeights = {
   Send: 40,
   Ask: 20,
+  SupervisorSend: 0,
   CancelAsk: 3,
   Reply: 4,
   List: 6,
@@ -103,6 +105,16 @@ export interface WorkloadOptions {
    * Default false: the seed sweep runs without them.
    */
   readonly hostile?: boolean
+  /**
+   * Spread the sessions over two groups of each scope (`default` and
+   * `run-1`, see `groupSpecs`) with a supervisor and its delegated child
+   * across them; mix in the child's supervisor-channel messages and asks
+   * (weight GROUPS_SUPERVISOR_WEIGHT) and plain sends and asks into the other
+   * group by name or exact id (which the broker must refuse). Default false:
+   * the standard seed sweep runs without groups; `npm test` sweeps them
+   * separately (test/testing/groups.test.ts).
+   */
+  readonly groups?: boolean
 }
 
 /** Hostile sessions in a world with `WorkloadOptions.hostile`. */
@@ -110,6 +122,31 @@ export const HOSTILE_SESSIONS = 2
 
 /** How often a hostile attack is drawn, against the other operations' weights (about one op in 25). */
 export const HOSTILE_WEIGHT = 4
+
+/** How often the child's `supervisorSend` is drawn in a workload with groups. */
+export const GROUPS_SUPERVISOR_WEIGHT = 8
+
+/** In a workload with groups: the supervisor's index (A). */
+export const SUPERVISOR_INDEX = 0
+
+/** In a workload with groups: the delegated child's index (C, or B in a world of two). */
+export const childIndexOf = (sessions: number): number => sessions >= 3 ? 2 : 1
+
+/**
+ * The group of session `index` in a workload with groups: pairs alternate
+ * (A, B `default`; C, D `run-1`; E, F `default`; …), so that sessions handed
+ * two scopes round-robin still share a scope with a session of the other
+ * group.
+ */
+export const groupOfIndex = (index: number): string => Math.floor(index / 2) % 2 === 0 ? "default" : "run-1"
+
+/** The sessions of a workload with groups: A supervises the child (C), in the other group. */
+export const groupSpecs = (count: number): ReadonlyArray<SessionSpec> =>
+  sessionNames(count).map((name, index) => ({
+    name,
+    group: groupOfIndex(index),
+    ...(count >= 2 && index === childIndexOf(count) ? { supervisor: sessionNames(count)[SUPERVISOR_INDEX] } : {})
+  }))
 
 /** The session count a workload needs; generated ops name sessions below it. */
 export const sessionCountOf = (config: SimulationConfig, options: WorkloadOptions = {}): number =>
@@ -125,7 +162,13 @@ export const sessionCountOf = (config: SimulationConfig, options: WorkloadOption
  */
 export const generateWorkload = (seed: number, sessions: number, options: WorkloadOptions = {}): ReadonlyArray<Op> => {
   const prng = Prng.derive(seed, "workload")
-  const weights: OpWeights = { ...defaultWeights, ...(options.hostile === true ? { Hostile: HOSTILE_WEIGHT } : {}), ...options.weights }
+  const groups = options.groups === true && sessions >= 2
+  const weights: OpWeights = {
+    ...defaultWeights,
+    ...(options.hostile === true ? { Hostile: HOSTILE_WEIGHT } : {}),
+    ...(groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
+    ...options.weights
+  }
   const count = options.ops ?? 40
   const ops: Array<Op> = []
   const session = () => prng.int(0, sessions - 1)
@@ -136,21 +179,40 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     return other >= from ? other + 1 : other
   }
   const side = (): Side => prng.chance(0.5) ? "client" : "broker"
+  /** With groups: mostly a session of the sender's own group, one time in four the other group's. */
+  const groupTarget = (from: number) => {
+    const mine = groupOfIndex(from)
+    const same: Array<number> = []
+    const others: Array<number> = []
+    for (let i = 0; i < sessions; i++) if (i !== from) (groupOfIndex(i) === mine ? same : others).push(i)
+    if (prng.chance(0.04)) return from
+    return prng.chance(0.25) || same.length === 0 ? prng.pick(others) : prng.pick(same)
+  }
+  /** A send or ask: its target, and with groups, by exact id (half the time when it crosses). */
+  const addressed = (from: number) => {
+    if (!groups) return { from, to: target(from) }
+    const to = groupTarget(from)
+    return groupOfIndex(to) !== groupOfIndex(from) && prng.chance(0.5) ? { from, to, byId: true } : { from, to }
+  }
+  /** Lifecycle actions: with groups, never the supervisor (a new client holds no capability; see docs/testing.md). */
+  const lifecycleSession = () => {
+    const drawn = session()
+    return groups && drawn === SUPERVISOR_INDEX ? childIndexOf(sessions) : drawn
+  }
   for (let i = 0; i < count; i++) {
     // Bursts (many ops in the same few ms) and pauses.
     const after = prng.chance(0.35) ? prng.int(0, 20) : prng.int(20, 2500)
     const kind = prng.weighted(weights)
     switch (kind) {
-      case "Send": {
-        const from = session()
-        ops.push({ _tag: "Send", after, from, to: target(from) })
+      case "Send":
+        ops.push({ _tag: "Send", after, ...addressed(session()) })
         break
-      }
-      case "Ask": {
-        const from = session()
-        ops.push({ _tag: "Ask", after, from, to: target(from), timeoutMs: prng.int(2, 20) * 1000 })
+      case "Ask":
+        ops.push({ _tag: "Ask", after, ...addressed(session()), timeoutMs: prng.int(2, 20) * 1000 })
         break
-      }
+      case "SupervisorSend":
+        ops.push({ _tag: "SupervisorSend", after, from: childIndexOf(sessions), ask: prng.chance(0.5), timeoutMs: prng.int(2, 20) * 1000 })
+        break
       case "CancelAsk":
         ops.push({ _tag: "CancelAsk", after, session: session() })
         break
@@ -166,6 +228,8 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Stop":
       case "Start":
       case "Kill":
+        ops.push({ _tag: kind, after, session: lifecycleSession() })
+        break
       case "ReplaceGeneration":
         ops.push({ _tag: kind, after, session: session() })
         break
@@ -207,9 +271,11 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
   const when = `+${op.after}ms`
   switch (op._tag) {
     case "Send":
-      return `${when} ${name(op.from)} sends to ${name(op.to)}`
+      return `${when} ${name(op.from)} sends to ${name(op.to)}${op.byId === true ? " by id" : ""}`
     case "Ask":
-      return `${when} ${name(op.from)} asks ${name(op.to)} (timeout ${op.timeoutMs} ms)`
+      return `${when} ${name(op.from)} asks ${name(op.to)}${op.byId === true ? " by id" : ""} (timeout ${op.timeoutMs} ms)`
+    case "SupervisorSend":
+      return `${when} ${name(op.from)} ${op.ask ? `asks its supervisor (timeout ${op.timeoutMs} ms)` : "tells its supervisor"}`
     case "CancelAsk":
       return `${when} ${name(op.session)} cancels its ask`
     case "Reply":
@@ -254,14 +320,28 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "Send": {
           const from = nameAt(sessions, op.from)
           const to = nameAt(sessions, op.to)
-          if (from !== undefined && to !== undefined) yield* from.send(to.name, `msg ${counter} ${from.name}→${to.name}`)
+          if (from !== undefined && to !== undefined) {
+            yield* from.send(op.byId === true ? to.id : to.name, `msg ${counter} ${from.name}→${to.name}`)
+          }
           break
         }
         case "Ask": {
           const from = nameAt(sessions, op.from)
           const to = nameAt(sessions, op.to)
           if (from !== undefined && to !== undefined) {
-            yield* from.ask(to.name, `question ${counter} ${from.name}→${to.name}`, { timeout: op.timeoutMs })
+            yield* from.ask(op.byId === true ? to.id : to.name, `question ${counter} ${from.name}→${to.name}`, {
+              timeout: op.timeoutMs
+            })
+          }
+          break
+        }
+        case "SupervisorSend": {
+          const from = nameAt(sessions, op.from)
+          if (from !== undefined) {
+            yield* from.supervisorSend(`${op.ask ? "decision" : "progress"} ${counter} ${from.name}→supervisor`, {
+              ask: op.ask,
+              timeout: op.timeoutMs
+            })
           }
           break
         }
@@ -361,9 +441,15 @@ export const variedConfig = (config: SimulationConfig): SimulationConfig => {
   }
 }
 
-/** The config a generated workload runs in: `count` sessions unless the config names them, varied by seed. */
-export const workloadConfig = (config: SimulationConfig, count: number, vary = true): SimulationConfig => {
-  const named = config.sessions === undefined ? { ...config, sessions: sessionNames(count) } : config
+/**
+ * The config a generated workload runs in: `count` sessions unless the config
+ * names them (with `groups`, over two groups with a supervisor and its child:
+ * `groupSpecs`), varied by seed.
+ */
+export const workloadConfig = (config: SimulationConfig, count: number, vary = true, groups = false): SimulationConfig => {
+  const named = config.sessions === undefined
+    ? { ...config, sessions: groups && count >= 2 ? groupSpecs(count) : sessionNames(count) }
+    : config
   return vary ? variedConfig(named) : named
 }
 
@@ -374,7 +460,7 @@ export const runWorkload = (
   options: WorkloadOptions = {}
 ): Effect.Effect<SimReport> => {
   const count = sessionCountOf(config, options)
-  const world = workloadConfig(config, count, options.vary ?? true)
+  const world = workloadConfig(config, count, options.vary ?? true, options.groups === true)
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,
     applyOps(ops ?? generateWorkload(config.seed, count, options))

@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
 import type { SimulationConfig } from "./Simulation.ts"
 import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
-import { HOSTILE_WEIGHT, type Op, OpSchema, trafficWeights, type WorkloadOptions } from "./Workload.ts"
+import { GROUPS_SUPERVISOR_WEIGHT, HOSTILE_WEIGHT, type Op, OpSchema, trafficWeights, type WorkloadOptions } from "./Workload.ts"
 
 /** What one invocation of `npm run sim` asks for. */
 export type SimRequest =
@@ -53,7 +53,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "not-reconnected": true,
   "lost-in-flight": true,
   "frame-too-large": true,
-  "ask-hijacked": true
+  "ask-hijacked": true,
+  "cross-group": true,
+  "cross-group-accepted": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
@@ -89,6 +91,10 @@ const flags = {
   scopes: int("scopes", 1, "Spread the sessions over this many pi scopeIds"),
   traffic: toggle("traffic", "No faults, traffic only"),
   hostile: toggle("hostile", "Add two hostile sessions and mix their attacks into the workload (docs/testing.md)"),
+  groups: toggle(
+    "groups",
+    "Spread the sessions over two groups with a supervisor and its delegated child; mix in supervisor traffic and sends into the other group (docs/testing.md)"
+  ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -109,8 +115,17 @@ export const simRequest = (input: SimFlags): SimRequest => {
   const workload = {
     ops: input.ops,
     sessions: input.sessions,
-    ...(input.traffic ? { weights: input.hostile ? { ...trafficWeights, Hostile: HOSTILE_WEIGHT } : trafficWeights } : {}),
-    ...(input.hostile ? { hostile: true } : {})
+    ...(input.traffic
+      ? {
+        weights: {
+          ...trafficWeights,
+          ...(input.hostile ? { Hostile: HOSTILE_WEIGHT } : {}),
+          ...(input.groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {})
+        }
+      }
+      : {}),
+    ...(input.hostile ? { hostile: true } : {}),
+    ...(input.groups ? { groups: true } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {
     tolerate: toleratedKinds(input.tolerate),

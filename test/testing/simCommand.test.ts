@@ -9,7 +9,7 @@ import { Effect, Exit } from "effect"
 import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
 import { EXIT_USAGE, exitCodeOf } from "../../src/cli/exit.ts"
-import { HOSTILE_WEIGHT, KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
+import { GROUPS_SUPERVISOR_WEIGHT, HOSTILE_WEIGHT, KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
 import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
 
 /** Parses `argv`: the requests the handler was given, and how the command ended. */
@@ -93,6 +93,19 @@ describe("sim command line", () => {
         sessions: 4,
         weights: { ...trafficWeights, Hostile: HOSTILE_WEIGHT },
         hostile: true
+      })
+    }))
+
+  it.effect("--groups spreads sessions over groups with a supervisor, also in a traffic-only workload", () =>
+    Effect.gen(function*() {
+      const groups = yield* requestOf(["--groups", "--seeds", "2"])
+      assert.strictEqual(groups._tag === "Soak" ? groups.soak.groups : undefined, true)
+      const traffic = yield* requestOf(["--groups", "--traffic", "--seed", "4"])
+      assert.deepStrictEqual(traffic._tag === "Seed" ? traffic.workload : undefined, {
+        ops: 40,
+        sessions: 4,
+        weights: { ...trafficWeights, SupervisorSend: GROUPS_SUPERVISOR_WEIGHT },
+        groups: true
       })
     }))
 

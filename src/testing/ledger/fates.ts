@@ -4,15 +4,18 @@
  * nothing excuses (docs/testing.md, "The invariants").
  */
 import type { Message } from "../../protocol/frames.ts"
-import { type LedgerState, nameOf } from "./state.ts"
+import { DeliveryCode } from "../../protocol/delivery.ts"
+import { crossesGroup, type LedgerState, mayCross, nameOf } from "./state.ts"
 import { violate } from "./trace.ts"
-import type { MessageTally } from "./types.ts"
+import type { GroupTally, MessageTally } from "./types.ts"
 
 /** An acknowledged message nothing explains yet, to resend to the broker's replay record. */
 export interface Unexplained {
   readonly sender: string
   readonly target: string
   readonly message: Message
+  /** Sent as a child's `supervisor_send`: resend it the same way. */
+  readonly channel: "supervisor" | undefined
 }
 
 /**
@@ -28,7 +31,7 @@ export const unexplained = (state: LedgerState): ReadonlyArray<Unexplained> => {
       record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified &&
       record.reads.length === 0 && record.writtenTo.length === 0 && record.target !== undefined &&
       !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch))
-    ) out.push({ sender: record.sender, target: record.target, message: record.message })
+    ) out.push({ sender: record.sender, target: record.target, message: record.message, channel: record.channel })
   }
   return out
 }
@@ -136,4 +139,33 @@ export const finish = (state: LedgerState): MessageTally => {
     lostInFlight,
     stranded
   }
+}
+
+/** Traffic between groups of one scope over the run, counted (see `GroupTally`). */
+export const groupTally = (state: LedgerState): GroupTally => {
+  let crossAttempts = 0
+  let refusedCrossGroup = 0
+  let refusedNotFound = 0
+  let otherOutcome = 0
+  let supervisorSent = 0
+  let supervisorAcknowledged = 0
+  let repliesBack = 0
+  for (const record of state.messages.values()) {
+    if (record.channel === "supervisor") {
+      supervisorSent++
+      if (record.outcome === "acked") supervisorAcknowledged++
+      continue
+    }
+    const target = record.target
+    if (target === undefined || !crossesGroup(state, record.sender, target)) continue
+    if (mayCross(state, record, target)) {
+      if (record.reads.length > 0) repliesBack++
+      continue
+    }
+    crossAttempts++
+    if (record.failureCode === DeliveryCode.CrossGroup) refusedCrossGroup++
+    else if (record.failureCode === DeliveryCode.TargetNotFound) refusedNotFound++
+    else otherOutcome++
+  }
+  return { crossAttempts, refusedCrossGroup, refusedNotFound, otherOutcome, supervisorSent, supervisorAcknowledged, repliesBack }
 }

@@ -36,6 +36,8 @@ export interface MessageRecord {
   readonly sender: string
   readonly target: string | undefined
   readonly kind: "send" | "ask" | "reply"
+  /** Written as a child's `supervisor_send` (the broker marks it `channel: "supervisor"`). */
+  readonly channel: "supervisor" | undefined
   readonly replyTo: string | undefined
   readonly message: Message
   outcome: "pending" | "acked" | "refused" | "unknown"
@@ -134,6 +136,30 @@ export const nameOf = (state: LedgerState, id: string): string => state.sessions
 
 /** The pi `scopeId` of session `id`. */
 export const scopeOf = (state: LedgerState, id: string): string | undefined => state.sessions.get(id)?.scopeId
+
+/** The group of session `id` (`default` when it names none). */
+export const groupOf = (state: LedgerState, id: string): string => {
+  const group = state.sessions.get(id)?.group?.trim() ?? ""
+  return group === "" ? "default" : group
+}
+
+/** Whether two sessions of the world share a scope but not a group: traffic between them crosses a group. */
+export const crossesGroup = (state: LedgerState, a: string, b: string): boolean =>
+  knows(state, a) && knows(state, b) && scopeOf(state, a) === scopeOf(state, b) && groupOf(state, a) !== groupOf(state, b)
+
+/**
+ * Whether message `record` may cross from its sender's group to `receiver`'s
+ * (C-GRP-12, C-SUP-12…14): a bound child's `supervisor_send` to its
+ * supervisor, or that supervisor's reply answering the child's own
+ * supervisor-channel message (the exact reverse).
+ */
+export const mayCross = (state: LedgerState, record: MessageRecord, receiver: string): boolean => {
+  if (record.channel === "supervisor") return state.sessions.get(record.sender)?.supervisor === receiver
+  if (record.kind !== "reply" || record.replyTo === undefined) return false
+  const question = state.messages.get(record.replyTo)
+  return question !== undefined && question.channel === "supervisor" && question.sender === receiver &&
+    question.target === record.sender && state.sessions.get(receiver)?.supervisor === record.sender
+}
 
 /** Whether `id` is a hostile session of the world (its own messages are not tracked). */
 export const isHostile = (state: LedgerState, id: string): boolean => state.sessions.get(id)?.hostile === true

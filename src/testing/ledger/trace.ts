@@ -1,8 +1,9 @@
 /**
  * The ledger's trace: lines stamped with simulated time, violations recorded
  * in it, and stable names for random ids (message ids become `m1`, `m2`, …
- * and other UUIDs `u1`, `u2`, … by first appearance), so two runs of one seed
- * print the same trace.
+ * and other UUIDs `u1`, `u2`, … by first appearance; a supervisor capability,
+ * whose nonce the broker draws from `crypto`, `cap1`, …), so two runs of one
+ * seed print the same trace.
  */
 import type { LedgerState, LinkRecord } from "./state.ts"
 import { nameOf } from "./state.ts"
@@ -10,14 +11,24 @@ import type { ViolationKind } from "./types.ts"
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 
+/** A capability in a frame (`supervisor-v1`): `<nonce>.<mac>`, both base64url. */
+const CAPABILITY = /"capability":"([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)"/g
+
 const formatTime = (ms: number): string => `${(ms / 1000).toFixed(3).padStart(8)}s`
 
 /** `text`, cut to `max` characters with an ellipsis. */
 export const clip = (text: string, max = 40): string => text.length <= max ? text : `${text.slice(0, max - 1)}…`
 
-/** `text` with every UUID replaced by its stable alias. */
+/** `text` with every UUID and capability replaced by its stable alias. */
 export const stableIds = (state: LedgerState, text: string): string =>
-  text.replace(UUID, (id) => {
+  text.replace(CAPABILITY, (_match, capability: string) => {
+    let alias = state.otherIds.get(capability)
+    if (alias === undefined) {
+      alias = `cap${state.otherIds.size + 1}`
+      state.otherIds.set(capability, alias)
+    }
+    return `"capability":"${alias}"`
+  }).replace(UUID, (id) => {
     const message = state.messages.get(id)
     if (message !== undefined) return message.alias
     let alias = state.aliases.get(id) ?? state.otherIds.get(id)

@@ -57,6 +57,21 @@ export type ViolationKind =
    * took the ask's edge.
    */
   | "ask-hijacked"
+  /**
+   * A session received a message from a session of another group of its
+   * scope that was neither its bound child's broker-marked supervisor-channel
+   * message (to it, its supervisor) nor its supervisor's reply answering that
+   * child's own supervisor-channel ask (the exact reverse); or a list entry or
+   * membership frame of another group; or a `channel: "supervisor"` marking
+   * on anything but a bound child's message to its supervisor.
+   */
+  | "cross-group"
+  /**
+   * The broker acknowledged a plain send to a session of another group of the
+   * sender's scope that is not the exact reverse reply above: it must have
+   * been refused (`E_CROSS_GROUP` by exact id, `E_TARGET_NOT_FOUND` by name).
+   */
+  | "cross-group-accepted"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
@@ -84,6 +99,27 @@ export interface SessionMeta {
    * fate; what it does to the others is checked as ever.
    */
   readonly hostile?: boolean
+  /** Its group (`groups-v1`); absent or blank is `default`. */
+  readonly group?: string | undefined
+  /** A delegated child (`supervisor-v1`): the id of the supervisor it is bound to. */
+  readonly supervisor?: string | undefined
+}
+
+/** Traffic between groups of one scope, counted over a run (all zero in a world without groups). */
+export interface GroupTally {
+  /** Plain sends and asks addressed (by name or id) to a session of another group. */
+  readonly crossAttempts: number
+  /** … refused with `E_CROSS_GROUP` (exact id of a live session). */
+  readonly refusedCrossGroup: number
+  /** … refused as not found (a name or prefix, or a session not live). */
+  readonly refusedNotFound: number
+  /** … refused otherwise, or with no answer to the sender. */
+  readonly otherOutcome: number
+  /** A child's `supervisor_send`s written, and how many the broker acknowledged. */
+  readonly supervisorSent: number
+  readonly supervisorAcknowledged: number
+  /** Supervisor replies that crossed back to a child (read by the child). */
+  readonly repliesBack: number
 }
 
 /** What became of every message a sender was told the broker accepted. */

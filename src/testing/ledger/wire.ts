@@ -6,16 +6,19 @@
  * and order on the wire.
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
-import { decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
+import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
-import type { BrokerFrame, Message } from "../../protocol/frames.ts"
+import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { checkOrder } from "./order.ts"
 import {
+  crossesGroup,
+  groupOf,
   isHostile,
   knows,
   type LedgerState,
   type LinkRecord,
+  mayCross,
   type MessageRecord,
   nameOf,
   recordFrom,
@@ -25,6 +28,24 @@ import {
 import { alias, check, clip, note, traceFrame, violate } from "./trace.ts"
 import type { Side } from "./types.ts"
 
+/** `supervisor_send` (client → broker); the broker routes it as a send, so the ledger decodes it here. */
+const decodeSupervisorSend = compileDecoder("supervisor_send", SupervisorSendFrame)
+
+/** A send-like frame a client wrote: a `send`, or a child's `supervisor_send`. */
+const decodeSendLike = (
+  parsed: { readonly type: string; readonly [key: string]: unknown }
+): { readonly to: string; readonly targetId: string | undefined; readonly message: Message; readonly channel: "supervisor" | undefined } | undefined => {
+  if (parsed.type === "send") {
+    const frame = decodeClientFrame.send(parsed)
+    return isFrameDecodeError(frame) ? undefined : { to: frame.to, targetId: frame.targetId, message: frame.message, channel: undefined }
+  }
+  if (parsed.type === "supervisor_send") {
+    const frame = decodeSupervisorSend(parsed)
+    return isFrameDecodeError(frame) ? undefined : { to: frame.to, targetId: undefined, message: frame.message, channel: "supervisor" }
+  }
+  return undefined
+}
+
 /** A client wrote frames toward the broker. */
 export const clientWrote = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
@@ -33,9 +54,9 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
     state.frameCount++
     const parsed = parseFrameText(text)
     if (!isFrameDecodeError(parsed)) {
-      if (parsed.type === "send" && !isHostile(state, link.owner)) {
-        const frame = decodeClientFrame.send(parsed)
-        if (!isFrameDecodeError(frame)) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message)
+      if ((parsed.type === "send" || parsed.type === "supervisor_send") && !isHostile(state, link.owner)) {
+        const frame = decodeSendLike(parsed)
+        if (frame !== undefined) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message, frame.channel)
       } else if (parsed.type === "unregister") {
         link.registered = false
       }
@@ -44,7 +65,14 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
   }
 }
 
-const sendWritten = (state: LedgerState, sender: string, to: string, targetId: string | undefined, message: Message): void => {
+const sendWritten = (
+  state: LedgerState,
+  sender: string,
+  to: string,
+  targetId: string | undefined,
+  message: Message,
+  channel: "supervisor" | undefined
+): void => {
   if (state.messages.has(message.id)) return // a retry of the same message
   const kind = message.expectsReply === true ? "ask" : message.replyTo !== undefined ? "reply" : "send"
   const alias = state.aliases.get(message.id) ?? `m${state.messages.size + state.aliases.size + 1}`
@@ -55,6 +83,7 @@ const sendWritten = (state: LedgerState, sender: string, to: string, targetId: s
     sender,
     target: resolveTarget(state, to, targetId),
     kind,
+    channel,
     replyTo: message.replyTo,
     message,
     outcome: "pending",
@@ -71,7 +100,8 @@ const sendWritten = (state: LedgerState, sender: string, to: string, targetId: s
     recordSays: undefined
   }
   state.messages.set(message.id, record)
-  if (kind === "ask") {
+  // A child's supervisor-channel ask is no ask of its session runtime (its reply-waiter slot is not used).
+  if (kind === "ask" && channel === undefined) {
     const ask = state.openAsk.get(sender)
     if (ask !== undefined && ask.questionId === undefined) ask.questionId = message.id
   }
@@ -83,9 +113,9 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   if (owner === undefined || isHostile(state, owner)) return
   for (const text of frames) {
     const parsed = parseFrameText(text)
-    if (isFrameDecodeError(parsed) || parsed.type !== "send") continue
-    const frame = decodeClientFrame.send(parsed)
-    if (isFrameDecodeError(frame)) continue
+    if (isFrameDecodeError(parsed) || (parsed.type !== "send" && parsed.type !== "supervisor_send")) continue
+    const frame = decodeSendLike(parsed)
+    if (frame === undefined) continue
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
@@ -193,6 +223,43 @@ const sameScope = (state: LedgerState, link: LinkRecord, sessionId: string, what
     })`)
 }
 
+/** Lists and membership frames stay inside a group (no simulated session `peek`s at another group). */
+const sameGroup = (state: LedgerState, link: LinkRecord, sessionId: string, what: string): void => {
+  check(state, !crossesGroup(state, sessionId, link.owner), "cross-group", () =>
+    `${nameOf(state, link.owner)} [${groupOf(state, link.owner)}] saw ${what} of ${nameOf(state, sessionId)} [${
+      groupOf(state, sessionId)
+    }]`)
+}
+
+/**
+ * C-GRP-12, C-SUP-13/14: a message from another group of the receiver's scope
+ * is a bound child's broker-marked message to its supervisor, or the
+ * supervisor's exact reverse reply; and the broker marks `channel:
+ * "supervisor"` on exactly the former.
+ */
+const groupCrossing = (
+  state: LedgerState,
+  link: LinkRecord,
+  from: string,
+  messageId: string,
+  channel: "supervisor" | undefined,
+  record: MessageRecord | undefined
+): void => {
+  const receiver = link.owner
+  const describe = () =>
+    `${record?.alias ?? alias(state, messageId)} from ${nameOf(state, from)} [${groupOf(state, from)}] to ${nameOf(state, receiver)} [${
+      groupOf(state, receiver)
+    }]`
+  const marked = record?.channel === "supervisor" && state.sessions.get(from)?.supervisor === receiver
+  check(state, (channel === "supervisor") === marked, "cross-group", () =>
+    channel === "supervisor"
+      ? `${describe()} came marked channel:"supervisor", but it is no bound child's supervisor_send to its supervisor`
+      : `${describe()}, a bound child's supervisor_send, came without channel:"supervisor"`)
+  if (!crossesGroup(state, from, receiver)) return
+  check(state, record !== undefined && mayCross(state, record, receiver), "cross-group", () =>
+    `${describe()} crossed groups: it is neither supervisor-channel traffic from a bound child nor the supervisor's reply to its ask`)
+}
+
 const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
   switch (frame.type) {
     case "registered": {
@@ -216,6 +283,13 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
         record.outcome = "acked"
         record.ackEpoch = link.brokerEpoch
         record.ackedAt = state.now()
+        const target = record.target
+        if (target !== undefined && crossesGroup(state, record.sender, target)) {
+          check(state, mayCross(state, record, target), "cross-group-accepted", () =>
+            `${record.alias} (${record.kind} ${nameOf(state, record.sender)} [${groupOf(state, record.sender)}] → ${
+              nameOf(state, target)
+            } [${groupOf(state, target)}]) was acknowledged; a plain send into another group must be refused`)
+        }
       }
       return
     }
@@ -234,6 +308,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       const from = frame.from.id
       sameScope(state, link, from, "a message")
       const record = recordFrom(state, frame.message.id, from)
+      groupCrossing(state, link, from, frame.message.id, frame.channel, record)
       if (record === undefined) return
       if (record.target !== undefined) {
         check(state, record.target === receiver, "misrouted", () =>
@@ -246,14 +321,19 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       return
     }
     case "sessions":
-      for (const session of frame.sessions) sameScope(state, link, session.id, "a list entry")
+      for (const session of frame.sessions) {
+        sameScope(state, link, session.id, "a list entry")
+        sameGroup(state, link, session.id, "a list entry")
+      }
       return
     case "session_joined":
     case "presence_update":
       sameScope(state, link, frame.session.id, `${frame.type}`)
+      sameGroup(state, link, frame.session.id, `${frame.type}`)
       return
     case "session_left":
       sameScope(state, link, frame.sessionId, "session_left")
+      sameGroup(state, link, frame.sessionId, "session_left")
       return
     case "message_receipt": {
       if (frame.receipt.status !== "expired") return

@@ -73,9 +73,10 @@ export const finish = (
       ledger.check(stats.unregistered === 0, "registry-mismatch", () =>
         `${stats.unregistered} connection(s) still unregistered`)
     }
+    // A list shows the lister's scope and group (groups-v1): one list per (scope, group).
     const byScope = new Map<string, Array<SessionState>>()
     for (const state of states) {
-      const key = state.meta.scopeId ?? ""
+      const key = `${state.meta.scopeId ?? ""}\u0000${state.meta.group?.trim() || "default"}`
       byScope.set(key, [...(byScope.get(key) ?? []), state])
     }
     for (const members of byScope.values()) {
@@ -88,7 +89,7 @@ export const finish = (
         const ids = exit.value.sessions.map((session) => session.id).sort()
         const expected = members.map((state) => state.meta.id).sort()
         ledger.check(ids.join(",") === expected.join(","), "registry-mismatch", () =>
-          `${first.meta.name}'s list shows [${ids.map((id) => ledger.nameOf(id)).join(", ")}], its scope has [${
+          `${first.meta.name}'s list shows [${ids.map((id) => ledger.nameOf(id)).join(", ")}], its scope and group have [${
             expected.map((id) => ledger.nameOf(id)).join(", ")
           }]`)
       } else {
@@ -104,7 +105,10 @@ export const finish = (
     for (const lost of ledger.unexplained()) {
       const client = states.find((state) => state.meta.id === lost.sender)?.client
       if (client === undefined) continue
-      const answer = yield* step(world, client.service.send({ to: lost.target, message: lost.message }), world.steps, client.key)
+      const resend = lost.channel === "supervisor"
+        ? client.service.supervisorSend({ message: lost.message })
+        : client.service.send({ to: lost.target, message: lost.message })
+      const answer = yield* step(world, resend, world.steps, client.key)
       while (answer.pollUnsafe() === undefined) yield* advance(world, 100)
       const exit = yield* Fiber.await(answer)
       ledger.recordSaid(
@@ -118,6 +122,7 @@ export const finish = (
     }
     const messages = ledger.finish()
     const asks = ledger.askTally()
+    const groups = ledger.groupTally()
     // Close the world; nothing may keep running.
     world.state.finished = true
     yield* worldStep(world, "the world closes", Effect.gen(function*() {
@@ -138,6 +143,7 @@ export const finish = (
       tolerated,
       messages,
       asks,
+      groups,
       checks: ledger.checks,
       frames: ledger.frames,
       events: ledger.trace.length,

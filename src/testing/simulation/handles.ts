@@ -7,6 +7,7 @@
  */
 import { Duration, Effect, Exit, Fiber, FiberSet } from "effect"
 import type { IntercomSessionService } from "../../session/IntercomSession.ts"
+import { newMessage } from "../../session/Sending.ts"
 import { describeFailure } from "../SimAgent.ts"
 import {
   buildGeneration,
@@ -60,6 +61,7 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
     name,
     id: state.meta.id,
     scopeId: state.meta.scopeId,
+    group: state.meta.group?.trim() || "default",
     running: Effect.sync(() => state.generation !== undefined),
     send: (to, text) =>
       sessionOp(
@@ -118,6 +120,34 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
           fiber.addObserver(() => state.asks.delete(fiber))
         }))
     },
+    supervisorSend: (text, options = {}) =>
+      Effect.gen(function*() {
+        const generation = state.generation
+        const client = state.client
+        const label = `supervisorSend${options.ask === true ? " (ask)" : ""} "${text}"`
+        if (generation === undefined || client === undefined) {
+          world.ledger.note(`${name} ${label}: skipped (session stopped)`)
+          return undefined
+        }
+        const askTimeoutMs = millisOf(options.timeout ?? "20 seconds")
+        const fiber = yield* step(
+          world,
+          Effect.gen(function*() {
+            world.ledger.note(`${name} ${label}`)
+            const message = yield* newMessage(text, undefined, { expectsReply: options.ask === true })
+            return yield* client.service.supervisorSend(options.ask === true ? { message, askTimeoutMs } : { message })
+          }).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() =>
+                world.ledger.note(`${name} ${label} → ${failureOf(exit, (delivery) => delivery.delivery)}`)
+              )
+            )
+          ),
+          generation.ops,
+          client.key
+        )
+        return pending(world, fiber)
+      }),
     cancelAsks: worldStep(
       world,
       `${name} cancels its asks`,

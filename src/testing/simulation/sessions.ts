@@ -9,6 +9,7 @@ import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Se
 import type { Dialer } from "../../client/Dialer.ts"
 import { IntercomNotConnected } from "../../client/errors.ts"
 import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
+import type { ChildGrant } from "../../client/SupervisorGrants.ts"
 import { Host, type HostIdentity } from "../../session/Host.ts"
 import { IntercomSession, type IntercomSessionService, sessionRegistration } from "../../session/IntercomSession.ts"
 import type { LifecycleStatus } from "../../session/render.ts"
@@ -17,7 +18,7 @@ import type { SessionMeta } from "../ledger/types.ts"
 import { Prng } from "../Prng.ts"
 import { type AgentPolicy, defaultAgentPolicy, makeSimAgent, type SimAgent } from "../SimAgent.ts"
 import type { SimLink } from "../SimLink.ts"
-import { worldStep } from "./steps.ts"
+import { pending, step, worldStep } from "./steps.ts"
 import type { SessionSpec } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
@@ -52,6 +53,10 @@ export interface SessionState {
   status: LifecycleStatus
   /** Asks in progress (the tool calls a person could cancel). */
   readonly asks: Set<Fiber.Fiber<unknown, unknown>>
+  /** A supervisor's owner token (`supervisor-v1`): fixed for the session's life, so its clients restore capabilities. */
+  readonly ownerToken: string | undefined
+  /** A delegated child's grant, once its supervisor authorized it (the child's client starts with it). */
+  grant: ChildGrant | undefined
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -61,11 +66,28 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
   Effect.gen(function*() {
     const { config } = world
     const scopes = config.scopes ?? [undefined]
+    const groups = config.groups ?? [undefined]
     const specs = (config.sessions ?? ["A", "B", "C", "D"]).map(specOf)
+    const idOf = (index: number, spec: SessionSpec) => `sim-${index + 1}-${spec.name.toLowerCase()}`
+    const supervisorIdOf = (name: string): string => {
+      const index = specs.findIndex((spec) => spec.name.toLowerCase() === name.toLowerCase())
+      const spec = specs[index]
+      if (spec === undefined) throw new RangeError(`No simulated session named ${name} to supervise a child`)
+      return idOf(index, spec)
+    }
+    const supervisors = new Set(specs.flatMap((spec) => spec.supervisor === undefined ? [] : [supervisorIdOf(spec.supervisor)]))
     const states: Array<SessionState> = []
     for (const [index, spec] of specs.entries()) {
       const scopeId = spec.scopeId ?? scopes[index % Math.max(1, scopes.length)]
-      const meta: SessionMeta = { id: `sim-${index + 1}-${spec.name.toLowerCase()}`, name: spec.name, scopeId }
+      const group = spec.group ?? groups[index % Math.max(1, groups.length)]
+      const id = idOf(index, spec)
+      const meta: SessionMeta = {
+        id,
+        name: spec.name,
+        scopeId,
+        ...(group === undefined ? {} : { group }),
+        ...(spec.supervisor === undefined ? {} : { supervisor: supervisorIdOf(spec.supervisor) })
+      }
       world.ledger.addSession(meta)
       states.push({
         meta,
@@ -78,7 +100,10 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         generation: undefined,
         link: undefined,
         status: "idle",
-        asks: new Set()
+        asks: new Set(),
+        // Deterministic: the world's seed and the session; a secret only in production.
+        ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
+        grant: undefined
       })
     }
     return states
@@ -160,6 +185,11 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       socketPath: SIM_ADDRESS,
       sessionId: state.meta.id,
       scopeId: state.meta.scopeId,
+      ...(state.meta.group === undefined ? {} : { group: state.meta.group }),
+      ...(state.ownerToken === undefined ? {} : { ownerToken: state.ownerToken }),
+      ...(state.grant === undefined
+        ? {}
+        : { supervisorGrant: { capability: state.grant.capability, supervisorSessionId: state.grant.supervisorSessionId } }),
       registration: sessionRegistration({
         sessionId: state.meta.id,
         identity: identityOf(state),
@@ -207,3 +237,26 @@ export const lifecycle = (world: World, state: SessionState, label: string, acti
       () => Effect.sync(() => world.state.lifecycleBusy--)
     )
   )
+
+/**
+ * The supervisor authorizes its child by name (`authorizeChild`, C-SUP-7):
+ * the grant the child's clients start with. Waits for the supervisor's
+ * connection; a world whose supervisor cannot authorize is a broken world
+ * (a defect), not a finding.
+ */
+export const authorizeChild = (world: World, supervisor: SessionState, child: SessionState): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const client = supervisor.client
+    if (client === undefined) {
+      return yield* Effect.die(new Error(`${supervisor.meta.name} is not running: it cannot authorize ${child.meta.name}`))
+    }
+    const authorize = client.service.authorizeChild(child.meta.name).pipe(
+      Effect.retry({ times: 10, schedule: Schedule.spaced("1 second") })
+    )
+    const exit = yield* pending(world, yield* step(world, authorize, world.steps, client.key)).result("5 minutes")
+    if (Exit.isFailure(exit)) {
+      return yield* Effect.die(new Error(`${supervisor.meta.name} could not authorize ${child.meta.name}: ${exit.cause}`))
+    }
+    child.grant = exit.value
+    world.ledger.note(`${supervisor.meta.name} authorized its child ${child.meta.name} (${supervisor.meta.group ?? "default"} → ${child.meta.group ?? "default"})`)
+  })

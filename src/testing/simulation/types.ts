@@ -22,9 +22,10 @@ import type {
 } from "../../session/IntercomSession.ts"
 import type { LifecycleStatus } from "../../session/render.ts"
 import type { Ledger } from "../Ledger.ts"
-import type { AskTally, MessageTally, Side, Violation, ViolationKind } from "../ledger/types.ts"
+import type { Delivery } from "../../client/events.ts"
+import type { AskTally, GroupTally, MessageTally, Side, Violation, ViolationKind } from "../ledger/types.ts"
 import type { AgentPolicy } from "../SimAgent.ts"
-import type { BrokerOutputFault } from "../SimLink.ts"
+import type { BrokerInputFault, BrokerOutputFault } from "../SimLink.ts"
 import type { SimHostile } from "./hostile.ts"
 
 /** One session of the world: its name, and optionally its pi scope and agent behaviour. */
@@ -33,6 +34,16 @@ export interface SessionSpec {
   /** pi-intercom `scopeId` (an isolation boundary). */
   readonly scopeId?: string | undefined
   readonly agent?: Partial<AgentPolicy> | undefined
+  /** Its home group (`groups-v1`); blank or absent is `default`. */
+  readonly group?: string | undefined
+  /**
+   * Makes this session a delegated child (`supervisor-v1`) of the session
+   * named here, which becomes a supervisor (it registers with an owner
+   * token). Once the supervisor is connected it authorizes this child by
+   * name, and the child starts with the grant (see docs/testing.md, "Groups
+   * and supervisors").
+   */
+  readonly supervisor?: string | undefined
 }
 
 /**
@@ -62,6 +73,11 @@ export interface SimulationConfig {
   readonly sessions?: ReadonlyArray<string | SessionSpec>
   /** `scopeId`s given round-robin to sessions that do not name one. Default: one unscoped space. */
   readonly scopes?: ReadonlyArray<string | undefined>
+  /**
+   * Groups (`groups-v1`) given round-robin to sessions that name none. Default:
+   * none (every session in `default`).
+   */
+  readonly groups?: ReadonlyArray<string | undefined>
   /** Options of the real broker core (idle exit is off in the simulation). */
   readonly broker?: BrokerCoreOptions
   /** Options of the real session runtime; default ask timeout 20 s, connect timeout 5 s. */
@@ -79,6 +95,12 @@ export interface SimulationConfig {
    * broker writes (see BrokenBuilds.ts). For testing the invariants only.
    */
   readonly brokerFault?: () => BrokerOutputFault
+  /**
+   * A deliberately broken build on the other side: makes, per world, a
+   * rewrite of what the broker reads (see BrokenBuilds.ts). For testing the
+   * invariants only.
+   */
+  readonly brokerInputFault?: () => BrokerInputFault
   /** Frames each direction of an in-memory link buffers. Default 64. */
   readonly linkCapacity?: number
   /** How long `finish` lets the healed world settle before the final checks. Default 60 s. */
@@ -111,6 +133,8 @@ export interface SimReport {
   readonly messages: MessageTally
   /** How every ask ended. */
   readonly asks: AskTally
+  /** Traffic between groups of one scope (all zero without groups). */
+  readonly groups: GroupTally
   /** Invariant checks made (continuous and final). */
   readonly checks: number
   /** Frames that crossed the in-memory network. */
@@ -148,6 +172,8 @@ export interface SimSession {
   readonly id: string
   /** Its pi `scopeId`, if any. */
   readonly scopeId: string | undefined
+  /** Its group (`default` unless its spec or the config's `groups` name one). */
+  readonly group: string
   /** Whether its client and a session generation are running. */
   readonly running: Effect.Effect<boolean>
   /** Sends via the session's `send` (C-TOOL-4); skipped (undefined) while the session is stopped. */
@@ -158,6 +184,18 @@ export interface SimSession {
     text: string,
     options?: { readonly timeout?: Duration.Input }
   ) => Effect.Effect<Pending<Replied | Sent, AskFailure> | undefined>
+  /**
+   * A delegated child's `supervisorSend` (the client's: the session runtime
+   * has no such action) to its supervisor; with `ask`, a message that expects
+   * a reply within `timeout` (default 20 s), which the supervisor's agent
+   * answers like any ask. Skipped (undefined) while the session is stopped;
+   * refused by the broker (`E_SUPERVISOR_UNAUTHORIZED`) for a session that is
+   * no child.
+   */
+  readonly supervisorSend: (
+    text: string,
+    options?: { readonly ask?: boolean; readonly timeout?: Duration.Input }
+  ) => Effect.Effect<Pending<Delivery, unknown> | undefined>
   /** Cancels (interrupts) this session's asks in progress, as a person cancelling the tool call. */
   readonly cancelAsks: Effect.Effect<void>
   /** `reply`: to the asker named `to`, or to the single pending ask. */

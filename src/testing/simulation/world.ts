@@ -79,11 +79,12 @@ export const makeWorld = (
     const steps = yield* FiberSet.make().pipe(Scope.provide(scope))
     const links = new Map<number, SimLink>()
     const brokerFault = config.brokerFault?.()
+    const brokerInputFault = config.brokerInputFault?.()
     const state: WorldState = { broker: undefined, epoch: 0, lifecycleBusy: 0, finished: false }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
       capacity: config.linkCapacity ?? 64,
       link: ({ id, client, server }) => {
-        const link = new SimLink(id, state.broker?.epoch ?? 0, { client, server }, ledger, brokerFault)
+        const link = new SimLink(id, state.broker?.epoch ?? 0, { client, server }, ledger, brokerFault, brokerInputFault)
         links.set(id, link)
         return { client: link.client, server: link.server }
       }
