@@ -22,6 +22,7 @@
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
+import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
 import { type ControlEvent, type Delivery, type InboundMessage, type PresenceEvent } from "./events.ts"
 import { type ConnectionLost, IntercomNotConnected, type RequestTimeout, type SupervisorAuthorizationFailed } from "./errors.ts"
@@ -62,6 +63,8 @@ export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
 /** The operations of an `IntercomClient`; docs/client.md, "Operations", says what each does. */
 export interface IntercomClientService {
   readonly sessionId: string
+  /** The home group this client registers in (`options.group`, trimmed; blank: `default`, C-GRP-1). */
+  readonly group: string
   /** Connects (or joins the attempt in progress) and returns once registered. */
   readonly connect: Effect.Effect<void, IntercomNotConnected>
   readonly list: Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
@@ -312,6 +315,7 @@ const make = (
 
     return {
       sessionId: options.sessionId,
+      group: normalizeGroup(options.group),
       connect: withConnection(() => Effect.void),
       list: withConnection((c) => c.list(listTimeoutMs)),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)),

@@ -51,6 +51,7 @@ export {
   ToolVisibility
 } from "./schema.ts"
 export { ConfigFileRead, parseConfigFile, type ParsedConfigFile } from "./configFile.ts"
+export { DEFAULT_GROUP, homeGroup, normalizeGroup } from "./group.ts"
 export {
   type BrokerLaunch,
   brokerLaunch,

@@ -170,6 +170,8 @@ export const startGeneration = (input: {
       socketPath: settings.paths.socketPath,
       sessionId,
       scopeId: settings.scopeId,
+      // C-GRP-2: a launcher injects a child's group as ATOMIC_INTERCOM_GROUP; else config `group`, else default.
+      group: settings.group,
       registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt, statusSuffix: settings.status }),
       launch: settings.broker,
       sendTimeoutMs: settings.sendTimeoutMs,

@@ -40,6 +40,10 @@ export const IntercomParameters = Type.Object({
   })),
   scope: Type.Optional(StringEnum(["project", "all"] as const, {
     description: "For 'list' and 'status': 'project' (default: this repository and its worktrees) or 'all'"
+  })),
+  group: Type.Optional(Type.String({
+    description:
+      "Read-only. For 'list': peek at another intercom group's sessions (no send rights there); for 'status': also count that group. 'send'/'ask'/'reply' stay in your own group: any other group is refused."
   }))
 })
 
@@ -61,7 +65,10 @@ Usage:
   intercom({ action: "ask", to: "session-name", message: "..." })   → Ask and wait for reply
   intercom({ action: "reply", message: "..." })                      → Reply to the active/single pending ask
   intercom({ action: "pending" })                                      → List unresolved inbound asks
-  intercom({ action: "status" })                  → Show connection status`
+  intercom({ action: "status" })                  → Show connection status, your group and its size
+
+Sessions belong to an intercom group and can only message sessions of the same group.
+  intercom({ action: "list", group: "name" })     → Read-only peek at another group's sessions`
 
 /**
  * What a pi tool result is made of: the session runtime's text, error flag and details.
@@ -86,7 +93,8 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   attachments: params.attachments,
   replyTo: params.replyTo,
   timeoutMs: params.timeoutMs,
-  scope: enumValue(params.scope)
+  scope: enumValue(params.scope),
+  group: params.group
 })
 
 /**

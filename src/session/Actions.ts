@@ -66,7 +66,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       const self = sessions.find((session) => session.id === selfId)
       if (self === undefined) return yield* new SelfNotListed()
       const shown = inScope(scope, self, sessions)
-      return { self, sessions: shown, text: renderSessionList(self, sessions, shown) }
+      return { self, sessions: shown, group: client.group, text: renderSessionList(self, sessions, shown, client.group) }
     })
 
   const sendChecked: Actions["sendChecked"] = (request, attachments) =>
@@ -136,7 +136,12 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       const sessions = yield* client.list
       const self = sessions.find((session) => session.id === selfId)
       const active = self === undefined ? sessions.length : inScope(scope, self, sessions).length
-      return { sessionId: selfId, activeSessions: active, text: renderStatus(selfId, active) }
+      return {
+        sessionId: selfId,
+        group: client.group,
+        activeSessions: active,
+        text: renderStatus(selfId, active, client.group)
+      }
     })
 
   return {

@@ -18,6 +18,7 @@
  * | `InboundJournal.ts` | checkpoint, restore and Esc-clear redelivery with a host journal |
  * | `ToolExposure.ts` | lazy exposure of the tool (`load_intercom`) |
  * | `IntercomTool.ts` | `intercom(params)`: check once, act, render |
+ * | `groups.ts` | the tool's read-only `group` parameter: peek, counts, the send lock |
  *
  * One layer build is one session generation (C-ORD-35): every fiber is forked
  * in the layer's Scope, and closing it ends a wait in progress and interrupts
@@ -30,6 +31,7 @@ import { IntercomClient } from "../client/IntercomClient.ts"
 import { makeActions } from "./Actions.ts"
 import { makeAsking } from "./Ask.ts"
 import { makeGeneration, resolveSettings } from "./Generation.ts"
+import { withGroups } from "./groups.ts"
 import { Host } from "./Host.ts"
 import { runInbound } from "./Inbound.ts"
 import { baseToolActions, makeIntercomTool } from "./IntercomTool.ts"
@@ -39,6 +41,7 @@ import { makeSending } from "./Sending.ts"
 import { makeToolExposure } from "./ToolExposure.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
+export { type GroupPeek, groupParam, peekGroup, withGroups } from "./groups.ts"
 export { inScope, isListScope, type ListScope, projectKey } from "./project.ts"
 export { TOOL_LOADED, type ToolVisibility } from "./ToolExposure.ts"
 export { sessionRegistration } from "./PresencePublisher.ts"
@@ -72,7 +75,7 @@ const make = (
     const asking = makeAsking(generation, sending)
     const exposure = makeToolExposure(options.toolVisibility ?? "always", host)
     const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
-    const tool = makeIntercomTool(baseToolActions(actions, asking, options.defaultScope))
+    const tool = makeIntercomTool(withGroups(baseToolActions(actions, asking, options.defaultScope), generation))
     const defaultScope = options.defaultScope ?? "all"
     // Added last, so it runs first when the (sequential) Scope closes
     // (C-ORD-35): a wait in progress ends before the fibers above are interrupted.

@@ -218,6 +218,45 @@ export class InvalidScope extends Data.TaggedError("InvalidScope")<{ readonly va
   }
 }
 
+/**
+ * A `group` parameter on `send`, `ask` or `reply` that is not the session's
+ * own group (C-GRP-6): `group` only selects what `list`/`status` look at;
+ * sending stays in the own group. Nothing was sent.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class GroupReadOnly extends Data.TaggedError("GroupReadOnly")<{
+  /** The action that was refused. */
+  readonly action: string
+  /** The `group` the call named (trimmed). */
+  readonly requested: string
+  /** The session's home group. */
+  readonly own: string
+}> {
+  override get message(): string {
+    return `The 'group' parameter is read-only: ${this.action} is locked to this session's own group ` +
+      `${JSON.stringify(this.own)}, so it cannot reach group ${JSON.stringify(this.requested)}. Nothing was sent. ` +
+      `Leave out 'group' (or pass ${JSON.stringify(this.own)}); use list with group to look at another group.`
+  }
+}
+
+/**
+ * A `group` parameter the broker would refuse: longer than 256 characters,
+ * or holding a control character (C-TOOL-6). Nothing was asked of the broker.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class InvalidGroup extends Data.TaggedError("InvalidGroup")<{
+  /** What is wrong with it. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Invalid group: ${this.reason}`
+  }
+}
+
 // ---------------------------------------------------------------------------
 // How each action fails
 // ---------------------------------------------------------------------------
@@ -280,4 +319,11 @@ export type ReplyFailure = SendFailure | NoReplyContext
  * @category errors
  * @since 0.1.0
  */
-export type IntercomSessionError = ListError | AskFailure | ReplyFailure | UnknownAction | InvalidScope
+export type IntercomSessionError =
+  | ListError
+  | AskFailure
+  | ReplyFailure
+  | UnknownAction
+  | InvalidScope
+  | GroupReadOnly
+  | InvalidGroup

@@ -175,6 +175,8 @@ export interface SessionList {
   readonly self: SessionInfo
   /** Every live session of the scope, this one included, in registration order. */
   readonly sessions: ReadonlyArray<SessionInfo>
+  /** This session's home group: every listed session is in it (C-GRP-5). */
+  readonly group: string
   readonly text: string
 }
 
@@ -197,7 +199,9 @@ export interface PendingAsks {
  */
 export interface StatusReport {
   readonly sessionId: string
-  /** Live sessions of the scope, this one included. */
+  /** This session's home group (C-TOOL-11). */
+  readonly group: string
+  /** Live sessions of the scope in that group, this one included. */
   readonly activeSessions: number
   readonly text: string
 }
@@ -220,6 +224,12 @@ export interface IntercomToolParams {
   readonly timeoutMs?: number | undefined
   /** For `list` and `status`: `"project"` or `"all"` (C-TOOL-16). */
   readonly scope?: string | undefined
+  /**
+   * Read-only (C-GRP-5, C-GRP-6): on `list`, another group to peek at; on
+   * `status`, another group to count too; on `send`/`ask`/`reply`, only the
+   * own group is accepted. Blank or absent: the own group.
+   */
+  readonly group?: string | undefined
 }
 
 /**

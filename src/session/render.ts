@@ -1,9 +1,10 @@
 /**
  * Every text the session runtime shows to a model or a person, in one place
  * (C-TOOL-9, C-TOOL-10, C-TOOL-11, C-TOOL-13, C-ASK-8, C-RPL-7, C-RPL-9,
- * C-DLV-18). Pure functions; the wording follows pi-intercom / Atomic so an
+ * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
  * agent prompted for one behaves the same with the other.
  */
+import { DEFAULT_GROUP } from "../config/group.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { displayTargets } from "./targets.ts"
 
@@ -143,7 +144,9 @@ export const renderReply = (to: string, reply: Message): string => `**Reply from
 // ---------------------------------------------------------------------------
 
 /**
- * One `list` row (C-TOOL-9): name, display target, cwd, model, tags.
+ * One `list` row (C-TOOL-9): name, display target, cwd, model, tags. The
+ * tags are `self` or `same cwd`, the status, and `group: <g>` when the row's
+ * group is not `default`.
  *
  * @category rendering
  * @since 0.1.0
@@ -153,17 +156,20 @@ export const renderSessionRow = (
   all: ReadonlyArray<SessionInfo>,
   selfCwd: string,
   isSelf: boolean,
-  targetOf: (session: SessionInfo) => string = displayTargets(all)
+  targetOf: (session: SessionInfo) => string = displayTargets(all),
+  group: string = DEFAULT_GROUP
 ): string => {
   const name = session.name?.trim() || "Unnamed session"
-  const tags = [isSelf ? "self" : session.cwd === selfCwd ? "same cwd" : undefined, session.status]
+  const groupTag = group === DEFAULT_GROUP ? undefined : `group: ${group}`
+  const tags = [isSelf ? "self" : session.cwd === selfCwd ? "same cwd" : undefined, session.status, groupTag]
     .filter((tag): tag is string => tag !== undefined && tag.length > 0)
   const suffix = tags.length === 0 ? "" : ` [${tags.join(", ")}]`
   return `• ${name} (${targetOf(session)}) — ${session.cwd} (${session.model})${suffix}`
 }
 
 /**
- * The `list` result: the current session, then the others (C-TOOL-9).
+ * The `list` result: the current session, then the others (C-TOOL-9), all
+ * of this session's `group`.
  *
  * @category rendering
  * @since 0.1.0
@@ -171,16 +177,19 @@ export const renderSessionRow = (
 export const renderSessionList = (
   self: SessionInfo,
   all: ReadonlyArray<SessionInfo>,
-  shown: ReadonlyArray<SessionInfo> = all
+  shown: ReadonlyArray<SessionInfo> = all,
+  group: string = DEFAULT_GROUP
 ): string => {
   const others = shown.filter((session) => session.id !== self.id)
   const hidden = all.length - shown.length
   // Display targets for every row at once (O(n log n), not O(n) per row).
   const targetOf = displayTargets(all)
-  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true, targetOf)}`
+  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true, targetOf, group)}`
   const rest = others.length === 0
     ? "**Other sessions:**\nNo other sessions connected."
-    : `**Other sessions:**\n${others.map((session) => renderSessionRow(session, all, self.cwd, false, targetOf)).join("\n")}`
+    : `**Other sessions:**\n${
+      others.map((session) => renderSessionRow(session, all, self.cwd, false, targetOf, group)).join("\n")
+    }`
   return hidden === 0 ? `${current}\n\n${rest}` : `${current}\n\n${rest}\n\n${hiddenNote(hidden)}`
 }
 
@@ -202,13 +211,57 @@ export const hiddenNote = (hidden: number): string =>
 export const MISSING_SELF = "Current session is missing from intercom session list."
 
 /**
- * The `status` result (C-TOOL-11); the count includes this session.
+ * The `status` result (C-TOOL-11): the session's group and how many sessions
+ * are active in it, this one included; with `peek`, also the read-only count
+ * of another group (C-GRP-5).
  *
  * @category rendering
  * @since 0.1.0
  */
-export const renderStatus = (sessionId: string, activeSessions: number): string =>
-  `**Intercom Status:**\nConnected: Yes\nSession ID: ${sessionId}\nActive sessions: ${activeSessions}`
+export const renderStatus = (
+  sessionId: string,
+  activeSessions: number,
+  group: string = DEFAULT_GROUP,
+  peek?: { readonly group: string; readonly activeSessions: number }
+): string => {
+  const base = `**Intercom Status:**\nConnected: Yes\nSession ID: ${sessionId}\nGroup: ${group}\n` +
+    `Active sessions: ${activeSessions}`
+  return peek === undefined ? base : `${base}\n${renderPeekCount(peek.group, peek.activeSessions)}`
+}
+
+/**
+ * The line `status` with `group: <other>` adds (C-TOOL-11): that group's
+ * live sessions, counted read-only.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const renderPeekCount = (group: string, activeSessions: number): string =>
+  `Group ${JSON.stringify(group)} (read-only view, no send rights): ` +
+  `${activeSessions} active session${activeSessions === 1 ? "" : "s"}`
+
+/**
+ * The `list` result for `group: <other>` (C-GRP-5): the live sessions of
+ * another group, rendered like `list` rows, under a heading that says it is
+ * a read-only view of that group with no send rights there.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const renderGroupPeek = (
+  group: string,
+  ownGroup: string,
+  sessions: ReadonlyArray<SessionInfo>,
+  selfCwd: string
+): string => {
+  const heading = `**Group ${JSON.stringify(group)} (read-only view):**\n` +
+    `You cannot send to or ask these sessions: send and ask stay in your own group ${JSON.stringify(ownGroup)}.`
+  if (sessions.length === 0) return `${heading}\n\nNo sessions connected in this group.`
+  const targetOf = displayTargets(sessions)
+  return `${heading}\n\n${
+    sessions.map((session) => renderSessionRow(session, sessions, selfCwd, false, targetOf, group)).join("\n")
+  }`
+}
 
 /**
  * The `pending` result when no ask is owed an answer (C-RPL-7).

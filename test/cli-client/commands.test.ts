@@ -40,7 +40,7 @@ describe("intercom list / status", () => {
       const agent = yield* makeAgent
       const status = yield* runCli(agent, ["status"])
       assert.strictEqual(status.code, 0, status.stderr)
-      assert.match(status.stdout, /^\*\*Intercom Status:\*\*\nConnected: Yes\nSession ID: \S+\nActive sessions: 1\n$/)
+      assert.match(status.stdout, /^\*\*Intercom Status:\*\*\nConnected: Yes\nSession ID: \S+\nGroup: default\nActive sessions: 1\n$/)
 
       yield* startWatch(agent, "planner")
       const json = jsonOf(yield* runCli(agent, ["status", "--json"]))

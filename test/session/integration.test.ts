@@ -126,7 +126,7 @@ describe("session over the broker core", () => {
           "**Other sessions:**\n• B (bbbbbbbb) — /tmp/project (test-model) [same cwd, thinking]"
       )
       const status = yield* settle(a.session.intercom({ action: "status" }))
-      assert.strictEqual(status.text, `**Intercom Status:**\nConnected: Yes\nSession ID: ${a.id}\nActive sessions: 2`)
+      assert.strictEqual(status.text, `**Intercom Status:**\nConnected: Yes\nSession ID: ${a.id}\nGroup: default\nActive sessions: 2`)
       const sent = yield* settle(a.session.intercom({ action: "send", to: "bbbbbbbb", message: "Check UserService" }))
       assert.deepStrictEqual([sent.text, sent.isError], ["Message sent to bbbbbbbb", false])
       const inbound = yield* handed(b)

@@ -60,7 +60,7 @@ describe("C-TOOL-9 list", () => {
 
 describe("C-TOOL-11 status", () => {
   it("Connected: Yes, the session id and the active count", () => {
-    assert.strictEqual(renderStatus("abc123", 3), "**Intercom Status:**\nConnected: Yes\nSession ID: abc123\nActive sessions: 3")
+    assert.strictEqual(renderStatus("abc123", 3), "**Intercom Status:**\nConnected: Yes\nSession ID: abc123\nGroup: default\nActive sessions: 3")
   })
 })
 

@@ -113,7 +113,7 @@ describe("C-TOOL-9/11 list and status", () => {
     Effect.gen(function*() {
       const { session } = yield* withPeers()
       const result = yield* session.intercom({ action: "status" })
-      assert.strictEqual(result.text, "**Intercom Status:**\nConnected: Yes\nSession ID: self-0000-0000\nActive sessions: 3")
+      assert.strictEqual(result.text, "**Intercom Status:**\nConnected: Yes\nSession ID: self-0000-0000\nGroup: default\nActive sessions: 3")
     }))
 })
 

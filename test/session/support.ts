@@ -60,6 +60,12 @@ export interface FakeClient extends FakeClientState {
 export interface FakeClientState {
   /** What `list` answers (the session itself must be in it). */
   sessions: ReadonlyArray<SessionInfo>
+  /** The home group the client registers in (`client.group`). Default `default`. */
+  group: string
+  /** What `peek(group)` answers per group; a group not here has nobody. */
+  peekable: ReadonlyMap<string, ReadonlyArray<SessionInfo>>
+  /** Every group peeked at, in order. */
+  readonly peeks: Array<string>
   features: ReadonlyArray<string>
   /** When set, `connect` (and every operation) fails with this reason. */
   connectFailure: string | undefined
@@ -92,6 +98,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const fake: FakeClientState = {
       sessions: [info(sessionId, { name: "self" })],
+      group: "default",
+      peekable: new Map(),
+      peeks: [],
       features: [EXACT_SEND_V1],
       connectFailure: undefined,
       connectHangs: false,
@@ -122,13 +131,20 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const post = (value: Post) => Effect.andThen(connection, Effect.sync(() => void fake.posts.push(value)))
     const service: IntercomClientService = {
       sessionId,
+      get group() {
+        return fake.group
+      },
       connect: connection,
       list: Effect.andThen(connection, Effect.sync(() => {
         fake.lists++
         return fake.sessions
       })),
-      // Groups are the broker's: the fake has one group, so a peek at another sees nobody.
-      peek: () => Effect.andThen(connection, Effect.succeed([])),
+      // Groups are the broker's: the fake answers a peek from `peekable` (nobody by default).
+      peek: (group) =>
+        Effect.andThen(connection, Effect.sync(() => {
+          fake.peeks.push(group)
+          return fake.peekable.get(group) ?? []
+        })),
       send: (request) =>
         Effect.andThen(
           connection,

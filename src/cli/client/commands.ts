@@ -1,13 +1,18 @@
 /**
  * The client commands of `intercom` (docs/cli.md, "Client commands"):
  *
- *   intercom list    [--name <n>] [--json] [--dir <dir>]
+ *   intercom list    [--name <n>] [--json] [--dir <dir>] [--group <g>]
  *   intercom send    <to> <message...>
  *   intercom ask     <to> <message...> [--timeout <duration|ms>]
  *   intercom reply   <message...> [--to <target>] [--reply-to <message id>]
  *   intercom pending
  *   intercom status
  *   intercom watch   [--no-stdin]
+ *
+ * Every command takes `--group <g>`: for `list` and `status` a read-only
+ * look at group g (C-GRP-5), for the others the home group of the session
+ * the command opens (C-GRP-2), which send/ask/reply also pass on as the
+ * tool's `group`, so a `watch` in another group refuses them (C-GRP-6).
  *
  * Only the command line is defined here; the handlers load `run.ts` /
  * `watch.ts` (the client and session runtime) when they run, so `intercom
@@ -46,6 +51,29 @@ const dirFlag = Flag.String("dir").pipe(
 
 const common = { name: nameFlag, json: jsonFlag, dir: dirFlag }
 
+/** `--group` of the commands that send or stay: the home group of their session. */
+const homeGroupFlag = Flag.String("group").pipe(
+  Flag.withDescription(
+    "The intercom group of this command's session (default: $ATOMIC_INTERCOM_GROUP, else $PI_INTERCOM_GROUP, else config group, else default). Only sessions of the same group can be reached."
+  ),
+  Flag.filter((group) => group.trim().length > 0, () => "--group must not be empty"),
+  Flag.optional
+)
+
+/** `--group` of `list` and `status`: another group to look at, read-only. */
+const peekGroupFlag = (what: string) =>
+  Flag.String("group").pipe(
+    Flag.withDescription(
+      `${what} Read-only: this session stays in its own group (ATOMIC_INTERCOM_GROUP / config) and cannot send there.`
+    ),
+    Flag.filter((group) => group.trim().length > 0, () => "--group must not be empty"),
+    Flag.optional
+  )
+
+/** The tool's `group` parameter from a `--group` flag. */
+const groupParam = (group: Option.Option<string>): { readonly group?: string } =>
+  Option.match(group, { onNone: () => ({}), onSome: (value) => ({ group: value }) })
+
 const toArgument = Argument.String("to").pipe(
   Argument.withDescription("Target session: exact id, name (ignoring case), or unique id prefix.")
 )
@@ -60,14 +88,18 @@ const joined = (words: ReadonlyArray<string>): string => words.join(" ")
 const runAction = (input: CommonInput, params: IntercomToolParams) =>
   Effect.flatMap(Effect.promise(() => import("./run.ts")), (run) => run.runAction(input, params))
 
-const list = Command.make("list", common, (input) => runAction(input, { action: "list" })).pipe(
-  Command.withDescription("List the sessions on the intercom: this one, then the others.")
+const list = Command.make(
+  "list",
+  { ...common, group: peekGroupFlag("Peek at the sessions of this group instead of your own.") },
+  ({ group, ...input }) => runAction(input, { action: "list", ...groupParam(group) })
+).pipe(
+  Command.withDescription("List the sessions on the intercom: this one, then the others (of this session's group).")
 )
 
 const send = Command.make(
   "send",
-  { ...common, to: toArgument, message: messageArgument },
-  (input) => runAction(input, { action: "send", to: input.to, message: joined(input.message) })
+  { ...common, group: homeGroupFlag, to: toArgument, message: messageArgument },
+  (input) => runAction(input, { action: "send", to: input.to, message: joined(input.message), ...groupParam(input.group) })
 ).pipe(
   Command.withDescription("Send a message. Exits 0 once the broker accepted it (not when it was read), 1 if it was not delivered.")
 )
@@ -83,13 +115,14 @@ const timeoutFlag = Flag.String("timeout").pipe(
 
 const ask = Command.make(
   "ask",
-  { ...common, to: toArgument, message: messageArgument, timeout: timeoutFlag },
+  { ...common, group: homeGroupFlag, to: toArgument, message: messageArgument, timeout: timeoutFlag },
   (input) =>
     runAction(input, {
       action: "ask",
       to: input.to,
       message: joined(input.message),
-      timeoutMs: Option.getOrUndefined(input.timeout)
+      timeoutMs: Option.getOrUndefined(input.timeout),
+      ...groupParam(input.group)
     })
 ).pipe(
   Command.withDescription("Ask and wait for the reply; prints **Reply from <to>:** and the answer. Exits 1 on timeout or if the target leaves.")
@@ -99,6 +132,7 @@ const reply = Command.make(
   "reply",
   {
     ...common,
+    group: homeGroupFlag,
     message: messageArgument,
     to: Flag.String("to").pipe(
       Flag.withDescription("Answer the pending ask from this sender (when several are pending)."),
@@ -114,7 +148,8 @@ const reply = Command.make(
       action: "reply",
       message: joined(input.message),
       to: Option.getOrUndefined(input.to),
-      replyTo: Option.getOrUndefined(input.replyTo)
+      replyTo: Option.getOrUndefined(input.replyTo),
+      ...groupParam(input.group)
     })
 ).pipe(
   Command.withDescription(
@@ -122,18 +157,27 @@ const reply = Command.make(
   )
 )
 
-const pending = Command.make("pending", common, (input) => runAction(input, { action: "pending" })).pipe(
+const pending = Command.make(
+  "pending",
+  { ...common, group: homeGroupFlag },
+  (input) => runAction(input, { action: "pending" })
+).pipe(
   Command.withDescription("List the unanswered asks made to the session of --name (the watch of that name, if one runs).")
 )
 
-const status = Command.make("status", common, (input) => runAction(input, { action: "status" })).pipe(
-  Command.withDescription("Connected?, the session id, and how many sessions are active.")
+const status = Command.make(
+  "status",
+  { ...common, group: peekGroupFlag("Also count the sessions of this group.") },
+  ({ group, ...input }) => runAction(input, { action: "status", ...groupParam(group) })
+).pipe(
+  Command.withDescription("Connected?, the session id, its group, and how many sessions are active in it.")
 )
 
 const watch = Command.make(
   "watch",
   {
     ...common,
+    group: homeGroupFlag,
     stdin: Flag.Boolean("stdin").pipe(
       Flag.withDescription("Read replies from stdin and leave when it ends (default). --no-stdin: ignore stdin, run until Ctrl-C/SIGTERM."),
       Flag.withDefault(true)

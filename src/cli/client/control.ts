@@ -88,7 +88,9 @@ const ControlRequest = Schema.Struct({
   to: Schema.optionalKey(Schema.String),
   message: Schema.optionalKey(Schema.String),
   replyTo: Schema.optionalKey(Schema.String),
-  timeoutMs: Schema.optionalKey(Schema.Finite)
+  timeoutMs: Schema.optionalKey(Schema.Finite),
+  /** The tool's read-only `group` (`--group`), checked by the watch's own session (C-GRP-5/6). */
+  group: Schema.optionalKey(Schema.String)
 })
 
 const ControlResponse = Schema.Struct({
@@ -108,7 +110,8 @@ const encodeRequest = (params: IntercomToolParams): string =>
     ...(params.to === undefined ? {} : { to: params.to }),
     ...(params.message === undefined ? {} : { message: params.message }),
     ...(params.replyTo === undefined ? {} : { replyTo: params.replyTo }),
-    ...(params.timeoutMs === undefined ? {} : { timeoutMs: params.timeoutMs })
+    ...(params.timeoutMs === undefined ? {} : { timeoutMs: params.timeoutMs }),
+    ...(params.group === undefined ? {} : { group: params.group })
   })
 
 const encodeResponse = (result: ToolResult): string =>

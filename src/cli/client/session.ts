@@ -11,6 +11,7 @@ import type { IntercomEnvError } from "../../config/errors.ts"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
+import { homeGroup } from "../../config/group.ts"
 import { loadIntercomSettings } from "../../config/load.ts"
 import type { IntercomSettings } from "../../config/settings.ts"
 import { Host, type HostIdentity, type HostService } from "../../session/Host.ts"
@@ -29,11 +30,20 @@ export interface CommonInput {
   readonly name: Option.Option<string>
   readonly json: boolean
   readonly dir: Option.Option<string>
+  /**
+   * The home group of the session this command opens (`--group` of the
+   * commands that send or stay: C-GRP-2's injected group, which beats
+   * `ATOMIC_INTERCOM_GROUP` and config). `None` for `list` and `status`,
+   * whose `--group` is a read-only look at another group instead.
+   */
+  readonly group?: Option.Option<string> | undefined
 }
 
 /** Everything a client command needs to know before it touches the bus. */
 export interface CliContext {
   readonly settings: IntercomSettings
+  /** The home group of this command's session: `--group`, else `settings.group` (env, config, `default`). */
+  readonly group: string
   /** Socket path with the short fallback of long agent dirs, as `intercom broker` computes it. */
   readonly paths: IntercomPaths
   readonly name: string
@@ -53,13 +63,13 @@ export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ rea
 export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError
 
 /**
- * The settings, paths, name and identity of this process for one client
- * command (`--dir`, `--name`, environment, config.json). Fails before
+ * The settings, paths, name, home group and identity of this process for one
+ * client command (`--dir`, `--name`, `--group`, environment, config.json). Fails before
  * anything connects: a bad environment variable, `enabled: false`, or no
  * usable socket path.
  */
 export const resolveContext = (
-  input: Pick<CommonInput, "name" | "dir">
+  input: Pick<CommonInput, "name" | "dir" | "group">
 ): Effect.Effect<CliContext, ContextError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const dir = Option.getOrUndefined(input.dir)
@@ -71,7 +81,8 @@ export const resolveContext = (
     const name = Option.getOrElse(input.name, defaultCliName).trim()
     const control = yield* Effect.option(controlLocation(paths, nameKey(name, settings.scopeId)))
     const identity: HostIdentity = { name, cwd: process.cwd(), model: CLI_MODEL }
-    return { settings, paths, name, control, identity } satisfies CliContext
+    const group = homeGroup(Option.getOrUndefined(input.group ?? Option.none()), settings.group)
+    return { settings, group, paths, name, control, identity } satisfies CliContext
   })
 
 /** What `openSession` takes beyond the context: the session id, the host, and which inbound messages start a turn. */
@@ -106,8 +117,8 @@ export const openSession = (
       socketPath: paths.socketPath,
       sessionId: options.sessionId,
       scopeId: settings.scopeId,
-      // C-GRP-2: the home group from ATOMIC_INTERCOM_GROUP / PI_INTERCOM_GROUP, else config `group`.
-      group: settings.group,
+      // C-GRP-2: `--group`, else ATOMIC_INTERCOM_GROUP / PI_INTERCOM_GROUP, else config `group`, else default.
+      group: context.group,
       registration: sessionRegistration({
         sessionId: options.sessionId,
         identity: options.host.identity,
