@@ -5,6 +5,7 @@
  * agent prompted for one behaves the same with the other.
  */
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
 
 // ---------------------------------------------------------------------------
@@ -243,6 +244,30 @@ export interface PendingRow {
   readonly from: SessionInfo
   readonly message: Message
   readonly receivedAt: number
+  /** `supervisor`: a delegated child's question; its row shows the run metadata and the question (C-RPL-8). */
+  readonly channel?: "supervisor" | undefined
+}
+
+/**
+ * How many characters of a supervisor question `pending` shows (whitespace
+ * collapsed); the full text is in the delivered message.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const SUPERVISOR_QUESTION_PREVIEW_LENGTH = 500
+
+/** The lines a supervisor question adds to its `pending` row, or none for any other ask. */
+const supervisorLines = (row: PendingRow): ReadonlyArray<string> => {
+  if (row.channel !== "supervisor") return []
+  const parsed = parseSupervisorMessage(row.message.content.text)
+  if (parsed === undefined) return []
+  const child = row.from.name?.trim() || parsed.sessionName || row.from.id
+  const question = parsed.body.replace(/\s+/g, " ").trim()
+  return [
+    `  supervisor question (${parsed.reason}): run ${parsed.runId} · agent ${parsed.agent} · child ${child} (index ${parsed.index})`,
+    `  question: ${question.slice(0, SUPERVISOR_QUESTION_PREVIEW_LENGTH)}${question.length > SUPERVISOR_QUESTION_PREVIEW_LENGTH ? "…" : ""}`
+  ]
 }
 
 /**
@@ -253,10 +278,14 @@ export interface PendingRow {
  */
 export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): string => {
   if (rows.length === 0) return NO_PENDING_ASKS
-  const lines = rows.map(({ from, message, receivedAt }) => {
+  const lines = rows.map((row) => {
+    const { from, message, receivedAt } = row
     const elapsed = Math.max(0, Math.floor((now - receivedAt) / 1000))
-    return `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(message.content.text)}\n` +
+    return [
+      `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(message.content.text)}`,
+      ...supervisorLines(row),
       `  reply: intercom({ action: "reply", replyTo: "${message.id}", message: "..." })`
+    ].join("\n")
   })
   return `**Pending asks:**\n${lines.join("\n")}`
 }
