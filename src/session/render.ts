@@ -5,7 +5,7 @@
  * agent prompted for one behaves the same with the other.
  */
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { parseSupervisorMessage } from "./supervisorMessages.ts"
+import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
 
 // ---------------------------------------------------------------------------
@@ -257,11 +257,8 @@ export interface PendingRow {
  */
 export const SUPERVISOR_QUESTION_PREVIEW_LENGTH = 500
 
-/** The lines a supervisor question adds to its `pending` row, or none for any other ask. */
-const supervisorLines = (row: PendingRow): ReadonlyArray<string> => {
-  if (row.channel !== "supervisor") return []
-  const parsed = parseSupervisorMessage(row.message.content.text)
-  if (parsed === undefined) return []
+/** The lines a supervisor question adds to its `pending` row. */
+const supervisorLines = (row: PendingRow, parsed: ParsedSupervisorMessage): ReadonlyArray<string> => {
   const child = row.from.name?.trim() || parsed.sessionName || row.from.id
   const question = parsed.body.replace(/\s+/g, " ").trim()
   return [
@@ -271,7 +268,10 @@ const supervisorLines = (row: PendingRow): ReadonlyArray<string> => {
 }
 
 /**
- * The `pending` result, oldest first (C-RPL-7), each with a ready reply call (C-RPL-8).
+ * The `pending` result, oldest first (C-RPL-7), each with a ready reply call
+ * (C-RPL-8). A delegated child's question (`channel: "supervisor"`) previews
+ * its question and adds a line with its run id, agent, child target and
+ * index, and a line with the question (up to 500 characters).
  *
  * @category rendering
  * @since 0.1.0
@@ -281,9 +281,11 @@ export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): str
   const lines = rows.map((row) => {
     const { from, message, receivedAt } = row
     const elapsed = Math.max(0, Math.floor((now - receivedAt) / 1000))
+    // Only the broker marks a child's message (C-SUP-13); its preview is the question, not the heading.
+    const supervisor = row.channel === "supervisor" ? parseSupervisorMessage(message.content.text) : undefined
     return [
-      `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(message.content.text)}`,
-      ...supervisorLines(row),
+      `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(supervisor?.body ?? message.content.text)}`,
+      ...(supervisor === undefined ? [] : supervisorLines(row, supervisor)),
       `  reply: intercom({ action: "reply", replyTo: "${message.id}", message: "..." })`
     ].join("\n")
   })
