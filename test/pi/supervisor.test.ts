@@ -5,8 +5,9 @@
  * `authorizeChild`; a pi SDK session started with that environment gets
  * the `contact_supervisor` tool, its scripted model asks `need_decision`,
  * the supervisor finds the question in `pending` and replies, and the child's
- * tool result is the reply. A pi session without the bridge environment has
- * no such tool.
+ * tool result is the reply; then an `interview_request` whose JSON reply
+ * lands in the result's `details.structuredReply`. A pi session without the
+ * bridge environment has no such tool.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -20,7 +21,7 @@ import { Host, headless, type Inbound } from "../../src/session/Host.ts"
 import { IntercomSession, sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
-import { call, closeWorld, makeWorld, openPi, type Pi, say, toolResults } from "./support.ts"
+import { call, closeWorld, makeWorld, openPi, type Pi, say, textOf, toolResults } from "./support.ts"
 
 const world = makeWorld()
 afterAll(() => closeWorld(world))
@@ -98,6 +99,29 @@ describe("pi extension: contact_supervisor", () => {
       assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to subagent-worker-78f659a3-1", false])
       await running
       assert.deepStrictEqual(toolResults(child.session()), ["Use the stable API."])
+
+      // interview_request: the reply is parsed into details; the visible text stays raw (C-INT-7).
+      const interview = {
+        title: "Retry policy",
+        questions: [{ id: "retries", type: "single", question: "How many retries?", options: ["1", "3"] }]
+      }
+      child.script(call("contact_supervisor", { reason: "interview_request", interview }), say("done"))
+      const interviewing = child.session().prompt("interview")
+      const asked = await supervisor.runtime.runPromise(Queue.take(supervisor.inbox))
+      assert.include(asked.text, "Subagent requests a structured supervisor interview.")
+      const answer = "```json\n{ \"responses\": [{ \"id\": \"retries\", \"value\": \"3\" }] }\n```"
+      await supervisor.runtime.runPromise(
+        Effect.flatMap(IntercomSession, (session) =>
+          session.intercom({ action: "reply", replyTo: asked.message.id, message: answer }))
+      )
+      await interviewing
+      const result = child.session().messages.filter((message) => message.role === "toolResult").at(-1)
+      assert.strictEqual(result === undefined ? "" : textOf(result), answer)
+      const details: unknown = result !== undefined && "details" in result ? result.details : undefined
+      assert.deepStrictEqual(
+        typeof details === "object" && details !== null ? Reflect.get(details, "structuredReply") : undefined,
+        { responses: [{ id: "retries", value: "3" }] }
+      )
     } finally {
       await child?.quit()
       await supervisor.runtime.dispose()
