@@ -33,7 +33,7 @@ import type { ToolResult } from "./models.ts"
 import { messageBody } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, notDelivered, type Sending } from "./Sending.ts"
-import { type ChildBridge, childTarget, type SupervisorGrant } from "./supervisorBridge.ts"
+import { type ChildBridge, childSessionName, type SupervisorGrant } from "./supervisorBridge.ts"
 import { supervisorMessage } from "./supervisorMessages.ts"
 import { checkText } from "./validation.ts"
 
@@ -119,7 +119,8 @@ export const makeSupervisorContact = (
   const { client, connect, slot } = generation
   /** How the supervisor is named in texts: as the child's metadata names it. */
   const display = bridge.supervisorTarget
-  const sender = { runId: bridge.runId, agent: bridge.agent, index: bridge.index, sessionName: bridge.sessionName ?? childTarget(bridge) }
+  /** C-SUP-5: the child's own intercom name is always shown: the name it registered under. */
+  const sender = { runId: bridge.runId, agent: bridge.agent, index: bridge.index, sessionName: childSessionName(bridge) }
 
   /** The id the broker bound this child to (C-SUP-11), else the one in its grant. */
   const supervisorId = Effect.map(
