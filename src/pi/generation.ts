@@ -262,7 +262,7 @@ export const startGeneration = (input: {
         signal?.aborted === true ? cancelled : buildFailure(error)
       )
 
-  // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
+  /** Unreachable through pi (the tool is registered only in a child); a clear error if called anyway. */
   const noSupervisor: ToolResult = {
     text: "contact_supervisor is only available in a delegated child with a supervisor grant",
     isError: true,
@@ -276,6 +276,7 @@ export const startGeneration = (input: {
         { signal }
       ).catch((error: unknown) => signal?.aborted === true ? cancelled : buildFailure(error))
 
+  // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
   const ready = input.toolVisibility === "always"
     ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
     : Promise.resolve()
