@@ -2,7 +2,8 @@
  * The pi extension (`effect-intercom/pi`, the `pi.extensions` entry of
  * package.json): a thin adapter that gives the session runtime a pi host and
  * registers pi's surfaces — the `intercom` tool (and `load_intercom` when the
- * tool is exposed lazily), the `/intercom` command and its shortcut, the
+ * tool is exposed lazily; `contact_supervisor` in a delegated child with a
+ * supervisor grant), the `/intercom` command and its shortcut, the
  * renderers, and the lifecycle handlers.
  *
  * Nothing starts in the factory (it also runs for `pi --list-models`): it
@@ -14,13 +15,17 @@
  * callback through `current` — never module state.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
+import { readChildBridge } from "../session/supervisorBridge.ts"
+import { hasSupervisorGrant } from "../session/SupervisorContact.ts"
 import { openIntercom } from "./command.ts"
 import { factoryConfig } from "./factoryConfig.ts"
 import type { LifecycleEvent, PiGeneration } from "./generation.ts"
 import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
 import { COMMAND_NAME } from "./names.ts"
 import { registerRenderers } from "./render.ts"
+import { contactSupervisorTool } from "./supervisorTool.ts"
 import { intercomTool, loaderTool } from "./tool.ts"
 
 const notStarted: ToolResult = {
@@ -38,6 +43,9 @@ const notStarted: ToolResult = {
 export default function intercomExtension(pi: ExtensionAPI): void {
   const config = factoryConfig()
   const lazy = config.toolVisibility === "after-first-use"
+  // C-SUP-1: a delegated child with complete bridge metadata and a grant gets contact_supervisor.
+  const bridge = readChildBridge(process.env)
+  const childBridge = hasSupervisorGrant(bridge) ? bridge : undefined
   /** The generation of the current pi session, while one runs. */
   let current: Promise<PiGeneration> | undefined
 
@@ -59,6 +67,11 @@ export default function intercomExtension(pi: ExtensionAPI): void {
 
   pi.registerTool(intercomTool(run, !lazy))
   if (lazy) pi.registerTool(loaderTool(() => withGeneration(notStarted, (generation) => generation.loadTool())))
+  if (childBridge !== undefined) {
+    pi.registerTool(contactSupervisorTool((params: ContactSupervisorParams, signal) =>
+      withGeneration(notStarted, (generation) => generation.contactSupervisor(params, signal))
+    ))
+  }
   registerRenderers(pi)
 
   pi.registerCommand(COMMAND_NAME, {
@@ -81,7 +94,7 @@ export default function intercomExtension(pi: ExtensionAPI): void {
       mode: ctx.mode
     }
     const starting = import("./generation.ts").then((module) =>
-      module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility })
+      module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility, childBridge })
     )
     starting.catch(() => undefined) // reported where it is used (withGeneration); never unhandled
     current = starting

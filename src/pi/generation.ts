@@ -33,7 +33,10 @@ import {
   sessionRegistration,
   type ToolResult
 } from "../session/IntercomSession.ts"
+import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
 import type { LifecycleStatus } from "../session/render.ts"
+import { childSessionName } from "../session/supervisorBridge.ts"
+import type { GrantedChildBridge } from "../session/SupervisorContact.ts"
 import type { ToolVisibility } from "../session/ToolExposure.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { STATUS_KEY } from "./names.ts"
@@ -84,6 +87,8 @@ export interface PiGeneration {
   readonly tool: (params: IntercomToolParams, signal?: AbortSignal, ui?: boolean) => Promise<ToolResult>
   /** `load_intercom({})` (C-TOOL-15). */
   readonly loadTool: () => Promise<ToolResult>
+  /** `contact_supervisor` of a delegated child (C-SUP); an error result elsewhere. Never rejects. */
+  readonly contactSupervisor: (params: ContactSupervisorParams, signal?: AbortSignal) => Promise<ToolResult>
   /** Queues a lifecycle change; ignored once the generation closed. */
   readonly lifecycle: (event: LifecycleEvent) => void
   /** The newest context pi gave this generation's handlers. */
@@ -131,6 +136,13 @@ export const startGeneration = (input: {
   readonly seed: GenerationSeed
   /** From the factory's reading of config.json, so the registered tools and the runtime agree. */
   readonly toolVisibility: ToolVisibility
+  /**
+   * A delegated child's bridge with its grant, from the factory's reading of
+   * the environment (so `contact_supervisor` is registered exactly when the
+   * runtime has it). The session registers under the child's name, bound to
+   * the grant, and keeps that name whatever pi's session is called (C-SUP-9).
+   */
+  readonly childBridge?: GrantedChildBridge | undefined
 }): PiGeneration => {
   const { pi, seed } = input
   let ctx = input.ctx
@@ -151,7 +163,12 @@ export const startGeneration = (input: {
       })
   }
 
-  const identity: HostIdentity = { name: seed.name, cwd: seed.cwd, model: seed.model }
+  const child = input.childBridge
+  const identity: HostIdentity = {
+    name: child === undefined ? seed.name : childSessionName(child),
+    cwd: seed.cwd,
+    model: seed.model
+  }
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
 
   const layer = Layer.unwrap(Effect.gen(function*() {
@@ -177,7 +194,8 @@ export const startGeneration = (input: {
       sendTimeoutMs: settings.sendTimeoutMs,
       listTimeoutMs: settings.listTimeoutMs,
       livenessIntervalMs: settings.liveness.intervalMs,
-      livenessTimeoutMs: settings.liveness.timeoutMs
+      livenessTimeoutMs: settings.liveness.timeoutMs,
+      supervisorGrant: child?.grant
     })
     const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
     const session = IntercomSession.layer({
@@ -187,7 +205,8 @@ export const startGeneration = (input: {
       statusSuffix: settings.status,
       inboundTrigger: settings.inboundTrigger,
       toolVisibility: input.toolVisibility,
-      defaultScope: "project"
+      defaultScope: "project",
+      childBridge: child
     })
     return Layer.mergeAll(lifecycleLayer, statusLayer).pipe(
       Layer.provideMerge(session),
@@ -202,8 +221,11 @@ export const startGeneration = (input: {
       switch (event._tag) {
         case "Status":
           return session.setStatus(event.status)
-        case "Identity":
-          return session.setIdentity(event.update)
+        case "Identity": {
+          // A child's capability is bound to its name: a rename in pi must not change it on the bus.
+          const { model } = event.update
+          return session.setIdentity(child === undefined ? event.update : model === undefined ? {} : { model })
+        }
         case "BeginTurn":
           return Effect.asVoid(session.beginTurn(event.messageId))
         case "EndTurn":
@@ -242,6 +264,20 @@ export const startGeneration = (input: {
         signal?.aborted === true ? cancelled : buildFailure(error)
       )
 
+  /** Unreachable through pi (the tool is registered only in a child); a clear error if called anyway. */
+  const noSupervisor: ToolResult = {
+    text: "contact_supervisor is only available in a delegated child with a supervisor grant",
+    isError: true,
+    details: { error: "NoSupervisor" }
+  }
+  const contactSupervisor: PiGeneration["contactSupervisor"] = (params, signal) =>
+    signal?.aborted === true
+      ? Promise.resolve(cancelled)
+      : runtime.runPromise(
+        withSession((session) => session.contactSupervisor === undefined ? Effect.succeed(noSupervisor) : session.contactSupervisor(params)),
+        { signal }
+      ).catch((error: unknown) => signal?.aborted === true ? cancelled : buildFailure(error))
+
   // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
   const ready = input.toolVisibility === "always"
     ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
@@ -253,6 +289,7 @@ export const startGeneration = (input: {
     tool,
     loadTool: () =>
       runtime.runPromise(withSession((session) => session.loadTool)).catch(buildFailure),
+    contactSupervisor,
     lifecycle: (event) => {
       if (!closed) Queue.offerUnsafe(events, event)
     },

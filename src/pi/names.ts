@@ -12,3 +12,5 @@ export const LOADER_NAME = "load_intercom"
 export const COMMAND_NAME = "intercom"
 /** The key of the footer status line (`ctx.ui.setStatus`). */
 export const STATUS_KEY = "intercom"
+/** The tool of a delegated child with a supervisor grant (C-SUP-1). */
+export const CONTACT_SUPERVISOR_NAME = "contact_supervisor"

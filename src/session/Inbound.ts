@@ -143,7 +143,13 @@ export const runInbound = (
           admission.commit(from.id, message.id, now)
           return yield* receipt(message.id, "acknowledged", "matched reply waiter")
         }
-        const context: InboundContext = { from, message, receivedAt: now, askTimeoutMs: inbound.askTimeoutMs }
+        const context: InboundContext = {
+          from,
+          message,
+          receivedAt: now,
+          askTimeoutMs: inbound.askTimeoutMs,
+          channel: inbound.channel
+        }
         // C-DLV-14: saved before the host can lose it.
         yield* journal.checkpoint(context)
         yield* handOver(context)

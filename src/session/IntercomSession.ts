@@ -14,6 +14,7 @@
  * | `Sending.ts` | the outgoing path: targets, exact send, re-list after a rebound |
  * | `Actions.ts` | list / send / reply / pending / status |
  * | `Ask.ts` | the blocking ask that holds the reply-waiter slot |
+ * | `SupervisorContact.ts` | a delegated child's `contact_supervisor`, sharing that slot |
  * | `Inbound.ts` | the message, membership and control fibers |
  * | `InboundJournal.ts` | checkpoint, restore and Esc-clear redelivery with a host journal |
  * | `ToolExposure.ts` | lazy exposure of the tool (`load_intercom`) |
@@ -38,6 +39,7 @@ import { baseToolActions, makeIntercomTool } from "./IntercomTool.ts"
 import type { IntercomSessionOptions, IntercomSessionService } from "./models.ts"
 import { makePresencePublisher } from "./PresencePublisher.ts"
 import { makeSending } from "./Sending.ts"
+import { hasSupervisorGrant, makeSupervisorContact } from "./SupervisorContact.ts"
 import { makeToolExposure } from "./ToolExposure.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
@@ -77,6 +79,8 @@ const make = (
     const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
     const tool = makeIntercomTool(withGroups(baseToolActions(actions, asking, options.defaultScope), generation))
     const defaultScope = options.defaultScope ?? "all"
+    const bridge = options.childBridge
+    const supervisorContact = hasSupervisorGrant(bridge) ? makeSupervisorContact(generation, sending, bridge) : undefined
     // Added last, so it runs first when the (sequential) Scope closes
     // (C-ORD-35): a wait in progress ends before the fibers above are interrupted.
     yield* Effect.addFinalizer(() => generation.retire)
@@ -107,7 +111,8 @@ const make = (
       waiting: Effect.sync(() => slot.current() !== undefined),
       pendingCount: Effect.map(Clock.currentTimeMillis, (now) => tracker.pending(now).length),
       loadTool: exposure.load,
-      toolExposed: Effect.sync(exposure.exposed)
+      toolExposed: Effect.sync(exposure.exposed),
+      contactSupervisor: supervisorContact?.contact
     } satisfies IntercomSessionService
   })
 

@@ -26,6 +26,8 @@ export interface InboundContext {
    * own ask timeout applies.
    */
   readonly askTimeoutMs?: number | undefined
+  /** `supervisor`: a delegated child's message, as the broker marked it (`contact_supervisor`, C-SUP-13). */
+  readonly channel?: "supervisor" | undefined
 }
 
 /**

@@ -8,12 +8,14 @@ import type { Effect } from "effect"
 import type { Delivery } from "../client/events.ts"
 import type { IntercomNotConnected } from "../client/errors.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import type { ContactSupervisorParams } from "./contactSupervisor.ts"
 import type { AskFailure, ClientFailure, ListError, ReplyFailure, SendFailure } from "./errors.ts"
 import type { HostIdentity } from "./Host.ts"
 import type { AdmissionLimits } from "./InboundAdmission.ts"
 import type { ListScope } from "./project.ts"
 import type { LifecycleStatus } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
+import type { ChildBridge } from "./supervisorBridge.ts"
 import type { ToolVisibility } from "./ToolExposure.ts"
 
 // ---------------------------------------------------------------------------
@@ -62,6 +64,14 @@ export interface IntercomSessionOptions {
   readonly toolVisibility?: ToolVisibility | undefined
   /** What `list` and `status` show without a `scope` parameter (C-TOOL-16). Default `"all"`. */
   readonly defaultScope?: ListScope | undefined
+  /**
+   * A delegated child's bridge metadata (`readChildBridge(process.env)`).
+   * With a grant in it, the session has `contactSupervisor` (C-SUP-1); the
+   * client must then be made with `supervisorGrant: bridge.grant` and register
+   * under `childSessionName` of it. Without one (or without a grant), the
+   * session has no `contactSupervisor`.
+   */
+  readonly childBridge?: ChildBridge | undefined
 }
 
 /**
@@ -319,4 +329,12 @@ export interface IntercomSessionService {
   readonly loadTool: Effect.Effect<ToolResult>
   /** Whether the full tool is visible to the model. */
   readonly toolExposed: Effect.Effect<boolean>
+  /**
+   * `contact_supervisor` (C-SUP): present only in a delegated child whose
+   * `childBridge` is complete and carries a supervisor grant, `undefined`
+   * otherwise. `need_decision` and `interview_request` wait for the
+   * supervisor's reply in the reply-waiter slot `ask` uses; `progress_update`
+   * only sends. Never fails: an error is a result with `isError: true`.
+   */
+  readonly contactSupervisor: ((params: ContactSupervisorParams) => Effect.Effect<ToolResult>) | undefined
 }

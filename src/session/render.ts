@@ -6,6 +6,7 @@
  */
 import { DEFAULT_GROUP } from "../config/group.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
 
 // ---------------------------------------------------------------------------
@@ -296,20 +297,50 @@ export interface PendingRow {
   readonly from: SessionInfo
   readonly message: Message
   readonly receivedAt: number
+  /** `supervisor`: a delegated child's question; its row shows the run metadata and the question (C-RPL-8). */
+  readonly channel?: "supervisor" | undefined
 }
 
 /**
- * The `pending` result, oldest first (C-RPL-7), each with a ready reply call (C-RPL-8).
+ * How many characters of a supervisor question `pending` shows (whitespace
+ * collapsed); the full text is in the delivered message.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const SUPERVISOR_QUESTION_PREVIEW_LENGTH = 500
+
+/** The lines a supervisor question adds to its `pending` row. */
+const supervisorLines = (row: PendingRow, parsed: ParsedSupervisorMessage): ReadonlyArray<string> => {
+  const child = row.from.name?.trim() || parsed.sessionName || row.from.id
+  const question = parsed.body.replace(/\s+/g, " ").trim()
+  return [
+    `  supervisor question (${parsed.reason}): run ${parsed.runId} · agent ${parsed.agent} · child ${child} (index ${parsed.index})`,
+    `  question: ${question.slice(0, SUPERVISOR_QUESTION_PREVIEW_LENGTH)}${question.length > SUPERVISOR_QUESTION_PREVIEW_LENGTH ? "…" : ""}`
+  ]
+}
+
+/**
+ * The `pending` result, oldest first (C-RPL-7), each with a ready reply call
+ * (C-RPL-8). A delegated child's question (`channel: "supervisor"`) previews
+ * its question and adds a line with its run id, agent, child target and
+ * index, and a line with the question (up to 500 characters).
  *
  * @category rendering
  * @since 0.1.0
  */
 export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): string => {
   if (rows.length === 0) return NO_PENDING_ASKS
-  const lines = rows.map(({ from, message, receivedAt }) => {
+  const lines = rows.map((row) => {
+    const { from, message, receivedAt } = row
     const elapsed = Math.max(0, Math.floor((now - receivedAt) / 1000))
-    return `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(message.content.text)}\n` +
+    // Only the broker marks a child's message (C-SUP-13); its preview is the question, not the heading.
+    const supervisor = row.channel === "supervisor" ? parseSupervisorMessage(message.content.text) : undefined
+    return [
+      `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(supervisor?.body ?? message.content.text)}`,
+      ...(supervisor === undefined ? [] : supervisorLines(row, supervisor)),
       `  reply: intercom({ action: "reply", replyTo: "${message.id}", message: "..." })`
+    ].join("\n")
   })
   return `**Pending asks:**\n${lines.join("\n")}`
 }

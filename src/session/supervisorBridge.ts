@@ -196,9 +196,10 @@ const GROUP_ENV = ["ATOMIC_INTERCOM_GROUP", "PI_INTERCOM_GROUP"] as const
  * `process.env`) without any bridge or grant variable it inherited — a
  * grandchild never inherits its parent's capability (C-SUP-16) — plus this
  * child's bridge metadata and, when one was obtained, its grant. Without a
- * grant the child still gets its metadata (and `contact_supervisor`, which
- * then reports that the channel is not authorized); a launcher whose
- * authorization failed should not start the child at all (C-SUP-7).
+ * grant the child still gets its metadata but no `contact_supervisor` (a
+ * broken channel is never exposed); a launcher whose authorization failed
+ * should not start the child at all (C-SUP-7). `authorizeChild` does both
+ * steps.
  *
  * @example
  * ```ts

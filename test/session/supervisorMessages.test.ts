@@ -14,6 +14,7 @@ import {
   type ContactSupervisorParams,
   type ContactSupervisorRequest,
   formatSupervisorMessage,
+  parseSupervisorMessage,
   readChildBridge,
   renderInterview,
   SUBAGENT_BRIDGE_ENV,
@@ -290,5 +291,32 @@ describe("C-SUP-5 the supervisor's message", () => {
         assert.strictEqual(text, `${SUPERVISOR_MESSAGE_HEADINGS[reason]}\n${header.join("\n")}\n\n${body}`)
       }
     ))
+  })
+})
+
+describe("parseSupervisorMessage (C-SUP-5, read back for the supervisor's pending rows)", () => {
+  const line = fc.string().filter((text) => !text.includes("\n"))
+
+  it("reads back every field of formatSupervisorMessage", () => {
+    fc.assert(fc.property(
+      fc.constantFrom(...CONTACT_SUPERVISOR_REASONS),
+      line,
+      line,
+      fc.nat(),
+      fc.option(line, { nil: undefined }),
+      fc.string(),
+      (reason, runId, agent, index, sessionName, body) => {
+        assert.deepStrictEqual(
+          parseSupervisorMessage(formatSupervisorMessage(reason, { runId, agent, index, sessionName }, body)),
+          { reason, runId, agent, index, sessionName, body }
+        )
+      }
+    ))
+  })
+
+  it("other texts are not supervisor messages", () => {
+    assert.isUndefined(parseSupervisorMessage("Which API should I use?"))
+    assert.isUndefined(parseSupervisorMessage("Subagent needs a supervisor decision.\nRun: r\nAgent: a\nChild index: x\n\nbody"))
+    assert.isUndefined(parseSupervisorMessage("Subagent needs a supervisor decision.\nRun: r\nAgent: a\nChild index: 0\nbody"))
   })
 })

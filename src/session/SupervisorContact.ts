@@ -1,0 +1,230 @@
+/**
+ * The child side of the supervisor channel: `contact_supervisor` (C-SUP-1…5,
+ * C-INT-7). It exists only in a delegated child whose bridge metadata is
+ * complete and that holds a supervisor grant (`readChildBridge`); the wiring
+ * builds it then, and leaves it out otherwise.
+ *
+ * - `need_decision` and `interview_request` take the session's single
+ *   reply-waiter slot, exactly like `ask` (C-SUP-4, C-ASK-1): a call while an
+ *   ask waits — or an ask while one of these waits — is refused with
+ *   `Already waiting for a reply`. The question goes out as `supervisor_send`
+ *   with `expectsReply` to the supervisor the broker bound this child to
+ *   (C-SUP-11, C-SUP-12), and the wait ends on the supervisor's threaded reply,
+ *   the session's ask timeout, the generation closing or interruption (then
+ *   `cancel_ask` goes to the broker, as for `ask`).
+ * - `progress_update` is fire-and-forget (C-SUP-3): no waiter, so it runs even
+ *   while an ask waits, and its result confirms broker acceptance only.
+ *
+ * The supervisor gets the text of `supervisorMessages.ts` (C-SUP-5) from this
+ * child, which registered under its deterministic target (C-SUP-6). For an
+ * interview the reply is parsed (`interviewReply.ts`): the visible text is
+ * the raw reply, the structure goes into `details` (C-INT-7).
+ *
+ * Not here: the durable questions of 004 (C-SUP-18, C-DQ) — a wait ends with
+ * the ordinary ask timeout and does not survive the child's process.
+ */
+import { Deferred, Duration, Effect, Exit, Result } from "effect"
+import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
+import { validateContactSupervisor } from "./contactSupervisor.ts"
+import { AlreadyWaiting, type AskFailure, ReplyTimeout } from "./errors.ts"
+import type { Generation } from "./Generation.ts"
+import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
+import type { ToolResult } from "./models.ts"
+import { messageBody } from "./render.ts"
+import type { Waiter } from "./ReplyWaiter.ts"
+import { newMessage, notDelivered, type Sending } from "./Sending.ts"
+import { type ChildBridge, childSessionName, type SupervisorGrant } from "./supervisorBridge.ts"
+import { supervisorMessage } from "./supervisorMessages.ts"
+import { checkText } from "./validation.ts"
+
+/** How long the `cancel_ask` of an ended wait may take before the wait ends anyway (as in `Ask.ts`). */
+const CANCEL_ASK_BOUND = Duration.seconds(1)
+
+/**
+ * A delegated child's bridge metadata together with its grant: what makes
+ * `contact_supervisor` available (C-SUP-1).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type GrantedChildBridge = ChildBridge & { readonly grant: SupervisorGrant }
+
+/**
+ * Whether a bridge (from `readChildBridge`) is complete and carries a grant:
+ * the condition for `contact_supervisor` to exist.
+ *
+ * @example
+ * ```ts
+ * import { hasSupervisorGrant, readChildBridge } from "effect-intercom/session"
+ *
+ * const bridge = readChildBridge(process.env)
+ * if (hasSupervisorGrant(bridge)) {
+ *   // register contact_supervisor; start the client with supervisorGrant: bridge.grant
+ * }
+ * ```
+ *
+ * @category supervisor
+ * @since 0.1.0
+ */
+export const hasSupervisorGrant = (bridge: ChildBridge | undefined): bridge is GrantedChildBridge =>
+  bridge !== undefined && bridge.grant !== undefined
+
+/**
+ * Why a `contact_supervisor` call failed: its parameters (C-SUP-2, C-INT-1…3),
+ * a control character in the text, or what fails an `ask` (the slot is taken,
+ * not delivered, no reply in time, the generation ended, …).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type SupervisorContactError = ContactSupervisorError | AskFailure
+
+/**
+ * The `contact_supervisor` operation of one generation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SupervisorContact {
+  /** The bridge it was built from. */
+  readonly bridge: GrantedChildBridge
+  /**
+   * The whole tool in one call: checks the parameters, sends, waits for a
+   * blocking reason, renders. Never fails: an error is a result with `isError`.
+   */
+  readonly contact: (params: ContactSupervisorParams) => Effect.Effect<ToolResult>
+}
+
+/** The error result of a failed call: its message verbatim, its kind, and the broker's code if any. */
+const failureResult = (error: SupervisorContactError): ToolResult => ({
+  text: error.message,
+  isError: true,
+  details: {
+    error: error._tag,
+    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {})
+  }
+})
+
+/**
+ * `contact_supervisor` over a generation, for a child with a granted bridge.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeSupervisorContact = (
+  generation: Generation,
+  sending: Sending,
+  bridge: GrantedChildBridge
+): SupervisorContact => {
+  const { client, connect, slot } = generation
+  /** How the supervisor is named in texts: as the child's metadata names it. */
+  const display = bridge.supervisorTarget
+  /** C-SUP-5: the child's own intercom name is always shown: the name it registered under. */
+  const sender = { runId: bridge.runId, agent: bridge.agent, index: bridge.index, sessionName: childSessionName(bridge) }
+
+  /** The id the broker bound this child to (C-SUP-11), else the one in its grant. */
+  const supervisorId = Effect.map(
+    client.status,
+    (status) => status.supervisorSessionId ?? bridge.grant.supervisorSessionId
+  )
+
+  const sendFailed = notDelivered("Message", display)
+
+  const progress = (text: string): Effect.Effect<ToolResult, AskFailure> =>
+    Effect.gen(function*() {
+      yield* connect
+      const message = yield* newMessage(text, undefined, {})
+      const delivery = yield* client.supervisorSend({ message }).pipe(
+        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error))
+      )
+      yield* sending.recordSent(display, message)
+      const queued = delivery.delivery === "queued"
+      return {
+        text: queued ? `Progress update queued for supervisor ${display}` : `Progress update sent to supervisor ${display}`,
+        isError: false,
+        details: { reason: "progress_update", messageId: message.id, delivered: !queued, queued }
+      }
+    })
+
+  /** The part of a blocking call that runs while it holds the slot. */
+  const holding = (
+    waiter: Waiter,
+    request: ContactSupervisorRequest,
+    text: string
+  ): Effect.Effect<ToolResult, AskFailure> =>
+    Effect.gen(function*() {
+      const timeoutMs = generation.settings.askTimeoutMs
+      yield* connect
+      const targetId = yield* supervisorId
+      const message = yield* newMessage(text, undefined, { expectsReply: true })
+      const bound = slot.bind(waiter, { questionId: message.id, targetId, targetName: undefined })
+      // Inline, bounded, as in Ask.ts: a lost cancel_ask would let a late reply reach the next generation.
+      const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
+      const delivery = yield* client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
+        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
+        Effect.onInterrupt(() => cancelAsk)
+      )
+      yield* sending.recordSent(display, message)
+      if (delivery.delivery === "queued") {
+        // Like a queued ask: the broker holds it for the supervisor; nothing waits here.
+        return {
+          text: `Message queued for ${display}`,
+          isError: false,
+          details: { reason: request.reason, messageId: message.id, delivered: false, queued: true }
+        }
+      }
+      const answer = yield* Deferred.await(bound.outcome).pipe(
+        Effect.timeoutOrElse({
+          duration: Duration.millis(timeoutMs),
+          orElse: () => Effect.fail(new ReplyTimeout({ target: display, timeoutMs }))
+        }),
+        Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
+      )
+      yield* generation.record({
+        _tag: "intercom_received",
+        from: display,
+        message: { text: answer.message.content.text, attachments: answer.message.content.attachments },
+        messageId: answer.message.id,
+        timestamp: answer.message.timestamp
+      })
+      const structured = request.reason === "interview_request"
+        ? interviewReplyDetails(parseInterviewReply(answer.message.content.text, request.interview))
+        : {}
+      return {
+        // C-INT-7: the visible text is the raw reply, for every reason.
+        text: messageBody(answer.message),
+        isError: false,
+        details: {
+          reason: request.reason,
+          messageId: message.id,
+          replyId: answer.message.id,
+          from: answer.from.id,
+          ...structured
+        }
+      }
+    })
+
+  const blocking = (request: ContactSupervisorRequest, text: string): Effect.Effect<ToolResult, AskFailure> =>
+    // C-SUP-4 / C-ASK-1: the same synchronous check-and-set as `ask`, released whatever happens.
+    Effect.acquireUseRelease(
+      Effect.sync(() => slot.reserve()),
+      (waiter) => waiter === undefined ? Effect.fail(new AlreadyWaiting()) : holding(waiter, request, text),
+      (waiter) => Effect.sync(() => waiter === undefined ? undefined : slot.release(waiter))
+    )
+
+  const contact = (params: ContactSupervisorParams): Effect.Effect<ToolResult, SupervisorContactError> =>
+    Effect.gen(function*() {
+      const checked = validateContactSupervisor(params)
+      if (Result.isFailure(checked)) return yield* Effect.fail(checked.failure)
+      const request = checked.success
+      const text = supervisorMessage(request, sender)
+      const invalid = checkText("message", text)
+      if (invalid !== undefined) return yield* Effect.fail(invalid)
+      return yield* request.reason === "progress_update" ? progress(text) : blocking(request, text)
+    })
+
+  return {
+    bridge,
+    contact: (params) => contact(params).pipe(Effect.catch((error) => Effect.succeed(failureResult(error))))
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * `contact_supervisor` in the session runtime (C-SUP-1…5, C-SUP-11, C-INT-7,
+ * C-ASK-1) and the supervisor's `pending` rows (C-RPL-8), over the fake
+ * client under TestClock: the tool exists only with a complete bridge and a
+ * grant; the reasons and their refusals; the blocking reasons share the
+ * reply-waiter slot with `ask` and return the supervisor's raw reply;
+ * `progress_update` only sends; an interview reply is parsed into `details`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Queue } from "effect"
+import { TestClock } from "effect/testing"
+import type { SendRequest } from "../../src/client/requests.ts"
+import { type ChildBridge, readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
+import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
+import { B, inboundMessage, info, settle, type UnitSession, unitSession, withPeers } from "./support.ts"
+
+const SUP = info("sup-1111-2222-3333", { name: "planner" })
+
+const bridge: ChildBridge = {
+  supervisorTarget: "planner",
+  runId: "Run-7",
+  agent: "Worker",
+  index: 0,
+  sessionName: undefined,
+  grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
+}
+
+/** A child session whose broker bound it to SUP. */
+const child = (askTimeoutMs = 60_000) =>
+  Effect.map(withPeers({ childBridge: bridge, askTimeoutMs }), (unit) => {
+    unit.client.supervisorSessionId = SUP.id
+    return unit
+  })
+
+const contact = (unit: UnitSession) => {
+  const tool = unit.session.contactSupervisor
+  if (tool === undefined) throw new Error("contact_supervisor is missing")
+  return tool
+}
+
+const lastQuestion = (sends: ReadonlyArray<SendRequest>) => {
+  const question = sends.at(-1)?.message
+  if (question === undefined) throw new Error("nothing was sent to the supervisor")
+  return question
+}
+
+const interview = {
+  title: "API choice",
+  questions: [
+    { id: "api", type: "single", question: "Which API?", options: ["Stable API", "Experimental API"] },
+    { id: "notes", type: "text", question: "Anything else?" }
+  ]
+}
+
+describe("contact_supervisor: when it exists (C-SUP-1)", () => {
+  it.effect("only with a complete bridge that carries a grant", () =>
+    Effect.gen(function*() {
+      assert.isUndefined((yield* unitSession()).session.contactSupervisor)
+      assert.isUndefined((yield* unitSession({ childBridge: { ...bridge, grant: undefined } })).session.contactSupervisor)
+      // An incomplete environment gives no bridge at all.
+      assert.isUndefined(readChildBridge({ [SUBAGENT_BRIDGE_ENV.runId[0]]: "r", [SUBAGENT_BRIDGE_ENV.agent[0]]: "a" }))
+      assert.isDefined((yield* unitSession({ childBridge: bridge })).session.contactSupervisor)
+    }))
+})
+
+describe("contact_supervisor: parameters (C-SUP-2)", () => {
+  it.effect("bad reasons, a missing message and a bad interview are refused with the contract's texts; nothing is sent", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const tool = contact(unit)
+      const results = [
+        yield* tool({ reason: "gossip", message: "x" }),
+        yield* tool({ message: "x" }),
+        yield* tool({ reason: "need_decision" }),
+        yield* tool({ reason: "progress_update", message: "   " }),
+        yield* tool({ reason: "interview_request", interview: { questions: [] } }),
+        yield* tool({ reason: "need_decision", message: "bell \u0007" })
+      ]
+      assert.deepStrictEqual(results.map((result) => [result.text, result.isError]), [
+        ["Invalid reason. Use 'need_decision', 'interview_request', or 'progress_update'.", true],
+        ["Invalid reason. Use 'need_decision', 'interview_request', or 'progress_update'.", true],
+        ["Missing 'message' parameter for reason 'need_decision'.", true],
+        ["Missing 'message' parameter for reason 'progress_update'.", true],
+        [results[4]?.text ?? "", true],
+        ["Invalid message: message contains a control character (only TAB, LF and CR are allowed)", true]
+      ])
+      assert.match(results[4]?.text ?? "", /^Invalid interview request: /)
+      assert.strictEqual(unit.client.supervisorSends.length, 0)
+      assert.strictEqual(unit.client.sends.length, 0)
+    }))
+})
+
+describe("contact_supervisor: need_decision (C-SUP-4, C-SUP-5, C-SUP-11)", () => {
+  it.effect("sends the supervisor's format with expectsReply over supervisor_send and returns the raw reply", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "Stable or experimental API?" }))
+      yield* settle
+      assert.isTrue(yield* unit.session.waiting)
+      const question = lastQuestion(unit.client.supervisorSends)
+      assert.strictEqual(unit.client.supervisorSends[0]?.to, SUP.id)
+      assert.strictEqual(question.expectsReply, true)
+      assert.strictEqual(unit.client.supervisorSends[0]?.askTimeoutMs, 60_000)
+      assert.strictEqual(
+        question.content.text,
+        "Subagent needs a supervisor decision.\nRun: Run-7\nAgent: Worker\nChild index: 0\nChild intercom target: subagent-worker-run-7-1\n\nStable or experimental API?"
+      )
+      // Another session's message with the same replyTo does not end the wait (C-ASK-4).
+      yield* unit.client.push(inboundMessage(B, "r-0", "not yours", { replyTo: question.id }))
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* unit.client.push(inboundMessage(SUP, "r-1", "Use the stable API.", { replyTo: question.id }))
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ["Use the stable API.", false])
+      assert.deepStrictEqual(result.details, { reason: "need_decision", messageId: question.id, replyId: "r-1", from: SUP.id })
+      assert.isFalse(yield* unit.session.waiting)
+      assert.deepStrictEqual(unit.host.history.map((entry) => entry._tag), ["intercom_sent", "intercom_received"])
+    }))
+
+  it.effect("no reply within the ask timeout: `No reply from \"planner\" …`, the ask edge is cancelled, the slot is free", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      yield* TestClock.adjust("120 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      assert.deepStrictEqual(unit.client.cancelAsks(), [lastQuestion(unit.client.supervisorSends).id])
+      assert.isFalse(yield* unit.session.waiting)
+    }))
+})
+
+describe("contact_supervisor and ask share one reply-waiter slot (C-SUP-3, C-SUP-4, C-ASK-1)", () => {
+  it.effect("an ask waiting refuses need_decision and interview_request; progress_update still goes out", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const ask = yield* Effect.forkChild(unit.session.intercom({ action: "ask", to: "B", message: "q" }))
+      yield* settle
+      const tool = contact(unit)
+      const decision = yield* tool({ reason: "need_decision", message: "?" })
+      const asked = yield* tool({ reason: "interview_request", interview })
+      assert.deepStrictEqual([decision.text, decision.isError], ["Already waiting for a reply", true])
+      assert.deepStrictEqual([asked.text, asked.isError], ["Already waiting for a reply", true])
+      const progress = yield* tool({ reason: "progress_update", message: "Half done." })
+      assert.deepStrictEqual([progress.text, progress.isError], ["Progress update sent to supervisor planner", false])
+      assert.strictEqual(unit.client.supervisorSends.length, 1)
+      const update = lastQuestion(unit.client.supervisorSends)
+      assert.isUndefined(update.expectsReply)
+      assert.match(update.content.text, /^Subagent progress update\.\n[\s\S]*\n\nHalf done\.$/)
+      // The ask is untouched.
+      assert.isUndefined(ask.pollUnsafe())
+      assert.isTrue(yield* unit.session.waiting)
+      yield* Fiber.interrupt(ask)
+    }))
+
+  it.effect("a blocking contact waiting refuses an ask", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const waiting = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      const ask = yield* unit.session.intercom({ action: "ask", to: "B", message: "q" })
+      assert.deepStrictEqual([ask.text, ask.isError], ["Already waiting for a reply", true])
+      assert.strictEqual(unit.client.sends.length, 0)
+      assert.isUndefined(waiting.pollUnsafe())
+      yield* Fiber.interrupt(waiting)
+      // Interruption is cancellation: the broker forgets the ask edge, the slot is free.
+      assert.strictEqual(unit.client.cancelAsks().length, 1)
+      assert.isFalse(yield* unit.session.waiting)
+    }))
+})
+
+describe("contact_supervisor: interview_request (C-INT-4, C-INT-7)", () => {
+  const replyTo = (unit: UnitSession, text: string) =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "interview_request", interview, message: "Blocked on this." }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      yield* unit.client.push(inboundMessage(SUP, `r-${unit.client.supervisorSends.length}`, text, { replyTo: question.id }))
+      return { question, result: yield* Fiber.join(fiber) }
+    })
+
+  it.effect("a valid JSON reply gives details.structuredReply; the visible text stays raw", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const raw = "```json\n{ \"responses\": [{ \"id\": \"api\", \"value\": \" Stable API \" }] }\n```"
+      const { question, result } = yield* replyTo(unit, raw)
+      assert.match(question.content.text, /^Subagent requests a structured supervisor interview\.\n[\s\S]*Interview: API choice[\s\S]*Child note: Blocked on this\./)
+      assert.deepStrictEqual([result.text, result.isError], [raw, false])
+      assert.deepStrictEqual(result.details["structuredReply"], { responses: [{ id: "api", value: "Stable API" }] })
+      assert.deepStrictEqual(result.details["unansweredIds"], ["notes"])
+      assert.isUndefined(result.details["structuredReplyParseError"])
+    }))
+
+  it.effect("an invalid JSON reply gives details.structuredReplyParseError; prose gives neither", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const bad = yield* replyTo(unit, "{ \"responses\": [{ \"id\": \"api\", \"value\": \"Other\" }] }")
+      assert.deepStrictEqual([bad.result.text, bad.result.isError], ["{ \"responses\": [{ \"id\": \"api\", \"value\": \"Other\" }] }", false])
+      assert.isString(bad.result.details["structuredReplyParseError"])
+      assert.isUndefined(bad.result.details["structuredReply"])
+      const prose = yield* replyTo(unit, "Use the stable one.")
+      assert.strictEqual(prose.result.text, "Use the stable one.")
+      assert.isUndefined(prose.result.details["structuredReply"])
+      assert.isUndefined(prose.result.details["structuredReplyParseError"])
+    }))
+})
+
+describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
+  it.effect("a child's question marked channel supervisor shows run, agent, child target and the question; reply answers it", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* unitSession()
+      const worker = info("child-0000-1111", { name: "subagent-worker-run-7-1" })
+      client.sessions = [...client.sessions, worker]
+      const text = formatSupervisorMessage("need_decision", { runId: "Run-7", agent: "Worker", index: 0, sessionName: "subagent-worker-run-7-1" }, "Stable or\n  experimental API?")
+      yield* client.push({ ...inboundMessage(worker, "q-1", text, { expectsReply: true }), channel: "supervisor" })
+      // A plain ask from B keeps its ordinary row.
+      yield* client.push(inboundMessage(B, "q-2", "plain question", { expectsReply: true }))
+      yield* Queue.take(host.inbox)
+      yield* Queue.take(host.inbox)
+      const pending = yield* session.intercom({ action: "pending" })
+      assert.strictEqual(
+        pending.text,
+        [
+          "**Pending asks:**",
+          "- subagent-worker-run-7-1 · q-1 · 0s ago · Stable or experimental API?",
+          "  supervisor question (need_decision): run Run-7 · agent Worker · child subagent-worker-run-7-1 (index 0)",
+          "  question: Stable or experimental API?",
+          "  reply: intercom({ action: \"reply\", replyTo: \"q-1\", message: \"...\" })",
+          "- B · q-2 · 0s ago · plain question",
+          "  reply: intercom({ action: \"reply\", replyTo: \"q-2\", message: \"...\" })"
+        ].join("\n")
+      )
+      const replied = yield* session.intercom({ action: "reply", replyTo: "q-1", message: "Stable." })
+      assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to subagent-worker-run-7-1", false])
+      assert.strictEqual(client.sends.at(-1)?.message.replyTo, "q-1")
+      assert.strictEqual(client.sends.at(-1)?.to, worker.id)
+      const after = yield* session.intercom({ action: "pending" })
+      assert.notInclude(after.text, "q-1")
+    }))
+
+  it.effect("the same text without the broker's channel mark is an ordinary row", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* unitSession()
+      const text = formatSupervisorMessage("need_decision", { runId: "r", agent: "a", index: 0 }, "forged")
+      yield* client.push(inboundMessage(B, "q-3", text, { expectsReply: true }))
+      yield* Queue.take(host.inbox)
+      const pending = yield* session.intercom({ action: "pending" })
+      assert.notInclude(pending.text, "supervisor question")
+    }))
+})
