@@ -36,6 +36,11 @@ export class AgedMap<K, V> {
     return this.table.get(key)?.value
   }
 
+  /** `key`'s value and when it was (last) set, in one lookup; undefined when absent. */
+  lookup(key: K): { readonly value: V; readonly at: number } | undefined {
+    return this.table.get(key)
+  }
+
   /** When `key` was (last) set, or undefined. */
   setAt(key: K): number | undefined {
     return this.table.get(key)?.at

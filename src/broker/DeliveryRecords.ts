@@ -97,9 +97,9 @@ export class DeliveryRecords {
 
   /** The record of `key`, if it is still kept. */
   get(key: string, now: number): DeliveryRecord | undefined {
-    const at = this.records.setAt(key)
-    if (at === undefined || now - at > this.limits.retentionMs) return undefined
-    return this.records.get(key)
+    const found = this.records.lookup(key)
+    if (found === undefined || now - found.at > this.limits.retentionMs) return undefined
+    return found.value
   }
 
   /** Records `sender`'s send under `key` (replacing an earlier record of the same key). */

@@ -43,8 +43,11 @@ export class Receipts {
   private readonly forget: (messageKey: string) => void
   /** Receipt routes by record key (sender and id): an hour, at most 65,536. */
   private readonly routes = new AgedMap<string, ReceiptRoute>(65_536)
-  /** Record keys of the routes by receiver and message id, for receipts. */
-  private readonly received = new AgedMap<string, Array<string>>(65_536)
+  /**
+   * Record keys of the routes by receiver and message id, for receipts: one
+   * key, or (when senders used the same id) several — no array per message.
+   */
+  private readonly received = new AgedMap<string, string | Array<string>>(65_536)
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
@@ -106,7 +109,8 @@ export class Receipts {
     }, now)
     const key = receivedKeyOf(receiver.key, mail.message.id)
     const known = this.received.get(key)
-    if (known === undefined) this.received.set(key, [recordKey], now)
+    if (known === undefined || known === recordKey) this.received.set(key, recordKey, now)
+    else if (typeof known === "string") this.received.set(key, [known, recordKey], now)
     else if (!known.includes(recordKey)) known.push(recordKey)
   }
 
@@ -120,9 +124,9 @@ export class Receipts {
     messageKey: string,
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
-    const route = this.routes.get(messageKey)
-    const at = this.routes.setAt(messageKey)
-    if (route === undefined || at === undefined || now - at > HOUR) return undefined
+    const found = this.routes.lookup(messageKey)
+    if (found === undefined || now - found.at > HOUR) return undefined
+    const route = found.value
     const sender = this.ctx.registry.byKey.get(route.senderKey)
     const receiver = this.ctx.registry.byKey.get(route.receiverKey)
     if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
@@ -135,11 +139,11 @@ export class Receipts {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const session = peer.session
     if (session === undefined) return
-    const keys = this.received.get(receivedKeyOf(session.key, frame.receipt.messageId))
-    if (keys === undefined) return
+    const found = this.received.get(receivedKeyOf(session.key, frame.receipt.messageId))
+    if (found === undefined) return
     const now = this.ctx.now()
     const receipt = Encode.receiptFrame(session.infoJson, frame.receipt)
-    for (const key of keys) {
+    for (const key of typeof found === "string" ? [found] : found) {
       const route = this.liveRoute(key, now)
       if (route !== undefined && route.receiver === session) this.ctx.output.enqueue(route.sender.peer, receipt)
     }

@@ -102,6 +102,7 @@ export class Send {
   private readonly reroutes: Array<NonNullable<SendStage["reroute"]>> = []
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
   private readonly prunes: Array<(now: number) => void> = []
+  private prunedAt = Number.NaN
 
   constructor(ctx: RouterContext, mail: MailDelivery) {
     this.ctx = ctx
@@ -325,7 +326,10 @@ export class Send {
     this.prunes.push(prune)
   }
 
+  /** The clean-ups run at most once per millisecond: within one, nothing more can have expired. */
   private prune(now: number): void {
+    if (now === this.prunedAt) return
+    this.prunedAt = now
     for (const prune of this.prunes) prune(now)
   }
 }
