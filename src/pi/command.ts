@@ -5,7 +5,7 @@
  * session runtime's `intercom` tool actions, so the texts and rules are the
  * tool's.
  */
-import type { ExtensionContext } from "@earendil-works/pi-coding-agent"
+import type { ExtensionContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
 
 /** A session row of the overlay: its label and the exact target to send to. */
@@ -34,6 +34,12 @@ const rowsOf = (result: ToolResult): ReadonlyArray<Row> => {
   return rows
 }
 
+/** What `/intercom` uses of pi's context: the mode, and three dialogs. */
+export interface IntercomCommandContext {
+  readonly mode: ExtensionContext["mode"]
+  readonly ui: Pick<ExtensionUIContext, "select" | "editor" | "notify">
+}
+
 /**
  * Opens the intercom for `ctx`: `args` is `""` or `"all"` (the list scope).
  *
@@ -41,7 +47,7 @@ const rowsOf = (result: ToolResult): ReadonlyArray<Row> => {
  * @since 0.1.0
  */
 export const openIntercom = async (
-  ctx: ExtensionContext,
+  ctx: IntercomCommandContext,
   args: string,
   run: (params: IntercomToolParams) => Promise<ToolResult>
 ): Promise<void> => {
