@@ -14,6 +14,8 @@ import type { Actions } from "./Actions.ts"
 import type { Asking } from "./Ask.ts"
 import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
 import { isListScope, type ListScope } from "./project.ts"
+import type { InboundContext } from "./ReplyTracker.ts"
+import { parseSupervisorMessage } from "./supervisorMessages.ts"
 import { checkOutgoing } from "./validation.ts"
 
 /**
@@ -78,6 +80,29 @@ const scopeOf = (params: IntercomToolParams, fallback: ListScope): Effect.Effect
 }
 
 /**
+ * One `pending` row in `details`: who asked, which message, when; for a
+ * delegated child's question (marked by the broker, C-SUP-13) also its
+ * supervisor fields — run id, agent, child target and index, reason and the
+ * question (C-SUP-19).
+ */
+const pendingDetail = (context: InboundContext) => {
+  const row = { from: context.from.id, messageId: context.message.id, receivedAt: context.receivedAt }
+  const parsed = context.channel === "supervisor" ? parseSupervisorMessage(context.message.content.text) : undefined
+  if (parsed === undefined) return row
+  return {
+    ...row,
+    supervisor: {
+      reason: parsed.reason,
+      runId: parsed.runId,
+      agent: parsed.agent,
+      childIndex: parsed.index,
+      childTarget: context.from.name?.trim() || parsed.sessionName || context.from.id,
+      question: parsed.body
+    }
+  }
+}
+
+/**
  * The six base actions (list/send/ask/reply/pending/status) as tool actions;
  * `list` and `status` show `defaultScope` unless the call names a `scope`.
  * `send`, `ask` and `reply` check their parameters here, once, and call the
@@ -116,13 +141,7 @@ export const baseToolActions = (
         ))],
     ["pending", () =>
       Effect.map(actions.pending, (result) =>
-        ok(result.text, {
-          asks: result.asks.map((context) => ({
-            from: context.from.id,
-            messageId: context.message.id,
-            receivedAt: context.receivedAt
-          }))
-        }))],
+        ok(result.text, { asks: result.asks.map(pendingDetail) }))],
     ["status", (params) =>
       Effect.flatMap(scopeOf(params, defaultScope), (scope) =>
         Effect.map(actions.statusIn(scope), (result) =>

@@ -205,6 +205,12 @@ describe("contact_supervisor: interview_request (C-INT-4, C-INT-7)", () => {
     }))
 })
 
+/** The `receivedAt` of the `index`th row of a `pending` result's details (the clock's, not asserted here). */
+const pendingReceivedAt = (result: { readonly details: Readonly<Record<string, unknown>> }, index: number): unknown => {
+  const asks = result.details["asks"]
+  return Array.isArray(asks) && typeof asks[index] === "object" && asks[index] !== null ? Reflect.get(asks[index], "receivedAt") : undefined
+}
+
 describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
   it.effect("a child's question marked channel supervisor shows run, agent, child target and the question; reply answers it", () =>
     Effect.gen(function*() {
@@ -230,6 +236,23 @@ describe("the supervisor's pending rows (C-RPL-8, C-SUP-19)", () => {
           "  reply: intercom({ action: \"reply\", replyTo: \"q-2\", message: \"...\" })"
         ].join("\n")
       )
+      // The same fields, structured, for a program (C-SUP-19); the plain ask has none.
+      assert.deepStrictEqual(pending.details["asks"], [
+        {
+          from: worker.id,
+          messageId: "q-1",
+          receivedAt: pendingReceivedAt(pending, 0),
+          supervisor: {
+            reason: "need_decision",
+            runId: "Run-7",
+            agent: "Worker",
+            childIndex: 0,
+            childTarget: "subagent-worker-run-7-1",
+            question: "Stable or\n  experimental API?"
+          }
+        },
+        { from: B.id, messageId: "q-2", receivedAt: pendingReceivedAt(pending, 1) }
+      ])
       const replied = yield* session.intercom({ action: "reply", replyTo: "q-1", message: "Stable." })
       assert.deepStrictEqual([replied.text, replied.isError], ["Reply sent to subagent-worker-run-7-1", false])
       assert.strictEqual(client.sends.at(-1)?.message.replyTo, "q-1")
