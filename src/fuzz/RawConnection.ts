@@ -7,8 +7,8 @@
  * ends or destroys the connection. The socket lives in the current Scope.
  */
 import { Data, Deferred, Duration, Effect, Exit, type Scope } from "effect"
-import * as net from "node:net"
 import { encodeFrames } from "../protocol/framing.ts"
+import { connectUnixSocket } from "../transport/UnixSocket.ts"
 import { FrameMeter, type MeteredFrame } from "./FrameMeter.ts"
 
 /** Frames kept for a later `next` when no waiter took them. */
@@ -83,21 +83,8 @@ export const openRaw = (
   onFrame: (frame: MeteredFrame) => void = () => {}
 ): Effect.Effect<RawConnection, DialFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    const socket = yield* Effect.acquireRelease(
-      Effect.callback<net.Socket, DialFailed>((resume) => {
-        const socket = net.createConnection({ path })
-        const onError = (cause: Error) => {
-          socket.destroy()
-          resume(Effect.fail(new DialFailed({ path, cause })))
-        }
-        socket.once("error", onError)
-        socket.once("connect", () => {
-          socket.off("error", onError)
-          resume(Effect.succeed(socket))
-        })
-        return Effect.sync(() => socket.destroy())
-      }),
-      (socket) => Effect.sync(() => socket.destroy())
+    const socket = yield* connectUnixSocket(path).pipe(
+      Effect.mapError((error) => new DialFailed({ path, cause: error.cause }))
     )
     const closed = yield* Deferred.make<void>()
     const meter = new FrameMeter()
