@@ -112,19 +112,11 @@ export const registerFrame = (kit: Pick<AttackKit, "tag" | "view">, parts: Regis
 })
 
 /** Builds the kit for one run of one attack. */
-export const makeKit = (options: {
-  readonly kind: string
-  readonly prng: Prng
-  readonly tag: string
-  readonly socketPath: string
-  readonly heavy: boolean
-  readonly view: HealthyView
-  readonly promises: BrokerPromises
-  readonly findings: Findings
-  readonly tally: Tally
-  readonly budget: AttackerBudget
-  readonly background: (work: Effect.Effect<void, never, Scope.Scope>) => Effect.Effect<void>
-}): AttackKit => {
+export const makeKit = (
+  options:
+    & Pick<AttackKit, "kind" | "prng" | "tag" | "socketPath" | "heavy" | "view" | "promises" | "findings" | "tally" | "background">
+    & { readonly budget: AttackerBudget }
+): AttackKit => {
   const { budget, findings, kind, tally } = options
   let connections = 0
   const spend = (frames: number, bytes: number) => {
