@@ -20,88 +20,19 @@
  * only by synchronous code (design.md's hot-path rule of single ownership).
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
-import type { MessageReceipt, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import type { SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
-import { type ControlEvent, type Delivery, type InboundMessage, type PresenceEvent } from "./events.ts"
-import { type ConnectionLost, IntercomNotConnected, type RequestTimeout, type SupervisorAuthorizationFailed } from "./errors.ts"
-import type { SendError, SendRequest } from "./requests.ts"
-import { type ChildGrant, SupervisorGrants } from "./SupervisorGrants.ts"
+import type { ControlEvent, InboundMessage, PresenceEvent } from "./events.ts"
+import { IntercomNotConnected } from "./errors.ts"
+import { SupervisorGrants } from "./SupervisorGrants.ts"
 import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 
-/** Presence fields a session may change after registering (P32). */
-export interface PresenceUpdate {
-  readonly name?: string
-  readonly runtimeFallbackAlias?: boolean
-  readonly status?: string
-  readonly model?: string
-  readonly contextPct?: number | null
-  readonly contextTokens?: number | null
-  readonly contextWindow?: number | null
-}
+import type { IntercomClientService, PresenceUpdate } from "./models.ts"
 
-/** A snapshot of the client's connection, from `status` (which never connects). */
-export interface ClientStatus {
-  readonly connected: boolean
-  readonly sessionId: string
-  readonly socketPath: string
-  /** Features the broker granted on the current connection. */
-  readonly features: ReadonlyArray<string>
-  /** Connections established so far (1 after the first, +1 per reconnect). */
-  readonly connections: number
-  /** Why the last connection attempt failed (or `liveness probe timed out`); cleared once connected. */
-  readonly lastError: string | undefined
-  /** The supervisor the broker bound this child to (`supervisor-v1`), on the current connection. */
-  readonly supervisorSessionId: string | undefined
-}
-
-/** Why an operation other than `send` failed: no connection, no answer in time, or the connection dropped. */
-export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
-
-/** The operations of an `IntercomClient`; docs/client.md, "Operations", says what each does. */
-export interface IntercomClientService {
-  readonly sessionId: string
-  /** The home group this client registers in (`options.group`, trimmed; blank: `default`, C-GRP-1). */
-  readonly group: string
-  /** Connects (or joins the attempt in progress) and returns once registered. */
-  readonly connect: Effect.Effect<void, IntercomNotConnected>
-  readonly list: Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
-  /** The live sessions of another group of the scope: a read-only peek (C-GRP-5). */
-  readonly peek: (group: string) => Effect.Effect<ReadonlyArray<SessionInfo>, ClientError>
-  readonly send: (request: SendRequest) => Effect.Effect<Delivery, SendError | IntercomNotConnected>
-  /**
-   * A child's message to its supervisor (`supervisor_send`, C-SUP-12): to the
-   * supervisor the broker confirmed at registration, across groups. Fails with
-   * `SupervisorUnauthorized` unless the client was made with `supervisorGrant`.
-   */
-  readonly supervisorSend: (request: Omit<SendRequest, "to" | "targetId" | "targetEpoch">) => Effect.Effect<
-    Delivery,
-    SendError | IntercomNotConnected
-  >
-  /**
-   * A supervisor asks the broker for a capability for a child name (C-SUP-7,
-   * C-SUP-8; `*` binds to the first name that claims it). Needs `ownerToken`.
-   * The client restores every capability it obtained after each reconnect.
-   */
-  readonly authorizeChild: (childName: string) => Effect.Effect<ChildGrant, SupervisorAuthorizationFailed | ClientError>
-  /** `cancel_message` (P71): true when the broker withdrew or cancelled the message. */
-  readonly cancel: (messageId: string) => Effect.Effect<boolean, ClientError>
-  /** `cancel_ask` (P64): drops this session's open ask edge. */
-  readonly cancelAsk: (messageId: string) => Effect.Effect<void, ClientError>
-  readonly presence: (update: PresenceUpdate) => Effect.Effect<void, ClientError>
-  readonly receipt: (receipt: MessageReceipt) => Effect.Effect<void, ClientError>
-  /** Inbound messages, buffered until read: a single consumer sees each once. */
-  readonly messages: Stream.Stream<InboundMessage>
-  /** Membership events; each subscriber sees those after it subscribed. */
-  readonly presenceEvents: Stream.Stream<PresenceEvent>
-  /** Receipts and cancel/supersede notices about messages. */
-  readonly controls: Stream.Stream<ControlEvent>
-  readonly status: Effect.Effect<ClientStatus>
-  /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */
-  readonly disconnect: Effect.Effect<void>
-}
+export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate } from "./models.ts"
 
 const applyPresence = (registration: SessionRegistration, update: PresenceUpdate): SessionRegistration => ({
   ...registration,
