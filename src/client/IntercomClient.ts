@@ -32,6 +32,7 @@ import { ensureBroker } from "./spawn.ts"
 
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
 
+/** The service interface and its models live in `models.ts`; re-exported for existing importers. */
 export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate } from "./models.ts"
 
 const applyPresence = (registration: SessionRegistration, update: PresenceUpdate): SessionRegistration => ({

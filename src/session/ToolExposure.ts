@@ -14,6 +14,7 @@ import type { ToolVisibility } from "../config/schema.ts"
 import type { HostService } from "./Host.ts"
 import type { ToolResult } from "./IntercomSession.ts"
 
+/** The `toolVisibility` setting (config.json), re-exported with the exposure it drives. */
 export type { ToolVisibility }
 
 /**
