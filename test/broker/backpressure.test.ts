@@ -24,7 +24,7 @@ import {
   send,
   withBroker
 } from "../support/broker.ts"
-import { advance, withMemoryBroker } from "../support/memory.ts"
+import { advance, patientClock, withMemoryBroker } from "../support/memory.ts"
 import { memoryWorld } from "../support/memoryWorld.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -372,5 +372,5 @@ describe("an outbox is bounded in bytes, not only in frames", () => {
       assert.isFalse(sender.client.isClosed())
       yield* receiver.client.resume
       assert.deepStrictEqual(yield* takeMessages(receiver.client, "sender", n), msgs.map((m) => m.id))
-    }))
+    }).pipe(patientClock))
 })

@@ -23,6 +23,16 @@ import { type ConnectOptions, type WireClient, type WireError, wireOverConnectio
 
 export { settle, step, STEP_MS, StillRunning } from "./steps.ts"
 
+/**
+ * Runs a test body under a TestClock that waits up to a minute of real time
+ * for the fibers a step woke to suspend. `it.effect`'s TestClock waits one
+ * second, then warns and moves on as if the world were idle: a step that
+ * carries megabytes through the in-memory world can take longer than that on
+ * a loaded machine, and the test then checks a world that is still running.
+ */
+export const patientClock = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.provide(body, TestClock.layer({ warningDelay: "1 minute" }))
+
 /** Lets `duration` of simulated time pass: every timer due runs, each until the world is idle. */
 export const advance = (duration: Duration.Input): Effect.Effect<void> => TestClock.adjust(duration)
 
