@@ -4,7 +4,9 @@
  * registers pi's surfaces — the `intercom` tool (and `load_intercom` when the
  * tool is exposed lazily; `contact_supervisor` in a delegated child with a
  * supervisor grant), the `/intercom` command and its shortcut, the
- * renderers, and the lifecycle handlers.
+ * renderers, the lifecycle handlers, and the provider that authorizes a
+ * launcher extension's children (`AUTHORIZE_CHILD_EVENT` on `pi.events`,
+ * C-SUP-7).
  *
  * Nothing starts in the factory (it also runs for `pi --list-models`): it
  * only reads two keys of config.json and registers. Each `session_start`
@@ -19,6 +21,7 @@ import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
 import { readChildBridge } from "../session/supervisorBridge.ts"
 import { hasSupervisorGrant } from "../session/SupervisorContact.ts"
+import { AUTHORIZE_CHILD_EVENT, readAuthorizeChildRequest } from "./authorize.ts"
 import { openIntercom } from "./command.ts"
 import { factoryConfig } from "./factoryConfig.ts"
 import type { LifecycleEvent, PiGeneration } from "./generation.ts"
@@ -73,6 +76,22 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     ))
   }
   registerRenderers(pi)
+
+  // C-SUP-7: the provider for launcher extensions. Claimed synchronously (the launcher
+  // learns a provider exists), answered once the broker has issued the capability or refused.
+  pi.events.on(AUTHORIZE_CHILD_EVENT, (data) => {
+    const read = readAuthorizeChildRequest(data)
+    if (read._tag === "Malformed") {
+      read.respond?.({ ok: false, error: `Invalid ${AUTHORIZE_CHILD_EVENT} request: ${read.error}` })
+      return
+    }
+    const { request } = read
+    request.claim?.()
+    void withGeneration(
+      { ok: false, error: notStarted.text },
+      (generation) => generation.authorizeChild(request)
+    ).then(request.respond)
+  })
 
   pi.registerCommand(COMMAND_NAME, {
     description: "List intercom sessions (\"all\" includes other projects) and send a message",

@@ -21,6 +21,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import { randomBytes } from "node:crypto"
 import { IntercomNotConnected } from "../client/errors.ts"
 import { IntercomClient } from "../client/IntercomClient.ts"
 import { readIntercomSettings } from "../config/load.ts"
@@ -36,8 +37,10 @@ import {
 import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
 import type { LifecycleStatus } from "../session/render.ts"
 import { childSessionName } from "../session/supervisorBridge.ts"
+import { authorizeChild } from "../session/SupervisorLaunch.ts"
 import type { GrantedChildBridge } from "../session/SupervisorContact.ts"
 import type { ToolVisibility } from "../session/ToolExposure.ts"
+import type { AuthorizeChildRequest, AuthorizeChildResult } from "./authorize.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { STATUS_KEY } from "./names.ts"
 
@@ -89,6 +92,12 @@ export interface PiGeneration {
   readonly loadTool: () => Promise<ToolResult>
   /** `contact_supervisor` of a delegated child (C-SUP); an error result elsewhere. Never rejects. */
   readonly contactSupervisor: (params: ContactSupervisorParams, signal?: AbortSignal) => Promise<ToolResult>
+  /**
+   * C-SUP-7: asks the broker for a capability bound to a child's name (as this
+   * session's supervisor, with its owner token) and answers the environment to
+   * start the child with. Never rejects.
+   */
+  readonly authorizeChild: (request: Pick<AuthorizeChildRequest, "launch" | "base">) => Promise<AuthorizeChildResult>
   /** Queues a lifecycle change; ignored once the generation closed. */
   readonly lifecycle: (event: LifecycleEvent) => void
   /** The newest context pi gave this generation's handlers. */
@@ -170,6 +179,12 @@ export const startGeneration = (input: {
     model: seed.model
   }
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
+  /**
+   * This generation's private owner token (C-SUP-8): every pi session can be a
+   * supervisor. In memory only, never logged or persisted; a new generation
+   * has a new one, so its predecessor's capabilities do not carry over.
+   */
+  const ownerToken = randomBytes(32).toString("base64url")
 
   const layer = Layer.unwrap(Effect.gen(function*() {
     const { errors, settings, warnings } = yield* readIntercomSettings()
@@ -195,7 +210,8 @@ export const startGeneration = (input: {
       listTimeoutMs: settings.listTimeoutMs,
       livenessIntervalMs: settings.liveness.intervalMs,
       livenessTimeoutMs: settings.liveness.timeoutMs,
-      supervisorGrant: child?.grant
+      supervisorGrant: child?.grant,
+      ownerToken
     })
     const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
     const session = IntercomSession.layer({
@@ -278,6 +294,20 @@ export const startGeneration = (input: {
         { signal }
       ).catch((error: unknown) => signal?.aborted === true ? cancelled : buildFailure(error))
 
+  const authorize: PiGeneration["authorizeChild"] = ({ base, launch }) =>
+    closed
+      ? Promise.resolve({ ok: false, error: "the pi session of this intercom generation has ended" })
+      : runtime.runPromise(
+        Effect.map(authorizeChild(launch, base ?? process.env), (child): AuthorizeChildResult => ({
+          ok: true,
+          sessionName: child.sessionName,
+          env: child.env
+        }))
+      ).catch((error: unknown): AuthorizeChildResult => ({
+        ok: false,
+        error: error instanceof Error ? error.message : String(error)
+      }))
+
   // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
   const ready = input.toolVisibility === "always"
     ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
@@ -290,6 +320,7 @@ export const startGeneration = (input: {
     loadTool: () =>
       runtime.runPromise(withSession((session) => session.loadTool)).catch(buildFailure),
     contactSupervisor,
+    authorizeChild: authorize,
     lifecycle: (event) => {
       if (!closed) Queue.offerUnsafe(events, event)
     },

@@ -13,7 +13,11 @@ export const PI_CLI = path.join(ROOT, "node_modules", "@earendil-works", "pi-cod
 export const FAUX = path.join(ROOT, "test", "pi", "fixtures", "fauxScript.ts")
 
 /** One scripted model turn of a pi process. */
-export type Step = { readonly tool: string; readonly args: Record<string, unknown> } | { readonly text: string }
+export type Step =
+  | { readonly tool: string; readonly args: Record<string, unknown> }
+  | { readonly text: string }
+  /** Says `echo` followed by the text of the last tool result the model was sent. */
+  | { readonly echo: string }
 
 /** A JSONL record of pi's event stream. */
 export type Record_ = { readonly type: string; readonly [key: string]: unknown }

@@ -28,6 +28,7 @@ import {
   createAgentSessionRuntime,
   createAgentSessionServices,
   type CreateAgentSessionRuntimeFactory,
+  type ExtensionFactory,
   ModelRuntime,
   SessionManager,
   SettingsManager
@@ -118,7 +119,12 @@ export interface Pi {
 /** Opens a pi session (in memory unless a `sessionManager` is given) with the extension bound. */
 export const openPi = async (
   world: World,
-  options: { readonly sessionManager?: SessionManager; readonly name?: string } = {}
+  options: {
+    readonly sessionManager?: SessionManager
+    readonly name?: string
+    /** More extensions, loaded after the intercom extension (a test launcher, say). */
+    readonly extensionFactories?: ReadonlyArray<ExtensionFactory>
+  } = {}
 ): Promise<Pi> => {
   const faux = fauxProvider()
   const calls: Array<ReadonlyArray<Message>> = []
@@ -139,6 +145,7 @@ export const openPi = async (
       modelRuntime,
       resourceLoaderOptions: {
         additionalExtensionPaths: [EXTENSION, WAIT_TOOL],
+        extensionFactories: [...(options.extensionFactories ?? [])],
         noSkills: true,
         noPromptTemplates: true,
         noThemes: true,
