@@ -104,8 +104,9 @@ describe("the spawn lock (C-BRK-17…19)", () => {
   /** A launch that fails at once, so a spawn attempt shows up as "exited (exit code 3)". */
   const failingLaunch = { _tag: "Command", command: process.execPath, args: ["-e", "process.exit(3)"] } as const
 
-  const ensure = (dir: { agentDir: string; intercomDir: string; socketPath: string }) =>
-    ensureBroker({ ...dir, launch: failingLaunch, waitMs: 400 }).pipe(Effect.flip, Effect.map((e) => e._tag === "BrokerSpawnFailed" ? e.detail : e.message))
+  /** `waitMs`: short where the wait must run out; long where the launched process's exit ends it first. */
+  const ensure = (dir: { agentDir: string; intercomDir: string; socketPath: string }, waitMs = 400) =>
+    ensureBroker({ ...dir, launch: failingLaunch, waitMs }).pipe(Effect.flip, Effect.map((e) => e._tag === "BrokerSpawnFailed" ? e.detail : e.message))
 
   const prepare = Effect.gen(function*() {
     const dir = yield* agentDir()
@@ -145,7 +146,8 @@ describe("the spawn lock (C-BRK-17…19)", () => {
       Effect.gen(function*() {
         const dir = yield* prepare
         write(dir.lockFile)
-        assert.strictEqual(yield* ensure(dir), "the broker exited (exit code 3)")
+        // The spawned process exits at once, but starting Node can take seconds on a loaded machine.
+        assert.strictEqual(yield* ensure(dir, 30_000), "the broker exited (exit code 3)")
         assert.isFalse(fs.existsSync(dir.lockFile), "our own lock was released")
       }))
   }
