@@ -310,7 +310,7 @@ const make = (
  *     socketPath: settings.paths.socketPath,
  *     sessionId,
  *     scopeId: settings.scopeId,
- *     registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Date.now(), statusSuffix: settings.status }),
+ *     registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: 0, statusSuffix: settings.status }),
  *     launch: settings.broker, // spawn a broker when none answers
  *     sendTimeoutMs: settings.sendTimeoutMs,
  *     listTimeoutMs: settings.listTimeoutMs,
@@ -351,12 +351,12 @@ export class IntercomClient extends Context.Service<IntercomClient, IntercomClie
    *     socketPath: settings.paths.socketPath,
    *     sessionId: settings.stableId ?? randomUUID(),
    *     scopeId: settings.scopeId,
-   *     registration: { cwd: process.cwd(), model: "my-model", pid: process.pid, startedAt: Date.now(), lastActivity: Date.now() },
+   *     registration: { cwd: process.cwd(), model: "my-model", pid: process.pid, startedAt: 0, lastActivity: 0 },
    *     launch: settings.broker
    *   })
    *   const outcome = yield* client.send({
    *     to: "reviewer",
-   *     message: { id: randomUUID(), timestamp: Date.now(), content: { text: "PR #12 is ready" } }
+   *     message: { id: randomUUID(), timestamp: 0, content: { text: "PR #12 is ready" } }
    *   }).pipe(
    *     Effect.map((delivery) => delivery.delivery), // "socket_delivered", or "queued" for a session that is away
    *     Effect.catchTag("TargetNotFound", (error) => Effect.succeed(error.message)) // "Session not found"

@@ -19,6 +19,10 @@
  * did. `finish` stops the traffic, runs three rounds of round trips (after
  * them every message, receipt and control caused by the traffic has been
  * read), and checks that nothing acknowledged was lost.
+ *
+ * Size: one closure over the healthy sessions' shared ledger (sent, received,
+ * live); its frame checks and its traffic read and write that same state. Splitting
+ * the checks from the traffic needs that state passed explicitly: a noted follow-up.
  */
 import { Deferred, Duration, Effect, Fiber, Queue, Schedule, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"

@@ -138,7 +138,7 @@ const make = (
  *   intercomDir: paths.intercomDir,
  *   socketPath: paths.socketPath,
  *   sessionId,
- *   registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Date.now() }),
+ *   registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: 0 }),
  *   launch: { _tag: "Default" }
  * })
  * const host = Host.layer(headless(identity, (inbound) => Effect.log(inbound.text)))

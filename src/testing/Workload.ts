@@ -5,6 +5,9 @@
  * A workload is plain data, so a failing run prints as a short script and
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
+ *
+ * Size: one concept — generating and running workloads; the op kinds and their
+ * weights are listed together so a seed's draw order stays in one place.
  */
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"

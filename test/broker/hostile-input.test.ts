@@ -87,7 +87,7 @@ describe("bytes that are not frames", () => {
         JSON.stringify({ type: "send", to: "receiver", message: message(`held ${i}:`.padEnd(8 * 1024, ".")) }))
       const last = encodeFrames([JSON.stringify({ type: "send", to: "receiver", message: message("last") })])
       yield* sender.client.sendRaw(Buffer.concat([encodeFrames(frames), last.subarray(0, 10)]))
-      yield* Effect.sleep("6 seconds")
+      yield* Effect.sleep("6 seconds") // the hold under test (two real stall checks), not a barrier
       yield* receiver.client.resume
       yield* sender.client.sendRaw(last.subarray(10))
       for (let i = 0; i < 401; i++) yield* receiver.client.next("message", undefined, "10 seconds")

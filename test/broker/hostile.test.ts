@@ -328,7 +328,7 @@ describe("finding 8: a connection that never completes a frame is closed within 
       const drip = Effect.gen(function*() {
         while (!dripping.conn.isClosed()) {
           yield* dripping.conn.write(Buffer.from(" "))
-          yield* Effect.raceFirst(dripping.conn.closed, Effect.sleep("200 millis"))
+          yield* Effect.raceFirst(dripping.conn.closed, Effect.sleep("200 millis")) // the drip's pace, not a barrier
         }
       })
       yield* Effect.forkScoped(drip)
@@ -349,7 +349,7 @@ describe("finding 8: a connection that never completes a frame is closed within 
       const drip = Effect.gen(function*() {
         for (let i = 0; i < bytes.length && !conn.isClosed(); i++) {
           yield* conn.write(bytes.subarray(i, i + 1))
-          yield* Effect.raceFirst(conn.closed, Effect.sleep("200 millis"))
+          yield* Effect.raceFirst(conn.closed, Effect.sleep("200 millis")) // the drip's pace, not a barrier
         }
       })
       yield* Effect.forkScoped(drip)
