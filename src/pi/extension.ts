@@ -112,7 +112,12 @@ export default function intercomExtension(pi: ExtensionAPI): void {
       hasUI: ctx.hasUI,
       mode: ctx.mode
     }
-    const starting = import("./generation.ts").then((module) =>
+    // A session_start with no session_shutdown before it (a host that binds extensions again)
+    // replaces the current generation: that one leaves the bus first, or it would stay
+    // registered with nobody to close it, and re-register the same id whenever it reconnects.
+    const previous = current
+    const replaced = previous === undefined ? Promise.resolve() : previous.then((generation) => generation.close(), () => undefined)
+    const starting = replaced.then(() => import("./generation.ts")).then((module) =>
       module.startGeneration({ pi, ctx, seed, toolVisibility: config.toolVisibility, childBridge })
     )
     starting.catch(() => undefined) // reported where it is used (withGeneration); never unhandled

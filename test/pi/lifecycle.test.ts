@@ -6,6 +6,8 @@
  * C-ORD-35).
  */
 import { SessionManager } from "@earendil-works/pi-coding-agent"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import {
   act,
@@ -63,6 +65,31 @@ describe("pi extension: lifecycle", () => {
     await a.session().reload() // session_start of the new generation: its runtime loads asynchronously
     await a.quit() // … and the session is gone before that: an unhandled stale-ctx throw would fail this file
     assert.deepStrictEqual(a.errors, [])
+  })
+
+  it("a second session_start without a shutdown (extensions bound again) closes the generation it replaces before the new one registers", async () => {
+    const observer = await openPi(world)
+    const a = await openPi(world)
+    try {
+      await act(a, { action: "status" })
+      await a.rebind() // session_start again on the same extension instance, no session_shutdown between
+      await act(a, { action: "status" })
+      await act(observer, { action: "list", scope: "all" }) // the broker has logged both registrations
+      const id = a.session().sessionId
+      const lines = fs.readFileSync(path.join(world.agentDir, "intercom", "broker.log"), "utf8")
+        .split("\n")
+        .filter((line) => line.includes(`(${id})`))
+        .map((line) => line.replace(/^\S+ INFO session (\S+).*$/, "$1"))
+      // A replaced generation left first; one still registered would make this a "re-registered".
+      assert.deepStrictEqual(lines, ["joined:", "left:", "joined:"])
+      await a.quit()
+      await act(observer, { action: "list", scope: "all" })
+      assert.deepStrictEqual(listedIds(observer.session()), [observer.session().sessionId], "quit left the bus")
+      assert.deepStrictEqual(a.errors, [])
+    } finally {
+      await a.quit()
+      await observer.quit()
+    }
   })
 
   it("/new and /fork are new intercom sessions; quit leaves the bus", async () => {
