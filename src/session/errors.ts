@@ -154,6 +154,28 @@ export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnect
 }
 
 /**
+ * The asked session answered with a correlated failure (`replyError`,
+ * C-ASK-7): the ask ended as an error whose text is exactly that string.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ReplyFailed extends Data.TaggedError("ReplyFailed")<{
+  /** The asked session as the caller wrote it. */
+  readonly target: string
+  /** The answering session's id. */
+  readonly fromId: string
+  /** The id of the failure reply. */
+  readonly replyId: string
+  /** The destination's failure text, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/**
  * `Intercom session ended`: the session generation closed while a call was
  * running (C-ORD-35).
  *
@@ -303,6 +325,7 @@ export type AskFailure =
   | AlreadyWaiting
   | ReplyTimeout
   | ReplyPeerDisconnected
+  | ReplyFailed
   | SessionEnded
 
 /**

@@ -4,7 +4,9 @@
  * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
  * agent prompted for one behaves the same with the other.
  */
+import type { InboundMessage } from "../client/events.ts"
 import { DEFAULT_GROUP } from "../config/group.ts"
+import { replyErrorText } from "../protocol/replyError.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
@@ -120,17 +122,84 @@ export const REPLY_HINT = `To reply, use the intercom tool: ${REPLY_COMMAND}`
 export const senderDisplay = (from: SessionInfo): string => from.name?.trim() || from.id.slice(0, 8)
 
 /**
+ * How long a message must have waited in the broker's mailbox before it is
+ * shown as old mail (`queued 6h ago`): one minute. A message handed over
+ * live spends milliseconds in the broker; one that waited this long was
+ * queued for a session that was away.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const QUEUED_MARK_THRESHOLD_MS = 60_000
+
+/**
+ * An age as `Ns`, `Nm`, `Nh` or `Nd`, rounded down to the largest unit that fits.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const formatAge = (ms: number): string => {
+  const seconds = Math.max(0, Math.floor(ms / 1000))
+  if (seconds < 60) return `${seconds}s`
+  const minutes = Math.floor(seconds / 60)
+  if (minutes < 60) return `${minutes}m`
+  const hours = Math.floor(minutes / 60)
+  return hours < 24 ? `${hours}h` : `${Math.floor(hours / 24)}d`
+}
+
+/**
+ * How long a message waited in the broker's mailbox, when it waited at least
+ * `QUEUED_MARK_THRESHOLD_MS`; undefined otherwise. Both ends are the broker's
+ * own stamps (`brokerReceivedAt` when it accepted the send,
+ * `brokerDeliveredAt` when it wrote the message to this session), so one
+ * clock measures the wait, whatever this process's clock says.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const queuedFor = (message: Message): number | undefined => {
+  const { brokerDeliveredAt, brokerReceivedAt } = message
+  if (brokerDeliveredAt === undefined || brokerReceivedAt === undefined) return undefined
+  const waited = brokerDeliveredAt - brokerReceivedAt
+  return waited >= QUEUED_MARK_THRESHOLD_MS ? waited : undefined
+}
+
+/**
+ * ` · queued 6h ago` for old mail (`queuedFor`), else the empty string.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const queuedMarker = (message: Message): string => {
+  const waited = queuedFor(message)
+  return waited === undefined ? "" : ` · queued ${formatAge(waited)} ago`
+}
+
+/**
  * An inbound message as the recipient's agent sees it (C-DLV-18): sender,
- * cwd, the reply hint for asks when `replyHint` is on (C-RPL-9), then body
- * and attachments.
+ * cwd, how long ago it was queued when it waited in the broker's mailbox
+ * (`queuedMarker`), the reply hint for asks when `replyHint` is on
+ * (C-RPL-9), then body and attachments.
  *
  * @category rendering
  * @since 0.1.0
  */
 export const renderInbound = (from: SessionInfo, message: Message, replyHint: boolean): string => {
   const hint = replyHint && message.expectsReply === true ? `\n\n${REPLY_HINT}` : ""
-  return `**From ${senderDisplay(from)}** (${from.cwd})${hint}\n\n${messageBody(message)}`
+  return `**From ${senderDisplay(from)}** (${from.cwd})${queuedMarker(message)}${hint}\n\n${messageBody(message)}`
 }
+
+/**
+ * The text an answer to an ask leaves in the history (C-TOOL-8): a failure
+ * reply's (`replyError`, C-ASK-7) is marked as one, as a base asker sees it.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const receivedText = (answer: InboundMessage): string =>
+  answer.replyError === undefined
+    ? answer.message.content.text
+    : replyErrorText(answer.replyError, answer.message.content.text)
 
 /**
  * An answered ask as its tool result (C-ASK-8).
