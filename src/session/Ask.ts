@@ -103,7 +103,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new ReplyFailed({
           target: request.to,
           fromId: answer.from.id,
-          replyId: answer.message.id,
+          reply: answer.message,
           reason: answer.replyError
         })
       }

@@ -192,7 +192,7 @@ export const makeSupervisorContact = (
         return yield* new ReplyFailed({
           target: display,
           fromId: answer.from.id,
-          replyId: answer.message.id,
+          reply: answer.message,
           reason: answer.replyError
         })
       }
@@ -206,7 +206,7 @@ export const makeSupervisorContact = (
         details: {
           reason: request.reason,
           messageId: message.id,
-          replyId: answer.message.id,
+          reply: answer.message,
           from: answer.from.id,
           ...structured
         }

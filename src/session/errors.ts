@@ -15,6 +15,7 @@
  */
 import { Data } from "effect"
 import type { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import type { Message } from "../protocol/frames.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
 
 /**
@@ -165,8 +166,8 @@ export class ReplyFailed extends Data.TaggedError("ReplyFailed")<{
   readonly target: string
   /** The answering session's id. */
   readonly fromId: string
-  /** The id of the failure reply. */
-  readonly replyId: string
+  /** The failure reply itself (its id, `replyTo`, any text and attachments it carries). */
+  readonly reply: Message
   /** The destination's failure text, verbatim. */
   readonly reason: string
 }> {

@@ -29,7 +29,7 @@ describe("reply with replyError (C-ASK-7)", () => {
       assert.isFalse(yield* asker.session.waiting)
     }))
 
-  it.effect("the typed API: ask fails with ReplyFailed carrying the text, the answering session and the reply id", () =>
+  it.effect("the typed API: ask fails with ReplyFailed carrying the text, the answering session and the reply", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
       const asker = yield* world.session("asker")
@@ -44,7 +44,8 @@ describe("reply with replyError (C-ASK-7)", () => {
       if (error._tag !== "ReplyFailed") return
       assert.strictEqual(error.message, "stage could not admit the ask")
       assert.strictEqual(error.fromId, "answerer")
-      assert.strictEqual(error.replyId, sent.messageId)
+      assert.strictEqual(error.reply.id, sent.messageId)
+      assert.strictEqual(error.reply.content.text, "see the log")
     }))
 
   it.effect("replyError to a message that is not an ask is refused before anything is sent", () =>
