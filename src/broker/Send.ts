@@ -236,7 +236,7 @@ export class Send {
       queuedAt: now,
       askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
       channel: route?.channel,
-      ...(replyError === undefined ? {} : { replyError })
+      replyError
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)

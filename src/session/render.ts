@@ -8,6 +8,7 @@ import type { InboundMessage } from "../client/events.ts"
 import { DEFAULT_GROUP } from "../config/group.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { queuedMarker } from "./oldMail.ts"
 import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
 
@@ -120,60 +121,6 @@ export const REPLY_HINT = `To reply, use the intercom tool: ${REPLY_COMMAND}`
  * @since 0.1.0
  */
 export const senderDisplay = (from: SessionInfo): string => from.name?.trim() || from.id.slice(0, 8)
-
-/**
- * How long a message must have waited in the broker's mailbox before it is
- * shown as old mail (`queued 6h ago`): one minute. A message handed over
- * live spends milliseconds in the broker; one that waited this long was
- * queued for a session that was away.
- *
- * @category rendering
- * @since 0.1.0
- */
-export const QUEUED_MARK_THRESHOLD_MS = 60_000
-
-/**
- * An age as `Ns`, `Nm`, `Nh` or `Nd`, rounded down to the largest unit that fits.
- *
- * @category rendering
- * @since 0.1.0
- */
-export const formatAge = (ms: number): string => {
-  const seconds = Math.max(0, Math.floor(ms / 1000))
-  if (seconds < 60) return `${seconds}s`
-  const minutes = Math.floor(seconds / 60)
-  if (minutes < 60) return `${minutes}m`
-  const hours = Math.floor(minutes / 60)
-  return hours < 24 ? `${hours}h` : `${Math.floor(hours / 24)}d`
-}
-
-/**
- * How long a message waited in the broker's mailbox, when it waited at least
- * `QUEUED_MARK_THRESHOLD_MS`; undefined otherwise. Both ends are the broker's
- * own stamps (`brokerReceivedAt` when it accepted the send,
- * `brokerDeliveredAt` when it wrote the message to this session), so one
- * clock measures the wait, whatever this process's clock says.
- *
- * @category rendering
- * @since 0.1.0
- */
-export const queuedFor = (message: Message): number | undefined => {
-  const { brokerDeliveredAt, brokerReceivedAt } = message
-  if (brokerDeliveredAt === undefined || brokerReceivedAt === undefined) return undefined
-  const waited = brokerDeliveredAt - brokerReceivedAt
-  return waited >= QUEUED_MARK_THRESHOLD_MS ? waited : undefined
-}
-
-/**
- * ` · queued 6h ago` for old mail (`queuedFor`), else the empty string.
- *
- * @category rendering
- * @since 0.1.0
- */
-export const queuedMarker = (message: Message): string => {
-  const waited = queuedFor(message)
-  return waited === undefined ? "" : ` · queued ${formatAge(waited)} ago`
-}
 
 /**
  * An inbound message as the recipient's agent sees it (C-DLV-18): sender,

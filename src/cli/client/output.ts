@@ -10,7 +10,8 @@ import type { PresenceEvent } from "../../client/events.ts"
 import type { Message, SessionInfo } from "../../protocol/frames.ts"
 import type { Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
-import { messageBody, queuedFor, queuedMarker } from "../../session/render.ts"
+import { queuedFor, queuedMarker } from "../../session/oldMail.ts"
+import { messageBody } from "../../session/render.ts"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
 
 // ---------------------------------------------------------------------------
