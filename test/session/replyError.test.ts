@@ -48,6 +48,24 @@ describe("reply with replyError (C-ASK-7)", () => {
       assert.strictEqual(error.reply.content.text, "see the log")
     }))
 
+  it.effect("a failure reply no ask of the session waits for reaches the host with its text marked as an error", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryWorld()
+      const asker = yield* world.session("asker")
+      const answerer = yield* world.session("answerer")
+      // An ask made straight from the client: the session holds no wait for it.
+      yield* asker.client.send({
+        to: "answerer",
+        message: { id: "raw-ask", timestamp: 0, content: { text: "q" }, expectsReply: true }
+      })
+      yield* Queue.take(answerer.inbound)
+      yield* answerer.session.reply({ message: "", replyError: "out of quota" })
+      const got = yield* Queue.take(asker.inbound)
+      assert.strictEqual(got.message.replyTo, "raw-ask")
+      assert.strictEqual(got.message.content.text, "Reply error: out of quota")
+      assert.include(got.text, "Reply error: out of quota")
+    }))
+
   it.effect("replyError to a message that is not an ask is refused before anything is sent", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld()
