@@ -206,7 +206,7 @@ export const makeSupervisorContact = (
         details: {
           reason: request.reason,
           messageId: message.id,
-          reply: answer.message,
+          replyId: answer.message.id,
           from: answer.from.id,
           ...structured
         }
