@@ -16,6 +16,7 @@ import { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import { replyErrorFor } from "./ReplyErrors.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Refusal, SendAttempt, SendStage } from "./Send.ts"
 
@@ -48,16 +49,23 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
   return typeof announced === "number" ? announced : brokerDefaultMs
 }
 
-/** The `message` frame for `recipient`: with the ask's timeout when it was granted `ask-timeout-v1`. */
-export const messageFrameFor = (mail: Mail, recipient: Peer, deliveredAt: number): string =>
-  Encode.messageFrame(
+/**
+ * The `message` frame for `recipient`: with the ask's timeout when it was
+ * granted `ask-timeout-v1`, the channel with `supervisor-v1`, and a failure
+ * reply's `replyError` in the form the recipient understands (ReplyErrors.ts).
+ */
+export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): string => {
+  const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
+  return Encode.messageFrame(
     mail.fromJson,
-    mail.message,
+    failure?.message ?? mail.message,
     mail.brokerReceivedAt,
     deliveredAt,
     mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
-    mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined
+    mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
+    failure?.replyError
   )
+}
 
 /** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */
 export class Asks {

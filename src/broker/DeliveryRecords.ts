@@ -44,14 +44,16 @@ const hash = (text: string): string => {
 /**
  * What identifies "the same send": target and authored content, not
  * timestamps or sequence numbers. Text and attachments are hashed (with their
- * lengths, so a collision also needs equal lengths).
+ * lengths, so a collision also needs equal lengths), and so is a failure
+ * reply's `replyError` (C-BRK-8), when there is one.
  */
-export const fingerprintOf = (targetId: string, message: Message): string => {
+export const fingerprintOf = (targetId: string, message: Message, replyError?: string): string => {
   const text = message.content.text
   const attachments = message.content.attachments === undefined ? "" : JSON.stringify(message.content.attachments)
-  return `${targetId}\u0000${text.length}:${hash(text)}\u0000${attachments.length}:${hash(attachments)}\u0000${
+  const base = `${targetId}\u0000${text.length}:${hash(text)}\u0000${attachments.length}:${hash(attachments)}\u0000${
     message.replyTo ?? ""
   }\u0000${message.expectsReply ?? ""}\u0000${message.supersedes ?? ""}\u0000${message.retryOf ?? ""}`
+  return replyError === undefined ? base : `${base}\u0000${replyError.length}:${hash(replyError)}`
 }
 
 /** The key of a replay record: the sender and its message id. */

@@ -45,7 +45,7 @@ export class MailDelivery {
       capacity: ctx.options.mailboxCapacity,
       maxBytes: ctx.options.mailboxBytes,
       maxBytesPerTarget: ctx.options.mailboxBytesPerTarget,
-      retentionMs: DAY
+      retentionMs: ctx.options.mailboxRetentionMs
     })
     this.flushed = flushed
   }

@@ -57,6 +57,8 @@ export interface Mail {
   readonly askTimeoutMs: number | undefined
   /** Set by the broker on a `supervisor_send` (extension `supervisor-v1`), shown to recipients granted it. */
   readonly channel?: "supervisor" | undefined
+  /** A failure reply's text (extension `reply-error-v1`), shown to each recipient in the form it understands. */
+  readonly replyError?: string | undefined
 }
 
 /**

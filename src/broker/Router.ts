@@ -37,6 +37,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Output } from "./Output.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
+import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
@@ -128,6 +129,7 @@ export class Router {
     // Order matters where two rules could refuse the same send (P45's precedence).
     send.use(groups.stage)
     send.use(supervisor.stage)
+    send.use(replyErrorStage)
     send.use(asks.replies)
     send.use(receipts.supersedes)
     send.use(asks.asks)

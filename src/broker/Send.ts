@@ -14,9 +14,11 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
+import { REPLY_ERROR_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
+import { replyErrorOf } from "./ReplyErrors.ts"
 import { fingerprintOf, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
@@ -72,6 +74,20 @@ export interface SendStage {
  * (`,"askTimeoutMs":` and 16 digits) and `channel` (`,"channel":"supervisor"`).
  */
 const EXTENSION_ROOM = " ".repeat(64)
+
+/**
+ * The larger of a failure reply's two forms (ReplyErrors.ts): with the
+ * `replyError` field, or with the text marked as an error for a base recipient.
+ */
+const largestReplyErrorFrame = (mail: Mail, now: number): string => {
+  const extended = messageFrameFor(mail, EXTENDED_RECIPIENT, now)
+  const base = messageFrameFor(mail, BASE_RECIPIENT, now)
+  return frameBytes(extended) >= frameBytes(base) ? extended : base
+}
+
+/** Stand-ins for a recipient granted `reply-error-v1` and a base one, to size a failure reply's frame. */
+const EXTENDED_RECIPIENT: Pick<Peer, "features"> = { features: new Set([REPLY_ERROR_V1]) }
+const BASE_RECIPIENT: Pick<Peer, "features"> = { features: new Set<string>() }
 
 /** A frame that fits the 1 MiB limit, checked cheaply when it obviously does. */
 const fitsFrame = (frame: string): boolean =>
@@ -162,8 +178,10 @@ export class Send {
       resolution = this.rerouted(sender, frame.to, message, now) ?? resolution
     }
 
+    // Extension `reply-error-v1`: read only when present (the plain send path pays one property read).
+    const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
     // P46: a retry of a recorded send gets the recorded answer, once the target is known.
-    const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message)
+    const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message, replyError)
     if (fingerprint !== undefined && this.replayed(peer, recordKey, fingerprint, message.id, now)) return
     if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
@@ -217,12 +235,15 @@ export class Send {
       targetIdentity: resolution.target?.identity ?? resolution.remembered?.identity,
       queuedAt: now,
       askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
-      channel: route?.channel
+      channel: route?.channel,
+      replyError
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
     // The forwarded frame must fit 1 MiB, now or when flushed from the mailbox (with room for `askTimeoutMs`).
-    const forwarded = Encode.messageFrame(sender.infoJson, message, now, now)
+    const forwarded = replyError === undefined
+      ? Encode.messageFrame(sender.infoJson, message, now, now)
+      : largestReplyErrorFrame(mail, now)
     if (!fitsFrame(forwarded + EXTENSION_ROOM)) {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
@@ -230,7 +251,7 @@ export class Send {
       })
     }
     // `fingerprint` is defined here: a resolution that is not refused always names its target.
-    const recorded = fingerprint ?? fingerprintOf(resolution.id, message)
+    const recorded = fingerprint ?? fingerprintOf(resolution.id, message, replyError)
     if (target === undefined) {
       const outcome = this.mail.queue(mail)
       this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
@@ -238,7 +259,7 @@ export class Send {
     }
     route?.accepted(attempt, target)
     for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
-    const text = mail.askTimeoutMs === undefined && mail.channel === undefined
+    const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
     this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })

@@ -69,7 +69,8 @@ export const sessionLeftFrame = (sessionId: string): string =>
 /**
  * A `message` frame. `askTimeoutMs` (extension `ask-timeout-v1`, only for a
  * recipient granted it) says how long the asker waits, from `brokerReceivedAt`;
- * `channel` (extension `supervisor-v1`) marks a child's message to its supervisor.
+ * `channel` (extension `supervisor-v1`) marks a child's message to its supervisor;
+ * `replyError` (extension `reply-error-v1`) says the ask this reply answers failed.
  */
 export const messageFrame = (
   fromJson: string,
@@ -77,13 +78,14 @@ export const messageFrame = (
   receivedAt: number,
   deliveredAt: number,
   askTimeoutMs?: number,
-  channel?: "supervisor"
+  channel?: "supervisor",
+  replyError?: string
 ): string =>
   `{"type":"message","from":${fromJson},"message":${
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
   }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
     channel === undefined ? "" : `,"channel":"${channel}"`
-  }}`
+  }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}}`
 
 /** `delivered` with delivery details (P41). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>

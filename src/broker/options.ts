@@ -44,6 +44,13 @@ export interface BrokerCoreOptions {
   /** About how many bytes of mail the mailbox keeps for one recipient. Default 16 MiB. */
   readonly mailboxBytesPerTarget?: number
   /**
+   * How long mail waits in the mailbox for a session that is away before it
+   * expires and its sender is told (an `expired` receipt). From 1 second to
+   * 30 days (`mailboxRetentionProblem`; out-of-range values are clamped).
+   * Default 24 hours.
+   */
+  readonly mailboxRetention?: Duration.Input
+  /**
    * Replay records kept at most, overall (P46; see DeliveryRecords.ts). Each is
    * kept at least REPLAY_WINDOW_MS; past this bound the heaviest sender loses
    * its oldest first. Default 262,144.
@@ -76,9 +83,29 @@ export interface ResolvedCoreOptions {
   readonly mailboxCapacity: number
   readonly mailboxBytes: number
   readonly mailboxBytesPerTarget: number
+  readonly mailboxRetentionMs: number
   readonly replayRecords: number
   readonly replayBytes: number
 }
+
+/** The default mailbox retention (`--mailbox-retention`): 24 hours. */
+export const DEFAULT_MAILBOX_RETENTION_MS = 86_400_000
+
+/** The shortest mailbox retention: 1 second. */
+export const MIN_MAILBOX_RETENTION_MS = 1_000
+
+/** The longest mailbox retention: 30 days (the mailbox is memory; its byte bounds still apply). */
+export const MAX_MAILBOX_RETENTION_MS = 30 * 86_400_000
+
+/**
+ * Why `ms` is not a usable mailbox retention, or undefined when it is: a
+ * whole number of milliseconds from `MIN_MAILBOX_RETENTION_MS` to
+ * `MAX_MAILBOX_RETENTION_MS`.
+ */
+export const mailboxRetentionProblem = (ms: number): string | undefined =>
+  Number.isInteger(ms) && ms >= MIN_MAILBOX_RETENTION_MS && ms <= MAX_MAILBOX_RETENTION_MS
+    ? undefined
+    : `mailbox retention must be a whole number of milliseconds from ${MIN_MAILBOX_RETENTION_MS} (1 second) to ${MAX_MAILBOX_RETENTION_MS} (30 days), got ${ms}`
 
 /** The default session cap (`--max-sessions`). */
 export const DEFAULT_MAX_SESSIONS = 16_384
@@ -99,6 +126,10 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   mailboxCapacity: options.mailboxCapacity ?? 4096,
   mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
   mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,
+  mailboxRetentionMs: Math.min(
+    MAX_MAILBOX_RETENTION_MS,
+    Math.max(MIN_MAILBOX_RETENTION_MS, Math.round(millis(options.mailboxRetention, Duration.millis(DEFAULT_MAILBOX_RETENTION_MS))))
+  ),
   replayRecords: options.replayRecords ?? 262_144,
   replayBytes: options.replayBytes ?? 64 * 1024 * 1024
 })

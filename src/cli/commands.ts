@@ -15,7 +15,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import { DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
+import { DEFAULT_MAX_SESSIONS, mailboxRetentionProblem } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
 import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
@@ -56,6 +56,20 @@ const idleExitFlag = Flag.String("idle-exit").pipe(
   Flag.optional
 )
 
+const mailboxRetentionFlag = Flag.String("mailbox-retention").pipe(
+  Flag.withDescription(
+    "How long mail for a session that is away waits in the broker before it expires and its sender is told: a duration (90s, 12h, 3d) from 1s to 30d. Default 24h."
+  ),
+  Flag.filterMap(
+    (text) => {
+      const ms = parseTimeout(text)
+      return ms === undefined || mailboxRetentionProblem(ms) !== undefined ? Option.none() : Option.some(ms)
+    },
+    (text) => `--mailbox-retention must be a duration from 1s to 30d such as 90s, 12h or 3d; got ${JSON.stringify(text)}`
+  ),
+  Flag.optional
+)
+
 const ignoredPathArgument = Argument.String("broker-script").pipe(
   Argument.withDescription(
     "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand."
@@ -70,6 +84,7 @@ const ignoredPathArgument = Argument.String("broker-script").pipe(
 const brokerBase = Command.make("broker", {
   maxSessions: maxSessionsFlag,
   idleExit: idleExitFlag,
+  mailboxRetention: mailboxRetentionFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
@@ -77,7 +92,8 @@ const brokerBase = Command.make("broker", {
     runForeground({
       dir: Option.getOrUndefined(input.dir),
       maxSessions: Option.getOrUndefined(input.maxSessions),
-      idleExitMs: Option.getOrUndefined(input.idleExit)
+      idleExitMs: Option.getOrUndefined(input.idleExit),
+      mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention)
     })
   ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),

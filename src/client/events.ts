@@ -13,6 +13,11 @@ export interface InboundMessage {
   readonly askTimeoutMs?: number
   /** `supervisor`: a child's message to this supervisor, as the broker checked it (`supervisor-v1`). */
   readonly channel?: "supervisor"
+  /**
+   * A reply (`message.replyTo`) saying the ask it answers failed, with this
+   * text (`reply-error-v1`, C-ASK-7): treat the ask as failed, not answered.
+   */
+  readonly replyError?: string
 }
 
 /** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */

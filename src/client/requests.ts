@@ -8,7 +8,9 @@ import { Deferred, Duration, Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, REPLY_ERROR_V1 } from "../protocol/features.ts"
+import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
+import { replyErrorText } from "../protocol/replyError.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { Message } from "../protocol/frames.ts"
 import { type ConnectionLost, type DeliveryError, deliveryError, RequestTimeout } from "./errors.ts"
@@ -28,6 +30,13 @@ export interface SendRequest {
    * keeps the ask open as long (`ask-timeout-v1`; ignored by brokers without it).
    */
   readonly askTimeoutMs?: number
+  /**
+   * For a reply (`message.replyTo` set): the ask failed here, and its asker
+   * gets this text as an error instead of an answer (`reply-error-v1`,
+   * C-ASK-7). A broker without the extension gets the reply with its text
+   * marked as an error (`replyErrorText`). Without `replyTo` the send is refused.
+   */
+  readonly replyError?: string
 }
 
 /** Why a send failed: the broker refused it, did not answer in time, or the connection dropped (outcome unknown). */
@@ -44,8 +53,17 @@ export const signatureOf = (request: SendRequest, frameType: SendFrameType): str
     request.message.content,
     request.message.replyTo ?? null,
     request.message.expectsReply ?? null,
-    request.message.supersedes ?? null
+    request.message.supersedes ?? null,
+    request.replyError ?? null
   ])
+
+/** Why a `replyError` cannot go out with `message` (the broker's own reasons), or undefined. */
+const replyErrorRefusal = (message: Message, replyError: string): string | undefined => {
+  if (replyError.trim() === "" || replyError.length > MAX_REPLY_ERROR_LENGTH) {
+    return Reason.invalidReplyError(MAX_REPLY_ERROR_LENGTH)
+  }
+  return message.replyTo === undefined ? Reason.replyErrorWithoutReplyTo : undefined
+}
 
 /** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
 const isValidMessageJson = (text: string): boolean => {
@@ -60,7 +78,8 @@ const isValidMessageJson = (text: string): boolean => {
  * oversize frame (every peer would see this session leave and rejoin), and it
  * answers an invalid message under the id "unknown" (P48), which no waiting
  * send matches. `askTimeoutMs` goes out only to a broker that granted
- * `ask-timeout-v1`.
+ * `ask-timeout-v1`; `replyError` as the field only to one that granted
+ * `reply-error-v1` (else as marked text), and never without `replyTo`.
  */
 export const sendFrameText = (
   request: SendRequest,
@@ -68,14 +87,30 @@ export const sendFrameText = (
   granted: ReadonlySet<string>
 ): string | DeliveryError => {
   const messageId = request.message.id
+  const { replyError } = request
+  if (replyError !== undefined) {
+    const refused = replyErrorRefusal(request.message, replyError)
+    if (refused !== undefined) {
+      return deliveryError({ messageId, code: DeliveryCode.InvalidMessage, reason: refused, retryable: false })
+    }
+  }
+  // A broker without `reply-error-v1` gets the failure as marked text: nothing of it is lost.
+  const extended = replyError !== undefined && granted.has(REPLY_ERROR_V1)
+  const message = replyError === undefined || extended
+    ? request.message
+    : {
+      ...request.message,
+      content: { ...request.message.content, text: replyErrorText(replyError, request.message.content.text) }
+    }
   const text = JSON.stringify({
     type: frameType,
     to: request.to,
-    message: request.message,
+    message,
     ...(request.targetId === undefined || frameType !== "send"
       ? {}
       : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
-    ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs })
+    ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs }),
+    ...(extended ? { replyError } : {})
   })
   const bytes = frameBytes(text)
   if (bytes > MAX_FRAME_BYTES) {

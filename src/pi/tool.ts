@@ -35,6 +35,10 @@ export const IntercomParameters = Type.Object({
     language: Type.Optional(Type.String())
   }))),
   replyTo: Type.Optional(Type.String({ description: "Message ID to reply to (for threading or responding to an 'ask')" })),
+  replyError: Type.Optional(Type.String({
+    description:
+      "For 'reply' to an 'ask': answer with a failure instead; the asker's ask ends as an error with exactly this text ('message' may be left out)"
+  })),
   timeoutMs: Type.Optional(Type.Number({
     description: "For 'ask': how long to wait for the reply, in milliseconds (default from config, 10 minutes)"
   })),
@@ -64,6 +68,7 @@ Usage:
   intercom({ action: "send", to: "session-name", message: "..." })  → Send message
   intercom({ action: "ask", to: "session-name", message: "..." })   → Ask and wait for reply
   intercom({ action: "reply", message: "..." })                      → Reply to the active/single pending ask
+  intercom({ action: "reply", replyError: "..." })                   → Answer that ask with a failure (the asker gets an error)
   intercom({ action: "pending" })                                      → List unresolved inbound asks
   intercom({ action: "status" })                  → Show connection status, your group and its size
 
@@ -92,6 +97,7 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   message: params.message,
   attachments: params.attachments,
   replyTo: params.replyTo,
+  replyError: params.replyError,
   timeoutMs: params.timeoutMs,
   scope: enumValue(params.scope),
   group: params.group

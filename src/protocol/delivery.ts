@@ -79,6 +79,10 @@ export const Reason = {
   targetTooLong: (max: number) => `Target is longer than ${max} characters; address a session by its id or name`,
   invalidAskTimeout: (maxMs: number) =>
     `Invalid askTimeoutMs: it must be a whole number of milliseconds from 1 to ${maxMs}`,
+  replyErrorWithoutReplyTo:
+    "Invalid replyError: it is only allowed on a reply (message.replyTo set to the ask it answers); send the text as a plain message instead",
+  invalidReplyError: (max: number) =>
+    `Invalid replyError: it must be a non-empty string of at most ${max} characters`,
   tooLarge: (bytes: number, limit: number) =>
     `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`
 } as const

@@ -38,11 +38,27 @@ export const GROUPS_V1 = "groups-v1"
  */
 export const SUPERVISOR_V1 = "supervisor-v1"
 
+/**
+ * Correlated failure replies (extension): a `send` that answers an ask
+ * (`message.replyTo`) may carry `replyError`, a string saying the ask failed
+ * at its destination; the asker's ask ends as an error with that text
+ * (C-ASK-7). A recipient granted it gets `replyError` on the `message`; a
+ * base recipient gets the message with its text marked as an error
+ * (`replyErrorText`), so nothing is lost.
+ */
+export const REPLY_ERROR_V1 = "reply-error-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
 /** Extensions a client may request. */
-export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1]
+export const EXTENSION_FEATURES: ReadonlyArray<string> = [
+  LIST_PAGE_V1,
+  ASK_TIMEOUT_V1,
+  GROUPS_V1,
+  SUPERVISOR_V1,
+  REPLY_ERROR_V1
+]
 
 /**
  * The features a broker grants in `registered`: the base ones, plus those of

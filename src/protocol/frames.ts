@@ -217,7 +217,9 @@ export const SendFrame = Schema.Struct({
   targetId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   targetEpoch: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension `ask-timeout-v1`: how long the asker waits for the reply to this ask. */
-  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+  askTimeoutMs: Schema.optionalKey(Schema.Finite),
+  /** Extension `reply-error-v1`: with `message.replyTo`, the ask failed here; its asker sees this text as an error. */
+  replyError: Schema.optionalKey(Bounded(Limits.MAX_REPLY_ERROR_LENGTH))
 })
 /** A `send` frame (P40), as decoded. */
 export type SendFrame = typeof SendFrame.Type
@@ -230,7 +232,8 @@ export const SupervisorSendFrame = Schema.Struct({
   type: Schema.tag("supervisor_send"),
   to: Bounded(Limits.MAX_TARGET_LENGTH),
   message: Message,
-  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+  askTimeoutMs: Schema.optionalKey(Schema.Finite),
+  replyError: Schema.optionalKey(Bounded(Limits.MAX_REPLY_ERROR_LENGTH))
 })
 /** A `supervisor_send` frame, as decoded. */
 export type SupervisorSendFrame = typeof SupervisorSendFrame.Type
@@ -378,7 +381,9 @@ export const MessageFrame = Schema.Struct({
   /** Extension `ask-timeout-v1`: for an ask, how long its asker waits, from `message.brokerReceivedAt`. */
   askTimeoutMs: Schema.optionalKey(Schema.Finite),
   /** Extension `supervisor-v1`: set by the broker, and only by it, on a child's `supervisor_send`. */
-  channel: Schema.optionalKey(Schema.Literal("supervisor"))
+  channel: Schema.optionalKey(Schema.Literal("supervisor")),
+  /** Extension `reply-error-v1`: this reply (`message.replyTo`) says its ask failed, with this text (C-ASK-7). */
+  replyError: Schema.optionalKey(Schema.String)
 })
 /** A `message` frame (P50), as decoded. */
 export type MessageFrame = typeof MessageFrame.Type

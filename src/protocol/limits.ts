@@ -41,6 +41,9 @@ export const MAX_TARGET_LENGTH = 1024
 /** The free-text `detail` of a receipt or a control notice. */
 export const MAX_DETAIL_LENGTH = 1024
 
+/** A reply's `replyError` (extension `reply-error-v1`): the failure text its asker sees. */
+export const MAX_REPLY_ERROR_LENGTH = 16_384
+
 /** A feature name in `register.features`. */
 export const MAX_FEATURE_LENGTH = 64
 

@@ -8,8 +8,10 @@
  * already accepted (the tool adapter checks once, then calls these).
  */
 import { Clock, Effect } from "effect"
+import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Attachment } from "../protocol/frames.ts"
 import {
+  InvalidInput,
   NoReplyContext,
   type ReplyFailure,
   SelfNotListed,
@@ -22,7 +24,7 @@ import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, S
 import { inScope, type ListScope } from "./project.ts"
 import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
 import { newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
-import { checkOutgoing } from "./validation.ts"
+import { checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
 
 /**
  * The non-blocking actions of one generation (see the module header).
@@ -73,24 +75,41 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
     Effect.gen(function*() {
       yield* connect
       const target = yield* sending.resolveForSend(request.to)
-      if (settings.confirmSend && host.hasUI && request.replyTo === undefined) {
+      const now = yield* Clock.currentTimeMillis
+      // P66: a plain send to the one peer whose single live ask is pending here answers that ask.
+      const threaded = request.replyTo === undefined && target !== undefined
+        ? tracker.autoThread(request.to, target.id, now)
+        : undefined
+      if (settings.confirmSend && host.hasUI && request.replyTo === undefined && threaded === undefined) {
         const confirmed = yield* host.confirm({
           title: "Send Message",
           text: `Send to "${request.to}":\n\n${request.message}${formatAttachments(attachments)}`
         })
         if (!confirmed) return { _tag: "Declined", text: "Message cancelled by user" } satisfies SendDeclined
       }
-      const message = yield* newMessage(request.message, attachments, { replyTo: request.replyTo })
-      const delivery = yield* sending.deliver("Message", request.to, message, target)
+      const sendAs = (replyTo: string | undefined) =>
+        Effect.flatMap(
+          newMessage(request.message, attachments, { replyTo }),
+          (message) => Effect.map(sending.deliver("Message", request.to, message, target), (delivery) => ({ message, delivery }))
+        )
+      const { message, delivery } = threaded === undefined
+        ? yield* sendAs(request.replyTo)
+        : yield* sendAs(threaded.message.id).pipe(
+          // The broker no longer holds that ask (answered or expired there): the ask is gone, the send stays plain.
+          Effect.catchIf(
+            (error) => error._tag === "NotDelivered" && error.code === DeliveryCode.ReplyTarget,
+            () => Effect.andThen(Effect.sync(() => tracker.markReplied(threaded.message.id)), sendAs(undefined))
+          )
+        )
       yield* sending.recordSent(request.to, message)
-      if (request.replyTo !== undefined) tracker.markReplied(request.replyTo)
+      if (message.replyTo !== undefined) tracker.markReplied(message.replyTo)
       return {
         _tag: "Sent",
         to: request.to,
         targetId: target?.id,
         messageId: message.id,
         delivery: delivery.delivery,
-        replyTo: request.replyTo,
+        replyTo: message.replyTo,
         text: sentText("Message", request.to, delivery.delivery)
       } satisfies Sent
     })
@@ -106,8 +125,14 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       // The broker accepts `replyTo` only for an open ask (P62); an answer to a
       // plain message in its triggered turn goes to the same sender, unthreaded.
       const replyTo = context.message.expectsReply === true ? context.message.id : undefined
+      const { replyError } = request
+      if (replyError !== undefined && replyTo === undefined) {
+        return yield* new InvalidInput({
+          reason: `replyError answers an ask, and the message from ${display} is not one (it expects no reply); send a plain reply instead`
+        })
+      }
       const message = yield* newMessage(request.message, attachments, { replyTo })
-      const delivery = yield* client.send({ to: context.from.id, message }).pipe(
+      const delivery = yield* client.send({ to: context.from.id, message, ...(replyError === undefined ? {} : { replyError }) }).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
       )
       tracker.markReplied(context.message.id)
@@ -148,8 +173,12 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
     listIn,
     send: (request) => Effect.flatMap(checkOutgoing(request, true), (attachments) => sendChecked(request, attachments)),
     sendChecked,
-    reply: (request) =>
-      Effect.flatMap(checkOutgoing(request, false), (attachments) => replyChecked(request, attachments)),
+    reply: (request) => {
+      const invalid = checkReplyError(request.replyError)
+      if (invalid !== undefined) return Effect.fail(invalid)
+      const checked = { ...request, message: replyBody(request.message, request.replyError) ?? "" }
+      return Effect.flatMap(checkOutgoing(checked, false), (attachments) => replyChecked(checked, attachments))
+    },
     replyChecked,
     pending,
     statusIn

@@ -13,10 +13,10 @@
 import { Deferred, Duration, Effect, Exit } from "effect"
 import type { Attachment } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
-import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyTimeout } from "./errors.ts"
+import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
-import { renderReply } from "./render.ts"
+import { receivedText, renderReply } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, type Sending, sentText } from "./Sending.ts"
 import { checkOutgoing } from "./validation.ts"
@@ -94,10 +94,19 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       yield* generation.record({
         _tag: "intercom_received",
         from: request.to,
-        message: { text: answer.message.content.text, attachments: answer.message.content.attachments },
+        message: { text: receivedText(answer), attachments: answer.message.content.attachments },
         messageId: answer.message.id,
         timestamp: answer.message.timestamp
       })
+      // C-ASK-7: a correlated failure ends the ask as an error whose text is the destination's.
+      if (answer.replyError !== undefined) {
+        return yield* new ReplyFailed({
+          target: request.to,
+          fromId: answer.from.id,
+          reply: answer.message,
+          reason: answer.replyError
+        })
+      }
       return {
         _tag: "Replied",
         to: request.to,

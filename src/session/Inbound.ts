@@ -33,6 +33,7 @@ import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
 import { makeInboundAdmission } from "./InboundAdmission.ts"
 import { makeJournalKeeper } from "./InboundJournal.ts"
+import { replyErrorText } from "../protocol/replyError.ts"
 import { type LifecycleStatus, NON_INTERACTIVE_BUSY_REPLY, renderInbound } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import { newMessage } from "./Sending.ts"
@@ -145,7 +146,12 @@ export const runInbound = (
         }
         const context: InboundContext = {
           from,
-          message,
+          // A failure reply no wait took (an ask made below the session, or a late one): its text says
+          // it is an error, as a base asker would see it, so the failure is not mistaken for an answer.
+          message: inbound.replyError === undefined ? message : {
+            ...message,
+            content: { ...message.content, text: replyErrorText(inbound.replyError, message.content.text) }
+          },
           receivedAt: now,
           askTimeoutMs: inbound.askTimeoutMs,
           channel: inbound.channel

@@ -16,7 +16,7 @@ import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
 import { isListScope, type ListScope } from "./project.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import { parseSupervisorMessage } from "./supervisorMessages.ts"
-import { checkOutgoing } from "./validation.ts"
+import { checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
 
 /**
  * One action of the tool: the parameters in, a result (or the session error
@@ -133,12 +133,17 @@ export const baseToolActions = (
           result._tag === "Sent"
             ? ok(result.text, sentDetails(result))
             : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id })))],
-    ["reply", (params) =>
-      checked(params, false, (_to, message, attachments) =>
+    ["reply", (params) => {
+      // C-ASK-7: `replyError` answers the ask with a failure; its text is the body when `message` is left out.
+      const invalid = checkReplyError(params.replyError)
+      if (invalid !== undefined) return Effect.fail(invalid)
+      const { replyError } = params
+      return checked({ ...params, message: replyBody(params.message, replyError) }, false, (_to, message, attachments) =>
         Effect.map(
-          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo }, attachments),
-          (result) => ok(result.text, sentDetails(result))
-        ))],
+          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo, replyError }, attachments),
+          (result) => ok(result.text, { ...sentDetails(result), ...(replyError === undefined ? {} : { replyError: true }) })
+        ))
+    }],
     ["pending", () =>
       Effect.map(actions.pending, (result) =>
         ok(result.text, { asks: result.asks.map(pendingDetail) }))],

@@ -62,6 +62,14 @@ export interface ReplyTracker {
   readonly currentTurn: () => InboundContext | undefined
   /** C-RPL-2…4 and open question 7; throws nothing, returns the error. */
   readonly resolve: (target: ReplyTarget, now: number) => InboundContext | NoReplyContext | TargetUnresolved
+  /**
+   * P66 auto-threading: the one live pending ask a plain `send` to `to`
+   * answers — `to` names its asker by exact id or by name ignoring case
+   * (never by id prefix) and resolved to that asker (`targetId`), and that
+   * asker has exactly one pending ask here. Undefined otherwise: the send
+   * stays plain (no guessing between two asks).
+   */
+  readonly autoThread: (to: string, targetId: string, now: number) => InboundContext | undefined
   /** The ask was answered: no longer pending, no longer a turn context (C-RPL-5). */
   readonly markReplied: (messageId: string) => void
   /** Retires every obligation towards a peer that left (C-RPL-10). */
@@ -153,7 +161,24 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     }
   }
 
+  const autoThread: ReplyTracker["autoThread"] = (to, targetId, now) => {
+    prune(now)
+    const wanted = to.trim()
+    const lower = wanted.toLowerCase()
+    if (wanted.length === 0) return undefined
+    let found: InboundContext | undefined
+    for (const context of asks.values()) {
+      if (context.from.id !== targetId) continue
+      const named = context.from.id === wanted || context.from.name?.trim().toLowerCase() === lower
+      if (!named) continue
+      if (found !== undefined) return undefined
+      found = context
+    }
+    return found
+  }
+
   return {
+    autoThread,
     record: (context) => {
       remember(context)
       if (context.message.expectsReply === true) asks.set(context.message.id, context)

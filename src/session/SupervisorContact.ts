@@ -26,11 +26,11 @@
 import { Deferred, Duration, Effect, Exit, Result } from "effect"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { AlreadyWaiting, type AskFailure, ReplyTimeout } from "./errors.ts"
+import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
 import type { ToolResult } from "./models.ts"
-import { messageBody } from "./render.ts"
+import { messageBody, receivedText } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, notDelivered, type Sending } from "./Sending.ts"
 import { type ChildBridge, childSessionName, type SupervisorGrant } from "./supervisorBridge.ts"
@@ -183,10 +183,19 @@ export const makeSupervisorContact = (
       yield* generation.record({
         _tag: "intercom_received",
         from: display,
-        message: { text: answer.message.content.text, attachments: answer.message.content.attachments },
+        message: { text: receivedText(answer), attachments: answer.message.content.attachments },
         messageId: answer.message.id,
         timestamp: answer.message.timestamp
       })
+      // C-ASK-7, as for `ask`: the supervisor's correlated failure ends the wait as an error.
+      if (answer.replyError !== undefined) {
+        return yield* new ReplyFailed({
+          target: display,
+          fromId: answer.from.id,
+          reply: answer.message,
+          reason: answer.replyError
+        })
+      }
       const structured = request.reason === "interview_request"
         ? interviewReplyDetails(parseInterviewReply(answer.message.content.text, request.interview))
         : {}

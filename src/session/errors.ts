@@ -15,6 +15,7 @@
  */
 import { Data } from "effect"
 import type { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import type { Message } from "../protocol/frames.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
 
 /**
@@ -150,6 +151,28 @@ export class ReplyTimeout extends Data.TaggedError("ReplyTimeout")<{
 export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnected")<{ readonly peerId: string }> {
   override get message(): string {
     return `Reply peer disconnected before answering: ${this.peerId}`
+  }
+}
+
+/**
+ * The asked session answered with a correlated failure (`replyError`,
+ * C-ASK-7): the ask ended as an error whose text is exactly that string.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ReplyFailed extends Data.TaggedError("ReplyFailed")<{
+  /** The asked session as the caller wrote it. */
+  readonly target: string
+  /** The answering session's id. */
+  readonly fromId: string
+  /** The failure reply itself (its id, `replyTo`, any text and attachments it carries). */
+  readonly reply: Message
+  /** The destination's failure text, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return this.reason
   }
 }
 
@@ -303,6 +326,7 @@ export type AskFailure =
   | AlreadyWaiting
   | ReplyTimeout
   | ReplyPeerDisconnected
+  | ReplyFailed
   | SessionEnded
 
 /**

@@ -108,6 +108,7 @@ export interface AskRequest {
 /**
  * The input of `reply`. Without `to` or `replyTo` it answers the current
  * turn's triggering message, else the single pending ask (C-RPL-2, C-RPL-3).
+ * With `replyError` it answers an ask with a failure (C-ASK-7).
  *
  * @category models
  * @since 0.1.0
@@ -119,6 +120,11 @@ export interface ReplyRequest {
   /** The exact ask to answer. */
   readonly replyTo?: string | undefined
   readonly attachments?: ReadonlyArray<Attachment> | undefined
+  /**
+   * Answers the ask with a failure instead (C-ASK-7): the asker's `ask` ends
+   * as an error whose text is this string. Only for an ask (`expectsReply`).
+   */
+  readonly replyError?: string | undefined
 }
 
 /**
@@ -230,6 +236,12 @@ export interface IntercomToolParams {
   /** Checked against C-TOOL-5 before anything is sent. */
   readonly attachments?: unknown
   readonly replyTo?: string | undefined
+  /**
+   * For `reply`: answer the ask with this failure text instead; the asker's
+   * `ask` ends as an error with exactly this text (C-ASK-7). `message` may
+   * then be left out.
+   */
+  readonly replyError?: string | undefined
   /** For `ask`: overrides `askTimeoutMs`. */
   readonly timeoutMs?: number | undefined
   /** For `list` and `status`: `"project"` or `"all"` (C-TOOL-16). */

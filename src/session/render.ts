@@ -4,8 +4,11 @@
  * C-DLV-18, C-GRP-5). Pure functions; the wording follows pi-intercom / Atomic so an
  * agent prompted for one behaves the same with the other.
  */
+import type { InboundMessage } from "../client/events.ts"
 import { DEFAULT_GROUP } from "../config/group.ts"
+import { replyErrorText } from "../protocol/replyError.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { queuedMarker } from "./oldMail.ts"
 import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
 
@@ -121,16 +124,29 @@ export const senderDisplay = (from: SessionInfo): string => from.name?.trim() ||
 
 /**
  * An inbound message as the recipient's agent sees it (C-DLV-18): sender,
- * cwd, the reply hint for asks when `replyHint` is on (C-RPL-9), then body
- * and attachments.
+ * cwd, how long ago it was queued when it waited in the broker's mailbox
+ * (`queuedMarker`), the reply hint for asks when `replyHint` is on
+ * (C-RPL-9), then body and attachments.
  *
  * @category rendering
  * @since 0.1.0
  */
 export const renderInbound = (from: SessionInfo, message: Message, replyHint: boolean): string => {
   const hint = replyHint && message.expectsReply === true ? `\n\n${REPLY_HINT}` : ""
-  return `**From ${senderDisplay(from)}** (${from.cwd})${hint}\n\n${messageBody(message)}`
+  return `**From ${senderDisplay(from)}** (${from.cwd})${queuedMarker(message)}${hint}\n\n${messageBody(message)}`
 }
+
+/**
+ * The text an answer to an ask leaves in the history (C-TOOL-8): a failure
+ * reply's (`replyError`, C-ASK-7) is marked as one, as a base asker sees it.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const receivedText = (answer: InboundMessage): string =>
+  answer.replyError === undefined
+    ? answer.message.content.text
+    : replyErrorText(answer.replyError, answer.message.content.text)
 
 /**
  * An answered ask as its tool result (C-ASK-8).

@@ -5,6 +5,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { Attachment } from "../protocol/frames.ts"
+import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
 import { InvalidInput, MissingParameter } from "./errors.ts"
 
 const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
@@ -125,3 +126,29 @@ export const checkOutgoing = (
     const attachments = validateAttachments(request.attachments)
     return attachments instanceof InvalidInput ? Effect.fail(attachments) : Effect.succeed(attachments)
   })
+
+/**
+ * A reply's `replyError` (C-ASK-7): absent, or a non-blank text of at most
+ * `MAX_REPLY_ERROR_LENGTH` characters with no control characters but TAB, LF and CR.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const checkReplyError = (value: string | undefined): InvalidInput | undefined => {
+  if (value === undefined) return undefined
+  if (value.trim() === "") return new InvalidInput({ reason: "replyError is blank; say what failed, or leave it out" })
+  if (value.length > MAX_REPLY_ERROR_LENGTH) {
+    return new InvalidInput({ reason: `replyError is longer than ${MAX_REPLY_ERROR_LENGTH} characters` })
+  }
+  return checkText("replyError", value)
+}
+
+/**
+ * The body of a reply: its `message`, or, for a failure reply that has none,
+ * the failure text itself (what a base asker would see of it).
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const replyBody = (message: string | undefined, replyError: string | undefined): string | undefined =>
+  (message === undefined || message === "") && replyError !== undefined ? replyError : message

@@ -46,6 +46,12 @@ export interface AgentPolicy {
   readonly replyProbability: number
   /** The answer comes after a delay drawn uniformly from this range (ms). Default [0, 6000]. */
   readonly replyDelayMs: readonly [number, number]
+  /**
+   * Chance that an answer is a failure reply (`replyError`, C-ASK-7) rather
+   * than a plain one. Default 0 (no draw is made, so existing seeds replay
+   * unchanged).
+   */
+  readonly replyErrorProbability?: number | undefined
 }
 
 /** The default agent: answers 85% of asks, after 0–6 s. */
@@ -108,15 +114,23 @@ export const makeSimAgent = (options: {
           return Effect.void
         }
         const delay = prng.int(policy.replyDelayMs[0], policy.replyDelayMs[1])
+        const errorChance = policy.replyErrorProbability ?? 0
+        const failing = errorChance > 0 && prng.chance(errorChance)
         const questionId = inbound.message.id
         const reply = Effect.gen(function*() {
           yield* Effect.sleep(delay)
           if (session === undefined) return
+          const text = `re: ${inbound.message.content.text}`
           const result = yield* Effect.exit(
-            session.reply({ message: `re: ${inbound.message.content.text}`, replyTo: questionId })
+            session.reply(
+              failing ? { message: text, replyTo: questionId, replyError: `cannot do ${inbound.message.content.text}` } : {
+                message: text,
+                replyTo: questionId
+              }
+            )
           )
           ledger.note(
-            `${ledger.nameOf(sessionId)} reply to ${ledger.alias(questionId)}: ${
+            `${ledger.nameOf(sessionId)} ${failing ? "failure reply" : "reply"} to ${ledger.alias(questionId)}: ${
               result._tag === "Success" ? `${ledger.alias(result.value.messageId)} ${result.value.delivery}` : describeFailure(result.cause)
             }`
           )

@@ -110,7 +110,7 @@ describe("usage errors exit 2", () => {
         [["ask", "bob", "q", "--timeout", "0"], /--timeout must be a positive duration/],
         [["list", "--bogus"], /bogus/],
         [["list", "--name", " "], /--name must not be empty/],
-        [["reply"], /Missing required argument: message/]
+        [["reply", "--error"], /error/]
       ]
       for (const [args, pattern] of cases) {
         const outcome = yield* runCli(agent, args)
@@ -121,6 +121,13 @@ describe("usage errors exit 2", () => {
       const empty = yield* runCli(agent, ["send", "bob", ""])
       assert.strictEqual(empty.code, 2, empty.stderr)
       assert.strictEqual(empty.stderr.trim(), "Missing 'to' or 'message' parameter")
+      // `reply` may leave out its message only with --error.
+      const bare = yield* runCli(agent, ["reply"])
+      assert.strictEqual(bare.code, 2, bare.stderr)
+      assert.strictEqual(bare.stderr.trim(), "Missing 'message' parameter")
+      const blank = yield* runCli(agent, ["reply", "--error", " "])
+      assert.strictEqual(blank.code, 2, blank.stderr)
+      assert.include(blank.stderr, "replyError is blank")
       const control = yield* runCli(agent, ["send", "--json", "bob", "bell\u0007"])
       assert.strictEqual(control.code, 2)
       assert.strictEqual(get(jsonOf(control), "details", "error"), "InvalidInput")

@@ -76,6 +76,20 @@ describe("the two-terminal conversation", () => {
       assert.match(String(get(planners[0], "id")), /^cli-[0-9a-f]{32}$/)
     }), TIMEOUT)
 
+  it.live("reply --error answers an ask with a failure: the asker prints that text as its error and exits 1", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const watch = yield* startWatch(agent, "planner")
+      const asker = yield* spawnCli(agent, ["ask", "--name", "reviewer", "planner", "Deploy now?"])
+      yield* watch.waitStdout(ASK_LINE("reviewer", "Deploy now\\?"))
+      const reply = yield* runCli(agent, ["reply", "--name", "planner", "--error", "staging is down"])
+      assert.strictEqual(reply.code, 0, reply.stderr)
+      assert.strictEqual(reply.stdout, "Reply sent to reviewer\n")
+      assert.deepStrictEqual(yield* asker.waitExit(), { code: 1, signal: null }, asker.stdout())
+      assert.strictEqual(asker.stderr().trim(), "staging is down")
+      assert.strictEqual(asker.stdout(), "")
+    }), TIMEOUT)
+
   it.live("several pending asks: a plain line is refused, @name and @message-id pick one", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent

@@ -17,6 +17,8 @@ describe("--timeout", () => {
     assert.strictEqual(parseTimeout("2 minutes"), 120_000)
     assert.strictEqual(parseTimeout(" 1h "), 3_600_000)
     assert.strictEqual(parseTimeout("10 Seconds"), 10_000)
+    assert.strictEqual(parseTimeout("3d"), 259_200_000)
+    assert.strictEqual(parseTimeout("2 days"), 172_800_000)
   })
 
   it("refuses zero, negatives, unknown units and junk", () => {

@@ -180,6 +180,14 @@ describe("intercom broker", () => {
       assert.isFalse(exists(t.socketPath))
     }), 30_000)
 
+  it.live("--mailbox-retention takes a duration such as 12h (the broker starts with it)", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir, "--mailbox-retention", "12h", "--idle-exit", "1s"], t.env)
+      yield* broker.waitStdout(/Intercom broker started/)
+      assert.deepStrictEqual(yield* broker.waitExit("15 seconds"), { code: 0, signal: null })
+    }), 30_000)
+
   it.live("falls back to a short socket path for a long agent dir, and status/stop find it", () =>
     Effect.gen(function*() {
       const t = yield* setup
@@ -337,6 +345,12 @@ describe("bad invocations", () => {
   it.live("a non-positive --max-sessions exits 2", () => usage(["broker", "--max-sessions", "0"], "positive"))
   it.live("an --idle-exit that is neither a duration nor never exits 2", () =>
     usage(["broker", "--idle-exit", "soon"], "--idle-exit must be a duration"))
+  it.live("a --mailbox-retention that is not a duration from 1s to 30d exits 2 and says so", () =>
+    Effect.gen(function*() {
+      for (const value of ["soon", "0", "500ms", "31d"]) {
+        yield* usage(["broker", "--mailbox-retention", value], "--mailbox-retention must be a duration from 1s to 30d")
+      }
+    }))
   it.live("more than one positional argument exits 2", () => usage(["broker", "/a/broker.ts", "extra"], "extra"))
   it.live("no subcommand exits 2", () =>
     Effect.gen(function*() {

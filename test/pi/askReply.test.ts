@@ -8,6 +8,12 @@
 import { afterAll, assert, describe, it } from "vitest"
 import { call, closeWorld, entriesOf, intercomMessages, makeWorld, nextEvent, openPi, say, textOf, toolResults } from "./support.ts"
 
+/** Whether each tool result of a session is an error, in order. */
+const toolErrors = (session: ReturnType<Awaited<ReturnType<typeof openPi>>["session"]>): ReadonlyArray<boolean> =>
+  session.messages.filter((message) => message.role === "toolResult").map((message) =>
+    "isError" in message && message.isError === true
+  )
+
 const world = makeWorld()
 afterAll(() => closeWorld(world))
 
@@ -38,6 +44,26 @@ describe("pi extension: two sessions", () => {
       assert.strictEqual(entriesOf(a.session(), "intercom_sent").length, 1)
       assert.strictEqual(entriesOf(a.session(), "intercom_received").length, 1)
       assert.strictEqual(entriesOf(b.session(), "intercom_sent").length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("B replies with replyError: A's ask tool result is an error whose text is exactly that", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "charlie" })
+    try {
+      b.script(call("intercom", { action: "status" }), say("ready"))
+      await b.session().prompt("check in")
+      b.script(call("intercom", { action: "reply", replyError: "cannot reach the database" }), say("answered"))
+      a.script(call("intercom", { action: "ask", to: "charlie", message: "How many users?" }), say("done"))
+      const bSettled = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 4)
+      await a.session().prompt("ask charlie")
+      await bSettled
+      assert.deepStrictEqual(toolResults(a.session()), ["cannot reach the database"])
+      assert.isTrue(toolErrors(a.session())[0])
+      assert.match(toolResults(b.session())[1] ?? "", /^Reply sent to /)
     } finally {
       await a.quit()
       await b.quit()

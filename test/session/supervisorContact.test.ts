@@ -117,6 +117,19 @@ describe("contact_supervisor: need_decision (C-SUP-4, C-SUP-5, C-SUP-11)", () =>
       assert.deepStrictEqual(unit.host.history.map((entry) => entry._tag), ["intercom_sent", "intercom_received"])
     }))
 
+  it.effect("the supervisor answers with a failure reply (replyError): the call ends as an error with exactly that text", () =>
+    Effect.gen(function*() {
+      const unit = yield* child()
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "Deploy?" }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      yield* unit.client.push({ ...inboundMessage(SUP, "r-1", "", { replyTo: question.id }), replyError: "run was cancelled" })
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ["run was cancelled", true])
+      assert.strictEqual(result.details["error"], "ReplyFailed")
+      assert.isFalse(yield* unit.session.waiting)
+    }))
+
   it.effect("no reply within the ask timeout: `No reply from \"planner\" …`, the ask edge is cancelled, the slot is free", () =>
     Effect.gen(function*() {
       const unit = yield* child(120_000)

@@ -49,6 +49,28 @@ describe("Simulation scenarios", () => {
       assert.strictEqual(report.messages.delivered, 2)
     }))
 
+  it.effect("A asks B; B's agent answers with a failure reply: A's ask ends as ReplyFailed and the ledger counts it as answered", () =>
+    Effect.gen(function*() {
+      let failure = ""
+      const report = yield* runSimulation(
+        {
+          seed: 5,
+          sessions: ["A", { name: "B", agent: { mode: "auto", replyProbability: 1, replyErrorProbability: 1, replyDelayMs: [0, 1000] } }]
+        },
+        Effect.gen(function*() {
+          const sim = yield* Simulation
+          const question = yield* sim.session("A").ask("B", "migrate the schema")
+          yield* sim.advance("2 seconds")
+          const exit = yield* question!.result()
+          assert.strictEqual(errorTag(exit), "ReplyFailed")
+          if (Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail") failure = String(exit.cause.reasons[0].error)
+        })
+      )
+      assertClean(report)
+      assert.include(failure, "cannot do migrate the schema")
+      assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 })
+    }))
+
   it.effect("A asks B; B is busy for 3 s; the broker restarts; B replies: the new broker refuses the orphaned reply and A's ask times out", () =>
     Effect.gen(function*() {
       const report = yield* runSimulation(

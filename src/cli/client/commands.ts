@@ -133,7 +133,18 @@ const reply = Command.make(
   {
     ...common,
     group: homeGroupFlag,
-    message: messageArgument,
+    message: Argument.String("message").pipe(
+      Argument.withDescription(
+        "The reply; several words are joined with spaces. May be left out with --error. Use -- before a reply that starts with -."
+      ),
+      Argument.atLeast(0)
+    ),
+    error: Flag.String("error").pipe(
+      Flag.withDescription(
+        "Answer the ask with a failure: the asker's ask ends as an error whose text is exactly this (reply-error-v1)."
+      ),
+      Flag.optional
+    ),
     to: Flag.String("to").pipe(
       Flag.withDescription("Answer the pending ask from this sender (when several are pending)."),
       Flag.optional
@@ -147,6 +158,7 @@ const reply = Command.make(
     runAction(input, {
       action: "reply",
       message: joined(input.message),
+      replyError: Option.getOrUndefined(input.error),
       to: Option.getOrUndefined(input.to),
       replyTo: Option.getOrUndefined(input.replyTo),
       ...groupParam(input.group)

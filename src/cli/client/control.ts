@@ -88,6 +88,8 @@ const ControlRequest = Schema.Struct({
   to: Schema.optionalKey(Schema.String),
   message: Schema.optionalKey(Schema.String),
   replyTo: Schema.optionalKey(Schema.String),
+  /** `reply --error`: answer the ask with a failure (C-ASK-7). */
+  replyError: Schema.optionalKey(Schema.String),
   timeoutMs: Schema.optionalKey(Schema.Finite),
   /** The tool's read-only `group` (`--group`), checked by the watch's own session (C-GRP-5/6). */
   group: Schema.optionalKey(Schema.String)
@@ -110,6 +112,7 @@ const encodeRequest = (params: IntercomToolParams): string =>
     ...(params.to === undefined ? {} : { to: params.to }),
     ...(params.message === undefined ? {} : { message: params.message }),
     ...(params.replyTo === undefined ? {} : { replyTo: params.replyTo }),
+    ...(params.replyError === undefined ? {} : { replyError: params.replyError }),
     ...(params.timeoutMs === undefined ? {} : { timeoutMs: params.timeoutMs }),
     ...(params.group === undefined ? {} : { group: params.group })
   })

@@ -1,6 +1,6 @@
 /**
  * `--timeout` values: a plain number is milliseconds (`90000`); a number with
- * a unit is that much time (`500ms`, `30s`, `2m`, `1h`, also `30 seconds`,
+ * a unit is that much time (`500ms`, `30s`, `2m`, `1h`, `3d`, also `30 seconds`,
  * `2 minutes`, `1.5m`). The result is a positive whole number of milliseconds.
  */
 
@@ -22,7 +22,10 @@ const UNIT_MS: Readonly<Record<string, number>> = {
   minutes: 60_000,
   h: 3_600_000,
   hour: 3_600_000,
-  hours: 3_600_000
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000
 }
 
 const PATTERN = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/

@@ -10,6 +10,7 @@ import type { PresenceEvent } from "../../client/events.ts"
 import type { Message, SessionInfo } from "../../protocol/frames.ts"
 import type { Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
+import { queuedFor, queuedMarker } from "../../session/oldMail.ts"
 import { messageBody } from "../../session/render.ts"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
 
@@ -93,19 +94,29 @@ export const sessionLabel = (session: { readonly id: string; readonly name?: str
 
 const who = (session: SessionInfo) => ({ id: session.id, ...(session.name === undefined ? {} : { name: session.name }) })
 
-/** An inbound message: `[ask] <sender> · <message id>` or `[message] <sender>`, then the body indented. */
+/**
+ * An inbound message: `[ask] <sender> · <message id>` or `[message] <sender>`,
+ * `· queued 6h ago` when it waited in the broker's mailbox, then the body indented.
+ */
 export const inboundText = (from: SessionInfo, message: Message, expectsReply: boolean): string =>
   `${expectsReply ? "[ask]" : "[message]"} ${sessionLabel(from)} · ${message.id}${
     message.replyTo === undefined ? "" : ` (in reply to ${message.replyTo})`
-  }\n${indent(messageBody(message))}`
+  }${queuedMarker(message)}\n${indent(messageBody(message))}`
 
-/** An inbound message as a `--json` event: `{ event: "message", from, messageId, expectsReply, replyTo?, text, attachments?, timestamp }`. */
+/** `queuedForMs` of a message that waited in the broker's mailbox (`queuedFor`). */
+const queuedJson = (message: Message): { readonly queuedForMs?: number } => {
+  const waited = queuedFor(message)
+  return waited === undefined ? {} : { queuedForMs: waited }
+}
+
+/** An inbound message as a `--json` event: `{ event: "message", from, messageId, expectsReply, replyTo?, queuedForMs?, text, attachments?, timestamp }`. */
 export const inboundJson = (inbound: Pick<Inbound, "from" | "message" | "expectsReply">): Record<string, unknown> => ({
   event: "message",
   from: who(inbound.from),
   messageId: inbound.message.id,
   expectsReply: inbound.expectsReply,
   ...(inbound.message.replyTo === undefined ? {} : { replyTo: inbound.message.replyTo }),
+  ...queuedJson(inbound.message),
   text: inbound.message.content.text,
   ...(inbound.message.content.attachments === undefined ? {} : { attachments: inbound.message.content.attachments }),
   timestamp: inbound.message.timestamp

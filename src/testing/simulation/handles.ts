@@ -5,7 +5,7 @@
  * fault runs as a world step — and every one is written to the trace with
  * its outcome.
  */
-import { Duration, Effect, Exit, Fiber, FiberSet } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
 import type { IntercomSessionService } from "../../session/IntercomSession.ts"
 import { newMessage } from "../../session/Sending.ts"
 import { describeFailure } from "../SimAgent.ts"
@@ -103,7 +103,14 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
                     world.ledger.askEnded(alias, `Sent (${value.delivery})`)
                   }
                 } else {
-                  world.ledger.askEnded(alias, failureTag(exit.cause))
+                  // C-ASK-7: a failure reply answers the ask, as an error; the ledger checks it like any reply.
+                  const failure = Cause.findErrorOption(exit.cause)
+                  if (Option.isSome(failure) && failure.value._tag === "ReplyFailed") {
+                    const { fromId, reply } = failure.value
+                    world.ledger.askEnded(alias, "Replied", { questionId: reply.replyTo ?? "", fromId, message: reply })
+                  } else {
+                    world.ledger.askEnded(alias, failureTag(exit.cause))
+                  }
                 }
               })
             )
