@@ -119,7 +119,11 @@ const brokerEnv = (): Record<string, string> => {
 
 const STARTED = /^Listening on (\S+)/m
 
-/** Starts the built broker as a process with the GC hook; stopped (SIGTERM, then SIGKILL) with the Scope. */
+/**
+ * Starts the built broker as a process with the GC hook; stopped (SIGTERM, then SIGKILL) with the Scope.
+ * It never exits on idleness: an attack whose registrations are all refused leaves it without
+ * sessions, and on a loaded machine the default 5 s idle delay ran out mid-attack.
+ */
 const startProcess = Effect.gen(function*() {
   const root = yield* tempRoot
   const pkg = packageRoot()
@@ -144,7 +148,7 @@ const startProcess = Effect.gen(function*() {
     Effect.sync(() => {
       const child = spawn(
         process.execPath,
-        ["--expose-gc", "--import", hook, main, "broker", "--dir", root],
+        ["--expose-gc", "--import", hook, main, "broker", "--dir", root, "--idle-exit", "never"],
         { env: brokerEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true }
       )
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

@@ -28,10 +28,24 @@ export class ConnectionGone extends Data.TaggedError("ConnectionGone")<{ readonl
   }
 }
 
+/** A dial failure's cause as text; a cause without `toString` (a null-prototype object) is shown as JSON. */
+const describeCause = (cause: unknown): string => {
+  const message: unknown = typeof cause === "object" && cause !== null ? Reflect.get(cause, "message") : undefined
+  if (typeof message === "string") return message
+  if (typeof cause === "object" && cause !== null) {
+    try {
+      return JSON.stringify(cause)
+    } catch {
+      return "unprintable cause"
+    }
+  }
+  return String(cause)
+}
+
 /** The socket could not be opened. */
 export class DialFailed extends Data.TaggedError("DialFailed")<{ readonly path: string; readonly cause: unknown }> {
   override get message(): string {
-    return `cannot connect to ${this.path}: ${String(this.cause)}`
+    return `cannot connect to ${this.path}: ${describeCause(this.cause)}`
   }
 }
 
