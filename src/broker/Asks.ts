@@ -11,7 +11,7 @@
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
 import { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
@@ -48,7 +48,11 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
   return typeof announced === "number" ? announced : brokerDefaultMs
 }
 
-/** The `message` frame for `recipient`: with the ask's timeout when it was granted `ask-timeout-v1`. */
+/**
+ * The `message` frame for `recipient`: with the ask's timeout when it was
+ * granted `ask-timeout-v1`, the channel with `supervisor-v1`, the delivery
+ * mode with `delivery-v1`.
+ */
 export const messageFrameFor = (mail: Mail, recipient: Peer, deliveredAt: number): string =>
   Encode.messageFrame(
     mail.fromJson,
@@ -56,7 +60,8 @@ export const messageFrameFor = (mail: Mail, recipient: Peer, deliveredAt: number
     mail.brokerReceivedAt,
     deliveredAt,
     mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
-    mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined
+    mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
+    mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined
   )
 
 /** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */

@@ -8,6 +8,7 @@
  * calls `Output` (take output to write, offer parked output, drain at close).
  */
 import { Deferred, type Queue } from "effect"
+import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { Session } from "./Registry.ts"
@@ -57,6 +58,8 @@ export interface Mail {
   readonly askTimeoutMs: number | undefined
   /** Set by the broker on a `supervisor_send` (extension `supervisor-v1`), shown to recipients granted it. */
   readonly channel?: "supervisor" | undefined
+  /** The sender's delivery mode (`delivery-v1`) when not the default `steer`, shown to recipients granted it. */
+  readonly delivery?: DeliveryChoice | undefined
 }
 
 /**

@@ -13,6 +13,7 @@
  * | receipts and cancel | Receipts.ts |
  * | groups (`groups-v1`) | Groups.ts |
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
+ * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -40,7 +41,8 @@ import type { OutboundItem, Peer } from "./Peer.ts"
 import { Receipts } from "./Receipts.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
-import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext } from "./RouterContext.ts"
+import { ReplaceStaging } from "./ReplaceStaging.ts"
+import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 import { Supervisor } from "./Supervisor.ts"
 
@@ -58,6 +60,8 @@ export interface RouterStats {
   readonly departed: number
   /** Characters of frame text queued in every connection's outbox together. */
   readonly queuedChars: number
+  /** `replace` messages staged for coalescing (`delivery-v1`). */
+  readonly staged: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -65,6 +69,8 @@ export interface RouterSignals {
   readonly feed: Queue.Queue<void>
   readonly idle: Queue.Queue<void>
   readonly registration: Queue.Queue<void>
+  /** Wakes the staging fiber: a first `replace` message was staged (ReplaceStaging.ts). */
+  readonly staging: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
 }
 
@@ -73,6 +79,8 @@ export class Router {
   readonly registration: Registration
   readonly membership: Membership
   readonly output: Output
+  /** Staged `replace` messages; the broker's staging fiber flushes them when due. */
+  readonly staging: ReplaceStaging
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly asks: Asks
@@ -137,9 +145,13 @@ export class Router {
     send.onPrune((at) => mail.prune(at))
     send.onPrune((at) => registry.recent.expire(at))
     send.onPrune((at) => supervisor.prune(at))
+    const staging = new ReplaceStaging(ctx, (staged, target) => send.deliverStaged(staged, target), () =>
+      signal(signals.staging))
+    send.stageWith(staging)
     registration.observe(mail.hooks)
     registration.observe(groups.hooks)
     registration.observe(supervisor.hooks)
+    registration.observe(staging.hooks)
 
     this.ctx = ctx
     this.output = output
@@ -147,6 +159,7 @@ export class Router {
     this.registration = registration
     this.mail = mail
     this.asks = asks
+    this.staging = staging
     this.frames = {
       health: {
         unregistered: true,
@@ -216,7 +229,8 @@ export class Router {
       asks: this.asks.edges.size,
       scopes: this.ctx.registry.scopeCount(),
       departed: this.ctx.registry.recent.size,
-      queuedChars: this.ctx.output.queuedChars
+      queuedChars: this.ctx.output.queuedChars,
+      staged: this.staging.size
     }
   }
 }

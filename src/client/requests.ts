@@ -8,7 +8,15 @@ import { Deferred, Duration, Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1 } from "../protocol/features.ts"
+import {
+  checkDelivery,
+  type DeliveryChoice,
+  type DeliveryMode,
+  isDefaultDelivery,
+  isDeliveryRefusal,
+  type QueueMode
+} from "../protocol/deliveryModes.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { Message } from "../protocol/frames.ts"
 import { type ConnectionLost, type DeliveryError, deliveryError, RequestTimeout } from "./errors.ts"
@@ -28,6 +36,17 @@ export interface SendRequest {
    * keeps the ask open as long (`ask-timeout-v1`; ignored by brokers without it).
    */
   readonly askTimeoutMs?: number
+  /**
+   * How the message reaches a busy recipient (`delivery-v1`, C-DLV-1):
+   * `steer` (default), `queue` or `passive`. An ask is never passive.
+   */
+  readonly delivery?: DeliveryMode
+  /** With `delivery: "queue"`: `stack` (default) or `replace` (needs `threadId`). */
+  readonly queueMode?: QueueMode
+  /** With `queueMode: "replace"`: the thread whose latest message replaces earlier staged ones. */
+  readonly threadId?: string
+  /** Legacy, send-only alias for `delivery: "passive"` (C-DLV-3). */
+  readonly passive?: boolean
 }
 
 /** Why a send failed: the broker refused it, did not answer in time, or the connection dropped (outcome unknown). */
@@ -44,8 +63,28 @@ export const signatureOf = (request: SendRequest, frameType: SendFrameType): str
     request.message.content,
     request.message.replyTo ?? null,
     request.message.expectsReply ?? null,
-    request.message.supersedes ?? null
+    request.message.supersedes ?? null,
+    request.delivery ?? null,
+    request.queueMode ?? null,
+    request.threadId ?? null,
+    request.passive ?? null
   ])
+
+/**
+ * The checked delivery choice of a request (C-DLV-2…4, C-ASK-10), or the
+ * refusal as the error the send fails with; nothing is sent for a refusal.
+ */
+export const deliveryOfRequest = (request: SendRequest): DeliveryChoice | DeliveryError => {
+  const kind = request.message.expectsReply === true ? "ask" : request.message.replyTo === undefined ? "send" : "reply"
+  const choice = checkDelivery(request, kind)
+  if (!isDeliveryRefusal(choice)) return choice
+  return deliveryError({
+    messageId: request.message.id,
+    code: DeliveryCode.InvalidMessage,
+    reason: choice.reason,
+    retryable: false
+  })
+}
 
 /** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
 const isValidMessageJson = (text: string): boolean => {
@@ -60,7 +99,9 @@ const isValidMessageJson = (text: string): boolean => {
  * oversize frame (every peer would see this session leave and rejoin), and it
  * answers an invalid message under the id "unknown" (P48), which no waiting
  * send matches. `askTimeoutMs` goes out only to a broker that granted
- * `ask-timeout-v1`.
+ * `ask-timeout-v1`. A delivery mode other than the default `steer` goes out
+ * only to a broker that granted `delivery-v1`; to any other broker the send is
+ * refused here (`DeliveryUnsupported`) rather than delivered as a steer.
  */
 export const sendFrameText = (
   request: SendRequest,
@@ -68,6 +109,19 @@ export const sendFrameText = (
   granted: ReadonlySet<string>
 ): string | DeliveryError => {
   const messageId = request.message.id
+  const choice = deliveryOfRequest(request)
+  if (!("delivery" in choice)) return choice
+  const modes = isDefaultDelivery(choice) ? undefined : choice
+  if (modes !== undefined && (!granted.has(DELIVERY_V1) || frameType !== "send")) {
+    return deliveryError({
+      messageId,
+      code: DeliveryCode.DeliveryUnsupported,
+      reason: frameType === "send"
+        ? `The broker does not offer delivery modes (${DELIVERY_V1}): send without delivery, queueMode and threadId, or run a broker that supports them`
+        : `Delivery modes apply to send only, not to ${frameType}`,
+      retryable: false
+    })
+  }
   const text = JSON.stringify({
     type: frameType,
     to: request.to,
@@ -75,7 +129,8 @@ export const sendFrameText = (
     ...(request.targetId === undefined || frameType !== "send"
       ? {}
       : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
-    ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs })
+    ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs }),
+    ...(modes === undefined ? {} : modes)
   })
   const bytes = frameBytes(text)
   if (bytes > MAX_FRAME_BYTES) {

@@ -21,8 +21,8 @@ import type { Generation } from "./Generation.ts"
 import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, Sent } from "./IntercomSession.ts"
 import { inScope, type ListScope } from "./project.ts"
 import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
-import { newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
-import { checkOutgoing } from "./validation.ts"
+import { deliveryFields, newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
+import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
 
 /**
  * The non-blocking actions of one generation (see the module header).
@@ -71,6 +71,8 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
 
   const sendChecked: Actions["sendChecked"] = (request, attachments) =>
     Effect.gen(function*() {
+      // C-DLV-2…4: a refused delivery combination sends nothing.
+      const choice = yield* checkDeliveryChoice(request, "send")
       yield* connect
       const target = yield* sending.resolveForSend(request.to)
       if (settings.confirmSend && host.hasUI && request.replyTo === undefined) {
@@ -81,7 +83,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         if (!confirmed) return { _tag: "Declined", text: "Message cancelled by user" } satisfies SendDeclined
       }
       const message = yield* newMessage(request.message, attachments, { replyTo: request.replyTo })
-      const delivery = yield* sending.deliver("Message", request.to, message, target)
+      const delivery = yield* sending.deliver("Message", request.to, message, target, { delivery: choice })
       yield* sending.recordSent(request.to, message)
       if (request.replyTo !== undefined) tracker.markReplied(request.replyTo)
       return {
@@ -90,13 +92,15 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         targetId: target?.id,
         messageId: message.id,
         delivery: delivery.delivery,
+        threadId: delivery.threadId,
         replyTo: request.replyTo,
-        text: sentText("Message", request.to, delivery.delivery)
+        text: sentText("Message", request.to, delivery.delivery, delivery.threadId)
       } satisfies Sent
     })
 
   const replyChecked: Actions["replyChecked"] = (request, attachments) =>
     Effect.gen(function*() {
+      const choice = yield* checkDeliveryChoice(request, "reply")
       yield* connect
       const now = yield* Clock.currentTimeMillis
       const context = tracker.resolve({ to: request.to, replyTo: request.replyTo }, now)
@@ -107,7 +111,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       // plain message in its triggered turn goes to the same sender, unthreaded.
       const replyTo = context.message.expectsReply === true ? context.message.id : undefined
       const message = yield* newMessage(request.message, attachments, { replyTo })
-      const delivery = yield* client.send({ to: context.from.id, message }).pipe(
+      const delivery = yield* client.send({ to: context.from.id, message, ...deliveryFields(choice) }).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
       )
       tracker.markReplied(context.message.id)
@@ -118,8 +122,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         targetId: context.from.id,
         messageId: message.id,
         delivery: delivery.delivery,
+        threadId: delivery.threadId,
         replyTo: context.message.id,
-        text: sentText("Reply", display, delivery.delivery)
+        text: sentText("Reply", display, delivery.delivery, delivery.threadId)
       } satisfies Sent
     })
 

@@ -4,6 +4,13 @@
  * at all (U+0000–U+001F, U+007F–U+009F); text bodies may hold TAB, LF and CR.
  */
 import { Effect, Option, Schema } from "effect"
+import {
+  checkDelivery,
+  type DeliveryChoice,
+  type DeliveryInput,
+  type DeliveryKind,
+  isDeliveryRefusal
+} from "../protocol/deliveryModes.ts"
 import { Attachment } from "../protocol/frames.ts"
 import { InvalidInput, MissingParameter } from "./errors.ts"
 
@@ -125,3 +132,19 @@ export const checkOutgoing = (
     const attachments = validateAttachments(request.attachments)
     return attachments instanceof InvalidInput ? Effect.fail(attachments) : Effect.succeed(attachments)
   })
+
+/**
+ * The delivery choice of an outgoing `kind` (C-DLV-2…4, C-ASK-10), checked by
+ * the same rules the client and the broker apply (`checkDelivery`); a refused
+ * combination is `InvalidInput` and nothing is sent.
+ *
+ * @category validation
+ * @since 0.1.0
+ */
+export const checkDeliveryChoice = (
+  request: DeliveryInput,
+  kind: DeliveryKind
+): Effect.Effect<DeliveryChoice, InvalidInput> => {
+  const choice = checkDelivery(request, kind)
+  return isDeliveryRefusal(choice) ? Effect.fail(new InvalidInput({ reason: choice.reason })) : Effect.succeed(choice)
+}
