@@ -25,6 +25,8 @@ export interface BrokerFlags {
   readonly maxSessions?: number | undefined
   /** `--idle-exit`: milliseconds, `null` for never; the default (5 s) when absent. Full program only. */
   readonly idleExitMs?: number | null | undefined
+  /** `--replace-window`: milliseconds; the default (1500 ms) when absent. Full program only. */
+  readonly replaceWindowMs?: number | undefined
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")

@@ -64,7 +64,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       socketPath: paths.socketPath,
       askTimeout: resolution.settings.askTimeoutMs,
       ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions }),
-      ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs })
+      ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs }),
+      ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs })
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)

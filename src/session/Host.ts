@@ -9,6 +9,7 @@
  * into the host (`deliver`) with the intent it decided on.
  */
 import { Context, Effect, Layer } from "effect"
+import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 
 /**
@@ -63,6 +64,8 @@ export interface Inbound {
   readonly text: string
   /** True when the sender waits for a reply (a pending ask, see `pending`). */
   readonly expectsReply: boolean
+  /** How the sender asked for it to be delivered (`delivery-v1`, C-DLV-1); `steer` when it did not say. */
+  readonly delivery: DeliveryMode
 }
 
 /**

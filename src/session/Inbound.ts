@@ -130,7 +130,14 @@ export const runInbound = (
         if (intent === "trigger" || intent === "followUp") tracker.queueTurn(context)
         if (intent !== "passive") yield* exposure.expose
         intents.set(context, intent)
-        return { intent, from, message, text: renderInbound(from, message, settings.replyHint), expectsReply }
+        return {
+          intent,
+          from,
+          message,
+          text: renderInbound(from, message, settings.replyHint),
+          expectsReply,
+          delivery: context.delivery ?? "steer"
+        }
       })
 
     const handoff = yield* makeHostHandoff(host.deliver, {

@@ -7,6 +7,7 @@
 import * as Console from "effect/Console"
 import type * as Effect from "effect/Effect"
 import type { PresenceEvent } from "../../client/events.ts"
+import type { DeliveryMode } from "../../protocol/deliveryModes.ts"
 import type { Message, SessionInfo } from "../../protocol/frames.ts"
 import type { Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
@@ -93,18 +94,36 @@ export const sessionLabel = (session: { readonly id: string; readonly name?: str
 
 const who = (session: SessionInfo) => ({ id: session.id, ...(session.name === undefined ? {} : { name: session.name }) })
 
-/** An inbound message: `[ask] <sender> · <message id>` or `[message] <sender>`, then the body indented. */
-export const inboundText = (from: SessionInfo, message: Message, expectsReply: boolean): string =>
-  `${expectsReply ? "[ask]" : "[message]"} ${sessionLabel(from)} · ${message.id}${
+/**
+ * An inbound message: `[ask] <sender> · <message id>` or `[message] <sender>`,
+ * then the body indented. A sender's `queue` or `passive` delivery
+ * (`delivery-v1`) is named in the tag: `[message, queued]`, `[message, passive]`.
+ */
+export const inboundText = (
+  from: SessionInfo,
+  message: Message,
+  expectsReply: boolean,
+  delivery: DeliveryMode = "steer"
+): string =>
+  `${expectsReply ? "[ask" : "[message"}${
+    delivery === "queue" ? ", queued" : delivery === "passive" ? ", passive" : ""
+  }] ${sessionLabel(from)} · ${message.id}${
     message.replyTo === undefined ? "" : ` (in reply to ${message.replyTo})`
   }\n${indent(messageBody(message))}`
 
-/** An inbound message as a `--json` event: `{ event: "message", from, messageId, expectsReply, replyTo?, text, attachments?, timestamp }`. */
-export const inboundJson = (inbound: Pick<Inbound, "from" | "message" | "expectsReply">): Record<string, unknown> => ({
+/**
+ * An inbound message as a `--json` event: `{ event: "message", from,
+ * messageId, expectsReply, delivery?, replyTo?, text, attachments?, timestamp }`
+ * (`delivery` only for a sender's `queue` or `passive`).
+ */
+export const inboundJson = (
+  inbound: Pick<Inbound, "from" | "message" | "expectsReply"> & { readonly delivery?: DeliveryMode }
+): Record<string, unknown> => ({
   event: "message",
   from: who(inbound.from),
   messageId: inbound.message.id,
   expectsReply: inbound.expectsReply,
+  ...(inbound.delivery === undefined || inbound.delivery === "steer" ? {} : { delivery: inbound.delivery }),
   ...(inbound.message.replyTo === undefined ? {} : { replyTo: inbound.message.replyTo }),
   text: inbound.message.content.text,
   ...(inbound.message.content.attachments === undefined ? {} : { attachments: inbound.message.content.attachments }),
