@@ -17,8 +17,9 @@
  * Senders are told what became of a message they were acknowledged for with
  * `delivery_queued`: replaced → a `superseded` receipt; dropped because its
  * recipient left → an `expired` receipt (the receipts a lost or superseded
- * message gets elsewhere). A staged *ask* whose sender leaves is dropped
- * silently — nobody waits for it any more (C-DLV-9).
+ * message gets elsewhere), kept for a sender that is away like the mailbox's
+ * lost-mail notices. A staged *ask* whose sender leaves is dropped silently —
+ * nobody waits for it any more (C-DLV-9).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import * as Encode from "./encode.ts"
@@ -47,10 +48,14 @@ export interface Staged {
 /** Delivers a staged message whose window closed to its recipient, now live as `target`. */
 export type DeliverStaged = (staged: Staged, target: Session) => void
 
+/** Sends a notice to a sender now, or keeps it until it registers again (MailDelivery.notify). */
+export type NotifySender = (senderKey: string, notice: string) => void
+
 /** The staging area; see the module header. */
 export class ReplaceStaging {
   private readonly ctx: RouterContext
   private readonly deliver: DeliverStaged
+  private readonly notify: NotifySender
   private readonly wake: () => void
   /** Staged messages by key, in the order their keys were first staged: deadlines ascend. */
   private readonly staged = new Map<string, Staged>()
@@ -58,11 +63,13 @@ export class ReplaceStaging {
 
   /**
    * @param deliver hands a due message to the send pipeline's live delivery.
+   * @param notify tells a sender (now, or when it is back) what became of a staged message.
    * @param wake tells the broker's staging fiber that a deadline may be nearer.
    */
-  constructor(ctx: RouterContext, deliver: DeliverStaged, wake: () => void) {
+  constructor(ctx: RouterContext, deliver: DeliverStaged, notify: NotifySender, wake: () => void) {
     this.ctx = ctx
     this.deliver = deliver
+    this.notify = notify
     this.wake = wake
   }
 
@@ -156,7 +163,7 @@ export class ReplaceStaging {
     this.tell(entry, info, "expired", Reason.stagedRecipientLeft, DeliveryCode.DeliveryExpired)
   }
 
-  /** Rewrites the replay record (P46) and sends the sender, if connected, a receipt about `entry`. */
+  /** Rewrites the replay record (P46) and tells the sender, now or when it is back, with a receipt about `entry`. */
   private tell(
     entry: Staged,
     targetInfo: string | undefined,
@@ -165,14 +172,13 @@ export class ReplaceStaging {
     code: DeliveryCode
   ): void {
     this.ctx.records.rewrite(entry.mail.recordKey, { ok: false, code, reason: detail, retryable: false })
-    const sender = this.ctx.registry.byKey.get(entry.mail.senderKey)
-    if (sender === undefined || targetInfo === undefined) return
+    if (targetInfo === undefined) return
     const notice = Encode.receiptFrame(targetInfo, {
       messageId: entry.mail.message.id,
       status,
       timestamp: this.ctx.now(),
       detail
     })
-    this.ctx.output.forceEnqueue(sender.peer, { frame: notice, owedTo: sender.key })
+    this.notify(entry.mail.senderKey, notice)
   }
 }

@@ -145,8 +145,12 @@ export class Router {
     send.onPrune((at) => mail.prune(at))
     send.onPrune((at) => registry.recent.expire(at))
     send.onPrune((at) => supervisor.prune(at))
-    const staging = new ReplaceStaging(ctx, (staged, target) => send.deliverStaged(staged, target), () =>
-      signal(signals.staging))
+    const staging = new ReplaceStaging(
+      ctx,
+      (staged, target) => send.deliverStaged(staged, target),
+      (senderKey, notice) => mail.notify(senderKey, notice),
+      () => signal(signals.staging)
+    )
     send.stageWith(staging)
     registration.observe(mail.hooks)
     registration.observe(groups.hooks)
