@@ -52,6 +52,18 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
       ["idleRssKiB", "idle RSS KiB"]
     ]
   }
+  if (name === "replace-storm") {
+    return [
+      ["achievedRate", "updates/s sent"],
+      ["delivered", "delivered"],
+      ["superseded", "superseded receipts"],
+      ["refused", "refused at the cap"],
+      ["threadsEndingOnLatest", "threads ending on latest"],
+      ["stalenessP99Ms", "delivered update age p99 ms"],
+      ["rssPeakKiB", "broker RSS peak KiB"],
+      ["brokerCpuUsPerUpdate", "CPU µs/update"]
+    ]
+  }
   return []
 }
 

@@ -5,6 +5,7 @@
  */
 import net from "node:net"
 import { BenchClient, connectAndRegister, type Frame } from "./client.ts"
+import { replaceStormBody } from "./replace.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
 import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
@@ -31,6 +32,8 @@ export interface Sizes {
   readonly regConcurrency: number
   readonly listCount: number
   readonly startupSpawns: number
+  /** Seconds of the replace storm (1,000 updates/s over 100 threads). */
+  readonly stormSeconds: number
 }
 
 export const defaultSizes: Sizes = {
@@ -54,7 +57,8 @@ export const defaultSizes: Sizes = {
   ],
   regConcurrency: 32,
   listCount: 20,
-  startupSpawns: 4
+  startupSpawns: 4,
+  stormSeconds: 6
 }
 
 export const quickSizes: Sizes = {
@@ -78,7 +82,8 @@ export const quickSizes: Sizes = {
   ],
   regConcurrency: 32,
   listCount: 10,
-  startupSpawns: 3
+  startupSpawns: 3,
+  stormSeconds: 3
 }
 
 export interface Workload {
@@ -694,5 +699,14 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     name: "startup",
     title: `startup: spawn → health_ok (${sizes.startupSpawns} spawns per rep)`,
     run: (spec) => startupRun(spec, sizes.startupSpawns)
+  },
+  {
+    name: "replace-storm",
+    title: `replace coalescing: 1,000 updates/s over 100 threads for ${sizes.stormSeconds} s (delivery-v1)`,
+    run: (spec) =>
+      spec.name === "raw"
+        ? Promise.resolve({ metrics: {}, notes: ["not applicable: the raw relay stages nothing"] })
+        : withInstance(spec, undefined, (inst) =>
+          replaceStormBody(inst, { threads: 100, ratePerSecond: 1000, seconds: sizes.stormSeconds }))
   }
 ]

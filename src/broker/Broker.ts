@@ -63,6 +63,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
       feed: yield* Queue.sliding<void>(1),
       idle: yield* Queue.sliding<void>(1),
       registration: yield* Queue.sliding<void>(1),
+      staging: yield* Queue.sliding<void>(1),
       events: yield* Queue.unbounded<BrokerEvent>()
     }
     const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
@@ -90,6 +91,18 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
         if (oldest === undefined) return Queue.take(signals.registration)
         const wait = oldest.unregisteredSince + resolved.registrationTimeoutMs - clock.currentTimeMillisUnsafe()
         return wait > 0 ? Effect.sleep(wait) : Effect.sync(() => router.registration.registrationTimedOut(oldest))
+      }),
+      { disableYield: true }
+    ))
+
+    // Replace coalescing (`delivery-v1`): sleep until the oldest staged message is due, then hand
+    // over every due one. Deadlines only grow, so a newly staged message never needs an earlier wake.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.suspend(() => {
+        const due = router.staging.nextDeadline()
+        if (due === undefined) return Queue.take(signals.staging)
+        const now = clock.currentTimeMillisUnsafe()
+        return due > now ? Effect.sleep(due - now) : Effect.sync(() => router.staging.flushDue(now))
       }),
       { disableYield: true }
     ))

@@ -98,6 +98,16 @@ export class MailDelivery {
     return true
   }
 
+  /**
+   * Tells a sender about one of its messages: at once when it is connected,
+   * otherwise when it registers again (kept a day, bounded like every owed
+   * notice). For concerns other than the mailbox that drop acknowledged
+   * messages (replace staging).
+   */
+  notify(senderKey: string, notice: string): void {
+    this.takeBack({ frame: notice, owedTo: senderKey })
+  }
+
   /** Output that could not be written where it was queued: mail is requeued, a notice owed again. */
   takeBack(item: Returnable): void {
     if ("mail" in item) return this.requeue(item)

@@ -8,6 +8,7 @@
  * calls `Output` (take output to write, offer parked output, drain at close).
  */
 import { Deferred, type Queue } from "effect"
+import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { Session } from "./Registry.ts"
@@ -59,6 +60,8 @@ export interface Mail {
   readonly channel?: "supervisor" | undefined
   /** A failure reply's text (extension `reply-error-v1`), shown to each recipient in the form it understands. */
   readonly replyError?: string | undefined
+  /** The sender's delivery mode (`delivery-v1`) when not the default `steer`, shown to recipients granted it. */
+  readonly delivery?: DeliveryChoice | undefined
 }
 
 /**

@@ -13,6 +13,7 @@
  * | receipts and cancel | Receipts.ts |
  * | groups (`groups-v1`) | Groups.ts |
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
+ * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -41,7 +42,8 @@ import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
-import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext } from "./RouterContext.ts"
+import { ReplaceStaging } from "./ReplaceStaging.ts"
+import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 import { Supervisor } from "./Supervisor.ts"
 
@@ -59,6 +61,8 @@ export interface RouterStats {
   readonly departed: number
   /** Characters of frame text queued in every connection's outbox together. */
   readonly queuedChars: number
+  /** `replace` messages staged for coalescing (`delivery-v1`). */
+  readonly staged: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -66,6 +70,8 @@ export interface RouterSignals {
   readonly feed: Queue.Queue<void>
   readonly idle: Queue.Queue<void>
   readonly registration: Queue.Queue<void>
+  /** Wakes the staging fiber: a first `replace` message was staged (ReplaceStaging.ts). */
+  readonly staging: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
 }
 
@@ -74,6 +80,8 @@ export class Router {
   readonly registration: Registration
   readonly membership: Membership
   readonly output: Output
+  /** Staged `replace` messages; the broker's staging fiber flushes them when due. */
+  readonly staging: ReplaceStaging
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly asks: Asks
@@ -139,9 +147,17 @@ export class Router {
     send.onPrune((at) => mail.prune(at))
     send.onPrune((at) => registry.recent.expire(at))
     send.onPrune((at) => supervisor.prune(at))
+    const staging = new ReplaceStaging(
+      ctx,
+      (staged, target) => send.deliverStaged(staged, target),
+      (senderKey, notice) => mail.notify(senderKey, notice),
+      () => signal(signals.staging)
+    )
+    send.stageWith(staging)
     registration.observe(mail.hooks)
     registration.observe(groups.hooks)
     registration.observe(supervisor.hooks)
+    registration.observe(staging.hooks)
 
     this.ctx = ctx
     this.output = output
@@ -149,6 +165,7 @@ export class Router {
     this.registration = registration
     this.mail = mail
     this.asks = asks
+    this.staging = staging
     this.frames = {
       health: {
         unregistered: true,
@@ -218,7 +235,8 @@ export class Router {
       asks: this.asks.edges.size,
       scopes: this.ctx.registry.scopeCount(),
       departed: this.ctx.registry.recent.size,
-      queuedChars: this.ctx.output.queuedChars
+      queuedChars: this.ctx.output.queuedChars,
+      staged: this.staging.size
     }
   }
 }

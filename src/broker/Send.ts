@@ -7,8 +7,10 @@
  *
  * Concerns plug in as `SendStage`s rather than as lines here: asks check
  * replies and mutual asks and open edges on delivery (Asks.ts), receipts check
- * supersedes and record routes (Receipts.ts). A new rule (groups, delivery
- * staging) is one more stage. Replay records (P46) are `ctx.records`.
+ * supersedes and record routes (Receipts.ts). A new rule (groups) is one
+ * more stage. A `replace` send (`delivery-v1`) to a live recipient is staged
+ * instead of delivered (ReplaceStaging.ts), and handed over here when its
+ * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`.
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
@@ -20,11 +22,13 @@ import { frameBytes } from "../protocol/framing.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import { fingerprintOf, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { RecentSession } from "./RecentSessions.ts"
 import type { Session } from "./Registry.ts"
+import type { ReplaceStaging, Staged } from "./ReplaceStaging.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
 /** Why a send is refused: a delivery code and its reason text (P45). */
@@ -119,10 +123,16 @@ export class Send {
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
   private readonly prunes: Array<(now: number) => void> = []
   private prunedAt = Number.NaN
+  private staging: ReplaceStaging | undefined
 
   constructor(ctx: RouterContext, mail: MailDelivery) {
     this.ctx = ctx
     this.mail = mail
+  }
+
+  /** Where `replace` sends (`delivery-v1`) are staged; without it they are delivered at once. */
+  stageWith(staging: ReplaceStaging): void {
+    this.staging = staging
   }
 
   /** Adds a stage; stages run in the order they were added. */
@@ -203,6 +213,8 @@ export class Send {
     if (targetKey === sender.key) {
       return this.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget })
     }
+    const delivery = route === undefined ? deliveryOfFrame(frame, sender, message) : undefined
+    if (delivery !== undefined && isRefusal(delivery)) return this.fail(peer, message.id, delivery)
 
     const attempt: SendAttempt = {
       sender,
@@ -236,7 +248,8 @@ export class Send {
       queuedAt: now,
       askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
       channel: route?.channel,
-      replyError
+      replyError,
+      delivery
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
@@ -257,16 +270,40 @@ export class Send {
       this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
       return this.answer(peer, message.id, outcome)
     }
+    const threadId = delivery?.threadId
+    if (threadId !== undefined && this.staging !== undefined) {
+      const staged = this.staging.stage(attempt, mail, target, threadId)
+      if ("code" in staged) return this.fail(peer, message.id, staged)
+      this.ctx.records.set(sender.key, recordKey, recorded, { ok: true, delivery: "queued" }, now)
+      return this.ctx.output.enqueue(peer, Encode.deliveryQueuedFrame(message.id, threadId, staged.deliverAt))
+    }
     route?.accepted(attempt, target)
-    for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
-    const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined
+    const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined &&
+        delivery === undefined
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
-    this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
-    for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
+    this.handOver(attempt, mail, target, text)
     const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
     this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
     this.answer(peer, message.id, outcome)
+  }
+
+  /** Queues `mail` for a live `target`, with the stages' hooks around it. */
+  private handOver(attempt: SendAttempt, mail: Mail, target: Session, text: string): void {
+    for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
+    this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
+    for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
+  }
+
+  /**
+   * A staged `replace` message whose window closed, for its recipient (live
+   * as `target`): delivered like any live send, and from now on out of reach
+   * of replacement (C-DLV-7).
+   */
+  deliverStaged(staged: Staged, target: Session): void {
+    const now = this.ctx.now()
+    this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
+    this.ctx.records.rewrite(staged.mail.recordKey, { ok: true, delivery: "socket_delivered" })
   }
 
   /**

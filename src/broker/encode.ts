@@ -4,6 +4,7 @@
  * spliced into every frame that carries it.
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
+import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt } from "../protocol/frames.ts"
 
 const q = JSON.stringify
@@ -71,6 +72,7 @@ export const sessionLeftFrame = (sessionId: string): string =>
  * recipient granted it) says how long the asker waits, from `brokerReceivedAt`;
  * `channel` (extension `supervisor-v1`) marks a child's message to its supervisor;
  * `replyError` (extension `reply-error-v1`) says the ask this reply answers failed.
+ * `delivery` (extension `delivery-v1`) carries the sender's delivery mode.
  */
 export const messageFrame = (
   fromJson: string,
@@ -79,13 +81,26 @@ export const messageFrame = (
   deliveredAt: number,
   askTimeoutMs?: number,
   channel?: "supervisor",
-  replyError?: string
+  replyError?: string,
+  delivery?: DeliveryChoice
 ): string =>
   `{"type":"message","from":${fromJson},"message":${
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
   }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
     channel === undefined ? "" : `,"channel":"${channel}"`
-  }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}}`
+  }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}${
+    delivery === undefined ? "" : deliveryFields(delivery)
+  }}`
+
+/** The `delivery-v1` fields of a forwarded message. */
+const deliveryFields = (delivery: DeliveryChoice): string =>
+  `,"delivery":"${delivery.delivery}"${delivery.queueMode === undefined ? "" : `,"queueMode":"${delivery.queueMode}"`}${
+    delivery.threadId === undefined ? "" : `,"threadId":${q(delivery.threadId)}`
+  }`
+
+/** `delivery_queued` (`delivery-v1`): a replace message was staged, due at `deliverAt` (C-DLV-6). */
+export const deliveryQueuedFrame = (messageId: string, threadId: string, deliverAt: number): string =>
+  `{"type":"delivery_queued","messageId":${q(messageId)},"threadId":${q(threadId)},"deliverAt":${deliverAt}}`
 
 /** `delivered` with delivery details (P41). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>

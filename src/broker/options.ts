@@ -19,6 +19,12 @@ export interface BrokerCoreOptions {
   readonly idleExit?: Duration.Input | null
   /** Lifetime of an ask edge (P61). Default 10 minutes. */
   readonly askTimeout?: Duration.Input
+  /**
+   * The coalescing window of `replace` messages (`delivery-v1`, C-DLV-5): how
+   * long after the first message of a (sender, recipient, thread) is staged
+   * the latest one is delivered. Default 1500 ms.
+   */
+  readonly replaceWindow?: Duration.Input
   /** Frames a connection's outbound queue holds before its senders are slowed. Default 1024. */
   readonly outboxCapacity?: number
   /**
@@ -77,6 +83,7 @@ export interface ResolvedCoreOptions {
   readonly registrationTimeoutMs: number
   readonly idleExitMs: number | null
   readonly askTimeoutMs: number
+  readonly replaceWindowMs: number
   readonly outboxCapacity: number
   readonly outboxChars: number
   readonly outboxCharsTotal: number
@@ -106,6 +113,8 @@ export const mailboxRetentionProblem = (ms: number): string | undefined =>
   Number.isInteger(ms) && ms >= MIN_MAILBOX_RETENTION_MS && ms <= MAX_MAILBOX_RETENTION_MS
     ? undefined
     : `mailbox retention must be a whole number of milliseconds from ${MIN_MAILBOX_RETENTION_MS} (1 second) to ${MAX_MAILBOX_RETENTION_MS} (30 days), got ${ms}`
+/** The default coalescing window of `replace` messages (`--replace-window`). */
+export const DEFAULT_REPLACE_WINDOW_MS = 1500
 
 /** The default session cap (`--max-sessions`). */
 export const DEFAULT_MAX_SESSIONS = 16_384
@@ -120,6 +129,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   registrationTimeoutMs: millis(options.registrationTimeout, Duration.seconds(1)),
   idleExitMs: options.idleExit === null ? null : millis(options.idleExit, Duration.seconds(5)),
   askTimeoutMs: millis(options.askTimeout, Duration.minutes(10)),
+  replaceWindowMs: millis(options.replaceWindow, Duration.millis(DEFAULT_REPLACE_WINDOW_MS)),
   outboxCapacity: options.outboxCapacity ?? 1024,
   outboxChars: options.outboxChars ?? 4 * 1024 * 1024,
   outboxCharsTotal: options.outboxCharsTotal ?? 32 * 1024 * 1024,

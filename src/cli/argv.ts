@@ -27,6 +27,8 @@ export interface BrokerFlags {
   readonly idleExitMs?: number | null | undefined
   /** `--mailbox-retention`: milliseconds; the default (24 h) when absent. Full program only. */
   readonly mailboxRetentionMs?: number | undefined
+  /** `--replace-window`: milliseconds; the default (1500 ms) when absent. Full program only. */
+  readonly replaceWindowMs?: number | undefined
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")

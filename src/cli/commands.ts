@@ -15,7 +15,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import { DEFAULT_MAX_SESSIONS, mailboxRetentionProblem } from "../broker/options.ts"
+import { DEFAULT_MAX_SESSIONS, DEFAULT_REPLACE_WINDOW_MS, mailboxRetentionProblem } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
 import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
@@ -70,6 +70,17 @@ const mailboxRetentionFlag = Flag.String("mailbox-retention").pipe(
   Flag.optional
 )
 
+const replaceWindowFlag = Flag.String("replace-window").pipe(
+  Flag.withDescription(
+    `How long replace-mode messages (delivery-v1) are coalesced before the latest is delivered: a duration (1500, 2s). Default ${DEFAULT_REPLACE_WINDOW_MS} ms.`
+  ),
+  Flag.filterMap(
+    (text) => Option.fromUndefinedOr(parseTimeout(text)),
+    (text) => `--replace-window must be a positive duration such as 1500 or 2s; got "${text}"`
+  ),
+  Flag.optional
+)
+
 const ignoredPathArgument = Argument.String("broker-script").pipe(
   Argument.withDescription(
     "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand."
@@ -85,6 +96,7 @@ const brokerBase = Command.make("broker", {
   maxSessions: maxSessionsFlag,
   idleExit: idleExitFlag,
   mailboxRetention: mailboxRetentionFlag,
+  replaceWindow: replaceWindowFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
@@ -93,7 +105,8 @@ const brokerBase = Command.make("broker", {
       dir: Option.getOrUndefined(input.dir),
       maxSessions: Option.getOrUndefined(input.maxSessions),
       idleExitMs: Option.getOrUndefined(input.idleExit),
-      mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention)
+      mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention),
+      replaceWindowMs: Option.getOrUndefined(input.replaceWindow)
     })
   ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),

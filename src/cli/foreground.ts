@@ -65,7 +65,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       askTimeout: resolution.settings.askTimeoutMs,
       ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions }),
       ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs }),
-      ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs })
+      ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs }),
+      ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs })
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)

@@ -9,8 +9,9 @@ import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, GROUPS_V1, LIST_PAGE_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
-import type { BrokerFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, GROUPS_V1, LIST_PAGE_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
 import {
@@ -96,7 +97,14 @@ export interface ClientConnection {
 }
 
 /** Extensions every connection asks for: handled here, invisible to the client's users. */
-const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1]
+const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1]
+
+/** The sender's delivery choice carried by a forwarded message (`delivery-v1`). */
+const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({
+  delivery: frame.delivery ?? "steer",
+  ...(frame.queueMode === undefined ? {} : { queueMode: frame.queueMode }),
+  ...(frame.threadId === undefined ? {} : { threadId: frame.threadId })
+})
 
 /**
  * Dials, registers, and starts the reader. The connection lives in the
@@ -176,7 +184,7 @@ export const openClientConnection = (
           if (frame.type === "delivered") {
             Deferred.doneUnsafe(
               pending.answer,
-              Exit.succeed({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
+              Exit.succeed<Delivery>({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
             )
           } else {
             Deferred.doneUnsafe(
@@ -191,13 +199,29 @@ export const openClientConnection = (
           }
           return
         }
+        case "delivery_queued": {
+          const pending = sends.get(frame.messageId)
+          if (pending === undefined) return
+          sends.delete(frame.messageId)
+          Deferred.doneUnsafe(
+            pending.answer,
+            Exit.succeed<Delivery>({
+              messageId: frame.messageId,
+              delivery: "staged",
+              threadId: frame.threadId,
+              deliverAt: frame.deliverAt
+            })
+          )
+          return
+        }
         case "message":
           sinks.message({
             from: frame.from,
             message: frame.message,
             ...(frame.askTimeoutMs === undefined ? {} : { askTimeoutMs: frame.askTimeoutMs }),
             ...(frame.channel === undefined ? {} : { channel: frame.channel }),
-            ...(frame.replyError === undefined ? {} : { replyError: frame.replyError })
+            ...(frame.replyError === undefined ? {} : { replyError: frame.replyError }),
+            ...(frame.delivery === undefined ? {} : { delivery: deliveryOfMessage(frame) })
           })
           return
         case "supervisor_authorized":

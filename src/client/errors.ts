@@ -132,6 +132,12 @@ export class SupervisorUnauthorized extends Data.TaggedError("SupervisorUnauthor
 /** `E_SUPERVISOR_TARGET` (`supervisor-v1`): a `supervisor_send` named someone other than the bound supervisor (C-SUP-12). */
 export class SupervisorTargetMismatch extends Data.TaggedError("SupervisorTargetMismatch")<DeliveryFields> {}
 
+/** `E_REPLACE_QUEUE_FULL` (`delivery-v1`): replace staging is full, 100 per sender or 1,000 overall (C-DLV-8); nothing was staged. */
+export class ReplaceQueueFull extends Data.TaggedError("ReplaceQueueFull")<DeliveryFields> {}
+
+/** `E_DELIVERY_UNSUPPORTED` (client-side, `delivery-v1`): a delivery mode other than `steer` to a broker without the extension; nothing was sent. */
+export class DeliveryUnsupported extends Data.TaggedError("DeliveryUnsupported")<DeliveryFields> {}
+
 /** `E_DELIVERY_FAILED` (a replayed failure without a code of its own), no code at all, or a code this client does not know (other brokers). */
 export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<DeliveryFields> {}
 
@@ -162,6 +168,8 @@ export type DeliveryError =
   | CrossGroup
   | SupervisorUnauthorized
   | SupervisorTargetMismatch
+  | ReplaceQueueFull
+  | DeliveryUnsupported
   | DeliveryFailed
 
 const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
@@ -185,7 +193,9 @@ const byCode: Record<string, new(fields: DeliveryFields) => DeliveryError> = {
   [DeliveryCode.TooManyAsks]: TooManyAsks,
   [DeliveryCode.CrossGroup]: CrossGroup,
   [DeliveryCode.SupervisorUnauthorized]: SupervisorUnauthorized,
-  [DeliveryCode.SupervisorTarget]: SupervisorTargetMismatch
+  [DeliveryCode.SupervisorTarget]: SupervisorTargetMismatch,
+  [DeliveryCode.ReplaceQueueFull]: ReplaceQueueFull,
+  [DeliveryCode.DeliveryUnsupported]: DeliveryUnsupported
 }
 
 /** The typed error for a `delivery_failed` frame: the class of its `code`, else `DeliveryFailed`. */

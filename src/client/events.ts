@@ -3,6 +3,7 @@
  * events, receipts and controls, and the delivery details of a send — the
  * shapes `IntercomClient`'s streams and `send` yield.
  */
+import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 
 /** A message delivered to this session (P50): `IntercomClient.messages` yields these. */
@@ -18,6 +19,8 @@ export interface InboundMessage {
    * text (`reply-error-v1`, C-ASK-7): treat the ask as failed, not answered.
    */
   readonly replyError?: string
+  /** The sender's delivery mode (`delivery-v1`); absent means `steer`. */
+  readonly delivery?: DeliveryChoice
 }
 
 /** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */
@@ -35,10 +38,19 @@ export type ControlEvent =
   | { readonly _tag: "Receipt"; readonly from: SessionInfo; readonly receipt: MessageReceipt }
   | { readonly _tag: "Control"; readonly from: SessionInfo; readonly control: MessageControl }
 
-/** What the broker said about a delivered send (P41). */
+/**
+ * What the broker said about a delivered send (P41): written to the
+ * recipient, queued in the mailbox for an absent one, or (`delivery-v1`)
+ * `staged` for replace coalescing — delivered when the window closes unless a
+ * later message of `threadId` replaces it (a `superseded` receipt then says so).
+ */
 export interface Delivery {
   readonly messageId: string
-  readonly delivery: "socket_delivered" | "queued"
+  readonly delivery: "socket_delivered" | "queued" | "staged"
+  /** For `staged`: the replace thread. */
+  readonly threadId?: string
+  /** For `staged`: when the broker will deliver it (broker clock, ms). */
+  readonly deliverAt?: number
 }
 
 /** Where a connection puts what nobody asked for; called synchronously by its reader. */

@@ -8,11 +8,19 @@ import { Deferred, Duration, Effect } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, REPLY_ERROR_V1 } from "../protocol/features.ts"
-import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
-import { replyErrorText } from "../protocol/replyError.ts"
+import {
+  checkDelivery,
+  type DeliveryChoice,
+  type DeliveryMode,
+  isDefaultDelivery,
+  isDeliveryRefusal,
+  type QueueMode
+} from "../protocol/deliveryModes.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ERROR_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { Message } from "../protocol/frames.ts"
+import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
+import { replyErrorText } from "../protocol/replyError.ts"
 import { type ConnectionLost, type DeliveryError, deliveryError, RequestTimeout } from "./errors.ts"
 
 /**
@@ -37,6 +45,17 @@ export interface SendRequest {
    * marked as an error (`replyErrorText`). Without `replyTo` the send is refused.
    */
   readonly replyError?: string
+  /**
+   * How the message reaches a busy recipient (`delivery-v1`, C-DLV-1):
+   * `steer` (default), `queue` or `passive`. An ask is never passive.
+   */
+  readonly delivery?: DeliveryMode
+  /** With `delivery: "queue"`: `stack` (default) or `replace` (needs `threadId`). */
+  readonly queueMode?: QueueMode
+  /** With `queueMode: "replace"`: the thread whose latest message replaces earlier staged ones. */
+  readonly threadId?: string
+  /** Legacy, send-only alias for `delivery: "passive"` (C-DLV-3). */
+  readonly passive?: boolean
 }
 
 /** Why a send failed: the broker refused it, did not answer in time, or the connection dropped (outcome unknown). */
@@ -54,7 +73,11 @@ export const signatureOf = (request: SendRequest, frameType: SendFrameType): str
     request.message.replyTo ?? null,
     request.message.expectsReply ?? null,
     request.message.supersedes ?? null,
-    request.replyError ?? null
+    request.replyError ?? null,
+    request.delivery ?? null,
+    request.queueMode ?? null,
+    request.threadId ?? null,
+    request.passive ?? null
   ])
 
 /** Why a `replyError` cannot go out with `message` (the broker's own reasons), or undefined. */
@@ -63,6 +86,22 @@ const replyErrorRefusal = (message: Message, replyError: string): string | undef
     return Reason.invalidReplyError(MAX_REPLY_ERROR_LENGTH)
   }
   return message.replyTo === undefined ? Reason.replyErrorWithoutReplyTo : undefined
+}
+
+/**
+ * The checked delivery choice of a request (C-DLV-2…4, C-ASK-10), or the
+ * refusal as the error the send fails with; nothing is sent for a refusal.
+ */
+export const deliveryOfRequest = (request: SendRequest): DeliveryChoice | DeliveryError => {
+  const kind = request.message.expectsReply === true ? "ask" : request.message.replyTo === undefined ? "send" : "reply"
+  const choice = checkDelivery(request, kind)
+  if (!isDeliveryRefusal(choice)) return choice
+  return deliveryError({
+    messageId: request.message.id,
+    code: DeliveryCode.InvalidMessage,
+    reason: choice.reason,
+    retryable: false
+  })
 }
 
 /** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
@@ -79,7 +118,9 @@ const isValidMessageJson = (text: string): boolean => {
  * answers an invalid message under the id "unknown" (P48), which no waiting
  * send matches. `askTimeoutMs` goes out only to a broker that granted
  * `ask-timeout-v1`; `replyError` as the field only to one that granted
- * `reply-error-v1` (else as marked text), and never without `replyTo`.
+ * `reply-error-v1` (else as marked text), and never without `replyTo`. A delivery mode other than the default `steer` goes out
+ * only to a broker that granted `delivery-v1`; to any other broker the send is
+ * refused here (`DeliveryUnsupported`) rather than delivered as a steer.
  */
 export const sendFrameText = (
   request: SendRequest,
@@ -102,6 +143,19 @@ export const sendFrameText = (
       ...request.message,
       content: { ...request.message.content, text: replyErrorText(replyError, request.message.content.text) }
     }
+  const choice = deliveryOfRequest(request)
+  if (!("delivery" in choice)) return choice
+  const modes = isDefaultDelivery(choice) ? undefined : choice
+  if (modes !== undefined && (!granted.has(DELIVERY_V1) || frameType !== "send")) {
+    return deliveryError({
+      messageId,
+      code: DeliveryCode.DeliveryUnsupported,
+      reason: frameType === "send"
+        ? `The broker does not offer delivery modes (${DELIVERY_V1}): send without delivery, queueMode and threadId, or run a broker that supports them`
+        : `Delivery modes apply to send only, not to ${frameType}`,
+      retryable: false
+    })
+  }
   const text = JSON.stringify({
     type: frameType,
     to: request.to,
@@ -110,7 +164,8 @@ export const sendFrameText = (
       ? {}
       : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
     ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs }),
-    ...(extended ? { replyError } : {})
+    ...(extended ? { replyError } : {}),
+    ...(modes === undefined ? {} : modes)
   })
   const bytes = frameBytes(text)
   if (bytes > MAX_FRAME_BYTES) {

@@ -3,7 +3,8 @@
  * pi session, in pi's terms. Identity from the session name, cwd and model;
  * confirmation through `ctx.ui.confirm`; inbound messages as `intercom_message`
  * custom messages (idle → a triggered turn, busy → steered after the current
- * tool calls, passive → stored without a turn); history records and the
+ * tool calls, or a follow-up after the run for a sender's `queue`, passive →
+ * stored without a turn); history records and the
  * inbound journal as session entries (`journal.ts`); lazy exposure through
  * `pi.setActiveTools`.
  *
@@ -53,7 +54,8 @@ export class StaleSession extends Error {
 export const INBOUND_EVENT = "effect-intercom:inbound"
 
 /**
- * How each intent reaches pi's queue. `triggerTurn` on steer too: pi may have
+ * How each intent reaches pi's queue (`followUp`: after the current run, then a
+ * turn of its own). `triggerTurn` on steer and followUp too: pi may have
  * gone idle meanwhile. Without a person (print and json modes) pi runs the
  * prompts it was given and exits, so an idle session is one about to run its
  * prompt (a resume) or about to exit: a message is added to the history
@@ -64,6 +66,8 @@ const sendOptions = (intent: Inbound["intent"], interactive: boolean) =>
     ? { triggerTurn: true }
     : intent === "steer"
     ? { deliverAs: "steer" as const, triggerTurn: true }
+    : intent === "followUp"
+    ? { deliverAs: "followUp" as const, triggerTurn: true }
     : { triggerTurn: false }
 
 const historyData = (entry: HistoryEntry): HistoryData =>

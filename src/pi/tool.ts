@@ -42,6 +42,16 @@ export const IntercomParameters = Type.Object({
   timeoutMs: Type.Optional(Type.Number({
     description: "For 'ask': how long to wait for the reply, in milliseconds (default from config, 10 minutes)"
   })),
+  delivery: Type.Optional(StringEnum(["steer", "queue", "passive"] as const, {
+    description:
+      "For 'send'/'reply' (and 'ask', never passive): 'steer' (default: reaches a busy session at its next tool boundary), 'queue' (waits until its current work is done) or 'passive' (shown, never wakes its model)"
+  })),
+  queueMode: Type.Optional(StringEnum(["stack", "replace"] as const, {
+    description:
+      "With delivery 'queue': 'stack' (default, every message) or 'replace' (only the latest message per threadId is delivered; needs threadId)"
+  })),
+  threadId: Type.Optional(Type.String({ description: "With queueMode 'replace': the thread whose latest message replaces earlier ones" })),
+  passive: Type.Optional(Type.Boolean({ description: "For 'send': legacy alias of delivery 'passive'" })),
   scope: Type.Optional(StringEnum(["project", "all"] as const, {
     description: "For 'list' and 'status': 'project' (default: this repository and its worktrees) or 'all'"
   })),
@@ -99,6 +109,10 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   replyTo: params.replyTo,
   replyError: params.replyError,
   timeoutMs: params.timeoutMs,
+  delivery: enumValue(params.delivery),
+  queueMode: enumValue(params.queueMode),
+  threadId: params.threadId,
+  passive: params.passive,
   scope: enumValue(params.scope),
   group: params.group
 })

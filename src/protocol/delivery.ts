@@ -35,7 +35,11 @@ export const DeliveryCode = {
   /** Extension `supervisor-v1`: a `supervisor_send` from a session that is not bound to a supervisor (C-SUP-12). */
   SupervisorUnauthorized: "E_SUPERVISOR_UNAUTHORIZED",
   /** Extension `supervisor-v1`: a `supervisor_send` to someone other than the bound supervisor (C-SUP-12). */
-  SupervisorTarget: "E_SUPERVISOR_TARGET"
+  SupervisorTarget: "E_SUPERVISOR_TARGET",
+  /** Extension `delivery-v1`: replace staging is at its cap, per sender or overall (C-DLV-8). */
+  ReplaceQueueFull: "E_REPLACE_QUEUE_FULL",
+  /** Client-side (`delivery-v1`): a delivery mode was asked of a broker that did not grant the extension. */
+  DeliveryUnsupported: "E_DELIVERY_UNSUPPORTED"
 } as const
 /** One of the `E_…` delivery codes. */
 export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
@@ -83,6 +87,10 @@ export const Reason = {
     "Invalid replyError: it is only allowed on a reply (message.replyTo set to the ask it answers); send the text as a plain message instead",
   invalidReplyError: (max: number) =>
     `Invalid replyError: it must be a non-empty string of at most ${max} characters`,
+  replaceQueueFull: "Replace-mode delivery queue is full; retry after pending updates are delivered.",
+  replaced: (newId: string, threadId: string) =>
+    `Replaced by ${newId} on thread "${threadId}" before delivery; only the latest staged message is delivered`,
+  stagedRecipientLeft: "Recipient left before the staged replace message was delivered; it was dropped",
   tooLarge: (bytes: number, limit: number) =>
     `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`
 } as const

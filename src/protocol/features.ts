@@ -48,6 +48,16 @@ export const SUPERVISOR_V1 = "supervisor-v1"
  */
 export const REPLY_ERROR_V1 = "reply-error-v1"
 
+/**
+ * Delivery modes (extension): a `send` may carry `delivery`
+ * (`steer` | `queue` | `passive`), `queueMode` (`stack` | `replace`, with
+ * `queue`) and `threadId` (with `replace`); a forwarded `message` carries them
+ * to a recipient granted this extension. A `replace` message is staged by the
+ * broker, coalesced per (sender, recipient, threadId), and answered with
+ * `delivery_queued` (C-DLV-1…9; see `deliveryModes.ts`).
+ */
+export const DELIVERY_V1 = "delivery-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -57,7 +67,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   ASK_TIMEOUT_V1,
   GROUPS_V1,
   SUPERVISOR_V1,
-  REPLY_ERROR_V1
+  REPLY_ERROR_V1,
+  DELIVERY_V1
 ]
 
 /**

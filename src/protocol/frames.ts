@@ -138,6 +138,11 @@ export type DeliveryState = typeof DeliveryState.Type
 /** A context-usage field in `presence`: a number sets it, `null` clears it, absent leaves it (P32). */
 const ContextField = Schema.optionalKey(Schema.NullOr(Schema.Finite))
 
+/** Extension `delivery-v1`: how the message reaches a busy recipient (C-DLV-1). */
+export const DeliveryModeField = Schema.Literals(["steer", "queue", "passive"])
+/** Extension `delivery-v1`: with `queue`, keep every message (`stack`) or only the latest per thread (`replace`). */
+export const QueueModeField = Schema.Literals(["stack", "replace"])
+
 // ---------------------------------------------------------------------------
 // Client → broker
 // ---------------------------------------------------------------------------
@@ -219,7 +224,13 @@ export const SendFrame = Schema.Struct({
   /** Extension `ask-timeout-v1`: how long the asker waits for the reply to this ask. */
   askTimeoutMs: Schema.optionalKey(Schema.Finite),
   /** Extension `reply-error-v1`: with `message.replyTo`, the ask failed here; its asker sees this text as an error. */
-  replyError: Schema.optionalKey(Bounded(Limits.MAX_REPLY_ERROR_LENGTH))
+  replyError: Schema.optionalKey(Bounded(Limits.MAX_REPLY_ERROR_LENGTH)),
+  /** Extension `delivery-v1`: the delivery mode (default `steer`). */
+  delivery: Schema.optionalKey(DeliveryModeField),
+  /** Extension `delivery-v1`: the queue mode, only with `delivery: "queue"`. */
+  queueMode: Schema.optionalKey(QueueModeField),
+  /** Extension `delivery-v1`: the replace thread, only with `queueMode: "replace"`. */
+  threadId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
 })
 /** A `send` frame (P40), as decoded. */
 export type SendFrame = typeof SendFrame.Type
@@ -383,7 +394,13 @@ export const MessageFrame = Schema.Struct({
   /** Extension `supervisor-v1`: set by the broker, and only by it, on a child's `supervisor_send`. */
   channel: Schema.optionalKey(Schema.Literal("supervisor")),
   /** Extension `reply-error-v1`: this reply (`message.replyTo`) says its ask failed, with this text (C-ASK-7). */
-  replyError: Schema.optionalKey(Schema.String)
+  replyError: Schema.optionalKey(Schema.String),
+  /** Extension `delivery-v1`: the sender's delivery mode, when not the default `steer`. */
+  delivery: Schema.optionalKey(DeliveryModeField),
+  /** Extension `delivery-v1`: the sender's queue mode, with `delivery: "queue"`. */
+  queueMode: Schema.optionalKey(QueueModeField),
+  /** Extension `delivery-v1`: the replace thread, with `queueMode: "replace"`. */
+  threadId: Schema.optionalKey(Schema.String)
 })
 /** A `message` frame (P50), as decoded. */
 export type MessageFrame = typeof MessageFrame.Type
@@ -411,6 +428,22 @@ export const DeliveryFailedFrame = Schema.Struct({
 })
 /** A `delivery_failed` frame (P45), as decoded. */
 export type DeliveryFailedFrame = typeof DeliveryFailedFrame.Type
+
+/**
+ * `delivery_queued`, broker → sender (extension `delivery-v1`): the answer to
+ * a `replace` send the broker staged for coalescing (C-DLV-6). It is
+ * delivered when the window closes unless a later message of the same thread
+ * replaces it first; then the sender gets a `superseded` receipt.
+ */
+export const DeliveryQueuedFrame = Schema.Struct({
+  type: Schema.tag("delivery_queued"),
+  messageId: Schema.String,
+  threadId: Schema.String,
+  /** The broker time (ms) at which the staged message is due to be delivered. */
+  deliverAt: Schema.Finite
+})
+/** A `delivery_queued` frame, as decoded. */
+export type DeliveryQueuedFrame = typeof DeliveryQueuedFrame.Type
 
 /** `message_receipt` (P70), broker → sender: a receipt from the receiver of one of its messages. */
 export const ReceiptForwardFrame = Schema.Struct({
@@ -446,7 +479,8 @@ export const BrokerFrame = Schema.Union([
   MessageControlFrame,
   RegistrationFailedFrame,
   SupervisorAuthorizedFrame,
-  SupervisorAuthorizationFailedFrame
+  SupervisorAuthorizationFailedFrame,
+  DeliveryQueuedFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

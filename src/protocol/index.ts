@@ -1,6 +1,7 @@
 export * from "./constants.ts"
 export * from "./decode.ts"
 export * from "./delivery.ts"
+export * from "./deliveryModes.ts"
 export * from "./features.ts"
 export * from "./frames.ts"
 export * from "./framing.ts"

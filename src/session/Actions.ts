@@ -23,8 +23,8 @@ import type { Generation } from "./Generation.ts"
 import type { IntercomSessionService, ReplyRequest, SendDeclined, SendRequest, Sent } from "./IntercomSession.ts"
 import { inScope, type ListScope } from "./project.ts"
 import { formatAttachments, renderPending, renderSessionList, renderStatus } from "./render.ts"
-import { newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
-import { checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
+import { deliveryFields, newMessage, notDelivered, type Sending, sentText } from "./Sending.ts"
+import { checkDeliveryChoice, checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
 
 /**
  * The non-blocking actions of one generation (see the module header).
@@ -73,6 +73,8 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
 
   const sendChecked: Actions["sendChecked"] = (request, attachments) =>
     Effect.gen(function*() {
+      // C-DLV-2…4: a refused delivery combination sends nothing.
+      const choice = yield* checkDeliveryChoice(request, "send")
       yield* connect
       const target = yield* sending.resolveForSend(request.to)
       const now = yield* Clock.currentTimeMillis
@@ -90,7 +92,11 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       const sendAs = (replyTo: string | undefined) =>
         Effect.flatMap(
           newMessage(request.message, attachments, { replyTo }),
-          (message) => Effect.map(sending.deliver("Message", request.to, message, target), (delivery) => ({ message, delivery }))
+          (message) =>
+            Effect.map(
+              sending.deliver("Message", request.to, message, target, { delivery: choice }),
+              (delivery) => ({ message, delivery })
+            )
         )
       const { message, delivery } = threaded === undefined
         ? yield* sendAs(request.replyTo)
@@ -109,13 +115,15 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         targetId: target?.id,
         messageId: message.id,
         delivery: delivery.delivery,
+        threadId: delivery.threadId,
         replyTo: message.replyTo,
-        text: sentText("Message", request.to, delivery.delivery)
+        text: sentText("Message", request.to, delivery.delivery, delivery.threadId)
       } satisfies Sent
     })
 
   const replyChecked: Actions["replyChecked"] = (request, attachments) =>
     Effect.gen(function*() {
+      const choice = yield* checkDeliveryChoice(request, "reply")
       yield* connect
       const now = yield* Clock.currentTimeMillis
       const context = tracker.resolve({ to: request.to, replyTo: request.replyTo }, now)
@@ -132,7 +140,12 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         })
       }
       const message = yield* newMessage(request.message, attachments, { replyTo })
-      const delivery = yield* client.send({ to: context.from.id, message, ...(replyError === undefined ? {} : { replyError }) }).pipe(
+      const delivery = yield* client.send({
+        to: context.from.id,
+        message,
+        ...deliveryFields(choice),
+        ...(replyError === undefined ? {} : { replyError })
+      }).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
       )
       tracker.markReplied(context.message.id)
@@ -143,8 +156,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         targetId: context.from.id,
         messageId: message.id,
         delivery: delivery.delivery,
+        threadId: delivery.threadId,
         replyTo: context.message.id,
-        text: sentText("Reply", display, delivery.delivery)
+        text: sentText("Reply", display, delivery.delivery, delivery.threadId)
       } satisfies Sent
     })
 

@@ -13,13 +13,14 @@
 import { Deferred, Duration, Effect, Exit } from "effect"
 import type { Attachment } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
+import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
 import { receivedText, renderReply } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, type Sending, sentText } from "./Sending.ts"
-import { checkOutgoing } from "./validation.ts"
+import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
 
 /** How long the `cancel_ask` of an ended wait may take before the wait ends anyway. */
 const CANCEL_ASK_BOUND = Duration.seconds(1)
@@ -53,7 +54,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
     waiter: Waiter,
     request: AskRequest,
     attachments: ReadonlyArray<Attachment> | undefined,
-    timeoutMs: number
+    timeoutMs: number,
+    choice: DeliveryChoice
   ): Effect.Effect<Replied | Sent, AskFailure> =>
     Effect.gen(function*() {
       yield* connect
@@ -68,7 +70,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       // background fibers are interrupted, and a lost cancel_ask would let a late reply
       // reach the next generation as a new message (C-ORD-35). A post is quick; it is bounded anyway.
       const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
-      const delivery = yield* sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs }).pipe(
+      const delivery = yield* sending.deliver("Message", request.to, message, target, {
+        askTimeoutMs: timeoutMs,
+        delivery: choice
+      }).pipe(
         Effect.onInterrupt(() => cancelAsk)
       )
       yield* sending.recordSent(request.to, message)
@@ -119,6 +124,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
 
   const askChecked: Asking["askChecked"] = (request, attachments) =>
     Effect.gen(function*() {
+      // C-ASK-10 and C-DLV-4: checked before the waiter slot is taken; nothing is sent when refused.
+      const choice = yield* checkDeliveryChoice(request, "ask")
       const timeoutMs = request.timeoutMs ?? generation.settings.askTimeoutMs
       if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) return yield* new InvalidTimeout({ value: timeoutMs })
       // C-ASK-1: the reservation is one synchronous check-and-set, made uninterruptibly
@@ -128,7 +135,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         (waiter) =>
           waiter === undefined
             ? Effect.fail(new AlreadyWaiting())
-            : askHolding(waiter, request, attachments, timeoutMs),
+            : askHolding(waiter, request, attachments, timeoutMs, choice),
         (waiter) => Effect.sync(() => waiter === undefined ? undefined : slot.release(waiter))
       )
     })

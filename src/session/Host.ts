@@ -9,6 +9,7 @@
  * into the host (`deliver`) with the intent it decided on.
  */
 import { Context, Effect, Layer } from "effect"
+import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 
 /**
@@ -31,8 +32,12 @@ export interface HostIdentity {
  *   queued it as that turn's context, see `IntercomSession.beginTurn`);
  * - `steer`: the agent is busy — hand it to the running turn at its next
  *   tool boundary (the default delivery, design "send defaults to steer");
- * - `passive`: show and store it, but start or steer no model turn
- *   (`inboundTrigger` said no, or a busy headless session already answered it).
+ * - `followUp`: the agent is busy and the sender chose `queue` — keep it
+ *   until the current work is done, then start a turn with it (pi's
+ *   `deliverAs: "followUp"`);
+ * - `passive`: show and store it, but start or steer no model turn (the
+ *   sender chose `passive`, `inboundTrigger` said no, or a busy headless
+ *   session already answered it).
  *
  * Replies that resolve this session's own blocking `ask` never reach the host:
  * they are the `ask` result (C-ORD-32).
@@ -40,7 +45,7 @@ export interface HostIdentity {
  * @category models
  * @since 0.1.0
  */
-export type DeliveryIntent = "trigger" | "steer" | "passive"
+export type DeliveryIntent = "trigger" | "steer" | "followUp" | "passive"
 
 /**
  * An inbound message as the session hands it to `HostService.deliver`.
@@ -59,6 +64,8 @@ export interface Inbound {
   readonly text: string
   /** True when the sender waits for a reply (a pending ask, see `pending`). */
   readonly expectsReply: boolean
+  /** How the sender asked for it to be delivered (`delivery-v1`, C-DLV-1); `steer` when it did not say. */
+  readonly delivery: DeliveryMode
 }
 
 /**

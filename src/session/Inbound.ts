@@ -25,6 +25,7 @@
  * message on arrival, the hand-off commits it once the host took it.
  */
 import { Clock, Effect, type Scope, Stream } from "effect"
+import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
 import { ReplyPeerDisconnected } from "./errors.ts"
@@ -51,6 +52,21 @@ export interface InboundHandling {
   /** The agent's run settled: steered messages it never saw are handed over again (C-DLV-16). */
   readonly settled: Effect.Effect<void>
 }
+
+/**
+ * The intent of a message the session may hand over (C-DLV-1): passive
+ * never wakes the model; an idle agent starts a turn; a busy one is steered
+ * (steer) or gets it as a follow-up after its current work (queue).
+ *
+ * @category delivery
+ * @since 0.1.0
+ */
+export const intentFor = (
+  delivery: DeliveryMode | undefined,
+  triggers: boolean,
+  busy: boolean
+): DeliveryIntent =>
+  !triggers || delivery === "passive" ? "passive" : !busy ? "trigger" : delivery === "queue" ? "followUp" : "steer"
 
 /**
  * Starts the inbound fibers of a generation in the current Scope (the
@@ -94,9 +110,11 @@ export const runInbound = (
       })
 
     /**
-     * How the host gets a message, decided when it is about to be handed over:
-     * `trigger` when idle, `steer` when busy, `passive` when `inboundTrigger`
-     * says no or a busy headless host already answered the ask.
+     * How the host gets a message, decided when it is about to be handed over
+     * (C-DLV-1): `trigger` when idle (steer or queue), `steer` when busy and
+     * the sender chose steer, `followUp` when busy and it chose queue,
+     * `passive` when the sender chose passive, `inboundTrigger` says no, or a
+     * busy headless host already answered the ask.
      */
     const prepare = (context: InboundContext): Effect.Effect<Inbound> =>
       Effect.gen(function*() {
@@ -108,12 +126,19 @@ export const runInbound = (
           yield* answerBusy(context)
           intent = "passive"
         } else {
-          intent = !shouldTrigger(message) ? "passive" : busy ? "steer" : "trigger"
+          intent = intentFor(context.delivery, shouldTrigger(message), busy)
         }
-        if (intent === "trigger") tracker.queueTurn(context)
+        if (intent === "trigger" || intent === "followUp") tracker.queueTurn(context)
         if (intent !== "passive") yield* exposure.expose
         intents.set(context, intent)
-        return { intent, from, message, text: renderInbound(from, message, settings.replyHint), expectsReply }
+        return {
+          intent,
+          from,
+          message,
+          text: renderInbound(from, message, settings.replyHint),
+          expectsReply,
+          delivery: context.delivery ?? "steer"
+        }
       })
 
     const handoff = yield* makeHostHandoff(host.deliver, {
@@ -154,7 +179,8 @@ export const runInbound = (
           },
           receivedAt: now,
           askTimeoutMs: inbound.askTimeoutMs,
-          channel: inbound.channel
+          channel: inbound.channel,
+          delivery: inbound.delivery?.delivery
         }
         // C-DLV-14: saved before the host can lose it.
         yield* journal.checkpoint(context)

@@ -49,9 +49,22 @@ export const errorResult = (error: IntercomSessionError): ToolResult => ({
 const sentDetails = (sent: Sent): Record<string, unknown> => ({
   messageId: sent.messageId,
   delivered: sent.delivery === "socket_delivered",
-  queued: sent.delivery === "queued",
+  queued: sent.delivery === "queued" || sent.delivery === "staged",
+  ...(sent.delivery === "staged" ? { staged: true, threadId: sent.threadId } : {}),
   ...(sent.targetId === undefined ? {} : { targetId: sent.targetId }),
   ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo })
+})
+
+/**
+ * The delivery parameters of a call (C-DLV-1…4), passed on as given: the
+ * action checks them (`checkDeliveryChoice`) before anything is sent, so
+ * `passive` on an ask or a reply is refused there, not dropped here.
+ */
+const modesOf = (params: IntercomToolParams) => ({
+  delivery: params.delivery,
+  queueMode: params.queueMode,
+  threadId: params.threadId,
+  passive: params.passive
 })
 
 /**
@@ -125,11 +138,11 @@ export const baseToolActions = (
         ))],
     ["send", (params) =>
       checked(params, true, (to, message, attachments) =>
-        Effect.map(actions.sendChecked({ to, message, replyTo: params.replyTo }, attachments), (result) =>
+        Effect.map(actions.sendChecked({ to, message, replyTo: params.replyTo, ...modesOf(params) }, attachments), (result) =>
           result._tag === "Declined" ? ok(result.text, { cancelled: true }) : ok(result.text, sentDetails(result))))],
     ["ask", (params) =>
       checked(params, true, (to, message, attachments) =>
-        Effect.map(asking.askChecked({ to, message, timeoutMs: params.timeoutMs }, attachments), (result) =>
+        Effect.map(asking.askChecked({ to, message, timeoutMs: params.timeoutMs, ...modesOf(params) }, attachments), (result) =>
           result._tag === "Sent"
             ? ok(result.text, sentDetails(result))
             : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id })))],
@@ -140,7 +153,7 @@ export const baseToolActions = (
       const { replyError } = params
       return checked({ ...params, message: replyBody(params.message, replyError) }, false, (_to, message, attachments) =>
         Effect.map(
-          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo, replyError }, attachments),
+          actions.replyChecked({ message, to: params.to, replyTo: params.replyTo, replyError, ...modesOf(params) }, attachments),
           (result) => ok(result.text, { ...sentDetails(result), ...(replyError === undefined ? {} : { replyError: true }) })
         ))
     }],

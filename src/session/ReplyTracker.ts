@@ -7,6 +7,7 @@
  * only from synchronous code (between two yields of its fibers).
  */
 import type { Message, SessionInfo } from "../protocol/frames.ts"
+import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import { NoReplyContext, TargetUnresolved } from "./errors.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
@@ -28,6 +29,8 @@ export interface InboundContext {
   readonly askTimeoutMs?: number | undefined
   /** `supervisor`: a delegated child's message, as the broker marked it (`contact_supervisor`, C-SUP-13). */
   readonly channel?: "supervisor" | undefined
+  /** How its sender wants it to reach this session (`delivery-v1`); absent means `steer`. */
+  readonly delivery?: DeliveryMode | undefined
 }
 
 /**

@@ -11,6 +11,7 @@ import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import type { SendError, SendRequest } from "../client/requests.ts"
 import type { Delivery } from "../client/events.ts"
+import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { type ClientFailure, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
@@ -60,16 +61,43 @@ export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
 
 /**
  * `Message sent to <to>` / `Message queued for <to>` (and `Reply …`): the
- * broker accepted it, nothing more (C-TOOL-4).
+ * broker accepted it, nothing more (C-TOOL-4). A replace message the broker
+ * staged (`delivery: "staged"`, C-DLV-6) says so in parentheses.
  *
  * @category rendering
  * @since 0.1.0
  */
-export const sentText = (verb: "Message" | "Reply", to: string, delivery: Delivery["delivery"]): string =>
-  delivery === "queued" ? `${verb} queued for ${to}` : `${verb} sent to ${to}`
+export const sentText = (
+  verb: "Message" | "Reply",
+  to: string,
+  delivery: Delivery["delivery"],
+  threadId?: string
+): string =>
+  delivery === "staged"
+    ? `${verb} queued for ${to} (replace mode, thread "${
+      threadId ?? ""
+    }": only the latest message of the thread is delivered, once the coalescing window closes)`
+    : delivery === "queued"
+    ? `${verb} queued for ${to}`
+    : `${verb} sent to ${to}`
+
+/**
+ * The client request fields of a delivery choice: none for the default `steer`.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const deliveryFields = (choice: DeliveryChoice | undefined): Pick<SendRequest, "delivery" | "queueMode" | "threadId"> =>
+  choice === undefined || isDefaultDelivery(choice)
+    ? {}
+    : {
+      delivery: choice.delivery,
+      ...(choice.queueMode === undefined ? {} : { queueMode: choice.queueMode }),
+      ...(choice.threadId === undefined ? {} : { threadId: choice.threadId })
+    }
 
 /** What a send carries besides its target and message. */
-type SendExtra = Pick<SendRequest, "askTimeoutMs">
+type SendExtra = Pick<SendRequest, "askTimeoutMs" | "delivery" | "queueMode" | "threadId">
 
 /**
  * The outgoing operations of one generation (see the module header).
@@ -91,7 +119,7 @@ export interface Sending {
     to: string,
     message: Message,
     target: SessionInfo | undefined,
-    options?: { readonly askTimeoutMs?: number | undefined }
+    options?: { readonly askTimeoutMs?: number | undefined; readonly delivery?: DeliveryChoice | undefined }
   ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
@@ -117,7 +145,10 @@ export const makeSending = (generation: Generation): Sending => {
 
   const deliver: Sending["deliver"] = (kind, to, message, target, options) =>
     Effect.gen(function*() {
-      const extra: SendExtra = options?.askTimeoutMs === undefined ? {} : { askTimeoutMs: options.askTimeoutMs }
+      const extra: SendExtra = {
+        ...(options?.askTimeoutMs === undefined ? {} : { askTimeoutMs: options.askTimeoutMs }),
+        ...deliveryFields(options?.delivery)
+      }
       if (target === undefined) {
         return yield* client.send({ to, message, ...extra }).pipe(
           Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered(kind, to)(error))

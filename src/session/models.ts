@@ -88,6 +88,14 @@ export interface SendRequest {
   readonly attachments?: ReadonlyArray<Attachment> | undefined
   /** Threads the message as the answer to an inbound ask, which it then marks replied (C-RPL-5). */
   readonly replyTo?: string | undefined
+  /** How the message reaches a busy recipient (C-DLV-1): `steer` (default), `queue` or `passive`. */
+  readonly delivery?: string | undefined
+  /** With `delivery: "queue"`: `stack` or `replace` (C-DLV-4). */
+  readonly queueMode?: string | undefined
+  /** With `queueMode: "replace"`: the thread whose latest message replaces earlier staged ones (C-DLV-5). */
+  readonly threadId?: string | undefined
+  /** Legacy, send-only alias for `delivery: "passive"` (C-DLV-3). */
+  readonly passive?: boolean | undefined
 }
 
 /**
@@ -103,6 +111,12 @@ export interface AskRequest {
   readonly attachments?: ReadonlyArray<Attachment> | undefined
   /** Overrides `askTimeoutMs` for this ask. */
   readonly timeoutMs?: number | undefined
+  /** `steer` (default) or `queue`; an ask is never passive (C-ASK-10). */
+  readonly delivery?: string | undefined
+  readonly queueMode?: string | undefined
+  readonly threadId?: string | undefined
+  /** Refused when true: `passive` is a send-only alias and an ask is never passive (C-ASK-10). */
+  readonly passive?: boolean | undefined
 }
 
 /**
@@ -125,6 +139,14 @@ export interface ReplyRequest {
    * as an error whose text is this string. Only for an ask (`expectsReply`).
    */
   readonly replyError?: string | undefined
+  /** How the message reaches a busy recipient (C-DLV-1): `steer` (default), `queue` or `passive`. */
+  readonly delivery?: string | undefined
+  /** With `delivery: "queue"`: `stack` or `replace` (C-DLV-4). */
+  readonly queueMode?: string | undefined
+  /** With `queueMode: "replace"`: the thread whose latest message replaces earlier staged ones (C-DLV-5). */
+  readonly threadId?: string | undefined
+  /** Refused when true: `passive` is a send-only alias; use `delivery: "passive"` (C-DLV-3). */
+  readonly passive?: boolean | undefined
 }
 
 /**
@@ -142,8 +164,10 @@ export interface Sent {
   /** The session it resolved to, when it resolved locally. */
   readonly targetId: string | undefined
   readonly messageId: string
-  /** `socket_delivered`, or `queued` for a session that is away. */
+  /** `socket_delivered`, `queued` for a session that is away, or `staged` for replace coalescing (C-DLV-6). */
   readonly delivery: Delivery["delivery"]
+  /** For `staged`: the replace thread. */
+  readonly threadId?: string | undefined
   /** The ask this message answers, if any. */
   readonly replyTo: string | undefined
   /** `Message sent to <to>`, `Message queued for <to>`, `Reply sent to <name>`, … */
@@ -252,6 +276,14 @@ export interface IntercomToolParams {
    * own group is accepted. Blank or absent: the own group.
    */
   readonly group?: string | undefined
+  /** For `send`/`ask`/`reply`: `steer` (default), `queue` or `passive` (never for `ask`) (C-DLV-1, C-ASK-10). */
+  readonly delivery?: string | undefined
+  /** For `delivery: "queue"`: `stack` or `replace` (C-DLV-4). */
+  readonly queueMode?: string | undefined
+  /** For `queueMode: "replace"`: the thread key (C-DLV-5). */
+  readonly threadId?: string | undefined
+  /** For `send`: legacy alias of `delivery: "passive"` (C-DLV-3). */
+  readonly passive?: boolean | undefined
 }
 
 /**

@@ -4,6 +4,13 @@
  * at all (U+0000–U+001F, U+007F–U+009F); text bodies may hold TAB, LF and CR.
  */
 import { Effect, Option, Schema } from "effect"
+import {
+  checkDelivery,
+  type DeliveryChoice,
+  type DeliveryInput,
+  type DeliveryKind,
+  isDeliveryRefusal
+} from "../protocol/deliveryModes.ts"
 import { Attachment } from "../protocol/frames.ts"
 import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
 import { InvalidInput, MissingParameter } from "./errors.ts"
@@ -130,6 +137,9 @@ export const checkOutgoing = (
 /**
  * A reply's `replyError` (C-ASK-7): absent, or a non-blank text of at most
  * `MAX_REPLY_ERROR_LENGTH` characters with no control characters but TAB, LF and CR.
+ * The delivery choice of an outgoing `kind` (C-DLV-2…4, C-ASK-10), checked by
+ * the same rules the client and the broker apply (`checkDelivery`); a refused
+ * combination is `InvalidInput` and nothing is sent.
  *
  * @category validation
  * @since 0.1.0
@@ -152,3 +162,10 @@ export const checkReplyError = (value: string | undefined): InvalidInput | undef
  */
 export const replyBody = (message: string | undefined, replyError: string | undefined): string | undefined =>
   (message === undefined || message === "") && replyError !== undefined ? replyError : message
+export const checkDeliveryChoice = (
+  request: DeliveryInput,
+  kind: DeliveryKind
+): Effect.Effect<DeliveryChoice, InvalidInput> => {
+  const choice = checkDelivery(request, kind)
+  return isDeliveryRefusal(choice) ? Effect.fail(new InvalidInput({ reason: choice.reason })) : Effect.succeed(choice)
+}

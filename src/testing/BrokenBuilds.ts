@@ -99,3 +99,31 @@ export const ignoreGroups = (onlyNth?: number) => (): BrokerInputFault => {
       return JSON.stringify(rest)
     })
 }
+
+/**
+ * A broker that coalesces replace messages under the wrong key (as if the
+ * message id were part of it): every replace send gets a thread of its own,
+ * so nothing is ever replaced and every update of a burst is delivered when
+ * its window closes. Rewrites what the broker reads; the ledger (which keys
+ * by what the client wrote) must report `replace-not-latest`.
+ */
+export const replaceKeyPerMessage = () => (): BrokerInputFault => (_link, frames) =>
+  frames.map((frame) => {
+    if (!frame.includes(`"replace"`) || !frame.includes(`"threadId":`)) return frame
+    const parsed: unknown = JSON.parse(frame)
+    if (
+      typeof parsed !== "object" || parsed === null || !("type" in parsed) || parsed.type !== "send" ||
+      !("threadId" in parsed) || typeof parsed.threadId !== "string" || !("message" in parsed) ||
+      typeof parsed.message !== "object" || parsed.message === null || !("id" in parsed.message) ||
+      typeof parsed.message.id !== "string"
+    ) return frame
+    return JSON.stringify({ ...parsed, threadId: `${parsed.threadId}#${parsed.message.id.slice(0, 8)}` })
+  })
+
+/**
+ * A broker that forgets to forward `delivery: "passive"` (as if it dropped
+ * the mode when encoding the message): the recipient treats the message as a
+ * steer and wakes its model. The ledger must report `passive-woke-model`.
+ */
+export const forgetPassive = () => (): BrokerOutputFault => (_link, frames) =>
+  frames.map((frame) => isMessage(frame) ? frame.replace(`,"delivery":"passive"`, "") : frame)

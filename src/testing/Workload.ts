@@ -12,6 +12,13 @@
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"
 import { Prng } from "./Prng.ts"
+import {
+  DELIVERY_WEIGHT,
+  DeliverySendFields,
+  drawDeliverySend,
+  formatDeliverySend,
+  runDeliverySend
+} from "./simulation/delivery.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import { type SessionSpec, Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
 
@@ -42,7 +49,8 @@ export const OpSchema = Schema.Union([
   op("Stall", { session: Int, side: SideSchema, ms: Int }),
   op("DelayWrites", { session: Int, side: SideSchema, delayMs: Int, forMs: Int }),
   op("ClockJump", { ms: Int }),
-  op("Hostile", { attacker: Int, attack: HostileAttack })
+  op("Hostile", { attacker: Int, attack: HostileAttack }),
+  op("DeliverySend", DeliverySendFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -71,7 +79,8 @@ export const trafficWeights: OpWeights = {
   Stall: 0,
   DelayWrites: 0,
   ClockJump: 0,
-  Hostile: 0
+  Hostile: 0,
+  DeliverySend: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -118,6 +127,13 @@ export interface WorkloadOptions {
    * separately (test/testing/groups.test.ts).
    */
   readonly groups?: boolean
+  /**
+   * Mix sends with delivery modes (`delivery-v1`) into the workload: steer,
+   * queue, passive, and bursts of replace updates on a few threads (weight
+   * DELIVERY_WEIGHT; simulation/delivery.ts). Default false: the standard
+   * sweep runs without them.
+   */
+  readonly delivery?: boolean
 }
 
 /** Hostile sessions in a world with `WorkloadOptions.hostile`. */
@@ -170,6 +186,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     ...defaultWeights,
     ...(options.hostile === true ? { Hostile: HOSTILE_WEIGHT } : {}),
     ...(groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
+    ...(options.delivery === true ? { DeliverySend: DELIVERY_WEIGHT } : {}),
     ...options.weights
   }
   const count = options.ops ?? 40
@@ -210,6 +227,11 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Send":
         ops.push({ _tag: "Send", after, ...addressed(session()) })
         break
+      case "DeliverySend": {
+        const from = session()
+        ops.push({ _tag: "DeliverySend", after, from, to: target(from), ...drawDeliverySend(prng) })
+        break
+      }
       case "Ask":
         ops.push({ _tag: "Ask", after, ...addressed(session()), timeoutMs: prng.int(2, 20) * 1000 })
         break
@@ -307,6 +329,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} the wall clock jumps ${op.ms >= 0 ? "forward" : "back"} ${Math.abs(op.ms)} ms`
     case "Hostile":
       return `${when} hostile X${op.attacker + 1}: ${op.attack}`
+    case "DeliverySend":
+      return `${when} ${formatDeliverySend(op, name(op.from), name(op.to))}`
   }
 }
 
@@ -390,6 +414,12 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "Hostile":
           yield* sim.hostiles[op.attacker]?.attack(op.attack) ?? Effect.void
           break
+        case "DeliverySend": {
+          const from = nameAt(sessions, op.from)
+          const to = nameAt(sessions, op.to)
+          if (from !== undefined && to !== undefined) yield* runDeliverySend(sim, op, from, to, counter)
+          break
+        }
       }
     }
   })

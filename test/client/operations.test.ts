@@ -70,7 +70,7 @@ describe("IntercomClient operations", () => {
           connected: true,
           sessionId: A_ID,
           socketPath: status.socketPath,
-          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1", "supervisor-v1", "reply-error-v1"],
+          features: ["exact-send-v1", "list-page-v1", "ask-timeout-v1", "groups-v1", "supervisor-v1", "reply-error-v1", "delivery-v1"],
           connections: 1,
           lastError: null,
           supervisorSessionId: null
@@ -385,6 +385,8 @@ describe("delivery failures from the broker, as typed errors with the broker's r
       [DeliveryCode.CrossGroup]: "CrossGroup",
       [DeliveryCode.SupervisorUnauthorized]: "SupervisorUnauthorized",
       [DeliveryCode.SupervisorTarget]: "SupervisorTargetMismatch",
+      [DeliveryCode.ReplaceQueueFull]: "ReplaceQueueFull",
+      [DeliveryCode.DeliveryUnsupported]: "DeliveryUnsupported",
       "": "DeliveryFailed",
       "E_FROM_A_NEWER_BROKER": "DeliveryFailed"
     }

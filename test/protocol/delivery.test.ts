@@ -86,7 +86,9 @@ describe("P45 codes", () => {
       TooManyAsks: "E_TOO_MANY_ASKS",
       CrossGroup: "E_CROSS_GROUP",
       SupervisorUnauthorized: "E_SUPERVISOR_UNAUTHORIZED",
-      SupervisorTarget: "E_SUPERVISOR_TARGET"
+      SupervisorTarget: "E_SUPERVISOR_TARGET",
+      ReplaceQueueFull: "E_REPLACE_QUEUE_FULL",
+      DeliveryUnsupported: "E_DELIVERY_UNSUPPORTED"
     })
   })
 

@@ -2,9 +2,9 @@
  * The client commands of `intercom` (docs/cli.md, "Client commands"):
  *
  *   intercom list    [--name <n>] [--json] [--dir <dir>] [--group <g>]
- *   intercom send    <to> <message...>
- *   intercom ask     <to> <message...> [--timeout <duration|ms>]
- *   intercom reply   <message...> [--to <target>] [--reply-to <message id>]
+ *   intercom send    <to> <message...> [--delivery steer|queue|passive] [--queue-mode stack|replace] [--thread <id>]
+ *   intercom ask     <to> <message...> [--timeout <duration|ms>] [--delivery …] [--queue-mode …] [--thread <id>]
+ *   intercom reply   <message...> [--to <target>] [--reply-to <message id>] [--delivery …] [--queue-mode …] [--thread <id>]
  *   intercom pending
  *   intercom status
  *   intercom watch   [--no-stdin]
@@ -85,6 +85,42 @@ const messageArgument = Argument.String("message").pipe(
 
 const joined = (words: ReadonlyArray<string>): string => words.join(" ")
 
+/**
+ * `--delivery`, `--queue-mode` and `--thread` (`delivery-v1`, C-DLV-1…4): the
+ * tool's `delivery`, `queueMode` and `threadId`. Combinations are checked by
+ * the session runtime, with the same rules and texts as the tool: a bad one
+ * is an error and exit 1, and nothing is sent.
+ */
+const deliveryFlags = {
+  delivery: Flag.Literals("delivery", ["steer", "queue", "passive"]).pipe(
+    Flag.withDescription(
+      "How the message reaches a busy session: steer (default; at its next tool boundary), queue (after its current work) or passive (shown, never wakes its model; not for ask)."
+    ),
+    Flag.optional
+  ),
+  queueMode: Flag.Literals("queue-mode", ["stack", "replace"]).pipe(
+    Flag.withDescription(
+      "With --delivery queue: stack (every message) or replace (only the latest message of --thread is delivered, after the broker's coalescing window)."
+    ),
+    Flag.optional
+  ),
+  thread: Flag.String("thread").pipe(
+    Flag.withDescription("With --queue-mode replace: the thread whose latest message replaces earlier ones."),
+    Flag.optional
+  )
+}
+
+/** The tool's delivery parameters from the delivery flags. */
+const deliveryParams = (input: {
+  readonly delivery: Option.Option<string>
+  readonly queueMode: Option.Option<string>
+  readonly thread: Option.Option<string>
+}): Pick<IntercomToolParams, "delivery" | "queueMode" | "threadId"> => ({
+  ...Option.match(input.delivery, { onNone: () => ({}), onSome: (delivery) => ({ delivery }) }),
+  ...Option.match(input.queueMode, { onNone: () => ({}), onSome: (queueMode) => ({ queueMode }) }),
+  ...Option.match(input.thread, { onNone: () => ({}), onSome: (threadId) => ({ threadId }) })
+})
+
 const runAction = (input: CommonInput, params: IntercomToolParams) =>
   Effect.flatMap(Effect.promise(() => import("./run.ts")), (run) => run.runAction(input, params))
 
@@ -98,10 +134,19 @@ const list = Command.make(
 
 const send = Command.make(
   "send",
-  { ...common, group: homeGroupFlag, to: toArgument, message: messageArgument },
-  (input) => runAction(input, { action: "send", to: input.to, message: joined(input.message), ...groupParam(input.group) })
+  { ...common, ...deliveryFlags, group: homeGroupFlag, to: toArgument, message: messageArgument },
+  (input) =>
+    runAction(input, {
+      action: "send",
+      to: input.to,
+      message: joined(input.message),
+      ...deliveryParams(input),
+      ...groupParam(input.group)
+    })
 ).pipe(
-  Command.withDescription("Send a message. Exits 0 once the broker accepted it (not when it was read), 1 if it was not delivered.")
+  Command.withDescription(
+    "Send a message. Exits 0 once the broker accepted it (or staged it, with --queue-mode replace), not when it was read; 1 if it was not delivered."
+  )
 )
 
 const timeoutFlag = Flag.String("timeout").pipe(
@@ -115,13 +160,14 @@ const timeoutFlag = Flag.String("timeout").pipe(
 
 const ask = Command.make(
   "ask",
-  { ...common, group: homeGroupFlag, to: toArgument, message: messageArgument, timeout: timeoutFlag },
+  { ...common, ...deliveryFlags, group: homeGroupFlag, to: toArgument, message: messageArgument, timeout: timeoutFlag },
   (input) =>
     runAction(input, {
       action: "ask",
       to: input.to,
       message: joined(input.message),
       timeoutMs: Option.getOrUndefined(input.timeout),
+      ...deliveryParams(input),
       ...groupParam(input.group)
     })
 ).pipe(
@@ -132,6 +178,7 @@ const reply = Command.make(
   "reply",
   {
     ...common,
+    ...deliveryFlags,
     group: homeGroupFlag,
     message: Argument.String("message").pipe(
       Argument.withDescription(
@@ -161,6 +208,7 @@ const reply = Command.make(
       replyError: Option.getOrUndefined(input.error),
       to: Option.getOrUndefined(input.to),
       replyTo: Option.getOrUndefined(input.replyTo),
+      ...deliveryParams(input),
       ...groupParam(input.group)
     })
 ).pipe(

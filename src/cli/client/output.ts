@@ -7,6 +7,7 @@
 import * as Console from "effect/Console"
 import type * as Effect from "effect/Effect"
 import type { PresenceEvent } from "../../client/events.ts"
+import type { DeliveryMode } from "../../protocol/deliveryModes.ts"
 import type { Message, SessionInfo } from "../../protocol/frames.ts"
 import type { Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
@@ -96,10 +97,18 @@ const who = (session: SessionInfo) => ({ id: session.id, ...(session.name === un
 
 /**
  * An inbound message: `[ask] <sender> · <message id>` or `[message] <sender>`,
- * `· queued 6h ago` when it waited in the broker's mailbox, then the body indented.
+ * `· queued 6h ago` when it waited in the broker's mailbox, then the body indented. A sender's `queue` or `passive` delivery
+ * (`delivery-v1`) is named in the tag: `[message, queued]`, `[message, passive]`.
  */
-export const inboundText = (from: SessionInfo, message: Message, expectsReply: boolean): string =>
-  `${expectsReply ? "[ask]" : "[message]"} ${sessionLabel(from)} · ${message.id}${
+export const inboundText = (
+  from: SessionInfo,
+  message: Message,
+  expectsReply: boolean,
+  delivery: DeliveryMode = "steer"
+): string =>
+  `${expectsReply ? "[ask" : "[message"}${
+    delivery === "queue" ? ", queued" : delivery === "passive" ? ", passive" : ""
+  }] ${sessionLabel(from)} · ${message.id}${
     message.replyTo === undefined ? "" : ` (in reply to ${message.replyTo})`
   }${queuedMarker(message)}\n${indent(messageBody(message))}`
 
@@ -109,12 +118,19 @@ const queuedJson = (message: Message): { readonly queuedForMs?: number } => {
   return waited === undefined ? {} : { queuedForMs: waited }
 }
 
-/** An inbound message as a `--json` event: `{ event: "message", from, messageId, expectsReply, replyTo?, queuedForMs?, text, attachments?, timestamp }`. */
-export const inboundJson = (inbound: Pick<Inbound, "from" | "message" | "expectsReply">): Record<string, unknown> => ({
+/**
+ * An inbound message as a `--json` event: `{ event: "message", from,
+ * messageId, expectsReply, delivery?, replyTo?, queuedForMs?, text, attachments?, timestamp }`
+ * (`delivery` only for a sender's `queue` or `passive`).
+ */
+export const inboundJson = (
+  inbound: Pick<Inbound, "from" | "message" | "expectsReply"> & { readonly delivery?: DeliveryMode }
+): Record<string, unknown> => ({
   event: "message",
   from: who(inbound.from),
   messageId: inbound.message.id,
   expectsReply: inbound.expectsReply,
+  ...(inbound.delivery === undefined || inbound.delivery === "steer" ? {} : { delivery: inbound.delivery }),
   ...(inbound.message.replyTo === undefined ? {} : { replyTo: inbound.message.replyTo }),
   ...queuedJson(inbound.message),
   text: inbound.message.content.text,

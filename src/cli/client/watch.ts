@@ -100,7 +100,7 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     const known = new Map<string, SessionInfo>()
 
     const host = headless(context.identity, (inbound: Inbound) =>
-      emit(inboundText(inbound.from, inbound.message, inbound.expectsReply), inboundJson(inbound)))
+      emit(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery), inboundJson(inbound)))
     const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never" })
 
     const act = (params: IntercomToolParams, source: "stdin" | "command"): Effect.Effect<ToolResult> =>

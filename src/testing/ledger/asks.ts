@@ -4,6 +4,7 @@
  * by a reply that answers it, from the session it asked.
  */
 import type { Message } from "../../protocol/frames.ts"
+import { checkPassiveIntent } from "./delivery.ts"
 import { checkOrder, rescuedNow } from "./order.ts"
 import { type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } from "./state.ts"
 import { alias, check, clip, note } from "./trace.ts"
@@ -23,6 +24,7 @@ export const hostDelivered = (state: LedgerState, receiver: string, fromId: stri
       `${record.alias} for ${nameOf(state, record.target ?? "?")} was handed to ${nameOf(state, receiver)}`)
   }
   checkOrder(state, state.lastHostSeq, record, receiver, "at the host")
+  checkPassiveIntent(state, record, receiver, intent)
 }
 
 /** An ask was started; returns its alias. */

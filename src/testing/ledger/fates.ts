@@ -6,6 +6,7 @@
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { crossesGroup, type LedgerState, mayCross, nameOf } from "./state.ts"
+import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
 
@@ -30,6 +31,7 @@ export const unexplained = (state: LedgerState): ReadonlyArray<Unexplained> => {
     if (
       record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified &&
       record.reads.length === 0 && record.writtenTo.length === 0 && record.target !== undefined &&
+      record.delivery?.replaced !== true &&
       !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch))
     ) out.push({ sender: record.sender, target: record.target, message: record.message, channel: record.channel })
   }
@@ -55,6 +57,8 @@ export const finish = (state: LedgerState): MessageTally => {
   let lostToCrash = 0
   let lostInFlight = 0
   let stranded = 0
+  let replaced = 0
+  checkReplaceLatest(state)
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++
     if (record.outcome === "pending" || record.outcome === "unknown") unknown++
@@ -78,6 +82,10 @@ export const finish = (state: LedgerState): MessageTally => {
     }
     if (record.expiredNotified) {
       failedNotified++
+      continue
+    }
+    if (wasReplaced(record)) {
+      replaced++
       continue
     }
     const lastRead = record.reads[record.reads.length - 1]
@@ -137,7 +145,8 @@ export const finish = (state: LedgerState): MessageTally => {
     failedNotified,
     lostToCrash,
     lostInFlight,
-    stranded
+    stranded,
+    replaced
   }
 }
 

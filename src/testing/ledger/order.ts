@@ -3,6 +3,10 @@
  * read the sends it accepted, on the wire and again at the host. An
  * out-of-order arrival caused by mail requeued from a replaced connection is
  * reported as `stranded-mail` (its cause), any other as `fifo`.
+ *
+ * Replace-mode messages (`delivery-v1`) are outside this order: the broker
+ * stages them and hands them over when their coalescing window closes, after
+ * messages the sender sent later (C-DLV-5); ledger/delivery.ts checks them.
  */
 import { type LedgerState, type MessageRecord, nameOf } from "./state.ts"
 import { check } from "./trace.ts"
@@ -20,7 +24,7 @@ export const checkOrder = (
   where: string
 ): void => {
   const seq = record.acceptSeq
-  if (seq === undefined) return
+  if (seq === undefined || record.delivery?.threadId !== undefined) return
   const key = `${record.sender}\u0000${receiver}`
   const previous = last.get(key)
   const inOrder = previous === undefined || previous < seq

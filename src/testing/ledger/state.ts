@@ -5,6 +5,7 @@
  * touched only by the ledger's plain synchronous functions.
  */
 import type { Message } from "../../protocol/frames.ts"
+import type { DeliveryNote } from "./delivery.ts"
 import type { AskOutcome, LedgerOptions, SessionMeta, Violation } from "./types.ts"
 
 /** One in-memory connection as the ledger follows it. */
@@ -56,6 +57,8 @@ export interface MessageRecord {
   rescued: boolean
   /** What the broker's replay record said when the harness asked at the end (see `unexplained`). */
   recordSays: string | undefined
+  /** Its delivery mode when not the default steer (`delivery-v1`, ledger/delivery.ts). */
+  readonly delivery: DeliveryNote | undefined
 }
 
 /** One ask, from its start to how it settled. */

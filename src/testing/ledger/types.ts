@@ -72,6 +72,14 @@ export type ViolationKind =
    * been refused (`E_CROSS_GROUP` by exact id, `E_TARGET_NOT_FOUND` by name).
    */
   | "cross-group-accepted"
+  /**
+   * `delivery-v1`: a replace message was delivered though a later message of
+   * its (sender, recipient, thread) had been staged before it left staging,
+   * or after its sender was told it was replaced: only the latest may be.
+   */
+  | "replace-not-latest"
+  /** `delivery-v1`: a message its sender sent `passive` reached the host as anything but `passive` (it would wake the model). */
+  | "passive-woke-model"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
@@ -142,6 +150,8 @@ export interface MessageTally {
   readonly lostInFlight: number
   /** Delivered only when the end of the run made its target register again (a `stranded-mail` violation each). */
   readonly stranded: number
+  /** Staged replace messages (`delivery-v1`) a later message of their thread replaced, the sender told. */
+  readonly replaced: number
 }
 
 /** How every ask of a run ended. */

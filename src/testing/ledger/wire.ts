@@ -10,6 +10,7 @@ import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecode
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
+import { brokerReadDelivery, type DeliveryNote, deliveredRead, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -34,14 +35,24 @@ const decodeSupervisorSend = compileDecoder("supervisor_send", SupervisorSendFra
 /** A send-like frame a client wrote: a `send`, or a child's `supervisor_send`. */
 const decodeSendLike = (
   parsed: { readonly type: string; readonly [key: string]: unknown }
-): { readonly to: string; readonly targetId: string | undefined; readonly message: Message; readonly channel: "supervisor" | undefined } | undefined => {
+): {
+  readonly to: string
+  readonly targetId: string | undefined
+  readonly message: Message
+  readonly channel: "supervisor" | undefined
+  readonly delivery: DeliveryNote | undefined
+} | undefined => {
   if (parsed.type === "send") {
     const frame = decodeClientFrame.send(parsed)
-    return isFrameDecodeError(frame) ? undefined : { to: frame.to, targetId: frame.targetId, message: frame.message, channel: undefined }
+    return isFrameDecodeError(frame)
+      ? undefined
+      : { to: frame.to, targetId: frame.targetId, message: frame.message, channel: undefined, delivery: deliveryNoteOf(frame) }
   }
   if (parsed.type === "supervisor_send") {
     const frame = decodeSupervisorSend(parsed)
-    return isFrameDecodeError(frame) ? undefined : { to: frame.to, targetId: undefined, message: frame.message, channel: "supervisor" }
+    return isFrameDecodeError(frame)
+      ? undefined
+      : { to: frame.to, targetId: undefined, message: frame.message, channel: "supervisor", delivery: undefined }
   }
   return undefined
 }
@@ -56,7 +67,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
     if (!isFrameDecodeError(parsed)) {
       if ((parsed.type === "send" || parsed.type === "supervisor_send") && !isHostile(state, link.owner)) {
         const frame = decodeSendLike(parsed)
-        if (frame !== undefined) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message, frame.channel)
+        if (frame !== undefined) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery)
       } else if (parsed.type === "unregister") {
         link.registered = false
       }
@@ -71,7 +82,8 @@ const sendWritten = (
   to: string,
   targetId: string | undefined,
   message: Message,
-  channel: "supervisor" | undefined
+  channel: "supervisor" | undefined,
+  delivery: DeliveryNote | undefined
 ): void => {
   if (state.messages.has(message.id)) return // a retry of the same message
   const kind = message.expectsReply === true ? "ask" : message.replyTo !== undefined ? "reply" : "send"
@@ -97,7 +109,8 @@ const sendWritten = (
     ackedAt: undefined,
     noticeWrittenTo: [],
     rescued: false,
-    recordSays: undefined
+    recordSays: undefined,
+    delivery
   }
   state.messages.set(message.id, record)
   // A child's supervisor-channel ask is no ask of its session runtime (its reply-waiter slot is not used).
@@ -119,7 +132,10 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
-    if (record !== undefined && record.outcome !== "acked") record.acceptSeq = ++state.acceptSeq
+    if (record !== undefined && record.outcome !== "acked") {
+      record.acceptSeq = ++state.acceptSeq
+      brokerReadDelivery(state, record)
+    }
   }
 }
 
@@ -275,10 +291,12 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       link.registered = true
       return
     }
+    case "delivery_queued":
     case "delivered": {
-      if (frame.delivery === undefined) return // a cancel's bare answer
+      if (frame.type === "delivered" && frame.delivery === undefined) return // a cancel's bare answer
       const record = state.messages.get(frame.messageId)
       if (record === undefined || record.sender !== link.owner) return
+      if (frame.type === "delivery_queued") stagedRead(record)
       if (record.outcome !== "acked") {
         record.outcome = "acked"
         record.ackEpoch = link.brokerEpoch
@@ -317,6 +335,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       const first = check(state, record.reads.length === 0, "duplicate-on-wire", () =>
         `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, receiver)}) arrived ${record.reads.length + 1} times`)
       record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now() })
+      deliveredRead(record, frame.message.brokerDeliveredAt)
       if (first) checkOrder(state, state.lastWireSeq, record, receiver, "on the wire")
       return
     }
@@ -336,6 +355,11 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       sameGroup(state, link, frame.sessionId, "session_left")
       return
     case "message_receipt": {
+      if (frame.receipt.status === "superseded") {
+        const replaced = recordFrom(state, frame.receipt.messageId, link.owner)
+        if (replaced !== undefined) replacedRead(state, replaced, frame.receipt.detail)
+        return
+      }
       if (frame.receipt.status !== "expired") return
       const record = recordFrom(state, frame.receipt.messageId, link.owner)
       if (record !== undefined) {

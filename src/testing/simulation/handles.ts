@@ -63,12 +63,12 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
     scopeId: state.meta.scopeId,
     group: state.meta.group?.trim() || "default",
     running: Effect.sync(() => state.generation !== undefined),
-    send: (to, text) =>
+    send: (to, text, options = {}) =>
       sessionOp(
         world,
         state,
-        `send ${to} "${text}"`,
-        (session) => session.send({ to, message: text }),
+        `send ${to} "${text}"${options.delivery === undefined ? "" : ` (${[options.delivery, options.queueMode, options.threadId].filter((part) => part !== undefined).join(" ")})`}`,
+        (session) => session.send({ to, message: text, ...options }),
         (exit) =>
           failureOf(exit, (sent) =>
             sent._tag === "Sent" ? `${world.ledger.alias(sent.messageId)} ${sent.delivery}` : "declined")

@@ -176,8 +176,19 @@ export interface SimSession {
   readonly group: string
   /** Whether its client and a session generation are running. */
   readonly running: Effect.Effect<boolean>
-  /** Sends via the session's `send` (C-TOOL-4); skipped (undefined) while the session is stopped. */
-  readonly send: (to: string, text: string) => Effect.Effect<Pending<Sent | SendDeclined, SendFailure> | undefined>
+  /**
+   * Sends via the session's `send` (C-TOOL-4), with a delivery mode
+   * (`delivery-v1`) if given; skipped (undefined) while the session is stopped.
+   */
+  readonly send: (
+    to: string,
+    text: string,
+    options?: {
+      readonly delivery?: "steer" | "queue" | "passive"
+      readonly queueMode?: "stack" | "replace"
+      readonly threadId?: string
+    }
+  ) => Effect.Effect<Pending<Sent | SendDeclined, SendFailure> | undefined>
   /** Asks via the session's `ask` and waits for the answer (or `timeout`, default the session's ask timeout). */
   readonly ask: (
     to: string,

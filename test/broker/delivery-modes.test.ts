@@ -1,0 +1,277 @@
+/**
+ * `delivery-v1` in the broker: delivery fields checked and forwarded, and
+ * replace coalescing (C-DLV-5…9) — only the latest staged message per
+ * (sender, recipient, thread) is delivered, exactly once, when the window
+ * closes; caps with the contract's text; staged messages dropped when their
+ * recipient (or, for asks, their sender) leaves; no replacement after handoff.
+ * In memory under TestClock, so the 1500 ms window passes in microseconds; one
+ * test runs the same over a real Unix socket with a short window.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { MAX_STAGED, MAX_STAGED_PER_SENDER } from "../../src/broker/ReplaceStaging.ts"
+import { Reason } from "../../src/protocol/delivery.ts"
+import { DELIVERY_V1 } from "../../src/protocol/features.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { settled } from "../support/barrier.ts"
+import { ackFor, message, messageFor, type RegisterOptions, withBroker } from "../support/broker.ts"
+import { advance, withMemoryBroker } from "../support/memory.ts"
+import type { WireClient } from "../support/wire.ts"
+
+const WINDOW = 1500
+
+const modern = (sessionId: string, extra: RegisterOptions = {}): RegisterOptions => ({
+  sessionId,
+  name: sessionId,
+  frame: { features: [DELIVERY_V1] },
+  ...extra
+})
+
+const replace = (threadId: string) => ({ delivery: "queue", queueMode: "replace", threadId })
+
+/** Sends a frame and waits for its first answer: `delivered`, `delivery_failed` or `delivery_queued`. */
+const sendFrame = (client: WireClient, to: string, msg: Message, extra: Readonly<Record<string, unknown>> = {}) =>
+  Effect.andThen(
+    client.send({ type: "send", to, message: msg, ...extra }),
+    client.next(["delivered", "delivery_failed", "delivery_queued"], (frame) => frame.messageId === msg.id)
+  )
+
+const copies = (client: WireClient, messageId: string) =>
+  client.received().filter((frame) => frame.type === "message" && frame.message.id === messageId).length
+
+const messagesFrom = (client: WireClient, text: string) =>
+  client.received().filter((frame) => frame.type === "message" && frame.message.content.text.startsWith(text))
+
+describe("delivery-v1 fields", () => {
+  it.effect("a queue/stack message is delivered at once and carries its mode to a recipient granted delivery-v1", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const msg = message("stacked")
+      const ack = yield* sendFrame(a.client, "b", msg, { delivery: "queue", queueMode: "stack" })
+      assert.strictEqual(ack.type, "delivered")
+      const received = yield* messageFor(b.client, msg.id)
+      assert.strictEqual(received.delivery, "queue")
+      assert.strictEqual(received.queueMode, "stack")
+      assert.isUndefined(received.threadId)
+    }))
+
+  it.effect("a base recipient gets a passive message without the delivery fields", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const base = yield* broker.session({ sessionId: "base", name: "base" })
+      const msg = message("quiet note")
+      assert.strictEqual((yield* sendFrame(a.client, "base", msg, { delivery: "passive" })).type, "delivered")
+      const received = yield* messageFor(base.client, msg.id)
+      assert.isFalse("delivery" in received)
+      assert.isFalse("queueMode" in received)
+    }))
+
+  it.effect("a base sender's delivery fields are ignored: a replace send from it is delivered at once, not staged", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const base = yield* broker.session({ sessionId: "base", name: "base" })
+      const b = yield* broker.session(modern("b"))
+      const msg = message("from base")
+      const ack = yield* sendFrame(base.client, "b", msg, replace("t"))
+      assert.strictEqual(ack.type, "delivered")
+      const received = yield* messageFor(b.client, msg.id)
+      assert.isFalse("delivery" in received)
+    }))
+
+  it.effect("invalid combinations are refused with a clear reason and nothing is delivered", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const cases: ReadonlyArray<readonly [Message, Readonly<Record<string, unknown>>, string]> = [
+        [message("x"), { delivery: "loud" }, "Invalid delivery"],
+        [message("x"), { delivery: "steer", queueMode: "stack" }, "queueMode is only valid"],
+        [message("x"), { delivery: "queue", queueMode: "replace" }, "needs a threadId"],
+        [message("x"), { delivery: "queue", threadId: "t" }, "threadId is only valid"],
+        [message("x", { expectsReply: true }), { delivery: "passive" }, "An ask is never passive"]
+      ]
+      for (const [msg, fields, reason] of cases) {
+        const ack = yield* sendFrame(a.client, "b", msg, fields)
+        assert.strictEqual(ack.type, "delivery_failed")
+        if (ack.type === "delivery_failed") {
+          assert.strictEqual(ack.code, "E_INVALID_MESSAGE")
+          assert.include(ack.reason, reason)
+        }
+      }
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(b.client.received().filter((frame) => frame.type === "message").length, 0)
+    }))
+})
+
+describe("replace coalescing", () => {
+  it.effect("five updates on one thread: the sender gets delivery_queued, the recipient only the latest, once, after the window", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const updates = Array.from({ length: 5 }, (_, i) => message(`progress ${i}`))
+      for (const update of updates) {
+        const ack = yield* sendFrame(a.client, "b", update, replace("build"))
+        assert.strictEqual(ack.type, "delivery_queued")
+        if (ack.type === "delivery_queued") assert.strictEqual(ack.threadId, "build")
+      }
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(messagesFrom(b.client, "progress").length, 0, "nothing before the window closes")
+      // The four replaced ones are reported superseded to the sender.
+      for (const replaced of updates.slice(0, 4)) {
+        const receipt = yield* a.client.next("message_receipt", (frame) => frame.receipt.messageId === replaced.id)
+        assert.strictEqual(receipt.receipt.status, "superseded")
+      }
+      yield* advance(WINDOW)
+      const latest = updates[4]!
+      const delivered = yield* messageFor(b.client, latest.id)
+      assert.strictEqual(delivered.threadId, "build")
+      yield* advance(WINDOW * 4)
+      yield* settled([a.client], [b.client])
+      const seen = messagesFrom(b.client, "progress")
+      assert.strictEqual(seen.length, 1)
+      assert.strictEqual(copies(b.client, latest.id), 1)
+    }))
+
+  it.effect("threads and recipients are separate keys; a message after handoff starts a new window and is not replaced", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const c = yield* broker.session(modern("c"))
+      const x = message("x1")
+      const y = message("y1")
+      const toC = message("x-to-c")
+      yield* sendFrame(a.client, "b", x, replace("x"))
+      yield* sendFrame(a.client, "b", y, replace("y"))
+      yield* sendFrame(a.client, "c", toC, replace("x"))
+      yield* advance(WINDOW)
+      yield* messageFor(b.client, x.id)
+      yield* messageFor(b.client, y.id)
+      yield* messageFor(c.client, toC.id)
+      // C-DLV-7: handed over already; the next one on the same key is a new staging, not a replacement.
+      const x2 = message("x2")
+      assert.strictEqual((yield* sendFrame(a.client, "b", x2, replace("x"))).type, "delivery_queued")
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(
+        a.client.received().filter((frame) => frame.type === "message_receipt" && frame.receipt.messageId === x.id).length,
+        0,
+        "a delivered message is never reported superseded"
+      )
+      yield* advance(WINDOW)
+      yield* messageFor(b.client, x2.id)
+      assert.strictEqual(copies(b.client, x.id), 1)
+    }))
+
+  it.effect(`caps: ${MAX_STAGED_PER_SENDER} staged per sender, refused past it with the contract's text; replacing a staged key is not counted`, () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      yield* broker.session(modern("b"))
+      for (let i = 0; i < MAX_STAGED_PER_SENDER; i++) {
+        assert.strictEqual((yield* sendFrame(a.client, "b", message(`t${i}`), replace(`t${i}`))).type, "delivery_queued")
+      }
+      const over = yield* sendFrame(a.client, "b", message("one too many"), replace("extra"))
+      assert.strictEqual(over.type, "delivery_failed")
+      if (over.type === "delivery_failed") {
+        assert.strictEqual(over.reason, "Replace-mode delivery queue is full; retry after pending updates are delivered.")
+        assert.strictEqual(over.code, "E_REPLACE_QUEUE_FULL")
+      }
+      // Replacing thread t7 takes no new place.
+      assert.strictEqual((yield* sendFrame(a.client, "b", message("t7 again"), replace("t7"))).type, "delivery_queued")
+      // Once the window closed, places are free again.
+      yield* advance(WINDOW)
+      assert.strictEqual((yield* sendFrame(a.client, "b", message("after"), replace("extra"))).type, "delivery_queued")
+    }))
+
+  it.effect(`caps: ${MAX_STAGED} staged overall across senders`, () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const senders = MAX_STAGED / MAX_STAGED_PER_SENDER
+      yield* broker.session(modern("sink"))
+      for (let s = 0; s < senders; s++) {
+        const sender = yield* broker.session(modern(`s${s}`))
+        for (let i = 0; i < MAX_STAGED_PER_SENDER; i++) {
+          yield* sender.client.send({ type: "send", to: "sink", message: message(`m${i}`), ...replace(`t${i}`) })
+        }
+        yield* settled([sender.client])
+      }
+      const last = yield* broker.session(modern("late"))
+      const refused = yield* sendFrame(last.client, "sink", message("no room"), replace("t"))
+      assert.strictEqual(refused.type, "delivery_failed")
+      if (refused.type === "delivery_failed") assert.strictEqual(refused.reason, Reason.replaceQueueFull)
+    }), 60_000)
+
+  it.effect("a recipient that leaves loses its staged messages and the sender is told; nothing reaches it when it is back", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const staged = message("for b")
+      yield* sendFrame(a.client, "b", staged, replace("t"))
+      yield* b.client.send({ type: "unregister" })
+      yield* settled([b.client], [a.client])
+      const notice = yield* a.client.next("message_receipt", (frame) => frame.receipt.messageId === staged.id)
+      assert.strictEqual(notice.receipt.status, "expired")
+      assert.strictEqual(notice.receipt.detail, Reason.stagedRecipientLeft)
+      const back = yield* broker.session(modern("b"))
+      yield* advance(WINDOW * 2)
+      yield* settled([a.client], [back.client])
+      assert.strictEqual(copies(back.client, staged.id), 0)
+      assert.strictEqual(copies(b.client, staged.id), 0)
+    }))
+
+  it.effect("a sender that leaves drops its staged asks, while its staged plain messages are still delivered", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const question = message("staged question", { expectsReply: true })
+      const note = message("staged note")
+      assert.strictEqual((yield* sendFrame(a.client, "b", question, replace("q"))).type, "delivery_queued")
+      assert.strictEqual((yield* sendFrame(a.client, "b", note, replace("n"))).type, "delivery_queued")
+      yield* a.client.send({ type: "unregister" })
+      yield* settled([a.client])
+      yield* advance(WINDOW)
+      yield* messageFor(b.client, note.id)
+      yield* settled([], [b.client])
+      assert.strictEqual(copies(b.client, question.id), 0)
+    }))
+
+  it.effect("a same-id retry of a staged message is answered from its record, not staged twice", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const msg = message("once")
+      yield* sendFrame(a.client, "b", msg, replace("t"))
+      yield* a.client.send({ type: "send", to: "b", message: msg, ...replace("t") })
+      const again = yield* ackFor(a.client, msg.id)
+      assert.strictEqual(again.type, "delivered")
+      yield* advance(WINDOW)
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(copies(b.client, msg.id), 1)
+    }))
+})
+
+describe("replace coalescing over a Unix socket", () => {
+  it.live("the latest of three updates is delivered once the (short) window closes, and only it", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null, replaceWindow: 50 })
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const updates = [message("u0"), message("u1"), message("u2")]
+      for (const update of updates) assert.strictEqual((yield* sendFrame(a.client, "b", update, replace("t"))).type, "delivery_queued")
+      yield* messageFor(b.client, updates[2]!.id)
+      // A later staging of the same key and its delivery: everything before it has been written.
+      const marker = message("marker")
+      yield* sendFrame(a.client, "b", marker, replace("t"))
+      yield* messageFor(b.client, marker.id)
+      assert.strictEqual(copies(b.client, updates[0]!.id), 0)
+      assert.strictEqual(copies(b.client, updates[1]!.id), 0)
+      assert.strictEqual(copies(b.client, updates[2]!.id), 1)
+    }))
+})

@@ -1,0 +1,89 @@
+/**
+ * Delivery modes in the simulation (`delivery-v1`): the invariants "only the
+ * latest replace per key is delivered, and exactly once" and "passive never
+ * triggers a model turn" hold in a script and over a seed sweep with delivery
+ * modes, and each is caught against a broken build made for it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { forgetPassive, replaceKeyPerMessage } from "../../src/testing/BrokenBuilds.ts"
+import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
+import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
+import { runSimulation } from "../../src/testing/Workload.ts"
+
+const world = (extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
+  seed: 5,
+  sessions: ["A", "B"],
+  agent: { replyProbability: 1, replyDelayMs: [0, 200] },
+  ...extra
+})
+
+const replace = { delivery: "queue", queueMode: "replace", threadId: "build" } as const
+
+/** A sends five replace updates to B within one window, one passive note, then waits for delivery. */
+const script = Effect.gen(function*() {
+  const sim = yield* Simulation
+  const a = sim.session("A")
+  for (let i = 0; i < 5; i++) {
+    yield* a.send("B", `build ${i * 20}%`, replace)
+    yield* sim.advance("200 millis")
+  }
+  yield* a.send("B", "fyi: lunch", { delivery: "passive" })
+  yield* sim.advance("5 seconds")
+})
+
+const kinds = (report: { readonly violations: ReadonlyArray<{ readonly kind: string }> }) =>
+  new Set(report.violations.map((violation) => violation.kind))
+
+describe("delivery modes in the simulation", () => {
+  it.effect("a replace burst delivers only its latest, once; the replaced are accounted for; the passive note stays passive", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(world(), script)
+      assert.isTrue(report.ok, report.trace.join("\n"))
+      assert.strictEqual(report.messages.replaced, 4, report.trace.join("\n"))
+      assert.strictEqual(report.messages.delivered, 2, report.trace.join("\n"))
+      assert.isTrue(report.trace.some((line) => line.includes("(passive)")), report.trace.join("\n"))
+    }))
+
+  it.effect("a broker that keys replace staging per message is caught: replace-not-latest", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(world({ brokerInputFault: replaceKeyPerMessage() }), script)
+      assert.isFalse(report.ok)
+      assert.isTrue(kinds(report).has("replace-not-latest"), report.trace.join("\n"))
+    }))
+
+  it.effect("a broker that drops the passive mode is caught: passive-woke-model", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(world({ brokerFault: forgetPassive() }), script)
+      assert.isFalse(report.ok)
+      assert.isTrue(kinds(report).has("passive-woke-model"), report.trace.join("\n"))
+    }))
+})
+
+describe("a seed sweep with delivery modes", () => {
+  it.effect("seeds 1–12: every invariant holds", () =>
+    Effect.gen(function*() {
+      const summary = yield* soak({ from: 1, seeds: 12, delivery: true, maxFailures: 1, config: { tolerate: KNOWN_ISSUES } })
+      assert.strictEqual(summary.failures.length, 0, formatSummary(summary, 0))
+    }), 120_000)
+
+  it.effect("each broken build is caught by some seed of the sweep", () =>
+    Effect.gen(function*() {
+      for (const [fault, kind] of [
+        [{ brokerInputFault: replaceKeyPerMessage() }, "replace-not-latest"],
+        [{ brokerFault: forgetPassive() }, "passive-woke-model"]
+      ] as const) {
+        const summary = yield* soak({
+          from: 1,
+          seeds: 12,
+          delivery: true,
+          maxFailures: 1,
+          shrink: false,
+          config: { tolerate: KNOWN_ISSUES, ...fault }
+        })
+        const failure = summary.failures[0]
+        assert.isDefined(failure, formatSummary(summary, 0))
+        assert.isTrue(failure !== undefined && failure.report.violations.some((violation) => violation.kind === kind), failure?.description)
+      }
+    }), 120_000)
+})
