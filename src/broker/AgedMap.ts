@@ -73,6 +73,23 @@ export class AgedMap<K, V> {
     return evicted
   }
 
+  /**
+   * Sets `key` as the newest entry, like `set`, and returns the value it
+   * replaced rather than what it evicted: for maps without a capacity (in one
+   * with a capacity, what it evicts is dropped unseen).
+   */
+  put(key: K, value: V, at: number): V | undefined {
+    const previous = this.table.get(key)
+    if (previous !== undefined) this.unlink(previous)
+    const entry: Aged<K, V> = { key, value, at, older: this.newest, newer: undefined }
+    if (this.newest !== undefined) this.newest.newer = entry
+    else this.oldest = entry
+    this.newest = entry
+    this.table.set(key, entry)
+    while (this.table.size > this.capacity) this.expireOldest(Number.POSITIVE_INFINITY)
+    return previous?.value
+  }
+
   /** Replaces the value in place, keeping its age and position. */
   update(key: K, value: V): void {
     const entry = this.table.get(key)

@@ -96,9 +96,9 @@ export class Asks {
   readonly replies: SendStage = {
     check: (attempt) => {
       const replyTo = attempt.message.replyTo
-      if (replyTo === undefined) return undefined
-      // The ask it answers is the target's own message: keyed by the target and its id.
-      const edge = this.edges.get(recordKeyOf(attempt.targetKey, replyTo))
+      // The ask it answers is the target's own message: keyed by the target and its id (`replyKey`).
+      if (replyTo === undefined || attempt.replyKey === undefined) return undefined
+      const edge = this.edges.get(attempt.replyKey)
       if (edge === undefined) {
         // Asked that id by someone else: the reply goes to the wrong session.
         return this.edges.isAsked(attempt.sender.key, replyTo)
@@ -111,8 +111,7 @@ export class Asks {
       return undefined
     },
     delivered: (attempt) => {
-      const replyTo = attempt.message.replyTo
-      if (replyTo !== undefined) this.edges.delete(recordKeyOf(attempt.targetKey, replyTo))
+      if (attempt.replyKey !== undefined) this.edges.delete(attempt.replyKey)
     }
   }
 
@@ -123,10 +122,7 @@ export class Asks {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.TargetDisconnected, reason: Reason.targetDisconnected }
       }
-      const replyKey = attempt.message.replyTo === undefined
-        ? undefined
-        : recordKeyOf(attempt.targetKey, attempt.message.replyTo)
-      if (this.edges.isWaiting(attempt.target.key, attempt.sender.key, replyKey)) {
+      if (this.edges.isWaiting(attempt.target.key, attempt.sender.key, attempt.replyKey)) {
         return { code: DeliveryCode.MutualAsk, reason: Reason.mutualAsk }
       }
       // Edges are state the broker keeps for a long time: bounded per asker and overall.

@@ -19,8 +19,14 @@ export type Outcome =
   | { readonly ok: true; readonly delivery: "socket_delivered" | "queued" }
   | { readonly ok: false; readonly code: DeliveryCode; readonly reason: string; readonly retryable: boolean }
 
+/** The answer to a send delivered to a live session's connection. */
+export const DELIVERED: Outcome = { ok: true, delivery: "socket_delivered" }
+
+/** The answer to a send queued in the mailbox. */
+export const QUEUED: Outcome = { ok: true, delivery: "queued" }
+
 interface DeliveryRecord {
-  readonly fingerprint: string
+  readonly fingerprint: Fingerprint
   readonly outcome: Outcome
 }
 
@@ -28,7 +34,7 @@ interface DeliveryRecord {
  * 53-bit string hash (cyrb53). The fingerprint hashes message text instead of
  * keeping it: 4,096 records of 1 MiB texts would otherwise pin gigabytes.
  */
-const hash = (text: string): string => {
+const hash = (text: string): number => {
   let h1 = 0xdeadbeef
   let h2 = 0x41c6ce57
   for (let i = 0; i < text.length; i++) {
@@ -38,23 +44,61 @@ const hash = (text: string): string => {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
 }
+
+const NO_ATTACHMENTS_HASH = hash("")
 
 /**
  * What identifies "the same send": target and authored content, not
  * timestamps or sequence numbers. Text and attachments are hashed (with their
  * lengths, so a collision also needs equal lengths), and so is a failure
- * reply's `replyError` (C-BRK-8), when there is one.
+ * reply's `replyError` (C-BRK-8), when there is one. One small object, not a
+ * string built per message: records are kept by the hundred thousand, and
+ * every object they hold is work for the garbage collector.
  */
-export const fingerprintOf = (targetId: string, message: Message, replyError?: string): string => {
-  const text = message.content.text
-  const attachments = message.content.attachments === undefined ? "" : JSON.stringify(message.content.attachments)
-  const base = `${targetId}\u0000${text.length}:${hash(text)}\u0000${attachments.length}:${hash(attachments)}\u0000${
-    message.replyTo ?? ""
-  }\u0000${message.expectsReply ?? ""}\u0000${message.supersedes ?? ""}\u0000${message.retryOf ?? ""}`
-  return replyError === undefined ? base : `${base}\u0000${replyError.length}:${hash(replyError)}`
+export interface Fingerprint {
+  readonly targetId: string
+  readonly textLength: number
+  readonly textHash: number
+  readonly attachmentsLength: number
+  readonly attachmentsHash: number
+  readonly replyTo: string | undefined
+  readonly expectsReply: boolean | undefined
+  readonly supersedes: string | undefined
+  readonly retryOf: string | undefined
+  /** A failure reply's `replyError` (`reply-error-v1`): its length, or -1 without one. */
+  readonly replyErrorLength: number
+  /** Its hash; 0 without one. */
+  readonly replyErrorHash: number
 }
+
+/** The fingerprint of `message` sent to `targetId`; see `Fingerprint`. */
+export const fingerprintOf = (targetId: string, message: Message, replyError?: string): Fingerprint => {
+  const text = message.content.text
+  const attachments = message.content.attachments === undefined ? undefined : JSON.stringify(message.content.attachments)
+  return {
+    targetId,
+    textLength: text.length,
+    textHash: hash(text),
+    attachmentsLength: attachments === undefined ? 0 : attachments.length,
+    attachmentsHash: attachments === undefined ? NO_ATTACHMENTS_HASH : hash(attachments),
+    replyTo: message.replyTo,
+    expectsReply: message.expectsReply,
+    supersedes: message.supersedes,
+    retryOf: message.retryOf,
+    replyErrorLength: replyError === undefined ? -1 : replyError.length,
+    replyErrorHash: replyError === undefined ? 0 : hash(replyError)
+  }
+}
+
+/** Whether two fingerprints name the same send. */
+export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
+  a.targetId === b.targetId && a.textLength === b.textLength && a.textHash === b.textHash &&
+  a.attachmentsLength === b.attachmentsLength && a.attachmentsHash === b.attachmentsHash &&
+  (a.replyTo ?? "") === (b.replyTo ?? "") && (a.expectsReply ?? "") === (b.expectsReply ?? "") &&
+  (a.supersedes ?? "") === (b.supersedes ?? "") && (a.retryOf ?? "") === (b.retryOf ?? "") &&
+  a.replyErrorLength === b.replyErrorLength && a.replyErrorHash === b.replyErrorHash
 
 /** The key of a replay record: the sender and its message id. */
 export const recordKeyOf = (senderKey: string, messageId: string): string => `${senderKey}\u0001${messageId}`
@@ -76,9 +120,11 @@ export interface ReplayLimits {
   readonly maxBytes: number
 }
 
-/** Estimated memory of one record: its strings (UTF-16) and the map entry around them. */
-const entryBytes = (key: string, fingerprint: string, outcome: Outcome): number =>
-  2 * (key.length + fingerprint.length + (outcome.ok ? 0 : outcome.reason.length)) + 160
+/** Estimated memory of one record: its strings (UTF-16) and the objects and map entry around them. */
+const entryBytes = (key: string, fingerprint: Fingerprint, outcome: Outcome): number =>
+  2 * (key.length + fingerprint.targetId.length + (fingerprint.replyTo?.length ?? 0) +
+      (fingerprint.supersedes?.length ?? 0) + (fingerprint.retryOf?.length ?? 0) +
+      (outcome.ok ? 0 : outcome.reason.length)) + 240
 
 /** Replay records (P46); see the module header for what is kept how long. */
 export class DeliveryRecords {
@@ -105,10 +151,10 @@ export class DeliveryRecords {
   }
 
   /** Records `sender`'s send under `key` (replacing an earlier record of the same key). */
-  set(sender: string, key: string, fingerprint: string, outcome: Outcome, now: number): void {
-    this.forget(key)
+  set(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, now: number): void {
     const bytes = entryBytes(key, fingerprint, outcome)
-    this.records.set(key, { sender, fingerprint, outcome, bytes }, now)
+    const replaced = this.records.put(key, { sender, fingerprint, outcome, bytes }, now)
+    if (replaced !== undefined) this.uncount(replaced)
     this.perSender.set(sender, (this.perSender.get(sender) ?? 0) + 1)
     this.bytes += bytes
     if (this.records.size > this.limits.maxRecords || this.bytes > this.limits.maxBytes) this.makeRoom(now)

@@ -11,7 +11,7 @@
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { messageFrameFor } from "./Asks.ts"
-import type { Outcome } from "./DeliveryRecords.ts"
+import { DELIVERED, type Outcome, QUEUED } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { Mailbox } from "./Mailbox.ts"
 import type { Mail, OutboundMessage, Returnable } from "./Peer.ts"
@@ -81,7 +81,7 @@ export class MailDelivery {
   /** Queues mail for an absent session; the outcome to acknowledge. */
   queue(mail: Mail): Outcome {
     this.put(mail)
-    return { ok: true, delivery: "queued" }
+    return QUEUED
   }
 
   /** The sender withdraws queued mail (P71); true when it was still queued. */
@@ -130,7 +130,7 @@ export class MailDelivery {
       return this.ctx.output.forceEnqueue(live.peer, outbound)
     }
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
-    this.ctx.records.rewrite(outbound.mail.recordKey, { ok: true, delivery: "queued" })
+    this.ctx.records.rewrite(outbound.mail.recordKey, QUEUED)
   }
 
   /** Drops expired mail, telling its senders. */
@@ -159,7 +159,7 @@ export class MailDelivery {
     for (const mail of mails) {
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
       this.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.recordKey, { ok: true, delivery: "socket_delivered" })
+      this.ctx.records.rewrite(mail.recordKey, DELIVERED)
     }
   }
 

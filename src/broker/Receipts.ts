@@ -6,12 +6,15 @@
  * `supersedes` send first tells the receiver the old message is superseded.
  * A `cancel_message` for mail still in the mailbox removes it instead.
  *
- * Routes are keyed by the message's sender and id (ids are per sender: a
- * colliding id of another session never diverts them), and indexed by
- * receiver and id for receipts, which name only the message id: a receipt goes
- * to every live sender of a message with that id to that receiver. Routes
- * remember both sides' incarnations, so they lapse when either side leaves
- * without any bookkeeping at leave time.
+ * Routes are kept in one table keyed by the message id alone, and a route
+ * is told apart by its two sides: ids are per sender, so a sender's cancel or
+ * supersede takes only its own route (a colliding id of another session never
+ * diverts it), and a receipt, which names only the message id, goes to every
+ * live sender of a message with that id to the receiver that sent it. One
+ * key the message already carries, so the per-message path builds no key
+ * string and keeps no second index (docs/performance.md). Routes remember
+ * both sides' incarnations, so they lapse when either side leaves without any
+ * bookkeeping at leave time.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -26,28 +29,30 @@ import type { SendStage } from "./Send.ts"
 
 const HOUR = 3_600_000
 
-/** The receiver index key: a receipt names only the receiver (its sender) and the message id. */
-const receivedKeyOf = (receiverKey: string, messageId: string) => `${receiverKey}\u0002${messageId}`
+/** Receipt routes kept at most, overall; past it the oldest go first. */
+const MAX_ROUTES = 65_536
 
 interface ReceiptRoute {
   readonly senderKey: string
   readonly senderIncarnation: number
   readonly receiverKey: string
   readonly receiverIncarnation: number
+  /** When it was recorded (it lapses an hour later). */
+  readonly at: number
 }
+
+/** The routes of one message id: one, or (when senders used the same id) several — no array per message. */
+type Routes = ReceiptRoute | Array<ReceiptRoute>
 
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly forget: (messageKey: string) => void
-  /** Receipt routes by record key (sender and id): an hour, at most 65,536. */
-  private readonly routes = new AgedMap<string, ReceiptRoute>(65_536)
-  /**
-   * Record keys of the routes by receiver and message id, for receipts: one
-   * key, or (when senders used the same id) several — no array per message.
-   */
-  private readonly received = new AgedMap<string, string | Array<string>>(65_536)
+  /** Receipt routes by message id: an hour, at most MAX_ROUTES. */
+  private readonly routes = new AgedMap<string, Routes>()
+  /** Routes held, over all ids (an id may hold several). */
+  private routeCount = 0
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
@@ -69,7 +74,7 @@ export class Receipts {
       if (attempt.target === undefined) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeDisconnected }
       }
-      const route = this.liveRoute(recordKeyOf(attempt.sender.key, supersedes), attempt.now)
+      const route = this.liveRoute(attempt.sender.key, supersedes, attempt.now)
       if (route === undefined || route.sender !== attempt.sender || route.receiver !== attempt.target) {
         return { code: DeliveryCode.SupersedeTarget, reason: Reason.supersedeNoRoute }
       }
@@ -100,33 +105,73 @@ export class Receipts {
 
   /** Records who may exchange receipts about `mail` (also for mail flushed from the mailbox). */
   addRoute(mail: Mail, sender: Session, receiver: Session, now: number): void {
-    const recordKey = mail.recordKey
-    this.routes.set(recordKey, {
+    const id = mail.message.id
+    const route: ReceiptRoute = {
       senderKey: sender.key,
       senderIncarnation: sender.incarnation,
       receiverKey: receiver.key,
-      receiverIncarnation: receiver.incarnation
-    }, now)
-    const key = receivedKeyOf(receiver.key, mail.message.id)
-    const known = this.received.get(key)
-    if (known === undefined || known === recordKey) this.received.set(key, recordKey, now)
-    else if (typeof known === "string") this.received.set(key, [known, recordKey], now)
-    else if (!known.includes(recordKey)) known.push(recordKey)
+      receiverIncarnation: receiver.incarnation,
+      at: now
+    }
+    const known = this.routes.get(id)
+    if (known === undefined) {
+      this.routes.set(id, route, now)
+      this.routeCount++
+    } else if (!Array.isArray(known)) {
+      // The same sender's route is replaced; another sender's stays beside it.
+      if (known.senderKey === route.senderKey) this.routes.set(id, route, now)
+      else {
+        this.routes.set(id, [known, route], now)
+        this.routeCount++
+      }
+    } else {
+      const same = known.findIndex((other) => other.senderKey === route.senderKey)
+      if (same >= 0) known.splice(same, 1)
+      else this.routeCount++
+      known.push(route)
+      this.routes.set(id, known, now)
+    }
+    // Over the bound: the ids set longest ago go first, with every route they hold.
+    while (this.routeCount > MAX_ROUTES) {
+      const oldest = this.routes.expireOldest(Number.POSITIVE_INFINITY)
+      if (oldest === undefined) break
+      this.uncount(oldest)
+    }
   }
 
   prune(now: number): void {
-    this.routes.expire(now - HOUR - 1)
-    this.received.expire(now - HOUR - 1)
+    for (const routes of this.routes.expire(now - HOUR - 1)) this.uncount(routes)
   }
 
-  /** The route's two sessions, if it is under an hour old and neither side has left since. */
+  private uncount(routes: Routes): void {
+    this.routeCount -= Array.isArray(routes) ? routes.length : 1
+  }
+
+  /** `senderKey`'s route for its message `messageId`, if it has one. */
+  private routeOf(senderKey: string, messageId: string): ReceiptRoute | undefined {
+    const routes = this.routes.get(messageId)
+    if (routes === undefined || !Array.isArray(routes)) return routes?.senderKey === senderKey ? routes : undefined
+    return routes.find((route) => route.senderKey === senderKey)
+  }
+
+  /**
+   * The two sessions of `senderKey`'s route for `messageId`, if it is under
+   * an hour old and neither side has left since.
+   */
   private liveRoute(
-    messageKey: string,
+    senderKey: string,
+    messageId: string,
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
-    const found = this.routes.lookup(messageKey)
-    if (found === undefined || now - found.at > HOUR) return undefined
-    const route = found.value
+    const route = this.routeOf(senderKey, messageId)
+    return route === undefined ? undefined : this.sessionsOf(route, now)
+  }
+
+  private sessionsOf(
+    route: ReceiptRoute,
+    now: number
+  ): { readonly sender: Session; readonly receiver: Session } | undefined {
+    if (now - route.at > HOUR) return undefined
     const sender = this.ctx.registry.byKey.get(route.senderKey)
     const receiver = this.ctx.registry.byKey.get(route.receiverKey)
     if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
@@ -139,14 +184,19 @@ export class Receipts {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const session = peer.session
     if (session === undefined) return
-    const found = this.received.get(receivedKeyOf(session.key, frame.receipt.messageId))
+    const found = this.routes.get(frame.receipt.messageId)
     if (found === undefined) return
     const now = this.ctx.now()
     const receipt = Encode.receiptFrame(session.infoJson, frame.receipt)
-    for (const key of typeof found === "string" ? [found] : found) {
-      const route = this.liveRoute(key, now)
-      if (route !== undefined && route.receiver === session) this.ctx.output.enqueue(route.sender.peer, receipt)
-    }
+    if (!Array.isArray(found)) return this.forward(found, session, receipt, now)
+    for (const candidate of found) this.forward(candidate, session, receipt, now)
+  }
+
+  /** Forwards `receipt` from `receiver` along `route` if it is the receiver's and still live. */
+  private forward(route: ReceiptRoute, receiver: Session, receipt: string, now: number): void {
+    if (route.receiverKey !== receiver.key) return
+    const live = this.sessionsOf(route, now)
+    if (live !== undefined && live.receiver === receiver) this.ctx.output.enqueue(live.sender.peer, receipt)
   }
 
   private onCancel(peer: Peer, raw: unknown): void {
@@ -162,11 +212,11 @@ export class Receipts {
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     const now = this.ctx.now()
-    const route = this.liveRoute(key, now)
+    const route = this.liveRoute(session.key, messageId, now)
     if (route !== undefined && route.sender === session) {
       output.enqueue(route.receiver.peer, Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now }))
       this.forget(key)
-      records.rewrite(recordKeyOf(session.key, messageId), {
+      records.rewrite(key, {
         ok: false,
         code: DeliveryCode.DeliveryCancelled,
         reason: Reason.cancelled,

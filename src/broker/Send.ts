@@ -20,9 +20,16 @@ import { REPLY_ERROR_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
-import { replyErrorOf } from "./ReplyErrors.ts"
-import { fingerprintOf, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import {
+  DELIVERED,
+  type Fingerprint,
+  fingerprintOf,
+  type Outcome,
+  recordKeyOf,
+  sameFingerprint
+} from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
+import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -47,6 +54,8 @@ export interface SendAttempt {
   readonly remembered: RecentSession | undefined
   /** Registry key of the recipient, live or remembered. */
   readonly targetKey: string
+  /** For a reply: the record key of the ask it answers (the target's `replyTo`), built once. */
+  readonly replyKey: string | undefined
   /** The raw `send` frame, for extension fields a stage reads. */
   readonly frame: { readonly [key: string]: unknown }
   readonly now: number
@@ -222,6 +231,7 @@ export class Send {
       target: resolution.target,
       remembered: resolution.remembered,
       targetKey,
+      replyKey: message.replyTo === undefined ? undefined : recordKeyOf(targetKey, message.replyTo),
       frame,
       now
     }
@@ -283,9 +293,8 @@ export class Send {
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
-    const outcome: Outcome = { ok: true, delivery: "socket_delivered" }
-    this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
-    this.answer(peer, message.id, outcome)
+    this.ctx.records.set(sender.key, recordKey, recorded, DELIVERED, now)
+    this.answer(peer, message.id, DELIVERED)
   }
 
   /** Queues `mail` for a live `target`, with the stages' hooks around it. */
@@ -367,10 +376,10 @@ export class Send {
   }
 
   /** P46: answers a retried send from its record; false when it must be delivered (again). */
-  private replayed(peer: Peer, recordKey: string, fingerprint: string, messageId: string, now: number): boolean {
+  private replayed(peer: Peer, recordKey: string, fingerprint: Fingerprint, messageId: string, now: number): boolean {
     const record = this.ctx.records.get(recordKey, now)
     if (record === undefined) return false
-    if (record.fingerprint !== fingerprint) {
+    if (!sameFingerprint(record.fingerprint, fingerprint)) {
       this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse })
       return true
     }

@@ -177,7 +177,11 @@ export class SimLink {
     let pending: { written: number } | undefined
     const writeAll: Connection["writeAll"] = (frames) =>
       Effect.suspend(() => {
-        if (this.severedSide === side) return Effect.fail(dead())
+        if (this.severedSide === side) {
+          // Refused: none of it was transferred (`unfinishedWrite` is 0, not "all written").
+          pending = { written: 0 }
+          return Effect.fail(dead())
+        }
         const sent = outputFault === undefined ? frames : outputFault(this.id, frames)
         if (sent.length === 0) return Effect.void
         const progress = { written: 0 }

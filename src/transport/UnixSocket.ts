@@ -106,6 +106,9 @@ export const fromNetSocket = (
       Effect.suspend(() => {
         if (frames.length === 0) return Effect.void
         if (raw.destroyed || raw.writableEnded) {
+          // Refused: none of it was handed over, and `unfinishedWrite` must say so (0), or its
+          // owner would count the batch as written and lose it.
+          pending = { frames, bytes: 0 }
           return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
         }
         // One buffer per batch: one write, one syscall in the common case.

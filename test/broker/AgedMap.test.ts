@@ -4,6 +4,7 @@ import { AgedMap } from "../../src/broker/AgedMap.ts"
 
 type Op =
   | { readonly op: "set"; readonly key: number; readonly value: number; readonly dt: number }
+  | { readonly op: "put"; readonly key: number; readonly value: number; readonly dt: number }
   | { readonly op: "delete"; readonly key: number }
   | { readonly op: "update"; readonly key: number; readonly value: number }
   | { readonly op: "expire"; readonly back: number }
@@ -11,6 +12,7 @@ type Op =
 const ops = fc.array(
   fc.oneof(
     fc.record({ op: fc.constant("set" as const), key: fc.nat(20), value: fc.integer(), dt: fc.nat(5) }),
+    fc.record({ op: fc.constant("put" as const), key: fc.nat(20), value: fc.integer(), dt: fc.nat(5) }),
     fc.record({ op: fc.constant("delete" as const), key: fc.nat(20) }),
     fc.record({ op: fc.constant("update" as const), key: fc.nat(20), value: fc.integer() }),
     fc.record({ op: fc.constant("expire" as const), back: fc.nat(30) })
@@ -26,7 +28,7 @@ interface Entry {
 }
 
 describe("AgedMap", () => {
-  it("behaves like an age-ordered list under any sequence of operations: same entries, same order, same evictions and expiries", () => {
+  it("behaves like an age-ordered list under any sequence of operations: same entries, same order, same evictions, replacements and expiries", () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 12 }), ops, (capacity, sequence: ReadonlyArray<Op>) => {
       const map = new AgedMap<number, number>(capacity)
       let model: Array<Entry> = []
@@ -39,6 +41,16 @@ describe("AgedMap", () => {
             model.push({ key: step.key, value: step.value, at: now })
             const evicted = model.length > capacity ? model.splice(0, model.length - capacity) : []
             expect(map.set(step.key, step.value, now)).toEqual(evicted.map((entry) => entry.value))
+            break
+          }
+          case "put": {
+            // As `set`, but it answers the value it replaced (what capacity evicts goes unseen).
+            now += step.dt
+            const replaced = model.find((entry) => entry.key === step.key)
+            model = model.filter((entry) => entry.key !== step.key)
+            model.push({ key: step.key, value: step.value, at: now })
+            if (model.length > capacity) model.splice(0, model.length - capacity)
+            expect(map.put(step.key, step.value, now)).toBe(replaced?.value)
             break
           }
           case "delete": {

@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
+import { DeliveryRecords, fingerprintOf } from "../../src/broker/DeliveryRecords.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { assertDelivered } from "../support/assertions.ts"
@@ -65,18 +65,19 @@ describe("the replay window", () => {
 describe("DeliveryRecords bounds", () => {
   const limits = { windowMs: 1_000, retentionMs: 10_000, maxRecords: 10, maxBytes: 1_000_000 }
   const ok = { ok: true, delivery: "socket_delivered" } as const
+  const f = fingerprintOf("t", message("f"))
 
   it("keeps a record at least the window, and up to the retention while there is room", () => {
     const records = new DeliveryRecords(limits)
-    records.set("s", "s/1", "f", ok, 0)
+    records.set("s", "s/1", f, ok, 0)
     assert.isDefined(records.get("s/1", 9_999))
     assert.isUndefined(records.get("s/1", 10_001))
   })
 
   it("over the bound, drops records past the window first, oldest first", () => {
     const records = new DeliveryRecords(limits)
-    for (let i = 0; i < 10; i++) records.set("old", `old/${i}`, "f", ok, i)
-    for (let i = 0; i < 3; i++) records.set("new", `new/${i}`, "f", ok, 5_000 + i)
+    for (let i = 0; i < 10; i++) records.set("old", `old/${i}`, f, ok, i)
+    for (let i = 0; i < 3; i++) records.set("new", `new/${i}`, f, ok, 5_000 + i)
     assert.strictEqual(records.size, 10)
     assert.deepStrictEqual([0, 1, 2, 3].map((i) => records.get(`old/${i}`, 5_010) !== undefined), [false, false, false, true])
     for (let i = 0; i < 3; i++) assert.isDefined(records.get(`new/${i}`, 5_010))
@@ -84,8 +85,8 @@ describe("DeliveryRecords bounds", () => {
 
   it("when every record is inside the window, only the heaviest sender loses records", () => {
     const records = new DeliveryRecords(limits)
-    records.set("light", "light/1", "f", ok, 0)
-    for (let i = 0; i < 30; i++) records.set("heavy", `heavy/${i}`, "f", ok, 0)
+    records.set("light", "light/1", f, ok, 0)
+    for (let i = 0; i < 30; i++) records.set("heavy", `heavy/${i}`, f, ok, 0)
     assert.isAtMost(records.size, 10)
     assert.isDefined(records.get("light/1", 0))
     assert.isDefined(records.get("heavy/29", 0))
@@ -94,7 +95,7 @@ describe("DeliveryRecords bounds", () => {
 
   it("is bounded in bytes too", () => {
     const records = new DeliveryRecords({ ...limits, maxRecords: 1_000, maxBytes: 10_000 })
-    for (let i = 0; i < 200; i++) records.set("s", `s/${i}`, "f".repeat(100), ok, 0)
+    for (let i = 0; i < 200; i++) records.set("s", `s/${i}`, fingerprintOf("t".repeat(100), message("f")), ok, 0)
     assert.isBelow(records.size, 200)
     assert.isDefined(records.get("s/199", 0))
   })
