@@ -9,7 +9,7 @@ import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, GROUPS_V1, LIST_PAGE_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, GROUPS_V1, HEALTH_V1, LIST_PAGE_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { BrokerFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
@@ -96,7 +96,7 @@ export interface ClientConnection {
 }
 
 /** Extensions every connection asks for: handled here, invisible to the client's users. */
-const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1]
+const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, HEALTH_V1]
 
 /**
  * Dials, registers, and starts the reader. The connection lives in the

@@ -38,11 +38,25 @@ export const GROUPS_V1 = "groups-v1"
  */
 export const SUPERVISOR_V1 = "supervisor-v1"
 
+/**
+ * Peer health (extension): `presence` may carry `acceptsAsks`, `pendingAsks`
+ * and `lastIntercomActivity`; the broker stamps `lastSeen` on every frame of a
+ * session and `lastIntercomActivity` on both ends of a routed message, and the
+ * rows of a `sessions` answer carry these fields (C-HLT-3, C-HLT-4, C-HLT-8).
+ */
+export const HEALTH_V1 = "health-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
 /** Extensions a client may request. */
-export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1]
+export const EXTENSION_FEATURES: ReadonlyArray<string> = [
+  LIST_PAGE_V1,
+  ASK_TIMEOUT_V1,
+  GROUPS_V1,
+  SUPERVISOR_V1,
+  HEALTH_V1
+]
 
 /**
  * The features a broker grants in `registered`: the base ones, plus those of

@@ -51,7 +51,8 @@ const sentDetails = (sent: Sent): Record<string, unknown> => ({
   delivered: sent.delivery === "socket_delivered",
   queued: sent.delivery === "queued",
   ...(sent.targetId === undefined ? {} : { targetId: sent.targetId }),
-  ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo })
+  ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo }),
+  ...(sent.reason === undefined ? {} : { reason: sent.reason, reasonCode: sent.reasonCode, replied: sent.replied })
 })
 
 /**

@@ -8,9 +8,17 @@
  * only mark the presence dirty (a sliding queue of one); the fiber then
  * pushes the *latest* desired presence, so pushes happen in order and a burst
  * of changes costs one push. It never connects by itself (C-TOOL-14).
+ *
+ * Peer health (`health-v1`, C-HLT-3, C-HLT-8): when the broker granted it,
+ * the presence also carries `acceptsAsks` (true only while idle: no agent run
+ * and no tool executing), `pendingAsks` (read from the reply tracker at push
+ * time) and `lastIntercomActivity` (the last send or receive, which it owns:
+ * `noteActivity` sets it). Lifecycle changes and activity mark it dirty; the
+ * client re-sends the last health after a reconnect.
  */
-import { Effect, Queue, type Scope } from "effect"
+import { Clock, Effect, Queue, type Scope } from "effect"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
+import { HEALTH_V1 } from "../protocol/features.ts"
 import type { SessionRegistration } from "../protocol/frames.ts"
 import type { HostIdentity } from "./Host.ts"
 import { type LifecycleStatus, presenceStatus, presentedName } from "./render.ts"
@@ -30,6 +38,8 @@ export interface PresencePublisher {
   readonly setIdentity: (update: Partial<HostIdentity>) => Effect.Effect<void>
   /** Asks the fiber to push the latest presence (a no-op while not connected). */
   readonly markDirty: Effect.Effect<void>
+  /** A send, reply or receive happened now: sets `lastIntercomActivity` and pushes the health (C-HLT-8). */
+  readonly noteActivity: Effect.Effect<void>
 }
 
 /**
@@ -42,12 +52,16 @@ export const makePresencePublisher = (input: {
   readonly client: IntercomClientService
   readonly identity: HostIdentity
   readonly statusSuffix: string | undefined
+  /** Unresolved inbound asks at `now` (the reply tracker's count), for `pendingAsks`. */
+  readonly pendingAsks: (now: number) => number
 }): Effect.Effect<PresencePublisher, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { client } = input
     let identity = input.identity
     let lifecycle: LifecycleStatus = "idle"
     let lastPushed: string | undefined
+    /** The last send or receive, epoch ms; 0 means none (C-HLT-3). */
+    let lastIntercomActivity = 0
 
     const dirty = yield* Queue.sliding<true>(1)
     const markDirty = Effect.asVoid(Queue.offer(dirty, true))
@@ -61,8 +75,16 @@ export const makePresencePublisher = (input: {
       }
     }
     const push = Effect.gen(function*() {
-      if (!(yield* client.status).connected) return
-      const presence = desired()
+      const status = yield* client.status
+      if (!status.connected) return
+      const presence = status.features.includes(HEALTH_V1)
+        ? {
+          ...desired(),
+          acceptsAsks: lifecycle === "idle",
+          pendingAsks: input.pendingAsks(yield* Clock.currentTimeMillis),
+          lastIntercomActivity
+        }
+        : desired()
       const key = JSON.stringify(presence)
       if (key === lastPushed) return
       yield* client.presence(presence)
@@ -86,7 +108,11 @@ export const makePresencePublisher = (input: {
           }
           return markDirty
         }),
-      markDirty
+      markDirty,
+      noteActivity: Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        lastIntercomActivity = now
+        return markDirty
+      })
     }
   })
 

@@ -103,6 +103,13 @@ export interface AskRequest {
   readonly attachments?: ReadonlyArray<Attachment> | undefined
   /** Overrides `askTimeoutMs` for this ask. */
   readonly timeoutMs?: number | undefined
+  /**
+   * An explicit delivery mode. Without it the ask honours the target's health
+   * (C-DLV-2, C-HLT-5): a target publishing `acceptsAsks: false` gets the
+   * question, but the ask returns at once (`reason: "peer_busy"`) instead of
+   * waiting. With it, the ask waits whatever the target's health (C-HLT-6).
+   */
+  readonly delivery?: "steer" | "queue" | undefined
 }
 
 /**
@@ -142,6 +149,14 @@ export interface Sent {
   readonly replyTo: string | undefined
   /** `Message sent to <to>`, `Message queued for <to>`, `Reply sent to <name>`, … */
   readonly text: string
+  /**
+   * Set on an `ask` that did not wait because its target publishes
+   * `acceptsAsks: false` (C-HLT-5): `peer_busy`, with `reasonCode`
+   * `recipient_not_accepting_asks` and `replied: false`.
+   */
+  readonly reason?: "peer_busy" | undefined
+  readonly reasonCode?: "recipient_not_accepting_asks" | undefined
+  readonly replied?: false | undefined
 }
 
 /**
