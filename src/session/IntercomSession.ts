@@ -82,7 +82,7 @@ const make = (
       client,
       host,
       settings,
-      afterConnect: presence.markDirty,
+      afterConnect: presence.refresh,
       noteActivity: presence.noteActivity,
       tracker
     })

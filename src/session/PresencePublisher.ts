@@ -7,7 +7,8 @@
  * by `setStatus` / `setIdentity`) and the last presence it pushed. Changes
  * only mark the presence dirty (a sliding queue of one); the fiber then
  * pushes the *latest* desired presence, so pushes happen in order and a burst
- * of changes costs one push. It never connects by itself (C-TOOL-14).
+ * of changes costs one push; after each connect `refresh` pushes at once (a
+ * lock keeps the two in order). It never connects by itself (C-TOOL-14).
  *
  * Peer health (`health-v1`, C-HLT-3, C-HLT-8): when the broker granted it,
  * the presence also carries `acceptsAsks` (true only while idle: no agent run
@@ -16,7 +17,7 @@
  * `noteActivity` sets it). Lifecycle changes and activity mark it dirty; the
  * client re-sends the last health after a reconnect.
  */
-import { Clock, Effect, Queue, type Scope } from "effect"
+import { Clock, Effect, Queue, type Scope, Semaphore } from "effect"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
 import { HEALTH_V1 } from "../protocol/features.ts"
 import type { SessionRegistration } from "../protocol/frames.ts"
@@ -38,6 +39,12 @@ export interface PresencePublisher {
   readonly setIdentity: (update: Partial<HostIdentity>) => Effect.Effect<void>
   /** Asks the fiber to push the latest presence (a no-op while not connected). */
   readonly markDirty: Effect.Effect<void>
+  /**
+   * Pushes the latest presence now, if it changed, and returns once it is
+   * written: run after each connect, so the broker has this session's
+   * presence before the action's own frames (the connection is FIFO).
+   */
+  readonly refresh: Effect.Effect<void>
   /** A send, reply or receive happened now: sets `lastIntercomActivity` and pushes the health (C-HLT-8). */
   readonly noteActivity: Effect.Effect<void>
 }
@@ -74,6 +81,8 @@ export const makePresencePublisher = (input: {
         model: identity.model
       }
     }
+    // The fiber and `refresh` both push: one at a time, each the latest desired presence.
+    const lock = yield* Semaphore.make(1)
     const push = Effect.gen(function*() {
       const status = yield* client.status
       if (!status.connected) return
@@ -89,7 +98,7 @@ export const makePresencePublisher = (input: {
       if (key === lastPushed) return
       yield* client.presence(presence)
       lastPushed = key
-    }).pipe(Effect.ignore)
+    }).pipe(Effect.ignore, lock.withPermit)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(dirty), push), { disableYield: true }))
 
     return {
@@ -109,6 +118,7 @@ export const makePresencePublisher = (input: {
           return markDirty
         }),
       markDirty,
+      refresh: push,
       noteActivity: Effect.flatMap(Clock.currentTimeMillis, (now) => {
         lastIntercomActivity = now
         return markDirty
