@@ -4,18 +4,20 @@
  * the one fiber that pushes it to the broker (C-TOOL-10, C-TOOL-13).
  *
  * It owns the identity and the lifecycle status (plain fields, written only
- * by `setStatus` / `setIdentity`) and the last presence it pushed. Changes
- * only mark the presence dirty (a sliding queue of one); the fiber then
- * pushes the *latest* desired presence, so pushes happen in order and a burst
- * of changes costs one push; after each connect `refresh` pushes at once (a
- * lock keeps the two in order). It never connects by itself (C-TOOL-14).
+ * by `setStatus` / `setIdentity`) and the last presence it pushed. Most
+ * changes only mark the presence dirty (a sliding queue of one); the fiber
+ * then pushes the *latest* desired presence, so pushes happen in order and a
+ * burst of changes costs one push. A lifecycle change (`setStatus`) and each
+ * connect (`refresh`) push at once and return after the write, so a host that
+ * waits knows the broker has it (a lock keeps every push in order). It never
+ * connects by itself (C-TOOL-14).
  *
  * Peer health (`health-v1`, C-HLT-3, C-HLT-8): when the broker granted it,
  * the presence also carries `acceptsAsks` (true only while idle: no agent run
  * and no tool executing), `pendingAsks` (read from the reply tracker at push
  * time) and `lastIntercomActivity` (the last send or receive, which it owns:
- * `noteActivity` sets it). Lifecycle changes and activity mark it dirty; the
- * client re-sends the last health after a reconnect.
+ * `noteActivity` sets it, marking the presence dirty). The client re-sends
+ * the last health after a reconnect.
  */
 import { Clock, Effect, Queue, type Scope, Semaphore } from "effect"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
@@ -103,10 +105,11 @@ export const makePresencePublisher = (input: {
 
     return {
       lifecycle: () => lifecycle,
+      // Pushed before it returns: a host that waits for it knows the broker has its health (C-HLT-3).
       setStatus: (next) =>
         Effect.suspend(() => {
           lifecycle = next
-          return markDirty
+          return push
         }),
       setIdentity: (update) =>
         Effect.suspend(() => {
