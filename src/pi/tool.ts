@@ -38,6 +38,10 @@ export const IntercomParameters = Type.Object({
   timeoutMs: Type.Optional(Type.Number({
     description: "For 'ask': how long to wait for the reply, in milliseconds (default from config, 10 minutes)"
   })),
+  delivery: Type.Optional(StringEnum(["steer", "queue"] as const, {
+    description:
+      "For 'ask': deliver explicitly and wait even if the peer is busy. Without it, an ask to a peer publishing accepts_asks:false is sent but returns at once with reason peer_busy"
+  })),
   scope: Type.Optional(StringEnum(["project", "all"] as const, {
     description: "For 'list' and 'status': 'project' (default: this repository and its worktrees) or 'all'"
   })),
@@ -93,6 +97,7 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   attachments: params.attachments,
   replyTo: params.replyTo,
   timeoutMs: params.timeoutMs,
+  delivery: enumValue(params.delivery),
   scope: enumValue(params.scope),
   group: params.group
 })

@@ -9,7 +9,7 @@
  */
 import { Effect } from "effect"
 import type { Attachment } from "../protocol/frames.ts"
-import { type IntercomSessionError, InvalidScope, UnknownAction } from "./errors.ts"
+import { type IntercomSessionError, InvalidInput, InvalidScope, UnknownAction } from "./errors.ts"
 import type { Actions } from "./Actions.ts"
 import type { Asking } from "./Ask.ts"
 import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
@@ -54,6 +54,15 @@ const sentDetails = (sent: Sent): Record<string, unknown> => ({
   ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo }),
   ...(sent.reason === undefined ? {} : { reason: sent.reason, reasonCode: sent.reasonCode, replied: sent.replied })
 })
+
+/**
+ * The `delivery` of an `ask` (C-HLT-6): absent, `steer` or `queue`; anything
+ * else is refused before anything is sent.
+ */
+const askDelivery = (delivery: string | undefined): Effect.Effect<"steer" | "queue" | undefined, InvalidInput> =>
+  delivery === undefined || delivery === "steer" || delivery === "queue"
+    ? Effect.succeed(delivery)
+    : Effect.fail(new InvalidInput({ reason: `delivery ${JSON.stringify(delivery)} is not "steer" or "queue" for ask` }))
 
 /**
  * Checks an outgoing message's parameters once (a missing `to` or `message`
@@ -130,10 +139,11 @@ export const baseToolActions = (
           result._tag === "Declined" ? ok(result.text, { cancelled: true }) : ok(result.text, sentDetails(result))))],
     ["ask", (params) =>
       checked(params, true, (to, message, attachments) =>
-        Effect.map(asking.askChecked({ to, message, timeoutMs: params.timeoutMs }, attachments), (result) =>
+        Effect.flatMap(askDelivery(params.delivery), (delivery) =>
+          asking.askChecked({ to, message, timeoutMs: params.timeoutMs, delivery }, attachments)).pipe(Effect.map((result) =>
           result._tag === "Sent"
             ? ok(result.text, sentDetails(result))
-            : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id })))],
+            : ok(result.text, { messageId: result.questionId, replyId: result.reply.id, from: result.from.id }))))],
     ["reply", (params) =>
       checked(params, false, (_to, message, attachments) =>
         Effect.map(

@@ -247,6 +247,12 @@ export interface IntercomToolParams {
   readonly replyTo?: string | undefined
   /** For `ask`: overrides `askTimeoutMs`. */
   readonly timeoutMs?: number | undefined
+  /**
+   * For `ask`: `steer` or `queue` waits whatever the target's health; absent,
+   * a target publishing `acceptsAsks: false` gets the question without a wait
+   * (C-HLT-5, C-HLT-6). Another value is refused.
+   */
+  readonly delivery?: string | undefined
   /** For `list` and `status`: `"project"` or `"all"` (C-TOOL-16). */
   readonly scope?: string | undefined
   /**

@@ -114,6 +114,20 @@ describe("C-HLT-5/6 an ask to a busy peer", () => {
       assert.strictEqual(result._tag, "Replied")
     }))
 
+  it.effect("through the tool: delivery steer waits; a delivery other than steer or queue is refused and nothing is sent", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* healthy
+      client.sessions = peersWithB({ acceptsAsks: false })
+      const refused = yield* session.intercom({ action: "ask", to: "B", message: "q", delivery: "passive" })
+      assert.deepStrictEqual([refused.isError, refused.details["error"]], [true, "InvalidInput"])
+      assert.include(refused.text, `delivery "passive"`)
+      assert.strictEqual(client.sends.length, 0)
+      const fiber = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "q", delivery: "steer" }))
+      yield* settle
+      assert.isTrue(yield* session.waiting)
+      yield* Fiber.interrupt(fiber)
+    }))
+
   for (const [label, health] of [["unknown health", {}], ["a peer accepting asks", { acceptsAsks: true }]] as const) {
     it.effect(`a default ask to ${label} waits normally`, () =>
       Effect.gen(function*() {
