@@ -213,8 +213,11 @@ export const PresenceFrame = Schema.Struct({
   acceptsAsks: Schema.optionalKey(Schema.Boolean),
   /** Extension `health-v1`: its unresolved inbound asks. */
   pendingAsks: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  /** Extension `health-v1`: its last send or receive (epoch ms; 0 means none). */
-  lastIntercomActivity: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))
+  /**
+   * Extension `health-v1`: its last send or receive (epoch ms; 0 or less means
+   * none). Any finite number: a client's clock may read before the epoch.
+   */
+  lastIntercomActivity: Schema.optionalKey(Schema.Finite)
 })
 /** A `presence` frame (P32), as decoded. */
 export type PresenceFrame = typeof PresenceFrame.Type

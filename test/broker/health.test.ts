@@ -106,6 +106,16 @@ describe("health-v1", () => {
       assert.strictEqual(seenByHealthy.status, "idle")
     }))
 
+  it.live("a lastIntercomActivity before the epoch (a clock that reads early) is accepted, and moves nothing back", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const early = yield* broker.session({ sessionId: "early", ...withHealth })
+      yield* early.client.send({ type: "presence", acceptsAsks: true, lastIntercomActivity: -3_029 })
+      yield* early.client.roundTrip
+      assert.isFalse(early.client.isClosed())
+      assert.deepInclude(row(yield* list(early.client), "early"), { acceptsAsks: true, lastIntercomActivity: 0 })
+    }))
+
   it.live("a presence with a negative pendingAsks is a protocol error: the connection is closed", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
