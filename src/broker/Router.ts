@@ -194,9 +194,14 @@ export class Router {
    * clock read and one number write, whatever the batch holds.
    */
   handleBatch(peer: Peer, frames: ReadonlyArray<string>): void {
+    this.seen(peer)
+    for (let i = 0; i < frames.length && !peer.isClosing; i++) this.handleFrame(peer, frames[i]!)
+  }
+
+  /** Stamps `lastSeen` (C-HLT-4) of the session `peer` owns: a clock read and a number write. */
+  seen(peer: Peer): void {
     const session = peer.session
     if (session !== undefined) session.health.lastSeen = this.ctx.now()
-    for (let i = 0; i < frames.length && !peer.isClosing; i++) this.handleFrame(peer, frames[i]!)
   }
 
   /** Dispatches one frame text (P03: garbage closes the connection, without a reply). */
