@@ -99,6 +99,7 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
         for (const text of next) {
           const type = frameType(text)
           if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
+            router.seen(peer) // C-HLT-4: a frame answered early is seen too
             router.handleFrame(peer, text)
             // An answer that met this connection's own full outbox was parked: the rest waits behind it.
             if (output.parkFor(peer)) ownParked = true

@@ -12,10 +12,11 @@
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
-import { GROUPS_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
+import { GROUPS_V1, HEALTH_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
 import { presenceOverLimit } from "../protocol/limits.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
+import { applyHealthPresence, infoJsonWithHealth } from "./Health.ts"
 import type { Membership } from "./Membership.ts"
 import type { Peer } from "./Peer.ts"
 import { encodeSessionInfo, groupOf, groupSpaceKey, identityOf, type ScopeSpace, type Session } from "./Registry.ts"
@@ -30,6 +31,9 @@ const jsonBytes = (json: string): number => json.length * 3 <= 1024 ? json.lengt
 /** A cursor is the decimal registration order of the last session sent. */
 const parseCursor = (cursor: string): number | undefined =>
   /^(0|[1-9][0-9]{0,15})$/.test(cursor) ? Number(cursor) : undefined
+
+/** A session's cached SessionInfo JSON (what a client without `health-v1` gets). */
+const cachedInfo = (session: Session): string => session.infoJson
 
 /** The discovery concern: its `list` and `presence` frames. */
 export class Discovery {
@@ -62,7 +66,9 @@ export class Discovery {
       return this.ctx.output.enqueue(peer, empty)
     }
     const sessions = space.sessions
-    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, space, frame.requestId)
+    // `health-v1`: rows with the health fields, built per answer (Health.ts).
+    const infoOf = peer.features.has(HEALTH_V1) ? infoJsonWithHealth : cachedInfo
+    if (!peer.features.has(LIST_PAGE_V1)) return this.baseList(peer, session, space, frame.requestId, infoOf)
     const after = frame.cursor === undefined ? 0 : parseCursor(frame.cursor)
     if (after === undefined) return this.ctx.protocolError(peer, `list cursor "${frame.cursor}" is not one this broker sent`)
     const limit = frame.limit ?? Number.POSITIVE_INFINITY
@@ -71,7 +77,8 @@ export class Discovery {
     let last: Session | undefined
     let more = false
     for (const other of space.order.after(after)) {
-      budget -= jsonBytes(other.infoJson) + 1
+      const info = infoOf(other)
+      budget -= jsonBytes(info) + 1
       if (budget < 0 || infos.length >= limit) {
         more = true
         if (infos.length === 0) {
@@ -81,7 +88,7 @@ export class Discovery {
         }
         break
       }
-      infos.push(other.infoJson)
+      infos.push(info)
       last = other
     }
     const nextCursor = more && last !== undefined ? String(last.order) : undefined
@@ -89,14 +96,21 @@ export class Discovery {
   }
 
   /** The base protocol's one frame: as many sessions as fit, the cut logged. */
-  private baseList(peer: Peer, session: Session, space: ScopeSpace, requestId: string): void {
+  private baseList(
+    peer: Peer,
+    session: Session,
+    space: ScopeSpace,
+    requestId: string,
+    infoOf: (session: Session) => string
+  ): void {
     const sessions = space.sessions
     let budget = MAX_FRAME_BYTES - Encode.sessionsFrameOverhead(requestId)
     const infos: Array<string> = []
     for (const other of sessions.values()) {
-      budget -= jsonBytes(other.infoJson) + 1
+      const info = infoOf(other)
+      budget -= jsonBytes(info) + 1
       if (budget < 0) break
-      infos.push(other.infoJson)
+      infos.push(info)
     }
     if (infos.length < sessions.size) {
       this.ctx.log(
@@ -114,6 +128,7 @@ export class Discovery {
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const session = peer.session
     if (session === undefined) return // from a replaced connection: ignored (P16)
+    if (peer.features.has(HEALTH_V1)) applyHealthPresence(session.health, frame)
     const fields = session.fields
     let changed = false
     let renamed = false

@@ -9,6 +9,7 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  */
+import { SessionHealth } from "./Health.ts"
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
@@ -222,7 +223,8 @@ export class Registration {
       realCwd,
       identity: identityOf(space.key, fields, realCwd),
       lastBroadcastAt: now,
-      incarnation: previous?.incarnation ?? registry.nextIncarnation()
+      incarnation: previous?.incarnation ?? registry.nextIncarnation(),
+      health: new SessionHealth(now)
     }
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended quietly, no session_left.

@@ -7,6 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { SessionRegistration } from "../protocol/frames.ts"
+import type { SessionHealth } from "./Health.ts"
 import { RegistrationOrder, SetIndex, SortedIds } from "./Indexes.ts"
 import { MembershipFeed } from "./MembershipFeed.ts"
 import type { Peer } from "./Peer.ts"
@@ -55,6 +56,8 @@ export interface Session {
    * side leaves without any bookkeeping at leave time.
    */
   readonly incarnation: number
+  /** Peer health (`health-v1`, Health.ts): `lastSeen`, activity, what the session published. */
+  readonly health: SessionHealth
 }
 
 /** One routing namespace: the unscoped sessions, or those of one `scopeId`. */

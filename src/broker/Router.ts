@@ -14,6 +14,7 @@
  * | groups (`groups-v1`) | Groups.ts |
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
  * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
+ * | peer health (`health-v1`) | Health.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -32,6 +33,7 @@ import { Asks } from "./Asks.ts"
 import { DeliveryRecords, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
 import { Groups } from "./Groups.ts"
+import { healthStage } from "./Health.ts"
 import * as Encode from "./encode.ts"
 import { MailDelivery } from "./MailDelivery.ts"
 import { Membership } from "./Membership.ts"
@@ -141,6 +143,7 @@ export class Router {
     send.use(asks.replies)
     send.use(receipts.supersedes)
     send.use(asks.asks)
+    send.use(healthStage)
     send.onPrune((at) => asks.prune(at))
     send.onPrune((at) => ctx.records.prune(at))
     send.onPrune((at) => receipts.prune(at))
@@ -204,9 +207,20 @@ export class Router {
     this.registration.detach(peer, unwritten)
   }
 
-  /** Handles a batch of frames from one connection, stopping if it gets closed. */
+  /**
+   * Handles a batch of frames from one connection, stopping if it gets closed.
+   * A registered session's `lastSeen` (C-HLT-4) is stamped once per batch: one
+   * clock read and one number write, whatever the batch holds.
+   */
   handleBatch(peer: Peer, frames: ReadonlyArray<string>): void {
+    this.seen(peer)
     for (let i = 0; i < frames.length && !peer.isClosing; i++) this.handleFrame(peer, frames[i]!)
+  }
+
+  /** Stamps `lastSeen` (C-HLT-4) of the session `peer` owns: a clock read and a number write. */
+  seen(peer: Peer): void {
+    const session = peer.session
+    if (session !== undefined) session.health.lastSeen = this.ctx.now()
   }
 
   /** Dispatches one frame text (P03: garbage closes the connection, without a reply). */

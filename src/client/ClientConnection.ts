@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, GROUPS_V1, LIST_PAGE_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, GROUPS_V1, HEALTH_V1, LIST_PAGE_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
@@ -97,7 +97,15 @@ export interface ClientConnection {
 }
 
 /** Extensions every connection asks for: handled here, invisible to the client's users. */
-const CLIENT_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1]
+const CLIENT_FEATURES: ReadonlyArray<string> = [
+  LIST_PAGE_V1,
+  ASK_TIMEOUT_V1,
+  GROUPS_V1,
+  SUPERVISOR_V1,
+  REPLY_ERROR_V1,
+  DELIVERY_V1,
+  HEALTH_V1
+]
 
 /** The sender's delivery choice carried by a forwarded message (`delivery-v1`). */
 const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({

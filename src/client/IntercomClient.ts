@@ -30,6 +30,7 @@ import { SupervisorGrants } from "./SupervisorGrants.ts"
 import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 
+import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
 
 /** The service interface and its models live in `models.ts`; re-exported for existing importers. */
@@ -86,6 +87,8 @@ const make = (
     const grants = new SupervisorGrants()
     /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
     let restoreProblems: string | undefined
+    /** The health this client last published (`health-v1`): re-sent on every new connection. */
+    let health: HealthFields | undefined
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
 
@@ -120,6 +123,8 @@ const make = (
       )
       // C-SUP-15: capabilities are restored before anything else uses the connection.
       const unrestored = yield* grants.restore(connection, connectTimeoutMs)
+      // C-BRK-28: the health published before the drop (a broker restart forgets it).
+      if (health !== undefined) yield* connection.post(presenceFrame(health, connection.features)).pipe(Effect.ignore)
       restoreProblems = unrestored.length === 0 ? undefined : unrestored.join("; ")
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
@@ -263,7 +268,8 @@ const make = (
         Effect.suspend(() => {
           update = clampPresence(update)
           registration = applyPresence(registration, update)
-          return withConnection((c) => c.post({ type: "presence", ...update }))
+          health = mergeHealth(health, healthOf(update))
+          return withConnection((c) => c.post(presenceFrame(update, c.features)))
         }),
       receipt: (receipt) => withConnection((c) => c.post({ type: "message_receipt", receipt })),
       messages: Stream.fromQueue(inbound),

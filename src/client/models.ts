@@ -20,6 +20,12 @@ export interface PresenceUpdate {
   readonly contextPct?: number | null
   readonly contextTokens?: number | null
   readonly contextWindow?: number | null
+  /** Extension `health-v1` (dropped for a broker without it): true only while idle (C-HLT-3). */
+  readonly acceptsAsks?: boolean
+  /** Extension `health-v1`: unresolved inbound asks. */
+  readonly pendingAsks?: number
+  /** Extension `health-v1`: last send or receive, epoch ms (0: none). */
+  readonly lastIntercomActivity?: number
 }
 
 /** A snapshot of the client's connection, from `status` (which never connects). */

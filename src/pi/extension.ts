@@ -137,9 +137,11 @@ export default function intercomExtension(pi: ExtensionAPI): void {
   pi.on("tool_execution_start", (event, ctx) => lifecycle({ _tag: "Status", status: `tool:${event.toolName}` }, ctx))
   pi.on("tool_execution_end", (_event, ctx) => lifecycle({ _tag: "Status", status: "thinking" }, ctx))
   // agent_end is not idle: pi may still retry or run queued messages.
-  pi.on("agent_settled", (_event, ctx) => {
+  // Awaited by pi: the idle presence (acceptsAsks, C-HLT-3) reaches the broker before the run counts as settled.
+  pi.on("agent_settled", async (_event, ctx) => {
     lifecycle({ _tag: "EndTurn" }, ctx)
     lifecycle({ _tag: "Status", status: "idle" }, ctx)
+    await withGeneration(undefined, (generation) => generation.applied())
   })
   // The message a turn works on is what `reply` without `to` answers (C-RPL-2).
   pi.on("message_end", (event, ctx) => {

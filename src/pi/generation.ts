@@ -14,6 +14,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -55,6 +56,12 @@ export type LifecycleEvent =
   | { readonly _tag: "Identity"; readonly update: Partial<HostIdentity> }
   | { readonly _tag: "BeginTurn"; readonly messageId: string | undefined }
   | { readonly _tag: "EndTurn" }
+  /**
+   * Completed once every event queued before it was applied (with its
+   * presence written): pi's `agent_settled` waits for it, so the broker knows
+   * this session is idle again (health-v1, C-HLT-3) before pi says so.
+   */
+  | { readonly _tag: "Applied"; readonly done: Deferred.Deferred<void> }
 
 /**
  * What a generation needs to know of its pi session when it starts.
@@ -100,11 +107,19 @@ export interface PiGeneration {
   readonly authorizeChild: (request: Pick<AuthorizeChildRequest, "launch" | "base">) => Promise<AuthorizeChildResult>
   /** Queues a lifecycle change; ignored once the generation closed. */
   readonly lifecycle: (event: LifecycleEvent) => void
+  /**
+   * Resolves once the lifecycle changes queued so far are applied (at most
+   * `APPLIED_WAIT`; at once when the generation closed). Never rejects.
+   */
+  readonly applied: () => Promise<void>
   /** The newest context pi gave this generation's handlers. */
   readonly observe: (ctx: ExtensionContext) => void
   /** Ends the generation: idempotent; pi is never touched again. */
   readonly close: () => Promise<void>
 }
+
+/** How long pi's `agent_settled` waits for the lifecycle to be applied (a closing generation drops it). */
+const APPLIED_WAIT = "2 seconds"
 
 /** `enabled: false` in config.json: the session never connects (C-CFG-6). */
 const disabled = (settings: IntercomSettings) =>
@@ -246,6 +261,8 @@ export const startGeneration = (input: {
           return Effect.asVoid(session.beginTurn(event.messageId))
         case "EndTurn":
           return session.endTurn
+        case "Applied":
+          return Effect.asVoid(Deferred.succeed(event.done, undefined))
       }
     }))
   }))
@@ -323,6 +340,12 @@ export const startGeneration = (input: {
     authorizeChild: authorize,
     lifecycle: (event) => {
       if (!closed) Queue.offerUnsafe(events, event)
+    },
+    applied: () => {
+      if (closed) return Promise.resolve()
+      const done = Deferred.makeUnsafe<void>()
+      Queue.offerUnsafe(events, { _tag: "Applied", done })
+      return Effect.runPromise(Deferred.await(done).pipe(Effect.timeoutOption(APPLIED_WAIT), Effect.asVoid))
     },
     observe: (next) => {
       if (!closed) ctx = next

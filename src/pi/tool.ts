@@ -44,7 +44,7 @@ export const IntercomParameters = Type.Object({
   })),
   delivery: Type.Optional(StringEnum(["steer", "queue", "passive"] as const, {
     description:
-      "For 'send'/'reply' (and 'ask', never passive): 'steer' (default: reaches a busy session at its next tool boundary), 'queue' (waits until its current work is done) or 'passive' (shown, never wakes its model)"
+      "For 'send'/'reply' (and 'ask', never passive): 'steer' (default: reaches a busy session at its next tool boundary), 'queue' (waits until its current work is done) or 'passive' (shown, never wakes its model). On 'ask', an explicit delivery waits even if the peer is busy; without it, an ask to a peer publishing accepts_asks:false is sent but returns at once with reason peer_busy"
   })),
   queueMode: Type.Optional(StringEnum(["stack", "replace"] as const, {
     description:

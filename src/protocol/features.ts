@@ -58,6 +58,14 @@ export const REPLY_ERROR_V1 = "reply-error-v1"
  */
 export const DELIVERY_V1 = "delivery-v1"
 
+/**
+ * Peer health (extension): `presence` may carry `acceptsAsks`, `pendingAsks`
+ * and `lastIntercomActivity`; the broker stamps `lastSeen` on every frame of a
+ * session and `lastIntercomActivity` on both ends of a routed message, and the
+ * rows of a `sessions` answer carry these fields (C-HLT-3, C-HLT-4, C-HLT-8).
+ */
+export const HEALTH_V1 = "health-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -68,7 +76,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   GROUPS_V1,
   SUPERVISOR_V1,
   REPLY_ERROR_V1,
-  DELIVERY_V1
+  DELIVERY_V1,
+  HEALTH_V1
 ]
 
 /**

@@ -59,7 +59,15 @@ export const SessionInfo = Schema.Struct({
   peerUid: Schema.optionalKey(Schema.Finite),
   contextPct: Schema.optionalKey(Schema.Finite),
   contextTokens: Schema.optionalKey(Schema.Finite),
-  contextWindow: Schema.optionalKey(Schema.Finite)
+  contextWindow: Schema.optionalKey(Schema.Finite),
+  /** Extension `health-v1`: when the broker last read a frame from the session (epoch ms). */
+  lastSeen: Schema.optionalKey(Schema.Finite),
+  /** Extension `health-v1`: its last send or receive (epoch ms; 0 means none). */
+  lastIntercomActivity: Schema.optionalKey(Schema.Finite),
+  /** Extension `health-v1`: whether it said it can take an ask now (absent: unknown). */
+  acceptsAsks: Schema.optionalKey(Schema.Boolean),
+  /** Extension `health-v1`: how many inbound asks it has not answered yet (absent: unknown). */
+  pendingAsks: Schema.optionalKey(Schema.Finite)
 })
 /** A session as the broker describes it (P14). */
 export type SessionInfo = typeof SessionInfo.Type
@@ -205,7 +213,16 @@ export const PresenceFrame = Schema.Struct({
   model: Schema.optionalKey(Schema.String),
   contextPct: ContextField,
   contextTokens: ContextField,
-  contextWindow: ContextField
+  contextWindow: ContextField,
+  /** Extension `health-v1`: true only while idle (no agent run, no tool executing; C-HLT-3). */
+  acceptsAsks: Schema.optionalKey(Schema.Boolean),
+  /** Extension `health-v1`: its unresolved inbound asks. */
+  pendingAsks: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  /**
+   * Extension `health-v1`: its last send or receive (epoch ms; 0 or less means
+   * none). Any finite number: a client's clock may read before the epoch.
+   */
+  lastIntercomActivity: Schema.optionalKey(Schema.Finite)
 })
 /** A `presence` frame (P32), as decoded. */
 export type PresenceFrame = typeof PresenceFrame.Type

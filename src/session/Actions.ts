@@ -9,6 +9,7 @@
  */
 import { Clock, Effect } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
+import { HEALTH_V1 } from "../protocol/features.ts"
 import type { Attachment } from "../protocol/frames.ts"
 import {
   InvalidInput,
@@ -61,6 +62,12 @@ export interface Actions {
 export const makeActions = (generation: Generation, sending: Sending): Actions => {
   const { client, connect, host, selfId, settings, tracker } = generation
 
+  /** The clock to age health timestamps by, when the broker granted `health-v1` (rows show health, C-HLT-1). */
+  const healthNow = Effect.gen(function*() {
+    const granted = (yield* client.status).features.includes(HEALTH_V1)
+    return granted ? yield* Clock.currentTimeMillis : undefined
+  })
+
   const listIn: Actions["listIn"] = (scope) =>
     Effect.gen(function*() {
       yield* connect
@@ -68,7 +75,13 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       const self = sessions.find((session) => session.id === selfId)
       if (self === undefined) return yield* new SelfNotListed()
       const shown = inScope(scope, self, sessions)
-      return { self, sessions: shown, group: client.group, text: renderSessionList(self, sessions, shown, client.group) }
+      const now = yield* healthNow
+      return {
+        self,
+        sessions: shown,
+        group: client.group,
+        text: renderSessionList(self, sessions, shown, client.group, now)
+      }
     })
 
   const sendChecked: Actions["sendChecked"] = (request, attachments) =>
@@ -107,8 +120,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
             () => Effect.andThen(Effect.sync(() => tracker.markReplied(threaded.message.id)), sendAs(undefined))
           )
         )
-      yield* sending.recordSent(request.to, message)
+      // Marked before `recordSent` republishes health, so `pendingAsks` already counts it answered.
       if (message.replyTo !== undefined) tracker.markReplied(message.replyTo)
+      yield* sending.recordSent(request.to, message)
       return {
         _tag: "Sent",
         to: request.to,
@@ -174,12 +188,17 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       yield* connect
       const sessions = yield* client.list
       const self = sessions.find((session) => session.id === selfId)
-      const active = self === undefined ? sessions.length : inScope(scope, self, sessions).length
+      const shown = self === undefined ? sessions : inScope(scope, self, sessions)
+      const base = renderStatus(selfId, shown.length, client.group)
+      // With `health-v1`: the same rows as `list`, with health tags and guidance (C-HLT-1).
+      const now = yield* healthNow
       return {
         sessionId: selfId,
         group: client.group,
-        activeSessions: active,
-        text: renderStatus(selfId, active, client.group)
+        activeSessions: shown.length,
+        text: now === undefined || self === undefined
+          ? base
+          : `${base}\n\n${renderSessionList(self, sessions, shown, client.group, now)}`
       }
     })
 

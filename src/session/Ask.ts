@@ -11,11 +11,12 @@
  * interruption).
  */
 import { Deferred, Duration, Effect, Exit } from "effect"
-import type { Attachment } from "../protocol/frames.ts"
+import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import { AlreadyWaiting, type AskFailure, InvalidTimeout, NotDelivered, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
+import { PEER_BUSY_REASON, PEER_BUSY_REASON_CODE, peerBusyText } from "./health.ts"
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
 import { receivedText, renderReply } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
@@ -49,6 +50,34 @@ export interface Asking {
 export const makeAsking = (generation: Generation, sending: Sending): Asking => {
   const { client, connect, slot } = generation
 
+  /**
+   * The ask to a busy peer (C-HLT-5): the question goes out with
+   * `expectsReply` (the broker keeps its ask edge, so a later answer is still
+   * a reply), and the result says at once that nobody waits for it.
+   */
+  const sendWithoutWaiting = (
+    to: string,
+    message: Message,
+    target: SessionInfo,
+    timeoutMs: number
+  ): Effect.Effect<Sent, AskFailure> =>
+    Effect.gen(function*() {
+      const delivery = yield* sending.deliver("Message", to, message, target, { askTimeoutMs: timeoutMs })
+      yield* sending.recordSent(to, message)
+      return {
+        _tag: "Sent",
+        to,
+        targetId: target.id,
+        messageId: message.id,
+        delivery: delivery.delivery,
+        replyTo: undefined,
+        text: peerBusyText(to),
+        reason: PEER_BUSY_REASON,
+        reasonCode: PEER_BUSY_REASON_CODE,
+        replied: false
+      } satisfies Sent
+    })
+
   /** The part of `ask` that runs while this call holds the slot. */
   const askHolding = (
     waiter: Waiter,
@@ -65,6 +94,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      // C-HLT-5, C-HLT-6: a default ask to a target that publishes it cannot take one is sent, not waited for.
+      if (request.delivery === undefined && target.acceptsAsks === false) {
+        return yield* sendWithoutWaiting(request.to, message, target, timeoutMs)
+      }
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name })
       // Inline, not in the background: when the generation closes (a reload, a quit) its
       // background fibers are interrupted, and a lost cancel_ask would let a late reply

@@ -84,6 +84,8 @@ export interface Generation {
   readonly connect: Effect.Effect<void, IntercomNotConnected>
   /** Runs work that must not hold up its caller, owned (and interrupted) by this generation; failures are ignored. */
   readonly background: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<void>
+  /** A send, reply or receive happened: republishes this session's health (C-HLT-8). */
+  readonly noteActivity: Effect.Effect<void>
   /** Stores a history record with the host, if it keeps any; never fails. */
   readonly record: (entry: HistoryEntry) => Effect.Effect<void>
   /**
@@ -107,6 +109,10 @@ export const makeGeneration = (input: {
   readonly host: HostService
   readonly settings: SessionSettings
   readonly afterConnect: Effect.Effect<void>
+  /** See `Generation.noteActivity` (the presence publisher's). */
+  readonly noteActivity?: Effect.Effect<void> | undefined
+  /** The reply tracker, when the caller shares it (the presence publisher counts its asks). */
+  readonly tracker?: ReplyTracker | undefined
 }): Effect.Effect<Generation, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { client, host, settings } = input
@@ -121,7 +127,8 @@ export const makeGeneration = (input: {
       settings,
       selfId: client.sessionId,
       slot,
-      tracker: makeReplyTracker(settings.askTimeoutMs),
+      tracker: input.tracker ?? makeReplyTracker(settings.askTimeoutMs),
+      noteActivity: input.noteActivity ?? Effect.void,
       connect: Effect.suspend(() =>
         ended
           ? Effect.fail(new IntercomNotConnected({ reason: "the intercom session has ended" }))

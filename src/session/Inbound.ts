@@ -167,6 +167,7 @@ export const runInbound = (
         // C-ORD-32: a reply to the live waiter resolves it before any other handling.
         if (slot.route(inbound)) {
           admission.commit(from.id, message.id, now)
+          yield* generation.noteActivity // C-HLT-3: a receive is intercom activity
           return yield* receipt(message.id, "acknowledged", "matched reply waiter")
         }
         const context: InboundContext = {
@@ -185,6 +186,8 @@ export const runInbound = (
         // C-DLV-14: saved before the host can lose it.
         yield* journal.checkpoint(context)
         yield* handOver(context)
+        // C-HLT-3: a receive is intercom activity, and an ask adds to the pending count: health is republished.
+        yield* generation.noteActivity
       })
 
     /** Pending at once (C-RPL-1), and for as long as the hand-off is retried. */

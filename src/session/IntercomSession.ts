@@ -38,6 +38,7 @@ import { runInbound } from "./Inbound.ts"
 import { baseToolActions, makeIntercomTool } from "./IntercomTool.ts"
 import type { IntercomSessionOptions, IntercomSessionService } from "./models.ts"
 import { makePresencePublisher } from "./PresencePublisher.ts"
+import { makeReplyTracker } from "./ReplyTracker.ts"
 import { makeSending } from "./Sending.ts"
 import { hasSupervisorGrant, makeSupervisorContact } from "./SupervisorContact.ts"
 import { makeToolExposure } from "./ToolExposure.ts"
@@ -70,8 +71,21 @@ const make = (
     const client = yield* IntercomClient
     const host = yield* Host
     const settings = resolveSettings(options)
-    const presence = yield* makePresencePublisher({ client, identity: host.identity, statusSuffix: settings.statusSuffix })
-    const generation = yield* makeGeneration({ client, host, settings, afterConnect: presence.markDirty })
+    const tracker = makeReplyTracker(settings.askTimeoutMs)
+    const presence = yield* makePresencePublisher({
+      client,
+      identity: host.identity,
+      statusSuffix: settings.statusSuffix,
+      pendingAsks: (now) => tracker.pending(now).length
+    })
+    const generation = yield* makeGeneration({
+      client,
+      host,
+      settings,
+      afterConnect: presence.refresh,
+      noteActivity: presence.noteActivity,
+      tracker
+    })
     const sending = makeSending(generation)
     const actions = makeActions(generation, sending)
     const asking = makeAsking(generation, sending)
@@ -85,7 +99,7 @@ const make = (
     // (C-ORD-35): a wait in progress ends before the fibers above are interrupted.
     yield* Effect.addFinalizer(() => generation.retire)
 
-    const { slot, tracker } = generation
+    const { slot } = generation
     return {
       sessionId: generation.selfId,
       connect: generation.connect,

@@ -52,7 +52,8 @@ const sentDetails = (sent: Sent): Record<string, unknown> => ({
   queued: sent.delivery === "queued" || sent.delivery === "staged",
   ...(sent.delivery === "staged" ? { staged: true, threadId: sent.threadId } : {}),
   ...(sent.targetId === undefined ? {} : { targetId: sent.targetId }),
-  ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo })
+  ...(sent.replyTo === undefined ? {} : { replyTo: sent.replyTo }),
+  ...(sent.reason === undefined ? {} : { reason: sent.reason, reasonCode: sent.reasonCode, replied: sent.replied })
 })
 
 /**

@@ -4,13 +4,24 @@
  * the one fiber that pushes it to the broker (C-TOOL-10, C-TOOL-13).
  *
  * It owns the identity and the lifecycle status (plain fields, written only
- * by `setStatus` / `setIdentity`) and the last presence it pushed. Changes
- * only mark the presence dirty (a sliding queue of one); the fiber then
- * pushes the *latest* desired presence, so pushes happen in order and a burst
- * of changes costs one push. It never connects by itself (C-TOOL-14).
+ * by `setStatus` / `setIdentity`) and the last presence it pushed. Most
+ * changes only mark the presence dirty (a sliding queue of one); the fiber
+ * then pushes the *latest* desired presence, so pushes happen in order and a
+ * burst of changes costs one push. A lifecycle change (`setStatus`) and each
+ * connect (`refresh`) push at once and return after the write, so a host that
+ * waits knows the broker has it (a lock keeps every push in order). It never
+ * connects by itself (C-TOOL-14).
+ *
+ * Peer health (`health-v1`, C-HLT-3, C-HLT-8): when the broker granted it,
+ * the presence also carries `acceptsAsks` (true only while idle: no agent run
+ * and no tool executing), `pendingAsks` (read from the reply tracker at push
+ * time) and `lastIntercomActivity` (the last send or receive, which it owns:
+ * `noteActivity` sets it, marking the presence dirty). The client re-sends
+ * the last health after a reconnect.
  */
-import { Effect, Queue, type Scope } from "effect"
+import { Clock, Effect, Queue, type Scope, Semaphore } from "effect"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
+import { HEALTH_V1 } from "../protocol/features.ts"
 import type { SessionRegistration } from "../protocol/frames.ts"
 import type { HostIdentity } from "./Host.ts"
 import { type LifecycleStatus, presenceStatus, presentedName } from "./render.ts"
@@ -30,6 +41,14 @@ export interface PresencePublisher {
   readonly setIdentity: (update: Partial<HostIdentity>) => Effect.Effect<void>
   /** Asks the fiber to push the latest presence (a no-op while not connected). */
   readonly markDirty: Effect.Effect<void>
+  /**
+   * Pushes the latest presence now, if it changed, and returns once it is
+   * written: run after each connect, so the broker has this session's
+   * presence before the action's own frames (the connection is FIFO).
+   */
+  readonly refresh: Effect.Effect<void>
+  /** A send, reply or receive happened now: sets `lastIntercomActivity` and pushes the health (C-HLT-8). */
+  readonly noteActivity: Effect.Effect<void>
 }
 
 /**
@@ -42,12 +61,16 @@ export const makePresencePublisher = (input: {
   readonly client: IntercomClientService
   readonly identity: HostIdentity
   readonly statusSuffix: string | undefined
+  /** Unresolved inbound asks at `now` (the reply tracker's count), for `pendingAsks`. */
+  readonly pendingAsks: (now: number) => number
 }): Effect.Effect<PresencePublisher, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { client } = input
     let identity = input.identity
     let lifecycle: LifecycleStatus = "idle"
     let lastPushed: string | undefined
+    /** The last send or receive, epoch ms; 0 means none (C-HLT-3). */
+    let lastIntercomActivity = 0
 
     const dirty = yield* Queue.sliding<true>(1)
     const markDirty = Effect.asVoid(Queue.offer(dirty, true))
@@ -60,22 +83,33 @@ export const makePresencePublisher = (input: {
         model: identity.model
       }
     }
+    // The fiber and `refresh` both push: one at a time, each the latest desired presence.
+    const lock = yield* Semaphore.make(1)
     const push = Effect.gen(function*() {
-      if (!(yield* client.status).connected) return
-      const presence = desired()
+      const status = yield* client.status
+      if (!status.connected) return
+      const presence = status.features.includes(HEALTH_V1)
+        ? {
+          ...desired(),
+          acceptsAsks: lifecycle === "idle",
+          pendingAsks: input.pendingAsks(yield* Clock.currentTimeMillis),
+          lastIntercomActivity
+        }
+        : desired()
       const key = JSON.stringify(presence)
       if (key === lastPushed) return
       yield* client.presence(presence)
       lastPushed = key
-    }).pipe(Effect.ignore)
+    }).pipe(Effect.ignore, lock.withPermit)
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(dirty), push), { disableYield: true }))
 
     return {
       lifecycle: () => lifecycle,
+      // Pushed before it returns: a host that waits for it knows the broker has its health (C-HLT-3).
       setStatus: (next) =>
         Effect.suspend(() => {
           lifecycle = next
-          return markDirty
+          return push
         }),
       setIdentity: (update) =>
         Effect.suspend(() => {
@@ -86,7 +120,12 @@ export const makePresencePublisher = (input: {
           }
           return markDirty
         }),
-      markDirty
+      markDirty,
+      refresh: push,
+      noteActivity: Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        lastIntercomActivity = now
+        return markDirty
+      })
     }
   })
 

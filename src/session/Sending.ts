@@ -125,7 +125,7 @@ export interface Sending {
   readonly resolveForSend: (
     to: string
   ) => Effect.Effect<SessionInfo | undefined, SelfTargetRefused | TargetUnresolved | ClientFailure>
-  /** The `intercom_sent` history record of a message that went out (C-TOOL-8). */
+  /** The `intercom_sent` history record of a message that went out (C-TOOL-8); also republishes health (C-HLT-8). */
   readonly recordSent: (to: string, message: Message) => Effect.Effect<void>
 }
 
@@ -187,8 +187,9 @@ export const makeSending = (generation: Generation): Sending => {
       }
     })
 
+  // C-HLT-8: every send, ask and reply goes through here, and republishes this session's health.
   const recordSent: Sending["recordSent"] = (to, message) =>
-    generation.record({
+    Effect.andThen(generation.noteActivity, generation.record({
       _tag: "intercom_sent",
       to,
       message: {
@@ -198,7 +199,7 @@ export const makeSending = (generation: Generation): Sending => {
       },
       messageId: message.id,
       timestamp: message.timestamp
-    })
+    }))
 
   return { deliver, resolveForSend, recordSent }
 }

@@ -76,6 +76,16 @@ export const peekGroup = (generation: Generation) => (group: string): Effect.Eff
     return { group, sessions, text }
   })
 
+/**
+ * The status text with the peek count as the last line of its header, before
+ * the session rows that follow a blank line when the broker gave health
+ * (`health-v1`).
+ */
+const withPeekLine = (text: string, line: string): string => {
+  const rows = text.indexOf("\n\n")
+  return rows === -1 ? `${text}\n${line}` : `${text.slice(0, rows)}\n${line}${text.slice(rows)}`
+}
+
 const withDetails = (result: ToolResult, details: Record<string, unknown>): ToolResult =>
   result.isError ? result : { ...result, details: { ...result.details, ...details } }
 
@@ -125,7 +135,7 @@ export const withGroups = (
               return Effect.succeed(withDetails(result, { group: own }))
             }
             return Effect.map(generation.client.peek(group), (sessions): ToolResult => ({
-              text: `${result.text}\n${renderPeekCount(group, sessions.length)}`,
+              text: withPeekLine(result.text, renderPeekCount(group, sessions.length)),
               isError: false,
               details: { ...result.details, group: own, peek: { group, activeSessions: sessions.length, readOnly: true } }
             }))

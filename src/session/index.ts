@@ -17,6 +17,7 @@
  */
 export * from "./contactSupervisor.ts"
 export * from "./errors.ts"
+export * from "./health.ts"
 export * from "./Host.ts"
 export { HANDOFF_RETRY_INTERVAL, inboundAbandoned } from "./HostHandoff.ts"
 export * from "./InboundAdmission.ts"

@@ -111,7 +111,13 @@ export interface AskRequest {
   readonly attachments?: ReadonlyArray<Attachment> | undefined
   /** Overrides `askTimeoutMs` for this ask. */
   readonly timeoutMs?: number | undefined
-  /** `steer` (default) or `queue`; an ask is never passive (C-ASK-10). */
+  /**
+   * `steer` or `queue`; an ask is never passive (C-ASK-10). Without it the ask
+   * honours the target's health (C-DLV-2, C-HLT-5): a target publishing
+   * `acceptsAsks: false` gets the question, but the ask returns at once
+   * (`reason: "peer_busy"`) instead of waiting. With it, the ask waits
+   * whatever the target's health (C-HLT-6).
+   */
   readonly delivery?: string | undefined
   readonly queueMode?: string | undefined
   readonly threadId?: string | undefined
@@ -172,6 +178,14 @@ export interface Sent {
   readonly replyTo: string | undefined
   /** `Message sent to <to>`, `Message queued for <to>`, `Reply sent to <name>`, … */
   readonly text: string
+  /**
+   * Set on an `ask` that did not wait because its target publishes
+   * `acceptsAsks: false` (C-HLT-5): `peer_busy`, with `reasonCode`
+   * `recipient_not_accepting_asks` and `replied: false`.
+   */
+  readonly reason?: "peer_busy" | undefined
+  readonly reasonCode?: "recipient_not_accepting_asks" | undefined
+  readonly replied?: false | undefined
 }
 
 /**
@@ -276,7 +290,12 @@ export interface IntercomToolParams {
    * own group is accepted. Blank or absent: the own group.
    */
   readonly group?: string | undefined
-  /** For `send`/`ask`/`reply`: `steer` (default), `queue` or `passive` (never for `ask`) (C-DLV-1, C-ASK-10). */
+  /**
+   * For `send`/`ask`/`reply`: `steer` (default), `queue` or `passive` (never
+   * for `ask`) (C-DLV-1, C-ASK-10). On an `ask`, an explicit mode waits
+   * whatever the target's health; absent, a target publishing
+   * `acceptsAsks: false` gets the question without a wait (C-HLT-5, C-HLT-6).
+   */
   readonly delivery?: string | undefined
   /** For `delivery: "queue"`: `stack` or `replace` (C-DLV-4). */
   readonly queueMode?: string | undefined

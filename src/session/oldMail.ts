@@ -26,7 +26,7 @@ export const QUEUED_MARK_THRESHOLD_MS = 60_000
  * @category rendering
  * @since 0.1.0
  */
-export const formatAge = (ms: number): string => {
+export const formatQueuedAge = (ms: number): string => {
   const seconds = Math.max(0, Math.floor(ms / 1000))
   if (seconds < 60) return `${seconds}s`
   const minutes = Math.floor(seconds / 60)
@@ -60,5 +60,5 @@ export const queuedFor = (message: Message): number | undefined => {
  */
 export const queuedMarker = (message: Message): string => {
   const waited = queuedFor(message)
-  return waited === undefined ? "" : ` · queued ${formatAge(waited)} ago`
+  return waited === undefined ? "" : ` · queued ${formatQueuedAge(waited)} ago`
 }

@@ -9,6 +9,7 @@ import { DEFAULT_GROUP } from "../config/group.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { queuedMarker } from "./oldMail.ts"
+import { deliveryGuidance, healthTags, peerState, SELF_GUIDANCE } from "./health.ts"
 import { type ParsedSupervisorMessage, parseSupervisorMessage } from "./supervisorMessages.ts"
 import { displayTargets } from "./targets.ts"
 
@@ -163,7 +164,9 @@ export const renderReply = (to: string, reply: Message): string => `**Reply from
 /**
  * One `list` row (C-TOOL-9): name, display target, cwd, model, tags. The
  * tags are `self` or `same cwd`, the status, and `group: <g>` when the row's
- * group is not `default`.
+ * group is not `default`. With `healthNow` (the broker granted `health-v1`;
+ * the clock to age timestamps by) the health tags follow and a
+ * delivery-guidance line goes under the row (C-HLT-1, C-HLT-7).
  *
  * @category rendering
  * @since 0.1.0
@@ -174,19 +177,27 @@ export const renderSessionRow = (
   selfCwd: string,
   isSelf: boolean,
   targetOf: (session: SessionInfo) => string = displayTargets(all),
-  group: string = DEFAULT_GROUP
+  group: string = DEFAULT_GROUP,
+  healthNow?: number
 ): string => {
   const name = session.name?.trim() || "Unnamed session"
   const groupTag = group === DEFAULT_GROUP ? undefined : `group: ${group}`
-  const tags = [isSelf ? "self" : session.cwd === selfCwd ? "same cwd" : undefined, session.status, groupTag]
-    .filter((tag): tag is string => tag !== undefined && tag.length > 0)
+  const tags = [
+    isSelf ? "self" : session.cwd === selfCwd ? "same cwd" : undefined,
+    session.status,
+    groupTag,
+    ...(healthNow === undefined ? [] : healthTags(session, healthNow))
+  ].filter((tag): tag is string => tag !== undefined && tag.length > 0)
   const suffix = tags.length === 0 ? "" : ` [${tags.join(", ")}]`
-  return `• ${name} (${targetOf(session)}) — ${session.cwd} (${session.model})${suffix}`
+  const row = `• ${name} (${targetOf(session)}) — ${session.cwd} (${session.model})${suffix}`
+  if (healthNow === undefined) return row
+  return `${row}\n  ${isSelf ? SELF_GUIDANCE : deliveryGuidance(peerState(session))}`
 }
 
 /**
  * The `list` result: the current session, then the others (C-TOOL-9), all
- * of this session's `group`.
+ * of this session's `group`; with `healthNow`, rows carry health tags and
+ * guidance (`renderSessionRow`).
  *
  * @category rendering
  * @since 0.1.0
@@ -195,17 +206,18 @@ export const renderSessionList = (
   self: SessionInfo,
   all: ReadonlyArray<SessionInfo>,
   shown: ReadonlyArray<SessionInfo> = all,
-  group: string = DEFAULT_GROUP
+  group: string = DEFAULT_GROUP,
+  healthNow?: number
 ): string => {
   const others = shown.filter((session) => session.id !== self.id)
   const hidden = all.length - shown.length
   // Display targets for every row at once (O(n log n), not O(n) per row).
   const targetOf = displayTargets(all)
-  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true, targetOf, group)}`
+  const current = `**Current session:**\n${renderSessionRow(self, all, self.cwd, true, targetOf, group, healthNow)}`
   const rest = others.length === 0
     ? "**Other sessions:**\nNo other sessions connected."
     : `**Other sessions:**\n${
-      others.map((session) => renderSessionRow(session, all, self.cwd, false, targetOf, group)).join("\n")
+      others.map((session) => renderSessionRow(session, all, self.cwd, false, targetOf, group, healthNow)).join("\n")
     }`
   return hidden === 0 ? `${current}\n\n${rest}` : `${current}\n\n${rest}\n\n${hiddenNote(hidden)}`
 }

@@ -21,7 +21,11 @@ describe("intercom list / status", () => {
       const agent = yield* makeAgent
       const listed = yield* runCli(agent, ["list", "--name", "lister"])
       assert.strictEqual(listed.code, 0, listed.stderr)
-      assert.match(listed.stdout, /^\*\*Current session:\*\*\n• lister \([0-9a-f]{8}\) — .* \(intercom-cli\) \[self, idle\]\n/)
+      // The health columns (health-v1, C-HLT-1) and the self row's guidance (C-HLT-7).
+      assert.match(
+        listed.stdout,
+        /^\*\*Current session:\*\*\n• lister \([0-9a-f]{8}\) — .* \(intercom-cli\) \[self, idle, state:idle, accepts_asks:true, pending_asks:0, last_intercom_activity:none, last_seen:\d+s ago\]\n  ↳ self target unavailable; choose a peer from Other sessions; use pending\/reply for inbound asks\n/
+      )
       assert.include(listed.stdout, "**Other sessions:**\nNo other sessions connected.")
       assert.isTrue(fs.existsSync(agent.pidFile), "the first command spawned a broker")
 
@@ -40,7 +44,7 @@ describe("intercom list / status", () => {
       const agent = yield* makeAgent
       const status = yield* runCli(agent, ["status"])
       assert.strictEqual(status.code, 0, status.stderr)
-      assert.match(status.stdout, /^\*\*Intercom Status:\*\*\nConnected: Yes\nSession ID: \S+\nGroup: default\nActive sessions: 1\n$/)
+      assert.match(status.stdout, /^\*\*Intercom Status:\*\*\nConnected: Yes\nSession ID: \S+\nGroup: default\nActive sessions: 1\n\n\*\*Current session:\*\*\n• /)
 
       yield* startWatch(agent, "planner")
       const json = jsonOf(yield* runCli(agent, ["status", "--json"]))
@@ -48,6 +52,25 @@ describe("intercom list / status", () => {
       assert.deepInclude(json, { action: "status", via: "session" })
       assert.strictEqual(get(json, "details", "connected"), true)
       assert.strictEqual(get(json, "details", "activeSessions"), 2, "the watch and this command")
+    }), TIMEOUT)
+})
+
+describe("intercom list health columns", () => {
+  it.live("a watch is listed idle and accepting asks; after a send to it, its last intercom activity has an age", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      // The watch lists before it prints its ready line, so its health reached the broker first.
+      yield* startWatch(agent, "planner")
+      const before = yield* runCli(agent, ["list", "--name", "lister"])
+      assert.strictEqual(before.code, 0, before.stderr)
+      assert.match(
+        before.stdout,
+        /\n• planner \([^)]+\) — .* \[same cwd, idle, state:idle, accepts_asks:true, pending_asks:0, last_intercom_activity:none, last_seen:\d+s ago\]\n  ↳ idle: send \(steer\) starts its turn now;/
+      )
+      const sent = yield* runCli(agent, ["send", "--name", "lister", "planner", "hello"])
+      assert.strictEqual(sent.code, 0, sent.stderr)
+      const after = yield* runCli(agent, ["list", "--name", "lister"])
+      assert.match(after.stdout, /\n• planner \([^)]+\) — .* accepts_asks:true, pending_asks:0, last_intercom_activity:\d+[smh] ago, /)
     }), TIMEOUT)
 })
 

@@ -36,7 +36,7 @@ describe("intercom --group", () => {
       assert.strictEqual(status.code, 0, status.stderr)
       assert.match(
         status.stdout,
-        /\nGroup: default\nActive sessions: 1\nGroup "blue" \(read-only view, no send rights\): 1 active session\n$/
+        /\nGroup: default\nActive sessions: 1\nGroup "blue" \(read-only view, no send rights\): 1 active session\n\n\*\*Current session:\*\*\n/
       )
 
       // From the default group the watch is not found; from blue it is.
@@ -50,8 +50,8 @@ describe("intercom --group", () => {
       // The environment is the home group when there is no --group (C-GRP-2).
       const env = yield* runCli(agent, ["list", "--name", "env-lister"], { env: { ATOMIC_INTERCOM_GROUP: " blue " } })
       assert.strictEqual(env.code, 0, env.stderr)
-      assert.match(env.stdout, /• env-lister \([0-9a-f]{8}\) — .* \[self, idle, group: blue\]/)
-      assert.match(env.stdout, /• blue-w \(\S+\) — .* \[same cwd, idle, group: blue\]/)
+      assert.match(env.stdout, /• env-lister \([0-9a-f]{8}\) — .* \[self, idle, group: blue, state:idle, /)
+      assert.match(env.stdout, /• blue-w \(\S+\) — .* \[same cwd, idle, group: blue, state:idle, /)
 
       // A command handed to the watch carries its --group, and the watch's session refuses another group.
       const locked = yield* runCli(agent, ["send", "--name", "blue-w", "--group", "red", "env-lister", "hi"])

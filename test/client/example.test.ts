@@ -25,10 +25,13 @@ describe("examples/two-sessions.ts", () => {
       assert.strictEqual(example.stderr(), "")
       const lines = example.stdout().trimEnd().split("\n")
       assert.match(lines[0] ?? "", /^\*\*Current session:\*\*$/)
-      assert.match(lines[1] ?? "", /^• planner \([0-9a-f]{8}\) — .* \(example-model\) \[self, idle\]$/)
-      assert.match(lines[4] ?? "", /^• reviewer \([0-9a-f]{8}\) — .* \(example-model\) \[same cwd, idle\]$/)
+      // Rows carry peer health (health-v1) and a guidance line under each (C-HLT-1, C-HLT-7).
+      assert.match(lines[1] ?? "", /^• planner \([0-9a-f]{8}\) — .* \(example-model\) \[self, idle, state:idle, accepts_asks:(true|unknown), /)
+      assert.match(lines[2] ?? "", /^  ↳ self target unavailable/)
+      assert.match(lines[5] ?? "", /^• reviewer \([0-9a-f]{8}\) — .* \(example-model\) \[same cwd, idle, state:idle, /)
+      assert.match(lines[6] ?? "", /^  ↳ idle: /)
       // The reply went through the broker the example spawned for its private agent dir.
-      assert.deepStrictEqual(lines.slice(5), [
+      assert.deepStrictEqual(lines.slice(7), [
         "reviewer received (trigger): Is the retry logic safe?",
         "**Reply from reviewer:**",
         "Yes: every retry reuses the message id, so the broker de-duplicates it."

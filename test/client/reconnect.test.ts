@@ -12,7 +12,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Queue } from "effect"
 import { dialUnixSocket, type Dialer } from "../../src/client/Dialer.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
-import { message } from "../support/broker.ts"
+import { HEALTH_V1 } from "../../src/protocol/features.ts"
+import { list, message } from "../support/broker.ts"
 import { advance, advanceTo, memoryNetwork, now, settle, step, withMemoryBroker } from "../support/memory.ts"
 import { readPidFile } from "../support/process.ts"
 import {
@@ -79,6 +80,23 @@ describe("reconnect after the broker dies (in memory)", () => {
       const sessions = yield* Fiber.join(listing)
       assert.deepStrictEqual(sessions.map((s) => [s.id, s.name]), [[A_ID, "alpha"]])
       assert.strictEqual((yield* a.status).connections, 2)
+    }))
+
+  it.effect("C-BRK-28: the health a client published (health-v1) is sent again to the broker it reconnects to", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const first = yield* world.startBroker({ idleExit: null })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
+      yield* settle(a.connect)
+      yield* settle(a.presence({ status: "thinking", acceptsAsks: false, pendingAsks: 2, lastIntercomActivity: 7 }))
+      yield* first.crash
+      yield* world.startBroker({ idleExit: null })
+      const observer = yield* world.session({ sessionId: "observer", frame: { features: [HEALTH_V1] } })
+      yield* advance("500 millis")
+      assert.deepInclude(yield* a.status, { connected: true, connections: 2 })
+      yield* settle(a.list) // a round trip on alpha: its re-sent presence was handled before
+      const alpha = (yield* list(observer.client)).find((session) => session.id === A_ID)
+      assert.deepInclude(alpha, { status: "thinking", acceptsAsks: false, pendingAsks: 2, lastIntercomActivity: 7 })
     }))
 })
 

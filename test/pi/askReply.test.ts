@@ -98,4 +98,28 @@ describe("pi extension: two sessions", () => {
       await b.quit()
     }
   })
+
+  it("C-HLT-5: a default ask to a recipient busy in a long tool is delivered, but returns at once with peer_busy", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "busy-ask" })
+    try {
+      b.script(call("intercom", { action: "status" }), say("ready"))
+      await b.session().prompt("check in")
+      b.script(call("wait_for_intercom", {}), say("saw it"))
+      const busy = nextEvent(b, (event) => event.type === "tool_execution_start" && event.toolName === "wait_for_intercom")
+      const bRun = b.session().prompt("wait")
+      await busy
+      a.script(call("intercom", { action: "ask", to: "busy-ask", message: "are you free?" }), say("done"))
+      await a.session().prompt("ask")
+      await bRun
+      const [result] = toolResults(a.session())
+      assert.match(result ?? "", /^Question sent to busy-ask, but busy-ask is busy \(accepts_asks:false\)/)
+      assert.include(result ?? "", "Delivery does not mean the question was consumed")
+      // The question did reach B, once.
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
 })

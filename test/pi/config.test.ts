@@ -84,7 +84,7 @@ describe("pi extension: config.json", () => {
     const a = await openPi(world, { name: "asker" })
     const b = await openPi(world, { name: "quiet" })
     try {
-      assert.match(await act(b, { action: "list" }), /\[self, [a-z:]+ · reviewing\]/)
+      assert.match(await act(b, { action: "list" }), /\[self, [a-z:]+ · reviewing, state:/)
       const asked = await act(a, { action: "ask", to: "quiet", message: "anyone?" })
       assert.strictEqual(asked, `No reply from "quiet" within 2 seconds`)
       // The ask reached b's history without starting a turn.

@@ -35,7 +35,8 @@ describe("pi extension in pi processes", () => {
     ], ["--no-session", "--name", "bravo", "serve"], { extensions: [EXTENSION] })
     await b.waitFor("B on the bus", toolEnd("intercom"))
     const a = runPi(world, [
-      { tool: "intercom", args: { action: "ask", to: "bravo", message: "What is 6 * 7?" } },
+      // B is busy in a tool (accepts_asks:false): an explicit delivery keeps the ask waiting (C-HLT-6).
+      { tool: "intercom", args: { action: "ask", to: "bravo", message: "What is 6 * 7?", delivery: "steer" } },
       { text: "thanks" }
     ], ["--no-session", "ask bravo"], { extensions: [EXTENSION] })
     const answered = await a.waitFor("A's ask result", toolEnd("intercom"))

@@ -15,10 +15,10 @@ describe("pi extension: the intercom tool's texts", () => {
     const a = await openPi(world, { name: "alpha" })
     const b = await openPi(world, { name: "bravo" })
     try {
-      assert.match((await act(b, { action: "status" })).text, /^\*\*Intercom Status:\*\*\nConnected: Yes\nSession ID: .+\nGroup: default\nActive sessions: \d+$/)
+      assert.match((await act(b, { action: "status" })).text, /^\*\*Intercom Status:\*\*\nConnected: Yes\nSession ID: .+\nGroup: default\nActive sessions: \d+\n\n\*\*Current session:\*\*\n/)
       const list = await act(a, { action: "list" })
       // (Statuses race with the list: presence is pushed as pi's events come.)
-      assert.match(list.text, /^\*\*Current session:\*\*\n• alpha \(.+\) — .+ \(faux-1\) \[self, [^\]]+\]\n\n\*\*Other sessions:\*\*\n• bravo \(.+\) — .+ \(faux-1\) \[same cwd, [^\]]+\]$/)
+      assert.match(list.text, /^\*\*Current session:\*\*\n• alpha \(.+\) — .+ \(faux-1\) \[self, [^\]]+, state:\w+, accepts_asks:\w+, [^\]]+\]\n  ↳ self target unavailable[^\n]+\n\n\*\*Other sessions:\*\*\n• bravo \(.+\) — .+ \(faux-1\) \[same cwd, [^\]]+, state:\w+, [^\]]+\]\n  ↳ [^\n]+$/)
       assert.deepStrictEqual(await act(a, { action: "pending" }), { text: "No unresolved inbound asks.", isError: false })
 
       // Bad parameters: nothing reaches bravo.

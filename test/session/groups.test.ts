@@ -9,6 +9,7 @@ import { Context, Effect, Layer, Option, Queue, Scope } from "effect"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { homeGroup, normalizeGroup } from "../../src/config/group.ts"
 import { Host, headless, type Inbound } from "../../src/session/Host.ts"
+import { deliveryGuidance, SELF_GUIDANCE } from "../../src/session/health.ts"
 import { IntercomSession, type IntercomSessionService, sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { closeOnSimulatedTime, type MemoryBroker, settle, withMemoryBroker } from "../support/memory.ts"
 import { B, C, info, SELF, withPeers } from "./support.ts"
@@ -175,11 +176,12 @@ describe("groups through the broker core", () => {
       const blue = yield* peer(broker, "bbbbbbbb-0000-4000-8000-000000000002", "B", "blue")
 
       const own = yield* settle(red.session.intercom({ action: "list" }))
-      assert.strictEqual(
-        own.text,
-        "**Current session:**\n• A (aaaaaaaa) — /tmp/project (test-model) [self, idle, group: red]\n\n" +
-          "**Other sessions:**\n• C (cccccccc) — /tmp/project (test-model) [same cwd, idle, group: red]"
-      )
+      const health = "state:idle, accepts_asks:true, pending_asks:0, last_intercom_activity:none, last_seen:0s ago"
+      const rows = `**Current session:**\n• A (aaaaaaaa) — /tmp/project (test-model) [self, idle, group: red, ${health}]\n` +
+        `  ${SELF_GUIDANCE}\n\n` +
+        `**Other sessions:**\n• C (cccccccc) — /tmp/project (test-model) [same cwd, idle, group: red, ${health}]\n` +
+        `  ${deliveryGuidance("idle")}`
+      assert.strictEqual(own.text, rows)
       const peek = yield* settle(red.session.intercom({ action: "list", group: "blue" }))
       assert.strictEqual(
         peek.text,
@@ -190,7 +192,7 @@ describe("groups through the broker core", () => {
       assert.strictEqual(
         status.text,
         `**Intercom Status:**\nConnected: Yes\nSession ID: ${red.id}\nGroup: red\nActive sessions: 2\n` +
-          `Group "blue" (read-only view, no send rights): 1 active session`
+          `Group "blue" (read-only view, no send rights): 1 active session\n\n${rows}`
       )
 
       const refused = yield* settle(red.session.intercom({ action: "send", to: "B", message: "hi", group: "blue" }))

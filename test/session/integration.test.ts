@@ -13,6 +13,7 @@ import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { Host, headless, type Inbound } from "../../src/session/Host.ts"
+import { deliveryGuidance } from "../../src/session/health.ts"
 import {
   IntercomSession,
   type IntercomSessionOptions,
@@ -120,13 +121,21 @@ describe("session over the broker core", () => {
       const { a, b } = yield* pair()
       yield* settle(b.session.setStatus("thinking")) // the presence has reached the broker when the step ends
       const list = yield* settle(a.session.intercom({ action: "list" }))
-      assert.strictEqual(
-        list.text,
-        "**Current session:**\n• A (aaaaaaaa) — /tmp/project (test-model) [self, idle]\n\n" +
-          "**Other sessions:**\n• B (bbbbbbbb) — /tmp/project (test-model) [same cwd, thinking]"
-      )
+      // Both sessions published their health (health-v1): B is thinking, so it does not accept asks (C-HLT-1, C-HLT-3).
+      const rows = "**Current session:**\n" +
+        "• A (aaaaaaaa) — /tmp/project (test-model) [self, idle, state:idle, accepts_asks:true, pending_asks:0, " +
+        "last_intercom_activity:none, last_seen:0s ago]\n" +
+        "  ↳ self target unavailable; choose a peer from Other sessions; use pending/reply for inbound asks\n\n" +
+        "**Other sessions:**\n" +
+        "• B (bbbbbbbb) — /tmp/project (test-model) [same cwd, thinking, state:busy, accepts_asks:false, pending_asks:0, " +
+        "last_intercom_activity:none, last_seen:0s ago]\n" +
+        `  ${deliveryGuidance("busy")}`
+      assert.strictEqual(list.text, rows)
       const status = yield* settle(a.session.intercom({ action: "status" }))
-      assert.strictEqual(status.text, `**Intercom Status:**\nConnected: Yes\nSession ID: ${a.id}\nGroup: default\nActive sessions: 2`)
+      assert.strictEqual(
+        status.text,
+        `**Intercom Status:**\nConnected: Yes\nSession ID: ${a.id}\nGroup: default\nActive sessions: 2\n\n${rows}`
+      )
       const sent = yield* settle(a.session.intercom({ action: "send", to: "bbbbbbbb", message: "Check UserService" }))
       assert.deepStrictEqual([sent.text, sent.isError], ["Message sent to bbbbbbbb", false])
       const inbound = yield* handed(b)
@@ -143,7 +152,7 @@ describe("session over the broker core", () => {
       const anonymous = yield* peer(inMemory(broker), "session-c0ffee00-1111", undefined)
       yield* settle(anonymous.session.status)
       const list = yield* settle(a.session.intercom({ action: "list" }))
-      assert.include(list.text, "• subagent-chat-c0ffee00 (session-) — /tmp/project (test-model) [same cwd, idle]")
+      assert.include(list.text, "• subagent-chat-c0ffee00 (session-) — /tmp/project (test-model) [same cwd, idle, state:idle")
       const sent = yield* settle(a.session.intercom({ action: "send", to: "subagent-chat-c0ffee00", message: "hi" }))
       assert.strictEqual(sent.text, "Message sent to subagent-chat-c0ffee00")
       assert.strictEqual((yield* handed(anonymous)).message.content.text, "hi")

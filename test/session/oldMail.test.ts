@@ -11,7 +11,7 @@ import { TestClock } from "effect/testing"
 import { mailboxRetentionProblem, resolveCoreOptions } from "../../src/broker/options.ts"
 import type { ControlEvent } from "../../src/client/events.ts"
 import type { Message } from "../../src/protocol/frames.ts"
-import { formatAge, QUEUED_MARK_THRESHOLD_MS, queuedFor } from "../../src/session/oldMail.ts"
+import { formatQueuedAge, QUEUED_MARK_THRESHOLD_MS, queuedFor } from "../../src/session/oldMail.ts"
 import { renderInbound } from "../../src/session/render.ts"
 import { inboundText } from "../../src/cli/client/output.ts"
 import { closeOnSimulatedTime } from "../support/memory.ts"
@@ -35,13 +35,13 @@ const stamped = (receivedAt: number, deliveredAt: number): Message => ({
 
 describe("the old-mail marker", () => {
   it("ages read Ns, Nm, Nh or Nd, rounded down", () => {
-    assert.strictEqual(formatAge(0), "0s")
-    assert.strictEqual(formatAge(59 * SECOND + 999), "59s")
-    assert.strictEqual(formatAge(MINUTE), "1m")
-    assert.strictEqual(formatAge(59 * MINUTE), "59m")
-    assert.strictEqual(formatAge(6 * HOUR + 59 * MINUTE), "6h")
-    assert.strictEqual(formatAge(DAY - 1), "23h")
-    assert.strictEqual(formatAge(3 * DAY + 5 * HOUR), "3d")
+    assert.strictEqual(formatQueuedAge(0), "0s")
+    assert.strictEqual(formatQueuedAge(59 * SECOND + 999), "59s")
+    assert.strictEqual(formatQueuedAge(MINUTE), "1m")
+    assert.strictEqual(formatQueuedAge(59 * MINUTE), "59m")
+    assert.strictEqual(formatQueuedAge(6 * HOUR + 59 * MINUTE), "6h")
+    assert.strictEqual(formatQueuedAge(DAY - 1), "23h")
+    assert.strictEqual(formatQueuedAge(3 * DAY + 5 * HOUR), "3d")
   })
 
   it("mail that waited 6 hours in the mailbox reads `queued 6h ago` next to its sender", () => {
