@@ -13,6 +13,7 @@
  * | receipts and cancel | Receipts.ts |
  * | groups (`groups-v1`) | Groups.ts |
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
+ * | topics (`topics-v1`) | Topics.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -43,6 +44,7 @@ import { Registry } from "./Registry.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 import { Supervisor } from "./Supervisor.ts"
+import { Topics } from "./Topics.ts"
 
 const HOUR = 3_600_000
 
@@ -58,6 +60,8 @@ export interface RouterStats {
   readonly departed: number
   /** Characters of frame text queued in every connection's outbox together. */
   readonly queuedChars: number
+  /** Topic records and subscriptions kept (`topics-v1`), over all groups. */
+  readonly topicEntries: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -77,6 +81,7 @@ export class Router {
   private readonly mail: MailDelivery
   private readonly asks: Asks
   private readonly frames: FrameHandlers
+  private readonly topics: Topics
 
   constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
     const registry = new Registry()
@@ -120,6 +125,7 @@ export class Router {
     const discovery = new Discovery(ctx, membership)
     const send = new Send(ctx, mail)
     const groups = new Groups()
+    const topics = new Topics(ctx)
     const supervisor = new Supervisor(ctx, send, (childKey, messageId, supervisorKey) => {
       const edge = asks.edges.get(recordKeyOf(childKey, messageId))
       return edge !== undefined && edge.askerKey === childKey && edge.targetKey === supervisorKey
@@ -137,9 +143,11 @@ export class Router {
     send.onPrune((at) => mail.prune(at))
     send.onPrune((at) => registry.recent.expire(at))
     send.onPrune((at) => supervisor.prune(at))
+    send.onPrune((at) => topics.prune(at))
     registration.observe(mail.hooks)
     registration.observe(groups.hooks)
     registration.observe(supervisor.hooks)
+    registration.observe(topics.hooks)
 
     this.ctx = ctx
     this.output = output
@@ -161,8 +169,10 @@ export class Router {
       ...send.frames,
       ...asks.frames,
       ...receipts.frames,
-      ...supervisor.frames
+      ...supervisor.frames,
+      ...topics.frames
     }
+    this.topics = topics
   }
 
   /** Live registered sessions. */
@@ -216,7 +226,8 @@ export class Router {
       asks: this.asks.edges.size,
       scopes: this.ctx.registry.scopeCount(),
       departed: this.ctx.registry.recent.size,
-      queuedChars: this.ctx.output.queuedChars
+      queuedChars: this.ctx.output.queuedChars,
+      topicEntries: this.topics.size
     }
   }
 }

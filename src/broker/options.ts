@@ -51,6 +51,11 @@ export interface BrokerCoreOptions {
   readonly replayRecords?: number
   /** Approximate bytes the replay records may take, overall. Default 64 MiB. */
   readonly replayBytes?: number
+  /**
+   * Topic records and subscriptions one group of a scope keeps together
+   * (extension `topics-v1`); past it a new one is refused. Default 4,096.
+   */
+  readonly topicEntriesPerGroup?: number
 }
 
 /** The Unix-socket broker: core settings plus where its files live. */
@@ -78,6 +83,7 @@ export interface ResolvedCoreOptions {
   readonly mailboxBytesPerTarget: number
   readonly replayRecords: number
   readonly replayBytes: number
+  readonly topicEntriesPerGroup: number
 }
 
 /** The default session cap (`--max-sessions`). */
@@ -100,5 +106,6 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
   mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,
   replayRecords: options.replayRecords ?? 262_144,
-  replayBytes: options.replayBytes ?? 64 * 1024 * 1024
+  replayBytes: options.replayBytes ?? 64 * 1024 * 1024,
+  topicEntriesPerGroup: options.topicEntriesPerGroup ?? 4096
 })

@@ -38,11 +38,25 @@ export const GROUPS_V1 = "groups-v1"
  */
 export const SUPERVISOR_V1 = "supervisor-v1"
 
+/**
+ * Topics (extension): `topic_publish`, `topic_subscribe`, `topic_unsubscribe`
+ * and `topic_query`, answered by `topic_published`, `topic_subscribed`,
+ * `topic_unsubscribed`, `topic_state` or `topic_failed`; subscribers get
+ * `topic_record` (C-TOP, see `topics.ts`).
+ */
+export const TOPICS_V1 = "topics-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
 /** Extensions a client may request. */
-export const EXTENSION_FEATURES: ReadonlyArray<string> = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1]
+export const EXTENSION_FEATURES: ReadonlyArray<string> = [
+  LIST_PAGE_V1,
+  ASK_TIMEOUT_V1,
+  GROUPS_V1,
+  SUPERVISOR_V1,
+  TOPICS_V1
+]
 
 /**
  * The features a broker grants in `registered`: the base ones, plus those of
