@@ -177,7 +177,8 @@ export class Topics {
     const subscribers = state.subscribers.size - (state.subscribers.has(session.key) ? 1 : 0)
     if (kept !== undefined && record.revision < kept.record.revision) {
       // Stale (C-TOP-6): an older revision never replaces a newer record.
-      return this.answerPublished(peer, frame.requestId, record, subscribers, 0, true)
+      // The answer carries the kept revision, so the publisher can number past it.
+      return this.answerPublished(peer, frame.requestId, kept.record, subscribers, 0, true)
     }
     const fromJson = JSON.stringify(session.fields.name === undefined ? { id: session.id } : { id: session.id, name: session.fields.name })
     const entryJson = entryJsonOf(fromJson, record, true)

@@ -99,8 +99,9 @@ export type TopicQueryFrame = typeof TopicQueryFrame.Type
 // --- broker → client --------------------------------------------------------
 
 /**
- * `topic_published`: the broker saved the record (or, `stale`, kept a newer
- * one) and wrote it to `accepted` of the `subscribers` it has (C-TOP-13).
+ * `topic_published`: the broker saved the record and wrote it to `accepted`
+ * of the `subscribers` it has (C-TOP-13) — or, `stale`, it keeps a newer
+ * revision of this publisher (`revision` is then the kept one) and changed nothing.
  */
 export const TopicPublishedFrame = Schema.Struct({
   type: Schema.tag("topic_published"),
