@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ASK_TIMEOUT_V1, BASE_FEATURES, GROUPS_V1, LIST_PAGE_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
+import { ASK_TIMEOUT_V1, BASE_FEATURES, GROUPS_V1, LIST_PAGE_V1, SUPERVISOR_V1, TOPICS_V1 } from "../../src/protocol/features.ts"
 import { message, withBroker } from "../support/broker.ts"
 import { brokerClientOptions, fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
 
@@ -17,7 +17,7 @@ describe("base protocol", () => {
       const broker = yield* withBroker({ idleExit: null })
       const { client } = yield* makeClient(brokerClientOptions(broker, "base-0000-0001"))
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, TOPICS_V1])
       assert.deepStrictEqual(BASE_FEATURES, ["exact-send-v1"])
     }))
 
@@ -28,7 +28,7 @@ describe("base protocol", () => {
         brokerClientOptions(broker, "base-0000-0002", undefined, { features: ["no-such-extension-v9"] })
       )
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, TOPICS_V1])
     }))
 
   it.live("the register frame is pi-intercom's plus `features`: the client's own extensions, then the owner's", () =>
@@ -38,10 +38,10 @@ describe("base protocol", () => {
       yield* client.connect
       const [register] = fake.ofType("register")
       assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["features", "session", "sessionId", "type"])
-      assert.deepStrictEqual(register?.frame.features, [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1])
+      assert.deepStrictEqual(register?.frame.features, [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, TOPICS_V1])
       const asking = yield* makeClient(fakeClientOptions(fake, "base-0000-0004", { features: ["some-extension-v1"] }))
       yield* asking.client.connect
-      assert.deepStrictEqual(fake.ofType("register")[1]?.frame.features, [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, "some-extension-v1"])
+      assert.deepStrictEqual(fake.ofType("register")[1]?.frame.features, [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, TOPICS_V1, "some-extension-v1"])
     }))
 
   it.live("against a broker that omits `features` and sends bare acks: list and send still work", () =>
