@@ -55,7 +55,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "frame-too-large": true,
   "ask-hijacked": true,
   "cross-group": true,
-  "cross-group-accepted": true
+  "cross-group-accepted": true,
+  "topic-revision-backwards": true,
+  "topic-double-interrupt": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

@@ -72,6 +72,17 @@ export type ViolationKind =
    * been refused (`E_CROSS_GROUP` by exact id, `E_TARGET_NOT_FOUND` by name).
    */
   | "cross-group-accepted"
+  /**
+   * Topics: on one connection, a subscriber was sent a lower revision of a
+   * (publisher, topic) than one it was already sent (the broker keeps the
+   * newest and never fans out a stale one).
+   */
+  | "topic-revision-backwards"
+  /**
+   * Topics: one publication (publisher, topic, its time and text) interrupted
+   * a subscriber's agent twice (C-TOP-10).
+   */
+  | "topic-double-interrupt"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {
