@@ -31,6 +31,8 @@ export interface RegisterOptions {
   readonly name?: string
   readonly scopeId?: string
   readonly timeoutMs?: number
+  /** Extensions to ask for in `register.features`. */
+  readonly features?: ReadonlyArray<string>
 }
 
 const noop = (): void => {}
@@ -188,6 +190,7 @@ export class BenchClient {
     }
     const frame: Record<string, unknown> = { type: "register", session, sessionId }
     if (options.scopeId !== undefined) frame["scopeId"] = options.scopeId
+    if (options.features !== undefined) frame["features"] = options.features
     const reply = this.waitFor(() => true, options.timeoutMs ?? 10_000, `registered for ${sessionId}`)
     this.write(frame)
     const first = await reply

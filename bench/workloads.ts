@@ -8,6 +8,7 @@ import { BenchClient, connectAndRegister, type Frame } from "./client.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
 import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
+import { topicFanoutRun } from "./topics.ts"
 
 export type Metrics = Record<string, number>
 
@@ -31,6 +32,9 @@ export interface Sizes {
   readonly regConcurrency: number
   readonly listCount: number
   readonly startupSpawns: number
+  /** Topic fan-out (`topics-v1`, broker only): subscribers and publications. */
+  readonly topicSubscribers: number
+  readonly topicPublications: number
 }
 
 export const defaultSizes: Sizes = {
@@ -54,7 +58,9 @@ export const defaultSizes: Sizes = {
   ],
   regConcurrency: 32,
   listCount: 20,
-  startupSpawns: 4
+  startupSpawns: 4,
+  topicSubscribers: 1_000,
+  topicPublications: 200
 }
 
 export const quickSizes: Sizes = {
@@ -78,7 +84,9 @@ export const quickSizes: Sizes = {
   ],
   regConcurrency: 32,
   listCount: 10,
-  startupSpawns: 3
+  startupSpawns: 3,
+  topicSubscribers: 200,
+  topicPublications: 50
 }
 
 export interface Workload {
@@ -98,7 +106,7 @@ export const makeText = (bytes: number): string => {
   return s.slice(0, bytes)
 }
 
-const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
+export const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
   new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)
     p.then(
@@ -116,7 +124,7 @@ const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs `body` against a fresh instance; always stops it; reports an unexpected exit. */
-const withInstance = async (
+export const withInstance = async (
   spec: TargetSpec,
   maxSessions: number | undefined,
   body: (inst: Instance) => Promise<RunResult>
@@ -141,12 +149,12 @@ const withInstance = async (
 const failureText = (frame: Frame): string =>
   `${getString(frame, "code") ?? "?"} ${getString(frame, "reason") ?? JSON.stringify(frame).slice(0, 200)}`
 
-const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
+export const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
   for (const c of clients) c.close()
 }
 
 /** Waits until the process has used no CPU for two consecutive 100 ms polls (max `maxMs`). */
-const settle = async (pid: number, maxMs = 5000): Promise<void> => {
+export const settle = async (pid: number, maxMs = 5000): Promise<void> => {
   const deadline = performance.now() + maxMs
   let last = cpuMicros(pid)
   let quiet = 0
@@ -694,5 +702,10 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     name: "startup",
     title: `startup: spawn → health_ok (${sizes.startupSpawns} spawns per rep)`,
     run: (spec) => startupRun(spec, sizes.startupSpawns)
+  },
+  {
+    name: "topic-fanout",
+    title: `topic fan-out: ${sizes.topicPublications} publications to ${sizes.topicSubscribers} subscribers, window 1 (topics-v1; broker only)`,
+    run: (spec) => topicFanoutRun(spec, sizes.topicSubscribers, sizes.topicPublications)
   }
 ]
