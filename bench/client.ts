@@ -31,7 +31,7 @@ export interface RegisterOptions {
   readonly name?: string
   readonly scopeId?: string
   readonly timeoutMs?: number
-  /** Extensions to ask for in `register.features` (e.g. `delivery-v1`). */
+  /** Extensions to ask for in `register.features` (e.g. `delivery-v1`, `topics-v1`). */
   readonly features?: ReadonlyArray<string>
 }
 

@@ -9,6 +9,7 @@ import { replaceStormBody } from "./replace.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
 import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
+import { topicFanoutRun } from "./topics.ts"
 
 export type Metrics = Record<string, number>
 
@@ -34,6 +35,9 @@ export interface Sizes {
   readonly startupSpawns: number
   /** Seconds of the replace storm (1,000 updates/s over 100 threads). */
   readonly stormSeconds: number
+  /** Topic fan-out (`topics-v1`, broker only): subscribers and publications. */
+  readonly topicSubscribers: number
+  readonly topicPublications: number
 }
 
 export const defaultSizes: Sizes = {
@@ -58,7 +62,9 @@ export const defaultSizes: Sizes = {
   regConcurrency: 32,
   listCount: 20,
   startupSpawns: 4,
-  stormSeconds: 6
+  stormSeconds: 6,
+  topicSubscribers: 1_000,
+  topicPublications: 200
 }
 
 export const quickSizes: Sizes = {
@@ -83,7 +89,9 @@ export const quickSizes: Sizes = {
   regConcurrency: 32,
   listCount: 10,
   startupSpawns: 3,
-  stormSeconds: 3
+  stormSeconds: 3,
+  topicSubscribers: 200,
+  topicPublications: 50
 }
 
 export interface Workload {
@@ -103,7 +111,7 @@ export const makeText = (bytes: number): string => {
   return s.slice(0, bytes)
 }
 
-const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
+export const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
   new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)
     p.then(
@@ -121,7 +129,7 @@ const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs `body` against a fresh instance; always stops it; reports an unexpected exit. */
-const withInstance = async (
+export const withInstance = async (
   spec: TargetSpec,
   maxSessions: number | undefined,
   body: (inst: Instance) => Promise<RunResult>
@@ -146,12 +154,12 @@ const withInstance = async (
 const failureText = (frame: Frame): string =>
   `${getString(frame, "code") ?? "?"} ${getString(frame, "reason") ?? JSON.stringify(frame).slice(0, 200)}`
 
-const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
+export const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
   for (const c of clients) c.close()
 }
 
 /** Waits until the process has used no CPU for two consecutive 100 ms polls (max `maxMs`). */
-const settle = async (pid: number, maxMs = 5000): Promise<void> => {
+export const settle = async (pid: number, maxMs = 5000): Promise<void> => {
   const deadline = performance.now() + maxMs
   let last = cpuMicros(pid)
   let quiet = 0
@@ -708,5 +716,10 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
         ? Promise.resolve({ metrics: {}, notes: ["not applicable: the raw relay stages nothing"] })
         : withInstance(spec, undefined, (inst) =>
           replaceStormBody(inst, { threads: 100, ratePerSecond: 1000, seconds: sizes.stormSeconds }))
+  },
+  {
+    name: "topic-fanout",
+    title: `topic fan-out: ${sizes.topicPublications} publications to ${sizes.topicSubscribers} subscribers, window 1 (topics-v1; broker only)`,
+    run: (spec) => topicFanoutRun(spec, sizes.topicSubscribers, sizes.topicPublications)
   }
 ]

@@ -15,6 +15,7 @@
  * | the supervisor channel (`supervisor-v1`) | Supervisor.ts, Capabilities.ts |
  * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
  * | peer health (`health-v1`) | Health.ts |
+ * | topics (`topics-v1`) | Topics.ts |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -48,6 +49,7 @@ import { ReplaceStaging } from "./ReplaceStaging.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
 import { Supervisor } from "./Supervisor.ts"
+import { Topics } from "./Topics.ts"
 
 const HOUR = 3_600_000
 
@@ -65,6 +67,8 @@ export interface RouterStats {
   readonly queuedChars: number
   /** `replace` messages staged for coalescing (`delivery-v1`). */
   readonly staged: number
+  /** Topic records and subscriptions kept (`topics-v1`), over all groups. */
+  readonly topicEntries: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -88,6 +92,7 @@ export class Router {
   private readonly mail: MailDelivery
   private readonly asks: Asks
   private readonly frames: FrameHandlers
+  private readonly topics: Topics
 
   constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
     const registry = new Registry()
@@ -131,6 +136,7 @@ export class Router {
     const discovery = new Discovery(ctx, membership)
     const send = new Send(ctx, mail)
     const groups = new Groups()
+    const topics = new Topics(ctx)
     const supervisor = new Supervisor(ctx, send, (childKey, messageId, supervisorKey) => {
       const edge = asks.edges.get(recordKeyOf(childKey, messageId))
       return edge !== undefined && edge.askerKey === childKey && edge.targetKey === supervisorKey
@@ -157,10 +163,12 @@ export class Router {
       () => signal(signals.staging)
     )
     send.stageWith(staging)
+    send.onPrune((at) => topics.prune(at))
     registration.observe(mail.hooks)
     registration.observe(groups.hooks)
     registration.observe(supervisor.hooks)
     registration.observe(staging.hooks)
+    registration.observe(topics.hooks)
 
     this.ctx = ctx
     this.output = output
@@ -183,8 +191,10 @@ export class Router {
       ...send.frames,
       ...asks.frames,
       ...receipts.frames,
-      ...supervisor.frames
+      ...supervisor.frames,
+      ...topics.frames
     }
+    this.topics = topics
   }
 
   /** Live registered sessions. */
@@ -250,7 +260,8 @@ export class Router {
       scopes: this.ctx.registry.scopeCount(),
       departed: this.ctx.registry.recent.size,
       queuedChars: this.ctx.output.queuedChars,
-      staged: this.staging.size
+      staged: this.staging.size,
+      topicEntries: this.topics.size
     }
   }
 }

@@ -64,6 +64,11 @@ export interface BrokerCoreOptions {
   readonly replayRecords?: number
   /** Approximate bytes the replay records may take, overall. Default 64 MiB. */
   readonly replayBytes?: number
+  /**
+   * Topic records and subscriptions one group of a scope keeps together
+   * (extension `topics-v1`); past it a new one is refused. Default 4,096.
+   */
+  readonly topicEntriesPerGroup?: number
 }
 
 /** The Unix-socket broker: core settings plus where its files live. */
@@ -93,6 +98,7 @@ export interface ResolvedCoreOptions {
   readonly mailboxRetentionMs: number
   readonly replayRecords: number
   readonly replayBytes: number
+  readonly topicEntriesPerGroup: number
 }
 
 /** The default mailbox retention (`--mailbox-retention`): 24 hours. */
@@ -141,5 +147,6 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
     Math.max(MIN_MAILBOX_RETENTION_MS, Math.round(millis(options.mailboxRetention, Duration.millis(DEFAULT_MAILBOX_RETENTION_MS))))
   ),
   replayRecords: options.replayRecords ?? 262_144,
-  replayBytes: options.replayBytes ?? 64 * 1024 * 1024
+  replayBytes: options.replayBytes ?? 64 * 1024 * 1024,
+  topicEntriesPerGroup: options.topicEntriesPerGroup ?? 4096
 })

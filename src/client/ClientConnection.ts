@@ -10,7 +10,16 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, GROUPS_V1, HEALTH_V1, LIST_PAGE_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import {
+  ASK_TIMEOUT_V1,
+  DELIVERY_V1,
+  GROUPS_V1,
+  HEALTH_V1,
+  LIST_PAGE_V1,
+  REPLY_ERROR_V1,
+  SUPERVISOR_V1,
+  TOPICS_V1
+} from "../protocol/features.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
@@ -20,9 +29,11 @@ import {
   deliveryError,
   IntercomNotConnected,
   type RequestTimeout,
-  SupervisorAuthorizationFailed
+  SupervisorAuthorizationFailed,
+  TopicsUnavailable
 } from "./errors.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
+import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
@@ -88,6 +99,14 @@ export interface ClientConnection {
   ) => Effect.Effect<string, SupervisorAuthorizationFailed | RequestTimeout | ConnectionLost>
   /** `cancel_message` (P71): true when the broker cancelled it. */
   readonly cancel: (messageId: string, timeoutMs: number) => Effect.Effect<boolean, RequestTimeout | ConnectionLost>
+  /**
+   * A topic request (`topics-v1`), answered by the broker; `TopicsUnavailable`
+   * when the broker did not grant topics (C-TOP-16), and nothing is sent.
+   */
+  readonly topic: (
+    frame: TopicRequestFrame,
+    timeoutMs: number
+  ) => Effect.Effect<TopicAnswer, TopicRequestError | TopicsUnavailable>
   /** Frames that get no answer: presence, cancel_ask, receipts. */
   readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
@@ -104,7 +123,8 @@ const CLIENT_FEATURES: ReadonlyArray<string> = [
   SUPERVISOR_V1,
   REPLY_ERROR_V1,
   DELIVERY_V1,
-  HEALTH_V1
+  HEALTH_V1,
+  TOPICS_V1
 ]
 
 /** The sender's delivery choice carried by a forwarded message (`delivery-v1`). */
@@ -164,6 +184,7 @@ export const openClientConnection = (
       string,
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
     >()
+    const topicRequests = new TopicRequests()
     const closed = yield* Deferred.make<void>()
     let open = true
 
@@ -260,6 +281,16 @@ export const openClientConnection = (
         case "message_control":
           sinks.control({ _tag: "Control", from: frame.from, control: frame.control })
           return
+        case "topic_published":
+        case "topic_subscribed":
+        case "topic_unsubscribed":
+        case "topic_state":
+        case "topic_failed":
+          topicRequests.settle(frame)
+          return
+        case "topic_record":
+          sinks.topic(frame.entry)
+          return
         default:
           return // registered again, error, health_ok: nothing waits for them here
       }
@@ -287,6 +318,7 @@ export const openClientConnection = (
         Deferred.doneUnsafe(waiting.answer, Exit.fail(new ConnectionLost({ operation: "authorize" })))
       }
       authorizations.clear()
+      topicRequests.failAll()
     })
 
     const shutDown = failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined)))
@@ -424,6 +456,10 @@ export const openClientConnection = (
       send,
       authorize,
       cancel,
+      topic: (frame, timeoutMs) =>
+        granted.has(TOPICS_V1)
+          ? topicRequests.request(frame, (text) => writeText(text, "topic"), timeoutMs)
+          : Effect.fail(new TopicsUnavailable()),
       post: (frame) => write(frame, "post"),
       close,
       destroy: connection.destroy

@@ -27,6 +27,8 @@ import { type ClientConnection, openClientConnection } from "./ClientConnection.
 import type { ControlEvent, InboundMessage, PresenceEvent } from "./events.ts"
 import { IntercomNotConnected } from "./errors.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
+import { ClientTopics } from "./ClientTopics.ts"
+import type { TopicEntry } from "../protocol/topics.ts"
 import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 
@@ -68,10 +70,12 @@ const make = (
     const inbound = yield* Queue.unbounded<InboundMessage>()
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
+    const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const sinks = {
       message: (message: InboundMessage) => void Queue.offerUnsafe(inbound, message),
       presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
-      control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event)
+      control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
+      topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry)
     }
 
     // Connection state: owned by this service, touched only synchronously.
@@ -85,6 +89,7 @@ const make = (
     let lastError: string | undefined
     let stopped = false
     const grants = new SupervisorGrants()
+    const topics = new ClientTopics()
     /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
     let restoreProblems: string | undefined
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
@@ -125,7 +130,10 @@ const make = (
       const unrestored = yield* grants.restore(connection, connectTimeoutMs)
       // C-BRK-28: the health published before the drop (a broker restart forgets it).
       if (health !== undefined) yield* connection.post(presenceFrame(health, connection.features)).pipe(Effect.ignore)
-      restoreProblems = unrestored.length === 0 ? undefined : unrestored.join("; ")
+      // C-BRK-28, C-TOP-15: subscriptions and own latest publications are sent again.
+      const unrestoredTopics = yield* topics.restore(connection, connectTimeoutMs)
+      const problems = [...unrestored, ...unrestoredTopics]
+      restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
 
@@ -272,6 +280,22 @@ const make = (
           return withConnection((c) => c.post(presenceFrame(update, c.features)))
         }),
       receipt: (receipt) => withConnection((c) => c.post({ type: "message_receipt", receipt })),
+      publish: (request) =>
+        withConnection((c) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => topics.publish(c, request, now, sendTimeoutMs))
+        ),
+      subscribe: (topic, subscribeOptions) =>
+        withConnection((c) => topics.subscribe(c, topic, subscribeOptions?.awaitRelease === true, sendTimeoutMs)),
+      unsubscribe: (topic) => withConnection((c) => topics.unsubscribe(c, topic, sendTimeoutMs)),
+      topics: (topic) => withConnection((c) => topics.query(c, topic, listTimeoutMs)),
+      savedTopics: Effect.sync(() => topics.saved),
+      seedTopics: (saved) =>
+        Effect.suspend(() => {
+          topics.seed(saved)
+          // Already connected: send them now; otherwise the next connection does (C-TOP-15).
+          return live === undefined ? Effect.void : Effect.asVoid(topics.restore(live, sendTimeoutMs))
+        }),
+      topicRecords: Stream.fromPubSub(topicHub),
       messages: Stream.fromQueue(inbound),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),

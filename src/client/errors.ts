@@ -39,7 +39,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
 
 /** The broker did not answer in time (P41: "Send timeout"; P31: "List sessions timeout"). */
 export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
-  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize"
+  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize" | "topic"
   readonly timeoutMs: number
 }> {
   override get message(): string {
@@ -54,6 +54,8 @@ export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
         return "Connection timeout"
       case "authorize":
         return "Supervisor authorization timeout"
+      case "topic":
+        return "Topic request timeout: the broker did not confirm it, no topic state was saved"
     }
   }
 }
@@ -71,6 +73,27 @@ export class SupervisorAuthorizationFailed extends Data.TaggedError("SupervisorA
 }> {
   override get message(): string {
     return `Supervisor authorization for child "${this.childName}" failed: ${this.reason}`
+  }
+}
+
+/**
+ * The broker does not offer topics (`topics-v1` not granted, C-TOP-16): topic
+ * actions are unavailable; ordinary messaging is untouched.
+ */
+export class TopicsUnavailable extends Data.TaggedError("TopicsUnavailable")<{}> {
+  override get message(): string {
+    return "Topics are unavailable: the running broker does not support topics (topics-v1). Ordinary messaging is " +
+      "unaffected; once the sessions of the old broker have closed and it has exited, reconnect and retry"
+  }
+}
+
+/** The broker refused a topic request (`topic_failed`) or its input was invalid: nothing was saved. */
+export class TopicRefused extends Data.TaggedError("TopicRefused")<{
+  /** The broker's (or the local check's) reason, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return this.reason
   }
 }
 

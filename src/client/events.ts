@@ -5,6 +5,7 @@
  */
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
+import type { TopicEntry } from "../protocol/topics.ts"
 
 /** A message delivered to this session (P50): `IntercomClient.messages` yields these. */
 export interface InboundMessage {
@@ -58,5 +59,7 @@ export interface ClientSinks {
   readonly message: (message: InboundMessage) => void
   readonly presence: (event: PresenceEvent) => void
   readonly control: (event: ControlEvent) => void
+  /** A subscribed topic's record (`topics-v1`). */
+  readonly topic: (entry: TopicEntry) => void
 }
 

@@ -6,7 +6,16 @@
  */
 import type { Effect, Stream } from "effect"
 import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
-import type { ConnectionLost, IntercomNotConnected, RequestTimeout, SupervisorAuthorizationFailed } from "./errors.ts"
+import type { PublishInput, TopicEntry } from "../protocol/topics.ts"
+import type { Published, SavedTopics, TopicsView } from "./ClientTopics.ts"
+import type {
+  ConnectionLost,
+  IntercomNotConnected,
+  RequestTimeout,
+  SupervisorAuthorizationFailed,
+  TopicRefused,
+  TopicsUnavailable
+} from "./errors.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "./events.ts"
 import type { SendError, SendRequest } from "./requests.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
@@ -46,6 +55,12 @@ export interface ClientStatus {
 /** Why an operation other than `send` failed: no connection, no answer in time, or the connection dropped. */
 export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
 
+/**
+ * Why a topic operation failed: refused (invalid input, the group's bound),
+ * unavailable (a broker without `topics-v1`, C-TOP-16), or a client error.
+ */
+export type TopicError = TopicRefused | TopicsUnavailable | ClientError
+
 /** The operations of an `IntercomClient`; docs/client.md, "Operations", says what each does. */
 export interface IntercomClientService {
   readonly sessionId: string
@@ -78,6 +93,26 @@ export interface IntercomClientService {
   readonly cancelAsk: (messageId: string) => Effect.Effect<void, ClientError>
   readonly presence: (update: PresenceUpdate) => Effect.Effect<void, ClientError>
   readonly receipt: (receipt: MessageReceipt) => Effect.Effect<void, ClientError>
+  /**
+   * Publishes this session's current state on a topic (`topics-v1`): checked
+   * (C-TOP-4), numbered (previous revision + 1), and counted only once the
+   * broker confirmed it (C-TOP-13).
+   */
+  readonly publish: (request: PublishInput) => Effect.Effect<Published, TopicError>
+  /** Subscribes to an exact topic; returns its current records (C-TOP-1, C-TOP-11). */
+  readonly subscribe: (
+    topic: string,
+    options?: { readonly awaitRelease?: boolean | undefined }
+  ) => Effect.Effect<ReadonlyArray<TopicEntry>, TopicError>
+  readonly unsubscribe: (topic: string) => Effect.Effect<void, TopicError>
+  /** The current records of the own group (of `topic` only, if given) and this session's subscriptions. */
+  readonly topics: (topic?: string) => Effect.Effect<TopicsView, TopicError>
+  /** This client's subscriptions and own latest publications, for a host to persist (C-TOP-15). */
+  readonly savedTopics: Effect.Effect<SavedTopics>
+  /** Takes persisted subscriptions and publications; they are sent to the broker now if connected, and after every reconnect. */
+  readonly seedTopics: (saved: SavedTopics) => Effect.Effect<void>
+  /** Records of subscribed topics as the broker fans them out; each subscriber sees those after it subscribed. */
+  readonly topicRecords: Stream.Stream<TopicEntry>
   /** Inbound messages, buffered until read: a single consumer sees each once. */
   readonly messages: Stream.Stream<InboundMessage>
   /** Membership events; each subscriber sees those after it subscribed. */

@@ -11,6 +11,8 @@ export const MESSAGE_TYPE = "intercom_message"
 export const RECEIVED_ENTRY = "intercom_received"
 /** The custom entry type of sent messages (C-TOOL-8). */
 export const SENT_ENTRY = "intercom_sent"
+/** The custom entry type of topic state: subscriptions, own publications, received records (C-TOP-15). */
+export const TOPIC_ENTRY = "intercom-topic"
 
 const field = (value: unknown, key: string): unknown =>
   typeof value === "object" && value !== null ? Reflect.get(value, key) : undefined

@@ -18,6 +18,7 @@ import type { HistoryEntry, HostService, Inbound } from "../session/Host.ts"
 import { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
 import { checkpointEntry, type HistoryData, type MessageDetails, undeliveredIn } from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
+import { makePiTopicStore } from "./topicStore.ts"
 
 /**
  * The generation's guarded access to its pi session.
@@ -133,6 +134,7 @@ export const makePiHost = (input: {
       checkpoint: (record) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record))),
       undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries()))
     },
+    topicStore: makePiTopicStore(access, sessionId),
     exposeTool: () =>
       access.touch((pi) => {
         const active = pi.getActiveTools()

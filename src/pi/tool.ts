@@ -21,8 +21,8 @@ import { LOADER_NAME, TOOL_NAME } from "./names.ts"
  * @since 0.1.0
  */
 export const IntercomParameters = Type.Object({
-  action: StringEnum(["list", "send", "ask", "reply", "pending", "status"] as const, {
-    description: "Action: 'list', 'send', 'ask', 'reply', 'pending', or 'status'"
+  action: StringEnum(["list", "send", "ask", "reply", "pending", "status", "publish", "subscribe", "unsubscribe", "topics"] as const, {
+    description: "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', or a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics'"
   }),
   to: Type.Optional(Type.String({
     description: "Target session name or ID (for 'send', 'ask', or disambiguating 'reply')"
@@ -58,6 +58,19 @@ export const IntercomParameters = Type.Object({
   group: Type.Optional(Type.String({
     description:
       "Read-only. For 'list': peek at another intercom group's sessions (no send rights there); for 'status': also count that group. 'send'/'ask'/'reply' stay in your own group: any other group is refused."
+  })),
+  topic: Type.Optional(Type.String({
+    description: "For 'publish', 'subscribe', 'unsubscribe': the exact topic (no wildcards); for 'topics': an optional filter"
+  })),
+  event: Type.Optional(StringEnum(["update", "blocker", "decision", "release"] as const, {
+    description: "For 'publish': 'update' (default; quiet, wakes nobody), 'blocker' or 'decision' (steer subscribers), 'release' (with ownership 'released')"
+  })),
+  resource: Type.Optional(Type.String({ description: "For 'publish': the resource this state is about" })),
+  ownership: Type.Optional(StringEnum(["held", "released"] as const, {
+    description: "For 'publish' with 'resource': advisory ownership, not a lock"
+  })),
+  awaitRelease: Type.Optional(Type.Boolean({
+    description: "For 'subscribe': also be interrupted when the resource is released"
   }))
 })
 
@@ -83,7 +96,12 @@ Usage:
   intercom({ action: "status" })                  → Show connection status, your group and its size
 
 Sessions belong to an intercom group and can only message sessions of the same group.
-  intercom({ action: "list", group: "name" })     → Read-only peek at another group's sessions`
+  intercom({ action: "list", group: "name" })     → Read-only peek at another group's sessions
+
+Topics: quiet, latest state shared with subscribers of an exact topic (message is the state's text).
+  intercom({ action: "subscribe", topic: "repo/build", awaitRelease: true })
+  intercom({ action: "publish", topic: "repo/build", message: "..." , event: "update" })
+  intercom({ action: "topics" })                  → Current records and your subscriptions`
 
 /**
  * What a pi tool result is made of: the session runtime's text, error flag and details.
@@ -114,7 +132,12 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   threadId: params.threadId,
   passive: params.passive,
   scope: enumValue(params.scope),
-  group: params.group
+  group: params.group,
+  topic: params.topic,
+  event: enumValue(params.event),
+  resource: params.resource,
+  ownership: enumValue(params.ownership),
+  awaitRelease: params.awaitRelease
 })
 
 /**

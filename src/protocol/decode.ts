@@ -5,6 +5,7 @@
  */
 import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
+import * as Topics from "./topics.ts"
 
 /**
  * A frame that could not be decoded: not JSON, not an object with a string
@@ -93,7 +94,11 @@ export const decodeClientFrame = {
   cancel_ask: compileDecoder("cancel_ask", Frames.CancelAskFrame),
   cancel_message: compileDecoder("cancel_message", Frames.CancelMessageFrame),
   message_receipt: compileDecoder("message_receipt", Frames.ReceiptFrame),
-  authorize_supervisor: compileDecoder("authorize_supervisor", Frames.AuthorizeSupervisorFrame)
+  authorize_supervisor: compileDecoder("authorize_supervisor", Frames.AuthorizeSupervisorFrame),
+  topic_publish: compileDecoder("topic_publish", Topics.TopicPublishFrame),
+  topic_subscribe: compileDecoder("topic_subscribe", Topics.TopicSubscribeFrame),
+  topic_unsubscribe: compileDecoder("topic_unsubscribe", Topics.TopicUnsubscribeFrame),
+  topic_query: compileDecoder("topic_query", Topics.TopicQueryFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

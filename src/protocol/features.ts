@@ -66,6 +66,14 @@ export const DELIVERY_V1 = "delivery-v1"
  */
 export const HEALTH_V1 = "health-v1"
 
+/**
+ * Topics (extension): `topic_publish`, `topic_subscribe`, `topic_unsubscribe`
+ * and `topic_query`, answered by `topic_published`, `topic_subscribed`,
+ * `topic_unsubscribed`, `topic_state` or `topic_failed`; subscribers get
+ * `topic_record` (C-TOP, see `topics.ts`).
+ */
+export const TOPICS_V1 = "topics-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -77,7 +85,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   SUPERVISOR_V1,
   REPLY_ERROR_V1,
   DELIVERY_V1,
-  HEALTH_V1
+  HEALTH_V1,
+  TOPICS_V1
 ]
 
 /**

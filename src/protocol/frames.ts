@@ -10,6 +10,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "./limits.ts"
+import * as Topics from "./topics.ts"
 
 /** A string of at most `max` UTF-16 units (limits.ts). */
 const Bounded = (max: number) => Schema.String.check(Schema.isMaxLength(max))
@@ -310,7 +311,11 @@ export const ClientFrame = Schema.Union([
   CancelMessageFrame,
   ReceiptFrame,
   SupervisorSendFrame,
-  AuthorizeSupervisorFrame
+  AuthorizeSupervisorFrame,
+  Topics.TopicPublishFrame,
+  Topics.TopicSubscribeFrame,
+  Topics.TopicUnsubscribeFrame,
+  Topics.TopicQueryFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
@@ -497,7 +502,13 @@ export const BrokerFrame = Schema.Union([
   RegistrationFailedFrame,
   SupervisorAuthorizedFrame,
   SupervisorAuthorizationFailedFrame,
-  DeliveryQueuedFrame
+  DeliveryQueuedFrame,
+  Topics.TopicPublishedFrame,
+  Topics.TopicSubscribedFrame,
+  Topics.TopicUnsubscribedFrame,
+  Topics.TopicStateFrame,
+  Topics.TopicFailedFrame,
+  Topics.TopicRecordFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

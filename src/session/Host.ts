@@ -11,6 +11,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import type { TopicEntry, TopicRecord, TopicSubscription } from "../protocol/topics.ts"
 
 /**
  * Who this session is. `name: undefined` presents the runtime-only fallback
@@ -130,6 +131,34 @@ export interface InboundJournal {
 }
 
 /**
+ * A session's topic state as a host persists it (C-TOP-15): subscriptions,
+ * its own latest publications, and the records it received with the highest
+ * revision of each that interrupted it.
+ * @category models
+ * @since 0.1.0
+ */
+export interface SavedTopicState {
+  readonly subscriptions: ReadonlyArray<TopicSubscription>
+  readonly publications: ReadonlyArray<TopicRecord>
+  readonly received: ReadonlyArray<{ readonly entry: TopicEntry; readonly notifiedRevision: number }>
+}
+
+/**
+ * Where a host keeps topic state outside model context (pi: `intercom-topic`
+ * session entries). Restored when a generation starts, saved after every
+ * change; a failure to restore is shown with `warn`, and messaging stays usable.
+ * @category models
+ * @since 0.1.0
+ */
+export interface TopicStore {
+  /** The last saved state of this session; undefined when there is none. */
+  readonly load: Effect.Effect<SavedTopicState | undefined, unknown>
+  readonly save: (state: SavedTopicState) => Effect.Effect<void, unknown>
+  /** Shows a warning to the person (a restore that failed). */
+  readonly warn: (text: string) => Effect.Effect<void>
+}
+
+/**
  * What a host implements: its identity, whether a person is there to
  * confirm, and how it takes an inbound message. `headless(...)` builds one
  * for a host without a person.
@@ -166,6 +195,8 @@ export interface HostService {
    * an actionable inbound message reaches the host.
    */
   readonly exposeTool?: (() => Effect.Effect<void>) | undefined
+  /** Where topic state is kept across reloads (C-TOP-15); without one it lives as long as the generation. */
+  readonly topicStore?: TopicStore | undefined
 }
 
 /**

@@ -20,6 +20,7 @@
  * | `ToolExposure.ts` | lazy exposure of the tool (`load_intercom`) |
  * | `IntercomTool.ts` | `intercom(params)`: check once, act, render |
  * | `groups.ts` | the tool's read-only `group` parameter: peek, counts, the send lock |
+ * | `Topics.ts`, `TopicBoard.ts` | topics (`topics-v1`): the four actions, received records, the host's topic store |
  *
  * One layer build is one session generation (C-ORD-35): every fiber is forked
  * in the layer's Scope, and closing it ends a wait in progress and interrupts
@@ -42,6 +43,7 @@ import { makeReplyTracker } from "./ReplyTracker.ts"
 import { makeSending } from "./Sending.ts"
 import { hasSupervisorGrant, makeSupervisorContact } from "./SupervisorContact.ts"
 import { makeToolExposure } from "./ToolExposure.ts"
+import { makeTopics } from "./Topics.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
 export { type GroupPeek, groupParam, peekGroup, withGroups } from "./groups.ts"
@@ -91,7 +93,10 @@ const make = (
     const asking = makeAsking(generation, sending)
     const exposure = makeToolExposure(options.toolVisibility ?? "always", host)
     const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
-    const tool = makeIntercomTool(withGroups(baseToolActions(actions, asking, options.defaultScope), generation))
+    const topics = yield* makeTopics(generation, presence.lifecycle, exposure)
+    const tool = makeIntercomTool(
+      new Map([...withGroups(baseToolActions(actions, asking, options.defaultScope), generation), ...topics.actions])
+    )
     const defaultScope = options.defaultScope ?? "all"
     const bridge = options.childBridge
     const supervisorContact = hasSupervisorGrant(bridge) ? makeSupervisorContact(generation, sending, bridge) : undefined

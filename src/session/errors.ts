@@ -14,8 +14,9 @@
  * @since 0.1.0
  */
 import { Data } from "effect"
-import type { ConnectionLost, IntercomNotConnected, RequestTimeout } from "../client/errors.ts"
+import type { ConnectionLost, IntercomNotConnected, RequestTimeout, TopicRefused, TopicsUnavailable } from "../client/errors.ts"
 import type { Message } from "../protocol/frames.ts"
+import type { TopicSessionChanged } from "./topicErrors.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
 
 /**
@@ -293,6 +294,15 @@ export class InvalidGroup extends Data.TaggedError("InvalidGroup")<{
 export type ClientFailure = IntercomNotConnected | RequestTimeout | ConnectionLost
 
 /**
+ * Why a topic action failed: refused (invalid, or the broker's bound),
+ * unavailable (C-TOP-16), the session changed meanwhile (C-TOP-17), or no connection.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type TopicFailure = ClientFailure | TopicRefused | TopicsUnavailable | TopicSessionChanged
+
+/**
  * How `list` fails.
  *
  * @category errors
@@ -344,6 +354,7 @@ export type ReplyFailure = SendFailure | NoReplyContext
  * @since 0.1.0
  */
 export type IntercomSessionError =
+  | TopicFailure
   | ListError
   | AskFailure
   | ReplyFailure

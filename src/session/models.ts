@@ -303,6 +303,16 @@ export interface IntercomToolParams {
   readonly threadId?: string | undefined
   /** For `send`: legacy alias of `delivery: "passive"` (C-DLV-3). */
   readonly passive?: boolean | undefined
+  /** Topics (`topics-v1`): the exact topic of `publish`, `subscribe`, `unsubscribe`; a filter for `topics`. */
+  readonly topic?: string | undefined
+  /** For `publish`: `update` (default), `blocker`, `decision` or `release` (C-TOP-4). */
+  readonly event?: string | undefined
+  /** For `publish`: the resource this state is about. */
+  readonly resource?: string | undefined
+  /** For `publish`: `held` or `released` (needs `resource`). */
+  readonly ownership?: string | undefined
+  /** For `subscribe`: also be interrupted by `release` publications (C-TOP-9). */
+  readonly awaitRelease?: boolean | undefined
 }
 
 /**

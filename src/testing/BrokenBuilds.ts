@@ -127,3 +127,63 @@ export const replaceKeyPerMessage = () => (): BrokerInputFault => (_link, frames
  */
 export const forgetPassive = () => (): BrokerOutputFault => (_link, frames) =>
   frames.map((frame) => isMessage(frame) ? frame.replace(`,"delivery":"passive"`, "") : frame)
+
+const isTopicRecord = (frame: string): boolean => frame.startsWith(`{"type":"topic_record"`)
+
+/** The (publisher, topic) of a `topic_record` frame, and its revision. */
+const topicRecordOf = (frame: string): { readonly key: string; readonly revision: number } | undefined => {
+  const parsed: unknown = JSON.parse(frame)
+  const entry = typeof parsed === "object" && parsed !== null ? Reflect.get(parsed, "entry") : undefined
+  const from = typeof entry === "object" && entry !== null ? Reflect.get(entry, "from") : undefined
+  const record = typeof entry === "object" && entry !== null ? Reflect.get(entry, "record") : undefined
+  const id = typeof from === "object" && from !== null ? Reflect.get(from, "id") : undefined
+  const topic = typeof record === "object" && record !== null ? Reflect.get(record, "topic") : undefined
+  const revision = typeof record === "object" && record !== null ? Reflect.get(record, "revision") : undefined
+  return typeof id === "string" && typeof topic === "string" && typeof revision === "number"
+    ? { key: `${id}\u0000${topic}`, revision }
+    : undefined
+}
+
+/**
+ * Topics: holds back the first `topic_record` the broker writes and writes
+ * it after the next one of the same publisher and topic on the same
+ * connection, so a subscriber is sent an older revision after a newer one.
+ * The ledger must report `topic-revision-backwards`.
+ */
+export const swapTopicRecords = () => (): BrokerOutputFault => {
+  let held: { readonly link: number; readonly frame: string; readonly key: string } | undefined
+  let done = false
+  return (link, frames) => {
+    const out: Array<string> = []
+    for (const frame of frames) {
+      const record = done || !isTopicRecord(frame) ? undefined : topicRecordOf(frame)
+      if (record === undefined) {
+        out.push(frame)
+      } else if (held === undefined) {
+        held = { link, frame, key: record.key }
+      } else if (held.link === link && held.key === record.key) {
+        out.push(frame, held.frame)
+        held = undefined
+        done = true
+      } else {
+        out.push(frame)
+      }
+    }
+    return out
+  }
+}
+
+/**
+ * Topics: writes every `blocker` or `decision` record twice, the copy
+ * renumbered one revision up (a broker that numbers fan-out itself), so a
+ * subscriber's runtime takes the copy for a new revision and interrupts its
+ * agent again with the same publication. The ledger must report
+ * `topic-double-interrupt`.
+ */
+export const renumberInterruptingRecords = () => (): BrokerOutputFault => (_link, frames) =>
+  frames.flatMap((frame) => {
+    if (!isTopicRecord(frame) || !/"event":"(blocker|decision)"/.test(frame)) return [frame]
+    const record = topicRecordOf(frame)
+    if (record === undefined) return [frame]
+    return [frame, frame.replace(`"revision":${record.revision},`, `"revision":${record.revision + 1},`)]
+  })

@@ -28,6 +28,7 @@ import type {
   Violation,
   ViolationKind
 } from "./ledger/types.ts"
+import { TopicLedger } from "./ledger/topics.ts"
 import { brokerRead, brokerUnwrote, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
@@ -46,6 +47,7 @@ export type * from "./ledger/types.ts"
  */
 export class Ledger {
   private readonly state: LedgerState
+  private readonly topics = new TopicLedger()
 
   constructor(options: LedgerOptions) {
     this.state = makeLedgerState(options)
@@ -179,6 +181,8 @@ export class Ledger {
   /** A client read frames from the broker. */
   clientRead(linkId: number, frames: ReadonlyArray<string>): void {
     clientRead(this.state, linkId, frames)
+    const owner = this.state.links.get(linkId)?.owner
+    if (owner !== undefined) this.topics.read(this.state, linkId, owner, frames)
   }
 
   // -------------------------------------------------------------------------
@@ -188,6 +192,7 @@ export class Ledger {
   /** A simulated host was handed an inbound message. */
   hostDelivered(receiver: string, fromId: string, message: Message, intent: string): void {
     hostDelivered(this.state, receiver, fromId, message, intent)
+    this.topics.handed(this.state, receiver, fromId, message)
   }
 
   /** An ask was started; returns its alias. */

@@ -50,7 +50,9 @@ export const OpSchema = Schema.Union([
   op("DelayWrites", { session: Int, side: SideSchema, delayMs: Int, forMs: Int }),
   op("ClockJump", { ms: Int }),
   op("Hostile", { attacker: Int, attack: HostileAttack }),
-  op("DeliverySend", DeliverySendFields)
+  op("DeliverySend", DeliverySendFields),
+  op("Publish", { from: Int, topic: Int, event: Schema.Literals(["update", "blocker", "decision", "release"]) }),
+  op("Subscribe", { from: Int, topic: Int, awaitRelease: Schema.Boolean })
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -80,7 +82,9 @@ export const trafficWeights: OpWeights = {
   DelayWrites: 0,
   ClockJump: 0,
   Hostile: 0,
-  DeliverySend: 0
+  DeliverySend: 0,
+  Publish: 0,
+  Subscribe: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -134,7 +138,21 @@ export interface WorkloadOptions {
    * sweep runs without them.
    */
   readonly delivery?: boolean
+  /**
+   * Mix topic traffic into the workload (`topics-v1`): publications of every
+   * event on TOPIC_COUNT topics (weight TOPICS_PUBLISH_WEIGHT) and
+   * subscriptions, some awaiting releases (weight TOPICS_SUBSCRIBE_WEIGHT).
+   * Default false: the standard seed sweep runs without them.
+   */
+  readonly topics?: boolean
 }
+
+/** Topics a workload with `topics` publishes on (`topic-0`, `topic-1`, …). */
+export const TOPIC_COUNT = 2
+/** How often a publication is drawn in a workload with `topics`. */
+export const TOPICS_PUBLISH_WEIGHT = 12
+/** How often a subscription is drawn in a workload with `topics`. */
+export const TOPICS_SUBSCRIBE_WEIGHT = 6
 
 /** Hostile sessions in a world with `WorkloadOptions.hostile`. */
 export const HOSTILE_SESSIONS = 2
@@ -187,6 +205,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     ...(options.hostile === true ? { Hostile: HOSTILE_WEIGHT } : {}),
     ...(groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
     ...(options.delivery === true ? { DeliverySend: DELIVERY_WEIGHT } : {}),
+    ...(options.topics === true ? { Publish: TOPICS_PUBLISH_WEIGHT, Subscribe: TOPICS_SUBSCRIBE_WEIGHT } : {}),
     ...options.weights
   }
   const count = options.ops ?? 40
@@ -283,6 +302,18 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Hostile":
         ops.push({ _tag: "Hostile", after, attacker: prng.int(0, HOSTILE_SESSIONS - 1), attack: prng.pick(HOSTILE_ATTACKS) })
         break
+      case "Publish":
+        ops.push({
+          _tag: "Publish",
+          after,
+          from: session(),
+          topic: prng.int(0, TOPIC_COUNT - 1),
+          event: prng.pick(["update", "update", "blocker", "decision", "release"] as const)
+        })
+        break
+      case "Subscribe":
+        ops.push({ _tag: "Subscribe", after, from: session(), topic: prng.int(0, TOPIC_COUNT - 1), awaitRelease: prng.chance(0.5) })
+        break
     }
   }
   return ops
@@ -331,6 +362,10 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} hostile X${op.attacker + 1}: ${op.attack}`
     case "DeliverySend":
       return `${when} ${formatDeliverySend(op, name(op.from), name(op.to))}`
+    case "Publish":
+      return `${when} ${name(op.from)} publishes ${op.event} on topic-${op.topic}`
+    case "Subscribe":
+      return `${when} ${name(op.from)} subscribes to topic-${op.topic}${op.awaitRelease ? " (awaitRelease)" : ""}`
   }
 }
 
@@ -420,6 +455,21 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           if (from !== undefined && to !== undefined) yield* runDeliverySend(sim, op, from, to, counter)
           break
         }
+        case "Publish": {
+          const from = nameAt(sessions, op.from)
+          const release = op.event === "release" ? { resource: `res-${op.topic}`, ownership: "released" } : {}
+          yield* Effect.asVoid(
+            from?.topic({ action: "publish", topic: `topic-${op.topic}`, event: op.event, message: `state ${counter}`, ...release }) ??
+              Effect.void
+          )
+          break
+        }
+        case "Subscribe":
+          yield* Effect.asVoid(
+            nameAt(sessions, op.from)?.topic({ action: "subscribe", topic: `topic-${op.topic}`, awaitRelease: op.awaitRelease }) ??
+              Effect.void
+          )
+          break
       }
     }
   })

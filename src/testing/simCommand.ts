@@ -57,7 +57,9 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "cross-group": true,
   "cross-group-accepted": true,
   "replace-not-latest": true,
-  "passive-woke-model": true
+  "passive-woke-model": true,
+  "topic-revision-backwards": true,
+  "topic-double-interrupt": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

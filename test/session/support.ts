@@ -6,7 +6,15 @@
 import { Context, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
-import { deliveryError, IntercomNotConnected, SupervisorAuthorizationFailed } from "../../src/client/errors.ts"
+import {
+  deliveryError,
+  IntercomNotConnected,
+  SupervisorAuthorizationFailed,
+  TopicRefused,
+  TopicsUnavailable
+} from "../../src/client/errors.ts"
+import { checkPublish, type TopicEntry } from "../../src/protocol/topics.ts"
+import type { Published } from "../../src/client/ClientTopics.ts"
 import {
   type ClientStatus,
   IntercomClient,
@@ -89,6 +97,16 @@ export interface FakeClientState {
   readonly cancelAsks: () => ReadonlyArray<string>
   readonly receipts: () => ReadonlyArray<MessageReceipt>
   readonly presences: () => ReadonlyArray<PresenceUpdate>
+  /** When false, topic operations fail with `TopicsUnavailable` (a broker without `topics-v1`). Default true. */
+  topicsAvailable: boolean
+  /** Every publish and subscription change, in order. */
+  readonly topicCalls: Array<string>
+  /** What `subscribe` and `topics` answer as current records. */
+  topicEntries: ReadonlyArray<TopicEntry>
+  /** When set, `publish` runs this first (a hook to act while the broker has not answered yet). */
+  onPublish: Effect.Effect<void> | undefined
+  /** Hands a subscribed record to the session, as the broker's fan-out would. */
+  readonly topicRecord: (entry: TopicEntry) => Effect.Effect<void>
 }
 
 export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, never, Scope.Scope> =>
@@ -96,6 +114,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const inbox = yield* Queue.unbounded<InboundMessage>()
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
+    const topicHub = yield* PubSub.unbounded<TopicEntry>()
+    const revisions = new Map<string, number>()
     const fake: FakeClientState = {
       sessions: [info(sessionId, { name: "self" })],
       group: "default",
@@ -117,7 +137,12 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       control: (event) => Effect.asVoid(PubSub.publish(controlHub, event)),
       cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
       receipts: () => fake.posts.flatMap((post) => post._tag === "Receipt" ? [post.receipt] : []),
-      presences: () => fake.posts.flatMap((post) => post._tag === "Presence" ? [post.update] : [])
+      presences: () => fake.posts.flatMap((post) => post._tag === "Presence" ? [post.update] : []),
+      topicsAvailable: true,
+      topicCalls: [],
+      topicEntries: [],
+      onPublish: undefined,
+      topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
     }
     const connection = Effect.suspend(() => {
       if (fake.connectHangs) return Effect.never
@@ -168,6 +193,41 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       cancelAsk: (messageId) => post({ _tag: "CancelAsk", messageId }),
       presence: (update) => post({ _tag: "Presence", update }),
       receipt: (receipt) => post({ _tag: "Receipt", receipt }),
+      publish: (request) =>
+        Effect.andThen(connection, Effect.suspend((): Effect.Effect<Published, TopicRefused | TopicsUnavailable> => {
+          if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())
+          const checked = checkPublish(request)
+          if (typeof checked === "string") return Effect.fail(new TopicRefused({ reason: `Invalid publish: ${checked}` }))
+          return Effect.andThen(fake.onPublish ?? Effect.void, Effect.sync(() => {
+            const revision = (revisions.get(checked.topic) ?? 0) + 1
+            revisions.set(checked.topic, revision)
+            fake.topicCalls.push(`publish ${checked.topic} ${checked.event} r${revision}`)
+            return { record: { ...checked, revision, updatedAt: 0 }, subscribers: 2, accepted: 1 }
+          }))
+        })),
+      subscribe: (topic, options) =>
+        Effect.andThen(connection, Effect.suspend(() => {
+          if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())
+          fake.topicCalls.push(`subscribe ${topic}${options?.awaitRelease === true ? " awaitRelease" : ""}`)
+          return Effect.succeed(fake.topicEntries.filter((entry) => entry.record.topic === topic))
+        })),
+      unsubscribe: (topic) =>
+        Effect.andThen(connection, Effect.suspend(() => {
+          if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())
+          fake.topicCalls.push(`unsubscribe ${topic}`)
+          return Effect.void
+        })),
+      topics: (topic) =>
+        Effect.andThen(connection, Effect.suspend(() => {
+          if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())
+          return Effect.succeed({
+            entries: fake.topicEntries.filter((entry) => topic === undefined || entry.record.topic === topic),
+            subscriptions: []
+          })
+        })),
+      savedTopics: Effect.succeed({ subscriptions: [], publications: [] }),
+      seedTopics: () => Effect.void,
+      topicRecords: Stream.fromPubSub(topicHub),
       messages: Stream.fromQueue(inbox),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),

@@ -8,6 +8,10 @@
  *   intercom pending
  *   intercom status
  *   intercom watch   [--no-stdin]
+ *   intercom publish <topic> <text...> [--event e] [--resource r] [--ownership o]
+ *   intercom subscribe <topic> [--await-release]    (through a running watch)
+ *   intercom unsubscribe <topic>
+ *   intercom topics  [topic]
  *
  * Every command takes `--group <g>`: for `list` and `status` a read-only
  * look at group g (C-GRP-5), for the others the home group of the session
@@ -250,5 +254,78 @@ const watch = Command.make(
   )
 )
 
+const topicArgument = Argument.String("topic").pipe(Argument.withDescription("The exact topic (no wildcards)."))
+
+const optionalText = (name: string, description: string) =>
+  Flag.String(name).pipe(Flag.withDescription(description), Flag.optional)
+
+const publish = Command.make(
+  "publish",
+  {
+    ...common,
+    group: homeGroupFlag,
+    topic: topicArgument,
+    message: messageArgument,
+    event: Flag.Literals("event", ["update", "blocker", "decision", "release"]).pipe(
+      Flag.withDescription("update (default: quiet), blocker or decision (steer subscribers), release (with --ownership released)."),
+      Flag.optional
+    ),
+    resource: optionalText("resource", "The resource this state is about."),
+    ownership: Flag.Literals("ownership", ["held", "released"]).pipe(
+      Flag.withDescription("Advisory ownership of --resource (not a lock)."),
+      Flag.optional
+    )
+  },
+  (input) =>
+    runAction(input, {
+      action: "publish",
+      topic: input.topic,
+      message: joined(input.message),
+      event: Option.getOrUndefined(input.event),
+      resource: Option.getOrUndefined(input.resource),
+      ownership: Option.getOrUndefined(input.ownership),
+      ...groupParam(input.group)
+    })
+).pipe(
+  Command.withDescription(
+    "Publish the current state of a topic as the session of --name. Exits 0 once the broker saved it. Without a running `intercom watch --name <n>` the command's own session leaves when it exits, and its record then shows as unavailable."
+  )
+)
+
+const subscribe = Command.make(
+  "subscribe",
+  {
+    ...common,
+    group: homeGroupFlag,
+    topic: topicArgument,
+    awaitRelease: Flag.Boolean("await-release").pipe(
+      Flag.withDescription("Also be interrupted (shown by the watch) when the resource is released."),
+      Flag.withDefault(false)
+    )
+  },
+  (input) =>
+    runAction(input, { action: "subscribe", topic: input.topic, awaitRelease: input.awaitRelease, ...groupParam(input.group) })
+).pipe(
+  Command.withDescription(
+    "Subscribe the `intercom watch` of --name to a topic and print its current state; the watch then prints blocker, decision (and with --await-release, release) records."
+  )
+)
+
+const unsubscribe = Command.make(
+  "unsubscribe",
+  { ...common, group: homeGroupFlag, topic: topicArgument },
+  (input) => runAction(input, { action: "unsubscribe", topic: input.topic, ...groupParam(input.group) })
+).pipe(Command.withDescription("End a subscription of the `intercom watch` of --name."))
+
+const topics = Command.make(
+  "topics",
+  {
+    ...common,
+    group: homeGroupFlag,
+    topic: Argument.String("topic").pipe(Argument.withDescription("Only this topic."), Argument.optional)
+  },
+  (input) => runAction(input, { action: "topics", topic: Option.getOrUndefined(input.topic), ...groupParam(input.group) })
+).pipe(Command.withDescription("Print the current topic records of this session's group, and the subscriptions of --name."))
+
 /** The client subcommands, for the `intercom` root command (program.ts) to add beside `broker`. */
-export const clientCommands = [list, send, ask, reply, pending, status, watch] as const
+export const clientCommands = [list, send, ask, reply, pending, status, watch, publish, subscribe, unsubscribe, topics] as const

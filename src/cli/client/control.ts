@@ -92,7 +92,13 @@ const ControlRequest = Schema.Struct({
   replyError: Schema.optionalKey(Schema.String),
   timeoutMs: Schema.optionalKey(Schema.Finite),
   /** The tool's read-only `group` (`--group`), checked by the watch's own session (C-GRP-5/6). */
-  group: Schema.optionalKey(Schema.String)
+  group: Schema.optionalKey(Schema.String),
+  /** Topic actions (`topics-v1`): the topic and a publication's fields. */
+  topic: Schema.optionalKey(Schema.String),
+  event: Schema.optionalKey(Schema.String),
+  resource: Schema.optionalKey(Schema.String),
+  ownership: Schema.optionalKey(Schema.String),
+  awaitRelease: Schema.optionalKey(Schema.Boolean)
 })
 
 const ControlResponse = Schema.Struct({
@@ -114,7 +120,12 @@ const encodeRequest = (params: IntercomToolParams): string =>
     ...(params.replyTo === undefined ? {} : { replyTo: params.replyTo }),
     ...(params.replyError === undefined ? {} : { replyError: params.replyError }),
     ...(params.timeoutMs === undefined ? {} : { timeoutMs: params.timeoutMs }),
-    ...(params.group === undefined ? {} : { group: params.group })
+    ...(params.group === undefined ? {} : { group: params.group }),
+    ...(params.topic === undefined ? {} : { topic: params.topic }),
+    ...(params.event === undefined ? {} : { event: params.event }),
+    ...(params.resource === undefined ? {} : { resource: params.resource }),
+    ...(params.ownership === undefined ? {} : { ownership: params.ownership }),
+    ...(params.awaitRelease === undefined ? {} : { awaitRelease: params.awaitRelease })
   })
 
 const encodeResponse = (result: ToolResult): string =>

@@ -80,6 +80,17 @@ export type ViolationKind =
   | "replace-not-latest"
   /** `delivery-v1`: a message its sender sent `passive` reached the host as anything but `passive` (it would wake the model). */
   | "passive-woke-model"
+  /**
+   * Topics: on one connection, a subscriber was sent a lower revision of a
+   * (publisher, topic) than one it was already sent (the broker keeps the
+   * newest and never fans out a stale one).
+   */
+  | "topic-revision-backwards"
+  /**
+   * Topics: one publication (publisher, topic, its time and text) interrupted
+   * a subscriber's agent twice (C-TOP-10).
+   */
+  | "topic-double-interrupt"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {

@@ -175,6 +175,14 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
       (session) => session.list,
       (exit) => failureOf(exit, (list) => `${list.sessions.length} session(s)`)
     ),
+    topic: (params) =>
+      sessionOp(
+        world,
+        state,
+        `${params.action} ${params.topic ?? ""}`,
+        (session) => session.act(params),
+        (exit) => failureOf(exit, (result) => result.text.split("\n")[0] ?? "")
+      ),
     setStatus: (status) =>
       worldStep(
         world,

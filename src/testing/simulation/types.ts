@@ -12,13 +12,15 @@ import type { Inbound } from "../../session/Host.ts"
 import type {
   AskFailure,
   IntercomSessionOptions,
+  IntercomToolParams,
   ListError,
   Replied,
   ReplyFailure,
   SendDeclined,
   SendFailure,
   Sent,
-  SessionList
+  SessionList,
+  ToolResult
 } from "../../session/IntercomSession.ts"
 import type { LifecycleStatus } from "../../session/render.ts"
 import type { Ledger } from "../Ledger.ts"
@@ -215,6 +217,8 @@ export interface SimSession {
   >
   /** Lists the sessions it can see (its scope). */
   readonly list: Effect.Effect<Pending<SessionList, ListError> | undefined>
+  /** A topic action through the session's tool (`publish`, `subscribe`, `unsubscribe`, `topics`). */
+  readonly topic: (params: IntercomToolParams) => Effect.Effect<Pending<ToolResult, never> | undefined>
   /** Sets its presence (`thinking`, `idle`, …); kept across restarts. */
   readonly setStatus: (status: LifecycleStatus) => Effect.Effect<void>
   /** Busy for `duration` of simulated time (which passes), then idle again. */

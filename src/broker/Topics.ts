@@ -1,0 +1,342 @@
+/**
+ * Topics (extension `topics-v1`, C-TOP-3, 11, 12, 13): latest-state
+ * publications shared inside one group of a scope.
+ *
+ * It owns, per routing namespace (scope + group, so groups never see each
+ * other's topics): the current record of each (publisher, topic), the
+ * subscriptions of live sessions, and how many of both it keeps (bounded by
+ * `topicEntriesPerGroup`, a clear refusal past it). A publication with a
+ * lower revision than the one kept is stale and changes nothing; any other
+ * replaces the record and is written once, as one frame text, to every
+ * subscriber's outbox through `Output` (backpressure as for any frame).
+ *
+ * When a session leaves, its subscriptions go (its client subscribes again
+ * after a reconnect, C-BRK-28) and its records stay, marked unavailable —
+ * never released (C-TOP-12) — and subscribers are told so; a record whose
+ * publisher stays away for UNAVAILABLE_RETENTION_MS is forgotten.
+ *
+ * Only the four topic frames reach this module; the send path never does.
+ */
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { TOPICS_V1 } from "../protocol/features.ts"
+import { checkRecord, checkTopic, type TopicRecord } from "../protocol/topics.ts"
+import { AgedMap } from "./AgedMap.ts"
+import type { Peer } from "./Peer.ts"
+import type { RegistrationHooks } from "./Registration.ts"
+import type { Session } from "./Registry.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+
+/** How long a record whose publisher left is kept (shown unavailable) before it is forgotten. */
+export const UNAVAILABLE_RETENTION_MS = 24 * 3_600_000
+
+/** Characters of entries one answer carries at most, well inside the frame limit. */
+const ANSWER_BUDGET = Math.floor(MAX_FRAME_BYTES / 4)
+
+/** The refusals of topic requests. */
+export const TopicText = {
+  full: (max: number) =>
+    `This intercom group already keeps ${max} topic records and subscriptions, as many as the broker allows ` +
+    `(setting topicEntriesPerGroup); unsubscribe from topics you no longer need, or raise the setting`,
+  invalid: (detail: string) => `Invalid topic request: ${detail}`
+} as const
+
+/** One publisher's kept record. */
+interface Kept {
+  readonly fromJson: string
+  record: TopicRecord
+  entryJson: string
+  available: boolean
+}
+
+/** One topic of a namespace: records by publisher id, subscribers by session key (value: awaitRelease). */
+interface TopicState {
+  readonly records: Map<string, Kept>
+  readonly subscribers: Map<string, boolean>
+}
+
+/** One namespace's topics and how many records and subscriptions they hold. */
+interface TopicSpace {
+  readonly topics: Map<string, TopicState>
+  entries: number
+}
+
+const keptKey = (spaceKey: string, topic: string, publisherId: string) => `${spaceKey}\u0000${topic}\u0000${publisherId}`
+
+const entryJsonOf = (fromJson: string, record: TopicRecord, available: boolean): string =>
+  `{"from":${fromJson},"record":${JSON.stringify(record)},"available":${available}}`
+
+/** The topics concern: four frame handlers, registration hooks and a prune. */
+export class Topics {
+  private readonly ctx: RouterContext
+  private readonly spaces = new Map<string, TopicSpace>()
+  /** Topics each live session subscribes to, by session key. */
+  private readonly subscribed = new Map<string, Set<string>>()
+  /** Topics each live session published in, by session key. */
+  private readonly published = new Map<string, Set<string>>()
+  /** Records whose publisher left, oldest first, to be forgotten after the retention. */
+  private readonly away = new AgedMap<string, { readonly spaceKey: string; readonly topic: string; readonly id: string }>()
+
+  constructor(ctx: RouterContext) {
+    this.ctx = ctx
+  }
+
+  readonly frames: FrameHandlers = {
+    topic_publish: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.publish(peer, session, raw)) },
+    topic_subscribe: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.subscribe(peer, session, raw)) },
+    topic_unsubscribe: {
+      handle: (peer, raw) => this.guard(peer, raw, (session) => this.unsubscribe(peer, session, raw))
+    },
+    topic_query: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.query(peer, session, raw)) }
+  }
+
+  readonly hooks: RegistrationHooks = {
+    left: (session, now) => this.left(session, now)
+  }
+
+  /** Forgets records whose publisher has been away longer than UNAVAILABLE_RETENTION_MS. */
+  prune(now: number): void {
+    for (const gone of this.away.expire(now - UNAVAILABLE_RETENTION_MS)) {
+      const space = this.spaces.get(gone.spaceKey)
+      const state = space?.topics.get(gone.topic)
+      if (space === undefined || state === undefined || !state.records.delete(gone.id)) continue
+      space.entries--
+      this.tidy(gone.spaceKey, space, gone.topic, state)
+    }
+  }
+
+  /** Records and subscriptions kept, over all namespaces: for stats and tests. */
+  get size(): number {
+    let total = 0
+    for (const space of this.spaces.values()) total += space.entries
+    return total
+  }
+
+  /** Only a session granted `topics-v1` may use topic frames (a base client never sends them). */
+  private guard(peer: Peer, raw: { readonly type: string }, act: (session: Session) => void): void {
+    if (!peer.features.has(TOPICS_V1)) {
+      return this.ctx.protocolError(peer, `"${raw.type}" frame without the ${TOPICS_V1} extension`)
+    }
+    const session = peer.session
+    if (session !== undefined) act(session)
+  }
+
+  private fail(peer: Peer, requestId: string, reason: string): void {
+    this.ctx.output.enqueue(peer, JSON.stringify({ type: "topic_failed", requestId, reason }))
+  }
+
+  /** A frame that does not decode: answered by requestId when it has one, else a protocol error. */
+  private undecodable(peer: Peer, raw: { readonly [key: string]: unknown }, message: string): void {
+    const requestId = raw["requestId"]
+    if (typeof requestId === "string") return this.fail(peer, requestId, TopicText.invalid(message))
+    this.ctx.protocolError(peer, message)
+  }
+
+  private spaceOf(spaceKey: string): TopicSpace {
+    let space = this.spaces.get(spaceKey)
+    if (space === undefined) {
+      space = { topics: new Map(), entries: 0 }
+      this.spaces.set(spaceKey, space)
+    }
+    return space
+  }
+
+  private stateOf(space: TopicSpace, topic: string): TopicState {
+    let state = space.topics.get(topic)
+    if (state === undefined) {
+      state = { records: new Map(), subscribers: new Map() }
+      space.topics.set(topic, state)
+    }
+    return state
+  }
+
+  /** Drops an empty topic, and an empty namespace. */
+  private tidy(spaceKey: string, space: TopicSpace, topic: string, state: TopicState): void {
+    if (state.records.size === 0 && state.subscribers.size === 0) space.topics.delete(topic)
+    if (space.topics.size === 0) this.spaces.delete(spaceKey)
+  }
+
+  private get limit(): number {
+    return this.ctx.options.topicEntriesPerGroup
+  }
+
+  private publish(peer: Peer, session: Session, raw: { readonly [key: string]: unknown }): void {
+    const frame = decodeClientFrame.topic_publish(raw)
+    if (isFrameDecodeError(frame)) return this.undecodable(peer, raw, frame.message)
+    const record = frame.record
+    const problem = checkRecord(record)
+    if (problem !== undefined) return this.fail(peer, frame.requestId, TopicText.invalid(problem))
+    const spaceKey = session.space.key
+    const existingSpace = this.spaces.get(spaceKey)
+    const kept = existingSpace?.topics.get(record.topic)?.records.get(session.id)
+    if (kept === undefined && (existingSpace?.entries ?? 0) >= this.limit) {
+      return this.fail(peer, frame.requestId, TopicText.full(this.limit))
+    }
+    const space = this.spaceOf(spaceKey)
+    const state = this.stateOf(space, record.topic)
+    const subscribers = state.subscribers.size - (state.subscribers.has(session.key) ? 1 : 0)
+    if (kept !== undefined && record.revision < kept.record.revision) {
+      // Stale (C-TOP-6): an older revision never replaces a newer record.
+      // The answer carries the kept revision, so the publisher can number past it.
+      return this.answerPublished(peer, frame.requestId, kept.record, subscribers, 0, true)
+    }
+    const fromJson = JSON.stringify(session.fields.name === undefined ? { id: session.id } : { id: session.id, name: session.fields.name })
+    const entryJson = entryJsonOf(fromJson, record, true)
+    if (kept === undefined) {
+      state.records.set(session.id, { fromJson, record, entryJson, available: true })
+      space.entries++
+    } else {
+      kept.record = record
+      kept.entryJson = entryJson
+      kept.available = true
+    }
+    this.away.delete(keptKey(spaceKey, record.topic, session.id))
+    let topics = this.published.get(session.key)
+    if (topics === undefined) this.published.set(session.key, topics = new Set())
+    topics.add(record.topic)
+    const accepted = this.fanOut(state, session.key, entryJson)
+    this.answerPublished(peer, frame.requestId, record, subscribers, accepted, false)
+  }
+
+  /** Writes one `topic_record` to every subscriber but `except`; returns how many outboxes took it. */
+  private fanOut(state: TopicState, except: string | undefined, entryJson: string): number {
+    if (state.subscribers.size === 0) return 0
+    const text = `{"type":"topic_record","entry":${entryJson}}`
+    let accepted = 0
+    for (const key of state.subscribers.keys()) {
+      if (key === except) continue
+      const subscriber = this.ctx.registry.byKey.get(key)
+      if (subscriber === undefined || subscriber.peer.isClosing) continue
+      this.ctx.output.enqueue(subscriber.peer, text)
+      accepted++
+    }
+    return accepted
+  }
+
+  private answerPublished(
+    peer: Peer,
+    requestId: string,
+    record: TopicRecord,
+    subscribers: number,
+    accepted: number,
+    stale: boolean
+  ): void {
+    this.ctx.output.enqueue(
+      peer,
+      JSON.stringify({
+        type: "topic_published",
+        requestId,
+        topic: record.topic,
+        revision: record.revision,
+        subscribers,
+        accepted,
+        ...(stale ? { stale: true } : {})
+      })
+    )
+  }
+
+  private subscribe(peer: Peer, session: Session, raw: { readonly [key: string]: unknown }): void {
+    const frame = decodeClientFrame.topic_subscribe(raw)
+    if (isFrameDecodeError(frame)) return this.undecodable(peer, raw, frame.message)
+    const problem = checkTopic(frame.topic)
+    if (problem !== undefined) return this.fail(peer, frame.requestId, TopicText.invalid(problem))
+    const spaceKey = session.space.key
+    const existing = this.spaces.get(spaceKey)?.topics.get(frame.topic)
+    const already = existing?.subscribers.has(session.key) === true
+    if (!already && (this.spaces.get(spaceKey)?.entries ?? 0) >= this.limit) {
+      return this.fail(peer, frame.requestId, TopicText.full(this.limit))
+    }
+    const space = this.spaceOf(spaceKey)
+    const state = this.stateOf(space, frame.topic)
+    state.subscribers.set(session.key, frame.awaitRelease === true)
+    if (!already) {
+      space.entries++
+      let topics = this.subscribed.get(session.key)
+      if (topics === undefined) this.subscribed.set(session.key, topics = new Set())
+      topics.add(frame.topic)
+    }
+    const entries = this.entriesWithin([state.records.values()])
+    this.ctx.output.enqueue(
+      peer,
+      `{"type":"topic_subscribed","requestId":${JSON.stringify(frame.requestId)},"topic":${
+        JSON.stringify(frame.topic)
+      },"entries":[${entries.join(",")}]}`
+    )
+  }
+
+  private unsubscribe(peer: Peer, session: Session, raw: { readonly [key: string]: unknown }): void {
+    const frame = decodeClientFrame.topic_unsubscribe(raw)
+    if (isFrameDecodeError(frame)) return this.undecodable(peer, raw, frame.message)
+    this.dropSubscription(session, frame.topic)
+    this.subscribed.get(session.key)?.delete(frame.topic)
+    this.ctx.output.enqueue(peer, JSON.stringify({ type: "topic_unsubscribed", requestId: frame.requestId, topic: frame.topic }))
+  }
+
+  private dropSubscription(session: Session, topic: string): void {
+    const spaceKey = session.space.key
+    const space = this.spaces.get(spaceKey)
+    const state = space?.topics.get(topic)
+    if (space === undefined || state === undefined || !state.subscribers.delete(session.key)) return
+    space.entries--
+    this.tidy(spaceKey, space, topic, state)
+  }
+
+  private query(peer: Peer, session: Session, raw: { readonly [key: string]: unknown }): void {
+    const frame = decodeClientFrame.topic_query(raw)
+    if (isFrameDecodeError(frame)) return this.undecodable(peer, raw, frame.message)
+    const space = this.spaces.get(session.space.key)
+    const states = space === undefined
+      ? []
+      : frame.topic === undefined
+      ? [...space.topics.values()]
+      : [space.topics.get(frame.topic)].filter((state) => state !== undefined)
+    const entries = this.entriesWithin(states.map((state) => state.records.values()))
+    const subscriptions: Array<string> = []
+    for (const topic of this.subscribed.get(session.key) ?? []) {
+      if (frame.topic !== undefined && topic !== frame.topic) continue
+      const awaitRelease = space?.topics.get(topic)?.subscribers.get(session.key) === true
+      subscriptions.push(JSON.stringify({ topic, awaitRelease }))
+    }
+    this.ctx.output.enqueue(
+      peer,
+      `{"type":"topic_state","requestId":${JSON.stringify(frame.requestId)},"entries":[${entries.join(",")}],"subscriptions":[${
+        subscriptions.join(",")
+      }]}`
+    )
+  }
+
+  /** Entry texts, newest revision data as kept, up to ANSWER_BUDGET characters (an answer stays one frame). */
+  private entriesWithin(sources: ReadonlyArray<Iterable<Kept>>): Array<string> {
+    const out: Array<string> = []
+    let chars = 0
+    for (const source of sources) {
+      for (const kept of source) {
+        chars += kept.entryJson.length + 1
+        if (chars > ANSWER_BUDGET) return out
+        out.push(kept.entryJson)
+      }
+    }
+    return out
+  }
+
+  private left(session: Session, now: number): void {
+    for (const topic of this.subscribed.get(session.key) ?? []) this.dropSubscription(session, topic)
+    this.subscribed.delete(session.key)
+    const published = this.published.get(session.key)
+    if (published === undefined) return
+    this.published.delete(session.key)
+    const spaceKey = session.space.key
+    const space = this.spaces.get(spaceKey)
+    if (space === undefined) return
+    for (const topic of published) {
+      const state = space.topics.get(topic)
+      const kept = state?.records.get(session.id)
+      if (state === undefined || kept === undefined || !kept.available) continue
+      // C-TOP-12: unavailable, never released; subscribers learn it.
+      kept.available = false
+      kept.entryJson = entryJsonOf(kept.fromJson, kept.record, false)
+      this.away.set(keptKey(spaceKey, topic, session.id), { spaceKey, topic, id: session.id }, now)
+      this.fanOut(state, undefined, kept.entryJson)
+    }
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * A client's own side of topics (`topics-v1`): its subscriptions and its
+ * latest publication per topic, kept so that after every reconnect — a broker
+ * restart forgets them, a dropped connection loses its subscriptions — they
+ * are sent again before the connection is used (C-BRK-28, C-TOP-15).
+ *
+ * It numbers this session's revisions (previous + 1, starting at 1,
+ * C-TOP-3); a broker that keeps a newer revision of ours (from before a
+ * restart of this process) answers `stale` with it, and the publication is
+ * numbered past it once more. A publication counts only once the broker
+ * confirmed it (C-TOP-13): until then the kept state is unchanged.
+ *
+ * Owned by one `IntercomClient`; its Maps are touched only synchronously.
+ */
+import { Effect } from "effect"
+import { checkPublish, checkTopic, type PublishInput, type TopicEntry, type TopicRecord, type TopicSubscription } from "../protocol/topics.ts"
+import type { ClientConnection } from "./ClientConnection.ts"
+import { TopicRefused, type TopicsUnavailable } from "./errors.ts"
+import type { TopicRequestError } from "./TopicRequests.ts"
+
+/** A publication the broker confirmed (C-TOP-13). */
+export interface Published {
+  readonly record: TopicRecord
+  /** Subscribers of the topic (other than this session) when it was published. */
+  readonly subscribers: number
+  /** Of those, how many had it written to their connection (accepted, not necessarily read). */
+  readonly accepted: number
+}
+
+/** The answer to `topics`: current records and this session's subscriptions. */
+export interface TopicsView {
+  readonly entries: ReadonlyArray<TopicEntry>
+  readonly subscriptions: ReadonlyArray<TopicSubscription>
+}
+
+/** What a session persists of its topics and gives back at start (`IntercomClient.seedTopics`). */
+export interface SavedTopics {
+  readonly subscriptions: ReadonlyArray<TopicSubscription>
+  readonly publications: ReadonlyArray<TopicRecord>
+}
+
+/** Why a topic operation on a connection failed. */
+export type TopicConnectionError = TopicRequestError | TopicsUnavailable
+
+/** One client's subscriptions and own publications, and their restoration; see the module header. */
+export class ClientTopics {
+  private readonly subscriptions = new Map<string, boolean>()
+  private readonly publications = new Map<string, TopicRecord>()
+
+  /** What to persist: subscriptions and own latest publications. */
+  get saved(): SavedTopics {
+    return {
+      subscriptions: [...this.subscriptions].map(([topic, awaitRelease]) => ({ topic, awaitRelease })),
+      publications: [...this.publications.values()]
+    }
+  }
+
+  /** Takes saved state (a restart, a reload): kept as if published and subscribed, re-sent by `restore`. */
+  seed(saved: SavedTopics): void {
+    for (const subscription of saved.subscriptions) this.subscriptions.set(subscription.topic, subscription.awaitRelease)
+    for (const record of saved.publications) {
+      const held = this.publications.get(record.topic)
+      if (held === undefined || held.revision < record.revision) this.publications.set(record.topic, record)
+    }
+  }
+
+  /** Checks, numbers and publishes; kept as the latest only once the broker confirmed it. */
+  publish(
+    connection: ClientConnection,
+    input: PublishInput,
+    now: number,
+    timeoutMs: number
+  ): Effect.Effect<Published, TopicConnectionError> {
+    const checked = checkPublish(input)
+    if (typeof checked === "string") return Effect.fail(new TopicRefused({ reason: `Invalid publish: ${checked}` }))
+    const attempt = (revision: number, retried: boolean): Effect.Effect<Published, TopicConnectionError> => {
+      const record: TopicRecord = { ...checked, revision, updatedAt: now }
+      return connection.topic({ type: "topic_publish", record }, timeoutMs).pipe(
+        Effect.flatMap((answer) => {
+          if (answer.type !== "topic_published") return Effect.fail(unexpected(answer.type))
+          if (answer.stale === true) {
+            if (!retried && answer.revision >= revision) return attempt(answer.revision + 1, true)
+            return Effect.fail(new TopicRefused({ reason: `The broker keeps a newer revision (${answer.revision}) of ${record.topic}` }))
+          }
+          this.publications.set(record.topic, record)
+          return Effect.succeed({ record, subscribers: answer.subscribers, accepted: answer.accepted })
+        })
+      )
+    }
+    return attempt((this.publications.get(checked.topic)?.revision ?? 0) + 1, false)
+  }
+
+  /** Subscribes; returns the topic's current state (no replay of earlier interruptions, C-TOP-11). */
+  subscribe(
+    connection: ClientConnection,
+    topic: string,
+    awaitRelease: boolean,
+    timeoutMs: number
+  ): Effect.Effect<ReadonlyArray<TopicEntry>, TopicConnectionError> {
+    const problem = checkTopic(topic)
+    if (problem !== undefined) return Effect.fail(new TopicRefused({ reason: `Invalid subscribe: ${problem}` }))
+    return connection.topic({ type: "topic_subscribe", topic, awaitRelease }, timeoutMs).pipe(
+      Effect.flatMap((answer) => {
+        if (answer.type !== "topic_subscribed") return Effect.fail(unexpected(answer.type))
+        this.subscriptions.set(topic, awaitRelease)
+        return Effect.succeed(answer.entries)
+      })
+    )
+  }
+
+  /** Unsubscribes (a topic not subscribed is fine). */
+  unsubscribe(connection: ClientConnection, topic: string, timeoutMs: number): Effect.Effect<void, TopicConnectionError> {
+    const problem = checkTopic(topic)
+    if (problem !== undefined) return Effect.fail(new TopicRefused({ reason: `Invalid unsubscribe: ${problem}` }))
+    return connection.topic({ type: "topic_unsubscribe", topic }, timeoutMs).pipe(
+      Effect.flatMap((answer) => {
+        if (answer.type !== "topic_unsubscribed") return Effect.fail(unexpected(answer.type))
+        this.subscriptions.delete(topic)
+        return Effect.void
+      })
+    )
+  }
+
+  /** The broker's current records (of `topic`, or all of the group) and this session's subscriptions. */
+  query(connection: ClientConnection, topic: string | undefined, timeoutMs: number): Effect.Effect<TopicsView, TopicConnectionError> {
+    return connection.topic({ type: "topic_query", ...(topic === undefined ? {} : { topic }) }, timeoutMs).pipe(
+      Effect.flatMap((answer) =>
+        answer.type === "topic_state"
+          ? Effect.succeed({ entries: answer.entries, subscriptions: answer.subscriptions })
+          : Effect.fail(unexpected(answer.type))
+      )
+    )
+  }
+
+  /**
+   * Sends every subscription and own latest publication again on a new
+   * connection (C-BRK-28). A broker without topics is skipped quietly; other
+   * failures are returned as texts (the state stays, for the next connection).
+   */
+  restore(connection: ClientConnection, timeoutMs: number): Effect.Effect<ReadonlyArray<string>> {
+    const subscriptions = [...this.subscriptions]
+    const publications = [...this.publications.values()]
+    if (subscriptions.length === 0 && publications.length === 0) return Effect.succeed([])
+    const quiet = <A>(effect: Effect.Effect<A, TopicConnectionError>) =>
+      effect.pipe(
+        Effect.as(undefined),
+        Effect.catch((error) => Effect.succeed(error._tag === "TopicsUnavailable" ? undefined : `topics: ${error.message}`))
+      )
+    return Effect.forEach(
+      [
+        ...subscriptions.map(([topic, awaitRelease]) =>
+          quiet(connection.topic({ type: "topic_subscribe", topic, awaitRelease }, timeoutMs))
+        ),
+        ...publications.map((record) => quiet(connection.topic({ type: "topic_publish", record }, timeoutMs)))
+      ],
+      (effect) => effect
+    ).pipe(Effect.map((problems) => problems.filter((problem) => problem !== undefined)))
+  }
+}
+
+const unexpected = (type: string) => new TopicRefused({ reason: `The broker answered a topic request with "${type}"` })

@@ -1,0 +1,108 @@
+/**
+ * Topics through `IntercomClient` (`topics-v1`): publish / subscribe /
+ * unsubscribe / topics against a real broker over Unix sockets, the
+ * "unavailable" error against a base broker (C-TOP-16), and subscriptions and
+ * own publications sent again after a broker restart (C-BRK-28, C-TOP-15).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { message, withBroker } from "../support/broker.ts"
+import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import {
+  brokerClientOptions,
+  fakeBroker,
+  fakeClientOptions,
+  makeClient,
+  makeMemoryClient,
+  memoryClientOptions,
+  subscribe
+} from "./support.ts"
+
+const A_ID = "aaaaaaaa-2222-4000-8000-00000000000a"
+const B_ID = "bbbbbbbb-2222-4000-8000-00000000000b"
+
+describe("IntercomClient topics (real broker)", () => {
+  it.live("publish is numbered per topic and confirmed with counts; a subscriber's stream gets each record", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const { client: a } = yield* makeClient(brokerClientOptions(broker, A_ID, "alpha"))
+      const { client: b } = yield* makeClient(brokerClientOptions(broker, B_ID, "bravo"))
+      const records = yield* subscribe(b.topicRecords, "b's topic records")
+      assert.deepStrictEqual(yield* b.subscribe("build", { awaitRelease: true }), [])
+      const first = yield* a.publish({ topic: "build", text: "red" })
+      assert.deepInclude(first, { subscribers: 1, accepted: 1 })
+      assert.deepInclude(first.record, { topic: "build", text: "red", event: "update", revision: 1 })
+      const second = yield* a.publish({ topic: "build", text: "green", event: "decision" })
+      assert.strictEqual(second.record.revision, 2)
+      assert.strictEqual((yield* a.publish({ topic: "other", text: "x" })).record.revision, 1)
+      const got = [yield* records.next(), yield* records.next()]
+      assert.deepStrictEqual(got.map((e) => [e.from.id, e.from.name, e.record.revision, e.record.event, e.available]), [
+        [A_ID, "alpha", 1, "update", true],
+        [A_ID, "alpha", 2, "decision", true]
+      ])
+      const view = yield* b.topics()
+      assert.deepStrictEqual(view.subscriptions, [{ topic: "build", awaitRelease: true }])
+      assert.deepStrictEqual(view.entries.map((e) => [e.record.topic, e.record.revision]), [["build", 2], ["other", 1]])
+      yield* b.unsubscribe("build")
+      assert.deepStrictEqual((yield* a.publish({ topic: "build", text: "again" })).subscribers, 0)
+      assert.deepStrictEqual((yield* b.savedTopics).subscriptions, [])
+      assert.deepStrictEqual((yield* a.savedTopics).publications.map((r) => [r.topic, r.revision]), [["build", 3], ["other", 1]])
+    }))
+
+  it.live("an invalid publish fails before anything is sent, with the rule", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const { client: a } = yield* makeClient(brokerClientOptions(broker, A_ID, "alpha"))
+      const exit = yield* Effect.exit(a.publish({ topic: "t", text: "x", ownership: "released" }))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(JSON.stringify(exit), "ownership needs a resource")
+      assert.deepStrictEqual((yield* a.topics()).entries, [])
+    }))
+})
+
+describe("IntercomClient topics against a base broker (C-TOP-16)", () => {
+  it.live("topic operations fail as unavailable without sending anything; messaging works", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
+      const { client } = yield* makeClient(fakeClientOptions(fake, A_ID))
+      const operations: ReadonlyArray<Effect.Effect<unknown, unknown>> = [
+        client.publish({ topic: "t", text: "x" }),
+        client.subscribe("t"),
+        client.topics()
+      ]
+      for (const operation of operations) {
+        const exit = yield* Effect.exit(operation)
+        assert.isTrue(Exit.isFailure(exit))
+        assert.include(JSON.stringify(exit), "TopicsUnavailable")
+      }
+      const sent = message("still fine")
+      assert.strictEqual((yield* client.send({ to: "anyone", message: sent })).messageId, sent.id)
+      assert.deepStrictEqual(fake.frames.filter((f) => f.frame["type"]?.toString().startsWith("topic_") === true), [])
+    }))
+})
+
+describe("C-BRK-28 topic state is sent again after a reconnect (in memory)", () => {
+  it.effect("after a broker restart, subscriptions and the own latest publication are restored before use", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const first = yield* world.startBroker({ idleExit: null })
+      const timings = { reconnectBaseMs: 500, reconnectMaxMs: 1_000 }
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", timings))
+      const { client: b } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bravo", timings))
+      yield* settle(b.subscribe("tab", { awaitRelease: true }))
+      yield* settle(a.publish({ topic: "tab", text: "held", resource: "tab-4", ownership: "held" }))
+      yield* first.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance("2 seconds")
+      assert.strictEqual((yield* a.status).connections, 2)
+      assert.strictEqual((yield* b.status).connections, 2)
+      // The new broker knows both again: a's record, b's subscription.
+      const view = yield* settle(b.topics("tab"))
+      assert.deepStrictEqual(view.subscriptions, [{ topic: "tab", awaitRelease: true }])
+      assert.deepStrictEqual(view.entries.map((e) => [e.from.id, e.record.revision, e.available]), [[A_ID, 1, true]])
+      // Numbering goes on from the restored revision.
+      const next = yield* settle(a.publish({ topic: "tab", text: "released", resource: "tab-4", ownership: "released" }))
+      assert.deepInclude(next, { subscribers: 1, accepted: 1 })
+      assert.strictEqual(next.record.revision, 2)
+    }))
+})
