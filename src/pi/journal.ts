@@ -14,7 +14,7 @@
  *   takes its parent's mail over; a resume keeps the id, so it does.
  */
 import * as Schema from "effect/Schema"
-import { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
+import { Attachment, DeliveryModeField, Message, SessionInfo } from "../protocol/frames.ts"
 import type { JournalRecord } from "../session/Host.ts"
 
 import { MESSAGE_TYPE, RECEIVED_ENTRY } from "./entries.ts"
@@ -35,7 +35,9 @@ const Checkpoint = Schema.Struct({
   from: SessionInfo,
   message: Message,
   receivedAt: Schema.Finite,
-  askTimeoutMs: Schema.optionalKey(Schema.Finite)
+  askTimeoutMs: Schema.optionalKey(Schema.Finite),
+  /** The sender's delivery mode when not `steer` (`delivery-v1`); older entries have none. */
+  delivery: Schema.optionalKey(DeliveryModeField)
 })
 
 /** `data` of an `intercom_received` / `intercom_sent` entry. */
@@ -83,7 +85,8 @@ export const checkpointEntry = (recipient: string, record: JournalRecord): Histo
     from: record.from,
     message: record.message,
     receivedAt: record.receivedAt,
-    ...(record.askTimeoutMs === undefined ? {} : { askTimeoutMs: record.askTimeoutMs })
+    ...(record.askTimeoutMs === undefined ? {} : { askTimeoutMs: record.askTimeoutMs }),
+    ...(record.delivery === undefined ? {} : { delivery: record.delivery })
   }
 })
 
@@ -110,8 +113,14 @@ export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryVie
     if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
     const decoded = decodeCheckpointData(entry.data)
     if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
-    const { askTimeoutMs, from, message, receivedAt } = decoded.value.inbound
-    saved.push({ from, message, receivedAt, ...(askTimeoutMs === undefined ? {} : { askTimeoutMs }) })
+    const { askTimeoutMs, delivery, from, message, receivedAt } = decoded.value.inbound
+    saved.push({
+      from,
+      message,
+      receivedAt,
+      ...(askTimeoutMs === undefined ? {} : { askTimeoutMs }),
+      ...(delivery === undefined ? {} : { delivery })
+    })
   }
   const seen = new Set<string>()
   return saved.filter((record) => {

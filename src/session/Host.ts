@@ -110,6 +110,12 @@ export interface JournalRecord {
   readonly receivedAt: number
   /** For an ask: how long its asker waits (`ask-timeout-v1`). */
   readonly askTimeoutMs?: number | undefined
+  /**
+   * The sender's delivery mode (`delivery-v1`) when not `steer`: a restored
+   * `passive` message must still start no turn (C-DLV-14), a `queue` one is
+   * still a follow-up.
+   */
+  readonly delivery?: DeliveryMode | undefined
 }
 
 /**

@@ -43,14 +43,16 @@ const toContext = (record: JournalRecord): InboundContext => ({
   from: record.from,
   message: record.message,
   receivedAt: record.receivedAt,
-  askTimeoutMs: record.askTimeoutMs
+  askTimeoutMs: record.askTimeoutMs,
+  delivery: record.delivery
 })
 
 const toRecord = (context: InboundContext): JournalRecord => ({
   from: context.from,
   message: context.message,
   receivedAt: context.receivedAt,
-  ...(context.askTimeoutMs === undefined ? {} : { askTimeoutMs: context.askTimeoutMs })
+  ...(context.askTimeoutMs === undefined ? {} : { askTimeoutMs: context.askTimeoutMs }),
+  ...(context.delivery === undefined || context.delivery === "steer" ? {} : { delivery: context.delivery })
 })
 
 /** Reads the host's undelivered records; a failure counts as none (and is logged). */
