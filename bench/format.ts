@@ -64,6 +64,18 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
       ["brokerCpuUsPerUpdate", "CPU µs/update"]
     ]
   }
+  if (name === "topic-fanout") {
+    return [
+      ["deliveriesPerSec", "records delivered/s"],
+      ["publicationsPerSec", "publications/s"],
+      ["ackP50Us", "topic_published p50 µs"],
+      ["fanoutP50Us", "last subscriber has it, p50 µs"],
+      ["fanoutMaxUs", "last subscriber has it, max µs"],
+      ["deliveryP50Us", "one subscriber, p50 µs"],
+      ["deliveryP99Us", "one subscriber, p99 µs"],
+      ["hwmKiB", "broker peak RSS KiB"]
+    ]
+  }
   return []
 }
 

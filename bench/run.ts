@@ -41,7 +41,7 @@ interface Options {
 
 const usage = `usage: node bench/run.ts [--reps N] [--quick] [--only name[,name...]] [--target broker|raw|both]
                          [--broker-cmd "<cmd with {dir}/{sock}>"] [--reg-concurrency N] [--out file.json]
-workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k startup replace-storm
+workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k startup replace-storm topic-fanout
            (a prefix selects a group: "payload", "idle")`
 
 const parseArgs = (argv: ReadonlyArray<string>): Options => {

@@ -16,7 +16,17 @@ import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
 import type { SimulationConfig } from "./Simulation.ts"
 import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
-import { GROUPS_SUPERVISOR_WEIGHT, HOSTILE_WEIGHT, type Op, OpSchema, trafficWeights, type WorkloadOptions } from "./Workload.ts"
+import { DELIVERY_WEIGHT } from "./simulation/delivery.ts"
+import {
+  GROUPS_SUPERVISOR_WEIGHT,
+  HOSTILE_WEIGHT,
+  type Op,
+  OpSchema,
+  TOPICS_PUBLISH_WEIGHT,
+  TOPICS_SUBSCRIBE_WEIGHT,
+  trafficWeights,
+  type WorkloadOptions
+} from "./Workload.ts"
 
 /** What one invocation of `npm run sim` asks for. */
 export type SimRequest =
@@ -99,6 +109,11 @@ const flags = {
     "groups",
     "Spread the sessions over two groups with a supervisor and its delegated child; mix in supervisor traffic and sends into the other group (docs/testing.md)"
   ),
+  delivery: toggle(
+    "delivery",
+    "Mix sends with delivery modes (steer, queue, passive) and bursts of replace updates into the workload (delivery-v1; docs/testing.md)"
+  ),
+  topics: toggle("topics", "Mix topic publications and subscriptions into the workload (topics-v1; docs/testing.md)"),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -124,12 +139,16 @@ export const simRequest = (input: SimFlags): SimRequest => {
         weights: {
           ...trafficWeights,
           ...(input.hostile ? { Hostile: HOSTILE_WEIGHT } : {}),
-          ...(input.groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {})
+          ...(input.groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
+          ...(input.delivery ? { DeliverySend: DELIVERY_WEIGHT } : {}),
+          ...(input.topics ? { Publish: TOPICS_PUBLISH_WEIGHT, Subscribe: TOPICS_SUBSCRIBE_WEIGHT } : {})
         }
       }
       : {}),
     ...(input.hostile ? { hostile: true } : {}),
-    ...(input.groups ? { groups: true } : {})
+    ...(input.groups ? { groups: true } : {}),
+    ...(input.delivery ? { delivery: true } : {}),
+    ...(input.topics ? { topics: true } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {
     tolerate: toleratedKinds(input.tolerate),

@@ -10,6 +10,8 @@ import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
 import { EXIT_USAGE, exitCodeOf } from "../../src/cli/exit.ts"
 import { GROUPS_SUPERVISOR_WEIGHT, HOSTILE_WEIGHT, KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
+import { DELIVERY_WEIGHT } from "../../src/testing/simulation/delivery.ts"
+import { TOPICS_PUBLISH_WEIGHT, TOPICS_SUBSCRIBE_WEIGHT } from "../../src/testing/Workload.ts"
 import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
 
 /** Parses `argv`: the requests the handler was given, and how the command ended. */
@@ -106,6 +108,25 @@ describe("sim command line", () => {
         sessions: 4,
         weights: { ...trafficWeights, SupervisorSend: GROUPS_SUPERVISOR_WEIGHT },
         groups: true
+      })
+    }))
+
+  it.effect("--delivery and --topics mix delivery modes and topic traffic in, also in a traffic-only workload", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--delivery", "--topics", "--seeds", "2"])
+      assert.deepStrictEqual(soak._tag === "Soak" ? [soak.soak.delivery, soak.soak.topics] : undefined, [true, true])
+      const traffic = yield* requestOf(["--delivery", "--topics", "--traffic", "--seed", "4"])
+      assert.deepStrictEqual(traffic._tag === "Seed" ? traffic.workload : undefined, {
+        ops: 40,
+        sessions: 4,
+        weights: {
+          ...trafficWeights,
+          DeliverySend: DELIVERY_WEIGHT,
+          Publish: TOPICS_PUBLISH_WEIGHT,
+          Subscribe: TOPICS_SUBSCRIBE_WEIGHT
+        },
+        delivery: true,
+        topics: true
       })
     }))
 
