@@ -5,7 +5,7 @@
  * modes, and each is caught against a broken build made for it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { forgetPassive, replaceKeyPerMessage } from "../../src/testing/BrokenBuilds.ts"
 import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
@@ -43,6 +43,36 @@ describe("delivery modes in the simulation", () => {
       assert.strictEqual(report.messages.replaced, 4, report.trace.join("\n"))
       assert.strictEqual(report.messages.delivered, 2, report.trace.join("\n"))
       assert.isTrue(report.trace.some((line) => line.includes("(passive)")), report.trace.join("\n"))
+    }))
+
+  it.effect("a replace message requeued after its window closed is judged by its window, not by its re-delivery", () =>
+    Effect.gen(function*() {
+      // Seed 5527 (--delivery --topics): the ledger took the re-stamped `brokerDeliveredAt` of a requeued
+      // message for when it left staging, and flagged the next window's update as one that should have replaced it.
+      const report = yield* runSimulation(
+        world({ seed: 9, linkCapacity: 1 }),
+        Effect.gen(function*() {
+          const sim = yield* Simulation
+          const a = sim.session("A")
+          const b = sim.session("B")
+          // B stops reading; three sends fill its link, so what follows waits in the broker's output.
+          yield* b.stall("client")
+          for (let i = 0; i < 3; i++) yield* a.send("B", `filler ${i}`)
+          yield* a.send("B", "build 0%", replace)
+          // Its window (1.5 s) closes: handed over to B's output. The next update opens a new window.
+          yield* sim.advance("2 seconds")
+          const next = yield* a.send("B", "build 50%", replace)
+          assert.isTrue(Exit.isSuccess(yield* next!.result()))
+          // B's connection goes: "build 0%" is requeued to the mailbox, "build 50%" dropped (expired).
+          yield* b.drop("broker")
+          yield* sim.advance("1 second")
+          const first = (yield* b.inbox).find((inbound) => inbound.message.content.text === "build 0%")?.message
+          assert.isDefined(first)
+          // Stamped again when the mailbox flushed it, after "build 50%" was staged.
+          assert.isAbove(first?.brokerDeliveredAt ?? 0, (first?.brokerReceivedAt ?? 0) + 1500)
+        })
+      )
+      assert.isTrue(report.ok, report.trace.join("\n"))
     }))
 
   it.effect("a broker that keys replace staging per message is caught: replace-not-latest", () =>

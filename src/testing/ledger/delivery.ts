@@ -24,8 +24,14 @@ export interface DeliveryNote {
   replaced: boolean
   /** Simulated time at which the broker read the attempt it accepted. */
   brokerReadAt: number | undefined
-  /** `brokerDeliveredAt` of the first `message` frame of it a client read: when it left staging. */
-  deliveredAt: number | undefined
+  /**
+   * `deliverAt` of the `delivery_queued` its sender read: when the window of
+   * its key closes and it leaves staging, if still the latest. Not the
+   * `brokerDeliveredAt` of a `message` frame a client reads: a message handed
+   * over but still in the broker's output when its recipient's connection
+   * closed is requeued and stamped again when the mailbox flushes it.
+   */
+  windowClosesAt: number | undefined
 }
 
 /** The note of a send frame's delivery fields; undefined for the default steer. */
@@ -42,7 +48,7 @@ export const deliveryNoteOf = (fields: {
       staged: false,
       replaced: false,
       brokerReadAt: undefined,
-      deliveredAt: undefined
+      windowClosesAt: undefined
     }
 
 /** The broker read the accepted attempt of `record`. */
@@ -50,9 +56,11 @@ export const brokerReadDelivery = (state: LedgerState, record: MessageRecord): v
   if (record.delivery !== undefined) record.delivery.brokerReadAt = state.now()
 }
 
-/** The sender read `delivery_queued` for `record`. */
-export const stagedRead = (record: MessageRecord): void => {
-  if (record.delivery !== undefined) record.delivery.staged = true
+/** The sender read `delivery_queued` for `record`, whose window closes at `deliverAt`. */
+export const stagedRead = (record: MessageRecord, deliverAt: number): void => {
+  if (record.delivery === undefined) return
+  record.delivery.staged = true
+  record.delivery.windowClosesAt = deliverAt
 }
 
 /** The sender read a `superseded` receipt for `record`. */
@@ -60,13 +68,6 @@ export const replacedRead = (state: LedgerState, record: MessageRecord, detail: 
   if (record.delivery === undefined) return
   record.delivery.replaced = true
   note(state, `   ${nameOf(state, record.sender)} told ${record.alias} was replaced: ${detail ?? ""}`)
-}
-
-/** A client read `record`'s `message` frame, handed over by the broker at `brokerDeliveredAt`. */
-export const deliveredRead = (record: MessageRecord, brokerDeliveredAt: number | undefined): void => {
-  if (record.delivery !== undefined && record.delivery.deliveredAt === undefined) {
-    record.delivery.deliveredAt = brokerDeliveredAt
-  }
 }
 
 /** A passive message reached its host: with any intent but `passive` it would have started or steered a turn. */
@@ -82,9 +83,10 @@ export const wasReplaced = (record: MessageRecord): boolean =>
 
 /**
  * At the end of a run: for each (sender, recipient, thread), a staged message
- * that left staging after a later message of its key had been staged must
- * not have been delivered — the later one should have replaced it. Also a
- * message reported replaced must never have been delivered.
+ * whose window had not closed (its `deliverAt`) when a later message of its
+ * key was staged must not have been delivered — the later one should have
+ * replaced it. Also a message reported replaced must never have been
+ * delivered.
  */
 export const checkReplaceLatest = (state: LedgerState): void => {
   const byKey = new Map<string, Array<MessageRecord>>()
@@ -105,7 +107,7 @@ export const checkReplaceLatest = (state: LedgerState): void => {
         violate(state, "replace-not-latest", `${record.alias} was reported replaced, yet it was delivered`)
         continue
       }
-      const leftStaging = record.delivery?.deliveredAt
+      const leftStaging = record.delivery?.windowClosesAt
       if (leftStaging === undefined) continue
       const later = records.find((other) => {
         const readAt = other.delivery?.brokerReadAt
@@ -118,9 +120,9 @@ export const checkReplaceLatest = (state: LedgerState): void => {
           "replace-not-latest",
           `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, record.target ?? "?")}, thread "${
             record.delivery?.threadId ?? ""
-          }") was delivered at ${leftStaging} ms though ${later.alias} of the same thread was staged at ${
+          }") was delivered though ${later.alias} of the same thread was staged at ${
             later.delivery?.brokerReadAt ?? "?"
-          } ms, before it left staging`
+          } ms, before its window closed at ${leftStaging} ms`
         )
       }
     }

@@ -10,7 +10,7 @@ import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecode
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
-import { brokerReadDelivery, type DeliveryNote, deliveredRead, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
+import { brokerReadDelivery, type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -296,7 +296,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (frame.type === "delivered" && frame.delivery === undefined) return // a cancel's bare answer
       const record = state.messages.get(frame.messageId)
       if (record === undefined || record.sender !== link.owner) return
-      if (frame.type === "delivery_queued") stagedRead(record)
+      if (frame.type === "delivery_queued") stagedRead(record, frame.deliverAt)
       if (record.outcome !== "acked") {
         record.outcome = "acked"
         record.ackEpoch = link.brokerEpoch
@@ -335,7 +335,6 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       const first = check(state, record.reads.length === 0, "duplicate-on-wire", () =>
         `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, receiver)}) arrived ${record.reads.length + 1} times`)
       record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now() })
-      deliveredRead(record, frame.message.brokerDeliveredAt)
       if (first) checkOrder(state, state.lastWireSeq, record, receiver, "on the wire")
       return
     }
