@@ -28,7 +28,8 @@ describe("pi extension: two sessions", () => {
       assert.match(toolResults(b.session())[0] ?? "", /^\*\*Intercom Status:\*\*\nConnected: Yes/)
 
       b.script(call("intercom", { action: "reply", message: "42" }), say("answered"))
-      a.script(call("intercom", { action: "ask", to: "bravo", message: "What is 6 * 7?" }), say("done"))
+      // delivery "steer": B's idle health travels on B's socket and may reach the broker after A's ask reads it; this test is not about peer_busy (C-HLT-6).
+      a.script(call("intercom", { action: "ask", to: "bravo", message: "What is 6 * 7?", delivery: "steer" }), say("done"))
       const bSettled = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 4)
       await a.session().prompt("ask bravo")
       await bSettled
@@ -57,7 +58,8 @@ describe("pi extension: two sessions", () => {
       b.script(call("intercom", { action: "status" }), say("ready"))
       await b.session().prompt("check in")
       b.script(call("intercom", { action: "reply", replyError: "cannot reach the database" }), say("answered"))
-      a.script(call("intercom", { action: "ask", to: "charlie", message: "How many users?" }), say("done"))
+      // delivery "steer": B's idle health travels on B's socket and may reach the broker after A's ask reads it; this test is not about peer_busy (C-HLT-6).
+      a.script(call("intercom", { action: "ask", to: "charlie", message: "How many users?", delivery: "steer" }), say("done"))
       const bSettled = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 4)
       await a.session().prompt("ask charlie")
       await bSettled

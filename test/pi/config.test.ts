@@ -85,7 +85,8 @@ describe("pi extension: config.json", () => {
     const b = await openPi(world, { name: "quiet" })
     try {
       assert.match(await act(b, { action: "list" }), /\[self, [a-z:]+ · reviewing, state:/)
-      const asked = await act(a, { action: "ask", to: "quiet", message: "anyone?" })
+      // delivery "steer": quiet's idle health travels on quiet's socket and may reach the broker after A's ask reads it; this test is not about peer_busy (C-HLT-6).
+      const asked = await act(a, { action: "ask", to: "quiet", message: "anyone?", delivery: "steer" })
       assert.strictEqual(asked, `No reply from "quiet" within 2 seconds`)
       // The ask reached b's history without starting a turn.
       assert.strictEqual(intercomMessages(b.session()).length, 1)

@@ -38,7 +38,8 @@ describe("pi extension: lifecycle", () => {
     try {
       await act(b, { action: "status" })
       b.script(say("thinking about it")) // B's turn on the ask: no reply yet
-      a.script(call("intercom", { action: "ask", to: "slow", message: "are you there?" }))
+      // delivery "steer": B's idle health travels on B's socket and may reach the broker after A's ask reads it; this test is not about peer_busy (C-HLT-6).
+      a.script(call("intercom", { action: "ask", to: "slow", message: "are you there?", delivery: "steer" }))
       const asked = nextEvent(b, (event) => event.type === "agent_settled")
       const asking = a.session().prompt("ask slow")
       await asked

@@ -70,7 +70,8 @@ describe("pi extension: the intercom tool's texts", () => {
         return call("intercom", { action: "reply", replyTo: id, message: "done" })
       }, say("ok"))
       const answered = nextEvent(b, (event) => event.type === "agent_settled" && b.calls.length >= 5)
-      const asked = await act(a, { action: "ask", to: "answerer", message: "is   the\nbuild green?" })
+      // delivery "steer": B's idle health travels on B's socket and may reach the broker after A's ask reads it; this test is not about peer_busy (C-HLT-6).
+      const asked = await act(a, { action: "ask", to: "answerer", message: "is   the\nbuild green?", delivery: "steer" })
       await answered
       assert.deepStrictEqual(asked, { text: "**Reply from answerer:**\ndone", isError: false })
       const pending = toolResults(b.session()).find((text) => text.startsWith("**Pending asks:**")) ?? ""
