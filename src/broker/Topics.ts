@@ -37,7 +37,7 @@ const ANSWER_BUDGET = Math.floor(MAX_FRAME_BYTES / 4)
 export const TopicText = {
   full: (max: number) =>
     `This intercom group already keeps ${max} topic records and subscriptions, as many as the broker allows ` +
-    `(setting topicEntriesPerGroup); unsubscribe from topics you no longer need, or raise the setting`,
+    `(setting topicEntriesPerGroup; intercom broker --topic-entries); unsubscribe from topics you no longer need, or raise the setting`,
   invalid: (detail: string) => `Invalid topic request: ${detail}`
 } as const
 

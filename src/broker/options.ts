@@ -119,6 +119,9 @@ export const mailboxRetentionProblem = (ms: number): string | undefined =>
   Number.isInteger(ms) && ms >= MIN_MAILBOX_RETENTION_MS && ms <= MAX_MAILBOX_RETENTION_MS
     ? undefined
     : `mailbox retention must be a whole number of milliseconds from ${MIN_MAILBOX_RETENTION_MS} (1 second) to ${MAX_MAILBOX_RETENTION_MS} (30 days), got ${ms}`
+/** The default bound on topic records and subscriptions per group (`--topic-entries`). */
+export const DEFAULT_TOPIC_ENTRIES_PER_GROUP = 4096
+
 /** The default coalescing window of `replace` messages (`--replace-window`). */
 export const DEFAULT_REPLACE_WINDOW_MS = 1500
 
@@ -148,5 +151,5 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   ),
   replayRecords: options.replayRecords ?? 262_144,
   replayBytes: options.replayBytes ?? 64 * 1024 * 1024,
-  topicEntriesPerGroup: options.topicEntriesPerGroup ?? 4096
+  topicEntriesPerGroup: options.topicEntriesPerGroup ?? DEFAULT_TOPIC_ENTRIES_PER_GROUP
 })

@@ -29,6 +29,8 @@ export interface BrokerFlags {
   readonly mailboxRetentionMs?: number | undefined
   /** `--replace-window`: milliseconds; the default (1500 ms) when absent. Full program only. */
   readonly replaceWindowMs?: number | undefined
+  /** `--topic-entries`: topic records and subscriptions per group; the default (4096) when absent. Full program only. */
+  readonly topicEntriesPerGroup?: number | undefined
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")

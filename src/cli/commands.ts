@@ -1,7 +1,7 @@
 /**
  * The `intercom` command tree:
  *
- *   intercom broker [--dir <dir>] [--max-sessions <n>] [<ignored-path>]   foreground broker
+ *   intercom broker [--dir <dir>] [--max-sessions <n>] [...] [<ignored-path>]   foreground broker
  *   intercom broker status [--dir <dir>]                                  is one running?
  *   intercom broker stop [--dir <dir>]                                    SIGTERM it and wait
  *
@@ -15,7 +15,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import { DEFAULT_MAX_SESSIONS, DEFAULT_REPLACE_WINDOW_MS, mailboxRetentionProblem } from "../broker/options.ts"
+import {
+  DEFAULT_MAX_SESSIONS,
+  DEFAULT_REPLACE_WINDOW_MS,
+  DEFAULT_TOPIC_ENTRIES_PER_GROUP,
+  mailboxRetentionProblem
+} from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
 import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
@@ -42,6 +47,14 @@ const dirFlag = Flag.String("dir").pipe(
 const maxSessionsFlag = Flag.Int("max-sessions").pipe(
   Flag.withDescription(`Live sessions allowed at once (default ${DEFAULT_MAX_SESSIONS}).`),
   Flag.filter((n) => n > 0, (n) => `--max-sessions must be a positive integer, got ${n}`),
+  Flag.optional
+)
+
+const topicEntriesFlag = Flag.Int("topic-entries").pipe(
+  Flag.withDescription(
+    `Topic records and subscriptions (topics-v1) the broker keeps per group of a scope (default ${DEFAULT_TOPIC_ENTRIES_PER_GROUP}); past it a publish or subscribe is refused.`
+  ),
+  Flag.filter((n) => n > 0, (n) => `--topic-entries must be a positive integer, got ${n}`),
   Flag.optional
 )
 
@@ -97,6 +110,7 @@ const brokerBase = Command.make("broker", {
   idleExit: idleExitFlag,
   mailboxRetention: mailboxRetentionFlag,
   replaceWindow: replaceWindowFlag,
+  topicEntries: topicEntriesFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
@@ -106,7 +120,8 @@ const brokerBase = Command.make("broker", {
       maxSessions: Option.getOrUndefined(input.maxSessions),
       idleExitMs: Option.getOrUndefined(input.idleExit),
       mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention),
-      replaceWindowMs: Option.getOrUndefined(input.replaceWindow)
+      replaceWindowMs: Option.getOrUndefined(input.replaceWindow),
+      topicEntriesPerGroup: Option.getOrUndefined(input.topicEntries)
     })
   ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),

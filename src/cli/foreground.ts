@@ -66,7 +66,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions }),
       ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs }),
       ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs }),
-      ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs })
+      ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs }),
+      ...(flags.topicEntriesPerGroup === undefined ? {} : { topicEntriesPerGroup: flags.topicEntriesPerGroup })
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)
