@@ -55,13 +55,7 @@ export class AgedMap<K, V> {
    * returns the entries evicted to stay within capacity, oldest first.
    */
   set(key: K, value: V, at: number): ReadonlyArray<V> {
-    const previous = this.table.get(key)
-    if (previous !== undefined) this.unlink(previous)
-    const entry: Aged<K, V> = { key, value, at, older: this.newest, newer: undefined }
-    if (this.newest !== undefined) this.newest.newer = entry
-    else this.oldest = entry
-    this.newest = entry
-    this.table.set(key, entry)
+    this.append(key, value, at)
     if (this.table.size <= this.capacity) return NONE
     const evicted: Array<V> = []
     while (this.table.size > this.capacity && this.oldest !== undefined) {
@@ -79,6 +73,13 @@ export class AgedMap<K, V> {
    * with a capacity, what it evicts is dropped unseen).
    */
   put(key: K, value: V, at: number): V | undefined {
+    const previous = this.append(key, value, at)
+    while (this.table.size > this.capacity) this.expireOldest(Number.POSITIVE_INFINITY)
+    return previous?.value
+  }
+
+  /** Makes `key` the newest entry, unlinking the one it replaces (returned). */
+  private append(key: K, value: V, at: number): Aged<K, V> | undefined {
     const previous = this.table.get(key)
     if (previous !== undefined) this.unlink(previous)
     const entry: Aged<K, V> = { key, value, at, older: this.newest, newer: undefined }
@@ -86,8 +87,7 @@ export class AgedMap<K, V> {
     else this.oldest = entry
     this.newest = entry
     this.table.set(key, entry)
-    while (this.table.size > this.capacity) this.expireOldest(Number.POSITIVE_INFINITY)
-    return previous?.value
+    return previous
   }
 
   /** Replaces the value in place, keeping its age and position. */

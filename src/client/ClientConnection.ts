@@ -10,16 +10,7 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import {
-  ASK_TIMEOUT_V1,
-  DELIVERY_V1,
-  GROUPS_V1,
-  HEALTH_V1,
-  LIST_PAGE_V1,
-  REPLY_ERROR_V1,
-  SUPERVISOR_V1,
-  TOPICS_V1
-} from "../protocol/features.ts"
+import { EXTENSION_FEATURES, TOPICS_V1 } from "../protocol/features.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
@@ -115,17 +106,11 @@ export interface ClientConnection {
   readonly destroy: Effect.Effect<void>
 }
 
-/** Extensions every connection asks for: handled here, invisible to the client's users. */
-const CLIENT_FEATURES: ReadonlyArray<string> = [
-  LIST_PAGE_V1,
-  ASK_TIMEOUT_V1,
-  GROUPS_V1,
-  SUPERVISOR_V1,
-  REPLY_ERROR_V1,
-  DELIVERY_V1,
-  HEALTH_V1,
-  TOPICS_V1
-]
+/**
+ * Extensions every connection asks for: all the protocol defines, since this
+ * client implements each of them (handled here, invisible to its users).
+ */
+const CLIENT_FEATURES: ReadonlyArray<string> = EXTENSION_FEATURES
 
 /** The sender's delivery choice carried by a forwarded message (`delivery-v1`). */
 const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({

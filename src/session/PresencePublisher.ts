@@ -136,16 +136,19 @@ export const makePresencePublisher = (input: {
  *
  * @example
  * ```ts
+ * import { Clock, Effect } from "effect"
  * import { randomUUID } from "node:crypto"
  * import { sessionRegistration } from "effect-intercom/session"
  *
  * const sessionId = randomUUID()
- * const registration = sessionRegistration({
- *   sessionId,
- *   identity: { name: "planner", cwd: process.cwd(), model: "my-model" },
- *   pid: process.pid,
- *   startedAt: Date.now()
- * }) // pass as IntercomClient.layer({ ..., sessionId, registration })
+ * const registration = Effect.map(Clock.currentTimeMillis, (startedAt) =>
+ *   sessionRegistration({
+ *     sessionId,
+ *     identity: { name: "planner", cwd: process.cwd(), model: "my-model" },
+ *     pid: process.pid,
+ *     startedAt
+ *   })
+ * ) // pass its value as IntercomClient.layer({ ..., sessionId, registration })
  * ```
  *
  * @category constructors
