@@ -11,6 +11,10 @@
  * more stage. A `replace` send (`delivery-v1`) to a live recipient is staged
  * instead of delivered (ReplaceStaging.ts), and handed over here when its
  * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`.
+ *
+ * Size: one concept — the order of one send's steps. Every rule lives in a
+ * stage module; what stays here is the pipeline that must run them in that
+ * order on the per-frame path, in one synchronous pass.
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"

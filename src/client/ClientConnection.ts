@@ -4,6 +4,11 @@
  * by message id for sends and cancels) and everything else to the client's
  * sinks. When the socket closes, every request still waiting fails with
  * `ConnectionLost` — an in-flight send never vanishes silently.
+ *
+ * Size: one concept — one connection's request/answer bookkeeping. Its parts
+ * (register, the reader's dispatch, the pending-request tables) share the
+ * same maps and the same close; the request texts are in requests.ts and the
+ * topic requests in TopicRequests.ts.
  */
 import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"

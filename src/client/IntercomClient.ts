@@ -18,6 +18,11 @@
  *
  * The connection state is a few plain variables inside the service, touched
  * only by synchronous code (design.md's hot-path rule of single ownership).
+ *
+ * Size: one concept — the lifetime of the client's connection (attempt,
+ * adopt, reconnect, disconnect) over that state; the models are in models.ts,
+ * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts and
+ * health in health.ts.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"

@@ -3,6 +3,9 @@
  * results of each action, the tool's parameters and result, and the
  * `IntercomSessionService` interface. `IntercomSession.ts` builds the service
  * and re-exports everything here.
+ *
+ * Size: types and their JSDoc only, one per action, in the order of the
+ * service interface; there is no logic to split.
  */
 import type { Effect } from "effect"
 import type { Delivery } from "../client/events.ts"
