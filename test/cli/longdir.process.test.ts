@@ -35,7 +35,9 @@ describe("a long agent dir", () => {
         Effect.provide(NodeFileSystem.layer)
       )
       assert.strictEqual(paths.socketFallbackDir, path.join(runtimeDir, `intercom-${currentUid()}`))
-      assert.include(broker.stdout(), `Listening on ${paths.socketPath} (short fallback`)
+      // The "Listening on" line follows the "started" line startBroker waited for: wait for it too.
+      const listening = yield* broker.waitStdout(/^Listening on (\S+) \(short fallback/m)
+      assert.strictEqual(listening[1], paths.socketPath)
 
       const { client } = yield* makeClient({
         agentDir,
