@@ -76,6 +76,12 @@ const decrement = (counts: Map<string, number>, key: string): void => {
   else counts.set(key, count)
 }
 
+/** Told of edges opened and closed early (the store journal, when the broker is durable); not of expiry. */
+export interface EdgeObserver {
+  readonly opened: (edge: AskEdge) => void
+  readonly closed: (messageKey: string) => void
+}
+
 /** The open ask edges, with per-pair counts and exact deadline expiry. */
 export class AskEdges {
   private readonly edges = new Map<string, AskEdge>()
@@ -85,6 +91,11 @@ export class AskEdges {
   /** Open asks per asker (bounded: MAX_ASKS_PER_SESSION). */
   private readonly openPerAsker = new Map<string, number>()
   private readonly deadlines = new DeadlineHeap()
+  private readonly observer: EdgeObserver | undefined
+
+  constructor(observer?: EdgeObserver) {
+    this.observer = observer
+  }
 
   /** Open edges. */
   get size(): number {
@@ -96,7 +107,17 @@ export class AskEdges {
   }
 
   open(edge: AskEdge): void {
-    this.delete(edge.messageKey)
+    this.observer?.opened(edge)
+    this.keep(edge)
+  }
+
+  /** An edge found stored at startup: open again, not stored again. */
+  restore(edge: AskEdge): void {
+    this.keep(edge)
+  }
+
+  private keep(edge: AskEdge): void {
+    this.remove(edge.messageKey)
     this.edges.set(edge.messageKey, edge)
     this.deadlines.push(edge)
     const pair = pairKey(edge.askerKey, edge.targetKey)
@@ -109,10 +130,15 @@ export class AskEdges {
   }
 
   delete(messageKey: string): void {
+    if (this.remove(messageKey)) this.observer?.closed(messageKey)
+  }
+
+  private remove(messageKey: string): boolean {
     const edge = this.edges.get(messageKey)
-    if (edge === undefined) return
+    if (edge === undefined) return false
     this.edges.delete(messageKey)
     this.closePair(edge)
+    return true
   }
 
   /** Does `askerKey` wait for `targetKey`, not counting the edge `exceptKey`? */

@@ -72,10 +72,16 @@ export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, d
 /** The asks concern: its `cancel_ask` frame, two send stages (`replies`, `asks`) and edge expiry. */
 export class Asks {
   private readonly ctx: RouterContext
-  readonly edges = new AskEdges()
+  readonly edges: AskEdges
 
   constructor(ctx: RouterContext) {
     this.ctx = ctx
+    const journal = ctx.journal
+    this.edges = new AskEdges(
+      journal === undefined
+        ? undefined
+        : { opened: (edge) => journal.edgeOpened(edge), closed: (messageKey) => journal.edgeClosed(messageKey) }
+    )
   }
 
   readonly frames: FrameHandlers = {

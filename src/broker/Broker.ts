@@ -24,8 +24,11 @@ import type { Connection } from "../transport/Connection.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
-import { Router, type RouterStats } from "./Router.ts"
-import type { BrokerEvent } from "./RouterContext.ts"
+import { REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
+import { type BrokerEvent, logLine, signal } from "./RouterContext.ts"
+import type { MailStoreError } from "../store/MailStore.ts"
+import { StoreJournal } from "./StoreJournal.ts"
+import { commitPending, runStoreWriter } from "./StoreWriter.ts"
 
 /** What a running broker offers its transport and its owner. */
 export interface BrokerService {
@@ -55,7 +58,7 @@ const STALL_CHECK_MS = 2_500
 const logEvent = (event: BrokerEvent) =>
   event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
 
-const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, never, Scope.Scope> =>
+const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, MailStoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const resolved = resolveCoreOptions(options)
     const clock = yield* Clock.Clock
@@ -64,9 +67,22 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
       idle: yield* Queue.sliding<void>(1),
       registration: yield* Queue.sliding<void>(1),
       staging: yield* Queue.sliding<void>(1),
+      store: yield* Queue.sliding<void>(1),
       events: yield* Queue.unbounded<BrokerEvent>()
     }
-    const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
+    const now = () => clock.currentTimeMillisUnsafe()
+    const store = options.store
+    const journal = store === undefined ? undefined : new StoreJournal(() => signal(signals.store), REPLAY_RETENTION_MS)
+    const router = new Router(resolved, now, signals, journal)
+    if (store !== undefined && journal !== undefined) {
+      // What the last run stored comes back before the first connection is accepted.
+      router.restore(yield* store.load(now() - REPLAY_RETENTION_MS))
+      const log = (level: BrokerEvent["level"], message: string) =>
+        Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
+      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, now, log))
+      // At shutdown (after the connections closed and gave back what they never wrote): one last commit.
+      yield* Effect.addFinalizer(() => commitPending(journal, store, now, log))
+    }
     const admission = new AdmissionGate(resolved.maxUnregistered)
     const idleExit = yield* Deferred.make<void>()
 
@@ -144,7 +160,8 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
  */
 export class Broker extends Context.Service<Broker, BrokerService>()("effect-intercom/broker/Broker") {
   /** Starts a broker (its Router and service fibers) in the current Scope. */
-  static readonly make: (options?: BrokerCoreOptions) => Effect.Effect<BrokerService, never, Scope.Scope> = make
+  static readonly make: (options?: BrokerCoreOptions) => Effect.Effect<BrokerService, MailStoreError, Scope.Scope> = make
   /** A Layer that starts a broker for the lifetime of the Layer. */
-  static readonly layer = (options: BrokerCoreOptions = {}): Layer.Layer<Broker> => Layer.effect(Broker, make(options))
+  static readonly layer = (options: BrokerCoreOptions = {}): Layer.Layer<Broker, MailStoreError> =>
+    Layer.effect(Broker, make(options))
 }

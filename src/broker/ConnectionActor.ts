@@ -137,17 +137,25 @@ const frameType = (text: string): string | undefined => {
  */
 interface InFlight {
   batch: WriteBatch | undefined
+  /** The socket was handed the batch (before: it waits for the durable store, and none of it was written). */
+  writing: boolean
 }
 
 const writeLoop = (router: Router, peer: Peer, inFlight: InFlight) =>
   Effect.gen(function*() {
     const connection = peer.connection
+    const journal = router.journal
     while (true) {
       const batch = router.output.takeForWrite(peer, yield* Queue.takeAll(peer.outbox))
       if (batch.frames.length > 0) {
         inFlight.batch = batch
+        // Durable: nothing leaves before the changes that preceded it are stored (StoreJournal.ts).
+        if (journal !== undefined && !journal.mayWrite(peer)) yield* journal.awaitStored(peer)
+        inFlight.writing = true
         yield* connection.writeAll(batch.frames)
         inFlight.batch = undefined
+        inFlight.writing = false
+        router.written(batch, batch.frames.length)
       }
       if (batch.ending) return yield* connection.end
     }
@@ -170,9 +178,13 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight:
     yield* Fiber.interrupt(writer)
     // Before destroying: the socket still knows how much of an unfinished write it took.
     const batch = inFlight.batch
-    const unwritten = batch === undefined
-      ? []
-      : router.output.unwrittenOf(batch, peer.connection.unfinishedWrite() ?? batch.frames.length)
+    const written = batch === undefined
+      ? 0
+      : inFlight.writing
+      ? peer.connection.unfinishedWrite() ?? batch.frames.length
+      : 0
+    if (batch !== undefined) router.written(batch, written)
+    const unwritten = batch === undefined ? [] : router.output.unwrittenOf(batch, written)
     yield* peer.connection.destroy
     // In order: the unfinished write's rest, then what was still queued.
     router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer)])
@@ -197,7 +209,7 @@ export const runConnection = (
       const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
       const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
       router.attach(peer)
-      const inFlight: InFlight = { batch: undefined }
+      const inFlight: InFlight = { batch: undefined, writing: false }
       const writer = yield* Effect.forkScoped(writeLoop(router, peer, inFlight), { startImmediately: true })
       yield* readLoop(router, peer, admitted.permit, admitted.held).pipe(
         Effect.ensuring(finish(router, peer, writer, inFlight))

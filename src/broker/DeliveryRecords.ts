@@ -126,6 +126,13 @@ const entryBytes = (key: string, fingerprint: Fingerprint, outcome: Outcome): nu
       (fingerprint.supersedes?.length ?? 0) + (fingerprint.retryOf?.length ?? 0) +
       (outcome.ok ? 0 : outcome.reason.length)) + 240
 
+/** Told of every record set or rewritten (the store journal, when the broker is durable). */
+export interface RecordObserver {
+  readonly set: (sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number) => void
+  /** A rewrite; `record` is undefined when the record itself was no longer kept (its message may still be). */
+  readonly rewrite: (key: string, outcome: Outcome, record: { readonly sender: string; readonly fingerprint: Fingerprint; readonly at: number } | undefined) => void
+}
+
 /** Replay records (P46); see the module header for what is kept how long. */
 export class DeliveryRecords {
   private readonly records = new AgedMap<string, Entry>()
@@ -133,9 +140,11 @@ export class DeliveryRecords {
   private readonly perSender = new Map<string, number>()
   private bytes = 0
   private readonly limits: ReplayLimits
+  private readonly observer: RecordObserver | undefined
 
-  constructor(limits: ReplayLimits) {
+  constructor(limits: ReplayLimits, observer?: RecordObserver) {
     this.limits = limits
+    this.observer = observer
   }
 
   /** Records held. */
@@ -152,6 +161,16 @@ export class DeliveryRecords {
 
   /** Records `sender`'s send under `key` (replacing an earlier record of the same key). */
   set(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, now: number): void {
+    this.observer?.set(sender, key, fingerprint, outcome, now)
+    this.keep(sender, key, fingerprint, outcome, now)
+  }
+
+  /** A record found stored at startup: kept again, not stored again. */
+  restore(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number): void {
+    this.keep(sender, key, fingerprint, outcome, at)
+  }
+
+  private keep(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, now: number): void {
     const bytes = entryBytes(key, fingerprint, outcome)
     const replaced = this.records.put(key, { sender, fingerprint, outcome, bytes }, now)
     if (replaced !== undefined) this.uncount(replaced)
@@ -162,8 +181,18 @@ export class DeliveryRecords {
 
   /** Later events rewrite an outcome (supersede, cancel, expiry, eviction, mailbox flush). */
   rewrite(key: string, outcome: Outcome): void {
-    const record = this.records.get(key)
-    if (record !== undefined) this.records.update(key, { ...record, outcome })
+    if (this.observer === undefined) {
+      const record = this.records.get(key)
+      if (record !== undefined) this.records.update(key, { ...record, outcome })
+      return
+    }
+    const found = this.records.lookup(key)
+    if (found !== undefined) this.records.update(key, { ...found.value, outcome })
+    this.observer.rewrite(
+      key,
+      outcome,
+      found === undefined ? undefined : { sender: found.value.sender, fingerprint: found.value.fingerprint, at: found.at }
+    )
   }
 
   /** Drops records past the retention time. */

@@ -105,6 +105,8 @@ export class MailDelivery {
    * messages (replace staging).
    */
   notify(senderKey: string, notice: string): void {
+    const sender = this.ctx.registry.byKey.get(senderKey)
+    if (sender !== undefined) this.ctx.journal?.mark(sender.peer)
     this.takeBack({ frame: notice, owedTo: senderKey })
   }
 
@@ -131,6 +133,15 @@ export class MailDelivery {
     }
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     this.ctx.records.rewrite(outbound.mail.recordKey, QUEUED)
+  }
+
+  /**
+   * Mail the durable store kept across a restart: queued again (its sender
+   * was acknowledged; a retry of it is answered "queued").
+   */
+  restore(mail: Mail): void {
+    this.put(mail)
+    if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.recordKey, QUEUED)
   }
 
   /** Drops expired mail, telling its senders. */
@@ -182,7 +193,10 @@ export class MailDelivery {
       detail: reason
     })
     const sender = registry.byKey.get(mail.senderKey)
-    if (sender !== undefined) return output.forceEnqueue(sender.peer, { frame: notice, owedTo: mail.senderKey })
+    if (sender !== undefined) {
+      this.ctx.journal?.mark(sender.peer)
+      return output.forceEnqueue(sender.peer, { frame: notice, owedTo: mail.senderKey })
+    }
     // The sender is away: it is told when it registers again (within a day).
     this.owe(mail.senderKey, notice, now)
   }

@@ -119,6 +119,13 @@ export class Peer {
   // --- Output -----------------------------------------------------------------
   /** Characters of frame text queued in the outbox (and its overflow), not yet taken by the writer. */
   outboxChars = 0
+  /**
+   * Durable broker: the journal change count its queued output reveals (an
+   * acknowledgement, a delivery, a cancel's answer); its writer writes
+   * nothing until the store holds that much (StoreJournal.ts). Written only
+   * by the journal.
+   */
+  storeMark = 0
   /** Parked senders waiting for the outbox to have room in characters; woken when the writer takes. */
   roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**

@@ -209,6 +209,7 @@ export class Receipts {
     const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
       this.forget(key)
+      this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     const now = this.ctx.now()
@@ -222,6 +223,7 @@ export class Receipts {
         reason: Reason.cancelled,
         retryable: false
       })
+      this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }
     output.enqueue(peer, Encode.bareDeliveryFailedFrame(messageId, Reason.cannotCancel))

@@ -48,10 +48,14 @@ import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
+import type { StoreJournal } from "./StoreJournal.ts"
+import type { Recovered } from "../store/MailStore.ts"
+import type { WriteBatch } from "./Output.ts"
 import { Supervisor } from "./Supervisor.ts"
 import { Topics } from "./Topics.ts"
 
-const HOUR = 3_600_000
+/** How long replay records are kept at most (also in the durable store). */
+export const REPLAY_RETENTION_MS = 3_600_000
 
 /** Sizes of the routing tables, for diagnostics and invariant checks. */
 export interface RouterStats {
@@ -78,6 +82,8 @@ export interface RouterSignals {
   readonly registration: Queue.Queue<void>
   /** Wakes the staging fiber: a first `replace` message was staged (ReplaceStaging.ts). */
   readonly staging: Queue.Queue<void>
+  /** Wakes the store writer: the journal has changes to commit (StoreJournal.ts). */
+  readonly store: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
 }
 
@@ -88,13 +94,18 @@ export class Router {
   readonly output: Output
   /** Staged `replace` messages; the broker's staging fiber flushes them when due. */
   readonly staging: ReplaceStaging
+  /** The durable store's journal, when the broker has a store. */
+  readonly journal: StoreJournal | undefined
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly asks: Asks
   private readonly frames: FrameHandlers
   private readonly topics: Topics
 
-  constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
+  /**
+   * @param journal the durable store's journal; without one the broker keeps its state in memory only.
+   */
+  constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals, journal?: StoreJournal) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
     const output = new Output((item) => mail.takeBack(item), {
@@ -111,10 +122,18 @@ export class Router {
       output,
       records: new DeliveryRecords({
         windowMs: REPLAY_WINDOW_MS,
-        retentionMs: HOUR,
+        retentionMs: REPLAY_RETENTION_MS,
         maxRecords: options.replayRecords,
         maxBytes: options.replayBytes
+      }, journal === undefined ? undefined : {
+        set: (sender, key, fingerprint, outcome, at) => journal.record(sender, key, fingerprint, outcome, at),
+        rewrite: (key, outcome, record) => {
+          // An outcome that is a failure ends the message: it will never be written (its sender is told).
+          if (!outcome.ok) journal.mailGone(key)
+          if (record !== undefined) journal.record(record.sender, key, record.fingerprint, outcome, record.at)
+        }
       }),
+      journal,
       protocolError: (peer, detail) => {
         ctx.log("warning", `Socket error: connection ${peer.connection.id} closed: ${detail}`)
         closePeer(peer, "destroy")
@@ -171,6 +190,7 @@ export class Router {
     registration.observe(topics.hooks)
 
     this.ctx = ctx
+    this.journal = journal
     this.output = output
     this.membership = membership
     this.registration = registration
@@ -248,6 +268,35 @@ export class Router {
   /** Drops a connection for a protocol error found outside frame handling (an oversize frame). */
   reportProtocolError(peer: Peer, detail: string): void {
     this.ctx.protocolError(peer, detail)
+  }
+
+  /**
+   * A batch was written to `peer`'s socket: its mail has reached its
+   * recipient and leaves the durable store.
+   */
+  written(batch: WriteBatch, count: number): void {
+    const journal = this.ctx.journal
+    if (journal === undefined) return
+    for (const [index, item] of batch.returnable) {
+      if (index < count && "mail" in item) journal.mailGone(item.mail.recordKey)
+    }
+  }
+
+  /**
+   * Restores what the durable store kept (at startup, before any connection):
+   * replay records, open ask edges, and the mail not yet written, queued
+   * again for its recipients in the order it was accepted.
+   */
+  restore(recovered: Recovered): void {
+    const now = this.ctx.now()
+    const journal = this.ctx.journal
+    journal?.restoreSeq(recovered.nextSeq)
+    for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
+    for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
+    for (const stored of recovered.mail) {
+      journal?.restoredMail(stored.mail.recordKey)
+      this.mail.restore(stored.mail)
+    }
   }
 
   /** For diagnostics and tests. */

@@ -7,6 +7,7 @@
  */
 import { Deferred, Effect, Queue } from "effect"
 import type { DeliveryRecords } from "./DeliveryRecords.ts"
+import type { StoreJournal } from "./StoreJournal.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import type { Output } from "./Output.ts"
 import type { CloseMode, Peer } from "./Peer.ts"
@@ -38,6 +39,11 @@ export interface RouterContext {
   readonly output: Output
   /** Outcomes of recent sends by (sender, message id), for idempotent retries (P46). */
   readonly records: DeliveryRecords
+  /**
+   * What changed since the last commit to the durable store; undefined when
+   * the broker keeps its state in memory only (StoreJournal.ts).
+   */
+  readonly journal: StoreJournal | undefined
   /** Drops a connection for a protocol error (P03): logged, destroyed, no reply. */
   readonly protocolError: (peer: Peer, detail: string) => void
   /**

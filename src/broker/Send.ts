@@ -161,6 +161,7 @@ export class Send {
   /** Answers `peer`'s send `messageId` with `outcome`. */
   answer(peer: Peer, messageId: string, outcome: Outcome): void {
     const output = this.ctx.output
+    if (outcome.ok) this.ctx.journal?.mark(peer)
     if (outcome.ok) output.enqueue(peer, Encode.deliveredFrame(messageId, outcome.delivery))
     else output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
   }
@@ -243,6 +244,11 @@ export class Send {
       const refusal = stage.check?.(attempt)
       if (refusal !== undefined) return this.fail(peer, message.id, refusal)
     }
+    // A durable broker whose last commit failed acknowledges nothing it cannot store.
+    const storeFailure = this.ctx.journal?.failure
+    if (storeFailure !== undefined) {
+      return this.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) })
+    }
 
     // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
     // target registers again in its own space — another group's for a supervisor crossing (C-SUP-12, 14).
@@ -279,7 +285,10 @@ export class Send {
     }
     // `fingerprint` is defined here: a resolution that is not refused always names its target.
     const recorded = fingerprint ?? fingerprintOf(resolution.id, message, replyError)
+    const journal = this.ctx.journal
     if (target === undefined) {
+      // Stored before it is queued: the mailbox may drop it at once (its bounds), and that must reach the store.
+      journal?.putMail(mail)
       const outcome = this.mail.queue(mail)
       this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
       return this.answer(peer, message.id, outcome)
@@ -288,16 +297,21 @@ export class Send {
     if (threadId !== undefined && this.staging !== undefined) {
       const staged = this.staging.stage(attempt, mail, target, threadId)
       if ("code" in staged) return this.fail(peer, message.id, staged)
+      journal?.putMail(mail)
       this.ctx.records.set(sender.key, recordKey, recorded, { ok: true, delivery: "queued" }, now)
+      journal?.mark(peer)
       return this.ctx.output.enqueue(peer, Encode.deliveryQueuedFrame(message.id, threadId, staged.deliverAt))
     }
     route?.accepted(attempt, target)
+    journal?.putMail(mail)
     const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined &&
         delivery === undefined
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
     this.ctx.records.set(sender.key, recordKey, recorded, DELIVERED, now)
+    // The delivery waits for its replay record too: a crash before it is stored must not let a retry deliver again.
+    journal?.mark(target.peer)
     this.answer(peer, message.id, DELIVERED)
   }
 
@@ -317,6 +331,7 @@ export class Send {
     const now = this.ctx.now()
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.ctx.records.rewrite(staged.mail.recordKey, { ok: true, delivery: "socket_delivered" })
+    this.ctx.journal?.mark(target.peer)
   }
 
   /**

@@ -1,8 +1,16 @@
 /** Broker settings, with the pi-intercom defaults (section 0 of the protocol spec). */
 import { Duration } from "effect"
+import type { MailStoreService } from "../store/MailStore.ts"
 
 /** Routing settings: what the broker core needs, whatever the transport. */
 export interface BrokerCoreOptions {
+  /**
+   * Where the broker keeps its routing state durably (mail not yet written,
+   * replay records, open ask edges; `MailStore`): restored at startup,
+   * committed in batches, and no output leaves before what preceded it is
+   * stored. Omitted: memory only, lost with the process.
+   */
+  readonly store?: MailStoreService | undefined
   /** Live sessions allowed at once (P18; ours is configurable). Default 16384. */
   readonly maxSessions?: number
   /**

@@ -147,7 +147,11 @@ export const runBroker = (
           )
       })
     )
-    const core = yield* Broker.make(options)
+    const core = yield* Broker.make(options).pipe(
+      Effect.mapError((error) =>
+        new BrokerStartupError({ kind: "StoreUnusable", path: path.join(intercomDir, "intercom.db"), detail: error.message })
+      )
+    )
 
     const listen = serveUnix(socketPath, core.accept)
     // Under the lock no broker of ours listens there. Something that answers health is

@@ -92,7 +92,10 @@ export const Reason = {
     `Replaced by ${newId} on thread "${threadId}" before delivery; only the latest staged message is delivered`,
   stagedRecipientLeft: "Recipient left before the staged replace message was delivered; it was dropped",
   tooLarge: (bytes: number, limit: number) =>
-    `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`
+    `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`,
+  /** Our addition: a durable broker that cannot save (disk full, I/O error) refuses sends rather than acknowledge them. */
+  storeFailed: (detail: string) =>
+    `The broker cannot save messages right now (${detail}); nothing was sent. Retry once the disk has room or the database is repaired (docs/store.md)`,
 } as const
 
 /** Error-frame texts (P05, P18) and the broker's own refusal texts. */
@@ -101,5 +104,6 @@ export const ErrorText = {
   invalidSupervisorAuthorization: "Invalid supervisor authorization"
 } as const
 
-/** Codes whose retry may succeed (P45: only a rebound target). */
-export const isRetryable = (code: DeliveryCode): boolean => code === DeliveryCode.TargetRebound
+/** Codes whose retry may succeed (P45: a rebound target; ours: a store that could not save). */
+export const isRetryable = (code: DeliveryCode): boolean =>
+  code === DeliveryCode.TargetRebound || code === DeliveryCode.DeliveryFailed

@@ -122,7 +122,7 @@ export const memoryNetwork = (
       startBroker: (brokerOptions: BrokerCoreOptions = {}) =>
         Effect.gen(function*() {
           const scope = yield* Scope.fork(outer)
-          const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope))
+          const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope), Effect.orDie)
           yield* network.listen(address, core.accept).pipe(Scope.provide(scope), Effect.orDie)
           return { core, crash: settle(Scope.close(scope, Exit.void), "the broker's crash").pipe(Effect.orDie) }
         })

@@ -17,7 +17,8 @@ export const startBroker = (world: World): Effect.Effect<void> =>
     const brokerEpoch = ++state.epoch
     const owner = `broker#${brokerEpoch}`
     const scope = yield* Scope.fork(world.scope)
-    const core = yield* Broker.make(world.brokerOptions).pipe(Scope.provide(scope), ownedBy(owner))
+    // A memory store (or none) cannot fail to load but for a defect.
+    const core = yield* Broker.make(world.brokerOptions).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
     state.broker = { epoch: brokerEpoch, scope, core }
     yield* world.network.listen(SIM_ADDRESS, core.accept).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
     world.ledger.note(`broker #${brokerEpoch} started`)

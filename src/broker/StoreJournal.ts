@@ -1,0 +1,222 @@
+/**
+ * The store journal: what the routing state changed since the last commit,
+ * for the store writer to save in one transaction — and the gate that keeps
+ * every connection's output behind that commit.
+ *
+ * The Router's synchronous code is its only writer (it never runs SQL): a
+ * replay record set or rewritten, mail accepted, mail written or dropped, an
+ * ask edge opened or closed. Changes to one key coalesce until they are taken
+ * (a message written before its commit never reaches the disk at all).
+ *
+ * The promise it keeps ("acknowledged is a promise", design.md): no output
+ * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
+ * a lost-mail notice — is written to a socket before the changes that
+ * preceded it are stored. The Router `mark`s the connection it queues such
+ * output for, and the connection's writer waits (`awaitStored`) before it
+ * writes, so a batch of output waits for at most one commit, shared by
+ * everyone in that tick. While commits fail
+ * (disk full, I/O error), output stays held and new sends are refused with
+ * `failure`'s text; what was taken is put back and retried.
+ */
+import { Deferred, Effect } from "effect"
+import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
+import type { AskEdge } from "./AskEdges.ts"
+import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
+import type { Mail, Peer } from "./Peer.ts"
+
+/** A batch taken for commit, and how far the journal had got when it was taken. */
+export interface TakenBatch {
+  readonly batch: MailCommit
+  /** The change count the batch covers: once it is stored, output up to here may go. */
+  readonly upTo: number
+}
+
+/** How often stored replay records and ask edges past their time are dropped (ms). */
+const PRUNE_EVERY_MS = 60_000
+
+/** The journal of changes not yet stored; see the module header. */
+export class StoreJournal {
+  private records = new Map<string, StoredRecord>()
+  private mailPuts = new Map<string, StoredMail>()
+  private mailDeletes = new Set<string>()
+  private edgePuts = new Map<string, AskEdge>()
+  private edgeDeletes = new Set<string>()
+  /** Record keys of mail stored or about to be: only those need deleting. */
+  private readonly storedMail = new Set<string>()
+  private nextSeq = 1
+  /** Changes appended, ever. */
+  private appended = 0
+  /** Changes stored, ever. */
+  private stored = 0
+  private nextCommit: Deferred.Deferred<void> | undefined
+  private lastPrune = 0
+  private readonly wake: () => void
+  private readonly retentionMs: number
+  /** Why the last commit failed; undefined while commits succeed. */
+  failure: string | undefined = undefined
+
+  /**
+   * @param wake tells the store writer that there is something to commit.
+   * @param retentionMs how long replay records are kept (stored ones older are pruned).
+   */
+  constructor(wake: () => void, retentionMs: number) {
+    this.wake = wake
+    this.retentionMs = retentionMs
+  }
+
+  /** Whether every change appended so far is stored. */
+  get isStored(): boolean {
+    return this.stored >= this.appended
+  }
+
+  /** Whether `peer` may write: the changes its queued output reveals are stored. */
+  mayWrite(peer: Peer): boolean {
+    return peer.storeMark <= this.stored
+  }
+
+  /**
+   * Output just queued for `peer` reveals the changes made so far (an
+   * acknowledgement, a delivery): its writer waits until they are stored.
+   * Output that reveals nothing (a refusal, a list) is not held, so a
+   * session with nothing waiting still hears at once that sends are refused.
+   */
+  mark(peer: Peer): void {
+    peer.storeMark = this.appended
+  }
+
+  /** Mail stored or about to be (for diagnostics and tests). */
+  get mailHeld(): number {
+    return this.storedMail.size
+  }
+
+  /** Continues numbering after what a restart found stored. */
+  restoreSeq(nextSeq: number): void {
+    if (nextSeq > this.nextSeq) this.nextSeq = nextSeq
+  }
+
+  /** Mail found stored at startup: it is in the store already, and deleted when written or dropped. */
+  restoredMail(recordKey: string): void {
+    this.storedMail.add(recordKey)
+  }
+
+  private changed(): void {
+    if (this.appended++ === this.stored) this.wake()
+  }
+
+  /** A replay record was set or rewritten. */
+  record(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number): void {
+    this.records.set(key, { key, sender, fingerprint, outcome, at })
+    this.changed()
+  }
+
+  /** Mail was accepted: stored until it is written to its recipient or dropped. */
+  putMail(mail: Mail): void {
+    this.storedMail.add(mail.recordKey)
+    this.mailPuts.set(mail.recordKey, { seq: this.nextSeq++, mail })
+    this.changed()
+  }
+
+  /** Mail was written to its recipient's socket, or dropped (its sender told): it leaves the store. */
+  mailGone(recordKey: string): void {
+    if (!this.storedMail.delete(recordKey)) return
+    // Not stored yet: it never needs to be.
+    if (this.mailPuts.delete(recordKey)) return
+    this.mailDeletes.add(recordKey)
+    this.changed()
+  }
+
+  /** An ask edge opened. */
+  edgeOpened(edge: AskEdge): void {
+    this.edgeDeletes.delete(edge.messageKey)
+    this.edgePuts.set(edge.messageKey, edge)
+    this.changed()
+  }
+
+  /** An ask edge closed before its deadline (its reply came, or it was cancelled). */
+  edgeClosed(messageKey: string): void {
+    if (this.edgePuts.delete(messageKey)) return
+    this.edgeDeletes.add(messageKey)
+    this.changed()
+  }
+
+  /** Takes what is pending for one commit (undefined when nothing is). */
+  take(now: number): TakenBatch | undefined {
+    const prune = now - this.lastPrune >= PRUNE_EVERY_MS
+      ? { recordsBefore: now - this.retentionMs, edgesUntil: now }
+      : undefined
+    if (
+      this.records.size === 0 && this.mailPuts.size === 0 && this.mailDeletes.size === 0 &&
+      this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined
+    ) {
+      return undefined
+    }
+    if (prune !== undefined) this.lastPrune = now
+    const batch: MailCommit = {
+      records: [...this.records.values()],
+      mailPuts: [...this.mailPuts.values()],
+      mailDeletes: [...this.mailDeletes],
+      edgePuts: [...this.edgePuts.values()],
+      edgeDeletes: [...this.edgeDeletes],
+      prune
+    }
+    this.records = new Map()
+    this.mailPuts = new Map()
+    this.mailDeletes = new Set()
+    this.edgePuts = new Map()
+    this.edgeDeletes = new Set()
+    return { batch, upTo: this.appended }
+  }
+
+  /** `taken` is stored: output held behind it may go. */
+  committed(taken: TakenBatch): void {
+    this.failure = undefined
+    if (taken.upTo > this.stored) this.stored = taken.upTo
+    const waiting = this.nextCommit
+    this.nextCommit = undefined
+    if (waiting !== undefined) Deferred.doneUnsafe(waiting, Effect.void)
+    // Changes that came while it was committing are the next commit's.
+    if (!this.isStored) this.wake()
+  }
+
+  /**
+   * `taken` could not be stored: it goes back in front of what came since
+   * (later changes to the same key win), output stays held, and new sends
+   * are refused with `reason` until a commit succeeds.
+   */
+  failed(taken: TakenBatch, reason: string): void {
+    this.failure = reason
+    const { batch } = taken
+    const records = new Map<string, StoredRecord>()
+    for (const record of batch.records) records.set(record.key, record)
+    for (const [key, record] of this.records) records.set(key, record)
+    this.records = records
+    const puts = new Map<string, StoredMail>()
+    for (const put of batch.mailPuts) {
+      // Written or dropped since it was taken: it need not be stored after all.
+      if (this.mailDeletes.delete(put.mail.recordKey)) continue
+      puts.set(put.mail.recordKey, put)
+    }
+    for (const [key, put] of this.mailPuts) puts.set(key, put)
+    this.mailPuts = puts
+    for (const key of batch.mailDeletes) this.mailDeletes.add(key)
+    const edgePuts = new Map<string, AskEdge>()
+    for (const edge of batch.edgePuts) {
+      if (this.edgeDeletes.delete(edge.messageKey)) continue
+      edgePuts.set(edge.messageKey, edge)
+    }
+    for (const [key, edge] of this.edgePuts) edgePuts.set(key, edge)
+    this.edgePuts = edgePuts
+    for (const key of batch.edgeDeletes) if (!this.edgePuts.has(key)) this.edgeDeletes.add(key)
+    if (batch.prune !== undefined) this.lastPrune = 0
+  }
+
+  /** Waits until the changes `peer`'s output reveals are stored (at once when they are). */
+  awaitStored(peer: Peer): Effect.Effect<void> {
+    const loop: Effect.Effect<void> = Effect.suspend(() => {
+      if (peer.storeMark <= this.stored) return Effect.void
+      this.nextCommit ??= Deferred.makeUnsafe<void>()
+      return Effect.andThen(Deferred.await(this.nextCommit), loop)
+    })
+    return loop
+  }
+}

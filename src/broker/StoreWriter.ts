@@ -1,0 +1,64 @@
+/**
+ * The store writer: the one fiber that commits the broker's journal to its
+ * durable store (StoreJournal.ts, MailStore.ts). Woken by the Router's first
+ * change after a commit, it takes everything pending and commits it in one
+ * transaction — one commit per tick of traffic, never one per message — then
+ * releases the output held behind it. A failed commit is logged, put back,
+ * and retried on a Schedule while new sends are refused with its reason.
+ */
+import { Duration, Effect, Queue } from "effect"
+import type { MailStoreService } from "../store/MailStore.ts"
+import type { BrokerEvent } from "./RouterContext.ts"
+import type { StoreJournal } from "./StoreJournal.ts"
+
+/** How long after a failed commit the writer tries again. */
+export const RETRY_AFTER = Duration.seconds(1)
+
+/**
+ * Commits what is pending once (nothing when nothing is). Uninterruptible
+ * once begun, so a shutdown never abandons a batch it already took.
+ */
+export const commitPending = (
+  journal: StoreJournal,
+  store: MailStoreService,
+  now: () => number,
+  log: (level: BrokerEvent["level"], message: string) => void
+): Effect.Effect<boolean> =>
+  Effect.uninterruptible(Effect.suspend(() => {
+    const taken = journal.take(now())
+    if (taken === undefined) return Effect.succeed(true)
+    return store.commit(taken.batch).pipe(
+      Effect.match({
+        onSuccess: () => {
+          if (journal.failure !== undefined) log("info", "The broker can save its mail again; sends are accepted")
+          journal.committed(taken)
+          return true
+        },
+        onFailure: (error) => {
+          const first = journal.failure === undefined
+          journal.failed(taken, error.detail)
+          if (first) log("warning", `${error.message}; new sends are refused until it can (retrying every ${Duration.format(RETRY_AFTER)})`)
+          return false
+        }
+      })
+    )
+  }))
+
+/**
+ * Runs the writer until interrupted: waits for `wake`, commits, and after a
+ * failure sleeps `RETRY_AFTER` (on the Clock) and tries again.
+ */
+export const runStoreWriter = (
+  journal: StoreJournal,
+  store: MailStoreService,
+  wake: Queue.Queue<void>,
+  now: () => number,
+  log: (level: BrokerEvent["level"], message: string) => void
+): Effect.Effect<never> =>
+  Effect.forever(
+    Queue.take(wake).pipe(
+      Effect.andThen(commitPending(journal, store, now, log)),
+      Effect.tap((ok) => ok ? Effect.void : Effect.andThen(Effect.sleep(RETRY_AFTER), Queue.offer(wake, undefined)))
+    ),
+    { disableYield: true }
+  )

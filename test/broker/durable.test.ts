@@ -1,0 +1,207 @@
+/**
+ * The durable broker (`store` option, StoreJournal.ts, StoreWriter.ts) over
+ * the in-memory network, with a memory store whose state plays the disk: a
+ * crash marks it down first, so nothing the dying broker had not committed
+ * reaches it, as with kill -9.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Ref } from "effect"
+import type { BrokerCoreOptions } from "../../src/broker/index.ts"
+import {
+  type MailCommit,
+  MailStoreError,
+  type MailStoreService,
+  makeMemory,
+  makeMemoryMailState,
+  type MemoryMailState
+} from "../../src/store/MailStore.ts"
+import { assertDelivered, assertFailed } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { ackFor, message, messageFor, send } from "../support/broker.ts"
+import { advance, type MemoryNetwork, memoryNetwork, type RunningBroker, step } from "../support/memory.ts"
+
+/** A broker over `disk`; `crash` loses whatever it had not committed. */
+const durableBroker = (world: MemoryNetwork, disk: MemoryMailState, options: BrokerCoreOptions = {}) =>
+  Effect.gen(function*() {
+    disk.down = false
+    const running: RunningBroker = yield* world.startBroker({ ...options, store: makeMemory(disk) })
+    return {
+      ...running,
+      crash: Effect.suspend(() => {
+        disk.down = true
+        return running.crash
+      })
+    }
+  })
+
+describe("durable broker: crash and restart", () => {
+  it.effect("mail queued for an absent session survives a crash and reaches it when it registers", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      const msg = message("while you were out")
+      assertDelivered(yield* send(alice.client, "bob", msg), "queued")
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const back = yield* world.session({ sessionId: "bob", name: "bob" })
+      const received = yield* messageFor(back.client, msg.id)
+      assert.strictEqual(received.message.content.text, "while you were out")
+      assert.strictEqual(disk.mail.size, 0, "written mail leaves the store")
+    }))
+
+  it.effect("a retry of an acknowledged send after a crash gets the recorded answer and is not delivered again", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const msg = message("exactly once")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob" })
+      assertDelivered(yield* send(alice2.client, "bob", msg))
+      yield* settled([alice2.client], [bob2.client])
+      yield* bob2.client.expectNothing("message")
+    }))
+
+  it.effect("without a store the same retry after a crash is delivered a second time (what durability prevents)", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const first = yield* world.startBroker()
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* world.session({ sessionId: "bob", name: "bob" })
+      const msg = message("twice")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* first.crash
+      yield* world.startBroker()
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob" })
+      assertDelivered(yield* send(alice2.client, "bob", msg))
+      yield* messageFor(bob2.client, msg.id)
+    }))
+
+  it.effect("a reply to an ask made before the crash is accepted after it (the ask edge was stored)", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const ask = message("which branch?", { expectsReply: true })
+      assertDelivered(yield* send(alice.client, "bob", ask))
+      yield* messageFor(bob.client, ask.id)
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob2 = yield* world.session({ sessionId: "bob", name: "bob" })
+      const reply = message("main", { replyTo: ask.id })
+      assertDelivered(yield* send(bob2.client, "alice", reply))
+      assert.strictEqual((yield* messageFor(alice2.client, reply.id)).message.replyTo, ask.id)
+      // Without the edge the broker refuses a reply (control: a made-up replyTo).
+      assertFailed(yield* send(bob2.client, "alice", message("?", { replyTo: "no-such-ask" })), "E_REPLY_TARGET")
+    }))
+
+  it.effect("mail accepted but not yet committed when the broker dies was never acknowledged", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const gate = yield* Deferred.make<void>()
+      // A commit that never completes (the process dies first).
+      const store: MailStoreService = { ...makeMemory(disk), commit: () => disk.down ? Effect.void : Deferred.await(gate) }
+      const first = yield* world.startBroker({ store })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const msg = message("held")
+      yield* step(alice.client.send({ type: "send", to: "bob", message: msg }))
+      // Accepted in memory, but neither the ack nor the delivery leaves before the commit.
+      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* bob.client.expectNothing("message")
+      disk.down = true
+      yield* first.crash
+      assert.strictEqual(disk.records.size, 0)
+    }))
+})
+
+describe("durable broker: commits gate output", () => {
+  it.effect("the ack and the delivery are written once the commit completes, from one commit for a burst of sends", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const gate = yield* Deferred.make<void>()
+      const commits = yield* Ref.make<Array<MailCommit>>([])
+      const memory = makeMemory(disk)
+      const store: MailStoreService = {
+        ...memory,
+        commit: (batch) =>
+          Deferred.await(gate).pipe(Effect.andThen(Ref.update(commits, (all) => [...all, batch])), Effect.andThen(memory.commit(batch)))
+      }
+      yield* world.startBroker({ store })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const msgs = [message("one"), message("two"), message("three")]
+      yield* alice.client.sendRaw(Buffer.concat(msgs.map((msg) => frame({ type: "send", to: "bob", message: msg }))))
+      yield* step(Effect.void)
+      yield* bob.client.expectNothing("message")
+      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* step(Deferred.succeed(gate, undefined))
+      for (const msg of msgs) assertDelivered(yield* ackFor(alice.client, msg.id))
+      for (const msg of msgs) yield* messageFor(bob.client, msg.id)
+      const first = (yield* Ref.get(commits)).find((batch) => batch.records.length > 0)
+      assert.isDefined(first)
+      assert.strictEqual(first?.records.length, 3, "one commit holds the whole read batch")
+    }))
+
+  it.effect("while commits fail, new sends are refused with a clear error and the unsaved ack is held; both go once it saves", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const memory = makeMemory(disk)
+      let full = true
+      const store: MailStoreService = {
+        ...memory,
+        commit: (batch) =>
+          full ? Effect.fail(new MailStoreError({ operation: "commit", detail: "database or disk is full" })) : memory.commit(batch)
+      }
+      yield* world.startBroker({ store })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      const unsaved = message("unsaved")
+      yield* step(alice.client.send({ type: "send", to: "bob", message: unsaved }))
+      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
+      yield* bob.client.expectNothing("message")
+
+      // Another sender, with nothing held, hears at once that sends are refused.
+      const refused = yield* send(carol.client, "bob", message("refused"))
+      assertFailed(refused, "E_DELIVERY_FAILED")
+      assert.include(refused.type === "delivery_failed" ? refused.reason : "", "database or disk is full")
+      assert.include(refused.type === "delivery_failed" ? refused.reason : "", "nothing was sent")
+      assert.strictEqual(refused.type === "delivery_failed" ? refused.retryable : undefined, true)
+
+      full = false
+      yield* advance("1 second") // the writer's retry
+      assertDelivered(yield* ackFor(alice.client, unsaved.id))
+      yield* messageFor(bob.client, unsaved.id)
+      assertDelivered(yield* send(carol.client, "bob", message("accepted again")))
+    }))
+})
+
+/** A length-prefixed frame (P01). */
+const frame = (value: unknown): Buffer => {
+  const payload = Buffer.from(JSON.stringify(value), "utf8")
+  const header = Buffer.alloc(4)
+  header.writeUInt32BE(payload.length, 0)
+  return Buffer.concat([header, payload])
+}
