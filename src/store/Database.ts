@@ -30,6 +30,7 @@ import {
 } from "./errors.ts"
 import { type Migration, migrations as registered } from "./migrations/index.ts"
 import * as SqliteClient from "./SqliteClient.ts"
+import { sqliteErrcode } from "./SqliteFaults.ts"
 
 /** The table effect's `Migrator` records applied migrations in. */
 export const MIGRATIONS_TABLE = "effect_sql_migrations"
@@ -91,7 +92,7 @@ const sqliteCodeOf = (error: SqlError.SqlError): number | undefined => {
   const cause = error.reason.cause
   if (typeof cause !== "object" || cause === null) return undefined
   if ("errno" in cause && typeof cause.errno === "number") return cause.errno
-  return SqliteClient.sqliteErrcode(cause)
+  return sqliteErrcode(cause)
 }
 
 /** A `SqlError` met while opening, checking or migrating `file`, as a store error. */

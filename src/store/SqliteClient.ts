@@ -22,9 +22,9 @@
  * that it can be reimplemented over any `SqlClient` (one transaction, one
  * statement per row) if the driver is swapped.
  *
- * A `PRIMARY KEY` conflict fails with `UniqueViolation`, as a `UNIQUE` index
- * conflict does (effect's own classifier calls the former a
- * `ConstraintError`), so "insert, and lose if it exists" needs one check.
+ * Errors are effect's `SqlError` (see `SqliteFaults`: disk full and I/O
+ * errors carry a `DatabaseWriteFailed`; a `PRIMARY KEY` conflict is a
+ * `UniqueViolation`). The statement cache is `StatementCache`.
  *
  * Integers read back as JavaScript numbers (`SqlClient.SafeIntegers` switches
  * a fiber to bigints), rows are plain objects.
@@ -33,8 +33,10 @@ import { Context, Effect, Layer, type Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
-import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite"
-import { DatabaseCorrupt, DatabaseWriteFailed, SqliteUnavailable } from "./errors.ts"
+import type { DatabaseSync, SQLInputValue } from "node:sqlite"
+import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
+import { statementError, toSqlError } from "./SqliteFaults.ts"
+import { makeStatementCache, MultipleStatements, type Prepared, prepareOne, type StatementCacheStats } from "./StatementCache.ts"
 
 /** The `node:sqlite` module. */
 export type SqliteModule = typeof import("node:sqlite")
@@ -62,17 +64,8 @@ export interface SqliteClientOptions {
   readonly loadSqlite?: (() => SqliteModule | undefined) | undefined
 }
 
-/** Counters of the prepared-statement cache, for tests and diagnostics. */
-export interface StatementCacheStats {
-  /** Statements held now. */
-  readonly size: number
-  /** Most statements held. */
-  readonly capacity: number
-  /** Statements compiled by SQLite so far (cache misses). */
-  readonly prepares: number
-  /** Statements served from the cache so far. */
-  readonly hits: number
-}
+/** The statement cache's counters, as {@link SqliteBatchService.statementCache} reports them. */
+export type { StatementCacheStats } from "./StatementCache.ts"
 
 /**
  * The driver's one extra beside `SqlClient`: batched writes.
@@ -108,10 +101,6 @@ export const DRIVER = "node-sqlite-builtin"
 const DEFAULT_BUSY_TIMEOUT_MS = 5000
 const DEFAULT_STATEMENT_CACHE_SIZE = 256
 
-const SQLITE_IOERR = 10
-const SQLITE_FULL = 13
-const SQLITE_CONSTRAINT_PRIMARYKEY = 1555
-
 /**
  * `node:sqlite`, loaded synchronously and without the one-time
  * "ExperimentalWarning: SQLite is an experimental feature" line Node 22
@@ -132,57 +121,6 @@ export const loadNodeSqlite = (): SqliteModule | undefined => {
     process.emitWarning = emitWarning
   }
 }
-
-/** SQLite's extended result code of a `node:sqlite` error, if it is one. */
-export const sqliteErrcode = (error: unknown): number | undefined =>
-  typeof error === "object" && error !== null && "errcode" in error && typeof error.errcode === "number"
-    ? error.errcode
-    : undefined
-
-const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
-
-/** A `node:sqlite` error as effect's `SqlError`; disk-full and I/O errors carry a {@link DatabaseWriteFailed}. */
-const toSqlError = (file: string, cause: unknown, operation: string): SqlError.SqlError => {
-  if (cause instanceof DatabaseCorrupt) {
-    return new SqlError.SqlError({
-      reason: new SqlError.UnknownError({ cause, message: cause.message, operation })
-    })
-  }
-  const errcode = sqliteErrcode(cause)
-  const primary = errcode === undefined ? undefined : errcode & 0xff
-  if (primary === SQLITE_FULL || primary === SQLITE_IOERR) {
-    const failure = new DatabaseWriteFailed({
-      file,
-      reason: primary === SQLITE_FULL ? "disk-full" : "io-error",
-      detail: describe(cause)
-    })
-    return new SqlError.SqlError({
-      reason: new SqlError.UnknownError({ cause: failure, message: failure.message, operation })
-    })
-  }
-  if (errcode === SQLITE_CONSTRAINT_PRIMARYKEY) {
-    // "UNIQUE constraint failed: t.id", like a UNIQUE index: one uniqueness error for both.
-    const message = describe(cause)
-    const at = message.indexOf(":")
-    return new SqlError.SqlError({
-      reason: new SqlError.UniqueViolation({
-        cause,
-        message: `${operation} failed: ${message}`,
-        operation,
-        constraint: at === -1 ? "unknown" : message.slice(at + 1).trim()
-      })
-    })
-  }
-  // effect's classifier reads SQLite's code from `errno`; node:sqlite calls it `errcode`.
-  const classified = SqlError.classifySqliteError(
-    errcode === undefined ? cause : { errno: errcode, message: describe(cause), cause },
-    { message: `${operation} failed: ${describe(cause)}`, operation }
-  )
-  return new SqlError.SqlError({ reason: classified })
-}
-
-const statementError = (message: string, operation: string): SqlError.SqlError =>
-  new SqlError.SqlError({ reason: new SqlError.SqlSyntaxError({ cause: message, message, operation }) })
 
 const isSqlInput = (value: unknown): value is SQLInputValue =>
   value === null || typeof value === "number" || typeof value === "string" || typeof value === "bigint" ||
@@ -207,64 +145,6 @@ const bindable = (params: ReadonlyArray<unknown>): ReadonlyArray<SQLInputValue> 
     }
   }
   return converted
-}
-
-/** Whether `rest`, the text after the first statement, holds only whitespace, `;` and comments. */
-const isOnlyTrivia = (rest: string): boolean =>
-  rest.replace(/\/\*[\s\S]*?\*\//g, "").replace(/--[^\n]*/g, "").replace(/[\s;]/g, "").length === 0
-
-interface Prepared {
-  readonly statement: StatementSync
-  /** Whether it returns rows (`SELECT`, `RETURNING`, most `PRAGMA`s). */
-  readonly reader: boolean
-}
-
-/** Prepares `sql`, refusing text with more than one statement (SQLite would silently ignore the rest). */
-const prepareOne = (db: DatabaseSync, sql: string): Prepared => {
-  const statement = db.prepare(sql)
-  const source = statement.sourceSQL
-  if (source.length < sql.length && sql.startsWith(source) && !isOnlyTrivia(sql.slice(source.length))) {
-    throw new MultipleStatements(sql)
-  }
-  return { statement, reader: statement.columns().length > 0 }
-}
-
-class MultipleStatements extends Error {
-  constructor(sql: string) {
-    super(
-      `the SQL text holds more than one statement; run each statement on its own (SQLite would ignore all ` +
-        `but the first): ${sql.slice(0, 200)}`
-    )
-  }
-}
-
-/** A bounded least-recently-used cache of prepared statements, keyed by SQL text. */
-const makeStatementCache = (db: DatabaseSync, capacity: number) => {
-  const entries = new Map<string, Prepared>()
-  let prepares = 0
-  let hits = 0
-  return {
-    get(sql: string): Prepared {
-      const cached = entries.get(sql)
-      if (cached !== undefined) {
-        hits++
-        entries.delete(sql)
-        entries.set(sql, cached)
-        return cached
-      }
-      const prepared = prepareOne(db, sql)
-      prepares++
-      entries.set(sql, prepared)
-      if (entries.size > capacity) {
-        const oldest = entries.keys().next()
-        if (oldest.done !== true) entries.delete(oldest.value)
-      }
-      return prepared
-    },
-    stats(): StatementCacheStats {
-      return { size: entries.size, capacity, prepares, hits }
-    }
-  }
 }
 
 /** Rows as plain objects (node:sqlite returns null-prototype ones). */
