@@ -51,6 +51,22 @@ describe("Database.layer", () => {
       assert.strictEqual(modeOf(file), 0o600)
     }))
 
+  it.effect("the -wal and -shm files SQLite creates beside it are 0600 too, and go when it closes", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const previous = process.umask(0o022)
+      const modes = yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO items (id, v) VALUES (1, 'a')`
+          return [modeOf(`${file}-wal`), modeOf(`${file}-shm`)]
+        })
+      ).pipe(Effect.ensuring(Effect.sync(() => process.umask(previous))))
+      assert.deepStrictEqual(modes, [0o600, 0o600])
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+    }))
+
   it.effect("runs each migration once across reopenings and records it", () =>
     Effect.gen(function*() {
       const file = yield* dbFile
