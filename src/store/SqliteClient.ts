@@ -300,7 +300,7 @@ export const make = (
     // Inside a transaction the connection is already this fiber's; outside,
     // the batch is its own transaction (which takes the connection).
     const executeMany = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
-      Effect.flatMap(
+      rows.length === 0 ? Effect.succeed(0) : Effect.flatMap(
         Effect.serviceOption(sql.transactionService),
         (open) => open._tag === "Some" ? runMany(text, rows) : sql.withTransaction(runMany(text, rows))
       )
