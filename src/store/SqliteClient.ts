@@ -177,7 +177,10 @@ export const make = (
         try: () => openDatabase(sqlite, file, options),
         catch: (cause) => toSqlError(file, cause, "open")
       }),
-      (db) => Effect.sync(() => db.isOpen && db.close())
+      (db) =>
+        Effect.sync(() => {
+          if (db.isOpen) db.close()
+        })
     )
 
     const cache = makeStatementCache(db, Math.max(1, options.statementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE))
@@ -311,26 +314,29 @@ export const make = (
 
 /** Opens the file and applies the connection's pragmas; throws node:sqlite's error. */
 const openDatabase = (sqlite: SqliteModule, file: string, options: SqliteClientOptions): DatabaseSync => {
-  const busyTimeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
   const db = new sqlite.DatabaseSync(options.filename, {
     enableForeignKeyConstraints: true,
-    timeout: busyTimeout,
+    timeout: Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
     readBigInts: false,
     // Refuses SQL that can corrupt the file on purpose (writable_schema and the like).
     defensive: true
   })
   try {
-    db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(busyTimeout))}`)
     db.exec("PRAGMA foreign_keys = ON")
     if (options.quickCheck === true) {
-      // Also the first read of the file: one that is not a database at all throws SQLITE_NOTADB here.
+      // Reads every page, and is the first read of the file: one that is not a database throws SQLITE_NOTADB.
       const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
       if (problems.length !== 1 || problems[0] !== "ok") {
         throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
       }
     }
-    // The first read of the file: a file that is not a database fails here, before anything is written.
-    db.exec("PRAGMA journal_mode = WAL")
+    // Without quickCheck this is the first read of the file, and fails on one that is not a database.
+    const journal = db.prepare("PRAGMA journal_mode = WAL").get()?.["journal_mode"]
+    // SQLite keeps the old mode, silently, where WAL cannot work (e.g. a network file system).
+    if (journal !== "wal" && journal !== "memory") {
+      throw new Error(`cannot use write-ahead logging here (journal_mode stays ${String(journal)}); ` +
+        `put the agent dir on a local file system`)
+    }
     db.exec(`PRAGMA synchronous = ${options.synchronous ?? "NORMAL"}`)
     return db
   } catch (error) {
