@@ -36,7 +36,13 @@ import type { SqlConnection } from "effect/sql"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
 import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
 import { statementError, toSqlError } from "./SqliteFaults.ts"
-import { makeStatementCache, MultipleStatements, type Prepared, prepareOne, type StatementCacheStats } from "./StatementCache.ts"
+import {
+  makeStatementCache,
+  MultipleStatements,
+  type Prepared,
+  prepareOne,
+  type StatementCacheStats
+} from "./StatementCache.ts"
 
 /** The `node:sqlite` module. */
 export type SqliteModule = typeof import("node:sqlite")
@@ -283,7 +289,10 @@ export const make = (
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`
     }).pipe(Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make))
 
-    const runMany = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>): Effect.Effect<number, SqlError.SqlError> =>
+    const runMany = (
+      text: string,
+      rows: ReadonlyArray<ReadonlyArray<unknown>>
+    ): Effect.Effect<number, SqlError.SqlError> =>
       Effect.suspend(() => {
         let changes = 0
         try {
