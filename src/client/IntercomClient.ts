@@ -11,10 +11,13 @@
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
  *   the failure stands: its target may not have registered again yet.
- * - A send in flight when the connection drops fails with `ConnectionLost`
- *   (outcome unknown; a retry with the same message id within 2 minutes,
- *   `REPLAY_WINDOW_MS`, is answered by the broker from its record and never
- *   delivered twice) — never silently.
+ * - A send in flight when the connection drops is sent again, with the same
+ *   message id, once the client has reconnected: the broker answers a retry
+ *   from its record and never delivers it twice. Only if no connection comes
+ *   back within `REPLAY_WINDOW_MS` (2 minutes), or the client is closed, does
+ *   it fail with `ConnectionLost` (outcome unknown) — never silently.
+ * - A message delivered twice (a durable broker killed between writing it
+ *   and forgetting it, docs/store.md) reaches `messages` once.
  *
  * The connection state is a few plain variables inside the service, touched
  * only by synchronous code (design.md's hot-path rule of single ownership).
@@ -30,7 +33,9 @@ import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
 import type { ControlEvent, InboundMessage, PresenceEvent } from "./events.ts"
-import { IntercomNotConnected } from "./errors.ts"
+import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
+import { RecentMessages } from "./RecentMessages.ts"
+import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientTopics } from "./ClientTopics.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
@@ -76,8 +81,12 @@ const make = (
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
+    // A durable broker killed between writing a message and forgetting it delivers it again after its restart.
+    const recent = new RecentMessages()
     const sinks = {
-      message: (message: InboundMessage) => void Queue.offerUnsafe(inbound, message),
+      message: (message: InboundMessage) => {
+        if (recent.firstTime(message.from.id, message.message.id)) Queue.offerUnsafe(inbound, message)
+      },
       presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry)
@@ -238,7 +247,7 @@ const make = (
      * id until the grace ends, then the failure stands.
      */
     const send: IntercomClientService["send"] = (request) =>
-      withConnection((c) => c.send(request, sendTimeoutMs)).pipe(
+      resending((c) => c.send(request, sendTimeoutMs)).pipe(
         Effect.catchTag("TargetNotFound", (error) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
@@ -247,6 +256,34 @@ const make = (
             return yield* send(request)
           }))
       )
+
+    /**
+     * A send whose connection dropped before its answer came is sent again,
+     * with the same message id, once a connection is back: the broker answers
+     * a retry from its record (P46) and never delivers it twice. Within the
+     * replay window (REPLAY_WINDOW_MS) of the first attempt; after it, or once
+     * the client is closed, `ConnectionLost` stands (outcome unknown).
+     */
+    const resending = <A, E>(
+      attempt: (connection: ClientConnection) => Effect.Effect<A, E | ConnectionLost>
+    ): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
+      Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+        // After a loss, a connection that does not come back in time is not the end: the window is.
+        const again = (lost: ConnectionLost): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            stopped || now - startedAt >= REPLAY_WINDOW_MS
+              ? Effect.fail(lost)
+              : withConnection(attempt).pipe(
+                Effect.catchIf(
+                  (error): error is ConnectionLost | IntercomNotConnected =>
+                    error instanceof ConnectionLost || error instanceof IntercomNotConnected,
+                  () => Effect.andThen(Effect.sleep(Duration.millis(250)), again(lost))
+                )
+              ))
+        return withConnection(attempt).pipe(
+          Effect.catchIf((error): error is ConnectionLost => error instanceof ConnectionLost, again)
+        )
+      })
 
     const disconnect = Effect.gen(function*() {
       if (stopped) return
@@ -271,7 +308,7 @@ const make = (
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)),
       send,
       supervisorSend: (request) =>
-        withConnection((c) =>
+        resending((c) =>
           c.send({ ...request, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" }, sendTimeoutMs, "supervisor_send")
         ),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),

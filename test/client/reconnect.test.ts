@@ -1,7 +1,8 @@
 /**
  * Reconnect (C-BRK-27/28, P96): after the broker dies the client reconnects
  * and re-registers the same session id with what it had announced; a request
- * in flight settles with `ConnectionLost` instead of hanging; an operation
+ * in flight is sent again once it is back (`ConnectionLost` only after the
+ * replay window); an operation
  * during the outage waits for the reconnect; a broker that stops answering is
  * detected by the liveness probe and replaced.
  *
@@ -30,7 +31,7 @@ const A_ID = "aaaaaaaa-1111-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-1111-4000-8000-00000000000b"
 
 describe("reconnect after the broker dies (in memory)", () => {
-  it.effect("a send in flight when the broker dies fails with ConnectionLost; after the reconnect the same id is delivered once", () =>
+  it.effect("a send in flight when the broker dies is sent again with the same id after the reconnect: one outcome, delivered once", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork({ linkCapacity: 1 })
       const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
@@ -47,19 +48,43 @@ describe("reconnect after the broker dies (in memory)", () => {
       const sending = yield* step(a.send({ to: "beta", message: inFlight }))
       assert.isUndefined(sending.pollUnsafe(), "test setup: the send was answered; it is not in flight")
       yield* first.crash
-      const exit = yield* Fiber.await(sending)
-      assert.isTrue(Exit.isFailure(exit))
-      const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-      assert.deepInclude(error, { _tag: "ConnectionLost", operation: "send", messageId: inFlight.id })
+      assert.isUndefined(sending.pollUnsafe(), "the lost send failed instead of waiting to be sent again")
 
-      // A new broker: alpha comes back after its backoff, and retrying the lost send is safe.
+      // A new broker: alpha comes back after its backoff and sends the lost message again, same id.
       yield* world.startBroker({ idleExit: null })
       const betaBack = yield* world.session({ sessionId: "beta" })
       yield* advance("500 millis")
       assert.deepInclude(yield* a.status, { connected: true, connections: 2 })
-      assert.strictEqual((yield* settle(a.send({ to: "beta", message: inFlight }))).delivery, "socket_delivered")
+      assert.strictEqual((yield* Fiber.join(sending)).delivery, "socket_delivered")
       assert.strictEqual((yield* betaBack.client.next("message")).message.id, inFlight.id)
+      // Asking again is safe: the broker answers from its record, and beta gets nothing more.
+      assert.strictEqual((yield* settle(a.send({ to: "beta", message: inFlight }))).delivery, "socket_delivered")
+      yield* betaBack.client.roundTrip
       yield* betaBack.client.expectNothing("message")
+    }))
+
+  it.effect("a send whose broker never comes back fails with ConnectionLost once the replay window (2 minutes) is over", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork({ linkCapacity: 1 })
+      const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
+      const { client: a } = yield* makeMemoryClient(
+        memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500, reconnectMaxMs: 5_000, connectTimeoutMs: 10_000 })
+      )
+      yield* settle(a.connect)
+      const beta = yield* world.session({ sessionId: "beta" })
+      yield* beta.client.pause
+      const filler = yield* world.session({ sessionId: "filler" })
+      yield* filler.client.sendRaw(encodeFrames(Array.from({ length: 8 }, (_, i) =>
+        JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
+      const inFlight = message("anyone?")
+      const sending = yield* step(a.send({ to: "beta", message: inFlight }))
+      yield* first.crash
+      yield* advance("119 seconds")
+      assert.isUndefined(sending.pollUnsafe(), "gave up inside the replay window")
+      yield* advance("12 seconds")
+      const exit = yield* Fiber.await(sending)
+      const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      assert.deepInclude(error, { _tag: "ConnectionLost", operation: "send", messageId: inFlight.id })
     }))
 
   it.effect("an operation during the outage waits for the reconnect instead of failing", () =>
