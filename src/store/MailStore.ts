@@ -28,11 +28,24 @@
  * ```
  */
 import { Context, Data, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { AskEdge } from "../broker/AskEdges.ts"
-import type { Fingerprint, Outcome } from "../broker/DeliveryRecords.ts"
 import type { Mail } from "../broker/Peer.ts"
-import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
-import { DeliveryCode } from "../protocol/delivery.ts"
+import { writeFailureOf } from "./errors.ts"
+import {
+  CorruptRow,
+  decodeEdge,
+  decodeMail,
+  decodeRecord,
+  encodeEdge,
+  encodeFingerprint,
+  encodeMail,
+  encodeOutcome,
+  type StoredRecord
+} from "./mailCodec.ts"
+import { SqliteBatch } from "./SqliteClient.ts"
+
+export type { StoredRecord } from "./mailCodec.ts"
 
 /**
  * The store could not load or commit: `detail` says what went wrong, and the
@@ -48,18 +61,6 @@ export class MailStoreError extends Data.TaggedError("MailStoreError")<{
       ? `The broker's saved mail cannot be read: ${this.detail}`
       : `The broker could not save its mail: ${this.detail}`
   }
-}
-
-/** A replay record as stored: the outcome of one (sender, message id). */
-export interface StoredRecord {
-  /** The record key (`recordKeyOf(sender, id)`). */
-  readonly key: string
-  /** The sender's registry key. */
-  readonly sender: string
-  readonly fingerprint: Fingerprint
-  readonly outcome: Outcome
-  /** When it was recorded (broker clock, ms). */
-  readonly at: number
 }
 
 /** Undelivered mail as stored, in acceptance order. */
@@ -114,149 +115,6 @@ export interface MailStoreService {
 export const isEmptyCommit = (batch: MailCommit): boolean =>
   batch.records.length === 0 && batch.mailPuts.length === 0 && batch.mailDeletes.length === 0 &&
   batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined
-
-// ---------------------------------------------------------------------------------------------
-// Encoding: rows keep JSON text, decoded by Schema on load (a row that does not decode is an error
-// naming the row, never silently skipped).
-
-const Code = Schema.Literals(Object.values(DeliveryCode))
-
-const OutcomeSchema = Schema.Union([
-  Schema.Struct({ ok: Schema.Literal(true), delivery: Schema.Literals(["socket_delivered", "queued"]) }),
-  Schema.Struct({ ok: Schema.Literal(false), code: Code, reason: Schema.String, retryable: Schema.Boolean })
-])
-
-const FingerprintSchema = Schema.Struct({
-  targetId: Schema.String,
-  textLength: Schema.Number,
-  textHash: Schema.Number,
-  attachmentsLength: Schema.Number,
-  attachmentsHash: Schema.Number,
-  replyTo: Schema.optional(Schema.String),
-  expectsReply: Schema.optional(Schema.Boolean),
-  supersedes: Schema.optional(Schema.String),
-  retryOf: Schema.optional(Schema.String),
-  replyErrorLength: Schema.Number,
-  replyErrorHash: Schema.Number
-})
-
-const DeliverySchema = Schema.Struct({
-  delivery: Schema.Literals(["steer", "queue", "passive"]),
-  queueMode: Schema.optional(Schema.Literals(["stack", "replace"])),
-  threadId: Schema.optional(Schema.String)
-})
-
-const MailSchema = Schema.Struct({
-  recordKey: Schema.String,
-  senderKey: Schema.String,
-  senderId: Schema.String,
-  senderIdentity: Schema.optional(Schema.String),
-  fromJson: Schema.String,
-  message: Schema.Unknown,
-  brokerReceivedAt: Schema.Number,
-  spaceKey: Schema.String,
-  targetKey: Schema.String,
-  targetId: Schema.String,
-  targetIdentity: Schema.optional(Schema.String),
-  queuedAt: Schema.Number,
-  askTimeoutMs: Schema.optional(Schema.Number),
-  channel: Schema.optional(Schema.Literal("supervisor")),
-  replyError: Schema.optional(Schema.String),
-  delivery: Schema.optional(DeliverySchema)
-})
-
-const EdgeSchema = Schema.Struct({
-  messageKey: Schema.String,
-  messageId: Schema.String,
-  askerKey: Schema.String,
-  targetKey: Schema.String,
-  deadline: Schema.Number
-})
-
-/** JSON text of a fingerprint (its `undefined` fields left out). */
-export const encodeFingerprint = (fingerprint: Fingerprint): string => JSON.stringify(fingerprint)
-
-/** JSON text of an outcome. */
-export const encodeOutcome = (outcome: Outcome): string => JSON.stringify(outcome)
-
-/** JSON text of mail, message included. */
-export const encodeMail = (mail: Mail): string => JSON.stringify(mail)
-
-/** JSON text of an ask edge. */
-export const encodeEdge = (edge: AskEdge): string => JSON.stringify(edge)
-
-/** A stored row that does not decode: what it was and why. */
-export class CorruptRow extends Data.TaggedError("CorruptRow")<{
-  readonly table: string
-  readonly key: string
-  readonly detail: string
-}> {
-  override get message(): string {
-    return `stored ${this.table} ${JSON.stringify(this.key)} does not decode (${this.detail})`
-  }
-}
-
-const parseJson = (table: string, key: string, text: string): unknown | CorruptRow => {
-  try {
-    return JSON.parse(text)
-  } catch (cause) {
-    return new CorruptRow({ table, key, detail: cause instanceof Error ? cause.message : String(cause) })
-  }
-}
-
-const decodeWith = <S extends Schema.Top>(schema: S, table: string) => {
-  const decode = Schema.decodeUnknownResult(Schema.toType(schema))
-  return (key: string, text: string): S["Type"] | CorruptRow => {
-    const json = parseJson(table, key, text)
-    if (json instanceof CorruptRow) return json
-    const result = decode(json)
-    return result._tag === "Success" ? result.success : new CorruptRow({ table, key, detail: String(result.failure) })
-  }
-}
-
-const decodeFingerprintRow = decodeWith(FingerprintSchema, "replay record")
-const decodeOutcomeRow = decodeWith(OutcomeSchema, "replay record")
-const decodeMailRow = decodeWith(MailSchema, "mail")
-const decodeEdgeRow = decodeWith(EdgeSchema, "ask edge")
-
-/** Decodes a stored replay record's fingerprint and outcome. */
-export const decodeRecord = (
-  key: string,
-  sender: string,
-  fingerprint: string,
-  outcome: string,
-  at: number
-): StoredRecord | CorruptRow => {
-  const f = decodeFingerprintRow(key, fingerprint)
-  if (f instanceof CorruptRow) return f
-  const o = decodeOutcomeRow(key, outcome)
-  if (o instanceof CorruptRow) return o
-  return {
-    key,
-    sender,
-    fingerprint: { ...f, replyTo: f.replyTo, expectsReply: f.expectsReply, supersedes: f.supersedes, retryOf: f.retryOf },
-    outcome: o,
-    at
-  }
-}
-
-/** Decodes stored mail (its message through the protocol's own decoder). */
-export const decodeMail = (key: string, text: string): Mail | CorruptRow => {
-  const row = decodeMailRow(key, text)
-  if (row instanceof CorruptRow) return row
-  const message = decodeMessage(row.message)
-  if (isFrameDecodeError(message)) return new CorruptRow({ table: "mail", key, detail: message.message })
-  return {
-    ...row,
-    senderIdentity: row.senderIdentity,
-    targetIdentity: row.targetIdentity,
-    askTimeoutMs: row.askTimeoutMs,
-    message
-  }
-}
-
-/** Decodes a stored ask edge. */
-export const decodeEdge = (key: string, text: string): AskEdge | CorruptRow => decodeEdgeRow(key, text)
 
 // ---------------------------------------------------------------------------------------------
 // The memory implementation.
@@ -350,6 +208,115 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
     })
 })
 
+// ---------------------------------------------------------------------------------------------
+// The SQLite implementation (schema: migrations/0001_mail.ts).
+
+const RecordRow = Schema.Struct({
+  record_key: Schema.String,
+  sender_key: Schema.String,
+  fingerprint: Schema.String,
+  outcome: Schema.String,
+  recorded_at: Schema.Number
+})
+const MailRow = Schema.Struct({ record_key: Schema.String, seq: Schema.Number, body: Schema.String })
+const EdgeRow = Schema.Struct({ message_key: Schema.String, body: Schema.String })
+const NextSeqRow = Schema.Struct({ next: Schema.Number })
+
+/** Rows of a query, each decoded by `schema`; a row that does not decode fails the load. */
+const rowsOf = <S extends Schema.Top>(schema: S, table: string, rows: ReadonlyArray<unknown>) => {
+  const decode = Schema.decodeUnknownResult(Schema.toType(schema))
+  const out: Array<S["Type"]> = []
+  for (const row of rows) {
+    const result = decode(row)
+    if (result._tag === "Failure") {
+      return new CorruptRow({ table, key: "(a row)", detail: String(result.failure) })
+    }
+    out.push(result.success)
+  }
+  return out
+}
+
+const sqlFailure = (operation: "load" | "commit") => (error: { readonly message: string }) =>
+  new MailStoreError({ operation, detail: error.message })
+
+/**
+ * A `MailStoreService` over the broker's database: one transaction per
+ * commit, each kind of change one prepared statement run for all its rows
+ * (`SqliteBatch.executeMany`).
+ */
+export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlClient | SqliteBatch> = Effect.gen(
+  function*() {
+    const sql = yield* SqlClient.SqlClient
+    const batch = yield* SqliteBatch
+    const many = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
+      rows.length === 0 ? Effect.void : Effect.asVoid(batch.executeMany(text, rows))
+
+    const load = (since: number): Effect.Effect<Recovered, MailStoreError> =>
+      Effect.gen(function*() {
+        const recordRows = rowsOf(
+          RecordRow,
+          "replay record",
+          yield* sql`SELECT record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_records
+            WHERE recorded_at >= ${since} ORDER BY recorded_at`
+        )
+        if (recordRows instanceof CorruptRow) return yield* failCorrupt(recordRows)
+        const records: Array<StoredRecord> = []
+        for (const row of recordRows) {
+          const record = decodeRecord(row.record_key, row.sender_key, row.fingerprint, row.outcome, row.recorded_at)
+          if (record instanceof CorruptRow) return yield* failCorrupt(record)
+          records.push(record)
+        }
+        const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT record_key, seq, body FROM mail ORDER BY seq`)
+        if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
+        const mail: Array<StoredMail> = []
+        for (const row of mailRows) {
+          const decoded = decodeMail(row.record_key, row.body)
+          if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded)
+          mail.push({ seq: row.seq, mail: decoded })
+        }
+        const edgeRows = rowsOf(EdgeRow, "ask edge", yield* sql`SELECT message_key, body FROM ask_edges`)
+        if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows)
+        const edges: Array<AskEdge> = []
+        for (const row of edgeRows) {
+          const edge = decodeEdge(row.message_key, row.body)
+          if (edge instanceof CorruptRow) return yield* failCorrupt(edge)
+          edges.push(edge)
+        }
+        const next = rowsOf(NextSeqRow, "mail", yield* sql`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM mail`)
+        if (next instanceof CorruptRow) return yield* failCorrupt(next)
+        return { records, mail, edges, nextSeq: next[0]?.next ?? 1 }
+      }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
+
+    const commit = (change: MailCommit): Effect.Effect<void, MailStoreError> =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* many(
+          `INSERT OR REPLACE INTO replay_records (record_key, sender_key, fingerprint, outcome, recorded_at)
+            VALUES (?, ?, ?, ?, ?)`,
+          change.records.map((r) => [r.key, r.sender, encodeFingerprint(r.fingerprint), encodeOutcome(r.outcome), r.at])
+        )
+        yield* many(
+          "INSERT OR REPLACE INTO mail (record_key, seq, body) VALUES (?, ?, ?)",
+          change.mailPuts.map((put) => [put.mail.recordKey, put.seq, encodeMail(put.mail)])
+        )
+        yield* many("DELETE FROM mail WHERE record_key = ?", change.mailDeletes.map((key) => [key]))
+        yield* many(
+          "INSERT OR REPLACE INTO ask_edges (message_key, deadline, body) VALUES (?, ?, ?)",
+          change.edgePuts.map((edge) => [edge.messageKey, edge.deadline, encodeEdge(edge)])
+        )
+        yield* many("DELETE FROM ask_edges WHERE message_key = ?", change.edgeDeletes.map((key) => [key]))
+        if (change.prune !== undefined) {
+          yield* many("DELETE FROM replay_records WHERE recorded_at < ?", [[change.prune.recordsBefore]])
+          yield* many("DELETE FROM ask_edges WHERE deadline <= ?", [[change.prune.edgesUntil]])
+        }
+      })).pipe(
+        Effect.catchTag("SqlError", (error) =>
+          Effect.fail(new MailStoreError({ operation: "commit", detail: (writeFailureOf(error) ?? error).message })))
+      )
+
+    return { durable: true, load, commit } satisfies MailStoreService
+  }
+)
+
 /**
  * The broker's durable routing state. `MailStore.memory(state)` keeps it in
  * `state` (tests, the simulation); `MailStore.sqlite` in the broker's database.
@@ -358,4 +325,9 @@ export class MailStore extends Context.Service<MailStore, MailStoreService>()("e
   /** A memory store over `state` (a fresh one when omitted). */
   static readonly memory = (state: MemoryMailState = makeMemoryMailState()): Layer.Layer<MailStore> =>
     Layer.succeed(MailStore, makeMemory(state))
+  /** The SQLite store, over the database's `SqlClient` and `SqliteBatch` (`Database.layer`). */
+  static readonly sqlite: Layer.Layer<MailStore, never, SqlClient.SqlClient | SqliteBatch> = Layer.effect(
+    MailStore,
+    makeSqlite
+  )
 }

@@ -1,0 +1,164 @@
+/**
+ * How `MailStore` rows are written and read: JSON text, decoded by Schema on
+ * load. A row that does not decode is a `CorruptRow` naming it, never
+ * skipped (a store that silently drops mail would break the promise it
+ * exists for).
+ */
+import { Data, Schema } from "effect"
+import type { AskEdge } from "../broker/AskEdges.ts"
+import type { Fingerprint, Outcome } from "../broker/DeliveryRecords.ts"
+import type { Mail } from "../broker/Peer.ts"
+import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
+import { DeliveryCode } from "../protocol/delivery.ts"
+
+/** A replay record as stored: the outcome of one (sender, message id). */
+export interface StoredRecord {
+  /** The record key (`recordKeyOf(sender, id)`). */
+  readonly key: string
+  /** The sender's registry key. */
+  readonly sender: string
+  readonly fingerprint: Fingerprint
+  readonly outcome: Outcome
+  /** When it was recorded (broker clock, ms). */
+  readonly at: number
+}
+
+const Code = Schema.Literals(Object.values(DeliveryCode))
+
+const OutcomeSchema = Schema.Union([
+  Schema.Struct({ ok: Schema.Literal(true), delivery: Schema.Literals(["socket_delivered", "queued"]) }),
+  Schema.Struct({ ok: Schema.Literal(false), code: Code, reason: Schema.String, retryable: Schema.Boolean })
+])
+
+const FingerprintSchema = Schema.Struct({
+  targetId: Schema.String,
+  textLength: Schema.Number,
+  textHash: Schema.Number,
+  attachmentsLength: Schema.Number,
+  attachmentsHash: Schema.Number,
+  replyTo: Schema.optional(Schema.String),
+  expectsReply: Schema.optional(Schema.Boolean),
+  supersedes: Schema.optional(Schema.String),
+  retryOf: Schema.optional(Schema.String),
+  replyErrorLength: Schema.Number,
+  replyErrorHash: Schema.Number
+})
+
+const DeliverySchema = Schema.Struct({
+  delivery: Schema.Literals(["steer", "queue", "passive"]),
+  queueMode: Schema.optional(Schema.Literals(["stack", "replace"])),
+  threadId: Schema.optional(Schema.String)
+})
+
+const MailSchema = Schema.Struct({
+  recordKey: Schema.String,
+  senderKey: Schema.String,
+  senderId: Schema.String,
+  senderIdentity: Schema.optional(Schema.String),
+  fromJson: Schema.String,
+  message: Schema.Unknown,
+  brokerReceivedAt: Schema.Number,
+  spaceKey: Schema.String,
+  targetKey: Schema.String,
+  targetId: Schema.String,
+  targetIdentity: Schema.optional(Schema.String),
+  queuedAt: Schema.Number,
+  askTimeoutMs: Schema.optional(Schema.Number),
+  channel: Schema.optional(Schema.Literal("supervisor")),
+  replyError: Schema.optional(Schema.String),
+  delivery: Schema.optional(DeliverySchema)
+})
+
+const EdgeSchema = Schema.Struct({
+  messageKey: Schema.String,
+  messageId: Schema.String,
+  askerKey: Schema.String,
+  targetKey: Schema.String,
+  deadline: Schema.Number
+})
+
+/** JSON text of a fingerprint (its `undefined` fields left out). */
+export const encodeFingerprint = (fingerprint: Fingerprint): string => JSON.stringify(fingerprint)
+
+/** JSON text of an outcome. */
+export const encodeOutcome = (outcome: Outcome): string => JSON.stringify(outcome)
+
+/** JSON text of mail, message included. */
+export const encodeMail = (mail: Mail): string => JSON.stringify(mail)
+
+/** JSON text of an ask edge. */
+export const encodeEdge = (edge: AskEdge): string => JSON.stringify(edge)
+
+/** A stored row that does not decode: what it was and why. */
+export class CorruptRow extends Data.TaggedError("CorruptRow")<{
+  readonly table: string
+  readonly key: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `stored ${this.table} ${JSON.stringify(this.key)} does not decode (${this.detail})`
+  }
+}
+
+const parseJson = (table: string, key: string, text: string): unknown | CorruptRow => {
+  try {
+    return JSON.parse(text)
+  } catch (cause) {
+    return new CorruptRow({ table, key, detail: cause instanceof Error ? cause.message : String(cause) })
+  }
+}
+
+const decodeWith = <S extends Schema.Top>(schema: S, table: string) => {
+  const decode = Schema.decodeUnknownResult(Schema.toType(schema))
+  return (key: string, text: string): S["Type"] | CorruptRow => {
+    const json = parseJson(table, key, text)
+    if (json instanceof CorruptRow) return json
+    const result = decode(json)
+    return result._tag === "Success" ? result.success : new CorruptRow({ table, key, detail: String(result.failure) })
+  }
+}
+
+const decodeFingerprintRow = decodeWith(FingerprintSchema, "replay record")
+const decodeOutcomeRow = decodeWith(OutcomeSchema, "replay record")
+const decodeMailRow = decodeWith(MailSchema, "mail")
+const decodeEdgeRow = decodeWith(EdgeSchema, "ask edge")
+
+/** Decodes a stored replay record's fingerprint and outcome. */
+export const decodeRecord = (
+  key: string,
+  sender: string,
+  fingerprint: string,
+  outcome: string,
+  at: number
+): StoredRecord | CorruptRow => {
+  const f = decodeFingerprintRow(key, fingerprint)
+  if (f instanceof CorruptRow) return f
+  const o = decodeOutcomeRow(key, outcome)
+  if (o instanceof CorruptRow) return o
+  return {
+    key,
+    sender,
+    fingerprint: { ...f, replyTo: f.replyTo, expectsReply: f.expectsReply, supersedes: f.supersedes, retryOf: f.retryOf },
+    outcome: o,
+    at
+  }
+}
+
+/** Decodes stored mail (its message through the protocol's own decoder). */
+export const decodeMail = (key: string, text: string): Mail | CorruptRow => {
+  const row = decodeMailRow(key, text)
+  if (row instanceof CorruptRow) return row
+  const message = decodeMessage(row.message)
+  if (isFrameDecodeError(message)) return new CorruptRow({ table: "mail", key, detail: message.message })
+  return {
+    ...row,
+    senderIdentity: row.senderIdentity,
+    targetIdentity: row.targetIdentity,
+    askTimeoutMs: row.askTimeoutMs,
+    message
+  }
+}
+
+/** Decodes a stored ask edge. */
+export const decodeEdge = (key: string, text: string): AskEdge | CorruptRow => decodeEdgeRow(key, text)
+

@@ -1,0 +1,30 @@
+/**
+ * Migration 0001: the broker's routing state (`MailStore`) — mail not yet
+ * written to its recipient, replay records, open ask edges. Values are JSON
+ * text decoded by Schema on load (MailStore.ts); keys are the broker's own.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** Creates the mail, replay-record and ask-edge tables. */
+export const migration = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE mail (
+    record_key TEXT PRIMARY KEY NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL
+  )`
+  yield* sql`CREATE TABLE replay_records (
+    record_key TEXT PRIMARY KEY NOT NULL,
+    sender_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE INDEX replay_records_by_time ON replay_records (recorded_at)`
+  yield* sql`CREATE TABLE ask_edges (
+    message_key TEXT PRIMARY KEY NOT NULL,
+    deadline INTEGER NOT NULL,
+    body TEXT NOT NULL
+  )`
+})

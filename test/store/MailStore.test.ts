@@ -1,0 +1,184 @@
+/**
+ * `MailStore`: the SQLite store and the memory store load back exactly what
+ * was committed (fast-check over random batches), a row that does not decode
+ * fails the load naming it, and a commit the disk cannot take stores nothing.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import * as fc from "fast-check"
+import * as path from "node:path"
+import type { AskEdge } from "../../src/broker/AskEdges.ts"
+import * as Database from "../../src/store/Database.ts"
+import {
+  type MailCommit,
+  MailStore,
+  type MailStoreService,
+  makeMemory,
+  makeMemoryMailState,
+  type StoredMail
+} from "../../src/store/MailStore.ts"
+import type { StoredRecord } from "../../src/store/mailCodec.ts"
+import { tempDir } from "./support.ts"
+
+const sqliteStore = Layer.provideMerge(MailStore.sqlite, Database.layerMemory)
+
+const mailOf = (key: string, seq: number, text: string): StoredMail => ({
+  seq,
+  mail: {
+    recordKey: key,
+    senderKey: "scope\u0000alice",
+    senderId: "alice",
+    senderIdentity: undefined,
+    fromJson: JSON.stringify({ id: "alice", name: "alice" }),
+    message: { id: key, timestamp: 1, content: { text }, ...(seq % 2 === 0 ? { expectsReply: true } : {}) },
+    brokerReceivedAt: 10 + seq,
+    spaceKey: "scope",
+    targetKey: "scope\u0000bob",
+    targetId: "bob",
+    targetIdentity: seq % 3 === 0 ? "bob@/tmp" : undefined,
+    queuedAt: 10 + seq,
+    askTimeoutMs: seq % 2 === 0 ? 60_000 : undefined,
+    ...(seq % 5 === 0 ? { delivery: { delivery: "queue" as const, queueMode: "replace" as const, threadId: "t" } } : {})
+  }
+})
+
+const recordOf = (key: string, at: number, ok: boolean): StoredRecord => ({
+  key,
+  sender: "scope\u0000alice",
+  fingerprint: {
+    targetId: "bob",
+    textLength: 3,
+    textHash: 12345,
+    attachmentsLength: 0,
+    attachmentsHash: 0,
+    replyTo: at % 2 === 0 ? "ask-1" : undefined,
+    expectsReply: undefined,
+    supersedes: undefined,
+    retryOf: undefined,
+    replyErrorLength: -1,
+    replyErrorHash: 0
+  },
+  outcome: ok
+    ? { ok: true, delivery: "queued" }
+    : { ok: false, code: "E_DELIVERY_EXPIRED", reason: "expired", retryable: false },
+  at
+})
+
+const edgeOf = (key: string, deadline: number): AskEdge => ({
+  messageKey: key,
+  messageId: key,
+  askerKey: "scope\u0000alice",
+  targetKey: "scope\u0000bob",
+  deadline
+})
+
+const key = fc.constantFrom("k1", "k2", "k3", "k4", "k5")
+const commitArb: fc.Arbitrary<MailCommit> = fc.record({
+  records: fc.array(fc.tuple(key, fc.integer({ min: 0, max: 100 }), fc.boolean()).map(([k, at, ok]) => recordOf(k, at, ok)), {
+    maxLength: 3
+  }),
+  mailPuts: fc.array(fc.tuple(key, fc.integer({ min: 1, max: 50 }), fc.string()).map(([k, seq, text]) => mailOf(k, seq, text)), {
+    maxLength: 3
+  }),
+  mailDeletes: fc.array(key, { maxLength: 2 }),
+  edgePuts: fc.array(fc.tuple(key, fc.integer({ min: 0, max: 100 })).map(([k, d]) => edgeOf(k, d)), { maxLength: 2 }),
+  edgeDeletes: fc.array(key, { maxLength: 2 }),
+  prune: fc.option(fc.record({ recordsBefore: fc.integer({ min: 0, max: 60 }), edgesUntil: fc.integer({ min: 0, max: 60 }) }), {
+    nil: undefined
+  })
+})
+
+/** Within a batch a key is put or deleted, not both (the journal coalesces): keep the puts. */
+const coherent = (batch: MailCommit): MailCommit => {
+  const uniq = <A>(items: ReadonlyArray<A>, keyOf: (a: A) => string) => [...new Map(items.map((a) => [keyOf(a), a])).values()]
+  const mailPuts = uniq(batch.mailPuts, (p) => p.mail.recordKey)
+  const edgePuts = uniq(batch.edgePuts, (e) => e.messageKey)
+  return {
+    ...batch,
+    records: uniq(batch.records, (r) => r.key),
+    mailPuts,
+    mailDeletes: [...new Set(batch.mailDeletes)].filter((k) => !mailPuts.some((p) => p.mail.recordKey === k)),
+    edgePuts,
+    edgeDeletes: [...new Set(batch.edgeDeletes)].filter((k) => !edgePuts.some((e) => e.messageKey === k))
+  }
+}
+
+const loadAll = (store: MailStoreService) =>
+  Effect.map(store.load(0), (r) => ({
+    records: [...r.records].sort((a, b) => a.key.localeCompare(b.key)),
+    seqs: r.mail.map((m) => m.seq),
+    mailBodies: [...r.mail].sort((a, b) => a.mail.recordKey.localeCompare(b.mail.recordKey)),
+    edges: [...r.edges].sort((a, b) => a.messageKey.localeCompare(b.messageKey)),
+    nextSeq: r.nextSeq
+  }))
+
+describe("MailStore", () => {
+  it.effect("SQLite and memory load back the same state after any sequence of commits", () =>
+    Effect.gen(function*() {
+      const batches = fc.sample(fc.array(commitArb, { minLength: 1, maxLength: 8 }), { numRuns: 40, seed: 7 })
+      for (const run of batches) {
+        const memory = makeMemory(makeMemoryMailState())
+        const viaSqlite = yield* Effect.gen(function*() {
+          const sqlite = yield* MailStore
+          for (const batch of run) yield* sqlite.commit(coherent(batch))
+          return yield* loadAll(sqlite)
+        }).pipe(Effect.provide(sqliteStore))
+        for (const batch of run) yield* memory.commit(coherent(batch))
+        const viaMemory = yield* loadAll(memory)
+        assert.deepStrictEqual(viaSqlite.records, viaMemory.records)
+        assert.deepStrictEqual(viaSqlite.mailBodies, viaMemory.mailBodies)
+        for (const loaded of [viaSqlite, viaMemory]) {
+          assert.deepStrictEqual(loaded.seqs, [...loaded.seqs].sort((a, b) => a - b), "mail comes back in acceptance order")
+        }
+        assert.deepStrictEqual(viaSqlite.edges, viaMemory.edges)
+      }
+    }))
+
+  it.effect("mail round-trips exactly, and comes back in acceptance (seq) order", () =>
+    Effect.gen(function*() {
+      const store = yield* MailStore
+      const puts = [mailOf("b", 2, "second"), mailOf("a", 1, "first"), mailOf("c", 10, "tenth")]
+      yield* store.commit({ records: [], mailPuts: puts, mailDeletes: [], edgePuts: [], edgeDeletes: [] })
+      const loaded = yield* store.load(0)
+      assert.deepStrictEqual(loaded.mail, [puts[1], puts[0], puts[2]])
+      assert.strictEqual(loaded.nextSeq, 11)
+    }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("a stored row that does not decode fails the load, naming it; nothing is skipped", () =>
+    Effect.gen(function*() {
+      const store = yield* MailStore
+      const sql = yield* SqlClient.SqlClient
+      yield* store.commit({ records: [], mailPuts: [mailOf("good", 1, "ok")], mailDeletes: [], edgePuts: [], edgeDeletes: [] })
+      yield* sql`INSERT INTO mail (record_key, seq, body) VALUES ('broken', 2, '{"recordKey":"broken"')`
+      const error = yield* Effect.flip(store.load(0))
+      assert.strictEqual(error.operation, "load")
+      assert.include(error.message, "broken")
+      assert.include(error.message, "cannot be read")
+    }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("a commit the disk cannot take fails with the disk-full text and stores nothing of its batch", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = path.join(dir, "intercom.db")
+      yield* Effect.gen(function*() {
+        const store = yield* MailStore
+        const sql = yield* SqlClient.SqlClient
+        yield* store.commit({ records: [recordOf("kept", 5, true)], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] })
+        const [pages] = yield* sql<{ page_count: number }>`PRAGMA page_count`
+        yield* sql.unsafe(`PRAGMA max_page_count = ${pages?.page_count ?? 0}`)
+        const error = yield* Effect.flip(store.commit({
+          records: [recordOf("lost", 6, true)],
+          mailPuts: [mailOf("big", 1, "x".repeat(256 * 1024))],
+          mailDeletes: [],
+          edgePuts: [],
+          edgeDeletes: []
+        }))
+        assert.strictEqual(error.operation, "commit")
+        assert.include(error.message, "disk is full")
+        const loaded = yield* store.load(0)
+        assert.deepStrictEqual(loaded.records.map((r) => r.key), ["kept"])
+        assert.deepStrictEqual(loaded.mail, [])
+      }).pipe(Effect.provide(Layer.provideMerge(MailStore.sqlite, Database.layer({ file }))))
+    }))
+})
