@@ -15,7 +15,7 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
       case "ListenFailed":
         return `Cannot listen on ${this.path}: ${this.detail}.`
       case "StoreUnusable":
-        return `Cannot use the broker's database ${this.path}: ${this.detail}. Nothing was started, and nothing in it was changed; see docs/store.md ("Faults"), or start with --durability memory to run without it.`
+        return `The broker did not start: ${this.detail} (docs/store.md, "Faults"; \`intercom broker --durability memory\` runs without the database).`
     }
   }
 }

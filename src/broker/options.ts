@@ -87,6 +87,13 @@ export interface BrokerOptions extends BrokerCoreOptions {
   readonly socketPath: string
   /** Write `broker.pid` (P91). Default true; in-process test brokers may turn it off. */
   readonly writePidFile?: boolean
+  /**
+   * Where the broker keeps its state (docs/store.md): `"sqlite"` (default)
+   * opens `<intercomDir>/intercom.db` and loses no acknowledged message when
+   * the process dies; `"memory"` keeps it in memory only. Ignored when a
+   * `store` is given.
+   */
+  readonly durability?: "sqlite" | "memory" | undefined
 }
 
 /** `BrokerCoreOptions` with every default applied and durations in milliseconds. */

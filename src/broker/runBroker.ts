@@ -16,6 +16,8 @@ import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
 import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import type { BrokerOptions } from "./options.ts"
+import * as Database from "../store/Database.ts"
+import { makeSqlite } from "../store/MailStore.ts"
 
 /** A running Unix-socket broker, as `runBroker` returns it. */
 export interface BrokerHandle {
@@ -69,6 +71,13 @@ const prepareDirectory = (dir: string) =>
   })
 
 const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
+
+/** The broker's database file in its intercom directory (docs/store.md). */
+export const DATABASE_FILE = "intercom.db"
+
+/** Opens the database (closed with the Scope, after the broker's last commit) and its mail store. */
+const openMailStore = (file: string) =>
+  Effect.flatMap(Database.make({ file }), (context) => Effect.provide(makeSqlite, context))
 
 /** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
 const ownPidFile = (file: string) =>
@@ -147,10 +156,14 @@ export const runBroker = (
           )
       })
     )
-    const core = yield* Broker.make(options).pipe(
-      Effect.mapError((error) =>
-        new BrokerStartupError({ kind: "StoreUnusable", path: path.join(intercomDir, "intercom.db"), detail: error.message })
+    const databaseFile = path.join(intercomDir, DATABASE_FILE)
+    const store = options.store ?? ((options.durability ?? "sqlite") === "sqlite"
+      ? yield* openMailStore(databaseFile).pipe(
+        Effect.mapError((error) => new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message }))
       )
+      : undefined)
+    const core = yield* Broker.make({ ...options, store }).pipe(
+      Effect.mapError((error) => new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message }))
     )
 
     const listen = serveUnix(socketPath, core.accept)

@@ -31,6 +31,8 @@ export interface BrokerFlags {
   readonly replaceWindowMs?: number | undefined
   /** `--topic-entries`: topic records and subscriptions per group; the default (4096) when absent. Full program only. */
   readonly topicEntriesPerGroup?: number | undefined
+  /** `--durability`: where the broker keeps its state; the config file's setting (default sqlite) when absent. Full program only. */
+  readonly durability?: "sqlite" | "memory" | undefined
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")

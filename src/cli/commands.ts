@@ -58,6 +58,13 @@ const topicEntriesFlag = Flag.Int("topic-entries").pipe(
   Flag.optional
 )
 
+const durabilityFlag = Flag.Literals("durability", ["sqlite", "memory"]).pipe(
+  Flag.withDescription(
+    "Where the broker keeps its state: sqlite (the default: <dir>/intercom/intercom.db; no acknowledged message is lost if the broker dies) or memory (lost with the process). Overrides `durability` in config.json."
+  ),
+  Flag.optional
+)
+
 const idleExitFlag = Flag.String("idle-exit").pipe(
   Flag.withDescription(
     "How long the broker stays up with no session before it exits: a duration (5s, 2m, 90000) or `never`. Default 5s."
@@ -111,6 +118,7 @@ const brokerBase = Command.make("broker", {
   mailboxRetention: mailboxRetentionFlag,
   replaceWindow: replaceWindowFlag,
   topicEntries: topicEntriesFlag,
+  durability: durabilityFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
@@ -121,7 +129,8 @@ const brokerBase = Command.make("broker", {
       idleExitMs: Option.getOrUndefined(input.idleExit),
       mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention),
       replaceWindowMs: Option.getOrUndefined(input.replaceWindow),
-      topicEntriesPerGroup: Option.getOrUndefined(input.topicEntries)
+      topicEntriesPerGroup: Option.getOrUndefined(input.topicEntries),
+      durability: Option.getOrUndefined(input.durability)
     })
   ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),

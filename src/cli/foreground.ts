@@ -67,7 +67,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs }),
       ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs }),
       ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs }),
-      ...(flags.topicEntriesPerGroup === undefined ? {} : { topicEntriesPerGroup: flags.topicEntriesPerGroup })
+      ...(flags.topicEntriesPerGroup === undefined ? {} : { topicEntriesPerGroup: flags.topicEntriesPerGroup }),
+      durability: flags.durability ?? resolution.settings.durability
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)

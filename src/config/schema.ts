@@ -39,7 +39,8 @@ export const IntercomConfigFile = Schema.Struct({
   askTimeoutMs: Schema.optionalKey(PositiveInt),
   sendTimeoutMs: Schema.optionalKey(PositiveInt),
   listTimeoutMs: Schema.optionalKey(PositiveInt),
-  shortcut: Schema.optionalKey(Schema.String)
+  shortcut: Schema.optionalKey(Schema.String),
+  durability: Schema.optionalKey(Schema.Literals(["sqlite", "memory"]))
 })
 /** The accepted keys of a `config.json`. */
 export type IntercomConfigFile = typeof IntercomConfigFile.Type
@@ -64,7 +65,8 @@ export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
   askTimeoutMs: POSITIVE_MS,
   sendTimeoutMs: POSITIVE_MS,
   listTimeoutMs: POSITIVE_MS,
-  shortcut: "a string"
+  shortcut: "a string",
+  durability: `one of "sqlite", "memory"`
 }
 
 /** Whether `key` is one `config.json` understands (others are ignored with a warning). */

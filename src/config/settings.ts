@@ -44,7 +44,9 @@ export const INTERCOM_DEFAULTS = {
   sendTimeoutMs: 10_000,
   listTimeoutMs: 5_000,
   livenessIntervalMs: 30_000,
-  livenessTimeoutMs: 5_000
+  livenessTimeoutMs: 5_000,
+  /** The broker keeps its state in `<intercomDir>/intercom.db` (docs/store.md). */
+  durability: "sqlite"
 } as const
 
 /**
@@ -117,6 +119,8 @@ export interface IntercomSettings {
   readonly sendTimeoutMs: number
   readonly listTimeoutMs: number
   readonly liveness: LivenessSettings
+  /** Where the broker keeps its state: `"sqlite"` (the database, default) or `"memory"` (lost with the process). */
+  readonly durability: "sqlite" | "memory"
 }
 
 // ---------------------------------------------------------------------------
@@ -312,7 +316,8 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
     askTimeoutMs,
     sendTimeoutMs: file.sendTimeoutMs ?? INTERCOM_DEFAULTS.sendTimeoutMs,
     listTimeoutMs: file.listTimeoutMs ?? INTERCOM_DEFAULTS.listTimeoutMs,
-    liveness: { intervalMs, timeoutMs }
+    liveness: { intervalMs, timeoutMs },
+    durability: file.durability ?? INTERCOM_DEFAULTS.durability
   }
   return { settings, warnings, errors }
 }

@@ -47,7 +47,8 @@ describe("defaults", () => {
       askTimeoutMs: 600_000,
       sendTimeoutMs: 10_000,
       listTimeoutMs: 5_000,
-      liveness: { intervalMs: 30_000, timeoutMs: 5_000 }
+      liveness: { intervalMs: 30_000, timeoutMs: 5_000 },
+      durability: "sqlite"
     })
   })
 
@@ -160,7 +161,8 @@ const WRONG: { readonly [K in ConfigKey]: ReadonlyArray<unknown> } = {
   askTimeoutMs: [0, -1, 1.5, "1000", 2 ** 60, null],
   sendTimeoutMs: [0, -5, 0.1, "10000", null],
   listTimeoutMs: [0, 2.5, "5000", {}, null],
-  shortcut: [1, true, null, {}]
+  shortcut: [1, true, null, {}],
+  durability: ["durable", "SQLite", true, null]
 }
 
 const VALID: { readonly [K in ConfigKey]: unknown } = {
@@ -177,7 +179,8 @@ const VALID: { readonly [K in ConfigKey]: unknown } = {
   askTimeoutMs: 1,
   sendTimeoutMs: 2,
   listTimeoutMs: 3,
-  shortcut: "ctrl+k"
+  shortcut: "ctrl+k",
+  durability: "memory"
 }
 
 describe("strict rejection (C-CFG-2)", () => {
@@ -280,7 +283,8 @@ const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
   askTimeoutMs: isPositiveInt,
   sendTimeoutMs: isPositiveInt,
   listTimeoutMs: isPositiveInt,
-  shortcut: (v) => typeof v === "string"
+  shortcut: (v) => typeof v === "string",
+  durability: isOneOf(["sqlite", "memory"])
 }
 
 const positiveInt = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
@@ -298,7 +302,8 @@ const VALID_ARB: { readonly [K in ConfigKey]: fc.Arbitrary<unknown> } = {
   askTimeoutMs: positiveInt,
   sendTimeoutMs: positiveInt,
   listTimeoutMs: positiveInt,
-  shortcut: fc.string()
+  shortcut: fc.string(),
+  durability: fc.constantFrom("sqlite", "memory")
 }
 
 /** Any valid subset of the known keys. */

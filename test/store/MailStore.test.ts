@@ -138,10 +138,12 @@ describe("MailStore", () => {
   it.effect("mail round-trips exactly, and comes back in acceptance (seq) order", () =>
     Effect.gen(function*() {
       const store = yield* MailStore
-      const puts = [mailOf("b", 2, "second"), mailOf("a", 1, "first"), mailOf("c", 10, "tenth")]
-      yield* store.commit({ records: [], mailPuts: puts, mailDeletes: [], edgePuts: [], edgeDeletes: [] })
+      const second = mailOf("b", 2, "second")
+      const first = mailOf("a", 1, "first")
+      const tenth = mailOf("c", 10, "tenth")
+      yield* store.commit({ records: [], mailPuts: [second, first, tenth], mailDeletes: [], edgePuts: [], edgeDeletes: [] })
       const loaded = yield* store.load(0)
-      assert.deepStrictEqual(loaded.mail, [puts[1], puts[0], puts[2]])
+      assert.deepStrictEqual(loaded.mail, [first, second, tenth])
       assert.strictEqual(loaded.nextSeq, 11)
     }).pipe(Effect.provide(sqliteStore)))
 
