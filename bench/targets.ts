@@ -64,6 +64,13 @@ export const brokerSpec: TargetSpec = {
   socketPath: socketIn
 }
 
+/** The broker in memory mode (`--durability memory`): the baseline of `--baseline memory`. */
+export const memoryBrokerSpec: TargetSpec = {
+  name: "raw",
+  argv: (dir, maxSessions) => [...brokerSpec.argv(dir, maxSessions), "--durability", "memory"],
+  socketPath: socketIn
+}
+
 /**
  * A custom command for the broker under test. Whitespace-separated; `{dir}` is
  * the agent dir, `{sock}` the socket path (`<dir>/intercom/broker.sock`), a

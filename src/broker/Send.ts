@@ -310,8 +310,8 @@ export class Send {
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
     this.ctx.records.set(sender.key, recordKey, recorded, DELIVERED, now)
-    // The delivery waits for its replay record too: a crash before it is stored must not let a retry deliver again.
-    journal?.mark(target.peer)
+    // Only the ack waits for the commit: the delivery goes at once, and mail written before its commit never
+    // reaches the disk. A broker killed between the two delivers a retry again; IntercomClient drops the copy.
     this.answer(peer, message.id, DELIVERED)
   }
 
@@ -331,7 +331,6 @@ export class Send {
     const now = this.ctx.now()
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.ctx.records.rewrite(staged.mail.recordKey, { ok: true, delivery: "socket_delivered" })
-    this.ctx.journal?.mark(target.peer)
   }
 
   /**

@@ -57,6 +57,8 @@ export const runStoreWriter = (
 ): Effect.Effect<never> =>
   Effect.forever(
     Queue.take(wake).pipe(
+      // Connection writers woken in the same tick write first: mail they deliver meanwhile is never stored.
+      Effect.andThen(Effect.yieldNow),
       Effect.andThen(commitPending(journal, store, now, log)),
       Effect.tap((ok) => ok ? Effect.void : Effect.andThen(Effect.sleep(RETRY_AFTER), Queue.offer(wake, undefined)))
     ),

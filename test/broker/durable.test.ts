@@ -118,24 +118,27 @@ describe("durable broker: crash and restart", () => {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const gate = yield* Deferred.make<void>()
-      // A commit that never completes (the process dies first).
-      const store: MailStoreService = { ...makeMemory(disk), commit: () => disk.down ? Effect.void : Deferred.await(gate) }
+      // A commit that does not complete before the process dies (and then writes nothing).
+      const store: MailStoreService = { ...makeMemory(disk), commit: () => Deferred.await(gate) }
       const first = yield* world.startBroker({ store })
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const bob = yield* world.session({ sessionId: "bob", name: "bob" })
       const msg = message("held")
-      yield* step(alice.client.send({ type: "send", to: "bob", message: msg }))
-      // Accepted in memory, but neither the ack nor the delivery leaves before the commit.
+      yield* alice.client.send({ type: "send", to: "bob", message: msg })
+      yield* step(Effect.void)
+      // Accepted in memory and delivered, but not acknowledged before the commit.
       yield* alice.client.expectNothing(["delivered", "delivery_failed"])
-      yield* bob.client.expectNothing("message")
+      yield* messageFor(bob.client, msg.id)
       disk.down = true
+      yield* Deferred.succeed(gate, undefined)
       yield* first.crash
       assert.strictEqual(disk.records.size, 0)
+      assert.strictEqual(disk.mail.size, 0)
     }))
 })
 
 describe("durable broker: commits gate output", () => {
-  it.effect("the ack and the delivery are written once the commit completes, from one commit for a burst of sends", () =>
+  it.effect("acks are written once the commit completes, one commit for a burst of sends; deliveries do not wait, and mail written first is never stored", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
@@ -153,17 +156,17 @@ describe("durable broker: commits gate output", () => {
       const msgs = [message("one"), message("two"), message("three")]
       yield* alice.client.sendRaw(Buffer.concat(msgs.map((msg) => frame({ type: "send", to: "bob", message: msg }))))
       yield* step(Effect.void)
-      yield* bob.client.expectNothing("message")
+      for (const msg of msgs) yield* messageFor(bob.client, msg.id)
       yield* alice.client.expectNothing(["delivered", "delivery_failed"])
       yield* step(Deferred.succeed(gate, undefined))
       for (const msg of msgs) assertDelivered(yield* ackFor(alice.client, msg.id))
-      for (const msg of msgs) yield* messageFor(bob.client, msg.id)
       const first = (yield* Ref.get(commits)).find((batch) => batch.records.length > 0)
       assert.isDefined(first)
       assert.strictEqual(first?.records.length, 3, "one commit holds the whole read batch")
+      assert.deepStrictEqual(first?.mailPuts, [], "mail already written was not stored")
     }))
 
-  it.effect("while commits fail, new sends are refused with a clear error and the unsaved ack is held; both go once it saves", () =>
+  it.effect("while commits fail, new sends are refused with a clear error and the unsaved ack is held until a commit succeeds", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
@@ -179,9 +182,10 @@ describe("durable broker: commits gate output", () => {
       const bob = yield* world.session({ sessionId: "bob", name: "bob" })
       const carol = yield* world.session({ sessionId: "carol", name: "carol" })
       const unsaved = message("unsaved")
-      yield* step(alice.client.send({ type: "send", to: "bob", message: unsaved }))
+      yield* alice.client.send({ type: "send", to: "bob", message: unsaved })
+      yield* step(Effect.void)
       yield* alice.client.expectNothing(["delivered", "delivery_failed"])
-      yield* bob.client.expectNothing("message")
+      yield* messageFor(bob.client, unsaved.id)
 
       // Another sender, with nothing held, hears at once that sends are refused.
       const refused = yield* send(carol.client, "bob", message("refused"))
@@ -193,7 +197,6 @@ describe("durable broker: commits gate output", () => {
       full = false
       yield* advance("1 second") // the writer's retry
       assertDelivered(yield* ackFor(alice.client, unsaved.id))
-      yield* messageFor(bob.client, unsaved.id)
       assertDelivered(yield* send(carol.client, "bob", message("accepted again")))
     }))
 })
