@@ -15,6 +15,7 @@ import {
   type ResultArchiveService,
   type ResultArchiveSettings,
   ResultMemoryState,
+  type ResultPage,
   type ResultViewer
 } from "../../src/store/ResultArchive.ts"
 import { archiveLayers } from "./resultArchiveLayers.ts"
@@ -34,7 +35,7 @@ const readAll = (archive: ResultArchiveService, ref: string, limit: number) =>
     const pages: Array<{ offset: number; text: string; nextOffset?: number; total: number; truncated: boolean }> = []
     let offset: number | undefined = 0
     while (offset !== undefined) {
-      const page = yield* archive.read(viewer, ref, { offset, limit })
+      const page: ResultPage = yield* archive.read(viewer, ref, { offset, limit })
       pages.push({ offset: page.offset, text: page.text, total: page.result.total, truncated: page.result.truncated, ...(page.nextOffset === undefined ? {} : { nextOffset: page.nextOffset }) })
       if (pages.length > 100_000) throw new Error("paging does not end")
       offset = page.nextOffset
