@@ -24,8 +24,8 @@ export const MIN_PAGE_LIMIT = 2
 
 /** Reports one listing page carries unless asked otherwise. */
 export const DEFAULT_LIST_LIMIT = 20
-/** The most reports one listing page carries. */
-export const MAX_LIST_LIMIT = 100
+/** The most reports one listing page carries: fifty of the largest summaries still fit a frame. */
+export const MAX_LIST_LIMIT = 50
 
 /** The longest `title` of a report, in UTF-16 units. */
 export const MAX_TITLE_LENGTH = 1024

@@ -177,7 +177,7 @@ for (const [name, use] of archiveLayers) {
           const tiny = yield* Effect.flip(archive.read(viewer, ref, { limit: 1 }))
           assert.include(tiny.message, "limit must be a whole number from 2 to 100000, got 1")
           const listLimit = yield* Effect.flip(archive.list(viewer, { limit: 0 }))
-          assert.include(listLimit.message, "limit must be a whole number from 1 to 100")
+          assert.include(listLimit.message, "limit must be a whole number from 1 to 50")
           const unknown = yield* Effect.flip(archive.read(viewer, "result:00000000-0000-4000-8000-000000000000"))
           assert.strictEqual(unknown._tag, "ResultNotFound")
         })
