@@ -24,7 +24,8 @@ const Row = Schema.Struct({
   original_length: Schema.Number
 })
 const Rows = Schema.Array(Row)
-const WindowRows = Schema.Array(Schema.Struct({ ...Row.fields, window: Schema.Uint8Array }))
+// SQLite's substr of an empty BLOB is NULL: an empty window.
+const WindowRows = Schema.Array(Schema.Struct({ ...Row.fields, window: Schema.NullOr(Schema.Uint8Array) }))
 const CountRows = Schema.Array(Schema.Struct({ n: Schema.Number }))
 
 const failed = (what: string) => (cause: unknown) =>
@@ -84,7 +85,7 @@ export const makeSqlBackend = (sql: SqlClient): ResultBackend => ({
       Effect.flatMap(decode(WindowRows, "reading a result")),
       Effect.map((rows) => {
         const row = rows[0]
-        return row === undefined ? undefined : { summary: summaryOf(row), window: fromUnits(row.window) }
+        return row === undefined ? undefined : { summary: summaryOf(row), window: row.window === null ? "" : fromUnits(row.window) }
       })
     )
 })
