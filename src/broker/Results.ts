@@ -156,7 +156,8 @@ export class Results {
         title: frame.title,
         run: frame.run,
         child: frame.child,
-        body: frame.body
+        body: frame.body,
+        originalLength: frame.originalLength
       }
     })
   }

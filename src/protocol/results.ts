@@ -30,6 +30,23 @@ export const MAX_LIST_LIMIT = 50
 /** The longest `title` of a report, in UTF-16 units. */
 export const MAX_TITLE_LENGTH = 1024
 
+const isHigh = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff
+const isLow = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff
+
+/**
+ * Where a cut of `text` that wants to end at `end` does end: `end`, or one
+ * unit earlier when `end` falls between a high and a low surrogate.
+ *
+ * @example
+ * ```ts
+ * import { safeEnd } from "effect-intercom/protocol"
+ *
+ * safeEnd("a😀b", 2) // 1: "a😀b".slice(0, 2) would split the emoji
+ * ```
+ */
+export const safeEnd = (text: string, end: number): number =>
+  end > 0 && end < text.length && isHigh(text.charCodeAt(end - 1)) && isLow(text.charCodeAt(end)) ? end - 1 : end
+
 const RESULT_REF = /^result:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /**
@@ -81,6 +98,8 @@ export const ResultStoreFrame = Schema.Struct({
   type: Schema.tag("result_store"),
   requestId: RequestId,
   body: Schema.String,
+  /** The report's length when `body` is a cut of it (the client cut it to fit one frame). */
+  originalLength: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
   title: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(MAX_TITLE_LENGTH))),
   run: Schema.optionalKey(Label),
   child: Schema.optionalKey(Label)

@@ -83,7 +83,7 @@ export const fromBackend = (
       Effect.gen(function*() {
         const ref = yield* newResultRef
         const createdAt = yield* Clock.currentTimeMillis
-        const kept = retain(input.body, resolved.maxBodyChars)
+        const kept = retain(input.body, resolved.maxBodyChars, input.originalLength)
         const summary: ResultSummary = {
           ref,
           from: input.from,

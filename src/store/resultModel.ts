@@ -36,6 +36,8 @@ export interface ReportInput {
   readonly run?: string | undefined
   readonly child?: string | undefined
   readonly body: string
+  /** The report's length when `body` is already a cut of it; retention then counts it as truncated. */
+  readonly originalLength?: number | undefined
 }
 
 /** Who is reading: their routing namespace, and their own key as a supervisor. */

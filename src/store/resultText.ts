@@ -5,21 +5,7 @@
  * lengths are UTF-16 code units; neither cut ever ends between the two halves
  * of a surrogate pair — the end moves back one unit instead.
  */
-
-const isHigh = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff
-const isLow = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff
-
-/**
- * Where a cut of `text` that wants to end at `end` does end: `end`, or one
- * unit earlier when `end` falls between a high and a low surrogate.
- *
- * @example
- * ```ts
- * safeEnd("a😀b", 2) // 1: "a😀b".slice(0, 2) would split the emoji
- * ```
- */
-export const safeEnd = (text: string, end: number): number =>
-  end > 0 && end < text.length && isHigh(text.charCodeAt(end - 1)) && isLow(text.charCodeAt(end)) ? end - 1 : end
+import { safeEnd } from "../protocol/results.ts"
 
 /** A report as kept: the retained body, and how long the original was. */
 export interface Retained {
@@ -30,11 +16,13 @@ export interface Retained {
 
 /**
  * `body` cut at `maxChars` UTF-16 units (the retention ceiling); what is cut
- * off is gone for good (C-WKR-14).
+ * off is gone for good (C-WKR-14). `originalLength` is the report's length
+ * when `body` is already a cut of it (a client cut it to fit one frame).
  */
-export const retain = (body: string, maxChars: number): Retained => {
-  if (body.length <= maxChars) return { body, originalLength: body.length, truncated: false }
-  return { body: body.slice(0, safeEnd(body, maxChars)), originalLength: body.length, truncated: true }
+export const retain = (body: string, maxChars: number, originalLength = body.length): Retained => {
+  const original = Math.max(originalLength, body.length)
+  const kept = body.length <= maxChars ? body : body.slice(0, safeEnd(body, maxChars))
+  return { body: kept, originalLength: original, truncated: original > kept.length }
 }
 
 /** One page of a body: its text, and where the next page starts while text remains. */
