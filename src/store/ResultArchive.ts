@@ -68,7 +68,12 @@ export const resultSettingsProblem = (settings: ResultArchiveSettings): string |
     whole("the result age ceiling in milliseconds (maxAgeMs)", settings.maxAgeMs, 1)
 }
 
-/** The archive over `backend`, with `settings` (defaults for what is not given). */
+/**
+ * The archive over `backend`, with `settings` (defaults for what is not
+ * given). Settings come from the broker's configuration, which checks them
+ * with `resultSettingsProblem` first; unusable ones here are a defect
+ * (a `RangeError` naming the setting).
+ */
 export const fromBackend = (
   backend: ResultBackend,
   settings: Partial<ResultArchiveSettings> = {}

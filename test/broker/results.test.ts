@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { BASE_FEATURES, GROUPS_V1, RESULTS_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import { MAX_IN_FLIGHT_PER_CONNECTION, ResultText } from "../../src/broker/Results.ts"
-import { ResultArchive, type ResultArchiveService } from "../../src/store/ResultArchive.ts"
+import { ResultArchive, ResultArchiveFailed, type ResultArchiveService } from "../../src/store/ResultArchive.ts"
 import { withBroker } from "../support/broker.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -150,5 +150,27 @@ describe("results-v1 in the broker", () => {
       for (const requestId of ids.slice(0, -1)) yield* s.client.next("result_stored", (f) => f.requestId === requestId)
       const listed = yield* listing(s.client)
       assert.strictEqual(listed.type === "result_listed" ? listed.total : -1, MAX_IN_FLIGHT_PER_CONNECTION)
+    }))
+
+  it.live("a store the archive could not write is answered result_failed, never a receipt", () =>
+    Effect.gen(function*() {
+      const inner = ResultArchive.makeMemory()
+      const broken: ResultArchiveService = {
+        ...inner,
+        store: () => Effect.fail(new ResultArchiveFailed({ detail: "storing a result: disk I/O error" }))
+      }
+      const broker = yield* withBroker().pipe(Effect.provideService(ResultArchive, broken))
+      const s = yield* broker.session({ ...archival() })
+      const answer = yield* store(s.client, "lost?")
+      assert.strictEqual(answer.type, "result_failed")
+      if (answer.type === "result_failed") {
+        assert.strictEqual(
+          answer.reason,
+          "The result archive failed: storing a result: disk I/O error. Nothing was stored; check the broker's log and its database file"
+        )
+      }
+      assert.strictEqual(s.client.count("result_stored"), 0)
+      const listed = yield* listing(s.client)
+      assert.strictEqual(listed.type === "result_listed" ? listed.total : -1, 0)
     }))
 })

@@ -10,7 +10,9 @@ import { Effect, Random } from "effect"
 import * as TestClock from "effect/testing/TestClock"
 import fc from "fast-check"
 import {
+  DEFAULT_RESULT_SETTINGS,
   type ReportInput,
+  resultSettingsProblem,
   ResultArchive,
   type ResultArchiveService,
   type ResultArchiveSettings,
@@ -237,6 +239,17 @@ for (const [name, use] of archiveLayers) {
         }), { maxAgeMs: 120_000 }))
   })
 }
+
+describe("ResultArchive settings", () => {
+  it("a ceiling that is not a whole number at least its minimum is named in the error", () => {
+    assert.isUndefined(resultSettingsProblem(DEFAULT_RESULT_SETTINGS))
+    assert.strictEqual(
+      resultSettingsProblem({ ...DEFAULT_RESULT_SETTINGS, maxReports: 0 }),
+      "the result count ceiling (maxReports) must be a whole number of at least 1, got 0"
+    )
+    assert.throws(() => ResultArchive.makeMemory(undefined, { maxBodyChars: 1.5 }), /maxBodyChars\) must be a whole number of at least 2, got 1.5/)
+  })
+})
 
 describe("ResultArchive refs", () => {
   it.effect("refs come from the Random service: the same seed gives the same ref", () =>
