@@ -90,7 +90,9 @@ const ticks = (n: number) =>
     )
   })
 
-const cases: ReadonlyArray<readonly [string, Synchronous, number, (n: number) => Effect.Effect<void, unknown, SqlClient.SqlClient | SqliteBatch>]> = [
+type Work = (n: number) => Effect.Effect<void, unknown, SqlClient.SqlClient | SqliteBatch>
+
+const cases: ReadonlyArray<readonly [string, Synchronous, number, Work]> = [
   ["sql per row, one transaction", "NORMAL", ROWS, perRowSql],
   ["executeMany, one transaction", "NORMAL", ROWS, batch],
   ["one transaction per row", "NORMAL", Math.min(ROWS, 2000), autocommit],

@@ -36,7 +36,13 @@ import type { SqlConnection } from "effect/sql"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
 import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
 import { statementError, toSqlError } from "./SqliteFaults.ts"
-import { makeStatementCache, MultipleStatements, type Prepared, prepareOne, type StatementCacheStats } from "./StatementCache.ts"
+import {
+  makeStatementCache,
+  MultipleStatements,
+  type Prepared,
+  prepareOne,
+  type StatementCacheStats
+} from "./StatementCache.ts"
 
 /** The `node:sqlite` module. */
 export type SqliteModule = typeof import("node:sqlite")
@@ -177,7 +183,10 @@ export const make = (
         try: () => openDatabase(sqlite, file, options),
         catch: (cause) => toSqlError(file, cause, "open")
       }),
-      (db) => Effect.sync(() => db.isOpen && db.close())
+      (db) =>
+        Effect.sync(() => {
+          if (db.isOpen) db.close()
+        })
     )
 
     const cache = makeStatementCache(db, Math.max(1, options.statementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE))
@@ -280,7 +289,10 @@ export const make = (
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`
     }).pipe(Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make))
 
-    const runMany = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>): Effect.Effect<number, SqlError.SqlError> =>
+    const runMany = (
+      text: string,
+      rows: ReadonlyArray<ReadonlyArray<unknown>>
+    ): Effect.Effect<number, SqlError.SqlError> =>
       Effect.suspend(() => {
         let changes = 0
         try {
@@ -300,7 +312,7 @@ export const make = (
     // Inside a transaction the connection is already this fiber's; outside,
     // the batch is its own transaction (which takes the connection).
     const executeMany = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
-      Effect.flatMap(
+      rows.length === 0 ? Effect.succeed(0) : Effect.flatMap(
         Effect.serviceOption(sql.transactionService),
         (open) => open._tag === "Some" ? runMany(text, rows) : sql.withTransaction(runMany(text, rows))
       )
@@ -311,26 +323,29 @@ export const make = (
 
 /** Opens the file and applies the connection's pragmas; throws node:sqlite's error. */
 const openDatabase = (sqlite: SqliteModule, file: string, options: SqliteClientOptions): DatabaseSync => {
-  const busyTimeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
   const db = new sqlite.DatabaseSync(options.filename, {
     enableForeignKeyConstraints: true,
-    timeout: busyTimeout,
+    timeout: Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
     readBigInts: false,
     // Refuses SQL that can corrupt the file on purpose (writable_schema and the like).
     defensive: true
   })
   try {
-    db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(busyTimeout))}`)
     db.exec("PRAGMA foreign_keys = ON")
     if (options.quickCheck === true) {
-      // Also the first read of the file: one that is not a database at all throws SQLITE_NOTADB here.
+      // Reads every page, and is the first read of the file: one that is not a database throws SQLITE_NOTADB.
       const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
       if (problems.length !== 1 || problems[0] !== "ok") {
         throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
       }
     }
-    // The first read of the file: a file that is not a database fails here, before anything is written.
-    db.exec("PRAGMA journal_mode = WAL")
+    // Without quickCheck this is the first read of the file, and fails on one that is not a database.
+    const journal = db.prepare("PRAGMA journal_mode = WAL").get()?.["journal_mode"]
+    // SQLite keeps the old mode, silently, where WAL cannot work (e.g. a network file system).
+    if (journal !== "wal" && journal !== "memory") {
+      throw new Error(`cannot use write-ahead logging here (journal_mode stays ${String(journal)}); ` +
+        `put the agent dir on a local file system`)
+    }
     db.exec(`PRAGMA synchronous = ${options.synchronous ?? "NORMAL"}`)
     return db
   } catch (error) {

@@ -21,7 +21,7 @@ export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
 }> {
   override get message(): string {
     return `The durable store needs node:sqlite, which this Node.js (${this.nodeVersion}) does not provide. ` +
-      `Upgrade Node.js to 22.13 or later (effect-intercom supports 22.19 and later).`
+      `Upgrade Node.js to 22.19 or later, the versions effect-intercom supports.`
   }
 }
 
@@ -34,7 +34,7 @@ export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
     return `${this.file} is damaged or is not an intercom database (${this.detail}). ` +
       `It was left untouched. To start with an empty database, stop the broker and move the file aside, e.g. ` +
       `mv ${this.file} ${this.file}.corrupt (also move any ${this.file}-wal and ${this.file}-shm beside it); ` +
-      `the mail and questions stored in it are then not used.`
+      `the data stored in it (undelivered mail, questions, results) is then not used.`
   }
 }
 

@@ -144,6 +144,7 @@ describe("SqliteClient", () => {
       assert.strictEqual(changes, 500)
       assert.strictEqual((yield* batch.statementCache).prepares - before.prepares, 1)
       assert.strictEqual((yield* ids(sql)).length, 500)
+      assert.strictEqual(yield* batch.executeMany("INSERT INTO t (id, v) VALUES (?, ?)", []), 0)
 
       // A failing row (duplicate id) stores nothing of its batch.
       const error = yield* Effect.flip(batch.executeMany("INSERT INTO t (id, v) VALUES (?, ?)", [[1000, "a"], [1, "dup"]]))
