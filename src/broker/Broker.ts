@@ -1,9 +1,11 @@
 /**
  * `Broker`: the broker as a service, without a transport. It owns the Router,
  * its service fibers (event logger, membership notifier, registration
- * watcher, idle watcher) and `accept`, which runs one connection's actor.
+ * watcher, idle watcher, the result archive's fiber) and `accept`, which runs one connection's actor.
  * The Unix-socket broker (`runBroker`) and the in-memory simulation both
- * build on it; closing the Scope it was made in shuts it down.
+ * build on it; closing the Scope it was made in shuts it down. A
+ * `ResultArchive` in its context keeps the reports of `results-v1` (durable
+ * with the SQLite layer); without one, a memory-only archive does.
  *
  * @example
  * ```ts
@@ -19,11 +21,13 @@
  * })
  * ```
  */
-import { Clock, Context, Deferred, Effect, Layer, Queue, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { ResultArchive } from "../store/ResultArchive.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
+import { type ResultJob, runResults } from "./Results.ts"
 import { REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
 import { type BrokerEvent, logLine, signal } from "./RouterContext.ts"
 import type { MailStoreError } from "../store/MailStore.ts"
@@ -68,7 +72,8 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       registration: yield* Queue.sliding<void>(1),
       staging: yield* Queue.sliding<void>(1),
       store: yield* Queue.sliding<void>(1),
-      events: yield* Queue.unbounded<BrokerEvent>()
+      events: yield* Queue.unbounded<BrokerEvent>(),
+      results: yield* Queue.unbounded<ResultJob>()
     }
     const now = () => clock.currentTimeMillisUnsafe()
     const store = options.store
@@ -85,6 +90,11 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     }
     const admission = new AdmissionGate(resolved.maxUnregistered)
     const idleExit = yield* Deferred.make<void>()
+
+    // The result archive (`results-v1`): the one provided (durable or not), else a memory-only one.
+    // Its fiber is the archive's only user; the Router bounds what waits in its queue (Results.ts).
+    const archive = Option.getOrElse(yield* Effect.serviceOption(ResultArchive), () => ResultArchive.makeMemory())
+    yield* Effect.forkScoped(runResults(archive, signals.results, () => router.results))
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),

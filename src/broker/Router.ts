@@ -16,6 +16,7 @@
  * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
  * | peer health (`health-v1`) | Health.ts |
  * | topics (`topics-v1`) | Topics.ts |
+ * | the result archive (`results-v1`) | Results.ts (its fiber: Broker.ts) |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -43,6 +44,7 @@ import { Output } from "./Output.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
+import { type ResultJob, Results } from "./Results.ts"
 import { Registration } from "./Registration.ts"
 import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
@@ -85,6 +87,8 @@ export interface RouterSignals {
   /** Wakes the store writer: the journal has changes to commit (StoreJournal.ts). */
   readonly store: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
+  /** Result archive requests for the results fiber (Results.ts). */
+  readonly results: Queue.Queue<ResultJob>
 }
 
 /** The broker's routing state and frame dispatch; see the module header. */
@@ -96,6 +100,8 @@ export class Router {
   readonly staging: ReplaceStaging
   /** The durable store's journal, when the broker has a store. */
   readonly journal: StoreJournal | undefined
+  /** Result archive requests and answers (`results-v1`); the broker's results fiber answers through it. */
+  readonly results: Results
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly asks: Asks
@@ -156,6 +162,7 @@ export class Router {
     const send = new Send(ctx, mail)
     const groups = new Groups()
     const topics = new Topics(ctx)
+    const results = new Results(ctx, signals.results, (session) => supervisor.supervisorKeyOf(session))
     const supervisor = new Supervisor(ctx, send, (childKey, messageId, supervisorKey) => {
       const edge = asks.edges.get(recordKeyOf(childKey, messageId))
       return edge !== undefined && edge.askerKey === childKey && edge.targetKey === supervisorKey
@@ -212,9 +219,11 @@ export class Router {
       ...asks.frames,
       ...receipts.frames,
       ...supervisor.frames,
-      ...topics.frames
+      ...topics.frames,
+      ...results.frames
     }
     this.topics = topics
+    this.results = results
   }
 
   /** Live registered sessions. */

@@ -153,6 +153,11 @@ export class Supervisor {
     reroute: (sender, to, message, now) => this.reverseTarget(sender, to, message, now)
   }
 
+  /** The registry key of `child`'s supervisor, when it registered as a child (the result archive's readers). */
+  supervisorKeyOf(child: Session): string | undefined {
+    return this.bindings.get(child)?.supervisorKey
+  }
+
   /** Forgets crossings older than CROSSING_TTL_MS. */
   prune(now: number): void {
     this.crossings.expire(now - CROSSING_TTL_MS)

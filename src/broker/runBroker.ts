@@ -18,6 +18,7 @@ import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import type { BrokerOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
 import { makeSqlite } from "../store/MailStore.ts"
+import { ResultArchive } from "../store/ResultArchive.ts"
 
 /** A running Unix-socket broker, as `runBroker` returns it. */
 export interface BrokerHandle {
@@ -75,9 +76,10 @@ const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
 /** The broker's database file in its intercom directory (docs/store.md). */
 export const DATABASE_FILE = "intercom.db"
 
-/** Opens the database (closed with the Scope, after the broker's last commit) and its mail store. */
-const openMailStore = (file: string) =>
-  Effect.flatMap(Database.make({ file }), (context) => Effect.provide(makeSqlite, context))
+/** Opens the database (closed with the Scope, after the broker's last commit) and the stores over it. */
+const openStores = (file: string) =>
+  Effect.flatMap(Database.make({ file }), (context) =>
+    Effect.provide(Effect.all({ mail: makeSqlite, archive: ResultArchive.makeSql() }), context))
 
 /** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
 const ownPidFile = (file: string) =>
@@ -157,13 +159,17 @@ export const runBroker = (
       })
     )
     const databaseFile = path.join(intercomDir, DATABASE_FILE)
-    const store = options.store ?? ((options.durability ?? "sqlite") === "sqlite"
-      ? yield* openMailStore(databaseFile).pipe(
-        Effect.mapError((error) => new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message }))
-      )
-      : undefined)
-    const core = yield* Broker.make({ ...options, store }).pipe(
-      Effect.mapError((error) => new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message }))
+    const unusable = (error: { readonly message: string }) =>
+      new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message })
+    // Durable (the default): the database holds the routing state and the result archive.
+    const durable = options.store === undefined && (options.durability ?? "sqlite") === "sqlite"
+      ? yield* openStores(databaseFile).pipe(Effect.mapError(unusable))
+      : undefined
+    // An archive the caller provides is used as it is.
+    const provided = yield* Effect.serviceOption(ResultArchive)
+    const core = yield* Broker.make({ ...options, store: options.store ?? durable?.mail }).pipe(
+      durable === undefined || provided._tag === "Some" ? (effect) => effect : Effect.provideService(ResultArchive, durable.archive),
+      Effect.mapError(unusable)
     )
 
     const listen = serveUnix(socketPath, core.accept)

@@ -7,15 +7,15 @@
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch, the pending-request tables) share the
- * same maps and the same close; the request texts are in requests.ts and the
- * topic requests in TopicRequests.ts.
+ * same maps and the same close; the request texts are in requests.ts, the
+ * topic requests in TopicRequests.ts and the result requests in ResultRequests.ts.
  */
 import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { EXTENSION_FEATURES, TOPICS_V1 } from "../protocol/features.ts"
+import { EXTENSION_FEATURES, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
@@ -25,9 +25,11 @@ import {
   deliveryError,
   IntercomNotConnected,
   type RequestTimeout,
+  ResultsUnavailable,
   SupervisorAuthorizationFailed,
   TopicsUnavailable
 } from "./errors.ts"
+import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
@@ -103,6 +105,14 @@ export interface ClientConnection {
     frame: TopicRequestFrame,
     timeoutMs: number
   ) => Effect.Effect<TopicAnswer, TopicRequestError | TopicsUnavailable>
+  /**
+   * A result archive request (`results-v1`), answered by the broker;
+   * `ResultsUnavailable` when the broker did not grant it, and nothing is sent.
+   */
+  readonly result: (
+    frame: ResultRequestFrame,
+    timeoutMs: number
+  ) => Effect.Effect<ResultAnswer, ResultRequestError | ResultsUnavailable>
   /** Frames that get no answer: presence, cancel_ask, receipts. */
   readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
@@ -175,6 +185,7 @@ export const openClientConnection = (
       { readonly childName: string; readonly answer: Deferred.Deferred<string, SupervisorAuthorizationFailed | ConnectionLost> }
     >()
     const topicRequests = new TopicRequests()
+    const resultRequests = new ResultRequests()
     const closed = yield* Deferred.make<void>()
     let open = true
 
@@ -281,6 +292,12 @@ export const openClientConnection = (
         case "topic_record":
           sinks.topic(frame.entry)
           return
+        case "result_stored":
+        case "result_listed":
+        case "result_page":
+        case "result_failed":
+          resultRequests.settle(frame)
+          return
         default:
           return // registered again, error, health_ok: nothing waits for them here
       }
@@ -309,6 +326,7 @@ export const openClientConnection = (
       }
       authorizations.clear()
       topicRequests.failAll()
+      resultRequests.failAll()
     })
 
     const shutDown = failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined)))
@@ -450,6 +468,10 @@ export const openClientConnection = (
         granted.has(TOPICS_V1)
           ? topicRequests.request(frame, (text) => writeText(text, "topic"), timeoutMs)
           : Effect.fail(new TopicsUnavailable()),
+      result: (frame, timeoutMs) =>
+        granted.has(RESULTS_V1)
+          ? resultRequests.request(frame, (text) => writeText(text, "result"), timeoutMs)
+          : Effect.fail(new ResultsUnavailable()),
       post: (frame) => write(frame, "post"),
       close,
       destroy: connection.destroy

@@ -24,8 +24,8 @@
  *
  * Size: one concept — the lifetime of the client's connection (attempt,
  * adopt, reconnect, disconnect) over that state; the models are in models.ts,
- * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts and
- * health in health.ts.
+ * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
+ * result archive in ClientResults.ts and health in health.ts.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
@@ -38,6 +38,7 @@ import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientTopics } from "./ClientTopics.ts"
+import { listResults, readResult, storeResult } from "./ClientResults.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
 import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
@@ -330,6 +331,9 @@ const make = (
         withConnection((c) => topics.subscribe(c, topic, subscribeOptions?.awaitRelease === true, sendTimeoutMs)),
       unsubscribe: (topic) => withConnection((c) => topics.unsubscribe(c, topic, sendTimeoutMs)),
       topics: (topic) => withConnection((c) => topics.query(c, topic, listTimeoutMs)),
+      storeResult: (request) => withConnection((c) => storeResult(c, request, sendTimeoutMs)),
+      results: (request) => withConnection((c) => listResults(c, request ?? {}, listTimeoutMs)),
+      result: (request) => withConnection((c) => readResult(c, request, listTimeoutMs)),
       savedTopics: Effect.sync(() => topics.saved),
       seedTopics: (saved) =>
         Effect.suspend(() => {

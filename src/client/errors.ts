@@ -39,7 +39,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
 
 /** The broker did not answer in time (P41: "Send timeout"; P31: "List sessions timeout"). */
 export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
-  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize" | "topic"
+  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize" | "topic" | "result"
   readonly timeoutMs: number
 }> {
   override get message(): string {
@@ -56,6 +56,9 @@ export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
         return "Supervisor authorization timeout"
       case "topic":
         return "Topic request timeout: the broker did not confirm it, no topic state was saved"
+      case "result":
+        return "Result archive timeout: the broker did not answer; a report being stored may or may not have been " +
+          "stored (list the results before storing it again)"
     }
   }
 }
@@ -84,6 +87,31 @@ export class TopicsUnavailable extends Data.TaggedError("TopicsUnavailable")<{}>
   override get message(): string {
     return "Topics are unavailable: the running broker does not support topics (topics-v1). Ordinary messaging is " +
       "unaffected; once the sessions of the old broker have closed and it has exited, reconnect and retry"
+  }
+}
+
+/**
+ * The broker does not offer the result archive (`results-v1` not granted):
+ * storing and reading results is unavailable; ordinary messaging is untouched.
+ */
+export class ResultsUnavailable extends Data.TaggedError("ResultsUnavailable")<{}> {
+  override get message(): string {
+    return "The result archive is unavailable: the running broker does not support it (results-v1). Ordinary " +
+      "messaging is unaffected; once the sessions of the old broker have closed and it has exited, reconnect and retry"
+  }
+}
+
+/**
+ * The broker refused a result request (`result_failed`) or its input was
+ * invalid: nothing was stored. Not found, a bad ref, offset or limit, or
+ * storage that failed — the reason says which and what to do.
+ */
+export class ResultRefused extends Data.TaggedError("ResultRefused")<{
+  /** The broker's (or the local check's) reason, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return this.reason
   }
 }
 

@@ -9,6 +9,15 @@ import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { PublishInput, TopicEntry } from "../protocol/topics.ts"
 import type { Published, SavedTopics, TopicsView } from "./ClientTopics.ts"
 import type {
+  ListResultsRequest,
+  ReadResultRequest,
+  ResultError,
+  ResultList,
+  ResultPageView,
+  StoredResult,
+  StoreResultRequest
+} from "./ClientResults.ts"
+import type {
   ConnectionLost,
   IntercomNotConnected,
   RequestTimeout,
@@ -107,6 +116,16 @@ export interface IntercomClientService {
   readonly unsubscribe: (topic: string) => Effect.Effect<void, TopicError>
   /** The current records of the own group (of `topic` only, if given) and this session's subscriptions. */
   readonly topics: (topic?: string) => Effect.Effect<TopicsView, TopicError>
+  /**
+   * Archives a terminal report of delegated work (`results-v1`, C-WKR-11);
+   * the receipt says durable or memory-only, and whether it was cut
+   * (C-WKR-12). `ResultsUnavailable` from a broker without the archive.
+   */
+  readonly storeResult: (request: StoreResultRequest) => Effect.Effect<StoredResult, ResultError | IntercomNotConnected>
+  /** The archived reports this session may read (its group's, its children's), newest first. */
+  readonly results: (request?: ListResultsRequest) => Effect.Effect<ResultList, ResultError | IntercomNotConnected>
+  /** One page of an archived report by `result:<UUID>`, zero-based UTF-16 offsets (C-WKR-13). */
+  readonly result: (request: ReadResultRequest) => Effect.Effect<ResultPageView, ResultError | IntercomNotConnected>
   /** This client's subscriptions and own latest publications, for a host to persist (C-TOP-15). */
   readonly savedTopics: Effect.Effect<SavedTopics>
   /** Takes persisted subscriptions and publications; they are sent to the broker now if connected, and after every reconnect. */

@@ -21,9 +21,13 @@ import { LOADER_NAME, TOOL_NAME } from "./names.ts"
  * @since 0.1.0
  */
 export const IntercomParameters = Type.Object({
-  action: StringEnum(["list", "send", "ask", "reply", "pending", "status", "publish", "subscribe", "unsubscribe", "topics"] as const, {
-    description: "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', or a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics'"
-  }),
+  action: StringEnum(
+    ["list", "send", "ask", "reply", "pending", "status", "publish", "subscribe", "unsubscribe", "topics", "results", "result"] as const,
+    {
+      description:
+        "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics', or an archived-report action: 'results', 'result'"
+    }
+  ),
   to: Type.Optional(Type.String({
     description: "Target session name or ID (for 'send', 'ask', or disambiguating 'reply')"
   })),
@@ -71,6 +75,15 @@ export const IntercomParameters = Type.Object({
   })),
   awaitRelease: Type.Optional(Type.Boolean({
     description: "For 'subscribe': also be interrupted when the resource is released"
+  })),
+  ref: Type.Optional(Type.String({
+    description: "For 'result': the archived report's address, result:<UUID> from 'results' (not a run handle or a session)"
+  })),
+  offset: Type.Optional(Type.Number({
+    description: "For 'result': the page's first UTF-16 code unit, zero-based (default 0; use the nextOffset given); for 'results': reports to skip"
+  })),
+  limit: Type.Optional(Type.Number({
+    description: "For 'result': UTF-16 code units per page, 2 to 100000 (default 20000); for 'results': reports per page, 1 to 50 (default 20)"
   }))
 })
 
@@ -101,7 +114,11 @@ Sessions belong to an intercom group and can only message sessions of the same g
 Topics: quiet, latest state shared with subscribers of an exact topic (message is the state's text).
   intercom({ action: "subscribe", topic: "repo/build", awaitRelease: true })
   intercom({ action: "publish", topic: "repo/build", message: "..." , event: "update" })
-  intercom({ action: "topics" })                  → Current records and your subscriptions`
+  intercom({ action: "topics" })                  → Current records and your subscriptions
+
+Archived reports of delegated work (stored evidence, not live workers; durable or memory-only as each answer says):
+  intercom({ action: "results" })                 → The reports you may read, newest first
+  intercom({ action: "result", ref: "result:<UUID>", offset: 0 })  → One page; follow nextOffset for the next`
 
 /**
  * What a pi tool result is made of: the session runtime's text, error flag and details.
@@ -137,7 +154,10 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   event: enumValue(params.event),
   resource: params.resource,
   ownership: enumValue(params.ownership),
-  awaitRelease: params.awaitRelease
+  awaitRelease: params.awaitRelease,
+  ref: params.ref,
+  offset: params.offset,
+  limit: params.limit
 })
 
 /**

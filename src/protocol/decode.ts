@@ -5,6 +5,7 @@
  */
 import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
+import * as Results from "./results.ts"
 import * as Topics from "./topics.ts"
 
 /**
@@ -98,7 +99,10 @@ export const decodeClientFrame = {
   topic_publish: compileDecoder("topic_publish", Topics.TopicPublishFrame),
   topic_subscribe: compileDecoder("topic_subscribe", Topics.TopicSubscribeFrame),
   topic_unsubscribe: compileDecoder("topic_unsubscribe", Topics.TopicUnsubscribeFrame),
-  topic_query: compileDecoder("topic_query", Topics.TopicQueryFrame)
+  topic_query: compileDecoder("topic_query", Topics.TopicQueryFrame),
+  result_store: compileDecoder("result_store", Results.ResultStoreFrame),
+  result_list: compileDecoder("result_list", Results.ResultListFrame),
+  result_read: compileDecoder("result_read", Results.ResultReadFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

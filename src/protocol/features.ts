@@ -74,6 +74,13 @@ export const HEALTH_V1 = "health-v1"
  */
 export const TOPICS_V1 = "topics-v1"
 
+/**
+ * The result archive (extension): `result_store`, `result_list` and
+ * `result_read`, answered by `result_stored`, `result_listed`, `result_page`
+ * or `result_failed` (C-WKR-11…14, see `results.ts`).
+ */
+export const RESULTS_V1 = "results-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -86,7 +93,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   REPLY_ERROR_V1,
   DELIVERY_V1,
   HEALTH_V1,
-  TOPICS_V1
+  TOPICS_V1,
+  RESULTS_V1
 ]
 
 /**

@@ -10,6 +10,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "./limits.ts"
+import * as Results from "./results.ts"
 import * as Topics from "./topics.ts"
 
 /** A string of at most `max` UTF-16 units (limits.ts). */
@@ -315,7 +316,10 @@ export const ClientFrame = Schema.Union([
   Topics.TopicPublishFrame,
   Topics.TopicSubscribeFrame,
   Topics.TopicUnsubscribeFrame,
-  Topics.TopicQueryFrame
+  Topics.TopicQueryFrame,
+  Results.ResultStoreFrame,
+  Results.ResultListFrame,
+  Results.ResultReadFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
@@ -508,7 +512,11 @@ export const BrokerFrame = Schema.Union([
   Topics.TopicUnsubscribedFrame,
   Topics.TopicStateFrame,
   Topics.TopicFailedFrame,
-  Topics.TopicRecordFrame
+  Topics.TopicRecordFrame,
+  Results.ResultStoredFrame,
+  Results.ResultListedFrame,
+  Results.ResultPageFrame,
+  Results.ResultFailedFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

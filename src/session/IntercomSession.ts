@@ -21,6 +21,7 @@
  * | `IntercomTool.ts` | `intercom(params)`: check once, act, render |
  * | `groups.ts` | the tool's read-only `group` parameter: peek, counts, the send lock |
  * | `Topics.ts`, `TopicBoard.ts` | topics (`topics-v1`): the four actions, received records, the host's topic store |
+ * | `Results.ts` | the result archive (`results-v1`): the `results` and `result` actions |
  *
  * One layer build is one session generation (C-ORD-35): every fiber is forked
  * in the layer's Scope, and closing it ends a wait in progress and interrupts
@@ -40,6 +41,7 @@ import { baseToolActions, makeIntercomTool } from "./IntercomTool.ts"
 import type { IntercomSessionOptions, IntercomSessionService } from "./models.ts"
 import { makePresencePublisher } from "./PresencePublisher.ts"
 import { makeReplyTracker } from "./ReplyTracker.ts"
+import { makeResultActions } from "./Results.ts"
 import { makeSending } from "./Sending.ts"
 import { hasSupervisorGrant, makeSupervisorContact } from "./SupervisorContact.ts"
 import { makeToolExposure } from "./ToolExposure.ts"
@@ -95,7 +97,11 @@ const make = (
     const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
     const topics = yield* makeTopics(generation, presence.lifecycle, exposure)
     const tool = makeIntercomTool(
-      new Map([...withGroups(baseToolActions(actions, asking, options.defaultScope), generation), ...topics.actions])
+      new Map([
+        ...withGroups(baseToolActions(actions, asking, options.defaultScope), generation),
+        ...topics.actions,
+        ...makeResultActions(generation)
+      ])
     )
     const defaultScope = options.defaultScope ?? "all"
     const bridge = options.childBridge

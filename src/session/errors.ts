@@ -14,7 +14,15 @@
  * @since 0.1.0
  */
 import { Data } from "effect"
-import type { ConnectionLost, IntercomNotConnected, RequestTimeout, TopicRefused, TopicsUnavailable } from "../client/errors.ts"
+import type {
+  ConnectionLost,
+  IntercomNotConnected,
+  RequestTimeout,
+  ResultRefused,
+  ResultsUnavailable,
+  TopicRefused,
+  TopicsUnavailable
+} from "../client/errors.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { TopicSessionChanged } from "./topicErrors.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
@@ -303,6 +311,16 @@ export type ClientFailure = IntercomNotConnected | RequestTimeout | ConnectionLo
 export type TopicFailure = ClientFailure | TopicRefused | TopicsUnavailable | TopicSessionChanged
 
 /**
+ * Why a result archive action (`results`, `result`) failed: refused (a bad
+ * ref, offset or limit, not found, storage failed), unavailable (the broker
+ * has no `results-v1`), or no answer — never a page (C-WKR-15, C-WKR-16).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ResultFailure = ClientFailure | ResultRefused | ResultsUnavailable
+
+/**
  * How `list` fails.
  *
  * @category errors
@@ -355,6 +373,7 @@ export type ReplyFailure = SendFailure | NoReplyContext
  */
 export type IntercomSessionError =
   | TopicFailure
+  | ResultFailure
   | ListError
   | AskFailure
   | ReplyFailure

@@ -316,6 +316,12 @@ export interface IntercomToolParams {
   readonly ownership?: string | undefined
   /** For `subscribe`: also be interrupted by `release` publications (C-TOP-9). */
   readonly awaitRelease?: boolean | undefined
+  /** For `result`: the archived report's address, `result:<UUID>` (C-WKR-2). */
+  readonly ref?: string | undefined
+  /** For `result`: the page's first UTF-16 unit (default 0); for `results`: the first report (default 0). */
+  readonly offset?: number | undefined
+  /** For `result`: UTF-16 units per page (2–100,000, default 20,000); for `results`: reports (1–50, default 20). */
+  readonly limit?: number | undefined
 }
 
 /**

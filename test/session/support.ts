@@ -9,6 +9,7 @@ import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../.
 import {
   deliveryError,
   IntercomNotConnected,
+  ResultsUnavailable,
   SupervisorAuthorizationFailed,
   TopicRefused,
   TopicsUnavailable
@@ -193,6 +194,10 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       cancelAsk: (messageId) => post({ _tag: "CancelAsk", messageId }),
       presence: (update) => post({ _tag: "Presence", update }),
       receipt: (receipt) => post({ _tag: "Receipt", receipt }),
+      // The fake has no result archive: as a broker without results-v1.
+      storeResult: () => Effect.andThen(connection, Effect.fail(new ResultsUnavailable())),
+      results: () => Effect.andThen(connection, Effect.fail(new ResultsUnavailable())),
+      result: () => Effect.andThen(connection, Effect.fail(new ResultsUnavailable())),
       publish: (request) =>
         Effect.andThen(connection, Effect.suspend((): Effect.Effect<Published, TopicRefused | TopicsUnavailable> => {
           if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())

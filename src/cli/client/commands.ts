@@ -12,6 +12,8 @@
  *   intercom subscribe <topic> [--await-release]    (through a running watch)
  *   intercom unsubscribe <topic>
  *   intercom topics  [topic]
+ *   intercom results [--offset n] [--limit n]
+ *   intercom result  <ref> [--offset n] [--limit n]
  *
  * Every command takes `--group <g>`: for `list` and `status` a read-only
  * look at group g (C-GRP-5), for the others the home group of the session
@@ -327,5 +329,66 @@ const topics = Command.make(
   (input) => runAction(input, { action: "topics", topic: Option.getOrUndefined(input.topic), ...groupParam(input.group) })
 ).pipe(Command.withDescription("Print the current topic records of this session's group, and the subscriptions of --name."))
 
+const offsetFlag = (description: string) => Flag.Int("offset").pipe(Flag.withDescription(description), Flag.optional)
+const limitFlag = (description: string) => Flag.Int("limit").pipe(Flag.withDescription(description), Flag.optional)
+
+const results = Command.make(
+  "results",
+  {
+    ...common,
+    group: homeGroupFlag,
+    offset: offsetFlag("Skip this many of the newest reports (default 0)."),
+    limit: limitFlag("Reports to list, 1 to 50 (default 20).")
+  },
+  (input) =>
+    runAction(input, {
+      action: "results",
+      offset: Option.getOrUndefined(input.offset),
+      limit: Option.getOrUndefined(input.limit),
+      ...groupParam(input.group)
+    })
+).pipe(
+  Command.withDescription(
+    "List the archived terminal reports this session may read (its group's, and its children's as a supervisor), newest first, and whether the archive is durable or memory-only."
+  )
+)
+
+const result = Command.make(
+  "result",
+  {
+    ...common,
+    group: homeGroupFlag,
+    ref: Argument.String("ref").pipe(Argument.withDescription("The report's address, result:<UUID> (see intercom results).")),
+    offset: offsetFlag("The first UTF-16 code unit of the page, zero-based (default 0)."),
+    limit: limitFlag("UTF-16 code units in the page, 2 to 100000 (default 20000).")
+  },
+  (input) =>
+    runAction(input, {
+      action: "result",
+      ref: input.ref,
+      offset: Option.getOrUndefined(input.offset),
+      limit: Option.getOrUndefined(input.limit),
+      ...groupParam(input.group)
+    })
+).pipe(
+  Command.withDescription(
+    "Print one page of an archived report: units [offset, offset+limit) of the stored text, its total, and the offset of the next page while text remains."
+  )
+)
+
 /** The client subcommands, for the `intercom` root command (program.ts) to add beside `broker`. */
-export const clientCommands = [list, send, ask, reply, pending, status, watch, publish, subscribe, unsubscribe, topics] as const
+export const clientCommands = [
+  list,
+  send,
+  ask,
+  reply,
+  pending,
+  status,
+  watch,
+  publish,
+  subscribe,
+  unsubscribe,
+  topics,
+  results,
+  result
+] as const

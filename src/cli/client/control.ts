@@ -98,7 +98,11 @@ const ControlRequest = Schema.Struct({
   event: Schema.optionalKey(Schema.String),
   resource: Schema.optionalKey(Schema.String),
   ownership: Schema.optionalKey(Schema.String),
-  awaitRelease: Schema.optionalKey(Schema.Boolean)
+  awaitRelease: Schema.optionalKey(Schema.Boolean),
+  /** Result archive actions (`results-v1`): the report's address and the page or listing window. */
+  ref: Schema.optionalKey(Schema.String),
+  offset: Schema.optionalKey(Schema.Finite),
+  limit: Schema.optionalKey(Schema.Finite)
 })
 
 const ControlResponse = Schema.Struct({
@@ -125,7 +129,10 @@ const encodeRequest = (params: IntercomToolParams): string =>
     ...(params.event === undefined ? {} : { event: params.event }),
     ...(params.resource === undefined ? {} : { resource: params.resource }),
     ...(params.ownership === undefined ? {} : { ownership: params.ownership }),
-    ...(params.awaitRelease === undefined ? {} : { awaitRelease: params.awaitRelease })
+    ...(params.awaitRelease === undefined ? {} : { awaitRelease: params.awaitRelease }),
+    ...(params.ref === undefined ? {} : { ref: params.ref }),
+    ...(params.offset === undefined ? {} : { offset: params.offset }),
+    ...(params.limit === undefined ? {} : { limit: params.limit })
   })
 
 const encodeResponse = (result: ToolResult): string =>

@@ -25,11 +25,13 @@
 import type { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { migration as mail } from "./0001_mail.ts"
+import results0003 from "./0003_results.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 
 /** Every migration of this build, keyed `"NNNN_name"`. */
 export const migrations: Readonly<Record<string, Migration>> = {
-  "0001_mail": mail
+  "0001_mail": mail,
+  "0003_results": results0003
 }
