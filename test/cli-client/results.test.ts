@@ -18,7 +18,7 @@ describe("intercom results / result", () => {
   it.live("results lists a stored report; result pages it by UTF-16 offsets, in text and --json, and through a watch", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
-      yield* startWatch(agent, "keeper") // starts the broker and keeps it (and its memory-only archive) running
+      yield* startWatch(agent, "keeper") // starts the broker and keeps it (and its archive, durable by default) running
       const { client } = yield* makeClient({
         agentDir: agent.agentDir,
         intercomDir: agent.intercomDir,
@@ -32,12 +32,12 @@ describe("intercom results / result", () => {
 
       const listed = yield* runCli(agent, ["results"])
       assert.strictEqual(listed.code, 0, listed.stderr)
-      assert.include(listed.stdout, "Result archive: memory-only (lost when the broker stops). 1 stored result visible")
+      assert.include(listed.stdout, "Result archive: durable (kept across broker restarts). 1 stored result visible")
       assert.include(listed.stdout, `- ${receipt.ref} "Parser fix", run run-3 — from worker (`)
 
       const first = yield* runCli(agent, ["result", receipt.ref, "--limit", "6"])
       assert.strictEqual(first.code, 0, first.stderr)
-      assert.include(first.stdout, `${receipt.ref}: units 0–5 of ${body.length}; memory-only`)
+      assert.include(first.stdout, `${receipt.ref}: units 0–5 of ${body.length}; durable`)
       assert.include(first.stdout, "\n\nfirst\n\nMore: result with offset 5.\n")
 
       const rest = yield* runCli(agent, ["result", receipt.ref, "--offset", "5", "--json"])
@@ -45,7 +45,7 @@ describe("intercom results / result", () => {
       const json = jsonOf(rest)
       assert.strictEqual(get(json, "details", "page"), body.slice(5))
       assert.strictEqual(get(json, "details", "total"), body.length)
-      assert.strictEqual(get(json, "details", "durable"), false)
+      assert.strictEqual(get(json, "details", "durable"), true)
       assert.isUndefined(get(json, "details", "nextOffset"))
 
       const viaWatch = yield* runCli(agent, ["result", "--name", "keeper", receipt.ref, "--offset", "7", "--limit", "3"])

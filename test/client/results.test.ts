@@ -16,16 +16,16 @@ const A_ID = "aaaaaaaa-3333-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-3333-4000-8000-00000000000b"
 
 describe("IntercomClient results (real broker)", () => {
-  it.live("storeResult returns a memory-only receipt; results lists it for the group; result pages it by UTF-16 offsets", () =>
+  it.live("storeResult returns a durable receipt (the broker's default); results lists it for the group; result pages it by UTF-16 offsets", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ idleExit: null })
       const { client: a } = yield* makeClient(brokerClientOptions(broker, A_ID, "alpha"))
       const { client: b } = yield* makeClient(brokerClientOptions(broker, B_ID, "bravo"))
       const receipt = yield* a.storeResult({ body: "x😀yz", title: "done", run: "run-1", child: "alpha" })
-      assert.deepInclude(receipt, { durable: false, truncated: false, total: 5, originalLength: 5 })
+      assert.deepInclude(receipt, { durable: true, truncated: false, total: 5, originalLength: 5 })
       const listed = yield* b.results()
       assert.deepStrictEqual(listed.results.map((r) => [r.ref, r.from.id, r.title]), [[receipt.ref, A_ID, "done"]])
-      assert.strictEqual(listed.durable, false)
+      assert.strictEqual(listed.durable, true)
       const first = yield* b.result({ ref: receipt.ref, limit: 2 })
       assert.deepInclude(first, { offset: 0, text: "x", nextOffset: 1 })
       const rest = yield* b.result({ ref: receipt.ref, offset: 1 })

@@ -1,7 +1,7 @@
 /**
  * The result archive in a real pi session (C-WKR-11…13): a report stored by
  * a client of the same broker is listed by the `results` action and paged by
- * `result`, with texts that say memory-only and what the page is; a run
+ * `result`, with texts that say durable (the broker's default) and what the page is; a run
  * handle is not an address.
  */
 import { Context, Effect, Layer } from "effect"
@@ -38,11 +38,11 @@ describe("pi extension: results", () => {
       const receipt = await storeReport("abcdefgh", "Parser fix")
       const listed = await act(a, { action: "results" })
       assert.isFalse(listed.isError)
-      assert.include(listed.text, "Result archive: memory-only (lost when the broker stops). 1 stored result visible")
+      assert.include(listed.text, "Result archive: durable (kept across broker restarts). 1 stored result visible")
       assert.include(listed.text, `- ${receipt.ref} "Parser fix" — from worker (`)
       const page = await act(a, { action: "result", ref: receipt.ref, limit: 5 })
       assert.isFalse(page.isError)
-      assert.include(page.text, `${receipt.ref}: units 0–5 of 8; memory-only (lost when the broker stops); complete.`)
+      assert.include(page.text, `${receipt.ref}: units 0–5 of 8; durable (kept across broker restarts); complete.`)
       assert.include(page.text, "\n\nabcde\n\nMore: result with offset 5.")
       const rest = await act(a, { action: "result", ref: receipt.ref, offset: 5 })
       assert.include(rest.text, "\n\nfgh\n\nEnd of the report.")
