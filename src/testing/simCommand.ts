@@ -49,6 +49,7 @@ export type SimRequest =
 const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "silent-loss": true,
   "crash-loss": true,
+  "crash-lost-notice": true,
   "duplicate-delivery": true,
   "duplicate-on-wire": true,
   "fifo": true,

@@ -128,8 +128,10 @@ export const finish = (state: LedgerState): MessageTally => {
       }
       violate(
         state,
-        "untold-eviction",
-        `${label} was dropped from the broker's mailbox (${record.recordSays}) while ${nameOf(state, record.sender)} was away; it was never told`
+        crashed ? "crash-lost-notice" : "untold-eviction",
+        `${label} was dropped from the broker's mailbox (${record.recordSays}) while ${nameOf(state, record.sender)} was away; it was never told${
+          crashed ? ` (broker #${record.ackEpoch ?? "?"}, which acknowledged it, crashed)` : ""
+        }`
       )
       continue
     }

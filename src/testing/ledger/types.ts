@@ -45,6 +45,13 @@ export type ViolationKind =
    */
   | "untold-eviction"
   /**
+   * Durable mode: an `untold-eviction` of a message acknowledged by a broker
+   * that crashed — the notice the broker owed its absent sender lived only in
+   * that broker's memory (the store keeps the replay record, not the owed
+   * notice), so no later broker sent it. Known issue (docs/testing.md).
+   */
+  | "crash-lost-notice"
+  /**
    * An acknowledged message that sat in the broker's mailbox while its target
    * was connected — requeued from a connection its session had replaced — and
    * reached the target only when it registered again (the end of a run forces
