@@ -17,12 +17,17 @@ import { SIM_ADDRESS, type World } from "./world.ts"
 
 /**
  * A `MailStore` over the world's disk whose commits take `commitMs` of
- * simulated time first (an fsync); whether the disk is down is checked when
- * the commit lands, so a crash during that time loses the batch.
+ * simulated time first (an fsync). The wait is interruptible even inside the
+ * writer's uninterruptible commit, as a killed process does not finish its
+ * fsync: a crash during it loses the batch, and the disk's `down` is read
+ * only when the commit lands.
  */
 const simulatedDisk = (disk: MemoryMailState, commitMs: number): MailStoreService => {
   const store = makeMemory(disk)
-  return commitMs <= 0 ? store : { ...store, commit: (batch) => Effect.andThen(Effect.sleep(commitMs), store.commit(batch)) }
+  return commitMs <= 0 ? store : {
+    ...store,
+    commit: (batch) => Effect.andThen(Effect.interruptible(Effect.sleep(commitMs)), Effect.suspend(() => store.commit(batch)))
+  }
 }
 
 /** Starts a new broker incarnation on `SIM_ADDRESS`, unless one is up or the world is closing. */
@@ -35,7 +40,8 @@ export const startBroker = (world: World): Effect.Effect<void> =>
     const scope = yield* Scope.fork(world.scope)
     const disk = world.disk
     if (disk !== undefined) disk.down = false
-    const options = disk === undefined
+    // A store given in the config (a test's deliberately broken one) is used as is.
+    const options = disk === undefined || world.brokerOptions.store !== undefined
       ? world.brokerOptions
       : { ...world.brokerOptions, store: simulatedDisk(disk, world.config.commitMs ?? 5) }
     // A memory store (or none) cannot fail to load but for a defect.

@@ -89,7 +89,11 @@ export interface SimulationConfig {
    * none (every session in `default`).
    */
   readonly groups?: ReadonlyArray<string | undefined>
-  /** Options of the real broker core (idle exit is off in the simulation; `store` is set by `durability`). */
+  /**
+   * Options of the real broker core (idle exit is off in the simulation).
+   * `store` is set by `durability`; one given here is used by every broker
+   * incarnation as is (for a test's deliberately broken store).
+   */
   readonly broker?: BrokerCoreOptions
   /**
    * `durable` (default): the broker's mail, replay records and ask edges are
