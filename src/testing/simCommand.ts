@@ -50,6 +50,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "silent-loss": true,
   "crash-loss": true,
   "crash-lost-notice": true,
+  "crash-redelivery": true,
   "duplicate-delivery": true,
   "duplicate-on-wire": true,
   "fifo": true,

@@ -20,6 +20,13 @@ export type ViolationKind =
   /** A host (or an ask) was handed the same message twice. */
   | "duplicate-delivery"
   /**
+   * Durable mode: a host was handed a message twice because a broker wrote
+   * it and crashed before it stored that it had, and the next broker re-sent
+   * it to a new client of the receiver (its process restarted meanwhile),
+   * which cannot know it saw the first copy. Known issue (docs/testing.md).
+   */
+  | "crash-redelivery"
+  /**
    * The broker sent the same message to its target twice. In durable mode a
    * second copy from a later broker incarnation, after the one that wrote the
    * first crashed, is allowed: it may have died before it stored that it
