@@ -170,4 +170,12 @@ describe("Simulation: durable mode", () => {
       const memory = yield* runWorkload({ seed: 48, durability: "memory" })
       assert.deepStrictEqual(memory.violations, [], "memory mode counts it lost to the crash")
     }))
+
+  it.effect("seed 3749: a copy re-sent after a crash to a restarted receiver reaches its host again (known issue crash-redelivery)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 3749, tolerate: ["crash-redelivery"] })
+      assert.isTrue(report.ok, trace(report))
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), ["crash-redelivery"], trace(report))
+      assert.isAbove(report.messages.redelivered, 0)
+    }))
 })
