@@ -289,7 +289,10 @@ export interface SimulationService {
   readonly broker: {
     /** Whether a broker incarnation is up. */
     readonly isUp: Effect.Effect<boolean>
-    /** The broker process dies: connections drop, its in-memory state is gone. */
+    /**
+     * The broker process dies: connections drop, its in-memory state is gone
+     * (in a durable world its simulated disk keeps what it had committed).
+     */
     readonly crash: Effect.Effect<void>
     /** Starts a fresh broker if none is up. */
     readonly start: Effect.Effect<void>
