@@ -12,6 +12,8 @@
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
  *   --traffic      no faults, traffic only
  *   --hostile      two hostile sessions, their attacks mixed into the workload
+ *   --durability durable|memory  the broker's mail on a simulated disk that outlives
+ *                  its crashes (default), or in its memory only
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them

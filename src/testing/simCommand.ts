@@ -48,6 +48,9 @@ export type SimRequest =
 /** Every violation kind, so that `--tolerate` can pick out the names it knows. */
 const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "silent-loss": true,
+  "crash-loss": true,
+  "crash-lost-notice": true,
+  "crash-redelivery": true,
   "duplicate-delivery": true,
   "duplicate-on-wire": true,
   "fifo": true,
@@ -114,6 +117,12 @@ const flags = {
     "Mix sends with delivery modes (steer, queue, passive) and bursts of replace updates into the workload (delivery-v1; docs/testing.md)"
   ),
   topics: toggle("topics", "Mix topic publications and subscriptions into the workload (topics-v1; docs/testing.md)"),
+  durability: Flag.Literals("durability", ["durable", "memory"]).pipe(
+    Flag.withDefault("durable"),
+    Flag.withDescription(
+      "How the simulated broker keeps its mail: durable (a store on a simulated disk that outlives its crashes; the product default) or memory (lost with each crash) (default durable)"
+    )
+  ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -152,6 +161,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
   }
   const config: Omit<SimulationConfig, "seed"> = {
     tolerate: toleratedKinds(input.tolerate),
+    durability: input.durability,
     ...(input.scopes > 1 ? { scopes: Array.from({ length: input.scopes }, (_, i) => `scope-${i + 1}`) } : {}),
     ...(input.strict ? { strictInFlight: true } : {}),
     ...(input.frames ? { traceFrames: true } : {})

@@ -71,10 +71,10 @@ describe("Simulation scenarios", () => {
       assert.deepStrictEqual(report.asks, { started: 1, replied: 1, timedOut: 0, failed: 0, interrupted: 0 })
     }))
 
-  it.effect("A asks B; B is busy for 3 s; the broker restarts; B replies: the new broker refuses the orphaned reply and A's ask times out", () =>
+  it.effect("memory mode: A asks B; B is busy for 3 s; the broker restarts; B replies: the new broker refuses the orphaned reply and A's ask times out", () =>
     Effect.gen(function*() {
       const report = yield* runSimulation(
-        { seed: 2, sessions: ["A", { name: "B", agent: manual }], session: { askTimeoutMs: 30_000 } },
+        { seed: 2, sessions: ["A", { name: "B", agent: manual }], session: { askTimeoutMs: 30_000 }, durability: "memory" },
         Effect.gen(function*() {
           const sim = yield* Simulation
           const a = sim.session("A")

@@ -48,7 +48,7 @@ const usageErrorsOf = (argv: ReadonlyArray<string>) =>
   })
 
 describe("sim command line", () => {
-  it.effect("no flags: a soak of seeds 1–1000, 40 ops, 4 sessions, shrinking, tolerating the known issues", () =>
+  it.effect("no flags: a durable soak of seeds 1–1000, 40 ops, 4 sessions, shrinking, tolerating the known issues", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* requestOf([]), {
         _tag: "Soak",
@@ -57,7 +57,7 @@ describe("sim command line", () => {
           sessions: 4,
           from: 1,
           seeds: 1000,
-          config: { tolerate: KNOWN_ISSUES },
+          config: { tolerate: KNOWN_ISSUES, durability: "durable" },
           shrink: true,
           maxFailures: 5
         }
@@ -68,7 +68,8 @@ describe("sim command line", () => {
     Effect.gen(function*() {
       const request = yield* requestOf([
         "--seeds", "7", "--from", "3", "--ops", "10", "--sessions", "5", "--scopes", "2", "--traffic", "--strict",
-        "--frames", "--no-shrink", "--max-failures", "2", "--tolerate", "fifo,not-a-kind,silent-loss,fifo"
+        "--frames", "--no-shrink", "--max-failures", "2", "--tolerate", "fifo,not-a-kind,silent-loss,fifo",
+        "--durability", "memory"
       ])
       assert.deepStrictEqual(request, {
         _tag: "Soak",
@@ -78,7 +79,7 @@ describe("sim command line", () => {
           weights: trafficWeights,
           from: 3,
           seeds: 7,
-          config: { tolerate: ["fifo", "silent-loss"], scopes: ["scope-1", "scope-2"], strictInFlight: true, traceFrames: true },
+          config: { tolerate: ["fifo", "silent-loss"], durability: "memory", scopes: ["scope-1", "scope-2"], strictInFlight: true, traceFrames: true },
           shrink: false,
           maxFailures: 2
         }
@@ -143,11 +144,18 @@ describe("sim command line", () => {
         seed: 3,
         replay: undefined,
         workload: { ops: 40, sessions: 2 },
-        config: { tolerate: KNOWN_ISSUES }
+        config: { tolerate: KNOWN_ISSUES, durability: "durable" }
       })
       const replay = JSON.stringify([{ _tag: "Send", after: 0, from: 0, to: 1 }])
       const request = yield* requestOf(["--seed", "3", "--replay", replay])
       assert.deepStrictEqual(request._tag === "Seed" ? request.replay : undefined, [{ _tag: "Send", after: 0, from: 0, to: 1 }])
+    }))
+
+  it.effect("--durability takes durable or memory; anything else is a usage error (exit 2)", () =>
+    Effect.gen(function*() {
+      const memory = yield* requestOf(["--durability", "memory", "--seed", "4"])
+      assert.strictEqual(memory._tag === "Seed" ? memory.config.durability : undefined, "memory")
+      assert.isNotEmpty(yield* usageErrorsOf(["--durability", "sqlite"]))
     }))
 
   it.effect("an unknown flag is a usage error (exit 2), not ignored", () =>

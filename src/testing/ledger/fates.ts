@@ -1,7 +1,9 @@
 /**
  * The end of a run: the fate of every acknowledged message — delivered,
  * sender told, lost to a crash, lost in flight — or the violation that
- * nothing excuses (docs/testing.md, "The invariants").
+ * nothing excuses (docs/testing.md, "The invariants"). In durable mode a
+ * crash excuses nothing: the store should have kept the message
+ * (`crash-loss`).
  */
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
@@ -21,7 +23,7 @@ export interface Unexplained {
 
 /**
  * Acknowledged messages that were never delivered, never written anywhere,
- * with no failure notice and no broker crash to explain them: the world asks
+ * with no failure notice and (in memory mode) no broker crash to explain them: the world asks
  * the broker's replay record about each (a resend from the sender with the
  * same id) before `finish` classifies them.
  */
@@ -32,7 +34,7 @@ export const unexplained = (state: LedgerState): ReadonlyArray<Unexplained> => {
       record.outcome === "acked" && record.hostDeliveries === 0 && !record.expiredNotified &&
       record.reads.length === 0 && record.writtenTo.length === 0 && record.target !== undefined &&
       record.delivery?.replaced !== true &&
-      !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch))
+      (state.durable || !(record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)))
     ) out.push({ sender: record.sender, target: record.target, message: record.message, channel: record.channel })
   }
   return out
@@ -58,12 +60,14 @@ export const finish = (state: LedgerState): MessageTally => {
   let lostInFlight = 0
   let stranded = 0
   let replaced = 0
+  let redelivered = 0
   checkReplaceLatest(state)
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++
     if (record.outcome === "pending" || record.outcome === "unknown") unknown++
     if (record.outcome !== "acked") continue
     acknowledged++
+    if (record.redelivered > 0) redelivered++
     const to = nameOf(state, record.target ?? "?")
     const label = `${record.alias} (${record.kind} ${nameOf(state, record.sender)} → ${to})`
     state.checkCount++
@@ -108,7 +112,8 @@ export const finish = (state: LedgerState): MessageTally => {
       violate(state, "silent-loss", `${label} was written to ${to}'s open connection #${open.join(", #")} but never read`)
       continue
     }
-    if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) {
+    const crashed = record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)
+    if (crashed && !state.durable) {
       lostToCrash++
       continue
     }
@@ -123,8 +128,21 @@ export const finish = (state: LedgerState): MessageTally => {
       }
       violate(
         state,
-        "untold-eviction",
-        `${label} was dropped from the broker's mailbox (${record.recordSays}) while ${nameOf(state, record.sender)} was away; it was never told`
+        crashed ? "crash-lost-notice" : "untold-eviction",
+        `${label} was dropped from the broker's mailbox (${record.recordSays}) while ${nameOf(state, record.sender)} was away; it was never told${
+          crashed ? ` (broker #${record.ackEpoch ?? "?"}, which acknowledged it, crashed)` : ""
+        }`
+      )
+      continue
+    }
+    if (crashed) {
+      lostToCrash++
+      violate(
+        state,
+        "crash-loss",
+        `${label} was acknowledged by broker #${record.ackEpoch ?? "?"}, which crashed; no later broker sent it to ${to}, though its store should have kept it${
+          record.recordSays === undefined ? "" : ` (a resend now gets: ${record.recordSays})`
+        }`
       )
       continue
     }
@@ -146,7 +164,8 @@ export const finish = (state: LedgerState): MessageTally => {
     lostToCrash,
     lostInFlight,
     stranded,
-    replaced
+    replaced,
+    redelivered
   }
 }
 

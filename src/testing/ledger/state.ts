@@ -49,6 +49,8 @@ export interface MessageRecord {
   readonly writtenTo: Array<number>
   readonly reads: Array<Read>
   hostDeliveries: number
+  /** Durable mode: reads of a copy a later broker re-sent after the one that wrote it crashed. */
+  redelivered: number
   /** When its sender read the broker's `delivered`. */
   ackedAt: number | undefined
   /** Connections the broker wrote an `expired` notice about it to. */
@@ -77,6 +79,8 @@ export interface LedgerState {
   readonly strictInFlight: boolean
   readonly traceFrames: boolean
   readonly hostileChecks: boolean
+  /** The broker's mail outlives a crash (`LedgerOptions.durable`). */
+  readonly durable: boolean
   readonly lines: Array<string>
   readonly found: Array<Violation>
   readonly sessions: Map<string, SessionMeta>
@@ -111,6 +115,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   strictInFlight: options.strictInFlight ?? false,
   traceFrames: options.traceFrames ?? false,
   hostileChecks: options.hostileChecks ?? false,
+  durable: options.durable ?? false,
   lines: [],
   found: [],
   sessions: new Map(),

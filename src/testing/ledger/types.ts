@@ -11,9 +11,27 @@ export type Side = "client" | "broker"
 export type ViolationKind =
   /** An acknowledged message never reached its target, with no excuse (crash, dying receiver, failure notice). */
   | "silent-loss"
+  /**
+   * Durable mode: an acknowledged message its broker crashed before writing,
+   * and no later broker delivered (nor told its sender why not): the store
+   * was meant to keep it.
+   */
+  | "crash-loss"
   /** A host (or an ask) was handed the same message twice. */
   | "duplicate-delivery"
-  /** The broker sent the same message to its target twice. */
+  /**
+   * Durable mode: a host was handed a message twice because a broker wrote
+   * it and crashed before it stored that it had, and the next broker re-sent
+   * it to a new client of the receiver (its process restarted meanwhile),
+   * which cannot know it saw the first copy. Known issue (docs/testing.md).
+   */
+  | "crash-redelivery"
+  /**
+   * The broker sent the same message to its target twice. In durable mode a
+   * second copy from a later broker incarnation, after the one that wrote the
+   * first crashed, is allowed: it may have died before it stored that it
+   * wrote it (the client drops the copy; `duplicate-delivery` checks that).
+   */
   | "duplicate-on-wire"
   /** Messages from one sender reached one recipient out of the order the broker accepted them. */
   | "fifo"
@@ -33,6 +51,13 @@ export type ViolationKind =
    * the broker's replay record knows (a retry with the same id would learn it).
    */
   | "untold-eviction"
+  /**
+   * Durable mode: an `untold-eviction` of a message acknowledged by a broker
+   * that crashed — the notice the broker owed its absent sender lived only in
+   * that broker's memory (the store keeps the replay record, not the owed
+   * notice), so no later broker sent it. Known issue (docs/testing.md).
+   */
+  | "crash-lost-notice"
   /**
    * An acknowledged message that sat in the broker's mailbox while its target
    * was connected — requeued from a connection its session had replaced — and
@@ -155,8 +180,17 @@ export interface MessageTally {
   readonly delivered: number
   /** Acknowledged, then the sender was told it failed (an `expired` receipt). */
   readonly failedNotified: number
-  /** Acknowledged by a broker that crashed before writing it anywhere. */
+  /**
+   * Acknowledged by a broker that crashed before writing it anywhere, and
+   * never delivered (in durable mode each is a `crash-loss` violation).
+   */
   readonly lostToCrash: number
+  /**
+   * Durable mode: acknowledged messages a broker wrote and then crashed, that
+   * a later incarnation wrote again (its store did not yet say it was
+   * written); the receiving client drops the copy.
+   */
+  readonly redelivered: number
   /** Written toward the target's connection, which died (or whose client closed) before its session took it. */
   readonly lostInFlight: number
   /** Delivered only when the end of the run made its target register again (a `stranded-mail` violation each). */
@@ -195,4 +229,10 @@ export interface LedgerOptions {
   readonly traceFrames?: boolean
   /** Make the checks that only hold with hostile sessions in mind (`ask-hijacked`). Default false. */
   readonly hostileChecks?: boolean
+  /**
+   * The broker keeps its mail in a store that outlives a crash: no
+   * acknowledged message may be lost to one (`crash-loss`), and a copy
+   * re-sent by a later incarnation is no `duplicate-on-wire`. Default false.
+   */
+  readonly durable?: boolean
 }

@@ -106,6 +106,7 @@ const sendWritten = (
     writtenTo: [],
     reads: [],
     hostDeliveries: 0,
+    redelivered: 0,
     ackedAt: undefined,
     noticeWrittenTo: [],
     rescued: false,
@@ -276,6 +277,17 @@ const groupCrossing = (
     `${describe()} crossed groups: it is neither supervisor-channel traffic from a bound child nor the supervisor's reply to its ask`)
 }
 
+/**
+ * Durable mode: a second copy of a message from a later broker incarnation,
+ * every earlier copy having come from incarnations that crashed — the one
+ * that wrote it may have died before it stored that it did.
+ */
+const redeliveredAfterCrash = (state: LedgerState, record: MessageRecord, link: LinkRecord): boolean =>
+  state.durable && record.reads.length > 0 && record.reads.every((read) => {
+    const epoch = state.links.get(read.link)?.brokerEpoch
+    return epoch !== undefined && epoch < link.brokerEpoch && state.crashedEpochs.has(epoch)
+  })
+
 const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
   switch (frame.type) {
     case "registered": {
@@ -331,6 +343,12 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (record.target !== undefined) {
         check(state, record.target === receiver, "misrouted", () =>
           `${record.alias} for ${nameOf(state, record.target ?? "?")} reached ${nameOf(state, receiver)}`)
+      }
+      if (redeliveredAfterCrash(state, record, link)) {
+        record.redelivered++
+        note(state, `   ${record.alias} re-sent to ${nameOf(state, receiver)} by broker #${link.brokerEpoch}: the broker that wrote it crashed`)
+        record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now() })
+        return
       }
       const first = check(state, record.reads.length === 0, "duplicate-on-wire", () =>
         `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, receiver)}) arrived ${record.reads.length + 1} times`)

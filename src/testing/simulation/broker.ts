@@ -3,11 +3,32 @@
  * in-memory network, one incarnation at a time. A crash closes the
  * incarnation's Scope — every connection drops and its in-memory state is
  * gone — and no fiber of it may be left running.
+ *
+ * In a durable world each incarnation gets a `MailStore` over the world's
+ * simulated disk (`World.disk`): it restores what the last one committed. A
+ * crash marks the disk down before the incarnation dies, so no commit of the
+ * dying broker lands, as with kill -9; the next start marks it up again.
  */
 import { Effect, Exit, Scope } from "effect"
 import { Broker } from "../../broker/Broker.ts"
+import { makeMemory, type MailStoreService, type MemoryMailState } from "../../store/MailStore.ts"
 import { ownedBy } from "../FiberWatch.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
+
+/**
+ * A `MailStore` over the world's disk whose commits take `commitMs` of
+ * simulated time first (an fsync). The wait is interruptible even inside the
+ * writer's uninterruptible commit, as a killed process does not finish its
+ * fsync: a crash during it loses the batch, and the disk's `down` is read
+ * only when the commit lands.
+ */
+const simulatedDisk = (disk: MemoryMailState, commitMs: number): MailStoreService => {
+  const store = makeMemory(disk)
+  return commitMs <= 0 ? store : {
+    ...store,
+    commit: (batch) => Effect.andThen(Effect.interruptible(Effect.sleep(commitMs)), Effect.suspend(() => store.commit(batch)))
+  }
+}
 
 /** Starts a new broker incarnation on `SIM_ADDRESS`, unless one is up or the world is closing. */
 export const startBroker = (world: World): Effect.Effect<void> =>
@@ -17,11 +38,17 @@ export const startBroker = (world: World): Effect.Effect<void> =>
     const brokerEpoch = ++state.epoch
     const owner = `broker#${brokerEpoch}`
     const scope = yield* Scope.fork(world.scope)
+    const disk = world.disk
+    if (disk !== undefined) disk.down = false
+    // A store given in the config (a test's deliberately broken one) is used as is.
+    const options = disk === undefined || world.brokerOptions.store !== undefined
+      ? world.brokerOptions
+      : { ...world.brokerOptions, store: simulatedDisk(disk, world.config.commitMs ?? 5) }
     // A memory store (or none) cannot fail to load but for a defect.
-    const core = yield* Broker.make(world.brokerOptions).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
+    const core = yield* Broker.make(options).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
     state.broker = { epoch: brokerEpoch, scope, core }
     yield* world.network.listen(SIM_ADDRESS, core.accept).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
-    world.ledger.note(`broker #${brokerEpoch} started`)
+    world.ledger.note(`broker #${brokerEpoch} started${disk === undefined ? "" : ` (durable: ${disk.mail.size} message(s) on disk)`}`)
   })
 
 /** The broker that is up dies; checks that none of its fibers survive it. */
@@ -31,6 +58,8 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     const current = state.broker
     if (current === undefined) return
     state.broker = undefined
+    // The process dies now: nothing it had not committed reaches the disk.
+    if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)
     ledger.note(`broker #${current.epoch} crashed`)
     yield* Scope.close(current.scope, Exit.void)

@@ -138,6 +138,7 @@ export const finish = (
     const tolerated = violations.filter((violation) => tolerate.has(violation.kind)).length
     return {
       seed: world.seed,
+      durability: world.durability,
       ok: tolerated === violations.length,
       violations,
       tolerated,

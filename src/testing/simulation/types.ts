@@ -67,6 +67,15 @@ export interface SimClientTimings extends
   >
 {}
 
+/**
+ * How the simulated broker keeps its mail: `durable` (the product's default,
+ * `durability: "sqlite"`) gives every broker incarnation a memory `MailStore`
+ * over one state the world keeps for its whole life — the simulated disk,
+ * which outlives a simulated crash; `memory` keeps everything in the broker
+ * and loses it with each crash.
+ */
+export type SimDurability = "durable" | "memory"
+
 /** Everything about a simulated world; only `seed` is required. */
 export interface SimulationConfig {
   /** Seeds every random choice: the workload, the agents, and Effect's `Random` (reconnect jitter). */
@@ -80,8 +89,27 @@ export interface SimulationConfig {
    * none (every session in `default`).
    */
   readonly groups?: ReadonlyArray<string | undefined>
-  /** Options of the real broker core (idle exit is off in the simulation). */
+  /**
+   * Options of the real broker core (idle exit is off in the simulation).
+   * `store` is set by `durability`; one given here is used by every broker
+   * incarnation as is (for a test's deliberately broken store).
+   */
   readonly broker?: BrokerCoreOptions
+  /**
+   * `durable` (default): the broker's mail, replay records and ask edges are
+   * committed to a simulated disk that a crash does not erase (a crash marks
+   * it down first, so what the dying broker had not committed is lost, as
+   * with kill -9); the ledger then allows no acknowledged message lost to a
+   * crash. `memory`: the broker's state dies with it.
+   */
+  readonly durability?: SimDurability
+  /**
+   * Durable mode: how long each commit to the simulated disk takes (an
+   * fsync), in ms of simulated time. A crash can land while one is under
+   * way: what it carried never lands, and the output held behind it (acks,
+   * deliveries) is never written. Default 5.
+   */
+  readonly commitMs?: number
   /** Options of the real session runtime; default ask timeout 20 s, connect timeout 5 s. */
   readonly session?: IntercomSessionOptions
   /** Client timings (see `SimClientTimings`). */
@@ -125,6 +153,8 @@ export interface SimulationConfig {
 export interface SimReport {
   /** The run's seed. */
   readonly seed: number
+  /** How the broker kept its mail in this run. */
+  readonly durability: SimDurability
   /** No violation, apart from tolerated ones. */
   readonly ok: boolean
   /** Every violation, tolerated ones included. */
@@ -259,7 +289,10 @@ export interface SimulationService {
   readonly broker: {
     /** Whether a broker incarnation is up. */
     readonly isUp: Effect.Effect<boolean>
-    /** The broker process dies: connections drop, its in-memory state is gone. */
+    /**
+     * The broker process dies: connections drop, its in-memory state is gone
+     * (in a durable world its simulated disk keeps what it had committed).
+     */
     readonly crash: Effect.Effect<void>
     /** Starts a fresh broker if none is up. */
     readonly start: Effect.Effect<void>

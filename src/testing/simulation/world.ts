@@ -9,12 +9,13 @@ import { Clock, Effect, FiberSet, Scope } from "effect"
 import type { BrokerService } from "../../broker/Broker.ts"
 import type { BrokerCoreOptions } from "../../broker/options.ts"
 import type { IntercomSessionOptions } from "../../session/IntercomSession.ts"
+import { makeMemoryMailState, type MemoryMailState } from "../../store/MailStore.ts"
 import { type InMemoryNetwork, makeInMemoryNetwork } from "../../transport/InMemoryNetwork.ts"
 import type { FiberWatch } from "../FiberWatch.ts"
 import { Ledger } from "../Ledger.ts"
 import { SimLink } from "../SimLink.ts"
 import type { LogSink } from "./environment.ts"
-import type { SimClientTimings, SimulationConfig } from "./types.ts"
+import type { SimClientTimings, SimDurability, SimulationConfig } from "./types.ts"
 
 /** The address the simulated broker listens on. */
 export const SIM_ADDRESS = "sim://broker"
@@ -54,6 +55,13 @@ export interface World {
   readonly links: Map<number, SimLink>
   readonly settleMs: number
   readonly brokerOptions: BrokerCoreOptions
+  readonly durability: SimDurability
+  /**
+   * The simulated disk of a durable world: made once, it outlives every
+   * broker incarnation (each gets a `MailStore` over it); undefined in
+   * memory mode.
+   */
+  readonly disk: MemoryMailState | undefined
   readonly sessionOptions: IntercomSessionOptions
   readonly timings: Required<SimClientTimings>
   readonly state: WorldState
@@ -72,7 +80,8 @@ export const makeWorld = (
       now,
       ...(config.strictInFlight === undefined ? {} : { strictInFlight: config.strictInFlight }),
       ...(config.traceFrames === undefined ? {} : { traceFrames: config.traceFrames }),
-      hostileChecks: (config.hostile ?? 0) > 0
+      hostileChecks: (config.hostile ?? 0) > 0,
+      durable: (config.durability ?? "durable") === "durable"
     })
     logSink.note = (line) => ledger.note(line)
     const scope = yield* Scope.fork(yield* Effect.scope)
@@ -101,6 +110,8 @@ export const makeWorld = (
       links,
       settleMs: config.settleMs ?? 60_000,
       brokerOptions: { idleExit: null, ...config.broker },
+      durability: config.durability ?? "durable",
+      disk: (config.durability ?? "durable") === "durable" ? makeMemoryMailState() : undefined,
       sessionOptions: { askTimeoutMs: 20_000, connectTimeoutMs: 5_000, ...config.session },
       timings: {
         connectTimeoutMs: 5_000,
