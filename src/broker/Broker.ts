@@ -1,7 +1,8 @@
 /**
  * `Broker`: the broker as a service, without a transport. It owns the Router,
  * its service fibers (event logger, membership notifier, registration
- * watcher, idle watcher) and `accept`, which runs one connection's actor.
+ * watcher, idle watcher, and — when a `QuestionStore` is provided — the
+ * question fiber) and `accept`, which runs one connection's actor.
  * The Unix-socket broker (`runBroker`) and the in-memory simulation both
  * build on it; closing the Scope it was made in shuts it down.
  *
@@ -19,11 +20,14 @@
  * })
  * ```
  */
-import { Clock, Context, Deferred, Effect, Layer, Queue, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { QuestionStore } from "../store/QuestionStore.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
+import type { QuestionWork } from "./Questions.ts"
+import { runQuestionWorker } from "./QuestionWorker.ts"
 import { Router, type RouterStats } from "./Router.ts"
 import type { BrokerEvent } from "./RouterContext.ts"
 
@@ -59,7 +63,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
   Effect.gen(function*() {
     const resolved = resolveCoreOptions(options)
     const clock = yield* Clock.Clock
+    // Durable supervisor questions (`questions-v1`) only with a store to keep them in.
+    const questionStore = yield* Effect.serviceOption(QuestionStore)
     const signals = {
+      questions: Option.isSome(questionStore) ? yield* Queue.unbounded<QuestionWork>() : undefined,
       feed: yield* Queue.sliding<void>(1),
       idle: yield* Queue.sliding<void>(1),
       registration: yield* Queue.sliding<void>(1),
@@ -69,6 +76,11 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, nev
     const router = new Router(resolved, () => clock.currentTimeMillisUnsafe(), signals)
     const admission = new AdmissionGate(resolved.maxUnregistered)
     const idleExit = yield* Deferred.make<void>()
+
+    // The one fiber that changes saved questions (C-DQ-3); the Router only queues work for it.
+    if (router.questions !== undefined && signals.questions !== undefined && Option.isSome(questionStore)) {
+      yield* Effect.forkScoped(runQuestionWorker(router.questions, questionStore.value, signals.questions))
+    }
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),

@@ -16,6 +16,7 @@
  * | delivery modes, replace coalescing (`delivery-v1`) | DeliveryModes.ts, ReplaceStaging.ts |
  * | peer health (`health-v1`) | Health.ts |
  * | topics (`topics-v1`) | Topics.ts |
+ * | durable supervisor questions (`questions-v1`) | Questions.ts (its fiber: QuestionWorker.ts) |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -28,6 +29,7 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
+import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
@@ -48,6 +50,7 @@ import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
+import { Questions, type QuestionWork } from "./Questions.ts"
 import { Supervisor } from "./Supervisor.ts"
 import { Topics } from "./Topics.ts"
 
@@ -79,6 +82,8 @@ export interface RouterSignals {
   /** Wakes the staging fiber: a first `replace` message was staged (ReplaceStaging.ts). */
   readonly staging: Queue.Queue<void>
   readonly events: Queue.Queue<BrokerEvent>
+  /** Question work for the question fiber (QuestionWorker.ts); absent when the broker keeps no questions. */
+  readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
 
 /** The broker's routing state and frame dispatch; see the module header. */
@@ -93,6 +98,8 @@ export class Router {
   private readonly asks: Asks
   private readonly frames: FrameHandlers
   private readonly topics: Topics
+  /** Durable supervisor questions, when the broker keeps them (`signals.questions`). */
+  readonly questions: Questions | undefined
 
   constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals) {
     const registry = new Registry()
@@ -109,6 +116,7 @@ export class Router {
       },
       registry,
       output,
+      withheldFeatures: signals.questions === undefined ? new Set([QUESTIONS_V1]) : new Set(),
       records: new DeliveryRecords({
         windowMs: REPLAY_WINDOW_MS,
         retentionMs: HOUR,
@@ -142,11 +150,17 @@ export class Router {
       return edge !== undefined && edge.askerKey === childKey && edge.targetKey === supervisorKey
     })
 
+    const questions = signals.questions === undefined
+      ? undefined
+      : new Questions(ctx, asks.edges, signals.questions, (session) => supervisor.supervisorOf(session))
+
     // Order matters where two rules could refuse the same send (P45's precedence).
     send.use(groups.stage)
     send.use(supervisor.stage)
     send.use(replyErrorStage)
     send.use(asks.replies)
+    // After `asks.replies`: a failed turn's reply reopens the edge that stage just closed (C-DQ-8).
+    if (questions !== undefined) send.use(questions.stage)
     send.use(receipts.supersedes)
     send.use(asks.asks)
     send.use(healthStage)
@@ -169,6 +183,7 @@ export class Router {
     registration.observe(supervisor.hooks)
     registration.observe(staging.hooks)
     registration.observe(topics.hooks)
+    if (questions !== undefined) registration.observe(questions.hooks)
 
     this.ctx = ctx
     this.output = output
@@ -192,9 +207,11 @@ export class Router {
       ...asks.frames,
       ...receipts.frames,
       ...supervisor.frames,
-      ...topics.frames
+      ...topics.frames,
+      ...questions?.frames
     }
     this.topics = topics
+    this.questions = questions
   }
 
   /** Live registered sessions. */

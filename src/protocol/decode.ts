@@ -5,6 +5,7 @@
  */
 import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
+import * as Questions from "./questions.ts"
 import * as Topics from "./topics.ts"
 
 /**
@@ -98,7 +99,13 @@ export const decodeClientFrame = {
   topic_publish: compileDecoder("topic_publish", Topics.TopicPublishFrame),
   topic_subscribe: compileDecoder("topic_subscribe", Topics.TopicSubscribeFrame),
   topic_unsubscribe: compileDecoder("topic_unsubscribe", Topics.TopicUnsubscribeFrame),
-  topic_query: compileDecoder("topic_query", Topics.TopicQueryFrame)
+  topic_query: compileDecoder("topic_query", Topics.TopicQueryFrame),
+  question_ask: compileDecoder("question_ask", Questions.QuestionAskFrame),
+  question_received: compileDecoder("question_received", Questions.QuestionReceivedFrame),
+  question_answer: compileDecoder("question_answer", Questions.QuestionAnswerFrame),
+  question_stop: compileDecoder("question_stop", Questions.QuestionStopFrame),
+  question_list: compileDecoder("question_list", Questions.QuestionListFrame),
+  question_get: compileDecoder("question_get", Questions.QuestionGetFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

@@ -10,6 +10,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "./limits.ts"
+import * as Questions from "./questions.ts"
 import * as Topics from "./topics.ts"
 
 /** A string of at most `max` UTF-16 units (limits.ts). */
@@ -315,7 +316,13 @@ export const ClientFrame = Schema.Union([
   Topics.TopicPublishFrame,
   Topics.TopicSubscribeFrame,
   Topics.TopicUnsubscribeFrame,
-  Topics.TopicQueryFrame
+  Topics.TopicQueryFrame,
+  Questions.QuestionAskFrame,
+  Questions.QuestionReceivedFrame,
+  Questions.QuestionAnswerFrame,
+  Questions.QuestionStopFrame,
+  Questions.QuestionListFrame,
+  Questions.QuestionGetFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
@@ -508,7 +515,11 @@ export const BrokerFrame = Schema.Union([
   Topics.TopicUnsubscribedFrame,
   Topics.TopicStateFrame,
   Topics.TopicFailedFrame,
-  Topics.TopicRecordFrame
+  Topics.TopicRecordFrame,
+  Questions.QuestionResultFrame,
+  Questions.QuestionFailedFrame,
+  Questions.QuestionAnsweredFrame,
+  Questions.QuestionCancelledFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type
