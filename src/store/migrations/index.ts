@@ -1,12 +1,35 @@
 /**
- * Every migration of `<intercomDir>/intercom.db`, by `<id>_<name>` for
- * effect's `Migrator.fromRecord`. One file per migration; numbers are fixed
- * per concern (0001 mail, 0002 questions, 0003 results) and a migration is
- * never edited once released.
+ * The registry of the broker database's migrations, run in id order by
+ * effect's `Migrator` (`Database.layer` and `Database.layerMemory`).
+ *
+ * Numbering rule: one file per migration, `NNNN_name.ts` beside this one,
+ * registered here under the key `"NNNN_name"`; `Migrator.fromRecord` reads the
+ * id from the digits before the first `_`. Ids are fixed by owner so that
+ * branches do not clash:
+ *
+ * - `0001_mail`      undelivered mail and replay records (`MailStore`)
+ * - `0002_questions` durable supervisor questions (`QuestionStore`)
+ * - `0003_results`   the result archive (`ResultArchive`)
+ *
+ * Later migrations take the next free number. A released migration is never
+ * edited: change the schema with a new one. The Migrator only runs ids above
+ * the highest id a database has recorded, so a new migration must always get
+ * a higher id than every one already released. A database that records an id
+ * above the highest one registered here was written by a newer build and is
+ * refused (`DatabaseTooNew`).
+ *
+ * Each migration is one Effect over `SqlClient`, run inside the Migrator's
+ * transaction; one statement per `sql` call (the driver refuses SQL text with
+ * several statements rather than silently running only the first).
  */
+import type { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 import questions from "./0002_questions.ts"
 
-/** The migrations, keyed `<id>_<name>`. */
-export const migrations = {
+/** One migration: an Effect that changes the schema through `SqlClient`. */
+export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
+
+/** Every migration of this build, keyed `"NNNN_name"`. */
+export const migrations: Readonly<Record<string, Migration>> = {
   "0002_questions": questions
 }

@@ -1,0 +1,227 @@
+/**
+ * The broker's database, `<intercomDir>/intercom.db`: opened once, checked,
+ * migrated, and provided as effect's `SqlClient` (plus the driver's
+ * {@link SqliteBatch}) to every durable service.
+ *
+ * Opening fails closed. The file is created 0600 in a 0700 directory (an
+ * existing file's mode is fixed to 0600); a file that is unreadable, not a
+ * database, fails `PRAGMA quick_check`, or records a migration newer than this
+ * build knows is refused with a typed error naming the file and what to do,
+ * and is not written to. Only then are the pending migrations of
+ * `migrations/index.ts` run by effect's `Migrator`, which records each
+ * applied id in the table `effect_sql_migrations` (`migration_id`, `name`,
+ * `created_at`) in the same transaction as the migration itself.
+ *
+ * "Newer schema" is judged by that table, not by `PRAGMA user_version`: the
+ * highest recorded `migration_id` above the highest id registered in this
+ * build means a newer effect-intercom wrote the file.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import { Migrator, SqlClient, SqlError } from "effect/sql"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import {
+  DatabaseCorrupt,
+  DatabaseOpenFailed,
+  DatabaseTooNew,
+  DatabaseUnreadable,
+  DatabaseWriteFailed,
+  type StoreOpenError
+} from "./errors.ts"
+import { type Migration, migrations as registered } from "./migrations/index.ts"
+import * as SqliteClient from "./SqliteClient.ts"
+import { sqliteErrcode } from "./SqliteFaults.ts"
+
+/** The table effect's `Migrator` records applied migrations in. */
+export const MIGRATIONS_TABLE = "effect_sql_migrations"
+
+/** Options of {@link layer}. */
+export interface DatabaseOptions {
+  /** The database file, normally `<intercomDir>/intercom.db`. */
+  readonly file: string
+  /** `PRAGMA synchronous`; default `"NORMAL"` (see `SqliteClient`). */
+  readonly synchronous?: SqliteClient.Synchronous | undefined
+  /** The migrations to run; default: this build's registry. Tests pass their own. */
+  readonly migrations?: Readonly<Record<string, Migration>> | undefined
+  /** Loads `node:sqlite` (see `SqliteClient.SqliteClientOptions`). */
+  readonly loadSqlite?: (() => SqliteClient.SqliteModule | undefined) | undefined
+}
+
+/** The open database: the services every durable store uses. */
+export type DatabaseServices = SqlClient.SqlClient | SqliteClient.SqliteBatch
+
+/** The highest migration id in `registry`, 0 when it is empty. */
+export const highestMigrationId = (registry: Readonly<Record<string, Migration>>): number => {
+  let highest = 0
+  for (const key of Object.keys(registry)) {
+    const id = Number(/^(\d+)_/.exec(key)?.[1])
+    if (Number.isSafeInteger(id) && id > highest) highest = id
+  }
+  return highest
+}
+
+/** The Node system error code (`EACCES`, …) of a thrown error, if any. */
+const errnoCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined
+
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** A file-system failure before SQLite opens the file, as a store error. */
+const fileError = (file: string, error: unknown): StoreOpenError => {
+  const code = errnoCode(error)
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
+    return new DatabaseUnreadable({ file, detail: describe(error) })
+  }
+  if (code === "ENOSPC" || code === "EDQUOT") {
+    return new DatabaseWriteFailed({ file, reason: "disk-full", detail: describe(error) })
+  }
+  return new DatabaseOpenFailed({ file, detail: describe(error) })
+}
+
+const SQLITE_PERM = 3
+const SQLITE_READONLY = 8
+const SQLITE_CORRUPT = 11
+const SQLITE_CANTOPEN = 14
+const SQLITE_AUTH = 23
+const SQLITE_NOTADB = 26
+
+/** SQLite's result code behind a `SqlError` from `SqliteClient`, if any. */
+const sqliteCodeOf = (error: SqlError.SqlError): number | undefined => {
+  const cause = error.reason.cause
+  if (typeof cause !== "object" || cause === null) return undefined
+  if ("errno" in cause && typeof cause.errno === "number") return cause.errno
+  return sqliteErrcode(cause)
+}
+
+/** A `SqlError` met while opening, checking or migrating `file`, as a store error. */
+export const openError = (file: string, error: SqlError.SqlError): StoreOpenError => {
+  const cause = error.reason.cause
+  if (cause instanceof DatabaseCorrupt || cause instanceof DatabaseWriteFailed) return cause
+  const code = sqliteCodeOf(error)
+  const primary = code === undefined ? undefined : code & 0xff
+  const detail = error.message
+  switch (primary) {
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return new DatabaseCorrupt({ file, detail })
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_AUTH:
+      return new DatabaseUnreadable({ file, detail })
+    default:
+      return new DatabaseOpenFailed({ file, detail })
+  }
+}
+
+/**
+ * Makes sure the file exists with mode 0600 (its directory created 0700 if
+ * missing) and that this user may read and write it. Never opens the file
+ * itself once it exists: closing any descriptor of a file drops the
+ * process's SQLite (fcntl) locks on it.
+ */
+const prepareFile = (file: string): Effect.Effect<void, StoreOpenError> =>
+  Effect.try({
+    try: () => {
+      const dir = path.dirname(file)
+      if (!fs.existsSync(dir)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+      if (!fs.existsSync(file)) {
+        // An empty file is an empty SQLite database; SQLite gives the -wal and -shm files its mode.
+        fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600))
+      }
+      const stat = fs.statSync(file)
+      if (!stat.isFile()) throw new Error("it is not a regular file")
+      for (const each of [file, `${file}-wal`, `${file}-shm`]) {
+        if (each !== file && !fs.existsSync(each)) continue
+        if ((fs.statSync(each).mode & 0o777) !== 0o600) fs.chmodSync(each, 0o600)
+      }
+      fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK)
+      fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK)
+    },
+    catch: (error) => fileError(file, error)
+  })
+
+/** Refuses a database that records a migration id above `known`. */
+const refuseNewer = (
+  sql: SqlClient.SqlClient,
+  file: string,
+  known: number
+): Effect.Effect<void, StoreOpenError> =>
+  Effect.gen(function*() {
+    const tables = yield* sql<{ readonly name: string }>`SELECT name FROM sqlite_master
+      WHERE type = 'table' AND name = ${MIGRATIONS_TABLE}`
+    if (tables.length === 0) return
+    const rows = yield* sql<{ readonly id: number | null }>`SELECT max(migration_id) AS id FROM ${
+      sql(MIGRATIONS_TABLE)
+    }`
+    const found = rows[0]?.id ?? 0
+    if (found > known) return yield* new DatabaseTooNew({ file, found, known })
+  }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(file, error))))
+
+/** Runs the pending migrations of `registry`. */
+const migrate = (
+  sql: SqlClient.SqlClient,
+  file: string,
+  registry: Readonly<Record<string, Migration>>
+): Effect.Effect<void, StoreOpenError> =>
+  Migrator.make({})({ loader: Migrator.fromRecord({ ...registry }), table: MIGRATIONS_TABLE }).pipe(
+    Effect.provideService(SqlClient.SqlClient, sql),
+    Effect.asVoid,
+    Effect.catchTags({
+      SqlError: (error) => Effect.fail(openError(file, error)),
+      MigrationError: (error) =>
+        Effect.fail(
+          error.cause !== undefined && SqlError.isSqlError(error.cause)
+            ? openError(file, error.cause)
+            : new DatabaseOpenFailed({
+              file,
+              detail: `${error.message}${error.cause === undefined ? "" : `: ${describe(error.cause)}`}`
+            })
+        )
+    })
+  )
+
+/** Opens `file` as a SQLite database, checks it and migrates it; see the module header. */
+const open = (
+  file: string,
+  label: string,
+  options: Omit<DatabaseOptions, "file">
+): Effect.Effect<Context.Context<DatabaseServices>, StoreOpenError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const registry = options.migrations ?? registered
+    const { batch, sql } = yield* SqliteClient.make({
+      filename: file,
+      synchronous: options.synchronous,
+      quickCheck: true,
+      loadSqlite: options.loadSqlite
+    }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error))))
+    yield* refuseNewer(sql, label, highestMigrationId(registry))
+    yield* migrate(sql, label, registry)
+    return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
+  })
+
+/**
+ * Opens the database file (see the module header), closing it with the
+ * layer. Provides `SqlClient.SqlClient` and `SqliteClient.SqliteBatch`.
+ */
+export const make = (options: DatabaseOptions): Effect.Effect<
+  Context.Context<DatabaseServices>,
+  StoreOpenError,
+  Scope.Scope
+> => Effect.andThen(prepareFile(options.file), open(options.file, options.file, options))
+
+/** The database file as a layer; see {@link make}. */
+export const layer = (options: DatabaseOptions): Layer.Layer<DatabaseServices, StoreOpenError> =>
+  Layer.effectContext(make(options))
+
+/**
+ * A private in-memory SQLite database with every migration applied: the
+ * SQLite layers' unit tests use it. Each build of the layer is a new, empty
+ * database; nothing survives it.
+ */
+export const layerMemory: Layer.Layer<DatabaseServices, StoreOpenError> = Layer.effectContext(
+  open(":memory:", "the in-memory database", {})
+)
+

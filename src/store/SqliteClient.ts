@@ -1,0 +1,367 @@
+/**
+ * Effect's `SqlClient` over Node's built-in `node:sqlite`: the broker's one
+ * connection to its database.
+ *
+ * It owns one `DatabaseSync` and everything tied to it: the semaphore that
+ * lends the connection to one fiber at a time (`SqlClient.makeSqliteAcquirers`;
+ * a transaction keeps it until it ends) and a bounded cache of prepared
+ * statements keyed by their SQL text. Closing the scope closes the database.
+ *
+ * At open it sets `journal_mode = WAL`, `synchronous` (`NORMAL` by default),
+ * `busy_timeout` and `foreign_keys = ON`. With WAL and `synchronous = NORMAL`
+ * a committed transaction survives the process dying at any moment
+ * (`kill -9`, a crash): SQLite has written it to the `-wal` file before
+ * `COMMIT` returns. It may not survive a power loss or a kernel crash, which
+ * can take the last transactions the OS had not yet flushed; `FULL` adds an
+ * fsync per commit to cover those too, at a cost per commit.
+ *
+ * The service it provides is the plain `SqlClient.SqlClient`, so the official
+ * Effect driver can replace it when one ships for Effect 4. The one extra,
+ * {@link SqliteBatch}, runs one prepared statement for many parameter rows in
+ * a single step (no Effect, span or semaphore round per row); it is written so
+ * that it can be reimplemented over any `SqlClient` (one transaction, one
+ * statement per row) if the driver is swapped.
+ *
+ * Errors are effect's `SqlError` (see `SqliteFaults`: disk full and I/O
+ * errors carry a `DatabaseWriteFailed`; a `PRIMARY KEY` conflict is a
+ * `UniqueViolation`). The statement cache is `StatementCache`.
+ *
+ * Integers read back as JavaScript numbers (`SqlClient.SafeIntegers` switches
+ * a fiber to bigints), rows are plain objects.
+ */
+import { Context, Effect, Layer, type Scope, Semaphore, Stream } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, SqlError, Statement } from "effect/sql"
+import type { SqlConnection } from "effect/sql"
+import type { DatabaseSync, SQLInputValue } from "node:sqlite"
+import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
+import { statementError, toSqlError } from "./SqliteFaults.ts"
+import {
+  makeStatementCache,
+  MultipleStatements,
+  type Prepared,
+  prepareOne,
+  type StatementCacheStats
+} from "./StatementCache.ts"
+
+/** The `node:sqlite` module. */
+export type SqliteModule = typeof import("node:sqlite")
+
+/** `PRAGMA synchronous`: `NORMAL` survives a process crash, `FULL` also a power loss (an fsync per commit). */
+export type Synchronous = "NORMAL" | "FULL"
+
+/** Options of {@link make} and {@link layer}. */
+export interface SqliteClientOptions {
+  /** The database file, or `":memory:"` for a private in-memory database. */
+  readonly filename: string
+  /** Default `"NORMAL"`: durable against a process crash or `kill -9`, not against power loss. */
+  readonly synchronous?: Synchronous | undefined
+  /** How long a statement waits for another process's lock (e.g. a running `sqlite3 .backup`); default 5000 ms. */
+  readonly busyTimeoutMs?: number | undefined
+  /** Prepared statements kept, least recently used evicted first; default 256. */
+  readonly statementCacheSize?: number | undefined
+  /**
+   * Run `PRAGMA quick_check` at open, before anything is written; a damaged
+   * file fails the open with a `SqlError` whose cause is a `DatabaseCorrupt`.
+   * Reads the whole file once (milliseconds for a broker's database).
+   */
+  readonly quickCheck?: boolean | undefined
+  /** Loads `node:sqlite`; returns `undefined` when this Node.js has none. Tests inject a missing module here. */
+  readonly loadSqlite?: (() => SqliteModule | undefined) | undefined
+}
+
+/** The statement cache's counters, as {@link SqliteBatchService.statementCache} reports them. */
+export type { StatementCacheStats } from "./StatementCache.ts"
+
+/**
+ * The driver's one extra beside `SqlClient`: batched writes.
+ *
+ * Reimplementable over any `SqlClient` as `sql.withTransaction(forEach(rows,
+ * row => sql.unsafe(text, row)))`, which is what it does, minus the per-row
+ * Effect, span, compile and semaphore cost.
+ */
+export interface SqliteBatchService {
+  /**
+   * Runs the single statement `sql` (positional `?` parameters) once per
+   * entry of `rows`, in one synchronous step with one prepared statement,
+   * and returns the total number of rows changed. Outside a transaction it
+   * opens its own, so the whole batch is stored or none of it; inside
+   * `sql.withTransaction` it joins that transaction.
+   */
+  readonly executeMany: (
+    sql: string,
+    rows: ReadonlyArray<ReadonlyArray<unknown>>
+  ) => Effect.Effect<number, SqlError.SqlError>
+  /** The prepared-statement cache's counters. */
+  readonly statementCache: Effect.Effect<StatementCacheStats>
+}
+
+/** {@link SqliteBatchService} as a service, provided next to `SqlClient.SqlClient` by {@link layer}. */
+export class SqliteBatch extends Context.Service<SqliteBatch, SqliteBatchService>()(
+  "effect-intercom/store/SqliteBatch"
+) {}
+
+/** The name this driver reports as `SqlClient.driver`. */
+export const DRIVER = "node-sqlite-builtin"
+
+const DEFAULT_BUSY_TIMEOUT_MS = 5000
+const DEFAULT_STATEMENT_CACHE_SIZE = 256
+
+/**
+ * `node:sqlite`, loaded synchronously and without the one-time
+ * "ExperimentalWarning: SQLite is an experimental feature" line Node 22
+ * prints when the module is first loaded. `undefined` when Node has no such
+ * module (before 22.5, or 22.5–22.12 without `--experimental-sqlite`).
+ */
+export const loadNodeSqlite = (): SqliteModule | undefined => {
+  const emitWarning = process.emitWarning
+  process.emitWarning = (warning: string | Error, ...rest: Array<unknown>): void => {
+    if (String(warning).includes("SQLite is an experimental feature")) return
+    Reflect.apply(emitWarning, process, [warning, ...rest])
+  }
+  try {
+    return typeof process.getBuiltinModule === "function" ? process.getBuiltinModule("node:sqlite") : undefined
+  } catch {
+    return undefined
+  } finally {
+    process.emitWarning = emitWarning
+  }
+}
+
+const isSqlInput = (value: unknown): value is SQLInputValue =>
+  value === null || typeof value === "number" || typeof value === "string" || typeof value === "bigint" ||
+  ArrayBuffer.isView(value)
+
+/**
+ * Parameters SQLite can bind: `undefined` binds NULL and a boolean 1 or 0,
+ * like the other Effect SQLite drivers; anything else is refused. The array is
+ * copied only when something needs converting.
+ */
+const bindable = (params: ReadonlyArray<unknown>): ReadonlyArray<SQLInputValue> | string => {
+  if (params.every(isSqlInput)) return params
+  const converted: Array<SQLInputValue> = []
+  for (let i = 0; i < params.length; i++) {
+    const value = params[i]
+    if (isSqlInput(value)) converted.push(value)
+    else if (value === undefined) converted.push(null)
+    else if (typeof value === "boolean") converted.push(value ? 1 : 0)
+    else {
+      return `parameter ${i + 1} is ${value instanceof Date ? "a Date" : `of type ${typeof value}`}; SQLite binds ` +
+        `only null, numbers, bigints, strings and byte arrays (convert it first, e.g. a Date to epoch milliseconds)`
+    }
+  }
+  return converted
+}
+
+/** Rows as plain objects (node:sqlite returns null-prototype ones). */
+const plainRows = (rows: ReadonlyArray<Record<string, unknown>>): Array<Record<string, unknown>> => {
+  const out = new Array<Record<string, unknown>>(rows.length)
+  for (let i = 0; i < rows.length; i++) out[i] = { ...rows[i] }
+  return out
+}
+
+/**
+ * Opens the database and builds the `SqlClient` and its {@link SqliteBatch}
+ * over it; the scope closes the database. Fails with `SqliteUnavailable` when
+ * Node has no `node:sqlite`, and with the open's `SqlError` (e.g. the file is
+ * not a database) otherwise.
+ */
+export const make = (
+  options: SqliteClientOptions
+): Effect.Effect<
+  { readonly sql: SqlClient.SqlClient; readonly batch: SqliteBatchService },
+  SqliteUnavailable | SqlError.SqlError,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const file = options.filename
+    const sqlite = (options.loadSqlite ?? loadNodeSqlite)()
+    if (sqlite === undefined) return yield* new SqliteUnavailable({ nodeVersion: process.version })
+
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => openDatabase(sqlite, file, options),
+        catch: (cause) => toSqlError(file, cause, "open")
+      }),
+      (db) =>
+        Effect.sync(() => {
+          if (db.isOpen) db.close()
+        })
+    )
+
+    const cache = makeStatementCache(db, Math.max(1, options.statementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE))
+
+    /** Runs `sql` once; `f` reads the result while the statement is bound (all synchronous). */
+    const run = <A>(
+      sql: string,
+      params: ReadonlyArray<unknown>,
+      prepared: boolean,
+      f: (statement: Prepared, binds: ReadonlyArray<SQLInputValue>, safeIntegers: boolean) => A
+    ): Effect.Effect<A, SqlError.SqlError> =>
+      Effect.withFiber((fiber) => {
+        const binds = bindable(params)
+        if (typeof binds === "string") return Effect.fail(statementError(binds, "bind"))
+        try {
+          const statement = prepared ? cache.get(sql) : prepareOne(db, sql)
+          return Effect.succeed(f(statement, binds, fiber.getRef(SqlClient.SafeIntegers)))
+        } catch (cause) {
+          if (cause instanceof MultipleStatements) return Effect.fail(statementError(cause.message, "prepare"))
+          return Effect.fail(toSqlError(file, cause, "execute"))
+        }
+      })
+
+    const rows = (
+      { reader, statement }: Prepared,
+      binds: ReadonlyArray<SQLInputValue>,
+      safeIntegers: boolean
+    ): ReadonlyArray<Record<string, unknown>> => {
+      if (!reader) {
+        statement.run(...binds)
+        return []
+      }
+      statement.setReadBigInts(safeIntegers)
+      return plainRows(statement.all(...binds))
+    }
+
+    const raw = (prepared: Prepared, binds: ReadonlyArray<SQLInputValue>, safeIntegers: boolean): unknown => {
+      if (prepared.reader) return rows(prepared, binds, safeIntegers)
+      const result = prepared.statement.run(...binds)
+      return { changes: result.changes, lastInsertRowid: result.lastInsertRowid }
+    }
+
+    const values = (
+      { reader, statement }: Prepared,
+      binds: ReadonlyArray<SQLInputValue>,
+      safeIntegers: boolean
+    ): ReadonlyArray<ReadonlyArray<unknown>> => {
+      if (!reader) {
+        statement.run(...binds)
+        return []
+      }
+      statement.setReadBigInts(safeIntegers)
+      statement.setReturnArrays(true)
+      try {
+        const out: Array<ReadonlyArray<unknown>> = []
+        for (const row of statement.all(...binds)) out.push(Array.isArray(row) ? row : Object.values(row))
+        return out
+      } finally {
+        statement.setReturnArrays(false)
+      }
+    }
+
+    const connection: SqlConnection.Connection = {
+      execute: (sql, params, transformRows) =>
+        transformRows === undefined
+          ? run(sql, params, true, rows)
+          : Effect.map(run(sql, params, true, rows), transformRows),
+      executeRaw: (sql, params) => run(sql, params, true, raw),
+      executeValues: (sql, params) => run(sql, params, true, values),
+      executeValuesUnprepared: (sql, params) => run(sql, params, false, values),
+      executeUnprepared: (sql, params, transformRows) =>
+        transformRows === undefined
+          ? run(sql, params, false, rows)
+          : Effect.map(run(sql, params, false, rows), transformRows),
+      executeStream: (sql, params, transformRows) =>
+        Stream.unwrap(Effect.map(
+          transformRows === undefined
+            ? run(sql, params, true, rows)
+            : Effect.map(run(sql, params, true, rows), transformRows),
+          Stream.fromIterable
+        ))
+    }
+
+    const semaphore = yield* Semaphore.make(1)
+    const acquirers = SqlClient.makeSqliteAcquirers({
+      connection: Effect.succeed(connection),
+      semaphore,
+      isTransaction: () => db.isTransaction
+    })
+
+    const sql = yield* SqlClient.make({
+      ...acquirers,
+      compiler: Statement.makeCompilerSqlite(),
+      driver: DRIVER,
+      spanAttributes: [["db.system.name", "sqlite"]],
+      // IMMEDIATE takes the write lock at BEGIN, so busy_timeout covers a
+      // transaction that reads before it writes (no SQLITE_BUSY mid-way).
+      beginTransaction: "BEGIN IMMEDIATE",
+      prepareTransactionControls: true,
+      releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`
+    }).pipe(Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make))
+
+    const runMany = (
+      text: string,
+      rows: ReadonlyArray<ReadonlyArray<unknown>>
+    ): Effect.Effect<number, SqlError.SqlError> =>
+      Effect.suspend(() => {
+        let changes = 0
+        try {
+          const { statement } = cache.get(text)
+          for (let i = 0; i < rows.length; i++) {
+            const binds = bindable(rows[i] ?? [])
+            if (typeof binds === "string") return Effect.fail(statementError(`row ${i + 1}: ${binds}`, "bind"))
+            changes += Number(statement.run(...binds).changes)
+          }
+        } catch (cause) {
+          if (cause instanceof MultipleStatements) return Effect.fail(statementError(cause.message, "prepare"))
+          return Effect.fail(toSqlError(file, cause, "executeMany"))
+        }
+        return Effect.succeed(changes)
+      })
+
+    // Inside a transaction the connection is already this fiber's; outside,
+    // the batch is its own transaction (which takes the connection).
+    const executeMany = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
+      rows.length === 0 ? Effect.succeed(0) : Effect.flatMap(
+        Effect.serviceOption(sql.transactionService),
+        (open) => open._tag === "Some" ? runMany(text, rows) : sql.withTransaction(runMany(text, rows))
+      )
+
+    const batch: SqliteBatchService = { executeMany, statementCache: Effect.sync(() => cache.stats()) }
+    return { sql, batch }
+  })
+
+/** Opens the file and applies the connection's pragmas; throws node:sqlite's error. */
+const openDatabase = (sqlite: SqliteModule, file: string, options: SqliteClientOptions): DatabaseSync => {
+  const db = new sqlite.DatabaseSync(options.filename, {
+    enableForeignKeyConstraints: true,
+    timeout: Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
+    readBigInts: false,
+    // Refuses SQL that can corrupt the file on purpose (writable_schema and the like).
+    defensive: true
+  })
+  try {
+    db.exec("PRAGMA foreign_keys = ON")
+    if (options.quickCheck === true) {
+      // Reads every page, and is the first read of the file: one that is not a database throws SQLITE_NOTADB.
+      const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
+      if (problems.length !== 1 || problems[0] !== "ok") {
+        throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
+      }
+    }
+    // Without quickCheck this is the first read of the file, and fails on one that is not a database.
+    const journal = db.prepare("PRAGMA journal_mode = WAL").get()?.["journal_mode"]
+    // SQLite keeps the old mode, silently, where WAL cannot work (e.g. a network file system).
+    if (journal !== "wal" && journal !== "memory") {
+      throw new Error(`cannot use write-ahead logging here (journal_mode stays ${String(journal)}); ` +
+        `put the agent dir on a local file system`)
+    }
+    db.exec(`PRAGMA synchronous = ${options.synchronous ?? "NORMAL"}`)
+    return db
+  } catch (error) {
+    db.close()
+    throw error
+  }
+}
+
+/**
+ * `SqlClient.SqlClient` and {@link SqliteBatch} over one `node:sqlite`
+ * connection to `options.filename`, closed with the layer.
+ */
+export const layer = (
+  options: SqliteClientOptions
+): Layer.Layer<SqlClient.SqlClient | SqliteBatch, SqliteUnavailable | SqlError.SqlError> =>
+  Layer.effectContext(
+    Effect.map(make(options), ({ batch, sql }) =>
+      Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteBatch, batch)))
+  )

@@ -1,0 +1,111 @@
+/**
+ * The store's typed faults: what can go wrong with the broker's database
+ * file, each with a message that names the file and says what to do.
+ *
+ * They fail closed. A file that cannot be read, is not a database, fails its
+ * integrity check or was written by a newer build stops the broker from
+ * starting; it is never treated as empty, so nothing in it is silently
+ * dropped or overwritten. A write that cannot be stored (disk full, I/O
+ * error) fails the statement, so nothing unstored is ever acknowledged.
+ *
+ * Statement failures at run time stay effect's `SqlError` (the `SqlClient`
+ * contract); a write failure carries a {@link DatabaseWriteFailed} as its
+ * reason's cause and its message, so {@link writeFailureOf} finds it.
+ */
+import { Data } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
+
+/** `node:sqlite` cannot be loaded: this Node.js is too old (or started without it). */
+export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
+  readonly nodeVersion: string
+}> {
+  override get message(): string {
+    return `The durable store needs node:sqlite, which this Node.js (${this.nodeVersion}) does not provide. ` +
+      `Upgrade Node.js to 22.19 or later, the versions effect-intercom supports.`
+  }
+}
+
+/** The file is not a SQLite database, or it fails `PRAGMA quick_check`. It was not modified. */
+export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
+  readonly file: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `${this.file} is damaged or is not an intercom database (${this.detail}). ` +
+      `It was left untouched. To start with an empty database, stop the broker and move the file aside, e.g. ` +
+      `mv ${this.file} ${this.file}.corrupt (also move any ${this.file}-wal and ${this.file}-shm beside it); ` +
+      `the data stored in it (undelivered mail, questions, results) is then not used.`
+  }
+}
+
+/** The file or its directory cannot be read or written by this user. */
+export class DatabaseUnreadable extends Data.TaggedError("DatabaseUnreadable")<{
+  readonly file: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Cannot open ${this.file}: ${this.detail}. The broker must be able to read and write the file and its ` +
+      `directory: check their owner and modes (the file is expected to be 0600 and owned by you).`
+  }
+}
+
+/** The database records a migration this build does not know: a newer effect-intercom wrote it. */
+export class DatabaseTooNew extends Data.TaggedError("DatabaseTooNew")<{
+  readonly file: string
+  /** The highest migration id recorded in the file. */
+  readonly found: number
+  /** The highest migration id this build knows. */
+  readonly known: number
+}> {
+  override get message(): string {
+    return `${this.file} was written by a newer effect-intercom (schema migration ${this.found}; this build knows up ` +
+      `to ${this.known}). It was left untouched. Upgrade effect-intercom, or use another agent dir.`
+  }
+}
+
+/** Why a write could not be stored. */
+export type WriteFailure = "disk-full" | "io-error"
+
+/** A write could not be stored: the disk is full or the file system reported an I/O error. Nothing of it was kept. */
+export class DatabaseWriteFailed extends Data.TaggedError("DatabaseWriteFailed")<{
+  readonly file: string
+  readonly reason: WriteFailure
+  readonly detail: string
+}> {
+  override get message(): string {
+    return this.reason === "disk-full"
+      ? `Cannot write to ${this.file}: the disk is full (${this.detail}). Nothing of this write was stored. ` +
+        `Free space on that file system; the broker keeps running and the next write tries again.`
+      : `Cannot write to ${this.file}: an I/O error (${this.detail}). Nothing of this write was stored. ` +
+        `Check the disk and the file system (dmesg, df) and restart the broker.`
+  }
+}
+
+/** Any other failure while opening or migrating the database. */
+export class DatabaseOpenFailed extends Data.TaggedError("DatabaseOpenFailed")<{
+  readonly file: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Cannot open the intercom database ${this.file}: ${this.detail}. It was not treated as empty.`
+  }
+}
+
+/** Every way opening the store can fail (`Database.layer`). */
+export type StoreOpenError =
+  | SqliteUnavailable
+  | DatabaseCorrupt
+  | DatabaseUnreadable
+  | DatabaseTooNew
+  | DatabaseWriteFailed
+  | DatabaseOpenFailed
+
+/**
+ * The {@link DatabaseWriteFailed} behind a statement's `SqlError`, if the
+ * statement failed because the disk is full or on an I/O error. Services map
+ * it to their own "not stored" outcome.
+ */
+export const writeFailureOf = (error: SqlError): DatabaseWriteFailed | undefined => {
+  const cause = error.reason.cause
+  return cause instanceof DatabaseWriteFailed ? cause : undefined
+}

@@ -1,0 +1,212 @@
+/**
+ * `Database.layer` on real files: the file's mode, migrations run once, and
+ * the faults that fail closed (a corrupt file, a newer schema, an unreadable
+ * file), each leaving the file as it was.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as Database from "../../src/store/Database.ts"
+import { DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
+import type { Migration } from "../../src/store/migrations/index.ts"
+import { isRoot, modeOf, tempDir } from "./support.ts"
+
+/** Runs `use` against `Database.layer(options)`, closing the database afterwards. */
+const withDatabase = <A, E>(
+  options: Database.DatabaseOptions,
+  use: Effect.Effect<A, E, SqlClient.SqlClient>
+) => Effect.scoped(Layer.build(Database.layer(options)).pipe(Effect.flatMap((context) => Effect.provide(use, context))))
+
+const openOnly = (options: Database.DatabaseOptions) => withDatabase(options, Effect.void)
+
+/** A migration creating `items` and counting its own runs in `runs`. */
+const testMigrations: Record<string, Migration> = {
+  "0001_items": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`
+    yield* sql`CREATE TABLE runs (n INTEGER NOT NULL)`
+    yield* sql`INSERT INTO runs (n) VALUES (1)`
+  })
+}
+
+const dbFile = Effect.map(tempDir, (dir) => path.join(dir, "intercom", "intercom.db"))
+
+describe("Database.layer", () => {
+  it.effect("creates the file 0600 in a new 0700 directory", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file })
+      assert.strictEqual(modeOf(file), 0o600)
+      assert.strictEqual(modeOf(path.dirname(file)), 0o700)
+    }))
+
+  it.effect("fixes the mode of an existing file to 0600", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file })
+      fs.chmodSync(file, 0o644)
+      yield* openOnly({ file })
+      assert.strictEqual(modeOf(file), 0o600)
+    }))
+
+  it.effect("the -wal and -shm files SQLite creates beside it are 0600 too, and go when it closes", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const previous = process.umask(0o022)
+      const modes = yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO items (id, v) VALUES (1, 'a')`
+          return [modeOf(`${file}-wal`), modeOf(`${file}-shm`)]
+        })
+      ).pipe(Effect.ensuring(Effect.sync(() => process.umask(previous))))
+      assert.deepStrictEqual(modes, [0o600, 0o600])
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+    }))
+
+  it.effect("runs each migration once across reopenings and records it", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      const [runs, recorded] = yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return [
+            yield* sql<{ n: number }>`SELECT n FROM runs`,
+            yield* sql<{ migration_id: number; name: string }>`SELECT migration_id, name FROM effect_sql_migrations`
+          ] as const
+        })
+      )
+      assert.strictEqual(runs.length, 1)
+      assert.deepStrictEqual(recorded, [{ migration_id: 1, name: "items" }])
+    }))
+
+  it.effect("keeps committed data across reopening, in WAL mode", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO items (id, v) VALUES (1, 'kept')`)
+      )
+      const [rows, journal] = yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.all([sql`SELECT id, v FROM items`, sql<{ journal_mode: string }>`PRAGMA journal_mode`]))
+      )
+      assert.deepStrictEqual(rows, [{ id: 1, v: "kept" }])
+      assert.strictEqual(journal[0]?.journal_mode, "wal")
+    }))
+
+  it.effect("refuses a database with a migration newer than this build knows, and leaves it as it was", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (7, 'future')`
+        )
+      )
+      const before = fs.readFileSync(file)
+      const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
+      assert.instanceOf(error, DatabaseTooNew)
+      assert.include(error.message, file)
+      assert.include(error.message, "written by a newer effect-intercom")
+      assert.include(error.message, "use another agent dir")
+      assert.deepInclude(error, { found: 7, known: 1 })
+      assert.isTrue(fs.readFileSync(file).equals(before))
+      // This build's registry (no migration yet) refuses it too.
+      assert.instanceOf(yield* Effect.flip(openOnly({ file })), DatabaseTooNew)
+    }))
+
+  it.effect("refuses a file that is not a database, naming it, and leaves its bytes untouched", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      fs.mkdirSync(path.dirname(file), { recursive: true })
+      const garbage = Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919) & 0xff))
+      fs.writeFileSync(file, garbage, { mode: 0o600 })
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, file)
+      assert.include(error.message, `mv ${file} ${file}.corrupt`)
+      assert.include(error.message, "not used")
+      assert.isTrue(fs.readFileSync(file).equals(garbage))
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+    }))
+
+  it.effect("refuses a database whose pages fail quick_check, and leaves its bytes untouched", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.forEach(
+            Array.from({ length: 200 }, (_, i) => i),
+            (i) => sql`INSERT INTO items (id, v) VALUES (${i}, ${"v".repeat(200)})`,
+            { discard: true }
+          ))
+      )
+      // Scribble over the middle of the file: past the header, inside the table's pages.
+      const bytes = fs.readFileSync(file)
+      const pageSize = bytes.readUInt16BE(16)
+      bytes.fill(0xa5, pageSize * 3, pageSize * 5)
+      fs.writeFileSync(file, bytes)
+      const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, file)
+      assert.isTrue(fs.readFileSync(file).equals(bytes))
+    }))
+
+  it.effect("refuses a database that opens but fails quick_check, quoting its finding", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      // A NULL under a NOT NULL column: written before the constraint, which is then edited into the schema.
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file, { defensive: false })
+      raw.exec("CREATE TABLE loose (v TEXT)")
+      raw.exec("INSERT INTO loose (v) VALUES (NULL)")
+      raw.exec("PRAGMA writable_schema = ON")
+      raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+      raw.close()
+      const before = fs.readFileSync(file)
+      const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, "quick_check")
+      assert.include(error.message, "loose.v")
+      assert.isTrue(fs.readFileSync(file).equals(before))
+    }))
+
+  // Root ignores modes, so this runs only as another user. (Checked by hand as `nobody` too: a root-owned 0600
+  // file is refused the same way.) A file of one's own with a wrong mode is fixed, not refused.
+  it.effect.skipIf(isRoot)("refuses a database in a directory it may not write, naming the file", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file })
+      fs.chmodSync(path.dirname(file), 0o500)
+      const error = yield* Effect.flip(openOnly({ file }))
+      fs.chmodSync(path.dirname(file), 0o700)
+      assert.instanceOf(error, DatabaseUnreadable)
+      assert.include(error.message, file)
+    }))
+
+  it.effect("without node:sqlite, fails with SqliteUnavailable", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const error = yield* Effect.flip(openOnly({ file, loadSqlite: () => undefined }))
+      assert.instanceOf(error, SqliteUnavailable)
+    }))
+})
+
+describe("Database.layerMemory", () => {
+  it.effect("is an empty in-memory database with the migrations table", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+      assert.deepStrictEqual(tables.map((t) => t.name), ["effect_sql_migrations"])
+    }).pipe(Effect.provide(Database.layerMemory)))
+})
