@@ -15,7 +15,7 @@ import {
   stateOf
 } from "../../src/store/questionModel.ts"
 import { layerMemory, QuestionStore } from "../../src/store/QuestionStore.ts"
-import { storeLayers } from "./layers.ts"
+import { sqliteLayer, storeLayers } from "./layers.ts"
 
 const question = (id: string, over: Partial<NewQuestion> = {}): NewQuestion => ({
   id,
@@ -216,48 +216,50 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ op: fc.constant("revive" as const) })
 )
 
-describe("QuestionStore state machine (fast-check, memory layer)", () => {
-  it.effect("random batches of concurrent operations never rewrite a marker and have one winner each", () =>
-    Effect.promise(() =>
-      fc.assert(fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 5 }), { maxLength: 8 }), (batches) =>
-        Effect.runPromise(Effect.provide(
-          Effect.gen(function*() {
-            const store = yield* QuestionStore
-            yield* store.ask(question("q"))
-            let at = 10
-            let previous = saved(yield* store.get("q"))
-            let wins = { answer: 0, stop: 0, deliver: 0, revive: 0 }
-            for (const batch of batches) {
-              const results = yield* Effect.all(batch.map((s) => {
-                const t = at++
-                switch (s.op) {
-                  case "answer":
-                    return Effect.map(Effect.result(store.answer({ id: "q", ownerId: "sup-1", text: s.text, at: t })), (r) =>
-                      r._tag === "Success" && r.success.saved ? "answer" : undefined)
-                  case "stop":
-                    return Effect.map(Effect.result(store.stop({ id: "q", by: s.by, at: t })), (r) =>
-                      r._tag === "Success" && r.success.cancelled ? "stop" : undefined)
-                  case "deliver":
-                    return Effect.map(store.deliver("q", t), (won) => won ? "deliver" : undefined)
-                  case "revive":
-                    return Effect.map(store.claimRevival("q", t), (won) => won ? "revive" : undefined)
+for (const [name, layer, runs] of [["memory", layerMemory, 200], ["sqlite", sqliteLayer, 40]] as const) {
+  describe(`QuestionStore state machine (fast-check, ${name} layer)`, () => {
+    it.effect("random batches of concurrent operations never rewrite a marker and have one winner each", () =>
+      Effect.promise(() =>
+        fc.assert(fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 5 }), { maxLength: 8 }), (batches) =>
+          Effect.runPromise(Effect.provide(
+            Effect.gen(function*() {
+              const store = yield* QuestionStore
+              yield* store.ask(question("q"))
+              let at = 10
+              let previous = saved(yield* store.get("q"))
+              let wins = { answer: 0, stop: 0, deliver: 0, revive: 0 }
+              for (const batch of batches) {
+                const results = yield* Effect.all(batch.map((s) => {
+                  const t = at++
+                  switch (s.op) {
+                    case "answer":
+                      return Effect.map(Effect.result(store.answer({ id: "q", ownerId: "sup-1", text: s.text, at: t })), (r) =>
+                        r._tag === "Success" && r.success.saved ? "answer" : undefined)
+                    case "stop":
+                      return Effect.map(Effect.result(store.stop({ id: "q", by: s.by, at: t })), (r) =>
+                        r._tag === "Success" && r.success.cancelled ? "stop" : undefined)
+                    case "deliver":
+                      return Effect.map(store.deliver("q", t), (won) => won ? "deliver" : undefined)
+                    case "revive":
+                      return Effect.map(store.claimRevival("q", t), (won) => won ? "revive" : undefined)
+                  }
+                }), { concurrency: "unbounded" })
+                for (const r of results) if (r !== undefined) wins = { ...wins, [r]: wins[r] + 1 }
+                const now = saved(yield* store.get("q"))
+                // Write-once: a marker set before keeps its value.
+                for (const key of ["answer", "answeredAt", "deliveredAt", "cancelledAt", "revivalClaimedAt"] as const) {
+                  if (previous[key] !== undefined) assert.strictEqual(now[key], previous[key], key)
                 }
-              }), { concurrency: "unbounded" })
-              for (const r of results) if (r !== undefined) wins = { ...wins, [r]: wins[r] + 1 }
-              const now = saved(yield* store.get("q"))
-              // Write-once: a marker set before keeps its value.
-              for (const key of ["answer", "answeredAt", "deliveredAt", "cancelledAt", "revivalClaimedAt"] as const) {
-                if (previous[key] !== undefined) assert.strictEqual(now[key], previous[key], key)
+                // Delivered and cancelled never both hold; delivery only follows an answer.
+                assert.isFalse(now.deliveredAt !== undefined && now.cancelledAt !== undefined)
+                if (now.deliveredAt !== undefined) assert.isDefined(now.answer)
+                previous = now
               }
-              // Delivered and cancelled never both hold; delivery only follows an answer.
-              assert.isFalse(now.deliveredAt !== undefined && now.cancelledAt !== undefined)
-              if (now.deliveredAt !== undefined) assert.isDefined(now.answer)
-              previous = now
-            }
-            for (const count of Object.values(wins)) assert.isAtMost(count, 1)
-          }),
-          layerMemory
-        ))
-      ), { numRuns: 200 })
-    ))
-})
+              for (const count of Object.values(wins)) assert.isAtMost(count, 1)
+            }),
+            layer
+          ))
+        ), { numRuns: runs })
+      ))
+  })
+}
