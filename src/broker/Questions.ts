@@ -270,7 +270,8 @@ export class Questions {
       targetId: target.id,
       targetIdentity: target.identity,
       queuedAt: now,
-      askTimeoutMs: undefined,
+      // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
+      askTimeoutMs: MAX_ASK_TIMEOUT_MS,
       channel: "supervisor",
       delivery: STEER
     }
