@@ -435,8 +435,8 @@ export class Questions {
  * @category encoding
  * @since 0.1.0
  */
-export const notificationText = (record: Pick<QuestionRecord, "id" | "message">): string =>
+export const notificationText = (record: Pick<QuestionRecord, "id" | "message" | "ownerId">): string =>
   `${record.message}\n\n` +
   `[Durable question ${record.id}: it waits with no timeout and survives restarts. ` +
-  `Reply to this message to answer it, or run \`intercom answer ${record.id} <answer>\`; ` +
-  `\`intercom stop ${record.id}\` cancels it.]`
+  `Reply to this message to answer it, or run \`intercom answer ${record.id} <answer> --session ${record.ownerId}\`; ` +
+  `\`intercom stop ${record.id} --session ${record.ownerId}\` cancels it.]`

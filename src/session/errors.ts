@@ -14,7 +14,15 @@
  * @since 0.1.0
  */
 import { Data } from "effect"
-import type { ConnectionLost, IntercomNotConnected, RequestTimeout, TopicRefused, TopicsUnavailable } from "../client/errors.ts"
+import type {
+  ConnectionLost,
+  IntercomNotConnected,
+  QuestionRefused,
+  QuestionsUnavailable,
+  RequestTimeout,
+  TopicRefused,
+  TopicsUnavailable
+} from "../client/errors.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { TopicSessionChanged } from "./topicErrors.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
@@ -303,6 +311,31 @@ export type ClientFailure = IntercomNotConnected | RequestTimeout | ConnectionLo
 export type TopicFailure = ClientFailure | TopicRefused | TopicsUnavailable | TopicSessionChanged
 
 /**
+ * Why a question action (`questions`, `question`, `answer`, `stop`) failed:
+ * the broker refused it (its `error` says why, e.g. `AnswerConflict`), it
+ * keeps no questions, a parameter is missing, or the connection failed.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type QuestionFailure = ClientFailure | QuestionRefused | QuestionsUnavailable | MissingQuestionParam
+
+/**
+ * A question action without the parameter it needs (`questionId`, or the answer's `message`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class MissingQuestionParam extends Data.TaggedError("MissingQuestionParam")<{
+  readonly action: string
+  readonly param: string
+}> {
+  override get message(): string {
+    return `Missing '${this.param}' parameter for action '${this.action}'.`
+  }
+}
+
+/**
  * How `list` fails.
  *
  * @category errors
@@ -354,6 +387,7 @@ export type ReplyFailure = SendFailure | NoReplyContext
  * @since 0.1.0
  */
 export type IntercomSessionError =
+  | QuestionFailure
   | TopicFailure
   | ListError
   | AskFailure

@@ -316,6 +316,13 @@ export interface IntercomToolParams {
   readonly ownership?: string | undefined
   /** For `subscribe`: also be interrupted by `release` publications (C-TOP-9). */
   readonly awaitRelease?: boolean | undefined
+  /** Durable questions (`questions-v1`): the question of `question`, `answer` and `stop` (its answer is `message`). */
+  readonly questionId?: string | undefined
+  /** For `questions`: where the page starts (default 0) and how long it is (1–100, default 20). */
+  readonly offset?: number | undefined
+  readonly limit?: number | undefined
+  /** For `questions`, `question`, `answer`, `stop`: the supervisor session id to act for (default: this session). */
+  readonly owner?: string | undefined
 }
 
 /**

@@ -129,7 +129,7 @@ describe("questions-v1: asking and answering", () => {
       assert.strictEqual(notice.from.id, "child-worker")
       assert.isTrue(notice.message.expectsReply)
       assert.strictEqual(notice.message.content.text, notificationText(saved(state, "q-1")))
-      assert.include(notice.message.content.text, "intercom answer q-1 <answer>")
+      assert.include(notice.message.content.text, `intercom answer q-1 <answer> --session ${SUP}`)
       // Asking again (a waiter re-checking) does not notify the same supervisor connection twice.
       okOf(yield* ask(child, "q-1"))
       yield* supervisor.client.roundTrip

@@ -14,6 +14,7 @@ import { Host, headless, type Inbound } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
+import { QuestionReviver, type Revival } from "../../src/session/QuestionReviver.ts"
 import { stateOf } from "../../src/store/questionModel.ts"
 import { makeMemory, makeMemoryState, type MemoryQuestions, QuestionStore } from "../../src/store/QuestionStore.ts"
 import { advance, closeOnSimulatedTime, type MemoryBroker, settle, step, withMemoryBroker } from "../support/memory.ts"
@@ -27,7 +28,8 @@ const member = (
   id: string,
   name: string,
   client: Partial<IntercomClientOptions>,
-  session: IntercomSessionOptions = {}
+  session: IntercomSessionOptions = {},
+  reviver: Layer.Layer<never> = Layer.empty
 ) =>
   Effect.gen(function*() {
     const inbox = yield* Queue.unbounded<Inbound>()
@@ -46,7 +48,8 @@ const member = (
     yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
     const context = yield* Layer.buildWithScope(
       IntercomSession.layer({ askTimeoutMs: ASK_TIMEOUT_MS, ...session }).pipe(
-        Layer.provideMerge(Layer.merge(clientLayer, Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound)))))
+        Layer.provideMerge(Layer.merge(clientLayer, Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound))))),
+        Layer.provide(reviver)
       ),
       scope
     )
@@ -54,11 +57,11 @@ const member = (
   })
 
 /** A supervisor and a child it launched, on a broker that keeps questions in `state` (none: no store). */
-const setup = (state: MemoryQuestions | undefined) =>
+const setup = (state: MemoryQuestions | undefined, reviver: Layer.Layer<never> = Layer.empty) =>
   Effect.gen(function*() {
     const start = withMemoryBroker({ idleExit: null })
     const broker = yield* (state === undefined ? start : Effect.provideService(start, QuestionStore, makeMemory(state)))
-    const supervisor = yield* member(broker, SUP_ID, "planner", { ownerToken: "a-long-random-owner-token" })
+    const supervisor = yield* member(broker, SUP_ID, "planner", { ownerToken: "a-long-random-owner-token" }, {}, reviver)
     const launched = yield* settle(
       authorizeChild({ runId: "Run-7", agent: "Worker", index: 0, supervisorTarget: "planner" }, {})
         .pipe(Effect.provideService(IntercomClient, supervisor.client))
@@ -68,7 +71,7 @@ const setup = (state: MemoryQuestions | undefined) =>
       childBridge: bridge
     })
     const tool = child.session.contactSupervisor ?? assert.fail("the child has no contact_supervisor")
-    return { broker, supervisor, child, tool, name: launched.sessionName }
+    return { broker, supervisor, child, tool, name: launched.sessionName, childId: CHILD_ID }
   })
 
 describe("contact_supervisor as a durable question", () => {
@@ -140,5 +143,51 @@ describe("contact_supervisor as a durable question", () => {
       const result = yield* Fiber.join(waiting)
       assert.isTrue(result.isError)
       assert.strictEqual(result.details["error"], "ReplyTimeout")
+    }))
+})
+
+describe("the question actions of the intercom tool", () => {
+  it.effect("questions lists a page, question reads one whole, answer and stop give receipts; a bad call is refused", () =>
+    Effect.gen(function*() {
+      const state = makeMemoryState()
+      const { supervisor, tool } = yield* setup(state)
+      const intercom = supervisor.session.intercom
+      const waiting = yield* step(tool({ reason: "need_decision", message: "Stable or experimental API?" }))
+      const [questionId = ""] = [...state.records.keys()]
+      const listed = yield* settle(intercom({ action: "questions" }))
+      assert.isFalse(listed.isError, listed.text)
+      assert.match(listed.text, /^Questions 1–1 of 1:\n- \S+ · awaiting_input · need_decision · subagent-worker-run-7-1 · /)
+      assert.strictEqual(listed.details["total"], 1)
+      const bad = yield* settle(intercom({ action: "questions", limit: 0 }))
+      assert.isTrue(bad.isError)
+      assert.strictEqual(bad.details["error"], "QuestionRefused")
+      const whole = yield* settle(intercom({ action: "question", questionId }))
+      assert.include(whole.text, "Stable or experimental API?")
+      const missing = yield* settle(intercom({ action: "answer", questionId }))
+      assert.deepStrictEqual([missing.text, missing.isError], ["Missing 'message' parameter for action 'answer'.", true])
+      const answered = yield* settle(intercom({ action: "answer", questionId, message: "Stable." }))
+      assert.match(answered.text, /^Answer saved for question \S+ and sent to subagent-worker-run-7-1; it counts as answered once the child confirms \(memory-only/)
+      assert.deepStrictEqual([(yield* Fiber.join(waiting)).text], ["Stable."])
+      const stopped = yield* settle(intercom({ action: "stop", questionId }))
+      assert.isTrue(stopped.isError)
+      assert.strictEqual(stopped.details["error"], "QuestionRefused")
+    }))
+
+  it.effect("an answer to an exited child's question hands its revival to the QuestionReviver once (C-DQ-10, C-DQ-12)", () =>
+    Effect.gen(function*() {
+      const state = makeMemoryState()
+      const revivals: Array<Revival> = []
+      const reviver = Layer.succeed(QuestionReviver, { revive: (revival) => Effect.sync(() => void revivals.push(revival)) })
+      const { child, supervisor, tool } = yield* setup(state, reviver)
+      yield* step(tool({ reason: "need_decision", message: "Continue?" }))
+      const [questionId = ""] = [...state.records.keys()]
+      yield* settle(child.client.disconnect)
+      const first = yield* settle(supervisor.session.intercom({ action: "answer", questionId, message: "Yes." }))
+      assert.include(first.text, `revival answer-${questionId} was handed to the launcher`)
+      assert.deepStrictEqual(revivals.map((r) => [r.runId, r.answer]), [[`answer-${questionId}`, "Yes."]])
+      const again = yield* settle(supervisor.session.intercom({ action: "answer", questionId, message: "Yes." }))
+      assert.include(again.text, "already has this answer")
+      assert.include(again.text, "is not launched again. If it did not start, recover it with: revive(")
+      assert.strictEqual(revivals.length, 1)
     }))
 })
