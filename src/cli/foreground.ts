@@ -11,8 +11,10 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import { runBroker } from "../broker/runBroker.ts"
+import { questionStoreLayer } from "../store/questionStoreFile.ts"
 import type { BrokerOptions } from "../broker/options.ts"
 import type { IntercomPaths } from "../config/agentDir.ts"
 import { IntercomEnvError } from "../config/errors.ts"
@@ -74,7 +76,10 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Ref.get(started), (wasStarted) => wasStarted ? Effect.logInfo("Intercom broker stopped") : Effect.void)
     )
-    const handle = yield* runBroker(options)
+    // Durable supervisor questions live in <intercomDir>/intercom.db (docs/store.md, "Questions"),
+    // open for as long as the broker runs; a database that cannot be opened stops the start.
+    const questions = yield* Layer.build(questionStoreLayer(paths.intercomDir)).pipe(Effect.catch(reportError))
+    const handle = yield* runBroker(options).pipe(Effect.provide(questions))
     yield* Ref.set(started, true)
     yield* logIntercomSettingsProblems(resolution)
     yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
