@@ -2,7 +2,7 @@ import { Data } from "effect"
 
 /** Why a broker could not start; `message` says what to do about it. */
 export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
-  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed"
+  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed" | "StoreUnusable"
   readonly path: string
   readonly detail: string
 }> {
@@ -14,6 +14,8 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
         return `Cannot use the intercom directory ${this.path}: ${this.detail}. Check that it is writable by this user, or pass another one with --dir.`
       case "ListenFailed":
         return `Cannot listen on ${this.path}: ${this.detail}.`
+      case "StoreUnusable":
+        return `The broker did not start: ${this.detail} (docs/store.md).`
     }
   }
 }

@@ -79,6 +79,13 @@ export interface BrokerOptions extends BrokerCoreOptions {
   readonly socketPath: string
   /** Write `broker.pid` (P91). Default true; in-process test brokers may turn it off. */
   readonly writePidFile?: boolean
+  /**
+   * Where durable supervisor questions are kept (`questions-v1`): `"sqlite"`
+   * opens `<intercomDir>/intercom.db` once the broker holds its directory;
+   * absent, only a `QuestionStore` in the context is used, and without one the
+   * broker offers no durable questions.
+   */
+  readonly questions?: "sqlite" | undefined
 }
 
 /** `BrokerCoreOptions` with every default applied and durations in milliseconds. */

@@ -5,13 +5,14 @@
  * connections are destroyed, then the socket file (if it is still ours) and
  * the pid file (if it still names us) removed, and the lock let go.
  */
-import { Duration, Effect, Schedule, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isProcessAlive, readPidFile, writePidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
+import { questionStoreLayer, QUESTIONS_DATABASE_FILE } from "../store/questionStoreFile.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerStartupError } from "./errors.ts"
 import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
@@ -147,7 +148,14 @@ export const runBroker = (
           )
       })
     )
-    const core = yield* Broker.make(options)
+    const questions = options.questions === "sqlite"
+      ? yield* Layer.build(questionStoreLayer(intercomDir)).pipe(
+        Effect.mapError((error) =>
+          new BrokerStartupError({ kind: "StoreUnusable", path: path.join(intercomDir, QUESTIONS_DATABASE_FILE), detail: error.message })
+        )
+      )
+      : Context.empty()
+    const core = yield* Broker.make(options).pipe(Effect.provide(questions))
 
     const listen = serveUnix(socketPath, core.accept)
     // Under the lock no broker of ours listens there. Something that answers health is

@@ -11,10 +11,8 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import { runBroker } from "../broker/runBroker.ts"
-import { questionStoreLayer } from "../store/questionStoreFile.ts"
 import type { BrokerOptions } from "../broker/options.ts"
 import type { IntercomPaths } from "../config/agentDir.ts"
 import { IntercomEnvError } from "../config/errors.ts"
@@ -65,6 +63,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       intercomDir: paths.intercomDir,
       socketPath: paths.socketPath,
       askTimeout: resolution.settings.askTimeoutMs,
+      // Durable supervisor questions live in <intercomDir>/intercom.db (docs/store.md, "Questions").
+      questions: "sqlite",
       ...(flags.maxSessions === undefined ? {} : { maxSessions: flags.maxSessions }),
       ...(flags.idleExitMs === undefined ? {} : { idleExit: flags.idleExitMs }),
       ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs }),
@@ -76,10 +76,7 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Ref.get(started), (wasStarted) => wasStarted ? Effect.logInfo("Intercom broker stopped") : Effect.void)
     )
-    // Durable supervisor questions live in <intercomDir>/intercom.db (docs/store.md, "Questions"),
-    // open for as long as the broker runs; a database that cannot be opened stops the start.
-    const questions = yield* Layer.build(questionStoreLayer(paths.intercomDir)).pipe(Effect.catch(reportError))
-    const handle = yield* runBroker(options).pipe(Effect.provide(questions))
+    const handle = yield* runBroker(options)
     yield* Ref.set(started, true)
     yield* logIntercomSettingsProblems(resolution)
     yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)

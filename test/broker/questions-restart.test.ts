@@ -1,18 +1,16 @@
 /**
  * A durable question survives a broker restart (C-DQ-6, C-SUP-18): a real
  * broker on a Unix socket keeps its questions in a file-backed SQLite
- * database (`intercom.db`); it is stopped and a new one is started on the
- * same directory, and the saved question still reaches the supervisor and
- * its answer still reaches the child.
+ * database (`runBroker({ questions: "sqlite" })`: `intercom.db`, 0600); it is
+ * stopped and a new one is started on the same directory, and the saved
+ * question still reaches the supervisor and its answer still reaches the child.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { runBroker } from "../../src/broker/index.ts"
 import { GROUPS_V1, QUESTIONS_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
-import * as Database from "../../src/store/Database.ts"
-import { layerSql } from "../../src/store/QuestionStore.ts"
 import { brokerPaths, messageFor, register, tempDir } from "../support/broker.ts"
 import { connect, type WireClient } from "../support/wire.ts"
 
@@ -30,13 +28,11 @@ describe("questions-v1 over a Unix socket with intercom.db", () => {
     Effect.gen(function*() {
       const root = yield* tempDir()
       const { intercomDir, socketPath } = brokerPaths(root)
-      fs.mkdirSync(intercomDir, { recursive: true, mode: 0o700 })
       const file = path.join(intercomDir, "intercom.db")
-      /** A broker with the SQLite question store over `file`, in a Scope of its own. */
+      /** A broker that keeps questions in `<intercomDir>/intercom.db`, in a Scope of its own. */
       const start = Effect.gen(function*() {
         const scope = yield* Scope.make()
-        const store = yield* Layer.buildWithScope(layerSql.pipe(Layer.provide(Database.layer({ file }))), scope)
-        yield* runBroker({ intercomDir, socketPath, idleExit: null }).pipe(Effect.provideContext(store), Scope.provide(scope))
+        yield* runBroker({ intercomDir, socketPath, idleExit: null, questions: "sqlite" }).pipe(Scope.provide(scope))
         return scope
       })
       const supervisor = (label: string) =>
@@ -73,7 +69,7 @@ describe("questions-v1 over a Unix socket with intercom.db", () => {
       yield* Scope.close(first, Exit.void)
       yield* child1.waitClosed()
       yield* sup1.waitClosed()
-      assert.isTrue(fs.existsSync(file))
+      assert.strictEqual(fs.statSync(file).mode & 0o777, 0o600)
 
       const second = yield* start
       const sup2 = yield* supervisor("sup-2")
