@@ -21,9 +21,28 @@ import { LOADER_NAME, TOOL_NAME } from "./names.ts"
  * @since 0.1.0
  */
 export const IntercomParameters = Type.Object({
-  action: StringEnum(["list", "send", "ask", "reply", "pending", "status", "publish", "subscribe", "unsubscribe", "topics"] as const, {
-    description: "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', or a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics'"
-  }),
+  action: StringEnum(
+    [
+      "list",
+      "send",
+      "ask",
+      "reply",
+      "pending",
+      "status",
+      "publish",
+      "subscribe",
+      "unsubscribe",
+      "topics",
+      "questions",
+      "question",
+      "answer",
+      "stop"
+    ] as const,
+    {
+      description:
+        "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics', or a durable question action: 'questions', 'question', 'answer', 'stop'"
+    }
+  ),
   to: Type.Optional(Type.String({
     description: "Target session name or ID (for 'send', 'ask', or disambiguating 'reply')"
   })),
@@ -71,7 +90,12 @@ export const IntercomParameters = Type.Object({
   })),
   awaitRelease: Type.Optional(Type.Boolean({
     description: "For 'subscribe': also be interrupted when the resource is released"
-  }))
+  })),
+  questionId: Type.Optional(Type.String({
+    description: "For 'question', 'answer', 'stop': the durable question's id (the answer itself is 'message')"
+  })),
+  offset: Type.Optional(Type.Number({ description: "For 'questions': where the page starts (default 0)" })),
+  limit: Type.Optional(Type.Number({ description: "For 'questions': questions per page, 1–100 (default 20)" }))
 })
 
 /**
@@ -101,7 +125,13 @@ Sessions belong to an intercom group and can only message sessions of the same g
 Topics: quiet, latest state shared with subscribers of an exact topic (message is the state's text).
   intercom({ action: "subscribe", topic: "repo/build", awaitRelease: true })
   intercom({ action: "publish", topic: "repo/build", message: "..." , event: "update" })
-  intercom({ action: "topics" })                  → Current records and your subscriptions`
+  intercom({ action: "topics" })                  → Current records and your subscriptions
+
+Durable questions of your delegated children (they wait with no timeout and survive restarts):
+  intercom({ action: "questions" })               → Your questions, unresolved first
+  intercom({ action: "question", questionId: "..." })  → One question in full
+  intercom({ action: "answer", questionId: "...", message: "..." })  → Save and deliver the answer
+  intercom({ action: "stop", questionId: "..." }) → Cancel it (the child stops waiting)`
 
 /**
  * What a pi tool result is made of: the session runtime's text, error flag and details.
@@ -137,7 +167,10 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   event: enumValue(params.event),
   resource: params.resource,
   ownership: enumValue(params.ownership),
-  awaitRelease: params.awaitRelease
+  awaitRelease: params.awaitRelease,
+  questionId: params.questionId,
+  offset: params.offset,
+  limit: params.limit
 })
 
 /**
