@@ -10,7 +10,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
 import { DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
-import type { Migration } from "../../src/store/migrations/index.ts"
+import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
 
 /** Runs `use` against `Database.layer(options)`, closing the database afterwards. */
@@ -203,10 +203,13 @@ describe("Database.layer", () => {
 })
 
 describe("Database.layerMemory", () => {
-  it.effect("is an empty in-memory database with the migrations table", () =>
+  it.effect("is a fresh in-memory database with every registered migration applied", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
-      assert.deepStrictEqual(tables.map((t) => t.name), ["effect_sql_migrations"])
+      assert.include(tables.map((t) => t.name), "effect_sql_migrations")
+      const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`
+      const registered = Object.keys(migrations).map((key) => Number(key.split("_")[0])).sort((a, b) => a - b)
+      assert.deepStrictEqual(applied.map((row) => Number(row.migration_id)), registered)
     }).pipe(Effect.provide(Database.layerMemory)))
 })
