@@ -1,7 +1,9 @@
 /**
  * `Broker`: the broker as a service, without a transport. It owns the Router,
  * its service fibers (event logger, membership notifier, registration
- * watcher, idle watcher, the result archive's fiber) and `accept`, which runs one connection's actor.
+ * watcher, idle watcher, the result archive's fiber, and — when a
+ * `QuestionStore` is provided — the question fiber) and `accept`, which runs
+ * one connection's actor.
  * The Unix-socket broker (`runBroker`) and the in-memory simulation both
  * build on it; closing the Scope it was made in shuts it down. A
  * `ResultArchive` in its context keeps the reports of `results-v1` (durable
@@ -23,6 +25,7 @@
  */
 import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
 import { ResultArchive } from "../store/ResultArchive.ts"
+import { QuestionStore } from "../store/QuestionStore.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
@@ -33,6 +36,8 @@ import { type BrokerEvent, logLine, signal } from "./RouterContext.ts"
 import type { MailStoreError } from "../store/MailStore.ts"
 import { StoreJournal } from "./StoreJournal.ts"
 import { commitPending, runStoreWriter } from "./StoreWriter.ts"
+import type { QuestionWork } from "./Questions.ts"
+import { runQuestionWorker } from "./QuestionWorker.ts"
 
 /** What a running broker offers its transport and its owner. */
 export interface BrokerService {
@@ -66,7 +71,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
   Effect.gen(function*() {
     const resolved = resolveCoreOptions(options)
     const clock = yield* Clock.Clock
+    // Durable supervisor questions (`questions-v1`) only with a store to keep them in.
+    const questionStore = yield* Effect.serviceOption(QuestionStore)
     const signals = {
+      questions: Option.isSome(questionStore) ? yield* Queue.unbounded<QuestionWork>() : undefined,
       feed: yield* Queue.sliding<void>(1),
       idle: yield* Queue.sliding<void>(1),
       registration: yield* Queue.sliding<void>(1),
@@ -95,6 +103,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     // Its fiber is the archive's only user; the Router bounds what waits in its queue (Results.ts).
     const archive = Option.getOrElse(yield* Effect.serviceOption(ResultArchive), () => ResultArchive.makeMemory())
     yield* Effect.forkScoped(runResults(archive, signals.results, () => router.results))
+    // The one fiber that changes saved questions (C-DQ-3); the Router only queues work for it.
+    if (router.questions !== undefined && signals.questions !== undefined && Option.isSome(questionStore)) {
+      yield* Effect.forkScoped(runQuestionWorker(router.questions, questionStore.value, signals.questions))
+    }
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),

@@ -180,7 +180,7 @@ export class Registration {
     const overLimit = registrationOverLimit(frame)
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const { registry, options, output } = this.ctx
-    const features = negotiateFeatures(frame.features)
+    const features = negotiateFeatures(frame.features, this.ctx.withheldFeatures)
     const scopeKey = spaceKeyOf(frame.scopeId)
     // A group only for a client that asked for groups (C-GRP-1); a base client is in the default group.
     const group = features.includes(GROUPS_V1) ? groupOf(frame.group) : DEFAULT_GROUP

@@ -17,6 +17,7 @@
  * | peer health (`health-v1`) | Health.ts |
  * | topics (`topics-v1`) | Topics.ts |
  * | the result archive (`results-v1`) | Results.ts (its fiber: Broker.ts) |
+ * | durable supervisor questions (`questions-v1`) | Questions.ts (its fiber: QuestionWorker.ts) |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -29,6 +30,7 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
+import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
@@ -53,6 +55,7 @@ import { Send } from "./Send.ts"
 import type { StoreJournal } from "./StoreJournal.ts"
 import type { Recovered } from "../store/MailStore.ts"
 import type { WriteBatch } from "./Output.ts"
+import { Questions, type QuestionWork } from "./Questions.ts"
 import { Supervisor } from "./Supervisor.ts"
 import { Topics } from "./Topics.ts"
 
@@ -89,6 +92,8 @@ export interface RouterSignals {
   readonly events: Queue.Queue<BrokerEvent>
   /** Result archive requests for the results fiber (Results.ts). */
   readonly results: Queue.Queue<ResultJob>
+  /** Question work for the question fiber (QuestionWorker.ts); absent when the broker keeps no questions. */
+  readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
 
 /** The broker's routing state and frame dispatch; see the module header. */
@@ -107,6 +112,8 @@ export class Router {
   private readonly asks: Asks
   private readonly frames: FrameHandlers
   private readonly topics: Topics
+  /** Durable supervisor questions, when the broker keeps them (`signals.questions`). */
+  readonly questions: Questions | undefined
 
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
@@ -126,6 +133,7 @@ export class Router {
       },
       registry,
       output,
+      withheldFeatures: signals.questions === undefined ? new Set([QUESTIONS_V1]) : new Set(),
       records: new DeliveryRecords({
         windowMs: REPLAY_WINDOW_MS,
         retentionMs: REPLAY_RETENTION_MS,
@@ -168,11 +176,17 @@ export class Router {
       return edge !== undefined && edge.askerKey === childKey && edge.targetKey === supervisorKey
     })
 
+    const questions = signals.questions === undefined
+      ? undefined
+      : new Questions(ctx, asks.edges, signals.questions, (session) => supervisor.supervisorOf(session))
+
     // Order matters where two rules could refuse the same send (P45's precedence).
     send.use(groups.stage)
     send.use(supervisor.stage)
     send.use(replyErrorStage)
     send.use(asks.replies)
+    // After `asks.replies`: a failed turn's reply reopens the edge that stage just closed (C-DQ-8).
+    if (questions !== undefined) send.use(questions.stage)
     send.use(receipts.supersedes)
     send.use(asks.asks)
     send.use(healthStage)
@@ -195,6 +209,7 @@ export class Router {
     registration.observe(supervisor.hooks)
     registration.observe(staging.hooks)
     registration.observe(topics.hooks)
+    if (questions !== undefined) registration.observe(questions.hooks)
 
     this.ctx = ctx
     this.journal = journal
@@ -220,10 +235,12 @@ export class Router {
       ...receipts.frames,
       ...supervisor.frames,
       ...topics.frames,
-      ...results.frames
+      ...results.frames,
+      ...questions?.frames
     }
     this.topics = topics
     this.results = results
+    this.questions = questions
   }
 
   /** Live registered sessions. */

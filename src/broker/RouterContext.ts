@@ -37,6 +37,8 @@ export interface RouterContext {
   readonly log: (level: BrokerEvent["level"], message: string) => void
   readonly registry: Registry
   readonly output: Output
+  /** Extensions this broker does not offer even when asked (`questions-v1` without a question store). */
+  readonly withheldFeatures: ReadonlySet<string>
   /** Outcomes of recent sends by (sender, message id), for idempotent retries (P46). */
   readonly records: DeliveryRecords
   /**

@@ -158,6 +158,12 @@ export class Supervisor {
     return this.bindings.get(child)?.supervisorKey
   }
 
+  /** The supervisor a bound child was admitted with (its id and registry key), undefined for any other session. */
+  supervisorOf(session: Session): { readonly id: string; readonly key: string } | undefined {
+    const binding = this.bindings.get(session)
+    return binding === undefined ? undefined : { id: binding.supervisorId, key: binding.supervisorKey }
+  }
+
   /** Forgets crossings older than CROSSING_TTL_MS. */
   prune(now: number): void {
     this.crossings.expire(now - CROSSING_TTL_MS)

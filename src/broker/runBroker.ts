@@ -5,7 +5,7 @@
  * connections are destroyed, then the socket file (if it is still ours) and
  * the pid file (if it still names us) removed, and the lock let go.
  */
-import { Duration, Effect, Schedule, type Scope } from "effect"
+import { Duration, Effect, identity, Schedule, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isProcessAlive, readPidFile, writePidFile } from "../config/pidFile.ts"
@@ -19,6 +19,7 @@ import type { BrokerOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
 import { makeSqlite } from "../store/MailStore.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
+import { makeSql as makeQuestionSql, QuestionStore } from "../store/QuestionStore.ts"
 
 /** A running Unix-socket broker, as `runBroker` returns it. */
 export interface BrokerHandle {
@@ -79,7 +80,7 @@ export const DATABASE_FILE = "intercom.db"
 /** Opens the database (closed with the Scope, after the broker's last commit) and the stores over it. */
 const openStores = (file: string) =>
   Effect.flatMap(Database.make({ file }), (context) =>
-    Effect.provide(Effect.all({ mail: makeSqlite, archive: ResultArchive.makeSql() }), context))
+    Effect.provide(Effect.all({ mail: makeSqlite, archive: ResultArchive.makeSql(), questions: makeQuestionSql }), context))
 
 /** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
 const ownPidFile = (file: string) =>
@@ -161,14 +162,16 @@ export const runBroker = (
     const databaseFile = path.join(intercomDir, DATABASE_FILE)
     const unusable = (error: { readonly message: string }) =>
       new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message })
-    // Durable (the default): the database holds the routing state and the result archive.
+    // Durable (the default): the database holds the routing state, the result archive and the questions.
     const durable = options.store === undefined && (options.durability ?? "sqlite") === "sqlite"
       ? yield* openStores(databaseFile).pipe(Effect.mapError(unusable))
       : undefined
-    // An archive the caller provides is used as it is.
-    const provided = yield* Effect.serviceOption(ResultArchive)
+    // An archive or question store the caller provides is used as it is.
+    const archive = yield* Effect.serviceOption(ResultArchive)
+    const questions = yield* Effect.serviceOption(QuestionStore)
     const core = yield* Broker.make({ ...options, store: options.store ?? durable?.mail }).pipe(
-      durable === undefined || provided._tag === "Some" ? (effect) => effect : Effect.provideService(ResultArchive, durable.archive),
+      durable === undefined || archive._tag === "Some" ? identity : Effect.provideService(ResultArchive, durable.archive),
+      durable === undefined || questions._tag === "Some" ? identity : Effect.provideService(QuestionStore, durable.questions),
       Effect.mapError(unusable)
     )
 

@@ -15,7 +15,8 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { EXTENSION_FEATURES, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
+import { EXTENSION_FEATURES, QUESTIONS_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
+import type { QuestionResultFrame } from "../protocol/questions.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
@@ -26,12 +27,14 @@ import {
   IntercomNotConnected,
   type RequestTimeout,
   ResultsUnavailable,
+  QuestionsUnavailable,
   SupervisorAuthorizationFailed,
   TopicsUnavailable
 } from "./errors.ts"
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
+import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
 import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
@@ -113,6 +116,14 @@ export interface ClientConnection {
     frame: ResultRequestFrame,
     timeoutMs: number
   ) => Effect.Effect<ResultAnswer, ResultRequestError | ResultsUnavailable>
+  /**
+   * A question request (`questions-v1`), answered by the broker;
+   * `QuestionsUnavailable` when the broker did not grant it, and nothing is sent.
+   */
+  readonly question: (
+    frame: QuestionRequestFrame,
+    timeoutMs: number
+  ) => Effect.Effect<QuestionResultFrame, QuestionRequestError | QuestionsUnavailable>
   /** Frames that get no answer: presence, cancel_ask, receipts. */
   readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
@@ -186,6 +197,7 @@ export const openClientConnection = (
     >()
     const topicRequests = new TopicRequests()
     const resultRequests = new ResultRequests()
+    const questionRequests = new QuestionRequests()
     const closed = yield* Deferred.make<void>()
     let open = true
 
@@ -298,6 +310,16 @@ export const openClientConnection = (
         case "result_failed":
           resultRequests.settle(frame)
           return
+        case "question_result":
+        case "question_failed":
+          questionRequests.settle(frame)
+          return
+        case "question_answered":
+          sinks.question({ _tag: "Answered", questionId: frame.questionId, answer: frame.answer, answeredAt: frame.answeredAt })
+          return
+        case "question_cancelled":
+          sinks.question({ _tag: "Cancelled", questionId: frame.questionId, cancelledAt: frame.cancelledAt })
+          return
         default:
           return // registered again, error, health_ok: nothing waits for them here
       }
@@ -327,6 +349,7 @@ export const openClientConnection = (
       authorizations.clear()
       topicRequests.failAll()
       resultRequests.failAll()
+      questionRequests.failAll()
     })
 
     const shutDown = failPending.pipe(Effect.andThen(Deferred.succeed(closed, undefined)))
@@ -472,6 +495,10 @@ export const openClientConnection = (
         granted.has(RESULTS_V1)
           ? resultRequests.request(frame, (text) => writeText(text, "result"), timeoutMs)
           : Effect.fail(new ResultsUnavailable()),
+      question: (frame, timeoutMs) =>
+        granted.has(QUESTIONS_V1)
+          ? questionRequests.request(frame, (text) => writeText(text, "question"), timeoutMs)
+          : Effect.fail(new QuestionsUnavailable()),
       post: (frame) => write(frame, "post"),
       close,
       destroy: connection.destroy

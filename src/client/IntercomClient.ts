@@ -32,11 +32,12 @@ import type { SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
-import type { ControlEvent, InboundMessage, PresenceEvent } from "./events.ts"
+import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
 import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
+import { ClientQuestions } from "./ClientQuestions.ts"
 import { ClientTopics } from "./ClientTopics.ts"
 import { listResults, readResult, storeResult } from "./ClientResults.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
@@ -84,13 +85,15 @@ const make = (
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     // A durable broker killed between writing a message and forgetting it delivers it again after its restart.
     const recent = new RecentMessages()
+    const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     const sinks = {
       message: (message: InboundMessage) => {
         if (recent.firstTime(message.from.id, message.message.id)) Queue.offerUnsafe(inbound, message)
       },
       presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
-      topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry)
+      topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
+      question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event)
     }
 
     // Connection state: owned by this service, touched only synchronously.
@@ -105,6 +108,7 @@ const make = (
     let stopped = false
     const grants = new SupervisorGrants()
     const topics = new ClientTopics()
+    const questions = new ClientQuestions()
     /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
     let restoreProblems: string | undefined
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
@@ -147,7 +151,9 @@ const make = (
       if (health !== undefined) yield* connection.post(presenceFrame(health, connection.features)).pipe(Effect.ignore)
       // C-BRK-28, C-TOP-15: subscriptions and own latest publications are sent again.
       const unrestoredTopics = yield* topics.restore(connection, connectTimeoutMs)
-      const problems = [...unrestored, ...unrestoredTopics]
+      // C-DQ-6: a child's durable questions are asked again; the broker answers with their saved state.
+      const unaskedQuestions = yield* questions.restore(connection, connectTimeoutMs)
+      const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
       restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
@@ -342,6 +348,8 @@ const make = (
           return live === undefined ? Effect.void : Effect.asVoid(topics.restore(live, sendTimeoutMs))
         }),
       topicRecords: Stream.fromPubSub(topicHub),
+      ...questions.operations(withConnection, sendTimeoutMs),
+      questionEvents: Stream.fromPubSub(questionHub),
       messages: Stream.fromQueue(inbound),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),

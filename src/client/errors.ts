@@ -39,7 +39,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
 
 /** The broker did not answer in time (P41: "Send timeout"; P31: "List sessions timeout"). */
 export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
-  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize" | "topic" | "result"
+  readonly operation: "send" | "list" | "cancel" | "connect" | "authorize" | "topic" | "result" | "question"
   readonly timeoutMs: number
 }> {
   override get message(): string {
@@ -59,6 +59,8 @@ export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
       case "result":
         return "Result archive timeout: the broker did not answer; a report being stored may or may not have been " +
           "stored (list the results before storing it again)"
+      case "question":
+        return "Question request timeout: the broker did not answer; check the question's state with `intercom questions` before retrying"
     }
   }
 }
@@ -118,6 +120,30 @@ export class ResultRefused extends Data.TaggedError("ResultRefused")<{
 /** The broker refused a topic request (`topic_failed`) or its input was invalid: nothing was saved. */
 export class TopicRefused extends Data.TaggedError("TopicRefused")<{
   /** The broker's (or the local check's) reason, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/**
+ * Durable questions are unavailable: the broker keeps none (memory-only or an
+ * older broker without `questions-v1`). A child then asks with the ordinary
+ * ask and its timeout (contracts.md open question 2).
+ */
+export class QuestionsUnavailable extends Data.TaggedError("QuestionsUnavailable")<{}> {
+  override get message(): string {
+    return "Durable supervisor questions are unavailable: the running broker keeps no questions (questions-v1). " +
+      "Start the broker with its durable store (the default) and reconnect"
+  }
+}
+
+/** The broker refused a question request (`question_failed`): nothing changed. `error` names why (e.g. `AnswerConflict`). */
+export class QuestionRefused extends Data.TaggedError("QuestionRefused")<{
+  /** The broker's error tag: QuestionNotFound, EmptyAnswer, AnswerConflict, QuestionCancelled, … */
+  readonly error: string
+  /** The broker's reason, verbatim. */
   readonly reason: string
 }> {
   override get message(): string {

@@ -7,6 +7,15 @@ import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
 
+/**
+ * What the broker pushes to a child about its own durable question
+ * (`questions-v1`): the saved answer, or its cancellation (C-DQ-9, C-DQ-11).
+ * `IntercomClient.questionEvents` yields these.
+ */
+export type QuestionEvent =
+  | { readonly _tag: "Answered"; readonly questionId: string; readonly answer: string; readonly answeredAt: number }
+  | { readonly _tag: "Cancelled"; readonly questionId: string; readonly cancelledAt: number }
+
 /** A message delivered to this session (P50): `IntercomClient.messages` yields these. */
 export interface InboundMessage {
   readonly from: SessionInfo
@@ -61,5 +70,7 @@ export interface ClientSinks {
   readonly control: (event: ControlEvent) => void
   /** A subscribed topic's record (`topics-v1`). */
   readonly topic: (entry: TopicEntry) => void
+  /** An answer to, or the cancellation of, this child's durable question (`questions-v1`). */
+  readonly question: (event: QuestionEvent) => void
 }
 

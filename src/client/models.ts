@@ -25,7 +25,8 @@ import type {
   TopicRefused,
   TopicsUnavailable
 } from "./errors.ts"
-import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "./events.ts"
+import type { ControlEvent, Delivery, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
+import type { QuestionOperations } from "./ClientQuestions.ts"
 import type { SendError, SendRequest } from "./requests.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
 
@@ -71,7 +72,7 @@ export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
 export type TopicError = TopicRefused | TopicsUnavailable | ClientError
 
 /** The operations of an `IntercomClient`; docs/client.md, "Operations", says what each does. */
-export interface IntercomClientService {
+export interface IntercomClientService extends QuestionOperations {
   readonly sessionId: string
   /** The home group this client registers in (`options.group`, trimmed; blank: `default`, C-GRP-1). */
   readonly group: string
@@ -132,6 +133,11 @@ export interface IntercomClientService {
   readonly seedTopics: (saved: SavedTopics) => Effect.Effect<void>
   /** Records of subscribed topics as the broker fans them out; each subscriber sees those after it subscribed. */
   readonly topicRecords: Stream.Stream<TopicEntry>
+  /**
+   * Answers and cancellations of this child's durable questions, as the
+   * broker pushes them (`questions-v1`); each subscriber sees those after it subscribed.
+   */
+  readonly questionEvents: Stream.Stream<QuestionEvent>
   /** Inbound messages, buffered until read: a single consumer sees each once. */
   readonly messages: Stream.Stream<InboundMessage>
   /** Membership events; each subscriber sees those after it subscribed. */

@@ -22,10 +22,27 @@ import { LOADER_NAME, TOOL_NAME } from "./names.ts"
  */
 export const IntercomParameters = Type.Object({
   action: StringEnum(
-    ["list", "send", "ask", "reply", "pending", "status", "publish", "subscribe", "unsubscribe", "topics", "results", "result"] as const,
+    [
+      "list",
+      "send",
+      "ask",
+      "reply",
+      "pending",
+      "status",
+      "publish",
+      "subscribe",
+      "unsubscribe",
+      "topics",
+      "results",
+      "result",
+      "questions",
+      "question",
+      "answer",
+      "stop"
+    ] as const,
     {
       description:
-        "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics', or an archived-report action: 'results', 'result'"
+        "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics', an archived-report action: 'results', 'result', or a durable question action: 'questions', 'question', 'answer', 'stop'"
     }
   ),
   to: Type.Optional(Type.String({
@@ -79,11 +96,14 @@ export const IntercomParameters = Type.Object({
   ref: Type.Optional(Type.String({
     description: "For 'result': the archived report's address, result:<UUID> from 'results' (not a run handle or a session)"
   })),
+  questionId: Type.Optional(Type.String({
+    description: "For 'question', 'answer', 'stop': the durable question's id (the answer itself is 'message')"
+  })),
   offset: Type.Optional(Type.Number({
-    description: "For 'result': the page's first UTF-16 code unit, zero-based (default 0; use the nextOffset given); for 'results': reports to skip"
+    description: "For 'result': the page's first UTF-16 code unit, zero-based (default 0; use the nextOffset given); for 'results': reports to skip; for 'questions': where the page starts (default 0)"
   })),
   limit: Type.Optional(Type.Number({
-    description: "For 'result': UTF-16 code units per page, 2 to 100000 (default 20000); for 'results': reports per page, 1 to 50 (default 20)"
+    description: "For 'result': UTF-16 code units per page, 2 to 100000 (default 20000); for 'results': reports per page, 1 to 50 (default 20); for 'questions': questions per page, 1–100 (default 20)"
   }))
 })
 
@@ -118,7 +138,13 @@ Topics: quiet, latest state shared with subscribers of an exact topic (message i
 
 Archived reports of delegated work (stored evidence, not live workers; durable or memory-only as each answer says):
   intercom({ action: "results" })                 → The reports you may read, newest first
-  intercom({ action: "result", ref: "result:<UUID>", offset: 0 })  → One page; follow nextOffset for the next`
+  intercom({ action: "result", ref: "result:<UUID>", offset: 0 })  → One page; follow nextOffset for the next
+
+Durable questions of your delegated children (they wait with no timeout and survive restarts):
+  intercom({ action: "questions" })               → Your questions, unresolved first
+  intercom({ action: "question", questionId: "..." })  → One question in full
+  intercom({ action: "answer", questionId: "...", message: "..." })  → Save and deliver the answer
+  intercom({ action: "stop", questionId: "..." }) → Cancel it (the child stops waiting)`
 
 /**
  * What a pi tool result is made of: the session runtime's text, error flag and details.
@@ -156,6 +182,7 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   ownership: enumValue(params.ownership),
   awaitRelease: params.awaitRelease,
   ref: params.ref,
+  questionId: params.questionId,
   offset: params.offset,
   limit: params.limit
 })

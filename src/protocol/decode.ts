@@ -6,6 +6,7 @@
 import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
 import * as Results from "./results.ts"
+import * as Questions from "./questions.ts"
 import * as Topics from "./topics.ts"
 
 /**
@@ -102,7 +103,13 @@ export const decodeClientFrame = {
   topic_query: compileDecoder("topic_query", Topics.TopicQueryFrame),
   result_store: compileDecoder("result_store", Results.ResultStoreFrame),
   result_list: compileDecoder("result_list", Results.ResultListFrame),
-  result_read: compileDecoder("result_read", Results.ResultReadFrame)
+  result_read: compileDecoder("result_read", Results.ResultReadFrame),
+  question_ask: compileDecoder("question_ask", Questions.QuestionAskFrame),
+  question_received: compileDecoder("question_received", Questions.QuestionReceivedFrame),
+  question_answer: compileDecoder("question_answer", Questions.QuestionAnswerFrame),
+  question_stop: compileDecoder("question_stop", Questions.QuestionStopFrame),
+  question_list: compileDecoder("question_list", Questions.QuestionListFrame),
+  question_get: compileDecoder("question_get", Questions.QuestionGetFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

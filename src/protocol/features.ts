@@ -81,6 +81,15 @@ export const TOPICS_V1 = "topics-v1"
  */
 export const RESULTS_V1 = "results-v1"
 
+/**
+ * Durable supervisor questions (extension): `question_ask`,
+ * `question_received`, `question_answer`, `question_stop`, `question_list`
+ * and `question_get`, answered by `question_result` or `question_failed`;
+ * the asking child gets `question_answered` / `question_cancelled` (C-DQ, see
+ * `questions.ts`). Granted only by a broker that keeps questions.
+ */
+export const QUESTIONS_V1 = "questions-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -94,12 +103,14 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   DELIVERY_V1,
   HEALTH_V1,
   TOPICS_V1,
-  RESULTS_V1
+  RESULTS_V1,
+  QUESTIONS_V1
 ]
 
 /**
  * The features a broker grants in `registered`: the base ones, plus those of
- * the requested extensions it knows (unknown names are ignored, duplicates
+ * the requested extensions it knows and offers (unknown names and `withheld`
+ * ones — `questions-v1` without a question store — are ignored, duplicates
  * dropped). A client that asked for nothing gets exactly the base features.
  *
  * @example
@@ -110,8 +121,11 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
  * negotiateFeatures(["list-page-v1", "made-up-v9"]) // ["exact-send-v1", "list-page-v1"]
  * ```
  */
-export const negotiateFeatures = (requested: ReadonlyArray<string> | undefined): ReadonlyArray<string> => {
+export const negotiateFeatures = (
+  requested: ReadonlyArray<string> | undefined,
+  withheld?: ReadonlySet<string>
+): ReadonlyArray<string> => {
   if (requested === undefined || requested.length === 0) return BASE_FEATURES
-  const granted = requested.filter((feature) => EXTENSION_FEATURES.includes(feature))
+  const granted = requested.filter((feature) => EXTENSION_FEATURES.includes(feature) && withheld?.has(feature) !== true)
   return granted.length === 0 ? BASE_FEATURES : [...BASE_FEATURES, ...new Set(granted)]
 }

@@ -11,6 +11,7 @@
 import { Schema } from "effect"
 import * as Limits from "./limits.ts"
 import * as Results from "./results.ts"
+import * as Questions from "./questions.ts"
 import * as Topics from "./topics.ts"
 
 /** A string of at most `max` UTF-16 units (limits.ts). */
@@ -319,7 +320,13 @@ export const ClientFrame = Schema.Union([
   Topics.TopicQueryFrame,
   Results.ResultStoreFrame,
   Results.ResultListFrame,
-  Results.ResultReadFrame
+  Results.ResultReadFrame,
+  Questions.QuestionAskFrame,
+  Questions.QuestionReceivedFrame,
+  Questions.QuestionAnswerFrame,
+  Questions.QuestionStopFrame,
+  Questions.QuestionListFrame,
+  Questions.QuestionGetFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
@@ -516,7 +523,11 @@ export const BrokerFrame = Schema.Union([
   Results.ResultStoredFrame,
   Results.ResultListedFrame,
   Results.ResultPageFrame,
-  Results.ResultFailedFrame
+  Results.ResultFailedFrame,
+  Questions.QuestionResultFrame,
+  Questions.QuestionFailedFrame,
+  Questions.QuestionAnsweredFrame,
+  Questions.QuestionCancelledFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

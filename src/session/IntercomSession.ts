@@ -46,6 +46,7 @@ import { makeSending } from "./Sending.ts"
 import { hasSupervisorGrant, makeSupervisorContact } from "./SupervisorContact.ts"
 import { makeToolExposure } from "./ToolExposure.ts"
 import { makeTopics } from "./Topics.ts"
+import { makeQuestionToolActions } from "./QuestionActions.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
 export { type GroupPeek, groupParam, peekGroup, withGroups } from "./groups.ts"
@@ -96,11 +97,13 @@ const make = (
     const exposure = makeToolExposure(options.toolVisibility ?? "always", host)
     const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
     const topics = yield* makeTopics(generation, presence.lifecycle, exposure)
+    const questions = yield* makeQuestionToolActions(client)
     const tool = makeIntercomTool(
       new Map([
         ...withGroups(baseToolActions(actions, asking, options.defaultScope), generation),
         ...topics.actions,
-        ...makeResultActions(generation)
+        ...makeResultActions(generation),
+        ...questions
       ])
     )
     const defaultScope = options.defaultScope ?? "all"

@@ -20,22 +20,29 @@
  * interview the reply is parsed (`interviewReply.ts`): the visible text is
  * the raw reply, the structure goes into `details` (C-INT-7).
  *
- * Not here: the durable questions of 004 (C-SUP-18, C-DQ) — a wait ends with
- * the ordinary ask timeout and does not survive the child's process.
+ * When the broker keeps questions (`questions-v1`), `need_decision` and
+ * `interview_request` are durable questions instead (DurableQuestion.ts,
+ * C-SUP-18, C-DQ): saved before the supervisor is notified, no ask timeout,
+ * and a disconnect does not end the wait. Without it (a memory-only or older
+ * broker) they keep the ordinary ask and its timeout (contracts.md open
+ * question 2); a timeout is never an approval (C-WKR-15).
  */
 import { Deferred, Duration, Effect, Exit, Result } from "effect"
+import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
 import type { ToolResult } from "./models.ts"
+import type { InboundMessage } from "../client/events.ts"
 import { messageBody, receivedText } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, notDelivered, type Sending } from "./Sending.ts"
 import { type ChildBridge, childSessionName, type SupervisorGrant } from "./supervisorBridge.ts"
 import { supervisorMessage } from "./supervisorMessages.ts"
 import { checkText } from "./validation.ts"
+import { type DurableAnswer, type DurableWaitError, waitDurably } from "./DurableQuestion.ts"
 
 /** How long the `cancel_ask` of an ended wait may take before the wait ends anyway (as in `Ask.ts`). */
 const CANCEL_ASK_BOUND = Duration.seconds(1)
@@ -77,7 +84,7 @@ export const hasSupervisorGrant = (bridge: ChildBridge | undefined): bridge is G
  * @category errors
  * @since 0.1.0
  */
-export type SupervisorContactError = ContactSupervisorError | AskFailure
+export type SupervisorContactError = ContactSupervisorError | AskFailure | DurableWaitError
 
 /**
  * The `contact_supervisor` operation of one generation.
@@ -146,18 +153,105 @@ export const makeSupervisorContact = (
       }
     })
 
+  /** The structured part of an interview's answer (C-INT-7), none for a decision. */
+  const structuredOf = (request: ContactSupervisorRequest, answer: string) =>
+    request.reason === "interview_request" ? interviewReplyDetails(parseInterviewReply(answer, request.interview)) : {}
+
+  /** A durable question (C-SUP-18, C-DQ): asked through the broker's store, no ask timeout. */
+  const durably = (
+    held: { current: Waiter },
+    request: ContactSupervisorRequest,
+    reason: "need_decision" | "interview_request",
+    text: string
+  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError> =>
+    Effect.gen(function*() {
+      const targetId = yield* supervisorId
+      const message = yield* newMessage(text, undefined, { expectsReply: true })
+      const answer: DurableAnswer = yield* waitDurably(
+        generation,
+        held,
+        { questionId: message.id, reason, message, targetId },
+        sending.recordSent(display, message)
+      )
+      if (answer._tag === "Reply") return yield* rendered(request, message.id, answer.reply, true)
+      yield* generation.record({
+        _tag: "intercom_received",
+        from: display,
+        message: { text: answer.answer, attachments: undefined },
+        messageId: message.id,
+        timestamp: answer.answeredAt
+      })
+      return {
+        text: answer.answer,
+        isError: false,
+        details: {
+          reason: request.reason,
+          messageId: message.id,
+          questionId: message.id,
+          durable: true,
+          from: targetId,
+          answeredAt: answer.answeredAt,
+          ...structuredOf(request, answer.answer)
+        }
+      }
+    })
+
+  /** The tool result of a supervisor's reply (recorded in the history). */
+  const rendered = (
+    request: ContactSupervisorRequest,
+    messageId: string,
+    answer: InboundMessage,
+    durable: boolean
+  ): Effect.Effect<ToolResult, ReplyFailed> =>
+    Effect.gen(function*() {
+      yield* generation.record({
+        _tag: "intercom_received",
+        from: display,
+        message: { text: receivedText(answer), attachments: answer.message.content.attachments },
+        messageId: answer.message.id,
+        timestamp: answer.message.timestamp
+      })
+      // C-ASK-7, as for `ask`: the supervisor's correlated failure ends the wait as an error.
+      if (answer.replyError !== undefined) {
+        return yield* new ReplyFailed({
+          target: display,
+          fromId: answer.from.id,
+          reply: answer.message,
+          reason: answer.replyError
+        })
+      }
+      return {
+        // C-INT-7: the visible text is the raw reply, for every reason.
+        text: messageBody(answer.message),
+        isError: false,
+        details: {
+          reason: request.reason,
+          messageId,
+          replyId: answer.message.id,
+          from: answer.from.id,
+          ...(durable ? { questionId: messageId, durable: true } : {}),
+          ...structuredOf(request, answer.message.content.text)
+        }
+      }
+    })
+
   /** The part of a blocking call that runs while it holds the slot. */
   const holding = (
-    waiter: Waiter,
+    held: { current: Waiter },
     request: ContactSupervisorRequest,
     text: string
-  ): Effect.Effect<ToolResult, AskFailure> =>
+  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError> =>
     Effect.gen(function*() {
       const timeoutMs = generation.settings.askTimeoutMs
       yield* connect
+      const status = yield* client.status
+      const reason = request.reason
+      if (reason !== "progress_update" && status.features.includes(QUESTIONS_V1)) {
+        return yield* durably(held, request, reason, text)
+      }
       const targetId = yield* supervisorId
       const message = yield* newMessage(text, undefined, { expectsReply: true })
-      const bound = slot.bind(waiter, { questionId: message.id, targetId, targetName: undefined })
+      const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined })
       // Inline, bounded, as in Ask.ts: a lost cancel_ask would let a late reply reach the next generation.
       const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
       const delivery = yield* client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
@@ -180,45 +274,22 @@ export const makeSupervisorContact = (
         }),
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
-      yield* generation.record({
-        _tag: "intercom_received",
-        from: display,
-        message: { text: receivedText(answer), attachments: answer.message.content.attachments },
-        messageId: answer.message.id,
-        timestamp: answer.message.timestamp
-      })
-      // C-ASK-7, as for `ask`: the supervisor's correlated failure ends the wait as an error.
-      if (answer.replyError !== undefined) {
-        return yield* new ReplyFailed({
-          target: display,
-          fromId: answer.from.id,
-          reply: answer.message,
-          reason: answer.replyError
-        })
-      }
-      const structured = request.reason === "interview_request"
-        ? interviewReplyDetails(parseInterviewReply(answer.message.content.text, request.interview))
-        : {}
-      return {
-        // C-INT-7: the visible text is the raw reply, for every reason.
-        text: messageBody(answer.message),
-        isError: false,
-        details: {
-          reason: request.reason,
-          messageId: message.id,
-          replyId: answer.message.id,
-          from: answer.from.id,
-          ...structured
-        }
-      }
+      return yield* rendered(request, message.id, answer, false)
     })
 
-  const blocking = (request: ContactSupervisorRequest, text: string): Effect.Effect<ToolResult, AskFailure> =>
-    // C-SUP-4 / C-ASK-1: the same synchronous check-and-set as `ask`, released whatever happens.
+  const blocking = (
+    request: ContactSupervisorRequest,
+    text: string
+  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError> =>
+    // C-SUP-4 / C-ASK-1: the same synchronous check-and-set as `ask`, released whatever happens
+    // (a durable wait may swap its waiter for a fresh one: the current one is released).
     Effect.acquireUseRelease(
-      Effect.sync(() => slot.reserve()),
-      (waiter) => waiter === undefined ? Effect.fail(new AlreadyWaiting()) : holding(waiter, request, text),
-      (waiter) => Effect.sync(() => waiter === undefined ? undefined : slot.release(waiter))
+      Effect.sync(() => {
+        const waiter = slot.reserve()
+        return waiter === undefined ? undefined : { current: waiter }
+      }),
+      (held) => held === undefined ? Effect.fail(new AlreadyWaiting()) : holding(held, request, text),
+      (held) => Effect.sync(() => held === undefined ? undefined : slot.release(held.current))
     )
 
   const contact = (params: ContactSupervisorParams): Effect.Effect<ToolResult, SupervisorContactError> =>

@@ -17,6 +17,8 @@ import { Data } from "effect"
 import type {
   ConnectionLost,
   IntercomNotConnected,
+  QuestionRefused,
+  QuestionsUnavailable,
   RequestTimeout,
   ResultRefused,
   ResultsUnavailable,
@@ -321,6 +323,31 @@ export type TopicFailure = ClientFailure | TopicRefused | TopicsUnavailable | To
 export type ResultFailure = ClientFailure | ResultRefused | ResultsUnavailable
 
 /**
+ * Why a question action (`questions`, `question`, `answer`, `stop`) failed:
+ * the broker refused it (its `error` says why, e.g. `AnswerConflict`), it
+ * keeps no questions, a parameter is missing, or the connection failed.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type QuestionFailure = ClientFailure | QuestionRefused | QuestionsUnavailable | MissingQuestionParam
+
+/**
+ * A question action without the parameter it needs (`questionId`, or the answer's `message`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class MissingQuestionParam extends Data.TaggedError("MissingQuestionParam")<{
+  readonly action: string
+  readonly param: string
+}> {
+  override get message(): string {
+    return `Missing '${this.param}' parameter for action '${this.action}'.`
+  }
+}
+
+/**
  * How `list` fails.
  *
  * @category errors
@@ -372,6 +399,7 @@ export type ReplyFailure = SendFailure | NoReplyContext
  * @since 0.1.0
  */
 export type IntercomSessionError =
+  | QuestionFailure
   | TopicFailure
   | ResultFailure
   | ListError

@@ -16,6 +16,7 @@
  * @since 0.1.0
  */
 export * from "./contactSupervisor.ts"
+export { QUESTION_RECHECK, QuestionStopped } from "./DurableQuestion.ts"
 export * from "./errors.ts"
 export * from "./health.ts"
 export * from "./Host.ts"
@@ -25,6 +26,7 @@ export * from "./IntercomSession.ts"
 export * from "./interview.ts"
 export * from "./interviewReply.ts"
 export * from "./oldMail.ts"
+export * from "./QuestionReviver.ts"
 export * from "./render.ts"
 export * from "./ReplyTracker.ts"
 export * from "./ReplyWaiter.ts"

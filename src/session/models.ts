@@ -318,10 +318,20 @@ export interface IntercomToolParams {
   readonly awaitRelease?: boolean | undefined
   /** For `result`: the archived report's address, `result:<UUID>` (C-WKR-2). */
   readonly ref?: string | undefined
-  /** For `result`: the page's first UTF-16 unit (default 0); for `results`: the first report (default 0). */
+  /** Durable questions (`questions-v1`): the question of `question`, `answer` and `stop` (its answer is `message`). */
+  readonly questionId?: string | undefined
+  /**
+   * For `result`: the page's first UTF-16 unit (default 0); for `results`: the first report (default 0);
+   * for `questions`: where the page starts (default 0).
+   */
   readonly offset?: number | undefined
-  /** For `result`: UTF-16 units per page (2–100,000, default 20,000); for `results`: reports (1–50, default 20). */
+  /**
+   * For `result`: UTF-16 units per page (2–100,000, default 20,000); for `results`: reports (1–50, default 20);
+   * for `questions`: questions per page (1–100, default 20).
+   */
   readonly limit?: number | undefined
+  /** For `questions`, `question`, `answer`, `stop`: the supervisor session id to act for (default: this session). */
+  readonly owner?: string | undefined
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   REPLY_ERROR_V1,
   SUPERVISOR_V1,
   RESULTS_V1,
+  QUESTIONS_V1,
   TOPICS_V1
 } from "../../src/protocol/features.ts"
 import { message, withBroker } from "../support/broker.ts"
@@ -49,7 +50,7 @@ describe("base protocol", () => {
       yield* client.connect
       const [register] = fake.ofType("register")
       assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["features", "session", "sessionId", "type"])
-      const own = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1]
+      const own = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1]
       assert.deepStrictEqual(register?.frame.features, own)
       const asking = yield* makeClient(fakeClientOptions(fake, "base-0000-0004", { features: ["some-extension-v1"] }))
       yield* asking.client.connect

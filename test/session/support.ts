@@ -9,6 +9,7 @@ import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../.
 import {
   deliveryError,
   IntercomNotConnected,
+  QuestionsUnavailable,
   ResultsUnavailable,
   SupervisorAuthorizationFailed,
   TopicRefused,
@@ -233,6 +234,15 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       savedTopics: Effect.succeed({ subscriptions: [], publications: [] }),
       seedTopics: () => Effect.void,
       topicRecords: Stream.fromPubSub(topicHub),
+      // No broker behind the fake: it keeps no durable questions (a base broker, or memory mode).
+      askQuestion: () => Effect.fail(new QuestionsUnavailable()),
+      questionReceived: () => Effect.void,
+      questionDone: () => Effect.void,
+      listQuestions: () => Effect.fail(new QuestionsUnavailable()),
+      getQuestion: () => Effect.fail(new QuestionsUnavailable()),
+      answerQuestion: () => Effect.fail(new QuestionsUnavailable()),
+      stopQuestion: () => Effect.fail(new QuestionsUnavailable()),
+      questionEvents: Stream.empty,
       messages: Stream.fromQueue(inbox),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),

@@ -14,6 +14,9 @@
  *   intercom topics  [topic]
  *   intercom results [--offset n] [--limit n]
  *   intercom result  <ref> [--offset n] [--limit n]
+ *   intercom questions --session <id> [--offset N] [--limit N]
+ *   intercom answer  <question id> <answer...> --session <id>
+ *   intercom stop    <question id> --session <id>
  *
  * Every command takes `--group <g>`: for `list` and `status` a read-only
  * look at group g (C-GRP-5), for the others the home group of the session
@@ -376,6 +379,54 @@ const result = Command.make(
   )
 )
 
+// Durable supervisor questions (`questions-v1`): the supervisor session they belong to is named with --session.
+
+const ownerFlag = Flag.String("session").pipe(
+  Flag.withDescription(
+    "The supervisor session id the questions belong to (shown in each question's notice). Questions of other sessions are not listed or changed."
+  ),
+  Flag.filter((id) => id.trim().length > 0, () => "--session must not be empty")
+)
+
+const questionIdArgument = Argument.String("question").pipe(Argument.withDescription("The question id (from `intercom questions` or the notice)."))
+
+const questionsCommand = Command.make(
+  "questions",
+  {
+    ...common,
+    owner: ownerFlag,
+    offset: Flag.Int("offset").pipe(Flag.withDescription("Where the page starts (default 0)."), Flag.optional),
+    limit: Flag.Int("limit").pipe(Flag.withDescription("How many questions a page shows, 1–100 (default 20)."), Flag.optional)
+  },
+  (input) =>
+    runAction(input, {
+      action: "questions",
+      owner: input.owner.trim(),
+      offset: Option.getOrUndefined(input.offset),
+      limit: Option.getOrUndefined(input.limit)
+    })
+).pipe(
+  Command.withDescription(
+    "List a supervisor session's durable questions, unresolved first (awaiting_input, answer_pending), with previews of at most 2,048 characters."
+  )
+)
+
+const answerCommand = Command.make(
+  "answer",
+  { ...common, owner: ownerFlag, question: questionIdArgument, message: messageArgument },
+  (input) => runAction(input, { action: "answer", owner: input.owner.trim(), questionId: input.question, message: joined(input.message) })
+).pipe(
+  Command.withDescription(
+    "Save the answer to a durable question and send it to the waiting child. The same answer again changes nothing; a different one is refused. If the child has exited, the answer claims its revival once and prints how to start it."
+  )
+)
+
+const stopCommand = Command.make(
+  "stop",
+  { ...common, owner: ownerFlag, question: questionIdArgument },
+  (input) => runAction(input, { action: "stop", owner: input.owner.trim(), questionId: input.question })
+).pipe(Command.withDescription("Cancel a durable question; a child waiting on it stops waiting (Cancelled, never an answer)."))
+
 /** The client subcommands, for the `intercom` root command (program.ts) to add beside `broker`. */
 export const clientCommands = [
   list,
@@ -390,5 +441,8 @@ export const clientCommands = [
   unsubscribe,
   topics,
   results,
-  result
+  result,
+  questionsCommand,
+  answerCommand,
+  stopCommand
 ] as const

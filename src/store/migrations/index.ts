@@ -25,6 +25,7 @@
 import type { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { migration as mail } from "./0001_mail.ts"
+import questions from "./0002_questions.ts"
 import results0003 from "./0003_results.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
@@ -33,5 +34,6 @@ export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 /** Every migration of this build, keyed `"NNNN_name"`. */
 export const migrations: Readonly<Record<string, Migration>> = {
   "0001_mail": mail,
+  "0002_questions": questions,
   "0003_results": results0003
 }

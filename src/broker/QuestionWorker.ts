@@ -1,0 +1,216 @@
+/**
+ * The broker's question fiber: the one owner of durable question state
+ * changes (C-DQ-3). It takes `QuestionWork` from the Router's Questions
+ * module one item at a time, reads and writes the QuestionStore, and then,
+ * in one synchronous step, touches routing state and writes frames through
+ * `Questions` (never the other way round: the Router never runs SQL).
+ *
+ * Order is what the contracts need: a question is saved before its
+ * supervisor is notified (C-SUP-18); an answer is saved before it is pushed
+ * to the child, and the question becomes `answered` only when the child
+ * confirms (C-DQ-9); if the child has exited, the answer claims the revival
+ * once (C-DQ-10) and the receipt carries the exact call to recover it (C-DQ-12).
+ */
+import { Effect, Queue } from "effect"
+import type { QuestionRecordWire, QuestionReceiptWire, RevivalWire } from "../protocol/questions.ts"
+import { type QuestionRecord, revivalRunId, stateOf } from "../store/questionModel.ts"
+import type { QuestionStoreService } from "../store/QuestionStore.ts"
+import type { Questions, QuestionWork } from "./Questions.ts"
+import type { Session } from "./Registry.ts"
+
+/**
+ * A question as it travels in full.
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const recordWire = (record: QuestionRecord): QuestionRecordWire => ({
+  id: record.id,
+  state: stateOf(record),
+  reason: record.reason,
+  ownerId: record.ownerId,
+  childId: record.childId,
+  childName: record.childName,
+  message: record.message,
+  createdAt: record.createdAt,
+  ...(record.answer === undefined ? {} : { answer: record.answer }),
+  ...(record.answeredAt === undefined ? {} : { answeredAt: record.answeredAt }),
+  ...(record.deliveredAt === undefined ? {} : { deliveredAt: record.deliveredAt }),
+  ...(record.cancelledAt === undefined ? {} : { cancelledAt: record.cancelledAt })
+})
+
+/**
+ * The exact call that recovers a revival that was claimed but may not have
+ * launched (C-DQ-12): the `QuestionReviver` port's `revive` with the saved
+ * question's ids.
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const recoverCall = (record: Pick<QuestionRecord, "id" | "childId" | "childName">): string =>
+  `revive(${JSON.stringify({ runId: revivalRunId(record.id), questionId: record.id, childId: record.childId, childName: record.childName })})`
+
+const answeredFrame = (record: QuestionRecord): string =>
+  JSON.stringify({ type: "question_answered", questionId: record.id, answer: record.answer, answeredAt: record.answeredAt })
+
+const cancelledFrame = (record: QuestionRecord): string =>
+  JSON.stringify({ type: "question_cancelled", questionId: record.id, cancelledAt: record.cancelledAt })
+
+/**
+ * Runs the question fiber until its Scope closes. Failures of one item are
+ * answered to its caller (`question_failed`) or logged; they never stop the fiber.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const runQuestionWorker = (
+  questions: Questions,
+  store: QuestionStoreService,
+  work: Queue.Queue<QuestionWork>
+): Effect.Effect<never> => {
+  const durable = store.durable
+  const result = (session: Session, requestId: string, fields: object) =>
+    Effect.sync(() => questions.write(session, JSON.stringify({ type: "question_result", requestId, ...fields, durable })))
+  const failed = (session: Session, requestId: string, error: { readonly _tag: string; readonly message: string }) =>
+    Effect.sync(() =>
+      questions.write(session, JSON.stringify({ type: "question_failed", requestId, error: error._tag, reason: error.message }))
+    )
+
+  const handle = (item: QuestionWork): Effect.Effect<void> => {
+    switch (item._tag) {
+      case "Ask":
+        return store.ask({
+          id: item.questionId,
+          ownerId: item.ownerId,
+          childId: item.session.id,
+          childName: item.session.fields.name ?? item.session.id,
+          reason: item.reason,
+          message: item.text,
+          createdAt: item.at
+        }).pipe(
+          Effect.matchEffect({
+            onFailure: (error) => failed(item.session, item.requestId, error),
+            onSuccess: ({ record }) =>
+              Effect.andThen(
+                result(item.session, item.requestId, { question: recordWire(record) }),
+                Effect.sync(() => {
+                  // Saved first (C-SUP-18); only now is anyone told.
+                  questions.wait(record.id, item.session)
+                  const state = stateOf(record)
+                  if (state === "awaiting_input") questions.notify(record, undefined)
+                  else if (state === "cancelled") questions.write(item.session, cancelledFrame(record))
+                  else questions.write(item.session, answeredFrame(record))
+                })
+              )
+          })
+        )
+      case "Received":
+        return store.get(item.questionId).pipe(
+          Effect.flatMap((record) =>
+            record === undefined || record.childId !== item.session.id ? Effect.void : store.deliver(record.id, item.at)
+          ),
+          Effect.andThen(Effect.sync(() => questions.forget(item.questionId))),
+          Effect.catch((error) => Effect.logWarning(`Question ${item.questionId}: ${error.message}`))
+        )
+      case "Answer":
+        return answer(item)
+      case "Stop":
+        return store.stop({ id: item.questionId, by: item.by, at: item.at }).pipe(
+          Effect.matchEffect({
+            onFailure: (error) => failed(item.session, item.requestId, error),
+            onSuccess: ({ cancelled, record }) =>
+              Effect.suspend(() => {
+                const waiter = questions.waiterOf(record.id)
+                const sent = cancelled && waiter !== undefined && waiter !== item.session
+                if (cancelled) {
+                  // C-DQ-11: the live waiter is aborted.
+                  if (sent) questions.write(waiter, cancelledFrame(record))
+                  questions.forget(record.id)
+                }
+                const receipt: QuestionReceiptWire = { question: recordWire(record), saved: cancelled, sentToChild: sent, durable }
+                return result(item.session, item.requestId, { receipt })
+              })
+          })
+        )
+      case "List":
+        return store.list(item.ownerId, item.page).pipe(
+          Effect.matchEffect({
+            onFailure: (error) => failed(item.session, item.requestId, error),
+            onSuccess: (page) => result(item.session, item.requestId, { page })
+          })
+        )
+      case "Get":
+        return store.get(item.questionId).pipe(
+          Effect.matchEffect({
+            onFailure: (error) => failed(item.session, item.requestId, error),
+            onSuccess: (record) =>
+              record === undefined || (record.ownerId !== item.ownerId && record.childId !== item.session.id)
+                ? failed(item.session, item.requestId, {
+                  _tag: "QuestionNotFound",
+                  message: `No question "${item.questionId}" belongs to this session; list them with \`intercom questions\``
+                })
+                : result(item.session, item.requestId, { question: recordWire(record) })
+          })
+        )
+      case "SupervisorBack":
+        return store.unresolvedOf(item.session.id).pipe(
+          Effect.flatMap((records) =>
+            Effect.sync(() => {
+              for (const record of records) {
+                if (stateOf(record) === "awaiting_input") questions.notify(record, item.session)
+              }
+            })
+          ),
+          Effect.catch((error) => Effect.logWarning(`Questions of ${item.session.id}: ${error.message}`))
+        )
+    }
+  }
+
+  const answer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
+    store.answer({ id: item.questionId, ownerId: item.ownerId, text: item.text, at: item.at }).pipe(
+      Effect.matchEffect({
+        onFailure: (error) =>
+          item.session === undefined || item.requestId === undefined
+            ? Effect.logWarning(`A reply to question ${item.questionId} was not saved as its answer: ${error.message}`)
+            : failed(item.session, item.requestId, error),
+        onSuccess: ({ record, saved }) =>
+          Effect.gen(function*() {
+            const pending = stateOf(record) === "answer_pending"
+            const waiter = questions.waiterOf(record.id)
+            let sent = false
+            let revival: RevivalWire | undefined
+            if (pending && waiter !== undefined) {
+              questions.close(record.id)
+              // A live reply already reached the child as the reply itself; anything else is pushed.
+              if (item.session !== undefined) questions.write(waiter, answeredFrame(record))
+              sent = true
+            } else if (pending && !questions.isPresent(record.childId)) {
+              // C-DQ-10: the child has exited; the first answer claims its revival, once.
+              const claimed = yield* store.claimRevival(record.id, item.at)
+              revival = {
+                runId: revivalRunId(record.id),
+                childId: record.childId,
+                childName: record.childName,
+                claimed,
+                recover: recoverCall(record)
+              }
+            }
+            if (item.session === undefined || item.requestId === undefined) return
+            const receipt: QuestionReceiptWire = {
+              question: recordWire(record),
+              saved,
+              sentToChild: sent,
+              durable,
+              ...(revival === undefined ? {} : { revival })
+            }
+            yield* result(item.session, item.requestId, { receipt })
+          }).pipe(Effect.catch((error) =>
+            item.session === undefined || item.requestId === undefined
+              ? Effect.logWarning(`Question ${item.questionId}: ${error.message}`)
+              : failed(item.session, item.requestId, error)
+          ))
+      })
+    )
+
+  return Effect.forever(Effect.flatMap(Queue.take(work), handle), { disableYield: true })
+}

@@ -1,0 +1,442 @@
+/**
+ * Durable supervisor questions on the Router's side (extension
+ * `questions-v1`, C-SUP-18, C-DQ): the synchronous half of the concern. It
+ * never runs SQL: each question frame becomes a `QuestionWork` item offered
+ * to the broker's question fiber (QuestionWorker.ts), which uses the
+ * QuestionStore and then calls back here, between two yields, to change
+ * routing state and write frames.
+ *
+ * What it owns, all live state of this broker process:
+ *
+ * - `waiters`: the child session waiting on each question right now (set
+ *   when its `question_ask` was saved, gone when the session leaves);
+ * - `notices`: the questions whose supervisor has been notified through this
+ *   broker, by the record key of the child's question — the open ask edge that
+ *   lets the supervisor's ordinary `reply` through (with no ordinary ask
+ *   timeout: the edge is opened for MAX_ASK_TIMEOUT_MS, C-DQ-16), and what
+ *   turns that reply into the same durable answer (C-DQ-7);
+ * - `present`: the live sessions granted `questions-v1` by id, to tell a child
+ *   that is away (revival, C-DQ-10) from one that is reconnecting.
+ *
+ * A reply carrying `replyError` (a recipient-turn failure) is not an answer
+ * (C-DQ-8): the edge is opened again and the question keeps waiting.
+ */
+import { Queue } from "effect"
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { STEER } from "../protocol/deliveryModes.ts"
+import { QUESTIONS_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import type { Message } from "../protocol/frames.ts"
+import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
+import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
+import { checkPage } from "../store/questionModel.ts"
+import { MAX_ASK_TIMEOUT_MS, messageFrameFor } from "./Asks.ts"
+import type { AskEdges } from "./AskEdges.ts"
+import { recordKeyOf } from "./DeliveryRecords.ts"
+import type { Mail } from "./Peer.ts"
+import type { RegistrationHooks } from "./Registration.ts"
+import type { Session } from "./Registry.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+import type { SendStage } from "./Send.ts"
+
+/**
+ * One piece of question work for the question fiber, in arrival order.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type QuestionWork =
+  | {
+    readonly _tag: "Ask"
+    readonly session: Session
+    readonly requestId: string
+    readonly questionId: string
+    readonly reason: QuestionReason
+    readonly text: string
+    readonly ownerId: string
+    readonly at: number
+  }
+  | { readonly _tag: "Received"; readonly session: Session; readonly questionId: string; readonly at: number }
+  | {
+    readonly _tag: "Answer"
+    /** Who answered; undefined for a live reply (nobody waits for a result). */
+    readonly session: Session | undefined
+    readonly requestId: string | undefined
+    readonly questionId: string
+    readonly ownerId: string
+    readonly text: string
+    readonly at: number
+  }
+  | {
+    readonly _tag: "Stop"
+    readonly session: Session
+    readonly requestId: string
+    readonly questionId: string
+    /** The owner the caller acts for, or the caller itself (the asking child may cancel its own question). */
+    readonly by: string
+    readonly at: number
+  }
+  | { readonly _tag: "List"; readonly session: Session; readonly requestId: string; readonly ownerId: string; readonly page: PageRequest }
+  | {
+    readonly _tag: "Get"
+    readonly session: Session
+    readonly requestId: string
+    readonly questionId: string
+    readonly ownerId: string
+  }
+  | { readonly _tag: "SupervisorBack"; readonly session: Session }
+
+/**
+ * A bound child's supervisor: its session id and registry key.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SupervisorRef {
+  readonly id: string
+  readonly key: string
+}
+
+/** A notified question: who asked, who was notified. */
+interface Notice {
+  readonly questionId: string
+  readonly ownerId: string
+  readonly child: Session
+  readonly supervisor: Session
+}
+
+/** The refusals of question requests made before any work is queued. */
+export const QuestionText = {
+  notChild:
+    "Only a delegated child bound to its supervisor (supervisor-v1 with a capability) can ask a durable question",
+  badId: "Invalid question: the question id must match [A-Za-z0-9_-]+",
+  emptyText: "Invalid question: the question text is empty",
+  childOwner: "A delegated child cannot act for a supervisor: answer, list and stop belong to the supervisor session"
+} as const
+
+/** The question concern's Router half; see the module header. */
+export class Questions {
+  private readonly ctx: RouterContext
+  private readonly edges: AskEdges
+  private readonly work: Queue.Queue<QuestionWork>
+  /** The supervisor a bound child was admitted with (Supervisor.ts), undefined for anyone else. */
+  private readonly supervisorOf: (session: Session) => SupervisorRef | undefined
+  private readonly waiters = new Map<string, Session>()
+  private readonly notices = new Map<string, Notice>()
+  private readonly present = new Map<string, Session>()
+
+  constructor(
+    ctx: RouterContext,
+    edges: AskEdges,
+    work: Queue.Queue<QuestionWork>,
+    supervisorOf: (session: Session) => SupervisorRef | undefined
+  ) {
+    this.ctx = ctx
+    this.edges = edges
+    this.work = work
+    this.supervisorOf = supervisorOf
+  }
+
+  readonly frames: FrameHandlers = {
+    question_ask: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.onAsk(session, raw)) },
+    question_received: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.onReceived(session, raw)) },
+    question_answer: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.onAnswer(session, raw)) },
+    question_stop: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.onStop(session, raw)) },
+    question_list: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.onList(session, raw)) },
+    question_get: { handle: (peer, raw) => this.guard(peer, raw, (session) => this.onGet(session, raw)) }
+  }
+
+  readonly hooks: RegistrationHooks = {
+    registered: (session) => {
+      const features = session.peer.features
+      if (!features.has(QUESTIONS_V1)) return
+      this.present.set(session.id, session)
+      // A supervisor (back): its unresolved questions are notified again (C-DQ-6).
+      if (features.has(SUPERVISOR_V1) && this.supervisorOf(session) === undefined) this.offer({ _tag: "SupervisorBack", session })
+    },
+    left: (session) => {
+      if (this.present.get(session.id) === session) this.present.delete(session.id)
+      for (const [questionId, waiter] of this.waiters) {
+        if (waiter !== session) continue
+        this.waiters.delete(questionId)
+        // The child is gone: its question's edge closes; the question itself stays saved.
+        const key = recordKeyOf(session.key, questionId)
+        this.notices.delete(key)
+        this.edges.delete(key)
+      }
+      for (const [key, notice] of this.notices) {
+        if (notice.supervisor === session) this.notices.delete(key)
+      }
+    }
+  }
+
+  /**
+   * The live path (C-DQ-7, C-DQ-8): a supervisor's reply to a notified
+   * question is its durable answer. Runs after the asks stage closed the
+   * reply's edge. (A reply to a question whose child left finds no edge and is
+   * refused as any late reply; the notification says how to answer instead.)
+   */
+  readonly stage: SendStage = {
+    delivered: (attempt, mail) => {
+      const key = attempt.replyKey
+      if (key === undefined || this.notices.size === 0) return
+      const notice = this.notices.get(key)
+      if (notice === undefined || notice.supervisor !== attempt.sender) return
+      if (mail.replyError !== undefined) {
+        // C-DQ-8: a failed turn is not an answer; the question keeps waiting on a fresh edge.
+        this.openEdge(notice, attempt.now)
+        return
+      }
+      this.notices.delete(key)
+      this.offer({
+        _tag: "Answer",
+        session: undefined,
+        requestId: undefined,
+        questionId: notice.questionId,
+        ownerId: notice.ownerId,
+        text: mail.message.content.text,
+        at: attempt.now
+      })
+    }
+  }
+
+  /** Questions notified through this broker and still open, and waiters: for stats and tests. */
+  get sizes(): { readonly notices: number; readonly waiters: number } {
+    return { notices: this.notices.size, waiters: this.waiters.size }
+  }
+
+  // --- called by the question fiber, between two yields ----------------------
+
+  /** The session, if it is still the live one for its key. */
+  isLive(session: Session): boolean {
+    return this.ctx.registry.byKey.get(session.key) === session
+  }
+
+  /** Whether a session with this id and `questions-v1` is live: a child that is only reconnecting is not revived. */
+  isPresent(sessionId: string): boolean {
+    return this.present.has(sessionId)
+  }
+
+  /** The child waiting on `questionId` right now, if any. */
+  waiterOf(questionId: string): Session | undefined {
+    return this.waiters.get(questionId)
+  }
+
+  /** `session` waits on `questionId` (its `question_ask` was saved). */
+  wait(questionId: string, session: Session): void {
+    if (!this.isLive(session)) return
+    this.waiters.set(questionId, session)
+  }
+
+  /** Writes a frame to a session if it is still live. */
+  write(session: Session, frame: string): void {
+    if (this.isLive(session)) this.ctx.output.enqueue(session.peer, frame)
+  }
+
+  /**
+   * Steers the supervisor (C-SUP-18): the question as a `message` from the
+   * waiting child on the supervisor channel, with its id and how to answer;
+   * its edge lets an ordinary `reply` through. Once per supervisor
+   * connection; a question whose child is not here waits until it asks again
+   * (or is listed with `question_list`).
+   */
+  notify(record: QuestionRecord, supervisor: Session | undefined): void {
+    const child = this.waiters.get(record.id)
+    if (child === undefined || !this.isLive(child)) return
+    const target = supervisor ?? this.supervisorSessionOf(child)
+    if (target === undefined || !this.isLive(target) || target.id !== record.ownerId) return
+    const now = this.ctx.now()
+    const key = recordKeyOf(child.key, record.id)
+    const known = this.notices.get(key)
+    const notice = { questionId: record.id, ownerId: record.ownerId, child, supervisor: target }
+    this.notices.set(key, notice)
+    this.openEdge(notice, now)
+    if (known?.supervisor === target) return
+    const message: Message = {
+      id: record.id,
+      timestamp: record.createdAt,
+      expectsReply: true,
+      content: { text: notificationText(record) }
+    }
+    const mail: Mail = {
+      recordKey: key,
+      senderKey: child.key,
+      senderId: child.id,
+      senderIdentity: child.identity,
+      fromJson: child.infoJson,
+      message,
+      brokerReceivedAt: now,
+      spaceKey: target.space.key,
+      targetKey: target.key,
+      targetId: target.id,
+      targetIdentity: target.identity,
+      queuedAt: now,
+      // As long as the edge: a supervisor that tracks pending asks keeps this one (C-DQ-16).
+      askTimeoutMs: MAX_ASK_TIMEOUT_MS,
+      channel: "supervisor",
+      delivery: STEER
+    }
+    this.ctx.output.enqueue(target.peer, messageFrameFor(mail, target.peer, now))
+  }
+
+  /** The question is settled or handed elsewhere: its edge closes, so a late `reply` is refused. */
+  close(questionId: string): void {
+    const child = this.waiters.get(questionId)
+    if (child === undefined) return
+    const key = recordKeyOf(child.key, questionId)
+    this.notices.delete(key)
+    this.edges.delete(key)
+  }
+
+  /** Done with `questionId` here: no waiter, no edge. */
+  forget(questionId: string): void {
+    this.close(questionId)
+    this.waiters.delete(questionId)
+  }
+
+  // --- frames ---------------------------------------------------------------------
+
+  private offer(work: QuestionWork): void {
+    Queue.offerUnsafe(this.work, work)
+  }
+
+  private supervisorSessionOf(child: Session): Session | undefined {
+    const ref = this.supervisorOf(child)
+    return ref === undefined ? undefined : this.ctx.registry.byKey.get(ref.key)
+  }
+
+  private openEdge(notice: Notice, now: number): void {
+    this.edges.open({
+      messageKey: recordKeyOf(notice.child.key, notice.questionId),
+      messageId: notice.questionId,
+      askerKey: notice.child.key,
+      targetKey: notice.supervisor.key,
+      deadline: now + MAX_ASK_TIMEOUT_MS
+    })
+  }
+
+  /** Only a session granted `questions-v1` may use question frames (a base client never sends them). */
+  private guard(
+    peer: Session["peer"],
+    raw: { readonly type: string; readonly [key: string]: unknown },
+    handle: (session: Session) => void
+  ): void {
+    if (!peer.features.has(QUESTIONS_V1)) {
+      return this.ctx.protocolError(peer, `"${raw.type}" frame without the ${QUESTIONS_V1} extension`)
+    }
+    const session = peer.session
+    if (session !== undefined) handle(session)
+  }
+
+  private fail(session: Session, requestId: string, error: string, reason: string): void {
+    this.ctx.output.enqueue(session.peer, JSON.stringify({ type: "question_failed", requestId, error, reason }))
+  }
+
+  /** The owner a request acts for: `owner` if given (never by a bound child), else the caller. */
+  private ownerFor(session: Session, requestId: string, owner: string | undefined): string | undefined {
+    if (owner === undefined || owner === session.id) return session.id
+    if (this.supervisorOf(session) !== undefined) {
+      this.fail(session, requestId, "QuestionNotOwner", QuestionText.childOwner)
+      return undefined
+    }
+    return owner
+  }
+
+  private onAsk(session: Session, raw: unknown): void {
+    const frame = decodeClientFrame.question_ask(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
+    const ownerId = this.supervisorOf(session)?.id
+    if (ownerId === undefined) return this.fail(session, frame.requestId, "QuestionNotChild", QuestionText.notChild)
+    if (!QUESTION_ID_PATTERN.test(frame.questionId)) {
+      return this.fail(session, frame.requestId, "InvalidQuestion", QuestionText.badId)
+    }
+    if (frame.text.trim() === "") return this.fail(session, frame.requestId, "InvalidQuestion", QuestionText.emptyText)
+    this.offer({
+      _tag: "Ask",
+      session,
+      requestId: frame.requestId,
+      questionId: frame.questionId,
+      reason: frame.reason,
+      text: frame.text,
+      ownerId,
+      at: this.ctx.now()
+    })
+  }
+
+  private onReceived(session: Session, raw: unknown): void {
+    const frame = decodeClientFrame.question_received(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
+    this.offer({ _tag: "Received", session, questionId: frame.questionId, at: this.ctx.now() })
+  }
+
+  private onAnswer(session: Session, raw: unknown): void {
+    const frame = decodeClientFrame.question_answer(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
+    const ownerId = this.ownerFor(session, frame.requestId, frame.owner)
+    if (ownerId === undefined) return
+    // From now on a live reply races nothing: the edge is gone before the answer is saved.
+    this.closeOwned(frame.questionId, ownerId)
+    this.offer({
+      _tag: "Answer",
+      session,
+      requestId: frame.requestId,
+      questionId: frame.questionId,
+      ownerId,
+      text: frame.text,
+      at: this.ctx.now()
+    })
+  }
+
+  private onStop(session: Session, raw: unknown): void {
+    const frame = decodeClientFrame.question_stop(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
+    const ownerId = this.ownerFor(session, frame.requestId, frame.owner)
+    if (ownerId === undefined) return
+    this.offer({
+      _tag: "Stop",
+      session,
+      requestId: frame.requestId,
+      questionId: frame.questionId,
+      by: ownerId,
+      at: this.ctx.now()
+    })
+  }
+
+  private onList(session: Session, raw: unknown): void {
+    const frame = decodeClientFrame.question_list(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
+    const ownerId = this.ownerFor(session, frame.requestId, frame.owner)
+    if (ownerId === undefined) return
+    const page = checkPage(frame)
+    if ("_tag" in page) return this.fail(session, frame.requestId, page._tag, page.message)
+    this.offer({ _tag: "List", session, requestId: frame.requestId, ownerId, page })
+  }
+
+  private onGet(session: Session, raw: unknown): void {
+    const frame = decodeClientFrame.question_get(raw)
+    if (isFrameDecodeError(frame)) return this.ctx.protocolError(session.peer, frame.message)
+    const ownerId = this.ownerFor(session, frame.requestId, frame.owner)
+    if (ownerId === undefined) return
+    this.offer({ _tag: "Get", session, requestId: frame.requestId, questionId: frame.questionId, ownerId })
+  }
+
+  /** Closes the edge of a question if the caller is the one it was notified to. */
+  private closeOwned(questionId: string, ownerId: string): void {
+    const child = this.waiters.get(questionId)
+    if (child === undefined) return
+    const notice = this.notices.get(recordKeyOf(child.key, questionId))
+    if (notice !== undefined && notice.ownerId === ownerId) this.close(questionId)
+  }
+}
+
+/**
+ * What the supervisor reads (C-SUP-18): the child's question, then its id
+ * and how to answer it — reply to this message, or the answer call.
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const notificationText = (record: Pick<QuestionRecord, "id" | "message" | "ownerId">): string =>
+  `${record.message}\n\n` +
+  `[Durable question ${record.id}: it waits with no timeout and survives restarts. ` +
+  `Reply to this message to answer it, or run \`intercom answer ${record.id} <answer> --session ${record.ownerId}\`; ` +
+  `\`intercom stop ${record.id} --session ${record.ownerId}\` cancels it.]`

@@ -1,0 +1,170 @@
+/**
+ * The child's durable wait for a blocking `contact_supervisor` question
+ * (C-SUP-18, C-DQ-6…9, C-DQ-11, C-WKR-15/16), used when the broker keeps
+ * questions (`questions-v1`); otherwise `SupervisorContact` keeps the
+ * ordinary ask with its timeout (contracts.md open question 2).
+ *
+ * - The question is sent with `question_ask`: the broker saves it, then
+ *   steers the supervisor. There is no ask timeout.
+ * - The wait ends on the supervisor's live reply (routed through the
+ *   session's reply-waiter slot), or on the broker's push of a saved answer
+ *   (`questionEvents`), or on its cancellation (`QuestionStopped`), or when the
+ *   generation ends. A disconnect of the supervisor or of the broker does not
+ *   end it: the client asks again after every reconnect, and a Schedule on the
+ *   Clock re-asks as a fallback (the broker answers with the saved state).
+ * - A failed-turn reply (`replyError`) is recorded and is not an answer
+ *   (C-DQ-8); timeout, cancellation and disconnection never read as one (C-WKR-15).
+ * - An interrupted wait (the tool call aborted) cancels the question (C-DQ-11).
+ */
+import { Data, Deferred, Duration, Effect, Schedule, Stream } from "effect"
+import type { InboundMessage, QuestionEvent } from "../client/events.ts"
+import type { QuestionError } from "../client/ClientQuestions.ts"
+import type { Message } from "../protocol/frames.ts"
+import type { SessionEnded } from "./errors.ts"
+import type { Generation } from "./Generation.ts"
+import type { Waiter } from "./ReplyWaiter.ts"
+
+/**
+ * How often a waiting child asks the broker again about its saved question,
+ * besides after every reconnect: a fallback, never the main path (the broker
+ * pushes answers).
+ */
+export const QUESTION_RECHECK = Duration.seconds(30)
+
+/** How long cancelling a question on an aborted wait may take before the wait ends anyway. */
+const STOP_BOUND = Duration.seconds(2)
+
+/**
+ * `Cancelled`: the supervisor stopped the question (C-DQ-6, C-DQ-11). Not an
+ * answer and not an approval (C-WKR-15).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class QuestionStopped extends Data.TaggedError("QuestionStopped")<{ readonly questionId: string }> {
+  override get message(): string {
+    return `Cancelled: the supervisor stopped question ${this.questionId}. It was not answered; do not treat it as approval`
+  }
+}
+
+/**
+ * How a durable wait ended with an answer: the live reply (with its
+ * message), or the answer the broker saved and pushed.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type DurableAnswer =
+  | { readonly _tag: "Reply"; readonly reply: InboundMessage }
+  | { readonly _tag: "Saved"; readonly answer: string; readonly answeredAt: number }
+
+/**
+ * What the durable wait needs from `SupervisorContact`: the question as sent
+ * and how to bind a fresh reply waiter after the supervisor went away.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface DurableQuestion {
+  readonly questionId: string
+  readonly reason: "need_decision" | "interview_request"
+  /** The question's message (its id is the question id). */
+  readonly message: Message
+  /** The supervisor the broker bound this child to. */
+  readonly targetId: string
+}
+
+/**
+ * Why a durable wait failed: stopped, the generation ended, or the broker
+ * refused or could not be reached when the question was first asked.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type DurableWaitError = QuestionStopped | QuestionError | SessionEnded
+
+/**
+ * Asks and waits; see the module header. `waiter` holds the session's
+ * reply-waiter slot for the whole wait (a fresh one after the supervisor went
+ * away: the caller releases whichever is current); `asked` runs once the
+ * broker saved the question.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const waitDurably = (
+  generation: Generation,
+  waiter: { current: Waiter },
+  question: DurableQuestion,
+  asked: Effect.Effect<void>
+): Effect.Effect<DurableAnswer, DurableWaitError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const { client, slot } = generation
+    const { questionId } = question
+    const correlation = { questionId, targetId: question.targetId, targetName: undefined }
+    const bind = () => {
+      waiter.current = slot.bind(waiter.current, correlation)
+      return waiter.current
+    }
+    /** A fresh waiter in the slot, bound to the question (the last one ended without an answer). */
+    const rebind = Effect.sync(() => {
+      slot.release(waiter.current)
+      const next = slot.reserve()
+      if (next !== undefined) waiter.current = next
+      return bind()
+    })
+
+    // Listen before asking: a saved answer may be pushed right after the save.
+    const pushed = yield* Deferred.make<QuestionEvent>()
+    yield* Effect.forkScoped(
+      Stream.runForEach(
+        Stream.filter(client.questionEvents, (event) => event.questionId === questionId),
+        (event) => Deferred.succeed(pushed, event)
+      ),
+      { startImmediately: true }
+    )
+    let bound = bind()
+    const ask = client.askQuestion({ questionId, reason: question.reason, text: question.message.content.text })
+    yield* ask
+    yield* asked
+    // C-DQ-6: re-ask on a Schedule as a fallback (reconnects re-ask by themselves).
+    yield* Effect.forkScoped(Effect.repeat(Effect.ignore(ask), Schedule.spaced(QUESTION_RECHECK)))
+
+    const settle = (answer: DurableAnswer) =>
+      Effect.as(Effect.ignore(client.questionReceived(questionId)), answer)
+
+    while (true) {
+      const next = yield* Effect.raceFirst(
+        Effect.map(Deferred.await(pushed), (event) => ({ _tag: "Pushed" as const, event })),
+        Effect.map(Effect.result(Deferred.await(bound.outcome)), (outcome) => ({ _tag: "Live" as const, outcome }))
+      )
+      if (next._tag === "Pushed") {
+        if (next.event._tag === "Cancelled") {
+          yield* client.questionDone(questionId)
+          return yield* new QuestionStopped({ questionId })
+        }
+        return yield* settle({ _tag: "Saved", answer: next.event.answer, answeredAt: next.event.answeredAt })
+      }
+      const outcome = next.outcome
+      if (outcome._tag === "Success") {
+        const reply = outcome.success
+        if (reply.replyError === undefined) return yield* settle({ _tag: "Reply", reply })
+        // C-DQ-8: a failed turn is logged as a notification error, and the question keeps waiting.
+        yield* Effect.logWarning(`Supervisor notification for question ${questionId} failed: ${reply.replyError}`)
+        bound = yield* rebind
+        continue
+      }
+      if (outcome.failure._tag === "SessionEnded") return yield* outcome.failure
+      // The supervisor went away (C-DQ-6): not an answer; wait on.
+      bound = yield* rebind
+    }
+  })).pipe(
+    // C-DQ-11: an aborted wait cancels its question, bounded; timeout or abort is never an answer.
+    Effect.onInterrupt(() =>
+      generation.client.stopQuestion(question.questionId).pipe(
+        Effect.timeout(STOP_BOUND),
+        Effect.ignore,
+        Effect.andThen(generation.client.questionDone(question.questionId))
+      )
+    )
+  )
