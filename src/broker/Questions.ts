@@ -20,6 +20,11 @@
  *
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
+ *
+ * Size: one concept — the Router's side of durable questions (its six
+ * frames, the send stage that turns a reply into an answer, and the three
+ * small tables above); the SQL side is QuestionWorker.ts and QuestionStore.
+ * The frame handlers are the part to split out if it grows.
  */
 import { Queue } from "effect"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"

@@ -12,6 +12,9 @@
  *   the fields above.
  *
  * @since 0.1.0
+ *
+ * Size: one concept — the session runtime's error catalogue (one small
+ * class or union per failure, each with its user-facing text).
  */
 import { Data } from "effect"
 import type {

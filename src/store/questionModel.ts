@@ -7,6 +7,10 @@
  * A question's state is derived, never stored (C-DQ-2): delivered →
  * `answered`; else cancelled → `cancelled`; else an answer → `answer_pending`;
  * else `awaiting_input`. Every timestamp column is written once.
+ *
+ * Size: one concept — the rules of a durable question (C-DQ) that both
+ * stores apply, kept in one place so the SQLite and memory layers cannot
+ * drift apart; mostly small pure functions and their error texts.
  */
 import { Data } from "effect"
 

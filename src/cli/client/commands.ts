@@ -26,6 +26,11 @@
  * Only the command line is defined here; the handlers load `run.ts` /
  * `watch.ts` (the client and session runtime) when they run, so `intercom
  * broker` never loads them.
+ *
+ * Size: one concept — the client commands' command line, each a few lines
+ * of flags around `runAction`; the results and questions commands added
+ * here in issue 13 follow the same shape. A split would spread one table of
+ * commands over files.
  */
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"

@@ -4,6 +4,9 @@
  * it. From them it learns which messages exist, which the broker accepted and
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
+ *
+ * Size: one concept — reading the wire for the ledger, frame type by frame
+ * type; durable mode (issue 13) added the crash-redelivery cases here.
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
