@@ -310,8 +310,9 @@ export class Send {
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
     this.ctx.records.set(sender.key, recordKey, recorded, DELIVERED, now)
-    // Only the ack waits for the commit: the delivery goes at once, and mail written before its commit never
-    // reaches the disk. A broker killed between the two delivers a retry again; IntercomClient drops the copy.
+    // The delivery waits for its replay record too: a broker killed before it is stored must not have
+    // delivered a message whose retry it would then deliver again (and answer as if it never had).
+    journal?.mark(target.peer)
     this.answer(peer, message.id, DELIVERED)
   }
 
@@ -331,6 +332,7 @@ export class Send {
     const now = this.ctx.now()
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.ctx.records.rewrite(staged.mail.recordKey, { ok: true, delivery: "socket_delivered" })
+    this.ctx.journal?.mark(target.peer)
   }
 
   /**

@@ -8,11 +8,12 @@
  * ask edge opened or closed. Changes to one key coalesce until they are taken
  * (a message written before its commit never reaches the disk at all).
  *
- * The promise it keeps ("acknowledged is a promise", design.md): no answer
- * that promises something — an acknowledgement, a cancel's answer, a
- * lost-mail notice — is written to a socket before the changes that preceded
- * it are stored. Deliveries are not held: a message is either written to its
- * recipient or in the commit its acknowledgement waits for. The Router `mark`s the connection it queues such
+ * The promise it keeps ("acknowledged is a promise", design.md): no output
+ * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
+ * a lost-mail notice — is written to a socket before the changes that
+ * preceded it are stored. So a message is delivered only once its replay
+ * record is stored (a retry after a crash is answered from it, never
+ * delivered again), and acknowledged only once it is stored or written. The Router `mark`s the connection it queues such
  * output for, and the connection's writer waits (`awaitStored`) before it
  * writes, so a batch of output waits for at most one commit, shared by
  * everyone in that tick. While commits fail

@@ -24,12 +24,12 @@ import { message, withBroker } from "../support/broker.ts"
 import { brokerClientOptions, fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
 
 describe("base protocol", () => {
-  it.live("a client is granted the base features and the extensions it implements itself", () =>
+  it.live("a client is granted the base features and the extensions it implements itself (a durable broker keeps questions)", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ idleExit: null })
       const { client } = yield* makeClient(brokerClientOptions(broker, "base-0000-0001"))
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1])
       assert.deepStrictEqual(BASE_FEATURES, ["exact-send-v1"])
     }))
 
@@ -40,7 +40,7 @@ describe("base protocol", () => {
         brokerClientOptions(broker, "base-0000-0002", undefined, { features: ["no-such-extension-v9"] })
       )
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1])
     }))
 
   it.live("the register frame is pi-intercom's plus `features`: the client's own extensions, then the owner's", () =>

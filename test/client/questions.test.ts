@@ -92,7 +92,7 @@ describe("IntercomClient: durable questions", () => {
       assert.deepInclude(yield* events.next(), { _tag: "Cancelled", questionId: "q-1" })
     }))
 
-  it.effect("after a broker restart the child's client asks again by itself; the supervisor is notified again and its answer reaches the child (C-DQ-6)", () =>
+  it.effect("after a broker restart the child's client asks again by itself; the question is still the supervisor's to answer and its answer reaches the child (C-DQ-6)", () =>
     Effect.gen(function*() {
       const { broker, child, start, state, supervisor } = yield* setup()
       const events = yield* subscribe(child.questionEvents, "question events")
@@ -103,8 +103,10 @@ describe("IntercomClient: durable questions", () => {
       yield* start()
       yield* advance(5_000)
       assert.isTrue((yield* child.status).connected, `child not back: ${(yield* child.status).lastError}`)
-      const again = Option.getOrThrow(yield* Stream.runHead(supervisor.messages))
-      assert.strictEqual(again.message.id, "q-1")
+      // The new broker notifies the supervisor again (raw wire: questions-restart.test.ts); this same
+      // client already passed that notice on, so it drops the repeat (RecentMessages) — the question waits.
+      const listed = yield* supervisor.listQuestions()
+      assert.deepStrictEqual(listed.questions.map((q) => [q.id, q.state]), [["q-1", "awaiting_input"]])
       const receipt = yield* supervisor.answerQuestion("q-1", "after the restart")
       assert.isTrue(receipt.sentToChild)
       assert.deepInclude(yield* events.next(), { _tag: "Answered", questionId: "q-1", answer: "after the restart" })
