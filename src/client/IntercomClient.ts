@@ -253,14 +253,16 @@ const make = (
      * broker restart empties its registry): the send is retried with the same
      * id until the grace ends, then the failure stands.
      */
-    const send: IntercomClientService["send"] = (request) =>
+    const send: IntercomClientService["send"] = (request) => sendRejoining(request, 0)
+    /** Retries "not found" after a reconnect every 25, 50, 100, 200, then 250 ms, until the grace ends. */
+    const sendRejoining = (request: Parameters<IntercomClientService["send"]>[0], attempt: number): ReturnType<IntercomClientService["send"]> =>
       resending((c) => c.send(request, sendTimeoutMs)).pipe(
         Effect.catchTag("TargetNotFound", (error) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             if (connections < 2 || now - connectedAt >= rejoinGraceMs) return yield* Effect.fail(error)
-            yield* Effect.sleep(Duration.millis(250))
-            return yield* send(request)
+            yield* Effect.sleep(Duration.millis(Math.min(250, 25 * 2 ** attempt)))
+            return yield* sendRejoining(request, attempt + 1)
           }))
       )
 

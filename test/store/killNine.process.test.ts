@@ -38,7 +38,8 @@ describe("kill -9 of a durable broker", () => {
       const agentDir = path.join(root, "agent")
       const intercomDir = path.join(agentDir, "intercom")
       const env = cleanEnv(root)
-      const args = ["--dir", agentDir, "--idle-exit", "never"]
+      // The fast path (`--dir` only): the broker starts without loading the CLI. Clients keep it busy throughout.
+      const args = ["--dir", agentDir]
       let broker = yield* startBroker(args, env)
 
       const optionsFor = (id: string): IntercomClientOptions => ({
