@@ -7,7 +7,10 @@
  * The Unix-socket broker (`runBroker`) and the in-memory simulation both
  * build on it; closing the Scope it was made in shuts it down. A
  * `ResultArchive` in its context keeps the reports of `results-v1` (durable
- * with the SQLite layer); without one, a memory-only archive does.
+ * with the SQLite layer); without one, a memory-only archive does. With
+ * `options.store` (a `MailStore`) it restores its routing state at startup
+ * and commits every change before revealing it (StoreJournal.ts,
+ * StoreWriter.ts): durable mode, docs/store.md.
  *
  * @example
  * ```ts
