@@ -7,6 +7,9 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
+    // Three workers on the 2-core CI machine: most long files wait on child processes and sockets,
+    // not on the CPU (the suite took 9 min 40 s with two; docs/testing.md).
+    maxWorkers: 3,
     hookTimeout: 30_000,
     // In-process brokers log every join and leave; thousands of such lines would bury
     // real failures in CI output. Warnings and errors still print.
