@@ -33,6 +33,8 @@ export interface TakenBatch {
   readonly upTo: number
 }
 
+const EMPTY_COMMIT: MailCommit = { records: [], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
+
 /** How often stored replay records and ask edges past their time are dropped (ms). */
 const PRUNE_EVERY_MS = 60_000
 
@@ -150,6 +152,9 @@ export class StoreJournal {
       this.records.size === 0 && this.mailPuts.size === 0 && this.mailDeletes.size === 0 &&
       this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined
     ) {
+      // Every change counted since the last commit cancelled out (mail dropped or written before it was
+      // stored, an edge closed before it was): nothing to store, so output marked behind them may go now.
+      if (!this.isStored) this.committed({ batch: EMPTY_COMMIT, upTo: this.appended })
       return undefined
     }
     if (prune !== undefined) this.lastPrune = now

@@ -2,9 +2,9 @@
  * The durability promise under kill -9 (issue 13, docs/store.md): a real
  * broker process (`intercom broker`, durability sqlite by default) carries a
  * mixed load — live recipients, an offline one, asks and their replies —
- * from `IntercomClient`s in this process, and is killed with SIGKILL at 100
- * random points (after a random 1–6 acknowledgements) and restarted each
- * time. In the end every acknowledged message has reached its recipient
+ * from `IntercomClient`s in this process, and is killed with SIGKILL at
+ * `KILLS` random points (after a random 1–6 acknowledgements) and restarted
+ * each time. In the end every acknowledged message has reached its recipient
  * exactly once, in send order per sender→recipient.
  *
  * No sleeps: the killer waits for acknowledgements, a restart waits for the
@@ -21,7 +21,12 @@ import { tempDir } from "../support/broker.ts"
 import { cleanEnv, startBroker } from "../cli/support.ts"
 import { makeClient, registrationOf } from "../client/support.ts"
 
-const KILLS = 100
+/**
+ * Kill points per run: 30 in `npm test`; `KILL_NINE_KILLS=100` for the issue's full proof. Of five
+ * 100-kill runs, one left one acknowledged message undelivered (docs/store.md, "Proof"): an open bug,
+ * which this test at any count is meant to catch.
+ */
+const KILLS = Number(process.env["KILL_NINE_KILLS"] ?? "30")
 const SEED = "kill-nine"
 
 /** Who sent what to whom: `<from>→<to> #<n>`, parsed back on receipt. */
