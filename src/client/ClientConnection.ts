@@ -8,7 +8,8 @@
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch, the pending-request tables) share the
  * same maps and the same close; the request texts are in requests.ts, the
- * topic requests in TopicRequests.ts and the result requests in ResultRequests.ts.
+ * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts
+ * and the question requests in QuestionRequests.ts.
  */
 import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"

@@ -25,7 +25,9 @@
  * Size: one concept — the lifetime of the client's connection (attempt,
  * adopt, reconnect, disconnect) over that state; the models are in models.ts,
  * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
- * result archive in ClientResults.ts and health in health.ts.
+ * result archive in ClientResults.ts, durable questions in ClientQuestions.ts
+ * and health in health.ts; what stays here is the wiring of each into the
+ * connection's lifetime (and re-sending a send lost with its connection).
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
