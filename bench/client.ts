@@ -49,6 +49,10 @@ export class BenchClient {
   private toCache: readonly [string, string] = ["", '""']
   private textCache: readonly [string, string] = ["", '""']
   private closedError: Error | undefined = undefined
+  /** `received-v1` granted: after each chunk that held messages, say how many frames were read (as IntercomClient does). */
+  private confirming = false
+  private framesRead = 0
+  private sawMessage = false
   /** Set when the broker closes the connection or it fails. */
   readonly closed: Promise<Error>
 
@@ -56,8 +60,10 @@ export class BenchClient {
     this.socket = socket
     this.splitter = new FrameSplitter((buf, start, end) => {
       if (this.discarding) return
+      this.framesRead++
       if (this.rawWaiters.length > 0 && this.dispatchRaw(buf, start, end)) return
       const frame = parsePayload(buf, start, end)
+      if (frame !== undefined && frame["type"] === "message") this.sawMessage = true
       if (frame === undefined) {
         this.fail(new Error("broker sent a frame that is not a JSON object with a string type"))
         return
@@ -68,6 +74,8 @@ export class BenchClient {
       if (this.discarding) return
       socket.cork()
       const ok = this.splitter.push(chunk)
+      if (this.sawMessage && this.confirming) this.writeText(`{"type":"received","frames":${this.framesRead}}`)
+      this.sawMessage = false
       socket.uncork()
       if (!ok) this.fail(new Error("broker sent a frame over 1 MiB"))
     })
@@ -190,7 +198,8 @@ export class BenchClient {
     }
     const frame: Record<string, unknown> = { type: "register", session, sessionId }
     if (options.scopeId !== undefined) frame["scopeId"] = options.scopeId
-    if (options.features !== undefined) frame["features"] = options.features
+    // Every bench client confirms what it read when the broker grants it (a durable broker does), like IntercomClient.
+    frame["features"] = [...(options.features ?? []), "received-v1"]
     const reply = this.waitFor(() => true, options.timeoutMs ?? 10_000, `registered for ${sessionId}`)
     this.write(frame)
     const first = await reply
@@ -198,6 +207,8 @@ export class BenchClient {
       throw new Error(`expected registered, got ${JSON.stringify(first).slice(0, 200)}`)
     }
     this.sessionId = getString(first, "sessionId") ?? sessionId
+    const granted = first["features"]
+    this.confirming = Array.isArray(granted) && granted.includes("received-v1")
     return first
   }
 

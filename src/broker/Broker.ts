@@ -83,19 +83,20 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       registration: yield* Queue.sliding<void>(1),
       staging: yield* Queue.sliding<void>(1),
       store: yield* Queue.sliding<void>(1),
+      storeLazy: yield* Queue.sliding<void>(1),
       events: yield* Queue.unbounded<BrokerEvent>(),
       results: yield* Queue.unbounded<ResultJob>()
     }
     const now = () => clock.currentTimeMillisUnsafe()
     const store = options.store
-    const journal = store === undefined ? undefined : new StoreJournal(() => signal(signals.store), REPLAY_RETENTION_MS)
+    const journal = store === undefined ? undefined : new StoreJournal(() => signal(signals.store), REPLAY_RETENTION_MS, () => signal(signals.storeLazy))
     const router = new Router(resolved, now, signals, journal)
     if (store !== undefined && journal !== undefined) {
       // What the last run stored comes back before the first connection is accepted.
       router.restore(yield* store.load(now() - REPLAY_RETENTION_MS))
       const log = (level: BrokerEvent["level"], message: string) =>
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
-      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, now, log))
+      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, signals.storeLazy, now, log))
       // At shutdown (after the connections closed and gave back what they never wrote): one last commit.
       yield* Effect.addFinalizer(() => commitPending(journal, store, now, log))
     }

@@ -155,7 +155,7 @@ const writeLoop = (router: Router, peer: Peer, inFlight: InFlight) =>
         yield* connection.writeAll(batch.frames)
         inFlight.batch = undefined
         inFlight.writing = false
-        router.written(batch, batch.frames.length)
+        router.written(peer, batch, batch.frames.length)
       }
       if (batch.ending) return yield* connection.end
     }
@@ -183,7 +183,7 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight:
       : inFlight.writing
       ? peer.connection.unfinishedWrite() ?? batch.frames.length
       : 0
-    if (batch !== undefined) router.written(batch, written)
+    if (batch !== undefined) router.written(peer, batch, written)
     const unwritten = batch === undefined ? [] : router.output.unwrittenOf(batch, written)
     yield* peer.connection.destroy
     // In order: the unfinished write's rest, then what was still queued.

@@ -11,6 +11,7 @@ import { Deferred, type Queue } from "effect"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
+import type { PeerCustody } from "./Custody.ts"
 import type { Session } from "./Registry.ts"
 
 /** Tells the writer to pull membership changes (MembershipFeed) before writing. */
@@ -126,6 +127,10 @@ export class Peer {
    * by the journal.
    */
   storeMark = 0
+  /** Durable broker: frames written to this connection since it connected (Custody.ts). */
+  framesWritten = 0
+  /** Mail written here and kept in the store until the client confirms it read it (`received-v1`, Custody.ts). */
+  custody: PeerCustody | undefined = undefined
   /** Parked senders waiting for the outbox to have room in characters; woken when the writer takes. */
   roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**

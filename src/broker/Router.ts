@@ -30,10 +30,11 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
-import { QUESTIONS_V1 } from "../protocol/features.ts"
+import { QUESTIONS_V1, RECEIVED_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
+import { Custody } from "./Custody.ts"
 import { DeliveryRecords, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
 import { Groups } from "./Groups.ts"
@@ -111,6 +112,7 @@ export class Router {
   private readonly mail: MailDelivery
   private readonly asks: Asks
   private readonly frames: FrameHandlers
+  private readonly custody: Custody
   private readonly topics: Topics
   /** Durable supervisor questions, when the broker keeps them (`signals.questions`). */
   readonly questions: Questions | undefined
@@ -133,7 +135,12 @@ export class Router {
       },
       registry,
       output,
-      withheldFeatures: signals.questions === undefined ? new Set([QUESTIONS_V1]) : new Set(),
+      // Features a broker without their backing never grants: questions without a question store,
+      // receipts before release without a durable store to keep mail in.
+      withheldFeatures: new Set([
+        ...(signals.questions === undefined ? [QUESTIONS_V1] : []),
+        ...(journal === undefined ? [RECEIVED_V1] : [])
+      ]),
       records: new DeliveryRecords({
         windowMs: REPLAY_WINDOW_MS,
         retentionMs: REPLAY_RETENTION_MS,
@@ -210,6 +217,8 @@ export class Router {
     registration.observe(staging.hooks)
     registration.observe(topics.hooks)
     if (questions !== undefined) registration.observe(questions.hooks)
+    const custody = new Custody(ctx)
+    registration.observe(custody.hooks)
 
     this.ctx = ctx
     this.journal = journal
@@ -236,8 +245,10 @@ export class Router {
       ...supervisor.frames,
       ...topics.frames,
       ...results.frames,
-      ...questions?.frames
+      ...questions?.frames,
+      ...custody.frames
     }
+    this.custody = custody
     this.topics = topics
     this.results = results
     this.questions = questions
@@ -260,6 +271,7 @@ export class Router {
 
   /** The connection is gone; `unwritten` is what its outbox still held. */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
+    this.custody.detached(peer)
     this.registration.detach(peer, unwritten)
   }
 
@@ -297,15 +309,12 @@ export class Router {
   }
 
   /**
-   * A batch was written to `peer`'s socket: its mail has reached its
-   * recipient and leaves the durable store.
+   * The first `count` frames of `batch` were written to `peer`'s socket: the
+   * mail they carried leaves the durable store, at once or when the client
+   * confirms it read it (Custody.ts).
    */
-  written(batch: WriteBatch, count: number): void {
-    const journal = this.ctx.journal
-    if (journal === undefined) return
-    for (const [index, item] of batch.returnable) {
-      if (index < count && "mail" in item) journal.mailGone(item.mail.recordKey)
-    }
+  written(peer: Peer, batch: WriteBatch, count: number): void {
+    this.custody.written(peer, batch, count)
   }
 
   /**

@@ -55,6 +55,7 @@ export class StoreJournal {
   private nextCommit: Deferred.Deferred<void> | undefined
   private lastPrune = 0
   private readonly wake: () => void
+  private readonly wakeLazy: () => void
   private readonly retentionMs: number
   /** Why the last commit failed; undefined while commits succeed. */
   failure: string | undefined = undefined
@@ -62,9 +63,11 @@ export class StoreJournal {
   /**
    * @param wake tells the store writer that there is something to commit.
    * @param retentionMs how long replay records are kept (stored ones older are pruned).
+   * @param wakeLazy tells the store writer that deletes wait (it commits them after `LAZY_FLUSH` if nothing else comes).
    */
-  constructor(wake: () => void, retentionMs: number) {
+  constructor(wake: () => void, retentionMs: number, wakeLazy: () => void = () => {}) {
     this.wake = wake
+    this.wakeLazy = wakeLazy
     this.retentionMs = retentionMs
   }
 
@@ -120,13 +123,20 @@ export class StoreJournal {
     this.changed()
   }
 
-  /** Mail was written to its recipient's socket, or dropped (its sender told): it leaves the store. */
+  /**
+   * Mail reached its recipient (Custody.ts), or was dropped (its sender
+   * told): it leaves the store. The delete gates no output and wakes no
+   * commit of its own: it rides with the next commit, or is flushed
+   * `LAZY_FLUSH` after the first of them when none comes (StoreWriter.ts). A
+   * broker killed before then delivers that mail again after its restart,
+   * which the recipient's client drops (RecentMessages).
+   */
   mailGone(recordKey: string): void {
     if (!this.storedMail.delete(recordKey)) return
     // Not stored yet: it never needs to be.
     if (this.mailPuts.delete(recordKey)) return
+    if (this.mailDeletes.size === 0) this.wakeLazy()
     this.mailDeletes.add(recordKey)
-    this.changed()
   }
 
   /** An ask edge opened. */

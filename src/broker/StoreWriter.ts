@@ -3,7 +3,8 @@
  * durable store (StoreJournal.ts, MailStore.ts). Woken by the Router's first
  * change after a commit, it takes everything pending and commits it in one
  * transaction — one commit per tick of traffic, never one per message — then
- * releases the output held behind it. A failed commit is logged, put back,
+ * releases the output held behind it. Deletes of delivered mail wake nothing:
+ * they ride with the next commit, or go `LAZY_FLUSH` later. A failed commit is logged, put back,
  * and retried on a Schedule while new sends are refused with its reason.
  */
 import { Duration, Effect, Queue } from "effect"
@@ -13,6 +14,9 @@ import type { StoreJournal } from "./StoreJournal.ts"
 
 /** How long after a failed commit the writer tries again. */
 export const RETRY_AFTER = Duration.seconds(1)
+
+/** How long deletes of delivered mail wait for a commit to ride with before they get their own. */
+export const LAZY_FLUSH = Duration.millis(500)
 
 /**
  * Commits what is pending once (nothing when nothing is). Uninterruptible
@@ -45,19 +49,21 @@ export const commitPending = (
   }))
 
 /**
- * Runs the writer until interrupted: waits for `wake`, commits, and after a
- * failure sleeps `RETRY_AFTER` (on the Clock) and tries again.
+ * Runs the writer until interrupted: waits for `wake` (or `LAZY_FLUSH` after
+ * a signal on `lazy`: deletes wait), commits, and after a failure sleeps
+ * `RETRY_AFTER` (on the Clock) and tries again.
  */
 export const runStoreWriter = (
   journal: StoreJournal,
   store: MailStoreService,
   wake: Queue.Queue<void>,
+  lazy: Queue.Queue<void>,
   now: () => number,
   log: (level: BrokerEvent["level"], message: string) => void
 ): Effect.Effect<never> =>
   Effect.forever(
-    Queue.take(wake).pipe(
-      // Connection writers woken in the same tick write first: mail they deliver meanwhile is never stored.
+    Effect.raceFirst(Queue.take(wake), Effect.andThen(Queue.take(lazy), Effect.sleep(LAZY_FLUSH))).pipe(
+      // What else this tick routes joins the commit (and mail dropped meanwhile is never stored).
       Effect.andThen(Effect.yieldNow),
       Effect.andThen(commitPending(journal, store, now, log)),
       Effect.tap((ok) => ok ? Effect.void : Effect.andThen(Effect.sleep(RETRY_AFTER), Queue.offer(wake, undefined)))

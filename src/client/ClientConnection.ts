@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { EXTENSION_FEATURES, QUESTIONS_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
+import { EXTENSION_FEATURES, QUESTIONS_V1, RECEIVED_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
 import type { QuestionResultFrame } from "../protocol/questions.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
@@ -326,12 +326,31 @@ export const openClientConnection = (
       }
     }
 
+    const writeText = (text: string, operation: string) =>
+      Effect.suspend(() =>
+        open
+          ? connection.writeAll([text]).pipe(Effect.mapError(() => new ConnectionLost({ operation })))
+          : Effect.fail(new ConnectionLost({ operation }))
+      )
+    const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
+
+    // `received-v1`: frames read on this connection, `registered` included. Once a batch carrying messages
+    // is in this process, the broker may forget them: the count tells it so (broker/Custody.ts).
+    const confirmsReceipt = granted.has(RECEIVED_V1)
+    let framesRead = 1
     const handle = (texts: ReadonlyArray<string>) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
+        let messages = false
         for (const text of texts) {
           const frame = decodeBrokerFrameText(text)
-          if (!isFrameDecodeError(frame)) dispatch(frame)
+          if (isFrameDecodeError(frame)) continue
+          if (frame.type === "message") messages = true
+          dispatch(frame)
         }
+        framesRead += texts.length
+        return messages && confirmsReceipt
+          ? Effect.ignore(writeText(JSON.stringify({ type: "received", frames: framesRead }), "received"))
+          : Effect.void
       })
 
     const failPending = Effect.sync(() => {
@@ -365,14 +384,6 @@ export const openClientConnection = (
         Effect.ensuring(shutDown)
       )
     )
-
-    const writeText = (text: string, operation: string) =>
-      Effect.suspend(() =>
-        open
-          ? connection.writeAll([text]).pipe(Effect.mapError(() => new ConnectionLost({ operation })))
-          : Effect.fail(new ConnectionLost({ operation }))
-      )
-    const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     /** One `list` request: a base answer, or one page (`list-page-v1`) starting after `cursor`. */
     const listPage = (timeoutMs: number, cursor: string | undefined, group: string | undefined) =>

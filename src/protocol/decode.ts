@@ -96,6 +96,7 @@ export const decodeClientFrame = {
   cancel_ask: compileDecoder("cancel_ask", Frames.CancelAskFrame),
   cancel_message: compileDecoder("cancel_message", Frames.CancelMessageFrame),
   message_receipt: compileDecoder("message_receipt", Frames.ReceiptFrame),
+  received: compileDecoder("received", Frames.ReceivedFrame),
   authorize_supervisor: compileDecoder("authorize_supervisor", Frames.AuthorizeSupervisorFrame),
   topic_publish: compileDecoder("topic_publish", Topics.TopicPublishFrame),
   topic_subscribe: compileDecoder("topic_subscribe", Topics.TopicSubscribeFrame),

@@ -90,6 +90,16 @@ export const RESULTS_V1 = "results-v1"
  */
 export const QUESTIONS_V1 = "questions-v1"
 
+/**
+ * Receipt before release (extension): the client tells the broker, with
+ * `received {frames}`, how many frames it has read on this connection, and a
+ * durable broker keeps the mail it wrote there in its store until the count
+ * covers it — so mail still in the client's socket buffer when the broker is
+ * killed is delivered again after the restart, never lost (issue 13). Granted
+ * only by a broker with a durable store.
+ */
+export const RECEIVED_V1 = "received-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -104,7 +114,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   HEALTH_V1,
   TOPICS_V1,
   RESULTS_V1,
-  QUESTIONS_V1
+  QUESTIONS_V1,
+  RECEIVED_V1
 ]
 
 /**

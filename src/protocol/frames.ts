@@ -301,6 +301,18 @@ export const ReceiptFrame = Schema.Struct({ type: Schema.tag("message_receipt"),
 /** A client's `message_receipt` frame (P70), as decoded. */
 export type ReceiptFrame = typeof ReceiptFrame.Type
 
+/**
+ * `received` (extension `received-v1`), client → broker: the client has read
+ * `frames` frames on this connection so far (every frame since it connected,
+ * `registered` included). The broker may forget the mail those frames carried.
+ */
+export const ReceivedFrame = Schema.Struct({
+  type: Schema.tag("received"),
+  frames: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+})
+/** A `received` frame (`received-v1`), as decoded. */
+export type ReceivedFrame = typeof ReceivedFrame.Type
+
 /** Every client → broker frame, tagged by `type`. */
 export const ClientFrame = Schema.Union([
   RegisterFrame,
@@ -312,6 +324,7 @@ export const ClientFrame = Schema.Union([
   CancelAskFrame,
   CancelMessageFrame,
   ReceiptFrame,
+  ReceivedFrame,
   SupervisorSendFrame,
   AuthorizeSupervisorFrame,
   Topics.TopicPublishFrame,

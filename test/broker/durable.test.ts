@@ -1,38 +1,23 @@
 /**
  * The durable broker (`store` option, StoreJournal.ts, StoreWriter.ts) over
- * the in-memory network, with a memory store whose state plays the disk: a
- * crash marks it down first, so nothing the dying broker had not committed
- * reaches it, as with kill -9.
+ * the in-memory network, with a memory store whose state plays the disk
+ * (../support/durable.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Ref } from "effect"
-import type { BrokerCoreOptions } from "../../src/broker/index.ts"
 import {
   type MailCommit,
   MailStoreError,
   type MailStoreService,
   makeMemory,
-  makeMemoryMailState,
-  type MemoryMailState
+  makeMemoryMailState
 } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
-import { advance, type MemoryNetwork, memoryNetwork, type RunningBroker, step } from "../support/memory.ts"
-
-/** A broker over `disk`; `crash` loses whatever it had not committed. */
-const durableBroker = (world: MemoryNetwork, disk: MemoryMailState, options: BrokerCoreOptions = {}) =>
-  Effect.gen(function*() {
-    disk.down = false
-    const running: RunningBroker = yield* world.startBroker({ ...options, store: makeMemory(disk) })
-    return {
-      ...running,
-      crash: Effect.suspend(() => {
-        disk.down = true
-        return running.crash
-      })
-    }
-  })
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork, step } from "../support/memory.ts"
 
 describe("durable broker: crash and restart", () => {
   it.effect("mail queued for an absent session survives a crash and reaches it when it registers", () =>
@@ -52,6 +37,7 @@ describe("durable broker: crash and restart", () => {
       const back = yield* world.session({ sessionId: "bob", name: "bob" })
       const received = yield* messageFor(back.client, msg.id)
       assert.strictEqual(received.message.content.text, "while you were out")
+      yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 0, "written mail leaves the store")
     }))
 
@@ -65,6 +51,7 @@ describe("durable broker: crash and restart", () => {
       const msg = message("exactly once")
       assertDelivered(yield* send(alice.client, "bob", msg))
       yield* messageFor(bob.client, msg.id)
+      yield* advance(LAZY_FLUSH) // the delivered mail's delete is committed: only the retry could bring it again
       yield* first.crash
 
       yield* durableBroker(world, disk)

@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { RecentMessages } from "../../src/client/RecentMessages.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { message } from "../support/broker.ts"
@@ -40,9 +41,32 @@ describe("redelivery after a durable broker's crash", () => {
       const second = yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
       yield* advance("500 millis") // bob reconnects and is handed the restored mail
       yield* settle(bob.list) // a round trip on bob: what the broker queued for it before has been read
+      yield* settle(bob.list) // and a second: bob's confirmation of it has been handled
+      yield* advance(LAZY_FLUSH)
       assert.strictEqual((yield* second.core.stats).sessions, 1)
       assert.strictEqual(disk.mail.size, 0, "the second broker wrote it (and forgot it)")
       assert.deepStrictEqual(inbox.seen().map((m) => m.message.id), [msg.id])
+    }))
+})
+
+describe("received-v1: the client confirms what it read", () => {
+  it.effect("once the message is in the client, the durable broker forgets it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const msg = message("read it, then say so")
+      yield* alice.client.send({ type: "send", to: "bob", message: msg })
+      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
+      // Two round trips on bob: the first ends after its reader confirmed, the second follows the confirmation.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
     }))
 })
 

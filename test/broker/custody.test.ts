@@ -1,0 +1,118 @@
+/**
+ * Receipt before release (`received-v1`, Custody.ts): a durable broker keeps
+ * mail it wrote to a connection whose client confirms receipt in its store
+ * until the client's `received` count covers the frame that carried it, so a
+ * broker killed meanwhile delivers it again. In memory, the disk played by a
+ * memory store (../support/durable.ts).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { message, messageFor, send } from "../support/broker.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
+
+const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
+
+describe("received-v1: mail stays stored until its recipient confirms it read it", () => {
+  it.effect("the mail leaves the store only once the received count covers the frame that carried it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const registered = bob.client.received().find((frame) => frame.type === "registered")
+      assert.include(registered?.type === "registered" ? registered.features ?? [] : [], RECEIVED_V1)
+      const msg = message("keep me until I say so")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* settled([bob.client, alice.client])
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 1, "written but not confirmed: still stored")
+
+      const carried = bob.client.received().findIndex((frame) => frame.type === "message") + 1
+      yield* bob.client.send({ type: "received", frames: carried - 1 })
+      yield* settled([bob.client, alice.client])
+      yield* advance(LAZY_FLUSH) // a delete would have been committed by now
+      assert.strictEqual(disk.mail.size, 1, "a count short of the message's frame releases nothing")
+
+      yield* bob.client.send({ type: "received", frames: carried })
+      yield* settled([bob.client, alice.client])
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0, "confirmed: it left the store")
+    }))
+
+  it.effect("a client without the extension: written mail leaves the store without any confirmation", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const msg = message("written is enough")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* settled([bob.client, alice.client])
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
+    }))
+
+  it.effect("a broker killed before the confirmation delivers the mail again after its restart", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const msg = message("was it read?")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* settled([bob.client, alice.client])
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      assert.strictEqual((yield* messageFor(back.client, msg.id)).message.content.text, "was it read?")
+    }))
+
+  it.effect("a confirmation that overtakes the writer's bookkeeping still releases the mail it covers", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      // Confirms far ahead, before the message is even sent.
+      yield* bob.client.send({ type: "received", frames: 1_000 })
+      yield* settled([bob.client])
+      const msg = message("already covered")
+      assertDelivered(yield* send(alice.client, "bob", msg))
+      yield* messageFor(bob.client, msg.id)
+      yield* settled([bob.client, alice.client])
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
+    }))
+
+  it.effect("`received` from a client not granted the extension closes its connection as a protocol error", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* durableBroker(world, makeMemoryMailState())
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* bob.client.send({ type: "received", frames: 1 })
+      yield* bob.client.waitClosed()
+    }))
+
+  it.effect("a broker without a durable store does not grant received-v1", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker()
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const registered = bob.client.received().find((frame) => frame.type === "registered")
+      assert.notInclude(registered?.type === "registered" ? registered.features ?? [] : [], RECEIVED_V1)
+    }))
+})
