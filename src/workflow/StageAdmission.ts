@@ -281,16 +281,11 @@ export const makeStageAdmission = (
     const retired: Settled = { _tag: "Failed", error: new StageRetired() }
 
     const admit = (entry: StageEntry): Effect.Effect<Admission, StageAdmissionError> =>
-      Effect.flatMap(request<Settled>((reply) => ({ _tag: "Admit", entry, reply }), retired), (settled) => {
-        if (settled._tag !== "Failed") return Effect.succeed(settled)
-        const { error } = settled
-        if (!isAsk(entry)) return Effect.fail(error)
-        // C-ORD-5: the asker fails now instead of waiting out its timeout.
-        return replyError(entry.inbound, runningStageAskError(error.message)).pipe(
-          Effect.as<Admission>({ _tag: "Rejected", reason: error.message }),
-          Effect.catchCause(() => Effect.fail(error))
-        )
-      })
+      Effect.flatMap(
+        request<Settled>((reply) => ({ _tag: "Admit", entry, reply }), retired),
+        (settled): Effect.Effect<Admission, StageAdmissionError> =>
+          settled._tag === "Failed" ? admissionFailed(entry, settled.error, replyError) : Effect.succeed(settled)
+      )
 
     return {
       admit,
@@ -304,6 +299,29 @@ export const makeStageAdmission = (
       pending: () => tickets.length
     }
   })
+
+/**
+ * The failure rule of a running stage (C-ORD-4/5): a blocking ask gets the
+ * correlated `replyError` "Running workflow stage could not admit intercom
+ * ask: <reason>" at once and is `Rejected`; anything else fails with
+ * `error`, so its caller releases it for retry (as does an ask whose
+ * replyError could not be sent).
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const admissionFailed = (
+  entry: StageEntry,
+  error: StageAdmissionError,
+  replyError: ReplyErrorPort
+): Effect.Effect<Extract<Admission, { readonly _tag: "Rejected" }>, StageAdmissionError> => {
+  if (!isAsk(entry)) return Effect.fail(error)
+  // C-ORD-5: the asker fails now instead of waiting out its timeout.
+  return replyError(entry.inbound, runningStageAskError(error.message)).pipe(
+    Effect.as({ _tag: "Rejected", reason: error.message } as const),
+    Effect.catchCause(() => Effect.fail(error))
+  )
+}
 
 /**
  * Runs `close`, then `publish` (the engine's terminal snapshot): the
