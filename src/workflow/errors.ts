@@ -124,7 +124,13 @@ export class InvalidWorkflowId extends Data.TaggedError("InvalidWorkflowId")<{
   }
 }
 
-/** The text of an unknown failure from an engine port. */
+/**
+ * The text of an unknown failure from an engine port: a string as is, an
+ * error's `message`, else `String(failure)`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
 export const describeFailure = (failure: unknown): string => {
   if (typeof failure === "string") return failure
   if (failure instanceof Error && failure.message !== "") return failure.message
