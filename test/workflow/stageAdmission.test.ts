@@ -7,8 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import * as fc from "fast-check"
-import { STAGE_RETIRED_TEXT } from "../../src/workflow/errors.ts"
-import { closeAndPublish, makeStageAdmission } from "../../src/workflow/StageAdmission.ts"
+import { STAGE_RETIRED_TEXT, type StageRetired } from "../../src/workflow/errors.ts"
+import { closeAndPublish, makeStageAdmission, type StageAdmission } from "../../src/workflow/StageAdmission.ts"
 import { stageNotice } from "../../src/workflow/StageEntry.ts"
 import { ask, fakeSession, type Log, manualHandoff, note, recordingReplyError } from "./support.ts"
 
@@ -167,50 +167,65 @@ describe("StageAdmission", () => {
     }))
 
   it.effect("C-ORD-2/3 (property): whatever the interleaving, close drains exactly the entries admitted before it, in order, and takes none after", () =>
-    Effect.promise(() =>
-      fc.assert(
-        fc.asyncProperty(
-          fc.array(
-            fc.record({ busy: fc.boolean(), disposition: fc.constantFrom("delivered" as const, "unclaimed" as const), settleAt: fc.nat(12) }),
-            { minLength: 1, maxLength: 8 }
-          ),
-          fc.nat(8),
-          async (entries, closeAt) => {
-            const program = Effect.gen(function*() {
-              const { log, manual, stage, state } = yield* setup()
-              const fibers: Array<Fiber.Fiber<unknown, unknown>> = []
-              let closing: Fiber.Fiber<unknown, unknown> | undefined
-              const settles: Array<{ at: number; run: Effect.Effect<boolean> }> = []
-              for (const [i, spec] of entries.entries()) {
-                if (i === closeAt) {
-                  closing = yield* Effect.forkChild(closeAndPublish(stage, Effect.sync(() => log.push("snapshot"))), {
-                    startImmediately: true
-                  })
-                }
-                state.busy = spec.busy
-                const entry = note(`m${i}`)
-                fibers.push(yield* Effect.forkChild(stage.admit(entry), { startImmediately: true }))
-                settles.push({ at: spec.settleAt, run: manual.settle(entry, spec.disposition) })
-              }
-              if (closing === undefined) {
-                closing = yield* Effect.forkChild(closeAndPublish(stage, Effect.sync(() => log.push("snapshot"))), {
-                  startImmediately: true
-                })
-              }
-              for (const settle of settles.sort((a, b) => a.at - b.at)) {
-                yield* settle.run
-                yield* Effect.yieldNow
-              }
-              yield* Fiber.join(closing)
-              for (const fiber of fibers) yield* Fiber.await(fiber)
-              const expected = entries.slice(0, Math.min(closeAt, entries.length)).map((_, i) => `insert:m${i}`)
-              const inserted = log.filter((line) => line.startsWith("insert:") || line === "snapshot")
-              assert.deepStrictEqual(inserted, [...expected, "snapshot"])
-            })
-            await Effect.runPromise(Effect.scoped(program))
-          }
-        ),
-        { numRuns: 200 }
-      )
-    ))
+    Effect.promise(() => fc.assert(drainProperty(closeAndPublish), { numRuns: 200 })))
+
+  it.effect("broken build: the drain property catches a stage that publishes its snapshot without waiting for admitted entries", () =>
+    Effect.promise(async () => {
+      const publishAtOnce: CloseWith = (stage, publish) =>
+        Effect.andThen(Effect.forkChild(stage.close, { startImmediately: true }), publish)
+      const result = await fc.check(drainProperty(publishAtOnce), { numRuns: 200 })
+      assert.isTrue(result.failed)
+    }))
 })
+
+/** How a test closes the stage and publishes its snapshot. */
+type CloseWith = (
+  stage: StageAdmission,
+  publish: Effect.Effect<number>
+) => Effect.Effect<number, StageRetired>
+
+/**
+ * Entries admitted at random busy/idle moments, handshakes settled in a
+ * random order, close at a random point: the stage session gets exactly the
+ * entries admitted before close, in admission order, and then the snapshot.
+ */
+const drainProperty = (closeWith: CloseWith) =>
+  fc.asyncProperty(
+    fc.array(
+      fc.record({
+        busy: fc.boolean(),
+        disposition: fc.constantFrom("delivered" as const, "unclaimed" as const),
+        settleAt: fc.nat(12)
+      }),
+      { minLength: 1, maxLength: 8 }
+    ),
+    fc.nat(8),
+    async (entries, closeAt) => {
+      const program = Effect.gen(function*() {
+        const { log, manual, stage, state } = yield* setup()
+        const fibers: Array<Fiber.Fiber<unknown, unknown>> = []
+        let closing: Fiber.Fiber<unknown, unknown> | undefined
+        const close = () =>
+          Effect.forkChild(closeWith(stage, Effect.sync(() => log.push("snapshot"))), { startImmediately: true })
+        const settles: Array<{ at: number; run: Effect.Effect<boolean> }> = []
+        for (const [i, spec] of entries.entries()) {
+          if (i === closeAt) closing = yield* close()
+          state.busy = spec.busy
+          const entry = note(`m${i}`)
+          fibers.push(yield* Effect.forkChild(stage.admit(entry), { startImmediately: true }))
+          settles.push({ at: spec.settleAt, run: manual.settle(entry, spec.disposition) })
+        }
+        if (closing === undefined) closing = yield* close()
+        for (const settle of settles.sort((a, b) => a.at - b.at)) {
+          yield* settle.run
+          yield* Effect.yieldNow
+        }
+        yield* Fiber.join(closing)
+        for (const fiber of fibers) yield* Fiber.await(fiber)
+        const expected = entries.slice(0, Math.min(closeAt, entries.length)).map((_, i) => `insert:m${i}`)
+        const seen = log.filter((line) => line.startsWith("insert:") || line === "snapshot")
+        assert.deepStrictEqual(seen, [...expected, "snapshot"])
+      })
+      await Effect.runPromise(Effect.scoped(program))
+    }
+  )
