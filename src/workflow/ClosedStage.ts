@@ -7,7 +7,7 @@
  *   chat, retried every `retryInterval` (100 ms) while the router's Scope
  *   lives. It never reaches the stage: the router has no way to.
  *   A redelivery of one already delivered, or in flight, is not delivered
- *   again.
+ *   again (the last 1000 are remembered).
  * - A blocking ask is claimed once in the shared `LateAskClaims` record
  *   (C-ORD-9). Its owner runs exactly one post-mortem turn in the stage's
  *   retained conversation (C-ORD-7), one at a time per stage; the model's
@@ -23,7 +23,7 @@
 import { Cause, Duration, Effect, Schedule, type Scope, Semaphore } from "effect"
 import type { InboundMessage } from "../client/events.ts"
 import { completedStageAskError, describeFailure, PostMortemUnavailable } from "./errors.ts"
-import type { LateAskClaims } from "./LateAskClaims.ts"
+import { DEFAULT_CLAIM_MEMORY, type LateAskClaims } from "./LateAskClaims.ts"
 import type { ReplyErrorPort } from "./StageAdmission.ts"
 import { entryKey, isAsk, type StageEntry } from "./StageEntry.ts"
 
@@ -129,7 +129,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
     /** Retries until success or until the Scope closes (the schedule never ends, so the error is unreachable). */
     const retrying = <A>(effect: Effect.Effect<A, unknown>): Effect.Effect<A> => Effect.orDie(Effect.retry(effect, spaced))
     const turns = yield* Semaphore.make(1)
-    // Notifications delivered or in flight, by entry key (C-ORD-6: once).
+    // Notifications delivered or in flight, by entry key, oldest first (C-ORD-6: once).
     const notified = new Set<string>()
 
     const notify = (entry: StageEntry): Effect.Effect<ClosedOutcome> =>
@@ -137,6 +137,11 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
         const key = entryKey(entry)
         if (notified.has(key)) return Effect.succeed<ClosedOutcome>({ _tag: "AlreadyNotified" })
         notified.add(key)
+        // Remember at least the last DEFAULT_CLAIM_MEMORY notifications, oldest forgotten first.
+        if (notified.size > DEFAULT_CLAIM_MEMORY) {
+          const oldest = notified.values().next()
+          if (oldest.done !== true) notified.delete(oldest.value)
+        }
         return retrying(parent.deliver(entry)).pipe(
           // Interrupted (the router's Scope closed) before delivery: a redelivery may try again.
           Effect.onInterrupt(() => Effect.sync(() => notified.delete(key))),

@@ -179,7 +179,9 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
         return yield* new InvalidWorkflowId({ kind: "stage", id: stageId, reason: "the stage has completed and is never reopened" })
       }
       if (record === undefined) {
-        record = yield* create(stageId, run.runId, run.scope, ports)
+        const created = yield* create(stageId, run.runId, run.scope, ports)
+        // A concurrent `open` of the same stage may have registered it meanwhile: the first stays.
+        record = stages.get(stageId) ?? created
         stages.set(stageId, record)
       }
       const decision = resolveStageGroup(
