@@ -204,8 +204,8 @@ export const makeStageAdmission = (
 
     /** Inserts ready entries from the head, in order; finishes a pending close when nothing is left. */
     const pump = Effect.gen(function*() {
-      while (tickets.length > 0 && tickets[0]!.status !== "handoff") {
-        const ticket = tickets.shift()!
+      for (let ticket = tickets[0]; ticket !== undefined && ticket.status !== "handoff"; ticket = tickets[0]) {
+        tickets.shift()
         if (ticket.status === "failed") {
           yield* Deferred.succeed(ticket.reply, { _tag: "Failed", error: new StageRetired() })
           continue

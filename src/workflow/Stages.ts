@@ -239,16 +239,22 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
- * import { Runs, stageMessage, Stages } from "effect-intercom/workflow"
+ * import { Effect, Layer } from "effect"
+ * import type { InboundMessage } from "effect-intercom/client"
+ * import { Runs, stageMessage, Stages, type StagePorts } from "effect-intercom/workflow"
+ *
+ * declare const ports: StagePorts // the engine's stage session, handoff, parent chat, …
+ * declare const inbound: InboundMessage // from the stage session's inbound path
+ * declare const publishSnapshot: Effect.Effect<void> // the engine's terminal snapshot
  *
  * const program = Effect.gen(function*() {
  *   const runs = yield* Runs
  *   const stages = yield* Stages
  *   yield* runs.start({ runId: "run-1" })
- *   const stage = yield* stages.open({ runId: "run-1", stageId: "review" }, ports) // the engine's ports
- *   yield* stages.deliver("review", stageMessage(inbound)) // from the stage session's inbound path
- *   yield* stages.close("review", publishSnapshot) // drains, then publishes
+ *   const stage = yield* stages.open({ runId: "run-1", stageId: "review" }, ports)
+ *   // stage.group: the group to start the stage session in
+ *   yield* stages.deliver("review", stageMessage(inbound))
+ *   yield* stages.close("review", publishSnapshot) // drains what was admitted, then publishes
  * })
  * program.pipe(Effect.provide(Stages.layer.pipe(Layer.provideMerge(Runs.layer()))), Effect.runPromise)
  * ```
