@@ -61,6 +61,21 @@ describe("ClosedStage", () => {
       assert.deepStrictEqual(log, ["parent-failed:child-2", "parent-failed:child-2", "parent:child-2", "parent:m1"])
     }))
 
+  it.effect("C-ORD-6: a notification whose delivery was interrupted is not marked delivered; its redelivery is tried again", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log, 1),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      const first = yield* Effect.forkChild(router.route(note("m1")), { startImmediately: true })
+      yield* Fiber.interrupt(first)
+      assert.deepStrictEqual(yield* router.route(note("m1")), { _tag: "Notified" })
+      assert.deepStrictEqual(log, ["parent-failed:m1", "parent:m1"])
+    }))
+
   it.effect("C-ORD-7: a late ask gets exactly one post-mortem turn, also when redelivered", () =>
     Effect.gen(function*() {
       const log: Log = []
