@@ -1,0 +1,179 @@
+/**
+ * What happens to an entry that reaches a stage after it closed
+ * (C-ORD-6…9, C-ORD-34): the closed-stage router of one completed stage.
+ *
+ * - An ordinary notification (a message that is not an ask, an engine
+ *   notice such as a late subagent completion) goes once to the parent/main
+ *   chat, retried every `retryInterval` (100 ms) while the router's Scope
+ *   lives. It never reaches the stage: the router has no way to.
+ *   A redelivery of one already delivered, or in flight, is not delivered
+ *   again (the last 1000 are remembered).
+ * - A blocking ask is claimed once in the shared `LateAskClaims` record
+ *   (C-ORD-9). Its owner runs exactly one post-mortem turn in the stage's
+ *   retained conversation (C-ORD-7), one at a time per stage; the model's
+ *   normal `reply` stays correlated to the asker. When the turn cannot run
+ *   (no retained conversation, or it fails) the asker gets the correlated
+ *   `replyError` "Completed workflow stage could not process intercom ask:
+ *   <reason>" at once (C-ORD-8).
+ *
+ * Nothing here touches the stage's admission, DAG or terminal snapshot.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Duration, Effect, Schedule, type Scope, Semaphore } from "effect"
+import type { InboundMessage } from "../client/events.ts"
+import { completedStageAskError, describeFailure, PostMortemUnavailable } from "./errors.ts"
+import { DEFAULT_CLAIM_MEMORY, type LateAskClaims } from "./LateAskClaims.ts"
+import type { ReplyErrorPort } from "./StageAdmission.ts"
+import { entryKey, isAsk, type StageEntry } from "./StageEntry.ts"
+
+/**
+ * The default pause between two attempts to deliver to the parent chat
+ * (the stable retry of C-DLV-12, used by C-ORD-6).
+ *
+ * @category defaults
+ * @since 0.1.0
+ */
+export const DEFAULT_PARENT_RETRY_INTERVAL = Duration.millis(100)
+
+/**
+ * The parent/main chat of a stage: where notifications go once the stage
+ * has closed (C-ORD-6).
+ *
+ * @category ports
+ * @since 0.1.0
+ */
+export interface ParentChat {
+  /** Delivers `entry` into the parent chat; a failure is retried. */
+  readonly deliver: (entry: StageEntry) => Effect.Effect<void, unknown>
+}
+
+/**
+ * A completed stage's retained conversation (C-ORD-7).
+ *
+ * @category ports
+ * @since 0.1.0
+ */
+export interface RetainedConversation {
+  /**
+   * Reopens the conversation and runs one turn with `ask`; the model's
+   * `reply` goes to the asker as usual. Fails (e.g. `PostMortemUnavailable`)
+   * when the stage was deleted, has no valid retained session, or cannot
+   * be reopened; the failure's message becomes the asker's `replyError` reason.
+   */
+  readonly runTurn: (ask: InboundMessage) => Effect.Effect<void, unknown>
+}
+
+/**
+ * How a closed-stage entry ended.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ClosedOutcome =
+  /** Delivered to the parent chat (C-ORD-6). */
+  | { readonly _tag: "Notified" }
+  /** A repeat of a notification already delivered or in flight: not delivered again. */
+  | { readonly _tag: "AlreadyNotified" }
+  /** The ask's one post-mortem turn ran (C-ORD-7). */
+  | { readonly _tag: "PostMortem" }
+  /** The post-mortem turn could not run; the asker got the correlated replyError (C-ORD-8). */
+  | { readonly _tag: "Rejected"; readonly reason: string }
+  /** The ask is claimed by another owner, or this router already handled it (C-ORD-9). */
+  | { readonly _tag: "Claimed"; readonly owner: string }
+
+/**
+ * What `makeClosedStage` needs.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ClosedStageOptions {
+  /** The owner name this router claims late asks under (the stage id is a good one). */
+  readonly owner: string
+  readonly parent: ParentChat
+  /** Absent when the stage kept no conversation: every late ask then gets the replyError. */
+  readonly retained?: RetainedConversation | undefined
+  readonly replyError: ReplyErrorPort
+  /** The claim record shared by every listener that may take late asks. */
+  readonly claims: LateAskClaims
+  /** Default `DEFAULT_PARENT_RETRY_INTERVAL`. */
+  readonly retryInterval?: Duration.Input | undefined
+}
+
+/** The reason shown to the asker: a `PostMortemUnavailable`'s own reason, else the failure's text. */
+const reasonOf = (failure: unknown): string =>
+  failure instanceof PostMortemUnavailable ? failure.reason : describeFailure(failure)
+
+/**
+ * The router of one closed stage (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ClosedStage {
+  /** Routes an entry that reached the stage after close. */
+  readonly route: (entry: StageEntry) => Effect.Effect<ClosedOutcome>
+}
+
+/**
+ * A closed-stage router whose retries live as long as the current Scope.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<ClosedStage, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { claims, owner, parent, replyError, retained } = options
+    const spaced = Schedule.spaced(options.retryInterval ?? DEFAULT_PARENT_RETRY_INTERVAL)
+    /** Retries until success or until the Scope closes (the schedule never ends, so the error is unreachable). */
+    const retrying = <A>(effect: Effect.Effect<A, unknown>): Effect.Effect<A> => Effect.orDie(Effect.retry(effect, spaced))
+    const turns = yield* Semaphore.make(1)
+    // Notifications delivered or in flight, by entry key, oldest first (C-ORD-6: once).
+    const notified = new Set<string>()
+
+    const notify = (entry: StageEntry): Effect.Effect<ClosedOutcome> =>
+      Effect.suspend(() => {
+        const key = entryKey(entry)
+        if (notified.has(key)) return Effect.succeed<ClosedOutcome>({ _tag: "AlreadyNotified" })
+        notified.add(key)
+        // Remember at least the last DEFAULT_CLAIM_MEMORY notifications, oldest forgotten first.
+        if (notified.size > DEFAULT_CLAIM_MEMORY) {
+          const oldest = notified.values().next()
+          if (oldest.done !== true) notified.delete(oldest.value)
+        }
+        return retrying(parent.deliver(entry)).pipe(
+          // Interrupted (the router's Scope closed) before delivery: a redelivery may try again.
+          Effect.onInterrupt(() => Effect.sync(() => notified.delete(key))),
+          Effect.as<ClosedOutcome>({ _tag: "Notified" })
+        )
+      })
+
+    const reject = (ask: InboundMessage, reason: string): Effect.Effect<ClosedOutcome> =>
+      retrying(replyError(ask, completedStageAskError(reason))).pipe(
+        Effect.as<ClosedOutcome>({ _tag: "Rejected", reason })
+      )
+
+    const postMortem = (ask: InboundMessage): Effect.Effect<ClosedOutcome> => {
+      if (retained === undefined) return reject(ask, "the stage kept no conversation")
+      return turns.withPermit(Effect.exit(retained.runTurn(ask))).pipe(
+        Effect.flatMap((exit) =>
+          exit._tag === "Success"
+            ? Effect.succeed<ClosedOutcome>({ _tag: "PostMortem" })
+            : reject(ask, reasonOf(Cause.squash(exit.cause)))
+        )
+      )
+    }
+
+    return {
+      route: (entry) =>
+        Effect.suspend(() => {
+          if (!isAsk(entry)) return notify(entry)
+          const claim = claims.claim(entryKey(entry), owner)
+          if (claim !== "claimed") {
+            return Effect.succeed<ClosedOutcome>({ _tag: "Claimed", owner: claims.owner(entryKey(entry)) ?? owner })
+          }
+          return postMortem(entry.inbound)
+        })
+    }
+  })

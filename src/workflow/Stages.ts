@@ -1,0 +1,270 @@
+/**
+ * Workflow stages, the engine-facing service that routes every entry for a
+ * stage to the right place for its moment (C-ORD-1…9, C-ORD-34, C-ORD-35).
+ *
+ * Per stage it owns: the resolved group (C-GRP-8…11), a generation slot
+ * (one `StageAdmission` actor per generation, each in its own Scope), and
+ * the stage's closed-stage router. `deliver` sends an entry to the current
+ * generation while the stage is open; once the generation answers `Closed`
+ * (or the stage has completed) the entry goes to the closed-stage router,
+ * which never reopens the stage. `open` on a stage that is open starts a
+ * new generation, retiring the previous one and everything in flight in it
+ * (its waiting non-asks fail `StageRetired`, to be retried into the new
+ * generation). A completed stage cannot be opened again.
+ *
+ * The stage table is plain state of the service, changed only by
+ * synchronous code between two yields. Every stage lives in its run's
+ * Scope (`Runs`), so ending the run retires it.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Scope } from "effect"
+import { type ClosedOutcome, type ClosedStage, makeClosedStage, type ParentChat, type RetainedConversation } from "./ClosedStage.ts"
+import { InvalidWorkflowId, type StageAdmissionError, StageRetired, UnknownWorkflowItem } from "./errors.ts"
+import { makeGenerationSlot, type GenerationSlot } from "./GenerationScope.ts"
+import { type GroupDecision, resolveStageGroup, type StageGroupLevels, type ToolAccess } from "./groupResolution.ts"
+import { type LateAskClaims, makeLateAskClaims } from "./LateAskClaims.ts"
+import { Runs } from "./Runs.ts"
+import {
+  type Admission,
+  admissionFailed,
+  type ForegroundHandoff,
+  makeStageAdmission,
+  type ReplyErrorPort,
+  type StageAdmission,
+  type StageSession
+} from "./StageAdmission.ts"
+import type { StageEntry } from "./StageEntry.ts"
+
+/**
+ * What an engine says about a stage it opens.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface StageSpec {
+  readonly runId: string
+  /** Unique within the service; not blank. */
+  readonly stageId: string
+  /** The parallel set the stage is an item of, if any (C-GRP-9). */
+  readonly parallelSetId?: string | undefined
+  /** The stage's `group` options below the run level (C-GRP-10); the run's comes from `Runs`. */
+  readonly groups?: Omit<StageGroupLevels, "run"> | undefined
+  /** The stage's tools; only an intercom-capable stage gets a group (C-GRP-11). Default: every tool. */
+  readonly tools?: ToolAccess | undefined
+}
+
+/**
+ * The ports an engine supplies for one stage.
+ *
+ * @category ports
+ * @since 0.1.0
+ */
+export interface StagePorts {
+  /** The stage session of the generation being opened. */
+  readonly session: StageSession
+  /** The foreground handoff of that generation. */
+  readonly handoff: ForegroundHandoff
+  /** Answers a failed ask with a correlated replyError. */
+  readonly replyError: ReplyErrorPort
+  /** The parent/main chat: where notifications go after close (C-ORD-6). */
+  readonly parent: ParentChat
+  /** The retained conversation for post-mortem turns (C-ORD-7); absent when none is kept. */
+  readonly retained?: RetainedConversation | undefined
+}
+
+/**
+ * An open stage generation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface OpenStage {
+  readonly runId: string
+  readonly stageId: string
+  /** The group to start the stage session in; `undefined`: inject none (no intercom, or its home group). */
+  readonly group: string | undefined
+  readonly decision: GroupDecision
+  /** 1 for the stage's first generation, then 2, 3, … */
+  readonly generation: number
+  readonly admission: StageAdmission
+}
+
+/**
+ * Where a delivered entry went: into the open stage (`Stage`, with the
+ * admission's outcome) or, after close, through the closed-stage router
+ * (`AfterClose`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type StageDelivery =
+  | { readonly _tag: "Stage"; readonly admission: Exclude<Admission, { readonly _tag: "Closed" }> }
+  | { readonly _tag: "AfterClose"; readonly outcome: ClosedOutcome }
+
+/**
+ * The `Stages` service (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface StagesService {
+  /** Opens a stage, or a new generation of an open one. A completed stage cannot be reopened. */
+  readonly open: (spec: StageSpec, ports: StagePorts) => Effect.Effect<OpenStage, InvalidWorkflowId | UnknownWorkflowItem>
+  /**
+   * Routes an entry for the stage. Fails with `StageAdmissionError` only for
+   * a non-ask the open stage could not admit: release it for retry.
+   */
+  readonly deliver: (stageId: string, entry: StageEntry) => Effect.Effect<StageDelivery, StageAdmissionError | UnknownWorkflowItem>
+  /**
+   * Closes the stage: drains what it admitted (C-ORD-2), then runs
+   * `publish` (the terminal snapshot), then retires the generation; later
+   * entries go to the closed-stage router.
+   */
+  readonly close: <A, E, R>(
+    stageId: string,
+    publish: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | StageRetired | UnknownWorkflowItem, R>
+  /** The late-ask claims every stage of this service shares (C-ORD-9). */
+  readonly claims: LateAskClaims
+}
+
+interface StageRecord {
+  readonly runId: string
+  readonly slot: GenerationSlot
+  readonly closed: ClosedStage
+  /** The latest generation's replyError port, for entries that arrive while no generation is open. */
+  replyError: ReplyErrorPort
+  current: OpenStage | undefined
+  completed: boolean
+}
+
+const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
+  const runs = yield* Runs
+  const claims = makeLateAskClaims()
+  const stages = new Map<string, StageRecord>()
+
+  const find = (stageId: string): Effect.Effect<StageRecord, UnknownWorkflowItem> =>
+    Effect.suspend(() => {
+      const stage = stages.get(stageId)
+      return stage === undefined ? Effect.fail(new UnknownWorkflowItem({ kind: "stage", id: stageId })) : Effect.succeed(stage)
+    })
+
+  /** A record for a new stage, living in its run's Scope. */
+  const create = (stageId: string, runId: string, scope: Scope.Scope, ports: StagePorts) =>
+    Effect.gen(function*() {
+      const slot = yield* makeGenerationSlot
+      const closed = yield* makeClosedStage({
+        owner: stageId,
+        parent: ports.parent,
+        retained: ports.retained,
+        replyError: ports.replyError,
+        claims
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => stages.delete(stageId)))
+      const record: StageRecord = { runId, slot, closed, replyError: ports.replyError, current: undefined, completed: false }
+      return record
+    }).pipe(Scope.provide(scope))
+
+  const open = (spec: StageSpec, ports: StagePorts): Effect.Effect<OpenStage, InvalidWorkflowId | UnknownWorkflowItem> =>
+    Effect.gen(function*() {
+      const stageId = spec.stageId.trim()
+      if (stageId === "") return yield* new InvalidWorkflowId({ kind: "stage", id: spec.stageId, reason: "it is blank" })
+      const run = yield* runs.get(spec.runId)
+      let record = stages.get(stageId)
+      if (record !== undefined && record.runId !== run.runId) {
+        return yield* new InvalidWorkflowId({ kind: "stage", id: stageId, reason: `it belongs to run '${record.runId}'` })
+      }
+      if (record?.completed === true) {
+        return yield* new InvalidWorkflowId({ kind: "stage", id: stageId, reason: "the stage has completed and is never reopened" })
+      }
+      if (record === undefined) {
+        const created = yield* create(stageId, run.runId, run.scope, ports)
+        // A concurrent `open` of the same stage may have registered it meanwhile: the first stays.
+        record = stages.get(stageId) ?? created
+        stages.set(stageId, record)
+      }
+      const decision = resolveStageGroup(
+        { ...spec.groups, run: run.group },
+        { runId: run.runId, id: stageId, parallelSetId: spec.parallelSetId },
+        spec.tools ?? {}
+      )
+      const group = yield* runs.groupFor(run.runId, decision)
+      const owner = record
+      owner.replyError = ports.replyError
+      // The previous generation stays `current` until this one replaces it: entries keep
+      // going to it (and fail StageRetired once it is retired, to be retried here).
+      const generation = yield* owner.slot.next
+      const admission = yield* makeStageAdmission(ports).pipe(Scope.provide(generation.scope))
+      const opened: OpenStage = { runId: run.runId, stageId, group, decision, generation: generation.generation, admission }
+      owner.current = opened
+      return opened
+    })
+
+  const deliver = (stageId: string, entry: StageEntry) =>
+    Effect.gen(function*() {
+      const record = yield* find(stageId)
+      const current = record.current
+      if (current !== undefined) {
+        const admission = yield* current.admission.admit(entry)
+        if (admission._tag !== "Closed") return { _tag: "Stage", admission } satisfies StageDelivery
+      } else if (!record.completed) {
+        // The first generation is still being opened: not admitted; a non-ask is retried.
+        const admission = yield* admissionFailed(entry, new StageRetired(), record.replyError)
+        return { _tag: "Stage", admission } satisfies StageDelivery
+      }
+      // C-ORD-6…9: after close, never back into the stage.
+      const outcome = yield* record.closed.route(entry)
+      return { _tag: "AfterClose", outcome } satisfies StageDelivery
+    })
+
+  const close = <A, E, R>(stageId: string, publish: Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const record = yield* find(stageId)
+      const current = record.current
+      if (current === undefined) return yield* new StageRetired()
+      yield* current.admission.close
+      const published = yield* publish
+      record.completed = true
+      record.current = undefined
+      yield* record.slot.retire
+      return published
+    })
+
+  return { open, deliver, close, claims }
+})
+
+/**
+ * Workflow stages (see the module header). Needs `Runs`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import type { InboundMessage } from "effect-intercom/client"
+ * import { Runs, stageMessage, Stages, type StagePorts } from "effect-intercom/workflow"
+ *
+ * declare const ports: StagePorts // the engine's stage session, handoff, parent chat, …
+ * declare const inbound: InboundMessage // from the stage session's inbound path
+ * declare const publishSnapshot: Effect.Effect<void> // the engine's terminal snapshot
+ *
+ * const program = Effect.gen(function*() {
+ *   const runs = yield* Runs
+ *   const stages = yield* Stages
+ *   yield* runs.start({ runId: "run-1" })
+ *   const stage = yield* stages.open({ runId: "run-1", stageId: "review" }, ports)
+ *   // stage.group: the group to start the stage session in
+ *   yield* stages.deliver("review", stageMessage(inbound))
+ *   yield* stages.close("review", publishSnapshot) // drains what was admitted, then publishes
+ * })
+ * program.pipe(Effect.provide(Stages.layer.pipe(Layer.provideMerge(Runs.layer()))), Effect.runPromise)
+ * ```
+ *
+ * @category services
+ * @since 0.1.0
+ */
+export class Stages extends Context.Service<Stages, StagesService>()("effect-intercom/workflow/Stages") {
+  /** Builds the service over the `Runs` in context. */
+  static readonly make: Effect.Effect<StagesService, never, Runs> = make
+  /** A Layer holding one `Stages`; needs `Runs`. */
+  static readonly layer: Layer.Layer<Stages, never, Runs> = Layer.effect(Stages, make)
+}

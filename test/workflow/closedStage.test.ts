@@ -1,0 +1,182 @@
+/**
+ * Entries that reach a stage after close (C-ORD-6…9, C-ORD-34): the
+ * closed-stage router with a fake parent chat and retained conversation,
+ * and the shared late-ask claim record.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
+import { makeClosedStage, type ParentChat, type RetainedConversation } from "../../src/workflow/ClosedStage.ts"
+import { PostMortemUnavailable } from "../../src/workflow/errors.ts"
+import { makeLateAskClaims } from "../../src/workflow/LateAskClaims.ts"
+import { stageNotice } from "../../src/workflow/StageEntry.ts"
+import { ask, label, type Log, note, recordingReplyError } from "./support.ts"
+
+const parentChat = (log: Log, failures = 0): ParentChat => {
+  let left = failures
+  return {
+    deliver: (entry) =>
+      Effect.suspend(() => {
+        if (left > 0) {
+          left -= 1
+          log.push(`parent-failed:${label(entry)}`)
+          return Effect.fail("parent busy")
+        }
+        log.push(`parent:${label(entry)}`)
+        return Effect.void
+      })
+  }
+}
+
+const conversation = (log: Log, gate?: Deferred.Deferred<void>): RetainedConversation => ({
+  runTurn: (askMessage) =>
+    Effect.gen(function*() {
+      log.push(`turn-start:${askMessage.message.id}`)
+      if (gate !== undefined) yield* Deferred.await(gate)
+      log.push(`turn-end:${askMessage.message.id}`)
+    })
+})
+
+describe("ClosedStage", () => {
+  it.effect("C-ORD-6/C-ORD-34: a notification after close goes once to the parent chat, retried every 100 ms", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log, 2),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      const completion = stageNotice({ id: "child-2", text: "child 2 completed", source: "run-1" })
+      const routing = yield* Effect.forkChild(router.route(completion), { startImmediately: true })
+      assert.deepStrictEqual(log, ["parent-failed:child-2"])
+      yield* TestClock.adjust("99 millis")
+      assert.deepStrictEqual(log, ["parent-failed:child-2"])
+      yield* TestClock.adjust("1 millis")
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(yield* Fiber.join(routing), { _tag: "Notified" })
+      assert.deepStrictEqual(yield* router.route(completion), { _tag: "AlreadyNotified" })
+      assert.deepStrictEqual(yield* router.route(note("m1")), { _tag: "Notified" })
+      assert.deepStrictEqual(log, ["parent-failed:child-2", "parent-failed:child-2", "parent:child-2", "parent:m1"])
+    }))
+
+  it.effect("C-ORD-6: a notification whose delivery was interrupted is not marked delivered; its redelivery is tried again", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log, 1),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      const first = yield* Effect.forkChild(router.route(note("m1")), { startImmediately: true })
+      yield* Fiber.interrupt(first)
+      assert.deepStrictEqual(yield* router.route(note("m1")), { _tag: "Notified" })
+      assert.deepStrictEqual(log, ["parent-failed:m1", "parent:m1"])
+    }))
+
+  it.effect("C-ORD-7: a late ask gets exactly one post-mortem turn, also when redelivered", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log),
+        retained: conversation(log),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      assert.deepStrictEqual(yield* router.route(ask("q1")), { _tag: "PostMortem" })
+      assert.deepStrictEqual(yield* router.route(ask("q1")), { _tag: "Claimed", owner: "stage-a" })
+      assert.deepStrictEqual(log, ["turn-start:q1", "turn-end:q1"])
+    }))
+
+  it.effect("C-ORD-7: post-mortem turns of one stage are serialized", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const gate = yield* Deferred.make<void>()
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log),
+        retained: conversation(log, gate),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      const first = yield* Effect.forkChild(router.route(ask("q1")), { startImmediately: true })
+      const second = yield* Effect.forkChild(router.route(ask("q2")), { startImmediately: true })
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(log, ["turn-start:q1"])
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      assert.deepStrictEqual(log, ["turn-start:q1", "turn-end:q1", "turn-start:q2", "turn-end:q2"])
+    }))
+
+  it.effect("C-ORD-8: when the post-mortem turn cannot run, the asker gets the correlated replyError at once", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const claims = makeLateAskClaims()
+      const without = yield* makeClosedStage({ owner: "stage-a", parent: parentChat(log), replyError: recordingReplyError(log), claims })
+      const deleted = yield* makeClosedStage({
+        owner: "stage-b",
+        parent: parentChat(log),
+        retained: { runTurn: () => Effect.fail(new PostMortemUnavailable({ reason: "the stage was deleted" })) },
+        replyError: recordingReplyError(log),
+        claims
+      })
+      assert.deepStrictEqual(yield* without.route(ask("q1")), { _tag: "Rejected", reason: "the stage kept no conversation" })
+      assert.strictEqual((yield* deleted.route(ask("q2")))._tag, "Rejected")
+      assert.deepStrictEqual(log, [
+        "replyError:q1:Completed workflow stage could not process intercom ask: the stage kept no conversation",
+        "replyError:q2:Completed workflow stage could not process intercom ask: the stage was deleted"
+      ])
+    }))
+
+  it.effect("C-ORD-9: the first listener to see a late ask owns it, whichever was registered first", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const claims = makeLateAskClaims()
+      const early = yield* makeClosedStage({
+        owner: "early",
+        parent: parentChat(log),
+        retained: conversation(log),
+        replyError: recordingReplyError(log),
+        claims
+      })
+      const late = yield* makeClosedStage({
+        owner: "late",
+        parent: parentChat(log),
+        retained: conversation(log),
+        replyError: recordingReplyError(log),
+        claims
+      })
+      assert.deepStrictEqual(yield* late.route(ask("q1")), { _tag: "PostMortem" })
+      assert.deepStrictEqual(yield* early.route(ask("q1")), { _tag: "Claimed", owner: "late" })
+      assert.deepStrictEqual(yield* early.route(ask("q2")), { _tag: "PostMortem" })
+      assert.deepStrictEqual(yield* late.route(ask("q2")), { _tag: "Claimed", owner: "early" })
+      assert.deepStrictEqual(log, ["turn-start:q1", "turn-end:q1", "turn-start:q2", "turn-end:q2"])
+    }))
+
+  it("C-ORD-9 (property): a claim stays with its first owner while among the last 1000 keys", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(1500), fc.constantFrom("a", "b")), { maxLength: 3000 }), (claimsMade) => {
+        const claims = makeLateAskClaims()
+        const first = new Map<number, string>()
+        const order: Array<number> = []
+        for (const [key, owner] of claimsMade) {
+          const result = claims.claim(String(key), owner)
+          const known = first.get(key)
+          if (known === undefined) {
+            // Never seen, or forgotten after 1000 newer keys: this claim wins.
+            assert.strictEqual(result, "claimed")
+            first.set(key, owner)
+            order.push(key)
+            if (order.length > 1000) first.delete(order.shift()!)
+          } else {
+            assert.strictEqual(result, known === owner ? "held" : "taken")
+          }
+        }
+      })
+    )
+  })
+})

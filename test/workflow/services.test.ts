@@ -1,0 +1,215 @@
+/**
+ * The engine-facing services: `Runs` (lifetimes, generated groups),
+ * `Stages` (routing by the stage's moment, generations) and `Children`
+ * (group, capability and bridge environment), over fakes.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer, Scope } from "effect"
+import { SupervisorAuthorizationFailed } from "../../src/client/errors.ts"
+import { childEnvironment, childSessionName, readChildBridge } from "../../src/session/supervisorBridge.ts"
+import { type ChildAuthorizer, Children, type ChildrenOptions } from "../../src/workflow/Children.ts"
+import type { ParentChat } from "../../src/workflow/ClosedStage.ts"
+import { Runs } from "../../src/workflow/Runs.ts"
+import { type StagePorts, Stages } from "../../src/workflow/Stages.ts"
+import { stageNotice } from "../../src/workflow/StageEntry.ts"
+import { ask, fakeSession, label, type Log, manualHandoff, note, recordingReplyError } from "./support.ts"
+
+/** Runs with group ids g1, g2, … in the order they are made. */
+const counted = () => {
+  let n = 0
+  return Runs.layer({ newGroupId: Effect.sync(() => `g${++n}`) })
+}
+
+const services = (children: ChildrenOptions = {}) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const layer = Layer.mergeAll(Stages.layer, Children.layer(children)).pipe(Layer.provideMerge(counted()))
+    const context = yield* Layer.buildWithScope(layer, scope)
+    return { runs: Context.get(context, Runs), stages: Context.get(context, Stages), children: Context.get(context, Children) }
+  })
+
+const parent = (log: Log): ParentChat => ({
+  deliver: (entry) => Effect.sync(() => log.push(`parent:${label(entry)}`))
+})
+
+const stagePorts = (log: Log, busy = false) => {
+  const fake = fakeSession(log, { busy })
+  const manual = manualHandoff(log)
+  const ports: StagePorts = {
+    session: fake.session,
+    handoff: manual.handoff,
+    replyError: recordingReplyError(log),
+    parent: parent(log),
+    retained: { runTurn: (message) => Effect.sync(() => log.push(`post-mortem:${message.message.id}`)) }
+  }
+  return { ports, manual, state: fake.state }
+}
+
+describe("Runs", () => {
+  it.effect("ids are checked, and a generated group is made once per key and shared (C-GRP-9)", () =>
+    Effect.gen(function*() {
+      const { runs } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      assert.strictEqual((yield* Effect.flip(runs.start({ runId: "r1" })))._tag, "InvalidWorkflowId")
+      assert.strictEqual((yield* Effect.flip(runs.start({ runId: "  " })))._tag, "InvalidWorkflowId")
+      const a = yield* runs.groupFor("r1", { _tag: "Generated", key: "p1" })
+      const b = yield* runs.groupFor("r1", { _tag: "Generated", key: "p1" })
+      const c = yield* runs.groupFor("r1", { _tag: "Generated", key: "p2" })
+      assert.deepStrictEqual([a, b, c], ["g1", "g1", "g2"])
+      assert.strictEqual(yield* runs.groupFor("r1", { _tag: "Named", group: "team" }), "team")
+      assert.isUndefined(yield* runs.groupFor("r1", { _tag: "NoGroup" }))
+      yield* runs.end("r1")
+      assert.strictEqual((yield* Effect.flip(runs.get("r1")))._tag, "UnknownWorkflowItem")
+    }))
+})
+
+describe("Stages", () => {
+  it.effect("C-GRP-9/11: the items of one parallel set share one generated group; a stage without intercom gets none", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1", group: "auto" })
+      const log: Log = []
+      const a = yield* stages.open({ runId: "r1", stageId: "a", parallelSetId: "p1" }, stagePorts(log).ports)
+      const b = yield* stages.open({ runId: "r1", stageId: "b", parallelSetId: "p1" }, stagePorts(log).ports)
+      const c = yield* stages.open({ runId: "r1", stageId: "c", parallelSetId: "p2" }, stagePorts(log).ports)
+      const d = yield* stages.open({ runId: "r1", stageId: "d", groups: { stage: "review" } }, stagePorts(log).ports)
+      const e = yield* stages.open({ runId: "r1", stageId: "e", tools: { noTools: true } }, stagePorts(log).ports)
+      assert.deepStrictEqual([a.group, b.group, c.group, d.group, e.group], ["g1", "g1", "g2", "review", undefined])
+    }))
+
+  it.effect("C-ORD-1/2/6/7: open → into the stage; after close notifications go once to the parent and a late ask to its post-mortem turn; the stage never reopens", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports)
+      assert.deepStrictEqual(yield* stages.deliver("s", note("m1")), {
+        _tag: "Stage",
+        admission: { _tag: "Admitted", via: "native" }
+      })
+      yield* stages.close("s", Effect.sync(() => log.push("snapshot")))
+      const completion = stageNotice({ id: "child-9", text: "child 9 completed" })
+      assert.deepStrictEqual(yield* stages.deliver("s", completion), { _tag: "AfterClose", outcome: { _tag: "Notified" } })
+      assert.deepStrictEqual(yield* stages.deliver("s", completion), {
+        _tag: "AfterClose",
+        outcome: { _tag: "AlreadyNotified" }
+      })
+      assert.deepStrictEqual(yield* stages.deliver("s", ask("q1")), { _tag: "AfterClose", outcome: { _tag: "PostMortem" } })
+      assert.deepStrictEqual(yield* stages.deliver("s", ask("q1")), {
+        _tag: "AfterClose",
+        outcome: { _tag: "Claimed", owner: "s" }
+      })
+      const reopen = yield* Effect.flip(stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports))
+      assert.strictEqual(reopen._tag, "InvalidWorkflowId")
+      assert.deepStrictEqual(log, ["insert:m1", "snapshot", "parent:child-9", "post-mortem:q1"])
+    }))
+
+  it.effect("C-ORD-16/35: a new generation retires the old one; its waiting entry is released, retried into the new one, and the old handshake's late answer writes nothing", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const oldLog: Log = []
+      const old = stagePorts(oldLog, true)
+      const first = yield* stages.open({ runId: "r1", stageId: "s" }, old.ports)
+      const entry = note("m1")
+      const waiting = yield* Effect.forkChild(stages.deliver("s", entry), { startImmediately: true })
+      yield* old.manual.started(entry)
+      const newLog: Log = []
+      const second = yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(newLog).ports)
+      assert.deepStrictEqual([first.generation, second.generation], [1, 2])
+      const released = yield* Effect.flip(Fiber.join(waiting))
+      assert.strictEqual(released._tag, "StageRetired")
+      // The caller retries: the entry goes to the new generation.
+      assert.strictEqual((yield* stages.deliver("s", entry))._tag, "Stage")
+      yield* old.manual.settle(entry, "delivered")
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(oldLog, ["handoff:m1"])
+      assert.deepStrictEqual(newLog, ["insert:m1"])
+    }))
+
+  it.effect("ending the run retires its stages: an entry waiting on a handshake is released", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      const stage = stagePorts(log, true)
+      yield* stages.open({ runId: "r1", stageId: "s" }, stage.ports)
+      const entry = ask("q1")
+      const waiting = yield* Effect.forkChild(stages.deliver("s", entry), { startImmediately: true })
+      yield* stage.manual.started(entry)
+      yield* runs.end("r1")
+      // An ask released this way gets its correlated replyError at once (C-ORD-4/5).
+      assert.deepStrictEqual(yield* Fiber.join(waiting), {
+        _tag: "Stage",
+        admission: { _tag: "Rejected", reason: "Workflow stage retired during foreground-owner admission" }
+      })
+      assert.strictEqual((yield* Effect.flip(stages.deliver("s", note("m2"))))._tag, "UnknownWorkflowItem")
+    }))
+})
+
+describe("Children", () => {
+  const inherited = {
+    HOME: "/home/me",
+    ATOMIC_SUBAGENT_SUPERVISOR_CAPABILITY: "parents-capability",
+    ATOMIC_SUBAGENT_SUPERVISOR_SESSION_ID: "grandparent",
+    ATOMIC_SUBAGENT_RUN_ID: "old-run"
+  }
+  /** An authorizer that grants like the broker would and logs what it was asked. */
+  const granting = (log: Log): ChildAuthorizer => (launch, base) =>
+    Effect.sync(() => {
+      const full = { ...launch, supervisorTarget: launch.supervisorTarget ?? "sup-1" }
+      const sessionName = childSessionName(full)
+      log.push(`authorize:${sessionName}:${launch.group}`)
+      const grant = { capability: `cap-for-${sessionName}`, supervisorSessionId: "sup-1" }
+      return { sessionName, grant, env: childEnvironment(base, { ...full, sessionName }, grant) }
+    })
+
+  it.effect("C-SUP-7/C-GRP-10: an intercom-capable child is authorized and started with its bridge, grant and group", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const { children, runs } = yield* services({ authorize: granting(log), env: inherited })
+      yield* runs.start({ runId: "r1" })
+      const a = yield* children.launch({ runId: "r1", agent: "worker", index: 0, group: "auto", parallelSetId: "p1" })
+      const b = yield* children.launch({ runId: "r1", agent: "worker", index: 1, group: "auto", parallelSetId: "p1" })
+      const c = yield* children.launch({ runId: "r1", agent: "worker", index: 2, launcherGroup: "lead" })
+      assert.deepStrictEqual([a.group, b.group, c.group], ["g1", "g1", "lead"])
+      const bridge = readChildBridge(a.env)
+      assert.deepStrictEqual(bridge?.grant, { capability: "cap-for-subagent-worker-r1-1", supervisorSessionId: "sup-1" })
+      assert.strictEqual(bridge?.runId, "r1")
+      assert.strictEqual(a.env["ATOMIC_INTERCOM_GROUP"], "g1")
+      assert.strictEqual(a.env["HOME"], "/home/me")
+      assert.deepStrictEqual(log, [
+        "authorize:subagent-worker-r1-1:g1",
+        "authorize:subagent-worker-r1-2:g1",
+        "authorize:subagent-worker-r1-3:lead"
+      ])
+    }))
+
+  it.effect("C-SUP-7: a failed authorization fails the launch", () =>
+    Effect.gen(function*() {
+      const refusing: ChildAuthorizer = () =>
+        Effect.fail(new SupervisorAuthorizationFailed({ childName: "subagent-worker-r1-1", reason: "the broker has no owner token for this session" }))
+      const { children, runs } = yield* services({ authorize: refusing, env: inherited })
+      yield* runs.start({ runId: "r1" })
+      const error = yield* Effect.flip(children.launch({ runId: "r1", agent: "worker", index: 0 }))
+      assert.strictEqual(error._tag, "SupervisorAuthorizationFailed")
+    }))
+
+  it.effect("C-GRP-11/C-SUP-16: a child without intercom gets no group and no grant; without a provider none is requested; nothing is inherited", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const { children, runs } = yield* services({ authorize: granting(log), env: inherited })
+      yield* runs.start({ runId: "r1" })
+      const plain = yield* children.launch({ runId: "r1", agent: "reader", index: 0, group: "team", tools: { tools: ["read"] } })
+      assert.deepStrictEqual([plain.group, plain.grant, plain.decision._tag], [undefined, undefined, "NoGroup"])
+      assert.deepStrictEqual(plain.env, { HOME: "/home/me" })
+      assert.deepStrictEqual(log, [])
+
+      const scope = yield* Scope.make()
+      const noProvider = yield* services({ env: inherited }).pipe(Scope.provide(scope))
+      yield* noProvider.runs.start({ runId: "r2" })
+      const unsupervised = yield* noProvider.children.launch({ runId: "r2", agent: "worker", index: 0, group: "team" })
+      assert.deepStrictEqual(unsupervised.env, { HOME: "/home/me", ATOMIC_INTERCOM_GROUP: "team" })
+      assert.isUndefined(readChildBridge(unsupervised.env))
+    }))
+})

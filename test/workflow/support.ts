@@ -1,0 +1,97 @@
+/**
+ * Fakes for the stage-side workflow tests: a stage session that records
+ * what it was given, a foreground handoff the test settles by hand, and a
+ * reply-error port that records what askers were told.
+ */
+import { Deferred, Effect } from "effect"
+import type { InboundMessage } from "../../src/client/events.ts"
+import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
+import type { ForegroundHandoff, HandoffDisposition, ReplyErrorPort, StageSession } from "../../src/workflow/StageAdmission.ts"
+import { entryKey, type StageEntry, stageMessage } from "../../src/workflow/StageEntry.ts"
+
+export const info = (id: string, name: string): SessionInfo => ({
+  id,
+  name,
+  cwd: "/work",
+  model: "test-model",
+  pid: 1,
+  startedAt: 0,
+  lastActivity: 0,
+  endpointEpoch: `epoch-${id}`
+})
+
+export const PEER = info("peer-0000-1111", "peer")
+export const CHILD = info("child-0000-2222", "subagent-worker-run1-1")
+
+export const inbound = (id: string, extra: Partial<Message> = {}, from: SessionInfo = PEER): InboundMessage => ({
+  from,
+  message: { id, timestamp: 0, content: { text: `text of ${id}` }, ...extra }
+})
+
+/** An ordinary message entry. */
+export const note = (id: string, from: SessionInfo = PEER): StageEntry => stageMessage(inbound(id, {}, from))
+
+/** A blocking ask entry. */
+export const ask = (id: string, from: SessionInfo = PEER): StageEntry => stageMessage(inbound(id, { expectsReply: true }, from))
+
+/** A short label for an entry in logs: its message or notice id. */
+export const label = (entry: StageEntry): string => entry._tag === "Message" ? entry.inbound.message.id : entry.id
+
+/** A timeline every fake writes to, in order. */
+export type Log = Array<string>
+
+/** A stage session whose busy flag the test sets and whose inserts are logged (`insert:<id>`). */
+export const fakeSession = (log: Log, options: { busy?: boolean; failInsert?: (entry: StageEntry) => string | undefined } = {}) => {
+  const state = { busy: options.busy ?? false, failInsert: options.failInsert }
+  const session: StageSession = {
+    isBusy: Effect.sync(() => state.busy),
+    insert: (entry) =>
+      Effect.suspend(() => {
+        const refusal = state.failInsert?.(entry)
+        if (refusal !== undefined) return Effect.fail(refusal)
+        log.push(`insert:${label(entry)}`)
+        return Effect.void
+      })
+  }
+  return { session, state }
+}
+
+/** A foreground handoff whose outcome the test decides per entry with `settle`. */
+export const manualHandoff = (log: Log) => {
+  const waiting = new Map<string, Deferred.Deferred<HandoffDisposition>>()
+  const slot = (entry: StageEntry) => {
+    const key = entryKey(entry)
+    let deferred = waiting.get(key)
+    if (deferred === undefined) {
+      deferred = Deferred.makeUnsafe<HandoffDisposition>()
+      waiting.set(key, deferred)
+    }
+    return deferred
+  }
+  const starts = new Map<string, Deferred.Deferred<void>>()
+  const startOf = (entry: StageEntry) => {
+    const key = entryKey(entry)
+    let deferred = starts.get(key)
+    if (deferred === undefined) {
+      deferred = Deferred.makeUnsafe<void>()
+      starts.set(key, deferred)
+    }
+    return deferred
+  }
+  const handoff: ForegroundHandoff = (entry) =>
+    Effect.suspend(() => {
+      log.push(`handoff:${label(entry)}`)
+      Deferred.doneUnsafe(startOf(entry), Effect.void)
+      return Deferred.await(slot(entry))
+    })
+  const settle = (entry: StageEntry, disposition: HandoffDisposition) => Deferred.succeed(slot(entry), disposition)
+  /** Waits until the stage has started the handshake for `entry` (a barrier, not a sleep). */
+  const started = (entry: StageEntry) => Deferred.await(startOf(entry))
+  return { handoff, settle, started }
+}
+
+/** A reply-error port that logs `replyError:<askId>:<text>`. */
+export const recordingReplyError = (log: Log): ReplyErrorPort => (askMessage, text) =>
+  Effect.sync(() => {
+    log.push(`replyError:${askMessage.message.id}:${text}`)
+  })
