@@ -1,0 +1,21 @@
+/** Builders shared by the workflow tests. */
+import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
+
+/** An ordinary message entry; `payload` is its id, so batches read as lists of ids. */
+export const entry = (
+  messageId: string,
+  senderId: string,
+  options: Partial<Omit<InboundEntry<string>, "messageId" | "senderId" | "payload">> = {}
+): InboundEntry<string> => ({
+  messageId,
+  senderId,
+  senderName: senderId,
+  timestamp: 0,
+  expectsReply: false,
+  payload: messageId,
+  ...options
+})
+
+/** The ids of a list of entries, in order. */
+export const ids = (entries: ReadonlyArray<InboundEntry<string>>): ReadonlyArray<string> =>
+  entries.map((e) => e.messageId)
