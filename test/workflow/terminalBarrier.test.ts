@@ -1,0 +1,226 @@
+/** The terminal ordering barrier (C-ORD-25…31, C-ORD-33). */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Ref, Scope } from "effect"
+import fc from "fast-check"
+import { makeBarrierRegistry } from "../../src/workflow/BarrierRegistry.ts"
+import { DispatchError } from "../../src/workflow/errors.ts"
+import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
+import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
+import {
+  makeTerminalBarrier,
+  preludeSelector,
+  type TerminalBatch,
+  terminalIdOf,
+  type TerminalNotice
+} from "../../src/workflow/TerminalBarrier.ts"
+import { entry, ids } from "./support.ts"
+
+const terminal = (overrides: Partial<TerminalNotice<string>> = {}): TerminalNotice<string> => ({
+  owner: "parent",
+  runId: "run-1",
+  requestId: "completion-r1",
+  source: "child",
+  terminalAt: 100,
+  status: "completed",
+  child: { ids: ["child-id"], names: ["child"] },
+  notice: "completed",
+  ...overrides
+})
+
+/** A child message: sender id `child-id`, name `child`, source run `run-1`. */
+const fromChild = (id: string, options: Partial<InboundEntry<string>> = {}) =>
+  entry(id, "child-id", { senderName: "child", timestamp: 50, source: { subagentRunId: "run-1" }, ...options })
+
+const setup = (dispatch?: (batch: TerminalBatch<string, string>) => Effect.Effect<void, DispatchError>) =>
+  Effect.gen(function*() {
+    const batches: Array<ReadonlyArray<string>> = []
+    // The parent stays busy: the barrier must never wait for it (C-ORD-31).
+    const queue = yield* makeIdleQueue<string>({ isIdle: Effect.succeed(false), deliverBatch: () => Effect.void })
+    const record = (batch: TerminalBatch<string, string>) =>
+      Effect.sync(() => void batches.push([...ids(batch.prelude), `terminal:${batch.terminal.notice}`]))
+    const barrier = yield* makeTerminalBarrier<string, string>(queue, {
+      dispatch: (batch) => dispatch === undefined ? record(batch) : Effect.andThen(dispatch(batch), record(batch))
+    })
+    return { batches, barrier, queue }
+  })
+
+describe("TerminalBarrier", () => {
+  it.effect("admits the child's pre-terminal messages with its notice as one FIFO batch; others keep their places (C-ORD-25, C-ORD-27, C-ORD-31)", () =>
+    Effect.gen(function*() {
+      const { barrier, batches, queue } = yield* setup()
+      yield* queue.enqueue(fromChild("c1"))
+      yield* queue.enqueue(entry("p1", "peer"))
+      yield* queue.enqueue(fromChild("c2"))
+      yield* queue.enqueue(entry("p2", "peer"))
+      // No clock advance and a busy parent: admission does not wait for a turn (C-ORD-31).
+      const outcome = yield* barrier.admit(terminal())
+      assert.deepStrictEqual(outcome, { _tag: "Admitted", prelude: 2 })
+      assert.deepStrictEqual(batches, [["c1", "c2", "terminal:completed"]])
+      assert.deepStrictEqual(ids(yield* queue.entries), ["p1", "p2"])
+    }))
+
+  it.effect("never claims asks, entries after terminalAt, or entries from another run (C-ORD-26)", () =>
+    Effect.gen(function*() {
+      const { barrier, batches, queue } = yield* setup()
+      yield* queue.enqueue(fromChild("ask", { expectsReply: true }))
+      yield* queue.enqueue(fromChild("late", { timestamp: 101 }))
+      yield* queue.enqueue(fromChild("other-run", { source: { subagentRunId: "run-0" } }))
+      yield* queue.enqueue(fromChild("at-terminal", { timestamp: 100 }))
+      yield* barrier.admit(terminal())
+      assert.deepStrictEqual(batches, [["at-terminal", "terminal:completed"]])
+      assert.deepStrictEqual(ids(yield* queue.entries), ["ask", "late", "other-run"])
+    }))
+
+  it("matches a legacy entry (no source) by name only when the name maps to one sender id (C-ORD-26)", () => {
+    const legacy = (id: string, senderId: string) => entry(id, senderId, { senderName: "child", timestamp: 1 })
+    const byName = terminal({ child: { ids: [], names: ["child"] } })
+    const unique = [legacy("a", "x1")]
+    assert.isTrue(preludeSelector<string>(byName)(unique)(legacy("a", "x1")))
+    const ambiguous = [legacy("a", "x1"), legacy("b", "x2")]
+    assert.isFalse(preludeSelector<string>(byName)(ambiguous)(legacy("a", "x1")))
+    // An exact id match is not a name match: it stays claimable.
+    const byId = terminal({ child: { ids: ["x1"], names: ["child"] } })
+    assert.isTrue(preludeSelector<string>(byId)(ambiguous)(legacy("a", "x1")))
+  })
+
+  it("terminal id drops a completion- prefix, or is <source>:<terminalAt> without a request id (C-ORD-28)", () => {
+    assert.strictEqual(terminalIdOf({ requestId: "completion-r1", source: "child", terminalAt: 5 }), "r1")
+    assert.strictEqual(terminalIdOf({ requestId: "r1", source: "child", terminalAt: 5 }), "r1")
+    assert.strictEqual(terminalIdOf({ requestId: undefined, source: "child", terminalAt: 5 }), "child:5")
+  })
+
+  it.effect("a duplicate while the first is in flight joins it: one dispatch, one outcome (C-ORD-28)", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const calls = yield* Ref.make(0)
+      const { barrier, batches, queue } = yield* setup(() => Effect.andThen(Ref.update(calls, (n) => n + 1), Deferred.await(gate)))
+      yield* queue.enqueue(fromChild("c1"))
+      const first = yield* Effect.forkChild(barrier.admit(terminal({ requestId: "completion-r1" })))
+      yield* Effect.yieldNow
+      const second = yield* Effect.forkChild(barrier.admit(terminal({ requestId: "r1" })))
+      yield* Effect.yieldNow
+      yield* Deferred.succeed(gate, undefined)
+      const outcomes = [yield* Fiber.join(first), yield* Fiber.join(second)]
+      assert.deepStrictEqual(outcomes, [{ _tag: "Admitted", prelude: 1 }, { _tag: "Admitted", prelude: 1 }])
+      assert.strictEqual(yield* Ref.get(calls), 1)
+      assert.deepStrictEqual(batches, [["c1", "terminal:completed"]])
+    }))
+
+  it.effect("a repeat after success claims no prelude, even when the first had none (C-ORD-28)", () =>
+    Effect.gen(function*() {
+      const { barrier, batches, queue } = yield* setup()
+      assert.deepStrictEqual(yield* barrier.admit(terminal()), { _tag: "Admitted", prelude: 0 })
+      yield* queue.enqueue(fromChild("c1"))
+      assert.deepStrictEqual(yield* barrier.admit(terminal()), { _tag: "AlreadyAdmitted" })
+      assert.deepStrictEqual(batches, [["terminal:completed"]])
+      assert.deepStrictEqual(ids(yield* queue.entries), ["c1"])
+    }))
+
+  it.effect("remembers at least the last 1000 terminal keys (C-ORD-28)", () =>
+    Effect.gen(function*() {
+      const { barrier, batches } = yield* setup()
+      const many = Array.from({ length: 1000 }, (_, i) => terminal({ requestId: `r${i}` }))
+      yield* Effect.forEach(many, barrier.admit, { discard: true })
+      const repeats = yield* Effect.forEach(many, barrier.admit)
+      assert.isTrue(repeats.every((outcome) => outcome._tag === "AlreadyAdmitted"))
+      assert.strictEqual(batches.length, 1000)
+    }))
+
+  it.effect("a failed dispatch rolls back from the first undelivered index and the terminal stays retryable (C-ORD-29)", () =>
+    Effect.gen(function*() {
+      const failNext = yield* Ref.make(true)
+      const { barrier, batches, queue } = yield* setup(() =>
+        Effect.flatMap(Ref.getAndSet(failNext, false), (fail) =>
+          fail ? Effect.fail(new DispatchError({ delivered: 1, reason: "host closed" })) : Effect.void)
+      )
+      yield* queue.enqueue(fromChild("c1"))
+      yield* queue.enqueue(entry("p1", "peer"))
+      yield* queue.enqueue(fromChild("c2"))
+      yield* queue.enqueue(fromChild("c3"))
+      const failed = yield* Effect.flip(barrier.admit(terminal()))
+      assert.strictEqual(failed._tag, "TerminalAdmissionError")
+      assert.include(failed.message, "host closed")
+      // c1 was delivered; c2 and c3 are back in their places, around the peer's entry.
+      assert.deepStrictEqual(ids(yield* queue.entries), ["p1", "c2", "c3"])
+      yield* queue.enqueue(entry("p2", "peer"))
+      assert.deepStrictEqual(yield* barrier.admit(terminal()), { _tag: "Admitted", prelude: 2 })
+      assert.deepStrictEqual(batches, [["c2", "c3", "terminal:completed"]])
+      assert.deepStrictEqual(ids(yield* queue.entries), ["p1", "p2"])
+    }))
+
+  it.effect("a dispatch that throws counts as nothing delivered (C-ORD-29)", () =>
+    Effect.gen(function*() {
+      const { barrier, queue } = yield* setup(() => Effect.die(new Error("host threw")))
+      yield* queue.enqueue(fromChild("c1"))
+      yield* queue.enqueue(fromChild("c2"))
+      const exit = yield* Effect.exit(barrier.admit(terminal()))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.deepStrictEqual(ids(yield* queue.entries), ["c1", "c2"])
+    }))
+
+  it.effect("a resumed run's later terminal is admitted separately (C-ORD-30)", () =>
+    Effect.gen(function*() {
+      const { barrier, batches, queue } = yield* setup()
+      yield* queue.enqueue(fromChild("before-pause"))
+      yield* barrier.admit(terminal({ requestId: undefined, status: "paused", notice: "paused", terminalAt: 100 }))
+      yield* queue.enqueue(fromChild("after-resume", { timestamp: 150 }))
+      yield* barrier.admit(terminal({ requestId: undefined, terminalAt: 200 }))
+      assert.deepStrictEqual(batches, [["before-pause", "terminal:paused"], ["after-resume", "terminal:completed"]])
+    }))
+
+  it.effect("the newest registration that is still current admits a terminal (C-ORD-33)", () =>
+    Effect.gen(function*() {
+      const registry = yield* makeBarrierRegistry<string>()
+      const older = yield* setup()
+      const newer = yield* setup()
+      const newerCurrent = yield* Ref.make(true)
+      yield* registry.register(older.barrier, Effect.succeed(true))
+      const newerScope = yield* Scope.make()
+      yield* registry.register(newer.barrier, Ref.get(newerCurrent)).pipe(Scope.provide(newerScope))
+      yield* registry.admit(terminal({ requestId: "a" }))
+      assert.deepStrictEqual([older.batches.length, newer.batches.length], [0, 1])
+      yield* Ref.set(newerCurrent, false) // its generation was reloaded away
+      yield* registry.admit(terminal({ requestId: "b" }))
+      assert.deepStrictEqual([older.batches.length, newer.batches.length], [1, 1])
+      yield* Scope.close(newerScope, Exit.void)
+      const empty = yield* makeBarrierRegistry<string>()
+      assert.strictEqual((yield* Effect.flip(empty.admit(terminal())))._tag, "NoTerminalBarrier")
+    }))
+
+  it.effect("property: the batch is exactly the model's prelude, and a failure restores the undelivered rest in order (C-ORD-25…29)", () =>
+    Effect.gen(function*() {
+      const entryArb = fc.record({
+        child: fc.boolean(),
+        ask: fc.boolean(),
+        timestamp: fc.nat(200),
+        run: fc.constantFrom("run-1", "run-2")
+      })
+      const cases = fc.sample(fc.tuple(fc.array(entryArb, { maxLength: 12 }), fc.option(fc.nat(12))), 200)
+      for (const [shapes, failAt] of cases) {
+        const { barrier, batches, queue } = yield* setup((batch) =>
+          failAt !== null && failAt < batch.prelude.length
+            ? Effect.fail(new DispatchError({ delivered: failAt, reason: "refused" }))
+            : Effect.void
+        )
+        const all = shapes.map((shape, i) =>
+          shape.child
+            ? fromChild(`m${i}`, { expectsReply: shape.ask, timestamp: shape.timestamp, source: { subagentRunId: shape.run } })
+            : entry(`m${i}`, "peer", { timestamp: shape.timestamp })
+        )
+        yield* Effect.forEach(all, queue.enqueue, { discard: true })
+        const expected = all.filter((e) =>
+          e.senderId === "child-id" && !e.expectsReply && e.timestamp <= 100 && e.source?.subagentRunId === "run-1"
+        )
+        const outcome = yield* Effect.exit(barrier.admit(terminal()))
+        if (failAt !== null && failAt < expected.length) {
+          assert.isTrue(Exit.isFailure(outcome))
+          const delivered = new Set(ids(expected.slice(0, failAt)))
+          assert.deepStrictEqual(ids(yield* queue.entries), ids(all).filter((id) => !delivered.has(id)))
+        } else {
+          assert.deepStrictEqual(batches, [[...ids(expected), "terminal:completed"]])
+          const claimed = new Set(ids(expected))
+          assert.deepStrictEqual(ids(yield* queue.entries), ids(all).filter((id) => !claimed.has(id)))
+        }
+      }
+    }))
+})
