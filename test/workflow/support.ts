@@ -1,4 +1,5 @@
 /** Builders shared by the workflow tests. */
+import { Effect } from "effect"
 import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
 
 /** An ordinary message entry; `payload` is its id, so batches read as lists of ids. */
@@ -19,3 +20,12 @@ export const entry = (
 /** The ids of a list of entries, in order. */
 export const ids = (entries: ReadonlyArray<InboundEntry<string>>): ReadonlyArray<string> =>
   entries.map((e) => e.messageId)
+
+/**
+ * Lets every runnable fiber reach its next suspension (a sleep, a Deferred),
+ * so a following `TestClock.adjust` finds their timers registered. Only
+ * scheduler yields: no time passes.
+ */
+export const settle = Effect.gen(function*() {
+  for (let i = 0; i < 20; i++) yield* Effect.yieldNow
+})
