@@ -4,6 +4,7 @@ import { Deferred, Effect, Exit, Fiber, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import { makeDetachHandshake } from "../../src/workflow/DetachHandshake.ts"
 import { makeDetachResponder } from "../../src/workflow/DetachResponder.ts"
+import type { DetachRequest } from "../../src/workflow/DetachRoute.ts"
 import { makeParallelGroup, type TaskSlot } from "../../src/workflow/ParallelRelease.ts"
 import { entry, settle } from "./support.ts"
 
@@ -42,11 +43,13 @@ describe("ParallelRelease", () => {
       const group = yield* makeParallelGroup<string, never>(tasks, { concurrency: 2 })
       const aggregate = yield* Effect.forkChild(group.aggregate)
       const release = yield* Deferred.await(detachedMember)
+      const forward: { onRequest: (request: DetachRequest) => Effect.Effect<void> } = { onRequest: () => Effect.void }
       const handshake = yield* makeDetachHandshake({
         foreground: Effect.succeed({ targets: ["child-0"] }),
-        send: (request) => child.onRequest(request)
+        send: (request) => forward.onRequest(request)
       })
       const child = yield* makeDetachResponder({ targets: ["child-0"], release, reply: (ack) => handshake.acknowledge(ack) })
+      forward.onRequest = child.onRequest
       yield* handshake.renew("g1")
       assert.strictEqual(yield* handshake.handoff(entry("m1", "child-0")), "delivered")
       // The aggregate returns with placeholders: both running siblings detached, the waiting two skipped.

@@ -4,7 +4,7 @@ import { Effect, Fiber, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import { makeDetachHandshake } from "../../src/workflow/DetachHandshake.ts"
 import { makeDetachResponder } from "../../src/workflow/DetachResponder.ts"
-import type { DetachAck } from "../../src/workflow/DetachRoute.ts"
+import type { DetachAck, DetachRequest } from "../../src/workflow/DetachRoute.ts"
 import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
 import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
 import { makeParentInbox } from "../../src/workflow/ParentInbox.ts"
@@ -25,7 +25,7 @@ const setup = (options: { readonly holdAcks?: boolean; readonly childAnswers?: b
       isIdle: Ref.get(idle),
       deliverBatch: (batch) => Effect.sync(() => void flushed.push(ids(batch)))
     })
-    const forward: { onRequest: (request: Parameters<typeof child.onRequest>[0]) => Effect.Effect<void> } = {
+    const forward: { onRequest: (request: DetachRequest) => Effect.Effect<void> } = {
       onRequest: () => Effect.void
     }
     const handshake = yield* makeDetachHandshake({
