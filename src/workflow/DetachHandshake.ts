@@ -19,7 +19,7 @@
  * `abandoned` and the tables go with it (C-ORD-16), so a stale
  * acknowledgement can neither surface a message nor detach a child.
  */
-import { Deferred, Duration, Effect, Exit, Option, Queue, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Option, Queue, Scope, Semaphore } from "effect"
 import { childTargetOf, entryKey, type InboundEntry } from "./InboundEntry.ts"
 import {
   type DetachAck,
@@ -238,6 +238,8 @@ export const makeDetachHandshake = (
   Effect.gen(function*() {
     const ackTimeout = Duration.fromInputUnsafe(settings.ackTimeout)
     let current: Generation | undefined
+    /** `renew` and `cancel` one at a time: a generation ends before the next starts. */
+    const switching = yield* Semaphore.make(1)
     const end = Effect.suspend(() => {
       const ending = current
       current = undefined
@@ -262,11 +264,11 @@ export const makeDetachHandshake = (
           }
         }),
       renew: (generation) =>
-        Effect.andThen(end, Effect.flatMap(startGeneration(generation, channel, ackTimeout), (started) =>
+        switching.withPermit(Effect.andThen(end, Effect.flatMap(startGeneration(generation, channel, ackTimeout), (started) =>
           Effect.sync(() => {
             current = started
-          }))),
-      cancel: end,
+          })))),
+      cancel: switching.withPermit(end),
       generation: Effect.sync(() => current?.id)
     }
   })

@@ -221,7 +221,15 @@ export const makeTerminalBarrier = <A, T>(
     const remembered = new RememberedKeys(Math.max(1000, settings.rememberedKeys))
     const inFlight = new Map<string, Deferred.Deferred<TerminalOutcome, TerminalAdmissionError>>()
     const admissions = yield* Queue.unbounded<Admission<T>>()
-    yield* Effect.addFinalizer(() => Queue.shutdown(admissions))
+    const closed = (terminalKey: string) =>
+      new TerminalAdmissionError({ terminalKey, reason: "the parent's session generation ended" })
+    // Admissions still waiting when the generation ends fail instead of hanging; their entries were never claimed.
+    yield* Effect.addFinalizer(() =>
+      Effect.andThen(
+        Queue.shutdown(admissions),
+        Effect.forEach([...inFlight], ([key, done]) => Deferred.fail(done, closed(key)), { discard: true })
+      )
+    )
 
     const run = ({ done, key, terminal }: Admission<T>): Effect.Effect<void> =>
       idleQueue.claimAndDispatch(
@@ -256,8 +264,8 @@ export const makeTerminalBarrier = <A, T>(
           const joined = inFlight.get(key)
           if (joined !== undefined) return Deferred.await(joined)
           const done = Deferred.makeUnsafe<TerminalOutcome, TerminalAdmissionError>()
+          if (!Queue.offerUnsafe(admissions, { key, terminal, done })) return Effect.fail(closed(key))
           inFlight.set(key, done)
-          Queue.offerUnsafe(admissions, { key, terminal, done })
           return Deferred.await(done)
         })
     }

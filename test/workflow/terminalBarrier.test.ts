@@ -224,3 +224,24 @@ describe("TerminalBarrier", () => {
       }
     }))
 })
+
+describe("TerminalBarrier lifetime", () => {
+  it.effect("admissions still waiting when the generation's Scope closes fail instead of hanging, and claim nothing", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const gate = yield* Deferred.make<void>()
+      const queue = yield* makeIdleQueue<string>({ isIdle: Effect.succeed(false), deliverBatch: () => Effect.void })
+      const barrier = yield* makeTerminalBarrier<string, string>(queue, { dispatch: () => Deferred.await(gate) }).pipe(
+        Scope.provide(scope)
+      )
+      yield* queue.enqueue(fromChild("c1"))
+      const first = yield* Effect.forkChild(barrier.admit(terminal({ requestId: "a" })))
+      const second = yield* Effect.forkChild(barrier.admit(terminal({ requestId: "b" })))
+      yield* Effect.yieldNow
+      yield* Scope.close(scope, Exit.void)
+      const exits = [yield* Fiber.await(first), yield* Fiber.await(second)]
+      assert.isTrue(exits.every(Exit.isFailure))
+      assert.deepStrictEqual(ids(yield* queue.entries), ["c1"]) // the interrupted dispatch was rolled back
+      assert.strictEqual((yield* Effect.flip(barrier.admit(terminal({ requestId: "c" }))))._tag, "TerminalAdmissionError")
+    }))
+})
