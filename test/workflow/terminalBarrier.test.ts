@@ -245,3 +245,52 @@ describe("TerminalBarrier lifetime", () => {
       assert.strictEqual((yield* Effect.flip(barrier.admit(terminal({ requestId: "c" }))))._tag, "TerminalAdmissionError")
     }))
 })
+
+describe("TerminalBarrier broken builds", () => {
+  type Selector = typeof preludeSelector<string>
+  /** How many random queues a selector claims differently from the contract's model (C-ORD-26). */
+  const mismatches = (selector: Selector): number => {
+    const shapeArb = fc.record({
+      sender: fc.constantFrom("child-id", "peer", "twin"),
+      ask: fc.boolean(),
+      timestamp: fc.nat(200),
+      run: fc.option(fc.constantFrom("run-1", "run-2"))
+    })
+    let wrong = 0
+    for (const shapes of fc.sample(fc.array(shapeArb, { maxLength: 10 }), { seed: 14, numRuns: 300 })) {
+      // "twin" shares the child's name under another id: a legacy entry from either is ambiguous.
+      const all = shapes.map((shape, i) =>
+        entry(`m${i}`, shape.sender, {
+          senderName: shape.sender === "peer" ? "peer" : "child",
+          expectsReply: shape.ask,
+          timestamp: shape.timestamp,
+          source: shape.run === null ? undefined : { subagentRunId: shape.run }
+        })
+      )
+      const notice = terminal({ child: { ids: [], names: ["child"] } })
+      const ambiguous = new Set(all.filter((e) => e.senderName === "child").map((e) => e.senderId)).size > 1
+      const model = all.filter((e) =>
+        e.senderName === "child" && !e.expectsReply && e.timestamp <= 100 &&
+        (e.source !== undefined ? e.source.subagentRunId === "run-1" : !ambiguous)
+      )
+      const accept = selector(notice)(all)
+      if (ids(all.filter(accept)).join() !== ids(model).join()) wrong++
+    }
+    return wrong
+  }
+
+  it("the real selector agrees with the model; selectors that drop one C-ORD-26 rule are caught", () => {
+    assert.strictEqual(mismatches(preludeSelector), 0)
+    const broken: Record<string, Selector> = {
+      "claims asks": (t) => (q) => (e) => preludeSelector<string>(t)(q)({ ...e, expectsReply: false }),
+      "claims after terminalAt": (t) => (q) => (e) => preludeSelector<string>(t)(q)({ ...e, timestamp: 0 }),
+      "ignores the source run": (t) => (q) => (e) =>
+        preludeSelector<string>(t)(q)(e.source === undefined ? e : { ...e, source: { subagentRunId: t.runId } }),
+      "trusts ambiguous legacy names": (t) => () => (e) =>
+        preludeSelector<string>(t)([e])(e)
+    }
+    for (const [name, selector] of Object.entries(broken)) {
+      assert.isAbove(mismatches(selector), 0, `broken build not caught: ${name}`)
+    }
+  })
+})
