@@ -8,10 +8,10 @@
  * for as long as its Scope lives, and a terminal is admitted by the newest
  * registration that is still current — never by one a reload left behind.
  *
- * Owner: the registry value (an engine keeps one per process, e.g. in a
- * layer); registrations are added and removed by their Scopes.
+ * Owner: the registry value — one per process, the `TerminalBarriers`
+ * service; registrations are added and removed by their Scopes.
  */
-import { Effect, type Scope } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { NoTerminalBarrier, type TerminalAdmissionError } from "./errors.ts"
 import type { TerminalBarrier, TerminalNotice, TerminalOutcome } from "./TerminalBarrier.ts"
 
@@ -71,3 +71,18 @@ export const makeBarrierRegistry = <T>(): Effect.Effect<BarrierRegistry<T>> =>
         })
     }
   })
+
+/**
+ * The process's barrier registry as a service: build `TerminalBarriers.layer`
+ * once and share it with every companion that delivers terminal notices.
+ * Barriers registered here take notices of any type (`TerminalBarrier<unknown>`).
+ *
+ * @category services
+ * @since 0.1.0
+ */
+export class TerminalBarriers extends Context.Service<TerminalBarriers, BarrierRegistry<unknown>>()(
+  "effect-intercom/workflow/TerminalBarriers"
+) {
+  /** A fresh, empty registry. */
+  static readonly layer: Layer.Layer<TerminalBarriers> = Layer.effect(TerminalBarriers, makeBarrierRegistry<unknown>())
+}

@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Ref, Scope } from "effect"
 import fc from "fast-check"
-import { makeBarrierRegistry } from "../../src/workflow/BarrierRegistry.ts"
+import { makeBarrierRegistry, TerminalBarriers } from "../../src/workflow/BarrierRegistry.ts"
 import { DispatchError } from "../../src/workflow/errors.ts"
 import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
 import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
@@ -223,6 +223,21 @@ describe("TerminalBarrier", () => {
         }
       }
     }))
+})
+
+describe("TerminalBarriers service", () => {
+  it.effect("one registry per layer: a barrier registered through the service admits what any companion sends (C-ORD-33)", () =>
+    Effect.gen(function*() {
+      const queue = yield* makeIdleQueue<string>({ isIdle: Effect.succeed(false), deliverBatch: () => Effect.void })
+      const notices: Array<unknown> = []
+      const barrier = yield* makeTerminalBarrier<string, unknown>(queue, {
+        dispatch: (batch) => Effect.sync(() => void notices.push(batch.terminal.notice))
+      })
+      yield* TerminalBarriers.use((registry) => registry.register(barrier, Effect.succeed(true)))
+      // A separately written companion reaches the same registry through the service.
+      yield* TerminalBarriers.use((registry) => registry.admit(terminal()))
+      assert.deepStrictEqual(notices, ["completed"])
+    }).pipe(Effect.provide(TerminalBarriers.layer)))
 })
 
 describe("TerminalBarrier lifetime", () => {
