@@ -103,6 +103,8 @@ export interface DetachHandshake {
 type Command =
   | { readonly _tag: "Begin"; readonly entry: InboundEntry<unknown>; readonly done: Deferred.Deferred<HandoffDisposition> }
   | { readonly _tag: "Ack"; readonly ack: DetachAck }
+  | { readonly _tag: "Await"; readonly key: string; readonly waiter: Waiter }
+  | { readonly _tag: "Forget"; readonly key: string }
   | { readonly _tag: "Finished"; readonly key: string; readonly disposition: HandoffDisposition }
 
 interface Waiter {
@@ -154,14 +156,14 @@ const startGeneration = (
       Effect.gen(function*() {
         const acked = yield* Deferred.make<void>()
         const key = waiterKey(route, phase)
-        waiters.set(key, { route, phase, acked })
+        // Registered ahead of the request in the actor's FIFO queue, so even an
+        // acknowledgement sent back synchronously finds its waiter.
+        yield* Queue.offer(commands, { _tag: "Await", key, waiter: { route, phase, acked } })
         const sent = yield* Effect.exit(channel.send({ ...route, phase }))
-        if (Exit.isFailure(sent)) {
-          waiters.delete(key)
-          return false
-        }
-        const outcome = yield* Deferred.await(acked).pipe(Effect.timeoutOption(ackTimeout))
-        waiters.delete(key)
+        const outcome = Exit.isFailure(sent)
+          ? Option.none()
+          : yield* Deferred.await(acked).pipe(Effect.timeoutOption(ackTimeout))
+        yield* Queue.offer(commands, { _tag: "Forget", key })
         return Option.isSome(outcome)
       })
 
@@ -205,10 +207,16 @@ const startGeneration = (
           const { ack } = command
           if (ack.accepted !== true) return Effect.void
           const waiter = waiters.get(waiterKey(ack, ack.phase))
-          if (waiter === undefined || waiter.phase !== ack.phase || !sameRoute(waiter.route, routeOf(ack))) {
-            return Effect.void
-          }
+          if (waiter === undefined || !sameRoute(waiter.route, routeOf(ack))) return Effect.void
           return Deferred.succeed(waiter.acked, undefined).pipe(Effect.asVoid)
+        }
+        case "Await": {
+          waiters.set(command.key, command.waiter)
+          return Effect.void
+        }
+        case "Forget": {
+          waiters.delete(command.key)
+          return Effect.void
         }
         case "Finished": {
           const waiting = pending.get(command.key) ?? []
