@@ -13,7 +13,7 @@ import {
   terminalIdOf,
   type TerminalNotice
 } from "../../src/workflow/TerminalBarrier.ts"
-import { entry, ids } from "./support.ts"
+import { entry, ids, settle } from "./support.ts"
 
 const terminal = (overrides: Partial<TerminalNotice<string>> = {}): TerminalNotice<string> => ({
   owner: "parent",
@@ -222,6 +222,32 @@ describe("TerminalBarrier", () => {
           assert.deepStrictEqual(ids(yield* queue.entries), ids(all).filter((id) => !claimed.has(id)))
         }
       }
+    }))
+})
+
+describe("TerminalBarrier and a flush in progress", () => {
+  it.effect("a terminal arriving during a flush waits for that hand-over, so a refused flush's child messages still precede it (C-ORD-25, C-ORD-29)", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const log: Array<string> = []
+      const queue = yield* makeIdleQueue<string>({
+        isIdle: Effect.succeed(true),
+        // The host is slow, then refuses the whole batch.
+        deliverBatch: () => Effect.andThen(Deferred.await(gate), Effect.fail(new DispatchError({ delivered: 0, reason: "busy again" })))
+      })
+      const barrier = yield* makeTerminalBarrier<string, string>(queue, {
+        dispatch: (batch) => Effect.sync(() => void log.push(...ids(batch.prelude), "terminal"))
+      })
+      yield* queue.enqueue(fromChild("c1"))
+      yield* queue.wake
+      yield* settle // the flush has taken c1 and waits on the host
+      assert.deepStrictEqual(yield* queue.entries, [])
+      const admitting = yield* Effect.forkChild(barrier.admit(terminal()))
+      yield* settle
+      assert.deepStrictEqual(log, []) // not handed over in the middle of the flush
+      yield* Deferred.succeed(gate, undefined)
+      assert.deepStrictEqual(yield* Fiber.join(admitting), { _tag: "Admitted", prelude: 1 })
+      assert.deepStrictEqual(log, ["c1", "terminal"])
     }))
 })
 
