@@ -59,7 +59,7 @@ describe("TerminalBarrier", () => {
       assert.deepStrictEqual(ids(yield* queue.entries), ["p1", "p2"])
     }))
 
-  it.effect("never claims asks, entries after terminalAt, or entries from another run (C-ORD-26)", () =>
+  it.effect("never claims asks, entries after terminalAt, or entries whose source names another run (C-ORD-24, C-ORD-26)", () =>
     Effect.gen(function*() {
       const { barrier, batches, queue } = yield* setup()
       yield* queue.enqueue(fromChild("ask", { expectsReply: true }))
