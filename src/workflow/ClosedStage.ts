@@ -25,7 +25,7 @@ import type { InboundMessage } from "../client/events.ts"
 import { completedStageAskError, describeFailure, PostMortemUnavailable } from "./errors.ts"
 import { DEFAULT_CLAIM_MEMORY, type LateAskClaims } from "./LateAskClaims.ts"
 import type { ReplyErrorPort } from "./StageAdmission.ts"
-import { entryKey, isAsk, type StageEntry } from "./StageEntry.ts"
+import { stageEntryKey, isAsk, type StageEntry } from "./StageEntry.ts"
 
 /**
  * The default pause between two attempts to deliver to the parent chat
@@ -134,7 +134,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
 
     const notify = (entry: StageEntry): Effect.Effect<ClosedOutcome> =>
       Effect.suspend(() => {
-        const key = entryKey(entry)
+        const key = stageEntryKey(entry)
         if (notified.has(key)) return Effect.succeed<ClosedOutcome>({ _tag: "AlreadyNotified" })
         notified.add(key)
         // Remember at least the last DEFAULT_CLAIM_MEMORY notifications, oldest forgotten first.
@@ -169,9 +169,9 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
       route: (entry) =>
         Effect.suspend(() => {
           if (!isAsk(entry)) return notify(entry)
-          const claim = claims.claim(entryKey(entry), owner)
+          const claim = claims.claim(stageEntryKey(entry), owner)
           if (claim !== "claimed") {
-            return Effect.succeed<ClosedOutcome>({ _tag: "Claimed", owner: claims.owner(entryKey(entry)) ?? owner })
+            return Effect.succeed<ClosedOutcome>({ _tag: "Claimed", owner: claims.owner(stageEntryKey(entry)) ?? owner })
           }
           return postMortem(entry.inbound)
         })

@@ -35,17 +35,8 @@ import { Cause, Deferred, Effect, Fiber, Queue, type Scope } from "effect"
 import type { InboundMessage } from "../client/events.ts"
 import { describeFailure, runningStageAskError, type StageAdmissionError, StageInsertFailed, StageRetired } from "./errors.ts"
 import { isAsk, type StageEntry } from "./StageEntry.ts"
+import type { HandoffDisposition } from "./DetachRoute.ts"
 
-/**
- * What the foreground handoff decided for an entry (C-ORD-13…16):
- * `delivered` — the foreground owner committed and was released;
- * `unclaimed` — no owner claimed it in time (ordinary admission follows);
- * `abandoned` — the handshake was aborted by a new generation.
- *
- * @category models
- * @since 0.1.0
- */
-export type HandoffDisposition = "delivered" | "unclaimed" | "abandoned"
 
 /**
  * The foreground handoff port (probe → reserve → commit → ack, implemented

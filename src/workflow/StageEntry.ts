@@ -76,5 +76,5 @@ export const isAsk = (entry: StageEntry): entry is StageMessage =>
  * @category models
  * @since 0.1.0
  */
-export const entryKey = (entry: StageEntry): string =>
+export const stageEntryKey = (entry: StageEntry): string =>
   entry._tag === "Message" ? `m\u0000${entry.inbound.from.id}\u0000${entry.inbound.message.id}` : `n\u0000${entry.id}`

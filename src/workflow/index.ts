@@ -1,24 +1,44 @@
 /**
  * `effect-intercom/workflow`: the workflow layer an engine drives its
  * agents through. Host-independent: the engine supplies its stage sessions,
- * foreground handoff, parent chat and retained conversations as ports.
+ * foreground handoff, parent chat, retained conversations and the parent
+ * session's host as ports.
  *
- * Start with the services: `Runs` (run lifetimes and generated groups),
- * `Stages` (stage generations, admission and what happens after close) and
- * `Children` (how a delegated child is launched). The modules below them —
- * `makeStageAdmission`, `makeClosedStage`, the late-ask claims, generation
- * Scopes and group resolution — are exported for engines and tests that
- * need the same rules without the services.
+ * Two parts:
+ *
+ * - **Stages, runs and children.** Start with the services: `Runs` (run
+ *   lifetimes and generated groups), `Stages` (stage generations, admission
+ *   and what happens after close) and `Children` (how a delegated child is
+ *   launched). `makeStageAdmission`, `makeClosedStage`, the late-ask claims,
+ *   generation Scopes and group resolution are exported for engines and
+ *   tests that need the same rules without the services.
+ * - **Inbound ordering of a parent session**: the busy-parent idle queue,
+ *   the terminal ordering barrier for background children, the foreground
+ *   detach handshake (both sides), parallel-group release and the optional
+ *   pause model for a child's ask to its parent.
  *
  * @since 0.1.0
  */
+export * from "./BarrierRegistry.ts"
 export * from "./Children.ts"
 export * from "./ClosedStage.ts"
+export * from "./DetachHandshake.ts"
+export * from "./DetachReservations.ts"
+export * from "./DetachResponder.ts"
+export * from "./DetachRoute.ts"
 export * from "./errors.ts"
 export * from "./GenerationScope.ts"
 export * from "./groupResolution.ts"
+export * from "./IdleQueue.ts"
+export * from "./IdleQueueStore.ts"
+export * from "./InboundEntry.ts"
 export * from "./LateAskClaims.ts"
+export * from "./orderingErrors.ts"
+export * from "./ParallelRelease.ts"
+export * from "./ParentAskPause.ts"
+export * from "./ParentInbox.ts"
 export * from "./Runs.ts"
 export * from "./StageAdmission.ts"
 export * from "./StageEntry.ts"
 export * from "./Stages.ts"
+export * from "./TerminalBarrier.ts"

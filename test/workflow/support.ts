@@ -6,8 +6,9 @@
 import { Deferred, Effect } from "effect"
 import type { InboundMessage } from "../../src/client/events.ts"
 import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
-import type { ForegroundHandoff, HandoffDisposition, ReplyErrorPort, StageSession } from "../../src/workflow/StageAdmission.ts"
-import { entryKey, type StageEntry, stageMessage } from "../../src/workflow/StageEntry.ts"
+import type { HandoffDisposition } from "../../src/workflow/DetachRoute.ts"
+import type { ForegroundHandoff, ReplyErrorPort, StageSession } from "../../src/workflow/StageAdmission.ts"
+import { stageEntryKey, type StageEntry, stageMessage } from "../../src/workflow/StageEntry.ts"
 
 export const info = (id: string, name: string): SessionInfo => ({
   id,
@@ -60,7 +61,7 @@ export const fakeSession = (log: Log, options: { busy?: boolean; failInsert?: (e
 export const manualHandoff = (log: Log) => {
   const waiting = new Map<string, Deferred.Deferred<HandoffDisposition>>()
   const slot = (entry: StageEntry) => {
-    const key = entryKey(entry)
+    const key = stageEntryKey(entry)
     let deferred = waiting.get(key)
     if (deferred === undefined) {
       deferred = Deferred.makeUnsafe<HandoffDisposition>()
@@ -70,7 +71,7 @@ export const manualHandoff = (log: Log) => {
   }
   const starts = new Map<string, Deferred.Deferred<void>>()
   const startOf = (entry: StageEntry) => {
-    const key = entryKey(entry)
+    const key = stageEntryKey(entry)
     let deferred = starts.get(key)
     if (deferred === undefined) {
       deferred = Deferred.makeUnsafe<void>()

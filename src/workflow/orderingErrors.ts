@@ -1,0 +1,51 @@
+/**
+ * Typed errors of the parent-side ordering machinery (idle queue, terminal
+ * barrier, detach handshake). Each message says what went wrong and what
+ * happens next, for the engine's logs and the user.
+ */
+import { Data } from "effect"
+
+/**
+ * A host refused (part of) a batch it was handed. `delivered` is how many
+ * items from the front of the batch it did take; everything from that index
+ * on goes back where it came from (C-ORD-29).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class DispatchError extends Data.TaggedError("DispatchError")<{
+  readonly delivered: number
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Delivery to the parent session failed after ${this.delivered} item(s): ${this.reason}; the rest stays queued for retry`
+  }
+}
+
+/**
+ * The terminal barrier could not admit a child's terminal notice: its batch
+ * was rolled back and the same terminal can be retried (C-ORD-29).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class TerminalAdmissionError extends Data.TaggedError("TerminalAdmissionError")<{
+  readonly terminalKey: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Terminal notice ${this.terminalKey} was not admitted: ${this.reason}; its messages went back to the idle queue and the terminal can be retried`
+  }
+}
+
+/**
+ * No terminal barrier is registered for a current generation (C-ORD-33).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class NoTerminalBarrier extends Data.TaggedError("NoTerminalBarrier")<{}> {
+  override get message(): string {
+    return "No terminal barrier is registered for a current session generation; start the parent's inbound ordering before admitting terminals"
+  }
+}

@@ -1,0 +1,85 @@
+/** The idle-queue actor: FIFO batches for a busy parent, the 500 ms recheck, rollback of a refused batch (C-DLV-10). */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import { DispatchError } from "../../src/workflow/orderingErrors.ts"
+import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
+import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
+import { entry, ids } from "./orderingSupport.ts"
+
+const setup = Effect.gen(function*() {
+  const idle = yield* Ref.make(false)
+  const batches: Array<ReadonlyArray<string>> = []
+  const refuse = yield* Ref.make<number | undefined>(undefined)
+  const queue = yield* makeIdleQueue<string>({
+    isIdle: Ref.get(idle),
+    deliverBatch: (batch: ReadonlyArray<InboundEntry<string>>) =>
+      Effect.flatMap(Ref.getAndSet(refuse, undefined), (delivered) => {
+        if (delivered === undefined) {
+          batches.push(ids(batch))
+          return Effect.void
+        }
+        batches.push(ids(batch.slice(0, delivered)))
+        return Effect.fail(new DispatchError({ delivered, reason: "host refused" }))
+      })
+  })
+  return { idle, batches, refuse, queue }
+})
+
+describe("IdleQueue", () => {
+  it.effect("a busy parent's messages wait, then go as one FIFO batch at the first 500 ms recheck after it is idle (C-DLV-10)", () =>
+    Effect.gen(function*() {
+      const { batches, idle, queue } = yield* setup
+      yield* queue.enqueue(entry("a", "s1"))
+      yield* queue.enqueue(entry("b", "s2"))
+      yield* queue.enqueue(entry("c", "s1"))
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(batches, []) // still busy
+      yield* Ref.set(idle, true)
+      yield* TestClock.adjust("499 millis")
+      assert.deepStrictEqual(batches, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(batches, [["a", "b", "c"]])
+      assert.deepStrictEqual(yield* queue.entries, [])
+    }))
+
+  it.effect("wake flushes at once, without waiting for the recheck", () =>
+    Effect.gen(function*() {
+      const { batches, idle, queue } = yield* setup
+      yield* queue.enqueue(entry("a", "s1"))
+      yield* Ref.set(idle, true)
+      yield* queue.wake
+      yield* Effect.yieldNow
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(batches, [["a"]])
+    }))
+
+  it.effect("a batch the host partly refuses goes back from the first undelivered entry, ahead of later arrivals", () =>
+    Effect.gen(function*() {
+      const { batches, idle, queue, refuse } = yield* setup
+      for (const id of ["a", "b", "c"]) yield* queue.enqueue(entry(id, "s1"))
+      yield* Ref.set(refuse, 1)
+      yield* Ref.set(idle, true)
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(batches, [["a"]])
+      yield* queue.enqueue(entry("d", "s2"))
+      assert.deepStrictEqual(ids(yield* queue.entries), ["b", "c", "d"])
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(batches, [["a"], ["b", "c", "d"]])
+    }))
+
+  it.effect("closing the generation's Scope stops the flusher: an idle parent gets nothing after it", () =>
+    Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<string>> = []
+      const fiber = yield* Effect.forkChild(Effect.scoped(Effect.gen(function*() {
+        const queue = yield* makeIdleQueue<string>({
+          isIdle: Effect.succeed(true),
+          deliverBatch: (batch) => Effect.sync(() => void batches.push(ids(batch)))
+        })
+        yield* queue.enqueue(entry("a", "s1"))
+      })))
+      yield* Fiber.join(fiber)
+      yield* TestClock.adjust("5 seconds")
+      assert.deepStrictEqual(batches, [])
+    }))
+})

@@ -1,0 +1,133 @@
+/** A parent's inbound path: waiter bypass, idle delivery, queue-first ownership around the handshake (C-ORD-18, C-ORD-32, C-DLV-10). */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import { makeDetachHandshake } from "../../src/workflow/DetachHandshake.ts"
+import { makeDetachResponder } from "../../src/workflow/DetachResponder.ts"
+import type { DetachAck, DetachRequest } from "../../src/workflow/DetachRoute.ts"
+import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
+import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
+import { makeParentInbox } from "../../src/workflow/ParentInbox.ts"
+import { makeTerminalBarrier } from "../../src/workflow/TerminalBarrier.ts"
+import { entry, ids, settle } from "./orderingSupport.ts"
+
+const setup = (options: { readonly holdAcks?: boolean; readonly childAnswers?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const idle = yield* Ref.make(false)
+    const flushed: Array<ReadonlyArray<string>> = []
+    const started: Array<string> = []
+    const surfaced: Array<string> = []
+    const terminals: Array<ReadonlyArray<string>> = []
+    const queuedAtProbe: Array<ReadonlyArray<string>> = []
+    const heldAcks: Array<DetachAck> = []
+    const waiterReplies: Array<string> = []
+    const queue = yield* makeIdleQueue<string>({
+      isIdle: Ref.get(idle),
+      deliverBatch: (batch) => Effect.sync(() => void flushed.push(ids(batch)))
+    })
+    const forward: { onRequest: (request: DetachRequest) => Effect.Effect<void> } = {
+      onRequest: () => Effect.void
+    }
+    const handshake = yield* makeDetachHandshake({
+      foreground: Effect.succeed({ targets: ["child", "child-id"] }),
+      send: (request) =>
+        Effect.gen(function*() {
+          if (request.phase === "probe") queuedAtProbe.push(ids(yield* queue.entries))
+          if (options.childAnswers !== false) yield* forward.onRequest(request)
+        })
+    })
+    const child = yield* makeDetachResponder({
+      targets: ["child", "child-id"],
+      release: Effect.void,
+      reply: (ack) => options.holdAcks === true ? Effect.sync(() => void heldAcks.push(ack)) : handshake.acknowledge(ack)
+    })
+    forward.onRequest = child.onRequest
+    yield* handshake.renew("g1")
+    const barrier = yield* makeTerminalBarrier<string, string>(queue, {
+      dispatch: (batch) => Effect.sync(() => void terminals.push([...ids(batch.prelude), "terminal"]))
+    })
+    const inbox = makeParentInbox<string>({
+      routeReply: (e: InboundEntry<string>) =>
+        Effect.sync(() => {
+          if (e.replyTo !== "q1") return false
+          waiterReplies.push(e.messageId)
+          return true
+        }),
+      isIdle: Ref.get(idle),
+      deliverNow: (e) => Effect.sync(() => void started.push(e.messageId)),
+      surface: (e) => Effect.sync(() => void surfaced.push(e.messageId))
+    }, queue, handshake)
+    return { barrier, flushed, handshake, heldAcks, idle, inbox, queue, queuedAtProbe, started, surfaced, terminals, waiterReplies }
+  })
+
+const fromChild = (id: string, options: Partial<InboundEntry<string>> = {}) =>
+  entry(id, "child-id", { senderName: "child", timestamp: 10, source: { subagentRunId: "run-1" }, ...options })
+
+describe("ParentInbox", () => {
+  it.effect("a correlated reply resolves the waiter before the queue, the handshake or a barrier (C-ORD-32)", () =>
+    Effect.gen(function*() {
+      const { inbox, queue, queuedAtProbe, waiterReplies } = yield* setup()
+      yield* queue.enqueue(entry("older", "peer"))
+      const outcome = yield* inbox.receive(fromChild("answer", { replyTo: "q1" }))
+      assert.deepStrictEqual(outcome, { _tag: "reply" })
+      assert.deepStrictEqual(waiterReplies, ["answer"])
+      assert.deepStrictEqual(ids(yield* queue.entries), ["older"])
+      assert.deepStrictEqual(queuedAtProbe, [])
+    }))
+
+  it.effect("an idle parent starts a turn with the message at once (C-DLV-10)", () =>
+    Effect.gen(function*() {
+      const { idle, inbox, queue, started } = yield* setup()
+      yield* Ref.set(idle, true)
+      assert.deepStrictEqual(yield* inbox.receive(entry("m1", "peer")), { _tag: "delivered" })
+      assert.deepStrictEqual(started, ["m1"])
+      assert.deepStrictEqual(yield* queue.entries, [])
+    }))
+
+  it.effect("a busy parent queues the message before probing, and surfaces it once the child committed (C-ORD-18, C-ORD-13)", () =>
+    Effect.gen(function*() {
+      const { inbox, queue, queuedAtProbe, surfaced } = yield* setup()
+      assert.deepStrictEqual(yield* inbox.receive(fromChild("m1")), { _tag: "surfaced" })
+      assert.deepStrictEqual(queuedAtProbe, [["m1"]])
+      assert.deepStrictEqual(surfaced, ["m1"])
+      assert.deepStrictEqual(yield* queue.entries, [])
+    }))
+
+  it.effect("a message a terminal barrier claimed during the handshake is not surfaced again (C-ORD-18)", () =>
+    Effect.gen(function*() {
+      const { barrier, handshake, heldAcks, inbox, surfaced, terminals } = yield* setup({ holdAcks: true })
+      const receiving = yield* Effect.forkChild(inbox.receive(fromChild("m1")))
+      yield* settle
+      // The child's terminal arrives while the probe's acknowledgement is still on its way.
+      yield* barrier.admit({
+        owner: "parent",
+        runId: "run-1",
+        requestId: "r1",
+        source: "child",
+        terminalAt: 20,
+        status: "completed",
+        child: { ids: ["child-id"], names: ["child"] },
+        notice: "done"
+      })
+      for (const ack of heldAcks.splice(0)) yield* handshake.acknowledge(ack)
+      yield* settle
+      for (const ack of heldAcks.splice(0)) yield* handshake.acknowledge(ack)
+      assert.deepStrictEqual(yield* Fiber.join(receiving), { _tag: "claimed" })
+      assert.deepStrictEqual(terminals, [["m1", "terminal"]])
+      assert.deepStrictEqual(surfaced, [])
+    }))
+
+  it.effect("an unclaimed message stays queued and reaches the parent at the next flush: never dropped (C-ORD-14)", () =>
+    Effect.gen(function*() {
+      const { flushed, idle, inbox, queue } = yield* setup({ childAnswers: false })
+      const receiving = yield* Effect.forkChild(inbox.receive(fromChild("m1")))
+      yield* settle
+      yield* TestClock.adjust("50 millis")
+      assert.deepStrictEqual(yield* Fiber.join(receiving), { _tag: "queued", handoff: "unclaimed" })
+      assert.deepStrictEqual(ids(yield* queue.entries), ["m1"])
+      yield* Ref.set(idle, true)
+      yield* queue.wake
+      yield* settle
+      assert.deepStrictEqual(flushed, [["m1"]])
+    }))
+})
