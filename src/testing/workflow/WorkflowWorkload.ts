@@ -1,0 +1,350 @@
+/**
+ * Random workflow workloads: a seed makes a list of operations (plain data)
+ * over the workflow world — a busy or idle parent, children sending,
+ * asking, answering, running in the foreground, detaching, ending and
+ * resuming; stages opening, taking messages and notices, reloading,
+ * closing, and late asks after close — mixed with the faults (detach frames
+ * lost or late, host hand-overs refused, stage sessions refusing entries,
+ * retained conversations gone, runtime generations reloaded). Running one
+ * checks the workflow invariants; a soak sums many.
+ */
+import { Effect } from "effect"
+import { Prng } from "../Prng.ts"
+import { WORKFLOW_BROKEN_BUILDS, type WorkflowBrokenBuild } from "./links.ts"
+import type { WorkflowViolationKind } from "./WorkflowLedger.ts"
+import { runWorkflowScenario, type WorkflowConfig, type WorkflowReport, type WorkflowSim } from "./WorkflowWorld.ts"
+
+/**
+ * One operation of a workflow workload; `pause` is the simulated time
+ * before it, in ms.
+ *
+ * @since 0.1.0
+ */
+export type WorkflowOp = { readonly pause: number } & (
+  | { readonly op: "ParentBusy"; readonly busy: boolean }
+  | { readonly op: "ParentReload" }
+  | { readonly op: "ParentAsk"; readonly child: number }
+  | { readonly op: "ChildSend"; readonly child: number; readonly kind: "send" | "progress" | "ask" }
+  | { readonly op: "ChildReply"; readonly child: number }
+  | { readonly op: "Foreground"; readonly child: number }
+  | { readonly op: "Unavailable"; readonly child: number; readonly value: boolean }
+  | { readonly op: "Terminal"; readonly child: number; readonly duplicate: boolean; readonly requestId: boolean }
+  | { readonly op: "Resume"; readonly child: number }
+  | { readonly op: "DropFrames"; readonly count: number }
+  | { readonly op: "DelayFrames"; readonly count: number }
+  | { readonly op: "RefuseAfter"; readonly after: number }
+  | { readonly op: "StageOpen"; readonly stage: number }
+  | { readonly op: "StageBusy"; readonly stage: number; readonly busy: boolean }
+  | { readonly op: "StageSend"; readonly stage: number; readonly from: "peer" | "child" | "notice"; readonly ask: boolean }
+  | { readonly op: "StageForeground"; readonly stage: number }
+  | { readonly op: "StageReload"; readonly stage: number }
+  | { readonly op: "StageRefuse"; readonly stage: number; readonly count: number }
+  | { readonly op: "StageClose"; readonly stage: number }
+  | { readonly op: "SendThenClose"; readonly stage: number; readonly count: number }
+  | { readonly op: "LateAsk"; readonly stage: number; readonly redeliver: boolean; readonly companionFirst: boolean }
+  | { readonly op: "Redeliver"; readonly stage: number; readonly index: number }
+  | { readonly op: "RetainedGone"; readonly stage: number; readonly gone: boolean }
+)
+
+type OpName = WorkflowOp["op"]
+
+/**
+ * How often each operation is drawn. Traffic dominates; the faults are
+ * rarer, the lifecycle rarer still.
+ *
+ * @since 0.1.0
+ */
+export const workflowWeights: Readonly<Record<OpName, number>> = {
+  ParentBusy: 10,
+  ParentReload: 3,
+  ParentAsk: 3,
+  ChildSend: 24,
+  ChildReply: 3,
+  Foreground: 8,
+  Unavailable: 1,
+  Terminal: 6,
+  Resume: 3,
+  DropFrames: 2,
+  DelayFrames: 4,
+  RefuseAfter: 3,
+  StageOpen: 6,
+  StageBusy: 10,
+  StageSend: 20,
+  StageForeground: 6,
+  StageReload: 2,
+  StageRefuse: 2,
+  StageClose: 4,
+  SendThenClose: 3,
+  LateAsk: 6,
+  Redeliver: 2,
+  RetainedGone: 1
+}
+
+/** The world a workload runs in. */
+export const WORKFLOW_CHILDREN = 3
+/** Stages per world. */
+export const WORKFLOW_STAGES = 2
+
+/**
+ * The workload of `seed`: `ops` operations, the same list for the same seed.
+ *
+ * @since 0.1.0
+ */
+export const generateWorkflowWorkload = (seed: number, ops = 40): ReadonlyArray<WorkflowOp> => {
+  const random = Prng.derive(seed, "workflow-workload")
+  const child = () => random.int(0, WORKFLOW_CHILDREN - 1)
+  const stage = () => random.int(0, WORKFLOW_STAGES - 1)
+  const out: Array<WorkflowOp> = []
+  for (let i = 0; i < ops; i++) {
+    const pause = random.chance(0.6) ? random.int(0, 5) : random.chance(0.7) ? random.int(5, 120) : random.int(120, 1500)
+    const name = random.weighted(workflowWeights)
+    switch (name) {
+      case "ParentBusy":
+        out.push({ pause, op: name, busy: random.chance(0.6) })
+        break
+      case "ParentReload":
+        out.push({ pause, op: name })
+        break
+      case "ParentAsk":
+      case "ChildReply":
+      case "Foreground":
+      case "Resume":
+        out.push({ pause, op: name, child: child() })
+        break
+      case "Unavailable":
+        out.push({ pause, op: name, child: child(), value: random.chance(0.5) })
+        break
+      case "ChildSend":
+        out.push({ pause, op: name, child: child(), kind: random.pick(["send", "send", "progress", "ask"] as const) })
+        break
+      case "Terminal":
+        out.push({ pause, op: name, child: child(), duplicate: random.chance(0.2), requestId: random.chance(0.7) })
+        break
+      case "DropFrames":
+      case "DelayFrames":
+        out.push({ pause, op: name, count: random.int(1, 3) })
+        break
+      case "RefuseAfter":
+        out.push({ pause, op: name, after: random.int(0, 2) })
+        break
+      case "StageOpen":
+      case "StageForeground":
+      case "StageReload":
+      case "StageClose":
+        out.push({ pause, op: name, stage: stage() })
+        break
+      case "StageBusy":
+        out.push({ pause, op: name, stage: stage(), busy: random.chance(0.6) })
+        break
+      case "StageSend":
+        out.push({ pause, op: name, stage: stage(), from: random.pick(["peer", "child", "child", "notice"] as const), ask: random.chance(0.25) })
+        break
+      case "SendThenClose":
+        out.push({ pause, op: name, stage: stage(), count: random.int(1, 3) })
+        break
+      case "StageRefuse":
+        out.push({ pause, op: name, stage: stage(), count: random.int(1, 2) })
+        break
+      case "LateAsk":
+        out.push({ pause, op: name, stage: stage(), redeliver: random.chance(0.4), companionFirst: random.chance(0.5) })
+        break
+      case "Redeliver":
+        out.push({ pause, op: name, stage: stage(), index: random.int(0, 9) })
+        break
+      case "RetainedGone":
+        out.push({ pause, op: name, stage: stage(), gone: random.chance(0.5) })
+        break
+    }
+  }
+  return out
+}
+
+/** Runs one operation; one that does not fit the world's state is skipped. */
+const runOp = (sim: WorkflowSim, op: WorkflowOp): Effect.Effect<void> => {
+  const childName = (index: number) => `c${index + 1}`
+  const stageName = (index: number) => `s${index + 1}`
+  switch (op.op) {
+    case "ParentBusy":
+      return sim.parent.busy(op.busy)
+    case "ParentReload":
+      return sim.parent.reload
+    case "ParentAsk":
+      return Effect.asVoid(sim.parent.ask(childName(op.child)))
+    case "ChildSend": {
+      const child = sim.child(childName(op.child))
+      return child.state.done ? Effect.void : Effect.asVoid(child.send(op.kind))
+    }
+    case "ChildReply":
+      return Effect.asVoid(sim.child(childName(op.child)).reply)
+    case "Foreground": {
+      const child = sim.child(childName(op.child))
+      const busy = sim.world.parent.slot.current()
+      return child.state.done || busy !== undefined ? Effect.void : child.foreground
+    }
+    case "Unavailable":
+      return sim.world.parent.slot.current()?.name === childName(op.child)
+        ? sim.child(childName(op.child)).unavailable(op.value)
+        : Effect.void
+    case "Terminal": {
+      const child = sim.child(childName(op.child))
+      return child.state.done ? Effect.void : child.terminal({ duplicate: op.duplicate, requestId: op.requestId })
+    }
+    case "Resume": {
+      const child = sim.child(childName(op.child))
+      return child.state.done ? child.resume : Effect.void
+    }
+    case "DropFrames":
+      return sim.faults.dropFrames(op.count)
+    case "DelayFrames":
+      return sim.faults.delayFrames(op.count)
+    case "RefuseAfter":
+      return sim.faults.refuseAfter(op.after)
+    case "StageOpen":
+      return sim.stage(stageName(op.stage)).open
+    case "StageBusy":
+      return sim.stage(stageName(op.stage)).busy(op.busy)
+    case "StageSend": {
+      const stage = sim.stage(stageName(op.stage))
+      return stage.state.phase === "new" ? Effect.void : Effect.asVoid(stage.send({ from: op.from, ask: op.ask }))
+    }
+    case "StageForeground": {
+      const stage = sim.stage(stageName(op.stage))
+      return stage.state.phase === "open" && stage.state.slot.current() === undefined
+        ? stage.foreground
+        : Effect.void
+    }
+    case "StageReload":
+      return sim.stage(stageName(op.stage)).reload
+    case "StageRefuse":
+      return sim.stage(stageName(op.stage)).refuseInserts(op.count)
+    case "StageClose":
+      return sim.stage(stageName(op.stage)).close
+    case "SendThenClose": {
+      // Traffic from the stage's foreground child right before its close: the C-ORD-2/3 race.
+      const stage = sim.stage(stageName(op.stage))
+      if (stage.state.phase !== "open") return Effect.void
+      return Effect.andThen(
+        Effect.repeat(stage.send({ from: "child" }), { times: op.count - 1 }),
+        stage.close
+      )
+    }
+    case "LateAsk": {
+      const stage = sim.stage(stageName(op.stage))
+      return stage.state.phase === "closed"
+        ? Effect.asVoid(stage.lateAsk({ redeliver: op.redeliver, companionFirst: op.companionFirst }))
+        : Effect.void
+    }
+    case "Redeliver":
+      return sim.stage(stageName(op.stage)).redeliver(op.index)
+    case "RetainedGone":
+      return sim.stage(stageName(op.stage)).retainedGone(op.gone)
+  }
+}
+
+/**
+ * Runs a workflow workload (the seed's, unless `ops` is given) and reports
+ * what the ledger found.
+ *
+ * @example
+ * const report = yield* runWorkflowWorkload({ seed: 7 })
+ * report.ok // every workflow invariant held
+ *
+ * @since 0.1.0
+ */
+export const runWorkflowWorkload = (
+  config: Omit<WorkflowConfig, "children" | "stages">,
+  ops: ReadonlyArray<WorkflowOp> = generateWorkflowWorkload(config.seed)
+): Effect.Effect<WorkflowReport> =>
+  runWorkflowScenario({ ...config, children: WORKFLOW_CHILDREN, stages: WORKFLOW_STAGES }, (sim) =>
+    Effect.forEach(ops, (op) => Effect.andThen(op.pause > 0 ? sim.advance(op.pause) : Effect.void, runOp(sim, op)), {
+      discard: true
+    }))
+
+/**
+ * The sum of many workflow runs.
+ *
+ * @since 0.1.0
+ */
+export interface WorkflowSoakSummary {
+  readonly runs: number
+  readonly failures: ReadonlyArray<{ readonly seed: number; readonly violations: ReadonlyArray<string> }>
+  readonly events: number
+  readonly checks: number
+  readonly simulatedMs: number
+  readonly tally: WorkflowReport["tally"]
+  readonly violations: Readonly<Partial<Record<WorkflowViolationKind, number>>>
+}
+
+/**
+ * Runs seeds `from` … `from + seeds - 1` and sums them.
+ *
+ * @since 0.1.0
+ */
+export const workflowSoak = (options: {
+  readonly from?: number
+  readonly seeds: number
+  readonly ops?: number
+  readonly broken?: WorkflowBrokenBuild | undefined
+  readonly maxFailures?: number
+}): Effect.Effect<WorkflowSoakSummary> =>
+  Effect.gen(function*() {
+    const from = options.from ?? 1
+    const failures: Array<{ readonly seed: number; readonly violations: ReadonlyArray<string> }> = []
+    const violations: Partial<Record<WorkflowViolationKind, number>> = {}
+    let events = 0
+    let checks = 0
+    let simulatedMs = 0
+    let runs = 0
+    const tally: Record<keyof WorkflowReport["tally"], number> = {
+      messages: 0,
+      terminals: 0,
+      handshakes: 0,
+      detached: 0,
+      stagesClosed: 0,
+      lateAsks: 0,
+      postMortems: 0,
+      replyErrors: 0,
+      parentChat: 0,
+      faults: 0
+    }
+    for (let seed = from; seed < from + options.seeds; seed++) {
+      const report = yield* runWorkflowWorkload({ seed, broken: options.broken }, generateWorkflowWorkload(seed, options.ops ?? 40))
+      runs++
+      events += report.trace.length
+      checks += report.checks
+      simulatedMs += report.simulatedMs
+      for (const key of Object.keys(tally) as Array<keyof typeof tally>) tally[key] += report.tally[key]
+      for (const violation of report.violations) violations[violation.kind] = (violations[violation.kind] ?? 0) + 1
+      if (!report.ok) {
+        failures.push({ seed, violations: report.violations.map((violation) => `${violation.kind}: ${violation.message}`) })
+        if (failures.length >= (options.maxFailures ?? 5)) break
+      }
+    }
+    return { runs, failures, events, checks, simulatedMs, tally, violations }
+  })
+
+/**
+ * The summary as `npm run sim -- --workflow` prints it.
+ *
+ * @since 0.1.0
+ */
+export const formatWorkflowSummary = (summary: WorkflowSoakSummary, elapsedMs: number): string => {
+  const t = summary.tally
+  const lines = [
+    `workflow simulation`,
+    `runs: ${summary.runs}   failures: ${summary.failures.length}   wall time: ${(elapsedMs / 1000).toFixed(1)} s (${(elapsedMs / Math.max(1, summary.runs)).toFixed(1)} ms/run)`,
+    `events: ${summary.events}   invariant checks: ${summary.checks}   simulated time: ${(summary.simulatedMs / 3_600_000).toFixed(1)} h`,
+    `messages: ${t.messages}   terminals surfaced: ${t.terminals}   detach handshakes: ${t.handshakes} (${t.detached} detached)`,
+    `stages closed: ${t.stagesClosed}   late asks: ${t.lateAsks} (${t.postMortems} post-mortem turns, ${t.replyErrors} replyErrors in all)   to the parent chat: ${t.parentChat}   faults: ${t.faults}`
+  ]
+  const kinds = Object.entries(summary.violations)
+  if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)
+  for (const failure of summary.failures) {
+    lines.push(`seed ${failure.seed} failed (npm run sim -- --workflow --seed ${failure.seed}):`)
+    for (const violation of failure.violations.slice(0, 5)) lines.push(`  ${violation}`)
+  }
+  return lines.join("\n")
+}
+
+/** Every broken build, re-exported for sweeps. */
+export const workflowBrokenBuilds: ReadonlyArray<WorkflowBrokenBuild> = WORKFLOW_BROKEN_BUILDS
