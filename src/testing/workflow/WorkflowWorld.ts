@@ -106,6 +106,11 @@ export interface WorkflowSim {
   }
   /** Lets simulated time pass. */
   readonly advance: (duration: Duration.Input) => Effect.Effect<void>
+  /**
+   * Runs `action` as a step of the world, letting time pass until it is done:
+   * for scenarios that drive a module directly.
+   */
+  readonly perform: <A>(action: Effect.Effect<A>) => Effect.Effect<A>
   /** Where a message ended so far. */
   readonly endsOf: (label: string) => ReadonlyArray<Destination>
   /** The parts, for scenarios that drive a module directly. */
@@ -184,6 +189,7 @@ const makeSim = (config: WorkflowConfig): Effect.Effect<WorkflowSim & { readonly
       ledger,
       world: { parent, stages, core },
       advance,
+      perform: step,
       endsOf: (label) => ledger.endsOf(label),
       parent: {
         busy: (busy) => step(parent.setBusy(busy)),

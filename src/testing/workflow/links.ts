@@ -92,5 +92,6 @@ export const transmit = (core: WorldCore, what: string, deliver: Effect.Effect<v
       ledger.note(`   link delays ${what} by ${DELAYED_FRAME_MS} ms`)
       return spawn(core, Effect.andThen(Effect.sleep(DELAYED_FRAME_MS), deliver))
     }
+    ledger.note(`   ${what}`)
     return spawn(core, Effect.andThen(Effect.sleep(FRAME_MS), deliver))
   })

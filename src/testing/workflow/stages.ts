@@ -9,7 +9,7 @@
  * Inbound entries are delivered with the session runtime's retry: a non-ask
  * that fails admission is tried again every 100 ms.
  */
-import { Clock, Effect, Exit, type Scope } from "effect"
+import { Cause, Clock, Effect, Exit, type Scope } from "effect"
 import type { InboundMessage } from "../../client/events.ts"
 import type { SessionInfo } from "../../protocol/frames.ts"
 import { type ClosedStage, makeClosedStage } from "../../workflow/ClosedStage.ts"
@@ -195,6 +195,8 @@ export const makeSimStages = (core: WorldCore, count: number): Effect.Effect<Sim
           ledger.note(`   ${label} → stage ${stage.id}: ${delivery._tag === "Stage" ? delivery.admission._tag : delivery.outcome._tag}`)
           return
         }
+        const failure = Cause.squash(exit.cause)
+        ledger.note(`   ${label} → stage ${stage.id} failed: ${failure instanceof Error ? failure.message : String(failure)}; released for retry`)
         if (attempt >= ADMIT_RETRIES) return ledger.note(`   ${label} given up after ${attempt} tries`)
         yield* Effect.sleep(ADMIT_RETRY_MS)
         yield* deliver(stage, entry, attempt + 1)
