@@ -220,13 +220,15 @@ const runOp = (sim: WorkflowSim, op: WorkflowOp): Effect.Effect<void> => {
     case "StageClose":
       return sim.stage(stageName(op.stage)).close
     case "SendThenClose": {
-      // Traffic from the stage's foreground child right before its close: the C-ORD-2/3 race.
+      // A busy stage's foreground child talks right before the stage closes: the C-ORD-2/3 race.
       const stage = sim.stage(stageName(op.stage))
       if (stage.state.phase !== "open") return Effect.void
-      return Effect.andThen(
-        Effect.repeat(stage.send({ from: "child" }), { times: op.count - 1 }),
-        stage.close
-      )
+      return Effect.gen(function*() {
+        if (!stage.state.busy) yield* stage.busy(true)
+        if (stage.state.slot.current() === undefined) yield* stage.foreground
+        for (let i = 0; i < op.count; i++) yield* stage.send({ from: "child" })
+        yield* stage.close
+      })
     }
     case "LateAsk": {
       const stage = sim.stage(stageName(op.stage))

@@ -1,0 +1,80 @@
+/**
+ * The workflow simulation's random workloads (docs/testing.md, "Workflow
+ * simulation"): a sweep of seeds in which no workflow invariant may break,
+ * and each broken build caught by the invariant it is there for.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { WorkflowBrokenBuild } from "../../src/testing/workflow/links.ts"
+import type { WorkflowViolationKind } from "../../src/testing/workflow/WorkflowLedger.ts"
+import { runWorkflowScenario } from "../../src/testing/workflow/WorkflowWorld.ts"
+import {
+  formatWorkflowSummary,
+  generateWorkflowWorkload,
+  runWorkflowWorkload,
+  workflowSoak
+} from "../../src/testing/workflow/WorkflowWorkload.ts"
+
+const SWEEP = 300
+
+describe("workflow workloads", () => {
+  it("a seed makes the same workload every time", () => {
+    expect(generateWorkflowWorkload(42)).toEqual(generateWorkflowWorkload(42))
+    expect(generateWorkflowWorkload(42)).not.toEqual(generateWorkflowWorkload(43))
+  })
+
+  it.effect("a run replays exactly", () =>
+    Effect.gen(function*() {
+      const first = yield* runWorkflowWorkload({ seed: 14 })
+      const second = yield* runWorkflowWorkload({ seed: 14 })
+      expect(second.trace).toEqual(first.trace)
+    }))
+
+  it.effect(`seeds 1–${SWEEP}: every workflow invariant holds under stages, children, handshakes, terminals and faults`, () =>
+    Effect.gen(function*() {
+      const summary = yield* workflowSoak({ seeds: SWEEP, maxFailures: 3 })
+      expect(formatWorkflowSummary(summary, 0).split("\n").filter((line) => line.startsWith("seed ") || line.startsWith("  "))).toEqual([])
+      // The sweep does reach what it claims to exercise.
+      expect(summary.tally.terminals).toBeGreaterThan(100)
+      expect(summary.tally.detached).toBeGreaterThan(20)
+      expect(summary.tally.stagesClosed).toBeGreaterThan(50)
+      expect(summary.tally.lateAsks).toBeGreaterThan(20)
+    }), 120_000)
+})
+
+describe("workflow broken builds are caught", () => {
+  const cases: ReadonlyArray<readonly [WorkflowBrokenBuild, WorkflowViolationKind]> = [
+    ["barrier-without-prelude", "wf-terminal-order"],
+    ["publish-before-drain", "wf-snapshot-early"],
+    ["close-without-drain", "wf-lost-at-close"],
+    ["handshake-ignores-generation", "wf-stale-ack"],
+    ["unshared-late-ask-claims", "wf-late-ask"]
+  ]
+  for (const [broken, kind] of cases) {
+    it.effect(`${broken}: the sweep catches it (${kind}) within 30 seeds`, () =>
+      Effect.gen(function*() {
+        const summary = yield* workflowSoak({ seeds: 30, broken, maxFailures: 1 })
+        expect(summary.failures).toHaveLength(1)
+        expect(summary.violations[kind] ?? 0).toBeGreaterThan(0)
+      }), 60_000)
+  }
+
+  it.effect("the scripted race each stage build breaks: a foreground child's message in flight at close", () =>
+    Effect.gen(function*() {
+      const script = (broken: WorkflowBrokenBuild | undefined) =>
+        runWorkflowScenario({ seed: 1, broken }, (sim) =>
+          Effect.gen(function*() {
+            const stage = sim.stage("s1")
+            yield* stage.open
+            yield* stage.busy(true)
+            yield* stage.foreground
+            yield* stage.send({ from: "child" })
+            yield* stage.close
+          }))
+      expect((yield* script(undefined)).violations).toEqual([])
+      const early = yield* script("publish-before-drain")
+      expect(early.violations.map((v) => v.kind)).toContain("wf-snapshot-early")
+      const lost = yield* script("close-without-drain")
+      expect(lost.violations.map((v) => v.kind)).toContain("wf-lost-at-close")
+    }))
+})
