@@ -12,6 +12,7 @@
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
  *   --traffic      no faults, traffic only
  *   --hostile      two hostile sessions, their attacks mixed into the workload
+ *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --durability durable|memory  the broker's mail on a simulated disk that outlives
  *                  its crashes (default), or in its memory only
  *   --strict       count messages lost in flight to a dying receiver as failures
@@ -35,10 +36,30 @@ import { packageInfo } from "../config/install.ts"
 import { simCommand, type SimRequest } from "./simCommand.ts"
 import { formatSummary, soak } from "./Soak.ts"
 import { formatOp, generateWorkload, runWorkload, sessionNames } from "./Workload.ts"
+import { formatWorkflowSummary, generateWorkflowWorkload, runWorkflowWorkload, workflowSoak } from "./workflow/WorkflowWorkload.ts"
+
+/** `--workflow`: one workflow seed with its trace, or many summarized. */
+const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workflow" }>): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    if (request.seed !== undefined) {
+      const ops = generateWorkflowWorkload(request.seed, request.ops)
+      yield* Console.log(`workflow seed ${request.seed}, ${ops.length} ops:`)
+      for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
+      const report = yield* runWorkflowWorkload({ seed: request.seed }, ops)
+      yield* Console.log(report.trace.join("\n"))
+      yield* Console.log(report.ok ? "ok" : report.violations.map((v) => `${v.kind}: ${v.message}`).join("\n"))
+      return report.ok
+    }
+    const started = performance.now()
+    const summary = yield* workflowSoak(request)
+    yield* Console.log(formatWorkflowSummary(summary, performance.now() - started))
+    return summary.failures.length === 0
+  })
 
 /** Runs one request and prints what it found; whether every seed passed. */
 const runRequest = (request: SimRequest): Effect.Effect<boolean> =>
   Effect.gen(function*() {
+    if (request._tag === "Workflow") return yield* runWorkflowRequest(request)
     if (request._tag === "Seed") {
       const { seed, workload, config } = request
       const ops = request.replay ?? generateWorkload(seed, workload.sessions, workload)

@@ -44,6 +44,18 @@ export type SimRequest =
     readonly _tag: "Soak"
     readonly soak: SoakOptions
   }
+  | {
+    /**
+     * `--workflow`: the workflow simulation (src/testing/workflow) instead of
+     * the bus: one seed with its trace (`seed`), or many summarized.
+     */
+    readonly _tag: "Workflow"
+    readonly seed: number | undefined
+    readonly from: number
+    readonly seeds: number
+    readonly ops: number
+    readonly maxFailures: number
+  }
 
 /** Every violation kind, so that `--tolerate` can pick out the names it knows. */
 const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
@@ -117,6 +129,10 @@ const flags = {
     "Mix sends with delivery modes (steer, queue, passive) and bursts of replace updates into the workload (delivery-v1; docs/testing.md)"
   ),
   topics: toggle("topics", "Mix topic publications and subscriptions into the workload (topics-v1; docs/testing.md)"),
+  workflow: toggle(
+    "workflow",
+    "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
+  ),
   durability: Flag.Literals("durability", ["durable", "memory"]).pipe(
     Flag.withDefault("durable"),
     Flag.withDescription(
@@ -140,6 +156,16 @@ type SimFlags = Command.Command.Config.Infer<typeof flags>
 
 /** The request that parsed flags make (see `SimRequest`). */
 export const simRequest = (input: SimFlags): SimRequest => {
+  if (input.workflow) {
+    return {
+      _tag: "Workflow",
+      seed: Option.getOrUndefined(input.seed),
+      from: input.from,
+      seeds: input.seeds,
+      ops: input.ops,
+      maxFailures: input.maxFailures
+    }
+  }
   const workload = {
     ops: input.ops,
     sessions: input.sessions,

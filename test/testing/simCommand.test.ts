@@ -158,6 +158,14 @@ describe("sim command line", () => {
       assert.isNotEmpty(yield* usageErrorsOf(["--durability", "sqlite"]))
     }))
 
+  it.effect("--workflow runs the workflow simulation: a soak of its seeds, or one seed", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--workflow", "--seeds", "7", "--from", "3"])
+      assert.deepStrictEqual(soak, { _tag: "Workflow", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
+      const one = yield* requestOf(["--workflow", "--seed", "9", "--ops", "12"])
+      assert.deepStrictEqual(one._tag === "Workflow" ? [one.seed, one.ops] : undefined, [9, 12])
+    }))
+
   it.effect("an unknown flag is a usage error (exit 2), not ignored", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* usageErrorsOf(["--seeds", "5", "--bogus"]), ["UnrecognizedOption"])
