@@ -10,7 +10,7 @@
  * behind a 1 ms sleep and the clock advanced by 1 ms, so TestClock runs it
  * and everything it wakes; `advance` lets time pass.
  */
-import { type Duration, Effect, FiberSet, Layer, type Scope } from "effect"
+import { type Duration, Effect, FiberSet, Layer, Logger, References, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SimChild } from "./foreground.ts"
 import { type WorkflowBrokenBuild, type WorkflowFaults, type WorldCore } from "./links.ts"
@@ -119,10 +119,29 @@ export interface WorkflowSim {
 
 const STEP_MS = 1
 
-const makeSim = (config: WorkflowConfig): Effect.Effect<WorkflowSim & { readonly finish: Effect.Effect<WorkflowReport> }, never, Scope.Scope> =>
+/** Where the world's log lines go: its ledger's trace, once the ledger exists. */
+interface LogSink {
+  note: ((line: string) => void) | undefined
+}
+
+/** The world's TestClock, and a logger that writes warnings into the trace. */
+const environment = (sink: LogSink) =>
+  Layer.mergeAll(
+    Layer.fresh(TestClock.layer({ warningDelay: "1 hour" })),
+    Layer.succeed(References.MinimumLogLevel, "Warn"),
+    Logger.layer([
+      Logger.make(({ logLevel, message }) => {
+        const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+        sink.note?.(`   log ${logLevel}: ${text}`)
+      })
+    ])
+  )
+
+const makeSim = (config: WorkflowConfig, sink: LogSink): Effect.Effect<WorkflowSim & { readonly finish: Effect.Effect<WorkflowReport> }, never, Scope.Scope> =>
   Effect.gen(function*() {
     const clock = yield* Effect.clockWith(Effect.succeed)
     const ledger = new WorkflowLedger(() => clock.currentTimeMillisUnsafe())
+    sink.note = (line) => ledger.note(line)
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const faults: WorkflowFaults = { dropFrames: 0, delayFrames: 0, refuseAfter: undefined }
     let labels = 0
@@ -275,27 +294,11 @@ export const runWorkflowScenario = <E>(
   config: WorkflowConfig,
   script: (sim: WorkflowSim) => Effect.Effect<void, E>
 ): Effect.Effect<WorkflowReport, E> =>
-  Effect.scoped(Effect.gen(function*() {
-    const sim = yield* makeSim(config)
-    yield* script(sim)
-    return yield* sim.finish
-  })).pipe(Effect.provide(Layer.fresh(TestClock.layer({ warningDelay: "1 hour" }))))
-
-/**
- * Like `runWorkflowScenario`, but the script also sees the report of the
- * run: for scenarios that check what a finished world looks like.
- *
- * @since 0.1.0
- */
-export const workflowScenario = <E>(
-  config: WorkflowConfig,
-  script: (sim: WorkflowSim) => Effect.Effect<void, E>,
-  check: (report: WorkflowReport, sim: WorkflowSim) => Effect.Effect<void, E>
-): Effect.Effect<WorkflowReport, E> =>
-  Effect.scoped(Effect.gen(function*() {
-    const sim = yield* makeSim(config)
-    yield* script(sim)
-    const report = yield* sim.finish
-    yield* check(report, sim)
-    return report
-  })).pipe(Effect.provide(Layer.fresh(TestClock.layer({ warningDelay: "1 hour" }))))
+  Effect.suspend(() => {
+    const sink: LogSink = { note: undefined }
+    return Effect.scoped(Effect.gen(function*() {
+      const sim = yield* makeSim(config, sink)
+      yield* script(sim)
+      return yield* sim.finish
+    })).pipe(Effect.provide(environment(sink)))
+  })
