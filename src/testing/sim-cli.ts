@@ -36,6 +36,7 @@ import { packageInfo } from "../config/install.ts"
 import { simCommand, type SimRequest } from "./simCommand.ts"
 import { formatSummary, soak } from "./Soak.ts"
 import { formatOp, generateWorkload, runWorkload, sessionNames } from "./Workload.ts"
+import { shrinkWorkflowWorkload } from "./workflow/WorkflowShrink.ts"
 import { formatWorkflowSummary, generateWorkflowWorkload, runWorkflowWorkload, workflowSoak } from "./workflow/WorkflowWorkload.ts"
 
 /** `--workflow`: one workflow seed with its trace, or many summarized. */
@@ -53,6 +54,15 @@ const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workf
     const started = performance.now()
     const summary = yield* workflowSoak(request)
     yield* Console.log(formatWorkflowSummary(summary, performance.now() - started))
+    const first = summary.failures[0]
+    if (first !== undefined) {
+      const ops = generateWorkflowWorkload(first.seed, request.ops)
+      const failing = yield* runWorkflowWorkload({ seed: first.seed }, ops)
+      const shrunk = yield* shrinkWorkflowWorkload({ seed: first.seed }, ops, failing)
+      yield* Console.log(`seed ${first.seed}, minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`)
+      for (const op of shrunk.ops) yield* Console.log(`  ${JSON.stringify(op)}`)
+      yield* Console.log(shrunk.report.trace.join("\n"))
+    }
     return summary.failures.length === 0
   })
 

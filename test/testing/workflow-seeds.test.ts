@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { WorkflowBrokenBuild } from "../../src/testing/workflow/links.ts"
 import type { WorkflowViolationKind } from "../../src/testing/workflow/WorkflowLedger.ts"
+import { shrinkWorkflowWorkload } from "../../src/testing/workflow/WorkflowShrink.ts"
 import { runWorkflowScenario } from "../../src/testing/workflow/WorkflowWorld.ts"
 import {
   formatWorkflowSummary,
@@ -58,6 +59,17 @@ describe("workflow broken builds are caught", () => {
         expect(summary.violations[kind] ?? 0).toBeGreaterThan(0)
       }), 60_000)
   }
+
+  it.effect("a failing workflow seed shrinks to a few operations that still fail the same way", () =>
+    Effect.gen(function*() {
+      const config = { seed: 7, broken: "barrier-without-prelude" as const }
+      const ops = generateWorkflowWorkload(7)
+      const failing = yield* runWorkflowWorkload(config, ops)
+      expect(failing.violations.map((v) => v.kind)).toContain("wf-terminal-order")
+      const shrunk = yield* shrinkWorkflowWorkload(config, ops, failing)
+      expect(shrunk.ops.length).toBeLessThanOrEqual(4)
+      expect(shrunk.report.violations.map((v) => v.kind)).toContain("wf-terminal-order")
+    }), 60_000)
 
   it.effect("the scripted race each stage build breaks: a foreground child's message in flight at close", () =>
     Effect.gen(function*() {
