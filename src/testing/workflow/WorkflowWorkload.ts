@@ -10,7 +10,7 @@
  */
 import { Effect } from "effect"
 import { Prng } from "../Prng.ts"
-import { WORKFLOW_BROKEN_BUILDS, type WorkflowBrokenBuild } from "./links.ts"
+import type { WorkflowBrokenBuild } from "./links.ts"
 import type { WorkflowViolationKind } from "./WorkflowLedger.ts"
 import { runWorkflowScenario, type WorkflowConfig, type WorkflowReport, type WorkflowSim } from "./WorkflowWorld.ts"
 
@@ -80,7 +80,7 @@ export const workflowWeights: Readonly<Record<OpName, number>> = {
   RetainedGone: 1
 }
 
-/** The world a workload runs in. */
+/** Children of the parent in a workload's world. */
 export const WORKFLOW_CHILDREN = 3
 /** Stages per world. */
 export const WORKFLOW_STAGES = 2
@@ -347,6 +347,3 @@ export const formatWorkflowSummary = (summary: WorkflowSoakSummary, elapsedMs: n
   }
   return lines.join("\n")
 }
-
-/** Every broken build, re-exported for sweeps. */
-export const workflowBrokenBuilds: ReadonlyArray<WorkflowBrokenBuild> = WORKFLOW_BROKEN_BUILDS
