@@ -277,6 +277,22 @@ export interface WorkflowSoakSummary {
   readonly violations: Readonly<Partial<Record<WorkflowViolationKind, number>>>
 }
 
+const isTallyKey = (key: string): key is keyof WorkflowReport["tally"] =>
+  Object.hasOwn(emptyTally(), key)
+
+const emptyTally = (): Record<keyof WorkflowReport["tally"], number> => ({
+  messages: 0,
+  terminals: 0,
+  handshakes: 0,
+  detached: 0,
+  stagesClosed: 0,
+  lateAsks: 0,
+  postMortems: 0,
+  replyErrors: 0,
+  parentChat: 0,
+  faults: 0
+})
+
 /**
  * Runs seeds `from` … `from + seeds - 1` and sums them.
  *
@@ -297,25 +313,14 @@ export const workflowSoak = (options: {
     let checks = 0
     let simulatedMs = 0
     let runs = 0
-    const tally: Record<keyof WorkflowReport["tally"], number> = {
-      messages: 0,
-      terminals: 0,
-      handshakes: 0,
-      detached: 0,
-      stagesClosed: 0,
-      lateAsks: 0,
-      postMortems: 0,
-      replyErrors: 0,
-      parentChat: 0,
-      faults: 0
-    }
+    const tally = emptyTally()
     for (let seed = from; seed < from + options.seeds; seed++) {
       const report = yield* runWorkflowWorkload({ seed, broken: options.broken }, generateWorkflowWorkload(seed, options.ops ?? 40))
       runs++
       events += report.trace.length
       checks += report.checks
       simulatedMs += report.simulatedMs
-      for (const key of Object.keys(tally) as Array<keyof typeof tally>) tally[key] += report.tally[key]
+      for (const [key, value] of Object.entries(report.tally)) if (isTallyKey(key)) tally[key] += value
       for (const violation of report.violations) violations[violation.kind] = (violations[violation.kind] ?? 0) + 1
       if (!report.ok) {
         failures.push({ seed, violations: report.violations.map((violation) => `${violation.kind}: ${violation.message}`) })
