@@ -60,6 +60,12 @@ describe("workflow broken builds are caught", () => {
       }), 60_000)
   }
 
+  it.effect("a fiber that outlives the world is reported (wf-fiber-leak)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkflowScenario({ seed: 1 }, () => Effect.asVoid(Effect.forkDetach(Effect.never)))
+      expect(report.violations.map((v) => v.kind)).toEqual(["wf-fiber-leak"])
+    }))
+
   it.effect("a failing workflow seed shrinks to a few operations that still fail the same way", () =>
     Effect.gen(function*() {
       const config = { seed: 7, broken: "barrier-without-prelude" as const }

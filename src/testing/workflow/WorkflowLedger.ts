@@ -22,7 +22,8 @@
  * - `wf-stale-ack`: a detach commit went out for a runtime generation that
  *   was no longer current (a stale acknowledgement was taken);
  * - `wf-late-ask`: a late ask ended in no outcome or in more than one;
- * - `wf-lost` / `wf-duplicate`: any other message ended nowhere, or twice.
+ * - `wf-lost` / `wf-duplicate`: any other message ended nowhere, or twice;
+ * - `wf-fiber-leak`: a fiber of the world outlived it.
  *
  * @since 0.1.0
  */
@@ -34,6 +35,7 @@ export type WorkflowViolationKind =
   | "wf-late-ask"
   | "wf-lost"
   | "wf-duplicate"
+  | "wf-fiber-leak"
 
 /**
  * One broken invariant.

@@ -12,6 +12,7 @@
  */
 import { type Duration, Effect, FiberSet, Layer, Logger, References, type Scope } from "effect"
 import { TestClock } from "effect/testing"
+import { makeFiberWatch, ownedBy, watchFibers } from "../FiberWatch.ts"
 import type { SimChild } from "./foreground.ts"
 import { type WorkflowBrokenBuild, type WorkflowFaults, type WorldCore } from "./links.ts"
 import { type ChildMessageKind, makeSimParent, type SimParent } from "./parent.ts"
@@ -296,9 +297,25 @@ export const runWorkflowScenario = <E>(
 ): Effect.Effect<WorkflowReport, E> =>
   Effect.suspend(() => {
     const sink: LogSink = { note: undefined }
+    const watch = makeFiberWatch()
     return Effect.scoped(Effect.gen(function*() {
       const sim = yield* makeSim(config, sink)
       yield* script(sim)
       return yield* sim.finish
-    })).pipe(Effect.provide(environment(sink)))
+    })).pipe(
+      ownedBy("workflow"),
+      watchFibers(watch),
+      Effect.provide(environment(sink)),
+      // Closing the world must end every fiber it started.
+      Effect.map((report): WorkflowReport => {
+        const left = watch.live("workflow")
+        if (left === 0) return report
+        const leak: WorkflowViolation = {
+          kind: "wf-fiber-leak",
+          message: `${left} fiber(s) of the workflow world outlived it`,
+          at: report.simulatedMs
+        }
+        return { ...report, ok: false, violations: [...report.violations, leak] }
+      })
+    )
   })
