@@ -16,7 +16,7 @@ import {
   workflowSoak
 } from "../../src/testing/workflow/WorkflowWorkload.ts"
 
-const SWEEP = 300
+const SWEEP = 600
 
 describe("workflow workloads", () => {
   it("a seed makes the same workload every time", () => {
