@@ -409,6 +409,25 @@ describe("workflow scenarios: the foreground detach handshake (C-ORD-10…22)", 
       clean(report)
     }))
 
+  it.effect("C-ORD-21/22 in the world: a message from one member of the parent's foreground group detaches every running member; the waiting one is skipped", () =>
+    Effect.gen(function*() {
+      const report = yield* scenario((sim) =>
+        Effect.gen(function*() {
+          yield* sim.parent.busy(true)
+          yield* sim.parent.foregroundGroup(["c1", "c2", "c3"], 2)
+          expect(sim.world.parent.slot.members().map((child) => child.name)).toEqual(["c1", "c2"])
+          yield* sim.child("c2").send()
+          yield* sim.advance("20 millis")
+          expect([sim.child("c1").detached(), sim.child("c2").detached(), sim.child("c3").detached()]).toEqual([true, true, false])
+          expect(sim.world.parent.slot.members()).toEqual([])
+          yield* sim.child("c1").terminal() // a detached member keeps running and ends later
+          yield* sim.advance("20 millis")
+          expect(sim.world.parent.slot.members()).toEqual([]) // c3 was skipped, never launched
+        }))
+      expect(lineOf(report, "the group's subagent call returns: Detached, Detached, Skipped")).toBeGreaterThan(0)
+      clean(report)
+    }))
+
   it.effect("C-ORD-22: tasks still waiting behind the concurrency limit when the group is released are skipped, never launched", () =>
     Effect.gen(function*() {
       const slots: Array<string> = []

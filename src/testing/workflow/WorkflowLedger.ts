@@ -23,6 +23,8 @@
  *   was no longer current (a stale acknowledgement was taken);
  * - `wf-late-ask`: a late ask ended in no outcome or in more than one;
  * - `wf-lost` / `wf-duplicate`: any other message ended nowhere, or twice;
+ * - `wf-skipped-launched`: a foreground group member still waiting when the
+ *   group was released was launched anyway;
  * - `wf-fiber-leak`: a fiber of the world outlived it.
  *
  * @since 0.1.0
@@ -35,6 +37,7 @@ export type WorkflowViolationKind =
   | "wf-late-ask"
   | "wf-lost"
   | "wf-duplicate"
+  | "wf-skipped-launched"
   | "wf-fiber-leak"
 
 /**

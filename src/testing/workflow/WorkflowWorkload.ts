@@ -27,6 +27,7 @@ export type WorkflowOp = { readonly pause: number } & (
   | { readonly op: "ChildSend"; readonly child: number; readonly kind: "send" | "progress" | "ask" }
   | { readonly op: "ChildReply"; readonly child: number }
   | { readonly op: "Foreground"; readonly child: number }
+  | { readonly op: "ForegroundGroup"; readonly children: ReadonlyArray<number>; readonly concurrency: number }
   | { readonly op: "Unavailable"; readonly child: number; readonly value: boolean }
   | { readonly op: "Terminal"; readonly child: number; readonly duplicate: boolean; readonly requestId: boolean }
   | { readonly op: "Resume"; readonly child: number }
@@ -61,6 +62,7 @@ export const workflowWeights: Readonly<Record<OpName, number>> = {
   ChildSend: 24,
   ChildReply: 3,
   Foreground: 8,
+  ForegroundGroup: 4,
   Unavailable: 1,
   Terminal: 6,
   Resume: 3,
@@ -111,6 +113,13 @@ export const generateWorkflowWorkload = (seed: number, ops = 40): ReadonlyArray<
       case "Resume":
         out.push({ pause, op: name, child: child() })
         break
+      case "ForegroundGroup": {
+        const first = child()
+        const size = random.int(2, WORKFLOW_CHILDREN)
+        const children = Array.from({ length: size }, (_, i) => (first + i) % WORKFLOW_CHILDREN)
+        out.push({ pause, op: name, children, concurrency: random.int(1, size) })
+        break
+      }
       case "Unavailable":
         out.push({ pause, op: name, child: child(), value: random.chance(0.5) })
         break
@@ -180,6 +189,11 @@ const runOp = (sim: WorkflowSim, op: WorkflowOp): Effect.Effect<void> => {
       const child = sim.child(childName(op.child))
       const busy = sim.world.parent.slot.current()
       return child.state.done || busy !== undefined ? Effect.void : child.foreground
+    }
+    case "ForegroundGroup": {
+      if (sim.world.parent.slot.current() !== undefined) return Effect.void
+      const names = op.children.map(childName).filter((name) => !sim.child(name).state.done)
+      return names.length < 2 ? Effect.void : sim.parent.foregroundGroup(names, op.concurrency)
     }
     case "Unavailable":
       return sim.world.parent.slot.current()?.name === childName(op.child)

@@ -69,6 +69,8 @@ export interface WorkflowSim {
     readonly reload: Effect.Effect<void>
     /** The parent asks a child; returns the ask id. */
     readonly ask: (child: string) => Effect.Effect<string>
+    /** The parent runs these children as a foreground parallel group, `concurrency` at once (C-ORD-21, C-ORD-22). */
+    readonly foregroundGroup: (children: ReadonlyArray<string>, concurrency: number) => Effect.Effect<void>
     /** What the parent's model saw so far. */
     readonly model: () => ReadonlyArray<string>
     /** What waits in the parent's idle queue (labels). */
@@ -218,6 +220,7 @@ const makeSim = (config: WorkflowConfig, sink: LogSink): Effect.Effect<WorkflowS
           ledger.note(`parent reloads: runtime generation ${id}`)
         })),
         ask: (name) => step(parent.asks(childNamed(name))),
+        foregroundGroup: (names, concurrency) => step(parent.foregroundGroup(names.map(childNamed), concurrency)),
         model: () => ledger.model,
         queued: Effect.map(parent.idleQueue.entries, (entries) => entries.map((entry) => entry.payload))
       },

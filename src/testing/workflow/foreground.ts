@@ -30,30 +30,45 @@ export interface ForegroundSlot {
   readonly handshake: DetachHandshake
   /** Makes `child` the agent's foreground child (a new responder). */
   readonly attach: (child: SimChild) => Effect.Effect<void>
-  /** The foreground child, if any. */
+  /**
+   * Adds `child` to the agent's foreground parallel group: its accepted
+   * commit detaches every member at once and runs `release` (the group's
+   * shared release, C-ORD-21).
+   */
+  readonly join: (child: SimChild, release: Effect.Effect<void>) => Effect.Effect<void>
+  /** The first foreground child, if any. */
   readonly current: () => SimChild | undefined
-  /** The foreground child stops answering (it is busy elsewhere): C-ORD-11 `unavailable`. */
+  /** Every child in the foreground. */
+  readonly members: () => ReadonlyArray<SimChild>
+  /** The foreground children stop (or start again) answering: C-ORD-11 `unavailable`. */
   readonly setUnavailable: (value: boolean) => Effect.Effect<void>
-  /** The foreground call ends without a detach (the child finished). */
-  readonly clear: () => void
+  /** `child`'s foreground call ends without a detach (it finished). */
+  readonly leave: (child: SimChild) => void
   /** A new runtime generation (C-ORD-16); the broken build forgets to renew the handshake. */
   readonly renew: Effect.Effect<string>
+}
+
+interface Member {
+  readonly child: SimChild
+  readonly responder: DetachResponder
 }
 
 /** Makes an agent's slot; its handshake lives in the current Scope. */
 export const makeForegroundSlot = (core: WorldCore, agent: string): Effect.Effect<ForegroundSlot, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { ledger } = core
-    let child: SimChild | undefined
-    let responder: DetachResponder | undefined
+    let members: Array<Member> = []
     let generations = 0
     let committing = ""
     const handshake: DetachHandshake = yield* makeDetachHandshake({
-      foreground: Effect.sync(() => child === undefined ? undefined : { targets: [child.name, child.id] }),
+      foreground: Effect.sync(() =>
+        members.length === 0 ? undefined : { targets: members.flatMap((member) => [member.child.name, member.child.id]) }
+      ),
       send: (request) =>
         Effect.suspend(() => {
           ledger.detachSent(agent, request.phase, request.runtimeGeneration, request.messageId)
-          const target = responder
+          // C-ORD-11: the request goes to the child it names; it reaches a responder only while it is attached.
+          const target = members.find((member) => member.child.name === request.childIntercomTarget)?.responder
           return transmit(
             core,
             `${request.phase} for ${request.messageId} to ${request.childIntercomTarget}`,
@@ -72,34 +87,37 @@ export const makeForegroundSlot = (core: WorldCore, agent: string): Effect.Effec
       return id
     })
     yield* renew
+    /** An accepted commit releases the whole foreground (C-ORD-12, C-ORD-21). */
+    const detachAll = Effect.sync(() => {
+      const released = members
+      members = []
+      for (const member of released) {
+        member.child.detached = true
+        ledger.detached(agent, member.child.name, committing)
+      }
+    })
+    const join = (next: SimChild, release: Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        next.detached = false
+        const made: DetachResponder = yield* makeDetachResponder({
+          targets: [next.name],
+          release: Effect.andThen(detachAll, release),
+          reply: (ack) =>
+            transmit(core, `${ack.phase} ack for ${ack.messageId} from ${next.name}`, handshake.acknowledge(ack))
+        })
+        members.push({ child: next, responder: made })
+        ledger.note(`${next.name} runs in the foreground of ${agent}`)
+      })
     return {
       handshake,
-      current: () => child,
-      clear: () => {
-        child = undefined
-        responder = undefined
+      current: () => members[0]?.child,
+      members: () => members.map((member) => member.child),
+      leave: (child) => {
+        members = members.filter((member) => member.child !== child)
       },
-      setUnavailable: (value) => responder === undefined ? Effect.void : responder.setUnavailable(value),
+      setUnavailable: (value) => Effect.forEach(members, (member) => member.responder.setUnavailable(value), { discard: true }),
       renew,
-      attach: (next) =>
-        Effect.gen(function*() {
-          next.detached = false
-          const made: DetachResponder = yield* makeDetachResponder({
-            targets: [next.name],
-            release: Effect.sync(() => {
-              next.detached = true
-              if (child === next) {
-                child = undefined
-                responder = undefined
-              }
-              ledger.detached(agent, next.name, committing)
-            }),
-            reply: (ack) =>
-              transmit(core, `${ack.phase} ack for ${ack.messageId} from ${next.name}`, handshake.acknowledge(ack))
-          })
-          child = next
-          responder = made
-          ledger.note(`${next.name} runs in the foreground of ${agent}`)
-        })
+      join,
+      attach: (child) => join(child, Effect.void)
     }
   })

@@ -8,11 +8,12 @@
  * answer its questions, run in its foreground, detach, and end with
  * terminal notices (retried while the host refuses them).
  */
-import { Clock, Effect, type Scope } from "effect"
+import { Clock, Deferred, Effect, Scope } from "effect"
 import type { IdleQueue } from "../../workflow/IdleQueue.ts"
 import { makeIdleQueue } from "../../workflow/IdleQueue.ts"
 import type { InboundEntry } from "../../workflow/InboundEntry.ts"
 import { DispatchError, type TerminalAdmissionError } from "../../workflow/orderingErrors.ts"
+import { makeParallelGroup } from "../../workflow/ParallelRelease.ts"
 import { makeParentInbox, type ParentInbox } from "../../workflow/ParentInbox.ts"
 import { makeTerminalBarrier, type TerminalBarrier, type TerminalNotice } from "../../workflow/TerminalBarrier.ts"
 import { type ForegroundSlot, makeForegroundSlot, type SimChild } from "./foreground.ts"
@@ -41,6 +42,13 @@ export interface SimParent {
   readonly terminal: (child: SimChild, options?: { readonly requestId?: boolean; readonly duplicate?: boolean }) => Effect.Effect<void>
   /** A resumed run (C-ORD-30). */
   readonly resume: (child: SimChild) => void
+  /**
+   * The parent runs `members` as a foreground parallel group (the real
+   * `ParallelRelease`), at most `concurrency` at once: one accepted commit
+   * releases every running member, and those still waiting are skipped
+   * (C-ORD-21, C-ORD-22). A member's task lasts until its terminal.
+   */
+  readonly foregroundGroup: (members: ReadonlyArray<SimChild>, concurrency: number) => Effect.Effect<void>
 }
 
 /** How often a refused terminal is retried, and how many times. */
@@ -51,7 +59,15 @@ const TERMINAL_RETRIES = 100
 export const makeSimParent = (core: WorldCore, childCount: number): Effect.Effect<SimParent, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { faults, ledger } = core
+    const scope = yield* Effect.scope
     let busy = false
+    // A foreground group member's task waits for its run's terminal here.
+    const finished = new Map<SimChild, Deferred.Deferred<void>>()
+    const finishedOf = (child: SimChild) => {
+      const done = finished.get(child)
+      finished.delete(child)
+      if (done !== undefined) Deferred.doneUnsafe(done, Effect.void)
+    }
     const questions = new Map<string, string>() // ask id → child id
     const surfacedTerminals = new Set<string>()
 
@@ -194,10 +210,31 @@ export const makeSimParent = (core: WorldCore, childCount: number): Effect.Effec
             notice: child.runId
           }
           child.done = true
-          if (slot.current() === child) slot.clear()
+          slot.leave(child)
+          finishedOf(child)
           ledger.note(`${child.name}'s run ${child.runId} completes (terminal${options.duplicate === true ? ", delivered twice" : ""})`)
           yield* spawn(core, retryTerminal(notice, 0))
           if (options.duplicate === true) yield* spawn(core, retryTerminal(notice, 0))
+        }),
+      foregroundGroup: (members, concurrency) =>
+        Effect.gen(function*() {
+          let released = false
+          const task = (child: SimChild) => (release: Effect.Effect<void>) =>
+            Effect.gen(function*() {
+              // C-ORD-22: a task still waiting at the release is never launched.
+              if (released) ledger.violate("wf-skipped-launched", `${child.name} was launched after its foreground group was released`)
+              if (child.done) return
+              const done = Deferred.makeUnsafe<void>()
+              finished.set(child, done)
+              yield* slot.join(child, Effect.andThen(Effect.sync(() => {
+                released = true
+              }), release))
+              yield* Deferred.await(done)
+            })
+          const group = yield* makeParallelGroup(members.map(task), { concurrency }).pipe(Scope.provide(scope))
+          ledger.note(`parent runs ${members.map((child) => child.name).join(", ")} as a foreground parallel group (${concurrency} at once)`)
+          yield* spawn(core, Effect.tap(group.aggregate, (slots) =>
+            Effect.sync(() => ledger.note(`   the group's subagent call returns: ${slots.map((slot) => slot._tag).join(", ")}`))))
         }),
       resume: (child) => {
         child.runs++
