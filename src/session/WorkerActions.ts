@@ -1,0 +1,150 @@
+/**
+ * The supervised-worker tool actions (C-WKR-2…10): `peek`, `steer`, and the
+ * worker forms of `stop` and `result`, over the host's `Workers` port.
+ *
+ * `stop` and `result` already exist for durable questions and archived
+ * reports; they are told apart by parameter, never by guessing (C-WKR-2):
+ * `run` → the worker; `questionId` → the durable question (`stop`); `ref`
+ * (`result:<UUID>`) → the archived report (`result`). It owns no state.
+ */
+import { Effect, Option } from "effect"
+import { MissingQuestionParam } from "./errors.ts"
+import type { ToolAction } from "./IntercomTool.ts"
+import type { IntercomToolParams, ToolResult } from "./models.ts"
+import {
+  checkRunHandle,
+  type SteerReceipt,
+  type StopReceipt,
+  WorkerAddressInvalid,
+  type WorkerResult,
+  Workers,
+  type WorkersService,
+  type WorkerView
+} from "./Workers.ts"
+
+const ok = (text: string, details: Record<string, unknown>): ToolResult => ({ text, isError: false, details })
+
+/** What every receipt of a running worker adds (C-WKR-10). */
+export const WAKE_NOTE = "Its completion wakes you automatically: end your turn instead of polling or sleeping."
+
+/**
+ * The `peek` text (C-WKR-1, C-WKR-3, C-WKR-6).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const renderPeek = (view: WorkerView): string =>
+  [
+    `Worker ${view.run}: ${view.state}${view.outcome === undefined ? "" : ` (${view.outcome})`} — ${view.summary}`,
+    `Bus handle: ${view.busHandle ?? "none (steer, stop and result still work with the run handle)"}`,
+    ...(view.model === undefined ? [] : [`Model: ${view.model}`]),
+    `Thinking: requested ${view.requestedThinking ?? "not set"}; observed ${view.observedThinking ?? "not reported"}`,
+    "Peeking changed nothing."
+  ].join("\n")
+
+/**
+ * The `steer` receipt text: acceptance only (C-WKR-4, C-WKR-16).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const renderSteer = (receipt: SteerReceipt): string =>
+  `Steer accepted for ${receipt.run} (${receipt.steerId}): it is queued for the worker. ` +
+  `This proves acceptance only, not that the worker has read or acted on it. ${WAKE_NOTE}`
+
+/**
+ * The `stop` text (C-WKR-5).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const renderStop = (receipt: StopReceipt): string =>
+  receipt.alreadySettled
+    ? `Worker ${receipt.run} had already settled; nothing was stopped.`
+    : `Worker ${receipt.run} stopped.`
+
+/**
+ * The live `result` text.
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const renderResult = (result: WorkerResult): string => {
+  const head = result.settled
+    ? `Worker ${result.run} ${result.outcome ?? "settled"}. Its result:`
+    : `Worker ${result.run} is still running; its output so far (not a final result):`
+  const tail = result.settled
+    ? result.resultRef === undefined ? [] : [`Archived as ${result.resultRef}.`]
+    : [WAKE_NOTE]
+  return [head, "", result.text, ...(tail.length === 0 ? [] : ["", ...tail])].join("\n")
+}
+
+const noWorkers = (action: string) =>
+  new WorkerAddressInvalid({
+    detail: `This session supervises no workers, so there is nothing to ${action}. ` +
+      "Worker operations run in the session that delegated the work (its pi session, or the engine's)."
+  })
+
+const handle = (action: string, params: IntercomToolParams) => {
+  const checked = checkRunHandle(action, params.run)
+  return typeof checked === "string" ? Effect.succeed(checked) : Effect.fail(checked)
+}
+
+/**
+ * The worker actions over `workers` (none: each says there are no workers),
+ * and `stop`/`result` dispatching by parameter to `base`'s question and
+ * archive actions.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const workerToolActions = (
+  workers: Option.Option<WorkersService>,
+  base: ReadonlyMap<string, ToolAction>
+): ReadonlyMap<string, ToolAction> => {
+  const withWorkers = (action: string, params: IntercomToolParams) =>
+    Effect.flatMap(handle(action, params), (run) =>
+      Option.match(workers, {
+        onNone: () => Effect.fail(noWorkers(action)),
+        onSome: (service) => Effect.succeed({ run, service })
+      }))
+  const peek: ToolAction = (params) =>
+    Effect.flatMap(withWorkers("peek", params), ({ run, service }) =>
+      Effect.map(service.peek(run), (view) => ok(renderPeek(view), { worker: view })))
+  const steer: ToolAction = (params) =>
+    Effect.gen(function*() {
+      const { run, service } = yield* withWorkers("steer", params)
+      const instruction = params.message?.trim() ?? ""
+      if (instruction === "") return yield* new MissingQuestionParam({ action: "steer", param: "message" })
+      const receipt = yield* service.steer(run, instruction)
+      return ok(renderSteer(receipt), { ...receipt, accepted: true, actedOn: false })
+    })
+  const stopWorker: ToolAction = (params) =>
+    Effect.flatMap(withWorkers("stop", params), ({ run, service }) =>
+      Effect.map(service.stop(run), (receipt) => ok(renderStop(receipt), { ...receipt })))
+  const liveResult: ToolAction = (params) =>
+    Effect.flatMap(withWorkers("result", params), ({ run, service }) =>
+      Effect.map(service.result(run), (result) => ok(renderResult(result), { ...result })))
+  const byParam = (name: string, worker: ToolAction): ToolAction => (params) => {
+    if (params.run !== undefined) return worker(params)
+    const fallback = base.get(name)
+    return fallback === undefined ? worker(params) : fallback(params)
+  }
+  return new Map<string, ToolAction>([
+    ["peek", peek],
+    ["steer", steer],
+    ["stop", byParam("stop", stopWorker)],
+    ["result", byParam("result", liveResult)]
+  ])
+}
+
+/**
+ * The worker actions with the `Workers` port the host supplied, if any.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeWorkerToolActions = (
+  base: ReadonlyMap<string, ToolAction>
+): Effect.Effect<ReadonlyMap<string, ToolAction>> =>
+  Effect.map(Effect.serviceOption(Workers), (workers) => workerToolActions(workers, base))
