@@ -12,6 +12,7 @@ import { Host } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import {
   type SteerReceipt,
+  type WorkerFailure,
   WorkerInboxFull,
   Workers,
   type WorkersService,
@@ -49,7 +50,7 @@ const fakeEngine = () => {
   const service: WorkersService = {
     peek: (run) => Effect.map(Effect.tap(find(run), () => Effect.sync(() => void calls.push(`peek ${run}`))), (w) => w.view),
     steer: (run, instruction) =>
-      Effect.flatMap(find(run), (w) => {
+      Effect.flatMap(find(run), (w): Effect.Effect<SteerReceipt, WorkerFailure> => {
         calls.push(`steer ${run}`)
         if (w.view.state === "settled") return Effect.fail(new WorkerSettled({ run, outcome: w.view.outcome ?? "completed" }))
         if (w.pendingQuestions >= 4) return Effect.fail(new WorkerInboxFull({ run, pending: w.pendingQuestions }))
