@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+export * from "./childControl.ts"
 export * from "./ControlMonitor.ts"
 export * from "./LifecycleNotices.ts"
 export * from "./NotifyOptions.ts"
