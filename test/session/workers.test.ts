@@ -20,7 +20,7 @@ import {
   WorkerUnknown,
   type WorkerView
 } from "../../src/session/Workers.ts"
-import { B, makeFakeClient, makeRecordingHost, refuseWith, SELF } from "./support.ts"
+import { B, inboundMessage, makeFakeClient, makeRecordingHost, refuseWith, SELF, settle } from "./support.ts"
 
 interface FakeWorker {
   view: WorkerView
@@ -236,5 +236,17 @@ describe("supervised-worker actions", () => {
       const peek = yield* session.intercom({ action: "peek", run: "run-3" })
       assert.isTrue(peek.isError)
       assert.include(peek.text, "This session supervises no workers, so there is nothing to peek.")
+    }))
+
+  it.effect("C-WKR-8: a progress message cannot be replied to; reply needs the id of a question still pending", () =>
+    Effect.gen(function*() {
+      const { session, client } = yield* sessionWith(undefined)
+      client.sessions = [SELF, B]
+      yield* session.connect
+      yield* client.push(inboundMessage(B, "progress-1", "50% done"))
+      yield* settle
+      const reply = yield* session.intercom({ action: "reply", replyTo: "progress-1", message: "ok" })
+      assert.isTrue(reply.isError, reply.text)
+      assert.deepStrictEqual(client.sends.map((send) => send.message.replyTo), [], "nothing was sent")
     }))
 })
