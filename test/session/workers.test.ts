@@ -247,6 +247,7 @@ describe("supervised-worker actions", () => {
       yield* settle
       const reply = yield* session.intercom({ action: "reply", replyTo: "progress-1", message: "ok" })
       assert.isTrue(reply.isError, reply.text)
+      assert.strictEqual(reply.text, `No reply context for "progress-1"`)
       assert.deepStrictEqual(client.sends.map((send) => send.message.replyTo), [], "nothing was sent")
     }))
 })
