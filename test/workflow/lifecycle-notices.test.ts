@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import fc from "fast-check"
 import { type LifecycleOccurrence, makeLifecycleNotices } from "../../src/workflow/LifecycleNotices.ts"
 import { DeliveryRefused } from "../../src/workflow/ResultDelivery.ts"
 
@@ -89,4 +90,40 @@ describe("LifecycleNotices", () => {
       assert.deepStrictEqual((yield* notices.awaitingInput).map((o) => o.run), ["run-9"])
       assert.deepStrictEqual(r.sent.map((s) => s.text), ["run-3 failed #1"])
     }))
+
+  it("C-WFD-14 (property): over any raises and send failures, each occurrence is delivered at most once, and raised again after a failure it is delivered", () => {
+    const raise = fc.record({
+      event: fc.constantFrom("completed" as const, "failed" as const, "blocked" as const, "awaiting_input" as const),
+      occurrence: fc.constantFrom("1", "2"),
+      fails: fc.boolean()
+    })
+    fc.assert(fc.property(fc.array(raise, { maxLength: 40 }), (raises) => {
+      const delivered: Array<string> = []
+      let failNext = false
+      const program = Effect.gen(function*() {
+        const notices = yield* makeLifecycleNotices((text) =>
+          Effect.suspend(() => {
+            if (failNext) return Effect.fail(new DeliveryRefused({ reason: "down" }))
+            delivered.push(text)
+            return Effect.void
+          })
+        )
+        const everDelivered = new Set<string>()
+        for (const r of raises) {
+          failNext = r.fails
+          const o = occurrence(r.event, r.occurrence)
+          const outcome = yield* Effect.result(notices.notify(o))
+          const was = everDelivered.has(o.text)
+          if (outcome._tag === "Success" && outcome.success === "sent") {
+            if (was) return false
+            everDelivered.add(o.text)
+          }
+          // Never delivered before and the send works: it must go out now.
+          if (!was && !r.fails && !(outcome._tag === "Success" && outcome.success === "sent")) return false
+        }
+        return new Set(delivered).size === delivered.length
+      })
+      return Effect.runSync(program)
+    }))
+  })
 })
