@@ -145,6 +145,33 @@ export const acceptedText = (run: string): string =>
   `Run ${run} accepted; it runs in the background. Its completion will wake you as a separate message: ` +
   `end your turn instead of polling or sleeping. Use peek, steer, stop or result with ${run}.`
 
+/**
+ * What a direct run's call returns at once (C-WFD-6): `accepted` with the
+ * run id for an async run — its completion or failure is delivered later in
+ * the resolved mode — or `failed` when it was refused before launch (a model
+ * validation failure), which is only returned, never sent over intercom.
+ * Both carry the run's intercom summary (none when the mode is `off`).
+ */
+export type LaunchReceipt =
+  | { readonly status: "accepted"; readonly run: string; readonly text: string; readonly intercom: IntercomSummary | undefined }
+  | { readonly status: "failed"; readonly run: string; readonly text: string; readonly intercom: IntercomSummary | undefined }
+
+/** The `accepted` receipt of an async run (C-WFD-6); nothing is sent. */
+export const acceptedReceipt = (notifications: RunNotifications, run: string): LaunchReceipt => ({
+  status: "accepted",
+  run,
+  text: acceptedText(run),
+  intercom: notifications.summary
+})
+
+/** The `failed` receipt of a run refused before launch (C-WFD-6); returned to the caller, never sent. */
+export const refusedBeforeLaunch = (notifications: RunNotifications, run: string, reason: string): LaunchReceipt => ({
+  status: "failed",
+  run,
+  text: `Run ${run} did not start: ${reason}`,
+  intercom: notifications.summary
+})
+
 /** Builds the notifications of one run (see the module header). */
 export const makeRunNotifications = (options: RunNotificationsOptions): RunNotifications => {
   const { run, port } = options

@@ -10,11 +10,13 @@ import { UndeliveredMemoryState, UndeliveredStore } from "../../src/store/Undeli
 import type { RunShape } from "../../src/workflow/NotifyOptions.ts"
 import { DeliveryRefused, memoryPhaseLedger, PhaseLedgerState } from "../../src/workflow/ResultDelivery.ts"
 import {
+  acceptedReceipt,
   acceptedText,
   answerCall,
   makeRunNotifications,
   type NotifyPort,
-  questionLookup
+  questionLookup,
+  refusedBeforeLaunch
 } from "../../src/workflow/RunNotifications.ts"
 
 const shape: RunShape = { async: true, direct: true, kind: "parallel", intercomAvailable: true }
@@ -180,4 +182,22 @@ describe("RunNotifications", () => {
       yield* again.result({ status: "failed", body: "boom", foreground: false }).pipe(Effect.provide(UndeliveredStore.layerMemory()))
       assert.strictEqual(p.sent.length, 1, "confirmed once, then skipped by the next watcher")
     }))
+
+  it("C-WFD-6: an async run is accepted at once with its run id; a run refused before launch is failed with the intercom summary and nothing is sent", () => {
+    const p = port()
+    const n = makeRunNotifications({ run: "run-8", shape, port: p.port })
+    assert.deepStrictEqual(acceptedReceipt(n, "run-8"), {
+      status: "accepted",
+      run: "run-8",
+      text: acceptedText("run-8"),
+      intercom: { delivery: "control-and-result", target: "boss" }
+    })
+    assert.deepStrictEqual(refusedBeforeLaunch(n, "run-8", "unknown model gpt-x"), {
+      status: "failed",
+      run: "run-8",
+      text: "Run run-8 did not start: unknown model gpt-x",
+      intercom: { delivery: "control-and-result", target: "boss" }
+    })
+    assert.deepStrictEqual(p.sent, [])
+  })
 })
