@@ -17,6 +17,7 @@ export * from "./NotifyOptions.ts"
 export * from "./ResultDelivery.ts"
 export * from "./RunNotifications.ts"
 export * from "./sessionPort.ts"
+export * from "./WorkerRegistry.ts"
 export {
   type UndeliveredEntry,
   type UndeliveredInput,
