@@ -8,9 +8,11 @@
  * `awaiting_input` is tracked (`awaitingInput` lists the runs waiting) but
  * never wakes the main agent: when listed it goes out as a passive notice.
  * Notices are handled one at a time (a one-permit semaphore), so two raises
- * of the same occurrence cannot both send.
+ * of the same occurrence cannot both send. The marks are `DeliveryMarks`:
+ * in memory by default, or the store's, so they survive a restart.
  */
 import { Effect, Semaphore } from "effect"
+import { DeliveryMarks, type DeliveryMarksFailed, type DeliveryMarksService } from "../store/DeliveryMarks.ts"
 import { type LifecycleEvent, resolveLifecycleNotifyOn } from "./NotifyOptions.ts"
 import type { DeliveryRefused } from "./ResultDelivery.ts"
 
@@ -33,26 +35,27 @@ export type NoticeSend = (text: string, options: { readonly wake: boolean }) => 
 /** The lifecycle notices of one parent. */
 export interface LifecycleNotices {
   /** Raises a notice; fails (unmarked, so a later raise retries) when the send is not acknowledged. */
-  readonly notify: (occurrence: LifecycleOccurrence) => Effect.Effect<NoticeOutcome, DeliveryRefused>
+  readonly notify: (occurrence: LifecycleOccurrence) => Effect.Effect<NoticeOutcome, DeliveryRefused | DeliveryMarksFailed>
   /** The runs whose latest event is `awaiting_input`, oldest first. */
   readonly awaitingInput: Effect.Effect<ReadonlyArray<LifecycleOccurrence>>
 }
 
-const keyOf = (o: LifecycleOccurrence) => `${o.run}\u0000${o.event}\u0000${o.occurrence}`
+const keyOf = (o: LifecycleOccurrence) => `notice\u0000${o.run}\u0000${o.event}\u0000${o.occurrence}`
 
 /**
  * The notices over `send`; `notifyOn` levels most specific first (default
- * `completed`, `failed`, `blocked`, `awaiting_input`).
+ * `completed`, `failed`, `blocked`, `awaiting_input`); `marks` where the
+ * de-duplication marks are kept (default: a fresh memory set).
  */
 export const makeLifecycleNotices = (
   send: NoticeSend,
-  notifyOn: ReadonlyArray<ReadonlyArray<string> | undefined> = []
+  notifyOn: ReadonlyArray<ReadonlyArray<string> | undefined> = [],
+  marks: DeliveryMarksService = DeliveryMarks.makeMemory()
 ): Effect.Effect<LifecycleNotices> =>
   Effect.gen(function*() {
     const listed = resolveLifecycleNotifyOn(notifyOn).values
     const permit = yield* Semaphore.make(1)
     // Touched only under the permit.
-    const marks = new Set<string>()
     const awaiting = new Map<string, LifecycleOccurrence>()
     return {
       notify: (occurrence) =>
@@ -61,9 +64,9 @@ export const makeLifecycleNotices = (
           else awaiting.delete(occurrence.run)
           if (!listed.has(occurrence.event)) return "not-listed" as const
           const key = keyOf(occurrence)
-          if (marks.has(key)) return "duplicate" as const
+          if (yield* marks.has(key)) return "duplicate" as const
           yield* send(occurrence.text, { wake: occurrence.event !== "awaiting_input" })
-          marks.add(key)
+          yield* marks.add(key)
           return "sent" as const
         })),
       awaitingInput: permit.withPermit(Effect.sync(() => [...awaiting.values()]))

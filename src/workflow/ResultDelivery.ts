@@ -15,6 +15,7 @@
  * is never retried forever, and never deleted.
  */
 import { Data, Duration, Effect, Ref, Schedule } from "effect"
+import type { DeliveryMarksFailed, DeliveryMarksService } from "../store/DeliveryMarks.ts"
 import { type UndeliveredEntry, UndeliveredStore, type UndeliveredStoreFailed } from "../store/UndeliveredStore.ts"
 
 /** The retry policy (C-WFD-12); every number a setting. */
@@ -59,14 +60,24 @@ export class PhaseLedgerState {
 
 /** Where done phases are recorded; it must outlive a watcher (C-WFD-11). */
 export interface PhaseLedger {
-  readonly isDone: (key: string, phase: string) => Effect.Effect<boolean>
-  readonly markDone: (key: string, phase: string) => Effect.Effect<void>
+  readonly isDone: (key: string, phase: string) => Effect.Effect<boolean, DeliveryMarksFailed>
+  readonly markDone: (key: string, phase: string) => Effect.Effect<void, DeliveryMarksFailed>
 }
 
 /** A ledger over `state` (create the state where it outlives the watchers). */
 export const memoryPhaseLedger = (state: PhaseLedgerState = new PhaseLedgerState()): PhaseLedger => ({
   isDone: (key, phase) => Effect.sync(() => state.done.has(`${key}\u0000${phase}`)),
   markDone: (key, phase) => Effect.sync(() => void state.done.add(`${key}\u0000${phase}`))
+})
+
+/**
+ * A ledger over the store's `DeliveryMarks` (`DeliveryMarks.layerSql` keeps
+ * them in the engine's database, so a watcher in a new process skips what an
+ * old one confirmed).
+ */
+export const marksPhaseLedger = (marks: DeliveryMarksService): PhaseLedger => ({
+  isDone: (key, phase) => marks.has(`phase\u0000${key}\u0000${phase}`),
+  markDone: (key, phase) => marks.add(`phase\u0000${key}\u0000${phase}`)
 })
 
 /** One payload to deliver. */
@@ -128,7 +139,7 @@ export const deliver = (
   job: DeliveryJob,
   ledger: PhaseLedger,
   settings: Partial<DeliverySettings> = {}
-): Effect.Effect<DeliveryOutcome, UndeliveredStoreFailed, UndeliveredStore> =>
+): Effect.Effect<DeliveryOutcome, UndeliveredStoreFailed | DeliveryMarksFailed, UndeliveredStore> =>
   Effect.gen(function*() {
     const s = { ...DEFAULT_DELIVERY_SETTINGS, ...settings }
     const problem = deliverySettingsProblem(s)

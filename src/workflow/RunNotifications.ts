@@ -14,6 +14,7 @@
 import { Effect } from "effect"
 import type { QuestionOperations } from "../client/ClientQuestions.ts"
 import type { QuestionPageWire } from "../protocol/questions.ts"
+import type { DeliveryMarksFailed } from "../store/DeliveryMarks.ts"
 import type { UndeliveredStore, UndeliveredStoreFailed } from "../store/UndeliveredStore.ts"
 import {
   type ControlEvent,
@@ -108,7 +109,9 @@ export interface RunNotifications {
   readonly target: string | undefined
   readonly summary: IntercomSummary | undefined
   readonly control: (signal: ChildControl) => Effect.Effect<ControlOutcome, DeliveryRefused>
-  readonly result: (result: RunResult) => Effect.Effect<ResultOutcome, UndeliveredStoreFailed, UndeliveredStore>
+  readonly result: (
+    result: RunResult
+  ) => Effect.Effect<ResultOutcome, UndeliveredStoreFailed | DeliveryMarksFailed, UndeliveredStore>
 }
 
 /** The answer call a notice prints for a durable question (C-DQ-17). */

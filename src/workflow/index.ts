@@ -6,7 +6,9 @@
  * resolution), `ControlMonitor` (control thresholds per child),
  * `RunNotifications` (what a run tells its parent, with `sessionNotifyPort`
  * over a session runtime), `ResultDelivery` (confirmed phases, capped
- * retry, the undelivered area) and `LifecycleNotices` (once per occurrence).
+ * retry, the undelivered area) and `LifecycleNotices` (once per occurrence),
+ * with the store's `UndeliveredStore` and `DeliveryMarks`. Supervised
+ * workers: `WorkerRegistry`, a ready-made `Workers` port.
  *
  * @since 0.1.0
  */
@@ -18,6 +20,7 @@ export * from "./ResultDelivery.ts"
 export * from "./RunNotifications.ts"
 export * from "./sessionPort.ts"
 export * from "./WorkerRegistry.ts"
+export { DeliveryMarks, DeliveryMarksFailed, DeliveryMarksMemoryState, type DeliveryMarksService } from "../store/DeliveryMarks.ts"
 export {
   type UndeliveredEntry,
   type UndeliveredInput,

@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import fc from "fast-check"
+import { DeliveryMarks, DeliveryMarksMemoryState } from "../../src/store/DeliveryMarks.ts"
 import { type LifecycleOccurrence, makeLifecycleNotices } from "../../src/workflow/LifecycleNotices.ts"
 import { DeliveryRefused } from "../../src/workflow/ResultDelivery.ts"
 
@@ -51,10 +52,21 @@ describe("LifecycleNotices", () => {
       const notices = yield* makeLifecycleNotices(r.send)
       r.failNext(1)
       const failed = yield* Effect.flip(notices.notify(occurrence("failed")))
-      assert.strictEqual(failed.reason, "Session not found")
+      assert.strictEqual(failed.message, "Not delivered: Session not found")
       assert.strictEqual(yield* notices.notify(occurrence("failed")), "sent")
       assert.strictEqual(yield* notices.notify(occurrence("failed")), "duplicate")
       assert.deepStrictEqual(r.sent.map((s) => s.text), ["run-3 failed #1"])
+    }))
+
+  it.effect("C-WFD-14: with shared DeliveryMarks a new notices service (after a restart) does not send a delivered notice again", () =>
+    Effect.gen(function*() {
+      const r = recorder()
+      const state = new DeliveryMarksMemoryState()
+      const before = yield* makeLifecycleNotices(r.send, [], DeliveryMarks.makeMemory(state))
+      yield* before.notify(occurrence("completed"))
+      const after = yield* makeLifecycleNotices(r.send, [], DeliveryMarks.makeMemory(state))
+      assert.strictEqual(yield* after.notify(occurrence("completed")), "duplicate")
+      assert.strictEqual(r.sent.length, 1)
     }))
 
   it.effect("C-WFD-14: concurrent raises of one occurrence send it once", () =>

@@ -5,14 +5,17 @@
  * undelivered area and its location logged, never retried or deleted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Fiber, Logger } from "effect"
+import { Clock, Effect, Fiber, Layer, Logger } from "effect"
 import * as TestClock from "effect/testing/TestClock"
+import * as Database from "../../src/store/Database.ts"
+import { DeliveryMarks } from "../../src/store/DeliveryMarks.ts"
 import { UndeliveredMemoryState, UndeliveredStore } from "../../src/store/UndeliveredStore.ts"
 import {
   DEFAULT_DELIVERY_SETTINGS,
   deliver,
   type DeliveryJob,
   DeliveryRefused,
+  marksPhaseLedger,
   memoryPhaseLedger,
   PhaseLedgerState
 } from "../../src/workflow/ResultDelivery.ts"
@@ -124,4 +127,22 @@ describe("ResultDelivery", () => {
       )
       assert.include(String(exit), "maxDelayMs")
     }))
+
+  it.effect("C-WFD-11: with the store's DeliveryMarks a watcher over the same database (a new process) skips the confirmed phase", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const database = yield* Layer.build(Database.layerMemory).pipe(Effect.orDie)
+      const log: Array<readonly [string, number]> = []
+      const message = phase("message", 0, log)
+      const oldWatcher = marksPhaseLedger(yield* DeliveryMarks.makeSql.pipe(Effect.provideContext(database)))
+      const first = yield* deliver(job([message, phase("confirm", 1_000, log)]), oldWatcher, { maxAttempts: 1 }).pipe(
+        Effect.provide(UndeliveredStore.layerMemory())
+      )
+      assert.strictEqual(first._tag, "Kept")
+      const newWatcher = marksPhaseLedger(yield* DeliveryMarks.makeSql.pipe(Effect.provideContext(database)))
+      const second = yield* deliver(job([message, phase("confirm", 0, log)]), newWatcher).pipe(
+        Effect.provide(UndeliveredStore.layerMemory())
+      )
+      assert.deepStrictEqual(second, { _tag: "Delivered", confirmed: ["confirm"], skipped: ["message"] })
+      assert.strictEqual(log.filter(([name]) => name === "message").length, 1)
+    })))
 })

@@ -10,7 +10,8 @@
  * - `0001_mail`      undelivered mail and replay records (`MailStore`)
  * - `0002_questions` durable supervisor questions (`QuestionStore`)
  * - `0003_results`   the result archive (`ResultArchive`)
- * - `0004_undelivered` workflow results kept after their retries ran out (`UndeliveredStore`)
+ * - `0004_undelivered` workflow results kept after their retries ran out (`UndeliveredStore`) and
+ *   confirmed delivery steps (`DeliveryMarks`)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
