@@ -8,11 +8,11 @@
  * (`result:<UUID>`) → the archived report (`result`). It owns no state.
  */
 import { Effect, Option } from "effect"
-import { MissingQuestionParam } from "./errors.ts"
 import type { ToolAction } from "./IntercomTool.ts"
 import type { IntercomToolParams, ToolResult } from "./models.ts"
 import {
   checkRunHandle,
+  MissingInstruction,
   type SteerReceipt,
   type StopReceipt,
   WorkerAddressInvalid,
@@ -115,7 +115,7 @@ export const workerToolActions = (
     Effect.gen(function*() {
       const { run, service } = yield* withWorkers("steer", params)
       const instruction = params.message?.trim() ?? ""
-      if (instruction === "") return yield* new MissingQuestionParam({ action: "steer", param: "message" })
+      if (instruction === "") return yield* new MissingInstruction()
       const receipt = yield* service.steer(run, instruction)
       return ok(renderSteer(receipt), { ...receipt, accepted: true, actedOn: false })
     })

@@ -158,12 +158,30 @@ export class WorkerAddressInvalid extends Data.TaggedError("WorkerAddressInvalid
 }
 
 /**
+ * `steer` without an instruction (`message`); nothing was sent.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class MissingInstruction extends Data.TaggedError("MissingInstruction")<{}> {
+  override get message(): string {
+    return "Missing 'message' parameter for action 'steer'."
+  }
+}
+
+/**
  * How a worker operation fails.
  *
  * @category errors
  * @since 0.1.0
  */
-export type WorkerFailure = WorkerUnknown | WorkerSettled | WorkerInboxFull | WorkerOperationFailed | WorkerAddressInvalid
+export type WorkerFailure =
+  | WorkerUnknown
+  | WorkerSettled
+  | WorkerInboxFull
+  | WorkerOperationFailed
+  | WorkerAddressInvalid
+  | MissingInstruction
 
 /**
  * What an engine implements (see the module header). `peek` must not change
