@@ -125,8 +125,25 @@ export const workerToolActions = (
   const liveResult: ToolAction = (params) =>
     Effect.flatMap(withWorkers("result", params), ({ run, service }) =>
       Effect.map(service.result(run), (result) => ok(renderResult(result), { ...result })))
+  /** The other form's parameters that a call with `run` must not carry (C-WKR-2: never mixed). */
+  const otherForm = (name: string, params: IntercomToolParams): string | undefined => {
+    if (name === "stop") return params.questionId === undefined ? undefined : "questionId"
+    if (params.ref !== undefined) return "ref"
+    if (params.offset !== undefined) return "offset"
+    return params.limit === undefined ? undefined : "limit"
+  }
   const byParam = (name: string, worker: ToolAction): ToolAction => (params) => {
-    if (params.run !== undefined) return worker(params)
+    if (params.run !== undefined) {
+      const mixed = otherForm(name, params)
+      if (mixed !== undefined) {
+        return Effect.fail(
+          new WorkerAddressInvalid({
+            detail: `${name} takes either run (a worker) or ${name === "stop" ? "questionId (a durable question)" : "ref (an archived report, paged with offset and limit)"}, not both: '${mixed}' was given with 'run'.`
+          })
+        )
+      }
+      return worker(params)
+    }
     const fallback = base.get(name)
     return fallback === undefined ? worker(params) : fallback(params)
   }

@@ -122,6 +122,24 @@ describe("supervised-worker actions", () => {
       assert.deepStrictEqual(engine.calls, [])
     }))
 
+  it.effect("C-WKR-2: run is never mixed with the other forms' parameters; the call is refused naming both", () =>
+    Effect.gen(function*() {
+      const engine = fakeEngine()
+      engine.add("run-3")
+      const { session } = yield* sessionWith(engine.service)
+      const stop = yield* session.intercom({ action: "stop", run: "run-3", questionId: "q-1" })
+      assert.strictEqual(
+        stop.text,
+        "stop takes either run (a worker) or questionId (a durable question), not both: 'questionId' was given with 'run'."
+      )
+      const result = yield* session.intercom({ action: "result", run: "run-3", offset: 10 })
+      assert.strictEqual(
+        result.text,
+        "result takes either run (a worker) or ref (an archived report, paged with offset and limit), not both: 'offset' was given with 'run'."
+      )
+      assert.deepStrictEqual(engine.calls, [])
+    }))
+
   it.effect("C-WKR-1, C-WKR-3: peek shows state, requested and observed thinking apart, and changes nothing", () =>
     Effect.gen(function*() {
       const engine = fakeEngine()
