@@ -83,12 +83,12 @@ export const supervisorSourceOf = (
  *
  * @example
  * ```ts
- * import { Effect, Stream } from "effect"
+ * import { Stream } from "effect"
  * import { IntercomClient } from "effect-intercom/client"
  * import { inboundEntry } from "effect-intercom/workflow"
  *
  * // The session's inbound messages as ordering entries (a bridged child's carry their source).
- * const entries = Effect.map(IntercomClient.asEffect(), (client) => Stream.map(client.messages, (inbound) => inboundEntry(inbound)))
+ * const entries = IntercomClient.useSync((client) => Stream.map(client.messages, (inbound) => inboundEntry(inbound)))
  * ```
  *
  * @category constructors

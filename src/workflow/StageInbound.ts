@@ -16,12 +16,12 @@
  *
  * Owner: nothing; the stage's admission actor decides.
  */
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type { Inbound } from "../session/Host.ts"
 import type { StageAdmissionError, UnknownWorkflowItem } from "./errors.ts"
 import { inboundMessageOf } from "./InboundAdapter.ts"
 import { stageMessage } from "./StageEntry.ts"
-import type { StageDelivery, StagesService } from "./Stages.ts"
+import type { StagesService } from "./Stages.ts"
 
 /**
  * The `Host.deliver` of a stage session: the message goes to
@@ -29,11 +29,10 @@ import type { StageDelivery, StagesService } from "./Stages.ts"
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
  * import { headless, Host } from "effect-intercom/session"
  * import { stageHostDeliver, Stages } from "effect-intercom/workflow"
  *
- * const stageHost = Effect.map(Stages.asEffect(), (stages) =>
+ * const stageHost = Stages.useSync((stages) =>
  *   Host.layer(headless({ name: "review", cwd: process.cwd(), model: "m" }, stageHostDeliver(stages, "review"))))
  * ```
  *
@@ -44,5 +43,5 @@ export const stageHostDeliver = (
   stages: Pick<StagesService, "deliver">,
   stageId: string
 ) =>
-(inbound: Inbound): Effect.Effect<StageDelivery, StageAdmissionError | UnknownWorkflowItem> =>
-  stages.deliver(stageId, stageMessage(inboundMessageOf(inbound)))
+(inbound: Inbound): Effect.Effect<void, StageAdmissionError | UnknownWorkflowItem> =>
+  Effect.asVoid(stages.deliver(stageId, stageMessage(inboundMessageOf(inbound))))

@@ -1,0 +1,171 @@
+/**
+ * Both sides of the detach handshake wired in process (`makeForegroundDetach`),
+ * and the two places that use it: a stage's `ForegroundHandoff` and the
+ * assembled parent session (`makeParentSession`).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import type { InboundMessage } from "../../src/client/events.ts"
+import { DispatchError } from "../../src/workflow/orderingErrors.ts"
+import { makeForegroundDetach } from "../../src/workflow/ForegroundDetach.ts"
+import { inboundEntry } from "../../src/workflow/InboundAdapter.ts"
+import { makeParentSession, type ParentEntry } from "../../src/workflow/ParentSession.ts"
+import { makeStageAdmission } from "../../src/workflow/StageAdmission.ts"
+import { stageNotice } from "../../src/workflow/StageEntry.ts"
+import { settle } from "./orderingSupport.ts"
+import { CHILD, fakeSession, inbound, info, type Log, note, PEER, recordingReplyError } from "./support.ts"
+
+const childTargets = [CHILD.id, CHILD.name ?? CHILD.id]
+
+describe("makeForegroundDetach", () => {
+  it.effect("C-ORD-12/C-ORD-13: a message from the attached foreground child is delivered once the child released; the handshake surfaces nothing itself", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const detach = yield* makeForegroundDetach({ generation: "g1" })
+      const scope = yield* Scope.make()
+      const responder = yield* detach.attach({ targets: childTargets, release: Effect.sync(() => void log.push("release")) }).pipe(
+        Scope.provide(scope)
+      )
+      // No clock advance: the in-process child answers both phases at once.
+      const disposition = yield* detach.handoff(inboundEntry(inbound("m1", {}, CHILD)))
+      assert.strictEqual(disposition, "delivered")
+      assert.deepStrictEqual(log, ["release"])
+      assert.isTrue(yield* responder.detached)
+    }))
+
+  it.effect("C-ORD-19: without an attached child, or from another sender, the answer is unclaimed at once", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const detach = yield* makeForegroundDetach({ generation: "g1" })
+      assert.strictEqual(yield* detach.handoff(inboundEntry(inbound("m1", {}, CHILD))), "unclaimed")
+      const scope = yield* Scope.make()
+      yield* detach.attach({ targets: childTargets, release: Effect.sync(() => void log.push("release")) }).pipe(Scope.provide(scope))
+      assert.strictEqual(yield* detach.handoff(inboundEntry(inbound("m2", {}, PEER))), "unclaimed")
+      // The foreground call ended: its child is no longer asked.
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(yield* detach.handoff(inboundEntry(inbound("m3", {}, CHILD))), "unclaimed")
+      assert.deepStrictEqual(log, [])
+    }))
+
+  it.effect("a child that detached is no longer the foreground owner: its next message is unclaimed without waiting for a timeout", () =>
+    Effect.gen(function*() {
+      const detach = yield* makeForegroundDetach({ generation: "g1" })
+      const scope = yield* Scope.make()
+      yield* detach.attach({ targets: childTargets, release: Effect.void }).pipe(Scope.provide(scope))
+      assert.strictEqual(yield* detach.handoff(inboundEntry(inbound("m1", {}, CHILD))), "delivered")
+      const next = yield* Effect.forkChild(detach.handoff(inboundEntry(inbound("m2", {}, CHILD))))
+      yield* settle
+      // Without leaving the table, the detached responder stays silent and this waits out the 50 ms probe.
+      assert.deepStrictEqual(next.pollUnsafe(), Exit.succeed("unclaimed"))
+    }))
+
+  it.effect("C-ORD-14: a child that does not answer (unavailable) costs one 50 ms phase and gives unclaimed", () =>
+    Effect.gen(function*() {
+      const detach = yield* makeForegroundDetach({ generation: "g1" })
+      const scope = yield* Scope.make()
+      const responder = yield* detach.attach({ targets: childTargets, release: Effect.void }).pipe(Scope.provide(scope))
+      yield* responder.setUnavailable(true)
+      const fiber = yield* Effect.forkChild(detach.handoff(inboundEntry(inbound("m1", {}, CHILD))))
+      yield* settle
+      yield* TestClock.adjust("49 millis")
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      assert.strictEqual(yield* Fiber.join(fiber), "unclaimed")
+    }))
+
+  it.effect("C-ORD-3/C-ORD-13: as a stage's ForegroundHandoff, a busy stage inserts its foreground child's message exactly once, after the child released", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const detach = yield* makeForegroundDetach({ generation: "g1" })
+      const attachScope = yield* Scope.make()
+      yield* detach.attach({ targets: childTargets, release: Effect.sync(() => void log.push("release")) }).pipe(
+        Scope.provide(attachScope)
+      )
+      const { session } = fakeSession(log, { busy: true })
+      const admission = yield* makeStageAdmission({ session, handoff: detach.stageHandoff, replyError: recordingReplyError(log) })
+      const admitted = yield* admission.admit(note("m1", CHILD))
+      assert.deepStrictEqual(admitted, { _tag: "Admitted", via: "delivered" })
+      // A notice is never offered to a child: unclaimed, inserted.
+      const notice = yield* admission.admit(stageNotice({ id: "bash-1", text: "done" }))
+      assert.deepStrictEqual(notice, { _tag: "Admitted", via: "unclaimed" })
+      assert.deepStrictEqual(log, ["release", "insert:m1", "insert:bash-1"])
+    }))
+})
+
+describe("makeParentSession", () => {
+  const BACKGROUND = info("bg-0000-3333", "subagent-worker-run1-2")
+
+  const parent = Effect.gen(function*() {
+    const log: Log = []
+    const state = { idle: false }
+    const session = yield* makeParentSession<string>({
+      isIdle: Effect.sync(() => state.idle),
+      deliverBatch: (batch: ReadonlyArray<ParentEntry>) =>
+        Effect.sync(() => void log.push(`batch:${batch.map((e) => e.messageId).join(",")}`)),
+      surface: (entry) => Effect.sync(() => void log.push(`steer:${entry.messageId}`)),
+      dispatchTerminal: (batch) =>
+        Effect.sync(() => void log.push(`terminal:${[...batch.prelude.map((e) => e.messageId), batch.terminal.notice].join(",")}`))
+    }, { generation: "g1" })
+    return { log, state, session }
+  })
+
+  const from = (id: string, sender: typeof CHILD, timestamp = 0): InboundMessage => inbound(id, { timestamp }, sender)
+
+  it.effect("a busy parent: the foreground child's message steers it after the detach; a background child's messages go with its terminal; the rest flush as one batch when idle", () =>
+    Effect.gen(function*() {
+      const { log, session, state } = yield* parent
+      const callScope = yield* Scope.make()
+      yield* session.foreground.attach({ targets: childTargets, release: Effect.sync(() => void log.push("release")) }).pipe(
+        Scope.provide(callScope)
+      )
+      assert.deepStrictEqual(yield* session.receive(from("bg-1", BACKGROUND, 1)), { _tag: "queued", handoff: "unclaimed" })
+      assert.deepStrictEqual(yield* session.receive(from("peer-1", PEER, 2)), { _tag: "queued", handoff: "unclaimed" })
+      assert.deepStrictEqual(yield* session.receive(from("fg-1", CHILD, 3)), { _tag: "surfaced" })
+      assert.deepStrictEqual(
+        yield* session.terminal({
+          owner: "parent",
+          runId: "run1",
+          source: BACKGROUND.name ?? "",
+          terminalAt: 5,
+          status: "completed",
+          child: { ids: [BACKGROUND.id], names: [] },
+          notice: "bg-done"
+        }),
+        { _tag: "Admitted", prelude: 1 }
+      )
+      state.idle = true
+      yield* session.idle
+      yield* settle
+      assert.deepStrictEqual(log, ["release", "steer:fg-1", "terminal:bg-1,bg-done", "batch:peer-1"])
+    }))
+
+  it.effect("deliver is the session runtime's Host.deliver: an idle parent starts a turn at once, and deliver never fails", () =>
+    Effect.gen(function*() {
+      const { log, session, state } = yield* parent
+      state.idle = true
+      const message = from("m1", PEER)
+      yield* session.deliver({ intent: "trigger", from: message.from, message: message.message, text: "m1", expectsReply: false, delivery: "steer" })
+      assert.deepStrictEqual(log, ["batch:m1"])
+    }))
+
+  it.effect("a refused immediate delivery leaves the message in the idle queue for the next flush (nothing is lost)", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      let refuse = true
+      const session = yield* makeParentSession<string>({
+        isIdle: Effect.succeed(true),
+        deliverBatch: (batch) =>
+          refuse
+            ? Effect.fail(new DispatchError({ delivered: 0, reason: "agent is starting" }))
+            : Effect.sync(() => void log.push(`batch:${batch.map((e) => e.messageId).join(",")}`)),
+        surface: () => Effect.void,
+        dispatchTerminal: () => Effect.void
+      }, { generation: "g1" })
+      assert.deepStrictEqual(yield* session.receive(from("m1", PEER)), { _tag: "queued", handoff: "unclaimed" })
+      refuse = false
+      yield* settle
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(log, ["batch:m1"])
+    }))
+})
