@@ -26,6 +26,7 @@
 import { Effect, type Scope } from "effect"
 import type { InboundMessage } from "../client/events.ts"
 import type { Inbound } from "../session/Host.ts"
+import type { BarrierRegistry } from "./BarrierRegistry.ts"
 import type { DetachHandshakeSettings } from "./DetachHandshake.ts"
 import { type ForegroundDetach, makeForegroundDetach } from "./ForegroundDetach.ts"
 import { type IdleQueue, type IdleQueueSettings, makeIdleQueue } from "./IdleQueue.ts"
@@ -80,7 +81,7 @@ export interface ParentAgent<T> {
  * @category models
  * @since 0.1.0
  */
-export interface ParentSessionSettings {
+export interface ParentSessionSettings<T = unknown> {
   /** The session's runtime generation (C-ORD-10). */
   readonly generation: string
   readonly idleQueue?: IdleQueueSettings | undefined
@@ -88,6 +89,13 @@ export interface ParentSessionSettings {
   readonly barrier?: TerminalBarrierSettings | undefined
   /** Names the source of a bridged child's plain sends (see `InboundAdapter`). */
   readonly resolveSource?: SourceResolver | undefined
+  /**
+   * The process's barrier registry (`TerminalBarriers`), for companions that
+   * deliver terminal notices without holding this session (C-ORD-33): the
+   * barrier is registered for as long as this Scope lives, current while
+   * the handshake has a generation (not `cancel`led).
+   */
+  readonly registry?: BarrierRegistry<T> | undefined
 }
 
 /**
@@ -135,7 +143,7 @@ export interface ParentSession<T> {
  */
 export const makeParentSession = <T>(
   agent: ParentAgent<T>,
-  settings: ParentSessionSettings
+  settings: ParentSessionSettings<T>
 ): Effect.Effect<ParentSession<T>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const idleQueue = yield* makeIdleQueue<InboundMessage>(
@@ -152,6 +160,12 @@ export const makeParentSession = <T>(
       { dispatch: agent.dispatchTerminal },
       settings.barrier
     )
+    if (settings.registry !== undefined) {
+      yield* settings.registry.register(
+        barrier,
+        Effect.map(foreground.handshake.generation, (generation) => generation !== undefined)
+      )
+    }
     const inbox = makeParentInbox<InboundMessage>(
       {
         routeReply: agent.routeReply ?? (() => Effect.succeed(false)),

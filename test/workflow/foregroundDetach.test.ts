@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { InboundMessage } from "../../src/client/events.ts"
+import { makeBarrierRegistry } from "../../src/workflow/BarrierRegistry.ts"
 import { DispatchError } from "../../src/workflow/orderingErrors.ts"
 import { makeForegroundDetach } from "../../src/workflow/ForegroundDetach.ts"
 import { inboundEntry } from "../../src/workflow/InboundAdapter.ts"
@@ -147,6 +148,34 @@ describe("makeParentSession", () => {
       const message = from("m1", PEER)
       yield* session.deliver({ intent: "trigger", from: message.from, message: message.message, text: "m1", expectsReply: false, delivery: "steer" })
       assert.deepStrictEqual(log, ["batch:m1"])
+    }))
+
+  it.effect("C-ORD-33: with the process's registry, a companion's terminal reaches the parent's barrier while its Scope lives, and none after", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const registry = yield* makeBarrierRegistry<string>()
+      const scope = yield* Scope.make()
+      const session = yield* makeParentSession<string>({
+        isIdle: Effect.succeed(false),
+        deliverBatch: () => Effect.void,
+        surface: () => Effect.void,
+        dispatchTerminal: (batch) => Effect.sync(() => void log.push(`terminal:${batch.terminal.notice}`))
+      }, { generation: "g1", registry }).pipe(Scope.provide(scope))
+      yield* session.receive(from("bg-1", BACKGROUND, 1))
+      const notice = {
+        owner: "parent",
+        runId: "run1",
+        source: BACKGROUND.name ?? "",
+        terminalAt: 5,
+        status: "completed" as const,
+        child: { ids: [BACKGROUND.id], names: [] },
+        notice: "bg-done"
+      }
+      assert.deepStrictEqual(yield* registry.admit(notice), { _tag: "Admitted", prelude: 1 })
+      assert.deepStrictEqual(log, ["terminal:bg-done"])
+      yield* Scope.close(scope, Exit.void)
+      const after = yield* Effect.flip(registry.admit({ ...notice, requestId: "completion-2" }))
+      assert.strictEqual(after._tag, "NoTerminalBarrier")
     }))
 
   it.effect("a refused immediate delivery leaves the message in the idle queue for the next flush (nothing is lost)", () =>
