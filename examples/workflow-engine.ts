@@ -129,6 +129,7 @@ export const runWorkflowEngine: Effect.Effect<ReadonlyArray<string>, unknown> = 
         for (const entry of batch) if (entry.expectsReply) yield* Queue.offer(answers, entry)
       }),
     surface: (entry) => note(`supervisor steered by ${who(entry)} ${what(entry)}`),
+    passive: (entry) => note(`supervisor records ${who(entry)} ${what(entry)} (no turn)`),
     dispatchTerminal: (batch: TerminalBatch<ParentEntry["payload"], string>) =>
       Effect.gen(function*() {
         for (const entry of batch.prelude) yield* note(`supervisor ← ${who(entry)} ${what(entry)}`)
@@ -137,7 +138,13 @@ export const runWorkflowEngine: Effect.Effect<ReadonlyArray<string>, unknown> = 
   }
   // The handshake runs in process; 500 ms per phase (instead of 50) keeps a loaded machine from reading a slow
   // acknowledgement as "unclaimed" (which would still lose nothing: the message would wait in the idle queue).
-  const parent = yield* makeParentSession(agent, { generation: "supervisor-1", handshake: { ackTimeout: "500 millis" } })
+  // `busySteer: "queue"`: like Atomic, a busy supervisor keeps even `steer` messages for its next turn, so a
+  // worker's progress waits in the idle queue and travels with that worker's terminal notice.
+  const parent = yield* makeParentSession(agent, {
+    generation: "supervisor-1",
+    handshake: { ackTimeout: "500 millis" },
+    busySteer: "queue"
+  })
   const arrivals = yield* Queue.unbounded<Inbound>()
   const supervisor = yield* openSession(
     dial,

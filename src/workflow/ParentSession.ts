@@ -21,6 +21,15 @@
  * so their order is kept; the handshake runs in process and does not wait
  * on the bus.
  *
+ * The sender's delivery mode (C-DLV-1, as the runtime's intent says it) is
+ * kept: a `passive` message starts no turn and steers nothing (`passive`
+ * port); a `queue` message to a busy parent waits in the idle queue until
+ * the parent is idle (C-DLV-10); a `steer` message to a busy parent is first
+ * owned by the idle queue and offered to the foreground child like any
+ * other (C-ORD-18), then steers the running turn whatever the handshake
+ * said — unless the setting `busySteer: "queue"` keeps it queued too, as
+ * Atomic's idle queue does with every message (open question 5).
+ *
  * Owner: nothing of its own; each part owns its state in this Scope.
  */
 import { Effect, type Scope } from "effect"
@@ -65,6 +74,8 @@ export interface ParentAgent<T> {
   readonly deliverBatch: (batch: ReadonlyArray<ParentEntry>) => Effect.Effect<void, DispatchError>
   /** Puts an entry into the busy agent's model-visible steering queue (after a committed detach, C-ORD-13). */
   readonly surface: (entry: ParentEntry) => Effect.Effect<void, DispatchError>
+  /** Shows and stores a message that starts no turn and steers nothing (the sender chose `passive`, or `inboundTrigger` said no). */
+  readonly passive: (entry: ParentEntry) => Effect.Effect<void>
   /** Hands a child's claimed messages and then its terminal notice over, without waiting for a turn (C-ORD-31). */
   readonly dispatchTerminal: (batch: TerminalBatch<InboundMessage, T>) => Effect.Effect<void, DispatchError>
   /**
@@ -90,6 +101,13 @@ export interface ParentSessionSettings<T = unknown> {
   /** Names the source of a bridged child's plain sends (see `InboundAdapter`). */
   readonly resolveSource?: SourceResolver | undefined
   /**
+   * What a busy parent does with a message whose sender chose `steer` (the
+   * default mode): `steer` (default) hands it to the running turn once it
+   * is owned and offered to the foreground child; `queue` keeps it in the
+   * idle queue until the parent is idle, as for `queue` messages.
+   */
+  readonly busySteer?: "steer" | "queue" | undefined
+  /**
    * The process's barrier registry (`TerminalBarriers`), for companions that
    * deliver terminal notices without holding this session (C-ORD-33): the
    * barrier is registered for as long as this Scope lives, current while
@@ -97,6 +115,45 @@ export interface ParentSessionSettings<T = unknown> {
    */
   readonly registry?: BarrierRegistry<T> | undefined
 }
+
+/**
+ * How a message is to reach the parent: the sender's mode as the session
+ * runtime resolved it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ParentDelivery = "steer" | "queue" | "passive"
+
+/**
+ * What became of a message: the inbox's outcome, or `passive` (shown and
+ * stored, no turn).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ParentOutcome = InboxOutcome | { readonly _tag: "passive" }
+
+/**
+ * The delivery of a message read from `IntercomClient.messages`: its
+ * sender's `delivery-v1` mode, `steer` when it chose none.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const parentDeliveryOf = (inbound: InboundMessage): ParentDelivery =>
+  inbound.delivery?.delivery === "passive" ? "passive" : inbound.delivery?.delivery === "queue" ? "queue" : "steer"
+
+/**
+ * The delivery of a message the session runtime handed its host: `passive`
+ * when its intent is (the sender chose it, or `inboundTrigger` said no),
+ * else the sender's mode.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const parentDeliveryOfInbound = (inbound: Pick<Inbound, "intent" | "delivery">): ParentDelivery =>
+  inbound.intent === "passive" || inbound.delivery === "passive" ? "passive" : inbound.delivery === "queue" ? "queue" : "steer"
 
 /**
  * A parent session's assembled inbound ordering.
@@ -107,8 +164,8 @@ export interface ParentSessionSettings<T = unknown> {
 export interface ParentSession<T> {
   /** The session runtime's `Host.deliver`: never fails (see the module header). */
   readonly deliver: (inbound: Inbound) => Effect.Effect<void>
-  /** The same path for a message read from `IntercomClient.messages` directly. */
-  readonly receive: (inbound: InboundMessage) => Effect.Effect<InboxOutcome>
+  /** The same path for a message read from `IntercomClient.messages` directly; `delivery` defaults to the sender's mode. */
+  readonly receive: (inbound: InboundMessage, delivery?: ParentDelivery) => Effect.Effect<ParentOutcome>
   /** Admits a background child's terminal notice with its pre-terminal messages (C-ORD-25…31). */
   readonly terminal: (notice: TerminalNotice<T>) => Effect.Effect<TerminalOutcome, TerminalAdmissionError>
   /** The agent went idle: flush the idle queue now instead of at the next recheck. */
@@ -176,10 +233,35 @@ export const makeParentSession = <T>(
       idleQueue,
       foreground.handshake
     )
-    const receive = (inbound: InboundMessage) =>
-      inbox.receive(inboundEntry(inbound, { resolveSource: settings.resolveSource }))
+    const steerBusy = settings.busySteer !== "queue"
+    /** C-ORD-18 kept: the entry leaves the idle queue in one lane step; a barrier or flush that took it first already handed it over. */
+    const steerNow = (entry: ParentEntry, queued: InboxOutcome): Effect.Effect<ParentOutcome> =>
+      idleQueue.claimAndDispatch(
+        () => (waiting) => waiting.senderId === entry.senderId && waiting.messageId === entry.messageId,
+        (claimed) => {
+          const [taken] = claimed
+          return taken === undefined ? Effect.succeed(false) : Effect.as(agent.surface(taken), true)
+        }
+      ).pipe(
+        Effect.map((surfaced): ParentOutcome => surfaced ? { _tag: "surfaced" } : { _tag: "claimed" }),
+        // Refused: it went back to its place in the queue, for the next flush.
+        Effect.catch(() => Effect.succeed<ParentOutcome>(queued))
+      )
+    const receive = (inbound: InboundMessage, delivery: ParentDelivery = parentDeliveryOf(inbound)) =>
+      Effect.gen(function*() {
+        const entry = inboundEntry(inbound, { resolveSource: settings.resolveSource })
+        if (delivery === "passive") {
+          yield* agent.passive(entry)
+          return { _tag: "passive" } as const
+        }
+        const outcome = yield* inbox.receive(entry)
+        if (outcome._tag !== "queued" || outcome.handoff === "abandoned" || delivery !== "steer" || !steerBusy) return outcome
+        // An idle parent that refused the message gets it with the next flush, as a turn.
+        if (yield* agent.isIdle) return outcome
+        return yield* steerNow(entry, outcome)
+      })
     return {
-      deliver: (inbound) => Effect.asVoid(receive(inboundMessageOf(inbound))),
+      deliver: (inbound) => Effect.asVoid(receive(inboundMessageOf(inbound), parentDeliveryOfInbound(inbound))),
       receive,
       terminal: barrier.admit,
       idle: idleQueue.wake,

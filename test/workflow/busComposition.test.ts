@@ -123,12 +123,13 @@ describe("the workflow composition on the bus", () => {
         isIdle: Effect.succeed(false),
         deliverBatch: (batch) => Effect.sync(() => void log.push(`batch:${batch.length}`)),
         surface: () => Effect.void,
+        passive: () => Effect.void,
         dispatchTerminal: (batch) =>
           Effect.sync(() => {
             received.push(...batch.prelude)
             log.push(`terminal:${batch.prelude.length}:${batch.terminal.notice}`)
           })
-      }, { generation: "sup-g1" })
+      }, { generation: "sup-g1", busySteer: "queue" })
       const supervisor = yield* member(
         broker,
         "5b5b5b5b-0000-4000-8000-000000000001",

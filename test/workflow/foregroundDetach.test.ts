@@ -97,25 +97,27 @@ describe("makeForegroundDetach", () => {
 describe("makeParentSession", () => {
   const BACKGROUND = info("bg-0000-3333", "subagent-worker-run1-2")
 
-  const parent = Effect.gen(function*() {
-    const log: Log = []
-    const state = { idle: false }
-    const session = yield* makeParentSession<string>({
-      isIdle: Effect.sync(() => state.idle),
-      deliverBatch: (batch: ReadonlyArray<ParentEntry>) =>
-        Effect.sync(() => void log.push(`batch:${batch.map((e) => e.messageId).join(",")}`)),
-      surface: (entry) => Effect.sync(() => void log.push(`steer:${entry.messageId}`)),
-      dispatchTerminal: (batch) =>
-        Effect.sync(() => void log.push(`terminal:${[...batch.prelude.map((e) => e.messageId), batch.terminal.notice].join(",")}`))
-    }, { generation: "g1" })
-    return { log, state, session }
-  })
+  const parent = (busySteer: "steer" | "queue" = "steer") =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const state = { idle: false }
+      const session = yield* makeParentSession<string>({
+        isIdle: Effect.sync(() => state.idle),
+        deliverBatch: (batch: ReadonlyArray<ParentEntry>) =>
+          Effect.sync(() => void log.push(`batch:${batch.map((e) => e.messageId).join(",")}`)),
+        surface: (entry) => Effect.sync(() => void log.push(`steer:${entry.messageId}`)),
+        passive: (entry) => Effect.sync(() => void log.push(`passive:${entry.messageId}`)),
+        dispatchTerminal: (batch) =>
+          Effect.sync(() => void log.push(`terminal:${[...batch.prelude.map((e) => e.messageId), batch.terminal.notice].join(",")}`))
+      }, { generation: "g1", busySteer })
+      return { log, state, session }
+    })
 
   const from = (id: string, sender: typeof CHILD, timestamp = 0): InboundMessage => inbound(id, { timestamp }, sender)
 
-  it.effect("a busy parent: the foreground child's message steers it after the detach; a background child's messages go with its terminal; the rest flush as one batch when idle", () =>
+  it.effect("busySteer queue (Atomic): the foreground child's message steers the busy parent after the detach; a background child's messages go with its terminal; the rest flush as one batch when idle", () =>
     Effect.gen(function*() {
-      const { log, session, state } = yield* parent
+      const { log, session, state } = yield* parent("queue")
       const callScope = yield* Scope.make()
       yield* session.foreground.attach({ targets: childTargets, release: Effect.sync(() => void log.push("release")) }).pipe(
         Scope.provide(callScope)
@@ -141,9 +143,51 @@ describe("makeParentSession", () => {
       assert.deepStrictEqual(log, ["release", "steer:fg-1", "terminal:bg-1,bg-done", "batch:peer-1"])
     }))
 
+  it.effect("C-DLV-1: by default a busy parent is steered by a steer message (once the queue owned it), keeps a queue message until idle, and only records a passive one", () =>
+    Effect.gen(function*() {
+      const { log, session, state } = yield* parent()
+      const steer = from("s1", PEER)
+      const queued: InboundMessage = { ...from("q1", PEER), delivery: { delivery: "queue" } }
+      const quiet: InboundMessage = { ...from("p1", PEER), delivery: { delivery: "passive" } }
+      assert.deepStrictEqual(yield* session.receive(steer), { _tag: "surfaced" })
+      assert.deepStrictEqual(yield* session.receive(queued), { _tag: "queued", handoff: "unclaimed" })
+      assert.deepStrictEqual(yield* session.receive(quiet), { _tag: "passive" })
+      // The runtime's intent decides for deliver: passive (inboundTrigger said no) records only.
+      const handed = from("p2", PEER)
+      yield* session.deliver({ intent: "passive", from: handed.from, message: handed.message, text: "p2", expectsReply: false, delivery: "steer" })
+      assert.deepStrictEqual(log, ["steer:s1", "passive:p1", "passive:p2"])
+      state.idle = true
+      yield* session.idle
+      yield* settle
+      assert.deepStrictEqual(log, ["steer:s1", "passive:p1", "passive:p2", "batch:q1"])
+    }))
+
+  it.effect("C-ORD-18/C-ORD-25: a steer message from a child whose handshake is still waiting is owned by the queue, so its terminal takes it along and it is not steered twice", () =>
+    Effect.gen(function*() {
+      const { log, session } = yield* parent()
+      const callScope = yield* Scope.make()
+      const responder = yield* session.foreground.attach({ targets: childTargets, release: Effect.void }).pipe(Scope.provide(callScope))
+      yield* responder.setUnavailable(true)
+      const pending = yield* Effect.forkChild(session.receive(from("fg-1", CHILD, 1)))
+      yield* settle
+      assert.deepStrictEqual(log, [])
+      yield* session.terminal({
+        owner: "parent",
+        runId: "run1",
+        source: CHILD.name ?? "",
+        terminalAt: 5,
+        status: "completed",
+        child: { ids: [CHILD.id], names: [] },
+        notice: "fg-done"
+      })
+      yield* TestClock.adjust("50 millis")
+      assert.deepStrictEqual(yield* Fiber.join(pending), { _tag: "claimed" })
+      assert.deepStrictEqual(log, ["terminal:fg-1,fg-done"])
+    }))
+
   it.effect("deliver is the session runtime's Host.deliver: an idle parent starts a turn at once, and deliver never fails", () =>
     Effect.gen(function*() {
-      const { log, session, state } = yield* parent
+      const { log, session, state } = yield* parent()
       state.idle = true
       const message = from("m1", PEER)
       yield* session.deliver({ intent: "trigger", from: message.from, message: message.message, text: "m1", expectsReply: false, delivery: "steer" })
@@ -159,8 +203,9 @@ describe("makeParentSession", () => {
         isIdle: Effect.succeed(false),
         deliverBatch: () => Effect.void,
         surface: () => Effect.void,
+        passive: () => Effect.void,
         dispatchTerminal: (batch) => Effect.sync(() => void log.push(`terminal:${batch.terminal.notice}`))
-      }, { generation: "g1", registry }).pipe(Scope.provide(scope))
+      }, { generation: "g1", registry, busySteer: "queue" }).pipe(Scope.provide(scope))
       yield* session.receive(from("bg-1", BACKGROUND, 1))
       const notice = {
         owner: "parent",
@@ -189,6 +234,7 @@ describe("makeParentSession", () => {
             ? Effect.fail(new DispatchError({ delivered: 0, reason: "agent is starting" }))
             : Effect.sync(() => void log.push(`batch:${batch.map((e) => e.messageId).join(",")}`)),
         surface: () => Effect.void,
+        passive: () => Effect.void,
         dispatchTerminal: () => Effect.void
       }, { generation: "g1" })
       assert.deepStrictEqual(yield* session.receive(from("m1", PEER)), { _tag: "queued", handoff: "unclaimed" })
