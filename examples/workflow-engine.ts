@@ -12,7 +12,9 @@
  *   sessions from the environment it got;
  * - the supervisor is busy in a foreground `subagent` call on worker-0;
  * - the background workers send progress updates over the supervisor
- *   channel; the supervisor is busy, so they wait in its idle queue;
+ *   channel; the supervisor is busy and keeps messages for its next turn
+ *   (`busySteer: "queue"`, Atomic's behaviour), so they wait in its idle
+ *   queue;
  * - worker-3 asks for an interview (a blocking question);
  * - worker-0, the foreground child, sends progress: the detach handshake
  *   releases the supervisor's `subagent` call and the update steers the
