@@ -4,7 +4,7 @@
  * foreground handoff, parent chat, retained conversations and the parent
  * session's host as ports.
  *
- * Two parts:
+ * Three parts:
  *
  * - **Stages, runs and children.** Start with the services: `Runs` (run
  *   lifetimes and generated groups), `Stages` (stage generations, admission
@@ -22,12 +22,22 @@
  *   stage's `ForegroundHandoff`), `stageHostDeliver` (a stage session's
  *   inbound path through `Stages.deliver`) and `inboundEntry` (bus message →
  *   `InboundEntry`, with the source of C-ORD-24).
+ * - **Notifications and supervised workers** (C-WFD, C-WKR):
+ *   `NotifyOptions` (the `intercom` option and its resolution),
+ *   `ControlMonitor` (control thresholds per child), `RunNotifications`
+ *   (what a run tells its parent, with `sessionNotifyPort` over a session
+ *   runtime), `ResultDelivery` (confirmed phases, capped retry, the
+ *   undelivered area) and `LifecycleNotices` (once per occurrence), with
+ *   the store's `UndeliveredStore` and `DeliveryMarks`; `WorkerRegistry`, a
+ *   ready-made `Workers` port.
  *
  * @since 0.1.0
  */
 export * from "./BarrierRegistry.ts"
+export * from "./childControl.ts"
 export * from "./Children.ts"
 export * from "./ClosedStage.ts"
+export * from "./ControlMonitor.ts"
 export * from "./DetachHandshake.ts"
 export * from "./DetachReservations.ts"
 export * from "./DetachResponder.ts"
@@ -41,14 +51,29 @@ export * from "./IdleQueueStore.ts"
 export * from "./InboundAdapter.ts"
 export * from "./InboundEntry.ts"
 export * from "./LateAskClaims.ts"
+export * from "./LifecycleNotices.ts"
+export * from "./NotifyOptions.ts"
 export * from "./orderingErrors.ts"
 export * from "./ParallelRelease.ts"
 export * from "./ParentAskPause.ts"
 export * from "./ParentInbox.ts"
 export * from "./ParentSession.ts"
+export * from "./ResultDelivery.ts"
+export * from "./RunNotifications.ts"
 export * from "./Runs.ts"
+export * from "./sessionPort.ts"
 export * from "./StageAdmission.ts"
 export * from "./StageEntry.ts"
 export * from "./StageInbound.ts"
 export * from "./Stages.ts"
 export * from "./TerminalBarrier.ts"
+export * from "./WorkerRegistry.ts"
+export { DeliveryMarks, DeliveryMarksFailed, DeliveryMarksMemoryState, type DeliveryMarksService } from "../store/DeliveryMarks.ts"
+export {
+  type UndeliveredEntry,
+  type UndeliveredInput,
+  UndeliveredMemoryState,
+  UndeliveredStore,
+  UndeliveredStoreFailed,
+  type UndeliveredStoreService
+} from "../store/UndeliveredStore.ts"
