@@ -15,8 +15,14 @@ import type { StoreJournal } from "./StoreJournal.ts"
 /** How long after a failed commit the writer tries again. */
 export const RETRY_AFTER = Duration.seconds(1)
 
-/** How long deletes of delivered mail wait for a commit to ride with before they get their own. */
-export const LAZY_FLUSH = Duration.millis(500)
+/**
+ * How long deletes of delivered mail wait for a commit to ride with before
+ * they get their own. Short: a broker killed meanwhile delivers that mail
+ * again (with 500 ms the simulation's `crash-redelivery` came about six times
+ * as often: 25 in 2,000 seeds against 6 in 3,000), and under traffic the
+ * next commit comes within it anyway.
+ */
+export const LAZY_FLUSH = Duration.millis(10)
 
 /**
  * Commits what is pending once (nothing when nothing is). Uninterruptible

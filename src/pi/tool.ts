@@ -38,11 +38,13 @@ export const IntercomParameters = Type.Object({
       "questions",
       "question",
       "answer",
-      "stop"
+      "stop",
+      "peek",
+      "steer"
     ] as const,
     {
       description:
-        "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics', an archived-report action: 'results', 'result', or a durable question action: 'questions', 'question', 'answer', 'stop'"
+        "Action: 'list', 'send', 'ask', 'reply', 'pending', 'status', a topic action: 'publish', 'subscribe', 'unsubscribe', 'topics', an archived-report action: 'results', 'result', a durable question action: 'questions', 'question', 'answer', 'stop', or a supervised-worker action: 'peek', 'steer', 'stop', 'result' (with run)"
     }
   ),
   to: Type.Optional(Type.String({
@@ -96,6 +98,9 @@ export const IntercomParameters = Type.Object({
   ref: Type.Optional(Type.String({
     description: "For 'result': the archived report's address, result:<UUID> from 'results' (not a run handle or a session)"
   })),
+  run: Type.Optional(Type.String({
+    description: "For 'peek', 'steer', 'stop', 'result': a worker's run handle from the delegation receipt (e.g. run-3); not a bus handle from 'list' and not a result:<UUID>. The steer instruction is 'message'."
+  })),
   questionId: Type.Optional(Type.String({
     description: "For 'question', 'answer', 'stop': the durable question's id (the answer itself is 'message')"
   })),
@@ -144,7 +149,14 @@ Durable questions of your delegated children (they wait with no timeout and surv
   intercom({ action: "questions" })               → Your questions, unresolved first
   intercom({ action: "question", questionId: "..." })  → One question in full
   intercom({ action: "answer", questionId: "...", message: "..." })  → Save and deliver the answer
-  intercom({ action: "stop", questionId: "..." }) → Cancel it (the child stops waiting)`
+  intercom({ action: "stop", questionId: "..." }) → Cancel it (the child stops waiting)
+
+Workers you delegated to, by the run handle from the delegation receipt (run-3; never a bus handle from list):
+  intercom({ action: "peek", run: "run-3" })      → Its state and uncertainty; changes nothing
+  intercom({ action: "steer", run: "run-3", message: "..." })  → Queue an instruction (the receipt proves acceptance only)
+  intercom({ action: "stop", run: "run-3" })      → Stop its work
+  intercom({ action: "result", run: "run-3" })    → Its live output, or its final result once settled
+A worker's completion wakes you: end your turn instead of polling or sleeping.`
 
 /**
  * What a pi tool result is made of: the session runtime's text, error flag and details.
@@ -183,6 +195,7 @@ const toParams = (params: IntercomParameters): IntercomToolParams => ({
   awaitRelease: params.awaitRelease,
   ref: params.ref,
   questionId: params.questionId,
+  run: params.run,
   offset: params.offset,
   limit: params.limit
 })

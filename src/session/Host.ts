@@ -67,6 +67,12 @@ export interface Inbound {
   readonly expectsReply: boolean
   /** How the sender asked for it to be delivered (`delivery-v1`, C-DLV-1); `steer` when it did not say. */
   readonly delivery: DeliveryMode
+  /**
+   * `supervisor`: a delegated child's `contact_supervisor` message, as the
+   * broker marked it (`supervisor-v1`): the sender is the child the
+   * capability is bound to, and the text carries its run metadata (C-SUP-5).
+   */
+  readonly channel?: "supervisor" | undefined
 }
 
 /**

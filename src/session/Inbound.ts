@@ -137,7 +137,8 @@ export const runInbound = (
           message,
           text: renderInbound(from, message, settings.replyHint),
           expectsReply,
-          delivery: context.delivery ?? "steer"
+          delivery: context.delivery ?? "steer",
+          ...(context.channel === undefined ? {} : { channel: context.channel })
         }
       })
 

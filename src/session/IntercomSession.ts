@@ -22,6 +22,7 @@
  * | `groups.ts` | the tool's read-only `group` parameter: peek, counts, the send lock |
  * | `Topics.ts`, `TopicBoard.ts` | topics (`topics-v1`): the four actions, received records, the host's topic store |
  * | `Results.ts` | the result archive (`results-v1`): the `results` and `result` actions |
+ * | `WorkerActions.ts` | supervised workers over the host's `Workers` port: `peek`, `steer`, worker `stop` and `result` |
  *
  * One layer build is one session generation (C-ORD-35): every fiber is forked
  * in the layer's Scope, and closing it ends a wait in progress and interrupts
@@ -47,6 +48,7 @@ import { hasSupervisorGrant, makeSupervisorContact } from "./SupervisorContact.t
 import { makeToolExposure } from "./ToolExposure.ts"
 import { makeTopics } from "./Topics.ts"
 import { makeQuestionToolActions } from "./QuestionActions.ts"
+import { makeWorkerToolActions } from "./WorkerActions.ts"
 
 export { DEFAULT_ASK_TIMEOUT_MS } from "./Generation.ts"
 export { type GroupPeek, groupParam, peekGroup, withGroups } from "./groups.ts"
@@ -98,12 +100,15 @@ const make = (
     const inbound = yield* runInbound(generation, presence.lifecycle, exposure)
     const topics = yield* makeTopics(generation, presence.lifecycle, exposure)
     const questions = yield* makeQuestionToolActions(client)
+    const results = makeResultActions(generation)
+    const workers = yield* makeWorkerToolActions(new Map([...results, ...questions]))
     const tool = makeIntercomTool(
       new Map([
         ...withGroups(baseToolActions(actions, asking, options.defaultScope), generation),
         ...topics.actions,
-        ...makeResultActions(generation),
-        ...questions
+        ...results,
+        ...questions,
+        ...workers
       ])
     )
     const defaultScope = options.defaultScope ?? "all"

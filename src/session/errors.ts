@@ -31,6 +31,7 @@ import type {
 import type { Message } from "../protocol/frames.ts"
 import type { TopicSessionChanged } from "./topicErrors.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
+import type { WorkerFailure } from "./Workers.ts"
 
 /**
  * `Missing 'to' or 'message' parameter` / `Missing 'message' parameter` (C-TOOL-2).
@@ -403,6 +404,7 @@ export type ReplyFailure = SendFailure | NoReplyContext
  */
 export type IntercomSessionError =
   | QuestionFailure
+  | WorkerFailure
   | TopicFailure
   | ResultFailure
   | ListError

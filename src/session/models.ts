@@ -321,6 +321,12 @@ export interface IntercomToolParams {
   /** Durable questions (`questions-v1`): the question of `question`, `answer` and `stop` (its answer is `message`). */
   readonly questionId?: string | undefined
   /**
+   * Supervised workers: the run handle from the delegation receipt (`run-3`) for `peek`, `steer` (its
+   * instruction is `message`), `stop` and live `result` (C-WKR-2). With `run`, `stop` and `result` act on
+   * the worker; without it, on the durable question (`questionId`) or the archived report (`ref`).
+   */
+  readonly run?: string | undefined
+  /**
    * For `result`: the page's first UTF-16 unit (default 0); for `results`: the first report (default 0);
    * for `questions`: where the page starts (default 0).
    */

@@ -4,7 +4,7 @@
  * foreground handoff, parent chat, retained conversations and the parent
  * session's host as ports.
  *
- * Two parts:
+ * Three parts:
  *
  * - **Stages, runs and children.** Start with the services: `Runs` (run
  *   lifetimes and generated groups), `Stages` (stage generations, admission
@@ -16,29 +16,64 @@
  *   the terminal ordering barrier for background children, the foreground
  *   detach handshake (both sides), parallel-group release and the optional
  *   pause model for a child's ask to its parent.
+ * - **Composition**: `makeParentSession` (a main agent's inbound ordering,
+ *   assembled behind the session runtime's `Host.deliver`),
+ *   `makeForegroundDetach` (both sides of the handshake in process, and a
+ *   stage's `ForegroundHandoff`), `stageHostDeliver` (a stage session's
+ *   inbound path through `Stages.deliver`) and `inboundEntry` (bus message →
+ *   `InboundEntry`, with the source of C-ORD-24).
+ * - **Notifications and supervised workers** (C-WFD, C-WKR):
+ *   `NotifyOptions` (the `intercom` option and its resolution),
+ *   `ControlMonitor` (control thresholds per child), `RunNotifications`
+ *   (what a run tells its parent, with `sessionNotifyPort` over a session
+ *   runtime), `ResultDelivery` (confirmed phases, capped retry, the
+ *   undelivered area) and `LifecycleNotices` (once per occurrence), with
+ *   the store's `UndeliveredStore` and `DeliveryMarks`; `WorkerRegistry`, a
+ *   ready-made `Workers` port.
  *
  * @since 0.1.0
  */
 export * from "./BarrierRegistry.ts"
+export * from "./childControl.ts"
 export * from "./Children.ts"
 export * from "./ClosedStage.ts"
+export * from "./ControlMonitor.ts"
 export * from "./DetachHandshake.ts"
 export * from "./DetachReservations.ts"
 export * from "./DetachResponder.ts"
 export * from "./DetachRoute.ts"
 export * from "./errors.ts"
+export * from "./ForegroundDetach.ts"
 export * from "./GenerationScope.ts"
 export * from "./groupResolution.ts"
 export * from "./IdleQueue.ts"
 export * from "./IdleQueueStore.ts"
+export * from "./InboundAdapter.ts"
 export * from "./InboundEntry.ts"
 export * from "./LateAskClaims.ts"
+export * from "./LifecycleNotices.ts"
+export * from "./NotifyOptions.ts"
 export * from "./orderingErrors.ts"
 export * from "./ParallelRelease.ts"
 export * from "./ParentAskPause.ts"
 export * from "./ParentInbox.ts"
+export * from "./ParentSession.ts"
+export * from "./ResultDelivery.ts"
+export * from "./RunNotifications.ts"
 export * from "./Runs.ts"
+export * from "./sessionPort.ts"
 export * from "./StageAdmission.ts"
 export * from "./StageEntry.ts"
+export * from "./StageInbound.ts"
 export * from "./Stages.ts"
 export * from "./TerminalBarrier.ts"
+export * from "./WorkerRegistry.ts"
+export { DeliveryMarks, DeliveryMarksFailed, DeliveryMarksMemoryState, type DeliveryMarksService } from "../store/DeliveryMarks.ts"
+export {
+  type UndeliveredEntry,
+  type UndeliveredInput,
+  UndeliveredMemoryState,
+  UndeliveredStore,
+  UndeliveredStoreFailed,
+  type UndeliveredStoreService
+} from "../store/UndeliveredStore.ts"

@@ -52,8 +52,11 @@ describe("intercom results / result", () => {
       assert.strictEqual(viaWatch.code, 0, viaWatch.stderr)
       assert.include(viaWatch.stdout, "\n\nsec\n\nMore: result with offset 10.\n")
 
+      // A run handle is a worker's live result (issue 14), never read as an archive address (C-WKR-2);
+      // this CLI session supervises no workers.
       const runHandle = yield* runCli(agent, ["result", "run-3"])
       assert.strictEqual(runHandle.code, 1)
-      assert.include(runHandle.stderr, "\"run-3\" is not a stored result's address")
+      assert.include(runHandle.stderr, "This session supervises no workers")
+      assert.notInclude(runHandle.stdout, "units")
     }), TIMEOUT)
 })

@@ -83,4 +83,25 @@ describe("pi extension: the intercom tool's texts", () => {
       await b.quit()
     }
   })
+
+  it("peek, steer and the worker forms of stop and result reach the session with their run handle (C-WKR-2); without a Workers port they say so", async () => {
+    const a = await openPi(world, { name: "overseer" })
+    try {
+      for (const params of [
+        { action: "peek", run: "run-3" },
+        { action: "steer", run: "run-3", message: "faster" },
+        { action: "stop", run: "run-3" },
+        { action: "result", run: "run-3" }
+      ]) {
+        const result = await act(a, params)
+        assert.isTrue(result.isError, JSON.stringify(result))
+        assert.match(result.text, /^This session supervises no workers, so there is nothing to (peek|steer|stop|result)\./)
+      }
+      const bus = await act(a, { action: "peek", run: "operator#3" })
+      assert.match(bus.text, /^operator#3 is a bus handle \(from list\)/)
+    } finally {
+      await a.quit()
+    }
+  })
 })
+

@@ -13,10 +13,12 @@
  *   intercom unsubscribe <topic>
  *   intercom topics  [topic]
  *   intercom results [--offset n] [--limit n]
- *   intercom result  <ref> [--offset n] [--limit n]
+ *   intercom result  <result:UUID | run handle> [--offset n] [--limit n]
  *   intercom questions --session <id> [--offset N] [--limit N]
  *   intercom answer  <question id> <answer...> --session <id>
- *   intercom stop    <question id> --session <id>
+ *   intercom stop    <question id> --session <id>   |   intercom stop <run handle>
+ *   intercom peek    <run handle>
+ *   intercom steer   <run handle> <instruction...>
  *
  * Every command takes `--group <g>`: for `list` and `status` a read-only
  * look at group g (C-GRP-5), for the others the home group of the session
@@ -29,7 +31,8 @@
  *
  * Size: one concept — the client commands' command line, each a few lines
  * of flags around `runAction`; the results and questions commands added
- * here in issue 13 follow the same shape. A split would spread one table of
+ * here in issue 13 and the worker commands of issue 14 follow the same shape
+ * (how `stop` and `result` tell their argument apart is `workerArgs.ts`). A split would spread one table of
  * commands over files.
  */
 import * as Argument from "effect/cli/Argument"
@@ -40,6 +43,7 @@ import * as Option from "effect/Option"
 import type { IntercomToolParams } from "../../session/IntercomSession.ts"
 import { parseTimeout } from "./duration.ts"
 import { nameProblem } from "./identity.ts"
+import { resultTarget, stopTarget } from "./workerArgs.ts"
 import type { CommonInput } from "./session.ts"
 
 const nameFlag = Flag.String("name").pipe(
@@ -366,21 +370,25 @@ const result = Command.make(
   {
     ...common,
     group: homeGroupFlag,
-    ref: Argument.String("ref").pipe(Argument.withDescription("The report's address, result:<UUID> (see intercom results).")),
+    ref: Argument.String("ref").pipe(
+      Argument.withDescription(
+        "The report's address, result:<UUID> (see intercom results); or a worker's run handle (run-3) for its live result."
+      )
+    ),
     offset: offsetFlag("The first UTF-16 code unit of the page, zero-based (default 0)."),
     limit: limitFlag("UTF-16 code units in the page, 2 to 100000 (default 20000).")
   },
   (input) =>
     runAction(input, {
       action: "result",
-      ref: input.ref,
+      ...resultTarget(input.ref),
       offset: Option.getOrUndefined(input.offset),
       limit: Option.getOrUndefined(input.limit),
       ...groupParam(input.group)
     })
 ).pipe(
   Command.withDescription(
-    "Print one page of an archived report: units [offset, offset+limit) of the stored text, its total, and the offset of the next page while text remains."
+    "Print one page of an archived report (result:<UUID>): units [offset, offset+limit) of the stored text, its total, and the offset of the next page while text remains. Given a run handle (run-3) instead, print that worker's live output or final result, from the session that supervises it."
   )
 )
 
@@ -428,9 +436,42 @@ const answerCommand = Command.make(
 
 const stopCommand = Command.make(
   "stop",
-  { ...common, owner: ownerFlag, question: questionIdArgument },
-  (input) => runAction(input, { action: "stop", owner: input.owner.trim(), questionId: input.question })
-).pipe(Command.withDescription("Cancel a durable question; a child waiting on it stops waiting (Cancelled, never an answer)."))
+  {
+    ...common,
+    owner: Flag.optional(ownerFlag),
+    question: Argument.String("question").pipe(
+      Argument.withDescription("With --session: the question id (from `intercom questions` or the notice). Without: a worker's run handle (run-3).")
+    )
+  },
+  (input) => runAction(input, { action: "stop", ...stopTarget(input.question, input.owner) })
+).pipe(
+  Command.withDescription(
+    "With --session: cancel a durable question; a child waiting on it stops waiting (Cancelled, never an answer). Without --session: stop the worker of a run handle (run-3)."
+  )
+)
+
+// Supervised workers (C-WKR-2…10): addressed by the run handle from the delegation receipt, acted on by the
+// session that supervises them (the watch of --name, whose host supplies the workers).
+
+const runArgument = Argument.String("run").pipe(
+  Argument.withDescription("The worker's run handle from the delegation receipt (run-3); not a bus handle from list.")
+)
+
+const peekCommand = Command.make(
+  "peek",
+  { ...common, run: runArgument },
+  (input) => runAction(input, { action: "peek", run: input.run })
+).pipe(Command.withDescription("Show a worker's state and current uncertainty without changing anything."))
+
+const steerCommand = Command.make(
+  "steer",
+  { ...common, run: runArgument, message: messageArgument },
+  (input) => runAction(input, { action: "steer", run: input.run, message: joined(input.message) })
+).pipe(
+  Command.withDescription(
+    "Queue an instruction for a running worker. The receipt proves it was accepted, not that the worker acted on it; a settled worker cannot be steered."
+  )
+)
 
 /** The client subcommands, for the `intercom` root command (program.ts) to add beside `broker`. */
 export const clientCommands = [
@@ -449,5 +490,7 @@ export const clientCommands = [
   result,
   questionsCommand,
   answerCommand,
-  stopCommand
+  stopCommand,
+  peekCommand,
+  steerCommand
 ] as const

@@ -10,6 +10,8 @@
  * - `0001_mail`      undelivered mail and replay records (`MailStore`)
  * - `0002_questions` durable supervisor questions (`QuestionStore`)
  * - `0003_results`   the result archive (`ResultArchive`)
+ * - `0004_undelivered` workflow results kept after their retries ran out (`UndeliveredStore`) and
+ *   confirmed delivery steps (`DeliveryMarks`)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -27,6 +29,7 @@ import type { SqlClient } from "effect/sql"
 import { migration as mail } from "./0001_mail.ts"
 import questions from "./0002_questions.ts"
 import results0003 from "./0003_results.ts"
+import undelivered0004 from "./0004_undelivered.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -35,5 +38,6 @@ export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 export const migrations: Readonly<Record<string, Migration>> = {
   "0001_mail": mail,
   "0002_questions": questions,
-  "0003_results": results0003
+  "0003_results": results0003,
+  "0004_undelivered": undelivered0004
 }
