@@ -25,7 +25,8 @@ const customText = (record: Record_): string => {
   return typeof content === "string" ? content : ""
 }
 
-describe("pi extension in pi processes", () => {
+// Real pi processes with a scripted model: 10–20 s each on a loaded 2-core machine, so more room than the default 30 s.
+describe("pi extension in pi processes", { timeout: 90_000 }, () => {
   it("two pi --mode json processes: A asks B; B's model gets the ask after its tool and replies; A's tool result holds it", async () => {
     const b = runPi(world, [
       { tool: "intercom", args: { action: "status" } },

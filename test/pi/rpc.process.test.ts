@@ -15,7 +15,8 @@ afterAll(() => closeWorld(world))
 const uiRequest = (method: string, extra: (record: Record_) => boolean = () => true) => (record: Record_): boolean =>
   record.type === "extension_ui_request" && record["method"] === method && extra(record)
 
-describe("pi extension in pi --mode rpc", () => {
+// Real pi processes with a scripted model: 10–20 s each on a loaded 2-core machine, so more room than the default 30 s.
+describe("pi extension in pi --mode rpc", { timeout: 90_000 }, () => {
   it("confirmSend asks first and a declined send sends nothing; the footer shows the connection; /intercom notifies the listing", async () => {
     const pi = runPi(world, [
       { tool: "intercom", args: { action: "send", to: "nobody-here", message: "declined" } },

@@ -49,7 +49,8 @@ const assistantText = (record: Record_): string => {
     : ""
 }
 
-describe("pi extension: a pi session supervises a pi child", () => {
+// Real pi processes with a scripted model: 10–20 s each on a loaded 2-core machine, so more room than the default 30 s.
+describe("pi extension: a pi session supervises a pi child", { timeout: 90_000 }, () => {
   it("the supervisor launches a child with the provider's env; the child's need_decision is answered by the supervisor's model", async () => {
     let child: PiProcess | undefined
     let onLaunch: (started: PiProcess) => void = () => undefined
