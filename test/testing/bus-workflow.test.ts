@@ -12,11 +12,12 @@ import {
   runBusWorkflow
 } from "../../src/testing/workflow/BusParent.ts"
 
-/** A busy parent; C1 sends twice (both accepted), the broker crashes and comes back, then C1's terminal. */
+/** A busy parent; C1 sends twice and a progress update (all accepted), the broker crashes and comes back, then C1's terminal. */
 const scripted: ReadonlyArray<BusWorkflowOp> = [
   { _tag: "busy", busy: true, pauseMs: 0 },
   { _tag: "send", child: "C1", delivery: "queue", pauseMs: 0 },
   { _tag: "send", child: "C1", delivery: "steer", pauseMs: 5 },
+  { _tag: "progress", child: "C1", pauseMs: 5 },
   { _tag: "send", child: "C2", delivery: "queue", pauseMs: 5 },
   { _tag: "crash", downMs: 500, pauseMs: 50 },
   { _tag: "terminal", child: "C1", pauseMs: 3000 },
@@ -24,15 +25,16 @@ const scripted: ReadonlyArray<BusWorkflowOp> = [
 ]
 
 describe("bus-hosted workflow parent", () => {
-  it.effect("C-ORD-25 over the bus: a busy parent's queued messages from C1, accepted before a broker crash, reach its model before C1's terminal", () =>
+  it.effect("C-ORD-25 over the bus: a busy parent's queued messages and progress update from C1 (its run read from the supervisor channel), accepted before a broker crash, reach its model before C1's terminal", () =>
     Effect.gen(function*() {
       const report = yield* runBusWorkflow({ seed: 7 }, scripted)
       assert.deepStrictEqual(report.violations, [])
       assert.isTrue(report.ok, report.bus.violations.map((v) => v.message).join("\n"))
-      assert.strictEqual(report.accepted, 3)
-      assert.strictEqual(report.checked, 2)
+      assert.strictEqual(report.accepted, 4)
+      assert.strictEqual(report.supervisorChannel, 1)
+      assert.strictEqual(report.checked, 3)
       assert.strictEqual(report.terminals, 1)
-      assert.isTrue(report.bus.trace.some((line) => line.includes("2 claimed message(s), then the terminal of run-C1-1")))
+      assert.isTrue(report.bus.trace.some((line) => line.includes("3 claimed message(s), then the terminal of run-C1-1")))
       assert.isTrue(report.bus.trace.some((line) => line.includes("broker #1 crashed")))
     }))
 
@@ -40,7 +42,7 @@ describe("bus-hosted workflow parent", () => {
     Effect.gen(function*() {
       const report = yield* runBusWorkflow({ seed: 7, broken: "barrier-without-prelude" }, scripted)
       assert.isFalse(report.ok)
-      assert.strictEqual(report.violations.length, 2)
+      assert.strictEqual(report.violations.length, 3)
       assert.match(report.violations[0] ?? "", /^wf-bus-terminal-order: run-C1-1's message .* surfaced after it$/)
       assert.deepStrictEqual(report.bus.violations, [])
     }))

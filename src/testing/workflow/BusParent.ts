@@ -3,8 +3,10 @@
  * session (`P`) whose `Host.deliver` is the real `makeParentSession`
  * composition of `effect-intercom/workflow` (`inboundEntry` + `ParentInbox`,
  * `IdleQueue`, `DetachHandshake`, `TerminalBarrier`), and sessions `C1`–`C3`
- * acting as its background children: they send ordinary messages over the
- * simulated broker (tagged with their current run by `resolveSource`), and
+ * acting as its background children (delegated children of `P`): they send
+ * ordinary messages over the simulated broker (tagged with their current
+ * run by `resolveSource`) and progress updates through `supervisorSend` (the
+ * run in the text, on the broker's supervisor channel, C-ORD-24), and
  * the engine (the driver) hands each run's terminal notice to the barrier.
  * The broker's faults (crash and restart, durable or memory, connection
  * drops, stalled readers) run as in any bus workload.
@@ -26,6 +28,8 @@
 import { Clock, Effect } from "effect"
 import type { SessionInfo } from "../../protocol/frames.ts"
 import type { Inbound } from "../../session/Host.ts"
+import { formatSupervisorMessage } from "../../session/supervisorMessages.ts"
+import { inboundEntry, inboundMessageOf, supervisorSourceOf } from "../../workflow/InboundAdapter.ts"
 import type { EntrySource } from "../../workflow/InboundEntry.ts"
 import { makeParentSession, type ParentAgent, type ParentEntry, type ParentSession } from "../../workflow/ParentSession.ts"
 import type { TerminalBatch, TerminalNotice } from "../../workflow/TerminalBarrier.ts"
@@ -37,11 +41,12 @@ import { runSimulation } from "../Workload.ts"
 import { Simulation } from "../Simulation.ts"
 
 /** The bus-hosted parent's children (bus session names). */
-export const BUS_CHILDREN = ["C1", "C2", "C3"] as const
+export const BUS_CHILDREN: ReadonlyArray<string> = ["C1", "C2", "C3"]
 
 /** One operation of a bus workflow workload, after `pauseMs` of simulated time. */
 export type BusWorkflowOp =
   | { readonly _tag: "send"; readonly child: string; readonly delivery: "steer" | "queue"; readonly pauseMs: number }
+  | { readonly _tag: "progress"; readonly child: string; readonly pauseMs: number }
   | { readonly _tag: "terminal"; readonly child: string; readonly pauseMs: number }
   | { readonly _tag: "busy"; readonly busy: boolean; readonly pauseMs: number }
   | { readonly _tag: "crash"; readonly downMs: number; readonly pauseMs: number }
@@ -85,6 +90,8 @@ export interface BusWorkflowReport {
    * after the engine handed the terminal over: not checked (see the header).
    */
   readonly late: number
+  /** Accepted progress updates whose run the parent read from the broker's supervisor channel (C-ORD-24). */
+  readonly supervisorChannel: number
 }
 
 /**
@@ -98,10 +105,13 @@ export const generateBusWorkflowWorkload = (seed: number, count = 30): ReadonlyA
   const who = ["P", ...BUS_CHILDREN]
   for (let i = 0; i < count; i++) {
     const pauseMs = prng.chance(0.6) ? prng.int(0, 20) : prng.int(50, 2500)
-    const kind = prng.weighted({ send: 10, terminal: 3, busy: 3, crash: 1, drop: 2, stall: 1 })
+    const kind = prng.weighted({ send: 8, progress: 4, terminal: 3, busy: 3, crash: 1, drop: 2, stall: 1 })
     switch (kind) {
       case "send":
         ops.push({ _tag: "send", child: prng.pick(BUS_CHILDREN), delivery: prng.chance(0.5) ? "steer" : "queue", pauseMs })
+        break
+      case "progress":
+        ops.push({ _tag: "progress", child: prng.pick(BUS_CHILDREN), pauseMs })
         break
       case "terminal":
         ops.push({ _tag: "terminal", child: prng.pick(BUS_CHILDREN), pauseMs })
@@ -140,6 +150,8 @@ interface Recorder {
   readonly lastTerminalAt: Map<string, number>
   /** Messages sent before their child's last terminal but accepted after it (held up by a fault). */
   lateCount: number
+  /** Accepted messages whose source the parent read from the supervisor channel's run metadata. */
+  supervisorCount: number
   note: (text: string) => void
 }
 
@@ -182,13 +194,15 @@ const parentHost = (recorder: Recorder): AgentHost => (context) =>
     recorder.note = context.note
     return (inbound: Inbound) =>
       Effect.suspend(() => {
-        const source = resolveSource(inbound.from)
+        // The source as the parent reads it: the supervisor channel's run metadata, else resolveSource.
+        const source = inboundEntry(inboundMessageOf(inbound), { resolveSource }).source
         if (source !== undefined && source.subagentAgent !== undefined) {
           recorder.childIds.set(source.subagentAgent, inbound.from.id)
           const list = recorder.accepted.get(source.subagentRunId) ?? []
           list.push(inbound.message.id)
           recorder.accepted.set(source.subagentRunId, list)
           recorder.acceptedCount++
+          if (supervisorSourceOf(inboundMessageOf(inbound)) !== undefined) recorder.supervisorCount++
           if (inbound.message.timestamp <= (recorder.lastTerminalAt.get(source.subagentAgent) ?? -1)) recorder.lateCount++
         }
         return parent.deliver(inbound)
@@ -243,6 +257,7 @@ export const runBusWorkflow = (
       acceptedCount: 0,
       lastTerminalAt: new Map(),
       lateCount: 0,
+      supervisorCount: 0,
       note: () => undefined
     }
     const agent = agentOf(recorder)
@@ -254,6 +269,14 @@ export const runBusWorkflow = (
         switch (op._tag) {
           case "send": {
             yield* sim.session(op.child).send("P", `${op.child} update ${++counter}`, { delivery: op.delivery })
+            break
+          }
+          case "progress": {
+            // contact_supervisor's progress_update: the run travels in the text, on the broker's supervisor channel (C-ORD-24).
+            const sender = { runId: runIdOf(recorder, op.child), agent: op.child, index: BUS_CHILDREN.indexOf(op.child) }
+            yield* sim.session(op.child).supervisorSend(
+              formatSupervisorMessage("progress_update", sender, `${op.child} progress ${++counter}`)
+            )
             break
           }
           case "terminal": {
@@ -305,7 +328,10 @@ export const runBusWorkflow = (
     })
     const bus = yield* runSimulation({
       seed: config.seed,
-      sessions: [{ name: "P", agent: { mode: "manual", host: parentHost(recorder) } }, ...BUS_CHILDREN],
+      sessions: [
+        { name: "P", agent: { mode: "manual", host: parentHost(recorder) } },
+        ...BUS_CHILDREN.map((name) => ({ name, supervisor: "P" }))
+      ],
       durability: Prng.derive(config.seed, "bus-workflow-world").chance(0.5) ? "durable" : "memory",
       settleMs: config.settleMs ?? 15_000
     }, script)
@@ -318,7 +344,8 @@ export const runBusWorkflow = (
       accepted: recorder.acceptedCount,
       terminals: recorder.model.filter((label) => label.startsWith("terminal:")).length,
       checked,
-      late: recorder.lateCount
+      late: recorder.lateCount,
+      supervisorChannel: recorder.supervisorCount
     }
   })
 
