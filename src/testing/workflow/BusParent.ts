@@ -20,8 +20,9 @@
  * Not checked: a message the parent's host had not accepted when the
  * terminal was handed over. The engine's terminal travels outside the bus,
  * so a message still in flight (a crashed broker's mailbox, a dropped or
- * stalled connection) arrives after it; `resolveSource` then names the
- * child's next run (`late` counts these). Messages the bus ledger excuses
+ * stalled connection) arrives after it; a progress update keeps its run
+ * (it is in the text), a plain send is named by `resolveSource` after the
+ * child's next run (`late` counts both). Messages the bus ledger excuses
  * (lost in flight to a dropped connection, lost with a memory-mode broker)
  * never reach the host and so are never accepted.
  */
