@@ -65,6 +65,16 @@ describe("bus-hosted workflow parent", () => {
       assert.deepStrictEqual(first.bus.trace, second.bus.trace)
     }))
 
+  it.effect("found by the soak, seed 250 (memory mode): a supervisorSend whose ack its stalled sender never read is re-sent to a restarted broker and reaches P twice on the wire, once at its host", () =>
+    Effect.gen(function*() {
+      const report = yield* runBusWorkflow({ seed: 250 })
+      assert.strictEqual(report.bus.durability, "memory")
+      assert.deepStrictEqual(report.bus.violations.map((v) => v.kind), ["duplicate-on-wire"])
+      assert.match(report.bus.violations[0]?.message ?? "", /\(C2 → P\) arrived 2 times/)
+      // No duplicate-delivery: the session runtime's de-duplication hands it to the workflow parent once.
+      assert.deepStrictEqual(report.violations, [])
+    }))
+
   for (const from of [1, 51, 101, 151]) {
     it.effect(`seeds ${from}–${from + 49} (20 ops, broker crashes, drops, stalls): every bus invariant and wf-bus-terminal-order hold`, () =>
       Effect.gen(function*() {
