@@ -32,6 +32,28 @@ export interface AgentContext {
  */
 export type AgentBehaviour = (inbound: Inbound, context: AgentContext) => Effect.Effect<void, unknown>
 
+/** What a host factory (`AgentPolicy.host`) gets once per session generation. */
+export interface AgentHostContext {
+  /** The agent's session name. */
+  readonly name: string
+  /** Its session id. */
+  readonly sessionId: string
+  /** The session generation's key (unique in the run). */
+  readonly generation: string
+  /** Adds a line to the run's trace. */
+  readonly note: (text: string) => void
+}
+
+/**
+ * Your own inbound path: built once per session generation, in its Scope,
+ * and handed every message after the ledger recorded it (instead of the
+ * `auto`/`manual`/`custom` handling). The bus-hosted workflow parent is
+ * one (`testing/workflow/BusParent.ts`).
+ */
+export type AgentHost = (
+  context: AgentHostContext
+) => Effect.Effect<(inbound: Inbound) => Effect.Effect<void>, never, Scope.Scope>
+
 /** How a simulated agent treats what it is handed (docs/testing.md, "Scenarios"). */
 export interface AgentPolicy {
   /**
@@ -52,6 +74,8 @@ export interface AgentPolicy {
    * unchanged).
    */
   readonly replyErrorProbability?: number | undefined
+  /** Replaces how handed messages are treated by an inbound path of your own (see `AgentHost`). */
+  readonly host?: AgentHost | undefined
 }
 
 /** The default agent: answers 85% of asks, after 0–6 s. */
@@ -81,12 +105,20 @@ export const makeSimAgent = (options: {
   readonly policy: AgentPolicy
   readonly prng: Prng
   readonly ledger: Ledger
+  /** The session generation's key, for `AgentPolicy.host`. */
+  readonly generation?: string | undefined
 }): Effect.Effect<SimAgent, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { ledger, policy, prng, sessionId } = options
     const replies = yield* FiberSet.make()
     const inbox: Array<Inbound> = []
     let session: IntercomSessionService | undefined
+    const handler = policy.host === undefined ? undefined : yield* policy.host({
+      name: ledger.nameOf(sessionId),
+      sessionId,
+      generation: options.generation ?? sessionId,
+      note: (text) => ledger.note(`${ledger.nameOf(sessionId)}: ${text}`)
+    })
 
     const custom = (inbound: Inbound, behaviour: AgentBehaviour): Effect.Effect<void> =>
       Effect.suspend(() => {
@@ -142,7 +174,7 @@ export const makeSimAgent = (options: {
       Effect.suspend(() => {
         inbox.push(inbound)
         ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
-        return answer(inbound)
+        return handler === undefined ? answer(inbound) : handler(inbound)
       })
 
     return {

@@ -13,6 +13,7 @@
  *   --traffic      no faults, traffic only
  *   --hostile      two hostile sessions, their attacks mixed into the workload
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
+ *   --workflow-bus the bus simulation with a workflow parent session and its background children
  *   --durability durable|memory  the broker's mail on a simulated disk that outlives
  *                  its crashes (default), or in its memory only
  *   --strict       count messages lost in flight to a dying receiver as failures
@@ -36,6 +37,7 @@ import { packageInfo } from "../config/install.ts"
 import { simCommand, type SimRequest } from "./simCommand.ts"
 import { formatSummary, soak } from "./Soak.ts"
 import { formatOp, generateWorkload, runWorkload, sessionNames } from "./Workload.ts"
+import { busWorkflowSoak, formatBusWorkflowSummary, generateBusWorkflowWorkload, runBusWorkflow } from "./workflow/BusParent.ts"
 import { shrinkWorkflowWorkload } from "./workflow/WorkflowShrink.ts"
 import { formatWorkflowSummary, generateWorkflowWorkload, runWorkflowWorkload, workflowSoak } from "./workflow/WorkflowWorkload.ts"
 
@@ -66,10 +68,30 @@ const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workf
     return summary.failures.length === 0
   })
 
+/** `--workflow-bus`: one bus-hosted workflow parent seed with its trace, or many summarized. */
+const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "WorkflowBus" }>): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    if (request.seed !== undefined) {
+      const ops = generateBusWorkflowWorkload(request.seed, request.ops)
+      yield* Console.log(`bus workflow seed ${request.seed}, ${ops.length} ops:`)
+      for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
+      const report = yield* runBusWorkflow({ seed: request.seed }, ops)
+      yield* Console.log(report.bus.trace.join("\n"))
+      const violations = [...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)]
+      yield* Console.log(report.ok ? "ok" : violations.join("\n"))
+      return report.ok
+    }
+    const started = performance.now()
+    const summary = yield* busWorkflowSoak(request)
+    yield* Console.log(formatBusWorkflowSummary(summary, performance.now() - started))
+    return summary.failures.length === 0
+  })
+
 /** Runs one request and prints what it found; whether every seed passed. */
 const runRequest = (request: SimRequest): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request._tag === "Workflow") return yield* runWorkflowRequest(request)
+    if (request._tag === "WorkflowBus") return yield* runWorkflowBusRequest(request)
     if (request._tag === "Seed") {
       const { seed, workload, config } = request
       const ops = request.replay ?? generateWorkload(seed, workload.sessions, workload)

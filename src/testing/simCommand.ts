@@ -56,6 +56,19 @@ export type SimRequest =
     readonly ops: number
     readonly maxFailures: number
   }
+  | {
+    /**
+     * `--workflow-bus`: the bus simulation with one session hosted by the
+     * workflow parent and its background children (workflow/BusParent.ts):
+     * one seed with its trace (`seed`), or many summarized.
+     */
+    readonly _tag: "WorkflowBus"
+    readonly seed: number | undefined
+    readonly from: number
+    readonly seeds: number
+    readonly ops: number
+    readonly maxFailures: number
+  }
 
 /** Every violation kind, so that `--tolerate` can pick out the names it knows. */
 const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
@@ -133,6 +146,10 @@ const flags = {
     "workflow",
     "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
   ),
+  workflowBus: toggle(
+    "workflow-bus",
+    "Run the bus simulation with a workflow parent session and its background children (their messages and terminals, with broker crashes and connection faults; docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
+  ),
   durability: Flag.Literals("durability", ["durable", "memory"]).pipe(
     Flag.withDefault("durable"),
     Flag.withDescription(
@@ -156,9 +173,9 @@ type SimFlags = Command.Command.Config.Infer<typeof flags>
 
 /** The request that parsed flags make (see `SimRequest`). */
 export const simRequest = (input: SimFlags): SimRequest => {
-  if (input.workflow) {
+  if (input.workflow || input.workflowBus) {
     return {
-      _tag: "Workflow",
+      _tag: input.workflowBus ? "WorkflowBus" : "Workflow",
       seed: Option.getOrUndefined(input.seed),
       from: input.from,
       seeds: input.seeds,

@@ -166,6 +166,14 @@ describe("sim command line", () => {
       assert.deepStrictEqual(one._tag === "Workflow" ? [one.seed, one.ops] : undefined, [9, 12])
     }))
 
+  it.effect("--workflow-bus runs the bus-hosted workflow parent: a soak of its seeds, or one seed", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--workflow-bus", "--seeds", "7", "--from", "3"])
+      assert.deepStrictEqual(soak, { _tag: "WorkflowBus", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
+      const one = yield* requestOf(["--workflow-bus", "--seed", "9", "--ops", "12"])
+      assert.deepStrictEqual(one._tag === "WorkflowBus" ? [one.seed, one.ops] : undefined, [9, 12])
+    }))
+
   it.effect("an unknown flag is a usage error (exit 2), not ignored", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* usageErrorsOf(["--seeds", "5", "--bogus"]), ["UnrecognizedOption"])

@@ -149,7 +149,8 @@ export const buildGeneration = (world: World, state: SessionState, client: Clien
       identity: identityOf(state),
       policy: state.policy,
       prng: Prng.derive(world.seed, key),
-      ledger: world.ledger
+      ledger: world.ledger,
+      generation: key
     }).pipe(Scope.provide(scope), ownedBy(key))
     const layer = IntercomSession.layer(world.sessionOptions).pipe(
       Layer.provide(Layer.merge(Layer.succeed(IntercomClient, client.service), Host.layer(agent.host)))
