@@ -5,12 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  busWorkflowSoak,
-  type BusWorkflowOp,
-  generateBusWorkflowWorkload,
-  runBusWorkflow
-} from "../../src/testing/workflow/BusParent.ts"
+import { type BusWorkflowOp, generateBusWorkflowWorkload, runBusWorkflow } from "../../src/testing/workflow/BusParent.ts"
+import { busWorkflowSoak } from "../../src/testing/workflow/BusParentSoak.ts"
 
 /** A busy parent; C1 sends twice and a progress update (all accepted), the broker crashes and comes back, then C1's terminal. */
 const scripted: ReadonlyArray<BusWorkflowOp> = [

@@ -1,0 +1,60 @@
+/**
+ * Soaks of the bus-hosted workflow parent (BusParent.ts): many seeds of
+ * `runBusWorkflow` summed, and the summary the sim CLI prints
+ * (`npm run sim -- --workflow-bus`).
+ */
+import { Effect } from "effect"
+import { type BusWorkflowReport, runBusWorkflow } from "./BusParent.ts"
+
+/** Many seeds of `runBusWorkflow`, summed. */
+export interface BusWorkflowSummary {
+  readonly runs: number
+  readonly failures: ReadonlyArray<BusWorkflowReport>
+  readonly accepted: number
+  readonly checked: number
+  readonly terminals: number
+  readonly late: number
+  readonly busMessages: number
+  readonly events: number
+  readonly simulatedMs: number
+}
+
+/** Runs seeds `from`…`from + seeds - 1`, stopping after `maxFailures` failing ones. */
+export const busWorkflowSoak = (options: {
+  readonly from: number
+  readonly seeds: number
+  readonly ops?: number | undefined
+  readonly maxFailures?: number | undefined
+}): Effect.Effect<BusWorkflowSummary> =>
+  Effect.gen(function*() {
+    const failures: Array<BusWorkflowReport> = []
+    let runs = 0, accepted = 0, checked = 0, terminals = 0, late = 0, busMessages = 0, events = 0, simulatedMs = 0
+    for (let seed = options.from; seed < options.from + options.seeds; seed++) {
+      const report = yield* runBusWorkflow({ seed, ops: options.ops })
+      runs++
+      accepted += report.accepted
+      checked += report.checked
+      terminals += report.terminals
+      late += report.late
+      busMessages += report.bus.messages.acknowledged
+      events += report.bus.events
+      simulatedMs += report.bus.simulatedMs
+      if (!report.ok) {
+        failures.push(report)
+        if (failures.length >= (options.maxFailures ?? 5)) break
+      }
+    }
+    return { runs, failures, accepted, checked, terminals, late, busMessages, events, simulatedMs }
+  })
+
+/** The summary as the sim CLI prints it. */
+export const formatBusWorkflowSummary = (summary: BusWorkflowSummary, elapsedMs: number): string =>
+  [
+    "bus-hosted workflow parent",
+    `runs: ${summary.runs}   failures: ${summary.failures.length}   wall: ${(elapsedMs / 1000).toFixed(1)} s`,
+    `events: ${summary.events}   bus messages acknowledged: ${summary.busMessages}   simulated time: ${(summary.simulatedMs / 3_600_000).toFixed(1)} h`,
+    `accepted by the parent: ${summary.accepted}   terminals surfaced: ${summary.terminals}   checked against their terminal: ${summary.checked}   arrived after their terminal (not checked): ${summary.late}`,
+    ...summary.failures.map((report) =>
+      `seed ${report.seed}: ${[...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)].slice(0, 3).join("; ")}`
+    )
+  ].join("\n")
