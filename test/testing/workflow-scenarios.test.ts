@@ -393,6 +393,7 @@ describe("workflow scenarios: the foreground detach handshake (C-ORD-10…22)", 
       const settled: Array<string> = []
       const report = yield* scenario((sim) =>
         Effect.scoped(Effect.gen(function*() {
+          // The sleeps are the members' work, on the TestClock (sim.advance moves it), not barriers.
           const group = yield* makeParallelGroup<string, never>([
             (release) => Effect.andThen(Effect.sleep("10 millis"), Effect.andThen(release, Effect.as(Effect.sleep("1 second"), "a"))),
             () => Effect.as(Effect.sleep("2 seconds"), "b")
@@ -434,6 +435,7 @@ describe("workflow scenarios: the foreground detach handshake (C-ORD-10…22)", 
       let launched = 0
       const report = yield* scenario((sim) =>
         Effect.scoped(Effect.gen(function*() {
+          // A task's 10 ms of work on the TestClock (not a barrier), then its commit releases the group.
           const task = (release: Effect.Effect<void>) =>
             Effect.sync(() => launched++).pipe(Effect.andThen(Effect.sleep("10 millis")), Effect.andThen(release), Effect.as("done"))
           const group = yield* makeParallelGroup<string, never>([task, task, task], { concurrency: 1 })

@@ -12,6 +12,7 @@ describe("GenerationScope", () => {
     Effect.gen(function*() {
       const slot = yield* makeGenerationSlot
       const first = yield* slot.next
+      // A retry loop that never ends on its own (the TestClock never moves): only the generation's close stops it.
       const retry = yield* first.fork(Effect.sleep("100 millis").pipe(Effect.forever))
       const second = yield* slot.next
       assert.isTrue(Exit.hasInterrupts(yield* Fiber.await(retry)))

@@ -14,6 +14,7 @@ describe("ParallelRelease", () => {
   it.effect("without a release the aggregate waits for every task", () =>
     Effect.gen(function*() {
       const group = yield* makeParallelGroup<string, never>(
+        // Each task's n seconds of work, on the TestClock the test moves.
         [1, 2, 3].map((n) => () => Effect.as(Effect.sleep(`${n} seconds`), `t${n}`)),
         { concurrency: 2 }
       )
