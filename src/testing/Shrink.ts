@@ -19,26 +19,29 @@ export interface Shrunk {
 }
 
 /**
- * Removes operations while the run still fails with the same kind of
- * violation (delta debugging: halves, quarters, … single ops), then tries
- * shorter pauses. Each candidate is a full deterministic rerun.
+ * Delta debugging over any operation list: removes halves, quarters, …
+ * single operations while `stillFailing` holds for the rerun, then tries
+ * each operation with its pause zeroed (`withoutPause`, undefined when it
+ * has none). Each candidate is one `rerun`; at most `maxRuns` of them.
+ * Shared by the bus simulation and the workflow simulation (WorkflowShrink.ts).
  */
-export const shrinkWorkload = (
-  config: SimulationConfig,
-  ops: ReadonlyArray<Op>,
-  failing: SimReport,
-  options: WorkloadOptions & { readonly maxRuns?: number } = {}
-): Effect.Effect<Shrunk> =>
+export const deltaShrink = <Op, Report>(options: {
+  readonly ops: ReadonlyArray<Op>
+  readonly failing: Report
+  readonly rerun: (ops: ReadonlyArray<Op>) => Effect.Effect<Report>
+  readonly stillFailing: (report: Report) => boolean
+  readonly withoutPause: (op: Op) => Op | undefined
+  readonly maxRuns: number
+}): Effect.Effect<{ readonly ops: ReadonlyArray<Op>; readonly report: Report; readonly runs: number }> =>
   Effect.gen(function*() {
-    const kind: ViolationKind | undefined = failing.violations[0]?.kind
-    const maxRuns = options.maxRuns ?? 300
+    const { maxRuns } = options
     let runs = 0
-    let best = { ops, report: failing }
+    let best = { ops: options.ops, report: options.failing }
     const stillFails = (candidate: ReadonlyArray<Op>) =>
       Effect.gen(function*() {
         runs++
-        const report = yield* runWorkload(config, candidate, options)
-        const same = report.violations.some((violation) => violation.kind === kind)
+        const report = yield* options.rerun(candidate)
+        const same = options.stillFailing(report)
         if (same) best = { ops: candidate, report }
         return same
       })
@@ -59,12 +62,34 @@ export const shrinkWorkload = (
     // Shorter pauses make the trace easier to read.
     for (let i = 0; i < best.ops.length && runs < maxRuns; i++) {
       const op = best.ops[i]
-      if (op === undefined || op.after === 0) continue
-      const candidate = best.ops.map((other, j) => j === i ? { ...other, after: 0 } : other)
-      yield* stillFails(candidate)
+      const zeroed = op === undefined ? undefined : options.withoutPause(op)
+      if (zeroed === undefined) continue
+      yield* stillFails(best.ops.map((other, j) => j === i ? zeroed : other))
     }
     return { ...best, runs }
   })
+
+/**
+ * Removes operations while the run still fails with the same kind of
+ * violation (delta debugging: halves, quarters, … single ops), then tries
+ * shorter pauses. Each candidate is a full deterministic rerun.
+ */
+export const shrinkWorkload = (
+  config: SimulationConfig,
+  ops: ReadonlyArray<Op>,
+  failing: SimReport,
+  options: WorkloadOptions & { readonly maxRuns?: number } = {}
+): Effect.Effect<Shrunk> => {
+  const kind: ViolationKind | undefined = failing.violations[0]?.kind
+  return deltaShrink({
+    ops,
+    failing,
+    rerun: (candidate) => runWorkload(config, candidate, options),
+    stillFailing: (report) => report.violations.some((violation) => violation.kind === kind),
+    withoutPause: (op) => op.after === 0 ? undefined : { ...op, after: 0 },
+    maxRuns: options.maxRuns ?? 300
+  })
+}
 
 /** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
 export const formatFailure = (

@@ -5,7 +5,8 @@
  * still fails with the same violation kind. Every candidate is a full
  * deterministic rerun.
  */
-import { Effect } from "effect"
+import type { Effect } from "effect"
+import { deltaShrink } from "../Shrink.ts"
 import type { WorkflowViolationKind } from "./WorkflowLedger.ts"
 import { runWorkflowWorkload, type WorkflowOp } from "./WorkflowWorkload.ts"
 import type { WorkflowConfig, WorkflowReport } from "./WorkflowWorld.ts"
@@ -38,36 +39,14 @@ export const shrinkWorkflowWorkload = (
   ops: ReadonlyArray<WorkflowOp>,
   failing: WorkflowReport,
   maxRuns = 300
-): Effect.Effect<WorkflowShrunk> =>
-  Effect.gen(function*() {
-    const kind: WorkflowViolationKind | undefined = failing.violations[0]?.kind
-    let runs = 0
-    let best = { ops, report: failing }
-    const stillFails = (candidate: ReadonlyArray<WorkflowOp>) =>
-      Effect.gen(function*() {
-        runs++
-        const report = yield* runWorkflowWorkload(config, candidate)
-        const same = report.violations.some((violation) => violation.kind === kind)
-        if (same) best = { ops: candidate, report }
-        return same
-      })
-    let chunk = Math.max(1, Math.ceil(best.ops.length / 2))
-    while (runs < maxRuns) {
-      let progressed = false
-      let i = 0
-      while (i < best.ops.length && runs < maxRuns) {
-        const candidate = [...best.ops.slice(0, i), ...best.ops.slice(i + chunk)]
-        if (candidate.length > 0 && (yield* stillFails(candidate))) progressed = true
-        else i += chunk
-      }
-      if (!progressed) {
-        if (chunk === 1) break
-        chunk = Math.max(1, Math.floor(chunk / 2))
-      }
-    }
-    for (let i = 0; i < best.ops.length && runs < maxRuns; i++) {
-      if (best.ops[i]?.pause === 0) continue
-      yield* stillFails(best.ops.map((op, j) => j === i ? { ...op, pause: 0 } : op))
-    }
-    return { ...best, runs }
+): Effect.Effect<WorkflowShrunk> => {
+  const kind: WorkflowViolationKind | undefined = failing.violations[0]?.kind
+  return deltaShrink({
+    ops,
+    failing,
+    rerun: (candidate) => runWorkflowWorkload(config, candidate),
+    stillFailing: (report) => report.violations.some((violation) => violation.kind === kind),
+    withoutPause: (op) => op.pause === 0 ? undefined : { ...op, pause: 0 },
+    maxRuns
   })
+}
