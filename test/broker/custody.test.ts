@@ -12,11 +12,20 @@ import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { message, messageFor, send } from "../support/broker.ts"
+import { message, messageFor, send, type Session } from "../support/broker.ts"
+import type { Message } from "../../src/protocol/frames.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
+
+/** `from` sends `msg` to bob, acknowledged; bob received it, and a round trip on each side settled it. */
+const deliver = (from: Session, bob: Session, msg: Message) =>
+  Effect.gen(function*() {
+    assertDelivered(yield* send(from.client, "bob", msg))
+    yield* messageFor(bob.client, msg.id)
+    yield* settled([bob.client, from.client])
+  })
 
 describe("received-v1: mail stays stored until its recipient confirms it read it", () => {
   it.effect("the mail leaves the store only once the received count covers the frame that carried it", () =>
@@ -29,9 +38,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       const registered = bob.client.received().find((frame) => frame.type === "registered")
       assert.include(registered?.type === "registered" ? registered.features ?? [] : [], RECEIVED_V1)
       const msg = message("keep me until I say so")
-      assertDelivered(yield* send(alice.client, "bob", msg))
-      yield* messageFor(bob.client, msg.id)
-      yield* settled([bob.client, alice.client])
+      yield* deliver(alice, bob, msg)
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 1, "written but not confirmed: still stored")
 
@@ -55,9 +62,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const bob = yield* world.session({ sessionId: "bob", name: "bob" })
       const msg = message("written is enough")
-      assertDelivered(yield* send(alice.client, "bob", msg))
-      yield* messageFor(bob.client, msg.id)
-      yield* settled([bob.client, alice.client])
+      yield* deliver(alice, bob, msg)
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 0)
     }))
@@ -70,9 +75,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       const msg = message("was it read?")
-      assertDelivered(yield* send(alice.client, "bob", msg))
-      yield* messageFor(bob.client, msg.id)
-      yield* settled([bob.client, alice.client])
+      yield* deliver(alice, bob, msg)
       yield* first.crash
 
       yield* durableBroker(world, disk)
@@ -91,9 +94,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       yield* bob.client.send({ type: "received", frames: 1_000 })
       yield* settled([bob.client])
       const msg = message("already covered")
-      assertDelivered(yield* send(alice.client, "bob", msg))
-      yield* messageFor(bob.client, msg.id)
-      yield* settled([bob.client, alice.client])
+      yield* deliver(alice, bob, msg)
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 0)
     }))
