@@ -55,7 +55,7 @@ export interface MessageRecord {
   readonly writtenTo: Array<number>
   readonly reads: Array<Read>
   hostDeliveries: number
-  /** Durable mode: reads of a copy a later broker re-sent after the one that wrote it crashed. */
+  /** Reads of a copy a later broker wrote after the one that wrote it crashed (see `redeliveredAfterCrash`). */
   redelivered: number
   /**
    * Reads of a copy the broker re-sent because the connection it had gone out

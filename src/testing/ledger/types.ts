@@ -35,10 +35,13 @@ export type ViolationKind =
    */
   | "unconfirmed-redelivery"
   /**
-   * The broker sent the same message to its target twice. In durable mode a
-   * second copy from a later broker incarnation, after the one that wrote the
-   * first crashed, is allowed: it may have died before it stored that it
-   * wrote it (the client drops the copy; `duplicate-delivery` checks that).
+   * The broker sent the same message to its target twice. Allowed: a second
+   * copy from a later broker incarnation, after the one that wrote the first
+   * crashed (durable: it may have died before it stored that it wrote it;
+   * memory: the sender's client re-sent it unacknowledged, and the new broker
+   * has no replay record), and a copy sent again because the connection the
+   * first went out on closed unconfirmed (`received-v1`). The client drops
+   * such copies; `duplicate-delivery` checks that.
    */
   | "duplicate-on-wire"
   /** Messages from one sender reached one recipient out of the order the broker accepted them. */

@@ -289,12 +289,15 @@ const groupCrossing = (
 }
 
 /**
- * Durable mode: a second copy of a message from a later broker incarnation,
- * every earlier copy having come from incarnations that crashed — the one
- * that wrote it may have died before it stored that it did.
+ * A second copy of a message from a later broker incarnation, every earlier
+ * copy having come from incarnations that crashed. Durable mode: the one that
+ * wrote it may have died before it stored that it did. Memory mode: its
+ * sender never read the acknowledgement, its client sent it again with the
+ * same id, and the new broker has no replay record (they die with a memory
+ * broker: docs/store.md).
  */
 const redeliveredAfterCrash = (state: LedgerState, record: MessageRecord, link: LinkRecord): boolean =>
-  state.durable && record.reads.length > 0 && record.reads.every((read) => {
+  record.reads.length > 0 && record.reads.every((read) => {
     const epoch = state.links.get(read.link)?.brokerEpoch
     return epoch !== undefined && epoch < link.brokerEpoch && state.crashedEpochs.has(epoch)
   })
