@@ -80,10 +80,13 @@ export const runLiveView = (options: LiveViewOptions): Effect.Effect<never> =>
       Effect.andThen(Effect.sleep(options.retryAfter))
     )
 
+    // Publish, then wait for a change or for refreshEvery, whichever comes first; never twice within minInterval.
     const publisher = Effect.gen(function*() {
       yield* publish
-      yield* Effect.sleep(options.minInterval)
+      const publishedAt = yield* Clock.currentTimeMillis
       yield* Effect.raceFirst(Queue.take(changed), Effect.sleep(options.refreshEvery))
+      const rest = Duration.toMillis(options.minInterval) - ((yield* Clock.currentTimeMillis) - publishedAt)
+      if (rest > 0) yield* Effect.sleep(Duration.millis(rest))
     })
 
     yield* Effect.forkChild(Effect.forever(followOnce))
