@@ -26,6 +26,7 @@ import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { clientCommands } from "./client/commands.ts"
+import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
@@ -257,5 +258,5 @@ export const broker = brokerBase.pipe(Command.withSubcommands([status, stop]))
 /** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
-  Command.withSubcommands([broker, ...clientCommands])
+  Command.withSubcommands([broker, ...clientCommands, uiCommand])
 )

@@ -68,6 +68,10 @@ export const lanesOf = (sessions: ReadonlyArray<string>, rows: ReadonlyArray<Cha
   return lanes
 }
 
+/** A filled arrow head whose tip is at (x, y), pointing right (`direction` 1) or left (-1), in the arrow's colour. */
+const arrowHead = (x: number, y: number, direction: number): string =>
+  `<path class="head" d="M${x},${y} l${-9 * direction},-4.5 v9 z" fill="currentColor"/>`
+
 /** The chart's SVG markup for `rows` (oldest first) over `lanes`. */
 export const renderChart = (lanes: ReadonlyArray<string>, rows: ReadonlyArray<ChartRow>): string => {
   const x = new Map(lanes.map((name, index) => [name, TIME_COLUMN + MARGIN + LANE_WIDTH * index + LANE_WIDTH / 2]))
@@ -75,7 +79,6 @@ export const renderChart = (lanes: ReadonlyArray<string>, rows: ReadonlyArray<Ch
   const height = HEADER + ROW_HEIGHT * Math.max(rows.length, 1) + MARGIN
   const parts: Array<string> = [
     `<svg xmlns="http://www.w3.org/2000/svg" class="sequence" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="sequence chart of recent traffic">`,
-    `<defs><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>`
   ]
   for (const [name, lx] of x) {
     parts.push(
@@ -101,13 +104,15 @@ export const renderChart = (lanes: ReadonlyArray<string>, rows: ReadonlyArray<Ch
     if (x1 === x2) {
       // A message to oneself: a small loop on the lifeline.
       parts.push(
-        `<path d="M${x1},${y - 8} h24 v10 h-24" fill="none" stroke="currentColor" marker-end="url(#head)"${dash}/>`,
+        `<path d="M${x1},${y - 8} h24 v8 h-22" fill="none" stroke="currentColor"${dash}/>`,
+        arrowHead(x1, y, -1),
         `<text x="${x1 + 30}" y="${y - 1}" font-size="11">${escapeXml(label)}</text>`
       )
     } else {
       const mid = (x1 + x2) / 2
       parts.push(
-        `<line x1="${x1}" y1="${y}" x2="${x2}" y2="${y}" stroke="currentColor" stroke-width="${row.stuck ? 2.5 : 1.5}" marker-end="url(#head)"${dash}/>`,
+        `<line x1="${x1}" y1="${y}" x2="${x2 - Math.sign(x2 - x1) * 8}" y2="${y}" stroke="currentColor" stroke-width="${row.stuck ? 2.5 : 1.5}"${dash}/>`,
+        arrowHead(x2, y, Math.sign(x2 - x1)),
         `<text x="${mid}" y="${y - 4}" text-anchor="middle" font-size="11">${escapeXml(label)}</text>`
       )
     }

@@ -48,10 +48,15 @@ export interface InputTraffic {
 export interface ViewInput {
   /** The broker's clock when it took the snapshot (ms since the epoch). */
   readonly at: number
+  /** Live sessions in all (`sessions` may hold fewer: the broker bounds the list). */
+  readonly sessionCount: number
   readonly sessions: ReadonlyArray<InputSession>
+  /** Messages in the mailbox, `replace` messages staged, characters queued in the outboxes. */
   readonly queues: { readonly mailbox: number; readonly staging: number; readonly outbox: number }
   readonly openAsks: ReadonlyArray<{ readonly from: string; readonly to: string; readonly messageId: string; readonly askedAt: number }>
-  readonly refusals: ReadonlyArray<{ readonly at: number; readonly from: string; readonly target: string; readonly code: string }>
+  readonly refusals: ReadonlyArray<
+    { readonly at: number; readonly from: string; readonly target: string; readonly code: string; readonly reason: string }
+  >
   /** Oldest first. */
   readonly traffic: ReadonlyArray<InputTraffic>
   readonly totals: { readonly routed: number; readonly refused: number; readonly messagesPerSecond: number }
@@ -105,6 +110,7 @@ export interface RefusalRow {
   readonly from: string
   readonly target: string
   readonly code: string
+  readonly reason: string
 }
 
 /** Everything the page renders, streamed to it as JSON. */
@@ -123,6 +129,7 @@ export interface UiView {
     readonly stuckAsks: number
     readonly mailbox: number
     readonly staging: number
+    /** Characters queued in every outbox together. */
     readonly outbox: number
   }
   readonly sessions: ReadonlyArray<SessionRow>
@@ -236,7 +243,8 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
       refused
     }
   })
-  const sessionNames = snapshot.sessions.map((session) => session.name)
+  // Lanes in name order, so they stay put while the sessions' order (most recently active first) changes.
+  const sessionNames = snapshot.sessions.map((session) => session.name).sort((a, b) => a.localeCompare(b))
 
   return {
     connection: context.connection,
@@ -244,7 +252,7 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
     at: now,
     stuckAfterMs: context.stuckAfterMs,
     totals: {
-      sessions: snapshot.sessions.length,
+      sessions: snapshot.sessionCount,
       messagesPerSecond: snapshot.totals.messagesPerSecond,
       routed: snapshot.totals.routed,
       refused: snapshot.totals.refused,
@@ -268,18 +276,14 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
     })),
     openAsks,
     exchanges,
-    refusals: snapshot.refusals.map((refusal) => ({
-      at: refusal.at,
-      from: nameOf(refusal.from),
-      target: refusal.target,
-      code: refusal.code
-    })).sort((a, b) => b.at - a.at),
+    refusals: snapshot.refusals.map((refusal) => ({ ...refusal, from: nameOf(refusal.from) })).sort((a, b) => b.at - a.at),
     chart: renderChart(lanesOf(sessionNames, chartRows), chartRows)
   }
 }
 
 const emptyInput = (at: number): ViewInput => ({
   at,
+  sessionCount: 0,
   sessions: [],
   queues: { mailbox: 0, staging: 0, outbox: 0 },
   openAsks: [],

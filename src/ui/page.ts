@@ -20,6 +20,7 @@ export const pageHtml = (token: string): string => {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>intercom ui</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/app.css${query}">
 <script src="/app.js${query}" defer></script>
 </head>
@@ -68,7 +69,8 @@ export const APP_JS = String.raw`"use strict";
   let lastView = null;
 
   const ago = (ms) => ms == null ? "–" : ms < 1000 ? ms + " ms" : ms < 60000 ? (ms / 1000).toFixed(1) + " s" : ms < 3600000 ? Math.floor(ms / 60000) + " min " + Math.floor(ms % 60000 / 1000) + " s" : (ms / 3600000).toFixed(1) + " h";
-  const time = (at) => at == null ? "–" : new Date(at).toLocaleTimeString();
+  const time = (at) => at == null ? "–" : new Date(at).toLocaleTimeString([], { hour12: false });
+  const short = (id) => id == null ? "–" : String(id).slice(0, 8);
   const rate = (r) => r == null ? "–" : r.toFixed(1) + "/s";
 
   const TABLES = {
@@ -78,14 +80,14 @@ export const APP_JS = String.raw`"use strict";
       ["in", "messagesIn"], ["out", "messagesOut"], ["rate", "ratePerSecond", rate]
     ],
     asks: [
-      ["from", "from"], ["to", "to"], ["asked at", "askedAt", time], ["age", "ageMs", ago], ["message id", "messageId"]
+      ["from", "from"], ["to", "to"], ["asked at", "askedAt", time], ["age", "ageMs", ago], ["message", "messageId", short]
     ],
     exchanges: [
       ["from", "from"], ["to", "to"], ["state", "state"], ["asked at", "askedAt", time],
-      ["answered after", "latencyMs", ago], ["message id", "messageId"]
+      ["answered after", "latencyMs", ago], ["message", "messageId", short]
     ],
     refusals: [
-      ["time", "at", time], ["from", "from"], ["target", "target"], ["code", "code"]
+      ["time", "at", time], ["from", "from"], ["target", "target"], ["code", "code"], ["reason", "reason"]
     ]
   };
 
@@ -126,6 +128,7 @@ export const APP_JS = String.raw`"use strict";
         const td = tr.insertCell();
         const value = row[key];
         td.textContent = format ? format(value) : value == null ? "–" : String(value);
+        if (key === "messageId") td.title = String(value);
       }
     }
     if (shown.length === 0) {
@@ -142,7 +145,7 @@ export const APP_JS = String.raw`"use strict";
     const items = [
       ["sessions", t.sessions], ["messages/s", t.messagesPerSecond.toFixed(1)], ["routed", t.routed],
       ["refused", t.refused], ["open asks", t.openAsks], ["stuck asks", t.stuckAsks],
-      ["mailbox", t.mailbox], ["staging", t.staging], ["outbox", t.outbox]
+      ["mailbox", t.mailbox], ["staged", t.staging], ["outbox chars", t.outbox]
     ];
     $("totals").replaceChildren(...items.map(([label, value]) => {
       const div = document.createElement("div");

@@ -14,6 +14,7 @@ const STUCK = 30_000
 
 const snapshotAt = (at: number): ViewInput => ({
   at,
+  sessionCount: 1,
   sessions: [{
     id: "id-a",
     name: "alice",

@@ -30,6 +30,7 @@ const traffic = (overrides: Partial<InputTraffic> & Pick<InputTraffic, "at" | "f
 
 const input = (overrides: Partial<ViewInput> = {}): ViewInput => ({
   at: T0,
+  sessionCount: 2,
   sessions: [session("id-a", "alice"), session("id-b", "bob")],
   queues: { mailbox: 1, staging: 2, outbox: 3 },
   openAsks: [],
@@ -51,13 +52,13 @@ describe("ui view", () => {
     const view = buildView(
       input({
         openAsks: [{ from: "id-a", to: "id-b", messageId: "ask-1", askedAt: T0 }],
-        refusals: [{ at: T0, from: "id-a", target: "carol", code: "E_NOT_FOUND" }],
+        refusals: [{ at: T0, from: "id-a", target: "carol", code: "E_NOT_FOUND", reason: "Session not found" }],
         traffic: [traffic({ at: T0, from: "id-a", to: "id-b", kind: "ask", messageId: "ask-1" })]
       }),
       context(T0 + 5_000)
     )
     assert.deepStrictEqual(view.openAsks, [{ from: "alice", to: "bob", messageId: "ask-1", askedAt: T0, ageMs: 5_000, stuck: false }])
-    assert.deepStrictEqual(view.refusals, [{ at: T0, from: "alice", target: "carol", code: "E_NOT_FOUND" }])
+    assert.deepStrictEqual(view.refusals, [{ at: T0, from: "alice", target: "carol", code: "E_NOT_FOUND", reason: "Session not found" }])
     assert.strictEqual(view.exchanges[0]?.from, "alice")
     assert.strictEqual(view.sessions[0]?.lastActivityAgoMs, 5_000)
     assert.deepInclude(view.totals, { sessions: 2, openAsks: 1, stuckAsks: 0, mailbox: 1, staging: 2, outbox: 3 })
