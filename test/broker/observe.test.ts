@@ -18,7 +18,7 @@ const observerRegister = { type: "register", session: { cwd: "/tmp", model: "m",
 describe("observe-v1", () => {
   it.live("a snapshot shows sessions with their counts, routed messages, the open ask and a refusal with its code", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const a = yield* broker.session({ sessionId: "a", name: "alice", status: "busy" })
       const b = yield* broker.session({ sessionId: "b", name: "bob" })
       assertDelivered(yield* send(a.client, "b", message("hello", { id: "m1" })))
@@ -45,7 +45,7 @@ describe("observe-v1", () => {
 
   it.live("a reply is traffic of kind reply naming the ask; mail for a session that left is queued", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const a = yield* broker.session({ sessionId: "a", name: "alice" })
       const b = yield* broker.session({ sessionId: "b", name: "bob" })
       assertDelivered(yield* send(b.client, "a", message("q", { id: "q1", expectsReply: true })))
@@ -65,7 +65,7 @@ describe("observe-v1", () => {
 
   it.live("a watch streams the snapshot, then each routed message as a traffic event and the state every tick", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const a = yield* broker.session({ sessionId: "a", name: "alice" })
       const b = yield* broker.session({ sessionId: "b", name: "bob" })
       const started = yield* Deferred.make<BrokerSnapshot>()
@@ -90,7 +90,7 @@ describe("observe-v1", () => {
 
   it.live("an observer is not a session: no session_joined, not listed, no effect on the session count", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const a = yield* broker.session({ sessionId: "a", name: "alice" })
       const observer = yield* broker.connect("observer")
       yield* observer.send({ ...observerRegister, sessionId: "watcher", features: [OBSERVE_V1], observer: true })
@@ -105,7 +105,7 @@ describe("observe-v1", () => {
 
   it.live("a base client is unaffected: observer is ignored without the feature, and it is a session", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const watcher = yield* broker.session({ sessionId: "a" })
       const base = yield* broker.session({ sessionId: "base", frame: { observer: true } })
       assert.deepStrictEqual(base.registered.features, ["exact-send-v1"])
@@ -119,7 +119,7 @@ describe("observe-v1", () => {
 
   it.live("a session granted observe-v1 cannot observe: its observe frame closes the connection (groups stay a boundary)", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const session = yield* broker.session({ sessionId: "s", frame: { features: [OBSERVE_V1] } })
       yield* session.client.send({ type: "observe", requestId: "r1" })
       yield* session.client.waitClosed()
@@ -127,7 +127,7 @@ describe("observe-v1", () => {
 
   it.live("an observer sending anything but observe or health is dropped", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ idleExitMs: null })
+      const broker = yield* withBroker({ idleExit: null })
       const observer = yield* broker.connect("observer")
       yield* observer.send({ ...observerRegister, features: [OBSERVE_V1], observer: true })
       yield* observer.next("registered")
