@@ -133,4 +133,18 @@ describe("intercom ui in a browser", () => {
       assert.strictEqual(allowed.status, 200)
       yield* alice.endStdin
     }).pipe(Effect.scoped), TIMEOUT)
+
+  it.live("a bad --stuck-after is a bad invocation (exit 2); a port in use ends the command with exit 1 naming it", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const bad = yield* runCli(agent, ["ui", "--stuck-after", "soon"])
+      assert.strictEqual(bad.code, 2)
+      assert.include(bad.stderr, `--stuck-after must be a positive duration such as 30s or 2m; got "soon"`)
+      const first = yield* spawnCli(agent, ["ui"])
+      const [, port = ""] = yield* first.waitStdout(/^intercom ui: http:\/\/127\.0\.0\.1:(\d+)\//m)
+      const second = yield* runCli(agent, ["ui", "--port", port])
+      assert.strictEqual(second.code, 1)
+      assert.include(second.stderr, `Cannot serve the intercom ui on 127.0.0.1:${port}`)
+      assert.include(second.stderr, "EADDRINUSE")
+    }).pipe(Effect.scoped), TIMEOUT)
 })
