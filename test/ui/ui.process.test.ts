@@ -67,7 +67,7 @@ const rawGet = (url: URL, headers: Readonly<Record<string, string>>) =>
   })
 
 describe("intercom ui in a browser", () => {
-  it.live("shows both sessions, a send in the chart, a stuck ask highlighted then joined with its reply; refuses requests without the token or from another origin", () =>
+  it.live("shows both sessions, a send in the chart, a stuck ask highlighted then joined with its reply; refuses requests without the token or from another origin; Ctrl-C ends it with exit 0", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
       const alice = yield* startWatch(agent, "alice")
@@ -131,6 +131,12 @@ describe("intercom ui in a browser", () => {
       assert.strictEqual(rebound.status, 403)
       const allowed = yield* rawGet(new URL(`/view.json${url.search}`, url), { host })
       assert.strictEqual(allowed.status, 200)
+
+      // Ctrl-C with the page still open on its event stream: intercom ui ends, exit 0.
+      yield* Effect.promise(() => page.goto(url.href))
+      yield* waitFor(page, "#connection.connected")
+      yield* ui.kill("SIGINT")
+      assert.deepStrictEqual(yield* ui.waitExit(), { code: 0, signal: null }, ui.stderr())
       yield* alice.endStdin
     }).pipe(Effect.scoped), TIMEOUT)
 
