@@ -2,9 +2,9 @@
  * `intercom ui` the way a person uses it: a broker with two sessions
  * (`intercom watch` processes), `intercom ui` as a process, and its page in a
  * real headless Chromium (Debian's `chromium`, driven by playwright-core).
- * The page shows both sessions, a send appears in the sequence chart, an ask
- * left open past `--stuck-after` is highlighted and joined with its reply
- * once answered; a request without the token, from a foreign Origin or for a
+ * The page shows both sessions, a send appears in the sequence chart, an
+ * answered ask is joined with its reply, an ask left open past
+ * `--stuck-after` is highlighted, and joined with its reply once answered; a request without the token, from a foreign Origin or for a
  * rebound Host is refused.
  *
  * Needs `npm run build` (the CLI bundle) and chromium on PATH:
@@ -45,10 +45,13 @@ const browser = Effect.acquireRelease(
   (browser: Browser) => Effect.promise(() => browser.close())
 )
 
-/** Waits until the page has an element matching `selector` (with `text`, if given). */
-const waitFor = (page: Page, selector: string, text?: string) =>
+/** Waits until the page has an element matching `selector` that contains each of `texts`. */
+const waitFor = (page: Page, selector: string, ...texts: ReadonlyArray<string>) =>
   Effect.promise(() =>
-    page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor({ state: "attached", timeout: PAGE_WAIT })
+    texts
+      .reduce((locator, text) => locator.filter({ hasText: text }), page.locator(selector))
+      .first()
+      .waitFor({ state: "attached", timeout: PAGE_WAIT })
   )
 
 const count = (page: Page, selector: string) => Effect.promise(() => page.locator(selector).count())
@@ -67,7 +70,7 @@ const rawGet = (url: URL, headers: Readonly<Record<string, string>>) =>
   })
 
 describe("intercom ui in a browser", () => {
-  it.live("shows both sessions, a send in the chart, a stuck ask highlighted then joined with its reply; refuses requests without the token or from another origin; Ctrl-C ends it with exit 0", () =>
+  it.live("shows both sessions, a send in the chart, an answered ask joined with its reply, a stuck ask highlighted then joined with its reply; refuses requests without the token or from another origin; Ctrl-C ends it with exit 0", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
       const alice = yield* startWatch(agent, "alice")
@@ -98,13 +101,22 @@ describe("intercom ui in a browser", () => {
       yield* runCli(agent, ["send", "--name", "bob", "nobody-here", "anyone?"])
       yield* waitFor(page, "#refusals tbody tr", "E_TARGET_NOT_FOUND")
 
+      // An ask answered at once: joined with its reply in the table and the chart.
+      const quick = yield* spawnCli(agent, ["ask", "--name", "bob", "--timeout", "5m", "alice", "Which branch?"])
+      const [, quickId = ""] = yield* alice.waitStdout(/\[ask\] bob \([^)]*\) · (\S+)\n {2}Which branch\?\n/)
+      yield* alice.writeLine("main")
+      assert.deepStrictEqual(yield* quick.waitExit(), { code: 0, signal: null }, quick.stderr())
+      yield* waitFor(page, "#exchanges tbody tr", quickId.slice(0, 8), "answered")
+      yield* waitFor(page, `#chart g.arrow.ask[data-message-id="${quickId}"]`, "answered in")
+      yield* waitFor(page, "#chart g.arrow.reply", `to ${quickId.slice(0, 8)}`)
+
       // An ask left open past --stuck-after 2s is highlighted: the asks table, the totals, the chart.
       const asker = yield* spawnCli(agent, ["ask", "--name", "alice", "--timeout", "5m", "bob", "Are you stuck?"])
       const [, askId = ""] = yield* bob.waitStdout(/\[ask\] alice \([^)]*\) · (\S+)\n {2}Are you stuck\?\n/)
       yield* waitFor(page, "#asks tbody tr.stuck", "alice")
       yield* waitFor(page, `#chart g.arrow.ask.stuck[data-message-id="${askId}"]`)
       yield* waitFor(page, "#totals .total.stuck")
-      yield* waitFor(page, "#exchanges tbody tr.stuck", "stuck")
+      yield* waitFor(page, "#exchanges tbody tr.stuck", askId.slice(0, 8), "stuck")
       yield* Effect.promise(() =>
         page.screenshot({
           path: process.env["UPDATE_UI_SCREENSHOT"] === "1" ? SCREENSHOT : path.join(agent.root, "ui.png"),
@@ -115,8 +127,8 @@ describe("intercom ui in a browser", () => {
       // Answered: the ask is joined with its reply, and is no longer stuck.
       yield* bob.writeLine("No: answering now.")
       assert.deepStrictEqual(yield* asker.waitExit(), { code: 0, signal: null }, asker.stderr())
-      yield* waitFor(page, "#exchanges tbody tr", "answered")
-      yield* waitFor(page, `#chart g.arrow.reply`)
+      yield* waitFor(page, "#exchanges tbody tr", askId.slice(0, 8), "answered")
+      yield* waitFor(page, "#chart g.arrow.reply", `to ${askId.slice(0, 8)}`)
       assert.strictEqual(yield* count(page, "#asks tbody tr.stuck"), 0)
       assert.strictEqual(yield* count(page, `#chart g.arrow.ask.stuck[data-message-id="${askId}"]`), 0)
 
