@@ -4,7 +4,8 @@
  * real headless Chromium (Debian's `chromium`, driven by playwright-core).
  * The page shows both sessions, a send appears in the sequence chart, an
  * answered ask is joined with its reply, an ask left open past
- * `--stuck-after` is highlighted, and joined with its reply once answered; a request without the token, from a foreign Origin or for a
+ * `--stuck-after` is highlighted, and joined with its reply once answered; a
+ * click on a column header sorts, `/` and text filter; a request without the token, from a foreign Origin or for a
  * rebound Host is refused.
  *
  * Needs `npm run build` (the CLI bundle) and chromium on PATH:
@@ -70,7 +71,7 @@ const rawGet = (url: URL, headers: Readonly<Record<string, string>>) =>
   })
 
 describe("intercom ui in a browser", () => {
-  it.live("shows both sessions, a send in the chart, an answered ask joined with its reply, a stuck ask highlighted then joined with its reply; refuses requests without the token or from another origin; Ctrl-C ends it with exit 0", () =>
+  it.live("shows both sessions, a send in the chart, an answered ask joined with its reply, a stuck ask highlighted then joined with its reply, sorting and filtering; refuses requests without the token or from another origin; Ctrl-C ends it with exit 0", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
       const alice = yield* startWatch(agent, "alice")
@@ -123,6 +124,18 @@ describe("intercom ui in a browser", () => {
           fullPage: true
         })
       )
+
+      // Sorting and filtering: a click on "name" sorts the sessions (again: reversed); `/` then text filters them.
+      const names = Effect.promise(() => page.locator("#sessions tbody tr td:first-child").allTextContents())
+      yield* Effect.promise(() => page.locator("#sessions th", { hasText: "name" }).click())
+      assert.deepStrictEqual(yield* names, ["alice", "bob"])
+      yield* Effect.promise(() => page.locator("#sessions th", { hasText: "name" }).click())
+      assert.deepStrictEqual(yield* names, ["bob", "alice"])
+      yield* Effect.promise(() => page.keyboard.press("/"))
+      yield* Effect.promise(() => page.keyboard.type("bob"))
+      assert.deepStrictEqual(yield* names, ["bob"])
+      yield* Effect.promise(() => page.keyboard.press("Escape"))
+      assert.deepStrictEqual(yield* names, ["bob", "alice"])
 
       // Answered: the ask is joined with its reply, and is no longer stuck.
       yield* bob.writeLine("No: answering now.")
