@@ -29,8 +29,9 @@ export interface ChartRow {
   readonly refused: boolean
 }
 
-/** Layout constants, in SVG user units (pixels). */
+/** The width of one session's lane, in SVG user units (pixels). */
 export const LANE_WIDTH = 170
+/** The height of one arrow's row, in SVG user units (pixels). */
 export const ROW_HEIGHT = 24
 const TIME_COLUMN = 78
 const HEADER = 34

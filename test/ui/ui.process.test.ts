@@ -5,8 +5,8 @@
  * The page shows both sessions, a send appears in the sequence chart, an
  * answered ask is joined with its reply, an ask left open past
  * `--stuck-after` is highlighted, and joined with its reply once answered; a
- * click on a column header sorts, `/` and text filter; a request without the token, from a foreign Origin or for a
- * rebound Host is refused.
+ * click on a column header sorts, `/` and text filter; a request without
+ * the token, from a foreign Origin or for a rebound Host is refused.
  *
  * Needs `npm run build` (the CLI bundle) and chromium on PATH:
  * `scripts/test-tools.sh` installs it (`npm test` runs it first).
