@@ -19,7 +19,9 @@
  * Single owner: the Router's synchronous code (frames) and the observe fiber
  * (`tick`), which never interleave.
  */
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { OBSERVE_V1 } from "../protocol/features.ts"
+import { frameBytes } from "../protocol/framing.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import {
   type BrokerSnapshot,
@@ -121,7 +123,7 @@ export class Observe {
     const snapshot = this.snapshot(now)
     this.ctx.output.enqueue(
       peer,
-      JSON.stringify({ type: "observe_snapshot", requestId: frame.requestId, snapshot })
+      fitted((keep) => JSON.stringify({ type: "observe_snapshot", requestId: frame.requestId, snapshot: cut(snapshot, keep) }))
     )
     if (frame.watch !== true) return
     const intervalMs = frame.intervalMs ?? DEFAULT_OBSERVE_INTERVAL_MS
@@ -169,7 +171,12 @@ export class Observe {
       watch.sampleAt = now
       watch.sampleRouted = routedTotal(traffic)
       watch.sampleSessions = sessionSample(sessions)
-      this.ctx.output.enqueue(peer, JSON.stringify({ type: "observe_events", requestId: watch.requestId, events }))
+      this.ctx.output.enqueue(
+        peer,
+        fitted((keep) =>
+          JSON.stringify({ type: "observe_events", requestId: watch.requestId, events: events.map((event) => cutEvent(event, keep)) })
+        )
+      )
     }
   }
 
@@ -239,6 +246,60 @@ export class Observe {
       totals: { ...traffic.totals },
       rate: { windowMs, routedPerSec: rate(routedTotal(traffic) - (sample?.sampleRouted ?? 0), windowMs) }
     }
+  }
+}
+
+/**
+ * The frame `encode(1)` builds, or — when its lists make it larger than a
+ * frame may be (ids, names and groups up to 256 characters each, in the
+ * hundreds of rows) — `encode(keep)` with each list cut to that fraction,
+ * halved until it fits. Counts (`sessionCount`, `askCount`) stay whole.
+ */
+const fitted = (encode: (keep: number) => string): string => {
+  let keep = 1
+  let text = encode(keep)
+  while (text.length * 3 > MAX_FRAME_BYTES - FRAME_ROOM && frameBytes(text) > MAX_FRAME_BYTES - FRAME_ROOM && keep > 1 / 1024) {
+    keep /= 2
+    text = encode(keep)
+  }
+  return text
+}
+
+/** Bytes left free below the frame limit for the frame's own fields. */
+const FRAME_ROOM = 4096
+
+/** The first `keep` of `items` (the most relevant: most active sessions, oldest asks). */
+const head = <A>(items: ReadonlyArray<A>, keep: number): ReadonlyArray<A> =>
+  keep >= 1 ? items : items.slice(0, Math.floor(items.length * keep))
+
+/** The last `keep` of `items` (the latest traffic and refusals). */
+const tail = <A>(items: ReadonlyArray<A>, keep: number): ReadonlyArray<A> =>
+  keep >= 1 ? items : items.slice(items.length - Math.floor(items.length * keep))
+
+const cutState = (state: ObservedState, keep: number): ObservedState =>
+  keep >= 1 ? state : { ...state, sessions: head(state.sessions, keep), asks: head(state.asks, keep) }
+
+const cut = (snapshot: BrokerSnapshot, keep: number): BrokerSnapshot =>
+  keep >= 1 ? snapshot : {
+    ...snapshot,
+    ...cutState(snapshot, keep),
+    traffic: tail(snapshot.traffic, keep),
+    refusals: tail(snapshot.refusals, keep)
+  }
+
+const cutEvent = (event: ObserveEvent, keep: number): ObserveEvent => {
+  if (keep >= 1) return event
+  switch (event.type) {
+    case "traffic": {
+      const entries = tail(event.entries, keep)
+      return { ...event, entries, missed: event.missed + event.entries.length - entries.length }
+    }
+    case "refusals": {
+      const entries = tail(event.entries, keep)
+      return { ...event, entries, missed: event.missed + event.entries.length - entries.length }
+    }
+    case "state":
+      return { ...event, state: cutState(event.state, keep) }
   }
 }
 

@@ -135,6 +135,25 @@ describe("observe-v1", () => {
       yield* observer.waitClosed()
     }))
 
+  it.live("a snapshot that would pass 1 MiB is cut to fit: fewer rows, the counts still whole", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      // Every text field at its limit in 3-byte characters: 300 such rows are more than a frame holds.
+      const wide = (i: number) => `${String(i).padStart(4, "0")}${"界".repeat(252)}`
+      yield* Effect.forEach(Array.from({ length: 320 }, (_, i) => i), (i) =>
+        broker.session({
+          sessionId: wide(i),
+          name: wide(i),
+          status: wide(i),
+          scopeId: "界".repeat(256),
+          frame: { features: ["groups-v1"], group: wide(i) }
+        }), { concurrency: 16, discard: true })
+      const snapshot = yield* ObserveClient.snapshot({ socketPath: broker.socketPath })
+      assert.strictEqual(snapshot.sessionCount, 320)
+      assert.isAbove(snapshot.sessions.length, 0)
+      assert.isBelow(snapshot.sessions.length, 300)
+    }), 120_000)
+
   it.live("no broker: snapshot fails with NotRunning and says how to start one", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(ObserveClient.snapshot({ socketPath: "/tmp/no-such-intercom-broker.sock" }))
