@@ -88,7 +88,8 @@ const respond = (body: string, contentType: string, status = 200): HttpServerRes
 const eventStream = (views: PubSub.PubSub<string>, closing: Deferred.Deferred<void>): HttpServerResponse.HttpServerResponse => {
   const frames = Stream.fromPubSub(views).pipe(
     Stream.map((json) => `event: view\ndata: ${json}\n\n`),
-    Stream.merge(Stream.tick(KEEP_ALIVE).pipe(Stream.map(() => ": keep-alive\n\n"))),
+    // Stream.tick ticks at once too; the stream starts with the view, so the first tick is dropped.
+    Stream.merge(Stream.tick(KEEP_ALIVE).pipe(Stream.drop(1), Stream.map(() => ": keep-alive\n\n"))),
     Stream.interruptWhen(Deferred.await(closing)),
     Stream.encodeText
   )

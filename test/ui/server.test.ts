@@ -5,7 +5,8 @@
  * origin or for another Host.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, PubSub } from "effect"
+import { Effect, PubSub, type Scope } from "effect"
+import { TestClock } from "effect/testing"
 import * as http from "node:http"
 import { makeViewHub, serveUi } from "../../src/ui/UiServer.ts"
 
@@ -47,7 +48,34 @@ const request = (
     return Effect.sync(() => req.destroy())
   })
 
-const withServer = <A, E>(use: (port: number, hub: PubSub.PubSub<string>) => Effect.Effect<A, E>) =>
+/** An open event stream: the text received so far, and a wait for `text` to arrive. */
+const openStream = (port: number, path: string) =>
+  Effect.acquireRelease(
+    Effect.callback<{ readonly req: http.ClientRequest; readonly res: http.IncomingMessage; readonly text: () => string }>((resume) => {
+      const req = http.get({ host: "127.0.0.1", port, path, headers: { host: `127.0.0.1:${port}` } }, (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk: string) => (text += chunk))
+        resume(Effect.succeed({ req, res, text: () => text }))
+      })
+      req.on("error", (error) => resume(Effect.die(error)))
+    }),
+    ({ req }) => Effect.sync(() => req.destroy())
+  ).pipe(Effect.map(({ res, text }) => ({
+    text,
+    /** Waits (on socket events, not on a clock) until the stream has received `expected`. */
+    received: (expected: string) =>
+      Effect.callback<void>((resume) => {
+        const check = () => {
+          if (text().includes(expected)) resume(Effect.void)
+        }
+        res.on("data", check)
+        check()
+        return Effect.sync(() => res.off("data", check))
+      })
+  })))
+
+const withServer = <A, E>(use: (port: number, hub: PubSub.PubSub<string>) => Effect.Effect<A, E, Scope.Scope>) =>
   Effect.scoped(Effect.gen(function*() {
     const hub = yield* makeViewHub()
     yield* PubSub.publish(hub, JSON.stringify({ view: 1 }))
@@ -86,6 +114,20 @@ describe("ui server", () => {
         const second = yield* request(port, `/events?token=${TOKEN}`, { firstEvent: true })
         assert.strictEqual(second.body, `event: view\ndata: {"view":2}\n\n`)
         assert.strictEqual((yield* request(port, `/view.json?token=${TOKEN}`)).body, `{"view":2}`)
+      })
+    ))
+
+  it.effect("keeps one stream open: each published view follows on it, and a comment line every 15 s of the clock", () =>
+    withServer((port, hub) =>
+      Effect.gen(function*() {
+        const stream = yield* openStream(port, `/events?token=${TOKEN}`)
+        yield* stream.received(`data: {"view":1}\n\n`)
+        yield* PubSub.publish(hub, JSON.stringify({ view: 2 }))
+        yield* stream.received(`data: {"view":2}\n\n`)
+        assert.notInclude(stream.text(), "keep-alive")
+        yield* TestClock.adjust("15 seconds")
+        yield* stream.received(": keep-alive\n\n")
+        assert.strictEqual(stream.text(), `event: view\ndata: {"view":1}\n\nevent: view\ndata: {"view":2}\n\n: keep-alive\n\n`)
       })
     ))
 
