@@ -74,8 +74,9 @@ export const runLiveView = (options: LiveViewOptions): Effect.Effect<never> =>
         Ref.set(latest, input).pipe(Effect.andThen(setConnection({ state: "connected", detail: "connected" })))
       ),
       Effect.matchEffect({
-        onFailure: (error) => lost(`broker not reachable: ${error.message}; retrying`),
-        onSuccess: () => lost("the broker ended the stream; retrying")
+        // The error's message says what is wrong and what to do (ObserveError), e.g. no broker answers.
+        onFailure: (error) => lost(`${error.message} Retrying…`),
+        onSuccess: () => lost("The broker ended the stream. Retrying…")
       }),
       Effect.andThen(Effect.sleep(options.retryAfter))
     )
