@@ -6,7 +6,8 @@
  * answered ask is joined with its reply, an ask left open past
  * `--stuck-after` is highlighted, and joined with its reply once answered; a
  * click on a column header sorts, `/` and text filter; a request without
- * the token, from a foreign Origin or for a rebound Host is refused.
+ * the token, from a foreign Origin or for a rebound Host is refused; a
+ * stopped broker is shown as such, with the last view kept.
  *
  * Needs `npm run build` (the CLI bundle) and chromium on PATH:
  * `scripts/test-tools.sh` installs it (`npm test` runs it first).
@@ -71,7 +72,7 @@ const rawGet = (url: URL, headers: Readonly<Record<string, string>>) =>
   })
 
 describe("intercom ui in a browser", () => {
-  it.live("shows both sessions, a send in the chart, an answered ask joined with its reply, a stuck ask highlighted then joined with its reply, sorting and filtering; refuses requests without the token or from another origin; Ctrl-C ends it with exit 0", () =>
+  it.live("shows both sessions, a send in the chart, an answered ask joined with its reply, a stuck ask highlighted then joined with its reply, sorting and filtering; refuses requests without the token or from another origin; says when the broker stops; Ctrl-C ends it with exit 0", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
       const alice = yield* startWatch(agent, "alice")
@@ -157,12 +158,21 @@ describe("intercom ui in a browser", () => {
       const allowed = yield* rawGet(new URL(`/view.json${url.search}`, url), { host })
       assert.strictEqual(allowed.status, 200)
 
-      // Ctrl-C with the page still open on its event stream: intercom ui ends, exit 0.
+      // The broker stops (its sessions left first, so none starts another): the page says so and keeps the last view.
       yield* Effect.promise(() => page.goto(url.href))
       yield* waitFor(page, "#connection.connected")
+      yield* alice.endStdin
+      yield* bob.endStdin
+      assert.deepStrictEqual(yield* alice.waitExit(), { code: 0, signal: null })
+      assert.deepStrictEqual(yield* bob.waitExit(), { code: 0, signal: null })
+      const stopped = yield* runCli(agent, ["broker", "stop"])
+      assert.strictEqual(stopped.code, 0, stopped.stderr)
+      yield* waitFor(page, "#connection.lost", "No intercom broker answers", "Retrying")
+      yield* waitFor(page, "#chart g.arrow.reply")
+
+      // Ctrl-C with the page still open on its event stream: intercom ui ends, exit 0.
       yield* ui.kill("SIGINT")
       assert.deepStrictEqual(yield* ui.waitExit(), { code: 0, signal: null }, ui.stderr())
-      yield* alice.endStdin
     }).pipe(Effect.scoped), TIMEOUT)
 
   it.live("a bad --stuck-after is a bad invocation (exit 2); a port in use ends the command with exit 1 naming it", () =>
