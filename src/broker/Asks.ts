@@ -146,7 +146,8 @@ export class Asks {
         messageId: mail.message.id,
         askerKey: attempt.sender.key,
         targetKey: target.key,
-        deadline: attempt.now + mail.askTimeoutMs
+        deadline: attempt.now + mail.askTimeoutMs,
+        openedAt: attempt.now
       })
     }
   }

@@ -70,7 +70,7 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
     const handle = (frames: ReadonlyArray<string>) => {
       router.handleBatch(peer, frames)
       output.wakeTouched()
-      if (peer.state === "registered") permit.release()
+      if (peer.state === "registered" || peer.state === "observing") permit.release()
     }
     while (!peer.isClosing) {
         if (drainer === undefined) {

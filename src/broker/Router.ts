@@ -18,6 +18,7 @@
  * | topics (`topics-v1`) | Topics.ts |
  * | the result archive (`results-v1`) | Results.ts (its fiber: Broker.ts) |
  * | durable supervisor questions (`questions-v1`) | Questions.ts (its fiber: QuestionWorker.ts) |
+ * | the live view (`observe-v1`) | Observe.ts, Traffic.ts (its fiber: Broker.ts) |
  * | output and backpressure | Output.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
@@ -43,6 +44,7 @@ import * as Encode from "./encode.ts"
 import { MailDelivery } from "./MailDelivery.ts"
 import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
+import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
@@ -93,6 +95,8 @@ export interface RouterSignals {
   readonly events: Queue.Queue<BrokerEvent>
   /** Result archive requests for the results fiber (Results.ts). */
   readonly results: Queue.Queue<ResultJob>
+  /** Wakes the observe fiber: a watch was added (Observe.ts). */
+  readonly observe: Queue.Queue<void>
   /** Question work for the question fiber (QuestionWorker.ts); absent when the broker keeps no questions. */
   readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
@@ -116,6 +120,8 @@ export class Router {
   private readonly topics: Topics
   /** Durable supervisor questions, when the broker keeps them (`signals.questions`). */
   readonly questions: Questions | undefined
+  /** The live view (`observe-v1`); the broker's observe fiber sends its watches their ticks. */
+  readonly observe: Observe
 
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
@@ -215,6 +221,13 @@ export class Router {
     if (questions !== undefined) registration.observe(questions.hooks)
     const custody = new Custody(ctx)
     registration.observe(custody.hooks)
+    const observe = new Observe(ctx, {
+      traffic: send.traffic,
+      edges: asks.edges,
+      mailbox: () => mail.size,
+      staged: () => staging.size,
+      unregistered: () => registration.unregisteredCount
+    }, () => signal(signals.observe))
 
     this.ctx = ctx
     this.journal = journal
@@ -242,8 +255,10 @@ export class Router {
       ...topics.frames,
       ...results.frames,
       ...questions?.frames,
-      ...custody.frames
+      ...custody.frames,
+      ...observe.frames
     }
+    this.observe = observe
     this.custody = custody
     this.topics = topics
     this.results = results
@@ -267,6 +282,7 @@ export class Router {
 
   /** The connection is gone; `unwritten` is what its outbox still held. */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
+    this.observe.detached(peer)
     // Mail written and never confirmed read goes back first: it is older than what was never written.
     const unread = this.custody.detached(peer)
     this.registration.detach(peer, unread.length === 0 ? unwritten : [...unread, ...unwritten])
@@ -294,8 +310,14 @@ export class Router {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const handler = Object.hasOwn(this.frames, frame.type) ? this.frames[frame.type] : undefined
     if (handler === undefined) return this.ctx.protocolError(peer, `unknown frame type "${frame.type}"`)
-    if (peer.state !== "registered" && handler.unregistered !== true) {
-      return this.ctx.protocolError(peer, `"${frame.type}" frame before registration`)
+    if (
+      peer.state !== "registered" && handler.unregistered !== true &&
+      !(peer.state === "observing" && handler.observer === true)
+    ) {
+      return this.ctx.protocolError(
+        peer,
+        peer.state === "observing" ? `"${frame.type}" frame from an observer` : `"${frame.type}" frame before registration`
+      )
     }
     handler.handle(peer, frame)
   }

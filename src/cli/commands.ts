@@ -4,6 +4,7 @@
  *   intercom broker [--dir <dir>] [--max-sessions <n>] [...] [<ignored-path>]   foreground broker
  *   intercom broker status [--dir <dir>]                                  is one running?
  *   intercom broker stop [--dir <dir>]                                    SIGTERM it and wait
+ *   intercom top [--dir <dir>] [--interval <d>] [--once [--json]]          live view (top/command.ts)
  *
  * See docs/cli.md for output, exit codes and the socket-path fallback.
  */
@@ -26,6 +27,8 @@ import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { clientCommands } from "./client/commands.ts"
+import { top } from "./top/command.ts"
+import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
@@ -257,5 +260,5 @@ export const broker = brokerBase.pipe(Command.withSubcommands([status, stop]))
 /** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
-  Command.withSubcommands([broker, ...clientCommands])
+  Command.withSubcommands([broker, ...clientCommands, top, uiCommand])
 )
