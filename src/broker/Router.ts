@@ -31,7 +31,7 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
-import { QUESTIONS_V1, RECEIVED_V1 } from "../protocol/features.ts"
+import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
@@ -141,12 +141,8 @@ export class Router {
       },
       registry,
       output,
-      // Features a broker without their backing never grants: questions without a question store,
-      // receipts before release without a durable store to keep mail in.
-      withheldFeatures: new Set([
-        ...(signals.questions === undefined ? [QUESTIONS_V1] : []),
-        ...(journal === undefined ? [RECEIVED_V1] : [])
-      ]),
+      // Features a broker without their backing never grants: questions without a question store.
+      withheldFeatures: new Set(signals.questions === undefined ? [QUESTIONS_V1] : []),
       records: new DeliveryRecords({
         windowMs: REPLAY_WINDOW_MS,
         retentionMs: REPLAY_RETENTION_MS,
@@ -287,8 +283,9 @@ export class Router {
   /** The connection is gone; `unwritten` is what its outbox still held. */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
     this.observe.detached(peer)
-    this.custody.detached(peer)
-    this.registration.detach(peer, unwritten)
+    // Mail written and never confirmed read goes back first: it is older than what was never written.
+    const unread = this.custody.detached(peer)
+    this.registration.detach(peer, unread.length === 0 ? unwritten : [...unread, ...unwritten])
   }
 
   /**
