@@ -94,11 +94,6 @@ export class Observe {
     observe: { observer: true, handle: (peer, frame) => this.onObserve(peer, frame) }
   }
 
-  /** Watches running now. */
-  get watching(): number {
-    return this.watches.size
-  }
-
   /** When the earliest watch is due (broker clock), or undefined with none. */
   nextDue(): number | undefined {
     let due: number | undefined

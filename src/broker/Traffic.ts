@@ -22,7 +22,6 @@ import {
   type TrafficKind,
   type TrafficOutcome
 } from "../protocol/observe.ts"
-import type { Session } from "./Registry.ts"
 
 /** One session's traffic counts (a field of `Session`, created at registration). */
 export class SessionTraffic {
@@ -40,6 +39,16 @@ export class SessionTraffic {
 
 const KINDS: ReadonlyArray<TrafficKind> = ["message", "ask", "reply"]
 const OUTCOMES: ReadonlyArray<TrafficOutcome> = ["delivered", "queued", "staged"]
+
+/** What `Traffic` reads of a session (a `Session` is one). */
+export interface TrafficParty {
+  readonly id: string
+  readonly fields: { readonly name: string | undefined }
+  readonly traffic: SessionTraffic
+}
+
+/** What `Traffic.routed` reads of a message. */
+export type TrafficMessage = Pick<Message, "id" | "replyTo" | "expectsReply">
 
 /** `Traffic.routed`'s outcome codes: indexes into OUTCOMES. */
 export const Routed = { delivered: 0, queued: 1, staged: 2 } as const
@@ -81,9 +90,9 @@ export class Traffic {
    * writes it into the ring, in place.
    */
   routed(
-    sender: Session,
-    message: Message,
-    target: Session | undefined,
+    sender: TrafficParty,
+    message: TrafficMessage,
+    target: TrafficParty | undefined,
     toId: string,
     toName: string | undefined,
     outcome: Routed,
@@ -112,7 +121,7 @@ export class Traffic {
   }
 
   /** A send from `sender` addressed to `to` was refused with `code`. */
-  refused(sender: Session | undefined, to: unknown, messageId: string, code: string, reason: string, now: number): void {
+  refused(sender: TrafficParty | undefined, to: unknown, messageId: string, code: string, reason: string, now: number): void {
     this.totals.refused++
     const seq = this.refusedSeq++
     if (this.refusals.length >= REFUSAL_RING_SIZE) this.refusals.shift()

@@ -7,6 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Stream } from "effect"
+import { MAX_OBSERVERS } from "../../src/broker/Registration.ts"
 import { OBSERVE_V1 } from "../../src/protocol/features.ts"
 import { ObserveClient } from "../../src/observe/ObserveClient.ts"
 import { type BrokerSnapshot, type ObserveEvent } from "../../src/observe/Snapshot.ts"
@@ -153,6 +154,19 @@ describe("observe-v1", () => {
       assert.isAbove(snapshot.sessions.length, 0)
       assert.isBelow(snapshot.sessions.length, 300)
     }), 120_000)
+
+  it.live("at most 64 observers: the 65th is refused with a reason that says what to do", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      for (let i = 0; i < MAX_OBSERVERS; i++) {
+        const observer = yield* broker.connect(`observer-${i}`)
+        yield* observer.send({ ...observerRegister, features: [OBSERVE_V1], observer: true })
+        yield* observer.next("registered")
+      }
+      const error = yield* Effect.flip(ObserveClient.snapshot({ socketPath: broker.socketPath }))
+      assert.strictEqual(error.reason, "Refused")
+      assert.include(error.message, "64 observers connected")
+    }))
 
   it.live("no broker: snapshot fails with NotRunning and says how to start one", () =>
     Effect.gen(function*() {
