@@ -16,6 +16,8 @@ export interface AskEdge {
   readonly targetKey: string
   /** When the edge expires (broker clock, ms). */
   readonly deadline: number
+  /** When the ask was delivered and its edge opened (broker clock, ms); absent on edges stored by older brokers. */
+  readonly openedAt?: number
 }
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
@@ -100,6 +102,19 @@ export class AskEdges {
   /** Open edges. */
   get size(): number {
     return this.edges.size
+  }
+
+  /**
+   * When the oldest open edge opened (broker clock, ms), or undefined when
+   * none is open or none knows it. A walk over the open edges: for metrics
+   * collection, never for the per-frame path.
+   */
+  oldestOpenedAt(): number | undefined {
+    let oldest: number | undefined
+    for (const edge of this.edges.values()) {
+      if (edge.openedAt !== undefined && (oldest === undefined || edge.openedAt < oldest)) oldest = edge.openedAt
+    }
+    return oldest
   }
 
   get(messageKey: string): AskEdge | undefined {

@@ -26,7 +26,12 @@
  * })
  * ```
  */
-import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope, Tracer } from "effect"
+import { TelemetryEnabled } from "../observability/Telemetry.ts"
+import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
+import { registerBrokerMetrics } from "./MetricSeries.ts"
+import { RoutingSpans } from "./RoutingSpans.ts"
+import { StoreCommits } from "./StoreCommits.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
 import { QuestionStore } from "../store/QuestionStore.ts"
 import type { Connection } from "../transport/Connection.ts"
@@ -52,6 +57,8 @@ export interface BrokerService {
   readonly sessionCount: Effect.Effect<number>
   /** Sizes of the routing tables, for diagnostics and invariant checks. */
   readonly stats: Effect.Effect<BrokerStats>
+  /** The broker's metrics now: what `stats-v1` answers and the OTLP metric series read. */
+  readonly metrics: Effect.Effect<BrokerStatsSnapshot>
 }
 
 /** Sizes of the routing tables, and how many connections wait for admission. */
@@ -90,17 +97,27 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     const now = () => clock.currentTimeMillisUnsafe()
     const store = options.store
     const journal = store === undefined ? undefined : new StoreJournal(() => signal(signals.store), REPLAY_RETENTION_MS, () => signal(signals.storeLazy))
-    const router = new Router(resolved, now, signals, journal)
+    const nanos = () => clock.currentTimeNanosUnsafe()
+    // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.
+    const tracer = yield* Effect.tracer
+    const storeCommits = store === undefined ? undefined : new StoreCommits()
+    const router = new Router(resolved, now, signals, journal, {
+      spans: tracer === Tracer.nativeTracer ? undefined : new RoutingSpans(tracer, nanos),
+      storeCommits
+    })
+    const timing = storeCommits === undefined ? undefined : { commits: storeCommits, nanos }
     if (store !== undefined && journal !== undefined) {
       // What the last run stored comes back before the first connection is accepted.
       router.restore(yield* store.load(now() - REPLAY_RETENTION_MS))
       const log = (level: BrokerEvent["level"], message: string) =>
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
-      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, signals.storeLazy, now, log))
+      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, signals.storeLazy, now, log, timing))
       // At shutdown (after the connections closed and gave back what they never wrote): one last commit.
-      yield* Effect.addFinalizer(() => commitPending(journal, store, now, log))
+      yield* Effect.addFinalizer(() => commitPending(journal, store, now, log, timing))
     }
     const admission = new AdmissionGate(resolved.maxUnregistered)
+    // OTLP metric series read the metrics snapshot when collected, and only when metrics are exported.
+    if ((yield* TelemetryEnabled).metrics) yield* registerBrokerMetrics(() => router.metrics(), now)
     const idleExit = yield* Deferred.make<void>()
 
     // The result archive (`results-v1`): the one provided (durable or not), else a memory-only one.
@@ -176,7 +193,8 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       accept: (connection) => runConnection(router, connection, resolved, admission),
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
-      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting }))
+      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting })),
+      metrics: Effect.sync(() => router.metrics())
     } satisfies BrokerService
   })
 

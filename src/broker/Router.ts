@@ -19,6 +19,8 @@
  * | the result archive (`results-v1`) | Results.ts (its fiber: Broker.ts) |
  * | durable supervisor questions (`questions-v1`) | Questions.ts (its fiber: QuestionWorker.ts) |
  * | output and backpressure | Output.ts |
+ * | routing spans (`trace-v1`) | RoutingSpans.ts (made only when the broker traces) |
+ * | statistics (`stats-v1`) and the metrics they feed | Stats.ts, RouteCounts.ts, StoreCommits.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
  * concern what it needs, collects their frame handlers into one dispatch
@@ -53,6 +55,10 @@ import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
+import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
+import type { RoutingSpans } from "./RoutingSpans.ts"
+import { Stats } from "./Stats.ts"
+import type { StoreCommits } from "./StoreCommits.ts"
 import type { StoreJournal } from "./StoreJournal.ts"
 import type { Recovered } from "../store/MailStore.ts"
 import type { WriteBatch } from "./Output.ts"
@@ -97,6 +103,14 @@ export interface RouterSignals {
   readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
 
+/** What the broker observes about itself, when it does (Broker.ts builds it). */
+export interface RouterTelemetry {
+  /** Routing spans (`trace-v1`), when the broker's program installed a tracer. */
+  readonly spans?: RoutingSpans | undefined
+  /** The durable store's commit counters, when the broker has a store. */
+  readonly storeCommits?: StoreCommits | undefined
+}
+
 /** The broker's routing state and frame dispatch; see the module header. */
 export class Router {
   readonly registration: Registration
@@ -116,11 +130,20 @@ export class Router {
   private readonly topics: Topics
   /** Durable supervisor questions, when the broker keeps them (`signals.questions`). */
   readonly questions: Questions | undefined
+  /** Statistics (`stats-v1`): the metrics snapshot. */
+  readonly statistics: Stats
 
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
+   * @param telemetry routing spans and store commit counters, when the broker has them.
    */
-  constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals, journal?: StoreJournal) {
+  constructor(
+    options: ResolvedCoreOptions,
+    now: () => number,
+    signals: RouterSignals,
+    journal?: StoreJournal,
+    telemetry: RouterTelemetry = {}
+  ) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
     const output = new Output((item) => mail.takeBack(item), {
@@ -219,6 +242,18 @@ export class Router {
     if (questions !== undefined) registration.observe(questions.hooks)
     const custody = new Custody(ctx)
     registration.observe(custody.hooks)
+    if (telemetry.spans !== undefined) send.traceWith(telemetry.spans)
+    const statistics = new Stats(ctx, {
+      registry,
+      unregistered: () => registration.unregisteredCount,
+      routed: send.counts,
+      mailboxDepth: () => mail.size,
+      stagingDepth: () => staging.size,
+      queuedChars: () => output.queuedChars,
+      backpressureWaits: () => output.backpressureWaits,
+      asks: asks.edges,
+      storeCommits: telemetry.storeCommits
+    })
 
     this.ctx = ctx
     this.journal = journal
@@ -246,8 +281,10 @@ export class Router {
       ...topics.frames,
       ...results.frames,
       ...questions?.frames,
-      ...custody.frames
+      ...custody.frames,
+      ...statistics.frames
     }
+    this.statistics = statistics
     this.custody = custody
     this.topics = topics
     this.results = results
@@ -332,6 +369,11 @@ export class Router {
       journal?.restoredMail(stored.mail.recordKey)
       this.mail.restore(stored.mail)
     }
+  }
+
+  /** The broker's metrics now (`stats-v1`, OTLP metrics). */
+  metrics(): BrokerStatsSnapshot {
+    return this.statistics.snapshot()
   }
 
   /** For diagnostics and tests. */

@@ -7,6 +7,7 @@ import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
 import * as Results from "./results.ts"
 import * as Questions from "./questions.ts"
+import * as Stats from "./stats.ts"
 import * as Topics from "./topics.ts"
 
 /**
@@ -110,7 +111,8 @@ export const decodeClientFrame = {
   question_answer: compileDecoder("question_answer", Questions.QuestionAnswerFrame),
   question_stop: compileDecoder("question_stop", Questions.QuestionStopFrame),
   question_list: compileDecoder("question_list", Questions.QuestionListFrame),
-  question_get: compileDecoder("question_get", Questions.QuestionGetFrame)
+  question_get: compileDecoder("question_get", Questions.QuestionGetFrame),
+  stats: compileDecoder("stats", Stats.StatsFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

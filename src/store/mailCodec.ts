@@ -74,7 +74,8 @@ const EdgeSchema = Schema.Struct({
   messageId: Schema.String,
   askerKey: Schema.String,
   targetKey: Schema.String,
-  deadline: Schema.Number
+  deadline: Schema.Number,
+  openedAt: Schema.optionalKey(Schema.Number)
 })
 
 /** JSON text of a fingerprint (its `undefined` fields left out). */
