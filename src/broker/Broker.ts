@@ -10,7 +10,10 @@
  * with the SQLite layer); without one, a memory-only archive does. With
  * `options.store` (a `MailStore`) it restores its routing state at startup
  * and commits every change before revealing it (StoreJournal.ts,
- * StoreWriter.ts): durable mode, docs/store.md.
+ * StoreWriter.ts): durable mode, docs/store.md. Under a tracer other than
+ * effect's default it makes routing spans for traced sends (RoutingSpans.ts);
+ * with `TelemetryEnabled.metrics` it registers its OTLP metric series
+ * (MetricSeries.ts); `metrics` is its snapshot (docs/observability.md).
  *
  * @example
  * ```ts

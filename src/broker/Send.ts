@@ -12,6 +12,11 @@
  * instead of delivered (ReplaceStaging.ts), and handed over here when its
  * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`.
  *
+ * Every send is counted by how it ended (RouteCounts.ts, read by `stats-v1`
+ * and the OTLP metrics); a send carrying `traceparent` (`trace-v1`) is routed
+ * inside a routing span when the broker traces (RoutingSpans.ts) and hands
+ * the trace context on to its recipient.
+ *
  * Size: one concept — the order of one send's steps. Every rule lives in a
  * stage module; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass.
