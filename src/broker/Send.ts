@@ -205,7 +205,7 @@ export class Send {
    */
   handle(peer: Peer, frame: { readonly [key: string]: unknown }, route: SendRoute | undefined): void {
     if (frame.traceparent === undefined) {
-      this.counts.count(this.route(peer, frame, route, undefined))
+      this.counts.count(this.pipeline(peer, frame, route, undefined))
       return
     }
     this.traced(peer, frame, route)
@@ -221,13 +221,13 @@ export class Send {
     const traceparent = peer.features.has(TRACE_V1) ? frame.traceparent : undefined
     const span = this.spans?.begin(traceparent)
     const forward = span === undefined ? parseTraceparentOrUndefined(traceparent) : span.traceparent
-    const outcome = this.route(peer, frame, route, forward)
+    const outcome = this.pipeline(peer, frame, route, forward)
     this.counts.count(outcome)
     span?.end(peer, frame, outcome)
   }
 
   /** The send pipeline proper (see the module header); returns how the send ended. */
-  private route(
+  private pipeline(
     peer: Peer,
     frame: { readonly [key: string]: unknown },
     route: SendRoute | undefined,
