@@ -16,8 +16,8 @@ export interface AskEdge {
   readonly targetKey: string
   /** When the edge expires (broker clock, ms). */
   readonly deadline: number
-  /** When the ask was delivered and its edge opened (broker clock, ms); absent on edges stored by older brokers. */
-  readonly openedAt?: number
+  /** When the ask was delivered (broker clock, ms); absent on edges stored by an older broker. */
+  readonly openedAt?: number | undefined
 }
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
@@ -115,6 +115,11 @@ export class AskEdges {
       if (edge.openedAt !== undefined && (oldest === undefined || edge.openedAt < oldest)) oldest = edge.openedAt
     }
     return oldest
+  }
+
+  /** Every open edge, in the order it was opened (oldest first, apart from edges restored at startup). */
+  values(): IterableIterator<AskEdge> {
+    return this.edges.values()
   }
 
   get(messageKey: string): AskEdge | undefined {

@@ -92,6 +92,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       idle: yield* Queue.sliding<void>(1),
       registration: yield* Queue.sliding<void>(1),
       staging: yield* Queue.sliding<void>(1),
+      observe: yield* Queue.sliding<void>(1),
       store: yield* Queue.sliding<void>(1),
       storeLazy: yield* Queue.sliding<void>(1),
       events: yield* Queue.unbounded<BrokerEvent>(),
@@ -165,6 +166,22 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
         if (due === undefined) return Queue.take(signals.staging)
         const now = clock.currentTimeMillisUnsafe()
         return due > now ? Effect.sleep(due - now) : Effect.sync(() => router.staging.flushDue(now))
+      }),
+      { disableYield: true }
+    ))
+
+    // The live view (`observe-v1`): sleep until the earliest watch is due, or until a watch is added
+    // (it may be due sooner), then send every due one its frame.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.suspend(() => {
+        const due = router.observe.nextDue()
+        if (due === undefined) return Queue.take(signals.observe)
+        const now = clock.currentTimeMillisUnsafe()
+        if (due > now) return Effect.raceFirst(Effect.sleep(due - now), Queue.take(signals.observe))
+        return Effect.sync(() => {
+          router.observe.tick(now)
+          router.output.wakeTouched()
+        })
       }),
       { disableYield: true }
     ))

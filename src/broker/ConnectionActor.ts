@@ -70,7 +70,7 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
     const handle = (frames: ReadonlyArray<string>) => {
       router.handleBatch(peer, frames)
       output.wakeTouched()
-      if (peer.state === "registered") permit.release()
+      if (peer.state === "registered" || peer.state === "observing") permit.release()
     }
     while (!peer.isClosing) {
         if (drainer === undefined) {
@@ -146,9 +146,18 @@ const writeLoop = (router: Router, peer: Peer, inFlight: InFlight) =>
     const connection = peer.connection
     const journal = router.journal
     while (true) {
-      const batch = router.output.takeForWrite(peer, yield* Queue.takeAll(peer.outbox))
+      // Wait for output without taking it, then take it and record it as in flight in one
+      // uninterruptible step: a close interrupting the writer between taking items from the
+      // outbox and recording them would lose them (seed 716 found it), and `finish` sends back
+      // whatever `inFlight` holds.
+      yield* Queue.peek(peer.outbox)
+      const batch = yield* Effect.uninterruptible(Effect.map(Queue.clear(peer.outbox), (items) => {
+        const taken = router.output.takeForWrite(peer, items)
+        inFlight.batch = taken.frames.length > 0 ? taken : undefined
+        inFlight.writing = false
+        return taken
+      }))
       if (batch.frames.length > 0) {
-        inFlight.batch = batch
         // Durable: nothing leaves before the changes that preceded it are stored (StoreJournal.ts).
         if (journal !== undefined && !journal.mayWrite(peer)) yield* journal.awaitStored(peer)
         inFlight.writing = true

@@ -11,19 +11,25 @@
  * such mail is in the store at the restart and delivered again; the client
  * drops the copies it did read (RecentMessages).
  *
+ * When the connection closes with the broker alive (a drop, a stalled
+ * reader, a takeover, the client's own close), what is still in custody was
+ * never confirmed read: it goes back like output the connection never wrote
+ * (`Router.detach`: to the session's next connection, or its mailbox), ahead
+ * of that output. A client that had read it after all drops the copy
+ * (`RecentMessages`). A broker in memory mode grants the extension too: its
+ * custody keeps mail only in memory, which is enough for that.
+ *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
- * connection of (frame count, record key) in two parallel arrays, and the
+ * connection of (frame count, message) in two parallel arrays, and the
  * highest count its client confirmed: a confirmation may overtake the
  * bookkeeping, because the client can read a frame before the write that
- * carried it completes. When the connection closes with the broker alive,
- * what is still in custody counts as delivered, as it does for a client
- * without the extension (an orderly close reads to the end).
+ * carried it completes.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
 import type { WriteBatch } from "./Output.ts"
-import type { Peer } from "./Peer.ts"
+import type { OutboundMessage, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
@@ -33,21 +39,21 @@ const COMPACT_AFTER = 1_024
 /** One connection's mail written but not yet confirmed read; see the module header. */
 export class PeerCustody {
   private ends: Array<number> = []
-  private keys: Array<string> = []
+  private items: Array<OutboundMessage> = []
   private head = 0
   private confirmed = 0
   private readonly release: (recordKey: string) => void
 
-  /** @param release lets the store forget one message (StoreJournal.mailGone). */
+  /** @param release lets the store forget one message (StoreJournal.mailGone; nothing in memory mode). */
   constructor(release: (recordKey: string) => void) {
     this.release = release
   }
 
-  /** Mail for `recordKey` went out in the connection's frame number `end` (1-based, counted since it connected). */
-  hold(end: number, recordKey: string): void {
-    if (end <= this.confirmed) return this.release(recordKey)
+  /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
+  hold(end: number, item: OutboundMessage): void {
+    if (end <= this.confirmed) return this.release(item.mail.recordKey)
     this.ends.push(end)
-    this.keys.push(recordKey)
+    this.items.push(item)
   }
 
   /** The client has read `frames` frames: the mail they carried is released. */
@@ -56,21 +62,25 @@ export class PeerCustody {
     this.confirmed = frames
     const ends = this.ends
     let head = this.head
-    while (head < ends.length && ends[head]! <= frames) this.release(this.keys[head++]!)
+    while (head < ends.length && ends[head]! <= frames) this.release(this.items[head++]!.mail.recordKey)
     this.head = head
     if (head === ends.length) {
       if (head > 0) this.clear()
     } else if (head >= COMPACT_AFTER && head * 2 >= ends.length) {
       this.ends = ends.slice(head)
-      this.keys = this.keys.slice(head)
+      this.items = this.items.slice(head)
       this.head = 0
     }
   }
 
-  /** The connection closed with the broker alive: everything still held counts as delivered. */
-  releaseAll(): void {
-    for (let i = this.head; i < this.keys.length; i++) this.release(this.keys[i]!)
+  /**
+   * The connection closed with the broker alive: what is still held, oldest
+   * first, to go back like unwritten output (it stays in the store meanwhile).
+   */
+  takeBack(): ReadonlyArray<OutboundMessage> {
+    const unread = this.head === 0 ? this.items : this.items.slice(this.head)
     this.clear()
+    return unread
   }
 
   /** Mail held, not yet confirmed. */
@@ -80,7 +90,7 @@ export class PeerCustody {
 
   private clear(): void {
     this.ends = []
-    this.keys = []
+    this.items = []
     this.head = 0
   }
 }
@@ -101,9 +111,9 @@ export class Custody {
   readonly hooks: RegistrationHooks = {
     registered: (session) => {
       const peer = session.peer
+      if (peer.custody !== undefined || !peer.features.has(RECEIVED_V1)) return
       const journal = this.ctx.journal
-      if (journal === undefined || peer.custody !== undefined || !peer.features.has(RECEIVED_V1)) return
-      peer.custody = new PeerCustody((recordKey) => journal.mailGone(recordKey))
+      peer.custody = new PeerCustody(journal === undefined ? () => {} : (recordKey) => journal.mailGone(recordKey))
     }
   }
 
@@ -126,20 +136,24 @@ export class Custody {
    * goes into custody, or out of the store for a client without it.
    */
   written(peer: Peer, batch: WriteBatch, count: number): void {
-    const journal = this.ctx.journal
-    if (journal === undefined) return
     const first = peer.framesWritten
     peer.framesWritten = first + count
+    const journal = this.ctx.journal
     const custody = peer.custody
+    if (journal === undefined && custody === undefined) return
     for (const [index, item] of batch.returnable) {
       if (index >= count || !("mail" in item)) continue
-      if (custody === undefined) journal.mailGone(item.mail.recordKey)
-      else custody.hold(first + index + 1, item.mail.recordKey)
+      if (custody === undefined) journal?.mailGone(item.mail.recordKey)
+      else custody.hold(first + index + 1, item)
     }
   }
 
-  /** The connection closed with the broker alive (see the module header). */
-  detached(peer: Peer): void {
-    peer.custody?.releaseAll()
+  /**
+   * The connection closed with the broker alive: the mail it wrote and its
+   * client never confirmed, oldest first, for `Router.detach` to send back
+   * ahead of the output it never wrote (see the module header).
+   */
+  detached(peer: Peer): ReadonlyArray<OutboundMessage> {
+    return peer.custody?.takeBack() ?? []
   }
 }

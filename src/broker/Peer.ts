@@ -90,8 +90,12 @@ export type OutboundItem = string | Returnable | typeof FEED_TICK | typeof END_O
 /** `end` flushes queued output first; `destroy` drops the connection at once. */
 export type CloseMode = "end" | "destroy"
 
-/** `closed` once the actor has detached; a peer never goes back from `closed`. */
-export type PeerState = "unregistered" | "registered" | "closed"
+/**
+ * `closed` once the actor has detached; a peer never goes back from `closed`.
+ * `observing`: registered as an observer of the broker (`observe-v1`), not as
+ * a session.
+ */
+export type PeerState = "unregistered" | "registered" | "observing" | "closed"
 
 /** The broker's record of one connection; see the module header for who writes what. */
 export class Peer {

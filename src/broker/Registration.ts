@@ -10,10 +10,11 @@
  * about sessions coming and going is a hook, not an edit here.
  */
 import { SessionHealth } from "./Health.ts"
+import { SessionTraffic } from "./Traffic.ts"
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
-import { GROUPS_V1, negotiateFeatures } from "../protocol/features.ts"
+import { GROUPS_V1, negotiateFeatures, OBSERVE_V1 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationOverLimit } from "../protocol/limits.ts"
 import type { Queue } from "effect"
@@ -57,6 +58,12 @@ export interface RegistrationHooks {
   readonly left?: (session: Session, now: number) => void
 }
 
+/** Observer connections (`observe-v1`) a broker accepts at once; more are refused. */
+export const MAX_OBSERVERS = 64
+
+const tooManyObservers =
+  `The intercom broker has ${MAX_OBSERVERS} observers connected (intercom top, intercom ui); close one and try again`
+
 /** `name (id) [scope]`, for the log. */
 export const sessionLabel = (session: Session): string => {
   const name = session.fields.name
@@ -78,6 +85,8 @@ export class Registration {
   private readonly idleSignal: Queue.Queue<void>
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
+  /** Connections registered as observers (`observe-v1`). */
+  private observers = 0
 
   constructor(
     ctx: RouterContext,
@@ -118,6 +127,7 @@ export class Registration {
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
     this.attached.delete(peer)
     this.unregistered.delete(peer)
+    if (peer.state === "observing") this.observers--
     const session = peer.session
     peer.state = "closed"
     peer.session = undefined
@@ -181,6 +191,7 @@ export class Registration {
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const { registry, options, output } = this.ctx
     const features = negotiateFeatures(frame.features, this.ctx.withheldFeatures)
+    if (frame.observer === true && features.includes(OBSERVE_V1)) return this.admitObserver(peer, features)
     const scopeKey = spaceKeyOf(frame.scopeId)
     // A group only for a client that asked for groups (C-GRP-1); a base client is in the default group.
     const group = features.includes(GROUPS_V1) ? groupOf(frame.group) : DEFAULT_GROUP
@@ -224,7 +235,8 @@ export class Registration {
       identity: identityOf(space.key, fields, realCwd),
       lastBroadcastAt: now,
       incarnation: previous?.incarnation ?? registry.nextIncarnation(),
-      health: new SessionHealth(now)
+      health: new SessionHealth(now),
+      traffic: new SessionTraffic(now)
     }
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended quietly, no session_left.
@@ -240,6 +252,25 @@ export class Registration {
     this.membership.joined(session)
     this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.registered?.(session, previous, now)
+  }
+
+  /**
+   * An observer (`observe-v1`): registered, but not as a session — nothing
+   * is added to the registry, nobody is told, and only the frames of the live
+   * view are accepted from it (Router.ts). At most MAX_OBSERVERS at once.
+   */
+  private admitObserver(peer: Peer, features: ReadonlyArray<string>): void {
+    const output = this.ctx.output
+    if (this.observers >= MAX_OBSERVERS) {
+      this.ctx.log("warning", `Refused an observer: ${MAX_OBSERVERS} observers are connected`)
+      output.enqueue(peer, Encode.registrationFailedFrame(tooManyObservers))
+      return closePeer(peer, "end")
+    }
+    this.observers++
+    this.unregistered.delete(peer)
+    peer.state = "observing"
+    peer.features = new Set(features)
+    output.enqueue(peer, Encode.registeredFrame(`observer-${peer.connection.id}`, features))
   }
 
   private onUnregister(peer: Peer): void {

@@ -12,6 +12,7 @@ import { RegistrationOrder, SetIndex, SortedIds } from "./Indexes.ts"
 import { MembershipFeed } from "./MembershipFeed.ts"
 import type { Peer } from "./Peer.ts"
 import { RecentSessions } from "./RecentSessions.ts"
+import type { SessionTraffic } from "./Traffic.ts"
 
 /** Mutable SessionInfo fields; `infoJson` is re-encoded after every change (encode once, send many). */
 export interface SessionFields {
@@ -58,6 +59,8 @@ export interface Session {
   readonly incarnation: number
   /** Peer health (`health-v1`, Health.ts): `lastSeen`, activity, what the session published. */
   readonly health: SessionHealth
+  /** Its traffic counts for the live view (`observe-v1`, Traffic.ts). */
+  readonly traffic: SessionTraffic
 }
 
 /** One routing namespace: the unscoped sessions, or those of one `scopeId`. */

@@ -18,6 +18,7 @@
  * | topics (`topics-v1`) | Topics.ts |
  * | the result archive (`results-v1`) | Results.ts (its fiber: Broker.ts) |
  * | durable supervisor questions (`questions-v1`) | Questions.ts (its fiber: QuestionWorker.ts) |
+ * | the live view (`observe-v1`) | Observe.ts, Traffic.ts (its fiber: Broker.ts) |
  * | output and backpressure | Output.ts |
  * | routing spans (`trace-v1`) | RoutingSpans.ts (made only when the broker traces) |
  * | statistics (`stats-v1`) and the metrics they feed | Stats.ts, RouteCounts.ts, StoreCommits.ts |
@@ -32,7 +33,7 @@
  * every fiber on one thread, so no two handlers interleave.
  */
 import { Queue } from "effect"
-import { QUESTIONS_V1, RECEIVED_V1 } from "../protocol/features.ts"
+import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import { Asks } from "./Asks.ts"
@@ -45,6 +46,7 @@ import * as Encode from "./encode.ts"
 import { MailDelivery } from "./MailDelivery.ts"
 import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
+import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
@@ -99,6 +101,8 @@ export interface RouterSignals {
   readonly events: Queue.Queue<BrokerEvent>
   /** Result archive requests for the results fiber (Results.ts). */
   readonly results: Queue.Queue<ResultJob>
+  /** Wakes the observe fiber: a watch was added (Observe.ts). */
+  readonly observe: Queue.Queue<void>
   /** Question work for the question fiber (QuestionWorker.ts); absent when the broker keeps no questions. */
   readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
@@ -132,6 +136,8 @@ export class Router {
   readonly questions: Questions | undefined
   /** Statistics (`stats-v1`): the metrics snapshot. */
   readonly statistics: Stats
+  /** The live view (`observe-v1`); the broker's observe fiber sends its watches their ticks. */
+  readonly observe: Observe
 
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
@@ -158,12 +164,8 @@ export class Router {
       },
       registry,
       output,
-      // Features a broker without their backing never grants: questions without a question store,
-      // receipts before release without a durable store to keep mail in.
-      withheldFeatures: new Set([
-        ...(signals.questions === undefined ? [QUESTIONS_V1] : []),
-        ...(journal === undefined ? [RECEIVED_V1] : [])
-      ]),
+      // Features a broker without their backing never grants: questions without a question store.
+      withheldFeatures: new Set(signals.questions === undefined ? [QUESTIONS_V1] : []),
       records: new DeliveryRecords({
         windowMs: REPLAY_WINDOW_MS,
         retentionMs: REPLAY_RETENTION_MS,
@@ -254,6 +256,13 @@ export class Router {
       asks: asks.edges,
       storeCommits: telemetry.storeCommits
     })
+    const observe = new Observe(ctx, {
+      traffic: send.traffic,
+      edges: asks.edges,
+      mailbox: () => mail.size,
+      staged: () => staging.size,
+      unregistered: () => registration.unregisteredCount
+    }, () => signal(signals.observe))
 
     this.ctx = ctx
     this.journal = journal
@@ -282,9 +291,11 @@ export class Router {
       ...results.frames,
       ...questions?.frames,
       ...custody.frames,
-      ...statistics.frames
+      ...statistics.frames,
+      ...observe.frames
     }
     this.statistics = statistics
+    this.observe = observe
     this.custody = custody
     this.topics = topics
     this.results = results
@@ -308,8 +319,10 @@ export class Router {
 
   /** The connection is gone; `unwritten` is what its outbox still held. */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
-    this.custody.detached(peer)
-    this.registration.detach(peer, unwritten)
+    this.observe.detached(peer)
+    // Mail written and never confirmed read goes back first: it is older than what was never written.
+    const unread = this.custody.detached(peer)
+    this.registration.detach(peer, unread.length === 0 ? unwritten : [...unread, ...unwritten])
   }
 
   /**
@@ -334,8 +347,14 @@ export class Router {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const handler = Object.hasOwn(this.frames, frame.type) ? this.frames[frame.type] : undefined
     if (handler === undefined) return this.ctx.protocolError(peer, `unknown frame type "${frame.type}"`)
-    if (peer.state !== "registered" && handler.unregistered !== true) {
-      return this.ctx.protocolError(peer, `"${frame.type}" frame before registration`)
+    if (
+      peer.state !== "registered" && handler.unregistered !== true &&
+      !(peer.state === "observing" && handler.observer === true)
+    ) {
+      return this.ctx.protocolError(
+        peer,
+        peer.state === "observing" ? `"${frame.type}" frame from an observer` : `"${frame.type}" frame before registration`
+      )
     }
     handler.handle(peer, frame)
   }

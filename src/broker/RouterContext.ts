@@ -24,6 +24,8 @@ export interface FrameHandler {
   readonly handle: (peer: Peer, frame: { readonly type: string; readonly [key: string]: unknown }) => void
   /** Also accepted from a connection that has not registered (P10: `register`, `health`). */
   readonly unregistered?: boolean
+  /** Also accepted from an observer connection (`observe-v1`, which sends only these and the unregistered ones). */
+  readonly observer?: boolean
 }
 
 /** Frame handlers by frame type, contributed by the concern modules. */

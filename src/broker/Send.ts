@@ -49,6 +49,7 @@ import type { ReplaceStaging, Staged } from "./ReplaceStaging.ts"
 import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
 import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+import { Routed, Traffic } from "./Traffic.ts"
 
 /** Why a send is refused: a delivery code and its reason text (P45). */
 export interface Refusal {
@@ -152,6 +153,9 @@ export class Send {
   /** How the sends routed so far ended (RouteCounts.ts): read by metrics collection. */
   readonly counts = new RouteCounts()
 
+  /** What the live view (`observe-v1`) shows of the traffic; written here for every routed or refused send. */
+  readonly traffic = new Traffic()
+
   constructor(ctx: RouterContext, mail: MailDelivery) {
     this.ctx = ctx
     this.mail = mail
@@ -189,7 +193,9 @@ export class Send {
     return outcome
   }
 
-  private fail(peer: Peer, messageId: string, refusal: Refusal): Outcome {
+  /** Refuses `peer`'s send `messageId`, addressed to `to`, and tells the live view (Traffic.ts); returns the outcome. */
+  private fail(peer: Peer, messageId: string, refusal: Refusal, to: unknown): Outcome {
+    this.traffic.refused(peer.session, to, messageId, refusal.code, refusal.reason, this.ctx.now())
     return this.answer(peer, messageId, {
       ok: false,
       code: refusal.code,
@@ -236,21 +242,21 @@ export class Send {
     // P48: an invalid send is answered, not fatal.
     const message = decodeMessage(frame.message)
     if (isFrameDecodeError(message)) {
-      return this.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
+      return this.fail(peer, "unknown", { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
     // C-SUP-13: only the broker marks a message's channel; a client that tries is refused.
     if (Object.hasOwn(frame, "channel")) {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel })
+      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel }, frame.to)
     }
     if (typeof frame.to !== "string") {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage })
+      return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
     if (frame.to.length > MAX_TARGET_LENGTH) {
-      return this.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) })
+      return this.fail(peer, message.id, { code: DeliveryCode.InvalidTarget, reason: Reason.targetTooLong(MAX_TARGET_LENGTH) }, frame.to)
     }
     const sender = peer.session
     if (sender === undefined) {
-      return this.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound })
+      return this.fail(peer, message.id, { code: DeliveryCode.SenderNotFound, reason: Reason.senderNotFound }, frame.to)
     }
     const now = this.ctx.now()
     this.prune(now)
@@ -267,13 +273,15 @@ export class Send {
     const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
     // P46: a retry of a recorded send gets the recorded answer, once the target is known.
     const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message, replyError)
-    const replay = fingerprint === undefined ? undefined : this.replayed(peer, recordKey, fingerprint, message.id, now)
+    const replay = fingerprint === undefined
+      ? undefined
+      : this.replayed(peer, recordKey, fingerprint, message.id, now, frame.to)
     if (replay !== undefined) return replay
     if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
       for (const stage of this.stages) {
         const better = stage.unresolved?.(sender, to)
-        if (better !== undefined) return this.fail(peer, message.id, better)
+        if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
       }
     }
     if ("refused" in resolution) {
@@ -281,16 +289,17 @@ export class Send {
       if (fingerprint !== undefined && exact) {
         const outcome: Outcome = { ok: false, ...resolution.refused, retryable: isRetryable(resolution.refused.code) }
         this.ctx.records.set(sender.key, recordKey, fingerprint, outcome, now)
+        this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
         return this.answer(peer, message.id, outcome)
       }
-      return this.fail(peer, message.id, resolution.refused)
+      return this.fail(peer, message.id, resolution.refused, frame.to)
     }
     const targetKey = resolution.target?.key ?? resolution.remembered?.key ?? ""
     if (targetKey === sender.key) {
-      return this.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget })
+      return this.fail(peer, message.id, { code: DeliveryCode.SelfTarget, reason: Reason.selfTarget }, frame.to)
     }
     const delivery = route === undefined ? deliveryOfFrame(frame, sender, message) : undefined
-    if (delivery !== undefined && isRefusal(delivery)) return this.fail(peer, message.id, delivery)
+    if (delivery !== undefined && isRefusal(delivery)) return this.fail(peer, message.id, delivery, frame.to)
 
     const attempt: SendAttempt = {
       sender,
@@ -304,12 +313,12 @@ export class Send {
     }
     for (const stage of this.stages) {
       const refusal = stage.check?.(attempt)
-      if (refusal !== undefined) return this.fail(peer, message.id, refusal)
+      if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
     }
     // A durable broker whose last commit failed acknowledges nothing it cannot store.
     const storeFailure = this.ctx.journal?.failure
     if (storeFailure !== undefined) {
-      return this.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) })
+      return this.fail(peer, message.id, { code: DeliveryCode.DeliveryFailed, reason: Reason.storeFailed(storeFailure) }, frame.to)
     }
 
     // The mailbox is the target's: mail requeued from a connection that closed is flushed when the
@@ -344,7 +353,7 @@ export class Send {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
         reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
-      })
+      }, frame.to)
     }
     // `fingerprint` is defined here: a resolution that is not refused always names its target.
     const recorded = fingerprint ?? fingerprintOf(resolution.id, message, replyError)
@@ -354,12 +363,15 @@ export class Send {
       journal?.putMail(mail)
       const outcome = this.mail.queue(mail)
       this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
+      if (outcome.ok) this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
+      else this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
       return this.answer(peer, message.id, outcome)
     }
     const threadId = delivery?.threadId
     if (threadId !== undefined && this.staging !== undefined) {
       const staged = this.staging.stage(attempt, mail, target, threadId)
-      if ("code" in staged) return this.fail(peer, message.id, staged)
+      if ("code" in staged) return this.fail(peer, message.id, staged, frame.to)
+      this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.staged, now)
       journal?.putMail(mail)
       this.ctx.records.set(sender.key, recordKey, recorded, { ok: true, delivery: "queued" }, now)
       journal?.mark(peer)
@@ -373,6 +385,7 @@ export class Send {
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
+    this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.set(sender.key, recordKey, recorded, DELIVERED, now)
     // The delivery waits for its replay record too: a broker killed before it is stored must not have
     // delivered a message whose retry it would then deliver again (and answer as if it never had).
@@ -395,6 +408,7 @@ export class Send {
   deliverStaged(staged: Staged, target: Session): void {
     const now = this.ctx.now()
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
+    this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.recordKey, { ok: true, delivery: "socket_delivered" })
     this.ctx.journal?.mark(target.peer)
   }
@@ -468,12 +482,13 @@ export class Send {
     recordKey: string,
     fingerprint: Fingerprint,
     messageId: string,
-    now: number
+    now: number,
+    to: unknown
   ): RouteOutcome | undefined {
     const record = this.ctx.records.get(recordKey, now)
     if (record === undefined) return undefined
     if (!sameFingerprint(record.fingerprint, fingerprint)) {
-      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse })
+      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined
     this.answer(peer, messageId, record.outcome)

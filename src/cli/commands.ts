@@ -5,6 +5,7 @@
  *   intercom broker status [--dir <dir>]                                  is one running?
  *   intercom broker stop [--dir <dir>]                                    SIGTERM it and wait
  *   intercom broker stats [--dir <dir>] [--json]                          its metrics (stats-v1)
+ *   intercom top [--dir <dir>] [--interval <d>] [--once [--json]]          live view (top/command.ts)
  *
  * See docs/cli.md for output, exit codes and the socket-path fallback.
  */
@@ -29,6 +30,8 @@ import { probeHealth } from "../transport/healthProbe.ts"
 import { fetchBrokerStats } from "../client/BrokerStats.ts"
 import { statsText } from "./brokerStats.ts"
 import { clientCommands } from "./client/commands.ts"
+import { top } from "./top/command.ts"
+import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
@@ -286,5 +289,5 @@ export const broker = brokerBase.pipe(Command.withSubcommands([status, stop, sta
 /** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
-  Command.withSubcommands([broker, ...clientCommands])
+  Command.withSubcommands([broker, ...clientCommands, top, uiCommand])
 )

@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { EXTENSION_FEATURES, QUESTIONS_V1, RECEIVED_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
+import { EXTENSION_FEATURES, OBSERVE_V1, QUESTIONS_V1, RECEIVED_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
 import type { QuestionResultFrame } from "../protocol/questions.ts"
 import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
@@ -135,9 +135,11 @@ export interface ClientConnection {
 
 /**
  * Extensions every connection asks for: all the protocol defines, since this
- * client implements each of them (handled here, invisible to its users).
+ * client implements each of them (handled here, invisible to its users) —
+ * except `observe-v1`, the broker's live view, which `ObserveClient`
+ * (src/observe) asks for on a connection of its own.
  */
-const CLIENT_FEATURES: ReadonlyArray<string> = EXTENSION_FEATURES
+const CLIENT_FEATURES: ReadonlyArray<string> = EXTENSION_FEATURES.filter((feature) => feature !== OBSERVE_V1)
 
 /** The sender's delivery choice carried by a forwarded message (`delivery-v1`). */
 const deliveryOfMessage = (frame: MessageFrame): DeliveryChoice => ({

@@ -5,6 +5,7 @@
  */
 import { Data, Exit, Schema, SchemaIssue } from "effect"
 import * as Frames from "./frames.ts"
+import * as Observe from "./observe.ts"
 import * as Results from "./results.ts"
 import * as Questions from "./questions.ts"
 import * as Stats from "./stats.ts"
@@ -112,6 +113,7 @@ export const decodeClientFrame = {
   question_stop: compileDecoder("question_stop", Questions.QuestionStopFrame),
   question_list: compileDecoder("question_list", Questions.QuestionListFrame),
   question_get: compileDecoder("question_get", Questions.QuestionGetFrame),
+  observe: compileDecoder("observe", Observe.ObserveFrame),
   stats: compileDecoder("stats", Stats.StatsFrame)
 } as const
 

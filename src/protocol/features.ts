@@ -116,6 +116,14 @@ export const TRACE_V1 = "trace-v1"
  */
 export const STATS_V1 = "stats-v1"
 
+/**
+ * The broker's live view (extension, read-only): `observe` is answered with
+ * `observe_snapshot` and, for a watch, `observe_events` (see `observe.ts`). A
+ * `register` with `observer: true` makes the connection an observer — not a
+ * session — when this extension is granted.
+ */
+export const OBSERVE_V1 = "observe-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -132,6 +140,7 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   RESULTS_V1,
   QUESTIONS_V1,
   RECEIVED_V1,
+  OBSERVE_V1,
   TRACE_V1,
   STATS_V1
 ]

@@ -10,6 +10,7 @@
  */
 import { Schema } from "effect"
 import * as Limits from "./limits.ts"
+import * as Observe from "./observe.ts"
 import * as Results from "./results.ts"
 import * as Questions from "./questions.ts"
 import * as Stats from "./stats.ts"
@@ -175,7 +176,9 @@ export const RegisterFrame = Schema.Struct({
   /** Extension `supervisor-v1`, child side: the capability its supervisor was issued for it. */
   capability: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension `supervisor-v1`, child side: the id of the supervisor that issued `capability`. */
-  supervisorSessionId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
+  supervisorSessionId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  /** Extension `observe-v1`: the connection only observes the broker; it is not a session. */
+  observer: Schema.optionalKey(Schema.Boolean)
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type
@@ -343,6 +346,7 @@ export const ClientFrame = Schema.Union([
   Questions.QuestionStopFrame,
   Questions.QuestionListFrame,
   Questions.QuestionGetFrame,
+  Observe.ObserveFrame,
   Stats.StatsFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */

@@ -75,7 +75,7 @@ const EdgeSchema = Schema.Struct({
   askerKey: Schema.String,
   targetKey: Schema.String,
   deadline: Schema.Number,
-  openedAt: Schema.optionalKey(Schema.Number)
+  openedAt: Schema.optional(Schema.Number)
 })
 
 /** JSON text of a fingerprint (its `undefined` fields left out). */

@@ -14,7 +14,7 @@ import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type Workl
  * (docs/testing.md, "Known issues"). `npm run sim` and the `npm test` sweep
  * report them without failing; their own tests show each one.
  */
-export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = ["crash-lost-notice", "crash-redelivery"]
+export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = ["crash-lost-notice", "crash-redelivery", "unconfirmed-redelivery"]
 
 /** What to soak: which seeds, the world, and what to do with failures. */
 export interface SoakOptions extends WorkloadOptions {
@@ -68,6 +68,7 @@ export interface SoakSummary {
     readonly lostInFlight: number
     readonly stranded: number
     readonly redelivered: number
+    readonly resent: number
   }
   /** `AskTally` summed over all runs (`failed` includes the interrupted). */
   readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
@@ -89,7 +90,8 @@ const messageKeys = [
   "lostToCrash",
   "lostInFlight",
   "stranded",
-  "redelivered"
+  "redelivered",
+  "resent"
 ] as const
 
 const groupKeys = [
@@ -130,7 +132,8 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       lostToCrash: 0,
       lostInFlight: 0,
       stranded: 0,
-      redelivered: 0
+      redelivered: 0,
+      resent: 0
     }
     const asks = { started: 0, replied: 0, timedOut: 0, failed: 0 }
     const groups = {
@@ -196,6 +199,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
     `messages: ${m.sent} sent, ${m.acknowledged} acknowledged, ${m.delivered} delivered, ${m.refused} refused, ${m.unknown} outcome unknown to the sender`,
     `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
+    `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`
   ]
   const kinds = Object.entries(summary.violations)

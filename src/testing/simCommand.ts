@@ -76,6 +76,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "crash-loss": true,
   "crash-lost-notice": true,
   "crash-redelivery": true,
+  "unconfirmed-redelivery": true,
   "duplicate-delivery": true,
   "duplicate-on-wire": true,
   "fifo": true,

@@ -108,12 +108,63 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       yield* bob.client.waitClosed()
     }))
 
-  it.effect("a broker without a durable store does not grant received-v1", () =>
+  it.effect("a connection that closes before confirming: its mail goes back, ahead of mail sent meanwhile, and stays stored", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const unread = message("written, never confirmed")
+      yield* deliver(alice, bob, unread)
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      const later = message("sent while bob was away")
+      yield* send(alice.client, "bob", later)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 2, "the unconfirmed one is still stored, beside the queued one")
+
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const first = yield* back.client.next("message")
+      const second = yield* back.client.next("message")
+      assert.deepStrictEqual([first.message.id, second.message.id], [unread.id, later.id])
+    }))
+
+  it.effect("a connection that confirmed before it closed gets nothing again", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* durableBroker(world, disk)
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const read = message("read and confirmed")
+      yield* deliver(alice, bob, read)
+      yield* bob.client.send({ type: "received", frames: bob.client.received().length })
+      yield* settled([bob.client])
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
+
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* settled([back.client])
+      assert.strictEqual(back.client.count("message"), 0)
+    }))
+
+  it.effect("a broker in memory mode grants received-v1: a connection dropped before confirming gets its mail again", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker()
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       const registered = bob.client.received().find((frame) => frame.type === "registered")
-      assert.notInclude(registered?.type === "registered" ? registered.features ?? [] : [], RECEIVED_V1)
+      assert.include(registered?.type === "registered" ? registered.features ?? [] : [], RECEIVED_V1)
+      const unread = message("lost with the connection, before received-v1 in memory mode")
+      yield* deliver(alice, bob, unread)
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      assert.strictEqual((yield* messageFor(back.client, unread.id)).message.content.text, unread.content.text)
     }))
 })

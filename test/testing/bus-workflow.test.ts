@@ -65,8 +65,9 @@ describe("bus-hosted workflow parent", () => {
     Effect.gen(function*() {
       const report = yield* runBusWorkflow({ seed: 250 })
       assert.strictEqual(report.bus.durability, "memory")
-      assert.deepStrictEqual(report.bus.violations.map((v) => v.kind), ["duplicate-on-wire"])
-      assert.match(report.bus.violations[0]?.message ?? "", /\(C2 → P\) arrived 2 times/)
+      // The second copy came from a later broker after a crash: counted as re-sent, not a violation.
+      assert.deepStrictEqual(report.bus.violations, [])
+      assert.isAbove(report.bus.messages.redelivered, 0)
       // No duplicate-delivery: the session runtime's de-duplication hands it to the workflow parent once.
       assert.deepStrictEqual(report.violations, [])
     }))

@@ -18,11 +18,15 @@ export const hostDelivered = (state: LedgerState, receiver: string, fromId: stri
   record.hostDeliveries++
   if (record.hostDeliveries === 1 && rescuedNow(state, record)) record.rescued = true
   const clients = new Set(record.reads.map((read) => read.client))
-  // Durable mode: re-sent after a crash to a new client of the receiver, which cannot know the first copy.
-  const acrossRestart = record.redelivered > 0 && clients.size > 1
-  check(state, record.hostDeliveries === 1, acrossRestart ? "crash-redelivery" : "duplicate-delivery", () =>
+  // Re-sent to a new client of the receiver, which cannot know the first copy: after a crash (durable
+  // mode), or after the connection it went out on closed before its client confirmed reading it.
+  const acrossRestart = clients.size > 1 && (record.redelivered > 0 || record.resent > 0)
+  const kind = !acrossRestart ? "duplicate-delivery" : record.redelivered > 0 ? "crash-redelivery" : "unconfirmed-redelivery"
+  check(state, record.hostDeliveries === 1, kind, () =>
     `${record.alias} was handed to ${nameOf(state, receiver)} ${record.hostDeliveries} times${
-      acrossRestart ? " (re-sent after a broker crash to a new client of it, which had not seen the first copy)" : ""
+      !acrossRestart ? "" : record.redelivered > 0
+      ? " (re-sent after a broker crash to a new client of it, which had not seen the first copy)"
+      : " (re-sent after its connection closed unconfirmed, to a new client of it, which had not seen the first copy)"
     }`)
   if (record.target !== undefined) {
     check(state, record.target === receiver, "misrouted", () =>

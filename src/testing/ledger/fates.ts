@@ -61,6 +61,7 @@ export const finish = (state: LedgerState): MessageTally => {
   let stranded = 0
   let replaced = 0
   let redelivered = 0
+  let resent = 0
   checkReplaceLatest(state)
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++
@@ -68,6 +69,7 @@ export const finish = (state: LedgerState): MessageTally => {
     if (record.outcome !== "acked") continue
     acknowledged++
     if (record.redelivered > 0) redelivered++
+    if (record.resent > 0) resent++
     const to = nameOf(state, record.target ?? "?")
     const label = `${record.alias} (${record.kind} ${nameOf(state, record.sender)} → ${to})`
     state.checkCount++
@@ -165,7 +167,8 @@ export const finish = (state: LedgerState): MessageTally => {
     lostInFlight,
     stranded,
     replaced,
-    redelivered
+    redelivered,
+    resent
   }
 }
 

@@ -20,6 +20,10 @@ export interface LinkRecord {
   closed: boolean
   /** The broker's side saw this connection end. */
   brokerEnded: boolean
+  /** Frames its client read on it, `registered` included (what a `received` count counts). */
+  framesRead: number
+  /** The highest `received` count the broker read on it (`received-v1`). */
+  confirmed: number
 }
 
 /** One time a client read a message from the broker. */
@@ -28,6 +32,8 @@ export interface Read {
   readonly client: string
   readonly seq: number
   readonly at: number
+  /** The link's frame number of the frame it read (`LinkRecord.framesRead` then). */
+  readonly frame: number
 }
 
 /** Everything known about one message, from the sender's write to its fate. */
@@ -49,8 +55,13 @@ export interface MessageRecord {
   readonly writtenTo: Array<number>
   readonly reads: Array<Read>
   hostDeliveries: number
-  /** Durable mode: reads of a copy a later broker re-sent after the one that wrote it crashed. */
+  /** Reads of a copy a later broker wrote after the one that wrote it crashed (see `redeliveredAfterCrash`). */
   redelivered: number
+  /**
+   * Reads of a copy the broker re-sent because the connection it had gone out
+   * on closed before its client confirmed reading it (`received-v1`).
+   */
+  resent: number
   /** When its sender read the broker's `delivered`. */
   ackedAt: number | undefined
   /** Connections the broker wrote an `expired` notice about it to. */

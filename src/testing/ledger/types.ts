@@ -27,10 +27,21 @@ export type ViolationKind =
    */
   | "crash-redelivery"
   /**
-   * The broker sent the same message to its target twice. In durable mode a
-   * second copy from a later broker incarnation, after the one that wrote the
-   * first crashed, is allowed: it may have died before it stored that it
-   * wrote it (the client drops the copy; `duplicate-delivery` checks that).
+   * A host was handed a message twice because the connection it went out on
+   * closed before its client confirmed reading it (`received-v1`), the broker
+   * sent it again, and it reached a new client of the receiver (its process
+   * restarted meanwhile), which cannot know it saw the first copy. Known
+   * issue (docs/testing.md), the same as `crash-redelivery`'s.
+   */
+  | "unconfirmed-redelivery"
+  /**
+   * The broker sent the same message to its target twice. Allowed: a second
+   * copy from a later broker incarnation, after the one that wrote the first
+   * crashed (durable: it may have died before it stored that it wrote it;
+   * memory: the sender's client re-sent it unacknowledged, and the new broker
+   * has no replay record), and a copy sent again because the connection the
+   * first went out on closed unconfirmed (`received-v1`). The client drops
+   * such copies; `duplicate-delivery` checks that.
    */
   | "duplicate-on-wire"
   /** Messages from one sender reached one recipient out of the order the broker accepted them. */
@@ -191,6 +202,13 @@ export interface MessageTally {
    * written); the receiving client drops the copy.
    */
   readonly redelivered: number
+  /**
+   * Acknowledged messages the broker wrote to a connection that then closed
+   * before its client confirmed reading them (`received-v1`), that it wrote
+   * again to the receiver's next connection; a client that had read the
+   * first drops the copy.
+   */
+  readonly resent: number
   /** Written toward the target's connection, which died (or whose client closed) before its session took it. */
   readonly lostInFlight: number
   /** Delivered only when the end of the run made its target register again (a `stranded-mail` violation each). */

@@ -110,6 +110,7 @@ const sendWritten = (
     reads: [],
     hostDeliveries: 0,
     redelivered: 0,
+    resent: 0,
     ackedAt: undefined,
     noticeWrittenTo: [],
     rescued: false,
@@ -128,8 +129,14 @@ const sendWritten = (
 export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const owner = state.links.get(linkId)?.owner
   if (owner === undefined || isHostile(state, owner)) return
+  const link = state.links.get(linkId)
   for (const text of frames) {
     const parsed = parseFrameText(text)
+    if (!isFrameDecodeError(parsed) && parsed.type === "received" && link !== undefined) {
+      const confirmed = decodeClientFrame.received(parsed)
+      if (!isFrameDecodeError(confirmed)) link.confirmed = Math.max(link.confirmed, confirmed.frames)
+      continue
+    }
     if (isFrameDecodeError(parsed) || (parsed.type !== "send" && parsed.type !== "supervisor_send")) continue
     const frame = decodeSendLike(parsed)
     if (frame === undefined) continue
@@ -228,6 +235,7 @@ export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   const link = state.links.get(linkId)
   if (link === undefined) return
   for (const text of frames) {
+    link.framesRead++
     traceFrame(state, link, "←", text)
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame)) continue
@@ -281,14 +289,30 @@ const groupCrossing = (
 }
 
 /**
- * Durable mode: a second copy of a message from a later broker incarnation,
- * every earlier copy having come from incarnations that crashed — the one
- * that wrote it may have died before it stored that it did.
+ * A second copy of a message from a later broker incarnation, every earlier
+ * copy having come from incarnations that crashed. Durable mode: the one that
+ * wrote it may have died before it stored that it did. Memory mode: its
+ * sender never read the acknowledgement, its client sent it again with the
+ * same id, and the new broker has no replay record (they die with a memory
+ * broker: docs/store.md).
  */
 const redeliveredAfterCrash = (state: LedgerState, record: MessageRecord, link: LinkRecord): boolean =>
-  state.durable && record.reads.length > 0 && record.reads.every((read) => {
+  record.reads.length > 0 && record.reads.every((read) => {
     const epoch = state.links.get(read.link)?.brokerEpoch
     return epoch !== undefined && epoch < link.brokerEpoch && state.crashedEpochs.has(epoch)
+  })
+
+/**
+ * A copy the broker re-sent because every earlier copy went out on a
+ * connection, since ended, whose client never confirmed reading it
+ * (`received-v1`: the broker cannot know it was read, so it sends it again and
+ * the client drops the copy).
+ */
+const resentUnconfirmed = (state: LedgerState, record: MessageRecord, link: LinkRecord): boolean =>
+  record.reads.length > 0 && record.reads.every((read) => {
+    const earlier = state.links.get(read.link)
+    return earlier !== undefined && earlier !== link && (earlier.brokerEnded || earlier.closed) &&
+      earlier.confirmed < read.frame
   })
 
 const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
@@ -350,12 +374,18 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (redeliveredAfterCrash(state, record, link)) {
         record.redelivered++
         note(state, `   ${record.alias} re-sent to ${nameOf(state, receiver)} by broker #${link.brokerEpoch}: the broker that wrote it crashed`)
-        record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now() })
+        record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now(), frame: link.framesRead })
+        return
+      }
+      if (resentUnconfirmed(state, record, link)) {
+        record.resent++
+        note(state, `   ${record.alias} re-sent to ${nameOf(state, receiver)}: the connection it went out on closed before its client confirmed reading it`)
+        record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now(), frame: link.framesRead })
         return
       }
       const first = check(state, record.reads.length === 0, "duplicate-on-wire", () =>
         `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, receiver)}) arrived ${record.reads.length + 1} times`)
-      record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now() })
+      record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now(), frame: link.framesRead })
       if (first) checkOrder(state, state.lastWireSeq, record, receiver, "on the wire")
       return
     }

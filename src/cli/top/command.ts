@@ -1,0 +1,58 @@
+/**
+ * The `intercom top` command line (docs/cli.md): flags around `runTop`,
+ * which is loaded only when the command runs.
+ */
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { reportError } from "../foreground.ts"
+import { parseTimeout } from "../client/duration.ts"
+
+const dirFlag = Flag.String("dir").pipe(
+  Flag.withDescription(
+    "Agent directory of the broker to watch (default: $ATOMIC_CODING_AGENT_DIR, else $PI_CODING_AGENT_DIR, else ~/.pi/agent)."
+  ),
+  Flag.filter((dir) => dir.trim().length > 0, () => "--dir must not be empty"),
+  Flag.optional
+)
+
+const intervalFlag = Flag.String("interval").pipe(
+  Flag.withDescription("How often the view updates: a duration from 100ms to 60s (500, 2s). Default 1s."),
+  Flag.filterMap(
+    (text) => {
+      const ms = parseTimeout(text)
+      return ms === undefined || ms < 100 || ms > 60_000 ? Option.none() : Option.some(ms)
+    },
+    (text) => `--interval must be a duration from 100ms to 60s such as 500 or 2s; got ${JSON.stringify(text)}`
+  ),
+  Flag.withDefault(1_000)
+)
+
+const onceFlag = Flag.Boolean("once").pipe(
+  Flag.withDescription("Print one snapshot and exit instead of the live view."),
+  Flag.withDefault(false)
+)
+
+const jsonFlag = Flag.Boolean("json").pipe(
+  Flag.withDescription("With --once: the snapshot as one line of JSON (the observe-v1 BrokerSnapshot)."),
+  Flag.withDefault(false)
+)
+
+/** `intercom top [--dir <dir>] [--interval <duration>] [--once [--json]]`. */
+export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, once: onceFlag, json: jsonFlag }).pipe(
+  Command.withHandler((input) =>
+    Effect.gen(function*() {
+      if (input.json && !input.once) return yield* reportError({ message: "--json needs --once: the live view is for a terminal; `intercom top --once --json` prints one snapshot." })
+      const { runTop } = yield* Effect.promise(() => import("./runTop.ts"))
+      yield* runTop({ dir: Option.getOrUndefined(input.dir), intervalMs: input.interval, once: input.once, json: input.json }).pipe(
+        Effect.catchTag("ObserveError", reportError),
+        Effect.catchTag("PlatformError", reportError)
+      )
+    })
+  ),
+  Command.withShortDescription("Live view of the running broker: sessions, traffic, queues, open asks, refusals"),
+  Command.withDescription(
+    "A live terminal view of the running broker (read-only): sessions with status, health, pending asks and last activity; traffic rates; queue depths; open asks with their age; recent refusals with their codes. Keys: s cycles the sort column, / filters (Enter keeps, Esc clears), q quits. --once prints one snapshot (--json: as JSON) for scripts."
+  )
+)

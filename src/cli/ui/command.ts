@@ -1,0 +1,56 @@
+/**
+ * `intercom ui [--dir <dir>] [--port <n>] [--stuck-after <duration>]`: the
+ * web view of a broker (docs/ui.md). Only the command line is here; the
+ * handler loads src/ui (HTTP server, page) when it runs, so no other command
+ * loads them.
+ */
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { parseTimeout } from "../client/duration.ts"
+import { reportError } from "../foreground.ts"
+import { resolveProcessPaths } from "../paths.ts"
+
+const dirFlag = Flag.String("dir").pipe(
+  Flag.withDescription(
+    "Agent directory of the broker to watch (default: $ATOMIC_CODING_AGENT_DIR, else $PI_CODING_AGENT_DIR, else ~/.pi/agent)."
+  ),
+  Flag.filter((dir) => dir.trim().length > 0, () => "--dir must not be empty"),
+  Flag.optional
+)
+
+const portFlag = Flag.Int("port").pipe(
+  Flag.withDescription("TCP port on 127.0.0.1 (default 0: any free port; the URL printed says which)."),
+  Flag.filter((n) => n >= 0 && n <= 65_535, (n) => `--port must be from 0 to 65535, got ${n}`),
+  Flag.optional
+)
+
+const stuckAfterFlag = Flag.String("stuck-after").pipe(
+  Flag.withDescription("Show an ask open this long as stuck: a duration (30s, 2m, 90000). Default 30s."),
+  Flag.filterMap(
+    (text) => Option.fromUndefinedOr(parseTimeout(text)),
+    (text) => `--stuck-after must be a positive duration such as 30s or 2m; got ${JSON.stringify(text)}`
+  ),
+  Flag.optional
+)
+
+/** `intercom ui`. */
+export const uiCommand = Command.make("ui", { dir: dirFlag, port: portFlag, stuckAfter: stuckAfterFlag }, (input) =>
+  Effect.gen(function*() {
+    const paths = yield* resolveProcessPaths(Option.getOrUndefined(input.dir)).pipe(
+      Effect.catchTag("SocketPathError", reportError)
+    )
+    const ui = yield* Effect.promise(() => import("../../ui/runUi.ts"))
+    return yield* ui.runUi({
+      socketPath: paths.socketPath,
+      port: Option.getOrElse(input.port, () => 0),
+      stuckAfterMs: Option.getOrElse(input.stuckAfter, () => ui.DEFAULT_STUCK_AFTER_MS),
+      intervalMs: ui.DEFAULT_UI_INTERVAL_MS
+    }).pipe(Effect.catchTag("UiServeError", reportError))
+  })).pipe(
+    Command.withShortDescription("Serve a live web view of the broker on 127.0.0.1 (prints its URL)"),
+    Command.withDescription(
+      "Serve a live web view of the broker on 127.0.0.1: sessions, queues, open and stuck asks, refusals, and a sequence chart of recent traffic. Prints a URL with a random token; requests without it, or from another origin, are refused. Runs until Ctrl-C."
+    )
+  )
