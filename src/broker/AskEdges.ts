@@ -104,6 +104,19 @@ export class AskEdges {
     return this.edges.size
   }
 
+  /**
+   * When the oldest open edge opened (broker clock, ms), or undefined when
+   * none is open or none knows it. A walk over the open edges: for metrics
+   * collection, never for the per-frame path.
+   */
+  oldestOpenedAt(): number | undefined {
+    let oldest: number | undefined
+    for (const edge of this.edges.values()) {
+      if (edge.openedAt !== undefined && (oldest === undefined || edge.openedAt < oldest)) oldest = edge.openedAt
+    }
+    return oldest
+  }
+
   /** Every open edge, in the order it was opened (oldest first, apart from edges restored at startup). */
   values(): IterableIterator<AskEdge> {
     return this.edges.values()

@@ -11,7 +11,7 @@
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
@@ -53,7 +53,7 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
  * The `message` frame for `recipient`: with the ask's timeout when it was
  * granted `ask-timeout-v1`, the channel with `supervisor-v1`, a failure
  * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
- * and the delivery mode with `delivery-v1`.
+ * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
  */
 export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): string => {
   const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
@@ -65,7 +65,8 @@ export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, d
     mail.askTimeoutMs !== undefined && recipient.features.has(ASK_TIMEOUT_V1) ? mail.askTimeoutMs : undefined,
     mail.channel !== undefined && recipient.features.has(SUPERVISOR_V1) ? mail.channel : undefined,
     failure?.replyError,
-    mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined
+    mail.delivery !== undefined && recipient.features.has(DELIVERY_V1) ? mail.delivery : undefined,
+    mail.traceparent !== undefined && recipient.features.has(TRACE_V1) ? mail.traceparent : undefined
   )
 }
 

@@ -10,7 +10,10 @@
  * with the SQLite layer); without one, a memory-only archive does. With
  * `options.store` (a `MailStore`) it restores its routing state at startup
  * and commits every change before revealing it (StoreJournal.ts,
- * StoreWriter.ts): durable mode, docs/store.md.
+ * StoreWriter.ts): durable mode, docs/store.md. Under a tracer other than
+ * effect's default it makes routing spans for traced sends (RoutingSpans.ts);
+ * with `TelemetryEnabled.metrics` it registers its OTLP metric series
+ * (MetricSeries.ts); `metrics` is its snapshot (docs/observability.md).
  *
  * @example
  * ```ts
@@ -26,7 +29,12 @@
  * })
  * ```
  */
-import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Queue, type Scope, Tracer } from "effect"
+import { TelemetryEnabled } from "../observability/Telemetry.ts"
+import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
+import { registerBrokerMetrics } from "./MetricSeries.ts"
+import { RoutingSpans } from "./RoutingSpans.ts"
+import { StoreCommits } from "./StoreCommits.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
 import { QuestionStore } from "../store/QuestionStore.ts"
 import type { Connection } from "../transport/Connection.ts"
@@ -52,6 +60,8 @@ export interface BrokerService {
   readonly sessionCount: Effect.Effect<number>
   /** Sizes of the routing tables, for diagnostics and invariant checks. */
   readonly stats: Effect.Effect<BrokerStats>
+  /** The broker's metrics now: what `stats-v1` answers and the OTLP metric series read. */
+  readonly metrics: Effect.Effect<BrokerStatsSnapshot>
 }
 
 /** Sizes of the routing tables, and how many connections wait for admission. */
@@ -91,17 +101,27 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     const now = () => clock.currentTimeMillisUnsafe()
     const store = options.store
     const journal = store === undefined ? undefined : new StoreJournal(() => signal(signals.store), REPLAY_RETENTION_MS, () => signal(signals.storeLazy))
-    const router = new Router(resolved, now, signals, journal)
+    const nanos = () => clock.currentTimeNanosUnsafe()
+    // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.
+    const tracer = yield* Effect.tracer
+    const storeCommits = store === undefined ? undefined : new StoreCommits()
+    const router = new Router(resolved, now, signals, journal, {
+      spans: tracer === Tracer.nativeTracer ? undefined : new RoutingSpans(tracer, nanos),
+      storeCommits
+    })
+    const timing = storeCommits === undefined ? undefined : { commits: storeCommits, nanos }
     if (store !== undefined && journal !== undefined) {
       // What the last run stored comes back before the first connection is accepted.
       router.restore(yield* store.load(now() - REPLAY_RETENTION_MS))
       const log = (level: BrokerEvent["level"], message: string) =>
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
-      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, signals.storeLazy, now, log))
+      yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, signals.storeLazy, now, log, timing))
       // At shutdown (after the connections closed and gave back what they never wrote): one last commit.
-      yield* Effect.addFinalizer(() => commitPending(journal, store, now, log))
+      yield* Effect.addFinalizer(() => commitPending(journal, store, now, log, timing))
     }
     const admission = new AdmissionGate(resolved.maxUnregistered)
+    // OTLP metric series read the metrics snapshot when collected, and only when metrics are exported.
+    if ((yield* TelemetryEnabled).metrics) yield* registerBrokerMetrics(() => router.metrics(), now)
     const idleExit = yield* Deferred.make<void>()
 
     // The result archive (`results-v1`): the one provided (durable or not), else a memory-only one.
@@ -193,7 +213,8 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       accept: (connection) => runConnection(router, connection, resolved, admission),
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
-      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting }))
+      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting })),
+      metrics: Effect.sync(() => router.metrics())
     } satisfies BrokerService
   })
 

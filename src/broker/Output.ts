@@ -101,6 +101,12 @@ export class Output {
     return this.totalChars
   }
 
+  /**
+   * Times a connection's reader had output parked and had to wait for room
+   * before reading on (backpressure), since the broker started (stats).
+   */
+  backpressureWaits = 0
+
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
     return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
@@ -186,6 +192,7 @@ export class Output {
     if (this.parked.length === 0) return false
     reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
     this.parked = []
+    this.backpressureWaits++
     return true
   }
 

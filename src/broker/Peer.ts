@@ -63,6 +63,12 @@ export interface Mail {
   readonly replyError?: string | undefined
   /** The sender's delivery mode (`delivery-v1`) when not the default `steer`, shown to recipients granted it. */
   readonly delivery?: DeliveryChoice | undefined
+  /**
+   * The trace context to hand on (`trace-v1`): the broker's routing span, or
+   * the sender's when the broker does not trace; shown to recipients granted
+   * it. Not kept in the durable store: mail restored after a restart has none.
+   */
+  readonly traceparent?: string | undefined
 }
 
 /**

@@ -315,7 +315,8 @@ export class Questions {
       messageId: notice.questionId,
       askerKey: notice.child.key,
       targetKey: notice.supervisor.key,
-      deadline: now + MAX_ASK_TIMEOUT_MS
+      deadline: now + MAX_ASK_TIMEOUT_MS,
+      openedAt: now
     })
   }
 

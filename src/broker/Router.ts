@@ -20,6 +20,8 @@
  * | durable supervisor questions (`questions-v1`) | Questions.ts (its fiber: QuestionWorker.ts) |
  * | the live view (`observe-v1`) | Observe.ts, Traffic.ts (its fiber: Broker.ts) |
  * | output and backpressure | Output.ts |
+ * | routing spans (`trace-v1`) | RoutingSpans.ts (made only when the broker traces) |
+ * | statistics (`stats-v1`) and the metrics they feed | Stats.ts, RouteCounts.ts, StoreCommits.ts |
  *
  * This file only wires them: it builds the shared `RouterContext`, hands each
  * concern what it needs, collects their frame handlers into one dispatch
@@ -55,6 +57,10 @@ import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
+import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
+import type { RoutingSpans } from "./RoutingSpans.ts"
+import { Stats } from "./Stats.ts"
+import type { StoreCommits } from "./StoreCommits.ts"
 import type { StoreJournal } from "./StoreJournal.ts"
 import type { Recovered } from "../store/MailStore.ts"
 import type { WriteBatch } from "./Output.ts"
@@ -101,6 +107,14 @@ export interface RouterSignals {
   readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
 
+/** What the broker observes about itself, when it does (Broker.ts builds it). */
+export interface RouterTelemetry {
+  /** Routing spans (`trace-v1`), when the broker's program installed a tracer. */
+  readonly spans?: RoutingSpans | undefined
+  /** The durable store's commit counters, when the broker has a store. */
+  readonly storeCommits?: StoreCommits | undefined
+}
+
 /** The broker's routing state and frame dispatch; see the module header. */
 export class Router {
   readonly registration: Registration
@@ -120,13 +134,22 @@ export class Router {
   private readonly topics: Topics
   /** Durable supervisor questions, when the broker keeps them (`signals.questions`). */
   readonly questions: Questions | undefined
+  /** Statistics (`stats-v1`): the metrics snapshot. */
+  readonly statistics: Stats
   /** The live view (`observe-v1`); the broker's observe fiber sends its watches their ticks. */
   readonly observe: Observe
 
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
+   * @param telemetry routing spans and store commit counters, when the broker has them.
    */
-  constructor(options: ResolvedCoreOptions, now: () => number, signals: RouterSignals, journal?: StoreJournal) {
+  constructor(
+    options: ResolvedCoreOptions,
+    now: () => number,
+    signals: RouterSignals,
+    journal?: StoreJournal,
+    telemetry: RouterTelemetry = {}
+  ) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
     const output = new Output((item) => mail.takeBack(item), {
@@ -221,6 +244,18 @@ export class Router {
     if (questions !== undefined) registration.observe(questions.hooks)
     const custody = new Custody(ctx)
     registration.observe(custody.hooks)
+    if (telemetry.spans !== undefined) send.traceWith(telemetry.spans)
+    const statistics = new Stats(ctx, {
+      registry,
+      unregistered: () => registration.unregisteredCount,
+      routed: send.counts,
+      mailboxDepth: () => mail.size,
+      stagingDepth: () => staging.size,
+      queuedChars: () => output.queuedChars,
+      backpressureWaits: () => output.backpressureWaits,
+      asks: asks.edges,
+      storeCommits: telemetry.storeCommits
+    })
     const observe = new Observe(ctx, {
       traffic: send.traffic,
       edges: asks.edges,
@@ -256,8 +291,10 @@ export class Router {
       ...results.frames,
       ...questions?.frames,
       ...custody.frames,
+      ...statistics.frames,
       ...observe.frames
     }
+    this.statistics = statistics
     this.observe = observe
     this.custody = custody
     this.topics = topics
@@ -351,6 +388,11 @@ export class Router {
       journal?.restoredMail(stored.mail.recordKey)
       this.mail.restore(stored.mail)
     }
+  }
+
+  /** The broker's metrics now (`stats-v1`, OTLP metrics). */
+  metrics(): BrokerStatsSnapshot {
+    return this.statistics.snapshot()
   }
 
   /** For diagnostics and tests. */

@@ -12,6 +12,11 @@
  * instead of delivered (ReplaceStaging.ts), and handed over here when its
  * window closes (`deliverStaged`). Replay records (P46) are `ctx.records`.
  *
+ * Every send is counted by how it ended (RouteCounts.ts, read by `stats-v1`
+ * and the OTLP metrics); a send carrying `traceparent` (`trace-v1`) is routed
+ * inside a routing span when the broker traces (RoutingSpans.ts) and hands
+ * the trace context on to its recipient.
+ *
  * Size: one concept — the order of one send's steps. Every rule lives in a
  * stage module; what stays here is the pipeline that must run them in that
  * order on the per-frame path, in one synchronous pass.
@@ -20,9 +25,10 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
-import { REPLY_ERROR_V1 } from "../protocol/features.ts"
+import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes } from "../protocol/framing.ts"
+import { parseTraceparent } from "../protocol/trace.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
 import {
   DELIVERED,
@@ -40,6 +46,8 @@ import type { Mail, Peer } from "./Peer.ts"
 import type { RecentSession } from "./RecentSessions.ts"
 import type { Session } from "./Registry.ts"
 import type { ReplaceStaging, Staged } from "./ReplaceStaging.ts"
+import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
+import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import { Routed, Traffic } from "./Traffic.ts"
 
@@ -93,6 +101,9 @@ export interface SendStage {
  */
 const EXTENSION_ROOM = " ".repeat(64)
 
+/** Room for `traceparent` (`trace-v1`: `,"traceparent":` and 55 characters), added only for a traced send. */
+const TRACE_ROOM = " ".repeat(80)
+
 /**
  * The larger of a failure reply's two forms (ReplyErrors.ts): with the
  * `replyError` field, or with the text marked as an error for a base recipient.
@@ -138,6 +149,9 @@ export class Send {
   private readonly prunes: Array<(now: number) => void> = []
   private prunedAt = Number.NaN
   private staging: ReplaceStaging | undefined
+  private spans: RoutingSpans | undefined
+  /** How the sends routed so far ended (RouteCounts.ts): read by metrics collection. */
+  readonly counts = new RouteCounts()
 
   /** What the live view (`observe-v1`) shows of the traffic; written here for every routed or refused send. */
   readonly traffic = new Traffic()
@@ -152,6 +166,14 @@ export class Send {
     this.staging = staging
   }
 
+  /**
+   * Where routing spans are made (`trace-v1`, RoutingSpans.ts): only in a
+   * broker that traces; without it a traceparent is forwarded as it came.
+   */
+  traceWith(spans: RoutingSpans): void {
+    this.spans = spans
+  }
+
   /** Adds a stage; stages run in the order they were added. */
   use(stage: SendStage): void {
     this.stages.push(stage)
@@ -162,22 +184,61 @@ export class Send {
     send: { handle: (peer, frame) => this.handle(peer, frame, undefined) }
   }
 
-  /** Answers `peer`'s send `messageId` with `outcome`. */
-  answer(peer: Peer, messageId: string, outcome: Outcome): void {
+  /** Answers `peer`'s send `messageId` with `outcome`; returns it. */
+  answer(peer: Peer, messageId: string, outcome: Outcome): Outcome {
     const output = this.ctx.output
     if (outcome.ok) this.ctx.journal?.mark(peer)
     if (outcome.ok) output.enqueue(peer, Encode.deliveredFrame(messageId, outcome.delivery))
     else output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
+    return outcome
   }
 
-  /** Refuses `peer`'s send `messageId`, addressed to `to`, and tells the live view (Traffic.ts). */
-  private fail(peer: Peer, messageId: string, refusal: Refusal, to: unknown): void {
+  /** Refuses `peer`'s send `messageId`, addressed to `to`, and tells the live view (Traffic.ts); returns the outcome. */
+  private fail(peer: Peer, messageId: string, refusal: Refusal, to: unknown): Outcome {
     this.traffic.refused(peer.session, to, messageId, refusal.code, refusal.reason, this.ctx.now())
-    this.answer(peer, messageId, { ok: false, code: refusal.code, reason: refusal.reason, retryable: isRetryable(refusal.code) })
+    return this.answer(peer, messageId, {
+      ok: false,
+      code: refusal.code,
+      reason: refusal.reason,
+      retryable: isRetryable(refusal.code)
+    })
   }
 
-  /** Handles a send frame: routed in the sender's namespace, or along `route`. */
+  /**
+   * Handles a send frame: routed in the sender's namespace, or along `route`,
+   * and counted by outcome. A `traceparent` (`trace-v1`) is read only when
+   * present: the plain send path pays one property read.
+   */
   handle(peer: Peer, frame: { readonly [key: string]: unknown }, route: SendRoute | undefined): void {
+    if (frame.traceparent === undefined) {
+      this.counts.count(this.pipeline(peer, frame, route, undefined))
+      return
+    }
+    this.traced(peer, frame, route)
+  }
+
+  /**
+   * A send with a `traceparent`: honoured only from a sender granted
+   * `trace-v1` and only when valid (else ignored, as W3C says). The broker's
+   * routing span, when it traces, becomes the recipient's parent; otherwise
+   * the sender's context travels on unchanged.
+   */
+  private traced(peer: Peer, frame: { readonly [key: string]: unknown }, route: SendRoute | undefined): void {
+    const traceparent = peer.features.has(TRACE_V1) ? frame.traceparent : undefined
+    const span = this.spans?.begin(traceparent)
+    const forward = span === undefined ? parseTraceparentOrUndefined(traceparent) : span.traceparent
+    const outcome = this.pipeline(peer, frame, route, forward)
+    this.counts.count(outcome)
+    span?.end(peer, frame, outcome)
+  }
+
+  /** The send pipeline proper (see the module header); returns how the send ended. */
+  private pipeline(
+    peer: Peer,
+    frame: { readonly [key: string]: unknown },
+    route: SendRoute | undefined,
+    traceparent: string | undefined
+  ): RouteOutcome {
     // P48: an invalid send is answered, not fatal.
     const message = decodeMessage(frame.message)
     if (isFrameDecodeError(message)) {
@@ -212,7 +273,10 @@ export class Send {
     const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
     // P46: a retry of a recorded send gets the recorded answer, once the target is known.
     const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message, replyError)
-    if (fingerprint !== undefined && this.replayed(peer, recordKey, fingerprint, message.id, now, frame.to)) return
+    const replay = fingerprint === undefined
+      ? undefined
+      : this.replayed(peer, recordKey, fingerprint, message.id, now, frame.to)
+    if (replay !== undefined) return replay
     if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
       for (const stage of this.stages) {
@@ -276,7 +340,8 @@ export class Send {
       askTimeoutMs: askTimeoutOf(attempt, this.ctx.options.askTimeoutMs),
       channel: route?.channel,
       replyError,
-      delivery
+      delivery,
+      traceparent
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)
@@ -284,7 +349,7 @@ export class Send {
     const forwarded = replyError === undefined
       ? Encode.messageFrame(sender.infoJson, message, now, now)
       : largestReplyErrorFrame(mail, now)
-    if (!fitsFrame(forwarded + EXTENSION_ROOM)) {
+    if (!fitsFrame(traceparent === undefined ? forwarded + EXTENSION_ROOM : forwarded + EXTENSION_ROOM + TRACE_ROOM)) {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
         reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
@@ -310,12 +375,13 @@ export class Send {
       journal?.putMail(mail)
       this.ctx.records.set(sender.key, recordKey, recorded, { ok: true, delivery: "queued" }, now)
       journal?.mark(peer)
-      return this.ctx.output.enqueue(peer, Encode.deliveryQueuedFrame(message.id, threadId, staged.deliverAt))
+      this.ctx.output.enqueue(peer, Encode.deliveryQueuedFrame(message.id, threadId, staged.deliverAt))
+      return "staged"
     }
     route?.accepted(attempt, target)
     journal?.putMail(mail)
     const text = mail.askTimeoutMs === undefined && mail.channel === undefined && replyError === undefined &&
-        delivery === undefined
+        delivery === undefined && traceparent === undefined
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
@@ -324,7 +390,7 @@ export class Send {
     // The delivery waits for its replay record too: a broker killed before it is stored must not have
     // delivered a message whose retry it would then deliver again (and answer as if it never had).
     journal?.mark(target.peer)
-    this.answer(peer, message.id, DELIVERED)
+    return this.answer(peer, message.id, DELIVERED)
   }
 
   /** Queues `mail` for a live `target`, with the stages' hooks around it. */
@@ -407,7 +473,10 @@ export class Send {
     return { target: undefined, remembered, id: remembered.id }
   }
 
-  /** P46: answers a retried send from its record; false when it must be delivered (again). */
+  /**
+   * P46: answers a retried send from its record: `replayed`, or the refusal
+   * of a reused id; undefined when it must be delivered (again).
+   */
   private replayed(
     peer: Peer,
     recordKey: string,
@@ -415,16 +484,15 @@ export class Send {
     messageId: string,
     now: number,
     to: unknown
-  ): boolean {
+  ): RouteOutcome | undefined {
     const record = this.ctx.records.get(recordKey, now)
-    if (record === undefined) return false
+    if (record === undefined) return undefined
     if (!sameFingerprint(record.fingerprint, fingerprint)) {
-      this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
-      return true
+      return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
     }
-    if (!record.outcome.ok && record.outcome.retryable) return false
+    if (!record.outcome.ok && record.outcome.retryable) return undefined
     this.answer(peer, messageId, record.outcome)
-    return true
+    return "replayed"
   }
 
   /** Adds a clean-up to run before each send. */
@@ -439,3 +507,7 @@ export class Send {
     for (const prune of this.prunes) prune(now)
   }
 }
+
+/** `value` when it is a valid traceparent (forwarded as it came), else undefined (ignored). */
+const parseTraceparentOrUndefined = (value: unknown): string | undefined =>
+  typeof value === "string" && parseTraceparent(value) !== undefined ? value : undefined

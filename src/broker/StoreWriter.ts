@@ -7,10 +7,17 @@
  * they ride with the next commit, or go `LAZY_FLUSH` later. A failed commit is logged, put back,
  * and retried on a Schedule while new sends are refused with its reason.
  */
-import { Duration, Effect, Queue } from "effect"
+import { Duration, Effect, Exit, Queue } from "effect"
 import type { MailStoreService } from "../store/MailStore.ts"
 import type { BrokerEvent } from "./RouterContext.ts"
+import type { StoreCommits } from "./StoreCommits.ts"
 import type { StoreJournal } from "./StoreJournal.ts"
+
+/** Where commit latencies go (StoreCommits.ts), measured on the broker clock in nanoseconds. */
+export interface CommitTiming {
+  readonly commits: StoreCommits
+  readonly nanos: () => bigint
+}
 
 /** How long after a failed commit the writer tries again. */
 export const RETRY_AFTER = Duration.seconds(1)
@@ -26,18 +33,28 @@ export const LAZY_FLUSH = Duration.millis(10)
 
 /**
  * Commits what is pending once (nothing when nothing is). Uninterruptible
- * once begun, so a shutdown never abandons a batch it already took.
+ * once begun, so a shutdown never abandons a batch it already took. With
+ * `timing`, each commit's latency and success are recorded (StoreCommits.ts).
  */
 export const commitPending = (
   journal: StoreJournal,
   store: MailStoreService,
   now: () => number,
-  log: (level: BrokerEvent["level"], message: string) => void
+  log: (level: BrokerEvent["level"], message: string) => void,
+  timing?: CommitTiming
 ): Effect.Effect<boolean> =>
   Effect.uninterruptible(Effect.suspend(() => {
     const taken = journal.take(now())
     if (taken === undefined) return Effect.succeed(true)
+    const started = timing?.nanos()
     return store.commit(taken.batch).pipe(
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (timing !== undefined && started !== undefined) {
+            timing.commits.record(Number(timing.nanos() - started) / 1e6, Exit.isSuccess(exit))
+          }
+        })
+      ),
       Effect.match({
         onSuccess: () => {
           if (journal.failure !== undefined) log("info", "The broker can save its mail again; sends are accepted")
@@ -65,13 +82,14 @@ export const runStoreWriter = (
   wake: Queue.Queue<void>,
   lazy: Queue.Queue<void>,
   now: () => number,
-  log: (level: BrokerEvent["level"], message: string) => void
+  log: (level: BrokerEvent["level"], message: string) => void,
+  timing?: CommitTiming
 ): Effect.Effect<never> =>
   Effect.forever(
     Effect.raceFirst(Queue.take(wake), Effect.andThen(Queue.take(lazy), Effect.sleep(LAZY_FLUSH))).pipe(
       // What else this tick routes joins the commit (and mail dropped meanwhile is never stored).
       Effect.andThen(Effect.yieldNow),
-      Effect.andThen(commitPending(journal, store, now, log)),
+      Effect.andThen(commitPending(journal, store, now, log, timing)),
       Effect.tap((ok) => ok ? Effect.void : Effect.andThen(Effect.sleep(RETRY_AFTER), Queue.offer(wake, undefined)))
     ),
     { disableYield: true }

@@ -73,6 +73,7 @@ export const sessionLeftFrame = (sessionId: string): string =>
  * `channel` (extension `supervisor-v1`) marks a child's message to its supervisor;
  * `replyError` (extension `reply-error-v1`) says the ask this reply answers failed.
  * `delivery` (extension `delivery-v1`) carries the sender's delivery mode.
+ * `traceparent` (extension `trace-v1`) carries the trace context.
  */
 export const messageFrame = (
   fromJson: string,
@@ -82,7 +83,8 @@ export const messageFrame = (
   askTimeoutMs?: number,
   channel?: "supervisor",
   replyError?: string,
-  delivery?: DeliveryChoice
+  delivery?: DeliveryChoice,
+  traceparent?: string
 ): string =>
   `{"type":"message","from":${fromJson},"message":${
     q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
@@ -90,7 +92,7 @@ export const messageFrame = (
     channel === undefined ? "" : `,"channel":"${channel}"`
   }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}${
     delivery === undefined ? "" : deliveryFields(delivery)
-  }}`
+  }${traceparent === undefined ? "" : `,"traceparent":"${traceparent}"`}}`
 
 /** The `delivery-v1` fields of a forwarded message. */
 const deliveryFields = (delivery: DeliveryChoice): string =>

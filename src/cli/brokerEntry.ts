@@ -10,10 +10,13 @@ import type { BrokerFlags } from "./argv.ts"
 import { teardown } from "./exit.ts"
 import { runForeground } from "./foreground.ts"
 import { loggingLayer } from "./logging.ts"
+import * as Telemetry from "../observability/Telemetry.ts"
 
 /** Runs the broker as this process's main program; the process exits when it ends. */
 export const runBrokerProcess = (flags: BrokerFlags): void =>
   runForeground(flags).pipe(
+    // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.
+    Effect.provide(Telemetry.layer("intercom-broker")),
     Effect.provide(loggingLayer),
     NodeRuntime.runMain({ teardown })
   )

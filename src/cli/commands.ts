@@ -4,6 +4,7 @@
  *   intercom broker [--dir <dir>] [--max-sessions <n>] [...] [<ignored-path>]   foreground broker
  *   intercom broker status [--dir <dir>]                                  is one running?
  *   intercom broker stop [--dir <dir>]                                    SIGTERM it and wait
+ *   intercom broker stats [--dir <dir>] [--json]                          its metrics (stats-v1)
  *   intercom top [--dir <dir>] [--interval <d>] [--once [--json]]          live view (top/command.ts)
  *
  * See docs/cli.md for output, exit codes and the socket-path fallback.
@@ -26,6 +27,8 @@ import { parseTimeout } from "./client/duration.ts"
 import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
+import { fetchBrokerStats } from "../client/BrokerStats.ts"
+import { statsText } from "./brokerStats.ts"
 import { clientCommands } from "./client/commands.ts"
 import { top } from "./top/command.ts"
 import { uiCommand } from "./ui/command.ts"
@@ -253,9 +256,35 @@ const stop = Command.make(
 )
 
 // ---------------------------------------------------------------------------
+// intercom broker stats
+// ---------------------------------------------------------------------------
 
-/** `intercom broker`, with its `status` and `stop` subcommands. */
-export const broker = brokerBase.pipe(Command.withSubcommands([status, stop]))
+const stats = Command.make(
+  "stats",
+  {
+    json: Flag.Boolean("json").pipe(
+      Flag.withDescription("Print the snapshot as one JSON object (the stats-v1 `stats` field)."),
+      Flag.withDefault(false)
+    )
+  },
+  Effect.fnUntraced(function*({ json }) {
+    const paths = yield* brokerPaths
+    const snapshot = yield* fetchBrokerStats({ socketPath: paths.socketPath }).pipe(
+      Effect.catchTag("BrokerStatsFailed", (error) => failWith(error.message))
+    )
+    yield* Console.log(json ? JSON.stringify(snapshot) : statsText(snapshot))
+  })
+).pipe(
+  Command.withShortDescription("Print the running broker's metrics (exit 1 if none answers)"),
+  Command.withDescription(
+    "Print the running broker's metrics: sessions by group and status, messages routed by outcome, queue depths, open asks and their age, store commit latency (docs/observability.md). Never starts a broker."
+  )
+)
+
+// ---------------------------------------------------------------------------
+
+/** `intercom broker`, with its `status`, `stop` and `stats` subcommands. */
+export const broker = brokerBase.pipe(Command.withSubcommands([status, stop, stats]))
 
 /** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(

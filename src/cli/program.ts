@@ -11,12 +11,15 @@ import { packageInfo } from "../config/install.ts"
 import { intercom } from "./commands.ts"
 import { teardown } from "./exit.ts"
 import { loggingLayer } from "./logging.ts"
+import * as Telemetry from "../observability/Telemetry.ts"
 
 /** Runs the command line in `process.argv` as this process's main program. */
 export const runCliProcess = (): void =>
   intercom.pipe(
     Command.run({ version: packageInfo()?.version ?? "unknown" }),
     Effect.provide(NodeServices.layer),
+    // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.
+    Effect.provide(Telemetry.layer("intercom-cli")),
     Effect.provide(loggingLayer),
     NodeRuntime.runMain({ teardown })
   )

@@ -266,7 +266,8 @@ export const openClientConnection = (
             ...(frame.askTimeoutMs === undefined ? {} : { askTimeoutMs: frame.askTimeoutMs }),
             ...(frame.channel === undefined ? {} : { channel: frame.channel }),
             ...(frame.replyError === undefined ? {} : { replyError: frame.replyError }),
-            ...(frame.delivery === undefined ? {} : { delivery: deliveryOfMessage(frame) })
+            ...(frame.delivery === undefined ? {} : { delivery: deliveryOfMessage(frame) }),
+            ...(frame.traceparent === undefined ? {} : { traceparent: frame.traceparent })
           })
           return
         case "supervisor_authorized":

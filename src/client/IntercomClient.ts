@@ -45,6 +45,7 @@ import { listResults, readResult, storeResult } from "./ClientResults.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
 import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
+import { tracedSend } from "./tracing.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -255,7 +256,8 @@ const make = (
      * broker restart empties its registry): the send is retried with the same
      * id until the grace ends, then the failure stands.
      */
-    const send: IntercomClientService["send"] = (request) => sendRejoining(request, 0)
+    const send: IntercomClientService["send"] = (request) =>
+      tracedSend(request, "send", (traced) => sendRejoining(traced, 0))
     /** Retries "not found" after a reconnect every 25, 50, 100, 200, then 250 ms, until the grace ends. */
     const sendRejoining = (request: Parameters<IntercomClientService["send"]>[0], attempt: number): ReturnType<IntercomClientService["send"]> =>
       resending((c) => c.send(request, sendTimeoutMs)).pipe(
@@ -319,9 +321,14 @@ const make = (
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)),
       send,
       supervisorSend: (request) =>
-        resending((c) =>
-          c.send({ ...request, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" }, sendTimeoutMs, "supervisor_send")
-        ),
+        tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
+          resending((c) =>
+            c.send(
+              { ...traced, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" },
+              sendTimeoutMs,
+              "supervisor_send"
+            )
+          )),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
       cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),

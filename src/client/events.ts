@@ -31,6 +31,12 @@ export interface InboundMessage {
   readonly replyError?: string
   /** The sender's delivery mode (`delivery-v1`); absent means `steer`. */
   readonly delivery?: DeliveryChoice
+  /**
+   * The W3C trace context of the hop that routed it (`trace-v1`): the
+   * broker's routing span, or the sender's span when the broker does not
+   * trace. The session runtime makes its receive span a child of it.
+   */
+  readonly traceparent?: string
 }
 
 /** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */

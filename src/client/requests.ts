@@ -16,7 +16,7 @@ import {
   isDeliveryRefusal,
   type QueueMode
 } from "../protocol/deliveryModes.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ERROR_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { Message } from "../protocol/frames.ts"
 import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
@@ -56,6 +56,13 @@ export interface SendRequest {
   readonly threadId?: string
   /** Legacy, send-only alias for `delivery: "passive"` (C-DLV-3). */
   readonly passive?: boolean
+  /**
+   * The W3C trace context of the span sending it (`trace-v1`; dropped for a
+   * broker without it). `IntercomClient` sets it itself when a tracer is
+   * installed (docs/observability.md); it is not part of what makes two
+   * sends "the same" (C-BRK-8).
+   */
+  readonly traceparent?: string
 }
 
 /** Why a send failed: the broker refused it, did not answer in time, or the connection dropped (outcome unknown). */
@@ -165,7 +172,8 @@ export const sendFrameText = (
       : { targetId: request.targetId, targetEpoch: request.targetEpoch }),
     ...(request.askTimeoutMs === undefined || !granted.has(ASK_TIMEOUT_V1) ? {} : { askTimeoutMs: request.askTimeoutMs }),
     ...(extended ? { replyError } : {}),
-    ...(modes === undefined ? {} : modes)
+    ...(modes === undefined ? {} : modes),
+    ...(request.traceparent === undefined || !granted.has(TRACE_V1) ? {} : { traceparent: request.traceparent })
   })
   const bytes = frameBytes(text)
   if (bytes > MAX_FRAME_BYTES) {

@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Telemetry from "../observability/Telemetry.ts"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -243,7 +244,11 @@ export const startGeneration = (input: {
       Layer.provideMerge(session),
       Layer.provideMerge(Layer.merge(client, host))
     )
-  })).pipe(Layer.provide(Layer.mergeAll(NodeServices.layer, Logger.layer([]))))
+  })).pipe(
+    // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md): merged, so tool calls run under its tracer too.
+    Layer.provideMerge(Telemetry.layer("pi-intercom")),
+    Layer.provide(Layer.mergeAll(NodeServices.layer, Logger.layer([])))
+  )
 
   /** Applies pi's lifecycle events in order (the one owner of the session's lifecycle inputs). */
   const lifecycleLayer = Layer.effectDiscard(Effect.gen(function*() {

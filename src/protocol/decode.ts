@@ -8,6 +8,7 @@ import * as Frames from "./frames.ts"
 import * as Observe from "./observe.ts"
 import * as Results from "./results.ts"
 import * as Questions from "./questions.ts"
+import * as Stats from "./stats.ts"
 import * as Topics from "./topics.ts"
 
 /**
@@ -112,7 +113,8 @@ export const decodeClientFrame = {
   question_stop: compileDecoder("question_stop", Questions.QuestionStopFrame),
   question_list: compileDecoder("question_list", Questions.QuestionListFrame),
   question_get: compileDecoder("question_get", Questions.QuestionGetFrame),
-  observe: compileDecoder("observe", Observe.ObserveFrame)
+  observe: compileDecoder("observe", Observe.ObserveFrame),
+  stats: compileDecoder("stats", Stats.StatsFrame)
 } as const
 
 /** Standalone decoders for the parts of a `send` that are validated separately (P47, P48). */

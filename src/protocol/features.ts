@@ -101,6 +101,22 @@ export const QUESTIONS_V1 = "questions-v1"
 export const RECEIVED_V1 = "received-v1"
 
 /**
+ * Trace context (extension): a `send` may carry `traceparent`, a W3C trace
+ * context string (`00-<trace id>-<span id>-<flags>`); the broker forwards it
+ * on the `message` frame — only to a recipient granted this extension —
+ * replaced by its own routing span's context when the broker traces (see
+ * `trace.ts`, docs/observability.md).
+ */
+export const TRACE_V1 = "trace-v1"
+
+/**
+ * Broker statistics (extension): `stats` is answered with `stats_result`, a
+ * read-only snapshot of the broker's metrics (`stats.ts`,
+ * `intercom broker stats`).
+ */
+export const STATS_V1 = "stats-v1"
+
+/**
  * The broker's live view (extension, read-only): `observe` is answered with
  * `observe_snapshot` and, for a watch, `observe_events` (see `observe.ts`). A
  * `register` with `observer: true` makes the connection an observer — not a
@@ -124,7 +140,9 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   RESULTS_V1,
   QUESTIONS_V1,
   RECEIVED_V1,
-  OBSERVE_V1
+  OBSERVE_V1,
+  TRACE_V1,
+  STATS_V1
 ]
 
 /**

@@ -13,6 +13,7 @@ import * as Limits from "./limits.ts"
 import * as Observe from "./observe.ts"
 import * as Results from "./results.ts"
 import * as Questions from "./questions.ts"
+import * as Stats from "./stats.ts"
 import * as Topics from "./topics.ts"
 
 /** A string of at most `max` UTF-16 units (limits.ts). */
@@ -253,7 +254,9 @@ export const SendFrame = Schema.Struct({
   /** Extension `delivery-v1`: the queue mode, only with `delivery: "queue"`. */
   queueMode: Schema.optionalKey(QueueModeField),
   /** Extension `delivery-v1`: the replace thread, only with `queueMode: "replace"`. */
-  threadId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
+  threadId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
+  /** Extension `trace-v1`: the sender's W3C trace context (ignored unless a valid version-00 traceparent). */
+  traceparent: Schema.optionalKey(Schema.String)
 })
 /** A `send` frame (P40), as decoded. */
 export type SendFrame = typeof SendFrame.Type
@@ -343,7 +346,8 @@ export const ClientFrame = Schema.Union([
   Questions.QuestionStopFrame,
   Questions.QuestionListFrame,
   Questions.QuestionGetFrame,
-  Observe.ObserveFrame
+  Observe.ObserveFrame,
+  Stats.StatsFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
@@ -450,7 +454,9 @@ export const MessageFrame = Schema.Struct({
   /** Extension `delivery-v1`: the sender's queue mode, with `delivery: "queue"`. */
   queueMode: Schema.optionalKey(QueueModeField),
   /** Extension `delivery-v1`: the replace thread, with `queueMode: "replace"`. */
-  threadId: Schema.optionalKey(Schema.String)
+  threadId: Schema.optionalKey(Schema.String),
+  /** Extension `trace-v1`: the W3C trace context of the hop that routed it (the broker's span, or the sender's). */
+  traceparent: Schema.optionalKey(Schema.String)
 })
 /** A `message` frame (P50), as decoded. */
 export type MessageFrame = typeof MessageFrame.Type
@@ -544,7 +550,8 @@ export const BrokerFrame = Schema.Union([
   Questions.QuestionResultFrame,
   Questions.QuestionFailedFrame,
   Questions.QuestionAnsweredFrame,
-  Questions.QuestionCancelledFrame
+  Questions.QuestionCancelledFrame,
+  Stats.StatsResultFrame
 ]).pipe(Schema.toTaggedUnion("type"))
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

@@ -154,12 +154,14 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         })
       }
       const message = yield* newMessage(request.message, attachments, { replyTo })
-      const delivery = yield* client.send({
+      const send = client.send({
         to: context.from.id,
         message,
         ...deliveryFields(choice),
         ...(replyError === undefined ? {} : { replyError })
-      }).pipe(
+      })
+      // A reply to a traced message joins its trace, under the message's receive span (InboundTracing.ts).
+      const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
       )
       tracker.markReplied(context.message.id)

@@ -10,7 +10,7 @@
  * ends without an answer (timeout, departed peer, generation close,
  * interruption).
  */
-import { Deferred, Duration, Effect, Exit } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Metric } from "effect"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -22,6 +22,20 @@ import { receivedText, renderReply } from "./render.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 import { newMessage, type Sending, sentText } from "./Sending.ts"
 import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
+
+/**
+ * Ask round trips, ms: from sending the question to its answer (or
+ * correlated failure) arriving, for asks that got one. Updated once per
+ * answered ask; exported with the other metrics when OTLP metrics are on.
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const askRoundTrip: Metric.Histogram<number> = Metric.histogram("intercom_client_ask_round_trip", {
+  description: "Blocking ask round trip, from sending the question to its answer arriving",
+  boundaries: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000],
+  attributes: { unit: "ms" }
+})
 
 /** How long the `cancel_ask` of an ended wait may take before the wait ends anyway. */
 const CANCEL_ASK_BOUND = Duration.seconds(1)
@@ -103,6 +117,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       // background fibers are interrupted, and a lost cancel_ask would let a late reply
       // reach the next generation as a new message (C-ORD-35). A post is quick; it is bounded anyway.
       const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
+      const sentAt = yield* Clock.currentTimeMillis
       const delivery = yield* sending.deliver("Message", request.to, message, target, {
         askTimeoutMs: timeoutMs,
         delivery: choice
@@ -129,6 +144,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         // Timeout, departed peer, generation close or interruption: the broker forgets the ask edge.
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
+      yield* Metric.update(askRoundTrip, (yield* Clock.currentTimeMillis) - sentAt)
       yield* generation.record({
         _tag: "intercom_received",
         from: request.to,

@@ -23,6 +23,7 @@
 import { Duration, Effect, Exit, Fiber, Metric, Queue, type Scope } from "effect"
 import type { SessionInfo } from "../protocol/frames.ts"
 import type { HostService, Inbound } from "./Host.ts"
+import { handingOff } from "./InboundTracing.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
 /**
@@ -119,7 +120,11 @@ export const makeHostHandoff = (
     /** One hand-off; a defect of the host counts as a refusal. */
     const attempt = (entry: Entry): Effect.Effect<Exit.Exit<void, unknown>> =>
       Effect.flatMap(prepared(entry), (inbound) =>
-        Effect.suspend(() => deliver(inbound)).pipe(
+        handingOff(
+          entry.context.trace,
+          { "intercom.message.id": entry.context.message.id, "intercom.intent": inbound.intent },
+          Effect.suspend(() => deliver(inbound))
+        ).pipe(
           // Bookkept in the same step as the success, so an interruption cannot split them.
           Effect.onExit((exit) =>
             Exit.isSuccess(exit)

@@ -24,7 +24,7 @@
  * de-duplication window is owned by this module: the message fiber holds a
  * message on arrival, the hand-off commits it once the host took it.
  */
-import { Clock, Effect, type Scope, Stream } from "effect"
+import { Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
@@ -33,6 +33,7 @@ import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
 import { makeInboundAdmission } from "./InboundAdmission.ts"
+import { type Admission, receiving } from "./InboundTracing.ts"
 import { makeJournalKeeper } from "./InboundJournal.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
 import { type LifecycleStatus, NON_INTERACTIVE_BUSY_REPLY, renderInbound } from "./render.ts"
@@ -157,19 +158,24 @@ export const runInbound = (
         })
     })
 
-    const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
+    /** Admits one inbound message; `trace` is its receive span when it is traced (InboundTracing.ts). */
+    const admit = (inbound: InboundMessage, trace: Tracer.AnySpan | undefined): Effect.Effect<Admission> =>
       Effect.gen(function*() {
         const { from, message } = inbound
         const now = yield* Clock.currentTimeMillis
-        if (admission.seen(from.id, message.id, now)) return yield* duplicateReceipt(message.id)
+        if (admission.seen(from.id, message.id, now)) {
+          yield* duplicateReceipt(message.id)
+          return "duplicate"
+        }
         // A redelivery of a message still being handed over joins it; it is answered once that one was taken.
-        if (admission.join(from.id, message.id)) return
+        if (admission.join(from.id, message.id)) return "joined"
         yield* receipt(message.id, "receiver_received")
         // C-ORD-32: a reply to the live waiter resolves it before any other handling.
         if (slot.route(inbound)) {
           admission.commit(from.id, message.id, now)
           yield* generation.noteActivity // C-HLT-3: a receive is intercom activity
-          return yield* receipt(message.id, "acknowledged", "matched reply waiter")
+          yield* receipt(message.id, "acknowledged", "matched reply waiter")
+          return "reply_waiter"
         }
         const context: InboundContext = {
           from,
@@ -182,14 +188,19 @@ export const runInbound = (
           receivedAt: now,
           askTimeoutMs: inbound.askTimeoutMs,
           channel: inbound.channel,
-          delivery: inbound.delivery?.delivery
+          delivery: inbound.delivery?.delivery,
+          trace
         }
         // C-DLV-14: saved before the host can lose it.
         yield* journal.checkpoint(context)
         yield* handOver(context)
         // C-HLT-3: a receive is intercom activity, and an ask adds to the pending count: health is republished.
         yield* generation.noteActivity
+        return "queued"
       })
+
+    const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
+      receiving(inbound, (trace) => admit(inbound, trace))
 
     /** Pending at once (C-RPL-1), and for as long as the hand-off is retried. */
     const handOver = (context: InboundContext): Effect.Effect<void> =>

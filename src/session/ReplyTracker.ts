@@ -6,6 +6,7 @@
  * property-testable. One owner: the `IntercomSession` that created it calls it
  * only from synchronous code (between two yields of its fibers).
  */
+import type { Tracer } from "effect"
 import type { Message, SessionInfo } from "../protocol/frames.ts"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import { NoReplyContext, TargetUnresolved } from "./errors.ts"
@@ -31,6 +32,11 @@ export interface InboundContext {
   readonly channel?: "supervisor" | undefined
   /** How its sender wants it to reach this session (`delivery-v1`); absent means `steer`. */
   readonly delivery?: DeliveryMode | undefined
+  /**
+   * Its receive span when it came traced (`trace-v1`, InboundTracing.ts):
+   * the parent of its hand-off spans and of a reply to it. Never journaled.
+   */
+  readonly trace?: Tracer.AnySpan | undefined
 }
 
 /**

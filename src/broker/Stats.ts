@@ -1,0 +1,110 @@
+/**
+ * Broker statistics (`stats-v1`): the `stats` frame, answered at once with a
+ * `stats_result` carrying a snapshot of the broker's metrics, and the
+ * snapshot itself, which the OTLP metric series read too (MetricSeries.ts).
+ *
+ * The snapshot is read from the plain counters and sizes the Router's
+ * modules keep anyway (RouteCounts, Output, MailDelivery, ReplaceStaging,
+ * AskEdges, StoreCommits) and a walk over the live sessions for the counts
+ * by group and status: work done only when someone asks, never per frame.
+ * Read-only: answering changes nothing but the asker's outbox.
+ */
+import { STATS_V1 } from "../protocol/features.ts"
+import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import type { BrokerStatsSnapshot, SessionCount } from "../protocol/stats.ts"
+import type { AskEdges } from "./AskEdges.ts"
+import type { Registry } from "./Registry.ts"
+import type { RouteCounts } from "./RouteCounts.ts"
+import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+import type { StoreCommits } from "./StoreCommits.ts"
+
+/** Where the snapshot's numbers come from: the Router's modules. */
+export interface StatsSources {
+  readonly registry: Registry
+  readonly unregistered: () => number
+  readonly routed: RouteCounts
+  readonly mailboxDepth: () => number
+  readonly stagingDepth: () => number
+  readonly queuedChars: () => number
+  readonly backpressureWaits: () => number
+  readonly asks: AskEdges
+  /** The durable store's commits, when the broker has a store. */
+  readonly storeCommits: StoreCommits | undefined
+}
+
+/** The stats concern: its frame and the snapshot (see the module header). */
+export class Stats {
+  private readonly ctx: RouterContext
+  private readonly sources: StatsSources
+  private readonly startedAt: number
+
+  constructor(ctx: RouterContext, sources: StatsSources) {
+    this.ctx = ctx
+    this.sources = sources
+    this.startedAt = ctx.now()
+  }
+
+  readonly frames: FrameHandlers = {
+    stats: {
+      handle: (peer, raw) => {
+        // A base client never sends it; one that was not granted the extension broke the protocol.
+        if (!peer.features.has(STATS_V1)) return this.ctx.protocolError(peer, `"stats" frame without the ${STATS_V1} extension`)
+        const frame = decodeClientFrame.stats(raw)
+        if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
+        this.ctx.output.enqueue(
+          peer,
+          `{"type":"stats_result","requestId":${JSON.stringify(frame.requestId)},"stats":${JSON.stringify(this.snapshot())}}`
+        )
+      }
+    }
+  }
+
+  /** The broker's metrics now. */
+  snapshot(): BrokerStatsSnapshot {
+    const s = this.sources
+    const now = this.ctx.now()
+    const oldest = s.asks.oldestOpenedAt()
+    const routed = s.routed
+    return {
+      at: now,
+      startedAt: this.startedAt,
+      sessions: {
+        live: s.registry.live,
+        unregistered: s.unregistered(),
+        byGroupStatus: sessionCounts(s.registry)
+      },
+      routed: {
+        delivered: routed.delivered,
+        queued: routed.queued,
+        staged: routed.staged,
+        replayed: routed.replayed,
+        refused: routed.refused,
+        refusedByCode: Object.fromEntries(routed.refusedByCode)
+      },
+      mailbox: { depth: s.mailboxDepth() },
+      staging: { depth: s.stagingDepth() },
+      outbox: { queuedChars: s.queuedChars(), backpressureWaits: s.backpressureWaits() },
+      asks: { open: s.asks.size, oldestAgeMs: oldest === undefined ? null : Math.max(0, now - oldest) },
+      ...(s.storeCommits === undefined ? {} : {
+        store: {
+          commits: s.storeCommits.commits,
+          failures: s.storeCommits.failures,
+          commitLatency: s.storeCommits.latency()
+        }
+      })
+    }
+  }
+}
+
+/** Live sessions counted by scope, group and status, in a stable order. */
+const sessionCounts = (registry: Registry): Array<SessionCount> => {
+  const counts = new Map<string, SessionCount>()
+  for (const session of registry.byKey.values()) {
+    const scope = session.scopeKey.startsWith("scope:") ? session.scopeKey.slice("scope:".length) : ""
+    const status = session.fields.status ?? ""
+    const key = JSON.stringify([scope, session.group, status])
+    const known = counts.get(key)
+    counts.set(key, { scope, group: session.group, status, count: (known?.count ?? 0) + 1 })
+  }
+  return [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, count]) => count)
+}

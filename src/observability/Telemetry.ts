@@ -1,0 +1,170 @@
+/**
+ * Telemetry: OTLP/HTTP export of traces and metrics, switched on by the
+ * standard OpenTelemetry environment variables and off without them.
+ *
+ * It owns the decision "does this process export, and where": `settings`
+ * reads `OTEL_EXPORTER_OTLP_ENDPOINT` (or the per-signal
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `_METRICS_ENDPOINT`),
+ * `OTEL_SERVICE_NAME`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SDK_DISABLED`,
+ * `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER` (`none` turns one signal
+ * off), `OTEL_BSP_SCHEDULE_DELAY` and `OTEL_METRIC_EXPORT_INTERVAL`; `layer`
+ * installs effect's own OTLP tracer and metrics exporter (OTLP JSON over
+ * `fetch`) for what is configured. With nothing configured the layer is
+ * empty: no tracer is installed, nothing is exported, and the code that
+ * traces (the client, the broker's routing spans, the session runtime)
+ * sees effect's default tracer and does nothing (`isTracing`).
+ *
+ * The broker, the CLI and the pi extension provide `layer` themselves; a
+ * program using `IntercomClient` directly provides it too (docs/observability.md).
+ */
+import { Config, Context, Effect, Layer, Option, Tracer } from "effect"
+
+/** What this process exports, and where (see the module header). */
+export interface TelemetrySettings {
+  /** Where spans go (OTLP/HTTP JSON), or undefined: no tracing. */
+  readonly tracesUrl: string | undefined
+  /** Where metrics go (OTLP/HTTP JSON), or undefined: no metric export. */
+  readonly metricsUrl: string | undefined
+  /** `service.name` of the resource: `OTEL_SERVICE_NAME`, else the process's own default. */
+  readonly serviceName: string
+  /** Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`: `key=value,key2=value2`, values URI-encoded). */
+  readonly headers: Readonly<Record<string, string>> | undefined
+  /** How often spans are sent, ms (`OTEL_BSP_SCHEDULE_DELAY`; effect's default 5 s). */
+  readonly tracesIntervalMs: number | undefined
+  /** How often metrics are sent, ms (`OTEL_METRIC_EXPORT_INTERVAL`; effect's default 10 s). */
+  readonly metricsIntervalMs: number | undefined
+  /** Settings that were set but unusable, in words (the signal they belong to is off). */
+  readonly problems: ReadonlyArray<string>
+}
+
+/**
+ * Which signals this process exports: set by `layer`, read by code that
+ * would otherwise do work for nothing (the broker registers its metric
+ * series only when metrics are exported).
+ */
+export const TelemetryEnabled = Context.Reference<{ readonly traces: boolean; readonly metrics: boolean }>(
+  "effect-intercom/observability/TelemetryEnabled",
+  { defaultValue: () => ({ traces: false, metrics: false }) }
+)
+
+const optionalString = (name: string) => Config.option(Config.String(name))
+
+/** An endpoint for one signal: its own variable as given, else the base one with `/v1/<signal>` appended. */
+const endpoint = (
+  signal: "TRACES" | "METRICS",
+  own: Option.Option<string>,
+  base: Option.Option<string>,
+  problems: Array<string>
+): string | undefined => {
+  if (Option.isSome(own) && own.value.trim() !== "") {
+    const url = own.value.trim()
+    if (URL.canParse(url)) return url
+    problems.push(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT is not a URL (${JSON.stringify(url)}): ${signal.toLowerCase()} are not exported`)
+    return undefined
+  }
+  if (Option.isNone(base) || base.value.trim() === "") return undefined
+  const url = base.value.trim()
+  if (!URL.canParse(url)) {
+    problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT is not a URL (${JSON.stringify(url)}): ${signal.toLowerCase()} are not exported`)
+    return undefined
+  }
+  return `${url.endsWith("/") ? url : `${url}/`}v1/${signal.toLowerCase()}`
+}
+
+/** A signal is off when its exporter list is set without `otlp` (e.g. `none`). */
+const exporterOn = (list: Option.Option<string>): boolean =>
+  Option.isNone(list) || list.value.trim() === "" ||
+  list.value.split(",").some((name) => name.trim().toLowerCase() === "otlp")
+
+const interval = (name: string, value: Option.Option<string>, problems: Array<string>): number | undefined => {
+  if (Option.isNone(value) || value.value.trim() === "") return undefined
+  const ms = Number(value.value)
+  if (Number.isInteger(ms) && ms > 0) return ms
+  problems.push(`${name} is not a whole number of milliseconds (${JSON.stringify(value.value)}): the default is used`)
+  return undefined
+}
+
+const parseHeaders = (value: Option.Option<string>, problems: Array<string>): Record<string, string> | undefined => {
+  if (Option.isNone(value) || value.value.trim() === "") return undefined
+  const headers: Record<string, string> = {}
+  for (const pair of value.value.split(",")) {
+    const at = pair.indexOf("=")
+    if (at <= 0) {
+      problems.push(`OTEL_EXPORTER_OTLP_HEADERS has an entry without key=value (${JSON.stringify(pair)}): it is ignored`)
+      continue
+    }
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim())
+    } catch {
+      problems.push(`OTEL_EXPORTER_OTLP_HEADERS has an entry that is not URI-encoded (${JSON.stringify(pair)}): it is ignored`)
+    }
+  }
+  return headers
+}
+
+/**
+ * The telemetry settings of this process, from its environment (effect's
+ * `ConfigProvider`); `serviceName` is the name used when
+ * `OTEL_SERVICE_NAME` is not set.
+ */
+export const settings = (serviceName: string): Effect.Effect<TelemetrySettings> =>
+  Effect.gen(function*() {
+    const env = yield* Config.all({
+      disabled: optionalString("OTEL_SDK_DISABLED"),
+      base: optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
+      traces: optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+      metrics: optionalString("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+      tracesExporter: optionalString("OTEL_TRACES_EXPORTER"),
+      metricsExporter: optionalString("OTEL_METRICS_EXPORTER"),
+      service: optionalString("OTEL_SERVICE_NAME"),
+      headers: optionalString("OTEL_EXPORTER_OTLP_HEADERS"),
+      tracesInterval: optionalString("OTEL_BSP_SCHEDULE_DELAY"),
+      metricsInterval: optionalString("OTEL_METRIC_EXPORT_INTERVAL")
+    }).pipe(Effect.orElseSucceed(() => undefined))
+    const problems: Array<string> = []
+    const disabled = env === undefined ||
+      (Option.isSome(env.disabled) && env.disabled.value.trim().toLowerCase() === "true")
+    return {
+      tracesUrl: disabled || !exporterOn(env.tracesExporter) ? undefined : endpoint("TRACES", env.traces, env.base, problems),
+      metricsUrl: disabled || !exporterOn(env.metricsExporter) ? undefined : endpoint("METRICS", env.metrics, env.base, problems),
+      serviceName: env !== undefined && Option.isSome(env.service) && env.service.value.trim() !== ""
+        ? env.service.value.trim()
+        : serviceName,
+      headers: env === undefined ? undefined : parseHeaders(env.headers, problems),
+      tracesIntervalMs: env === undefined ? undefined : interval("OTEL_BSP_SCHEDULE_DELAY", env.tracesInterval, problems),
+      metricsIntervalMs: env === undefined ? undefined : interval("OTEL_METRIC_EXPORT_INTERVAL", env.metricsInterval, problems),
+      problems
+    }
+  })
+
+/**
+ * OTLP export for this process as its environment configures it (see the
+ * module header); `serviceName` names it unless `OTEL_SERVICE_NAME` does.
+ * Unusable settings are logged as warnings and leave their signal off; they
+ * never stop the program.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Telemetry } from "effect-intercom/observability"
+ *
+ * const program = Effect.log("hello")
+ * program.pipe(Effect.provide(Telemetry.layer("my-agent")), Effect.runFork)
+ * ```
+ */
+export const layer = (serviceName: string): Layer.Layer<never> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const found = yield* settings(serviceName)
+    for (const problem of found.problems) yield* Effect.logWarning(`Telemetry: ${problem}`)
+    if (found.tracesUrl === undefined && found.metricsUrl === undefined) return Layer.empty
+    // Loaded only when something is exported: a process without OTLP settings never loads the exporters.
+    const { exportersLayer } = yield* Effect.promise(() => import("./OtlpExport.ts"))
+    return exportersLayer(found)
+  }))
+
+/**
+ * Whether spans made now would go anywhere: the current tracer is not
+ * effect's default in-memory one. Code on a hot path checks this once and
+ * makes no span (and sends no trace context) when it is false.
+ */
+export const isTracing: Effect.Effect<boolean> = Effect.map(Effect.tracer, (tracer) => tracer !== Tracer.nativeTracer)
