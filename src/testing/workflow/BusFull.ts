@@ -11,10 +11,10 @@
  *   C-ORD-22); the children send, send progress on the supervisor channel,
  *   ask the parent (the parent's model answers over the broker) and end
  *   their runs with terminals through the barrier (BusFullParent.ts);
- * - `S`, a stage session hosted by `Stages` (admission while open, a busy
- *   stage's foreground child `W`, close with the terminal snapshot, late
- *   asks to post-mortem turns or correlated replyErrors), with the peer `Q`
- *   (BusFullStage.ts).
+ * - `Stage`, a stage session hosted by `Stages` (admission while open, a
+ *   busy stage's foreground child `Worker`, close with the terminal
+ *   snapshot, late asks to post-mortem turns or correlated replyErrors),
+ *   with the peer `Peer` (BusFullStage.ts).
  *
  * The workflow ledger (`WorkflowLedger`) records where every message the
  * workflow hosts accepted ended and checks `wf-terminal-order`,

@@ -105,7 +105,7 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
     passive: (entry) =>
       Effect.sync(() => {
         tally.passive++
-        reached(entry)
+        if (core.broken !== "passive-dropped") reached(entry)
       }),
     dispatchTerminal: (batch: TerminalBatch<InboundMessage, string>) =>
       Effect.sync(() => {
@@ -131,7 +131,7 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
             runId: source?.subagentRunId
           })
           if (inbound.expectsReply) askIds.set(label, inbound.message.id)
-          return made.deliver(inbound)
+          return core.broken === "deliver-twice" ? Effect.andThen(made.deliver(inbound), made.deliver(inbound)) : made.deliver(inbound)
         })
     })
 
@@ -231,6 +231,8 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
                 }
               })
               record.skipped = skipped
+              // The broken build launches what the release skipped (C-ORD-22 left out).
+              if (core.broken === "launch-skipped") for (const name of skipped) launched.add(name)
               core.note(`engine: P's group call returns: ${slots.map((slot, index) => `${members[index]?.name} ${slot._tag}`).join(", ")}`)
             })
           ),

@@ -1,18 +1,19 @@
 /**
  * The stage of the bus-hosted workflow world (`BusFull.ts`): the engine's
  * real `Runs` and `Stages` services (in the engine's Scope) with one stage,
- * `s1`, whose stage session is bus session `S`. `S`'s host is
- * `stageHostDeliver` (the session runtime retries what the open stage could
- * not admit, C-ORD-5), so every message `Q` and `W` send it crosses the
+ * `s1`, whose stage session is bus session `Stage`. Its host does what
+ * `stageHostDeliver` does — `Stages.deliver`, a failure being the session
+ * runtime's cue to retry (C-ORD-5, C-DLV-12) — and records each step in the
+ * workflow ledger, so every message `Peer` and `Worker` send it crosses the
  * simulated broker before `Stages.deliver` routes it. The stage's ports:
  * its session (a busy flag, and an insert the workflow ledger records), its
- * foreground handoff (a `ForegroundDetach` holding `W` while the engine
- * runs it in the stage's foreground), the parent chat, the retained
+ * foreground handoff (a `ForegroundDetach` holding `Worker` while the
+ * engine runs it in the stage's foreground), the parent chat, the retained
  * conversation (a post-mortem turn answers the asker over the bus), and
- * `replyError`, which answers the asker over the bus through `S`'s session
- * runtime (`reply` with `replyError`). A second late-ask listener on `S`
- * (a companion `ClosedStage` sharing the service's claims) sees every late
- * ask too (C-ORD-9).
+ * `replyError`, which answers the asker over the bus through the stage
+ * session's runtime (`reply` with `replyError`). A second late-ask listener
+ * on the stage session (a companion `ClosedStage` sharing the service's
+ * claims) sees every late ask too (C-ORD-9).
  *
  * It owns the stage's phase, busy flag and retained flag as the engine
  * sees them; they change only in synchronous steps.
@@ -41,7 +42,7 @@ export interface FullStageEngine {
   readonly phase: () => FullStagePhase
   readonly open: Effect.Effect<void>
   readonly setBusy: (busy: boolean) => Effect.Effect<void>
-  /** `W` in the stage's foreground until it detaches or the stage closes. */
+  /** `Worker` in the stage's foreground until it detaches (it stays attached after close: nothing more reaches the stage). */
   readonly foreground: (unavailable: boolean) => Effect.Effect<void>
   readonly close: Effect.Effect<void>
   readonly retainedGone: Effect.Effect<void>
@@ -50,9 +51,9 @@ export interface FullStageEngine {
 
 /** The stage's bus session host, and (once the script built it) its engine. */
 export interface FullStage {
-  /** `S`'s host: every message goes through `Stages.deliver` (and late asks through the companion too). */
+  /** The stage session's host: every message goes through `Stages.deliver` (and late asks through the companion too). */
   readonly host: AgentHost
-  /** Builds the engine's services in the engine's Scope; `W`'s bus id for its foreground targets. */
+  /** Builds the engine's services in the engine's Scope; `childId` is `Worker`'s bus id, for its foreground targets. */
   readonly start: (childId: string) => Effect.Effect<FullStageEngine>
 }
 
@@ -77,7 +78,7 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
   let session: (() => IntercomSessionService | undefined) | undefined
   const seen = new Set<string>()
 
-  /** `S` answers the ask over the bus (a replyError, or a post-mortem turn's answer). */
+  /** The stage session answers the ask over the bus (a replyError, or a post-mortem turn's answer). */
   const answer = (ask: InboundMessage, text: string, replyError: string | undefined) =>
     Effect.gen(function*() {
       const runtime = session?.()
@@ -87,7 +88,7 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
         replyTo: ask.message.id,
         ...(replyError === undefined ? {} : { replyError })
       }))
-      core.note(`S: ${replyError === undefined ? "answer" : "replyError"} to ${core.alias(ask.message.id)} ${Exit.isSuccess(sent) ? "sent" : `not sent: ${describe(sent.cause)}`}`)
+      core.note(`Stage: ${replyError === undefined ? "answer" : "replyError"} to ${core.alias(ask.message.id)} ${Exit.isSuccess(sent) ? "sent" : `not sent: ${describe(sent.cause)}`}`)
     })
 
   const host: AgentHost = (context) =>
@@ -107,17 +108,17 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
           const entry = stageMessage(inboundMessageOf(inbound))
           const delivered = yield* Effect.exit(service.deliver(FULL_STAGE.stageId, entry))
           if (Exit.isFailure(delivered)) {
-            core.note(`S: ${label} → stage ${FULL_STAGE.stageId} failed: ${describe(delivered.cause)}; the runtime retries`)
+            core.note(`Stage: ${label} → stage ${FULL_STAGE.stageId} failed: ${describe(delivered.cause)}; the runtime retries`)
             return yield* Effect.failCause(delivered.cause)
           }
           const delivery = delivered.value
-          core.note(`S: ${label} → stage ${FULL_STAGE.stageId}: ${delivery._tag === "Stage" ? delivery.admission._tag : delivery.outcome._tag}`)
+          core.note(`Stage: ${label} → stage ${FULL_STAGE.stageId}: ${delivery._tag === "Stage" ? delivery.admission._tag : delivery.outcome._tag}`)
           if (delivery._tag === "AfterClose" && inbound.expectsReply) {
             ledger.markLate(label)
             // The second listener (C-ORD-9): with shared claims it finds the ask claimed.
             if (companion !== undefined) {
               const outcome = yield* companion.route(entry)
-              core.note(`S: ${label} (companion listener): ${outcome._tag}`)
+              core.note(`Stage: ${label} (companion listener): ${outcome._tag}`)
             }
           }
         })
@@ -136,7 +137,7 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
           insert: (entry) =>
             Effect.sync(() => {
               const label = labelOf(core, entry)
-              core.note(`S: stage ${FULL_STAGE.stageId} takes ${label}`)
+              core.note(`Stage: stage ${FULL_STAGE.stageId} takes ${label}`)
               ledger.inserted(FULL_STAGE.stageId, label)
             })
         },

@@ -2,8 +2,8 @@
  * The operations of the whole workflow layer on the bus (`BusFull.ts`): a
  * parent `P` hosted by `makeParentSession`, its background children `C1`,
  * `C2`, a foreground child `F1`, a foreground parallel group `F2`–`F4`, a
- * stage session `S` hosted by `Stages`, a peer `Q` talking to the stage and
- * the stage's foreground child `W` — and the bus's faults. Plain data,
+ * stage session `Stage` hosted by `Stages`, a peer `Peer` talking to the
+ * stage and the stage's foreground child `Worker` — and the bus's faults. Plain data,
  * generated from a seed: the same list for the same seed.
  */
 import { Prng } from "../Prng.ts"
@@ -41,7 +41,7 @@ export type BusFullOp =
   | { readonly _tag: "group"; readonly concurrency: number; readonly pauseMs: number }
   | { readonly _tag: "stage-open"; readonly pauseMs: number }
   | { readonly _tag: "stage-busy"; readonly busy: boolean; readonly pauseMs: number }
-  /** `W` runs in the stage's foreground; `unavailable`: every handshake waits out its 50 ms phase. */
+  /** `Worker` runs in the stage's foreground; `unavailable`: every handshake waits out its 50 ms phase. */
   | { readonly _tag: "stage-foreground"; readonly unavailable: boolean; readonly pauseMs: number }
   /** The peer or the stage's foreground child sends the stage session a message or an ask over the bus. */
   | { readonly _tag: "stage-send"; readonly from: "peer" | "child"; readonly ask: boolean; readonly pauseMs: number }
@@ -54,19 +54,37 @@ export type BusFullOp =
   | { readonly _tag: "stall"; readonly who: string; readonly side: "client" | "broker"; readonly forMs: number; readonly pauseMs: number }
 
 /**
- * The broken builds this world runs (the workflow world's, `links.ts`):
- * `barrier-without-prelude`, `publish-before-drain`, `close-without-drain`
- * and `unshared-late-ask-claims`. `handshake-ignores-generation` needs a
- * runtime-generation reload of the parent, which this world does not do.
+ * The broken builds this world runs: four of the workflow world's
+ * (`links.ts`) — `barrier-without-prelude` (`wf-terminal-order`),
+ * `publish-before-drain` (`wf-snapshot-early`), `close-without-drain`
+ * (`wf-lost-at-close`), `unshared-late-ask-claims` (`wf-late-ask`); its
+ * fifth, `handshake-ignores-generation`, needs a runtime-generation reload
+ * of the parent, which this world does not do — and three engine
+ * compositions of its own:
+ *
+ * - `passive-dropped`: the engine's `passive` port drops the message
+ *   instead of showing it: caught by `wf-lost`;
+ * - `deliver-twice`: the parent's host hands every message to the workflow
+ *   parent twice (a host without the session runtime's de-duplication):
+ *   caught by `wf-duplicate`;
+ * - `launch-skipped`: the engine launches the members its parallel group
+ *   skipped once the group call returns: caught by `wf-skipped-launched`.
  */
-export type BusFullBrokenBuild = Exclude<WorkflowBrokenBuild, "handshake-ignores-generation">
+export type BusFullBrokenBuild =
+  | Exclude<WorkflowBrokenBuild, "handshake-ignores-generation">
+  | "passive-dropped"
+  | "deliver-twice"
+  | "launch-skipped"
 
 /** Every broken build of this world, for sweeps. */
 export const BUS_FULL_BROKEN_BUILDS: ReadonlyArray<BusFullBrokenBuild> = [
   "barrier-without-prelude",
   "publish-before-drain",
   "close-without-drain",
-  "unshared-late-ask-claims"
+  "unshared-late-ask-claims",
+  "passive-dropped",
+  "deliver-twice",
+  "launch-skipped"
 ]
 
 /** Settings of one run. */
@@ -88,9 +106,9 @@ export interface BusFullConfig {
  * drawn: children's sends, progress, asks and terminals, the parent's
  * answers and busy/idle turns, the foreground child and the parallel group,
  * the stage's traffic, foreground child, close and late asks (after close
- * every `stage-send` ask from `Q` is a late ask), and broker crashes,
- * drops and stalls. A close is often right behind a message from `W`, so
- * that it races the message's handshake.
+ * every `stage-send` ask is a late ask), and broker crashes, drops and
+ * stalls. A close is often right behind a message from `Worker`, so that
+ * it races the message's handshake.
  */
 export const generateBusFullWorkload = (seed: number, count = 40): ReadonlyArray<BusFullOp> => {
   const prng = Prng.derive(seed, "bus-workflow-full")
