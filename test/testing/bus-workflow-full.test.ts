@@ -18,7 +18,7 @@ import type { WorkflowViolationKind } from "../../src/testing/workflow/WorkflowL
  * parent gets C1's messages and ask, C2's passive message, F1's message through the detach
  * handshake, and F2's, whose commit releases the parallel group (F4 skipped);
  * the broker crashes; C1's terminal claims its two messages; the parent goes
- * idle and answers C1's ask.
+ * idle, and answers C1's ask while the broker is down again.
  */
 const scripted: ReadonlyArray<BusFullOp> = [
   { _tag: "stage-open", pauseMs: 0 },
@@ -41,6 +41,7 @@ const scripted: ReadonlyArray<BusFullOp> = [
   { _tag: "crash", downMs: 500, pauseMs: 500 },
   { _tag: "terminal", child: "C1", pauseMs: 3000 },
   { _tag: "busy", busy: false, pauseMs: 10 },
+  { _tag: "crash", downMs: 1000, pauseMs: 10 },
   { _tag: "answer", pauseMs: 10 }
 ]
 
@@ -61,7 +62,7 @@ const failureText = (report: { readonly violations: ReadonlyArray<{ kind: string
   [...report.violations, ...report.bus.violations].map((v) => `${v.kind}: ${v.message}`).join("\n")
 
 describe("the whole workflow layer on the bus", () => {
-  it.effect("scripted: stage close races a foreground handshake, late asks end once (post-mortem, then a replyError over the bus), F1 detaches, one commit releases the group and skips F4, C1's terminal claims its messages across a broker crash, and its ask is answered over the broker", () =>
+  it.effect("scripted: stage close races a foreground handshake, late asks end once (post-mortem, then a replyError over the bus), F1 detaches, one commit releases the group and skips F4, C1's terminal claims its messages across a broker crash, and its ask is answered over the broker across another", () =>
     Effect.gen(function*() {
       const report = yield* runBusWorkflowFull(scriptedConfig, scripted)
       const trace = report.bus.trace.join("\n")
@@ -78,6 +79,9 @@ describe("the whole workflow layer on the bus", () => {
       assert.include(trace, "F2 Detached, F3 Detached, F4 Skipped")
       assert.include(trace, "2 claimed message(s), then the terminal of run-C1-1")
       assert.include(trace, "broker #1 crashed")
+      // The answer is written while broker #2 is down and reaches C1 through broker #3.
+      assert.isBelow(trace.indexOf("broker #2 crashed"), trace.indexOf("P reply"))
+      assert.isBelow(trace.indexOf("P reply"), trace.indexOf("broker #3 started"))
       assert.match(trace, /Peer ask Stage "Peer question \d+" → ReplyFailed/)
       assert.match(trace, /C1 ask P "C1 question \d+" → replied by m\d+/)
       // The stage's snapshot came after the message its close drained.
