@@ -172,7 +172,8 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
       }),
     foreground: (child, unavailable) =>
       Effect.gen(function*() {
-        if (child.call !== "none" || parent === undefined) return
+        // A detached run goes on in the background until its terminal: no second call on it meanwhile.
+        if (child.call !== "none" || child.detached || parent === undefined) return
         calls++
         tally.foregroundCalls++
         const released = yield* Deferred.make<void>()
@@ -197,7 +198,7 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
       }),
     group: (members, concurrency) =>
       Effect.gen(function*() {
-        if (parent === undefined || members.some((member) => member.call !== "none")) return
+        if (parent === undefined || members.some((member) => member.call !== "none" || member.detached)) return
         calls++
         tally.groups++
         const launched = new Set<string>()

@@ -73,6 +73,8 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
   let busy = false
   let retainedGone = false
   let generation = 0
+  /** `Worker` is in the stage's foreground (one call at a time). */
+  let attached = false
   let stages: StagesService | undefined
   let companion: ClosedStage | undefined
   let session: (() => IntercomSessionService | undefined) | undefined
@@ -196,7 +198,8 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
         }),
         foreground: (unavailable) =>
           Effect.gen(function*() {
-            if (phase !== "open") return
+            if (phase !== "open" || attached) return
+            attached = true
             const released = yield* Deferred.make<void>()
             const call = Effect.scoped(Effect.gen(function*() {
               const responder = yield* detach.attach({
@@ -206,6 +209,7 @@ export const makeFullStage = (core: BusFullCore): FullStage => {
               if (unavailable) yield* responder.setUnavailable(true)
               core.note(`engine: ${FULL_STAGE.child} runs in stage ${FULL_STAGE.stageId}'s foreground${unavailable ? " (its responder does not answer)" : ""}`)
               yield* Deferred.await(released)
+              attached = false
               tally.stageDetached++
               core.note(`engine: ${FULL_STAGE.child} detached from stage ${FULL_STAGE.stageId}`)
             }))
