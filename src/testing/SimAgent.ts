@@ -42,17 +42,25 @@ export interface AgentHostContext {
   readonly generation: string
   /** Adds a line to the run's trace. */
   readonly note: (text: string) => void
+  /**
+   * The session generation's runtime (`reply`, `send`, …), once it is built
+   * (undefined before): for a host that answers over the bus, e.g. a
+   * stage's correlated `replyError`.
+   */
+  readonly session: () => IntercomSessionService | undefined
 }
 
 /**
  * Your own inbound path: built once per session generation, in its Scope,
  * and handed every message after the ledger recorded it (instead of the
- * `auto`/`manual`/`custom` handling). The bus-hosted workflow parent is
+ * `auto`/`manual`/`custom` handling). A failure refuses the hand-off: the
+ * session runtime hands the message again (C-DLV-12), and the ledger counts
+ * it handed once. The bus-hosted workflow parent is
  * one (`testing/workflow/BusParent.ts`).
  */
 export type AgentHost = (
   context: AgentHostContext
-) => Effect.Effect<(inbound: Inbound) => Effect.Effect<void>, never, Scope.Scope>
+) => Effect.Effect<(inbound: Inbound) => Effect.Effect<void, unknown>, never, Scope.Scope>
 
 /** How a simulated agent treats what it is handed (docs/testing.md, "Scenarios"). */
 export interface AgentPolicy {
@@ -117,7 +125,8 @@ export const makeSimAgent = (options: {
       name: ledger.nameOf(sessionId),
       sessionId,
       generation: options.generation ?? sessionId,
-      note: (text) => ledger.note(`${ledger.nameOf(sessionId)}: ${text}`)
+      note: (text) => ledger.note(`${ledger.nameOf(sessionId)}: ${text}`),
+      session: () => session
     })
 
     const custom = (inbound: Inbound, behaviour: AgentBehaviour): Effect.Effect<void> =>
@@ -170,8 +179,13 @@ export const makeSimAgent = (options: {
         return Effect.asVoid(FiberSet.run(replies, reply))
       })
 
+    // A host of your own may refuse a hand-off (the runtime retries it, C-DLV-12): it is handed once.
+    const handed = new Set<string>()
     const deliver: HostService["deliver"] = (inbound) =>
       Effect.suspend(() => {
+        const key = `${inbound.from.id}\u0000${inbound.message.id}`
+        if (handler !== undefined && handed.has(key)) return handler(inbound)
+        if (handler !== undefined) handed.add(key)
         inbox.push(inbound)
         ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
         return handler === undefined ? answer(inbound) : handler(inbound)

@@ -14,6 +14,8 @@
  *   --hostile      two hostile sessions, their attacks mixed into the workload
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
+ *   --workflow-bus-full  the bus simulation with the whole workflow layer hosted (stages, foreground
+ *                  children, parallel groups, asks, terminals)
  *   --durability durable|memory  the broker's mail on a simulated disk that outlives
  *                  its crashes (default), or in its memory only
  *   --strict       count messages lost in flight to a dying receiver as failures
@@ -39,6 +41,9 @@ import { formatSummary, soak } from "./Soak.ts"
 import { formatOp, generateWorkload, runWorkload, sessionNames } from "./Workload.ts"
 import { generateBusWorkflowWorkload, runBusWorkflow } from "./workflow/BusParent.ts"
 import { busWorkflowSoak, formatBusWorkflowSummary } from "./workflow/BusParentSoak.ts"
+import { runBusWorkflowFull } from "./workflow/BusFull.ts"
+import { busFullSoak, formatBusFullSummary } from "./workflow/BusFullSoak.ts"
+import { generateBusFullWorkload } from "./workflow/BusFullWorkload.ts"
 import { shrinkWorkflowWorkload } from "./workflow/WorkflowShrink.ts"
 import { formatWorkflowSummary, generateWorkflowWorkload, runWorkflowWorkload, workflowSoak } from "./workflow/WorkflowWorkload.ts"
 
@@ -88,11 +93,31 @@ const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "Wo
     return summary.failures.length === 0
   })
 
+/** `--workflow-bus-full`: one seed of the whole workflow layer on the bus with its trace, or many summarized. */
+const runWorkflowBusFullRequest = (request: Extract<SimRequest, { readonly _tag: "WorkflowBusFull" }>): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    if (request.seed !== undefined) {
+      const ops = generateBusFullWorkload(request.seed, request.ops)
+      yield* Console.log(`bus workflow (whole layer) seed ${request.seed}, ${ops.length} ops:`)
+      for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
+      const report = yield* runBusWorkflowFull({ seed: request.seed }, ops)
+      yield* Console.log(report.bus.trace.join("\n"))
+      const violations = [...report.violations, ...report.bus.violations].map((v) => `${v.kind}: ${v.message}`)
+      yield* Console.log(report.ok ? "ok" : violations.join("\n"))
+      return report.ok
+    }
+    const started = performance.now()
+    const summary = yield* busFullSoak(request)
+    yield* Console.log(formatBusFullSummary(summary, performance.now() - started))
+    return summary.failures.length === 0
+  })
+
 /** Runs one request and prints what it found; whether every seed passed. */
 const runRequest = (request: SimRequest): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request._tag === "Workflow") return yield* runWorkflowRequest(request)
     if (request._tag === "WorkflowBus") return yield* runWorkflowBusRequest(request)
+    if (request._tag === "WorkflowBusFull") return yield* runWorkflowBusFullRequest(request)
     if (request._tag === "Seed") {
       const { seed, workload, config } = request
       const ops = request.replay ?? generateWorkload(seed, workload.sessions, workload)

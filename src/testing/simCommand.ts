@@ -69,6 +69,19 @@ export type SimRequest =
     readonly ops: number
     readonly maxFailures: number
   }
+  | {
+    /**
+     * `--workflow-bus-full`: the bus simulation with the whole workflow
+     * layer hosted (workflow/BusFull.ts): one seed with its trace (`seed`),
+     * or many summarized.
+     */
+    readonly _tag: "WorkflowBusFull"
+    readonly seed: number | undefined
+    readonly from: number
+    readonly seeds: number
+    readonly ops: number
+    readonly maxFailures: number
+  }
 
 /** Every violation kind, so that `--tolerate` can pick out the names it knows. */
 const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
@@ -151,6 +164,10 @@ const flags = {
     "workflow-bus",
     "Run the bus simulation with a workflow parent session and its background children (their messages and terminals, with broker crashes and connection faults; docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
   ),
+  workflowBusFull: toggle(
+    "workflow-bus-full",
+    "Run the bus simulation with the whole workflow layer hosted: a parent with background and foreground children, a foreground parallel group, asks, a stage session with close and late asks, under broker crashes and connection faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
+  ),
   durability: Flag.Literals("durability", ["durable", "memory"]).pipe(
     Flag.withDefault("durable"),
     Flag.withDescription(
@@ -174,15 +191,16 @@ type SimFlags = Command.Command.Config.Infer<typeof flags>
 
 /** The request that parsed flags make (see `SimRequest`). */
 export const simRequest = (input: SimFlags): SimRequest => {
-  if (input.workflow || input.workflowBus) {
-    return {
-      _tag: input.workflowBus ? "WorkflowBus" : "Workflow",
+  if (input.workflow || input.workflowBus || input.workflowBusFull) {
+    const fields = {
       seed: Option.getOrUndefined(input.seed),
       from: input.from,
       seeds: input.seeds,
       ops: input.ops,
       maxFailures: input.maxFailures
     }
+    if (input.workflowBusFull) return { _tag: "WorkflowBusFull", ...fields }
+    return { _tag: input.workflowBus ? "WorkflowBus" : "Workflow", ...fields }
   }
   const workload = {
     ops: input.ops,

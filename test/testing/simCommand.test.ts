@@ -174,6 +174,14 @@ describe("sim command line", () => {
       assert.deepStrictEqual(one._tag === "WorkflowBus" ? [one.seed, one.ops] : undefined, [9, 12])
     }))
 
+  it.effect("--workflow-bus-full runs the whole workflow layer on the bus: a soak of its seeds, or one seed", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--workflow-bus-full", "--seeds", "7", "--from", "3"])
+      assert.deepStrictEqual(soak, { _tag: "WorkflowBusFull", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
+      const one = yield* requestOf(["--workflow-bus-full", "--seed", "9", "--ops", "12"])
+      assert.deepStrictEqual(one._tag === "WorkflowBusFull" ? [one.seed, one.ops] : undefined, [9, 12])
+    }))
+
   it.effect("an unknown flag is a usage error (exit 2), not ignored", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* usageErrorsOf(["--seeds", "5", "--bogus"]), ["UnrecognizedOption"])

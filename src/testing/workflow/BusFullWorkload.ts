@@ -1,0 +1,203 @@
+/**
+ * The operations of the whole workflow layer on the bus (`BusFull.ts`): a
+ * parent `P` hosted by `makeParentSession`, its background children `C1`,
+ * `C2`, a foreground child `F1`, a foreground parallel group `F2`–`F4`, a
+ * stage session `Stage` hosted by `Stages`, a peer `Peer` talking to the
+ * stage and the stage's foreground child `Worker` — and the bus's faults. Plain data,
+ * generated from a seed: the same list for the same seed.
+ */
+import { Prng } from "../Prng.ts"
+import type { WorkflowBrokenBuild } from "./links.ts"
+
+/** The parent's children that stay in the background (bus session names). */
+export const FULL_BACKGROUND: ReadonlyArray<string> = ["C1", "C2"]
+/** The child the parent runs alone in its foreground. */
+export const FULL_FOREGROUND = "F1"
+/** The members of the parent's foreground parallel group. */
+export const FULL_GROUP: ReadonlyArray<string> = ["F2", "F3", "F4"]
+/** Every child of the parent (delegated children, `supervisor-v1`). */
+export const FULL_CHILDREN: ReadonlyArray<string> = [...FULL_BACKGROUND, FULL_FOREGROUND, ...FULL_GROUP]
+/** The stage session, its peer and its foreground child. */
+export const FULL_STAGE = { session: "Stage", peer: "Peer", child: "Worker", stageId: "s1", runId: "run-1" } as const
+/** Every session of the world, the parent first. */
+export const FULL_SESSIONS: ReadonlyArray<string> = ["P", ...FULL_CHILDREN, FULL_STAGE.session, FULL_STAGE.peer, FULL_STAGE.child]
+
+/** A child's delivery modes, by weight: `passive` one time in five. */
+const DELIVERIES: ReadonlyArray<"steer" | "queue" | "passive"> = ["steer", "queue", "steer", "queue", "passive"]
+
+/** One operation, after `pauseMs` of simulated time. */
+export type BusFullOp =
+  | { readonly _tag: "send"; readonly child: string; readonly delivery: "steer" | "queue" | "passive"; readonly pauseMs: number }
+  | { readonly _tag: "progress"; readonly child: string; readonly pauseMs: number }
+  /** The child asks the parent (ask/reply over the broker). */
+  | { readonly _tag: "ask"; readonly child: string; readonly pauseMs: number }
+  /** The parent's model answers the oldest ask it has seen and not answered. */
+  | { readonly _tag: "answer"; readonly pauseMs: number }
+  | { readonly _tag: "terminal"; readonly child: string; readonly pauseMs: number }
+  | { readonly _tag: "busy"; readonly busy: boolean; readonly pauseMs: number }
+  /** `F1` runs in the parent's foreground (a `subagent` call); `unavailable`: its responder never answers (C-ORD-11). */
+  | { readonly _tag: "foreground"; readonly unavailable: boolean; readonly pauseMs: number }
+  /** `F2`–`F4` run as a foreground parallel group, `concurrency` at once (C-ORD-21, C-ORD-22). */
+  | { readonly _tag: "group"; readonly concurrency: number; readonly pauseMs: number }
+  | { readonly _tag: "stage-open"; readonly pauseMs: number }
+  | { readonly _tag: "stage-busy"; readonly busy: boolean; readonly pauseMs: number }
+  /** `Worker` runs in the stage's foreground; `unavailable`: every handshake waits out its 50 ms phase. */
+  | { readonly _tag: "stage-foreground"; readonly unavailable: boolean; readonly pauseMs: number }
+  /** The peer or the stage's foreground child sends the stage session a message or an ask over the bus. */
+  | { readonly _tag: "stage-send"; readonly from: "peer" | "child"; readonly ask: boolean; readonly pauseMs: number }
+  /** The engine closes the stage: drain, terminal snapshot, retire. */
+  | { readonly _tag: "stage-close"; readonly pauseMs: number }
+  /** The stage's retained conversation is gone: late asks get the correlated replyError (C-ORD-8). */
+  | { readonly _tag: "retained-gone"; readonly pauseMs: number }
+  | { readonly _tag: "crash"; readonly downMs: number; readonly pauseMs: number }
+  | { readonly _tag: "drop"; readonly who: string; readonly side: "client" | "broker"; readonly pauseMs: number }
+  | { readonly _tag: "stall"; readonly who: string; readonly side: "client" | "broker"; readonly forMs: number; readonly pauseMs: number }
+
+/**
+ * The broken builds this world runs: four of the workflow world's
+ * (`links.ts`) — `barrier-without-prelude` (`wf-terminal-order`),
+ * `publish-before-drain` (`wf-snapshot-early`), `close-without-drain`
+ * (`wf-lost-at-close`), `unshared-late-ask-claims` (`wf-late-ask`); its
+ * fifth, `handshake-ignores-generation`, needs a runtime-generation reload
+ * of the parent, which this world does not do — and three engine
+ * compositions of its own:
+ *
+ * - `passive-dropped`: the engine's `passive` port drops the message
+ *   instead of showing it: caught by `wf-lost`;
+ * - `deliver-twice`: the parent's host hands every message to the workflow
+ *   parent twice (a host without the session runtime's de-duplication):
+ *   caught by `wf-duplicate`;
+ * - `launch-skipped`: the engine launches the members its parallel group
+ *   skipped once the group call returns: caught by `wf-skipped-launched`.
+ */
+export type BusFullBrokenBuild =
+  | Exclude<WorkflowBrokenBuild, "handshake-ignores-generation">
+  | "passive-dropped"
+  | "deliver-twice"
+  | "launch-skipped"
+
+/** Every broken build of this world, for sweeps. */
+export const BUS_FULL_BROKEN_BUILDS: ReadonlyArray<BusFullBrokenBuild> = [
+  "barrier-without-prelude",
+  "publish-before-drain",
+  "close-without-drain",
+  "unshared-late-ask-claims",
+  "passive-dropped",
+  "deliver-twice",
+  "launch-skipped"
+]
+
+/** Settings of one run. */
+export interface BusFullConfig {
+  readonly seed: number
+  /** Operations to generate when none are given. Default 40. */
+  readonly ops?: number | undefined
+  readonly broken?: BusFullBrokenBuild | undefined
+  /** How long the healed world settles before the final checks (ms). Default 15,000. */
+  readonly settleMs?: number | undefined
+  /** The parent's `busySteer`; default drawn from the seed (half each). */
+  readonly busySteer?: "steer" | "queue" | undefined
+  /** The broker's durability; default drawn from the seed (half each). */
+  readonly durability?: "durable" | "memory" | undefined
+}
+
+/**
+ * A seeded workload. The stage opens first (sometimes busy); the rest is
+ * drawn: children's sends, progress, asks and terminals, the parent's
+ * answers and busy/idle turns, the foreground child and the parallel group,
+ * the stage's traffic, foreground child, close and late asks (after close
+ * every `stage-send` ask is a late ask), and broker crashes, drops and
+ * stalls. A close is often right behind a message from `Worker`, so that
+ * it races the message's handshake.
+ */
+export const generateBusFullWorkload = (seed: number, count = 40): ReadonlyArray<BusFullOp> => {
+  const prng = Prng.derive(seed, "bus-workflow-full")
+  const ops: Array<BusFullOp> = [{ _tag: "stage-open", pauseMs: 0 }]
+  if (prng.chance(0.5)) ops.push({ _tag: "stage-busy", busy: true, pauseMs: 0 })
+  for (let i = 0; i < count; i++) {
+    const pauseMs = prng.chance(0.6) ? prng.int(0, 20) : prng.int(50, 2500)
+    const kind = prng.weighted({
+      send: 6,
+      progress: 2,
+      ask: 2,
+      answer: 2,
+      terminal: 3,
+      busy: 3,
+      foreground: 1,
+      group: 1,
+      stageBusy: 2,
+      stageForeground: 1,
+      stageSend: 5,
+      stageClose: 1,
+      retainedGone: 0.3,
+      crash: 1,
+      drop: 2,
+      stall: 1
+    })
+    switch (kind) {
+      case "send":
+        ops.push({ _tag: "send", child: prng.pick(FULL_CHILDREN), delivery: prng.pick(DELIVERIES), pauseMs })
+        break
+      case "progress":
+        ops.push({ _tag: "progress", child: prng.pick(FULL_CHILDREN), pauseMs })
+        break
+      case "ask":
+        ops.push({ _tag: "ask", child: prng.pick(FULL_CHILDREN), pauseMs })
+        break
+      case "answer":
+        ops.push({ _tag: "answer", pauseMs })
+        break
+      case "terminal":
+        ops.push({ _tag: "terminal", child: prng.pick(FULL_CHILDREN), pauseMs })
+        break
+      case "busy":
+        ops.push({ _tag: "busy", busy: prng.chance(0.6), pauseMs })
+        break
+      case "foreground":
+        ops.push({ _tag: "foreground", unavailable: prng.chance(0.3), pauseMs })
+        break
+      case "group":
+        ops.push({ _tag: "group", concurrency: prng.int(1, 2), pauseMs })
+        break
+      case "stageBusy":
+        ops.push({ _tag: "stage-busy", busy: prng.chance(0.6), pauseMs })
+        break
+      case "stageForeground":
+        ops.push({ _tag: "stage-foreground", unavailable: prng.chance(0.5), pauseMs })
+        break
+      case "stageSend":
+        ops.push({ _tag: "stage-send", from: prng.chance(0.7) ? "peer" : "child", ask: prng.chance(0.4), pauseMs })
+        break
+      case "stageClose":
+        if (prng.chance(0.6)) {
+          // Race the close against a message in its handshake (C-ORD-2, C-ORD-3).
+          ops.push({ _tag: "stage-foreground", unavailable: true, pauseMs })
+          ops.push({ _tag: "stage-busy", busy: true, pauseMs: 0 })
+          ops.push({ _tag: "stage-send", from: "child", ask: false, pauseMs: 0 })
+          ops.push({ _tag: "stage-close", pauseMs: prng.int(0, 40) })
+        } else {
+          ops.push({ _tag: "stage-close", pauseMs })
+        }
+        break
+      case "retainedGone":
+        ops.push({ _tag: "retained-gone", pauseMs })
+        break
+      case "crash":
+        ops.push({ _tag: "crash", downMs: prng.int(100, 3000), pauseMs })
+        break
+      case "drop":
+        ops.push({ _tag: "drop", who: prng.pick(FULL_SESSIONS), side: prng.chance(0.5) ? "client" : "broker", pauseMs })
+        break
+      case "stall":
+        ops.push({
+          _tag: "stall",
+          who: prng.pick(FULL_SESSIONS),
+          side: prng.chance(0.5) ? "client" : "broker",
+          forMs: prng.int(100, 2000),
+          pauseMs
+        })
+        break
+    }
+  }
+  return ops
+}
