@@ -27,14 +27,20 @@ const deliver = (from: Session, bob: Session, msg: Message) =>
     yield* settled([bob.client, from.client])
   })
 
+/** A durable broker over a fresh memory "disk", alice, and bob, whose client confirms receipt. */
+const durableAliceAndBob = Effect.gen(function*() {
+  const world = yield* memoryNetwork()
+  const disk = makeMemoryMailState()
+  yield* durableBroker(world, disk)
+  const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+  const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+  return { world, disk, alice, bob }
+})
+
 describe("received-v1: mail stays stored until its recipient confirms it read it", () => {
   it.effect("the mail leaves the store only once the received count covers the frame that carried it", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob, disk } = yield* durableAliceAndBob
       const registered = bob.client.received().find((frame) => frame.type === "registered")
       assert.include(registered?.type === "registered" ? registered.features ?? [] : [], RECEIVED_V1)
       const msg = message("keep me until I say so")
@@ -85,11 +91,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
 
   it.effect("a confirmation that overtakes the writer's bookkeeping still releases the mail it covers", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob, disk } = yield* durableAliceAndBob
       // Confirms far ahead, before the message is even sent.
       yield* bob.client.send({ type: "received", frames: 1_000 })
       yield* settled([bob.client])
@@ -110,11 +112,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
 
   it.effect("a connection that closes before confirming: its mail goes back, ahead of mail sent meanwhile, and stays stored", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob, disk, world } = yield* durableAliceAndBob
       const unread = message("written, never confirmed")
       yield* deliver(alice, bob, unread)
       yield* bob.client.destroy
@@ -132,11 +130,7 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
 
   it.effect("a connection that confirmed before it closed gets nothing again", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob, disk, world } = yield* durableAliceAndBob
       const read = message("read and confirmed")
       yield* deliver(alice, bob, read)
       yield* bob.client.send({ type: "received", frames: bob.client.received().length })
