@@ -92,11 +92,12 @@ export const QUESTIONS_V1 = "questions-v1"
 
 /**
  * Receipt before release (extension): the client tells the broker, with
- * `received {frames}`, how many frames it has read on this connection, and a
- * durable broker keeps the mail it wrote there in its store until the count
- * covers it — so mail still in the client's socket buffer when the broker is
- * killed is delivered again after the restart, never lost (issue 13). Granted
- * only by a broker with a durable store.
+ * `received {frames}`, how many frames it has read on this connection, and
+ * the broker keeps the mail it wrote there (in its store, when durable) until
+ * the count covers it — so mail still in the client's socket buffer when the
+ * broker is killed is delivered again after the restart, and mail unread when
+ * only the connection closes goes to the session's next connection. Granted
+ * by every broker.
  */
 export const RECEIVED_V1 = "received-v1"
 
