@@ -18,7 +18,7 @@ import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { replyErrorFor } from "./ReplyErrors.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
-import type { Refusal, SendAttempt, SendStage } from "./Send.ts"
+import type { Refusal, SendAttempt, SendStage } from "./SendStage.ts"
 
 /** Open asks one session may have at once; past it a new ask is refused (`E_TOO_MANY_ASKS`). */
 export const MAX_ASKS_PER_SESSION = 1024

@@ -12,7 +12,7 @@ import { checkDelivery, type DeliveryChoice, isDefaultDelivery, isDeliveryRefusa
 import { DELIVERY_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Session } from "./Registry.ts"
-import type { Refusal } from "./Send.ts"
+import type { Refusal } from "./SendStage.ts"
 
 /** The delivery choice of a send frame from `sender`; see the module header. */
 export const deliveryOfFrame = (

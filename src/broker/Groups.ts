@@ -18,7 +18,7 @@ import { SetIndex } from "./Indexes.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import { closePeer } from "./RouterContext.ts"
-import type { SendStage } from "./Send.ts"
+import type { SendStage } from "./SendStage.ts"
 
 const scopedIdOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
 

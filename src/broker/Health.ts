@@ -18,7 +18,7 @@
  */
 import type { PresenceFrame } from "../protocol/frames.ts"
 import type { Session } from "./Registry.ts"
-import type { SendStage } from "./Send.ts"
+import type { SendStage } from "./SendStage.ts"
 
 /** One session's health, as the broker keeps it (see the module header). */
 export class SessionHealth {

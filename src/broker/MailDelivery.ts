@@ -18,7 +18,7 @@ import type { Mail, OutboundMessage, Returnable } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
-import type { SendAttempt } from "./Send.ts"
+import type { SendAttempt } from "./SendStage.ts"
 
 const DAY = 86_400_000
 

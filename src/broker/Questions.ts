@@ -41,7 +41,7 @@ import type { Mail } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
-import type { SendStage } from "./Send.ts"
+import type { SendStage } from "./SendStage.ts"
 
 /**
  * One piece of question work for the question fiber, in arrival order.

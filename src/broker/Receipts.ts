@@ -25,7 +25,7 @@ import type { MailDelivery } from "./MailDelivery.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
-import type { SendStage } from "./Send.ts"
+import type { SendStage } from "./SendStage.ts"
 
 const HOUR = 3_600_000
 

@@ -27,7 +27,7 @@ import type { Mail } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
-import type { Refusal, SendAttempt } from "./Send.ts"
+import type { Refusal, SendAttempt } from "./SendStage.ts"
 
 /** Staged replace messages one sender may have at once (C-DLV-8). */
 export const MAX_STAGED_PER_SENDER = 100

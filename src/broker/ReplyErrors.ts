@@ -17,7 +17,7 @@ import type { Message } from "../protocol/frames.ts"
 import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
 import { replyErrorText } from "../protocol/replyError.ts"
 import type { Peer } from "./Peer.ts"
-import type { SendStage } from "./Send.ts"
+import type { SendStage } from "./SendStage.ts"
 
 /**
  * The `replyError` of a send frame as the broker takes it: the string a

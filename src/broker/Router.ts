@@ -31,6 +31,11 @@
  * Single owner: the Router and everything it holds are touched only by
  * synchronous code running between two yields of some broker fiber; Node runs
  * every fiber on one thread, so no two handlers interleave.
+ *
+ * Size: one concept — the wiring. Its length is the constructor, a few lines
+ * per concern (sixteen of them), and the thin methods the broker's fibers call
+ * into (batch dispatch, write and detach bookkeeping, timers); no rule lives
+ * here, so splitting it would only move the list of concerns elsewhere.
  */
 import { Queue } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"

@@ -18,8 +18,10 @@
  * the trace context on to its recipient.
  *
  * Size: one concept — the order of one send's steps. Every rule lives in a
- * stage module; what stays here is the pipeline that must run them in that
- * order on the per-frame path, in one synchronous pass.
+ * stage module, and the contract the stages share is SendStage.ts; what
+ * stays here is the pipeline that must run them in that order on the
+ * per-frame path, in one synchronous pass (counting, tracing and the live
+ * view's record are one call each, in their own modules).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
@@ -43,57 +45,13 @@ import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import type { Mail, Peer } from "./Peer.ts"
-import type { RecentSession } from "./RecentSessions.ts"
 import type { Session } from "./Registry.ts"
 import type { ReplaceStaging, Staged } from "./ReplaceStaging.ts"
 import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
 import type { RoutingSpans } from "./RoutingSpans.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
 import { Routed, Traffic } from "./Traffic.ts"
-
-/** Why a send is refused: a delivery code and its reason text (P45). */
-export interface Refusal {
-  readonly code: DeliveryCode
-  readonly reason: string
-}
-
-/** A send that resolved and passed the replay check, on its way through the stages. */
-export interface SendAttempt {
-  readonly sender: Session
-  readonly message: Message
-  /** The live recipient, if there is one. */
-  readonly target: Session | undefined
-  /** The recently departed recipient (mailbox delivery, P49), when no live one resolved. */
-  readonly remembered: RecentSession | undefined
-  /** Registry key of the recipient, live or remembered. */
-  readonly targetKey: string
-  /** For a reply: the record key of the ask it answers (the target's `replyTo`), built once. */
-  readonly replyKey: string | undefined
-  /** The raw `send` frame, for extension fields a stage reads. */
-  readonly frame: { readonly [key: string]: unknown }
-  readonly now: number
-}
-
-/** A concern's part in the pipeline; every member is optional. */
-export interface SendStage {
-  /**
-   * The target was not found in the sender's namespace: a better answer than
-   * "not found", if the stage has one (e.g. "in another group").
-   */
-  readonly unresolved?: (sender: Session, to: string) => Refusal | undefined
-  /**
-   * The target was not found in the sender's namespace and the message is a
-   * reply (`replyTo`): the session it may go to anyway, if the stage knows one
-   * (a supervisor's reply back across groups, Supervisor.ts).
-   */
-  readonly reroute?: (sender: Session, to: string, message: Message, now: number) => Session | undefined
-  /** Refuses the send, or lets it on (undefined). */
-  readonly check?: (attempt: SendAttempt) => Refusal | undefined
-  /** Runs just before the message is queued for a live recipient (e.g. a supersede notice first). */
-  readonly beforeDelivery?: (attempt: SendAttempt, target: Session) => void
-  /** The message was queued for a live recipient. */
-  readonly delivered?: (attempt: SendAttempt, mail: Mail, target: Session) => void
-}
 
 /**
  * Room for the fields a recipient may get besides the message: `askTimeoutMs`
@@ -121,23 +79,6 @@ const BASE_RECIPIENT: Pick<Peer, "features"> = { features: new Set<string>() }
 /** A frame that fits the 1 MiB limit, checked cheaply when it obviously does. */
 const fitsFrame = (frame: string): boolean =>
   frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
-
-/** Where a send goes, or why it cannot go anywhere. */
-export type Resolution =
-  | { readonly target: Session | undefined; readonly remembered: RecentSession | undefined; readonly id: string }
-  | { readonly refused: Refusal; readonly id: string | undefined }
-
-/**
- * A route other than the sender's namespace, for a frame that is a send by
- * another name (`supervisor_send`): how its target resolves, the channel its
- * message is marked with, and what happens once it is accepted.
- */
-export interface SendRoute {
-  readonly resolve: (sender: Session, to: string) => Resolution
-  readonly channel: "supervisor"
-  /** The send passed every check and is about to be delivered to `target`. */
-  readonly accepted: (attempt: SendAttempt, target: Session) => void
-}
 
 /** The send pipeline: the `send` frame, its stages and its clean-ups. */
 export class Send {

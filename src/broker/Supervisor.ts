@@ -43,7 +43,8 @@ import type { Peer } from "./Peer.ts"
 import type { Admission, RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
-import type { Resolution, Send, SendAttempt, SendRoute, SendStage } from "./Send.ts"
+import type { Send } from "./Send.ts"
+import type { Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
 
 /** How long a supervisor may reply back across groups to a child's message (C-SUP-14). */
 export const CROSSING_TTL_MS = 600_000
