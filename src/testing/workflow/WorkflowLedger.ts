@@ -82,6 +82,20 @@ interface StageRecord {
   snapshotAt: number | undefined
 }
 
+/** The ledger's counters, all zero (a soak sums them per run). */
+export const emptyTally = () => ({
+  messages: 0,
+  terminals: 0,
+  handshakes: 0,
+  detached: 0,
+  stagesClosed: 0,
+  lateAsks: 0,
+  postMortems: 0,
+  replyErrors: 0,
+  parentChat: 0,
+  faults: 0
+})
+
 /**
  * One workflow world's ledger.
  *
@@ -101,18 +115,7 @@ export class WorkflowLedger {
   private readonly terminals: Array<{ readonly runId: string; readonly terminalAt: number }> = []
   private readonly currentGeneration = new Map<string, string>()
   /** Counters for the soak summary. */
-  readonly tally = {
-    messages: 0,
-    terminals: 0,
-    handshakes: 0,
-    detached: 0,
-    stagesClosed: 0,
-    lateAsks: 0,
-    postMortems: 0,
-    replyErrors: 0,
-    parentChat: 0,
-    faults: 0
-  }
+  readonly tally = emptyTally()
 
   private readonly now: () => number
 

@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import { Prng } from "../Prng.ts"
 import type { WorkflowBrokenBuild } from "./links.ts"
-import type { WorkflowViolationKind } from "./WorkflowLedger.ts"
+import { emptyTally, type WorkflowViolationKind } from "./WorkflowLedger.ts"
 import { runWorkflowScenario, type WorkflowConfig, type WorkflowReport, type WorkflowSim } from "./WorkflowWorld.ts"
 
 /**
@@ -294,18 +294,6 @@ export interface WorkflowSoakSummary {
 const isTallyKey = (key: string): key is keyof WorkflowReport["tally"] =>
   Object.hasOwn(emptyTally(), key)
 
-const emptyTally = (): Record<keyof WorkflowReport["tally"], number> => ({
-  messages: 0,
-  terminals: 0,
-  handshakes: 0,
-  detached: 0,
-  stagesClosed: 0,
-  lateAsks: 0,
-  postMortems: 0,
-  replyErrors: 0,
-  parentChat: 0,
-  faults: 0
-})
 
 /**
  * Runs seeds `from` … `from + seeds - 1` and sums them.
