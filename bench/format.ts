@@ -37,11 +37,27 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
   if (name.startsWith("payload-")) return [["msgPerSec", "msg/s"], ["mbPerSec", "MB/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
   if (name.startsWith("idle-")) {
     return [
+      ["sessions", "sessions held"],
       ["registerMs", "register all, ms"],
       ["registerPerSec", "registrations/s"],
       ["rssPerSessionKiB", "RSS KiB/session"],
       ["listP50Us", "list p50 µs"],
       ["listSize", "sessions per list"]
+    ]
+  }
+  if (name.startsWith("storm-")) {
+    return [
+      ["registerMs", "register all, ms"],
+      ["quietMs", "until quiet, ms"],
+      ["rssBeforeKiB", "RSS before KiB"],
+      ["hwmKiB", "peak RSS KiB"]
+    ]
+  }
+  if (name === "cli-send") {
+    return [
+      ["sendMs", "spawn → exit ms"],
+      ["nodeMs", "`node -e 0` ms"],
+      ["sendOverNodeMs", "send − node, same rep ms"]
     ]
   }
   if (name === "startup") {

@@ -1,14 +1,16 @@
 /**
  * Renders a results file written by `bench/run.ts` as Markdown (for
- * docs/performance.md):
+ * docs/performance.md): the same side-by-side table and target checks that
+ * the run printed.
  *
  *   node bench/report.ts [bench/results/latest.json]
  */
 import fs from "node:fs"
 import path from "node:path"
+import { markdownTable } from "./format.ts"
 import { isRecord } from "./framing.ts"
-import { fmt, fmtRatio, headline, markdownTable } from "./format.ts"
-import { repoRoot } from "./targets.ts"
+import { type RunRecord, type Summary, tableHeader, tableRows } from "./summary.ts"
+import { repoRoot, TARGET_ORDER, type TargetName } from "./targets.ts"
 
 const file = process.argv[2] ?? path.join(repoRoot, "bench", "results", "latest.json")
 const data: unknown = JSON.parse(fs.readFileSync(file, "utf8"))
@@ -17,48 +19,75 @@ if (!isRecord(data)) throw new Error(`${file}: not a results object`)
 const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
 const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined)
 const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
+const str = (v: unknown): string => (typeof v === "string" ? v : "")
+
+const numbers = (v: unknown): Record<string, number> => {
+  const out: Record<string, number> = {}
+  for (const [k, x] of Object.entries(rec(v))) {
+    const n = num(x)
+    out[k] = n ?? Number.NaN
+  }
+  return out
+}
 
 const machine = rec(data["machine"])
 const options = rec(data["options"])
-const summary = rec(data["summary"])
-const runs = arr(data["runs"]).map(rec)
 const reps = num(options["reps"]) ?? 0
 const load = arr(machine["loadavgBefore"]).map(num)
-
-const okCount = (workload: string, target: string): string =>
-  `${runs.filter((r) => r["workload"] === workload && r["target"] === target && r["ok"] === true).length}/${reps}`
-
-const rows: Array<Array<string>> = []
-for (const [workload, metrics] of Object.entries(summary)) {
-  headline(workload).forEach(([key, label], i) => {
-    const s = rec(rec(metrics)[key])
-    rows.push([
-      i === 0 ? `\`${workload}\`` : "",
-      label,
-      fmt(num(s["raw"])),
-      fmt(num(s["broker"])),
-      fmtRatio(num(s["ratio"])),
-      i === 0 ? `${okCount(workload, "raw")} / ${okCount(workload, "broker")}` : ""
-    ])
-  })
+const targets: Array<TargetName> = arr(options["targets"]).flatMap((t) => TARGET_ORDER.filter((name) => name === t))
+if (targets.length === 0) throw new Error(`${file}: no targets (written by an older bench/run.ts?)`)
+const runs: Array<RunRecord> = arr(data["runs"]).map(rec).flatMap((r) => {
+  const target = TARGET_ORDER.find((t) => t === r["target"])
+  return target === undefined ? [] : [{
+    rep: num(r["rep"]) ?? 0,
+    workload: str(r["workload"]),
+    target,
+    ok: r["ok"] === true,
+    metrics: numbers(r["metrics"]),
+    notes: arr(r["notes"]).map(str),
+    wallMs: num(r["wallMs"]) ?? 0
+  }]
+})
+const summary: Summary = {}
+for (const [w, metrics] of Object.entries(rec(data["summary"]))) {
+  summary[w] = {}
+  for (const [m, s] of Object.entries(rec(metrics))) {
+    const values: Partial<Record<TargetName, number>> = {}
+    for (const [t, v] of Object.entries(rec(rec(s)["values"]))) {
+      const target = TARGET_ORDER.find((name) => name === t)
+      const n = num(v)
+      if (target !== undefined && n !== undefined) values[target] = n
+    }
+    const ratios: Record<string, { median: number | undefined; perRep: Array<number> }> = {}
+    for (const [label, r] of Object.entries(rec(rec(s)["ratios"]))) {
+      ratios[label] = { median: num(rec(r)["median"]), perRep: arr(rec(r)["perRep"]).flatMap((x) => num(x) ?? []) }
+    }
+    summary[w][m] = { values, ratios }
+  }
 }
+const names = arr(data["workloads"]).map(str)
 
 const out: Array<string> = []
 out.push(
-  `Run ${String(data["date"] ?? "?")}: ${reps} rep(s)${options["quick"] === true ? ", quick sizes" : ""}; ` +
+  `Run ${str(data["date"]) || "?"}: ${reps} rep(s)${options["quick"] === true ? ", quick sizes" : ""}; ` +
     `${String(machine["nproc"] ?? "?")} cores (${String(machine["cpu"] ?? "?")}), ${String(machine["memGiB"] ?? "?")} GiB, ` +
     `Node ${String(machine["node"] ?? "?")}, ${String(machine["platform"] ?? "?")}; ` +
     `load average at start ${load.map((x) => (x === undefined ? "?" : x.toFixed(2))).join(" / ")}.`
 )
 out.push("")
-out.push(markdownTable(["workload", "metric", "raw relay", "broker", "broker/raw", "ok runs (raw / broker)"], rows))
+out.push(
+  markdownTable(
+    tableHeader(targets),
+    tableRows(summary, runs, names, targets, reps).map((row) => row.map((cell, i) => (i === 0 && cell !== "" ? `\`${cell}\`` : cell)))
+  )
+)
 const checks = arr(data["checks"]).map(rec)
 if (checks.length > 0) {
   out.push("")
   out.push(
     markdownTable(
       ["target", "bound", "measured", "status"],
-      checks.map((c) => [String(c["name"] ?? ""), String(c["target"] ?? ""), String(c["value"] ?? ""), `**${String(c["status"] ?? "")}**`]),
+      checks.map((c) => [str(c["name"]), str(c["target"]), str(c["value"]), `**${str(c["status"])}**`]),
       9
     )
   )

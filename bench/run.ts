@@ -1,32 +1,40 @@
 /**
- * `npm run bench` — black-box benchmark of the broker against the raw relay.
+ * `npm run bench` — black-box benchmark of the broker, side by side with the
+ * broker in memory mode, the raw relay and (when `nats-server` is on the PATH)
+ * a NATS server as an outside reference.
  *
- *   node bench/run.ts [--reps N] [--quick] [--only w64,ask,...] [--target broker|raw|both]
- *                     [--broker-cmd "node bench/raw-relay.ts {sock}"] [--out file.json]
+ *   node bench/run.ts [--reps N] [--quick] [--only w64,ask,...] [--targets raw,broker,memory,nats]
+ *                     [--target broker|raw|both] [--baseline raw|memory] [--no-nats]
+ *                     [--broker-cmd "node bench/raw-relay.ts {sock}"] [--out file.json] [--ci]
  *
- * Runs are interleaved rep → workload → target (target order alternates per
- * rep). Each run uses a fresh process in a fresh temp dir. Reported values are
- * medians over reps; ratios are broker/raw computed within each rep, then the
- * median is taken. See docs/performance.md.
+ * Runs are interleaved rep → workload → target (target order reverses every
+ * other rep). Each run uses a fresh process in a fresh temp dir. Reported
+ * values are medians over reps; ratios are computed within each rep, then the
+ * median is taken. `--ci` is the short non-gating run `npm test` ends with: it
+ * always exits 0. See docs/performance.md.
  */
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { BUNDLED_CLI, brokerEntryPoint } from "../src/config/install.ts"
-import { fmt, fmtRatio, headline, pad, table } from "./format.ts"
-import { median } from "./stats.ts"
+import { issue16Checks } from "./checks.ts"
+import { fmt, headline, pad, table } from "./format.ts"
+import { type RunRecord, summarize, tableHeader, tableRows } from "./summary.ts"
 import {
   brokerSpec,
   cleanupAll,
   customBrokerSpec,
+  findNatsServer,
   installCleanupHandlers,
   memoryBrokerSpec,
+  natsSpec,
   rawSpec,
   repoRoot,
+  TARGET_ORDER,
   type TargetName,
   type TargetSpec
 } from "./targets.ts"
-import { defaultSizes, type Metrics, quickSizes, type Workload, workloads } from "./workloads.ts"
+import { defaultSizes, quickSizes, type Sizes, type Workload, workloads } from "./workloads.ts"
 
 // ---------------------------------------------------------------- options
 
@@ -34,32 +42,57 @@ interface Options {
   reps: number
   quick: boolean
   only: Array<string>
-  target: "broker" | "raw" | "both"
+  /** Explicit columns (`--targets`, or what `--target` / `--baseline` imply); undefined: every one available. */
+  targets: Array<TargetName> | undefined
+  nats: boolean
   brokerCmd: string | undefined
   out: string
   regConcurrency: number | undefined
-  /** What the broker is compared with: the raw relay, or the broker itself with `--durability memory`. */
-  baseline: "raw" | "memory"
+  ci: boolean
 }
 
-const usage = `usage: node bench/run.ts [--reps N] [--quick] [--only name[,name...]] [--target broker|raw|both]
+const usage = `usage: node bench/run.ts [--reps N] [--quick] [--only name[,name...]] [--targets raw,broker,memory,nats]
+                         [--target broker|raw|both] [--baseline raw|memory] [--no-nats] [--ci]
                          [--broker-cmd "<cmd with {dir}/{sock}>"] [--reg-concurrency N] [--out file.json]
-                         [--baseline raw|memory]   (memory: the baseline column is our broker with --durability memory)
-workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k startup replace-storm topic-fanout
-           (a prefix selects a group: "payload", "idle")`
+targets: raw (the raw relay), broker (ours, durable: the default), memory (ours, --durability memory),
+         nats (nats-server from the PATH; skipped with a note when absent). Default: all of them.
+         --target broker|raw|both and --baseline memory (= --targets memory,broker) are kept for old scripts.
+--ci:    the short non-gating run (quick sizes, 1 rep, w64 fanin ask startup cli-send against raw and broker,
+         w64 also against memory); prints its table and always exits 0.
+workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k idle-50k
+           storm-1k startup cli-send replace-storm topic-fanout   (a prefix selects a group: "payload", "idle")`
+
+/** The workloads of `--ci`. */
+const CI_WORKLOADS = ["w64", "fanin", "ask", "startup", "cli-send"]
+
+/** `--ci` runs memory mode only where a target compares with it (durable vs memory, w64): it keeps the run short. */
+const CI_MEMORY_WORKLOADS = ["w64"]
+
+const parseTargets = (list: string): Array<TargetName> => {
+  const out: Array<TargetName> = []
+  for (const raw of list.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    const t = TARGET_ORDER.find((name) => name === raw)
+    if (t === undefined) throw new Error(`--targets: unknown target ${raw} (one of ${TARGET_ORDER.join(", ")})`)
+    if (!out.includes(t)) out.push(t)
+  }
+  if (out.length === 0) throw new Error("--targets needs at least one target")
+  return out
+}
 
 const parseArgs = (argv: ReadonlyArray<string>): Options => {
   const o: Options = {
     reps: 3,
     quick: false,
     only: [],
-    target: "both",
+    targets: undefined,
+    nats: true,
     brokerCmd: process.env["BENCH_BROKER_CMD"],
     out: path.join(repoRoot, "bench", "results", "latest.json"),
     regConcurrency: undefined,
-    baseline: "raw"
+    ci: false
   }
   let repsGiven = false
+  let outGiven = false
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? ""
     const eq = arg.indexOf("=")
@@ -81,24 +114,34 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--quick":
         o.quick = true
         break
+      case "--ci":
+        o.ci = true
+        break
       case "--only":
         o.only.push(...value().split(",").map((s) => s.trim()).filter((s) => s !== ""))
+        break
+      case "--targets":
+        o.targets = parseTargets(value())
         break
       case "--target": {
         const t = value()
         if (t !== "broker" && t !== "raw" && t !== "both") throw new Error(`--target must be broker, raw or both`)
-        o.target = t
+        o.targets = t === "both" ? undefined : [t]
         break
       }
-      case "--broker-cmd":
-        o.brokerCmd = value()
-        break
       case "--baseline": {
         const b = value()
         if (b !== "raw" && b !== "memory") throw new Error(`--baseline must be raw or memory`)
-        o.baseline = b
+        // memory: our broker in memory mode is the baseline, as issue 13 measured it (durable vs memory).
+        if (b === "memory") o.targets = ["memory", "broker"]
         break
       }
+      case "--no-nats":
+        o.nats = false
+        break
+      case "--broker-cmd":
+        o.brokerCmd = value()
+        break
       case "--reg-concurrency": {
         const n = Number(value())
         if (!Number.isInteger(n) || n < 1 || n > 4096) throw new Error("--reg-concurrency must be an integer in 1..4096")
@@ -107,6 +150,7 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       }
       case "--out":
         o.out = path.resolve(value())
+        outGiven = true
         break
       case "--help":
       case "-h":
@@ -117,36 +161,49 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         throw new Error(`unknown argument ${arg}\n${usage}`)
     }
   }
+  if (o.ci) {
+    o.quick = true
+    o.nats = false
+    if (o.only.length === 0) o.only = [...CI_WORKLOADS]
+    o.targets ??= ["raw", "broker", "memory"]
+    if (!outGiven) o.out = path.join(repoRoot, "bench", "results", "ci.json")
+  }
   if (o.quick && !repsGiven) o.reps = 1
   return o
 }
 
+// ---------------------------------------------------------------- targets
+
+/** The specs of the columns to run, in table order, with a note for each one skipped. */
+const resolveTargets = (opts: Options, notes: Array<string>): Map<TargetName, TargetSpec> => {
+  const wanted = opts.targets ?? TARGET_ORDER.filter((t) => t !== "nats" || opts.nats)
+  const specs = new Map<TargetName, TargetSpec>()
+  const built = fs.existsSync(brokerEntryPoint())
+  const note = (msg: string): void => {
+    notes.push(msg)
+    process.stderr.write(`bench: ${msg}\n`)
+  }
+  for (const t of TARGET_ORDER) {
+    if (!wanted.includes(t)) continue
+    if (t === "raw") specs.set(t, rawSpec)
+    else if (t === "broker" && opts.brokerCmd !== undefined) specs.set(t, customBrokerSpec(opts.brokerCmd))
+    else if (t === "broker" || t === "memory") {
+      if (built) specs.set(t, t === "broker" ? brokerSpec : memoryBrokerSpec)
+    } else {
+      const binary = findNatsServer()
+      if (binary === undefined) note("nats-server not found on the PATH: the NATS column is skipped (apt-get install nats-server)")
+      else specs.set(t, natsSpec(binary))
+    }
+  }
+  if (!built && (wanted.includes("memory") || (wanted.includes("broker") && opts.brokerCmd === undefined))) {
+    note("the built CLI was not found (run `npm run build`); broker columns are skipped")
+  } else if (built && !brokerEntryPoint().endsWith(BUNDLED_CLI)) {
+    note(`${BUNDLED_CLI} not found: the broker runs unbundled from ${brokerEntryPoint()} (slow startup)`)
+  }
+  return specs
+}
+
 // ---------------------------------------------------------------- main
-
-interface RunRecord {
-  readonly rep: number
-  readonly workload: string
-  readonly target: TargetName
-  readonly ok: boolean
-  readonly metrics: Metrics
-  readonly notes: Array<string>
-  readonly error?: string
-  readonly wallMs: number
-}
-
-interface Summary {
-  readonly raw: number | undefined
-  readonly broker: number | undefined
-  readonly ratio: number | undefined
-  readonly ratios: Array<number>
-}
-
-interface Check {
-  readonly name: string
-  readonly target: string
-  readonly value: string
-  readonly status: "PASS" | "FAIL" | "n/a"
-}
 
 /** Drops Node's ExperimentalWarning for stripTypeScriptTypes (used to prepare the raw relay). */
 const quietExperimentalWarnings = (): void => {
@@ -156,38 +213,36 @@ const quietExperimentalWarnings = (): void => {
   })
 }
 
-const main = async (): Promise<number> => {
-  const opts = parseArgs(process.argv.slice(2))
+const kLabel = (k: number): string => (k % 1000 === 0 ? `${k / 1000}k` : String(k))
+
+const runOne = async (w: Workload, spec: TargetSpec, rep: number): Promise<RunRecord | undefined> => {
+  const run = spec.name === "nats" ? w.natsRun : w.run
+  if (run === undefined) return undefined // this workload has no NATS equivalent
+  const t0 = performance.now()
+  try {
+    const r = await run(spec)
+    return { rep, workload: w.name, target: spec.name, ok: true, metrics: r.metrics, notes: r.notes, wallMs: performance.now() - t0 }
+  } catch (e) {
+    const error = e instanceof Error ? e.message : String(e)
+    return { rep, workload: w.name, target: spec.name, ok: false, metrics: {}, notes: [], error, wallMs: performance.now() - t0 }
+  }
+}
+
+const main = async (opts: Options): Promise<number> => {
   quietExperimentalWarnings()
   installCleanupHandlers()
   const base = opts.quick ? quickSizes : defaultSizes
-  const sizes = opts.regConcurrency === undefined ? base : { ...base, regConcurrency: opts.regConcurrency }
+  const sizes: Sizes = opts.regConcurrency === undefined ? base : { ...base, regConcurrency: opts.regConcurrency }
   const all = workloads(sizes)
   const selected: Array<Workload> = opts.only.length === 0
     ? all
     : all.filter((w) => opts.only.some((o) => w.name.startsWith(o)))
   if (selected.length === 0) throw new Error(`--only matched no workload\n${usage}`)
 
-  const specs = new Map<TargetName, TargetSpec>()
   const notes: Array<string> = []
-  // The baseline runs in the "raw" slot: the relay, or our broker in memory mode (durable vs memory, issue 13).
-  if (opts.target !== "broker") specs.set("raw", opts.baseline === "memory" ? memoryBrokerSpec : rawSpec)
-  if (opts.target !== "raw") {
-    if (opts.brokerCmd !== undefined) specs.set("broker", customBrokerSpec(opts.brokerCmd))
-    else if (fs.existsSync(brokerEntryPoint())) {
-      specs.set("broker", brokerSpec)
-      if (!brokerEntryPoint().endsWith(BUNDLED_CLI)) {
-        const msg = `${BUNDLED_CLI} not found: the broker runs unbundled from ${brokerEntryPoint()} (slow startup)`
-        notes.push(msg)
-        process.stderr.write(`bench: ${msg}\n`)
-      }
-    } else {
-      const msg = "the built CLI was not found (run `npm run build`); broker columns are skipped"
-      notes.push(msg)
-      process.stderr.write(`bench: ${msg}\n`)
-    }
-  }
+  const specs = resolveTargets(opts, notes)
   if (specs.size === 0) throw new Error("no target to run")
+  const targets = [...specs.keys()]
 
   const started = new Date()
   const loadBefore = os.loadavg()
@@ -197,24 +252,18 @@ const main = async (): Promise<number> => {
     process.stderr.write(`bench: ${msg}\n`)
   }
   process.stderr.write(
-    `bench: ${selected.length} workloads × ${specs.size} targets × ${opts.reps} reps${opts.quick ? " (quick)" : ""}\n`
+    `bench: ${selected.length} workloads × ${targets.join(", ")} × ${opts.reps} reps${opts.quick ? " (quick)" : ""}\n`
   )
   const runs: Array<RunRecord> = []
   for (let rep = 1; rep <= opts.reps; rep++) {
+    const order = rep % 2 === 1 ? targets : [...targets].reverse()
     for (const w of selected) {
-      const order: Array<TargetName> = rep % 2 === 1 ? ["raw", "broker"] : ["broker", "raw"]
       for (const t of order) {
         const spec = specs.get(t)
         if (spec === undefined) continue
-        const t0 = performance.now()
-        let rec: RunRecord
-        try {
-          const r = await w.run(spec)
-          rec = { rep, workload: w.name, target: t, ok: true, metrics: r.metrics, notes: r.notes, wallMs: performance.now() - t0 }
-        } catch (e) {
-          const error = e instanceof Error ? e.message : String(e)
-          rec = { rep, workload: w.name, target: t, ok: false, metrics: {}, notes: [], error, wallMs: performance.now() - t0 }
-        }
+        if (opts.ci && t === "memory" && !CI_MEMORY_WORKLOADS.includes(w.name)) continue
+        const rec = await runOne(w, spec, rep)
+        if (rec === undefined) continue
         runs.push(rec)
         const shown = headline(w.name).map(([k, label]) => `${label} ${fmt(rec.metrics[k])}`).join(", ")
         process.stderr.write(
@@ -226,54 +275,13 @@ const main = async (): Promise<number> => {
     }
   }
 
-  // ---- summary: medians per target, median of same-rep ratios
-  const summary: Record<string, Record<string, Summary>> = {}
-  for (const w of selected) {
-    const metricNames = new Set<string>()
-    for (const r of runs) if (r.workload === w.name) for (const k of Object.keys(r.metrics)) metricNames.add(k)
-    const perMetric: Record<string, Summary> = {}
-    for (const m of metricNames) {
-      const values = (t: TargetName): Array<number> =>
-        runs.filter((r) => r.workload === w.name && r.target === t && r.ok).map((r) => r.metrics[m] ?? Number.NaN)
-      const ratios: Array<number> = []
-      for (let rep = 1; rep <= opts.reps; rep++) {
-        const raw = runs.find((r) => r.rep === rep && r.workload === w.name && r.target === "raw" && r.ok)?.metrics[m]
-        const br = runs.find((r) => r.rep === rep && r.workload === w.name && r.target === "broker" && r.ok)?.metrics[m]
-        if (raw !== undefined && br !== undefined && Number.isFinite(raw / br) && raw !== 0) ratios.push(br / raw)
-      }
-      const rawVals = values("raw")
-      const brVals = values("broker")
-      perMetric[m] = {
-        raw: rawVals.length > 0 ? median(rawVals) : undefined,
-        broker: brVals.length > 0 ? median(brVals) : undefined,
-        ratio: ratios.length > 0 ? median(ratios) : undefined,
-        ratios
-      }
-    }
-    summary[w.name] = perMetric
-  }
-
-  // ---- table
-  const rows: Array<Array<string>> = []
-  for (const w of selected) {
-    const okCount = (t: TargetName): string =>
-      specs.has(t) ? `${runs.filter((r) => r.workload === w.name && r.target === t && r.ok).length}/${opts.reps}` : "–"
-    headline(w.name).forEach(([k, label], i) => {
-      const s = summary[w.name]?.[k]
-      rows.push([
-        i === 0 ? w.name : "",
-        label,
-        fmt(s?.raw),
-        fmt(s?.broker),
-        fmtRatio(s?.ratio),
-        i === 0 ? `${okCount("raw")} / ${okCount("broker")}` : ""
-      ])
-    })
-  }
-  const baseName = opts.baseline === "memory" ? "memory" : "raw"
-  const ours = opts.baseline === "memory" ? "durable" : "broker"
-  process.stdout.write(`\nResults (median over reps; ${ours}/${baseName} = median of same-rep ratios)\n\n`)
-  process.stdout.write(`${table(["workload", "metric", baseName, ours, `${ours}/${baseName}`, `ok ${baseName} / ${ours}`], rows)}\n`)
+  // ---- the side-by-side table
+  const names = selected.map((w) => w.name)
+  const summary = summarize(runs, names, targets, opts.reps)
+  process.stdout.write(
+    `\nResults (median over reps; a/b = median of same-rep ratios; broker = ours, durable; memory = ours, --durability memory)\n\n`
+  )
+  process.stdout.write(`${table(tableHeader(targets), tableRows(summary, runs, names, targets, opts.reps))}\n`)
 
   const failed = runs.filter((r) => !r.ok)
   if (failed.length > 0) {
@@ -281,51 +289,20 @@ const main = async (): Promise<number> => {
     for (const r of failed) process.stdout.write(`  rep ${r.rep} ${r.workload} ${r.target}: ${r.error ?? ""}\n`)
   }
   const noted = runs.filter((r) => r.notes.length > 0)
-  if (noted.length > 0) {
+  if (noted.length > 0 || notes.length > 0) {
     process.stdout.write(`\nNotes:\n`)
+    for (const n of notes) process.stdout.write(`  ${n}\n`)
     for (const r of noted) process.stdout.write(`  rep ${r.rep} ${r.workload} ${r.target}: ${r.notes.join("; ")}\n`)
   }
 
-  // ---- targets
-  const checks: Array<Check> = []
-  const ratioCheck = (name: string, workload: string, metric: string, op: ">=" | "<=", bound: number): void => {
-    const r = summary[workload]?.[metric]?.ratio
-    const status = r === undefined ? "n/a" : (op === ">=" ? r >= bound : r <= bound) ? "PASS" : "FAIL"
-    checks.push({ name, target: `broker/raw ${op} ${bound}`, value: fmtRatio(r), status })
-  }
-  if (opts.baseline === "memory") {
-    // Issue 13: durable mode keeps at least 0.7× memory mode's speed (latency at most 1/0.7×).
-    ratioCheck("durable vs memory: window-64 throughput", "w64", "msgPerSec", ">=", 0.7)
-    ratioCheck("durable vs memory: fan-in 16→1 throughput", "fanin", "msgPerSec", ">=", 0.7)
-    ratioCheck("durable vs memory: ask round-trip p50", "ask", "p50Us", "<=", 1.43)
-  } else {
-    ratioCheck("window-64 throughput", "w64", "msgPerSec", ">=", 0.7)
-    ratioCheck("fan-in 16→1 throughput", "fanin", "msgPerSec", ">=", 0.6)
-    ratioCheck("ask round-trip p50", "ask", "p50Us", "<=", 1.4)
-  }
-  const idleNames = selected.filter((w) => w.name.startsWith("idle-")).map((w) => w.name)
-  const largest = sizes.idle.reduce((a, b) => (b.k > a.k ? b : a), { k: 0, scopeSize: 0 })
-  const idleName = idleNames.find((n) => n === `idle-${largest.k % 1000 === 0 ? `${largest.k / 1000}k` : largest.k}`)
-  {
-    const v = idleName === undefined ? undefined : summary[idleName]?.["rssPerSessionKiB"]?.broker
-    checks.push({
-      name: `${largest.k.toLocaleString("en-US")} sessions: broker RSS per session`,
-      target: "<= 16 KiB",
-      value: v === undefined ? "–" : `${fmt(v)} KiB`,
-      status: v === undefined ? "n/a" : v <= 16 ? "PASS" : "FAIL"
-    })
-  }
-  {
-    const v = summary["startup"]?.["healthMs"]?.broker
-    checks.push({
-      name: "broker spawn → health_ok",
-      target: "<= 150 ms",
-      value: v === undefined ? "–" : `${fmt(v)} ms`,
-      status: v === undefined ? "n/a" : v <= 150 ? "PASS" : "FAIL"
-    })
-  }
-  process.stdout.write(`\nTargets\n\n`)
-  process.stdout.write(`${table(["status", "check", "target", "measured"], checks.map((c) => [c.status, c.name, c.target, c.value]), 9)}\n`)
+  // ---- targets (issue 16)
+  const scale = sizes.idle.find((c) => c.scale === true)
+  const checks = issue16Checks(summary, {
+    storm: `storm-${kLabel(sizes.stormSessions)}`,
+    idleScale: scale === undefined ? undefined : { name: `idle-${kLabel(scale.k)}`, sessions: scale.k }
+  })
+  process.stdout.write(`\nTargets (issue 16; n/a: not measured in this run)\n\n`)
+  process.stdout.write(`${table(["status", "target", "bound", "measured"], checks.map((c) => [c.status, c.name, c.target, c.value]), 9)}\n`)
 
   // ---- JSON
   const result = {
@@ -343,13 +320,14 @@ const main = async (): Promise<number> => {
     options: {
       reps: opts.reps,
       quick: opts.quick,
+      ci: opts.ci,
       only: opts.only,
-      target: opts.target,
-      brokerCmd: opts.brokerCmd ?? null,
-      baseline: opts.baseline
+      targets,
+      brokerCmd: opts.brokerCmd ?? null
     },
     sizes,
     notes,
+    workloads: names,
     runs,
     summary,
     checks
@@ -360,14 +338,29 @@ const main = async (): Promise<number> => {
   return failed.length > 0 ? 1 : 0
 }
 
-main().then(
-  (code) => {
-    cleanupAll()
-    process.exit(code)
-  },
-  (e: unknown) => {
-    process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`)
-    cleanupAll()
-    process.exit(2)
-  }
-)
+/** `--ci` never fails the build: its own errors are printed and the exit code is 0. */
+const CI_WATCHDOG_MS = 120_000
+
+const ciMode = process.argv.includes("--ci")
+const exit = (code: number): never => {
+  cleanupAll()
+  process.exit(ciMode ? 0 : code)
+}
+if (ciMode) {
+  setTimeout(() => {
+    process.stderr.write(`bench --ci: still running after ${CI_WATCHDOG_MS / 1000} s; stopped (non-gating)\n`)
+    exit(0)
+  }, CI_WATCHDOG_MS).unref()
+}
+Promise.resolve()
+  .then(() => main(parseArgs(process.argv.slice(2))))
+  .then(
+    (code) => {
+      if (ciMode && code !== 0) process.stderr.write(`bench --ci: some runs failed (see above); non-gating, exit 0\n`)
+      exit(code)
+    },
+    (e: unknown) => {
+      process.stderr.write(`bench${ciMode ? " --ci" : ""}: ${e instanceof Error ? e.message : String(e)}\n`)
+      exit(2)
+    }
+  )

@@ -1,6 +1,7 @@
 /**
- * Targets under test (our broker, the raw relay) as child processes: spawn in
- * a fresh short temp dir, wait for the ready line, read /proc stats, stop.
+ * Targets under test (our broker in durable and in memory mode, the raw relay,
+ * and a NATS server as an outside reference) as child processes: spawn in a
+ * fresh short temp dir, wait for the ready line, read /proc stats, stop.
  * Every spawned process and temp dir is tracked and cleaned up on exit,
  * including on errors and Ctrl-C.
  */
@@ -11,14 +12,33 @@ import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { brokerEntryPoint } from "../src/config/install.ts"
 
-export type TargetName = "raw" | "broker"
+/**
+ * The table's columns: `broker` is ours as a client spawns it (durable, the
+ * default) or `--broker-cmd`; `memory` is ours with `--durability memory`;
+ * `raw` the raw relay; `nats` a `nats-server` found on the PATH.
+ */
+export type TargetName = "raw" | "broker" | "memory" | "nats"
+
+/** Every column, in table order. */
+export const TARGET_ORDER: ReadonlyArray<TargetName> = ["raw", "broker", "memory", "nats"]
+
+/** What a ready line told: the serving pid (when it differs from the child's) and a TCP port. */
+export interface Ready {
+  readonly pid: number | undefined
+  readonly port: number | undefined
+}
 
 export interface TargetSpec {
   readonly name: TargetName
   /** argv for a fresh instance whose agent dir is `dir`. */
   readonly argv: (dir: string, maxSessions: number | undefined) => ReadonlyArray<string>
   readonly socketPath: (dir: string) => string
+  /** Recognises readiness in what the process printed so far (stdout, stderr); default: our ready line. */
+  readonly ready?: (stdout: string, stderr: string) => Ready | undefined
 }
+
+/** Our broker, in either durability mode (the workloads that need intercom's own features run only on these). */
+export const isBroker = (spec: TargetSpec): boolean => spec.name === "broker" || spec.name === "memory"
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -64,9 +84,9 @@ export const brokerSpec: TargetSpec = {
   socketPath: socketIn
 }
 
-/** The broker in memory mode (`--durability memory`): the baseline of `--baseline memory`. */
+/** The broker in memory mode (`--durability memory`). */
 export const memoryBrokerSpec: TargetSpec = {
-  name: "raw",
+  name: "memory",
   argv: (dir, maxSessions) => [...brokerSpec.argv(dir, maxSessions), "--durability", "memory"],
   socketPath: socketIn
 }
@@ -84,6 +104,39 @@ export const customBrokerSpec = (template: string): TargetSpec => ({
       return tok.replaceAll("{dir}", dir).replaceAll("{sock}", socketIn(dir))
     }),
   socketPath: socketIn
+})
+
+/** `nats-server` on the PATH, or undefined. */
+export const findNatsServer = (): string | undefined => {
+  for (const dir of (process.env["PATH"] ?? "").split(path.delimiter)) {
+    if (dir === "") continue
+    const file = path.join(dir, "nats-server")
+    try {
+      fs.accessSync(file, fs.constants.X_OK)
+      if (fs.statSync(file).isFile()) return file
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+const NATS_LISTENING = /Listening for client connections on [^\s]*:(\d+)/
+
+/**
+ * A NATS server on 127.0.0.1 with a port it picks itself (`-p -1`: a free
+ * one, read back from its log), no monitoring, no persistence: the outside
+ * reference for the workloads that map onto plain publish/subscribe.
+ */
+export const natsSpec = (binary: string): TargetSpec => ({
+  name: "nats",
+  argv: () => [binary, "-a", "127.0.0.1", "-p", "-1"],
+  socketPath: () => "",
+  ready: (_stdout, stderr) => {
+    const m = NATS_LISTENING.exec(stderr)
+    if (m === null || !stderr.includes("Server is ready")) return undefined
+    return { pid: undefined, port: Number(m[1]) }
+  }
 })
 
 // ---------------------------------------------------------------- cleanup
@@ -144,6 +197,8 @@ export interface Instance {
   readonly socketPath: string
   /** Pid of the process that serves the socket (from the ready line). */
   readonly pid: number
+  /** The TCP port of a target that listens on one (NATS). */
+  readonly port: number | undefined
   readonly child: ChildProcess
   /** ms from spawn() until the ready line was read. */
   readonly readyMs: number
@@ -168,6 +223,11 @@ const UNUSUAL = /error|warn|fatal|exception|defect/i
 
 const READY = /(Intercom broker started|raw relay ready)[^\n]*?pid:\s*(\d+)/
 
+const ourReady = (stdout: string): Ready | undefined => {
+  const m = READY.exec(stdout)
+  return m === null ? undefined : { pid: Number(m[2]), port: undefined }
+}
+
 export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Instance> => {
   const dir = makeTempDir()
   const argv = spec.argv(dir, options.maxSessions)
@@ -183,14 +243,21 @@ export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Ins
   options.onSpawned?.(spec.socketPath(dir), t0, child.pid)
   let stdout = ""
   let stderr = ""
+  /** stderr from the start until ready (the 8 KiB tail in `stderr` may have lost a ready line). */
+  let earlyStderr = ""
   let stopping = false
   let exitStatus: string | undefined
   let partial = ""
   const unusual: Array<string> = []
   let stderrLines = 0
+  const checkReady = { current: (): void => {} }
   child.stderr?.on("data", (d: Buffer) => {
     const text = d.toString("utf8")
     stderr = (stderr + text).slice(-8192)
+    if (earlyStderr.length < 65_536) {
+      earlyStderr += text
+      checkReady.current()
+    }
     const lines = (partial + text).split("\n")
     partial = lines.pop() ?? ""
     stderrLines += lines.length
@@ -225,21 +292,21 @@ export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Ins
       clearTimeout(timer)
       reject(e)
     })
-    child.stdout?.on("data", (d: Buffer) => {
-      if (stdout.length < 65_536) stdout += d.toString("utf8")
+    checkReady.current = () => {
       if (settled) return
-      const m = READY.exec(stdout)
-      if (m === null) return
+      const r = spec.ready === undefined ? ourReady(stdout) : spec.ready(stdout, earlyStderr)
+      if (r === undefined) return
       settled = true
       clearTimeout(timer)
       const readyMs = performance.now() - t0
-      const pid = Number(m[2])
+      const pid = r.pid ?? child.pid ?? -1
       if (pid !== child.pid) extraPids.add(pid)
       const instance: Instance = {
         target: spec.name,
         dir,
         socketPath: spec.socketPath(dir),
         pid,
+        port: r.port,
         child,
         readyMs,
         stderr: () => stderr,
@@ -251,6 +318,10 @@ export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Ins
         stopping = true
       })
       resolve(instance)
+    }
+    child.stdout?.on("data", (d: Buffer) => {
+      if (stdout.length < 65_536) stdout += d.toString("utf8")
+      checkReady.current()
     })
   })
 }

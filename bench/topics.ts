@@ -10,7 +10,7 @@ import type { BenchClient, Frame } from "./client.ts"
 import { connectAndRegister } from "./client.ts"
 import { getRecord } from "./framing.ts"
 import { maxOf, median, percentileSorted, sortedCopy } from "./stats.ts"
-import { procStatusKiB, type TargetSpec } from "./targets.ts"
+import { isBroker, procStatusKiB, type TargetSpec } from "./targets.ts"
 import { closeAll, makeText, type RunResult, settle, withInstance, withTimeout } from "./workloads.ts"
 
 const FEATURES = ["topics-v1"]
@@ -24,7 +24,7 @@ const revisionOf = (frame: Frame): number | undefined => {
 }
 
 export const topicFanoutRun = async (spec: TargetSpec, subscribers: number, publications: number): Promise<RunResult> => {
-  if (spec.name !== "broker") return { metrics: {}, notes: ["skipped: the raw relay has no topics"] }
+  if (!isBroker(spec)) return { metrics: {}, notes: ["skipped: the raw relay has no topics"] }
   const subs: Array<BenchClient> = []
   try {
     return await withInstance(spec, subscribers + 16, async (inst) => {

@@ -4,11 +4,14 @@
  * Every wait is bounded; a run that times out or sees a protocol error throws.
  */
 import net from "node:net"
+import { cliSendRun } from "./cli-send.ts"
 import { BenchClient, connectAndRegister, type Frame } from "./client.ts"
+import { natsAskRun, natsThroughputRun } from "./nats-workloads.ts"
 import { replaceStormBody } from "./replace.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
 import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
-import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
+import { ensureOpenFiles, stormRun } from "./scale.ts"
+import { cpuMicros, type Instance, isBroker, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
 
 export type Metrics = Record<string, number>
@@ -29,7 +32,12 @@ export interface Sizes {
   readonly askWarmup: number
   readonly payloadWindow: number
   readonly payloads: ReadonlyArray<{ readonly label: string; readonly bytes: number; readonly count: number }>
-  readonly idle: ReadonlyArray<{ readonly k: number; readonly scopeSize: number }>
+  /**
+   * Idle-session workloads. `scale`: the session cap is raised to `k + 10,000`
+   * (`--max-sessions`), the open-file limit is checked (and raised when it can
+   * be), and a refused registration ends the run with a note instead of failing it.
+   */
+  readonly idle: ReadonlyArray<{ readonly k: number; readonly scopeSize: number; readonly scale?: boolean }>
   readonly regConcurrency: number
   readonly listCount: number
   readonly startupSpawns: number
@@ -38,6 +46,10 @@ export interface Sizes {
   /** Topic fan-out (`topics-v1`, broker only): subscribers and publications. */
   readonly topicSubscribers: number
   readonly topicPublications: number
+  /** Sessions of the registration storm (`storm-1k`). */
+  readonly stormSessions: number
+  /** Measured `intercom send` processes per run (`cli-send`). */
+  readonly cliSends: number
 }
 
 export const defaultSizes: Sizes = {
@@ -57,14 +69,17 @@ export const defaultSizes: Sizes = {
   ],
   idle: [
     { k: 1_000, scopeSize: 1_000 },
-    { k: 10_000, scopeSize: 100 }
+    { k: 10_000, scopeSize: 100 },
+    { k: 50_000, scopeSize: 100, scale: true }
   ],
   regConcurrency: 32,
   listCount: 20,
   startupSpawns: 4,
   stormSeconds: 6,
   topicSubscribers: 1_000,
-  topicPublications: 200
+  topicPublications: 200,
+  stormSessions: 1_000,
+  cliSends: 10
 }
 
 export const quickSizes: Sizes = {
@@ -91,7 +106,9 @@ export const quickSizes: Sizes = {
   startupSpawns: 3,
   stormSeconds: 3,
   topicSubscribers: 200,
-  topicPublications: 50
+  topicPublications: 50,
+  stormSessions: 1_000,
+  cliSends: 3
 }
 
 export interface Workload {
@@ -99,6 +116,8 @@ export interface Workload {
   readonly title: string
   /** Spawns of the target per run are done by the workload itself (startup) or once. */
   readonly run: (spec: TargetSpec) => Promise<RunResult>
+  /** The same measure against a NATS server, for the workloads that map onto publish/subscribe; others skip NATS. */
+  readonly natsRun?: (spec: TargetSpec) => Promise<RunResult>
 }
 
 // ---------------------------------------------------------------- helpers
@@ -473,13 +492,18 @@ const idleRun = async (
   k: number,
   scopeSize: number,
   concurrency: number,
-  listCount: number
+  listCount: number,
+  scale: boolean
 ): Promise<RunResult> => {
   // Closed only after the target is stopped, so it does not spend the stop
   // broadcasting K session_left frames.
   const idle: Array<BenchClient> = []
   try {
-    return await idleBody(spec, k, scopeSize, concurrency, listCount, idle)
+    if (!scale) return await idleBody(spec, k, scopeSize, concurrency, listCount, idle, 20_000, false)
+    const room = ensureOpenFiles(k)
+    const r = await idleBody(spec, Math.min(k, room.sessions), scopeSize, concurrency, listCount, idle, k + 10_000, true)
+    if (room.note !== undefined) r.notes.unshift(room.note)
+    return r
   } finally {
     closeAll(idle)
   }
@@ -491,9 +515,11 @@ const idleBody = (
   scopeSize: number,
   concurrency: number,
   listCount: number,
-  idle: Array<BenchClient>
+  idle: Array<BenchClient>,
+  maxSessions: number,
+  tolerateRefusal: boolean
 ): Promise<RunResult> =>
-  withInstance(spec, 20_000, async (inst) => {
+  withInstance(spec, maxSessions, async (inst) => {
     const scoped = scopeSize < k
     const scopeOf = (i: number): string | undefined => (scoped ? `g${Math.floor(i / scopeSize)}` : undefined)
     const lister0 = scopeOf(0)
@@ -507,15 +533,25 @@ const idleBody = (
       const rssBefore = procStatusKiB(inst.pid, "VmRSS")
       let next = 0
       let retries = 0
+      let refused: string | undefined
       const t0 = performance.now()
       const worker = async (): Promise<void> => {
         while (next < k) {
           const i = next++
           const scopeId = scopeOf(i)
-          const r = await connectAndRegister(inst.socketPath, `idle-${i}`, scopeId === undefined ? {} : { scopeId })
-          r.client.discard()
-          retries += r.retries
-          idle.push(r.client)
+          try {
+            const r = await connectAndRegister(inst.socketPath, `idle-${i}`, scopeId === undefined ? {} : { scopeId })
+            r.client.discard()
+            retries += r.retries
+            idle.push(r.client)
+          } catch (e) {
+            if (!tolerateRefusal) throw e
+            // Report how far it got instead of failing: stop every worker.
+            refused ??= `the target refused session ${(i + 1).toLocaleString("en-US")} (${
+              e instanceof Error ? e.message.slice(0, 200) : String(e)
+            }): measured with ${idle.length.toLocaleString("en-US")} sessions`
+            next = k
+          }
         }
       }
       await withTimeout(
@@ -524,20 +560,23 @@ const idleBody = (
         `registering ${k} sessions`
       )
       const registerMs = performance.now() - t0
+      const held = idle.length
       await settle(inst.pid, 10_000)
       const rssAfter = procStatusKiB(inst.pid, "VmRSS")
       const lists = await listLatency(lister, listCount)
       const dropped = idle.filter((c) => c.isClosed).length
       const notes: Array<string> = []
+      if (refused !== undefined) notes.push(refused)
       if (retries > 0) notes.push(`${retries} registrations retried (connection dropped before registered)`)
       if (dropped > 0) notes.push(`${dropped} idle sessions were disconnected by the target`)
       return {
         metrics: {
+          sessions: held,
           registerMs,
-          registerPerSec: k / (registerMs / 1000),
+          registerPerSec: held / (registerMs / 1000),
           rssBeforeKiB: rssBefore,
           rssAfterKiB: rssAfter,
-          rssPerSessionKiB: (rssAfter - rssBefore) / k,
+          rssPerSessionKiB: held === 0 ? Number.NaN : (rssAfter - rssBefore) / held,
           listP50Us: median(lists.us),
           listMaxUs: maxOf(lists.us),
           listSize: lists.size,
@@ -676,7 +715,8 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
   {
     name: "w64",
     title: `1→1 throughput, window 64 (${sizes.w64} × 100 B)`,
-    run: (spec) => throughputRun(spec, 1, sizes.w64, 64, 100)
+    run: (spec) => throughputRun(spec, 1, sizes.w64, 64, 100),
+    natsRun: (spec) => natsThroughputRun(spec, 1, sizes.w64, 64, 100)
   },
   {
     name: "sustained",
@@ -686,12 +726,14 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
   {
     name: "fanin",
     title: `fan-in ${sizes.faninSenders}→1, window ${sizes.faninWindow} (${sizes.faninSenders} × ${sizes.faninPerSender})`,
-    run: (spec) => throughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100)
+    run: (spec) => throughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100),
+    natsRun: (spec) => natsThroughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100)
   },
   {
     name: "ask",
     title: `ask round trip (${sizes.askRounds} rounds + ${sizes.askWarmup} warm-up)`,
-    run: (spec) => askRun(spec, sizes.askRounds, sizes.askWarmup)
+    run: (spec) => askRun(spec, sizes.askRounds, sizes.askWarmup),
+    natsRun: (spec) => natsAskRun(spec, sizes.askRounds, sizes.askWarmup)
   },
   ...sizes.payloads.map((p): Workload => ({
     name: `payload-${p.label}`,
@@ -701,18 +743,31 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
   ...sizes.idle.map((c): Workload => ({
     name: `idle-${kLabel(c.k)}`,
     title: `${c.k} idle sessions (${c.scopeSize < c.k ? `scopes of ${c.scopeSize}` : "one scope"}, ${sizes.regConcurrency} registering at once)`,
-    run: (spec) => idleRun(spec, c.k, c.scopeSize, sizes.regConcurrency, sizes.listCount)
+    run: (spec) => idleRun(spec, c.k, c.scopeSize, sizes.regConcurrency, sizes.listCount, c.scale === true)
   })),
+  {
+    name: `storm-${kLabel(sizes.stormSessions)}`,
+    title: `registration storm: ${sizes.stormSessions} sessions in one scope, ${sizes.regConcurrency} registering at once; peak RSS`,
+    run: (spec) => stormRun(spec, sizes.stormSessions, sizes.regConcurrency)
+  },
   {
     name: "startup",
     title: `startup: spawn → health_ok (${sizes.startupSpawns} spawns per rep)`,
     run: (spec) => startupRun(spec, sizes.startupSpawns)
   },
   {
+    name: "cli-send",
+    title: `\`intercom send\` as a process, target running (${sizes.cliSends} sends per rep, median)`,
+    run: (spec) =>
+      isBroker(spec)
+        ? cliSendRun(spec, sizes.cliSends)
+        : Promise.resolve({ metrics: {}, notes: ["not applicable: the CLI talks to our broker"] })
+  },
+  {
     name: "replace-storm",
     title: `replace coalescing: 1,000 updates/s over 100 threads for ${sizes.stormSeconds} s (delivery-v1)`,
     run: (spec) =>
-      spec.name === "raw"
+      !isBroker(spec)
         ? Promise.resolve({ metrics: {}, notes: ["not applicable: the raw relay stages nothing"] })
         : withInstance(spec, undefined, (inst) =>
           replaceStormBody(inst, { threads: 100, ratePerSecond: 1000, seconds: sizes.stormSeconds }))
