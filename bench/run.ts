@@ -26,6 +26,7 @@ import {
   customBrokerSpec,
   findNatsServer,
   installCleanupHandlers,
+  isBroker,
   memoryBrokerSpec,
   natsSpec,
   rawSpec,
@@ -216,8 +217,8 @@ const quietExperimentalWarnings = (): void => {
 const kLabel = (k: number): string => (k % 1000 === 0 ? `${k / 1000}k` : String(k))
 
 const runOne = async (w: Workload, spec: TargetSpec, rep: number): Promise<RunRecord | undefined> => {
-  const run = spec.name === "nats" ? w.natsRun : w.run
-  if (run === undefined) return undefined // this workload has no NATS equivalent
+  const run = spec.name === "nats" ? w.natsRun : w.brokerOnly === true && !isBroker(spec) ? undefined : w.run
+  if (run === undefined) return undefined // no equivalent on this target
   const t0 = performance.now()
   try {
     const r = await run(spec)

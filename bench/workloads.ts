@@ -118,6 +118,8 @@ export interface Workload {
   readonly run: (spec: TargetSpec) => Promise<RunResult>
   /** The same measure against a NATS server, for the workloads that map onto publish/subscribe; others skip NATS. */
   readonly natsRun?: (spec: TargetSpec) => Promise<RunResult>
+  /** Runs only against our broker (durable or memory): the others are skipped, not run. */
+  readonly brokerOnly?: boolean
 }
 
 // ---------------------------------------------------------------- helpers
@@ -758,10 +760,8 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
   {
     name: "cli-send",
     title: `\`intercom send\` as a process, target running (${sizes.cliSends} sends per rep, median)`,
-    run: (spec) =>
-      isBroker(spec)
-        ? cliSendRun(spec, sizes.cliSends)
-        : Promise.resolve({ metrics: {}, notes: ["not applicable: the CLI talks to our broker"] })
+    brokerOnly: true,
+    run: (spec) => cliSendRun(spec, sizes.cliSends)
   },
   {
     name: "replace-storm",
