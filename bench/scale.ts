@@ -69,10 +69,11 @@ export const ensureOpenFiles = (sessions: number): OpenFiles => {
   const before = ownLimit()
   if (before === undefined) return { sessions, note: "could not read /proc/self/limits: the open-file limit is unknown" }
   if (before.soft >= need) return { sessions, note: undefined }
-  const want = Math.max(need, Number.isFinite(before.hard) ? before.hard : need)
+  // Soft up to what is needed; hard at least that (a hard limit is only raised with CAP_SYS_RESOURCE).
+  const hard = Number.isFinite(before.hard) ? String(Math.max(need, before.hard)) : "unlimited"
   let error = ""
   try {
-    execFileSync("prlimit", ["--pid", String(process.pid), `--nofile=${want}:${Math.max(want, before.hard)}`], {
+    execFileSync("prlimit", ["--pid", String(process.pid), `--nofile=${need}:${hard}`], {
       stdio: ["ignore", "ignore", "pipe"]
     })
   } catch (e) {

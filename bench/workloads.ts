@@ -765,6 +765,7 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
   },
   {
     name: "replace-storm",
+    brokerOnly: true,
     title: `replace coalescing: 1,000 updates/s over 100 threads for ${sizes.stormSeconds} s (delivery-v1)`,
     run: (spec) =>
       !isBroker(spec)
@@ -774,6 +775,7 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
   },
   {
     name: "topic-fanout",
+    brokerOnly: true,
     title: `topic fan-out: ${sizes.topicPublications} publications to ${sizes.topicSubscribers} subscribers, window 1 (topics-v1; broker only)`,
     run: (spec) => topicFanoutRun(spec, sizes.topicSubscribers, sizes.topicPublications)
   }
