@@ -11,7 +11,7 @@ import path from "node:path"
 import { connectAndRegister } from "./client.ts"
 import { median, maxOf, minOf } from "./stats.ts"
 import { repoRoot, type TargetSpec } from "./targets.ts"
-import { type RunResult, withInstance, withTimeout } from "./workloads.ts"
+import { type RunResult, withInstance, withTimeout } from "./harness.ts"
 
 /** The executable package.json's `bin` names (the bundle). */
 export const cliBin = (): string => path.join(repoRoot, "dist", "bin", "intercom.mjs")

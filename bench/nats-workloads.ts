@@ -14,7 +14,7 @@ import { NatsClient } from "./nats-client.ts"
 import { leadingSeq, type NatsMsg } from "./nats-protocol.ts"
 import { maxOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
-import { makeText, type RunResult, withTimeout } from "./workloads.ts"
+import { makeText, type RunResult, withTimeout } from "./harness.ts"
 
 const selfCpuUs = (): number => {
   const u = process.cpuUsage()

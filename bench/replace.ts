@@ -10,7 +10,7 @@ import { connectAndRegister } from "./client.ts"
 import { getRecord, getString } from "./framing.ts"
 import { maxOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, procStatusKiB } from "./targets.ts"
-import type { RunResult } from "./workloads.ts"
+import type { RunResult } from "./harness.ts"
 
 /** The storm's shape. */
 export interface StormSizes {

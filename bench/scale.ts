@@ -15,7 +15,7 @@ import { execFileSync } from "node:child_process"
 import fs from "node:fs"
 import { type BenchClient, connectAndRegister } from "./client.ts"
 import { procStatusKiB, type TargetSpec } from "./targets.ts"
-import { closeAll, type RunResult, settle, withInstance, withTimeout } from "./workloads.ts"
+import { closeAll, type RunResult, settle, withInstance, withTimeout } from "./harness.ts"
 
 // ---------------------------------------------------------------- open files
 

@@ -11,7 +11,7 @@ import { connectAndRegister } from "./client.ts"
 import { getRecord } from "./framing.ts"
 import { maxOf, median, percentileSorted, sortedCopy } from "./stats.ts"
 import { isBroker, procStatusKiB, type TargetSpec } from "./targets.ts"
-import { closeAll, makeText, type RunResult, settle, withInstance, withTimeout } from "./workloads.ts"
+import { closeAll, makeText, type RunResult, settle, withInstance, withTimeout } from "./harness.ts"
 
 const FEATURES = ["topics-v1"]
 const TOPIC = "bench/topic"

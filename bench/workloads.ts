@@ -11,15 +11,9 @@ import { replaceStormBody } from "./replace.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
 import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { ensureOpenFiles, stormRun } from "./scale.ts"
-import { cpuMicros, type Instance, isBroker, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
+import { closeAll, makeText, type RunResult, settle, sleep, withInstance, withTimeout } from "./harness.ts"
+import { cpuMicros, isBroker, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
-
-export type Metrics = Record<string, number>
-
-export interface RunResult {
-  readonly metrics: Metrics
-  readonly notes: Array<string>
-}
 
 export interface Sizes {
   readonly w1: number
@@ -124,73 +118,8 @@ export interface Workload {
 
 // ---------------------------------------------------------------- helpers
 
-const FILLER = "The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. 0123456789 "
-
-export const makeText = (bytes: number): string => {
-  let s = ""
-  while (s.length < bytes) s += FILLER
-  return s.slice(0, bytes)
-}
-
-export const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
-  new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)
-    p.then(
-      (a) => {
-        clearTimeout(timer)
-        resolve(a)
-      },
-      (e: unknown) => {
-        clearTimeout(timer)
-        reject(e instanceof Error ? e : new Error(String(e)))
-      }
-    )
-  })
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** Runs `body` against a fresh instance; always stops it; reports an unexpected exit. */
-export const withInstance = async (
-  spec: TargetSpec,
-  maxSessions: number | undefined,
-  body: (inst: Instance) => Promise<RunResult>
-): Promise<RunResult> => {
-  const inst = await start(spec, maxSessions === undefined ? {} : { maxSessions })
-  try {
-    const result = await body(inst)
-    // Only unusual output is worth a note (the broker logs INFO lines per session).
-    const bad = inst.unusualStderr()
-    if (bad.length > 0) result.notes.push(`stderr: ${bad.slice(-3).join(" | ").slice(-400)}`)
-    result.metrics["stderrLines"] = inst.stderrLines()
-    return result
-  } catch (e) {
-    const exit = inst.unexpectedExit()
-    const msg = e instanceof Error ? e.message : String(e)
-    throw new Error(exit === undefined ? msg : `${msg} [${spec.name} died: ${exit}; stderr: ${inst.stderr().slice(-600)}]`)
-  } finally {
-    await stop(inst)
-  }
-}
-
 const failureText = (frame: Frame): string =>
   `${getString(frame, "code") ?? "?"} ${getString(frame, "reason") ?? JSON.stringify(frame).slice(0, 200)}`
-
-export const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
-  for (const c of clients) c.close()
-}
-
-/** Waits until the process has used no CPU for two consecutive 100 ms polls (max `maxMs`). */
-export const settle = async (pid: number, maxMs = 5000): Promise<void> => {
-  const deadline = performance.now() + maxMs
-  let last = cpuMicros(pid)
-  let quiet = 0
-  while (quiet < 2 && performance.now() < deadline) {
-    await sleep(100)
-    const now = cpuMicros(pid)
-    quiet = now === last ? quiet + 1 : 0
-    last = now
-  }
-}
 
 // ---------------------------------------------------------------- transfer
 

@@ -1,0 +1,80 @@
+/**
+ * What every workload module shares: a run's result type, the fresh-instance
+ * wrapper (start, body, stop, stderr notes), bounded waits, the text filler
+ * and the wait for a quiet target. Kept apart from the workload registry
+ * (workloads.ts) so the workload modules do not import each other.
+ */
+import type { BenchClient } from "./client.ts"
+import { cpuMicros, type Instance, start, stop, type TargetSpec } from "./targets.ts"
+
+export type Metrics = Record<string, number>
+
+export interface RunResult {
+  readonly metrics: Metrics
+  readonly notes: Array<string>
+}
+
+const FILLER = "The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. 0123456789 "
+
+export const makeText = (bytes: number): string => {
+  let s = ""
+  while (s.length < bytes) s += FILLER
+  return s.slice(0, bytes)
+}
+
+export const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)
+    p.then(
+      (a) => {
+        clearTimeout(timer)
+        resolve(a)
+      },
+      (e: unknown) => {
+        clearTimeout(timer)
+        reject(e instanceof Error ? e : new Error(String(e)))
+      }
+    )
+  })
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Runs `body` against a fresh instance; always stops it; reports an unexpected exit. */
+export const withInstance = async (
+  spec: TargetSpec,
+  maxSessions: number | undefined,
+  body: (inst: Instance) => Promise<RunResult>
+): Promise<RunResult> => {
+  const inst = await start(spec, maxSessions === undefined ? {} : { maxSessions })
+  try {
+    const result = await body(inst)
+    // Only unusual output is worth a note (the broker logs INFO lines per session).
+    const bad = inst.unusualStderr()
+    if (bad.length > 0) result.notes.push(`stderr: ${bad.slice(-3).join(" | ").slice(-400)}`)
+    result.metrics["stderrLines"] = inst.stderrLines()
+    return result
+  } catch (e) {
+    const exit = inst.unexpectedExit()
+    const msg = e instanceof Error ? e.message : String(e)
+    throw new Error(exit === undefined ? msg : `${msg} [${spec.name} died: ${exit}; stderr: ${inst.stderr().slice(-600)}]`)
+  } finally {
+    await stop(inst)
+  }
+}
+
+export const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
+  for (const c of clients) c.close()
+}
+
+/** Waits until the process has used no CPU for two consecutive 100 ms polls (max `maxMs`). */
+export const settle = async (pid: number, maxMs = 5000): Promise<void> => {
+  const deadline = performance.now() + maxMs
+  let last = cpuMicros(pid)
+  let quiet = 0
+  while (quiet < 2 && performance.now() < deadline) {
+    await sleep(100)
+    const now = cpuMicros(pid)
+    quiet = now === last ? quiet + 1 : 0
+    last = now
+  }
+}
