@@ -8,8 +8,10 @@
 import { fmt, fmtRatio } from "./format.ts"
 import type { Summary } from "./summary.ts"
 
+/** `n/a`: the measure is missing or partial. */
 export type CheckStatus = "PASS" | "FAIL" | "n/a"
 
+/** One target as printed: its name, bound, measured value and status. */
 export interface Check {
   readonly name: string
   readonly target: string
@@ -30,6 +32,7 @@ const within = (value: number, op: ">=" | "<=", bound: number): CheckStatus =>
 
 const MiB = (kib: number | undefined): string => (kib === undefined ? "–" : `${fmt(kib / 1024)} MiB`)
 
+/** Issue 16's targets on `summary`, in the order of the issue's table. */
 export const issue16Checks = (summary: Summary, names: CheckNames): Array<Check> => {
   const checks: Array<Check> = []
   const ratioCheck = (

@@ -40,6 +40,7 @@ const timedProcess = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Prom
     argv.slice(1, 3).join(" ")
   )
 
+/** One `cli-send` run against a fresh instance of `spec`: `sends` measured sends (see the header). */
 export const cliSendRun = (spec: TargetSpec, sends: number): Promise<RunResult> =>
   withInstance(spec, undefined, async (inst) => {
     const bin = cliBin()

@@ -7,8 +7,10 @@
 import type { BenchClient } from "./client.ts"
 import { cpuMicros, type Instance, start, stop, type TargetSpec } from "./targets.ts"
 
+/** A run's measured values by name (the JSON keeps all; `format.ts` picks the headline ones). */
 export type Metrics = Record<string, number>
 
+/** What a workload returns for one run: its metrics and any notes worth printing. */
 export interface RunResult {
   readonly metrics: Metrics
   readonly notes: Array<string>
@@ -16,12 +18,14 @@ export interface RunResult {
 
 const FILLER = "The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. 0123456789 "
 
+/** ASCII text of exactly `bytes` bytes. */
 export const makeText = (bytes: number): string => {
   let s = ""
   while (s.length < bytes) s += FILLER
   return s.slice(0, bytes)
 }
 
+/** `p`, or a rejection naming `what` after `ms`. */
 export const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise<A> =>
   new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)
@@ -37,6 +41,7 @@ export const withTimeout = <A>(p: Promise<A>, ms: number, what: string): Promise
     )
   })
 
+/** Resolves after `ms` (the bench is plain Node, outside the Effect runtime). */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs `body` against a fresh instance; always stops it; reports an unexpected exit. */
@@ -62,6 +67,7 @@ export const withInstance = async (
   }
 }
 
+/** Closes every client's socket. */
 export const closeAll = (clients: ReadonlyArray<BenchClient>): void => {
   for (const c of clients) c.close()
 }

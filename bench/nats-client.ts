@@ -10,6 +10,7 @@ import { connectLine, type NatsMsg, NatsParser, pubText, subLine } from "./nats-
 
 const noop = (): void => {}
 
+/** One connection to a NATS server (see the header). */
 export class NatsClient {
   readonly socket: net.Socket
   /** Receives every `MSG`. */
@@ -88,14 +89,17 @@ export class NatsClient {
     })
   }
 
+  /** Subscribes `sid` to `subject` (wildcards allowed). */
   sub(subject: string, sid: string): void {
     this.socket.write(subLine(subject, sid))
   }
 
+  /** Publishes `payload` on `subject`, with an optional reply subject. */
   pub(subject: string, payload: string, replyTo?: string): void {
     this.socket.write(pubText(subject, payload, replyTo))
   }
 
+  /** Drops the connection. */
   close(): void {
     this.socket.destroy()
   }

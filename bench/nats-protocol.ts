@@ -23,6 +23,7 @@ export interface NatsMsg {
 /** Every other server operation; `arg` is the rest of the line (INFO's JSON, -ERR's text). */
 export type NatsOp = { readonly op: "PING" | "PONG" | "OK" } | { readonly op: "INFO" | "ERR"; readonly arg: string }
 
+/** Where the parser hands what it parsed. */
 export interface NatsHandlers {
   readonly onMsg: (msg: NatsMsg) => void
   readonly onOp: (op: NatsOp) => void

@@ -49,6 +49,7 @@ const ownLimit = (): OpenFileLimit | undefined => {
 /** Descriptors a process keeps besides the sessions' sockets (store files, the listener, stdio, Node's own). */
 const SLACK = 1_000
 
+/** The answer of `ensureOpenFiles`. */
 export interface OpenFiles {
   /** How many sessions fit under the limit after any raise (≥ `sessions` when all fit). */
   readonly sessions: number

@@ -44,6 +44,7 @@ export const TARGET_LABEL: Readonly<Record<TargetName, string>> = {
   nats: "nats"
 }
 
+/** A comparison's ratios: one per rep where both sides ran, and their median. */
 export interface RatioSummary {
   readonly median: number | undefined
   readonly perRep: ReadonlyArray<number>
@@ -62,6 +63,7 @@ export type Summary = Record<string, Record<string, MetricSummary>>
 export const comparisonsFor = (targets: ReadonlyArray<TargetName>): ReadonlyArray<Comparison> =>
   COMPARISONS.filter((c) => targets.includes(c.num) && targets.includes(c.den))
 
+/** Medians per target and same-rep ratios per comparison, for every metric the runs reported. */
 export const summarize = (
   runs: ReadonlyArray<RunRecord>,
   workloadNames: ReadonlyArray<string>,
