@@ -232,8 +232,8 @@ const runOne = async (w: Workload, spec: TargetSpec, rep: number): Promise<RunRe
 const main = async (opts: Options): Promise<number> => {
   quietExperimentalWarnings()
   installCleanupHandlers()
-  // --ci: quick sizes with two startup spawns, to stay well inside its 40 s on a busy 2-core machine.
-  const base = opts.ci ? { ...quickSizes, startupSpawns: 2 } : opts.quick ? quickSizes : defaultSizes
+  // --ci: quick sizes with two startup spawns and two CLI sends, to stay inside its 40 s on a busy 2-core machine.
+  const base = opts.ci ? { ...quickSizes, startupSpawns: 2, cliSends: 2 } : opts.quick ? quickSizes : defaultSizes
   const sizes: Sizes = opts.regConcurrency === undefined ? base : { ...base, regConcurrency: opts.regConcurrency }
   const all = workloads(sizes)
   const selected: Array<Workload> = opts.only.length === 0
