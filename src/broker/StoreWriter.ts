@@ -89,8 +89,6 @@ export const runStoreWriter = (
 ): Effect.Effect<never> => {
   const writer = Effect.forever(
     Queue.take(wake).pipe(
-      // What else this tick routes joins the commit (and mail dropped meanwhile is never stored).
-      Effect.andThen(Effect.yieldNow),
       Effect.andThen(commitPending(journal, store, now, log, timing)),
       Effect.tap((ok) => ok ? Effect.void : Effect.andThen(Effect.sleep(RETRY_AFTER), Queue.offer(wake, undefined)))
     ),

@@ -243,7 +243,8 @@ const sqlFailure = (operation: "load" | "commit") => (error: { readonly message:
 export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
   const steps: Array<BatchStep> = [
     {
-      sql: `INSERT OR REPLACE INTO replay_records (record_key, sender_key, fingerprint, outcome, recorded_at)
+      // Appended, never replaced in place (0005_replay_log.ts): the last row of a key wins at load.
+      sql: `INSERT INTO replay_log (record_key, sender_key, fingerprint, outcome, recorded_at)
             VALUES (?, ?, ?, ?, ?)`,
       rows: change.records.map((r) => [r.key, r.sender, encodeFingerprint(r.fingerprint), encodeOutcome(r.outcome), r.at])
     },
@@ -259,7 +260,7 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
     { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) }
   ]
   if (change.prune !== undefined) {
-    steps.push({ sql: "DELETE FROM replay_records WHERE recorded_at < ?", rows: [[change.prune.recordsBefore]] })
+    steps.push({ sql: "DELETE FROM replay_log WHERE recorded_at < ?", rows: [[change.prune.recordsBefore]] })
     steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
   }
   return steps
@@ -280,16 +281,19 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         const recordRows = rowsOf(
           RecordRow,
           "replay record",
-          yield* sql`SELECT record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_records
-            WHERE recorded_at >= ${since} ORDER BY recorded_at`
+          yield* sql`SELECT record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_log
+            WHERE recorded_at >= ${since} ORDER BY n`
         )
         if (recordRows instanceof CorruptRow) return yield* failCorrupt(recordRows)
-        const records: Array<StoredRecord> = []
+        // In the order they were written: a key's last row is its current state.
+        const latest = new Map<string, StoredRecord>()
         for (const row of recordRows) {
           const record = decodeRecord(row.record_key, row.sender_key, row.fingerprint, row.outcome, row.recorded_at)
           if (record instanceof CorruptRow) return yield* failCorrupt(record)
-          records.push(record)
+          latest.delete(record.key)
+          latest.set(record.key, record)
         }
+        const records = [...latest.values()].sort((a, b) => a.at - b.at)
         const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT record_key, seq, body FROM mail ORDER BY seq`)
         if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
         const mail: Array<StoredMail> = []
