@@ -72,9 +72,11 @@ export const commitPending = (
   }))
 
 /**
- * Runs the writer until interrupted: waits for `wake` (or `LAZY_FLUSH` after
- * a signal on `lazy`: deletes wait), commits, and after a failure sleeps
- * `RETRY_AFTER` (on the Clock) and tries again.
+ * Runs the writer until interrupted: waits for `wake`, commits, and after a
+ * failure sleeps `RETRY_AFTER` (on the Clock) and tries again. Beside it, one
+ * fiber turns a signal on `lazy` (deletes wait) into a wake `LAZY_FLUSH`
+ * later. Two long-lived fibers rather than a race per commit: a race forks
+ * and interrupts a fiber every time, on the path of every commit.
  */
 export const runStoreWriter = (
   journal: StoreJournal,
@@ -84,13 +86,17 @@ export const runStoreWriter = (
   now: () => number,
   log: (level: BrokerEvent["level"], message: string) => void,
   timing?: CommitTiming
-): Effect.Effect<never> =>
-  Effect.forever(
-    Effect.raceFirst(Queue.take(wake), Effect.andThen(Queue.take(lazy), Effect.sleep(LAZY_FLUSH))).pipe(
-      // What else this tick routes joins the commit (and mail dropped meanwhile is never stored).
-      Effect.andThen(Effect.yieldNow),
+): Effect.Effect<never> => {
+  const writer = Effect.forever(
+    Queue.take(wake).pipe(
       Effect.andThen(commitPending(journal, store, now, log, timing)),
       Effect.tap((ok) => ok ? Effect.void : Effect.andThen(Effect.sleep(RETRY_AFTER), Queue.offer(wake, undefined)))
     ),
     { disableYield: true }
   )
+  const lazyFlush = Effect.forever(
+    Queue.take(lazy).pipe(Effect.andThen(Effect.sleep(LAZY_FLUSH)), Effect.andThen(Queue.offer(wake, undefined))),
+    { disableYield: true }
+  )
+  return Effect.andThen(Effect.forkChild(lazyFlush), writer)
+}

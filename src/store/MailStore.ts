@@ -43,7 +43,7 @@ import {
   encodeOutcome,
   type StoredRecord
 } from "./mailCodec.ts"
-import { SqliteBatch } from "./SqliteClient.ts"
+import { type BatchStep, SqliteBatch } from "./SqliteClient.ts"
 
 export type { StoredRecord } from "./mailCodec.ts"
 
@@ -239,33 +239,61 @@ const rowsOf = <S extends Schema.Top>(schema: S, table: string, rows: ReadonlyAr
 const sqlFailure = (operation: "load" | "commit") => (error: { readonly message: string }) =>
   new MailStoreError({ operation, detail: error.message })
 
+/** The statements of one commit, in order, each with its rows (steps with no rows are skipped). */
+export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
+  const steps: Array<BatchStep> = [
+    {
+      // Appended, never replaced in place (0005_replay_log.ts): the last row of a key wins at load.
+      sql: `INSERT INTO replay_log (record_key, sender_key, fingerprint, outcome, recorded_at)
+            VALUES (?, ?, ?, ?, ?)`,
+      rows: change.records.map((r) => [r.key, r.sender, encodeFingerprint(r.fingerprint), encodeOutcome(r.outcome), r.at])
+    },
+    {
+      sql: "INSERT OR REPLACE INTO mail (record_key, seq, body) VALUES (?, ?, ?)",
+      rows: change.mailPuts.map((put) => [put.mail.recordKey, put.seq, encodeMail(put.mail)])
+    },
+    { sql: "DELETE FROM mail WHERE record_key = ?", rows: change.mailDeletes.map((key) => [key]) },
+    {
+      sql: "INSERT OR REPLACE INTO ask_edges (message_key, deadline, body) VALUES (?, ?, ?)",
+      rows: change.edgePuts.map((edge) => [edge.messageKey, edge.deadline, encodeEdge(edge)])
+    },
+    { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) }
+  ]
+  if (change.prune !== undefined) {
+    steps.push({ sql: "DELETE FROM replay_log WHERE recorded_at < ?", rows: [[change.prune.recordsBefore]] })
+    steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
+  }
+  return steps
+}
+
 /**
  * A `MailStoreService` over the broker's database: one transaction per
- * commit, each kind of change one prepared statement run for all its rows
- * (`SqliteBatch.executeMany`).
+ * commit, run as one synchronous step (`SqliteBatch.transact`), each kind of
+ * change one prepared statement run for all its rows.
  */
 export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlClient | SqliteBatch> = Effect.gen(
   function*() {
     const sql = yield* SqlClient.SqlClient
     const batch = yield* SqliteBatch
-    const many = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
-      rows.length === 0 ? Effect.void : Effect.asVoid(batch.executeMany(text, rows))
 
     const load = (since: number): Effect.Effect<Recovered, MailStoreError> =>
       Effect.gen(function*() {
         const recordRows = rowsOf(
           RecordRow,
           "replay record",
-          yield* sql`SELECT record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_records
-            WHERE recorded_at >= ${since} ORDER BY recorded_at`
+          yield* sql`SELECT record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_log
+            WHERE recorded_at >= ${since} ORDER BY n`
         )
         if (recordRows instanceof CorruptRow) return yield* failCorrupt(recordRows)
-        const records: Array<StoredRecord> = []
+        // In the order they were written: a key's last row is its current state.
+        const latest = new Map<string, StoredRecord>()
         for (const row of recordRows) {
           const record = decodeRecord(row.record_key, row.sender_key, row.fingerprint, row.outcome, row.recorded_at)
           if (record instanceof CorruptRow) return yield* failCorrupt(record)
-          records.push(record)
+          latest.delete(record.key)
+          latest.set(record.key, record)
         }
+        const records = [...latest.values()].sort((a, b) => a.at - b.at)
         const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT record_key, seq, body FROM mail ORDER BY seq`)
         if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
         const mail: Array<StoredMail> = []
@@ -287,28 +315,11 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         return { records, mail, edges, nextSeq: next[0]?.next ?? 1 }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 
+    // One synchronous step on prepared statements (SqliteBatch.transact): per commit, effect/sql's
+    // transaction and per-statement Effects cost more CPU than SQLite's own work (docs/performance.md).
     const commit = (change: MailCommit): Effect.Effect<void, MailStoreError> =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* many(
-          `INSERT OR REPLACE INTO replay_records (record_key, sender_key, fingerprint, outcome, recorded_at)
-            VALUES (?, ?, ?, ?, ?)`,
-          change.records.map((r) => [r.key, r.sender, encodeFingerprint(r.fingerprint), encodeOutcome(r.outcome), r.at])
-        )
-        yield* many(
-          "INSERT OR REPLACE INTO mail (record_key, seq, body) VALUES (?, ?, ?)",
-          change.mailPuts.map((put) => [put.mail.recordKey, put.seq, encodeMail(put.mail)])
-        )
-        yield* many("DELETE FROM mail WHERE record_key = ?", change.mailDeletes.map((key) => [key]))
-        yield* many(
-          "INSERT OR REPLACE INTO ask_edges (message_key, deadline, body) VALUES (?, ?, ?)",
-          change.edgePuts.map((edge) => [edge.messageKey, edge.deadline, encodeEdge(edge)])
-        )
-        yield* many("DELETE FROM ask_edges WHERE message_key = ?", change.edgeDeletes.map((key) => [key]))
-        if (change.prune !== undefined) {
-          yield* many("DELETE FROM replay_records WHERE recorded_at < ?", [[change.prune.recordsBefore]])
-          yield* many("DELETE FROM ask_edges WHERE deadline <= ?", [[change.prune.edgesUntil]])
-        }
-      })).pipe(
+      batch.transact(commitSteps(change)).pipe(
+        Effect.asVoid,
         Effect.catchTag("SqlError", (error) =>
           Effect.fail(new MailStoreError({ operation: "commit", detail: (writeFailureOf(error) ?? error).message })))
       )

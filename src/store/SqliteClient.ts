@@ -17,10 +17,10 @@
  *
  * The service it provides is the plain `SqlClient.SqlClient`, so the official
  * Effect driver can replace it when one ships for Effect 4. The one extra,
- * {@link SqliteBatch}, runs one prepared statement for many parameter rows in
- * a single step (no Effect, span or semaphore round per row); it is written so
- * that it can be reimplemented over any `SqlClient` (one transaction, one
- * statement per row) if the driver is swapped.
+ * `SqliteBatch` (SqliteBatch.ts), runs prepared statements for many parameter
+ * rows, or a whole transaction, in a single step (no Effect, span or semaphore
+ * round per row); it is written so that it can be reimplemented over any
+ * `SqlClient` (one transaction, one statement per row) if the driver is swapped.
  *
  * Errors are effect's `SqlError` (see `SqliteFaults`: disk full and I/O
  * errors carry a `DatabaseWriteFailed`; a `PRIMARY KEY` conflict is a
@@ -36,13 +36,8 @@ import type { SqlConnection } from "effect/sql"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
 import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
 import { statementError, toSqlError } from "./SqliteFaults.ts"
-import {
-  makeStatementCache,
-  MultipleStatements,
-  type Prepared,
-  prepareOne,
-  type StatementCacheStats
-} from "./StatementCache.ts"
+import { bindable, makeBatch, SqliteBatch, type SqliteBatchService } from "./SqliteBatch.ts"
+import { makeStatementCache, MultipleStatements, type Prepared, prepareOne } from "./StatementCache.ts"
 
 /** The `node:sqlite` module. */
 export type SqliteModule = typeof import("node:sqlite")
@@ -79,33 +74,8 @@ export interface SqliteClientOptions {
 /** The statement cache's counters, as {@link SqliteBatchService.statementCache} reports them. */
 export type { StatementCacheStats } from "./StatementCache.ts"
 
-/**
- * The driver's one extra beside `SqlClient`: batched writes.
- *
- * Reimplementable over any `SqlClient` as `sql.withTransaction(forEach(rows,
- * row => sql.unsafe(text, row)))`, which is what it does, minus the per-row
- * Effect, span, compile and semaphore cost.
- */
-export interface SqliteBatchService {
-  /**
-   * Runs the single statement `sql` (positional `?` parameters) once per
-   * entry of `rows`, in one synchronous step with one prepared statement,
-   * and returns the total number of rows changed. Outside a transaction it
-   * opens its own, so the whole batch is stored or none of it; inside
-   * `sql.withTransaction` it joins that transaction.
-   */
-  readonly executeMany: (
-    sql: string,
-    rows: ReadonlyArray<ReadonlyArray<unknown>>
-  ) => Effect.Effect<number, SqlError.SqlError>
-  /** The prepared-statement cache's counters. */
-  readonly statementCache: Effect.Effect<StatementCacheStats>
-}
-
-/** {@link SqliteBatchService} as a service, provided next to `SqlClient.SqlClient` by {@link layer}. */
-export class SqliteBatch extends Context.Service<SqliteBatch, SqliteBatchService>()(
-  "effect-intercom/store/SqliteBatch"
-) {}
+/** The batched writes (`SqliteBatch.ts`), provided beside `SqlClient.SqlClient`. */
+export { type BatchStep, SqliteBatch, type SqliteBatchService } from "./SqliteBatch.ts"
 
 /** The name this driver reports as `SqlClient.driver`. */
 export const DRIVER = "node-sqlite-builtin"
@@ -132,31 +102,6 @@ export const loadNodeSqlite = (): SqliteModule | undefined => {
   } finally {
     process.emitWarning = emitWarning
   }
-}
-
-const isSqlInput = (value: unknown): value is SQLInputValue =>
-  value === null || typeof value === "number" || typeof value === "string" || typeof value === "bigint" ||
-  ArrayBuffer.isView(value)
-
-/**
- * Parameters SQLite can bind: `undefined` binds NULL and a boolean 1 or 0,
- * like the other Effect SQLite drivers; anything else is refused. The array is
- * copied only when something needs converting.
- */
-const bindable = (params: ReadonlyArray<unknown>): ReadonlyArray<SQLInputValue> | string => {
-  if (params.every(isSqlInput)) return params
-  const converted: Array<SQLInputValue> = []
-  for (let i = 0; i < params.length; i++) {
-    const value = params[i]
-    if (isSqlInput(value)) converted.push(value)
-    else if (value === undefined) converted.push(null)
-    else if (typeof value === "boolean") converted.push(value ? 1 : 0)
-    else {
-      return `parameter ${i + 1} is ${value instanceof Date ? "a Date" : `of type ${typeof value}`}; SQLite binds ` +
-        `only null, numbers, bigints, strings and byte arrays (convert it first, e.g. a Date to epoch milliseconds)`
-    }
-  }
-  return converted
 }
 
 /** Rows as plain objects (node:sqlite returns null-prototype ones). */
@@ -295,35 +240,14 @@ export const make = (
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`
     }).pipe(Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make))
 
-    const runMany = (
-      text: string,
-      rows: ReadonlyArray<ReadonlyArray<unknown>>
-    ): Effect.Effect<number, SqlError.SqlError> =>
-      Effect.suspend(() => {
-        let changes = 0
-        try {
-          const { statement } = cache.get(text)
-          for (let i = 0; i < rows.length; i++) {
-            const binds = bindable(rows[i] ?? [])
-            if (typeof binds === "string") return Effect.fail(statementError(`row ${i + 1}: ${binds}`, "bind"))
-            changes += Number(statement.run(...binds).changes)
-          }
-        } catch (cause) {
-          if (cause instanceof MultipleStatements) return Effect.fail(statementError(cause.message, "prepare"))
-          return Effect.fail(toSqlError(file, cause, "executeMany"))
-        }
-        return Effect.succeed(changes)
-      })
-
-    // Inside a transaction the connection is already this fiber's; outside,
-    // the batch is its own transaction (which takes the connection).
-    const executeMany = (text: string, rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
-      rows.length === 0 ? Effect.succeed(0) : Effect.flatMap(
-        Effect.serviceOption(sql.transactionService),
-        (open) => open._tag === "Some" ? runMany(text, rows) : sql.withTransaction(runMany(text, rows))
-      )
-
-    const batch: SqliteBatchService = { executeMany, statementCache: Effect.sync(() => cache.stats()) }
+    const batch = makeBatch({
+      file,
+      db,
+      cache,
+      semaphore,
+      inTransaction: Effect.map(Effect.serviceOption(sql.transactionService), (open) => open._tag === "Some"),
+      withTransaction: sql.withTransaction
+    })
     return { sql, batch }
   })
 

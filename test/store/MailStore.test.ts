@@ -1,7 +1,9 @@
 /**
  * `MailStore`: the SQLite store and the memory store load back exactly what
- * was committed (fast-check over random batches), a row that does not decode
- * fails the load naming it, and a commit the disk cannot take stores nothing.
+ * was committed (fast-check over random batches), a rewritten replay record
+ * loads as its last state, migration 0005 keeps stored records, a row that
+ * does not decode fails the load naming it, and a commit the disk cannot take
+ * stores nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -16,12 +18,18 @@ import {
   type MailStoreService,
   makeMemory,
   makeMemoryMailState,
+  makeSqlite,
   type StoredMail
 } from "../../src/store/MailStore.ts"
-import type { StoredRecord } from "../../src/store/mailCodec.ts"
+import { encodeFingerprint, encodeOutcome, type StoredRecord } from "../../src/store/mailCodec.ts"
+import { migration as mail0001 } from "../../src/store/migrations/0001_mail.ts"
+import { migration as replayLog0005 } from "../../src/store/migrations/0005_replay_log.ts"
+import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
 
 const sqliteStore = Layer.provideMerge(MailStore.sqlite, Database.layerMemory)
+/** An in-memory database with no migrations applied (a test applies the ones it needs). */
+const bareSqlite = SqliteClient.layer({ filename: ":memory:" })
 
 const mailOf = (key: string, seq: number, text: string): StoredMail => ({
   seq,
@@ -74,8 +82,10 @@ const edgeOf = (key: string, deadline: number): AskEdge => ({
 })
 
 const key = fc.constantFrom("k1", "k2", "k3", "k4", "k5")
+/** A record keeps the time it was first recorded when it is rewritten (Router.ts), so `at` is the key's. */
+const recordedAt: Record<string, number> = { k1: 5, k2: 20, k3: 35, k4: 50, k5: 80 }
 const commitArb: fc.Arbitrary<MailCommit> = fc.record({
-  records: fc.array(fc.tuple(key, fc.integer({ min: 0, max: 100 }), fc.boolean()).map(([k, at, ok]) => recordOf(k, at, ok)), {
+  records: fc.array(fc.tuple(key, fc.boolean()).map(([k, ok]) => recordOf(k, recordedAt[k] ?? 0, ok)), {
     maxLength: 3
   }),
   mailPuts: fc.array(fc.tuple(key, fc.integer({ min: 1, max: 50 }), fc.string()).map(([k, seq, text]) => mailOf(k, seq, text)), {
@@ -134,6 +144,37 @@ describe("MailStore", () => {
         assert.deepStrictEqual(viaSqlite.edges, viaMemory.edges)
       }
     }))
+
+  it.effect("a record rewritten in a later commit loads as its last state, once; pruning drops all its rows", () =>
+    Effect.gen(function*() {
+      const store = yield* MailStore
+      const sql = yield* SqlClient.SqlClient
+      const empty = { mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
+      yield* store.commit({ ...empty, records: [recordOf("k", 40, true), recordOf("other", 45, true)] })
+      yield* store.commit({ ...empty, records: [recordOf("k", 40, false)] })
+      const loaded = yield* store.load(0)
+      assert.deepStrictEqual(loaded.records, [recordOf("k", 40, false), recordOf("other", 45, true)])
+      yield* store.commit({ ...empty, records: [], prune: { recordsBefore: 41, edgesUntil: 0 } })
+      assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("other", 45, true)])
+      const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM replay_log`
+      assert.strictEqual(rows[0]?.n, 1, "both rows of the pruned record are gone")
+    }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("migration 0005 moves stored replay records into the log, and they load back unchanged", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* mail0001
+      const before = [recordOf("late", 30, true), recordOf("early", 10, false)]
+      for (const r of before) {
+        yield* sql`INSERT INTO replay_records (record_key, sender_key, fingerprint, outcome, recorded_at)
+          VALUES (${r.key}, ${r.sender}, ${encodeFingerprint(r.fingerprint)}, ${encodeOutcome(r.outcome)}, ${r.at})`
+      }
+      yield* replayLog0005
+      const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+      assert.notInclude(tables.map((t) => t.name), "replay_records")
+      const store = yield* makeSqlite
+      assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
+    }).pipe(Effect.provide(bareSqlite)))
 
   it.effect("mail round-trips exactly, and comes back in acceptance (seq) order", () =>
     Effect.gen(function*() {

@@ -164,6 +164,50 @@ describe("SqliteClient", () => {
       assert.deepStrictEqual(yield* ids(sql), [1, 2])
     }))
 
+  it.effect("transact runs every step in one transaction; a failing step stores nothing, and the next one commits", () =>
+    Effect.gen(function*() {
+      const { batch, sql } = yield* fileClient()
+      const insert = "INSERT INTO t (id, v) VALUES (?, ?)"
+      const changes = yield* batch.transact([
+        { sql: insert, rows: [[1, "a"], [2, "b"]] },
+        { sql: "DELETE FROM t WHERE id = ?", rows: [[1]] },
+        { sql: insert, rows: [] }
+      ])
+      assert.strictEqual(changes, 3)
+      assert.deepStrictEqual(yield* ids(sql), [2])
+
+      // Step 2 fails (a duplicate id): step 1's rows are rolled back with it.
+      const duplicate = yield* Effect.flip(batch.transact([{ sql: insert, rows: [[3, "c"]] }, { sql: insert, rows: [[2, "dup"]] }]))
+      assert.strictEqual(duplicate.reason._tag, "UniqueViolation")
+      // A row SQLite cannot bind is refused before it runs, naming the step, the row and the parameter.
+      const unbindable = yield* Effect.flip(batch.transact([{ sql: insert, rows: [[3, "c"]] }, { sql: insert, rows: [[4, new Date(0)]] }]))
+      assert.include(unbindable.message, "step 2, row 1: parameter 2 is a Date")
+      assert.deepStrictEqual(yield* ids(sql), [2])
+      yield* batch.transact([{ sql: insert, rows: [[3, "c"]] }])
+      assert.deepStrictEqual(yield* ids(sql), [2, 3])
+    }))
+
+  it.effect("transact never runs inside another fiber's open transaction, and joins its own fiber's", () =>
+    Effect.gen(function*() {
+      const { batch, sql } = yield* fileClient()
+      const insert = "INSERT INTO t (id, v) VALUES (?, ?)"
+      // Another fiber's transaction yields while open; transact waits for it instead of committing its half.
+      const other = sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO t (id, v) VALUES (1, 'other')`
+        yield* Effect.yieldNow
+        yield* Effect.yieldNow
+        return yield* Effect.fail(new Boom())
+      })).pipe(Effect.flip)
+      yield* Effect.all([other, batch.transact([{ sql: insert, rows: [[2, "batch"]] }])], { concurrency: "unbounded" })
+      assert.deepStrictEqual(yield* ids(sql), [2], "the other transaction rolled back alone")
+      // Inside withTransaction it joins: rolled back with the transaction.
+      yield* sql.withTransaction(Effect.andThen(
+        batch.transact([{ sql: insert, rows: [[3, "joined"]] }]),
+        Effect.fail(new Boom())
+      )).pipe(Effect.flip)
+      assert.deepStrictEqual(yield* ids(sql), [2])
+    }))
+
   it.effect("a full disk (SQLITE_FULL) fails the write with DatabaseWriteFailed naming the file; nothing is stored", () =>
     Effect.gen(function*() {
       const { filename, sql } = yield* fileClient()

@@ -12,6 +12,7 @@
  * - `0003_results`   the result archive (`ResultArchive`)
  * - `0004_undelivered` workflow results kept after their retries ran out (`UndeliveredStore`) and
  *   confirmed delivery steps (`DeliveryMarks`)
+ * - `0005_replay_log` replay records as an append-only log (`MailStore`)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -30,6 +31,7 @@ import { migration as mail } from "./0001_mail.ts"
 import questions from "./0002_questions.ts"
 import results0003 from "./0003_results.ts"
 import undelivered0004 from "./0004_undelivered.ts"
+import { migration as replayLog } from "./0005_replay_log.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -39,5 +41,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0001_mail": mail,
   "0002_questions": questions,
   "0003_results": results0003,
-  "0004_undelivered": undelivered0004
+  "0004_undelivered": undelivered0004,
+  "0005_replay_log": replayLog
 }
