@@ -40,7 +40,7 @@ const output: OutputOptions = {
   sourcemap: true
 }
 
-/** main.ts's dynamic imports of the two paths become imports of their bundles. */
+/** main.ts's dynamic imports of the paths become imports of their bundles. */
 const PATHS: Readonly<Record<string, string>> = {
   "./brokerEntry.ts": "./broker.mjs",
   "./clientEntry.ts": "./client.mjs",
