@@ -8,12 +8,14 @@
  * resolves and evaluates hundreds of effect modules; a bundle holds only the
  * code the command uses.
  *
- * Three builds, one per path through main.ts:
+ * Four builds, one per path through main.ts:
  *
- * - dist/bin/intercom.mjs: main.ts alone (a few hundred bytes). It picks a
- *   path and imports one of the other two.
+ * - dist/bin/intercom.mjs: main.ts alone (a few KB). It picks a path and
+ *   imports one of the other three.
  * - dist/bin/broker.mjs: the `broker` fast path (brokerEntry.ts), in one
  *   file of its own.
+ * - dist/bin/client.mjs: the `send` fast path (clientEntry.ts), in one file
+ *   of its own: the client and session runtime without effect/cli.
  * - dist/bin/program.mjs (+ dist/bin/chunks/): the effect/cli program.
  *
  * The broker is built on its own rather than as a chunk of one split build:
@@ -38,17 +40,21 @@ const output: OutputOptions = {
   sourcemap: true
 }
 
-/** main.ts's dynamic imports of the two paths become imports of their bundles. */
+/** main.ts's dynamic imports of the paths become imports of their bundles. */
 const PATHS: Readonly<Record<string, string>> = {
   "./brokerEntry.ts": "./broker.mjs",
+  "./clientEntry.ts": "./client.mjs",
   "./program.ts": "./program.mjs"
 }
+
+/** The modules whose imports of the paths above load those bundles (clientEntry.ts hands a bad `--name` to the program). */
+const PATH_IMPORTERS: ReadonlySet<string> = new Set(["main.ts", "clientEntry.ts"])
 
 const pathsAsBundles: Plugin = {
   name: "paths-as-bundles",
   resolveId(source, importer) {
     const bundle = PATHS[source]
-    if (bundle === undefined || importer === undefined || path.basename(importer) !== "main.ts") return null
+    if (bundle === undefined || importer === undefined || !PATH_IMPORTERS.has(path.basename(importer))) return null
     return { id: bundle, external: true }
   }
 }
@@ -80,6 +86,12 @@ export default defineConfig([
   {
     input: { broker: "src/cli/brokerEntry.ts" },
     platform: "node",
+    output: { ...output, codeSplitting: false }
+  },
+  {
+    input: { client: "src/cli/clientEntry.ts" },
+    platform: "node",
+    plugins: [pathsAsBundles],
     output: { ...output, codeSplitting: false }
   },
   {

@@ -11,7 +11,7 @@
  * it as not answering, naming its pid.
  */
 import { Data, Deferred, Duration, Effect, Exit, Option, Schedule } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
@@ -117,6 +117,9 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
     const [command, args] = options.launch._tag === "Default"
       ? [process.execPath, [brokerEntryPoint(), "broker", "--dir", options.agentDir]]
       : [options.launch.command, [...options.launch.args, brokerEntryPoint()]]
+    // Loaded here, not at module load: most commands find a broker running and never spawn one, and
+    // node:child_process costs a process ~3 ms of CPU to load (docs/performance.md, "Startup").
+    const { spawn } = process.getBuiltinModule("node:child_process")
     const child = spawn(command, args, {
       detached: true,
       stdio: ["ignore", "ignore", log],

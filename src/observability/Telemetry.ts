@@ -17,7 +17,7 @@
  * The broker, the CLI and the pi extension provide `layer` themselves; a
  * program using `IntercomClient` directly provides it too (docs/observability.md).
  */
-import { Config, Context, Effect, Layer, Option, Tracer } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Option, Tracer } from "effect"
 
 /** What this process exports, and where (see the module header). */
 export interface TelemetrySettings {
@@ -47,7 +47,16 @@ export const TelemetryEnabled = Context.Reference<{ readonly traces: boolean; re
   { defaultValue: () => ({ traces: false, metrics: false }) }
 )
 
-const optionalString = (name: string) => Config.option(Config.String(name))
+/**
+ * One variable from effect's current `ConfigProvider` (the environment
+ * unless a test provides another), read with the provider's own `load`
+ * rather than through `Config`: these are plain strings, and `Config`'s
+ * schema decoding costs every process that starts a few ms of CPU on first
+ * use (docs/performance.md, "Startup"). An empty value counts as unset, as
+ * with `Config.String`.
+ */
+const optionalString = (provider: ConfigProvider.ConfigProvider, name: string) =>
+  Effect.map(provider.load([name]), (node) => Option.fromUndefinedOr(node?.value === "" ? undefined : node?.value))
 
 /** An endpoint for one signal: its own variable as given, else the base one with `/v1/<signal>` appended. */
 const endpoint = (
@@ -109,17 +118,19 @@ const parseHeaders = (value: Option.Option<string>, problems: Array<string>): Re
  */
 export const settings = (serviceName: string): Effect.Effect<TelemetrySettings> =>
   Effect.gen(function*() {
-    const env = yield* Config.all({
-      disabled: optionalString("OTEL_SDK_DISABLED"),
-      base: optionalString("OTEL_EXPORTER_OTLP_ENDPOINT"),
-      traces: optionalString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-      metrics: optionalString("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
-      tracesExporter: optionalString("OTEL_TRACES_EXPORTER"),
-      metricsExporter: optionalString("OTEL_METRICS_EXPORTER"),
-      service: optionalString("OTEL_SERVICE_NAME"),
-      headers: optionalString("OTEL_EXPORTER_OTLP_HEADERS"),
-      tracesInterval: optionalString("OTEL_BSP_SCHEDULE_DELAY"),
-      metricsInterval: optionalString("OTEL_METRIC_EXPORT_INTERVAL")
+    const provider = yield* ConfigProvider.ConfigProvider
+    const read = (name: string) => optionalString(provider, name)
+    const env = yield* Effect.all({
+      disabled: read("OTEL_SDK_DISABLED"),
+      base: read("OTEL_EXPORTER_OTLP_ENDPOINT"),
+      traces: read("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+      metrics: read("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+      tracesExporter: read("OTEL_TRACES_EXPORTER"),
+      metricsExporter: read("OTEL_METRICS_EXPORTER"),
+      service: read("OTEL_SERVICE_NAME"),
+      headers: read("OTEL_EXPORTER_OTLP_HEADERS"),
+      tracesInterval: read("OTEL_BSP_SCHEDULE_DELAY"),
+      metricsInterval: read("OTEL_METRIC_EXPORT_INTERVAL")
     }).pipe(Effect.orElseSucceed(() => undefined))
     const problems: Array<string> = []
     const disabled = env === undefined ||

@@ -85,6 +85,29 @@ describe("Database.layer", () => {
       assert.deepStrictEqual(recorded, [{ migration_id: 1, name: "items" }])
     }))
 
+  it.effect("a file an older build migrated gets only the migrations it lacks when a newer build opens it", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      const newer: Record<string, Migration> = {
+        ...testMigrations,
+        "0002_more": Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO runs (n) VALUES (2)`)
+      }
+      yield* openOnly({ file, migrations: newer })
+      const [runs, recorded] = yield* withDatabase(
+        { file, migrations: newer },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return [
+            yield* sql<{ n: number }>`SELECT n FROM runs ORDER BY n`,
+            yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`
+          ] as const
+        })
+      )
+      assert.deepStrictEqual(runs, [{ n: 1 }, { n: 2 }])
+      assert.deepStrictEqual(recorded, [{ migration_id: 1 }, { migration_id: 2 }])
+    }))
+
   it.effect("keeps committed data across reopening, in WAL mode", () =>
     Effect.gen(function*() {
       const file = yield* dbFile

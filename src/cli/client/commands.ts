@@ -27,7 +27,9 @@
  *
  * Only the command line is defined here; the handlers load `run.ts` /
  * `watch.ts` (the client and session runtime) when they run, so `intercom
- * broker` never loads them.
+ * broker` never loads them. A plain `send` usually never reaches this file:
+ * main.ts runs it through the fast path (clientArgv.ts, clientEntry.ts),
+ * which maps its flags with the same `sendToolParams`.
  *
  * Size: one concept — the client commands' command line, each a few lines
  * of flags around `runAction`; the results and questions commands added
@@ -41,6 +43,7 @@ import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { IntercomToolParams } from "../../session/IntercomSession.ts"
+import { sendToolParams } from "../clientArgv.ts"
 import { parseTimeout } from "./duration.ts"
 import { nameProblem } from "./identity.ts"
 import { resultTarget, stopTarget } from "./workerArgs.ts"
@@ -154,13 +157,17 @@ const send = Command.make(
   "send",
   { ...common, ...deliveryFlags, group: homeGroupFlag, to: toArgument, message: messageArgument },
   (input) =>
-    runAction(input, {
-      action: "send",
-      to: input.to,
-      message: joined(input.message),
-      ...deliveryParams(input),
-      ...groupParam(input.group)
-    })
+    runAction(
+      input,
+      sendToolParams({
+        to: input.to,
+        words: input.message,
+        delivery: Option.getOrUndefined(input.delivery),
+        queueMode: Option.getOrUndefined(input.queueMode),
+        thread: Option.getOrUndefined(input.thread),
+        group: Option.getOrUndefined(input.group)
+      })
+    )
 ).pipe(
   Command.withDescription(
     "Send a message. Exits 0 once the broker accepted it (or staged it, with --queue-mode replace), not when it was read; 1 if it was not delivered."
