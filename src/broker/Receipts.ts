@@ -113,15 +113,13 @@ export class Receipts {
       receiverIncarnation: receiver.incarnation,
       at: now
     }
-    const known = this.routes.get(id)
-    if (known === undefined) {
-      this.routes.set(id, route, now)
-      this.routeCount++
-    } else if (!Array.isArray(known)) {
+    // One lookup and one insert on the common path (a new id): `put` hands back what the id held.
+    const known = this.routes.put(id, route, now)
+    if (known === undefined) this.routeCount++
+    else if (!Array.isArray(known)) {
       // The same sender's route is replaced; another sender's stays beside it.
-      if (known.senderKey === route.senderKey) this.routes.set(id, route, now)
-      else {
-        this.routes.set(id, [known, route], now)
+      if (known.senderKey !== route.senderKey) {
+        this.routes.update(id, [known, route])
         this.routeCount++
       }
     } else {
@@ -129,7 +127,7 @@ export class Receipts {
       if (same >= 0) known.splice(same, 1)
       else this.routeCount++
       known.push(route)
-      this.routes.set(id, known, now)
+      this.routes.update(id, known)
     }
     // Over the bound: the ids set longest ago go first, with every route they hold.
     while (this.routeCount > MAX_ROUTES) {

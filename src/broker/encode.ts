@@ -86,15 +86,28 @@ export const messageFrame = (
   delivery?: DeliveryChoice,
   traceparent?: string
 ): string =>
-  `{"type":"message","from":${fromJson},"message":${
-    q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
-  }${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
+  `{"type":"message","from":${fromJson},"message":${stampedMessage(message, receivedAt, deliveredAt)}${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
     channel === undefined ? "" : `,"channel":"${channel}"`
   }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}${
     delivery === undefined ? "" : deliveryFields(delivery)
   }${traceparent === undefined ? "" : `,"traceparent":"${traceparent}"`}}`
 
 /** The `delivery-v1` fields of a forwarded message. */
+/**
+ * The message's JSON with the broker's two timestamps, as `JSON.stringify({
+ * ...message, brokerReceivedAt, brokerDeliveredAt })` writes it. Without
+ * those keys in the message (every send from a well-behaved client), they go
+ * at the end: spliced onto the message's own JSON, without a copy of the
+ * message object per delivery.
+ */
+const stampedMessage = (message: Message, receivedAt: number, deliveredAt: number): string => {
+  if (message.brokerReceivedAt !== undefined || message.brokerDeliveredAt !== undefined) {
+    return q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
+  }
+  const json = q(message)
+  return `${json.slice(0, -1)},"brokerReceivedAt":${q(receivedAt)},"brokerDeliveredAt":${q(deliveredAt)}}`
+}
+
 const deliveryFields = (delivery: DeliveryChoice): string =>
   `,"delivery":"${delivery.delivery}"${delivery.queueMode === undefined ? "" : `,"queueMode":"${delivery.queueMode}"`}${
     delivery.threadId === undefined ? "" : `,"threadId":${q(delivery.threadId)}`

@@ -159,6 +159,59 @@ export const encodeFrames = (frames: ReadonlyArray<string>): Buffer => {
   return out
 }
 
+/** The most UTF-8 bytes one UTF-16 code unit can take (a lone surrogate or a BMP character: 3). */
+const MAX_BYTES_PER_UNIT = 3
+
+/** A scratch buffer at most this large is kept for reuse; a batch that could need more gets its own. */
+const SCRATCH_LIMIT = 256 * 1024
+
+/**
+ * A reusable buffer for `encodeFramesInto`, owned by whoever writes through
+ * it one batch at a time (a listener, for all its connections: Node runs them
+ * on one thread). After a write, the writer calls `lent` if the socket kept
+ * the bytes (it could not write them all at once): the next batch then gets a
+ * new buffer, and this one stays with the socket until it is done.
+ */
+export class FrameScratch {
+  private buffer: Buffer | undefined
+
+  /** A buffer of at least `bytes` bytes: the kept one when large enough. */
+  take(bytes: number): Buffer {
+    if (bytes > SCRATCH_LIMIT) return Buffer.allocUnsafe(bytes)
+    const kept = this.buffer
+    if (kept !== undefined && kept.length >= bytes) return kept
+    const fresh = Buffer.allocUnsafeSlow(Math.max(bytes, 16 * 1024))
+    this.buffer = fresh
+    return fresh
+  }
+
+  /** The last buffer taken is still in use by a socket: do not hand it out again. */
+  lent(): void {
+    this.buffer = undefined
+  }
+}
+
+/**
+ * Frames `frames` (length prefix + UTF-8) into one buffer in a single pass:
+ * each text is written straight into a buffer sized for the worst case
+ * (3 bytes per UTF-16 unit) taken from `scratch`, and its length prefix is
+ * filled in from the bytes written — no separate `Buffer.byteLength` pass and,
+ * while the socket takes every batch at once, no new buffer per batch. The
+ * result is a view into the scratch buffer: valid until the next call.
+ */
+export const encodeFramesInto = (frames: ReadonlyArray<string>, scratch: FrameScratch): Buffer => {
+  let bound = 0
+  for (let i = 0; i < frames.length; i++) bound += HEADER_BYTES + MAX_BYTES_PER_UNIT * frames[i]!.length
+  const out = scratch.take(bound)
+  let offset = 0
+  for (let i = 0; i < frames.length; i++) {
+    const written = out.write(frames[i]!, offset + HEADER_BYTES, "utf8")
+    out.writeUInt32BE(written, offset)
+    offset += HEADER_BYTES + written
+  }
+  return out.subarray(0, offset)
+}
+
 /** Frames one text. */
 export const encodeFrame = (frame: string): Buffer => encodeFrames([frame])
 

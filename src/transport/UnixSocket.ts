@@ -17,7 +17,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import { errorCode } from "../config/errno.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { encodeFrames, FrameDecoder } from "../protocol/framing.ts"
+import { encodeFrames, encodeFramesInto, FrameDecoder, FrameScratch } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed, type ConnectionError } from "./Connection.ts"
 
 type ReadResult = ReadonlyArray<string> | ConnectionError
@@ -40,11 +40,13 @@ const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, Connec
 
 /**
  * Wraps an open `net.Socket` as a `Connection`. Closing the current Scope
- * destroys the socket.
+ * destroys the socket. With a `scratch` (a listener shares one among its
+ * connections), batches are framed into a reused buffer instead of a new one
+ * per write.
  */
 export const fromNetSocket = (
   raw: net.Socket,
-  options: { readonly id?: number; readonly maxFrameBytes?: number } = {}
+  options: { readonly id?: number; readonly maxFrameBytes?: number; readonly scratch?: FrameScratch } = {}
 ): Effect.Effect<Connection, never, Scope.Scope> =>
   Effect.gen(function*() {
     yield* Effect.addFinalizer(() => Effect.sync(() => raw.destroy()))
@@ -112,12 +114,15 @@ export const fromNetSocket = (
           return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
         }
         // One buffer per batch: one write, one syscall in the common case.
-        const buffer = encodeFrames(frames)
+        const scratch = options.scratch
+        const buffer = scratch === undefined ? encodeFrames(frames) : encodeFramesInto(frames, scratch)
         const batch = { frames, bytes: buffer.length }
         let done: ((error: Error | null | undefined) => void) | undefined
         raw.write(buffer, (error) => done?.(error))
-        // The kernel took all of it at once (the common case): complete now, not a tick later.
+        // The kernel took all of it at once (the common case): complete now, not a tick later. The
+        // scratch buffer is free again; otherwise the socket keeps it until the write completes.
         if (raw.writableLength === 0) return Effect.void
+        scratch?.lent()
         pending = batch
         return Effect.callback<void, ConnectionClosed>((resume) => {
           const onClose = () => finish(new Error("socket closed while writing"))
@@ -339,11 +344,13 @@ export const serveUnix = <R>(
     yield* Effect.sync(() => fs.chmodSync(path, 0o600))
     const handlers = yield* FiberSet.make()
     let connections = 0
+    // One framing buffer for every connection's writes (they run one at a time, on one thread).
+    const scratch = new FrameScratch()
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(Queue.take(accepted), (raw) =>
         FiberSet.run(
           handlers,
-          Effect.scoped(Effect.flatMap(fromNetSocket(raw, { ...options, id: ++connections }), handle))
+          Effect.scoped(Effect.flatMap(fromNetSocket(raw, { ...options, id: ++connections, scratch }), handle))
         )),
       { disableYield: true }
     ))

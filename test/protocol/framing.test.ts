@@ -9,6 +9,8 @@ import {
   decodeFrames,
   encodeFrame,
   encodeFrames,
+  encodeFramesInto,
+  FrameScratch,
   FrameDecoder,
   frameBytes,
   FrameTooLarge,
@@ -246,5 +248,46 @@ describe("decodeFrames Stream transform", () => {
     const second = Effect.runSync(Stream.runCollect(transform(Stream.make<[Uint8Array]>(bytes))))
     assert.deepStrictEqual(first, [])
     assert.deepStrictEqual(second, ["{}"])
+  })
+})
+
+describe("encodeFramesInto", () => {
+  /** Texts with multi-byte characters, astral ones and lone surrogates (which UTF-8 encodes as U+FFFD). */
+  const texts = fc.array(
+    fc.oneof(
+      fc.string({ unit: "binary" }),
+      fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", "\ud800", "\udfff") })
+    ),
+    { maxLength: 12 }
+  )
+
+  it("property: frames exactly as encodeFrames does, through one reused scratch buffer", () => {
+    const scratch = new FrameScratch()
+    fc.assert(
+      fc.property(texts, (batch) => {
+        assert.isTrue(encodeFramesInto(batch, scratch).equals(encodeFrames(batch)))
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("reuses the scratch buffer until it is lent to a socket, then takes a new one", () => {
+    const scratch = new FrameScratch()
+    const first = encodeFramesInto(["one"], scratch)
+    const second = encodeFramesInto(["two"], scratch)
+    assert.strictEqual(first.buffer, second.buffer)
+    scratch.lent()
+    const third = encodeFramesInto(["three"], scratch)
+    assert.notStrictEqual(third.buffer, second.buffer)
+    assert.strictEqual(second.subarray(4).toString(), "two")
+  })
+
+  it("a batch too large for the scratch buffer gets its own buffer", () => {
+    const scratch = new FrameScratch()
+    const small = encodeFramesInto(["x"], scratch)
+    const large = encodeFramesInto(["y".repeat(200_000)], scratch)
+    assert.notStrictEqual(large.buffer, small.buffer)
+    assert.isTrue(large.equals(encodeFrames(["y".repeat(200_000)])))
+    assert.strictEqual(encodeFramesInto(["z"], scratch).buffer, small.buffer)
   })
 })
