@@ -61,15 +61,23 @@ export const parseFrameText = (text: string): { readonly type: string; readonly 
   } catch {
     return new FrameDecodeError({ frameType: "(unknown)", field: "", detail: "payload is not valid JSON" })
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  if (!isJsonObject(value)) {
     return new FrameDecodeError({ frameType: "(unknown)", field: "", detail: "payload is not a JSON object" })
   }
-  const type: unknown = (value as { readonly type?: unknown }).type
-  if (typeof type !== "string") {
+  if (!hasStringType(value)) {
     return new FrameDecodeError({ frameType: "(unknown)", field: "type", detail: "missing or not a string" })
   }
-  return value as { readonly type: string }
+  return value
 }
+
+/** A JSON object (not `null`, not an array), with its keys readable. */
+const isJsonObject = (u: unknown): u is { readonly [key: string]: unknown } =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** An object whose `type` is a string: a frame's shape before its schema is known. */
+const hasStringType = (
+  value: { readonly [key: string]: unknown }
+): value is { readonly type: string; readonly [key: string]: unknown } => typeof value.type === "string"
 
 /** Whether a decoder's result is a `FrameDecodeError` rather than a frame. */
 export const isFrameDecodeError = (u: unknown): u is FrameDecodeError => u instanceof FrameDecodeError
@@ -132,13 +140,13 @@ const decodeMessageBySchema = compileDecoder("send", Frames.Message)
  * (docs/performance.md, "Hot path").
  */
 const decodeMessageFast = (input: unknown): Frames.Message | undefined => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined
-  const record: { readonly [key: string]: unknown } = input as { readonly [key: string]: unknown }
+  if (!isJsonObject(input)) return undefined
+  const record = input
   const { id, timestamp, content } = record
   if (typeof id !== "string" || id.length > Limits.MAX_ID_LENGTH) return undefined
   if (typeof timestamp !== "number" || !Number.isFinite(timestamp)) return undefined
-  if (typeof content !== "object" || content === null || Array.isArray(content)) return undefined
-  const body: { readonly [key: string]: unknown } = content as { readonly [key: string]: unknown }
+  if (!isJsonObject(content)) return undefined
+  const body = content
   const text = body.text
   if (typeof text !== "string" || "attachments" in body) return undefined
   const {
