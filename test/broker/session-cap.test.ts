@@ -58,5 +58,5 @@ describe("at the session cap", () => {
       assert.strictEqual(replied._tag, "Replied")
       assert.include(replied.text, "pong: ping")
       yield* Fiber.join(answering)
-    }), 120_000)
+    }), 400_000) // 86 s on a loaded 2-core machine, past 150 s when it is very loaded
 })
