@@ -138,11 +138,15 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       { disableYield: true }
     ))
 
-    // Membership changes are announced once per batch of changes, not once per change.
+    // Membership changes are announced once per batch of changes, not once per change; a round
+    // that woke many writers is followed by a short pause (Membership.ts, "Pacing").
     yield* Effect.forkScoped(Effect.forever(
       Queue.take(signals.feed).pipe(
         Effect.andThen(Effect.yieldNow),
-        Effect.andThen(Effect.sync(() => router.membership.notify()))
+        Effect.andThen(Effect.suspend(() => {
+          const pause = router.membership.notify()
+          return pause > 0 ? Effect.sleep(pause) : Effect.void
+        }))
       ),
       { disableYield: true }
     ))

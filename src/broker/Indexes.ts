@@ -128,25 +128,54 @@ export class SortedIds {
   }
 }
 
-/** A multimap from a key to a set of values; empty sets are removed. */
+/** Values under one key up to which a SetIndex keeps them in a small array rather than a Set. */
+const SMALL_BUCKET = 8
+
+/**
+ * A multimap from a key to a set of values; empty keys are removed. Most keys
+ * hold one value (a session's name, its identity, its id across groups), so a
+ * key's values are a small array until they outnumber SMALL_BUCKET, and a Set
+ * after: an idle session costs a one-element array per index, not a Set's
+ * hash table (issue 16: about 140 bytes each), and a key shared by thousands
+ * still adds and removes in O(1).
+ */
 export class SetIndex<K, V> {
-  private readonly sets = new Map<K, Set<V>>()
+  private readonly buckets = new Map<K, Array<V> | Set<V>>()
 
   add(key: K, value: V): void {
-    let set = this.sets.get(key)
-    if (set === undefined) this.sets.set(key, set = new Set())
-    set.add(value)
+    const bucket = this.buckets.get(key)
+    if (bucket === undefined) {
+      this.buckets.set(key, [value])
+    } else if (!Array.isArray(bucket)) {
+      bucket.add(value)
+    } else if (!bucket.includes(value)) {
+      if (bucket.length < SMALL_BUCKET) bucket.push(value)
+      else this.buckets.set(key, new Set([...bucket, value]))
+    }
   }
 
   delete(key: K, value: V): void {
-    const set = this.sets.get(key)
-    if (set === undefined) return
-    set.delete(value)
-    if (set.size === 0) this.sets.delete(key)
+    const bucket = this.buckets.get(key)
+    if (bucket === undefined) return
+    if (Array.isArray(bucket)) {
+      const index = bucket.indexOf(value)
+      if (index >= 0) bucket.splice(index, 1)
+    } else {
+      bucket.delete(value)
+    }
+    if (sizeOf(bucket) === 0) this.buckets.delete(key)
   }
 
-  /** The values under `key` (do not change the set). */
-  get(key: K): ReadonlySet<V> | undefined {
-    return this.sets.get(key)
+  /** The values under `key` (do not change them). */
+  get(key: K): ReadonlySet<V> | ReadonlyArray<V> | undefined {
+    return this.buckets.get(key)
+  }
+
+  /** How many values are under `key`. */
+  count(key: K): number {
+    const bucket = this.buckets.get(key)
+    return bucket === undefined ? 0 : sizeOf(bucket)
   }
 }
+
+const sizeOf = <V>(bucket: Array<V> | Set<V>): number => Array.isArray(bucket) ? bucket.length : bucket.size

@@ -124,7 +124,7 @@ export class Mailbox {
     let heaviest: string | undefined
     let weight = 0
     for (const [sender, bytes] of this.senderBytes) {
-      const w = byCount ? (this.bySender.get(sender)?.size ?? 0) : bytes
+      const w = byCount ? this.bySender.count(sender) : bytes
       if (w > weight) {
         heaviest = sender
         weight = w
@@ -133,7 +133,7 @@ export class Mailbox {
     return heaviest
   }
 
-  private oldest(entries: ReadonlySet<Entry> | undefined): Entry | undefined {
+  private oldest(entries: Iterable<Entry> | undefined): Entry | undefined {
     let oldest: Entry | undefined
     for (const entry of entries ?? []) if (oldest === undefined || entry.seq < oldest.seq) oldest = entry
     return oldest

@@ -14,6 +14,15 @@
  * holds the recipients with none pending, so a batch of changes costs one
  * offer per recipient that can take it, and nothing for writers that are
  * already busy or blocked (a storm of joins with slow readers stays linear).
+ *
+ * Pacing: a round that woke many writers is followed by a short pause
+ * (`paceAfter`) before the next, so a registration storm in a large scope
+ * wakes each writer once per pause with every join since, not once per join
+ * (issue 16: 1,000 joins into one scope were 500,000 writer wake-ups and
+ * writes). Order is unaffected: a writer collects the feed before anything
+ * else it writes (Output.takeForWrite), so no frame overtakes a membership
+ * change made before it; only the moment an otherwise idle session hears of
+ * a change moves, by at most PACE_MS.
  */
 import { Queue } from "effect"
 import * as Encode from "./encode.ts"
@@ -21,6 +30,12 @@ import type { FeedSource } from "./Output.ts"
 import { FEED_TICK, type Peer } from "./Peer.ts"
 import type { ScopeSpace, Session } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
+
+/** Writers woken in one round above which the next round waits PACE_MS. */
+export const PACE_ABOVE = 64
+
+/** The pause after a round that woke more than PACE_ABOVE writers, in milliseconds. */
+export const PACE_MS = 50
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
 export class Membership implements FeedSource {
@@ -71,8 +86,12 @@ export class Membership implements FeedSource {
     peer.feedCursor = session.space.feed.collect(peer.feedCursor, session.id, out)
   }
 
-  /** Wakes the writers of every session in a changed space, once per batch of changes. */
-  notify(): void {
+  /**
+   * Wakes the writers of every session in a changed space, once per batch of
+   * changes; returns how long the notifier waits before its next round
+   * (milliseconds, 0 for none: see "Pacing" in the module header).
+   */
+  notify(): number {
     const woken: Array<Peer> = []
     for (const space of this.dirty) {
       for (const peer of space.needsTick) {
@@ -90,6 +109,7 @@ export class Membership implements FeedSource {
     this.dirty.clear()
     // Resuming a writer runs it inline, and it may ask for its next tick (`taken`): only after the loop.
     for (const peer of woken) Queue.flushUnsafe(peer.outbox)
+    return woken.length > PACE_ABOVE ? PACE_MS : 0
   }
 
   private markDirty(space: ScopeSpace): void {

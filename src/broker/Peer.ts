@@ -174,3 +174,10 @@ export class Peer {
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set()
+
+/**
+ * The granted extensions as a `Peer` keeps them: one shared empty set for a
+ * base client (most of a large fleet), so it costs no hash table of its own.
+ */
+export const featureSet = (features: ReadonlyArray<string>): ReadonlySet<string> =>
+  features.length === 0 ? NO_FEATURES : new Set(features)

@@ -21,7 +21,7 @@ import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
-import type { OutboundItem, Peer } from "./Peer.ts"
+import { featureSet, type OutboundItem, type Peer } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
@@ -172,7 +172,9 @@ export class Registration {
         )
         closePeer(peer, "destroy")
       }
-      this.attached.set(peer, progress)
+      // Kept only for a connection in the middle of a frame (the only kind that can stall): an
+      // idle connection holds no progress record between checks.
+      this.attached.set(peer, progress.pending > 0 && progress.reading ? progress : undefined)
     }
   }
 
@@ -247,7 +249,7 @@ export class Registration {
     this.unregistered.delete(peer)
     peer.state = "registered"
     peer.session = session
-    peer.features = new Set(features)
+    peer.features = featureSet(features)
     output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId))
     this.membership.joined(session)
     this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
@@ -269,7 +271,7 @@ export class Registration {
     this.observers++
     this.unregistered.delete(peer)
     peer.state = "observing"
-    peer.features = new Set(features)
+    peer.features = featureSet(features)
     output.enqueue(peer, Encode.registeredFrame(`observer-${peer.connection.id}`, features))
   }
 

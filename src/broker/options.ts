@@ -11,7 +11,7 @@ export interface BrokerCoreOptions {
    * stored. Omitted: memory only, lost with the process.
    */
   readonly store?: MailStoreService | undefined
-  /** Live sessions allowed at once (P18; ours is configurable). Default 16384. */
+  /** Live sessions allowed at once (P18; ours is configurable). Default 50,000. */
   readonly maxSessions?: number
   /**
    * Connections that may wait to register at once (P15); more connections
@@ -141,7 +141,7 @@ export const DEFAULT_TOPIC_ENTRIES_PER_GROUP = 4096
 export const DEFAULT_REPLACE_WINDOW_MS = 1500
 
 /** The default session cap (`--max-sessions`). */
-export const DEFAULT_MAX_SESSIONS = 16_384
+export const DEFAULT_MAX_SESSIONS = 50_000
 
 const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number =>
   Duration.toMillis(input === undefined ? fallback : Duration.fromInputUnsafe(input))
