@@ -12,7 +12,7 @@ import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { PACE_ABOVE, PACE_MS } from "../../src/broker/Membership.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
-import { memoryWorld } from "../support/memoryWorld.ts"
+import { type MemoryWorld, memoryWorld } from "../support/memoryWorld.ts"
 
 /** The frames of `connection` up to and including the first one `matches`, parsed. */
 const readUntil = (connection: Connection, matches: (frame: Record<string, unknown>) => boolean) =>
@@ -35,23 +35,30 @@ const statusOf = (frame: Record<string, unknown>): unknown => {
 const isUpdate = (status: string) => (frame: Record<string, unknown>) =>
   frame["type"] === "presence_update" && statusOf(frame) === status
 
+/** Registers `count` sessions `s-0`… on raw connections of `world`, each read up to its `registered`. */
+const registerRaw = (world: MemoryWorld, count: number) =>
+  Effect.gen(function*() {
+    const sessions: Array<Connection> = []
+    for (let i = 0; i < count; i++) {
+      const connection = yield* world.dial
+      yield* connection.writeAll([JSON.stringify({
+        type: "register",
+        sessionId: `s-${i}`,
+        session: { cwd: "/work", model: "m", pid: 1, startedAt: 0, lastActivity: 0, name: `s-${i}` }
+      })])
+      yield* readUntil(connection, (frame) => frame["type"] === "registered")
+      sessions.push(connection)
+    }
+    return sessions
+  })
+
 describe("membership pacing", () => {
   it.effect("after a round that woke many writers, idle sessions hear of the next change after PACE_MS; a session written to meanwhile hears it first", () =>
     Effect.gen(function*() {
       // Links large enough that no broker-side writer blocks: every session takes every wake-up.
       const world = yield* memoryWorld({}, { linkCapacity: 4096 })
       const count = PACE_ABOVE + 6
-      const sessions: Array<Connection> = []
-      for (let i = 0; i < count; i++) {
-        const connection = yield* world.dial
-        yield* connection.writeAll([JSON.stringify({
-          type: "register",
-          sessionId: `s-${i}`,
-          session: { cwd: "/work", model: "m", pid: 1, startedAt: 0, lastActivity: 0, name: `s-${i}` }
-        })])
-        yield* readUntil(connection, (frame) => frame["type"] === "registered")
-        sessions.push(connection)
-      }
+      const sessions = yield* registerRaw(world, count)
       // Every round the registrations started has run, and any pause after them has passed.
       for (let round = 0; round < 3; round++) {
         yield* TestClock.adjust(PACE_MS)
@@ -87,17 +94,7 @@ describe("membership pacing", () => {
   it.effect("small scopes are not paced: with PACE_ABOVE sessions or fewer, every change goes out at once", () =>
     Effect.gen(function*() {
       const world = yield* memoryWorld({}, { linkCapacity: 4096 })
-      const sessions: Array<Connection> = []
-      for (let i = 0; i < 4; i++) {
-        const connection = yield* world.dial
-        yield* connection.writeAll([JSON.stringify({
-          type: "register",
-          sessionId: `s-${i}`,
-          session: { cwd: "/work", model: "m", pid: 1, startedAt: 0, lastActivity: 0, name: `s-${i}` }
-        })])
-        yield* readUntil(connection, (frame) => frame["type"] === "registered")
-        sessions.push(connection)
-      }
+      const sessions = yield* registerRaw(world, 4)
       const [watcher, changer] = [sessions[0]!, sessions[3]!]
       for (const status of ["one", "two", "three"]) {
         yield* changer.writeAll([JSON.stringify({ type: "presence", status })])
