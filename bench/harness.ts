@@ -5,6 +5,7 @@
  * (workloads.ts) so the workload modules do not import each other.
  */
 import type { BenchClient } from "./client.ts"
+import { maxOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, start, stop, type TargetSpec } from "./targets.ts"
 
 /** A run's measured values by name (the JSON keeps all; `format.ts` picks the headline ones). */
@@ -82,5 +83,20 @@ export const settle = async (pid: number, maxMs = 5000): Promise<void> => {
     const now = cpuMicros(pid)
     quiet = now === last ? quiet + 1 : 0
     last = now
+  }
+}
+
+/** An ask workload's result: latency percentiles (µs) of the measured rounds and the target's CPU per round trip. */
+export const askResult = (latenciesUs: ReadonlyArray<number>, cpuUs: number, rounds: number): RunResult => {
+  const sorted = sortedCopy(latenciesUs)
+  return {
+    metrics: {
+      p50Us: percentileSorted(sorted, 50),
+      p90Us: percentileSorted(sorted, 90),
+      p99Us: percentileSorted(sorted, 99),
+      maxUs: maxOf(sorted),
+      cpuUsPerRound: cpuUs / rounds
+    },
+    notes: []
   }
 }

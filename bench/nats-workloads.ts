@@ -12,9 +12,8 @@
  */
 import { NatsClient } from "./nats-client.ts"
 import { leadingSeq, type NatsMsg } from "./nats-protocol.ts"
-import { maxOf, percentileSorted, sortedCopy } from "./stats.ts"
 import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
-import { makeText, type RunResult, withTimeout } from "./harness.ts"
+import { askResult, makeText, type RunResult, withTimeout } from "./harness.ts"
 
 const selfCpuUs = (): number => {
   const u = process.cpuUsage()
@@ -209,17 +208,7 @@ export const natsAskRun = (spec: TargetSpec, rounds: number, warmup: number): Pr
         30_000 + total * 10,
         "ask"
       )
-      const sorted = sortedCopy(lat)
-      return {
-        metrics: {
-          p50Us: percentileSorted(sorted, 50),
-          p90Us: percentileSorted(sorted, 90),
-          p99Us: percentileSorted(sorted, 99),
-          maxUs: maxOf(sorted),
-          cpuUsPerRound: result.cpuUs / rounds
-        },
-        notes: []
-      }
+      return askResult(lat, result.cpuUs, rounds)
     } finally {
       a.close()
       b.close()

@@ -9,9 +9,9 @@ import { BenchClient, connectAndRegister, type Frame } from "./client.ts"
 import { natsAskRun, natsThroughputRun } from "./nats-workloads.ts"
 import { replaceStormBody } from "./replace.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
-import { maxOf, median, minOf, percentileSorted, sortedCopy } from "./stats.ts"
+import { maxOf, median, minOf } from "./stats.ts"
 import { ensureOpenFiles, stormRun } from "./scale.ts"
-import { closeAll, makeText, type RunResult, settle, sleep, withInstance, withTimeout } from "./harness.ts"
+import { askResult, closeAll, makeText, type RunResult, settle, sleep, withInstance, withTimeout } from "./harness.ts"
 import { cpuMicros, isBroker, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
 
@@ -361,17 +361,7 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
         30_000 + total * 10,
         "ask"
       )
-      const sorted = sortedCopy(lat)
-      return {
-        metrics: {
-          p50Us: percentileSorted(sorted, 50),
-          p90Us: percentileSorted(sorted, 90),
-          p99Us: percentileSorted(sorted, 99),
-          maxUs: maxOf(sorted),
-          cpuUsPerRound: result.cpuUs / rounds
-        },
-        notes: []
-      }
+      return askResult(lat, result.cpuUs, rounds)
     } finally {
       a.close()
       b.close()
