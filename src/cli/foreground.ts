@@ -13,10 +13,11 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Ref from "effect/Ref"
 import { runBroker } from "../broker/runBroker.ts"
-import type { BrokerOptions } from "../broker/options.ts"
+import { type BrokerOptions, DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
 import type { IntercomPaths } from "../config/agentDir.ts"
 import { IntercomEnvError } from "../config/errors.ts"
 import { logIntercomSettingsProblems, readIntercomSettings } from "../config/load.ts"
+import { openFileLimit, sessionCapWarning } from "../config/openFiles.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import type { BrokerFlags } from "./argv.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
@@ -80,6 +81,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* logIntercomSettingsProblems(resolution)
     yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
     yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
+    const capWarning = sessionCapWarning(flags.maxSessions ?? DEFAULT_MAX_SESSIONS, yield* openFileLimit)
+    if (capWarning !== undefined) yield* Effect.logWarning(capWarning)
     const idle = yield* Effect.raceFirst(Effect.as(handle.idleExit, true), Effect.as(handle.socketLost, false))
     yield* idle
       ? Effect.logInfo("Idle: no sessions left, shutting down")

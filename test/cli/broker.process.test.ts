@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
+import { openFileLimit } from "../../src/config/openFiles.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { cleanEnv, exists, mode, registerSession, runCli, startBroker, tempDir } from "./support.ts"
 
@@ -50,6 +51,23 @@ describe("intercom broker", () => {
       assert.deepStrictEqual(outcome, { code: 0, signal: null })
       assert.isFalse(exists(t.socketPath), "socket removed")
       assert.isFalse(exists(t.pidFile), "pid file removed")
+    }))
+
+  it.live("warns at start when the session cap is above the open-file limit, and not when it fits", () =>
+    Effect.gen(function*() {
+      const limit = yield* openFileLimit
+      if (limit === undefined) return // not Linux: the limit is unknown and nothing is said
+      const t = yield* setup
+      const above = yield* startBroker(["--dir", t.agentDir, "--max-sessions", String(limit)], t.env)
+      yield* above.kill("SIGTERM")
+      assert.deepStrictEqual(yield* above.waitExit(), { code: 0, signal: null })
+      assert.include(above.stderr(), `The session cap is ${limit}, but this process may open only`)
+      assert.include(above.stderr(), "ulimit -n")
+
+      const fits = yield* startBroker(["--dir", t.agentDir, "--max-sessions", "10"], t.env)
+      yield* fits.kill("SIGTERM")
+      assert.deepStrictEqual(yield* fits.waitExit(), { code: 0, signal: null })
+      assert.notInclude(fits.stderr(), "ulimit -n")
     }))
 
   it.live("exits 0 on SIGINT too", () =>
