@@ -86,8 +86,66 @@ export const settle = async (pid: number, maxMs = 5000): Promise<void> => {
   }
 }
 
-/** An ask workload's result: latency percentiles (µs) of the measured rounds and the target's CPU per round trip. */
-export const askResult = (latenciesUs: ReadonlyArray<number>, cpuUs: number, rounds: number): RunResult => {
+/** What an ask workload's handlers get: the round in flight, and how to end it or the run. */
+export interface RoundTrip {
+  /** The round in flight (0-based, warm-up rounds included). */
+  readonly round: () => number
+  /** The answer to the round in flight arrived: its time is recorded and the next round starts (or the run ends). */
+  readonly answered: () => void
+  /** Ends the run with `error`; the first end wins. */
+  readonly fail: (error: Error) => void
+}
+
+/**
+ * Runs `warmup + rounds` round trips one at a time against the target `pid`:
+ * `setup` installs the workload's handlers (which call `answered` or `fail`)
+ * and returns how to start round `i`. Reports latency percentiles (µs) of
+ * the measured rounds and the target's CPU per measured round trip. Bounded
+ * by 30 s plus 10 ms a round.
+ */
+export const runRoundTrips = async (
+  pid: number,
+  rounds: number,
+  warmup: number,
+  setup: (trip: RoundTrip) => (round: number) => void
+): Promise<RunResult> => {
+  const total = rounds + warmup
+  const latenciesUs = new Array<number>(rounds)
+  const cpuUs = await withTimeout(
+    new Promise<number>((resolve, reject) => {
+      let i = 0
+      let t0 = 0
+      let cpu0 = 0
+      let done = false
+      const trip: RoundTrip = {
+        round: () => i,
+        fail: (error) => {
+          if (done) return
+          done = true
+          reject(error)
+        },
+        answered: () => {
+          if (done) return
+          if (i >= warmup) latenciesUs[i - warmup] = (performance.now() - t0) * 1000
+          i++
+          if (i < total) begin()
+          else {
+            done = true
+            resolve(cpuMicros(pid) - cpu0)
+          }
+        }
+      }
+      const send = setup(trip)
+      const begin = (): void => {
+        if (i === warmup) cpu0 = cpuMicros(pid)
+        t0 = performance.now()
+        send(i)
+      }
+      begin()
+    }),
+    30_000 + total * 10,
+    "ask"
+  )
   const sorted = sortedCopy(latenciesUs)
   return {
     metrics: {

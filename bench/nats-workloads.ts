@@ -13,7 +13,7 @@
 import { NatsClient } from "./nats-client.ts"
 import { leadingSeq, type NatsMsg } from "./nats-protocol.ts"
 import { cpuMicros, type Instance, procStatusKiB, start, stop, type TargetSpec } from "./targets.ts"
-import { askResult, makeText, type RunResult, withTimeout } from "./harness.ts"
+import { makeText, type RunResult, runRoundTrips, withTimeout } from "./harness.ts"
 
 const selfCpuUs = (): number => {
   const u = process.cpuUsage()
@@ -160,55 +160,25 @@ export const natsAskRun = (spec: TargetSpec, rounds: number, warmup: number): Pr
       a.sub("bench.inbox", "1")
       await b.flush()
       await a.flush()
-      const total = rounds + warmup
-      const lat = new Array<number>(rounds)
-      const result = await withTimeout(
-        new Promise<{ cpuUs: number }>((resolve, reject) => {
-          let i = 0
-          let t0 = 0
-          let cpu0 = 0
-          let done = false
-          const fail = (e: Error): void => {
-            if (!done) {
-              done = true
-              reject(e)
-            }
+      return await runRoundTrips(inst.pid, rounds, warmup, (trip) => {
+        b.onMsg = (msg) => {
+          if (msg.replyTo === undefined) {
+            trip.fail(new Error("answerer got a request without a reply subject"))
+            return
           }
-          const ask = (): void => {
-            if (i === warmup) cpu0 = cpuMicros(inst.pid)
-            t0 = performance.now()
-            a.pub("bench.svc", `${i} ${text}`, "bench.inbox")
+          b.pub(msg.replyTo, `${leadingSeq(msg.buf, msg.start, msg.end)} ${text}`)
+        }
+        a.onMsg = (msg) => {
+          if (leadingSeq(msg.buf, msg.start, msg.end) !== trip.round()) {
+            trip.fail(new Error(`asker got an answer to another request (expected ${trip.round()})`))
+            return
           }
-          b.onMsg = (msg) => {
-            if (msg.replyTo === undefined) {
-              fail(new Error("answerer got a request without a reply subject"))
-              return
-            }
-            b.pub(msg.replyTo, `${leadingSeq(msg.buf, msg.start, msg.end)} ${text}`)
-          }
-          a.onMsg = (msg) => {
-            if (done) return
-            if (leadingSeq(msg.buf, msg.start, msg.end) !== i) {
-              fail(new Error(`asker got an answer to another request (expected ${i})`))
-              return
-            }
-            const dt = performance.now() - t0
-            if (i >= warmup) lat[i - warmup] = dt * 1000
-            i++
-            if (i < total) ask()
-            else {
-              done = true
-              resolve({ cpuUs: cpuMicros(inst.pid) - cpu0 })
-            }
-          }
-          a.closed.then((e) => fail(new Error(`asker: ${e.message}`)), () => {})
-          b.closed.then((e) => fail(new Error(`answerer: ${e.message}`)), () => {})
-          ask()
-        }),
-        30_000 + total * 10,
-        "ask"
-      )
-      return askResult(lat, result.cpuUs, rounds)
+          trip.answered()
+        }
+        a.closed.then((e) => trip.fail(new Error(`asker: ${e.message}`)), () => {})
+        b.closed.then((e) => trip.fail(new Error(`answerer: ${e.message}`)), () => {})
+        return (round) => a.pub("bench.svc", `${round} ${text}`, "bench.inbox")
+      })
     } finally {
       a.close()
       b.close()

@@ -11,7 +11,7 @@ import { replaceStormBody } from "./replace.ts"
 import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "./framing.ts"
 import { maxOf, median, minOf } from "./stats.ts"
 import { ensureOpenFiles, stormRun } from "./scale.ts"
-import { askResult, closeAll, makeText, type RunResult, settle, sleep, withInstance, withTimeout } from "./harness.ts"
+import { closeAll, makeText, type RunResult, runRoundTrips, settle, sleep, withInstance, withTimeout } from "./harness.ts"
 import { cpuMicros, isBroker, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
 
@@ -301,67 +301,38 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
       const text = makeText(100)
       const aId = a.sessionId ?? ""
       const bId = b.sessionId ?? ""
-      const total = rounds + warmup
-      const lat = new Array<number>(rounds)
-      const result = await withTimeout(
-        new Promise<{ cpuUs: number }>((resolve, reject) => {
-          let i = 0
-          let t0 = 0
-          let cpu0 = 0
-          let done = false
-          const fail = (e: Error): void => {
-            if (!done) {
-              done = true
-              reject(e)
+      return await runRoundTrips(inst.pid, rounds, warmup, (trip) => {
+        b.onFrame = (frame) => {
+          const type = frame["type"]
+          if (type === "message") {
+            const msg = getRecord(frame, "message")
+            const qid = msg === undefined ? undefined : getString(msg, "id")
+            if (qid === undefined || msg?.["expectsReply"] !== true) {
+              trip.fail(new Error(`answerer got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
+              return
             }
+            b.send(aId, `r-${qid}`, text, { replyTo: qid })
+          } else if (type === "delivery_failed") {
+            trip.fail(new Error(`reply: delivery_failed ${failureText(frame)}`))
           }
-          const ask = (): void => {
-            if (i === warmup) cpu0 = cpuMicros(inst.pid)
-            t0 = performance.now()
-            a.send(bId, `q-${i}`, text, { expectsReply: true })
-          }
-          b.onFrame = (frame) => {
-            const type = frame["type"]
-            if (type === "message") {
-              const msg = getRecord(frame, "message")
-              const qid = msg === undefined ? undefined : getString(msg, "id")
-              if (qid === undefined || msg?.["expectsReply"] !== true) {
-                fail(new Error(`answerer got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
-                return
-              }
-              b.send(aId, `r-${qid}`, text, { replyTo: qid })
-            } else if (type === "delivery_failed") {
-              fail(new Error(`reply: delivery_failed ${failureText(frame)}`))
+        }
+        a.onFrame = (frame) => {
+          const type = frame["type"]
+          if (type === "message") {
+            const msg = getRecord(frame, "message")
+            if (msg === undefined || getString(msg, "replyTo") !== `q-${trip.round()}`) {
+              trip.fail(new Error(`asker got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
+              return
             }
+            trip.answered()
+          } else if (type === "delivery_failed") {
+            trip.fail(new Error(`ask: delivery_failed ${failureText(frame)}`))
           }
-          a.onFrame = (frame) => {
-            const type = frame["type"]
-            if (type === "message") {
-              const msg = getRecord(frame, "message")
-              if (msg === undefined || getString(msg, "replyTo") !== `q-${i}`) {
-                fail(new Error(`asker got an unexpected message: ${JSON.stringify(frame).slice(0, 200)}`))
-                return
-              }
-              const dt = performance.now() - t0
-              if (i >= warmup) lat[i - warmup] = dt * 1000
-              i++
-              if (i < total) ask()
-              else {
-                done = true
-                resolve({ cpuUs: cpuMicros(inst.pid) - cpu0 })
-              }
-            } else if (type === "delivery_failed") {
-              fail(new Error(`ask: delivery_failed ${failureText(frame)}`))
-            }
-          }
-          a.closed.then((e) => fail(new Error(`asker: ${e.message}`)), () => {})
-          b.closed.then((e) => fail(new Error(`answerer: ${e.message}`)), () => {})
-          ask()
-        }),
-        30_000 + total * 10,
-        "ask"
-      )
-      return askResult(lat, result.cpuUs, rounds)
+        }
+        a.closed.then((e) => trip.fail(new Error(`asker: ${e.message}`)), () => {})
+        b.closed.then((e) => trip.fail(new Error(`answerer: ${e.message}`)), () => {})
+        return (round) => a.send(bId, `q-${round}`, text, { expectsReply: true })
+      })
     } finally {
       a.close()
       b.close()
