@@ -10,7 +10,9 @@ import fs from "node:fs"
 import { stripTypeScriptTypes } from "node:module"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
+import { DEFAULT_MAX_SESSIONS } from "../src/broker/options.ts"
 import { brokerEntryPoint } from "../src/config/install.ts"
+import { BROKER_OWN_FILES, parseOpenFileLimit } from "../src/config/openFiles.ts"
 
 /**
  * The table's columns: `broker` is ours as a client spawns it (durable, the
@@ -70,6 +72,22 @@ export const rawSpec: TargetSpec = {
 }
 
 /**
+ * The session cap a workload that sets none runs with: the default, or what
+ * this machine's open-file limit holds when that is less, so the broker's
+ * start-up warning about the limit (src/config/openFiles.ts) does not ride
+ * along as a note on every run. A cap costs nothing per message.
+ */
+const fittingCap = (): number | undefined => {
+  let limit: number | undefined
+  try {
+    limit = parseOpenFileLimit(fs.readFileSync("/proc/self/limits", "utf8"))
+  } catch {
+    return undefined
+  }
+  return limit === undefined || limit - BROKER_OWN_FILES >= DEFAULT_MAX_SESSIONS ? undefined : limit - BROKER_OWN_FILES
+}
+
+/**
  * The broker as a client spawns it: `brokerEntryPoint()` (the bundled
  * `dist/bin/intercom.mjs`, or tsc's `dist/cli/main.js` in a tree without the
  * bundle) with `broker --dir <dir>`, so `startup` measures what a client waits for.
@@ -78,7 +96,8 @@ export const brokerSpec: TargetSpec = {
   name: "broker",
   argv: (dir, maxSessions) => {
     const argv = [process.execPath, brokerEntryPoint(), "broker", "--dir", dir]
-    if (maxSessions !== undefined) argv.push("--max-sessions", String(maxSessions))
+    const cap = maxSessions ?? fittingCap()
+    if (cap !== undefined) argv.push("--max-sessions", String(cap))
     return argv
   },
   socketPath: socketIn
