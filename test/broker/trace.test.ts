@@ -6,28 +6,16 @@
  * malformed traceparent, puts none on the wire.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Tracer } from "effect"
+import { Effect, Option } from "effect"
 import { ROUTE_SPAN_NAME } from "../../src/broker/RoutingSpans.ts"
 import { TRACE_V1 } from "../../src/protocol/features.ts"
 import { parseTraceparent } from "../../src/protocol/trace.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { message, messageFor, send, withBroker } from "../support/broker.ts"
+import { recordingTracer } from "../support/recordingTracer.ts"
 
 const traced = { frame: { features: [TRACE_V1] } }
 const SENDER_CONTEXT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-/** A tracer that keeps every span it makes, as effect's own in-memory spans. */
-const recordingTracer = () => {
-  const spans: Array<Tracer.NativeSpan> = []
-  const tracer = Tracer.make({
-    span: (options) => {
-      const span = new Tracer.NativeSpan(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return { tracer, spans }
-}
 
 describe("trace-v1", () => {
   it.live("the broker grants trace-v1 only to a client that asks for it", () =>

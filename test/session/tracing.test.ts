@@ -14,18 +14,7 @@ import { SEND_SPAN_NAME } from "../../src/client/tracing.ts"
 import { askRoundTrip } from "../../src/session/Ask.ts"
 import { HANDOFF_SPAN_NAME, RECEIVE_SPAN_NAME } from "../../src/session/InboundTracing.ts"
 import { memoryWorld } from "../support/memoryWorld.ts"
-
-const recordingTracer = () => {
-  const spans: Array<Tracer.NativeSpan> = []
-  const tracer = Tracer.make({
-    span: (options) => {
-      const span = new Tracer.NativeSpan(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return { tracer, spans }
-}
+import { recordingTracer } from "../support/recordingTracer.ts"
 
 const parentId = (span: Tracer.NativeSpan): string | undefined => Option.getOrUndefined(span.parent)?.spanId
 
