@@ -12,7 +12,7 @@
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
-import { AgedMap } from "./AgedMap.ts"
+import { fingerprintCopy, OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 
 /** What a send came to, as answered (and replayed to a retry). */
 export type Outcome =
@@ -25,37 +25,19 @@ export const DELIVERED: Outcome = { ok: true, delivery: "socket_delivered" }
 /** The answer to a send queued in the mailbox. */
 export const QUEUED: Outcome = { ok: true, delivery: "queued" }
 
-interface DeliveryRecord {
-  readonly fingerprint: Fingerprint
+/** A kept replay record: its fingerprint and outcome. */
+export interface DeliveryRecord extends Fingerprint {
   readonly outcome: Outcome
 }
-
-/**
- * 53-bit string hash (cyrb53). The fingerprint hashes message text instead of
- * keeping it: 4,096 records of 1 MiB texts would otherwise pin gigabytes.
- */
-const hash = (text: string): number => {
-  let h1 = 0xdeadbeef
-  let h2 = 0x41c6ce57
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    h1 = Math.imul(h1 ^ c, 2654435761)
-    h2 = Math.imul(h2 ^ c, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
-}
-
-const NO_ATTACHMENTS_HASH = hash("")
 
 /**
  * What identifies "the same send": target and authored content, not
  * timestamps or sequence numbers. Text and attachments are hashed (with their
  * lengths, so a collision also needs equal lengths), and so is a failure
- * reply's `replyError` (C-BRK-8), when there is one. One small object, not a
- * string built per message: records are kept by the hundred thousand, and
- * every object they hold is work for the garbage collector.
+ * reply's `replyError` (C-BRK-8), when there is one. Kept as fields of the
+ * message's one outbound record (OutboundRecords.ts), not as an object or a
+ * string of its own: records are kept by the hundred thousand, and every
+ * object they hold is work for the garbage collector.
  */
 export interface Fingerprint {
   readonly targetId: string
@@ -73,24 +55,9 @@ export interface Fingerprint {
   readonly replyErrorHash: number
 }
 
-/** The fingerprint of `message` sent to `targetId`; see `Fingerprint`. */
-export const fingerprintOf = (targetId: string, message: Message, replyError?: string): Fingerprint => {
-  const text = message.content.text
-  const attachments = message.content.attachments === undefined ? undefined : JSON.stringify(message.content.attachments)
-  return {
-    targetId,
-    textLength: text.length,
-    textHash: hash(text),
-    attachmentsLength: attachments === undefined ? 0 : attachments.length,
-    attachmentsHash: attachments === undefined ? NO_ATTACHMENTS_HASH : hash(attachments),
-    replyTo: message.replyTo,
-    expectsReply: message.expectsReply,
-    supersedes: message.supersedes,
-    retryOf: message.retryOf,
-    replyErrorLength: replyError === undefined ? -1 : replyError.length,
-    replyErrorHash: replyError === undefined ? 0 : hash(replyError)
-  }
-}
+/** The fingerprint of `message` sent to `targetId`, as a plain object; see `Fingerprint`. */
+export const fingerprintOf = (targetId: string, message: Message, replyError?: string): Fingerprint =>
+  fingerprintCopy(OutboundRecord.of("", targetId, message, replyError))
 
 /** Whether two fingerprints name the same send. */
 export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
@@ -100,13 +67,16 @@ export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
   (a.supersedes ?? "") === (b.supersedes ?? "") && (a.retryOf ?? "") === (b.retryOf ?? "") &&
   a.replyErrorLength === b.replyErrorLength && a.replyErrorHash === b.replyErrorHash
 
-/** The key of a replay record: the sender and its message id. */
+/**
+ * The key of a message everywhere a string key is needed — mailbox, ask
+ * edges, the durable store: the sender and its message id. The replay records
+ * themselves are found without it (OutboundRecords.ts).
+ */
 export const recordKeyOf = (senderKey: string, messageId: string): string => `${senderKey}\u0001${messageId}`
 
-interface Entry extends DeliveryRecord {
-  readonly sender: string
-  readonly bytes: number
-}
+/** The message id inside a record key of `senderKey` (a record restored from the store). */
+const idOfKey = (senderKey: string, key: string): string =>
+  key.startsWith(senderKey) && key.charCodeAt(senderKey.length) === 1 ? key.slice(senderKey.length + 1) : key
 
 /** Bounds and times of the replay records. */
 export interface ReplayLimits {
@@ -120,13 +90,17 @@ export interface ReplayLimits {
   readonly maxBytes: number
 }
 
-/** Estimated memory of one record: its strings (UTF-16) and the objects and map entry around them. */
-const entryBytes = (key: string, fingerprint: Fingerprint, outcome: Outcome): number =>
-  2 * (key.length + fingerprint.targetId.length + (fingerprint.replyTo?.length ?? 0) +
-      (fingerprint.supersedes?.length ?? 0) + (fingerprint.retryOf?.length ?? 0) +
-      (outcome.ok ? 0 : outcome.reason.length)) + 240
+/** Estimated memory of one record: its strings (UTF-16) and the object and table slot around them. */
+const recordBytes = (record: OutboundRecord, outcome: Outcome): number =>
+  2 * (record.senderKey.length + record.id.length + record.targetId.length + (record.replyTo?.length ?? 0) +
+      (record.supersedes?.length ?? 0) + (record.retryOf?.length ?? 0) + (outcome.ok ? 0 : outcome.reason.length)) +
+  240
 
-/** Told of every record set or rewritten (the store journal, when the broker is durable). */
+/**
+ * Told of every record set or rewritten (the store journal, when the broker
+ * is durable); `key` is `recordKeyOf(sender, id)`, built only for it, and
+ * each fingerprint is a plain object of its own.
+ */
 export interface RecordObserver {
   readonly set: (sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number) => void
   /** A rewrite; `record` is undefined when the record itself was no longer kept (its message may still be). */
@@ -135,7 +109,8 @@ export interface RecordObserver {
 
 /** Replay records (P46); see the module header for what is kept how long. */
 export class DeliveryRecords {
-  private readonly records = new AgedMap<string, Entry>()
+  /** The outbound records, whose replay part this class keeps (their route part is Receipts'). */
+  readonly table = new OutboundRecords()
   /** Records per sender, to find the heaviest when everything is inside the window. */
   private readonly perSender = new Map<string, number>()
   private bytes = 0
@@ -149,78 +124,81 @@ export class DeliveryRecords {
 
   /** Records held. */
   get size(): number {
-    return this.records.size
+    return this.table.records
   }
 
-  /** The record of `key`, if it is still kept. */
-  get(key: string, now: number): DeliveryRecord | undefined {
-    const found = this.records.lookup(key)
-    if (found === undefined || now - found.at > this.limits.retentionMs) return undefined
-    return found.value
+  /** `sender`'s record of its message `id`, if it is still kept. */
+  get(sender: string, id: string, now: number): DeliveryRecord | undefined {
+    const found = this.table.find(sender, id)
+    if (found === undefined || !found.recorded || now - found.recordedAt > this.limits.retentionMs) return undefined
+    return found
   }
 
-  /** Records `sender`'s send under `key` (replacing an earlier record of the same key). */
-  set(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, now: number): void {
-    this.observer?.set(sender, key, fingerprint, outcome, now)
-    this.keep(sender, key, fingerprint, outcome, now)
+  /**
+   * Records a send (replacing an earlier record of its sender and id):
+   * `record` comes from `OutboundRecord.of` and is kept itself unless its
+   * (sender, id) already has a record in the table.
+   */
+  set(record: OutboundRecord, outcome: Outcome, now: number): void {
+    this.observer?.set(record.senderKey, recordKeyOf(record.senderKey, record.id), fingerprintCopy(record), outcome, now)
+    this.keep(record, outcome, now)
   }
 
   /** A record found stored at startup: kept again, not stored again. */
   restore(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number): void {
-    this.keep(sender, key, fingerprint, outcome, at)
+    this.keep(new OutboundRecord(sender, idOfKey(sender, key), fingerprint), outcome, at)
   }
 
-  private keep(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, now: number): void {
-    const bytes = entryBytes(key, fingerprint, outcome)
-    const replaced = this.records.put(key, { sender, fingerprint, outcome, bytes }, now)
-    if (replaced !== undefined) this.uncount(replaced)
-    this.perSender.set(sender, (this.perSender.get(sender) ?? 0) + 1)
-    this.bytes += bytes
-    if (this.records.size > this.limits.maxRecords || this.bytes > this.limits.maxBytes) this.makeRoom(now)
+  private keep(candidate: OutboundRecord, outcome: Outcome, now: number): void {
+    const known = this.table.find(candidate.senderKey, candidate.id)
+    if (known !== undefined && known.recorded) this.uncount(known)
+    const record = this.table.keepRecord(candidate, outcome, now, recordBytes(candidate, outcome))
+    this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
+    this.bytes += record.bytes
+    if (this.overBound()) this.makeRoom(now)
   }
 
   /** Later events rewrite an outcome (supersede, cancel, expiry, eviction, mailbox flush). */
-  rewrite(key: string, outcome: Outcome): void {
-    if (this.observer === undefined) {
-      const record = this.records.get(key)
-      if (record !== undefined) this.records.update(key, { ...record, outcome })
-      return
-    }
-    const found = this.records.lookup(key)
-    if (found !== undefined) this.records.update(key, { ...found.value, outcome })
-    this.observer.rewrite(
-      key,
+  rewrite(sender: string, id: string, outcome: Outcome): void {
+    const found = this.table.find(sender, id)
+    const kept = found !== undefined && found.recorded ? found : undefined
+    if (kept !== undefined) kept.outcome = outcome
+    this.observer?.rewrite(
+      recordKeyOf(sender, id),
       outcome,
-      found === undefined ? undefined : { sender: found.value.sender, fingerprint: found.value.fingerprint, at: found.at }
+      kept === undefined ? undefined : { sender, fingerprint: fingerprintCopy(kept), at: kept.recordedAt }
     )
   }
 
   /** Drops records past the retention time. */
   prune(now: number): void {
-    for (const entry of this.records.expire(now - this.limits.retentionMs - 1)) this.uncount(entry)
+    const cutoff = now - this.limits.retentionMs - 1
+    for (let oldest = this.table.oldestRecord; oldest !== undefined && oldest.recordedAt <= cutoff; oldest = this.table.oldestRecord) {
+      this.drop(oldest)
+    }
   }
 
-  private forget(key: string): void {
-    const entry = this.records.delete(key)
-    if (entry !== undefined) this.uncount(entry)
+  private drop(record: OutboundRecord): void {
+    this.uncount(record)
+    this.table.dropRecord(record)
   }
 
-  private uncount(entry: Entry): void {
-    this.bytes -= entry.bytes
-    const count = (this.perSender.get(entry.sender) ?? 1) - 1
-    if (count <= 0) this.perSender.delete(entry.sender)
-    else this.perSender.set(entry.sender, count)
+  private uncount(record: OutboundRecord): void {
+    this.bytes -= record.bytes
+    const count = (this.perSender.get(record.senderKey) ?? 1) - 1
+    if (count <= 0) this.perSender.delete(record.senderKey)
+    else this.perSender.set(record.senderKey, count)
   }
 
   private overBound(): boolean {
-    return this.records.size > this.limits.maxRecords || this.bytes > this.limits.maxBytes
+    return this.table.records > this.limits.maxRecords || this.bytes > this.limits.maxBytes
   }
 
   /** Back within bounds: first records past the window, then the heaviest sender's oldest. */
   private makeRoom(now: number): void {
     const cutoff = now - this.limits.windowMs - 1
-    for (let entry = this.records.expireOldest(cutoff); entry !== undefined; entry = this.records.expireOldest(cutoff)) {
-      this.uncount(entry)
+    for (let oldest = this.table.oldestRecord; oldest !== undefined && oldest.recordedAt <= cutoff; oldest = this.table.oldestRecord) {
+      this.drop(oldest)
       if (!this.overBound()) return
     }
     while (this.overBound()) {
@@ -235,13 +213,13 @@ export class DeliveryRecords {
       if (heaviest === undefined) return
       // Rare (every record is inside the window): drop a sixteenth of that sender's records per scan.
       let toDrop = Math.max(1, most >> 4)
-      const victims: Array<string> = []
-      for (const [key, entry] of this.records.entries()) {
-        if (entry.sender !== heaviest) continue
-        victims.push(key)
+      const victims: Array<OutboundRecord> = []
+      for (let record = this.table.oldestRecord; record !== undefined; record = record.newerRecord) {
+        if (record.senderKey !== heaviest) continue
+        victims.push(record)
         if (--toDrop === 0) break
       }
-      for (const key of victims) this.forget(key)
+      for (const victim of victims) this.drop(victim)
     }
   }
 }

@@ -89,7 +89,7 @@ export class MailDelivery {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key) return false
     this.mailbox.delete(messageKey)
-    this.ctx.records.rewrite(queued.recordKey, {
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
       reason: Reason.cancelledQueued,
@@ -132,7 +132,7 @@ export class MailDelivery {
       return this.ctx.output.forceEnqueue(live.peer, outbound)
     }
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
-    this.ctx.records.rewrite(outbound.mail.recordKey, QUEUED)
+    this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
   }
 
   /**
@@ -141,7 +141,7 @@ export class MailDelivery {
    */
   restore(mail: Mail): void {
     this.put(mail)
-    if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.recordKey, QUEUED)
+    if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
   }
 
   /** Drops expired mail, telling its senders. */
@@ -170,7 +170,7 @@ export class MailDelivery {
     for (const mail of mails) {
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
       this.flushed(mail, session, now)
-      this.ctx.records.rewrite(mail.recordKey, DELIVERED)
+      this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
     }
   }
 
@@ -180,7 +180,7 @@ export class MailDelivery {
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string): void {
     const { registry, records, output } = this.ctx
-    records.rewrite(mail.recordKey, { ok: false, code, reason, retryable: false })
+    records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson

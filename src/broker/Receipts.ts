@@ -6,22 +6,23 @@
  * `supersedes` send first tells the receiver the old message is superseded.
  * A `cancel_message` for mail still in the mailbox removes it instead.
  *
- * Routes are kept in one table keyed by the message id alone, and a route
- * is told apart by its two sides: ids are per sender, so a sender's cancel or
- * supersede takes only its own route (a colliding id of another session never
- * diverts it), and a receipt, which names only the message id, goes to every
- * live sender of a message with that id to the receiver that sent it. One
- * key the message already carries, so the per-message path builds no key
- * string and keeps no second index (docs/performance.md). Routes remember
- * both sides' incarnations, so they lapse when either side leaves without any
- * bookkeeping at leave time.
+ * A route is the route part of the message's outbound record
+ * (OutboundRecords.ts), beside its replay record: one object per message,
+ * found by the message id the message already carries, so the per-message
+ * path builds no key string and keeps no object of its own for the route
+ * (docs/performance.md). Ids are per sender: a sender's cancel or supersede
+ * takes only its own route (a colliding id of another session never diverts
+ * it), and a receipt, which names only the message id, goes to every live
+ * sender of a message with that id to the receiver that sent it. Routes
+ * remember both sides' incarnations, so they lapse when either side leaves
+ * without any bookkeeping at leave time.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { AgedMap } from "./AgedMap.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
+import type { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -32,33 +33,20 @@ const HOUR = 3_600_000
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 const MAX_ROUTES = 65_536
 
-interface ReceiptRoute {
-  readonly senderKey: string
-  readonly senderIncarnation: number
-  readonly receiverKey: string
-  readonly receiverIncarnation: number
-  /** When it was recorded (it lapses an hour later). */
-  readonly at: number
-}
-
-/** The routes of one message id: one, or (when senders used the same id) several — no array per message. */
-type Routes = ReceiptRoute | Array<ReceiptRoute>
-
 /** The receipts concern: receipt routes, `message_receipt`, `cancel_message`, and the supersede stage. */
 export class Receipts {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly forget: (messageKey: string) => void
-  /** Receipt routes by message id: an hour, at most MAX_ROUTES. */
-  private readonly routes = new AgedMap<string, Routes>()
-  /** Routes held, over all ids (an id may hold several). */
-  private routeCount = 0
+  /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
+  private readonly routes: OutboundRecords
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
     this.ctx = ctx
     this.mail = mail
     this.forget = forget
+    this.routes = ctx.records.table
   }
 
   readonly frames: FrameHandlers = {
@@ -93,7 +81,7 @@ export class Receipts {
           timestamp: attempt.now
         })
       )
-      this.ctx.records.rewrite(recordKeyOf(sender.key, message.supersedes), {
+      this.ctx.records.rewrite(sender.key, message.supersedes, {
         ok: false,
         code: DeliveryCode.DeliverySuperseded,
         reason: Reason.superseded(message.id),
@@ -105,51 +93,27 @@ export class Receipts {
 
   /** Records who may exchange receipts about `mail` (also for mail flushed from the mailbox). */
   addRoute(mail: Mail, sender: Session, receiver: Session, now: number): void {
-    const id = mail.message.id
-    const route: ReceiptRoute = {
-      senderKey: sender.key,
-      senderIncarnation: sender.incarnation,
-      receiverKey: receiver.key,
-      receiverIncarnation: receiver.incarnation,
-      at: now
-    }
-    // One lookup and one insert on the common path (a new id): `put` hands back what the id held.
-    const known = this.routes.put(id, route, now)
-    if (known === undefined) this.routeCount++
-    else if (!Array.isArray(known)) {
-      // The same sender's route is replaced; another sender's stays beside it.
-      if (known.senderKey !== route.senderKey) {
-        this.routes.update(id, [known, route])
-        this.routeCount++
-      }
-    } else {
-      const same = known.findIndex((other) => other.senderKey === route.senderKey)
-      if (same >= 0) known.splice(same, 1)
-      else this.routeCount++
-      known.push(route)
-      this.routes.update(id, known)
-    }
-    // Over the bound: the ids set longest ago go first, with every route they hold.
-    while (this.routeCount > MAX_ROUTES) {
-      const oldest = this.routes.expireOldest(Number.POSITIVE_INFINITY)
+    const routes = this.routes
+    routes.keepRoute(sender.key, mail.message.id, sender.incarnation, receiver.key, receiver.incarnation, now)
+    // Over the bound: the routes added longest ago go first.
+    while (routes.routes > MAX_ROUTES) {
+      const oldest = routes.oldestRoute
       if (oldest === undefined) break
-      this.uncount(oldest)
+      routes.dropRoute(oldest)
     }
   }
 
   prune(now: number): void {
-    for (const routes of this.routes.expire(now - HOUR - 1)) this.uncount(routes)
-  }
-
-  private uncount(routes: Routes): void {
-    this.routeCount -= Array.isArray(routes) ? routes.length : 1
+    const cutoff = now - HOUR - 1
+    for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
+      this.routes.dropRoute(oldest)
+    }
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */
-  private routeOf(senderKey: string, messageId: string): ReceiptRoute | undefined {
-    const routes = this.routes.get(messageId)
-    if (routes === undefined || !Array.isArray(routes)) return routes?.senderKey === senderKey ? routes : undefined
-    return routes.find((route) => route.senderKey === senderKey)
+  private routeOf(senderKey: string, messageId: string): OutboundRecord | undefined {
+    const record = this.routes.find(senderKey, messageId)
+    return record !== undefined && record.routed ? record : undefined
   }
 
   /**
@@ -166,10 +130,10 @@ export class Receipts {
   }
 
   private sessionsOf(
-    route: ReceiptRoute,
+    route: OutboundRecord,
     now: number
   ): { readonly sender: Session; readonly receiver: Session } | undefined {
-    if (now - route.at > HOUR) return undefined
+    if (!route.routed || now - route.routedAt > HOUR) return undefined
     const sender = this.ctx.registry.byKey.get(route.senderKey)
     const receiver = this.ctx.registry.byKey.get(route.receiverKey)
     if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
@@ -182,7 +146,7 @@ export class Receipts {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const session = peer.session
     if (session === undefined) return
-    const found = this.routes.get(frame.receipt.messageId)
+    const found = this.routes.withId(frame.receipt.messageId)
     if (found === undefined) return
     const now = this.ctx.now()
     const receipt = Encode.receiptFrame(session.infoJson, frame.receipt)
@@ -191,8 +155,8 @@ export class Receipts {
   }
 
   /** Forwards `receipt` from `receiver` along `route` if it is the receiver's and still live. */
-  private forward(route: ReceiptRoute, receiver: Session, receipt: string, now: number): void {
-    if (route.receiverKey !== receiver.key) return
+  private forward(route: OutboundRecord, receiver: Session, receipt: string, now: number): void {
+    if (!route.routed || route.receiverKey !== receiver.key) return
     const live = this.sessionsOf(route, now)
     if (live !== undefined && live.receiver === receiver) this.ctx.output.enqueue(live.sender.peer, receipt)
   }
@@ -215,7 +179,7 @@ export class Receipts {
     if (route !== undefined && route.sender === session) {
       output.enqueue(route.receiver.peer, Encode.controlFrame(session.infoJson, { messageId, action: "cancel", timestamp: now }))
       this.forget(key)
-      records.rewrite(key, {
+      records.rewrite(session.key, messageId, {
         ok: false,
         code: DeliveryCode.DeliveryCancelled,
         reason: Reason.cancelled,

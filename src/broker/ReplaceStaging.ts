@@ -140,7 +140,7 @@ export class ReplaceStaging {
           this.dropForRecipient(entry, session.infoJson)
         } else if (entry.mail.senderKey === session.key && entry.mail.message.expectsReply === true) {
           this.remove(entry)
-          this.ctx.records.rewrite(entry.mail.recordKey, {
+          this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {
             ok: false,
             code: DeliveryCode.DeliveryCancelled,
             reason: Reason.cancelled,
@@ -171,7 +171,7 @@ export class ReplaceStaging {
     detail: string,
     code: DeliveryCode
   ): void {
-    this.ctx.records.rewrite(entry.mail.recordKey, { ok: false, code, reason: detail, retryable: false })
+    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, { ok: false, code, reason: detail, retryable: false })
     if (targetInfo === undefined) return
     const notice = Encode.receiptFrame(targetInfo, {
       messageId: entry.mail.message.id,

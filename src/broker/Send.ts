@@ -32,18 +32,12 @@ import type { Message } from "../protocol/frames.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
-import {
-  DELIVERED,
-  type Fingerprint,
-  fingerprintOf,
-  type Outcome,
-  recordKeyOf,
-  sameFingerprint
-} from "./DeliveryRecords.ts"
+import { DELIVERED, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
 import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
+import { OutboundRecord } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { ReplaceStaging, Staged } from "./ReplaceStaging.ts"
@@ -201,7 +195,6 @@ export class Send {
     }
     const now = this.ctx.now()
     this.prune(now)
-    const recordKey = recordKeyOf(sender.key, message.id)
     // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
     const exact = route === undefined && (frame.targetId !== undefined || frame.targetEpoch !== undefined) &&
       message.replyTo === undefined
@@ -212,11 +205,12 @@ export class Send {
 
     // Extension `reply-error-v1`: read only when present (the plain send path pays one property read).
     const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
-    // P46: a retry of a recorded send gets the recorded answer, once the target is known.
-    const fingerprint = resolution.id === undefined ? undefined : fingerprintOf(resolution.id, message, replyError)
+    // P46: a retry of a recorded send gets the recorded answer, once the target is known. The record
+    // made for the comparison is the one kept if the send is recorded (one object per message).
+    const fingerprint = resolution.id === undefined ? undefined : OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const replay = fingerprint === undefined
       ? undefined
-      : this.replayed(peer, recordKey, fingerprint, message.id, now, frame.to)
+      : this.replayed(peer, fingerprint, now, frame.to)
     if (replay !== undefined) return replay
     if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
@@ -229,7 +223,7 @@ export class Send {
       // Exact-send refusals are recorded: a same-id retry is answered the same way.
       if (fingerprint !== undefined && exact) {
         const outcome: Outcome = { ok: false, ...resolution.refused, retryable: isRetryable(resolution.refused.code) }
-        this.ctx.records.set(sender.key, recordKey, fingerprint, outcome, now)
+        this.ctx.records.set(fingerprint, outcome, now)
         this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
         return this.answer(peer, message.id, outcome)
       }
@@ -266,7 +260,7 @@ export class Send {
     // target registers again in its own space — another group's for a supervisor crossing (C-SUP-12, 14).
     const space = resolution.target?.space ?? sender.space
     const mail: Mail = {
-      recordKey,
+      recordKey: recordKeyOf(sender.key, message.id),
       senderKey: sender.key,
       senderId: sender.id,
       senderIdentity: sender.identity,
@@ -297,13 +291,13 @@ export class Send {
       }, frame.to)
     }
     // `fingerprint` is defined here: a resolution that is not refused always names its target.
-    const recorded = fingerprint ?? fingerprintOf(resolution.id, message, replyError)
+    const recorded = fingerprint ?? OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const journal = this.ctx.journal
     if (target === undefined) {
       // Stored before it is queued: the mailbox may drop it at once (its bounds), and that must reach the store.
       journal?.putMail(mail)
       const outcome = this.mail.queue(mail)
-      this.ctx.records.set(sender.key, recordKey, recorded, outcome, now)
+      this.ctx.records.set(recorded, outcome, now)
       if (outcome.ok) this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
       else this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
       return this.answer(peer, message.id, outcome)
@@ -314,7 +308,7 @@ export class Send {
       if ("code" in staged) return this.fail(peer, message.id, staged, frame.to)
       this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.staged, now)
       journal?.putMail(mail)
-      this.ctx.records.set(sender.key, recordKey, recorded, { ok: true, delivery: "queued" }, now)
+      this.ctx.records.set(recorded, { ok: true, delivery: "queued" }, now)
       journal?.mark(peer)
       this.ctx.output.enqueue(peer, Encode.deliveryQueuedFrame(message.id, threadId, staged.deliverAt))
       return "staged"
@@ -327,7 +321,7 @@ export class Send {
       : messageFrameFor(mail, target.peer, now)
     this.handOver(attempt, mail, target, text)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.set(sender.key, recordKey, recorded, DELIVERED, now)
+    this.ctx.records.set(recorded, DELIVERED, now)
     // The delivery waits for its replay record too: a broker killed before it is stored must not have
     // delivered a message whose retry it would then deliver again (and answer as if it never had).
     journal?.mark(target.peer)
@@ -350,7 +344,7 @@ export class Send {
     const now = this.ctx.now()
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
-    this.ctx.records.rewrite(staged.mail.recordKey, { ok: true, delivery: "socket_delivered" })
+    this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, { ok: true, delivery: "socket_delivered" })
     this.ctx.journal?.mark(target.peer)
   }
 
@@ -418,17 +412,11 @@ export class Send {
    * P46: answers a retried send from its record: `replayed`, or the refusal
    * of a reused id; undefined when it must be delivered (again).
    */
-  private replayed(
-    peer: Peer,
-    recordKey: string,
-    fingerprint: Fingerprint,
-    messageId: string,
-    now: number,
-    to: unknown
-  ): RouteOutcome | undefined {
-    const record = this.ctx.records.get(recordKey, now)
+  private replayed(peer: Peer, fingerprint: OutboundRecord, now: number, to: unknown): RouteOutcome | undefined {
+    const messageId = fingerprint.id
+    const record = this.ctx.records.get(fingerprint.senderKey, messageId, now)
     if (record === undefined) return undefined
-    if (!sameFingerprint(record.fingerprint, fingerprint)) {
+    if (!sameFingerprint(record, fingerprint)) {
       return this.fail(peer, messageId, { code: DeliveryCode.MessageIdReuse, reason: Reason.messageIdReuse }, to)
     }
     if (!record.outcome.ok && record.outcome.retryable) return undefined

@@ -7,7 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { DeliveryRecords, fingerprintOf } from "../../src/broker/DeliveryRecords.ts"
+import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
 import { REPLAY_WINDOW_MS } from "../../src/protocol/constants.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { assertDelivered } from "../support/assertions.ts"
@@ -66,38 +67,39 @@ describe("the replay window", () => {
 describe("DeliveryRecords bounds", () => {
   const limits = { windowMs: 1_000, retentionMs: 10_000, maxRecords: 10, maxBytes: 1_000_000 }
   const ok = { ok: true, delivery: "socket_delivered" } as const
-  const f = fingerprintOf("t", message("f"))
+  const f = message("f")
+  const record = (sender: string, id: string, target = "t") => OutboundRecord.of(sender, target, { ...f, id }, undefined)
 
   it("keeps a record at least the window, and up to the retention while there is room", () => {
     const records = new DeliveryRecords(limits)
-    records.set("s", "s/1", f, ok, 0)
-    assert.isDefined(records.get("s/1", 9_999))
-    assert.isUndefined(records.get("s/1", 10_001))
+    records.set(record("s", "1"), ok, 0)
+    assert.isDefined(records.get("s", "1", 9_999))
+    assert.isUndefined(records.get("s", "1", 10_001))
   })
 
   it("over the bound, drops records past the window first, oldest first", () => {
     const records = new DeliveryRecords(limits)
-    for (let i = 0; i < 10; i++) records.set("old", `old/${i}`, f, ok, i)
-    for (let i = 0; i < 3; i++) records.set("new", `new/${i}`, f, ok, 5_000 + i)
+    for (let i = 0; i < 10; i++) records.set(record("old", `${i}`), ok, i)
+    for (let i = 0; i < 3; i++) records.set(record("new", `${i}`), ok, 5_000 + i)
     assert.strictEqual(records.size, 10)
-    assert.deepStrictEqual([0, 1, 2, 3].map((i) => records.get(`old/${i}`, 5_010) !== undefined), [false, false, false, true])
-    for (let i = 0; i < 3; i++) assert.isDefined(records.get(`new/${i}`, 5_010))
+    assert.deepStrictEqual([0, 1, 2, 3].map((i) => records.get("old", `${i}`, 5_010) !== undefined), [false, false, false, true])
+    for (let i = 0; i < 3; i++) assert.isDefined(records.get("new", `${i}`, 5_010))
   })
 
   it("when every record is inside the window, only the heaviest sender loses records", () => {
     const records = new DeliveryRecords(limits)
-    records.set("light", "light/1", f, ok, 0)
-    for (let i = 0; i < 30; i++) records.set("heavy", `heavy/${i}`, f, ok, 0)
+    records.set(record("light", "1"), ok, 0)
+    for (let i = 0; i < 30; i++) records.set(record("heavy", `${i}`), ok, 0)
     assert.isAtMost(records.size, 10)
-    assert.isDefined(records.get("light/1", 0))
-    assert.isDefined(records.get("heavy/29", 0))
-    assert.isUndefined(records.get("heavy/0", 0))
+    assert.isDefined(records.get("light", "1", 0))
+    assert.isDefined(records.get("heavy", "29", 0))
+    assert.isUndefined(records.get("heavy", "0", 0))
   })
 
   it("is bounded in bytes too", () => {
     const records = new DeliveryRecords({ ...limits, maxRecords: 1_000, maxBytes: 10_000 })
-    for (let i = 0; i < 200; i++) records.set("s", `s/${i}`, fingerprintOf("t".repeat(100), message("f")), ok, 0)
+    for (let i = 0; i < 200; i++) records.set(record("s", `${i}`, "t".repeat(100)), ok, 0)
     assert.isBelow(records.size, 200)
-    assert.isDefined(records.get("s/199", 0))
+    assert.isDefined(records.get("s", "199", 0))
   })
 })

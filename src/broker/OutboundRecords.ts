@@ -1,0 +1,340 @@
+/**
+ * One record per accepted message, found by its sender and its id: what the
+ * broker keeps of a message after routing it. Its two parts are the replay
+ * record (P46: fingerprint and outcome, with the bounds DeliveryRecords.ts
+ * applies) and the receipt route (P70: who sent it to whom, with the bounds
+ * Receipts.ts applies). Both live in one object, so a delivered message keeps
+ * one heap object and one table slot rather than two of each plus age-list
+ * nodes and a built key string: every object kept per message is work for the
+ * garbage collector, which traced and promoted them on every scavenge
+ * (docs/performance.md, "Per-message records, second stop").
+ *
+ * The table is keyed by the message id alone, the key the message already
+ * carries, so no key string is built per message. Ids are per sender: an id
+ * that other senders used too holds an array of their records, told apart by
+ * `senderKey` (rare; no array otherwise).
+ *
+ * Age order: each part is threaded through its records on a doubly linked
+ * list of its own — replay records in the order they were (last) kept,
+ * routes in the order they were (last) added — with no node object per
+ * entry; each concern expires and evicts from its oldest in O(1) a step. A
+ * record leaves the table when neither part is kept.
+ *
+ * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
+ * and Receipts (the route part) each write only their own part.
+ */
+import { DeliveryCode } from "../protocol/delivery.ts"
+import type { Message } from "../protocol/frames.ts"
+import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
+
+/** The outcome field of a record whose replay part is not kept: never answered to anyone. */
+const NOT_RECORDED: Outcome = { ok: false, code: DeliveryCode.DeliveryFailed, reason: "not recorded", retryable: true }
+
+/**
+ * 53-bit string hash (cyrb53). The fingerprint hashes message text instead of
+ * keeping it: 4,096 records of 1 MiB texts would otherwise pin gigabytes.
+ */
+export const hash = (text: string): number => {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
+}
+
+const NO_ATTACHMENTS_HASH = hash("")
+
+/**
+ * What the broker keeps of one message (see the module header). The
+ * fingerprint fields are meaningful while `recorded`, the route fields while
+ * `routed`; the links belong to the table.
+ */
+export class OutboundRecord implements Fingerprint {
+  readonly senderKey: string
+  readonly id: string
+
+  // --- The replay record (P46) ---------------------------------------------------
+  targetId: string
+  textLength: number
+  textHash: number
+  attachmentsLength: number
+  attachmentsHash: number
+  replyTo: string | undefined
+  expectsReply: boolean | undefined
+  supersedes: string | undefined
+  retryOf: string | undefined
+  replyErrorLength: number
+  replyErrorHash: number
+  /** What the send came to, as answered and replayed. */
+  outcome: Outcome = NOT_RECORDED
+  /** When the record was (last) kept (broker clock, ms). */
+  recordedAt = 0
+  /** Estimated memory of the record (DeliveryRecords' byte bound). */
+  bytes = 0
+  /** The replay part is kept (on the record list). */
+  recorded = false
+  olderRecord: OutboundRecord | undefined = undefined
+  newerRecord: OutboundRecord | undefined = undefined
+
+  // --- The receipt route (P70) ----------------------------------------------------
+  /** The route part is kept (on the route list). */
+  routed = false
+  senderIncarnation = 0
+  receiverKey = ""
+  receiverIncarnation = 0
+  /** When the route was (last) added (broker clock, ms). */
+  routedAt = 0
+  olderRoute: OutboundRecord | undefined = undefined
+  newerRoute: OutboundRecord | undefined = undefined
+
+  constructor(senderKey: string, id: string, fingerprint: Fingerprint | undefined) {
+    this.senderKey = senderKey
+    this.id = id
+    this.targetId = fingerprint?.targetId ?? ""
+    this.textLength = fingerprint?.textLength ?? 0
+    this.textHash = fingerprint?.textHash ?? 0
+    this.attachmentsLength = fingerprint?.attachmentsLength ?? 0
+    this.attachmentsHash = fingerprint?.attachmentsHash ?? 0
+    this.replyTo = fingerprint?.replyTo
+    this.expectsReply = fingerprint?.expectsReply
+    this.supersedes = fingerprint?.supersedes
+    this.retryOf = fingerprint?.retryOf
+    this.replyErrorLength = fingerprint?.replyErrorLength ?? -1
+    this.replyErrorHash = fingerprint?.replyErrorHash ?? 0
+  }
+
+  /**
+   * A record for `senderKey`'s send of `message` to `targetId`, fingerprinted
+   * (text and attachments hashed, with their lengths) and not yet kept: the
+   * send pipeline compares it with a kept record, then keeps it.
+   */
+  static of(senderKey: string, targetId: string, message: Message, replyError: string | undefined): OutboundRecord {
+    const record = new OutboundRecord(senderKey, message.id, undefined)
+    const text = message.content.text
+    record.targetId = targetId
+    record.textLength = text.length
+    record.textHash = hash(text)
+    const attachments = message.content.attachments === undefined ? undefined : JSON.stringify(message.content.attachments)
+    if (attachments === undefined) record.attachmentsHash = NO_ATTACHMENTS_HASH
+    else {
+      record.attachmentsLength = attachments.length
+      record.attachmentsHash = hash(attachments)
+    }
+    record.replyTo = message.replyTo
+    record.expectsReply = message.expectsReply
+    record.supersedes = message.supersedes
+    record.retryOf = message.retryOf
+    if (replyError !== undefined) {
+      record.replyErrorLength = replyError.length
+      record.replyErrorHash = hash(replyError)
+    }
+    return record
+  }
+
+  /** Takes `other`'s fingerprint (a new send under a kept id). */
+  fingerprintFrom(other: Fingerprint): void {
+    this.targetId = other.targetId
+    this.textLength = other.textLength
+    this.textHash = other.textHash
+    this.attachmentsLength = other.attachmentsLength
+    this.attachmentsHash = other.attachmentsHash
+    this.replyTo = other.replyTo
+    this.expectsReply = other.expectsReply
+    this.supersedes = other.supersedes
+    this.retryOf = other.retryOf
+    this.replyErrorLength = other.replyErrorLength
+    this.replyErrorHash = other.replyErrorHash
+  }
+}
+
+/** The fingerprint of `record` as a plain object of its own (for the durable store, which encodes it later). */
+export const fingerprintCopy = (record: Fingerprint): Fingerprint => ({
+  targetId: record.targetId,
+  textLength: record.textLength,
+  textHash: record.textHash,
+  attachmentsLength: record.attachmentsLength,
+  attachmentsHash: record.attachmentsHash,
+  replyTo: record.replyTo,
+  expectsReply: record.expectsReply,
+  supersedes: record.supersedes,
+  retryOf: record.retryOf,
+  replyErrorLength: record.replyErrorLength,
+  replyErrorHash: record.replyErrorHash
+})
+
+/** The records of one message id: one, or (when senders used the same id) several. */
+export type RecordsOfId = OutboundRecord | Array<OutboundRecord>
+
+/** The table of outbound records, with the two age lists; see the module header. */
+export class OutboundRecords {
+  private readonly byId = new Map<string, RecordsOfId>()
+  private oldestRecordEntry: OutboundRecord | undefined = undefined
+  private newestRecordEntry: OutboundRecord | undefined = undefined
+  private oldestRouteEntry: OutboundRecord | undefined = undefined
+  private newestRouteEntry: OutboundRecord | undefined = undefined
+  private recordCount = 0
+  private routeTotal = 0
+
+  /** Replay parts kept. */
+  get records(): number {
+    return this.recordCount
+  }
+
+  /** Route parts kept. */
+  get routes(): number {
+    return this.routeTotal
+  }
+
+  /** Objects in the table (a record with both parts counts once). */
+  get size(): number {
+    let size = 0
+    for (const found of this.byId.values()) size += Array.isArray(found) ? found.length : 1
+    return size
+  }
+
+  /** The oldest replay part kept, if any. */
+  get oldestRecord(): OutboundRecord | undefined {
+    return this.oldestRecordEntry
+  }
+
+  /** The oldest route part kept, if any. */
+  get oldestRoute(): OutboundRecord | undefined {
+    return this.oldestRouteEntry
+  }
+
+  /** Every record of message id `id`, whatever its sender. */
+  withId(id: string): RecordsOfId | undefined {
+    return this.byId.get(id)
+  }
+
+  /** `senderKey`'s record of its message `id`, whichever parts it holds. */
+  find(senderKey: string, id: string): OutboundRecord | undefined {
+    const found = this.byId.get(id)
+    if (found === undefined) return undefined
+    if (!Array.isArray(found)) return found.senderKey === senderKey ? found : undefined
+    for (const record of found) if (record.senderKey === senderKey) return record
+    return undefined
+  }
+
+  /**
+   * `record`'s (sender, id) in the table: `record` itself when there was none,
+   * else the record already there (which the caller then updates).
+   */
+  private adopt(record: OutboundRecord): OutboundRecord {
+    const found = this.byId.get(record.id)
+    if (found === undefined) {
+      this.byId.set(record.id, record)
+      return record
+    }
+    if (!Array.isArray(found)) {
+      if (found.senderKey === record.senderKey) return found
+      this.byId.set(record.id, [found, record])
+      return record
+    }
+    for (const other of found) if (other.senderKey === record.senderKey) return other
+    found.push(record)
+    return record
+  }
+
+  /** Takes `record` out of the table once it keeps neither part. */
+  private release(record: OutboundRecord): void {
+    if (record.recorded || record.routed) return
+    const found = this.byId.get(record.id)
+    if (found === record) this.byId.delete(record.id)
+    else if (Array.isArray(found)) {
+      const at = found.indexOf(record)
+      if (at >= 0) found.splice(at, 1)
+      if (found.length === 1) this.byId.set(record.id, found[0]!)
+    }
+  }
+
+  /**
+   * Keeps the replay part of `candidate`'s (sender, id), as the newest record
+   * (a kept one moves to the back): `candidate` itself, or the record already
+   * in the table for that (sender, id), given `candidate`'s fingerprint.
+   * Returns the record kept.
+   */
+  keepRecord(candidate: OutboundRecord, outcome: Outcome, at: number, bytes: number): OutboundRecord {
+    const record = this.adopt(candidate)
+    if (record !== candidate) record.fingerprintFrom(candidate)
+    if (record.recorded) this.unlinkRecord(record)
+    else this.recordCount++
+    record.recorded = true
+    record.outcome = outcome
+    record.recordedAt = at
+    record.bytes = bytes
+    record.olderRecord = this.newestRecordEntry
+    if (this.newestRecordEntry !== undefined) this.newestRecordEntry.newerRecord = record
+    else this.oldestRecordEntry = record
+    this.newestRecordEntry = record
+    return record
+  }
+
+  /** Drops `record`'s replay part (its route part, if any, stays). */
+  dropRecord(record: OutboundRecord): void {
+    if (!record.recorded) return
+    this.unlinkRecord(record)
+    record.recorded = false
+    record.outcome = NOT_RECORDED
+    this.recordCount--
+    this.release(record)
+  }
+
+  /**
+   * Keeps the route part of `senderKey`'s message `id` (P70), as the newest
+   * route (a kept one moves to the back); true when it is a new route.
+   */
+  keepRoute(
+    senderKey: string,
+    id: string,
+    senderIncarnation: number,
+    receiverKey: string,
+    receiverIncarnation: number,
+    at: number
+  ): boolean {
+    const record = this.find(senderKey, id) ?? this.adopt(new OutboundRecord(senderKey, id, undefined))
+    const added = !record.routed
+    if (added) this.routeTotal++
+    else this.unlinkRoute(record)
+    record.routed = true
+    record.senderIncarnation = senderIncarnation
+    record.receiverKey = receiverKey
+    record.receiverIncarnation = receiverIncarnation
+    record.routedAt = at
+    record.olderRoute = this.newestRouteEntry
+    if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record
+    else this.oldestRouteEntry = record
+    this.newestRouteEntry = record
+    return added
+  }
+
+  /** Drops `record`'s route part (its replay part, if any, stays). */
+  dropRoute(record: OutboundRecord): void {
+    if (!record.routed) return
+    this.unlinkRoute(record)
+    record.routed = false
+    this.routeTotal--
+    this.release(record)
+  }
+
+  private unlinkRecord(record: OutboundRecord): void {
+    if (record.olderRecord !== undefined) record.olderRecord.newerRecord = record.newerRecord
+    else this.oldestRecordEntry = record.newerRecord
+    if (record.newerRecord !== undefined) record.newerRecord.olderRecord = record.olderRecord
+    else this.newestRecordEntry = record.olderRecord
+    record.olderRecord = record.newerRecord = undefined
+  }
+
+  private unlinkRoute(record: OutboundRecord): void {
+    if (record.olderRoute !== undefined) record.olderRoute.newerRoute = record.newerRoute
+    else this.oldestRouteEntry = record.newerRoute
+    if (record.newerRoute !== undefined) record.newerRoute.olderRoute = record.olderRoute
+    else this.newestRouteEntry = record.olderRoute
+    record.olderRoute = record.newerRoute = undefined
+  }
+}
