@@ -150,9 +150,10 @@ export class DeliveryRecords {
   }
 
   private keep(candidate: OutboundRecord, outcome: Outcome, now: number): void {
-    const known = this.table.find(candidate.senderKey, candidate.id)
-    if (known !== undefined && known.recorded) this.uncount(known)
-    const record = this.table.keepRecord(candidate, outcome, now, recordBytes(candidate, outcome))
+    const record = this.table.claim(candidate)
+    if (record.recorded) this.uncount(record)
+    if (record !== candidate) record.fingerprintFrom(candidate)
+    this.table.keepRecord(record, outcome, now, recordBytes(record, outcome))
     this.perSender.set(record.senderKey, (this.perSender.get(record.senderKey) ?? 0) + 1)
     this.bytes += record.bytes
     if (this.overBound()) this.makeRoom(now)

@@ -91,6 +91,8 @@ export class OutboundRecord implements Fingerprint {
   routedAt = 0
   olderRoute: OutboundRecord | undefined = undefined
   newerRoute: OutboundRecord | undefined = undefined
+  /** It is the table's record of its (sender, id): `claim` needs no lookup. */
+  inTable = false
 
   constructor(senderKey: string, id: string, fingerprint: Fingerprint | undefined) {
     this.senderKey = senderKey
@@ -222,28 +224,29 @@ export class OutboundRecords {
   }
 
   /**
-   * `record`'s (sender, id) in the table: `record` itself when there was none,
-   * else the record already there (which the caller then updates).
+   * The table's record of `record`'s (sender, id): `record` itself when there
+   * was none (it joins the table), else the record already there. No lookup
+   * when `record` is in the table already.
    */
-  private adopt(record: OutboundRecord): OutboundRecord {
+  claim(record: OutboundRecord): OutboundRecord {
+    if (record.inTable) return record
     const found = this.byId.get(record.id)
-    if (found === undefined) {
-      this.byId.set(record.id, record)
-      return record
-    }
-    if (!Array.isArray(found)) {
+    if (found === undefined) this.byId.set(record.id, record)
+    else if (!Array.isArray(found)) {
       if (found.senderKey === record.senderKey) return found
       this.byId.set(record.id, [found, record])
-      return record
+    } else {
+      for (const other of found) if (other.senderKey === record.senderKey) return other
+      found.push(record)
     }
-    for (const other of found) if (other.senderKey === record.senderKey) return other
-    found.push(record)
+    record.inTable = true
     return record
   }
 
   /** Takes `record` out of the table once it keeps neither part. */
   private release(record: OutboundRecord): void {
     if (record.recorded || record.routed) return
+    record.inTable = false
     const found = this.byId.get(record.id)
     if (found === record) this.byId.delete(record.id)
     else if (Array.isArray(found)) {
@@ -254,14 +257,10 @@ export class OutboundRecords {
   }
 
   /**
-   * Keeps the replay part of `candidate`'s (sender, id), as the newest record
-   * (a kept one moves to the back): `candidate` itself, or the record already
-   * in the table for that (sender, id), given `candidate`'s fingerprint.
-   * Returns the record kept.
+   * Keeps the replay part of `record` (claimed: the table's record of its
+   * sender and id) as the newest record; a kept one moves to the back.
    */
-  keepRecord(candidate: OutboundRecord, outcome: Outcome, at: number, bytes: number): OutboundRecord {
-    const record = this.adopt(candidate)
-    if (record !== candidate) record.fingerprintFrom(candidate)
+  keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number): void {
     if (record.recorded) this.unlinkRecord(record)
     else this.recordCount++
     record.recorded = true
@@ -272,7 +271,6 @@ export class OutboundRecords {
     if (this.newestRecordEntry !== undefined) this.newestRecordEntry.newerRecord = record
     else this.oldestRecordEntry = record
     this.newestRecordEntry = record
-    return record
   }
 
   /** Drops `record`'s replay part (its route part, if any, stays). */
@@ -286,21 +284,12 @@ export class OutboundRecords {
   }
 
   /**
-   * Keeps the route part of `senderKey`'s message `id` (P70), as the newest
-   * route (a kept one moves to the back); true when it is a new route.
+   * Keeps the route part (P70) of `record` (claimed: the table's record of
+   * its sender and id) as the newest route; a kept one moves to the back.
    */
-  keepRoute(
-    senderKey: string,
-    id: string,
-    senderIncarnation: number,
-    receiverKey: string,
-    receiverIncarnation: number,
-    at: number
-  ): boolean {
-    const record = this.find(senderKey, id) ?? this.adopt(new OutboundRecord(senderKey, id, undefined))
-    const added = !record.routed
-    if (added) this.routeTotal++
-    else this.unlinkRoute(record)
+  keepRoute(record: OutboundRecord, senderIncarnation: number, receiverKey: string, receiverIncarnation: number, at: number): void {
+    if (record.routed) this.unlinkRoute(record)
+    else this.routeTotal++
     record.routed = true
     record.senderIncarnation = senderIncarnation
     record.receiverKey = receiverKey
@@ -310,7 +299,6 @@ export class OutboundRecords {
     if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record
     else this.oldestRouteEntry = record
     this.newestRouteEntry = record
-    return added
   }
 
   /** Drops `record`'s route part (its replay part, if any, stays). */

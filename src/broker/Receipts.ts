@@ -22,7 +22,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
-import type { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
+import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -88,13 +88,18 @@ export class Receipts {
         retryable: false
       })
     },
-    delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender, target, attempt.now)
+    delivered: (attempt, mail, target) => this.addRoute(mail, attempt.sender, target, attempt.now, attempt.record)
   }
 
-  /** Records who may exchange receipts about `mail` (also for mail flushed from the mailbox). */
-  addRoute(mail: Mail, sender: Session, receiver: Session, now: number): void {
+  /**
+   * Records who may exchange receipts about `mail` (also for mail flushed
+   * from the mailbox), in `record` when the send pipeline made it (no lookup).
+   */
+  addRoute(mail: Mail, sender: Session, receiver: Session, now: number, record?: OutboundRecord): void {
     const routes = this.routes
-    routes.keepRoute(sender.key, mail.message.id, sender.incarnation, receiver.key, receiver.incarnation, now)
+    const id = mail.message.id
+    const claimed = routes.claim(record ?? routes.find(sender.key, id) ?? new OutboundRecord(sender.key, id, undefined))
+    routes.keepRoute(claimed, sender.incarnation, receiver.key, receiver.incarnation, now)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute

@@ -236,6 +236,8 @@ export class Send {
     const delivery = route === undefined ? deliveryOfFrame(frame, sender, message) : undefined
     if (delivery !== undefined && isRefusal(delivery)) return this.fail(peer, message.id, delivery, frame.to)
 
+    // `fingerprint` is defined here: a resolution that is not refused always names its target.
+    const recorded = fingerprint ?? OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const attempt: SendAttempt = {
       sender,
       message,
@@ -243,6 +245,7 @@ export class Send {
       remembered: resolution.remembered,
       targetKey,
       replyKey: message.replyTo === undefined ? undefined : recordKeyOf(targetKey, message.replyTo),
+      record: recorded,
       frame,
       now
     }
@@ -290,8 +293,6 @@ export class Send {
         reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
       }, frame.to)
     }
-    // `fingerprint` is defined here: a resolution that is not refused always names its target.
-    const recorded = fingerprint ?? OutboundRecord.of(sender.key, resolution.id, message, replyError)
     const journal = this.ctx.journal
     if (target === undefined) {
       // Stored before it is queued: the mailbox may drop it at once (its bounds), and that must reach the store.
