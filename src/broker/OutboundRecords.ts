@@ -50,40 +50,72 @@ export const hash = (text: string): number => {
 const NO_ATTACHMENTS_HASH = hash("")
 
 /**
+ * The fingerprint fields most sends leave at their defaults (attachments,
+ * reply, ask, supersede and retry fields, a failure reply's text): one shared
+ * object when set, none otherwise, so a plain send's record carries one field
+ * for all of them.
+ */
+interface RareFingerprint {
+  readonly attachmentsLength: number
+  readonly attachmentsHash: number
+  readonly replyTo: string | undefined
+  readonly expectsReply: boolean | undefined
+  readonly supersedes: string | undefined
+  readonly retryOf: string | undefined
+  readonly replyErrorLength: number
+  readonly replyErrorHash: number
+}
+
+/** `fingerprint`'s rare fields, or undefined when they are all at their defaults. */
+const rareOf = (fingerprint: Omit<Fingerprint, "targetId" | "textLength" | "textHash">): RareFingerprint | undefined =>
+  fingerprint.attachmentsLength === 0 && fingerprint.attachmentsHash === NO_ATTACHMENTS_HASH &&
+    fingerprint.replyTo === undefined && fingerprint.expectsReply === undefined && fingerprint.supersedes === undefined &&
+    fingerprint.retryOf === undefined && fingerprint.replyErrorLength === -1 && fingerprint.replyErrorHash === 0
+    ? undefined
+    : {
+      attachmentsLength: fingerprint.attachmentsLength,
+      attachmentsHash: fingerprint.attachmentsHash,
+      replyTo: fingerprint.replyTo,
+      expectsReply: fingerprint.expectsReply,
+      supersedes: fingerprint.supersedes,
+      retryOf: fingerprint.retryOf,
+      replyErrorLength: fingerprint.replyErrorLength,
+      replyErrorHash: fingerprint.replyErrorHash
+    }
+
+/** Bits of `OutboundRecord.parts`. */
+const RECORDED = 1
+const ROUTED = 2
+const IN_TABLE = 4
+
+/**
  * What the broker keeps of one message (see the module header). The
  * fingerprint fields are meaningful while `recorded`, the route fields while
- * `routed`; the links belong to the table.
+ * `routed`; the links and `parts` belong to the table. Few fields, most of
+ * them shared strings or small integers: it is kept by the hundred thousand.
  */
 export class OutboundRecord implements Fingerprint {
   readonly senderKey: string
   readonly id: string
 
   // --- The replay record (P46) ---------------------------------------------------
-  targetId: string
-  textLength: number
-  textHash: number
-  attachmentsLength: number
-  attachmentsHash: number
-  replyTo: string | undefined
-  expectsReply: boolean | undefined
-  supersedes: string | undefined
-  retryOf: string | undefined
-  replyErrorLength: number
-  replyErrorHash: number
+  targetId = ""
+  textLength = 0
+  textHash = 0
+  /** The fingerprint's other fields, when any is not at its default. */
+  rare: RareFingerprint | undefined = undefined
   /** What the send came to, as answered and replayed. */
   outcome: Outcome = NOT_RECORDED
   /** When the record was (last) kept (broker clock, ms). */
   recordedAt = 0
   /** Estimated memory of the record (DeliveryRecords' byte bound). */
   bytes = 0
-  /** The replay part is kept (on the record list). */
-  recorded = false
   olderRecord: OutboundRecord | undefined = undefined
   newerRecord: OutboundRecord | undefined = undefined
+  /** Which parts are kept, and whether it is in the table (RECORDED, ROUTED, IN_TABLE). */
+  parts = 0
 
   // --- The receipt route (P70) ----------------------------------------------------
-  /** The route part is kept (on the route list). */
-  routed = false
   senderIncarnation = 0
   receiverKey = ""
   receiverIncarnation = 0
@@ -91,23 +123,58 @@ export class OutboundRecord implements Fingerprint {
   routedAt = 0
   olderRoute: OutboundRecord | undefined = undefined
   newerRoute: OutboundRecord | undefined = undefined
-  /** It is the table's record of its (sender, id): `claim` needs no lookup. */
-  inTable = false
 
   constructor(senderKey: string, id: string, fingerprint: Fingerprint | undefined) {
     this.senderKey = senderKey
     this.id = id
-    this.targetId = fingerprint?.targetId ?? ""
-    this.textLength = fingerprint?.textLength ?? 0
-    this.textHash = fingerprint?.textHash ?? 0
-    this.attachmentsLength = fingerprint?.attachmentsLength ?? 0
-    this.attachmentsHash = fingerprint?.attachmentsHash ?? 0
-    this.replyTo = fingerprint?.replyTo
-    this.expectsReply = fingerprint?.expectsReply
-    this.supersedes = fingerprint?.supersedes
-    this.retryOf = fingerprint?.retryOf
-    this.replyErrorLength = fingerprint?.replyErrorLength ?? -1
-    this.replyErrorHash = fingerprint?.replyErrorHash ?? 0
+    if (fingerprint !== undefined) this.fingerprintFrom(fingerprint)
+  }
+
+  /** The replay part is kept (on the record list). */
+  get recorded(): boolean {
+    return (this.parts & RECORDED) !== 0
+  }
+
+  /** The route part is kept (on the route list). */
+  get routed(): boolean {
+    return (this.parts & ROUTED) !== 0
+  }
+
+  /** It is the table's record of its (sender, id): `claim` needs no lookup. */
+  get inTable(): boolean {
+    return (this.parts & IN_TABLE) !== 0
+  }
+
+  get attachmentsLength(): number {
+    return this.rare?.attachmentsLength ?? 0
+  }
+
+  get attachmentsHash(): number {
+    return this.rare?.attachmentsHash ?? NO_ATTACHMENTS_HASH
+  }
+
+  get replyTo(): string | undefined {
+    return this.rare?.replyTo
+  }
+
+  get expectsReply(): boolean | undefined {
+    return this.rare?.expectsReply
+  }
+
+  get supersedes(): string | undefined {
+    return this.rare?.supersedes
+  }
+
+  get retryOf(): string | undefined {
+    return this.rare?.retryOf
+  }
+
+  get replyErrorLength(): number {
+    return this.rare?.replyErrorLength ?? -1
+  }
+
+  get replyErrorHash(): number {
+    return this.rare?.replyErrorHash ?? 0
   }
 
   /**
@@ -122,18 +189,19 @@ export class OutboundRecord implements Fingerprint {
     record.textLength = text.length
     record.textHash = hash(text)
     const attachments = message.content.attachments === undefined ? undefined : JSON.stringify(message.content.attachments)
-    if (attachments === undefined) record.attachmentsHash = NO_ATTACHMENTS_HASH
-    else {
-      record.attachmentsLength = attachments.length
-      record.attachmentsHash = hash(attachments)
-    }
-    record.replyTo = message.replyTo
-    record.expectsReply = message.expectsReply
-    record.supersedes = message.supersedes
-    record.retryOf = message.retryOf
-    if (replyError !== undefined) {
-      record.replyErrorLength = replyError.length
-      record.replyErrorHash = hash(replyError)
+    if (
+      attachments === undefined && message.replyTo === undefined && message.expectsReply === undefined &&
+      message.supersedes === undefined && message.retryOf === undefined && replyError === undefined
+    ) return record
+    record.rare = {
+      attachmentsLength: attachments === undefined ? 0 : attachments.length,
+      attachmentsHash: attachments === undefined ? NO_ATTACHMENTS_HASH : hash(attachments),
+      replyTo: message.replyTo,
+      expectsReply: message.expectsReply,
+      supersedes: message.supersedes,
+      retryOf: message.retryOf,
+      replyErrorLength: replyError === undefined ? -1 : replyError.length,
+      replyErrorHash: replyError === undefined ? 0 : hash(replyError)
     }
     return record
   }
@@ -143,14 +211,7 @@ export class OutboundRecord implements Fingerprint {
     this.targetId = other.targetId
     this.textLength = other.textLength
     this.textHash = other.textHash
-    this.attachmentsLength = other.attachmentsLength
-    this.attachmentsHash = other.attachmentsHash
-    this.replyTo = other.replyTo
-    this.expectsReply = other.expectsReply
-    this.supersedes = other.supersedes
-    this.retryOf = other.retryOf
-    this.replyErrorLength = other.replyErrorLength
-    this.replyErrorHash = other.replyErrorHash
+    this.rare = other instanceof OutboundRecord ? other.rare : rareOf(other)
   }
 }
 
@@ -239,14 +300,14 @@ export class OutboundRecords {
       for (const other of found) if (other.senderKey === record.senderKey) return other
       found.push(record)
     }
-    record.inTable = true
+    record.parts |= IN_TABLE
     return record
   }
 
   /** Takes `record` out of the table once it keeps neither part. */
   private release(record: OutboundRecord): void {
-    if (record.recorded || record.routed) return
-    record.inTable = false
+    if ((record.parts & (RECORDED | ROUTED)) !== 0) return
+    record.parts &= ~IN_TABLE
     const found = this.byId.get(record.id)
     if (found === record) this.byId.delete(record.id)
     else if (Array.isArray(found)) {
@@ -263,7 +324,7 @@ export class OutboundRecords {
   keepRecord(record: OutboundRecord, outcome: Outcome, at: number, bytes: number): void {
     if (record.recorded) this.unlinkRecord(record)
     else this.recordCount++
-    record.recorded = true
+    record.parts |= RECORDED
     record.outcome = outcome
     record.recordedAt = at
     record.bytes = bytes
@@ -277,7 +338,7 @@ export class OutboundRecords {
   dropRecord(record: OutboundRecord): void {
     if (!record.recorded) return
     this.unlinkRecord(record)
-    record.recorded = false
+    record.parts &= ~RECORDED
     record.outcome = NOT_RECORDED
     this.recordCount--
     this.release(record)
@@ -290,7 +351,7 @@ export class OutboundRecords {
   keepRoute(record: OutboundRecord, senderIncarnation: number, receiverKey: string, receiverIncarnation: number, at: number): void {
     if (record.routed) this.unlinkRoute(record)
     else this.routeTotal++
-    record.routed = true
+    record.parts |= ROUTED
     record.senderIncarnation = senderIncarnation
     record.receiverKey = receiverKey
     record.receiverIncarnation = receiverIncarnation
@@ -305,7 +366,7 @@ export class OutboundRecords {
   dropRoute(record: OutboundRecord): void {
     if (!record.routed) return
     this.unlinkRoute(record)
-    record.routed = false
+    record.parts &= ~ROUTED
     this.routeTotal--
     this.release(record)
   }
