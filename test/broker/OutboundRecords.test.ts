@@ -1,0 +1,224 @@
+/**
+ * The outbound records (OutboundRecords.ts): one object per (sender, message
+ * id) holding a replay part and a route part, each with its own age order.
+ * Checked against the obvious model — two arrays in age order — under any
+ * sequence of operations, and the replay policy built on it (DeliveryRecords)
+ * against a model of its expiry and eviction order.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import fc from "fast-check"
+import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
+import { OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+
+const SENDERS = ["a", "b", "c"]
+/** Ids shared between senders on purpose: an id several senders used is the table's array case. */
+const ID_COUNT = 6
+
+const messageOf = (id: string, text = "t"): Message => ({ id, timestamp: 0, content: { text } })
+
+type Op =
+  | { readonly op: "record"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "route"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "dropOldestRecord" }
+  | { readonly op: "dropOldestRoute" }
+  | { readonly op: "dropRecord"; readonly sender: number; readonly id: number }
+  | { readonly op: "dropRoute"; readonly sender: number; readonly id: number }
+
+const key = fc.record({ sender: fc.nat(SENDERS.length - 1), id: fc.nat(ID_COUNT - 1) })
+const ops = fc.array(
+  fc.oneof(
+    key.chain((k) => fc.record({ op: fc.constant("record" as const), dt: fc.nat(3) }).map((o) => ({ ...o, ...k }))),
+    key.chain((k) => fc.record({ op: fc.constant("route" as const), dt: fc.nat(3) }).map((o) => ({ ...o, ...k }))),
+    fc.constant({ op: "dropOldestRecord" as const }),
+    fc.constant({ op: "dropOldestRoute" as const }),
+    key.map((k) => ({ op: "dropRecord" as const, ...k })),
+    key.map((k) => ({ op: "dropRoute" as const, ...k }))
+  ),
+  { maxLength: 300 }
+)
+
+interface Part {
+  readonly key: string
+  readonly at: number
+}
+
+const keyOf = (sender: number, id: number) => `${SENDERS[sender]}/${id}`
+
+describe("OutboundRecords", () => {
+  it("keeps both parts like two age-ordered lists: same records, same oldest, same counts, one object per (sender, id)", () => {
+    fc.assert(fc.property(ops, (sequence: ReadonlyArray<Op>) => {
+      const table = new OutboundRecords()
+      let records: Array<Part> = []
+      let routes: Array<Part> = []
+      let now = 0
+      const find = (sender: number, id: number) => table.find(SENDERS[sender]!, `${id}`)
+      for (const step of sequence) {
+        switch (step.op) {
+          case "record": {
+            now += step.dt
+            const candidate = OutboundRecord.of(SENDERS[step.sender]!, "target", messageOf(`${step.id}`), undefined)
+            const before = find(step.sender, step.id)
+            const claimed = table.claim(candidate)
+            // The table's object for a (sender, id) is the one already there, else the candidate.
+            expect(claimed).toBe(before ?? candidate)
+            table.keepRecord(claimed, { ok: true, delivery: "socket_delivered" }, now, 1)
+            records = records.filter((part) => part.key !== keyOf(step.sender, step.id))
+            records.push({ key: keyOf(step.sender, step.id), at: now })
+            break
+          }
+          case "route": {
+            now += step.dt
+            const claimed = table.claim(find(step.sender, step.id) ?? new OutboundRecord(SENDERS[step.sender]!, `${step.id}`, undefined))
+            table.keepRoute(claimed, 1, "receiver", 1, now)
+            routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
+            routes.push({ key: keyOf(step.sender, step.id), at: now })
+            break
+          }
+          case "dropOldestRecord": {
+            const oldest = table.oldestRecord
+            expect(oldest === undefined ? undefined : `${oldest.senderKey}/${oldest.id}`).toBe(records[0]?.key)
+            if (oldest !== undefined) table.dropRecord(oldest)
+            records.shift()
+            break
+          }
+          case "dropOldestRoute": {
+            const oldest = table.oldestRoute
+            expect(oldest === undefined ? undefined : `${oldest.senderKey}/${oldest.id}`).toBe(routes[0]?.key)
+            if (oldest !== undefined) table.dropRoute(oldest)
+            routes.shift()
+            break
+          }
+          case "dropRecord": {
+            const record = find(step.sender, step.id)
+            if (record !== undefined) table.dropRecord(record)
+            records = records.filter((part) => part.key !== keyOf(step.sender, step.id))
+            break
+          }
+          case "dropRoute": {
+            const record = find(step.sender, step.id)
+            if (record !== undefined) table.dropRoute(record)
+            routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
+            break
+          }
+        }
+        expect(table.records).toBe(records.length)
+        expect(table.routes).toBe(routes.length)
+        expect(table.oldestRecord?.recordedAt).toBe(records[0]?.at)
+        expect(table.oldestRoute?.routedAt).toBe(routes[0]?.at)
+        const held = new Set([...records, ...routes].map((part) => part.key))
+        expect(table.size).toBe(held.size)
+        for (let sender = 0; sender < SENDERS.length; sender++) {
+          for (let id = 0; id < ID_COUNT; id++) {
+            const record = find(sender, id)
+            const k = keyOf(sender, id)
+            expect(record !== undefined).toBe(held.has(k))
+            expect(record?.recorded ?? false).toBe(records.some((part) => part.key === k))
+            expect(record?.routed ?? false).toBe(routes.some((part) => part.key === k))
+            if (record !== undefined) expect(record.inTable).toBe(true)
+          }
+        }
+        // Walking the record list from the oldest gives the model's order.
+        const walked: Array<string> = []
+        for (let r = table.oldestRecord; r !== undefined; r = r.newerRecord) walked.push(`${r.senderKey}/${r.id}`)
+        expect(walked).toEqual(records.map((part) => part.key))
+      }
+    }))
+  })
+
+  it("a record made from a stored fingerprint compares equal to the send it came from (rare fields included)", () => {
+    const message: Message = {
+      ...messageOf("m", "hello"),
+      replyTo: "q",
+      expectsReply: true,
+      content: { text: "hello", attachments: [{ type: "file", name: "x", content: "data" }] }
+    }
+    const sent = OutboundRecord.of("s", "t", message, "it failed")
+    const restored = new OutboundRecord("s", "m", {
+      targetId: sent.targetId,
+      textLength: sent.textLength,
+      textHash: sent.textHash,
+      attachmentsLength: sent.attachmentsLength,
+      attachmentsHash: sent.attachmentsHash,
+      replyTo: sent.replyTo,
+      expectsReply: sent.expectsReply,
+      supersedes: sent.supersedes,
+      retryOf: sent.retryOf,
+      replyErrorLength: sent.replyErrorLength,
+      replyErrorHash: sent.replyErrorHash
+    })
+    for (const field of ["targetId", "textLength", "textHash", "attachmentsLength", "attachmentsHash", "replyTo", "expectsReply", "supersedes", "retryOf", "replyErrorLength", "replyErrorHash"] as const) {
+      expect(restored[field]).toEqual(sent[field])
+    }
+    expect(sent.replyErrorLength).toBe("it failed".length)
+    expect(OutboundRecord.of("s", "t", messageOf("m", "hello"), undefined).replyTo).toBeUndefined()
+  })
+})
+
+type RecordOp =
+  | { readonly op: "set"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "prune"; readonly dt: number }
+
+describe("DeliveryRecords on the outbound records", () => {
+  const limits = { windowMs: 10, retentionMs: 40, maxRecords: 8, maxBytes: Number.POSITIVE_INFINITY }
+
+  it("expires and evicts in the documented order: past retention; over the bound, past the window oldest first, then the heaviest sender's oldest", () => {
+    const recordOps = fc.array(
+      fc.oneof(
+        { weight: 5, arbitrary: key.chain((k) => fc.record({ op: fc.constant("set" as const), dt: fc.nat(4) }).map((o) => ({ ...o, ...k }))) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant("prune" as const), dt: fc.nat(20) }) }
+      ),
+      { maxLength: 200 }
+    )
+    fc.assert(fc.property(recordOps, (sequence: ReadonlyArray<RecordOp>) => {
+      const records = new DeliveryRecords(limits)
+      type Entry = { readonly sender: string; readonly id: string; readonly at: number }
+      let model: Array<Entry> = []
+      // Records per sender in the order senders first came (ties go to the first): as the class counts them.
+      const perSender = new Map<string, number>()
+      const removeWhere = (drop: (entry: Entry) => boolean) => {
+        model = model.filter((entry) => {
+          if (!drop(entry)) return true
+          const count = perSender.get(entry.sender)! - 1
+          if (count === 0) perSender.delete(entry.sender)
+          else perSender.set(entry.sender, count)
+          return false
+        })
+      }
+      let now = 0
+      for (const step of sequence) {
+        now += step.dt
+        if (step.op === "prune") {
+          records.prune(now)
+          removeWhere((entry) => entry.at <= now - limits.retentionMs - 1)
+        } else {
+          const sender = SENDERS[step.sender]!
+          const id = `${step.id}`
+          records.set(OutboundRecord.of(sender, "t", messageOf(id), undefined), { ok: true, delivery: "queued" }, now)
+          removeWhere((entry) => entry.sender === sender && entry.id === id)
+          model.push({ sender, id, at: now })
+          perSender.set(sender, (perSender.get(sender) ?? 0) + 1)
+          // The model of `makeRoom`: records past the window first, oldest first; then the heaviest sender's oldest.
+          while (model.length > limits.maxRecords && model[0]!.at <= now - limits.windowMs - 1) {
+            const oldest = model[0]!
+            removeWhere((entry) => entry === oldest)
+          }
+          while (model.length > limits.maxRecords) {
+            let heaviest = ""
+            let most = 0
+            for (const [s, count] of perSender) {
+              if (count > most) {
+                heaviest = s
+                most = count
+              }
+            }
+            let toDrop = Math.max(1, most >> 4)
+            removeWhere((entry) => entry.sender === heaviest && toDrop-- > 0)
+          }
+        }
+        expect(records.size).toBe(model.length)
+        for (const entry of model) expect(records.get(entry.sender, entry.id, now)).toBeDefined()
+      }
+    }))
+  })
+})
