@@ -11,7 +11,6 @@
  * oldest — one flooding sender never costs the others their window.
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
-import type { Message } from "../protocol/frames.ts"
 import { fingerprintCopy, OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 
 /** What a send came to, as answered (and replayed to a retry). */
@@ -54,10 +53,6 @@ export interface Fingerprint {
   /** Its hash; 0 without one. */
   readonly replyErrorHash: number
 }
-
-/** The fingerprint of `message` sent to `targetId`, as a plain object; see `Fingerprint`. */
-export const fingerprintOf = (targetId: string, message: Message, replyError?: string): Fingerprint =>
-  fingerprintCopy(OutboundRecord.of("", targetId, message, replyError))
 
 /** Whether two fingerprints name the same send. */
 export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>
