@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Logger } from "effect"
 import * as CliError from "effect/cli/CliError"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitCode, exitCodeOf } from "../../src/cli/exit.ts"
+import { cliErrorExitCode } from "../../src/cli/programExit.ts"
 import { formatLine } from "../../src/cli/logging.ts"
 import { socketInodes } from "../../src/cli/processes.ts"
 
@@ -34,11 +35,14 @@ describe("exitCodeOf", () => {
     assert.strictEqual(exitCodeOf(Exit.fail(new ExitCode({ code: 3 }))), 3)
   })
 
-  it("bad invocations exit 2", () => {
+  it("bad invocations exit 2 in the full program (effect/cli's errors)", () => {
     const unknownFlag = new CliError.UnrecognizedOption({ option: "--bogus", suggestions: [], command: ["intercom"] })
-    assert.strictEqual(exitCodeOf(Exit.fail(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [unknownFlag] }))), EXIT_USAGE)
-    assert.strictEqual(exitCodeOf(Exit.fail(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [] }))), EXIT_USAGE)
-    assert.strictEqual(exitCodeOf(Exit.fail(unknownFlag)), EXIT_USAGE)
+    const codeOf = (error: unknown) => exitCodeOf(Exit.fail(error), cliErrorExitCode)
+    assert.strictEqual(codeOf(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [unknownFlag] })), EXIT_USAGE)
+    assert.strictEqual(codeOf(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [] })), EXIT_USAGE)
+    assert.strictEqual(codeOf(unknownFlag), EXIT_USAGE)
+    assert.strictEqual(codeOf(new CliError.UserError({ cause: "failed" })), EXIT_FAILURE)
+    assert.strictEqual(exitCodeOf(Exit.fail(new ExitCode({ code: 3 })), cliErrorExitCode), 3)
   })
 
   it("anything else exits 1", () => {
