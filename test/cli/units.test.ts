@@ -4,6 +4,7 @@ import { Cause, Effect, Exit, Logger } from "effect"
 import * as CliError from "effect/cli/CliError"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitCode, exitCodeOf } from "../../src/cli/exit.ts"
 import { cliErrorExitCode } from "../../src/cli/programExit.ts"
+import { sqliteMissing } from "../../src/cli/foreground.ts"
 import { formatLine } from "../../src/cli/logging.ts"
 import { socketInodes } from "../../src/cli/processes.ts"
 
@@ -21,6 +22,23 @@ describe("socketInodes", () => {
     assert.deepStrictEqual([...socketInodes(table, "/tmp/a/intercom/broker.sock")], ["41001", "41007"])
     assert.deepStrictEqual([...socketInodes(table, "/tmp/b/intercom/broker.sock")], ["52000"])
     assert.strictEqual(socketInodes(table, "/tmp/c.sock").size, 0)
+  })
+})
+
+describe("sqliteMissing", () => {
+  it("names node:sqlite, this Node's version and what to do when it is not a built-in; nothing otherwise", () => {
+    const asked: Array<string> = []
+    const message = sqliteMissing((id) => {
+      asked.push(id)
+      return false
+    }, "v20.20.2")
+    assert.deepStrictEqual(asked, ["node:sqlite"])
+    assert.strictEqual(
+      message,
+      "The intercom broker needs node:sqlite, which this Node.js (v20.20.2) does not provide. " +
+        "Upgrade Node.js to 22.19 or later, the versions effect-intercom supports."
+    )
+    assert.isUndefined(sqliteMissing(() => true, "v24.21.0"))
   })
 })
 
