@@ -15,11 +15,12 @@
  * `module.enableCompileCache` (before 22.1), with
  * `NODE_DISABLE_COMPILE_CACHE` set, or when the directory cannot be made
  * private, the bundle is compiled as usual. This module is plain synchronous
- * code that loads only `node:` built-ins: it runs before anything else of
- * the command, on every start.
+ * code that loads only `node:` built-ins (and config/errno.ts): it runs
+ * before anything else of the command, on every start.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { errorCode } from "../config/errno.ts"
 
 /** The environment variables this module reads. */
 export interface CompileCacheEnv {
@@ -56,12 +57,8 @@ export const privateCacheDir = (tmpdir: string, uid: number): string =>
 export const compileCacheDir = (env: CompileCacheEnv, tmpdir: string, uid: number): string =>
   nonBlank(env["NODE_COMPILE_CACHE"]) ?? privateCacheDir(tmpdir, uid)
 
-const errorText = (error: unknown): string => {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
-    return error.code
-  }
-  return error instanceof Error ? error.message : String(error)
-}
+const errorText = (error: unknown): string =>
+  errorCode(error) ?? (error instanceof Error ? error.message : String(error))
 
 /**
  * Creates `dir` (0700) if needed and checks that it is a real directory
@@ -74,7 +71,7 @@ export const preparePrivateDir = (dir: string, uid: number): string | undefined 
     try {
       fs.mkdirSync(dir, { mode: 0o700 })
     } catch (error) {
-      if (errorText(error) !== "EEXIST") throw error
+      if (errorCode(error) !== "EEXIST") throw error
     }
     const stat = fs.lstatSync(dir)
     if (stat.isSymbolicLink()) return "it is a symbolic link"
