@@ -6,13 +6,15 @@
  * - 1: the command could not do its job (broker already running, directory
  *   unusable, `broker status` found no broker, …); the reason is on stderr.
  * - 2: bad invocation (unknown flag, bad value, extra argument, missing
- *   subcommand); usage is printed.
+ *   subcommand); usage is printed. effect/cli's errors are mapped to it in
+ *   programExit.ts, which only the full program loads: this module is part of
+ *   every fast path (broker, send), and effect/cli's error classes cost the
+ *   broker's start several ms of Schema building (docs/performance.md).
  */
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
-import * as CliError from "effect/cli/CliError"
 
 /** Exit code 0: success. */
 export const EXIT_OK = 0
@@ -30,18 +32,26 @@ export class ExitCode extends Data.TaggedError("ExitCode")<{ readonly code: numb
   override readonly [Runtime.errorExitCode] = this.code
 }
 
-/** The process exit code for the outcome of the main fiber. */
-export const exitCodeOf = <A, E>(exit: Exit.Exit<A, E>): number => {
+/** A program's own exit code for an error it knows (e.g. effect/cli's), or `undefined`. */
+export type ErrorExitCode = (error: unknown) => number | undefined
+
+const noOwnCodes: ErrorExitCode = () => undefined
+
+/**
+ * The process exit code for the outcome of the main fiber; `codeOf` gives
+ * the code of errors a program knows beyond `ExitCode`.
+ */
+export const exitCodeOf = <A, E>(exit: Exit.Exit<A, E>, codeOf: ErrorExitCode = noOwnCodes): number => {
   if (Exit.isSuccess(exit)) return EXIT_OK
   if (Cause.hasInterruptsOnly(exit.cause)) return EXIT_OK
   const error = Cause.squash(exit.cause)
   if (error instanceof ExitCode) return error.code
-  if (CliError.isCliError(error)) {
-    // ShowHelp without errors: a command that needs a subcommand got none.
-    return error._tag === "UserError" ? EXIT_FAILURE : EXIT_USAGE
-  }
-  return Runtime.getErrorExitCode(error)
+  return codeOf(error) ?? Runtime.getErrorExitCode(error)
 }
 
-/** `NodeRuntime.runMain` teardown: a signal ends the command with 0 rather than 130. */
-export const teardown: Runtime.Teardown = (exit, onExit) => onExit(exitCodeOf(exit))
+/** A `NodeRuntime.runMain` teardown with `exitCodeOf(exit, codeOf)`: a signal ends the command with 0 rather than 130. */
+export const teardownWith = (codeOf: ErrorExitCode): Runtime.Teardown => (exit, onExit) =>
+  onExit(exitCodeOf(exit, codeOf))
+
+/** `NodeRuntime.runMain` teardown of the fast paths and tools: a signal ends the command with 0 rather than 130. */
+export const teardown: Runtime.Teardown = teardownWith(noOwnCodes)

@@ -12,6 +12,7 @@ import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Ref from "effect/Ref"
+import { isBuiltin } from "node:module"
 import { runBroker } from "../broker/runBroker.ts"
 import { type BrokerOptions, DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
 import type { IntercomPaths } from "../config/agentDir.ts"
@@ -36,6 +37,18 @@ export const failWith = (message: string): Effect.Effect<never, ExitCode> =>
 export const reportError = (error: { readonly message: string }): Effect.Effect<never, ExitCode> =>
   failWith(error.message)
 
+/**
+ * Why this Node.js cannot run a broker, if it cannot: the agent dir's
+ * lifetime lock and the durable store are SQLite files opened through
+ * `node:sqlite` (Node ≥ 22.5), so even a memory-mode broker needs it.
+ * Asked of `module.isBuiltin`, which does not load the module.
+ */
+export const sqliteMissing = (isBuiltin: (id: string) => boolean, nodeVersion: string): string | undefined =>
+  isBuiltin("node:sqlite")
+    ? undefined
+    : `The intercom broker needs node:sqlite, which this Node.js (${nodeVersion}) does not provide. ` +
+      `Upgrade Node.js to 22.19 or later, the versions effect-intercom supports.`
+
 /** The socket path, and why it is not `<intercomDir>/broker.sock` when it is not. */
 export const describeSocket = (paths: IntercomPaths): string =>
   paths.socketFallbackDir === undefined
@@ -53,6 +66,8 @@ export const describeSocket = (paths: IntercomPaths): string =>
 export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode> =>
   Effect.gen(function*() {
     yield* ignoreStdioErrors
+    const missing = sqliteMissing(isBuiltin, process.version)
+    if (missing !== undefined) return yield* failWith(missing)
     const paths = yield* resolveProcessPaths(flags.dir)
     if (paths.socketFallbackDir !== undefined) yield* prepareFallbackDir(paths.socketFallbackDir, currentUid())
     // The broker keeps asks open as long as clients of this agent dir wait for them (askTimeoutMs).

@@ -11,15 +11,23 @@
  * All are dynamic imports, so each path loads only its own code (its own
  * bundle, dist/bin/broker.mjs, dist/bin/client.mjs or dist/bin/program.mjs).
  */
-import { enableCompileCache } from "node:module"
+import * as nodeModule from "node:module"
+import * as os from "node:os"
 import { parseBrokerArgv } from "./argv.ts"
 import { parseSendArgv } from "./clientArgv.ts"
+import { enableCompileCache } from "./compileCache.ts"
 
-// V8's compiled code of the modules loaded below is cached across runs (in
-// $NODE_COMPILE_CACHE, else <tmpdir>/node-compile-cache; keyed by content and
-// Node version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves the
-// broker 25–30 ms of CPU per start (docs/performance.md).
-enableCompileCache()
+// V8's compiled code of the modules loaded below is cached across runs, in a
+// directory private to the user (compileCache.ts; keyed by content and Node
+// version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves each start
+// about 50 ms of CPU (docs/performance.md). Read from the namespace: a Node
+// without it (before 22.1) still runs the command, uncached.
+enableCompileCache({
+  enable: nodeModule.enableCompileCache,
+  env: process.env,
+  tmpdir: os.tmpdir(),
+  uid: process.getuid?.() ?? -1
+})
 
 const args = process.argv.slice(2)
 const flags = parseBrokerArgv(args)

@@ -9,7 +9,7 @@ import * as Command from "effect/cli/Command"
 import * as Effect from "effect/Effect"
 import { packageInfo } from "../config/install.ts"
 import { intercom } from "./commands.ts"
-import { teardown } from "./exit.ts"
+import { programTeardown } from "./programExit.ts"
 import { loggingLayer } from "./logging.ts"
 import * as Telemetry from "../observability/Telemetry.ts"
 
@@ -21,5 +21,5 @@ export const runCliProcess = (): void =>
     // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.
     Effect.provide(Telemetry.layer("intercom-cli")),
     Effect.provide(loggingLayer),
-    NodeRuntime.runMain({ teardown })
+    NodeRuntime.runMain({ teardown: programTeardown })
   )

@@ -22,7 +22,8 @@ import * as Clock from "effect/Clock"
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { EXIT_FAILURE, ExitCode, teardown } from "../cli/exit.ts"
+import { EXIT_FAILURE, ExitCode } from "../cli/exit.ts"
+import { programTeardown } from "../cli/programExit.ts"
 import { packageInfo } from "../config/install.ts"
 import { runCampaign } from "./Campaign.ts"
 import { fuzzCommand, type FuzzRequest } from "./fuzzCommand.ts"
@@ -46,5 +47,5 @@ const runRequest = (request: FuzzRequest) =>
 fuzzCommand(runRequest).pipe(
   Command.run({ version: packageInfo()?.version ?? "unknown" }),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain({ teardown })
+  NodeRuntime.runMain({ teardown: programTeardown })
 )

@@ -34,7 +34,8 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { EXIT_FAILURE, ExitCode, teardown } from "../cli/exit.ts"
+import { EXIT_FAILURE, ExitCode } from "../cli/exit.ts"
+import { programTeardown } from "../cli/programExit.ts"
 import { packageInfo } from "../config/install.ts"
 import { simCommand, type SimRequest } from "./simCommand.ts"
 import { formatSummary, soak } from "./Soak.ts"
@@ -151,5 +152,5 @@ simCommand((request) =>
 ).pipe(
   Command.run({ version: packageInfo()?.version ?? "unknown" }),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain({ teardown })
+  NodeRuntime.runMain({ teardown: programTeardown })
 )

@@ -3,6 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Logger } from "effect"
 import * as CliError from "effect/cli/CliError"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ExitCode, exitCodeOf } from "../../src/cli/exit.ts"
+import { cliErrorExitCode } from "../../src/cli/programExit.ts"
+import { sqliteMissing } from "../../src/cli/foreground.ts"
 import { formatLine } from "../../src/cli/logging.ts"
 import { socketInodes } from "../../src/cli/processes.ts"
 
@@ -23,6 +25,23 @@ describe("socketInodes", () => {
   })
 })
 
+describe("sqliteMissing", () => {
+  it("names node:sqlite, this Node's version and what to do when it is not a built-in; nothing otherwise", () => {
+    const asked: Array<string> = []
+    const message = sqliteMissing((id) => {
+      asked.push(id)
+      return false
+    }, "v20.20.2")
+    assert.deepStrictEqual(asked, ["node:sqlite"])
+    assert.strictEqual(
+      message,
+      "The intercom broker needs node:sqlite, which this Node.js (v20.20.2) does not provide. " +
+        "Upgrade Node.js to 22.19 or later, the versions effect-intercom supports."
+    )
+    assert.isUndefined(sqliteMissing(() => true, "v24.21.0"))
+  })
+})
+
 describe("exitCodeOf", () => {
   it("success and interruption (SIGINT/SIGTERM) exit 0", () => {
     assert.strictEqual(exitCodeOf(Exit.void), EXIT_OK)
@@ -34,11 +53,14 @@ describe("exitCodeOf", () => {
     assert.strictEqual(exitCodeOf(Exit.fail(new ExitCode({ code: 3 }))), 3)
   })
 
-  it("bad invocations exit 2", () => {
+  it("bad invocations exit 2 in the full program (effect/cli's errors)", () => {
     const unknownFlag = new CliError.UnrecognizedOption({ option: "--bogus", suggestions: [], command: ["intercom"] })
-    assert.strictEqual(exitCodeOf(Exit.fail(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [unknownFlag] }))), EXIT_USAGE)
-    assert.strictEqual(exitCodeOf(Exit.fail(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [] }))), EXIT_USAGE)
-    assert.strictEqual(exitCodeOf(Exit.fail(unknownFlag)), EXIT_USAGE)
+    const codeOf = (error: unknown) => exitCodeOf(Exit.fail(error), cliErrorExitCode)
+    assert.strictEqual(codeOf(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [unknownFlag] })), EXIT_USAGE)
+    assert.strictEqual(codeOf(new CliError.ShowHelp({ commandPath: ["intercom"], errors: [] })), EXIT_USAGE)
+    assert.strictEqual(codeOf(unknownFlag), EXIT_USAGE)
+    assert.strictEqual(codeOf(new CliError.UserError({ cause: "failed" })), EXIT_FAILURE)
+    assert.strictEqual(exitCodeOf(Exit.fail(new ExitCode({ code: 3 })), cliErrorExitCode), 3)
   })
 
   it("anything else exits 1", () => {

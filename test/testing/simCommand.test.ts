@@ -9,6 +9,7 @@ import { Effect, Exit } from "effect"
 import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
 import { EXIT_USAGE, exitCodeOf } from "../../src/cli/exit.ts"
+import { cliErrorExitCode } from "../../src/cli/programExit.ts"
 import { GROUPS_SUPERVISOR_WEIGHT, HOSTILE_WEIGHT, KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
 import { DELIVERY_WEIGHT } from "../../src/testing/simulation/delivery.ts"
 import { TOPICS_PUBLISH_WEIGHT, TOPICS_SUBSCRIBE_WEIGHT } from "../../src/testing/Workload.ts"
@@ -39,7 +40,7 @@ const usageErrorsOf = (argv: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const { requests, exit } = yield* parse(argv)
     assert.deepStrictEqual(requests, [], "nothing ran")
-    assert.strictEqual(exitCodeOf(exit), EXIT_USAGE)
+    assert.strictEqual(exitCodeOf(exit, cliErrorExitCode), EXIT_USAGE)
     const error = Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail") : undefined
     const showHelp = error?._tag === "Fail" && CliError.isCliError(error.error) && error.error._tag === "ShowHelp"
       ? error.error

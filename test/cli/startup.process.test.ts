@@ -1,0 +1,79 @@
+/**
+ * The built executable's start: its compile cache (private per user, never a
+ * reason to fail), what the fast paths' bundles leave out, and a Node.js
+ * too old to run a broker (the system Node where there is one).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { privateCacheDir } from "../../src/cli/compileCache.ts"
+import { childEnv, runChild } from "../support/process.ts"
+import { MAIN, mode, tempDir } from "./support.ts"
+
+const BIN = path.dirname(MAIN)
+const uid = process.getuid?.() ?? -1
+
+/** The test processes' environment without the shared test cache (childEnv sets NODE_COMPILE_CACHE), TMPDIR = `tmp`. */
+const envWithTmp = (tmp: string): Record<string, string> => {
+  const { NODE_COMPILE_CACHE: _shared, ...env } = childEnv({ TMPDIR: tmp })
+  return env
+}
+
+/** A `node` on the PATH outside this repo whose version has no compile cache API (< 22.1), if there is one. */
+const oldNode = ((): string | undefined => {
+  const repoNode = fileURLToPath(new URL("../../node_modules/", import.meta.url))
+  for (const candidate of ["/usr/bin/node", "/usr/local/bin/node"]) {
+    if (!fs.existsSync(candidate) || fs.realpathSync(candidate).startsWith(repoNode)) continue
+    const version = spawnSync(candidate, ["-p", "process.versions.node"], { encoding: "utf8" }).stdout.trim()
+    const [major = 0, minor = 0] = version.split(".").map(Number)
+    if (major < 22 || (major === 22 && minor < 1)) return candidate
+  }
+  return undefined
+})()
+
+describe("startup of the built executable", () => {
+  it("the broker and send bundles hold none of effect/cli (only the full program loads it)", () => {
+    for (const bundle of ["broker.mjs", "client.mjs"]) {
+      const text = fs.readFileSync(path.join(BIN, bundle), "utf8")
+      assert.notInclude(text, "~effect/cli/", bundle)
+    }
+  })
+
+  it.effect("the compile cache goes to a 0700 directory of this user under the temp dir", () =>
+    Effect.gen(function*() {
+      const tmp = yield* tempDir("ei-cc-")
+      const done = yield* runChild(process.execPath, [MAIN, "--version"], { env: envWithTmp(tmp) })
+      assert.strictEqual(done.code, 0, done.stderr)
+      const dir = privateCacheDir(tmp, uid)
+      assert.strictEqual(mode(dir), 0o700)
+      assert.isAbove(fs.readdirSync(dir).length, 0, "Node wrote its cache there")
+    }))
+
+  it.effect("a cache directory that cannot be made does not stop a command", () =>
+    Effect.gen(function*() {
+      const tmp = yield* tempDir("ei-cc-")
+      const notADir = path.join(tmp, "file")
+      fs.writeFileSync(notADir, "")
+      const done = yield* runChild(process.execPath, [MAIN, "--version"], { env: envWithTmp(notADir) })
+      assert.strictEqual(done.code, 0, done.stderr)
+      assert.match(done.stdout, /^intercom v/)
+      assert.strictEqual(done.stderr, "")
+    }))
+
+  it.effect.skipIf(oldNode === undefined)("on a Node without the compile cache API the CLI runs; the broker says what it needs", () =>
+    Effect.gen(function*() {
+      const node = oldNode ?? "node"
+      const tmp = yield* tempDir("ei-old-")
+      const version = yield* runChild(node, [MAIN, "--version"], { env: envWithTmp(tmp) })
+      assert.strictEqual(version.code, 0, version.stderr)
+      assert.match(version.stdout, /^intercom v/)
+      const broker = yield* runChild(node, [MAIN, "broker", "--dir", tmp], { env: envWithTmp(tmp) })
+      assert.strictEqual(broker.code, 1)
+      assert.include(broker.stderr, "The intercom broker needs node:sqlite")
+      assert.include(broker.stderr, "Upgrade Node.js to 22.19 or later")
+      assert.isFalse(fs.existsSync(path.join(tmp, "intercom", "broker.lock")), "nothing was created")
+    }))
+})
