@@ -19,7 +19,8 @@
  */
 import { fmt } from "./format.ts"
 import { busySamples, type Owner, type ProfileCounts } from "./profile-cpuprofile.ts"
-import type { GroupCpu } from "./profile-proc.ts"
+import { PERF_KINDS, type PerfCounts, type PerfKind } from "./profile-perf.ts"
+import type { GroupCpu, ThreadGroup } from "./profile-proc.ts"
 
 /** What was measured for one workload on one target, summed over its profiled runs. */
 export interface Measured {
@@ -29,6 +30,8 @@ export interface Measured {
   readonly cpu: GroupCpu
   /** Samples inside the intervals; undefined when the target was not profiled (not a Node process). */
   readonly counts: ProfileCounts | undefined
+  /** `perf` samples inside the intervals (`--perf`), by thread group and kind. */
+  readonly perf?: PerfCounts | undefined
 }
 
 /** A target's CPU per unit, µs, by part. The parts sum to `total`. */
@@ -253,4 +256,98 @@ export const topEntries = (
     .sort((x, y) => y[1].count - x[1].count)
     .slice(0, n)
     .map(([name, e]) => ({ name, owner: e.owner, samples: e.count, usPerUnit: e.count * b.perSample }))
+}
+
+/** The thread groups whose CPU perf's shares split (the profiler's thread is left out, as in the total). */
+const PERF_GROUPS: ReadonlyArray<Exclude<ThreadGroup, "profiler">> = ["main", "v8", "libuv", "other"]
+
+/** What perf says of one target, µs per unit: each thread group's /proc CPU split by its samples' kinds. */
+export interface PerfSplit {
+  /** By kind, every group but the profiler's. */
+  readonly byKind: Record<PerfKind, number>
+  /** V8's worker threads alone, by kind. */
+  readonly v8Workers: Record<PerfKind, number>
+  /** CPU of groups perf has no sample of (not split). */
+  readonly unsampled: number
+  readonly samples: number
+}
+
+const zeroKinds = (): Record<PerfKind, number> => ({
+  kernel: 0,
+  sqlite: 0,
+  gc: 0,
+  compiler: 0,
+  js: 0,
+  strings: 0,
+  v8: 0,
+  node: 0,
+  libuv: 0,
+  libc: 0,
+  other: 0
+})
+
+/** Splits each thread group's CPU per unit by the kinds of its perf samples; undefined without perf samples. */
+export const perfSplit = (m: Measured): PerfSplit | undefined => {
+  const perf = m.perf
+  if (perf === undefined || m.units <= 0) return undefined
+  const byKind = zeroKinds()
+  const v8Workers = zeroKinds()
+  let unsampled = 0
+  let samples = 0
+  for (const g of PERF_GROUPS) {
+    const cpu = (m.cpu[g].user + m.cpu[g].sys) / m.units
+    const counts = perf.byGroup[g]
+    const n = PERF_KINDS.reduce((s, k) => s + counts[k], 0)
+    samples += n
+    if (n === 0) {
+      unsampled += cpu
+      continue
+    }
+    for (const k of PERF_KINDS) {
+      const us = (cpu * counts[k]) / n
+      byKind[k] += us
+      if (g === "v8") v8Workers[k] += us
+    }
+  }
+  return samples === 0 ? undefined : { byKind, v8Workers, unsampled, samples }
+}
+
+const PERF_LABEL: Readonly<Record<PerfKind, string>> = {
+  kernel: "kernel",
+  sqlite: "SQLite (C, in the node binary)",
+  gc: "garbage collector (any thread)",
+  compiler: "compilers and parser (any thread)",
+  js: "JavaScript (JIT code, builtins)",
+  strings: "JSON and strings (V8 C++ for JavaScript)",
+  v8: "V8 runtime (other C++: allocation, ICs, …)",
+  node: "Node (C++)",
+  libuv: "libuv",
+  libc: "libc, libstdc++ (malloc, memcpy, …)",
+  other: "other"
+}
+
+/** The perf table of a workload (header and rows), or undefined when no column has perf samples. */
+export const perfTable = (
+  columns: ReadonlyArray<Column>
+): { readonly header: Array<string>; readonly rows: Array<Array<string>> } | undefined => {
+  const ps = columns.map((c) => perfSplit(c.measured))
+  const p0 = ps[0]
+  const [base, ...rest] = columns
+  if (base === undefined || ps.every((p) => p === undefined)) return undefined
+  const cell = (x: number | undefined): string => (x === undefined ? "–" : fmt(x))
+  const header = ["", ...columns.map((c) => c.label), ...rest.map((c) => `${c.label} − ${base.label}`)]
+  const rows: Array<Array<string>> = []
+  const row = (label: string, get: (p: PerfSplit) => number): void => {
+    rows.push([
+      label,
+      ...ps.map((p) => cell(p === undefined ? undefined : get(p))),
+      ...ps.slice(1).map((p) => (p === undefined || p0 === undefined ? "–" : fmt(get(p) - get(p0))))
+    ])
+  }
+  for (const k of PERF_KINDS) row(PERF_LABEL[k], (p) => p.byKind[k])
+  row("  of which on V8's worker threads: GC", (p) => p.v8Workers.gc)
+  row("  of which on V8's worker threads: compilers", (p) => p.v8Workers.compiler)
+  if (ps.some((p) => p !== undefined && p.unsampled > 0)) row("no perf sample (not split)", (p) => p.unsampled)
+  rows.push(["perf samples", ...ps.map((p) => (p === undefined ? "–" : String(p.samples))), ...rest.map(() => "")])
+  return { header, rows }
 }

@@ -5,8 +5,8 @@
  * Node, effect or our code).
  *
  *   node bench/profile.ts [--only w64,fanin,ask] [--targets raw,broker,memory] [--reps N]
- *                         [--broker-cmd "<cmd>"] [--interval µs] [--no-unprofiled]
- *                         [--keep-profiles dir] [--markdown] [--quick] [--out file.json]
+ *                         [--broker-cmd "<cmd>"] [--interval µs] [--no-unprofiled] [--no-cpu-prof]
+ *                         [--keep-profiles dir] [--perf] [--markdown] [--quick] [--out file.json]
  *
  * Runs bench/run.ts's workloads (bench/workloads.ts) against bench/targets.ts's
  * targets, each Node target under `--cpu-prof`. The workloads tell the
@@ -25,7 +25,8 @@ import { brokerEntryPoint } from "../src/config/install.ts"
 import { markdownTable, table } from "./format.ts"
 import { countSamples, emptyCounts, type Interval, mergeCounts, parseCpuProfile, pidOfProfileFile, type ProfileCounts, sourceMapResolver } from "./profile-cpuprofile.ts"
 import { addGroupCpu, cpuBetween, type GroupCpu, readThreads, type ThreadSnapshot, zeroGroupCpu } from "./profile-proc.ts"
-import { breakdown, type Column, groups, type Measured, topEntries, workloadTable } from "./profile-split.ts"
+import { countPerf, emptyPerfCounts, findPerf, mergePerf, type PerfCounts, perfArgv, perfScript } from "./profile-perf.ts"
+import { breakdown, type Column, groups, type Measured, perfSplit, perfTable, topEntries, workloadTable } from "./profile-split.ts"
 import { median } from "./stats.ts"
 import {
   brokerSpec,
@@ -48,7 +49,9 @@ import { defaultSizes, quickSizes, type Workload, workloads } from "./workloads.
 
 const usage = `usage: node bench/profile.ts [--only w64,fanin,ask] [--targets raw,broker,memory] [--reps N]
                              [--broker-cmd "<cmd with {dir}/{sock}>"] [--interval µs] [--no-unprofiled]
-                             [--keep-profiles dir] [--markdown] [--quick] [--out file.json]
+                             [--no-cpu-prof] [--keep-profiles dir] [--perf] [--perf-hz N] [--markdown] [--quick] [--out file.json]
+--no-cpu-prof: /proc (and --perf) only: V8 works without its profiler's code logging
+--perf:  also \`perf record\` every target's threads in the measured intervals (on-CPU: kernel, SQLite, GC, compiler, JS)
 workloads with a measured interval: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB startup
 targets: raw, broker (ours, durable, or --broker-cmd), memory (ours, --durability memory), nats (/proc only)`
 
@@ -71,8 +74,12 @@ interface Options {
   reps: number
   brokerCmd: string | undefined
   intervalUs: number
+  /** Run the targets under `--cpu-prof` (off: /proc and perf only, for V8's own work without its profiler). */
+  cpuProf: boolean
   unprofiled: boolean
   keep: string | undefined
+  /** `perf record` at this rate (Hz) on every target too; undefined: no perf. */
+  perfHz: number | undefined
   markdown: boolean
   quick: boolean
   out: string
@@ -85,8 +92,10 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
     reps: 2,
     brokerCmd: process.env["BENCH_BROKER_CMD"],
     intervalUs: 250,
+    cpuProf: true,
     unprofiled: true,
     keep: undefined,
+    perfHz: undefined,
     markdown: false,
     quick: false,
     out: path.join(repoRoot, "bench", "results", "profile.json")
@@ -130,11 +139,20 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--interval":
         o.intervalUs = int("--interval", 50, 10_000)
         break
+      case "--no-cpu-prof":
+        o.cpuProf = false
+        break
       case "--no-unprofiled":
         o.unprofiled = false
         break
       case "--keep-profiles":
         o.keep = path.resolve(value())
+        break
+      case "--perf":
+        o.perfHz = 1999
+        break
+      case "--perf-hz":
+        o.perfHz = int("--perf-hz", 100, 20_000)
         break
       case "--markdown":
         o.markdown = true
@@ -201,14 +219,26 @@ interface ProfiledRun {
   readonly notes: Array<string>
 }
 
-const runProfiled = async (w: Workload, spec: TargetSpec, opts: Options, label: string): Promise<ProfiledRun> => {
+const runProfiled = async (
+  w: Workload,
+  spec: TargetSpec,
+  opts: Options,
+  label: string,
+  perf: string | undefined
+): Promise<ProfiledRun> => {
   const profDir = makeTempDir()
+  let perfFiles = 0
   const windows: Array<Window> = []
   const open = new Map<number, { from: number; before: ThreadSnapshot }>()
   const ticks = clockTicksPerSecond()
   const profiled: TargetSpec = {
     ...spec,
-    argv: (dir, maxSessions) => withCpuProf(spec.argv(dir, maxSessions), profDir, opts.intervalUs),
+    argv: (dir, maxSessions) => {
+      const plainArgv = spec.argv(dir, maxSessions)
+      const argv = opts.cpuProf ? withCpuProf(plainArgv, profDir, opts.intervalUs) : plainArgv
+      if (perf === undefined || opts.perfHz === undefined || argv[0] !== process.execPath) return argv
+      return perfArgv(perf, path.join(profDir, `run-${perfFiles++}.perf`), opts.perfHz, argv)
+    },
     measure: {
       begin: (pid) => {
         const before = readThreads(pid, ticks)
@@ -230,7 +260,8 @@ const runProfiled = async (w: Workload, spec: TargetSpec, opts: Options, label: 
     notes.push(...r.notes)
     let counts: ProfileCounts | undefined
     const files = fs.readdirSync(profDir).filter((f) => f.endsWith(".cpuprofile"))
-    if (withCpuProf(spec.argv("/x", undefined), profDir, opts.intervalUs).includes("--cpu-prof")) {
+    if (opts.cpuProf && withCpuProf(spec.argv("/x", undefined), profDir, opts.intervalUs).includes("--cpu-prof")) {
+      // Written by the target at exit: stop() has waited for it.
       counts = emptyCounts()
       const resolve = sourceMapResolver(repoRoot)
       for (const pid of new Set(windows.map((x) => x.pid))) {
@@ -252,11 +283,24 @@ const runProfiled = async (w: Workload, spec: TargetSpec, opts: Options, label: 
       }
     }
     if (windows.length === 0) notes.push("the workload marked no measured interval")
+    let perfCounts: PerfCounts | undefined
+    if (perf !== undefined && perfFiles > 0) {
+      perfCounts = emptyPerfCounts()
+      const perfWindows = windows.map((x) => ({ pid: x.pid, from: x.interval.from, to: x.interval.to }))
+      for (const f of fs.readdirSync(profDir).filter((x) => x.endsWith(".perf"))) {
+        try {
+          countPerf(perfScript(perf, path.join(profDir, f)), perfWindows, perfCounts)
+        } catch (e) {
+          notes.push(`perf script ${f}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
+        }
+      }
+    }
     return {
       measured: {
         units: windows.reduce((s, x) => s + x.units, 0),
         cpu: windows.reduce((s, x) => addGroupCpu(s, x.cpu), zeroGroupCpu()),
-        counts
+        counts,
+        perf: perfCounts
       },
       metrics: r.metrics,
       notes
@@ -270,7 +314,8 @@ const runProfiled = async (w: Workload, spec: TargetSpec, opts: Options, label: 
 const addMeasured = (a: Measured, b: Measured): Measured => ({
   units: a.units + b.units,
   cpu: addGroupCpu(a.cpu, b.cpu),
-  counts: b.counts === undefined ? a.counts : mergeCounts(a.counts ?? emptyCounts(), b.counts)
+  counts: b.counts === undefined ? a.counts : mergeCounts(a.counts ?? emptyCounts(), b.counts),
+  perf: b.perf === undefined ? a.perf : mergePerf(a.perf ?? emptyPerfCounts(), b.perf)
 })
 
 // ---------------------------------------------------------------- main
@@ -287,6 +332,10 @@ const main = async (opts: Options): Promise<number> => {
     if (!MEASURED.test(name)) throw new Error(`--only: ${name} marks no measured interval (profiled: w1 w64 sustained fanin ask payload-* startup)`)
   }
   const specs = resolveSpecs(opts)
+  const perf = opts.perfHz === undefined ? undefined : findPerf()
+  if (opts.perfHz !== undefined && perf === undefined) throw new Error("--perf: perf was not found on the PATH")
+  // startup reads the CPU of the process it spawned, which under --perf is perf itself.
+  if (opts.perfHz !== undefined && opts.only.includes("startup")) throw new Error("--perf: run startup without --perf (it measures the spawned process, which would be perf)")
   const targets = opts.targets.filter((t) => specs.has(t))
   const loadBefore = os.loadavg()
   process.stderr.write(
@@ -308,7 +357,7 @@ const main = async (opts: Options): Promise<number> => {
         const k = key(w.name, t)
         try {
           const t0 = performance.now()
-          const r = await runProfiled(w, spec, opts, `${LABEL[t]}.${rep}`)
+          const r = await runProfiled(w, spec, opts, `${LABEL[t]}.${rep}`, perf)
           const prev = measured.get(k)
           measured.set(k, prev === undefined ? r.measured : addMeasured(prev, r.measured))
           metrics.set(k, [...(metrics.get(k) ?? []), r.metrics])
@@ -352,6 +401,11 @@ const main = async (opts: Options): Promise<number> => {
     out.push(`\n${w.name}: CPU µs per ${unit}, profiled runs summed over ${opts.reps} rep(s) (${w.title})\n`)
     const t = workloadTable(columns)
     out.push(render(t.header, t.rows, 1))
+    const pt = perfTable(columns)
+    if (pt !== undefined) {
+      out.push(`\n${w.name}: perf, on-CPU samples of every thread, µs per ${unit} (each thread group's /proc CPU split by its samples)\n`)
+      out.push(render(pt.header, pt.rows, 1))
+    }
     const perTarget: Record<string, unknown> = {}
     for (const c of columns) {
       const b = breakdown(c.measured)
@@ -364,6 +418,10 @@ const main = async (opts: Options): Promise<number> => {
         byOwner: c.measured.counts?.byOwner,
         breakdown: b,
         groups: groups(b),
+        perfSymbols: c.measured.perf === undefined
+          ? undefined
+          : [...c.measured.perf.bySymbol.entries()].sort((a, b) => b[1] - a[1]).slice(0, 60),
+        perfSplit: perfSplit(c.measured),
         unprofiledCpuPerUnit: c.unprofiled,
         metrics: metrics.get(key(w.name, targets.find((x) => LABEL[x] === c.label) ?? "raw")),
         topFunctions: topEntries(c.measured, "byFunction", 40),

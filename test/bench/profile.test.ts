@@ -2,7 +2,8 @@
  * bench:profile's parts that turn text into numbers: /proc stat lines and
  * thread groups (bench/profile-proc.ts), a `.cpuprofile` with a source-mapped
  * bundle into samples by owner (bench/profile-cpuprofile.ts), and the split
- * of CPU per unit and the gap (bench/profile-split.ts). Fixtures in
+ * of CPU per unit and the gap (bench/profile-split.ts), `perf script` lines
+ * into samples by thread and kind (bench/profile-perf.ts). Fixtures in
  * test/bench/fixtures/profile; no timing is tested.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -19,8 +20,9 @@ import {
   pidOfProfileFile,
   sourceMapResolver
 } from "../../bench/profile-cpuprofile.ts"
+import { countPerf, mergePerf, parsePerfLine, perfKind } from "../../bench/profile-perf.ts"
 import { cpuBetween, type GroupCpu, parseStatLine, snapshotFromStats, threadGroup, zeroGroupCpu } from "../../bench/profile-proc.ts"
-import { breakdown, gapOf, groups, type Measured, topEntries, workloadTable } from "../../bench/profile-split.ts"
+import { breakdown, gapOf, groups, type Measured, perfSplit, topEntries, workloadTable } from "../../bench/profile-split.ts"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const fixtures = path.join(here, "fixtures", "profile")
@@ -210,5 +212,68 @@ describe("the split", () => {
     assert.deepStrictEqual(t.rows.find((r) => r[0] === "CPU total (/proc, all threads)"), ["CPU total (/proc, all threads)", "50.0", "130", "80.0"])
     assert.deepStrictEqual(t.rows.find((r) => r[0] === "  V8 (GC + worker threads)"), ["  V8 (GC + worker threads)", "5.00", "40.0", "35.0 (44 %)"])
     assert.deepStrictEqual(t.rows.find((r) => r[0]?.startsWith("CPU/unit without")), ["CPU/unit without the profiler (overhead)", "50.0 (+0 %)", "100 (+30 %)", ""])
+  })
+})
+
+describe("perf", () => {
+  const text = fixture("perf-script.txt")
+
+  it("parses perf script's comm, tid, time (µs), symbol and dso", () => {
+    assert.deepStrictEqual(parsePerfLine(text.split("\n")[1] ?? ""), {
+      comm: "MainThread",
+      tid: 4242,
+      timeUs: 72_810_000_200,
+      sym: "v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>",
+      dso: "/usr/bin/node"
+    })
+    assert.strictEqual(parsePerfLine(" v8:ProfEvntProc  4251 72810.001100:  5566778 node::Foo::Bar (/usr/bin/node)")?.comm, "v8:ProfEvntProc")
+    assert.strictEqual(parsePerfLine("not a sample line"), undefined)
+  })
+
+  it("tells the kernel, SQLite, GC, compilers, JIT code, JSON and libc apart by symbol and dso", () => {
+    assert.strictEqual(perfKind("pvm_irq_enable", "[kernel.kallsyms]"), "kernel")
+    assert.strictEqual(perfKind("sqlite3VdbeExec", "/usr/bin/node"), "sqlite")
+    assert.strictEqual(perfKind("walIndexAppend", "/usr/bin/node"), "sqlite")
+    assert.strictEqual(perfKind("v8::internal::ConcurrentMarking::RunMajor", "/usr/bin/node"), "gc")
+    assert.strictEqual(perfKind("v8::internal::maglev::MaglevGraphBuilder::Build", "/usr/bin/node"), "compiler")
+    assert.strictEqual(perfKind("[unknown]", "/tmp/perf-1.map"), "js")
+    assert.strictEqual(perfKind("Builtins_KeyedLoadIC_Megamorphic", "/usr/bin/node"), "js")
+    assert.strictEqual(perfKind("v8::internal::StringTable::LookupKey<x>", "/usr/bin/node"), "strings")
+    assert.strictEqual(perfKind("v8::internal::FactoryBase<v8::internal::Factory>::NewFixedArrayWithMap", "/usr/bin/node"), "v8")
+    assert.strictEqual(perfKind("node::StreamBase::WriteBuffer", "/usr/bin/node"), "node")
+    assert.strictEqual(perfKind("uv__io_poll", "/usr/bin/node"), "libuv")
+    assert.strictEqual(perfKind("malloc", "/usr/lib/x86_64-linux-gnu/libc.so.6"), "libc")
+  })
+
+  it("counts the samples inside the windows by thread group and kind", () => {
+    const c = countPerf(text, [{ pid: 4242, from: 72_810_000_150, to: 72_810_001_500 }])
+    // The first sample (kernel) and the last (LoadIC) fall outside.
+    assert.deepStrictEqual(c.byGroup.main, { kernel: 0, sqlite: 2, gc: 1, compiler: 0, js: 1, strings: 1, v8: 0, node: 0, libuv: 0, libc: 1, other: 0 })
+    assert.strictEqual(c.byGroup.v8.compiler, 1)
+    assert.strictEqual(c.byGroup.v8.gc, 1)
+    assert.strictEqual(c.byGroup.libuv.libuv, 1)
+    assert.strictEqual(c.byGroup.profiler.node, 1)
+    assert.strictEqual(c.bySymbol.get("main sqlite sqlite3VdbeExec"), 1)
+    assert.strictEqual(c.bySymbol.get("main js [unknown] (/tmp/perf-4242.map)"), 1)
+    const twice = mergePerf(countPerf(text, [{ pid: 4242, from: 0, to: 1e12 }]), countPerf(text, [{ pid: 4242, from: 0, to: 1e12 }]))
+    assert.strictEqual(twice.byGroup.main.kernel, 2)
+  })
+
+  it("splits each thread group's CPU by its samples' kinds, leaving out the profiler's thread", () => {
+    const c = countPerf(text, [{ pid: 4242, from: 0, to: 1e12 }])
+    // main: 8 samples over 800 µs; V8 workers: 2 over 200 µs; libuv: 1, no CPU; profiler: excluded.
+    const p = perfSplit({
+      units: 2,
+      cpu: cpu({ main: { user: 600, sys: 200 }, v8: { user: 200, sys: 0 }, profiler: { user: 100, sys: 0 } }),
+      counts: undefined,
+      perf: c
+    })
+    assert.isDefined(p)
+    assert.closeTo(p?.byKind.kernel ?? 0, 50, 1e-9)
+    assert.closeTo(p?.byKind.sqlite ?? 0, 100, 1e-9)
+    assert.closeTo(p?.byKind.gc ?? 0, 50 + 50, 1e-9)
+    assert.closeTo(p?.v8Workers.compiler ?? 0, 50, 1e-9)
+    assert.closeTo(Object.values(p?.byKind ?? {}).reduce((a, b) => a + b, 0), 500, 1e-9)
+    assert.strictEqual(p?.samples, 11)
   })
 })
