@@ -16,6 +16,8 @@ export interface StatLine {
   readonly comm: string
   readonly utimeTicks: number
   readonly stimeTicks: number
+  /** Minor page faults (field 10): for the process's line, all of its threads. */
+  readonly minflt: number
 }
 
 /**
@@ -31,8 +33,9 @@ export const parseStatLine = (text: string): StatLine | undefined => {
   // fields[0] is field 3 (state): utime is field 14, stime field 15.
   const utimeTicks = Number(fields[11])
   const stimeTicks = Number(fields[12])
+  const minflt = Number(fields[7])
   if (!Number.isFinite(utimeTicks) || !Number.isFinite(stimeTicks) || fields.length < 13) return undefined
-  return { comm: text.slice(open + 1, close), utimeTicks, stimeTicks }
+  return { comm: text.slice(open + 1, close), utimeTicks, stimeTicks, minflt: Number.isFinite(minflt) ? minflt : 0 }
 }
 
 /** The groups a thread is counted in. */
@@ -136,3 +139,45 @@ export const addGroupCpu = (a: GroupCpu, b: GroupCpu): GroupCpu => {
   for (const g of THREAD_GROUPS) out[g] = { user: a[g].user + b[g].user, sys: a[g].sys + b[g].sys }
   return out
 }
+
+/** What a process asked of the kernel: `/proc/<pid>/io`'s syscall counts and bytes, and its minor page faults. */
+export interface KernelCounts {
+  /** read-like system calls (read, recvmsg, pread, …). */
+  readonly syscr: number
+  /** write-like system calls (write, writev, pwrite, …). */
+  readonly syscw: number
+  readonly rchar: number
+  readonly wchar: number
+  readonly minflt: number
+}
+
+/** Zero counts. */
+export const zeroKernelCounts = (): KernelCounts => ({ syscr: 0, syscw: 0, rchar: 0, wchar: 0, minflt: 0 })
+
+/** Parses `/proc/<pid>/io` (`key: value` lines) with the process's minor faults; missing keys count 0. */
+export const parseProcIo = (text: string, minflt: number): KernelCounts => {
+  const get = (key: string): number => {
+    const m = new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(text)
+    return m === null ? 0 : Number(m[1])
+  }
+  return { syscr: get("syscr"), syscw: get("syscw"), rchar: get("rchar"), wchar: get("wchar"), minflt }
+}
+
+/** Reads `pid`'s kernel counts now (zeros if the process is gone or /proc/<pid>/io is not readable). */
+export const readKernelCounts = (pid: number): KernelCounts => {
+  try {
+    const stat = parseStatLine(fs.readFileSync(`/proc/${pid}/stat`, "utf8"))
+    return parseProcIo(fs.readFileSync(`/proc/${pid}/io`, "utf8"), stat?.minflt ?? 0)
+  } catch {
+    return zeroKernelCounts()
+  }
+}
+
+/** `after − before`, field by field; `plus` added (several intervals sum up). */
+export const kernelCountsBetween = (before: KernelCounts, after: KernelCounts, plus: KernelCounts = zeroKernelCounts()): KernelCounts => ({
+  syscr: plus.syscr + after.syscr - before.syscr,
+  syscw: plus.syscw + after.syscw - before.syscw,
+  rchar: plus.rchar + after.rchar - before.rchar,
+  wchar: plus.wchar + after.wchar - before.wchar,
+  minflt: plus.minflt + after.minflt - before.minflt
+})

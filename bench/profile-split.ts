@@ -20,7 +20,7 @@
 import { fmt } from "./format.ts"
 import { busySamples, type Owner, type ProfileCounts } from "./profile-cpuprofile.ts"
 import { PERF_KINDS, type PerfCounts, type PerfKind } from "./profile-perf.ts"
-import type { GroupCpu, ThreadGroup } from "./profile-proc.ts"
+import type { GroupCpu, KernelCounts, ThreadGroup } from "./profile-proc.ts"
 
 /** What was measured for one workload on one target, summed over its profiled runs. */
 export interface Measured {
@@ -32,6 +32,8 @@ export interface Measured {
   readonly counts: ProfileCounts | undefined
   /** `perf` samples inside the intervals (`--perf`), by thread group and kind. */
   readonly perf?: PerfCounts | undefined
+  /** System calls, bytes and page faults inside the intervals (/proc/<pid>/io and stat). */
+  readonly kernel?: KernelCounts | undefined
 }
 
 /** A target's CPU per unit, µs, by part. The parts sum to `total`. */
@@ -229,6 +231,19 @@ export const workloadTable = (
     ...rest.map(() => "")
   ])
   rows.push(["units measured", ...columns.map((c) => String(c.measured.units)), ...rest.map(() => "")])
+  const KERNEL_ROWS: ReadonlyArray<readonly [string, (k: KernelCounts) => number]> = [
+    ["read syscalls per unit", (k) => k.syscr],
+    ["write syscalls per unit", (k) => k.syscw],
+    ["bytes written per unit", (k) => k.wchar],
+    ["minor page faults per unit", (k) => k.minflt]
+  ]
+  if (columns.some((c) => c.measured.kernel !== undefined)) {
+    for (const [label, get] of KERNEL_ROWS) {
+      const v = columns.map((c) => (c.measured.kernel === undefined || c.measured.units <= 0 ? Number.NaN : get(c.measured.kernel) / c.measured.units))
+      const v0 = v[0] ?? Number.NaN
+      rows.push([label, ...v.map((x) => fmt(x)), ...v.slice(1).map((x) => fmt(x - v0))])
+    }
+  }
   rows.push([
     "CPU/unit without the profiler (overhead)",
     ...columns.map((c, i) => {

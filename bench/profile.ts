@@ -24,7 +24,18 @@ import path from "node:path"
 import { brokerEntryPoint } from "../src/config/install.ts"
 import { markdownTable, table } from "./format.ts"
 import { countSamples, emptyCounts, type Interval, mergeCounts, parseCpuProfile, pidOfProfileFile, type ProfileCounts, sourceMapResolver } from "./profile-cpuprofile.ts"
-import { addGroupCpu, cpuBetween, type GroupCpu, readThreads, type ThreadSnapshot, zeroGroupCpu } from "./profile-proc.ts"
+import {
+  addGroupCpu,
+  cpuBetween,
+  type GroupCpu,
+  type KernelCounts,
+  kernelCountsBetween,
+  readKernelCounts,
+  readThreads,
+  type ThreadSnapshot,
+  zeroGroupCpu,
+  zeroKernelCounts
+} from "./profile-proc.ts"
 import { countPerf, emptyPerfCounts, findPerf, mergePerf, type PerfCounts, perfArgv, perfScript } from "./profile-perf.ts"
 import { breakdown, type Column, groups, type Measured, perfSplit, perfTable, topEntries, workloadTable } from "./profile-split.ts"
 import { median } from "./stats.ts"
@@ -204,6 +215,7 @@ interface Window {
   readonly interval: Interval
   readonly units: number
   readonly cpu: GroupCpu
+  readonly kernel: KernelCounts
 }
 
 /** `argv` with `--cpu-prof` options after the Node binary; unchanged when the target is not this Node. */
@@ -229,7 +241,7 @@ const runProfiled = async (
   const profDir = makeTempDir()
   let perfFiles = 0
   const windows: Array<Window> = []
-  const open = new Map<number, { from: number; before: ThreadSnapshot }>()
+  const open = new Map<number, { from: number; before: ThreadSnapshot; kernel: KernelCounts }>()
   const ticks = clockTicksPerSecond()
   const profiled: TargetSpec = {
     ...spec,
@@ -241,16 +253,18 @@ const runProfiled = async (
     },
     measure: {
       begin: (pid) => {
+        const kernel = readKernelCounts(pid)
         const before = readThreads(pid, ticks)
-        open.set(pid, { from: nowUs(), before })
+        open.set(pid, { from: nowUs(), before, kernel })
       },
       end: (pid, units) => {
         const to = nowUs()
         const after = readThreads(pid, ticks)
+        const kernel = readKernelCounts(pid)
         const b = open.get(pid)
         open.delete(pid)
         if (b === undefined) return
-        windows.push({ pid, interval: { from: b.from, to }, units, cpu: cpuBetween(b.before, after) })
+        windows.push({ pid, interval: { from: b.from, to }, units, cpu: cpuBetween(b.before, after), kernel: kernelCountsBetween(b.kernel, kernel) })
       }
     }
   }
@@ -300,7 +314,8 @@ const runProfiled = async (
         units: windows.reduce((s, x) => s + x.units, 0),
         cpu: windows.reduce((s, x) => addGroupCpu(s, x.cpu), zeroGroupCpu()),
         counts,
-        perf: perfCounts
+        perf: perfCounts,
+        kernel: windows.reduce((sum, x) => kernelCountsBetween(zeroKernelCounts(), x.kernel, sum), zeroKernelCounts())
       },
       metrics: r.metrics,
       notes
@@ -315,7 +330,8 @@ const addMeasured = (a: Measured, b: Measured): Measured => ({
   units: a.units + b.units,
   cpu: addGroupCpu(a.cpu, b.cpu),
   counts: b.counts === undefined ? a.counts : mergeCounts(a.counts ?? emptyCounts(), b.counts),
-  perf: b.perf === undefined ? a.perf : mergePerf(a.perf ?? emptyPerfCounts(), b.perf)
+  perf: b.perf === undefined ? a.perf : mergePerf(a.perf ?? emptyPerfCounts(), b.perf),
+  kernel: kernelCountsBetween(zeroKernelCounts(), b.kernel ?? zeroKernelCounts(), a.kernel ?? zeroKernelCounts())
 })
 
 // ---------------------------------------------------------------- main
@@ -413,6 +429,7 @@ const main = async (opts: Options): Promise<number> => {
       perTarget[c.label] = {
         units: c.measured.units,
         cpu: c.measured.cpu,
+        kernelCounts: c.measured.kernel,
         samples: c.measured.counts?.samples,
         idle: c.measured.counts?.idle,
         byOwner: c.measured.counts?.byOwner,

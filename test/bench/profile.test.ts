@@ -21,7 +21,7 @@ import {
   sourceMapResolver
 } from "../../bench/profile-cpuprofile.ts"
 import { countPerf, mergePerf, parsePerfLine, perfKind } from "../../bench/profile-perf.ts"
-import { cpuBetween, type GroupCpu, parseStatLine, snapshotFromStats, threadGroup, zeroGroupCpu } from "../../bench/profile-proc.ts"
+import { cpuBetween, type GroupCpu, kernelCountsBetween, parseProcIo, parseStatLine, snapshotFromStats, threadGroup, zeroGroupCpu } from "../../bench/profile-proc.ts"
 import { breakdown, gapOf, groups, type Measured, perfSplit, topEntries, workloadTable } from "../../bench/profile-split.ts"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -39,11 +39,21 @@ const sampleProfile = () => {
 
 describe("/proc stat lines", () => {
   it("reads utime and stime (fields 14 and 15) after the name in parentheses", () => {
-    assert.deepStrictEqual(parseStatLine(fixture("task-main.stat")), { comm: "MainThread", utimeTicks: 250, stimeTicks: 40 })
+    assert.deepStrictEqual(parseStatLine(fixture("task-main.stat")), { comm: "MainThread", utimeTicks: 250, stimeTicks: 40, minflt: 5301 })
   })
 
   it("counts fields from the last parenthesis, so a name with spaces and parentheses does not shift them", () => {
-    assert.deepStrictEqual(parseStatLine(fixture("task-odd-name.stat")), { comm: "a (weird) name", utimeTicks: 7, stimeTicks: 3 })
+    assert.deepStrictEqual(parseStatLine(fixture("task-odd-name.stat")), { comm: "a (weird) name", utimeTicks: 7, stimeTicks: 3, minflt: 10 })
+  })
+
+  it("reads /proc/<pid>/io's system call counts and bytes, and sums intervals", () => {
+    const a = parseProcIo(fixture("io-before.txt"), 100)
+    const b = parseProcIo(fixture("io-after.txt"), 160)
+    assert.deepStrictEqual(a, { syscr: 10, syscw: 4, rchar: 6976, wchar: 512, minflt: 100 })
+    const d = kernelCountsBetween(a, b)
+    assert.deepStrictEqual(d, { syscr: 90, syscw: 36, rchar: 3024, wchar: 1488, minflt: 60 })
+    assert.deepStrictEqual(kernelCountsBetween(a, b, d).syscw, 72)
+    assert.deepStrictEqual(parseProcIo("", 0), { syscr: 0, syscw: 0, rchar: 0, wchar: 0, minflt: 0 })
   })
 
   it("returns undefined for text that is not a stat line", () => {
@@ -205,9 +215,24 @@ describe("the split", () => {
     assert.closeTo(gap.v8, 35, 1e-9)
     assert.closeTo(gap.kernel + gap.v8 + gap.node + gap.effect + gap.ours + gap.other, gap.total, 1e-9)
     const t = workloadTable([
-      { label: "relay", measured: { units: 10, cpu: cpu({ main: { user: 400, sys: 100 } }), counts: counts() }, unprofiled: 50 },
-      { label: "broker", measured: { units: 10, cpu: cpu({ main: { user: 800, sys: 200 }, v8: { user: 300, sys: 0 } }), counts: counts() }, unprofiled: 100 }
+      {
+        label: "relay",
+        measured: { units: 10, cpu: cpu({ main: { user: 400, sys: 100 } }), counts: counts(), kernel: { syscr: 5, syscw: 5, rchar: 0, wchar: 1500, minflt: 0 } },
+        unprofiled: 50
+      },
+      {
+        label: "broker",
+        measured: {
+          units: 10,
+          cpu: cpu({ main: { user: 800, sys: 200 }, v8: { user: 300, sys: 0 } }),
+          counts: counts(),
+          kernel: { syscr: 10, syscw: 25, rchar: 0, wchar: 1600, minflt: 30 }
+        },
+        unprofiled: 100
+      }
     ])
+    assert.deepStrictEqual(t.rows.find((r) => r[0] === "write syscalls per unit"), ["write syscalls per unit", "0.50", "2.50", "2.00"])
+    assert.deepStrictEqual(t.rows.find((r) => r[0] === "minor page faults per unit"), ["minor page faults per unit", "0.00", "3.00", "3.00"])
     assert.deepStrictEqual(t.header, ["", "relay", "broker", "broker − relay"])
     assert.deepStrictEqual(t.rows.find((r) => r[0] === "CPU total (/proc, all threads)"), ["CPU total (/proc, all threads)", "50.0", "130", "80.0"])
     assert.deepStrictEqual(t.rows.find((r) => r[0] === "  V8 (GC + worker threads)"), ["  V8 (GC + worker threads)", "5.00", "40.0", "35.0 (44 %)"])
