@@ -101,6 +101,8 @@ export interface Origin {
   /** 1-based. */
   readonly line: number
   readonly name: string | undefined
+  /** The source's text at that line, when the map carries it (`sourcesContent`). */
+  readonly lineText?: string | undefined
 }
 
 /** Maps a script position (url, 0-based line and column) to its source; undefined when the script has no map. */
@@ -152,13 +154,13 @@ const sourceMapPayload = (o: Record<string, unknown>): SourceMapPayload => ({
  * through `load`; sources are shown relative to `root`.
  */
 export const sourceMapResolver = (root: string, load: (file: string) => LoadedMap | undefined = loadMapOfScript): Resolver => {
-  const maps = new Map<string, { readonly map: SourceMap; readonly dir: string } | undefined>()
+  const maps = new Map<string, { readonly map: SourceMap; readonly dir: string; readonly payload: SourceMapPayload } | undefined>()
   return (url, line, column) => {
     if (!url.startsWith("file:")) return undefined
     let entry = maps.get(url)
     if (!maps.has(url)) {
       const loaded = load(fileURLToPath(url))
-      entry = loaded === undefined ? undefined : { map: new SourceMap(loaded.payload), dir: loaded.dir }
+      entry = loaded === undefined ? undefined : { map: new SourceMap(loaded.payload), dir: loaded.dir, payload: loaded.payload }
       maps.set(url, entry)
     }
     if (entry === undefined || line < 0) return undefined
@@ -168,10 +170,12 @@ export const sourceMapResolver = (root: string, load: (file: string) => LoadedMa
       ? fileURLToPath(found.originalSource)
       : path.resolve(entry.dir, found.originalSource)
     const rel = path.relative(root, abs)
+    const content = entry.payload.sourcesContent[entry.payload.sources.indexOf(found.originalSource)]
     return {
       source: rel.startsWith("..") ? abs : rel,
       line: found.originalLine + 1,
-      name: "name" in found && typeof found.name === "string" ? found.name : undefined
+      name: "name" in found && typeof found.name === "string" ? found.name : undefined,
+      lineText: content === undefined || content === "" ? undefined : content.split("\n")[found.originalLine]
     }
   }
 }
@@ -191,10 +195,31 @@ export interface Frame {
   readonly fn: string
 }
 
-/** Names the function: the profile's name unless minified (one or two characters), else the map's, else the position. */
-const functionLabel = (profileName: string, mapName: string | undefined): string => {
+const DECLARED = [
+  /(?:function\*?|class)\s+([A-Za-z_$][\w$]*)/,
+  /(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=/,
+  /^\s*(?:(?:readonly|public|private|protected|static|async|get|set)\s+)*([A-Za-z_$][\w$]*)\s*[:=(]/
+]
+
+/** The name a source line declares (`const f = …`, `function f(`, `f: (…) =>`), if any. */
+export const declaredName = (line: string): string | undefined => {
+  for (const re of DECLARED) {
+    const m = re.exec(line)
+    if (m?.[1] !== undefined) return m[1]
+  }
+  return undefined
+}
+
+/**
+ * Names the function: the profile's name unless minified (one or two
+ * characters); else the name its source line declares; else the map's; else
+ * what the profile says.
+ */
+const functionLabel = (profileName: string, origin: Origin): string => {
   if (profileName.length > 2) return profileName
-  if (mapName !== undefined && mapName !== "") return mapName
+  const declared = origin.lineText === undefined ? undefined : declaredName(origin.lineText)
+  if (declared !== undefined) return declared
+  if (origin.name !== undefined && origin.name !== "") return origin.name
   return profileName === "" ? "(anonymous)" : profileName
 }
 
@@ -216,7 +241,7 @@ export const classifyFrame = (cf: CallFrame, resolve: Resolver): Frame => {
     return {
       owner: ownerOfPath(origin.source),
       file: origin.source,
-      fn: `${origin.source}:${origin.line} ${functionLabel(name, origin.name)}`
+      fn: `${origin.source}:${origin.line} ${functionLabel(name, origin)}`
     }
   }
   if (cf.url.startsWith("file:")) {

@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import {
   busySamples,
   countSamples,
+  declaredName,
   emptyCounts,
   mergeCounts,
   ownerOfPath,
@@ -105,10 +106,18 @@ describe("cpuprofile", () => {
   it("maps a bundle's position to its source through the bundle's source map, relative to the repository", () => {
     const resolve = sourceMapResolver(root)
     const url = pathToFileURL(path.join(fixtures, "bundle.mjs")).href
-    assert.deepStrictEqual(resolve(url, 0, 0), { source: "src/broker/Send.ts", line: 11, name: "handOver" })
+    assert.deepStrictEqual(resolve(url, 0, 0), { source: "src/broker/Send.ts", line: 11, name: "handOver", lineText: undefined })
     assert.strictEqual(resolve(url, 1, 0)?.source, "node_modules/effect/dist/internal/effect.js")
     assert.strictEqual(resolve(url, 1, 0)?.line, 4)
     assert.strictEqual(resolve("node:net", 0, 0), undefined)
+  })
+
+  it("names a minified function by what its source line declares", () => {
+    assert.strictEqual(declaredName("  const transactNow = (steps: ReadonlyArray<BatchStep>): Effect.Effect<number> => {"), "transactNow")
+    assert.strictEqual(declaredName("export const encodeMail = (mail: Mail): string => JSON.stringify(mail)"), "encodeMail")
+    assert.strictEqual(declaredName("export function* pipeline(frames) {"), "pipeline")
+    assert.strictEqual(declaredName("    delivered: (peer, id) => {"), "delivered")
+    assert.strictEqual(declaredName("  }, spec.measure)"), undefined)
   })
 
   it("tells effect, other dependencies and our code apart by path", () => {
