@@ -160,6 +160,9 @@ export const perfArgv = (perf: string, file: string, hz: number, argv: ReadonlyA
   perf,
   "record",
   "-q",
+  // No build-id pass at exit: it rereads the whole file, and the bench stops a target 3 s after SIGTERM.
+  "--no-buildid",
+  "--no-buildid-cache",
   "-k",
   "mono",
   "-e",

@@ -210,6 +210,8 @@ export const workloadTable = (
   const rows: Array<Array<string>> = []
   for (const [label, get] of ROWS) {
     if (label.includes("not split") && bs.every((b) => b.unsplit === 0)) continue
+    // Without --cpu-prof samples the owners' rows are all zero: only "not split" is shown.
+    if (label.startsWith("    ") && !label.includes("not split") && columns.every((c) => c.measured.counts === undefined)) continue
     if (label.startsWith("gap") || label.startsWith("profiler")) {
       rows.push([label, ...bs.map((b) => fmt(get(b))), ...rest.map(() => "")])
       continue
