@@ -6,7 +6,7 @@
  */
 import type { BenchClient } from "./client.ts"
 import { maxOf, percentileSorted, sortedCopy } from "./stats.ts"
-import { cpuMicros, type Instance, start, stop, type TargetSpec } from "./targets.ts"
+import { cpuMicros, type Instance, type MeasureHooks, start, stop, type TargetSpec } from "./targets.ts"
 
 /** A run's measured values by name (the JSON keeps all; `format.ts` picks the headline ones). */
 export type Metrics = Record<string, number>
@@ -101,13 +101,15 @@ export interface RoundTrip {
  * `setup` installs the workload's handlers (which call `answered` or `fail`)
  * and returns how to start round `i`. Reports latency percentiles (µs) of
  * the measured rounds and the target's CPU per measured round trip. Bounded
- * by 30 s plus 10 ms a round.
+ * by 30 s plus 10 ms a round. `hooks` (the profiler's) are told where the
+ * measured rounds start and end.
  */
 export const runRoundTrips = async (
   pid: number,
   rounds: number,
   warmup: number,
-  setup: (trip: RoundTrip) => (round: number) => void
+  setup: (trip: RoundTrip) => (round: number) => void,
+  hooks?: MeasureHooks
 ): Promise<RunResult> => {
   const total = rounds + warmup
   const latenciesUs = new Array<number>(rounds)
@@ -131,13 +133,18 @@ export const runRoundTrips = async (
           if (i < total) begin()
           else {
             done = true
-            resolve(cpuMicros(pid) - cpu0)
+            const cpu = cpuMicros(pid) - cpu0
+            hooks?.end(pid, rounds)
+            resolve(cpu)
           }
         }
       }
       const send = setup(trip)
       const begin = (): void => {
-        if (i === warmup) cpu0 = cpuMicros(pid)
+        if (i === warmup) {
+          hooks?.begin(pid)
+          cpu0 = cpuMicros(pid)
+        }
         t0 = performance.now()
         send(i)
       }

@@ -30,8 +30,21 @@ export interface Ready {
   readonly port: number | undefined
 }
 
+/**
+ * Called at the edges of a workload's measured interval, after its warm-up
+ * (`bench/profile.ts` attributes the target's CPU inside it): `begin` just
+ * before the first measured send, `end` once the last one is answered, with
+ * the number of units measured (messages, round trips, one startup).
+ */
+export interface MeasureHooks {
+  readonly begin: (pid: number) => void
+  readonly end: (pid: number, units: number) => void
+}
+
 export interface TargetSpec {
   readonly name: TargetName
+  /** Told where the measured interval starts and ends (the profiler's hooks); undefined for a plain bench run. */
+  readonly measure?: MeasureHooks
   /** argv for a fresh instance whose agent dir is `dir`. */
   readonly argv: (dir: string, maxSessions: number | undefined) => ReadonlyArray<string>
   readonly socketPath: (dir: string) => string
@@ -399,6 +412,9 @@ try {
 } catch {
   // keep 100
 }
+
+/** Clock ticks per second of /proc's utime and stime (`getconf CLK_TCK`, usually 100). */
+export const clockTicksPerSecond = (): number => clockTicks
 
 /** utime + stime of a process, in µs (resolution: one clock tick, usually 10 ms). */
 export const cpuMicros = (pid: number): number => {

@@ -12,7 +12,7 @@ import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "
 import { maxOf, median, minOf } from "./stats.ts"
 import { ensureOpenFiles, stormRun } from "./scale.ts"
 import { closeAll, makeText, type RunResult, runRoundTrips, settle, sleep, withInstance, withTimeout } from "./harness.ts"
-import { cpuMicros, isBroker, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
+import { cpuMicros, isBroker, type MeasureHooks, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
 
 export interface Sizes {
@@ -141,7 +141,8 @@ const selfCpuUs = (): number => {
  * `senders[i]` each send `perSender` messages to `receiver`, keeping at most
  * `window` unacknowledged sends in flight. Completes when every send is acked
  * (`delivered`) and the receiver has counted every `message`, checking that
- * each sender's messages arrive exactly once and in order.
+ * each sender's messages arrive exactly once and in order. `hooks` (the
+ * profiler's) are told where the transfer starts and ends.
  */
 const transfer = (
   pid: number,
@@ -151,7 +152,8 @@ const transfer = (
   window: number,
   text: string,
   phase: string,
-  timeoutMs: number
+  timeoutMs: number,
+  hooks?: MeasureHooks
 ): Promise<TransferResult> => {
   const to = receiver.sessionId ?? ""
   const expected = senders.length * perSender
@@ -171,6 +173,7 @@ const transfer = (
         done = true
         const elapsedMs = performance.now() - t0
         const cpuUs = cpuMicros(pid) - cpu0
+        hooks?.end(pid, expected)
         quarters.push({ ms: elapsedMs, cpuUs })
         resolve({ elapsedMs, cpuUs, harnessCpuUs: selfCpuUs() - self0, quarters })
       }
@@ -224,6 +227,7 @@ const transfer = (
         sender.closed.then((e) => fail(new Error(`sender ${si}: ${e.message}`)), () => {})
         return sendNext
       })
+      hooks?.begin(pid)
       t0 = performance.now()
       cpu0 = cpuMicros(pid)
       self0 = selfCpuUs()
@@ -262,7 +266,7 @@ const throughputRun = async (
       const warmPer = Math.max(1, Math.min(Math.ceil(perSender / 10), Math.ceil(2_000 / nSenders)))
       const timeoutMs = 30_000 + total * 2 + Math.ceil((total * textBytes) / 20_000)
       await transfer(inst.pid, senders, rx, warmPer, window, text, "warm", timeoutMs)
-      const r = await transfer(inst.pid, senders, rx, perSender, window, text, "run", timeoutMs)
+      const r = await transfer(inst.pid, senders, rx, perSender, window, text, "run", timeoutMs, spec.measure)
       const s = r.elapsedMs / 1000
       const q = r.quarters
       const quarter = (i: number): { rate: number; cpu: number } => {
@@ -332,7 +336,7 @@ const askRun = (spec: TargetSpec, rounds: number, warmup: number): Promise<RunRe
         a.closed.then((e) => trip.fail(new Error(`asker: ${e.message}`)), () => {})
         b.closed.then((e) => trip.fail(new Error(`answerer: ${e.message}`)), () => {})
         return (round) => a.send(bId, `q-${round}`, text, { expectsReply: true })
-      })
+      }, spec.measure)
     } finally {
       a.close()
       b.close()
@@ -498,9 +502,9 @@ interface HealthPoll {
 /**
  * Connect + health until it answers; polls every 2 ms until answered,
  * cancelled or past the deadline. `pid` is the spawned process, whose CPU is
- * read the moment the answer arrives.
+ * read the moment the answer arrives (and `hooks`, the profiler's, told).
  */
-const pollHealth = (socketPath: string, deadlineMs: number, pid: number | undefined): HealthPoll => {
+const pollHealth = (socketPath: string, deadlineMs: number, pid: number | undefined, hooks?: MeasureHooks): HealthPoll => {
   let cancelled = false
   const answered = new Promise<HealthAnswer>((resolve, reject) => {
     const deadline = performance.now() + deadlineMs
@@ -527,6 +531,7 @@ const pollHealth = (socketPath: string, deadlineMs: number, pid: number | undefi
           finished = true
           const at = performance.now()
           const cpuUs = pid === undefined ? Number.NaN : cpuMicros(pid)
+          if (pid !== undefined) hooks?.end(pid, 1)
           socket.destroy()
           resolve({ at, cpuUs })
         }
@@ -559,7 +564,8 @@ const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> 
       inst = await start(spec, {
         onSpawned: (socketPath, at, pid) => {
           t0 = at
-          poll = pollHealth(socketPath, 10_000, pid)
+          if (pid !== undefined) spec.measure?.begin(pid)
+          poll = pollHealth(socketPath, 10_000, pid, spec.measure)
         }
       })
     } catch (e) {
