@@ -4,7 +4,7 @@
  * loading effect/cli first, which alone costs more than that budget. So
  * `main.ts` recognises the one well-formed shape
  *
- *   broker [--dir <dir>] [--max-sessions <n>] [<ignored-path>]   (any order)
+ *   broker [--dir <dir>] [--max-sessions <n>] [--durability sqlite|memory] [<ignored-path>]   (any order)
  *
  * here, importing nothing but config/decimal.ts (itself import-free), and
  * hands everything else — status, stop, --help, bad or repeated flags, other
@@ -13,7 +13,8 @@
  *
  * The check errs towards the full program: an argv it accepts must mean the
  * same to effect/cli (`--dir` non-blank, `--max-sessions` a positive integer
- * in plain decimal, each at most once, values not starting with `-`), and the
+ * in plain decimal, `--durability` one of its two values, each at most once,
+ * values not starting with `-`), and the
  * ignored path must look like a path (contain `/` or `.`), so that it can
  * never be a subcommand name.
  */
@@ -31,7 +32,7 @@ export interface BrokerFlags {
   readonly replaceWindowMs?: number | undefined
   /** `--topic-entries`: topic records and subscriptions per group; the default (4096) when absent. Full program only. */
   readonly topicEntriesPerGroup?: number | undefined
-  /** `--durability`: where the broker keeps its state; the config file's setting (default sqlite) when absent. Full program only. */
+  /** `--durability`: where the broker keeps its state; the config file's setting (default sqlite) when absent. */
   readonly durability?: "sqlite" | "memory" | undefined
 }
 
@@ -45,10 +46,16 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
   if (args[0] !== "broker") return undefined
   let dir: string | undefined
   let maxSessions: number | undefined
+  let durability: "sqlite" | "memory" | undefined
   let ignoredPath = false
   for (let i = 1; i < args.length; i++) {
     const arg = args[i] ?? ""
-    if (arg === "--dir" || arg === "--max-sessions") {
+    if (arg === "--durability") {
+      i++
+      const value = args[i]
+      if (durability !== undefined || (value !== "sqlite" && value !== "memory")) return undefined
+      durability = value
+    } else if (arg === "--dir" || arg === "--max-sessions") {
       i++
       const value = args[i]
       if (value === undefined || value.startsWith("-")) return undefined
@@ -66,5 +73,5 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
       ignoredPath = true
     }
   }
-  return { dir, maxSessions }
+  return durability === undefined ? { dir, maxSessions } : { dir, maxSessions, durability }
 }

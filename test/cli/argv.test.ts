@@ -1,6 +1,6 @@
 /**
  * The fast path's argv check (argv.ts): exactly the well-formed
- * `broker [--dir D] [--max-sessions N] [<path>]` shapes are taken; everything
+ * `broker [--dir D] [--max-sessions N] [--durability sqlite|memory] [<path>]` shapes are taken; everything
  * else — including everything effect/cli would reject — goes to the full program.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -20,6 +20,16 @@ describe("parseBrokerArgv", () => {
       maxSessions: undefined
     })
     assert.deepStrictEqual(parseBrokerArgv(["broker", "--dir", "/a", "broker.ts"]), { dir: "/a", maxSessions: undefined })
+    assert.deepStrictEqual(parseBrokerArgv(["broker", "--durability", "memory", "--dir", "/a"]), {
+      dir: "/a",
+      maxSessions: undefined,
+      durability: "memory"
+    })
+    assert.deepStrictEqual(parseBrokerArgv(["broker", "--durability", "sqlite"]), {
+      dir: undefined,
+      maxSessions: undefined,
+      durability: "sqlite"
+    })
   })
 
   it("leaves every other command line to effect/cli", () => {
@@ -50,6 +60,11 @@ describe("parseBrokerArgv", () => {
       ["broker", "--max-sessions", "1e3"],
       ["broker", "--max-sessions", "99999999999999999999"],
       ["broker", "--max-sessions", "5", "--max-sessions", "6"],
+      ["broker", "--durability"],
+      ["broker", "--durability", "disk"],
+      ["broker", "--durability", "Memory"],
+      ["broker", "--durability=memory"],
+      ["broker", "--durability", "memory", "--durability", "sqlite"],
       ["broker", "/a/broker.ts", "extra.ts"],
       ["broker", "script"], // not path-like: could be a subcommand
       ["broker", "--"],

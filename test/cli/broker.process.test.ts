@@ -70,6 +70,22 @@ describe("intercom broker", () => {
       assert.notInclude(fits.stderr(), "ulimit -n")
     }))
 
+  it.live("--durability memory opens no database; the default (sqlite) opens intercom.db", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const db = path.join(t.intercomDir, "intercom.db")
+      const memory = yield* startBroker(["--dir", t.agentDir, "--durability", "memory"], t.env)
+      assert.isTrue(yield* probeHealth(t.socketPath))
+      assert.isFalse(exists(db), "memory mode created intercom.db")
+      yield* memory.kill("SIGTERM")
+      assert.deepStrictEqual(yield* memory.waitExit(), { code: 0, signal: null })
+      const durable = yield* startBroker(["--dir", t.agentDir], t.env)
+      assert.isTrue(yield* probeHealth(t.socketPath))
+      assert.isTrue(exists(db), "the default mode did not create intercom.db")
+      yield* durable.kill("SIGTERM")
+      assert.deepStrictEqual(yield* durable.waitExit(), { code: 0, signal: null })
+    }))
+
   it.live("exits 0 on SIGINT too", () =>
     Effect.gen(function*() {
       const t = yield* setup
