@@ -29,7 +29,8 @@ describe("broker.pid, read strictly by the intercom executable", () => {
   it.live("a second broker names the running one's pid only when broker.pid is canonical", () =>
     Effect.gen(function*() {
       const t = yield* setup
-      const first = yield* startBroker(["--dir", t.agentDir], t.env)
+      // never idle-exits: on a loaded machine the second start can outlast the default 5 s
+      const first = yield* startBroker(["--dir", t.agentDir, "--idle-exit", "never"], t.env)
       fs.writeFileSync(t.pidFile, `${first.pid}a`)
       const garbled = yield* runToClose(MAIN, ["broker", "--dir", t.agentDir], t.env)
       assert.strictEqual(garbled.code, 1)
@@ -43,7 +44,7 @@ describe("broker.pid, read strictly by the intercom executable", () => {
   it.live("broker stop signals nobody when broker.pid is not canonical (here: a leading space)", () =>
     Effect.gen(function*() {
       const t = yield* setup
-      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      const broker = yield* startBroker(["--dir", t.agentDir, "--idle-exit", "never"], t.env)
       fs.writeFileSync(t.pidFile, ` ${broker.pid}`)
       const stop = yield* runToClose(MAIN, ["broker", "stop", "--dir", t.agentDir], t.env)
       assert.strictEqual(stop.code, 1)
