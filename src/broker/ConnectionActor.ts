@@ -151,7 +151,7 @@ const finish = (router: Router, peer: Peer, writer: PeerWriter) =>
     const mode = yield* Deferred.await(peer.closing)
     if (mode === "end") {
       router.output.endOutput(peer)
-      yield* writer.drain.pipe(Effect.timeoutOption(END_GRACE), Effect.ignore)
+      yield* writer.drain().pipe(Effect.timeoutOption(END_GRACE), Effect.ignore)
     }
     const running = writer.running
     if (running !== undefined) yield* Fiber.interrupt(running)
@@ -186,7 +186,7 @@ export const runConnection = (
         connection,
         router.currentTime(),
         () => self.interruptUnsafe(),
-        (peer) => new PeerWriter(router, peer, (effect) => fork(effect))
+        (peer) => new PeerWriter(router, peer, fork)
       )
       router.attach(peer)
       yield* readLoop(router, peer, admitted.permit, admitted.held).pipe(

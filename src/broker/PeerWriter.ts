@@ -63,7 +63,7 @@ export class PeerWriter {
   }
 
   /** Writes what the outbox holds, synchronously while the socket takes it; else a fiber goes on. */
-  readonly flush = (): void => {
+  flush(): void {
     if (this.busy || this.done) return
     for (;;) {
       const step = this.step()
@@ -80,15 +80,17 @@ export class PeerWriter {
    * socket and the store as needed, after the fiber writing now if there is
    * one (the actor's `finish`, for an `end`).
    */
-  readonly drain: Effect.Effect<void> = Effect.suspend(() => {
-    if (this.done) return Effect.void
-    if (this.busy) {
-      const fiber = this.fiber
-      return fiber === undefined ? Effect.void : Effect.andThen(Fiber.await(fiber), this.drain)
-    }
-    this.busy = true
-    return this.guarded(Effect.suspend(() => this.continueFrom(this.step())))
-  })
+  drain(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.done) return Effect.void
+      if (this.busy) {
+        const fiber = this.fiber
+        return fiber === undefined ? Effect.void : Effect.andThen(Fiber.await(fiber), this.drain())
+      }
+      this.busy = true
+      return this.guarded(Effect.suspend(() => this.continueFrom(this.step())))
+    })
+  }
 
   /** A write that failed ends writing: the connection is destroyed (its actor gives back what is left). */
   private guarded(effect: Effect.Effect<void, ConnectionClosed>): Effect.Effect<void> {
