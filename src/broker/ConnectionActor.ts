@@ -109,20 +109,23 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
         // Answered early, ahead of parked messages and acks, but never ahead of an earlier such answer.
         let ownParked = output.parksAnswerFor(peer)
         output.startBatch()
-        for (const text of next) {
-          const type = frameType(text)
-          if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
-            router.seen(peer) // C-HLT-4: a frame answered early is seen too
-            router.handleFrame(peer, text)
-            // An answer that met this connection's own full outbox was parked: the rest waits behind it.
-            if (output.parkFor(peer)) ownParked = true
-          } else {
-            held.push(text)
-            heldText += text.length
-            if (type === "register" || type === "unregister" || type === "presence") heldChangesMembership = true
+        try {
+          for (const text of next) {
+            const type = frameType(text)
+            if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
+              router.seen(peer) // C-HLT-4: a frame answered early is seen too
+              router.handleFrame(peer, text)
+              // An answer that met this connection's own full outbox was parked: the rest waits behind it.
+              if (output.parkFor(peer)) ownParked = true
+            } else {
+              held.push(text)
+              heldText += text.length
+              if (type === "register" || type === "unregister" || type === "presence") heldChangesMembership = true
+            }
           }
+        } finally {
+          output.endBatch()
         }
-        output.endBatch()
         // An early answer that met a full outbox joined the parked output; a finished drainer takes it anew.
         if (peer.parked.length > 0 && drainer.pollUnsafe() !== undefined) {
           drainer = yield* Effect.forkChild(drainParked(output, peer))
