@@ -89,6 +89,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     const signals = {
       questions: Option.isSome(questionStore) ? yield* Queue.unbounded<QuestionWork>() : undefined,
       feed: yield* Queue.sliding<void>(1),
+      output: yield* Queue.sliding<void>(1),
       idle: yield* Queue.sliding<void>(1),
       registration: yield* Queue.sliding<void>(1),
       staging: yield* Queue.sliding<void>(1),
@@ -135,6 +136,12 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(Queue.takeAll(signals.events), (events) => Effect.forEach(events, logEvent, { discard: true })),
+      { disableYield: true }
+    ))
+
+    // Output queued outside a reader's batch (timers, the notifier, a drainer) is written from here.
+    yield* Effect.forkScoped(Effect.forever(
+      Queue.take(signals.output).pipe(Effect.andThen(Effect.sync(() => router.output.wakeTouched()))),
       { disableYield: true }
     ))
 
@@ -214,7 +221,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     }
 
     return {
-      accept: (connection) => runConnection(router, connection, resolved, admission),
+      accept: (connection) => runConnection(router, connection, admission),
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
       stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting })),

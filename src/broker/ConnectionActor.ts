@@ -1,14 +1,16 @@
 /**
- * One connection as an actor (design.md), with two fibers, and a third while
- * it is held back:
+ * One connection as an actor (design.md): one fiber, the reader, and a
+ * writer that takes a fiber only while it has something to wait for:
  *
  * - the reader — the connection's own fiber — hands frame batches to the
  *   Router. When a batch's output does not fit its recipients' outboxes, a
  *   drainer fiber offers it (waiting for room) while the reader holds the
  *   connection's further frames — answering only `health` and `list` at once
  *   — until it fits: backpressure on exactly the sender that needs it;
- * - the writer drains the bounded outbox, plus pending membership changes,
- *   into batched writes.
+ * - the writer (PeerWriter.ts) writes the outbox, plus pending membership
+ *   changes, in one write per batch of routing: synchronously while the
+ *   socket takes it, in a fiber of its own while the socket is full or the
+ *   durable store must catch up.
  *
  * The actor owns its fibers and its admission permit, never the `Peer`'s
  * fields: it moves items between `Output` and the socket. A close requested
@@ -18,13 +20,13 @@
  * and what was never written goes back to the Router, in order: the rest of
  * a write the socket did not finish, then what was still queued.
  */
-import { Deferred, Duration, Effect, Fiber, Queue, type Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, type Scope } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type AdmissionGate, admit, type Permit } from "./AdmissionGate.ts"
-import type { ResolvedCoreOptions } from "./options.ts"
-import type { Output, WriteBatch } from "./Output.ts"
-import { END_OF_OUTPUT, type OutboundItem, Peer } from "./Peer.ts"
+import type { Output } from "./Output.ts"
+import { Peer } from "./Peer.ts"
+import { PeerWriter } from "./PeerWriter.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
 
@@ -67,21 +69,31 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
     const held: Array<string> = [...initial]
     let heldText = 0
     let heldChangesMembership = false
-    const handle = (frames: ReadonlyArray<string>) => {
-      router.handleBatch(peer, frames)
-      output.wakeTouched()
+    /** Handles a batch, then writes its output; true when some of it was parked (no room yet). */
+    const handle = (frames: ReadonlyArray<string>): boolean => {
+      let parked = false
+      output.startBatch()
+      try {
+        router.handleBatch(peer, frames)
+      } finally {
+        // Taken before the flush: what a flush queues is not this batch's to park.
+        parked = output.parkFor(peer)
+        output.endBatch()
+      }
       if (peer.state === "registered" || peer.state === "observing") permit.release()
+      return parked
     }
     while (!peer.isClosing) {
         if (drainer === undefined) {
+          let parked: boolean
           if (held.length > 0) {
-            handle(held.splice(0))
+            parked = handle(held.splice(0))
             heldText = 0
             heldChangesMembership = false
           } else {
-            handle(yield* connection.read)
+            parked = handle(yield* connection.read)
           }
-          if (output.parkFor(peer)) drainer = yield* Effect.forkChild(drainParked(output, peer))
+          if (parked) drainer = yield* Effect.forkChild(drainParked(output, peer))
           continue
         }
         if (heldText >= HELD_LIMIT) {
@@ -96,20 +108,24 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
         }
         // Answered early, ahead of parked messages and acks, but never ahead of an earlier such answer.
         let ownParked = output.parksAnswerFor(peer)
-        for (const text of next) {
-          const type = frameType(text)
-          if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
-            router.seen(peer) // C-HLT-4: a frame answered early is seen too
-            router.handleFrame(peer, text)
-            // An answer that met this connection's own full outbox was parked: the rest waits behind it.
-            if (output.parkFor(peer)) ownParked = true
-          } else {
-            held.push(text)
-            heldText += text.length
-            if (type === "register" || type === "unregister" || type === "presence") heldChangesMembership = true
+        output.startBatch()
+        try {
+          for (const text of next) {
+            const type = frameType(text)
+            if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
+              router.seen(peer) // C-HLT-4: a frame answered early is seen too
+              router.handleFrame(peer, text)
+              // An answer that met this connection's own full outbox was parked: the rest waits behind it.
+              if (output.parkFor(peer)) ownParked = true
+            } else {
+              held.push(text)
+              heldText += text.length
+              if (type === "register" || type === "unregister" || type === "presence") heldChangesMembership = true
+            }
           }
+        } finally {
+          output.endBatch()
         }
-        output.wakeTouched()
         // An early answer that met a full outbox joined the parked output; a finished drainer takes it anew.
         if (peer.parked.length > 0 && drainer.pollUnsafe() !== undefined) {
           drainer = yield* Effect.forkChild(drainParked(output, peer))
@@ -131,72 +147,26 @@ const frameType = (text: string): string | undefined => {
   return isFrameDecodeError(frame) ? undefined : frame.type
 }
 
-/**
- * The batch being written, owned by the actor until its write completes: if
- * the connection closes first, what was not handed over is taken back.
- */
-interface InFlight {
-  batch: WriteBatch | undefined
-  /** The socket was handed the batch (before: it waits for the durable store, and none of it was written). */
-  writing: boolean
-}
-
-const writeLoop = (router: Router, peer: Peer, inFlight: InFlight) =>
-  Effect.gen(function*() {
-    const connection = peer.connection
-    const journal = router.journal
-    while (true) {
-      // Wait for output without taking it, then take it and record it as in flight in one
-      // uninterruptible step: a close interrupting the writer between taking items from the
-      // outbox and recording them would lose them (seed 716 found it), and `finish` sends back
-      // whatever `inFlight` holds.
-      yield* Queue.peek(peer.outbox)
-      const batch = yield* Effect.uninterruptible(Effect.map(Queue.clear(peer.outbox), (items) => {
-        const taken = router.output.takeForWrite(peer, items)
-        inFlight.batch = taken.frames.length > 0 ? taken : undefined
-        inFlight.writing = false
-        return taken
-      }))
-      if (batch.frames.length > 0) {
-        // Durable: nothing leaves before the changes that preceded it are stored (StoreJournal.ts).
-        if (journal !== undefined && !journal.mayWrite(peer)) yield* journal.awaitStored(peer)
-        inFlight.writing = true
-        yield* connection.writeAll(batch.frames)
-        inFlight.batch = undefined
-        inFlight.writing = false
-        router.written(peer, batch, batch.frames.length)
-      }
-      if (batch.ending) return yield* connection.end
-    }
-  }).pipe(
-    Effect.catch(() => Effect.sync(() => closePeer(peer, "destroy")))
-  )
-
-const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight: InFlight) =>
+const finish = (router: Router, peer: Peer, writer: PeerWriter) =>
   Effect.gen(function*() {
     closePeer(peer, "destroy") // no-op when a close was already requested
     router.output.forceParked(peer)
     const mode = yield* Deferred.await(peer.closing)
     if (mode === "end") {
-      yield* Queue.offer(peer.outbox, END_OF_OUTPUT).pipe(
-        Effect.andThen(Fiber.await(writer)),
-        Effect.timeoutOption(END_GRACE),
-        Effect.ignore
-      )
+      router.output.endOutput(peer)
+      yield* writer.drain().pipe(Effect.timeoutOption(END_GRACE), Effect.ignore)
     }
-    yield* Fiber.interrupt(writer)
+    const running = writer.running
+    if (running !== undefined) yield* Fiber.interrupt(running)
     // Before destroying: the socket still knows how much of an unfinished write it took.
-    const batch = inFlight.batch
-    const written = batch === undefined
-      ? 0
-      : inFlight.writing
-      ? peer.connection.unfinishedWrite() ?? batch.frames.length
-      : 0
+    const batch = writer.inFlight
+    const written = batch === undefined ? 0 : peer.connection.unfinishedWrite() ?? batch.frames.length
     if (batch !== undefined) router.written(peer, batch, written)
     const unwritten = batch === undefined ? [] : router.output.unwrittenOf(batch, written)
     yield* peer.connection.destroy
     // In order: the unfinished write's rest, then what was still queued.
     router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer)])
+    router.output.releaseWaiters(peer)
   })
 
 /**
@@ -208,20 +178,22 @@ const finish = (router: Router, peer: Peer, writer: Fiber.Fiber<void>, inFlight:
 export const runConnection = (
   router: Router,
   connection: Connection,
-  options: ResolvedCoreOptions,
   admission: AdmissionGate
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.withFiber<void, never, Scope.Scope>((self) =>
     Effect.gen(function*() {
       const admitted = yield* admit(admission, connection)
       if (admitted === undefined) return
-      const outbox = yield* Queue.bounded<OutboundItem>(options.outboxCapacity)
-      const peer = new Peer(connection, outbox, router.currentTime(), () => self.interruptUnsafe())
+      const fork = Effect.runForkWith(yield* Effect.context<never>())
+      const peer = new Peer(
+        connection,
+        router.currentTime(),
+        () => self.interruptUnsafe(),
+        (peer) => new PeerWriter(router, peer, fork)
+      )
       router.attach(peer)
-      const inFlight: InFlight = { batch: undefined, writing: false }
-      const writer = yield* Effect.forkScoped(writeLoop(router, peer, inFlight), { startImmediately: true })
       yield* readLoop(router, peer, admitted.permit, admitted.held).pipe(
-        Effect.ensuring(finish(router, peer, writer, inFlight))
+        Effect.ensuring(finish(router, peer, peer.writer))
       )
     })
   )

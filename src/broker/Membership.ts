@@ -27,7 +27,7 @@
 import { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { FeedSource } from "./Output.ts"
-import { FEED_TICK, type Peer } from "./Peer.ts"
+import type { Peer } from "./Peer.ts"
 import type { ScopeSpace, Session } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
 
@@ -37,14 +37,28 @@ export const PACE_ABOVE = 64
 /** The pause after a round that woke more than PACE_ABOVE writers, in milliseconds. */
 export const PACE_MS = 50
 
+/** How the notifier wakes writers (Output): a FEED_TICK in an outbox, then one flush of all it reached. */
+export interface FeedWaker {
+  /** Puts a FEED_TICK in `peer`'s outbox; false when the outbox is full (its writer is busy). */
+  readonly tick: (peer: Peer) => boolean
+  /** Writes what the ticks asked for. */
+  readonly wakeTouched: () => void
+}
+
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
 export class Membership implements FeedSource {
   /** Spaces whose membership changed since the notifier last ran. */
   private readonly dirty = new Set<ScopeSpace>()
   private readonly feedSignal: Queue.Queue<void>
+  private readonly waker: FeedWaker
 
-  constructor(feedSignal: Queue.Queue<void>) {
+  /**
+   * @param feedSignal wakes the notifier fiber, which calls `notify`.
+   * @param waker puts FEED_TICKs in outboxes and flushes them (Output).
+   */
+  constructor(feedSignal: Queue.Queue<void>, waker: FeedWaker) {
     this.feedSignal = feedSignal
+    this.waker = waker
   }
 
   /** `session` registered: it sees changes from now on, and the others see it join. */
@@ -92,24 +106,24 @@ export class Membership implements FeedSource {
    * (milliseconds, 0 for none: see "Pacing" in the module header).
    */
   notify(): number {
-    const woken: Array<Peer> = []
+    let woken = 0
     for (const space of this.dirty) {
       for (const peer of space.needsTick) {
         if (peer.isClosing || peer.session === undefined) {
           space.needsTick.delete(peer)
-        } else if (Queue.offerUnsafe(peer.outbox, FEED_TICK)) {
+        } else if (this.waker.tick(peer)) {
           // A full outbox keeps the peer here: its writer is busy and collects the feed before writing anyway.
           peer.feedPending = true
           space.needsTick.delete(peer)
-          woken.push(peer)
+          woken++
         }
       }
       if (space.feed.departedCount > 64 + space.sessions.size) this.compact(space)
     }
     this.dirty.clear()
-    // Resuming a writer runs it inline, and it may ask for its next tick (`taken`): only after the loop.
-    for (const peer of woken) Queue.flushUnsafe(peer.outbox)
-    return woken.length > PACE_ABOVE ? PACE_MS : 0
+    // A writer's flush may ask for its next tick (`taken`): only after the loop.
+    this.waker.wakeTouched()
+    return woken > PACE_ABOVE ? PACE_MS : 0
   }
 
   private markDirty(space: ScopeSpace): void {

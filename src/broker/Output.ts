@@ -1,6 +1,6 @@
 /**
  * Output and backpressure: the only writer of a `Peer`'s output state
- * (`parked`, `overflow`).
+ * (`outbox`, `parked`).
  *
  * Routing never writes to a socket; it queues. `enqueue` offers to the
  * recipient's bounded outbox — bounded in frames and in characters of frame
@@ -12,10 +12,17 @@
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
  *
+ * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
+ * item: the outboxes a batch of routing touched are flushed once, when the
+ * batch ends (`endBatch`, `wakeTouched`); output queued outside a reader's
+ * batch (timers, the membership notifier, a drainer's offer) asks the broker's
+ * output fiber to flush (`requestFlush`), so nothing queued waits for the
+ * next frame to arrive.
+ *
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  */
-import { Deferred, Effect, Exit, Queue } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
@@ -43,6 +50,8 @@ const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || 
 
 /** How many characters of frame text outboxes hold before senders are slowed. */
 export interface OutboxBudget {
+  /** Frames one outbox holds (`outboxCapacity`; forced output may go past it). */
+  readonly frames: number
   /** One outbox (a frame always fits an empty one). */
   readonly perOutbox: number
   /** All outboxes together. */
@@ -56,6 +65,9 @@ const charsOf = (item: OutboundItem): number =>
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
   frame.startsWith(`{"type":"health_ok"`) || frame.startsWith(`{"type":"sessions"`)
+
+/** Whether `peer`'s outbox takes no more output: it was drained at close, or the peer is gone. */
+const isShut = (peer: Peer): boolean => peer.outboxShut || peer.state === "closed"
 
 /** Does this output still belong on `peer`'s connection (its session is still the one it is for)? */
 const belongsTo = (item: Returnable, peer: Peer): boolean => {
@@ -77,23 +89,29 @@ export class Output {
   /** Senders waiting for room because all outboxes together were full. */
   private totalWaiters: Array<Deferred.Deferred<void>> = []
   private readonly log: (level: "info" | "warning", message: string) => void
+  private readonly requestFlush: () => void
+  /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
+  private batching = false
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
    * @param feed the membership frames a recipient has not seen (Membership).
-   * @param budget characters of frame text outboxes hold before senders are slowed.
+   * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
+   * @param requestFlush asks the broker's output fiber to call `wakeTouched` soon (output queued outside a batch).
    */
   constructor(
     takeBack: (item: Returnable) => void,
     feed: FeedSource,
     budget: OutboxBudget,
-    log: (level: "info" | "warning", message: string) => void
+    log: (level: "info" | "warning", message: string) => void,
+    requestFlush: () => void
   ) {
     this.takeBack = takeBack
     this.feed = feed
     this.budget = budget
     this.log = log
+    this.requestFlush = requestFlush
   }
 
   /** Characters of frame text queued in every outbox together (stats). */
@@ -122,44 +140,67 @@ export class Output {
     this.totalChars += chars
   }
 
+  /** `peer`'s outbox got output: its writer is asked to flush at the end of the batch (or soon, outside one). */
+  private touch(peer: Peer): void {
+    if (this.touched.size === 0 && !this.batching) this.requestFlush()
+    this.touched.add(peer)
+  }
+
+  /** Whether `peer`'s outbox holds as many frames as it may (one frame always fits an empty one). */
+  private full(peer: Peer): boolean {
+    return peer.outbox.length >= this.budget.frames
+  }
+
   /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
   enqueue(peer: Peer, item: OutboundItem): void {
-    if (peer.state === "closed") return this.undeliverable(item)
+    if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
     if (
-      this.parked.length > 0 || this.overOwnBudget(peer, chars) || this.overTotalBudget(peer, chars) ||
-      !Queue.offerUnsafe(peer.outbox, item)
+      this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
+      this.overTotalBudget(peer, chars)
     ) {
       this.parked.push([peer, item])
     } else {
       this.charge(peer, chars)
-      this.touched.add(peer)
+      peer.outbox.push(item)
+      this.touch(peer)
     }
   }
 
   /**
+   * Membership: a FEED_TICK for `peer`'s writer, unless its outbox is full
+   * (false: its writer is busy, and collects the feed before writing anyway).
+   */
+  tick(peer: Peer): boolean {
+    if (isShut(peer) || this.full(peer)) return false
+    peer.outbox.push(FEED_TICK)
+    this.touch(peer)
+    return true
+  }
+
+  /**
    * Offers a parked item to its recipient, waiting for room in frames and in
-   * characters; false when the recipient closed meanwhile.
+   * characters; false when the recipient closed meanwhile. An accepted item
+   * is flushed at once (the caller is a drainer fiber, outside any batch).
    */
   offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
+      if (isShut(recipient)) return Effect.succeed(false)
       const chars = charsOf(item)
-      if (recipient.state !== "closed" && this.overOwnBudget(recipient, chars)) {
+      if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(room)
         return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
       }
-      if (recipient.state !== "closed" && this.overTotalBudget(recipient, chars)) {
+      if (this.overTotalBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         this.totalWaiters.push(room)
         return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
       }
-      // Counted before the offer completes: the writer may take the item before this fiber resumes.
       this.charge(recipient, chars)
-      return Effect.map(Queue.offer(recipient.outbox, item), (accepted) => {
-        if (!accepted) this.charge(recipient, -chars)
-        return accepted
-      })
+      recipient.outbox.push(item)
+      recipient.writer.flush()
+      return Effect.succeed(true)
     })
   }
 
@@ -178,10 +219,27 @@ export class Output {
     }
   }
 
-  /** Resumes the writers that got output in this batch now rather than on a later tick (hot-path.md B7). */
+  /** A reader starts handling a batch: the outboxes it touches are flushed at its end, not before. */
+  startBatch(): void {
+    this.batching = true
+  }
+
+  /** The reader's batch was handled: its output is written now (hot-path.md B7). */
+  endBatch(): void {
+    this.batching = false
+    this.wakeTouched()
+  }
+
+  /**
+   * Flushes every outbox that got output since the last flush. A writer's
+   * flush may queue more (for another connection, or its own): an outbox
+   * touched again meanwhile is flushed again in the same pass.
+   */
   wakeTouched(): void {
-    for (const peer of this.touched) Queue.flushUnsafe(peer.outbox)
-    this.touched.clear()
+    for (const peer of this.touched) {
+      this.touched.delete(peer)
+      peer.writer.flush()
+    }
   }
 
   /**
@@ -232,32 +290,37 @@ export class Output {
     reader.parked = []
   }
 
-  /** Queues `item` for `recipient` even past its outbox's capacity (outside any reader's batch). */
+  /** Queues `item` for `recipient` even past its outbox's capacity, after what it already holds. */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
+    if (isShut(recipient)) return this.undeliverable(item)
     this.charge(recipient, charsOf(item))
-    if (recipient.overflow === undefined && Queue.offerUnsafe(recipient.outbox, item)) {
-      Queue.flushUnsafe(recipient.outbox)
-      return
-    }
-    if (recipient.overflow === undefined) recipient.overflow = []
-    recipient.overflow.push(item)
-    // Wake its writer; a full outbox means the writer is busy and will look anyway.
-    if (Queue.offerUnsafe(recipient.outbox, FEED_TICK)) Queue.flushUnsafe(recipient.outbox)
+    recipient.outbox.push(item)
+    this.touch(recipient)
+  }
+
+  /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */
+  endOutput(peer: Peer): void {
+    peer.outbox.push(END_OF_OUTPUT)
+  }
+
+  /** Whether `peer`'s outbox holds anything for its writer. */
+  hasOutput(peer: Peer): boolean {
+    return peer.outbox.length > 0
   }
 
   /**
-   * Turns items taken from `peer`'s outbox into one write: the membership
-   * changes it has not seen first, then the items, then forced overflow.
-   * Mail and notices for a session this connection no longer holds (it
-   * unregistered, or was taken over) are taken back instead of written.
+   * Takes everything in `peer`'s outbox as one write: the membership changes
+   * it has not seen first, then the items in order. Mail and notices for a
+   * session this connection no longer holds (it unregistered, or was taken
+   * over) are taken back instead of written.
    */
-  takeForWrite(peer: Peer, items: ReadonlyArray<OutboundItem>): WriteBatch {
+  takeForWrite(peer: Peer): WriteBatch {
+    const items = peer.outbox
+    peer.outbox = []
     const frames: Array<string> = []
     const returnable: Array<readonly [number, Returnable]> = []
     this.feed.collect(peer, frames)
     let ending = false
-    const overflow = peer.overflow
-    peer.overflow = undefined
     const add = (item: OutboundItem): void => {
       this.charge(peer, -charsOf(item))
       if (typeof item === "string") {
@@ -274,7 +337,6 @@ export class Output {
       }
     }
     for (const item of items) add(item)
-    if (overflow !== undefined) for (const item of overflow) add(item)
     this.roomMade(peer)
     return { frames, returnable, ending }
   }
@@ -302,23 +364,25 @@ export class Output {
   }
 
   /**
-   * Takes what is left in an outbox and shuts it, in one synchronous step so no
-   * offer can slip in between: offers still waiting are taken too, and later
-   * ones are refused (their senders requeue the mail).
+   * Takes what is left in an outbox at close and shuts it, so no item can slip
+   * in: later offers are refused (their senders requeue the mail). The caller
+   * detaches the peer, then calls `releaseWaiters`.
    */
   drainOnClose(peer: Peer): Array<OutboundItem> {
-    const items: Array<OutboundItem> = []
-    const outbox = peer.outbox
-    for (let exit = Queue.takeUnsafe(outbox); exit !== undefined && Exit.isSuccess(exit); exit = Queue.takeUnsafe(outbox)) {
-      items.push(exit.value)
-    }
-    Queue.shutdownUnsafe(outbox)
-    if (peer.overflow !== undefined) items.push(...peer.overflow)
-    peer.overflow = undefined
+    const items = peer.outbox
+    peer.outbox = []
+    peer.outboxShut = true
     this.charge(peer, -peer.outboxChars)
-    // Waiting senders see the outbox shut down: their offer is refused and the item taken back.
-    this.roomMade(peer)
     return items
+  }
+
+  /**
+   * After the detach that took back what `drainOnClose` returned: senders
+   * waiting for room here retry, find it shut, and take their items back —
+   * after the older ones (a woken sender may resume at once).
+   */
+  releaseWaiters(peer: Peer): void {
+    this.roomMade(peer)
   }
 
   /** An item that can no longer reach its connection: mail goes back to the mailbox, a notice is owed again. */

@@ -4,14 +4,16 @@
  * Ownership: every mutable field is written by the Router's synchronous
  * concern modules only — the registry fields by `Registration`, the output
  * fields by `Output`, the membership fields by `Membership`. The connection
- * actor (ConnectionActor.ts) never writes a `Peer`: it reads `isClosing` and
- * calls `Output` (take output to write, offer parked output, drain at close).
+ * actor (ConnectionActor.ts) and its writer (PeerWriter.ts) never write a
+ * `Peer`: they read `isClosing` and call `Output` (take output to write, offer
+ * parked output, drain at close).
  */
-import { Deferred, type Queue } from "effect"
+import { Deferred } from "effect"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { PeerCustody } from "./Custody.ts"
+import type { PeerWriter } from "./PeerWriter.ts"
 import type { Session } from "./Registry.ts"
 
 /** Tells the writer to pull membership changes (MembershipFeed) before writing. */
@@ -100,7 +102,8 @@ export type PeerState = "unregistered" | "registered" | "observing" | "closed"
 /** The broker's record of one connection; see the module header for who writes what. */
 export class Peer {
   readonly connection: Connection
-  readonly outbox: Queue.Queue<OutboundItem>
+  /** Writes the outbox to the socket; `Output` asks it to once per batch that queued output here. */
+  readonly writer: PeerWriter
   /** Completed once with how to close: `end` flushes queued output first. */
   readonly closing = Deferred.makeUnsafe<CloseMode>()
   /** Interrupts the connection's reader, so a close requested elsewhere takes effect. */
@@ -128,7 +131,15 @@ export class Peer {
   feedPending = false
 
   // --- Output -----------------------------------------------------------------
-  /** Characters of frame text queued in the outbox (and its overflow), not yet taken by the writer. */
+  /**
+   * Output queued for this connection, oldest first, not yet taken by its
+   * writer: bounded by `outboxCapacity` frames and the character budgets,
+   * except for output forced past them (Output.ts).
+   */
+  outbox: Array<OutboundItem> = []
+  /** The outbox was drained at close: it takes nothing more (Output.drainOnClose). */
+  outboxShut = false
+  /** Characters of frame text queued in the outbox, not yet taken by the writer. */
   outboxChars = 0
   /**
    * Durable broker: the journal change count its queued output reveals (an
@@ -149,22 +160,21 @@ export class Peer {
    * frames are held (ConnectionActor.ts).
    */
   parked: Array<readonly [Peer, OutboundItem]> = []
-  /**
-   * Output forced past this outbox's capacity because its sender went away
-   * while waiting for room: written after what is already queued.
-   */
-  overflow: Array<OutboundItem> | undefined = undefined
 
+  /**
+   * @param writer makes the connection's writer, which writes this peer's outbox.
+   * @param interruptReader interrupts the connection's reader (a close requested elsewhere).
+   */
   constructor(
     connection: Connection,
-    outbox: Queue.Queue<OutboundItem>,
     now: number,
-    interruptReader: () => void
+    interruptReader: () => void,
+    writer: (peer: Peer) => PeerWriter
   ) {
     this.connection = connection
-    this.outbox = outbox
     this.unregisteredSince = now
     this.interruptReader = interruptReader
+    this.writer = writer(this)
   }
 
   /** A close was requested (it may not have taken effect yet). */

@@ -97,6 +97,8 @@ export interface RouterStats {
 /** The queues through which the Router wakes the broker's service fibers. */
 export interface RouterSignals {
   readonly feed: Queue.Queue<void>
+  /** Wakes the output fiber: output was queued outside a reader's batch (Output.ts). */
+  readonly output: Queue.Queue<void>
   readonly idle: Queue.Queue<void>
   readonly registration: Queue.Queue<void>
   /** Wakes the staging fiber: a first `replace` message was staged (ReplaceStaging.ts). */
@@ -160,7 +162,11 @@ export class Router {
     const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out) => membership.collect(peer, out),
       taken: (peer) => membership.taken(peer)
-    }, { perOutbox: options.outboxChars, total: options.outboxCharsTotal }, (level, message) => ctx.log(level, message))
+    }, {
+      frames: options.outboxCapacity,
+      perOutbox: options.outboxChars,
+      total: options.outboxCharsTotal
+    }, (level, message) => ctx.log(level, message), () => signal(signals.output))
     const ctx: RouterContext = {
       options,
       now,
@@ -195,7 +201,7 @@ export class Router {
         closePeer(peer, "end")
       }
     }
-    const membership = new Membership(signals.feed)
+    const membership = new Membership(signals.feed, output)
     const registration = new Registration(ctx, membership, signals)
     const asks = new Asks(ctx)
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {

@@ -175,55 +175,80 @@ export class SimLink {
     )
     /** The frames of this side's write that has not completed, and how many have been transferred. */
     let pending: { written: number } | undefined
-    const writeAll: Connection["writeAll"] = (frames) =>
-      Effect.suspend(() => {
-        if (this.severedSide === side) {
-          // Refused: none of it was transferred (`unfinishedWrite` is 0, not "all written").
-          pending = { written: 0 }
-          return Effect.fail(dead())
-        }
-        const sent = outputFault === undefined ? frames : outputFault(this.id, frames)
-        if (sent.length === 0) return Effect.void
-        const progress = { written: 0 }
-        pending = progress
-        const queue = this.inFlight[toward]
-        // Frame by frame, as the transport takes them: a frame is in flight (and written, for
-        // the ledger) from the moment it is handed over; frames a dying write never handed over
-        // were never written — their owner must take them back.
-        const transferOne = (frame: string) =>
-          Effect.suspend(() => {
-            if (this.severedSide !== undefined) return Effect.fail(dead())
-            queue.push(frame)
-            if (side === "client") this.ledger.clientWrote(this.id, [frame])
-            else this.ledger.brokerWrote(this.id, [frame])
-            const withdraw = Effect.sync(() => {
-              removeDelivered(queue, queue.includes(frame) ? [frame] : [])
-              this.ledger.unwritten(this.id, side, [frame])
-            })
-            return endpoint.writeAll([frame]).pipe(
-              Effect.tap(() => Effect.sync(() => progress.written++)),
-              Effect.onError(() => withdraw),
-              Effect.tapError(() => Effect.sync(() => this.markClosed()))
-            )
-          })
-        const delay = this.delays[side]
-        const transfer = Effect.forEach(sent, transferOne, { discard: true }).pipe(
-          Effect.tap(() => Effect.sync(() => {
-            if (pending === progress) pending = undefined
-          }))
+    const write: Connection["write"] = (frames) => {
+      if (this.severedSide === side) {
+        // Refused: none of it was transferred (`unfinishedWrite` is 0, not "all written").
+        pending = { written: 0 }
+        return Effect.fail(dead())
+      }
+      const sent = outputFault === undefined ? frames : outputFault(this.id, frames)
+      if (sent.length === 0) return undefined
+      const progress = { written: 0 }
+      pending = progress
+      const queue = this.inFlight[toward]
+      // Frame by frame, as the transport takes them: a frame is in flight (and written, for
+      // the ledger) from the moment it is handed over; frames a dying write never handed over
+      // were never written — their owner must take them back.
+      const handOver = (frame: string): void => {
+        queue.push(frame)
+        if (side === "client") this.ledger.clientWrote(this.id, [frame])
+        else this.ledger.brokerWrote(this.id, [frame])
+      }
+      const withdraw = (frame: string) =>
+        Effect.sync(() => {
+          removeDelivered(queue, queue.includes(frame) ? [frame] : [])
+          this.ledger.unwritten(this.id, side, [frame])
+        })
+      /** The rest of a frame's transfer the endpoint did not take at once. */
+      const finishOne = (frame: string, rest: Effect.Effect<void, ConnectionClosed>) =>
+        rest.pipe(
+          Effect.tap(() => Effect.sync(() => progress.written++)),
+          Effect.onError(() => withdraw(frame)),
+          Effect.tapError(() => Effect.sync(() => this.markClosed()))
         )
-        if (delay <= 0) return transfer
+      const transferOne = (frame: string) =>
+        Effect.suspend(() => {
+          if (this.severedSide !== undefined) return Effect.fail(dead())
+          handOver(frame)
+          return finishOne(frame, endpoint.writeAll([frame]))
+        })
+      const done = Effect.sync(() => {
+        if (pending === progress) pending = undefined
+      })
+      const delay = this.delays[side]
+      if (delay > 0) {
         this.delayedWrites++
         return Effect.sleep(delay).pipe(
           Effect.ensuring(Effect.sync(() => this.delayedWrites--)),
-          Effect.andThen(transfer)
+          Effect.andThen(Effect.forEach(sent, transferOne, { discard: true })),
+          Effect.andThen(done)
         )
-      })
+      }
+      // At once while the endpoint takes each frame at once; the rest, if any, as an Effect.
+      while (progress.written < sent.length) {
+        if (this.severedSide !== undefined) return Effect.fail(dead())
+        const frame = sent[progress.written]!
+        handOver(frame)
+        const rest = endpoint.write([frame])
+        if (rest !== undefined) {
+          return finishOne(frame, rest).pipe(
+            // The frames after it, once it is through (`progress` counts it then).
+            Effect.andThen(Effect.suspend(() => Effect.forEach(sent.slice(progress.written), transferOne, { discard: true }))),
+            Effect.andThen(done)
+          )
+        }
+        progress.written++
+      }
+      if (pending === progress) pending = undefined
+      return undefined
+    }
+    const writeAll: Connection["writeAll"] = (frames) => Effect.suspend(() => write(frames) ?? Effect.void)
     return {
       id: endpoint.id,
       trustedLocal: endpoint.trustedLocal,
       read,
       writeAll,
+      write,
       unfinishedWrite: () => pending?.written,
       readProgress: endpoint.readProgress,
       end: endpoint.end,

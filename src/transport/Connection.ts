@@ -57,6 +57,16 @@ export interface Connection {
    */
   readonly writeAll: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed>
   /**
+   * Starts writing frames as `writeAll` does, without waiting: `undefined`
+   * when every frame was handed over at once (for a socket: the kernel took
+   * them all, the common case), otherwise an Effect that completes once the
+   * rest is, or fails. The caller runs that Effect before writing again; a
+   * write that was refused (the connection is closed) is an Effect that fails.
+   * It lets a writer that is not a fiber write synchronously, and take a fiber
+   * only while the transport is full.
+   */
+  readonly write: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed> | undefined
+  /**
    * How many leading frames of the last `writeAll` that did not complete
    * (interrupted, failed, or still waiting for room) were fully handed over;
    * `undefined` when every write completed. The frames after them never reach

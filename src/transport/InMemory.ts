@@ -44,27 +44,28 @@ const endpoint = (
   const peerGone = () => new ConnectionClosed({ clean: false, cause: "peer gone" })
   // Frame by frame, as a socket takes bytes: a write that meets a full buffer is partly
   // flushed, and `unfinishedWrite` tells how far it got (what a dying writer must take back).
-  const writeAll: Connection["writeAll"] = (frames) =>
-    Effect.suspend(() => {
-      const progress = { written: 0 }
-      while (progress.written < frames.length && Queue.offerUnsafe(outbound, frames[progress.written]!)) {
+  const write: Connection["write"] = (frames) => {
+    const progress = { written: 0 }
+    while (progress.written < frames.length && Queue.offerUnsafe(outbound, frames[progress.written]!)) {
+      progress.written++
+    }
+    if (progress.written === frames.length) return undefined
+    pending = progress
+    return Effect.gen(function*() {
+      while (progress.written < frames.length) {
+        if (!(yield* Queue.offer(outbound, frames[progress.written]!))) return yield* Effect.fail(peerGone())
         progress.written++
       }
-      if (progress.written === frames.length) return Effect.void
-      pending = progress
-      return Effect.gen(function*() {
-        while (progress.written < frames.length) {
-          if (!(yield* Queue.offer(outbound, frames[progress.written]!))) return yield* Effect.fail(peerGone())
-          progress.written++
-        }
-        if (pending === progress) pending = undefined
-      })
+      if (pending === progress) pending = undefined
     })
+  }
+  const writeAll: Connection["writeAll"] = (frames) => Effect.suspend(() => write(frames) ?? Effect.void)
   return {
     id,
     trustedLocal: true,
     read,
     writeAll,
+    write,
     unfinishedWrite: () => pending?.written,
     // Frames travel whole in memory: nothing is ever half read.
     readProgress: () => ({ frames: 0, pending: 0, reading: false }),

@@ -104,46 +104,59 @@ export const fromNetSocket = (
     /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
     let pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined
 
-    const writeAll: Connection["writeAll"] = (frames) =>
-      Effect.suspend(() => {
-        if (frames.length === 0) return Effect.void
-        if (raw.destroyed || raw.writableEnded) {
-          // Refused: none of it was handed over, and `unfinishedWrite` must say so (0), or its
-          // owner would count the batch as written and lose it.
-          pending = { frames, bytes: 0 }
-          return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
-        }
-        // One buffer per batch: one write, one syscall in the common case.
-        const scratch = options.scratch
-        const buffer = scratch === undefined ? encodeFrames(frames) : encodeFramesInto(frames, scratch)
-        const batch = { frames, bytes: buffer.length }
-        let done: ((error: Error | null | undefined) => void) | undefined
-        raw.write(buffer, (error) => done?.(error))
-        // The kernel took all of it at once (the common case): complete now, not a tick later. The
-        // scratch buffer is free again; otherwise the socket keeps it until the write completes.
-        if (raw.writableLength === 0) return Effect.void
-        scratch?.lent()
-        pending = batch
-        return Effect.callback<void, ConnectionClosed>((resume) => {
-          const onClose = () => finish(new Error("socket closed while writing"))
-          const finish = (error: Error | null | undefined) => {
-            done = undefined
-            raw.off("close", onClose)
-            // A failed write stays pending: `unfinishedWrite` still tells how far it got.
-            if (error !== null && error !== undefined) {
-              return resume(Effect.fail(new ConnectionClosed({ clean: false, cause: error })))
-            }
-            if (pending === batch) pending = undefined
-            resume(Effect.void)
+    const write: Connection["write"] = (frames) => {
+      if (frames.length === 0) return undefined
+      if (raw.destroyed || raw.writableEnded) {
+        // Refused: none of it was handed over, and `unfinishedWrite` must say so (0), or its
+        // owner would count the batch as written and lose it.
+        pending = { frames, bytes: 0 }
+        return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
+      }
+      // One buffer per batch: one write, one syscall in the common case.
+      const scratch = options.scratch
+      const buffer = scratch === undefined ? encodeFrames(frames) : encodeFramesInto(frames, scratch)
+      const batch = { frames, bytes: buffer.length }
+      // The write's outcome, kept if it comes before anyone waits for it (the waiter may be a
+      // fiber started later).
+      let settled = false
+      let outcome: Error | null | undefined
+      let done: ((error: Error | null | undefined) => void) | undefined
+      raw.write(buffer, (error) => {
+        if (settled) return
+        settled = true
+        outcome = error
+        done?.(error)
+      })
+      // The kernel took all of it at once (the common case): complete now, not a tick later. The
+      // scratch buffer is free again; otherwise the socket keeps it until the write completes.
+      if (raw.writableLength === 0) return undefined
+      scratch?.lent()
+      pending = batch
+      return Effect.callback<void, ConnectionClosed>((resume) => {
+        const onClose = () => finish(new Error("socket closed while writing"))
+        const finish = (error: Error | null | undefined) => {
+          settled = true
+          done = undefined
+          raw.off("close", onClose)
+          // A failed write stays pending: `unfinishedWrite` still tells how far it got.
+          if (error !== null && error !== undefined) {
+            return resume(Effect.fail(new ConnectionClosed({ clean: false, cause: error })))
           }
-          done = finish
-          raw.on("close", onClose)
-          return Effect.sync(() => {
-            done = undefined
-            raw.off("close", onClose)
-          })
+          if (pending === batch) pending = undefined
+          resume(Effect.void)
+        }
+        if (settled) return finish(outcome)
+        if (raw.destroyed) return finish(new Error("socket closed while writing"))
+        done = finish
+        raw.on("close", onClose)
+        return Effect.sync(() => {
+          done = undefined
+          raw.off("close", onClose)
         })
       })
+    }
+
+    const writeAll: Connection["writeAll"] = (frames) => Effect.suspend(() => write(frames) ?? Effect.void)
 
     const unfinishedWrite: Connection["unfinishedWrite"] = () => {
       if (pending === undefined) return undefined
@@ -163,6 +176,7 @@ export const fromNetSocket = (
       trustedLocal: true,
       read,
       writeAll,
+      write,
       unfinishedWrite,
       readProgress: () => ({ frames: framesRead, pending: decoder.buffered, reading: waiting !== undefined }),
       end: Effect.sync(() => {
