@@ -10,6 +10,10 @@
  * paused mode — nothing is read until `read` asks, so a slow consumer
  * backpressures its peer through the kernel — and resumes one waiting reader
  * from the `readable` event.
+ *
+ * Size: about 400 lines for one concept, the socket's two directions (the
+ * listener with its socket-file recovery, the dialer, and the one adapter
+ * both share); the frame codec is framing.ts's.
  */
 import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
