@@ -7,30 +7,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import * as net from "node:net"
 import * as path from "node:path"
 import { fromNetSocket } from "../../src/transport/UnixSocket.ts"
 import { tempDir } from "../support/broker.ts"
+import { socketPair } from "../support/socketPair.ts"
 
-/** A connected pair of raw sockets over a fresh Unix socket path. */
-const socketPair = (socketPath: string) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly server: net.Socket; readonly client: net.Socket; readonly listener: net.Server }>(
-      (resume) => {
-        let client: net.Socket
-        const listener = net.createServer((server) => resume(Effect.succeed({ server, client, listener })))
-        listener.listen(socketPath, () => {
-          client = net.createConnection({ path: socketPath })
-        })
-      }
-    ),
-    ({ client, listener, server }) =>
-      Effect.sync(() => {
-        client.destroy()
-        server.destroy()
-        listener.close()
-      })
-  )
 
 describe("Unix transport: unfinishedWrite", () => {
   it.live("a completed write leaves nothing unfinished; a write refused on a socket already gone handed over 0 frames", () =>
