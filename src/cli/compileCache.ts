@@ -18,9 +18,9 @@
  * code that loads only `node:` built-ins (and config/errno.ts): it runs
  * before anything else of the command, on every start.
  */
-import * as fs from "node:fs"
 import * as path from "node:path"
-import { errorCode } from "../config/errno.ts"
+import { errorText } from "../config/errno.ts"
+import { privateDirProblem } from "../config/privateDir.ts"
 
 /** The environment variables this module reads. */
 export interface CompileCacheEnv {
@@ -57,9 +57,6 @@ export const privateCacheDir = (tmpdir: string, uid: number): string =>
 export const compileCacheDir = (env: CompileCacheEnv, tmpdir: string, uid: number): string =>
   nonBlank(env["NODE_COMPILE_CACHE"]) ?? privateCacheDir(tmpdir, uid)
 
-const errorText = (error: unknown): string =>
-  errorCode(error) ?? (error instanceof Error ? error.message : String(error))
-
 /**
  * Creates `dir` (0700) if needed and checks that it is a real directory
  * owned by `uid` (not a symlink someone planted in a shared tmp dir); a
@@ -68,17 +65,7 @@ const errorText = (error: unknown): string =>
  */
 export const preparePrivateDir = (dir: string, uid: number): string | undefined => {
   try {
-    try {
-      fs.mkdirSync(dir, { mode: 0o700 })
-    } catch (error) {
-      if (errorCode(error) !== "EEXIST") throw error
-    }
-    const stat = fs.lstatSync(dir)
-    if (stat.isSymbolicLink()) return "it is a symbolic link"
-    if (!stat.isDirectory()) return "it is not a directory"
-    if (uid >= 0 && stat.uid !== uid) return `it is owned by uid ${stat.uid}, not ${uid}`
-    if ((stat.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700)
-    return undefined
+    return privateDirProblem(dir, uid)
   } catch (error) {
     return errorText(error)
   }

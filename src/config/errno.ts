@@ -18,3 +18,10 @@ export const errorCode = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
     ? cause.code
     : undefined
+
+/**
+ * A short text for why a file call failed: its errno code when it has one
+ * (`EACCES`), else the error's message.
+ */
+export const errorText = (error: unknown): string =>
+  errorCode(error) ?? (error instanceof Error ? error.message : String(error))

@@ -8,7 +8,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type Environment, nonBlank } from "./agentDir.ts"
-import { errorCode } from "./errno.ts"
+import { errorText } from "./errno.ts"
+import { privateDirProblem } from "./privateDir.ts"
 import { SocketPathError, type SocketPlacement, socketPathLimit } from "./socketPath.ts"
 
 const isUsableDir = (dir: string): boolean => {
@@ -39,9 +40,6 @@ export const processSocketPlacement = (env: Environment): Effect.Effect<SocketPl
     maxSocketBytes: socketPathLimit(process.platform)
   }))
 
-const errorText = (error: unknown): string =>
-  errorCode(error) ?? (error instanceof Error ? error.message : String(error))
-
 /**
  * Creates the private fallback dir (0700) if needed and checks that it is a
  * real directory owned by `uid`, not a symlink someone planted in a shared
@@ -51,19 +49,7 @@ const errorText = (error: unknown): string =>
  */
 export const prepareFallbackDir = (dir: string, uid: number): Effect.Effect<void, SocketPathError> =>
   Effect.try({
-    try: () => {
-      try {
-        fs.mkdirSync(dir, { mode: 0o700 })
-      } catch (error) {
-        if (errorCode(error) !== "EEXIST") throw error
-      }
-      const stat = fs.lstatSync(dir)
-      if (stat.isSymbolicLink()) return "it is a symbolic link"
-      if (!stat.isDirectory()) return "it is not a directory"
-      if (uid >= 0 && stat.uid !== uid) return `it is owned by uid ${stat.uid}, not by this user (uid ${uid})`
-      if ((stat.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700)
-      return undefined
-    },
+    try: () => privateDirProblem(dir, uid),
     catch: (error) => new SocketPathError({ kind: "FallbackDirUnsafe", path: dir, detail: errorText(error) })
   }).pipe(
     Effect.flatMap((problem) =>

@@ -1,0 +1,35 @@
+/**
+ * A directory private to one user, made or checked before anything private
+ * goes in it: the broker's fallback socket directory (runtimeDir.ts) and the
+ * CLI's compile cache (cli/compileCache.ts). Both live under a shared
+ * temporary directory, where another user could have planted a symlink or a
+ * directory of their own first. Synchronous and import-light: the CLI's entry
+ * runs it before it loads anything heavy.
+ */
+import * as fs from "node:fs"
+import { errorCode } from "./errno.ts"
+
+/**
+ * Creates `dir` (0700) if it is missing and checks that it is a real
+ * directory owned by `uid` (any owner when `uid` is negative: no uid on this
+ * platform); a group- or world-accessible mode is tightened back to 0700.
+ * Returns why it cannot be used, or `undefined` when it can. Throws what the
+ * file system throws (the caller says what it was for).
+ *
+ * @example
+ * const problem = privateDirProblem(path.join(os.tmpdir(), "x-1000"), 1000)
+ * if (problem !== undefined) console.error(`not using it: ${problem}`)
+ */
+export const privateDirProblem = (dir: string, uid: number): string | undefined => {
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 })
+  } catch (error) {
+    if (errorCode(error) !== "EEXIST") throw error
+  }
+  const stat = fs.lstatSync(dir)
+  if (stat.isSymbolicLink()) return "it is a symbolic link"
+  if (!stat.isDirectory()) return "it is not a directory"
+  if (uid >= 0 && stat.uid !== uid) return `it is owned by uid ${stat.uid}, not by this user (uid ${uid})`
+  if ((stat.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700)
+  return undefined
+}
