@@ -55,19 +55,10 @@ const NO_ATTACHMENTS_HASH = hash("")
  * object when set, none otherwise, so a plain send's record carries one field
  * for all of them.
  */
-interface RareFingerprint {
-  readonly attachmentsLength: number
-  readonly attachmentsHash: number
-  readonly replyTo: string | undefined
-  readonly expectsReply: boolean | undefined
-  readonly supersedes: string | undefined
-  readonly retryOf: string | undefined
-  readonly replyErrorLength: number
-  readonly replyErrorHash: number
-}
+type RareFingerprint = Omit<Fingerprint, "targetId" | "textLength" | "textHash">
 
 /** `fingerprint`'s rare fields, or undefined when they are all at their defaults. */
-const rareOf = (fingerprint: Omit<Fingerprint, "targetId" | "textLength" | "textHash">): RareFingerprint | undefined =>
+const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
   fingerprint.attachmentsLength === 0 && fingerprint.attachmentsHash === NO_ATTACHMENTS_HASH &&
     fingerprint.replyTo === undefined && fingerprint.expectsReply === undefined && fingerprint.supersedes === undefined &&
     fingerprint.retryOf === undefined && fingerprint.replyErrorLength === -1 && fingerprint.replyErrorHash === 0
