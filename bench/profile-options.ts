@@ -6,6 +6,7 @@
 import fs from "node:fs"
 import path from "node:path"
 import { brokerEntryPoint } from "../src/config/install.ts"
+import { eachArg, parseTargets } from "./args.ts"
 import {
   brokerSpec,
   customBrokerSpec,
@@ -14,7 +15,6 @@ import {
   natsSpec,
   rawSpec,
   repoRoot,
-  TARGET_ORDER,
   type TargetName,
   type TargetSpec
 } from "./targets.ts"
@@ -75,44 +75,23 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
     quick: false,
     out: path.join(repoRoot, "bench", "results", "profile.json")
   }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? ""
-    const eq = arg.indexOf("=")
-    const key = eq >= 0 ? arg.slice(0, eq) : arg
-    const value = (): string => {
-      if (eq >= 0) return arg.slice(eq + 1)
-      const v = argv[++i]
-      if (v === undefined) throw new Error(`${key} needs a value\n${usage}`)
-      return v
-    }
-    const int = (name: string, lo: number, hi: number): number => {
-      const n = Number(value())
-      if (!Number.isInteger(n) || n < lo || n > hi) throw new Error(`${name} must be an integer in ${lo}..${hi}`)
-      return n
-    }
+  eachArg(argv, usage, (arg) => {
+    const { key, value } = arg
     switch (key) {
       case "--only":
-        o.only.push(...value().split(",").map((s) => s.trim()).filter((s) => s !== ""))
+        o.only.push(...arg.list())
         break
-      case "--targets": {
-        const list = value().split(",").map((s) => s.trim()).filter((s) => s !== "")
-        o.targets = []
-        for (const t of list) {
-          const name = TARGET_ORDER.find((n) => n === t)
-          if (name === undefined) throw new Error(`--targets: unknown target ${t} (one of ${TARGET_ORDER.join(", ")})`)
-          if (!o.targets.includes(name)) o.targets.push(name)
-        }
-        if (o.targets.length === 0) throw new Error("--targets needs at least one target")
+      case "--targets":
+        o.targets = parseTargets(arg.list())
         break
-      }
       case "--reps":
-        o.reps = int("--reps", 1, 20)
+        o.reps = arg.int(1, 20)
         break
       case "--broker-cmd":
         o.brokerCmd = value()
         break
       case "--interval":
-        o.intervalUs = int("--interval", 50, 10_000)
+        o.intervalUs = arg.int(50, 10_000)
         break
       case "--no-cpu-prof":
         o.cpuProf = false
@@ -127,7 +106,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
         o.perfHz = 1999
         break
       case "--perf-hz":
-        o.perfHz = int("--perf-hz", 100, 20_000)
+        o.perfHz = arg.int(100, 20_000)
         break
       case "--markdown":
         o.markdown = true
@@ -144,9 +123,9 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
         process.exit(0)
         break
       default:
-        throw new Error(`unknown argument ${arg}\n${usage}`)
+        throw new Error(`unknown argument ${arg.raw}\n${usage}`)
     }
-  }
+  })
   if (o.only.length === 0) o.only = ["w64", "fanin", "ask"]
   return o
 }

@@ -17,6 +17,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { BUNDLED_CLI, brokerEntryPoint } from "../src/config/install.ts"
+import { eachArg, parseTargets } from "./args.ts"
 import { issue16Checks } from "./checks.ts"
 import { fmt, headline, pad, table } from "./format.ts"
 import { type RunRecord, summarize, tableHeader, tableRows } from "./summary.ts"
@@ -69,17 +70,6 @@ const CI_WORKLOADS = ["w64", "fanin", "ask", "startup", "cli-send"]
 /** `--ci` runs memory mode only where a target compares with it (durable vs memory, w64): it keeps the run short. */
 const CI_MEMORY_WORKLOADS = ["w64"]
 
-const parseTargets = (list: string): Array<TargetName> => {
-  const out: Array<TargetName> = []
-  for (const raw of list.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
-    const t = TARGET_ORDER.find((name) => name === raw)
-    if (t === undefined) throw new Error(`--targets: unknown target ${raw} (one of ${TARGET_ORDER.join(", ")})`)
-    if (!out.includes(t)) out.push(t)
-  }
-  if (out.length === 0) throw new Error("--targets needs at least one target")
-  return out
-}
-
 const parseArgs = (argv: ReadonlyArray<string>): Options => {
   const o: Options = {
     reps: 3,
@@ -94,24 +84,13 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
   }
   let repsGiven = false
   let outGiven = false
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? ""
-    const eq = arg.indexOf("=")
-    const key = eq >= 0 ? arg.slice(0, eq) : arg
-    const value = (): string => {
-      if (eq >= 0) return arg.slice(eq + 1)
-      const v = argv[++i]
-      if (v === undefined) throw new Error(`${key} needs a value\n${usage}`)
-      return v
-    }
+  eachArg(argv, usage, (arg) => {
+    const { key, value } = arg
     switch (key) {
-      case "--reps": {
-        const n = Number(value())
-        if (!Number.isInteger(n) || n < 1 || n > 50) throw new Error("--reps must be an integer in 1..50")
-        o.reps = n
+      case "--reps":
+        o.reps = arg.int(1, 50)
         repsGiven = true
         break
-      }
       case "--quick":
         o.quick = true
         break
@@ -119,10 +98,10 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         o.ci = true
         break
       case "--only":
-        o.only.push(...value().split(",").map((s) => s.trim()).filter((s) => s !== ""))
+        o.only.push(...arg.list())
         break
       case "--targets":
-        o.targets = parseTargets(value())
+        o.targets = parseTargets(arg.list())
         break
       case "--target": {
         const t = value()
@@ -143,12 +122,9 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--broker-cmd":
         o.brokerCmd = value()
         break
-      case "--reg-concurrency": {
-        const n = Number(value())
-        if (!Number.isInteger(n) || n < 1 || n > 4096) throw new Error("--reg-concurrency must be an integer in 1..4096")
-        o.regConcurrency = n
+      case "--reg-concurrency":
+        o.regConcurrency = arg.int(1, 4096)
         break
-      }
       case "--out":
         o.out = path.resolve(value())
         outGiven = true
@@ -159,9 +135,9 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         process.exit(0)
         break
       default:
-        throw new Error(`unknown argument ${arg}\n${usage}`)
+        throw new Error(`unknown argument ${arg.raw}\n${usage}`)
     }
-  }
+  })
   if (o.ci) {
     o.quick = true
     o.nats = false
