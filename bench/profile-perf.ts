@@ -84,23 +84,26 @@ export interface PerfCounts {
   readonly bySymbol: Map<string, number>
 }
 
+/** A zero count for every kind of sample. */
+export const zeroPerfKinds = (): Record<PerfKind, number> => ({
+  kernel: 0,
+  sqlite: 0,
+  gc: 0,
+  compiler: 0,
+  js: 0,
+  strings: 0,
+  v8: 0,
+  node: 0,
+  libuv: 0,
+  libc: 0,
+  other: 0
+})
+
 /** All zeros. */
-export const emptyPerfCounts = (): PerfCounts => {
-  const kinds = (): Record<PerfKind, number> => ({
-    kernel: 0,
-    sqlite: 0,
-    gc: 0,
-    compiler: 0,
-    js: 0,
-    strings: 0,
-    v8: 0,
-    node: 0,
-    libuv: 0,
-    libc: 0,
-    other: 0
-  })
-  return { byGroup: { main: kinds(), v8: kinds(), libuv: kinds(), profiler: kinds(), other: kinds() }, bySymbol: new Map() }
-}
+export const emptyPerfCounts = (): PerfCounts => ({
+  byGroup: { main: zeroPerfKinds(), v8: zeroPerfKinds(), libuv: zeroPerfKinds(), profiler: zeroPerfKinds(), other: zeroPerfKinds() },
+  bySymbol: new Map()
+})
 
 /** A measured interval of process `pid`, µs on CLOCK_MONOTONIC. */
 export interface PerfWindow {

@@ -19,7 +19,7 @@
  */
 import { fmt } from "./format.ts"
 import { busySamples, type Owner, type ProfileCounts } from "./profile-cpuprofile.ts"
-import { PERF_KINDS, type PerfCounts, type PerfKind } from "./profile-perf.ts"
+import { PERF_KINDS, type PerfCounts, type PerfKind, zeroPerfKinds } from "./profile-perf.ts"
 import type { GroupCpu, KernelCounts, ThreadGroup } from "./profile-proc.ts"
 
 /** What was measured for one workload on one target, summed over its profiled runs. */
@@ -289,26 +289,12 @@ export interface PerfSplit {
   readonly samples: number
 }
 
-const zeroKinds = (): Record<PerfKind, number> => ({
-  kernel: 0,
-  sqlite: 0,
-  gc: 0,
-  compiler: 0,
-  js: 0,
-  strings: 0,
-  v8: 0,
-  node: 0,
-  libuv: 0,
-  libc: 0,
-  other: 0
-})
-
 /** Splits each thread group's CPU per unit by the kinds of its perf samples; undefined without perf samples. */
 export const perfSplit = (m: Measured): PerfSplit | undefined => {
   const perf = m.perf
   if (perf === undefined || m.units <= 0) return undefined
-  const byKind = zeroKinds()
-  const v8Workers = zeroKinds()
+  const byKind = zeroPerfKinds()
+  const v8Workers = zeroPerfKinds()
   let unsampled = 0
   let samples = 0
   for (const g of PERF_GROUPS) {
