@@ -9,7 +9,8 @@
  * Why not enqueue a frame per recipient: a registration storm of N sessions
  * would queue N²/2 frames and stall behind slow readers. Here a change costs
  * O(1), memory is O(sessions), and a lagging recipient catches up with one
- * frame per changed session (the latest state), never a stale flood.
+ * frame per changed session (the latest state; two for one that left and
+ * joined again, see below), never a stale flood.
  *
  * Departed sessions are kept until every recipient has seen them leave; past
  * a bound the owner drops them and remembers, per lagging recipient, the
