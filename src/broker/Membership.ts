@@ -134,7 +134,7 @@ export class Membership implements FeedSource {
   /**
    * Keeps a feed's departed entries bounded. An entry dropped before a lagging
    * recipient saw it becomes a departure owed to that recipient, if it had
-   * seen the session join: it still gets its `session_left`.
+   * seen the session present: it still gets its `session_left`.
    */
   private compact(space: ScopeSpace): void {
     const feed = space.feed
@@ -146,7 +146,7 @@ export class Membership implements FeedSource {
     feed.compact(minCursor, 4 * space.sessions.size + 1024, (departed) => {
       for (const session of lagging) {
         const peer = session.peer
-        if (peer.feedCursor < departed.seq && departed.joinSeq <= peer.feedCursor && session.id !== departed.id) {
+        if (peer.feedCursor < departed.seq && departed.presentSince <= peer.feedCursor && session.id !== departed.id) {
           const owed = peer.owedDepartures ?? new Set<string>()
           owed.add(departed.id)
           peer.owedDepartures = owed

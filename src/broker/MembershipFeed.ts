@@ -1,18 +1,25 @@
 /**
  * Session membership of one scope (joins, presence changes, leaves) as a
- * compacted change feed. Each session has one entry holding its latest state;
- * a change moves the entry to the tail with a new sequence number. A recipient
+ * compacted change feed. Each session has one entry holding its latest state
+ * (and, until compaction, a departed one if it joined again: see below); a
+ * change moves the entry to the tail with a new sequence number. A recipient
  * remembers only the sequence number it has seen (its cursor), and its writer
  * pulls what changed since then when it has room to write.
  *
  * Why not enqueue a frame per recipient: a registration storm of N sessions
  * would queue N²/2 frames and stall behind slow readers. Here a change costs
  * O(1), memory is O(sessions), and a lagging recipient catches up with one
- * frame per changed session (the latest state), never a stale flood.
+ * frame per changed session (the latest state; two for one that left and
+ * joined again, see below), never a stale flood.
  *
  * Departed sessions are kept until every recipient has seen them leave; past
  * a bound the owner drops them and remembers, per lagging recipient, the
  * departures it still owes (see Membership.compact).
+ *
+ * A session that joins again after leaving gets a new entry; the departed one
+ * stays in the feed until compaction, so a recipient that saw the earlier
+ * join and lags behind both changes still gets its `session_left` (then
+ * `session_joined` if the session is back, nothing if it has left again).
  */
 
 import { sessionLeftFrame } from "./encode.ts"
@@ -23,6 +30,12 @@ interface FeedEntry {
   seq: number
   /** Sequence number of the latest (re)join; a recipient that has not seen it gets `session_joined`. */
   joinSeq: number
+  /**
+   * Sequence number of the join this entry began with: the session has been
+   * present from it (takeovers included) until its departure, if any. A
+   * recipient whose cursor is at or past it has seen the session present.
+   */
+  presentSince: number
   present: boolean
   infoJson: string
   joinedFrame: string | undefined
@@ -51,11 +64,13 @@ export class MembershipFeed {
 
   joined(id: string, infoJson: string): void {
     let entry = this.entries.get(id)
-    if (entry === undefined) {
+    if (entry === undefined || !entry.present) {
+      // A departed entry stays where it is: recipients that saw that join still get its session_left.
       entry = {
         id,
         seq: 0,
         joinSeq: 0,
+        presentSince: 0,
         present: true,
         infoJson,
         joinedFrame: undefined,
@@ -65,7 +80,7 @@ export class MembershipFeed {
       }
       this.entries.set(id, entry)
     } else {
-      if (!entry.present) this.departed--
+      // A takeover: recipients that saw the old join get session_joined again (P16).
       this.unlink(entry)
     }
     entry.present = true
@@ -73,6 +88,7 @@ export class MembershipFeed {
     entry.joinedFrame = undefined
     entry.updateFrame = undefined
     entry.seq = entry.joinSeq = ++this.lastSeq
+    if (entry.presentSince === 0) entry.presentSince = entry.joinSeq
     this.append(entry)
   }
 
@@ -104,7 +120,9 @@ export class MembershipFeed {
    * own session, and returns its new cursor. Per session only the latest state
    * is sent: `session_joined` if the recipient has not seen the (re)join,
    * `presence_update` if it has, `session_left` if the session has gone since;
-   * nothing for a session that joined and left in between.
+   * nothing for a session that joined and left in between. A session that left
+   * and joined again since is `session_left` (if the recipient saw the earlier
+   * join), then the latest state of its new entry.
    */
   collect(cursor: number, selfId: string | undefined, out: Array<string>): number {
     if (cursor >= this.lastSeq) return cursor
@@ -118,7 +136,7 @@ export class MembershipFeed {
         } else {
           out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
         }
-      } else if (entry.joinSeq <= cursor) {
+      } else if (entry.presentSince <= cursor) {
         out.push(sessionLeftFrame(entry.id))
       }
     }
@@ -134,7 +152,7 @@ export class MembershipFeed {
   compact(
     minCursor: number,
     maxDeparted: number,
-    onDrop: (departed: { readonly id: string; readonly seq: number; readonly joinSeq: number }) => void
+    onDrop: (departed: { readonly id: string; readonly seq: number; readonly presentSince: number }) => void
   ): void {
     let entry = this.head
     while (entry !== undefined && this.departed > 0) {
@@ -142,7 +160,8 @@ export class MembershipFeed {
       if (!entry.present && (entry.seq <= minCursor || this.departed > maxDeparted)) {
         if (entry.seq > minCursor) onDrop(entry)
         this.unlink(entry)
-        this.entries.delete(entry.id)
+        // The session may have joined again since: its new entry stays.
+        if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id)
         this.departed--
       } else if (entry.seq > minCursor && this.departed <= maxDeparted) {
         break
