@@ -105,7 +105,11 @@ const stampedMessage = (message: Message, receivedAt: number, deliveredAt: numbe
     return q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
   }
   const json = q(message)
-  return `${json.slice(0, -1)},"brokerReceivedAt":${q(receivedAt)},"brokerDeliveredAt":${q(deliveredAt)}}`
+  // Both times are the same instant for a live delivery: written once.
+  const received = q(receivedAt)
+  return `${json.slice(0, -1)},"brokerReceivedAt":${received},"brokerDeliveredAt":${
+    deliveredAt === receivedAt ? received : q(deliveredAt)
+  }}`
 }
 
 const deliveryFields = (delivery: DeliveryChoice): string =>
