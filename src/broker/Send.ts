@@ -199,6 +199,7 @@ export class Send {
     }
     const now = this.ctx.now()
     this.prune(now)
+    // Indexed loops over the stages here and below: `for…of` makes an iterator per loop until optimised.
     const stages = this.stages
     // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
     const exact = route === undefined && (frame.targetId !== undefined || frame.targetEpoch !== undefined) &&
