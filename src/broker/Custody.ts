@@ -36,11 +36,20 @@ import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 /** Entries released from the front before the arrays are compacted. */
 const COMPACT_AFTER = 1_024
 
-/** One connection's mail written but not yet confirmed read; see the module header. */
+/** Slots an emptied FIFO keeps for reuse; past this it lets its arrays go (a burst's worth of room is not kept). */
+const KEEP_SLOTS = 1_024
+
+/**
+ * One connection's mail written but not yet confirmed read; see the module
+ * header. The entries in use are `[head, tail)` of the two arrays: an emptied
+ * FIFO starts again at slot 0 of the same arrays, so a connection that is
+ * confirmed as fast as it is written allocates nothing per message.
+ */
 export class PeerCustody {
   private ends: Array<number> = []
-  private items: Array<OutboundMessage> = []
+  private items: Array<OutboundMessage | undefined> = []
   private head = 0
+  private tail = 0
   private confirmed = 0
   private readonly release: (recordKey: string) => void
 
@@ -52,8 +61,10 @@ export class PeerCustody {
   /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
   hold(end: number, item: OutboundMessage): void {
     if (end <= this.confirmed) return this.release(item.mail.recordKey)
-    this.ends.push(end)
-    this.items.push(item)
+    const tail = this.tail
+    this.ends[tail] = end
+    this.items[tail] = item
+    this.tail = tail + 1
   }
 
   /** The client has read `frames` frames: the mail they carried is released. */
@@ -61,15 +72,22 @@ export class PeerCustody {
     if (frames <= this.confirmed) return
     this.confirmed = frames
     const ends = this.ends
+    const items = this.items
+    const tail = this.tail
     let head = this.head
-    while (head < ends.length && ends[head]! <= frames) this.release(this.items[head++]!.mail.recordKey)
+    while (head < tail && ends[head]! <= frames) {
+      const item = items[head]
+      items[head++] = undefined
+      if (item !== undefined) this.release(item.mail.recordKey)
+    }
     this.head = head
-    if (head === ends.length) {
+    if (head === tail) {
       if (head > 0) this.clear()
-    } else if (head >= COMPACT_AFTER && head * 2 >= ends.length) {
-      this.ends = ends.slice(head)
-      this.items = this.items.slice(head)
+    } else if (head >= COMPACT_AFTER && head * 2 >= tail) {
+      this.ends = ends.slice(head, tail)
+      this.items = items.slice(head, tail)
       this.head = 0
+      this.tail = tail - head
     }
   }
 
@@ -78,20 +96,29 @@ export class PeerCustody {
    * first, to go back like unwritten output (it stays in the store meanwhile).
    */
   takeBack(): ReadonlyArray<OutboundMessage> {
-    const unread = this.head === 0 ? this.items : this.items.slice(this.head)
-    this.clear()
+    const unread: Array<OutboundMessage> = []
+    for (let i = this.head; i < this.tail; i++) {
+      const item = this.items[i]
+      if (item !== undefined) unread.push(item)
+    }
+    this.ends = []
+    this.items = []
+    this.head = this.tail = 0
     return unread
   }
 
   /** Mail held, not yet confirmed. */
   get size(): number {
-    return this.ends.length - this.head
+    return this.tail - this.head
   }
 
+  /** Empty again: the arrays are reused from slot 0 (released slots hold no mail), unless a burst grew them. */
   private clear(): void {
-    this.ends = []
-    this.items = []
-    this.head = 0
+    if (this.ends.length > KEEP_SLOTS) {
+      this.ends = []
+      this.items = []
+    }
+    this.head = this.tail = 0
   }
 }
 
@@ -141,7 +168,9 @@ export class Custody {
     const journal = this.ctx.journal
     const custody = peer.custody
     if (journal === undefined && custody === undefined) return
-    for (const [index, item] of batch.returnable) {
+    const returnable = batch.returnable
+    for (let i = 0; i < returnable.length; i++) {
+      const [index, item] = returnable[i]!
       if (index >= count || !("mail" in item)) continue
       if (custody === undefined) journal?.mailGone(item.mail.recordKey)
       else custody.hold(first + index + 1, item)

@@ -321,7 +321,9 @@ export class Output {
     const returnable: Array<readonly [number, Returnable]> = []
     this.feed.collect(peer, frames)
     let ending = false
-    const add = (item: OutboundItem): void => {
+    // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
       this.charge(peer, -charsOf(item))
       if (typeof item === "string") {
         if (fits(item)) frames.push(item)
@@ -336,7 +338,6 @@ export class Output {
         frames.push(item.frame)
       }
     }
-    for (const item of items) add(item)
     this.roomMade(peer)
     return { frames, returnable, ending }
   }

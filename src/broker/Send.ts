@@ -48,13 +48,13 @@ import type { Refusal, Resolution, SendAttempt, SendRoute, SendStage } from "./S
 import { Routed, Traffic } from "./Traffic.ts"
 
 /**
- * Room for the fields a recipient may get besides the message: `askTimeoutMs`
+ * Room, in ASCII characters, for the fields a recipient may get besides the message: `askTimeoutMs`
  * (`,"askTimeoutMs":` and 16 digits) and `channel` (`,"channel":"supervisor"`).
  */
-const EXTENSION_ROOM = " ".repeat(64)
+const EXTENSION_ROOM = 64
 
 /** Room for `traceparent` (`trace-v1`: `,"traceparent":` and 55 characters), added only for a traced send. */
-const TRACE_ROOM = " ".repeat(80)
+const TRACE_ROOM = 80
 
 /**
  * The larger of a failure reply's two forms (ReplyErrors.ts): with the
@@ -70,9 +70,13 @@ const largestReplyErrorFrame = (mail: Mail, now: number): string => {
 const EXTENDED_RECIPIENT: Pick<Peer, "features"> = { features: new Set([REPLY_ERROR_V1]) }
 const BASE_RECIPIENT: Pick<Peer, "features"> = { features: new Set<string>() }
 
-/** A frame that fits the 1 MiB limit, checked cheaply when it obviously does. */
-const fitsFrame = (frame: string): boolean =>
-  frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
+/**
+ * A frame that fits the 1 MiB limit with `room` more ASCII characters (the
+ * extension fields a recipient may get), checked cheaply when it obviously
+ * does, and without building the longer text.
+ */
+const fitsFrame = (frame: string, room: number): boolean =>
+  (frame.length + room) * 3 <= MAX_FRAME_BYTES || frameBytes(frame) + room <= MAX_FRAME_BYTES
 
 /** The send pipeline: the `send` frame, its stages and its clean-ups. */
 export class Send {
@@ -195,6 +199,8 @@ export class Send {
     }
     const now = this.ctx.now()
     this.prune(now)
+    // Indexed loops over the stages here and below: `for…of` makes an iterator per loop until optimised.
+    const stages = this.stages
     // P47: epoch-bound exact send; replies (`replyTo`) ignore the exact fields.
     const exact = route === undefined && (frame.targetId !== undefined || frame.targetEpoch !== undefined) &&
       message.replyTo === undefined
@@ -214,8 +220,8 @@ export class Send {
     if (replay !== undefined) return replay
     if (route === undefined && "refused" in resolution && resolution.refused.code === DeliveryCode.TargetNotFound) {
       const to = exact && typeof frame.targetId === "string" ? frame.targetId : frame.to
-      for (const stage of this.stages) {
-        const better = stage.unresolved?.(sender, to)
+      for (let i = 0; i < stages.length; i++) {
+        const better = stages[i]!.unresolved?.(sender, to)
         if (better !== undefined) return this.fail(peer, message.id, better, frame.to)
       }
     }
@@ -249,8 +255,8 @@ export class Send {
       frame,
       now
     }
-    for (const stage of this.stages) {
-      const refusal = stage.check?.(attempt)
+    for (let i = 0; i < stages.length; i++) {
+      const refusal = stages[i]!.check?.(attempt)
       if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
     }
     // A durable broker whose last commit failed acknowledges nothing it cannot store.
@@ -287,7 +293,7 @@ export class Send {
     const forwarded = replyError === undefined
       ? Encode.messageFrame(sender.infoJson, message, now, now)
       : largestReplyErrorFrame(mail, now)
-    if (!fitsFrame(traceparent === undefined ? forwarded + EXTENSION_ROOM : forwarded + EXTENSION_ROOM + TRACE_ROOM)) {
+    if (!fitsFrame(forwarded, traceparent === undefined ? EXTENSION_ROOM : EXTENSION_ROOM + TRACE_ROOM)) {
       return this.fail(peer, message.id, {
         code: DeliveryCode.MessageTooLarge,
         reason: Reason.tooLarge(frameBytes(forwarded), MAX_FRAME_BYTES)
@@ -331,9 +337,10 @@ export class Send {
 
   /** Queues `mail` for a live `target`, with the stages' hooks around it. */
   private handOver(attempt: SendAttempt, mail: Mail, target: Session, text: string): void {
-    for (const stage of this.stages) stage.beforeDelivery?.(attempt, target)
+    const stages = this.stages
+    for (let i = 0; i < stages.length; i++) stages[i]!.beforeDelivery?.(attempt, target)
     this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
-    for (const stage of this.stages) stage.delivered?.(attempt, mail, target)
+    for (let i = 0; i < stages.length; i++) stages[i]!.delivered?.(attempt, mail, target)
   }
 
   /**
@@ -434,7 +441,8 @@ export class Send {
   private prune(now: number): void {
     if (now === this.prunedAt) return
     this.prunedAt = now
-    for (const prune of this.prunes) prune(now)
+    const prunes = this.prunes
+    for (let i = 0; i < prunes.length; i++) prunes[i]!(now)
   }
 }
 

@@ -105,7 +105,11 @@ const stampedMessage = (message: Message, receivedAt: number, deliveredAt: numbe
     return q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
   }
   const json = q(message)
-  return `${json.slice(0, -1)},"brokerReceivedAt":${q(receivedAt)},"brokerDeliveredAt":${q(deliveredAt)}}`
+  // Both times are the same instant for a live delivery: written once.
+  const received = q(receivedAt)
+  return `${json.slice(0, -1)},"brokerReceivedAt":${received},"brokerDeliveredAt":${
+    deliveredAt === receivedAt ? received : q(deliveredAt)
+  }}`
 }
 
 const deliveryFields = (delivery: DeliveryChoice): string =>
@@ -117,9 +121,15 @@ const deliveryFields = (delivery: DeliveryChoice): string =>
 export const deliveryQueuedFrame = (messageId: string, threadId: string, deliverAt: number): string =>
   `{"type":"delivery_queued","messageId":${q(messageId)},"threadId":${q(threadId)},"deliverAt":${deliverAt}}`
 
+/** What follows the message id in a `delivered` frame, by delivery: one constant string, not three joined per send. */
+const DELIVERED_TAIL = {
+  socket_delivered: `,"delivery":"socket_delivered","retryable":false,"outcomeKnown":true}`,
+  queued: `,"delivery":"queued","retryable":false,"outcomeKnown":true}`
+} as const
+
 /** `delivered` with delivery details (P41). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>
-  `{"type":"delivered","messageId":${q(messageId)},"delivery":"${delivery}","retryable":false,"outcomeKnown":true}`
+  `{"type":"delivered","messageId":${q(messageId)}${DELIVERED_TAIL[delivery]}`
 
 /** `delivery_failed` with its code and retryability (P45). */
 export const deliveryFailedFrame = (

@@ -38,6 +38,9 @@ export type FramingError = FrameTooLarge | InvalidUtf8
 
 const HEADER_BYTES = 4
 
+/** U+FFFD, what UTF-8 decoding puts in place of each invalid byte sequence. */
+const REPLACEMENT = "\uFFFD"
+
 /**
  * Splits a byte stream into frame payloads decoded as UTF-8 text. The length is
  * checked as soon as the header is complete, so an oversize payload is never
@@ -118,9 +121,14 @@ export class FrameDecoder {
       }
       if (size > this.limit) return this.fail(new FrameTooLarge({ size, limit: this.limit }))
       if (end - offset >= size) {
-        // Whole payload inside this chunk: decode in place, no copy.
-        if (!isUtf8(buf.subarray(offset, offset + size))) return this.fail(new InvalidUtf8())
-        out.push(buf.toString("utf8", offset, offset + size))
+        // Whole payload inside this chunk: decode in place, no copy. Decoding replaces every
+        // invalid sequence with U+FFFD, so text without one came from valid UTF-8; only text with
+        // one (replaced, or sent by the client) is checked byte by byte, through a view made then.
+        const text = buf.toString("utf8", offset, offset + size)
+        if (text.includes(REPLACEMENT) && !isUtf8(buf.subarray(offset, offset + size))) {
+          return this.fail(new InvalidUtf8())
+        }
+        out.push(text)
         offset += size
       } else {
         this.payload = Buffer.allocUnsafe(size)

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { messageFrame } from "../../src/broker/encode.ts"
+import { deliveredFrame, messageFrame } from "../../src/broker/encode.ts"
 import { decodeMessage, isFrameDecodeError } from "../../src/protocol/decode.ts"
 
 const optionalNumber = fc.option(fc.integer(), { nil: undefined })
@@ -37,5 +37,18 @@ describe("messageFrame", () => {
       )
       assert.deepStrictEqual(frame.from, { id: "s1" })
     }))
+  })
+})
+
+describe("deliveredFrame", () => {
+  it("property: a delivered frame is JSON.stringify of its fields, for either delivery", () => {
+    fc.assert(
+      fc.property(fc.string(), fc.constantFrom("socket_delivered" as const, "queued" as const), (messageId, delivery) => {
+        assert.strictEqual(
+          deliveredFrame(messageId, delivery),
+          JSON.stringify({ type: "delivered", messageId, delivery, retryable: false, outcomeKnown: true })
+        )
+      })
+    )
   })
 })

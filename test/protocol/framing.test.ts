@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Stream } from "effect"
 import fc from "fast-check"
+import { isUtf8 } from "node:buffer"
 import {
   decodeFrames,
   encodeFrame,
@@ -183,6 +184,40 @@ describe("frame size limit (P02)", () => {
       }),
       { numRuns: 100 }
     )
+  })
+
+  it("property: a whole payload in one chunk is accepted exactly when its bytes are valid UTF-8 (isUtf8)", () => {
+    const pieces = fc.constantFrom(
+      [0x41], [0xc3, 0xa9], [0xe2, 0x82, 0xac], [0xf0, 0x9f, 0x98, 0x80], [0xef, 0xbf, 0xbd], // valid, U+FFFD included
+      [0x80], [0xbf], [0xc0, 0x80], [0xc1, 0xbf], [0xc3], [0xe2, 0x82], [0xe0, 0x80, 0x80], // invalid
+      [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xfe], [0xff]
+    )
+    const payloads = fc.oneof(
+      fc.uint8Array({ maxLength: 24 }),
+      fc.array(pieces, { maxLength: 8 }).map((parts) => Uint8Array.from(parts.flat()))
+    )
+    fc.assert(
+      fc.property(payloads, (payload) => {
+        const lengthPrefix = Buffer.alloc(4)
+        lengthPrefix.writeUInt32BE(payload.length)
+        const out: Array<string> = []
+        const error = new FrameDecoder().push(Buffer.concat([lengthPrefix, payload]), out)
+        if (isUtf8(payload)) {
+          assert.isUndefined(error)
+          assert.deepStrictEqual(out, [Buffer.from(payload).toString("utf8")])
+        } else {
+          assert.instanceOf(error, InvalidUtf8)
+          assert.deepStrictEqual(out, [])
+        }
+      }),
+      { numRuns: 2_000 }
+    )
+  })
+
+  it("a payload that carries U+FFFD itself (valid UTF-8) is a frame, not an error", () => {
+    const out: Array<string> = []
+    assert.isUndefined(new FrameDecoder().push(encodeFrame('{"type":"x","v":"\uFFFD"}'), out))
+    assert.deepStrictEqual(out, ['{"type":"x","v":"\uFFFD"}'])
   })
 })
 
