@@ -66,4 +66,38 @@ describe("a send while its target rejoins a restarted broker", () => {
       const error = yield* Effect.flip(Fiber.join(sending))
       assert.strictEqual(error._tag, "TargetNotFound")
     }))
+  it.effect("a reply whose ask the restarted broker has not seen again is retried until the asker asks again", () =>
+    Effect.gen(function*() {
+      const { sender, target } = yield* setup
+      // The ask was delivered before the crash but never stored: the restarted broker knows no such ask.
+      const askId = randomUUID()
+      const replying = yield* Effect.forkChild(
+        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, replyTo: askId, content: { text: "main" } } })
+      )
+      yield* advance(6_000)
+      assert.isTrue((yield* target.status).connected)
+      assert.isUndefined(replying.pollUnsafe(), "the reply waits while its ask is unknown")
+      // The asker, back, sends its unacknowledged ask again (same id): the edge is open once more.
+      const asked = yield* target.send({
+        to: "sender",
+        message: { id: askId, timestamp: 0, expectsReply: true, content: { text: "which branch?" } }
+      })
+      assert.strictEqual(asked.delivery, "socket_delivered")
+      yield* advance(1_000)
+      const delivery = yield* Fiber.join(replying)
+      assert.strictEqual(delivery.delivery, "socket_delivered")
+    }))
+
+  it.effect("a reply to an ask nobody sends again fails as such once the grace has passed", () =>
+    Effect.gen(function*() {
+      const { sender } = yield* setup
+      const replying = yield* Effect.forkChild(
+        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, replyTo: "never-asked", content: { text: "?" } } })
+      )
+      yield* advance(8_000)
+      assert.isUndefined(replying.pollUnsafe(), "gave up before the grace ended")
+      yield* advance(2_000)
+      const error = yield* Effect.flip(Fiber.join(replying))
+      assert.strictEqual(error._tag, "ReplyTargetMismatch")
+    }))
 })
