@@ -101,7 +101,16 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     }
     const now = () => clock.currentTimeMillisUnsafe()
     const store = options.store
-    const journal = store === undefined ? undefined : new StoreJournal(() => signal(signals.store), REPLAY_RETENTION_MS, () => signal(signals.storeLazy))
+    const journal = store === undefined ? undefined : new StoreJournal(
+      () => signal(signals.store),
+      REPLAY_RETENTION_MS,
+      () => signal(signals.storeLazy),
+      // Acknowledgements a commit released are written by the output fiber, after what their connections hold.
+      (ready) => {
+        for (const held of ready) router.output.forceEnqueue(held.peer, held.frame)
+        signal(signals.output)
+      }
+    )
     const nanos = () => clock.currentTimeNanosUnsafe()
     // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.
     const tracer = yield* Effect.tracer

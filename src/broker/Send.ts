@@ -126,9 +126,18 @@ export class Send {
   /** Answers `peer`'s send `messageId` with `outcome`; returns it. */
   answer(peer: Peer, messageId: string, outcome: Outcome): Outcome {
     const output = this.ctx.output
-    if (outcome.ok) this.ctx.journal?.mark(peer)
-    if (outcome.ok) output.enqueue(peer, Encode.deliveredFrame(messageId, outcome.delivery))
-    else output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
+    if (!outcome.ok) {
+      output.enqueue(peer, Encode.deliveryFailedFrame(messageId, outcome.code, outcome.reason, outcome.retryable))
+      return outcome
+    }
+    const journal = this.ctx.journal
+    const frame = Encode.deliveredFrame(messageId, outcome.delivery)
+    // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
+    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, frame)
+    else {
+      journal?.mark(peer)
+      output.enqueue(peer, frame)
+    }
     return outcome
   }
 
@@ -329,9 +338,7 @@ export class Send {
     this.handOver(attempt, mail, target, text)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.set(recorded, DELIVERED, now)
-    // The delivery waits for its replay record too: a broker killed before it is stored must not have
-    // delivered a message whose retry it would then deliver again (and answer as if it never had).
-    journal?.mark(target.peer)
+    journal?.markDelivery(target.peer)
     return this.answer(peer, message.id, DELIVERED)
   }
 
@@ -353,7 +360,7 @@ export class Send {
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, { ok: true, delivery: "socket_delivered" })
-    this.ctx.journal?.mark(target.peer)
+    this.ctx.journal?.markDelivery(target.peer)
   }
 
   /**

@@ -11,11 +11,13 @@
  * The promise it keeps ("acknowledged is a promise", design.md): no output
  * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
  * a lost-mail notice — is written to a socket before the changes that
- * preceded it are stored. So a message is delivered only once its replay
+ * preceded it are stored. So a message is acknowledged only once it is
+ * stored or written, and delivered to a base client only once its replay
  * record is stored (a retry after a crash is answered from it, never
- * delivered again), and acknowledged only once it is stored or written. The Router `mark`s the connection it queues such
- * output for, and the connection's writer waits (`awaitStored`) before it
- * writes, so a batch of output waits for at most one commit, shared by
+ * delivered again); a client that drops copies itself (`received-v1`) gets
+ * it at once (`markDelivery`). The Router `mark`s the connection it queues
+ * such output for, and the connection's writer waits (`awaitStored`) before
+ * it writes, so a batch of output waits for at most one commit, shared by
  * everyone in that tick. While commits fail
  * (disk full, I/O error), output stays held and new sends are refused with
  * `failure`'s text; what was taken is put back and retried.
@@ -30,6 +32,14 @@ import type { Mail, Peer } from "./Peer.ts"
 export interface TakenBatch {
   readonly batch: MailCommit
   /** The change count the batch covers: once it is stored, output up to here may go. */
+  readonly upTo: number
+}
+
+/** An acknowledgement kept out of its connection's outbox until the changes it reveals are stored (`holdAck`). */
+export interface HeldAck {
+  readonly peer: Peer
+  readonly frame: string
+  /** The change count it reveals. */
   readonly upTo: number
 }
 
@@ -54,8 +64,11 @@ export class StoreJournal {
   private stored = 0
   private nextCommit: Deferred.Deferred<void> | undefined
   private lastPrune = 0
+  /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
+  private heldAcks: Array<HeldAck> = []
   private readonly wake: () => void
   private readonly wakeLazy: () => void
+  private readonly releaseAcks: (ready: ReadonlyArray<HeldAck>) => void
   private readonly retentionMs: number
   /** Why the last commit failed; undefined while commits succeed. */
   failure: string | undefined = undefined
@@ -64,10 +77,17 @@ export class StoreJournal {
    * @param wake tells the store writer that there is something to commit.
    * @param retentionMs how long replay records are kept (stored ones older are pruned).
    * @param wakeLazy tells the store writer that deletes wait (it commits them after `LAZY_FLUSH` if nothing else comes).
+   * @param releaseAcks queues held acknowledgements whose changes are stored, in order (`holdAck`).
    */
-  constructor(wake: () => void, retentionMs: number, wakeLazy: () => void = () => {}) {
+  constructor(
+    wake: () => void,
+    retentionMs: number,
+    wakeLazy: () => void = () => {},
+    releaseAcks: (ready: ReadonlyArray<HeldAck>) => void = () => {}
+  ) {
     this.wake = wake
     this.wakeLazy = wakeLazy
+    this.releaseAcks = releaseAcks
     this.retentionMs = retentionMs
   }
 
@@ -89,6 +109,41 @@ export class StoreJournal {
    */
   mark(peer: Peer): void {
     peer.storeMark = this.appended
+  }
+
+  /**
+   * A delivery was just queued for `peer`. It reveals the message's replay
+   * record, so a base client's writer waits for the commit: a broker killed
+   * before it would deliver the sender's retry a second time, and a base
+   * client shows both. A client granted `received-v1` drops a (sender, id)
+   * it has read already (`RecentMessages`), so its delivery goes at once and
+   * only the sender's acknowledgement waits. An ask goes at once too: if the
+   * broker is killed before its edge is stored, a reply after the restart
+   * finds no ask (P62) until the asker, never acknowledged, sends it again,
+   * and `IntercomClient` retries such a reply for `rejoinGraceMs` after it
+   * reconnected (docs/store.md).
+   */
+  markDelivery(peer: Peer): void {
+    if (peer.custody === undefined) this.mark(peer)
+  }
+
+  /**
+   * An acknowledgement for `peer`, a client granted `received-v1`, that
+   * reveals the changes made so far: instead of holding `peer`'s whole
+   * outbox behind the commit (`mark`), it waits here and is queued once they
+   * are stored (`releaseAcks`), after whatever the connection was sent
+   * meanwhile. So a message to a session is not held behind the commit of
+   * that session's own last send — an ask's answer behind the reply before
+   * it. Such a client matches acknowledgements by message id, in any order
+   * relative to the messages it receives (docs/protocol.md, `received-v1`).
+   */
+  holdAck(peer: Peer, frame: string): void {
+    this.heldAcks.push({ peer, frame, upTo: this.appended })
+  }
+
+  /** Acknowledgements waiting for a commit (for diagnostics and tests). */
+  get acksHeld(): number {
+    return this.heldAcks.length
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -191,8 +246,21 @@ export class StoreJournal {
     const waiting = this.nextCommit
     this.nextCommit = undefined
     if (waiting !== undefined) Deferred.doneUnsafe(waiting, Effect.void)
+    this.releaseStoredAcks()
     // Changes that came while it was committing are the next commit's.
     if (!this.isStored) this.wake()
+  }
+
+  private releaseStoredAcks(): void {
+    const held = this.heldAcks
+    let ready = 0
+    for (const ack of held) {
+      if (ack.upTo > this.stored) break
+      ready++
+    }
+    if (ready === 0) return
+    this.heldAcks = ready === held.length ? [] : held.slice(ready)
+    this.releaseAcks(ready === held.length ? held : held.slice(0, ready))
   }
 
   /**

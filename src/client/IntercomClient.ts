@@ -38,6 +38,7 @@ import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from 
 import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
+import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
 import { ClientTopics } from "./ClientTopics.ts"
@@ -253,21 +254,44 @@ const make = (
     const rejoinGraceMs = options.rejoinGraceMs ?? 10_000
     /**
      * A send. Just after a reconnect, "not found" may mean "not back yet" (a
-     * broker restart empties its registry): the send is retried with the same
-     * id until the grace ends, then the failure stands.
+     * broker restart empties its registry), and a reply's "no pending ask"
+     * may mean "not asked again yet" (a durable broker killed before it
+     * stored an ask it had already delivered: the asker re-sends it once it
+     * is back, docs/store.md): the send is retried with the same id until the
+     * grace ends, then the failure stands.
      */
     const send: IntercomClientService["send"] = (request) =>
-      tracedSend(request, "send", (traced) => sendRejoining(traced, 0))
-    /** Retries "not found" after a reconnect every 25, 50, 100, 200, then 250 ms, until the grace ends. */
-    const sendRejoining = (request: Parameters<IntercomClientService["send"]>[0], attempt: number): ReturnType<IntercomClientService["send"]> =>
-      resending((c) => c.send(request, sendTimeoutMs)).pipe(
-        Effect.catchTag("TargetNotFound", (error) =>
-          Effect.gen(function*() {
-            const now = yield* Clock.currentTimeMillis
-            if (connections < 2 || now - connectedAt >= rejoinGraceMs) return yield* Effect.fail(error)
-            yield* Effect.sleep(Duration.millis(Math.min(250, 25 * 2 ** attempt)))
-            return yield* sendRejoining(request, attempt + 1)
-          }))
+      tracedSend(request, "send", (traced) => sendRejoining(traced, 0, { lost: undefined }))
+    /**
+     * Retries those failures after a reconnect every 25, 50, 100, 200, then
+     * 250 ms, until the grace ends. If the send was lost with a connection on
+     * the way, a failure that stands says only what the broker it reached
+     * next knows, not what became of the first attempt (a broker killed after
+     * delivering it and before storing it forgot it): the outcome is unknown,
+     * `ConnectionLost`.
+     */
+    const sendRejoining = (
+      request: Parameters<IntercomClientService["send"]>[0],
+      attempt: number,
+      lostOnTheWay: { lost: ConnectionLost | undefined }
+    ): ReturnType<IntercomClientService["send"]> =>
+      resending((c) =>
+        c.send(request, sendTimeoutMs).pipe(
+          Effect.tapErrorTag("ConnectionLost", (lost) => Effect.sync(() => (lostOnTheWay.lost = lost)))
+        )
+      ).pipe(
+        Effect.catchIf(
+          (error) => error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk),
+          (error) =>
+            Effect.gen(function*() {
+              const now = yield* Clock.currentTimeMillis
+              if (connections < 2 || now - connectedAt >= rejoinGraceMs) {
+                return yield* Effect.fail(lostOnTheWay.lost ?? error)
+              }
+              yield* Effect.sleep(Duration.millis(Math.min(250, 25 * 2 ** attempt)))
+              return yield* sendRejoining(request, attempt + 1, lostOnTheWay)
+            })
+        )
       )
 
     /**

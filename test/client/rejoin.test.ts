@@ -5,7 +5,8 @@
  * one starts; the sender reconnects fast, its target slowly.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { randomUUID } from "node:crypto"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
@@ -65,5 +66,84 @@ describe("a send while its target rejoins a restarted broker", () => {
       yield* advance(2_000)
       const error = yield* Effect.flip(Fiber.join(sending))
       assert.strictEqual(error._tag, "TargetNotFound")
+    }))
+  it.effect("a reply whose ask the restarted broker has not seen again is retried until the asker asks again", () =>
+    Effect.gen(function*() {
+      const { sender, target } = yield* setup
+      // The ask was delivered before the crash but never stored: the restarted broker knows no such ask.
+      const askId = randomUUID()
+      const replying = yield* Effect.forkChild(
+        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, replyTo: askId, content: { text: "main" } } })
+      )
+      yield* advance(6_000)
+      assert.isTrue((yield* target.status).connected)
+      assert.isUndefined(replying.pollUnsafe(), "the reply waits while its ask is unknown")
+      // The asker, back, sends its unacknowledged ask again (same id): the edge is open once more.
+      const asked = yield* target.send({
+        to: "sender",
+        message: { id: askId, timestamp: 0, expectsReply: true, content: { text: "which branch?" } }
+      })
+      assert.strictEqual(asked.delivery, "socket_delivered")
+      yield* advance(1_000)
+      const delivery = yield* Fiber.join(replying)
+      assert.strictEqual(delivery.delivery, "socket_delivered")
+    }))
+
+  it.effect("a reply to an ask nobody sends again fails as such once the grace has passed", () =>
+    Effect.gen(function*() {
+      const { sender } = yield* setup
+      const replying = yield* Effect.forkChild(
+        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, replyTo: "never-asked", content: { text: "?" } } })
+      )
+      yield* advance(8_000)
+      assert.isUndefined(replying.pollUnsafe(), "gave up before the grace ended")
+      yield* advance(2_000)
+      const error = yield* Effect.flip(Fiber.join(replying))
+      assert.strictEqual(error._tag, "ReplyTargetMismatch")
+    }))
+})
+
+describe("a send lost with its connection whose target never comes back", () => {
+  it.effect("fails as ConnectionLost (outcome unknown), not as not found: the first attempt may have been delivered", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const gate = yield* Deferred.make<void>()
+      // A durable broker whose commits wait: the delivery goes (the target confirms receipt), the ack cannot.
+      const memory = makeMemory(disk)
+      const store: MailStoreService = {
+        ...memory,
+        commit: (batch) => Deferred.await(gate).pipe(Effect.andThen(Effect.suspend(() => memory.commit(batch))))
+      }
+      const broker = yield* world.startBroker({ idleExit: null, store })
+      const client = (sessionId: string, reconnectBaseMs: number) =>
+        Effect.map(makeMemoryClient({
+          agentDir: "/mem",
+          intercomDir: "/mem/intercom",
+          socketPath: world.address,
+          sessionId,
+          registration: sessionRegistration({ sessionId, identity: { name: sessionId, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
+          launch: false,
+          dial: world.dial,
+          reconnectBaseMs,
+          reconnectMaxMs: reconnectBaseMs
+        }), (made) => made)
+      const sender = (yield* client("sender", 100)).client
+      const target = yield* client("target", 100)
+      yield* Effect.all([sender.connect, target.client.connect])
+      const received = yield* target.client.messages.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild)
+      const sending = yield* Effect.forkChild(
+        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, content: { text: "delivered, then forgotten" } } })
+      )
+      assert.strictEqual((yield* Fiber.join(received)).length, 1, "the target got it before the commit")
+      // The target's process ends; the broker is killed before its commit, then comes back without it.
+      yield* Scope.close(target.scope, Exit.void)
+      disk.down = true
+      yield* Deferred.succeed(gate, undefined)
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      yield* advance(12_000)
+      const error = yield* Effect.flip(Fiber.join(sending))
+      assert.strictEqual(error._tag, "ConnectionLost")
     }))
 })
