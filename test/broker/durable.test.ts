@@ -6,7 +6,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Ref } from "effect"
 import {
-  type MailCommit,
   MailStoreError,
   type MailStoreService,
   makeMemory,
@@ -16,7 +15,7 @@ import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
-import { durableBroker } from "../support/durable.ts"
+import { durableBroker, gatedStore } from "../support/durable.ts"
 import { advance, memoryNetwork, step } from "../support/memory.ts"
 
 describe("durable broker: crash and restart", () => {
@@ -128,15 +127,7 @@ describe("durable broker: commits gate output", () => {
   it.effect("the acks and the deliveries are written once the commit completes, one commit for a burst of sends", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
-      const disk = makeMemoryMailState()
-      const gate = yield* Deferred.make<void>()
-      const commits = yield* Ref.make<Array<MailCommit>>([])
-      const memory = makeMemory(disk)
-      const store: MailStoreService = {
-        ...memory,
-        commit: (batch) =>
-          Deferred.await(gate).pipe(Effect.andThen(Ref.update(commits, (all) => [...all, batch])), Effect.andThen(memory.commit(batch)))
-      }
+      const { store, gate, commits } = yield* gatedStore(makeMemoryMailState())
       yield* world.startBroker({ store })
       const alice = yield* world.session({ sessionId: "alice", name: "alice" })
       const bob = yield* world.session({ sessionId: "bob", name: "bob" })

@@ -7,13 +7,13 @@
  * memory store whose commits wait on a gate (../support/durable.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Ref } from "effect"
-import { type MailCommit, type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { Deferred, Effect } from "effect"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
-import { durableBroker } from "../support/durable.ts"
+import { durableBroker, gatedStore } from "../support/durable.ts"
 import { memoryNetwork, step } from "../support/memory.ts"
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
@@ -22,18 +22,7 @@ const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 const gatedBroker = Effect.gen(function*() {
   const world = yield* memoryNetwork()
   const disk = makeMemoryMailState()
-  const gate = yield* Deferred.make<void>()
-  const commits = yield* Ref.make<Array<MailCommit>>([])
-  const memory = makeMemory(disk)
-  const store: MailStoreService = {
-    ...memory,
-    commit: (batch) =>
-      Deferred.await(gate).pipe(
-        Effect.andThen(Ref.update(commits, (all) => [...all, batch])),
-        // Suspended: whether the disk is up is decided when the commit runs, not when it was asked for.
-        Effect.andThen(Effect.suspend(() => memory.commit(batch)))
-      )
-  }
+  const { store, gate, commits } = yield* gatedStore(disk)
   const broker = yield* world.startBroker({ store })
   const alice = yield* world.session({ sessionId: "alice", name: "alice" })
   const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })

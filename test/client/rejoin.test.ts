@@ -5,33 +5,38 @@
  * one starts; the sender reconnects fast, its target slowly.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
-import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { randomUUID } from "node:crypto"
-import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { gatedStore } from "../support/durable.ts"
+import { advance, type MemoryNetwork, memoryNetwork } from "../support/memory.ts"
 import { makeMemoryClient } from "./support.ts"
+
+/**
+ * An `IntercomClient` of `world` as session `sessionId`, reconnecting every
+ * `reconnectMs`; closed on simulated time at the end (a client's orderly close
+ * may wait on the clock).
+ */
+const memoryClient = (world: MemoryNetwork, sessionId: string, reconnectMs: number) =>
+  makeMemoryClient({
+    agentDir: "/mem",
+    intercomDir: "/mem/intercom",
+    socketPath: world.address,
+    sessionId,
+    registration: sessionRegistration({ sessionId, identity: { name: sessionId, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
+    launch: false,
+    dial: world.dial,
+    reconnectBaseMs: reconnectMs,
+    reconnectMaxMs: reconnectMs
+  })
 
 describe("a send while its target rejoins a restarted broker", () => {
   const setup = Effect.gen(function*() {
     const world = yield* memoryNetwork()
     let broker = yield* world.startBroker({ idleExit: null })
-    // Closed on simulated time at the end: a client's orderly close may wait on the clock.
-    const client = (sessionId: string, options: Partial<IntercomClientOptions>) =>
-      Effect.map(makeMemoryClient({
-        agentDir: "/mem",
-        intercomDir: "/mem/intercom",
-        socketPath: world.address,
-        sessionId,
-        registration: sessionRegistration({ sessionId, identity: { name: sessionId, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
-        launch: false,
-        dial: world.dial,
-        reconnectMaxMs: options.reconnectBaseMs ?? 1_000,
-        ...options
-      }), (made) => made.client)
-    const sender = yield* client("sender", { reconnectBaseMs: 100 })
-    const target = yield* client("target", { reconnectBaseMs: 5_000 })
+    const sender = (yield* memoryClient(world, "sender", 100)).client
+    const target = (yield* memoryClient(world, "target", 5_000)).client
     yield* Effect.all([sender.connect, target.connect])
     yield* broker.crash
     broker = yield* world.startBroker({ idleExit: null })
@@ -108,28 +113,11 @@ describe("a send lost with its connection whose target never comes back", () => 
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
-      const gate = yield* Deferred.make<void>()
       // A durable broker whose commits wait: the delivery goes (the target confirms receipt), the ack cannot.
-      const memory = makeMemory(disk)
-      const store: MailStoreService = {
-        ...memory,
-        commit: (batch) => Deferred.await(gate).pipe(Effect.andThen(Effect.suspend(() => memory.commit(batch))))
-      }
+      const { store, open } = yield* gatedStore(disk)
       const broker = yield* world.startBroker({ idleExit: null, store })
-      const client = (sessionId: string, reconnectBaseMs: number) =>
-        Effect.map(makeMemoryClient({
-          agentDir: "/mem",
-          intercomDir: "/mem/intercom",
-          socketPath: world.address,
-          sessionId,
-          registration: sessionRegistration({ sessionId, identity: { name: sessionId, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
-          launch: false,
-          dial: world.dial,
-          reconnectBaseMs,
-          reconnectMaxMs: reconnectBaseMs
-        }), (made) => made)
-      const sender = (yield* client("sender", 100)).client
-      const target = yield* client("target", 100)
+      const sender = (yield* memoryClient(world, "sender", 100)).client
+      const target = yield* memoryClient(world, "target", 100)
       yield* Effect.all([sender.connect, target.client.connect])
       const received = yield* target.client.messages.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild)
       const sending = yield* Effect.forkChild(
@@ -139,7 +127,7 @@ describe("a send lost with its connection whose target never comes back", () => 
       // The target's process ends; the broker is killed before its commit, then comes back without it.
       yield* Scope.close(target.scope, Exit.void)
       disk.down = true
-      yield* Deferred.succeed(gate, undefined)
+      yield* open
       yield* broker.crash
       yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
       yield* advance(12_000)

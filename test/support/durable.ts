@@ -3,9 +3,9 @@
  * disk: `crash` marks the disk down first, so nothing the dying broker had
  * not committed reaches it, as with kill -9.
  */
-import { Effect } from "effect"
+import { Deferred, Effect, Ref } from "effect"
 import type { BrokerCoreOptions } from "../../src/broker/index.ts"
-import { makeMemory, type MemoryMailState } from "../../src/store/MailStore.ts"
+import { type MailCommit, type MailStoreService, makeMemory, type MemoryMailState } from "../../src/store/MailStore.ts"
 import type { MemoryNetwork, RunningBroker } from "./memory.ts"
 
 /** A broker over `disk`; `crash` loses whatever it had not committed. */
@@ -20,4 +20,25 @@ export const durableBroker = (world: MemoryNetwork, disk: MemoryMailState, optio
         return running.crash
       })
     }
+  })
+
+/**
+ * A memory store over `disk` whose commits wait for `gate` and are recorded
+ * in `commits`. A commit that runs after `disk.down` fails, as a dying
+ * process's would: whether the disk is up is decided when it runs.
+ */
+export const gatedStore = (disk: MemoryMailState) =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<void>()
+    const commits = yield* Ref.make<Array<MailCommit>>([])
+    const memory = makeMemory(disk)
+    const store: MailStoreService = {
+      ...memory,
+      commit: (batch) =>
+        Deferred.await(gate).pipe(
+          Effect.andThen(Ref.update(commits, (all) => [...all, batch])),
+          Effect.andThen(Effect.suspend(() => memory.commit(batch)))
+        )
+    }
+    return { store, gate, commits, open: Deferred.succeed(gate, undefined) }
   })
