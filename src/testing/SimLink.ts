@@ -18,6 +18,7 @@
  */
 import { Effect, Latch } from "effect"
 import { type Connection, ConnectionClosed } from "../transport/Connection.ts"
+import { receiveByReading } from "../transport/receiveByReading.ts"
 import type { Ledger, Side } from "./Ledger.ts"
 
 /** A test-only change to what the broker writes (a deliberately broken build). */
@@ -247,6 +248,7 @@ export class SimLink {
       id: endpoint.id,
       trustedLocal: endpoint.trustedLocal,
       read,
+      receive: (receiver) => receiveByReading(read, receiver),
       writeAll,
       write,
       unfinishedWrite: () => pending?.written,
