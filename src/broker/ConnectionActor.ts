@@ -1,14 +1,12 @@
 /**
- * One connection as an actor (design.md): a reader and a writer that take a
- * fiber only while they have something to wait for, and one fiber that waits
- * for the connection's close and then finishes it:
+ * One connection as an actor (design.md): one fiber, the reader, and a
+ * writer that takes a fiber only while it has something to wait for:
  *
- * - the reader (PeerReader.ts) is called by the transport with each batch of
- *   frames and hands it to the Router. When a batch's output does not fit its
- *   recipients' outboxes, a drainer fiber offers it (waiting for room) while
- *   the reader holds the connection's further frames — answering only
- *   `health` and `list` at once — until it fits: backpressure on exactly the
- *   sender that needs it;
+ * - the reader — the connection's own fiber — hands frame batches to the
+ *   Router. When a batch's output does not fit its recipients' outboxes, a
+ *   drainer fiber offers it (waiting for room) while the reader holds the
+ *   connection's further frames — answering only `health` and `list` at once
+ *   — until it fits: backpressure on exactly the sender that needs it;
  * - the writer (PeerWriter.ts) writes the outbox, plus pending membership
  *   changes, in one write per batch of routing: synchronously while the
  *   socket takes it, in a fiber of its own while the socket is full or the
@@ -16,18 +14,18 @@
  *
  * The actor owns its fibers and its admission permit, never the `Peer`'s
  * fields: it moves items between `Output` and the socket. A close requested
- * elsewhere (takeover, protocol error, registration timeout) pauses the
- * reader and wakes the actor's fiber; `finish` then stops the reader's drainer
- * and runs uninterruptibly: output still parked is forced
+ * elsewhere (takeover, protocol error, registration timeout) interrupts the
+ * reader; `finish` then runs uninterruptibly: output still parked is forced
  * through, an `end` close flushes the outbox first (bounded by END_GRACE),
  * and what was never written goes back to the Router, in order: the rest of
  * a write the socket did not finish, then what was still queued.
  */
 import { Deferred, Duration, Effect, Fiber, type Scope } from "effect"
+import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
 import type { Connection } from "../transport/Connection.ts"
-import { type AdmissionGate, admit } from "./AdmissionGate.ts"
+import { type AdmissionGate, admit, type Permit } from "./AdmissionGate.ts"
+import type { Output } from "./Output.ts"
 import { Peer } from "./Peer.ts"
-import { PeerReader } from "./PeerReader.ts"
 import { PeerWriter } from "./PeerWriter.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
@@ -35,11 +33,123 @@ import { closePeer } from "./RouterContext.ts"
 /** How long an ending connection may take to flush its output before it is destroyed. */
 const END_GRACE = Duration.seconds(2)
 
-const finish = (router: Router, peer: Peer) =>
+/** Frame text held while a connection is held back, before it stops being read at all. */
+const HELD_LIMIT = 1_048_576
+
+/** Offers the reader's parked output in order, each waiting for room. */
+const drainParked = (output: Output, peer: Peer) =>
   Effect.gen(function*() {
-    const writer = peer.writer
+    for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
+      const [recipient, item] = next
+      output.parkedOffered(peer, yield* output.offer(recipient, item))
+    }
+  })
+
+const DRAINED: unique symbol = Symbol("drained")
+
+/**
+ * Reads until the connection closes. The admission `permit` is released once
+ * the connection has registered, so the next waiting connection may start.
+ *
+ * Backpressure: while this connection's output waits for room (a drainer
+ * fiber offers it), its other frames are held, in order, and handled once it
+ * fits — but `health`, and `list` when no held frame changes membership, are
+ * answered at once, so a sender held back by a slow receiver still passes
+ * its liveness probe. Past HELD_LIMIT of held text the connection is not read
+ * until its output fits.
+ */
+const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyArray<string>) => {
+  // The drainer is the reader's: it goes when the reader goes (its pending offer is withdrawn,
+  // so what is still parked stays parked, for `finish` to force through).
+  let drainer: Fiber.Fiber<void> | undefined
+  return Effect.gen(function*() {
+    const connection = peer.connection
+    const output = router.output
+    // What it sent while it waited for admission comes first.
+    const held: Array<string> = [...initial]
+    let heldText = 0
+    let heldChangesMembership = false
+    /** Handles a batch, then writes its output; true when some of it was parked (no room yet). */
+    const handle = (frames: ReadonlyArray<string>): boolean => {
+      let parked = false
+      output.startBatch()
+      try {
+        router.handleBatch(peer, frames)
+      } finally {
+        // Taken before the flush: what a flush queues is not this batch's to park.
+        parked = output.parkFor(peer)
+        output.endBatch()
+      }
+      if (peer.state === "registered" || peer.state === "observing") permit.release()
+      return parked
+    }
+    while (!peer.isClosing) {
+        if (drainer === undefined) {
+          let parked: boolean
+          if (held.length > 0) {
+            parked = handle(held.splice(0))
+            heldText = 0
+            heldChangesMembership = false
+          } else {
+            parked = handle(yield* connection.read)
+          }
+          if (parked) drainer = yield* Effect.forkChild(drainParked(output, peer))
+          continue
+        }
+        if (heldText >= HELD_LIMIT) {
+          yield* Fiber.join(drainer)
+          drainer = undefined
+          continue
+        }
+        const next = yield* Effect.raceFirst(Effect.as(Fiber.await(drainer), DRAINED), connection.read)
+        if (next === DRAINED) {
+          drainer = undefined
+          continue
+        }
+        // Answered early, ahead of parked messages and acks, but never ahead of an earlier such answer.
+        let ownParked = output.parksAnswerFor(peer)
+        output.startBatch()
+        try {
+          for (const text of next) {
+            const type = frameType(text)
+            if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
+              router.seen(peer) // C-HLT-4: a frame answered early is seen too
+              router.handleFrame(peer, text)
+              // An answer that met this connection's own full outbox was parked: the rest waits behind it.
+              if (output.parkFor(peer)) ownParked = true
+            } else {
+              held.push(text)
+              heldText += text.length
+              if (type === "register" || type === "unregister" || type === "presence") heldChangesMembership = true
+            }
+          }
+        } finally {
+          output.endBatch()
+        }
+        // An early answer that met a full outbox joined the parked output; a finished drainer takes it anew.
+        if (peer.parked.length > 0 && drainer.pollUnsafe() !== undefined) {
+          drainer = yield* Effect.forkChild(drainParked(output, peer))
+        }
+    }
+  }).pipe(
+    Effect.ensuring(Effect.suspend(() => drainer === undefined ? Effect.void : Fiber.interrupt(drainer))),
+    Effect.catchTags({
+      FrameTooLarge: (error) => Effect.sync(() => router.reportProtocolError(peer, error.message)),
+      InvalidUtf8: (error) => Effect.sync(() => router.reportProtocolError(peer, error.message))
+    }),
+    Effect.catch(() => Effect.void)
+  )
+}
+
+/** The `type` of a frame's text, cheaply, or undefined (the Router reports what is wrong with it). */
+const frameType = (text: string): string | undefined => {
+  const frame = parseFrameText(text)
+  return isFrameDecodeError(frame) ? undefined : frame.type
+}
+
+const finish = (router: Router, peer: Peer, writer: PeerWriter) =>
+  Effect.gen(function*() {
     closePeer(peer, "destroy") // no-op when a close was already requested
-    yield* peer.reader.stop()
     router.output.forceParked(peer)
     const mode = yield* Deferred.await(peer.closing)
     if (mode === "end") {
@@ -63,33 +173,27 @@ const finish = (router: Router, peer: Peer) =>
  * Runs one connection's actor until the connection closes. It first waits for
  * admission (at most `maxUnregistered` connections wait to register at once),
  * so a burst of connections queues rather than being dropped; its health
- * probes are answered meanwhile (AdmissionGate.ts). Then no fiber reads: the
- * transport hands frames to the reader (PeerReader.ts), and the actor's fiber
- * only waits for the close, to `finish`.
+ * probes are answered meanwhile (AdmissionGate.ts).
  */
 export const runConnection = (
   router: Router,
   connection: Connection,
   admission: AdmissionGate
 ): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const admitted = yield* admit(admission, connection)
-    if (admitted === undefined) return
-    // Admission may resume this fiber inside another connection's batch (the permit it released passes
-    // here, synchronously): go on from a fresh stack, or a burst of waiters nests batch in batch.
-    yield* Effect.yieldNow
-    const fork = Effect.runForkWith(yield* Effect.context<never>())
-    const peer = new Peer(
-      connection,
-      router.currentTime(),
-      (peer) => new PeerWriter(router, peer, fork),
-      (peer) => new PeerReader(router, peer, admitted.permit, admitted.held, fork)
-    )
-    router.attach(peer)
-    yield* Effect.andThen(peer.reader.start(), Deferred.await(peer.closing)).pipe(
-      Effect.ensuring(finish(router, peer))
-    )
-    // A defect while handling a batch closed the connection; the actor dies with it, as a reader fiber did.
-    const defect = peer.reader.defect
-    if (defect !== undefined) return yield* Effect.die(defect.cause)
-  })
+  Effect.withFiber<void, never, Scope.Scope>((self) =>
+    Effect.gen(function*() {
+      const admitted = yield* admit(admission, connection)
+      if (admitted === undefined) return
+      const fork = Effect.runForkWith(yield* Effect.context<never>())
+      const peer = new Peer(
+        connection,
+        router.currentTime(),
+        () => self.interruptUnsafe(),
+        (peer) => new PeerWriter(router, peer, fork)
+      )
+      router.attach(peer)
+      yield* readLoop(router, peer, admitted.permit, admitted.held).pipe(
+        Effect.ensuring(finish(router, peer, peer.writer))
+      )
+    })
+  )

@@ -6,14 +6,13 @@
  * fields by `Output`, the membership fields by `Membership`. The connection
  * actor (ConnectionActor.ts) and its writer (PeerWriter.ts) never write a
  * `Peer`: they read `isClosing` and call `Output` (take output to write, offer
- * parked output, drain at close). Its reader (PeerReader.ts) is the same.
+ * parked output, drain at close).
  */
 import { Deferred } from "effect"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { PeerCustody } from "./Custody.ts"
-import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
 import type { Session } from "./Registry.ts"
 
@@ -107,8 +106,8 @@ export class Peer {
   readonly writer: PeerWriter
   /** Completed once with how to close: `end` flushes queued output first. */
   readonly closing = Deferred.makeUnsafe<CloseMode>()
-  /** Hands the connection's frames to the Router; paused when a close is requested (closePeer). */
-  readonly reader: PeerReader
+  /** Interrupts the connection's reader, so a close requested elsewhere takes effect. */
+  readonly interruptReader: () => void
 
   // --- Registration ---------------------------------------------------------
   state: PeerState = "unregistered"
@@ -164,18 +163,18 @@ export class Peer {
 
   /**
    * @param writer makes the connection's writer, which writes this peer's outbox.
-   * @param reader makes the connection's reader, which hands its frames to the Router.
+   * @param interruptReader interrupts the connection's reader (a close requested elsewhere).
    */
   constructor(
     connection: Connection,
     now: number,
-    writer: (peer: Peer) => PeerWriter,
-    reader: (peer: Peer) => PeerReader
+    interruptReader: () => void,
+    writer: (peer: Peer) => PeerWriter
   ) {
     this.connection = connection
     this.unregisteredSince = now
+    this.interruptReader = interruptReader
     this.writer = writer(this)
-    this.reader = reader(this)
   }
 
   /** A close was requested (it may not have taken effect yet). */

@@ -18,7 +18,6 @@
  */
 import { Effect, Latch } from "effect"
 import { type Connection, ConnectionClosed } from "../transport/Connection.ts"
-import { receiveByReading } from "../transport/receiveByReading.ts"
 import type { Ledger, Side } from "./Ledger.ts"
 
 /** A test-only change to what the broker writes (a deliberately broken build). */
@@ -248,7 +247,6 @@ export class SimLink {
       id: endpoint.id,
       trustedLocal: endpoint.trustedLocal,
       read,
-      receive: (receiver) => receiveByReading(read, receiver),
       writeAll,
       write,
       unfinishedWrite: () => pending?.written,

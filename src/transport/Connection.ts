@@ -4,7 +4,7 @@
  * the wire is the transport's business. The Unix-socket transport and the
  * in-memory transport both implement this, so the same broker code runs on both.
  */
-import { Data, type Effect, type Scope } from "effect"
+import { Data, type Effect } from "effect"
 import type { FramingError } from "../protocol/framing.ts"
 
 /** The peer went away, or the transport failed. `clean` is an orderly end of stream. */
@@ -27,47 +27,20 @@ export interface ReadProgress {
   /** Bytes of a frame begun but not complete. */
   readonly pending: number
   /**
-   * Whether the owner is waiting in `read` (or receiving, not paused) for
-   * more bytes. A frame left incomplete while its owner does not read (a
-   * held-back sender, whose socket the broker stops reading) is not the
-   * writer's stall.
+   * Whether the owner is waiting in `read` for more bytes. A frame left
+   * incomplete while its owner does not read (a held-back sender, whose
+   * socket the broker stops reading) is not the writer's stall.
    */
   readonly reading: boolean
 }
 
 /**
- * Takes a connection's inbound frames as they arrive (`Connection.receive`):
- * plain synchronous callbacks, run by the transport as bytes come in, with no
- * fiber waiting for them.
- */
-export interface FrameReceiver {
-  /**
-   * The next batch of inbound frames (at least one), in arrival order. The
-   * next batch comes only after this returns, and only while not paused.
-   */
-  readonly frames: (frames: ReadonlyArray<string>) => void
-  /** Reading ended: the peer's end, a failure, or bytes that are not frames. Called once; nothing follows. */
-  readonly end: (error: ConnectionError) => void
-}
-
-/** Controls a receiver's flow (`Connection.receive`). */
-export interface Receiving {
-  /**
-   * Hands over no more frames until `resume`, from the next batch on (the
-   * current one, if any, completes). What arrives meanwhile stays unread with
-   * the transport, which backpressures the peer as a slow `read` does.
-   */
-  readonly pause: () => void
-  /** Hands over what arrived while paused, then goes on; a no-op when not paused. */
-  readonly resume: () => void
-}
-
-/**
  * One connection, whatever the transport: whole frame texts in and out, and
  * two ways to close. `serveUnix`/`dialUnix` and the in-memory network hand
- * them out, each living in a Scope whose closing destroys it. Frames are
- * taken either by `read` (one fiber waiting at a time) or, once, by
- * `receive` (callbacks, no fiber): not both.
+ * them out, each living in a Scope whose closing destroys it. Only one
+ * fiber may wait in `read` at a time. The function fields may be methods of
+ * the connection (the Unix socket's are, to keep no closures per
+ * connection): call them on it, do not detach them.
  */
 export interface Connection {
   /** Process-unique number, for logs. */
@@ -79,14 +52,6 @@ export interface Connection {
    * Reading is paused between calls, so a slow caller backpressures the peer.
    */
   readonly read: Effect.Effect<ReadonlyArray<string>, ConnectionError>
-  /**
-   * Hands every inbound frame batch to `receiver` from now on, instead of
-   * `read`, until the connection ends or the current Scope closes; call it
-   * once. The Unix socket calls it from the socket's own events, without a
-   * fiber (a broker holds thousands of idle connections); a transport whose
-   * reading is an Effect runs a fiber (`receiveByReading`).
-   */
-  readonly receive: (receiver: FrameReceiver) => Effect.Effect<Receiving, never, Scope.Scope>
   /**
    * Writes frames in order, batched into as few transport writes as possible,
    * and completes once every frame is handed over (for a socket: accepted by

@@ -8,7 +8,6 @@ import { Cause, Effect, Queue, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { FrameTooLarge, frameBytes } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed } from "./Connection.ts"
-import { receiveByReading } from "./receiveByReading.ts"
 
 /** Options of `makeInMemoryPair` (and of `makeInMemoryNetwork`'s connections). */
 export interface InMemoryPairOptions {
@@ -65,7 +64,6 @@ const endpoint = (
     id,
     trustedLocal: true,
     read,
-    receive: (receiver) => receiveByReading(read, receiver),
     writeAll,
     write,
     unfinishedWrite: () => pending?.written,

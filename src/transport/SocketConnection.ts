@@ -7,23 +7,15 @@
  * closures, a latch and scope finalizers (measured at ~28 KiB a session in
  * total; see docs/performance.md). This one is a class — its methods are
  * shared, not closures per connection — and keeps the socket in paused mode:
- * nothing is read until `read` asks, or while `receive`'s receiver is paused,
- * so a slow consumer backpressures its peer through the kernel. From the
- * `readable` event it resumes the one waiting reader, or hands the frames to
- * the receiver (the broker's way: no fiber per idle connection).
+ * nothing is read until `read` asks, so a slow consumer backpressures its
+ * peer through the kernel. From the `readable` event it resumes the one
+ * waiting reader.
  */
 import { Effect, type Scope } from "effect"
 import type * as net from "node:net"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { encodeFrames, encodeFramesInto, FrameDecoder, type FrameScratch } from "../protocol/framing.ts"
-import {
-  type Connection,
-  ConnectionClosed,
-  type ConnectionError,
-  type FrameReceiver,
-  type ReadProgress,
-  type Receiving
-} from "./Connection.ts"
+import { type Connection, ConnectionClosed, type ConnectionError, type ReadProgress } from "./Connection.ts"
 
 type ReadResult = ReadonlyArray<string> | ConnectionError
 type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
@@ -46,9 +38,11 @@ const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, Connec
 /**
  * One socket as a `Connection`. A class, so that a broker's thousands of idle
  * connections share its methods: per connection it keeps its fields and the
- * four socket listeners, no other closure. It is its own `Receiving` too.
+ * four socket listeners, no other closure. Its methods are the `Connection`'s
+ * function fields: call them on the connection (`connection.writeAll(frames)`),
+ * do not detach them.
  */
-class SocketConnection implements Connection, Receiving {
+class SocketConnection implements Connection {
   readonly id: number
   readonly trustedLocal = true
   private readonly raw: net.Socket
@@ -58,13 +52,6 @@ class SocketConnection implements Connection, Receiving {
   private failure: ConnectionError | undefined = undefined
   /** A `read` waiting for frames. */
   private waiting: Resume | undefined = undefined
-  /** `receive`'s receiver: frames go to it as they arrive. */
-  private receiver: FrameReceiver | undefined = undefined
-  private paused = false
-  /** Handing frames to the receiver now: a nested wake-up leaves it to the loop running. */
-  private delivering = false
-  /** The receiver was told the end. */
-  private ended = false
   private framesRead = 0
   /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
   private pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined = undefined
@@ -108,32 +95,12 @@ class SocketConnection implements Connection, Receiving {
   }
 
   private wake(): void {
-    if (this.receiver !== undefined) return this.deliver(this.receiver)
     const resume = this.waiting
     if (resume === undefined) return
     const result = this.poll()
     if (result === undefined) return
     this.waiting = undefined
     resume(settle(result))
-  }
-
-  /** Hands the receiver what can be read, batch by batch, until there is nothing, or it pauses. */
-  private deliver(receiver: FrameReceiver): void {
-    if (this.delivering) return
-    this.delivering = true
-    try {
-      while (!this.paused && !this.ended) {
-        const result = this.poll()
-        if (result === undefined) return
-        if (isReadError(result)) {
-          this.ended = true
-          return receiver.end(result)
-        }
-        receiver.frames(result)
-      }
-    } finally {
-      this.delivering = false
-    }
   }
 
   get read(): Connection["read"] {
@@ -145,25 +112,6 @@ class SocketConnection implements Connection, Receiving {
         if (this.waiting === resume) this.waiting = undefined
       })
     })
-  }
-
-  receive(receiver: FrameReceiver): Effect.Effect<Receiving, never, Scope.Scope> {
-    return Effect.sync(() => {
-      this.receiver = receiver
-      // What arrived before (bytes `read` left in the socket's buffer) does not raise `readable` again.
-      this.deliver(receiver)
-      return this
-    })
-  }
-
-  pause(): void {
-    this.paused = true
-  }
-
-  resume(): void {
-    if (!this.paused) return
-    this.paused = false
-    if (this.receiver !== undefined) this.deliver(this.receiver)
   }
 
   write(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> | undefined {
@@ -238,8 +186,7 @@ class SocketConnection implements Connection, Receiving {
   }
 
   readProgress(): ReadProgress {
-    const reading = this.receiver === undefined ? this.waiting !== undefined : !this.paused && !this.ended
-    return { frames: this.framesRead, pending: this.decoder.buffered, reading }
+    return { frames: this.framesRead, pending: this.decoder.buffered, reading: this.waiting !== undefined }
   }
 
   get end(): Effect.Effect<void> {

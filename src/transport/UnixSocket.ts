@@ -129,7 +129,7 @@ export interface UnixListener {
  * const echo = Effect.scoped(Effect.gen(function*() {
  *   // Writes back every batch it reads, for as long as this Scope is open.
  *   yield* serveUnix("/tmp/echo.sock", (connection) =>
- *     connection.read.pipe(Effect.flatMap(connection.writeAll), Effect.forever, Effect.ignore))
+ *     connection.read.pipe(Effect.flatMap((frames) => connection.writeAll(frames)), Effect.forever, Effect.ignore))
  *   const connection = yield* dialUnix("/tmp/echo.sock")
  *   yield* connection.writeAll([JSON.stringify({ type: "health", requestId: "r1" })])
  *   const frames = yield* connection.read // ['{"type":"health","requestId":"r1"}']
