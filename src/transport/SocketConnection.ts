@@ -103,8 +103,11 @@ class SocketConnection implements Connection {
     resume(settle(result))
   }
 
+  /** Made on first use and kept: a reader takes it once per batch, and needs no new one each time. */
+  private readEffect: Connection["read"] | undefined = undefined
+
   get read(): Connection["read"] {
-    return Effect.callback<ReadonlyArray<string>, ConnectionError>((resume) => {
+    return this.readEffect ??= Effect.callback<ReadonlyArray<string>, ConnectionError>((resume) => {
       const result = this.poll()
       if (result !== undefined) return resume(settle(result))
       this.waiting = resume
