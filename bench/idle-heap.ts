@@ -11,7 +11,13 @@
  *     [--closures-by-name]
  *
  * Names are readable with a broker run from the unbundled build (the bundle
- * is minified).
+ * is minified): as `--cmd`, `node --heapsnapshot-signal=SIGUSR2 run.mjs broker
+ * --dir {dir} --durability memory`, where run.mjs (beside dist/) holds
+ * `const { parseBrokerArgv } = await import("./dist/cli/argv.js")`,
+ * `const { runBrokerProcess } = await import("./dist/cli/brokerEntry.js")`,
+ * `runBrokerProcess(parseBrokerArgv(process.argv.slice(2)))`. Writing a
+ * snapshot of 4,000 sessions can take past 20 s on a loaded machine: raise
+ * `--snapshot-wait`.
  *
  * Self (shallow) sizes, not retained ones: every object an idle session
  * keeps is counted once, under its own constructor, and the rows add up to
