@@ -6,6 +6,8 @@
  * peak RSS (VmHWM) and RSS per session. The clients read and discard
  * whatever arrives, like an idle session's reader. `--snapshot` sends SIGUSR2
  * at the end (start the broker with `--heapsnapshot-signal=SIGUSR2`).
+ * `--memory` splits the broker's RSS at the end (/proc's smaps_rollup, and
+ * the JS heap when the broker runs `--import bench/memory-probe.ts`).
  *
  *   node bench/scale-sockets.ts --cmd "node dist/bin/intercom.mjs broker --dir {dir} --durability memory" \
  *     --sessions 10000 --scope-size 100
@@ -28,6 +30,7 @@ const scopeSize = Number(arg("scope-size", String(sessions)))
 const concurrency = Number(arg("concurrency", "32"))
 const template = arg("cmd", `node ${path.resolve("dist/bin/intercom.mjs")} broker --dir {dir} --durability memory`)
 const snapshot = process.argv.includes("--snapshot")
+const memory = process.argv.includes("--memory")
 
 const dir = fs.mkdtempSync("/tmp/scale-")
 const sock = path.join(dir, "intercom", "broker.sock")
@@ -35,7 +38,11 @@ fs.mkdirSync(path.join(dir, "intercom"), { recursive: true, mode: 0o700 })
 const argv = template.trim().split(/\s+/).map((tok, i) =>
   i === 0 && tok === "node" ? process.execPath : tok.replaceAll("{dir}", dir).replaceAll("{sock}", sock)
 )
-const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "ignore"] })
+const probeOut = path.join(dir, "memory-probe.json")
+const child = spawn(argv[0]!, argv.slice(1), {
+  stdio: ["ignore", "pipe", "ignore"],
+  env: { ...process.env, MEMORY_PROBE_OUT: probeOut }
+})
 const brokerOut = arg("broker-out", "")
 if (brokerOut === "") child.stdout.resume()
 else child.stdout.pipe(fs.createWriteStream(brokerOut))
@@ -131,6 +138,15 @@ const main = async () => {
     clientMiBIn: +(bytesIn / 1048576).toFixed(1)
   }
   console.log(JSON.stringify(result))
+  if (memory) {
+    // KiB fields of smaps_rollup, then the probe's JS heap figures (bytes).
+    const rollup = Object.fromEntries(fs.readFileSync(`/proc/${child.pid}/smaps_rollup`, "utf8").split("\n")
+      .map((l) => l.match(/^(\w+):\s+(\d+) kB/)).filter((m) => m !== null).map((m) => [m[1], Number(m[2])]))
+    child.kill("SIGWINCH")
+    await sleep(2000)
+    const probe = fs.existsSync(probeOut) ? JSON.parse(fs.readFileSync(probeOut, "utf8")) : undefined
+    console.log(JSON.stringify({ rollup, probe }))
+  }
   if (snapshot) {
     child.kill("SIGUSR2")
     await sleep(Number(arg("snapshot-wait", "15000")))

@@ -38,7 +38,9 @@ export interface ReadProgress {
  * One connection, whatever the transport: whole frame texts in and out, and
  * two ways to close. `serveUnix`/`dialUnix` and the in-memory network hand
  * them out, each living in a Scope whose closing destroys it. Only one
- * fiber may wait in `read` at a time.
+ * fiber may wait in `read` at a time. The function fields may be methods of
+ * the connection (the Unix socket's are, to keep no closures per
+ * connection): call them on it, do not detach them.
  */
 export interface Connection {
   /** Process-unique number, for logs. */

@@ -3,192 +3,19 @@
  * to a handler as a `Connection`, and a dialer for clients, over a `net.Server`
  * we own (the broker controls the socket file: stale-file recovery, mode 0600).
  *
- * The socket adapter is deliberately small. A broker holds thousands of idle
- * connections, and per connection the general-purpose `effect/socket` adapter
- * keeps dozens of closures, a latch and scope finalizers (measured at ~28 KiB a
- * session in total; see docs/performance.md). This one keeps the socket in
- * paused mode — nothing is read until `read` asks, so a slow consumer
- * backpressures its peer through the kernel — and resumes one waiting reader
- * from the `readable` event.
- *
- * Size: about 400 lines for one concept, the socket's two directions (the
- * listener with its socket-file recovery, the dialer, and the one adapter
- * both share); the frame codec is framing.ts's.
+ * Each socket, accepted or dialled, becomes a `Connection` through the one
+ * adapter both share (SocketConnection.ts); the frame codec is framing.ts's.
  */
 import { Data, Effect, FiberSet, Queue, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { errorCode } from "../config/errno.ts"
-import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { encodeFrames, encodeFramesInto, FrameDecoder, FrameScratch } from "../protocol/framing.ts"
-import { type Connection, ConnectionClosed, type ConnectionError } from "./Connection.ts"
+import { FrameScratch } from "../protocol/framing.ts"
+import type { Connection } from "./Connection.ts"
+import { fromNetSocket } from "./SocketConnection.ts"
 
-type ReadResult = ReadonlyArray<string> | ConnectionError
-type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
-
-/** How many leading frames of a batch lie wholly within its first `bytes` bytes on the wire. */
-const framesWithin = (frames: ReadonlyArray<string>, bytes: number): number => {
-  let end = 0
-  for (let i = 0; i < frames.length; i++) {
-    end += 4 + Buffer.byteLength(frames[i]!)
-    if (end > bytes) return i
-  }
-  return frames.length
-}
-
-const isReadError = (result: ReadResult): result is ConnectionError => !Array.isArray(result)
-
-const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, ConnectionError> =>
-  isReadError(result) ? Effect.fail(result) : Effect.succeed(result)
-
-/**
- * Wraps an open `net.Socket` as a `Connection`. Closing the current Scope
- * destroys the socket. With a `scratch` (a listener shares one among its
- * connections), batches are framed into a reused buffer instead of a new one
- * per write.
- */
-export const fromNetSocket = (
-  raw: net.Socket,
-  options: { readonly id?: number; readonly maxFrameBytes?: number; readonly scratch?: FrameScratch } = {}
-): Effect.Effect<Connection, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    yield* Effect.addFinalizer(() => Effect.sync(() => raw.destroy()))
-    const decoder = new FrameDecoder(options.maxFrameBytes ?? MAX_FRAME_BYTES)
-    let failure: ConnectionError | undefined
-    let waiting: Resume | undefined
-
-    /** Frames available now, the terminal error once nothing is left, or undefined: wait. */
-    let framesRead = 0
-    const poll = (): ReadResult | undefined => {
-      const frames: Array<string> = []
-      if (failure === undefined || failure._tag === "ConnectionClosed") {
-        let chunk: unknown
-        while (frames.length === 0 && (chunk = raw.read()) !== null) {
-          if (!(chunk instanceof Uint8Array)) continue
-          const before = frames.length
-          const tooLarge = decoder.push(chunk, frames)
-          framesRead += frames.length - before
-          if (tooLarge !== undefined) failure = tooLarge // frames decoded before it are still delivered
-        }
-      }
-      if (frames.length > 0) return frames
-      return failure
-    }
-    const wake = () => {
-      const resume = waiting
-      if (resume === undefined) return
-      const result = poll()
-      if (result === undefined) return
-      waiting = undefined
-      resume(settle(result))
-    }
-    raw.on("readable", wake)
-    raw.once("end", () => {
-      failure ??= new ConnectionClosed({ clean: true })
-      wake()
-    })
-    raw.once("close", (hadError) => {
-      failure ??= new ConnectionClosed({ clean: !hadError })
-      wake()
-    })
-    raw.on("error", (cause) => {
-      failure ??= new ConnectionClosed({ clean: false, cause })
-    })
-
-    const read: Connection["read"] = Effect.callback<ReadonlyArray<string>, ConnectionError>((resume) => {
-      const result = poll()
-      if (result !== undefined) return resume(settle(result))
-      waiting = resume
-      return Effect.sync(() => {
-        if (waiting === resume) waiting = undefined
-      })
-    })
-
-    /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
-    let pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined
-
-    const write: Connection["write"] = (frames) => {
-      if (frames.length === 0) return undefined
-      if (raw.destroyed || raw.writableEnded) {
-        // Refused: none of it was handed over, and `unfinishedWrite` must say so (0), or its
-        // owner would count the batch as written and lose it.
-        pending = { frames, bytes: 0 }
-        return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
-      }
-      // One buffer per batch: one write, one syscall in the common case.
-      const scratch = options.scratch
-      const buffer = scratch === undefined ? encodeFrames(frames) : encodeFramesInto(frames, scratch)
-      const batch = { frames, bytes: buffer.length }
-      // The write's outcome, kept if it comes before anyone waits for it (the waiter may be a
-      // fiber started later).
-      let settled = false
-      let outcome: Error | null | undefined
-      let done: ((error: Error | null | undefined) => void) | undefined
-      raw.write(buffer, (error) => {
-        if (settled) return
-        settled = true
-        outcome = error
-        done?.(error)
-      })
-      // The kernel took all of it at once (the common case): complete now, not a tick later. The
-      // scratch buffer is free again; otherwise the socket keeps it until the write completes.
-      if (raw.writableLength === 0) return undefined
-      scratch?.lent()
-      pending = batch
-      return Effect.callback<void, ConnectionClosed>((resume) => {
-        const onClose = () => finish(new Error("socket closed while writing"))
-        const finish = (error: Error | null | undefined) => {
-          settled = true
-          done = undefined
-          raw.off("close", onClose)
-          // A failed write stays pending: `unfinishedWrite` still tells how far it got.
-          if (error !== null && error !== undefined) {
-            return resume(Effect.fail(new ConnectionClosed({ clean: false, cause: error })))
-          }
-          if (pending === batch) pending = undefined
-          resume(Effect.void)
-        }
-        if (settled) return finish(outcome)
-        if (raw.destroyed) return finish(new Error("socket closed while writing"))
-        done = finish
-        raw.on("close", onClose)
-        return Effect.sync(() => {
-          done = undefined
-          raw.off("close", onClose)
-        })
-      })
-    }
-
-    const writeAll: Connection["writeAll"] = (frames) => Effect.suspend(() => write(frames) ?? Effect.void)
-
-    const unfinishedWrite: Connection["unfinishedWrite"] = () => {
-      if (pending === undefined) return undefined
-      // What the kernel has not taken yet is libuv's write queue (`writeQueueSize`), the rest of
-      // the batch reached the socket. Node does not document the field; without it, count
-      // nothing as written: the owner then resends rather than loses.
-      const handle: unknown = Reflect.get(raw, "_handle")
-      const queued = typeof handle === "object" && handle !== null && "writeQueueSize" in handle &&
-          typeof handle.writeQueueSize === "number"
-        ? handle.writeQueueSize
-        : pending.bytes
-      return framesWithin(pending.frames, pending.bytes - queued)
-    }
-
-    return {
-      id: options.id ?? 0,
-      trustedLocal: true,
-      read,
-      writeAll,
-      write,
-      unfinishedWrite,
-      readProgress: () => ({ frames: framesRead, pending: decoder.buffered, reading: waiting !== undefined }),
-      end: Effect.sync(() => {
-        if (!raw.destroyed) raw.end()
-      }),
-      destroy: Effect.sync(() => raw.destroy())
-    } satisfies Connection
-  })
+export { fromNetSocket } from "./SocketConnection.ts"
 
 /** `serveUnix` could not listen on `path`; `code` is the errno code, e.g. `EADDRINUSE` or `EACCES`. */
 export class ListenError extends Data.TaggedError("ListenError")<{
@@ -302,7 +129,7 @@ export interface UnixListener {
  * const echo = Effect.scoped(Effect.gen(function*() {
  *   // Writes back every batch it reads, for as long as this Scope is open.
  *   yield* serveUnix("/tmp/echo.sock", (connection) =>
- *     connection.read.pipe(Effect.flatMap(connection.writeAll), Effect.forever, Effect.ignore))
+ *     connection.read.pipe(Effect.flatMap((frames) => connection.writeAll(frames)), Effect.forever, Effect.ignore))
  *   const connection = yield* dialUnix("/tmp/echo.sock")
  *   yield* connection.writeAll([JSON.stringify({ type: "health", requestId: "r1" })])
  *   const frames = yield* connection.read // ['{"type":"health","requestId":"r1"}']
@@ -323,10 +150,14 @@ export const serveUnix = <R>(
     const listenError = (cause: unknown, code = errorCode(cause) ?? "UNKNOWN") => new ListenError({ path, code, cause })
     const { server, ours } = yield* Effect.acquireRelease(
       Effect.callback<Bound, ListenError>((resume) => {
+        // One listener for every socket (`this` is the socket), not a closure each.
+        const forget = function(this: net.Socket) {
+          open.delete(this)
+        }
         const server = net.createServer({ pauseOnConnect: true }, (socket) => {
           open.add(socket)
           socket.pause()
-          socket.once("close", () => open.delete(socket))
+          socket.on("close", forget)
           Queue.offerUnsafe(accepted, socket)
         })
         const onError = (cause: Error) => {

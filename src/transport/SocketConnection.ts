@@ -1,0 +1,221 @@
+/**
+ * One `net.Socket` as a `Connection`: the adapter the Unix-socket listener
+ * and dialer share (UnixSocket.ts).
+ *
+ * Deliberately small. A broker holds thousands of idle connections, and per
+ * connection the general-purpose `effect/socket` adapter keeps dozens of
+ * closures, a latch and scope finalizers (measured at ~28 KiB a session in
+ * total; see docs/performance.md). This one is a class — its methods are
+ * shared, not closures per connection — and keeps the socket in paused mode:
+ * nothing is read until `read` asks, so a slow consumer backpressures its
+ * peer through the kernel. From the `readable` event it resumes the one
+ * waiting reader.
+ */
+import { Effect, type Scope } from "effect"
+import type * as net from "node:net"
+import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
+import { encodeFrames, encodeFramesInto, FrameDecoder, type FrameScratch } from "../protocol/framing.ts"
+import { type Connection, ConnectionClosed, type ConnectionError, type ReadProgress } from "./Connection.ts"
+
+type ReadResult = ReadonlyArray<string> | ConnectionError
+type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
+
+/** How many leading frames of a batch lie wholly within its first `bytes` bytes on the wire. */
+const framesWithin = (frames: ReadonlyArray<string>, bytes: number): number => {
+  let end = 0
+  for (let i = 0; i < frames.length; i++) {
+    end += 4 + Buffer.byteLength(frames[i]!)
+    if (end > bytes) return i
+  }
+  return frames.length
+}
+
+const isReadError = (result: ReadResult): result is ConnectionError => !Array.isArray(result)
+
+const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, ConnectionError> =>
+  isReadError(result) ? Effect.fail(result) : Effect.succeed(result)
+
+/**
+ * One socket as a `Connection`. A class, so that a broker's thousands of idle
+ * connections share its methods: per connection it keeps its fields and the
+ * four socket listeners, no other closure. Its methods are the `Connection`'s
+ * function fields: call them on the connection (`connection.writeAll(frames)`),
+ * do not detach them.
+ */
+class SocketConnection implements Connection {
+  readonly id: number
+  readonly trustedLocal = true
+  private readonly raw: net.Socket
+  private readonly decoder: FrameDecoder
+  private readonly scratch: FrameScratch | undefined
+  /** Why reading ended, once it did (frames decoded before it are still handed over). */
+  private failure: ConnectionError | undefined = undefined
+  /** A `read` waiting for frames. */
+  private waiting: Resume | undefined = undefined
+  private framesRead = 0
+  /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
+  private pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined = undefined
+
+  constructor(raw: net.Socket, id: number, maxFrameBytes: number, scratch: FrameScratch | undefined) {
+    this.raw = raw
+    this.id = id
+    this.decoder = new FrameDecoder(maxFrameBytes)
+    this.scratch = scratch
+    // `on`, not `once`: each fires once anyway, and `once` wraps every listener in two objects more.
+    raw.on("readable", () => this.wake())
+    raw.on("end", () => {
+      this.failure ??= new ConnectionClosed({ clean: true })
+      this.wake()
+    })
+    raw.on("close", (hadError: boolean) => {
+      this.failure ??= new ConnectionClosed({ clean: !hadError })
+      this.wake()
+    })
+    raw.on("error", (cause: Error) => {
+      this.failure ??= new ConnectionClosed({ clean: false, cause })
+    })
+  }
+
+  /** Frames available now, the terminal error once nothing is left, or undefined: wait. */
+  private poll(): ReadResult | undefined {
+    const frames: Array<string> = []
+    const failure = this.failure
+    if (failure === undefined || failure._tag === "ConnectionClosed") {
+      let chunk: unknown
+      while (frames.length === 0 && (chunk = this.raw.read()) !== null) {
+        if (!(chunk instanceof Uint8Array)) continue
+        const before = frames.length
+        const tooLarge = this.decoder.push(chunk, frames)
+        this.framesRead += frames.length - before
+        if (tooLarge !== undefined) this.failure = tooLarge // frames decoded before it are still delivered
+      }
+    }
+    if (frames.length > 0) return frames
+    return this.failure
+  }
+
+  private wake(): void {
+    const resume = this.waiting
+    if (resume === undefined) return
+    const result = this.poll()
+    if (result === undefined) return
+    this.waiting = undefined
+    resume(settle(result))
+  }
+
+  /** Made on first use and kept: a reader takes it once per batch, and needs no new one each time. */
+  private readEffect: Connection["read"] | undefined = undefined
+
+  get read(): Connection["read"] {
+    return this.readEffect ??= Effect.callback<ReadonlyArray<string>, ConnectionError>((resume) => {
+      const result = this.poll()
+      if (result !== undefined) return resume(settle(result))
+      this.waiting = resume
+      return Effect.sync(() => {
+        if (this.waiting === resume) this.waiting = undefined
+      })
+    })
+  }
+
+  write(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> | undefined {
+    if (frames.length === 0) return undefined
+    const raw = this.raw
+    if (raw.destroyed || raw.writableEnded) {
+      // Refused: none of it was handed over, and `unfinishedWrite` must say so (0), or its
+      // owner would count the batch as written and lose it.
+      this.pending = { frames, bytes: 0 }
+      return Effect.fail(new ConnectionClosed({ clean: false, cause: "socket is closed" }))
+    }
+    // One buffer per batch: one write, one syscall in the common case.
+    const scratch = this.scratch
+    const buffer = scratch === undefined ? encodeFrames(frames) : encodeFramesInto(frames, scratch)
+    const batch = { frames, bytes: buffer.length }
+    // The write's outcome, kept if it comes before anyone waits for it (the waiter may be a
+    // fiber started later).
+    let settled = false
+    let outcome: Error | null | undefined
+    let done: ((error: Error | null | undefined) => void) | undefined
+    raw.write(buffer, (error) => {
+      if (settled) return
+      settled = true
+      outcome = error
+      done?.(error)
+    })
+    // The kernel took all of it at once (the common case): complete now, not a tick later. The
+    // scratch buffer is free again; otherwise the socket keeps it until the write completes.
+    if (raw.writableLength === 0) return undefined
+    scratch?.lent()
+    this.pending = batch
+    return Effect.callback<void, ConnectionClosed>((resume) => {
+      const onClose = () => finish(new Error("socket closed while writing"))
+      const finish = (error: Error | null | undefined) => {
+        settled = true
+        done = undefined
+        raw.off("close", onClose)
+        // A failed write stays pending: `unfinishedWrite` still tells how far it got.
+        if (error !== null && error !== undefined) {
+          return resume(Effect.fail(new ConnectionClosed({ clean: false, cause: error })))
+        }
+        if (this.pending === batch) this.pending = undefined
+        resume(Effect.void)
+      }
+      if (settled) return finish(outcome)
+      if (raw.destroyed) return finish(new Error("socket closed while writing"))
+      done = finish
+      raw.on("close", onClose)
+      return Effect.sync(() => {
+        done = undefined
+        raw.off("close", onClose)
+      })
+    })
+  }
+
+  writeAll(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> {
+    return Effect.suspend(() => this.write(frames) ?? Effect.void)
+  }
+
+  unfinishedWrite(): number | undefined {
+    const pending = this.pending
+    if (pending === undefined) return undefined
+    // What the kernel has not taken yet is libuv's write queue (`writeQueueSize`), the rest of
+    // the batch reached the socket. Node does not document the field; without it, count
+    // nothing as written: the owner then resends rather than loses.
+    const handle: unknown = Reflect.get(this.raw, "_handle")
+    const queued = typeof handle === "object" && handle !== null && "writeQueueSize" in handle &&
+        typeof handle.writeQueueSize === "number"
+      ? handle.writeQueueSize
+      : pending.bytes
+    return framesWithin(pending.frames, pending.bytes - queued)
+  }
+
+  readProgress(): ReadProgress {
+    return { frames: this.framesRead, pending: this.decoder.buffered, reading: this.waiting !== undefined }
+  }
+
+  get end(): Effect.Effect<void> {
+    return Effect.sync(() => {
+      if (!this.raw.destroyed) this.raw.end()
+    })
+  }
+
+  get destroy(): Effect.Effect<void> {
+    return Effect.sync(() => {
+      this.raw.destroy()
+    })
+  }
+}
+
+/**
+ * Wraps an open `net.Socket` as a `Connection`. Closing the current Scope
+ * destroys the socket. With a `scratch` (a listener shares one among its
+ * connections), batches are framed into a reused buffer instead of a new one
+ * per write.
+ */
+export const fromNetSocket = (
+  raw: net.Socket,
+  options: { readonly id?: number; readonly maxFrameBytes?: number; readonly scratch?: FrameScratch } = {}
+): Effect.Effect<Connection, never, Scope.Scope> =>
+  Effect.map(
+    Effect.addFinalizer(() => Effect.sync(() => raw.destroy())),
+    () => new SocketConnection(raw, options.id ?? 0, options.maxFrameBytes ?? MAX_FRAME_BYTES, options.scratch)
+  )

@@ -1,0 +1,63 @@
+/**
+ * The Unix socket's `Connection` (SocketConnection.ts): a class whose methods
+ * every connection shares — a broker holds thousands of idle ones — reading
+ * whole frames in order, counting them, and ending cleanly when the peer ends
+ * or with the framing error when a frame is too large.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as path from "node:path"
+import { encodeFrames } from "../../src/protocol/framing.ts"
+import { fromNetSocket } from "../../src/transport/UnixSocket.ts"
+import { tempDir } from "../support/broker.ts"
+import { socketPair } from "../support/socketPair.ts"
+
+/** Reads until `count` frames have arrived. */
+const readFrames = (read: Effect.Effect<ReadonlyArray<string>, unknown>, count: number) =>
+  Effect.gen(function*() {
+    const frames: Array<string> = []
+    while (frames.length < count) frames.push(...yield* read)
+    return frames
+  })
+
+describe("SocketConnection", () => {
+  it.live("two connections share their methods: none is a closure of its own", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const a = yield* socketPair(path.join(dir, "a.sock"))
+      const b = yield* socketPair(path.join(dir, "b.sock"))
+      const first = yield* fromNetSocket(a.server)
+      const second = yield* fromNetSocket(b.server)
+      assert.strictEqual(first.write, second.write)
+      assert.strictEqual(first.writeAll, second.writeAll)
+      assert.strictEqual(first.unfinishedWrite, second.unfinishedWrite)
+      assert.strictEqual(first.readProgress, second.readProgress)
+    })))
+
+  it.live("reads frames in order and counts them; after the peer ends, read fails with a clean ConnectionClosed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const { client, server } = yield* socketPair(path.join(dir, "pair.sock"))
+      const connection = yield* fromNetSocket(server, { id: 7 })
+      assert.strictEqual(connection.id, 7)
+      client.write(encodeFrames(["one", "two"]))
+      client.write(encodeFrames(["three"]))
+      assert.deepStrictEqual(yield* readFrames(connection.read, 3), ["one", "two", "three"])
+      assert.deepStrictEqual(connection.readProgress(), { frames: 3, pending: 0, reading: false })
+      client.end()
+      const ended = yield* Effect.flip(connection.read)
+      assert.strictEqual(ended._tag, "ConnectionClosed")
+      assert.isTrue(ended._tag === "ConnectionClosed" && ended.clean)
+    })))
+
+  it.live("a frame past the limit fails read with FrameTooLarge, after the frames before it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const { client, server } = yield* socketPair(path.join(dir, "pair.sock"))
+      const connection = yield* fromNetSocket(server, { maxFrameBytes: 16 })
+      client.write(encodeFrames(["small", "x".repeat(64)]))
+      assert.deepStrictEqual(yield* connection.read, ["small"])
+      const failed = yield* Effect.flip(connection.read)
+      assert.strictEqual(failed._tag, "FrameTooLarge")
+    })))
+})
