@@ -57,11 +57,12 @@ describe("Simulation: durable mode", () => {
       )
     }))
 
-  it.effect("a crash during the commit of a send: its ack was held, the client sends it again after reconnecting, B gets it once", () =>
+  it.effect("a crash during the commit of a send: B (received-v1) has it before the commit, A's ack was held; A sends it again after reconnecting, B's host gets it once", () =>
     Effect.gen(function*() {
-      // Seed 1: B reconnects before A's resend. (With seed 2 A is back first: its resend, bound to B's
-      // old endpoint, is refused as not found and A is told; the run is clean and B gets nothing.)
-      for (const [seed, expected, received] of [[1, "Sent", ["mid-commit"]], [2, "NotDelivered", []]] as const) {
+      // Seed 1: B reconnects before A's resend: it is delivered again, B's client drops the copy, A is told Sent.
+      // Seed 2: A is back first: its resend, bound to B's old endpoint, is refused as not found; the first
+      // attempt's fate is unknown to A (the broker that knew died), so A is told so (ConnectionLost).
+      for (const [seed, expected] of [[1, "Sent"], [2, "may or may not have been delivered"]] as const) {
         let inbox: ReadonlyArray<string> = []
         let outcome = ""
         const report = yield* runSimulation(
@@ -71,21 +72,24 @@ describe("Simulation: durable mode", () => {
             const sent = yield* sim.session("A").send("B", "mid-commit")
             yield* sim.advance("100 millis")
             assert.isUndefined(sent!.fiber.pollUnsafe(), "no ack before the commit lands")
-            assert.deepStrictEqual(yield* sim.session("B").inbox, [], "no delivery before the commit lands")
+            assert.deepStrictEqual(
+              (yield* sim.session("B").inbox).map((inbound) => inbound.message.content.text),
+              ["mid-commit"],
+              "delivered before the commit lands"
+            )
             yield* sim.broker.crashFor("2 seconds")
             const exit = yield* sent!.result()
             outcome = Exit.isSuccess(exit)
               ? exit.value._tag
-              : Option.match(Cause.findErrorOption(exit.cause), { onNone: () => "defect", onSome: (error) => error._tag })
+              : Option.match(Cause.findErrorOption(exit.cause), { onNone: () => "defect", onSome: (error) => error.message })
             yield* sim.advance("5 seconds")
             inbox = (yield* sim.session("B").inbox).map((inbound) => inbound.message.content.text)
           })
         )
         assert.isTrue(report.ok, trace(report))
-        assert.strictEqual(outcome, expected, `seed ${seed}`)
-        assert.deepStrictEqual(inbox, received, `seed ${seed}`)
+        assert.include(outcome, expected, `seed ${seed}`)
+        assert.deepStrictEqual(inbox, ["mid-commit"], `seed ${seed}: once`)
         assert.strictEqual(report.messages.lostToCrash, 0)
-        assert.strictEqual(report.messages.acknowledged, report.messages.delivered)
       }
     }))
 
