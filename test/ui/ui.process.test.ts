@@ -58,6 +58,22 @@ const waitFor = (page: Page, selector: string, ...texts: ReadonlyArray<string>) 
 
 const count = (page: Page, selector: string) => Effect.promise(() => page.locator(selector).count())
 
+/**
+ * Waits until the session table's first column reads `expected`, in order (a
+ * click or a key re-renders on the page's own schedule); fails with what it
+ * reads after `PAGE_WAIT`.
+ */
+const sessionNames = (page: Page, expected: ReadonlyArray<string>) =>
+  Effect.promise(async () => {
+    const cells = page.locator("#sessions tbody tr td:first-child")
+    // A page-side expression (this project's types have no DOM).
+    const rendered = `[...document.querySelectorAll("#sessions tbody tr td:first-child")].map((cell) => cell.textContent)`
+    await page
+      .waitForFunction(`JSON.stringify(${rendered}) === ${JSON.stringify(JSON.stringify(expected))}`, undefined, { timeout: PAGE_WAIT })
+      .catch(() => undefined)
+    return cells.allTextContents()
+  })
+
 /** A GET with the headers given (node:http, so Host and Origin are the test's); the status and body. */
 const rawGet = (url: URL, headers: Readonly<Record<string, string>>) =>
   Effect.callback<{ readonly status: number; readonly body: string }>((resume) => {
@@ -127,16 +143,15 @@ describe("intercom ui in a browser", () => {
       )
 
       // Sorting and filtering: a click on "name" sorts the sessions (again: reversed); `/` then text filters them.
-      const names = Effect.promise(() => page.locator("#sessions tbody tr td:first-child").allTextContents())
       yield* Effect.promise(() => page.locator("#sessions th", { hasText: "name" }).click())
-      assert.deepStrictEqual(yield* names, ["alice", "bob"])
+      assert.deepStrictEqual(yield* sessionNames(page, ["alice", "bob"]), ["alice", "bob"])
       yield* Effect.promise(() => page.locator("#sessions th", { hasText: "name" }).click())
-      assert.deepStrictEqual(yield* names, ["bob", "alice"])
+      assert.deepStrictEqual(yield* sessionNames(page, ["bob", "alice"]), ["bob", "alice"])
       yield* Effect.promise(() => page.keyboard.press("/"))
       yield* Effect.promise(() => page.keyboard.type("bob"))
-      assert.deepStrictEqual(yield* names, ["bob"])
+      assert.deepStrictEqual(yield* sessionNames(page, ["bob"]), ["bob"])
       yield* Effect.promise(() => page.keyboard.press("Escape"))
-      assert.deepStrictEqual(yield* names, ["bob", "alice"])
+      assert.deepStrictEqual(yield* sessionNames(page, ["bob", "alice"]), ["bob", "alice"])
 
       // Answered: the ask is joined with its reply, and is no longer stuck.
       yield* bob.writeLine("No: answering now.")
