@@ -141,11 +141,6 @@ export class StoreJournal {
     this.heldAcks.push({ peer, frame, upTo: this.appended })
   }
 
-  /** Acknowledgements waiting for a commit (for diagnostics and tests). */
-  get acksHeld(): number {
-    return this.heldAcks.length
-  }
-
   /** Mail stored or about to be (for diagnostics and tests). */
   get mailHeld(): number {
     return this.storedMail.size
