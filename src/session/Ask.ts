@@ -11,6 +11,7 @@
  * interruption).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric } from "effect"
+import type { Delivery } from "../client/events.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -118,10 +119,15 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       // reach the next generation as a new message (C-ORD-35). A post is quick; it is bounded anyway.
       const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
       const sentAt = yield* Clock.currentTimeMillis
-      const delivery = yield* sending.deliver("Message", request.to, message, target, {
-        askTimeoutMs: timeoutMs,
-        delivery: choice
-      }).pipe(
+      // The answer can come before the acknowledgement (a durable broker delivers before its commit and
+      // acknowledges after it). Once it is here the question was delivered: the ask goes on with it rather
+      // than wait, so that nothing (its generation closing, say) can end the ask with its answer in hand.
+      const answered: Delivery = { messageId: message.id, delivery: "socket_delivered" }
+      const delivery = yield* Effect.raceFirst(
+        sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice }),
+        // Only an answer ends the wait for the acknowledgement; the wait's other ends are read after it, as before.
+        Deferred.await(bound.outcome).pipe(Effect.as(answered), Effect.catch(() => Effect.never))
+      ).pipe(
         Effect.onInterrupt(() => cancelAsk)
       )
       yield* sending.recordSent(request.to, message)

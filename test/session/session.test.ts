@@ -293,6 +293,19 @@ describe("C-ASK blocking ask", () => {
       assert.strictEqual(result._tag === "Replied" ? result.reply.id : "", "r3")
     }))
 
+  it.effect("an answer that comes before the question's acknowledgement ends the ask (a durable broker acknowledges after its commit)", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      // The acknowledgement never comes while the test runs.
+      client.onSend = () => Effect.never
+      const fiber = yield* Effect.forkChild(session.ask({ to: "B", message: "q" }))
+      yield* settle
+      const questionId = client.sends[0]?.message.id ?? ""
+      yield* client.push(inboundMessage(B, "r1", "answer", { replyTo: questionId }))
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result._tag === "Replied" ? result.reply.id : "", "r1")
+    }))
+
   it.effect("C-ASK-5: the default wait is 10 minutes; timing out frees the slot and cancels the ask edge", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
