@@ -27,7 +27,9 @@
  * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
  * result archive in ClientResults.ts, durable questions in ClientQuestions.ts
  * and health in health.ts; what stays here is the wiring of each into the
- * connection's lifetime (and re-sending a send lost with its connection).
+ * connection's lifetime, and re-sending a send lost with its connection or
+ * refused just after a reconnect (`resending`, `sendRejoining`): both read
+ * the connection counters this module owns, so they stay beside them.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
