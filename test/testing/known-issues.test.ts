@@ -102,3 +102,18 @@ describe("fixed: output taken from an outbox by a writer the close interrupts is
       assert.deepStrictEqual(report.violations, [])
     }))
 })
+
+describe("fixed: a confirmation the broker read before a drop releases the mail it covers (known issue 8)", () => {
+  // The broker read the client's `received` and lost it: held back by backpressure (14539,
+  // 17364) the frame waited behind parked output and died with the connection; after
+  // `unregister` (12412, 16308) it was refused as a frame before registration, which dropped
+  // the connection. Either way the close handed the confirmed mail back and the session's
+  // next connection got it again (`duplicate-on-wire`). Script tests: test/broker/custody.test.ts.
+  for (const seed of [12412, 14539, 16308, 17364]) {
+    it.effect(`seed ${seed} holds every invariant in durable mode (it sent a confirmed message again)`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload({ seed })
+        assert.deepStrictEqual(report.violations, [])
+      }))
+  }
+})
