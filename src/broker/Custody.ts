@@ -144,24 +144,11 @@ export class Custody {
     }
   }
 
-  /**
-   * `received` is taken while unregistered too: custody outlives the session
-   * on its connection, and a client that sent `unregister` still reads (and
-   * confirms) the mail written before it. Refusing that confirmation as a
-   * frame before registration dropped the connection and sent the mail again
-   * (known issue 8, seeds 12412 and 16308).
-   */
   readonly frames: FrameHandlers = {
     received: {
-      unregistered: true,
       handle: (peer, raw) => {
         if (peer.custody === undefined) {
-          return this.ctx.protocolError(
-            peer,
-            peer.state === "unregistered"
-              ? `"received" frame before registration`
-              : `"received" frame without the ${RECEIVED_V1} extension`
-          )
+          return this.ctx.protocolError(peer, `"received" frame without the ${RECEIVED_V1} extension`)
         }
         const frame = decodeClientFrame.received(raw)
         if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)

@@ -146,26 +146,6 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       assert.strictEqual(back.client.count("message"), 0)
     }))
 
-  it.effect("a confirmation sent after `unregister` releases the mail it covers: the connection stays open, and the next one gets nothing again", () =>
-    Effect.gen(function*() {
-      // Known issue 8 (seeds 12412, 16308): the broker refused it as a frame before registration.
-      const { alice, bob, disk, world } = yield* durableAliceAndBob
-      const read = message("read, confirmed after unregister")
-      yield* deliver(alice, bob, read)
-      yield* bob.client.send({ type: "unregister" })
-      yield* bob.client.send({ type: "received", frames: bob.client.received().length })
-      yield* settled([bob.client])
-      assert.isFalse(bob.client.isClosed(), "the confirmation was taken as a protocol error")
-      yield* bob.client.destroy
-      yield* settled([alice.client])
-      yield* advance(LAZY_FLUSH)
-      assert.strictEqual(disk.mail.size, 0, "confirmed: it left the store")
-
-      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
-      yield* settled([back.client])
-      assert.strictEqual(back.client.count("message"), 0)
-    }))
-
   it.effect("a confirmation read while the connection is held back by backpressure releases the mail it covers before the drop", () =>
     Effect.gen(function*() {
       // Known issue 8 (seeds 14539, 17364): held frames, the confirmation among them, died with the connection.
