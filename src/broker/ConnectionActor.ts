@@ -55,7 +55,9 @@ const DRAINED: unique symbol = Symbol("drained")
  * fiber offers it), its other frames are held, in order, and handled once it
  * fits — but `health`, and `list` when no held frame changes membership, are
  * answered at once, so a sender held back by a slow receiver still passes
- * its liveness probe. Past HELD_LIMIT of held text the connection is not read
+ * its liveness probe, and a `received` confirmation is applied at once, so
+ * that mail it confirms is not sent again if the connection closes while
+ * held. Past HELD_LIMIT of held text the connection is not read
  * until its output fits.
  */
 const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyArray<string>) => {
@@ -112,6 +114,13 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
         try {
           for (const text of next) {
             const type = frameType(text)
+            if (type === "received") {
+              // A confirmation (`received-v1`) answers nothing and only raises a count, so no order binds it;
+              // held, it would die with the connection and its mail would be sent again (known issue 8).
+              router.seen(peer)
+              router.handleFrame(peer, text)
+              continue
+            }
             if (!ownParked && (type === "health" || (type === "list" && !heldChangesMembership))) {
               router.seen(peer) // C-HLT-4: a frame answered early is seen too
               router.handleFrame(peer, text)

@@ -341,6 +341,11 @@ export const openClientConnection = (
     // is in this process, the broker may forget them: the count tells it so (broker/Custody.ts).
     const confirmsReceipt = granted.has(RECEIVED_V1)
     let framesRead = 1
+    /**
+     * `close` has begun: the session is leaving, and a message read from now on reaches no one, so
+     * nothing more is confirmed — the broker sends it back when the connection closes (known issue 8).
+     */
+    let leaving = false
     const handle = (texts: ReadonlyArray<string>) =>
       Effect.suspend(() => {
         let messages = false
@@ -351,7 +356,7 @@ export const openClientConnection = (
           dispatch(frame)
         }
         framesRead += texts.length
-        return messages && confirmsReceipt
+        return messages && confirmsReceipt && !leaving
           ? Effect.ignore(writeText(JSON.stringify({ type: "received", frames: framesRead }), "received"))
           : Effect.void
       })
@@ -480,6 +485,7 @@ export const openClientConnection = (
       })
 
     const close = Effect.gen(function*() {
+      leaving = true
       if (open) {
         // The whole orderly close is bounded: a broker that stops reading cannot hold it up.
         yield* write({ type: "unregister" }, "unregister").pipe(

@@ -14,6 +14,7 @@ import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send, type Session } from "../support/broker.ts"
 import type { Message } from "../../src/protocol/frames.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
 
@@ -143,6 +144,36 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       yield* settled([back.client])
       assert.strictEqual(back.client.count("message"), 0)
+    }))
+
+  it.effect("a confirmation read while the connection is held back by backpressure releases the mail it covers before the drop", () =>
+    Effect.gen(function*() {
+      // Known issue 8 (seeds 14539, 17364): held frames, the confirmation among them, died with the connection.
+      // Memory mode: its custody is the same, and a burst of mail parks its sender there.
+      const world = yield* memoryNetwork({ linkCapacity: 4 })
+      yield* world.startBroker({ outboxCapacity: 4 })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      const read = message("read, confirmed while held back")
+      yield* deliver(alice, bob, read)
+
+      // Carol stops reading; bob's burst to her fills her link and outbox, and the broker holds bob's frames.
+      yield* carol.client.pause
+      const burst = Array.from(
+        { length: 40 },
+        (_, i) => JSON.stringify({ type: "send", to: "carol", message: message(`to carol ${i}`) })
+      )
+      yield* bob.client.sendRaw(encodeFrames(burst))
+      yield* bob.client.send({ type: "received", frames: bob.client.received().length })
+      yield* settled([bob.client]) // `health` is answered while held
+      assert.isBelow(bob.client.count("delivered"), burst.length, "bob was never held back")
+
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* settled([back.client])
+      assert.strictEqual(back.client.count("message"), 0, "the confirmed message was sent again")
     }))
 
   it.effect("a broker in memory mode grants received-v1: a connection dropped before confirming gets its mail again", () =>

@@ -102,3 +102,40 @@ describe("fixed: output taken from an outbox by a writer the close interrupts is
       assert.deepStrictEqual(report.violations, [])
     }))
 })
+
+describe("fixed: mail its client confirmed is not sent again, and mail a leaving client read is not confirmed (known issue 8)", () => {
+  // Two causes of one symptom, a message sent to its receiver again after the broker read a
+  // `received` covering it. 14539 and 17364: held back by backpressure, the confirmation waited
+  // among the held frames and died with the connection (the broker now applies it at once;
+  // script test: test/broker/custody.test.ts). 12412 and 16308: the client went on confirming
+  // after it had sent `unregister`, mail that reached no host since its session was leaving; the
+  // broker refused the frame (a protocol error), dropped the connection and sent the mail to the
+  // session's next connection, which saved it. The client now stops confirming once it closes.
+  it.effect("A's broker stops reading A and writes to it slowly; B sends to A; A stops: the message A's client read while leaving reaches A's next client, unconfirmed, once", () =>
+    Effect.gen(function*() {
+      // Seed 12412's shrunk workload.
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Drop", after: 560, session: 2, side: "client" },
+        { _tag: "DelayWrites", after: 16, session: 0, side: "broker", delayMs: 566, forMs: 6753 },
+        { _tag: "Stall", after: 0, session: 0, side: "broker", ms: 8685 },
+        { _tag: "Ask", after: 2083, from: 2, to: 0, timeoutMs: 4000 },
+        { _tag: "Send", after: 937, from: 1, to: 0 },
+        { _tag: "Send", after: 0, from: 0, to: 3 },
+        { _tag: "Send", after: 1380, from: 1, to: 1 },
+        { _tag: "Ask", after: 0, from: 2, to: 0, timeoutMs: 17000 },
+        { _tag: "Stop", after: 2316, session: 0 }
+      ]
+      const report = yield* runWorkload({ seed: 12412 }, ops)
+      assert.deepStrictEqual(report.violations, [])
+      assert.strictEqual(report.messages.lostInFlight, 0)
+    }))
+
+  for (const seed of [12412, 14539, 16308, 17364]) {
+    it.effect(`seed ${seed} holds every invariant in durable mode, and loses nothing in flight`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload({ seed })
+        assert.deepStrictEqual(report.violations, [])
+        assert.strictEqual(report.messages.lostInFlight, 0)
+      }))
+  }
+})
