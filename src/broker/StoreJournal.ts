@@ -52,11 +52,12 @@ const PRUNE_EVERY_MS = 60_000
 export class StoreJournal {
   private records = new Map<string, StoredRecord>()
   private mailPuts = new Map<string, StoredMail>()
-  private mailDeletes = new Set<string>()
+  /** Stored mail to delete, by its `seq`. */
+  private mailDeletes = new Set<number>()
   private edgePuts = new Map<string, AskEdge>()
   private edgeDeletes = new Set<string>()
-  /** Record keys of mail stored or about to be: only those need deleting. */
-  private readonly storedMail = new Set<string>()
+  /** Mail stored or about to be, record key → its `seq` (the store's key): only those need deleting. */
+  private readonly storedMail = new Map<string, number>()
   private nextSeq = 1
   /** Changes appended, ever. */
   private appended = 0
@@ -151,9 +152,9 @@ export class StoreJournal {
     if (nextSeq > this.nextSeq) this.nextSeq = nextSeq
   }
 
-  /** Mail found stored at startup: it is in the store already, and deleted when written or dropped. */
-  restoredMail(recordKey: string): void {
-    this.storedMail.add(recordKey)
+  /** Mail found stored at startup under `seq`: it is in the store already, and deleted when written or dropped. */
+  restoredMail(recordKey: string, seq: number): void {
+    this.storedMail.set(recordKey, seq)
   }
 
   private changed(): void {
@@ -168,8 +169,12 @@ export class StoreJournal {
 
   /** Mail was accepted: stored until it is written to its recipient or dropped. */
   putMail(mail: Mail): void {
-    this.storedMail.add(mail.recordKey)
-    this.mailPuts.set(mail.recordKey, { seq: this.nextSeq++, mail })
+    const seq = this.nextSeq++
+    const previous = this.storedMail.get(mail.recordKey)
+    // Stored under another seq already (never expected: a record key is accepted once while stored): that row goes.
+    if (previous !== undefined && !this.mailPuts.delete(mail.recordKey)) this.mailDeletes.add(previous)
+    this.storedMail.set(mail.recordKey, seq)
+    this.mailPuts.set(mail.recordKey, { seq, mail })
     this.changed()
   }
 
@@ -182,11 +187,13 @@ export class StoreJournal {
    * which the recipient's client drops (RecentMessages).
    */
   mailGone(recordKey: string): void {
-    if (!this.storedMail.delete(recordKey)) return
+    const seq = this.storedMail.get(recordKey)
+    if (seq === undefined) return
+    this.storedMail.delete(recordKey)
     // Not stored yet: it never needs to be.
     if (this.mailPuts.delete(recordKey)) return
     if (this.mailDeletes.size === 0) this.wakeLazy()
-    this.mailDeletes.add(recordKey)
+    this.mailDeletes.add(seq)
   }
 
   /** An ask edge opened. */
@@ -273,7 +280,7 @@ export class StoreJournal {
     const puts = new Map<string, StoredMail>()
     for (const put of batch.mailPuts) {
       // Written or dropped since it was taken: it need not be stored after all.
-      if (this.mailDeletes.delete(put.mail.recordKey)) continue
+      if (this.mailDeletes.delete(put.seq)) continue
       puts.set(put.mail.recordKey, put)
     }
     for (const [key, put] of this.mailPuts) puts.set(key, put)
