@@ -338,7 +338,17 @@ export class Send {
     this.handOver(attempt, mail, target, text)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.set(recorded, DELIVERED, now)
-    journal?.markDelivery(target.peer)
+    if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
+    journal.markDelivery(target.peer)
+    // A plain message between two clients that confirm what they read (`received-v1`): its
+    // acknowledgement waits for the recipient's receipt or the commit, whichever comes first.
+    if (
+      route === undefined && peer.custody !== undefined && target.peer.custody !== undefined &&
+      message.expectsReply !== true && message.replyTo === undefined && delivery === undefined
+    ) {
+      journal.holdAckUntilRead(peer, Encode.deliveredFrame(message.id, "socket_delivered"), mail.recordKey)
+      return DELIVERED
+    }
     return this.answer(peer, message.id, DELIVERED)
   }
 

@@ -67,6 +67,16 @@ export class StoreJournal {
   private lastPrune = 0
   /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
   private heldAcks: Array<HeldAck> = []
+  /**
+   * Acknowledgements waiting for their message's receipt or a commit, whichever
+   * comes first (`holdAckUntilRead`), by the message's record key, in the order
+   * they were made.
+   */
+  private readonly readAcks = new Map<string, HeldAck>()
+  /** The writer was woken for output that waits (`mark`, `holdAck`) and has not taken a batch since. */
+  private woken = false
+  /** The lazy flush was signalled and the writer has not taken a batch since. */
+  private lazyWoken = false
   private readonly wake: () => void
   private readonly wakeLazy: () => void
   private readonly releaseAcks: (ready: ReadonlyArray<HeldAck>) => void
@@ -75,9 +85,9 @@ export class StoreJournal {
   failure: string | undefined = undefined
 
   /**
-   * @param wake tells the store writer that there is something to commit.
+   * @param wake tells the store writer that output waits for a commit.
    * @param retentionMs how long replay records are kept (stored ones older are pruned).
-   * @param wakeLazy tells the store writer that deletes wait (it commits them after `LAZY_FLUSH` if nothing else comes).
+   * @param wakeLazy tells the store writer that changes or deletes wait that no output waits for (it commits them `LAZY_FLUSH` later).
    * @param releaseAcks queues held acknowledgements whose changes are stored, in order (`holdAck`).
    */
   constructor(
@@ -110,6 +120,7 @@ export class StoreJournal {
    */
   mark(peer: Peer): void {
     peer.storeMark = this.appended
+    this.commitSoon()
   }
 
   /**
@@ -140,6 +151,25 @@ export class StoreJournal {
    */
   holdAck(peer: Peer, frame: string): void {
     this.heldAcks.push({ peer, frame, upTo: this.appended })
+    this.commitSoon()
+  }
+
+  /**
+   * An acknowledgement for `peer`, a client granted `received-v1`, of a plain
+   * message (not an ask, not a reply) just written to another such client:
+   * it is queued when that client confirms it has read the message
+   * (`mailGone`, from its `received`), or when a commit stores the message's
+   * changes, whichever comes first. So such a message is acknowledged only
+   * once it is read or stored, as the durability promise asks, and no commit
+   * is hurried for it: its changes are stored by the next commit anyone
+   * waits for, or `LAZY_FLUSH` after they were made (StoreWriter.ts).
+   */
+  holdAckUntilRead(peer: Peer, frame: string, recordKey: string): void {
+    const previous = this.readAcks.get(recordKey)
+    // Never expected (a record key is accepted once while its mail is held): the older one waits for a commit.
+    if (previous !== undefined) this.heldAcks.push(previous)
+    this.readAcks.delete(recordKey)
+    this.readAcks.set(recordKey, { peer, frame, upTo: this.appended })
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -157,8 +187,28 @@ export class StoreJournal {
     this.storedMail.set(recordKey, seq)
   }
 
+  /**
+   * A change no output waits for yet: it is stored by the next commit, which
+   * comes when output waits for it (`commitSoon`) or `LAZY_FLUSH` after the
+   * first change since the last commit.
+   */
   private changed(): void {
-    if (this.appended++ === this.stored) this.wake()
+    this.appended++
+    this.flushLater()
+  }
+
+  /** Signals the lazy flush once per batch taken. */
+  private flushLater(): void {
+    if (this.lazyWoken) return
+    this.lazyWoken = true
+    this.wakeLazy()
+  }
+
+  /** Output now waits for what is appended so far: the writer commits it as soon as it can. */
+  private commitSoon(): void {
+    if (this.woken || this.appended <= this.stored) return
+    this.woken = true
+    this.wake()
   }
 
   /** A replay record was set or rewritten. */
@@ -187,13 +237,19 @@ export class StoreJournal {
    * which the recipient's client drops (RecentMessages).
    */
   mailGone(recordKey: string): void {
+    const ack = this.readAcks.get(recordKey)
+    if (ack !== undefined) {
+      // Read (or dropped, its sender told): its acknowledgement need not wait for the commit.
+      this.readAcks.delete(recordKey)
+      this.releaseAcks([ack])
+    }
     const seq = this.storedMail.get(recordKey)
     if (seq === undefined) return
     this.storedMail.delete(recordKey)
     // Not stored yet: it never needs to be.
     if (this.mailPuts.delete(recordKey)) return
-    if (this.mailDeletes.size === 0) this.wakeLazy()
     this.mailDeletes.add(seq)
+    this.flushLater()
   }
 
   /** An ask edge opened. */
@@ -212,6 +268,8 @@ export class StoreJournal {
 
   /** Takes what is pending for one commit (undefined when nothing is). */
   take(now: number): TakenBatch | undefined {
+    this.woken = false
+    this.lazyWoken = false
     const prune = now - this.lastPrune >= PRUNE_EVERY_MS
       ? { recordsBefore: now - this.retentionMs, edgesUntil: now }
       : undefined
@@ -249,11 +307,20 @@ export class StoreJournal {
     this.nextCommit = undefined
     if (waiting !== undefined) Deferred.doneUnsafe(waiting, Effect.void)
     this.releaseStoredAcks()
-    // Changes that came while it was committing are the next commit's.
-    if (!this.isStored) this.wake()
+    // Changes that came while it was committing are the next commit's: output that waits for them
+    // woke the writer again (`commitSoon`), and the first of them signalled the lazy flush.
   }
 
   private releaseStoredAcks(): void {
+    if (this.readAcks.size > 0) {
+      const stored: Array<HeldAck> = []
+      for (const [key, ack] of this.readAcks) {
+        if (ack.upTo > this.stored) break
+        this.readAcks.delete(key)
+        stored.push(ack)
+      }
+      if (stored.length > 0) this.releaseAcks(stored)
+    }
     const held = this.heldAcks
     let ready = 0
     for (const ack of held) {
