@@ -340,13 +340,16 @@ export class Send {
     this.ctx.records.set(recorded, DELIVERED, now)
     if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
     journal.markDelivery(target.peer)
-    // A plain message between two clients that confirm what they read (`received-v1`): its
-    // acknowledgement waits for the recipient's receipt or the commit, whichever comes first.
+    // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
+    // the commit with no commit hurried for it, or is released sooner: a plain message or a reply once
+    // its recipient has read it, an ask once the reply that closes its edge has been read.
     if (
       route === undefined && peer.custody !== undefined && target.peer.custody !== undefined &&
-      message.expectsReply !== true && message.replyTo === undefined && delivery === undefined
+      delivery === undefined && mail.channel === undefined
     ) {
-      journal.holdAckUntilRead(peer, Encode.deliveredFrame(message.id, "socket_delivered"), mail.recordKey)
+      const ask = message.expectsReply === true
+      journal.holdAckUntilRead(peer, Encode.deliveredFrame(message.id, "socket_delivered"), mail.recordKey, !ask)
+      if (attempt.replyKey !== undefined) journal.answered(attempt.replyKey, mail.recordKey)
       return DELIVERED
     }
     return this.answer(peer, message.id, DELIVERED)

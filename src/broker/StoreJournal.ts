@@ -43,6 +43,17 @@ export interface HeldAck {
   readonly upTo: number
 }
 
+/**
+ * An acknowledgement held until a commit stores what it reveals or, when
+ * `byReceipt`, until its message's recipient confirms reading it
+ * (`holdAckUntilRead`). `answered` is the acknowledgement of the ask this
+ * message answers, released with it (`answered`).
+ */
+interface ReadAck extends HeldAck {
+  readonly byReceipt: boolean
+  answered?: HeldAck | undefined
+}
+
 const EMPTY_COMMIT: MailCommit = { records: [], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
 
 /** How often stored replay records and ask edges past their time are dropped (ms). */
@@ -72,7 +83,7 @@ export class StoreJournal {
    * comes first (`holdAckUntilRead`), by the message's record key, in the order
    * they were made.
    */
-  private readonly readAcks = new Map<string, HeldAck>()
+  private readonly readAcks = new Map<string, ReadAck>()
   /** The writer was woken for output that waits (`mark`, `holdAck`) and has not taken a batch since. */
   private woken = false
   /** The lazy flush was signalled and the writer has not taken a batch since. */
@@ -155,21 +166,50 @@ export class StoreJournal {
   }
 
   /**
-   * An acknowledgement for `peer`, a client granted `received-v1`, of a plain
-   * message (not an ask, not a reply) just written to another such client:
-   * it is queued when that client confirms it has read the message
-   * (`mailGone`, from its `received`), or when a commit stores the message's
-   * changes, whichever comes first. So such a message is acknowledged only
-   * once it is read or stored, as the durability promise asks, and no commit
-   * is hurried for it: its changes are stored by the next commit anyone
-   * waits for, or `LAZY_FLUSH` after they were made (StoreWriter.ts).
+   * An acknowledgement for `peer`, a client granted `received-v1`, of a
+   * message just written to another such client, held until a commit stores
+   * the message's changes — no commit is hurried for it: its changes are
+   * stored by the next commit anyone waits for, or `LAZY_FLUSH` after they
+   * were made (StoreWriter.ts) — or, for a plain message or a reply
+   * (`byReceipt`), until its recipient confirms it has read the message
+   * (`mailGone`, from its `received`), whichever comes first. So such a
+   * message is acknowledged only once it is read or stored, as the
+   * durability promise asks. An ask (not `byReceipt`) is acknowledged once
+   * stored (its edge with it) or once the reply that closes its edge is read
+   * (`answered`): until then a crash leaves the asker unacknowledged, and it
+   * sends the ask again.
    */
-  holdAckUntilRead(peer: Peer, frame: string, recordKey: string): void {
+  holdAckUntilRead(peer: Peer, frame: string, recordKey: string, byReceipt: boolean): void {
     const previous = this.readAcks.get(recordKey)
     // Never expected (a record key is accepted once while its mail is held): the older one waits for a commit.
-    if (previous !== undefined) this.heldAcks.push(previous)
+    if (previous !== undefined) this.heldAcks.push(...this.unlinked(previous))
     this.readAcks.delete(recordKey)
-    this.readAcks.set(recordKey, { peer, frame, upTo: this.appended })
+    this.readAcks.set(recordKey, { peer, frame, upTo: this.appended, byReceipt })
+  }
+
+  /**
+   * The reply `replyKey` (its acknowledgement held by receipt) closed the edge
+   * of the ask `askKey`: the ask's acknowledgement, if still held, is now
+   * released with the reply's — when the asker confirms reading the reply,
+   * or the commit that stores the reply.
+   */
+  answered(askKey: string, replyKey: string): void {
+    const ask = this.readAcks.get(askKey)
+    const reply = this.readAcks.get(replyKey)
+    if (ask === undefined || reply === undefined || !reply.byReceipt || reply.answered !== undefined) return
+    this.readAcks.delete(askKey)
+    this.heldAcks.push(...this.unlinkedAnswers(ask))
+    reply.answered = { peer: ask.peer, frame: ask.frame, upTo: ask.upTo }
+  }
+
+  /** `ack` and the ask acknowledgement it carries, as plain held acknowledgements. */
+  private unlinked(ack: ReadAck): ReadonlyArray<HeldAck> {
+    return ack.answered === undefined ? [ack] : [ack, ack.answered]
+  }
+
+  /** The ask acknowledgement `ack` carries (an ask's reply that was itself an answer), to wait for a commit. */
+  private unlinkedAnswers(ack: ReadAck): ReadonlyArray<HeldAck> {
+    return ack.answered === undefined ? [] : [ack.answered]
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -238,10 +278,10 @@ export class StoreJournal {
    */
   mailGone(recordKey: string): void {
     const ack = this.readAcks.get(recordKey)
-    if (ack !== undefined) {
+    if (ack !== undefined && ack.byReceipt) {
       // Read (or dropped, its sender told): its acknowledgement need not wait for the commit.
       this.readAcks.delete(recordKey)
-      this.releaseAcks([ack])
+      this.releaseAcks(this.unlinked(ack))
     }
     const seq = this.storedMail.get(recordKey)
     if (seq === undefined) return
@@ -317,7 +357,7 @@ export class StoreJournal {
       for (const [key, ack] of this.readAcks) {
         if (ack.upTo > this.stored) break
         this.readAcks.delete(key)
-        stored.push(ack)
+        stored.push(...this.unlinked(ack))
       }
       if (stored.length > 0) this.releaseAcks(stored)
     }

@@ -73,10 +73,14 @@ describe("early delivery to a client that confirms receipt (received-v1)", () =>
       // What IntercomClient retries for its rejoin grace (test/client/rejoin.test.ts).
       assertFailed(yield* send(bob2.client, "alice", reply), "E_REPLY_TARGET")
       // The asker was never acknowledged: it sends the ask again, with the same id.
-      assertDelivered(yield* send(alice2.client, "bob", ask))
+      yield* alice2.client.send({ type: "send", to: "bob", message: ask })
       yield* messageFor(bob2.client, ask.id)
-      assertDelivered(yield* send(bob2.client, "alice", reply))
+      yield* bob2.client.send({ type: "send", to: "alice", message: reply })
       assert.strictEqual((yield* messageFor(alice2.client, reply.id)).message.replyTo, ask.id)
+      // Both acknowledgements come with the commit the lazy flush makes (neither client confirms receipts).
+      yield* advance(LAZY_FLUSH)
+      assertDelivered(yield* ackFor(alice2.client, ask.id))
+      assertDelivered(yield* ackFor(bob2.client, reply.id))
     }))
 
   it.effect("a base client's delivery still waits for the commit", () =>
@@ -159,7 +163,7 @@ describe("early delivery to a client that confirms receipt (received-v1)", () =>
       assert.isFalse(stored.some((batch) => batch.mailPuts.length > 0), "the mail was never written")
     }))
 
-  it.effect("an ask between confirming clients is still acknowledged only after its commit, receipt or not", () =>
+  it.effect("an ask between confirming clients is acknowledged by the commit, not by its receipt", () =>
     Effect.gen(function*() {
       const { world, bob, gate } = yield* gatedBroker
       const carol = yield* world.session({ sessionId: "carol", name: "carol", ...CONFIRMING })
@@ -167,9 +171,33 @@ describe("early delivery to a client that confirms receipt (received-v1)", () =>
       yield* bob.client.send({ type: "send", to: "carol", message: ask })
       yield* messageFor(carol.client, ask.id)
       yield* carol.client.send({ type: "received", frames: carol.client.received().length })
+      yield* advance(LAZY_FLUSH)
       yield* settled([bob.client, carol.client])
+      // Read, but its edge is not stored: a crash now would leave a reply nothing to find.
       yield* bob.client.expectNothing(["delivered", "delivery_failed"])
       yield* step(Deferred.succeed(gate, undefined))
       assertDelivered(yield* ackFor(bob.client, ask.id))
+    }))
+
+  it.effect("an ask is acknowledged once its asker has read the reply that answers it, before any commit", () =>
+    Effect.gen(function*() {
+      const { world, bob, begun, gate } = yield* gatedBroker
+      const carol = yield* world.session({ sessionId: "carol", name: "carol", ...CONFIRMING })
+      const ask = message("which branch?", { expectsReply: true })
+      yield* bob.client.send({ type: "send", to: "carol", message: ask })
+      yield* messageFor(carol.client, ask.id)
+      yield* carol.client.send({ type: "received", frames: carol.client.received().length })
+      const reply = message("main", { replyTo: ask.id })
+      yield* carol.client.send({ type: "send", to: "bob", message: reply })
+      yield* messageFor(bob.client, reply.id)
+      yield* settled([bob.client, carol.client])
+      // The reply is written, not yet read: neither acknowledgement may go.
+      yield* bob.client.expectNothing(["delivered", "delivery_failed"])
+      yield* carol.client.expectNothing(["delivered", "delivery_failed"])
+      yield* bob.client.send({ type: "received", frames: bob.client.received().length })
+      assertDelivered(yield* ackFor(bob.client, ask.id))
+      assertDelivered(yield* ackFor(carol.client, reply.id))
+      assert.strictEqual(yield* Ref.get(begun), 0, "no commit was needed")
+      yield* Deferred.succeed(gate, undefined) // the broker's last commit, at shutdown
     }))
 })
