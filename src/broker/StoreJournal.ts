@@ -1,32 +1,38 @@
 /**
  * The store journal: what the routing state changed since the last commit,
  * for the store writer to save in one transaction — and the gate that keeps
- * every connection's output behind that commit.
+ * output behind that commit.
  *
  * The Router's synchronous code is its only writer (it never runs SQL): a
  * replay record set or rewritten, mail accepted, mail written or dropped, an
  * ask edge opened or closed. Changes to one key coalesce until they are taken
- * (a message written before its commit never reaches the disk at all).
+ * (mail read before its commit never reaches the disk at all).
  *
  * The promise it keeps ("acknowledged is a promise", design.md): no output
  * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
  * a lost-mail notice — is written to a socket before the changes that
- * preceded it are stored. So a message is acknowledged only once it is
- * stored or written, and delivered to a base client only once its replay
- * record is stored (a retry after a crash is answered from it, never
- * delivered again); a client that drops copies itself (`received-v1`) gets
- * it at once (`markDelivery`). The Router `mark`s the connection it queues
- * such output for, and the connection's writer waits (`awaitStored`) before
- * it writes, so a batch of output waits for at most one commit, shared by
- * everyone in that tick. While commits fail
- * (disk full, I/O error), output stays held and new sends are refused with
- * `failure`'s text; what was taken is put back and retried.
+ * preceded it are stored, with one exception that keeps the promise by
+ * other means: between clients granted `received-v1`, an acknowledgement may
+ * instead wait for its message to be read (`holdAckUntilRead`). So a message
+ * is acknowledged only once it is stored, or read by its recipient's client;
+ * it is delivered to a base client only once its replay record is stored (a
+ * retry after a crash is answered from it, never delivered again); a client
+ * that drops copies itself (`received-v1`) gets it at once (`markDelivery`).
+ *
+ * When it commits: output that waits (`mark`, `holdAck`) wakes the store
+ * writer at once, so a batch of such output waits for at most one commit,
+ * shared by everyone in that tick. Changes nothing waits for are stored
+ * `LAZY_FLUSH` after the first of them (StoreWriter.ts), or with the next
+ * commit someone waits for. While commits fail (disk full, I/O error),
+ * output stays held and new sends are refused with `failure`'s text; what
+ * was taken is put back and retried.
  */
 import { Deferred, Effect } from "effect"
 import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import { ReadAcks } from "./ReadAcks.ts"
 
 /** A batch taken for commit, and how far the journal had got when it was taken. */
 export interface TakenBatch {
@@ -41,17 +47,6 @@ export interface HeldAck {
   readonly frame: string
   /** The change count it reveals. */
   readonly upTo: number
-}
-
-/**
- * An acknowledgement held until a commit stores what it reveals or, when
- * `byReceipt`, until its message's recipient confirms reading it
- * (`holdAckUntilRead`). `answered` is the acknowledgement of the ask this
- * message answers, released with it (`answered`).
- */
-interface ReadAck extends HeldAck {
-  readonly byReceipt: boolean
-  answered?: HeldAck | undefined
 }
 
 const EMPTY_COMMIT: MailCommit = { records: [], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
@@ -78,12 +73,8 @@ export class StoreJournal {
   private lastPrune = 0
   /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
   private heldAcks: Array<HeldAck> = []
-  /**
-   * Acknowledgements waiting for their message's receipt or a commit, whichever
-   * comes first (`holdAckUntilRead`), by the message's record key, in the order
-   * they were made.
-   */
-  private readonly readAcks = new Map<string, ReadAck>()
+  /** Acknowledgements waiting for their message's read or a commit, whichever comes first (`holdAckUntilRead`). */
+  private readonly readAcks = new ReadAcks<HeldAck>()
   /** The writer was woken for output that waits (`mark`, `holdAck`) and has not taken a batch since. */
   private woken = false
   /** The lazy flush was signalled and the writer has not taken a batch since. */
@@ -180,36 +171,17 @@ export class StoreJournal {
    * sends the ask again.
    */
   holdAckUntilRead(peer: Peer, frame: string, recordKey: string, byReceipt: boolean): void {
-    const previous = this.readAcks.get(recordKey)
-    // Never expected (a record key is accepted once while its mail is held): the older one waits for a commit.
-    if (previous !== undefined) this.heldAcks.push(...this.unlinked(previous))
-    this.readAcks.delete(recordKey)
-    this.readAcks.set(recordKey, { peer, frame, upTo: this.appended, byReceipt })
+    this.heldAcks.push(...this.readAcks.hold(recordKey, { peer, frame, upTo: this.appended }, byReceipt))
   }
 
   /**
-   * The reply `replyKey` (its acknowledgement held by receipt) closed the edge
-   * of the ask `askKey`: the ask's acknowledgement, if still held, is now
-   * released with the reply's — when the asker confirms reading the reply,
-   * or the commit that stores the reply.
+   * The reply `replyKey` closed the edge of the ask `askKey`: the ask's
+   * acknowledgement, if still held until a read, is released with the
+   * reply's — when the asker confirms reading the reply, or the commit that
+   * stores the reply (ReadAcks.ts).
    */
   answered(askKey: string, replyKey: string): void {
-    const ask = this.readAcks.get(askKey)
-    const reply = this.readAcks.get(replyKey)
-    if (ask === undefined || reply === undefined || !reply.byReceipt || reply.answered !== undefined) return
-    this.readAcks.delete(askKey)
-    this.heldAcks.push(...this.unlinkedAnswers(ask))
-    reply.answered = { peer: ask.peer, frame: ask.frame, upTo: ask.upTo }
-  }
-
-  /** `ack` and the ask acknowledgement it carries, as plain held acknowledgements. */
-  private unlinked(ack: ReadAck): ReadonlyArray<HeldAck> {
-    return ack.answered === undefined ? [ack] : [ack, ack.answered]
-  }
-
-  /** The ask acknowledgement `ack` carries (an ask's reply that was itself an answer), to wait for a commit. */
-  private unlinkedAnswers(ack: ReadAck): ReadonlyArray<HeldAck> {
-    return ack.answered === undefined ? [] : [ack.answered]
+    this.heldAcks.push(...this.readAcks.answered(askKey, replyKey))
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -277,12 +249,9 @@ export class StoreJournal {
    * which the recipient's client drops (RecentMessages).
    */
   mailGone(recordKey: string): void {
-    const ack = this.readAcks.get(recordKey)
-    if (ack !== undefined && ack.byReceipt) {
-      // Read (or dropped, its sender told): its acknowledgement need not wait for the commit.
-      this.readAcks.delete(recordKey)
-      this.releaseAcks(this.unlinked(ack))
-    }
+    // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
+    const read = this.readAcks.read(recordKey)
+    if (read.length > 0) this.releaseAcks(read)
     const seq = this.storedMail.get(recordKey)
     if (seq === undefined) return
     this.storedMail.delete(recordKey)
@@ -352,15 +321,8 @@ export class StoreJournal {
   }
 
   private releaseStoredAcks(): void {
-    if (this.readAcks.size > 0) {
-      const stored: Array<HeldAck> = []
-      for (const [key, ack] of this.readAcks) {
-        if (ack.upTo > this.stored) break
-        this.readAcks.delete(key)
-        stored.push(...this.unlinked(ack))
-      }
-      if (stored.length > 0) this.releaseAcks(stored)
-    }
+    const read = this.readAcks.stored(this.stored)
+    if (read.length > 0) this.releaseAcks(read)
     const held = this.heldAcks
     let ready = 0
     for (const ack of held) {
