@@ -105,10 +105,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       () => signal(signals.store),
       REPLAY_RETENTION_MS,
       () => signal(signals.storeLazy),
-      // Acknowledgements a commit released are written by the output fiber, after what their connections hold.
+      // Released acknowledgements go after what their connections hold: flushed with the batch that
+      // released them (a read's), or by the output fiber (a commit's; Output asks it to).
       (ready) => {
         for (const held of ready) router.output.forceEnqueue(held.peer, held.frame)
-        signal(signals.output)
       }
     )
     const nanos = () => clock.currentTimeNanosUnsafe()

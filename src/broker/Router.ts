@@ -396,7 +396,7 @@ export class Router {
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
     for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
     for (const stored of recovered.mail) {
-      journal?.restoredMail(stored.mail.recordKey)
+      journal?.restoredMail(stored.mail.recordKey, stored.seq)
       this.mail.restore(stored.mail)
     }
   }

@@ -338,7 +338,20 @@ export class Send {
     this.handOver(attempt, mail, target, text)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.set(recorded, DELIVERED, now)
-    journal?.markDelivery(target.peer)
+    if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
+    journal.markDelivery(target.peer)
+    // Between two clients that confirm what they read (`received-v1`), the acknowledgement waits for
+    // the commit with no commit hurried for it, or is released sooner: a plain message or a reply once
+    // its recipient has read it, an ask once the reply that closes its edge has been read.
+    if (
+      route === undefined && peer.custody !== undefined && target.peer.custody !== undefined &&
+      delivery === undefined && mail.channel === undefined
+    ) {
+      const ask = message.expectsReply === true
+      journal.holdAckUntilRead(peer, Encode.deliveredFrame(message.id, "socket_delivered"), mail.recordKey, !ask)
+      if (attempt.replyKey !== undefined) journal.answered(attempt.replyKey, mail.recordKey)
+      return DELIVERED
+    }
     return this.answer(peer, message.id, DELIVERED)
   }
 

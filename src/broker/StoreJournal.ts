@@ -1,32 +1,38 @@
 /**
  * The store journal: what the routing state changed since the last commit,
  * for the store writer to save in one transaction — and the gate that keeps
- * every connection's output behind that commit.
+ * output behind that commit.
  *
  * The Router's synchronous code is its only writer (it never runs SQL): a
  * replay record set or rewritten, mail accepted, mail written or dropped, an
  * ask edge opened or closed. Changes to one key coalesce until they are taken
- * (a message written before its commit never reaches the disk at all).
+ * (mail read before its commit never reaches the disk at all).
  *
  * The promise it keeps ("acknowledged is a promise", design.md): no output
  * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
  * a lost-mail notice — is written to a socket before the changes that
- * preceded it are stored. So a message is acknowledged only once it is
- * stored or written, and delivered to a base client only once its replay
- * record is stored (a retry after a crash is answered from it, never
- * delivered again); a client that drops copies itself (`received-v1`) gets
- * it at once (`markDelivery`). The Router `mark`s the connection it queues
- * such output for, and the connection's writer waits (`awaitStored`) before
- * it writes, so a batch of output waits for at most one commit, shared by
- * everyone in that tick. While commits fail
- * (disk full, I/O error), output stays held and new sends are refused with
- * `failure`'s text; what was taken is put back and retried.
+ * preceded it are stored, with one exception that keeps the promise by
+ * other means: between clients granted `received-v1`, an acknowledgement may
+ * instead wait for its message to be read (`holdAckUntilRead`). So a message
+ * is acknowledged only once it is stored, or read by its recipient's client;
+ * it is delivered to a base client only once its replay record is stored (a
+ * retry after a crash is answered from it, never delivered again); a client
+ * that drops copies itself (`received-v1`) gets it at once (`markDelivery`).
+ *
+ * When it commits: output that waits (`mark`, `holdAck`) wakes the store
+ * writer at once, so a batch of such output waits for at most one commit,
+ * shared by everyone in that tick. Changes nothing waits for are stored
+ * `LAZY_FLUSH` after the first of them (StoreWriter.ts), or with the next
+ * commit someone waits for. While commits fail (disk full, I/O error),
+ * output stays held and new sends are refused with `failure`'s text; what
+ * was taken is put back and retried.
  */
 import { Deferred, Effect } from "effect"
 import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import { ReadAcks } from "./ReadAcks.ts"
 
 /** A batch taken for commit, and how far the journal had got when it was taken. */
 export interface TakenBatch {
@@ -52,11 +58,12 @@ const PRUNE_EVERY_MS = 60_000
 export class StoreJournal {
   private records = new Map<string, StoredRecord>()
   private mailPuts = new Map<string, StoredMail>()
-  private mailDeletes = new Set<string>()
+  /** Stored mail to delete, by its `seq`. */
+  private mailDeletes = new Set<number>()
   private edgePuts = new Map<string, AskEdge>()
   private edgeDeletes = new Set<string>()
-  /** Record keys of mail stored or about to be: only those need deleting. */
-  private readonly storedMail = new Set<string>()
+  /** Mail stored or about to be, record key → its `seq` (the store's key): only those need deleting. */
+  private readonly storedMail = new Map<string, number>()
   private nextSeq = 1
   /** Changes appended, ever. */
   private appended = 0
@@ -66,6 +73,12 @@ export class StoreJournal {
   private lastPrune = 0
   /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
   private heldAcks: Array<HeldAck> = []
+  /** Acknowledgements waiting for their message's read or a commit, whichever comes first (`holdAckUntilRead`). */
+  private readonly readAcks = new ReadAcks<HeldAck>()
+  /** The writer was woken for output that waits (`mark`, `holdAck`) and has not taken a batch since. */
+  private woken = false
+  /** The lazy flush was signalled and the writer has not taken a batch since. */
+  private lazyWoken = false
   private readonly wake: () => void
   private readonly wakeLazy: () => void
   private readonly releaseAcks: (ready: ReadonlyArray<HeldAck>) => void
@@ -74,9 +87,9 @@ export class StoreJournal {
   failure: string | undefined = undefined
 
   /**
-   * @param wake tells the store writer that there is something to commit.
+   * @param wake tells the store writer that output waits for a commit.
    * @param retentionMs how long replay records are kept (stored ones older are pruned).
-   * @param wakeLazy tells the store writer that deletes wait (it commits them after `LAZY_FLUSH` if nothing else comes).
+   * @param wakeLazy tells the store writer that changes or deletes wait that no output waits for (it commits them `LAZY_FLUSH` later).
    * @param releaseAcks queues held acknowledgements whose changes are stored, in order (`holdAck`).
    */
   constructor(
@@ -109,6 +122,7 @@ export class StoreJournal {
    */
   mark(peer: Peer): void {
     peer.storeMark = this.appended
+    this.commitSoon()
   }
 
   /**
@@ -139,6 +153,35 @@ export class StoreJournal {
    */
   holdAck(peer: Peer, frame: string): void {
     this.heldAcks.push({ peer, frame, upTo: this.appended })
+    this.commitSoon()
+  }
+
+  /**
+   * An acknowledgement for `peer`, a client granted `received-v1`, of a
+   * message just written to another such client, held until a commit stores
+   * the message's changes — no commit is hurried for it: its changes are
+   * stored by the next commit anyone waits for, or `LAZY_FLUSH` after they
+   * were made (StoreWriter.ts) — or, for a plain message or a reply
+   * (`byReceipt`), until its recipient confirms it has read the message
+   * (`mailGone`, from its `received`), whichever comes first. So such a
+   * message is acknowledged only once it is read or stored, as the
+   * durability promise asks. An ask (not `byReceipt`) is acknowledged once
+   * stored (its edge with it) or once the reply that closes its edge is read
+   * (`answered`): until then a crash leaves the asker unacknowledged, and it
+   * sends the ask again.
+   */
+  holdAckUntilRead(peer: Peer, frame: string, recordKey: string, byReceipt: boolean): void {
+    this.heldAcks.push(...this.readAcks.hold(recordKey, { peer, frame, upTo: this.appended }, byReceipt))
+  }
+
+  /**
+   * The reply `replyKey` closed the edge of the ask `askKey`: the ask's
+   * acknowledgement, if still held until a read, is released with the
+   * reply's — when the asker confirms reading the reply, or the commit that
+   * stores the reply (ReadAcks.ts).
+   */
+  answered(askKey: string, replyKey: string): void {
+    this.heldAcks.push(...this.readAcks.answered(askKey, replyKey))
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -151,13 +194,33 @@ export class StoreJournal {
     if (nextSeq > this.nextSeq) this.nextSeq = nextSeq
   }
 
-  /** Mail found stored at startup: it is in the store already, and deleted when written or dropped. */
-  restoredMail(recordKey: string): void {
-    this.storedMail.add(recordKey)
+  /** Mail found stored at startup under `seq`: it is in the store already, and deleted when written or dropped. */
+  restoredMail(recordKey: string, seq: number): void {
+    this.storedMail.set(recordKey, seq)
   }
 
+  /**
+   * A change no output waits for yet: it is stored by the next commit, which
+   * comes when output waits for it (`commitSoon`) or `LAZY_FLUSH` after the
+   * first change since the last commit.
+   */
   private changed(): void {
-    if (this.appended++ === this.stored) this.wake()
+    this.appended++
+    this.flushLater()
+  }
+
+  /** Signals the lazy flush once per batch taken. */
+  private flushLater(): void {
+    if (this.lazyWoken) return
+    this.lazyWoken = true
+    this.wakeLazy()
+  }
+
+  /** Output now waits for what is appended so far: the writer commits it as soon as it can. */
+  private commitSoon(): void {
+    if (this.woken || this.appended <= this.stored) return
+    this.woken = true
+    this.wake()
   }
 
   /** A replay record was set or rewritten. */
@@ -168,8 +231,12 @@ export class StoreJournal {
 
   /** Mail was accepted: stored until it is written to its recipient or dropped. */
   putMail(mail: Mail): void {
-    this.storedMail.add(mail.recordKey)
-    this.mailPuts.set(mail.recordKey, { seq: this.nextSeq++, mail })
+    const seq = this.nextSeq++
+    const previous = this.storedMail.get(mail.recordKey)
+    // Stored under another seq already (never expected: a record key is accepted once while stored): that row goes.
+    if (previous !== undefined && !this.mailPuts.delete(mail.recordKey)) this.mailDeletes.add(previous)
+    this.storedMail.set(mail.recordKey, seq)
+    this.mailPuts.set(mail.recordKey, { seq, mail })
     this.changed()
   }
 
@@ -182,11 +249,16 @@ export class StoreJournal {
    * which the recipient's client drops (RecentMessages).
    */
   mailGone(recordKey: string): void {
-    if (!this.storedMail.delete(recordKey)) return
+    // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
+    const read = this.readAcks.read(recordKey)
+    if (read.length > 0) this.releaseAcks(read)
+    const seq = this.storedMail.get(recordKey)
+    if (seq === undefined) return
+    this.storedMail.delete(recordKey)
     // Not stored yet: it never needs to be.
     if (this.mailPuts.delete(recordKey)) return
-    if (this.mailDeletes.size === 0) this.wakeLazy()
-    this.mailDeletes.add(recordKey)
+    this.mailDeletes.add(seq)
+    this.flushLater()
   }
 
   /** An ask edge opened. */
@@ -205,6 +277,8 @@ export class StoreJournal {
 
   /** Takes what is pending for one commit (undefined when nothing is). */
   take(now: number): TakenBatch | undefined {
+    this.woken = false
+    this.lazyWoken = false
     const prune = now - this.lastPrune >= PRUNE_EVERY_MS
       ? { recordsBefore: now - this.retentionMs, edgesUntil: now }
       : undefined
@@ -242,11 +316,13 @@ export class StoreJournal {
     this.nextCommit = undefined
     if (waiting !== undefined) Deferred.doneUnsafe(waiting, Effect.void)
     this.releaseStoredAcks()
-    // Changes that came while it was committing are the next commit's.
-    if (!this.isStored) this.wake()
+    // Changes that came while it was committing are the next commit's: output that waits for them
+    // woke the writer again (`commitSoon`), and the first of them signalled the lazy flush.
   }
 
   private releaseStoredAcks(): void {
+    const read = this.readAcks.stored(this.stored)
+    if (read.length > 0) this.releaseAcks(read)
     const held = this.heldAcks
     let ready = 0
     for (const ack of held) {
@@ -273,7 +349,7 @@ export class StoreJournal {
     const puts = new Map<string, StoredMail>()
     for (const put of batch.mailPuts) {
       // Written or dropped since it was taken: it need not be stored after all.
-      if (this.mailDeletes.delete(put.mail.recordKey)) continue
+      if (this.mailDeletes.delete(put.seq)) continue
       puts.set(put.mail.recordKey, put)
     }
     for (const [key, put] of this.mailPuts) puts.set(key, put)

@@ -1,11 +1,13 @@
 /**
  * The store writer: the one fiber that commits the broker's journal to its
- * durable store (StoreJournal.ts, MailStore.ts). Woken by the Router's first
- * change after a commit, it takes everything pending and commits it in one
- * transaction — one commit per tick of traffic, never one per message — then
- * releases the output held behind it. Deletes of delivered mail wake nothing:
- * they ride with the next commit, or go `LAZY_FLUSH` later. A failed commit is logged, put back,
- * and retried on a Schedule while new sends are refused with its reason.
+ * durable store (StoreJournal.ts, MailStore.ts). Woken when output waits for
+ * a commit, it takes everything pending and commits it in one transaction —
+ * at most one commit per tick of traffic, never one per message — then
+ * releases the output held behind it. Changes nothing waits for (deletes of
+ * delivered mail, traffic acknowledged on read) wake nothing at once: they
+ * ride with the next commit, or go `LAZY_FLUSH` later. A failed commit is
+ * logged, put back, and retried on a Schedule while new sends are refused
+ * with its reason.
  */
 import { Duration, Effect, Exit, Queue } from "effect"
 import type { MailStoreService } from "../store/MailStore.ts"
@@ -23,11 +25,12 @@ export interface CommitTiming {
 export const RETRY_AFTER = Duration.seconds(1)
 
 /**
- * How long deletes of delivered mail wait for a commit to ride with before
- * they get their own. Short: a broker killed meanwhile delivers that mail
- * again (with 500 ms the simulation's `crash-redelivery` came about six times
- * as often: 25 in 2,000 seeds against 6 in 3,000), and under traffic the
- * next commit comes within it anyway.
+ * How long changes nothing waits for (deletes of delivered mail, and the
+ * records and mail of messages acknowledged on read, StoreJournal.ts) wait
+ * for a commit to ride with before they get their own. Short: a broker
+ * killed meanwhile delivers that mail again (with 500 ms the simulation's
+ * `crash-redelivery` came about six times as often: 25 in 2,000 seeds
+ * against 6 in 3,000), and loses those records.
  */
 export const LAZY_FLUSH = Duration.millis(10)
 
@@ -74,7 +77,7 @@ export const commitPending = (
 /**
  * Runs the writer until interrupted: waits for `wake`, commits, and after a
  * failure sleeps `RETRY_AFTER` (on the Clock) and tries again. Beside it, one
- * fiber turns a signal on `lazy` (deletes wait) into a wake `LAZY_FLUSH`
+ * fiber turns a signal on `lazy` (changes wait that nothing waits for) into a wake `LAZY_FLUSH`
  * later. Two long-lived fibers rather than a race per commit: a race forks
  * and interrupts a fiber every time, on the path of every commit.
  */

@@ -76,8 +76,8 @@ export interface MailCommit {
   readonly records: ReadonlyArray<StoredRecord>
   /** Mail accepted and not yet written. */
   readonly mailPuts: ReadonlyArray<StoredMail>
-  /** Mail written to its recipient or dropped (its sender was told), by record key. */
-  readonly mailDeletes: ReadonlyArray<string>
+  /** Mail written to its recipient or dropped (its sender was told), by sequence number (`StoredMail.seq`). */
+  readonly mailDeletes: ReadonlyArray<number>
   /** Ask edges opened. */
   readonly edgePuts: ReadonlyArray<AskEdge>
   /** Ask edges closed (replied, cancelled), by message key. */
@@ -127,7 +127,8 @@ export const isEmptyCommit = (batch: MailCommit): boolean =>
  */
 export interface MemoryMailState {
   readonly records: Map<string, { readonly sender: string; readonly fingerprint: string; readonly outcome: string; readonly at: number }>
-  readonly mail: Map<string, { readonly seq: number; readonly text: string }>
+  /** Mail by sequence number, as the `mail` table keys it (0006_mail_by_seq.ts). */
+  readonly mail: Map<number, { readonly recordKey: string; readonly text: string }>
   readonly edges: Map<string, { readonly deadline: number; readonly text: string }>
   /** One more than the highest mail sequence number stored. */
   nextSeq: number
@@ -168,10 +169,10 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       }
       records.sort((a, b) => a.at - b.at)
       const mail: Array<StoredMail> = []
-      for (const [key, row] of state.mail) {
-        const decoded = decodeMail(key, row.text)
+      for (const [seq, row] of state.mail) {
+        const decoded = decodeMail(row.recordKey, row.text)
         if (decoded instanceof CorruptRow) return failCorrupt(decoded)
-        mail.push({ seq: row.seq, mail: decoded })
+        mail.push({ seq, mail: decoded })
       }
       mail.sort((a, b) => a.seq - b.seq)
       const edges: Array<AskEdge> = []
@@ -193,10 +194,10 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
         })
       }
       for (const put of batch.mailPuts) {
-        state.mail.set(put.mail.recordKey, { seq: put.seq, text: encodeMail(put.mail) })
+        state.mail.set(put.seq, { recordKey: put.mail.recordKey, text: encodeMail(put.mail) })
         if (put.seq >= state.nextSeq) state.nextSeq = put.seq + 1
       }
-      for (const key of batch.mailDeletes) state.mail.delete(key)
+      for (const seq of batch.mailDeletes) state.mail.delete(seq)
       for (const edge of batch.edgePuts) state.edges.set(edge.messageKey, { deadline: edge.deadline, text: encodeEdge(edge) })
       for (const key of batch.edgeDeletes) state.edges.delete(key)
       if (batch.prune !== undefined) {
@@ -209,7 +210,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 })
 
 // ---------------------------------------------------------------------------------------------
-// The SQLite implementation (schema: migrations/0001_mail.ts).
+// The SQLite implementation (schema: migrations/0001_mail.ts, 0005_replay_log.ts, 0006_mail_by_seq.ts).
 
 const RecordRow = Schema.Struct({
   record_key: Schema.String,
@@ -249,10 +250,12 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
       rows: change.records.map((r) => [r.key, r.sender, encodeFingerprint(r.fingerprint), encodeOutcome(r.outcome), r.at])
     },
     {
-      sql: "INSERT OR REPLACE INTO mail (record_key, seq, body) VALUES (?, ?, ?)",
-      rows: change.mailPuts.map((put) => [put.mail.recordKey, put.seq, encodeMail(put.mail)])
+      // Keyed by its sequence number (0006_mail_by_seq.ts): puts append at the table's end and
+      // deletes come in about the same order, so a commit touches a page or two, not one per message.
+      sql: "INSERT INTO mail (seq, record_key, body) VALUES (?, ?, ?)",
+      rows: change.mailPuts.map((put) => [put.seq, put.mail.recordKey, encodeMail(put.mail)])
     },
-    { sql: "DELETE FROM mail WHERE record_key = ?", rows: change.mailDeletes.map((key) => [key]) },
+    { sql: "DELETE FROM mail WHERE seq = ?", rows: change.mailDeletes.map((seq) => [seq]) },
     {
       sql: "INSERT OR REPLACE INTO ask_edges (message_key, deadline, body) VALUES (?, ?, ?)",
       rows: change.edgePuts.map((edge) => [edge.messageKey, edge.deadline, encodeEdge(edge)])
@@ -294,7 +297,7 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
           latest.set(record.key, record)
         }
         const records = [...latest.values()].sort((a, b) => a.at - b.at)
-        const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT record_key, seq, body FROM mail ORDER BY seq`)
+        const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT seq, record_key, body FROM mail ORDER BY seq`)
         if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
         const mail: Array<StoredMail> = []
         for (const row of mailRows) {

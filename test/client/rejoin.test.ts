@@ -113,7 +113,8 @@ describe("a send lost with its connection whose target never comes back", () => 
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
-      // A durable broker whose commits wait: the delivery goes (the target confirms receipt), the ack cannot.
+      // A durable broker whose commits wait: the delivery goes, the ack cannot. An ask: its acknowledgement
+      // waits for the commit that stores its edge (a plain message's would come with the target's receipt).
       const { store, open } = yield* gatedStore(disk)
       const broker = yield* world.startBroker({ idleExit: null, store })
       const sender = (yield* memoryClient(world, "sender", 100)).client
@@ -121,7 +122,10 @@ describe("a send lost with its connection whose target never comes back", () => 
       yield* Effect.all([sender.connect, target.client.connect])
       const received = yield* target.client.messages.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild)
       const sending = yield* Effect.forkChild(
-        sender.send({ to: "target", message: { id: randomUUID(), timestamp: 0, content: { text: "delivered, then forgotten" } } })
+        sender.send({
+          to: "target",
+          message: { id: randomUUID(), timestamp: 0, expectsReply: true, content: { text: "delivered, then forgotten" } }
+        })
       )
       assert.strictEqual((yield* Fiber.join(received)).length, 1, "the target got it before the commit")
       // The target's process ends; the broker is killed before its commit, then comes back without it.

@@ -1,7 +1,8 @@
 /**
  * `MailStore`: the SQLite store and the memory store load back exactly what
  * was committed (fast-check over random batches), a rewritten replay record
- * loads as its last state, migration 0005 keeps stored records, a row that
+ * loads as its last state, migrations 0005 and 0006 keep stored records and
+ * mail (0006 in its order, keyed by seq), a row that
  * does not decode fails the load naming it, and a commit the disk cannot take
  * stores nothing.
  */
@@ -21,9 +22,10 @@ import {
   makeSqlite,
   type StoredMail
 } from "../../src/store/MailStore.ts"
-import { encodeFingerprint, encodeOutcome, type StoredRecord } from "../../src/store/mailCodec.ts"
+import { encodeFingerprint, encodeMail, encodeOutcome, type StoredRecord } from "../../src/store/mailCodec.ts"
 import { migration as mail0001 } from "../../src/store/migrations/0001_mail.ts"
 import { migration as replayLog0005 } from "../../src/store/migrations/0005_replay_log.ts"
+import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail_by_seq.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
 
@@ -84,13 +86,17 @@ const edgeOf = (key: string, deadline: number): AskEdge => ({
 const key = fc.constantFrom("k1", "k2", "k3", "k4", "k5")
 /** A record keeps the time it was first recorded when it is rewritten (Router.ts), so `at` is the key's. */
 const recordedAt: Record<string, number> = { k1: 5, k2: 20, k3: 35, k4: 50, k5: 80 }
-const commitArb: fc.Arbitrary<MailCommit> = fc.record({
+/** A commit as generated: mail by record key; `asCommits` numbers it as the journal would. */
+interface DraftCommit extends Omit<MailCommit, "mailPuts" | "mailDeletes"> {
+  readonly mailPuts: ReadonlyArray<readonly [key: string, text: string]>
+  readonly mailDeletes: ReadonlyArray<string>
+}
+
+const draftArb: fc.Arbitrary<DraftCommit> = fc.record({
   records: fc.array(fc.tuple(key, fc.boolean()).map(([k, ok]) => recordOf(k, recordedAt[k] ?? 0, ok)), {
     maxLength: 3
   }),
-  mailPuts: fc.array(fc.tuple(key, fc.integer({ min: 1, max: 50 }), fc.string()).map(([k, seq, text]) => mailOf(k, seq, text)), {
-    maxLength: 3
-  }),
+  mailPuts: fc.array(fc.tuple(key, fc.string()), { maxLength: 3 }),
   mailDeletes: fc.array(key, { maxLength: 2 }),
   edgePuts: fc.array(fc.tuple(key, fc.integer({ min: 0, max: 100 })).map(([k, d]) => edgeOf(k, d)), { maxLength: 2 }),
   edgeDeletes: fc.array(key, { maxLength: 2 }),
@@ -99,19 +105,43 @@ const commitArb: fc.Arbitrary<MailCommit> = fc.record({
   })
 })
 
-/** Within a batch a key is put or deleted, not both (the journal coalesces): keep the puts. */
-const coherent = (batch: MailCommit): MailCommit => {
-  const uniq = <A>(items: ReadonlyArray<A>, keyOf: (a: A) => string) => [...new Map(items.map((a) => [keyOf(a), a])).values()]
-  const mailPuts = uniq(batch.mailPuts, (p) => p.mail.recordKey)
-  const edgePuts = uniq(batch.edgePuts, (e) => e.messageKey)
-  return {
-    ...batch,
-    records: uniq(batch.records, (r) => r.key),
-    mailPuts,
-    mailDeletes: [...new Set(batch.mailDeletes)].filter((k) => !mailPuts.some((p) => p.mail.recordKey === k)),
-    edgePuts,
-    edgeDeletes: [...new Set(batch.edgeDeletes)].filter((k) => !edgePuts.some((e) => e.messageKey === k))
-  }
+/**
+ * The commits the journal (StoreJournal.ts) would make of `drafts`: within a
+ * batch a key is put or deleted, not both (the puts are kept); each put gets
+ * the next `seq`, and a key put again while stored has its old row deleted;
+ * a delete names the `seq` its key is stored under (keys not stored are skipped).
+ */
+const asCommits = (drafts: ReadonlyArray<DraftCommit>): ReadonlyArray<MailCommit> => {
+  const stored = new Map<string, number>()
+  let nextSeq = 1
+  return drafts.map((draft) => {
+    const uniq = <A>(items: ReadonlyArray<A>, keyOf: (a: A) => string) => [...new Map(items.map((a) => [keyOf(a), a])).values()]
+    const mailDeletes: Array<number> = []
+    const putKeys = new Set<string>()
+    const mailPuts = uniq(draft.mailPuts, ([k]) => k).map(([k, text]) => {
+      putKeys.add(k)
+      const previous = stored.get(k)
+      if (previous !== undefined) mailDeletes.push(previous)
+      const seq = nextSeq++
+      stored.set(k, seq)
+      return mailOf(k, seq, text)
+    })
+    for (const k of new Set(draft.mailDeletes)) {
+      const seq = stored.get(k)
+      if (seq === undefined || putKeys.has(k)) continue
+      stored.delete(k)
+      mailDeletes.push(seq)
+    }
+    const edgePuts = uniq(draft.edgePuts, (e) => e.messageKey)
+    return {
+      ...draft,
+      records: uniq(draft.records, (r) => r.key),
+      mailPuts,
+      mailDeletes,
+      edgePuts,
+      edgeDeletes: [...new Set(draft.edgeDeletes)].filter((k) => !edgePuts.some((e) => e.messageKey === k))
+    }
+  })
 }
 
 const loadAll = (store: MailStoreService) =>
@@ -126,15 +156,16 @@ const loadAll = (store: MailStoreService) =>
 describe("MailStore", () => {
   it.effect("SQLite and memory load back the same state after any sequence of commits", () =>
     Effect.gen(function*() {
-      const batches = fc.sample(fc.array(commitArb, { minLength: 1, maxLength: 8 }), { numRuns: 40, seed: 7 })
-      for (const run of batches) {
+      const drafts = fc.sample(fc.array(draftArb, { minLength: 1, maxLength: 8 }), { numRuns: 40, seed: 7 })
+      for (const draft of drafts) {
+        const run = asCommits(draft)
         const memory = makeMemory(makeMemoryMailState())
         const viaSqlite = yield* Effect.gen(function*() {
           const sqlite = yield* MailStore
-          for (const batch of run) yield* sqlite.commit(coherent(batch))
+          for (const batch of run) yield* sqlite.commit(batch)
           return yield* loadAll(sqlite)
         }).pipe(Effect.provide(sqliteStore))
-        for (const batch of run) yield* memory.commit(coherent(batch))
+        for (const batch of run) yield* memory.commit(batch)
         const viaMemory = yield* loadAll(memory)
         assert.deepStrictEqual(viaSqlite.records, viaMemory.records)
         assert.deepStrictEqual(viaSqlite.mailBodies, viaMemory.mailBodies)
@@ -176,6 +207,28 @@ describe("MailStore", () => {
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
     }).pipe(Effect.provide(bareSqlite)))
 
+  it.effect("migration 0006 keys stored mail by seq, keeps its order, and the store deletes it by seq", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* mail0001
+      yield* replayLog0005
+      // The old table, keyed by record key, with gaps in its seqs.
+      for (const m of [mailOf("zulu", 7, "second"), mailOf("alpha", 12, "third"), mailOf("mike", 3, "first")]) {
+        yield* sql`INSERT INTO mail (record_key, seq, body) VALUES (${m.mail.recordKey}, ${m.seq}, ${encodeMail(m.mail)})`
+      }
+      yield* mailBySeq0006
+      const columns = yield* sql<{ name: string; pk: number }>`SELECT name, pk FROM pragma_table_info('mail')`
+      assert.deepStrictEqual(columns.filter((c) => c.pk > 0).map((c) => c.name), ["seq"])
+      const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mail'`
+      assert.deepStrictEqual(indexes, [], "no second b-tree beside the rows")
+      const store = yield* makeSqlite
+      const loaded = yield* store.load(0)
+      assert.deepStrictEqual(loaded.mail.map((m) => [m.seq, m.mail.recordKey]), [[1, "mike"], [2, "zulu"], [3, "alpha"]])
+      assert.strictEqual(loaded.nextSeq, 4)
+      yield* store.commit({ records: [], mailPuts: [], mailDeletes: [2], edgePuts: [], edgeDeletes: [] })
+      assert.deepStrictEqual((yield* store.load(0)).mail.map((m) => m.mail.recordKey), ["mike", "alpha"])
+    }).pipe(Effect.provide(bareSqlite)))
+
   it.effect("mail round-trips exactly, and comes back in acceptance (seq) order", () =>
     Effect.gen(function*() {
       const store = yield* MailStore
@@ -193,7 +246,7 @@ describe("MailStore", () => {
       const store = yield* MailStore
       const sql = yield* SqlClient.SqlClient
       yield* store.commit({ records: [], mailPuts: [mailOf("good", 1, "ok")], mailDeletes: [], edgePuts: [], edgeDeletes: [] })
-      yield* sql`INSERT INTO mail (record_key, seq, body) VALUES ('broken', 2, '{"recordKey":"broken"')`
+      yield* sql`INSERT INTO mail (seq, record_key, body) VALUES (2, 'broken', '{"recordKey":"broken"')`
       const error = yield* Effect.flip(store.load(0))
       assert.strictEqual(error.operation, "load")
       assert.include(error.message, "broken")

@@ -24,21 +24,23 @@ export const durableBroker = (world: MemoryNetwork, disk: MemoryMailState, optio
 
 /**
  * A memory store over `disk` whose commits wait for `gate` and are recorded
- * in `commits`. A commit that runs after `disk.down` fails, as a dying
+ * in `commits` (`begun` counts the commits that started waiting). A commit that runs after `disk.down` fails, as a dying
  * process's would: whether the disk is up is decided when it runs.
  */
 export const gatedStore = (disk: MemoryMailState) =>
   Effect.gen(function*() {
     const gate = yield* Deferred.make<void>()
     const commits = yield* Ref.make<Array<MailCommit>>([])
+    const begun = yield* Ref.make(0)
     const memory = makeMemory(disk)
     const store: MailStoreService = {
       ...memory,
       commit: (batch) =>
-        Deferred.await(gate).pipe(
+        Ref.update(begun, (n) => n + 1).pipe(
+          Effect.andThen(Deferred.await(gate)),
           Effect.andThen(Ref.update(commits, (all) => [...all, batch])),
           Effect.andThen(Effect.suspend(() => memory.commit(batch)))
         )
     }
-    return { store, gate, commits, open: Deferred.succeed(gate, undefined) }
+    return { store, gate, commits, begun, open: Deferred.succeed(gate, undefined) }
   })

@@ -1,0 +1,199 @@
+/**
+ * CPU per commit of the broker's own `MailStore.sqlite`, on a database file,
+ * for the commit shapes its workloads make (docs/store.md, "What a write costs"):
+ *
+ *   npx node bench/store-commit.ts [--round-trips N] [--ticks N] [--per-tick K] [--reps N]
+ *
+ * - `ask`: a question and its reply, two commits per round trip. The first
+ *   stores the ask's replay record, its mail and its edge (and deletes the
+ *   last reply's mail); the second the reply's record and mail, closing the
+ *   edge and deleting the ask's mail, as StoreJournal.ts takes them when each
+ *   message is delivered at once and confirmed before the next commit.
+ * - `tick`: K messages per commit (64 in flight makes ticks of several), each
+ *   a replay record and mail, with the previous tick's mail deleted.
+ *
+ * Message ids are random UUIDs, as real clients make them. Each rep opens a
+ * fresh file in a temp dir. Printed: the median over reps of main-thread CPU
+ * (user + system, `process.cpuUsage`) per commit and per message, and the
+ * WAL bytes written per message (the `-wal` file's growth; checkpoints are
+ * kept out of the measured range). CPU time, unlike wall time, stays
+ * comparable on a loaded machine, which is why this measures the store alone.
+ */
+import { Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import fs from "node:fs"
+import os from "node:os"
+import path from "node:path"
+import type { AskEdge } from "../src/broker/AskEdges.ts"
+import type { Mail } from "../src/broker/Peer.ts"
+import * as Database from "../src/store/Database.ts"
+import { type MailCommit, MailStore, type StoredMail } from "../src/store/MailStore.ts"
+import type { StoredRecord } from "../src/store/mailCodec.ts"
+import { median } from "./stats.ts"
+
+const arg = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(name)
+  const value = at === -1 ? undefined : Number(process.argv[at + 1])
+  return value !== undefined && Number.isFinite(value) ? value : fallback
+}
+const ROUND_TRIPS = arg("--round-trips", 3_000)
+const TICKS = arg("--ticks", 1_500)
+const PER_TICK = arg("--per-tick", 8)
+const REPS = arg("--reps", 5)
+
+const session = () => `scope\u0000${randomUUID()}`
+const text = "x".repeat(100)
+
+const mailOf = (sender: string, target: string, seq: number, at: number, ask: boolean): StoredMail => {
+  const id = randomUUID()
+  return {
+    seq,
+    mail: {
+      recordKey: `${sender}\u0000${id}`,
+      senderKey: sender,
+      senderId: sender.slice(6),
+      senderIdentity: undefined,
+      fromJson: JSON.stringify({ id: sender.slice(6), name: "worker", cwd: "/work/project", model: "m", pid: 4242 }),
+      message: { id, timestamp: at, content: { text }, ...(ask ? { expectsReply: true } : {}) },
+      brokerReceivedAt: at,
+      spaceKey: "scope",
+      targetKey: target,
+      targetId: target.slice(6),
+      targetIdentity: undefined,
+      queuedAt: at,
+      askTimeoutMs: ask ? 600_000 : undefined
+    } satisfies Mail
+  }
+}
+
+const recordOf = (mail: Mail, at: number): StoredRecord => ({
+  key: mail.recordKey,
+  sender: mail.senderKey,
+  fingerprint: {
+    targetId: mail.targetId,
+    textLength: text.length,
+    textHash: 123456789,
+    attachmentsLength: 0,
+    attachmentsHash: 0,
+    replyTo: undefined,
+    expectsReply: mail.askTimeoutMs === undefined ? undefined : true,
+    supersedes: undefined,
+    retryOf: undefined,
+    replyErrorLength: -1,
+    replyErrorHash: 0
+  },
+  outcome: { ok: true, delivery: "socket_delivered" },
+  at
+})
+
+const edgeOf = (mail: Mail, at: number): AskEdge => ({
+  messageKey: mail.recordKey,
+  messageId: mail.message.id,
+  askerKey: mail.senderKey,
+  targetKey: mail.targetKey,
+  deadline: at + 600_000,
+  openedAt: at
+})
+
+/** The commits of one workload, made up front so that only the store's work is measured. */
+const askCommits = (roundTrips: number): Array<MailCommit> => {
+  const asker = session(), answerer = session()
+  const commits: Array<MailCommit> = []
+  let seq = 1
+  let lastReply: StoredMail | undefined
+  for (let i = 0; i < roundTrips; i++) {
+    const at = 1_000 + i
+    const ask = mailOf(asker, answerer, seq++, at, true)
+    const reply = mailOf(answerer, asker, seq++, at, false)
+    commits.push({
+      records: [recordOf(ask.mail, at)],
+      mailPuts: [ask],
+      mailDeletes: lastReply === undefined ? [] : [lastReply.seq],
+      edgePuts: [edgeOf(ask.mail, at)],
+      edgeDeletes: []
+    })
+    commits.push({
+      records: [recordOf(reply.mail, at)],
+      mailPuts: [reply],
+      mailDeletes: [ask.seq],
+      edgePuts: [],
+      edgeDeletes: [ask.mail.recordKey]
+    })
+    lastReply = reply
+  }
+  return commits
+}
+
+const tickCommits = (ticks: number, perTick: number): Array<MailCommit> => {
+  const senders = Array.from({ length: 16 }, session), receiver = session()
+  const commits: Array<MailCommit> = []
+  let seq = 1
+  let last: Array<StoredMail> = []
+  for (let i = 0; i < ticks; i++) {
+    const at = 1_000 + i
+    const puts = Array.from({ length: perTick }, (_, j) => mailOf(senders[(i + j) % 16] ?? receiver, receiver, seq++, at, false))
+    commits.push({
+      records: puts.map((put) => recordOf(put.mail, at)),
+      mailPuts: puts,
+      mailDeletes: last.map((put) => put.seq),
+      edgePuts: [],
+      edgeDeletes: []
+    })
+    last = puts
+  }
+  return commits
+}
+
+interface Measured {
+  readonly cpuPerCommit: number
+  readonly walBytes: number
+}
+
+const measure = (commits: ReadonlyArray<MailCommit>): Effect.Effect<Measured, unknown> =>
+  Effect.gen(function*() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ei-store-commit-"))
+    const file = path.join(dir, "intercom.db")
+    try {
+      return yield* Effect.gen(function*() {
+        const store = yield* MailStore
+        // Warm the statements and the tables' first pages outside the measured range.
+        for (const commit of commits.slice(0, 20)) yield* store.commit(commit)
+        const walBefore = fs.statSync(`${file}-wal`).size
+        const cpu = process.cpuUsage()
+        for (const commit of commits.slice(20)) yield* store.commit(commit)
+        const used = process.cpuUsage(cpu)
+        const walAfter = fs.statSync(`${file}-wal`).size
+        return { cpuPerCommit: (used.user + used.system) / (commits.length - 20), walBytes: walAfter - walBefore }
+      }).pipe(Effect.provide(Layer.provideMerge(MailStore.sqlite, Database.layer({ file }))))
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+const run = Effect.gen(function*() {
+  const rows: Array<[string, string, string, string]> = []
+  for (const [name, make, messagesPerCommit] of [
+    ["ask (2 commits per round trip)", () => askCommits(ROUND_TRIPS), 1],
+    [`tick (${PER_TICK} messages per commit)`, () => tickCommits(TICKS, PER_TICK), PER_TICK]
+  ] as const) {
+    const cpu: Array<number> = []
+    const wal: Array<number> = []
+    for (let rep = 0; rep < REPS; rep++) {
+      const commits = make()
+      const measured = yield* measure(commits)
+      cpu.push(measured.cpuPerCommit)
+      wal.push(measured.walBytes / ((commits.length - 20) * messagesPerCommit))
+    }
+    const perCommit = median(cpu)
+    rows.push([name, perCommit.toFixed(1), (perCommit / messagesPerCommit).toFixed(1), median(wal).toFixed(0)])
+  }
+  const header = ["commits", "CPU µs/commit", "CPU µs/message", "WAL bytes/message"]
+  console.log(`| ${header.join(" | ")} |\n|---|---:|---:|---:|`)
+  for (const row of rows) console.log(`| ${row.join(" | ")} |`)
+  console.log(`\n${REPS} reps (median); load ${os.loadavg().map((l) => l.toFixed(2)).join(" / ")}; Node ${process.version}`)
+})
+
+Effect.runPromise(run).catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
