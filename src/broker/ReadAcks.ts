@@ -65,7 +65,10 @@ export class ReadAcks<A extends Revealing> {
   answered(askKey: string, replyKey: string): ReadonlyArray<A> {
     const ask = this.held.get(askKey)
     const reply = this.held.get(replyKey)
-    if (ask === undefined || reply === undefined || !reply.byReceipt || reply.answered !== undefined) return []
+    // Only an ask (held until stored) is linked; anything else held under askKey keeps its own rule.
+    if (ask === undefined || ask.byReceipt || reply === undefined || !reply.byReceipt || reply.answered !== undefined) {
+      return []
+    }
     this.held.delete(askKey)
     reply.answered = ask.ack
     return ask.answered === undefined ? [] : [ask.answered]

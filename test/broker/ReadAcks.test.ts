@@ -75,7 +75,7 @@ describe("ReadAcks", () => {
         assert.strictEqual(acks.size, 0)
         for (const ack of made) assert.isTrue(out.has(ack.id), `ack ${ack.id} was never released`)
       }),
-      { numRuns: 500 }
+      { numRuns: 1_000 }
     )
   })
 })
