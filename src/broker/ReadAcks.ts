@@ -65,10 +65,12 @@ export class ReadAcks<A extends Revealing> {
   answered(askKey: string, replyKey: string): ReadonlyArray<A> {
     const ask = this.held.get(askKey)
     const reply = this.held.get(replyKey)
-    // Only an ask (held until stored) is linked; anything else held under askKey keeps its own rule.
-    if (ask === undefined || ask.byReceipt || reply === undefined || !reply.byReceipt || reply.answered !== undefined) {
-      return []
-    }
+    // Only an ask (held until stored) is linked, and only to a reply made after it (as every reply is):
+    // anything else keeps its own rule, so a commit never releases what it has not stored.
+    if (
+      ask === undefined || ask.byReceipt || reply === undefined || !reply.byReceipt || reply.answered !== undefined ||
+      ask.ack.upTo > reply.ack.upTo
+    ) return []
     this.held.delete(askKey)
     reply.answered = ask.ack
     return ask.answered === undefined ? [] : [ask.answered]
