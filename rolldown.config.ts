@@ -96,7 +96,9 @@ export default defineConfig([
     platform: "node",
     // effect's ConfigProvider.fromEnv spreads `import.meta?.env` (a bundler's env): undefined in Node, as in the other bundles.
     transform: { define: { "import.meta.env": "undefined" } },
-    output: { ...output, format: "cjs", entryFileNames: "[name].cjs", codeSplitting: false }
+    // ASCII only (non-ASCII escaped in strings): sendBundle.ts decodes the text on every send, and a
+    // text with one non-ASCII character becomes a two-byte string: 5.7 ms to decode instead of 1.7.
+    output: { ...output, format: "cjs", entryFileNames: "[name].cjs", codeSplitting: false, charset: "ascii" }
   },
   {
     input: { program: "src/cli/program.ts" },
