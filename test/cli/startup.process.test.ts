@@ -50,6 +50,12 @@ describe("startup of the built executable", () => {
     assert.notMatch(text, /\bimport\(/)
   })
 
+  it("the send bundle is ASCII, so that its text decodes to a one-byte string", () => {
+    const text = fs.readFileSync(path.join(BIN, "client.cjs"), "utf8")
+    const first = /[^\x00-\x7f]/.exec(text)
+    assert.isNull(first, `non-ASCII at ${first?.index}: ${text.slice((first?.index ?? 0) - 40, (first?.index ?? 0) + 10)}`)
+  })
+
   it.live("a send that succeeded leaves the code cache of a whole send; the next send uses it as it is", () =>
     Effect.gen(function*() {
       const tmp = yield* tempDir("ei-sc-")
