@@ -14,8 +14,6 @@
  * code cache of a whole send (the unbundled tsc build has no client.cjs and
  * imports clientEntry.ts).
  */
-import * as nodeModule from "node:module"
-import * as os from "node:os"
 import { parseBrokerArgv } from "./argv.ts"
 import { parseSendArgv } from "./clientArgv.ts"
 import { enableCompileCache } from "./compileCache.ts"
@@ -26,6 +24,14 @@ import { loadSendBundle } from "./sendBundle.ts"
 // version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves each start
 // about 50 ms of CPU (docs/performance.md). Read from the namespace: a Node
 // without it (before 22.1) still runs the command, uncached.
+// Built-ins from process.getBuiltinModule rather than ES module imports: the
+// module facades of node:fs, node:os, node:path and node:module cost every
+// command ~10 ms of CPU (docs/performance.md). A Node.js without it (before
+// 20.16 / 22.3) imports them.
+const builtin = typeof process.getBuiltinModule === "function" ? process.getBuiltinModule : undefined
+const nodeModule = builtin === undefined ? await import("node:module") : builtin("node:module")
+const os = builtin === undefined ? await import("node:os") : builtin("node:os")
+
 const compileCache = enableCompileCache({
   enable: nodeModule.enableCompileCache,
   env: process.env,
@@ -43,7 +49,7 @@ if (flags !== undefined) {
   const bundle = loadSendBundle({
     bundle: new URL("./client.cjs", import.meta.url),
     cacheDir: compileCache._tag === "Enabled" ? compileCache.directory : undefined,
-    getBuiltinModule: process.getBuiltinModule
+    getBuiltinModule: builtin
   })
   const entry = bundle?.entry ?? (await import("./clientEntry.ts"))
   if (entry.runSendProcess(send)) {
