@@ -19,11 +19,6 @@ import { parseSendArgv } from "./clientArgv.ts"
 import { enableCompileCache } from "./compileCache.ts"
 import { loadSendBundle } from "./sendBundle.ts"
 
-// V8's compiled code of the modules loaded below is cached across runs, in a
-// directory private to the user (compileCache.ts; keyed by content and Node
-// version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves each start
-// about 50 ms of CPU (docs/performance.md). Read from the namespace: a Node
-// without it (before 22.1) still runs the command, uncached.
 // Built-ins from process.getBuiltinModule rather than ES module imports: the
 // module facades of node:fs, node:os, node:path and node:module cost every
 // command ~10 ms of CPU (docs/performance.md). A Node.js without it (before
@@ -32,6 +27,11 @@ const builtin = typeof process.getBuiltinModule === "function" ? process.getBuil
 const nodeModule = builtin === undefined ? await import("node:module") : builtin("node:module")
 const os = builtin === undefined ? await import("node:os") : builtin("node:os")
 
+// V8's compiled code of the modules loaded below is cached across runs, in a
+// directory private to the user (compileCache.ts; keyed by content and Node
+// version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves each start
+// about 50 ms of CPU (docs/performance.md). Read from the namespace: a Node
+// without it (before 22.1) still runs the command, uncached.
 const compileCache = enableCompileCache({
   enable: nodeModule.enableCompileCache,
   env: process.env,
