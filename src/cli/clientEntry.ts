@@ -5,8 +5,11 @@
  * telemetry and exit handling as the effect/cli command in program.ts, so
  * `send` behaves the same on both paths; only the parsing is skipped.
  *
- * A `--name` that the full command would refuse is handed to the full
- * program (program.ts), which prints its error and usage.
+ * A `--name` that the full command would refuse is handed back: main.ts
+ * then runs the full program (program.ts), which prints its error and usage.
+ * The bundle of this module (dist/bin/client.cjs) is a CommonJS script that
+ * sendBundle.ts runs with its own code cache, so it imports nothing
+ * dynamically.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -19,12 +22,13 @@ import { runAction } from "./client/run.ts"
 import { teardown } from "./exit.ts"
 import { loggingLayer } from "./logging.ts"
 
-/** Runs `intercom send` as this process's main program; the process exits when it ends. */
-export const runSendProcess = async (argv: SendArgv): Promise<void> => {
-  if (argv.name !== undefined && nameProblem(argv.name) !== undefined) {
-    const { runCliProcess } = await import("./program.ts")
-    return runCliProcess()
-  }
+/**
+ * Runs `intercom send` as this process's main program (the process exits
+ * when it ends) and returns `true`; returns `false` without running anything
+ * when `--name` is one the full program must refuse.
+ */
+export const runSendProcess = (argv: SendArgv): boolean => {
+  if (argv.name !== undefined && nameProblem(argv.name) !== undefined) return false
   const input = {
     name: Option.fromUndefinedOr(argv.name),
     json: argv.json,
@@ -38,4 +42,5 @@ export const runSendProcess = async (argv: SendArgv): Promise<void> => {
     Effect.provide(loggingLayer),
     NodeRuntime.runMain({ teardown })
   )
+  return true
 }

@@ -15,10 +15,10 @@
  * `module.enableCompileCache` (before 22.1), with
  * `NODE_DISABLE_COMPILE_CACHE` set, or when the directory cannot be made
  * private, the bundle is compiled as usual. This module is plain synchronous
- * code that loads only `node:` built-ins (and config/errno.ts): it runs
- * before anything else of the command, on every start.
+ * code that loads only `node:` built-ins (and config/errno.ts), through
+ * `process.getBuiltinModule` rather than ES module imports (see main.ts): it
+ * runs before anything else of the command, on every start.
  */
-import * as path from "node:path"
 import { errorText } from "../config/errno.ts"
 import { privateDirProblem } from "../config/privateDir.ts"
 
@@ -51,7 +51,7 @@ const nonBlank = (value: string | undefined): string | undefined =>
 
 /** The user's own cache directory under `tmpdir` (one per uid, so users never share one). */
 export const privateCacheDir = (tmpdir: string, uid: number): string =>
-  path.join(tmpdir, uid < 0 ? "intercom-compile-cache" : `intercom-compile-cache-${uid}`)
+  process.getBuiltinModule("node:path").join(tmpdir, uid < 0 ? "intercom-compile-cache" : `intercom-compile-cache-${uid}`)
 
 /** `$NODE_COMPILE_CACHE` when set, else `privateCacheDir`. */
 export const compileCacheDir = (env: CompileCacheEnv, tmpdir: string, uid: number): string =>
@@ -86,7 +86,13 @@ export const enableCompileCache = (deps: CompileCacheDeps): CompileCacheOutcome 
   if (deps.enable === undefined) return { _tag: "Unsupported" }
   if (nonBlank(deps.env["NODE_DISABLE_COMPILE_CACHE"]) !== undefined) return { _tag: "Disabled" }
   const fromEnv = nonBlank(deps.env["NODE_COMPILE_CACHE"])
-  const directory = fromEnv ?? privateCacheDir(deps.tmpdir, deps.uid)
+  let directory = fromEnv ?? ""
+  try {
+    directory = fromEnv ?? privateCacheDir(deps.tmpdir, deps.uid)
+  } catch (error) {
+    // A Node.js with the compile cache but without process.getBuiltinModule (22.1, 22.2).
+    return { _tag: "Unavailable", directory, reason: errorText(error) }
+  }
   // A directory the user named is theirs to choose; Node creates it.
   const problem = fromEnv === undefined ? preparePrivateDir(directory, deps.uid) : undefined
   if (problem !== undefined) return { _tag: "Unavailable", directory, reason: problem }

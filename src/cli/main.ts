@@ -8,21 +8,31 @@
  * fast. A well-formed `broker` argv (argv.ts) runs through the lean
  * brokerEntry.ts, a well-formed `send` (clientArgv.ts) through the lean
  * clientEntry.ts; anything else loads the effect/cli program (program.ts).
- * All are dynamic imports, so each path loads only its own code (its own
- * bundle, dist/bin/broker.mjs, dist/bin/client.mjs or dist/bin/program.mjs).
+ * Each path loads only its own code (its own bundle, dist/bin/broker.mjs,
+ * dist/bin/client.cjs or dist/bin/program.mjs): the broker and the program
+ * by dynamic import, the send bundle through sendBundle.ts, which keeps a
+ * code cache of a whole send (the unbundled tsc build has no client.cjs and
+ * imports clientEntry.ts).
  */
-import * as nodeModule from "node:module"
-import * as os from "node:os"
 import { parseBrokerArgv } from "./argv.ts"
 import { parseSendArgv } from "./clientArgv.ts"
 import { enableCompileCache } from "./compileCache.ts"
+import { loadSendBundle } from "./sendBundle.ts"
+
+// Built-ins from process.getBuiltinModule rather than ES module imports: the
+// module facades of node:fs, node:os, node:path and node:module cost every
+// command ~10 ms of CPU (docs/performance.md). A Node.js without it (before
+// 20.16 / 22.3) imports them.
+const builtin = typeof process.getBuiltinModule === "function" ? process.getBuiltinModule : undefined
+const nodeModule = builtin === undefined ? await import("node:module") : builtin("node:module")
+const os = builtin === undefined ? await import("node:os") : builtin("node:os")
 
 // V8's compiled code of the modules loaded below is cached across runs, in a
 // directory private to the user (compileCache.ts; keyed by content and Node
 // version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves each start
 // about 50 ms of CPU (docs/performance.md). Read from the namespace: a Node
 // without it (before 22.1) still runs the command, uncached.
-enableCompileCache({
+const compileCache = enableCompileCache({
   enable: nodeModule.enableCompileCache,
   env: process.env,
   tmpdir: os.tmpdir(),
@@ -36,8 +46,21 @@ if (flags !== undefined) {
   const { runBrokerProcess } = await import("./brokerEntry.ts")
   runBrokerProcess(flags)
 } else if (send !== undefined) {
-  const { runSendProcess } = await import("./clientEntry.ts")
-  await runSendProcess(send)
+  const bundle = loadSendBundle({
+    bundle: new URL("./client.cjs", import.meta.url),
+    cacheDir: compileCache._tag === "Enabled" ? compileCache.directory : undefined,
+    getBuiltinModule: builtin
+  })
+  const entry = bundle?.entry ?? (await import("./clientEntry.ts"))
+  if (entry.runSendProcess(send)) {
+    // After a send that succeeded, so that the cache holds the code of a whole send.
+    process.once("exit", (code) => {
+      if (code === 0) bundle?.persist()
+    })
+  } else {
+    const { runCliProcess } = await import("./program.ts")
+    runCliProcess()
+  }
 } else {
   const { runCliProcess } = await import("./program.ts")
   runCliProcess()

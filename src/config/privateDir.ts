@@ -4,9 +4,11 @@
  * CLI's compile cache (cli/compileCache.ts). Both live under a shared
  * temporary directory, where another user could have planted a symlink or a
  * directory of their own first. Synchronous and import-light: the CLI's entry
- * runs it before it loads anything heavy.
+ * runs it before it loads anything heavy, and it takes `node:fs` from
+ * `process.getBuiltinModule` when it runs rather than by an ES module import,
+ * whose module facade for `node:fs` costs every command several ms of CPU
+ * (docs/performance.md, "`intercom send`, fourth stop").
  */
-import * as fs from "node:fs"
 import { errorCode } from "./errno.ts"
 
 /**
@@ -21,6 +23,7 @@ import { errorCode } from "./errno.ts"
  * if (problem !== undefined) console.error(`not using it: ${problem}`)
  */
 export const privateDirProblem = (dir: string, uid: number): string | undefined => {
+  const fs = process.getBuiltinModule("node:fs")
   try {
     fs.mkdirSync(dir, { mode: 0o700 })
   } catch (error) {

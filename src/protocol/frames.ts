@@ -319,7 +319,13 @@ export const ReceivedFrame = Schema.Struct({
 /** A `received` frame (`received-v1`), as decoded. */
 export type ReceivedFrame = typeof ReceivedFrame.Type
 
-/** Every client → broker frame, tagged by `type`. */
+/**
+ * Every client → broker frame, tagged by `type`. A plain union, without
+ * `Schema.toTaggedUnion`'s helpers (`cases`, `guards`, `match`), which nothing
+ * uses: they are built for every member at module load, about 6 ms of each
+ * process's start for the unions here and in observe.ts (docs/performance.md,
+ * "`intercom send`, fourth stop").
+ */
 export const ClientFrame = Schema.Union([
   RegisterFrame,
   UnregisterFrame,
@@ -348,7 +354,7 @@ export const ClientFrame = Schema.Union([
   Questions.QuestionGetFrame,
   Observe.ObserveFrame,
   Stats.StatsFrame
-]).pipe(Schema.toTaggedUnion("type"))
+])
 /** A client → broker frame, as decoded. */
 export type ClientFrame = typeof ClientFrame.Type
 
@@ -519,7 +525,7 @@ export const MessageControlFrame = Schema.Struct({
 /** A `message_control` frame (P73), as decoded. */
 export type MessageControlFrame = typeof MessageControlFrame.Type
 
-/** Every broker → client frame, tagged by `type` (the client's decoder: `decodeBrokerFrameText`). */
+/** Every broker → client frame, tagged by `type` (the client's decoder: `decodeBrokerFrameText`); a plain union, as `ClientFrame`. */
 export const BrokerFrame = Schema.Union([
   RegisteredFrame,
   ErrorFrame,
@@ -552,6 +558,6 @@ export const BrokerFrame = Schema.Union([
   Questions.QuestionAnsweredFrame,
   Questions.QuestionCancelledFrame,
   Stats.StatsResultFrame
-]).pipe(Schema.toTaggedUnion("type"))
+])
 /** A broker → client frame, as decoded. */
 export type BrokerFrame = typeof BrokerFrame.Type

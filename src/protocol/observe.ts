@@ -209,7 +209,7 @@ export const ObserveEvent = Schema.Union([
   Schema.Struct({ type: Schema.tag("traffic"), entries: Schema.Array(TrafficEntry), missed: Schema.Int }),
   Schema.Struct({ type: Schema.tag("refusals"), entries: Schema.Array(RefusalEntry), missed: Schema.Int }),
   Schema.Struct({ type: Schema.tag("state"), state: ObservedState })
-]).pipe(Schema.toTaggedUnion("type"))
+])
 /** An observe event. */
 export type ObserveEvent = typeof ObserveEvent.Type
 
@@ -231,9 +231,7 @@ export const ObserveEventsFrame = Schema.Struct({
 /** An `observe_events` frame. */
 export type ObserveEventsFrame = typeof ObserveEventsFrame.Type
 
-/** Every broker → client frame of `observe-v1`. */
-export const ObserveBrokerFrame = Schema.Union([ObserveSnapshotFrame, ObserveEventsFrame]).pipe(
-  Schema.toTaggedUnion("type")
-)
+/** Every broker → client frame of `observe-v1`; a plain union, as frames.ts's `ClientFrame` says why. */
+export const ObserveBrokerFrame = Schema.Union([ObserveSnapshotFrame, ObserveEventsFrame])
 /** A broker → client frame of `observe-v1`. */
 export type ObserveBrokerFrame = typeof ObserveBrokerFrame.Type

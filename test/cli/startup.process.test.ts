@@ -1,7 +1,8 @@
 /**
  * The built executable's start: its compile cache (private per user, never a
- * reason to fail), what the fast paths' bundles leave out, and a Node.js
- * too old to run a broker (the system Node where there is one).
+ * reason to fail), the `send` bundle's own code cache, what the fast paths'
+ * bundles leave out, and a Node.js too old to run a broker (the system Node
+ * where there is one).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -9,9 +10,11 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { createHash } from "node:crypto"
 import { privateCacheDir } from "../../src/cli/compileCache.ts"
+import { sendCacheFile } from "../../src/cli/sendBundle.ts"
 import { childEnv, runChild } from "../support/process.ts"
-import { MAIN, mode, tempDir } from "./support.ts"
+import { MAIN, mode, registerSession, startBroker, tempDir } from "./support.ts"
 
 const BIN = path.dirname(MAIN)
 const uid = process.getuid?.() ?? -1
@@ -36,11 +39,53 @@ const oldNode = ((): string | undefined => {
 
 describe("startup of the built executable", () => {
   it("the broker and send bundles hold none of effect/cli (only the full program loads it)", () => {
-    for (const bundle of ["broker.mjs", "client.mjs"]) {
+    for (const bundle of ["broker.mjs", "client.cjs"]) {
       const text = fs.readFileSync(path.join(BIN, bundle), "utf8")
       assert.notInclude(text, "~effect/cli/", bundle)
     }
   })
+
+  it("the send bundle imports nothing dynamically (sendBundle.ts runs it as a script, which has no module loader)", () => {
+    const text = fs.readFileSync(path.join(BIN, "client.cjs"), "utf8")
+    assert.notMatch(text, /\bimport\(/)
+  })
+
+  it("the send bundle is ASCII, so that its text decodes to a one-byte string", () => {
+    const text = fs.readFileSync(path.join(BIN, "client.cjs"), "utf8")
+    const first = /[^\x00-\x7f]/.exec(text)
+    assert.isNull(first, `non-ASCII at ${first?.index}: ${text.slice((first?.index ?? 0) - 40, (first?.index ?? 0) + 10)}`)
+  })
+
+  it.live("a send that succeeded leaves the code cache of a whole send; the next send uses it as it is", () =>
+    Effect.gen(function*() {
+      const tmp = yield* tempDir("ei-sc-")
+      const agentDir = path.join(tmp, "agent")
+      const env = { ...envWithTmp(tmp), HOME: tmp, PI_CODING_AGENT_DIR: agentDir }
+      yield* startBroker(["--dir", agentDir, "--idle-exit", "never", "--durability", "memory"], env)
+      yield* registerSession(path.join(agentDir, "intercom", "broker.sock"), "bob")
+      const cacheFile = sendCacheFile(path.join(BIN, "client.cjs"), {
+        cacheDir: privateCacheDir(tmp, uid),
+        getBuiltinModule: process.getBuiltinModule
+      }) ?? ""
+
+      const failed = yield* runChild(process.execPath, [MAIN, "send", "nobody", "hello"], { env })
+      assert.strictEqual(failed.code, 1, failed.stderr)
+      assert.isFalse(fs.existsSync(cacheFile), "a send that failed writes no cache")
+
+      const first = yield* runChild(process.execPath, [MAIN, "send", "bob", "hello"], { env })
+      assert.strictEqual(first.code, 0, first.stderr)
+      assert.strictEqual(first.stdout, "Message sent to bob\n")
+      const bundleHash = createHash("sha256").update(fs.readFileSync(path.join(BIN, "client.cjs"))).digest()
+      assert.isTrue(fs.readFileSync(cacheFile).subarray(0, 32).equals(bundleHash))
+      const written = fs.statSync(cacheFile)
+
+      const second = yield* runChild(process.execPath, [MAIN, "send", "bob", "again"], { env })
+      assert.strictEqual(second.code, 0, second.stderr)
+      assert.strictEqual(second.stdout, "Message sent to bob\n")
+      const after = fs.statSync(cacheFile)
+      assert.strictEqual(after.ino, written.ino, "V8 took the cache: it was not written again")
+      assert.strictEqual(after.mtimeMs, written.mtimeMs)
+    }), 30_000)
 
   it.effect("the compile cache goes to a 0700 directory of this user under the temp dir", () =>
     Effect.gen(function*() {

@@ -4,12 +4,16 @@
  * (JSON `1e400` parses to Infinity, which a strict client would choke on, P04).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Exit, Schema } from "effect"
 import fc from "fast-check"
 import {
+  BrokerFrame,
+  ClientFrame,
   decodeBrokerFrameText,
   decodeClientFrame,
   FrameDecodeError,
   isFrameDecodeError,
+  ObserveBrokerFrame,
   parseFrameText
 } from "../../src/protocol/index.ts"
 
@@ -353,5 +357,21 @@ describe("broker frames (client side, P04)", () => {
       "delivery_failed",
       "reason"
     )
+  })
+})
+
+describe("the frame unions (plain Schema unions, no tagged-union helpers)", () => {
+  const decodes = (schema: Schema.Decoder<unknown>, frame: object): boolean =>
+    Exit.isSuccess(Schema.decodeUnknownExit(schema)(frame))
+
+  it("decode a member of each kind and refuse an unknown type", () => {
+    assert.isTrue(decodes(ClientFrame, { type: "list", requestId: "r" }))
+    assert.isTrue(decodes(ClientFrame, { type: "observe", requestId: "r", watch: true }))
+    assert.isFalse(decodes(ClientFrame, { type: "nonsense", requestId: "r" }))
+    assert.isTrue(decodes(BrokerFrame, { type: "session_left", sessionId: "a" }))
+    assert.isFalse(decodes(BrokerFrame, { type: "observe", requestId: "r" }))
+    const events = { type: "observe_events", requestId: "r", events: [{ type: "traffic", entries: [], missed: 0 }] }
+    assert.isTrue(decodes(ObserveBrokerFrame, events))
+    assert.isFalse(decodes(ObserveBrokerFrame, { ...events, events: [{ type: "nonsense", entries: [], missed: 0 }] }))
   })
 })
