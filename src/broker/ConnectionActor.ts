@@ -71,16 +71,36 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
     const held: Array<string> = [...initial]
     let heldText = 0
     let heldChangesMembership = false
-    /** Handles a batch, then writes its output; true when some of it was parked (no room yet). */
-    const handle = (frames: ReadonlyArray<string>): boolean => {
+    /** Handles frames `from` up to `to` as one batch, then writes its output; true when some of it was parked (no room yet). */
+    const batch = (frames: ReadonlyArray<string>, from: number, to: number): boolean => {
       let parked = false
       output.startBatch()
       try {
-        router.handleBatch(peer, frames)
+        router.handleBatch(peer, frames, from, to)
       } finally {
         // Taken before the flush: what a flush queues is not this batch's to park.
         parked = output.parkFor(peer)
         output.endBatch()
+      }
+      return parked
+    }
+    /**
+     * Handles a batch, then writes its output; true when some of it was parked.
+     * Trailing `received` frames write nothing: they are handled after the
+     * rest's output is written, so a forwarded message does not wait for them
+     * (or, behind parked output, are held like any other frame).
+     */
+    const handle = (frames: ReadonlyArray<string>): boolean => {
+      const end = outputEnd(frames)
+      let parked = batch(frames, 0, end)
+      if (end < frames.length) {
+        if (!parked) parked = batch(frames, end, frames.length)
+        else {
+          for (let i = end; i < frames.length; i++) {
+            held.push(frames[i]!)
+            heldText += frames[i]!.length
+          }
+        }
       }
       if (peer.state === "registered" || peer.state === "observing") permit.release()
       return parked
@@ -89,9 +109,10 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
         if (drainer === undefined) {
           let parked: boolean
           if (held.length > 0) {
-            parked = handle(held.splice(0))
+            const frames = held.splice(0)
             heldText = 0
             heldChangesMembership = false
+            parked = handle(frames)
           } else {
             parked = handle(yield* connection.read)
           }
@@ -148,6 +169,20 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
     }),
     Effect.catch(() => Effect.void)
   )
+}
+
+/** How `received-v1` clients write their confirmations (ClientConnection.ts); another spelling is handled in order. */
+const RECEIVED_PREFIX = `{"type":"received"`
+
+/**
+ * Where a batch's frames that may write something end: after it come only
+ * `received` frames (each confirms frames read; its answer is none). At
+ * least the first frame is in the first part.
+ */
+const outputEnd = (frames: ReadonlyArray<string>): number => {
+  let end = frames.length
+  while (end > 1 && frames[end - 1]!.startsWith(RECEIVED_PREFIX)) end--
+  return end
 }
 
 /** The `type` of a frame's text, cheaply, or undefined (the Router reports what is wrong with it). */

@@ -21,6 +21,9 @@
  *
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
+ *
+ * Size: a little over 400 lines, kept whole because this class is the single
+ * writer of a `Peer`'s output fields; split, that ownership would span files.
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
@@ -44,6 +47,9 @@ export interface WriteBatch {
   /** END_OF_OUTPUT was among the items: end the connection after writing. */
   readonly ending: boolean
 }
+
+/** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
+const KEEP_TOUCHED_SLOTS = 1_024
 
 /** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
 const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
@@ -79,8 +85,15 @@ const belongsTo = (item: Returnable, peer: Peer): boolean => {
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
   private parked: Array<readonly [Peer, OutboundItem]> = []
-  /** Outboxes that got output in this batch; their writers are woken once at its end. */
-  private readonly touched = new Set<Peer>()
+  /**
+   * Outboxes that got output in this batch, in order; their writers are
+   * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
+   * (`Peer.touched` marks them): a plain array reused from batch to batch,
+   * where a `Set` emptied once per batch allocated a new table each time.
+   */
+  private touched: Array<Peer | undefined> = []
+  private touchedHead = 0
+  private touchedCount = 0
   private readonly takeBack: (item: Returnable) => void
   private readonly feed: FeedSource
   private readonly budget: OutboxBudget
@@ -142,8 +155,10 @@ export class Output {
 
   /** `peer`'s outbox got output: its writer is asked to flush at the end of the batch (or soon, outside one). */
   private touch(peer: Peer): void {
-    if (this.touched.size === 0 && !this.batching) this.requestFlush()
-    this.touched.add(peer)
+    if (peer.touched) return
+    if (this.touchedCount === this.touchedHead && !this.batching) this.requestFlush()
+    peer.touched = true
+    this.touched[this.touchedCount++] = peer
   }
 
   /** Whether `peer`'s outbox holds as many frames as it may (one frame always fits an empty one). */
@@ -236,10 +251,18 @@ export class Output {
    * touched again meanwhile is flushed again in the same pass.
    */
   wakeTouched(): void {
-    for (const peer of this.touched) {
-      this.touched.delete(peer)
+    const touched = this.touched
+    while (this.touchedHead < this.touchedCount) {
+      const at = this.touchedHead++
+      const peer = touched[at]
+      touched[at] = undefined
+      if (peer === undefined) continue
+      peer.touched = false
       peer.writer.flush()
     }
+    this.touchedHead = this.touchedCount = 0
+    // A wake of thousands (the membership notifier) does not keep its slots.
+    if (touched.length > KEEP_TOUCHED_SLOTS) this.touched = []
   }
 
   /**

@@ -141,6 +141,8 @@ export class Peer {
   outboxShut = false
   /** Characters of frame text queued in the outbox, not yet taken by the writer. */
   outboxChars = 0
+  /** The outbox got output since the last flush: its writer is among those `Output` flushes next. */
+  touched = false
   /**
    * Durable broker: the journal change count its queued output reveals (an
    * acknowledgement, a delivery, a cancel's answer); its writer writes

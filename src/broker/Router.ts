@@ -337,13 +337,14 @@ export class Router {
   }
 
   /**
-   * Handles a batch of frames from one connection, stopping if it gets closed.
-   * A registered session's `lastSeen` (C-HLT-4) is stamped once per batch: one
-   * clock read and one number write, whatever the batch holds.
+   * Handles a batch of frames from one connection (those from `from` up to
+   * `to`), stopping if it gets closed. A registered session's `lastSeen`
+   * (C-HLT-4) is stamped once per batch: one clock read and one number
+   * write, whatever the batch holds.
    */
-  handleBatch(peer: Peer, frames: ReadonlyArray<string>): void {
+  handleBatch(peer: Peer, frames: ReadonlyArray<string>, from = 0, to = frames.length): void {
     this.seen(peer)
-    for (let i = 0; i < frames.length && !peer.isClosing; i++) this.handleFrame(peer, frames[i]!)
+    for (let i = from; i < to && !peer.isClosing; i++) this.handleFrame(peer, frames[i]!)
   }
 
   /** Stamps `lastSeen` (C-HLT-4) of the session `peer` owns: a clock read and a number write. */

@@ -6,10 +6,13 @@
  * connection the general-purpose `effect/socket` adapter keeps dozens of
  * closures, a latch and scope finalizers (measured at ~28 KiB a session in
  * total; see docs/performance.md). This one is a class — its methods are
- * shared, not closures per connection — and keeps the socket in paused mode:
- * nothing is read until `read` asks, so a slow consumer backpressures its
- * peer through the kernel. From the `readable` event it resumes the one
- * waiting reader.
+ * shared, not closures per connection. It reads in flowing mode: each chunk
+ * comes as a `data` event and is decoded there, resuming the one waiting
+ * reader at once (the `readable` event of paused mode costs a tick and a
+ * `read()` per chunk: docs/performance.md, "Ask tail, fourth stop"). A chunk
+ * that arrives while no reader waits is held and the socket paused until a
+ * `read` takes it, so a slow consumer still backpressures its peer through
+ * the kernel.
  */
 import { Effect, type Scope } from "effect"
 import type * as net from "node:net"
@@ -52,6 +55,10 @@ class SocketConnection implements Connection {
   private failure: ConnectionError | undefined = undefined
   /** A `read` waiting for frames. */
   private waiting: Resume | undefined = undefined
+  /** Chunks that came while no `read` waited, oldest first; the socket is paused while there are any. */
+  private held: Array<Uint8Array> | undefined = undefined
+  /** The socket was paused (chunks held, or reading stopped after a framing error). */
+  private paused = false
   private framesRead = 0
   /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
   private pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined = undefined
@@ -62,7 +69,7 @@ class SocketConnection implements Connection {
     this.decoder = new FrameDecoder(maxFrameBytes)
     this.scratch = scratch
     // `on`, not `once`: each fires once anyway, and `once` wraps every listener in two objects more.
-    raw.on("readable", () => this.wake())
+    raw.on("data", (chunk: unknown) => this.received(chunk))
     raw.on("end", () => {
       this.failure ??= new ConnectionClosed({ clean: true })
       this.wake()
@@ -74,26 +81,69 @@ class SocketConnection implements Connection {
     raw.on("error", (cause: Error) => {
       this.failure ??= new ConnectionClosed({ clean: false, cause })
     })
+    // A listener's sockets start paused (`pauseOnConnect`), which a `data` listener does not undo.
+    raw.resume()
   }
 
-  /** Frames available now, the terminal error once nothing is left, or undefined: wait. */
+  /** Decodes `chunk` into `frames`; a frame over the limit ends reading (the frames before it still count). */
+  private decode(chunk: Uint8Array, frames: Array<string>): void {
+    const before = frames.length
+    const tooLarge = this.decoder.push(chunk, frames)
+    this.framesRead += frames.length - before
+    if (tooLarge !== undefined) this.failure = tooLarge
+  }
+
+  /** Whether the bytes still coming can be frames: no framing error so far. */
+  private readable(): boolean {
+    const failure = this.failure
+    return failure === undefined || failure._tag === "ConnectionClosed"
+  }
+
+  private pause(): void {
+    if (this.paused) return
+    this.paused = true
+    this.raw.pause()
+  }
+
+  /** A `data` event: handed to the waiting reader at once, else held (and the socket paused). */
+  private received(chunk: unknown): void {
+    if (!(chunk instanceof Uint8Array)) return
+    if (!this.readable()) return this.pause()
+    const resume = this.waiting
+    if (resume === undefined) {
+      ;(this.held ??= []).push(chunk)
+      return this.pause()
+    }
+    const frames: Array<string> = []
+    this.decode(chunk, frames)
+    const result = frames.length > 0 ? frames : this.failure
+    if (result === undefined) return // a frame begun: wait for the rest
+    this.waiting = undefined
+    resume(settle(result))
+  }
+
+  /** Frames available now, the terminal error once nothing is left, or undefined: wait (reading resumes). */
   private poll(): ReadResult | undefined {
     const frames: Array<string> = []
-    const failure = this.failure
-    if (failure === undefined || failure._tag === "ConnectionClosed") {
-      let chunk: unknown
-      while (frames.length === 0 && (chunk = this.raw.read()) !== null) {
-        if (!(chunk instanceof Uint8Array)) continue
-        const before = frames.length
-        const tooLarge = this.decoder.push(chunk, frames)
-        this.framesRead += frames.length - before
-        if (tooLarge !== undefined) this.failure = tooLarge // frames decoded before it are still delivered
+    const held = this.held
+    if (held !== undefined) {
+      while (frames.length === 0 && this.readable()) {
+        const chunk = held.shift()
+        if (chunk === undefined) break
+        this.decode(chunk, frames)
       }
+      if (held.length === 0) this.held = undefined
     }
     if (frames.length > 0) return frames
-    return this.failure
+    if (this.failure !== undefined) return this.failure
+    if (this.paused) {
+      this.paused = false
+      this.raw.resume()
+    }
+    return undefined
   }
 
+  /** The socket ended or closed: a waiting reader gets what is left, then the failure. */
   private wake(): void {
     const resume = this.waiting
     if (resume === undefined) return

@@ -1,8 +1,9 @@
 /**
  * The Unix socket's `Connection` (SocketConnection.ts): a class whose methods
  * every connection shares — a broker holds thousands of idle ones — reading
- * whole frames in order, counting them, and ending cleanly when the peer ends
- * or with the framing error when a frame is too large.
+ * whole frames in order, counting them, holding what comes while nobody reads
+ * (the socket paused meanwhile), and ending cleanly when the peer ends or
+ * with the framing error when a frame is too large.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -48,6 +49,27 @@ describe("SocketConnection", () => {
       const ended = yield* Effect.flip(connection.read)
       assert.strictEqual(ended._tag, "ConnectionClosed")
       assert.isTrue(ended._tag === "ConnectionClosed" && ended.clean)
+    })))
+
+  it.live("a chunk that comes while no read waits is held and the socket paused; a read takes it, and the next read lets the socket flow again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const { client, server } = yield* socketPair(path.join(dir, "pair.sock"))
+      const connection = yield* fromNetSocket(server)
+      const arrived = Effect.callback<void>((resume) => {
+        server.once("data", () => resume(Effect.void))
+      })
+      client.write(encodeFrames(["one"]))
+      yield* arrived
+      // Nobody was reading: the chunk is held, and the socket paused (the kernel then holds the rest: backpressure).
+      assert.isTrue(server.isPaused())
+      assert.deepStrictEqual(connection.readProgress(), { frames: 0, pending: 0, reading: false })
+      assert.deepStrictEqual(yield* connection.read, ["one"])
+      // This read finds nothing held: it waits, and the socket flows again.
+      client.write(encodeFrames(["two"]))
+      assert.deepStrictEqual(yield* connection.read, ["two"])
+      assert.isFalse(server.isPaused())
+      assert.strictEqual(connection.readProgress().frames, 2)
     })))
 
   it.live("a frame past the limit fails read with FrameTooLarge, after the frames before it", () =>
