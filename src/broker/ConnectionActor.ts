@@ -86,9 +86,11 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
     }
     /**
      * Handles a batch, then writes its output; true when some of it was parked.
-     * Trailing `received` frames write nothing: they are handled after the
-     * rest's output is written, so a forwarded message does not wait for them
-     * (or, behind parked output, are held like any other frame).
+     * Trailing `received` frames are handled after the rest's output is
+     * written, so a forwarded message does not wait for them. Behind parked
+     * output they are applied at once, one by one, as the held path applies
+     * any `received` (below): held, a confirmation would die with the
+     * connection and its mail would be sent again (known issue 8).
      */
     const handle = (frames: ReadonlyArray<string>): boolean => {
       const end = outputEnd(frames)
@@ -97,8 +99,8 @@ const readLoop = (router: Router, peer: Peer, permit: Permit, initial: ReadonlyA
         if (!parked) parked = batch(frames, end, frames.length)
         else {
           for (let i = end; i < frames.length; i++) {
-            held.push(frames[i]!)
-            heldText += frames[i]!.length
+            router.seen(peer)
+            router.handleFrame(peer, frames[i]!)
           }
         }
       }
