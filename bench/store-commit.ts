@@ -29,17 +29,21 @@ import type { Mail } from "../src/broker/Peer.ts"
 import * as Database from "../src/store/Database.ts"
 import { type MailCommit, MailStore, type StoredMail } from "../src/store/MailStore.ts"
 import type { StoredRecord } from "../src/store/mailCodec.ts"
+import { eachArg } from "./args.ts"
 import { median } from "./stats.ts"
 
-const arg = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(name)
-  const value = at === -1 ? undefined : Number(process.argv[at + 1])
-  return value !== undefined && Number.isFinite(value) ? value : fallback
-}
-const ROUND_TRIPS = arg("--round-trips", 3_000)
-const TICKS = arg("--ticks", 1_500)
-const PER_TICK = arg("--per-tick", 8)
-const REPS = arg("--reps", 5)
+const USAGE = "usage: node bench/store-commit.ts [--round-trips N] [--ticks N] [--per-tick K] [--reps N]"
+let ROUND_TRIPS = 3_000
+let TICKS = 1_500
+let PER_TICK = 8
+let REPS = 5
+eachArg(process.argv.slice(2), USAGE, (arg) => {
+  if (arg.key === "--round-trips") ROUND_TRIPS = arg.int(21, 1_000_000)
+  else if (arg.key === "--ticks") TICKS = arg.int(21, 1_000_000)
+  else if (arg.key === "--per-tick") PER_TICK = arg.int(1, 10_000)
+  else if (arg.key === "--reps") REPS = arg.int(1, 100)
+  else throw new Error(`unknown argument ${arg.raw}\n${USAGE}`)
+})
 
 const session = () => `scope\u0000${randomUUID()}`
 const text = "x".repeat(100)
