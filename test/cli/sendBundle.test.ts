@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { parseSendArgv } from "../../src/cli/clientArgv.ts"
 import { loadSendBundle, sendCacheFile, type SendBundleDeps } from "../../src/cli/sendBundle.ts"
 import { tempDir } from "./support.ts"
 
@@ -52,17 +53,9 @@ describe("the send bundle's loader", () => {
       const { loaded, exports } = load(setUp(dir, bundleText(1), undefined))
       assert.strictEqual(exports["version"], 1)
       assert.strictEqual(exports["where"], "client.cjs in bin")
-      const argv = {
-        to: "bob",
-        words: ["hi"],
-        name: undefined,
-        json: false,
-        dir: undefined,
-        group: undefined,
-        delivery: undefined,
-        queueMode: undefined,
-        thread: undefined
-      }
+      const argv = parseSendArgv(["send", "bob", "hi"])
+      assert.isDefined(argv)
+      if (argv === undefined) return
       assert.isTrue(loaded.entry.runSendProcess(argv))
       assert.isFalse(loaded.entry.runSendProcess({ ...argv, to: "refuse" }))
       assert.strictEqual(loaded.cache, "off")
