@@ -12,11 +12,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type BrokerFrame, encodeFrames, type SessionInfo } from "../../src/protocol/index.ts"
+import { encodeFrames, type SessionInfo } from "../../src/protocol/index.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import {
   ackFor,
-  applyMembership,
+  membershipView,
   list,
   message,
   messageFor,
@@ -45,16 +45,6 @@ const takeMessages = (client: WireClient, fromId: string, n: number) =>
     return ids
   })
 
-/** The membership view a stream of frames builds. */
-const viewOf = (frames: ReadonlyArray<BrokerFrame>) => {
-  const view = new Map<string, SessionInfo>()
-  for (const frame of frames) {
-    if (frame.type === "session_joined" || frame.type === "presence_update" || frame.type === "session_left") {
-      applyMembership(view, frame)
-    }
-  }
-  return view
-}
 
 /** In-memory buffers: 8 frames per outbox, 16 per link direction. */
 const small = { outboxCapacity: 8, linkCapacity: 16 } as const
@@ -251,7 +241,7 @@ describe("membership feed seen by a slow receiver", () => {
       assert.isAtLeast(joinedTalker, 0, "no session_joined for the talker")
       assert.isBelow(joinedTalker, talkerMessage, "the talker's message arrived before its session_joined")
 
-      const view = viewOf(frames)
+      const view = membershipView(frames)
       const listed = (yield* list(watcher.client)).filter((s) => s.id !== "watcher")
       const summary = (sessions: Iterable<SessionInfo>) =>
         [...sessions].map((s) => `${s.id}:${s.status ?? ""}:${s.endpointEpoch ?? ""}`).sort()
@@ -284,7 +274,7 @@ describe("membership feed seen by a slow receiver", () => {
 
       yield* watcher.client.resume
       yield* takeMessages(watcher.client, "filler", fill.length)
-      const view = viewOf(watcher.client.received())
+      const view = membershipView(watcher.client.received())
       assert.deepStrictEqual([...view.keys()].sort(), ["filler"], "the watcher's view kept a session that had left")
     }))
 })

@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { settled } from "../support/barrier.ts"
-import { list, registerFrame, withBroker } from "../support/broker.ts"
+import { list, membershipView, registerFrame, withBroker } from "../support/broker.ts"
 
 describe("membership departures", () => {
   it.live("a known session taken over and gone before the watcher collects reaches it as session_left", () =>
@@ -25,12 +25,7 @@ describe("membership departures", () => {
         JSON.stringify({ type: "unregister" })
       ]))
       yield* settled([successor], [watcher.client])
-      const view = new Set<string>()
-      for (const frame of watcher.client.received()) {
-        if (frame.type === "session_joined") view.add(frame.session.id)
-        if (frame.type === "session_left") view.delete(frame.sessionId)
-      }
-      assert.deepStrictEqual([...view], [])
+      assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()], [])
       assert.deepStrictEqual((yield* list(watcher.client)).map((s) => s.id), ["watcher"])
     }))
 
@@ -48,12 +43,7 @@ describe("membership departures", () => {
         JSON.stringify({ type: "unregister" })
       ]))
       yield* settled([flapper], [watcher.client])
-      const view = new Set<string>()
-      for (const frame of watcher.client.received()) {
-        if (frame.type === "session_joined") view.add(frame.session.id)
-        if (frame.type === "session_left") view.delete(frame.sessionId)
-      }
-      assert.deepStrictEqual([...view], [])
+      assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()], [])
       // The flapper registered twice on one connection: both registrations were taken.
       assert.strictEqual(flapper.received().filter((f) => f.type === "registered").length, 2)
     }))

@@ -12,7 +12,7 @@ import {
   type BrokerStartupError,
   runBroker
 } from "../../src/broker/index.ts"
-import type { Message, SessionInfo } from "../../src/protocol/index.ts"
+import type { BrokerFrame, Message, SessionInfo } from "../../src/protocol/index.ts"
 import { connect, type ConnectOptions, type DialFailed, type FrameOf, type WireClient, type WireError } from "./wire.ts"
 
 /** A fresh, short directory under /tmp (socket paths must stay under ~107 bytes); removed with the Scope. */
@@ -193,6 +193,17 @@ export const applyMembership = (view: Map<string, SessionInfo>, frame: FrameOf<F
       view.delete(frame.sessionId)
       return
   }
+}
+
+/** The membership view a stream of frames builds (frames of other types are skipped). */
+export const membershipView = (frames: ReadonlyArray<BrokerFrame>): Map<string, SessionInfo> => {
+  const view = new Map<string, SessionInfo>()
+  for (const frame of frames) {
+    if (frame.type === "session_joined" || frame.type === "presence_update" || frame.type === "session_left") {
+      applyMembership(view, frame)
+    }
+  }
+  return view
 }
 
 export type FrameTypeMembership = "session_joined" | "presence_update" | "session_left"
