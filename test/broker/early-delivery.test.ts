@@ -32,29 +32,23 @@ const gatedBroker = Effect.gen(function*() {
 })
 
 describe("early delivery to a client that confirms receipt (received-v1)", () => {
-  it.effect("the message reaches the recipient before its commit; the sender's acknowledgement waits for the commit", () =>
+  /** `msg` from alice (a base client) reaches bob before its commit; alice's acknowledgement waits for it. */
+  const deliveredBeforeCommit = (msg: ReturnType<typeof message>) =>
     Effect.gen(function*() {
       const { alice, bob, gate } = yield* gatedBroker
-      const msg = message("early")
       yield* alice.client.send({ type: "send", to: "bob", message: msg })
       yield* messageFor(bob.client, msg.id)
       yield* settled([bob.client])
       yield* alice.client.expectNothing(["delivered", "delivery_failed"])
       yield* step(Deferred.succeed(gate, undefined))
       assertDelivered(yield* ackFor(alice.client, msg.id))
-    }))
+    })
+
+  it.effect("the message reaches the recipient before its commit; the sender's acknowledgement waits for the commit", () =>
+    deliveredBeforeCommit(message("early")))
 
   it.effect("an ask goes before its commit too; its acknowledgement waits for it", () =>
-    Effect.gen(function*() {
-      const { alice, bob, gate } = yield* gatedBroker
-      const ask = message("which branch?", { expectsReply: true })
-      yield* alice.client.send({ type: "send", to: "bob", message: ask })
-      yield* messageFor(bob.client, ask.id)
-      yield* settled([bob.client])
-      yield* alice.client.expectNothing(["delivered", "delivery_failed"])
-      yield* step(Deferred.succeed(gate, undefined))
-      assertDelivered(yield* ackFor(alice.client, ask.id))
-    }))
+    deliveredBeforeCommit(message("which branch?", { expectsReply: true })))
 
   it.effect("an ask delivered and lost to a crash before its commit: the reply finds no ask until the asker sends it again", () =>
     Effect.gen(function*() {
