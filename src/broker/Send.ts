@@ -17,11 +17,14 @@
  * inside a routing span when the broker traces (RoutingSpans.ts) and hands
  * the trace context on to its recipient.
  *
- * Size: one concept — the order of one send's steps. Every rule lives in a
- * stage module, and the contract the stages share is SendStage.ts; what
- * stays here is the pipeline that must run them in that order on the
- * per-frame path, in one synchronous pass (counting, tracing and the live
- * view's record are one call each, in their own modules).
+ * Size: one concept — the order of one send's steps. Every routing rule
+ * lives in a stage module, and the contract the stages share is
+ * SendStage.ts; what stays here is the pipeline that must run them in that
+ * order on the per-frame path, in one synchronous pass (counting, tracing
+ * and the live view's record are one call each, in their own modules), and
+ * how the send is answered: at once, or, in durable mode, held for the
+ * commit or until the message is read (`answer`; the holding itself is
+ * StoreJournal.ts and ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
