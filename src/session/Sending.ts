@@ -2,8 +2,9 @@
  * The outgoing path that `send`, `ask` and `reply` share: a new message,
  * resolving a target from the broker's list (C-TGT), the epoch-bound send
  * with its single re-list after `E_TARGET_REBOUND` (P47), turning the
- * client's failures into the session's `NotDelivered` / `SelfTargetRefused`
- * (C-TOOL-3, C-TOOL-4), and the `intercom_sent` history record.
+ * client's failures into the session's `NotDelivered` / `DeliveryUnknown` /
+ * `SelfTargetRefused` (C-TOOL-3, C-TOOL-4), and the `intercom_sent` history
+ * record.
  *
  * Stateless: everything it touches belongs to the `Generation` it is made for.
  */
@@ -14,7 +15,7 @@ import type { Delivery } from "../client/events.ts"
 import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { type ClientFailure, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
+import { type ClientFailure, DeliveryUnknown, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
@@ -40,20 +41,31 @@ export const newMessage = (
 
 /**
  * A failed client `send` as the session's error: the broker's
- * `E_SELF_TARGET` becomes `SelfTargetRefused`, anything else `NotDelivered`
- * with the broker's (or the connection's) reason.
+ * `E_SELF_TARGET` becomes `SelfTargetRefused`; a send the broker never
+ * answered (the connection lost, the send timeout) `DeliveryUnknown`, since
+ * the message may have arrived; a refusal `NotDelivered` with the broker's
+ * reason and code.
  *
  * @category errors
  * @since 0.1.0
  */
 export const notDelivered = (kind: NotDelivered["kind"], to: string) =>
-(error: SendError): SelfTargetRefused | NotDelivered => {
+(error: SendError): SelfTargetRefused | NotDelivered | DeliveryUnknown => {
   switch (error._tag) {
     case "SelfTarget":
       return new SelfTargetRefused()
     case "RequestTimeout":
+      return new DeliveryUnknown({
+        kind,
+        to,
+        reason: `the broker did not acknowledge it within ${error.timeoutMs / 1000} s (Send timeout)`
+      })
     case "ConnectionLost":
-      return new NotDelivered({ kind, to, reason: error.message })
+      return new DeliveryUnknown({
+        kind,
+        to,
+        reason: "the connection to the broker was lost before it acknowledged the message"
+      })
     default:
       return new NotDelivered({ kind, to, reason: error.reason, code: error.code })
   }
@@ -120,7 +132,7 @@ export interface Sending {
     message: Message,
     target: SessionInfo | undefined,
     options?: { readonly askTimeoutMs?: number | undefined; readonly delivery?: DeliveryChoice | undefined }
-  ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | ClientFailure>
+  ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | DeliveryUnknown | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
     to: string

@@ -129,6 +129,29 @@ export class NotDelivered extends Data.TaggedError("NotDelivered")<{
 }
 
 /**
+ * The broker never confirmed the message, so whether it arrived is unknown:
+ * `Message to "<to>" may or may not have been delivered: <reason>`. The
+ * connection was lost before the acknowledgement, or the acknowledgement did
+ * not come within the send timeout (C-BRK-10). Unlike {@link NotDelivered}, the
+ * recipient may have it: sending it again can deliver it twice.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class DeliveryUnknown extends Data.TaggedError("DeliveryUnknown")<{
+  readonly kind: "Message" | "Reply"
+  /** The target as the caller wrote it. */
+  readonly to: string
+  /** Why no answer came (the connection was lost, or the timeout). */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `${this.kind} to "${this.to}" may or may not have been delivered: ${this.reason}. ` +
+      `Check with the recipient before sending it again, or it may arrive twice.`
+  }
+}
+
+/**
  * `Already waiting for a reply`: another blocking call holds the single
  * reply-waiter slot (C-ASK-1).
  *
@@ -372,6 +395,7 @@ export type SendFailure =
   | SelfTargetRefused
   | TargetUnresolved
   | NotDelivered
+  | DeliveryUnknown
 
 /**
  * How `ask` fails.
