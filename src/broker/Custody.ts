@@ -19,6 +19,11 @@
  * (`RecentMessages`). A broker in memory mode grants the extension too: its
  * custody keeps mail only in memory, which is enough for that.
  *
+ * Failure notices (`expired` receipts, MailDelivery.ts) are held the same
+ * way, in memory only: one written to a connection that closes before its
+ * client confirmed reading it is owed to its sender again, so a sender whose
+ * reader stalled and was dropped still hears that its mail was lost.
+ *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
  * connection of (frame count, message) in two parallel arrays, and the
@@ -29,7 +34,7 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
 import type { WriteBatch } from "./Output.ts"
-import type { OutboundMessage, Peer } from "./Peer.ts"
+import type { Peer, Returnable } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
@@ -40,14 +45,14 @@ const COMPACT_AFTER = 1_024
 const KEEP_SLOTS = 1_024
 
 /**
- * One connection's mail written but not yet confirmed read; see the module
+ * One connection's mail and notices written but not yet confirmed read; see the module
  * header. The entries in use are `[head, tail)` of the two arrays: an emptied
  * FIFO starts again at slot 0 of the same arrays, so a connection that is
  * confirmed as fast as it is written allocates nothing per message.
  */
 export class PeerCustody {
   private ends: Array<number> = []
-  private items: Array<OutboundMessage | undefined> = []
+  private items: Array<Returnable | undefined> = []
   private head = 0
   private tail = 0
   private confirmed = 0
@@ -59,8 +64,11 @@ export class PeerCustody {
   }
 
   /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
-  hold(end: number, item: OutboundMessage): void {
-    if (end <= this.confirmed) return this.release(item.mail.recordKey)
+  hold(end: number, item: Returnable): void {
+    if (end <= this.confirmed) {
+      if ("mail" in item) this.release(item.mail.recordKey)
+      return
+    }
     const tail = this.tail
     this.ends[tail] = end
     this.items[tail] = item
@@ -78,7 +86,7 @@ export class PeerCustody {
     while (head < tail && ends[head]! <= frames) {
       const item = items[head]
       items[head++] = undefined
-      if (item !== undefined) this.release(item.mail.recordKey)
+      if (item !== undefined && "mail" in item) this.release(item.mail.recordKey)
     }
     this.head = head
     if (head === tail) {
@@ -95,8 +103,8 @@ export class PeerCustody {
    * The connection closed with the broker alive: what is still held, oldest
    * first, to go back like unwritten output (it stays in the store meanwhile).
    */
-  takeBack(): ReadonlyArray<OutboundMessage> {
-    const unread: Array<OutboundMessage> = []
+  takeBack(): ReadonlyArray<Returnable> {
+    const unread: Array<Returnable> = []
     for (let i = this.head; i < this.tail; i++) {
       const item = this.items[i]
       if (item !== undefined) unread.push(item)
@@ -107,7 +115,7 @@ export class PeerCustody {
     return unread
   }
 
-  /** Mail held, not yet confirmed. */
+  /** Mail and notices held, not yet confirmed. */
   get size(): number {
     return this.tail - this.head
   }
@@ -159,8 +167,9 @@ export class Custody {
 
   /**
    * `peer`'s writer handed the first `count` frames of `batch` to its socket
-   * (all of it, or the start of an unfinished write): the mail they carried
-   * goes into custody, or out of the store for a client without it.
+   * (all of it, or the start of an unfinished write): the mail and notices
+   * they carried go into custody; for a client without it, the mail goes out
+   * of the store.
    */
   written(peer: Peer, batch: WriteBatch, count: number): void {
     const first = peer.framesWritten
@@ -171,18 +180,18 @@ export class Custody {
     const returnable = batch.returnable
     for (let i = 0; i < returnable.length; i++) {
       const [index, item] = returnable[i]!
-      if (index >= count || !("mail" in item)) continue
-      if (custody === undefined) journal?.mailGone(item.mail.recordKey)
-      else custody.hold(first + index + 1, item)
+      if (index >= count) continue
+      if (custody !== undefined) custody.hold(first + index + 1, item)
+      else if ("mail" in item) journal?.mailGone(item.mail.recordKey)
     }
   }
 
   /**
-   * The connection closed with the broker alive: the mail it wrote and its
-   * client never confirmed, oldest first, for `Router.detach` to send back
-   * ahead of the output it never wrote (see the module header).
+   * The connection closed with the broker alive: the mail and notices it
+   * wrote and its client never confirmed, oldest first, for `Router.detach`
+   * to send back ahead of the output it never wrote (see the module header).
    */
-  detached(peer: Peer): ReadonlyArray<OutboundMessage> {
+  detached(peer: Peer): ReadonlyArray<Returnable> {
     return peer.custody?.takeBack() ?? []
   }
 }

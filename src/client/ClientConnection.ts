@@ -18,7 +18,7 @@ import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import { EXTENSION_FEATURES, OBSERVE_V1, QUESTIONS_V1, RECEIVED_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
 import type { QuestionResultFrame } from "../protocol/questions.ts"
-import type { BrokerFrame, MessageFrame, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import type { BrokerFrame, MessageFrame, ReceiptStatus, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
 import {
@@ -132,6 +132,13 @@ export interface ClientConnection {
   /** Drops the socket at once, without `unregister` (a failed liveness probe, P96). */
   readonly destroy: Effect.Effect<void>
 }
+
+/**
+ * Receipts the broker itself writes about a message it dropped (`expired`,
+ * `superseded`): like mail, it keeps them until the client confirms reading
+ * them (broker/Custody.ts), so a batch carrying one is confirmed.
+ */
+const isBrokerNotice = (status: ReceiptStatus): boolean => status === "expired" || status === "superseded"
 
 /**
  * Extensions every connection asks for: all the protocol defines, since this
@@ -338,7 +345,8 @@ export const openClientConnection = (
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     // `received-v1`: frames read on this connection, `registered` included. Once a batch carrying messages
-    // is in this process, the broker may forget them: the count tells it so (broker/Custody.ts).
+    // (or the broker's own `expired`/`superseded` notices) is in this process, the broker may forget them: the count tells it so
+    // (broker/Custody.ts).
     const confirmsReceipt = granted.has(RECEIVED_V1)
     let framesRead = 1
     /**
@@ -352,7 +360,9 @@ export const openClientConnection = (
         for (const text of texts) {
           const frame = decodeBrokerFrameText(text)
           if (isFrameDecodeError(frame)) continue
-          if (frame.type === "message") messages = true
+          if (frame.type === "message" || (frame.type === "message_receipt" && isBrokerNotice(frame.receipt.status))) {
+            messages = true
+          }
           dispatch(frame)
         }
         framesRead += texts.length

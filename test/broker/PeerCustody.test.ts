@@ -1,13 +1,14 @@
 /**
  * `PeerCustody` (received-v1) against a model: a FIFO of (frame number,
- * message) that releases, oldest first, what a confirmation covers, and gives
- * back the rest at close. Its arrays are reused once emptied and compacted
- * after many releases; the model has neither.
+ * message or failure notice) that releases, oldest first, what a confirmation
+ * covers (the store is told only of mail), and gives back the rest at close.
+ * Its arrays are reused once emptied and compacted after many releases; the
+ * model has neither.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { PeerCustody } from "../../src/broker/Custody.ts"
-import type { Mail, OutboundMessage } from "../../src/broker/Peer.ts"
+import type { Mail, OutboundMessage, OutboundNotice, Returnable } from "../../src/broker/Peer.ts"
 
 const message = (n: number): OutboundMessage => {
   const mail: Mail = {
@@ -32,9 +33,16 @@ const message = (n: number): OutboundMessage => {
   return { frame: "{}", mail, to: "t" }
 }
 
+const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s" })
+
+const keyOf = (item: Returnable): string => "mail" in item ? item.mail.recordKey : item.frame
+
 const ops = fc.array(
   fc.oneof(
-    { weight: 6, arbitrary: fc.record({ op: fc.constant("hold" as const), frames: fc.integer({ min: 1, max: 3 }) }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({ op: fc.constant("hold" as const), frames: fc.integer({ min: 1, max: 3 }), notice: fc.boolean() })
+    },
     { weight: 3, arbitrary: fc.record({ op: fc.constant("confirm" as const), ahead: fc.integer({ min: -2, max: 40 }) }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant("takeBack" as const) }) }
   ),
@@ -42,32 +50,35 @@ const ops = fc.array(
 )
 
 describe("PeerCustody", () => {
-  it("property: releases what each confirmation covers, oldest first, and gives back the rest, like a plain FIFO", () => {
+  it("property: releases the mail each confirmation covers, oldest first, and gives back the rest (mail and notices), like a plain FIFO", () => {
     fc.assert(
       fc.property(ops, (script) => {
         const released: Array<string> = []
         const custody = new PeerCustody((key) => released.push(key))
         const expected: Array<string> = []
-        let model: Array<{ readonly end: number; readonly key: string }> = []
+        let model: Array<{ readonly end: number; readonly key: string; readonly mail: boolean }> = []
         let confirmed = 0
         let written = 0
         let next = 0
         for (const step of script) {
           if (step.op === "hold") {
             written += step.frames
-            const item = message(next++)
+            const item = step.notice ? notice(next++) : message(next++)
             custody.hold(written, item)
-            if (written <= confirmed) expected.push(item.mail.recordKey)
-            else model.push({ end: written, key: item.mail.recordKey })
+            if (written > confirmed) model.push({ end: written, key: keyOf(item), mail: !step.notice })
+            else if (!step.notice) expected.push(keyOf(item))
           } else if (step.op === "confirm") {
             const frames = Math.max(0, written + step.ahead - 20)
             custody.confirm(frames)
             if (frames > confirmed) {
               confirmed = frames
-              while (model.length > 0 && model[0]!.end <= frames) expected.push(model.shift()!.key)
+              while (model.length > 0 && model[0]!.end <= frames) {
+                const entry = model.shift()!
+                if (entry.mail) expected.push(entry.key)
+              }
             }
           } else {
-            assert.deepStrictEqual(custody.takeBack().map((item) => item.mail.recordKey), model.map((entry) => entry.key))
+            assert.deepStrictEqual(custody.takeBack().map(keyOf), model.map((entry) => entry.key))
             model = []
           }
           assert.deepStrictEqual(released, expected)
@@ -88,7 +99,7 @@ describe("PeerCustody", () => {
     custody.confirm(2_500)
     assert.deepStrictEqual(released, Array.from({ length: 2_500 }, (_, i) => `s\u0001m${i + 1}`))
     assert.deepStrictEqual(
-      custody.takeBack().map((item) => item.mail.recordKey),
+      custody.takeBack().map(keyOf),
       Array.from({ length: 510 }, (_, i) => `s\u0001m${i + 2_501}`)
     )
     assert.strictEqual(custody.size, 0)

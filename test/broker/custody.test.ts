@@ -16,7 +16,7 @@ import { message, messageFor, send, type Session } from "../support/broker.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork } from "../support/memory.ts"
+import { advance, memoryNetwork, withMemoryBroker } from "../support/memory.ts"
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
@@ -191,5 +191,42 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
 
       const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       assert.strictEqual((yield* messageFor(back.client, unread.id)).message.content.text, unread.content.text)
+    }))
+})
+
+describe("received-v1: an expired notice stays owed until its sender confirms reading it", () => {
+  /** alice (confirming) has two messages queued for the departed carol; the mailbox holds one, so the first is evicted. */
+  const evictedNotice = Effect.gen(function*() {
+    const world = yield* withMemoryBroker({ mailboxCapacity: 1 })
+    const alice = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+    const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+    yield* carol.client.destroy
+    yield* alice.client.next("session_left")
+    const evicted = message("pushed out of the mailbox")
+    assertDelivered(yield* send(alice.client, "carol", evicted), "queued")
+    assertDelivered(yield* send(alice.client, "carol", message("kept")), "queued")
+    const notice = yield* alice.client.next("message_receipt")
+    assert.deepStrictEqual([notice.receipt.messageId, notice.receipt.status], [evicted.id, "expired"])
+    return { world, alice, evicted }
+  })
+
+  it.effect("a notice written to a connection that closes unconfirmed reaches the sender's next connection", () =>
+    Effect.gen(function*() {
+      const { alice, evicted, world } = yield* evictedNotice
+      yield* alice.client.destroy
+      const back = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      const again = yield* back.client.next("message_receipt")
+      assert.deepStrictEqual([again.receipt.messageId, again.receipt.status], [evicted.id, "expired"])
+    }))
+
+  it.effect("a notice its sender confirmed reading is not sent again", () =>
+    Effect.gen(function*() {
+      const { alice, world } = yield* evictedNotice
+      yield* alice.client.send({ type: "received", frames: alice.client.received().length })
+      yield* settled([alice.client])
+      yield* alice.client.destroy
+      const back = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      yield* back.client.roundTrip
+      yield* back.client.expectNothing("message_receipt")
     }))
 })

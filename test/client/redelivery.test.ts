@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { RecentMessages } from "../../src/client/RecentMessages.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { message } from "../support/broker.ts"
@@ -15,6 +16,7 @@ import { makeMemoryClient, memoryClientOptions, subscribe } from "./support.ts"
 
 const A_ID = "aaaaaaaa-2222-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-2222-4000-8000-00000000000b"
+const C_ID = "cccccccc-2222-4000-8000-00000000000c"
 
 describe("redelivery after a durable broker's crash", () => {
   it.effect("the message is written twice by the brokers, and the recipient's client passes it on once", () =>
@@ -67,6 +69,34 @@ describe("received-v1: the client confirms what it read", () => {
       yield* settle(bob.list)
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 0)
+    }))
+})
+
+describe("received-v1: the client confirms the broker's notices it read", () => {
+  it.effect("a batch carrying an expired notice is confirmed: a takeover after it is not sent the notice again", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null, mailboxCapacity: 1 })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const controls = yield* subscribe(bob.controls, "bob's controls")
+      yield* settle(bob.connect)
+      const carol = yield* world.session({ sessionId: C_ID, name: "carol" })
+      yield* carol.client.destroy
+      yield* settle(bob.list) // carol has left: bob's sends are queued for her
+      const evicted = message("pushed out of the mailbox")
+      yield* settle(bob.send({ to: "carol", message: evicted }))
+      yield* settle(bob.send({ to: "carol", message: message("kept") }))
+      const notice = yield* controls.next()
+      assert.deepStrictEqual(
+        notice._tag === "Receipt" ? [notice.receipt.messageId, notice.receipt.status] : [notice._tag],
+        [evicted.id, "expired"]
+      )
+      // Two round trips on bob: the first ends after its reader confirmed, the second follows the confirmation.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      const takeover = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
+      yield* takeover.client.roundTrip
+      yield* takeover.client.expectNothing("message_receipt")
     }))
 })
 
