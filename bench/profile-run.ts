@@ -36,6 +36,8 @@ interface Window {
   readonly units: number
   readonly cpu: GroupCpu
   readonly kernel: KernelCounts
+  /** Bytes this process (the bench's clients) read in the interval. */
+  readonly clientRead: number
 }
 
 /** `argv` with `--cpu-prof` options after the Node binary; unchanged when the target is not this Node. */
@@ -63,7 +65,7 @@ export const runProfiled = async (
   const profDir = makeTempDir()
   let perfFiles = 0
   const windows: Array<Window> = []
-  const open = new Map<number, { from: number; before: ThreadSnapshot; kernel: KernelCounts }>()
+  const open = new Map<number, { from: number; before: ThreadSnapshot; kernel: KernelCounts; clientRead: number }>()
   const ticks = clockTicksPerSecond()
   const profiled: TargetSpec = {
     ...spec,
@@ -75,18 +77,28 @@ export const runProfiled = async (
     },
     measure: {
       begin: (pid) => {
+        // This process's own reads (its clients'), taken outside the /proc reads below.
+        const clientRead = readKernelCounts(process.pid).rchar
         const kernel = readKernelCounts(pid)
         const before = readThreads(pid, ticks)
-        open.set(pid, { from: nowUs(), before, kernel })
+        open.set(pid, { from: nowUs(), before, kernel, clientRead })
       },
       end: (pid, units) => {
         const to = nowUs()
         const after = readThreads(pid, ticks)
         const kernel = readKernelCounts(pid)
+        const clientRead = readKernelCounts(process.pid).rchar
         const b = open.get(pid)
         open.delete(pid)
         if (b === undefined) return
-        windows.push({ pid, interval: { from: b.from, to }, units, cpu: cpuBetween(b.before, after), kernel: kernelCountsBetween(b.kernel, kernel) })
+        windows.push({
+          pid,
+          interval: { from: b.from, to },
+          units,
+          cpu: cpuBetween(b.before, after),
+          kernel: kernelCountsBetween(b.kernel, kernel),
+          clientRead: clientRead - b.clientRead
+        })
       }
     }
   }
@@ -137,7 +149,8 @@ export const runProfiled = async (
         cpu: windows.reduce((s, x) => addGroupCpu(s, x.cpu), zeroGroupCpu()),
         counts,
         perf: perfCounts,
-        kernel: windows.reduce((sum, x) => kernelCountsBetween(zeroKernelCounts(), x.kernel, sum), zeroKernelCounts())
+        kernel: windows.reduce((sum, x) => kernelCountsBetween(zeroKernelCounts(), x.kernel, sum), zeroKernelCounts()),
+        clientRead: windows.reduce((sum, x) => sum + x.clientRead, 0)
       },
       metrics: r.metrics,
       notes
@@ -153,5 +166,6 @@ export const addMeasured = (a: Measured, b: Measured): Measured => ({
   cpu: addGroupCpu(a.cpu, b.cpu),
   counts: b.counts === undefined ? a.counts : mergeCounts(a.counts ?? emptyCounts(), b.counts),
   perf: b.perf === undefined ? a.perf : mergePerf(a.perf ?? emptyPerfCounts(), b.perf),
-  kernel: kernelCountsBetween(zeroKernelCounts(), b.kernel ?? zeroKernelCounts(), a.kernel ?? zeroKernelCounts())
+  kernel: kernelCountsBetween(zeroKernelCounts(), b.kernel ?? zeroKernelCounts(), a.kernel ?? zeroKernelCounts()),
+  clientRead: a.clientRead === undefined || b.clientRead === undefined ? a.clientRead ?? b.clientRead : a.clientRead + b.clientRead
 })

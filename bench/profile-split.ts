@@ -34,6 +34,13 @@ export interface Measured {
   readonly perf?: PerfCounts | undefined
   /** System calls, bytes and page faults inside the intervals (/proc/<pid>/io and stat). */
   readonly kernel?: KernelCounts | undefined
+  /**
+   * Bytes the bench process itself read inside the intervals (its own
+   * /proc/self/io `rchar`): for the workloads whose only clients are the
+   * bench's own, what the target wrote to its sockets, so the rest of
+   * `kernel.wchar` went to files (a durable broker's WAL).
+   */
+  readonly clientRead?: number | undefined
 }
 
 /** A target's CPU per unit, µs, by part. The parts sum to `total`. */
@@ -233,15 +240,21 @@ export const workloadTable = (
     ...rest.map(() => "")
   ])
   rows.push(["units measured", ...columns.map((c) => String(c.measured.units)), ...rest.map(() => "")])
-  const KERNEL_ROWS: ReadonlyArray<readonly [string, (k: KernelCounts) => number]> = [
-    ["read syscalls per unit", (k) => k.syscr],
-    ["write syscalls per unit", (k) => k.syscw],
-    ["bytes written per unit", (k) => k.wchar],
-    ["minor page faults per unit", (k) => k.minflt]
+  // Write calls and bytes count sockets and files together (a durable broker's WAL writes are `pwrite`s);
+  // what the bench's own clients read tells the socket bytes apart.
+  const KERNEL_ROWS: ReadonlyArray<readonly [string, (m: Measured, k: KernelCounts) => number]> = [
+    ["read syscalls per unit", (_, k) => k.syscr],
+    ["write syscalls per unit (sockets and files)", (_, k) => k.syscw],
+    ["bytes written per unit (sockets and files)", (_, k) => k.wchar],
+    ["  of them read by the bench's clients", (m) => m.clientRead ?? Number.NaN],
+    ["minor page faults per unit", (_, k) => k.minflt]
   ]
   if (columns.some((c) => c.measured.kernel !== undefined)) {
     for (const [label, get] of KERNEL_ROWS) {
-      const v = columns.map((c) => (c.measured.kernel === undefined || c.measured.units <= 0 ? Number.NaN : get(c.measured.kernel) / c.measured.units))
+      if (label.includes("bench's clients") && columns.every((c) => c.measured.clientRead === undefined)) continue
+      const v = columns.map((c) =>
+        c.measured.kernel === undefined || c.measured.units <= 0 ? Number.NaN : get(c.measured, c.measured.kernel) / c.measured.units
+      )
       const v0 = v[0] ?? Number.NaN
       rows.push([label, ...v.map((x) => fmt(x)), ...v.slice(1).map((x) => fmt(x - v0))])
     }
