@@ -31,7 +31,7 @@
  * bookkeeping, because the client can read a frame before the write that
  * carried it completes.
  */
-import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
+import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
 import type { WriteBatch } from "./Output.ts"
 import type { Peer, Returnable } from "./Peer.ts"
@@ -158,9 +158,9 @@ export class Custody {
         if (peer.custody === undefined) {
           return this.ctx.protocolError(peer, `"received" frame without the ${RECEIVED_V1} extension`)
         }
-        const frame = decodeClientFrame.received(raw)
-        if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
-        peer.custody.confirm(frame.frames)
+        const frames = decodeReceivedCount(raw)
+        if (typeof frames !== "number") return this.ctx.protocolError(peer, frames.message)
+        peer.custody.confirm(frames)
       }
     }
   }
