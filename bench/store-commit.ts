@@ -11,6 +11,10 @@
  *   message is delivered at once and confirmed before the next commit.
  * - `tick`: K messages per commit (64 in flight makes ticks of several), each
  *   a replay record and mail, with the previous tick's mail deleted.
+ * - `read`: R replay records per commit and mail for one message in six,
+ *   the previous commit's mail deleted: the lazy commit of traffic between
+ *   `received-v1` clients, most of whose mail is read before its commit
+ *   (w64 counted 152 records, 24 mail puts and 24 deletes per commit).
  *
  * Message ids are random UUIDs, as real clients make them. Each rep opens a
  * fresh file in a temp dir. Printed: the median over reps of main-thread CPU
@@ -32,15 +36,20 @@ import type { StoredRecord } from "../src/store/mailCodec.ts"
 import { eachArg } from "./args.ts"
 import { median } from "./stats.ts"
 
-const USAGE = "usage: node bench/store-commit.ts [--round-trips N] [--ticks N] [--per-tick K] [--reps N]"
+const USAGE =
+  "usage: node bench/store-commit.ts [--round-trips N] [--ticks N] [--per-tick K] [--reads N] [--per-read R] [--reps N]"
 let ROUND_TRIPS = 3_000
 let TICKS = 1_500
 let PER_TICK = 8
+let READS = 200
+let PER_READ = 150
 let REPS = 5
 eachArg(process.argv.slice(2), USAGE, (arg) => {
   if (arg.key === "--round-trips") ROUND_TRIPS = arg.int(21, 1_000_000)
   else if (arg.key === "--ticks") TICKS = arg.int(21, 1_000_000)
   else if (arg.key === "--per-tick") PER_TICK = arg.int(1, 10_000)
+  else if (arg.key === "--reads") READS = arg.int(21, 1_000_000)
+  else if (arg.key === "--per-read") PER_READ = arg.int(6, 10_000)
   else if (arg.key === "--reps") REPS = arg.int(1, 100)
   else throw new Error(`unknown argument ${arg.raw}\n${USAGE}`)
 })
@@ -148,6 +157,28 @@ const tickCommits = (ticks: number, perTick: number): Array<MailCommit> => {
   return commits
 }
 
+/** Commits of traffic acknowledged on read: every message's record, one message in six still unread. */
+const readCommits = (commits: number, perCommit: number): Array<MailCommit> => {
+  const senders = Array.from({ length: 16 }, session), receiver = session()
+  const out: Array<MailCommit> = []
+  let seq = 1
+  let last: Array<StoredMail> = []
+  for (let i = 0; i < commits; i++) {
+    const at = 1_000 + i
+    const messages = Array.from({ length: perCommit }, (_, j) => mailOf(senders[(i + j) % 16] ?? receiver, receiver, seq++, at, false))
+    const puts = messages.filter((_, j) => j % 6 === 5)
+    out.push({
+      records: messages.map((put) => recordOf(put.mail, at)),
+      mailPuts: puts,
+      mailDeletes: last.map((put) => put.seq),
+      edgePuts: [],
+      edgeDeletes: []
+    })
+    last = puts
+  }
+  return out
+}
+
 interface Measured {
   readonly cpuPerCommit: number
   readonly walBytes: number
@@ -178,7 +209,8 @@ const run = Effect.gen(function*() {
   const rows: Array<[string, string, string, string]> = []
   for (const [name, make, messagesPerCommit] of [
     ["ask (2 commits per round trip)", () => askCommits(ROUND_TRIPS), 1],
-    [`tick (${PER_TICK} messages per commit)`, () => tickCommits(TICKS, PER_TICK), PER_TICK]
+    [`tick (${PER_TICK} messages per commit)`, () => tickCommits(TICKS, PER_TICK), PER_TICK],
+    [`read (${PER_READ} records, a sixth of the mail, per commit)`, () => readCommits(READS, PER_READ), PER_READ]
   ] as const) {
     const cpu: Array<number> = []
     const wal: Array<number> = []

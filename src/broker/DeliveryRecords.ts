@@ -11,7 +11,7 @@
  * oldest — one flooding sender never costs the others their window.
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
-import { fingerprintCopy, OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
+import { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 
 /** What a send came to, as answered (and replayed to a retry). */
 export type Outcome =
@@ -93,8 +93,13 @@ const recordBytes = (record: OutboundRecord, outcome: Outcome): number =>
 
 /**
  * Told of every record set or rewritten (the store journal, when the broker
- * is durable); `key` is `recordKeyOf(sender, id)`, built only for it, and
- * each fingerprint is a plain object of its own.
+ * is durable); `key` is `recordKeyOf(sender, id)`, built only for it. Each
+ * fingerprint is the outbound record itself, not a copy: the journal encodes
+ * it at its next commit, and a record's fingerprint changes only in a later
+ * `set` of the same key (`fingerprintFrom`), which the observer is told of
+ * again, so what the commit encodes is the key's latest state either way.
+ * (A copy per message showed in durable mode's profile; docs/performance.md,
+ * "Durable store CPU, fifth stop".)
  */
 export interface RecordObserver {
   readonly set: (sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number) => void
@@ -135,7 +140,7 @@ export class DeliveryRecords {
    * (sender, id) already has a record in the table.
    */
   set(record: OutboundRecord, outcome: Outcome, now: number): void {
-    this.observer?.set(record.senderKey, recordKeyOf(record.senderKey, record.id), fingerprintCopy(record), outcome, now)
+    this.observer?.set(record.senderKey, recordKeyOf(record.senderKey, record.id), record, outcome, now)
     this.keep(record, outcome, now)
   }
 
@@ -162,7 +167,7 @@ export class DeliveryRecords {
     this.observer?.rewrite(
       recordKeyOf(sender, id),
       outcome,
-      kept === undefined ? undefined : { sender, fingerprint: fingerprintCopy(kept), at: kept.recordedAt }
+      kept === undefined ? undefined : { sender, fingerprint: kept, at: kept.recordedAt }
     )
   }
 

@@ -206,21 +206,6 @@ export class OutboundRecord implements Fingerprint {
   }
 }
 
-/** The fingerprint of `record` as a plain object of its own (for the durable store, which encodes it later). */
-export const fingerprintCopy = (record: Fingerprint): Fingerprint => ({
-  targetId: record.targetId,
-  textLength: record.textLength,
-  textHash: record.textHash,
-  attachmentsLength: record.attachmentsLength,
-  attachmentsHash: record.attachmentsHash,
-  replyTo: record.replyTo,
-  expectsReply: record.expectsReply,
-  supersedes: record.supersedes,
-  retryOf: record.retryOf,
-  replyErrorLength: record.replyErrorLength,
-  replyErrorHash: record.replyErrorHash
-})
-
 /** The records of one message id: one, or (when senders used the same id) several. */
 export type RecordsOfId = OutboundRecord | Array<OutboundRecord>
 

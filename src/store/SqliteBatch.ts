@@ -12,7 +12,9 @@
  * semaphore once (the same one every `SqlClient` statement and transaction
  * takes, so it never runs inside another fiber's transaction), runs `BEGIN
  * IMMEDIATE`, every statement for every row, and `COMMIT`, and gives the
- * connection back.
+ * connection back. A one-row `INSERT` may insert several rows per run
+ * (`BatchStep.rowsPerInsert`): the run itself (binding, stepping, its result
+ * object) cost about as much again as the row.
  *
  * Both operations can be rewritten over any `SqlClient` (one
  * `sql.withTransaction`, one `sql.unsafe` per row), which is what they do
@@ -29,6 +31,14 @@ import { MultipleStatements, type StatementCache, type StatementCacheStats } fro
 export interface BatchStep {
   readonly sql: string
   readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
+  /**
+   * For an `INSERT … VALUES (?, …)` of one row (the tuple last in `sql`):
+   * insert up to this many rows per statement run, `VALUES (…), (…), …`,
+   * the rest one by one. A run per row costs about as much again as the
+   * row itself (docs/performance.md, "Durable store CPU, fifth stop").
+   * Rows are checked and reported one by one as without it.
+   */
+  readonly rowsPerInsert?: number
 }
 
 /** The batched-write operations (see the module header). */
@@ -65,13 +75,19 @@ const isSqlInput = (value: unknown): value is SQLInputValue =>
   value === null || typeof value === "number" || typeof value === "string" || typeof value === "bigint" ||
   ArrayBuffer.isView(value)
 
+/** Whether every parameter binds as it is (a plain loop: `every` with a callback per parameter showed in commits). */
+const allSqlInput = (params: ReadonlyArray<unknown>): params is ReadonlyArray<SQLInputValue> => {
+  for (let i = 0; i < params.length; i++) if (!isSqlInput(params[i])) return false
+  return true
+}
+
 /**
  * Parameters SQLite can bind: `undefined` binds NULL and a boolean 1 or 0,
  * like the other Effect SQLite drivers; anything else is refused (the
  * string says why). The array is copied only when something needs converting.
  */
 export const bindable = (params: ReadonlyArray<unknown>): ReadonlyArray<SQLInputValue> | string => {
-  if (params.every(isSqlInput)) return params
+  if (allSqlInput(params)) return params
   const converted: Array<SQLInputValue> = []
   for (let i = 0; i < params.length; i++) {
     const value = params[i]
@@ -107,17 +123,55 @@ export interface BatchConnection {
   readonly withTransaction: <A>(effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, SqlError.SqlError>
 }
 
+/** `sql`, an `INSERT … VALUES (…)` of one row, as the insert of `rows` rows (undefined when it has no tuple to repeat). */
+export const multiRowInsert = (sql: string, rows: number): string | undefined => {
+  const at = sql.toUpperCase().lastIndexOf("VALUES")
+  if (at < 0) return undefined
+  const tuple = sql.slice(at + "VALUES".length).trim()
+  // One plain tuple of parameters and nothing after it (no nested call, no RETURNING): anything else runs row by row.
+  if (!tuple.startsWith("(") || tuple.indexOf(")") !== tuple.length - 1) return undefined
+  return `${sql.slice(0, at)}VALUES ${Array.from({ length: rows }, () => tuple).join(", ")}`
+}
+
 /** The {@link SqliteBatchService} of one connection. */
 export const makeBatch = (connection: BatchConnection): SqliteBatchService => {
   const { cache, db, file, semaphore } = connection
+  /** Multi-row texts by one-row SQL and row count, built once (the connection's own, like its statements). */
+  const multiRowTexts = new Map<string, Map<number, string | undefined>>()
+  const multiRowText = (sql: string, rows: number): string | undefined => {
+    let bySize = multiRowTexts.get(sql)
+    if (bySize === undefined) multiRowTexts.set(sql, bySize = new Map())
+    if (!bySize.has(rows)) bySize.set(rows, multiRowInsert(sql, rows))
+    return bySize.get(rows)
+  }
 
-  /** Runs `sql` for each row (throws SQLite's error or an `Unbindable`); the rows changed. */
-  const runRows = (sql: string, rows: ReadonlyArray<ReadonlyArray<unknown>>, label: string): number => {
+  /** Inserts `rows` `per` at a time with one multi-row statement, the rest one by one; the rows changed. */
+  const insertRows = (sql: string, rows: ReadonlyArray<ReadonlyArray<unknown>>, per: number, label: string): number => {
+    const text = multiRowText(sql, per)
+    if (text === undefined) return runRows(sql, rows, label)
+    const { statement } = cache.get(text)
+    const params: Array<SQLInputValue> = []
+    let changes = 0
+    let i = 0
+    for (; i + per <= rows.length; i += per) {
+      params.length = 0
+      for (let j = i; j < i + per; j++) {
+        const binds = bindable(rows[j] ?? [])
+        if (typeof binds === "string") throw new Unbindable(`${label}row ${j + 1}: ${binds}`)
+        for (let k = 0; k < binds.length; k++) params.push(binds[k]!)
+      }
+      changes += Number(statement.run(...params).changes)
+    }
+    return i === rows.length ? changes : changes + runRows(sql, rows.slice(i), label, i)
+  }
+
+  /** Runs `sql` for each row (throws SQLite's error or an `Unbindable`); the rows changed. `first`: the rows' place in their step. */
+  const runRows = (sql: string, rows: ReadonlyArray<ReadonlyArray<unknown>>, label: string, first = 0): number => {
     let changes = 0
     const { statement } = cache.get(sql)
     for (let i = 0; i < rows.length; i++) {
       const binds = bindable(rows[i] ?? [])
-      if (typeof binds === "string") throw new Unbindable(`${label}row ${i + 1}: ${binds}`)
+      if (typeof binds === "string") throw new Unbindable(`${label}row ${first + i + 1}: ${binds}`)
       changes += Number(statement.run(...binds).changes)
     }
     return changes
@@ -134,7 +188,11 @@ export const makeBatch = (connection: BatchConnection): SqliteBatchService => {
     for (let s = 0; s < steps.length; s++) {
       const step = steps[s]
       if (step !== undefined && step.rows.length > 0) {
-        changes += runRows(step.sql, step.rows, steps.length > 1 ? `step ${s + 1}, ` : "")
+        const label = steps.length > 1 ? `step ${s + 1}, ` : ""
+        const per = step.rowsPerInsert ?? 1
+        changes += per > 1 && step.rows.length >= per
+          ? insertRows(step.sql, step.rows, per, label)
+          : runRows(step.sql, step.rows, label)
       }
     }
     return changes

@@ -75,7 +75,7 @@ export interface SqliteClientOptions {
 export type { StatementCacheStats } from "./StatementCache.ts"
 
 /** The batched writes (`SqliteBatch.ts`), provided beside `SqlClient.SqlClient`. */
-export { type BatchStep, SqliteBatch, type SqliteBatchService } from "./SqliteBatch.ts"
+export { type BatchStep, multiRowInsert, SqliteBatch, type SqliteBatchService } from "./SqliteBatch.ts"
 
 /** The name this driver reports as `SqlClient.driver`. */
 export const DRIVER = "node-sqlite-builtin"

@@ -20,6 +20,7 @@ import {
   makeMemory,
   makeMemoryMailState,
   makeSqlite,
+  ROWS_PER_INSERT,
   type StoredMail
 } from "../../src/store/MailStore.ts"
 import { encodeFingerprint, encodeMail, encodeOutcome, type StoredRecord } from "../../src/store/mailCodec.ts"
@@ -189,6 +190,29 @@ describe("MailStore", () => {
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("other", 45, true)])
       const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM replay_log`
       assert.strictEqual(rows[0]?.n, 1, "both rows of the pruned record are gone")
+    }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("commits larger than one insert statement (ROWS_PER_INSERT) load back as the memory store's, last rewrite winning", () =>
+    Effect.gen(function*() {
+      const keys = Array.from({ length: 2 * ROWS_PER_INSERT + 5 }, (_, i) => `key${i}`)
+      const first: MailCommit = {
+        records: keys.map((k, i) => recordOf(k, i, true)),
+        mailPuts: keys.slice(0, ROWS_PER_INSERT + 3).map((k, i) => mailOf(k, i + 1, `text ${i}`)),
+        mailDeletes: [],
+        edgePuts: [],
+        edgeDeletes: []
+      }
+      // The same keys again, in another order, rewritten as failures: each key's last row must win.
+      const second: MailCommit = { ...first, records: [...keys].reverse().map((k, i) => recordOf(k, keys.indexOf(k), i % 2 === 0)), mailPuts: [], mailDeletes: [2, 3] }
+      const memory = makeMemory(makeMemoryMailState())
+      for (const batch of [first, second]) yield* memory.commit(batch)
+      const sqlite = yield* MailStore
+      for (const batch of [first, second]) yield* sqlite.commit(batch)
+      const [viaSqlite, viaMemory] = [yield* loadAll(sqlite), yield* loadAll(memory)]
+      assert.strictEqual(viaSqlite.records.length, keys.length)
+      assert.deepStrictEqual(viaSqlite.records, viaMemory.records)
+      assert.deepStrictEqual(viaSqlite.mailBodies, viaMemory.mailBodies)
+      assert.deepStrictEqual(viaSqlite.seqs, viaMemory.seqs)
     }).pipe(Effect.provide(sqliteStore)))
 
   it.effect("migration 0005 moves stored replay records into the log, and they load back unchanged", () =>

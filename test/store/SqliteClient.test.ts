@@ -187,6 +187,39 @@ describe("SqliteClient", () => {
       assert.deepStrictEqual(yield* ids(sql), [2, 3])
     }))
 
+  it.effect("transact inserts rowsPerInsert rows per statement, in their order, the rest one by one; a bad row is named by its place", () =>
+    Effect.gen(function*() {
+      const { batch, sql } = yield* fileClient()
+      const insert = "INSERT INTO t (v) VALUES (?)"
+      const rows = Array.from({ length: 37 }, (_, i) => [`v${i + 1}`])
+      yield* batch.transact([{ sql: "DELETE FROM t WHERE id = ?", rows: [[0]] }]) // BEGIN and COMMIT prepared
+      const before = yield* batch.statementCache
+      assert.strictEqual(yield* batch.transact([{ sql: insert, rows, rowsPerInsert: 16 }]), 37)
+      // Two statements prepared: the 16-row insert (run twice) and the one-row insert (the last 5 rows).
+      assert.strictEqual((yield* batch.statementCache).prepares - before.prepares, 2)
+      const stored = yield* sql<{ readonly v: string }>`SELECT v FROM t ORDER BY id`
+      assert.deepStrictEqual(stored.map((row) => row.v), rows.map(([v]) => v), "appended in the order listed")
+      // Fewer rows than one statement's worth: one by one.
+      assert.strictEqual(yield* batch.transact([{ sql: insert, rows: [["w1"], ["w2"]], rowsPerInsert: 16 }]), 2)
+      // A row that cannot be bound is named by its place in the step, inside a chunk or after; nothing is stored.
+      for (const bad of [20, 35]) {
+        const withBad = rows.map((row, i) => i + 1 === bad ? [new Date(0)] : row)
+        const refused = yield* Effect.flip(batch.transact([{ sql: insert, rows: withBad, rowsPerInsert: 16 }]))
+        assert.include(refused.message, `row ${bad}: parameter 1 is a Date`)
+      }
+      assert.strictEqual((yield* sql<{ readonly n: number }>`SELECT COUNT(*) AS n FROM t`)[0]?.n, 39)
+    }))
+
+  it("multiRowInsert repeats the one-row tuple; SQL with no tuple after VALUES is left to run row by row", () => {
+    assert.strictEqual(
+      SqliteClient.multiRowInsert("INSERT INTO t (id, v)\n  VALUES (?, ?)", 3),
+      "INSERT INTO t (id, v)\n  VALUES (?, ?), (?, ?), (?, ?)"
+    )
+    assert.strictEqual(SqliteClient.multiRowInsert("DELETE FROM t WHERE id = ?", 3), undefined)
+    assert.strictEqual(SqliteClient.multiRowInsert("INSERT INTO t (v) VALUES (json(?))", 3), undefined)
+    assert.strictEqual(SqliteClient.multiRowInsert("INSERT INTO t SELECT * FROM u WHERE v = 'VALUES'", 3), undefined)
+  })
+
   it.effect("transact never runs inside another fiber's open transaction, and joins its own fiber's", () =>
     Effect.gen(function*() {
       const { batch, sql } = yield* fileClient()

@@ -1,0 +1,78 @@
+/**
+ * `mailCodec`: the replay record's fingerprint and outcome are written as the
+ * JSON `JSON.stringify` gives for them (the encoders write it out directly,
+ * for the commit's CPU), and decode back to what was encoded; a fingerprint
+ * read through an outbound record's getters encodes as its plain copy would.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { DELIVERED, type Fingerprint, type Outcome, QUEUED } from "../../src/broker/DeliveryRecords.ts"
+import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
+import { CorruptRow, decodeRecord, encodeFingerprint, encodeOutcome } from "../../src/store/mailCodec.ts"
+
+const optional = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { nil: undefined })
+const number = fc.oneof(fc.integer(), fc.integer({ min: -1, max: 10 }), fc.double({ noNaN: true, noDefaultInfinity: true }))
+
+/** Fingerprints with every field present, in the order the broker's fields are listed (`Fingerprint`). */
+const fingerprintArb: fc.Arbitrary<Fingerprint> = fc.record({
+  targetId: fc.string(),
+  textLength: number,
+  textHash: number,
+  attachmentsLength: number,
+  attachmentsHash: number,
+  replyTo: optional(fc.string()),
+  expectsReply: optional(fc.boolean()),
+  supersedes: optional(fc.string()),
+  retryOf: optional(fc.string()),
+  replyErrorLength: number,
+  replyErrorHash: number
+})
+
+describe("mailCodec", () => {
+  it("encodeFingerprint writes what JSON.stringify writes, and decodes back to the fingerprint", () => {
+    fc.assert(
+      fc.property(fingerprintArb, (f) => {
+        const text = encodeFingerprint(f)
+        assert.strictEqual(text, JSON.stringify(f))
+        const decoded = decodeRecord("k", "s", text, encodeOutcome(DELIVERED), 1)
+        assert.notInstanceOf(decoded, CorruptRow)
+        if (!(decoded instanceof CorruptRow)) {
+          // -0 is written as 0, as JSON.stringify writes it.
+          const plain = JSON.parse(JSON.stringify(f)) as Fingerprint
+          assert.deepStrictEqual(decoded.fingerprint, { ...plain, replyTo: f.replyTo, expectsReply: f.expectsReply, supersedes: f.supersedes, retryOf: f.retryOf })
+        }
+      }),
+      { numRuns: 500, seed: 13 }
+    )
+  })
+
+  it("encodeOutcome writes what JSON.stringify writes, the constant successes included", () => {
+    const outcomes: ReadonlyArray<Outcome> = [
+      DELIVERED,
+      QUEUED,
+      { ok: true, delivery: "socket_delivered" },
+      { ok: false, code: "E_DELIVERY_EXPIRED", reason: "expired \"now\"", retryable: false }
+    ]
+    for (const outcome of outcomes) assert.strictEqual(encodeOutcome(outcome), JSON.stringify(outcome))
+  })
+
+  it("an outbound record, read through its getters, encodes as the plain fingerprint it holds", () => {
+    const message = { id: "m1", timestamp: 1, content: { text: "hello" }, replyTo: "ask-1", expectsReply: true }
+    const record = OutboundRecord.of("scope\u0000alice", "bob", message, undefined)
+    const plain: Fingerprint = {
+      targetId: record.targetId,
+      textLength: record.textLength,
+      textHash: record.textHash,
+      attachmentsLength: record.attachmentsLength,
+      attachmentsHash: record.attachmentsHash,
+      replyTo: record.replyTo,
+      expectsReply: record.expectsReply,
+      supersedes: record.supersedes,
+      retryOf: record.retryOf,
+      replyErrorLength: record.replyErrorLength,
+      replyErrorHash: record.replyErrorHash
+    }
+    assert.strictEqual(plain.replyTo, "ask-1")
+    assert.strictEqual(encodeFingerprint(record), JSON.stringify(plain))
+  })
+})
