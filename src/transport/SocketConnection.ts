@@ -17,17 +17,17 @@
 import { Effect, type Scope } from "effect"
 import type * as net from "node:net"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { encodeFrames, encodeFramesInto, FrameDecoder, type FrameScratch } from "../protocol/framing.ts"
+import { encodeFrames, encodeFramesInto, FrameDecoder, frameBytes, type FrameScratch, type OutFrame } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed, type ConnectionError, type ReadProgress } from "./Connection.ts"
 
 type ReadResult = ReadonlyArray<string> | ConnectionError
 type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
 
 /** How many leading frames of a batch lie wholly within its first `bytes` bytes on the wire. */
-const framesWithin = (frames: ReadonlyArray<string>, bytes: number): number => {
+const framesWithin = (frames: ReadonlyArray<OutFrame>, bytes: number): number => {
   let end = 0
   for (let i = 0; i < frames.length; i++) {
-    end += 4 + Buffer.byteLength(frames[i]!)
+    end += 4 + frameBytes(frames[i]!)
     if (end > bytes) return i
   }
   return frames.length
@@ -61,7 +61,7 @@ class SocketConnection implements Connection {
   private paused = false
   private framesRead = 0
   /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
-  private pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined = undefined
+  private pending: { readonly frames: ReadonlyArray<OutFrame>; readonly bytes: number } | undefined = undefined
 
   constructor(raw: net.Socket, id: number, maxFrameBytes: number, scratch: FrameScratch | undefined) {
     this.raw = raw
@@ -167,7 +167,7 @@ class SocketConnection implements Connection {
     })
   }
 
-  write(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> | undefined {
+  write(frames: ReadonlyArray<OutFrame>): Effect.Effect<void, ConnectionClosed> | undefined {
     if (frames.length === 0) return undefined
     const raw = this.raw
     if (raw.destroyed || raw.writableEnded) {
@@ -220,7 +220,7 @@ class SocketConnection implements Connection {
     })
   }
 
-  writeAll(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> {
+  writeAll(frames: ReadonlyArray<OutFrame>): Effect.Effect<void, ConnectionClosed> {
     return Effect.suspend(() => this.write(frames) ?? Effect.void)
   }
 
