@@ -170,7 +170,8 @@ export class Custody {
     if (journal === undefined && custody === undefined) return
     const returnable = batch.returnable
     for (let i = 0; i < returnable.length; i++) {
-      const [index, item] = returnable[i]!
+      const index = batch.returnableAt[i]!
+      const item = returnable[i]!
       if (index >= count || !("mail" in item)) continue
       if (custody === undefined) journal?.mailGone(item.mail.recordKey)
       else custody.hold(first + index + 1, item)

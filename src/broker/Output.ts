@@ -38,18 +38,37 @@ export interface FeedSource {
   readonly taken: (peer: Peer) => void
 }
 
-/** What a writer should do with one batch taken from its outbox. */
-export interface WriteBatch {
+/**
+ * What a writer should do with one batch taken from its outbox. Filled by
+ * `takeForWrite`; a batch whose write completed at once is handed back
+ * (`recycle`) and filled again for the next write, so a write allocates no
+ * batch of its own (docs/performance.md, "Garbage, fifth stop").
+ */
+export class WriteBatch {
   /** Frames to write, in order (texts, or frames in parts). */
-  readonly frames: Array<OutFrame>
-  /** The returnable output among them, by frame index: taken back if the write does not complete. */
-  readonly returnable: Array<readonly [index: number, item: Returnable]>
+  readonly frames: Array<OutFrame> = []
+  /** The returnable output among them, in order: taken back if the write does not complete. */
+  readonly returnable: Array<Returnable> = []
+  /** The frame index of each `returnable` item (same position): two arrays, no pair per item. */
+  readonly returnableAt: Array<number> = []
   /** END_OF_OUTPUT was among the items: end the connection after writing. */
-  readonly ending: boolean
+  ending = false
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
 const KEEP_TOUCHED_SLOTS = 1_024
+
+/** Frames a write batch may have held and still be reused (`Output.recycle`). */
+const KEEP_BATCH_SLOTS = 1_024
+
+/**
+ * Empties an array and keeps its backing store: `length = 0` lets V8 drop
+ * the store, so the next push allocates one again (17 slots, 152 bytes, for
+ * a one-frame write); popping keeps it.
+ */
+const emptyKeepingSlots = (array: Array<unknown>): void => {
+  while (array.length > 0) array.pop()
+}
 
 /** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
 const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
@@ -108,6 +127,8 @@ export class Output {
   private readonly requestFlush: () => void
   /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
   private batching = false
+  /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
+  private spare: WriteBatch | undefined = undefined
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
@@ -343,10 +364,11 @@ export class Output {
   takeForWrite(peer: Peer): WriteBatch {
     const items = peer.outbox
     peer.outbox = []
-    const frames: Array<OutFrame> = []
-    const returnable: Array<readonly [number, Returnable]> = []
+    const batch = this.spare ?? new WriteBatch()
+    this.spare = undefined
+    const frames = batch.frames
+    const returnable = batch.returnable
     this.feed.collect(peer, frames)
-    let ending = false
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
@@ -356,7 +378,7 @@ export class Output {
         else this.oversize(peer, item)
       }
       else if (item === FEED_TICK) this.feed.taken(peer)
-      else if (item === END_OF_OUTPUT) ending = true
+      else if (item === END_OF_OUTPUT) batch.ending = true
       else if (!("frame" in item)) {
         if (fits(item)) frames.push(item)
         else this.oversize(peer, item)
@@ -364,12 +386,28 @@ export class Output {
       else if (!belongsTo(item, peer)) this.takeBack(item)
       else if (!fits(item.frame)) this.oversize(peer, item.frame)
       else {
-        returnable.push([frames.length, item])
+        batch.returnableAt.push(frames.length)
+        returnable.push(item)
         frames.push(item.frame)
       }
     }
     this.roomMade(peer)
-    return { frames, returnable, ending }
+    return batch
+  }
+
+  /**
+   * A batch whose write completed and was recorded (`Router.written`): no
+   * one holds it any more, and the next `takeForWrite` fills it again. A
+   * batch whose write went on in the background is never handed back.
+   */
+  recycle(batch: WriteBatch): void {
+    // A batch of thousands (a membership wake) does not keep its slots.
+    if (batch.frames.length > KEEP_BATCH_SLOTS) return
+    emptyKeepingSlots(batch.frames)
+    emptyKeepingSlots(batch.returnable)
+    emptyKeepingSlots(batch.returnableAt)
+    batch.ending = false
+    this.spare = batch
   }
 
   /**
@@ -390,7 +428,8 @@ export class Output {
    */
   unwrittenOf(batch: WriteBatch, written: number): Array<Returnable> {
     const unwritten: Array<Returnable> = []
-    for (const [index, item] of batch.returnable) if (index >= written) unwritten.push(item)
+    const at = batch.returnableAt
+    for (let i = 0; i < at.length; i++) if (at[i]! >= written) unwritten.push(batch.returnable[i]!)
     return unwritten
   }
 

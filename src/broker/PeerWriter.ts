@@ -129,7 +129,10 @@ export class PeerWriter {
       }
       this.router.written(peer, batch, batch.frames.length)
     }
-    return batch.ending ? ENDING : WROTE
+    const ending = batch.ending
+    // Written at once and recorded: nothing holds the batch now, the next write reuses it.
+    output.recycle(batch)
+    return ending ? ENDING : WROTE
   }
 
   /** The rest of a write completed: record it, then go on as `then`. */
