@@ -28,7 +28,7 @@
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
-import type { WriteBatch } from "./Output.ts"
+import type { WriteBatch } from "./WriteBatch.ts"
 import type { OutboundMessage, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"

@@ -22,13 +22,14 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: a little over 400 lines, kept whole because this class is the single
+ * Size: a little over 400 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
  * writer of a `Peer`'s output fields; split, that ownership would span files.
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
 export interface FeedSource {
@@ -38,37 +39,8 @@ export interface FeedSource {
   readonly taken: (peer: Peer) => void
 }
 
-/**
- * What a writer should do with one batch taken from its outbox. Filled by
- * `takeForWrite`; a batch whose write completed at once is handed back
- * (`recycle`) and filled again for the next write, so a write allocates no
- * batch of its own (docs/performance.md, "Garbage, fifth stop").
- */
-export class WriteBatch {
-  /** Frames to write, in order (texts, or frames in parts). */
-  readonly frames: Array<OutFrame> = []
-  /** The returnable output among them, in order: taken back if the write does not complete. */
-  readonly returnable: Array<Returnable> = []
-  /** The frame index of each `returnable` item (same position): two arrays, no pair per item. */
-  readonly returnableAt: Array<number> = []
-  /** END_OF_OUTPUT was among the items: end the connection after writing. */
-  ending = false
-}
-
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
 const KEEP_TOUCHED_SLOTS = 1_024
-
-/** Frames a write batch may have held and still be reused (`Output.recycle`). */
-const KEEP_BATCH_SLOTS = 1_024
-
-/**
- * Empties an array and keeps its backing store: `length = 0` lets V8 drop
- * the store, so the next push allocates one again (17 slots, 152 bytes, for
- * a one-frame write); popping keeps it.
- */
-const emptyKeepingSlots = (array: Array<unknown>): void => {
-  while (array.length > 0) array.pop()
-}
 
 /** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
 const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
@@ -401,13 +373,7 @@ export class Output {
    * batch whose write went on in the background is never handed back.
    */
   recycle(batch: WriteBatch): void {
-    // A batch of thousands (a membership wake) does not keep its slots.
-    if (batch.frames.length > KEEP_BATCH_SLOTS) return
-    emptyKeepingSlots(batch.frames)
-    emptyKeepingSlots(batch.returnable)
-    emptyKeepingSlots(batch.returnableAt)
-    batch.ending = false
-    this.spare = batch
+    if (batch.empty()) this.spare = batch
   }
 
   /**

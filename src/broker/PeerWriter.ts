@@ -22,7 +22,7 @@
  */
 import { Effect, Fiber } from "effect"
 import type { ConnectionClosed } from "../transport/Connection.ts"
-import type { WriteBatch } from "./Output.ts"
+import type { WriteBatch } from "./WriteBatch.ts"
 import type { Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
