@@ -12,6 +12,7 @@
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
+import type { OutFrame } from "../protocol/framing.ts"
 import { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
@@ -55,7 +56,7 @@ export const askTimeoutOf = (attempt: SendAttempt, brokerDefaultMs: number): num
  * reply's `replyError` in the form the recipient understands (ReplyErrors.ts),
  * the delivery mode with `delivery-v1`, and the trace context with `trace-v1`.
  */
-export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): string => {
+export const messageFrameFor = (mail: Mail, recipient: Pick<Peer, "features">, deliveredAt: number): OutFrame => {
   const failure = mail.replyError === undefined ? undefined : replyErrorFor(mail.message, mail.replyError, recipient)
   return Encode.messageFrame(
     mail.fromJson,

@@ -33,8 +33,8 @@
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
-import type { WriteBatch } from "./Output.ts"
 import type { Peer, Returnable } from "./Peer.ts"
+import type { WriteBatch } from "./WriteBatch.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
@@ -179,7 +179,8 @@ export class Custody {
     if (journal === undefined && custody === undefined) return
     const returnable = batch.returnable
     for (let i = 0; i < returnable.length; i++) {
-      const [index, item] = returnable[i]!
+      const index = batch.returnableAt[i]!
+      const item = returnable[i]!
       if (index >= count) continue
       if (custody !== undefined) custody.hold(first + index + 1, item)
       else if ("mail" in item) journal?.mailGone(item.mail.recordKey)

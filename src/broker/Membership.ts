@@ -25,6 +25,7 @@
  * a change moves, by at most PACE_MS.
  */
 import { Queue } from "effect"
+import type { OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { FeedSource } from "./Output.ts"
 import type { Peer } from "./Peer.ts"
@@ -90,7 +91,7 @@ export class Membership implements FeedSource {
   }
 
   /** Appends the membership changes `peer` has not seen (called by its writer, through Output). */
-  collect(peer: Peer, out: Array<string>): void {
+  collect(peer: Peer, out: Array<OutFrame>): void {
     const session = peer.session
     if (session === undefined) return
     if (peer.owedDepartures !== undefined) {

@@ -22,6 +22,7 @@
  * `session_joined` if the session is back, nothing if it has left again).
  */
 
+import type { OutFrame } from "../protocol/framing.ts"
 import { sessionLeftFrame } from "./encode.ts"
 
 interface FeedEntry {
@@ -124,7 +125,7 @@ export class MembershipFeed {
    * and joined again since is `session_left` (if the recipient saw the earlier
    * join), then the latest state of its new entry.
    */
-  collect(cursor: number, selfId: string | undefined, out: Array<string>): number {
+  collect(cursor: number, selfId: string | undefined, out: Array<OutFrame>): number {
     if (cursor >= this.lastSeq) return cursor
     let start = this.tail
     while (start !== undefined && start.prev !== undefined && start.prev.seq > cursor) start = start.prev

@@ -22,37 +22,28 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: a little over 400 lines, kept whole because this class is the single
+ * Size: a little over 400 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
  * writer of a `Peer`'s output fields; split, that ownership would span files.
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { frameBytes } from "../protocol/framing.ts"
+import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
 export interface FeedSource {
   /** Appends the membership frames `peer` has not seen. */
-  readonly collect: (peer: Peer, out: Array<string>) => void
+  readonly collect: (peer: Peer, out: Array<OutFrame>) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
-}
-
-/** What a writer should do with one batch taken from its outbox. */
-export interface WriteBatch {
-  /** Frame texts to write, in order. */
-  readonly frames: Array<string>
-  /** The returnable output among them, by frame index: taken back if the write does not complete. */
-  readonly returnable: Array<readonly [index: number, item: Returnable]>
-  /** END_OF_OUTPUT was among the items: end the connection after writing. */
-  readonly ending: boolean
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
 const KEEP_TOUCHED_SLOTS = 1_024
 
 /** Whether a frame is within the 1 MiB limit (cheaply, when it obviously is). */
-const fits = (frame: string): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
+const fits = (frame: OutFrame): boolean => frame.length * 3 <= MAX_FRAME_BYTES || frameBytes(frame) <= MAX_FRAME_BYTES
 
 /** How many characters of frame text outboxes hold before senders are slowed. */
 export interface OutboxBudget {
@@ -64,9 +55,12 @@ export interface OutboxBudget {
   readonly total: number
 }
 
-/** Characters of frame text an item puts in an outbox (signals: none). */
+/**
+ * Characters of frame text an item puts in an outbox (signals: none). An
+ * object is a frame in parts, or output taken back if unwritten (it has a `frame`).
+ */
 const charsOf = (item: OutboundItem): number =>
-  typeof item === "string" ? item.length : typeof item === "object" ? item.frame.length : 0
+  typeof item === "string" ? item.length : typeof item === "object" ? ("frame" in item ? item.frame : item).length : 0
 
 /** An answer to `health` or `list` (frames built by encode.ts, so the prefix is exact). */
 const isReadOnlyAnswer = (frame: string): boolean =>
@@ -105,6 +99,8 @@ export class Output {
   private readonly requestFlush: () => void
   /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
   private batching = false
+  /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
+  private spare: WriteBatch | undefined = undefined
 
   /**
    * @param takeBack takes output that can no longer be written where it was queued (MailDelivery).
@@ -340,10 +336,11 @@ export class Output {
   takeForWrite(peer: Peer): WriteBatch {
     const items = peer.outbox
     peer.outbox = []
-    const frames: Array<string> = []
-    const returnable: Array<readonly [number, Returnable]> = []
+    const batch = this.spare ?? new WriteBatch()
+    this.spare = undefined
+    const frames = batch.frames
+    const returnable = batch.returnable
     this.feed.collect(peer, frames)
-    let ending = false
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
@@ -353,16 +350,30 @@ export class Output {
         else this.oversize(peer, item)
       }
       else if (item === FEED_TICK) this.feed.taken(peer)
-      else if (item === END_OF_OUTPUT) ending = true
+      else if (item === END_OF_OUTPUT) batch.ending = true
+      else if (!("frame" in item)) {
+        if (fits(item)) frames.push(item)
+        else this.oversize(peer, item)
+      }
       else if (!belongsTo(item, peer)) this.takeBack(item)
       else if (!fits(item.frame)) this.oversize(peer, item.frame)
       else {
-        returnable.push([frames.length, item])
+        batch.returnableAt.push(frames.length)
+        returnable.push(item)
         frames.push(item.frame)
       }
     }
     this.roomMade(peer)
-    return { frames, returnable, ending }
+    return batch
+  }
+
+  /**
+   * A batch whose write completed and was recorded (`Router.written`): no
+   * one holds it any more, and the next `takeForWrite` fills it again. A
+   * batch whose write went on in the background is never handed back.
+   */
+  recycle(batch: WriteBatch): void {
+    if (batch.empty()) this.spare = batch
   }
 
   /**
@@ -370,10 +381,10 @@ export class Output {
    * client would drop the connection). Limits on the way in and size checks
    * where frames are built make this unreachable; if it is reached, say so.
    */
-  private oversize(peer: Peer, frame: string): void {
+  private oversize(peer: Peer, frame: OutFrame): void {
     this.log(
       "warning",
-      `Did not write a ${frameBytes(frame)}-byte frame to connection ${peer.connection.id}: over the ${MAX_FRAME_BYTES}-byte limit (a broker bug: please report it) — ${frame.slice(0, 80)}`
+      `Did not write a ${frameBytes(frame)}-byte frame to connection ${peer.connection.id}: over the ${MAX_FRAME_BYTES}-byte limit (a broker bug: please report it) — ${frameText(frame).slice(0, 80)}`
     )
   }
 
@@ -383,7 +394,8 @@ export class Output {
    */
   unwrittenOf(batch: WriteBatch, written: number): Array<Returnable> {
     const unwritten: Array<Returnable> = []
-    for (const [index, item] of batch.returnable) if (index >= written) unwritten.push(item)
+    const at = batch.returnableAt
+    for (let i = 0; i < at.length; i++) if (at[i]! >= written) unwritten.push(batch.returnable[i]!)
     return unwritten
   }
 
@@ -411,6 +423,6 @@ export class Output {
 
   /** An item that can no longer reach its connection: mail goes back to the mailbox, a notice is owed again. */
   undeliverable(item: OutboundItem): void {
-    if (typeof item === "object") this.takeBack(item)
+    if (typeof item === "object" && "frame" in item) this.takeBack(item)
   }
 }

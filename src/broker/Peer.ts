@@ -11,6 +11,7 @@
 import { Deferred } from "effect"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
+import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { PeerCustody } from "./Custody.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
@@ -26,7 +27,8 @@ export const END_OF_OUTPUT: unique symbol = Symbol.for("effect-intercom/broker/E
  * it back in the mailbox if the recipient disconnects before it was written.
  */
 export interface OutboundMessage {
-  readonly frame: string
+  /** The frame, in parts when it was built that way (frameParts.ts). */
+  readonly frame: OutFrame
   readonly mail: Mail
   /** The registry key of the session it was queued for (its target, or P49's holder of the identity). */
   readonly to: string
@@ -86,8 +88,11 @@ export interface OutboundNotice {
 /** Output the broker takes back when it could not be written: mail and failure notices. */
 export type Returnable = OutboundMessage | OutboundNotice
 
-/** What an outbox holds: frame text, output taken back if unwritten, or a signal. */
-export type OutboundItem = string | Returnable | typeof FEED_TICK | typeof END_OF_OUTPUT
+/**
+ * What an outbox holds: a frame (its text, or its parts), output taken back
+ * if unwritten (an object with a `frame`), or a signal.
+ */
+export type OutboundItem = OutFrame | Returnable | typeof FEED_TICK | typeof END_OF_OUTPUT
 
 /** `end` flushes queued output first; `destroy` drops the connection at once. */
 export type CloseMode = "end" | "destroy"

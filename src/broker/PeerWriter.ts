@@ -22,7 +22,7 @@
  */
 import { Effect, Fiber } from "effect"
 import type { ConnectionClosed } from "../transport/Connection.ts"
-import type { WriteBatch } from "./Output.ts"
+import type { WriteBatch } from "./WriteBatch.ts"
 import type { Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
@@ -129,7 +129,10 @@ export class PeerWriter {
       }
       this.router.written(peer, batch, batch.frames.length)
     }
-    return batch.ending ? ENDING : WROTE
+    const ending = batch.ending
+    // Written at once and recorded: nothing holds the batch now, the next write reuses it.
+    output.recycle(batch)
+    return ending ? ENDING : WROTE
   }
 
   /** The rest of a write completed: record it, then go on as `then`. */

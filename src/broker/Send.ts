@@ -32,7 +32,7 @@ import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
-import { frameBytes } from "../protocol/framing.ts"
+import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
 import { DELIVERED, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
@@ -63,7 +63,7 @@ const TRACE_ROOM = 80
  * The larger of a failure reply's two forms (ReplyErrors.ts): with the
  * `replyError` field, or with the text marked as an error for a base recipient.
  */
-const largestReplyErrorFrame = (mail: Mail, now: number): string => {
+const largestReplyErrorFrame = (mail: Mail, now: number): OutFrame => {
   const extended = messageFrameFor(mail, EXTENDED_RECIPIENT, now)
   const base = messageFrameFor(mail, BASE_RECIPIENT, now)
   return frameBytes(extended) >= frameBytes(base) ? extended : base
@@ -78,7 +78,7 @@ const BASE_RECIPIENT: Pick<Peer, "features"> = { features: new Set<string>() }
  * extension fields a recipient may get), checked cheaply when it obviously
  * does, and without building the longer text.
  */
-const fitsFrame = (frame: string, room: number): boolean =>
+const fitsFrame = (frame: OutFrame, room: number): boolean =>
   (frame.length + room) * 3 <= MAX_FRAME_BYTES || frameBytes(frame) + room <= MAX_FRAME_BYTES
 
 /** The send pipeline: the `send` frame, its stages and its clean-ups. */
@@ -134,12 +134,11 @@ export class Send {
       return outcome
     }
     const journal = this.ctx.journal
-    const frame = Encode.deliveredFrame(messageId, outcome.delivery)
     // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
-    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, frame)
+    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, Encode.deliveredFrame(messageId, outcome.delivery))
     else {
       journal?.mark(peer)
-      output.enqueue(peer, frame)
+      output.enqueue(peer, Encode.deliveredFrameParts(messageId, outcome.delivery))
     }
     return outcome
   }
@@ -359,7 +358,7 @@ export class Send {
   }
 
   /** Queues `mail` for a live `target`, with the stages' hooks around it. */
-  private handOver(attempt: SendAttempt, mail: Mail, target: Session, text: string): void {
+  private handOver(attempt: SendAttempt, mail: Mail, target: Session, text: OutFrame): void {
     const stages = this.stages
     for (let i = 0; i < stages.length; i++) stages[i]!.beforeDelivery?.(attempt, target)
     this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })

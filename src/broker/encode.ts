@@ -1,11 +1,14 @@
 /**
  * Broker → client frames, built as strings around cached JSON fragments
  * (hot-path.md §4.5): a sender's SessionInfo is encoded once per change and
- * spliced into every frame that carries it.
+ * spliced into every frame that carries it. The two frames of every send
+ * (`message`, `delivered`) are kept in parts instead (frameParts.ts).
  */
 import type { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt } from "../protocol/frames.ts"
+import type { OutFrame } from "../protocol/framing.ts"
+import { DELIVERED_TAIL, DeliveredFrameParts, MessageFrameParts } from "./frameParts.ts"
 
 const q = JSON.stringify
 
@@ -74,6 +77,13 @@ export const sessionLeftFrame = (sessionId: string): string =>
  * `replyError` (extension `reply-error-v1`) says the ask this reply answers failed.
  * `delivery` (extension `delivery-v1`) carries the sender's delivery mode.
  * `traceparent` (extension `trace-v1`) carries the trace context.
+ *
+ * The message's JSON with the broker's two timestamps reads as
+ * `JSON.stringify({ ...message, brokerReceivedAt, brokerDeliveredAt })`.
+ * Without those keys in the message (every send from a well-behaved client)
+ * the frame is kept in parts (frameParts.ts): the timestamps go after the
+ * message's own JSON, with no copy of the message object per delivery and no
+ * frame string to flatten when it is written.
  */
 export const messageFrame = (
   fromJson: string,
@@ -85,33 +95,20 @@ export const messageFrame = (
   replyError?: string,
   delivery?: DeliveryChoice,
   traceparent?: string
-): string =>
-  `{"type":"message","from":${fromJson},"message":${stampedMessage(message, receivedAt, deliveredAt)}${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
+): OutFrame => {
+  const tail = `${askTimeoutMs === undefined ? "" : `,"askTimeoutMs":${askTimeoutMs}`}${
     channel === undefined ? "" : `,"channel":"${channel}"`
   }${replyError === undefined ? "" : `,"replyError":${q(replyError)}`}${
     delivery === undefined ? "" : deliveryFields(delivery)
-  }${traceparent === undefined ? "" : `,"traceparent":"${traceparent}"`}}`
-
-/** The `delivery-v1` fields of a forwarded message. */
-/**
- * The message's JSON with the broker's two timestamps, as `JSON.stringify({
- * ...message, brokerReceivedAt, brokerDeliveredAt })` writes it. Without
- * those keys in the message (every send from a well-behaved client), they go
- * at the end: spliced onto the message's own JSON, without a copy of the
- * message object per delivery.
- */
-const stampedMessage = (message: Message, receivedAt: number, deliveredAt: number): string => {
+  }${traceparent === undefined ? "" : `,"traceparent":"${traceparent}"`}`
   if (message.brokerReceivedAt !== undefined || message.brokerDeliveredAt !== undefined) {
-    return q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
+    const stamped = q({ ...message, brokerReceivedAt: receivedAt, brokerDeliveredAt: deliveredAt })
+    return `{"type":"message","from":${fromJson},"message":${stamped}${tail}}`
   }
-  const json = q(message)
-  // Both times are the same instant for a live delivery: written once.
-  const received = q(receivedAt)
-  return `${json.slice(0, -1)},"brokerReceivedAt":${received},"brokerDeliveredAt":${
-    deliveredAt === receivedAt ? received : q(deliveredAt)
-  }}`
+  return new MessageFrameParts(fromJson, q(message), receivedAt, deliveredAt, tail)
 }
 
+/** The `delivery-v1` fields of a forwarded message. */
 const deliveryFields = (delivery: DeliveryChoice): string =>
   `,"delivery":"${delivery.delivery}"${delivery.queueMode === undefined ? "" : `,"queueMode":"${delivery.queueMode}"`}${
     delivery.threadId === undefined ? "" : `,"threadId":${q(delivery.threadId)}`
@@ -121,15 +118,13 @@ const deliveryFields = (delivery: DeliveryChoice): string =>
 export const deliveryQueuedFrame = (messageId: string, threadId: string, deliverAt: number): string =>
   `{"type":"delivery_queued","messageId":${q(messageId)},"threadId":${q(threadId)},"deliverAt":${deliverAt}}`
 
-/** What follows the message id in a `delivered` frame, by delivery: one constant string, not three joined per send. */
-const DELIVERED_TAIL = {
-  socket_delivered: `,"delivery":"socket_delivered","retryable":false,"outcomeKnown":true}`,
-  queued: `,"delivery":"queued","retryable":false,"outcomeKnown":true}`
-} as const
-
-/** `delivered` with delivery details (P41). */
+/** `delivered` with delivery details (P41), as one string (an acknowledgement the durable store holds). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>
   `{"type":"delivered","messageId":${q(messageId)}${DELIVERED_TAIL[delivery]}`
+
+/** `delivered` with delivery details (P41), in parts: written into the framing buffer as it is (frameParts.ts). */
+export const deliveredFrameParts = (messageId: string, delivery: "socket_delivered" | "queued"): OutFrame =>
+  new DeliveredFrameParts(messageId, delivery)
 
 /** `delivery_failed` with its code and retryability (P45). */
 export const deliveryFailedFrame = (

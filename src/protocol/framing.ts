@@ -145,24 +145,56 @@ export class FrameDecoder {
 }
 
 /**
+ * A frame text kept in its pieces (shared constants, cached JSON, numbers)
+ * instead of one string: written straight into the framing buffer, so the
+ * text is never concatenated and flattened first (docs/performance.md,
+ * "Garbage, fifth stop"). Whatever the pieces, the bytes written are exactly
+ * the UTF-8 of `text()`.
+ */
+export interface FrameParts {
+  /** UTF-16 code units of the whole text: `text().length`. */
+  readonly length: number
+  /**
+   * Writes the text's UTF-8 bytes into `out` from `offset`, which has room
+   * for 3 bytes per code unit; returns how many bytes it wrote.
+   */
+  writeUtf8(out: Buffer, offset: number): number
+  /** The whole text (an in-memory transport, a log line, a test). */
+  text(): string
+}
+
+/** One frame on its way out: its text, whole or in parts. */
+export type OutFrame = string | FrameParts
+
+/** The text of an outgoing frame. */
+export const frameText = (frame: OutFrame): string => typeof frame === "string" ? frame : frame.text()
+
+const isText = (frame: OutFrame): frame is string => typeof frame === "string"
+
+/** The texts of outgoing frames: the same array when they are all strings already. */
+export const frameTexts = (frames: ReadonlyArray<OutFrame>): ReadonlyArray<string> =>
+  frames.every(isText) ? frames : frames.map(frameText)
+
+/**
  * Frames texts into one buffer ready for a single socket write: each is a
  * 4-byte big-endian UTF-8 length, then the text (P01). It does not check the
  * limit; see `frameBytes`. For an example, see `FrameDecoder`.
  */
-export const encodeFrames = (frames: ReadonlyArray<string>): Buffer => {
+export const encodeFrames = (frames: ReadonlyArray<OutFrame>): Buffer => {
   let total = 0
-  const lengths = new Array<number>(frames.length)
-  for (let i = 0; i < frames.length; i++) {
-    const length = Buffer.byteLength(frames[i]!, "utf8")
+  const texts = frameTexts(frames)
+  const lengths = new Array<number>(texts.length)
+  for (let i = 0; i < texts.length; i++) {
+    const length = Buffer.byteLength(texts[i]!, "utf8")
     lengths[i] = length
     total += HEADER_BYTES + length
   }
   const out = Buffer.allocUnsafe(total)
   let offset = 0
-  for (let i = 0; i < frames.length; i++) {
+  for (let i = 0; i < texts.length; i++) {
     out.writeUInt32BE(lengths[i]!, offset)
     offset += HEADER_BYTES
-    offset += out.write(frames[i]!, offset, "utf8")
+    offset += out.write(texts[i]!, offset, "utf8")
   }
   return out
 }
@@ -201,19 +233,22 @@ export class FrameScratch {
 
 /**
  * Frames `frames` (length prefix + UTF-8) into one buffer in a single pass:
- * each text is written straight into a buffer sized for the worst case
+ * each text, or each frame's parts (`FrameParts`), is written straight into a buffer sized for the worst case
  * (3 bytes per UTF-16 unit) taken from `scratch`, and its length prefix is
  * filled in from the bytes written — no separate `Buffer.byteLength` pass and,
  * while the socket takes every batch at once, no new buffer per batch. The
  * result is a view into the scratch buffer: valid until the next call.
  */
-export const encodeFramesInto = (frames: ReadonlyArray<string>, scratch: FrameScratch): Buffer => {
+export const encodeFramesInto = (frames: ReadonlyArray<OutFrame>, scratch: FrameScratch): Buffer => {
   let bound = 0
   for (let i = 0; i < frames.length; i++) bound += HEADER_BYTES + MAX_BYTES_PER_UNIT * frames[i]!.length
   const out = scratch.take(bound)
   let offset = 0
   for (let i = 0; i < frames.length; i++) {
-    const written = out.write(frames[i]!, offset + HEADER_BYTES, "utf8")
+    const frame = frames[i]!
+    const written = typeof frame === "string"
+      ? out.write(frame, offset + HEADER_BYTES, "utf8")
+      : frame.writeUtf8(out, offset + HEADER_BYTES)
     out.writeUInt32BE(written, offset)
     offset += HEADER_BYTES + written
   }
@@ -224,7 +259,7 @@ export const encodeFramesInto = (frames: ReadonlyArray<string>, scratch: FrameSc
 export const encodeFrame = (frame: string): Buffer => encodeFrames([frame])
 
 /** UTF-8 size of a frame payload, for limit checks before sending. */
-export const frameBytes = (frame: string): number => Buffer.byteLength(frame, "utf8")
+export const frameBytes = (frame: OutFrame): number => Buffer.byteLength(frameText(frame), "utf8")
 
 /**
  * Stream transform: any chunking of bytes in, frame payload texts out. Fails

@@ -17,6 +17,7 @@
  * writer must take them back (the broker requeues them).
  */
 import { Effect, Latch } from "effect"
+import { frameTexts } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed } from "../transport/Connection.ts"
 import type { Ledger, Side } from "./Ledger.ts"
 
@@ -181,7 +182,9 @@ export class SimLink {
         pending = { written: 0 }
         return Effect.fail(dead())
       }
-      const sent = outputFault === undefined ? frames : outputFault(this.id, frames)
+      // Frames in parts (the broker's) are handled as their texts here: the ledger and faults see text.
+      const texts = frameTexts(frames)
+      const sent = outputFault === undefined ? texts : outputFault(this.id, texts)
       if (sent.length === 0) return undefined
       const progress = { written: 0 }
       pending = progress

@@ -5,7 +5,7 @@
  * in-memory transport both implement this, so the same broker code runs on both.
  */
 import { Data, type Effect } from "effect"
-import type { FramingError } from "../protocol/framing.ts"
+import type { FramingError, OutFrame } from "../protocol/framing.ts"
 
 /** The peer went away, or the transport failed. `clean` is an orderly end of stream. */
 export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
@@ -55,9 +55,11 @@ export interface Connection {
   /**
    * Writes frames in order, batched into as few transport writes as possible,
    * and completes once every frame is handed over (for a socket: accepted by
-   * the kernel). One write at a time: the caller waits before the next.
+   * the kernel). One write at a time: the caller waits before the next. A
+   * frame may come in parts (`FrameParts`): the socket copies them into its
+   * write buffer; a transport that carries texts takes `text()`.
    */
-  readonly writeAll: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed>
+  readonly writeAll: (frames: ReadonlyArray<OutFrame>) => Effect.Effect<void, ConnectionClosed>
   /**
    * Starts writing frames as `writeAll` does, without waiting: `undefined`
    * when every frame was handed over at once (for a socket: the kernel took
@@ -67,7 +69,7 @@ export interface Connection {
    * It lets a writer that is not a fiber write synchronously, and take a fiber
    * only while the transport is full.
    */
-  readonly write: (frames: ReadonlyArray<string>) => Effect.Effect<void, ConnectionClosed> | undefined
+  readonly write: (frames: ReadonlyArray<OutFrame>) => Effect.Effect<void, ConnectionClosed> | undefined
   /**
    * How many leading frames of the last `writeAll` that did not complete
    * (interrupted, failed, or still waiting for room) were fully handed over;

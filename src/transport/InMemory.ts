@@ -6,7 +6,7 @@
  */
 import { Cause, Effect, Queue, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { FrameTooLarge, frameBytes } from "../protocol/framing.ts"
+import { FrameTooLarge, frameBytes, frameText } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed } from "./Connection.ts"
 
 /** Options of `makeInMemoryPair` (and of `makeInMemoryNetwork`'s connections). */
@@ -46,14 +46,15 @@ const endpoint = (
   // flushed, and `unfinishedWrite` tells how far it got (what a dying writer must take back).
   const write: Connection["write"] = (frames) => {
     const progress = { written: 0 }
-    while (progress.written < frames.length && Queue.offerUnsafe(outbound, frames[progress.written]!)) {
+    // A frame in parts travels as its text.
+    while (progress.written < frames.length && Queue.offerUnsafe(outbound, frameText(frames[progress.written]!))) {
       progress.written++
     }
     if (progress.written === frames.length) return undefined
     pending = progress
     return Effect.gen(function*() {
       while (progress.written < frames.length) {
-        if (!(yield* Queue.offer(outbound, frames[progress.written]!))) return yield* Effect.fail(peerGone())
+        if (!(yield* Queue.offer(outbound, frameText(frames[progress.written]!)))) return yield* Effect.fail(peerGone())
         progress.written++
       }
       if (pending === progress) pending = undefined

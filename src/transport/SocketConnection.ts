@@ -6,7 +6,8 @@
  * connection the general-purpose `effect/socket` adapter keeps dozens of
  * closures, a latch and scope finalizers (measured at ~28 KiB a session in
  * total; see docs/performance.md). This one is a class — its methods are
- * shared, not closures per connection. It reads in flowing mode: each chunk
+ * shared, not closures per connection, and its writes share one callback
+ * (Node calls back in order), not a closure per write. It reads in flowing mode: each chunk
  * comes as a `data` event and is decoded there, resuming the one waiting
  * reader at once (the `readable` event of paused mode costs a tick and a
  * `read()` per chunk: docs/performance.md, "Ask tail, fourth stop"). A chunk
@@ -17,17 +18,17 @@
 import { Effect, type Scope } from "effect"
 import type * as net from "node:net"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { encodeFrames, encodeFramesInto, FrameDecoder, type FrameScratch } from "../protocol/framing.ts"
+import { encodeFrames, encodeFramesInto, FrameDecoder, frameBytes, type FrameScratch, type OutFrame } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed, type ConnectionError, type ReadProgress } from "./Connection.ts"
 
 type ReadResult = ReadonlyArray<string> | ConnectionError
 type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
 
 /** How many leading frames of a batch lie wholly within its first `bytes` bytes on the wire. */
-const framesWithin = (frames: ReadonlyArray<string>, bytes: number): number => {
+const framesWithin = (frames: ReadonlyArray<OutFrame>, bytes: number): number => {
   let end = 0
   for (let i = 0; i < frames.length; i++) {
-    end += 4 + Buffer.byteLength(frames[i]!)
+    end += 4 + frameBytes(frames[i]!)
     if (end > bytes) return i
   }
   return frames.length
@@ -40,8 +41,8 @@ const settle = (result: ReadResult): Effect.Effect<ReadonlyArray<string>, Connec
 
 /**
  * One socket as a `Connection`. A class, so that a broker's thousands of idle
- * connections share its methods: per connection it keeps its fields and the
- * four socket listeners, no other closure. Its methods are the `Connection`'s
+ * connections share its methods: per connection it keeps its fields, the
+ * four socket listeners and, once it has written, one write callback. Its methods are the `Connection`'s
  * function fields: call them on the connection (`connection.writeAll(frames)`),
  * do not detach them.
  */
@@ -61,7 +62,23 @@ class SocketConnection implements Connection {
   private paused = false
   private framesRead = 0
   /** The batch whose write has not completed, if any (one at a time; see `writeAll`). */
-  private pending: { readonly frames: ReadonlyArray<string>; readonly bytes: number } | undefined = undefined
+  private pending: { readonly frames: ReadonlyArray<OutFrame>; readonly bytes: number } | undefined = undefined
+  /**
+   * Writes handed to the socket, and how many Node has called back for: it
+   * calls back in order, so the n-th callback is the n-th write's. One
+   * callback per connection (`onWritten`, made on first write), not a closure
+   * and its context per write.
+   */
+  private writesStarted = 0
+  private writesCalledBack = 0
+  private onWritten: ((error: Error | null | undefined) => void) | undefined = undefined
+  /** The number of the write that did not complete at once (`pending`'s), 0 when none. */
+  private pendingNumber = 0
+  /** That write was called back, with `pendingError`, before anyone waited for it. */
+  private pendingSettled = false
+  private pendingError: Error | null | undefined = undefined
+  /** Who waits for that write's callback. */
+  private pendingDone: ((error: Error | null | undefined) => void) | undefined = undefined
 
   constructor(raw: net.Socket, id: number, maxFrameBytes: number, scratch: FrameScratch | undefined) {
     this.raw = raw
@@ -167,7 +184,7 @@ class SocketConnection implements Connection {
     })
   }
 
-  write(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> | undefined {
+  write(frames: ReadonlyArray<OutFrame>): Effect.Effect<void, ConnectionClosed> | undefined {
     if (frames.length === 0) return undefined
     const raw = this.raw
     if (raw.destroyed || raw.writableEnded) {
@@ -179,28 +196,26 @@ class SocketConnection implements Connection {
     // One buffer per batch: one write, one syscall in the common case.
     const scratch = this.scratch
     const buffer = scratch === undefined ? encodeFrames(frames) : encodeFramesInto(frames, scratch)
-    const batch = { frames, bytes: buffer.length }
-    // The write's outcome, kept if it comes before anyone waits for it (the waiter may be a
-    // fiber started later).
-    let settled = false
-    let outcome: Error | null | undefined
-    let done: ((error: Error | null | undefined) => void) | undefined
-    raw.write(buffer, (error) => {
-      if (settled) return
-      settled = true
-      outcome = error
-      done?.(error)
-    })
+    // This write's outcome is kept if it comes before anyone waits for it (the waiter may be a
+    // fiber started later); the next write takes the slot over.
+    const number = ++this.writesStarted
+    this.pendingNumber = number
+    this.pendingSettled = false
+    this.pendingError = undefined
+    raw.write(buffer, this.onWritten ??= (error) => this.calledBack(error))
     // The kernel took all of it at once (the common case): complete now, not a tick later. The
     // scratch buffer is free again; otherwise the socket keeps it until the write completes.
     if (raw.writableLength === 0) return undefined
     scratch?.lent()
+    const batch = { frames, bytes: buffer.length }
     this.pending = batch
     return Effect.callback<void, ConnectionClosed>((resume) => {
+      let settled = false
       const onClose = () => finish(new Error("socket closed while writing"))
       const finish = (error: Error | null | undefined) => {
+        if (settled) return
         settled = true
-        done = undefined
+        if (this.pendingDone === finish) this.pendingDone = undefined
         raw.off("close", onClose)
         // A failed write stays pending: `unfinishedWrite` still tells how far it got.
         if (error !== null && error !== undefined) {
@@ -209,18 +224,27 @@ class SocketConnection implements Connection {
         if (this.pending === batch) this.pending = undefined
         resume(Effect.void)
       }
-      if (settled) return finish(outcome)
+      if (this.pendingNumber === number && this.pendingSettled) return finish(this.pendingError)
       if (raw.destroyed) return finish(new Error("socket closed while writing"))
-      done = finish
+      this.pendingDone = finish
       raw.on("close", onClose)
       return Effect.sync(() => {
-        done = undefined
+        if (this.pendingDone === finish) this.pendingDone = undefined
         raw.off("close", onClose)
       })
     })
   }
 
-  writeAll(frames: ReadonlyArray<string>): Effect.Effect<void, ConnectionClosed> {
+  /** Node called back for the next write in order: the one not completed at once, if it is that one. */
+  private calledBack(error: Error | null | undefined): void {
+    const number = ++this.writesCalledBack
+    if (number !== this.pendingNumber) return
+    this.pendingSettled = true
+    this.pendingError = error
+    this.pendingDone?.(error)
+  }
+
+  writeAll(frames: ReadonlyArray<OutFrame>): Effect.Effect<void, ConnectionClosed> {
     return Effect.suspend(() => this.write(frames) ?? Effect.void)
   }
 

@@ -11,6 +11,7 @@ import {
   encodeFrame,
   encodeFrames,
   encodeFramesInto,
+  type FrameParts,
   FrameScratch,
   FrameDecoder,
   frameBytes,
@@ -324,5 +325,32 @@ describe("encodeFramesInto", () => {
     assert.notStrictEqual(large.buffer, small.buffer)
     assert.isTrue(large.equals(encodeFrames(["y".repeat(200_000)])))
     assert.strictEqual(encodeFramesInto(["z"], scratch).buffer, small.buffer)
+  })
+
+  /** A frame in parts, each piece written with `Buffer.write`, as the broker's frames are (frameParts.ts). */
+  const inPieces = (pieces: ReadonlyArray<string>): FrameParts => ({
+    length: pieces.reduce((sum, piece) => sum + piece.length, 0),
+    writeUtf8: (out, offset) => {
+      let at = offset
+      for (const piece of pieces) at += out.write(piece, at, "utf8")
+      return at - offset
+    },
+    text: () => pieces.join("")
+  })
+
+  it("property: a frame in parts is framed as its text is, among texts, through the reused scratch buffer", () => {
+    const scratch = new FrameScratch()
+    // Pieces of valid text (lone surrogates would encode differently split than joined).
+    const piece = fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", "{", "\"", "\u0000") })
+    const frame = fc.oneof(piece, fc.array(piece, { maxLength: 6 }).map(inPieces))
+    fc.assert(
+      fc.property(fc.array(frame, { maxLength: 12 }), (batch) => {
+        const texts = batch.map((item) => typeof item === "string" ? item : item.text())
+        assert.isTrue(encodeFramesInto(batch, scratch).equals(encodeFrames(texts)))
+        assert.isTrue(encodeFrames(batch).equals(encodeFrames(texts)))
+        for (const item of batch) assert.strictEqual(frameBytes(item), Buffer.byteLength(typeof item === "string" ? item : item.text()))
+      }),
+      { numRuns: 500 }
+    )
   })
 })

@@ -4,11 +4,13 @@
  * it did not. Over a Unix socket a write the kernel took at once completes
  * at once; a write that waits (the reader does not read) returns the Effect
  * that finishes it, which completes once the reader has read — even when the
- * socket finished the write before anyone ran that Effect.
+ * socket finished the write before anyone ran that Effect. A frame in parts
+ * (`FrameParts`) arrives as its text, over a socket and in memory.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import * as path from "node:path"
+import { FrameDecoder, type FrameParts } from "../../src/protocol/framing.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
 import { fromNetSocket } from "../../src/transport/UnixSocket.ts"
 import { tempDir } from "../support/broker.ts"
@@ -42,6 +44,40 @@ describe("Connection.write", () => {
       assert.isUndefined(connection.unfinishedWrite())
     })))
 
+  it.live("Unix socket: a frame in parts arrives as its text, and counts as one frame of an unfinished write", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const { client, server } = yield* socketPair(path.join(dir, "parts.sock"))
+      client.pause()
+      const connection = yield* fromNetSocket(server)
+      const pieces = ['{"type":"message","text":"', "é€😀".repeat(100_000), '"}']
+      const parts: FrameParts = {
+        length: pieces.join("").length,
+        writeUtf8: (out, offset) => {
+          let at = offset
+          for (const piece of pieces) at += out.write(piece, at, "utf8")
+          return at - offset
+        },
+        text: () => pieces.join("")
+      }
+      const rest = connection.write(["first", parts, parts, parts, "last"])
+      assert.isDefined(rest, "far past the socket's buffer: not complete at once")
+      const unfinished = connection.unfinishedWrite()
+      assert.isTrue(unfinished !== undefined && unfinished >= 0 && unfinished < 5)
+      const decoder = new FrameDecoder()
+      const frames: Array<string> = []
+      yield* Effect.callback<void>((resume) => {
+        client.on("data", (chunk: Buffer) => {
+          decoder.push(chunk, frames)
+          if (frames.length === 5) resume(Effect.void)
+        })
+        client.resume()
+      })
+      if (rest !== undefined) assert.isTrue(Exit.isSuccess(yield* Effect.exit(rest)))
+      assert.deepStrictEqual(frames, ["first", parts.text(), parts.text(), parts.text(), "last"])
+      assert.isUndefined(connection.unfinishedWrite())
+    })))
+
   it.effect("in memory: frames the buffer takes complete at once; the rest waits for the reader, frame by frame", () =>
     Effect.scoped(Effect.gen(function*() {
       const [a, b] = yield* makeInMemoryPair({ capacity: 2 })
@@ -56,5 +92,17 @@ describe("Connection.write", () => {
       assert.isTrue(Exit.isSuccess(yield* Fiber.await(fiber)))
       assert.deepStrictEqual(got, ["1", "2", "3", "4"])
       assert.isUndefined(a.unfinishedWrite())
+    })))
+
+  it.effect("in memory: a frame in parts travels as its text", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* makeInMemoryPair()
+      const parts: FrameParts = {
+        length: 9,
+        writeUtf8: (out, offset) => out.write('{"n":"é"}', offset, "utf8"),
+        text: () => '{"n":"é"}'
+      }
+      assert.isUndefined(a.write(["1", parts]))
+      assert.deepStrictEqual(yield* b.read, ["1", '{"n":"é"}'])
     })))
 })
