@@ -15,6 +15,13 @@
  * connections, or a client would think no broker runs. The first other frame
  * is held, and reading stops until admission. At most MAX_WAITING
  * connections wait; past that a new one is refused with an `error` frame.
+ *
+ * An admitted connection goes on on a stack of its own (`admit` yields
+ * first): a permit is released inside the batch that registered its
+ * connection, and resumes the next waiter right there; without the yield
+ * that waiter's held `register` would run its batch inside the first one,
+ * release the next permit, and so on — hundreds of batches nested on one
+ * stack in a registration storm.
  */
 import { Effect, type Scope } from "effect"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
@@ -150,5 +157,8 @@ export const admit = (gate: AdmissionGate, connection: Connection): Effect.Effec
     const permit = yield* Effect.raceFirst(gate.enter, answerHealthWhileWaiting).pipe(
       Effect.catch(() => Effect.succeed(undefined))
     )
-    return permit === undefined ? undefined : { permit, held }
+    if (permit === undefined) return undefined
+    // A stack of its own (see the module header); the permit is already the Scope's to release.
+    yield* Effect.yieldNow
+    return { permit, held }
   })

@@ -154,14 +154,16 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       { disableYield: true }
     ))
 
-    // Membership changes are announced once per batch of changes, not once per change; a round
-    // that woke many writers is followed by a short pause (Membership.ts, "Pacing").
+    // Membership changes are announced once per batch of changes, not once per change: by the
+    // reader at the end of its batch, else here; a round that woke many writers is followed by a
+    // short pause (Membership.ts, "Pacing" and "When").
     yield* Effect.forkScoped(Effect.forever(
       Queue.take(signals.feed).pipe(
         Effect.andThen(Effect.yieldNow),
         Effect.andThen(Effect.suspend(() => {
-          const pause = router.membership.notify()
-          return pause > 0 ? Effect.sleep(pause) : Effect.void
+          const membership = router.membership
+          const pause = membership.pause > 0 ? membership.pause : membership.notify()
+          return pause > 0 ? Effect.andThen(Effect.sleep(pause), Effect.sync(() => membership.paused())) : Effect.void
         }))
       ),
       { disableYield: true }
