@@ -73,17 +73,33 @@ export class AdmissionGate {
   }
 
   private readonly take: Effect.Effect<Permit> = Effect.callback<Permit>((resume) => {
-    if (this.free > 0 && this.head === undefined) {
-      this.free--
-      return resume(Effect.succeed(this.permit()))
-    }
-    const waiter: Waiter = { admit: () => resume(Effect.succeed(this.permit())), prev: this.tail, next: undefined }
+    const permit = this.tryEnter()
+    if (permit !== undefined) return resume(Effect.succeed(permit))
+    const cancel = this.wait((permit) => resume(Effect.succeed(permit)))
+    return Effect.sync(cancel)
+  })
+
+  /** A place now, if one is free and nobody waits for it; its holder releases it. */
+  tryEnter(): Permit | undefined {
+    if (this.free === 0 || this.head !== undefined) return undefined
+    this.free--
+    return this.permit()
+  }
+
+  /**
+   * Waits, in arrival order, for a place, with no fiber: `admitted` gets the
+   * permit when one passes to this waiter — synchronously, inside whatever
+   * released it (the registering connection's batch): it must go on on a
+   * stack of its own. Returns the way to stop waiting (a no-op once admitted).
+   */
+  wait(admitted: (permit: Permit) => void): () => void {
+    const waiter: Waiter = { admit: () => admitted(this.permit()), prev: this.tail, next: undefined }
     if (this.tail === undefined) this.head = waiter
     else this.tail.next = waiter
     this.tail = waiter
     this.queued++
-    return Effect.sync(() => this.remove(waiter))
-  })
+    return () => this.remove(waiter)
+  }
 
   private permit(): Permit {
     let held = true
@@ -121,6 +137,18 @@ export interface Admission {
   readonly held: ReadonlyArray<string>
 }
 
+/**
+ * What a waiting connection's frame `text` gets: the `health_ok` text for a
+ * health probe, `null` for a malformed one (the connection is dropped), or
+ * `undefined` for any other frame (it is held until admission).
+ */
+export const answerWhileWaiting = (text: string): string | null | undefined => {
+  const parsed = parseFrameText(text)
+  if (isFrameDecodeError(parsed) || parsed.type !== "health") return undefined
+  const frame = decodeClientFrame.health(parsed)
+  return isFrameDecodeError(frame) ? null : Encode.healthOkFrame(frame.requestId)
+}
+
 /** The connection ended, or sent something that is not a frame, while it waited. */
 const READ_FAILED: unique symbol = Symbol("read failed")
 
@@ -141,11 +169,10 @@ export const admit = (gate: AdmissionGate, connection: Connection): Effect.Effec
       while (held.length === 0) {
         for (const text of yield* connection.read) {
           if (held.length === 0) {
-            const parsed = parseFrameText(text)
-            if (!isFrameDecodeError(parsed) && parsed.type === "health") {
-              const frame = decodeClientFrame.health(parsed)
-              if (isFrameDecodeError(frame)) return yield* Effect.fail(READ_FAILED)
-              yield* connection.writeAll([Encode.healthOkFrame(frame.requestId)])
+            const answer = answerWhileWaiting(text)
+            if (answer === null) return yield* Effect.fail(READ_FAILED)
+            if (answer !== undefined) {
+              yield* connection.writeAll([answer])
               continue
             }
           }

@@ -1,6 +1,5 @@
 /**
- * One connection as an actor (design.md): a reader, a writer, and one fiber
- * that holds the connection's lifetime:
+ * One connection as an actor (design.md): a reader, a writer, and its close:
  *
  * - the reader (PeerReader.ts) hands frame batches to the Router from the
  *   transport's own events, in plain code, with no fiber waiting in `read`;
@@ -10,8 +9,13 @@
  *   changes, in one write per batch of routing: synchronously while the
  *   socket takes it, in a fiber of its own while the socket is full or the
  *   durable store must catch up;
- * - the actor's fiber waits for admission, starts the reader and waits for it
- *   to stop.
+ * - `finish` closes it once its reader stopped.
+ *
+ * Two ways to hold a connection's lifetime: `runConnection` (here) keeps a
+ * fiber and a Scope per connection, waiting for admission, then for the
+ * reader to stop, then running `finish` — `BrokerService.accept`, which the
+ * in-memory transport and the simulation use; `AdoptedConnections`
+ * (Adopted.ts) keeps neither — `BrokerService.adopt`, the Unix socket's.
  *
  * The actor owns its fiber and its admission permit, never the `Peer`'s
  * fields: it moves items between `Output` and the socket. A close requested
@@ -34,7 +38,12 @@ import { closePeer } from "./RouterContext.ts"
 /** How long an ending connection may take to flush its output before it is destroyed. */
 const END_GRACE = Duration.seconds(2)
 
-const finish = (router: Router, peer: Peer, writer: PeerWriter) =>
+/**
+ * Closes a connection whose reader stopped: forces its parked output
+ * through, flushes it on an `end` close, destroys it and gives back what was
+ * never written. Run uninterruptibly.
+ */
+export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.Effect<void> =>
   Effect.gen(function*() {
     // The reader's drainer goes with it: its pending offer is withdrawn, what is still parked stays parked.
     const drainer = peer.reader.drainer
@@ -86,6 +95,6 @@ export const runConnection = (
       // What it sent while it waited for admission comes first.
       if (admitted.held.length > 0) reader.frames(admitted.held)
       if (!reader.isStopping) reader.reading(yield* receiveFrames(connection, reader))
-      yield* reader.stopped
+      yield* reader.stopped()
     }).pipe(Effect.ensuring(finish(router, peer, peer.writer)))
   })

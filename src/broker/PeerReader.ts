@@ -108,14 +108,24 @@ export class PeerReader implements FrameReceiver {
     this.fork = fork
   }
 
-  /** Completes once the reader has stopped (a close was requested, outside any batch of its own). */
-  readonly stopped: Effect.Effect<void> = Effect.callback<void>((resume) => {
-    if (this.done) return resume(Effect.void)
-    this.onStopped = () => resume(Effect.void)
-    return Effect.sync(() => {
-      this.onStopped = undefined
+  /**
+   * Calls `callback` once the reader has stopped (a close was requested,
+   * outside any batch of its own): at once if it has. One callback.
+   */
+  whenStopped(callback: () => void): void {
+    if (this.done) return callback()
+    this.onStopped = callback
+  }
+
+  /** Completes once the reader has stopped (see `whenStopped`), for an actor that waits in a fiber. */
+  stopped(): Effect.Effect<void> {
+    return Effect.callback<void>((resume) => {
+      this.whenStopped(() => resume(Effect.void))
+      return Effect.sync(() => {
+        this.onStopped = undefined
+      })
     })
-  })
+  }
 
   /** Whether a close was requested: the actor then installs no transport reading. */
   get isStopping(): boolean {

@@ -344,6 +344,23 @@ class SocketConnection implements Connection {
   }
 }
 
+/** Options of `socketConnection` and `fromNetSocket`. */
+export interface SocketConnectionOptions {
+  /** Process-unique number, for logs. */
+  readonly id?: number
+  /** The largest frame read; a larger one ends reading with `FrameTooLarge`. */
+  readonly maxFrameBytes?: number
+  /** A framing buffer shared by a listener's connections. */
+  readonly scratch?: FrameScratch
+}
+
+/**
+ * Wraps an open `net.Socket` as a `Connection` owned by the caller, who
+ * destroys it (`fromNetSocket` ties it to a Scope instead).
+ */
+export const socketConnection = (raw: net.Socket, options: SocketConnectionOptions = {}): Connection =>
+  new SocketConnection(raw, options.id ?? 0, options.maxFrameBytes ?? MAX_FRAME_BYTES, options.scratch)
+
 /**
  * Wraps an open `net.Socket` as a `Connection`. Closing the current Scope
  * destroys the socket. With a `scratch` (a listener shares one among its
@@ -352,9 +369,9 @@ class SocketConnection implements Connection {
  */
 export const fromNetSocket = (
   raw: net.Socket,
-  options: { readonly id?: number; readonly maxFrameBytes?: number; readonly scratch?: FrameScratch } = {}
+  options: SocketConnectionOptions = {}
 ): Effect.Effect<Connection, never, Scope.Scope> =>
   Effect.map(
     Effect.addFinalizer(() => Effect.sync(() => raw.destroy())),
-    () => new SocketConnection(raw, options.id ?? 0, options.maxFrameBytes ?? MAX_FRAME_BYTES, options.scratch)
+    () => socketConnection(raw, options)
   )

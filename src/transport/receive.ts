@@ -18,9 +18,14 @@ export interface ReadControl {
   readonly resume: () => void
 }
 
-/** The push transport's own methods, called on the connection (they may be methods, not closures). */
-class PushControl implements ReadControl {
+/**
+ * Pauses and resumes a connection that pushes (`Connection.receive`), through
+ * its own methods, called on the connection (they may be methods, not
+ * closures).
+ */
+export class PushControl implements ReadControl {
   private readonly connection: Connection
+  /** @param connection a connection with `receive`, `pauseReading` and `resumeReading`. */
   constructor(connection: Connection) {
     this.connection = connection
   }
