@@ -51,22 +51,22 @@ describe("a batch that changes membership announces it as it ends", () => {
 })
 
 describe("admission", () => {
-  it.live("600 connections waiting behind one place each register in turn, none nested in another's batch", () =>
+  it.live("2,000 connections waiting behind one place each register in turn, none nested in another's batch", () =>
     Effect.gen(function*() {
       // One place: every other connection waits, its `register` held, and each registration passes
       // the place to the next waiter, from inside its own batch. A scope each: no membership traffic.
       const broker = yield* withBroker({ idleExit: null, maxUnregistered: 1, registrationTimeout: "10 minutes" })
-      const clients = yield* Effect.forEach(Array.from({ length: 600 }, (_, i) => `w${i}`), (id) => broker.connect(id))
+      const clients = yield* Effect.forEach(Array.from({ length: 2_000 }, (_, i) => `w${i}`), (id) => broker.connect(id))
       // Barrier: each is accepted and waits (its health probe is answered while it waits).
       yield* Effect.forEach(clients, (client) => client.roundTrip, { discard: true })
-      assert.strictEqual((yield* broker.handle.stats).waiting, 599)
+      assert.strictEqual((yield* broker.handle.stats).waiting, 1_999)
       for (let i = 1; i < clients.length; i++) {
         yield* clients[i]!.send(registerFrame({ sessionId: `w${i}`, scopeId: `scope-${i}` }))
       }
       // The first one's registration releases the chain.
       yield* clients[0]!.send(registerFrame({ sessionId: "w0", scopeId: "scope-0" }))
-      const registered = yield* Effect.forEach(clients, (client) => client.next("registered", undefined, "50 seconds"))
+      const registered = yield* Effect.forEach(clients, (client) => client.next("registered", undefined, "100 seconds"))
       assert.deepStrictEqual(registered.map((frame) => frame.sessionId), clients.map((_, i) => `w${i}`))
       assert.isFalse(clients.some((client) => client.isClosed()))
-    }), 60_000)
+    }), 120_000)
 })
