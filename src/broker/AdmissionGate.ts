@@ -15,6 +15,13 @@
  * connections, or a client would think no broker runs. The first other frame
  * is held, and reading stops until admission. At most MAX_WAITING
  * connections wait; past that a new one is refused with an `error` frame.
+ *
+ * An admitted connection goes on on a stack of its own (`admit` yields
+ * first): a permit is released inside the batch that registered its
+ * connection, and resumes the next waiter right there; without the yield
+ * that waiter's held `register` would run its batch inside the first one,
+ * release the next permit, and so on — hundreds of batches nested on one
+ * stack in a registration storm.
  */
 import { Effect, type Scope } from "effect"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
@@ -66,17 +73,33 @@ export class AdmissionGate {
   }
 
   private readonly take: Effect.Effect<Permit> = Effect.callback<Permit>((resume) => {
-    if (this.free > 0 && this.head === undefined) {
-      this.free--
-      return resume(Effect.succeed(this.permit()))
-    }
-    const waiter: Waiter = { admit: () => resume(Effect.succeed(this.permit())), prev: this.tail, next: undefined }
+    const permit = this.tryEnter()
+    if (permit !== undefined) return resume(Effect.succeed(permit))
+    const cancel = this.wait((permit) => resume(Effect.succeed(permit)))
+    return Effect.sync(cancel)
+  })
+
+  /** A place now, if one is free and nobody waits for it; its holder releases it. */
+  tryEnter(): Permit | undefined {
+    if (this.free === 0 || this.head !== undefined) return undefined
+    this.free--
+    return this.permit()
+  }
+
+  /**
+   * Waits, in arrival order, for a place, with no fiber: `admitted` gets the
+   * permit when one passes to this waiter — synchronously, inside whatever
+   * released it (the registering connection's batch): it must go on on a
+   * stack of its own. Returns the way to stop waiting (a no-op once admitted).
+   */
+  wait(admitted: (permit: Permit) => void): () => void {
+    const waiter: Waiter = { admit: () => admitted(this.permit()), prev: this.tail, next: undefined }
     if (this.tail === undefined) this.head = waiter
     else this.tail.next = waiter
     this.tail = waiter
     this.queued++
-    return Effect.sync(() => this.remove(waiter))
-  })
+    return () => this.remove(waiter)
+  }
 
   private permit(): Permit {
     let held = true
@@ -114,6 +137,18 @@ export interface Admission {
   readonly held: ReadonlyArray<string>
 }
 
+/**
+ * What a waiting connection's frame `text` gets: the `health_ok` text for a
+ * health probe, `null` for a malformed one (the connection is dropped), or
+ * `undefined` for any other frame (it is held until admission).
+ */
+export const answerWhileWaiting = (text: string): string | null | undefined => {
+  const parsed = parseFrameText(text)
+  if (isFrameDecodeError(parsed) || parsed.type !== "health") return undefined
+  const frame = decodeClientFrame.health(parsed)
+  return isFrameDecodeError(frame) ? null : Encode.healthOkFrame(frame.requestId)
+}
+
 /** The connection ended, or sent something that is not a frame, while it waited. */
 const READ_FAILED: unique symbol = Symbol("read failed")
 
@@ -134,11 +169,10 @@ export const admit = (gate: AdmissionGate, connection: Connection): Effect.Effec
       while (held.length === 0) {
         for (const text of yield* connection.read) {
           if (held.length === 0) {
-            const parsed = parseFrameText(text)
-            if (!isFrameDecodeError(parsed) && parsed.type === "health") {
-              const frame = decodeClientFrame.health(parsed)
-              if (isFrameDecodeError(frame)) return yield* Effect.fail(READ_FAILED)
-              yield* connection.writeAll([Encode.healthOkFrame(frame.requestId)])
+            const answer = answerWhileWaiting(text)
+            if (answer === null) return yield* Effect.fail(READ_FAILED)
+            if (answer !== undefined) {
+              yield* connection.writeAll([answer])
               continue
             }
           }
@@ -150,5 +184,8 @@ export const admit = (gate: AdmissionGate, connection: Connection): Effect.Effec
     const permit = yield* Effect.raceFirst(gate.enter, answerHealthWhileWaiting).pipe(
       Effect.catch(() => Effect.succeed(undefined))
     )
-    return permit === undefined ? undefined : { permit, held }
+    if (permit === undefined) return undefined
+    // A stack of its own (see the module header); the permit is already the Scope's to release.
+    yield* Effect.yieldNow
+    return { permit, held }
   })

@@ -38,6 +38,7 @@ import { StoreCommits } from "./StoreCommits.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
 import { QuestionStore } from "../store/QuestionStore.ts"
 import type { Connection } from "../transport/Connection.ts"
+import { AdoptedConnections } from "./Adopted.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
@@ -54,6 +55,18 @@ import { runQuestionWorker } from "./QuestionWorker.ts"
 export interface BrokerService {
   /** Runs one connection's actor until the connection closes. */
   readonly accept: (connection: Connection) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Takes one connection over with no fiber or Scope of its own (Adopted.ts):
+   * the Unix-socket listener's way (`serveUnix(path, broker)`). The broker
+   * closes it when it ends, and at shutdown (`closeConnections`).
+   */
+  readonly adopt: (connection: Connection) => void
+  /**
+   * Closes every adopted connection and waits until each has given back
+   * what it never wrote; run it before the listener destroys their sockets.
+   * The broker's own shutdown runs it too.
+   */
+  readonly closeConnections: Effect.Effect<void>
   /** Completes when the broker has been idle long enough to exit (P92). */
   readonly idleExit: Effect.Effect<void>
   /** Live registered sessions right now. */
@@ -130,6 +143,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       yield* Effect.addFinalizer(() => commitPending(journal, store, now, log, timing))
     }
     const admission = new AdmissionGate(resolved.maxUnregistered)
+    const adopted = new AdoptedConnections(router, admission, Effect.runForkWith(yield* Effect.context<never>()))
     // OTLP metric series read the metrics snapshot when collected, and only when metrics are exported.
     if ((yield* TelemetryEnabled).metrics) yield* registerBrokerMetrics(() => router.metrics(), now)
     const idleExit = yield* Deferred.make<void>()
@@ -154,14 +168,16 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       { disableYield: true }
     ))
 
-    // Membership changes are announced once per batch of changes, not once per change; a round
-    // that woke many writers is followed by a short pause (Membership.ts, "Pacing").
+    // Membership changes are announced once per batch of changes, not once per change: by the
+    // reader at the end of its batch, else here; a round that woke many writers is followed by a
+    // short pause (Membership.ts, "Pacing" and "When").
     yield* Effect.forkScoped(Effect.forever(
       Queue.take(signals.feed).pipe(
         Effect.andThen(Effect.yieldNow),
         Effect.andThen(Effect.suspend(() => {
-          const pause = router.membership.notify()
-          return pause > 0 ? Effect.sleep(pause) : Effect.void
+          const membership = router.membership
+          const pause = membership.pause > 0 ? membership.pause : membership.notify()
+          return pause > 0 ? Effect.andThen(Effect.sleep(pause), Effect.sync(() => membership.paused())) : Effect.void
         }))
       ),
       { disableYield: true }
@@ -229,8 +245,13 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       ))
     }
 
+    // Before the final commit (finalizers run last first): adopted connections give back what they never wrote.
+    yield* Effect.addFinalizer(() => adopted.closeAll)
+
     return {
       accept: (connection) => runConnection(router, connection, admission),
+      adopt: (connection) => adopted.adopt(connection),
+      closeConnections: adopted.closeAll,
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
       stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting })),

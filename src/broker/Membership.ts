@@ -23,6 +23,15 @@
  * else it writes (Output.takeForWrite), so no frame overtakes a membership
  * change made before it; only the moment an otherwise idle session hears of
  * a change moves, by at most PACE_MS.
+ *
+ * When: a connection's batch that changed membership announces it as it
+ * ends (`announce`, called by its reader), unless a pause is running; the
+ * notifier fiber announces changes made outside a batch (a timeout, a
+ * close) and those made during a pause, once it is over. A reader runs
+ * from the socket's events, not in a fiber that gives the notifier a turn
+ * between two of its batches: without `announce`, a session that
+ * registers and leaves in two quick batches would be collected as joined
+ * and left at once, which sends nothing (MembershipFeed.collect).
  */
 import { Queue } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -52,6 +61,8 @@ export class Membership implements FeedSource {
   private readonly dirty = new Set<ScopeSpace>()
   private readonly feedSignal: Queue.Queue<void>
   private readonly waker: FeedWaker
+  /** A round woke more than PACE_ABOVE writers: announcements wait for the notifier's pause to end. */
+  private pacing = false
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -102,6 +113,29 @@ export class Membership implements FeedSource {
   }
 
   /**
+   * At the end of a reader's batch: wakes the writers of the spaces whose
+   * membership it changed, now, unless a pause is running (see "When" in
+   * the module header).
+   */
+  announce(): void {
+    if (this.dirty.size === 0 || this.pacing) return
+    if (this.notify() > 0) signal(this.feedSignal) // the notifier sleeps the pause out
+  }
+
+  /**
+   * How long the notifier waits before its next round (milliseconds, 0 for
+   * none): the rest of a pause `announce` started, or none.
+   */
+  get pause(): number {
+    return this.pacing ? PACE_MS : 0
+  }
+
+  /** The notifier slept the pause out: announcements go on. */
+  paused(): void {
+    this.pacing = false
+  }
+
+  /**
    * Wakes the writers of every session in a changed space, once per batch of
    * changes; returns how long the notifier waits before its next round
    * (milliseconds, 0 for none: see "Pacing" in the module header).
@@ -124,7 +158,8 @@ export class Membership implements FeedSource {
     this.dirty.clear()
     // A writer's flush may ask for its next tick (`taken`): only after the loop.
     this.waker.wakeTouched()
-    return woken > PACE_ABOVE ? PACE_MS : 0
+    this.pacing = woken > PACE_ABOVE
+    return this.pacing ? PACE_MS : 0
   }
 
   private markDirty(space: ScopeSpace): void {

@@ -4,9 +4,9 @@
  * Ownership: every mutable field is written by the Router's synchronous
  * concern modules only — the registry fields by `Registration`, the output
  * fields by `Output`, the membership fields by `Membership`. The connection
- * actor (ConnectionActor.ts) and its writer (PeerWriter.ts) never write a
- * `Peer`: they read `isClosing` and call `Output` (take output to write, offer
- * parked output, drain at close).
+ * actor (ConnectionActor.ts), its reader (PeerReader.ts) and its writer
+ * (PeerWriter.ts) never write a `Peer`: they read `isClosing` and call
+ * `Output` (take output to write, offer parked output, drain at close).
  */
 import { Deferred } from "effect"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -14,6 +14,7 @@ import type { Message } from "../protocol/frames.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { PeerCustody } from "./Custody.ts"
+import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
 import type { Session } from "./Registry.ts"
 
@@ -111,8 +112,8 @@ export class Peer {
   readonly writer: PeerWriter
   /** Completed once with how to close: `end` flushes queued output first. */
   readonly closing = Deferred.makeUnsafe<CloseMode>()
-  /** Interrupts the connection's reader, so a close requested elsewhere takes effect. */
-  readonly interruptReader: () => void
+  /** Hands the connection's frames to the Router; stopped when a close is requested (`closePeer`). */
+  readonly reader: PeerReader
 
   // --- Registration ---------------------------------------------------------
   state: PeerState = "unregistered"
@@ -169,18 +170,18 @@ export class Peer {
   parked: Array<readonly [Peer, OutboundItem]> = []
 
   /**
+   * @param reader makes the connection's reader, which hands its frames to the Router.
    * @param writer makes the connection's writer, which writes this peer's outbox.
-   * @param interruptReader interrupts the connection's reader (a close requested elsewhere).
    */
   constructor(
     connection: Connection,
     now: number,
-    interruptReader: () => void,
+    reader: (peer: Peer) => PeerReader,
     writer: (peer: Peer) => PeerWriter
   ) {
     this.connection = connection
     this.unregisteredSince = now
-    this.interruptReader = interruptReader
+    this.reader = reader(this)
     this.writer = writer(this)
   }
 

@@ -73,7 +73,7 @@ export const logLine = (message: string): string => {
 
 /** Asks a connection to close; the first request decides how (`end` flushes output first). */
 export const closePeer = (peer: Peer, mode: CloseMode): void => {
-  if (Deferred.doneUnsafe(peer.closing, Effect.succeed(mode))) peer.interruptReader()
+  if (Deferred.doneUnsafe(peer.closing, Effect.succeed(mode))) peer.reader.stop()
 }
 
 /** Offers a wake-up to a broker fiber that sleeps on a sliding queue of size 1. */

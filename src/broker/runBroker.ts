@@ -175,7 +175,9 @@ export const runBroker = (
       Effect.mapError(unusable)
     )
 
-    const listen = serveUnix(socketPath, core.accept)
+    // Each connection adopted, with no fiber of its own (Adopted.ts); closed before the listener
+    // destroys their sockets (finalizers run last first), so each can tell what it wrote.
+    const listen = serveUnix<never>(socketPath, core)
     // Under the lock no broker of ours listens there. Something that answers health is
     // another kind of broker (pi-intercom's); a file nothing answers on is stale.
     const listener = yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
@@ -185,6 +187,7 @@ export const runBroker = (
         SocketInUse: () => alreadyRunning(intercomDir, socketPath, "it answers health")
       })
     )
+    yield* Effect.addFinalizer(() => core.closeConnections)
     if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))
 
     return {

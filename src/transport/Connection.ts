@@ -35,6 +35,21 @@ export interface ReadProgress {
 }
 
 /**
+ * Takes a connection's inbound frames as the transport gets them, in plain
+ * synchronous code (`Connection.receive`, or a fiber reading for it:
+ * `receiveFrames` in receive.ts).
+ */
+export interface FrameReceiver {
+  /** A batch of frames (at least one), in arrival order. */
+  readonly frames: (frames: ReadonlyArray<string>) => void
+  /**
+   * Reading ended, after the last batch: the connection closed, or its bytes
+   * are not frames (too large, not UTF-8). Called at most once.
+   */
+  readonly ended: (error: ConnectionError) => void
+}
+
+/**
  * One connection, whatever the transport: whole frame texts in and out, and
  * two ways to close. `serveUnix`/`dialUnix` and the in-memory network hand
  * them out, each living in a Scope whose closing destroys it. Only one
@@ -84,6 +99,20 @@ export interface Connection {
    * is a stalled writer — or a slowloris.
    */
   readonly readProgress: () => ReadProgress
+  /**
+   * Optional: hands every inbound batch to `receiver` from the transport's
+   * own events (for a socket: its `data` event), with no fiber waiting in
+   * `read`. Called at most once; `read` is not used after it. Frames that
+   * came before it are handed over at once, before it returns.
+   * `pauseReading` and `resumeReading` stop and restart reading (a
+   * receiver that holds back a sender); a batch may still come while
+   * paused, from bytes the transport had already taken.
+   */
+  readonly receive?: (receiver: FrameReceiver) => void
+  /** With `receive`: stops reading until `resumeReading` (backpressure through the transport). */
+  readonly pauseReading?: () => void
+  /** With `receive`: reading goes on (after `pauseReading`). */
+  readonly resumeReading?: () => void
   /** Flushes what was written, then ends the connection (half-close, then close). */
   readonly end: Effect.Effect<void>
   /** Drops the connection at once, discarding unwritten data. */

@@ -13,13 +13,22 @@
  * `read()` per chunk: docs/performance.md, "Ask tail, fourth stop"). A chunk
  * that arrives while no reader waits is held and the socket paused until a
  * `read` takes it, so a slow consumer still backpressures its peer through
- * the kernel.
+ * the kernel. A broker connection is read without a fiber: `receive` hands
+ * each chunk's frames to a receiver straight from the `data` event, and
+ * `pauseReading` holds the chunks that still come (the socket paused) until
+ * `resumeReading`.
  */
 import { Effect, type Scope } from "effect"
 import type * as net from "node:net"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { encodeFrames, encodeFramesInto, FrameDecoder, frameBytes, type FrameScratch, type OutFrame } from "../protocol/framing.ts"
-import { type Connection, ConnectionClosed, type ConnectionError, type ReadProgress } from "./Connection.ts"
+import {
+  type Connection,
+  ConnectionClosed,
+  type ConnectionError,
+  type FrameReceiver,
+  type ReadProgress
+} from "./Connection.ts"
 
 type ReadResult = ReadonlyArray<string> | ConnectionError
 type Resume = (effect: Effect.Effect<ReadonlyArray<string>, ConnectionError>) => void
@@ -56,6 +65,12 @@ class SocketConnection implements Connection {
   private failure: ConnectionError | undefined = undefined
   /** A `read` waiting for frames. */
   private waiting: Resume | undefined = undefined
+  /** Where frames go once `receive` was called (then `read` is not used). */
+  private receiver: FrameReceiver | undefined = undefined
+  /** The receiver asked to stop reading (`pauseReading`). */
+  private receivePaused = false
+  /** The receiver was told reading ended. */
+  private receiverEnded = false
   /** Chunks that came while no `read` waited, oldest first; the socket is paused while there are any. */
   private held: Array<Uint8Array> | undefined = undefined
   /** The socket was paused (chunks held, or reading stopped after a framing error). */
@@ -126,6 +141,15 @@ class SocketConnection implements Connection {
   private received(chunk: unknown): void {
     if (!(chunk instanceof Uint8Array)) return
     if (!this.readable()) return this.pause()
+    const receiver = this.receiver
+    if (receiver !== undefined) {
+      // Behind held chunks, or paused by the receiver: held, in order.
+      if (this.receivePaused || this.held !== undefined) {
+        ;(this.held ??= []).push(chunk)
+        return this.pause()
+      }
+      return this.deliver(chunk, receiver)
+    }
     const resume = this.waiting
     if (resume === undefined) {
       ;(this.held ??= []).push(chunk)
@@ -160,8 +184,33 @@ class SocketConnection implements Connection {
     return undefined
   }
 
+  /** Hands `chunk`'s frames to the receiver; a framing error ends its reading (after the frames before it). */
+  private deliver(chunk: Uint8Array, receiver: FrameReceiver): void {
+    const frames: Array<string> = []
+    this.decode(chunk, frames)
+    if (frames.length > 0) receiver.frames(frames)
+    if (!this.readable()) {
+      this.pause()
+      this.endReceiver(receiver)
+    }
+  }
+
+  /** Tells the receiver that reading ended, once, when it has. */
+  private endReceiver(receiver: FrameReceiver): void {
+    const failure = this.failure
+    if (failure === undefined || this.receiverEnded) return
+    this.receiverEnded = true
+    receiver.ended(failure)
+  }
+
   /** The socket ended or closed: a waiting reader gets what is left, then the failure. */
   private wake(): void {
+    const receiver = this.receiver
+    if (receiver !== undefined) {
+      // A paused receiver hears of it after the chunks still held (`resumeReading`).
+      if (!this.receivePaused && this.held === undefined) this.endReceiver(receiver)
+      return
+    }
     const resume = this.waiting
     if (resume === undefined) return
     const result = this.poll()
@@ -182,6 +231,42 @@ class SocketConnection implements Connection {
         if (this.waiting === resume) this.waiting = undefined
       })
     })
+  }
+
+  receive(receiver: FrameReceiver): void {
+    if (this.receiver !== undefined) return
+    this.receiver = receiver
+    // Chunks that came before (while the owner was not reading) go first.
+    this.resumeReading()
+  }
+
+  pauseReading(): void {
+    if (this.receiver === undefined) return
+    this.receivePaused = true
+    this.pause()
+  }
+
+  resumeReading(): void {
+    const receiver = this.receiver
+    if (receiver === undefined) return
+    this.receivePaused = false
+    const held = this.held
+    if (held !== undefined) {
+      // The receiver may pause again while it handles one of them.
+      while (!this.receivePaused && this.readable()) {
+        const chunk = held.shift()
+        if (chunk === undefined) break
+        this.deliver(chunk, receiver)
+      }
+      if (held.length > 0 && this.readable()) return
+      this.held = undefined
+    }
+    if (this.receivePaused) return
+    if (this.failure !== undefined) return this.endReceiver(receiver)
+    if (this.paused) {
+      this.paused = false
+      this.raw.resume()
+    }
   }
 
   write(frames: ReadonlyArray<OutFrame>): Effect.Effect<void, ConnectionClosed> | undefined {
@@ -263,7 +348,11 @@ class SocketConnection implements Connection {
   }
 
   readProgress(): ReadProgress {
-    return { frames: this.framesRead, pending: this.decoder.buffered, reading: this.waiting !== undefined }
+    return {
+      frames: this.framesRead,
+      pending: this.decoder.buffered,
+      reading: this.waiting !== undefined || (this.receiver !== undefined && !this.receivePaused)
+    }
   }
 
   get end(): Effect.Effect<void> {
@@ -279,6 +368,23 @@ class SocketConnection implements Connection {
   }
 }
 
+/** Options of `socketConnection` and `fromNetSocket`. */
+export interface SocketConnectionOptions {
+  /** Process-unique number, for logs. */
+  readonly id?: number
+  /** The largest frame read; a larger one ends reading with `FrameTooLarge`. */
+  readonly maxFrameBytes?: number
+  /** A framing buffer shared by a listener's connections. */
+  readonly scratch?: FrameScratch
+}
+
+/**
+ * Wraps an open `net.Socket` as a `Connection` owned by the caller, who
+ * destroys it (`fromNetSocket` ties it to a Scope instead).
+ */
+export const socketConnection = (raw: net.Socket, options: SocketConnectionOptions = {}): Connection =>
+  new SocketConnection(raw, options.id ?? 0, options.maxFrameBytes ?? MAX_FRAME_BYTES, options.scratch)
+
 /**
  * Wraps an open `net.Socket` as a `Connection`. Closing the current Scope
  * destroys the socket. With a `scratch` (a listener shares one among its
@@ -287,9 +393,9 @@ class SocketConnection implements Connection {
  */
 export const fromNetSocket = (
   raw: net.Socket,
-  options: { readonly id?: number; readonly maxFrameBytes?: number; readonly scratch?: FrameScratch } = {}
+  options: SocketConnectionOptions = {}
 ): Effect.Effect<Connection, never, Scope.Scope> =>
   Effect.map(
     Effect.addFinalizer(() => Effect.sync(() => raw.destroy())),
-    () => new SocketConnection(raw, options.id ?? 0, options.maxFrameBytes ?? MAX_FRAME_BYTES, options.scratch)
+    () => socketConnection(raw, options)
   )

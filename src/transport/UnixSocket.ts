@@ -13,9 +13,9 @@ import * as net from "node:net"
 import { errorCode } from "../config/errno.ts"
 import { FrameScratch } from "../protocol/framing.ts"
 import type { Connection } from "./Connection.ts"
-import { fromNetSocket } from "./SocketConnection.ts"
+import { fromNetSocket, socketConnection } from "./SocketConnection.ts"
 
-export { fromNetSocket } from "./SocketConnection.ts"
+export { fromNetSocket, socketConnection } from "./SocketConnection.ts"
 
 /** `serveUnix` could not listen on `path`; `code` is the errno code, e.g. `EADDRINUSE` or `EACCES`. */
 export class ListenError extends Data.TaggedError("ListenError")<{
@@ -101,6 +101,16 @@ interface Bound {
   readonly ours: FileIdentity
 }
 
+/**
+ * A handler that takes each accepted connection over in plain code, with no
+ * fiber or Scope per connection: it owns the connection from then on and
+ * destroys it when done (the broker: `BrokerService.adopt`). Closing the
+ * listener's Scope still destroys every socket it accepted.
+ */
+export interface Adopter {
+  readonly adopt: (connection: Connection) => void
+}
+
 /** What `serveUnix` gives its caller while it listens. */
 export interface UnixListener {
   /** Whether the file at the path is still the socket this listener made: not deleted, not replaced. */
@@ -109,7 +119,8 @@ export interface UnixListener {
 
 /**
  * Listens on `path` for as long as the current Scope is open and runs
- * `handle` for every accepted connection, each in its own Scope and fiber.
+ * `handle` for every accepted connection, each in its own Scope and fiber
+ * (or hands it to an `Adopter`, with neither).
  * Closing the Scope stops accepting, interrupts the handlers (destroying their
  * sockets) and closes the server. The socket file is created with mode 0600.
  *
@@ -138,7 +149,7 @@ export interface UnixListener {
  */
 export const serveUnix = <R>(
   path: string,
-  handle: (connection: Connection) => Effect.Effect<void, never, R | Scope.Scope>,
+  handle: ((connection: Connection) => Effect.Effect<void, never, R | Scope.Scope>) | Adopter,
   options: { readonly maxFrameBytes?: number; readonly backlog?: number } = {}
 ): Effect.Effect<UnixListener, ListenError, R | Scope.Scope> =>
   Effect.gen(function*() {
@@ -195,14 +206,16 @@ export const serveUnix = <R>(
     let connections = 0
     // One framing buffer for every connection's writes (they run one at a time, on one thread).
     const scratch = new FrameScratch()
-    yield* Effect.forkScoped(Effect.forever(
-      Effect.flatMap(Queue.take(accepted), (raw) =>
-        FiberSet.run(
-          handlers,
-          Effect.scoped(Effect.flatMap(fromNetSocket(raw, { ...options, id: ++connections, scratch }), handle))
-        )),
-      { disableYield: true }
-    ))
+    const run = (raw: net.Socket): Effect.Effect<unknown, never, R> => {
+      if (typeof handle !== "function") {
+        return Effect.sync(() => handle.adopt(socketConnection(raw, { ...options, id: ++connections, scratch })))
+      }
+      return FiberSet.run(
+        handlers,
+        Effect.scoped(Effect.flatMap(fromNetSocket(raw, { ...options, id: ++connections, scratch }), handle))
+      )
+    }
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(accepted), run), { disableYield: true }))
     return { stillOurs: Effect.sync(() => sameFile(identityOf(path), ours)) } satisfies UnixListener
   })
 

@@ -1,0 +1,223 @@
+/**
+ * Connections the broker takes over with no fiber and no Scope of their own
+ * (`BrokerService.adopt`: the Unix-socket listener's): an idle connection is
+ * its socket's listeners, its `Peer`, reader and writer, and an entry here.
+ * This module owns that entry — the set of live peers, the connections
+ * waiting for admission, and the fibers closing connections — and is what
+ * the broker's shutdown closes them through (`closeAll`).
+ *
+ * A connection's life, each step in plain code from the socket's events:
+ * - admission: a place now (`AdmissionGate.tryEnter`), or a wait in the
+ *   gate's queue (`AdmissionGate.wait`) during which `Waiting` answers its
+ *   `health` probes and holds its first other frame, reading paused. A place
+ *   passes to it inside the batch that registered another connection, so it
+ *   goes on in a short fiber of its own, after a yield: a stack of its own
+ *   (AdmissionGate.ts);
+ * - reading: its `PeerReader` gets the socket's batches (`Connection.receive`);
+ * - the end: once its reader stops (a close was requested), `finish`
+ *   (ConnectionActor.ts) runs in a fiber, uninterruptibly; its permit is
+ *   released after it and the peer forgotten.
+ *
+ * A connection that cannot push (`Connection.receive` missing) is run the
+ * way `accept` runs it: `runConnection`, in a fiber and Scope of its own.
+ */
+import { Effect, Fiber } from "effect"
+import type { Connection, ConnectionError, FrameReceiver } from "../transport/Connection.ts"
+import { PushControl } from "../transport/receive.ts"
+import { type AdmissionGate, answerWhileWaiting, MAX_WAITING, type Permit, TOO_MANY_WAITING } from "./AdmissionGate.ts"
+import { finish, runConnection } from "./ConnectionActor.ts"
+import * as Encode from "./encode.ts"
+import { Peer } from "./Peer.ts"
+import { PeerReader } from "./PeerReader.ts"
+import { PeerWriter } from "./PeerWriter.ts"
+import type { Router } from "./Router.ts"
+import { closePeer } from "./RouterContext.ts"
+
+/** Starts a fiber in the broker's context. */
+export type ForkBroker = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
+
+/** A connection waiting for admission: answers `health`, holds the rest; then hands over to its reader. */
+class Waiting implements FrameReceiver {
+  readonly connection: Connection
+  private readonly owner: AdoptedConnections
+  /** Frames held until admission (the first frame that is not a health probe, and all after it). */
+  readonly held: Array<string> = []
+  /** Once admitted: where frames go. */
+  reader: PeerReader | undefined = undefined
+  /** Stops waiting in the gate's queue. */
+  cancel: () => void = () => {}
+  /** It ended (or was dropped) while it waited. */
+  gone = false
+  /** A health answer the socket has not taken yet: the next probe is held instead (answered after admission). */
+  private answering = false
+
+  constructor(owner: AdoptedConnections, connection: Connection) {
+    this.owner = owner
+    this.connection = connection
+  }
+
+  frames(frames: ReadonlyArray<string>): void {
+    const reader = this.reader
+    if (reader !== undefined) return reader.frames(frames)
+    if (this.gone) return
+    for (const text of frames) {
+      if (this.held.length === 0 && !this.answering) {
+        const answer = answerWhileWaiting(text)
+        if (answer === null) return this.drop()
+        if (answer !== undefined) {
+          const rest = this.connection.write([answer])
+          if (rest !== undefined) {
+            this.answering = true
+            this.owner.run(Effect.ensuring(Effect.ignore(rest), Effect.sync(() => this.answering = false)))
+          }
+          continue
+        }
+      }
+      this.held.push(text)
+    }
+    if (this.held.length > 0) this.connection.pauseReading?.()
+  }
+
+  ended(error: ConnectionError): void {
+    const reader = this.reader
+    if (reader !== undefined) return reader.ended(error)
+    this.drop()
+  }
+
+  /** Stops waiting and destroys the connection. */
+  drop(): void {
+    if (this.gone || this.reader !== undefined) return
+    this.gone = true
+    this.cancel()
+    this.owner.dropped(this)
+  }
+}
+
+/** The broker's adopted connections; see the module header. */
+export class AdoptedConnections {
+  private readonly router: Router
+  private readonly admission: AdmissionGate
+  private readonly fork: ForkBroker
+  private readonly peers = new Set<Peer>()
+  private readonly waiting = new Set<Waiting>()
+  private readonly closing = new Set<Fiber.Fiber<void>>()
+  /** The broker is shutting down: a connection adopted now is destroyed at once. */
+  private shut = false
+
+  /**
+   * @param router the Router the connections' frames go to.
+   * @param admission the broker's admission gate.
+   * @param fork starts a fiber in the broker's context.
+   */
+  constructor(router: Router, admission: AdmissionGate, fork: ForkBroker) {
+    this.router = router
+    this.admission = admission
+    this.fork = fork
+  }
+
+  /** Connections live (admitted, not yet closed). */
+  get size(): number {
+    return this.peers.size
+  }
+
+  /** Takes `connection` over: admission, then its reader; see the module header. */
+  adopt(connection: Connection): void {
+    if (this.shut) return this.run(connection.destroy)
+    if (connection.receive === undefined) {
+      // Pulled only: a fiber reads for it anyway, so it runs as `accept` runs a connection.
+      return this.track(this.fork(Effect.scoped(runConnection(this.router, connection, this.admission)).pipe(
+        Effect.ensuring(connection.destroy)
+      )))
+    }
+    const permit = this.admission.tryEnter()
+    if (permit !== undefined) return this.start(connection, permit, undefined)
+    if (this.admission.waiting >= MAX_WAITING) {
+      return this.run(
+        connection.writeAll([Encode.errorFrame(TOO_MANY_WAITING)]).pipe(Effect.ignore, Effect.andThen(connection.end))
+      )
+    }
+    const waiting = new Waiting(this, connection)
+    this.waiting.add(waiting)
+    // The place passes inside another connection's batch: go on after a yield (module header).
+    waiting.cancel = this.admission.wait((permit) =>
+      this.run(Effect.andThen(Effect.yieldNow, Effect.sync(() => this.admitted(waiting, permit))))
+    )
+    connection.receive(waiting)
+  }
+
+  /**
+   * Closes every connection (broker shutdown) and waits until each has
+   * finished closing; a connection adopted after it is destroyed at once.
+   */
+  readonly closeAll: Effect.Effect<void> = Effect.suspend(() => {
+    this.shut = true
+    for (const waiting of this.waiting) waiting.drop()
+    for (const peer of [...this.peers]) closePeer(peer, "destroy")
+    return Fiber.awaitAll([...this.closing])
+  }).pipe(Effect.asVoid)
+
+  /** Runs `effect` in a fiber of its own, tracked until it ends (shutdown waits for it). */
+  run(effect: Effect.Effect<void>): void {
+    this.track(this.fork(effect))
+  }
+
+  /** A waiting connection ended or was dropped: it is destroyed. */
+  dropped(waiting: Waiting): void {
+    this.waiting.delete(waiting)
+    this.run(waiting.connection.destroy)
+  }
+
+  private track(fiber: Fiber.Fiber<void>): void {
+    if (fiber.pollUnsafe() !== undefined) return
+    this.closing.add(fiber)
+    fiber.addObserver(() => this.closing.delete(fiber))
+  }
+
+  private admitted(waiting: Waiting, permit: Permit): void {
+    this.waiting.delete(waiting)
+    if (waiting.gone || this.shut) {
+      permit.release()
+      return
+    }
+    this.start(waiting.connection, permit, waiting)
+  }
+
+  /** An admitted connection: its `Peer`, then its reader gets the frames held and those to come. */
+  private start(connection: Connection, permit: Permit, waiting: Waiting | undefined): void {
+    const router = this.router
+    const fork = this.fork
+    const peer = new Peer(
+      connection,
+      router.currentTime(),
+      (peer) => new PeerReader(router, peer, permit, fork),
+      (peer) => new PeerWriter(router, peer, fork)
+    )
+    this.peers.add(peer)
+    router.attach(peer)
+    const reader = peer.reader
+    reader.whenStopped(() => this.finish(peer, permit))
+    const control = new PushControl(connection)
+    if (waiting === undefined) {
+      if (!reader.isStopping) {
+        connection.receive?.(reader)
+        reader.reading(control)
+      }
+      return
+    }
+    waiting.reader = reader
+    if (waiting.held.length > 0) reader.frames(waiting.held.splice(0))
+    if (!reader.isStopping) {
+      reader.reading(control)
+      connection.resumeReading?.()
+    }
+  }
+
+  private finish(peer: Peer, permit: Permit): void {
+    this.run(Effect.uninterruptible(finish(this.router, peer, peer.writer)).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        permit.release()
+        this.peers.delete(peer)
+      }))
+    ))
+  }
+}

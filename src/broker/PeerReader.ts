@@ -1,0 +1,304 @@
+/**
+ * Reads one connection into the Router with no fiber of its own: the
+ * transport hands it each batch of frames (`FrameReceiver`, from the
+ * socket's `data` event; a pulled transport's fiber calls it the same way,
+ * transport/receive.ts), and it handles the batch in plain synchronous code.
+ *
+ * Backpressure: when a batch's output does not fit its recipients' outboxes,
+ * a drainer fiber offers it (waiting for room) while the reader holds the
+ * connection's further frames — answering only `health`, `list` and
+ * `received` at once — until it fits; past HELD_LIMIT of held text the
+ * connection is not read at all. The drainer hands the held frames back on a
+ * stack of its own (after a yield), so their batch never runs inside the
+ * flush of the writer that made room.
+ *
+ * Two orders a reader fiber gave for free are kept here on purpose:
+ * - a close requested while a batch of this reader runs (a protocol error,
+ *   its own `unregister`…) takes effect once the batch is over: `stop` is
+ *   deferred, as a fiber's interruption was, so `finish` never runs inside
+ *   this connection's own batch;
+ * - a batch that changed membership announces it as it ends
+ *   (`Membership.announce`), so a session that registers and leaves in two
+ *   quick batches is announced joined, then left — a reader fiber left room
+ *   for the notifier fiber between two batches; the socket's events do not.
+ *
+ * The reader owns its held frames and its drainer, never the `Peer`'s
+ * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
+ * then runs `finish`, which interrupts the drainer.
+ */
+import { Effect, type Fiber } from "effect"
+import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
+import type { ConnectionError, FrameReceiver } from "../transport/Connection.ts"
+import type { ReadControl } from "../transport/receive.ts"
+import type { Permit } from "./AdmissionGate.ts"
+import type { Output } from "./Output.ts"
+import type { Peer } from "./Peer.ts"
+import type { Router } from "./Router.ts"
+import { closePeer } from "./RouterContext.ts"
+
+/** Frame text held while a connection is held back, before it stops being read at all. */
+const HELD_LIMIT = 1_048_576
+
+/** Starts a fiber in the connection's context. */
+export type ForkDrainer = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
+
+/** How `received-v1` clients write their confirmations (ClientConnection.ts); another spelling is handled in order. */
+const RECEIVED_PREFIX = `{"type":"received"`
+
+/**
+ * Where a batch's frames that may write something end: after it come only
+ * `received` frames (each confirms frames read; its answer is none). At
+ * least the first frame is in the first part.
+ */
+const outputEnd = (frames: ReadonlyArray<string>): number => {
+  let end = frames.length
+  while (end > 1 && frames[end - 1]!.startsWith(RECEIVED_PREFIX)) end--
+  return end
+}
+
+/** The `type` of a frame's text, cheaply, or undefined (the Router reports what is wrong with it). */
+const frameType = (text: string): string | undefined => {
+  const frame = parseFrameText(text)
+  return isFrameDecodeError(frame) ? undefined : frame.type
+}
+
+/** Offers the reader's parked output in order, each waiting for room. */
+const drainParked = (output: Output, peer: Peer) =>
+  Effect.gen(function*() {
+    for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
+      const [recipient, item] = next
+      output.parkedOffered(peer, yield* output.offer(recipient, item))
+    }
+  })
+
+/** One connection's reader; see the module header. */
+export class PeerReader implements FrameReceiver {
+  private readonly router: Router
+  private readonly peer: Peer
+  private readonly permit: Permit
+  private readonly fork: ForkDrainer
+  /** How to pause the transport (known once it reads for this reader). */
+  private control: ReadControl | undefined = undefined
+  /** Frames held, in order, while the drainer offers parked output. */
+  private held: Array<string> | undefined = undefined
+  private heldText = 0
+  private heldChangesMembership = false
+  /** Reading is paused: HELD_LIMIT of text is held. */
+  private readPaused = false
+  /** The fiber offering this connection's parked output, while there is some. */
+  drainer: Fiber.Fiber<void> | undefined = undefined
+  /** Batches of this reader running now (a drainer's hand-back may run inside a batch's flush). */
+  private depth = 0
+  /** A close was requested: frames are no longer handled. */
+  private stopping = false
+  /** The actor was told (`stopped` completed or will complete at once). */
+  private done = false
+  private onStopped: (() => void) | undefined = undefined
+
+  /**
+   * @param router the Router the frames go to.
+   * @param peer the connection's record.
+   * @param permit its admission place, released once it registers.
+   * @param fork starts the drainer fiber in the connection's context.
+   */
+  constructor(router: Router, peer: Peer, permit: Permit, fork: ForkDrainer) {
+    this.router = router
+    this.peer = peer
+    this.permit = permit
+    this.fork = fork
+  }
+
+  /**
+   * Calls `callback` once the reader has stopped (a close was requested,
+   * outside any batch of its own): at once if it has. One callback.
+   */
+  whenStopped(callback: () => void): void {
+    if (this.done) return callback()
+    this.onStopped = callback
+  }
+
+  /** Completes once the reader has stopped (see `whenStopped`), for an actor that waits in a fiber. */
+  stopped(): Effect.Effect<void> {
+    return Effect.callback<void>((resume) => {
+      this.whenStopped(() => resume(Effect.void))
+      return Effect.sync(() => {
+        this.onStopped = undefined
+      })
+    })
+  }
+
+  /** Whether a close was requested: the actor then installs no transport reading. */
+  get isStopping(): boolean {
+    return this.stopping
+  }
+
+  /** The transport reads for this reader now; a pause asked for before is passed on. */
+  reading(control: ReadControl): void {
+    this.control = control
+    if (this.readPaused) control.pause()
+  }
+
+  /** Stops handling frames; the actor is told once no batch of this reader runs (`closePeer` calls it). */
+  stop(): void {
+    if (this.stopping) return
+    this.stopping = true
+    this.control?.pause()
+    if (this.depth === 0) this.tellStopped()
+  }
+
+  /** Handles a batch from the transport, or holds it while the connection is held back. */
+  frames(frames: ReadonlyArray<string>): void {
+    if (this.stopping) return
+    this.depth++
+    try {
+      if (this.drainer === undefined) this.handle(frames)
+      else this.whileHeldBack(frames)
+    } finally {
+      this.batchOver()
+    }
+  }
+
+  /** Reading ended: a framing error is a protocol error; either way the connection closes. */
+  ended(error: ConnectionError): void {
+    if (this.stopping) return
+    if (error._tag !== "ConnectionClosed") this.router.reportProtocolError(this.peer, error.message)
+    closePeer(this.peer, "destroy")
+  }
+
+  private batchOver(): void {
+    this.depth--
+    if (this.stopping && this.depth === 0) this.tellStopped()
+  }
+
+  private tellStopped(): void {
+    if (this.done) return
+    this.done = true
+    const resume = this.onStopped
+    this.onStopped = undefined
+    resume?.()
+  }
+
+  /** Handles frames `from` up to `to` as one batch, then writes its output; true when some of it was parked. */
+  private batch(frames: ReadonlyArray<string>, from: number, to: number): boolean {
+    const output = this.router.output
+    let parked = false
+    output.startBatch()
+    try {
+      this.router.handleBatch(this.peer, frames, from, to)
+    } finally {
+      // Taken before the flush: what a flush queues is not this batch's to park.
+      parked = output.parkFor(this.peer)
+      output.endBatch()
+    }
+    // The end of a batch that changed membership announces it (module header).
+    this.router.membership.announce()
+    return parked
+  }
+
+  /**
+   * Handles a batch, then writes its output; starts the drainer when some of
+   * it was parked. Trailing `received` frames are handled after the rest's
+   * output is written, so a forwarded message does not wait for them. Behind
+   * parked output they are applied at once, one by one, as the held path
+   * applies any `received`: held, a confirmation would die with the
+   * connection and its mail would be sent again (known issue 8).
+   */
+  private handle(frames: ReadonlyArray<string>): void {
+    const router = this.router
+    const peer = this.peer
+    const end = outputEnd(frames)
+    let parked = this.batch(frames, 0, end)
+    if (end < frames.length) {
+      if (!parked) parked = this.batch(frames, end, frames.length)
+      else {
+        for (let i = end; i < frames.length && !peer.isClosing; i++) {
+          router.seen(peer)
+          router.handleFrame(peer, frames[i]!)
+        }
+      }
+    }
+    if (peer.state === "registered" || peer.state === "observing") this.permit.release()
+    if (parked && !peer.isClosing) this.startDrainer()
+  }
+
+  /**
+   * A batch that came while parked output waits: `health`, `list` (when no
+   * held frame changes membership) and `received` are handled at once, the
+   * rest held in order. Answered early, ahead of parked messages and acks,
+   * but never ahead of an earlier such answer.
+   */
+  private whileHeldBack(frames: ReadonlyArray<string>): void {
+    const router = this.router
+    const output = router.output
+    const peer = this.peer
+    const held = this.held ??= []
+    let ownParked = output.parksAnswerFor(peer)
+    output.startBatch()
+    try {
+      for (const text of frames) {
+        if (peer.isClosing) break
+        const type = frameType(text)
+        if (type === "received") {
+          // A confirmation (`received-v1`) answers nothing and only raises a count, so no order binds it;
+          // held, it would die with the connection and its mail would be sent again (known issue 8).
+          router.seen(peer)
+          router.handleFrame(peer, text)
+          continue
+        }
+        if (!ownParked && (type === "health" || (type === "list" && !this.heldChangesMembership))) {
+          router.seen(peer) // C-HLT-4: a frame answered early is seen too
+          router.handleFrame(peer, text)
+          // An answer that met this connection's own full outbox was parked: the rest waits behind it.
+          if (output.parkFor(peer)) ownParked = true
+        } else {
+          held.push(text)
+          this.heldText += text.length
+          if (type === "register" || type === "unregister" || type === "presence") this.heldChangesMembership = true
+        }
+      }
+    } finally {
+      output.endBatch()
+    }
+    if (this.heldText >= HELD_LIMIT && !this.readPaused) {
+      this.readPaused = true
+      this.control?.pause()
+    }
+  }
+
+  /** Offers the parked output in a fiber; once it all fits, `drained` goes on, on a stack of its own. */
+  private startDrainer(): void {
+    const output = this.router.output
+    this.drainer = this.fork(
+      drainParked(output, this.peer).pipe(
+        Effect.andThen(Effect.yieldNow),
+        Effect.andThen(Effect.sync(() => this.drained()))
+      )
+    )
+  }
+
+  /** The parked output fits: what was held is handled now, and reading goes on. */
+  private drained(): void {
+    this.drainer = undefined
+    if (this.stopping) return
+    this.depth++
+    try {
+      // An early answer that met a full outbox joined the parked output after the drainer's last look.
+      if (this.peer.parked.length > 0) this.startDrainer()
+      else {
+        const held = this.held
+        if (held !== undefined && held.length > 0) {
+          this.held = undefined
+          this.heldText = 0
+          this.heldChangesMembership = false
+          this.handle(held)
+        }
+      }
+    } finally {
+      this.batchOver()
+    }
+    if (this.readPaused && !this.stopping && this.heldText < HELD_LIMIT) {
+      this.readPaused = false
+      this.control?.resume()
+    }
+  }
+}
