@@ -127,6 +127,11 @@ export interface ClientConnection {
   ) => Effect.Effect<QuestionResultFrame, QuestionRequestError | QuestionsUnavailable>
   /** Frames that get no answer: presence, cancel_ask, receipts. */
   readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
+  /**
+   * Confirms (`received-v1`) the messages read while the client held its
+   * confirmations (`ClientSinks.confirming`), if any; does nothing otherwise.
+   */
+  readonly confirmRead: Effect.Effect<void>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
   readonly close: Effect.Effect<void>
   /** Drops the socket at once, without `unregister` (a failed liveness probe, P96). */
@@ -354,6 +359,12 @@ export const openClientConnection = (
      * nothing more is confirmed — the broker sends it back when the connection closes (known issue 8).
      */
     let leaving = false
+    /** Messages read and not yet confirmed: the client held its confirmations when they came. */
+    let unconfirmed = false
+    const confirm = Effect.suspend(() => {
+      unconfirmed = false
+      return Effect.ignore(writeText(JSON.stringify({ type: "received", frames: framesRead }), "received"))
+    })
     const handle = (texts: ReadonlyArray<string>) =>
       Effect.suspend(() => {
         let messages = false
@@ -366,9 +377,14 @@ export const openClientConnection = (
           dispatch(frame)
         }
         framesRead += texts.length
-        return messages && confirmsReceipt && !leaving
-          ? Effect.ignore(writeText(JSON.stringify({ type: "received", frames: framesRead }), "received"))
-          : Effect.void
+        if (!messages || !confirmsReceipt || leaving) return Effect.void
+        // No session takes messages now (its generation retired): they wait in this process, where a
+        // close would lose them, so they stay the broker's until a session takes them again (known issue 9).
+        if (!sinks.confirming()) {
+          unconfirmed = true
+          return Effect.void
+        }
+        return confirm
       })
 
     const failPending = Effect.sync(() => {
@@ -531,6 +547,7 @@ export const openClientConnection = (
           ? questionRequests.request(frame, (text) => writeText(text, "question"), timeoutMs)
           : Effect.fail(new QuestionsUnavailable()),
       post: (frame) => write(frame, "post"),
+      confirmRead: Effect.suspend(() => unconfirmed && !leaving && sinks.confirming() ? confirm : Effect.void),
       close,
       destroy: connection.destroy
     } satisfies ClientConnection

@@ -92,7 +92,10 @@ const make = (
     // A durable broker killed between writing a message and forgetting it delivers it again after its restart.
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
+    /** Set while no session takes the messages (`holdConfirmations`); owned here, read by the connections. */
+    let holding = false
     const sinks = {
+      confirming: () => !holding,
       message: (message: InboundMessage) => {
         if (recent.firstTime(message.from.id, message.message.id)) Queue.offerUnsafe(inbound, message)
       },
@@ -399,6 +402,13 @@ const make = (
         lastError,
         supervisorSessionId: live?.supervisorSessionId
       })),
+      holdConfirmations: Effect.sync(() => {
+        holding = true
+      }),
+      resumeConfirmations: Effect.suspend(() => {
+        holding = false
+        return live === undefined ? Effect.void : live.confirmRead
+      }),
       disconnect
     } satisfies IntercomClientService
   })

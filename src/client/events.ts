@@ -78,5 +78,12 @@ export interface ClientSinks {
   readonly topic: (entry: TopicEntry) => void
   /** An answer to, or the cancellation of, this child's durable question (`questions-v1`). */
   readonly question: (event: QuestionEvent) => void
+  /**
+   * Whether a session takes this client's messages now: while it does not
+   * (`IntercomClient.holdConfirmations`), a connection reads them but does not
+   * confirm them (`received-v1`), so the broker keeps them for the session's
+   * next client if this one closes.
+   */
+  readonly confirming: () => boolean
 }
 

@@ -145,6 +145,17 @@ export interface IntercomClientService extends QuestionOperations {
   /** Receipts and cancel/supersede notices about messages. */
   readonly controls: Stream.Stream<ControlEvent>
   readonly status: Effect.Effect<ClientStatus>
+  /**
+   * Stops confirming what the client reads (`received-v1`) until
+   * `resumeConfirmations`: for the time no session takes its messages. A
+   * message read meanwhile waits in this process, and the broker keeps it too,
+   * so a client that closes before a session takes it leaves it to the
+   * session's next client instead of losing it. `IntercomSession` holds when
+   * a generation retires and resumes when the next one starts.
+   */
+  readonly holdConfirmations: Effect.Effect<void>
+  /** Confirms again, starting with what was read while held (`holdConfirmations`). */
+  readonly resumeConfirmations: Effect.Effect<void>
   /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */
   readonly disconnect: Effect.Effect<void>
 }

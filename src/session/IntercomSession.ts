@@ -116,7 +116,10 @@ const make = (
     const supervisorContact = hasSupervisorGrant(bridge) ? makeSupervisorContact(generation, sending, bridge) : undefined
     // Added last, so it runs first when the (sequential) Scope closes
     // (C-ORD-35): a wait in progress ends before the fibers above are interrupted.
-    yield* Effect.addFinalizer(() => generation.retire)
+    // The client stops confirming first: mail read from here on reaches no generation of this one, and
+    // stays the broker's until the next generation resumes confirming (known issue 9).
+    yield* Effect.addFinalizer(() => Effect.andThen(client.holdConfirmations, generation.retire))
+    yield* client.resumeConfirmations
 
     const { slot } = generation
     return {

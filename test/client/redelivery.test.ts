@@ -110,3 +110,49 @@ describe("RecentMessages", () => {
     assert.isTrue(recent.firstTime("a", "1"), "forgotten: capacity 2")
   })
 })
+
+describe("received-v1: a client whose messages no session takes does not confirm them (known issue 9)", () => {
+  it.effect("a message read while confirmations are held is not confirmed: a takeover is sent it again", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      yield* settle(bob.connect)
+      yield* bob.holdConfirmations
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const msg = message("nobody takes this yet")
+      yield* alice.client.send({ type: "send", to: "bob", message: msg })
+      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
+      // Two round trips on bob: a confirmation, had one been written, has been handled.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      const takeover = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
+      const again = yield* takeover.client.next("message")
+      assert.strictEqual(again.message.id, msg.id)
+    }))
+
+  it.effect("resuming confirms what was read while held: the durable broker forgets it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      yield* settle(bob.connect)
+      yield* bob.holdConfirmations
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const msg = message("taken later")
+      yield* alice.client.send({ type: "send", to: "bob", message: msg })
+      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 1, "held: the broker still keeps it")
+      yield* bob.resumeConfirmations
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
+    }))
+})

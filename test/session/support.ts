@@ -84,6 +84,8 @@ export interface FakeClientState {
   connected: boolean
   connects: number
   lists: number
+  /** `holdConfirmations` and `resumeConfirmations` as called, in order ("hold" / "resume"). */
+  readonly confirmations: Array<"hold" | "resume">
   /** Every send frame, in order. */
   readonly sends: Array<SendRequest>
   /** Every `supervisor_send`, in order (`to` is `supervisorSessionId`). */
@@ -129,6 +131,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       connected: false,
       connects: 0,
       lists: 0,
+      confirmations: [],
       sends: [],
       supervisorSends: [],
       supervisorSessionId: undefined,
@@ -255,6 +258,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         lastError: undefined,
         supervisorSessionId: fake.connected ? fake.supervisorSessionId : undefined
       })),
+      holdConfirmations: Effect.sync(() => void fake.confirmations.push("hold")),
+      resumeConfirmations: Effect.sync(() => void fake.confirmations.push("resume")),
       disconnect: Effect.sync(() => {
         fake.connected = false
       })

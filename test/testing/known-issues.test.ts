@@ -139,3 +139,31 @@ describe("fixed: mail its client confirmed is not sent again, and mail a leaving
       }))
   }
 })
+
+describe("fixed: mail read while a killed session's generation closes is not confirmed (known issue 9)", () => {
+  // Seed 14894: D is killed while its ask waits; closing its generation cancels the ask, which waits
+  // for D's client to reconnect; the reconnected client read A's message and confirmed it, though no
+  // generation was left to take it. A client now holds its confirmations from the moment its
+  // generation starts to close, so the mail stays the broker's and reaches D's next client.
+  it.effect("D's broker writes slowly; D asks B; A sends to D; D is killed: A's message is not lost in flight", () =>
+    Effect.gen(function*() {
+      // Seed 14894's shrunk workload.
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "DelayWrites", after: 0, session: 3, side: "broker", delayMs: 516, forMs: 7616 },
+        { _tag: "Ask", after: 0, from: 3, to: 1, timeoutMs: 4000 },
+        { _tag: "Ask", after: 347, from: 2, to: 0, timeoutMs: 14000 },
+        { _tag: "Send", after: 0, from: 0, to: 3 },
+        { _tag: "Kill", after: 288, session: 3 }
+      ]
+      const report = yield* runWorkload({ seed: 14894 }, ops)
+      assert.deepStrictEqual(report.violations, [])
+      assert.strictEqual(report.messages.lostInFlight, 0)
+    }))
+
+  it.effect("seed 14894 holds every invariant in durable mode, and loses nothing in flight", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 14894 })
+      assert.deepStrictEqual(report.violations, [])
+      assert.strictEqual(report.messages.lostInFlight, 0)
+    }))
+})

@@ -164,12 +164,18 @@ export const buildGeneration = (world: World, state: SessionState, client: Clien
     world.ledger.note(`${state.meta.name} generation ${key} started`)
   })
 
-/** Closes the current session generation, checking that none of its fibers survive it. */
+/**
+ * Closes the current session generation, checking that none of its fibers survive it. Its client
+ * stops confirming what it reads first, as the host's session ends before its operations are
+ * interrupted: mail read during the teardown stays the broker's (known issue 9); the next
+ * generation resumes confirming.
+ */
 export const closeGeneration = (world: World, state: SessionState): Effect.Effect<void> =>
   Effect.gen(function*() {
     const generation = state.generation
     if (generation === undefined) return
     state.generation = undefined
+    if (state.client !== undefined) yield* state.client.service.holdConfirmations
     yield* Scope.close(generation.scope, Exit.void)
     leakCheck(world, generation.key, "its generation")
   })
