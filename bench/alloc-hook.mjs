@@ -29,6 +29,9 @@ process.on("SIGUSR2", () => {
   sampling = false
   session.post("HeapProfiler.stopSampling", (error, result) => {
     if (error !== null) return console.error(`alloc-hook: ${error.message}`)
-    fs.writeFileSync(`${prefix}.${process.pid}.${written++}.heapprofile`, JSON.stringify(result.profile))
+    // Written aside, then renamed: bench/alloc.ts waits for the name and must never read half a file.
+    const file = `${prefix}.${process.pid}.${written++}.heapprofile`
+    fs.writeFileSync(`${file}.partial`, JSON.stringify(result.profile))
+    fs.renameSync(`${file}.partial`, file)
   })
 })

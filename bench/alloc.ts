@@ -64,6 +64,23 @@ const nameOf = (node: ProfileNode): string => {
   return `${file === "" ? "(builtin)" : file}:${lineNumber + 1} ${functionName === "" ? "(anonymous)" : functionName}`
 }
 
+/** Profiles the broker has written to `dir` so far. */
+const profilesIn = (dir: string): number => fs.readdirSync(dir).filter((f) => f.endsWith(".heapprofile")).length
+
+/**
+ * Waits (synchronously: the measure hooks are) until the broker has written its
+ * `count`-th profile. The hook writes it from the signal's handler, on the
+ * broker's event loop; a workload that stops the broker right after the
+ * interval used to lose it, and the run printed 0 bytes.
+ */
+const awaitProfiles = (dir: string, count: number): void => {
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  for (let waited = 0; profilesIn(dir) < count; waited += 20) {
+    if (waited >= 30_000) throw new Error(`the broker wrote no heap profile within 30 s (${dir}): was bench/alloc-hook.mjs loaded?`)
+    Atomics.wait(pause, 0, 0, 20)
+  }
+}
+
 /** Adds `bytes` under `key`. */
 const add = (map: Map<string, number>, key: string, bytes: number): void => {
   map.set(key, (map.get(key) ?? 0) + bytes)
@@ -83,6 +100,7 @@ for (const w of selected) {
   process.env["ALLOC_PROFILE_PREFIX"] = path.join(dir, "alloc")
   process.env["ALLOC_SAMPLING_INTERVAL"] = String(options.interval)
   let units = 0
+  let intervals = 0
   let faults = 0
   let faultsAtBegin = 0
   const spec: TargetSpec = {
@@ -95,7 +113,9 @@ for (const w of selected) {
       end: (pid, measured) => {
         faults += readKernelCounts(pid).minflt - faultsAtBegin
         units += measured
-        if (!options.faultsOnly) process.kill(pid, "SIGUSR2")
+        if (options.faultsOnly) return
+        process.kill(pid, "SIGUSR2")
+        awaitProfiles(dir, ++intervals)
       }
     }
   }
@@ -113,7 +133,7 @@ for (const w of selected) {
       }
       for (const child of node.children) walk(child, here)
     }
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".heapprofile"))) {
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".heapprofile"))) { // written whole (renamed)
       const profile: { readonly head: ProfileNode } = JSON.parse(fs.readFileSync(path.join(dir, file), "utf8"))
       walk(profile.head, [])
     }
