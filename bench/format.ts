@@ -42,6 +42,7 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
       ["registerPerSec", "registrations/s"],
       ["rssPerSessionKiB", "RSS KiB/session"],
       ["listP50Us", "list p50 µs"],
+      ["listFaultsPerList", "page faults/list"],
       ["listSize", "sessions per list"]
     ]
   }

@@ -12,7 +12,7 @@ import { encodeFrame, FrameSplitter, getRecord, getString, parsePayload } from "
 import { maxOf, median, minOf } from "./stats.ts"
 import { ensureOpenFiles, stormRun } from "./scale.ts"
 import { closeAll, makeText, type RunResult, runRoundTrips, settle, sleep, withInstance, withTimeout } from "./harness.ts"
-import { cpuMicros, isBroker, type MeasureHooks, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
+import { cpuMicros, isBroker, type MeasureHooks, minorFaults, procStatusKiB, start, stop, type Instance, type TargetSpec } from "./targets.ts"
 import { topicFanoutRun } from "./topics.ts"
 
 export interface Sizes {
@@ -349,6 +349,12 @@ const payloadHas = (buf: Buffer, start: number, end: number, needle: Buffer): bo
   return at >= 0 && at + needle.length <= end
 }
 
+/** Lists sent before the timed ones. */
+const LIST_WARMUP = 3
+
+/** Lists `listLatency` sends besides the timed ones: the warm-up, and the one parsed afterwards. */
+const LIST_UNTIMED = LIST_WARMUP + 1
+
 /**
  * Sequential `list` round trips from `client`, in µs. Replies are matched on
  * the raw bytes (`"type":"sessions"` and the quoted requestId) so the harness
@@ -358,7 +364,7 @@ const payloadHas = (buf: Buffer, start: number, end: number, needle: Buffer): bo
 const listLatency = async (client: BenchClient, count: number): Promise<{ us: Array<number>; size: number; bytes: number }> => {
   const us: Array<number> = []
   const sessionsType = Buffer.from(`"type":"sessions"`)
-  for (let i = -3; i < count; i++) {
+  for (let i = -LIST_WARMUP; i < count; i++) {
     const requestId = `list-${i}`
     const idBytes = Buffer.from(`"requestId":${JSON.stringify(requestId)}`)
     const t0 = performance.now()
@@ -459,7 +465,13 @@ const idleBody = (
       const held = idle.length
       await settle(inst.pid, 10_000)
       const rssAfter = procStatusKiB(inst.pid, "VmRSS")
+      // The target's page faults during the lists: a young generation that grew in the
+      // registrations is touched for the first time by the lists that follow, and on this
+      // VM each fault costs about 20 µs (docs/performance.md, "The list at 10,000 idle
+      // sessions, sixth stop"); the figure says whether a list p50 includes them.
+      const faultsBefore = minorFaults(inst.pid)
       const lists = await listLatency(lister, listCount)
+      const listFaults = minorFaults(inst.pid) - faultsBefore
       const dropped = idle.filter((c) => c.isClosed).length
       const notes: Array<string> = []
       if (refused !== undefined) notes.push(refused)
@@ -476,6 +488,7 @@ const idleBody = (
           listP50Us: median(lists.us),
           listMaxUs: maxOf(lists.us),
           listSize: lists.size,
+          listFaultsPerList: listFaults / (lists.us.length + LIST_UNTIMED),
           listBytes: lists.bytes,
           retries,
           dropped
