@@ -2,9 +2,10 @@
  * An in-memory "network": addresses that a broker listens on and clients dial,
  * each connection an `InMemory` pair. A listener runs a handler per
  * connection (`Accept`, a fiber each) or hands each to an `Adopter` with the
- * push entry a Unix socket has (ReadPump.ts), as `serveUnix` does. With it the real broker (`BrokerCore`),
- * client (`IntercomClient.make({ dial })`) and session code run unchanged in one
- * process, with no socket and no real timer, so TestClock drives everything.
+ * push entry a Unix socket has (ReadPump.ts), as `serveUnix` does. With it
+ * the real broker (`BrokerCore`), client (`IntercomClient.make({ dial })`)
+ * and session code run unchanged in one process, with no socket and no real
+ * timer, so TestClock drives everything.
  *
  * State belongs to one network value (no module-level maps): two simulations in
  * one process do not see each other's addresses.
