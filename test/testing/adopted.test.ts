@@ -8,9 +8,11 @@
  * replays exactly.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, FiberSet } from "effect"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
 import { runSimulation, runWorkload } from "../../src/testing/Workload.ts"
+import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
+import { withReadPump } from "../../src/transport/ReadPump.ts"
 
 /** Live sessions and adopted connections of the broker that is up, after a restart and the reconnects. */
 const connectionsAcrossARestart = Effect.gen(function*() {
@@ -47,6 +49,35 @@ describe("the connection path the simulation drives", () => {
       )
       assert.isTrue(report.ok, report.trace.join("\n"))
       assert.deepStrictEqual(seen, [[3, 0], [3, 0]])
+    }))
+
+  it.effect("a connection waits for admission as over a Unix socket: a squatter holds the one place, then leaves", () =>
+    Effect.gen(function*() {
+      let seen: unknown
+      const report = yield* runSimulation(
+        world({ broker: { maxUnregistered: 1, registrationTimeout: "1 minute" } }),
+        Effect.scoped(Effect.gen(function*() {
+          const sim = yield* Simulation
+          const core = yield* sim.broker.core
+          if (core === undefined) return yield* Effect.die("no broker is up")
+          const stats = Effect.map(core.stats, (stats) => [stats.sessions, stats.waiting, stats.adopted] as const)
+          // A connection the broker adopts that never registers: it holds the only place.
+          const [squatter, server] = yield* makeInMemoryPair()
+          const runPump = yield* FiberSet.makeRuntime<never, void, never>()
+          core.adopt(withReadPump(server, runPump))
+          yield* sim.advance("1 second")
+          // B's connection drops; the client dials again and waits, unread but for health.
+          yield* sim.session("B").drop("client")
+          yield* sim.advance("1 second")
+          const waiting = yield* stats
+          // The squatter goes: its place passes to B's connection, which registers.
+          yield* squatter.destroy
+          yield* sim.advance("10 seconds")
+          seen = [waiting, yield* stats]
+        }))
+      )
+      assert.isTrue(report.ok, report.trace.join("\n"))
+      assert.deepStrictEqual(seen, [[2, 1, 3], [3, 0, 3]])
     }))
 
   it.effect("a seed replays exactly on the adopted path: the same trace, frame for frame", () =>
