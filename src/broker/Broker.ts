@@ -81,6 +81,8 @@ export interface BrokerService {
 export interface BrokerStats extends RouterStats {
   /** Connections accepted and waiting, unread, for a place to register (AdmissionGate). */
   readonly waiting: number
+  /** Connections taken over with `adopt` (no fiber of their own), admitted and not yet closed (Adopted.ts). */
+  readonly adopted: number
 }
 
 /**
@@ -254,7 +256,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       closeConnections: adopted.closeAll,
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
-      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting })),
+      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting, adopted: adopted.size })),
       metrics: Effect.sync(() => router.metrics())
     } satisfies BrokerService
   })

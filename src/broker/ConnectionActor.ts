@@ -14,8 +14,8 @@
  * Two ways to hold a connection's lifetime: `runConnection` (here) keeps a
  * fiber and a Scope per connection, waiting for admission, then for the
  * reader to stop, then running `finish` — `BrokerService.accept`, which the
- * in-memory transport and the simulation use; `AdoptedConnections`
- * (Adopted.ts) keeps neither — `BrokerService.adopt`, the Unix socket's.
+ * in-memory broker tests use; `AdoptedConnections` (Adopted.ts) keeps
+ * neither — `BrokerService.adopt`, the Unix socket's and the simulation's.
  *
  * The actor owns its fiber and its admission permit, never the `Peer`'s
  * fields: it moves items between `Output` and the socket. A close requested

@@ -18,6 +18,8 @@
  *                  children, parallel groups, asks, terminals)
  *   --durability durable|memory  the broker's mail on a simulated disk that outlives
  *                  its crashes (default), or in its memory only
+ *   --connections adopted|accepted  the broker adopts its connections as the Unix-socket
+ *                  broker does (default), or runs a fiber per connection (`accept`)
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them

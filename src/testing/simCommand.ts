@@ -174,6 +174,12 @@ const flags = {
       "How the simulated broker keeps its mail: durable (a store on a simulated disk that outlives its crashes; the product default) or memory (lost with each crash) (default durable)"
     )
   ),
+  connections: Flag.Literals("connections", ["adopted", "accepted"]).pipe(
+    Flag.withDefault("adopted"),
+    Flag.withDescription(
+      "How the simulated broker takes its connections over: adopted (as the Unix-socket broker: no fiber per connection, frames pushed as data events) or accepted (a fiber per connection reading it) (default adopted)"
+    )
+  ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -224,6 +230,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
   const config: Omit<SimulationConfig, "seed"> = {
     tolerate: toleratedKinds(input.tolerate),
     durability: input.durability,
+    ...(input.connections === "accepted" ? { brokerConnections: "accepted" } : {}),
     ...(input.scopes > 1 ? { scopes: Array.from({ length: input.scopes }, (_, i) => `scope-${i + 1}`) } : {}),
     ...(input.strict ? { strictInFlight: true } : {}),
     ...(input.frames ? { traceFrames: true } : {})

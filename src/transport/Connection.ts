@@ -118,3 +118,14 @@ export interface Connection {
   /** Drops the connection at once, discarding unwritten data. */
   readonly destroy: Effect.Effect<void>
 }
+
+/**
+ * A handler that takes each accepted connection over in plain code, with no
+ * fiber or Scope per connection: it owns the connection from then on and
+ * destroys it when done (the broker: `BrokerService.adopt`). Closing the
+ * listener's Scope still destroys every connection it accepted. Both
+ * listeners take one: `serveUnix` and the in-memory network's `listen`.
+ */
+export interface Adopter {
+  readonly adopt: (connection: Connection) => void
+}

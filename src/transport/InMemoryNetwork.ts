@@ -1,15 +1,19 @@
 /**
  * An in-memory "network": addresses that a broker listens on and clients dial,
- * each connection an `InMemory` pair. With it the real broker (`BrokerCore`),
- * client (`IntercomClient.make({ dial })`) and session code run unchanged in one
- * process, with no socket and no real timer, so TestClock drives everything.
+ * each connection an `InMemory` pair. A listener runs a handler per
+ * connection (`Accept`, a fiber each) or hands each to an `Adopter` with the
+ * push entry a Unix socket has (ReadPump.ts), as `serveUnix` does. With it
+ * the real broker (`BrokerCore`), client (`IntercomClient.make({ dial })`)
+ * and session code run unchanged in one process, with no socket and no real
+ * timer, so TestClock drives everything.
  *
  * State belongs to one network value (no module-level maps): two simulations in
  * one process do not see each other's addresses.
  */
 import { Data, Effect, Exit, FiberSet, Queue, type Scope } from "effect"
-import type { Connection } from "./Connection.ts"
+import type { Adopter, Connection } from "./Connection.ts"
 import { type InMemoryPairOptions, makeInMemoryPair } from "./InMemory.ts"
+import { withReadPump } from "./ReadPump.ts"
 
 /** Nothing listens on the address (the in-memory ECONNREFUSED / ENOENT). */
 export class ConnectionRefused extends Data.TaggedError("ConnectionRefused")<{ readonly address: string }> {
@@ -49,13 +53,17 @@ export type Accept = (connection: Connection) => Effect.Effect<void, never, Scop
 /** A network made by `makeInMemoryNetwork`: listen on an address, dial it. */
 export interface InMemoryNetwork {
   /**
-   * Accepts connections on `address` until the current Scope closes. Each
-   * accepted connection runs `accept` in its own Scope, in a fiber of the
-   * listener (so it belongs to the listener, not to the dialer), and is
+   * Accepts connections on `address` until the current Scope closes. With an
+   * `Accept`, each accepted connection runs it in its own Scope, in a fiber of
+   * the listener (so it belongs to the listener, not to the dialer), and is
    * destroyed when `accept` ends; closing the listener's Scope interrupts and
-   * destroys them all.
+   * destroys them all. With an `Adopter` (a broker: `BrokerService.adopt`),
+   * each is handed over as `serveUnix` hands over a socket: with a push entry
+   * (`Connection.receive`, ReadPump.ts) whose pump fiber belongs to the
+   * listener, and no fiber or Scope of its own; closing the listener's Scope
+   * destroys those its adopter has not destroyed yet.
    */
-  readonly listen: (address: string, accept: Accept) => Effect.Effect<void, AddressInUse, Scope.Scope>
+  readonly listen: (address: string, handle: Accept | Adopter) => Effect.Effect<void, AddressInUse, Scope.Scope>
   /** Connects to `address`; the connection lives in the current Scope (closing it destroys both ends). */
   readonly dial: (address: string) => Effect.Effect<Connection, ConnectionRefused, Scope.Scope>
   /** Whether something listens on `address` now. */
@@ -104,11 +112,29 @@ export const makeInMemoryNetwork = (options: InMemoryNetworkOptions = {}): Effec
     const listeners = new Map<string, Listener>()
     let nextId = 1
 
-    const listen: InMemoryNetwork["listen"] = (address, accept) =>
+    const listen: InMemoryNetwork["listen"] = (address, handle) =>
       Effect.gen(function*() {
         if (listeners.has(address)) return yield* new AddressInUse({ address })
         const incoming = yield* Queue.unbounded<Connection>()
         const connections = yield* FiberSet.make()
+        // Adopted connections not yet destroyed: closing the listener destroys them (after their pumps stop).
+        const adopted = new Set<Connection>()
+        yield* Effect.addFinalizer(() => Effect.forEach([...adopted], (connection) => connection.destroy, { discard: true }))
+        const runPump = yield* FiberSet.makeRuntime<never, void, never>()
+        const take = (connection: Connection): Effect.Effect<unknown> => {
+          if (typeof handle === "function") {
+            return FiberSet.run(
+              connections,
+              // As serveUnix: the accepted end is destroyed when its handler ends or the listener closes.
+              Effect.scoped(Effect.andThen(Effect.addFinalizer(() => connection.destroy), handle(connection)))
+            )
+          }
+          return Effect.sync(() => {
+            const pumped = withReadPump(connection, (pump) => runPump(pump), () => adopted.delete(pumped))
+            adopted.add(pumped)
+            handle.adopt(pumped)
+          })
+        }
         const listener: Listener = { incoming }
         listeners.set(address, listener)
         // Runs first at close: stop accepting, and destroy what was dialled but never accepted.
@@ -123,20 +149,7 @@ export const makeInMemoryNetwork = (options: InMemoryNetworkOptions = {}): Effec
             return Effect.forEach(pending, (connection) => connection.destroy, { discard: true })
           })
         )
-        yield* Effect.forkScoped(
-          Effect.forever(
-            Queue.take(incoming).pipe(
-              Effect.flatMap((connection) =>
-                FiberSet.run(
-                  connections,
-                  // As serveUnix: the accepted end is destroyed when its handler ends or the listener closes.
-                  Effect.scoped(Effect.andThen(Effect.addFinalizer(() => connection.destroy), accept(connection)))
-                )
-              )
-            ),
-            { disableYield: true }
-          )
-        )
+        yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(incoming), take), { disableYield: true }))
       })
 
     const dial: InMemoryNetwork["dial"] = (address) =>

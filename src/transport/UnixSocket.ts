@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import { errorCode } from "../config/errno.ts"
 import { FrameScratch } from "../protocol/framing.ts"
-import type { Connection } from "./Connection.ts"
+import type { Adopter, Connection } from "./Connection.ts"
 import { fromNetSocket, socketConnection } from "./SocketConnection.ts"
 
 export { fromNetSocket, socketConnection } from "./SocketConnection.ts"
@@ -99,16 +99,6 @@ const closeKeepingForeignFile = (server: net.Server, file: string, ours: FileIde
 interface Bound {
   readonly server: net.Server
   readonly ours: FileIdentity
-}
-
-/**
- * A handler that takes each accepted connection over in plain code, with no
- * fiber or Scope per connection: it owns the connection from then on and
- * destroys it when done (the broker: `BrokerService.adopt`). Closing the
- * listener's Scope still destroys every socket it accepted.
- */
-export interface Adopter {
-  readonly adopt: (connection: Connection) => void
 }
 
 /** What `serveUnix` gives its caller while it listens. */

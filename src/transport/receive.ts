@@ -1,9 +1,11 @@
 /**
  * Reading a connection into a `FrameReceiver`, whatever the transport. A
  * connection that can push (`Connection.receive`, the Unix socket) is read
- * from its own events, with no fiber; one that can only be pulled (the
- * in-memory transport, the simulation's links) gets one fiber, in the
- * current Scope, that reads and hands each batch to the same receiver. The
+ * from its own events, with no fiber; one that can only be pulled (an
+ * in-memory connection run through `BrokerService.accept`) gets one fiber,
+ * in the current Scope, that reads and hands each batch to the same
+ * receiver. (The in-memory listener gives what it hands to an adopter a
+ * push entry instead: ReadPump.ts.) The
  * receiver sees the same calls either way, so the broker's per-connection
  * code does not know which transport it runs on.
  */

@@ -1,11 +1,14 @@
 /**
  * The in-memory network the simulation runs on: addresses, dialling,
- * listener lifetimes, and socket-like close semantics.
+ * listener lifetimes, socket-like close semantics, and the push entry an
+ * adopted connection gets (ReadPump.ts), with a Unix socket's semantics.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Queue, Scope } from "effect"
+import type { Connection, FrameReceiver } from "../../src/transport/Connection.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
-import { makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
+import { type InMemoryNetwork, makeInMemoryNetwork } from "../../src/transport/InMemoryNetwork.ts"
+import { step } from "../support/steps.ts"
 
 describe("in-memory network", () => {
   it.effect("dialling an address nobody listens on is refused", () =>
@@ -114,5 +117,118 @@ describe("in-memory pair: close semantics of a local socket", () => {
       assert.deepStrictEqual(yield* b.read, ["x"])
       const error = yield* Effect.flip(b.read)
       assert.deepStrictEqual([error._tag, error._tag === "ConnectionClosed" && error.clean], ["ConnectionClosed", true])
+    }))
+})
+
+/** A receiver that records its events in order: each frame, and the end (`end:clean` / `end:unclean`). */
+const recorder = () => {
+  const events: Array<string> = []
+  const receiver: FrameReceiver = {
+    frames: (frames) => {
+      events.push(...frames)
+    },
+    ended: (error) => {
+      events.push(error._tag === "ConnectionClosed" ? `end:${error.clean ? "clean" : "unclean"}` : `end:${error._tag}`)
+    }
+  }
+  return { events, receiver }
+}
+
+/** Listens on `address` with an Adopter (in the current Scope) and dials it: the client end and the adopted server end. */
+const adoptOne = (network: InMemoryNetwork, address: string) =>
+  Effect.gen(function*() {
+    const adopted: Array<Connection> = []
+    yield* network.listen(address, { adopt: (connection) => adopted.push(connection) })
+    const client = yield* network.dial(address)
+    yield* step(Effect.void) // the listener's loop hands it over
+    assert.strictEqual(adopted.length, 1)
+    return { client, server: adopted[0]! }
+  })
+
+describe("in-memory network: adopted connections push, as a Unix socket does (ReadPump)", () => {
+  it.effect("an Adopter gets each connection with a push entry: batches come as events, with no read", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const { client, server } = yield* adoptOne(network, "sim://push")
+      assert.isDefined(server.receive)
+      yield* client.writeAll(["early"])
+      const { events, receiver } = recorder()
+      server.receive?.(receiver)
+      yield* step(Effect.void)
+      // What came before `receive` is handed over once it is called.
+      assert.deepStrictEqual(events, ["early"])
+      yield* step(client.writeAll(["a", "b"]))
+      assert.deepStrictEqual(events, ["early", "a", "b"])
+      // The server end still writes as any connection does.
+      yield* server.writeAll(["reply"])
+      assert.deepStrictEqual(yield* client.read, ["reply"])
+    }))
+
+  it.effect("pauseReading stops reading (the writer backs up); resumeReading hands over what was taken, then reads on", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork({ capacity: 1 })
+      const { client, server } = yield* adoptOne(network, "sim://pause")
+      const { events, receiver } = recorder()
+      server.receive?.(receiver)
+      yield* step(client.writeAll(["1"]))
+      assert.deepStrictEqual(events, ["1"])
+      server.pauseReading?.()
+      // The pump already waited for this batch: it is taken, and held (as a chunk already read is).
+      yield* step(client.writeAll(["2"]))
+      // This one stays in the link, and the next write finds it full.
+      yield* step(client.writeAll(["3"]))
+      const blocked = yield* step(client.writeAll(["4"]))
+      assert.deepStrictEqual(events, ["1"])
+      assert.isUndefined(blocked.pollUnsafe())
+      // The held batch comes inside resumeReading; the rest once reading has gone on.
+      server.resumeReading?.()
+      assert.deepStrictEqual(events, ["1", "2"])
+      yield* step(Effect.void)
+      assert.deepStrictEqual(events, ["1", "2", "3", "4"])
+      assert.isTrue(blocked.pollUnsafe() !== undefined && Exit.isSuccess(blocked.pollUnsafe()!))
+    }))
+
+  it.effect("the peer's end comes as an event after the last batch; a paused receiver hears of it when it resumes", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const { client, server } = yield* adoptOne(network, "sim://end")
+      const { events, receiver } = recorder()
+      server.receive?.(receiver)
+      yield* step(Effect.void)
+      server.pauseReading?.()
+      yield* step(Effect.andThen(client.writeAll(["last"]), client.end))
+      assert.deepStrictEqual(events, [])
+      server.resumeReading?.()
+      yield* step(Effect.void)
+      assert.deepStrictEqual(events, ["last", "end:clean"])
+      // Once: destroying it afterwards tells the receiver nothing more.
+      yield* server.destroy
+      assert.deepStrictEqual(events, ["last", "end:clean"])
+    }))
+
+  it.effect("destroying it stops its reading and tells the receiver once; the peer sees the end", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const { client, server } = yield* adoptOne(network, "sim://destroy")
+      const { events, receiver } = recorder()
+      server.receive?.(receiver)
+      yield* step(client.writeAll(["x"]))
+      yield* server.destroy
+      yield* step(Effect.void)
+      assert.deepStrictEqual(events, ["x", "end:unclean"])
+      assert.strictEqual((yield* Effect.flip(client.read))._tag, "ConnectionClosed")
+    }))
+
+  it.effect("closing the listener destroys what its adopter still holds", () =>
+    Effect.gen(function*() {
+      const network = yield* makeInMemoryNetwork()
+      const listener = yield* Scope.make()
+      const { client, server } = yield* adoptOne(network, "sim://close").pipe(Scope.provide(listener))
+      const { events, receiver } = recorder()
+      server.receive?.(receiver)
+      yield* step(Effect.void)
+      yield* Scope.close(listener, Exit.void)
+      assert.deepStrictEqual(events, ["end:unclean"])
+      assert.strictEqual((yield* Effect.flip(client.read))._tag, "ConnectionClosed")
     }))
 })

@@ -1,6 +1,9 @@
 /**
  * The simulated broker process: the real broker core listening on the
- * in-memory network, one incarnation at a time. A crash closes the
+ * in-memory network, one incarnation at a time. It adopts each connection
+ * as the Unix-socket broker does (`BrokerService.adopt`, with the link's
+ * frames pushed as data events: transport/ReadPump.ts), unless the world
+ * asks for the fiber path (`brokerConnections: "accepted"`). A crash closes the
  * incarnation's Scope — every connection drops and its in-memory state is
  * gone — and no fiber of it may be left running.
  *
@@ -47,7 +50,14 @@ export const startBroker = (world: World): Effect.Effect<void> =>
     // A memory store (or none) cannot fail to load but for a defect.
     const core = yield* Broker.make(options).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
     state.broker = { epoch: brokerEpoch, scope, core }
-    yield* world.network.listen(SIM_ADDRESS, core.accept).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
+    if ((world.config.brokerConnections ?? "adopted") === "adopted") {
+      // As runBroker with its Unix listener: each connection adopted, with no fiber of its own; at a
+      // crash they are closed (each giving back what it never wrote) before the listener destroys them.
+      yield* world.network.listen(SIM_ADDRESS, core).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
+      yield* Scope.addFinalizer(scope, core.closeConnections)
+    } else {
+      yield* world.network.listen(SIM_ADDRESS, core.accept).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
+    }
     world.ledger.note(`broker #${brokerEpoch} started${disk === undefined ? "" : ` (durable: ${disk.mail.size} message(s) on disk)`}`)
   })
 

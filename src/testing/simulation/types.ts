@@ -76,6 +76,9 @@ export interface SimClientTimings extends
  */
 export type SimDurability = "durable" | "memory"
 
+/** How the simulated broker takes its connections over (`SimulationConfig.brokerConnections`). */
+export type SimBrokerConnections = "adopted" | "accepted"
+
 /** Everything about a simulated world; only `seed` is required. */
 export interface SimulationConfig {
   /** Seeds every random choice: the workload, the agents, and Effect's `Random` (reconnect jitter). */
@@ -133,6 +136,15 @@ export interface SimulationConfig {
   readonly brokerInputFault?: () => BrokerInputFault
   /** Frames each direction of an in-memory link buffers. Default 64. */
   readonly linkCapacity?: number
+  /**
+   * How the broker takes its connections over. `adopted` (default): as the
+   * Unix-socket broker does (`BrokerService.adopt`: no fiber or Scope per
+   * connection, frames pushed from the link as a socket's `data` events,
+   * ReadPump.ts). `accepted`: the fiber path (`BrokerService.accept`: a
+   * fiber and Scope per connection, and a fiber reading for it), which the
+   * in-memory broker tests use; for comparing the two.
+   */
+  readonly brokerConnections?: SimBrokerConnections
   /** How long `finish` lets the healed world settle before the final checks. Default 60 s. */
   readonly settleMs?: number
   /**
