@@ -32,6 +32,16 @@ const MAX_OWED_PER_SENDER = 256
 /** Lost-mail notices kept for absent senders, overall. */
 const MAX_OWED_NOTICES = 16_384
 
+/**
+ * A description of a message's target the broker no longer has: mail a
+ * durable broker restored after a restart, for a session that has not
+ * registered since (departed sessions are not stored). The notice still
+ * names the target by its id; what the broker cannot vouch for is left
+ * empty (cwd, model) or 0 (pid, times), as SessionInfo requires them.
+ */
+const unknownTargetInfo = (mail: Mail, now: number): string =>
+  JSON.stringify({ id: mail.targetId, cwd: "", model: "", pid: 0, startedAt: 0, lastActivity: now })
+
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
@@ -201,10 +211,9 @@ export class MailDelivery {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     const space = registry.spaces.get(mail.spaceKey)
-    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
-      registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson
-    if (targetInfo === undefined) return
     const now = this.ctx.now()
+    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
+      registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)
     const frame = Encode.receiptFrame(targetInfo, {
       messageId: mail.message.id,
       status: "expired",
