@@ -37,7 +37,8 @@ const MAX_OWED_NOTICES = 16_384
  * durable broker restored after a restart, for a session that has not
  * registered since (departed sessions are not stored). The notice still
  * names the target by its id; what the broker cannot vouch for is left
- * empty (cwd, model) or 0 (pid, times), as SessionInfo requires them.
+ * empty (cwd, model) or 0 (pid, startedAt), as SessionInfo requires them,
+ * and `lastActivity` is the notice's own time.
  */
 const unknownTargetInfo = (mail: Mail, now: number): string =>
   JSON.stringify({ id: mail.targetId, cwd: "", model: "", pid: 0, startedAt: 0, lastActivity: now })
