@@ -4,20 +4,22 @@
  * that drops the message, keeps it until the sender's client read it
  * (`received-v1`) or it was written (a base client), and a restart owes it to
  * its sender again, still for a day from when it was first owed. In memory,
- * the disk played by a memory store (../support/durable.ts).
+ * the disk played by a memory store (../support/durable.ts); and once over a
+ * real SQLite file, two brokers one after the other (`runBroker`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Ref } from "effect"
+import { Effect, Ref, type Scope } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { makeMemoryMailState, type MemoryMailState } from "../../src/store/MailStore.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { message, send } from "../support/broker.ts"
+import { brokerPaths, message, register, send, tempDir } from "../support/broker.ts"
+import { runBroker } from "../../src/broker/runBroker.ts"
 import { durableBroker, gatedStore } from "../support/durable.ts"
 import { advance, memoryNetwork, type MemoryNetwork } from "../support/memory.ts"
-import type { WireClient } from "../support/wire.ts"
+import { connect, type WireClient } from "../support/wire.ts"
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
@@ -206,5 +208,48 @@ describe("durable broker: mail restored for a target that has not come back is s
       yield* carol.client.next("session_left")
       assertDelivered(yield* send(carol.client, "dave", message("takes the only slot")), "queued")
       yield* expectNotice(back.client, evicted)
+    }))
+})
+
+describe("over the SQLite database: the owed notice is read back by the next broker on the same file", () => {
+  /** A broker on `root`'s intercom dir (durable: `intercom.db`) with a mailbox of one, around `body`. */
+  const withBroker = <A, E>(root: string, body: Effect.Effect<A, E, Scope.Scope>) => {
+    const { intercomDir, socketPath } = brokerPaths(root)
+    return Effect.scoped(
+      Effect.andThen(runBroker({ intercomDir, socketPath, idleExit: null, writePidFile: false, ...ONE_SLOT }), body)
+    )
+  }
+  const sessionOn = (root: string, id: string) =>
+    Effect.gen(function*() {
+      const client = yield* connect(brokerPaths(root).socketPath, id)
+      yield* register(client, { sessionId: id, name: id })
+      return client
+    })
+
+  it.live("alice's message is evicted while she is away; the broker stops; the next one on the same database tells alice", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const evicted = message("evicted, then a restart")
+      yield* withBroker(
+        root,
+        Effect.gen(function*() {
+          const alice = yield* sessionOn(root, "alice")
+          const bob = yield* sessionOn(root, "bob")
+          const carol = yield* sessionOn(root, "carol")
+          yield* bob.destroy
+          yield* alice.next("session_left")
+          assertDelivered(yield* send(alice, "bob", evicted), "queued")
+          yield* alice.destroy
+          yield* carol.next("session_left", (f) => f.sessionId === "alice")
+          assertDelivered(yield* send(carol, "bob", message("kept")), "queued")
+        })
+      )
+      yield* withBroker(
+        root,
+        Effect.gen(function*() {
+          const alice = yield* sessionOn(root, "alice")
+          yield* expectNotice(alice, evicted)
+        })
+      )
     }))
 })
