@@ -8,6 +8,9 @@
  */
 import type { MailCommit, StoredNotice } from "../store/MailStore.ts"
 
+/** A batch with no notice changes names none (shared: nothing is allocated per commit for them). */
+const NO_CHANGES: Pick<MailCommit, "noticePuts" | "noticeDeletes"> = {}
+
 /** Notice changes not yet stored; see the module header. */
 export class NoticeJournal {
   /** Notices issued and not yet stored, by their number. */
@@ -42,7 +45,7 @@ export class NoticeJournal {
 
   /** The changes for the batch being taken (none named when there are none). */
   take(): Pick<MailCommit, "noticePuts" | "noticeDeletes"> {
-    if (this.isEmpty) return {}
+    if (this.isEmpty) return NO_CHANGES
     const taken = { noticePuts: [...this.puts.values()], noticeDeletes: [...this.deletes] }
     this.puts = new Map()
     this.deletes = new Set()
