@@ -19,10 +19,14 @@
  * (`RecentMessages`). A broker in memory mode grants the extension too: its
  * custody keeps mail only in memory, which is enough for that.
  *
- * Failure notices (`expired` receipts, MailDelivery.ts) are held the same
- * way, in memory only: one written to a connection that closes before its
+ * Failure notices (`expired` and `superseded` receipts, MailDelivery.ts) are
+ * held the same way: one written to a connection that closes before its
  * client confirmed reading it is owed to its sender again, so a sender whose
- * reader stalled and was dropped still hears that its mail was lost.
+ * reader stalled and was dropped still hears that its mail was lost. A
+ * durable broker stores them too (StoreJournal.putNotice) until the client
+ * confirms them (or, for a client without custody, until they are written),
+ * so a notice unread when the broker is killed is sent again after the
+ * restart.
  *
  * Ownership: the Router's synchronous code only — the writer's `written`
  * call, the reader's `received` frames, and the detach. One FIFO per
@@ -57,16 +61,22 @@ export class PeerCustody {
   private tail = 0
   private confirmed = 0
   private readonly release: (recordKey: string) => void
+  private readonly releaseNotice: (seq: number) => void
 
-  /** @param release lets the store forget one message (StoreJournal.mailGone; nothing in memory mode). */
-  constructor(release: (recordKey: string) => void) {
+  /**
+   * @param release lets the store forget one message (StoreJournal.mailGone; nothing in memory mode).
+   * @param releaseNotice lets the store forget one failure notice (StoreJournal.noticeGone; nothing in memory mode).
+   */
+  constructor(release: (recordKey: string) => void, releaseNotice: (seq: number) => void = () => {}) {
     this.release = release
+    this.releaseNotice = releaseNotice
   }
 
   /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
   hold(end: number, item: Returnable): void {
     if (end <= this.confirmed) {
       if ("mail" in item) this.release(item.mail.recordKey)
+      else if (item.seq !== undefined) this.releaseNotice(item.seq)
       return
     }
     const tail = this.tail
@@ -86,7 +96,9 @@ export class PeerCustody {
     while (head < tail && ends[head]! <= frames) {
       const item = items[head]
       items[head++] = undefined
-      if (item !== undefined && "mail" in item) this.release(item.mail.recordKey)
+      if (item === undefined) continue
+      if ("mail" in item) this.release(item.mail.recordKey)
+      else if (item.seq !== undefined) this.releaseNotice(item.seq)
     }
     this.head = head
     if (head === tail) {
@@ -148,7 +160,9 @@ export class Custody {
       const peer = session.peer
       if (peer.custody !== undefined || !peer.features.has(RECEIVED_V1)) return
       const journal = this.ctx.journal
-      peer.custody = new PeerCustody(journal === undefined ? () => {} : (recordKey) => journal.mailGone(recordKey))
+      peer.custody = journal === undefined
+        ? new PeerCustody(() => {})
+        : new PeerCustody((recordKey) => journal.mailGone(recordKey), (seq) => journal.noticeGone(seq))
     }
   }
 
@@ -168,8 +182,8 @@ export class Custody {
   /**
    * `peer`'s writer handed the first `count` frames of `batch` to its socket
    * (all of it, or the start of an unfinished write): the mail and notices
-   * they carried go into custody; for a client without it, the mail goes out
-   * of the store.
+   * they carried go into custody; for a client without it, the mail and
+   * notices go out of the store.
    */
   written(peer: Peer, batch: WriteBatch, count: number): void {
     const first = peer.framesWritten
@@ -184,6 +198,7 @@ export class Custody {
       if (index >= count) continue
       if (custody !== undefined) custody.hold(first + index + 1, item)
       else if ("mail" in item) journal?.mailGone(item.mail.recordKey)
+      else if (item.seq !== undefined) journal?.noticeGone(item.seq)
     }
   }
 

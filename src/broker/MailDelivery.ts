@@ -6,7 +6,10 @@
  *
  * "Acknowledged is a promise": every message the broker acknowledged is
  * delivered, or its sender is told — at once when it is connected, otherwise
- * when it next registers (`owedNotices`, kept a day).
+ * when it next registers (`owedNotices`, kept a day). A durable broker stores
+ * each notice in the commit that drops its message and keeps it stored until
+ * the sender's client read it (Custody.ts), so a crash loses no notice: the
+ * next broker owes it again from the store (`restoreNotice`), with its age.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -14,7 +17,8 @@ import { messageFrameFor } from "./Asks.ts"
 import { DELIVERED, type Outcome, QUEUED } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { Mailbox } from "./Mailbox.ts"
-import type { Mail, OutboundMessage, Returnable } from "./Peer.ts"
+import type { StoredNotice } from "../store/MailStore.ts"
+import type { Mail, OutboundMessage, OutboundNotice, Returnable } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -28,12 +32,23 @@ const MAX_OWED_PER_SENDER = 256
 /** Lost-mail notices kept for absent senders, overall. */
 const MAX_OWED_NOTICES = 16_384
 
+/**
+ * A description of a message's target the broker no longer has: mail a
+ * durable broker restored after a restart, for a session that has not
+ * registered since (departed sessions are not stored). The notice still
+ * names the target by its id; what the broker cannot vouch for is left
+ * empty (cwd, model) or 0 (pid, startedAt), as SessionInfo requires them,
+ * and `lastActivity` is the notice's own time.
+ */
+const unknownTargetInfo = (mail: Mail, now: number): string =>
+  JSON.stringify({ id: mail.targetId, cwd: "", model: "", pid: 0, startedAt: 0, lastActivity: now })
+
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
   private readonly mailbox: Mailbox
   /** Lost-mail notices for senders that were away, by session key: sent when they register again. */
-  private readonly owedNotices = new AgedMap<string, Array<string>>(4096)
+  private readonly owedNotices = new AgedMap<string, Array<OutboundNotice>>(4096)
   /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
   private owedCount = 0
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
@@ -61,7 +76,7 @@ export class MailDelivery {
       const owed = this.owedNotices.delete(session.key)
       if (owed !== undefined) {
         this.owedCount -= owed.length
-        for (const frame of owed) this.ctx.output.enqueue(session.peer, { frame, owedTo: session.key })
+        for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
       }
       this.flush(session, now)
     }
@@ -105,9 +120,10 @@ export class MailDelivery {
    * messages (replace staging).
    */
   notify(senderKey: string, notice: string): void {
+    const item = this.issue(senderKey, notice, this.ctx.now())
     const sender = this.ctx.registry.byKey.get(senderKey)
     if (sender !== undefined) this.ctx.journal?.mark(sender.peer)
-    this.takeBack({ frame: notice, owedTo: senderKey })
+    this.takeBack(item)
   }
 
   /** Output that could not be written where it was queued: mail is requeued, a notice owed again. */
@@ -117,7 +133,7 @@ export class MailDelivery {
     if (sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing) {
       return this.ctx.output.forceEnqueue(sender.peer, item)
     }
-    this.owe(item.owedTo, item.frame, this.ctx.now())
+    this.owe(item, this.ctx.now())
   }
 
   /**
@@ -144,9 +160,23 @@ export class MailDelivery {
     if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
   }
 
-  /** Drops expired mail, telling its senders. */
+  /**
+   * A failure notice the durable store kept across a restart: owed to its
+   * sender again, from when it was first owed (still kept a day, still
+   * bounded; one past either leaves the store).
+   */
+  restoreNotice(stored: StoredNotice, now: number): void {
+    const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq }
+    if (stored.at < now - DAY) return this.forget(notice)
+    this.owe(notice, stored.at)
+  }
+
+  /** Drops expired mail, telling its senders, and notices owed for longer than a day. */
   prune(now: number): void {
-    for (const owed of this.owedNotices.expire(now - DAY - 1)) this.owedCount -= owed.length
+    for (const owed of this.owedNotices.expire(now - DAY - 1)) {
+      this.owedCount -= owed.length
+      for (const notice of owed) this.forget(notice)
+    }
     for (const mail of this.mailbox.expire(now)) {
       this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired)
     }
@@ -182,23 +212,37 @@ export class MailDelivery {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     const space = registry.spaces.get(mail.spaceKey)
-    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
-      registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson
-    if (targetInfo === undefined) return
     const now = this.ctx.now()
-    const notice = Encode.receiptFrame(targetInfo, {
+    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
+      registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)
+    const frame = Encode.receiptFrame(targetInfo, {
       messageId: mail.message.id,
       status: "expired",
       timestamp: now,
       detail: reason
     })
+    const notice = this.issue(mail.senderKey, frame, now)
     const sender = registry.byKey.get(mail.senderKey)
     if (sender !== undefined) {
       this.ctx.journal?.mark(sender.peer)
-      return output.forceEnqueue(sender.peer, { frame: notice, owedTo: mail.senderKey })
+      return output.forceEnqueue(sender.peer, notice)
     }
     // The sender is away: it is told when it registers again (within a day).
-    this.owe(mail.senderKey, notice, now)
+    this.owe(notice, now)
+  }
+
+  /**
+   * A new notice for `senderKey`: a durable broker stores it with the
+   * changes made so far (the drop of its message among them) until its
+   * sender read it (Custody.ts) or it is given up.
+   */
+  private issue(senderKey: string, frame: string, now: number): OutboundNotice {
+    return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now) }
+  }
+
+  /** A notice given up (a day old, past the bounds): it leaves the store too. */
+  private forget(notice: OutboundNotice): void {
+    if (notice.seq !== undefined) this.ctx.journal?.noticeGone(notice.seq)
   }
 
   /**
@@ -206,14 +250,17 @@ export class MailDelivery {
    * past the bound the notice is dropped and the drop logged (the replay
    * record still says what became of the message).
    */
-  private owe(senderKey: string, notice: string, now: number): void {
-    const owed = this.owedNotices.get(senderKey) ?? []
+  private owe(notice: OutboundNotice, now: number): void {
+    const owed = this.owedNotices.get(notice.owedTo) ?? []
     if (owed.length >= MAX_OWED_PER_SENDER || this.owedCount >= MAX_OWED_NOTICES) {
       this.ctx.log("warning", `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`)
-      return
+      return this.forget(notice)
     }
     owed.push(notice)
     this.owedCount++
-    for (const dropped of this.owedNotices.set(senderKey, owed, now)) this.owedCount -= dropped.length
+    for (const dropped of this.owedNotices.set(notice.owedTo, owed, now)) {
+      this.owedCount -= dropped.length
+      for (const gone of dropped) this.forget(gone)
+    }
   }
 }

@@ -77,13 +77,16 @@ export interface Mail {
 }
 
 /**
- * A failure notice on its way to a message's sender (an `expired` receipt):
- * owed to it again if its connection closes before the notice was written.
+ * A failure notice on its way to a message's sender (an `expired` or
+ * `superseded` receipt): owed to it again if its connection closes before
+ * the notice was written (or, `received-v1`, confirmed read).
  */
 export interface OutboundNotice {
   readonly frame: string
   /** The registry key of the sender it is for. */
   readonly owedTo: string
+  /** Its number in the durable store (StoreJournal.putNotice); undefined without a store. */
+  readonly seq: number | undefined
 }
 
 /** Output the broker takes back when it could not be written: mail and failure notices. */

@@ -387,15 +387,18 @@ export class Router {
 
   /**
    * Restores what the durable store kept (at startup, before any connection):
-   * replay records, open ask edges, and the mail not yet written, queued
-   * again for its recipients in the order it was accepted.
+   * replay records, open ask edges, the failure notices owed to senders (in
+   * the order they were issued), and the mail not yet written, queued again
+   * for its recipients in the order it was accepted.
    */
   restore(recovered: Recovered): void {
     const now = this.ctx.now()
     const journal = this.ctx.journal
     journal?.restoreSeq(recovered.nextSeq)
+    journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
     for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
+    for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
     for (const stored of recovered.mail) {
       journal?.restoredMail(stored.mail.recordKey, stored.seq)
       this.mail.restore(stored.mail)

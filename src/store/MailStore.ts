@@ -1,7 +1,8 @@
 /**
  * `MailStore`: the broker's durable routing state — mail that was
  * acknowledged and not yet written to its recipient, the replay records that
- * answer a retried send (P46), and the open ask edges a reply needs (P61).
+ * answer a retried send (P46), the open ask edges a reply needs (P61), and
+ * the failure notices owed to senders (OwedNotices.ts).
  *
  * The broker never reads it while it routes: its in-memory tables are the
  * working set, and the store is their write-behind copy, committed in batches
@@ -43,9 +44,20 @@ import {
   encodeOutcome,
   type StoredRecord
 } from "./mailCodec.ts"
+import {
+  applyMemoryNotices,
+  loadMemoryNotices,
+  loadSqliteNotices,
+  type MemoryNotices,
+  type NoticeChanges,
+  noNoticeChanges,
+  noticeSteps,
+  type RecoveredNotices
+} from "./OwedNotices.ts"
 import { type BatchStep, SqliteBatch } from "./SqliteClient.ts"
 
 export type { StoredRecord } from "./mailCodec.ts"
+export type { StoredNotice } from "./OwedNotices.ts"
 
 /**
  * The store could not load or commit: `detail` says what went wrong, and the
@@ -70,8 +82,8 @@ export interface StoredMail {
   readonly mail: Mail
 }
 
-/** One batch of changes, applied in one transaction. */
-export interface MailCommit {
+/** One batch of changes, applied in one transaction (failure notices: `NoticeChanges`). */
+export interface MailCommit extends NoticeChanges {
   /** Replay records written or rewritten (the last state of each key). */
   readonly records: ReadonlyArray<StoredRecord>
   /** Mail accepted and not yet written. */
@@ -89,8 +101,8 @@ export interface MailCommit {
   readonly prune?: { readonly recordsBefore: number; readonly edgesUntil: number } | undefined
 }
 
-/** What `load` returns: the state to restore, and the next mail sequence number. */
-export interface Recovered {
+/** What `load` returns: the state to restore, and the next mail and notice sequence numbers. */
+export interface Recovered extends RecoveredNotices {
   /** Replay records recorded at or after `since`, oldest first. */
   readonly records: ReadonlyArray<StoredRecord>
   /** Undelivered mail, in acceptance order. */
@@ -114,7 +126,8 @@ export interface MailStoreService {
 /** A commit that has nothing in it (the writer skips those). */
 export const isEmptyCommit = (batch: MailCommit): boolean =>
   batch.records.length === 0 && batch.mailPuts.length === 0 && batch.mailDeletes.length === 0 &&
-  batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined
+  batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined &&
+  noNoticeChanges(batch)
 
 // ---------------------------------------------------------------------------------------------
 // The memory implementation.
@@ -130,6 +143,8 @@ export interface MemoryMailState {
   /** Mail by sequence number, as the `mail` table keys it (0006_mail_by_seq.ts). */
   readonly mail: Map<number, { readonly recordKey: string; readonly text: string }>
   readonly edges: Map<string, { readonly deadline: number; readonly text: string }>
+  /** Failure notices owed to senders, by their number (OwedNotices.ts). */
+  readonly notices: MemoryNotices
   /** One more than the highest mail sequence number stored. */
   nextSeq: number
   /** Commits applied (for tests and the simulation's report). */
@@ -146,6 +161,7 @@ export const makeMemoryMailState = (): MemoryMailState => ({
   records: new Map(),
   mail: new Map(),
   edges: new Map(),
+  notices: new Map(),
   nextSeq: 1,
   commits: 0,
   down: false
@@ -181,7 +197,9 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
         if (edge instanceof CorruptRow) return failCorrupt(edge)
         edges.push(edge)
       }
-      return Effect.succeed({ records, mail, edges, nextSeq: state.nextSeq })
+      const notices = loadMemoryNotices(state.notices)
+      if (notices instanceof CorruptRow) return failCorrupt(notices)
+      return Effect.succeed({ records, mail, edges, nextSeq: state.nextSeq, ...notices })
     }),
   commit: (batch) =>
     state.down ? Effect.fail(new MailStoreError({ operation: "commit", detail: "the process is gone" })) : Effect.sync(() => {
@@ -200,6 +218,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       for (const seq of batch.mailDeletes) state.mail.delete(seq)
       for (const edge of batch.edgePuts) state.edges.set(edge.messageKey, { deadline: edge.deadline, text: encodeEdge(edge) })
       for (const key of batch.edgeDeletes) state.edges.delete(key)
+      applyMemoryNotices(state.notices, batch)
       if (batch.prune !== undefined) {
         const { edgesUntil, recordsBefore } = batch.prune
         for (const [key, row] of state.records) if (row.at < recordsBefore) state.records.delete(key)
@@ -210,7 +229,8 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 })
 
 // ---------------------------------------------------------------------------------------------
-// The SQLite implementation (schema: migrations/0001_mail.ts, 0005_replay_log.ts, 0006_mail_by_seq.ts).
+// The SQLite implementation (schema: migrations/0001_mail.ts, 0005_replay_log.ts, 0006_mail_by_seq.ts,
+// 0008_owed_notices.ts).
 
 const RecordRow = Schema.Struct({
   record_key: Schema.String,
@@ -276,6 +296,7 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
     steps.push({ sql: "DELETE FROM replay_log WHERE recorded_at < ?", rows: [[change.prune.recordsBefore]] })
     steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
   }
+  steps.push(...noticeSteps(change))
   return steps
 }
 
@@ -325,7 +346,9 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         }
         const next = rowsOf(NextSeqRow, "mail", yield* sql`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM mail`)
         if (next instanceof CorruptRow) return yield* failCorrupt(next)
-        return { records, mail, edges, nextSeq: next[0]?.next ?? 1 }
+        const notices = yield* Effect.provideService(loadSqliteNotices, SqlClient.SqlClient, sql)
+        if (notices instanceof CorruptRow) return yield* failCorrupt(notices)
+        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, ...notices }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 
     // One synchronous step on prepared statements (SqliteBatch.transact): per commit, effect/sql's

@@ -14,7 +14,7 @@ import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type Workl
  * (docs/testing.md, "Known issues"). `npm run sim` and the `npm test` sweep
  * report them without failing; their own tests show each one.
  */
-export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = ["crash-lost-notice", "crash-redelivery", "unconfirmed-redelivery"]
+export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = ["crash-redelivery", "unconfirmed-redelivery"]
 
 /** What to soak: which seeds, the world, and what to do with failures. */
 export interface SoakOptions extends WorkloadOptions {

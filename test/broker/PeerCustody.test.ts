@@ -1,7 +1,8 @@
 /**
  * `PeerCustody` (received-v1) against a model: a FIFO of (frame number,
  * message or failure notice) that releases, oldest first, what a confirmation
- * covers (the store is told only of mail), and gives back the rest at close.
+ * covers (the store is told of mail, and of notices it stored), and gives back
+ * the rest at close.
  * Its arrays are reused once emptied and compacted after many releases; the
  * model has neither.
  */
@@ -33,7 +34,8 @@ const message = (n: number): OutboundMessage => {
   return { frame: "{}", mail, to: "t" }
 }
 
-const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s" })
+/** A notice; every third one has no number, as without a store (it is released to no one). */
+const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s", seq: n % 3 === 0 ? undefined : n })
 
 const keyOf = (item: Returnable): string => "mail" in item ? item.mail.recordKey : item.frame
 
@@ -50,13 +52,13 @@ const ops = fc.array(
 )
 
 describe("PeerCustody", () => {
-  it("property: releases the mail each confirmation covers, oldest first, and gives back the rest (mail and notices), like a plain FIFO", () => {
+  it("property: releases the mail and stored notices each confirmation covers, oldest first, and gives back the rest (mail and notices), like a plain FIFO", () => {
     fc.assert(
       fc.property(ops, (script) => {
         const released: Array<string> = []
-        const custody = new PeerCustody((key) => released.push(key))
+        const custody = new PeerCustody((key) => released.push(key), (seq) => released.push(`notice ${seq}`))
         const expected: Array<string> = []
-        let model: Array<{ readonly end: number; readonly key: string; readonly mail: boolean }> = []
+        let model: Array<{ readonly end: number; readonly key: string; readonly stored: boolean }> = []
         let confirmed = 0
         let written = 0
         let next = 0
@@ -65,8 +67,9 @@ describe("PeerCustody", () => {
             written += step.frames
             const item = step.notice ? notice(next++) : message(next++)
             custody.hold(written, item)
-            if (written > confirmed) model.push({ end: written, key: keyOf(item), mail: !step.notice })
-            else if (!step.notice) expected.push(keyOf(item))
+            const stored = "mail" in item || item.seq !== undefined
+            if (written > confirmed) model.push({ end: written, key: keyOf(item), stored })
+            else if (stored) expected.push(keyOf(item))
           } else if (step.op === "confirm") {
             const frames = Math.max(0, written + step.ahead - 20)
             custody.confirm(frames)
@@ -74,7 +77,7 @@ describe("PeerCustody", () => {
               confirmed = frames
               while (model.length > 0 && model[0]!.end <= frames) {
                 const entry = model.shift()!
-                if (entry.mail) expected.push(entry.key)
+                if (entry.stored) expected.push(entry.key)
               }
             }
           } else {

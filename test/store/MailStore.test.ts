@@ -27,6 +27,7 @@ import { encodeFingerprint, encodeMail, encodeOutcome, type StoredRecord } from 
 import { migration as mail0001 } from "../../src/store/migrations/0001_mail.ts"
 import { migration as replayLog0005 } from "../../src/store/migrations/0005_replay_log.ts"
 import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail_by_seq.ts"
+import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
 
@@ -227,6 +228,7 @@ describe("MailStore", () => {
       yield* replayLog0005
       const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
       assert.notInclude(tables.map((t) => t.name), "replay_records")
+      yield* owedNotices0008 // the store loads owed notices too
       const store = yield* makeSqlite
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
     }).pipe(Effect.provide(bareSqlite)))
@@ -245,6 +247,7 @@ describe("MailStore", () => {
       assert.deepStrictEqual(columns.filter((c) => c.pk > 0).map((c) => c.name), ["seq"])
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mail'`
       assert.deepStrictEqual(indexes, [], "no second b-tree beside the rows")
+      yield* owedNotices0008 // the store loads owed notices too
       const store = yield* makeSqlite
       const loaded = yield* store.load(0)
       assert.deepStrictEqual(loaded.mail.map((m) => [m.seq, m.mail.recordKey]), [[1, "mike"], [2, "zulu"], [3, "alpha"]])

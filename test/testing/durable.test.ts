@@ -166,15 +166,6 @@ describe("Simulation: durable mode", () => {
       }
     }))
 
-  it.effect("seed 48: an eviction notice owed to an absent sender dies with the broker (known issue crash-lost-notice)", () =>
-    Effect.gen(function*() {
-      const report = yield* runWorkload({ seed: 48, tolerate: ["crash-lost-notice"] })
-      assert.isTrue(report.ok, trace(report))
-      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), ["crash-lost-notice"], trace(report))
-      const memory = yield* runWorkload({ seed: 48, durability: "memory" })
-      assert.deepStrictEqual(memory.violations, [], "memory mode counts it lost to the crash")
-    }))
-
   it.effect("seed 522: a copy re-sent after a crash to a restarted receiver reaches its host again (known issue crash-redelivery)", () =>
     Effect.gen(function*() {
       const report = yield* runWorkload({ seed: 522, tolerate: ["crash-redelivery"] })

@@ -64,9 +64,9 @@ export type ViolationKind =
   | "untold-eviction"
   /**
    * Durable mode: an `untold-eviction` of a message acknowledged by a broker
-   * that crashed — the notice the broker owed its absent sender lived only in
-   * that broker's memory (the store keeps the replay record, not the owed
-   * notice), so no later broker sent it. Known issue (docs/testing.md).
+   * that crashed — the notice the broker owed its sender died with that
+   * broker, so no later broker sent it. Known issue 5 (docs/testing.md),
+   * fixed: the store keeps owed notices (OwedNotices.ts); no longer tolerated.
    */
   | "crash-lost-notice"
   /**
