@@ -14,6 +14,7 @@
  *   confirmed delivery steps (`DeliveryMarks`)
  * - `0005_replay_log` replay records as an append-only log (`MailStore`)
  * - `0006_mail_by_seq` undelivered mail keyed by its sequence number (`MailStore`)
+ * - `0007_replay_blocks` replay records a commit's worth per row (`MailStore`)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -34,6 +35,7 @@ import results0003 from "./0003_results.ts"
 import undelivered0004 from "./0004_undelivered.ts"
 import { migration as replayLog } from "./0005_replay_log.ts"
 import { migration as mailBySeq } from "./0006_mail_by_seq.ts"
+import { migration as replayBlocks } from "./0007_replay_blocks.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -45,5 +47,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0003_results": results0003,
   "0004_undelivered": undelivered0004,
   "0005_replay_log": replayLog,
-  "0006_mail_by_seq": mailBySeq
+  "0006_mail_by_seq": mailBySeq,
+  "0007_replay_blocks": replayBlocks
 }
