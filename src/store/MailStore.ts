@@ -239,9 +239,9 @@ const sqlFailure = (operation: "load" | "commit") => (error: { readonly message:
   new MailStoreError({ operation, detail: error.message })
 
 /**
- * Rows per statement run of the commit's inserts (`BatchStep.rowsPerInsert`):
- * a lazy commit of traffic acknowledged on read holds a record per message
- * of 10 ms, a hundred or more under load.
+ * Rows per statement run of the commit's mail inserts (`BatchStep.rowsPerInsert`):
+ * a commit of a busy tick puts mail for many messages (its replay records
+ * are one row, a block, whatever their number).
  */
 export const ROWS_PER_INSERT = 16
 
