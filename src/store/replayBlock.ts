@@ -10,7 +10,7 @@
  * concatenation and reading one is slicing:
  *
  *   block   = "b1:" count ";" record{count}
- *   record  = str(sender) key num(at) str(targetId) num(textLength)
+ *   record  = same(sender) key same(at) same(targetId) num(textLength)
  *             num(textHash) num(attachmentsLength) num(attachmentsHash)
  *             num(replyErrorLength) num(replyErrorHash)
  *             opt(replyTo) bool(expectsReply) opt(supersedes) opt(retryOf) outcome
@@ -20,6 +20,8 @@
  *           | "j" length ":" json  a string holding surrogates, as JSON text
  *                                  (a lone one would not survive UTF-8)
  *   num     = decimal ","
+ *   same(x) = "^"                  the same as the previous record's x
+ *           | x                    (str or num) written out; always so in the first record
  *   opt     = "-" | str            bool = "-" | "0" | "1"
  *   outcome = "d" (socket_delivered) | "q" (queued)
  *           | "f" str(code) str(reason) ("0" | "1")   a refusal, retryable or not
@@ -53,14 +55,19 @@ const encodeOutcome = (outcome: Outcome): string =>
     ? (outcome.delivery === "socket_delivered" ? "d" : "q")
     : `f${str(outcome.code)}${str(outcome.reason)}${outcome.retryable ? "1" : "0"}`
 
-/** One record's text (see the module header). */
-const encodeRecord = (record: StoredRecord): string => {
+/** One record's text (see the module header); `previous` is the record before it in the block. */
+const encodeRecord = (record: StoredRecord, previous: StoredRecord | undefined): string => {
   const { key, sender } = record
   const f: Fingerprint = record.fingerprint
   const keyText = key.length > sender.length && key.startsWith(sender) && key[sender.length] === KEY_SEPARATOR
     ? `=${str(key.slice(sender.length + 1))}`
     : `!${str(key)}`
-  return `${str(sender)}${keyText}${record.at},${str(f.targetId)}${f.textLength},${f.textHash},${f.attachmentsLength},${f.attachmentsHash},${f.replyErrorLength},${f.replyErrorHash},${
+  // A commit's records mostly share their sender, target and time (a tick of one sender's traffic).
+  const senderText = previous !== undefined && previous.sender === sender ? "^" : str(sender)
+  const atText = previous !== undefined && previous.at === record.at ? "^" : `${record.at},`
+  const targetId = f.targetId
+  const targetText = previous !== undefined && previous.fingerprint.targetId === targetId ? "^" : str(targetId)
+  return `${senderText}${keyText}${atText}${targetText}${f.textLength},${f.textHash},${f.attachmentsLength},${f.attachmentsHash},${f.replyErrorLength},${f.replyErrorHash},${
     opt(f.replyTo)
   }${f.expectsReply === undefined ? "-" : f.expectsReply ? "1" : "0"}${opt(f.supersedes)}${opt(f.retryOf)}${
     encodeOutcome(record.outcome)
@@ -73,7 +80,12 @@ const encodeRecord = (record: StoredRecord): string => {
  */
 export const encodeBlock = (records: ReadonlyArray<StoredRecord>): string => {
   let text = `b1:${records.length};`
-  for (let i = 0; i < records.length; i++) text += encodeRecord(records[i]!)
+  let previous: StoredRecord | undefined
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i]!
+    text += encodeRecord(record, previous)
+    previous = record
+  }
   return text
 }
 
@@ -146,6 +158,15 @@ class Reader {
     return n
   }
 
+  /** Whether the next field is `^`, "the same as the previous record's" (consumed if so). */
+  same(): boolean {
+    if (this.text.startsWith("^", this.at)) {
+      this.at++
+      return true
+    }
+    return false
+  }
+
   /** A `str` (see the module header). */
   string(): string {
     const json = this.text.startsWith("j", this.at)
@@ -194,16 +215,20 @@ const readOutcome = (reader: Reader): Outcome => {
   return { ok: false, code, reason, retryable }
 }
 
-const readRecord = (reader: Reader): StoredRecord => {
-  const sender = reader.string()
+const readRecord = (reader: Reader, previous: StoredRecord | undefined): StoredRecord => {
+  const sameAsPrevious = (): StoredRecord | undefined => {
+    if (!reader.same()) return undefined
+    return previous ?? reader.fail("the first record refers to a previous one")
+  }
+  const sender = sameAsPrevious()?.sender ?? reader.string()
   const form = reader.char()
   const key = form === "="
     ? `${sender}${KEY_SEPARATOR}${reader.string()}`
     : form === "!"
     ? reader.string()
     : reader.fail(`${JSON.stringify(form)} is not a key`)
-  const at = reader.number(",")
-  const targetId = reader.string()
+  const at = sameAsPrevious()?.at ?? reader.number(",")
+  const targetId = sameAsPrevious()?.fingerprint.targetId ?? reader.string()
   const textLength = reader.number(",")
   const textHash = reader.number(",")
   const attachmentsLength = reader.number(",")
@@ -248,7 +273,7 @@ export const decodeBlock = (n: number, text: string): ReadonlyArray<StoredRecord
     const count = reader.number(";")
     if (!Number.isSafeInteger(count) || count < 0) reader.fail("the record count is not a count")
     const records: Array<StoredRecord> = []
-    for (let i = 0; i < count; i++) records.push(readRecord(reader))
+    for (let i = 0; i < count; i++) records.push(readRecord(reader, records[i - 1]))
     if (!reader.done) reader.fail(`text follows the last of ${count} records`)
     return records
   } catch (cause) {

@@ -56,7 +56,25 @@ const recordArb: fc.Arbitrary<StoredRecord> = fc.record({
   at
 }))
 
-const blockArb = fc.array(recordArb, { maxLength: 12 })
+/** Records, some sharing the sender, time and target of the one before (written as "^"), as a tick's do. */
+const blockArb = fc.array(fc.tuple(recordArb, fc.boolean(), fc.boolean(), fc.boolean()), { maxLength: 12 }).map((drafts) => {
+  const records: Array<StoredRecord> = []
+  for (const [draft, sameSender, sameAt, sameTarget] of drafts) {
+    const previous = records[records.length - 1]
+    const sender = sameSender && previous !== undefined ? previous.sender : draft.sender
+    records.push({
+      ...draft,
+      key: sameSender && previous !== undefined ? recordKeyOf(sender, draft.key) : draft.key,
+      sender,
+      at: sameAt && previous !== undefined ? previous.at : draft.at,
+      fingerprint: {
+        ...draft.fingerprint,
+        targetId: sameTarget && previous !== undefined ? previous.fingerprint.targetId : draft.fingerprint.targetId
+      }
+    })
+  }
+  return records
+})
 
 describe("replayBlock", () => {
   it("a block decodes back to its records, in order", () => {
@@ -128,6 +146,7 @@ describe("replayBlock", () => {
     }
     assert.instanceOf(decodeBlock(1, good.replace(/f(\d+:E_)/, "x$1")), CorruptRow, "an outcome tag that is not one")
     assert.instanceOf(decodeBlock(1, ""), CorruptRow, "an empty body")
+    assert.instanceOf(decodeBlock(1, good.replace("b1:1;7:scope\u0000a", "b1:1;^")), CorruptRow, "a first record that refers to a previous one")
   })
 
   it("newestAt is the newest record's time, whatever their order", () => {
