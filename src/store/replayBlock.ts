@@ -10,8 +10,8 @@
  * concatenation and reading one is slicing:
  *
  *   block   = "b1:" count ";" record{count}
- *   record  = same(sender) key same(at) same(targetId) num(textLength)
- *             num(textHash) num(attachmentsLength) num(attachmentsHash)
+ *   record  = same(str(sender)) key same(num(at)) same(str(targetId))
+ *             num(textLength) num(textHash) num(attachmentsLength) num(attachmentsHash)
  *             num(replyErrorLength) num(replyErrorHash)
  *             opt(replyTo) bool(expectsReply) opt(supersedes) opt(retryOf) outcome
  *   key     = "=" str(id)          the key is recordKeyOf(sender, id)
@@ -21,7 +21,7 @@
  *                                  (a lone one would not survive UTF-8)
  *   num     = decimal ","
  *   same(x) = "^"                  the same as the previous record's x
- *           | x                    (str or num) written out; always so in the first record
+ *           | x                    written out; always so in the first record
  *   opt     = "-" | str            bool = "-" | "0" | "1"
  *   outcome = "d" (socket_delivered) | "q" (queued)
  *           | "f" str(code) str(reason) ("0" | "1")   a refusal, retryable or not
