@@ -54,6 +54,7 @@ import {
   noticeSteps,
   type RecoveredNotices
 } from "./OwedNotices.ts"
+import { decodeBlock, encodeBlock, newestAt } from "./replayBlock.ts"
 import { type BatchStep, SqliteBatch } from "./SqliteClient.ts"
 
 export type { StoredRecord } from "./mailCodec.ts"
@@ -167,9 +168,12 @@ export const makeMemoryMailState = (): MemoryMailState => ({
   down: false
 })
 
-/** A row that does not decode fails the load: never skipped, never treated as absent. */
-export const failCorrupt = (error: CorruptRow): Effect.Effect<never, MailStoreError> =>
-  Effect.fail(new MailStoreError({ operation: "load", detail: error.message }))
+/**
+ * A row that does not decode fails the load: never skipped, never treated as
+ * absent. `file`, when given, is the database it was read from.
+ */
+export const failCorrupt = (error: CorruptRow, file?: string): Effect.Effect<never, MailStoreError> =>
+  Effect.fail(new MailStoreError({ operation: "load", detail: file === undefined ? error.message : `${file}: ${error.message}` }))
 
 /** A `MailStoreService` over `state` (see `MemoryMailState`). */
 export const makeMemory = (state: MemoryMailState): MailStoreService => ({
@@ -229,16 +233,10 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 })
 
 // ---------------------------------------------------------------------------------------------
-// The SQLite implementation (schema: migrations/0001_mail.ts, 0005_replay_log.ts, 0006_mail_by_seq.ts,
+// The SQLite implementation (schema: migrations/0001_mail.ts, 0006_mail_by_seq.ts, 0007_replay_blocks.ts,
 // 0008_owed_notices.ts).
 
-const RecordRow = Schema.Struct({
-  record_key: Schema.String,
-  sender_key: Schema.String,
-  fingerprint: Schema.String,
-  outcome: Schema.String,
-  recorded_at: Schema.Number
-})
+const BlockRow = Schema.Struct({ n: Schema.Number, body: Schema.String })
 const MailRow = Schema.Struct({ record_key: Schema.String, seq: Schema.Number, body: Schema.String })
 const EdgeRow = Schema.Struct({ message_key: Schema.String, body: Schema.String })
 const NextSeqRow = Schema.Struct({ next: Schema.Number })
@@ -261,9 +259,9 @@ const sqlFailure = (operation: "load" | "commit") => (error: { readonly message:
   new MailStoreError({ operation, detail: error.message })
 
 /**
- * Rows per statement run of the commit's inserts (`BatchStep.rowsPerInsert`):
- * a lazy commit of traffic acknowledged on read holds a record per message
- * of 10 ms, a hundred or more under load.
+ * Rows per statement run of the commit's mail inserts (`BatchStep.rowsPerInsert`):
+ * a commit of a busy tick puts mail for many messages (its replay records
+ * are one row, a block, whatever their number).
  */
 export const ROWS_PER_INSERT = 16
 
@@ -271,12 +269,10 @@ export const ROWS_PER_INSERT = 16
 export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
   const steps: Array<BatchStep> = [
     {
-      // Appended, never replaced in place (0005_replay_log.ts): the last row of a key wins at load
-      // (rows of one statement are appended in the order they are listed).
-      sql: `INSERT INTO replay_log (record_key, sender_key, fingerprint, outcome, recorded_at)
-            VALUES (?, ?, ?, ?, ?)`,
-      rows: change.records.map((r) => [r.key, r.sender, encodeFingerprint(r.fingerprint), encodeOutcome(r.outcome), r.at]),
-      rowsPerInsert: ROWS_PER_INSERT
+      // All of the commit's records in one appended row (0007_replay_blocks.ts, replayBlock.ts): blocks
+      // are read back in `n` order and their records in order, so a key's last record wins at load.
+      sql: "INSERT INTO replay_blocks (newest_at, body) VALUES (?, ?)",
+      rows: change.records.length === 0 ? [] : [[newestAt(change.records), encodeBlock(change.records)]]
     },
     {
       // Keyed by its sequence number (0006_mail_by_seq.ts): puts append at the table's end and
@@ -293,7 +289,9 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
     { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) }
   ]
   if (change.prune !== undefined) {
-    steps.push({ sql: "DELETE FROM replay_log WHERE recorded_at < ?", rows: [[change.prune.recordsBefore]] })
+    // A block goes once its newest record is past the window, so a record may outlive it by as long as
+    // the newest record of its commit is younger (docs/store.md, "The durability promise").
+    steps.push({ sql: "DELETE FROM replay_blocks WHERE newest_at < ?", rows: [[change.prune.recordsBefore]] })
     steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
   }
   steps.push(...noticeSteps(change))
@@ -312,42 +310,44 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
 
     const load = (since: number): Effect.Effect<Recovered, MailStoreError> =>
       Effect.gen(function*() {
-        const recordRows = rowsOf(
-          RecordRow,
-          "replay record",
-          yield* sql`SELECT record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_log
-            WHERE recorded_at >= ${since} ORDER BY n`
+        const blockRows = rowsOf(
+          BlockRow,
+          "replay block",
+          yield* sql`SELECT n, body FROM replay_blocks WHERE newest_at >= ${since} ORDER BY n`
         )
-        if (recordRows instanceof CorruptRow) return yield* failCorrupt(recordRows)
-        // In the order they were written: a key's last row is its current state.
+        if (blockRows instanceof CorruptRow) return yield* failCorrupt(blockRows, batch.file)
+        // In the order they were written: a key's last record is its current state.
         const latest = new Map<string, StoredRecord>()
-        for (const row of recordRows) {
-          const record = decodeRecord(row.record_key, row.sender_key, row.fingerprint, row.outcome, row.recorded_at)
-          if (record instanceof CorruptRow) return yield* failCorrupt(record)
-          latest.delete(record.key)
-          latest.set(record.key, record)
+        for (const row of blockRows) {
+          const block = decodeBlock(row.n, row.body)
+          if (block instanceof CorruptRow) return yield* failCorrupt(block, batch.file)
+          for (const record of block) {
+            if (record.at < since) continue
+            latest.delete(record.key)
+            latest.set(record.key, record)
+          }
         }
         const records = [...latest.values()].sort((a, b) => a.at - b.at)
         const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT seq, record_key, body FROM mail ORDER BY seq`)
-        if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
+        if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows, batch.file)
         const mail: Array<StoredMail> = []
         for (const row of mailRows) {
           const decoded = decodeMail(row.record_key, row.body)
-          if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded)
+          if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded, batch.file)
           mail.push({ seq: row.seq, mail: decoded })
         }
         const edgeRows = rowsOf(EdgeRow, "ask edge", yield* sql`SELECT message_key, body FROM ask_edges`)
-        if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows)
+        if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows, batch.file)
         const edges: Array<AskEdge> = []
         for (const row of edgeRows) {
           const edge = decodeEdge(row.message_key, row.body)
-          if (edge instanceof CorruptRow) return yield* failCorrupt(edge)
+          if (edge instanceof CorruptRow) return yield* failCorrupt(edge, batch.file)
           edges.push(edge)
         }
         const next = rowsOf(NextSeqRow, "mail", yield* sql`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM mail`)
-        if (next instanceof CorruptRow) return yield* failCorrupt(next)
+        if (next instanceof CorruptRow) return yield* failCorrupt(next, batch.file)
         const notices = yield* Effect.provideService(loadSqliteNotices, SqlClient.SqlClient, sql)
-        if (notices instanceof CorruptRow) return yield* failCorrupt(notices)
+        if (notices instanceof CorruptRow) return yield* failCorrupt(notices, batch.file)
         return { records, mail, edges, nextSeq: next[0]?.next ?? 1, ...notices }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 

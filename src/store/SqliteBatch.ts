@@ -64,6 +64,8 @@ export interface SqliteBatchService {
   readonly transact: (steps: ReadonlyArray<BatchStep>) => Effect.Effect<number, SqlError.SqlError>
   /** The prepared-statement cache's counters. */
   readonly statementCache: Effect.Effect<StatementCacheStats>
+  /** The database file the connection opened (`:memory:` for an in-memory one), for errors that name it. */
+  readonly file: string
 }
 
 /** {@link SqliteBatchService} as a service, provided next to `SqlClient.SqlClient` by `SqliteClient.layer`. */
@@ -254,5 +256,5 @@ export const makeBatch = (connection: BatchConnection): SqliteBatchService => {
           : semaphore.withPermit(Effect.suspend(() => transactNow(steps)))
     )
 
-  return { executeMany, transact, statementCache: Effect.sync(() => cache.stats()) }
+  return { executeMany, transact, statementCache: Effect.sync(() => cache.stats()), file }
 }

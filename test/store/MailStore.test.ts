@@ -1,9 +1,10 @@
 /**
  * `MailStore`: the SQLite store and the memory store load back exactly what
  * was committed (fast-check over random batches), a rewritten replay record
- * loads as its last state, migrations 0005 and 0006 keep stored records and
- * mail (0006 in its order, keyed by seq), a row that
- * does not decode fails the load naming it, and a commit the disk cannot take
+ * loads as its last state, the prune drops whole replay blocks, migrations
+ * 0005, 0006 and 0007 keep stored records and mail (0006 in its order, keyed
+ * by seq; 0007 each key's last row), a row or block that does not decode
+ * fails the load naming it and the file, and a commit the disk cannot take
  * stores nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -27,6 +28,7 @@ import { encodeFingerprint, encodeMail, encodeOutcome, type StoredRecord } from 
 import { migration as mail0001 } from "../../src/store/migrations/0001_mail.ts"
 import { migration as replayLog0005 } from "../../src/store/migrations/0005_replay_log.ts"
 import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail_by_seq.ts"
+import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
@@ -146,8 +148,8 @@ const asCommits = (drafts: ReadonlyArray<DraftCommit>): ReadonlyArray<MailCommit
   })
 }
 
-const loadAll = (store: MailStoreService) =>
-  Effect.map(store.load(0), (r) => ({
+const loadAll = (store: MailStoreService, since = 0) =>
+  Effect.map(store.load(since), (r) => ({
     records: [...r.records].sort((a, b) => a.key.localeCompare(b.key)),
     seqs: r.mail.map((m) => m.seq),
     mailBodies: [...r.mail].sort((a, b) => a.mail.recordKey.localeCompare(b.mail.recordKey)),
@@ -161,14 +163,17 @@ describe("MailStore", () => {
       const drafts = fc.sample(fc.array(draftArb, { minLength: 1, maxLength: 8 }), { numRuns: 40, seed: 7 })
       for (const draft of drafts) {
         const run = asCommits(draft)
+        // The broker loads from its retention cutoff, never older than a prune's: SQLite prunes whole
+        // replay blocks, so a record older than the cutoff may still be stored, and is not loaded.
+        const since = Math.max(0, ...run.map((batch) => batch.prune?.recordsBefore ?? 0))
         const memory = makeMemory(makeMemoryMailState())
         const viaSqlite = yield* Effect.gen(function*() {
           const sqlite = yield* MailStore
           for (const batch of run) yield* sqlite.commit(batch)
-          return yield* loadAll(sqlite)
+          return yield* loadAll(sqlite, since)
         }).pipe(Effect.provide(sqliteStore))
         for (const batch of run) yield* memory.commit(batch)
-        const viaMemory = yield* loadAll(memory)
+        const viaMemory = yield* loadAll(memory, since)
         assert.deepStrictEqual(viaSqlite.records, viaMemory.records)
         assert.deepStrictEqual(viaSqlite.mailBodies, viaMemory.mailBodies)
         for (const loaded of [viaSqlite, viaMemory]) {
@@ -178,19 +183,50 @@ describe("MailStore", () => {
       }
     }))
 
-  it.effect("a record rewritten in a later commit loads as its last state, once; pruning drops all its rows", () =>
+  it.effect("a record rewritten in a later commit loads as its last state, once; pruning drops all its blocks", () =>
     Effect.gen(function*() {
       const store = yield* MailStore
       const sql = yield* SqlClient.SqlClient
       const empty = { mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
-      yield* store.commit({ ...empty, records: [recordOf("k", 40, true), recordOf("other", 45, true)] })
+      yield* store.commit({ ...empty, records: [recordOf("k", 40, true)] })
+      yield* store.commit({ ...empty, records: [recordOf("other", 45, true)] })
       yield* store.commit({ ...empty, records: [recordOf("k", 40, false)] })
       const loaded = yield* store.load(0)
       assert.deepStrictEqual(loaded.records, [recordOf("k", 40, false), recordOf("other", 45, true)])
       yield* store.commit({ ...empty, records: [], prune: { recordsBefore: 41, edgesUntil: 0 } })
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("other", 45, true)])
-      const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM replay_log`
-      assert.strictEqual(rows[0]?.n, 1, "both rows of the pruned record are gone")
+      const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM replay_blocks`
+      assert.strictEqual(rows[0]?.n, 1, "both blocks of the pruned record are gone")
+    }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("a rewrite later in the same commit wins too, and a block outlives the prune while its newest record is in the window", () =>
+    Effect.gen(function*() {
+      const store = yield* MailStore
+      const empty = { mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
+      yield* store.commit({ ...empty, records: [recordOf("old", 30, true), recordOf("k", 40, true), recordOf("k", 40, false)] })
+      yield* store.commit({ ...empty, records: [recordOf("other", 20, true)] })
+      yield* store.commit({ ...empty, records: [], prune: { recordsBefore: 35, edgesUntil: 0 } })
+      // "old" (30) is past the cutoff but shares a block with "k" (40): stored still, and not loaded from 35.
+      assert.deepStrictEqual((yield* store.load(0)).records.map((r) => r.key), ["old", "k"])
+      assert.deepStrictEqual((yield* store.load(35)).records, [recordOf("k", 40, false)])
+    }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("records whose strings hold any text (NUL, surrogate pairs, lone surrogates, a key of another shape) load back exactly", () =>
+    Effect.gen(function*() {
+      const store = yield* MailStore
+      const odd = (key: string, sender: string, targetId: string): StoredRecord => ({
+        ...recordOf(key, 7, false),
+        sender,
+        fingerprint: { ...recordOf(key, 7, false).fingerprint, targetId, replyTo: "\ud800", retryOf: "é\u0000" }
+      })
+      const records = [
+        odd("scope\u0000a\u0001\ud83d\ude00", "scope\u0000a", "\udfff"),
+        odd("no separator", "scope\u0000b", "x"),
+        odd("scope\u0000c\u0001", "scope\u0000c", "")
+      ]
+      yield* store.commit({ records, mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] })
+      const loaded = (yield* store.load(0)).records
+      assert.deepStrictEqual([...loaded].sort((a, b) => a.key.localeCompare(b.key)), [...records].sort((a, b) => a.key.localeCompare(b.key)))
     }).pipe(Effect.provide(sqliteStore)))
 
   it.effect("commits larger than one insert statement (ROWS_PER_INSERT) load back as the memory store's, last rewrite winning", () =>
@@ -228,6 +264,8 @@ describe("MailStore", () => {
       yield* replayLog0005
       const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
       assert.notInclude(tables.map((t) => t.name), "replay_records")
+      yield* mailBySeq0006
+      yield* replayBlocks0007
       yield* owedNotices0008 // the store loads owed notices too
       const store = yield* makeSqlite
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
@@ -243,6 +281,7 @@ describe("MailStore", () => {
         yield* sql`INSERT INTO mail (record_key, seq, body) VALUES (${m.mail.recordKey}, ${m.seq}, ${encodeMail(m.mail)})`
       }
       yield* mailBySeq0006
+      yield* replayBlocks0007
       const columns = yield* sql<{ name: string; pk: number }>`SELECT name, pk FROM pragma_table_info('mail')`
       assert.deepStrictEqual(columns.filter((c) => c.pk > 0).map((c) => c.name), ["seq"])
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mail'`
@@ -267,6 +306,68 @@ describe("MailStore", () => {
       assert.deepStrictEqual(loaded.mail, [first, second, tenth])
       assert.strictEqual(loaded.nextSeq, 11)
     }).pipe(Effect.provide(sqliteStore)))
+
+  it.effect("migration 0007 copies the log into blocks in its order, so each key's last row wins; then drops the log", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* mail0001
+      yield* replayLog0005
+      yield* mailBySeq0006
+      // 1,003 rows: a full block of 1,000 and a second one; "k" written first and rewritten in the last row.
+      const rows = [
+        recordOf("k", 50, true),
+        ...Array.from({ length: 1_001 }, (_, i) => recordOf(`r${i}`, 60 + i, i % 3 === 0)),
+        recordOf("k", 50, false)
+      ]
+      for (const r of rows) {
+        yield* sql`INSERT INTO replay_log (record_key, sender_key, fingerprint, outcome, recorded_at)
+          VALUES (${r.key}, ${r.sender}, ${encodeFingerprint(r.fingerprint)}, ${encodeOutcome(r.outcome)}, ${r.at})`
+      }
+      yield* replayBlocks0007
+      const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+      assert.notInclude(tables.map((t) => t.name), "replay_log")
+      const blocks = yield* sql<{ newest_at: number }>`SELECT newest_at FROM replay_blocks ORDER BY n`
+      assert.deepStrictEqual(blocks.map((b) => b.newest_at), [60 + 998, 60 + 1_000])
+      yield* owedNotices0008 // the store loads owed notices too
+      const store = yield* makeSqlite
+      const loaded = (yield* store.load(0)).records
+      assert.strictEqual(loaded.length, 1_002)
+      assert.deepStrictEqual(loaded[0], recordOf("k", 50, false))
+      assert.deepStrictEqual(loaded.slice(1), rows.slice(1, -1))
+    }).pipe(Effect.provide(bareSqlite)))
+
+  it.effect("a log row that does not decode fails migration 0007, naming it, and the log is kept", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* mail0001
+      yield* replayLog0005
+      yield* mailBySeq0006
+      yield* sql`INSERT INTO replay_log (record_key, sender_key, fingerprint, outcome, recorded_at)
+        VALUES ('mangled', 'scope', '{"targetId":', '{}', 1)`
+      const error = yield* Effect.flip(sql.withTransaction(replayBlocks0007))
+      assert.include(String(error), "mangled")
+      const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+      assert.include(tables.map((t) => t.name), "replay_log")
+      assert.notInclude(tables.map((t) => t.name), "replay_blocks")
+    }).pipe(Effect.provide(bareSqlite)))
+
+  it.effect("a replay block that does not decode fails the load, naming the block and the database file", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = path.join(dir, "intercom.db")
+      yield* Effect.gen(function*() {
+        const store = yield* MailStore
+        const sql = yield* SqlClient.SqlClient
+        yield* store.commit({ records: [recordOf("kept", 5, true)], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] })
+        // A block cut short, as a torn write would leave it: never read as "no records".
+        yield* sql`UPDATE replay_blocks SET body = substr(body, 1, length(body) - 3)`
+        const error = yield* Effect.flip(store.load(0))
+        assert.strictEqual(error.operation, "load")
+        assert.include(error.message, file)
+        assert.include(error.message, "replay block \"1\"")
+        assert.include(error.message, "cannot be read")
+      }).pipe(Effect.provide(Layer.provideMerge(MailStore.sqlite, Database.layer({ file }))))
+    }))
 
   it.effect("a stored row that does not decode fails the load, naming it; nothing is skipped", () =>
     Effect.gen(function*() {

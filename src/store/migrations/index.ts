@@ -14,6 +14,7 @@
  *   confirmed delivery steps (`DeliveryMarks`)
  * - `0005_replay_log` replay records as an append-only log (`MailStore`)
  * - `0006_mail_by_seq` undelivered mail keyed by its sequence number (`MailStore`)
+ * - `0007_replay_blocks` replay records a commit's worth per row (`MailStore`)
  * - `0008_owed_notices` failure notices owed to senders (`MailStore`, OwedNotices.ts)
  *
  * Later migrations take the next free number. A released migration is never
@@ -35,6 +36,7 @@ import results0003 from "./0003_results.ts"
 import undelivered0004 from "./0004_undelivered.ts"
 import { migration as replayLog } from "./0005_replay_log.ts"
 import { migration as mailBySeq } from "./0006_mail_by_seq.ts"
+import { migration as replayBlocks } from "./0007_replay_blocks.ts"
 import { migration as owedNotices } from "./0008_owed_notices.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
@@ -48,5 +50,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0004_undelivered": undelivered0004,
   "0005_replay_log": replayLog,
   "0006_mail_by_seq": mailBySeq,
+  "0007_replay_blocks": replayBlocks,
   "0008_owed_notices": owedNotices
 }

@@ -1,0 +1,159 @@
+/**
+ * The replay block codec (`replayBlock.ts`): any records, in any order, with
+ * any strings (lone surrogates included) and finite numbers, decode back to
+ * what was encoded, in order; a block cut short, with text after its last
+ * record, or with a field out of place is a `CorruptRow` naming the block,
+ * never a shorter list.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { recordKeyOf } from "../../src/broker/DeliveryRecords.ts"
+import { DeliveryCode } from "../../src/protocol/delivery.ts"
+import { CorruptRow, type StoredRecord } from "../../src/store/mailCodec.ts"
+import { decodeBlock, encodeBlock, newestAt } from "../../src/store/replayBlock.ts"
+
+const optional = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { nil: undefined })
+/** Any text: ASCII, any code point, and any UTF-16 unit (lone surrogates too). */
+const text = fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.string({ unit: "binary" }))
+/** Finite numbers as the store writes them (-0 is written as 0, as JSON writes it). */
+const number = fc.oneof(fc.integer(), fc.integer({ min: -1, max: 10 }), fc.double({ noNaN: true, noDefaultInfinity: true }))
+  .map((n) => Object.is(n, -0) ? 0 : n)
+
+const outcomeArb = fc.oneof(
+  fc.constant({ ok: true, delivery: "socket_delivered" } as const),
+  fc.constant({ ok: true, delivery: "queued" } as const),
+  fc.record({
+    ok: fc.constant(false as const),
+    code: fc.constantFrom(...Object.values(DeliveryCode)),
+    reason: text,
+    retryable: fc.boolean()
+  })
+)
+
+const recordArb: fc.Arbitrary<StoredRecord> = fc.record({
+  sender: text,
+  id: text,
+  /** Most keys are `recordKeyOf(sender, id)`; any other text is kept whole. */
+  otherKey: optional(text),
+  targetId: text,
+  textLength: number,
+  textHash: number,
+  attachmentsLength: number,
+  attachmentsHash: number,
+  replyTo: optional(text),
+  expectsReply: optional(fc.boolean()),
+  supersedes: optional(text),
+  retryOf: optional(text),
+  replyErrorLength: number,
+  replyErrorHash: number,
+  outcome: outcomeArb,
+  at: fc.integer({ min: 0, max: 4_000_000_000_000 })
+}).map(({ at, id, otherKey, outcome, sender, ...fingerprint }) => ({
+  key: otherKey ?? recordKeyOf(sender, id),
+  sender,
+  fingerprint,
+  outcome,
+  at
+}))
+
+/** Records, some sharing the sender, time and target of the one before (written as "^"), as a tick's do. */
+const blockArb = fc.array(fc.tuple(recordArb, fc.boolean(), fc.boolean(), fc.boolean()), { maxLength: 12 }).map((drafts) => {
+  const records: Array<StoredRecord> = []
+  for (const [draft, sameSender, sameAt, sameTarget] of drafts) {
+    const previous = records[records.length - 1]
+    const sender = sameSender && previous !== undefined ? previous.sender : draft.sender
+    records.push({
+      ...draft,
+      key: sameSender && previous !== undefined ? recordKeyOf(sender, draft.key) : draft.key,
+      sender,
+      at: sameAt && previous !== undefined ? previous.at : draft.at,
+      fingerprint: {
+        ...draft.fingerprint,
+        targetId: sameTarget && previous !== undefined ? previous.fingerprint.targetId : draft.fingerprint.targetId
+      }
+    })
+  }
+  return records
+})
+
+describe("replayBlock", () => {
+  it("a block decodes back to its records, in order", () => {
+    fc.assert(
+      fc.property(blockArb, (records) => {
+        const decoded = decodeBlock(1, encodeBlock(records))
+        assert.notInstanceOf(decoded, CorruptRow)
+        assert.deepStrictEqual(decoded, records)
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a block cut anywhere, or with anything after its last record, is corrupt, never fewer records", () => {
+    const cutArb = blockArb.chain((records) => {
+      const block = encodeBlock(records)
+      return fc.tuple(fc.constant(block), fc.integer({ min: 0, max: block.length - 1 }), fc.string({ minLength: 1 }))
+    })
+    fc.assert(
+      fc.property(cutArb, ([block, cut, tail]) => {
+        for (const corrupt of [block.slice(0, cut), block + tail]) {
+          const decoded = decodeBlock(42, corrupt)
+          assert.instanceOf(decoded, CorruptRow)
+          if (decoded instanceof CorruptRow) {
+            assert.strictEqual(decoded.table, "replay block")
+            assert.include(decoded.message, "replay block \"42\"")
+          }
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a field out of place is corrupt: a bad header, count, number, optional, outcome or delivery code", () => {
+    const record: StoredRecord = {
+      key: recordKeyOf("scope\u0000a", "m1"),
+      sender: "scope\u0000a",
+      fingerprint: {
+        targetId: "b",
+        textLength: 3,
+        textHash: -7,
+        attachmentsLength: 0,
+        attachmentsHash: 0,
+        replyTo: undefined,
+        expectsReply: true,
+        supersedes: undefined,
+        retryOf: undefined,
+        replyErrorLength: -1,
+        replyErrorHash: 0
+      },
+      outcome: { ok: false, code: "E_DELIVERY_EXPIRED", reason: "expired", retryable: false },
+      at: 1_000
+    }
+    const good = encodeBlock([record])
+    assert.notInstanceOf(decodeBlock(1, good), CorruptRow)
+    for (
+      const [from, to] of [
+        ["b1:", "b2:"], // a format this build does not know
+        ["b1:1;", "b1:2;"], // more records than the text holds
+        ["b1:1;", "b1:x;"], // a count that is not one
+        ["1000,", "10x0,"], // a number that is not one
+        ["1-", "1?"], // an optional string that is neither absent nor a string
+        ["E_DELIVERY_EXPIRED", "E_DELIVERY_EXPIRES"] // a code this build does not know
+      ] as const
+    ) {
+      const corrupt = good.replace(from, to)
+      assert.notStrictEqual(corrupt, good, `${from} is in the block`)
+      assert.instanceOf(decodeBlock(1, corrupt), CorruptRow, `${from} → ${to}`)
+    }
+    assert.instanceOf(decodeBlock(1, good.replace(/f(\d+:E_)/, "x$1")), CorruptRow, "an outcome tag that is not one")
+    assert.instanceOf(decodeBlock(1, ""), CorruptRow, "an empty body")
+    assert.instanceOf(decodeBlock(1, good.replace("b1:1;7:scope\u0000a", "b1:1;^")), CorruptRow, "a first record that refers to a previous one")
+  })
+
+  it("newestAt is the newest record's time, whatever their order", () => {
+    fc.assert(
+      fc.property(fc.array(recordArb, { minLength: 1, maxLength: 12 }), (records) => {
+        assert.strictEqual(newestAt(records), Math.max(...records.map((r) => r.at)))
+      })
+    )
+  })
+})
