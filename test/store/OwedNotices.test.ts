@@ -13,6 +13,7 @@ import { type MailCommit, MailStore, type MailStoreService, makeMemory, makeMemo
 import { migration as mail0001 } from "../../src/store/migrations/0001_mail.ts"
 import { migration as replayLog0005 } from "../../src/store/migrations/0005_replay_log.ts"
 import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail_by_seq.ts"
+import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 
@@ -60,12 +61,13 @@ describe("MailStore: failure notices owed to senders", () => {
       assert.deepStrictEqual([loaded.notices, loaded.nextNoticeSeq], [[], 1])
     }))
 
-  it.effect("migration 0008 adds owed_notices to a database at 0006, keyed by seq, and keeps its mail", () =>
+  it.effect("migration 0008 adds owed_notices to a database at 0007, keyed by seq, and keeps its mail", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* mail0001
       yield* replayLog0005
       yield* mailBySeq0006
+      yield* replayBlocks0007
       yield* sql`INSERT INTO mail (seq, record_key, body) VALUES (1, 'k', 'kept')`
       yield* owedNotices0008
       const columns = yield* sql<{ name: string; pk: number }>`SELECT name, pk FROM pragma_table_info('owed_notices')`
