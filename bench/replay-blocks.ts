@@ -18,13 +18,13 @@ import { SqlClient } from "effect/sql"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { randomUUID } from "node:crypto"
 import * as Database from "../src/store/Database.ts"
-import { commitSteps, type MailCommit, ROWS_PER_INSERT, type StoredMail } from "../src/store/MailStore.ts"
-import { encodeFingerprint, encodeOutcome, type StoredRecord } from "../src/store/mailCodec.ts"
+import { commitSteps, type MailCommit, ROWS_PER_INSERT } from "../src/store/MailStore.ts"
+import { encodeFingerprint, encodeOutcome } from "../src/store/mailCodec.ts"
 import { type BatchStep, SqliteBatch } from "../src/store/SqliteClient.ts"
 import { eachArg } from "./args.ts"
 import { median } from "./stats.ts"
+import { readCommits } from "./storeShapes.ts"
 
 const USAGE = "usage: node bench/replay-blocks.ts [--commits N] [--reps N]"
 let COMMITS = 300
@@ -34,67 +34,6 @@ eachArg(process.argv.slice(2), USAGE, (arg) => {
   else if (arg.key === "--reps") REPS = arg.int(1, 100)
   else throw new Error(`unknown argument ${arg.raw}\n${USAGE}`)
 })
-
-const session = () => `scope\u0000${randomUUID()}`
-const text = "x".repeat(100)
-
-const put = (sender: string, target: string, seq: number, at: number): StoredMail => {
-  const id = randomUUID()
-  return {
-    seq,
-    mail: {
-      recordKey: `${sender}\u0001${id}`,
-      senderKey: sender,
-      senderId: sender.slice(6),
-      senderIdentity: undefined,
-      fromJson: JSON.stringify({ id: sender.slice(6), name: "worker", cwd: "/work/project", model: "m", pid: 4242 }),
-      message: { id, timestamp: at, content: { text } },
-      brokerReceivedAt: at,
-      spaceKey: "scope",
-      targetKey: target,
-      targetId: target.slice(6),
-      targetIdentity: undefined,
-      queuedAt: at,
-      askTimeoutMs: undefined
-    }
-  }
-}
-
-const recordOf = (mail: StoredMail, at: number): StoredRecord => ({
-  key: mail.mail.recordKey,
-  sender: mail.mail.senderKey,
-  fingerprint: {
-    targetId: mail.mail.targetId,
-    textLength: text.length,
-    textHash: -123456789,
-    attachmentsLength: 0,
-    attachmentsHash: 0,
-    replyTo: undefined,
-    expectsReply: undefined,
-    supersedes: undefined,
-    retryOf: undefined,
-    replyErrorLength: -1,
-    replyErrorHash: 0
-  },
-  outcome: { ok: true, delivery: "socket_delivered" },
-  at
-})
-
-/** `count` commits of `perCommit` records each, mail for one message in six, the previous commit's mail deleted. */
-const commitsOf = (count: number, perCommit: number): Array<MailCommit> => {
-  const senders = Array.from({ length: 16 }, session), receiver = session()
-  const out: Array<MailCommit> = []
-  let seq = 1
-  let last: Array<StoredMail> = []
-  for (let i = 0; i < count; i++) {
-    const at = 1_700_000_000_000 + i
-    const messages = Array.from({ length: perCommit }, (_, j) => put(senders[(i + j) % 16]!, receiver, seq++, at))
-    const puts = messages.filter((_, j) => j % 6 === 5)
-    out.push({ records: messages.map((m) => recordOf(m, at)), mailPuts: puts, mailDeletes: last.map((p) => p.seq), edgePuts: [], edgeDeletes: [] })
-    last = puts
-  }
-  return out
-}
 
 /** The records as one `replay_log` row each (the schema and statement before 0007). */
 const rowSteps = (commit: MailCommit): ReadonlyArray<BatchStep> => [
@@ -131,7 +70,7 @@ const measure = (perCommit: number) =>
     yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
     const rows = yield* open(path.join(dir, "rows.db"), true)
     const block = yield* open(path.join(dir, "block.db"), false)
-    const commits = commitsOf(COMMITS, perCommit)
+    const commits = readCommits(COMMITS, perCommit)
     // Warm both sides' statements and first pages outside the measured range.
     for (const commit of commits.slice(0, 20)) {
       yield* rows.batch.transact(rowSteps(commit))

@@ -24,17 +24,14 @@
  * comparable on a loaded machine, which is why this measures the store alone.
  */
 import { Effect, Layer } from "effect"
-import { randomUUID } from "node:crypto"
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import type { AskEdge } from "../src/broker/AskEdges.ts"
-import type { Mail } from "../src/broker/Peer.ts"
 import * as Database from "../src/store/Database.ts"
-import { type MailCommit, MailStore, type StoredMail } from "../src/store/MailStore.ts"
-import type { StoredRecord } from "../src/store/mailCodec.ts"
+import { type MailCommit, MailStore } from "../src/store/MailStore.ts"
 import { eachArg } from "./args.ts"
 import { median } from "./stats.ts"
+import { askCommits, readCommits, tickCommits } from "./storeShapes.ts"
 
 const USAGE =
   "usage: node bench/store-commit.ts [--round-trips N] [--ticks N] [--per-tick K] [--reads N] [--per-read R] [--reps N]"
@@ -53,131 +50,6 @@ eachArg(process.argv.slice(2), USAGE, (arg) => {
   else if (arg.key === "--reps") REPS = arg.int(1, 100)
   else throw new Error(`unknown argument ${arg.raw}\n${USAGE}`)
 })
-
-const session = () => `scope\u0000${randomUUID()}`
-const text = "x".repeat(100)
-
-const mailOf = (sender: string, target: string, seq: number, at: number, ask: boolean): StoredMail => {
-  const id = randomUUID()
-  return {
-    seq,
-    mail: {
-      recordKey: `${sender}\u0000${id}`,
-      senderKey: sender,
-      senderId: sender.slice(6),
-      senderIdentity: undefined,
-      fromJson: JSON.stringify({ id: sender.slice(6), name: "worker", cwd: "/work/project", model: "m", pid: 4242 }),
-      message: { id, timestamp: at, content: { text }, ...(ask ? { expectsReply: true } : {}) },
-      brokerReceivedAt: at,
-      spaceKey: "scope",
-      targetKey: target,
-      targetId: target.slice(6),
-      targetIdentity: undefined,
-      queuedAt: at,
-      askTimeoutMs: ask ? 600_000 : undefined
-    } satisfies Mail
-  }
-}
-
-const recordOf = (mail: Mail, at: number): StoredRecord => ({
-  key: mail.recordKey,
-  sender: mail.senderKey,
-  fingerprint: {
-    targetId: mail.targetId,
-    textLength: text.length,
-    textHash: 123456789,
-    attachmentsLength: 0,
-    attachmentsHash: 0,
-    replyTo: undefined,
-    expectsReply: mail.askTimeoutMs === undefined ? undefined : true,
-    supersedes: undefined,
-    retryOf: undefined,
-    replyErrorLength: -1,
-    replyErrorHash: 0
-  },
-  outcome: { ok: true, delivery: "socket_delivered" },
-  at
-})
-
-const edgeOf = (mail: Mail, at: number): AskEdge => ({
-  messageKey: mail.recordKey,
-  messageId: mail.message.id,
-  askerKey: mail.senderKey,
-  targetKey: mail.targetKey,
-  deadline: at + 600_000,
-  openedAt: at
-})
-
-/** The commits of one workload, made up front so that only the store's work is measured. */
-const askCommits = (roundTrips: number): Array<MailCommit> => {
-  const asker = session(), answerer = session()
-  const commits: Array<MailCommit> = []
-  let seq = 1
-  let lastReply: StoredMail | undefined
-  for (let i = 0; i < roundTrips; i++) {
-    const at = 1_000 + i
-    const ask = mailOf(asker, answerer, seq++, at, true)
-    const reply = mailOf(answerer, asker, seq++, at, false)
-    commits.push({
-      records: [recordOf(ask.mail, at)],
-      mailPuts: [ask],
-      mailDeletes: lastReply === undefined ? [] : [lastReply.seq],
-      edgePuts: [edgeOf(ask.mail, at)],
-      edgeDeletes: []
-    })
-    commits.push({
-      records: [recordOf(reply.mail, at)],
-      mailPuts: [reply],
-      mailDeletes: [ask.seq],
-      edgePuts: [],
-      edgeDeletes: [ask.mail.recordKey]
-    })
-    lastReply = reply
-  }
-  return commits
-}
-
-const tickCommits = (ticks: number, perTick: number): Array<MailCommit> => {
-  const senders = Array.from({ length: 16 }, session), receiver = session()
-  const commits: Array<MailCommit> = []
-  let seq = 1
-  let last: Array<StoredMail> = []
-  for (let i = 0; i < ticks; i++) {
-    const at = 1_000 + i
-    const puts = Array.from({ length: perTick }, (_, j) => mailOf(senders[(i + j) % 16] ?? receiver, receiver, seq++, at, false))
-    commits.push({
-      records: puts.map((put) => recordOf(put.mail, at)),
-      mailPuts: puts,
-      mailDeletes: last.map((put) => put.seq),
-      edgePuts: [],
-      edgeDeletes: []
-    })
-    last = puts
-  }
-  return commits
-}
-
-/** Commits of traffic acknowledged on read: every message's record, one message in six still unread. */
-const readCommits = (commits: number, perCommit: number): Array<MailCommit> => {
-  const senders = Array.from({ length: 16 }, session), receiver = session()
-  const out: Array<MailCommit> = []
-  let seq = 1
-  let last: Array<StoredMail> = []
-  for (let i = 0; i < commits; i++) {
-    const at = 1_000 + i
-    const messages = Array.from({ length: perCommit }, (_, j) => mailOf(senders[(i + j) % 16] ?? receiver, receiver, seq++, at, false))
-    const puts = messages.filter((_, j) => j % 6 === 5)
-    out.push({
-      records: messages.map((put) => recordOf(put.mail, at)),
-      mailPuts: puts,
-      mailDeletes: last.map((put) => put.seq),
-      edgePuts: [],
-      edgeDeletes: []
-    })
-    last = puts
-  }
-  return out
-}
 
 interface Measured {
   readonly cpuPerCommit: number
