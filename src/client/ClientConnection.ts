@@ -6,8 +6,8 @@
  * `ConnectionLost` — an in-flight send never vanishes silently.
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
- * (register, the reader's dispatch, the pending-request tables) share the
- * same maps and the same close; the request texts are in requests.ts, the
+ * (register, the reader's dispatch and its `received-v1` confirmations, the
+ * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts
  * and the question requests in QuestionRequests.ts.
  */

@@ -23,7 +23,8 @@
  * only by synchronous code (design.md's hot-path rule of single ownership).
  *
  * Size: one concept — the lifetime of the client's connection (attempt,
- * adopt, reconnect, disconnect) over that state; the models are in models.ts,
+ * adopt, reconnect, disconnect, and whether its connections confirm what
+ * they read) over that state; the models are in models.ts,
  * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
  * result archive in ClientResults.ts, durable questions in ClientQuestions.ts
  * and health in health.ts; what stays here is the wiring of each into the
