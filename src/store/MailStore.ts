@@ -289,9 +289,15 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
     { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) }
   ]
   if (change.prune !== undefined) {
-    // A block goes once its newest record is past the window, so a record may outlive it by as long as
-    // the newest record of its commit is younger (docs/store.md, "The durability promise").
-    steps.push({ sql: "DELETE FROM replay_blocks WHERE newest_at < ?", rows: [[change.prune.recordsBefore]] })
+    // A block goes once its newest record is past the window and every block before it has gone: a
+    // key's later write (a rewrite keeps the record's first time, so a block of rewrites can be older
+    // than the block before it) never goes while an earlier one stays. A record may so outlive the
+    // window by as long as a block at or before its own holds a younger record: at most an hour
+    // after its block was committed (docs/store.md, "The durability promise").
+    steps.push({
+      sql: "DELETE FROM replay_blocks WHERE n < (SELECT COALESCE(MIN(n), 9223372036854775807) FROM replay_blocks WHERE newest_at >= ?)",
+      rows: [[change.prune.recordsBefore]]
+    })
     steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
   }
   steps.push(...noticeSteps(change))
