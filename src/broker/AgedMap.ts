@@ -56,6 +56,11 @@ export class AgedMap<K, V> {
    */
   set(key: K, value: V, at: number): ReadonlyArray<V> {
     this.append(key, value, at)
+    return this.evictOverCapacity()
+  }
+
+  /** Removes the oldest entries past the capacity, and returns them, oldest first. */
+  private evictOverCapacity(): ReadonlyArray<V> {
     if (this.table.size <= this.capacity) return NONE
     const evicted: Array<V> = []
     while (this.table.size > this.capacity && this.oldest !== undefined) {
@@ -76,6 +81,27 @@ export class AgedMap<K, V> {
     const previous = this.append(key, value, at)
     while (this.table.size > this.capacity) this.expireOldest(Number.POSITIVE_INFINITY)
     return previous?.value
+  }
+
+  /**
+   * Sets `key` as `set` does, but at its place in age order rather than as
+   * the newest: for an entry whose age is older than the newest entry's (one
+   * restored, or handed back with the age it had). Costs a step per entry
+   * newer than it.
+   */
+  setAged(key: K, value: V, at: number): ReadonlyArray<V> {
+    const previous = this.table.get(key)
+    if (previous !== undefined) this.unlink(previous)
+    let before = this.newest
+    while (before !== undefined && before.at > at) before = before.older
+    const after = before === undefined ? this.oldest : before.newer
+    const entry: Aged<K, V> = { key, value, at, older: before, newer: after }
+    if (before !== undefined) before.newer = entry
+    else this.oldest = entry
+    if (after !== undefined) after.older = entry
+    else this.newest = entry
+    this.table.set(key, entry)
+    return this.evictOverCapacity()
   }
 
   /** Makes `key` the newest entry, unlinking the one it replaces (returned). */

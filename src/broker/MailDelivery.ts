@@ -10,6 +10,10 @@
  * each notice in the commit that drops its message and keeps it stored until
  * the sender's client read it (Custody.ts), so a crash loses no notice: the
  * next broker owes it again from the store (`restoreNotice`), with its age.
+ * A notice keeps that age however it comes back — restored, or handed back
+ * by a connection that closed before it was written or confirmed read
+ * (`takeBack`) — so one that bounces between connections still goes a day
+ * after it was first owed.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -47,7 +51,12 @@ const unknownTargetInfo = (mail: Mail, now: number): string =>
 export class MailDelivery {
   private readonly ctx: RouterContext
   private readonly mailbox: Mailbox
-  /** Lost-mail notices for senders that were away, by session key: sent when they register again. */
+  /**
+   * Lost-mail notices for senders that were away, by session key: sent when
+   * they register again. A sender's list is as old as its oldest notice; when
+   * that one is a day old the list expires, and `prune` owes its younger
+   * notices again.
+   */
   private readonly owedNotices = new AgedMap<string, Array<OutboundNotice>>(4096)
   /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
   private owedCount = 0
@@ -73,6 +82,8 @@ export class MailDelivery {
   /** On registration: owed notices first, then the session's mail (P49). */
   readonly hooks: RegistrationHooks = {
     registered: (session, _previous, now) => {
+      // First: nothing owed for longer than a day is sent.
+      this.prune(now)
       const owed = this.owedNotices.delete(session.key)
       if (owed !== undefined) {
         this.owedCount -= owed.length
@@ -133,7 +144,7 @@ export class MailDelivery {
     if (sender !== undefined && sender.peer.state === "registered" && !sender.peer.isClosing) {
       return this.ctx.output.forceEnqueue(sender.peer, item)
     }
-    this.owe(item, this.ctx.now())
+    this.owe(item)
   }
 
   /**
@@ -166,16 +177,21 @@ export class MailDelivery {
    * bounded; one past either leaves the store).
    */
   restoreNotice(stored: StoredNotice, now: number): void {
-    const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq }
+    const notice: OutboundNotice = { frame: stored.frame, owedTo: stored.senderKey, seq: stored.seq, owedAt: stored.at }
     if (stored.at < now - DAY) return this.forget(notice)
-    this.owe(notice, stored.at)
+    this.owe(notice)
   }
 
   /** Drops expired mail, telling its senders, and notices owed for longer than a day. */
   prune(now: number): void {
-    for (const owed of this.owedNotices.expire(now - DAY - 1)) {
+    const cutoff = now - DAY - 1
+    for (const owed of this.owedNotices.expire(cutoff)) {
       this.owedCount -= owed.length
-      for (const notice of owed) this.forget(notice)
+      // The list's oldest notice is a day old; younger ones in it are owed again, in a list of their age.
+      for (const notice of owed) {
+        if (notice.owedAt <= cutoff) this.forget(notice)
+        else this.owe(notice)
+      }
     }
     for (const mail of this.mailbox.expire(now)) {
       this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired)
@@ -228,7 +244,7 @@ export class MailDelivery {
       return output.forceEnqueue(sender.peer, notice)
     }
     // The sender is away: it is told when it registers again (within a day).
-    this.owe(notice, now)
+    this.owe(notice)
   }
 
   /**
@@ -237,7 +253,7 @@ export class MailDelivery {
    * sender read it (Custody.ts) or it is given up.
    */
   private issue(senderKey: string, frame: string, now: number): OutboundNotice {
-    return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now) }
+    return { frame, owedTo: senderKey, seq: this.ctx.journal?.putNotice(senderKey, frame, now), owedAt: now }
   }
 
   /** A notice given up (a day old, past the bounds): it leaves the store too. */
@@ -250,15 +266,19 @@ export class MailDelivery {
    * past the bound the notice is dropped and the drop logged (the replay
    * record still says what became of the message).
    */
-  private owe(notice: OutboundNotice, now: number): void {
-    const owed = this.owedNotices.get(notice.owedTo) ?? []
+  private owe(notice: OutboundNotice): void {
+    const entry = this.owedNotices.lookup(notice.owedTo)
+    const owed = entry?.value ?? []
     if (owed.length >= MAX_OWED_PER_SENDER || this.owedCount >= MAX_OWED_NOTICES) {
       this.ctx.log("warning", `A lost-mail notice for an absent sender was not kept: ${MAX_OWED_NOTICES} are kept at most`)
       return this.forget(notice)
     }
     owed.push(notice)
     this.owedCount++
-    for (const dropped of this.owedNotices.set(notice.owedTo, owed, now)) {
+    // The list keeps its age unless this notice is older (handed back, restored): then it takes
+    // this one's, at its place in age order.
+    if (entry !== undefined && entry.at <= notice.owedAt) return
+    for (const dropped of this.owedNotices.setAged(notice.owedTo, owed, notice.owedAt)) {
       this.owedCount -= dropped.length
       for (const gone of dropped) this.forget(gone)
     }

@@ -87,6 +87,11 @@ export interface OutboundNotice {
   readonly owedTo: string
   /** Its number in the durable store (StoreJournal.putNotice); undefined without a store. */
   readonly seq: number | undefined
+  /**
+   * When it was first owed (issued): it is kept a day from then, however often
+   * a closing connection hands it back (MailDelivery.takeBack).
+   */
+  readonly owedAt: number
 }
 
 /** Output the broker takes back when it could not be written: mail and failure notices. */

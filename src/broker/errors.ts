@@ -1,8 +1,19 @@
+/**
+ * Why a broker could not start (`runBroker`): one error whose message names
+ * the file or directory at fault and says what to do, for the CLI to print as
+ * it is.
+ */
 import { Data } from "effect"
 
-/** Why a broker could not start; `message` says what to do about it. */
+/**
+ * Why a broker could not start; `message` says what to do about it.
+ * "StoreUnusable": the database could not be opened, and `detail` is the
+ * store's own message, which names the file and the remedy. "StoreUnreadable":
+ * it opened, but what it holds cannot be read (a row that does not decode);
+ * `detail` names the row, the message the file.
+ */
 export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
-  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed" | "StoreUnusable"
+  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed" | "StoreUnusable" | "StoreUnreadable"
   readonly path: string
   readonly detail: string
 }> {
@@ -16,6 +27,11 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
         return `Cannot listen on ${this.path}: ${this.detail}.`
       case "StoreUnusable":
         return `The broker did not start: ${this.detail} (docs/store.md, "Faults"; \`intercom broker --durability memory\` runs without the database).`
+      case "StoreUnreadable":
+        return `The broker did not start: its saved mail in ${this.path} cannot be read: ${this.detail}. ` +
+          `The file was left untouched. To start with an empty database, move the file aside with any -wal and -shm ` +
+          `files beside it (the undelivered mail, questions and results in it are then not used), or run ` +
+          `\`intercom broker --durability memory\` without a database (docs/store.md, "Faults").`
     }
   }
 }

@@ -160,6 +160,7 @@ export const runBroker = (
       })
     )
     const databaseFile = path.join(intercomDir, DATABASE_FILE)
+    // A database that cannot be opened: the store's error names the file and what to do.
     const unusable = (error: { readonly message: string }) =>
       new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message })
     // Durable (the default): the database holds the routing state, the result archive and the questions.
@@ -169,10 +170,15 @@ export const runBroker = (
     // An archive or question store the caller provides is used as it is.
     const archive = yield* Effect.serviceOption(ResultArchive)
     const questions = yield* Effect.serviceOption(QuestionStore)
+    // What the store holds is read here: an error names the row, this one the file.
     const core = yield* Broker.make({ ...options, store: options.store ?? durable?.mail }).pipe(
       durable === undefined || archive._tag === "Some" ? identity : Effect.provideService(ResultArchive, durable.archive),
       durable === undefined || questions._tag === "Some" ? identity : Effect.provideService(QuestionStore, durable.questions),
-      Effect.mapError(unusable)
+      Effect.mapError((error) =>
+        durable === undefined
+          ? unusable(error) // a store the caller provided, not the database file
+          : new BrokerStartupError({ kind: "StoreUnreadable", path: databaseFile, detail: error.detail })
+      )
     )
 
     // Each connection adopted, with no fiber of its own (Adopted.ts); closed before the listener

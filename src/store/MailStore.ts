@@ -170,10 +170,11 @@ export const makeMemoryMailState = (): MemoryMailState => ({
 
 /**
  * A row that does not decode fails the load: never skipped, never treated as
- * absent. `file`, when given, is the database it was read from.
+ * absent. The error names the row; whoever opened the database names the
+ * file (runBroker.ts: `BrokerStartupError`, "StoreUnreadable").
  */
-export const failCorrupt = (error: CorruptRow, file?: string): Effect.Effect<never, MailStoreError> =>
-  Effect.fail(new MailStoreError({ operation: "load", detail: file === undefined ? error.message : `${file}: ${error.message}` }))
+export const failCorrupt = (error: CorruptRow): Effect.Effect<never, MailStoreError> =>
+  Effect.fail(new MailStoreError({ operation: "load", detail: error.message }))
 
 /** A `MailStoreService` over `state` (see `MemoryMailState`). */
 export const makeMemory = (state: MemoryMailState): MailStoreService => ({
@@ -289,9 +290,15 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
     { sql: "DELETE FROM ask_edges WHERE message_key = ?", rows: change.edgeDeletes.map((key) => [key]) }
   ]
   if (change.prune !== undefined) {
-    // A block goes once its newest record is past the window, so a record may outlive it by as long as
-    // the newest record of its commit is younger (docs/store.md, "The durability promise").
-    steps.push({ sql: "DELETE FROM replay_blocks WHERE newest_at < ?", rows: [[change.prune.recordsBefore]] })
+    // A block goes once its newest record is past the window and every block before it has gone: a
+    // key's later write (a rewrite keeps the record's first time, so a block of rewrites can be older
+    // than the block before it) never goes while an earlier one stays. A record may so outlive the
+    // window by as long as a block at or before its own holds a younger record: at most an hour
+    // after its block was committed (docs/store.md, "The durability promise").
+    steps.push({
+      sql: "DELETE FROM replay_blocks WHERE n < (SELECT COALESCE(MIN(n), 9223372036854775807) FROM replay_blocks WHERE newest_at >= ?)",
+      rows: [[change.prune.recordsBefore]]
+    })
     steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
   }
   steps.push(...noticeSteps(change))
@@ -315,12 +322,12 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
           "replay block",
           yield* sql`SELECT n, body FROM replay_blocks WHERE newest_at >= ${since} ORDER BY n`
         )
-        if (blockRows instanceof CorruptRow) return yield* failCorrupt(blockRows, batch.file)
+        if (blockRows instanceof CorruptRow) return yield* failCorrupt(blockRows)
         // In the order they were written: a key's last record is its current state.
         const latest = new Map<string, StoredRecord>()
         for (const row of blockRows) {
           const block = decodeBlock(row.n, row.body)
-          if (block instanceof CorruptRow) return yield* failCorrupt(block, batch.file)
+          if (block instanceof CorruptRow) return yield* failCorrupt(block)
           for (const record of block) {
             if (record.at < since) continue
             latest.delete(record.key)
@@ -329,25 +336,25 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         }
         const records = [...latest.values()].sort((a, b) => a.at - b.at)
         const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT seq, record_key, body FROM mail ORDER BY seq`)
-        if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows, batch.file)
+        if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
         const mail: Array<StoredMail> = []
         for (const row of mailRows) {
           const decoded = decodeMail(row.record_key, row.body)
-          if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded, batch.file)
+          if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded)
           mail.push({ seq: row.seq, mail: decoded })
         }
         const edgeRows = rowsOf(EdgeRow, "ask edge", yield* sql`SELECT message_key, body FROM ask_edges`)
-        if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows, batch.file)
+        if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows)
         const edges: Array<AskEdge> = []
         for (const row of edgeRows) {
           const edge = decodeEdge(row.message_key, row.body)
-          if (edge instanceof CorruptRow) return yield* failCorrupt(edge, batch.file)
+          if (edge instanceof CorruptRow) return yield* failCorrupt(edge)
           edges.push(edge)
         }
         const next = rowsOf(NextSeqRow, "mail", yield* sql`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM mail`)
-        if (next instanceof CorruptRow) return yield* failCorrupt(next, batch.file)
+        if (next instanceof CorruptRow) return yield* failCorrupt(next)
         const notices = yield* Effect.provideService(loadSqliteNotices, SqlClient.SqlClient, sql)
-        if (notices instanceof CorruptRow) return yield* failCorrupt(notices, batch.file)
+        if (notices instanceof CorruptRow) return yield* failCorrupt(notices)
         return { records, mail, edges, nextSeq: next[0]?.next ?? 1, ...notices }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 

@@ -254,6 +254,7 @@ export class SimLink {
       write,
       unfinishedWrite: () => pending?.written,
       readProgress: endpoint.readProgress,
+      readPending: endpoint.readPending,
       end: endpoint.end,
       destroy: Effect.andThen(
         endpoint.destroy,

@@ -100,6 +100,13 @@ export interface Connection {
    */
   readonly readProgress: () => ReadProgress
   /**
+   * `readProgress().pending` without building the record: bytes of a frame
+   * begun but not complete. The broker's stall check asks every connection
+   * every few seconds, and builds a progress record only for one in the
+   * middle of a frame (Registration.closeStalledFrames).
+   */
+  readonly readPending: () => number
+  /**
    * Optional: hands every inbound batch to `receiver` from the transport's
    * own events (for a socket: its `data` event), with no fiber waiting in
    * `read`. Called at most once; `read` is not used after it. Frames that

@@ -70,6 +70,7 @@ const endpoint = (
     unfinishedWrite: () => pending?.written,
     // Frames travel whole in memory: nothing is ever half read.
     readProgress: () => ({ frames: 0, pending: 0, reading: false }),
+    readPending: () => 0,
     end: Effect.asVoid(Queue.end(outbound)),
     // As a socket: what this side wrote stays readable by the peer, then the peer
     // sees the end; what this side had not read is dropped, and a peer write still

@@ -166,6 +166,10 @@ class ReadPump implements Connection {
     return { frames: progress.frames, pending: progress.pending, reading: !this.receivePaused }
   }
 
+  readPending(): number {
+    return this.inner.readPending()
+  }
+
   get end(): Effect.Effect<void> {
     return this.inner.end
   }

@@ -358,6 +358,10 @@ class SocketConnection implements Connection {
     }
   }
 
+  readPending(): number {
+    return this.decoder.buffered
+  }
+
   get end(): Effect.Effect<void> {
     return Effect.sync(() => {
       if (!this.raw.destroyed) this.raw.end()

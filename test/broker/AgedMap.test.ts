@@ -5,6 +5,7 @@ import { AgedMap } from "../../src/broker/AgedMap.ts"
 type Op =
   | { readonly op: "set"; readonly key: number; readonly value: number; readonly dt: number }
   | { readonly op: "put"; readonly key: number; readonly value: number; readonly dt: number }
+  | { readonly op: "setAged"; readonly key: number; readonly value: number; readonly back: number }
   | { readonly op: "delete"; readonly key: number }
   | { readonly op: "update"; readonly key: number; readonly value: number }
   | { readonly op: "expire"; readonly back: number }
@@ -13,6 +14,7 @@ const ops = fc.array(
   fc.oneof(
     fc.record({ op: fc.constant("set" as const), key: fc.nat(20), value: fc.integer(), dt: fc.nat(5) }),
     fc.record({ op: fc.constant("put" as const), key: fc.nat(20), value: fc.integer(), dt: fc.nat(5) }),
+    fc.record({ op: fc.constant("setAged" as const), key: fc.nat(20), value: fc.integer(), back: fc.nat(30) }),
     fc.record({ op: fc.constant("delete" as const), key: fc.nat(20) }),
     fc.record({ op: fc.constant("update" as const), key: fc.nat(20), value: fc.integer() }),
     fc.record({ op: fc.constant("expire" as const), back: fc.nat(30) })
@@ -51,6 +53,16 @@ describe("AgedMap", () => {
             model.push({ key: step.key, value: step.value, at: now })
             if (model.length > capacity) model.splice(0, model.length - capacity)
             expect(map.put(step.key, step.value, now)).toBe(replaced?.value)
+            break
+          }
+          case "setAged": {
+            // As `set`, at an age up to 30 before now: placed after every entry as old or older.
+            const at = now - step.back
+            model = model.filter((entry) => entry.key !== step.key)
+            const place = model.filter((entry) => entry.at <= at).length
+            model.splice(place, 0, { key: step.key, value: step.value, at })
+            const evicted = model.length > capacity ? model.splice(0, model.length - capacity) : []
+            expect(map.setAged(step.key, step.value, at)).toEqual(evicted.map((entry) => entry.value))
             break
           }
           case "delete": {

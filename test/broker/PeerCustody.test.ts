@@ -35,7 +35,7 @@ const message = (n: number): OutboundMessage => {
 }
 
 /** A notice; every third one has no number, as without a store (it is released to no one). */
-const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s", seq: n % 3 === 0 ? undefined : n })
+const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s", seq: n % 3 === 0 ? undefined : n, owedAt: 0 })
 
 const keyOf = (item: Returnable): string => "mail" in item ? item.mail.recordKey : item.frame
 

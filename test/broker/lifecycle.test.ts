@@ -7,6 +7,7 @@ import * as path from "node:path"
 import { runBroker } from "../../src/broker/index.ts"
 import { probeHealth } from "../../src/transport/index.ts"
 import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
+import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
 import { staleSocketAt } from "../support/staleSocket.ts"
 import { advanceTo, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
 import { connect, type WireClient } from "../support/wire.ts"
@@ -141,6 +142,22 @@ describe("P81/P91 files and modes", () => {
       assert.strictEqual(mode(intercomDir), 0o700)
       assert.isFalse(fs.existsSync(pidFile))
       assert.isTrue(yield* probeHealth(socketPath))
+    }))
+
+  it.live("a database holding a row that does not decode fails startup naming the file once, the row, and what to do", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath } = brokerPaths(root)
+      fs.mkdirSync(intercomDir, { recursive: true, mode: 0o700 })
+      const file = path.join(intercomDir, "intercom.db")
+      yield* storeCorruptReplayBlock(file)
+      const error = yield* Effect.flip(runBroker({ intercomDir, socketPath, writePidFile: false }))
+      assert.strictEqual(error.kind, "StoreUnreadable")
+      assert.strictEqual(error.message.split(file).length - 1, 1, `the path once in: ${error.message}`)
+      assert.include(error.message, "replay block \"1\" does not decode")
+      assert.include(error.message, "move the file aside")
+      assert.include(error.message, "--durability memory")
+      assert.isFalse(fs.existsSync(socketPath), "it never listened")
     }))
 
   it.live("an unusable directory fails startup with DirectoryUnusable", () =>

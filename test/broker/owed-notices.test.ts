@@ -162,6 +162,84 @@ describe("durable broker: a notice owed to an absent sender survives a crash", (
     }))
 })
 
+describe("a notice handed back by a closing connection keeps its age", () => {
+  it.effect("owed at 0, written at 23 h to a connection that closes before confirming it: at 24 h it is given up, not kept to 47 h", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker(ONE_SLOT)
+      const evicted = yield* evictWhileAway(world)
+      const carol = yield* world.session({ sessionId: "carol-watch", name: "carol-watch" })
+      yield* advance("23 hours")
+
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      yield* expectNotice(alice.client, evicted)
+      // Never confirmed read: the closing connection hands the notice back, to be owed again.
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      yield* advance("61 minutes")
+
+      const back = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      yield* back.client.roundTrip
+      yield* back.client.expectNothing("message_receipt")
+    }))
+
+  it.effect("a notice handed back within its day is still owed, and reaches the sender's next connection", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker(ONE_SLOT)
+      const evicted = yield* evictWhileAway(world)
+      const carol = yield* world.session({ sessionId: "carol-watch", name: "carol-watch" })
+      yield* advance("23 hours")
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      yield* expectNotice(alice.client, evicted)
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      yield* advance("59 minutes")
+
+      const back = yield* world.session({ sessionId: "alice", name: "alice", ...CONFIRMING })
+      yield* expectNotice(back.client, evicted)
+    }))
+})
+
+describe("an owed notice is kept a day from when it was first owed", () => {
+  it.effect("owed a day and a minute ago: not sent to its sender, even when nothing has pruned since", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker(ONE_SLOT)
+      yield* evictWhileAway(world)
+      yield* advance("1441 minutes")
+      const back = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* back.client.roundTrip
+      yield* back.client.expectNothing("message_receipt")
+    }))
+
+  it.effect("a younger notice for the same sender does not keep an older one: at 24 h the first goes, the second stays", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ mailboxCapacity: 2 })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+      yield* bob.client.destroy
+      yield* alice.client.next("session_left")
+      const first = message("evicted at 0")
+      const second = message("evicted at 20 h")
+      assertDelivered(yield* send(alice.client, "bob", first), "queued")
+      assertDelivered(yield* send(alice.client, "bob", second), "queued")
+      yield* alice.client.destroy
+      yield* carol.client.next("session_left", (frame) => frame.sessionId === "alice")
+      assertDelivered(yield* send(carol.client, "bob", message("evicts the first")), "queued")
+      yield* advance("20 hours")
+      assertDelivered(yield* send(carol.client, "bob", message("evicts the second")), "queued")
+      yield* advance("241 minutes")
+
+      const back = yield* world.session({ sessionId: "alice", name: "alice" })
+      yield* expectNotice(back.client, second)
+      yield* back.client.roundTrip
+      yield* back.client.expectNothing("message_receipt")
+    }))
+})
+
 describe("durable broker: a notice written to its connected sender and not yet read survives a crash", () => {
   it.effect("alice (received-v1) is told at once but does not confirm; the broker crashes; alice's next connection gets the notice again", () =>
     Effect.gen(function*() {

@@ -11,6 +11,7 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { openFileLimit } from "../../src/config/openFiles.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
+import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
 import { cleanEnv, exists, mode, registerSession, runCli, startBroker, tempDir } from "./support.ts"
 
 /** A temp dir to use as HOME and agent dir, and the broker files under it. */
@@ -180,6 +181,36 @@ describe("intercom broker", () => {
       assert.notInclude(result.stderr, "EEXIST", "not mkdir's own message")
       assert.notInclude(result.stderr, "    at ", "no stack trace")
       assert.notInclude(result.stderr, "Intercom broker stopped", "it never started")
+      assert.strictEqual(result.stdout, "")
+    }))
+
+  it.live("a database holding a row that does not decode: exits 1 naming the file once, the row and what to do", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      const file = path.join(t.intercomDir, "intercom.db")
+      yield* storeCorruptReplayBlock(file)
+      const result = yield* runCli(["broker", "--dir", t.agentDir], t.env)
+      assert.strictEqual(result.code, 1)
+      assert.strictEqual(result.stderr.split(file).length - 1, 1, `the path once in: ${result.stderr}`)
+      assert.include(result.stderr, "replay block \"1\" does not decode")
+      assert.include(result.stderr, "move the file aside")
+      assert.include(result.stderr, "--durability memory")
+      assert.notInclude(result.stderr, "    at ", "no stack trace")
+      assert.strictEqual(result.stdout, "")
+    }))
+
+  it.live("a database file that is not a database: exits 1 naming the file and how to start afresh", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      const file = path.join(t.intercomDir, "intercom.db")
+      fs.writeFileSync(file, "not a database, but long enough to have a header".repeat(20), { mode: 0o600 })
+      const result = yield* runCli(["broker", "--dir", t.agentDir], t.env)
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stderr, `${file} is damaged or is not an intercom database`)
+      assert.include(result.stderr, `mv ${file} ${file}.corrupt`)
+      assert.include(result.stderr, "--durability memory")
       assert.strictEqual(result.stdout, "")
     }))
 

@@ -6,7 +6,7 @@
  * with the framing error when a frame is too large.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import * as path from "node:path"
 import { encodeFrames } from "../../src/protocol/framing.ts"
 import { fromNetSocket } from "../../src/transport/UnixSocket.ts"
@@ -33,6 +33,27 @@ describe("SocketConnection", () => {
       assert.strictEqual(first.writeAll, second.writeAll)
       assert.strictEqual(first.unfinishedWrite, second.unfinishedWrite)
       assert.strictEqual(first.readProgress, second.readProgress)
+      assert.strictEqual(first.readPending, second.readPending)
+    })))
+
+  it.live("a frame begun and not complete while a read waits: its bytes are pending, as readPending says without a record", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir()
+      const { client, server } = yield* socketPair(path.join(dir, "pair.sock"))
+      const connection = yield* fromNetSocket(server)
+      assert.strictEqual(connection.readPending(), 0)
+      const reading = yield* Effect.forkChild(connection.read)
+      const arrived = Effect.callback<void>((resume) => {
+        server.once("data", () => resume(Effect.void))
+      })
+      // A frame's 4-byte header and five of its eight bytes: the decoder holds those five.
+      client.write(encodeFrames(["complete"]).subarray(0, 9))
+      yield* arrived
+      assert.deepStrictEqual(connection.readProgress(), { frames: 0, pending: 5, reading: true })
+      assert.strictEqual(connection.readPending(), 5)
+      client.write(encodeFrames(["complete"]).subarray(9))
+      assert.deepStrictEqual(yield* Fiber.join(reading), ["complete"])
+      assert.strictEqual(connection.readPending(), 0)
     })))
 
   it.live("reads frames in order and counts them; after the peer ends, read fails with a clean ConnectionClosed", () =>
