@@ -104,8 +104,8 @@ export const drawPressure = (
       after: prng.int(0, 2500),
       from,
       to: other >= from ? other + 1 : other,
-      count: prng.int(6, 14),
-      size: prng.int(2000, 6000),
+      count: prng.int(4, 10),
+      size: prng.int(4000, 8000),
       delayMs: prng.int(100, 800)
     }])
   }
