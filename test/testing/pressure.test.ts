@@ -14,7 +14,7 @@ import { floodText } from "../../src/testing/simulation/pressure.ts"
 import { generateWorkload, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 /** A sends B `count` messages of 3,000 characters while B's broker-side writes take 500 ms; B's inbox after. */
-const flood = (broker: SimulationConfig["broker"], count = 10) => {
+const flood = (broker: NonNullable<SimulationConfig["broker"]>, count = 10) => {
   let inbox: ReadonlyArray<string> = []
   const sent = Array.from({ length: count }, (_, i) => floodText(1, i + 1, "A", "B", 3000))
   const run = runSimulation(
