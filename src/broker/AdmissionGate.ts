@@ -52,6 +52,7 @@ export class AdmissionGate {
   private head: Waiter | undefined
   private tail: Waiter | undefined
   private queued = 0
+  private waits = 0
 
   constructor(capacity: number) {
     this.free = capacity
@@ -70,6 +71,11 @@ export class AdmissionGate {
   /** Connections waiting for a place. */
   get waiting(): number {
     return this.queued
+  }
+
+  /** Connections that have had to wait for a place since the gate was made. */
+  get waited(): number {
+    return this.waits
   }
 
   private readonly take: Effect.Effect<Permit> = Effect.callback<Permit>((resume) => {
@@ -98,6 +104,7 @@ export class AdmissionGate {
     else this.tail.next = waiter
     this.tail = waiter
     this.queued++
+    this.waits++
     return () => this.remove(waiter)
   }
 

@@ -83,6 +83,10 @@ export interface BrokerStats extends RouterStats {
   readonly waiting: number
   /** Connections taken over with `adopt` (no fiber of their own), admitted and not yet closed (Adopted.ts). */
   readonly adopted: number
+  /** Connections that have had to wait for admission since the broker started (AdmissionGate). */
+  readonly admissionWaits: number
+  /** Times a reader held back behind parked output stopped reading, past `heldLimit` of held text, since the broker started (PeerReader.ts). */
+  readonly readPauses: number
 }
 
 /**
@@ -256,7 +260,13 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       closeConnections: adopted.closeAll,
       idleExit: Deferred.await(idleExit),
       sessionCount: Effect.sync(() => router.sessionCount),
-      stats: Effect.sync(() => ({ ...router.stats(), waiting: admission.waiting, adopted: adopted.size })),
+      stats: Effect.sync(() => ({
+        ...router.stats(),
+        waiting: admission.waiting,
+        adopted: adopted.size,
+        admissionWaits: admission.waited,
+        readPauses: router.heldBack.pauses
+      })),
       metrics: Effect.sync(() => router.metrics())
     } satisfies BrokerService
   })

@@ -7,8 +7,8 @@
  * Backpressure: when a batch's output does not fit its recipients' outboxes,
  * a drainer fiber offers it (waiting for room) while the reader holds the
  * connection's further frames — answering only `health`, `list` and
- * `received` at once — until it fits; past HELD_LIMIT of held text the
- * connection is not read at all. The drainer hands the held frames back on a
+ * `received` at once — until it fits; past the held limit (`heldLimit`,
+ * 1 MiB by default) of held text the connection is not read at all. The drainer hands the held frames back on a
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
  *
@@ -35,9 +35,6 @@ import type { Output } from "./Output.ts"
 import type { Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
-
-/** Frame text held while a connection is held back, before it stops being read at all. */
-const HELD_LIMIT = 1_048_576
 
 /** Starts a fiber in the connection's context. */
 export type ForkDrainer = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
@@ -83,7 +80,7 @@ export class PeerReader implements FrameReceiver {
   private held: Array<string> | undefined = undefined
   private heldText = 0
   private heldChangesMembership = false
-  /** Reading is paused: HELD_LIMIT of text is held. */
+  /** Reading is paused: the held limit of text is held (`Router.heldBack`). */
   private readPaused = false
   /** The fiber offering this connection's parked output, while there is some. */
   drainer: Fiber.Fiber<void> | undefined = undefined
@@ -259,8 +256,9 @@ export class PeerReader implements FrameReceiver {
     } finally {
       output.endBatch()
     }
-    if (this.heldText >= HELD_LIMIT && !this.readPaused) {
+    if (this.heldText >= this.router.heldBack.limit && !this.readPaused) {
       this.readPaused = true
+      this.router.heldBack.pauses++
       this.control?.pause()
     }
   }
@@ -296,7 +294,7 @@ export class PeerReader implements FrameReceiver {
     } finally {
       this.batchOver()
     }
-    if (this.readPaused && !this.stopping && this.heldText < HELD_LIMIT) {
+    if (this.readPaused && !this.stopping && this.heldText < this.router.heldBack.limit) {
       this.readPaused = false
       this.control?.resume()
     }

@@ -133,6 +133,12 @@ export class Router {
   readonly journal: StoreJournal | undefined
   /** Result archive requests and answers (`results-v1`); the broker's results fiber answers through it. */
   readonly results: Results
+  /**
+   * Readers held back behind parked output (PeerReader.ts): the text one
+   * holds before it stops reading (`heldLimit`), and how many times one
+   * stopped since the broker started (`BrokerStats.readPauses`).
+   */
+  readonly heldBack: { readonly limit: number; pauses: number }
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly asks: Asks
@@ -276,6 +282,7 @@ export class Router {
     }, () => signal(signals.observe))
 
     this.ctx = ctx
+    this.heldBack = { limit: options.heldLimit, pauses: 0 }
     this.journal = journal
     this.output = output
     this.membership = membership

@@ -36,6 +36,13 @@ export interface BrokerCoreOptions {
   /** Frames a connection's outbound queue holds before its senders are slowed. Default 1024. */
   readonly outboxCapacity?: number
   /**
+   * Characters of frame text a connection held back behind its parked output
+   * keeps before it stops being read at all (PeerReader.ts). Default 1 MiB
+   * (`DEFAULT_HELD_LIMIT`); the simulation makes it small so that its
+   * workloads reach a paused reader without megabytes of traffic.
+   */
+  readonly heldLimit?: number
+  /**
    * Characters of frame text a connection's outbound queue holds before its
    * senders are slowed (one frame is always let in). Default 4 Mi (4–12 MiB).
    */
@@ -105,6 +112,7 @@ export interface ResolvedCoreOptions {
   readonly askTimeoutMs: number
   readonly replaceWindowMs: number
   readonly outboxCapacity: number
+  readonly heldLimit: number
   readonly outboxChars: number
   readonly outboxCharsTotal: number
   readonly mailboxCapacity: number
@@ -140,6 +148,9 @@ export const DEFAULT_TOPIC_ENTRIES_PER_GROUP = 4096
 /** The default coalescing window of `replace` messages (`--replace-window`). */
 export const DEFAULT_REPLACE_WINDOW_MS = 1500
 
+/** The default `heldLimit`: 1 MiB of held frame text. */
+export const DEFAULT_HELD_LIMIT = 1_048_576
+
 /** The default session cap (`--max-sessions`). */
 export const DEFAULT_MAX_SESSIONS = 50_000
 
@@ -155,6 +166,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   askTimeoutMs: millis(options.askTimeout, Duration.minutes(10)),
   replaceWindowMs: millis(options.replaceWindow, Duration.millis(DEFAULT_REPLACE_WINDOW_MS)),
   outboxCapacity: options.outboxCapacity ?? 1024,
+  heldLimit: options.heldLimit ?? DEFAULT_HELD_LIMIT,
   outboxChars: options.outboxChars ?? 4 * 1024 * 1024,
   outboxCharsTotal: options.outboxCharsTotal ?? 32 * 1024 * 1024,
   mailboxCapacity: options.mailboxCapacity ?? 4096,

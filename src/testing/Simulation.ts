@@ -30,6 +30,7 @@ import { finish } from "./simulation/finish.ts"
 import { handleOf } from "./simulation/handles.ts"
 import { hostileHandle, makeHostileStates, startHostile } from "./simulation/hostile.ts"
 import { authorizeChild, makeSessionStates, startSession } from "./simulation/sessions.ts"
+import { storm } from "./simulation/pressure.ts"
 import { advance, idleChecks, worldStep } from "./simulation/steps.ts"
 import type { SimulationConfig, SimulationService } from "./simulation/types.ts"
 import { makeWorld } from "./simulation/world.ts"
@@ -140,6 +141,7 @@ const makeSimulation = (
           yield* idleChecks(world)
         }),
       note: (text) => Effect.sync(() => ledger.note(text)),
+      storm: (connections, holdMs) => worldStep(world, undefined, storm(world, connections, holdMs)),
       finish: finish(world, states, hostiles)
     } satisfies SimulationService
   })

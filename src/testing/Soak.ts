@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { GroupTally, ViolationKind } from "./Ledger.ts"
-import type { SimDurability, SimulationConfig, SimReport } from "./Simulation.ts"
+import type { PathTally, SimDurability, SimulationConfig, SimReport } from "./Simulation.ts"
 import { formatFailure, shrinkWorkload } from "./Shrink.ts"
 import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type WorkloadOptions } from "./Workload.ts"
 
@@ -74,6 +74,8 @@ export interface SoakSummary {
   readonly asks: { readonly started: number; readonly replied: number; readonly timedOut: number; readonly failed: number }
   /** `GroupTally` summed over all runs (all zero without groups). */
   readonly groups: GroupTally
+  /** `PathTally` summed over all runs, and how many runs reached each branch at least once. */
+  readonly paths: { readonly total: PathTally; readonly runs: PathTally }
   /** Violations of kinds not tolerated, counted by kind. */
   readonly violations: Readonly<Partial<Record<ViolationKind, number>>>
   /** Violations of tolerated kinds (known issues), counted by kind. */
@@ -103,6 +105,8 @@ const groupKeys = [
   "supervisorAcknowledged",
   "repliesBack"
 ] as const
+
+const pathKeys = ["admissionWaits", "readPauses", "pumpHeld"] as const
 
 /**
  * Runs the generated workload of each seed, tallies every run, and shrinks
@@ -145,6 +149,10 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       supervisorAcknowledged: 0,
       repliesBack: 0
     }
+    const paths = {
+      total: { admissionWaits: 0, readPauses: 0, pumpHeld: 0 },
+      runs: { admissionWaits: 0, readPauses: 0, pumpHeld: 0 }
+    }
     let runs = 0
     let events = 0
     let frames = 0
@@ -164,6 +172,10 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       asks.timedOut += report.asks.timedOut
       asks.failed += report.asks.failed + report.asks.interrupted
       for (const key of groupKeys) groups[key] += report.groups[key]
+      for (const key of pathKeys) {
+        paths.total[key] += report.paths[key]
+        if (report.paths[key] > 0) paths.runs[key]++
+      }
       for (const violation of report.violations) {
         const tally = tolerate.has(violation.kind) ? tolerated : violations
         tally[violation.kind] = (tally[violation.kind] ?? 0) + 1
@@ -178,7 +190,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
         : yield* shrinkWorkload(config, ops, report, options)
       failures.push({ seed, report, description: formatFailure(seed, shrunk, names, { hostile: options.hostile === true, groups: options.groups === true }) })
     }
-    return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, violations, tolerated }
+    return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, paths, violations, tolerated }
   })
 
 /** The summary `npm run sim` prints: tallies, violations, then each failure with its shrunk workload and trace. */
@@ -202,6 +214,10 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`
   ]
+  const p = summary.paths
+  lines.push(
+    `connection path: ${p.total.admissionWaits} admission waits (in ${p.runs.admissionWaits} runs), ${p.total.readPauses} readers paused past their held limit (${p.runs.readPauses} runs), ${p.total.pumpHeld} batches held by a paused pump (${p.runs.pumpHeld} runs)`
+  )
   const kinds = Object.entries(summary.violations)
   if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)
   const known = Object.entries(summary.tolerated)

@@ -20,6 +20,15 @@ import {
   runDeliverySend
 } from "./simulation/delivery.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
+import {
+  drawPressure,
+  floodText,
+  FloodFields,
+  formatFlood,
+  formatStorm,
+  pressureBroker,
+  StormFields
+} from "./simulation/pressure.ts"
 import { type SessionSpec, Simulation, type SimulationConfig, type SimReport, type SimSession } from "./Simulation.ts"
 
 const Int = Schema.Int
@@ -52,7 +61,9 @@ export const OpSchema = Schema.Union([
   op("Hostile", { attacker: Int, attack: HostileAttack }),
   op("DeliverySend", DeliverySendFields),
   op("Publish", { from: Int, topic: Int, event: Schema.Literals(["update", "blocker", "decision", "release"]) }),
-  op("Subscribe", { from: Int, topic: Int, awaitRelease: Schema.Boolean })
+  op("Subscribe", { from: Int, topic: Int, awaitRelease: Schema.Boolean }),
+  op("Storm", StormFields),
+  op("Flood", FloodFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -84,7 +95,10 @@ export const trafficWeights: OpWeights = {
   Hostile: 0,
   DeliverySend: 0,
   Publish: 0,
-  Subscribe: 0
+  Subscribe: 0,
+  // Never drawn by weight: `pressure` inserts them from a stream of their own (simulation/pressure.ts).
+  Storm: 0,
+  Flood: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -145,6 +159,16 @@ export interface WorkloadOptions {
    * Default false: the standard seed sweep runs without them.
    */
   readonly topics?: boolean
+  /**
+   * Pressure on the broker's connection path (simulation/pressure.ts): insert
+   * a registration storm (`Storm`, in STORM_CHANCE of the seeds) and a flood
+   * of long messages to a slow recipient (`Flood`, in FLOOD_CHANCE) into the
+   * workload, drawn from a stream of their own, and run it in a world with
+   * small broker limits (`pressureBroker`: `maxUnregistered`, `outboxChars`,
+   * `heldLimit`). Default true; false gives the workloads and worlds of
+   * before (the seeds docs/testing.md names up to issue 16's seventh stop).
+   */
+  readonly pressure?: boolean
 }
 
 /** Topics a workload with `topics` publishes on (`topic-0`, `topic-1`, …). */
@@ -314,12 +338,34 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Subscribe":
         ops.push({ _tag: "Subscribe", after, from: session(), topic: prng.int(0, TOPIC_COUNT - 1), awaitRelease: prng.chance(0.5) })
         break
+      case "Storm":
+      case "Flood":
+        // Weight 0 unless a caller's weights say otherwise; drawn as pressure below.
+        break
     }
+  }
+  if (options.pressure === false) return ops
+  // Inserted from the last, so each index still names its place among the ordinary ops.
+  const drawn = drawPressure(seed, sessions, ops.length)
+  for (let i = drawn.length - 1; i >= 0; i--) {
+    const [index, pressure] = drawn[i]!
+    ops.splice(index, 0, pressure)
   }
   return ops
 }
 
 const nameAt = (sessions: ReadonlyArray<SimSession>, index: number): SimSession | undefined => sessions[index]
+
+/** The first running session from `index` on (wrapping round), other than the one at `except`. */
+const nextRunning = (sessions: ReadonlyArray<SimSession>, index: number, except: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < sessions.length; i++) {
+      const at = (index + i) % sessions.length
+      const session = sessions[at]
+      if (at !== except && session !== undefined && (yield* session.running)) return session
+    }
+    return undefined
+  })
 
 /** One line per op, like the scenario it is. */
 export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
@@ -366,6 +412,10 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${name(op.from)} publishes ${op.event} on topic-${op.topic}`
     case "Subscribe":
       return `${when} ${name(op.from)} subscribes to topic-${op.topic}${op.awaitRelease ? " (awaitRelease)" : ""}`
+    case "Storm":
+      return `${when} ${formatStorm(op, name)}`
+    case "Flood":
+      return `${when} ${formatFlood(op, name(op.from), name(op.to))}`
   }
 }
 
@@ -470,6 +520,23 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
               Effect.void
           )
           break
+        case "Storm":
+          yield* sim.storm(op.connections, op.holdMs)
+          for (const index of op.drops) yield* nameAt(sessions, index)?.drop("client") ?? Effect.void
+          break
+        case "Flood": {
+          // The drawn sender and recipient, or the next running sessions after them (a flood between
+          // sessions that are stopped would reach nothing).
+          const from = yield* nextRunning(sessions, op.from, -1)
+          const to = from === undefined ? undefined : yield* nextRunning(sessions, op.to, sessions.indexOf(from))
+          if (from === undefined || to === undefined) {
+            yield* sim.note("flood: skipped (fewer than two sessions running)")
+            break
+          }
+          yield* to.delayWrites("broker", op.delayMs, op.delayMs * (op.count + 4))
+          for (let k = 1; k <= op.count; k++) yield* from.send(to.name, floodText(counter, k, from.name, to.name, op.size))
+          break
+        }
       }
     }
   })
@@ -529,11 +596,18 @@ export const variedConfig = (config: SimulationConfig): SimulationConfig => {
  * names them (with `groups`, over two groups with a supervisor and its child:
  * `groupSpecs`), varied by seed.
  */
-export const workloadConfig = (config: SimulationConfig, count: number, vary = true, groups = false): SimulationConfig => {
+export const workloadConfig = (
+  config: SimulationConfig,
+  count: number,
+  vary = true,
+  groups = false,
+  pressure = true
+): SimulationConfig => {
   const named = config.sessions === undefined
     ? { ...config, sessions: groups && count >= 2 ? groupSpecs(count) : sessionNames(count) }
     : config
-  return vary ? variedConfig(named) : named
+  const varied = vary ? variedConfig(named) : named
+  return pressure ? { ...varied, broker: { ...pressureBroker(config.seed), ...varied.broker } } : varied
 }
 
 /** Runs `ops` (by default the workload generated from `config.seed`). */
@@ -543,7 +617,7 @@ export const runWorkload = (
   options: WorkloadOptions = {}
 ): Effect.Effect<SimReport> => {
   const count = sessionCountOf(config, options)
-  const world = workloadConfig(config, count, options.vary ?? true, options.groups === true)
+  const world = workloadConfig(config, count, options.vary ?? true, options.groups === true, options.pressure !== false)
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,
     applyOps(ops ?? generateWorkload(config.seed, count, options))

@@ -145,7 +145,11 @@ const flags = {
   ops: int("ops", 40, "Operations per run"),
   sessions: int("sessions", 4, "Sessions per world"),
   scopes: int("scopes", 1, "Spread the sessions over this many pi scopeIds"),
-  traffic: toggle("traffic", "No faults, traffic only"),
+  traffic: toggle("traffic", "No faults, traffic only (and no pressure)"),
+  noPressure: toggle(
+    "no-pressure",
+    "No registration storms or floods, and the broker's usual limits: the workloads and worlds before they came (docs/testing.md, \"Pressure\")"
+  ),
   hostile: toggle("hostile", "Add two hostile sessions and mix their attacks into the workload (docs/testing.md)"),
   groups: toggle(
     "groups",
@@ -225,7 +229,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.hostile ? { hostile: true } : {}),
     ...(input.groups ? { groups: true } : {}),
     ...(input.delivery ? { delivery: true } : {}),
-    ...(input.topics ? { topics: true } : {})
+    ...(input.topics ? { topics: true } : {}),
+    ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {
     tolerate: toleratedKinds(input.tolerate),

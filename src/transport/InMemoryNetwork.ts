@@ -45,6 +45,12 @@ export interface InMemoryNetworkOptions extends Pick<InMemoryPairOptions, "capac
    * wrappers that observe frames or inject faults (the simulation harness).
    */
   readonly link?: (link: InMemoryLink) => { readonly client: Connection; readonly server: Connection }
+  /**
+   * Called whenever the read pump of an adopted connection takes a batch
+   * that it must hold because its receiver paused reading (ReadPump.ts):
+   * how the simulation counts that branch.
+   */
+  readonly pumpHeld?: () => void
 }
 
 /** What a listener runs for each accepted connection, in that connection's own Scope (a broker's `accept`). */
@@ -130,7 +136,7 @@ export const makeInMemoryNetwork = (options: InMemoryNetworkOptions = {}): Effec
             )
           }
           return Effect.sync(() => {
-            const pumped = withReadPump(connection, (pump) => runPump(pump), () => adopted.delete(pumped))
+            const pumped = withReadPump(connection, (pump) => runPump(pump), () => adopted.delete(pumped), options.pumpHeld)
             adopted.add(pumped)
             handle.adopt(pumped)
           })

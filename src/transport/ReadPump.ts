@@ -46,6 +46,7 @@ class ReadPump implements Connection {
   private readonly inner: Connection
   private readonly fork: ForkPump
   private readonly destroyed: () => void
+  private readonly onHeld: (() => void) | undefined
   /** Open while the pump may take the next batch (the socket is flowing). */
   private readonly flowing = Latch.makeUnsafe(true)
   private pump: Fiber.Fiber<void> | undefined = undefined
@@ -59,12 +60,13 @@ class ReadPump implements Connection {
   /** The receiver was told reading ended. */
   private receiverEnded = false
 
-  constructor(inner: Connection, fork: ForkPump, destroyed: () => void) {
+  constructor(inner: Connection, fork: ForkPump, destroyed: () => void, onHeld: (() => void) | undefined) {
     this.inner = inner
     this.id = inner.id
     this.trustedLocal = inner.trustedLocal
     this.fork = fork
     this.destroyed = destroyed
+    this.onHeld = onHeld
   }
 
   get read(): Connection["read"] {
@@ -129,6 +131,7 @@ class ReadPump implements Connection {
     if (this.receivePaused || this.held !== undefined) {
       ;(this.held ??= []).push(frames)
       this.flowing.closeUnsafe()
+      this.onHeld?.()
       return
     }
     receiver.frames(frames)
@@ -190,7 +193,12 @@ class ReadPump implements Connection {
  * `connection`, which can only be pulled, with a push entry as a Unix
  * socket's (see the module header): its reads, once `receive` was called,
  * are done by a pump fiber that `fork` runs. `destroyed` is called when its
- * owner destroys it (a listener forgets it then).
+ * owner destroys it (a listener forgets it then); `held`, if given, each
+ * time the pump holds a batch it took because the receiver is paused.
  */
-export const withReadPump = (connection: Connection, fork: ForkPump, destroyed: () => void = () => {}): Connection =>
-  new ReadPump(connection, fork, destroyed)
+export const withReadPump = (
+  connection: Connection,
+  fork: ForkPump,
+  destroyed: () => void = () => {},
+  held?: () => void
+): Connection => new ReadPump(connection, fork, destroyed, held)

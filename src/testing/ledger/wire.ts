@@ -428,7 +428,11 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
  * sessions about: a violation when the ask it answers was still open — its
  * question delivered by this same broker to this replier, the ask not
  * settled (not answered, cancelled or timed out: each settles it before the
- * broker forgets the edge), and no other reply to it accepted.
+ * broker forgets the edge), no other reply to it accepted, and none written
+ * before it still waiting for its answer: a session that sends its asker two
+ * messages at once makes both replies (the first answers, the second is
+ * refused and sent again as a plain message), and a durable broker
+ * acknowledges the first only once the asker has read it.
  */
 const replyRefused = (state: LedgerState, link: LinkRecord, reply: MessageRecord): void => {
   const questionId = reply.replyTo
@@ -439,8 +443,12 @@ const replyRefused = (state: LedgerState, link: LinkRecord, reply: MessageRecord
     question === undefined || question.outcome !== "acked" || question.ackEpoch !== link.brokerEpoch ||
     question.target !== link.owner || ask === undefined || ask.outcome !== undefined
   ) return
+  // Another reply to it accepted, or one written before this one on its way (the broker reads in order,
+  // and acknowledges a reply only once its asker has read it): that one took the edge.
+  let earlier = true
   for (const other of state.messages.values()) {
-    if (other.replyTo === questionId && other.outcome === "acked") return
+    if (other === reply) earlier = false
+    else if (other.replyTo === questionId && (other.outcome === "acked" || (earlier && other.outcome !== "refused"))) return
   }
   violate(
     state,

@@ -68,6 +68,9 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     const current = state.broker
     if (current === undefined) return
     state.broker = undefined
+    const stats = yield* current.core.stats
+    state.paths.admissionWaits += stats.admissionWaits
+    state.paths.readPauses += stats.readPauses
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

@@ -150,6 +150,7 @@ export const finish = (
       events: ledger.trace.length,
       simulatedMs: world.now(),
       fibersStarted: world.watch.started(),
+      paths: { ...world.state.paths },
       trace: ledger.trace
     } satisfies SimReport
   })

@@ -51,6 +51,10 @@ const sessionOp = <A, E>(
     return pending(world, fiber)
   })
 
+/** A message text as the trace quotes it: a long one (a `Flood`'s) by its head and length. */
+const quoted = (text: string): string =>
+  text.length <= 80 ? `"${text}"` : `"${text.slice(0, 40)}…" (${text.length} characters)`
+
 const failureOf = <A, E>(exit: Exit.Exit<A, E>, success: (a: A) => string): string =>
   Exit.isSuccess(exit) ? success(exit.value) : describeFailure(exit.cause)
 
@@ -67,7 +71,7 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
       sessionOp(
         world,
         state,
-        `send ${to} "${text}"${options.delivery === undefined ? "" : ` (${[options.delivery, options.queueMode, options.threadId].filter((part) => part !== undefined).join(" ")})`}`,
+        `send ${to} ${quoted(text)}${options.delivery === undefined ? "" : ` (${[options.delivery, options.queueMode, options.threadId].filter((part) => part !== undefined).join(" ")})`}`,
         (session) => session.send({ to, message: text, ...options }),
         (exit) =>
           failureOf(exit, (sent) =>

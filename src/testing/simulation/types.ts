@@ -161,6 +161,19 @@ export interface SimulationConfig {
   readonly hostile?: number
 }
 
+/**
+ * How often a run reached the rarer branches of the broker's connection path
+ * (docs/testing.md, "Pressure"), summed over every broker incarnation.
+ */
+export interface PathTally {
+  /** Connections that waited for admission (`BrokerStats.admissionWaits`: `maxUnregistered` were unregistered). */
+  readonly admissionWaits: number
+  /** Readers held back behind parked output that stopped reading past `heldLimit` (`BrokerStats.readPauses`). */
+  readonly readPauses: number
+  /** Batches the read pump took and held because its receiver had paused (ReadPump.ts; any pause). */
+  readonly pumpHeld: number
+}
+
 /** What a run found. `ok` is false when any invariant was violated. */
 export interface SimReport {
   /** The run's seed. */
@@ -189,6 +202,8 @@ export interface SimReport {
   readonly simulatedMs: number
   /** Fibers started by the world's owners (brokers, clients, generations). */
   readonly fibersStarted: number
+  /** How often the run reached the broker's rarer connection-path branches (`PathTally`). */
+  readonly paths: PathTally
   /** The run, line by line, with stable names for ids: the same for the same seed. */
   readonly trace: ReadonlyArray<string>
 }
@@ -321,6 +336,12 @@ export interface SimulationService {
   readonly jumpClock: (millis: number) => Effect.Effect<void>
   /** Adds a line to the trace. */
   readonly note: (text: string) => Effect.Effect<void>
+  /**
+   * A registration storm (simulation/pressure.ts): `connections` connections
+   * arrive at once and do not register; each probes `health` and closes after
+   * `holdMs`, unless the broker closes it first (its registration timeout).
+   */
+  readonly storm: (connections: number, holdMs: number) => Effect.Effect<void>
   /**
    * Ends the run: heals every fault, restarts what is down, lets the world
    * settle, makes the final checks, closes the world and checks no fiber is

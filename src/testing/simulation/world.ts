@@ -37,6 +37,8 @@ export interface WorldState {
   lifecycleBusy: number
   /** The world is closing: nothing starts again. */
   finished: boolean
+  /** Rare connection-path branches reached so far (broker incarnations add theirs when they die). */
+  paths: { admissionWaits: number; readPauses: number; pumpHeld: number }
 }
 
 /** One simulated world. */
@@ -89,9 +91,18 @@ export const makeWorld = (
     const links = new Map<number, SimLink>()
     const brokerFault = config.brokerFault?.()
     const brokerInputFault = config.brokerInputFault?.()
-    const state: WorldState = { broker: undefined, epoch: 0, lifecycleBusy: 0, finished: false }
+    const state: WorldState = {
+      broker: undefined,
+      epoch: 0,
+      lifecycleBusy: 0,
+      finished: false,
+      paths: { admissionWaits: 0, readPauses: 0, pumpHeld: 0 }
+    }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
       capacity: config.linkCapacity ?? 64,
+      pumpHeld: () => {
+        state.paths.pumpHeld++
+      },
       link: ({ id, client, server }) => {
         const link = new SimLink(id, state.broker?.epoch ?? 0, { client, server }, ledger, brokerFault, brokerInputFault)
         links.set(id, link)
