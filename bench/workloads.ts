@@ -2,6 +2,12 @@
  * The workloads. Each run spawns a fresh instance of the target (new temp
  * dir), drives it from this process through `BenchClient`s, and stops it.
  * Every wait is bounded; a run that times out or sees a protocol error throws.
+ * Opt-in workloads (`optIn`) run only when `--only` names them in full.
+ *
+ * Size: past 400 lines, because the sizes, the registry and the drivers they
+ * share (transfer, idle registration) are kept together; workloads with
+ * drivers of their own live in their own modules (cli-send, replace, scale,
+ * topics, nats-workloads).
  */
 import net from "node:net"
 import { cliSendRun } from "./cli-send.ts"
