@@ -20,7 +20,7 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
 
 /** Headline metrics per workload (the JSON has all of them). */
 export const headline = (name: string): ReadonlyArray<readonly [string, string]> => {
-  if (name === "w1" || name === "w64" || name === "fanin") {
+  if (name === "w1" || name === "w64" || name === "w64-steady" || name === "fanin") {
     return [["msgPerSec", "msg/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
   }
   if (name === "sustained") {
@@ -35,6 +35,15 @@ export const headline = (name: string): ReadonlyArray<readonly [string, string]>
   }
   if (name === "ask") return [["p50Us", "p50 µs"], ["p90Us", "p90 µs"], ["p99Us", "p99 µs"], ["cpuUsPerRound", "CPU µs/round trip"]]
   if (name.startsWith("payload-")) return [["msgPerSec", "msg/s"], ["mbPerSec", "MB/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
+  if (name.endsWith("-settled")) {
+    return [
+      ["sessions", "sessions held"],
+      ["rssPerSessionKiB", "RSS KiB/session"],
+      ["rssPerSessionSettled5sKiB", "… after 5 s idle"],
+      ["rssPerSessionSettled15sKiB", "… 15 s"],
+      ["rssPerSessionSettled30sKiB", "… 30 s"]
+    ]
+  }
   if (name.startsWith("idle-")) {
     return [
       ["sessions", "sessions held"],

@@ -36,7 +36,7 @@ import {
   type TargetName,
   type TargetSpec
 } from "./targets.ts"
-import { defaultSizes, quickSizes, type Sizes, type Workload, workloads } from "./workloads.ts"
+import { defaultSizes, quickSizes, selectWorkloads, type Sizes, type Workload, workloads } from "./workloads.ts"
 
 // ---------------------------------------------------------------- options
 
@@ -62,7 +62,8 @@ targets: raw (the raw relay), broker (ours, durable: the default), memory (ours,
 --ci:    the short non-gating run (quick sizes, 1 rep, w64 fanin ask startup cli-send against raw and broker,
          w64 also against memory); prints its table and always exits 0.
 workloads: w1 w64 sustained fanin ask payload-100B payload-10KiB payload-500KiB idle-1k idle-10k idle-50k
-           storm-1k startup cli-send replace-storm topic-fanout   (a prefix selects a group: "payload", "idle")`
+           storm-1k startup cli-send replace-storm topic-fanout   (a prefix selects a group: "payload", "idle")
+           opt-in, only by their full name: w64-steady idle-10k-settled`
 
 /** The workloads of `--ci`. */
 const CI_WORKLOADS = ["w64", "fanin", "ask", "startup", "cli-send"]
@@ -212,9 +213,7 @@ const main = async (opts: Options): Promise<number> => {
   const base = opts.ci ? { ...quickSizes, startupSpawns: 2, cliSends: 2 } : opts.quick ? quickSizes : defaultSizes
   const sizes: Sizes = opts.regConcurrency === undefined ? base : { ...base, regConcurrency: opts.regConcurrency }
   const all = workloads(sizes)
-  const selected: Array<Workload> = opts.only.length === 0
-    ? all
-    : all.filter((w) => opts.only.some((o) => w.name.startsWith(o)))
+  const selected: Array<Workload> = selectWorkloads(all, opts.only)
   if (selected.length === 0) throw new Error(`--only matched no workload\n${usage}`)
 
   const notes: Array<string> = []

@@ -11,7 +11,7 @@ import { stripTypeScriptTypes } from "node:module"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { DEFAULT_MAX_SESSIONS } from "../src/broker/options.ts"
-import { brokerEntryPoint } from "../src/config/install.ts"
+import { BROKER_NODE_FLAGS, brokerEntryPoint } from "../src/config/install.ts"
 import { BROKER_OWN_FILES, parseOpenFileLimit } from "../src/config/openFiles.ts"
 
 /**
@@ -101,14 +101,16 @@ const fittingCap = (): number | undefined => {
 }
 
 /**
- * The broker as a client spawns it: `brokerEntryPoint()` (the bundled
+ * The broker as a client spawns it: `node` with the client's V8 flags
+ * (`BROKER_NODE_FLAGS`), `brokerEntryPoint()` (the bundled
  * `dist/bin/intercom.mjs`, or tsc's `dist/cli/main.js` in a tree without the
  * bundle) with `broker --dir <dir>`, so `startup` measures what a client waits for.
+ * A `--broker-cmd` runs exactly what it says: name the flags there to compare like with like.
  */
 export const brokerSpec: TargetSpec = {
   name: "broker",
   argv: (dir, maxSessions) => {
-    const argv = [process.execPath, brokerEntryPoint(), "broker", "--dir", dir]
+    const argv = [process.execPath, ...BROKER_NODE_FLAGS, brokerEntryPoint(), "broker", "--dir", dir]
     const cap = maxSessions ?? fittingCap()
     if (cap !== undefined) argv.push("--max-sessions", String(cap))
     return argv

@@ -2,6 +2,12 @@
  * The workloads. Each run spawns a fresh instance of the target (new temp
  * dir), drives it from this process through `BenchClient`s, and stops it.
  * Every wait is bounded; a run that times out or sees a protocol error throws.
+ * Opt-in workloads (`optIn`) run only when `--only` names them in full.
+ *
+ * Size: past 400 lines, because the sizes, the registry and the drivers they
+ * share (transfer, idle registration) are kept together; workloads with
+ * drivers of their own live in their own modules (cli-send, replace, scale,
+ * topics, nats-workloads).
  */
 import net from "node:net"
 import { cliSendRun } from "./cli-send.ts"
@@ -44,6 +50,15 @@ export interface Sizes {
   readonly stormSessions: number
   /** Measured `intercom send` processes per run (`cli-send`). */
   readonly cliSends: number
+  /**
+   * `w64-steady` (opt-in): w64 measured after a long warm-up, so the
+   * compilers' one-time work is done before the interval: messages sent
+   * unmeasured first, then measured.
+   */
+  readonly steadyWarm: number
+  readonly steady: number
+  /** `idle-10k-settled` (opt-in): seconds after registration (and the lists) at which RSS is read again. */
+  readonly settledAtSeconds: ReadonlyArray<number>
 }
 
 export const defaultSizes: Sizes = {
@@ -73,7 +88,10 @@ export const defaultSizes: Sizes = {
   topicSubscribers: 1_000,
   topicPublications: 200,
   stormSessions: 1_000,
-  cliSends: 10
+  cliSends: 10,
+  steadyWarm: 200_000,
+  steady: 100_000,
+  settledAtSeconds: [5, 15, 30]
 }
 
 export const quickSizes: Sizes = {
@@ -102,7 +120,10 @@ export const quickSizes: Sizes = {
   topicSubscribers: 200,
   topicPublications: 50,
   stormSessions: 1_000,
-  cliSends: 3
+  cliSends: 3,
+  steadyWarm: 20_000,
+  steady: 20_000,
+  settledAtSeconds: [2, 5]
 }
 
 export interface Workload {
@@ -114,6 +135,8 @@ export interface Workload {
   readonly natsRun?: (spec: TargetSpec) => Promise<RunResult>
   /** Runs only against our broker (durable or memory): the others are skipped, not run. */
   readonly brokerOnly?: boolean
+  /** Long-running, for one question: run only when named exactly (`--only`), never by default or by a prefix. */
+  readonly optIn?: boolean
 }
 
 // ---------------------------------------------------------------- helpers
@@ -252,7 +275,8 @@ const throughputRun = async (
   nSenders: number,
   perSender: number,
   window: number,
-  textBytes: number
+  textBytes: number,
+  warmTotal?: number
 ): Promise<RunResult> =>
   withInstance(spec, undefined, async (inst) => {
     const { client: rx } = await connectAndRegister(inst.socketPath, "bench-rx")
@@ -263,8 +287,10 @@ const throughputRun = async (
       }
       const text = makeText(textBytes)
       const total = nSenders * perSender
-      const warmPer = Math.max(1, Math.min(Math.ceil(perSender / 10), Math.ceil(2_000 / nSenders)))
-      const timeoutMs = 30_000 + total * 2 + Math.ceil((total * textBytes) / 20_000)
+      const warmPer = warmTotal !== undefined
+        ? Math.max(1, Math.ceil(warmTotal / nSenders))
+        : Math.max(1, Math.min(Math.ceil(perSender / 10), Math.ceil(2_000 / nSenders)))
+      const timeoutMs = 30_000 + Math.max(total, warmPer * nSenders) * 2 + Math.ceil((total * textBytes) / 20_000)
       await transfer(inst.pid, senders, rx, warmPer, window, text, "warm", timeoutMs)
       const r = await transfer(inst.pid, senders, rx, perSender, window, text, "run", timeoutMs, spec.measure)
       const s = r.elapsedMs / 1000
@@ -395,13 +421,14 @@ const idleRun = async (
   scopeSize: number,
   concurrency: number,
   listCount: number,
-  scale: boolean
+  scale: boolean,
+  settledAt: ReadonlyArray<number> = []
 ): Promise<RunResult> => {
   // Closed only after the target is stopped, so it does not spend the stop
   // broadcasting K session_left frames.
   const idle: Array<BenchClient> = []
   try {
-    if (!scale) return await idleBody(spec, k, scopeSize, concurrency, listCount, idle, 20_000, false)
+    if (!scale) return await idleBody(spec, k, scopeSize, concurrency, listCount, idle, 20_000, false, settledAt)
     const room = ensureOpenFiles(k)
     const r = await idleBody(spec, Math.min(k, room.sessions), scopeSize, concurrency, listCount, idle, k + 10_000, true)
     if (room.note !== undefined) r.notes.unshift(room.note)
@@ -419,7 +446,8 @@ const idleBody = (
   listCount: number,
   idle: Array<BenchClient>,
   maxSessions: number,
-  tolerateRefusal: boolean
+  tolerateRefusal: boolean,
+  settledAt: ReadonlyArray<number> = []
 ): Promise<RunResult> =>
   withInstance(spec, maxSessions, async (inst) => {
     const scoped = scopeSize < k
@@ -472,6 +500,17 @@ const idleBody = (
       const faultsBefore = minorFaults(inst.pid)
       const lists = await listLatency(lister, listCount)
       const listFaults = minorFaults(inst.pid) - faultsBefore
+      // Opt-in (idle-10k-settled): RSS again after the broker has sat idle, to see
+      // whether V8's memory reducer gives the grown young generation back.
+      const settled: Record<string, number> = {}
+      const idleSince = performance.now()
+      for (const seconds of settledAt) {
+        const wait = seconds * 1000 - (performance.now() - idleSince)
+        if (wait > 0) await sleep(wait)
+        const rss = procStatusKiB(inst.pid, "VmRSS")
+        settled[`rssSettled${seconds}sKiB`] = rss
+        settled[`rssPerSessionSettled${seconds}sKiB`] = held === 0 ? Number.NaN : (rss - rssBefore) / held
+      }
       const dropped = idle.filter((c) => c.isClosed).length
       const notes: Array<string> = []
       if (refused !== undefined) notes.push(refused)
@@ -491,7 +530,8 @@ const idleBody = (
           listFaultsPerList: listFaults / (lists.us.length + LIST_UNTIMED),
           listBytes: lists.bytes,
           retries,
-          dropped
+          dropped,
+          ...settled
         },
         notes
       }
@@ -635,6 +675,12 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     run: (spec) => throughputRun(spec, 1, sizes.sustained, 64, 100)
   },
   {
+    name: "w64-steady",
+    optIn: true,
+    title: `1→1 window 64, ${sizes.steady} × 100 B measured after ${sizes.steadyWarm} unmeasured (steady state)`,
+    run: (spec) => throughputRun(spec, 1, sizes.steady, 64, 100, sizes.steadyWarm)
+  },
+  {
     name: "fanin",
     title: `fan-in ${sizes.faninSenders}→1, window ${sizes.faninWindow} (${sizes.faninSenders} × ${sizes.faninPerSender})`,
     run: (spec) => throughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100),
@@ -655,6 +701,12 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     name: `idle-${kLabel(c.k)}`,
     title: `${c.k} idle sessions (${c.scopeSize < c.k ? `scopes of ${c.scopeSize}` : "one scope"}, ${sizes.regConcurrency} registering at once)`,
     run: (spec) => idleRun(spec, c.k, c.scopeSize, sizes.regConcurrency, sizes.listCount, c.scale === true)
+  })),
+  ...sizes.idle.filter((c) => c.k === 10_000).map((c): Workload => ({
+    name: `idle-${kLabel(c.k)}-settled`,
+    optIn: true,
+    title: `${c.k} idle sessions as idle-${kLabel(c.k)}, then RSS after ${sizes.settledAtSeconds.join(", ")} s idle`,
+    run: (spec) => idleRun(spec, c.k, c.scopeSize, sizes.regConcurrency, sizes.listCount, false, sizes.settledAtSeconds)
   })),
   {
     name: `storm-${kLabel(sizes.stormSessions)}`,
@@ -689,3 +741,14 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     run: (spec) => topicFanoutRun(spec, sizes.topicSubscribers, sizes.topicPublications)
   }
 ]
+
+/**
+ * The workloads `--only` selects: every one that is not opt-in when the list
+ * is empty; otherwise those whose name starts with an entry ("payload",
+ * "idle" select groups), and an opt-in one only when named in full, so that
+ * `--only w64` does not also run `w64-steady`.
+ */
+export const selectWorkloads = (all: ReadonlyArray<Workload>, only: ReadonlyArray<string>): Array<Workload> =>
+  only.length === 0
+    ? all.filter((w) => w.optIn !== true)
+    : all.filter((w) => (w.optIn === true ? only.includes(w.name) : only.some((o) => w.name.startsWith(o))))

@@ -15,7 +15,7 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
-import { brokerEntryPoint } from "../config/install.ts"
+import { BROKER_NODE_FLAGS, brokerEntryPoint } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { openPrivateSync } from "../config/privateFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
@@ -115,7 +115,7 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
   const log = openPrivateSync(logFile) // 0600 even over a leftover log with a looser mode
   try {
     const [command, args] = options.launch._tag === "Default"
-      ? [process.execPath, [brokerEntryPoint(), "broker", "--dir", options.agentDir]]
+      ? [process.execPath, [...BROKER_NODE_FLAGS, brokerEntryPoint(), "broker", "--dir", options.agentDir]]
       : [options.launch.command, [...options.launch.args, brokerEntryPoint()]]
     // Loaded here, not at module load: most commands find a broker running and never spawn one, and
     // node:child_process costs a process ~3 ms of CPU to load (docs/performance.md, "Startup").

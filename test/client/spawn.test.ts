@@ -42,6 +42,9 @@ describe("auto-spawn", () => {
       assert.deepStrictEqual(brokerProcesses(dir.agentDir), [pid])
       // Detached: its own process group and session, so it outlives this process's terminal.
       assert.deepStrictEqual(groupAndSession(pid), [pid, pid])
+      // Started with the broker's V8 flags, before the entry point (a 4 MB young generation).
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a !== "")
+      assert.deepStrictEqual(argv.slice(1, 3), ["--max-semi-space-size=4", brokerEntryPoint()])
       assert.isTrue(yield* probeHealth(dir.socketPath))
       assert.isTrue(fs.existsSync(dir.logFile), "broker.log")
       assert.isFalse(fs.existsSync(dir.lockFile), "the spawn lock was released")
