@@ -13,7 +13,7 @@
  * puts per 407-record commit); every R messages (407 by default, w64's
  * commits) the journal is taken and committed to a `MailStore.sqlite` on a
  * file. Printed: the median main-thread CPU (`process.cpuUsage`) per message
- * of each build. Both builds run in this process, their turns alternating and
+ * of each build, and its WAL bytes per message (the `-wal` file at the end). Both builds run in this process, their turns alternating and
  * each first every other turn, so the machine's load falls on both alike.
  * `--a` defaults to the base worktree's `src`, `--b` to this one's.
  */
@@ -101,8 +101,14 @@ interface JournalLike {
   readonly record: (sender: string, key: string, fingerprint: DeliveryRecordsModule.Fingerprint, outcome: DeliveryRecordsModule.Outcome, at: number) => void
 }
 
-/** Main-thread CPU µs per message of one run of `MESSAGES` messages through `build`'s journal and store. */
-const runOnce = (build: Build, peer: object): Promise<number> => {
+/** One run's main-thread CPU µs per message and WAL bytes per message (the `-wal` file's size at its end). */
+interface RunResult {
+  readonly cpu: number
+  readonly wal: number
+}
+
+/** One run of `MESSAGES` messages through `build`'s journal and store. */
+const runOnce = (build: Build, peer: object): Promise<RunResult> => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ei-durable-path-"))
   const file = path.join(dir, "intercom.db")
   const program = Effect.gen(function*() {
@@ -164,7 +170,7 @@ const runOnce = (build: Build, peer: object): Promise<number> => {
     yield* commit()
     const used = process.cpuUsage(cpu)
     if (released === 0) throw new Error("no acknowledgement was released")
-    return (used.user + used.system) / MESSAGES
+    return { cpu: (used.user + used.system) / MESSAGES, wal: fs.statSync(`${file}-wal`).size / MESSAGES }
   }).pipe(
     Effect.provide(Layer.provideMerge(build.mailStore.MailStore.sqlite, build.database.layer({ file })))
   )
@@ -175,7 +181,7 @@ const main = async () => {
   const builds = [await load("a", srcA), await load("b", srcB)]
   // Only kept by the journal and handed back with the acknowledgements it releases.
   const peer = {}
-  const samples = new Map<string, Array<number>>(builds.map((b) => [b.name, []]))
+  const samples = new Map<string, Array<RunResult>>(builds.map((b) => [b.name, []]))
   // A warm-up turn each, not counted.
   for (const build of builds) await runOnce(build, peer)
   for (let rep = 0; rep < REPS; rep++) {
@@ -184,7 +190,11 @@ const main = async () => {
   }
   for (const build of builds) {
     const s = samples.get(build.name)!
-    console.log(`${build.name} (${build.name === "a" ? srcA : srcB}): median ${median(s).toFixed(2)} µs/message; runs ${s.map((x) => x.toFixed(2)).join(", ")}`)
+    const cpu = s.map((r) => r.cpu)
+    console.log(
+      `${build.name} (${build.name === "a" ? srcA : srcB}): median ${median(cpu).toFixed(2)} µs/message; ` +
+        `runs ${cpu.map((x) => x.toFixed(2)).join(", ")}; WAL ${median(s.map((r) => r.wal)).toFixed(0)} bytes/message`
+    )
   }
   console.log(`${MESSAGES} messages, ${PER_COMMIT} per commit, ${REPS} reps; load ${os.loadavg().map((l) => l.toFixed(2)).join(" / ")}; Node ${process.version}`)
 }
