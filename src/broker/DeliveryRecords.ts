@@ -93,16 +93,17 @@ const recordBytes = (record: OutboundRecord, outcome: Outcome): number =>
 
 /**
  * Told of every record set or rewritten (the store journal, when the broker
- * is durable); `key` is `recordKeyOf(sender, id)`, built only for it. Each
- * fingerprint is the outbound record itself, not a copy: the journal encodes
- * it at its next commit, and a record's fingerprint changes only in a later
- * `set` of the same key (`fingerprintFrom`), which the observer is told of
- * again, so what the commit encodes is the key's latest state either way.
+ * is durable); a rewrite's `key` is `recordKeyOf(sender, id)`, built only for
+ * it. A `set` is given the outbound record itself, not a copy, as its
+ * fingerprint: the journal encodes it at its next commit, and a record's
+ * fingerprint changes only in a later `set` of the same key
+ * (`fingerprintFrom`), which the observer is told of again, so what the
+ * commit encodes is the key's latest state either way.
  * (A copy per message showed in durable mode's profile; docs/performance.md,
  * "Durable store CPU, fifth stop".)
  */
 export interface RecordObserver {
-  readonly set: (sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number) => void
+  readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
   /** A rewrite; `record` is undefined when the record itself was no longer kept (its message may still be). */
   readonly rewrite: (key: string, outcome: Outcome, record: { readonly sender: string; readonly fingerprint: Fingerprint; readonly at: number } | undefined) => void
 }
@@ -140,7 +141,7 @@ export class DeliveryRecords {
    * (sender, id) already has a record in the table.
    */
   set(record: OutboundRecord, outcome: Outcome, now: number): void {
-    this.observer?.set(record.senderKey, recordKeyOf(record.senderKey, record.id), record, outcome, now)
+    this.observer?.set(record, outcome, now)
     this.keep(record, outcome, now)
   }
 

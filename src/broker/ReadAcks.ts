@@ -31,6 +31,9 @@ interface Entry<A extends Revealing> {
   answered: A | undefined
 }
 
+/** Nothing released (shared: the common answer of `hold`, `answered` and `read`). */
+const NONE: ReadonlyArray<never> = Object.freeze([])
+
 /** `entry`'s acknowledgement, and the ask acknowledgement it carries, as what to queue. */
 const released = <A extends Revealing>(entry: Entry<A>): ReadonlyArray<A> =>
   entry.answered === undefined ? [entry.ack] : [entry.ack, entry.answered]
@@ -51,9 +54,10 @@ export class ReadAcks<A extends Revealing> {
    */
   hold(recordKey: string, ack: A, byReceipt: boolean): ReadonlyArray<A> {
     const previous = this.held.get(recordKey)
-    this.held.delete(recordKey)
+    // Deleted first, so it is set at the end of the order again (the common case: not held, one lookup).
+    if (previous !== undefined) this.held.delete(recordKey)
     this.held.set(recordKey, { ack, byReceipt, answered: undefined })
-    return previous === undefined ? [] : released(previous)
+    return previous === undefined ? NONE : released(previous)
   }
 
   /**
@@ -70,23 +74,23 @@ export class ReadAcks<A extends Revealing> {
     if (
       ask === undefined || ask.byReceipt || reply === undefined || !reply.byReceipt || reply.answered !== undefined ||
       ask.ack.upTo > reply.ack.upTo
-    ) return []
+    ) return NONE
     this.held.delete(askKey)
     reply.answered = ask.ack
-    return ask.answered === undefined ? [] : [ask.answered]
+    return ask.answered === undefined ? NONE : [ask.answered]
   }
 
   /** The recipient confirmed reading the message `recordKey` (or it was dropped): what that releases. */
   read(recordKey: string): ReadonlyArray<A> {
     const entry = this.held.get(recordKey)
-    if (entry === undefined || !entry.byReceipt) return []
+    if (entry === undefined || !entry.byReceipt) return NONE
     this.held.delete(recordKey)
     return released(entry)
   }
 
   /** Everything up to change count `stored` is stored: what that releases, in order. */
   stored(stored: number): ReadonlyArray<A> {
-    if (this.held.size === 0) return []
+    if (this.held.size === 0) return NONE
     const out: Array<A> = []
     for (const [key, entry] of this.held) {
       if (entry.ack.upTo > stored) break

@@ -189,7 +189,7 @@ export class Router {
         maxRecords: options.replayRecords,
         maxBytes: options.replayBytes
       }, journal === undefined ? undefined : {
-        set: (sender, key, fingerprint, outcome, at) => journal.record(sender, key, fingerprint, outcome, at),
+        set: (record, outcome, at) => journal.recordSent(record, outcome, at),
         rewrite: (key, outcome, record) => {
           // An outcome that is a failure ends the message: it will never be written (its sender is told).
           if (!outcome.ok) journal.mailGone(key)
@@ -407,7 +407,7 @@ export class Router {
     for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
     for (const stored of recovered.mail) {
-      journal?.restoredMail(stored.mail.recordKey, stored.seq)
+      journal?.restoredMail(stored)
       this.mail.restore(stored.mail)
     }
   }

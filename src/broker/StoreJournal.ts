@@ -6,8 +6,10 @@
  * The Router's synchronous code is its only writer (it never runs SQL): a
  * replay record set or rewritten, mail accepted, mail written or dropped, an
  * ask edge opened or closed, a failure notice owed to a sender or read
- * (NoticeJournal.ts). Changes to one key coalesce until they are taken
- * (mail read before its commit never reaches the disk at all).
+ * (NoticeJournal.ts). Changes to one key's mail or edge coalesce until they
+ * are taken (mail read before its commit never reaches the disk at all); a
+ * key's replay records go in the order they were made, the later winning in
+ * the store.
  *
  * The promise it keeps ("acknowledged is a promise", design.md): no output
  * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
@@ -28,15 +30,17 @@
  * output stays held and new sends are refused with `failure`'s text; what
  * was taken is put back and retried.
  *
- * Size: a little past 400 lines. Its parts share the change counts and the
- * batch they are taken into; the failure notices' own state is in
- * NoticeJournal.ts already.
+ * Size: about 450 lines. Its parts share the change counts and the batch
+ * they are taken into; the failure notices' own state is in NoticeJournal.ts
+ * already, and the entries it keeps per message in JournalEntries.ts.
  */
 import { Deferred, Effect } from "effect"
 import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
+import { JournalMail, SentRecord } from "./JournalEntries.ts"
 import { NoticeJournal } from "./NoticeJournal.ts"
+import type { OutboundRecord } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
 import { ReadAcks } from "./ReadAcks.ts"
 
@@ -62,15 +66,23 @@ const PRUNE_EVERY_MS = 60_000
 
 /** The journal of changes not yet stored; see the module header. */
 export class StoreJournal {
-  private records = new Map<string, StoredRecord>()
-  private mailPuts = new Map<string, StoredMail>()
+  /**
+   * Replay records set or rewritten, in order. A key rewritten before the commit is in it twice: the
+   * store applies a commit's records in order, so the later wins (MailStore.ts), and a map per key cost
+   * more per message than the rare second copy (docs/performance.md, "Durable, seventh stop").
+   */
+  private records: Array<StoredRecord> = []
+  /** Mail put since the last take, in order; those no longer `pending` were written or dropped meanwhile. */
+  private puts: Array<JournalMail> = []
+  /** How many of `puts` are still `pending`. */
+  private pendingPuts = 0
   /** Stored mail to delete, by its `seq`. */
   private mailDeletes = new Set<number>()
   private edgePuts = new Map<string, AskEdge>()
   private edgeDeletes = new Set<string>()
   private readonly notices = new NoticeJournal()
-  /** Mail stored or about to be, record key → its `seq` (the store's key): only those need deleting. */
-  private readonly storedMail = new Map<string, number>()
+  /** Mail stored or about to be (`pending`), by record key: only those need a delete, or a put dropped. */
+  private readonly storedMail = new Map<string, JournalMail>()
   private nextSeq = 1
   /** Changes appended, ever. */
   private appended = 0
@@ -178,7 +190,8 @@ export class StoreJournal {
    * sends the ask again.
    */
   holdAckUntilRead(peer: Peer, frame: string, recordKey: string, byReceipt: boolean): void {
-    this.heldAcks.push(...this.readAcks.hold(recordKey, { peer, frame, upTo: this.appended }, byReceipt))
+    const previous = this.readAcks.hold(recordKey, { peer, frame, upTo: this.appended }, byReceipt)
+    if (previous.length > 0) this.heldAcks.push(...previous)
   }
 
   /**
@@ -201,9 +214,9 @@ export class StoreJournal {
     if (nextSeq > this.nextSeq) this.nextSeq = nextSeq
   }
 
-  /** Mail found stored at startup under `seq`: it is in the store already, and deleted when written or dropped. */
-  restoredMail(recordKey: string, seq: number): void {
-    this.storedMail.set(recordKey, seq)
+  /** Mail found stored at startup: it is in the store already, and deleted when written or dropped. */
+  restoredMail(stored: StoredMail): void {
+    this.storedMail.set(stored.mail.recordKey, new JournalMail(stored.seq, stored.mail, false))
   }
 
   /**
@@ -230,20 +243,27 @@ export class StoreJournal {
     this.wake()
   }
 
+  /** A replay record was set for a send: `record` is its outbound record (the fingerprint and who sent what). */
+  recordSent(record: OutboundRecord, outcome: Outcome, at: number): void {
+    this.records.push(new SentRecord(record, outcome, at))
+    this.changed()
+  }
+
   /** A replay record was set or rewritten. */
   record(sender: string, key: string, fingerprint: Fingerprint, outcome: Outcome, at: number): void {
-    this.records.set(key, { key, sender, fingerprint, outcome, at })
+    this.records.push({ key, sender, fingerprint, outcome, at })
     this.changed()
   }
 
   /** Mail was accepted: stored until it is written to its recipient or dropped. */
   putMail(mail: Mail): void {
-    const seq = this.nextSeq++
     const previous = this.storedMail.get(mail.recordKey)
     // Stored under another seq already (never expected: a record key is accepted once while stored): that row goes.
-    if (previous !== undefined && !this.mailPuts.delete(mail.recordKey)) this.mailDeletes.add(previous)
-    this.storedMail.set(mail.recordKey, seq)
-    this.mailPuts.set(mail.recordKey, { seq, mail })
+    if (previous !== undefined) this.forget(previous)
+    const entry = new JournalMail(this.nextSeq++, mail, true)
+    this.storedMail.set(mail.recordKey, entry)
+    this.puts.push(entry)
+    this.pendingPuts++
     this.changed()
   }
 
@@ -259,13 +279,22 @@ export class StoreJournal {
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
     const read = this.readAcks.read(recordKey)
     if (read.length > 0) this.releaseAcks(read)
-    const seq = this.storedMail.get(recordKey)
-    if (seq === undefined) return
+    const entry = this.storedMail.get(recordKey)
+    if (entry === undefined) return
     this.storedMail.delete(recordKey)
-    // Not stored yet: it never needs to be.
-    if (this.mailPuts.delete(recordKey)) return
-    this.mailDeletes.add(seq)
-    this.flushLater()
+    if (this.forget(entry)) this.flushLater()
+  }
+
+  /** `entry` leaves the store: a put not taken yet is dropped, anything else deleted. Whether a delete was added. */
+  private forget(entry: JournalMail): boolean {
+    if (entry.pending) {
+      // Not stored yet: it never needs to be.
+      entry.pending = false
+      this.pendingPuts--
+      return false
+    }
+    this.mailDeletes.add(entry.seq)
+    return true
   }
 
   /** An ask edge opened. */
@@ -317,30 +346,46 @@ export class StoreJournal {
       ? { recordsBefore: now - this.retentionMs, edgesUntil: now }
       : undefined
     if (
-      this.records.size === 0 && this.mailPuts.size === 0 && this.mailDeletes.size === 0 &&
+      this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 &&
       this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined && this.notices.isEmpty
     ) {
       // Every change counted since the last commit cancelled out (mail dropped or written before it was
       // stored, an edge closed before it was): nothing to store, so output marked behind them may go now.
+      this.puts = []
       if (!this.isStored) this.committed({ batch: EMPTY_COMMIT, upTo: this.appended })
       return undefined
     }
     if (prune !== undefined) this.lastPrune = now
     const batch: MailCommit = {
-      records: [...this.records.values()],
-      mailPuts: [...this.mailPuts.values()],
+      records: this.records,
+      mailPuts: this.takePuts(),
       mailDeletes: [...this.mailDeletes],
       edgePuts: [...this.edgePuts.values()],
       edgeDeletes: [...this.edgeDeletes],
       prune,
       ...this.notices.take()
     }
-    this.records = new Map()
-    this.mailPuts = new Map()
+    this.records = []
     this.mailDeletes = new Set()
     this.edgePuts = new Map()
     this.edgeDeletes = new Set()
     return { batch, upTo: this.appended }
+  }
+
+  /** The puts still pending, no longer so: from now on they are the store's, and deleted when they go. */
+  private takePuts(): ReadonlyArray<JournalMail> {
+    const puts = this.puts
+    this.puts = []
+    const taken: Array<JournalMail> = []
+    if (this.pendingPuts === 0) return taken
+    for (let i = 0; i < puts.length; i++) {
+      const entry = puts[i]!
+      if (!entry.pending) continue
+      entry.pending = false
+      taken.push(entry)
+    }
+    this.pendingPuts = 0
+    return taken
   }
 
   /** `taken` is stored: output held behind it may go. */
@@ -377,18 +422,20 @@ export class StoreJournal {
   failed(taken: TakenBatch, reason: string): void {
     this.failure = reason
     const { batch } = taken
-    const records = new Map<string, StoredRecord>()
-    for (const record of batch.records) records.set(record.key, record)
-    for (const [key, record] of this.records) records.set(key, record)
-    this.records = records
-    const puts = new Map<string, StoredMail>()
+    // In order: what came since is later, and a later record of a key wins.
+    this.records = batch.records.length === 0 ? this.records : [...batch.records, ...this.records]
+    const puts: Array<JournalMail> = []
     for (const put of batch.mailPuts) {
       // Written or dropped since it was taken: it need not be stored after all.
       if (this.mailDeletes.delete(put.seq)) continue
-      puts.set(put.mail.recordKey, put)
+      const entry = this.storedMail.get(put.mail.recordKey)
+      // Still this journal's (a `JournalMail`, as every put it takes): pending again.
+      if (entry === undefined || entry.seq !== put.seq) continue
+      entry.pending = true
+      this.pendingPuts++
+      puts.push(entry)
     }
-    for (const [key, put] of this.mailPuts) puts.set(key, put)
-    this.mailPuts = puts
+    this.puts = puts.length === 0 ? this.puts : [...puts, ...this.puts]
     for (const key of batch.mailDeletes) this.mailDeletes.add(key)
     const edgePuts = new Map<string, AskEdge>()
     for (const edge of batch.edgePuts) {

@@ -15,6 +15,12 @@ import { DeliveryCode } from "../protocol/delivery.ts"
 export interface StoredRecord {
   /** The record key (`recordKeyOf(sender, id)`). */
   readonly key: string
+  /**
+   * The message id, when the journal has it at hand (the key is then
+   * `recordKeyOf(sender, id)`): the replay block writes it without taking
+   * the key apart, or building it (replayBlock.ts).
+   */
+  readonly id?: string | undefined
   /** The sender's registry key. */
   readonly sender: string
   readonly fingerprint: Fingerprint

@@ -39,6 +39,7 @@ import { CorruptRow, type StoredRecord } from "./mailCodec.ts"
 
 /** The separator `recordKeyOf` puts between a sender's key and a message id. */
 const KEY_SEPARATOR = "\u0001"
+const KEY_SEPARATOR_CODE = 1
 const SURROGATE = /[\uD800-\uDFFF]/
 
 const str = (s: string): string => SURROGATE.test(s) ? jsonStr(s) : `${s.length}:${s}`
@@ -55,35 +56,48 @@ const encodeOutcome = (outcome: Outcome): string =>
     ? (outcome.delivery === "socket_delivered" ? "d" : "q")
     : `f${str(outcome.code)}${str(outcome.reason)}${outcome.retryable ? "1" : "0"}`
 
-/** One record's text (see the module header); `previous` is the record before it in the block. */
-const encodeRecord = (record: StoredRecord, previous: StoredRecord | undefined): string => {
-  const { key, sender } = record
-  const f: Fingerprint = record.fingerprint
-  const keyText = key.length > sender.length && key.startsWith(sender) && key[sender.length] === KEY_SEPARATOR
+/** A key given without its id: as the id alone when it is `recordKeyOf(sender, id)`, else whole. */
+const keyText = (key: string, sender: string): string =>
+  key.length > sender.length && key.startsWith(sender) && key.charCodeAt(sender.length) === KEY_SEPARATOR_CODE
     ? `=${str(key.slice(sender.length + 1))}`
     : `!${str(key)}`
-  // A commit's records mostly share their sender, target and time (a tick of one sender's traffic).
-  const senderText = previous !== undefined && previous.sender === sender ? "^" : str(sender)
-  const atText = previous !== undefined && previous.at === record.at ? "^" : `${record.at},`
-  const targetId = f.targetId
-  const targetText = previous !== undefined && previous.fingerprint.targetId === targetId ? "^" : str(targetId)
-  return `${senderText}${keyText}${atText}${targetText}${f.textLength},${f.textHash},${f.attachmentsLength},${f.attachmentsHash},${f.replyErrorLength},${f.replyErrorHash},${
-    opt(f.replyTo)
-  }${f.expectsReply === undefined ? "-" : f.expectsReply ? "1" : "0"}${opt(f.supersedes)}${opt(f.retryOf)}${
-    encodeOutcome(record.outcome)
-  }`
-}
+
+/** Whether `a` and `b` agree on every fingerprint field after the text's (its attachments', reply error's and links'). */
+const sameRest = (a: Fingerprint, b: Fingerprint): boolean =>
+  a.attachmentsLength === b.attachmentsLength && a.attachmentsHash === b.attachmentsHash &&
+  a.replyErrorLength === b.replyErrorLength && a.replyErrorHash === b.replyErrorHash && a.replyTo === b.replyTo &&
+  a.expectsReply === b.expectsReply && a.supersedes === b.supersedes && a.retryOf === b.retryOf
+
+/** The fingerprint's fields after the text's, as the record writes them. */
+const restText = (f: Fingerprint): string =>
+  `${f.attachmentsLength},${f.attachmentsHash},${f.replyErrorLength},${f.replyErrorHash},${opt(f.replyTo)}${
+    f.expectsReply === undefined ? "-" : f.expectsReply ? "1" : "0"
+  }${opt(f.supersedes)}${opt(f.retryOf)}`
 
 /**
  * The block text of `records`, in their order. Numbers are written as
  * decimals: a fingerprint's are integers, `at` is the broker clock's ms.
+ * Built in one string: a commit's records mostly share their sender, target,
+ * time and the fingerprint fields after the text's (a tick of one sender's
+ * plain messages), so those are compared with the previous record's and
+ * written as `^`, or (the fields after the text's, which have no `^`) as the
+ * previous record's text again, without converting their numbers anew.
  */
 export const encodeBlock = (records: ReadonlyArray<StoredRecord>): string => {
   let text = `b1:${records.length};`
   let previous: StoredRecord | undefined
+  let rest = ""
   for (let i = 0; i < records.length; i++) {
     const record = records[i]!
-    text += encodeRecord(record, previous)
+    const { id, sender, at } = record
+    const f: Fingerprint = record.fingerprint
+    const targetId = f.targetId
+    text += previous !== undefined && previous.sender === sender ? "^" : str(sender)
+    text += id !== undefined ? `=${str(id)}` : keyText(record.key, sender)
+    text += previous !== undefined && previous.at === at ? "^" : `${at},`
+    text += previous !== undefined && previous.fingerprint.targetId === targetId ? "^" : str(targetId)
+    if (previous === undefined || !sameRest(previous.fingerprint, f)) rest = restText(f)
+    text += `${f.textLength},${f.textHash},${rest}${encodeOutcome(record.outcome)}`
     previous = record
   }
   return text

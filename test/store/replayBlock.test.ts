@@ -56,25 +56,42 @@ const recordArb: fc.Arbitrary<StoredRecord> = fc.record({
   at
 }))
 
-/** Records, some sharing the sender, time and target of the one before (written as "^"), as a tick's do. */
-const blockArb = fc.array(fc.tuple(recordArb, fc.boolean(), fc.boolean(), fc.boolean()), { maxLength: 12 }).map((drafts) => {
-  const records: Array<StoredRecord> = []
-  for (const [draft, sameSender, sameAt, sameTarget] of drafts) {
-    const previous = records[records.length - 1]
-    const sender = sameSender && previous !== undefined ? previous.sender : draft.sender
-    records.push({
-      ...draft,
-      key: sameSender && previous !== undefined ? recordKeyOf(sender, draft.key) : draft.key,
-      sender,
-      at: sameAt && previous !== undefined ? previous.at : draft.at,
-      fingerprint: {
-        ...draft.fingerprint,
-        targetId: sameTarget && previous !== undefined ? previous.fingerprint.targetId : draft.fingerprint.targetId
-      }
-    })
+/**
+ * Records, some sharing the sender, time, target and the fingerprint fields after the text's of the
+ * one before (written as "^", or as the same text again), as a tick's do.
+ */
+const blockArb = fc.array(fc.tuple(recordArb, fc.boolean(), fc.boolean(), fc.boolean(), fc.boolean()), { maxLength: 12 }).map(
+  (drafts) => {
+    const records: Array<StoredRecord> = []
+    for (const [draft, sameSender, sameAt, sameTarget, sameRest] of drafts) {
+      const previous = records[records.length - 1]
+      const sender = sameSender && previous !== undefined ? previous.sender : draft.sender
+      const rest = sameRest && previous !== undefined ? previous.fingerprint : draft.fingerprint
+      records.push({
+        ...draft,
+        key: sameSender && previous !== undefined ? recordKeyOf(sender, draft.key) : draft.key,
+        sender,
+        at: sameAt && previous !== undefined ? previous.at : draft.at,
+        fingerprint: {
+          ...rest,
+          targetId: sameTarget && previous !== undefined ? previous.fingerprint.targetId : draft.fingerprint.targetId,
+          textLength: draft.fingerprint.textLength,
+          textHash: draft.fingerprint.textHash
+        }
+      })
+    }
+    return records
   }
-  return records
-})
+)
+
+/** `records` with the message id given beside the key wherever the key is `recordKeyOf(sender, id)` and `withId` says so. */
+const withIds = (records: ReadonlyArray<StoredRecord>, withId: ReadonlyArray<boolean>): ReadonlyArray<StoredRecord> =>
+  records.map((record, i) => {
+    const prefix = recordKeyOf(record.sender, "")
+    return withId[i] === true && record.key.startsWith(prefix)
+      ? { ...record, id: record.key.slice(prefix.length) }
+      : record
+  })
 
 describe("replayBlock", () => {
   it("a block decodes back to its records, in order", () => {
@@ -83,6 +100,17 @@ describe("replayBlock", () => {
         const decoded = decodeBlock(1, encodeBlock(records))
         assert.notInstanceOf(decoded, CorruptRow)
         assert.deepStrictEqual(decoded, records)
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a record given with its id encodes as it does with its key alone", () => {
+    fc.assert(
+      fc.property(blockArb, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), (records, withId) => {
+        const given = withIds(records, withId)
+        assert.strictEqual(encodeBlock(given), encodeBlock(records))
+        assert.deepStrictEqual(decodeBlock(1, encodeBlock(given)), records)
       }),
       { numRuns: 500 }
     )
