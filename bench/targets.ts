@@ -4,6 +4,11 @@
  * fresh short temp dir, wait for the ready line, read /proc stats, stop.
  * Every spawned process and temp dir is tracked and cleaned up on exit,
  * including on errors and Ctrl-C.
+ *
+ * Size: about 460 lines, one concept — a target's life as a process (its
+ * spec, start, stop and the /proc readings taken while it runs). The start
+ * is most of it: the ready line, the open-file limit and the error a target
+ * that fails to start gives.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import fs from "node:fs"
