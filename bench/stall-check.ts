@@ -12,15 +12,13 @@
  * checks. Printed: the median of each over reps. A measurement, never a
  * test; not part of CI.
  */
-import { Effect, Queue } from "effect"
+import { Effect } from "effect"
 import net from "node:net"
 import { resolveCoreOptions } from "../src/broker/options.ts"
 import { Peer } from "../src/broker/Peer.ts"
 import { PeerReader } from "../src/broker/PeerReader.ts"
 import { PeerWriter } from "../src/broker/PeerWriter.ts"
-import type { ResultJob } from "../src/broker/Results.ts"
-import { Router } from "../src/broker/Router.ts"
-import type { BrokerEvent } from "../src/broker/RouterContext.ts"
+import { makeRouterSignals, Router } from "../src/broker/Router.ts"
 import { socketConnection } from "../src/transport/SocketConnection.ts"
 import { eachArg } from "./args.ts"
 import { median } from "./stats.ts"
@@ -41,17 +39,7 @@ if (typeof collect !== "function") throw new Error(`run with --expose-gc\n${USAG
 const gc = () => Reflect.apply(collect, undefined, [])
 
 const router = Effect.runSync(Effect.gen(function*() {
-  const signals = {
-    feed: yield* Queue.sliding<void>(1),
-    output: yield* Queue.sliding<void>(1),
-    idle: yield* Queue.sliding<void>(1),
-    registration: yield* Queue.sliding<void>(1),
-    staging: yield* Queue.sliding<void>(1),
-    observe: yield* Queue.sliding<void>(1),
-    store: yield* Queue.sliding<void>(1),
-    events: yield* Queue.unbounded<BrokerEvent>(),
-    results: yield* Queue.unbounded<ResultJob>()
-  }
+  const signals = yield* makeRouterSignals(false)
   return new Router(resolveCoreOptions({ idleExit: null, maxSessions: PEERS + 10 }), () => 0, signals)
 }))
 const fork = () => {

@@ -42,13 +42,12 @@ import { AdoptedConnections } from "./Adopted.ts"
 import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
-import { type ResultJob, runResults } from "./Results.ts"
-import { REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
+import { runResults } from "./Results.ts"
+import { makeRouterSignals, REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
 import { type BrokerEvent, logLine, signal } from "./RouterContext.ts"
 import type { MailStoreError } from "../store/MailStore.ts"
 import { StoreJournal } from "./StoreJournal.ts"
 import { commitPending, runStoreWriter } from "./StoreWriter.ts"
-import type { QuestionWork } from "./Questions.ts"
 import { runQuestionWorker } from "./QuestionWorker.ts"
 
 /** What a running broker offers its transport and its owner. */
@@ -106,17 +105,9 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
     // Durable supervisor questions (`questions-v1`) only with a store to keep them in.
     const questionStore = yield* Effect.serviceOption(QuestionStore)
     const signals = {
-      questions: Option.isSome(questionStore) ? yield* Queue.unbounded<QuestionWork>() : undefined,
-      feed: yield* Queue.sliding<void>(1),
-      output: yield* Queue.sliding<void>(1),
-      idle: yield* Queue.sliding<void>(1),
-      registration: yield* Queue.sliding<void>(1),
-      staging: yield* Queue.sliding<void>(1),
-      observe: yield* Queue.sliding<void>(1),
-      store: yield* Queue.sliding<void>(1),
-      storeLazy: yield* Queue.sliding<void>(1),
-      events: yield* Queue.unbounded<BrokerEvent>(),
-      results: yield* Queue.unbounded<ResultJob>()
+      ...(yield* makeRouterSignals(Option.isSome(questionStore))),
+      // The store writer's second wake-up: changes no output waits for, committed LAZY_FLUSH later (StoreWriter.ts).
+      storeLazy: yield* Queue.sliding<void>(1)
     }
     const now = () => clock.currentTimeMillisUnsafe()
     const store = options.store

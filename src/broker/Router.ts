@@ -37,7 +37,7 @@
  * into (batch dispatch, write and detach bookkeeping, timers); no rule lives
  * here, so splitting it would only move the list of concerns elsewhere.
  */
-import { Queue } from "effect"
+import { Effect, Queue } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
@@ -113,6 +113,33 @@ export interface RouterSignals {
   /** Question work for the question fiber (QuestionWorker.ts); absent when the broker keeps no questions. */
   readonly questions?: Queue.Queue<QuestionWork> | undefined
 }
+
+/**
+ * A fresh set of the Router's signals: a sliding queue of one for each wake-up
+ * (a wake-up already pending makes a second one a no-op), unbounded queues for
+ * events and results, and a question queue only when the broker keeps
+ * questions (`withQuestions`).
+ *
+ * @example
+ * ```ts
+ * const router = new Router(resolveCoreOptions({ idleExit: null }), () => 0, yield* makeRouterSignals(false))
+ * ```
+ */
+export const makeRouterSignals = Effect.fnUntraced(function*(withQuestions: boolean) {
+  const signals: RouterSignals = {
+    questions: withQuestions ? yield* Queue.unbounded<QuestionWork>() : undefined,
+    feed: yield* Queue.sliding<void>(1),
+    output: yield* Queue.sliding<void>(1),
+    idle: yield* Queue.sliding<void>(1),
+    registration: yield* Queue.sliding<void>(1),
+    staging: yield* Queue.sliding<void>(1),
+    observe: yield* Queue.sliding<void>(1),
+    store: yield* Queue.sliding<void>(1),
+    events: yield* Queue.unbounded<BrokerEvent>(),
+    results: yield* Queue.unbounded<ResultJob>()
+  }
+  return signals
+})
 
 /** What the broker observes about itself, when it does (Broker.ts builds it). */
 export interface RouterTelemetry {

@@ -7,14 +7,12 @@
  * hostile-input.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Queue } from "effect"
+import { Deferred, Effect } from "effect"
 import { resolveCoreOptions } from "../../src/broker/options.ts"
 import { Peer } from "../../src/broker/Peer.ts"
 import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
-import type { ResultJob } from "../../src/broker/Results.ts"
-import { Router } from "../../src/broker/Router.ts"
-import type { BrokerEvent } from "../../src/broker/RouterContext.ts"
+import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 
 /** A connection whose read progress the test sets, counting the progress records asked for. */
@@ -39,17 +37,7 @@ const fakeConnection = (id: number) => {
 }
 
 const makeRouter = Effect.gen(function*() {
-  const signals = {
-    feed: yield* Queue.sliding<void>(1),
-    output: yield* Queue.sliding<void>(1),
-    idle: yield* Queue.sliding<void>(1),
-    registration: yield* Queue.sliding<void>(1),
-    staging: yield* Queue.sliding<void>(1),
-    observe: yield* Queue.sliding<void>(1),
-    store: yield* Queue.sliding<void>(1),
-    events: yield* Queue.unbounded<BrokerEvent>(),
-    results: yield* Queue.unbounded<ResultJob>()
-  }
+  const signals = yield* makeRouterSignals(false)
   const router = new Router(resolveCoreOptions({ idleExit: null }), () => 0, signals)
   const fork = () => Effect.runFork(Effect.void)
   const permit = { release: () => {} }
