@@ -20,6 +20,12 @@
  * entry; each concern expires and evicts from its oldest in O(1) a step. A
  * record leaves the table when neither part is kept.
  *
+ * Lookups miss the cache once the table holds the hour's records, so a new
+ * send makes three: the replay check's `get`, the claim's `set` (answered
+ * from that `find`'s memo while the table is unchanged) and, in a full table,
+ * an evicted record's `delete` (no `get` unless its id is shared). See
+ * docs/performance.md, "Replay records at steady state, eighth stop".
+ *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
  * and Receipts (the route part) each write only their own part.
  */
@@ -78,6 +84,8 @@ const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
 const RECORDED = 1
 const ROUTED = 2
 const IN_TABLE = 4
+/** In the table, in an array with other senders' records of its id (the table's rare case). */
+const SHARED = 8
 
 /**
  * What the broker keeps of one message (see the module header). The
@@ -103,7 +111,7 @@ export class OutboundRecord implements Fingerprint {
   bytes = 0
   olderRecord: OutboundRecord | undefined = undefined
   newerRecord: OutboundRecord | undefined = undefined
-  /** Which parts are kept, and whether it is in the table (RECORDED, ROUTED, IN_TABLE). */
+  /** Which parts are kept, and whether (and how) it is in the table (RECORDED, ROUTED, IN_TABLE, SHARED). */
   parts = 0
 
   // --- The receipt route (P70) ----------------------------------------------------
@@ -218,6 +226,12 @@ export class OutboundRecords {
   private newestRouteEntry: OutboundRecord | undefined = undefined
   private recordCount = 0
   private routeTotal = 0
+  /** Counts every change to `byId`: the memo below holds only while it is unchanged. */
+  private changes = 0
+  /** The memo of the last `find`: its id, what `byId` held for it, and `changes` then. */
+  private memoId: string | undefined = undefined
+  private memoHeld: RecordsOfId | undefined = undefined
+  private memoChanges = -1
 
   /** Replay parts kept. */
   get records(): number {
@@ -254,6 +268,9 @@ export class OutboundRecords {
   /** `senderKey`'s record of its message `id`, whichever parts it holds. */
   find(senderKey: string, id: string): OutboundRecord | undefined {
     const found = this.byId.get(id)
+    this.memoId = id
+    this.memoHeld = found
+    this.memoChanges = this.changes
     if (found === undefined) return undefined
     if (!Array.isArray(found)) return found.senderKey === senderKey ? found : undefined
     for (const record of found) if (record.senderKey === senderKey) return record
@@ -263,33 +280,51 @@ export class OutboundRecords {
   /**
    * The table's record of `record`'s (sender, id): `record` itself when there
    * was none (it joins the table), else the record already there. No lookup
-   * when `record` is in the table already.
+   * when `record` is in the table already, and none before the insert when
+   * the last `find` was of its id and the table has not changed since (the
+   * send pipeline's replay check, then its claim).
    */
   claim(record: OutboundRecord): OutboundRecord {
     if (record.inTable) return record
-    const found = this.byId.get(record.id)
-    if (found === undefined) this.byId.set(record.id, record)
+    const id = record.id
+    const found = id === this.memoId && this.changes === this.memoChanges ? this.memoHeld : this.byId.get(id)
+    if (found === undefined) this.byId.set(id, record)
     else if (!Array.isArray(found)) {
       if (found.senderKey === record.senderKey) return found
-      this.byId.set(record.id, [found, record])
+      this.byId.set(id, [found, record])
+      found.parts |= SHARED
+      record.parts |= SHARED
     } else {
       for (const other of found) if (other.senderKey === record.senderKey) return other
       found.push(record)
+      record.parts |= SHARED
     }
+    this.changes++
     record.parts |= IN_TABLE
     return record
   }
 
-  /** Takes `record` out of the table once it keeps neither part. */
+  /**
+   * Takes `record` out of the table once it keeps neither part: a `delete`
+   * alone when no other sender's record shares its id.
+   */
   private release(record: OutboundRecord): void {
-    if ((record.parts & (RECORDED | ROUTED)) !== 0) return
-    record.parts &= ~IN_TABLE
+    if ((record.parts & (RECORDED | ROUTED)) !== 0 || (record.parts & IN_TABLE) === 0) return
+    this.changes++
+    if ((record.parts & SHARED) === 0) {
+      record.parts &= ~IN_TABLE
+      this.byId.delete(record.id)
+      return
+    }
+    record.parts &= ~(IN_TABLE | SHARED)
     const found = this.byId.get(record.id)
-    if (found === record) this.byId.delete(record.id)
-    else if (Array.isArray(found)) {
-      const at = found.indexOf(record)
-      if (at >= 0) found.splice(at, 1)
-      if (found.length === 1) this.byId.set(record.id, found[0]!)
+    if (!Array.isArray(found)) return
+    const at = found.indexOf(record)
+    if (at >= 0) found.splice(at, 1)
+    if (found.length === 1) {
+      const alone = found[0]!
+      alone.parts &= ~SHARED
+      this.byId.set(record.id, alone)
     }
   }
 

@@ -8,7 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import { OutboundRecord, OutboundRecords, type RecordsOfId } from "../../src/broker/OutboundRecords.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
 const SENDERS = ["a", "b", "c"]
@@ -18,8 +18,9 @@ const ID_COUNT = 6
 const messageOf = (id: string, text = "t"): Message => ({ id, timestamp: 0, content: { text } })
 
 type Op =
-  | { readonly op: "record"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "record"; readonly sender: number; readonly id: number; readonly dt: number; readonly looked: boolean }
   | { readonly op: "route"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "find"; readonly sender: number; readonly id: number }
   | { readonly op: "dropOldestRecord" }
   | { readonly op: "dropOldestRoute" }
   | { readonly op: "dropRecord"; readonly sender: number; readonly id: number }
@@ -28,12 +29,15 @@ type Op =
 const key = fc.record({ sender: fc.nat(SENDERS.length - 1), id: fc.nat(ID_COUNT - 1) })
 const ops = fc.array(
   fc.oneof(
-    key.chain((k) => fc.record({ op: fc.constant("record" as const), dt: fc.nat(3) }).map((o) => ({ ...o, ...k }))),
+    key.chain((k) =>
+      fc.record({ op: fc.constant("record" as const), dt: fc.nat(3), looked: fc.boolean() }).map((o) => ({ ...o, ...k }))
+    ),
     key.chain((k) => fc.record({ op: fc.constant("route" as const), dt: fc.nat(3) }).map((o) => ({ ...o, ...k }))),
     fc.constant({ op: "dropOldestRecord" as const }),
     fc.constant({ op: "dropOldestRoute" as const }),
     key.map((k) => ({ op: "dropRecord" as const, ...k })),
-    key.map((k) => ({ op: "dropRoute" as const, ...k }))
+    key.map((k) => ({ op: "dropRoute" as const, ...k })),
+    key.map((k) => ({ op: "find" as const, ...k }))
   ),
   { maxLength: 300 }
 )
@@ -45,7 +49,14 @@ interface Part {
 
 const keyOf = (sender: number, id: number) => `${SENDERS[sender]}/${id}`
 
+/** `sender`'s record among `held` (what the table holds for an id), read without `find` and its memo. */
+const recordOf = (held: RecordsOfId | undefined, sender: string): OutboundRecord | undefined =>
+  held === undefined ? undefined : (Array.isArray(held) ? held : [held]).find((record) => record.senderKey === sender)
+
 describe("OutboundRecords", () => {
+  // `find` leaves a memo its id's next `claim` answers from while the table is unchanged: claims come
+  // right after a `find` of their id (the send pipeline), after other finds, drops and claims
+  // (a stale memo), or with no `find` at all.
   it("keeps both parts like two age-ordered lists: same records, same oldest, same counts, one object per (sender, id)", () => {
     fc.assert(fc.property(ops, (sequence: ReadonlyArray<Op>) => {
       const table = new OutboundRecords()
@@ -58,7 +69,8 @@ describe("OutboundRecords", () => {
           case "record": {
             now += step.dt
             const candidate = OutboundRecord.of(SENDERS[step.sender]!, "target", messageOf(`${step.id}`), undefined)
-            const before = find(step.sender, step.id)
+            const before = recordOf(table.withId(`${step.id}`), SENDERS[step.sender]!)
+            if (step.looked) expect(find(step.sender, step.id)).toBe(before)
             const claimed = table.claim(candidate)
             // The table's object for a (sender, id) is the one already there, else the candidate.
             expect(claimed).toBe(before ?? candidate)
@@ -101,6 +113,9 @@ describe("OutboundRecords", () => {
             routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
             break
           }
+          case "find":
+            find(step.sender, step.id)
+            break
         }
         expect(table.records).toBe(records.length)
         expect(table.routes).toBe(routes.length)
@@ -110,7 +125,8 @@ describe("OutboundRecords", () => {
         expect(table.size).toBe(held.size)
         for (let sender = 0; sender < SENDERS.length; sender++) {
           for (let id = 0; id < ID_COUNT; id++) {
-            const record = find(sender, id)
+            // Read without `find`, so a memo left by a step's `find` is still there for the next step's claim.
+            const record = recordOf(table.withId(`${id}`), SENDERS[sender]!)
             const k = keyOf(sender, id)
             expect(record !== undefined).toBe(held.has(k))
             expect(record?.recorded ?? false).toBe(records.some((part) => part.key === k))
@@ -124,6 +140,39 @@ describe("OutboundRecords", () => {
         expect(walked).toEqual(records.map((part) => part.key))
       }
     }))
+  })
+
+  it("a claim after a find answers from that find only while the table is unchanged", () => {
+    const table = new OutboundRecords()
+    const kept = table.claim(OutboundRecord.of("a", "t", messageOf("1"), undefined))
+    table.keepRecord(kept, { ok: true, delivery: "queued" }, 1, 1)
+    // find, then the record leaves the table, then a claim of the same (sender, id): a new record joins.
+    table.dropRecord(table.find("a", "1")!)
+    const again = OutboundRecord.of("a", "t", messageOf("1"), undefined)
+    expect(table.claim(again)).toBe(again)
+    expect(table.find("a", "1")).toBe(again)
+    // find (a miss), then another sender's record of that id joins, then the claim: both are kept.
+    expect(table.find("b", "2")).toBeUndefined()
+    const other = table.claim(OutboundRecord.of("c", "t", messageOf("2"), undefined))
+    const mine = OutboundRecord.of("b", "t", messageOf("2"), undefined)
+    expect(table.claim(mine)).toBe(mine)
+    expect(table.find("c", "2")).toBe(other)
+    expect(table.find("b", "2")).toBe(mine)
+  })
+
+  it("a record leaving an id other senders share leaves theirs in the table", () => {
+    const table = new OutboundRecords()
+    const records = ["a", "b", "c"].map((sender) => table.claim(OutboundRecord.of(sender, "t", messageOf("1"), undefined)))
+    for (const record of records) table.keepRoute(record, 1, "receiver", 1, 1)
+    table.dropRoute(records[2]!)
+    expect(table.find("a", "1")).toBe(records[0])
+    expect(table.find("b", "1")).toBe(records[1])
+    table.dropRoute(records[0]!)
+    expect(table.find("b", "1")).toBe(records[1])
+    expect(table.size).toBe(1)
+    table.dropRoute(records[1]!)
+    expect(table.size).toBe(0)
+    expect(table.withId("1")).toBeUndefined()
   })
 
   it("a record made from a stored fingerprint compares equal to the send it came from (rare fields included)", () => {
