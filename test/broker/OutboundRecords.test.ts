@@ -8,12 +8,38 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord, OutboundRecords, type RecordsOfId } from "../../src/broker/OutboundRecords.ts"
+import { idHash, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
 const SENDERS = ["a", "b", "c"]
-/** Ids shared between senders on purpose: an id several senders used is the table's array case. */
-const ID_COUNT = 6
+
+/** A known hash seed, so that the tests can pick ids whose hashes collide. */
+const SEED = 12345
+
+/** `pairs` pairs of distinct ids with the same hash under SEED (searched for: 30-bit hashes collide by ~40,000 ids). */
+const collidingIds = (pairs: number): Array<string> => {
+  const seen = new Map<number, string>()
+  const found: Array<string> = []
+  for (let n = 0; found.length < 2 * pairs; n++) {
+    const id = `m${n}`
+    const hash = idHash(id, SEED)
+    const earlier = seen.get(hash)
+    if (earlier === undefined) seen.set(hash, id)
+    else {
+      found.push(earlier, id)
+      seen.delete(hash)
+    }
+  }
+  return found
+}
+
+/**
+ * Ids shared between senders on purpose (an id several senders used is a
+ * chain of one hash), four of them two pairs whose hashes collide (a chain
+ * of two ids).
+ */
+const IDS = [...collidingIds(2), "x", "y"]
+const ID_COUNT = IDS.length
 
 const messageOf = (id: string, text = "t"): Message => ({ id, timestamp: 0, content: { text } })
 
@@ -47,11 +73,18 @@ interface Part {
   readonly at: number
 }
 
-const keyOf = (sender: number, id: number) => `${SENDERS[sender]}/${id}`
+const keyOf = (sender: number, id: number) => `${SENDERS[sender]}/${IDS[id]}`
 
-/** `sender`'s record among `held` (what the table holds for an id), read without `find` and its memo. */
-const recordOf = (held: RecordsOfId | undefined, sender: string): OutboundRecord | undefined =>
-  held === undefined ? undefined : (Array.isArray(held) ? held : [held]).find((record) => record.senderKey === sender)
+/** Every record of `id` in `table`, whatever its sender, in the order they joined. */
+const withId = (table: OutboundRecords, id: string): Array<OutboundRecord> => {
+  const found: Array<OutboundRecord> = []
+  for (let record = table.firstWithId(id); record !== undefined; record = table.nextWithId(record)) found.push(record)
+  return found
+}
+
+/** `sender`'s record of `id` in `table`, read without `find` (and its memo). */
+const recordOf = (table: OutboundRecords, id: string, sender: string): OutboundRecord | undefined =>
+  withId(table, id).find((record) => record.senderKey === sender)
 
 describe("OutboundRecords", () => {
   // `find` leaves a memo its id's next `claim` answers from while the table is unchanged: claims come
@@ -59,17 +92,17 @@ describe("OutboundRecords", () => {
   // (a stale memo), or with no `find` at all.
   it("keeps both parts like two age-ordered lists: same records, same oldest, same counts, one object per (sender, id)", () => {
     fc.assert(fc.property(ops, (sequence: ReadonlyArray<Op>) => {
-      const table = new OutboundRecords()
+      const table = new OutboundRecords(SEED)
       let records: Array<Part> = []
       let routes: Array<Part> = []
       let now = 0
-      const find = (sender: number, id: number) => table.find(SENDERS[sender]!, `${id}`)
+      const find = (sender: number, id: number) => table.find(SENDERS[sender]!, IDS[id]!)
       for (const step of sequence) {
         switch (step.op) {
           case "record": {
             now += step.dt
-            const candidate = OutboundRecord.of(SENDERS[step.sender]!, "target", messageOf(`${step.id}`), undefined)
-            const before = recordOf(table.withId(`${step.id}`), SENDERS[step.sender]!)
+            const candidate = OutboundRecord.of(SENDERS[step.sender]!, "target", messageOf(IDS[step.id]!), undefined)
+            const before = recordOf(table, IDS[step.id]!, SENDERS[step.sender]!)
             if (step.looked) expect(find(step.sender, step.id)).toBe(before)
             const claimed = table.claim(candidate)
             // The table's object for a (sender, id) is the one already there, else the candidate.
@@ -81,7 +114,7 @@ describe("OutboundRecords", () => {
           }
           case "route": {
             now += step.dt
-            const claimed = table.claim(find(step.sender, step.id) ?? new OutboundRecord(SENDERS[step.sender]!, `${step.id}`, undefined))
+            const claimed = table.claim(find(step.sender, step.id) ?? new OutboundRecord(SENDERS[step.sender]!, IDS[step.id]!, undefined))
             table.keepRoute(claimed, 1, "receiver", 1, now)
             routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
             routes.push({ key: keyOf(step.sender, step.id), at: now })
@@ -126,7 +159,7 @@ describe("OutboundRecords", () => {
         for (let sender = 0; sender < SENDERS.length; sender++) {
           for (let id = 0; id < ID_COUNT; id++) {
             // Read without `find`, so a memo left by a step's `find` is still there for the next step's claim.
-            const record = recordOf(table.withId(`${id}`), SENDERS[sender]!)
+            const record = recordOf(table, IDS[id]!, SENDERS[sender]!)
             const k = keyOf(sender, id)
             expect(record !== undefined).toBe(held.has(k))
             expect(record?.recorded ?? false).toBe(records.some((part) => part.key === k))
@@ -172,7 +205,32 @@ describe("OutboundRecords", () => {
     expect(table.size).toBe(1)
     table.dropRoute(records[1]!)
     expect(table.size).toBe(0)
-    expect(table.withId("1")).toBeUndefined()
+    expect(table.firstWithId("1")).toBeUndefined()
+  })
+
+  it("tells apart ids whose hashes collide, whichever of them leaves first", () => {
+    const [first, second] = collidingIds(1) as [string, string]
+    expect(idHash(first, SEED)).toBe(idHash(second, SEED))
+    for (const leavesFirst of [0, 1]) {
+      const table = new OutboundRecords(SEED)
+      const records = [first, second].map((id) => table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined)))
+      const shared = table.claim(OutboundRecord.of("b", "t", messageOf(second), undefined))
+      for (const record of [...records, shared]) table.keepRoute(record, 1, "receiver", 1, 1)
+      expect(table.find("a", first)).toBe(records[0])
+      expect(table.find("a", second)).toBe(records[1])
+      expect(withId(table, second)).toEqual([records[1], shared])
+      table.dropRoute(records[leavesFirst]!)
+      const stays = records[1 - leavesFirst]!
+      expect(table.find("a", stays.id)).toBe(stays)
+      expect(table.find("a", records[leavesFirst]!.id)).toBeUndefined()
+      expect(table.find("b", second)).toBe(shared)
+      expect(table.size).toBe(2)
+      // A claim of the id that left joins anew; one of the id that stays answers with its record.
+      const back = OutboundRecord.of("a", "t", messageOf(records[leavesFirst]!.id), undefined)
+      expect(table.claim(back)).toBe(back)
+      expect(table.claim(OutboundRecord.of("a", "t", messageOf(stays.id), undefined))).toBe(stays)
+      expect(table.size).toBe(3)
+    }
   })
 
   it("a record made from a stored fingerprint compares equal to the send it came from (rare fields included)", () => {
