@@ -19,7 +19,8 @@
  *   nothing changed in between (set only) and a release of an id no other
  *   sender holds deleting without a get.
  * - `smi-3`: `map-3`'s operations on a `Map` keyed by a 30-bit hash of the id
- *   computed here (seeded), records of one hash chained on the record.
+ *   computed here (seeded), records of one hash chained on the record: the
+ *   broker's table since this stop.
  * - `open-3`: open addressing in typed arrays (the hash in an `Int32Array`,
  *   the record in a parallel array; linear probing, load ≤ ½, deletion by
  *   backward shift), the same three operations.
@@ -27,9 +28,12 @@
  * Ids are fresh strings per message, made by `JSON.parse` as the broker's
  * are: `short` like the bench's (`run-0-123456`), `uuid` 36 characters.
  * Each rep builds every variant's table afresh (`--fill` messages,
- * unmeasured), then measures `--messages` more; the variants' order rotates
- * per rep. Printed: CPU ns per message (user + system, this process), the
+ * unmeasured), then measures `--messages` more (from a collected heap under
+ * `--expose-gc`); the variants' order rotates per rep. Printed: CPU ns per message (user + system, this process), the
  * median over reps, and each variant against `map-5` of the same rep.
+ *
+ * Size: past 400 lines because the four tables stay side by side in one
+ * file, so that they run in one process, on the same records and lists.
  */
 import { eachArg } from "./args.ts"
 import { median } from "./stats.ts"
