@@ -9,10 +9,11 @@
  * garbage collector, which traced and promoted them on every scavenge
  * (docs/performance.md, "Per-message records, second stop").
  *
- * The table is keyed by the message id alone, the key the message already
- * carries, so no key string is built per message. Ids are per sender: an id
- * that other senders used too holds an array of their records, told apart by
- * `senderKey` (rare; no array otherwise).
+ * The table is keyed by a hash of the message id alone, a small integer
+ * computed from the id the message already carries, so no key string is
+ * built per message. Records whose ids share a hash — an id other senders
+ * used too (told apart by `senderKey`), or, rarely, another id — are chained
+ * on the record (`sameHash`), in the order they joined.
  *
  * Age order: each part is threaded through its records on a doubly linked
  * list of its own — replay records in the order they were (last) kept,
@@ -20,9 +21,23 @@
  * entry; each concern expires and evicts from its oldest in O(1) a step. A
  * record leaves the table when neither part is kept.
  *
+ * Lookups miss the cache once the table holds the hour's records (up to
+ * 262,144), so each costs what it touches. A new send makes three: the
+ * replay check's `get`, the claim's `set` (answered from that `find`'s memo
+ * while the table is unchanged) and, in a full table, an evicted record's
+ * `delete` (no `get` unless its hash is shared). An integer key decides a
+ * miss without reading a key string, which a `Map` keyed by the id had to
+ * compare. The hash is seeded per table: a client chooses its ids, and must
+ * not be able to choose ones that share a hash. See docs/performance.md,
+ * "Replay records at steady state, eighth stop".
+ *
+ * Size: past 400 lines because the record and its table share the `parts`
+ * bits and the chain and list links; apart, each would reach into the other.
+ *
  * Owner: the Router's synchronous code; DeliveryRecords (the replay part)
  * and Receipts (the route part) each write only their own part.
  */
+import { randomInt } from "node:crypto"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
@@ -78,6 +93,20 @@ const rareOf = (fingerprint: RareFingerprint): RareFingerprint | undefined =>
 const RECORDED = 1
 const ROUTED = 2
 const IN_TABLE = 4
+/** In the table behind another record of its hash (in its chain, not the table's slot). */
+const CHAINED = 8
+
+/**
+ * The table's key for message id `id`: a 30-bit hash (a small integer),
+ * seeded per table (FNV-1a's steps, then murmur3's finaliser).
+ */
+export const idHash = (id: string, seed: number): number => {
+  let h = seed ^ 0x811c9dc5
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193)
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
+  return (h ^ (h >>> 16)) & 0x3fffffff
+}
 
 /**
  * What the broker keeps of one message (see the module header). The
@@ -103,8 +132,12 @@ export class OutboundRecord implements Fingerprint {
   bytes = 0
   olderRecord: OutboundRecord | undefined = undefined
   newerRecord: OutboundRecord | undefined = undefined
-  /** Which parts are kept, and whether it is in the table (RECORDED, ROUTED, IN_TABLE). */
+  /** Which parts are kept, and whether (and how) it is in the table (RECORDED, ROUTED, IN_TABLE, CHAINED). */
   parts = 0
+  /** Its id's hash in the table (while in it). */
+  idHash = 0
+  /** The next record of the same hash in the table, if any. */
+  sameHash: OutboundRecord | undefined = undefined
 
   // --- The receipt route (P70) ----------------------------------------------------
   senderIncarnation = 0
@@ -206,18 +239,30 @@ export class OutboundRecord implements Fingerprint {
   }
 }
 
-/** The records of one message id: one, or (when senders used the same id) several. */
-export type RecordsOfId = OutboundRecord | Array<OutboundRecord>
-
 /** The table of outbound records, with the two age lists; see the module header. */
 export class OutboundRecords {
-  private readonly byId = new Map<string, RecordsOfId>()
+  /** The first record of each id hash; the rest of its chain hangs on `sameHash`. */
+  private readonly byHash = new Map<number, OutboundRecord>()
+  private readonly seed: number
   private oldestRecordEntry: OutboundRecord | undefined = undefined
   private newestRecordEntry: OutboundRecord | undefined = undefined
   private oldestRouteEntry: OutboundRecord | undefined = undefined
   private newestRouteEntry: OutboundRecord | undefined = undefined
   private recordCount = 0
   private routeTotal = 0
+  private count = 0
+  /** Counts every change to the table: the memo below holds only while it is unchanged. */
+  private changes = 0
+  /** The memo of the last `find`: its id, the id's hash, that hash's first record, and `changes` then. */
+  private memoId: string | undefined = undefined
+  private memoHash = 0
+  private memoFirst: OutboundRecord | undefined = undefined
+  private memoChanges = -1
+
+  /** @param seed the ids' hash seed: random unless a test needs it known. */
+  constructor(seed: number = randomInt(0x40000000)) {
+    this.seed = seed
+  }
 
   /** Replay parts kept. */
   get records(): number {
@@ -231,9 +276,7 @@ export class OutboundRecords {
 
   /** Objects in the table (a record with both parts counts once). */
   get size(): number {
-    let size = 0
-    for (const found of this.byId.values()) size += Array.isArray(found) ? found.length : 1
-    return size
+    return this.count
   }
 
   /** The oldest replay part kept, if any. */
@@ -246,51 +289,91 @@ export class OutboundRecords {
     return this.oldestRouteEntry
   }
 
-  /** Every record of message id `id`, whatever its sender. */
-  withId(id: string): RecordsOfId | undefined {
-    return this.byId.get(id)
+  /** The first record of message id `id`, whatever its sender; `nextWithId` gives the others. */
+  firstWithId(id: string): OutboundRecord | undefined {
+    return this.sameIdFrom(this.byHash.get(idHash(id, this.seed)), id)
+  }
+
+  /** The record after `record` (in the table) with its id, whatever its sender. */
+  nextWithId(record: OutboundRecord): OutboundRecord | undefined {
+    return this.sameIdFrom(record.sameHash, record.id)
+  }
+
+  private sameIdFrom(from: OutboundRecord | undefined, id: string): OutboundRecord | undefined {
+    for (let record = from; record !== undefined; record = record.sameHash) if (record.id === id) return record
+    return undefined
   }
 
   /** `senderKey`'s record of its message `id`, whichever parts it holds. */
   find(senderKey: string, id: string): OutboundRecord | undefined {
-    const found = this.byId.get(id)
-    if (found === undefined) return undefined
-    if (!Array.isArray(found)) return found.senderKey === senderKey ? found : undefined
-    for (const record of found) if (record.senderKey === senderKey) return record
+    const hash = idHash(id, this.seed)
+    const first = this.byHash.get(hash)
+    this.memoId = id
+    this.memoHash = hash
+    this.memoFirst = first
+    this.memoChanges = this.changes
+    for (let record = first; record !== undefined; record = record.sameHash) {
+      if (record.id === id && record.senderKey === senderKey) return record
+    }
     return undefined
   }
 
   /**
    * The table's record of `record`'s (sender, id): `record` itself when there
    * was none (it joins the table), else the record already there. No lookup
-   * when `record` is in the table already.
+   * when `record` is in the table already, and none before the insert when
+   * the last `find` was of its id and the table has not changed since (the
+   * send pipeline's replay check, then its claim).
    */
   claim(record: OutboundRecord): OutboundRecord {
     if (record.inTable) return record
-    const found = this.byId.get(record.id)
-    if (found === undefined) this.byId.set(record.id, record)
-    else if (!Array.isArray(found)) {
-      if (found.senderKey === record.senderKey) return found
-      this.byId.set(record.id, [found, record])
-    } else {
-      for (const other of found) if (other.senderKey === record.senderKey) return other
-      found.push(record)
+    const id = record.id
+    const memo = id === this.memoId && this.changes === this.memoChanges
+    const hash = memo ? this.memoHash : idHash(id, this.seed)
+    const first = memo ? this.memoFirst : this.byHash.get(hash)
+    let last: OutboundRecord | undefined
+    for (let other = first; other !== undefined; other = other.sameHash) {
+      if (other.id === id && other.senderKey === record.senderKey) return other
+      last = other
     }
+    record.idHash = hash
+    if (last === undefined) this.byHash.set(hash, record)
+    else {
+      last.sameHash = record
+      record.parts |= CHAINED
+    }
+    this.changes++
+    this.count++
     record.parts |= IN_TABLE
     return record
   }
 
-  /** Takes `record` out of the table once it keeps neither part. */
+  /**
+   * Takes `record` out of the table once it keeps neither part: a `delete`
+   * alone when no other record shares its hash.
+   */
   private release(record: OutboundRecord): void {
-    if ((record.parts & (RECORDED | ROUTED)) !== 0) return
-    record.parts &= ~IN_TABLE
-    const found = this.byId.get(record.id)
-    if (found === record) this.byId.delete(record.id)
-    else if (Array.isArray(found)) {
-      const at = found.indexOf(record)
-      if (at >= 0) found.splice(at, 1)
-      if (found.length === 1) this.byId.set(record.id, found[0]!)
+    if ((record.parts & (RECORDED | ROUTED)) !== 0 || (record.parts & IN_TABLE) === 0) return
+    this.changes++
+    this.count--
+    const next = record.sameHash
+    record.sameHash = undefined
+    if ((record.parts & CHAINED) === 0) {
+      // The hash's first record: its successor, if any, takes the slot.
+      if (next === undefined) this.byHash.delete(record.idHash)
+      else {
+        next.parts &= ~CHAINED
+        this.byHash.set(record.idHash, next)
+      }
+    } else {
+      for (let before = this.byHash.get(record.idHash); before !== undefined; before = before.sameHash) {
+        if (before.sameHash === record) {
+          before.sameHash = next
+          break
+        }
+      }
     }
+    record.parts &= ~(IN_TABLE | CHAINED)
   }
 
   /**

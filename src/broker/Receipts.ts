@@ -151,12 +151,15 @@ export class Receipts {
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const session = peer.session
     if (session === undefined) return
-    const found = this.routes.withId(frame.receipt.messageId)
-    if (found === undefined) return
+    let candidate = this.routes.firstWithId(frame.receipt.messageId)
+    if (candidate === undefined) return
     const now = this.ctx.now()
     const receipt = Encode.receiptFrame(session.infoJson, frame.receipt)
-    if (!Array.isArray(found)) return this.forward(found, session, receipt, now)
-    for (const candidate of found) this.forward(candidate, session, receipt, now)
+    while (candidate !== undefined) {
+      const next = this.routes.nextWithId(candidate)
+      this.forward(candidate, session, receipt, now)
+      candidate = next
+    }
   }
 
   /** Forwards `receipt` from `receiver` along `route` if it is the receiver's and still live. */

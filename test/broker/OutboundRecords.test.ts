@@ -8,18 +8,45 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { DeliveryRecords } from "../../src/broker/DeliveryRecords.ts"
-import { OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
+import { idHash, OutboundRecord, OutboundRecords } from "../../src/broker/OutboundRecords.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 
 const SENDERS = ["a", "b", "c"]
-/** Ids shared between senders on purpose: an id several senders used is the table's array case. */
-const ID_COUNT = 6
+
+/** A known hash seed, so that the tests can pick ids whose hashes collide. */
+const SEED = 12345
+
+/** `pairs` pairs of distinct ids with the same hash under SEED (searched for: 30-bit hashes collide by ~40,000 ids). */
+const collidingIds = (pairs: number): Array<string> => {
+  const seen = new Map<number, string>()
+  const found: Array<string> = []
+  for (let n = 0; found.length < 2 * pairs; n++) {
+    const id = `m${n}`
+    const hash = idHash(id, SEED)
+    const earlier = seen.get(hash)
+    if (earlier === undefined) seen.set(hash, id)
+    else {
+      found.push(earlier, id)
+      seen.delete(hash)
+    }
+  }
+  return found
+}
+
+/**
+ * Ids shared between senders on purpose (an id several senders used is a
+ * chain of one hash), four of them two pairs whose hashes collide (a chain
+ * of two ids).
+ */
+const IDS = [...collidingIds(2), "x", "y"]
+const ID_COUNT = IDS.length
 
 const messageOf = (id: string, text = "t"): Message => ({ id, timestamp: 0, content: { text } })
 
 type Op =
-  | { readonly op: "record"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "record"; readonly sender: number; readonly id: number; readonly dt: number; readonly looked: boolean }
   | { readonly op: "route"; readonly sender: number; readonly id: number; readonly dt: number }
+  | { readonly op: "find"; readonly sender: number; readonly id: number }
   | { readonly op: "dropOldestRecord" }
   | { readonly op: "dropOldestRoute" }
   | { readonly op: "dropRecord"; readonly sender: number; readonly id: number }
@@ -28,12 +55,15 @@ type Op =
 const key = fc.record({ sender: fc.nat(SENDERS.length - 1), id: fc.nat(ID_COUNT - 1) })
 const ops = fc.array(
   fc.oneof(
-    key.chain((k) => fc.record({ op: fc.constant("record" as const), dt: fc.nat(3) }).map((o) => ({ ...o, ...k }))),
+    key.chain((k) =>
+      fc.record({ op: fc.constant("record" as const), dt: fc.nat(3), looked: fc.boolean() }).map((o) => ({ ...o, ...k }))
+    ),
     key.chain((k) => fc.record({ op: fc.constant("route" as const), dt: fc.nat(3) }).map((o) => ({ ...o, ...k }))),
     fc.constant({ op: "dropOldestRecord" as const }),
     fc.constant({ op: "dropOldestRoute" as const }),
     key.map((k) => ({ op: "dropRecord" as const, ...k })),
-    key.map((k) => ({ op: "dropRoute" as const, ...k }))
+    key.map((k) => ({ op: "dropRoute" as const, ...k })),
+    key.map((k) => ({ op: "find" as const, ...k }))
   ),
   { maxLength: 300 }
 )
@@ -43,22 +73,37 @@ interface Part {
   readonly at: number
 }
 
-const keyOf = (sender: number, id: number) => `${SENDERS[sender]}/${id}`
+const keyOf = (sender: number, id: number) => `${SENDERS[sender]}/${IDS[id]}`
+
+/** Every record of `id` in `table`, whatever its sender, in the order they joined. */
+const withId = (table: OutboundRecords, id: string): Array<OutboundRecord> => {
+  const found: Array<OutboundRecord> = []
+  for (let record = table.firstWithId(id); record !== undefined; record = table.nextWithId(record)) found.push(record)
+  return found
+}
+
+/** `sender`'s record of `id` in `table`, read without `find` (and its memo). */
+const recordOf = (table: OutboundRecords, id: string, sender: string): OutboundRecord | undefined =>
+  withId(table, id).find((record) => record.senderKey === sender)
 
 describe("OutboundRecords", () => {
+  // `find` leaves a memo its id's next `claim` answers from while the table is unchanged: claims come
+  // right after a `find` of their id (the send pipeline), after other finds, drops and claims
+  // (a stale memo), or with no `find` at all.
   it("keeps both parts like two age-ordered lists: same records, same oldest, same counts, one object per (sender, id)", () => {
     fc.assert(fc.property(ops, (sequence: ReadonlyArray<Op>) => {
-      const table = new OutboundRecords()
+      const table = new OutboundRecords(SEED)
       let records: Array<Part> = []
       let routes: Array<Part> = []
       let now = 0
-      const find = (sender: number, id: number) => table.find(SENDERS[sender]!, `${id}`)
+      const find = (sender: number, id: number) => table.find(SENDERS[sender]!, IDS[id]!)
       for (const step of sequence) {
         switch (step.op) {
           case "record": {
             now += step.dt
-            const candidate = OutboundRecord.of(SENDERS[step.sender]!, "target", messageOf(`${step.id}`), undefined)
-            const before = find(step.sender, step.id)
+            const candidate = OutboundRecord.of(SENDERS[step.sender]!, "target", messageOf(IDS[step.id]!), undefined)
+            const before = recordOf(table, IDS[step.id]!, SENDERS[step.sender]!)
+            if (step.looked) expect(find(step.sender, step.id)).toBe(before)
             const claimed = table.claim(candidate)
             // The table's object for a (sender, id) is the one already there, else the candidate.
             expect(claimed).toBe(before ?? candidate)
@@ -69,7 +114,7 @@ describe("OutboundRecords", () => {
           }
           case "route": {
             now += step.dt
-            const claimed = table.claim(find(step.sender, step.id) ?? new OutboundRecord(SENDERS[step.sender]!, `${step.id}`, undefined))
+            const claimed = table.claim(find(step.sender, step.id) ?? new OutboundRecord(SENDERS[step.sender]!, IDS[step.id]!, undefined))
             table.keepRoute(claimed, 1, "receiver", 1, now)
             routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
             routes.push({ key: keyOf(step.sender, step.id), at: now })
@@ -101,6 +146,9 @@ describe("OutboundRecords", () => {
             routes = routes.filter((part) => part.key !== keyOf(step.sender, step.id))
             break
           }
+          case "find":
+            find(step.sender, step.id)
+            break
         }
         expect(table.records).toBe(records.length)
         expect(table.routes).toBe(routes.length)
@@ -110,7 +158,8 @@ describe("OutboundRecords", () => {
         expect(table.size).toBe(held.size)
         for (let sender = 0; sender < SENDERS.length; sender++) {
           for (let id = 0; id < ID_COUNT; id++) {
-            const record = find(sender, id)
+            // Read without `find`, so a memo left by a step's `find` is still there for the next step's claim.
+            const record = recordOf(table, IDS[id]!, SENDERS[sender]!)
             const k = keyOf(sender, id)
             expect(record !== undefined).toBe(held.has(k))
             expect(record?.recorded ?? false).toBe(records.some((part) => part.key === k))
@@ -124,6 +173,64 @@ describe("OutboundRecords", () => {
         expect(walked).toEqual(records.map((part) => part.key))
       }
     }))
+  })
+
+  it("a claim after a find answers from that find only while the table is unchanged", () => {
+    const table = new OutboundRecords()
+    const kept = table.claim(OutboundRecord.of("a", "t", messageOf("1"), undefined))
+    table.keepRecord(kept, { ok: true, delivery: "queued" }, 1, 1)
+    // find, then the record leaves the table, then a claim of the same (sender, id): a new record joins.
+    table.dropRecord(table.find("a", "1")!)
+    const again = OutboundRecord.of("a", "t", messageOf("1"), undefined)
+    expect(table.claim(again)).toBe(again)
+    expect(table.find("a", "1")).toBe(again)
+    // find (a miss), then another sender's record of that id joins, then the claim: both are kept.
+    expect(table.find("b", "2")).toBeUndefined()
+    const other = table.claim(OutboundRecord.of("c", "t", messageOf("2"), undefined))
+    const mine = OutboundRecord.of("b", "t", messageOf("2"), undefined)
+    expect(table.claim(mine)).toBe(mine)
+    expect(table.find("c", "2")).toBe(other)
+    expect(table.find("b", "2")).toBe(mine)
+  })
+
+  it("a record leaving an id other senders share leaves theirs in the table", () => {
+    const table = new OutboundRecords()
+    const records = ["a", "b", "c"].map((sender) => table.claim(OutboundRecord.of(sender, "t", messageOf("1"), undefined)))
+    for (const record of records) table.keepRoute(record, 1, "receiver", 1, 1)
+    table.dropRoute(records[2]!)
+    expect(table.find("a", "1")).toBe(records[0])
+    expect(table.find("b", "1")).toBe(records[1])
+    table.dropRoute(records[0]!)
+    expect(table.find("b", "1")).toBe(records[1])
+    expect(table.size).toBe(1)
+    table.dropRoute(records[1]!)
+    expect(table.size).toBe(0)
+    expect(table.firstWithId("1")).toBeUndefined()
+  })
+
+  it("tells apart ids whose hashes collide, whichever of them leaves first", () => {
+    const [first, second] = collidingIds(1) as [string, string]
+    expect(idHash(first, SEED)).toBe(idHash(second, SEED))
+    for (const leavesFirst of [0, 1]) {
+      const table = new OutboundRecords(SEED)
+      const records = [first, second].map((id) => table.claim(OutboundRecord.of("a", "t", messageOf(id), undefined)))
+      const shared = table.claim(OutboundRecord.of("b", "t", messageOf(second), undefined))
+      for (const record of [...records, shared]) table.keepRoute(record, 1, "receiver", 1, 1)
+      expect(table.find("a", first)).toBe(records[0])
+      expect(table.find("a", second)).toBe(records[1])
+      expect(withId(table, second)).toEqual([records[1], shared])
+      table.dropRoute(records[leavesFirst]!)
+      const stays = records[1 - leavesFirst]!
+      expect(table.find("a", stays.id)).toBe(stays)
+      expect(table.find("a", records[leavesFirst]!.id)).toBeUndefined()
+      expect(table.find("b", second)).toBe(shared)
+      expect(table.size).toBe(2)
+      // A claim of the id that left joins anew; one of the id that stays answers with its record.
+      const back = OutboundRecord.of("a", "t", messageOf(records[leavesFirst]!.id), undefined)
+      expect(table.claim(back)).toBe(back)
+      expect(table.claim(OutboundRecord.of("a", "t", messageOf(stays.id), undefined))).toBe(stays)
+      expect(table.size).toBe(3)
+    }
   })
 
   it("a record made from a stored fingerprint compares equal to the send it came from (rare fields included)", () => {
