@@ -42,13 +42,16 @@ export class SentRecord implements StoredRecord {
  * (in the journal's `puts`, not yet taken). One entry per message serves both
  * the put and the delete that follows it, so accepting and forgetting a
  * message costs one table entry, not two (docs/performance.md, "Durable,
- * seventh stop"). Found by its sender and id (ByMessage.ts).
+ * seventh stop"). Found by its sender and id (ByMessage.ts). A put dropped
+ * before it was taken lets its mail go (`drop`): the entry waits in `puts`
+ * until the next take, the message, its text and its fields need not
+ * (docs/performance.md, "Durable, eighth stop").
  */
 export class JournalMail {
   readonly seq: number
   readonly senderKey: string
   readonly id: string
-  /** The message (undefined for one found stored at startup: only its seq is needed). */
+  /** The message; undefined once dropped before it was stored. */
   mail: Mail | undefined
   pending: boolean
   constructor(seq: number, mail: Mail, pending: boolean) {
@@ -57,6 +60,12 @@ export class JournalMail {
     this.id = mail.message.id
     this.mail = mail
     this.pending = pending
+  }
+
+  /** Dropped before it was stored: no longer pending, and its mail no longer kept. */
+  drop(): void {
+    this.pending = false
+    this.mail = undefined
   }
 }
 

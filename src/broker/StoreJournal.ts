@@ -295,7 +295,7 @@ export class StoreJournal {
   private forget(entry: JournalMail): boolean {
     if (entry.pending) {
       // Not stored yet: it never needs to be, and its mail need not wait in `puts` for the next take.
-      entry.pending = false
+      entry.drop()
       this.pendingPuts--
       return false
     }
@@ -380,7 +380,8 @@ export class StoreJournal {
 
   /**
    * The puts still pending, no longer so: from now on they are the store's,
-   * and deleted when they go.
+   * and deleted when they go. The batch holds their mail; the entries keep
+   * only what a delete needs.
    */
   private takePuts(): ReadonlyArray<StoredMail> {
     const puts = this.puts
@@ -392,6 +393,7 @@ export class StoreJournal {
       const mail = entry.mail
       if (!entry.pending || mail === undefined) continue
       entry.pending = false
+      entry.mail = undefined
       taken.push({ seq: entry.seq, mail })
     }
     this.pendingPuts = 0
