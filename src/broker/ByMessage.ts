@@ -45,17 +45,47 @@ export class ByMessage<V extends MessageEntry> {
     return undefined
   }
 
-  /** Adds `entry`; its (sender, id) must hold none (`delete` it first). */
-  add(entry: V): void {
+  /**
+   * Sets `entry` as its (sender, id)'s: the entry it replaces, if any, is
+   * returned, and `entry` takes its place in the order (`remove` and set
+   * again to put it at the end). Two lookups when its id is new.
+   */
+  set(entry: V): V | undefined {
+    const id = entry.id
+    const found = this.first.get(id)
+    if (found === undefined && this.others.size === 0) {
+      this.first.set(id, entry)
+      this.count++
+      return undefined
+    }
+    if (found !== undefined && found.senderKey === entry.senderKey) {
+      this.first.set(id, entry)
+      return found
+    }
+    const more = this.others.get(id)
+    if (more !== undefined) {
+      for (let i = 0; i < more.length; i++) {
+        const other = more[i]!
+        if (other.senderKey !== entry.senderKey) continue
+        more[i] = entry
+        return other
+      }
+    }
     this.count++
-    const found = this.first.get(entry.id)
-    if (found === undefined) {
-      this.first.set(entry.id, entry)
+    if (found === undefined) this.first.set(id, entry)
+    else if (more === undefined) this.others.set(id, [entry])
+    else more.push(entry)
+    return undefined
+  }
+
+  /** Takes out `entry`, which is in the table (one lookup while no id is shared). */
+  remove(entry: V): void {
+    if (this.others.size === 0 || this.first.get(entry.id) === entry) {
+      this.first.delete(entry.id)
+      this.count--
       return
     }
-    const more = this.others.get(entry.id)
-    if (more === undefined) this.others.set(entry.id, [entry])
-    else more.push(entry)
+    this.delete(entry.senderKey, entry.id)
   }
 
   /** Takes out `senderKey`'s entry for `id`, and returns it. */

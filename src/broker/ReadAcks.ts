@@ -58,9 +58,12 @@ export class ReadAcks<A extends Holdable<A>> {
    * acknowledgements, for the caller to hold until a commit.
    */
   hold(ack: A): ReadonlyArray<A> {
-    const previous = this.held.delete(ack.senderKey, ack.id)
-    this.held.add(ack)
-    return previous === undefined ? NONE : released(previous)
+    const previous = this.held.set(ack)
+    if (previous === undefined) return NONE
+    // Held again: at the end of the order, where its `upTo` belongs.
+    this.held.remove(ack)
+    this.held.set(ack)
+    return released(previous)
   }
 
   /**
@@ -79,7 +82,7 @@ export class ReadAcks<A extends Holdable<A>> {
       ask === undefined || ask.byReceipt || reply === undefined || !reply.byReceipt || reply.answered !== undefined ||
       ask.upTo > reply.upTo
     ) return NONE
-    this.held.delete(askSender, askId)
+    this.held.remove(ask)
     const carried = ask.answered
     ask.answered = undefined
     reply.answered = ask
@@ -90,7 +93,7 @@ export class ReadAcks<A extends Holdable<A>> {
   read(senderKey: string, id: string): ReadonlyArray<A> {
     const ack = this.held.get(senderKey, id)
     if (ack === undefined || !ack.byReceipt) return NONE
-    this.held.delete(senderKey, id)
+    this.held.remove(ack)
     return released(ack)
   }
 
@@ -100,13 +103,13 @@ export class ReadAcks<A extends Holdable<A>> {
     const out: Array<A> = []
     for (const ack of this.held.firsts()) {
       if (ack.upTo > stored) break
-      this.held.delete(ack.senderKey, ack.id)
+      this.held.remove(ack)
       out.push(...released(ack))
     }
     // Ids two senders used: not in the order above, so each is checked.
     for (const ack of this.held.rest()) {
       if (ack.upTo > stored) continue
-      this.held.delete(ack.senderKey, ack.id)
+      this.held.remove(ack)
       out.push(...released(ack))
     }
     return out

@@ -220,8 +220,7 @@ export class StoreJournal {
     const entry = new JournalMail(stored.seq, stored.mail, false)
     // Only its seq is needed from now on (the store has the mail).
     entry.mail = undefined
-    this.storedMail.delete(entry.senderKey, entry.id)
-    this.storedMail.add(entry)
+    this.storedMail.set(entry)
   }
 
   /**
@@ -262,11 +261,10 @@ export class StoreJournal {
 
   /** Mail was accepted: stored until it is written to its recipient or dropped. */
   putMail(mail: Mail): void {
-    const previous = this.storedMail.delete(mail.senderKey, mail.message.id)
+    const entry = new JournalMail(this.nextSeq++, mail, true)
+    const previous = this.storedMail.set(entry)
     // Stored under another seq already (never expected: a message is accepted once while stored): that row goes.
     if (previous !== undefined) this.forget(previous)
-    const entry = new JournalMail(this.nextSeq++, mail, true)
-    this.storedMail.add(entry)
     this.puts.push(entry)
     this.pendingPuts++
     this.changed()

@@ -1,8 +1,9 @@
 /**
  * `ByMessage` (the durable journal's tables by sender and id) over random
- * adds and deletes, against a map keyed by both: senders share message ids,
- * and each (sender, id) finds its own entry, never another sender's of the
- * same id; every entry is in `firsts` or `rest`, once.
+ * sets, deletes and removes, against a map keyed by both: senders share
+ * message ids, and each (sender, id) finds its own entry, never another
+ * sender's of the same id; a set returns the entry it replaced; every entry
+ * is in `firsts` or `rest`, once.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
@@ -17,8 +18,9 @@ interface Entry {
 const sender = fc.constantFrom("a", "b", "c")
 const id = fc.constantFrom("m1", "m2", "m3")
 const op = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ op: fc.constant("add" as const), sender, id }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant("delete" as const), sender, id }) }
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("set" as const), sender, id }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("delete" as const), sender, id }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("remove" as const), sender, id }) }
 )
 
 describe("ByMessage", () => {
@@ -30,11 +32,15 @@ describe("ByMessage", () => {
         let n = 0
         for (const step of ops) {
           const key = `${step.sender}|${step.id}`
-          if (step.op === "add") {
-            if (model.has(key)) continue
+          if (step.op === "set") {
             const entry = { senderKey: step.sender, id: step.id, n: n++ }
-            table.add(entry)
+            assert.strictEqual(table.set(entry), model.get(key))
             model.set(key, entry)
+          } else if (step.op === "remove") {
+            const entry = model.get(key)
+            if (entry === undefined) continue
+            table.remove(entry)
+            model.delete(key)
           } else {
             assert.strictEqual(table.delete(step.sender, step.id), model.get(key))
             model.delete(key)
@@ -52,16 +58,20 @@ describe("ByMessage", () => {
     )
   })
 
-  it("keeps the first entry of each id in the order added, one deleted and added again at the end", () => {
+  it("keeps the first entry of each id in the order set, one removed and set again at the end", () => {
     const table = new ByMessage<Entry>()
-    table.add({ senderKey: "a", id: "m1", n: 1 })
-    table.add({ senderKey: "a", id: "m2", n: 2 })
-    table.add({ senderKey: "b", id: "m1", n: 3 })
-    table.add({ senderKey: "a", id: "m3", n: 4 })
+    table.set({ senderKey: "a", id: "m1", n: 1 })
+    const second = { senderKey: "a", id: "m2", n: 2 }
+    table.set(second)
+    table.set({ senderKey: "b", id: "m1", n: 3 })
+    table.set({ senderKey: "a", id: "m3", n: 4 })
     assert.deepStrictEqual([...table.firsts()].map((e) => e.n), [1, 2, 4])
     assert.deepStrictEqual(table.rest().map((e) => e.n), [3])
-    table.delete("a", "m2")
-    table.add({ senderKey: "a", id: "m2", n: 5 })
+    table.remove(second)
+    table.set({ senderKey: "a", id: "m2", n: 5 })
     assert.deepStrictEqual([...table.firsts()].map((e) => e.n), [1, 4, 5])
+    // Replaced in place: its position is kept.
+    table.set({ senderKey: "a", id: "m1", n: 6 })
+    assert.deepStrictEqual([...table.firsts()].map((e) => e.n), [6, 4, 5])
   })
 })
