@@ -118,7 +118,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       // Released acknowledgements go after what their connections hold: flushed with the batch that
       // released them (a read's), or by the output fiber (a commit's; Output asks it to).
       (ready) => {
-        for (const held of ready) router.output.forceEnqueue(held.peer, held.frame)
+        for (const held of ready) router.output.forceEnqueue(held.peer, held.frame())
       }
     )
     const nanos = () => clock.currentTimeNanosUnsafe()

@@ -37,7 +37,7 @@
  */
 import { decodeReceivedCount } from "../protocol/decode.ts"
 import { RECEIVED_V1 } from "../protocol/features.ts"
-import type { Peer, Returnable } from "./Peer.ts"
+import type { Mail, Peer, Returnable } from "./Peer.ts"
 import type { WriteBatch } from "./WriteBatch.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
@@ -60,14 +60,14 @@ export class PeerCustody {
   private head = 0
   private tail = 0
   private confirmed = 0
-  private readonly release: (recordKey: string) => void
+  private readonly release: (mail: Mail) => void
   private readonly releaseNotice: (seq: number) => void
 
   /**
    * @param release lets the store forget one message (StoreJournal.mailGone; nothing in memory mode).
    * @param releaseNotice lets the store forget one failure notice (StoreJournal.noticeGone; nothing in memory mode).
    */
-  constructor(release: (recordKey: string) => void, releaseNotice: (seq: number) => void = () => {}) {
+  constructor(release: (mail: Mail) => void, releaseNotice: (seq: number) => void = () => {}) {
     this.release = release
     this.releaseNotice = releaseNotice
   }
@@ -75,7 +75,7 @@ export class PeerCustody {
   /** `item` went out in the connection's frame number `end` (1-based, counted since it connected). */
   hold(end: number, item: Returnable): void {
     if (end <= this.confirmed) {
-      if ("mail" in item) this.release(item.mail.recordKey)
+      if ("mail" in item) this.release(item.mail)
       else if (item.seq !== undefined) this.releaseNotice(item.seq)
       return
     }
@@ -97,7 +97,7 @@ export class PeerCustody {
       const item = items[head]
       items[head++] = undefined
       if (item === undefined) continue
-      if ("mail" in item) this.release(item.mail.recordKey)
+      if ("mail" in item) this.release(item.mail)
       else if (item.seq !== undefined) this.releaseNotice(item.seq)
     }
     this.head = head
@@ -162,7 +162,7 @@ export class Custody {
       const journal = this.ctx.journal
       peer.custody = journal === undefined
         ? new PeerCustody(() => {})
-        : new PeerCustody((recordKey) => journal.mailGone(recordKey), (seq) => journal.noticeGone(seq))
+        : new PeerCustody((mail) => journal.mailGone(mail.senderKey, mail.message.id), (seq) => journal.noticeGone(seq))
     }
   }
 
@@ -197,7 +197,7 @@ export class Custody {
       const item = returnable[i]!
       if (index >= count) continue
       if (custody !== undefined) custody.hold(first + index + 1, item)
-      else if ("mail" in item) journal?.mailGone(item.mail.recordKey)
+      else if ("mail" in item) journal?.mailGone(item.mail.senderKey, item.mail.message.id)
       else if (item.seq !== undefined) journal?.noticeGone(item.seq)
     }
   }

@@ -93,8 +93,8 @@ const recordBytes = (record: OutboundRecord, outcome: Outcome): number =>
 
 /**
  * Told of every record set or rewritten (the store journal, when the broker
- * is durable); a rewrite's `key` is `recordKeyOf(sender, id)`, built only for
- * it. A `set` is given the outbound record itself, not a copy, as its
+ * is durable); a rewrite is told its sender and id, and the observer builds
+ * a key only if it needs one. A `set` is given the outbound record itself, not a copy, as its
  * fingerprint: the journal encodes it at its next commit, and a record's
  * fingerprint changes only in a later `set` of the same key
  * (`fingerprintFrom`), which the observer is told of again, so what the
@@ -104,8 +104,16 @@ const recordBytes = (record: OutboundRecord, outcome: Outcome): number =>
  */
 export interface RecordObserver {
   readonly set: (record: OutboundRecord, outcome: Outcome, at: number) => void
-  /** A rewrite; `record` is undefined when the record itself was no longer kept (its message may still be). */
-  readonly rewrite: (key: string, outcome: Outcome, record: { readonly sender: string; readonly fingerprint: Fingerprint; readonly at: number } | undefined) => void
+  /**
+   * A rewrite of `sender`'s message `id`; `record` is undefined when the record itself was no longer kept (its
+   * message may still be).
+   */
+  readonly rewrite: (
+    sender: string,
+    id: string,
+    outcome: Outcome,
+    record: { readonly fingerprint: Fingerprint; readonly at: number } | undefined
+  ) => void
 }
 
 /** Replay records (P46); see the module header for what is kept how long. */
@@ -165,11 +173,7 @@ export class DeliveryRecords {
     const found = this.table.find(sender, id)
     const kept = found !== undefined && found.recorded ? found : undefined
     if (kept !== undefined) kept.outcome = outcome
-    this.observer?.rewrite(
-      recordKeyOf(sender, id),
-      outcome,
-      kept === undefined ? undefined : { sender, fingerprint: kept, at: kept.recordedAt }
-    )
+    this.observer?.rewrite(sender, id, outcome, kept === undefined ? undefined : { fingerprint: kept, at: kept.recordedAt })
   }
 
   /** Drops records past the retention time. */

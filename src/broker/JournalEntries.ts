@@ -1,13 +1,16 @@
 /**
  * The store journal's entries per message (StoreJournal.ts owns them): a
- * replay record set for a send, and mail stored or about to be. Plain
- * classes, one object per message each, made and read by the Router's
- * synchronous code only.
+ * replay record set for a send, mail stored or about to be, and an
+ * acknowledgement held until a commit or a read. Plain classes, one object
+ * per message each, made and read by the Router's synchronous code only.
  */
-import type { StoredMail, StoredRecord } from "../store/MailStore.ts"
+import type { OutFrame } from "../protocol/framing.ts"
+import type { StoredRecord } from "../store/MailStore.ts"
 import { type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
+import * as Encode from "./encode.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
-import type { Mail } from "./Peer.ts"
+import type { Mail, Peer } from "./Peer.ts"
+import type { Holdable } from "./ReadAcks.ts"
 
 /**
  * A replay record set for a send (`recordSent`): its key is built only if
@@ -36,17 +39,72 @@ export class SentRecord implements StoredRecord {
 
 /**
  * Mail stored or about to be: `pending` while it is put by the next commit
- * (in `puts`, not yet taken). One entry per message serves both the put and
- * the delete that follows it, so accepting and forgetting a message costs one
- * map entry, not two (docs/performance.md, "Durable, seventh stop").
+ * (in the journal's `puts`, not yet taken). One entry per message serves both
+ * the put and the delete that follows it, so accepting and forgetting a
+ * message costs one table entry, not two (docs/performance.md, "Durable,
+ * seventh stop"). Found by its sender and id (ByMessage.ts). A put dropped
+ * before it was taken lets its mail go (`drop`): the entry waits in `puts`
+ * until the next take, the message, its text and its fields need not
+ * (docs/performance.md, "Durable, eighth stop").
  */
-export class JournalMail implements StoredMail {
+export class JournalMail {
   readonly seq: number
-  readonly mail: Mail
+  readonly senderKey: string
+  readonly id: string
+  /** The message; undefined once dropped before it was stored. */
+  mail: Mail | undefined
   pending: boolean
   constructor(seq: number, mail: Mail, pending: boolean) {
     this.seq = seq
+    this.senderKey = mail.senderKey
+    this.id = mail.message.id
     this.mail = mail
     this.pending = pending
+  }
+
+  /** Dropped before it was stored: no longer pending, and its mail no longer kept. */
+  drop(): void {
+    this.pending = false
+    this.mail = undefined
+  }
+}
+
+/**
+ * An acknowledgement (`delivered`) kept out of its connection's outbox until
+ * the changes it reveals are stored (`holdAck`) or its message is read
+ * (`holdAckUntilRead`, ReadAcks.ts). It keeps the fields its frame is made of,
+ * not the frame: the frame is made when it is released (`frame`), written
+ * straight into the framing buffer as every other `delivered` is
+ * (frameParts.ts), so nothing but this one object waits per message.
+ */
+export class HeldAck implements Holdable<HeldAck> {
+  readonly peer: Peer
+  /** The sender's session key and its message id: the message acknowledged. */
+  readonly senderKey: string
+  readonly id: string
+  readonly delivery: "socket_delivered" | "queued"
+  /** The change count it reveals. */
+  readonly upTo: number
+  readonly byReceipt: boolean
+  answered: HeldAck | undefined = undefined
+  constructor(
+    peer: Peer,
+    senderKey: string,
+    id: string,
+    delivery: "socket_delivered" | "queued",
+    upTo: number,
+    byReceipt: boolean
+  ) {
+    this.peer = peer
+    this.senderKey = senderKey
+    this.id = id
+    this.delivery = delivery
+    this.upTo = upTo
+    this.byReceipt = byReceipt
+  }
+
+  /** The `delivered` frame to queue once it is released. */
+  frame(): OutFrame {
+    return Encode.deliveredFrameParts(this.id, this.delivery)
   }
 }

@@ -217,10 +217,10 @@ export class Router {
         maxBytes: options.replayBytes
       }, journal === undefined ? undefined : {
         set: (record, outcome, at) => journal.recordSent(record, outcome, at),
-        rewrite: (key, outcome, record) => {
+        rewrite: (sender, id, outcome, record) => {
           // An outcome that is a failure ends the message: it will never be written (its sender is told).
-          if (!outcome.ok) journal.mailGone(key)
-          if (record !== undefined) journal.record(record.sender, key, record.fingerprint, outcome, record.at)
+          if (!outcome.ok) journal.mailGone(sender, id)
+          if (record !== undefined) journal.record(sender, recordKeyOf(sender, id), record.fingerprint, outcome, record.at)
         }
       }),
       journal,

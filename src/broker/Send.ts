@@ -135,7 +135,7 @@ export class Send {
     }
     const journal = this.ctx.journal
     // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
-    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, Encode.deliveredFrame(messageId, outcome.delivery))
+    if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery)
     else {
       journal?.mark(peer)
       output.enqueue(peer, Encode.deliveredFrameParts(messageId, outcome.delivery))
@@ -350,8 +350,8 @@ export class Send {
       delivery === undefined && mail.channel === undefined
     ) {
       const ask = message.expectsReply === true
-      journal.holdAckUntilRead(peer, Encode.deliveredFrame(message.id, "socket_delivered"), mail.recordKey, !ask)
-      if (attempt.replyKey !== undefined) journal.answered(attempt.replyKey, mail.recordKey)
+      journal.holdAckUntilRead(peer, sender.key, message.id, !ask)
+      if (message.replyTo !== undefined) journal.answered(targetKey, message.replyTo, sender.key, message.id)
       return DELIVERED
     }
     return this.answer(peer, message.id, DELIVERED)

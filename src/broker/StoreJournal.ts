@@ -30,15 +30,21 @@
  * output stays held and new sends are refused with `failure`'s text; what
  * was taken is put back and retried.
  *
- * Size: about 450 lines. Its parts share the change counts and the batch
+ * Its tables of mail and held acknowledgements are found by the message's
+ * sender and id (ByMessage.ts), not by a record key string: building and
+ * hashing one per message was durable mode's own cost (docs/performance.md,
+ * "Durable, eighth stop").
+ *
+ * Size: about 470 lines. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, and the entries it keeps per message in JournalEntries.ts.
  */
 import { Deferred, Effect } from "effect"
 import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
+import { ByMessage } from "./ByMessage.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
-import { JournalMail, SentRecord } from "./JournalEntries.ts"
+import { HeldAck, JournalMail, SentRecord } from "./JournalEntries.ts"
 import { NoticeJournal } from "./NoticeJournal.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -48,14 +54,6 @@ import { ReadAcks } from "./ReadAcks.ts"
 export interface TakenBatch {
   readonly batch: MailCommit
   /** The change count the batch covers: once it is stored, output up to here may go. */
-  readonly upTo: number
-}
-
-/** An acknowledgement kept out of its connection's outbox until the changes it reveals are stored (`holdAck`). */
-export interface HeldAck {
-  readonly peer: Peer
-  readonly frame: string
-  /** The change count it reveals. */
   readonly upTo: number
 }
 
@@ -81,8 +79,8 @@ export class StoreJournal {
   private edgePuts = new Map<string, AskEdge>()
   private edgeDeletes = new Set<string>()
   private readonly notices = new NoticeJournal()
-  /** Mail stored or about to be (`pending`), by record key: only those need a delete, or a put dropped. */
-  private readonly storedMail = new Map<string, JournalMail>()
+  /** Mail stored or about to be (`pending`), by sender and id: only those need a delete, or a put dropped. */
+  private readonly storedMail = new ByMessage<JournalMail>()
   private nextSeq = 1
   /** Changes appended, ever. */
   private appended = 0
@@ -170,8 +168,9 @@ export class StoreJournal {
    * it. Such a client matches acknowledgements by message id, in any order
    * relative to the messages it receives (docs/protocol.md, `received-v1`).
    */
-  holdAck(peer: Peer, frame: string): void {
-    this.heldAcks.push({ peer, frame, upTo: this.appended })
+  holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued"): void {
+    // Never in ReadAcks, so its sender's key is not needed.
+    this.heldAcks.push(new HeldAck(peer, "", messageId, delivery, this.appended, false))
     this.commitSoon()
   }
 
@@ -189,19 +188,21 @@ export class StoreJournal {
    * (`answered`): until then a crash leaves the asker unacknowledged, and it
    * sends the ask again.
    */
-  holdAckUntilRead(peer: Peer, frame: string, recordKey: string, byReceipt: boolean): void {
-    const previous = this.readAcks.hold(recordKey, { peer, frame, upTo: this.appended }, byReceipt)
+  holdAckUntilRead(peer: Peer, senderKey: string, messageId: string, byReceipt: boolean): void {
+    const ack = new HeldAck(peer, senderKey, messageId, "socket_delivered", this.appended, byReceipt)
+    const previous = this.readAcks.hold(ack)
     if (previous.length > 0) this.heldAcks.push(...previous)
   }
 
   /**
-   * The reply `replyKey` closed the edge of the ask `askKey`: the ask's
-   * acknowledgement, if still held until a read, is released with the
-   * reply's — when the asker confirms reading the reply, or the commit that
-   * stores the reply (ReadAcks.ts).
+   * The reply (`replySender`, `replyId`) closed the edge of the ask
+   * (`askSender`, `askId`): the ask's acknowledgement, if still held until a
+   * read, is released with the reply's — when the asker confirms reading the
+   * reply, or the commit that stores the reply (ReadAcks.ts).
    */
-  answered(askKey: string, replyKey: string): void {
-    this.heldAcks.push(...this.readAcks.answered(askKey, replyKey))
+  answered(askSender: string, askId: string, replySender: string, replyId: string): void {
+    const carried = this.readAcks.answered(askSender, askId, replySender, replyId)
+    if (carried.length > 0) this.heldAcks.push(...carried)
   }
 
   /** Mail stored or about to be (for diagnostics and tests). */
@@ -216,7 +217,10 @@ export class StoreJournal {
 
   /** Mail found stored at startup: it is in the store already, and deleted when written or dropped. */
   restoredMail(stored: StoredMail): void {
-    this.storedMail.set(stored.mail.recordKey, new JournalMail(stored.seq, stored.mail, false))
+    const entry = new JournalMail(stored.seq, stored.mail, false)
+    // Only its seq is needed from now on (the store has the mail).
+    entry.mail = undefined
+    this.storedMail.set(entry)
   }
 
   /**
@@ -257,11 +261,10 @@ export class StoreJournal {
 
   /** Mail was accepted: stored until it is written to its recipient or dropped. */
   putMail(mail: Mail): void {
-    const previous = this.storedMail.get(mail.recordKey)
-    // Stored under another seq already (never expected: a record key is accepted once while stored): that row goes.
-    if (previous !== undefined) this.forget(previous)
     const entry = new JournalMail(this.nextSeq++, mail, true)
-    this.storedMail.set(mail.recordKey, entry)
+    const previous = this.storedMail.set(entry)
+    // Stored under another seq already (never expected: a message is accepted once while stored): that row goes.
+    if (previous !== undefined) this.forget(previous)
     this.puts.push(entry)
     this.pendingPuts++
     this.changed()
@@ -275,21 +278,22 @@ export class StoreJournal {
    * broker killed before then delivers that mail again after its restart,
    * which the recipient's client drops (RecentMessages).
    */
-  mailGone(recordKey: string): void {
+  mailGone(senderKey: string, messageId: string): void {
     // Read (or dropped, its sender told): an acknowledgement held for that need not wait for the commit.
-    const read = this.readAcks.read(recordKey)
-    if (read.length > 0) this.releaseAcks(read)
-    const entry = this.storedMail.get(recordKey)
+    if (this.readAcks.size > 0) {
+      const read = this.readAcks.read(senderKey, messageId)
+      if (read.length > 0) this.releaseAcks(read)
+    }
+    const entry = this.storedMail.delete(senderKey, messageId)
     if (entry === undefined) return
-    this.storedMail.delete(recordKey)
     if (this.forget(entry)) this.flushLater()
   }
 
   /** `entry` leaves the store: a put not taken yet is dropped, anything else deleted. Whether a delete was added. */
   private forget(entry: JournalMail): boolean {
     if (entry.pending) {
-      // Not stored yet: it never needs to be.
-      entry.pending = false
+      // Not stored yet: it never needs to be, and its mail need not wait in `puts` for the next take.
+      entry.drop()
       this.pendingPuts--
       return false
     }
@@ -372,17 +376,23 @@ export class StoreJournal {
     return { batch, upTo: this.appended }
   }
 
-  /** The puts still pending, no longer so: from now on they are the store's, and deleted when they go. */
-  private takePuts(): ReadonlyArray<JournalMail> {
+  /**
+   * The puts still pending, no longer so: from now on they are the store's,
+   * and deleted when they go. The batch holds their mail; the entries keep
+   * only what a delete needs.
+   */
+  private takePuts(): ReadonlyArray<StoredMail> {
     const puts = this.puts
     this.puts = []
-    const taken: Array<JournalMail> = []
+    const taken: Array<StoredMail> = []
     if (this.pendingPuts === 0) return taken
     for (let i = 0; i < puts.length; i++) {
       const entry = puts[i]!
-      if (!entry.pending) continue
+      const mail = entry.mail
+      if (!entry.pending || mail === undefined) continue
       entry.pending = false
-      taken.push(entry)
+      entry.mail = undefined
+      taken.push({ seq: entry.seq, mail })
     }
     this.pendingPuts = 0
     return taken
@@ -428,10 +438,11 @@ export class StoreJournal {
     for (const put of batch.mailPuts) {
       // Written or dropped since it was taken: it need not be stored after all.
       if (this.mailDeletes.delete(put.seq)) continue
-      const entry = this.storedMail.get(put.mail.recordKey)
-      // Still this journal's (a `JournalMail`, as every put it takes): pending again.
+      const entry = this.storedMail.get(put.mail.senderKey, put.mail.message.id)
+      // Still this journal's: pending again, with its mail.
       if (entry === undefined || entry.seq !== put.seq) continue
       entry.pending = true
+      entry.mail = put.mail
       this.pendingPuts++
       puts.push(entry)
     }

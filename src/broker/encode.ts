@@ -118,7 +118,7 @@ const deliveryFields = (delivery: DeliveryChoice): string =>
 export const deliveryQueuedFrame = (messageId: string, threadId: string, deliverAt: number): string =>
   `{"type":"delivery_queued","messageId":${q(messageId)},"threadId":${q(threadId)},"deliverAt":${deliverAt}}`
 
-/** `delivered` with delivery details (P41), as one string (an acknowledgement the durable store holds). */
+/** `delivered` with delivery details (P41), as one string: what `deliveredFrameParts` writes, byte for byte (its tests). */
 export const deliveredFrame = (messageId: string, delivery: "socket_delivered" | "queued"): string =>
   `{"type":"delivered","messageId":${q(messageId)}${DELIVERED_TAIL[delivery]}`
 

@@ -56,7 +56,7 @@ describe("PeerCustody", () => {
     fc.assert(
       fc.property(ops, (script) => {
         const released: Array<string> = []
-        const custody = new PeerCustody((key) => released.push(key), (seq) => released.push(`notice ${seq}`))
+        const custody = new PeerCustody((mail) => released.push(mail.recordKey), (seq) => released.push(`notice ${seq}`))
         const expected: Array<string> = []
         let model: Array<{ readonly end: number; readonly key: string; readonly stored: boolean }> = []
         let confirmed = 0
@@ -94,7 +94,7 @@ describe("PeerCustody", () => {
 
   it("after a compaction (over a thousand released, more held) the order and the count stay right", () => {
     const released: Array<string> = []
-    const custody = new PeerCustody((key) => released.push(key))
+    const custody = new PeerCustody((mail) => released.push(mail.recordKey))
     for (let n = 1; n <= 3_000; n++) custody.hold(n, message(n))
     custody.confirm(2_000)
     assert.strictEqual(custody.size, 1_000)

@@ -5,6 +5,8 @@
  * mail accepted and not yet gone, each under the seq it was accepted with,
  * and each key's latest replay record. A commit holds a key's records in the
  * order they were made, a rewrite included, so the store's later one wins.
+ * Two senders use the same message ids: the journal tells their mail apart
+ * (ByMessage.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
@@ -14,14 +16,19 @@ import type { Mail } from "../../src/broker/Peer.ts"
 import { StoreJournal, type TakenBatch } from "../../src/broker/StoreJournal.ts"
 
 const SENDER = "scope\u0000alice"
+const SENDER_B = "scope\u0000carol"
+
+/** A message as `sender:id`: senders `a` (alice) and `b` (carol) share ids `k1` and `k2`. */
+const senderOf = (k: string) => k.startsWith("b:") ? SENDER_B : SENDER
+const idOf = (k: string) => k.slice(2)
 
 const mailFor = (recordKey: string): Mail => ({
   recordKey,
-  senderKey: SENDER,
+  senderKey: senderOf(recordKey),
   senderId: "alice",
   senderIdentity: undefined,
   fromJson: "{}",
-  message: { id: recordKey, timestamp: 1, content: { text: "hi" } },
+  message: { id: idOf(recordKey), timestamp: 1, content: { text: "hi" } },
   brokerReceivedAt: 1,
   spaceKey: "scope",
   targetKey: "scope\u0000bob",
@@ -34,7 +41,7 @@ const mailFor = (recordKey: string): Mail => ({
 const DELIVERED: Outcome = { ok: true, delivery: "socket_delivered" }
 const QUEUED: Outcome = { ok: true, delivery: "queued" }
 
-const key = fc.constantFrom("k1", "k2", "k3", "k4", "k5")
+const key = fc.constantFrom("a:k1", "a:k2", "a:k3", "b:k1", "b:k2", "b:k4")
 const op = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant("put" as const), key }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant("gone" as const), key }) },
@@ -82,7 +89,7 @@ describe("StoreJournal", () => {
               held.add(o.key)
               break
             case "gone":
-              journal.mailGone(o.key)
+              journal.mailGone(senderOf(o.key), idOf(o.key))
               held.delete(o.key)
               break
             case "sent": {

@@ -1,0 +1,129 @@
+/**
+ * A table of entries found by their message's sender and id, keyed by the
+ * id alone: the durable journal's mail stored (StoreJournal.ts) and its
+ * acknowledgements held until a read (ReadAcks.ts).
+ *
+ * Why the id alone: those tables were keyed by the record key
+ * (`recordKeyOf(sender, id)`), a string built per message that only durable
+ * mode hashed — its first lookup was most of `putMail`'s time
+ * (docs/performance.md, "Durable, seventh stop" and "Durable, eighth stop").
+ * The message id is the same string object that `OutboundRecords` already
+ * looked up, so V8 has its hash cached; the sender's key is compared, not
+ * hashed. Ids are per sender: an entry whose id another sender's entry
+ * holds already goes into a second map of arrays (rare; empty otherwise).
+ *
+ * Owner: whoever holds the table (the Router's synchronous code only).
+ */
+
+/** What an entry must say: whose message, and its id. */
+export interface MessageEntry {
+  readonly senderKey: string
+  readonly id: string
+}
+
+/** Entries by (sender, id); see the module header. At most one entry per (sender, id). */
+export class ByMessage<V extends MessageEntry> {
+  /** The first entry set for each id, in the order they were set. */
+  private readonly first = new Map<string, V>()
+  /** Entries of other senders whose id `first` held when they were set (two senders, one id). */
+  private readonly others = new Map<string, Array<V>>()
+  private count = 0
+
+  /** Entries held. */
+  get size(): number {
+    return this.count
+  }
+
+  /** `senderKey`'s entry for its message `id`. */
+  get(senderKey: string, id: string): V | undefined {
+    const found = this.first.get(id)
+    if (found !== undefined && found.senderKey === senderKey) return found
+    if (this.others.size === 0) return undefined
+    const more = this.others.get(id)
+    if (more === undefined) return undefined
+    for (let i = 0; i < more.length; i++) if (more[i]!.senderKey === senderKey) return more[i]
+    return undefined
+  }
+
+  /**
+   * Sets `entry` as its (sender, id)'s: the entry it replaces, if any, is
+   * returned, and `entry` takes its place in the order (`remove` and set
+   * again to put it at the end). Two lookups when its id is new.
+   */
+  set(entry: V): V | undefined {
+    const id = entry.id
+    const found = this.first.get(id)
+    if (found === undefined && this.others.size === 0) {
+      this.first.set(id, entry)
+      this.count++
+      return undefined
+    }
+    if (found !== undefined && found.senderKey === entry.senderKey) {
+      this.first.set(id, entry)
+      return found
+    }
+    const more = this.others.get(id)
+    if (more !== undefined) {
+      for (let i = 0; i < more.length; i++) {
+        const other = more[i]!
+        if (other.senderKey !== entry.senderKey) continue
+        more[i] = entry
+        return other
+      }
+    }
+    this.count++
+    if (found === undefined) this.first.set(id, entry)
+    else if (more === undefined) this.others.set(id, [entry])
+    else more.push(entry)
+    return undefined
+  }
+
+  /** Takes out `entry`, which is in the table (one lookup while no id is shared). */
+  remove(entry: V): void {
+    if (this.others.size === 0 || this.first.get(entry.id) === entry) {
+      this.first.delete(entry.id)
+      this.count--
+      return
+    }
+    this.delete(entry.senderKey, entry.id)
+  }
+
+  /** Takes out `senderKey`'s entry for `id`, and returns it. */
+  delete(senderKey: string, id: string): V | undefined {
+    const found = this.first.get(id)
+    if (found !== undefined && found.senderKey === senderKey) {
+      this.first.delete(id)
+      this.count--
+      return found
+    }
+    if (this.others.size === 0) return undefined
+    const more = this.others.get(id)
+    if (more === undefined) return undefined
+    for (let i = 0; i < more.length; i++) {
+      const entry = more[i]!
+      if (entry.senderKey !== senderKey) continue
+      if (more.length === 1) this.others.delete(id)
+      else more.splice(i, 1)
+      this.count--
+      return entry
+    }
+    return undefined
+  }
+
+  /**
+   * The entries set first for their id, in the order they were set (an
+   * entry deleted and added again is at the end); deleting the one visited
+   * while iterating is allowed.
+   */
+  firsts(): Iterable<V> {
+    return this.first.values()
+  }
+
+  /** The other entries (their id was another sender's too), in no promised order. */
+  rest(): ReadonlyArray<V> {
+    if (this.others.size === 0) return []
+    const out: Array<V> = []
+    for (const more of this.others.values()) out.push(...more)
+    return out
+  }
+}
