@@ -20,7 +20,7 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
 
 /** Headline metrics per workload (the JSON has all of them). */
 export const headline = (name: string): ReadonlyArray<readonly [string, string]> => {
-  if (name === "w1" || name === "w64" || name === "w64-steady" || name === "fanin") {
+  if (name === "w1" || name === "w64" || name === "w64-steady" || name === "fanin" || name === "fanin-steady") {
     return [["msgPerSec", "msg/s"], ["cpuUsPerMsg", "CPU µs/msg"]]
   }
   if (name === "sustained") {

@@ -25,11 +25,11 @@ export const usage = `usage: node bench/profile.ts [--only w64,fanin,ask] [--tar
                              [--no-cpu-prof] [--keep-profiles dir] [--perf] [--perf-hz N] [--markdown] [--quick] [--out file.json]
 --no-cpu-prof: /proc (and --perf) only: V8 works without its profiler's code logging
 --perf:  also \`perf record\` every target's threads in the measured intervals (on-CPU: kernel, SQLite, GC, compiler, JS)
-workloads with a measured interval: w1 w64 sustained w64-steady fanin ask payload-100B payload-10KiB payload-500KiB startup
+workloads with a measured interval: w1 w64 sustained w64-steady fanin fanin-steady ask payload-100B payload-10KiB payload-500KiB startup
 targets: raw, broker (ours, durable, or --broker-cmd), memory (ours, --durability memory), nats (/proc only)`
 
 /** The workloads that mark their measured interval (bench/workloads.ts calls `measure`). */
-export const MEASURED = /^(w1|w64|sustained|w64-steady|fanin|ask|payload-.*|startup)$/
+export const MEASURED = /^(w1|w64|sustained|w64-steady|fanin|fanin-steady|ask|payload-.*|startup)$/
 
 /** The CPU-per-unit metric of a plain run of each workload, in µs. */
 export const plainCpuPerUnit = (workload: string, metrics: Record<string, number>): number | undefined => {

@@ -43,7 +43,7 @@ const main = async (opts: Options): Promise<number> => {
   const selected = all.filter((w) => opts.only.includes(w.name))
   for (const name of opts.only) {
     if (!all.some((w) => w.name === name)) throw new Error(`--only: unknown workload ${name}\n${usage}`)
-    if (!MEASURED.test(name)) throw new Error(`--only: ${name} marks no measured interval (profiled: w1 w64 sustained w64-steady fanin ask payload-* startup)`)
+    if (!MEASURED.test(name)) throw new Error(`--only: ${name} marks no measured interval (profiled: w1 w64 sustained w64-steady fanin fanin-steady ask payload-* startup)`)
   }
   const specs = resolveSpecs(opts)
   const perf = opts.perfHz === undefined ? undefined : findPerf()

@@ -51,9 +51,10 @@ export interface Sizes {
   /** Measured `intercom send` processes per run (`cli-send`). */
   readonly cliSends: number
   /**
-   * `w64-steady` (opt-in): w64 measured after a long warm-up, so the
-   * compilers' one-time work is done before the interval: messages sent
-   * unmeasured first, then measured.
+   * `w64-steady` and `fanin-steady` (opt-in): w64 and fan-in measured after a
+   * long warm-up, so the compilers' one-time work is done before the
+   * interval: messages sent unmeasured first, then measured (fan-in: split
+   * over its senders).
    */
   readonly steadyWarm: number
   readonly steady: number
@@ -685,6 +686,20 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
     title: `fan-in ${sizes.faninSenders}→1, window ${sizes.faninWindow} (${sizes.faninSenders} × ${sizes.faninPerSender})`,
     run: (spec) => throughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100),
     natsRun: (spec) => natsThroughputRun(spec, sizes.faninSenders, sizes.faninPerSender, sizes.faninWindow, 100)
+  },
+  {
+    name: "fanin-steady",
+    optIn: true,
+    title: `fan-in ${sizes.faninSenders}→1, window ${sizes.faninWindow}, ${sizes.steady} × 100 B measured after ${sizes.steadyWarm} unmeasured (steady state)`,
+    run: (spec) =>
+      throughputRun(
+        spec,
+        sizes.faninSenders,
+        Math.ceil(sizes.steady / sizes.faninSenders),
+        sizes.faninWindow,
+        100,
+        sizes.steadyWarm
+      )
   },
   {
     name: "ask",
