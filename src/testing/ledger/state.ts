@@ -51,8 +51,6 @@ export interface MessageRecord {
   ackEpoch: number | undefined
   failureCode: string | undefined
   acceptSeq: number | undefined
-  /** The broker (`LinkRecord.brokerEpoch`) whose read set `acceptSeq`. */
-  acceptEpoch: number | undefined
   expiredNotified: boolean
   readonly writtenTo: Array<number>
   readonly reads: Array<Read>

@@ -105,7 +105,6 @@ const sendWritten = (
     ackEpoch: undefined,
     failureCode: undefined,
     acceptSeq: undefined,
-    acceptEpoch: undefined,
     expiredNotified: false,
     writtenTo: [],
     reads: [],
@@ -142,17 +141,10 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     const frame = decodeSendLike(parsed)
     if (frame === undefined) continue
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
-    // (an epoch-bound send refused as rebound is sent again with the same id, later) — except a resend
-    // the same broker reads again after a read not known refused: that one is answered from its
-    // replay record (P46), and the first read stays the message's place in the sender's order.
+    // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
     if (record !== undefined && record.outcome !== "acked") {
-      const replayed = record.acceptSeq !== undefined && record.outcome !== "refused" &&
-        link !== undefined && record.acceptEpoch === link.brokerEpoch
-      if (!replayed) {
-        record.acceptSeq = ++state.acceptSeq
-        record.acceptEpoch = link?.brokerEpoch
-      }
+      record.acceptSeq = ++state.acceptSeq
       brokerReadDelivery(state, record)
     }
   }
