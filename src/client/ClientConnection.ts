@@ -11,7 +11,7 @@
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts
  * and the question requests in QuestionRequests.ts.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Latch, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -361,9 +361,24 @@ export const openClientConnection = (
     let leaving = false
     /** Messages read and not yet confirmed: the client held its confirmations when they came. */
     let unconfirmed = false
-    const confirm = Effect.suspend(() => {
+    /**
+     * A confirmation is owed: the confirmer fiber writes the newest count when it can. Reading never
+     * waits for that write. A broker that stops reading this connection (its held limit, known
+     * issue 11) may be waiting for this client to read the answers it writes; a reader that waited
+     * to write a confirmation first would never read again, and neither side would move. The count
+     * is cumulative, so one write of the newest stands for every confirmation owed before it.
+     */
+    const confirmOwed = Latch.makeUnsafe(false)
+    /** The count owed: frames read when the confirmation was asked for, not since (a leaving client's are not). */
+    let owedFrames = 0
+    const writeConfirmation = Effect.suspend(() => {
+      confirmOwed.closeUnsafe()
+      return Effect.ignore(writeText(JSON.stringify({ type: "received", frames: owedFrames }), "received"))
+    })
+    const confirm = Effect.sync(() => {
       unconfirmed = false
-      return Effect.ignore(writeText(JSON.stringify({ type: "received", frames: framesRead }), "received"))
+      owedFrames = framesRead
+      confirmOwed.openUnsafe()
     })
     const handle = (texts: ReadonlyArray<string>) =>
       Effect.suspend(() => {
@@ -411,6 +426,9 @@ export const openClientConnection = (
     // interrupted before it ever ran runs no `ensuring`, and nothing may write to the socket once
     // the Scope has detached it (such a write waits forever).
     yield* Effect.addFinalizer(() => shutDown)
+    const confirmer = yield* Effect.forkScoped(
+      Effect.forever(Effect.andThen(confirmOwed.await, writeConfirmation), { disableYield: true })
+    )
     const reader = yield* Effect.forkScoped(
       handle(registered.rest).pipe(
         Effect.andThen(Effect.forever(Effect.flatMap(connection.read, handle), { disableYield: true })),
@@ -512,9 +530,12 @@ export const openClientConnection = (
 
     const close = Effect.gen(function*() {
       leaving = true
+      // What was read before the close began is confirmed ahead of `unregister`, and nothing after it.
+      yield* Fiber.interrupt(confirmer)
       if (open) {
         // The whole orderly close is bounded: a broker that stops reading cannot hold it up.
-        yield* write({ type: "unregister" }, "unregister").pipe(
+        yield* Effect.suspend(() => confirmOwed.isOpen() ? writeConfirmation : Effect.void).pipe(
+          Effect.andThen(write({ type: "unregister" }, "unregister")),
           Effect.ignore,
           Effect.andThen(connection.end),
           Effect.andThen(Deferred.await(closed)),

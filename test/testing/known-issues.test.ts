@@ -214,3 +214,36 @@ describe("fixed: mail read while a killed session's generation closes is not con
       assert.strictEqual(report.messages.lostInFlight, 0)
     }))
 })
+
+describe("fixed: a client reads on while its confirmation waits to be written (known issues 11 and 12)", () => {
+  // Seed 39653: the broker stopped reading B (its held limit: B's flood waited for C, who read slowly)
+  // and waited for B to read the answers it had written; B's client waited to write a `received`
+  // confirmation before it read again, so neither moved and B's `list` was never answered. Seed 44113
+  // was the same wait, in a run that then never ended. The client now writes its confirmations from a
+  // fiber of their own, and its reader never waits for one.
+  const ops: ReadonlyArray<Op> = [
+    { _tag: "CrashBroker", after: 0, downMs: 2870 },
+    { _tag: "Send", after: 2118, from: 2, to: 1 },
+    { _tag: "Flood", after: 1655, from: 1, to: 2, count: 10, size: 5265, delayMs: 306 },
+    { _tag: "Stall", after: 1421, session: 1, side: "broker", ms: 1000 },
+    { _tag: "Ask", after: 100, from: 3, to: 1, timeoutMs: 4000 }
+  ]
+  for (const durability of ["durable", "memory"] as const) {
+    for (const brokerConnections of ["adopted", "accepted"] as const) {
+      it.effect(`B floods C, who reads slowly, and the broker stops reading B for 1 s: B's list is answered (${durability}, ${brokerConnections})`, () =>
+        Effect.gen(function*() {
+          // Seed 39653's shrunk workload.
+          const report = yield* runWorkload({ seed: 39653, durability, brokerConnections }, ops)
+          assert.deepStrictEqual(report.violations, [])
+          assert.strictEqual(report.messages.lostInFlight, 0)
+        }))
+    }
+  }
+
+  it.effect("seed 44113 ends and holds every invariant in durable mode", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 44113 })
+      assert.deepStrictEqual(report.violations, [])
+      assert.strictEqual(report.messages.lostInFlight, 0)
+    }))
+})
