@@ -3,7 +3,10 @@
  * routes answers to the requests waiting for them (by `requestId` for lists,
  * by message id for sends and cancels) and everything else to the client's
  * sinks. When the socket closes, every request still waiting fails with
- * `ConnectionLost` — an in-flight send never vanishes silently.
+ * `ConnectionLost` — an in-flight send never vanishes silently. The reader
+ * never waits to write: its `received-v1` confirmations are written by a
+ * confirmer fiber of their own (a broker that stops reading this connection
+ * may be waiting for it to read; docs/testing.md, known issue 11).
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
