@@ -374,9 +374,17 @@ export const openClientConnection = (
     const confirmOwed = Latch.makeUnsafe(false)
     /** The count owed: frames read when the confirmation was asked for, not since (a leaving client's are not). */
     let owedFrames = 0
+    /** The highest count whose write completed. */
+    let confirmedFrames = 0
     const writeConfirmation = Effect.suspend(() => {
       confirmOwed.closeUnsafe()
-      return Effect.ignore(writeText(JSON.stringify({ type: "received", frames: owedFrames }), "received"))
+      const frames = owedFrames
+      return writeText(JSON.stringify({ type: "received", frames }), "received").pipe(
+        Effect.andThen(Effect.sync(() => {
+          if (frames > confirmedFrames) confirmedFrames = frames
+        })),
+        Effect.ignore
+      )
     })
     const confirm = Effect.sync(() => {
       unconfirmed = false
@@ -537,7 +545,8 @@ export const openClientConnection = (
       yield* Fiber.interrupt(confirmer)
       if (open) {
         // The whole orderly close is bounded: a broker that stops reading cannot hold it up.
-        yield* Effect.suspend(() => confirmOwed.isOpen() ? writeConfirmation : Effect.void).pipe(
+        // Also when the confirmer was stopped in the middle of its write.
+        yield* Effect.suspend(() => owedFrames > confirmedFrames ? writeConfirmation : Effect.void).pipe(
           Effect.andThen(write({ type: "unregister" }, "unregister")),
           Effect.ignore,
           Effect.andThen(connection.end),
