@@ -5,16 +5,16 @@
  * sinks. When the socket closes, every request still waiting fails with
  * `ConnectionLost` — an in-flight send never vanishes silently. The reader
  * never waits to write: its `received-v1` confirmations are written by a
- * confirmer fiber of their own (a broker that stops reading this connection
- * may be waiting for it to read; docs/testing.md, known issue 11).
+ * fiber of their own (Confirmations.ts).
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
- * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts
- * and the question requests in QuestionRequests.ts.
+ * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
+ * the question requests in QuestionRequests.ts and the writing of confirmations
+ * in Confirmations.ts.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Latch, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -37,6 +37,7 @@ import {
 } from "./errors.ts"
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
+import { Confirmations } from "./Confirmations.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
 import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
@@ -364,32 +365,11 @@ export const openClientConnection = (
     let leaving = false
     /** Messages read and not yet confirmed: the client held its confirmations when they came. */
     let unconfirmed = false
-    /**
-     * A confirmation is owed: the confirmer fiber writes the newest count when it can. Reading never
-     * waits for that write. A broker that stops reading this connection (its held limit, known
-     * issue 11) may be waiting for this client to read the answers it writes; a reader that waited
-     * to write a confirmation first would never read again, and neither side would move. The count
-     * is cumulative, so one write of the newest stands for every confirmation owed before it.
-     */
-    const confirmOwed = Latch.makeUnsafe(false)
-    /** The count owed: frames read when the confirmation was asked for, not since (a leaving client's are not). */
-    let owedFrames = 0
-    /** The highest count whose write completed. */
-    let confirmedFrames = 0
-    const writeConfirmation = Effect.suspend(() => {
-      confirmOwed.closeUnsafe()
-      const frames = owedFrames
-      return writeText(JSON.stringify({ type: "received", frames }), "received").pipe(
-        Effect.andThen(Effect.sync(() => {
-          if (frames > confirmedFrames) confirmedFrames = frames
-        })),
-        Effect.ignore
-      )
-    })
+    // Written by a fiber of their own: the reader never waits to write (Confirmations.ts).
+    const confirmations = new Confirmations((frames) => writeText(JSON.stringify({ type: "received", frames }), "received"))
     const confirm = Effect.sync(() => {
       unconfirmed = false
-      owedFrames = framesRead
-      confirmOwed.openUnsafe()
+      confirmations.owe(framesRead)
     })
     const handle = (texts: ReadonlyArray<string>) =>
       Effect.suspend(() => {
@@ -437,9 +417,7 @@ export const openClientConnection = (
     // interrupted before it ever ran runs no `ensuring`, and nothing may write to the socket once
     // the Scope has detached it (such a write waits forever).
     yield* Effect.addFinalizer(() => shutDown)
-    const confirmer = yield* Effect.forkScoped(
-      Effect.forever(Effect.andThen(confirmOwed.await, writeConfirmation), { disableYield: true })
-    )
+    const confirmer = yield* Effect.forkScoped(confirmations.run)
     const reader = yield* Effect.forkScoped(
       handle(registered.rest).pipe(
         Effect.andThen(Effect.forever(Effect.flatMap(connection.read, handle), { disableYield: true })),
@@ -545,8 +523,7 @@ export const openClientConnection = (
       yield* Fiber.interrupt(confirmer)
       if (open) {
         // The whole orderly close is bounded: a broker that stops reading cannot hold it up.
-        // Also when the confirmer was stopped in the middle of its write.
-        yield* Effect.suspend(() => owedFrames > confirmedFrames ? writeConfirmation : Effect.void).pipe(
+        yield* confirmations.flush.pipe(
           Effect.andThen(write({ type: "unregister" }, "unregister")),
           Effect.ignore,
           Effect.andThen(connection.end),
