@@ -10,11 +10,12 @@
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
+ * sends waiting for their answer (and those a close leaves unanswered, in order) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts and the writing of confirmations
  * in Confirmations.ts.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -26,7 +27,6 @@ import type { Connection } from "../transport/Connection.ts"
 import { type Dialer, dialUnixSocket } from "./Dialer.ts"
 import {
   ConnectionLost,
-  type DeliveryError,
   deliveryError,
   IntercomNotConnected,
   type RequestTimeout,
@@ -38,6 +38,7 @@ import {
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
+import { PendingSends, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
 import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
@@ -66,11 +67,6 @@ export interface SupervisorRegistration {
   readonly grant?: { readonly capability: string; readonly supervisorSessionId: string } | undefined
 }
 
-interface PendingSend {
-  readonly signature: string
-  readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
-}
-
 /** One `sessions` answer: all sessions (base), or one page with where to go on (`list-page-v1`). */
 interface SessionsPage {
   readonly sessions: ReadonlyArray<SessionInfo>
@@ -97,6 +93,17 @@ export interface ClientConnection {
   ) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
   /** A `send`, or with `supervisor_send` a child's message to its supervisor. */
   readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
+  /**
+   * Once the connection has closed: the plain sends it had taken and not
+   * seen answered, in the order they were first written (empty while open).
+   */
+  readonly unanswered: () => ReadonlyArray<UnansweredSend>
+  /**
+   * Writes sends another connection left unanswered, in their order, as one
+   * batch; a later `send` of the same message waits for that answer.
+   * Call it before anything else sends on this connection.
+   */
+  readonly resend: (sends: ReadonlyArray<UnansweredSend>) => Effect.Effect<void, ConnectionLost>
   /** `authorize_supervisor`: a capability for `childName`, or the restore of `capability` (C-SUP-8, C-SUP-15). */
   readonly authorize: (
     childName: string,
@@ -208,7 +215,7 @@ export const openClientConnection = (
 
     const granted: ReadonlySet<string> = new Set(registered.frame.features ?? [])
     const lists = new Map<string, Deferred.Deferred<SessionsPage, ConnectionLost>>()
-    const sends = new Map<string, PendingSend>()
+    const sends = new PendingSends()
     const cancels = new Map<string, Deferred.Deferred<boolean, ConnectionLost>>()
     const authorizations = new Map<
       string,
@@ -239,9 +246,8 @@ export const openClientConnection = (
             Deferred.doneUnsafe(cancel, Exit.succeed(frame.type === "delivered"))
             return
           }
-          const pending = sends.get(frame.messageId)
+          const pending = sends.take(frame.messageId)
           if (pending === undefined) return
-          sends.delete(frame.messageId)
           if (frame.type === "delivered") {
             Deferred.doneUnsafe(
               pending.answer,
@@ -261,9 +267,8 @@ export const openClientConnection = (
           return
         }
         case "delivery_queued": {
-          const pending = sends.get(frame.messageId)
+          const pending = sends.take(frame.messageId)
           if (pending === undefined) return
-          sends.delete(frame.messageId)
           Deferred.doneUnsafe(
             pending.answer,
             Exit.succeed<Delivery>({
@@ -397,10 +402,7 @@ export const openClientConnection = (
       open = false
       for (const [, waiting] of lists) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "list" })))
       lists.clear()
-      for (const [messageId, pending] of sends) {
-        Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "send", messageId })))
-      }
-      sends.clear()
+      sends.failAll()
       for (const [, waiting] of cancels) Deferred.doneUnsafe(waiting, Exit.fail(new ConnectionLost({ operation: "cancel" })))
       cancels.clear()
       for (const [, waiting] of authorizations) {
@@ -483,17 +485,27 @@ export const openClientConnection = (
         }
         const text = sendFrameText(request, frameType, granted)
         if (typeof text !== "string") return Effect.fail(text)
-        const answer = Deferred.makeUnsafe<Delivery, DeliveryError | ConnectionLost>()
-        sends.set(messageId, { signature, answer })
-        // Until the frame is written the request is ours alone to withdraw; once it is,
-        // the broker will answer it, and a later send with the same id joins that answer.
-        const withdraw = Effect.sync(() => {
-          if (sends.get(messageId)?.answer === answer) sends.delete(messageId)
+        if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const pending = sends.begin(request, frameType, signature, now)
+          // A write cut short by the connection's close leaves the send in the table, so the close
+          // keeps it among the unanswered, in its place; a caller that gives up before the frame is
+          // written withdraws it (the broker never saw it, and a later send with the id must not join).
+          return writeText(text, "send").pipe(
+            Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending))),
+            Effect.andThen(awaitAnswer(pending.answer, timeoutMs, "send", () => sends.forget(pending)))
+          )
         })
-        return writeText(text, "send").pipe(
-          Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : withdraw),
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "send", () => sends.delete(messageId)))
-        )
+      })
+
+    const resend: ClientConnection["resend"] = (lost) =>
+      Effect.suspend(() => {
+        if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
+        const texts = sends.retake(lost, (send) => sendFrameText(send.request, send.frameType, granted))
+        // Cut short, the batch stays in the table: this connection's close keeps it, in order, for the next.
+        return texts.length === 0
+          ? Effect.void
+          : connection.writeAll(texts).pipe(Effect.mapError(() => new ConnectionLost({ operation: "send" })))
       })
 
     const authorize: ClientConnection["authorize"] = (childName, capability, timeoutMs) =>
@@ -542,6 +554,8 @@ export const openClientConnection = (
       closed: Deferred.await(closed),
       list,
       send,
+      unanswered: () => sends.unanswered(),
+      resend,
       authorize,
       cancel,
       topic: (frame, timeoutMs) =>

@@ -16,6 +16,8 @@
  *   from its record and never delivers it twice. Only if no connection comes
  *   back within `REPLAY_WINDOW_MS` (2 minutes), or the client is closed, does
  *   it fail with `ConnectionLost` (outcome unknown) — never silently.
+ *   Sends lost with one connection are written again first on the next, as
+ *   one batch in the order they were first sent (PendingSends.ts, `unsent`).
  * - A message delivered twice (a durable broker killed between writing it
  *   and forgetting it, docs/store.md) reaches `messages` once.
  *
@@ -37,6 +39,7 @@ import type { SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
+import type { UnansweredSend } from "./PendingSends.ts"
 import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
 import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
@@ -64,6 +67,16 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
   ...(update.status === undefined ? {} : { status: update.status }),
   ...(update.model === undefined ? {} : { model: update.model })
 })
+
+/** Sends lost unanswered by two connections in turn, oldest first, each message once. */
+const mergeUnsent = (
+  older: ReadonlyArray<UnansweredSend>,
+  newer: ReadonlyArray<UnansweredSend>
+): ReadonlyArray<UnansweredSend> => {
+  if (older.length === 0) return newer
+  const seen = new Set(older.map((lost) => lost.request.message.id))
+  return [...older, ...newer.filter((lost) => !seen.has(lost.request.message.id))]
+}
 
 const make = (
   options: IntercomClientOptions
@@ -121,6 +134,8 @@ const make = (
     const questions = new ClientQuestions()
     /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
     let restoreProblems: string | undefined
+    /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
+    let unsent: ReadonlyArray<UnansweredSend> = []
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
     let health: HealthFields | undefined
 
@@ -163,6 +178,12 @@ const make = (
       const unrestoredTopics = yield* topics.restore(connection, connectTimeoutMs)
       // C-DQ-6: a child's durable questions are asked again; the broker answers with their saved state.
       const unaskedQuestions = yield* questions.restore(connection, connectTimeoutMs)
+      // What the last connection lost on the way goes first, in the order it was first sent (PendingSends.ts).
+      const now = yield* Clock.currentTimeMillis
+      const due = unsent.filter((lost) => now - lost.since < REPLAY_WINDOW_MS)
+      // Refused or cut short, the batch stays here and with this connection's close (merged by id).
+      const resent = yield* connection.resend(due).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+      if (resent) unsent = []
       const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
       restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
       return { connection, scope }
@@ -200,6 +221,7 @@ const make = (
           connection.closed.pipe(
             Effect.andThen(Effect.suspend(() => {
               if (live === connection) live = undefined
+              unsent = mergeUnsent(unsent, connection.unanswered())
               if (stopped) return Effect.void
               const next = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
               current = next

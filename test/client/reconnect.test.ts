@@ -63,6 +63,36 @@ describe("reconnect after the broker dies (in memory)", () => {
       yield* betaBack.client.expectNothing("message")
     }))
 
+  it.effect("sends in flight when the broker dies are sent again in the order they were first sent, and reach the receiver in it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork({ linkCapacity: 1 })
+      const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
+      yield* settle(a.connect)
+      const beta = yield* world.session({ sessionId: "beta" })
+      yield* beta.client.pause
+      const filler = yield* world.session({ sessionId: "filler" })
+      yield* filler.client.sendRaw(encodeFrames(Array.from({ length: 8 }, (_, i) =>
+        JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
+
+      // Six sends, none awaited: some wait for their answer, some for room to be written.
+      const sent = Array.from({ length: 6 }, (_, i) => message(`in order ${i}`))
+      const sending: Array<Fiber.Fiber<unknown, unknown>> = []
+      for (const m of sent) sending.push(yield* step(a.send({ to: "beta", message: m })))
+      assert.isTrue(sending.every((fiber) => fiber.pollUnsafe() === undefined), "test setup: a send was answered")
+      yield* first.crash
+
+      yield* world.startBroker({ idleExit: null })
+      const betaBack = yield* world.session({ sessionId: "beta" })
+      yield* advance("500 millis")
+      for (const fiber of sending) yield* Fiber.join(fiber)
+      const received: Array<string> = []
+      for (let i = 0; i < sent.length; i++) received.push((yield* betaBack.client.next("message")).message.id)
+      assert.deepStrictEqual(received, sent.map((m) => m.id))
+      yield* betaBack.client.roundTrip
+      yield* betaBack.client.expectNothing("message")
+    }))
+
   it.effect("a send whose broker never comes back fails with ConnectionLost once the replay window (2 minutes) is over", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork({ linkCapacity: 1 })

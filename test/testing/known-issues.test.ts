@@ -247,3 +247,31 @@ describe("fixed: a client reads on while its confirmation waits to be written (k
       assert.strictEqual(report.messages.lostInFlight, 0)
     }))
 })
+
+describe("fixed: a client sends what its lost connection carried again in the order it first sent it (known issue 10)", () => {
+  // Seed 36433: A's connection dropped with m6 (read and stored by the broker), m7 and m8 (lost on the
+  // way) unanswered. Each send retried on its own fiber, so the next connection carried m8, then m6 and
+  // m7, and C received m8 before m7. The connection now keeps the sends it lost, oldest first, and the
+  // client writes them as one batch on its next connection before anything else (PendingSends.ts).
+  const ops: ReadonlyArray<Op> = [
+    { _tag: "Flood", after: 0, from: 0, to: 2, count: 8, size: 5768, delayMs: 735 },
+    { _tag: "Start", after: 1718, session: 0 },
+    { _tag: "Send", after: 189, from: 2, to: 0 },
+    { _tag: "Drop", after: 209, session: 0, side: "broker" },
+    { _tag: "CrashBroker", after: 563, downMs: 5148 }
+  ]
+  for (const brokerConnections of ["adopted", "accepted"] as const) {
+    it.effect(`A floods C and its connection drops with three sends unanswered: C gets them in A's order (${brokerConnections})`, () =>
+      Effect.gen(function*() {
+        // Seed 36433's shrunk workload.
+        const report = yield* runWorkload({ seed: 36433, brokerConnections }, ops)
+        assert.deepStrictEqual(report.violations, [])
+      }))
+  }
+
+  it.effect("seed 36433 holds every invariant in durable mode", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 36433 })
+      assert.deepStrictEqual(report.violations, [])
+    }))
+})

@@ -1,0 +1,104 @@
+/**
+ * `PendingSends` (one connection's sends waiting for their answer) over
+ * random begins, answers and withdrawals, against a list kept in order:
+ * when the connection closes, every send still waiting fails with
+ * `ConnectionLost` and the plain sends among them are `unanswered` in the
+ * order they were begun; `retake` takes such a list into a new table in that
+ * order, leaves an id already waiting there alone, and skips a send whose
+ * frame cannot be built.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect } from "effect"
+import fc from "fast-check"
+import { deliveryError } from "../../src/client/errors.ts"
+import { PendingSends, type UnansweredSend } from "../../src/client/PendingSends.ts"
+import type { SendFrameType, SendRequest } from "../../src/client/requests.ts"
+
+const request = (id: string): SendRequest => ({ to: "beta", message: { id, timestamp: 0, content: { text: id } } })
+
+const op = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant("begin" as const),
+      frameType: fc.constantFrom<SendFrameType>("send", "send", "supervisor_send")
+    })
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("answer" as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("forget" as const), pick: fc.nat() }) }
+)
+
+describe("PendingSends", () => {
+  it("keeps the plain sends still waiting at the close, in the order they were begun", () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const sends = new PendingSends()
+        const model: Array<{ readonly id: string; readonly frameType: SendFrameType }> = []
+        const begun = []
+        let n = 0
+        for (const step of ops) {
+          if (step.op === "begin") {
+            const id = `m${n++}`
+            begun.push(sends.begin(request(id), step.frameType, id, n))
+            model.push({ id, frameType: step.frameType })
+          } else if (model.length > 0) {
+            const id = model.splice(step.pick % model.length, 1)[0]?.id ?? ""
+            if (step.op === "answer") {
+              assert.strictEqual(sends.take(id)?.request.message.id, id)
+            } else {
+              const pending = sends.get(id)
+              assert.isDefined(pending)
+              sends.forget(pending!)
+            }
+            assert.isUndefined(sends.get(id))
+          }
+        }
+        assert.deepStrictEqual(sends.unanswered(), [], "nothing is unanswered while the connection is open")
+        sends.failAll()
+        assert.deepStrictEqual(
+          sends.unanswered().map((lost) => lost.request.message.id),
+          model.filter((send) => send.frameType === "send").map((send) => send.id)
+        )
+        const waiting = new Set(model.map((send) => send.id))
+        for (const pending of begun) {
+          const done = Deferred.isDoneUnsafe(pending.answer)
+          assert.strictEqual(done, waiting.has(pending.request.message.id), "every send still waiting failed")
+        }
+      })
+    )
+  })
+
+  it.effect("a send still waiting fails with ConnectionLost naming its message", () =>
+    Effect.gen(function*() {
+      const sends = new PendingSends()
+      const pending = sends.begin(request("m1"), "send", "m1", 0)
+      sends.failAll()
+      const error = yield* Effect.flip(Deferred.await(pending.answer))
+      assert.deepInclude(error, { _tag: "ConnectionLost", operation: "send", messageId: "m1" })
+    }))
+
+  it("retake takes the lost sends in their order, leaves an id already waiting alone, and skips a frame it cannot build", () => {
+    const lost: ReadonlyArray<UnansweredSend> = ["m1", "m2", "m3", "m4"].map((id, since) => ({
+      request: request(id),
+      frameType: "send",
+      signature: id,
+      since
+    }))
+    const sends = new PendingSends()
+    const already = sends.begin(request("m2"), "send", "m2", 9)
+    const texts = sends.retake(lost, (send) =>
+      send.request.message.id === "m3"
+        ? deliveryError({ messageId: "m3", code: "E_TEST", reason: "cannot build", retryable: false })
+        : `frame ${send.request.message.id}`)
+    assert.deepStrictEqual(texts, ["frame m1", "frame m4"])
+    assert.strictEqual(sends.get("m2"), already)
+    assert.isUndefined(sends.get("m3"))
+    // A batch cut short by this connection's close is kept for the next one, in the table's order.
+    sends.failAll()
+    assert.deepStrictEqual(sends.unanswered().map((send) => [send.request.message.id, send.since]), [
+      ["m2", 9],
+      ["m1", 0],
+      ["m4", 3]
+    ])
+  })
+})
