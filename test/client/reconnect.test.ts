@@ -30,6 +30,16 @@ import {
 const A_ID = "aaaaaaaa-1111-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-1111-4000-8000-00000000000b"
 
+/** beta stops reading and a filler fills everything between the broker and beta: sends to beta stay in flight. */
+const stallBeta = (world: Effect.Success<ReturnType<typeof memoryNetwork>>) =>
+  Effect.gen(function*() {
+    const beta = yield* world.session({ sessionId: "beta" })
+    yield* beta.client.pause
+    const filler = yield* world.session({ sessionId: "filler" })
+    yield* filler.client.sendRaw(encodeFrames(Array.from({ length: 8 }, (_, i) =>
+      JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
+  })
+
 describe("reconnect after the broker dies (in memory)", () => {
   it.effect("a send in flight when the broker dies is sent again with the same id after the reconnect: one outcome, delivered once", () =>
     Effect.gen(function*() {
@@ -37,12 +47,7 @@ describe("reconnect after the broker dies (in memory)", () => {
       const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
       const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
       yield* settle(a.connect)
-      // beta stops reading and a filler fills everything between the broker and beta.
-      const beta = yield* world.session({ sessionId: "beta" })
-      yield* beta.client.pause
-      const filler = yield* world.session({ sessionId: "filler" })
-      yield* filler.client.sendRaw(encodeFrames(Array.from({ length: 8 }, (_, i) =>
-        JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
+      yield* stallBeta(world)
 
       const inFlight = message("are you getting this?")
       const sending = yield* step(a.send({ to: "beta", message: inFlight }))
@@ -69,11 +74,7 @@ describe("reconnect after the broker dies (in memory)", () => {
       const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
       const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
       yield* settle(a.connect)
-      const beta = yield* world.session({ sessionId: "beta" })
-      yield* beta.client.pause
-      const filler = yield* world.session({ sessionId: "filler" })
-      yield* filler.client.sendRaw(encodeFrames(Array.from({ length: 8 }, (_, i) =>
-        JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
+      yield* stallBeta(world)
 
       // Six sends, none awaited: some wait for their answer, some for room to be written.
       const sent = Array.from({ length: 6 }, (_, i) => message(`in order ${i}`))
@@ -101,11 +102,7 @@ describe("reconnect after the broker dies (in memory)", () => {
         memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500, reconnectMaxMs: 5_000, connectTimeoutMs: 10_000 })
       )
       yield* settle(a.connect)
-      const beta = yield* world.session({ sessionId: "beta" })
-      yield* beta.client.pause
-      const filler = yield* world.session({ sessionId: "filler" })
-      yield* filler.client.sendRaw(encodeFrames(Array.from({ length: 8 }, (_, i) =>
-        JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
+      yield* stallBeta(world)
       const inFlight = message("anyone?")
       const sending = yield* step(a.send({ to: "beta", message: inFlight }))
       yield* first.crash
