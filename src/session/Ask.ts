@@ -117,7 +117,12 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       // Inline, not in the background: when the generation closes (a reload, a quit) its
       // background fibers are interrupted, and a lost cancel_ask would let a late reply
       // reach the next generation as a new message (C-ORD-35). A post is quick; it is bounded anyway.
-      const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
+      // The slot is freed first: a reply that comes while the cancel is on its way (a slow socket, up to
+      // CANCEL_ASK_BOUND) is no longer this wait's, and goes to the session as any late reply does, instead of
+      // into a wait that has ended (docs/testing.md, known issue 13).
+      const cancelAsk = Effect.sync(() => slot.release(bound)).pipe(
+        Effect.andThen(client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
+      )
       const sentAt = yield* Clock.currentTimeMillis
       // The answer can come before the acknowledgement (a durable broker delivers before its commit and
       // acknowledges after it). Once it is here the question was delivered: the ask goes on with it rather

@@ -253,7 +253,10 @@ export const makeSupervisorContact = (
       const message = yield* newMessage(text, undefined, { expectsReply: true })
       const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined })
       // Inline, bounded, as in Ask.ts: a lost cancel_ask would let a late reply reach the next generation.
-      const cancelAsk = client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
+      // The slot is freed first, as in Ask.ts: a reply that comes meanwhile goes to the session (known issue 13).
+      const cancelAsk = Effect.sync(() => slot.release(bound)).pipe(
+        Effect.andThen(client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
+      )
       const delivery = yield* client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
         Effect.onInterrupt(() => cancelAsk)

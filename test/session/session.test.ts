@@ -5,9 +5,10 @@
  * session generation (C-ORD-35). TestClock drives every timer.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Queue, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { deliveryError } from "../../src/client/errors.ts"
+import { ReplyTimeout } from "../../src/session/errors.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { B, C, inboundMessage, info, reboundOnce, refuseWith, SELF, settle, withPeers } from "./support.ts"
@@ -355,6 +356,28 @@ describe("C-ASK blocking ask", () => {
       yield* Fiber.join(perCall)
       yield* session.send({ to: "B", message: "plain" })
       assert.isFalse("askTimeoutMs" in (client.sends[3] ?? {}), "a plain send announces no timeout")
+    }))
+
+  it.effect("a reply that comes while its timed-out ask's cancel_ask is on its way reaches the host as a message (known issue 13)", () =>
+    Effect.gen(function*() {
+      const { client, host, session } = yield* withPeers()
+      const cancelSent = yield* Deferred.make<void>()
+      client.onCancelAsk = Deferred.await(cancelSent)
+      const asking = yield* Effect.forkChild(session.ask({ to: "B", message: "q", timeoutMs: 1_000 }))
+      yield* settle
+      const question = client.sends[0]?.message.id ?? "none"
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(client.cancelAsks(), [], "test setup: the cancel_ask is still on its way")
+      yield* client.push(answer(question, "late, but here"))
+      yield* settle // the reply is handled while the cancel_ask still waits
+      yield* Deferred.succeed(cancelSent, undefined)
+      const exit = yield* Fiber.await(asking)
+      assert.strictEqual(Exit.isFailure(exit) ? Cause.squash(exit.cause) instanceof ReplyTimeout : false, true)
+      assert.deepStrictEqual(client.cancelAsks(), [question])
+      yield* settle
+      const late = yield* Queue.poll(host.inbox)
+      assert.strictEqual(Option.getOrUndefined(late)?.message.id, `reply-${question}`, "the late reply reached the host")
+      assert.isFalse(yield* session.waiting)
     }))
 
   it.effect("cancellation is interruption: cancel_ask goes out and the slot is free for the next ask", () =>

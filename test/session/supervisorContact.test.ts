@@ -7,7 +7,7 @@
  * `progress_update` only sends; an interview reply is parsed into `details`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Queue } from "effect"
+import { Deferred, Effect, Fiber, Option, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
 import { type ChildBridge, readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
@@ -140,6 +140,28 @@ describe("contact_supervisor: need_decision (C-SUP-4, C-SUP-5, C-SUP-11)", () =>
       assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
       assert.deepStrictEqual(unit.client.cancelAsks(), [lastQuestion(unit.client.supervisorSends).id])
       assert.isFalse(yield* unit.session.waiting)
+    }))
+})
+
+describe("contact_supervisor: a late reply (known issue 13)", () => {
+  it.effect("a reply that comes while the timed-out contact's cancel_ask is on its way reaches the host as a message", () =>
+    Effect.gen(function*() {
+      const unit = yield* child(120_000)
+      const cancelSent = yield* Deferred.make<void>()
+      unit.client.onCancelAsk = Deferred.await(cancelSent)
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* settle
+      const question = lastQuestion(unit.client.supervisorSends)
+      yield* TestClock.adjust("120 seconds")
+      assert.deepStrictEqual(unit.client.cancelAsks(), [], "test setup: the cancel_ask is still on its way")
+      yield* unit.client.push(inboundMessage(SUP, "r-late", "Use the stable API.", { replyTo: question.id }))
+      yield* settle // the reply is handled while the cancel_ask still waits
+      yield* Deferred.succeed(cancelSent, undefined)
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ['No reply from "planner" within 2 minutes', true])
+      yield* settle
+      const late = yield* Queue.poll(unit.host.inbox)
+      assert.strictEqual(Option.getOrUndefined(late)?.message.id, "r-late", "the late reply reached the host")
     }))
 })
 

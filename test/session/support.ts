@@ -109,6 +109,8 @@ export interface FakeClientState {
   topicEntries: ReadonlyArray<TopicEntry>
   /** When set, `publish` runs this first (a hook to act while the broker has not answered yet). */
   onPublish: Effect.Effect<void> | undefined
+  /** When set, `cancelAsk` runs this first (a cancel_ask still on its way, as behind a slow socket). */
+  onCancelAsk: Effect.Effect<void> | undefined
   /** Hands a subscribed record to the session, as the broker's fan-out would. */
   readonly topicRecord: (entry: TopicEntry) => Effect.Effect<void>
 }
@@ -147,6 +149,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       topicCalls: [],
       topicEntries: [],
       onPublish: undefined,
+      onCancelAsk: undefined,
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
     }
     const connection = Effect.suspend(() => {
@@ -195,7 +198,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       authorizeChild: (childName) =>
         Effect.fail(new SupervisorAuthorizationFailed({ childName, reason: "the fake client has no broker" })),
       cancel: () => Effect.succeed(false),
-      cancelAsk: (messageId) => post({ _tag: "CancelAsk", messageId }),
+      cancelAsk: (messageId) => Effect.andThen(fake.onCancelAsk ?? Effect.void, post({ _tag: "CancelAsk", messageId })),
       presence: (update) => post({ _tag: "Presence", update }),
       receipt: (receipt) => post({ _tag: "Receipt", receipt }),
       // The fake has no result archive: as a broker without results-v1.

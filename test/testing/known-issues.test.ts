@@ -275,3 +275,31 @@ describe("fixed: a client sends what its lost connection carried again in the or
       assert.deepStrictEqual(report.violations, [])
     }))
 })
+
+describe("fixed: a reply that comes while its ended ask's cancel_ask is on its way reaches the session (known issue 13)", () => {
+  // Seed 50641: B asks A while B's writes are slow, and B's generation is replaced. The ask, interrupted,
+  // writes its cancel_ask (529 ms) while still holding the reply slot; A's reply comes meanwhile, the slot
+  // takes it for a wait that has ended, and it reached no one although A was told it was delivered. The
+  // ask now frees the slot before the cancel_ask, so the reply goes to the session as a late reply does.
+  const ops: ReadonlyArray<Op> = [
+    { _tag: "Ask", after: 0, from: 2, to: 0, timeoutMs: 6000 },
+    { _tag: "DelayWrites", after: 0, session: 1, side: "client", delayMs: 529, forMs: 9729 },
+    { _tag: "Ask", after: 0, from: 1, to: 0, timeoutMs: 3000 },
+    { _tag: "DelayWrites", after: 616, session: 0, side: "broker", delayMs: 132, forMs: 1600 },
+    { _tag: "Ask", after: 6, from: 2, to: 1, timeoutMs: 5000 },
+    { _tag: "Ask", after: 112, from: 0, to: 3, timeoutMs: 4000 },
+    { _tag: "ReplaceGeneration", after: 851, session: 1 }
+  ]
+  it.effect("B's ask is interrupted while its cancel_ask waits to be written: A's reply reaches B's session", () =>
+    Effect.gen(function*() {
+      // Seed 50641's shrunk workload.
+      const report = yield* runWorkload({ seed: 50641 }, ops)
+      assert.deepStrictEqual(report.violations, [])
+    }))
+
+  it.effect("seed 50641 holds every invariant in durable mode", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 50641 })
+      assert.deepStrictEqual(report.violations, [])
+    }))
+})
