@@ -30,12 +30,15 @@
  * output stays held and new sends are refused with `failure`'s text; what
  * was taken is put back and retried.
  *
- * Its tables of mail and held acknowledgements are found by the message's
- * sender and id (ByMessage.ts), not by a record key string: building and
- * hashing one per message was durable mode's own cost (docs/performance.md,
- * "Durable, eighth stop").
+ * Its table of mail is found by the message's sender and id (ByMessage.ts),
+ * not by a record key string: building and hashing one per message was
+ * durable mode's own cost (docs/performance.md, "Durable, eighth stop"). A
+ * plain message's or a reply's acknowledgement held until read waits on
+ * that message's mail entry (`JournalMail.ack`), so the one lookup that
+ * drops the mail releases it: it has no table of its own (docs/performance.md,
+ * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 470 lines. Its parts share the change counts and the batch
+ * Size: about 520 lines. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, and the entries it keeps per message in JournalEntries.ts.
  */
