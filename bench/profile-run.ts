@@ -141,6 +141,11 @@ export const runProfiled = async (
         } catch (e) {
           notes.push(`perf script ${f}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
         }
+        // Kept for `perf report` (--keep-profiles), like the V8 profiles.
+        if (opts.keep !== undefined) {
+          fs.mkdirSync(opts.keep, { recursive: true })
+          fs.copyFileSync(path.join(profDir, f), path.join(opts.keep, `${w.name}.${label}.${f}`))
+        }
       }
     }
     return {

@@ -1,6 +1,7 @@
 /**
  * The store journal's entries per message (StoreJournal.ts owns them): a
- * replay record set for a send, mail stored or about to be, and an
+ * replay record set for a send, mail stored or about to be (with the
+ * acknowledgement held until its message is read, when there is one), and an
  * acknowledgement held until a commit or a read. Plain classes, one object
  * per message each, made and read by the Router's synchronous code only.
  */
@@ -46,6 +47,13 @@ export class SentRecord implements StoredRecord {
  * before it was taken lets its mail go (`drop`): the entry waits in `puts`
  * until the next take, the message, its text and its fields need not
  * (docs/performance.md, "Durable, eighth stop").
+ *
+ * It also carries the acknowledgement of its message held until the message
+ * is read or stored (`ack`, a plain message's or a reply's, from
+ * `holdAckUntilRead`): the lookup that finds the entry when the message is
+ * read finds the acknowledgement too, and the commit that takes the entry
+ * releases it, so such an acknowledgement has no table of its own
+ * (docs/performance.md, "Durable, ninth stop").
  */
 export class JournalMail {
   readonly seq: number
@@ -54,6 +62,8 @@ export class JournalMail {
   /** The message; undefined once dropped before it was stored. */
   mail: Mail | undefined
   pending: boolean
+  /** Its message's acknowledgement, held until the message is read or this entry's put is stored (`byReceipt`). */
+  ack: HeldAck | undefined = undefined
   constructor(seq: number, mail: Mail, pending: boolean) {
     this.seq = seq
     this.senderKey = mail.senderKey

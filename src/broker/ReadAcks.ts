@@ -40,7 +40,7 @@ export interface Holdable<A> extends MessageEntry {
 const NONE: ReadonlyArray<never> = Object.freeze([])
 
 /** `ack`, and the ask acknowledgement it carries, as what to queue. */
-const released = <A extends Holdable<A>>(ack: A): ReadonlyArray<A> =>
+export const released = <A extends Holdable<A>>(ack: A): ReadonlyArray<A> =>
   ack.answered === undefined ? [ack] : [ack, ack.answered]
 
 /** The acknowledgements held until a read or a commit; see the module header. */
@@ -74,8 +74,17 @@ export class ReadAcks<A extends Holdable<A>> {
    * carries anything).
    */
   answered(askSender: string, askId: string, replySender: string, replyId: string): ReadonlyArray<A> {
+    return this.answeredBy(askSender, askId, this.held.get(replySender, replyId))
+  }
+
+  /**
+   * As `answered`, with the reply's acknowledgement found by the caller
+   * (held here or elsewhere: the journal keeps a reply's on its mail entry,
+   * StoreJournal.ts); undefined when it is not held.
+   */
+  answeredBy(askSender: string, askId: string, reply: A | undefined): ReadonlyArray<A> {
+    if (reply === undefined || this.held.size === 0) return NONE
     const ask = this.held.get(askSender, askId)
-    const reply = this.held.get(replySender, replyId)
     // Only an ask (held until stored) is linked, and only to a reply made after it (as every reply is):
     // anything else keeps its own rule, so a commit never releases what it has not stored.
     if (

@@ -30,12 +30,15 @@
  * output stays held and new sends are refused with `failure`'s text; what
  * was taken is put back and retried.
  *
- * Its tables of mail and held acknowledgements are found by the message's
- * sender and id (ByMessage.ts), not by a record key string: building and
- * hashing one per message was durable mode's own cost (docs/performance.md,
- * "Durable, eighth stop").
+ * Its table of mail is found by the message's sender and id (ByMessage.ts),
+ * not by a record key string: building and hashing one per message was
+ * durable mode's own cost (docs/performance.md, "Durable, eighth stop"). A
+ * plain message's or a reply's acknowledgement held until read waits on
+ * that message's mail entry (`JournalMail.ack`), so the one lookup that
+ * drops the mail releases it: it has no table of its own (docs/performance.md,
+ * "Durable, ninth stop"); an ask's waits in ReadAcks.
  *
- * Size: about 470 lines. Its parts share the change counts and the batch
+ * Size: about 520 lines. Its parts share the change counts and the batch
  * they are taken into; the failure notices' own state is in NoticeJournal.ts
  * already, and the entries it keeps per message in JournalEntries.ts.
  */
@@ -48,13 +51,15 @@ import { HeldAck, JournalMail, SentRecord } from "./JournalEntries.ts"
 import { NoticeJournal } from "./NoticeJournal.ts"
 import type { OutboundRecord } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
-import { ReadAcks } from "./ReadAcks.ts"
+import { ReadAcks, released } from "./ReadAcks.ts"
 
 /** A batch taken for commit, and how far the journal had got when it was taken. */
 export interface TakenBatch {
   readonly batch: MailCommit
   /** The change count the batch covers: once it is stored, output up to here may go. */
   readonly upTo: number
+  /** Entries taken whose message's acknowledgement waits on them (`JournalMail.ack`): released once stored, unless read first. */
+  readonly acked?: ReadonlyArray<JournalMail> | undefined
 }
 
 const EMPTY_COMMIT: MailCommit = { records: [], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
@@ -90,8 +95,13 @@ export class StoreJournal {
   private lastPrune = 0
   /** Acknowledgements waiting for a commit, in the order they were made (their `upTo` never decreases). */
   private heldAcks: Array<HeldAck> = []
-  /** Acknowledgements waiting for their message's read or a commit, whichever comes first (`holdAckUntilRead`). */
+  /**
+   * Acknowledgements waiting for their message's read or a commit, whichever comes first
+   * (`holdAckUntilRead`), that are not on their message's entry: asks, and any whose put was not the last.
+   */
   private readonly readAcks = new ReadAcks<HeldAck>()
+  /** The entry of the last mail put: `holdAckUntilRead` for that message hangs its acknowledgement on it. */
+  private lastPut: JournalMail | undefined = undefined
   /** The writer was woken for output that waits (`mark`, `holdAck`) and has not taken a batch since. */
   private woken = false
   /** The lazy flush was signalled and the writer has not taken a batch since. */
@@ -190,6 +200,16 @@ export class StoreJournal {
    */
   holdAckUntilRead(peer: Peer, senderKey: string, messageId: string, byReceipt: boolean): void {
     const ack = new HeldAck(peer, senderKey, messageId, "socket_delivered", this.appended, byReceipt)
+    const entry = this.lastPut
+    // A plain message or a reply just put (Send puts it, then holds its acknowledgement): the ack waits on
+    // the entry, released by the lookup that drops it (`mailGone`) or by the commit that takes it.
+    if (
+      byReceipt && entry !== undefined && entry.pending && entry.ack === undefined && entry.id === messageId &&
+      entry.senderKey === senderKey
+    ) {
+      entry.ack = ack
+      return
+    }
     const previous = this.readAcks.hold(ack)
     if (previous.length > 0) this.heldAcks.push(...previous)
   }
@@ -201,7 +221,12 @@ export class StoreJournal {
    * reply, or the commit that stores the reply (ReadAcks.ts).
    */
   answered(askSender: string, askId: string, replySender: string, replyId: string): void {
-    const carried = this.readAcks.answered(askSender, askId, replySender, replyId)
+    if (this.readAcks.size === 0) return
+    const entry = this.lastPut
+    const onEntry = entry !== undefined && entry.id === replyId && entry.senderKey === replySender ? entry.ack : undefined
+    const carried = onEntry === undefined
+      ? this.readAcks.answered(askSender, askId, replySender, replyId)
+      : this.readAcks.answeredBy(askSender, askId, onEntry)
     if (carried.length > 0) this.heldAcks.push(...carried)
   }
 
@@ -263,8 +288,15 @@ export class StoreJournal {
   putMail(mail: Mail): void {
     const entry = new JournalMail(this.nextSeq++, mail, true)
     const previous = this.storedMail.set(entry)
-    // Stored under another seq already (never expected: a message is accepted once while stored): that row goes.
-    if (previous !== undefined) this.forget(previous)
+    // Stored under another seq already (never expected: a message is accepted once while stored): that row goes,
+    // and an acknowledgement waiting on it waits for a commit instead.
+    if (previous !== undefined) {
+      const ack = previous.ack
+      previous.ack = undefined
+      if (ack !== undefined) this.heldAcks.push(...released(ack))
+      this.forget(previous)
+    }
+    this.lastPut = entry
     this.puts.push(entry)
     this.pendingPuts++
     this.changed()
@@ -286,6 +318,11 @@ export class StoreJournal {
     }
     const entry = this.storedMail.delete(senderKey, messageId)
     if (entry === undefined) return
+    const ack = entry.ack
+    if (ack !== undefined) {
+      entry.ack = undefined
+      this.releaseAcks(released(ack))
+    }
     if (this.forget(entry)) this.flushLater()
   }
 
@@ -360,9 +397,10 @@ export class StoreJournal {
       return undefined
     }
     if (prune !== undefined) this.lastPrune = now
+    const acked: Array<JournalMail> = []
     const batch: MailCommit = {
       records: this.records,
-      mailPuts: this.takePuts(),
+      mailPuts: this.takePuts(acked),
       mailDeletes: [...this.mailDeletes],
       edgePuts: [...this.edgePuts.values()],
       edgeDeletes: [...this.edgeDeletes],
@@ -373,15 +411,16 @@ export class StoreJournal {
     this.mailDeletes = new Set()
     this.edgePuts = new Map()
     this.edgeDeletes = new Set()
-    return { batch, upTo: this.appended }
+    return { batch, upTo: this.appended, acked }
   }
 
   /**
    * The puts still pending, no longer so: from now on they are the store's,
    * and deleted when they go. The batch holds their mail; the entries keep
-   * only what a delete needs.
+   * only what a delete needs, and an acknowledgement waiting on them (those
+   * entries go into `acked`, released when the batch is stored).
    */
-  private takePuts(): ReadonlyArray<StoredMail> {
+  private takePuts(acked: Array<JournalMail>): ReadonlyArray<StoredMail> {
     const puts = this.puts
     this.puts = []
     const taken: Array<StoredMail> = []
@@ -393,6 +432,7 @@ export class StoreJournal {
       entry.pending = false
       entry.mail = undefined
       taken.push({ seq: entry.seq, mail })
+      if (entry.ack !== undefined) acked.push(entry)
     }
     this.pendingPuts = 0
     return taken
@@ -405,9 +445,24 @@ export class StoreJournal {
     const waiting = this.nextCommit
     this.nextCommit = undefined
     if (waiting !== undefined) Deferred.doneUnsafe(waiting, Effect.void)
+    if (taken.acked !== undefined && taken.acked.length > 0) this.releaseTakenAcks(taken.acked)
     this.releaseStoredAcks()
     // Changes that came while it was committing are the next commit's: output that waits for them
     // woke the writer again (`commitSoon`), and the first of them signalled the lazy flush.
+  }
+
+  /** The acknowledgements waiting on entries just stored, those not released by a read meanwhile. */
+  private releaseTakenAcks(acked: ReadonlyArray<JournalMail>): void {
+    const out: Array<HeldAck> = []
+    for (let i = 0; i < acked.length; i++) {
+      const entry = acked[i]!
+      const ack = entry.ack
+      if (ack === undefined) continue
+      entry.ack = undefined
+      out.push(ack)
+      if (ack.answered !== undefined) out.push(ack.answered)
+    }
+    if (out.length > 0) this.releaseAcks(out)
   }
 
   private releaseStoredAcks(): void {

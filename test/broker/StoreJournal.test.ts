@@ -12,7 +12,14 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import type { Outcome } from "../../src/broker/DeliveryRecords.ts"
 import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
-import type { Mail } from "../../src/broker/Peer.ts"
+import { Effect } from "effect"
+import { resolveCoreOptions } from "../../src/broker/options.ts"
+import { type Mail, Peer } from "../../src/broker/Peer.ts"
+import { PeerReader } from "../../src/broker/PeerReader.ts"
+import { PeerWriter } from "../../src/broker/PeerWriter.ts"
+import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import type { HeldAck } from "../../src/broker/JournalEntries.ts"
 import { StoreJournal, type TakenBatch } from "../../src/broker/StoreJournal.ts"
 
 const SENDER = "scope\u0000alice"
@@ -129,5 +136,142 @@ describe("StoreJournal", () => {
     )
     // The sent record carries its id, so the replay block need not take the key apart.
     assert.strictEqual(taken?.batch.records[0]?.id, "m1")
+  })
+})
+
+/** A peer for the journal to hold acknowledgements for (it only keeps it), on a connection that does nothing. */
+const makePeer = (): Peer => {
+  const router = new Router(resolveCoreOptions({ idleExit: null }), () => 0, Effect.runSync(makeRouterSignals(false)))
+  const fork = () => Effect.runFork(Effect.void)
+  const connection: Connection = {
+    id: 1,
+    trustedLocal: true,
+    read: Effect.never,
+    writeAll: () => Effect.void,
+    write: () => undefined,
+    unfinishedWrite: () => undefined,
+    readProgress: () => ({ frames: 0, pending: 0, reading: false }),
+    readPending: () => 0,
+    end: Effect.void,
+    destroy: Effect.void
+  }
+  return new Peer(
+    connection,
+    0,
+    (peer) => new PeerReader(router, peer, { release: () => {} }, fork),
+    (peer) => new PeerWriter(router, peer, fork)
+  )
+}
+
+/**
+ * The acknowledgements held until read (`holdAckUntilRead`): a plain message's
+ * or a reply's waits on its mail's journal entry when its put was the last
+ * (the Router's order), an ask's in ReadAcks; both over random puts, reads,
+ * answers and commits (some failing), two senders sharing ids.
+ */
+describe("StoreJournal held acknowledgements", () => {
+  const kind = fc.constantFrom("plain" as const, "ask" as const, "reply" as const)
+  const ackOp = fc.oneof(
+    { weight: 5, arbitrary: fc.record({ op: fc.constant("send" as const), key, kind, askKey: key, putOther: fc.boolean() }) },
+    { weight: 4, arbitrary: fc.record({ op: fc.constant("gone" as const), key }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant("commit" as const), ok: fc.boolean() }) }
+  )
+  const peer = makePeer()
+
+  it("releases each exactly once: a plain message's or a reply's at its read, an ask's with its reply's read, any at the commit that stores it", () => {
+    fc.assert(
+      fc.property(fc.array(ackOp, { maxLength: 80 }), (ops) => {
+        let phase: { readonly how: "read"; readonly key: string } | { readonly how: "stored"; readonly upTo: number } | undefined
+        // Each acknowledgement by its message and the change count it reveals (unique: every send makes changes).
+        const name = (ack: HeldAck) => `${ack.senderKey === SENDER_B ? "b" : "a"}:${ack.id}@${ack.upTo}`
+        const released = new Map<string, string>()
+        const journal = new StoreJournal(() => {}, 3_600_000, () => {}, (ready) => {
+          for (const ack of ready) {
+            assert.isDefined(phase, "released outside a read or a commit")
+            assert.isFalse(released.has(name(ack)), `${name(ack)} released twice`)
+            released.set(name(ack), phase!.how)
+            if (phase!.how === "stored") assert.isAtMost(ack.upTo, phase!.upTo, "released by a commit before it was stored")
+            else {
+              const own = `${ack.senderKey === SENDER_B ? "b" : "a"}:${ack.id}` === phase!.key
+              // Its own read releases a plain message or a reply; an ask goes with the reply that answered it.
+              if (own) assert.isTrue(ack.byReceipt, "an ask released by its own read")
+              else assert.isFalse(ack.byReceipt, "a message's acknowledgement released by another's read")
+            }
+          }
+        })
+        // The acknowledgement held for each message (by name, and whether a read releases it), and all made.
+        const acks = new Map<string, { readonly name: string; readonly byReceipt: boolean }>()
+        const made: Array<string> = []
+        const held = new Set<string>()
+        // A reply's acknowledgement -> the ask's it carries since `answered` (an ask is linked once).
+        const links = new Map<string, string>()
+        // Each message's latest acknowledgement, read or not (an ask is read before its reply is sent).
+        const lastAck = new Map<string, { readonly name: string; readonly byReceipt: boolean }>()
+        const linked = new Set<string>()
+        let appended = 0
+        let now = 1
+        let other = 0
+        const commit = (ok: boolean) => {
+          const taken = journal.take(now++)
+          if (taken === undefined) return
+          if (!ok) return journal.failed(taken, "disk full")
+          phase = { how: "stored", upTo: taken.upTo }
+          journal.committed(taken)
+          phase = undefined
+        }
+        for (const o of ops) {
+          switch (o.op) {
+            case "send": {
+              if (held.has(o.key)) break
+              journal.putMail(mailFor(o.key))
+              appended++
+              held.add(o.key)
+              // Another message put in between: the acknowledgement is not the last put's.
+              if (o.putOther) {
+                const k = `a:x${other++}`
+                journal.putMail(mailFor(k))
+                appended++
+                held.add(k)
+              }
+              journal.recordSent(new OutboundRecord(senderOf(o.key), idOf(o.key), undefined), DELIVERED, now)
+              appended++
+              journal.holdAckUntilRead(peer, senderOf(o.key), idOf(o.key), o.kind !== "ask")
+              const ack = { name: `${o.key}@${appended}`, byReceipt: o.kind !== "ask" }
+              made.push(ack.name)
+              acks.set(o.key, ack)
+              lastAck.set(o.key, ack)
+              if (o.kind === "reply" && o.askKey !== o.key) {
+                const ask = lastAck.get(o.askKey)
+                // The ask's acknowledgement, still held, goes with this reply's from now on.
+                if (ask !== undefined && !ask.byReceipt && !released.has(ask.name) && !linked.has(ask.name)) {
+                  links.set(ack.name, ask.name)
+                  linked.add(ask.name)
+                }
+                journal.answered(senderOf(o.askKey), idOf(o.askKey), senderOf(o.key), idOf(o.key))
+              }
+              break
+            }
+            case "gone": {
+              const ack = acks.get(o.key)
+              phase = { how: "read", key: o.key }
+              journal.mailGone(senderOf(o.key), idOf(o.key))
+              phase = undefined
+              held.delete(o.key)
+              // Read: its own acknowledgement (a plain message's or a reply's) is out now, if it was held.
+              if (ack !== undefined && ack.byReceipt) assert.isTrue(released.has(ack.name), `${ack.name}: its read did not release it`)
+              const ask = ack === undefined ? undefined : links.get(ack.name)
+              if (ask !== undefined) assert.isTrue(released.has(ask), `${ask}: its reply's read did not release it`)
+              acks.delete(o.key)
+              break
+            }
+            case "commit":
+              commit(o.ok)
+          }
+        }
+        commit(true)
+        for (const ack of made) assert.isTrue(released.has(ack), `${ack} was never released`)
+      }),
+      { numRuns: 1_000 }
+    )
   })
 })
