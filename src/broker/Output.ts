@@ -298,12 +298,15 @@ export class Output {
 
   /**
    * The reader closed while its output was still parked: what was accepted is
-   * delivered anyway, past the recipients' capacity, never dropped.
+   * delivered anyway, past the recipients' capacity, never dropped. Its own
+   * parked output is not written; mail and notices among it (its mailbox,
+   * flushed when it registered) are taken back, to its session's next
+   * connection or the mailbox (docs/testing.md, known issue 14).
    */
   forceParked(reader: Peer): void {
     for (const [recipient, item] of reader.parked) {
-      if (recipient === reader || item === FEED_TICK || item === END_OF_OUTPUT) continue
-      if (recipient.state === "closed") this.undeliverable(item)
+      if (item === FEED_TICK || item === END_OF_OUTPUT) continue
+      if (recipient === reader || recipient.state === "closed") this.undeliverable(item)
       else this.forceEnqueue(recipient, item)
     }
     reader.parked = []

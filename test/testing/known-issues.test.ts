@@ -303,3 +303,33 @@ describe("fixed: a reply that comes while its ended ask's cancel_ask is on its w
       assert.deepStrictEqual(report.violations, [])
     }))
 })
+
+describe("fixed: mail flushed to a connection that closes before it could take it goes back (known issue 14)", () => {
+  // Seed 55970: C's connection waited for admission behind a storm of connections that did not register,
+  // and dropped while it waited; once admitted, its held `register` ran, and the broker flushed C's
+  // mailbox (A's queued m1) to it. The outbox was full, so m1 was parked on C's own reader, and when the
+  // reader closed, `Output.forceParked` skipped a reader's own parked output: m1 was dropped, and A had
+  // been told it was queued. It is now taken back, to C's next connection or the mailbox.
+  const ops: ReadonlyArray<Op> = [
+    { _tag: "Storm", after: 0, connections: 3, holdMs: 2188, drops: [2] },
+    { _tag: "Send", after: 0, from: 0, to: 2 },
+    { _tag: "Drop", after: 752, session: 2, side: "client" }
+  ]
+  for (const durability of ["durable", "memory"] as const) {
+    for (const brokerConnections of ["adopted", "accepted"] as const) {
+      it.effect(`C drops while it waits for admission with mail queued: C gets it on its next connection (${durability}, ${brokerConnections})`, () =>
+        Effect.gen(function*() {
+          // Seed 55970's shrunk workload.
+          const report = yield* runWorkload({ seed: 55970, durability, brokerConnections }, ops)
+          assert.deepStrictEqual(report.violations, [])
+          assert.strictEqual(report.messages.delivered, 1)
+        }))
+    }
+  }
+
+  it.effect("seed 55970 holds every invariant in durable mode", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 55970 })
+      assert.deepStrictEqual(report.violations, [])
+    }))
+})
