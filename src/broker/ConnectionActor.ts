@@ -49,7 +49,8 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     const drainer = peer.reader.drainer
     if (drainer !== undefined) yield* Fiber.interrupt(drainer)
     closePeer(peer, "destroy") // no-op when a close was already requested
-    router.output.forceParked(peer)
+    // Its own parked output is taken back last, after what its outbox held (it was queued after that).
+    const ownParked = router.output.forceParked(peer)
     const mode = yield* Deferred.await(peer.closing)
     if (mode === "end") {
       router.output.endOutput(peer)
@@ -63,8 +64,8 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     if (batch !== undefined) router.written(peer, batch, written)
     const unwritten = batch === undefined ? [] : router.output.unwrittenOf(batch, written)
     yield* peer.connection.destroy
-    // In order: the unfinished write's rest, then what was still queued.
-    router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer)])
+    // In order: the unfinished write's rest, then what was still queued, then what was parked for it.
+    router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer), ...ownParked])
     router.output.releaseWaiters(peer)
   })
 

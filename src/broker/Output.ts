@@ -299,17 +299,21 @@ export class Output {
   /**
    * The reader closed while its output was still parked: what was accepted is
    * delivered anyway, past the recipients' capacity, never dropped. Its own
-   * parked output is not written; mail and notices among it (its mailbox,
-   * flushed when it registered) are taken back, to its session's next
-   * connection or the mailbox (docs/testing.md, known issue 14).
+   * parked output is not written: it is returned, for the close to take back
+   * after the output queued before it (its mailbox, flushed when it
+   * registered, goes to its session's next connection or the mailbox in its
+   * order; docs/testing.md, known issue 14).
    */
-  forceParked(reader: Peer): void {
+  forceParked(reader: Peer): Array<OutboundItem> {
+    const own: Array<OutboundItem> = []
     for (const [recipient, item] of reader.parked) {
       if (item === FEED_TICK || item === END_OF_OUTPUT) continue
-      if (recipient === reader || recipient.state === "closed") this.undeliverable(item)
+      if (recipient === reader) own.push(item)
+      else if (recipient.state === "closed") this.undeliverable(item)
       else this.forceEnqueue(recipient, item)
     }
     reader.parked = []
+    return own
   }
 
   /** Queues `item` for `recipient` even past its outbox's capacity, after what it already holds. */

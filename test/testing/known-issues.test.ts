@@ -327,9 +327,29 @@ describe("fixed: mail flushed to a connection that closes before it could take i
     }
   }
 
-  it.effect("seed 55970 holds every invariant in durable mode", () =>
+  // Seed 57649: the same, with four messages flushed to B's dead connection: m1 was being written, m2-m4
+  // parked. Taken back, the parked ones went first and B got m2, m3, m4, then m1; they now go back after
+  // what the connection's outbox and unfinished write held, in their order.
+  const flood: ReadonlyArray<Op> = [
+    { _tag: "Storm", after: 0, connections: 4, holdMs: 1684, drops: [1] },
+    { _tag: "Flood", after: 1012, from: 3, to: 1, count: 4, size: 4833, delayMs: 697 },
+    { _tag: "Kill", after: 849, session: 1 }
+  ]
+  for (const durability of ["durable", "memory"] as const) {
+    it.effect(`four messages flushed to B's dead connection come back in their order (${durability})`, () =>
+      Effect.gen(function*() {
+        // Seed 57649's shrunk workload.
+        const report = yield* runWorkload({ seed: 57649, durability }, flood)
+        assert.deepStrictEqual(report.violations, [])
+        assert.strictEqual(report.messages.delivered, 4)
+      }))
+  }
+
+  it.effect("seeds 55970 and 57649 hold every invariant in durable mode", () =>
     Effect.gen(function*() {
-      const report = yield* runWorkload({ seed: 55970 })
-      assert.deepStrictEqual(report.violations, [])
+      for (const seed of [55970, 57649]) {
+        const report = yield* runWorkload({ seed })
+        assert.deepStrictEqual(report.violations, [], `seed ${seed}`)
+      }
     }))
 })
