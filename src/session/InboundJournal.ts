@@ -16,7 +16,7 @@
  * It owns the set of steered messages not yet seen in history: a plain map
  * touched only by synchronous code of this generation's fibers.
  */
-import { Cause, Effect } from "effect"
+import { Effect } from "effect"
 import type { InboundJournal, JournalRecord } from "./Host.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
@@ -29,7 +29,7 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
  * @since 0.1.0
  */
 export interface JournalKeeper {
-  /** Saves an accepted message before the host gets it; a failure is logged, never fatal; an interruption passes. */
+  /** Saves an accepted message before the host gets it; a failure is logged, never fatal. */
   readonly checkpoint: (context: InboundContext) => Effect.Effect<void>
   /** Checkpointed messages the host's history lacks, to hand over when the generation starts. */
   readonly restore: Effect.Effect<ReadonlyArray<InboundContext>>
@@ -78,12 +78,8 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
   return {
     checkpoint: (context) =>
       Effect.suspend(() => journal.checkpoint(toRecord(context))).pipe(
-        // An interruption is not a failed checkpoint: the generation is closing, and the message stays
-        // with the client for the next one (known issue 14).
         Effect.catchCause((cause) =>
-          Cause.hasInterruptsOnly(cause)
-            ? Effect.interrupt
-            : Effect.logWarning(`Intercom could not checkpoint message ${context.message.id}`, cause)
+          Effect.logWarning(`Intercom could not checkpoint message ${context.message.id}`, cause)
         )
       ),
     restore: Effect.map(undelivered(journal), (records) => records.map(toContext)),
