@@ -18,7 +18,7 @@
  * It owns the buffer: a plain array touched only by synchronous code (the
  * reader's `offer`, the consumer's pull, `handled`).
  */
-import { Array as Arr, Effect, Queue, type Scope, Stream } from "effect"
+import { Array as Arr, Effect, Queue, Stream } from "effect"
 import type { InboundMessage } from "./events.ts"
 
 /**
@@ -50,7 +50,7 @@ export interface UnhandledMessages {
  * @category constructors
  * @since 0.1.0
  */
-export const makeUnhandledMessages: Effect.Effect<UnhandledMessages, never, Scope.Scope> = Effect.gen(function*() {
+export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.gen(function*() {
   /** Read and not handled, oldest first. */
   const unhandled: Array<InboundMessage> = []
   /** Wakes a consumer waiting for a message; one signal stands for any number of offers. */
