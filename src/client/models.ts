@@ -138,8 +138,27 @@ export interface IntercomClientService extends QuestionOperations {
    * broker pushes them (`questions-v1`); each subscriber sees those after it subscribed.
    */
   readonly questionEvents: Stream.Stream<QuestionEvent>
-  /** Inbound messages, buffered until read: a single consumer sees each once. */
+  /**
+   * Inbound messages, one at a time, oldest first (`UnhandledMessages.ts`).
+   * A message stays with the client until its consumer is done with it: until
+   * that consumer pulls the next one, or calls `handled`. A consumer
+   * interrupted in the middle of a message (a session generation that closes)
+   * leaves it, and everything after it, to the next run of this stream
+   * (known issue 15).
+   *
+   * **Single consumer.** One run of this stream at a time: each run starts at
+   * the oldest unhandled message, so two at once would both see it, and a
+   * second run after an interrupted one sees again the message the first did
+   * not finish. `IntercomSession` is that consumer when it is used; a program
+   * that reads `messages` itself must not also run a session on the client.
+   */
   readonly messages: Stream.Stream<InboundMessage>
+  /**
+   * The consumer of `messages` is done with `message` (it handed it on): it
+   * leaves the client now rather than at the next pull, so a consumer
+   * interrupted right after cannot have it handed on twice.
+   */
+  readonly handled: (message: InboundMessage) => Effect.Effect<void>
   /** Membership events; each subscriber sees those after it subscribed. */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /** Receipts and cancel/supersede notices about messages. */

@@ -23,8 +23,14 @@
  * Each stream is drained by one fiber in the generation's Scope. The
  * de-duplication window is owned by this module: the message fiber holds a
  * message on arrival, the hand-off commits it once the host took it.
+ *
+ * A message leaves the client (`IntercomClient.handled`) only once it was
+ * admitted, in the same uninterruptible step: a generation that closes while
+ * the message fiber is in the middle of one leaves it, and the messages read
+ * after it, to the next generation (known issue 15), and one it already
+ * handed on is not handed on again.
  */
-import { Clock, Effect, type Scope, Stream, type Tracer } from "effect"
+import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
@@ -158,8 +164,15 @@ export const runInbound = (
         })
     })
 
-    /** Admits one inbound message; `trace` is its receive span when it is traced (InboundTracing.ts). */
-    const admit = (inbound: InboundMessage, trace: Tracer.AnySpan | undefined): Effect.Effect<Admission> =>
+    /**
+     * Admits one inbound message; `trace` is its receive span when it is traced (InboundTracing.ts).
+     * Runs uninterruptibly but for the checkpoint (`interruptible`), the only step that may wait.
+     */
+    const admit = (
+      inbound: InboundMessage,
+      trace: Tracer.AnySpan | undefined,
+      interruptible: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    ): Effect.Effect<Admission> =>
       Effect.gen(function*() {
         const { from, message } = inbound
         const now = yield* Clock.currentTimeMillis
@@ -192,15 +205,25 @@ export const runInbound = (
           trace
         }
         // C-DLV-14: saved before the host can lose it.
-        yield* journal.checkpoint(context)
+        yield* interruptible(journal.checkpoint(context))
         yield* handOver(context)
         // C-HLT-3: a receive is intercom activity, and an ask adds to the pending count: health is republished.
         yield* generation.noteActivity
         return "queued"
       })
 
+    /**
+     * Known issue 15: the message leaves the client (`handled`) in the same uninterruptible step as
+     * its admission, so a generation closing meanwhile either leaves it to the next generation
+     * (interrupted in the checkpoint, before anything was decided) or has handed it on (never both).
+     */
     const handleInbound = (inbound: InboundMessage): Effect.Effect<void> =>
-      receiving(inbound, (trace) => admit(inbound, trace))
+      Effect.uninterruptibleMask((interruptible) =>
+        receiving(inbound, (trace) => admit(inbound, trace, interruptible)).pipe(
+          Effect.catchCauseIf((cause) => !Cause.hasInterruptsOnly(cause), Effect.logError),
+          Effect.andThen(client.handled(inbound))
+        )
+      )
 
     /** Pending at once (C-RPL-1), and for as long as the hand-off is retried. */
     const handOver = (context: InboundContext): Effect.Effect<void> =>
@@ -214,9 +237,7 @@ export const runInbound = (
     for (const context of yield* journal.restore) yield* handOver(context)
 
     yield* Effect.forkScoped(
-      client.messages.pipe(
-        Stream.runForEach((inbound) => handleInbound(inbound).pipe(Effect.catchCause(Effect.logError)))
-      ),
+      client.messages.pipe(Stream.runForEach(handleInbound)),
       { startImmediately: true }
     )
 

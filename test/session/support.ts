@@ -250,6 +250,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       stopQuestion: () => Effect.fail(new QuestionsUnavailable()),
       questionEvents: Stream.empty,
       messages: Stream.fromQueue(inbox),
+      handled: () => Effect.void,
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({

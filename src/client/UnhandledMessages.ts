@@ -1,0 +1,93 @@
+/**
+ * The client's inbound messages that no consumer has finished with yet
+ * (known issue 15, docs/testing.md).
+ *
+ * The connection's reader adds each message it reads (`offer`); the consumer
+ * of `IntercomClient.messages` gets them one at a time, oldest first. A
+ * message leaves only when its consumer is done with it: when that consumer
+ * asks for the next one, or earlier when it says so (`handled`). A consumer
+ * interrupted in the middle of a message (a session generation that closes)
+ * therefore leaves that message, and every one after it, to the next
+ * consumer of the same client, instead of taking them out of the client and
+ * dropping them. The broker was already told they were read (`received-v1`),
+ * so this buffer is the only copy.
+ *
+ * Single consumer: each run of the stream starts at the oldest unhandled
+ * message, and two runs at once would see the same messages.
+ *
+ * It owns the buffer: a plain array touched only by synchronous code (the
+ * reader's `offer`, the consumer's pull, `handled`).
+ */
+import { Array as Arr, Effect, Queue, Stream } from "effect"
+import type { InboundMessage } from "./events.ts"
+
+/**
+ * The buffer of read, unhandled messages (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface UnhandledMessages {
+  /** A message was read: it waits behind every unhandled one. */
+  readonly offer: (message: InboundMessage) => void
+  /**
+   * The messages, one at a time, starting at the oldest unhandled one; a
+   * message leaves when this run pulls the next one.
+   */
+  readonly stream: Stream.Stream<InboundMessage>
+  /**
+   * The consumer is done with `message` (it handed it on): it leaves now, so
+   * a consumer interrupted right after cannot leave it to the next one twice.
+   */
+  readonly handled: (message: InboundMessage) => void
+  /** How many messages wait (read and not handled). */
+  readonly size: () => number
+}
+
+/**
+ * Builds an empty buffer.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.gen(function*() {
+  /** Read and not handled, oldest first. */
+  const unhandled: Array<InboundMessage> = []
+  /** Wakes a consumer waiting for a message; one signal stands for any number of offers. */
+  const wake = yield* Queue.sliding<true>(1)
+
+  const remove = (message: InboundMessage): void => {
+    if (unhandled[0] === message) {
+      unhandled.shift()
+      return
+    }
+    const index = unhandled.indexOf(message)
+    if (index >= 0) unhandled.splice(index, 1)
+  }
+
+  const stream = Stream.fromPull(Effect.sync(() => {
+    /** The message this run last emitted; it leaves when the run asks for the next. */
+    let current: InboundMessage | undefined
+    const next: Effect.Effect<InboundMessage> = Effect.suspend(() => {
+      if (current !== undefined) {
+        remove(current)
+        current = undefined
+      }
+      const head = unhandled[0]
+      if (head === undefined) return Effect.andThen(Queue.take(wake), next)
+      current = head
+      return Effect.succeed(head)
+    })
+    return Effect.map(next, Arr.of)
+  }))
+
+  return {
+    offer: (message) => {
+      unhandled.push(message)
+      Queue.offerUnsafe(wake, true)
+    },
+    stream,
+    handled: remove,
+    size: () => unhandled.length
+  }
+})

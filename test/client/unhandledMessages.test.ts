@@ -1,0 +1,65 @@
+/**
+ * `UnhandledMessages` (known issue 15): the client's read messages are
+ * streamed one at a time, and a message leaves only when its consumer is done
+ * with it, so an interrupted consumer leaves it to the next one.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Stream } from "effect"
+import type { InboundMessage } from "../../src/client/events.ts"
+import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
+
+const inbound = (id: string): InboundMessage => ({
+  from: { id: "sender", name: "sender", cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+  message: { id, timestamp: 0, content: { text: id } }
+})
+
+describe("UnhandledMessages", () => {
+  it.effect("a consumer interrupted in the middle of a message leaves it, and those after it, to the next run", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (const id of ["m1", "m2", "m3"]) buffer.offer(inbound(id))
+      const seen: Array<string> = []
+      const inside = yield* Deferred.make<void>()
+      const consumer = yield* Effect.forkChild(
+        Stream.runForEach(buffer.stream, (m) =>
+          Effect.suspend(() => {
+            seen.push(m.message.id)
+            // Finishes m1; is interrupted in the middle of m2.
+            return m.message.id === "m2" ? Effect.andThen(Deferred.succeed(inside, undefined), Effect.never) : Effect.void
+          })),
+        { startImmediately: true }
+      )
+      yield* Deferred.await(inside)
+      yield* Fiber.interrupt(consumer)
+      assert.deepStrictEqual(seen, ["m1", "m2"])
+      assert.strictEqual(buffer.size(), 2, "m2 and m3 wait for the next consumer")
+      const next = yield* Stream.runCollect(Stream.take(buffer.stream, 2))
+      assert.deepStrictEqual(next.map((m) => m.message.id), ["m2", "m3"])
+    }))
+
+  it.effect("a message marked handled leaves at once; the next run does not see it again", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (const id of ["m1", "m2"]) buffer.offer(inbound(id))
+      const first = yield* Stream.runHead(buffer.stream)
+      assert.strictEqual(first._tag === "Some" ? first.value.message.id : undefined, "m1")
+      assert.strictEqual(buffer.size(), 2, "a run that stops after m1 without asking for more has not finished it")
+      if (first._tag === "Some") buffer.handled(first.value)
+      const rest = yield* Stream.runHead(buffer.stream)
+      assert.strictEqual(rest._tag === "Some" ? rest.value.message.id : undefined, "m2")
+    }))
+
+  it.effect("a waiting consumer gets a message offered later, one pull per message", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      const collecting = yield* Effect.forkChild(Stream.runCollect(Stream.take(buffer.stream, 2)), {
+        startImmediately: true
+      })
+      yield* Effect.yieldNow
+      buffer.offer(inbound("m1"))
+      buffer.offer(inbound("m2"))
+      const got = yield* Fiber.join(collecting)
+      assert.deepStrictEqual(got.map((m) => m.message.id), ["m1", "m2"])
+      assert.strictEqual(buffer.size(), 1, "m2 was emitted last and never followed by a pull")
+    }))
+})
