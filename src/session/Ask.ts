@@ -42,6 +42,25 @@ export const askRoundTrip: Metric.Histogram<number> = Metric.histogram("intercom
 const CANCEL_ASK_BOUND = Duration.seconds(1)
 
 /**
+ * Ends a wait that has no answer (timeout, departed peer, generation close,
+ * interruption): frees the slot if `waiter` still holds it, then tells the
+ * broker to forget the ask edge, bounded by CANCEL_ASK_BOUND. The slot goes
+ * first, so a reply that comes while the `cancel_ask` is on its way (a slow
+ * socket) is no longer this wait's and reaches the session as any late reply
+ * does (docs/testing.md, known issue 13). Run inline, not in the background:
+ * when the generation closes its background fibers are interrupted, and a
+ * lost `cancel_ask` would let a late reply reach the next generation as a new
+ * message (C-ORD-35). Used by `ask` and by a blocking `contact_supervisor`.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const cancelWait = (generation: Generation, waiter: Waiter, questionId: string): Effect.Effect<void> =>
+  Effect.sync(() => generation.slot.release(waiter)).pipe(
+    Effect.andThen(generation.client.cancelAsk(questionId).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
+  )
+
+/**
  * The blocking ask of one generation.
  *
  * @category models
@@ -63,7 +82,7 @@ export interface Asking {
  * @since 0.1.0
  */
 export const makeAsking = (generation: Generation, sending: Sending): Asking => {
-  const { client, connect, slot } = generation
+  const { connect, slot } = generation
 
   /**
    * The ask to a busy peer (C-HLT-5): the question goes out with
@@ -114,15 +133,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* sendWithoutWaiting(request.to, message, target, timeoutMs)
       }
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name })
-      // Inline, not in the background: when the generation closes (a reload, a quit) its
-      // background fibers are interrupted, and a lost cancel_ask would let a late reply
-      // reach the next generation as a new message (C-ORD-35). A post is quick; it is bounded anyway.
-      // The slot is freed first: a reply that comes while the cancel is on its way (a slow socket, up to
-      // CANCEL_ASK_BOUND) is no longer this wait's, and goes to the session as any late reply does, instead of
-      // into a wait that has ended (docs/testing.md, known issue 13).
-      const cancelAsk = Effect.sync(() => slot.release(bound)).pipe(
-        Effect.andThen(client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
-      )
+      const cancelAsk = cancelWait(generation, bound, message.id)
       const sentAt = yield* Clock.currentTimeMillis
       // The answer can come before the acknowledgement (a durable broker delivers before its commit and
       // acknowledges after it). Once it is here the question was delivered: the ask goes on with it rather

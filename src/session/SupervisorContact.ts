@@ -31,6 +31,7 @@ import { Deferred, Duration, Effect, Exit, Result } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
+import { cancelWait } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -44,8 +45,6 @@ import { supervisorMessage } from "./supervisorMessages.ts"
 import { checkText } from "./validation.ts"
 import { type DurableAnswer, type DurableWaitError, waitDurably } from "./DurableQuestion.ts"
 
-/** How long the `cancel_ask` of an ended wait may take before the wait ends anyway (as in `Ask.ts`). */
-const CANCEL_ASK_BOUND = Duration.seconds(1)
 
 /**
  * A delegated child's bridge metadata together with its grant: what makes
@@ -252,11 +251,7 @@ export const makeSupervisorContact = (
       const targetId = yield* supervisorId
       const message = yield* newMessage(text, undefined, { expectsReply: true })
       const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined })
-      // Inline, bounded, as in Ask.ts: a lost cancel_ask would let a late reply reach the next generation.
-      // The slot is freed first, as in Ask.ts: a reply that comes meanwhile goes to the session (known issue 13).
-      const cancelAsk = Effect.sync(() => slot.release(bound)).pipe(
-        Effect.andThen(client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
-      )
+      const cancelAsk = cancelWait(generation, bound, message.id)
       const delivery = yield* client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
         Effect.onInterrupt(() => cancelAsk)
