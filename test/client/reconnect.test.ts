@@ -40,14 +40,20 @@ const stallBeta = (world: Effect.Success<ReturnType<typeof memoryNetwork>>) =>
       JSON.stringify({ type: "send", to: "beta", message: message(`fill ${i}`) }))))
   })
 
+/** A broker with tiny links and outboxes, alpha connected to it (reconnecting after 500 ms), beta stalled. */
+const alphaWithStalledBeta = Effect.gen(function*() {
+  const world = yield* memoryNetwork({ linkCapacity: 1 })
+  const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
+  const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
+  yield* settle(a.connect)
+  yield* stallBeta(world)
+  return { world, first, a }
+})
+
 describe("reconnect after the broker dies (in memory)", () => {
   it.effect("a send in flight when the broker dies is sent again with the same id after the reconnect: one outcome, delivered once", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork({ linkCapacity: 1 })
-      const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
-      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
-      yield* settle(a.connect)
-      yield* stallBeta(world)
+      const { world, first, a } = yield* alphaWithStalledBeta
 
       const inFlight = message("are you getting this?")
       const sending = yield* step(a.send({ to: "beta", message: inFlight }))
@@ -70,11 +76,7 @@ describe("reconnect after the broker dies (in memory)", () => {
 
   it.effect("sends in flight when the broker dies are sent again in the order they were first sent, and reach the receiver in it", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork({ linkCapacity: 1 })
-      const first = yield* world.startBroker({ idleExit: null, outboxCapacity: 1 })
-      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", { reconnectBaseMs: 500 }))
-      yield* settle(a.connect)
-      yield* stallBeta(world)
+      const { world, first, a } = yield* alphaWithStalledBeta
 
       // Six sends, none awaited: some wait for their answer, some for room to be written.
       const sent = Array.from({ length: 6 }, (_, i) => message(`in order ${i}`))

@@ -42,12 +42,18 @@ const generation = (client: IntercomClientService, host: HostService) =>
     return { session: Context.get(context, IntercomSession), close: Scope.close(scope, Exit.void) }
   })
 
+/** A broker on the in-memory network and bob's client of it (not yet connected). */
+const bobOnBroker = Effect.gen(function*() {
+  const world = yield* memoryNetwork()
+  yield* world.startBroker({ idleExit: null })
+  const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+  return { world, bob }
+})
+
 describe("known issue 15: a generation closed mid-message leaves it to the next one", () => {
   it.effect("the message being handled and those read after it reach the next generation's host, once", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const { world, bob } = yield* bobOnBroker
 
       // Generation 1: its host's checkpoint of the first message never ends.
       const first = yield* makeRecordingHost(identity)
@@ -83,9 +89,7 @@ describe("known issue 15: a generation closed mid-message leaves it to the next 
 
   it.effect("a message the closing generation's host took is not handed to the next generation", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const { world, bob } = yield* bobOnBroker
 
       // Generation 1 takes the first message; its checkpoint of the second never ends.
       const first = yield* makeRecordingHost(identity)
@@ -127,9 +131,7 @@ describe("known issue 15: a generation closed mid-message leaves it to the next 
       // (between two messages, mid-admission, right after the hand-off), one point per number of yields.
       for (let yields = 0; yields < 200; yields++) {
         const got = yield* Effect.scoped(Effect.gen(function*() {
-          const world = yield* memoryNetwork()
-          yield* world.startBroker({ idleExit: null })
-          const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+          const { world, bob } = yield* bobOnBroker
           const first = yield* makeRecordingHost(identity)
           const one = yield* generation(bob, first.service)
           yield* settle(bob.connect)
