@@ -31,8 +31,12 @@
  * result archive in ClientResults.ts, durable questions in ClientQuestions.ts
  * and health in health.ts; what stays here is the wiring of each into the
  * connection's lifetime, and re-sending a send lost with its connection or
- * refused just after a reconnect (`resending`, `sendRejoining`): both read
- * the connection counters this module owns, so they stay beside them.
+ * refused just after a reconnect (`resending`, `sendRejoining`, and the
+ * batch of sends a closed connection left unanswered, `unsent`): they read
+ * the connection counters and state this module owns, so they stay beside
+ * them. About 530 lines; the per-connection tables are ClientConnection.ts's,
+ * the unanswered sends PendingSends.ts's, the unhandled messages
+ * UnhandledMessages.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
