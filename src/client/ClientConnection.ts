@@ -5,7 +5,8 @@
  * sinks. When the socket closes, every request still waiting fails with
  * `ConnectionLost` — an in-flight send never vanishes silently. The reader
  * never waits to write: its `received-v1` confirmations are written by a
- * fiber of their own (Confirmations.ts).
+ * fiber of their own (Confirmations.ts). Every write, from whichever fiber,
+ * waits its turn on one semaphore: a `Connection` takes one at a time.
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
@@ -17,7 +18,7 @@
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope, Semaphore } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -352,12 +353,17 @@ export const openClientConnection = (
       }
     }
 
+    /**
+     * Sends, replies, receipts, confirmations and the rest are written by many fibers, and a
+     * `Connection` takes one write at a time (a socket keeps one waiter for the write the kernel
+     * did not take whole): the others wait here, in the order they came. Uncontended, a write
+     * still goes out at once.
+     */
+    const writing = Semaphore.makeUnsafe(1)
+    const writeTexts = (texts: ReadonlyArray<string>, operation: string) =>
+      writing.withPermits(1)(connection.writeAll(texts)).pipe(Effect.mapError(() => new ConnectionLost({ operation })))
     const writeText = (text: string, operation: string) =>
-      Effect.suspend(() =>
-        open
-          ? connection.writeAll([text]).pipe(Effect.mapError(() => new ConnectionLost({ operation })))
-          : Effect.fail(new ConnectionLost({ operation }))
-      )
+      Effect.suspend(() => open ? writeTexts([text], operation) : Effect.fail(new ConnectionLost({ operation })))
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     // `received-v1`: frames read on this connection, `registered` included. Once a batch carrying messages
@@ -507,7 +513,7 @@ export const openClientConnection = (
         // Cut short, the batch stays in the table: this connection's close keeps it, in order, for the next.
         return texts.length === 0
           ? Effect.void
-          : connection.writeAll(texts).pipe(Effect.mapError(() => new ConnectionLost({ operation: "send" })))
+          : writeTexts(texts, "send")
       })
 
     const authorize: ClientConnection["authorize"] = (childName, capability, timeoutMs) =>

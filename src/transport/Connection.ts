@@ -70,7 +70,9 @@ export interface Connection {
   /**
    * Writes frames in order, batched into as few transport writes as possible,
    * and completes once every frame is handed over (for a socket: accepted by
-   * the kernel). One write at a time: the caller waits before the next. A
+   * the kernel). One write at a time: the caller waits before the next (a
+   * socket keeps one waiter, so an overtaken writer would wait for ever; the
+   * in-memory transport makes a second write a defect). A
    * frame may come in parts (`FrameParts`): the socket copies them into its
    * write buffer; a transport that carries texts takes `text()`.
    */
