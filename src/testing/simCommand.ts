@@ -101,6 +101,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "untold-eviction": true,
   "stranded-mail": true,
   "fiber-leak": true,
+  "defect": true,
   "mailbox-not-empty": true,
   "not-reconnected": true,
   "lost-in-flight": true,

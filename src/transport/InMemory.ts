@@ -2,7 +2,10 @@
  * The in-memory transport: a `Connection` pair joined by two bounded queues,
  * so the real broker and client run unchanged inside one process, driven by
  * TestClock. The queues' capacity plays the kernel socket buffer: a peer that
- * stops reading eventually blocks its writer, as over a Unix socket.
+ * stops reading eventually blocks its writer, as over a Unix socket. Like a
+ * socket it takes one write at a time: a write started while an earlier one
+ * still waits is a defect of its caller, and dies (a socket would leave the
+ * earlier waiter hanging).
  */
 import { Cause, Effect, Queue, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
@@ -44,7 +47,10 @@ const endpoint = (
   const peerGone = () => new ConnectionClosed({ clean: false, cause: "peer gone" })
   // Frame by frame, as a socket takes bytes: a write that meets a full buffer is partly
   // flushed, and `unfinishedWrite` tells how far it got (what a dying writer must take back).
+  /** A write's rest is being waited for: a socket keeps one such waiter, so a second write now is a caller's bug. */
+  let waiting = false
   const write: Connection["write"] = (frames) => {
+    if (waiting) return Effect.die(new Error("Connection.write while an earlier write still waits: one write at a time (Connection.ts)"))
     const progress = { written: 0 }
     // A frame in parts travels as its text.
     while (progress.written < frames.length && Queue.offerUnsafe(outbound, frameText(frames[progress.written]!))) {
@@ -53,12 +59,15 @@ const endpoint = (
     if (progress.written === frames.length) return undefined
     pending = progress
     return Effect.gen(function*() {
+      waiting = true
       while (progress.written < frames.length) {
         if (!(yield* Queue.offer(outbound, frameText(frames[progress.written]!)))) return yield* Effect.fail(peerGone())
         progress.written++
       }
       if (pending === progress) pending = undefined
-    })
+    }).pipe(Effect.ensuring(Effect.sync(() => {
+      waiting = false
+    })))
   }
   const writeAll: Connection["writeAll"] = (frames) => Effect.suspend(() => write(frames) ?? Effect.void)
   return {

@@ -353,3 +353,23 @@ describe("fixed: mail flushed to a connection that closes before it could take i
       }
     }))
 })
+
+describe("fixed: a client's writes from many fibers wait their turn (known issue 16)", () => {
+  // Seed 3, once the in-memory transport refused a second write while one waited and the simulation
+  // counted defects: B floods D while the broker is down; on the reconnect B's resent sends and the
+  // flood's next sends were written at once, over a link with no room. Over a Unix socket every such
+  // write but the last waited for ever (the socket keeps one waiter); the in-memory link now makes
+  // it a defect, which the simulation reports (`defect`). The client now writes one at a time.
+  const ops: ReadonlyArray<Op> = [
+    { _tag: "CrashBroker", after: 0, downMs: 3588 },
+    { _tag: "Flood", after: 0, from: 1, to: 3, count: 7, size: 4431, delayMs: 598 }
+  ]
+  for (const durability of ["durable", "memory"] as const) {
+    it.effect(`B floods D across a broker crash: every send completes and none dies (${durability})`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload({ seed: 3, durability }, ops)
+        assert.deepStrictEqual(report.violations, [])
+        assert.strictEqual(report.messages.delivered, 7)
+      }))
+  }
+})

@@ -5,10 +5,11 @@
  * at once; a write that waits (the reader does not read) returns the Effect
  * that finishes it, which completes once the reader has read — even when the
  * socket finished the write before anyone ran that Effect. A frame in parts
- * (`FrameParts`) arrives as its text, over a socket and in memory.
+ * (`FrameParts`) arrives as its text, over a socket and in memory. In memory,
+ * a second write while one waits dies: one write at a time, as on a socket.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Cause, Effect, Exit, Fiber } from "effect"
 import * as path from "node:path"
 import { FrameDecoder, type FrameParts } from "../../src/protocol/framing.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
@@ -104,5 +105,19 @@ describe("Connection.write", () => {
       }
       assert.isUndefined(a.write(["1", parts]))
       assert.deepStrictEqual(yield* b.read, ["1", '{"n":"é"}'])
+    })))
+
+  it.effect("in memory: a write started while an earlier one still waits dies, as a socket would leave the earlier waiter hanging", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* makeInMemoryPair({ capacity: 1 })
+      const first = yield* Effect.forkChild(a.writeAll(["1", "2"]), { startImmediately: true })
+      const second = yield* Effect.exit(a.writeAll(["3"]))
+      assert.isTrue(Exit.isFailure(second) && Cause.hasDies(second.cause), "the second write died")
+      // The first is unharmed: once read, it completes, and the dead write left nothing on the wire.
+      const got: Array<string> = []
+      while (got.length < 2) got.push(...(yield* b.read))
+      assert.isTrue(Exit.isSuccess(yield* Fiber.await(first)))
+      assert.deepStrictEqual(got, ["1", "2"])
+      assert.isUndefined(a.write(["4"]), "once the first completed, writing is free again")
     })))
 })

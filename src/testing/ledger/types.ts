@@ -78,6 +78,12 @@ export type ViolationKind =
   | "stranded-mail"
   /** Fibers were still running after their owner (generation, client, broker, world) closed. */
   | "fiber-leak"
+  /**
+   * A session's operation (send, ask, reply, list, …) or an agent's reply died
+   * with a defect: a bug in the code under test, never an outcome of a fault
+   * (faults end operations with typed failures or interruption).
+   */
+  | "defect"
   /** At the end, with every session connected, mail was still waiting in the broker. */
   | "mailbox-not-empty"
   /** A session was not connected again after the faults healed. */

@@ -43,7 +43,14 @@ const sessionOp = <A, E>(
         world.ledger.note(`${state.meta.name} ${label}`)
         return action(generation.service)
       }).pipe(
-        Effect.onExit((exit) => Effect.sync(() => world.ledger.note(`${state.meta.name} ${label} → ${describe(exit)}`)))
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            world.ledger.note(`${state.meta.name} ${label} → ${describe(exit)}`)
+            if (Exit.isFailure(exit) && Cause.hasDies(exit.cause)) {
+              world.ledger.violate("defect", `${state.meta.name} ${label} died: ${Cause.pretty(exit.cause)}`)
+            }
+          })
+        )
       ),
       generation.ops,
       client.key
