@@ -1,0 +1,119 @@
+/**
+ * What the product's own receive path costs: one process sends N messages
+ * (a bench framing client, as fast as the broker takes them) to a session that
+ * reads them through `IntercomClient.messages` (`--level client`) or through
+ * `IntercomSession` with a headless host (`--level session`, the default).
+ *
+ *   node bench/client-receive.ts [--level session|client] [--messages N] [--rounds R]
+ *
+ * It spawns a memory-mode broker from this worktree's `dist/` in a private dir
+ * (so `npm run build` first) and prints, per round, the wall time from the
+ * first send to the N-th message reaching the host, and this process's CPU
+ * (user + system) per message. The sender's share of that CPU is the same for
+ * every build, so two builds compare by running this file from each worktree,
+ * alternating. The broker is stopped and the dir removed at the end.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Console, Context, Deferred, Effect, Layer, Ref, Stream } from "effect"
+import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { IntercomClient } from "../src/client/index.ts"
+import { type IntercomPaths, intercomPaths } from "../src/config/index.ts"
+import { headless, Host, IntercomSession, sessionRegistration } from "../src/session/index.ts"
+import { BenchClient } from "./client.ts"
+
+const flag = (name: string, fallback: string): string => {
+  const at = process.argv.indexOf(name)
+  return at >= 0 && at + 1 < process.argv.length ? process.argv[at + 1] ?? fallback : fallback
+}
+const level = flag("--level", "session")
+const total = Number.parseInt(flag("--messages", "20000"), 10)
+const rounds = Number.parseInt(flag("--rounds", "3"), 10)
+if (level !== "session" && level !== "client") throw new Error(`--level must be session or client, not ${level}`)
+if (!Number.isSafeInteger(total) || total < 1 || !Number.isSafeInteger(rounds) || rounds < 1) {
+  throw new Error("--messages and --rounds must be positive integers")
+}
+
+const privateDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join("/tmp", "intercom-recv-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const stopBroker = (paths: IntercomPaths) =>
+  Effect.sync(() => {
+    try {
+      process.kill(Number.parseInt(fs.readFileSync(paths.pidFile, "utf8"), 10), "SIGTERM")
+    } catch {
+      // already gone
+    }
+  })
+
+/** Counts arrivals and completes `done` at the N-th of the current round. */
+interface Counter {
+  readonly arrived: (n: number) => Effect.Effect<void>
+  readonly round: Effect.Effect<Deferred.Deferred<void>>
+}
+
+const makeCounter = Effect.gen(function*() {
+  const state = yield* Ref.make({ count: 0, done: yield* Deferred.make<void>() })
+  const counter: Counter = {
+    arrived: (n) =>
+      Effect.flatMap(Ref.modify(state, (s) => [s, { ...s, count: s.count + n }]), (s) =>
+        s.count + n >= total ? Deferred.succeed(s.done, undefined) : Effect.void),
+    round: Effect.flatMap(Deferred.make<void>(), (done) => Effect.as(Ref.set(state, { count: 0, done }), done))
+  }
+  return counter
+})
+
+const receiver = (paths: IntercomPaths, name: string, counter: Counter) =>
+  Effect.gen(function*() {
+    const sessionId = randomUUID()
+    const identity = { name, cwd: process.cwd(), model: "bench" }
+    const client = IntercomClient.layer({
+      agentDir: paths.agentDir,
+      intercomDir: paths.intercomDir,
+      socketPath: paths.socketPath,
+      sessionId,
+      registration: sessionRegistration({ sessionId, identity, pid: process.pid, startedAt: Math.floor(performance.timeOrigin) }),
+      launch: { _tag: "Default" }
+    })
+    if (level === "client") {
+      const context = yield* Layer.build(client)
+      const intercom = Context.get(context, IntercomClient)
+      yield* Effect.forkScoped(Stream.runForEach(intercom.messages, () => counter.arrived(1)))
+      yield* intercom.list
+      return
+    }
+    const host = Host.layer(headless(identity, () => counter.arrived(1)))
+    const context = yield* Layer.build(IntercomSession.layer().pipe(Layer.provide(Layer.merge(client, host))))
+    yield* Context.get(context, IntercomSession).status
+    yield* Context.get(context, IntercomSession).list
+  })
+
+const main = Effect.gen(function*() {
+  const paths = intercomPaths(yield* privateDir)
+  yield* Effect.addFinalizer(() => stopBroker(paths))
+  const counter = yield* makeCounter
+  yield* receiver(paths, "receiver", counter)
+  const sender = yield* Effect.promise(() => BenchClient.connect(paths.socketPath))
+  yield* Effect.promise(() => sender.register(randomUUID(), { name: "sender" }))
+  yield* Console.log(`level ${level}, ${total} messages per round, ${rounds} rounds (+1 warm-up)`)
+  for (let r = 0; r <= rounds; r++) {
+    const done = yield* counter.round
+    const cpu0 = process.cpuUsage()
+    const t0 = performance.now()
+    for (let i = 0; i < total; i++) sender.send("receiver", `m${r}-${i}`, "hello from the bench")
+    yield* Deferred.await(done).pipe(Effect.timeout("120 seconds"))
+    const ms = performance.now() - t0
+    const cpu = process.cpuUsage(cpu0)
+    const label = r === 0 ? "warm-up" : `round ${r}`
+    yield* Console.log(
+      `${label}: ${ms.toFixed(0)} ms, ${(total / ms * 1000).toFixed(0)} msg/s, ` +
+        `${((cpu.user + cpu.system) / total).toFixed(2)} µs CPU per message`
+    )
+  }
+  sender.close()
+})
+
+NodeRuntime.runMain(Effect.scoped(main))
