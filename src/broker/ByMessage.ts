@@ -12,6 +12,15 @@
  * hashed. Ids are per sender: an entry whose id another sender's entry
  * holds already goes into a second map of arrays (rare; empty otherwise).
  *
+ * A floor (`floor` placeholders): V8 shrinks a `Map`'s table when a delete
+ * leaves it under a quarter full, and grows it again as it refills, each a
+ * new table and a rehash in the runtime. The journal's mail table fills with
+ * a window's sends and drains with their reads, so without a floor it went
+ * through that about eight times per 64 messages (docs/performance.md,
+ * "Durable, tenth stop"). Placeholders keep it from shrinking: number keys,
+ * which no message id (a string) equals, set first and never deleted, with
+ * no entry, which `firsts` skips.
+ *
  * Owner: whoever holds the table (the Router's synchronous code only).
  */
 
@@ -23,11 +32,20 @@ export interface MessageEntry {
 
 /** Entries by (sender, id); see the module header. At most one entry per (sender, id). */
 export class ByMessage<V extends MessageEntry> {
-  /** The first entry set for each id, in the order they were set. */
-  private readonly first = new Map<string, V>()
+  /** The first entry set for each id, in the order they were set, after `floor` placeholders (number keys, no entry). */
+  private readonly first = new Map<string | number, V | undefined>()
   /** Entries of other senders whose id `first` held when they were set (two senders, one id). */
   private readonly others = new Map<string, Array<V>>()
   private count = 0
+
+  /**
+   * @param floor placeholders that keep the table of ids from shrinking below
+   *   what that many entries need (see the module header); 0 for a table that
+   *   is mostly empty.
+   */
+  constructor(floor = 0) {
+    for (let i = 0; i < floor; i++) this.first.set(i, undefined)
+  }
 
   /** Entries held. */
   get size(): number {
@@ -115,8 +133,9 @@ export class ByMessage<V extends MessageEntry> {
    * entry deleted and added again is at the end); deleting the one visited
    * while iterating is allowed.
    */
-  firsts(): Iterable<V> {
-    return this.first.values()
+  *firsts(): Generator<V> {
+    // Only placeholders hold no entry.
+    for (const entry of this.first.values()) if (entry !== undefined) yield entry
   }
 
   /** The other entries (their id was another sender's too), in no promised order. */

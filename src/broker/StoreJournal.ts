@@ -64,6 +64,9 @@ export interface TakenBatch {
 
 const EMPTY_COMMIT: MailCommit = { records: [], mailPuts: [], mailDeletes: [], edgePuts: [], edgeDeletes: [] }
 
+/** Placeholders in the table of mail (ByMessage.ts): enough for a few windows of 64 sends in flight. */
+const MAIL_TABLE_FLOOR = 128
+
 /** How often stored replay records and ask edges past their time are dropped (ms). */
 const PRUNE_EVERY_MS = 60_000
 
@@ -84,8 +87,12 @@ export class StoreJournal {
   private edgePuts = new Map<string, AskEdge>()
   private edgeDeletes = new Set<string>()
   private readonly notices = new NoticeJournal()
-  /** Mail stored or about to be (`pending`), by sender and id: only those need a delete, or a put dropped. */
-  private readonly storedMail = new ByMessage<JournalMail>()
+  /**
+   * Mail stored or about to be (`pending`), by sender and id: only those need a delete, or a put dropped.
+   * Filled by each window of sends and drained by their reads: its floor keeps V8 from shrinking and
+   * regrowing its table every window (ByMessage.ts).
+   */
+  private readonly storedMail = new ByMessage<JournalMail>(MAIL_TABLE_FLOOR)
   private nextSeq = 1
   /** Changes appended, ever. */
   private appended = 0
