@@ -7,15 +7,15 @@
  * What runs is the real path, in a private copy: a second `Broker` (its own
  * Router, registry, statistics, admission gate and adopted connections) behind
  * a private Unix socket (Linux: an abstract name, so no file; elsewhere a file
- * in the intercom directory, removed when it closes), and four in-process
+ * in the intercom directory, removed when it closes), and four pairs of in-process
  * clients on plain sockets. Every frame goes through the classes and
  * functions a real one does — `SocketConnection`'s `data` handler and
  * `FrameDecoder`, `PeerReader`, `Router.handleFrame`, the send pipeline's
  * stages, `Output`, `PeerWriter`, `encodeFramesInto` — with the shapes real
- * clients give it: one pair registers as `IntercomClient` does (every
- * extension but `observe-v1`), the other as the bench's clients do
- * (`received-v1` only), so neither kind of peer meets code compiled for the
- * other alone. Durable mode warms the durable path too (the journal, the
+ * clients give it: half the pairs register as `IntercomClient` does (every
+ * extension but `observe-v1`), half as the bench's clients do (`received-v1`
+ * only, `senderSequence`), so neither kind of peer meets code compiled for
+ * the other alone. Durable mode warms the durable path too (the journal, the
  * write gate, the store writer and its SQL) against a private in-memory
  * SQLite database: the real store is never written.
  *
@@ -27,9 +27,11 @@
  * of its own that closes when it ends — or when its fiber is interrupted
  * (the broker's shutdown: it is forked in the broker's Scope). Real traffic
  * is served meanwhile: the synthetic traffic goes through the event loop, one
- * batch per turn, so a real client's frames wait at most one batch. It stops
- * after its plan, or once the process has spent `cpuBudgetMs` of CPU since it
- * began (its main thread's: compiling runs beside it), whichever comes first.
+ * batch per private connection and turn, so a real client's frames wait at
+ * most that. It stops after its plan, or once the main thread has spent
+ * `cpuBudgetMs` of CPU since it began (compiling runs beside it on V8's
+ * threads), whichever comes first. Why this plan and budget:
+ * docs/performance.md, "Self warm-up, tenth stop".
  */
 import { Clock, Effect, Layer, References, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
