@@ -41,9 +41,9 @@ export interface BrokerHandle {
   readonly stats: Effect.Effect<BrokerStats>
   /**
    * The self warm-up (`BrokerOptions.warmUp`, WarmUp.ts): `started` completes
-   * once its synthetic traffic begins (at once when it is off), `done` with
-   * its report once it has ended (`undefined` when it is off or failed).
-   * Neither completes if shutdown interrupts it first.
+   * once its synthetic traffic begins, or once it is over without any (off,
+   * failed, interrupted); `done` with its report once it has ended
+   * (`undefined` when it is off or failed), never if shutdown interrupts it.
    */
   readonly warmUp: { readonly started: Effect.Effect<void>; readonly done: Effect.Effect<WarmUpReport | undefined> }
 }
@@ -133,7 +133,8 @@ const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: stri
  * prepares the intercom directory (0700), takes the agent dir's lifetime
  * lock (`broker.lock`: a broker that holds it, even a frozen one, makes this
  * one fail with `AlreadyRunning`), listens (socket 0600, stale-file
- * recovery), writes `broker.pid`; closing the Scope is shutdown.
+ * recovery), writes `broker.pid`, and with `warmUp` forks the self warm-up
+ * (WarmUp.ts); closing the Scope is shutdown.
  *
  * @example
  * ```ts
