@@ -1,6 +1,7 @@
 /** Broker settings, with the pi-intercom defaults (section 0 of the protocol spec). */
 import { Duration } from "effect"
 import type { MailStoreService } from "../store/MailStore.ts"
+import type { WarmUpPlan } from "./WarmUp.ts"
 
 /** Routing settings: what the broker core needs, whatever the transport. */
 export interface BrokerCoreOptions {
@@ -101,6 +102,14 @@ export interface BrokerOptions extends BrokerCoreOptions {
    * `store` is given.
    */
   readonly durability?: "sqlite" | "memory" | undefined
+  /**
+   * Once it listens, run the broker's own per-frame path on synthetic
+   * traffic, in a private copy, until V8 has optimized it (WarmUp.ts): about
+   * a quarter of a second of CPU, in the background, invisible to clients.
+   * Default false here; `intercom broker` turns it on (`--warm-up on|off`).
+   * A plan instead of `true` sizes it (tests).
+   */
+  readonly warmUp?: boolean | WarmUpPlan | undefined
 }
 
 /** `BrokerCoreOptions` with every default applied and durations in milliseconds. */

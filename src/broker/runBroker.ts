@@ -5,7 +5,7 @@
  * connections are destroyed, then the socket file (if it is still ours) and
  * the pid file (if it still names us) removed, and the lock let go.
  */
-import { Duration, Effect, identity, Schedule, type Scope } from "effect"
+import { Deferred, Duration, Effect, identity, Schedule, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isProcessAlive, readPidFile, writePidFile } from "../config/pidFile.ts"
@@ -19,6 +19,7 @@ import type { BrokerOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
 import { makeSqlite } from "../store/MailStore.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
+import { DEFAULT_WARM_UP, runWarmUp, type WarmUpReport } from "./WarmUp.ts"
 import { makeSql as makeQuestionSql, QuestionStore } from "../store/QuestionStore.ts"
 
 /** A running Unix-socket broker, as `runBroker` returns it. */
@@ -38,6 +39,13 @@ export interface BrokerHandle {
   readonly sessionCount: Effect.Effect<number>
   /** Sizes of the routing tables and the admission queue, for diagnostics and tests. */
   readonly stats: Effect.Effect<BrokerStats>
+  /**
+   * The self warm-up (`BrokerOptions.warmUp`, WarmUp.ts): `started` completes
+   * once its synthetic traffic begins, or once it is over without any (off,
+   * failed, interrupted); `done` with its report once it has ended
+   * (`undefined` when it is off or failed), never if shutdown interrupts it.
+   */
+  readonly warmUp: { readonly started: Effect.Effect<void>; readonly done: Effect.Effect<WarmUpReport | undefined> }
 }
 
 const describe = (cause: unknown): string =>
@@ -125,7 +133,8 @@ const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: stri
  * prepares the intercom directory (0700), takes the agent dir's lifetime
  * lock (`broker.lock`: a broker that holds it, even a frozen one, makes this
  * one fail with `AlreadyRunning`), listens (socket 0600, stale-file
- * recovery), writes `broker.pid`; closing the Scope is shutdown.
+ * recovery), writes `broker.pid`, and with `warmUp` forks the self warm-up
+ * (WarmUp.ts); closing the Scope is shutdown.
  *
  * @example
  * ```ts
@@ -195,6 +204,39 @@ export const runBroker = (
     )
     yield* Effect.addFinalizer(() => core.closeConnections)
     if (options.writePidFile !== false) yield* ownPidFile(pidFileOf(intercomDir))
+    // Forked last, so that shutdown interrupts it first (finalizers run last first); it waits
+    // `delayMs` on the Clock before it begins, so the caller's ready line and the spawner's probe go first.
+    const warmUpStarted = yield* Deferred.make<void>()
+    const warmUpDone = yield* Deferred.make<WarmUpReport | undefined>()
+    const plan = options.warmUp === true ? DEFAULT_WARM_UP : options.warmUp === false ? undefined : options.warmUp
+    if (plan === undefined) {
+      yield* Deferred.succeed(warmUpStarted, undefined)
+      yield* Deferred.succeed(warmUpDone, undefined)
+    } else {
+      const warm = runWarmUp(options, {
+        durable: options.store !== undefined || durable !== undefined,
+        dir: intercomDir,
+        plan,
+        started: Deferred.succeed(warmUpStarted, undefined)
+      })
+      yield* Effect.forkScoped(
+        Effect.sleep(plan.delayMs).pipe(
+          Effect.andThen(warm),
+          Effect.matchEffect({
+            onFailure: (cause) =>
+              Effect.logDebug(`warm-up: stopped early: ${describe(cause)}`).pipe(Effect.as(undefined)),
+            onSuccess: (report) =>
+              Effect.logDebug(
+                `warm-up: ${report.rounds} rounds, ${report.messages} messages (${report.asks} asks), ${
+                  Math.round(report.cpuMs)
+                } ms of main-thread CPU, ${Math.round(report.processCpuMs)} ms in all${report.capped ? " (budget reached)" : ""}`
+              ).pipe(Effect.as(report))
+          }),
+          Effect.flatMap((report) => Deferred.succeed(warmUpDone, report)),
+          Effect.ensuring(Deferred.succeed(warmUpStarted, undefined))
+        )
+      )
+    }
 
     return {
       socketPath,
@@ -202,6 +244,7 @@ export const runBroker = (
       idleExit: core.idleExit,
       socketLost: whenNoLongerOurs(listener.stillOurs, SOCKET_CHECK_INTERVAL),
       sessionCount: core.sessionCount,
-      stats: core.stats
+      stats: core.stats,
+      warmUp: { started: Deferred.await(warmUpStarted), done: Deferred.await(warmUpDone) }
     } satisfies BrokerHandle
   })

@@ -4,7 +4,7 @@
  * loading effect/cli first, which alone costs more than that budget. So
  * `main.ts` recognises the one well-formed shape
  *
- *   broker [--dir <dir>] [--max-sessions <n>] [--durability sqlite|memory] [<ignored-path>]   (any order)
+ *   broker [--dir <dir>] [--max-sessions <n>] [--durability sqlite|memory] [--warm-up on|off] [<ignored-path>]   (any order)
  *
  * here, importing nothing but config/decimal.ts (itself import-free), and
  * hands everything else — status, stop, --help, bad or repeated flags, other
@@ -13,7 +13,7 @@
  *
  * The check errs towards the full program: an argv it accepts must mean the
  * same to effect/cli (`--dir` non-blank, `--max-sessions` a positive integer
- * in plain decimal, `--durability` one of its two values, each at most once,
+ * in plain decimal, `--durability` and `--warm-up` one of their two values, each at most once,
  * values not starting with `-`), and the
  * ignored path must look like a path (contain `/` or `.`), so that it can
  * never be a subcommand name.
@@ -34,6 +34,8 @@ export interface BrokerFlags {
   readonly topicEntriesPerGroup?: number | undefined
   /** `--durability`: where the broker keeps its state; the config file's setting (default sqlite) when absent. */
   readonly durability?: "sqlite" | "memory" | undefined
+  /** `--warm-up on|off`: whether the broker warms its own hot path once it listens (WarmUp.ts); on when absent. */
+  readonly warmUp?: boolean | undefined
 }
 
 const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")
@@ -47,6 +49,7 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
   let dir: string | undefined
   let maxSessions: number | undefined
   let durability: "sqlite" | "memory" | undefined
+  let warmUp: boolean | undefined
   let ignoredPath = false
   for (let i = 1; i < args.length; i++) {
     const arg = args[i] ?? ""
@@ -55,6 +58,11 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
       const value = args[i]
       if (durability !== undefined || (value !== "sqlite" && value !== "memory")) return undefined
       durability = value
+    } else if (arg === "--warm-up") {
+      i++
+      const value = args[i]
+      if (warmUp !== undefined || (value !== "on" && value !== "off")) return undefined
+      warmUp = value === "on"
     } else if (arg === "--dir" || arg === "--max-sessions") {
       i++
       const value = args[i]
@@ -73,5 +81,10 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
       ignoredPath = true
     }
   }
-  return durability === undefined ? { dir, maxSessions } : { dir, maxSessions, durability }
+  return {
+    dir,
+    maxSessions,
+    ...(durability === undefined ? {} : { durability }),
+    ...(warmUp === undefined ? {} : { warmUp })
+  }
 }

@@ -71,6 +71,13 @@ const durabilityFlag = Flag.Literals("durability", ["sqlite", "memory"]).pipe(
   Flag.optional
 )
 
+const warmUpFlag = Flag.Literals("warm-up", ["on", "off"]).pipe(
+  Flag.withDescription(
+    "Whether the broker, once it listens, runs its own message path on private synthetic traffic until it is compiled (about a quarter of a second of CPU, invisible to clients), so that the first real messages are not slowed by the JIT. Default on."
+  ),
+  Flag.optional
+)
+
 const idleExitFlag = Flag.String("idle-exit").pipe(
   Flag.withDescription(
     "How long the broker stays up with no session before it exits: a duration (5s, 2m, 90000) or `never`. Default 5s."
@@ -125,6 +132,7 @@ const brokerBase = Command.make("broker", {
   replaceWindow: replaceWindowFlag,
   topicEntries: topicEntriesFlag,
   durability: durabilityFlag,
+  warmUp: warmUpFlag,
   brokerScript: ignoredPathArgument
 }).pipe(
   Command.withSharedFlags({ dir: dirFlag }),
@@ -136,7 +144,8 @@ const brokerBase = Command.make("broker", {
       mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention),
       replaceWindowMs: Option.getOrUndefined(input.replaceWindow),
       topicEntriesPerGroup: Option.getOrUndefined(input.topicEntries),
-      durability: Option.getOrUndefined(input.durability)
+      durability: Option.getOrUndefined(input.durability),
+      warmUp: Option.getOrUndefined(Option.map(input.warmUp, (value) => value === "on"))
     })
   ),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),

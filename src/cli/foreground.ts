@@ -84,7 +84,8 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs }),
       ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs }),
       ...(flags.topicEntriesPerGroup === undefined ? {} : { topicEntriesPerGroup: flags.topicEntriesPerGroup }),
-      durability: flags.durability ?? resolution.settings.durability
+      durability: flags.durability ?? resolution.settings.durability,
+      warmUp: flags.warmUp ?? true
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)

@@ -41,12 +41,13 @@ export const brokerPaths = (root: string) => {
   return { intercomDir, socketPath: path.join(intercomDir, "broker.sock"), pidFile: path.join(intercomDir, "broker.pid") }
 }
 
-/** Starts `runBroker` in a fresh temp dir, inside the current Scope. */
+/** Starts `runBroker` in a fresh temp dir (or in `root`, which outlives it), inside the current Scope. */
 export const withBroker = (
-  options: TestBrokerOptions = {}
+  options: TestBrokerOptions = {},
+  at?: string
 ): Effect.Effect<TestBroker, BrokerStartupError, Scope.Scope> =>
   Effect.gen(function*() {
-    const root = yield* tempDir()
+    const root = at ?? (yield* tempDir())
     const { intercomDir, socketPath } = brokerPaths(root)
     const handle = yield* runBroker({ ...options, intercomDir, socketPath })
     const open = (label?: string, connectOptions?: ConnectOptions) => connect(socketPath, label, connectOptions)
