@@ -34,7 +34,7 @@ export interface BrokerFlags {
   readonly topicEntriesPerGroup?: number | undefined
   /** `--durability`: where the broker keeps its state; the config file's setting (default sqlite) when absent. */
   readonly durability?: "sqlite" | "memory" | undefined
-  /** `--warm-up on|off`: whether the broker warms its own hot path once it listens (WarmUp.ts); on when absent. */
+  /** `--warm-up on|off`: whether the broker warms its own hot path once it listens (WarmUp.ts); off when absent. */
   readonly warmUp?: boolean | undefined
 }
 

@@ -85,7 +85,7 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
       ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs }),
       ...(flags.topicEntriesPerGroup === undefined ? {} : { topicEntriesPerGroup: flags.topicEntriesPerGroup }),
       durability: flags.durability ?? resolution.settings.durability,
-      warmUp: flags.warmUp ?? true
+      warmUp: flags.warmUp ?? false
     }
     // Registered before the broker so that it runs after the broker's own cleanup.
     const started = yield* Ref.make(false)
