@@ -52,6 +52,7 @@ export class AdmissionGate {
   private tail: Waiter | undefined
   private queued = 0
   private waits = 0
+  private withdrawals = 0
 
   constructor(capacity: number) {
     this.free = capacity
@@ -65,6 +66,11 @@ export class AdmissionGate {
   /** Connections that have had to wait for a place since the gate was made. */
   get waited(): number {
     return this.waits
+  }
+
+  /** Waits stopped before a place passed to them (the connection ended meanwhile) since the gate was made. */
+  get withdrawn(): number {
+    return this.withdrawals
   }
 
   /** A place now, if one is free and nobody waits for it; its holder releases it. */
@@ -87,7 +93,9 @@ export class AdmissionGate {
     this.tail = waiter
     this.queued++
     this.waits++
-    return () => this.remove(waiter)
+    return () => {
+      if (this.remove(waiter)) this.withdrawals++
+    }
   }
 
   private permit(): Permit {
@@ -108,14 +116,15 @@ export class AdmissionGate {
     }
   }
 
-  /** Unlinks a waiter (admitted, or interrupted while waiting); a no-op for one already gone. */
-  private remove(waiter: Waiter): void {
-    if (waiter.prev === undefined && this.head !== waiter) return
+  /** Unlinks a waiter (admitted, or its wait withdrawn); false, doing nothing, for one already gone. */
+  private remove(waiter: Waiter): boolean {
+    if (waiter.prev === undefined && this.head !== waiter) return false
     if (waiter.prev !== undefined) waiter.prev.next = waiter.next
     else this.head = waiter.next
     if (waiter.next !== undefined) waiter.next.prev = waiter.prev
     else this.tail = waiter.prev
     waiter.prev = waiter.next = undefined
     this.queued--
+    return true
   }
 }

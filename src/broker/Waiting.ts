@@ -1,7 +1,7 @@
 /**
  * A connection waiting for admission (AdmissionGate.ts), on both connection
- * paths: `AdoptedConnections` (Adopted.ts) and `admit` (AdmissionGate.ts,
- * for `runConnection`) make one `Waiting` the connection's receiver while it
+ * paths: `AdoptedConnections` (Adopted.ts) and `admit` (below, for
+ * `runConnection`) make one `Waiting` the connection's receiver while it
  * waits, so the two behave the same. It owns what the connection sent
  * meanwhile, until it hands it over to the connection's reader.
  *
@@ -211,8 +211,8 @@ export const admit = (
     })
     waiting.reading(yield* receiveFrames(connection, waiting))
     // Whichever comes first: a place, or the connection's end — which withdraws its wait at once
-    // (`Waiting.drop` cancels it), so the next waiter gets the place. The permit is the Scope's as
-    // `AdmissionGate.enter` makes it.
+    // (`Waiting.drop` cancels it), so the next waiter gets the place. Once it has a place, the
+    // permit is the Scope's to release, with no interruption in between.
     const permit = yield* Effect.uninterruptibleMask((restore) =>
       restore(Effect.callback<Permit | undefined>((resume) => {
         if (waiting.gone) return resume(Effect.succeed(undefined))

@@ -10,8 +10,9 @@
  * withdrawn: the next waiter takes the place. No `session_joined` or
  * `session_left` is written for it, `list` does not show it, and mail queued
  * for its session id stays in the mailbox for that session's next
- * connection (C-BRK: a message is `queued` until a connection of its
- * recipient takes it).
+ * connection (a message is `queued` until a connection of its recipient
+ * takes it). What a waiting connection holds is bounded: past `heldLimit`
+ * of held text it is not read, so its end is seen only once it is admitted.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -25,13 +26,14 @@ import { connect, type WireClient } from "../support/wire.ts"
 type Path = "adopted" | "accepted"
 
 /** A broker core with one admission place, listening on a fresh Unix socket through `path`. */
-const brokerOn = (connections: Path) =>
+const brokerOn = (connections: Path, heldLimit?: number) =>
   Effect.gen(function*() {
     const socketPath = path.join(yield* tempDir(), "broker.sock")
     const core: BrokerService = yield* Broker.make({
       idleExit: null,
       maxUnregistered: 1,
-      registrationTimeout: "10 minutes"
+      registrationTimeout: "10 minutes",
+      ...(heldLimit === undefined ? {} : { heldLimit })
     })
     yield* serveUnix<never>(socketPath, connections === "adopted" ? core : core.accept)
     // Before the listener destroys the sockets (finalizers run last first), as runBroker does.
@@ -82,7 +84,8 @@ describe.each<Path>(["adopted", "accepted"])("a connection that closes while it 
       // Node ends the broker's side in the `end` event that brings the client's end (allowHalfOpen
       // off), the event the connection's `Waiting` hears: once the client is gone, the broker has seen it.
       yield* dying.waitGone()
-      assert.strictEqual((yield* broker.core.stats).waiting, 1)
+      const withdrawn = yield* broker.core.stats
+      assert.deepStrictEqual([withdrawn.waiting, withdrawn.admissionWaits, withdrawn.waitsWithdrawn], [1, 2, 1])
 
       // A place frees: it passes to the next waiter, whose register was held.
       yield* next.send(registerFrame({ sessionId: "next" }))
@@ -136,5 +139,23 @@ describe.each<Path>(["adopted", "accepted"])("a connection that closes while it 
       yield* observer.roundTrip
       assert.deepStrictEqual(membershipOf(observer, "ghost"), [])
       assert.deepStrictEqual((yield* list(observer)).map((session) => session.id).sort(), ["next", "observer", "squatter"])
+    }))
+
+  it.live("what it holds is bounded: past heldLimit of held text it is not read, and its end is not seen while it waits", () =>
+    Effect.gen(function*() {
+      const broker = yield* brokerOn(connections, 4096)
+      const squatter = yield* broker.connect("squatter")
+      yield* squatter.roundTrip
+      const flooding = yield* broker.connect("flooding")
+      yield* flooding.roundTrip
+      // Its register and 8,000 characters more, held: past the limit, reading stops; then its end.
+      yield* flooding.send(registerFrame({ sessionId: "flooding" }))
+      yield* flooding.send({ type: "send", to: "nobody", message: message("x".repeat(8000)) })
+      yield* flooding.end
+      // Barrier as above: a later connection's round trip.
+      const next = yield* broker.connect("next")
+      yield* next.roundTrip
+      assert.strictEqual((yield* broker.core.stats).waiting, 2, "the paused connection still waits")
+      assert.strictEqual((yield* broker.core.stats).waitsWithdrawn, 0)
     }))
 })
