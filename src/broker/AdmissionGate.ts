@@ -1,32 +1,31 @@
 /**
  * Admission of new connections: at most `capacity` connections may be
  * accepted and not yet registered at once (P15's bound). A connection past the
- * bound is not dropped: it waits, unread, in arrival order, until one of those
+ * bound is not dropped: it waits, in arrival order, until one of those
  * registers or closes — backpressure instead of loss, so a workflow engine
  * launching many agents together gets every one of them registered.
  *
- * The gate is a FIFO counter owned by the broker. A permit is released
- * synchronously and at most once (`release` is idempotent), early when its
- * connection registers, or by its Scope's finalizer when the connection ends
- * first.
+ * The gate is a FIFO counter owned by the broker, with no fiber: a place now
+ * (`tryEnter`), or a wait in its queue (`wait`), withdrawn in O(1). A permit
+ * is released synchronously and at most once (`release` is idempotent),
+ * early when its connection registers, or when the connection ends first (its
+ * Scope's finalizer, or Adopted.ts's `finish`).
  *
- * While a connection waits it is read only for `health` (P20), which is
- * answered at once — a health probe must never wait behind a storm of
- * connections, or a client would think no broker runs. The first other frame
- * is held, and reading stops until admission. At most MAX_WAITING
+ * While a connection waits, a `Waiting` (Waiting.ts) is its receiver, on
+ * both connection paths: it answers `health` (P20) at once — a health probe
+ * must never wait behind a storm of connections, or a client would think no
+ * broker runs — holds the first other frame and all after it, up to the held
+ * limit, and sees the connection's end: a connection that closes while it
+ * waits withdraws its wait and never registers. At most MAX_WAITING
  * connections wait; past that a new one is refused with an `error` frame.
  *
- * An admitted connection goes on on a stack of its own (`admit` yields
- * first): a permit is released inside the batch that registered its
- * connection, and resumes the next waiter right there; without the yield
- * that waiter's held `register` would run its batch inside the first one,
- * release the next permit, and so on — hundreds of batches nested on one
- * stack in a registration storm.
+ * An admitted connection goes on on a stack of its own (`admit` in
+ * Waiting.ts, and Adopted.ts, yield first): a permit is released inside the
+ * batch that registered its connection, and resumes the next waiter right
+ * there; without the yield that waiter's held `register` would run its batch
+ * inside the first one, release the next permit, and so on — hundreds of
+ * batches nested on one stack in a registration storm.
  */
-import { Effect, type Scope } from "effect"
-import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
-import type { Connection, ConnectionError } from "../transport/Connection.ts"
-import * as Encode from "./encode.ts"
 
 /** Connections that may wait for admission at once; more are refused. */
 export const MAX_WAITING = 4096
@@ -53,20 +52,11 @@ export class AdmissionGate {
   private tail: Waiter | undefined
   private queued = 0
   private waits = 0
+  private withdrawals = 0
 
   constructor(capacity: number) {
     this.free = capacity
   }
-
-  /**
-   * Waits (interruptibly, in arrival order) for a place, and returns its
-   * permit; the current Scope's closing releases it if nothing did before.
-   */
-  readonly enter: Effect.Effect<Permit, never, Scope.Scope> = Effect.uninterruptibleMask((restore) =>
-    restore(this.take).pipe(
-      Effect.tap((permit) => Effect.addFinalizer(() => Effect.sync(permit.release)))
-    )
-  )
 
   /** Connections waiting for a place. */
   get waiting(): number {
@@ -78,12 +68,10 @@ export class AdmissionGate {
     return this.waits
   }
 
-  private readonly take: Effect.Effect<Permit> = Effect.callback<Permit>((resume) => {
-    const permit = this.tryEnter()
-    if (permit !== undefined) return resume(Effect.succeed(permit))
-    const cancel = this.wait((permit) => resume(Effect.succeed(permit)))
-    return Effect.sync(cancel)
-  })
+  /** Waits stopped before a place passed to them (the connection ended meanwhile) since the gate was made. */
+  get withdrawn(): number {
+    return this.withdrawals
+  }
 
   /** A place now, if one is free and nobody waits for it; its holder releases it. */
   tryEnter(): Permit | undefined {
@@ -105,7 +93,9 @@ export class AdmissionGate {
     this.tail = waiter
     this.queued++
     this.waits++
-    return () => this.remove(waiter)
+    return () => {
+      if (this.remove(waiter)) this.withdrawals++
+    }
   }
 
   private permit(): Permit {
@@ -126,73 +116,15 @@ export class AdmissionGate {
     }
   }
 
-  /** Unlinks a waiter (admitted, or interrupted while waiting); a no-op for one already gone. */
-  private remove(waiter: Waiter): void {
-    if (waiter.prev === undefined && this.head !== waiter) return
+  /** Unlinks a waiter (admitted, or its wait withdrawn); false, doing nothing, for one already gone. */
+  private remove(waiter: Waiter): boolean {
+    if (waiter.prev === undefined && this.head !== waiter) return false
     if (waiter.prev !== undefined) waiter.prev.next = waiter.next
     else this.head = waiter.next
     if (waiter.next !== undefined) waiter.next.prev = waiter.prev
     else this.tail = waiter.prev
     waiter.prev = waiter.next = undefined
     this.queued--
+    return true
   }
 }
-
-/** An admitted connection: its permit, and the frames it sent while waiting (to handle first). */
-export interface Admission {
-  readonly permit: Permit
-  readonly held: ReadonlyArray<string>
-}
-
-/**
- * What a waiting connection's frame `text` gets: the `health_ok` text for a
- * health probe, `null` for a malformed one (the connection is dropped), or
- * `undefined` for any other frame (it is held until admission).
- */
-export const answerWhileWaiting = (text: string): string | null | undefined => {
-  const parsed = parseFrameText(text)
-  if (isFrameDecodeError(parsed) || parsed.type !== "health") return undefined
-  const frame = decodeClientFrame.health(parsed)
-  return isFrameDecodeError(frame) ? null : Encode.healthOkFrame(frame.requestId)
-}
-
-/** The connection ended, or sent something that is not a frame, while it waited. */
-const READ_FAILED: unique symbol = Symbol("read failed")
-
-/**
- * Waits for `connection`'s admission, answering its `health` frames meanwhile
- * (see the module header). `undefined` when it is refused or ends first; the
- * caller then just lets it close.
- */
-export const admit = (gate: AdmissionGate, connection: Connection): Effect.Effect<Admission | undefined, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    if (gate.waiting >= MAX_WAITING) {
-      yield* connection.writeAll([Encode.errorFrame(TOO_MANY_WAITING)]).pipe(Effect.ignore)
-      yield* connection.end
-      return undefined
-    }
-    const held: Array<string> = []
-    const answerHealthWhileWaiting: Effect.Effect<never, ConnectionError | typeof READ_FAILED> = Effect.gen(function*() {
-      while (held.length === 0) {
-        for (const text of yield* connection.read) {
-          if (held.length === 0) {
-            const answer = answerWhileWaiting(text)
-            if (answer === null) return yield* Effect.fail(READ_FAILED)
-            if (answer !== undefined) {
-              yield* connection.writeAll([answer])
-              continue
-            }
-          }
-          held.push(text)
-        }
-      }
-      return yield* Effect.never
-    })
-    const permit = yield* Effect.raceFirst(gate.enter, answerHealthWhileWaiting).pipe(
-      Effect.catch(() => Effect.succeed(undefined))
-    )
-    if (permit === undefined) return undefined
-    // A stack of its own (see the module header); the permit is already the Scope's to release.
-    yield* Effect.yieldNow
-    return { permit, held }
-  })

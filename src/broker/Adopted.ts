@@ -8,11 +8,14 @@
  *
  * A connection's life, each step in plain code from the socket's events:
  * - admission: a place now (`AdmissionGate.tryEnter`), or a wait in the
- *   gate's queue (`AdmissionGate.wait`) during which `Waiting` answers its
- *   `health` probes and holds its first other frame, reading paused. A place
- *   passes to it inside the batch that registered another connection, so it
- *   goes on in a short fiber of its own, after a yield: a stack of its own
- *   (AdmissionGate.ts);
+ *   gate's queue (`AdmissionGate.wait`) during which a `Waiting` (Waiting.ts)
+ *   is the socket's receiver: it answers `health` probes, holds the other
+ *   frames (reading on, up to the held limit) and sees the connection's end,
+ *   which drops it — its wait withdrawn, its held frames with it, never
+ *   registered. A place passes to it inside the batch that registered
+ *   another connection, so it goes on in a short fiber of its own, after a
+ *   yield: a stack of its own (AdmissionGate.ts); its reader then takes over
+ *   from the `Waiting` (`Waiting.handOver`);
  * - reading: its `PeerReader` gets the socket's batches (`Connection.receive`);
  * - the end: once its reader stops (a close was requested), `finish`
  *   (ConnectionActor.ts) runs in a fiber, uninterruptibly; its permit is
@@ -22,9 +25,9 @@
  * way `accept` runs it: `runConnection`, in a fiber and Scope of its own.
  */
 import { Effect, Fiber } from "effect"
-import type { Connection, ConnectionError, FrameReceiver } from "../transport/Connection.ts"
+import type { Connection } from "../transport/Connection.ts"
 import { PushControl } from "../transport/receive.ts"
-import { type AdmissionGate, answerWhileWaiting, MAX_WAITING, type Permit, TOO_MANY_WAITING } from "./AdmissionGate.ts"
+import { type AdmissionGate, MAX_WAITING, type Permit, TOO_MANY_WAITING } from "./AdmissionGate.ts"
 import { finish, runConnection } from "./ConnectionActor.ts"
 import * as Encode from "./encode.ts"
 import { Peer } from "./Peer.ts"
@@ -32,69 +35,13 @@ import { PeerReader } from "./PeerReader.ts"
 import { PeerWriter } from "./PeerWriter.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
+import { Waiting, type WaitingOwner } from "./Waiting.ts"
 
 /** Starts a fiber in the broker's context. */
 export type ForkBroker = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
 
-/** A connection waiting for admission: answers `health`, holds the rest; then hands over to its reader. */
-class Waiting implements FrameReceiver {
-  readonly connection: Connection
-  private readonly owner: AdoptedConnections
-  /** Frames held until admission (the first frame that is not a health probe, and all after it). */
-  readonly held: Array<string> = []
-  /** Once admitted: where frames go. */
-  reader: PeerReader | undefined = undefined
-  /** Stops waiting in the gate's queue. */
-  cancel: () => void = () => {}
-  /** It ended (or was dropped) while it waited. */
-  gone = false
-  /** A health answer the socket has not taken yet: the next probe is held instead (answered after admission). */
-  private answering = false
-
-  constructor(owner: AdoptedConnections, connection: Connection) {
-    this.owner = owner
-    this.connection = connection
-  }
-
-  frames(frames: ReadonlyArray<string>): void {
-    const reader = this.reader
-    if (reader !== undefined) return reader.frames(frames)
-    if (this.gone) return
-    for (const text of frames) {
-      if (this.held.length === 0 && !this.answering) {
-        const answer = answerWhileWaiting(text)
-        if (answer === null) return this.drop()
-        if (answer !== undefined) {
-          const rest = this.connection.write([answer])
-          if (rest !== undefined) {
-            this.answering = true
-            this.owner.run(Effect.ensuring(Effect.ignore(rest), Effect.sync(() => this.answering = false)))
-          }
-          continue
-        }
-      }
-      this.held.push(text)
-    }
-    if (this.held.length > 0) this.connection.pauseReading?.()
-  }
-
-  ended(error: ConnectionError): void {
-    const reader = this.reader
-    if (reader !== undefined) return reader.ended(error)
-    this.drop()
-  }
-
-  /** Stops waiting and destroys the connection. */
-  drop(): void {
-    if (this.gone || this.reader !== undefined) return
-    this.gone = true
-    this.cancel()
-    this.owner.dropped(this)
-  }
-}
-
 /** The broker's adopted connections; see the module header. */
-export class AdoptedConnections {
+export class AdoptedConnections implements WaitingOwner {
   private readonly router: Router
   private readonly admission: AdmissionGate
   private readonly fork: ForkBroker
@@ -136,7 +83,8 @@ export class AdoptedConnections {
         connection.writeAll([Encode.errorFrame(TOO_MANY_WAITING)]).pipe(Effect.ignore, Effect.andThen(connection.end))
       )
     }
-    const waiting = new Waiting(this, connection)
+    const waiting = new Waiting(connection, this.router.heldBack.limit, this)
+    waiting.reading(new PushControl(connection))
     this.waiting.add(waiting)
     // The place passes inside another connection's batch: go on after a yield (module header).
     waiting.cancel = this.admission.wait((permit) =>
@@ -156,13 +104,13 @@ export class AdoptedConnections {
     return Fiber.awaitAll([...this.closing])
   }).pipe(Effect.asVoid)
 
-  /** Runs `effect` in a fiber of its own, tracked until it ends (shutdown waits for it). */
+  /** Runs `effect` in a fiber of its own, tracked until it ends (shutdown waits for it); `WaitingOwner.run`. */
   run(effect: Effect.Effect<void>): void {
     this.track(this.fork(effect))
   }
 
-  /** A waiting connection ended or was dropped: it is destroyed. */
-  dropped(waiting: Waiting): void {
+  /** A waiting connection ended or was dropped (`WaitingOwner.gone`): it is destroyed. */
+  gone(waiting: Waiting): void {
     this.waiting.delete(waiting)
     this.run(waiting.connection.destroy)
   }
@@ -196,19 +144,10 @@ export class AdoptedConnections {
     router.attach(peer)
     const reader = peer.reader
     reader.whenStopped(() => this.finish(peer, permit))
-    const control = new PushControl(connection)
-    if (waiting === undefined) {
-      if (!reader.isStopping) {
-        connection.receive?.(reader)
-        reader.reading(control)
-      }
-      return
-    }
-    waiting.reader = reader
-    if (waiting.held.length > 0) reader.frames(waiting.held.splice(0))
+    if (waiting !== undefined) return waiting.handOver(reader)
     if (!reader.isStopping) {
-      reader.reading(control)
-      connection.resumeReading?.()
+      connection.receive?.(reader)
+      reader.reading(new PushControl(connection))
     }
   }
 

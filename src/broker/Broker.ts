@@ -78,12 +78,14 @@ export interface BrokerService {
 
 /** Sizes of the routing tables, and how many connections wait for admission. */
 export interface BrokerStats extends RouterStats {
-  /** Connections accepted and waiting, unread, for a place to register (AdmissionGate). */
+  /** Connections accepted and waiting for a place to register (AdmissionGate, Waiting.ts). */
   readonly waiting: number
   /** Connections taken over with `adopt` (no fiber of their own), admitted and not yet closed (Adopted.ts). */
   readonly adopted: number
   /** Connections that have had to wait for admission since the broker started (AdmissionGate). */
   readonly admissionWaits: number
+  /** Of those, the ones that ended (or were dropped) before a place passed to them, unregistered (Waiting.ts). */
+  readonly waitsWithdrawn: number
   /** Times a reader held back behind parked output stopped reading, past `heldLimit` of held text, since the broker started (PeerReader.ts). */
   readonly readPauses: number
 }
@@ -256,6 +258,7 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
         waiting: admission.waiting,
         adopted: adopted.size,
         admissionWaits: admission.waited,
+        waitsWithdrawn: admission.withdrawn,
         readPauses: router.heldBack.pauses
       })),
       metrics: Effect.sync(() => router.metrics())

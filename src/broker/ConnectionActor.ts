@@ -28,12 +28,13 @@
 import { Deferred, Duration, Effect, Fiber, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
 import { receiveFrames } from "../transport/receive.ts"
-import { type AdmissionGate, admit } from "./AdmissionGate.ts"
+import type { AdmissionGate } from "./AdmissionGate.ts"
 import { Peer } from "./Peer.ts"
 import { PeerReader } from "./PeerReader.ts"
 import { PeerWriter } from "./PeerWriter.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
+import { admit } from "./Waiting.ts"
 
 /** How long an ending connection may take to flush its output before it is destroyed. */
 const END_GRACE = Duration.seconds(2)
@@ -73,7 +74,8 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
  * Runs one connection's actor until the connection closes. It first waits for
  * admission (at most `maxUnregistered` connections wait to register at once),
  * so a burst of connections queues rather than being dropped; its health
- * probes are answered meanwhile (AdmissionGate.ts).
+ * probes are answered meanwhile, and a close then ends it unregistered
+ * (Waiting.ts).
  */
 export const runConnection = (
   router: Router,
@@ -81,7 +83,7 @@ export const runConnection = (
   admission: AdmissionGate
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const admitted = yield* admit(admission, connection)
+    const admitted = yield* admit(admission, connection, router.heldBack.limit)
     if (admitted === undefined) return
     const fork = Effect.runForkWith(yield* Effect.context<never>())
     const peer = new Peer(
@@ -93,9 +95,9 @@ export const runConnection = (
     router.attach(peer)
     const reader = peer.reader
     yield* Effect.gen(function*() {
-      // What it sent while it waited for admission comes first.
-      if (admitted.held.length > 0) reader.frames(admitted.held)
-      if (!reader.isStopping) reader.reading(yield* receiveFrames(connection, reader))
+      // A connection that waited: what it sent meanwhile comes first, and its `Waiting` passes on the rest.
+      if (admitted.waiting !== undefined) admitted.waiting.handOver(reader)
+      else if (!reader.isStopping) reader.reading(yield* receiveFrames(connection, reader))
       yield* reader.stopped()
     }).pipe(Effect.ensuring(finish(router, peer, peer.writer)))
   })

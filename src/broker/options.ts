@@ -16,7 +16,8 @@ export interface BrokerCoreOptions {
   readonly maxSessions?: number
   /**
    * Connections that may wait to register at once (P15); more connections
-   * wait, unread, until one of those registers or closes. Default 32.
+   * wait, until one of those registers or closes; one that closes while it
+   * waits never registers (Waiting.ts). Default 32.
    */
   readonly maxUnregistered?: number
   /** How long a connection may stay unregistered (P15). Default 1 s. */
@@ -38,7 +39,8 @@ export interface BrokerCoreOptions {
   readonly outboxCapacity?: number
   /**
    * Characters of frame text a connection held back behind its parked output
-   * keeps before it stops being read at all (PeerReader.ts). Default 1 MiB
+   * keeps before it stops being read at all (PeerReader.ts); the same bound
+   * for a connection waiting for admission (Waiting.ts). Default 1 MiB
    * (`DEFAULT_HELD_LIMIT`); the simulation makes it small so that its
    * workloads reach a paused reader without megabytes of traffic.
    */

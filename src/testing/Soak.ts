@@ -106,7 +106,7 @@ const groupKeys = [
   "repliesBack"
 ] as const
 
-const pathKeys = ["admissionWaits", "readPauses", "pumpHeld"] as const
+const pathKeys = ["admissionWaits", "waitsWithdrawn", "readPauses", "pumpHeld"] as const
 
 /**
  * Runs the generated workload of each seed, tallies every run, and shrinks
@@ -150,8 +150,8 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       repliesBack: 0
     }
     const paths = {
-      total: { admissionWaits: 0, readPauses: 0, pumpHeld: 0 },
-      runs: { admissionWaits: 0, readPauses: 0, pumpHeld: 0 }
+      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0 },
+      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0 }
     }
     let runs = 0
     let events = 0
@@ -216,7 +216,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
   ]
   const p = summary.paths
   lines.push(
-    `connection path: ${p.total.admissionWaits} admission waits (in ${p.runs.admissionWaits} runs), ${p.total.readPauses} readers paused past their held limit (${p.runs.readPauses} runs), ${p.total.pumpHeld} batches held by a paused pump (${p.runs.pumpHeld} runs)`
+    `connection path: ${p.total.admissionWaits} admission waits (in ${p.runs.admissionWaits} runs), ${p.total.waitsWithdrawn} of them withdrawn, the connection closed while it waited (${p.runs.waitsWithdrawn} runs), ${p.total.readPauses} readers paused past their held limit (${p.runs.readPauses} runs), ${p.total.pumpHeld} batches held by a paused pump (${p.runs.pumpHeld} runs)`
   )
   const kinds = Object.entries(summary.violations)
   if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)

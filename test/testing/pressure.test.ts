@@ -52,6 +52,18 @@ describe("pressure on the broker's connection path", () => {
       assert.isAtLeast(report.paths.admissionWaits, 3, report.trace.join("\n"))
     }))
 
+  for (const brokerConnections of ["adopted", "accepted"] as const) {
+    it.effect(`a session's reconnection dropped while it waits in a storm is withdrawn, never registered (seeds 215, 277; ${brokerConnections})`, () =>
+      Effect.gen(function*() {
+        // In each, the dropped connection's `register` was held; the session registers on its next one.
+        for (const seed of [215, 277]) {
+          const report = yield* runWorkload({ seed, brokerConnections })
+          assert.deepStrictEqual(report.violations, [], `seed ${seed}`)
+          assert.strictEqual(report.paths.waitsWithdrawn, 1, `seed ${seed}`)
+        }
+      }))
+  }
+
   it.effect("a flood to a slow recipient: the sender's reader stops reading past heldLimit, then reads on; every message arrives once, in order", () =>
     Effect.gen(function*() {
       const { inbox, report, sent } = yield* flood({ outboxChars: 4096, heldLimit: 2048 })

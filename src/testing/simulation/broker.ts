@@ -70,6 +70,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.broker = undefined
     const stats = yield* current.core.stats
     state.paths.admissionWaits += stats.admissionWaits
+    state.paths.waitsWithdrawn += stats.waitsWithdrawn
     state.paths.readPauses += stats.readPauses
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true

@@ -168,6 +168,8 @@ export interface SimulationConfig {
 export interface PathTally {
   /** Connections that waited for admission (`BrokerStats.admissionWaits`: `maxUnregistered` were unregistered). */
   readonly admissionWaits: number
+  /** Of those, the ones whose connection closed while it waited: dropped unregistered (`BrokerStats.waitsWithdrawn`). */
+  readonly waitsWithdrawn: number
   /** Readers held back behind parked output that stopped reading past `heldLimit` (`BrokerStats.readPauses`). */
   readonly readPauses: number
   /** Batches the read pump took and held because its receiver had paused (ReadPump.ts; any pause). */

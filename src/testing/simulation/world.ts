@@ -38,7 +38,7 @@ export interface WorldState {
   /** The world is closing: nothing starts again. */
   finished: boolean
   /** Rare connection-path branches reached so far (broker incarnations add theirs when they die). */
-  paths: { admissionWaits: number; readPauses: number; pumpHeld: number }
+  paths: { admissionWaits: number; waitsWithdrawn: number; readPauses: number; pumpHeld: number }
 }
 
 /** One simulated world. */
@@ -96,7 +96,7 @@ export const makeWorld = (
       epoch: 0,
       lifecycleBusy: 0,
       finished: false,
-      paths: { admissionWaits: 0, readPauses: 0, pumpHeld: 0 }
+      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0 }
     }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
       capacity: config.linkCapacity ?? 64,
