@@ -96,16 +96,18 @@ export const formatFailure = (
   seed: number,
   shrunk: Shrunk,
   names: ReadonlyArray<string>,
-  options: { readonly hostile?: boolean; readonly groups?: boolean } = {}
+  options: { readonly hostile?: boolean; readonly groups?: boolean; readonly hostJournal?: boolean } = {}
 ): string => {
   const first = shrunk.report.violations[0]
   const hostile = options.hostile === true
   const groups = options.groups === true
-  const flags = `${hostile ? " --hostile" : ""}${groups ? " --groups" : ""}`
+  const journal = options.hostJournal === true
+  const flags = `${hostile ? " --hostile" : ""}${groups ? " --groups" : ""}${journal ? " --host-journal" : ""}`
   const workloadOptions = [...(hostile ? ["hostile: true"] : []), ...(groups ? ["groups: true"] : [])]
+  const config = journal ? `{ seed: ${seed}, hostJournal: defaultHostJournal }` : `{ seed: ${seed} }`
   return [
     `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
-    `replay: runWorkload({ seed: ${seed} }${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (npm run sim -- --seed ${seed}${flags})`,
+    `replay: runWorkload(${config}${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (npm run sim -- --seed ${seed}${flags})`,
     `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
     ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
     `replay the minimal workload: npm run sim -- --seed ${seed}${flags} --replay '${JSON.stringify(shrunk.ops)}'`,
