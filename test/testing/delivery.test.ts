@@ -9,7 +9,7 @@ import { Effect, Exit } from "effect"
 import { forgetPassive, replaceKeyPerMessage } from "../../src/testing/BrokenBuilds.ts"
 import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
-import { runSimulation } from "../../src/testing/Workload.ts"
+import { type Op, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 const world = (extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
   seed: 5,
@@ -116,4 +116,22 @@ describe("a seed sweep with delivery modes", () => {
         assert.isTrue(failure !== undefined && failure.report.violations.some((violation) => violation.kind === kind), failure?.description)
       }
     }), 120_000)
+
+  // Seed 62165 (`--delivery`, seeds 62,001–63,000): the broker read B's next replace update while B's
+  // reader was held back behind B's parked output (a flood to B, written slowly), and staged it only
+  // after the update before it had left its window. The ledger took the read for the staging and
+  // reported replace-not-latest; it now compares the windows the broker reported (`deliverAt`).
+  it.effect("a replace update read while its sender's reader is held back is staged later: no replace-not-latest (seed 62165)", () =>
+    Effect.gen(function*() {
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Flood", after: 0, from: 0, to: 1, count: 9, size: 6234, delayMs: 625 },
+        { _tag: "Send", after: 0, from: 1, to: 3 },
+        { _tag: "DeliverySend", after: 0, from: 1, to: 2, mode: "replace", thread: 2, count: 6, gapMs: 638 },
+        { _tag: "List", after: 2164, from: 3 }
+      ]
+      const report = yield* runWorkload({ seed: 62165 }, ops)
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      const full = yield* runWorkload({ seed: 62165, tolerate: KNOWN_ISSUES }, undefined, { delivery: true })
+      assert.deepStrictEqual(full.violations, [], full.trace.join("\n"))
+    }))
 })

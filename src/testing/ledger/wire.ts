@@ -13,7 +13,7 @@ import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecode
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
-import { brokerReadDelivery, type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
+import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -143,10 +143,7 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
-    if (record !== undefined && record.outcome !== "acked") {
-      record.acceptSeq = ++state.acceptSeq
-      brokerReadDelivery(state, record)
-    }
+    if (record !== undefined && record.outcome !== "acked") record.acceptSeq = ++state.acceptSeq
   }
 }
 
