@@ -191,7 +191,11 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       failures.push({ seed, report, description: formatFailure(seed, shrunk, names, {
           hostile: options.hostile === true,
           groups: options.groups === true,
-          hostJournal: config.hostJournal !== undefined
+          delivery: options.delivery === true,
+          topics: options.topics === true,
+          hostJournal: config.hostJournal !== undefined,
+          memory: config.durability === "memory",
+          accepted: config.brokerConnections === "accepted"
         }) })
     }
     return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, paths, violations, tolerated }

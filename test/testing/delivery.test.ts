@@ -114,6 +114,8 @@ describe("a seed sweep with delivery modes", () => {
         const failure = summary.failures[0]
         assert.isDefined(failure, formatSummary(summary, 0))
         assert.isTrue(failure !== undefined && failure.report.violations.some((violation) => violation.kind === kind), failure?.description)
+        // Its replay names the flag its workload needs.
+        assert.include(failure?.description, `npm run sim -- --seed ${failure?.seed} --delivery --replay`)
       }
     }), 120_000)
 
