@@ -138,6 +138,7 @@ const makeSimulation = (
       jumpClock: (millis) =>
         Effect.gen(function*() {
           ledger.note(`the wall clock jumps ${millis >= 0 ? "forward" : "back"} ${Math.abs(millis)} ms`)
+          ledger.clockJumped(millis)
           yield* TestClock.setTime(world.now() + millis)
           yield* idleChecks(world)
         }),

@@ -136,4 +136,32 @@ describe("a seed sweep with delivery modes", () => {
       const full = yield* runWorkload({ seed: 62165, tolerate: KNOWN_ISSUES }, undefined, { delivery: true })
       assert.deepStrictEqual(full.violations, [], full.trace.join("\n"))
     }))
+
+  // Seed 62600 (`--delivery`, seeds 62,001–63,000): A's connection drops while B's update m2 is staged for
+  // it; A's leaving drops m2 (expired) before its window closed, and B's next update opens a window that
+  // overlaps m2's span. Only a window that ran to its close (its message delivered) counts.
+  it.effect("a window cut short by its recipient leaving is no overlap (seed 62600)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 62600 }, [
+        { _tag: "Send", after: 0, from: 0, to: 1 },
+        { _tag: "DelayWrites", after: 0, session: 1, side: "client", delayMs: 723, forMs: 3512 },
+        { _tag: "DeliverySend", after: 2358, from: 1, to: 0, mode: "replace", thread: 1, count: 3, gapMs: 261 },
+        { _tag: "Drop", after: 783, session: 0, side: "broker" }
+      ])
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+    }))
+
+  // Seed 63842 (`--delivery`, seeds 63,001–64,000): the wall clock jumps back and the broker crashes with m1
+  // staged; the next broker delivers m1 from its store and stages m2 in a window whose times, after the
+  // jump, overlap m1's. Windows are compared within one broker incarnation, and not after a jump back.
+  it.effect("windows of two broker incarnations, across a wall clock jump back, are not compared (seed 63842)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 63842 }, [
+        { _tag: "DeliverySend", after: 0, from: 2, to: 0, mode: "replace", thread: 2, count: 2, gapMs: 72 },
+        { _tag: "ClockJump", after: 0, ms: -4949 },
+        { _tag: "CrashBroker", after: 0, downMs: 2135 },
+        { _tag: "Start", after: 2073, session: 3 }
+      ])
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+    }))
 })

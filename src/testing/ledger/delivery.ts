@@ -30,6 +30,8 @@ export interface DeliveryNote {
    * closed is requeued and stamped again when the mailbox flushes it.
    */
   windowClosesAt: number | undefined
+  /** The broker incarnation that reported `windowClosesAt`: a crash ends every window. */
+  windowEpoch: number | undefined
 }
 
 /** The note of a send frame's delivery fields; undefined for the default steer. */
@@ -45,14 +47,16 @@ export const deliveryNoteOf = (fields: {
       threadId: fields.queueMode === "replace" ? fields.threadId : undefined,
       staged: false,
       replaced: false,
-      windowClosesAt: undefined
+      windowClosesAt: undefined,
+      windowEpoch: undefined
     }
 
-/** The sender read `delivery_queued` for `record`, whose window closes at `deliverAt`. */
-export const stagedRead = (record: MessageRecord, deliverAt: number): void => {
+/** The sender read `delivery_queued` for `record`, whose window closes at `deliverAt`, from broker incarnation `epoch`. */
+export const stagedRead = (record: MessageRecord, deliverAt: number, epoch: number): void => {
   if (record.delivery === undefined) return
   record.delivery.staged = true
   record.delivery.windowClosesAt = deliverAt
+  record.delivery.windowEpoch = epoch
 }
 
 /** The sender read a `superseded` receipt for `record`. */
@@ -73,10 +77,15 @@ export const checkPassiveIntent = (state: LedgerState, record: MessageRecord, re
 export const wasReplaced = (record: MessageRecord): boolean =>
   record.delivery?.staged === true && (record.delivery.replaced || record.recordSays === "E_DELIVERY_SUPERSEDED")
 
+const isDelivered = (record: MessageRecord): boolean => record.reads.length > 0 || record.hostDeliveries > 0
+
 /**
  * At the end of a run: for each (sender, recipient, thread), a delivered
  * staged message must have been the last of its window, and no other window
- * of its key may have been open at the same time — the broker keeps one
+ * of its key that ran to its close may have been open at the same time (one
+ * cut short by its recipient leaving ends before its `deliverAt`; windows of
+ * two broker incarnations, or of a run whose wall clock went back, are not
+ * compared) — the broker keeps one
  * staged message per key, and a later one replaces it. A window is known by
  * its close (`deliverAt`, shared by every message that replaced into it) and
  * opened `replaceWindowMs` before. The time the broker read a later message
@@ -97,8 +106,7 @@ export const checkReplaceLatest = (state: LedgerState): void => {
   const window = state.replaceWindowMs
   for (const records of byKey.values()) {
     for (const record of records) {
-      const delivered = record.reads.length > 0 || record.hostDeliveries > 0
-      if (!delivered) continue
+      if (!isDelivered(record)) continue
       state.checkCount++
       if (record.delivery?.replaced === true) {
         violate(state, "replace-not-latest", `${record.alias} was reported replaced, yet it was delivered`)
@@ -111,8 +119,11 @@ export const checkReplaceLatest = (state: LedgerState): void => {
         if (other === record || otherCloses === undefined) return false
         // Its own window: a message the broker took after it should have replaced it.
         if (otherCloses === closes) return (other.acceptSeq ?? 0) > (record.acceptSeq ?? 0)
-        // Another window of the same key, open at the same time.
-        return Math.abs(otherCloses - closes) < window
+        // Another window of the same key that ran to its close (its message was delivered) and was open at the
+        // same time. A window cut short (its recipient left: its message expired) may be followed by one that
+        // overlaps its span; windows are compared in the broker's clock, so not across a crash or a jump back.
+        return isDelivered(other) && other.delivery?.windowEpoch === record.delivery?.windowEpoch &&
+          !state.clockWentBack && Math.abs(otherCloses - closes) < window
       })
       if (later !== undefined) {
         const laterCloses = later.delivery?.windowClosesAt ?? 0

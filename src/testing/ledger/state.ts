@@ -95,6 +95,8 @@ export interface LedgerState {
   readonly durable: boolean
   /** The broker's replace window (`LedgerOptions.replaceWindowMs`). */
   readonly replaceWindowMs: number
+  /** The wall clock jumped back at some point of the run (`Ledger.clockJumped`). */
+  clockWentBack: boolean
   readonly lines: Array<string>
   readonly found: Array<Violation>
   readonly sessions: Map<string, SessionMeta>
@@ -131,6 +133,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   hostileChecks: options.hostileChecks ?? false,
   durable: options.durable ?? false,
   replaceWindowMs: options.replaceWindowMs ?? DEFAULT_REPLACE_WINDOW_MS,
+  clockWentBack: false,
   lines: [],
   found: [],
   sessions: new Map(),

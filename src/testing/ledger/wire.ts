@@ -332,7 +332,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (frame.type === "delivered" && frame.delivery === undefined) return // a cancel's bare answer
       const record = state.messages.get(frame.messageId)
       if (record === undefined || record.sender !== link.owner) return
-      if (frame.type === "delivery_queued") stagedRead(record, frame.deliverAt)
+      if (frame.type === "delivery_queued") stagedRead(record, frame.deliverAt, link.brokerEpoch)
       if (record.outcome !== "acked") {
         record.outcome = "acked"
         record.ackEpoch = link.brokerEpoch
