@@ -40,4 +40,29 @@ describe("host journal: a generation closed while a checkpoint waits leaves the 
         assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
       }))
   }
+
+  // Seeds 64614 and 64785 (`--host-journal`, seeds 64,001–65,000): an ask and a send to C; the sender's
+  // connection drops (or the broker crashes) before it hears the ask accepted, and it sends the ask again.
+  // C read the first copy before the send; its host gets it after the copy was re-sent, as its checkpoint
+  // waited. The ledger took the re-sent copy for the accepted one and reported a fifo; a copy of a
+  // message its recipient already read is no new acceptance.
+  const resentAsk: ReadonlyArray<readonly [number, ReadonlyArray<Op>]> = [
+    [64614, [
+      { _tag: "Ask", after: 0, from: 0, to: 2, timeoutMs: 19000 },
+      { _tag: "Send", after: 0, from: 0, to: 2 },
+      { _tag: "CrashBroker", after: 0, downMs: 720 }
+    ]],
+    [64785, [
+      { _tag: "Ask", after: 0, from: 3, to: 2, timeoutMs: 13000 },
+      { _tag: "Send", after: 0, from: 3, to: 2 },
+      { _tag: "Drop", after: 0, session: 3, side: "client" }
+    ]]
+  ]
+  for (const [seed, ops] of resentAsk) {
+    it.effect(`an ask sent again after a lost answer is no later acceptance: no fifo (seed ${seed})`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload(journaled(seed, { tolerate: [] }), ops)
+        assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      }))
+  }
 })

@@ -143,7 +143,9 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
-    if (record !== undefined && record.outcome !== "acked") record.acceptSeq = ++state.acceptSeq
+    // One its recipient already read was accepted before: this attempt is a copy sent again after a lost
+    // answer (a dropped connection, a crash), which the broker takes as the same message.
+    if (record !== undefined && record.outcome !== "acked" && record.reads.length === 0) record.acceptSeq = ++state.acceptSeq
   }
 }
 
