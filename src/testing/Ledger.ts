@@ -62,6 +62,11 @@ export class Ledger {
     note(this.state, line)
   }
 
+  /** The world's wall clock jumped by `millis`: times before and after a jump back are not compared. */
+  clockJumped(millis: number): void {
+    if (millis < 0) this.state.clockWentBack = true
+  }
+
   /** Every trace line so far. */
   get trace(): ReadonlyArray<string> {
     return this.state.lines

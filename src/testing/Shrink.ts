@@ -91,21 +91,49 @@ export const shrinkWorkload = (
   })
 }
 
+/** What a failing run's world and workload were made with, to print its replay (`formatFailure`). */
+export interface FailureFlags {
+  readonly hostile?: boolean
+  readonly groups?: boolean
+  readonly delivery?: boolean
+  readonly topics?: boolean
+  readonly hostJournal?: boolean
+  readonly memory?: boolean
+  readonly accepted?: boolean
+}
+
 /** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
 export const formatFailure = (
   seed: number,
   shrunk: Shrunk,
   names: ReadonlyArray<string>,
-  options: { readonly hostile?: boolean; readonly groups?: boolean } = {}
+  options: FailureFlags = {}
 ): string => {
   const first = shrunk.report.violations[0]
   const hostile = options.hostile === true
   const groups = options.groups === true
-  const flags = `${hostile ? " --hostile" : ""}${groups ? " --groups" : ""}`
-  const workloadOptions = [...(hostile ? ["hostile: true"] : []), ...(groups ? ["groups: true"] : [])]
+  const journal = options.hostJournal === true
+  const flags = [
+    ...(hostile ? [" --hostile"] : []),
+    ...(groups ? [" --groups"] : []),
+    ...(options.delivery === true ? [" --delivery"] : []),
+    ...(options.topics === true ? [" --topics"] : []),
+    ...(journal ? [" --host-journal"] : []),
+    ...(options.memory === true ? [" --durability memory"] : []),
+    ...(options.accepted === true ? [" --connections accepted"] : [])
+  ].join("")
+  const workloadOptions = [
+    ...(hostile ? ["hostile: true"] : []),
+    ...(groups ? ["groups: true"] : []),
+    ...(options.delivery === true ? ["delivery: true"] : []),
+    ...(options.topics === true ? ["topics: true"] : [])
+  ]
+  const config = `{ seed: ${seed}${journal ? ", hostJournal: defaultHostJournal" : ""}${
+    options.memory === true ? `, durability: "memory"` : ""
+  }${options.accepted === true ? `, brokerConnections: "accepted"` : ""} }`
   return [
     `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
-    `replay: runWorkload({ seed: ${seed} }${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (npm run sim -- --seed ${seed}${flags})`,
+    `replay: runWorkload(${config}${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (npm run sim -- --seed ${seed}${flags})`,
     `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
     ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
     `replay the minimal workload: npm run sim -- --seed ${seed}${flags} --replay '${JSON.stringify(shrunk.ops)}'`,

@@ -8,7 +8,7 @@
  * generation never answers late.
  */
 import { Cause, Effect, Exit, FiberSet, Result, type Scope } from "effect"
-import { headless, type HostIdentity, type HostService, type Inbound } from "../session/Host.ts"
+import { headless, type HostIdentity, type HostService, type Inbound, type InboundJournal } from "../session/Host.ts"
 import type { IntercomSessionService } from "../session/IntercomSession.ts"
 import type { Ledger } from "./Ledger.ts"
 import type { Prng } from "./Prng.ts"
@@ -115,6 +115,14 @@ export const makeSimAgent = (options: {
   readonly ledger: Ledger
   /** The session generation's key, for `AgentPolicy.host`. */
   readonly generation?: string | undefined
+  /**
+   * A host journal (`--host-journal`, simulation/journal.ts): the host has it,
+   * and `delivered` hears of every message handed to the agent (its history).
+   */
+  readonly journal?: {
+    readonly host: InboundJournal
+    readonly delivered: (fromId: string, messageId: string) => void
+  } | undefined
 }): Effect.Effect<SimAgent, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { ledger, policy, prng, sessionId } = options
@@ -190,12 +198,15 @@ export const makeSimAgent = (options: {
         if (handler !== undefined && handed.has(key)) return handler(inbound)
         if (handler !== undefined) handed.add(key)
         inbox.push(inbound)
+        options.journal?.delivered(inbound.from.id, inbound.message.id)
         ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
         return handler === undefined ? answer(inbound) : handler(inbound)
       })
 
     return {
-      host: headless(options.identity, deliver),
+      host: options.journal === undefined
+        ? headless(options.identity, deliver)
+        : { ...headless(options.identity, deliver), journal: options.journal.host },
       inbox,
       attach: (attached) => {
         session = attached

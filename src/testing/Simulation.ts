@@ -39,6 +39,7 @@ import { makeWorld } from "./simulation/world.ts"
 export type * from "./simulation/types.ts"
 export { SIM_ADDRESS } from "./simulation/world.ts"
 export { HOSTILE_ATTACKS, HostileAttack, type SimHostile } from "./simulation/hostile.ts"
+export { defaultHostJournal, type SimHostJournal } from "./simulation/journal.ts"
 
 /**
  * The simulated world as a service. Build it with `Simulation.layer(config)`
@@ -137,6 +138,7 @@ const makeSimulation = (
       jumpClock: (millis) =>
         Effect.gen(function*() {
           ledger.note(`the wall clock jumps ${millis >= 0 ? "forward" : "back"} ${Math.abs(millis)} ms`)
+          ledger.clockJumped(millis)
           yield* TestClock.setTime(world.now() + millis)
           yield* idleChecks(world)
         }),

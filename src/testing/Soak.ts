@@ -188,7 +188,15 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       const shrunk = options.shrink === false
         ? { ops, report, runs: 0 }
         : yield* shrinkWorkload(config, ops, report, options)
-      failures.push({ seed, report, description: formatFailure(seed, shrunk, names, { hostile: options.hostile === true, groups: options.groups === true }) })
+      failures.push({ seed, report, description: formatFailure(seed, shrunk, names, {
+          hostile: options.hostile === true,
+          groups: options.groups === true,
+          delivery: options.delivery === true,
+          topics: options.topics === true,
+          hostJournal: config.hostJournal !== undefined,
+          memory: config.durability === "memory",
+          accepted: config.brokerConnections === "accepted"
+        }) })
     }
     return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, paths, violations, tolerated }
   })

@@ -20,6 +20,8 @@
  *                  its crashes (default), or in its memory only
  *   --connections adopted|accepted  the broker adopts its connections as the Unix-socket
  *                  broker does (default), or runs a fiber per connection (`accept`)
+ *   --host-journal every host keeps a journal whose checkpoints wait simulated time
+ *                  (simulation/journal.ts), so a generation can close mid-message
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them

@@ -9,7 +9,7 @@ import { Effect, Exit } from "effect"
 import { forgetPassive, replaceKeyPerMessage } from "../../src/testing/BrokenBuilds.ts"
 import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
-import { runSimulation } from "../../src/testing/Workload.ts"
+import { type Op, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 const world = (extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
   seed: 5,
@@ -114,6 +114,54 @@ describe("a seed sweep with delivery modes", () => {
         const failure = summary.failures[0]
         assert.isDefined(failure, formatSummary(summary, 0))
         assert.isTrue(failure !== undefined && failure.report.violations.some((violation) => violation.kind === kind), failure?.description)
+        // Its replay names the flag its workload needs.
+        assert.include(failure?.description, `npm run sim -- --seed ${failure?.seed} --delivery --replay`)
       }
     }), 120_000)
+
+  // Seed 62165 (`--delivery`, seeds 62,001–63,000): the broker read B's next replace update while B's
+  // reader was held back behind B's parked output (a flood to B, written slowly), and staged it only
+  // after the update before it had left its window. The ledger took the read for the staging and
+  // reported replace-not-latest; it now compares the windows the broker reported (`deliverAt`).
+  it.effect("a replace update read while its sender's reader is held back is staged later: no replace-not-latest (seed 62165)", () =>
+    Effect.gen(function*() {
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Flood", after: 0, from: 0, to: 1, count: 9, size: 6234, delayMs: 625 },
+        { _tag: "Send", after: 0, from: 1, to: 3 },
+        { _tag: "DeliverySend", after: 0, from: 1, to: 2, mode: "replace", thread: 2, count: 6, gapMs: 638 },
+        { _tag: "List", after: 2164, from: 3 }
+      ]
+      const report = yield* runWorkload({ seed: 62165 }, ops)
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      const full = yield* runWorkload({ seed: 62165, tolerate: KNOWN_ISSUES }, undefined, { delivery: true })
+      assert.deepStrictEqual(full.violations, [], full.trace.join("\n"))
+    }))
+
+  // Seed 62600 (`--delivery`, seeds 62,001–63,000): A's connection drops while B's update m2 is staged for
+  // it; A's leaving drops m2 (expired) before its window closed, and B's next update opens a window that
+  // overlaps m2's span. Only a window that ran to its close (its message delivered) counts.
+  it.effect("a window cut short by its recipient leaving is no overlap (seed 62600)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 62600 }, [
+        { _tag: "Send", after: 0, from: 0, to: 1 },
+        { _tag: "DelayWrites", after: 0, session: 1, side: "client", delayMs: 723, forMs: 3512 },
+        { _tag: "DeliverySend", after: 2358, from: 1, to: 0, mode: "replace", thread: 1, count: 3, gapMs: 261 },
+        { _tag: "Drop", after: 783, session: 0, side: "broker" }
+      ])
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+    }))
+
+  // Seed 63842 (`--delivery`, seeds 63,001–64,000): the wall clock jumps back and the broker crashes with m1
+  // staged; the next broker delivers m1 from its store and stages m2 in a window whose times, after the
+  // jump, overlap m1's. Windows are compared within one broker incarnation, and not after a jump back.
+  it.effect("windows of two broker incarnations, across a wall clock jump back, are not compared (seed 63842)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 63842 }, [
+        { _tag: "DeliverySend", after: 0, from: 2, to: 0, mode: "replace", thread: 2, count: 2, gapMs: 72 },
+        { _tag: "ClockJump", after: 0, ms: -4949 },
+        { _tag: "CrashBroker", after: 0, downMs: 2135 },
+        { _tag: "Start", after: 2073, session: 3 }
+      ])
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+    }))
 })

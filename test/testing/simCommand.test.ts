@@ -10,7 +10,13 @@ import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
 import { EXIT_USAGE, exitCodeOf } from "../../src/cli/exit.ts"
 import { cliErrorExitCode } from "../../src/cli/programExit.ts"
-import { GROUPS_SUPERVISOR_WEIGHT, HOSTILE_WEIGHT, KNOWN_ISSUES, trafficWeights } from "../../src/testing/index.ts"
+import {
+  defaultHostJournal,
+  GROUPS_SUPERVISOR_WEIGHT,
+  HOSTILE_WEIGHT,
+  KNOWN_ISSUES,
+  trafficWeights
+} from "../../src/testing/index.ts"
 import { DELIVERY_WEIGHT } from "../../src/testing/simulation/delivery.ts"
 import { TOPICS_PUBLISH_WEIGHT, TOPICS_SUBSCRIBE_WEIGHT } from "../../src/testing/Workload.ts"
 import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
@@ -142,6 +148,16 @@ describe("sim command line", () => {
       assert.strictEqual(soak._tag === "Soak" ? soak.soak.pressure : undefined, false)
       const seed = yield* requestOf(["--seed", "4"])
       assert.strictEqual(seed._tag === "Seed" ? seed.workload.pressure : "not a seed", undefined)
+    }))
+
+  it.effect("--host-journal gives the hosts a journal, for a soak and for one seed; without it they have none", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--host-journal", "--seeds", "2"])
+      assert.deepStrictEqual(soak._tag === "Soak" ? soak.soak.config?.hostJournal : undefined, defaultHostJournal)
+      const seed = yield* requestOf(["--seed", "4", "--host-journal"])
+      assert.deepStrictEqual(seed._tag === "Seed" ? seed.config.hostJournal : undefined, defaultHostJournal)
+      const plain = yield* requestOf(["--seed", "4"])
+      assert.isFalse(plain._tag === "Seed" && "hostJournal" in plain.config)
     }))
 
   it.effect("--tolerate none tolerates nothing", () =>

@@ -22,8 +22,6 @@ export interface DeliveryNote {
   staged: boolean
   /** The sender read a `superseded` receipt for it (a later message of its key replaced it). */
   replaced: boolean
-  /** Simulated time at which the broker read the attempt it accepted. */
-  brokerReadAt: number | undefined
   /**
    * `deliverAt` of the `delivery_queued` its sender read: when the window of
    * its key closes and it leaves staging, if still the latest. Not the
@@ -32,6 +30,8 @@ export interface DeliveryNote {
    * closed is requeued and stamped again when the mailbox flushes it.
    */
   windowClosesAt: number | undefined
+  /** The broker incarnation that reported `windowClosesAt`: a crash ends every window. */
+  windowEpoch: number | undefined
 }
 
 /** The note of a send frame's delivery fields; undefined for the default steer. */
@@ -47,20 +47,16 @@ export const deliveryNoteOf = (fields: {
       threadId: fields.queueMode === "replace" ? fields.threadId : undefined,
       staged: false,
       replaced: false,
-      brokerReadAt: undefined,
-      windowClosesAt: undefined
+      windowClosesAt: undefined,
+      windowEpoch: undefined
     }
 
-/** The broker read the accepted attempt of `record`. */
-export const brokerReadDelivery = (state: LedgerState, record: MessageRecord): void => {
-  if (record.delivery !== undefined) record.delivery.brokerReadAt = state.now()
-}
-
-/** The sender read `delivery_queued` for `record`, whose window closes at `deliverAt`. */
-export const stagedRead = (record: MessageRecord, deliverAt: number): void => {
+/** The sender read `delivery_queued` for `record`, whose window closes at `deliverAt`, from broker incarnation `epoch`. */
+export const stagedRead = (record: MessageRecord, deliverAt: number, epoch: number): void => {
   if (record.delivery === undefined) return
   record.delivery.staged = true
   record.delivery.windowClosesAt = deliverAt
+  record.delivery.windowEpoch = epoch
 }
 
 /** The sender read a `superseded` receipt for `record`. */
@@ -81,12 +77,21 @@ export const checkPassiveIntent = (state: LedgerState, record: MessageRecord, re
 export const wasReplaced = (record: MessageRecord): boolean =>
   record.delivery?.staged === true && (record.delivery.replaced || record.recordSays === "E_DELIVERY_SUPERSEDED")
 
+const isDelivered = (record: MessageRecord): boolean => record.reads.length > 0 || record.hostDeliveries > 0
+
 /**
- * At the end of a run: for each (sender, recipient, thread), a staged message
- * whose window had not closed (its `deliverAt`) when a later message of its
- * key was staged must not have been delivered — the later one should have
- * replaced it. Also a message reported replaced must never have been
- * delivered.
+ * At the end of a run: for each (sender, recipient, thread), a delivered
+ * staged message must have been the last of its window, and no other window
+ * of its key that ran to its close may have been open at the same time (one
+ * cut short by its recipient leaving ends before its `deliverAt`; windows of
+ * two broker incarnations, or of a run whose wall clock went back, are not
+ * compared) — the broker keeps one
+ * staged message per key, and a later one replaces it. A window is known by
+ * its close (`deliverAt`, shared by every message that replaced into it) and
+ * opened `replaceWindowMs` before. The time the broker read a later message
+ * is no proof that it was staged then: a reader held back behind its
+ * connection's parked output handles what it read later (PeerReader.ts).
+ * Also a message reported replaced must never have been delivered.
  */
 export const checkReplaceLatest = (state: LedgerState): void => {
   const byKey = new Map<string, Array<MessageRecord>>()
@@ -98,31 +103,40 @@ export const checkReplaceLatest = (state: LedgerState): void => {
     list.push(record)
     byKey.set(key, list)
   }
+  const window = state.replaceWindowMs
   for (const records of byKey.values()) {
     for (const record of records) {
-      const delivered = record.reads.length > 0 || record.hostDeliveries > 0
-      if (!delivered) continue
+      if (!isDelivered(record)) continue
       state.checkCount++
       if (record.delivery?.replaced === true) {
         violate(state, "replace-not-latest", `${record.alias} was reported replaced, yet it was delivered`)
         continue
       }
-      const leftStaging = record.delivery?.windowClosesAt
-      if (leftStaging === undefined) continue
+      const closes = record.delivery?.windowClosesAt
+      if (closes === undefined) continue
       const later = records.find((other) => {
-        const readAt = other.delivery?.brokerReadAt
-        const ownRead = record.delivery?.brokerReadAt
-        return other !== record && readAt !== undefined && ownRead !== undefined && readAt > ownRead && readAt < leftStaging
+        const otherCloses = other.delivery?.windowClosesAt
+        if (other === record || otherCloses === undefined) return false
+        // Its own window: a message the broker took after it should have replaced it.
+        if (otherCloses === closes) return (other.acceptSeq ?? 0) > (record.acceptSeq ?? 0)
+        // Another window of the same key that ran to its close (its message was delivered) and was open at the
+        // same time. A window cut short (its recipient left: its message expired) may be followed by one that
+        // overlaps its span; windows are compared in the broker's clock, so not across a crash or a jump back.
+        return isDelivered(other) && other.delivery?.windowEpoch === record.delivery?.windowEpoch &&
+          !state.clockWentBack && Math.abs(otherCloses - closes) < window
       })
       if (later !== undefined) {
+        const laterCloses = later.delivery?.windowClosesAt ?? 0
         violate(
           state,
           "replace-not-latest",
           `${record.alias} (${nameOf(state, record.sender)} → ${nameOf(state, record.target ?? "?")}, thread "${
             record.delivery?.threadId ?? ""
-          }") was delivered though ${later.alias} of the same thread was staged at ${
-            later.delivery?.brokerReadAt ?? "?"
-          } ms, before its window closed at ${leftStaging} ms`
+          }") was delivered though ${later.alias} of the same thread was staged ${
+            laterCloses === closes
+              ? `after it in the same window (closing at ${closes} ms)`
+              : `in a window open from ${laterCloses - window} to ${laterCloses} ms, while its own was open (to ${closes} ms)`
+          }`
         )
       }
     }

@@ -4,6 +4,7 @@
  * behind the trace. One `LedgerState` per world, owned by its `Ledger` and
  * touched only by the ledger's plain synchronous functions.
  */
+import { DEFAULT_REPLACE_WINDOW_MS } from "../../broker/options.ts"
 import type { Message } from "../../protocol/frames.ts"
 import type { DeliveryNote } from "./delivery.ts"
 import type { AskOutcome, LedgerOptions, SessionMeta, Violation } from "./types.ts"
@@ -92,6 +93,10 @@ export interface LedgerState {
   readonly hostileChecks: boolean
   /** The broker's mail outlives a crash (`LedgerOptions.durable`). */
   readonly durable: boolean
+  /** The broker's replace window (`LedgerOptions.replaceWindowMs`). */
+  readonly replaceWindowMs: number
+  /** The wall clock jumped back at some point of the run (`Ledger.clockJumped`). */
+  clockWentBack: boolean
   readonly lines: Array<string>
   readonly found: Array<Violation>
   readonly sessions: Map<string, SessionMeta>
@@ -127,6 +132,8 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   traceFrames: options.traceFrames ?? false,
   hostileChecks: options.hostileChecks ?? false,
   durable: options.durable ?? false,
+  replaceWindowMs: options.replaceWindowMs ?? DEFAULT_REPLACE_WINDOW_MS,
+  clockWentBack: false,
   lines: [],
   found: [],
   sessions: new Map(),

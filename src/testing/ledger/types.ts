@@ -259,4 +259,10 @@ export interface LedgerOptions {
    * re-sent by a later incarnation is no `duplicate-on-wire`. Default false.
    */
   readonly durable?: boolean
+  /**
+   * The broker's coalescing window of replace messages (`replaceWindowMs`):
+   * a staged message's window opened this long before it closes. Default
+   * `DEFAULT_REPLACE_WINDOW_MS`.
+   */
+  readonly replaceWindowMs?: number
 }

@@ -13,7 +13,7 @@ import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecode
 import { DeliveryCode } from "../../protocol/delivery.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
-import { brokerReadDelivery, type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
+import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
 import { checkOrder } from "./order.ts"
 import {
   crossesGroup,
@@ -143,10 +143,9 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
-    if (record !== undefined && record.outcome !== "acked") {
-      record.acceptSeq = ++state.acceptSeq
-      brokerReadDelivery(state, record)
-    }
+    // One its recipient already read was accepted before: this attempt is a copy sent again after a lost
+    // answer (a dropped connection, a crash), which the broker takes as the same message.
+    if (record !== undefined && record.outcome !== "acked" && record.reads.length === 0) record.acceptSeq = ++state.acceptSeq
   }
 }
 
@@ -335,7 +334,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       if (frame.type === "delivered" && frame.delivery === undefined) return // a cancel's bare answer
       const record = state.messages.get(frame.messageId)
       if (record === undefined || record.sender !== link.owner) return
-      if (frame.type === "delivery_queued") stagedRead(record, frame.deliverAt)
+      if (frame.type === "delivery_queued") stagedRead(record, frame.deliverAt, link.brokerEpoch)
       if (record.outcome !== "acked") {
         record.outcome = "acked"
         record.ackEpoch = link.brokerEpoch

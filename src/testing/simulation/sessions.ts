@@ -18,6 +18,7 @@ import type { SessionMeta } from "../ledger/types.ts"
 import { Prng } from "../Prng.ts"
 import { type AgentPolicy, defaultAgentPolicy, makeSimAgent, type SimAgent } from "../SimAgent.ts"
 import type { SimLink } from "../SimLink.ts"
+import { makeSimJournal, type SimJournal } from "./journal.ts"
 import { pending, step, worldStep } from "./steps.ts"
 import type { SessionSpec } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
@@ -57,6 +58,8 @@ export interface SessionState {
   readonly ownerToken: string | undefined
   /** A delegated child's grant, once its supervisor authorized it (the child's client starts with it). */
   grant: ChildGrant | undefined
+  /** Its host journal, kept across clients and generations (`SimulationConfig.hostJournal`). */
+  readonly journal: SimJournal | undefined
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -103,7 +106,8 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         asks: new Set(),
         // Deterministic: the world's seed and the session; a secret only in production.
         ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
-        grant: undefined
+        grant: undefined,
+        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal)
       })
     }
     return states
@@ -150,7 +154,17 @@ export const buildGeneration = (world: World, state: SessionState, client: Clien
       policy: state.policy,
       prng: Prng.derive(world.seed, key),
       ledger: world.ledger,
-      generation: key
+      generation: key,
+      ...(state.journal === undefined ? {} : {
+        journal: {
+          host: state.journal.forGeneration(
+            Prng.derive(world.seed, `${key}/journal`),
+            (text) => world.ledger.note(`${state.meta.name}: ${text}`),
+            (id) => world.ledger.alias(id)
+          ),
+          delivered: state.journal.delivered
+        }
+      })
     }).pipe(Scope.provide(scope), ownedBy(key))
     const layer = IntercomSession.layer(world.sessionOptions).pipe(
       Layer.provide(Layer.merge(Layer.succeed(IntercomClient, client.service), Host.layer(agent.host)))

@@ -29,6 +29,7 @@ import type { AskTally, GroupTally, MessageTally, Side, Violation, ViolationKind
 import type { AgentPolicy } from "../SimAgent.ts"
 import type { BrokerInputFault, BrokerOutputFault } from "../SimLink.ts"
 import type { SimHostile } from "./hostile.ts"
+import type { SimHostJournal } from "./journal.ts"
 
 /** One session of the world: its name, and optionally its pi scope and agent behaviour. */
 export interface SessionSpec {
@@ -159,6 +160,12 @@ export interface SimulationConfig {
    * the checks that need them in mind (`ask-hijacked`).
    */
   readonly hostile?: number
+  /**
+   * Give every session a host journal (simulation/journal.ts, `--host-journal`):
+   * checkpoints that wait simulated time, and restore across generations.
+   * Default none: hosts without a journal, as before.
+   */
+  readonly hostJournal?: SimHostJournal | undefined
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, FiberSet, Scope } from "effect"
 import type { BrokerService } from "../../broker/Broker.ts"
-import type { BrokerCoreOptions } from "../../broker/options.ts"
+import { type BrokerCoreOptions, resolveCoreOptions } from "../../broker/options.ts"
 import type { IntercomSessionOptions } from "../../session/IntercomSession.ts"
 import { makeMemoryMailState, type MemoryMailState } from "../../store/MailStore.ts"
 import { type InMemoryNetwork, makeInMemoryNetwork } from "../../transport/InMemoryNetwork.ts"
@@ -83,7 +83,8 @@ export const makeWorld = (
       ...(config.strictInFlight === undefined ? {} : { strictInFlight: config.strictInFlight }),
       ...(config.traceFrames === undefined ? {} : { traceFrames: config.traceFrames }),
       hostileChecks: (config.hostile ?? 0) > 0,
-      durable: (config.durability ?? "durable") === "durable"
+      durable: (config.durability ?? "durable") === "durable",
+      replaceWindowMs: resolveCoreOptions(config.broker ?? {}).replaceWindowMs
     })
     logSink.note = (line) => ledger.note(line)
     const scope = yield* Scope.fork(yield* Effect.scope)
