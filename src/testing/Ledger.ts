@@ -11,6 +11,7 @@
  * concern is a module of `ledger/`: the trace, the wire taps, order, hosts
  * and asks, and the fates at the end of a run.
  */
+import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
 import { askEnded, askStarted, askTally, hostDelivered, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
@@ -95,6 +96,11 @@ export class Ledger {
   /** Records a violation (and its trace line). */
   violate(kind: ViolationKind, message: string): void {
     violate(this.state, kind, message)
+  }
+
+  /** Records a `defect` when `exit` (of what `what` names) died; typed failures and interruption are outcomes, not defects. */
+  defectOf<A, E>(what: string, exit: Exit.Exit<A, E>): void {
+    if (Exit.isFailure(exit) && Cause.hasDies(exit.cause)) violate(this.state, "defect", `${what} died: ${Cause.pretty(exit.cause)}`)
   }
 
   /** A short stable name for an id (message ids are random UUIDs; aliases follow first appearance). */

@@ -7,7 +7,7 @@
  * exactly; its reply fibers live in the generation's Scope, so a replaced
  * generation never answers late.
  */
-import { Cause, Effect, Exit, FiberSet, Result, type Scope } from "effect"
+import { Cause, Effect, FiberSet, Result, type Scope } from "effect"
 import { headless, type HostIdentity, type HostService, type Inbound, type InboundJournal } from "../session/Host.ts"
 import type { IntercomSessionService } from "../session/IntercomSession.ts"
 import type { Ledger } from "./Ledger.ts"
@@ -178,9 +178,7 @@ export const makeSimAgent = (options: {
               }
             )
           )
-          if (Exit.isFailure(result) && Cause.hasDies(result.cause)) {
-            ledger.violate("defect", `${ledger.nameOf(sessionId)}'s reply to ${ledger.alias(questionId)} died: ${Cause.pretty(result.cause)}`)
-          }
+          ledger.defectOf(`${ledger.nameOf(sessionId)}'s reply to ${ledger.alias(questionId)}`, result)
           ledger.note(
             `${ledger.nameOf(sessionId)} ${failing ? "failure reply" : "reply"} to ${ledger.alias(questionId)}: ${
               result._tag === "Success" ? `${ledger.alias(result.value.messageId)} ${result.value.delivery}` : describeFailure(result.cause)

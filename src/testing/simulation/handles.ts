@@ -46,9 +46,7 @@ const sessionOp = <A, E>(
         Effect.onExit((exit) =>
           Effect.sync(() => {
             world.ledger.note(`${state.meta.name} ${label} → ${describe(exit)}`)
-            if (Exit.isFailure(exit) && Cause.hasDies(exit.cause)) {
-              world.ledger.violate("defect", `${state.meta.name} ${label} died: ${Cause.pretty(exit.cause)}`)
-            }
+            world.ledger.defectOf(`${state.meta.name} ${label}`, exit)
           })
         )
       ),
