@@ -14,7 +14,7 @@
  * sends waiting for their answer (and those a close leaves unanswered, in order) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts and the writing of confirmations
- * in Confirmations.ts. What stays (about 580 lines) is the register handshake,
+ * in Confirmations.ts. What stays (about 585 lines) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */

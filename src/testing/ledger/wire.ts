@@ -5,8 +5,13 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: one concept — reading the wire for the ledger, frame type by frame
- * type; durable mode (issue 13) added the crash-redelivery cases here.
+ * Size: about 460 lines, one concept — reading the wire for the ledger,
+ * frame type by frame type; durable mode (issue 13) added the crash-redelivery
+ * cases here. Kept whole: the five taps (client wrote, broker read, broker
+ * wrote or took back, client read, discarded) update the same message
+ * records, and most of the length is one function, `brokerFrameRead`, whose
+ * cases each judge one broker frame a client read; the other checks live in
+ * their own modules already (order.ts, delivery.ts, asks.ts, topics.ts).
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
