@@ -98,6 +98,8 @@ export interface FailureFlags {
   readonly delivery?: boolean
   readonly topics?: boolean
   readonly hostJournal?: boolean
+  /** Hosts that refuse hand-offs while busy (`--host-refusals`, which implies `--host-journal`). */
+  readonly hostRefusals?: boolean
   readonly memory?: boolean
   readonly accepted?: boolean
 }
@@ -112,13 +114,15 @@ export const formatFailure = (
   const first = shrunk.report.violations[0]
   const hostile = options.hostile === true
   const groups = options.groups === true
-  const journal = options.hostJournal === true
+  const refusals = options.hostRefusals === true
+  const journal = options.hostJournal === true && !refusals
   const flags = [
     ...(hostile ? [" --hostile"] : []),
     ...(groups ? [" --groups"] : []),
     ...(options.delivery === true ? [" --delivery"] : []),
     ...(options.topics === true ? [" --topics"] : []),
     ...(journal ? [" --host-journal"] : []),
+    ...(refusals ? [" --host-refusals"] : []),
     ...(options.memory === true ? [" --durability memory"] : []),
     ...(options.accepted === true ? [" --connections accepted"] : [])
   ].join("")
@@ -128,7 +132,12 @@ export const formatFailure = (
     ...(options.delivery === true ? ["delivery: true"] : []),
     ...(options.topics === true ? ["topics: true"] : [])
   ]
-  const config = `{ seed: ${seed}${journal ? ", hostJournal: defaultHostJournal" : ""}${
+  const hostJournal = refusals
+    ? ", hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals }"
+    : journal
+    ? ", hostJournal: defaultHostJournal"
+    : ""
+  const config = `{ seed: ${seed}${hostJournal}${
     options.memory === true ? `, durability: "memory"` : ""
   }${options.accepted === true ? `, brokerConnections: "accepted"` : ""} }`
   return [

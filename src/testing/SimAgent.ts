@@ -12,6 +12,7 @@ import { headless, type HostIdentity, type HostService, type Inbound, type Inbou
 import type { IntercomSessionService } from "../session/IntercomSession.ts"
 import type { Ledger } from "./Ledger.ts"
 import type { Prng } from "./Prng.ts"
+import type { HostReadiness } from "./simulation/refusals.ts"
 
 /** What a custom agent behaviour gets for each message its host is handed. */
 export interface AgentContext {
@@ -123,6 +124,11 @@ export const makeSimAgent = (options: {
     readonly host: InboundJournal
     readonly delivered: (fromId: string, messageId: string) => void
   } | undefined
+  /**
+   * A host that is not always ready (`--host-refusals`, simulation/refusals.ts):
+   * a hand-off it refuses is neither recorded nor handed to the agent.
+   */
+  readonly readiness?: HostReadiness | undefined
 }): Effect.Effect<SimAgent, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { ledger, policy, prng, sessionId } = options
@@ -190,7 +196,7 @@ export const makeSimAgent = (options: {
 
     // A host of your own may refuse a hand-off (the runtime retries it, C-DLV-12): it is handed once.
     const handed = new Set<string>()
-    const deliver: HostService["deliver"] = (inbound) =>
+    const take: HostService["deliver"] = (inbound) =>
       Effect.suspend(() => {
         const key = `${inbound.from.id}\u0000${inbound.message.id}`
         if (handler !== undefined && handed.has(key)) return handler(inbound)
@@ -200,6 +206,10 @@ export const makeSimAgent = (options: {
         ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
         return handler === undefined ? answer(inbound) : handler(inbound)
       })
+    const readiness = options.readiness
+    const deliver: HostService["deliver"] = readiness === undefined
+      ? take
+      : (inbound) => Effect.andThen(readiness.admit(inbound), take(inbound))
 
     return {
       host: options.journal === undefined

@@ -194,6 +194,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
           delivery: options.delivery === true,
           topics: options.topics === true,
           hostJournal: config.hostJournal !== undefined,
+          hostRefusals: config.hostJournal?.refusals !== undefined,
           memory: config.durability === "memory",
           accepted: config.brokerConnections === "accepted"
         }) })

@@ -22,6 +22,7 @@
  *                  broker does (default), or runs a fiber per connection (`accept`)
  *   --host-journal every host keeps a journal whose checkpoints wait simulated time
  *                  (simulation/journal.ts), so a generation can close mid-message
+ *   --host-refusals  hosts that are sometimes busy refuse hand-offs (implies --host-journal)
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them

@@ -14,7 +14,7 @@ import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
-import { defaultHostJournal, type SimulationConfig } from "./Simulation.ts"
+import { defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "./Simulation.ts"
 import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
 import { DELIVERY_WEIGHT } from "./simulation/delivery.ts"
 import {
@@ -189,6 +189,10 @@ const flags = {
     "host-journal",
     "Give every host a journal whose checkpoints wait simulated time (0–1.5 s), kept across generations and restored by each new one, so a generation can close in the middle of a message (known issue 15; docs/testing.md)"
   ),
+  hostRefusals: toggle(
+    "host-refusals",
+    "With --host-journal's journals, hosts that are sometimes busy for 0–3 s and refuse hand-offs meanwhile; the session retries them and abandons what is still refused when its generation closes, for the journal to hand over again (implies --host-journal; docs/testing.md)"
+  ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -243,7 +247,11 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.connections === "accepted" ? { brokerConnections: "accepted" } : {}),
     ...(input.scopes > 1 ? { scopes: Array.from({ length: input.scopes }, (_, i) => `scope-${i + 1}`) } : {}),
     ...(input.strict ? { strictInFlight: true } : {}),
-    ...(input.hostJournal ? { hostJournal: defaultHostJournal } : {}),
+    ...(input.hostRefusals
+      ? { hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals } }
+      : input.hostJournal
+      ? { hostJournal: defaultHostJournal }
+      : {}),
     ...(input.frames ? { traceFrames: true } : {})
   }
   if (Option.isSome(input.seed)) {

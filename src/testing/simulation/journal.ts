@@ -17,11 +17,21 @@
 import { Effect } from "effect"
 import type { InboundJournal, JournalRecord } from "../../session/Host.ts"
 import type { Prng } from "../Prng.ts"
+import type { SimHostRefusals } from "./refusals.ts"
 
 /** How a simulated host journal behaves (`SimulationConfig.hostJournal`). */
 export interface SimHostJournal {
   /** Each checkpoint waits a simulated time drawn uniformly from this range (ms) before it lands. */
   readonly checkpointMs: readonly [number, number]
+  /**
+   * Hosts that are sometimes busy and refuse hand-offs for a while
+   * (simulation/refusals.ts, `--host-refusals`). The session runtime retries a
+   * refused hand-off, abandons what is still refused when its generation
+   * closes (C-DLV-12), and the journal hands that over again (C-DLV-14). It
+   * lives here because it needs the journal: without one an abandoned message
+   * is lost by contract. Default none: every host takes every message at once.
+   */
+  readonly refusals?: SimHostRefusals | undefined
 }
 
 /** The journal a `--host-journal` world gives its hosts: checkpoints take 0–1.5 s. */

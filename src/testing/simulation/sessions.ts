@@ -19,6 +19,7 @@ import { Prng } from "../Prng.ts"
 import { type AgentPolicy, defaultAgentPolicy, makeSimAgent, type SimAgent } from "../SimAgent.ts"
 import type { SimLink } from "../SimLink.ts"
 import { makeSimJournal, type SimJournal } from "./journal.ts"
+import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
 import type { SessionSpec } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
@@ -164,6 +165,14 @@ export const buildGeneration = (world: World, state: SessionState, client: Clien
           ),
           delivered: state.journal.delivered
         }
+      }),
+      ...(world.config.hostJournal?.refusals === undefined ? {} : {
+        readiness: makeHostReadiness(
+          world.config.hostJournal.refusals,
+          Prng.derive(world.seed, `${key}/host`),
+          (text) => world.ledger.note(`${state.meta.name}: ${text}`),
+          (id) => world.ledger.alias(id)
+        )
       })
     }).pipe(Scope.provide(scope), ownedBy(key))
     const layer = IntercomSession.layer(world.sessionOptions).pipe(
