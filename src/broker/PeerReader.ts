@@ -12,6 +12,12 @@
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
  *
+ * A connection that begins to close within a batch (a protocol error, an
+ * answer whose write finds the peer gone) has the rest of that batch
+ * dropped, except its `received` frames: they were read, answer nothing,
+ * and tell the custody what the client read, which otherwise goes back to
+ * the session's next connection as unread (known issue 17).
+ *
  * Two orders a reader fiber gave for free are kept here on purpose:
  * - a close requested while a batch of this reader runs (a protocol error,
  *   its own `unregister`…) takes effect once the batch is over: `stop` is
@@ -181,7 +187,8 @@ export class PeerReader implements FrameReceiver {
     let parked = false
     output.startBatch()
     try {
-      this.router.handleBatch(this.peer, frames, from, to)
+      const stopped = this.router.handleBatch(this.peer, frames, from, to)
+      if (stopped < to) this.confirmRest(frames, stopped, to)
     } finally {
       // Taken before the flush: what a flush queues is not this batch's to park.
       parked = output.parkFor(this.peer)
@@ -198,7 +205,8 @@ export class PeerReader implements FrameReceiver {
    * output is written, so a forwarded message does not wait for them. Behind
    * parked output they are applied at once, one by one, as the held path
    * applies any `received`: held, a confirmation would die with the
-   * connection and its mail would be sent again (known issue 8).
+   * connection and its mail would be sent again (known issue 8). A
+   * connection that began to close meanwhile still takes them (known issue 17).
    */
   private handle(frames: ReadonlyArray<string>): void {
     const router = this.router
@@ -208,7 +216,7 @@ export class PeerReader implements FrameReceiver {
     if (end < frames.length) {
       if (!parked) parked = this.batch(frames, end, frames.length)
       else {
-        for (let i = end; i < frames.length && !peer.isClosing; i++) {
+        for (let i = end; i < frames.length; i++) {
           router.seen(peer)
           router.handleFrame(peer, frames[i]!)
         }
@@ -222,7 +230,8 @@ export class PeerReader implements FrameReceiver {
    * A batch that came while parked output waits: `health`, `list` (when no
    * held frame changes membership) and `received` are handled at once, the
    * rest held in order. Answered early, ahead of parked messages and acks,
-   * but never ahead of an earlier such answer.
+   * but never ahead of an earlier such answer. Once the connection begins to
+   * close, only its `received` frames are still taken (known issue 17).
    */
   private whileHeldBack(frames: ReadonlyArray<string>): void {
     const router = this.router
@@ -233,7 +242,6 @@ export class PeerReader implements FrameReceiver {
     output.startBatch()
     try {
       for (const text of frames) {
-        if (peer.isClosing) break
         const type = frameType(text)
         if (type === "received") {
           // A confirmation (`received-v1`) answers nothing and only raises a count, so no order binds it;
@@ -242,6 +250,7 @@ export class PeerReader implements FrameReceiver {
           router.handleFrame(peer, text)
           continue
         }
+        if (peer.isClosing) continue
         if (!ownParked && (type === "health" || (type === "list" && !this.heldChangesMembership))) {
           router.seen(peer) // C-HLT-4: a frame answered early is seen too
           router.handleFrame(peer, text)
@@ -260,6 +269,17 @@ export class PeerReader implements FrameReceiver {
       this.readPaused = true
       this.router.heldBack.pauses++
       this.control?.pause()
+    }
+  }
+
+  /**
+   * The connection began to close before `frames[from]`: of the rest, only the
+   * `received` frames are handled (see the module header).
+   */
+  private confirmRest(frames: ReadonlyArray<string>, from: number, to: number): void {
+    for (let i = from; i < to; i++) {
+      const text = frames[i]!
+      if (frameType(text) === "received") this.router.handleFrame(this.peer, text)
     }
   }
 

@@ -372,13 +372,16 @@ export class Router {
 
   /**
    * Handles a batch of frames from one connection (those from `from` up to
-   * `to`), stopping if it gets closed. A registered session's `lastSeen`
-   * (C-HLT-4) is stamped once per batch: one clock read and one number
-   * write, whatever the batch holds.
+   * `to`), stopping if it gets closed; returns where it stopped (`to` when it
+   * handled them all). A registered session's `lastSeen` (C-HLT-4) is
+   * stamped once per batch: one clock read and one number write, whatever
+   * the batch holds.
    */
-  handleBatch(peer: Peer, frames: ReadonlyArray<string>, from = 0, to = frames.length): void {
+  handleBatch(peer: Peer, frames: ReadonlyArray<string>, from = 0, to = frames.length): number {
     this.seen(peer)
-    for (let i = from; i < to && !peer.isClosing; i++) this.handleFrame(peer, frames[i]!)
+    let i = from
+    while (i < to && !peer.isClosing) this.handleFrame(peer, frames[i++]!)
+    return i
   }
 
   /** Stamps `lastSeen` (C-HLT-4) of the session `peer` owns: a clock read and a number write. */

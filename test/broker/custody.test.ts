@@ -16,7 +16,7 @@ import { message, messageFor, send, type Session } from "../support/broker.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { durableBroker } from "../support/durable.ts"
-import { advance, memoryNetwork, withMemoryBroker } from "../support/memory.ts"
+import { advance, type MemoryNetwork, memoryNetwork, withMemoryBroker } from "../support/memory.ts"
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
@@ -175,6 +175,76 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       yield* settled([back.client])
       assert.strictEqual(back.client.count("message"), 0, "the confirmed message was sent again")
     }))
+
+  // Known issue 17 (seed 68711): the connection began to close within the batch that carried the
+  // confirmation, and the rest of the batch, the `received` among it, was dropped.
+  describe("a confirmation read in the batch in which the connection begins to close still releases the mail it covers", () => {
+    /** Memory mode (its custody is the same), alice, bob (confirming) and carol; bob has read alice's message. */
+    const bobRead = (options: { readonly linkCapacity?: number; readonly outboxCapacity?: number } = {}) =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork(options.linkCapacity === undefined ? {} : { linkCapacity: options.linkCapacity })
+        yield* world.startBroker(options.outboxCapacity === undefined ? {} : { outboxCapacity: options.outboxCapacity })
+        const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+        const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+        const carol = yield* world.session({ sessionId: "carol", name: "carol" })
+        yield* deliver(alice, bob, message("read, confirmed as the connection closes"))
+        return { world, alice, bob, carol }
+      })
+
+    /** Bob's connection is gone; his next one gets no message (none was left unconfirmed). */
+    const nothingAgain = (world: MemoryNetwork, alice: Session, bob: Session) =>
+      Effect.gen(function*() {
+        yield* bob.client.waitClosed()
+        yield* settled([alice.client])
+        const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+        yield* settled([back.client])
+        assert.strictEqual(back.client.count("message"), 0, "the confirmed message was sent again")
+      })
+
+    /** Forty sends to `to`, as frame texts. */
+    const burstTo = (to: string) =>
+      Array.from({ length: 40 }, (_, i) => JSON.stringify({ type: "send", to, message: message(`to ${to} ${i}`) }))
+
+    /** A frame the broker cannot parse: a protocol error, which closes the connection. */
+    const GARBAGE = "this is not a frame"
+
+    it.effect("after a frame that closes the connection", () =>
+      Effect.gen(function*() {
+        const { alice, bob, world } = yield* bobRead()
+        const received = JSON.stringify({ type: "received", frames: bob.client.received().length })
+        yield* bob.client.sendRaw(encodeFrames([GARBAGE, received]))
+        yield* nothingAgain(world, alice, bob)
+      }))
+
+    it.effect("trailing a batch whose output was parked and which closes the connection", () =>
+      Effect.gen(function*() {
+        const { alice, bob, carol, world } = yield* bobRead({ linkCapacity: 4, outboxCapacity: 4 })
+        // Carol stops reading; alice's burst to her fills her link and outbox.
+        yield* carol.client.pause
+        yield* alice.client.sendRaw(encodeFrames(burstTo("carol")))
+        yield* settled([alice.client]) // `health` is answered while held
+        // One batch of three frames (the link takes four): bob's send to carol is parked, then the close.
+        const received = JSON.stringify({ type: "received", frames: bob.client.received().length })
+        const send = JSON.stringify({ type: "send", to: "carol", message: message("parked") })
+        yield* bob.client.sendRaw(encodeFrames([send, GARBAGE, received]))
+        yield* nothingAgain(world, alice, bob)
+      }))
+
+    it.effect("while the connection is held back, after a frame answered at once that closes it", () =>
+      Effect.gen(function*() {
+        const { alice, bob, carol, world } = yield* bobRead({ linkCapacity: 4, outboxCapacity: 4 })
+        // Carol stops reading; bob's burst to her fills her link and outbox, and the broker holds bob's frames.
+        yield* carol.client.pause
+        const burst = burstTo("carol")
+        yield* bob.client.sendRaw(encodeFrames(burst))
+        yield* settled([bob.client]) // `health` is answered while held
+        assert.isBelow(bob.client.count("delivered"), burst.length, "bob was never held back")
+        // A `health` without its request id is answered at once while held back: a protocol error.
+        const received = JSON.stringify({ type: "received", frames: bob.client.received().length })
+        yield* bob.client.sendRaw(encodeFrames([JSON.stringify({ type: "health" }), received]))
+        yield* nothingAgain(world, alice, bob)
+      }))
+  })
 
   it.effect("a broker in memory mode grants received-v1: a connection dropped before confirming gets its mail again", () =>
     Effect.gen(function*() {
