@@ -399,7 +399,7 @@ describe("fixed: a confirmation read in the batch whose answer finds the connect
   ]
   // Durable only: in memory mode the run takes another course and D's connection is not replaced.
   for (const brokerConnections of ["adopted", "accepted"] as const) {
-    it.effect(`D's liveness probe times out while the broker holds its confirmation back: m15 reaches D once (durable, ${brokerConnections})`, () =>
+    it.effect(`D's liveness probe times out while the broker holds its confirmation back, and D reconnects: every invariant holds (durable, ${brokerConnections})`, () =>
       Effect.gen(function*() {
         const report = yield* runWorkload({ seed: 68711, brokerConnections, tolerate: [] }, ops)
         assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
