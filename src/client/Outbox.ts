@@ -26,6 +26,14 @@ import { ConnectionLost } from "./errors.ts"
 /** Why a batch was not handed over: the connection closed, or the writer stopped. */
 const lost: Exit.Exit<void, "lost"> = Exit.fail("lost")
 
+/**
+ * The fiber's yield before it writes posted frames: behind every task of the
+ * default priority (0) the scheduler runs in the same batch, so the fibers
+ * woken with it (the hand-off that acknowledges what the inbound fiber
+ * admitted) post first.
+ */
+const AFTER_OTHERS = Effect.yieldNowWith(1)
+
 /** A transport write that did not complete at once, and who waits for its frames. */
 interface Waiting {
   readonly rest: Effect.Effect<void, unknown>
@@ -90,8 +98,8 @@ export class Outbox {
   /**
    * Finishes writes the transport did not take whole, and writes posted
    * frames, for ever: fork it in the connection's Scope. Woken for posted
-   * frames (at once, from the posting caller's stack), it yields first, so
-   * that every fiber the scheduler runs before it can add to the batch.
+   * frames (at once, from the posting caller's stack), it yields first, behind
+   * every other task of the scheduler's batch, so that they can add to it.
    */
   get run(): Effect.Effect<never> {
     return Effect.forever(Effect.andThen(this.wake.await, this.turn), { disableYield: true }).pipe(
@@ -140,7 +148,7 @@ export class Outbox {
     return Effect.suspend(() => {
       this.wake.closeUnsafe()
       const waiting = this.waiting
-      if (waiting === undefined) return Effect.andThen(Effect.yieldNow, this.writePosted)
+      if (waiting === undefined) return Effect.andThen(AFTER_OTHERS, this.writePosted)
       return waiting.rest.pipe(
         Effect.onExit((exit) =>
           Effect.sync(() => {
