@@ -11,24 +11,7 @@ import { Effect, Exit, Fiber } from "effect"
 import { Outbox } from "../../src/client/Outbox.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
-import { frameText } from "../../src/protocol/framing.ts"
-
-/** `connection`, recording the frames of each `write` call. */
-const recording = (connection: Connection) => {
-  const writes: Array<ReadonlyArray<string>> = []
-  const recorded: Connection = {
-    ...connection,
-    read: connection.read,
-    end: connection.end,
-    destroy: connection.destroy,
-    write: (frames) => {
-      writes.push(frames.map(frameText))
-      return connection.write(frames)
-    },
-    writeAll: (frames) => Effect.suspend(() => recorded.write(frames) ?? Effect.void)
-  }
-  return { connection: recorded, writes }
-}
+import { recordingWrites as recording } from "./support.ts"
 
 /** Reads from `peer` until `count` frames came. */
 const readFrames = (peer: Connection, count: number) =>

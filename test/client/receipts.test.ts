@@ -6,9 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Connection } from "../../src/transport/Connection.ts"
-import { frameText } from "../../src/protocol/framing.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
+import { makeClient, memoryClientOptions, memoryFakeBroker, recordingWrites } from "./support.ts"
 
 const A_ID = "aaaaaaaa-0000-4000-8000-0000000000d1"
 
@@ -19,20 +17,7 @@ describe("IntercomClient receipts", () => {
       /** The frames of each write the client's connection made. */
       const writes: Array<ReadonlyArray<string>> = []
       const dial = (target: string) =>
-        Effect.map(fake.dial(target), (connection): Connection => {
-          const recorded: Connection = {
-            ...connection,
-            read: connection.read,
-            end: connection.end,
-            destroy: connection.destroy,
-            write: (frames) => {
-              writes.push(frames.map(frameText))
-              return connection.write(frames)
-            },
-            writeAll: (frames) => Effect.suspend(() => recorded.write(frames) ?? Effect.void)
-          }
-          return recorded
-        })
+        Effect.map(fake.dial(target), (connection) => recordingWrites(connection, writes).connection)
       const a = yield* makeClient(memoryClientOptions({ address: fake.address, dial }, A_ID, "alpha"))
       yield* a.client.connect
       const before = writes.length
