@@ -57,6 +57,8 @@ export class Outbox {
   private readonly wake = Latch.makeUnsafe(false)
   /** The fiber stopped: nothing queued from now on is written. */
   private stopped = false
+  /** A transport write is being made (`writeQueued` is on the stack): a caller it resumes only queues. */
+  private writing = false
 
   constructor(connection: Connection) {
     this.connection = connection
@@ -74,7 +76,7 @@ export class Outbox {
       if (this.stopped) return Effect.fail(new ConnectionLost({ operation }))
       const done = this.queuedDone ??= Deferred.makeUnsafe<void, "lost">()
       for (const text of texts) this.queued.push(text)
-      if (this.waiting === undefined) this.writeQueued()
+      this.writeQueued()
       return Deferred.await(done).pipe(
         Effect.mapError(() => new ConnectionLost({ operation })),
         Effect.onInterrupt(() => Effect.sync(() => this.withdraw(texts, done)))
@@ -126,21 +128,28 @@ export class Outbox {
     }
   }
 
-  /** Writes everything queued as one transport write; no write may be waiting. */
+  /**
+   * Writes everything queued as one transport write, unless a write is waiting or being made.
+   * Waiters are resumed only once the state is settled: a resumed caller may write again at once
+   * (re-entrantly), and must find the waiting write, or queue behind the one being made.
+   */
   private writeQueued(): void {
-    const frames = this.queued
-    const done = this.queuedDone
-    this.queued = []
-    this.queuedDone = undefined
-    if (frames.length === 0) return
-    const rest = this.connection.write(frames)
-    if (rest === undefined) {
-      if (done !== undefined) Deferred.doneUnsafe(done, Exit.void)
-      return
+    if (this.waiting !== undefined || this.writing) return
+    this.writing = true
+    const completed: Array<Deferred.Deferred<void, "lost">> = []
+    while (this.queued.length > 0 && this.waiting === undefined) {
+      const frames = this.queued
+      const done = this.queuedDone
+      this.queued = []
+      this.queuedDone = undefined
+      const rest = this.connection.write(frames)
+      // The connection is full (or refused the write): the fiber finishes it; later frames queue behind it.
+      if (rest !== undefined) this.waiting = { rest, done }
+      else if (done !== undefined) completed.push(done)
     }
-    // The connection is full (or refused the write): the fiber finishes it; later frames queue behind it.
-    this.waiting = { rest, done }
-    this.wake.openUnsafe()
+    this.writing = false
+    if (this.waiting !== undefined) this.wake.openUnsafe()
+    for (const done of completed) Deferred.doneUnsafe(done, Exit.void)
   }
 
   /** One turn of the fiber: the waiting write to its end, then what was posted. */
@@ -153,9 +162,9 @@ export class Outbox {
         Effect.onExit((exit) =>
           Effect.sync(() => {
             this.waiting = undefined
-            if (waiting.done !== undefined) Deferred.doneUnsafe(waiting.done, Exit.isSuccess(exit) ? Exit.void : lost)
             // What queued behind it goes next, as one write (not from a fiber being stopped).
-            if (!Exit.hasInterrupts(exit) && this.queued.length > 0) this.writeQueued()
+            if (!Exit.hasInterrupts(exit)) this.writeQueued()
+            if (waiting.done !== undefined) Deferred.doneUnsafe(waiting.done, Exit.isSuccess(exit) ? Exit.void : lost)
           })
         ),
         Effect.ignore
@@ -164,8 +173,6 @@ export class Outbox {
   }
 
   private get writePosted(): Effect.Effect<void> {
-    return Effect.sync(() => {
-      if (this.waiting === undefined) this.writeQueued()
-    })
+    return Effect.sync(() => this.writeQueued())
   }
 }

@@ -58,6 +58,28 @@ describe("Outbox", () => {
       assert.deepStrictEqual(writes, [["1", "2", "3"], ["4", "5"]])
     }))
 
+  it.effect("callers a finished write resumes, writing again at once, never start a second transport write while one waits", () =>
+    Effect.gen(function*() {
+      const [near, far] = yield* makeInMemoryPair({ capacity: 1 })
+      const { connection, writes } = recording(near)
+      const outbox = new Outbox(connection)
+      yield* Effect.forkScoped(outbox.run)
+      // z2 waits for room; a and c queue behind it, in one batch; each of their callers writes again
+      // as soon as that batch is through.
+      const first = yield* Effect.forkChild(outbox.write(["z1", "z2"], "send"), { startImmediately: true })
+      const one = yield* Effect.forkChild(
+        Effect.andThen(outbox.write(["a"], "send"), outbox.write(["f1a", "f1b"], "send")),
+        { startImmediately: true }
+      )
+      const other = yield* Effect.forkChild(
+        Effect.andThen(outbox.write(["c"], "send"), outbox.write(["f3"], "send")),
+        { startImmediately: true }
+      )
+      assert.deepStrictEqual(yield* readFrames(far, 7), ["z1", "z2", "a", "c", "f1a", "f1b", "f3"])
+      for (const fiber of [first, one, other]) assert.isTrue(Exit.isSuccess(yield* Fiber.await(fiber)))
+      assert.deepStrictEqual(writes, [["z1", "z2"], ["a", "c"], ["f1a", "f1b"], ["f3"]])
+    }))
+
   it.effect("a caller interrupted while its frames wait in the queue takes them back: they are never written", () =>
     Effect.gen(function*() {
       const [near, far] = yield* makeInMemoryPair({ capacity: 1 })
