@@ -6,16 +6,17 @@
  * `ConnectionLost` — an in-flight send never vanishes silently. The reader
  * never waits to write: its `received-v1` confirmations are written by a
  * fiber of their own (Confirmations.ts). Every write, from whichever fiber,
- * is queued on the connection's outbox, whose one fiber writes the frames of
- * a turn together, in order (Outbox.ts): a `Connection` takes one write at a time.
+ * goes through the connection's outbox, in order, which never starts a
+ * transport write while one waits (a `Connection` takes one at a time) and
+ * writes a turn's receipts together (Outbox.ts).
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
  * sends waiting for their answer (and those a close leaves unanswered, in order) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
- * the question requests in QuestionRequests.ts and the writing of confirmations
- * in Confirmations.ts. What stays (about 585 lines) is the register handshake,
+ * the question requests in QuestionRequests.ts, the writing of confirmations
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 590 lines) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */

@@ -34,7 +34,7 @@
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
  * batch of sends a closed connection left unanswered, `unsent`): they read
  * the connection counters and state this module owns, so they stay beside
- * them. About 530 lines; the per-connection tables are ClientConnection.ts's,
+ * them. About 550 lines; the per-connection tables are ClientConnection.ts's,
  * the unanswered sends PendingSends.ts's, the unhandled messages
  * UnhandledMessages.ts's.
  */
