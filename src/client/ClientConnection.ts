@@ -6,19 +6,21 @@
  * `ConnectionLost` — an in-flight send never vanishes silently. The reader
  * never waits to write: its `received-v1` confirmations are written by a
  * fiber of their own (Confirmations.ts). Every write, from whichever fiber,
- * waits its turn on one semaphore: a `Connection` takes one at a time.
+ * goes through the connection's outbox, in order, which never starts a
+ * transport write while one waits (a `Connection` takes one at a time) and
+ * writes a turn's receipts together (Outbox.ts).
  *
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
  * sends waiting for their answer (and those a close leaves unanswered, in order) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
- * the question requests in QuestionRequests.ts and the writing of confirmations
- * in Confirmations.ts. What stays (about 585 lines) is the register handshake,
+ * the question requests in QuestionRequests.ts, the writing of confirmations
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 590 lines) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope, Semaphore } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -41,6 +43,7 @@ import {
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
 import type { ClientSinks, Delivery } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
+import { Outbox } from "./Outbox.ts"
 import { PendingSends, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
@@ -139,8 +142,15 @@ export interface ClientConnection {
     frame: QuestionRequestFrame,
     timeoutMs: number
   ) => Effect.Effect<QuestionResultFrame, QuestionRequestError | QuestionsUnavailable>
-  /** Frames that get no answer: presence, cancel_ask, receipts. */
+  /** Frames that get no answer: presence, cancel_ask, receipts. Completes once the frame is handed over. */
   readonly post: (frame: object) => Effect.Effect<void, ConnectionLost>
+  /**
+   * Queues a frame that gets no answer and that nothing waits on (a receipt),
+   * behind every frame queued before it, and returns at once: false when the
+   * connection is closed and nothing was queued. A close that comes before
+   * the frame is written loses it without a word.
+   */
+  readonly postLater: (frame: object) => boolean
   /**
    * Confirms (`received-v1`) the messages read while the client held its
    * confirmations (`ClientSinks.confirming`), if any; does nothing otherwise.
@@ -353,17 +363,11 @@ export const openClientConnection = (
       }
     }
 
-    /**
-     * Sends, replies, receipts, confirmations and the rest are written by many fibers, and a
-     * `Connection` takes one write at a time (a socket keeps one waiter for the write the kernel
-     * did not take whole): the others wait here, in the order they came. Uncontended, a write
-     * still goes out at once.
-     */
-    const writing = Semaphore.makeUnsafe(1)
-    const writeTexts = (texts: ReadonlyArray<string>, operation: string) =>
-      writing.withPermits(1)(connection.writeAll(texts)).pipe(Effect.mapError(() => new ConnectionLost({ operation })))
+    // Every frame goes through the outbox, in order; the frames of one turn go out in one write (Outbox.ts).
+    const outbox = new Outbox(connection)
+    const writeTexts = (texts: ReadonlyArray<string>, operation: string) => outbox.write(texts, operation)
     const writeText = (text: string, operation: string) =>
-      Effect.suspend(() => open ? writeTexts([text], operation) : Effect.fail(new ConnectionLost({ operation })))
+      Effect.suspend(() => open ? outbox.write([text], operation) : Effect.fail(new ConnectionLost({ operation })))
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
     // `received-v1`: frames read on this connection, `registered` included. Once a batch carrying messages
@@ -427,6 +431,7 @@ export const openClientConnection = (
     // interrupted before it ever ran runs no `ensuring`, and nothing may write to the socket once
     // the Scope has detached it (such a write waits forever).
     yield* Effect.addFinalizer(() => shutDown)
+    yield* Effect.forkScoped(outbox.run)
     const confirmer = yield* Effect.forkScoped(confirmations.run)
     const reader = yield* Effect.forkScoped(
       handle(registered.rest).pipe(
@@ -579,6 +584,7 @@ export const openClientConnection = (
           ? questionRequests.request(frame, (text) => writeText(text, "question"), timeoutMs)
           : Effect.fail(new QuestionsUnavailable()),
       post: (frame) => write(frame, "post"),
+      postLater: (frame) => open && outbox.post([JSON.stringify(frame)]),
       confirmRead: Effect.suspend(() => unconfirmed && !leaving && sinks.confirming() ? confirm : Effect.void),
       close,
       destroy: connection.destroy

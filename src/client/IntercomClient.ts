@@ -34,7 +34,7 @@
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
  * batch of sends a closed connection left unanswered, `unsent`): they read
  * the connection counters and state this module owns, so they stay beside
- * them. About 530 lines; the per-connection tables are ClientConnection.ts's,
+ * them. About 550 lines; the per-connection tables are ClientConnection.ts's,
  * the unanswered sends PendingSends.ts's, the unhandled messages
  * UnhandledMessages.ts's.
  */
@@ -270,8 +270,16 @@ const make = (
       ).pipe(Effect.andThen(Deferred.await(first)))
     })
 
-    /** Waits for a connection at most `connectTimeoutMs` (a reconnect may be in progress), then uses it. */
-    const withConnection = <A, E>(use: (connection: ClientConnection) => Effect.Effect<A, E>) =>
+    /**
+     * Uses the live connection at once; without one, waits for a connection at most `connectTimeoutMs`
+     * (a reconnect may be in progress), then uses it. Connected, no timer is set: the wait is over.
+     */
+    const withConnection = <A, E>(
+      use: (connection: ClientConnection) => Effect.Effect<A, E>
+    ): Effect.Effect<A, E | IntercomNotConnected> =>
+      Effect.suspend(() => !stopped && live !== undefined ? use(live) : waitForConnection(use))
+
+    const waitForConnection = <A, E>(use: (connection: ClientConnection) => Effect.Effect<A, E>) =>
       connection.pipe(
         Effect.timeoutOrElse({
           duration: Duration.millis(connectTimeoutMs),
@@ -397,7 +405,13 @@ const make = (
           health = mergeHealth(health, healthOf(update))
           return withConnection((c) => c.post(presenceFrame(update, c.features)))
         }),
-      receipt: (receipt) => withConnection((c) => c.post({ type: "message_receipt", receipt })),
+      // Queued on the live connection without a fiber; without one, a fiber waits for the next (P70).
+      receipt: (receipt) =>
+        Effect.suspend(() => {
+          const frame = { type: "message_receipt", receipt }
+          if (!stopped && live !== undefined && live.postLater(frame)) return Effect.void
+          return Effect.asVoid(Effect.forkIn(Effect.ignore(withConnection((c) => c.post(frame))), connectionsScope))
+        }),
       publish: (request) =>
         withConnection((c) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => topics.publish(c, request, now, sendTimeoutMs))

@@ -15,11 +15,12 @@
  * Single consumer: each run of the stream starts at the oldest unhandled
  * message, and two runs at once would see the same messages.
  *
- * It owns the buffer: a plain array touched only by synchronous code (the
+ * It owns the buffer: a FIFO (Fifo.ts) touched only by synchronous code (the
  * reader's `offer`, the consumer's pull, `handled`).
  */
 import { Array as Arr, Effect, Queue, Stream } from "effect"
 import type { InboundMessage } from "./events.ts"
+import { Fifo } from "./Fifo.ts"
 
 /**
  * The buffer of read, unhandled messages (see the module header).
@@ -52,18 +53,11 @@ export interface UnhandledMessages {
  */
 export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.gen(function*() {
   /** Read and not handled, oldest first. */
-  const unhandled: Array<InboundMessage> = []
+  const unhandled = new Fifo<InboundMessage>()
   /** Wakes a consumer waiting for a message; one signal stands for any number of offers. */
   const wake = yield* Queue.sliding<true>(1)
 
-  const remove = (message: InboundMessage): void => {
-    if (unhandled[0] === message) {
-      unhandled.shift()
-      return
-    }
-    const index = unhandled.indexOf(message)
-    if (index >= 0) unhandled.splice(index, 1)
-  }
+  const remove = (message: InboundMessage): void => void unhandled.remove(message)
 
   const stream = Stream.fromPull(Effect.sync(() => {
     /** The message this run last emitted; it leaves when the run asks for the next. */
@@ -73,7 +67,7 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
         remove(current)
         current = undefined
       }
-      const head = unhandled[0]
+      const head = unhandled.peek()
       if (head === undefined) return Effect.andThen(Queue.take(wake), next)
       current = head
       return Effect.succeed(head)
@@ -88,6 +82,6 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
     },
     stream,
     handled: remove,
-    size: () => unhandled.length
+    size: () => unhandled.size
   }
 })

@@ -102,7 +102,14 @@ export interface IntercomClientService extends QuestionOperations {
   /** `cancel_ask` (P64): drops this session's open ask edge. */
   readonly cancelAsk: (messageId: string) => Effect.Effect<void, ClientError>
   readonly presence: (update: PresenceUpdate) => Effect.Effect<void, ClientError>
-  readonly receipt: (receipt: MessageReceipt) => Effect.Effect<void, ClientError>
+  /**
+   * A receipt to the message's sender (P70), returning at once: queued on the
+   * live connection behind every frame before it and written with its next
+   * batch; with no connection, a fiber of the client writes it on the next
+   * one (within `connectTimeoutMs`). A receipt is advisory: one lost with its
+   * connection is not reported.
+   */
+  readonly receipt: (receipt: MessageReceipt) => Effect.Effect<void>
   /**
    * Publishes this session's current state on a topic (`topics-v1`): checked
    * (C-TOP-4), numbered (previous revision + 1), and counted only once the

@@ -16,11 +16,12 @@
  * in order — and abandons those the host still refuses, with a warning that
  * names the sender and the message id and the `inboundAbandoned` counter.
  *
- * It owns the waiting messages: a plain array that the fiber, `enqueue` and
+ * It owns the waiting messages: a FIFO (Fifo.ts) that the fiber, `enqueue` and
  * the finalizer touch only from synchronous code, and that the finalizer
  * reads only after the fiber stopped.
  */
 import { Duration, Effect, Exit, Fiber, Metric, Queue, type Scope } from "effect"
+import { Fifo } from "../client/Fifo.ts"
 import type { SessionInfo } from "../protocol/frames.ts"
 import type { HostService, Inbound } from "./Host.ts"
 import { handingOff } from "./InboundTracing.ts"
@@ -102,14 +103,11 @@ export const makeHostHandoff = (
      * handed over. An entry leaves only when the host took it or at retirement,
      * so none can be lost between two steps of the fiber.
      */
-    const waiting: Array<Entry> = []
+    const waiting = new Fifo<Entry>()
     let retired = false
     const wake = yield* Queue.sliding<true>(1)
 
-    const leave = (entry: Entry): void => {
-      const index = waiting.indexOf(entry)
-      if (index >= 0) waiting.splice(index, 1)
-    }
+    const leave = (entry: Entry): void => void waiting.remove(entry)
 
     const prepared = (entry: Entry): Effect.Effect<Inbound> =>
       entry.inbound !== undefined ? Effect.succeed(entry.inbound) : Effect.map(hooks.prepare(entry.context), (inbound) => {
@@ -164,7 +162,7 @@ export const makeHostHandoff = (
 
     const worker = yield* Effect.forkScoped(
       Effect.forever(Effect.suspend(() => {
-        const head = waiting[0]
+        const head = waiting.peek()
         return head === undefined ? Effect.asVoid(Queue.take(wake)) : handOver(head)
       })),
       { startImmediately: true }
@@ -174,7 +172,7 @@ export const makeHostHandoff = (
       Effect.gen(function*() {
         retired = true
         yield* Fiber.interrupt(worker)
-        for (const entry of waiting.splice(0)) yield* lastAttempt(entry)
+        for (const entry of waiting.takeAll()) yield* lastAttempt(entry)
       })
     )
 

@@ -95,9 +95,10 @@ export const runInbound = (
     /** The intent each message was prepared with, until the host took it. */
     const intents = new WeakMap<InboundContext, DeliveryIntent>()
 
+    // Queued on the connection, never waited for (the client writes the receipts of a turn together).
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (timestamp) =>
-        background(client.receipt({ messageId, status, timestamp, ...(detail === undefined ? {} : { detail }) })))
+        client.receipt({ messageId, status, timestamp, ...(detail === undefined ? {} : { detail }) }))
 
     const duplicateReceipt = (messageId: string) =>
       receipt(messageId, "acknowledged", "duplicate message id suppressed")

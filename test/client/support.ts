@@ -11,6 +11,7 @@ import { IntercomClient, type IntercomClientService } from "../../src/client/Int
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { BUNDLED_CLI, UNBUNDLED_CLI } from "../../src/config/install.ts"
 import { isFrameDecodeError, parseFrameText } from "../../src/protocol/decode.ts"
+import { frameText } from "../../src/protocol/framing.ts"
 import type { SessionInfo, SessionRegistration } from "../../src/protocol/frames.ts"
 import type { Dialer } from "../../src/client/Dialer.ts"
 import { IntercomNotConnected } from "../../src/client/errors.ts"
@@ -372,6 +373,26 @@ export const memoryFakeBroker = (options: FakeBrokerOptions = {}): Effect.Effect
         network.dial(target).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
     }
   })
+
+/**
+ * `connection`, recording the frames of each transport write it makes
+ * (`write`, and `writeAll` through it) in `writes` (a new array unless
+ * given), oldest first.
+ */
+export const recordingWrites = (connection: Connection, writes: Array<ReadonlyArray<string>> = []) => {
+  const recorded: Connection = {
+    ...connection,
+    read: connection.read,
+    end: connection.end,
+    destroy: connection.destroy,
+    write: (frames) => {
+      writes.push(frames.map(frameText))
+      return connection.write(frames)
+    },
+    writeAll: (frames) => Effect.suspend(() => recorded.write(frames) ?? Effect.void)
+  }
+  return { connection: recorded, writes }
+}
 
 /** Options for a client dialling an in-memory network (never spawns). */
 export const memoryClientOptions = (

@@ -200,7 +200,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       cancel: () => Effect.succeed(false),
       cancelAsk: (messageId) => Effect.andThen(fake.onCancelAsk ?? Effect.void, post({ _tag: "CancelAsk", messageId })),
       presence: (update) => post({ _tag: "Presence", update }),
-      receipt: (receipt) => post({ _tag: "Receipt", receipt }),
+      // As the real client: never waits; without a connection, a fiber of its own waits for one.
+      receipt: (receipt) =>
+        Effect.asVoid(Effect.forkDetach(Effect.ignore(post({ _tag: "Receipt", receipt })), { startImmediately: true })),
       // The fake has no result archive: as a broker without results-v1.
       storeResult: () => Effect.andThen(connection, Effect.fail(new ResultsUnavailable())),
       results: () => Effect.andThen(connection, Effect.fail(new ResultsUnavailable())),

@@ -1,0 +1,178 @@
+/**
+ * One client connection's write side: every frame the client writes goes
+ * through it (sends, requests, receipts, presence, `received`
+ * confirmations), in the order it was queued.
+ *
+ * It owns the frames not yet written, the one transport write that may be
+ * waiting for room, and the fiber that finishes such a write (`run`). A
+ * `Connection` takes one write at a time (a socket keeps one waiter for a
+ * write the kernel did not take whole; docs/testing.md, known issue 16), so
+ * a write starts only when none waits, and never from two places at once.
+ *
+ * - `write` (a caller that waits for its frames to be handed over: sends,
+ *   requests) writes at once, together with every frame queued before it,
+ *   when no write waits; otherwise its frames wait behind that write.
+ * - `post` (frames nothing waits on: receipts) only queues: the fiber writes
+ *   what is queued once the fibers the scheduler runs before it had their
+ *   turn, so a receive burst's receipts go out in one transport write (one
+ *   syscall), not one each; an earlier `write` takes them along.
+ * - While a write waits for room, everything queued meanwhile goes out as
+ *   one write after it.
+ */
+import { Deferred, Effect, Exit, Latch } from "effect"
+import type { Connection } from "../transport/Connection.ts"
+import { ConnectionLost } from "./errors.ts"
+
+/** Why a batch was not handed over: the connection closed, or the writer stopped. */
+const lost: Exit.Exit<void, "lost"> = Exit.fail("lost")
+
+/**
+ * The fiber's yield before it writes posted frames: behind every task of the
+ * default priority (0) the scheduler runs in the same batch, so the fibers
+ * woken with it (the hand-off that acknowledges what the inbound fiber
+ * admitted) post first.
+ */
+const AFTER_OTHERS = Effect.yieldNowWith(1)
+
+/** A transport write that did not complete at once, and who waits for its frames. */
+interface Waiting {
+  readonly rest: Effect.Effect<void, unknown>
+  readonly done: Deferred.Deferred<void, "lost"> | undefined
+}
+
+/**
+ * The write side of one connection (see the module header). Owned by one
+ * `ClientConnection`, whose Scope runs `run`; its state is touched only by
+ * synchronous code.
+ */
+export class Outbox {
+  private readonly connection: Connection
+  /** Frames queued and not yet written, oldest first. */
+  private queued: Array<string> = []
+  /** Completes when the frames now queued are handed over; made when a `write` first waits on them. */
+  private queuedDone: Deferred.Deferred<void, "lost"> | undefined = undefined
+  /** The write the transport did not take whole, until it completes: no other starts meanwhile. */
+  private waiting: Waiting | undefined = undefined
+  /** Opens when the fiber has work: a waiting write, or posted frames. */
+  private readonly wake = Latch.makeUnsafe(false)
+  /** The fiber stopped: nothing queued from now on is written. */
+  private stopped = false
+  /** A transport write is being made (`writeQueued` is on the stack): a caller it resumes only queues. */
+  private writing = false
+
+  constructor(connection: Connection) {
+    this.connection = connection
+  }
+
+  /**
+   * Writes `texts` behind every frame queued before them and completes once
+   * they are handed over (for a socket: taken by the kernel). Fails with
+   * `ConnectionLost` (naming `operation`) when the connection closed first.
+   * Interrupted while its frames still wait behind a write, it takes them
+   * back: they are never written.
+   */
+  write(texts: ReadonlyArray<string>, operation: string): Effect.Effect<void, ConnectionLost> {
+    return Effect.suspend(() => {
+      if (this.stopped) return Effect.fail(new ConnectionLost({ operation }))
+      const done = this.queuedDone ??= Deferred.makeUnsafe<void, "lost">()
+      for (const text of texts) this.queued.push(text)
+      this.writeQueued()
+      return Deferred.await(done).pipe(
+        Effect.mapError(() => new ConnectionLost({ operation })),
+        Effect.onInterrupt(() => Effect.sync(() => this.withdraw(texts, done)))
+      )
+    })
+  }
+
+  /**
+   * Queues `texts` without waiting for them to be written: false when the
+   * fiber has stopped (the connection is closing or closed), and nothing
+   * was queued. A frame queued here that the connection's close cuts off is
+   * lost without a word: for frames that nothing waits on (receipts).
+   */
+  post(texts: ReadonlyArray<string>): boolean {
+    if (this.stopped) return false
+    for (const text of texts) this.queued.push(text)
+    this.wake.openUnsafe()
+    return true
+  }
+
+  /**
+   * Finishes writes the transport did not take whole, and writes posted
+   * frames, for ever: fork it in the connection's Scope. Woken for posted
+   * frames (at once, from the posting caller's stack), it yields first, behind
+   * every other task of the scheduler's batch, so that they can add to it.
+   */
+  get run(): Effect.Effect<never> {
+    return Effect.forever(Effect.andThen(this.wake.await, this.turn), { disableYield: true }).pipe(
+      Effect.ensuring(Effect.sync(() => this.stop()))
+    )
+  }
+
+  /** Stops: what is queued is never written, and its waiters fail. */
+  private stop(): void {
+    this.stopped = true
+    const done = this.queuedDone
+    this.queued = []
+    this.queuedDone = undefined
+    if (done !== undefined) Deferred.doneUnsafe(done, lost)
+  }
+
+  /** Takes `texts` back out of the queue if they were not written yet. */
+  private withdraw(texts: ReadonlyArray<string>, done: Deferred.Deferred<void, "lost">): void {
+    if (this.queuedDone !== done) return
+    const queued = this.queued
+    for (const text of texts) {
+      const at = queued.lastIndexOf(text)
+      if (at >= 0) queued.splice(at, 1)
+    }
+  }
+
+  /**
+   * Writes everything queued as one transport write, unless a write is waiting or being made.
+   * Waiters are resumed only once the state is settled: a resumed caller may write again at once
+   * (re-entrantly), and must find the waiting write, or queue behind the one being made.
+   */
+  private writeQueued(): void {
+    if (this.waiting !== undefined || this.writing) return
+    this.writing = true
+    const completed: Array<Deferred.Deferred<void, "lost">> = []
+    while (this.queued.length > 0 && this.waiting === undefined) {
+      const frames = this.queued
+      const done = this.queuedDone
+      this.queued = []
+      this.queuedDone = undefined
+      const rest = this.connection.write(frames)
+      // The connection is full (or refused the write): the fiber finishes it; later frames queue behind it.
+      if (rest !== undefined) this.waiting = { rest, done }
+      else if (done !== undefined) completed.push(done)
+    }
+    this.writing = false
+    if (this.waiting !== undefined) this.wake.openUnsafe()
+    for (const done of completed) Deferred.doneUnsafe(done, Exit.void)
+  }
+
+  /** One turn of the fiber: the waiting write to its end, then what was posted. */
+  private get turn(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.wake.closeUnsafe()
+      const waiting = this.waiting
+      if (waiting === undefined) return Effect.andThen(AFTER_OTHERS, this.writePosted)
+      return waiting.rest.pipe(
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            this.waiting = undefined
+            // What queued behind it goes next, as one write (not from a fiber being stopped).
+            if (!Exit.hasInterrupts(exit)) this.writeQueued()
+            if (waiting.done !== undefined) Deferred.doneUnsafe(waiting.done, Exit.isSuccess(exit) ? Exit.void : lost)
+          })
+        ),
+        Effect.ignore
+      )
+    })
+  }
+
+  private get writePosted(): Effect.Effect<void> {
+    return Effect.sync(() => this.writeQueued())
+  }
+}
