@@ -34,8 +34,12 @@ const splits = (n: number): boolean => Number.isSafeInteger(n) && !Object.is(n, 
 /** The high half of `n`: `Math.floor(n / 2²⁷)`, or `n` itself when it is not split. */
 export const highOf = (n: number): number => splits(n) ? Math.floor(n / SPLIT) | 0 : n
 
-/** The low half of `n` given its high half: in [0, 2²⁷), or −1 when `n` is not split. */
-export const lowOf = (n: number, high: number): number => splits(n) ? (n - high * SPLIT) | 0 : WHOLE
+/**
+ * The low half of `n` given its high half: in [0, 2²⁷), or −1 when `n` is
+ * kept whole — not split, or its own high half (0 and −1, read back the same
+ * either way): no second test of `n`.
+ */
+export const lowOf = (n: number, high: number): number => high === n ? WHOLE : (n - high * SPLIT) | 0
 
 /** The number whose halves are `high` and `low`. */
 export const joined = (high: number, low: number): number => low === WHOLE ? high : high * SPLIT + low
