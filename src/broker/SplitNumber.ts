@@ -12,7 +12,8 @@
  * Exact for every number: `joined(highOf(n), lowOf(n, highOf(n)))` is `n`.
  * A number that is not a safe integer (a fraction, an infinity, NaN, −0) is
  * kept whole in the high half, with the low half −1 to say so: it keeps its
- * value, only not as two small integers.
+ * value, only not as two small integers (0 and −1, their own high halves,
+ * are kept whole too, still small integers).
  *
  * Owner: none (pure functions).
  */
