@@ -41,6 +41,7 @@ import { randomInt } from "node:crypto"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
+import { highOf, joined, lowOf } from "./SplitNumber.ts"
 
 /** The outcome field of a record whose replay part is not kept: never answered to anyone. */
 const NOT_RECORDED: Outcome = { ok: false, code: DeliveryCode.DeliveryFailed, reason: "not recorded", retryable: true }
@@ -113,6 +114,8 @@ export const idHash = (id: string, seed: number): number => {
  * fingerprint fields are meaningful while `recorded`, the route fields while
  * `routed`; the links and `parts` belong to the table. Few fields, most of
  * them shared strings or small integers: it is kept by the hundred thousand.
+ * The two times and the text hash are kept in halves (SplitNumber.ts), so no
+ * field of a record points to a heap number of its own.
  */
 export class OutboundRecord implements Fingerprint {
   readonly senderKey: string
@@ -121,13 +124,14 @@ export class OutboundRecord implements Fingerprint {
   // --- The replay record (P46) ---------------------------------------------------
   targetId = ""
   textLength = 0
-  textHash = 0
+  private textHashHigh = 0
+  private textHashLow = 0
   /** The fingerprint's other fields, when any is not at its default. */
   rare: RareFingerprint | undefined = undefined
   /** What the send came to, as answered and replayed. */
   outcome: Outcome = NOT_RECORDED
-  /** When the record was (last) kept (broker clock, ms). */
-  recordedAt = 0
+  private recordedAtHigh = 0
+  private recordedAtLow = 0
   /** Estimated memory of the record (DeliveryRecords' byte bound). */
   bytes = 0
   olderRecord: OutboundRecord | undefined = undefined
@@ -143,8 +147,8 @@ export class OutboundRecord implements Fingerprint {
   senderIncarnation = 0
   receiverKey = ""
   receiverIncarnation = 0
-  /** When the route was (last) added (broker clock, ms). */
-  routedAt = 0
+  private routedAtHigh = 0
+  private routedAtLow = 0
   olderRoute: OutboundRecord | undefined = undefined
   newerRoute: OutboundRecord | undefined = undefined
 
@@ -152,6 +156,36 @@ export class OutboundRecord implements Fingerprint {
     this.senderKey = senderKey
     this.id = id
     if (fingerprint !== undefined) this.fingerprintFrom(fingerprint)
+  }
+
+  /** The text's hash (`hash`), a fingerprint field. */
+  get textHash(): number {
+    return joined(this.textHashHigh, this.textHashLow)
+  }
+
+  set textHash(value: number) {
+    this.textHashHigh = highOf(value)
+    this.textHashLow = lowOf(value, this.textHashHigh)
+  }
+
+  /** When the record was (last) kept (broker clock, ms). */
+  get recordedAt(): number {
+    return joined(this.recordedAtHigh, this.recordedAtLow)
+  }
+
+  set recordedAt(value: number) {
+    this.recordedAtHigh = highOf(value)
+    this.recordedAtLow = lowOf(value, this.recordedAtHigh)
+  }
+
+  /** When the route was (last) added (broker clock, ms). */
+  get routedAt(): number {
+    return joined(this.routedAtHigh, this.routedAtLow)
+  }
+
+  set routedAt(value: number) {
+    this.routedAtHigh = highOf(value)
+    this.routedAtLow = lowOf(value, this.routedAtHigh)
   }
 
   /** The replay part is kept (on the record list). */
