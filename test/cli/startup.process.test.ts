@@ -39,6 +39,16 @@ const oldNode = ((): string | undefined => {
   return undefined
 })()
 
+/** An agent dir and TMPDIR of their own, and where a broker started there keeps its bundle's code cache. */
+const brokerCacheSetUp = Effect.map(tempDir("ei-bc-"), (tmp) => {
+  const agentDir = path.join(tmp, "agent")
+  const cacheFile = brokerCacheFile(path.join(BIN, "broker.cjs"), {
+    cacheDir: privateCacheDir(tmp, uid),
+    getBuiltinModule: process.getBuiltinModule
+  }) ?? ""
+  return { agentDir, cacheFile, env: { ...envWithTmp(tmp), HOME: tmp, PI_CODING_AGENT_DIR: agentDir } }
+})
+
 describe("startup of the built executable", () => {
   it("the broker and send bundles hold none of effect/cli (only the full program loads it)", () => {
     for (const bundle of ["broker.cjs", "client.cjs"]) {
@@ -64,13 +74,7 @@ describe("startup of the built executable", () => {
 
   it.live("a broker writes the code cache of its start as it stops; the next broker uses it as it is", () =>
     Effect.gen(function*() {
-      const tmp = yield* tempDir("ei-bc-")
-      const agentDir = path.join(tmp, "agent")
-      const env = { ...envWithTmp(tmp), HOME: tmp, PI_CODING_AGENT_DIR: agentDir }
-      const cacheFile = brokerCacheFile(path.join(BIN, "broker.cjs"), {
-        cacheDir: privateCacheDir(tmp, uid),
-        getBuiltinModule: process.getBuiltinModule
-      }) ?? ""
+      const { agentDir, cacheFile, env } = yield* brokerCacheSetUp
       const run = Effect.scoped(Effect.gen(function*() {
         // No --idle-exit: that flag takes the full program, which runs no bundle (argv.ts).
         const broker = yield* startBroker(["--dir", agentDir], env)
@@ -94,13 +98,7 @@ describe("startup of the built executable", () => {
 
   it.live("a broker that keeps running writes the code cache of its start once it has run a while", () =>
     Effect.gen(function*() {
-      const tmp = yield* tempDir("ei-bc-")
-      const agentDir = path.join(tmp, "agent")
-      const env = { ...envWithTmp(tmp), HOME: tmp, PI_CODING_AGENT_DIR: agentDir }
-      const cacheFile = brokerCacheFile(path.join(BIN, "broker.cjs"), {
-        cacheDir: privateCacheDir(tmp, uid),
-        getBuiltinModule: process.getBuiltinModule
-      }) ?? ""
+      const { agentDir, cacheFile, env } = yield* brokerCacheSetUp
       const broker = yield* startBroker(["--dir", agentDir, "--durability", "memory"], env)
       // A session keeps it from its idle exit, whose shutdown would write the cache too.
       yield* registerSession(path.join(agentDir, "intercom", "broker.sock"), "bob")

@@ -14,6 +14,7 @@ import * as Database from "../../src/store/Database.ts"
 import { DatabaseOpenFailed } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { snapshot } from "../../src/store/migrations/snapshot.ts"
+import { countedMigrations } from "./fixtures/schema.ts"
 import { tempDir } from "./support.ts"
 
 const openOnly = (options: Database.DatabaseOptions) => Effect.scoped(Effect.asVoid(Layer.build(Database.layer(options))))
@@ -44,12 +45,7 @@ const fileIn = (name: string) => Effect.map(tempDir, (dir) => path.join(dir, nam
 
 /** Counts its runs in `runs`: 0001 makes the tables and writes 1, 0002 writes 2. */
 const counted: Record<string, Migration> = {
-  "0001_items": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`
-    yield* sql`CREATE TABLE runs (n INTEGER NOT NULL)`
-    yield* sql`INSERT INTO runs (n) VALUES (1)`
-  }),
+  ...countedMigrations,
   "0002_more": Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO runs (n) VALUES (2)`)
 }
 
