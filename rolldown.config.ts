@@ -15,7 +15,7 @@
  * - dist/bin/broker.cjs: the `broker` fast path (brokerEntry.ts), in one
  *   file of its own. A CommonJS script for the same reason as client.cjs:
  *   main.ts runs it through brokerBundle.ts, which keeps a V8 code cache of
- *   a start until `health_ok` (~20 ms of wall time, ~35 ms of CPU less than
+ *   a start until `health_ok` (about 30 ms of CPU and of wall time less than
  *   Node's compile cache, docs/performance.md "Startup, eleventh stop");
  *   loaded as a script, it also skips the ES module facades of the node:
  *   built-ins it imports.
