@@ -12,8 +12,13 @@
  *
  * - dist/bin/intercom.mjs: main.ts alone (a few KB). It picks a path and
  *   imports one of the other three.
- * - dist/bin/broker.mjs: the `broker` fast path (brokerEntry.ts), in one
- *   file of its own.
+ * - dist/bin/broker.cjs: the `broker` fast path (brokerEntry.ts), in one
+ *   file of its own. A CommonJS script for the same reason as client.cjs:
+ *   main.ts runs it through brokerBundle.ts, which keeps a V8 code cache of
+ *   a start until `health_ok` (about 30 ms of CPU and of wall time less than
+ *   Node's compile cache, docs/performance.md "Startup, eleventh stop");
+ *   loaded as a script, it also skips the ES module facades of the node:
+ *   built-ins it imports.
  * - dist/bin/client.cjs: the `send` fast path (clientEntry.ts), in one file
  *   of its own: the client and session runtime without effect/cli. A
  *   CommonJS script rather than a module: main.ts runs it through
@@ -43,9 +48,27 @@ const output: OutputOptions = {
   sourcemap: true
 }
 
+/**
+ * The broker and send bundles: CommonJS scripts in one file, which
+ * cachedBundle.ts compiles with a code cache of its own. ASCII only
+ * (non-ASCII escaped in strings): it decodes the text on every start, and a
+ * text with one non-ASCII character becomes a two-byte string: 5.7 ms to
+ * decode instead of 1.7 (the send bundle's figures).
+ */
+const SCRIPT_OUTPUT: OutputOptions = {
+  ...output,
+  format: "cjs",
+  entryFileNames: "[name].cjs",
+  codeSplitting: false,
+  charset: "ascii"
+}
+
+/** effect's ConfigProvider.fromEnv spreads `import.meta?.env` (a bundler's env): undefined in Node, as in the other bundles. */
+const IMPORT_META_ENV: Readonly<Record<string, string>> = { "import.meta.env": "undefined" }
+
 /** main.ts's dynamic imports of the paths become imports of their bundles. */
 const PATHS: Readonly<Record<string, string>> = {
-  "./brokerEntry.ts": "./broker.mjs",
+  "./brokerEntry.ts": "./broker.cjs",
   "./clientEntry.ts": "./client.cjs",
   "./program.ts": "./program.mjs"
 }
@@ -89,16 +112,14 @@ export default defineConfig([
   {
     input: { broker: "src/cli/brokerEntry.ts" },
     platform: "node",
-    output: { ...output, codeSplitting: false }
+    transform: { define: IMPORT_META_ENV },
+    output: SCRIPT_OUTPUT
   },
   {
     input: { client: "src/cli/clientEntry.ts" },
     platform: "node",
-    // effect's ConfigProvider.fromEnv spreads `import.meta?.env` (a bundler's env): undefined in Node, as in the other bundles.
-    transform: { define: { "import.meta.env": "undefined" } },
-    // ASCII only (non-ASCII escaped in strings): sendBundle.ts decodes the text on every send, and a
-    // text with one non-ASCII character becomes a two-byte string: 5.7 ms to decode instead of 1.7.
-    output: { ...output, format: "cjs", entryFileNames: "[name].cjs", codeSplitting: false, charset: "ascii" }
+    transform: { define: IMPORT_META_ENV },
+    output: SCRIPT_OUTPUT
   },
   {
     input: { program: "src/cli/program.ts" },

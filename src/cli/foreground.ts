@@ -29,6 +29,24 @@ import { scopedWithGrace } from "./shutdown.ts"
 /** How long the broker's shutdown may take before the process gives up on it. */
 export const SHUTDOWN_GRACE = Duration.seconds(3)
 
+/**
+ * How long after its ready line the broker writes its bundle's code cache
+ * (brokerBundle.ts) when it found none it could use: long enough for the
+ * spawner's health probe and its first session, whose code the cache then
+ * holds too. A broker that stops sooner writes it as it stops.
+ */
+export const CODE_CACHE_DELAY = Duration.seconds(1)
+
+/** What the process running `runForeground` adds to it. */
+export interface ForegroundOptions {
+  /**
+   * Writes the code cache of the bundle this broker runs from; called once,
+   * `CODE_CACHE_DELAY` after the ready line or at shutdown, whichever comes
+   * first. Absent when the broker runs from anything else.
+   */
+  readonly persistCodeCache?: (() => void) | undefined
+}
+
 /** Prints `message` on stderr and ends the command with exit code 1. */
 export const failWith = (message: string): Effect.Effect<never, ExitCode> =>
   Console.error(message).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
@@ -61,9 +79,11 @@ export const describeSocket = (paths: IntercomPaths): string =>
  * either way the scope closes, which ends every session socket, removes the
  * socket file (if still its own) and pid file, and lets the lifetime lock go. Prints
  * `Intercom broker started (pid: N)` on stdout once it listens; a startup
- * error goes to stderr and ends the command with exit code 1.
+ * error goes to stderr and ends the command with exit code 1. With
+ * `foreground.persistCodeCache` the bundle's code cache is written once the
+ * broker has run `CODE_CACHE_DELAY`, or as it stops if sooner.
  */
-export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode> =>
+export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions = {}): Effect.Effect<void, ExitCode> =>
   Effect.gen(function*() {
     yield* ignoreStdioErrors
     const missing = sqliteMissing(isBuiltin, process.version)
@@ -99,6 +119,11 @@ export const runForeground = (flags: BrokerFlags): Effect.Effect<void, ExitCode>
     yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
     const capWarning = sessionCapWarning(flags.maxSessions ?? DEFAULT_MAX_SESSIONS, yield* openFileLimit)
     if (capWarning !== undefined) yield* Effect.logWarning(capWarning)
+    if (foreground.persistCodeCache !== undefined) {
+      const persist = Effect.sync(foreground.persistCodeCache) // writes at most once (cachedBundle.ts)
+      yield* Effect.addFinalizer(() => persist)
+      yield* Effect.forkScoped(Effect.andThen(Effect.sleep(CODE_CACHE_DELAY), persist))
+    }
     const idle = yield* Effect.raceFirst(Effect.as(handle.idleExit, true), Effect.as(handle.socketLost, false))
     yield* idle
       ? Effect.logInfo("Idle: no sessions left, shutting down")

@@ -8,13 +8,15 @@
  * fast. A well-formed `broker` argv (argv.ts) runs through the lean
  * brokerEntry.ts, a well-formed `send` (clientArgv.ts) through the lean
  * clientEntry.ts; anything else loads the effect/cli program (program.ts).
- * Each path loads only its own code (its own bundle, dist/bin/broker.mjs,
- * dist/bin/client.cjs or dist/bin/program.mjs): the broker and the program
- * by dynamic import, the send bundle through sendBundle.ts, which keeps a
- * code cache of a whole send (the unbundled tsc build has no client.cjs and
- * imports clientEntry.ts).
+ * Each path loads only its own code (its own bundle, dist/bin/broker.cjs,
+ * dist/bin/client.cjs or dist/bin/program.mjs): the program by dynamic
+ * import, the broker and send bundles through brokerBundle.ts and
+ * sendBundle.ts, which keep a V8 code cache of a start until `health_ok` and
+ * of a whole send (cachedBundle.ts; the unbundled tsc build has neither
+ * bundle and imports brokerEntry.ts or clientEntry.ts).
  */
 import { parseBrokerArgv } from "./argv.ts"
+import { loadBrokerBundle } from "./brokerBundle.ts"
 import { parseSendArgv } from "./clientArgv.ts"
 import { enableCompileCache } from "./compileCache.ts"
 import { loadSendBundle } from "./sendBundle.ts"
@@ -42,15 +44,14 @@ const compileCache = enableCompileCache({
 const args = process.argv.slice(2)
 const flags = parseBrokerArgv(args)
 const send = flags === undefined ? parseSendArgv(args) : undefined
+const cacheDir = compileCache._tag === "Enabled" ? compileCache.directory : undefined
 if (flags !== undefined) {
-  const { runBrokerProcess } = await import("./brokerEntry.ts")
-  runBrokerProcess(flags)
+  const bundle = loadBrokerBundle({ bundle: new URL("./broker.cjs", import.meta.url), cacheDir, getBuiltinModule: builtin })
+  const entry = bundle?.entry ?? (await import("./brokerEntry.ts"))
+  // The broker writes the cache itself once it has run a while (foreground.ts).
+  entry.runBrokerProcess(flags, bundle?.persist)
 } else if (send !== undefined) {
-  const bundle = loadSendBundle({
-    bundle: new URL("./client.cjs", import.meta.url),
-    cacheDir: compileCache._tag === "Enabled" ? compileCache.directory : undefined,
-    getBuiltinModule: builtin
-  })
+  const bundle = loadSendBundle({ bundle: new URL("./client.cjs", import.meta.url), cacheDir, getBuiltinModule: builtin })
   const entry = bundle?.entry ?? (await import("./clientEntry.ts"))
   if (entry.runSendProcess(send)) {
     // After a send that succeeded, so that the cache holds the code of a whole send.

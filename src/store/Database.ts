@@ -12,7 +12,11 @@
  * applied id in the table `effect_sql_migrations` (`migration_id`, `name`,
  * `created_at`) in the same transaction as the migration itself. A file
  * that already records this build's highest id has nothing pending, and the
- * Migrator is not started for it.
+ * Migrator is not started for it. A file that holds nothing yet (a broker's
+ * first start in an agent dir) is given the schema of
+ * `migrations/snapshot.ts` in one transaction instead, with the migrations it
+ * stands for recorded as the Migrator records them; the Migrator then runs
+ * only registered migrations newer than the snapshot, if any.
  *
  * "Newer schema" is judged by that table, not by `PRAGMA user_version`: the
  * highest recorded `migration_id` above the highest id registered in this
@@ -31,6 +35,10 @@ import {
   type StoreOpenError
 } from "./errors.ts"
 import { type Migration, migrations as registered } from "./migrations/index.ts"
+import {
+  CREATE_MIGRATIONS_TABLE,
+  RECORD_MIGRATION,
+  type SchemaSnapshot, snapshot as buildSnapshot } from "./migrations/snapshot.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 import { sqliteErrcode } from "./SqliteFaults.ts"
 
@@ -45,6 +53,12 @@ export interface DatabaseOptions {
   readonly synchronous?: SqliteClient.Synchronous | undefined
   /** The migrations to run; default: this build's registry. Tests pass their own. */
   readonly migrations?: Readonly<Record<string, Migration>> | undefined
+  /**
+   * The schema a new, empty file gets in one step instead of the migrations
+   * it stands for; default: this build's (`migrations/snapshot.ts`) when
+   * `migrations` is not given, none when it is. Tests pass their own.
+   */
+  readonly snapshot?: SchemaSnapshot | undefined
   /** Loads `node:sqlite` (see `SqliteClient.SqliteClientOptions`). */
   readonly loadSqlite?: (() => SqliteClient.SqliteModule | undefined) | undefined
 }
@@ -147,17 +161,18 @@ const prepareFile = (file: string): Effect.Effect<void, StoreOpenError> =>
 
 /**
  * Refuses a database that records a migration id above `known`; otherwise
- * the highest id it records, or `undefined` when it has no migrations table.
+ * the highest id it records, `undefined` when it has no migrations table,
+ * or `"empty"` when it holds no schema object at all (a new file).
  */
 const refuseNewer = (
   sql: SqlClient.SqlClient,
   file: string,
   known: number
-): Effect.Effect<number | undefined, StoreOpenError> =>
+): Effect.Effect<number | undefined | "empty", StoreOpenError> =>
   Effect.gen(function*() {
-    const tables = yield* sql<{ readonly name: string }>`SELECT name FROM sqlite_master
-      WHERE type = 'table' AND name = ${MIGRATIONS_TABLE}`
-    if (tables.length === 0) return undefined
+    const objects = yield* sql<{ readonly name: string }>`SELECT name FROM sqlite_master`
+    if (objects.length === 0) return "empty"
+    if (!objects.some((object) => object.name === MIGRATIONS_TABLE)) return undefined
     const rows = yield* sql<{ readonly id: number | null }>`SELECT max(migration_id) AS id FROM ${
       sql(MIGRATIONS_TABLE)
     }`
@@ -165,6 +180,41 @@ const refuseNewer = (
     if (found > known) return yield* new DatabaseTooNew({ file, found, known })
     return found
   }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(file, error))))
+
+/** The `[id, name]` of each migration of `registry` up to `through`, as the Migrator reads its keys. */
+export const migrationsThrough = (
+  registry: Readonly<Record<string, Migration>>,
+  through: number
+): Array<readonly [id: number, name: string]> => {
+  const out: Array<readonly [number, string]> = []
+  for (const key of Object.keys(registry)) {
+    const match = /^(\d+)_(.+)$/.exec(key)
+    if (match?.[1] === undefined || match[2] === undefined) continue
+    const id = Number(match[1])
+    if (id <= through) out.push([id, match[2]])
+  }
+  return out.sort((a, b) => a[0] - b[0])
+}
+
+/**
+ * Gives an empty file the Migrator's table, the schema of `snapshot`, and
+ * the records of the migrations of `registry` it stands for, in one
+ * transaction; returns the highest id it stands for.
+ */
+const createFromSnapshot = (
+  batch: SqliteClient.SqliteBatchService,
+  file: string,
+  snapshot: SchemaSnapshot,
+  registry: Readonly<Record<string, Migration>>
+): Effect.Effect<number, StoreOpenError> =>
+  batch.transact([
+    { sql: CREATE_MIGRATIONS_TABLE, rows: [[]] },
+    ...snapshot.statements.map((statement) => ({ sql: statement, rows: [[]] })),
+    { sql: RECORD_MIGRATION, rows: migrationsThrough(registry, snapshot.through) }
+  ]).pipe(
+    Effect.as(snapshot.through),
+    Effect.catchTag("SqlError", (error) => Effect.fail(openError(file, error)))
+  )
 
 /** Runs the pending migrations of `registry`. */
 const migrate = (
@@ -204,7 +254,12 @@ const open = (
       loadSqlite: options.loadSqlite
     }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error))))
     const known = highestMigrationId(registry)
-    const recorded = yield* refuseNewer(sql, label, known)
+    const found = yield* refuseNewer(sql, label, known)
+    // A new file gets the snapshot in one step (~13 ms of CPU less than the Migrator for this build's).
+    const snapshot = options.snapshot ?? (options.migrations === undefined ? buildSnapshot : undefined)
+    const recorded = found === "empty"
+      ? snapshot === undefined ? undefined : yield* createFromSnapshot(batch, label, snapshot, registry)
+      : found
     // Effect's Migrator runs the registered ids above the highest recorded one: none when they are equal.
     // Skipping it then saves every broker start after the first its cold-start cost (~5 ms of CPU).
     if (recorded === undefined || recorded < known) yield* migrate(sql, label, registry)

@@ -98,6 +98,17 @@ describe("the send bundle's loader", () => {
       assert.strictEqual(after.mtimeMs, before.mtimeMs)
     }))
 
+  it.effect("writes the cache at most once per run, however often persist is called", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("ei-sb-")
+      const deps = setUp(dir, bundleText(1), dir)
+      const loaded = load(deps).loaded
+      loaded.persist()
+      fs.rmSync(cacheFileOf(deps))
+      loaded.persist() // the broker calls it from its timer and again as it stops
+      assert.isFalse(fs.existsSync(cacheFileOf(deps)))
+    }))
+
   it.effect("does not use a cache made from other text of the same length, and replaces it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("ei-sb-")

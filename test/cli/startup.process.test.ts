@@ -1,17 +1,19 @@
 /**
  * The built executable's start: its compile cache (private per user, never a
- * reason to fail), the `send` bundle's own code cache, what the fast paths'
- * bundles leave out, and a Node.js too old to run a broker (the system Node
- * where there is one).
+ * reason to fail), the `send` and `broker` bundles' own code caches, what the
+ * fast paths' bundles leave out, and a Node.js too old to run a broker (the
+ * system Node where there is one).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect, Schedule } from "effect"
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { createHash } from "node:crypto"
+import { brokerCacheFile } from "../../src/cli/brokerBundle.ts"
 import { privateCacheDir } from "../../src/cli/compileCache.ts"
+import { CODE_CACHE_DELAY } from "../../src/cli/foreground.ts"
 import { sendCacheFile } from "../../src/cli/sendBundle.ts"
 import { childEnv, runChild } from "../support/process.ts"
 import { MAIN, mode, registerSession, startBroker, tempDir } from "./support.ts"
@@ -37,24 +39,79 @@ const oldNode = ((): string | undefined => {
   return undefined
 })()
 
+/** An agent dir and TMPDIR of their own, and where a broker started there keeps its bundle's code cache. */
+const brokerCacheSetUp = Effect.map(tempDir("ei-bc-"), (tmp) => {
+  const agentDir = path.join(tmp, "agent")
+  const cacheFile = brokerCacheFile(path.join(BIN, "broker.cjs"), {
+    cacheDir: privateCacheDir(tmp, uid),
+    getBuiltinModule: process.getBuiltinModule
+  }) ?? ""
+  return { agentDir, cacheFile, env: { ...envWithTmp(tmp), HOME: tmp, PI_CODING_AGENT_DIR: agentDir } }
+})
+
 describe("startup of the built executable", () => {
   it("the broker and send bundles hold none of effect/cli (only the full program loads it)", () => {
-    for (const bundle of ["broker.mjs", "client.cjs"]) {
+    for (const bundle of ["broker.cjs", "client.cjs"]) {
       const text = fs.readFileSync(path.join(BIN, bundle), "utf8")
       assert.notInclude(text, "~effect/cli/", bundle)
     }
   })
 
-  it("the send bundle imports nothing dynamically (sendBundle.ts runs it as a script, which has no module loader)", () => {
-    const text = fs.readFileSync(path.join(BIN, "client.cjs"), "utf8")
-    assert.notMatch(text, /\bimport\(/)
+  it("the broker and send bundles import nothing dynamically (cachedBundle.ts runs them as scripts, which have no module loader)", () => {
+    for (const bundle of ["broker.cjs", "client.cjs"]) {
+      const text = fs.readFileSync(path.join(BIN, bundle), "utf8")
+      assert.notMatch(text, /\bimport\(/, bundle)
+    }
   })
 
-  it("the send bundle is ASCII, so that its text decodes to a one-byte string", () => {
-    const text = fs.readFileSync(path.join(BIN, "client.cjs"), "utf8")
-    const first = /[^\x00-\x7f]/.exec(text)
-    assert.isNull(first, `non-ASCII at ${first?.index}: ${text.slice((first?.index ?? 0) - 40, (first?.index ?? 0) + 10)}`)
+  it("the broker and send bundles are ASCII, so that their text decodes to a one-byte string", () => {
+    for (const bundle of ["broker.cjs", "client.cjs"]) {
+      const text = fs.readFileSync(path.join(BIN, bundle), "utf8")
+      const first = /[^\x00-\x7f]/.exec(text)
+      assert.isNull(first, `${bundle}: non-ASCII at ${first?.index}: ${text.slice((first?.index ?? 0) - 40, (first?.index ?? 0) + 10)}`)
+    }
   })
+
+  it.live("a broker writes the code cache of its start as it stops; the next broker uses it as it is", () =>
+    Effect.gen(function*() {
+      const { agentDir, cacheFile, env } = yield* brokerCacheSetUp
+      const run = Effect.scoped(Effect.gen(function*() {
+        // No --idle-exit: that flag takes the full program, which runs no bundle (argv.ts).
+        const broker = yield* startBroker(["--dir", agentDir], env)
+        yield* registerSession(path.join(agentDir, "intercom", "broker.sock"), "bob")
+        yield* broker.kill("SIGTERM")
+        const outcome = yield* broker.waitExit()
+        assert.strictEqual(outcome.code, 0, broker.stderr())
+      }))
+
+      yield* run // stopped well before CODE_CACHE_DELAY: the cache is written as it stops
+      const bundleHash = createHash("sha256").update(fs.readFileSync(path.join(BIN, "broker.cjs"))).digest()
+      assert.isTrue(fs.readFileSync(cacheFile).subarray(0, 32).equals(bundleHash))
+      assert.strictEqual(mode(cacheFile), 0o600)
+      const written = fs.statSync(cacheFile)
+
+      yield* run
+      const after = fs.statSync(cacheFile)
+      assert.strictEqual(after.ino, written.ino, "V8 took the cache: it was not written again")
+      assert.strictEqual(after.mtimeMs, written.mtimeMs)
+    }), 30_000)
+
+  it.live("a broker that keeps running writes the code cache of its start once it has run a while", () =>
+    Effect.gen(function*() {
+      const { agentDir, cacheFile, env } = yield* brokerCacheSetUp
+      const broker = yield* startBroker(["--dir", agentDir, "--durability", "memory"], env)
+      // A session keeps it from its idle exit, whose shutdown would write the cache too.
+      yield* registerSession(path.join(agentDir, "intercom", "broker.sock"), "bob")
+      // Polled: the broker writes it CODE_CACHE_DELAY after its ready line, on its own clock.
+      const found = yield* Effect.sync(() => fs.existsSync(cacheFile)).pipe(
+        Effect.repeat({
+          schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo({ duration: Duration.sum(CODE_CACHE_DELAY, Duration.seconds(20)) })),
+          until: (exists) => exists
+        })
+      )
+      assert.isTrue(found, `no ${cacheFile} while the broker runs`)
+      assert.isUndefined(broker.outcome(), "the broker still runs")
+    }), 40_000)
 
   it.live("a send that succeeded leaves the code cache of a whole send; the next send uses it as it is", () =>
     Effect.gen(function*() {

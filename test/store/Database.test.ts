@@ -11,6 +11,7 @@ import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
 import { DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
+import { countedMigrations } from "./fixtures/schema.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
 
 /** Runs `use` against `Database.layer(options)`, closing the database afterwards. */
@@ -22,14 +23,7 @@ const withDatabase = <A, E>(
 const openOnly = (options: Database.DatabaseOptions) => withDatabase(options, Effect.void)
 
 /** A migration creating `items` and counting its own runs in `runs`. */
-const testMigrations: Record<string, Migration> = {
-  "0001_items": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`
-    yield* sql`CREATE TABLE runs (n INTEGER NOT NULL)`
-    yield* sql`INSERT INTO runs (n) VALUES (1)`
-  })
-}
+const testMigrations = countedMigrations
 
 const dbFile = Effect.map(tempDir, (dir) => path.join(dir, "intercom", "intercom.db"))
 

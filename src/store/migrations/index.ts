@@ -24,6 +24,11 @@
  * above the highest one registered here was written by a newer build and is
  * refused (`DatabaseTooNew`).
  *
+ * A new, empty file is not migrated: it gets `snapshot.ts`, the schema these
+ * migrations leave, in one step. So a new migration also updates the
+ * snapshot (its `through` and statements); test/store/snapshot.test.ts fails
+ * until it does, and prints the statements it expects.
+ *
  * Each migration is one Effect over `SqlClient`, run inside the Migrator's
  * transaction; one statement per `sql` call (the driver refuses SQL text with
  * several statements rather than silently running only the first).
