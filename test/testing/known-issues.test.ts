@@ -376,40 +376,6 @@ describe("fixed: a client's writes from many fibers wait their turn (known issue
   }
 })
 
-describe("fixed: a confirmation read in the batch whose answer finds the connection gone still counts (known issue 17)", () => {
-  // Seed 68711 (--delivery): the broker stopped reading D (its held limit: D's flood waited for A, whose
-  // writes were slow); D's client read B's replace m15 and confirmed it, and its liveness probe, behind
-  // the held frames, timed out (the wall clock jump let 47 s pass with A still slow): D's client
-  // destroyed its connection. Then A's outbox made room, the broker read D's probe `list` and the
-  // `received` after it in one batch, the answer to the list met the destroyed connection and closed
-  // it, and the rest of the batch was never handled: custody sent m15 to D's next connection.
-  const ops: ReadonlyArray<Op> = [
-    { _tag: "Stall", after: 1203, session: 2, side: "client", ms: 1407 },
-    { _tag: "Send", after: 2116, from: 2, to: 1 },
-    { _tag: "Send", after: 720, from: 1, to: 2 },
-    { _tag: "Send", after: 325, from: 2, to: 1 },
-    { _tag: "Status", after: 824, session: 0, busy: false },
-    { _tag: "Reply", after: 1737, from: 2 },
-    { _tag: "Flood", after: 314, from: 3, to: 0, count: 10, size: 6570, delayMs: 609 },
-    { _tag: "Ask", after: 0, from: 0, to: 2, timeoutMs: 11000 },
-    { _tag: "CancelAsk", after: 1196, session: 1 },
-    { _tag: "DeliverySend", after: 317, from: 1, to: 3, mode: "replace", thread: 0, count: 4, gapMs: 133 },
-    { _tag: "Send", after: 1197, from: 1, to: 0 },
-    { _tag: "ClockJump", after: 0, ms: 46931 }
-  ]
-  // Durable only: in memory mode the run takes another course and D's connection is not replaced.
-  for (const brokerConnections of ["adopted", "accepted"] as const) {
-    it.effect(`D's liveness probe times out while the broker holds its confirmation back, and D reconnects: every invariant holds (durable, ${brokerConnections})`, () =>
-      Effect.gen(function*() {
-        const report = yield* runWorkload({ seed: 68711, brokerConnections, tolerate: [] }, ops)
-        assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
-        assert.isTrue(report.trace.some((line) => line.includes("D connected: link #9")), "D's connection was not replaced")
-      }))
-  }
-
-  it.effect("seed 68711 with delivery modes holds every invariant in durable mode", () =>
-    Effect.gen(function*() {
-      const report = yield* runWorkload({ seed: 68711, tolerate: [] }, undefined, { delivery: true })
-      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
-    }))
-})
+// Known issue 17 (a confirmation dropped with the batch its connection closed in) is tested in
+// test/broker/custody.test.ts: since the client's outbox (stop 33) its simulation workload no longer
+// reaches the window (docs/testing.md, known issue 17).
