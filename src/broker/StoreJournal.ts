@@ -188,7 +188,10 @@ export class StoreJournal {
   holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued"): void {
     // Never in ReadAcks, so its sender's key is not needed.
     this.heldAcks.push(new HeldAck(peer, "", messageId, delivery, this.appended, false))
-    this.commitSoon()
+    // Everything it waits for is stored already (a same-id retry answered from its record on a quiet
+    // broker): no commit will come to release it, so it goes now, behind the held ones before it.
+    if (this.appended <= this.stored) this.releaseStoredAcks()
+    else this.commitSoon()
   }
 
   /**
