@@ -277,37 +277,37 @@ describe("StoreJournal held acknowledgements", () => {
 })
 
 describe("StoreJournal.holdAck", () => {
+  /** A journal that records the acknowledgements it releases and counts how often it wakes the writer. */
+  const recording = () => {
+    const released: Array<string> = []
+    let woken = 0
+    const journal = new StoreJournal(() => {
+      woken++
+    }, 3_600_000, () => {}, (ready) => {
+      for (const ack of ready) released.push(ack.id)
+    })
+    return { journal, released, wakes: () => woken }
+  }
+
   // A same-id retry answered from its replay record on a quiet durable broker: nothing was left to
   // commit, so the held acknowledgement waited for a commit that never came (the sender's whole send
   // timeout; found by the kill -9 test, stop 33).
   it("releases an acknowledgement at once when every change it waits for is stored", () => {
-    const released: Array<string> = []
-    let wakes = 0
-    const journal = new StoreJournal(() => {
-      wakes++
-    }, 3_600_000, () => {}, (ready) => {
-      for (const ack of ready) released.push(ack.id)
-    })
+    const { journal, released, wakes } = recording()
     const peer = makePeer()
     assert.isTrue(journal.isStored)
     journal.holdAck(peer, "m1", "socket_delivered")
     assert.deepStrictEqual(released, ["m1"])
-    assert.strictEqual(wakes, 0, "nothing to commit: the writer is not woken")
+    assert.strictEqual(wakes(), 0, "nothing to commit: the writer is not woken")
   })
 
   it("holds an acknowledgement behind unstored changes until the commit that stores them", () => {
-    const released: Array<string> = []
-    let wakes = 0
-    const journal = new StoreJournal(() => {
-      wakes++
-    }, 3_600_000, () => {}, (ready) => {
-      for (const ack of ready) released.push(ack.id)
-    })
+    const { journal, released, wakes } = recording()
     const peer = makePeer()
     journal.putMail(mailFor("a:k1"))
     journal.holdAck(peer, "m2", "queued")
     assert.deepStrictEqual(released, [])
-    assert.strictEqual(wakes, 1, "the writer is woken to store what the acknowledgement waits for")
+    assert.strictEqual(wakes(), 1, "the writer is woken to store what the acknowledgement waits for")
     const taken = journal.take(2)
     assert.isDefined(taken)
     journal.committed(taken!)
