@@ -62,6 +62,13 @@ import { makeUnhandledMessages } from "./UnhandledMessages.ts"
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
 
+/**
+ * Receipts kept while no connection is live, at most (the oldest go first): a receipt only tells a
+ * sender what became of its message (P70), and a client that reads for long without a broker should
+ * not grow without bound.
+ */
+const MAX_UNPOSTED_RECEIPTS = 4_096
+
 /** The service interface and its models live in `models.ts`; re-exported for existing importers. */
 export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate } from "./models.ts"
 
@@ -142,6 +149,11 @@ const make = (
     let restoreProblems: string | undefined
     /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
     let unsent: ReadonlyArray<UnansweredSend> = []
+    /**
+     * Receipts posted while no connection was live, oldest first, for the next one (P70). The client's,
+     * not the caller's: a session generation that posted one may close before the connection is back.
+     */
+    let unpostedReceipts: Array<object> = []
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
     let health: HealthFields | undefined
 
@@ -195,6 +207,14 @@ const make = (
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
 
+    /** Posts the receipts kept while no connection was live, in order; what it refuses stays kept. */
+    const flushReceipts = (connection: ClientConnection): void => {
+      const kept = unpostedReceipts
+      let posted = 0
+      while (posted < kept.length && connection.postLater(kept[posted]!)) posted++
+      unpostedReceipts = posted === kept.length ? [] : kept.slice(posted)
+    }
+
     /**
      * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
      * An attempt that completes after `disconnect` is closed at once, never adopted (C-BRK-29).
@@ -207,6 +227,7 @@ const make = (
         }
         live = connection
         connections++
+        flushReceipts(connection)
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
         yield* Effect.forkIn(
@@ -405,12 +426,13 @@ const make = (
           health = mergeHealth(health, healthOf(update))
           return withConnection((c) => c.post(presenceFrame(update, c.features)))
         }),
-      // Queued on the live connection without a fiber; without one, a fiber waits for the next (P70).
+      // Queued on the live connection without a fiber; without one, kept for the next (P70).
       receipt: (receipt) =>
-        Effect.suspend(() => {
+        Effect.sync(() => {
           const frame = { type: "message_receipt", receipt }
-          if (!stopped && live !== undefined && live.postLater(frame)) return Effect.void
-          return Effect.asVoid(Effect.forkIn(Effect.ignore(withConnection((c) => c.post(frame))), connectionsScope))
+          if (stopped || (live !== undefined && live.postLater(frame))) return
+          unpostedReceipts.push(frame)
+          if (unpostedReceipts.length > MAX_UNPOSTED_RECEIPTS) unpostedReceipts.shift()
         }),
       publish: (request) =>
         withConnection((c) =>
