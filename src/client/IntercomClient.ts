@@ -36,7 +36,8 @@
  * the connection counters and state this module owns, so they stay beside
  * them. About 550 lines; the per-connection tables are ClientConnection.ts's,
  * the unanswered sends PendingSends.ts's, the unhandled messages
- * UnhandledMessages.ts's.
+ * UnhandledMessages.ts's, the receipts kept for the next connection
+ * KeptReceipts.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
@@ -58,16 +59,10 @@ import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 import { tracedSend } from "./tracing.ts"
 import { makeUnhandledMessages } from "./UnhandledMessages.ts"
+import { KeptReceipts } from "./KeptReceipts.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
-
-/**
- * Receipts kept while no connection is live, at most (the oldest go first): a receipt only tells a
- * sender what became of its message (P70), and a client that reads for long without a broker should
- * not grow without bound.
- */
-const MAX_UNPOSTED_RECEIPTS = 4_096
 
 /** The service interface and its models live in `models.ts`; re-exported for existing importers. */
 export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -149,11 +144,8 @@ const make = (
     let restoreProblems: string | undefined
     /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
     let unsent: ReadonlyArray<UnansweredSend> = []
-    /**
-     * Receipts posted while no connection was live, oldest first, for the next one (P70). The client's,
-     * not the caller's: a session generation that posted one may close before the connection is back.
-     */
-    let unpostedReceipts: Array<object> = []
+    /** Receipts posted while no connection was live, for the next one (P70, KeptReceipts.ts). */
+    const keptReceipts = new KeptReceipts()
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
     let health: HealthFields | undefined
 
@@ -207,14 +199,6 @@ const make = (
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
 
-    /** Posts the receipts kept while no connection was live, in order; what it refuses stays kept. */
-    const flushReceipts = (connection: ClientConnection): void => {
-      const kept = unpostedReceipts
-      let posted = 0
-      while (posted < kept.length && connection.postLater(kept[posted]!)) posted++
-      unpostedReceipts = posted === kept.length ? [] : kept.slice(posted)
-    }
-
     /**
      * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
      * An attempt that completes after `disconnect` is closed at once, never adopted (C-BRK-29).
@@ -227,7 +211,7 @@ const make = (
         }
         live = connection
         connections++
-        flushReceipts(connection)
+        keptReceipts.flush(connection.postLater)
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
         yield* Effect.forkIn(
@@ -431,8 +415,7 @@ const make = (
         Effect.sync(() => {
           const frame = { type: "message_receipt", receipt }
           if (stopped || (live !== undefined && live.postLater(frame))) return
-          unpostedReceipts.push(frame)
-          if (unpostedReceipts.length > MAX_UNPOSTED_RECEIPTS) unpostedReceipts.shift()
+          keptReceipts.keep(frame)
         }),
       publish: (request) =>
         withConnection((c) =>
