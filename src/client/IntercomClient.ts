@@ -36,7 +36,8 @@
  * the connection counters and state this module owns, so they stay beside
  * them. About 550 lines; the per-connection tables are ClientConnection.ts's,
  * the unanswered sends PendingSends.ts's, the unhandled messages
- * UnhandledMessages.ts's.
+ * UnhandledMessages.ts's, the receipts kept for the next connection
+ * KeptReceipts.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
@@ -58,6 +59,7 @@ import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 import { tracedSend } from "./tracing.ts"
 import { makeUnhandledMessages } from "./UnhandledMessages.ts"
+import { KeptReceipts } from "./KeptReceipts.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -142,6 +144,8 @@ const make = (
     let restoreProblems: string | undefined
     /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
     let unsent: ReadonlyArray<UnansweredSend> = []
+    /** Receipts posted while no connection was live, for the next one (P70, KeptReceipts.ts). */
+    const keptReceipts = new KeptReceipts()
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
     let health: HealthFields | undefined
 
@@ -207,6 +211,7 @@ const make = (
         }
         live = connection
         connections++
+        keptReceipts.flush(connection.postLater)
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
         yield* Effect.forkIn(
@@ -405,12 +410,12 @@ const make = (
           health = mergeHealth(health, healthOf(update))
           return withConnection((c) => c.post(presenceFrame(update, c.features)))
         }),
-      // Queued on the live connection without a fiber; without one, a fiber waits for the next (P70).
+      // Queued on the live connection without a fiber; without one, kept for the next (P70).
       receipt: (receipt) =>
-        Effect.suspend(() => {
+        Effect.sync(() => {
           const frame = { type: "message_receipt", receipt }
-          if (!stopped && live !== undefined && live.postLater(frame)) return Effect.void
-          return Effect.asVoid(Effect.forkIn(Effect.ignore(withConnection((c) => c.post(frame))), connectionsScope))
+          if (stopped || (live !== undefined && live.postLater(frame))) return
+          keptReceipts.keep(frame)
         }),
       publish: (request) =>
         withConnection((c) =>

@@ -188,7 +188,11 @@ export interface HostService {
   /**
    * Takes an inbound message. A failure (or defect) is retried every 100 ms
    * while the generation lives, and once more when it closes (C-DLV-12); later
-   * messages wait behind it.
+   * messages wait behind it. Runs uninterruptibly: a generation that closes
+   * meanwhile waits for it, and a success means the host took the message,
+   * which is then never handed to it again. A host that waits inside may make
+   * that wait `Effect.interruptible`, if an interruption there means it did
+   * not take the message.
    */
   readonly deliver: (inbound: Inbound) => Effect.Effect<void, unknown>
   /** Stores a history record; hosts without history omit it. */

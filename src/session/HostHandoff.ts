@@ -15,6 +15,9 @@
  * message not yet taken — the one being retried first, then the queued ones
  * in order — and abandons those the host still refuses, with a warning that
  * names the sender and the message id and the `inboundAbandoned` counter.
+ * An attempt is uninterruptible, so the fiber stops between two attempts,
+ * never inside one: whether the host took a message is what `deliver`
+ * returned, and one it took is never handed to it again (known issue 18).
  *
  * It owns the waiting messages: a FIFO (Fifo.ts) that the fiber, `enqueue` and
  * the finalizer touch only from synchronous code, and that the finalizer
@@ -115,22 +118,27 @@ export const makeHostHandoff = (
         return inbound
       })
 
-    /** One hand-off; a defect of the host counts as a refusal. */
+    /**
+     * One hand-off; a defect of the host counts as a refusal. Uninterruptible
+     * (known issue 18): an interruption that came in after the host took the
+     * message but before `deliver` returned turned that success into an
+     * interruption, and the finalizer's last attempt handed the message to the
+     * same host again. A closing generation waits for the attempt in progress.
+     */
     const attempt = (entry: Entry): Effect.Effect<Exit.Exit<void, unknown>> =>
-      Effect.flatMap(prepared(entry), (inbound) =>
+      Effect.uninterruptible(Effect.flatMap(prepared(entry), (inbound) =>
         handingOff(
           entry.context.trace,
           { "intercom.message.id": entry.context.message.id, "intercom.intent": inbound.intent },
           Effect.suspend(() => deliver(inbound))
         ).pipe(
-          // Bookkept in the same step as the success, so an interruption cannot split them.
           Effect.onExit((exit) =>
             Exit.isSuccess(exit)
               ? Effect.andThen(Effect.sync(() => leave(entry)), hooks.taken(entry.context))
               : Effect.void
           ),
           Effect.exit
-        ))
+        )))
 
     const handOver = (entry: Entry): Effect.Effect<void> =>
       Effect.gen(function*() {

@@ -2,10 +2,13 @@
  * A client's receipts (P70) are queued on its connection and written with
  * whatever else the same turn queued: a burst of received messages costs one
  * transport write for all its receipts, not one per receipt, and the caller
- * never waits for the write (in memory, against the fake broker).
+ * never waits for the write (in memory, against the fake broker). Posted
+ * with no live connection, they are kept by the client (the latest
+ * `MAX_KEPT_RECEIPTS`) and written on the next one (known issue 18).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { KeptReceipts, MAX_KEPT_RECEIPTS } from "../../src/client/KeptReceipts.ts"
 import { makeClient, memoryClientOptions, memoryFakeBroker, recordingWrites } from "./support.ts"
 
 const A_ID = "aaaaaaaa-0000-4000-8000-0000000000d1"
@@ -33,4 +36,51 @@ describe("IntercomClient receipts", () => {
         ["m1", "m2", "m3"].map((messageId) => JSON.stringify({ messageId, status: "receiver_received", timestamp: 1 }))
       )
     }))
+
+  it.effect("receipts posted with no live connection wait, without connecting, for the next one: the latest MAX_KEPT_RECEIPTS, in order", () =>
+    Effect.gen(function*() {
+      const fake = yield* memoryFakeBroker()
+      const a = yield* makeClient(memoryClientOptions(fake, A_ID, "alpha"))
+      const posted = MAX_KEPT_RECEIPTS + 2
+      for (let i = 0; i < posted; i++) {
+        yield* a.client.receipt({ messageId: `m${i}`, status: "receiver_received", timestamp: 1 })
+      }
+      assert.strictEqual(fake.connections(), 0, "a receipt does not connect the client")
+      yield* a.client.connect
+      yield* fake.until("the kept receipts", () => fake.ofType("message_receipt").length >= MAX_KEPT_RECEIPTS)
+      // A round trip behind them: every receipt the client wrote before it has been read.
+      yield* a.client.list
+      const written = fake.ofType("message_receipt").map(({ frame }) => {
+        const receipt = frame.receipt
+        return typeof receipt === "object" && receipt !== null && "messageId" in receipt ? receipt.messageId : undefined
+      })
+      assert.strictEqual(written.length, MAX_KEPT_RECEIPTS)
+      assert.strictEqual(written[0], "m2", "the two oldest were dropped")
+      assert.strictEqual(written.at(-1), `m${posted - 1}`)
+      assert.isTrue(written.every((id, i) => id === `m${i + 2}`), "in the order they were posted")
+    }))
+})
+
+describe("KeptReceipts", () => {
+  it("keeps at most MAX_KEPT_RECEIPTS, dropping the oldest", () => {
+    const kept = new KeptReceipts()
+    for (let i = 0; i < MAX_KEPT_RECEIPTS + 5; i++) kept.keep({ i })
+    assert.strictEqual(kept.size, MAX_KEPT_RECEIPTS)
+    const flushed: Array<unknown> = []
+    kept.flush((frame) => flushed.push(frame) > 0)
+    assert.deepStrictEqual(flushed[0], { i: 5 })
+    assert.strictEqual(kept.size, 0)
+  })
+
+  it("a flush stops at the first refusal; that receipt and the rest stay kept, in order", () => {
+    const kept = new KeptReceipts()
+    for (const i of [1, 2, 3]) kept.keep({ i })
+    const posted: Array<unknown> = []
+    kept.flush((frame) => posted.length < 1 && posted.push(frame) > 0)
+    assert.deepStrictEqual(posted, [{ i: 1 }])
+    assert.strictEqual(kept.size, 2)
+    const later: Array<unknown> = []
+    kept.flush((frame) => later.push(frame) > 0)
+    assert.deepStrictEqual(later, [{ i: 2 }, { i: 3 }])
+  })
 })

@@ -2,7 +2,8 @@
  * Steps under `it.effect`'s TestClock: an action is forked behind a 1 ms
  * sleep and the clock advanced 1 ms, so TestClock runs the action and every
  * fiber it wakes, transitively, until all of them are suspended again. When a
- * step returns, nothing more happens until the next action or timer.
+ * step returns, nothing more happens until the next action or timer — unless
+ * fibers that no step woke are still running (`settleWithin`).
  */
 import { Data, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
@@ -31,13 +32,27 @@ export class StillRunning extends Data.TaggedError("StillRunning")<{ readonly wh
 export const settle = <A, E, R>(
   action: Effect.Effect<A, E, R>,
   what = "the action"
+): Effect.Effect<A, E | StillRunning, R> => settleWithin(1, action, what)
+
+/**
+ * Runs `action` as one step, then as many empty steps as it still needs, at
+ * most `steps` in all; it must complete by then. For a world in which fibers
+ * run on outside any step (woken by a test fiber that yields to them, with a
+ * small `Scheduler.MaxOpsBeforeYield`): TestClock waits only for what a step
+ * woke, so the action may be behind such a fiber when its first step ends.
+ * Deterministic still: no step waits on real time.
+ */
+export const settleWithin = <A, E, R>(
+  steps: number,
+  action: Effect.Effect<A, E, R>,
+  what = "the action"
 ): Effect.Effect<A, E | StillRunning, R> =>
   Effect.gen(function*() {
     const fiber = yield* step(action)
+    for (let taken = 1; taken < steps && fiber.pollUnsafe() === undefined; taken++) yield* step(Effect.void)
     if (fiber.pollUnsafe() === undefined) {
       yield* Fiber.interrupt(fiber)
       return yield* new StillRunning({ what })
     }
     return yield* Fiber.join(fiber)
   })
-

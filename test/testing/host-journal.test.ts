@@ -65,4 +65,19 @@ describe("host journal: a generation closed while a checkpoint waits leaves the 
         assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
       }))
   }
+
+  // Seed 44 (`--host-journal`, stop 33): receipts B's session posted while the broker was down were each
+  // waited for by a fiber forked from the generation into the client's scope; B stopped, and those
+  // fibers outlived the generation (fiber-leak). The client now keeps them and posts them on its next
+  // connection.
+  it.effect("receipts posted while the broker is down outlive no generation: no fiber-leak (seed 44)", () =>
+    Effect.gen(function*() {
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Flood", after: 0, from: 0, to: 1, count: 9, size: 6064, delayMs: 768 },
+        { _tag: "CrashBroker", after: 1816, downMs: 3659 },
+        { _tag: "Stop", after: 1148, session: 1 }
+      ]
+      const report = yield* runWorkload(journaled(44, { tolerate: [] }), ops)
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+    }))
 })
