@@ -187,8 +187,9 @@ const make = (
       // What the last connection lost on the way goes first, in the order it was first sent (PendingSends.ts).
       const now = yield* Clock.currentTimeMillis
       const due = unsent.filter((lost) => now - lost.since < REPLAY_WINDOW_MS)
-      // Refused or cut short, the batch stays here and with this connection's close (merged by id).
-      const resent = yield* connection.resend(due).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+      // Refused or cut short, the batch stays here and with this connection's close (merged by id). An
+      // answer that comes before its caller is back waits for it as long as the caller would have waited.
+      const resent = yield* connection.resend(due, sendTimeoutMs).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
       if (resent) unsent = []
       const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
       restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
