@@ -13,10 +13,10 @@
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
- * sends waiting for their answer (and those a close leaves unanswered, in order) in PendingSends.ts, the
+ * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the writing of confirmations
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 590 lines) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 600 lines) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */

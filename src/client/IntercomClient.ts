@@ -17,7 +17,8 @@
  *   back within `REPLAY_WINDOW_MS` (2 minutes), or the client is closed, does
  *   it fail with `ConnectionLost` (outcome unknown) — never silently.
  *   Sends lost with one connection are written again first on the next, as
- *   one batch in the order they were first sent (PendingSends.ts, `unsent`).
+ *   one batch in the order they were first sent (PendingSends.ts, `unsent`);
+ *   each caller's retry takes that re-send's answer instead of writing again.
  * - A message delivered twice (a durable broker killed between writing it
  *   and forgetting it, docs/store.md) reaches `messages` once.
  *
@@ -32,11 +33,12 @@
  * and health in health.ts; what stays here is the wiring of each into the
  * connection's lifetime, and re-sending a send lost with its connection or
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
- * batch of sends a closed connection left unanswered, `unsent`): they read
- * the connection counters and state this module owns, so they stay beside
- * them. About 550 lines; the per-connection tables are ClientConnection.ts's,
- * the unanswered sends PendingSends.ts's, the unhandled messages
- * UnhandledMessages.ts's.
+ * batch of sends a closed connection left unanswered, `unsent`, and when a
+ * closed connection is retired, `liveRetired`): they read the connection
+ * counters and state this module owns, so they stay beside them. About 590
+ * lines; the per-connection tables are ClientConnection.ts's, the
+ * unanswered sends and the re-sent answers kept for a retry
+ * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"

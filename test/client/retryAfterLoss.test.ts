@@ -83,20 +83,58 @@ const sendLostInCrash = (
     return { sending, recording, betaBack, lostAt }
   })
 
+/**
+ * With the reconnect 10 ms after the loss: 20 ms after it the caller has its
+ * outcome (returned), and a second later, long after any back-off, the
+ * client has still written the id only once on its new connection.
+ */
+const outcomeRightAfterReconnect = <A, E>(
+  recording: ReturnType<typeof recordingDialer>,
+  sending: Fiber.Fiber<A, E>,
+  lostAt: number,
+  messageId: string
+) =>
+  Effect.gen(function*() {
+    yield* advance("20 millis")
+    assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
+    assert.isDefined(sending.pollUnsafe(), `the send still waited ${(yield* now) - lostAt} ms after the loss, with a connection up`)
+    yield* advance("1 second")
+    assert.strictEqual(sendsOn(recording, 1, messageId), 1, "the message id was written again on the new connection")
+    return yield* Fiber.await(sending)
+  })
+
+/**
+ * A send lost in a crash whose caller is away when the re-send is answered:
+ * it gives up waiting for a connection after 100 ms and backs off 250 ms,
+ * while the reconnect comes at 200 ms and its re-send is answered at once.
+ * Checks that the caller gets the delivery and beta the message once, and
+ * returns how many times the client wrote the id on the new connection.
+ */
+const retryBackAfterTheAnswer = (inFlight: Message, sendTimeoutMs?: number) =>
+  Effect.gen(function*() {
+    const { betaBack, recording, sending } = yield* sendLostInCrash(inFlight, {
+      reconnectBaseMs: 200,
+      connectTimeoutMs: 100,
+      ...(sendTimeoutMs === undefined ? {} : { sendTimeoutMs })
+    })
+    yield* advance("400 millis")
+    assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
+    assert.strictEqual((yield* Fiber.join(sending)).delivery, "socket_delivered")
+    assert.strictEqual((yield* betaBack.client.next("message")).message.id, inFlight.id)
+    yield* betaBack.client.roundTrip
+    yield* betaBack.client.expectNothing("message")
+    return sendsOn(recording, 1, inFlight.id)
+  })
+
 describe("a caller's retry after its connection was lost", () => {
   it.effect("completes from the re-send's answer once the new connection is up: one write of the id there, no 250 ms wait", () =>
     Effect.gen(function*() {
       const inFlight = message("still there?")
       const { betaBack, lostAt, recording, sending } = yield* sendLostInCrash(inFlight, { reconnectBaseMs: 10 })
 
-      // The reconnect comes 10 ms after the loss and sends the message again; its answer is the caller's.
-      yield* advance("20 millis")
-      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
-      assert.isDefined(sending.pollUnsafe(), `the send still waited ${(yield* now) - lostAt} ms after the loss, with a connection up`)
-      assert.strictEqual((yield* Fiber.join(sending)).delivery, "socket_delivered")
-      // Long after any back-off: the caller wrote nothing more itself.
-      yield* advance("1 second")
-      assert.strictEqual(sendsOn(recording, 1, inFlight.id), 1, "the message id was written again on the new connection")
+      // The reconnect sends the message again; its answer is the caller's.
+      const outcome = yield* outcomeRightAfterReconnect(recording, sending, lostAt, inFlight.id)
+      assert.strictEqual((yield* outcome).delivery, "socket_delivered")
       assert.strictEqual((yield* betaBack.client.next("message")).message.id, inFlight.id)
       yield* betaBack.client.roundTrip
       yield* betaBack.client.expectNothing("message")
@@ -108,49 +146,22 @@ describe("a caller's retry after its connection was lost", () => {
       const ask = message("which branch?", { expectsReply: true })
       const { lostAt, recording, sending } = yield* sendLostInCrash(ask, { reconnectBaseMs: 10 }, true)
 
-      yield* advance("20 millis")
-      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
-      const exit = sending.pollUnsafe()
-      assert.isDefined(exit, `the ask still waited ${(yield* now) - lostAt} ms after the loss, with a connection up`)
-      const error = exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      const outcome = yield* outcomeRightAfterReconnect(recording, sending, lostAt, ask.id)
+      const error = Exit.isFailure(outcome) ? Cause.squash(outcome.cause) : undefined
       assert.deepInclude(error, { _tag: "TargetDisconnected", code: "E_TARGET_DISCONNECTED", messageId: ask.id })
-      yield* advance("1 second")
-      assert.strictEqual(sendsOn(recording, 1, ask.id), 1, "the message id was written again on the new connection")
     }))
 
   it.effect("a retry that comes back after the re-send was answered collects its kept answer and writes nothing", () =>
     Effect.gen(function*() {
-      const inFlight = message("are you there now?")
-      // The caller gives up waiting for a connection after 100 ms and backs off 250 ms; the reconnect
-      // comes at 200 ms and its re-send is answered while the caller is away.
-      const { betaBack, recording, sending } = yield* sendLostInCrash(inFlight, { reconnectBaseMs: 200, connectTimeoutMs: 100 })
-
-      yield* advance("400 millis")
-      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
-      assert.strictEqual((yield* Fiber.join(sending)).delivery, "socket_delivered")
-      assert.strictEqual(sendsOn(recording, 1, inFlight.id), 1, "the message id was written again on the new connection")
-      assert.strictEqual((yield* betaBack.client.next("message")).message.id, inFlight.id)
-      yield* betaBack.client.roundTrip
-      yield* betaBack.client.expectNothing("message")
+      const written = yield* retryBackAfterTheAnswer(message("are you there now?"))
+      assert.strictEqual(written, 1, "the message id was written again on the new connection")
     }))
 
   it.effect("a kept answer nobody collects within the send timeout is dropped: a later retry writes again, answered from the broker's record", () =>
     Effect.gen(function*() {
-      const inFlight = message("late")
-      // As above, with a 50 ms send timeout: the answer kept at 200 ms is dropped at 250 ms, the caller is back at 350.
-      const { betaBack, recording, sending } = yield* sendLostInCrash(inFlight, {
-        reconnectBaseMs: 200,
-        connectTimeoutMs: 100,
-        sendTimeoutMs: 50
-      })
-
-      yield* advance("400 millis")
-      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
-      assert.strictEqual((yield* Fiber.join(sending)).delivery, "socket_delivered")
-      assert.strictEqual(sendsOn(recording, 1, inFlight.id), 2, "the kept answer outlived the send timeout")
-      assert.strictEqual((yield* betaBack.client.next("message")).message.id, inFlight.id)
-      yield* betaBack.client.roundTrip
-      yield* betaBack.client.expectNothing("message")
+      // A 50 ms send timeout: the answer kept at 200 ms is dropped at 250 ms, before the caller is back.
+      const written = yield* retryBackAfterTheAnswer(message("late"), 50)
+      assert.strictEqual(written, 2, "the kept answer outlived the send timeout")
     }))
 
   it.effect("a send a durable broker stored, whose connection closed before its answer: one write on the next connection, answered from the record", () =>
@@ -176,12 +187,8 @@ describe("a caller's retry after its connection was lost", () => {
       yield* step(Deferred.succeed(gate, undefined))
       const lostAt = yield* now
 
-      yield* advance("20 millis")
-      assert.strictEqual(recording.connections.length, 2, "test setup: the client did not reconnect")
-      assert.isDefined(sending.pollUnsafe(), `the send still waited ${(yield* now) - lostAt} ms after the loss, with a connection up`)
-      assert.strictEqual((yield* Fiber.join(sending)).delivery, "queued")
-      yield* advance("1 second")
-      assert.strictEqual(sendsOn(recording, 1, stored.id), 1, "the message id was written again on the new connection")
+      const outcome = yield* outcomeRightAfterReconnect(recording, sending, lostAt, stored.id)
+      assert.strictEqual((yield* outcome).delivery, "queued")
       const r3Back = yield* world.session({ sessionId: "r3" })
       assert.strictEqual((yield* r3Back.client.next("message")).message.id, stored.id)
       yield* r3Back.client.roundTrip
