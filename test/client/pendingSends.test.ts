@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
 import fc from "fast-check"
 import { deliveryError } from "../../src/client/errors.ts"
-import { PendingSends, type UnansweredSend } from "../../src/client/PendingSends.ts"
+import { PendingSends, type SendAnswer, type UnansweredSend } from "../../src/client/PendingSends.ts"
 import type { SendFrameType, SendRequest } from "../../src/client/requests.ts"
 
 const request = (id: string): SendRequest => ({ to: "beta", message: { id, timestamp: 0, content: { text: id } } })
@@ -107,7 +107,7 @@ describe("PendingSends", () => {
 
   describe("answers to retaken sends", () => {
     const lostSend = (id: string): UnansweredSend => ({ request: request(id), frameType: "send", signature: id, since: 0 })
-    const delivered = (id: string) => Exit.succeed({ messageId: id, delivery: "socket_delivered" as const })
+    const delivered = (id: string): SendAnswer => Exit.succeed({ messageId: id, delivery: "socket_delivered" })
     /** A table that retook m1 and m2 and got both answered. */
     const answered = () => {
       const sends = new PendingSends()
