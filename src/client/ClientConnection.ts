@@ -13,10 +13,10 @@
  * Size: one concept — one connection's request/answer bookkeeping. Its parts
  * (register, the reader's dispatch and its `received-v1` confirmations, the
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
- * sends waiting for their answer (and those a close leaves unanswered, in order) in PendingSends.ts, the
+ * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
  * the question requests in QuestionRequests.ts, the writing of confirmations
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 590 lines) is the register handshake,
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 600 lines) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -106,10 +106,12 @@ export interface ClientConnection {
   readonly unanswered: () => ReadonlyArray<UnansweredSend>
   /**
    * Writes sends another connection left unanswered, in their order, as one
-   * batch; a later `send` of the same message waits for that answer.
-   * Call it before anything else sends on this connection.
+   * batch; a later `send` of the same message waits for that answer, or,
+   * when it comes after the answer and within `keepMs` of the batch, gets it
+   * without writing again. Call it before anything else sends on this
+   * connection.
    */
-  readonly resend: (sends: ReadonlyArray<UnansweredSend>) => Effect.Effect<void, ConnectionLost>
+  readonly resend: (sends: ReadonlyArray<UnansweredSend>, keepMs: number) => Effect.Effect<void, ConnectionLost>
   /** `authorize_supervisor`: a capability for `childName`, or the restore of `capability` (C-SUP-8, C-SUP-15). */
   readonly authorize: (
     childName: string,
@@ -238,6 +240,8 @@ export const openClientConnection = (
     const resultRequests = new ResultRequests()
     const questionRequests = new QuestionRequests()
     const closed = yield* Deferred.make<void>()
+    /** The connection's Scope: fibers started after the handshake (the re-sent answers' grace) live in it. */
+    const scope = yield* Effect.scope
     let open = true
 
     const dispatch = (frame: BrokerFrame): void => {
@@ -262,13 +266,13 @@ export const openClientConnection = (
           const pending = sends.take(frame.messageId)
           if (pending === undefined) return
           if (frame.type === "delivered") {
-            Deferred.doneUnsafe(
-              pending.answer,
+            sends.settle(
+              pending,
               Exit.succeed<Delivery>({ messageId: frame.messageId, delivery: frame.delivery ?? "socket_delivered" })
             )
           } else {
-            Deferred.doneUnsafe(
-              pending.answer,
+            sends.settle(
+              pending,
               Exit.fail(deliveryError({
                 messageId: frame.messageId,
                 code: frame.code ?? "",
@@ -282,8 +286,8 @@ export const openClientConnection = (
         case "delivery_queued": {
           const pending = sends.take(frame.messageId)
           if (pending === undefined) return
-          Deferred.doneUnsafe(
-            pending.answer,
+          sends.settle(
+            pending,
             Exit.succeed<Delivery>({
               messageId: frame.messageId,
               delivery: "staged",
@@ -494,8 +498,11 @@ export const openClientConnection = (
               })
             )
           }
-          return awaitAnswer(inFlight.answer, timeoutMs, "send", () => undefined)
+          return awaitAnswer(sends.join(inFlight), timeoutMs, "send", () => undefined)
         }
+        // A retry after a loss whose re-send was answered before it came back: that answer is its own.
+        const kept = sends.collect(messageId, signature)
+        if (kept !== undefined) return kept
         const text = sendFrameText(request, frameType, granted)
         if (typeof text !== "string") return Effect.fail(text)
         if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
@@ -511,14 +518,15 @@ export const openClientConnection = (
         })
       })
 
-    const resend: ClientConnection["resend"] = (lost) =>
+    const resend: ClientConnection["resend"] = (lost, keepMs) =>
       Effect.suspend(() => {
         if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
-        const texts = sends.retake(lost, (send) => sendFrameText(send.request, send.frameType, granted))
+        const { messageIds, texts } = sends.retake(lost, (send) => sendFrameText(send.request, send.frameType, granted))
+        if (texts.length === 0) return Effect.void
+        // Answers nobody came back for are dropped after `keepMs`, on the Clock; with the connection, at its close.
+        const release = Effect.sleep(Duration.millis(keepMs)).pipe(Effect.andThen(Effect.sync(() => sends.release(messageIds))))
         // Cut short, the batch stays in the table: this connection's close keeps it, in order, for the next.
-        return texts.length === 0
-          ? Effect.void
-          : writeTexts(texts, "send")
+        return Effect.forkIn(release, scope).pipe(Effect.andThen(writeTexts(texts, "send")))
       })
 
     const authorize: ClientConnection["authorize"] = (childName, capability, timeoutMs) =>

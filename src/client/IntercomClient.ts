@@ -17,7 +17,8 @@
  *   back within `REPLAY_WINDOW_MS` (2 minutes), or the client is closed, does
  *   it fail with `ConnectionLost` (outcome unknown) — never silently.
  *   Sends lost with one connection are written again first on the next, as
- *   one batch in the order they were first sent (PendingSends.ts, `unsent`).
+ *   one batch in the order they were first sent (PendingSends.ts, `unsent`);
+ *   each caller's retry takes that re-send's answer instead of writing again.
  * - A message delivered twice (a durable broker killed between writing it
  *   and forgetting it, docs/store.md) reaches `messages` once.
  *
@@ -32,12 +33,13 @@
  * and health in health.ts; what stays here is the wiring of each into the
  * connection's lifetime, and re-sending a send lost with its connection or
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
- * batch of sends a closed connection left unanswered, `unsent`): they read
- * the connection counters and state this module owns, so they stay beside
- * them. About 550 lines; the per-connection tables are ClientConnection.ts's,
- * the unanswered sends PendingSends.ts's, the unhandled messages
- * UnhandledMessages.ts's, the receipts kept for the next connection
- * KeptReceipts.ts's.
+ * batch of sends a closed connection left unanswered, `unsent`, and when a
+ * closed connection is retired, `liveRetired`): they read the connection
+ * counters and state this module owns, so they stay beside them. About 600
+ * lines; the per-connection tables are ClientConnection.ts's, the
+ * unanswered sends and the re-sent answers kept for a retry
+ * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
+ * receipts kept for the next connection KeptReceipts.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
@@ -74,6 +76,13 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
   ...(update.status === undefined ? {} : { status: update.status }),
   ...(update.model === undefined ? {} : { model: update.model })
 })
+
+/**
+ * How long a send that lost its connection waits, at most, for the client to
+ * retire that connection, and how long it backs off when no connection comes.
+ */
+const LOST_BACKOFF_MS = 250
+const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
 const mergeUnsent = (
@@ -148,6 +157,12 @@ const make = (
     const keptReceipts = new KeptReceipts()
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
     let health: HealthFields | undefined
+    /**
+     * Completes once `live` has been retired after its close: `live` cleared, its unanswered sends
+     * taken for the next connection and the reconnect begun (`adopt`'s watcher). A send that lost
+     * its connection waits for this before it tries again, not for a fixed back-off.
+     */
+    let liveRetired: Deferred.Deferred<void> | undefined
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
 
@@ -191,13 +206,16 @@ const make = (
       // What the last connection lost on the way goes first, in the order it was first sent (PendingSends.ts).
       const now = yield* Clock.currentTimeMillis
       const due = unsent.filter((lost) => now - lost.since < REPLAY_WINDOW_MS)
-      // Refused or cut short, the batch stays here and with this connection's close (merged by id).
-      const resent = yield* connection.resend(due).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+      // Refused or cut short, the batch stays here and with this connection's close (merged by id). An
+      // answer that comes before its caller is back waits for it as long as the caller would have waited.
+      const resent = yield* connection.resend(due, sendTimeoutMs).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
       if (resent) unsent = []
       const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
       restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
       return { connection, scope }
     }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
+
+    const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
 
     /**
      * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
@@ -209,7 +227,9 @@ const make = (
           yield* connection.close.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
           return yield* noLongerActive()
         }
+        const retired = Deferred.makeUnsafe<void>()
         live = connection
+        liveRetired = retired
         connections++
         keptReceipts.flush(connection.postLater)
         connectedAt = yield* Clock.currentTimeMillis
@@ -231,14 +251,17 @@ const make = (
         yield* Effect.forkIn(
           connection.closed.pipe(
             Effect.andThen(Effect.suspend(() => {
-              if (live === connection) live = undefined
+              if (live === connection) {
+                live = undefined
+                liveRetired = undefined
+              }
               unsent = mergeUnsent(unsent, connection.unanswered())
-              if (stopped) return Effect.void
+              if (stopped) return retire(retired)
               const next = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
               current = next
-              return reconnect(next)
+              return Effect.andThen(retire(retired), reconnect(next))
             })),
-            Effect.ensuring(Scope.close(scope, Exit.void))
+            Effect.ensuring(Effect.andThen(retire(retired), Scope.close(scope, Exit.void)))
           ),
           connectionsScope
         )
@@ -347,25 +370,46 @@ const make = (
      * a retry from its record (P46) and never delivers it twice. Within the
      * replay window (REPLAY_WINDOW_MS) of the first attempt; after it, or once
      * the client is closed, `ConnectionLost` stands (outcome unknown).
+     *
+     * A plain send is usually sent again by the client itself, first thing on
+     * the next connection (`unsent`); the retry then joins that re-send, or
+     * gets its answer if it came first (PendingSends.ts), and writes nothing.
+     * After a loss the retry waits only until the client has retired the
+     * dead connection (so that it waits for the next one instead of trying
+     * the dead one again), at most `LOST_BACKOFF_MS`; with no connection to
+     * be had, it backs off `LOST_BACKOFF_MS` between waits.
      */
     const resending = <A, E>(
       attempt: (connection: ClientConnection) => Effect.Effect<A, E | ConnectionLost>
     ): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
       Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+        /** The retirement of the connection the last try used, while it was the live one. */
+        let usedRetired: Deferred.Deferred<void> | undefined
+        const tryOn = (connection: ClientConnection) => {
+          usedRetired = connection === live ? liveRetired : undefined
+          return attempt(connection)
+        }
         // After a loss, a connection that does not come back in time is not the end: the window is.
         const again = (lost: ConnectionLost): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
           Effect.flatMap(Clock.currentTimeMillis, (now) =>
             stopped || now - startedAt >= REPLAY_WINDOW_MS
               ? Effect.fail(lost)
-              : withConnection(attempt).pipe(
+              : withConnection(tryOn).pipe(
                 Effect.catchIf(
                   (error): error is ConnectionLost | IntercomNotConnected =>
                     error instanceof ConnectionLost || error instanceof IntercomNotConnected,
-                  () => Effect.andThen(Effect.sleep(Duration.millis(250)), again(lost))
+                  (error) => Effect.andThen(error instanceof ConnectionLost ? afterLoss() : backOff, again(lost))
                 )
               ))
-        return withConnection(attempt).pipe(
-          Effect.catchIf((error): error is ConnectionLost => error instanceof ConnectionLost, again)
+        const afterLoss = () => {
+          const retired = usedRetired
+          return retired === undefined ? Effect.void : Effect.timeoutOption(Deferred.await(retired), LOST_BACKOFF_MS)
+        }
+        return withConnection(tryOn).pipe(
+          Effect.catchIf(
+            (error): error is ConnectionLost => error instanceof ConnectionLost,
+            (lost) => Effect.andThen(afterLoss(), again(lost))
+          )
         )
       })
 

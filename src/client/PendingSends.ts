@@ -15,6 +15,13 @@
  * send again on its own, in whatever order the fibers woke (docs/testing.md,
  * known issue 10).
  *
+ * A re-sent send may be answered before its fiber comes back for it (the
+ * fiber was still backing off, or the answer simply came first): its answer
+ * is then kept here, under its message id, and the fiber's retry collects it
+ * (`collect`) instead of writing the message once more. The connection drops
+ * what nobody collected when its grace ends (`release`), and all of it when
+ * it closes.
+ *
  * Owned by one connection and touched only by its synchronous code.
  */
 import { Deferred, Exit } from "effect"
@@ -35,6 +42,20 @@ export interface UnansweredSend {
 /** A send waiting for its answer, and who waits for it. */
 export interface PendingSend extends UnansweredSend {
   readonly answer: Deferred.Deferred<Delivery, DeliveryError | ConnectionLost>
+  /**
+   * Re-sent by `retake` and not yet joined by a caller: nobody waits on
+   * `answer`, so its answer is kept for the caller's retry (`settle`).
+   */
+  unclaimed: boolean
+}
+
+/** What the broker answered a send: the outcome a caller gets. */
+export type SendAnswer = Exit.Exit<Delivery, DeliveryError | ConnectionLost>
+
+/** The answer to a re-sent send that no caller was waiting on yet. */
+interface KeptAnswer {
+  readonly signature: string
+  readonly answer: SendAnswer
 }
 
 /**
@@ -51,6 +72,8 @@ export interface PendingSend extends UnansweredSend {
 export class PendingSends {
   private readonly table = new Map<string, PendingSend>()
   private lost: ReadonlyArray<UnansweredSend> = []
+  /** Answers to re-sent sends that came before their caller did, by message id. */
+  private readonly kept = new Map<string, KeptAnswer>()
 
   /** The send waiting under this id, if any (a retry with the same id joins it). */
   get(messageId: string): PendingSend | undefined {
@@ -59,7 +82,7 @@ export class PendingSends {
 
   /** Enters a send about to be written; its answer is the returned entry's `answer`. */
   begin(request: SendRequest, frameType: SendFrameType, signature: string, since: number): PendingSend {
-    const pending: PendingSend = { request, frameType, signature, since, answer: Deferred.makeUnsafe() }
+    const pending: PendingSend = { request, frameType, signature, since, answer: Deferred.makeUnsafe(), unclaimed: false }
     this.table.set(request.message.id, pending)
     return pending
   }
@@ -69,6 +92,47 @@ export class PendingSends {
     const pending = this.table.get(messageId)
     if (pending !== undefined) this.table.delete(messageId)
     return pending
+  }
+
+  /**
+   * Completes `pending` (just `take`n) with the broker's answer. A re-sent
+   * send that no caller joined keeps it, for that caller's retry to `collect`.
+   */
+  settle(pending: PendingSend, answer: SendAnswer): void {
+    Deferred.doneUnsafe(pending.answer, answer)
+    if (pending.unclaimed) this.kept.set(pending.request.message.id, { signature: pending.signature, answer })
+  }
+
+  /** A caller waits for `pending` (a retry joining the re-send): its answer is the caller's, not kept. */
+  join(pending: PendingSend): PendingSend["answer"] {
+    pending.unclaimed = false
+    return pending.answer
+  }
+
+  /**
+   * The kept answer to a re-sent send with this id, taken by the caller
+   * retrying it; `undefined` when none is kept, or the retry is not the same
+   * send (another signature: the broker judges it).
+   */
+  collect(messageId: string, signature: string): SendAnswer | undefined {
+    if (this.kept.size === 0) return undefined
+    const kept = this.kept.get(messageId)
+    if (kept === undefined || kept.signature !== signature) return undefined
+    this.kept.delete(messageId)
+    return kept.answer
+  }
+
+  /**
+   * The grace of these re-sent sends is over: their answers kept and not
+   * collected are dropped, and one still to come is not kept. A retry after
+   * this writes its message again (the broker answers it from its record).
+   */
+  release(messageIds: ReadonlyArray<string>): void {
+    for (const messageId of messageIds) {
+      this.kept.delete(messageId)
+      const pending = this.table.get(messageId)
+      if (pending !== undefined) pending.unclaimed = false
+    }
   }
 
   /** Forgets `pending` if it is still the entry under its id (a write that failed, a timeout). */
@@ -82,9 +146,11 @@ export class PendingSends {
    * `ConnectionLost`, and the plain sends among them are kept, oldest
    * first, for `unanswered`. A child's `supervisor_send` is not kept: its
    * target is the supervisor the next connection is bound to, which the
-   * send's own retry looks up again.
+   * send's own retry looks up again. Kept answers are dropped: a retry
+   * goes to the next connection, which writes its message again.
    */
   failAll(): void {
+    this.kept.clear()
     const lost: Array<UnansweredSend> = []
     for (const [messageId, pending] of this.table) {
       if (pending.frameType === "send") {
@@ -108,23 +174,35 @@ export class PendingSends {
 
   /**
    * Takes sends a previous connection left unanswered into this table, in
-   * their order, and returns their frames to be written as one batch. A send
-   * already waiting here under its id is left as it is (and not written
-   * again); one whose frame cannot be built for this connection is skipped,
-   * and its own retry reports why.
+   * their order, and returns their frames to be written as one batch, with
+   * their message ids (for `release`). A send already waiting here under its
+   * id is left as it is (and not written again); one whose frame cannot be
+   * built for this connection is skipped, and its own retry reports why.
+   * Nobody waits on a taken send until its caller's retry joins it: until
+   * then its answer is kept (`settle`).
    */
   retake(
     sends: ReadonlyArray<UnansweredSend>,
     encode: (send: UnansweredSend) => string | DeliveryError
-  ): ReadonlyArray<string> {
+  ): { readonly texts: ReadonlyArray<string>; readonly messageIds: ReadonlyArray<string> } {
     const texts: Array<string> = []
+    const messageIds: Array<string> = []
     for (const send of sends) {
-      if (this.table.has(send.request.message.id)) continue
+      const messageId = send.request.message.id
+      if (this.table.has(messageId)) continue
       const text = encode(send)
       if (typeof text !== "string") continue
-      this.table.set(send.request.message.id, { ...send, answer: Deferred.makeUnsafe() })
+      this.table.set(messageId, {
+        request: send.request,
+        frameType: send.frameType,
+        signature: send.signature,
+        since: send.since,
+        answer: Deferred.makeUnsafe(),
+        unclaimed: true
+      })
       texts.push(text)
+      messageIds.push(messageId)
     }
-    return texts
+    return { texts, messageIds }
   }
 }

@@ -5,13 +5,15 @@
  * `ConnectionLost` and the plain sends among them are `unanswered` in the
  * order they were begun; `retake` takes such a list into a new table in that
  * order, leaves an id already waiting there alone, and skips a send whose
- * frame cannot be built.
+ * frame cannot be built. A retaken send's answer that comes before any
+ * caller joined it is kept for one `collect` by the same send, until
+ * `release` or the close.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import fc from "fast-check"
 import { deliveryError } from "../../src/client/errors.ts"
-import { PendingSends, type UnansweredSend } from "../../src/client/PendingSends.ts"
+import { PendingSends, type SendAnswer, type UnansweredSend } from "../../src/client/PendingSends.ts"
 import type { SendFrameType, SendRequest } from "../../src/client/requests.ts"
 
 const request = (id: string): SendRequest => ({ to: "beta", message: { id, timestamp: 0, content: { text: id } } })
@@ -86,11 +88,12 @@ describe("PendingSends", () => {
     }))
     const sends = new PendingSends()
     const already = sends.begin(request("m2"), "send", "m2", 9)
-    const texts = sends.retake(lost, (send) =>
+    const { messageIds, texts } = sends.retake(lost, (send) =>
       send.request.message.id === "m3"
         ? deliveryError({ messageId: "m3", code: "E_TEST", reason: "cannot build", retryable: false })
         : `frame ${send.request.message.id}`)
     assert.deepStrictEqual(texts, ["frame m1", "frame m4"])
+    assert.deepStrictEqual(messageIds, ["m1", "m4"])
     assert.strictEqual(sends.get("m2"), already)
     assert.isUndefined(sends.get("m3"))
     // A batch cut short by this connection's close is kept for the next one, in the table's order.
@@ -100,5 +103,57 @@ describe("PendingSends", () => {
       ["m1", 0],
       ["m4", 3]
     ])
+  })
+
+  describe("answers to retaken sends", () => {
+    const lostSend = (id: string): UnansweredSend => ({ request: request(id), frameType: "send", signature: id, since: 0 })
+    const delivered = (id: string): SendAnswer => Exit.succeed({ messageId: id, delivery: "socket_delivered" })
+    /** A table that retook m1 and m2 and got both answered. */
+    const answered = () => {
+      const sends = new PendingSends()
+      sends.retake([lostSend("m1"), lostSend("m2")], (send) => send.request.message.id)
+      for (const id of ["m1", "m2"]) sends.settle(sends.take(id)!, delivered(id))
+      return sends
+    }
+
+    it("one that came before its caller is collected once, by the same send only", () => {
+      const sends = answered()
+      assert.isUndefined(sends.collect("m1", "another signature"), "a different send took it")
+      assert.deepStrictEqual(sends.collect("m1", "m1"), delivered("m1"))
+      assert.isUndefined(sends.collect("m1", "m1"), "collected twice")
+    })
+
+    it("one whose caller had joined it is not kept: the caller got it", () => {
+      const sends = new PendingSends()
+      sends.retake([lostSend("m1")], (send) => send.request.message.id)
+      const answer = sends.join(sends.get("m1")!)
+      sends.settle(sends.take("m1")!, delivered("m1"))
+      assert.isTrue(Deferred.isDoneUnsafe(answer))
+      assert.isUndefined(sends.collect("m1", "m1"))
+    })
+
+    it("one from a plain begin is not kept: its caller waits on it", () => {
+      const sends = new PendingSends()
+      sends.begin(request("m1"), "send", "m1", 0)
+      sends.settle(sends.take("m1")!, delivered("m1"))
+      assert.isUndefined(sends.collect("m1", "m1"))
+    })
+
+    it("release drops those not collected, and one answered after it is not kept", () => {
+      const sends = answered()
+      sends.retake([lostSend("m3")], (send) => send.request.message.id)
+      sends.release(["m1", "m3"])
+      sends.settle(sends.take("m3")!, delivered("m3"))
+      assert.isUndefined(sends.collect("m1", "m1"))
+      assert.isUndefined(sends.collect("m3", "m3"))
+      assert.deepStrictEqual(sends.collect("m2", "m2"), delivered("m2"), "release dropped another batch's answer")
+    })
+
+    it("the close drops every kept answer", () => {
+      const sends = answered()
+      sends.failAll()
+      assert.isUndefined(sends.collect("m1", "m1"))
+      assert.isUndefined(sends.collect("m2", "m2"))
+    })
   })
 })
