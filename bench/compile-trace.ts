@@ -29,6 +29,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { eachArg } from "./args.ts"
+import { type CompileJob, type Deopt, parseStamped } from "./trace-lines.ts"
 import { brokerSpec, makeTempDir, memoryBrokerSpec, removeTempDir, repoRoot, type TargetSpec } from "./targets.ts"
 import { defaultSizes, selectWorkloads, type Workload, workloads } from "./workloads.ts"
 
@@ -44,59 +45,6 @@ eachArg(process.argv.slice(2), usage, (arg) => {
   else if (arg.key === "--tree") options.tree = path.resolve(arg.value())
   else throw new Error(`unknown argument ${arg.raw}\n${usage}`)
 })
-
-/** One `[completed compiling …]` line: the function, its tier, and V8's three times (ms). */
-export interface CompileJob {
-  readonly at: number
-  readonly name: string
-  readonly tier: string
-  readonly osr: boolean
-  readonly prepare: number
-  readonly execute: number
-  readonly finalize: number
-}
-
-/** One `[bailout (kind: …, reason: …)` line. */
-export interface Deopt {
-  readonly at: number
-  readonly name: string
-  readonly kind: string
-  readonly reason: string
-  readonly code: string
-}
-
-const COMPLETED = /^\[completed compiling 0x[0-9a-f]+ <JSFunction ([^ >]*) ?\(sfi = [^)]*\)> \(target (\w+)\)( OSR)? - took ([\d.]+), ([\d.]+), ([\d.]+) ms\]/
-const BAILOUT = /^\[bailout \(kind: ([^,]+), reason: (.*)\): begin\. deoptimizing 0x[0-9a-f]+ <JSFunction ([^ >]*) ?\(sfi = [^)]*\)>, 0x[0-9a-f]+ <Code (\w+)>/
-
-/** Parses trace-stamp.ts's file: each compile job and deoptimization with its arrival time. */
-export const parseStamped = (text: string): { jobs: Array<CompileJob>; deopts: Array<Deopt> } => {
-  const jobs: Array<CompileJob> = []
-  const deopts: Array<Deopt> = []
-  for (const stamped of text.split("\n")) {
-    const tab = stamped.indexOf("\t")
-    if (tab < 0) continue
-    const at = Number(stamped.slice(0, tab))
-    const line = stamped.slice(tab + 1)
-    const c = COMPLETED.exec(line)
-    if (c !== null) {
-      jobs.push({
-        at,
-        name: c[1] === "" || c[1] === undefined ? "(anonymous)" : c[1],
-        tier: c[2] ?? "?",
-        osr: c[3] !== undefined,
-        prepare: Number(c[4]),
-        execute: Number(c[5]),
-        finalize: Number(c[6])
-      })
-      continue
-    }
-    const b = BAILOUT.exec(line)
-    if (b !== null) {
-      deopts.push({ at, kind: b[1] ?? "?", reason: b[2] ?? "?", name: b[3] === "" || b[3] === undefined ? "(anonymous)" : b[3], code: b[4] ?? "?" })
-    }
-  }
-  return { jobs, deopts }
-}
 
 /** `argv` with this tree's `dist/` paths moved to `--tree`'s. */
 const inTree = (argv: ReadonlyArray<string>): Array<string> => {
