@@ -16,8 +16,8 @@
  * `--print-bytecode-filter=<name>` (not timed) to give the functions of that
  * name their bytecode length; names shared by several functions (the
  * bundle's minified ones are short) are listed with every length seen.
- * (The unfiltered `--print-bytecode` writes megabytes, which the bench's
- * stop cuts short.)
+ * (The unfiltered `--print-bytecode` writes megabytes, which came out cut
+ * short in the runs of the stop that wrote this, cause not found.)
  *
  * Opt-in tool, not a workload: tracing costs the broker time, so its rates
  * are not the bench's. The times V8 prints are wall time on its compiler
