@@ -18,8 +18,16 @@
  * time) and `lastIntercomActivity` (the last send or receive, which it owns:
  * `noteActivity` sets it, marking the presence dirty). The client re-sends
  * the last health after a reconnect.
+ *
+ * A presence whose only change is `lastIntercomActivity` is pushed at most
+ * once per `ACTIVITY_PUSH_INTERVAL` after the previous push, with the latest
+ * activity: a flood of messages stamps the activity about once a millisecond,
+ * and each stamp was a frame of its own. The broker stamps the activity of a
+ * message it routes live itself (C-HLT-4), so its `list` answers lag by at
+ * most the interval only for what it cannot see. Any other change (identity,
+ * `pendingAsks`, a lifecycle status, a connect) is pushed at once.
  */
-import { Clock, Effect, Queue, type Scope, Semaphore } from "effect"
+import { Clock, Duration, Effect, Queue, type Scope, Semaphore } from "effect"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
 import { HEALTH_V1 } from "../protocol/features.ts"
 import type { SessionRegistration } from "../protocol/frames.ts"
@@ -52,6 +60,15 @@ export interface PresencePublisher {
 }
 
 /**
+ * How long after a push a presence whose only change is
+ * `lastIntercomActivity` waits before it is pushed (see the module header).
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const ACTIVITY_PUSH_INTERVAL: Duration.Duration = Duration.seconds(1)
+
+/**
  * Starts the publisher's fiber in the current Scope (the generation's).
  *
  * @category constructors
@@ -68,9 +85,16 @@ export const makePresencePublisher = (input: {
     const { client } = input
     let identity = input.identity
     let lifecycle: LifecycleStatus = "idle"
+    /** The last presence pushed, apart from `lastIntercomActivity`, and the rest of what a push leaves. */
     let lastPushed: string | undefined
+    let pushedActivity = 0
+    let pushedPendingAsks = 0
+    let pushedAt = Number.NEGATIVE_INFINITY
     /** The last send or receive, epoch ms; 0 means none (C-HLT-3). */
     let lastIntercomActivity = 0
+    /** The fiber holds back an activity-only change: a new stamp needs no wake-up then. */
+    let holdingActivity = false
+    const interval = Duration.toMillis(ACTIVITY_PUSH_INTERVAL)
 
     const dirty = yield* Queue.sliding<true>(1)
     const markDirty = Effect.asVoid(Queue.offer(dirty, true))
@@ -85,23 +109,46 @@ export const makePresencePublisher = (input: {
     }
     // The fiber and `refresh` both push: one at a time, each the latest desired presence.
     const lock = yield* Semaphore.make(1)
-    const push = Effect.gen(function*() {
-      const status = yield* client.status
-      if (!status.connected) return
-      const presence = status.features.includes(HEALTH_V1)
-        ? {
-          ...desired(),
-          acceptsAsks: lifecycle === "idle",
-          pendingAsks: input.pendingAsks(yield* Clock.currentTimeMillis),
-          lastIntercomActivity
+    /**
+     * Pushes the latest presence if it changed. Returns 0, or, when `hold` and
+     * the only change is the activity, the ms until it may be pushed.
+     */
+    const pushLatest = (hold: boolean) =>
+      Effect.gen(function*() {
+        const status = yield* client.status
+        if (!status.connected) return 0
+        const now = yield* Clock.currentTimeMillis
+        const health = status.features.includes(HEALTH_V1)
+        const pendingAsks = health ? input.pendingAsks(now) : 0
+        const base = health
+          ? { ...desired(), acceptsAsks: lifecycle === "idle", pendingAsks }
+          : desired()
+        const key = JSON.stringify(base)
+        const activity = health ? lastIntercomActivity : 0
+        if (key === lastPushed) {
+          if (activity === pushedActivity) return 0
+          // Whole ms, at least one: a clock with fractions (the simulation's) must not sleep for nothing.
+          if (hold && now - pushedAt < interval) return Math.max(1, Math.ceil(pushedAt + interval - now))
         }
-        : desired()
-      const key = JSON.stringify(presence)
-      if (key === lastPushed) return
-      yield* client.presence(presence)
-      lastPushed = key
-    }).pipe(Effect.ignore, lock.withPermit)
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(dirty), push), { disableYield: true }))
+        yield* client.presence(health ? { ...base, lastIntercomActivity: activity } : base)
+        lastPushed = key
+        pushedActivity = activity
+        pushedPendingAsks = pendingAsks
+        pushedAt = now
+        return 0
+      }).pipe(Effect.orElseSucceed(() => 0), lock.withPermit)
+    const push = Effect.asVoid(pushLatest(false))
+    /** Pushes what a mark asked for; an activity-only change waits out the interval, woken early by any other mark. */
+    const publish = Effect.gen(function*() {
+      let wait = yield* pushLatest(true)
+      while (wait > 0) {
+        holdingActivity = true
+        yield* Effect.raceFirst(Effect.sleep(Duration.millis(wait)), Queue.take(dirty))
+        holdingActivity = false
+        wait = yield* pushLatest(true)
+      }
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(dirty), publish), { disableYield: true }))
 
     return {
       lifecycle: () => lifecycle,
@@ -124,6 +171,8 @@ export const makePresencePublisher = (input: {
       refresh: push,
       noteActivity: Effect.flatMap(Clock.currentTimeMillis, (now) => {
         lastIntercomActivity = now
+        // Held back already: only a change of pendingAsks (an ask came or was answered) needs the fiber now.
+        if (holdingActivity && input.pendingAsks(now) === pushedPendingAsks) return Effect.void
         return markDirty
       })
     }

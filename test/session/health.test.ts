@@ -5,10 +5,11 @@
  * C-HLT-6, C-DLV-2).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { EXACT_SEND_V1, HEALTH_V1 } from "../../src/protocol/features.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
+import { ACTIVITY_PUSH_INTERVAL } from "../../src/session/PresencePublisher.ts"
 import { B, C, inboundMessage, SELF, settle, withPeers } from "./support.ts"
 
 /** A session whose fake broker granted `health-v1`. */
@@ -81,6 +82,61 @@ describe("C-HLT-3/8 what a session publishes", () => {
       yield* session.reply({ message: "GET only", replyTo: "q1" })
       yield* settle
       assert.deepInclude(client.presences().at(-1), { pendingAsks: 0, lastIntercomActivity: 3_000 })
+    }))
+})
+
+describe("C-HLT-8 activity alone is pushed at most once per ACTIVITY_PUSH_INTERVAL", () => {
+  /** A connected session with health-v1, 5 s after its connect push, and the presences pushed so far. */
+  const connectedAt5s = Effect.gen(function*() {
+    const unit = yield* healthy
+    yield* unit.session.connect
+    yield* settle
+    yield* TestClock.adjust(5_000)
+    return { ...unit, before: unit.client.presences().length }
+  })
+
+  /** Ten plain messages from B, 50 ms apart, starting now. */
+  const flood = (client: { readonly push: (message: ReturnType<typeof inboundMessage>) => Effect.Effect<void> }) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 10; i++) {
+        yield* client.push(inboundMessage(B, `m${i}`, `note ${i}`))
+        yield* settle
+        yield* TestClock.adjust(50)
+      }
+    })
+
+  it.effect("a flood of receives pushes the first stamp at once and the latest one when the interval ends", () =>
+    Effect.gen(function*() {
+      const { before, client } = yield* connectedAt5s
+      yield* flood(client)
+      // 5,000 + 10 × 50: the first stamp went at once, the nine after it wait.
+      assert.deepStrictEqual(client.presences().slice(before).map((p) => p.lastIntercomActivity), [5_000])
+      yield* TestClock.adjust(Duration.toMillis(ACTIVITY_PUSH_INTERVAL) - 500)
+      yield* settle
+      assert.deepStrictEqual(client.presences().slice(before).map((p) => p.lastIntercomActivity), [5_000, 5_450])
+      yield* TestClock.adjust(10_000)
+      yield* settle
+      assert.strictEqual(client.presences().length, before + 2)
+    }))
+
+  it.effect("a rename while activity is held back is pushed at once, with the latest activity", () =>
+    Effect.gen(function*() {
+      const { before, client, session } = yield* connectedAt5s
+      yield* flood(client)
+      yield* session.setIdentity({ name: "renamed" })
+      yield* settle
+      assert.deepInclude(client.presences().at(-1), { name: "renamed", lastIntercomActivity: 5_450 })
+      assert.strictEqual(client.presences().length, before + 2)
+    }))
+
+  it.effect("an ask that comes while activity is held back pushes its pendingAsks at once", () =>
+    Effect.gen(function*() {
+      const { before, client } = yield* connectedAt5s
+      yield* flood(client)
+      yield* client.push(inboundMessage(B, "q1", "which path?", { expectsReply: true }))
+      yield* settle
+      assert.deepInclude(client.presences().at(-1), { pendingAsks: 1, lastIntercomActivity: 5_500 })
+      assert.strictEqual(client.presences().length, before + 2)
     }))
 })
 
