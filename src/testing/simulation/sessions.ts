@@ -21,7 +21,8 @@ import type { SimLink } from "../SimLink.ts"
 import { makeSimJournal, type SimJournal } from "./journal.ts"
 import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
-import type { SessionSpec } from "./types.ts"
+import { drawClientTimings } from "./timings.ts"
+import type { SessionSpec, SimClientTimings } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
 /** A running client of a session. */
@@ -61,7 +62,13 @@ export interface SessionState {
   grant: ChildGrant | undefined
   /** Its host journal, kept across clients and generations (`SimulationConfig.hostJournal`). */
   readonly journal: SimJournal | undefined
+  /** Its clients' timings: the world's fixed set, or its own draw (`SimulationConfig.clientTimings`). */
+  readonly timings: Required<SimClientTimings>
 }
+
+const formatTimings = (t: Required<SimClientTimings>): string =>
+  `reconnect ${t.reconnectBaseMs}–${t.reconnectMaxMs} ms, liveness every ${t.livenessIntervalMs} ms (timeout ${t.livenessTimeoutMs} ms), ` +
+  `connect ${t.connectTimeoutMs} ms, send ${t.sendTimeoutMs} ms, list ${t.listTimeoutMs} ms`
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
 
@@ -93,6 +100,10 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         ...(spec.supervisor === undefined ? {} : { supervisor: supervisorIdOf(spec.supervisor) })
       }
       world.ledger.addSession(meta)
+      const timings = config.clientTimings === undefined
+        ? world.timings
+        : drawClientTimings(config.clientTimings, Prng.derive(world.seed, `${id}/client-timings`))
+      if (config.clientTimings !== undefined) world.ledger.note(`${spec.name} client timings: ${formatTimings(timings)}`)
       states.push({
         meta,
         index,
@@ -108,7 +119,8 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         // Deterministic: the world's seed and the session; a secret only in production.
         ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
         grant: undefined,
-        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal)
+        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal),
+        timings
       })
     }
     return states
@@ -229,7 +241,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       }),
       launch: false,
       dial: dialerFor(world, state, key),
-      ...world.timings
+      ...state.timings
     }).pipe(Scope.provide(scope), ownedBy(key))
     const client: ClientState = { key, scope, service }
     state.client = client
