@@ -3,7 +3,9 @@
  * dialling through the in-memory network), its session generations (the real
  * `IntercomSession` over a simulated agent as host), and starting, stopping,
  * killing and replacing them. Each client and generation runs under its own
- * fiber owner, and closing one is checked to leave none of its fibers.
+ * fiber owner, and closing one is checked to leave none of its fibers. A
+ * session's clients share its timings: the world's fixed set, or its own draw
+ * (timings.ts).
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"
@@ -21,7 +23,7 @@ import type { SimLink } from "../SimLink.ts"
 import { makeSimJournal, type SimJournal } from "./journal.ts"
 import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
-import { drawClientTimings } from "./timings.ts"
+import { drawClientTimings, formatClientTimings } from "./timings.ts"
 import type { SessionSpec, SimClientTimings } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
@@ -66,10 +68,6 @@ export interface SessionState {
   readonly timings: Required<SimClientTimings>
 }
 
-const formatTimings = (t: Required<SimClientTimings>): string =>
-  `reconnect ${t.reconnectBaseMs}–${t.reconnectMaxMs} ms, liveness every ${t.livenessIntervalMs} ms (timeout ${t.livenessTimeoutMs} ms), ` +
-  `connect ${t.connectTimeoutMs} ms, send ${t.sendTimeoutMs} ms, list ${t.listTimeoutMs} ms`
-
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
 
 /** The world's sessions (default A, B, C, D), stopped, each known to the ledger. */
@@ -103,7 +101,7 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
       const timings = config.clientTimings === undefined
         ? world.timings
         : drawClientTimings(config.clientTimings, Prng.derive(world.seed, `${id}/client-timings`))
-      if (config.clientTimings !== undefined) world.ledger.note(`${spec.name} client timings: ${formatTimings(timings)}`)
+      if (config.clientTimings !== undefined) world.ledger.note(`${spec.name} client timings: ${formatClientTimings(timings)}`)
       states.push({
         meta,
         index,

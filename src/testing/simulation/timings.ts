@@ -19,7 +19,7 @@
  * span 1–10 s around the fixed 5 s.
  *
  * It owns nothing long-lived: `drawClientTimings` is a pure draw from the
- * stream it is given.
+ * stream it is given, `formatClientTimings` its line in the trace.
  */
 import type { Prng } from "../Prng.ts"
 import type { SimClientTimings } from "./types.ts"
@@ -86,3 +86,8 @@ export const drawClientTimings = (ranges: SimClientTimingRanges, prng: Prng): Re
     listTimeoutMs: draw(ranges.listTimeoutMs)
   }
 }
+
+/** One line for the trace: a session's client timings. */
+export const formatClientTimings = (t: Required<SimClientTimings>): string =>
+  `reconnect ${t.reconnectBaseMs}–${t.reconnectMaxMs} ms, liveness every ${t.livenessIntervalMs} ms (timeout ${t.livenessTimeoutMs} ms), ` +
+  `connect ${t.connectTimeoutMs} ms, send ${t.sendTimeoutMs} ms, list ${t.listTimeoutMs} ms`
