@@ -100,6 +100,8 @@ export interface FailureFlags {
   readonly hostJournal?: boolean
   /** Hosts that refuse hand-offs while busy (`--host-refusals`, which implies `--host-journal`). */
   readonly hostRefusals?: boolean
+  /** Each session's client timings drawn from the seed (`--client-timings`). */
+  readonly clientTimings?: boolean
   readonly memory?: boolean
   readonly accepted?: boolean
 }
@@ -123,6 +125,7 @@ export const formatFailure = (
     ...(options.topics === true ? [" --topics"] : []),
     ...(journal ? [" --host-journal"] : []),
     ...(refusals ? [" --host-refusals"] : []),
+    ...(options.clientTimings === true ? [" --client-timings"] : []),
     ...(options.memory === true ? [" --durability memory"] : []),
     ...(options.accepted === true ? [" --connections accepted"] : [])
   ].join("")
@@ -137,7 +140,8 @@ export const formatFailure = (
     : journal
     ? ", hostJournal: defaultHostJournal"
     : ""
-  const config = `{ seed: ${seed}${hostJournal}${
+  const clientTimings = options.clientTimings === true ? ", clientTimings: defaultClientTimingRanges" : ""
+  const config = `{ seed: ${seed}${hostJournal}${clientTimings}${
     options.memory === true ? `, durability: "memory"` : ""
   }${options.accepted === true ? `, brokerConnections: "accepted"` : ""} }`
   return [

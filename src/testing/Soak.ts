@@ -195,6 +195,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
           topics: options.topics === true,
           hostJournal: config.hostJournal !== undefined,
           hostRefusals: config.hostJournal?.refusals !== undefined,
+          clientTimings: config.clientTimings !== undefined,
           memory: config.durability === "memory",
           accepted: config.brokerConnections === "accepted"
         }) })

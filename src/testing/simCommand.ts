@@ -14,7 +14,7 @@ import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
-import { defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "./Simulation.ts"
+import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "./Simulation.ts"
 import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
 import { DELIVERY_WEIGHT } from "./simulation/delivery.ts"
 import {
@@ -193,6 +193,10 @@ const flags = {
     "host-refusals",
     "With --host-journal's journals, hosts that are sometimes busy for 0–3 s and refuse hand-offs meanwhile; the session retries them and abandons what is still refused when its generation closes, for the journal to hand over again (implies --host-journal; docs/testing.md)"
   ),
+  clientTimings: toggle(
+    "client-timings",
+    "Give each session's clients their own timings drawn from the seed (reconnect base 5–500 ms, liveness every 1–20 s with a 0.5–5 s timeout, connect, send and list timeouts 1–10 s) instead of one fixed set (docs/testing.md)"
+  ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -252,6 +256,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
       : input.hostJournal
       ? { hostJournal: defaultHostJournal }
       : {}),
+    ...(input.clientTimings ? { clientTimings: defaultClientTimingRanges } : {}),
     ...(input.frames ? { traceFrames: true } : {})
   }
   if (Option.isSome(input.seed)) {

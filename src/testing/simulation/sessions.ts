@@ -3,7 +3,9 @@
  * dialling through the in-memory network), its session generations (the real
  * `IntercomSession` over a simulated agent as host), and starting, stopping,
  * killing and replacing them. Each client and generation runs under its own
- * fiber owner, and closing one is checked to leave none of its fibers.
+ * fiber owner, and closing one is checked to leave none of its fibers. A
+ * session's clients share its timings: the world's fixed set, or its own draw
+ * (timings.ts).
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"
@@ -21,7 +23,8 @@ import type { SimLink } from "../SimLink.ts"
 import { makeSimJournal, type SimJournal } from "./journal.ts"
 import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
-import type { SessionSpec } from "./types.ts"
+import { drawClientTimings, formatClientTimings } from "./timings.ts"
+import type { SessionSpec, SimClientTimings } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
 /** A running client of a session. */
@@ -61,6 +64,8 @@ export interface SessionState {
   grant: ChildGrant | undefined
   /** Its host journal, kept across clients and generations (`SimulationConfig.hostJournal`). */
   readonly journal: SimJournal | undefined
+  /** Its clients' timings: the world's fixed set, or its own draw (`SimulationConfig.clientTimings`). */
+  readonly timings: Required<SimClientTimings>
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -93,6 +98,10 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         ...(spec.supervisor === undefined ? {} : { supervisor: supervisorIdOf(spec.supervisor) })
       }
       world.ledger.addSession(meta)
+      const timings = config.clientTimings === undefined
+        ? world.timings
+        : drawClientTimings(config.clientTimings, Prng.derive(world.seed, `${id}/client-timings`))
+      if (config.clientTimings !== undefined) world.ledger.note(`${spec.name} client timings: ${formatClientTimings(timings)}`)
       states.push({
         meta,
         index,
@@ -108,7 +117,8 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         // Deterministic: the world's seed and the session; a secret only in production.
         ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
         grant: undefined,
-        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal)
+        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal),
+        timings
       })
     }
     return states
@@ -229,7 +239,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       }),
       launch: false,
       dial: dialerFor(world, state, key),
-      ...world.timings
+      ...state.timings
     }).pipe(Scope.provide(scope), ownedBy(key))
     const client: ClientState = { key, scope, service }
     state.client = client

@@ -30,6 +30,7 @@ import type { AgentPolicy } from "../SimAgent.ts"
 import type { BrokerInputFault, BrokerOutputFault } from "../SimLink.ts"
 import type { SimHostile } from "./hostile.ts"
 import type { SimHostJournal } from "./journal.ts"
+import type { SimClientTimingRanges } from "./timings.ts"
 
 /** One session of the world: its name, and optionally its pi scope and agent behaviour. */
 export interface SessionSpec {
@@ -118,6 +119,12 @@ export interface SimulationConfig {
   readonly session?: IntercomSessionOptions
   /** Client timings (see `SimClientTimings`). */
   readonly client?: SimClientTimings
+  /**
+   * Draw each session's client timings from these ranges (simulation/timings.ts,
+   * `--client-timings`), from the session's own PRNG stream, instead of the
+   * one fixed set (`client`). Default none: every client uses the fixed set.
+   */
+  readonly clientTimings?: SimClientTimingRanges | undefined
   /** Default agent behaviour; a session's own `agent` overrides it. */
   readonly agent?: Partial<AgentPolicy>
   /** Count messages lost in flight to a dying receiver as violations. Default false. */
