@@ -4,10 +4,11 @@
  * write takes what was posted before it along; while a write waits for room, what comes meanwhile waits
  * behind it (the in-memory transport dies on a second write while one waits,
  * so these tests would fail on it); a caller interrupted before its frames
- * were taken takes them back; a close fails what still waits.
+ * were taken takes them back; a close fails what still waits; the writes of
+ * callers resumed while a received batch is dispatched go out as one.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import { Outbox } from "../../src/client/Outbox.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
@@ -113,5 +114,26 @@ describe("Outbox", () => {
       assert.strictEqual((yield* Effect.flip(Fiber.join(blocked)))._tag, "ConnectionLost")
       assert.isFalse(outbox.post(["4"]))
       assert.strictEqual((yield* Effect.flip(outbox.write(["5"], "send")))._tag, "ConnectionLost")
+    }))
+
+  it.effect("callers resumed while a received batch is dispatched write as they resume, and their frames go out as one write after it", () =>
+    Effect.gen(function*() {
+      const [near, far] = yield* makeInMemoryPair()
+      const { connection, writes } = recording(near)
+      const outbox = new Outbox(connection)
+      yield* Effect.forkScoped(outbox.run)
+      // Three callers wait for an answer, as sends wait for their acknowledgements, then write again.
+      const answers = [Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>()]
+      const callers = yield* Effect.forEach(answers, (answer, i) =>
+        Effect.forkChild(Effect.andThen(Deferred.await(answer), outbox.write([`next ${i}`], "send")), { startImmediately: true }))
+      const heldDuringDispatch: Array<number> = []
+      outbox.holdWhile(() => {
+        for (const answer of answers) Deferred.doneUnsafe(answer, Exit.void)
+        heldDuringDispatch.push(writes.length)
+      })
+      assert.deepStrictEqual(heldDuringDispatch, [0], "nothing is written during the dispatch")
+      assert.deepStrictEqual(yield* readFrames(far, 3), ["next 0", "next 1", "next 2"])
+      for (const caller of callers) assert.isTrue(Exit.isSuccess(yield* Fiber.await(caller)))
+      assert.deepStrictEqual(writes, [["next 0", "next 1", "next 2"]])
     }))
 })
