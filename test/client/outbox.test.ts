@@ -11,7 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { Outbox } from "../../src/client/Outbox.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
-import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
+import { type InMemoryPairOptions, makeInMemoryPair } from "../../src/transport/InMemory.ts"
 import { recordingWrites as recording } from "./support.ts"
 
 /** Reads from `peer` until `count` frames came. */
@@ -22,13 +22,20 @@ const readFrames = (peer: Connection, count: number) =>
     return frames
   })
 
+/** An outbox over one end of an in-memory pair, its writer running, each transport write recorded. */
+const recordedOutbox = (options: InMemoryPairOptions = {}) =>
+  Effect.gen(function*() {
+    const [near, far] = yield* makeInMemoryPair(options)
+    const { connection, writes } = recording(near)
+    const outbox = new Outbox(connection)
+    yield* Effect.forkScoped(outbox.run)
+    return { outbox, far, writes }
+  })
+
 describe("Outbox", () => {
   it.effect("frames posted in one turn go out in one write, in order; a write takes the frames posted before it along", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair()
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox()
       for (const text of ["a", "b", "c"]) assert.isTrue(outbox.post([text]))
       assert.deepStrictEqual(writes, [], "posting does not write")
       assert.deepStrictEqual(yield* readFrames(far, 3), ["a", "b", "c"])
@@ -41,10 +48,7 @@ describe("Outbox", () => {
 
   it.effect("while a write waits for room, later frames wait behind it and go out next, in order", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair({ capacity: 2 })
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox({ capacity: 2 })
       // Two frames fit; the third waits for the peer to read.
       const first = yield* Effect.forkChild(outbox.write(["1", "2", "3"], "send"), { startImmediately: true })
       yield* Effect.yieldNow
@@ -61,10 +65,7 @@ describe("Outbox", () => {
 
   it.effect("callers a finished write resumes, writing again at once, never start a second transport write while one waits", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair({ capacity: 1 })
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox({ capacity: 1 })
       // z2 waits for room; a and c queue behind it, in one batch; each of their callers writes again
       // as soon as that batch is through.
       const first = yield* Effect.forkChild(outbox.write(["z1", "z2"], "send"), { startImmediately: true })
@@ -118,10 +119,7 @@ describe("Outbox", () => {
 
   it.effect("callers resumed while a received batch is dispatched write as they resume, and their frames go out as one write after it", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair()
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox()
       // Three callers wait for an answer, as sends wait for their acknowledgements, then write again.
       const answers = [Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>()]
       const callers = yield* Effect.forEach(answers, (answer, i) =>
