@@ -395,14 +395,17 @@ export const openClientConnection = (
     const handle = (texts: ReadonlyArray<string>) =>
       Effect.suspend(() => {
         let messages = false
-        for (const text of texts) {
-          const frame = decodeBrokerFrameText(text)
-          if (isFrameDecodeError(frame)) continue
-          if (frame.type === "message" || (frame.type === "message_receipt" && isBrokerNotice(frame.receipt.status))) {
-            messages = true
+        // The callers these answers resume write from inside the dispatch: their frames go out as one write.
+        outbox.holdWhile(() => {
+          for (const text of texts) {
+            const frame = decodeBrokerFrameText(text)
+            if (isFrameDecodeError(frame)) continue
+            if (frame.type === "message" || (frame.type === "message_receipt" && isBrokerNotice(frame.receipt.status))) {
+              messages = true
+            }
+            dispatch(frame)
           }
-          dispatch(frame)
-        }
+        })
         framesRead += texts.length
         if (!messages || !confirmsReceipt || leaving) return Effect.void
         // No session takes messages now (its generation retired): they wait in this process, where a

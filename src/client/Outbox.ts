@@ -18,6 +18,11 @@
  *   syscall), not one each; an earlier `write` takes them along.
  * - While a write waits for room, everything queued meanwhile goes out as
  *   one write after it.
+ * - While the connection dispatches a received batch (`holdWhile`), a
+ *   `write` only queues: the callers the batch's answers resume write their
+ *   next frames from inside that dispatch, and they go out as one write when
+ *   it ends, not one each (docs/performance.md, "The client's send path,
+ *   twelfth stop").
  */
 import { Deferred, Effect, Exit, Latch } from "effect"
 import type { Connection } from "../transport/Connection.ts"
@@ -59,6 +64,8 @@ export class Outbox {
   private stopped = false
   /** A transport write is being made (`writeQueued` is on the stack): a caller it resumes only queues. */
   private writing = false
+  /** A received batch is being dispatched (`holdWhile`): writes queue until it ends. */
+  private holding = false
 
   constructor(connection: Connection) {
     this.connection = connection
@@ -98,6 +105,21 @@ export class Outbox {
   }
 
   /**
+   * Runs `dispatch` (the synchronous dispatch of one received batch) with
+   * writes held, then writes what it queued as one transport write.
+   */
+  holdWhile(dispatch: () => void): void {
+    if (this.holding) return dispatch()
+    this.holding = true
+    try {
+      dispatch()
+    } finally {
+      this.holding = false
+      this.writeQueued()
+    }
+  }
+
+  /**
    * Finishes writes the transport did not take whole, and writes posted
    * frames, for ever: fork it in the connection's Scope. Woken for posted
    * frames (at once, from the posting caller's stack), it yields first, behind
@@ -129,12 +151,12 @@ export class Outbox {
   }
 
   /**
-   * Writes everything queued as one transport write, unless a write is waiting or being made.
+   * Writes everything queued as one transport write, unless a write is waiting or being made, or writes are held.
    * Waiters are resumed only once the state is settled: a resumed caller may write again at once
    * (re-entrantly), and must find the waiting write, or queue behind the one being made.
    */
   private writeQueued(): void {
-    if (this.waiting !== undefined || this.writing) return
+    if (this.waiting !== undefined || this.writing || this.holding) return
     this.writing = true
     const completed: Array<Deferred.Deferred<void, "lost">> = []
     while (this.queued.length > 0 && this.waiting === undefined) {

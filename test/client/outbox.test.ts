@@ -4,13 +4,14 @@
  * write takes what was posted before it along; while a write waits for room, what comes meanwhile waits
  * behind it (the in-memory transport dies on a second write while one waits,
  * so these tests would fail on it); a caller interrupted before its frames
- * were taken takes them back; a close fails what still waits.
+ * were taken takes them back; a close fails what still waits; the writes of
+ * callers resumed while a received batch is dispatched go out as one.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import { Outbox } from "../../src/client/Outbox.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
-import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
+import { type InMemoryPairOptions, makeInMemoryPair } from "../../src/transport/InMemory.ts"
 import { recordingWrites as recording } from "./support.ts"
 
 /** Reads from `peer` until `count` frames came. */
@@ -21,13 +22,20 @@ const readFrames = (peer: Connection, count: number) =>
     return frames
   })
 
+/** An outbox over one end of an in-memory pair, its writer running, each transport write recorded. */
+const recordedOutbox = (options: InMemoryPairOptions = {}) =>
+  Effect.gen(function*() {
+    const [near, far] = yield* makeInMemoryPair(options)
+    const { connection, writes } = recording(near)
+    const outbox = new Outbox(connection)
+    yield* Effect.forkScoped(outbox.run)
+    return { outbox, far, writes }
+  })
+
 describe("Outbox", () => {
   it.effect("frames posted in one turn go out in one write, in order; a write takes the frames posted before it along", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair()
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox()
       for (const text of ["a", "b", "c"]) assert.isTrue(outbox.post([text]))
       assert.deepStrictEqual(writes, [], "posting does not write")
       assert.deepStrictEqual(yield* readFrames(far, 3), ["a", "b", "c"])
@@ -40,10 +48,7 @@ describe("Outbox", () => {
 
   it.effect("while a write waits for room, later frames wait behind it and go out next, in order", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair({ capacity: 2 })
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox({ capacity: 2 })
       // Two frames fit; the third waits for the peer to read.
       const first = yield* Effect.forkChild(outbox.write(["1", "2", "3"], "send"), { startImmediately: true })
       yield* Effect.yieldNow
@@ -60,10 +65,7 @@ describe("Outbox", () => {
 
   it.effect("callers a finished write resumes, writing again at once, never start a second transport write while one waits", () =>
     Effect.gen(function*() {
-      const [near, far] = yield* makeInMemoryPair({ capacity: 1 })
-      const { connection, writes } = recording(near)
-      const outbox = new Outbox(connection)
-      yield* Effect.forkScoped(outbox.run)
+      const { outbox, far, writes } = yield* recordedOutbox({ capacity: 1 })
       // z2 waits for room; a and c queue behind it, in one batch; each of their callers writes again
       // as soon as that batch is through.
       const first = yield* Effect.forkChild(outbox.write(["z1", "z2"], "send"), { startImmediately: true })
@@ -113,5 +115,23 @@ describe("Outbox", () => {
       assert.strictEqual((yield* Effect.flip(Fiber.join(blocked)))._tag, "ConnectionLost")
       assert.isFalse(outbox.post(["4"]))
       assert.strictEqual((yield* Effect.flip(outbox.write(["5"], "send")))._tag, "ConnectionLost")
+    }))
+
+  it.effect("callers resumed while a received batch is dispatched write as they resume, and their frames go out as one write after it", () =>
+    Effect.gen(function*() {
+      const { outbox, far, writes } = yield* recordedOutbox()
+      // Three callers wait for an answer, as sends wait for their acknowledgements, then write again.
+      const answers = [Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>()]
+      const callers = yield* Effect.forEach(answers, (answer, i) =>
+        Effect.forkChild(Effect.andThen(Deferred.await(answer), outbox.write([`next ${i}`], "send")), { startImmediately: true }))
+      const heldDuringDispatch: Array<number> = []
+      outbox.holdWhile(() => {
+        for (const answer of answers) Deferred.doneUnsafe(answer, Exit.void)
+        heldDuringDispatch.push(writes.length)
+      })
+      assert.deepStrictEqual(heldDuringDispatch, [0], "nothing is written during the dispatch")
+      assert.deepStrictEqual(yield* readFrames(far, 3), ["next 0", "next 1", "next 2"])
+      for (const caller of callers) assert.isTrue(Exit.isSuccess(yield* Fiber.await(caller)))
+      assert.deepStrictEqual(writes, [["next 0", "next 1", "next 2"]])
     }))
 })
