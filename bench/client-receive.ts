@@ -6,8 +6,9 @@
  *
  *   node bench/client-receive.ts [--level session|client] [--messages N] [--rounds R]
  *
- * It spawns a memory-mode broker from this worktree's `dist/` in a private dir
- * (so `npm run build` first) and prints, per round, the wall time from the
+ * The session's client spawns the broker from this worktree's `dist/` in a
+ * private dir with no settings file, so the broker runs with the default
+ * durability, `sqlite` (durable; `npm run build` first), and it prints, per round, the wall time from the
  * first send to the N-th message reaching the host, and this process's CPU
  * (user + system) per message. The sender's share of that CPU is the same for
  * every build, so two builds compare by running this file from each worktree,
