@@ -15,7 +15,17 @@ import { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 
 /** What a send came to, as answered (and replayed to a retry). */
 export type Outcome =
-  | { readonly ok: true; readonly delivery: "socket_delivered" | "queued" }
+  | {
+    readonly ok: true
+    readonly delivery: "socket_delivered" | "queued"
+    /**
+     * A replace send staged on its thread (`delivery-v1`, C-DLV-6): answered
+     * `delivery_queued` with the window's close, the first time and to a
+     * same-id retry alike (P46). Kept in memory only: a store keeps it as
+     * `queued`, so after a restart a retry is answered `delivered`, queued.
+     */
+    readonly staged?: { readonly threadId: string; readonly deliverAt: number } | undefined
+  }
   | { readonly ok: false; readonly code: DeliveryCode; readonly reason: string; readonly retryable: boolean }
 
 /** The answer to a send delivered to a live session's connection. */

@@ -134,6 +134,13 @@ export class Send {
       return outcome
     }
     const journal = this.ctx.journal
+    const staged = outcome.staged
+    if (staged !== undefined) {
+      // A staged send's answer (the first, or a retry's): as `pipeline` writes it, not held for a commit.
+      journal?.mark(peer)
+      output.enqueue(peer, Encode.deliveryQueuedFrame(messageId, staged.threadId, staged.deliverAt))
+      return outcome
+    }
     // It waits for the commit of what it acknowledges: aside for a client that takes it in any order.
     if (journal !== undefined && peer.custody !== undefined) journal.holdAck(peer, messageId, outcome.delivery)
     else {
@@ -326,9 +333,10 @@ export class Send {
       if ("code" in staged) return this.fail(peer, message.id, staged, frame.to)
       this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.staged, now)
       journal?.putMail(mail)
-      this.ctx.records.set(recorded, { ok: true, delivery: "queued" }, now)
-      journal?.mark(peer)
-      this.ctx.output.enqueue(peer, Encode.deliveryQueuedFrame(message.id, threadId, staged.deliverAt))
+      // Recorded as staged, so a same-id retry is answered `delivery_queued` too (known issue 19).
+      const outcome: Outcome = { ok: true, delivery: "queued", staged: { threadId, deliverAt: staged.deliverAt } }
+      this.ctx.records.set(recorded, outcome, now)
+      this.answer(peer, message.id, outcome)
       return "staged"
     }
     route?.accepted(attempt, target)

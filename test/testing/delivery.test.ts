@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { forgetPassive, replaceKeyPerMessage } from "../../src/testing/BrokenBuilds.ts"
 import { formatSummary, KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
-import { Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
+import { defaultClientTimingRanges, Simulation, type SimulationConfig } from "../../src/testing/Simulation.ts"
 import { type Op, runSimulation, runWorkload } from "../../src/testing/Workload.ts"
 
 const world = (extra: Partial<SimulationConfig> = {}): SimulationConfig => ({
@@ -135,6 +135,34 @@ describe("a seed sweep with delivery modes", () => {
       assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
       const full = yield* runWorkload({ seed: 62165, tolerate: KNOWN_ISSUES }, undefined, { delivery: true })
       assert.deepStrictEqual(full.violations, [], full.trace.join("\n"))
+    }))
+
+  // Seed 3464 (`--client-timings --delivery`, seeds 3,001–4,000): A's replace update m17 was staged, but A's
+  // connection was lost before A read `delivery_queued`; the client's same-id re-send was answered from the
+  // record as plain `delivered` (queued), so the ledger never knew m17 was staged and took its replacement
+  // for a silent loss. A retry is now answered `delivery_queued` as the first send was (known issue 19).
+  it.effect("a staged update re-sent after its connection was lost is answered delivery_queued again (seed 3464, known issue 19)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 3464, clientTimings: defaultClientTimingRanges }, [
+        { _tag: "DeliverySend", after: 0, from: 0, to: 3, mode: "replace", thread: 2, count: 5, gapMs: 145 },
+        { _tag: "CrashBroker", after: 0, downMs: 2418 },
+        { _tag: "List", after: 1761, from: 1 },
+        { _tag: "DeliverySend", after: 2407, from: 1, to: 2, mode: "steer", thread: 0, count: 1, gapMs: 0 },
+        { _tag: "Stall", after: 1678, session: 1, side: "broker", ms: 1586 },
+        { _tag: "Send", after: 1096, from: 1, to: 3 },
+        { _tag: "Ask", after: 2088, from: 1, to: 1, timeoutMs: 7000 },
+        { _tag: "Ask", after: 928, from: 2, to: 0, timeoutMs: 12000 },
+        { _tag: "Ask", after: 2398, from: 1, to: 2, timeoutMs: 6000 },
+        { _tag: "Send", after: 1327, from: 2, to: 3 },
+        { _tag: "DeliverySend", after: 2168, from: 1, to: 2, mode: "passive", thread: 0, count: 1, gapMs: 0 },
+        { _tag: "Stall", after: 0, session: 3, side: "broker", ms: 8972 },
+        { _tag: "Flood", after: 2276, from: 3, to: 0, count: 10, size: 5587, delayMs: 525 },
+        { _tag: "Ask", after: 20, from: 1, to: 3, timeoutMs: 9000 },
+        { _tag: "DeliverySend", after: 14, from: 3, to: 0, mode: "replace", thread: 1, count: 3, gapMs: 233 },
+        { _tag: "Start", after: 362, session: 2 },
+        { _tag: "DeliverySend", after: 1079, from: 0, to: 3, mode: "replace", thread: 1, count: 5, gapMs: 515 }
+      ])
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
     }))
 
   // Seed 62600 (`--delivery`, seeds 62,001–63,000): A's connection drops while B's update m2 is staged for
