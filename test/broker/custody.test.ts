@@ -246,6 +246,34 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       }))
   })
 
+  // Known issue 20: a batch the transport handed over after the close was requested was dropped whole,
+  // its `received` frames with it, while `finish` still waited for the connection's output to drain.
+  // Accepted, the reader's fiber hands the batch to the stopped reader; adopted, the pump holds it.
+  it.effect.each([["accepted", false], ["adopted", true]] as const)(
+    "a confirmation that comes while a taken-over connection closes releases the mail it covers (%s)",
+    ([_path, adopted]) =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork({ linkCapacity: 4 })
+      yield* world.startBroker({ outboxCapacity: 4, adopted })
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const read = message("read, confirmed while the old connection closes")
+      yield* deliver(alice, bob, read)
+      const count = bob.client.received().length
+      // Bob stops reading; alice's burst fills his link, so the takeover's `end` close waits to flush it.
+      yield* bob.client.pause
+      for (let i = 0; i < 6; i++) yield* alice.client.send({ type: "send", to: "bob", message: message(`unread ${i}`) })
+      const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      assert.isFalse(bob.client.isClosed(), "the old connection closed before its output could wait to drain")
+      // The old client confirms what it read, as its connection is being closed.
+      yield* bob.client.send({ type: "received", frames: count })
+      yield* advance("2 seconds") // the close's grace to flush (ConnectionActor.ts): then it is destroyed
+      yield* settled([back.client, alice.client])
+      const again = back.client.received().filter((frame) => frame.type === "message" && frame.message.id === read.id)
+      assert.strictEqual(again.length, 0, "the confirmed message was sent again")
+      assert.isAbove(back.client.count("message"), 0, "the unconfirmed burst was not handed over (the scenario changed)")
+    }))
+
   it.effect("a broker in memory mode grants received-v1: a connection dropped before confirming gets its mail again", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
