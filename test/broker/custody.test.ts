@@ -12,7 +12,7 @@ import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { message, messageFor, send, type Session } from "../support/broker.ts"
+import { ackFor, message, messageFor, send, type Session, withBroker } from "../support/broker.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { durableBroker } from "../support/durable.ts"
@@ -273,6 +273,30 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       assert.strictEqual(again.length, 0, "the confirmed message was sent again")
       assert.isAbove(back.client.count("message"), 0, "the unconfirmed burst was not handed over (the scenario changed)")
     }))
+
+  // The same over a Unix socket: the old connection is paused (its reader stopped), so the confirmation
+  // waits in the kernel; it counts only if the close reads on while it waits for the output to drain.
+  it.live("over a Unix socket, a confirmation written during a takeover's close releases the mail it covers", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null, mailboxCapacity: 4096 })
+      const alice = yield* broker.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const read = message("read, confirmed while the old connection closes")
+      yield* deliver(alice, bob, read)
+      const count = bob.client.received().length
+      // Bob stops reading; alice's 1,000 messages of 1 KB fill his socket, so the takeover's `end` close waits.
+      yield* bob.client.pause
+      const flood = Array.from({ length: 1_000 }, (_, i) => message(`unread ${i}:`.padEnd(1024, ".")))
+      yield* alice.client.sendRaw(encodeFrames(flood.map((msg) => JSON.stringify({ type: "send", to: "bob", message: msg }))))
+      for (const msg of flood) assert.strictEqual((yield* ackFor(alice.client, msg.id)).type, "delivered")
+      const back = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      yield* bob.client.send({ type: "received", frames: count })
+      // What the old connection never confirmed comes to the new one once it is closed (within its 2 s grace).
+      const first = yield* back.client.next("message", undefined, "10 seconds")
+      yield* settled([back.client, alice.client])
+      const again = back.client.received().filter((frame) => frame.type === "message" && frame.message.id === read.id)
+      assert.strictEqual(again.length, 0, `the confirmed message was sent again (first: ${first.message.content.text})`)
+    }), 60_000)
 
   it.effect("a broker in memory mode grants received-v1: a connection dropped before confirming gets its mail again", () =>
     Effect.gen(function*() {
