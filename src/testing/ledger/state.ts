@@ -69,10 +69,10 @@ export interface MessageRecord {
    */
   resent: number
   /**
-   * Re-sent so although its client had written a `received` covering an
-   * earlier copy: the broker never read it (it was lost in flight with the
-   * connection, `confirmationLost`), which tells such a copy from one its
-   * client never confirmed.
+   * Re-sent although the client of an earlier copy had written a `received`
+   * covering it, which the broker never read (lost in flight with that
+   * connection: `confirmationLost` in ledger/wire.ts); tells such a copy
+   * from one its client never confirmed.
    */
   confirmationLost: boolean
   /** When its sender read the broker's `delivered`. */
