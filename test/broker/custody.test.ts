@@ -6,13 +6,13 @@
  * memory store (../support/durable.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { ackFor, message, messageFor, send, type Session, withBroker } from "../support/broker.ts"
+import { ackFor, message, messageFor, type RegisterOptions, send, type Session, withBroker } from "../support/broker.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { durableBroker } from "../support/durable.ts"
@@ -246,6 +246,18 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       }))
   })
 
+  /** Alice and bob (confirming); bob read alice's message (`count` frames in all), then stopped reading. */
+  const bobReadThenPaused = <E>(world: { readonly session: (options?: RegisterOptions) => Effect.Effect<Session, E, Scope.Scope> }) =>
+    Effect.gen(function*() {
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const read = message("read, confirmed while the old connection closes")
+      yield* deliver(alice, bob, read)
+      const count = bob.client.received().length
+      yield* bob.client.pause
+      return { alice, bob, count, read }
+    })
+
   // Known issue 20: a batch the transport handed over after the close was requested was dropped whole,
   // its `received` frames with it, while `finish` still waited for the connection's output to drain.
   // Accepted, the reader's fiber hands the batch to the stopped reader; adopted, the pump holds it.
@@ -255,13 +267,8 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
     Effect.gen(function*() {
       const world = yield* memoryNetwork({ linkCapacity: 4 })
       yield* world.startBroker({ outboxCapacity: 4, adopted })
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
-      const read = message("read, confirmed while the old connection closes")
-      yield* deliver(alice, bob, read)
-      const count = bob.client.received().length
-      // Bob stops reading; alice's burst fills his link, so the takeover's `end` close waits to flush it.
-      yield* bob.client.pause
+      const { alice, bob, count, read } = yield* bobReadThenPaused(world)
+      // Alice's burst fills bob's link, so the takeover's `end` close waits to flush it.
       for (let i = 0; i < 6; i++) yield* alice.client.send({ type: "send", to: "bob", message: message(`unread ${i}`) })
       const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       assert.isFalse(bob.client.isClosed(), "the old connection closed before its output could wait to drain")
@@ -279,13 +286,8 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
   it.live("over a Unix socket, a confirmation written during a takeover's close releases the mail it covers", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ idleExit: null, mailboxCapacity: 4096 })
-      const alice = yield* broker.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
-      const read = message("read, confirmed while the old connection closes")
-      yield* deliver(alice, bob, read)
-      const count = bob.client.received().length
-      // Bob stops reading; alice's 1,000 messages of 1 KB fill his socket, so the takeover's `end` close waits.
-      yield* bob.client.pause
+      const { alice, bob, count, read } = yield* bobReadThenPaused(broker)
+      // Alice's 1,000 messages of 1 KB fill bob's socket, so the takeover's `end` close waits.
       const flood = Array.from({ length: 1_000 }, (_, i) => message(`unread ${i}:`.padEnd(1024, ".")))
       yield* alice.client.sendRaw(encodeFrames(flood.map((msg) => JSON.stringify({ type: "send", to: "bob", message: msg }))))
       for (const msg of flood) assert.strictEqual((yield* ackFor(alice.client, msg.id)).type, "delivered")
