@@ -23,7 +23,10 @@
  * reader; `finish` then runs uninterruptibly: output still parked is forced
  * through, an `end` close flushes the outbox first (bounded by END_GRACE),
  * and what was never written goes back to the Router, in order: the rest of
- * a write the socket did not finish, then what was still queued.
+ * a write the socket did not finish, then what was still queued. Meanwhile
+ * the reader still takes the connection's `received` frames (what the
+ * transport held, what comes before the destroy), so mail its client
+ * confirmed does not go back as unread (known issue 20).
  */
 import { Deferred, Duration, Effect, Fiber, type Scope } from "effect"
 import type { Connection } from "../transport/Connection.ts"
@@ -50,6 +53,8 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     const drainer = peer.reader.drainer
     if (drainer !== undefined) yield* Fiber.interrupt(drainer)
     closePeer(peer, "destroy") // no-op when a close was already requested
+    // Until it is destroyed, the `received` frames it still sends (or that the transport holds) are applied.
+    peer.reader.confirmWhileClosing()
     // Its own parked output is taken back last, after what its outbox held (it was queued after that).
     const ownParked = router.output.forceParked(peer)
     const mode = yield* Deferred.await(peer.closing)

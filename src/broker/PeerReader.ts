@@ -16,7 +16,10 @@
  * answer whose write finds the peer gone) has the rest of that batch
  * dropped, except its `received` frames: they were read, answer nothing,
  * and tell the custody what the client read, which otherwise goes back to
- * the session's next connection as unread (known issue 17).
+ * the session's next connection as unread (known issue 17). So does every
+ * batch that comes after the close was requested: those the transport had
+ * already taken, and those `finish` reads while it closes the connection
+ * (`confirmWhileClosing`; known issue 20).
  *
  * Two orders a reader fiber gave for free are kept here on purpose:
  * - a close requested while a batch of this reader runs (a protocol error,
@@ -92,7 +95,7 @@ export class PeerReader implements FrameReceiver {
   drainer: Fiber.Fiber<void> | undefined = undefined
   /** Batches of this reader running now (a drainer's hand-back may run inside a batch's flush). */
   private depth = 0
-  /** A close was requested: frames are no longer handled. */
+  /** A close was requested: only `received` frames are still handled. */
   private stopping = false
   /** The actor was told (`stopped` completed or will complete at once). */
   private done = false
@@ -149,9 +152,24 @@ export class PeerReader implements FrameReceiver {
     if (this.depth === 0) this.tellStopped()
   }
 
-  /** Handles a batch from the transport, or holds it while the connection is held back. */
+  /**
+   * Reading goes on while the connection closes (`finish` calls it, once the
+   * reader stopped), for its `received` frames only: what the transport took
+   * after the close was requested, and what comes until it is destroyed, is
+   * applied to the custody rather than dropped (known issue 20). One that
+   * comes after the custody was handed back (`Router.detach`) releases
+   * nothing: the custody is empty then.
+   */
+  confirmWhileClosing(): void {
+    if (this.stopping) this.control?.resume()
+  }
+
+  /**
+   * Handles a batch from the transport, or holds it while the connection is
+   * held back; once a close was requested, only its `received` frames.
+   */
   frames(frames: ReadonlyArray<string>): void {
-    if (this.stopping) return
+    if (this.stopping) return this.confirmRest(frames, 0, frames.length)
     this.depth++
     try {
       if (this.drainer === undefined) this.handle(frames)

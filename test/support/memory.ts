@@ -82,9 +82,11 @@ export interface MemoryNetwork {
   /**
    * Starts a broker core listening on the address, in a Scope of its own:
    * `crash` closes it (every connection drops, all its state is gone), as a
-   * killed broker process.
+   * killed broker process. It takes its connections as `accept` does (a
+   * fiber each), or with `adopted` as it takes a Unix socket's (no fiber,
+   * each read by the network's pump: transport/ReadPump.ts).
    */
-  readonly startBroker: (options?: BrokerCoreOptions) => Effect.Effect<RunningBroker>
+  readonly startBroker: (options?: BrokerCoreOptions & { readonly adopted?: boolean }) => Effect.Effect<RunningBroker>
 }
 
 export interface RunningBroker {
@@ -119,11 +121,11 @@ export const memoryNetwork = (
           const registered = yield* register(client, registerOptions)
           return { client, id: registered.sessionId, registered }
         }),
-      startBroker: (brokerOptions: BrokerCoreOptions = {}) =>
+      startBroker: ({ adopted = false, ...brokerOptions }: BrokerCoreOptions & { readonly adopted?: boolean } = {}) =>
         Effect.gen(function*() {
           const scope = yield* Scope.fork(outer)
           const core = yield* Broker.make(brokerOptions).pipe(Scope.provide(scope), Effect.orDie)
-          yield* network.listen(address, core.accept).pipe(Scope.provide(scope), Effect.orDie)
+          yield* network.listen(address, adopted ? core : core.accept).pipe(Scope.provide(scope), Effect.orDie)
           return { core, crash: settle(Scope.close(scope, Exit.void), "the broker's crash").pipe(Effect.orDie) }
         })
     }

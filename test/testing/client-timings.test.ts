@@ -110,6 +110,20 @@ describe("client timings drawn from the seed", () => {
       assert.isTrue(configs[1] !== undefined && configs[1].clientTimings === undefined)
     }).pipe(Effect.provide(NodeServices.layer)))
 
+  // Known issue 20's diagnosis (docs/testing.md): of the tolerated re-sends the flag adds, some follow a
+  // `received` the client wrote that the broker never read, some a message the client never confirmed.
+  it.effect("a tolerated re-send says whether its client's confirmation was lost in flight (seeds 163 and 2784)", () =>
+    Effect.gen(function*() {
+      const messages = (report: { readonly violations: ReadonlyArray<{ readonly kind: string; readonly message: string }> }) =>
+        report.violations.filter((v) => v.kind === "unconfirmed-redelivery").map((v) => v.message)
+      const lost = messages(yield* runWorkload(drawing(163)))
+      assert.strictEqual(lost.length, 3, lost.join("\n"))
+      for (const message of lost) assert.include(message, "its client's confirmation lost in flight with it")
+      const unconfirmed = messages(yield* runWorkload(drawing(2784)))
+      assert.strictEqual(unconfirmed.length, 2, unconfirmed.join("\n"))
+      for (const message of unconfirmed) assert.notInclude(message, "lost in flight")
+    }))
+
   it.effect("a failure's replay names --client-timings and the config with the ranges", () =>
     Effect.gen(function*() {
       // A broker that drops the first message it routes fails the run; the replay must bring the drawn timings back.

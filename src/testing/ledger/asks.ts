@@ -26,7 +26,9 @@ export const hostDelivered = (state: LedgerState, receiver: string, fromId: stri
     `${record.alias} was handed to ${nameOf(state, receiver)} ${record.hostDeliveries} times${
       !acrossRestart ? "" : record.redelivered > 0
       ? " (re-sent after a broker crash to a new client of it, which had not seen the first copy)"
-      : " (re-sent after its connection closed unconfirmed, to a new client of it, which had not seen the first copy)"
+      : ` (re-sent after its connection closed unconfirmed${
+        record.confirmationLost ? ", its client's confirmation lost in flight with it" : ""
+      }, to a new client of it, which had not seen the first copy)`
     }`)
   if (record.target !== undefined) {
     check(state, record.target === receiver, "misrouted", () =>

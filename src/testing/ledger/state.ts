@@ -25,6 +25,11 @@ export interface LinkRecord {
   framesRead: number
   /** The highest `received` count the broker read on it (`received-v1`). */
   confirmed: number
+  /**
+   * The highest `received` count its client wrote on it: above `confirmed`
+   * when a confirmation was still on its way (or lost with the connection).
+   */
+  confirmationWritten: number
 }
 
 /** One time a client read a message from the broker. */
@@ -63,6 +68,13 @@ export interface MessageRecord {
    * on closed before its client confirmed reading it (`received-v1`).
    */
   resent: number
+  /**
+   * Re-sent although the client of an earlier copy had written a `received`
+   * covering it, which the broker never read (lost in flight with that
+   * connection: `confirmationLost` in ledger/wire.ts); tells such a copy
+   * from one its client never confirmed.
+   */
+  confirmationLost: boolean
   /** When its sender read the broker's `delivered`. */
   ackedAt: number | undefined
   /** Connections the broker wrote an `expired` notice about it to. */

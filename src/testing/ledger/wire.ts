@@ -78,6 +78,9 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
         if (frame !== undefined) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery)
       } else if (parsed.type === "unregister") {
         link.registered = false
+      } else if (parsed.type === "received") {
+        const confirmed = decodeClientFrame.received(parsed)
+        if (!isFrameDecodeError(confirmed)) link.confirmationWritten = Math.max(link.confirmationWritten, confirmed.frames)
       }
     }
     traceFrame(state, link, "→", text)
@@ -116,6 +119,7 @@ const sendWritten = (
     hostDeliveries: 0,
     redelivered: 0,
     resent: 0,
+    confirmationLost: false,
     ackedAt: undefined,
     noticeWrittenTo: [],
     rescued: false,
@@ -319,6 +323,17 @@ const resentUnconfirmed = (state: LedgerState, record: MessageRecord, link: Link
       earlier.confirmed < read.frame
   })
 
+/**
+ * Whether the client of an earlier connection had written a `received`
+ * covering its copy, which the broker never read: the confirmation was still
+ * in flight when that connection ended, and was lost with it.
+ */
+const confirmationLost = (state: LedgerState, record: MessageRecord, link: LinkRecord): boolean =>
+  record.reads.some((read) => {
+    const earlier = state.links.get(read.link)
+    return earlier !== undefined && earlier !== link && earlier.confirmationWritten >= read.frame
+  })
+
 const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
   switch (frame.type) {
     case "registered": {
@@ -383,7 +398,12 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       }
       if (resentUnconfirmed(state, record, link)) {
         record.resent++
-        note(state, `   ${record.alias} re-sent to ${nameOf(state, receiver)}: the connection it went out on closed before its client confirmed reading it`)
+        if (confirmationLost(state, record, link)) record.confirmationLost = true
+        note(state, `   ${record.alias} re-sent to ${nameOf(state, receiver)}: the connection it went out on closed before ${
+          record.confirmationLost
+            ? "the broker read its client's confirmation (lost in flight with it)"
+            : "its client confirmed reading it"
+        }`)
         record.reads.push({ link: link.id, client: link.client, seq: ++state.readSeq, at: state.now(), frame: link.framesRead })
         return
       }
