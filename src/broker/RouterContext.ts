@@ -48,7 +48,7 @@ export interface RouterContext {
    * the broker keeps its state in memory only (StoreJournal.ts).
    */
   readonly journal: StoreJournal | undefined
-  /** Drops a connection for a protocol error (P03): logged, destroyed, no reply. */
+  /** Drops a connection for a protocol error (P03): logged (unless it is closing already), destroyed, no reply. */
   readonly protocolError: (peer: Peer, detail: string) => void
   /**
    * Refuses what a connection asked for with a clear `error` frame, then ends

@@ -16,6 +16,7 @@ import { ackFor, message, messageFor, type RegisterOptions, send, type Session, 
 import type { Message } from "../../src/protocol/frames.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { durableBroker } from "../support/durable.ts"
+import { awaitLogLine, frameBytes, raw, withLoggedBroker } from "../support/hostile.ts"
 import { advance, type MemoryNetwork, memoryNetwork, withMemoryBroker } from "../support/memory.ts"
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
@@ -298,6 +299,28 @@ describe("received-v1: mail stays stored until its recipient confirms it read it
       yield* settled([back.client, alice.client])
       const again = back.client.received().filter((frame) => frame.type === "message" && frame.message.id === read.id)
       assert.strictEqual(again.length, 0, `the confirmed message was sent again (first: ${first.message.content.text})`)
+    }), 60_000)
+
+  // Known issue 20's reading during a close takes only `received` frames; bad ones then close nothing new,
+  // and must not write a warning each: one protocol-error line per connection, none for one already closing.
+  it.live("a closing connection's malformed confirmations write no warning line each", () =>
+    Effect.gen(function*() {
+      const { broker, log } = yield* withLoggedBroker({ idleExit: null, mailboxCapacity: 4096 })
+      const { alice, bob } = yield* bobReadThenPaused(broker)
+      const flood = Array.from({ length: 1_000 }, (_, i) => message(`unread ${i}:`.padEnd(1024, ".")))
+      yield* alice.client.sendRaw(encodeFrames(flood.map((msg) => JSON.stringify({ type: "send", to: "bob", message: msg }))))
+      for (const msg of flood) assert.strictEqual((yield* ackFor(alice.client, msg.id)).type, "delivered")
+      const back = yield* broker.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      // The old connection closes (a takeover), waiting to flush; meanwhile its client sends five bad confirmations.
+      const bad = JSON.stringify({ type: "received", frames: "not a count" })
+      yield* bob.client.sendRaw(encodeFrames([bad, bad, bad, bad, bad]))
+      yield* back.client.next("message", undefined, "10 seconds") // the old connection is gone
+      // A fresh connection's protocol error is the last line; the logger keeps order, so the rest is in by then.
+      const probe = yield* raw(broker.socketPath, "probe")
+      yield* probe.write(frameBytes({ type: "no such frame" }))
+      yield* awaitLogLine(log, /unknown frame type "no such frame"/)
+      const socketErrors = log().filter((line) => line.includes("Socket error"))
+      assert.deepStrictEqual(socketErrors.length, 1, socketErrors.join("\n"))
     }), 60_000)
 
   it.effect("a broker in memory mode grants received-v1: a connection dropped before confirming gets its mail again", () =>
