@@ -144,9 +144,8 @@ export class OutboundRecord implements Fingerprint {
   sameHash: OutboundRecord | undefined = undefined
 
   // --- The receipt route (P70) ----------------------------------------------------
-  senderIncarnation = 0
+  /** The registry key of the session it was delivered to (the sender's is `senderKey`). */
   receiverKey = ""
-  receiverIncarnation = 0
   private routedAtHigh = 0
   private routedAtLow = 0
   olderRoute: OutboundRecord | undefined = undefined
@@ -439,15 +438,14 @@ export class OutboundRecords {
 
   /**
    * Keeps the route part (P70) of `record` (claimed: the table's record of
-   * its sender and id) as the newest route; a kept one moves to the back.
+   * its sender and id) to the session of `receiverKey` as the newest route;
+   * a kept one moves to the back.
    */
-  keepRoute(record: OutboundRecord, senderIncarnation: number, receiverKey: string, receiverIncarnation: number, at: number): void {
+  keepRoute(record: OutboundRecord, receiverKey: string, at: number): void {
     if (record.routed) this.unlinkRoute(record)
     else this.routeTotal++
     record.parts |= ROUTED
-    record.senderIncarnation = senderIncarnation
     record.receiverKey = receiverKey
-    record.receiverIncarnation = receiverIncarnation
     record.routedAt = at
     record.olderRoute = this.newestRouteEntry
     if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record

@@ -1,10 +1,11 @@
 /**
  * Receipts and control (P70–P73). Every delivered message leaves a receipt
- * route — who sent it to whom — for an hour, until either side leaves. Along
- * it a receiver's `message_receipt` is forwarded to the sender, a sender's
+ * route — which session sent it to which — for an hour. Along it a
+ * receiver's `message_receipt` is forwarded to the sender, a sender's
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
- * `supersedes` send first tells the receiver the old message is superseded.
- * A `cancel_message` for mail still in the mailbox removes it instead.
+ * `supersedes` send first tells the receiver the old message is superseded;
+ * each only while both sides are live. A `cancel_message` for mail still in
+ * the mailbox removes it instead.
  *
  * A route is the route part of the message's outbound record
  * (OutboundRecords.ts), beside its replay record: one object per message,
@@ -13,9 +14,17 @@
  * (docs/performance.md). Ids are per sender: a sender's cancel or supersede
  * takes only its own route (a colliding id of another session never diverts
  * it), and a receipt, which names only the message id, goes to every live
- * sender of a message with that id to the receiver that sent it. Routes
- * remember both sides' incarnations, so they lapse when either side leaves
- * without any bookkeeping at leave time.
+ * sender of a message with that id to the receiver that sent it.
+ *
+ * A route names both sides by their registry keys (scope and session id),
+ * not by one registration of them: it outlives either side's reconnect, so a
+ * receipt the receiver's client kept while it was away (KeptReceipts.ts), or
+ * one for a message sent before the sender's reconnect, still reaches the
+ * sender (ours; pi-intercom drops the route when either side leaves,
+ * docs/protocol.md). A session's key is what the rest of the broker already
+ * takes for the session across registrations — its replay records, its mail,
+ * a takeover (P16) — so whoever registers it is that session here too. A
+ * side that is not live at the moment drops the frame: nothing waits for it.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -99,7 +108,7 @@ export class Receipts {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(sender.key, id) ?? new OutboundRecord(sender.key, id, undefined))
-    routes.keepRoute(claimed, sender.incarnation, receiver.key, receiver.incarnation, now)
+    routes.keepRoute(claimed, receiver.key, now)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
@@ -122,8 +131,8 @@ export class Receipts {
   }
 
   /**
-   * The two sessions of `senderKey`'s route for `messageId`, if it is under
-   * an hour old and neither side has left since.
+   * The two live sessions of `senderKey`'s route for `messageId`, if it is
+   * under an hour old and both sides are registered now.
    */
   private liveRoute(
     senderKey: string,
@@ -134,6 +143,7 @@ export class Receipts {
     return route === undefined ? undefined : this.sessionsOf(route, now)
   }
 
+  /** The sessions now registered under `route`'s two keys, if it is under an hour old and both are. */
   private sessionsOf(
     route: OutboundRecord,
     now: number
@@ -141,8 +151,7 @@ export class Receipts {
     if (!route.routed || now - route.routedAt > HOUR) return undefined
     const sender = this.ctx.registry.byKey.get(route.senderKey)
     const receiver = this.ctx.registry.byKey.get(route.receiverKey)
-    if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
-    if (receiver === undefined || receiver.incarnation !== route.receiverIncarnation) return undefined
+    if (sender === undefined || receiver === undefined) return undefined
     return { sender, receiver }
   }
 
