@@ -24,15 +24,18 @@
  * docs/protocol.md). A session's key is what the rest of the broker already
  * takes for the session across registrations — its replay records, its mail,
  * a takeover (P16) — so whoever registers it is that session here too. A
- * side that is not live at the moment drops the frame: nothing waits for it.
+ * receipt for a sender that is away is held for its return (HeldReceipts.ts);
+ * a cancel or supersede needs both sides live, as it is answered at once.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
+import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
@@ -49,6 +52,8 @@ export class Receipts {
   private readonly forget: (messageKey: string) => void
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
+  /** Receipts along a route whose sender was away, until it registers again. */
+  private readonly held = new HeldReceipts()
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
@@ -61,6 +66,13 @@ export class Receipts {
   readonly frames: FrameHandlers = {
     message_receipt: { handle: (peer, frame) => this.onReceipt(peer, frame) },
     cancel_message: { handle: (peer, frame) => this.onCancel(peer, frame) }
+  }
+
+  /** A sender that registers again gets the receipts held while it was away. */
+  readonly hooks: RegistrationHooks = {
+    registered: (session, _previous, now) => {
+      for (const frame of this.held.take(session.key, now)) this.ctx.output.enqueue(session.peer, frame)
+    }
   }
 
   /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver. */
@@ -122,6 +134,7 @@ export class Receipts {
     for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
       this.routes.dropRoute(oldest)
     }
+    this.held.expire(now)
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */
@@ -171,11 +184,18 @@ export class Receipts {
     }
   }
 
-  /** Forwards `receipt` from `receiver` along `route` if it is the receiver's and still live. */
+  /**
+   * Forwards `receipt` from `receiver` along `route` if it is the receiver's
+   * and under an hour old: to its sender now, or, while no session holds
+   * the sender's key, when one registers it again.
+   */
   private forward(route: OutboundRecord, receiver: Session, receipt: string, now: number): void {
-    if (!route.routed || route.receiverKey !== receiver.key) return
-    const live = this.sessionsOf(route, now)
-    if (live !== undefined && live.receiver === receiver) this.ctx.output.enqueue(live.sender.peer, receipt)
+    if (!route.routed || route.receiverKey !== receiver.key || now - route.routedAt > HOUR) return
+    const registry = this.ctx.registry
+    if (registry.byKey.get(receiver.key) !== receiver) return
+    const sender = registry.byKey.get(route.senderKey)
+    if (sender !== undefined) this.ctx.output.enqueue(sender.peer, receipt)
+    else this.held.hold(route.senderKey, receipt, now)
   }
 
   private onCancel(peer: Peer, raw: unknown): void {

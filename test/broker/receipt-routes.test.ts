@@ -3,8 +3,9 @@
  * sides by session (scope and id), so a receipt, a cancel or a supersede
  * still travels along it after either side's connection closed — seen closed
  * by the broker, the session gone from `list` — and the session registered
- * again under the same id. Ids stay per sender, a side that is away drops the
- * frame, and a route still lapses after an hour. Real Unix sockets, except
+ * again under the same id. Ids stay per sender; a receipt for a sender that
+ * is away is held for its return; a cancel or supersede needs both sides
+ * live; and a route, or a held receipt, still lapses after an hour. Real Unix sockets, except
  * the hour, which runs on the in-memory broker under TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -105,18 +106,28 @@ describe("receipt routes across a reconnect", () => {
       assert.deepStrictEqual(receiptIds(senderBack.client), [msg.id], "one copy, to its sender only")
     }))
 
-  it.live("a receipt for a sender that is away is dropped: the sender does not get it when it returns", () =>
+  it.live("a receipt for a sender that is away is held: the sender gets it when it registers again, once", () =>
     Effect.gen(function*() {
-      const { broker, sender, receiver } = yield* trio
+      const { broker, sender, receiver, third } = yield* trio
       const msg = message("nobody home")
       assertDelivered(yield* send(sender.client, "receiver", msg))
       yield* messageFor(receiver.client, msg.id)
       yield* leave(sender.client, "sender", receiver.client)
-      yield* receiver.client.send(receipt(msg.id))
+      yield* receiver.client.send(receipt(msg.id, "injected"))
+      yield* receiver.client.send(receipt(msg.id, "acknowledged"))
       yield* receiver.client.roundTrip
+      // A session of another id does not get them.
+      const stranger = yield* broker.session({ sessionId: "stranger" })
       const back = yield* broker.session({ sessionId: "sender" })
-      yield* settled([receiver.client], [back.client])
-      yield* back.client.expectNothing("message_receipt")
+      const statuses: Array<string> = []
+      for (let i = 0; i < 2; i++) statuses.push((yield* back.client.next("message_receipt")).receipt.status)
+      assert.deepStrictEqual(statuses, ["injected", "acknowledged"], "in the order they were posted")
+      // Held receipts go once: a later registration of the sender gets none.
+      yield* leave(back.client, "sender", third.client)
+      const again = yield* broker.session({ sessionId: "sender" })
+      yield* settled([receiver.client, stranger.client], [again.client, stranger.client])
+      yield* again.client.expectNothing("message_receipt")
+      yield* stranger.client.expectNothing("message_receipt")
     }))
 
   it.live("after the receiver reconnects, the sender can still cancel: the new connection gets the control", () =>
@@ -197,6 +208,28 @@ describe("receipt routes still lapse", () => {
       yield* back.client.send(receipt(younger.id))
       yield* settled([back.client], [sender.client])
       assert.deepStrictEqual(receiptIds(sender.client), [younger.id])
+    }))
+
+  it.effect("a receipt held for an away sender for more than an hour is not sent when it returns", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const receiver = yield* broker.session({ sessionId: "receiver" })
+      const msg = message("late")
+      assertDelivered(yield* send(sender.client, "receiver", msg))
+      yield* messageFor(receiver.client, msg.id)
+      yield* leave(sender.client, "sender", receiver.client)
+      yield* receiver.client.send(receipt(msg.id, "receiver_received"))
+      yield* advance(HOUR - 1_000)
+      yield* receiver.client.send(receipt(msg.id, "acknowledged"))
+      // The first was held an hour and 1 ms ago, the second a second less than that.
+      yield* advance(1_001)
+      const back = yield* broker.session({ sessionId: "sender" })
+      yield* settled([receiver.client], [back.client])
+      assert.deepStrictEqual(
+        back.client.received().flatMap((frame) => frame.type === "message_receipt" ? [frame.receipt.status] : []),
+        ["acknowledged"]
+      )
     }))
 
   it.live("while the receiver stays away the sender cannot cancel, and a new session of another id cannot receipt", () =>
