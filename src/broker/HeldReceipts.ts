@@ -17,11 +17,12 @@
  * and nobody is told: the message itself was delivered; only its status is
  * missing.
  *
- * The held receipts are linked in the order they were held, so expiry and
- * the overall bound take the oldest in O(1); each sender's are also listed,
- * oldest first, for its return. Owner: Receipts, in the Router's synchronous
- * code.
+ * The held receipts are kept in the order they were held (an `AgedMap`, keyed
+ * by the receipt itself), so expiry and the overall bounds take the oldest in
+ * O(1); each sender's are also listed, oldest first, for its return. Owner:
+ * Receipts, in the Router's synchronous code.
  */
+import { AgedMap } from "./AgedMap.ts"
 
 const HOUR = 3_600_000
 
@@ -34,27 +35,24 @@ export const MAX_HELD = 4_096
 /** Characters of held receipt frames, overall; past it, the oldest is dropped. */
 export const MAX_HELD_CHARS = 8 * 1024 * 1024
 
-/** One held receipt, on the age list and in its sender's list. */
+/** One held receipt. */
 interface Held {
   readonly senderKey: string
   readonly frame: string
   readonly at: number
-  older: Held | undefined
-  newer: Held | undefined
 }
 
 /** Receipts held for absent senders, until they register again; see the module header. */
 export class HeldReceipts {
   /** Each absent sender's held receipts, oldest first. */
   private readonly bySender = new Map<string, Array<Held>>()
-  private oldest: Held | undefined = undefined
-  private newest: Held | undefined = undefined
-  private count = 0
+  /** Every held receipt, oldest first, at most MAX_HELD. */
+  private readonly all = new AgedMap<Held, Held>(MAX_HELD)
   private chars = 0
 
   /** Receipts held now. */
   get size(): number {
-    return this.count
+    return this.all.size
   }
 
   /** Holds `frame`, a receipt for the session of `senderKey`, which is away (broker clock `at`). */
@@ -63,16 +61,18 @@ export class HeldReceipts {
     if (list === undefined) this.bySender.set(senderKey, list = [])
     else if (list.length >= MAX_HELD_PER_SENDER) {
       const first = list[0]
-      if (first !== undefined) this.drop(first)
+      if (first !== undefined) this.all.delete(first)
+      this.removed(first)
     }
-    const held: Held = { senderKey, frame, at, older: this.newest, newer: undefined }
-    if (this.newest !== undefined) this.newest.newer = held
-    else this.oldest = held
-    this.newest = held
+    const held: Held = { senderKey, frame, at }
     list.push(held)
-    this.count++
     this.chars += frame.length
-    while ((this.count > MAX_HELD || this.chars > MAX_HELD_CHARS) && this.oldest !== undefined) this.drop(this.oldest)
+    for (const evicted of this.all.set(held, held, at)) this.removed(evicted)
+    while (this.chars > MAX_HELD_CHARS) {
+      const oldest = this.all.expireOldest(Number.POSITIVE_INFINITY)
+      if (oldest === undefined) break
+      this.removed(oldest)
+    }
   }
 
   /**
@@ -82,38 +82,32 @@ export class HeldReceipts {
   take(senderKey: string, now: number): ReadonlyArray<string> {
     const list = this.bySender.get(senderKey)
     if (list === undefined) return []
+    this.bySender.delete(senderKey)
     const frames: Array<string> = []
     for (const held of list) {
       if (now - held.at <= HOUR) frames.push(held.frame)
-      this.unlink(held)
+      this.all.delete(held)
+      this.chars -= held.frame.length
     }
-    this.bySender.delete(senderKey)
     return frames
   }
 
   /** Drops the receipts held for longer than an hour at `now`. */
   expire(now: number): void {
-    const cutoff = now - HOUR - 1
-    while (this.oldest !== undefined && this.oldest.at <= cutoff) this.drop(this.oldest)
+    for (const held of this.all.expire(now - HOUR - 1)) this.removed(held)
   }
 
-  /** Drops `held`, its sender's oldest (as every dropped receipt is). */
-  private drop(held: Held): void {
+  /**
+   * `held`, its sender's oldest (as every receipt dropped before its sender
+   * returns is), has left `all`: it leaves its sender's list and the count.
+   */
+  private removed(held: Held | undefined): void {
+    if (held === undefined) return
     const list = this.bySender.get(held.senderKey)
     if (list !== undefined) {
       list.shift()
       if (list.length === 0) this.bySender.delete(held.senderKey)
     }
-    this.unlink(held)
-  }
-
-  private unlink(held: Held): void {
-    if (held.older !== undefined) held.older.newer = held.newer
-    else this.oldest = held.newer
-    if (held.newer !== undefined) held.newer.older = held.older
-    else this.newest = held.older
-    held.older = held.newer = undefined
-    this.count--
     this.chars -= held.frame.length
   }
 }

@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { ackFor, infoOf, message, messageFor, send, withBroker } from "../support/broker.ts"
+import { ackFor, infoOf, message, messageFor, send, senderReceiverThird, type TestBroker } from "../support/broker.ts"
 import { advance, withMemoryBroker } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -27,27 +27,34 @@ const receipt = (messageId: string, status: "receiver_received" | "injected" | "
 const receiptIds = (client: WireClient): ReadonlyArray<string> =>
   client.received().flatMap((frame) => frame.type === "message_receipt" ? [frame.receipt.messageId] : [])
 
-const trio = Effect.gen(function*() {
-  const broker = yield* withBroker()
-  const sender = yield* broker.session({ sessionId: "sender" })
-  const receiver = yield* broker.session({ sessionId: "receiver" })
-  const third = yield* broker.session({ sessionId: "third" })
-  return { broker, sender, receiver, third }
-})
+const trio = senderReceiverThird
+
+/** Sends `msg` from `from` to `to` and waits until `receiver` read it: it has a route. */
+const deliver = (from: WireClient, to: string, receiver: WireClient, msg: ReturnType<typeof message>) =>
+  Effect.gen(function*() {
+    assertDelivered(yield* send(from, to, msg))
+    yield* messageFor(receiver, msg.id)
+    return msg
+  })
 
 /** Closes `leaving`'s connection and waits until the broker saw it leave (`observer` got its `session_left`). */
 const leave = (leaving: WireClient, id: string, observer: WireClient) =>
   Effect.andThen(leaving.destroy, observer.next("session_left", (frame) => frame.sessionId === id))
 
+/** `leave`, then registers `id` again on a new connection. */
+const reconnect = (
+  broker: TestBroker,
+  leaving: WireClient,
+  id: string,
+  observer: WireClient
+) => Effect.andThen(leave(leaving, id, observer), broker.session({ sessionId: id }))
+
 describe("receipt routes across a reconnect", () => {
   it.live("the receiver reconnects: its receipt for a message of its earlier connection reaches the sender", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* trio
-      const msg = message("before the reconnect")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
-      yield* leave(receiver.client, "receiver", sender.client)
-      const back = yield* broker.session({ sessionId: "receiver" })
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("before the reconnect"))
+      const back = yield* reconnect(broker, receiver.client, "receiver", sender.client)
       yield* back.client.send(receipt(msg.id, "injected"))
       const forwarded = yield* sender.client.next("message_receipt")
       assert.strictEqual(forwarded.receipt.messageId, msg.id)
@@ -59,11 +66,8 @@ describe("receipt routes across a reconnect", () => {
   it.live("the sender reconnects: it gets the receipt for a message it sent before", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* trio
-      const msg = message("sent on the first connection")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
-      yield* leave(sender.client, "sender", receiver.client)
-      const back = yield* broker.session({ sessionId: "sender" })
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("sent on the first connection"))
+      const back = yield* reconnect(broker, sender.client, "sender", receiver.client)
       yield* receiver.client.send(receipt(msg.id))
       const forwarded = yield* back.client.next("message_receipt")
       assert.strictEqual(forwarded.receipt.messageId, msg.id)
@@ -73,9 +77,7 @@ describe("receipt routes across a reconnect", () => {
   it.live("both sides reconnect: the receipt still reaches the sender", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver, third } = yield* trio
-      const msg = message("both away")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("both away"))
       yield* leave(sender.client, "sender", third.client)
       yield* leave(receiver.client, "receiver", third.client)
       const senderBack = yield* broker.session({ sessionId: "sender" })
@@ -88,16 +90,13 @@ describe("receipt routes across a reconnect", () => {
   it.live("a session of another id that reuses the message id gets nothing; the returning sender does", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver, third } = yield* trio
-      const msg = message("mine")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("mine"))
       yield* leave(sender.client, "sender", receiver.client)
       // Another session sends a message of its own under the same id, to a third session.
       const other = yield* broker.session({ sessionId: "other" })
       assertDelivered(yield* send(other.client, "third", { ...msg, content: { text: "not yours" } }))
       yield* messageFor(third.client, msg.id)
-      yield* leave(receiver.client, "receiver", third.client)
-      const receiverBack = yield* broker.session({ sessionId: "receiver" })
+      const receiverBack = yield* reconnect(broker, receiver.client, "receiver", third.client)
       const senderBack = yield* broker.session({ sessionId: "sender" })
       yield* receiverBack.client.send(receipt(msg.id))
       yield* senderBack.client.next("message_receipt")
@@ -109,9 +108,7 @@ describe("receipt routes across a reconnect", () => {
   it.live("a receipt for a sender that is away is held: the sender gets it when it registers again, once", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver, third } = yield* trio
-      const msg = message("nobody home")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("nobody home"))
       yield* leave(sender.client, "sender", receiver.client)
       yield* receiver.client.send(receipt(msg.id, "injected"))
       yield* receiver.client.send(receipt(msg.id, "acknowledged"))
@@ -123,8 +120,7 @@ describe("receipt routes across a reconnect", () => {
       for (let i = 0; i < 2; i++) statuses.push((yield* back.client.next("message_receipt")).receipt.status)
       assert.deepStrictEqual(statuses, ["injected", "acknowledged"], "in the order they were posted")
       // Held receipts go once: a later registration of the sender gets none.
-      yield* leave(back.client, "sender", third.client)
-      const again = yield* broker.session({ sessionId: "sender" })
+      const again = yield* reconnect(broker, back.client, "sender", third.client)
       yield* settled([receiver.client, stranger.client], [again.client, stranger.client])
       yield* again.client.expectNothing("message_receipt")
       yield* stranger.client.expectNothing("message_receipt")
@@ -133,11 +129,8 @@ describe("receipt routes across a reconnect", () => {
   it.live("after the receiver reconnects, the sender can still cancel: the new connection gets the control", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* trio
-      const msg = message("take it back")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
-      yield* leave(receiver.client, "receiver", sender.client)
-      const back = yield* broker.session({ sessionId: "receiver" })
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("take it back"))
+      const back = yield* reconnect(broker, receiver.client, "receiver", sender.client)
       yield* sender.client.send({ type: "cancel_message", messageId: msg.id })
       const ack = yield* ackFor(sender.client, msg.id)
       assert.deepStrictEqual({ ...ack }, { type: "delivered", messageId: msg.id })
@@ -149,11 +142,8 @@ describe("receipt routes across a reconnect", () => {
   it.live("after the sender reconnects, it can supersede a message it sent before", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* trio
-      const first = message("draft")
-      assertDelivered(yield* send(sender.client, "receiver", first))
-      yield* messageFor(receiver.client, first.id)
-      yield* leave(sender.client, "sender", receiver.client)
-      const back = yield* broker.session({ sessionId: "sender" })
+      const first = yield* deliver(sender.client, "receiver", receiver.client, message("draft"))
+      const back = yield* reconnect(broker, sender.client, "sender", receiver.client)
       const second = message("final", { supersedes: first.id })
       assertDelivered(yield* send(back.client, "receiver", second))
       const control = yield* receiver.client.next("message_control")
@@ -166,9 +156,7 @@ describe("receipt routes across a reconnect", () => {
   it.live("another session cannot cancel or supersede a message because it reused the id", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* trio
-      const msg = message("the sender's")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("the sender's"))
       yield* leave(sender.client, "sender", receiver.client)
       const other = yield* broker.session({ sessionId: "other" })
       yield* other.client.send({ type: "cancel_message", messageId: msg.id })
@@ -187,19 +175,21 @@ describe("receipt routes across a reconnect", () => {
     }))
 })
 
+/** "sender" and "receiver" on the in-memory broker, under TestClock. */
+const memoryPair = Effect.gen(function*() {
+  const broker = yield* withMemoryBroker()
+  const sender = yield* broker.session({ sessionId: "sender" })
+  const receiver = yield* broker.session({ sessionId: "receiver" })
+  return { broker, sender, receiver }
+})
+
 describe("receipt routes still lapse", () => {
   it.effect("after an hour, even across a reconnect: a receipt for an older message is dropped, a younger one forwarded", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker()
-      const sender = yield* broker.session({ sessionId: "sender" })
-      const receiver = yield* broker.session({ sessionId: "receiver" })
-      const older = message("an hour old")
-      assertDelivered(yield* send(sender.client, "receiver", older))
-      yield* messageFor(receiver.client, older.id)
+      const { broker, sender, receiver } = yield* memoryPair
+      const older = yield* deliver(sender.client, "receiver", receiver.client, message("an hour old"))
       yield* advance(120_000)
-      const younger = message("two minutes younger")
-      assertDelivered(yield* send(sender.client, "receiver", younger))
-      yield* messageFor(receiver.client, younger.id)
+      const younger = yield* deliver(sender.client, "receiver", receiver.client, message("two minutes younger"))
       yield* leave(receiver.client, "receiver", sender.client)
       // Past the older route's hour (by 1 ms), inside the younger one's.
       yield* advance(HOUR - 120_000 + 1)
@@ -212,12 +202,8 @@ describe("receipt routes still lapse", () => {
 
   it.effect("a receipt held for an away sender for more than an hour is not sent when it returns", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker()
-      const sender = yield* broker.session({ sessionId: "sender" })
-      const receiver = yield* broker.session({ sessionId: "receiver" })
-      const msg = message("late")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
+      const { broker, sender, receiver } = yield* memoryPair
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("late"))
       yield* leave(sender.client, "sender", receiver.client)
       yield* receiver.client.send(receipt(msg.id, "receiver_received"))
       yield* advance(HOUR - 1_000)
@@ -235,9 +221,7 @@ describe("receipt routes still lapse", () => {
   it.live("while the receiver stays away the sender cannot cancel, and a new session of another id cannot receipt", () =>
     Effect.gen(function*() {
       const { broker, sender, receiver } = yield* trio
-      const msg = message("never coming back")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
+      const msg = yield* deliver(sender.client, "receiver", receiver.client, message("never coming back"))
       yield* leave(receiver.client, "receiver", sender.client)
       yield* sender.client.send({ type: "cancel_message", messageId: msg.id })
       assert.strictEqual((yield* ackFor(sender.client, msg.id)).type, "delivery_failed")

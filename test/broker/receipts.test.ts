@@ -3,15 +3,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { ackFor, infoOf, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+import { ackFor, infoOf, message, messageFor, register, send, senderReceiverThird } from "../support/broker.ts"
 
-const pair = Effect.gen(function*() {
-  const broker = yield* withBroker()
-  const sender = yield* broker.session({ sessionId: "sender" })
-  const receiver = yield* broker.session({ sessionId: "receiver" })
-  const third = yield* broker.session({ sessionId: "third" })
-  return { broker, sender, receiver, third }
-})
+const pair = senderReceiverThird
 
 describe("P70 message_receipt", () => {
   it.live("a receipt from the receiver is forwarded to the original sender with `from`", () =>
