@@ -3,9 +3,9 @@
  * route — which session sent it to which — for an hour. Along it a
  * receiver's `message_receipt` is forwarded to the sender, a sender's
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
- * `supersedes` send first tells the receiver the old message is superseded;
- * each only while both sides are live. A `cancel_message` for mail still in
- * the mailbox removes it instead.
+ * `supersedes` send first tells the receiver the old message is superseded
+ * (these two only while both sides are live). A `cancel_message` for mail
+ * still in the mailbox removes it instead.
  *
  * A route is the route part of the message's outbound record
  * (OutboundRecords.ts), beside its replay record: one object per message,
@@ -13,7 +13,7 @@
  * path builds no key string and keeps no object of its own for the route
  * (docs/performance.md). Ids are per sender: a sender's cancel or supersede
  * takes only its own route (a colliding id of another session never diverts
- * it), and a receipt, which names only the message id, goes to every live
+ * it), and a receipt, which names only the message id, goes to every
  * sender of a message with that id to the receiver that sent it.
  *
  * A route names both sides by their registry keys (scope and session id),
