@@ -1,10 +1,11 @@
 /**
  * Receipts and control (P70–P73). Every delivered message leaves a receipt
- * route — who sent it to whom — for an hour, until either side leaves. Along
- * it a receiver's `message_receipt` is forwarded to the sender, a sender's
+ * route — which session sent it to which — for an hour. Along it a
+ * receiver's `message_receipt` is forwarded to the sender, a sender's
  * `cancel_message` becomes the receiver's `message_control` cancel, and a
- * `supersedes` send first tells the receiver the old message is superseded.
- * A `cancel_message` for mail still in the mailbox removes it instead.
+ * `supersedes` send first tells the receiver the old message is superseded
+ * (these two only while both sides are live). A `cancel_message` for mail
+ * still in the mailbox removes it instead.
  *
  * A route is the route part of the message's outbound record
  * (OutboundRecords.ts), beside its replay record: one object per message,
@@ -12,23 +13,43 @@
  * path builds no key string and keeps no object of its own for the route
  * (docs/performance.md). Ids are per sender: a sender's cancel or supersede
  * takes only its own route (a colliding id of another session never diverts
- * it), and a receipt, which names only the message id, goes to every live
- * sender of a message with that id to the receiver that sent it. Routes
- * remember both sides' incarnations, so they lapse when either side leaves
- * without any bookkeeping at leave time.
+ * it), and a receipt, which names only the message id, goes to every
+ * sender of a message with that id to the receiver that sent it.
+ *
+ * A route names both sides by session — registry key and routing space,
+ * the space because a key string alone can be two sessions' (a scope or id
+ * may contain the NUL that joins them) — not by one registration of them:
+ * it outlives either side's reconnect, so a
+ * receipt the receiver's client kept while it was away (KeptReceipts.ts), or
+ * one for a message sent before the sender's reconnect, still reaches the
+ * sender (ours; pi-intercom drops the route when either side leaves,
+ * docs/protocol.md). A session's key is what the rest of the broker already
+ * takes for the session across registrations — its replay records, its mail,
+ * a takeover (P16) — so whoever registers it is that session here too. A
+ * receipt for a sender that is away is held for its return (HeldReceipts.ts);
+ * a cancel or supersede needs both sides live, as it is answered at once.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
+import { HeldReceipts } from "./HeldReceipts.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord, type OutboundRecords } from "./OutboundRecords.ts"
 import type { Mail, Peer } from "./Peer.ts"
+import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
 const HOUR = 3_600_000
+
+/**
+ * The key receipts are held under for the sender of space `space` and key
+ * `key`: one string per session, unlike the key alone (see the header).
+ * Built only when a receipt is held or a session registers.
+ */
+const heldKey = (space: string, key: string): string => `${space.length}:${key}`
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 const MAX_ROUTES = 65_536
@@ -40,6 +61,8 @@ export class Receipts {
   private readonly forget: (messageKey: string) => void
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
+  /** Receipts along a route whose sender was away, until it registers again. */
+  private readonly held = new HeldReceipts()
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
@@ -52,6 +75,15 @@ export class Receipts {
   readonly frames: FrameHandlers = {
     message_receipt: { handle: (peer, frame) => this.onReceipt(peer, frame) },
     cancel_message: { handle: (peer, frame) => this.onCancel(peer, frame) }
+  }
+
+  /** A sender that registers again gets the receipts held while it was away. */
+  readonly hooks: RegistrationHooks = {
+    registered: (session, _previous, now) => {
+      for (const frame of this.held.take(heldKey(session.space.key, session.key), now)) {
+        this.ctx.output.enqueue(session.peer, frame)
+      }
+    }
   }
 
   /** P72: a `supersedes` must name this sender's earlier message to this (live) receiver. */
@@ -99,7 +131,7 @@ export class Receipts {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(sender.key, id) ?? new OutboundRecord(sender.key, id, undefined))
-    routes.keepRoute(claimed, sender.incarnation, receiver.key, receiver.incarnation, now)
+    routes.keepRoute(claimed, sender.space.key, receiver.key, receiver.space.key, now)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
@@ -113,6 +145,7 @@ export class Receipts {
     for (let oldest = this.routes.oldestRoute; oldest !== undefined && oldest.routedAt <= cutoff; oldest = this.routes.oldestRoute) {
       this.routes.dropRoute(oldest)
     }
+    this.held.expire(now)
   }
 
   /** `senderKey`'s route for its message `messageId`, if it has one. */
@@ -122,8 +155,8 @@ export class Receipts {
   }
 
   /**
-   * The two sessions of `senderKey`'s route for `messageId`, if it is under
-   * an hour old and neither side has left since.
+   * The two live sessions of `senderKey`'s route for `messageId`, if it is
+   * under an hour old and both sides are registered now.
    */
   private liveRoute(
     senderKey: string,
@@ -134,6 +167,7 @@ export class Receipts {
     return route === undefined ? undefined : this.sessionsOf(route, now)
   }
 
+  /** `route`'s two sessions, if it is under an hour old and both are registered now. */
   private sessionsOf(
     route: OutboundRecord,
     now: number
@@ -141,8 +175,8 @@ export class Receipts {
     if (!route.routed || now - route.routedAt > HOUR) return undefined
     const sender = this.ctx.registry.byKey.get(route.senderKey)
     const receiver = this.ctx.registry.byKey.get(route.receiverKey)
-    if (sender === undefined || sender.incarnation !== route.senderIncarnation) return undefined
-    if (receiver === undefined || receiver.incarnation !== route.receiverIncarnation) return undefined
+    if (sender === undefined || sender.space.key !== route.senderSpace) return undefined
+    if (receiver === undefined || receiver.space.key !== route.receiverSpace) return undefined
     return { sender, receiver }
   }
 
@@ -162,11 +196,19 @@ export class Receipts {
     }
   }
 
-  /** Forwards `receipt` from `receiver` along `route` if it is the receiver's and still live. */
+  /**
+   * Forwards `receipt` from `receiver` along `route` if it is the receiver's
+   * and under an hour old: to its sender now, or, while the sender is not
+   * registered, when it registers again.
+   */
   private forward(route: OutboundRecord, receiver: Session, receipt: string, now: number): void {
-    if (!route.routed || route.receiverKey !== receiver.key) return
-    const live = this.sessionsOf(route, now)
-    if (live !== undefined && live.receiver === receiver) this.ctx.output.enqueue(live.sender.peer, receipt)
+    if (!route.routed || route.receiverKey !== receiver.key || now - route.routedAt > HOUR) return
+    if (route.receiverSpace !== receiver.space.key) return
+    const registry = this.ctx.registry
+    if (registry.byKey.get(receiver.key) !== receiver) return
+    const sender = registry.byKey.get(route.senderKey)
+    if (sender !== undefined && sender.space.key === route.senderSpace) this.ctx.output.enqueue(sender.peer, receipt)
+    else this.held.hold(heldKey(route.senderSpace, route.senderKey), receipt, now)
   }
 
   private onCancel(peer: Peer, raw: unknown): void {

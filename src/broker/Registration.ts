@@ -243,7 +243,6 @@ export class Registration {
       realCwd,
       identity: identityOf(space.key, fields, realCwd),
       lastBroadcastAt: now,
-      incarnation: previous?.incarnation ?? registry.nextIncarnation(),
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)
     }

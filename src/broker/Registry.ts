@@ -51,12 +51,6 @@ export interface Session {
   /** Explicit name (lower-cased) + real cwd, or undefined for unnamed / fallback-alias sessions. */
   identity: string | undefined
   lastBroadcastAt: number
-  /**
-   * Identifies this session's lifetime: kept by a takeover (P16), new for a
-   * fresh registration. Receipt routes remember it, so they lapse when either
-   * side leaves without any bookkeeping at leave time.
-   */
-  readonly incarnation: number
   /** Peer health (`health-v1`, Health.ts): `lastSeen`, activity, what the session published. */
   readonly health: SessionHealth
   /** Its traffic counts for the live view (`observe-v1`, Traffic.ts). */
@@ -123,9 +117,9 @@ export class ScopeSpace {
 }
 
 /**
- * Every scope's sessions, and every live session by key (scope + id). Counters
- * for registration order and incarnations live here, so numbers are unique
- * across scopes.
+ * Every scope's sessions, and every live session by key (scope + id). The
+ * counter for registration order lives here, so numbers are unique across
+ * scopes.
  */
 export class Registry {
   readonly spaces = new Map<string, ScopeSpace>()
@@ -133,7 +127,6 @@ export class Registry {
   /** Departed sessions of every scope (P34). */
   readonly recent = new RecentSessions()
   private registrations = 0
-  private incarnations = 0
   private liveCount = 0
 
   /** Live registered sessions. */
@@ -158,11 +151,6 @@ export class Registry {
   /** The next registration order number (P16: a takeover keeps its predecessor's). */
   nextOrder(): number {
     return ++this.registrations
-  }
-
-  /** The next incarnation number (a takeover keeps its predecessor's). */
-  nextIncarnation(): number {
-    return ++this.incarnations
   }
 
   /** Makes `session` live, in place of `previous` when it takes that one over. */

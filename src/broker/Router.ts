@@ -283,6 +283,7 @@ export class Router {
     send.stageWith(staging)
     send.onPrune((at) => topics.prune(at))
     registration.observe(mail.hooks)
+    registration.observe(receipts.hooks)
     registration.observe(groups.hooks)
     registration.observe(supervisor.hooks)
     registration.observe(staging.hooks)

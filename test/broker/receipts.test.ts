@@ -3,15 +3,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { ackFor, infoOf, message, messageFor, register, send, withBroker } from "../support/broker.ts"
+import { ackFor, infoOf, message, messageFor, register, send, senderReceiverThird } from "../support/broker.ts"
 
-const pair = Effect.gen(function*() {
-  const broker = yield* withBroker()
-  const sender = yield* broker.session({ sessionId: "sender" })
-  const receiver = yield* broker.session({ sessionId: "receiver" })
-  const third = yield* broker.session({ sessionId: "third" })
-  return { broker, sender, receiver, third }
-})
+const pair = senderReceiverThird
 
 describe("P70 message_receipt", () => {
   it.live("a receipt from the receiver is forwarded to the original sender with `from`", () =>
@@ -68,34 +62,7 @@ describe("P70 message_receipt", () => {
       const forwarded = yield* sender.client.next("message_receipt")
       assert.strictEqual(forwarded.from.id, "receiver")
     }))
-
-  it.live("a receipt after the receiver left and came back goes nowhere (its routes were dropped, P19)", () =>
-    Effect.gen(function*() {
-      const { sender, receiver } = yield* pair
-      const msg = message("before leaving")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
-      yield* receiver.client.send({ type: "unregister" })
-      yield* sender.client.next("session_left", (f) => f.sessionId === "receiver")
-      yield* register(receiver.client, { sessionId: "receiver" })
-      yield* receiver.client.send({ type: "message_receipt", receipt: { messageId: msg.id, status: "acknowledged", timestamp: 1 } })
-      yield* settled([receiver.client], [sender.client])
-      yield* sender.client.expectNothing("message_receipt")
-    }))
-
-  it.live("a receipt after the sender left goes nowhere (the route is dropped)", () =>
-    Effect.gen(function*() {
-      const { broker, sender, receiver } = yield* pair
-      const msg = message("bye")
-      assertDelivered(yield* send(sender.client, "receiver", msg))
-      yield* messageFor(receiver.client, msg.id)
-      yield* sender.client.destroy
-      yield* receiver.client.next("session_left", (f) => f.sessionId === "sender")
-      const back = yield* broker.session({ sessionId: "sender" })
-      yield* receiver.client.send({ type: "message_receipt", receipt: { messageId: msg.id, status: "acknowledged", timestamp: 1 } })
-      yield* settled([receiver.client], [back.client])
-      yield* back.client.expectNothing("message_receipt")
-    }))
+  // A route across either side's reconnect, and when it lapses: receipt-routes.test.ts.
 })
 
 describe("P71 cancel_message", () => {
@@ -157,7 +124,7 @@ describe("P71 cancel_message", () => {
       yield* receiver.client.expectNothing("message_control")
     }))
 
-  it.live("a delivered message whose receiver has left can no longer be cancelled (its route is gone)", () =>
+  it.live("a delivered message cannot be cancelled while its receiver is away (a route needs both sides live)", () =>
     Effect.gen(function*() {
       const { sender, receiver } = yield* pair
       const msg = message("read already")

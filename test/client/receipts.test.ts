@@ -4,12 +4,19 @@
  * transport write for all its receipts, not one per receipt, and the caller
  * never waits for the write (in memory, against the fake broker). Posted
  * with no live connection, they are kept by the client (the latest
- * `MAX_KEPT_RECEIPTS`) and written on the next one (known issue 18).
+ * `MAX_KEPT_RECEIPTS`) and written on the next one (known issue 18); and
+ * through a real broker, over a Unix socket, such a receipt reaches its
+ * sender although the broker saw the old connection close first (a receipt
+ * route outlives the receiver's reconnect, src/broker/Receipts.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
+import { dialUnixSocket } from "../../src/client/Dialer.ts"
 import { KeptReceipts, MAX_KEPT_RECEIPTS } from "../../src/client/KeptReceipts.ts"
-import { makeClient, memoryClientOptions, memoryFakeBroker, recordingWrites } from "./support.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { message, send, withBroker } from "../support/broker.ts"
+import { brokerClientOptions, makeClient, memoryClientOptions, memoryFakeBroker, recordingWrites } from "./support.ts"
 
 const A_ID = "aaaaaaaa-0000-4000-8000-0000000000d1"
 
@@ -58,6 +65,43 @@ describe("IntercomClient receipts", () => {
       assert.strictEqual(written[0], "m2", "the two oldest were dropped")
       assert.strictEqual(written.at(-1), `m${posted - 1}`)
       assert.isTrue(written.every((id, i) => id === `m${i + 2}`), "in the order they were posted")
+    }))
+})
+
+describe("IntercomClient receipts across a reconnect (real broker)", () => {
+  it.live("a receipt posted while disconnected reaches the sender after the reconnect, though the broker saw the old connection close", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ sessionId: "sender" })
+      /** The receiver's connections, as dialled; its redials wait for `reopen`. */
+      const dialled: Array<Connection> = []
+      const redialling = yield* Deferred.make<void>()
+      const reopen = yield* Deferred.make<void>()
+      const dial = (target: string) =>
+        Effect.gen(function*() {
+          if (dialled.length > 0) {
+            // The client dials again only once it dropped its live connection: a receipt now is kept.
+            yield* Deferred.succeed(redialling, undefined)
+            yield* Deferred.await(reopen)
+          }
+          const connection = yield* dialUnixSocket(target)
+          dialled.push(connection)
+          return connection
+        })
+      const receiver = yield* makeClient(brokerClientOptions(broker, A_ID, "receiver", { dial, reconnectBaseMs: 1 }))
+      yield* receiver.client.connect
+      const msg = message("receipt me later")
+      assertDelivered(yield* send(sender.client, A_ID, msg))
+      // The connection dies; the broker sees it close (the sender gets session_left) before the client is back.
+      yield* dialled[0]!.destroy
+      yield* Deferred.await(redialling)
+      yield* sender.client.next("session_left", (frame) => frame.sessionId === A_ID)
+      yield* receiver.client.receipt({ messageId: msg.id, status: "acknowledged", timestamp: 1, detail: "handled" })
+      yield* Deferred.succeed(reopen, undefined)
+      const forwarded = yield* sender.client.next("message_receipt")
+      assert.deepStrictEqual(forwarded.receipt, { messageId: msg.id, status: "acknowledged", timestamp: 1, detail: "handled" })
+      assert.strictEqual(forwarded.from.id, A_ID)
+      assert.strictEqual(dialled.length, 2, "it came back on a second connection")
     }))
 })
 

@@ -68,6 +68,15 @@ export const withBroker = (
     }
   })
 
+/** A broker with three sessions, "sender", "receiver" and "third" (the receipt and control tests). */
+export const senderReceiverThird = Effect.gen(function*() {
+  const broker = yield* withBroker()
+  const sender = yield* broker.session({ sessionId: "sender" })
+  const receiver = yield* broker.session({ sessionId: "receiver" })
+  const third = yield* broker.session({ sessionId: "third" })
+  return { broker, sender, receiver, third }
+})
+
 // ---------------------------------------------------------------------------
 // Registration
 // ---------------------------------------------------------------------------
