@@ -13,7 +13,7 @@
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { GROUPS_V1, HEALTH_V1, LIST_PAGE_V1 } from "../protocol/features.ts"
-import { presenceOverLimit } from "../protocol/limits.ts"
+import { presenceRefusal } from "../protocol/limits.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import { applyHealthPresence, infoJsonWithHealth } from "./Health.ts"
@@ -124,7 +124,7 @@ export class Discovery {
   private onPresence(peer: Peer, raw: unknown): void {
     const frame = decodeClientFrame.presence(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
-    const overLimit = presenceOverLimit(frame)
+    const overLimit = presenceRefusal(frame)
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const session = peer.session
     if (session === undefined) return // from a replaced connection: ignored (P16)

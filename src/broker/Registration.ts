@@ -16,7 +16,7 @@ import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
 import { GROUPS_V1, negotiateFeatures, OBSERVE_V1 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
-import { registrationOverLimit } from "../protocol/limits.ts"
+import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
@@ -195,8 +195,8 @@ export class Registration {
     if (peer.state === "registered") return this.ctx.protocolError(peer, "second register on a registered connection")
     const frame = decodeClientFrame.register(raw)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
-    // An over-long identity is told why (a strict client reports the error text), then closed.
-    const overLimit = registrationOverLimit(frame)
+    // An over-long identity, or an id holding a control character, is told why (a strict client reports the error text), then closed.
+    const overLimit = registrationRefusal(frame)
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const { registry, options, output } = this.ctx
     const features = negotiateFeatures(frame.features, this.ctx.withheldFeatures)

@@ -4,7 +4,8 @@
  * echoes are limited in the frame Schemas (frames.ts): a frame over them is
  * garbage (P03). Identity fields, which a session chooses and the broker
  * re-broadcasts, are checked here instead, so an over-long one is refused
- * with a clear `error` frame (`registrationOverLimit`, `presenceOverLimit`).
+ * with a clear `error` frame (`registrationRefusal`, `presenceRefusal`), as
+ * is an id holding a control character (the broker builds keys from ids).
  *
  * Why: the broker re-broadcasts identity fields (`session_joined`,
  * `presence_update`, `sessions`, every `message`'s `from`) and echoes ids in
@@ -54,11 +55,58 @@ export const MAX_ATTACHMENT_LABEL_LENGTH = 1024
 const overLimit = (what: string, field: string, length: number, max: number): string =>
   `${what}: "${field}" is ${length} characters long; the limit is ${max}. Use a shorter ${field}.`
 
-/** The first identity field of a `register` over its limit, as a message for the client; undefined when none is. */
-export const registrationOverLimit = (frame: {
+/**
+ * A control character (U+0000–U+001F, U+007F). The broker joins ids with
+ * such characters to build its keys (a session's key is its scope's key, NUL,
+ * its id; a group's space adds U+0003), so an id holding one could spell
+ * another scope's key (scope `a` with id `b\u0000c` against scope `a\u0000b`
+ * with id `c`): ids may not hold them, and a name, which the mailbox identity
+ * joins the same way (P49), may not hold NUL.
+ */
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/** `field` holds a control character: what to tell the client. */
+const controlIn = (what: string, field: string, value: string): string => {
+  const code = value.match(CONTROL)![0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
+  return `${what}: "${field}" contains the control character U+${code}, which ${field} may not hold. Use a ${field} without control characters.`
+}
+
+/**
+ * `value`'s refusal as an id (`sessionId`, `scopeId`, `group`, `stateId`):
+ * too long, or holding a control character. A scope or group is trimmed
+ * before use (P17, C-GRP-1), so whitespace around it (a newline read with it)
+ * is fine: `trimmed` checks only what the broker keeps.
+ */
+const idRefusal = (what: string, field: string, value: string | undefined, trimmed = false): string | undefined =>
+  value === undefined
+    ? undefined
+    : value.length > MAX_ID_LENGTH
+    ? overLimit(what, field, value.length, MAX_ID_LENGTH)
+    : CONTROL.test(trimmed ? value.trim() : value)
+    ? controlIn(what, field, trimmed ? value.trim() : value)
+    : undefined
+
+/** `name`'s refusal: too long, or holding NUL (the mailbox identity's separator). */
+const nameRefusal = (what: string, name: string | undefined): string | undefined =>
+  name === undefined
+    ? undefined
+    : name.length > MAX_NAME_LENGTH
+    ? overLimit(what, "name", name.length, MAX_NAME_LENGTH)
+    : name.includes("\u0000")
+    ? controlIn(what, "name", name)
+    : undefined
+
+/**
+ * The first identity field of a `register` the broker refuses, as a message
+ * for the client; undefined when it takes them all. Refused: a field over its
+ * length limit, an id (`sessionId`, `scopeId`, `group`, `stateId`) holding a
+ * control character, a name holding NUL.
+ */
+export const registrationRefusal = (frame: {
   readonly sessionId?: string | undefined
   readonly scopeId?: string | undefined
   readonly stateId?: string | undefined
+  readonly group?: string | undefined
   readonly session: {
     readonly cwd: string
     readonly model: string
@@ -67,24 +115,27 @@ export const registrationOverLimit = (frame: {
     readonly tmuxPane?: string | undefined
   }
 }): string | undefined => {
+  const what = "Registration refused"
   const check = (field: string, value: string | undefined, max: number) =>
-    value !== undefined && value.length > max ? overLimit("Registration refused", field, value.length, max) : undefined
+    value !== undefined && value.length > max ? overLimit(what, field, value.length, max) : undefined
   const session = frame.session
-  return check("sessionId", frame.sessionId, MAX_ID_LENGTH) ?? check("scopeId", frame.scopeId, MAX_ID_LENGTH) ??
-    check("stateId", frame.stateId, MAX_ID_LENGTH) ?? check("cwd", session.cwd, MAX_CWD_LENGTH) ??
-    check("model", session.model, MAX_MODEL_LENGTH) ?? check("name", session.name, MAX_NAME_LENGTH) ??
-    check("status", session.status, MAX_STATUS_LENGTH) ?? check("tmuxPane", session.tmuxPane, MAX_TMUX_PANE_LENGTH)
+  return idRefusal(what, "sessionId", frame.sessionId) ?? idRefusal(what, "scopeId", frame.scopeId, true) ??
+    idRefusal(what, "group", frame.group, true) ?? idRefusal(what, "stateId", frame.stateId) ??
+    check("cwd", session.cwd, MAX_CWD_LENGTH) ?? check("model", session.model, MAX_MODEL_LENGTH) ??
+    nameRefusal(what, session.name) ?? check("status", session.status, MAX_STATUS_LENGTH) ??
+    check("tmuxPane", session.tmuxPane, MAX_TMUX_PANE_LENGTH)
 }
 
-/** The first field of a `presence` over its limit, as a message for the client; undefined when none is. */
-export const presenceOverLimit = (frame: {
+/** The first field of a `presence` the broker refuses (over its limit, or a name holding NUL), as a message for the client. */
+export const presenceRefusal = (frame: {
   readonly name?: string | undefined
   readonly status?: string | undefined
   readonly model?: string | undefined
 }): string | undefined => {
+  const what = "Presence update refused"
   const check = (field: string, value: string | undefined, max: number) =>
-    value !== undefined && value.length > max ? overLimit("Presence update refused", field, value.length, max) : undefined
-  return check("name", frame.name, MAX_NAME_LENGTH) ?? check("status", frame.status, MAX_STATUS_LENGTH) ??
+    value !== undefined && value.length > max ? overLimit(what, field, value.length, max) : undefined
+  return nameRefusal(what, frame.name) ?? check("status", frame.status, MAX_STATUS_LENGTH) ??
     check("model", frame.model, MAX_MODEL_LENGTH)
 }
 

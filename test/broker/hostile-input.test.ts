@@ -7,11 +7,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
+import { GROUPS_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { MAX_CWD_LENGTH, MAX_ID_LENGTH, MAX_NAME_LENGTH } from "../../src/protocol/limits.ts"
 import { closedWithoutReply } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { message, register, registerFrame, withBroker } from "../support/broker.ts"
+import { list, message, register, registerFrame, withBroker } from "../support/broker.ts"
 import { withMemoryBroker } from "../support/memory.ts"
 
 describe("identity fields over their limits", () => {
@@ -38,6 +39,61 @@ describe("identity fields over their limits", () => {
       assert.include((yield* bad.client.next("error")).error, `"name" is ${MAX_NAME_LENGTH + 1} characters long`)
       yield* watcher.client.next("session_left", (frame) => frame.sessionId === "bad")
       yield* watcher.client.expectNothing("presence_update")
+    }))
+})
+
+// The broker joins ids with control characters to build its keys (scope key, NUL, id): an id holding one
+// could spell another scope's session (scope "a" with id "b\0c" is scope "a\0b" with id "c"), whose replay
+// records, receipts and mailbox it would then share.
+describe("ids that hold a control character", () => {
+  const refused = (frame: Record<string, unknown>, field: string, code: string) =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const bad = yield* broker.connect("bad")
+      yield* bad.send(frame)
+      const error = yield* bad.next("error")
+      assert.include(error.error, `"${field}" contains the control character U+${code}`)
+      yield* bad.waitClosed()
+      yield* settled([watcher.client], [watcher.client])
+      yield* watcher.client.expectNothing("session_joined")
+    })
+
+  it.effect("a sessionId holding NUL is refused with a clear error, and nobody hears of it", () =>
+    refused(registerFrame({ sessionId: "b\u0000c", scopeId: "a" }), "sessionId", "0000"))
+
+  it.effect("a scopeId holding NUL is refused", () =>
+    refused(registerFrame({ sessionId: "c", scopeId: "a\u0000b" }), "scopeId", "0000"))
+
+  it.effect("a scopeId holding the group separator U+0003 is refused", () =>
+    refused(registerFrame({ sessionId: "c", scopeId: "a\u0003group:b" }), "scopeId", "0003"))
+
+  it.effect("a group holding a control character is refused", () =>
+    refused(registerFrame({ sessionId: "c", frame: { features: [GROUPS_V1], group: "x\ny" } }), "group", "000A"))
+
+  it.effect("a name holding NUL is refused (the mailbox identity joins scope, name and cwd with it)", () =>
+    refused(registerFrame({ sessionId: "c", name: "b\u0000x" }), "name", "0000"))
+
+  it.effect("a presence update whose name holds NUL is refused; the peers keep the old name", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const bad = yield* broker.session({ sessionId: "bad", name: "fine" })
+      yield* watcher.client.next("session_joined", (frame) => frame.session.id === "bad")
+      yield* bad.client.send({ type: "presence", name: "x\u0000y" })
+      assert.include((yield* bad.client.next("error")).error, `"name" contains the control character U+0000`)
+      yield* watcher.client.next("session_left", (frame) => frame.sessionId === "bad")
+      yield* watcher.client.expectNothing("presence_update")
+    }))
+
+  it.effect("a scope read with a trailing newline is trimmed and taken, as before", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const peer = yield* broker.session({ sessionId: "peer", scopeId: "team" })
+      const newline = yield* broker.session({ sessionId: "newline", scopeId: "team\n" })
+      const listed = yield* list(newline.client)
+      assert.deepStrictEqual(listed.map((session) => session.id).sort(), ["newline", "peer"])
+      assert.isDefined(peer)
     }))
 })
 
