@@ -41,7 +41,13 @@ export { SIM_ADDRESS } from "./simulation/world.ts"
 export { HOSTILE_ATTACKS, HostileAttack, type SimHostile } from "./simulation/hostile.ts"
 export { defaultHostJournal, type SimHostJournal } from "./simulation/journal.ts"
 export { defaultHostRefusals, type SimHostRefusals } from "./simulation/refusals.ts"
-export { defaultClientTimingRanges, drawClientTimings, type SimClientTimingRanges } from "./simulation/timings.ts"
+export {
+  defaultClientTimingRanges,
+  drawClientTimings,
+  type SimClientTimingRanges,
+  type SimProcessTimings,
+  timingStream
+} from "./simulation/timings.ts"
 
 /**
  * The simulated world as a service. Build it with `Simulation.layer(config)`

@@ -23,7 +23,7 @@
  *   --host-journal every host keeps a journal whose checkpoints wait simulated time
  *                  (simulation/journal.ts), so a generation can close mid-message
  *   --host-refusals  hosts that are sometimes busy refuse hand-offs (implies --host-journal)
- *   --client-timings  each session's clients get their own timings drawn from the seed
+ *   --client-timings  every client a session starts gets its own timings drawn from the seed
  *                  (simulation/timings.ts) instead of one fixed set
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace

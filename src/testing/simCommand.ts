@@ -195,7 +195,7 @@ const flags = {
   ),
   clientTimings: toggle(
     "client-timings",
-    "Give each session's clients their own timings drawn from the seed (reconnect base 5–500 ms, liveness every 1–20 s with a 0.5–5 s timeout, connect, send and list timeouts 1–10 s) instead of one fixed set (docs/testing.md)"
+    "Give every client a session starts its own timings drawn from the seed (reconnect base 5–500 ms, liveness every 1–20 s with a 0.5–5 s timeout, connect, send and list timeouts 1–10 s, rejoin grace up to 20 s; its session runtime's connect timeout 1–10 s and ask timeout 1–60 s) instead of one fixed set (docs/testing.md)"
   ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),

@@ -1,13 +1,15 @@
 /**
  * Client timings drawn from the seed (`--client-timings`, simulation/timings.ts):
- * each session's clients get their own reconnect backoff, liveness probe and
- * timeouts, in range, the same for the same seed; without the mode every
- * client has the fixed set; and the mode reaches what the fixed set never
- * does (a reconnect well under 250 ms).
+ * each client a session starts gets its own reconnect backoff, liveness probe,
+ * timeouts and rejoin grace, and its session runtime its own connect and ask
+ * timeouts, in range, the same for the same seed; a session's first client
+ * draws what the per-session draw did; without the mode every client has the
+ * fixed set; and the mode reaches what the fixed set never does (a reconnect
+ * well under 250 ms).
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Effect, Exit } from "effect"
 import * as Command from "effect/cli/Command"
 import { dropNthMessage } from "../../src/testing/BrokenBuilds.ts"
 import { Prng } from "../../src/testing/Prng.ts"
@@ -15,8 +17,10 @@ import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
 import {
   defaultClientTimingRanges,
   drawClientTimings,
+  type Pending,
   Simulation,
-  type SimulationConfig
+  type SimulationConfig,
+  timingStream
 } from "../../src/testing/Simulation.ts"
 import { soak } from "../../src/testing/Soak.ts"
 import { runSimulation, runWorkload } from "../../src/testing/Workload.ts"
@@ -25,7 +29,11 @@ const drawing = (seed: number): SimulationConfig => ({ seed, clientTimings: defa
 
 /** The timings lines of a run's trace, without their times. */
 const timingLines = (trace: ReadonlyArray<string>): Array<string> =>
-  trace.filter((line) => line.includes("client timings:")).map((line) => line.trim().replace(/^\S+\s+/, ""))
+  trace.filter((line) => line.includes(" client timings (")).map((line) => line.trim().replace(/^\S+\s+/, ""))
+
+/** The timings lines of the sessions' first clients. */
+const firstClientLines = (trace: ReadonlyArray<string>): Array<string> =>
+  timingLines(trace).filter((line) => line.includes("/c1): "))
 
 const within = (value: number, [min, max]: readonly [number, number]) => value >= min && value <= max
 
@@ -62,7 +70,7 @@ describe("client timings drawn from the seed", () => {
   it("every draw is within its range, the liveness timeout below its interval and the reconnect cap at least the base", () => {
     const r = defaultClientTimingRanges
     for (let seed = 1; seed <= 500; seed++) {
-      const t = drawClientTimings(r, Prng.derive(seed, "sim-1-a/client-timings"))
+      const { client: t, session } = drawClientTimings(r, Prng.derive(seed, "sim-1-a/client-timings"))
       assert.isTrue(within(t.reconnectBaseMs, r.reconnectBaseMs), `seed ${seed}: ${JSON.stringify(t)}`)
       assert.isTrue(t.reconnectMaxMs >= t.reconnectBaseMs && t.reconnectMaxMs <= t.reconnectBaseMs * r.reconnectMaxFactor[1])
       assert.isTrue(within(t.livenessIntervalMs, r.livenessIntervalMs))
@@ -70,6 +78,9 @@ describe("client timings drawn from the seed", () => {
       assert.isTrue(within(t.connectTimeoutMs, r.connectTimeoutMs))
       assert.isTrue(within(t.sendTimeoutMs, r.sendTimeoutMs))
       assert.isTrue(within(t.listTimeoutMs, r.listTimeoutMs))
+      assert.isTrue(within(t.rejoinGraceMs, r.rejoinGraceMs) && t.rejoinGraceMs > 0)
+      assert.isTrue(within(session.connectTimeoutMs, r.sessionConnectTimeoutMs))
+      assert.isTrue(within(session.askTimeoutMs, r.askTimeoutMs))
     }
   })
 
@@ -77,8 +88,9 @@ describe("client timings drawn from the seed", () => {
     Effect.gen(function*() {
       const first = timingLines((yield* runWorkload(drawing(1))).trace)
       const again = timingLines((yield* runWorkload(drawing(1))).trace)
-      assert.strictEqual(first.length, 4, first.join("\n"))
-      const timings = first.map((line) => line.replace(/^\S+ /, ""))
+      const firstClients = firstClientLines(first)
+      assert.strictEqual(firstClients.length, 4, first.join("\n"))
+      const timings = firstClients.map((line) => line.replace(/^.*?: /, ""))
       assert.strictEqual(new Set(timings).size, 4, first.join("\n"))
       assert.deepStrictEqual(again, first)
       const other = timingLines((yield* runWorkload(drawing(2))).trace)
@@ -87,10 +99,108 @@ describe("client timings drawn from the seed", () => {
 
   it.effect("seed 3: A's drawn reconnect base (15 ms) has it connected again under 250 ms after a dropped connection", () =>
     Effect.gen(function*() {
-      assert.include(timingLines((yield* runWorkload(drawing(3))).trace)[0] ?? "", "A client timings: reconnect 15–")
+      assert.include(timingLines((yield* runWorkload(drawing(3))).trace)[0] ?? "", "A client timings (A/c1): reconnect 15–")
       const delay = yield* reconnectDelay(drawing(3))
       assert.isTrue(delay !== undefined && delay < 250, `reconnected after ${delay} ms`)
     }))
+
+  // What the per-session draw gave seed 3's sessions (the trace at main 83e60ea): their first clients
+  // draw the same seven timings, so the pinned seeds (here, delivery.test.ts, known issues) replay.
+  it.effect("seed 3: each session's first client draws the seven timings the per-session draw gave it", () =>
+    Effect.gen(function*() {
+      const before = [
+        "A: reconnect 15–225 ms, liveness every 6649 ms (timeout 2168 ms), connect 4194 ms, send 9768 ms, list 1113 ms",
+        "B: reconnect 338–676 ms, liveness every 19762 ms (timeout 4235 ms), connect 4502 ms, send 8120 ms, list 4171 ms",
+        "C: reconnect 252–2772 ms, liveness every 12446 ms (timeout 2505 ms), connect 8878 ms, send 5909 ms, list 2190 ms",
+        "D: reconnect 436–6976 ms, liveness every 19106 ms (timeout 2266 ms), connect 1908 ms, send 3090 ms, list 1433 ms"
+      ]
+      const now = firstClientLines((yield* runWorkload(drawing(3))).trace).map((line) =>
+        line.replace(/ client timings \(\S+\): /, ": ").replace(/, rejoin grace .*$/, "")
+      )
+      assert.deepStrictEqual(now, before)
+    }))
+
+  // Seed 208, A: first client ask 10,829 ms, session connect 1,449 ms; its second client (A/c2) ask 31,742 ms,
+  // session connect 1,674 ms (both below their clients' connect timeouts), rejoin grace 15,235 ms.
+  describe("seed 208: A's restarted client", () => {
+    const a1 = drawClientTimings(defaultClientTimingRanges, timingStream(208, "sim-1-a", 1))
+    const a2 = drawClientTimings(defaultClientTimingRanges, timingStream(208, "sim-1-a", 2))
+    const config: SimulationConfig = {
+      ...drawing(208),
+      sessions: ["A", { name: "B", agent: { mode: "manual" } }]
+    }
+    /** How long (simulated ms) the action took, and how it ended. */
+    const timed = <A, E>(action: Effect.Effect<Pending<A, E> | undefined>) =>
+      Effect.gen(function*() {
+        const start = yield* Clock.currentTimeMillis
+        const pending = yield* action
+        assert.isDefined(pending)
+        const exit = yield* pending.result("5 minutes")
+        return { ms: (yield* Clock.currentTimeMillis) - start, ended: Exit.isSuccess(exit) ? "ok" : String(exit.cause) }
+      })
+
+    it("draws other timings than its first client", () => {
+      assert.notDeepEqual(a2, a1)
+      assert.deepStrictEqual(drawClientTimings(defaultClientTimingRanges, timingStream(208, "sim-1-a", 2)), a2)
+    })
+
+    it.effect("its session runtime's ask and connect timeouts are its own draw, not its first client's nor the fixed 20 s and 5 s", () =>
+      Effect.gen(function*() {
+        const seen: Array<{ readonly ms: number; readonly ended: string }> = []
+        const report = yield* runSimulation(
+          config,
+          Effect.gen(function*() {
+            const sim = yield* Simulation
+            const a = sim.session("A")
+            for (const _ of [1, 2]) {
+              yield* sim.advance("2 seconds")
+              seen.push(yield* timed(a.ask("B", "never answered")))
+              yield* sim.broker.crash
+              seen.push(yield* timed(a.send("B", "while the broker is down")))
+              yield* sim.broker.start
+              yield* a.stop
+              yield* a.start
+            }
+          })
+        )
+        assert.isTrue(report.ok, report.trace.join("\n"))
+        assert.strictEqual(timingLines(report.trace).filter((line) => line.startsWith("A ")).length, 3)
+        const [ask1, down1, ask2, down2] = seen
+        // An ask's end is seen in 100 ms steps of simulated time.
+        const askedFor = (seen: { readonly ms: number } | undefined, ms: number) =>
+          seen !== undefined && seen.ms >= ms && seen.ms < ms + 200
+        assert.isTrue(askedFor(ask1, a1.session.askTimeoutMs), JSON.stringify(seen))
+        assert.isTrue(askedFor(ask2, a2.session.askTimeoutMs), JSON.stringify(seen))
+        assert.include(down1?.ended ?? "", `no connection within ${a1.session.connectTimeoutMs} ms`)
+        assert.include(down2?.ended ?? "", `no connection within ${a2.session.connectTimeoutMs} ms`)
+      }))
+
+    it.effect("its drawn rejoin grace reaches its client: a send to a session gone after a broker restart fails that long after the reconnect", () =>
+      Effect.gen(function*() {
+        const report = yield* runSimulation(
+          config,
+          Effect.gen(function*() {
+            const sim = yield* Simulation
+            const a = sim.session("A")
+            yield* a.stop
+            yield* a.start
+            yield* sim.advance("2 seconds")
+            yield* sim.session("B").stop
+            yield* sim.broker.crash
+            yield* sim.broker.start
+            yield* sim.advance("2 seconds")
+            const gone = yield* timed(a.send("B", "to a session gone"))
+            assert.include(gone.ended, "Session not found")
+          })
+        )
+        assert.isTrue(report.ok, report.trace.join("\n"))
+        const failed = report.trace.findIndex((line) => line.includes("A send B \"to a session gone\" → "))
+        const reconnected = report.trace.slice(0, failed).findLast((line) => line.includes("A connected: link #"))
+        assert.isTrue(failed >= 0 && reconnected !== undefined, report.trace.join("\n"))
+        const grace = timeOf(report.trace[failed] ?? "") - timeOf(reconnected ?? "")
+        assert.isTrue(grace >= a2.client.rejoinGraceMs && grace < a2.client.rejoinGraceMs + 300, `failed ${grace} ms after the reconnect`)
+      }))
+  })
 
   it.effect("off: the same seed's clients use the fixed set (no timings drawn; the reconnect waits its 250 ms base)", () =>
     Effect.gen(function*() {

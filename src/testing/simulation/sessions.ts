@@ -4,8 +4,8 @@
  * `IntercomSession` over a simulated agent as host), and starting, stopping,
  * killing and replacing them. Each client and generation runs under its own
  * fiber owner, and closing one is checked to leave none of its fibers. A
- * session's clients share its timings: the world's fixed set, or its own draw
- * (timings.ts).
+ * client and the generations over it have the world's fixed timings, or the
+ * client's own draw (timings.ts): a restarted client is a new process.
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"
@@ -13,7 +13,12 @@ import { IntercomNotConnected } from "../../client/errors.ts"
 import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
 import type { ChildGrant } from "../../client/SupervisorGrants.ts"
 import { Host, type HostIdentity } from "../../session/Host.ts"
-import { IntercomSession, type IntercomSessionService, sessionRegistration } from "../../session/IntercomSession.ts"
+import {
+  IntercomSession,
+  type IntercomSessionOptions,
+  type IntercomSessionService,
+  sessionRegistration
+} from "../../session/IntercomSession.ts"
 import type { LifecycleStatus } from "../../session/render.ts"
 import { ownedBy } from "../FiberWatch.ts"
 import type { SessionMeta } from "../ledger/types.ts"
@@ -23,8 +28,8 @@ import type { SimLink } from "../SimLink.ts"
 import { makeSimJournal, type SimJournal } from "./journal.ts"
 import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
-import { drawClientTimings, formatClientTimings } from "./timings.ts"
-import type { SessionSpec, SimClientTimings } from "./types.ts"
+import { drawClientTimings, formatClientTimings, timingStream } from "./timings.ts"
+import type { SessionSpec } from "./types.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
 /** A running client of a session. */
@@ -32,6 +37,8 @@ export interface ClientState {
   readonly key: string
   readonly scope: Scope.Closeable
   readonly service: IntercomClientService
+  /** What every generation over this client is built with: the world's, or with this client's drawn timeouts. */
+  readonly sessionOptions: IntercomSessionOptions
 }
 
 /** A running session generation over a client. */
@@ -64,8 +71,6 @@ export interface SessionState {
   grant: ChildGrant | undefined
   /** Its host journal, kept across clients and generations (`SimulationConfig.hostJournal`). */
   readonly journal: SimJournal | undefined
-  /** Its clients' timings: the world's fixed set, or its own draw (`SimulationConfig.clientTimings`). */
-  readonly timings: Required<SimClientTimings>
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -98,10 +103,6 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         ...(spec.supervisor === undefined ? {} : { supervisor: supervisorIdOf(spec.supervisor) })
       }
       world.ledger.addSession(meta)
-      const timings = config.clientTimings === undefined
-        ? world.timings
-        : drawClientTimings(config.clientTimings, Prng.derive(world.seed, `${id}/client-timings`))
-      if (config.clientTimings !== undefined) world.ledger.note(`${spec.name} client timings: ${formatClientTimings(timings)}`)
       states.push({
         meta,
         index,
@@ -117,8 +118,7 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         // Deterministic: the world's seed and the session; a secret only in production.
         ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
         grant: undefined,
-        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal),
-        timings
+        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal)
       })
     }
     return states
@@ -185,7 +185,7 @@ export const buildGeneration = (world: World, state: SessionState, client: Clien
         )
       })
     }).pipe(Scope.provide(scope), ownedBy(key))
-    const layer = IntercomSession.layer(world.sessionOptions).pipe(
+    const layer = IntercomSession.layer(client.sessionOptions).pipe(
       Layer.provide(Layer.merge(Layer.succeed(IntercomClient, client.service), Host.layer(agent.host)))
     )
     const context = yield* Layer.buildWithScope(layer, scope).pipe(ownedBy(key))
@@ -218,6 +218,11 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
   Effect.gen(function*() {
     if (state.client !== undefined || world.state.finished) return
     const key = `${state.meta.name}/c${++state.clients}`
+    const ranges = world.config.clientTimings
+    const drawn = ranges === undefined
+      ? undefined
+      : drawClientTimings(ranges, timingStream(world.seed, state.meta.id, state.clients))
+    if (drawn !== undefined) world.ledger.note(`${state.meta.name} client timings (${key}): ${formatClientTimings(drawn)}`)
     const scope = yield* Scope.fork(world.scope)
     const service = yield* IntercomClient.make({
       agentDir: "/sim",
@@ -239,9 +244,10 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       }),
       launch: false,
       dial: dialerFor(world, state, key),
-      ...state.timings
+      ...(drawn?.client ?? world.timings)
     }).pipe(Scope.provide(scope), ownedBy(key))
-    const client: ClientState = { key, scope, service }
+    const sessionOptions = drawn === undefined ? world.sessionOptions : { ...world.sessionOptions, ...drawn.session }
+    const client: ClientState = { key, scope, service, sessionOptions }
     state.client = client
     world.ledger.note(`${state.meta.name} client ${key} started`)
     // The first connection is made by a fiber of the client (later ones by its own reconnect loop).

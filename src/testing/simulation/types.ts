@@ -54,7 +54,7 @@ export interface SessionSpec {
  * Client timings, the real client's options of the same names; the
  * simulation's defaults are shorter than production's so runs settle
  * quickly (reconnect 250 ms–4 s, liveness every 10 s with a 3 s timeout,
- * 5 s connect, send and list timeouts).
+ * 5 s connect, send and list timeouts; the rejoin grace is the client's 10 s).
  */
 export interface SimClientTimings extends
   Pick<
@@ -66,6 +66,7 @@ export interface SimClientTimings extends
     | "livenessTimeoutMs"
     | "reconnectBaseMs"
     | "reconnectMaxMs"
+    | "rejoinGraceMs"
   >
 {}
 
@@ -120,9 +121,11 @@ export interface SimulationConfig {
   /** Client timings (see `SimClientTimings`). */
   readonly client?: SimClientTimings
   /**
-   * Draw each session's client timings from these ranges (simulation/timings.ts,
-   * `--client-timings`), from the session's own PRNG stream, instead of the
-   * one fixed set (`client`). Default none: every client uses the fixed set.
+   * Draw each client's timings, and its session runtime's connect and ask
+   * timeouts, from these ranges (simulation/timings.ts, `--client-timings`),
+   * anew for every client a session starts, from a PRNG stream of its own,
+   * instead of the one fixed set (`client`, `session`). Default none: every
+   * client uses the fixed set.
    */
   readonly clientTimings?: SimClientTimingRanges | undefined
   /** Default agent behaviour; a session's own `agent` overrides it. */

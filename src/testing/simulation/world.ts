@@ -133,6 +133,7 @@ export const makeWorld = (
         livenessTimeoutMs: 3_000,
         reconnectBaseMs: 250,
         reconnectMaxMs: 4_000,
+        rejoinGraceMs: 10_000,
         ...config.client
       },
       state
