@@ -9,30 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { PeerCustody } from "../../src/broker/Custody.ts"
-import type { Mail, OutboundMessage, OutboundNotice, Returnable } from "../../src/broker/Peer.ts"
-
-const message = (n: number): OutboundMessage => {
-  const mail: Mail = {
-    recordKey: `s\u0001m${n}`,
-    senderKey: "s",
-    senderId: "s",
-    senderIdentity: undefined,
-    fromJson: "{}",
-    message: { id: `m${n}`, timestamp: 0, content: { text: "" } },
-    brokerReceivedAt: 0,
-    spaceKey: "",
-    targetKey: "t",
-    targetId: "t",
-    targetIdentity: undefined,
-    queuedAt: 0,
-    askTimeoutMs: undefined,
-    channel: undefined,
-    replyError: undefined,
-    delivery: undefined,
-    traceparent: undefined
-  }
-  return { frame: "{}", mail, to: "t" }
-}
+import type { OutboundNotice, Returnable } from "../../src/broker/Peer.ts"
+import { message } from "./fixtures/custodyItems.ts"
 
 /** A notice; every third one has no number, as without a store (it is released to no one). */
 const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s", seq: n % 3 === 0 ? undefined : n, owedAt: 0 })
