@@ -120,9 +120,10 @@ export class PeerCustody {
     }
     this.head = head
     this.count = count
-    // Evaluated on every call (see the class's doc); its branch is taken only after a burst.
-    const drained = count === 0 && mask >= KEEP_SLOTS
-    if (drained) this.restart()
+    // Both tests run on every call (see the class's doc); the branch is taken only after a burst.
+    const empty = count === 0
+    const large = mask >= KEEP_SLOTS
+    if (empty && large) this.restart()
   }
 
   /**
