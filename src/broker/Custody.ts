@@ -42,23 +42,37 @@ import type { WriteBatch } from "./WriteBatch.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
-/** Entries released from the front before the arrays are compacted. */
-const COMPACT_AFTER = 1_024
+/** Slots a FIFO's first hold gives it (a power of two: the arrays are a ring indexed by `& mask`). */
+const FIRST_SLOTS = 64
 
-/** Slots an emptied FIFO keeps for reuse; past this it lets its arrays go (a burst's worth of room is not kept). */
+/** Slots an emptied FIFO keeps for reuse; past this it lets its rings go (a burst's worth of room is not kept). */
 const KEEP_SLOTS = 1_024
 
 /**
  * One connection's mail and notices written but not yet confirmed read; see the module
- * header. The entries in use are `[head, tail)` of the two arrays: an emptied
- * FIFO starts again at slot 0 of the same arrays, so a connection that is
- * confirmed as fast as it is written allocates nothing per message.
+ * header. The entries in use are the `count` slots from `head` of two parallel rings
+ * (their length a power of two, indexes wrapped by `mask`): released slots are reused
+ * in place, so a connection that is confirmed as fast as it is written allocates nothing
+ * per message, and nothing is ever compacted. A connection that never held anything has
+ * empty rings; the first hold makes them `FIRST_SLOTS` long, and a ring that fills doubles.
+ *
+ * Why a ring (docs/performance.md, "Durable per message, thirteenth stop"): the arrays
+ * used to be compacted once many entries were released from the front, a test first
+ * reached when a confirmation left entries pending. In a w64 run that is when two windows
+ * are first in flight, after V8 had optimized `confirm` on confirmations that emptied the
+ * FIFO, so it deoptimized `confirm` in every durable run. Every test `confirm` makes now
+ * runs on each call; only letting a burst's rings go is first run late. And the rings are
+ * replaced (`grow`) on a connection's first hold, long before V8 optimizes anything, so the
+ * fields are not "constant" to V8 when a later `grow` replaces them again (a write to a field
+ * V8 took for constant deoptimizes the code that read it).
  */
 export class PeerCustody {
   private ends: Array<number> = []
   private items: Array<Returnable | undefined> = []
+  /** The rings' length less one; -1 while they are empty. */
+  private mask = -1
   private head = 0
-  private tail = 0
+  private count = 0
   private confirmed = 0
   private readonly release: (mail: Mail) => void
   private readonly releaseNotice: (seq: number) => void
@@ -79,10 +93,11 @@ export class PeerCustody {
       else if (item.seq !== undefined) this.releaseNotice(item.seq)
       return
     }
-    const tail = this.tail
-    this.ends[tail] = end
-    this.items[tail] = item
-    this.tail = tail + 1
+    if (this.count > this.mask) this.grow()
+    const slot = (this.head + this.count) & this.mask
+    this.ends[slot] = end
+    this.items[slot] = item
+    this.count++
   }
 
   /** The client has read `frames` frames: the mail they carried is released. */
@@ -91,24 +106,24 @@ export class PeerCustody {
     this.confirmed = frames
     const ends = this.ends
     const items = this.items
-    const tail = this.tail
+    const mask = this.mask
     let head = this.head
-    while (head < tail && ends[head]! <= frames) {
+    let count = this.count
+    while (count > 0 && ends[head]! <= frames) {
       const item = items[head]
-      items[head++] = undefined
+      items[head] = undefined
+      head = (head + 1) & mask
+      count--
       if (item === undefined) continue
       if ("mail" in item) this.release(item.mail)
       else if (item.seq !== undefined) this.releaseNotice(item.seq)
     }
     this.head = head
-    if (head === tail) {
-      if (head > 0) this.clear()
-    } else if (head >= COMPACT_AFTER && head * 2 >= tail) {
-      this.ends = ends.slice(head, tail)
-      this.items = items.slice(head, tail)
-      this.head = 0
-      this.tail = tail - head
-    }
+    this.count = count
+    // Both tests run on every call (see the class's doc); the branch is taken only after a burst.
+    const empty = count === 0
+    const large = mask >= KEEP_SLOTS
+    if (empty && large) this.restart()
   }
 
   /**
@@ -117,28 +132,47 @@ export class PeerCustody {
    */
   takeBack(): ReadonlyArray<Returnable> {
     const unread: Array<Returnable> = []
-    for (let i = this.head; i < this.tail; i++) {
-      const item = this.items[i]
+    for (let i = 0; i < this.count; i++) {
+      const item = this.items[(this.head + i) & this.mask]
       if (item !== undefined) unread.push(item)
     }
-    this.ends = []
-    this.items = []
-    this.head = this.tail = 0
+    this.restart()
     return unread
   }
 
   /** Mail and notices held, not yet confirmed. */
   get size(): number {
-    return this.tail - this.head
+    return this.count
   }
 
-  /** Empty again: the arrays are reused from slot 0 (released slots hold no mail), unless a burst grew them. */
-  private clear(): void {
-    if (this.ends.length > KEEP_SLOTS) {
-      this.ends = []
-      this.items = []
+  /** Slots in the rings (for tests: an emptied FIFO past `KEEP_SLOTS` lets its rings go). */
+  get slots(): number {
+    return this.mask + 1
+  }
+
+  /** Full (or never used): the entries move, in order, to the front of rings twice as long (`FIRST_SLOTS` at least). */
+  private grow(): void {
+    const slots = Math.max(FIRST_SLOTS, (this.mask + 1) * 2)
+    const ends = new Array<number>(slots).fill(0)
+    const items = new Array<Returnable | undefined>(slots).fill(undefined)
+    for (let i = 0; i < this.count; i++) {
+      const from = (this.head + i) & this.mask
+      ends[i] = this.ends[from]!
+      items[i] = this.items[from]
     }
-    this.head = this.tail = 0
+    this.ends = ends
+    this.items = items
+    this.mask = slots - 1
+    this.head = 0
+  }
+
+  /** Empty, its rings let go (the next hold makes new ones). */
+  private restart(): void {
+    this.ends = []
+    this.items = []
+    this.mask = -1
+    this.head = 0
+    this.count = 0
   }
 }
 

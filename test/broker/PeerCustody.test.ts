@@ -3,36 +3,14 @@
  * message or failure notice) that releases, oldest first, what a confirmation
  * covers (the store is told of mail, and of notices it stored), and gives back
  * the rest at close.
- * Its arrays are reused once emptied and compacted after many releases; the
- * model has neither.
+ * Its entries are in rings that wrap, grow when full and are let go once a
+ * burst is confirmed; the * model has neither.
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { PeerCustody } from "../../src/broker/Custody.ts"
-import type { Mail, OutboundMessage, OutboundNotice, Returnable } from "../../src/broker/Peer.ts"
-
-const message = (n: number): OutboundMessage => {
-  const mail: Mail = {
-    recordKey: `s\u0001m${n}`,
-    senderKey: "s",
-    senderId: "s",
-    senderIdentity: undefined,
-    fromJson: "{}",
-    message: { id: `m${n}`, timestamp: 0, content: { text: "" } },
-    brokerReceivedAt: 0,
-    spaceKey: "",
-    targetKey: "t",
-    targetId: "t",
-    targetIdentity: undefined,
-    queuedAt: 0,
-    askTimeoutMs: undefined,
-    channel: undefined,
-    replyError: undefined,
-    delivery: undefined,
-    traceparent: undefined
-  }
-  return { frame: "{}", mail, to: "t" }
-}
+import type { OutboundNotice, Returnable } from "../../src/broker/Peer.ts"
+import { message } from "./fixtures/custodyItems.ts"
 
 /** A notice; every third one has no number, as without a store (it is released to no one). */
 const notice = (n: number): OutboundNotice => ({ frame: `notice ${n}`, owedTo: "s", seq: n % 3 === 0 ? undefined : n, owedAt: 0 })
@@ -92,7 +70,7 @@ describe("PeerCustody", () => {
     )
   })
 
-  it("after a compaction (over a thousand released, more held) the order and the count stay right", () => {
+  it("after growing to thousands held and releasing most from the front, the order and the count stay right", () => {
     const released: Array<string> = []
     const custody = new PeerCustody((mail) => released.push(mail.recordKey))
     for (let n = 1; n <= 3_000; n++) custody.hold(n, message(n))
@@ -106,5 +84,29 @@ describe("PeerCustody", () => {
       Array.from({ length: 510 }, (_, i) => `s\u0001m${i + 2_501}`)
     )
     assert.strictEqual(custody.size, 0)
+  })
+
+  it("rings wrap in place while entries are held; a ring that grows past a thousand slots is let go once emptied", () => {
+    const released: Array<string> = []
+    const custody = new PeerCustody((mail) => released.push(mail.recordKey))
+    assert.strictEqual(custody.slots, 0)
+    let n = 0
+    // Two windows of 32 in flight, the older confirmed each time: the ring of 64 wraps, never grows.
+    for (let w = 0; w < 50; w++) {
+      for (let i = 0; i < 32; i++) custody.hold(++n, message(n))
+      if (w > 0) custody.confirm(n - 32)
+      assert.strictEqual(custody.slots, 64)
+    }
+    custody.confirm(n)
+    assert.strictEqual(custody.size, 0)
+    assert.strictEqual(custody.slots, 64)
+    // A burst of 2,000 held: the ring doubles to 2,048; confirmed, it is let go.
+    for (let i = 0; i < 2_000; i++) custody.hold(++n, message(n))
+    assert.strictEqual(custody.slots, 2_048)
+    custody.confirm(n - 1)
+    assert.strictEqual(custody.slots, 2_048)
+    custody.confirm(n)
+    assert.strictEqual(custody.slots, 0)
+    assert.deepStrictEqual(released, Array.from({ length: n }, (_, i) => `s\u0001m${i + 1}`))
   })
 })
