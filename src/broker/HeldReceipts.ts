@@ -2,7 +2,7 @@
  * Receipts (P70) held for a sender that is away. A receiver's
  * `message_receipt` along a route whose sender has no live registration at
  * that moment is kept here, as the frame the sender will read, and written
- * when that sender session registers again: a sender whose
+ * when a session registers under that sender's key again: a sender whose
  * connection dropped still learns that its message was injected or
  * acknowledged meanwhile.
  *
@@ -37,8 +37,7 @@ export const MAX_HELD_CHARS = 8 * 1024 * 1024
 
 /** One held receipt. */
 interface Held {
-  /** The string that names its sender session (Receipts.ts builds it). */
-  readonly holder: string
+  readonly senderKey: string
   readonly frame: string
   readonly at: number
 }
@@ -56,16 +55,16 @@ export class HeldReceipts {
     return this.all.size
   }
 
-  /** Holds `frame`, a receipt for the absent sender session that `holder` names (broker clock `at`). */
-  hold(holder: string, frame: string, at: number): void {
-    let list = this.bySender.get(holder)
-    if (list === undefined) this.bySender.set(holder, list = [])
+  /** Holds `frame`, a receipt for the session of `senderKey`, which is away (broker clock `at`). */
+  hold(senderKey: string, frame: string, at: number): void {
+    let list = this.bySender.get(senderKey)
+    if (list === undefined) this.bySender.set(senderKey, list = [])
     else if (list.length >= MAX_HELD_PER_SENDER) {
       const first = list[0]
       if (first !== undefined) this.all.delete(first)
       this.removed(first)
     }
-    const held: Held = { holder, frame, at }
+    const held: Held = { senderKey, frame, at }
     list.push(held)
     this.chars += frame.length
     for (const evicted of this.all.set(held, held, at)) this.removed(evicted)
@@ -77,13 +76,13 @@ export class HeldReceipts {
   }
 
   /**
-   * The receipts held for the session `holder` names that are under an hour old at `now`,
+   * The receipts held for `senderKey` that are under an hour old at `now`,
    * oldest first; none of them is held any longer.
    */
-  take(holder: string, now: number): ReadonlyArray<string> {
-    const list = this.bySender.get(holder)
+  take(senderKey: string, now: number): ReadonlyArray<string> {
+    const list = this.bySender.get(senderKey)
     if (list === undefined) return []
-    this.bySender.delete(holder)
+    this.bySender.delete(senderKey)
     const frames: Array<string> = []
     for (const held of list) {
       if (now - held.at <= HOUR) frames.push(held.frame)
@@ -104,10 +103,10 @@ export class HeldReceipts {
    */
   private removed(held: Held | undefined): void {
     if (held === undefined) return
-    const list = this.bySender.get(held.holder)
+    const list = this.bySender.get(held.senderKey)
     if (list !== undefined) {
       list.shift()
-      if (list.length === 0) this.bySender.delete(held.holder)
+      if (list.length === 0) this.bySender.delete(held.senderKey)
     }
     this.chars -= held.frame.length
   }

@@ -144,16 +144,8 @@ export class OutboundRecord implements Fingerprint {
   sameHash: OutboundRecord | undefined = undefined
 
   // --- The receipt route (P70) ----------------------------------------------------
-  /**
-   * The sender's routing space (`ScopeSpace.key`): with `senderKey` it names
-   * the sender session itself, since a key string alone can be two sessions'
-   * (a scope or id may contain the NUL that joins them).
-   */
-  senderSpace = ""
-  /** The registry key of the session it was delivered to. */
+  /** The registry key of the session it was delivered to (the sender's is `senderKey`). */
   receiverKey = ""
-  /** That session's routing space, as `senderSpace` is the sender's. */
-  receiverSpace = ""
   private routedAtHigh = 0
   private routedAtLow = 0
   olderRoute: OutboundRecord | undefined = undefined
@@ -446,17 +438,14 @@ export class OutboundRecords {
 
   /**
    * Keeps the route part (P70) of `record` (claimed: the table's record of
-   * its sender and id), from the sender in space `senderSpace` to the
-   * session of `receiverKey` in `receiverSpace`, as the newest route; a kept
-   * one moves to the back.
+   * its sender and id) to the session of `receiverKey` as the newest route;
+   * a kept one moves to the back.
    */
-  keepRoute(record: OutboundRecord, senderSpace: string, receiverKey: string, receiverSpace: string, at: number): void {
+  keepRoute(record: OutboundRecord, receiverKey: string, at: number): void {
     if (record.routed) this.unlinkRoute(record)
     else this.routeTotal++
     record.parts |= ROUTED
-    record.senderSpace = senderSpace
     record.receiverKey = receiverKey
-    record.receiverSpace = receiverSpace
     record.routedAt = at
     record.olderRoute = this.newestRouteEntry
     if (this.newestRouteEntry !== undefined) this.newestRouteEntry.newerRoute = record

@@ -16,9 +16,9 @@
  * it), and a receipt, which names only the message id, goes to every
  * sender of a message with that id to the receiver that sent it.
  *
- * A route names both sides by session — registry key and routing space,
- * the space because a key string alone can be two sessions' (a scope or id
- * may contain the NUL that joins them) — not by one registration of them:
+ * A route names both sides by their registry keys (scope and session id;
+ * one string per session, since ids may not hold the control characters the
+ * key is joined with: protocol/limits.ts), not by one registration of them:
  * it outlives either side's reconnect, so a
  * receipt the receiver's client kept while it was away (KeptReceipts.ts), or
  * one for a message sent before the sender's reconnect, still reaches the
@@ -43,13 +43,6 @@ import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
 const HOUR = 3_600_000
-
-/**
- * The key receipts are held under for the sender of space `space` and key
- * `key`: one string per session, unlike the key alone (see the header).
- * Built only when a receipt is held or a session registers.
- */
-const heldKey = (space: string, key: string): string => `${space.length}:${key}`
 
 /** Receipt routes kept at most, overall; past it the oldest go first. */
 const MAX_ROUTES = 65_536
@@ -80,9 +73,7 @@ export class Receipts {
   /** A sender that registers again gets the receipts held while it was away. */
   readonly hooks: RegistrationHooks = {
     registered: (session, _previous, now) => {
-      for (const frame of this.held.take(heldKey(session.space.key, session.key), now)) {
-        this.ctx.output.enqueue(session.peer, frame)
-      }
+      for (const frame of this.held.take(session.key, now)) this.ctx.output.enqueue(session.peer, frame)
     }
   }
 
@@ -131,7 +122,7 @@ export class Receipts {
     const routes = this.routes
     const id = mail.message.id
     const claimed = routes.claim(record ?? routes.find(sender.key, id) ?? new OutboundRecord(sender.key, id, undefined))
-    routes.keepRoute(claimed, sender.space.key, receiver.key, receiver.space.key, now)
+    routes.keepRoute(claimed, receiver.key, now)
     // Over the bound: the routes added longest ago go first.
     while (routes.routes > MAX_ROUTES) {
       const oldest = routes.oldestRoute
@@ -167,7 +158,7 @@ export class Receipts {
     return route === undefined ? undefined : this.sessionsOf(route, now)
   }
 
-  /** `route`'s two sessions, if it is under an hour old and both are registered now. */
+  /** The sessions now registered under `route`'s two keys, if it is under an hour old and both are. */
   private sessionsOf(
     route: OutboundRecord,
     now: number
@@ -175,8 +166,7 @@ export class Receipts {
     if (!route.routed || now - route.routedAt > HOUR) return undefined
     const sender = this.ctx.registry.byKey.get(route.senderKey)
     const receiver = this.ctx.registry.byKey.get(route.receiverKey)
-    if (sender === undefined || sender.space.key !== route.senderSpace) return undefined
-    if (receiver === undefined || receiver.space.key !== route.receiverSpace) return undefined
+    if (sender === undefined || receiver === undefined) return undefined
     return { sender, receiver }
   }
 
@@ -198,17 +188,16 @@ export class Receipts {
 
   /**
    * Forwards `receipt` from `receiver` along `route` if it is the receiver's
-   * and under an hour old: to its sender now, or, while the sender is not
-   * registered, when it registers again.
+   * and under an hour old: to its sender now, or, while no session holds
+   * the sender's key, when one registers it again.
    */
   private forward(route: OutboundRecord, receiver: Session, receipt: string, now: number): void {
     if (!route.routed || route.receiverKey !== receiver.key || now - route.routedAt > HOUR) return
-    if (route.receiverSpace !== receiver.space.key) return
     const registry = this.ctx.registry
     if (registry.byKey.get(receiver.key) !== receiver) return
     const sender = registry.byKey.get(route.senderKey)
-    if (sender !== undefined && sender.space.key === route.senderSpace) this.ctx.output.enqueue(sender.peer, receipt)
-    else this.held.hold(heldKey(route.senderSpace, route.senderKey), receipt, now)
+    if (sender !== undefined) this.ctx.output.enqueue(sender.peer, receipt)
+    else this.held.hold(route.senderKey, receipt, now)
   }
 
   private onCancel(peer: Peer, raw: unknown): void {

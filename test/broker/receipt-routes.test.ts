@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { ackFor, infoOf, message, messageFor, send, senderReceiverThird, type TestBroker, withBroker } from "../support/broker.ts"
+import { ackFor, infoOf, message, messageFor, send, senderReceiverThird, type TestBroker } from "../support/broker.ts"
 import { advance, withMemoryBroker } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
 
@@ -181,48 +181,6 @@ const memoryPair = Effect.gen(function*() {
   const sender = yield* broker.session({ sessionId: "sender" })
   const receiver = yield* broker.session({ sessionId: "receiver" })
   return { broker, sender, receiver }
-})
-
-/**
- * Two sessions of different scopes whose registry keys are the same string:
- * `"a"` + `"b\u0000c"` and `"a\u0000b"` + `"c"` (a key is the scope's key, a NUL, the id).
- */
-const COLLIDING = { scopeId: "a", sessionId: "b\u0000c" }
-const COLLIDER = { scopeId: "a\u0000b", sessionId: "c" }
-
-describe("a route is its sessions', not their key string's", () => {
-  it.live("a session of another scope whose key is the same string neither gets the receipt, nor sends one, nor cancels", () =>
-    Effect.gen(function*() {
-      const broker = yield* withBroker()
-      const sender = yield* broker.session({ ...COLLIDING, label: "sender" })
-      const receiver = yield* broker.session({ scopeId: "a", sessionId: "receiver" })
-      const toReceiver = yield* deliver(sender.client, "receiver", receiver.client, message("to the receiver"))
-      // The sender leaves; a session of another scope registers under the same key string.
-      yield* leave(sender.client, COLLIDING.sessionId, receiver.client)
-      const collider = yield* broker.session({ ...COLLIDER, label: "collider" })
-      yield* collider.client.send({ type: "cancel_message", messageId: toReceiver.id })
-      assert.strictEqual((yield* ackFor(collider.client, toReceiver.id)).type, "delivery_failed")
-      yield* receiver.client.send(receipt(toReceiver.id))
-      yield* settled([receiver.client], [collider.client])
-      yield* collider.client.expectNothing("message_receipt")
-      yield* receiver.client.expectNothing("message_control")
-      // The sender itself, back, gets the receipt held for it.
-      const back = yield* broker.session({ ...COLLIDING, label: "back" })
-      assert.deepStrictEqual((yield* back.client.next("message_receipt")).receipt.messageId, toReceiver.id)
-    }))
-
-  it.live("a receipt from a session of another scope whose key is the receiver's is not forwarded", () =>
-    Effect.gen(function*() {
-      const broker = yield* withBroker()
-      const sender = yield* broker.session({ scopeId: "a", sessionId: "sender" })
-      const receiver = yield* broker.session({ ...COLLIDING, label: "receiver" })
-      const msg = yield* deliver(sender.client, COLLIDING.sessionId, receiver.client, message("to b\u0000c"))
-      yield* leave(receiver.client, COLLIDING.sessionId, sender.client)
-      const collider = yield* broker.session({ ...COLLIDER, label: "collider" })
-      yield* collider.client.send(receipt(msg.id))
-      yield* settled([collider.client], [sender.client])
-      yield* sender.client.expectNothing("message_receipt")
-    }))
 })
 
 describe("receipt routes still lapse", () => {
