@@ -5,9 +5,10 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 460 lines, one concept — reading the wire for the ledger,
+ * Size: about 480 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
- * cases here. Kept whole: the five taps (client wrote, broker read, broker
+ * cases here, known issue 20 the client's last written confirmation per
+ * connection. Kept whole: the five taps (client wrote, broker read, broker
  * wrote or took back, client read, discarded) update the same message
  * records, and most of the length is one function, `brokerFrameRead`, whose
  * cases each judge one broker frame a client read; the other checks live in
