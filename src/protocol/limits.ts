@@ -65,9 +65,14 @@ const overLimit = (what: string, field: string, length: number, max: number): st
  */
 const CONTROL = /[\u0000-\u001f\u007f]/
 
-/** `field` holds a control character: what to tell the client. */
-const controlIn = (what: string, field: string, value: string): string => {
-  const code = value.match(CONTROL)![0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
+/** Only NUL: what a name may not hold. */
+const NUL = /\u0000/
+
+/** The refusal of `value` when it holds a character `forbidden` matches (named in the message), else undefined. */
+const characterRefusal = (what: string, field: string, value: string, forbidden: RegExp): string | undefined => {
+  const found = forbidden.exec(value)
+  if (found === null) return undefined
+  const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
   return `${what}: "${field}" contains the control character U+${code}, which ${field} may not hold. Use a ${field} without control characters.`
 }
 
@@ -82,9 +87,7 @@ const idRefusal = (what: string, field: string, value: string | undefined, trimm
     ? undefined
     : value.length > MAX_ID_LENGTH
     ? overLimit(what, field, value.length, MAX_ID_LENGTH)
-    : CONTROL.test(trimmed ? value.trim() : value)
-    ? controlIn(what, field, trimmed ? value.trim() : value)
-    : undefined
+    : characterRefusal(what, field, trimmed ? value.trim() : value, CONTROL)
 
 /** `name`'s refusal: too long, or holding NUL (the mailbox identity's separator). */
 const nameRefusal = (what: string, name: string | undefined): string | undefined =>
@@ -92,9 +95,7 @@ const nameRefusal = (what: string, name: string | undefined): string | undefined
     ? undefined
     : name.length > MAX_NAME_LENGTH
     ? overLimit(what, "name", name.length, MAX_NAME_LENGTH)
-    : name.includes("\u0000")
-    ? controlIn(what, "name", name)
-    : undefined
+    : characterRefusal(what, "name", name, NUL)
 
 /**
  * The first identity field of a `register` the broker refuses, as a message
