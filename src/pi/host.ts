@@ -16,7 +16,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import * as Effect from "effect/Effect"
 import type { HistoryEntry, HostService, Inbound } from "../session/Host.ts"
 import { MESSAGE_TYPE, RECEIVED_ENTRY, SENT_ENTRY } from "./entries.ts"
-import { checkpointEntry, type HistoryData, type MessageDetails, undeliveredIn } from "./journal.ts"
+import { checkpointEntry, handledIn, type HistoryData, type MessageDetails, undeliveredIn } from "./journal.ts"
 import { TOOL_NAME } from "./names.ts"
 import { makePiTopicStore } from "./topicStore.ts"
 
@@ -132,7 +132,8 @@ export const makePiHost = (input: {
         .pipe(Effect.ignore),
     journal: {
       checkpoint: (record) => access.touch((pi) => pi.appendEntry(RECEIVED_ENTRY, checkpointEntry(sessionId, record))),
-      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries()))
+      undelivered: access.touch((_pi, ctx) => undeliveredIn(sessionId, ctx.sessionManager.getEntries())),
+      handled: access.touch((_pi, ctx) => handledIn(sessionId, ctx.sessionManager.getEntries()))
     },
     topicStore: makePiTopicStore(access, sessionId),
     exposeTool: () =>

@@ -12,12 +12,21 @@
  * - `undelivered` = checkpoints *of this session id* with no such message.
  *   A fork copies its parent's entries under a new session id, so it never
  *   takes its parent's mail over; a resume keeps the id, so it does.
+ * - `handled` = every such message in the file, and every reply an ask's
+ *   tool result names (`intercom` and `contact_supervisor` put the reply's
+ *   `replyId` and `from` in their details: the agent got the reply as that
+ *   result), with the checkpoint's receive time (or the result's time) when
+ *   there is one: what a resumed process must not hand the agent again when
+ *   the broker sends it a copy (known issue 6). A fork's copies of its
+ *   parent's messages count too, which is harmless: the broker never sends
+ *   the parent's mail to the fork.
  */
 import * as Schema from "effect/Schema"
 import { Attachment, DeliveryModeField, Message, SessionInfo } from "../protocol/frames.ts"
-import type { JournalRecord } from "../session/Host.ts"
+import type { HandledMessage, JournalRecord } from "../session/Host.ts"
 
 import { MESSAGE_TYPE, RECEIVED_ENTRY } from "./entries.ts"
+import { CONTACT_SUPERVISOR_NAME, TOOL_NAME } from "./names.ts"
 
 /** `details` of an `intercom_message` custom message. */
 export const MessageDetails = Schema.Struct({
@@ -65,6 +74,29 @@ export interface EntryView {
   readonly customType?: string
   readonly data?: unknown
   readonly details?: unknown
+  /** A `message` entry's message (a tool result's `role`, `toolName`, `details`, `timestamp`). */
+  readonly message?: unknown
+}
+
+/** The tools whose results name the reply that answered an ask (`replyId`, `from`). */
+const ASKING_TOOLS: ReadonlySet<string> = new Set([TOOL_NAME, CONTACT_SUPERVISOR_NAME])
+
+const decodeAnsweredResult = Schema.decodeUnknownOption(Schema.Struct({
+  role: Schema.Literal("toolResult"),
+  toolName: Schema.String,
+  timestamp: Schema.optionalKey(Schema.Finite),
+  details: Schema.Struct({ replyId: Schema.String, from: Schema.String })
+}))
+
+/** The reply a tool result of an ask names (it reached the agent as that result), if any. */
+const answeredBy = (entry: EntryView): HandledMessage | undefined => {
+  if (entry.type !== "message") return undefined
+  const decoded = decodeAnsweredResult(entry.message)
+  if (decoded._tag === "None" || !ASKING_TOOLS.has(decoded.value.toolName)) return undefined
+  const { details, timestamp } = decoded.value
+  return timestamp === undefined
+    ? { fromId: details.from, messageId: details.replyId }
+    : { fromId: details.from, messageId: details.replyId, receivedAt: timestamp }
 }
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
@@ -129,4 +161,42 @@ export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryVie
     seen.add(key)
     return true
   })
+}
+
+/**
+ * The intercom messages `entries` hold (history, `InboundJournal.handled`),
+ * and the replies ask tool results name, each once, in the order they were
+ * added, with the receive time of the checkpoint `recipient` saved for it
+ * (else the tool result's time) when there is one.
+ */
+export const handledIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<HandledMessage> => {
+  const receivedAt = new Map<string, number>()
+  const inHistory: Array<HandledMessage> = []
+  for (const entry of entries) {
+    const details = messageDetails(entry)
+    if (details !== undefined) {
+      inHistory.push({ fromId: details.from.id, messageId: details.messageId })
+      continue
+    }
+    const answer = answeredBy(entry)
+    if (answer !== undefined) {
+      inHistory.push(answer)
+      continue
+    }
+    if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
+    const decoded = decodeCheckpointData(entry.data)
+    if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
+    const { from, message } = decoded.value.inbound
+    receivedAt.set(keyOf(from.id, message.id), decoded.value.inbound.receivedAt)
+  }
+  const seen = new Set<string>()
+  const handled: Array<HandledMessage> = []
+  for (const held of inHistory) {
+    const key = keyOf(held.fromId, held.messageId)
+    if (seen.has(key)) continue
+    seen.add(key)
+    const at = receivedAt.get(key) ?? held.receivedAt
+    handled.push(at === undefined ? held : { fromId: held.fromId, messageId: held.messageId, receivedAt: at })
+  }
+  return handled
 }

@@ -140,6 +140,30 @@ export interface InboundJournal {
    * hold, oldest first. Records of another session (a fork's parent) never count.
    */
   readonly undelivered: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
+  /**
+   * The messages the agent's history already holds, oldest first. A new
+   * generation remembers them in its de-duplication window (C-DLV-11), so a
+   * copy the broker sends again after a restart — a confirmation the old
+   * process never got to write, or a broker crash before it stored one — is
+   * dropped instead of reaching the agent twice. Optional: without it, such a
+   * copy reaches a new process's host again (docs/testing.md, known issue 6).
+   */
+  readonly handled?: Effect.Effect<ReadonlyArray<HandledMessage>, unknown> | undefined
+}
+
+/**
+ * A message the agent's history holds (`InboundJournal.handled`): who sent
+ * it, its id, and when it was received when the journal knows (its
+ * de-duplication window counts from there; from the generation's start when
+ * not).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface HandledMessage {
+  readonly fromId: string
+  readonly messageId: string
+  readonly receivedAt?: number | undefined
 }
 
 /**

@@ -16,7 +16,8 @@
  *
  * With a host journal (`InboundJournal.ts`), an accepted message is
  * checkpointed before the host gets it, undelivered ones are handed over
- * again when the generation starts, and steered ones the agent never saw are
+ * again when the generation starts (and the ones history holds are
+ * remembered as handled, so the broker's copy of one is dropped), and steered ones the agent never saw are
  * handed over again when its run settles (C-DLV-14, C-DLV-16). An actionable
  * message makes a lazily exposed tool visible before the host gets it (C-TOOL-15).
  *
@@ -236,6 +237,11 @@ export const runInbound = (
 
     // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
     for (const context of yield* journal.restore) yield* handOver(context)
+    // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
+    const started = yield* Clock.currentTimeMillis
+    for (const held of yield* journal.handled) {
+      admission.remember(held.fromId, held.messageId, held.receivedAt ?? started, started)
+    }
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),

@@ -27,6 +27,13 @@ export interface InboundAdmission {
   readonly join: (fromId: string, messageId: string) => boolean
   /** Marks it handled (and no longer held); returns how many copies joined it while it was held. */
   readonly commit: (fromId: string, messageId: string, now: number) => number
+  /**
+   * Marks it handled by an earlier process or generation at `at` (its host's
+   * history holds it, `InboundJournal.handled`): remembered like a commit at
+   * that time, unless that is already past the window. Call oldest first,
+   * before any message arrives: the window forgets in insertion order.
+   */
+  readonly remember: (fromId: string, messageId: string, at: number, now: number) => void
   /** How many handled messages are remembered (holds not counted). */
   readonly size: () => number
 }
@@ -88,6 +95,13 @@ export const makeInboundAdmission = (limits: AdmissionLimits = {}): InboundAdmis
       handled.set(key, now)
       prune(now)
       return joined
+    },
+    remember: (fromId, messageId, at, now) => {
+      if (now - at > windowMs) return
+      const key = keyOf(fromId, messageId)
+      handled.delete(key)
+      handled.set(key, at)
+      prune(now)
     },
     size: () => handled.size
   }

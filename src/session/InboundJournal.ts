@@ -7,7 +7,10 @@
  * - an accepted message is checkpointed with the host *before* the host gets
  *   it, so a reload, a crash or a resume of the same saved session finds it;
  * - when a generation starts, every checkpointed message that the agent's
- *   history does not hold yet is handed over again, once, oldest first;
+ *   history does not hold yet is handed over again, once, oldest first, and
+ *   the messages history holds (`InboundJournal.handled`, when the host
+ *   tells) go into its de-duplication window, so a copy the broker sends
+ *   again after a restart never reaches the agent twice (known issue 6);
  * - a message handed over while the agent was busy (`steer`) that is still
  *   missing from history when the run settles was cleared before it reached
  *   the model (Esc), and is handed over again; one that reached history is
@@ -17,7 +20,7 @@
  * touched only by synchronous code of this generation's fibers.
  */
 import { Effect } from "effect"
-import type { InboundJournal, JournalRecord } from "./Host.ts"
+import type { HandledMessage, InboundJournal, JournalRecord } from "./Host.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
@@ -33,6 +36,8 @@ export interface JournalKeeper {
   readonly checkpoint: (context: InboundContext) => Effect.Effect<void>
   /** Checkpointed messages the host's history lacks, to hand over when the generation starts. */
   readonly restore: Effect.Effect<ReadonlyArray<InboundContext>>
+  /** Messages the host's history holds, oldest first, for the generation's de-duplication window (none when the host does not say). */
+  readonly handled: Effect.Effect<ReadonlyArray<HandledMessage>>
   /** The host took a message with this intent. */
   readonly taken: (context: InboundContext, steered: boolean) => void
   /** The agent's run settled: the steered messages history still lacks, to hand over again. */
@@ -63,6 +68,14 @@ const undelivered = (journal: InboundJournal): Effect.Effect<ReadonlyArray<Journ
     )
   )
 
+/** Reads what the host's history holds; a failure counts as none (and is logged). */
+const handledIn = (journal: InboundJournal): Effect.Effect<ReadonlyArray<HandledMessage>> =>
+  journal.handled === undefined ? Effect.succeed([]) : journal.handled.pipe(
+    Effect.catchCause((cause) =>
+      Effect.as(Effect.logWarning("Intercom could not read which messages the agent's history holds", cause), [])
+    )
+  )
+
 /**
  * The journal rules over the host's journal; without one every step is a no-op.
  *
@@ -73,7 +86,13 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
   /** Steered messages the host took that history did not hold yet, by (sender id, message id). */
   const steered = new Map<string, InboundContext>()
   if (journal === undefined) {
-    return { checkpoint: () => Effect.void, restore: Effect.succeed([]), taken: () => {}, cleared: Effect.succeed([]) }
+    return {
+      checkpoint: () => Effect.void,
+      restore: Effect.succeed([]),
+      handled: Effect.succeed([]),
+      taken: () => {},
+      cleared: Effect.succeed([])
+    }
   }
   return {
     checkpoint: (context) =>
@@ -83,6 +102,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
         )
       ),
     restore: Effect.map(undelivered(journal), (records) => records.map(toContext)),
+    handled: handledIn(journal),
     taken: (context, wasSteered) => {
       if (wasSteered) steered.set(keyOf(context.from.id, context.message.id), context)
     },

@@ -31,8 +31,10 @@ const ok = (text: string, details: Record<string, unknown>): ToolResult => ({ te
 
 /**
  * The error result of a session error: its message verbatim, `isError`, and
- * `details: { error: "<_tag>", code? }` — the error kind, and the broker's
- * `E_…` code when there is one.
+ * `details: { error: "<_tag>", code?, replyId?, from? }` — the error kind,
+ * the broker's `E_…` code when there is one, and for a failure reply
+ * (`ReplyFailed`) the reply's id and its sender's session id, so a host's
+ * history names the reply it holds (`InboundJournal.handled`).
  *
  * @category rendering
  * @since 0.1.0
@@ -42,7 +44,8 @@ export const errorResult = (error: IntercomSessionError): ToolResult => ({
   isError: true,
   details: {
     error: error._tag,
-    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {})
+    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {}),
+    ...(error._tag === "ReplyFailed" ? { replyId: error.reply.id, from: error.fromId } : {})
   }
 })
 

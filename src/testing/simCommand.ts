@@ -15,7 +15,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
 import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "./Simulation.ts"
-import { KNOWN_ISSUES, type SoakOptions } from "./Soak.ts"
+import { KNOWN_ISSUES, KNOWN_ISSUES_WITH_JOURNAL, type SoakOptions } from "./Soak.ts"
 import { DELIVERY_WEIGHT } from "./simulation/delivery.ts"
 import {
   GROUPS_SUPERVISOR_WEIGHT,
@@ -118,13 +118,13 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)
 
 /**
- * `--tolerate`: absent → the known issues; `none` → nothing; else the
- * comma-separated kinds, of which names that are no violation kind are
- * ignored.
+ * `--tolerate`: absent → the known issues (none in a world with host
+ * journals, `withJournal`); `none` → nothing; else the comma-separated
+ * kinds, of which names that are no violation kind are ignored.
  */
-export const toleratedKinds = (arg: Option.Option<string>): ReadonlyArray<ViolationKind> =>
+export const toleratedKinds = (arg: Option.Option<string>, withJournal = false): ReadonlyArray<ViolationKind> =>
   Option.match(arg, {
-    onNone: () => KNOWN_ISSUES,
+    onNone: () => withJournal ? KNOWN_ISSUES_WITH_JOURNAL : KNOWN_ISSUES,
     onSome: (list) => list === "none" ? [] : [...new Set(list.split(",").filter(isViolationKind))]
   })
 
@@ -246,7 +246,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {
-    tolerate: toleratedKinds(input.tolerate),
+    tolerate: toleratedKinds(input.tolerate, input.hostJournal || input.hostRefusals),
     durability: input.durability,
     ...(input.connections === "accepted" ? { brokerConnections: "accepted" } : {}),
     ...(input.scopes > 1 ? { scopes: Array.from({ length: input.scopes }, (_, i) => `scope-${i + 1}`) } : {}),

@@ -1,10 +1,12 @@
 /**
  * The pi inbound journal's checkpoint entries (C-DLV-14): what a reload or a
  * resumed session restores is what was checkpointed, including the sender's
- * delivery mode, so a restored `passive` message still starts no turn.
+ * delivery mode, so a restored `passive` message still starts no turn; and
+ * what the history holds (`handled`), so a resumed process drops the broker's
+ * copy of a message its agent already has (known issue 6).
  */
 import { assert, describe, it } from "vitest"
-import { checkpointEntry, undeliveredIn } from "../../src/pi/journal.ts"
+import { checkpointEntry, handledIn, type MessageDetails, undeliveredIn } from "../../src/pi/journal.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import type { JournalRecord } from "../../src/session/Host.ts"
 import { message } from "../support/broker.ts"
@@ -24,5 +26,40 @@ describe("pi inbound journal", () => {
       ["m-queue", "queue"],
       ["m-steer", undefined]
     ])
+  })
+
+  it("handled: the intercom messages history holds and the replies ask results name, each once, in order, with a receive time when there is one", () => {
+    const other: SessionInfo = { ...from, id: "sender-2" }
+    const messageEntry = (sender: SessionInfo, messageId: string) => {
+      const details: MessageDetails = { messageId, from: sender, expectsReply: false, intent: "steer" }
+      return { type: "custom_message", customType: "intercom_message", details }
+    }
+    const checkpointed: JournalRecord = { from, message: message("one", { id: "m-1" }), receivedAt: 41 }
+    const forAnother = { type: "custom", customType: "intercom_received", data: checkpointEntry("someone-else", { ...checkpointed, message: message("two", { id: "m-2" }), receivedAt: 42 }) }
+    const entries = [
+      entryOf(checkpointed),
+      messageEntry(from, "m-1"),
+      forAnother,
+      messageEntry(from, "m-2"),
+      messageEntry(other, "m-1"),
+      messageEntry(from, "m-1"),
+      entryOf({ from, message: message("three", { id: "m-3" }), receivedAt: 43 }),
+      { type: "message" },
+      // An ask answered: the tool result names the reply (a failure reply's error result too).
+      { type: "message", message: { role: "toolResult", toolName: "intercom", timestamp: 50, isError: false, details: { messageId: "q-1", replyId: "r-1", from: "sender-2" } } },
+      { type: "message", message: { role: "toolResult", toolName: "contact_supervisor", timestamp: 51, isError: true, details: { error: "ReplyFailed", replyId: "r-2", from: "boss" } } },
+      // Results that name no reply, or of another tool, do not count.
+      { type: "message", message: { role: "toolResult", toolName: "intercom", timestamp: 52, isError: false, details: { messageId: "m-9", delivered: true } } },
+      { type: "message", message: { role: "toolResult", toolName: "bash", timestamp: 53, isError: false, details: { replyId: "r-3", from: "sender-2" } } },
+      { type: "message", message: { role: "assistant", timestamp: 54, details: { replyId: "r-4", from: "sender-2" } } }
+    ]
+    assert.deepStrictEqual(handledIn("me", entries), [
+      { fromId: "sender-1", messageId: "m-1", receivedAt: 41 },
+      { fromId: "sender-1", messageId: "m-2" },
+      { fromId: "sender-2", messageId: "m-1" },
+      { fromId: "sender-2", messageId: "r-1", receivedAt: 50 },
+      { fromId: "boss", messageId: "r-2", receivedAt: 51 }
+    ])
+    assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-3"])
   })
 })

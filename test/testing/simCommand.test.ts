@@ -160,6 +160,19 @@ describe("sim command line", () => {
       assert.isFalse(plain._tag === "Seed" && "hostJournal" in plain.config)
     }))
 
+  it.effect("with host journals the known issues are fixed: nothing is tolerated unless --tolerate says so", () =>
+    Effect.gen(function*() {
+      const tolerated = (request: SimRequest) =>
+        request._tag === "Soak" ? request.soak.config?.tolerate : request._tag === "Seed" ? request.config.tolerate : undefined
+      assert.deepStrictEqual(tolerated(yield* requestOf(["--host-journal", "--seeds", "2"])), [])
+      assert.deepStrictEqual(tolerated(yield* requestOf(["--host-refusals", "--seed", "4"])), [])
+      assert.deepStrictEqual(tolerated(yield* requestOf(["--seed", "4"])), KNOWN_ISSUES)
+      assert.deepStrictEqual(
+        tolerated(yield* requestOf(["--host-journal", "--tolerate", "unconfirmed-redelivery"])),
+        ["unconfirmed-redelivery"]
+      )
+    }))
+
   it.effect("--tolerate none tolerates nothing", () =>
     Effect.gen(function*() {
       const request = yield* requestOf(["--tolerate", "none"])

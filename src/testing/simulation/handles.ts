@@ -103,6 +103,8 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
                 if (Exit.isSuccess(exit)) {
                   const value = exit.value
                   if (value._tag === "Replied") {
+                    // The reply is in the asker's history now (pi: the ask tool's result names it).
+                    state.journal?.delivered(value.from.id, value.reply.id)
                     world.ledger.askEnded(alias, "Replied", {
                       questionId: value.questionId,
                       fromId: value.from.id,
@@ -116,6 +118,7 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
                   const failure = Cause.findErrorOption(exit.cause)
                   if (Option.isSome(failure) && failure.value._tag === "ReplyFailed") {
                     const { fromId, reply } = failure.value
+                    state.journal?.delivered(fromId, reply.id)
                     world.ledger.askEnded(alias, "Replied", { questionId: reply.replyTo ?? "", fromId, message: reply })
                   } else {
                     world.ledger.askEnded(alias, failureTag(exit.cause))

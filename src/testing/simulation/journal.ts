@@ -15,7 +15,7 @@
  * an interrupted checkpoint never lands.
  */
 import { Effect } from "effect"
-import type { InboundJournal, JournalRecord } from "../../session/Host.ts"
+import type { HandledMessage, InboundJournal, JournalRecord } from "../../session/Host.ts"
 import type { Prng } from "../Prng.ts"
 import type { SimHostRefusals } from "./refusals.ts"
 
@@ -57,6 +57,8 @@ export const makeSimJournal = (options: SimHostJournal): SimJournal => {
   const saved = new Set<string>()
   /** What the agent's history holds. */
   const history = new Set<string>()
+  /** The same, in the order history took them (`InboundJournal.handled`). */
+  const handled: Array<HandledMessage> = []
   const [min, max] = options.checkpointMs
   return {
     forGeneration: (prng, note, alias) => ({
@@ -74,10 +76,14 @@ export const makeSimJournal = (options: SimHostJournal): SimJournal => {
             })
           ).pipe(Effect.onInterrupt(() => Effect.sync(() => note(`journal: checkpoint of ${alias(record.message.id)} interrupted`))))
         }),
-      undelivered: Effect.sync(() => records.filter((record) => !history.has(keyOf(record.from.id, record.message.id))))
+      undelivered: Effect.sync(() => records.filter((record) => !history.has(keyOf(record.from.id, record.message.id)))),
+      handled: Effect.sync(() => handled.slice())
     }),
     delivered: (fromId, messageId) => {
-      history.add(keyOf(fromId, messageId))
+      const key = keyOf(fromId, messageId)
+      if (history.has(key)) return
+      history.add(key)
+      handled.push({ fromId, messageId })
     }
   }
 }

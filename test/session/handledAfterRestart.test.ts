@@ -1,0 +1,148 @@
+/**
+ * Known issue 6, for hosts that keep a history (`InboundJournal.handled`): a
+ * new process of a session remembers what its agent's history holds, so the
+ * copy of a message the broker sends again — because the old process read it
+ * and never got to confirm it (`received-v1`), or because the broker crashed
+ * before storing the confirmation — is dropped instead of reaching the agent
+ * a second time.
+ *
+ * The old process is played by a wire client registered as bob with
+ * `received-v1` that reads the message and goes away without confirming it,
+ * so the broker keeps the mail and writes it to bob's next connection: a real
+ * `IntercomClient` and session generation, whose host journal says what the
+ * agent's history holds. In memory, under TestClock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Queue } from "effect"
+import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { type HandledMessage, Host, type HostService } from "../../src/session/Host.ts"
+import { IntercomSession } from "../../src/session/IntercomSession.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { message, messageFor, send } from "../support/broker.ts"
+import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
+import { makeRecordingHost, type RecordingHost } from "./support.ts"
+
+const A_ID = "aaaaaaaa-6666-4000-8000-00000000000a"
+const B_ID = "bbbbbbbb-6666-4000-8000-00000000000b"
+
+const identity = { name: "bob", cwd: "/work", model: "test-model" }
+
+/** The de-duplication window these tests give the session (ms). */
+const WINDOW_MS = 60_000
+
+/** A session generation of `client` over `host`, in the test's Scope. */
+const generation = (client: IntercomClientService, host: HostService) =>
+  Layer.build(
+    IntercomSession.layer({ inboundDedupe: { windowMs: WINDOW_MS } }).pipe(
+      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client), Host.layer(host)))
+    )
+  )
+
+/**
+ * A broker, alice, and `first` — a message bob's earlier process read and
+ * never confirmed: that process (a wire client granted `received-v1`) is gone,
+ * so the broker still keeps the message for bob. Returns bob's new client (not
+ * yet connected) and alice.
+ */
+const readButNeverConfirmed = (first: Message) =>
+  Effect.gen(function*() {
+    const world = yield* memoryNetwork()
+    yield* world.startBroker({ idleExit: null })
+    const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+    const before = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
+    assertDelivered(yield* send(alice.client, "bob", first))
+    yield* messageFor(before.client, first.id)
+    yield* before.client.destroy
+    yield* settled([alice.client])
+    const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+    return { alice, bob }
+  })
+
+/** bob's new generation, over a host whose journal says `handled` (or nothing, when undefined). */
+const restartWith = (bob: IntercomClientService, handled: ReadonlyArray<HandledMessage> | undefined) =>
+  Effect.gen(function*() {
+    const host = yield* makeRecordingHost(identity)
+    const service: HostService = {
+      ...host.service,
+      journal: {
+        checkpoint: () => Effect.void,
+        undelivered: Effect.succeed([]),
+        ...(handled === undefined ? {} : { handled: Effect.succeed(handled) })
+      }
+    }
+    yield* generation(bob, service)
+    yield* settle(bob.connect)
+    return host
+  })
+
+/** What the host took, by message id, once `later` (sent after the rest) reached it. */
+const takenUpTo = (
+  host: RecordingHost,
+  alice: { readonly client: Parameters<typeof send>[0] },
+  bob: IntercomClientService,
+  later: Message
+) =>
+  Effect.gen(function*() {
+    assertDelivered(yield* send(alice.client, "bob", later))
+    // A round trip on bob after alice's acknowledged send: everything sent before it has reached bob's session.
+    yield* settle(bob.list)
+    yield* settle(bob.list)
+    return (yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id)
+  })
+
+describe("known issue 6: a restarted process does not hand its agent a message its history holds", () => {
+  it.effect("the broker's copy of a message the history holds is dropped; a new message still reaches the host", () =>
+    Effect.gen(function*() {
+      const first = message("read by the old process, never confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      const host = yield* restartWith(bob, [{ fromId: A_ID, messageId: first.id, receivedAt: 0 }])
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [later.id])
+    }))
+
+  it.effect("a journal that does not say what history holds: the copy reaches the new host again (the old behaviour)", () =>
+    Effect.gen(function*() {
+      const first = message("read by the old process, never confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      const host = yield* restartWith(bob, undefined)
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+    }))
+
+  it.effect("a message history holds from another sender, or with another id, is not mistaken for it", () =>
+    Effect.gen(function*() {
+      const first = message("read by the old process, never confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      const host = yield* restartWith(bob, [
+        { fromId: "someone-else", messageId: first.id },
+        { fromId: A_ID, messageId: `${first.id}-other` }
+      ])
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+    }))
+
+  it.effect("one received longer ago than the de-duplication window is not remembered", () =>
+    Effect.gen(function*() {
+      const first = message("read by the old process, never confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      // The session's clock is at the broker's now; a receive time a window and a millisecond before it is past.
+      yield* advance(WINDOW_MS + 1)
+      const host = yield* restartWith(bob, [{ fromId: A_ID, messageId: first.id, receivedAt: 0 }])
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+    }))
+
+  it.effect("one without a receive time is remembered from the generation's start", () =>
+    Effect.gen(function*() {
+      const first = message("read by the old process, never confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      yield* advance(WINDOW_MS + 1)
+      const host = yield* restartWith(bob, [{ fromId: A_ID, messageId: first.id }])
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [later.id])
+    }))
+})
