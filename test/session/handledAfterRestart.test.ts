@@ -94,55 +94,59 @@ const takenUpTo = (
     return (yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id)
   })
 
+/**
+ * The whole scenario: a message bob's old process read and never confirmed;
+ * `elapsedMs` later, bob's new generation starts over a journal that says
+ * `handled(first)`; then alice sends one more. What bob's new host took, by id.
+ */
+const afterRestart = (
+  handled: (first: Message) => ReadonlyArray<HandledMessage> | undefined,
+  elapsedMs = 0
+) =>
+  Effect.gen(function*() {
+    const first = message("read by the old process, never confirmed")
+    const { alice, bob } = yield* readButNeverConfirmed(first)
+    if (elapsedMs > 0) yield* advance(elapsedMs)
+    const host = yield* restartWith(bob, handled(first))
+    const later = message("sent after the restart")
+    return { first: first.id, later: later.id, taken: yield* takenUpTo(host, alice, bob, later) }
+  })
+
 describe("known issue 6: a restarted process does not hand its agent a message its history holds", () => {
   it.effect("the broker's copy of a message the history holds is dropped; a new message still reaches the host", () =>
     Effect.gen(function*() {
-      const first = message("read by the old process, never confirmed")
-      const { alice, bob } = yield* readButNeverConfirmed(first)
-      const host = yield* restartWith(bob, [{ fromId: A_ID, messageId: first.id, receivedAt: 0 }])
-      const later = message("sent after the restart")
-      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [later.id])
+      const { later, taken } = yield* afterRestart((first) => [{ fromId: A_ID, messageId: first.id, receivedAt: 0 }])
+      assert.deepStrictEqual(taken, [later])
     }))
 
   it.effect("a journal that does not say what history holds: the copy reaches the new host again (the old behaviour)", () =>
     Effect.gen(function*() {
-      const first = message("read by the old process, never confirmed")
-      const { alice, bob } = yield* readButNeverConfirmed(first)
-      const host = yield* restartWith(bob, undefined)
-      const later = message("sent after the restart")
-      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+      const { first, later, taken } = yield* afterRestart(() => undefined)
+      assert.deepStrictEqual(taken, [first, later])
     }))
 
   it.effect("a message history holds from another sender, or with another id, is not mistaken for it", () =>
     Effect.gen(function*() {
-      const first = message("read by the old process, never confirmed")
-      const { alice, bob } = yield* readButNeverConfirmed(first)
-      const host = yield* restartWith(bob, [
-        { fromId: "someone-else", messageId: first.id },
-        { fromId: A_ID, messageId: `${first.id}-other` }
+      const { first, later, taken } = yield* afterRestart((m) => [
+        { fromId: "someone-else", messageId: m.id },
+        { fromId: A_ID, messageId: `${m.id}-other` }
       ])
-      const later = message("sent after the restart")
-      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+      assert.deepStrictEqual(taken, [first, later])
     }))
 
+  // The session's clock starts at 0 with the broker's; a receive time a window and a millisecond before now is past.
   it.effect("one received longer ago than the de-duplication window is not remembered", () =>
     Effect.gen(function*() {
-      const first = message("read by the old process, never confirmed")
-      const { alice, bob } = yield* readButNeverConfirmed(first)
-      // The session's clock is at the broker's now; a receive time a window and a millisecond before it is past.
-      yield* advance(WINDOW_MS + 1)
-      const host = yield* restartWith(bob, [{ fromId: A_ID, messageId: first.id, receivedAt: 0 }])
-      const later = message("sent after the restart")
-      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+      const { first, later, taken } = yield* afterRestart(
+        (m) => [{ fromId: A_ID, messageId: m.id, receivedAt: 0 }],
+        WINDOW_MS + 1
+      )
+      assert.deepStrictEqual(taken, [first, later])
     }))
 
   it.effect("one without a receive time is remembered from the generation's start", () =>
     Effect.gen(function*() {
-      const first = message("read by the old process, never confirmed")
-      const { alice, bob } = yield* readButNeverConfirmed(first)
-      yield* advance(WINDOW_MS + 1)
-      const host = yield* restartWith(bob, [{ fromId: A_ID, messageId: first.id }])
-      const later = message("sent after the restart")
-      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [later.id])
+      const { later, taken } = yield* afterRestart((m) => [{ fromId: A_ID, messageId: m.id }], WINDOW_MS + 1)
+      assert.deepStrictEqual(taken, [later])
     }))
 })
