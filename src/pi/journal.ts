@@ -9,14 +9,16 @@
  *   `details` name the sender and message id; once such an entry exists
  *   anywhere in the session file, the message is in history (compaction only
  *   hides entries from the model, it never removes them).
- * - `undelivered` = checkpoints *of this session id* with no such message.
+ * - `undelivered` = checkpoints *of this session id* with no such message
+ *   (and no ask's tool result naming them as its reply, below).
  *   A fork copies its parent's entries under a new session id, so it never
  *   takes its parent's mail over; a resume keeps the id, so it does.
- * - `handled` = every such message in the file, and every reply an ask's
- *   tool result names (`intercom` and `contact_supervisor` put the reply's
- *   `replyId` and `from` in their details: the agent got the reply as that
- *   result), with the checkpoint's receive time (or the result's time) when
- *   there is one: what a resumed process must not hand the agent again when
+ * - `handled` = every such message in the file (on any branch of the
+ *   session tree: the agent saw each), and every reply an ask's tool result
+ *   names (`intercom` and `contact_supervisor` put the reply's `replyId` and
+ *   `from` in their details, a failure reply's error result too: the agent
+ *   got the reply as that result), with the checkpoint's receive time (or the
+ *   result's time) when there is one: what a resumed process must not hand the agent again when
  *   the broker sends it a copy (known issue 6). A fork's copies of its
  *   parent's messages count too, which is harmless: the broker never sends
  *   the parent's mail to the fork.
@@ -131,7 +133,8 @@ export const messageDetails = (entry: EntryView): MessageDetails | undefined => 
 
 /**
  * The checkpoints of `recipient` that no `intercom_message` in `entries`
- * delivered, in the order they were saved.
+ * delivered, and no ask's tool result names as its reply, in the order they
+ * were saved.
  */
 export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<JournalRecord> => {
   const delivered = new Set<string>()
@@ -140,6 +143,12 @@ export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryVie
     const details = messageDetails(entry)
     if (details !== undefined) {
       delivered.add(keyOf(details.from.id, details.messageId))
+      continue
+    }
+    // A reply the agent got as an ask's result is in history too.
+    const answer = answeredBy(entry)
+    if (answer !== undefined) {
+      delivered.add(keyOf(answer.fromId, answer.messageId))
       continue
     }
     if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue

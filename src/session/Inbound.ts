@@ -235,13 +235,15 @@ export const runInbound = (
         return handoff.enqueue(context)
       })
 
-    // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
-    for (const context of yield* journal.restore) yield* handOver(context)
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
+    // Remembered before anything is handed over, so no commit of this generation comes before them in the
+    // window's order (where the capacity bound would forget it first).
     const started = yield* Clock.currentTimeMillis
     for (const held of yield* journal.handled) {
       admission.remember(held.fromId, held.messageId, held.receivedAt ?? started, started)
     }
+    // C-DLV-14: what an earlier generation or process accepted and the agent never saw comes first.
+    for (const context of yield* journal.restore) yield* handOver(context)
 
     yield* Effect.forkScoped(
       client.messages.pipe(Stream.runForEach(handleInbound)),

@@ -101,13 +101,18 @@ export interface SupervisorContact {
   readonly contact: (params: ContactSupervisorParams) => Effect.Effect<ToolResult>
 }
 
-/** The error result of a failed call: its message verbatim, its kind, and the broker's code if any. */
+/**
+ * The error result of a failed call: its message verbatim, its kind, the
+ * broker's code if any, and for a failure reply the reply's id and sender, so
+ * a host's history names the reply it holds (`InboundJournal.handled`).
+ */
 const failureResult = (error: SupervisorContactError): ToolResult => ({
   text: error.message,
   isError: true,
   details: {
     error: error._tag,
-    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {})
+    ...(error._tag === "NotDelivered" && error.code !== undefined ? { code: error.code } : {}),
+    ...(error._tag === "ReplyFailed" ? { replyId: error.reply.id, from: error.fromId } : {})
   }
 })
 

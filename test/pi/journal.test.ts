@@ -45,7 +45,9 @@ describe("pi inbound journal", () => {
       messageEntry(from, "m-1"),
       entryOf({ from, message: message("three", { id: "m-3" }), receivedAt: 43 }),
       { type: "message" },
-      // An ask answered: the tool result names the reply (a failure reply's error result too).
+      // An ask answered: the tool result names the reply (a failure reply's error result too). A checkpoint of
+      // the reply (saved before the ask's waiter took it) is not undelivered: the agent has it as that result.
+      entryOf({ from: other, message: message("answer", { id: "r-1" }), receivedAt: 44 }),
       { type: "message", message: { role: "toolResult", toolName: "intercom", timestamp: 50, isError: false, details: { messageId: "q-1", replyId: "r-1", from: "sender-2" } } },
       { type: "message", message: { role: "toolResult", toolName: "contact_supervisor", timestamp: 51, isError: true, details: { error: "ReplyFailed", replyId: "r-2", from: "boss" } } },
       // Results that name no reply, or of another tool, do not count.
@@ -57,7 +59,7 @@ describe("pi inbound journal", () => {
       { fromId: "sender-1", messageId: "m-1", receivedAt: 41 },
       { fromId: "sender-1", messageId: "m-2" },
       { fromId: "sender-2", messageId: "m-1" },
-      { fromId: "sender-2", messageId: "r-1", receivedAt: 50 },
+      { fromId: "sender-2", messageId: "r-1", receivedAt: 44 },
       { fromId: "boss", messageId: "r-2", receivedAt: 51 }
     ])
     assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-3"])

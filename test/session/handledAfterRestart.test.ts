@@ -17,14 +17,14 @@ import { Effect, Layer, Queue } from "effect"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import type { Message } from "../../src/protocol/frames.ts"
-import { type HandledMessage, Host, type HostService } from "../../src/session/Host.ts"
+import { type HandledMessage, Host, type HostService, type JournalRecord } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
-import { makeRecordingHost, type RecordingHost } from "./support.ts"
+import { info, makeRecordingHost, type RecordingHost } from "./support.ts"
 
 const A_ID = "aaaaaaaa-6666-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-6666-4000-8000-00000000000b"
@@ -34,10 +34,10 @@ const identity = { name: "bob", cwd: "/work", model: "test-model" }
 /** The de-duplication window these tests give the session (ms). */
 const WINDOW_MS = 60_000
 
-/** A session generation of `client` over `host`, in the test's Scope. */
-const generation = (client: IntercomClientService, host: HostService) =>
+/** A session generation of `client` over `host`, in the test's Scope; `capacity` bounds its de-duplication window. */
+const generation = (client: IntercomClientService, host: HostService, capacity?: number) =>
   Layer.build(
-    IntercomSession.layer({ inboundDedupe: { windowMs: WINDOW_MS } }).pipe(
+    IntercomSession.layer({ inboundDedupe: { windowMs: WINDOW_MS, ...(capacity === undefined ? {} : { capacity }) } }).pipe(
       Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client), Host.layer(host)))
     )
   )
@@ -62,19 +62,37 @@ const readButNeverConfirmed = (first: Message) =>
     return { alice, bob }
   })
 
+/** What bob's restarted host's journal says, besides `handled`. */
+interface RestartOptions {
+  /** What it holds undelivered (restored first); none by default. */
+  readonly undelivered?: ReadonlyArray<JournalRecord>
+  /** Yields this many times before it answers `handled` (a journal that reads a file). */
+  readonly handledAfterYields?: number
+  /** The de-duplication window's capacity. */
+  readonly capacity?: number
+}
+
 /** bob's new generation, over a host whose journal says `handled` (or nothing, when undefined). */
-const restartWith = (bob: IntercomClientService, handled: ReadonlyArray<HandledMessage> | undefined) =>
+const restartWith = (
+  bob: IntercomClientService,
+  handled: ReadonlyArray<HandledMessage> | undefined,
+  options: RestartOptions = {}
+) =>
   Effect.gen(function*() {
     const host = yield* makeRecordingHost(identity)
+    const answer = Effect.succeed(handled ?? [])
+    const slow = options.handledAfterYields === undefined
+      ? answer
+      : Effect.andThen(Effect.forEach(Array.from({ length: options.handledAfterYields }), () => Effect.yieldNow), answer)
     const service: HostService = {
       ...host.service,
       journal: {
         checkpoint: () => Effect.void,
-        undelivered: Effect.succeed([]),
-        ...(handled === undefined ? {} : { handled: Effect.succeed(handled) })
+        undelivered: Effect.succeed(options.undelivered ?? []),
+        ...(handled === undefined ? {} : { handled: slow })
       }
     }
-    yield* generation(bob, service)
+    yield* generation(bob, service, options.capacity)
     yield* settle(bob.connect)
     return host
   })
@@ -148,5 +166,20 @@ describe("known issue 6: a restarted process does not hand its agent a message i
     Effect.gen(function*() {
       const { later, taken } = yield* afterRestart((m) => [{ fromId: A_ID, messageId: m.id }], WINDOW_MS + 1)
       assert.deepStrictEqual(taken, [later])
+    }))
+
+  // The window keeps `capacity` messages and forgets the oldest first: what history holds is remembered before
+  // a restored message is handed over, so that one, the likeliest to come again, is not the first forgotten.
+  it.effect("a restored message is remembered after what history holds, also when the journal answers late", () =>
+    Effect.gen(function*() {
+      const first = message("checkpointed and read by the old process, never handed over or confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      const host = yield* restartWith(bob, [{ fromId: "carol", messageId: "older", receivedAt: 0 }], {
+        undelivered: [{ from: info(A_ID, { name: "alice" }), message: first, receivedAt: 0 }],
+        handledAfterYields: 50,
+        capacity: 1
+      })
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
     }))
 })

@@ -24,6 +24,9 @@ describe("reply with replyError (C-ASK-7)", () => {
       assert.isTrue(result.isError)
       assert.strictEqual(result.text, "database is read-only")
       assert.strictEqual(result.details["error"], "ReplyFailed")
+      // The error result names the reply, so a host's history holds it (InboundJournal.handled, known issue 6).
+      assert.strictEqual(result.details["replyId"], sent.details["messageId"])
+      assert.strictEqual(result.details["from"], "answerer") // memoryWorld names each session by its id
       // Answered: nothing is pending on either side.
       assert.deepStrictEqual((yield* answerer.session.pending).asks, [])
       assert.isFalse(yield* asker.session.waiting)

@@ -117,7 +117,7 @@ describe("contact_supervisor: need_decision (C-SUP-4, C-SUP-5, C-SUP-11)", () =>
       assert.deepStrictEqual(unit.host.history.map((entry) => entry._tag), ["intercom_sent", "intercom_received"])
     }))
 
-  it.effect("the supervisor answers with a failure reply (replyError): the call ends as an error with exactly that text", () =>
+  it.effect("the supervisor answers with a failure reply (replyError): the call ends as an error with exactly that text, naming the reply", () =>
     Effect.gen(function*() {
       const unit = yield* child()
       const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "Deploy?" }))
@@ -126,7 +126,8 @@ describe("contact_supervisor: need_decision (C-SUP-4, C-SUP-5, C-SUP-11)", () =>
       yield* unit.client.push({ ...inboundMessage(SUP, "r-1", "", { replyTo: question.id }), replyError: "run was cancelled" })
       const result = yield* Fiber.join(fiber)
       assert.deepStrictEqual([result.text, result.isError], ["run was cancelled", true])
-      assert.strictEqual(result.details["error"], "ReplyFailed")
+      // The reply's id and sender, so a host's history names the reply it holds (InboundJournal.handled).
+      assert.deepStrictEqual(result.details, { error: "ReplyFailed", replyId: "r-1", from: SUP.id })
       assert.isFalse(yield* unit.session.waiting)
     }))
 
