@@ -247,4 +247,21 @@ describe("client timings drawn from the seed", () => {
       assert.include(description, "npm run sim -- --seed 2 --client-timings --replay")
       assert.include(description, "clientTimings: defaultClientTimingRanges")
     }))
+
+  // Seed 21: C asks B with the workload's 10 s timeout, but the ask (ask3) waits C's drawn session default,
+  // 8286 ms, and ends when that passes: the drawn value is what the session used.
+  it.effect("one ask in four waits its session's drawn default timeout (seed 21); a world without drawn timings has none", () =>
+    Effect.gen(function*() {
+      const trace = (yield* runWorkload(drawing(21))).trace
+      const started = trace.find((line) => line.includes("C ask3 waits its session's default ask timeout"))
+      const ended = trace.find((line) => line.includes("C ask3 ended: ReplyTimeout"))
+      assert.isDefined(started, trace.join("\n"))
+      assert.isDefined(ended, trace.join("\n"))
+      assert.isTrue(trace.some((line) => line.includes("C client timings (C/c1):") && line.includes("session connect 3032 ms, ask 8286 ms")))
+      if (started === undefined || ended === undefined) return
+      const waited = timeOf(ended) - timeOf(started)
+      assert.isTrue(within(waited, [8286, 9000]), `waited ${waited} ms, not the session's 8286 ms (the workload said 10000)`)
+      const plain = (yield* runWorkload({ seed: 21 })).trace
+      assert.isFalse(plain.some((line) => line.includes("default ask timeout")))
+    }))
 })

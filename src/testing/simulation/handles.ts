@@ -8,6 +8,7 @@
 import { Cause, Duration, Effect, Exit, Fiber, FiberSet, Option } from "effect"
 import type { IntercomSessionService } from "../../session/IntercomSession.ts"
 import { newMessage } from "../../session/Sending.ts"
+import { Prng } from "../Prng.ts"
 import { describeFailure } from "../SimAgent.ts"
 import {
   buildGeneration,
@@ -21,6 +22,19 @@ import {
 import { advance, millisOf, pending, step, worldStep } from "./steps.ts"
 import type { Pending, SimSession } from "./types.ts"
 import type { World } from "./world.ts"
+
+/** How often an ask of a `--client-timings` world leaves its timeout to the session's drawn default. */
+const SESSION_DEFAULT_ASK_TIMEOUT_CHANCE = 0.25
+
+/**
+ * Whether the ask `alias` waits its session's default ask timeout instead of
+ * the workload's: one in four in a `--client-timings` world, whose sessions
+ * draw that default (1–60 s), so the drawn value is exercised; never
+ * otherwise. Drawn from a stream of its own per ask, so no other draw shifts.
+ */
+const usesSessionDefault = (world: World, alias: string): boolean =>
+  world.config.clientTimings !== undefined &&
+  Prng.derive(world.seed, `${alias}/session-default-timeout`).chance(SESSION_DEFAULT_ASK_TIMEOUT_CHANCE)
 
 /** Runs a session action as a step in the current generation; undefined when the session is stopped. */
 const sessionOp = <A, E>(
@@ -91,10 +105,14 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         (session) =>
           Effect.suspend(() => {
             alias = world.ledger.askStarted(state.meta.id, to)
+            const timeout = usesSessionDefault(world, alias) ? undefined : options.timeout
+            if (timeout === undefined && options.timeout !== undefined) {
+              world.ledger.note(`${state.meta.name} ${alias} waits its session's default ask timeout`)
+            }
             return session.ask({
               to,
               message: text,
-              ...(options.timeout === undefined ? {} : { timeoutMs: millisOf(options.timeout) })
+              ...(timeout === undefined ? {} : { timeoutMs: millisOf(timeout) })
             })
           }).pipe(
             Effect.onExit((exit) =>
