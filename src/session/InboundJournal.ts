@@ -6,11 +6,12 @@
  *
  * - an accepted message is checkpointed with the host *before* the host gets
  *   it, so a reload, a crash or a resume of the same saved session finds it;
- * - when a generation starts, every checkpointed message that the agent's
- *   history does not hold yet is handed over again, once, oldest first, and
- *   the messages history holds (`InboundJournal.handled`, when the host
- *   tells) go into its de-duplication window, so a copy the broker sends
- *   again after a restart never reaches the agent twice (known issue 6);
+ * - when a generation starts, the messages history holds
+ *   (`InboundJournal.handled`, when the host tells) go into its
+ *   de-duplication window, so a copy the broker sends again after a restart
+ *   never reaches the agent twice (known issue 6); then every checkpointed
+ *   message that the agent's history does not hold yet is handed over again,
+ *   once, oldest first;
  * - a message handed over while the agent was busy (`steer`) that is still
  *   missing from history when the run settles was cleared before it reached
  *   the model (Esc), and is handed over again; one that reached history is
