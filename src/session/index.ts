@@ -18,6 +18,7 @@
 export * from "./contactSupervisor.ts"
 export { QUESTION_RECHECK, QuestionStopped } from "./DurableQuestion.ts"
 export * from "./errors.ts"
+export * as HandledLog from "./HandledLog.ts"
 export * from "./health.ts"
 export * from "./Host.ts"
 export { HANDOFF_RETRY_INTERVAL, inboundAbandoned } from "./HostHandoff.ts"

@@ -8,6 +8,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { asArray, get, jsonLines, jsonOf, makeAgent, runCli, spawnCli, startWatch } from "./support.ts"
 
@@ -18,7 +20,7 @@ const ASK_LINE = (sender: string, question: string) =>
   new RegExp(`\\[ask\\] ${sender} \\([0-9a-f]{8}\\) · (\\S+)\\n {2}${question}\\n`)
 
 describe("the two-terminal conversation", () => {
-  it.live("watch --name planner answers an ask typed on its stdin; the asker prints the reply and exits 0", () =>
+  it.live("watch --name planner answers an ask typed on its stdin; the asker prints the reply and exits 0; the watch logs what it showed", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
       const watch = yield* startWatch(agent, "planner")
@@ -37,6 +39,12 @@ describe("the two-terminal conversation", () => {
       assert.deepStrictEqual(yield* watch.waitExit(), { code: 0, signal: null })
       const listed = yield* runCli(agent, ["list"])
       assert.notInclude(listed.stdout, "planner")
+
+      // What it showed is in its handled log, so a restarted watch of the same name would not show it again.
+      const logs = fs.readdirSync(path.join(agent.intercomDir, "watch"))
+      assert.strictEqual(logs.length, 1)
+      const logged = fs.readFileSync(path.join(agent.intercomDir, "watch", logs[0] ?? ""), "utf8")
+      assert.include(logged, `"m":"${messageId}"`)
     }), TIMEOUT)
 
   it.live("a second terminal: pending --name planner lists the ask, reply --name planner answers it", () =>

@@ -19,8 +19,10 @@ import type * as FileSystem from "effect/FileSystem"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import * as path from "node:path"
 import * as readline from "node:readline"
 import type { SessionInfo } from "../../protocol/frames.ts"
+import * as HandledLog from "../../session/HandledLog.ts"
 import { headless, type Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import { EXIT_FAILURE, ExitCode } from "../exit.ts"
@@ -99,8 +101,14 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     // What this watch knows about the others, for membership lines.
     const known = new Map<string, SessionInfo>()
 
-    const host = headless(context.identity, (inbound: Inbound) =>
-      emit(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery), inboundJson(inbound)))
+    // What this watch showed is logged, so a restarted watch of the same name does not show a message again
+    // that the broker sends a second time (one read and never confirmed before the restart: known issue 6).
+    const shown = HandledLog.make(path.join(context.paths.intercomDir, "watch", `${sessionId}.handled.jsonl`))
+    const host = HandledLog.withHandledLog(
+      headless(context.identity, (inbound: Inbound) =>
+        emit(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery), inboundJson(inbound))),
+      shown
+    )
     const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never" })
 
     const act = (params: IntercomToolParams, source: "stdin" | "command"): Effect.Effect<ToolResult> =>
