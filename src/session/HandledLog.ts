@@ -11,13 +11,14 @@
  * `{"f":<sender id>,"m":<message id>,"t":<ms>}`, appended *after* the host
  * took it — a crash in between leaves at worst a copy handed over again,
  * never a message marked handled that the host did not get. A line that
- * does not parse (a torn last line after a crash) is skipped. The file is
+ * does not parse (a torn last line after a crash) is skipped, and a log's
+ * first append ends such a line before it writes its own. The file is
  * kept to the newest `capacity` lines (1,000, the de-duplication window's
  * default): once it holds twice that, it is rewritten with the newest. Mode
  * 0600 in a 0700 directory, as the intercom dir's other private files.
  *
- * Its one piece of state, the line count, is written only by its own
- * synchronous code.
+ * Its state, the line count and whether it has appended yet, is written
+ * only by its own synchronous code.
  */
 import { Clock, Data, Effect } from "effect"
 import * as fs from "node:fs"
@@ -90,13 +91,29 @@ const readLines = (file: string): ReadonlyArray<string> => {
   return text.split("\n").filter((line) => line !== "")
 }
 
-/** Appends `text` to `file`, creating it (mode 0600) and its directory (0700) when missing. */
-const appendPrivate = (file: string, text: string): void => {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-  const fd = fs.openSync(file, "a", 0o600)
+/** Whether `fd`'s file is empty or ends with a newline (a crash can leave a torn last line). */
+const endsWithNewline = (fd: number): boolean => {
+  const size = fs.fstatSync(fd).size
+  if (size === 0) return true
+  const last = Buffer.alloc(1)
+  fs.readSync(fd, last, 0, 1, size - 1)
+  return last[0] === 0x0a
+}
+
+/**
+ * Appends `text` to `file`, creating it (mode 0600) and its directory (0700)
+ * when missing. The first append of a log (`first`) also sets the
+ * directory's mode, and ends a torn last line first, so that the new line is
+ * not joined to it.
+ */
+const appendPrivate = (file: string, text: string, first: boolean): void => {
+  const dir = path.dirname(file)
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  if (first) fs.chmodSync(dir, 0o700)
+  const fd = fs.openSync(file, first ? "a+" : "a", 0o600)
   try {
     fs.fchmodSync(fd, 0o600)
-    fs.writeSync(fd, text)
+    fs.writeSync(fd, first && !endsWithNewline(fd) ? `\n${text}` : text)
   } finally {
     fs.closeSync(fd)
   }
@@ -124,7 +141,11 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
   const capacity = Math.max(1, Math.trunc(options.capacity ?? HANDLED_LOG_CAPACITY))
   /** Lines in the file as far as this log knows (read by `handled`, counted by `record`). */
   let lines = 0
+  /** Whether this log has appended yet (its first append checks the file's last line and the directory's mode). */
+  let appended = false
   const compact = (): void => {
+    // Counted down first: a compaction that fails is tried again `capacity` records later, not on every one.
+    lines = capacity
     const kept = readLines(file).slice(-capacity)
     writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""))
     lines = kept.length
@@ -134,7 +155,8 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
     record: (fromId, messageId, at) =>
       Effect.try({
         try: () => {
-          appendPrivate(file, lineOf(fromId, messageId, at))
+          appendPrivate(file, lineOf(fromId, messageId, at), !appended)
+          appended = true
           if (++lines >= capacity * 2) compact()
         },
         catch: (error) => error

@@ -47,7 +47,7 @@ describe("HandledLog: the file", () => {
       assert.strictEqual(modeOf(path.dirname(file)), 0o700)
     }))
 
-  it.effect("a torn last line and a line that is no entry are skipped", () =>
+  it.effect("a torn last line and a line that is no entry are skipped; the next log's first record is not joined to the torn line", () =>
     Effect.gen(function*() {
       const file = freshFile()
       yield* HandledLog.make(file).record("alice", "m-1", 10)
@@ -56,6 +56,19 @@ describe("HandledLog: the file", () => {
         { fromId: "alice", messageId: "m-1", receivedAt: 10 },
         { fromId: "alice", messageId: "m-2" }
       ])
+      const next = HandledLog.make(file)
+      yield* next.record("alice", "m-3", 30)
+      yield* next.record("alice", "m-4", 40)
+      assert.deepStrictEqual((yield* HandledLog.make(file).handled).map((entry) => entry.messageId), ["m-1", "m-2", "m-3", "m-4"])
+    }))
+
+  it.effect("a directory that exists with a looser mode is made 0700 by a log's first record", () =>
+    Effect.gen(function*() {
+      const file = freshFile()
+      fs.mkdirSync(path.dirname(file), { mode: 0o755 })
+      fs.chmodSync(path.dirname(file), 0o755)
+      yield* HandledLog.make(file).record("alice", "m-1", 10)
+      assert.strictEqual(modeOf(path.dirname(file)), 0o700)
     }))
 
   it.effect("kept to the newest `capacity`: at twice that the file is rewritten with the newest", () =>

@@ -77,6 +77,16 @@ export const parseReplyLine = (
 }
 
 /**
+ * Writes `text` and a newline to stdout; completes once the stream took it
+ * (for a pipe, once it was flushed), and fails if it could not (stdout
+ * closed): a message whose line failed was not shown, and is not logged.
+ */
+const writeOut = (text: string): Effect.Effect<void, Error> =>
+  Effect.callback<void, Error>((resume) => {
+    process.stdout.write(`${text}\n`, (error) => resume(error === null || error === undefined ? Effect.void : Effect.fail(error)))
+  })
+
+/**
  * Runs `intercom watch` until stdin ends (unless `--no-stdin`), Ctrl-C or
  * SIGTERM; see the module header. Fails with `ExitCode` after printing why.
  */
@@ -104,9 +114,15 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     // What this watch showed is logged, so a restarted watch of the same name does not show a message again
     // that the broker sends a second time (one read and never confirmed before the restart: known issue 6).
     const shown = HandledLog.make(path.join(context.paths.intercomDir, "watch", `${sessionId}.handled.jsonl`))
+    // A message counts as shown once stdout took its line (a pipe's write completes later than `console.log`
+    // returns): only then is it logged.
     const host = HandledLog.withHandledLog(
       headless(context.identity, (inbound: Inbound) =>
-        emit(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery), inboundJson(inbound))),
+        writeOut(
+          input.json
+            ? JSON.stringify(inboundJson(inbound))
+            : inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery)
+        )),
       shown
     )
     const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never" })
