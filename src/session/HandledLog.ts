@@ -182,7 +182,11 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
 /**
  * `host` with a journal whose `handled` is `log`: every message it takes is
  * recorded once `deliver` succeeded, and a new generation (or process)
- * remembers them, so the broker's copy of one is dropped. A journal the host
+ * remembers them, so the broker's copy of one is dropped. Only for a
+ * `deliver` that completes once the message has had its effect (shown,
+ * stored): one that completes when it only queued the message in memory (a
+ * workflow parent's, docs/workflow.md) would have a crash lose a message the
+ * log already calls handled. A journal the host
  * has already keeps its checkpoint and restore; its `handled`, if any, is
  * replaced by the log's. For a host with a saved history of its own, a
  * `handled` read from that history is the better answer (pi's).
