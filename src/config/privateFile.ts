@@ -8,9 +8,13 @@
  */
 import * as fs from "node:fs"
 
-/** Opens `file` for writing, truncated, with mode 0600; returns the descriptor. Throws what `fs` throws. */
-export const openPrivateSync = (file: string): number => {
-  const fd = fs.openSync(file, "w", 0o600)
+/**
+ * Opens `file` with mode 0600 — for writing, truncated (`"w"`, the default),
+ * or for appending (`"a"`; `"a+"` also reads); returns the descriptor.
+ * Throws what `fs` throws.
+ */
+export const openPrivateSync = (file: string, flags: "w" | "a" | "a+" = "w"): number => {
+  const fd = fs.openSync(file, flags, 0o600)
   try {
     fs.fchmodSync(fd, 0o600)
     return fd

@@ -131,24 +131,27 @@ export const messageDetails = (entry: EntryView): MessageDetails | undefined => 
   return decoded._tag === "Some" ? decoded.value : undefined
 }
 
-/**
- * The checkpoints of `recipient` that no `intercom_message` in `entries`
- * delivered, and no ask's tool result names as its reply, in the order they
- * were saved.
- */
-export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<JournalRecord> => {
-  const delivered = new Set<string>()
+/** What one pass over a session file finds: the messages history holds, in order, and `recipient`'s checkpoints. */
+interface JournalScan {
+  /** Intercom messages and replies named by ask results, in the order they were added (repeats kept). */
+  readonly inHistory: ReadonlyArray<HandledMessage>
+  /** `recipient`'s checkpoints, in the order they were saved (repeats kept). */
+  readonly saved: ReadonlyArray<JournalRecord>
+}
+
+const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan => {
+  const inHistory: Array<HandledMessage> = []
   const saved: Array<JournalRecord> = []
   for (const entry of entries) {
     const details = messageDetails(entry)
     if (details !== undefined) {
-      delivered.add(keyOf(details.from.id, details.messageId))
+      inHistory.push({ fromId: details.from.id, messageId: details.messageId })
       continue
     }
     // A reply the agent got as an ask's result is in history too.
     const answer = answeredBy(entry)
     if (answer !== undefined) {
-      delivered.add(keyOf(answer.fromId, answer.messageId))
+      inHistory.push(answer)
       continue
     }
     if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
@@ -163,6 +166,17 @@ export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryVie
       ...(delivery === undefined ? {} : { delivery })
     })
   }
+  return { inHistory, saved }
+}
+
+/**
+ * The checkpoints of `recipient` that no `intercom_message` in `entries`
+ * delivered, and no ask's tool result names as its reply, in the order they
+ * were saved.
+ */
+export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<JournalRecord> => {
+  const { inHistory, saved } = scan(recipient, entries)
+  const delivered = new Set(inHistory.map((held) => keyOf(held.fromId, held.messageId)))
   const seen = new Set<string>()
   return saved.filter((record) => {
     const key = keyOf(record.from.id, record.message.id)
@@ -179,25 +193,8 @@ export const undeliveredIn = (recipient: string, entries: ReadonlyArray<EntryVie
  * (else the tool result's time) when there is one.
  */
 export const handledIn = (recipient: string, entries: ReadonlyArray<EntryView>): ReadonlyArray<HandledMessage> => {
-  const receivedAt = new Map<string, number>()
-  const inHistory: Array<HandledMessage> = []
-  for (const entry of entries) {
-    const details = messageDetails(entry)
-    if (details !== undefined) {
-      inHistory.push({ fromId: details.from.id, messageId: details.messageId })
-      continue
-    }
-    const answer = answeredBy(entry)
-    if (answer !== undefined) {
-      inHistory.push(answer)
-      continue
-    }
-    if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
-    const decoded = decodeCheckpointData(entry.data)
-    if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
-    const { from, message } = decoded.value.inbound
-    receivedAt.set(keyOf(from.id, message.id), decoded.value.inbound.receivedAt)
-  }
+  const { inHistory, saved } = scan(recipient, entries)
+  const receivedAt = new Map(saved.map((record) => [keyOf(record.from.id, record.message.id), record.receivedAt]))
   const seen = new Set<string>()
   const handled: Array<HandledMessage> = []
   for (const held of inHistory) {

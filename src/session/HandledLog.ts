@@ -23,7 +23,7 @@
 import { Clock, Data, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { writePrivateFileSync } from "../config/privateFile.ts"
+import { openPrivateSync, writePrivateFileSync } from "../config/privateFile.ts"
 import type { HandledMessage, HostService } from "./Host.ts"
 
 /** How many lines a handled log keeps by default: the de-duplication window's default capacity. */
@@ -110,9 +110,8 @@ const appendPrivate = (file: string, text: string, first: boolean): void => {
   const dir = path.dirname(file)
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
   if (first) fs.chmodSync(dir, 0o700)
-  const fd = fs.openSync(file, first ? "a+" : "a", 0o600)
+  const fd = openPrivateSync(file, first ? "a+" : "a")
   try {
-    fs.fchmodSync(fd, 0o600)
     fs.writeSync(fd, first && !endsWithNewline(fd) ? `\n${text}` : text)
   } finally {
     fs.closeSync(fd)
