@@ -16,7 +16,7 @@ import { stripTypeScriptTypes } from "node:module"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { DEFAULT_MAX_SESSIONS } from "../src/broker/options.ts"
-import { BROKER_NODE_FLAGS, brokerEntryPoint } from "../src/config/install.ts"
+import { BROKER_NODE_FLAGS, BUNDLED_CLI, brokerEntryPoint } from "../src/config/install.ts"
 import { BROKER_OWN_FILES, parseOpenFileLimit } from "../src/config/openFiles.ts"
 
 /**
@@ -129,6 +129,24 @@ export const memoryBrokerSpec: TargetSpec = {
   argv: (dir, maxSessions) => [...brokerSpec.argv(dir, maxSessions), "--durability", "memory"],
   socketPath: socketIn
 }
+
+/**
+ * Our broker from another tree's bundle (`<root>/dist/bin/intercom.mjs`),
+ * started as `brokerSpec` starts this tree's (the client's V8 flags, the same
+ * session cap), in either durability mode: `bench/ab.ts` runs two trees side
+ * by side with it.
+ */
+export const treeBrokerSpec = (root: string, durability: "durable" | "memory"): TargetSpec => ({
+  name: durability === "durable" ? "broker" : "memory",
+  argv: (dir, maxSessions) => {
+    const argv = [process.execPath, ...BROKER_NODE_FLAGS, path.join(root, BUNDLED_CLI), "broker", "--dir", dir]
+    const cap = maxSessions ?? fittingCap()
+    if (cap !== undefined) argv.push("--max-sessions", String(cap))
+    if (durability === "memory") argv.push("--durability", "memory")
+    return argv
+  },
+  socketPath: socketIn
+})
 
 /**
  * A custom command for the broker under test. Whitespace-separated; `{dir}` is
