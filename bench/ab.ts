@@ -3,17 +3,20 @@
  * raw relay beside them, in alternating rounds, with paired ratios.
  *
  *   node bench/ab.ts --base <commit or built tree> [--cand <built tree>] [--only w64,fanin,ask]
+ *                    [--base-flags "<node flags>"] [--cand-flags "<node flags>"]
  *                    [--rounds 6] [--durability durable|memory] [--no-raw] [--quick] [--out file.json]
  *
  * Why a tool: a change worth a few per cent is inside one run's noise on a
  * shared 2-core machine (the same build's ratio to the relay moves by ±0.1
  * between runs), and comparing two `npm run bench` tables taken minutes
  * apart compares the load as much as the code. Here each round runs every
- * workload on the base, the candidate and the relay back to back (the order
- * reversed every other round), so a round's cand ÷ base ratio sees the same
+ * workload on the relay, then the base and the candidate back to back (the
+ * two swapping places every round), so a round's cand ÷ base ratio sees the same
  * machine; the report gives the median ratio, its range, how many rounds
  * the candidate won and the sign test's p-value (bench/paired.ts). `--base`
- * and `--cand` naming the same tree measure the noise floor.
+ * and `--cand` naming the same tree measure the noise floor; with
+ * `--cand-flags` they screen a V8 flag (added after the client's own,
+ * `BROKER_NODE_FLAGS`).
  *
  * `--base` is a built tree (a directory with `dist/bin/intercom.mjs`) or a
  * git commit of this repository, which is exported to
@@ -38,10 +41,13 @@ import { cleanupAll, installCleanupHandlers, rawSpec, repoRoot, type TargetSpec,
 import { defaultSizes, quickSizes, selectWorkloads, type Workload, workloads } from "./workloads.ts"
 
 const usage = `usage: node bench/ab.ts --base <commit|built tree> [--cand <built tree>] [--only name[,name...]]
+                        [--base-flags "<node flags>"] [--cand-flags "<node flags>"]
                         [--rounds N] [--durability durable|memory] [--no-raw] [--quick] [--out file.json]
   --base        the build to compare against: a git commit of this repo (exported and built once under
                 $TMPDIR/intercom-ab/) or a directory holding a built tree (dist/bin/intercom.mjs)
   --cand        the build under test (default: this tree, built with npm run build)
+  --base-flags, --cand-flags
+                node/V8 flags for that column's broker, after the client's own (e.g. "--max-opt=2")
   --only        workloads (default: w64,fanin,ask); cli-send is refused (it runs this tree's CLI)
   --rounds      alternating rounds (default 6; the sign test needs 6 one-sided rounds to reach p < 0.05)
   --durability  the mode both brokers run in (default durable, as a client spawns it)
@@ -50,6 +56,8 @@ const usage = `usage: node bench/ab.ts --base <commit|built tree> [--cand <built
 interface Options {
   base: string | undefined
   cand: string
+  baseFlags: Array<string>
+  candFlags: Array<string>
   only: Array<string>
   rounds: number
   durability: "durable" | "memory"
@@ -62,6 +70,8 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
   const o: Options = {
     base: undefined,
     cand: repoRoot,
+    baseFlags: [],
+    candFlags: [],
     only: ["w64", "fanin", "ask"],
     rounds: 6,
     durability: "durable",
@@ -76,6 +86,12 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         break
       case "--cand":
         o.cand = path.resolve(arg.value())
+        break
+      case "--base-flags":
+        o.baseFlags = arg.value().split(/\s+/).filter((f) => f !== "")
+        break
+      case "--cand-flags":
+        o.candFlags = arg.value().split(/\s+/).filter((f) => f !== "")
         break
       case "--only":
         o.only = arg.list()
@@ -175,20 +191,22 @@ const main = async (opts: Options): Promise<number> => {
   }
   const specs: Record<Column, TargetSpec> = {
     raw: rawSpec,
-    base: treeBrokerSpec(base, opts.durability),
-    cand: treeBrokerSpec(cand, opts.durability)
+    base: treeBrokerSpec(base, opts.durability, opts.baseFlags),
+    cand: treeBrokerSpec(cand, opts.durability, opts.candFlags)
   }
   const columns: ReadonlyArray<Column> = opts.raw ? ["raw", "base", "cand"] : ["base", "cand"]
   const load = os.loadavg()
   process.stderr.write(
-    `ab: base ${base}\nab: cand ${cand}\nab: ${selected.map((w) => w.name).join(", ")} × ${
+    `ab: base ${base} ${opts.baseFlags.join(" ")}\nab: cand ${cand} ${opts.candFlags.join(" ")}\nab: ${selected.map((w) => w.name).join(", ")} × ${
       columns.join(", ")
     } × ${opts.rounds} rounds, ${opts.durability}; load ${load.map((l) => l.toFixed(1)).join(" / ")}\n`
   )
 
   const readings: Array<Reading> = []
   for (let round = 1; round <= opts.rounds; round++) {
-    const order = round % 2 === 1 ? columns : [...columns].reverse()
+    // The relay first; the two builds swap places every round, so neither always runs right after the relay.
+    const builds: ReadonlyArray<Column> = round % 2 === 1 ? ["base", "cand"] : ["cand", "base"]
+    const order: ReadonlyArray<Column> = opts.raw ? ["raw", ...builds] : builds
     for (const w of selected) {
       for (const column of order) {
         if (column === "raw" && w.brokerOnly === true) continue

@@ -133,13 +133,17 @@ export const memoryBrokerSpec: TargetSpec = {
 /**
  * Our broker from another tree's bundle (`<root>/dist/bin/intercom.mjs`),
  * started as `brokerSpec` starts this tree's (the client's V8 flags, the same
- * session cap), in either durability mode: `bench/ab.ts` runs two trees side
- * by side with it.
+ * session cap), in either durability mode, with `nodeFlags` after the
+ * client's (V8 flags to try): `bench/ab.ts` runs two trees side by side with it.
  */
-export const treeBrokerSpec = (root: string, durability: "durable" | "memory"): TargetSpec => ({
+export const treeBrokerSpec = (
+  root: string,
+  durability: "durable" | "memory",
+  nodeFlags: ReadonlyArray<string> = []
+): TargetSpec => ({
   name: durability === "durable" ? "broker" : "memory",
   argv: (dir, maxSessions) => {
-    const argv = [process.execPath, ...BROKER_NODE_FLAGS, path.join(root, BUNDLED_CLI), "broker", "--dir", dir]
+    const argv = [process.execPath, ...BROKER_NODE_FLAGS, ...nodeFlags, path.join(root, BUNDLED_CLI), "broker", "--dir", dir]
     const cap = maxSessions ?? fittingCap()
     if (cap !== undefined) argv.push("--max-sessions", String(cap))
     if (durability === "memory") argv.push("--durability", "memory")
