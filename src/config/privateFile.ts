@@ -7,6 +7,7 @@
  * previous file changes.
  */
 import * as fs from "node:fs"
+import * as path from "node:path"
 
 /**
  * Opens `file` with mode 0600 — for writing, truncated (`"w"`, the default),
@@ -41,6 +42,44 @@ export const writePrivateFileSync = (file: string, text: string): void => {
     fs.renameSync(temp, file)
   } catch (error) {
     fs.rmSync(temp, { force: true })
+    throw error
+  }
+}
+
+/**
+ * Appends `text` to the log `file`, creating it (mode 0600) and its
+ * directory (mode 0700) when missing. A log's first append in a process
+ * (`first`) also sets the directory's mode and ends a torn last line (a
+ * crash mid-append) before it writes, so that the new line is not joined to
+ * it. Throws what `fs` throws.
+ */
+export const appendPrivateLogSync = (file: string, text: string, first: boolean): void => {
+  const dir = path.dirname(file)
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  if (first) fs.chmodSync(dir, 0o700)
+  const fd = openPrivateSync(file, first ? "a+" : "a")
+  try {
+    fs.writeSync(fd, first && !endsWithNewline(fd) ? `\n${text}` : text)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/** Whether `fd`'s file is empty or ends with a newline. */
+const endsWithNewline = (fd: number): boolean => {
+  const size = fs.fstatSync(fd).size
+  if (size === 0) return true
+  const last = Buffer.alloc(1)
+  fs.readSync(fd, last, 0, 1, size - 1)
+  return last[0] === 0x0a
+}
+
+/** `file`'s text, or `""` when there is no such file. Throws what `fs` throws otherwise. */
+export const readFileIfAnySync = (file: string): string => {
+  try {
+    return fs.readFileSync(file, "utf8")
+  } catch (error) {
+    if (error instanceof Error && "code" in error && error.code === "ENOENT") return ""
     throw error
   }
 }

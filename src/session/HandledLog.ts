@@ -21,9 +21,7 @@
  * only by its own synchronous code.
  */
 import { Clock, Data, Effect } from "effect"
-import * as fs from "node:fs"
-import * as path from "node:path"
-import { openPrivateSync, writePrivateFileSync } from "../config/privateFile.ts"
+import { appendPrivateLogSync, readFileIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
 import type { HandledMessage, HostService } from "./Host.ts"
 
 /** How many lines a handled log keeps by default: the de-duplication window's default capacity. */
@@ -80,43 +78,8 @@ const parseLine = (line: string): HandledMessage | undefined => {
   return typeof t === "number" && Number.isFinite(t) ? { fromId: f, messageId: m, receivedAt: t } : { fromId: f, messageId: m }
 }
 
-const readLines = (file: string): ReadonlyArray<string> => {
-  let text: string
-  try {
-    text = fs.readFileSync(file, "utf8")
-  } catch (error) {
-    if (error instanceof Error && "code" in error && error.code === "ENOENT") return []
-    throw error
-  }
-  return text.split("\n").filter((line) => line !== "")
-}
-
-/** Whether `fd`'s file is empty or ends with a newline (a crash can leave a torn last line). */
-const endsWithNewline = (fd: number): boolean => {
-  const size = fs.fstatSync(fd).size
-  if (size === 0) return true
-  const last = Buffer.alloc(1)
-  fs.readSync(fd, last, 0, 1, size - 1)
-  return last[0] === 0x0a
-}
-
-/**
- * Appends `text` to `file`, creating it (mode 0600) and its directory (0700)
- * when missing. The first append of a log (`first`) also sets the
- * directory's mode, and ends a torn last line first, so that the new line is
- * not joined to it.
- */
-const appendPrivate = (file: string, text: string, first: boolean): void => {
-  const dir = path.dirname(file)
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-  if (first) fs.chmodSync(dir, 0o700)
-  const fd = openPrivateSync(file, first ? "a+" : "a")
-  try {
-    fs.writeSync(fd, first && !endsWithNewline(fd) ? `\n${text}` : text)
-  } finally {
-    fs.closeSync(fd)
-  }
-}
+const readLines = (file: string): ReadonlyArray<string> =>
+  readFileIfAnySync(file).split("\n").filter((line) => line !== "")
 
 /**
  * A handled log over `file`.
@@ -154,7 +117,7 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
     record: (fromId, messageId, at) =>
       Effect.try({
         try: () => {
-          appendPrivate(file, lineOf(fromId, messageId, at), !appended)
+          appendPrivateLogSync(file, lineOf(fromId, messageId, at), !appended)
           appended = true
           if (++lines >= capacity * 2) compact()
         },
