@@ -24,8 +24,9 @@
  *   the parent's mail to the fork.
  */
 import * as Schema from "effect/Schema"
-import { Attachment, DeliveryModeField, Message, SessionInfo } from "../protocol/frames.ts"
+import { Attachment, SessionInfo } from "../protocol/frames.ts"
 import type { HandledMessage, JournalRecord } from "../session/Host.ts"
+import { JournalRecordSchema } from "../session/InboundJournal.ts"
 
 import { MESSAGE_TYPE, RECEIVED_ENTRY } from "./entries.ts"
 import { CONTACT_SUPERVISOR_NAME, TOOL_NAME } from "./names.ts"
@@ -40,16 +41,8 @@ export const MessageDetails = Schema.Struct({
 /** `details` of an `intercom_message` custom message. */
 export type MessageDetails = typeof MessageDetails.Type
 
-/** The checkpoint part of an `intercom_received` entry. */
-const Checkpoint = Schema.Struct({
-  recipient: Schema.String,
-  from: SessionInfo,
-  message: Message,
-  receivedAt: Schema.Finite,
-  askTimeoutMs: Schema.optionalKey(Schema.Finite),
-  /** The sender's delivery mode when not `steer` (`delivery-v1`); older entries have none. */
-  delivery: Schema.optionalKey(DeliveryModeField)
-})
+/** The checkpoint part of an `intercom_received` entry: the record, and the session it was accepted for. */
+const Checkpoint = Schema.Struct({ recipient: Schema.String, ...JournalRecordSchema.fields })
 
 /** `data` of an `intercom_received` / `intercom_sent` entry. */
 export const HistoryData = Schema.Struct({
@@ -120,7 +113,8 @@ export const checkpointEntry = (recipient: string, record: JournalRecord): Histo
     message: record.message,
     receivedAt: record.receivedAt,
     ...(record.askTimeoutMs === undefined ? {} : { askTimeoutMs: record.askTimeoutMs }),
-    ...(record.delivery === undefined ? {} : { delivery: record.delivery })
+    ...(record.delivery === undefined ? {} : { delivery: record.delivery }),
+    ...(record.channel === undefined ? {} : { channel: record.channel })
   }
 })
 
@@ -157,13 +151,14 @@ const scan = (recipient: string, entries: ReadonlyArray<EntryView>): JournalScan
     if (entry.type !== "custom" || entry.customType !== RECEIVED_ENTRY) continue
     const decoded = decodeCheckpointData(entry.data)
     if (decoded._tag === "None" || decoded.value.inbound.recipient !== recipient) continue
-    const { askTimeoutMs, delivery, from, message, receivedAt } = decoded.value.inbound
+    const { askTimeoutMs, channel, delivery, from, message, receivedAt } = decoded.value.inbound
     saved.push({
       from,
       message,
       receivedAt,
       ...(askTimeoutMs === undefined ? {} : { askTimeoutMs }),
-      ...(delivery === undefined ? {} : { delivery })
+      ...(delivery === undefined ? {} : { delivery }),
+      ...(channel === undefined ? {} : { channel })
     })
   }
   return { inHistory, saved }

@@ -122,6 +122,13 @@ export interface JournalRecord {
    * still a follow-up.
    */
   readonly delivery?: DeliveryMode | undefined
+  /**
+   * `supervisor` for a child's message on the supervisor channel
+   * (`supervisor-v1`): restored, it is still its supervisor's (a workflow
+   * parent reads a child's progress by it). Journals that do not keep it
+   * restore such a message as a plain one.
+   */
+  readonly channel?: "supervisor" | undefined
 }
 
 /**

@@ -20,9 +20,29 @@
  * It owns the set of steered messages not yet seen in history: a plain map
  * touched only by synchronous code of this generation's fibers.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { DeliveryModeField, Message, SessionInfo } from "../protocol/frames.ts"
 import type { HandledMessage, InboundJournal, JournalRecord } from "./Host.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
+
+/**
+ * A `JournalRecord` as a Schema, for journals that keep their records as
+ * JSON (pi's session entries, a workflow parent's `ParentJournal`): what
+ * they read back is checked against it, and the two keep the same fields.
+ *
+ * @category schemas
+ * @since 0.1.0
+ */
+export const JournalRecordSchema = Schema.Struct({
+  from: SessionInfo,
+  message: Message,
+  receivedAt: Schema.Finite,
+  askTimeoutMs: Schema.optionalKey(Schema.Finite),
+  /** The sender's delivery mode when not `steer` (`delivery-v1`); records saved before it have none. */
+  delivery: Schema.optionalKey(DeliveryModeField),
+  /** `supervisor` for a child's message on the supervisor channel; records saved before it have none. */
+  channel: Schema.optionalKey(Schema.Literal("supervisor"))
+})
 
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
@@ -50,7 +70,8 @@ const toContext = (record: JournalRecord): InboundContext => ({
   message: record.message,
   receivedAt: record.receivedAt,
   askTimeoutMs: record.askTimeoutMs,
-  delivery: record.delivery
+  delivery: record.delivery,
+  channel: record.channel
 })
 
 const toRecord = (context: InboundContext): JournalRecord => ({
@@ -58,7 +79,8 @@ const toRecord = (context: InboundContext): JournalRecord => ({
   message: context.message,
   receivedAt: context.receivedAt,
   ...(context.askTimeoutMs === undefined ? {} : { askTimeoutMs: context.askTimeoutMs }),
-  ...(context.delivery === undefined || context.delivery === "steer" ? {} : { delivery: context.delivery })
+  ...(context.delivery === undefined || context.delivery === "steer" ? {} : { delivery: context.delivery }),
+  ...(context.channel === undefined ? {} : { channel: context.channel })
 })
 
 /** Reads the host's undelivered records; a failure counts as none (and is logged). */

@@ -28,6 +28,16 @@ describe("pi inbound journal", () => {
     ])
   })
 
+  it("a checkpoint keeps a child's supervisor channel, so the restored message is still its supervisor's", () => {
+    const progress: JournalRecord = { from, message: message("50 %", { id: "m-progress" }), receivedAt: 8, channel: "supervisor" }
+    const plain: JournalRecord = { from, message: message("hi", { id: "m-plain" }), receivedAt: 9 }
+    const restored = undeliveredIn("me", [progress, plain].map(entryOf))
+    assert.deepStrictEqual(restored.map((record) => [record.message.id, record.channel]), [
+      ["m-progress", "supervisor"],
+      ["m-plain", undefined]
+    ])
+  })
+
   it("handled: the intercom messages history holds and the replies ask results name, each once, in order, with a receive time when there is one", () => {
     const other: SessionInfo = { ...from, id: "sender-2" }
     const messageEntry = (sender: SessionInfo, messageId: string) => {
