@@ -17,7 +17,9 @@
  *   detach handshake (both sides), parallel-group release and the optional
  *   pause model for a child's ask to its parent.
  * - **Composition**: `makeParentSession` (a main agent's inbound ordering,
- *   assembled behind the session runtime's `Host.deliver`),
+ *   assembled behind the session runtime's `Host.deliver`), `ParentJournal`
+ *   (its accepted and consumed messages in a file, so a restarted parent
+ *   process neither loses nor repeats one),
  *   `makeForegroundDetach` (both sides of the handshake in process, and a
  *   stage's `ForegroundHandoff`), `stageHostDeliver` (a stage session's
  *   inbound path through `Stages.deliver`) and `inboundEntry` (bus message →
@@ -57,6 +59,7 @@ export * from "./orderingErrors.ts"
 export * from "./ParallelRelease.ts"
 export * from "./ParentAskPause.ts"
 export * from "./ParentInbox.ts"
+export * as ParentJournal from "./ParentJournal.ts"
 export * from "./ParentSession.ts"
 export * from "./ResultDelivery.ts"
 export * from "./RunNotifications.ts"

@@ -6,12 +6,10 @@
  * source (C-ORD-24) and orders them before the child's terminal (C-ORD-25).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Layer, Scope } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import type { IntercomClientOptions } from "../../src/client/options.ts"
-import { Host, headless, type HostService } from "../../src/session/Host.ts"
-import { IntercomSession, type IntercomSessionOptions, sessionRegistration } from "../../src/session/IntercomSession.ts"
+import { headless } from "../../src/session/Host.ts"
 import { readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
 import type { ParentChat } from "../../src/workflow/ClosedStage.ts"
@@ -23,43 +21,8 @@ import { StageInsertFailed } from "../../src/workflow/errors.ts"
 import { stageHostDeliver } from "../../src/workflow/StageInbound.ts"
 import { type StageEntry } from "../../src/workflow/StageEntry.ts"
 import { Stages } from "../../src/workflow/Stages.ts"
-import { closeOnSimulatedTime, type MemoryBroker, settle, withMemoryBroker } from "../support/memory.ts"
-import { label, type Log, recordingReplyError } from "./support.ts"
-
-const member = (
-  broker: MemoryBroker,
-  id: string,
-  name: string,
-  host: (identity: { name: string; cwd: string; model: string }) => HostService,
-  client: Partial<IntercomClientOptions> = {},
-  options: IntercomSessionOptions = {}
-) =>
-  Effect.gen(function*() {
-    const identity = { name, cwd: "/tmp/project", model: "test-model" }
-    const scope = yield* Scope.make()
-    yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
-    const context = yield* Layer.buildWithScope(
-      IntercomSession.layer(options).pipe(
-        Layer.provideMerge(Layer.merge(
-          IntercomClient.layer({
-            agentDir: "/mem",
-            intercomDir: "/mem/intercom",
-            socketPath: broker.address,
-            dial: broker.dial,
-            sessionId: id,
-            registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
-            launch: false,
-            ...client
-          }),
-          Host.layer(host(identity))
-        ))
-      ),
-      scope
-    )
-    const session = Context.get(context, IntercomSession)
-    yield* settle(session.connect).pipe(Effect.orDie)
-    return { session, client: Context.get(context, IntercomClient) }
-  })
+import { settle, withMemoryBroker } from "../support/memory.ts"
+import { busMember as member, label, type Log, recordingReplyError } from "./support.ts"
 
 const ignore = () => Effect.void
 

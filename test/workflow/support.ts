@@ -1,10 +1,16 @@
 /**
  * Fakes for the stage-side workflow tests: a stage session that records
- * what it was given, a foreground handoff the test settles by hand, and a
- * reply-error port that records what askers were told.
+ * what it was given, a foreground handoff the test settles by hand, a
+ * reply-error port that records what askers were told, and a session on the
+ * in-memory bus over a host the test builds (`busMember`).
  */
-import { Deferred, Effect } from "effect"
+import { Context, Deferred, Effect, Layer, Scope } from "effect"
 import type { InboundMessage } from "../../src/client/events.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
+import { Host, type HostService } from "../../src/session/Host.ts"
+import { IntercomSession, type IntercomSessionOptions, sessionRegistration } from "../../src/session/IntercomSession.ts"
+import { closeOnSimulatedTime, type MemoryBroker, settle } from "../support/memory.ts"
 import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
 import type { HandoffDisposition } from "../../src/workflow/DetachRoute.ts"
 import type { ForegroundHandoff, ReplyErrorPort, StageSession } from "../../src/workflow/StageAdmission.ts"
@@ -95,4 +101,45 @@ export const manualHandoff = (log: Log) => {
 export const recordingReplyError = (log: Log): ReplyErrorPort => (askMessage, text) =>
   Effect.sync(() => {
     log.push(`replyError:${askMessage.message.id}:${text}`)
+  })
+
+/**
+ * A session `id` named `name` on `broker`, over the host `host` builds, in
+ * a Scope of its own that the test's Scope closes; `close` closes it sooner
+ * (the process ending), and a later `busMember` with the same id is its
+ * restarted process.
+ */
+export const busMember = (
+  broker: MemoryBroker,
+  id: string,
+  name: string,
+  host: (identity: { name: string; cwd: string; model: string }) => HostService,
+  client: Partial<IntercomClientOptions> = {},
+  options: IntercomSessionOptions = {}
+) =>
+  Effect.gen(function*() {
+    const identity = { name, cwd: "/tmp/project", model: "test-model" }
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
+    const context = yield* Layer.buildWithScope(
+      IntercomSession.layer(options).pipe(
+        Layer.provideMerge(Layer.merge(
+          IntercomClient.layer({
+            agentDir: "/mem",
+            intercomDir: "/mem/intercom",
+            socketPath: broker.address,
+            dial: broker.dial,
+            sessionId: id,
+            registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
+            launch: false,
+            ...client
+          }),
+          Host.layer(host(identity))
+        ))
+      ),
+      scope
+    )
+    const session = Context.get(context, IntercomSession)
+    yield* settle(session.connect).pipe(Effect.orDie)
+    return { session, client: Context.get(context, IntercomClient), close: closeOnSimulatedTime(scope) }
   })

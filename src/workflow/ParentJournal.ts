@@ -1,0 +1,295 @@
+/**
+ * The parent journal: what a workflow parent session accepted and what its
+ * agent got, in a file, so that a restarted parent process neither loses a
+ * message its idle queue held nor hands its agent one it already had
+ * (C-DLV-14 for a parent; known issue 6 in docs/testing.md).
+ *
+ * Why the layer keeps it: a parent's `deliver` (ParentSession.ts) returns
+ * once the inbox has decided, which for a busy parent means the message
+ * waits in the in-memory idle queue. The session runtime then confirms it
+ * to the broker, which forgets it; a crash before the agent got it would
+ * lose it. And a message the agent got whose confirmation never reached the
+ * broker comes again to a new process, whose in-memory guards are empty.
+ * The layer is the one place that sees both moments: the runtime's
+ * checkpoint before the hand-off (`InboundJournal.checkpoint`) and the
+ * agent's ports succeeding (`ParentAgent.deliverBatch`, `surface`,
+ * `passive`, `dispatchTerminal`, a routed `routeReply`).
+ *
+ * It owns one file of JSON lines, mode 0600 in a 0700 directory:
+ *
+ *   {"a":<JournalRecord>}        accepted: checkpointed before the parent got it
+ *   {"c":{"f":<sender id>,"m":<message id>,"t":<ms>}}   consumed: an agent port took it
+ *
+ * A consumed line is appended only after the port succeeded, so a crash in
+ * between costs at worst a copy handed over again, never a message marked
+ * consumed that the agent did not get. A new journal over the file answers
+ * the runtime's `undelivered` with the accepted records that have no
+ * consumed line, oldest first — once: after that they are in its parent
+ * session's hands, and a later call (the runtime asks again when the agent's
+ * run settles) returns nothing, so a message waiting in the idle queue is
+ * never handed over a second time. Its `handled` is the consumed messages,
+ * the newest `capacity` (1,000), for the runtime's de-duplication window.
+ * The file is rewritten (to a temp file, then renamed) with the accepted
+ * records still pending and the newest consumed lines once it holds twice
+ * as many lines as those; a line that does not parse (a torn last line after
+ * a crash) is skipped and counted in a warning.
+ *
+ * One journal per parent session generation, created with it and over its
+ * session's own file; its state (the pending records, the consumed lines,
+ * the line count) is written only by its own synchronous code.
+ */
+import { Clock, Data, Effect, Exit, Schema } from "effect"
+import { appendPrivateLogSync, readFileIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
+import type { HandledMessage, HostService, InboundJournal, JournalRecord } from "../session/Host.ts"
+import { JournalRecordSchema } from "../session/InboundJournal.ts"
+import { type InboundEntry } from "./InboundEntry.ts"
+import type { ParentAgent } from "./ParentSession.ts"
+
+/** How many consumed messages a parent journal keeps by default: the de-duplication window's default capacity. */
+export const PARENT_JOURNAL_CAPACITY = 1000
+
+/**
+ * A parent journal's file exists and could not be read. Nothing is
+ * restored from it; fix its owner or mode (0600), or move it away to start
+ * empty.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ParentJournalUnreadable extends Data.TaggedError("ParentJournalUnreadable")<{
+  readonly file: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `cannot read the parent journal ${this.file} (${this.detail}); check the file's owner and mode (0600), or move it away to start with an empty journal`
+  }
+}
+
+/**
+ * A parent journal could not save an accepted message. The session runtime
+ * logs it and hands the message over anyway: it reaches the agent, but a
+ * crash before the agent took it would lose it.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ParentJournalWriteFailed extends Data.TaggedError("ParentJournalWriteFailed")<{
+  readonly file: string
+  readonly messageId: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `cannot save message ${this.messageId} in the parent journal ${this.file} (${this.detail}); check the disk and the directory's owner and mode (0700)`
+  }
+}
+
+/**
+ * The accepted and consumed messages of one parent session, in a file.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ParentJournal {
+  /** The file. */
+  readonly file: string
+  /** The session runtime's journal for the parent's host (`withParentJournal` puts it there). */
+  readonly journal: InboundJournal
+  /** `agent` with every port that takes a message marking it consumed once it succeeded. */
+  readonly agent: <T>(agent: ParentAgent<T>) => ParentAgent<T>
+  /** Accepted messages no port has taken yet (for diagnostics and tests). */
+  readonly pending: Effect.Effect<number>
+}
+
+const Consumed = Schema.Struct({ f: Schema.String, m: Schema.String, t: Schema.Finite })
+
+const Line = Schema.Union([Schema.Struct({ a: JournalRecordSchema }), Schema.Struct({ c: Consumed })])
+
+const decodeLine = Schema.decodeUnknownExit(Schema.fromJsonString(Line))
+
+const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
+
+/**
+ * A parent journal over `file`, read now: what an earlier process (or
+ * generation) accepted and no port took is what `journal.undelivered`
+ * answers first.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { headless, Host } from "effect-intercom/session"
+ * import { makeParentSession, type ParentAgent, ParentJournal } from "effect-intercom/workflow"
+ *
+ * declare const agent: ParentAgent<string> // the engine's main agent
+ *
+ * const parentHost = Effect.gen(function*() {
+ *   const journal = yield* ParentJournal.make("/var/lib/engine/main.parent-journal.jsonl")
+ *   const parent = yield* makeParentSession(journal.agent(agent), { generation: "1" })
+ *   const host = ParentJournal.withParentJournal(
+ *     headless({ name: "main", cwd: process.cwd(), model: "m" }, parent.deliver),
+ *     journal
+ *   )
+ *   return { parent, host: Host.layer(host) }
+ * })
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = (
+  file: string,
+  options: { readonly capacity?: number } = {}
+): Effect.Effect<ParentJournal, ParentJournalUnreadable> =>
+  Effect.gen(function*() {
+    const capacity = Math.max(1, Math.trunc(options.capacity ?? PARENT_JOURNAL_CAPACITY))
+    const text = yield* Effect.try({
+      try: () => readFileIfAnySync(file),
+      catch: (error) => new ParentJournalUnreadable({ file, detail: error instanceof Error ? error.message : String(error) })
+    })
+    /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
+    const pending = new Map<string, { readonly record: JournalRecord; readonly line: string }>()
+    /** Consumed lines, oldest first, at most `capacity` after a compaction. */
+    let consumed: Array<{ readonly handled: HandledMessage; readonly line: string }> = []
+    let lines = 0
+    let skipped = 0
+    for (const raw of text.split("\n")) {
+      if (raw === "") continue
+      lines++
+      const exit = decodeLine(raw)
+      if (Exit.isFailure(exit)) {
+        skipped++
+        continue
+      }
+      const value = exit.value
+      if ("a" in value) {
+        pending.set(keyOf(value.a.from.id, value.a.message.id), { record: value.a, line: raw })
+      } else {
+        pending.delete(keyOf(value.c.f, value.c.m))
+        consumed.push({ handled: { fromId: value.c.f, messageId: value.c.m, receivedAt: value.c.t }, line: raw })
+      }
+    }
+    if (consumed.length > capacity) consumed = consumed.slice(-capacity)
+    if (skipped > 0) {
+      yield* Effect.logWarning(
+        `Intercom skipped ${skipped} unreadable line(s) of the parent journal ${file} (a torn last line after a crash is expected)`
+      )
+    }
+    /** The records an earlier process left pending: handed to the runtime once. */
+    let restorable: ReadonlyArray<JournalRecord> | undefined = [...pending.values()].map((entry) => entry.record)
+    let appended = false
+
+    /**
+     * Rewrites the file with what is pending and the newest consumed lines once it holds twice as many
+     * lines as those. Run after the state took the line just written, never before: a rewrite must not
+     * drop a record it has not seen. A failed rewrite is logged, and tried again as many lines later.
+     */
+    const compact = Effect.suspend(() => {
+      if (lines < 2 * (pending.size + capacity)) return Effect.void
+      if (consumed.length > capacity) consumed = consumed.slice(-capacity)
+      const kept = [...[...pending.values()].map((entry) => entry.line), ...consumed.map((entry) => entry.line)]
+      lines = pending.size + capacity
+      try {
+        writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""))
+      } catch (error) {
+        return Effect.logWarning(`Intercom could not rewrite the parent journal ${file}; it keeps growing until it can`, error)
+      }
+      lines = kept.length
+      return Effect.void
+    })
+
+    /** Appends one line (throws what `fs` throws). */
+    const append = (line: string): void => {
+      appendPrivateLogSync(file, `${line}\n`, !appended)
+      appended = true
+      lines++
+    }
+
+    const checkpoint = (record: JournalRecord): Effect.Effect<void, ParentJournalWriteFailed> =>
+      Effect.try({
+        try: () => {
+          const line = JSON.stringify({ a: record })
+          append(line)
+          pending.set(keyOf(record.from.id, record.message.id), { record, line })
+        },
+        catch: (error) =>
+          new ParentJournalWriteFailed({
+            file,
+            messageId: record.message.id,
+            detail: error instanceof Error ? error.message : String(error)
+          })
+      }).pipe(Effect.andThen(compact))
+
+    /** Marks `entries` consumed; a failure to write is logged (the message may then come again after a restart). */
+    const consume = (entries: ReadonlyArray<InboundEntry<unknown>>): Effect.Effect<void> =>
+      entries.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.try({
+          try: () => {
+            for (const entry of entries) {
+              const line = JSON.stringify({ c: { f: entry.senderId, m: entry.messageId, t: now } })
+              append(line)
+              pending.delete(keyOf(entry.senderId, entry.messageId))
+              consumed.push({ handled: { fromId: entry.senderId, messageId: entry.messageId, receivedAt: now }, line })
+              if (consumed.length > 2 * capacity) consumed = consumed.slice(-capacity)
+            }
+          },
+          catch: (error) => error
+        }).pipe(
+          Effect.catch((error) =>
+            Effect.logWarning(`Intercom could not record in ${file} that the agent took a message`, error)
+          ),
+          Effect.andThen(compact)
+        ))
+
+    /** `port` that marks what it took consumed: all of `entries` on success, the first `delivered` on a `DispatchError`. */
+    const marking = <E extends { readonly delivered: number }>(
+      entries: ReadonlyArray<InboundEntry<unknown>>,
+      port: Effect.Effect<void, E>
+    ): Effect.Effect<void, E> =>
+      port.pipe(
+        Effect.tapError((error) => consume(entries.slice(0, error.delivered))),
+        Effect.tap(() => consume(entries))
+      )
+
+    const journal: InboundJournal = {
+      checkpoint,
+      undelivered: Effect.sync(() => {
+        const records = restorable ?? []
+        restorable = undefined
+        return records
+      }),
+      handled: Effect.sync(() => consumed.slice(-capacity).map((entry) => entry.handled))
+    }
+
+    return {
+      file,
+      journal,
+      agent: <T>(agent: ParentAgent<T>): ParentAgent<T> => {
+        const routeReply = agent.routeReply
+        return {
+          isIdle: agent.isIdle,
+          deliverBatch: (batch) => marking(batch, agent.deliverBatch(batch)),
+          surface: (entry) => marking([entry], agent.surface(entry)),
+          passive: (entry) => Effect.tap(agent.passive(entry), () => consume([entry])),
+          dispatchTerminal: (batch) => marking(batch.prelude, agent.dispatchTerminal(batch)),
+          ...(routeReply === undefined ? {} : {
+            routeReply: (entry) => Effect.tap(routeReply(entry), (routed) => routed ? consume([entry]) : Effect.void)
+          })
+        }
+      },
+      pending: Effect.sync(() => pending.size)
+    }
+  })
+
+/**
+ * `host` (a parent's, whose `deliver` is `makeParentSession(...).deliver`)
+ * with `journal` as its inbound journal: the runtime checkpoints every
+ * accepted message before the parent gets it, restores what an earlier
+ * process left pending, and drops a copy of a message the agent already
+ * took. A journal the host had is replaced.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const withParentJournal = (host: HostService, journal: ParentJournal): HostService => ({
+  ...host,
+  journal: journal.journal
+})

@@ -1,0 +1,334 @@
+/**
+ * `ParentJournal`: a workflow parent's accepted and consumed messages in a
+ * file. A restarted parent process gets back, once, what its idle queue held
+ * when the old one ended (C-DLV-14 for a parent), and its runtime remembers
+ * what the agent already took (known issue 6). The file's rules first, on a
+ * real temp dir; then a parent session on the in-memory bus whose process
+ * ends with a message waiting in its idle queue.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
+import fc from "fast-check"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { InboundMessage } from "../../src/client/events.ts"
+import type { IntercomClientOptions } from "../../src/client/options.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { headless, type JournalRecord } from "../../src/session/Host.ts"
+import { inboundEntry } from "../../src/workflow/InboundAdapter.ts"
+import { DispatchError } from "../../src/workflow/orderingErrors.ts"
+import * as ParentJournal from "../../src/workflow/ParentJournal.ts"
+import { makeParentSession, type ParentAgent, type ParentEntry } from "../../src/workflow/ParentSession.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { readChildBridge } from "../../src/session/supervisorBridge.ts"
+import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
+import { type MemoryBroker, settle, withMemoryBroker } from "../support/memory.ts"
+import { busMember, PEER } from "./support.ts"
+
+/** A fresh directory, removed with the test's Scope. */
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "parent-journal-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const message = (id: string, text = id): Message => ({ id, timestamp: 1_000, content: { text } })
+
+const record = (id: string): JournalRecord => ({ from: PEER, message: message(id), receivedAt: 1_000 })
+
+const entryOf = (id: string): ParentEntry => inboundEntry({ from: PEER, message: message(id) } satisfies InboundMessage)
+
+/** The text of the message an entry carries (these tests' messages without a text of their own carry their id). */
+const textOf = (entry: ParentEntry): string => entry.payload.message.content.text
+
+/** An agent whose ports record the texts they took; `deliverBatch` takes `takes` entries then fails, when given. */
+const recordingAgent = (options: { readonly takes?: number; readonly routes?: boolean } = {}) => {
+  const took: Array<string> = []
+  const agent: ParentAgent<string> = {
+    isIdle: Effect.succeed(true),
+    deliverBatch: (batch) =>
+      Effect.suspend(() => {
+        const n = Math.min(options.takes ?? batch.length, batch.length)
+        for (const entry of batch.slice(0, n)) took.push(textOf(entry))
+        return n < batch.length ? Effect.fail(new DispatchError({ delivered: n, reason: "the agent stopped" })) : Effect.void
+      }),
+    surface: (entry) => Effect.sync(() => void took.push(textOf(entry))),
+    passive: (entry) => Effect.sync(() => void took.push(textOf(entry))),
+    dispatchTerminal: (batch) => Effect.sync(() => void took.push(...batch.prelude.map(textOf))),
+    routeReply: (entry) => Effect.sync(() => options.routes === true && took.push(textOf(entry)) > 0)
+  }
+  return { took, agent }
+}
+
+const ids = (records: ReadonlyArray<JournalRecord>) => records.map((r) => r.message.id)
+
+describe("ParentJournal, the file", () => {
+  it.effect("a new journal restores, once, what the last one accepted and no port took; what a port took is handled", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "parent", "main.jsonl")
+      const first = yield* ParentJournal.make(file)
+      for (const id of ["m1", "m2", "m3"]) yield* first.journal.checkpoint(record(id))
+      const { agent, took } = recordingAgent()
+      yield* first.agent(agent).deliverBatch([entryOf("m1")])
+      assert.deepStrictEqual(took, ["m1"])
+      // A message accepted in this process is in its parent's hands: never "undelivered" here.
+      assert.deepStrictEqual(ids(yield* first.journal.undelivered), [])
+
+      const second = yield* ParentJournal.make(file)
+      assert.strictEqual(yield* second.pending, 2)
+      assert.deepStrictEqual(ids(yield* second.journal.undelivered), ["m2", "m3"])
+      // Asked again (the runtime does, once the agent's run settles): they are this journal's parent's now.
+      assert.deepStrictEqual(ids(yield* second.journal.undelivered), [])
+      const handled = yield* (second.journal.handled ?? Effect.succeed([]))
+      assert.deepStrictEqual(handled.map((h) => [h.fromId, h.messageId]), [[PEER.id, "m1"]])
+    }))
+
+  it.effect("a port that fails marks only what it delivered; every port that takes a message marks it", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file)
+      for (const id of ["a", "b", "s", "p", "t", "r", "n"]) yield* journal.journal.checkpoint(record(id))
+      const partial = recordingAgent({ takes: 1 })
+      const failed = yield* Effect.exit(journal.agent(partial.agent).deliverBatch([entryOf("a"), entryOf("b")]))
+      assert.isTrue(Exit.isFailure(failed))
+      const { agent } = recordingAgent({ routes: true })
+      const wrapped = journal.agent(agent)
+      yield* wrapped.surface(entryOf("s"))
+      yield* wrapped.passive(entryOf("p"))
+      yield* wrapped.dispatchTerminal({
+        prelude: [entryOf("t")],
+        terminal: {
+          owner: "planner",
+          runId: "run-1",
+          source: "worker",
+          terminalAt: 2_000,
+          status: "completed",
+          child: { ids: [PEER.id], names: ["peer"] },
+          notice: "done"
+        }
+      })
+      assert.isTrue(yield* (wrapped.routeReply ?? (() => Effect.succeed(false)))(entryOf("r")))
+      const unrouted = recordingAgent({ routes: false })
+      assert.isFalse(yield* (journal.agent(unrouted.agent).routeReply ?? (() => Effect.succeed(true)))(entryOf("n")))
+
+      const after = yield* ParentJournal.make(file)
+      // "b" was never delivered and "n" was not routed: both still to hand over.
+      assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["b", "n"])
+    }))
+
+  it.effect("a restored record keeps its sender's delivery mode and a child's supervisor channel", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file)
+      yield* journal.journal.checkpoint({ ...record("progress"), channel: "supervisor", delivery: "queue", askTimeoutMs: 5_000 })
+      const after = yield* ParentJournal.make(file)
+      const [restored] = yield* after.journal.undelivered
+      assert.strictEqual(restored?.channel, "supervisor")
+      assert.strictEqual(restored?.delivery, "queue")
+      assert.strictEqual(restored?.askTimeoutMs, 5_000)
+    }))
+
+  it.effect("a torn last line is skipped, and the next append starts a line of its own", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      fs.writeFileSync(file, `${JSON.stringify({ a: record("m1") })}\n{"a":{"from":`)
+      const journal = yield* ParentJournal.make(file)
+      yield* journal.journal.checkpoint(record("m2"))
+      const after = yield* ParentJournal.make(file)
+      assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["m1", "m2"])
+    }))
+
+  it.effect("it keeps what is pending and the newest consumed when it rewrites the file, mode 0600 in a 0700 directory", () =>
+    Effect.gen(function*() {
+      const dir = path.join(yield* tempDir, "journals")
+      const file = path.join(dir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file, { capacity: 2 })
+      yield* journal.journal.checkpoint(record("kept"))
+      const { agent } = recordingAgent()
+      const wrapped = journal.agent(agent)
+      for (let i = 0; i < 20; i++) {
+        yield* journal.journal.checkpoint(record(`c${i}`))
+        yield* wrapped.passive(entryOf(`c${i}`))
+      }
+      const lines = fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "")
+      // 41 lines appended; rewritten whenever it reached 2 × (pending + capacity) = 6.
+      assert.isAtMost(lines.length, 6)
+      const after = yield* ParentJournal.make(file, { capacity: 2 })
+      assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["kept"])
+      const handled = yield* (after.journal.handled ?? Effect.succeed([]))
+      assert.deepStrictEqual(handled.map((h) => h.messageId), ["c18", "c19"])
+      assert.strictEqual(fs.statSync(file).mode & 0o777, 0o600)
+      assert.strictEqual(fs.statSync(dir).mode & 0o777, 0o700)
+    }))
+
+  it.effect("a rewrite the checkpoint of a message set off keeps that message", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file, { capacity: 1 })
+      const { agent } = recordingAgent()
+      const wrapped = journal.agent(agent)
+      const kept: Array<string> = []
+      // With a capacity of 1, checkpoints as well as consumed marks reach the rewrite's bound. After every
+      // checkpoint, the file (read as a crash would leave it) holds every message still pending.
+      for (let i = 0; i < 20; i++) {
+        yield* journal.journal.checkpoint(record(`m${i}`))
+        kept.push(`m${i}`)
+        const crashed = yield* ParentJournal.make(file, { capacity: 1 })
+        assert.deepStrictEqual(ids(yield* crashed.journal.undelivered), kept)
+        if (i % 4 !== 0) {
+          yield* wrapped.passive(entryOf(`m${i}`))
+          kept.pop()
+        }
+      }
+      assert.deepStrictEqual(kept, ["m0", "m4", "m8", "m12", "m16"])
+    }))
+
+  it("property: after any run of checkpoints, consumed marks and restarts, a restarted journal restores exactly what is pending, in order, and remembers the newest consumed", () => {
+    type Op = { readonly _tag: "accept" } | { readonly _tag: "consume"; readonly pick: number } | { readonly _tag: "restart" }
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      { weight: 4, arbitrary: fc.constant<Op>({ _tag: "accept" }) },
+      { weight: 4, arbitrary: fc.nat(50).map((pick): Op => ({ _tag: "consume", pick })) },
+      { weight: 1, arbitrary: fc.constant<Op>({ _tag: "restart" }) }
+    )
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parent-journal-prop-"))
+    let run = 0
+    try {
+      fc.assert(
+        fc.property(fc.array(op, { maxLength: 60 }), fc.integer({ min: 1, max: 4 }), (ops, capacity) => {
+          const file = path.join(dir, `run-${run++}.jsonl`)
+          const pending: Array<string> = []
+          const consumed: Array<string> = []
+          let next = 0
+          let journal = Effect.runSync(ParentJournal.make(file, { capacity }))
+          const restart = () => {
+            journal = Effect.runSync(ParentJournal.make(file, { capacity }))
+            assert.deepStrictEqual(ids(Effect.runSync(journal.journal.undelivered)), pending)
+            const handled = Effect.runSync(journal.journal.handled ?? Effect.succeed([]))
+            assert.deepStrictEqual(handled.map((h) => h.messageId), consumed.slice(-capacity))
+          }
+          for (const step of ops) {
+            if (step._tag === "accept") {
+              const id = `m${next++}`
+              Effect.runSync(journal.journal.checkpoint(record(id)))
+              pending.push(id)
+            } else if (step._tag === "consume" && pending.length > 0) {
+              const [id] = pending.splice(step.pick % pending.length, 1)
+              if (id === undefined) continue
+              Effect.runSync(journal.agent(recordingAgent().agent).passive(entryOf(id)))
+              consumed.push(id)
+            } else if (step._tag === "restart") {
+              restart()
+            }
+          }
+          restart()
+        }),
+        { numRuns: 150 }
+      )
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it.effect("a journal whose file cannot be read fails with what to do", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      fs.mkdirSync(file)
+      const error = yield* Effect.flip(ParentJournal.make(file))
+      assert.strictEqual(error._tag, "ParentJournalUnreadable")
+      assert.include(error.message, file)
+      assert.include(error.message, "move it away")
+    }))
+})
+
+/**
+ * A planner process on `broker` (session `id`, session generation
+ * `generation`) over the journal in `file`:
+ * its agent (busy unless `idle`), parent session and session, in a Scope of
+ * its own; `end` ends the process.
+ */
+const plannerProcess = (
+  broker: MemoryBroker,
+  file: string,
+  id: string,
+  generation: string,
+  options: { readonly idle?: boolean; readonly client?: Partial<IntercomClientOptions> } = {}
+) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const recorded = recordingAgent()
+    const journal = yield* ParentJournal.make(file)
+    const agent = options.idle === true ? recorded.agent : { ...recorded.agent, isIdle: Effect.succeed(false) }
+    const parent = yield* makeParentSession(journal.agent(agent), { generation, busySteer: "queue" })
+      .pipe(Scope.provide(scope))
+    const member = yield* busMember(
+      broker,
+      id,
+      "planner",
+      (identity) => ParentJournal.withParentJournal(headless(identity, parent.deliver), journal),
+      options.client
+    )
+    return { took: recorded.took, journal, parent, member, end: Effect.andThen(member.close, Scope.close(scope, Exit.void)) }
+  })
+
+describe("ParentJournal, a parent process that ends", () => {
+  it.effect("C-DLV-14: a message waiting in a busy parent's idle queue when its process ended reaches the restarted parent's agent, once", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "planner.jsonl")
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const peer = yield* busMember(broker, PEER.id, "peer", (identity) => headless(identity, () => Effect.void))
+      const PLANNER = "5b5b5b5b-0000-4000-8000-00000000aaaa"
+
+      // The first process: its agent is busy all along, so the message waits in the idle queue.
+      const first = yield* plannerProcess(broker, file, PLANNER, "planner-1")
+      yield* settle(peer.session.intercom({ action: "send", to: "planner", message: "waiting" }))
+      yield* settle(first.member.client.list)
+      assert.deepStrictEqual(first.took, [])
+      assert.strictEqual(yield* first.journal.pending, 1)
+      yield* first.end
+
+      // The restarted process: an idle agent.
+      const second = yield* plannerProcess(broker, file, PLANNER, "planner-2", { idle: true })
+      yield* settle(peer.session.intercom({ action: "send", to: "planner", message: "after" }))
+      yield* settle(second.member.client.list)
+      // Restored first, then the new one; each once.
+      assert.deepStrictEqual(second.took, ["waiting", "after"])
+      assert.strictEqual(yield* second.journal.pending, 0)
+    }))
+
+  it.effect("C-ORD-24: a child's progress waiting when the process ended is restored as the child's, with its source", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "planner.jsonl")
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const PLANNER = "5b5b5b5b-0000-4000-8000-00000000bbbb"
+      const CHILD_ID = "c1c1c1c1-0000-4000-8000-00000000bbbb"
+
+      const first = yield* plannerProcess(broker, file, PLANNER, "planner-1", { client: { ownerToken: "a-long-random-owner-token" } })
+      const launched = yield* settle(
+        authorizeChild({ runId: "run-7", agent: "worker", index: 0, supervisorTarget: "planner" }, {})
+          .pipe(Effect.provideService(IntercomClient, first.member.client))
+      )
+      const bridge = readChildBridge(launched.env)
+      const child = yield* busMember(
+        broker,
+        CHILD_ID,
+        launched.sessionName,
+        (identity) => headless(identity, () => Effect.void),
+        { group: "run-7", supervisorGrant: bridge?.grant },
+        { childBridge: bridge }
+      )
+      const contact = child.session.contactSupervisor
+      if (contact === undefined) return assert.fail("the child has no contact_supervisor")
+      yield* settle(contact({ reason: "progress_update", message: "Half done." }))
+      yield* settle(first.member.client.list)
+      assert.strictEqual((yield* first.parent.idleQueue.entries).length, 1)
+      yield* first.end
+
+      // The restarted process's agent is busy too: the restored progress waits in its idle queue.
+      const second = yield* plannerProcess(broker, file, PLANNER, "planner-2")
+      yield* settle(second.member.client.list)
+      const queued = yield* second.parent.idleQueue.entries
+      assert.strictEqual(queued.length, 1)
+      assert.deepStrictEqual(queued[0]?.source, { subagentRunId: "run-7", subagentAgent: "worker", subagentIndex: 0 })
+      assert.isTrue(queued[0]?.progress)
+    }))
+})
