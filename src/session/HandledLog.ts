@@ -148,7 +148,7 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
  * `deliver` that completes once the message has had its effect (shown,
  * stored): one that completes when it only queued the message in memory (a
  * workflow parent's, docs/workflow.md) would have a crash lose a message the
- * log already calls handled. A journal the host
+ * log already calls handled (a workflow parent has `ParentJournal`). A journal the host
  * has already keeps its checkpoint and restore; its `handled`, if any, is
  * replaced by the log's. For a host with a saved history of its own, a
  * `handled` read from that history is the better answer (pi's).
