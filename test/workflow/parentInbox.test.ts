@@ -7,11 +7,19 @@ import { makeDetachResponder } from "../../src/workflow/DetachResponder.ts"
 import type { DetachAck, DetachRequest } from "../../src/workflow/DetachRoute.ts"
 import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
 import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
+import { DispatchError } from "../../src/workflow/orderingErrors.ts"
 import { makeParentInbox } from "../../src/workflow/ParentInbox.ts"
 import { makeTerminalBarrier } from "../../src/workflow/TerminalBarrier.ts"
 import { entry, ids, settle } from "./orderingSupport.ts"
 
-const setup = (options: { readonly holdAcks?: boolean; readonly childAnswers?: boolean } = {}) =>
+const setup = (
+  options: {
+    readonly holdAcks?: boolean
+    readonly childAnswers?: boolean
+    /** `deliverNow` fails with a `DispatchError` that says it delivered this many (after taking them). */
+    readonly startFails?: number
+  } = {}
+) =>
   Effect.gen(function*() {
     const idle = yield* Ref.make(false)
     const flushed: Array<ReadonlyArray<string>> = []
@@ -54,7 +62,14 @@ const setup = (options: { readonly holdAcks?: boolean; readonly childAnswers?: b
           return true
         }),
       isIdle: Ref.get(idle),
-      deliverNow: (e) => Effect.sync(() => void started.push(e.messageId)),
+      deliverNow: (e) => {
+        const fails = options.startFails
+        if (fails === undefined) return Effect.sync(() => void started.push(e.messageId))
+        return Effect.suspend(() => {
+          if (fails > 0) started.push(e.messageId)
+          return Effect.fail(new DispatchError({ delivered: fails, reason: "the turn did not start" }))
+        })
+      },
       surface: (e) => Effect.sync(() => void surfaced.push(e.messageId))
     }, queue, handshake)
     return { barrier, flushed, handshake, heldAcks, idle, inbox, queue, queuedAtProbe, started, surfaced, terminals, waiterReplies }
@@ -82,6 +97,21 @@ describe("ParentInbox", () => {
       assert.deepStrictEqual(yield* inbox.receive(entry("m1", "peer")), { _tag: "delivered" })
       assert.deepStrictEqual(started, ["m1"])
       assert.deepStrictEqual(yield* queue.entries, [])
+    }))
+
+  it.effect("an idle parent whose turn start fails after taking the message does not queue it as well; one that took nothing does", () =>
+    Effect.gen(function*() {
+      const took = yield* setup({ startFails: 1 })
+      yield* Ref.set(took.idle, true)
+      assert.deepStrictEqual(yield* took.inbox.receive(entry("m1", "peer")), { _tag: "delivered" })
+      assert.deepStrictEqual(took.started, ["m1"])
+      assert.deepStrictEqual(yield* took.queue.entries, [])
+
+      const tookNone = yield* setup({ startFails: 0 })
+      yield* Ref.set(tookNone.idle, true)
+      const outcome = yield* tookNone.inbox.receive(entry("m2", "peer"))
+      assert.strictEqual(outcome._tag, "queued")
+      assert.deepStrictEqual(ids(yield* tookNone.queue.entries), ["m2"])
     }))
 
   it.effect("a busy parent queues the message before probing, and surfaces it once the child committed (C-ORD-18, C-ORD-13)", () =>
