@@ -28,7 +28,8 @@ export const openPrivateSync = (file: string, flags: "w" | "a" | "a+" = "w"): nu
 /**
  * Replaces `file` with `text`, mode 0600, through a temp file and a rename:
  * a reader sees the old content or the new, never a partial file, and the
- * new file's mode never depends on the old one's. Throws what `fs` throws.
+ * new file's mode never depends on the old one's; the new content is synced
+ * to disk before the rename. Throws what `fs` throws.
  */
 export const writePrivateFileSync = (file: string, text: string): void => {
   const temp = `${file}.${process.pid}.tmp`
@@ -36,6 +37,8 @@ export const writePrivateFileSync = (file: string, text: string): void => {
     const fd = openPrivateSync(temp)
     try {
       fs.writeFileSync(fd, text)
+      // On disk before the rename replaces the old file: a power loss leaves the old content or the new.
+      fs.fsyncSync(fd)
     } finally {
       fs.closeSync(fd)
     }
@@ -59,7 +62,11 @@ export const appendPrivateLogSync = (file: string, text: string, first: boolean)
   if (first) fs.chmodSync(dir, 0o700)
   const fd = openPrivateSync(file, first ? "a+" : "a")
   try {
-    fs.writeSync(fd, first && !endsWithNewline(fd) ? `\n${text}` : text)
+    const bytes = Buffer.from(first && !endsWithNewline(fd) ? `\n${text}` : text, "utf8")
+    // A short write (a full disk part-way) would leave a torn line that the next line joins: write it all, or throw.
+    for (let written = 0; written < bytes.length;) {
+      written += fs.writeSync(fd, bytes, written, bytes.length - written)
+    }
   } finally {
     fs.closeSync(fd)
   }

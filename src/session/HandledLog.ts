@@ -117,7 +117,13 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
     record: (fromId, messageId, at) =>
       Effect.try({
         try: () => {
-          appendPrivateLogSync(file, lineOf(fromId, messageId, at), !appended)
+          try {
+            appendPrivateLogSync(file, lineOf(fromId, messageId, at), !appended)
+          } catch (error) {
+            // The next append checks for a torn last line again.
+            appended = false
+            throw error
+          }
           appended = true
           if (++lines >= capacity * 2) compact()
         },
