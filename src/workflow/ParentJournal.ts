@@ -1,42 +1,48 @@
 /**
  * The parent journal: what a workflow parent session accepted and what its
- * agent got, in a file, so that a restarted parent process neither loses a
- * message its idle queue held nor hands its agent one it already had
+ * agent got, in a file, so that a restarted parent process does not lose a
+ * message its idle queue held, and does not hand its agent again one the
+ * agent took — but for what it was being handed when the process died
  * (C-DLV-14 for a parent; known issue 6 in docs/testing.md).
  *
  * Why the layer keeps it: a parent's `deliver` (ParentSession.ts) returns
  * once the inbox has decided, which for a busy parent means the message
- * waits in the in-memory idle queue. The session runtime then confirms it
- * to the broker, which forgets it; a crash before the agent got it would
- * lose it. And a message the agent got whose confirmation never reached the
- * broker comes again to a new process, whose in-memory guards are empty.
- * The layer is the one place that sees both moments: the runtime's
- * checkpoint before the hand-off (`InboundJournal.checkpoint`) and the
- * agent's ports succeeding (`ParentAgent.deliverBatch`, `surface`,
- * `passive`, `dispatchTerminal`, a routed `routeReply`).
+ * waits in the in-memory idle queue. The session's client has confirmed it
+ * to the broker by then (it confirms what it read), so the broker forgets
+ * it; a crash before the agent got it would lose it. And a message the
+ * agent got whose confirmation never reached the broker comes again to a
+ * new process, whose in-memory guards are empty. The layer is the one place
+ * that sees both moments: the runtime's checkpoint before the hand-off
+ * (`InboundJournal.checkpoint`) and the agent's ports succeeding
+ * (`ParentAgent.deliverBatch`, `surface`, `passive`, `dispatchTerminal`, a
+ * routed `routeReply`), plus what the parent drops without a port
+ * (`dropped`, C-DLV-17).
  *
  * It owns one file of JSON lines, mode 0600 in a 0700 directory:
  *
  *   {"a":<JournalRecord>}        accepted: checkpointed before the parent got it
  *   {"c":{"f":<sender id>,"m":<message id>,"t":<ms>}}   consumed: an agent port took it
  *
- * A consumed line is appended only after the port succeeded, so a crash in
- * between costs at worst a copy handed over again, never a message marked
- * consumed that the agent did not get. A new journal over the file answers
- * the runtime's `undelivered` with the accepted records that have no
- * consumed line, oldest first — once: after that they are in its parent
- * session's hands, and a later call (the runtime asks again when the agent's
- * run settles) returns nothing, so a message waiting in the idle queue is
- * never handed over a second time. Its `handled` is the consumed messages,
- * the newest `capacity` (1,000), for the runtime's de-duplication window.
- * The file is rewritten (to a temp file, then renamed) with the accepted
- * records still pending and the newest consumed lines once it holds twice
- * as many lines as those; a line that does not parse (a torn last line after
- * a crash) is skipped and counted in a warning.
+ * A consumed line is appended once the port succeeded, in the same
+ * uninterruptible step, so a crash in between costs at worst a copy handed
+ * over again, never a message marked consumed that the agent did not get.
+ * A new journal over the file answers the runtime's `undelivered` with the
+ * accepted records that have no consumed line, oldest first — once: after
+ * that they are in its parent session's hands, and a later call (the
+ * runtime asks again when the agent's run settles) returns nothing, so a
+ * message waiting in the idle queue is not handed over a second time. Its
+ * `handled` is the consumed messages, the newest `capacity` (1,000), for the
+ * runtime's de-duplication window. The file is rewritten (to a synced temp
+ * file, then renamed) with the newest consumed lines and the accepted
+ * records still pending once it holds twice as many lines as those; a line
+ * that does not parse (a torn last line after a crash) is skipped and
+ * counted in a warning.
  *
  * One journal per parent session generation, created with it and over its
- * session's own file; its state (the pending records, the consumed lines,
- * the line count) is written only by its own synchronous code.
+ * session's own file, after the previous generation's Scope closed: two
+ * journals over one file at once would each rewrite it from what they alone
+ * know. Its state (the pending records, the consumed lines, the line count)
+ * is written only by its own synchronous code.
  */
 import { Clock, Data, Effect, Exit, Schema } from "effect"
 import { appendPrivateLogSync, readFileIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
@@ -45,7 +51,11 @@ import { JournalRecordSchema } from "../session/InboundJournal.ts"
 import { type InboundEntry } from "./InboundEntry.ts"
 import type { ParentAgent } from "./ParentSession.ts"
 
-/** How many consumed messages a parent journal keeps by default: the de-duplication window's default capacity. */
+/**
+ * How many consumed messages a parent journal keeps by default: the de-duplication window's default capacity.
+ *
+ * @since 0.1.0
+ */
 export const PARENT_JOURNAL_CAPACITY = 1000
 
 /**
@@ -96,6 +106,12 @@ export interface ParentJournal {
   readonly journal: InboundJournal
   /** `agent` with every port that takes a message marking it consumed once it succeeded. */
   readonly agent: <T>(agent: ParentAgent<T>) => ParentAgent<T>
+  /**
+   * Marks entries the parent dropped without a port (C-DLV-17's finished
+   * child's progress) as done, so a restart does not hand them over: give it
+   * to `makeParentSession` as `onDropped`.
+   */
+  readonly dropped: (entries: ReadonlyArray<InboundEntry<unknown>>) => Effect.Effect<void>
   /** Accepted messages no port has taken yet (for diagnostics and tests). */
   readonly pending: Effect.Effect<number>
 }
@@ -111,7 +127,7 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
 /**
  * A parent journal over `file`, read now: what an earlier process (or
  * generation) accepted and no port took is what `journal.undelivered`
- * answers first.
+ * answers, once. Make it after the previous parent session's Scope closed.
  *
  * @example
  * ```ts
@@ -123,7 +139,7 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
  *
  * const parentHost = Effect.gen(function*() {
  *   const journal = yield* ParentJournal.make("/var/lib/engine/main.parent-journal.jsonl")
- *   const parent = yield* makeParentSession(journal.agent(agent), { generation: "1" })
+ *   const parent = yield* makeParentSession(journal.agent(agent), { generation: "1", onDropped: journal.dropped })
  *   const host = ParentJournal.withParentJournal(
  *     headless({ name: "main", cwd: process.cwd(), model: "m" }, parent.deliver),
  *     journal
@@ -185,7 +201,9 @@ export const make = (
     const compact = Effect.suspend(() => {
       if (lines < 2 * (pending.size + capacity)) return Effect.void
       if (consumed.length > capacity) consumed = consumed.slice(-capacity)
-      const kept = [...[...pending.values()].map((entry) => entry.line), ...consumed.map((entry) => entry.line)]
+      // Consumed first: a message accepted again after it was consumed (a copy the window no longer held)
+      // stays pending after the rewrite as before it.
+      const kept = [...consumed.map((entry) => entry.line), ...[...pending.values()].map((entry) => entry.line)]
       lines = pending.size + capacity
       try {
         writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""))
@@ -196,9 +214,14 @@ export const make = (
       return Effect.void
     })
 
-    /** Appends one line (throws what `fs` throws). */
+    /** Appends one line (throws what `fs` throws; the next append then checks for a torn last line again). */
     const append = (line: string): void => {
-      appendPrivateLogSync(file, `${line}\n`, !appended)
+      try {
+        appendPrivateLogSync(file, `${line}\n`, !appended)
+      } catch (error) {
+        appended = false
+        throw error
+      }
       appended = true
       lines++
     }
@@ -239,20 +262,30 @@ export const make = (
           Effect.andThen(compact)
         ))
 
-    /** `port` that marks what it took consumed: all of `entries` on success, the first `delivered` on a `DispatchError`. */
+    /**
+     * `port` that marks what it took consumed: all of `entries` on success, the first `delivered` on a
+     * `DispatchError`. Port and mark run uninterruptibly, as the runtime runs `Host.deliver`: an
+     * interruption (a closing generation) cannot fall between the port taking a message and its mark. A
+     * port that waits may make that wait `Effect.interruptible` if an interruption there means it took nothing.
+     */
     const marking = <E extends { readonly delivered: number }>(
       entries: ReadonlyArray<InboundEntry<unknown>>,
       port: Effect.Effect<void, E>
     ): Effect.Effect<void, E> =>
-      port.pipe(
+      Effect.uninterruptible(port.pipe(
         Effect.tapError((error) => consume(entries.slice(0, error.delivered))),
         Effect.tap(() => consume(entries))
-      )
+      ))
+
+    /** `port` that marks `entry` consumed when it succeeds with a value `took` accepts; both uninterruptibly. */
+    const markingIf = <A>(entry: InboundEntry<unknown>, port: Effect.Effect<A>, took: (a: A) => boolean): Effect.Effect<A> =>
+      Effect.uninterruptible(Effect.tap(port, (a) => took(a) ? consume([entry]) : Effect.void))
 
     const journal: InboundJournal = {
       checkpoint,
+      // Once, and only what no port took since the file was read (an engine may `receive` before the runtime starts).
       undelivered: Effect.sync(() => {
-        const records = restorable ?? []
+        const records = (restorable ?? []).filter((record) => pending.has(keyOf(record.from.id, record.message.id)))
         restorable = undefined
         return records
       }),
@@ -268,13 +301,14 @@ export const make = (
           isIdle: agent.isIdle,
           deliverBatch: (batch) => marking(batch, agent.deliverBatch(batch)),
           surface: (entry) => marking([entry], agent.surface(entry)),
-          passive: (entry) => Effect.tap(agent.passive(entry), () => consume([entry])),
+          passive: (entry) => markingIf(entry, agent.passive(entry), () => true),
           dispatchTerminal: (batch) => marking(batch.prelude, agent.dispatchTerminal(batch)),
           ...(routeReply === undefined ? {} : {
-            routeReply: (entry) => Effect.tap(routeReply(entry), (routed) => routed ? consume([entry]) : Effect.void)
+            routeReply: (entry) => markingIf(entry, routeReply(entry), (routed) => routed)
           })
         }
       },
+      dropped: consume,
       pending: Effect.sync(() => pending.size)
     }
   })

@@ -114,6 +114,12 @@ export interface ParentSessionSettings<T = unknown> {
    * the handshake has a generation (not `cancel`led).
    */
   readonly registry?: BarrierRegistry<T> | undefined
+  /**
+   * Told the entries `idleQueue.dropFinishedProgress` dropped (C-DLV-17):
+   * they reach no port of the agent. A `ParentJournal`'s `dropped`, so that
+   * a restarted process does not hand them over.
+   */
+  readonly onDropped?: ((entries: ReadonlyArray<ParentEntry>) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -260,13 +266,19 @@ export const makeParentSession = <T>(
         if (yield* agent.isIdle) return outcome
         return yield* steerNow(entry, outcome)
       })
+    const onDropped = settings.onDropped
     return {
       deliver: (inbound) => Effect.asVoid(receive(inboundMessageOf(inbound), parentDeliveryOfInbound(inbound))),
       receive,
       terminal: barrier.admit,
       idle: idleQueue.wake,
       foreground,
-      idleQueue,
+      idleQueue: onDropped === undefined ? idleQueue : {
+        ...idleQueue,
+        dropFinishedProgress: (senderId, threadId) =>
+          Effect.tap(idleQueue.dropFinishedProgress(senderId, threadId), (dropped) =>
+            dropped.length === 0 ? Effect.void : onDropped(dropped))
+      },
       barrier
     }
   })

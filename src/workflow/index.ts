@@ -19,7 +19,7 @@
  * - **Composition**: `makeParentSession` (a main agent's inbound ordering,
  *   assembled behind the session runtime's `Host.deliver`), `ParentJournal`
  *   (its accepted and consumed messages in a file, so a restarted parent
- *   process neither loses nor repeats one),
+ *   process loses none and repeats only what it was handing over as it ended),
  *   `makeForegroundDetach` (both sides of the handshake in process, and a
  *   stage's `ForegroundHandoff`), `stageHostDeliver` (a stage session's
  *   inbound path through `Stages.deliver`) and `inboundEntry` (bus message →

@@ -13,54 +13,17 @@
  * agent's history holds. In memory, under TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Queue } from "effect"
-import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
-import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { Effect, Queue } from "effect"
+import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
 import type { Message } from "../../src/protocol/frames.ts"
-import { type HandledMessage, Host, type HostService, type JournalRecord } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
+import type { HandledMessage, HostService, JournalRecord } from "../../src/session/Host.ts"
 import { assertDelivered } from "../support/assertions.ts"
-import { settled } from "../support/barrier.ts"
-import { message, messageFor, send } from "../support/broker.ts"
-import { advance, memoryNetwork, settle } from "../support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
+import { message, send } from "../support/broker.ts"
+import { advance, settle } from "../support/memory.ts"
+import { A_ID, readButNeverConfirmed, sessionGeneration, WINDOW_MS } from "./restartSupport.ts"
 import { info, makeRecordingHost, type RecordingHost } from "./support.ts"
 
-const A_ID = "aaaaaaaa-6666-4000-8000-00000000000a"
-const B_ID = "bbbbbbbb-6666-4000-8000-00000000000b"
-
 const identity = { name: "bob", cwd: "/work", model: "test-model" }
-
-/** The de-duplication window these tests give the session (ms). */
-const WINDOW_MS = 60_000
-
-/** A session generation of `client` over `host`, in the test's Scope; `capacity` bounds its de-duplication window. */
-const generation = (client: IntercomClientService, host: HostService, capacity?: number) =>
-  Layer.build(
-    IntercomSession.layer({ inboundDedupe: { windowMs: WINDOW_MS, ...(capacity === undefined ? {} : { capacity }) } }).pipe(
-      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client), Host.layer(host)))
-    )
-  )
-
-/**
- * A broker, alice, and `first` — a message bob's earlier process read and
- * never confirmed: that process (a wire client granted `received-v1`) is gone,
- * so the broker still keeps the message for bob. Returns bob's new client (not
- * yet connected) and alice.
- */
-const readButNeverConfirmed = (first: Message) =>
-  Effect.gen(function*() {
-    const world = yield* memoryNetwork()
-    yield* world.startBroker({ idleExit: null })
-    const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
-    const before = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
-    assertDelivered(yield* send(alice.client, "bob", first))
-    yield* messageFor(before.client, first.id)
-    yield* before.client.destroy
-    yield* settled([alice.client])
-    const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
-    return { alice, bob }
-  })
 
 /** What bob's restarted host's journal says, besides `handled`. */
 interface RestartOptions {
@@ -92,7 +55,7 @@ const restartWith = (
         ...(handled === undefined ? {} : { handled: slow })
       }
     }
-    yield* generation(bob, service, options.capacity)
+    yield* sessionGeneration(bob, service, options.capacity)
     yield* settle(bob.connect)
     return host
   })

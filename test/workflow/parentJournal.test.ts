@@ -7,7 +7,7 @@
  * ends with a message waiting in its idle queue.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -23,7 +23,11 @@ import { makeParentSession, type ParentAgent, type ParentEntry } from "../../src
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
+import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { message as brokerMessage, send } from "../support/broker.ts"
 import { type MemoryBroker, settle, withMemoryBroker } from "../support/memory.ts"
+import { A_ID, readButNeverConfirmed, sessionGeneration } from "../session/restartSupport.ts"
 import { busMember, PEER } from "./support.ts"
 
 /** A fresh directory, removed with the test's Scope. */
@@ -128,6 +132,58 @@ describe("ParentJournal, the file", () => {
       assert.strictEqual(restored?.askTimeoutMs, 5_000)
     }))
 
+  it.effect("a port that took its entries before an interruption landed still marks them", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file)
+      yield* journal.journal.checkpoint(record("m1"))
+      const gate = yield* Deferred.make<void>()
+      const took: Array<string> = []
+      // An engine's port that must not be cut in half: the interruption waits for it, then lands.
+      const agent: ParentAgent<string> = {
+        ...recordingAgent().agent,
+        deliverBatch: (batch) =>
+          Effect.uninterruptible(Effect.andThen(Deferred.await(gate), Effect.sync(() => void took.push(...batch.map(textOf)))))
+      }
+      const delivering = yield* Effect.forkChild(journal.agent(agent).deliverBatch([entryOf("m1")]), { startImmediately: true })
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(delivering), { startImmediately: true })
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(interrupting)
+      assert.deepStrictEqual(took, ["m1"])
+      const after = yield* ParentJournal.make(file)
+      assert.deepStrictEqual(ids(yield* after.journal.undelivered), [])
+    }))
+
+  it.effect("C-DLV-17: progress the parent dropped for a finished child is marked, through makeParentSession's onDropped", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const progress: InboundMessage = {
+        from: PEER,
+        message: message("p1", formatSupervisorMessage("progress_update", { runId: "run-1", agent: "worker", index: 0 }, "half done")),
+        channel: "supervisor"
+      }
+      const dropAfterRestart = (onDropped: boolean) =>
+        Effect.gen(function*() {
+          fs.rmSync(file, { force: true })
+          const journal = yield* ParentJournal.make(file)
+          yield* journal.journal.checkpoint({ from: PEER, message: progress.message, receivedAt: 1_000, channel: "supervisor" })
+          const parent = yield* makeParentSession(journal.agent({ ...recordingAgent().agent, isIdle: Effect.succeed(false) }), {
+            generation: "g1",
+            busySteer: "queue",
+            ...(onDropped ? { onDropped: journal.dropped } : {})
+          })
+          yield* parent.receive(progress, "queue")
+          const [queued] = yield* parent.idleQueue.entries
+          assert.isTrue(queued?.progress)
+          const dropped = yield* parent.idleQueue.dropFinishedProgress(PEER.id, queued?.threadId ?? "")
+          assert.strictEqual(dropped.length, 1)
+          return ids(yield* (yield* ParentJournal.make(file)).journal.undelivered)
+        })
+      assert.deepStrictEqual(yield* dropAfterRestart(true), [])
+      // Without the hook, a restart would hand the dropped progress over.
+      assert.deepStrictEqual(yield* dropAfterRestart(false), ["p1"])
+    }))
+
   it.effect("a torn last line is skipped, and the next append starts a line of its own", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
@@ -142,6 +198,11 @@ describe("ParentJournal, the file", () => {
     Effect.gen(function*() {
       const dir = path.join(yield* tempDir, "journals")
       const file = path.join(dir, "main.jsonl")
+      // Left looser by someone else: the journal's first write tightens both.
+      fs.mkdirSync(dir, { mode: 0o755 })
+      fs.chmodSync(dir, 0o755)
+      fs.writeFileSync(file, "", { mode: 0o644 })
+      fs.chmodSync(file, 0o644)
       const journal = yield* ParentJournal.make(file, { capacity: 2 })
       yield* journal.journal.checkpoint(record("kept"))
       const { agent } = recordingAgent()
@@ -293,6 +354,7 @@ describe("ParentJournal, a parent process that ends", () => {
       // Restored first, then the new one; each once.
       assert.deepStrictEqual(second.took, ["waiting", "after"])
       assert.strictEqual(yield* second.journal.pending, 0)
+      yield* second.end
     }))
 
   it.effect("C-ORD-24: a child's progress waiting when the process ended is restored as the child's, with its source", () =>
@@ -330,5 +392,31 @@ describe("ParentJournal, a parent process that ends", () => {
       assert.strictEqual(queued.length, 1)
       assert.deepStrictEqual(queued[0]?.source, { subagentRunId: "run-7", subagentAgent: "worker", subagentIndex: 0 })
       assert.isTrue(queued[0]?.progress)
+      yield* second.end
+    }))
+
+  it.effect("known issue 6: the broker's copy of a message the old process's agent took is dropped; a new message reaches the agent", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "bob.jsonl")
+      const first = brokerMessage("read by the old process, taken by its agent, never confirmed")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      const run = (journalText: string) =>
+        Effect.gen(function*() {
+          fs.writeFileSync(file, journalText)
+          const journal = yield* ParentJournal.make(file)
+          const { agent, took } = recordingAgent()
+          const parent = yield* makeParentSession(journal.agent(agent), { generation: "bob-2" })
+          const identity = { name: "bob", cwd: "/work", model: "test-model" }
+          yield* sessionGeneration(bob, ParentJournal.withParentJournal(headless(identity, parent.deliver), journal))
+          yield* settle(bob.connect)
+          assertDelivered(yield* send(alice.client, "bob", brokerMessage("sent after the restart")))
+          // A round trip on bob after alice's acknowledged send: everything sent before it reached bob's session.
+          yield* settle(bob.list)
+          yield* settle(bob.list)
+          return took
+        })
+      // The old process's journal: its agent took the message.
+      const took = yield* run(`${JSON.stringify({ c: { f: A_ID, m: first.id, t: 0 } })}\n`)
+      assert.deepStrictEqual(took, ["sent after the restart"])
     }))
 })
