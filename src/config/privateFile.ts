@@ -28,17 +28,18 @@ export const openPrivateSync = (file: string, flags: "w" | "a" | "a+" = "w"): nu
 /**
  * Replaces `file` with `text`, mode 0600, through a temp file and a rename:
  * a reader sees the old content or the new, never a partial file, and the
- * new file's mode never depends on the old one's; the new content is synced
- * to disk before the rename. Throws what `fs` throws.
+ * new file's mode never depends on the old one's. With `sync`, the new
+ * content is on disk before the rename, so a power loss leaves the old
+ * content or the new (for a journal; a pid file, rewritten at every start,
+ * does without the wait). Throws what `fs` throws.
  */
-export const writePrivateFileSync = (file: string, text: string): void => {
+export const writePrivateFileSync = (file: string, text: string, options: { readonly sync?: boolean } = {}): void => {
   const temp = `${file}.${process.pid}.tmp`
   try {
     const fd = openPrivateSync(temp)
     try {
       fs.writeFileSync(fd, text)
-      // On disk before the rename replaces the old file: a power loss leaves the old content or the new.
-      fs.fsyncSync(fd)
+      if (options.sync === true) fs.fsyncSync(fd)
     } finally {
       fs.closeSync(fd)
     }

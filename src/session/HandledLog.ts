@@ -109,7 +109,7 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
     // Counted down first: a compaction that fails is tried again `capacity` records later, not on every one.
     lines = capacity
     const kept = readLines(file).slice(-capacity)
-    writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""))
+    writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""), { sync: true })
     lines = kept.length
   }
   return {

@@ -206,7 +206,7 @@ export const make = (
       const kept = [...consumed.map((entry) => entry.line), ...[...pending.values()].map((entry) => entry.line)]
       lines = pending.size + capacity
       try {
-        writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""))
+        writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""), { sync: true })
       } catch (error) {
         return Effect.logWarning(`Intercom could not rewrite the parent journal ${file}; it keeps growing until it can`, error)
       }
