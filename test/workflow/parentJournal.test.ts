@@ -2,69 +2,21 @@
  * `ParentJournal`: a workflow parent's accepted and consumed messages in a
  * file. A restarted parent process gets back, once, what its idle queue held
  * when the old one ended (C-DLV-14 for a parent), and its runtime remembers
- * what the agent already took (known issue 6). The file's rules first, on a
- * real temp dir; then a parent session on the in-memory bus whose process
- * ends with a message waiting in its idle queue.
+ * what the agent already took (known issue 6). The file's rules, on a real
+ * temp dir; the same on the in-memory bus is parentJournal.bus.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { InboundMessage } from "../../src/client/events.ts"
-import type { IntercomClientOptions } from "../../src/client/options.ts"
-import type { Message } from "../../src/protocol/frames.ts"
-import { headless, type JournalRecord } from "../../src/session/Host.ts"
-import { inboundEntry } from "../../src/workflow/InboundAdapter.ts"
-import { DispatchError } from "../../src/workflow/orderingErrors.ts"
-import * as ParentJournal from "../../src/workflow/ParentJournal.ts"
-import { makeParentSession, type ParentAgent, type ParentEntry } from "../../src/workflow/ParentSession.ts"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { readChildBridge } from "../../src/session/supervisorBridge.ts"
-import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
-import { assertDelivered } from "../support/assertions.ts"
-import { message as brokerMessage, send } from "../support/broker.ts"
-import { type MemoryBroker, settle, withMemoryBroker } from "../support/memory.ts"
-import { A_ID, readButNeverConfirmed, sessionGeneration } from "../session/restartSupport.ts"
-import { busMember, PEER } from "./support.ts"
-
-/** A fresh directory, removed with the test's Scope. */
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "parent-journal-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
-
-const message = (id: string, text = id): Message => ({ id, timestamp: 1_000, content: { text } })
-
-const record = (id: string): JournalRecord => ({ from: PEER, message: message(id), receivedAt: 1_000 })
-
-const entryOf = (id: string): ParentEntry => inboundEntry({ from: PEER, message: message(id) } satisfies InboundMessage)
-
-/** The text of the message an entry carries (these tests' messages without a text of their own carry their id). */
-const textOf = (entry: ParentEntry): string => entry.payload.message.content.text
-
-/** An agent whose ports record the texts they took; `deliverBatch` takes `takes` entries then fails, when given. */
-const recordingAgent = (options: { readonly takes?: number; readonly routes?: boolean } = {}) => {
-  const took: Array<string> = []
-  const agent: ParentAgent<string> = {
-    isIdle: Effect.succeed(true),
-    deliverBatch: (batch) =>
-      Effect.suspend(() => {
-        const n = Math.min(options.takes ?? batch.length, batch.length)
-        for (const entry of batch.slice(0, n)) took.push(textOf(entry))
-        return n < batch.length ? Effect.fail(new DispatchError({ delivered: n, reason: "the agent stopped" })) : Effect.void
-      }),
-    surface: (entry) => Effect.sync(() => void took.push(textOf(entry))),
-    passive: (entry) => Effect.sync(() => void took.push(textOf(entry))),
-    dispatchTerminal: (batch) => Effect.sync(() => void took.push(...batch.prelude.map(textOf))),
-    routeReply: (entry) => Effect.sync(() => options.routes === true && took.push(textOf(entry)) > 0)
-  }
-  return { took, agent }
-}
-
-const ids = (records: ReadonlyArray<JournalRecord>) => records.map((r) => r.message.id)
+import * as ParentJournal from "../../src/workflow/ParentJournal.ts"
+import { makeParentSession, type ParentAgent } from "../../src/workflow/ParentSession.ts"
+import { entryOf, ids, message, record, recordingAgent, tempDir, textOf } from "./parentJournalSupport.ts"
+import { PEER } from "./support.ts"
 
 describe("ParentJournal, the file", () => {
   it.effect("a new journal restores, once, what the last one accepted and no port took; what a port took is handled", () =>
@@ -298,125 +250,5 @@ describe("ParentJournal, the file", () => {
       assert.strictEqual(error._tag, "ParentJournalUnreadable")
       assert.include(error.message, file)
       assert.include(error.message, "move it away")
-    }))
-})
-
-/**
- * A planner process on `broker` (session `id`, session generation
- * `generation`) over the journal in `file`:
- * its agent (busy unless `idle`), parent session and session, in a Scope of
- * its own; `end` ends the process.
- */
-const plannerProcess = (
-  broker: MemoryBroker,
-  file: string,
-  id: string,
-  generation: string,
-  options: { readonly idle?: boolean; readonly client?: Partial<IntercomClientOptions> } = {}
-) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const recorded = recordingAgent()
-    const journal = yield* ParentJournal.make(file)
-    const agent = options.idle === true ? recorded.agent : { ...recorded.agent, isIdle: Effect.succeed(false) }
-    const parent = yield* makeParentSession(journal.agent(agent), { generation, busySteer: "queue" })
-      .pipe(Scope.provide(scope))
-    const member = yield* busMember(
-      broker,
-      id,
-      "planner",
-      (identity) => ParentJournal.withParentJournal(headless(identity, parent.deliver), journal),
-      options.client
-    )
-    return { took: recorded.took, journal, parent, member, end: Effect.andThen(member.close, Scope.close(scope, Exit.void)) }
-  })
-
-describe("ParentJournal, a parent process that ends", () => {
-  it.effect("C-DLV-14: a message waiting in a busy parent's idle queue when its process ended reaches the restarted parent's agent, once", () =>
-    Effect.gen(function*() {
-      const file = path.join(yield* tempDir, "planner.jsonl")
-      const broker = yield* withMemoryBroker({ idleExit: null })
-      const peer = yield* busMember(broker, PEER.id, "peer", (identity) => headless(identity, () => Effect.void))
-      const PLANNER = "5b5b5b5b-0000-4000-8000-00000000aaaa"
-
-      // The first process: its agent is busy all along, so the message waits in the idle queue.
-      const first = yield* plannerProcess(broker, file, PLANNER, "planner-1")
-      yield* settle(peer.session.intercom({ action: "send", to: "planner", message: "waiting" }))
-      yield* settle(first.member.client.list)
-      assert.deepStrictEqual(first.took, [])
-      assert.strictEqual(yield* first.journal.pending, 1)
-      yield* first.end
-
-      // The restarted process: an idle agent.
-      const second = yield* plannerProcess(broker, file, PLANNER, "planner-2", { idle: true })
-      yield* settle(peer.session.intercom({ action: "send", to: "planner", message: "after" }))
-      yield* settle(second.member.client.list)
-      // Restored first, then the new one; each once.
-      assert.deepStrictEqual(second.took, ["waiting", "after"])
-      assert.strictEqual(yield* second.journal.pending, 0)
-      yield* second.end
-    }))
-
-  it.effect("C-ORD-24: a child's progress waiting when the process ended is restored as the child's, with its source", () =>
-    Effect.gen(function*() {
-      const file = path.join(yield* tempDir, "planner.jsonl")
-      const broker = yield* withMemoryBroker({ idleExit: null })
-      const PLANNER = "5b5b5b5b-0000-4000-8000-00000000bbbb"
-      const CHILD_ID = "c1c1c1c1-0000-4000-8000-00000000bbbb"
-
-      const first = yield* plannerProcess(broker, file, PLANNER, "planner-1", { client: { ownerToken: "a-long-random-owner-token" } })
-      const launched = yield* settle(
-        authorizeChild({ runId: "run-7", agent: "worker", index: 0, supervisorTarget: "planner" }, {})
-          .pipe(Effect.provideService(IntercomClient, first.member.client))
-      )
-      const bridge = readChildBridge(launched.env)
-      const child = yield* busMember(
-        broker,
-        CHILD_ID,
-        launched.sessionName,
-        (identity) => headless(identity, () => Effect.void),
-        { group: "run-7", supervisorGrant: bridge?.grant },
-        { childBridge: bridge }
-      )
-      const contact = child.session.contactSupervisor
-      if (contact === undefined) return assert.fail("the child has no contact_supervisor")
-      yield* settle(contact({ reason: "progress_update", message: "Half done." }))
-      yield* settle(first.member.client.list)
-      assert.strictEqual((yield* first.parent.idleQueue.entries).length, 1)
-      yield* first.end
-
-      // The restarted process's agent is busy too: the restored progress waits in its idle queue.
-      const second = yield* plannerProcess(broker, file, PLANNER, "planner-2")
-      yield* settle(second.member.client.list)
-      const queued = yield* second.parent.idleQueue.entries
-      assert.strictEqual(queued.length, 1)
-      assert.deepStrictEqual(queued[0]?.source, { subagentRunId: "run-7", subagentAgent: "worker", subagentIndex: 0 })
-      assert.isTrue(queued[0]?.progress)
-      yield* second.end
-    }))
-
-  it.effect("known issue 6: the broker's copy of a message the old process's agent took is dropped; a new message reaches the agent", () =>
-    Effect.gen(function*() {
-      const file = path.join(yield* tempDir, "bob.jsonl")
-      const first = brokerMessage("read by the old process, taken by its agent, never confirmed")
-      const { alice, bob } = yield* readButNeverConfirmed(first)
-      const run = (journalText: string) =>
-        Effect.gen(function*() {
-          fs.writeFileSync(file, journalText)
-          const journal = yield* ParentJournal.make(file)
-          const { agent, took } = recordingAgent()
-          const parent = yield* makeParentSession(journal.agent(agent), { generation: "bob-2" })
-          const identity = { name: "bob", cwd: "/work", model: "test-model" }
-          yield* sessionGeneration(bob, ParentJournal.withParentJournal(headless(identity, parent.deliver), journal))
-          yield* settle(bob.connect)
-          assertDelivered(yield* send(alice.client, "bob", brokerMessage("sent after the restart")))
-          // A round trip on bob after alice's acknowledged send: everything sent before it reached bob's session.
-          yield* settle(bob.list)
-          yield* settle(bob.list)
-          return took
-        })
-      // The old process's journal: its agent took the message.
-      const took = yield* run(`${JSON.stringify({ c: { f: A_ID, m: first.id, t: 0 } })}\n`)
-      assert.deepStrictEqual(took, ["sent after the restart"])
     }))
 })
