@@ -1,9 +1,11 @@
 /**
  * The parent journal: what a workflow parent session accepted and what its
- * agent got, in a file, so that a restarted parent process does not lose a
- * message its idle queue held, and does not hand its agent again one the
- * agent took — but for what it was being handed when the process died
- * (C-DLV-14 for a parent; known issue 6 in docs/testing.md).
+ * agent got, in a file, so that a restarted parent process gets back a
+ * message its idle queue held, and drops the broker's copy of one the agent
+ * took (C-DLV-14 for a parent; known issue 6 in docs/testing.md). What it
+ * does not cover — a checkpoint that could not be written, lines a power
+ * loss takes (appends are not synced), messages that leave the parent
+ * without a port — is in docs/workflow.md, "A parent that restarts".
  *
  * Why the layer keeps it: a parent's `deliver` (ParentSession.ts) returns
  * once the inbox has decided, which for a busy parent means the message

@@ -70,13 +70,23 @@ export type ParentEntry = InboundEntry<InboundMessage>
 export interface ParentAgent<T> {
   /** Whether the agent can take a new turn now (no turn, no foreground tool call). */
   readonly isIdle: Effect.Effect<boolean>
-  /** Starts a turn with the first entry; the rest are follow-ups of the same batch. Fails with how many it took. */
+  /**
+   * Starts a turn with the first entry; the rest are follow-ups of the same
+   * batch. Fails with how many it took. It should return once the turn has
+   * started, not when it ends: through a `ParentJournal` it runs
+   * uninterruptibly, so a closing generation waits for it (a wait inside may
+   * be made `Effect.interruptible` where an interruption means it took nothing).
+   */
   readonly deliverBatch: (batch: ReadonlyArray<ParentEntry>) => Effect.Effect<void, DispatchError>
   /** Puts an entry into the busy agent's model-visible steering queue (after a committed detach, C-ORD-13). */
   readonly surface: (entry: ParentEntry) => Effect.Effect<void, DispatchError>
   /** Shows and stores a message that starts no turn and steers nothing (the sender chose `passive`, or `inboundTrigger` said no). */
   readonly passive: (entry: ParentEntry) => Effect.Effect<void>
-  /** Hands a child's claimed messages and then its terminal notice over, without waiting for a turn (C-ORD-31). */
+  /**
+   * Hands a child's claimed messages and then its terminal notice over,
+   * without waiting for a turn (C-ORD-31); through a `ParentJournal`,
+   * uninterruptibly, as `deliverBatch`.
+   */
   readonly dispatchTerminal: (batch: TerminalBatch<InboundMessage, T>) => Effect.Effect<void, DispatchError>
   /**
    * Resolves the agent's own reply waiter with the entry (C-ORD-32). Only
@@ -275,9 +285,10 @@ export const makeParentSession = <T>(
       foreground,
       idleQueue: onDropped === undefined ? idleQueue : {
         ...idleQueue,
+        // Drop and hook in one uninterruptible step: an interruption between them would leave the drop untold.
         dropFinishedProgress: (senderId, threadId) =>
-          Effect.tap(idleQueue.dropFinishedProgress(senderId, threadId), (dropped) =>
-            dropped.length === 0 ? Effect.void : onDropped(dropped))
+          Effect.uninterruptible(Effect.tap(idleQueue.dropFinishedProgress(senderId, threadId), (dropped) =>
+            dropped.length === 0 ? Effect.void : onDropped(dropped)))
       },
       barrier
     }

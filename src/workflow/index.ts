@@ -19,7 +19,8 @@
  * - **Composition**: `makeParentSession` (a main agent's inbound ordering,
  *   assembled behind the session runtime's `Host.deliver`), `ParentJournal`
  *   (its accepted and consumed messages in a file, so a restarted parent
- *   process loses none and repeats only what it was handing over as it ended),
+ *   process gets back what its idle queue held and drops the broker's copy
+ *   of what its agent took; its limits are in docs/workflow.md),
  *   `makeForegroundDetach` (both sides of the handshake in process, and a
  *   stage's `ForegroundHandoff`), `stageHostDeliver` (a stage session's
  *   inbound path through `Stages.deliver`) and `inboundEntry` (bus message →

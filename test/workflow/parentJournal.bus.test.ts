@@ -121,23 +121,17 @@ describe("ParentJournal, a parent process that ends", () => {
       const file = path.join(yield* tempDir, "bob.jsonl")
       const first = brokerMessage("read by the old process, taken by its agent, never confirmed")
       const { alice, bob } = yield* readButNeverConfirmed(first)
-      const run = (journalText: string) =>
-        Effect.gen(function*() {
-          fs.writeFileSync(file, journalText)
-          const journal = yield* ParentJournal.make(file)
-          const { agent, took } = recordingAgent()
-          const parent = yield* makeParentSession(journal.agent(agent), { generation: "bob-2" })
-          const identity = { name: "bob", cwd: "/work", model: "test-model" }
-          yield* sessionGeneration(bob, ParentJournal.withParentJournal(headless(identity, parent.deliver), journal))
-          yield* settle(bob.connect)
-          assertDelivered(yield* send(alice.client, "bob", brokerMessage("sent after the restart")))
-          // A round trip on bob after alice's acknowledged send: everything sent before it reached bob's session.
-          yield* settle(bob.list)
-          yield* settle(bob.list)
-          return took
-        })
       // The old process's journal: its agent took the message.
-      const took = yield* run(`${JSON.stringify({ c: { f: A_ID, m: first.id, t: 0 } })}\n`)
+      fs.writeFileSync(file, `${JSON.stringify({ c: { f: A_ID, m: first.id, t: 0 } })}\n`)
+      const journal = yield* ParentJournal.make(file)
+      const { agent, took } = recordingAgent()
+      const parent = yield* makeParentSession(journal.agent(agent), { generation: "bob-2" })
+      const identity = { name: "bob", cwd: "/work", model: "test-model" }
+      yield* sessionGeneration(bob, ParentJournal.withParentJournal(headless(identity, parent.deliver), journal))
+      yield* settle(bob.connect)
+      assertDelivered(yield* send(alice.client, "bob", brokerMessage("sent after the restart")))
+      // A round trip on bob after alice's acknowledged send: everything sent before it reached bob's session.
+      yield* settle(bob.list)
       assert.deepStrictEqual(took, ["sent after the restart"])
     }))
 })

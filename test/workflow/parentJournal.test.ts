@@ -106,6 +106,51 @@ describe("ParentJournal, the file", () => {
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), [])
     }))
 
+  it.effect("a message accepted again after it was taken is still pending after a rewrite", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file, { capacity: 2 })
+      const wrapped = journal.agent(recordingAgent().agent)
+      for (const id of ["a", "b", "c"]) yield* journal.journal.checkpoint(record(id))
+      yield* wrapped.passive(entryOf("a"))
+      yield* wrapped.passive(entryOf("b"))
+      // A copy of b the de-duplication window no longer held, accepted again; c's mark then reaches the
+      // rewrite's bound (7 lines against 2 × (1 pending + 2)), and the rewrite keeps b's first mark.
+      yield* journal.journal.checkpoint(record("b"))
+      yield* wrapped.passive(entryOf("c"))
+      assert.isAtMost(fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").length, 3)
+      assert.deepStrictEqual(ids(yield* (yield* ParentJournal.make(file, { capacity: 2 })).journal.undelivered), ["b"])
+    }))
+
+  it.effect("a restored record a port took before the runtime asked is not handed over", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const first = yield* ParentJournal.make(file)
+      yield* first.journal.checkpoint(record("m1"))
+      yield* first.journal.checkpoint(record("m2"))
+      const second = yield* ParentJournal.make(file)
+      // The engine hands the agent m1 (a `receive` from below the runtime) before the runtime's restore.
+      yield* second.agent(recordingAgent().agent).passive(entryOf("m1"))
+      assert.deepStrictEqual(ids(yield* second.journal.undelivered), ["m2"])
+    }))
+
+  it.effect("a passive port that took its entry before an interruption landed still marks it", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* ParentJournal.make(file)
+      yield* journal.journal.checkpoint(record("p1"))
+      const gate = yield* Deferred.make<void>()
+      const agent: ParentAgent<string> = {
+        ...recordingAgent().agent,
+        passive: () => Effect.uninterruptible(Deferred.await(gate))
+      }
+      const showing = yield* Effect.forkChild(journal.agent(agent).passive(entryOf("p1")), { startImmediately: true })
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(showing), { startImmediately: true })
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(interrupting)
+      assert.deepStrictEqual(ids(yield* (yield* ParentJournal.make(file)).journal.undelivered), [])
+    }))
+
   it.effect("C-DLV-17: progress the parent dropped for a finished child is marked, through makeParentSession's onDropped", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
@@ -157,6 +202,8 @@ describe("ParentJournal, the file", () => {
       fs.chmodSync(file, 0o644)
       const journal = yield* ParentJournal.make(file, { capacity: 2 })
       yield* journal.journal.checkpoint(record("kept"))
+      assert.strictEqual(fs.statSync(file).mode & 0o777, 0o600)
+      assert.strictEqual(fs.statSync(dir).mode & 0o777, 0o700)
       const { agent } = recordingAgent()
       const wrapped = journal.agent(agent)
       for (let i = 0; i < 20; i++) {
@@ -196,11 +243,17 @@ describe("ParentJournal, the file", () => {
       assert.deepStrictEqual(kept, ["m0", "m4", "m8", "m12", "m16"])
     }))
 
-  it("property: after any run of checkpoints, consumed marks and restarts, a restarted journal restores exactly what is pending, in order, and remembers the newest consumed", () => {
-    type Op = { readonly _tag: "accept" } | { readonly _tag: "consume"; readonly pick: number } | { readonly _tag: "restart" }
+  it("property: after any run of checkpoints, consumed marks, messages accepted again and restarts, a restarted journal restores exactly what is pending, in order, and remembers the newest consumed", () => {
+    type Op =
+      | { readonly _tag: "accept" }
+      | { readonly _tag: "consume"; readonly pick: number }
+      | { readonly _tag: "again"; readonly pick: number }
+      | { readonly _tag: "restart" }
     const op: fc.Arbitrary<Op> = fc.oneof(
       { weight: 4, arbitrary: fc.constant<Op>({ _tag: "accept" }) },
       { weight: 4, arbitrary: fc.nat(50).map((pick): Op => ({ _tag: "consume", pick })) },
+      // A message taken before, accepted again: a copy the de-duplication window no longer held.
+      { weight: 2, arbitrary: fc.nat(50).map((pick): Op => ({ _tag: "again", pick })) },
       { weight: 1, arbitrary: fc.constant<Op>({ _tag: "restart" }) }
     )
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parent-journal-prop-"))
@@ -229,6 +282,12 @@ describe("ParentJournal, the file", () => {
               if (id === undefined) continue
               Effect.runSync(journal.agent(recordingAgent().agent).passive(entryOf(id)))
               consumed.push(id)
+            } else if (step._tag === "again") {
+              const done = consumed.filter((id) => !pending.includes(id))
+              const id = done[step.pick % Math.max(1, done.length)]
+              if (id === undefined) continue
+              Effect.runSync(journal.journal.checkpoint(record(id)))
+              pending.push(id)
             } else if (step._tag === "restart") {
               restart()
             }
