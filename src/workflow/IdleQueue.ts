@@ -34,7 +34,10 @@ export interface IdleQueueHost<A> {
   readonly isIdle: Effect.Effect<boolean>
   /**
    * Hands a flushed batch over: the first entry triggers a turn, the rest
-   * are follow-ups of the same batch. Fails with how many it took.
+   * are follow-ups of the same batch. Fails with how many it took. Runs
+   * uninterruptibly (a closing generation waits for it), so it should return
+   * once the turn has started; a wait inside may be `Effect.interruptible`
+   * where an interruption means it took nothing.
    */
   readonly deliverBatch: (batch: ReadonlyArray<InboundEntry<A>>) => Effect.Effect<void, DispatchError>
 }
@@ -77,8 +80,10 @@ export interface IdleQueue<A> {
   readonly dropFinishedProgress: (senderId: string, threadId: string) => Effect.Effect<ReadonlyArray<InboundEntry<A>>>
   /**
    * Claims entries in one synchronous step and hands them to `dispatch` in
-   * the delivery lane; on failure the claim is rolled back from the first
-   * undelivered index (C-ORD-29). Used by the terminal barrier.
+   * the delivery lane, uninterruptibly; on failure the claim is rolled back
+   * from the first undelivered index (C-ORD-29), and an interruption inside
+   * a wait `dispatch` made interruptible rolls all of it back. Used by the
+   * terminal barrier.
    */
   readonly claimAndDispatch: <B, E>(
     select: (queued: ReadonlyArray<InboundEntry<A>>) => (entry: InboundEntry<A>) => boolean,
@@ -89,17 +94,23 @@ export interface IdleQueue<A> {
 /**
  * Hands a claim to `dispatch`; whatever `dispatch` did not take goes back
  * (a typed `DispatchError` says how many it took; any other failure, defect
- * or interruption counts as none taken).
+ * or interruption counts as none taken). The hand-off runs uninterruptibly,
+ * its rollback with it: an interruption that came while `dispatch` ran lands
+ * once it has exited, so a batch it took is never put back. A port that
+ * waits may make that wait `Effect.interruptible`, where an interruption
+ * means it took nothing.
  */
 const dispatchClaim = <A, B, E>(
   claim: Claim<A>,
   dispatch: (claimed: ReadonlyArray<InboundEntry<A>>) => Effect.Effect<B, DispatchError | E>
 ): Effect.Effect<B, DispatchError | E> =>
-  Effect.suspend(() => dispatch(claim.entries)).pipe(
-    Effect.tapError((error) =>
-      Effect.sync(() => claim.rollback(error instanceof DispatchError ? error.delivered : 0))
-    ),
-    Effect.onExit((exit) => exit._tag === "Success" ? Effect.void : Effect.sync(() => claim.rollback(0)))
+  Effect.uninterruptible(
+    Effect.suspend(() => dispatch(claim.entries)).pipe(
+      Effect.tapError((error) =>
+        Effect.sync(() => claim.rollback(error instanceof DispatchError ? error.delivered : 0))
+      ),
+      Effect.onExit((exit) => exit._tag === "Success" ? Effect.void : Effect.sync(() => claim.rollback(0)))
+    )
   )
 
 /**

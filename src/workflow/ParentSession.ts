@@ -73,9 +73,10 @@ export interface ParentAgent<T> {
   /**
    * Starts a turn with the first entry; the rest are follow-ups of the same
    * batch. Fails with how many it took. It should return once the turn has
-   * started, not when it ends: through a `ParentJournal` it runs
-   * uninterruptibly, so a closing generation waits for it (a wait inside may
-   * be made `Effect.interruptible` where an interruption means it took nothing).
+   * started, not when it ends: it runs uninterruptibly (the idle queue's
+   * lane; a `ParentJournal`'s mark), so a closing generation waits for it (a
+   * wait inside may be made `Effect.interruptible` where an interruption
+   * means it took nothing).
    */
   readonly deliverBatch: (batch: ReadonlyArray<ParentEntry>) => Effect.Effect<void, DispatchError>
   /** Puts an entry into the busy agent's model-visible steering queue (after a committed detach, C-ORD-13). */
@@ -84,8 +85,7 @@ export interface ParentAgent<T> {
   readonly passive: (entry: ParentEntry) => Effect.Effect<void>
   /**
    * Hands a child's claimed messages and then its terminal notice over,
-   * without waiting for a turn (C-ORD-31); through a `ParentJournal`,
-   * uninterruptibly, as `deliverBatch`.
+   * without waiting for a turn (C-ORD-31); uninterruptibly, as `deliverBatch`.
    */
   readonly dispatchTerminal: (batch: TerminalBatch<InboundMessage, T>) => Effect.Effect<void, DispatchError>
   /**

@@ -1,6 +1,6 @@
 /** The idle-queue actor: FIFO batches for a busy parent, the 500 ms recheck, rollback of a refused batch (C-DLV-10). */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Ref } from "effect"
+import { Deferred, Effect, Fiber, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import { DispatchError } from "../../src/workflow/orderingErrors.ts"
 import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
@@ -66,6 +66,42 @@ describe("IdleQueue", () => {
       assert.deepStrictEqual(ids(yield* queue.entries), ["b", "c", "d"])
       yield* TestClock.adjust("500 millis")
       assert.deepStrictEqual(batches, [["a"], ["b", "c", "d"]])
+    }))
+
+  it.effect("a claim its dispatch took is not put back by an interruption that came meanwhile; one cut inside an interruptible wait is", () =>
+    Effect.gen(function*() {
+      const { queue } = yield* setup
+      yield* queue.enqueue(entry("a", "s1"))
+      yield* queue.enqueue(entry("b", "s1"))
+      const gate = yield* Deferred.make<void>()
+      const took: Array<string> = []
+      // A port that must not be cut in half (as a ParentJournal's is) takes its claim once the gate opens;
+      // the interruption waits for it, then lands.
+      const taking = yield* Effect.forkChild(
+        queue.claimAndDispatch(
+          () => (queued) => queued.messageId === "a",
+          (claimed) =>
+            Effect.uninterruptible(Effect.andThen(Deferred.await(gate), Effect.sync(() => void took.push(...ids(claimed)))))
+        ),
+        { startImmediately: true }
+      )
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(taking), { startImmediately: true })
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(interrupting)
+      assert.deepStrictEqual(took, ["a"])
+      assert.deepStrictEqual(ids(yield* queue.entries), ["b"])
+
+      // A dispatch whose wait is interruptible and is cut there took nothing: its claim goes back.
+      const waiting = yield* Effect.forkChild(
+        queue.claimAndDispatch(
+          () => (queued) => queued.messageId === "b",
+          () => Effect.interruptible(Effect.never)
+        ),
+        { startImmediately: true }
+      )
+      assert.deepStrictEqual(yield* queue.entries, [])
+      yield* Fiber.interrupt(waiting)
+      assert.deepStrictEqual(ids(yield* queue.entries), ["b"])
     }))
 
   it.effect("closing the generation's Scope stops the flusher: an idle parent gets nothing after it", () =>
