@@ -32,12 +32,12 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { BUNDLED_CLI } from "../src/config/install.ts"
-import { eachArg } from "./args.ts"
+import { eachArg, helpOrUnknown, runScript } from "./args.ts"
 import { fmt, fmtRatio, headline, pad, table } from "./format.ts"
 import type { Metrics } from "./harness.ts"
 import { higherIsBetter, type Pair, pairedSummary } from "./paired.ts"
 import { median } from "./stats.ts"
-import { cleanupAll, installCleanupHandlers, rawSpec, repoRoot, type TargetSpec, treeBrokerSpec } from "./targets.ts"
+import { installCleanupHandlers, rawSpec, repoRoot, type TargetSpec, treeBrokerSpec } from "./targets.ts"
 import { defaultSizes, quickSizes, selectWorkloads, type Workload, workloads } from "./workloads.ts"
 
 const usage = `usage: node bench/ab.ts --base <commit|built tree> [--cand <built tree>] [--only name[,name...]]
@@ -114,13 +114,8 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--out":
         o.out = path.resolve(arg.value())
         break
-      case "--help":
-      case "-h":
-        process.stdout.write(`${usage}\n`)
-        process.exit(0)
-        break
       default:
-        throw new Error(`unknown argument ${arg.raw}\n${usage}`)
+        helpOrUnknown(arg, usage)
     }
   })
   if (o.base === undefined) throw new Error(`--base is required\n${usage}`)
@@ -264,16 +259,4 @@ const main = async (opts: Options): Promise<number> => {
   return failed.length > 0 ? 1 : 0
 }
 
-Promise.resolve()
-  .then(() => main(parseArgs(process.argv.slice(2))))
-  .then(
-    (code) => {
-      cleanupAll()
-      process.exit(code)
-    },
-    (e: unknown) => {
-      process.stderr.write(`ab: ${e instanceof Error ? e.message : String(e)}\n`)
-      cleanupAll()
-      process.exit(2)
-    }
-  )
+runScript("ab", () => main(parseArgs(process.argv.slice(2))))

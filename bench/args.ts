@@ -4,7 +4,7 @@
  * a range, comma lists, and the target list. Each script keeps its own
  * switch of flags; this module only walks the argv and reads values.
  */
-import { TARGET_ORDER, type TargetName } from "./targets.ts"
+import { cleanupAll, TARGET_ORDER, type TargetName } from "./targets.ts"
 
 /** One argument as a script's switch sees it. */
 export interface Arg {
@@ -65,4 +65,37 @@ export const parseTargets = (list: ReadonlyArray<string>): Array<TargetName> => 
   }
   if (out.length === 0) throw new Error("--targets needs at least one target")
   return out
+}
+
+/**
+ * The last case of a script's switch: `--help` or `-h` prints the usage and
+ * exits 0; anything else is an unknown argument (thrown with the usage).
+ */
+export const helpOrUnknown = (arg: Arg, usage: string): never => {
+  if (arg.key === "--help" || arg.key === "-h") {
+    process.stdout.write(`${usage}\n`)
+    process.exit(0)
+  }
+  throw new Error(`unknown argument ${arg.raw}\n${usage}`)
+}
+
+/**
+ * Runs a bench script's `main` and exits with its code; a failure prints
+ * `<name>: <message>` and exits 2. The processes it started are stopped
+ * either way.
+ */
+export const runScript = (name: string, main: () => Promise<number>): void => {
+  Promise.resolve()
+    .then(main)
+    .then(
+      (code) => {
+        cleanupAll()
+        process.exit(code)
+      },
+      (e: unknown) => {
+        process.stderr.write(`${name}: ${e instanceof Error ? e.message : String(e)}\n`)
+        cleanupAll()
+        process.exit(2)
+      }
+    )
 }

@@ -6,7 +6,7 @@
 import fs from "node:fs"
 import path from "node:path"
 import { brokerEntryPoint } from "../src/config/install.ts"
-import { eachArg, parseTargets } from "./args.ts"
+import { eachArg, helpOrUnknown, parseTargets } from "./args.ts"
 import {
   brokerSpec,
   customBrokerSpec,
@@ -117,13 +117,8 @@ export const parseArgs = (argv: ReadonlyArray<string>): Options => {
       case "--out":
         o.out = path.resolve(value())
         break
-      case "--help":
-      case "-h":
-        process.stdout.write(`${usage}\n`)
-        process.exit(0)
-        break
       default:
-        throw new Error(`unknown argument ${arg.raw}\n${usage}`)
+        helpOrUnknown(arg, usage)
     }
   })
   if (o.only.length === 0) o.only = ["w64", "fanin", "ask"]

@@ -24,12 +24,13 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { markdownTable, table } from "./format.ts"
+import { runScript } from "./args.ts"
 import { MEASURED, type Options, parseArgs, plainCpuPerUnit, resolveSpecs, usage } from "./profile-options.ts"
 import { findPerf } from "./profile-perf.ts"
 import { addMeasured, runProfiled } from "./profile-run.ts"
 import { breakdown, type Column, groups, type Measured, perfSplit, perfTable, topEntries, workloadTable } from "./profile-split.ts"
 import { median } from "./stats.ts"
-import { cleanupAll, installCleanupHandlers, type TargetName } from "./targets.ts"
+import { installCleanupHandlers, type TargetName } from "./targets.ts"
 import { defaultSizes, quickSizes, workloads } from "./workloads.ts"
 
 // ---------------------------------------------------------------- main
@@ -165,16 +166,4 @@ const main = async (opts: Options): Promise<number> => {
   return failed > 0 ? 1 : 0
 }
 
-Promise.resolve()
-  .then(() => main(parseArgs(process.argv.slice(2))))
-  .then(
-    (code) => {
-      cleanupAll()
-      process.exit(code)
-    },
-    (e: unknown) => {
-      process.stderr.write(`bench:profile: ${e instanceof Error ? e.message : String(e)}\n`)
-      cleanupAll()
-      process.exit(2)
-    }
-  )
+runScript("bench:profile", () => main(parseArgs(process.argv.slice(2))))

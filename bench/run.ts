@@ -17,7 +17,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { BUNDLED_CLI, brokerEntryPoint } from "../src/config/install.ts"
-import { eachArg, parseTargets } from "./args.ts"
+import { eachArg, helpOrUnknown, parseTargets } from "./args.ts"
 import { issue16Checks } from "./checks.ts"
 import { fmt, headline, pad, table } from "./format.ts"
 import { type RunRecord, summarize, tableHeader, tableRows } from "./summary.ts"
@@ -130,13 +130,8 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
         o.out = path.resolve(value())
         outGiven = true
         break
-      case "--help":
-      case "-h":
-        process.stdout.write(`${usage}\n`)
-        process.exit(0)
-        break
       default:
-        throw new Error(`unknown argument ${arg.raw}\n${usage}`)
+        helpOrUnknown(arg, usage)
     }
   })
   if (o.ci) {
