@@ -55,27 +55,34 @@ export const writePrivateFileSync = (file: string, text: string, options: { read
  * directory (mode 0700) when missing. A log's first append in a process
  * (`first`) also sets the directory's mode and ends a torn last line (a
  * crash mid-append) before it writes, so that the new line is not joined to
- * it. Throws what `fs` throws.
+ * it. Returns the file's size before and after the append (a writer that
+ * knows what it wrote last can tell that someone else wrote between). Throws
+ * what `fs` throws.
  */
-export const appendPrivateLogSync = (file: string, text: string, first: boolean): void => {
+export const appendPrivateLogSync = (
+  file: string,
+  text: string,
+  first: boolean
+): { readonly sizeBefore: number; readonly sizeAfter: number } => {
   const dir = path.dirname(file)
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
   if (first) fs.chmodSync(dir, 0o700)
   const fd = openPrivateSync(file, first ? "a+" : "a")
   try {
-    const bytes = Buffer.from(first && !endsWithNewline(fd) ? `\n${text}` : text, "utf8")
+    const sizeBefore = fs.fstatSync(fd).size
+    const bytes = Buffer.from(first && !endsWithNewline(fd, sizeBefore) ? `\n${text}` : text, "utf8")
     // A short write (a full disk part-way) would leave a torn line that the next line joins: write it all, or throw.
     for (let written = 0; written < bytes.length;) {
       written += fs.writeSync(fd, bytes, written, bytes.length - written)
     }
+    return { sizeBefore, sizeAfter: fs.fstatSync(fd).size }
   } finally {
     fs.closeSync(fd)
   }
 }
 
-/** Whether `fd`'s file is empty or ends with a newline. */
-const endsWithNewline = (fd: number): boolean => {
-  const size = fs.fstatSync(fd).size
+/** Whether `fd`'s file, of `size` bytes, is empty or ends with a newline. */
+const endsWithNewline = (fd: number, size: number): boolean => {
   if (size === 0) return true
   const last = Buffer.alloc(1)
   fs.readSync(fd, last, 0, 1, size - 1)
@@ -88,6 +95,16 @@ export const readFileIfAnySync = (file: string): string => {
     return fs.readFileSync(file, "utf8")
   } catch (error) {
     if (error instanceof Error && "code" in error && error.code === "ENOENT") return ""
+    throw error
+  }
+}
+
+/** `file`'s size in bytes, or 0 when there is no such file. Throws what `fs` throws otherwise. */
+export const sizeIfAnySync = (file: string): number => {
+  try {
+    return fs.statSync(file).size
+  } catch (error) {
+    if (error instanceof Error && "code" in error && error.code === "ENOENT") return 0
     throw error
   }
 }

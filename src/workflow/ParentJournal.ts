@@ -41,13 +41,15 @@
  * counted in a warning.
  *
  * One journal per parent session generation, created with it and over its
- * session's own file, after the previous generation's Scope closed: two
- * journals over one file at once would each rewrite it from what they alone
- * know. Its state (the pending records, the consumed lines, the line count)
- * is written only by its own synchronous code.
+ * session's own file, after the previous generation's Scope closed. A
+ * journal that finds the file changed by another writer (its size is not
+ * what this journal left) warns and stops rewriting it, since a rewrite
+ * from what it alone knows would drop the other's lines; the file then
+ * grows. Its state (the pending records, the consumed lines, the line
+ * count, the size it left) is written only by its own synchronous code.
  */
 import { Clock, Data, Effect, Exit, Schema } from "effect"
-import { appendPrivateLogSync, readFileIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
+import { appendPrivateLogSync, readFileIfAnySync, sizeIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
 import type { HandledMessage, HostService, InboundJournal, JournalRecord } from "../session/Host.ts"
 import { JournalRecordSchema } from "../session/InboundJournal.ts"
 import { type InboundEntry } from "./InboundEntry.ts"
@@ -159,8 +161,8 @@ export const make = (
 ): Effect.Effect<ParentJournal, ParentJournalUnreadable> =>
   Effect.gen(function*() {
     const capacity = Math.max(1, Math.trunc(options.capacity ?? PARENT_JOURNAL_CAPACITY))
-    const text = yield* Effect.try({
-      try: () => readFileIfAnySync(file),
+    const { size: sizeRead, text } = yield* Effect.try({
+      try: () => ({ text: readFileIfAnySync(file), size: sizeIfAnySync(file) }),
       catch: (error) => new ParentJournalUnreadable({ file, detail: error instanceof Error ? error.message : String(error) })
     })
     /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
@@ -194,38 +196,65 @@ export const make = (
     /** The records an earlier process left pending: handed to the runtime once. */
     let restorable: ReadonlyArray<JournalRecord> | undefined = [...pending.values()].map((entry) => entry.record)
     let appended = false
+    /** The file's size as this journal left it: another writer's lines make it differ. */
+    let size = sizeRead
+    /** Another writer was seen: this journal appends but never rewrites the file (it would drop their lines). */
+    let shared = false
+    let sharedWarned = false
+    const sharedWarning = Effect.logWarning(
+      `Another journal writes to the parent journal ${file}: this one no longer rewrites it, and it keeps growing. Make a parent session's journal only after the previous one's Scope closed.`
+    )
 
     /**
      * Rewrites the file with what is pending and the newest consumed lines once it holds twice as many
      * lines as those. Run after the state took the line just written, never before: a rewrite must not
-     * drop a record it has not seen. A failed rewrite is logged, and tried again as many lines later.
+     * drop a record it has not seen. A failed rewrite is logged, and tried again as many lines later. A
+     * file another journal writes to is never rewritten.
      */
     const compact = Effect.suspend(() => {
-      if (lines < 2 * (pending.size + capacity)) return Effect.void
+      if (!shared && lines < 2 * (pending.size + capacity)) return Effect.void
+      try {
+        if (!shared && sizeIfAnySync(file) !== size) shared = true
+      } catch (error) {
+        return Effect.logWarning(`Intercom could not read the size of the parent journal ${file}`, error)
+      }
+      if (shared) {
+        if (sharedWarned) return Effect.void
+        sharedWarned = true
+        return sharedWarning
+      }
       if (consumed.length > capacity) consumed = consumed.slice(-capacity)
       // Consumed first: a message accepted again after it was consumed (a copy the window no longer held)
       // stays pending after the rewrite as before it.
       const kept = [...consumed.map((entry) => entry.line), ...[...pending.values()].map((entry) => entry.line)]
       lines = pending.size + capacity
+      const rewritten = kept.map((line) => `${line}\n`).join("")
       try {
-        writePrivateFileSync(file, kept.map((line) => `${line}\n`).join(""), { sync: true })
+        writePrivateFileSync(file, rewritten, { sync: true })
       } catch (error) {
         return Effect.logWarning(`Intercom could not rewrite the parent journal ${file}; it keeps growing until it can`, error)
       }
       lines = kept.length
+      size = Buffer.byteLength(rewritten, "utf8")
       return Effect.void
     })
 
-    /** Appends one line (throws what `fs` throws; the next append then checks for a torn last line again). */
+    /**
+     * Appends one line (throws what `fs` throws; the next append then checks for a torn last line again).
+     * A file that was not as this journal left it has another writer.
+     */
     const append = (line: string): void => {
+      let sizes: { readonly sizeBefore: number; readonly sizeAfter: number }
       try {
-        appendPrivateLogSync(file, `${line}\n`, !appended)
+        sizes = appendPrivateLogSync(file, `${line}\n`, !appended)
       } catch (error) {
         appended = false
         throw error
       }
       appended = true
       lines++
+      if (sizes.sizeBefore !== size) shared = true
+      size = sizes.sizeAfter
     }
 
     const checkpoint = (record: JournalRecord): Effect.Effect<void, ParentJournalWriteFailed> =>

@@ -301,6 +301,24 @@ describe("ParentJournal, the file", () => {
     }
   })
 
+  it.effect("a journal that finds another writing to its file never rewrites it, so the other's lines stay", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const first = yield* ParentJournal.make(file, { capacity: 1 })
+      yield* first.journal.checkpoint(record("a"))
+      // A second journal over the same file while the first is still in use (a misuse the docs warn of).
+      const second = yield* ParentJournal.make(file, { capacity: 1 })
+      yield* second.journal.checkpoint(record("theirs"))
+      // The first journal's churn reaches its rewrite bound many times over.
+      const wrapped = first.agent(recordingAgent().agent)
+      for (let i = 0; i < 10; i++) {
+        yield* first.journal.checkpoint(record(`c${i}`))
+        yield* wrapped.passive(entryOf(`c${i}`))
+      }
+      const after = yield* ParentJournal.make(file, { capacity: 1 })
+      assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["a", "theirs"])
+    }))
+
   it.effect("a journal whose file cannot be read fails with what to do", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
