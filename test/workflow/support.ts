@@ -10,6 +10,7 @@ import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { Host, type HostService } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, sessionRegistration } from "../../src/session/IntercomSession.ts"
+import { memoryClientOptions } from "../client/support.ts"
 import { closeOnSimulatedTime, type MemoryBroker, settle } from "../support/memory.ts"
 import type { Message, SessionInfo } from "../../src/protocol/frames.ts"
 import type { HandoffDisposition } from "../../src/workflow/DetachRoute.ts"
@@ -124,16 +125,10 @@ export const busMember = (
     const context = yield* Layer.buildWithScope(
       IntercomSession.layer(options).pipe(
         Layer.provideMerge(Layer.merge(
-          IntercomClient.layer({
-            agentDir: "/mem",
-            intercomDir: "/mem/intercom",
-            socketPath: broker.address,
-            dial: broker.dial,
-            sessionId: id,
+          IntercomClient.layer(memoryClientOptions(broker, id, name, {
             registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
-            launch: false,
             ...client
-          }),
+          })),
           Host.layer(host(identity))
         ))
       ),
