@@ -89,22 +89,21 @@ const endsWithNewline = (fd: number, size: number): boolean => {
   return last[0] === 0x0a
 }
 
-/** `file`'s text, or `""` when there is no such file. Throws what `fs` throws otherwise. */
-export const readFileIfAnySync = (file: string): string => {
+/** What `read` returns, or `none` when the file it reads does not exist. Throws what `fs` throws otherwise. */
+const ifExists = <A>(read: () => A, none: A): A => {
   try {
-    return fs.readFileSync(file, "utf8")
+    return read()
   } catch (error) {
-    if (error instanceof Error && "code" in error && error.code === "ENOENT") return ""
+    if (error instanceof Error && "code" in error && error.code === "ENOENT") return none
     throw error
   }
 }
 
+/** `file`'s bytes, or none when there is no such file. Throws what `fs` throws otherwise. */
+export const readBytesIfAnySync = (file: string): Buffer => ifExists(() => fs.readFileSync(file), Buffer.alloc(0))
+
+/** `file`'s text, or `""` when there is no such file. Throws what `fs` throws otherwise. */
+export const readFileIfAnySync = (file: string): string => readBytesIfAnySync(file).toString("utf8")
+
 /** `file`'s size in bytes, or 0 when there is no such file. Throws what `fs` throws otherwise. */
-export const sizeIfAnySync = (file: string): number => {
-  try {
-    return fs.statSync(file).size
-  } catch (error) {
-    if (error instanceof Error && "code" in error && error.code === "ENOENT") return 0
-    throw error
-  }
-}
+export const sizeIfAnySync = (file: string): number => ifExists(() => fs.statSync(file).size, 0)

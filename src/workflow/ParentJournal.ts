@@ -49,7 +49,7 @@
  * count, the size it left) is written only by its own synchronous code.
  */
 import { Clock, Data, Effect, Exit, Schema } from "effect"
-import { appendPrivateLogSync, readFileIfAnySync, sizeIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
+import { appendPrivateLogSync, readBytesIfAnySync, sizeIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
 import type { HandledMessage, HostService, InboundJournal, JournalRecord } from "../session/Host.ts"
 import { JournalRecordSchema } from "../session/InboundJournal.ts"
 import { type InboundEntry } from "./InboundEntry.ts"
@@ -161,8 +161,12 @@ export const make = (
 ): Effect.Effect<ParentJournal, ParentJournalUnreadable> =>
   Effect.gen(function*() {
     const capacity = Math.max(1, Math.trunc(options.capacity ?? PARENT_JOURNAL_CAPACITY))
+    // One read gives both the text and the size this journal starts from.
     const { size: sizeRead, text } = yield* Effect.try({
-      try: () => ({ text: readFileIfAnySync(file), size: sizeIfAnySync(file) }),
+      try: () => {
+        const bytes = readBytesIfAnySync(file)
+        return { text: bytes.toString("utf8"), size: bytes.length }
+      },
       catch: (error) => new ParentJournalUnreadable({ file, detail: error instanceof Error ? error.message : String(error) })
     })
     /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
