@@ -1,0 +1,166 @@
+/**
+ * An exclusive lock on a file, held for as long as a Scope is open: one
+ * holder at a time, in this process and across processes. The broker's
+ * lifetime lock (LifetimeLock.ts) and a workflow parent's journal
+ * (workflow/ParentJournal.ts) are its users.
+ *
+ * The lock is SQLite's: an exclusive transaction, never committed, on an
+ * empty database, opened through `node:sqlite` (built into Node ≥ 22.5; no
+ * native build). SQLite locks with POSIX record locks (fcntl), so:
+ *
+ * - the kernel drops the lock when the process dies, however it dies
+ *   (SIGKILL included), and keeps it while the process is frozen (SIGSTOP,
+ *   swap, a debugger, a long GC pause): a holder that does not answer is
+ *   never mistaken for a dead one;
+ * - a process loses *all* its locks on a file when it closes *any*
+ *   descriptor of that file, so nothing may open the lock file except
+ *   through this module (SQLite tracks its own descriptors, and tells two
+ *   connections of one process apart); chmod by path is harmless;
+ * - asking whether it is held (`isFileLockHeld`) takes a shared lock for a
+ *   few microseconds, so taking the lock waits up to `PROBE_GRACE_MS` for
+ *   such a probe to finish instead of failing at once.
+ *
+ * Why SQLite rather than a bound socket or `flock` (Node has none): the
+ * measurements are in LifetimeLock.ts's header.
+ */
+import { Data, Effect, type Scope } from "effect"
+import * as fs from "node:fs"
+import type { DatabaseSync } from "node:sqlite"
+
+/**
+ * A live process — maybe a frozen one, maybe this one — holds the lock.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class FileLockHeld extends Data.TaggedError("FileLockHeld")<{ readonly path: string }> {
+  override get message(): string {
+    return `the lock ${this.path} is held by a live process`
+  }
+}
+
+/**
+ * The lock file could not be used at all (not "someone holds it": that is `FileLockHeld`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class FileLockFailed extends Data.TaggedError("FileLockFailed")<{
+  readonly path: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `cannot use the lock file ${this.path}: ${this.detail}`
+  }
+}
+
+/** How long taking the lock waits for a probe (a shared lock held for microseconds) to let go. */
+const PROBE_GRACE_MS = 250
+
+const SQLITE_BUSY = 5
+
+/** SQLite's primary result code of a `node:sqlite` error, if it is one. */
+const sqliteCode = (error: unknown): number | undefined =>
+  typeof error === "object" && error !== null && "errcode" in error && typeof error.errcode === "number"
+    ? error.errcode & 0xff
+    : undefined
+
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/**
+ * `node:sqlite`, loaded synchronously and without the one-time
+ * "ExperimentalWarning: SQLite is an experimental feature" line that Node 22
+ * prints on stderr when the module is first loaded (a broker's stderr is its
+ * log, a client's is its user's terminal). Other warnings pass through.
+ */
+const loadSqlite = (): typeof import("node:sqlite") => {
+  const emitWarning = process.emitWarning
+  process.emitWarning = (warning: string | Error, ...rest: Array<unknown>): void => {
+    if (String(warning).includes("SQLite is an experimental feature")) return
+    Reflect.apply(emitWarning, process, [warning, ...rest])
+  }
+  try {
+    return process.getBuiltinModule("node:sqlite")
+  } finally {
+    process.emitWarning = emitWarning
+  }
+}
+
+/** Opens (creating it 0600 if needed) the lock file and takes the exclusive lock; throws SQLite's error. */
+const lock = (file: string): DatabaseSync => {
+  const { DatabaseSync } = loadSqlite()
+  const previous = process.umask(0o177)
+  let db: DatabaseSync
+  try {
+    db = new DatabaseSync(file)
+  } finally {
+    process.umask(previous)
+  }
+  try {
+    fs.chmodSync(file, 0o600) // a lock file an older run left with a looser mode
+    db.exec(`PRAGMA busy_timeout = ${PROBE_GRACE_MS}`)
+    db.exec("PRAGMA journal_mode = MEMORY") // no <file>-journal beside it
+    db.exec("BEGIN EXCLUSIVE") // never committed: closing the database (or dying) ends it
+    return db
+  } catch (error) {
+    db.close()
+    throw error
+  }
+}
+
+/**
+ * Holds the exclusive lock on `file` (created 0600 if missing; its
+ * directory must exist) for as long as the current Scope is open. Fails
+ * with `FileLockHeld` if a live process holds it — this one included —
+ * and with `FileLockFailed` if the file cannot be used (it is not a lock
+ * file, or the directory is not writable).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { holdFileLock } from "./FileLock.ts"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   yield* holdFileLock("/var/lib/engine/main.lock")
+ *   // … the lock goes when the Scope closes, or with the process
+ * }))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const holdFileLock = (file: string): Effect.Effect<void, FileLockHeld | FileLockFailed, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => lock(file),
+      catch: (error) =>
+        sqliteCode(error) === SQLITE_BUSY
+          ? new FileLockHeld({ path: file })
+          : new FileLockFailed({ path: file, detail: describe(error) })
+    }),
+    (db) => Effect.sync(() => db.close())
+  ).pipe(Effect.asVoid)
+
+/**
+ * Whether a live process — possibly a frozen one — holds the lock on
+ * `file`. Takes nothing and creates nothing: a missing or unusable lock
+ * file is not held.
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const isFileLockHeld = (file: string): Effect.Effect<boolean> =>
+  Effect.sync(() => {
+    if (!fs.existsSync(file)) return false // nothing to lock: no holder has run here yet
+    let db: DatabaseSync | undefined
+    try {
+      db = new (loadSqlite().DatabaseSync)(file, { readOnly: true })
+      db.exec("BEGIN")
+      db.prepare("SELECT count(*) FROM sqlite_master").get() // a shared lock: refused while someone holds it
+      return false
+    } catch (error) {
+      return sqliteCode(error) === SQLITE_BUSY
+    } finally {
+      db?.close()
+    }
+  })
