@@ -41,14 +41,23 @@
  * counted in a warning.
  *
  * One journal per parent session generation, created with it and over its
- * session's own file, after the previous generation's Scope closed. A
- * journal that finds the file changed by another writer (its size is not
- * what this journal left) warns and stops rewriting it, since a rewrite
- * from what it alone knows would drop the other's lines; the file then
- * grows. Its state (the pending records, the consumed lines, the line
- * count, the size it left) is written only by its own synchronous code.
+ * session's own file. It holds an exclusive lock on `<file>.lock`
+ * (config/FileLock.ts) while its Scope is open, so a second journal over
+ * the same file — another parent process, or this process's next
+ * generation made before the previous one's Scope closed — fails with
+ * `ParentJournalInUse` instead of restoring the other's messages into its
+ * own parent. A writer the lock cannot stop (one that does not take it, or
+ * a file system without POSIX locks) is still noticed: a journal that finds
+ * the file changed by another writer (its size is not what this journal
+ * left) warns and stops rewriting it, since a rewrite from what it alone
+ * knows would drop the other's lines; the file then grows. Its state (the
+ * pending records, the consumed lines, the line count, the size it left) is
+ * written only by its own synchronous code.
  */
-import { Clock, Data, Effect, Exit, Schema } from "effect"
+import { Clock, Data, Effect, Exit, Schema, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { holdFileLock } from "../config/FileLock.ts"
 import { appendPrivateLogSync, readBytesIfAnySync, sizeIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
 import type { HandledMessage, HostService, InboundJournal, JournalRecord } from "../session/Host.ts"
 import { JournalRecordSchema } from "../session/InboundJournal.ts"
@@ -76,6 +85,44 @@ export class ParentJournalUnreadable extends Data.TaggedError("ParentJournalUnre
 }> {
   override get message(): string {
     return `cannot read the parent journal ${this.file} (${this.detail}); check the file's owner and mode (0600), or move it away to start with an empty journal`
+  }
+}
+
+/**
+ * Another parent journal over the same file is open — in another process,
+ * or in this one (a parent session's next journal made before the previous
+ * one's Scope closed): it holds the lock `lock`. Give each parent session
+ * its own journal file, and make a session's next journal only once the
+ * previous one's Scope has closed.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ParentJournalInUse extends Data.TaggedError("ParentJournalInUse")<{
+  readonly file: string
+  readonly lock: string
+}> {
+  override get message(): string {
+    return `the parent journal ${this.file} is in use: another journal over it (in this process or another) holds its lock ${this.lock}. Give each parent session its own journal file, and make a session's next journal only after the previous one's Scope closed`
+  }
+}
+
+/**
+ * A parent journal's lock file (`<file>.lock`) or its directory could not be
+ * used: nothing was read. The directory must be writable by this user; a
+ * lock file that is not one (another program's file at that path) must be
+ * moved away.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ParentJournalLockFailed extends Data.TaggedError("ParentJournalLockFailed")<{
+  readonly file: string
+  readonly lock: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `cannot lock the parent journal ${this.file} (${this.detail}); check that its directory is writable by this user, and move ${this.lock} away if it is not a lock file this library made`
   }
 }
 
@@ -129,9 +176,38 @@ const decodeLine = Schema.decodeUnknownExit(Schema.fromJsonString(Line))
 const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${messageId}`
 
 /**
- * A parent journal over `file`, read now: what an earlier process (or
- * generation) accepted and no port took is what `journal.undelivered`
- * answers, once. Make it after the previous parent session's Scope closed.
+ * The lock file of the parent journal `file`: `<file>.lock`, beside it.
+ *
+ * @since 0.1.0
+ */
+export const lockFileOf = (file: string): string => `${file}.lock`
+
+const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** Holds `file`'s lock for the current Scope, creating its directory (0700) first. */
+const holdLock = (file: string): Effect.Effect<void, ParentJournalInUse | ParentJournalLockFailed, Scope.Scope> => {
+  const lock = lockFileOf(file)
+  return Effect.try({
+    try: () => fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 }),
+    catch: (error) => new ParentJournalLockFailed({ file, lock, detail: describe(error) })
+  }).pipe(
+    Effect.andThen(holdFileLock(lock)),
+    Effect.mapError((error) =>
+      error._tag === "FileLockHeld"
+        ? new ParentJournalInUse({ file, lock })
+        : error._tag === "FileLockFailed"
+        ? new ParentJournalLockFailed({ file, lock, detail: error.detail })
+        : error
+    )
+  )
+}
+
+/**
+ * A parent journal over `file`, locked for the current Scope and read now:
+ * what an earlier process (or generation) accepted and no port took is what
+ * `journal.undelivered` answers, once. Make it after the previous parent
+ * session's Scope closed: while another journal over `file` is open, this
+ * one fails with `ParentJournalInUse`.
  *
  * @example
  * ```ts
@@ -158,8 +234,9 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
 export const make = (
   file: string,
   options: { readonly capacity?: number } = {}
-): Effect.Effect<ParentJournal, ParentJournalUnreadable> =>
+): Effect.Effect<ParentJournal, ParentJournalUnreadable | ParentJournalInUse | ParentJournalLockFailed, Scope.Scope> =>
   Effect.gen(function*() {
+    yield* holdLock(file)
     const capacity = Math.max(1, Math.trunc(options.capacity ?? PARENT_JOURNAL_CAPACITY))
     // One read gives both the text and the size this journal starts from.
     const { size: sizeRead, text } = yield* Effect.try({
@@ -167,7 +244,7 @@ export const make = (
         const bytes = readBytesIfAnySync(file)
         return { text: bytes.toString("utf8"), size: bytes.length }
       },
-      catch: (error) => new ParentJournalUnreadable({ file, detail: error instanceof Error ? error.message : String(error) })
+      catch: (error) => new ParentJournalUnreadable({ file, detail: describe(error) })
     })
     /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
     const pending = new Map<string, { readonly record: JournalRecord; readonly line: string }>()
@@ -206,7 +283,7 @@ export const make = (
     let shared = false
     let sharedWarned = false
     const sharedWarning = Effect.logWarning(
-      `Another journal writes to the parent journal ${file}: this one no longer rewrites it, and it keeps growing. Make a parent session's journal only after the previous one's Scope closed.`
+      `Another program writes to the parent journal ${file} without its lock: this journal no longer rewrites the file, and it keeps growing. Only one parent session may use a journal file, and only through ParentJournal.make.`
     )
 
     /**

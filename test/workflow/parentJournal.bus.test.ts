@@ -38,7 +38,8 @@ const plannerProcess = (
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const recorded = recordingAgent()
-    const journal = yield* ParentJournal.make(file)
+    // The journal and its lock live as long as the process.
+    const journal = yield* ParentJournal.make(file).pipe(Scope.provide(scope))
     const agent = options.idle === true ? recorded.agent : { ...recorded.agent, isIdle: Effect.succeed(false) }
     const parent = yield* makeParentSession(journal.agent(agent), { generation, busySteer: "queue" })
       .pipe(Scope.provide(scope))

@@ -15,20 +15,32 @@ import type { InboundMessage } from "../../src/client/events.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
 import * as ParentJournal from "../../src/workflow/ParentJournal.ts"
 import { makeParentSession, type ParentAgent } from "../../src/workflow/ParentSession.ts"
-import { entryOf, ids, message, record, recordingAgent, tempDir, textOf } from "./parentJournalSupport.ts"
+import {
+  afterCrash,
+  entryOf,
+  ids,
+  message,
+  openedJournal,
+  record,
+  recordingAgent,
+  tempDir,
+  textOf
+} from "./parentJournalSupport.ts"
 import { PEER } from "./support.ts"
 
 describe("ParentJournal, the file", () => {
   it.effect("a new journal restores, once, what the last one accepted and no port took; what a port took is handled", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "parent", "main.jsonl")
-      const first = yield* ParentJournal.make(file)
+      const first = yield* openedJournal(file)
       for (const id of ["m1", "m2", "m3"]) yield* first.journal.checkpoint(record(id))
       const { agent, took } = recordingAgent()
       yield* first.agent(agent).deliverBatch([entryOf("m1")])
       assert.deepStrictEqual(took, ["m1"])
       // A message accepted in this process is in its parent's hands: never "undelivered" here.
       assert.deepStrictEqual(ids(yield* first.journal.undelivered), [])
+      // The process ends (its journal's Scope closes, and the lock goes); the next one opens the same file.
+      yield* first.end
 
       const second = yield* ParentJournal.make(file)
       assert.strictEqual(yield* second.pending, 2)
@@ -67,7 +79,7 @@ describe("ParentJournal, the file", () => {
       const unrouted = recordingAgent({ routes: false })
       assert.isFalse(yield* (journal.agent(unrouted.agent).routeReply ?? (() => Effect.succeed(true)))(entryOf("n")))
 
-      const after = yield* ParentJournal.make(file)
+      const after = yield* afterCrash(file)
       // "b" was never delivered and "n" was not routed: both still to hand over.
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["b", "n"])
     }))
@@ -77,7 +89,7 @@ describe("ParentJournal, the file", () => {
       const file = path.join(yield* tempDir, "main.jsonl")
       const journal = yield* ParentJournal.make(file)
       yield* journal.journal.checkpoint({ ...record("progress"), channel: "supervisor", delivery: "queue", askTimeoutMs: 5_000 })
-      const after = yield* ParentJournal.make(file)
+      const after = yield* afterCrash(file)
       const [restored] = yield* after.journal.undelivered
       assert.strictEqual(restored?.channel, "supervisor")
       assert.strictEqual(restored?.delivery, "queue")
@@ -102,7 +114,7 @@ describe("ParentJournal, the file", () => {
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(interrupting)
       assert.deepStrictEqual(took, ["m1"])
-      const after = yield* ParentJournal.make(file)
+      const after = yield* afterCrash(file)
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), [])
     }))
 
@@ -119,15 +131,16 @@ describe("ParentJournal, the file", () => {
       yield* journal.journal.checkpoint(record("b"))
       yield* wrapped.passive(entryOf("c"))
       assert.isAtMost(fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").length, 3)
-      assert.deepStrictEqual(ids(yield* (yield* ParentJournal.make(file, { capacity: 2 })).journal.undelivered), ["b"])
+      assert.deepStrictEqual(ids(yield* (yield* afterCrash(file, { capacity: 2 })).journal.undelivered), ["b"])
     }))
 
   it.effect("a restored record a port took before the runtime asked is not handed over", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
-      const first = yield* ParentJournal.make(file)
+      const first = yield* openedJournal(file)
       yield* first.journal.checkpoint(record("m1"))
       yield* first.journal.checkpoint(record("m2"))
+      yield* first.end
       const second = yield* ParentJournal.make(file)
       // The engine hands the agent m1 (a `receive` from below the runtime) before the runtime's restore.
       yield* second.agent(recordingAgent().agent).passive(entryOf("m1"))
@@ -148,7 +161,7 @@ describe("ParentJournal, the file", () => {
       const interrupting = yield* Effect.forkChild(Fiber.interrupt(showing), { startImmediately: true })
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(interrupting)
-      assert.deepStrictEqual(ids(yield* (yield* ParentJournal.make(file)).journal.undelivered), [])
+      assert.deepStrictEqual(ids(yield* (yield* afterCrash(file)).journal.undelivered), [])
     }))
 
   it.effect("C-DLV-17: progress the parent dropped for a finished child is marked, through makeParentSession's onDropped", () =>
@@ -160,7 +173,7 @@ describe("ParentJournal, the file", () => {
         channel: "supervisor"
       }
       const dropAfterRestart = (onDropped: boolean) =>
-        Effect.gen(function*() {
+        Effect.scoped(Effect.gen(function*() {
           fs.rmSync(file, { force: true })
           const journal = yield* ParentJournal.make(file)
           yield* journal.journal.checkpoint({ from: PEER, message: progress.message, receivedAt: 1_000, channel: "supervisor" })
@@ -174,8 +187,8 @@ describe("ParentJournal, the file", () => {
           assert.isTrue(queued?.progress)
           const dropped = yield* parent.idleQueue.dropFinishedProgress(PEER.id, queued?.threadId ?? "")
           assert.strictEqual(dropped.length, 1)
-          return ids(yield* (yield* ParentJournal.make(file)).journal.undelivered)
-        })
+          return ids(yield* (yield* afterCrash(file)).journal.undelivered)
+        }))
       assert.deepStrictEqual(yield* dropAfterRestart(true), [])
       // Without the hook, a restart would hand the dropped progress over.
       assert.deepStrictEqual(yield* dropAfterRestart(false), ["p1"])
@@ -187,7 +200,7 @@ describe("ParentJournal, the file", () => {
       fs.writeFileSync(file, `${JSON.stringify({ a: record("m1") })}\n{"a":{"from":`)
       const journal = yield* ParentJournal.make(file)
       yield* journal.journal.checkpoint(record("m2"))
-      const after = yield* ParentJournal.make(file)
+      const after = yield* afterCrash(file)
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["m1", "m2"])
     }))
 
@@ -213,7 +226,7 @@ describe("ParentJournal, the file", () => {
       const lines = fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "")
       // 41 lines appended; rewritten whenever it reached 2 × (pending + capacity) = 6.
       assert.isAtMost(lines.length, 6)
-      const after = yield* ParentJournal.make(file, { capacity: 2 })
+      const after = yield* afterCrash(file, { capacity: 2 })
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["kept"])
       const handled = yield* (after.journal.handled ?? Effect.succeed([]))
       assert.deepStrictEqual(handled.map((h) => h.messageId), ["c18", "c19"])
@@ -233,7 +246,7 @@ describe("ParentJournal, the file", () => {
       for (let i = 0; i < 20; i++) {
         yield* journal.journal.checkpoint(record(`m${i}`))
         kept.push(`m${i}`)
-        const crashed = yield* ParentJournal.make(file, { capacity: 1 })
+        const crashed = yield* afterCrash(file, { capacity: 1 })
         assert.deepStrictEqual(ids(yield* crashed.journal.undelivered), kept)
         if (i % 4 !== 0) {
           yield* wrapped.passive(entryOf(`m${i}`))
@@ -265,9 +278,12 @@ describe("ParentJournal, the file", () => {
           const pending: Array<string> = []
           const consumed: Array<string> = []
           let next = 0
-          let journal = Effect.runSync(ParentJournal.make(file, { capacity }))
+          // Each journal in a Scope of its own: a restart ends the process that held it, then opens the file.
+          const open = () => Effect.runSync(openedJournal(file, { capacity }))
+          let journal = open()
           const restart = () => {
-            journal = Effect.runSync(ParentJournal.make(file, { capacity }))
+            Effect.runSync(journal.end)
+            journal = open()
             assert.deepStrictEqual(ids(Effect.runSync(journal.journal.undelivered)), pending)
             const handled = Effect.runSync(journal.journal.handled ?? Effect.succeed([]))
             assert.deepStrictEqual(handled.map((h) => h.messageId), consumed.slice(-capacity))
@@ -293,6 +309,7 @@ describe("ParentJournal, the file", () => {
             }
           }
           restart()
+          Effect.runSync(journal.end)
         }),
         { numRuns: 150 }
       )
@@ -301,20 +318,52 @@ describe("ParentJournal, the file", () => {
     }
   })
 
-  it.effect("a journal that finds another writing to its file never rewrites it, so the other's lines stay", () =>
+  it.effect("a second journal over a file whose journal is open fails with ParentJournalInUse, saying what to do; once the first's Scope closed, it opens", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
-      const first = yield* ParentJournal.make(file, { capacity: 1 })
+      const first = yield* openedJournal(file)
       yield* first.journal.checkpoint(record("a"))
-      // A second journal over the same file while the first is still in use (a misuse the docs warn of).
-      const second = yield* ParentJournal.make(file, { capacity: 1 })
-      yield* second.journal.checkpoint(record("theirs"))
+      const error = yield* Effect.flip(Effect.scoped(ParentJournal.make(file)))
+      assert.strictEqual(error._tag, "ParentJournalInUse")
+      assert.include(error.message, file)
+      assert.include(error.message, ParentJournal.lockFileOf(file))
+      assert.include(error.message, "its own journal file")
+      // The refused journal wrote nothing, and the open one goes on.
+      yield* first.journal.checkpoint(record("b"))
+      assert.strictEqual(yield* first.pending, 2)
+      yield* first.end
+      const next = yield* ParentJournal.make(file)
+      assert.deepStrictEqual(ids(yield* next.journal.undelivered), ["a", "b"])
+      assert.strictEqual(fs.statSync(ParentJournal.lockFileOf(file)).mode & 0o777, 0o600)
+    }))
+
+  it.effect("a lock file that is not one fails with ParentJournalLockFailed, naming it, and nothing is read", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      fs.writeFileSync(file, `${JSON.stringify({ a: record("m1") })}\n`)
+      fs.writeFileSync(ParentJournal.lockFileOf(file), "not a lock: another program's text file")
+      const error = yield* Effect.flip(Effect.scoped(ParentJournal.make(file)))
+      assert.strictEqual(error._tag, "ParentJournalLockFailed")
+      assert.include(error.message, ParentJournal.lockFileOf(file))
+      assert.include(error.message, "move")
+      fs.rmSync(ParentJournal.lockFileOf(file))
+      assert.deepStrictEqual(ids(yield* (yield* ParentJournal.make(file)).journal.undelivered), ["m1"])
+    }))
+
+  it.effect("a journal that finds lines another program wrote without the lock never rewrites the file, so those lines stay", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const first = yield* openedJournal(file, { capacity: 1 })
+      yield* first.journal.checkpoint(record("a"))
+      // A writer the lock cannot stop: it appends without taking it (or on a file system without POSIX locks).
+      fs.appendFileSync(file, `${JSON.stringify({ a: record("theirs") })}\n`)
       // The first journal's churn reaches its rewrite bound many times over.
       const wrapped = first.agent(recordingAgent().agent)
       for (let i = 0; i < 10; i++) {
         yield* first.journal.checkpoint(record(`c${i}`))
         yield* wrapped.passive(entryOf(`c${i}`))
       }
+      yield* first.end
       const after = yield* ParentJournal.make(file, { capacity: 1 })
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["a", "theirs"])
     }))

@@ -1,8 +1,9 @@
 /**
  * What the ParentJournal tests share: a temp dir, messages and records from
- * `PEER`, and an agent whose ports record what they took.
+ * `PEER`, an agent whose ports record what they took, and journals opened
+ * as a later process would open them.
  */
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -11,6 +12,7 @@ import type { Message } from "../../src/protocol/frames.ts"
 import type { JournalRecord } from "../../src/session/Host.ts"
 import { inboundEntry } from "../../src/workflow/InboundAdapter.ts"
 import { DispatchError } from "../../src/workflow/orderingErrors.ts"
+import * as ParentJournal from "../../src/workflow/ParentJournal.ts"
 import type { ParentAgent, ParentEntry } from "../../src/workflow/ParentSession.ts"
 import { PEER } from "./support.ts"
 
@@ -50,3 +52,27 @@ export const recordingAgent = (options: { readonly takes?: number; readonly rout
 
 export const ids = (records: ReadonlyArray<JournalRecord>) => records.map((r) => r.message.id)
 
+
+/**
+ * A journal in a Scope of its own, as one process's: `end` closes it (the process ends, and its lock
+ * goes with it).
+ */
+export const openedJournal = (file: string, options: { readonly capacity?: number } = {}) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const journal = yield* ParentJournal.make(file, options).pipe(Scope.provide(scope))
+    return { ...journal, end: Scope.close(scope, Exit.void) }
+  })
+
+/**
+ * A new journal over what `file` holds now, as a process started after a crash reads it — over a copy,
+ * so the journal that wrote the file stays open (and keeps its lock) for the rest of the test. The copy
+ * is in a directory of its own beside the file.
+ */
+export const afterCrash = (file: string, options: { readonly capacity?: number } = {}) =>
+  Effect.suspend(() => {
+    const dir = fs.mkdtempSync(path.join(path.dirname(file), "after-crash-"))
+    const copy = path.join(dir, path.basename(file))
+    if (fs.existsSync(file)) fs.copyFileSync(file, copy)
+    return ParentJournal.make(copy, options)
+  })
