@@ -146,7 +146,7 @@ const make = (
     let connectedAt = 0
     let lastError: string | undefined
     let stopped = false
-    const grants = new SupervisorGrants()
+    const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
     const questions = new ClientQuestions()
     /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */

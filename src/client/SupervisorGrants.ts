@@ -1,8 +1,10 @@
 /**
  * A supervisor's side of the supervisor channel (`supervisor-v1`): the
- * capabilities this client obtained for its children, kept so that after
- * every reconnect — a broker restart forgets them — they are restored with the
- * same capability strings before the connection is used (C-SUP-15, C-BRK-28).
+ * capabilities this client obtained for its children, and those an earlier
+ * process of its session obtained (`issuedGrants`), kept so that after every
+ * reconnect — a broker restart, or the session's leaving, forgets them — they
+ * are restored with the same capability strings before the connection is
+ * used (C-SUP-15, C-BRK-28).
  *
  * Owned by one `IntercomClient`; its state is a Map touched only by
  * synchronous code.
@@ -23,6 +25,11 @@ export interface ChildGrant {
 /** The capabilities a supervisor client issued, and their restoration. */
 export class SupervisorGrants {
   private readonly issued = new Map<string, ChildGrant>()
+
+  /** @param earlier capabilities an earlier process of the session obtained (`issuedGrants`): restored like its own. */
+  constructor(earlier: ReadonlyArray<ChildGrant> = []) {
+    for (const grant of earlier) this.issued.set(grant.capability, grant)
+  }
 
   /** Capabilities held, oldest first. */
   get all(): ReadonlyArray<ChildGrant> {

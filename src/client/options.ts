@@ -4,6 +4,7 @@
  */
 import type { SessionRegistration } from "../protocol/frames.ts"
 import type { Dialer } from "./Dialer.ts"
+import type { ChildGrant } from "./SupervisorGrants.ts"
 import type { BrokerLaunch } from "./spawn.ts"
 
 /**
@@ -37,6 +38,18 @@ export interface IntercomClientOptions {
    * a reconnect for them to be restored.
    */
   readonly ownerToken?: string | undefined
+  /**
+   * `supervisor-v1`, supervisor side: capabilities an earlier process of
+   * this session obtained for its children (the `ChildGrant`s
+   * `authorizeChild` returned, which an engine keeps with the children it
+   * launched). The client restores them on every connection, with the ones
+   * it obtains itself (C-SUP-15), so children still running when the
+   * supervisor's process restarted can register again: the broker forgets a
+   * supervisor's capabilities when its session leaves. They check only
+   * against the same `ownerToken` and session id; one the broker refuses is
+   * dropped and named in `status.lastError`.
+   */
+  readonly issuedGrants?: ReadonlyArray<ChildGrant> | undefined
   /**
    * `supervisor-v1`, child side: the grant its supervisor obtained for it
    * (`readChildBridge(process.env).grant`). The broker then binds this session

@@ -3,7 +3,9 @@
  * supervisor authorizes a child, the child registers with the grant and
  * reaches its supervisor across groups, and after a broker restart the
  * supervisor restores its capabilities so the child can register again
- * (C-SUP-7…15, C-BRK-28). In memory under TestClock.
+ * (C-SUP-7…15, C-BRK-28), as does a restarted supervisor process given the
+ * grants its earlier process obtained (`issuedGrants`). In memory under
+ * TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
@@ -15,11 +17,13 @@ import { makeMemoryClient } from "./support.ts"
 
 const message = (text: string) => ({ id: randomUUID(), timestamp: 0, content: { text } })
 
+const OWNER_TOKEN = "a-long-random-secret"
+
 const setup = Effect.gen(function*() {
   const world = yield* memoryNetwork()
   const broker = yield* world.startBroker({ idleExit: null })
   const client = (sessionId: string, name: string, options: Partial<IntercomClientOptions>) =>
-    Effect.map(makeMemoryClient({
+    makeMemoryClient({
       agentDir: "/mem",
       intercomDir: "/mem/intercom",
       socketPath: world.address,
@@ -30,12 +34,13 @@ const setup = Effect.gen(function*() {
       reconnectBaseMs: 100,
       reconnectMaxMs: 400,
       ...options
-    }), (made) => made.client)
-  const supervisor = yield* client("sup-1", "planner", { ownerToken: "a-long-random-secret" })
+    })
+  const supervisorProcess = yield* client("sup-1", "planner", { ownerToken: OWNER_TOKEN })
+  const supervisor = supervisorProcess.client
   const grant = yield* supervisor.authorizeChild("worker")
-  const child = yield* client("child-1", "worker", { group: "run-7", supervisorGrant: grant })
+  const child = (yield* client("child-1", "worker", { group: "run-7", supervisorGrant: grant })).client
   yield* child.connect
-  return { world, broker, supervisor, child, client, grant }
+  return { world, broker, supervisor, supervisorProcess, child, client, grant }
 })
 
 describe("IntercomClient: the supervisor channel", () => {
@@ -59,7 +64,7 @@ describe("IntercomClient: the supervisor channel", () => {
   it.effect("authorizeChild without an owner token fails with the broker's reason; supervisorSend without a grant is unauthorized", () =>
     Effect.gen(function*() {
       const { client } = yield* setup
-      const plain = yield* client("plain-1", "plain", {})
+      const plain = (yield* client("plain-1", "plain", {})).client
       const refused = yield* Effect.flip(plain.authorizeChild("worker"))
       assert.strictEqual(refused._tag, "SupervisorAuthorizationFailed")
       assert.include(refused.message, `Supervisor authorization for child "worker" failed: Invalid authorize_supervisor: this session registered without an ownerToken`)
@@ -70,7 +75,7 @@ describe("IntercomClient: the supervisor channel", () => {
   it.effect("a child whose capability does not check cannot connect: the broker's reason is the error", () =>
     Effect.gen(function*() {
       const { client, grant } = yield* setup
-      const impostor = yield* client("child-2", "someone-else", { supervisorGrant: grant, reconnectBaseMs: 100 })
+      const impostor = (yield* client("child-2", "someone-else", { supervisorGrant: grant, reconnectBaseMs: 100 })).client
       const error = yield* Effect.flip(impostor.connect)
       assert.strictEqual(error.reason, "Invalid supervisor authorization")
     }))
@@ -90,5 +95,44 @@ describe("IntercomClient: the supervisor channel", () => {
       yield* child.supervisorSend({ message: sent })
       const inbound = Option.getOrThrow(yield* Stream.runHead(supervisor.messages))
       assert.strictEqual(inbound.message.id, sent.id)
+    }))
+
+  it.effect("a restarted supervisor process given the grants its earlier process obtained (issuedGrants) restores them: its child registers again and reaches it", () =>
+    Effect.gen(function*() {
+      const { client, grant, supervisorProcess } = yield* setup
+      // The supervisor's process ends: its session leaves, and the broker forgets its capabilities.
+      yield* supervisorProcess.close
+      const restarted = (yield* client("sup-1", "planner", { ownerToken: OWNER_TOKEN, issuedGrants: [grant] })).client
+      yield* restarted.connect
+      assert.isUndefined((yield* restarted.status).lastError)
+      // A child process that connects after the restart (a new client of the same child) is accepted.
+      const again = (yield* client("child-1", "worker", { group: "run-7", supervisorGrant: grant })).client
+      yield* again.connect
+      assert.strictEqual((yield* again.status).supervisorSessionId, "sup-1")
+      const sent = message("after the supervisor restarted")
+      yield* again.supervisorSend({ message: sent })
+      const inbound = Option.getOrThrow(yield* Stream.runHead(restarted.messages))
+      assert.strictEqual(inbound.message.id, sent.id)
+      assert.strictEqual(inbound.channel, "supervisor")
+    }))
+
+  it.effect("without issuedGrants, a restarted supervisor process does not know its child's capability: the child is refused", () =>
+    Effect.gen(function*() {
+      const { client, grant, supervisorProcess } = yield* setup
+      yield* supervisorProcess.close
+      const restarted = (yield* client("sup-1", "planner", { ownerToken: OWNER_TOKEN })).client
+      yield* restarted.connect
+      const again = (yield* client("child-1", "worker", { group: "run-7", supervisorGrant: grant })).client
+      const refused = yield* Effect.flip(again.connect)
+      assert.strictEqual(refused.reason, "Invalid supervisor authorization")
+    }))
+
+  it.effect("grants obtained under another owner token are not restored: the broker's refusal is named in lastError", () =>
+    Effect.gen(function*() {
+      const { client, grant, supervisorProcess } = yield* setup
+      yield* supervisorProcess.close
+      const other = (yield* client("sup-1", "planner", { ownerToken: "another-secret", issuedGrants: [grant] })).client
+      yield* other.connect
+      assert.include((yield* other.status).lastError ?? "", "worker")
     }))
 })
