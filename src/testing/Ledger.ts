@@ -13,7 +13,7 @@
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
-import { askEnded, askStarted, askTally, hostDelivered, questionOf, unsettledAsks } from "./ledger/asks.ts"
+import { askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
 import { type LedgerState, makeLedgerState, nameOf } from "./ledger/state.ts"
@@ -204,6 +204,11 @@ export class Ledger {
   hostDelivered(receiver: string, fromId: string, message: Message, intent: string): void {
     hostDelivered(this.state, receiver, fromId, message, intent)
     this.topics.handed(this.state, receiver, fromId, message)
+  }
+
+  /** A host's own journal restored an inbound message to a new generation, which hands it over again (see `hostRestored`, ledger/asks.ts). */
+  hostRestored(receiver: string, fromId: string, message: Message, intent: string): void {
+    if (hostRestored(this.state, receiver, fromId, message, intent)) this.topics.handed(this.state, receiver, fromId, message)
   }
 
   /** An ask was started; returns its alias. */

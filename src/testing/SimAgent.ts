@@ -52,16 +52,31 @@ export interface AgentHostContext {
 }
 
 /**
+ * What an `AgentHost` that keeps its own journal returns: its inbound path,
+ * and the journal its session generation's host has (a workflow parent's
+ * `ParentJournal`, say). A message that journal restores, and that an
+ * earlier generation's host was handed already, is handed again without
+ * counting as a second hand-off (`Ledger.hostRestored`): the journal says
+ * the agent never got it, and whatever the host keeps as its agent's model
+ * checks that it gets it once.
+ */
+export interface JournaledAgentHost {
+  readonly deliver: (inbound: Inbound) => Effect.Effect<void, unknown>
+  readonly journal: InboundJournal
+}
+
+/**
  * Your own inbound path: built once per session generation, in its Scope,
  * and handed every message after the ledger recorded it (instead of the
  * `auto`/`manual`/`custom` handling). A failure refuses the hand-off: the
  * session runtime hands the message again (C-DLV-12), and the ledger counts
  * it handed once. The bus-hosted workflow parent is
- * one (`testing/workflow/BusParent.ts`).
+ * one (`testing/workflow/BusParent.ts`). It may return a journal with it
+ * (`JournaledAgentHost`).
  */
 export type AgentHost = (
   context: AgentHostContext
-) => Effect.Effect<(inbound: Inbound) => Effect.Effect<void, unknown>, never, Scope.Scope>
+) => Effect.Effect<((inbound: Inbound) => Effect.Effect<void, unknown>) | JournaledAgentHost, never, Scope.Scope>
 
 /** How a simulated agent treats what it is handed (docs/testing.md, "Scenarios"). */
 export interface AgentPolicy {
@@ -135,13 +150,23 @@ export const makeSimAgent = (options: {
     const replies = yield* FiberSet.make()
     const inbox: Array<Inbound> = []
     let session: IntercomSessionService | undefined
-    const handler = policy.host === undefined ? undefined : yield* policy.host({
+    const hosted = policy.host === undefined ? undefined : yield* policy.host({
       name: ledger.nameOf(sessionId),
       sessionId,
       generation: options.generation ?? sessionId,
       note: (text) => ledger.note(`${ledger.nameOf(sessionId)}: ${text}`),
       session: () => session
     })
+    const handler = hosted === undefined || typeof hosted === "function" ? hosted : hosted.deliver
+    /** What this generation's own journal restored (it hands each again, C-DLV-14), by sender and id. */
+    const restored = new Set<string>()
+    const ownJournal: InboundJournal | undefined = hosted === undefined || typeof hosted === "function" ? undefined : {
+      ...hosted.journal,
+      undelivered: Effect.tap(hosted.journal.undelivered, (records) =>
+        Effect.sync(() => {
+          for (const record of records) restored.add(`${record.from.id}\u0000${record.message.id}`)
+        }))
+    }
 
     const custom = (inbound: Inbound, behaviour: AgentBehaviour): Effect.Effect<void> =>
       Effect.suspend(() => {
@@ -203,7 +228,8 @@ export const makeSimAgent = (options: {
         if (handler !== undefined) handed.add(key)
         inbox.push(inbound)
         options.journal?.delivered(inbound.from.id, inbound.message.id)
-        ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
+        if (restored.delete(key)) ledger.hostRestored(sessionId, inbound.from.id, inbound.message, inbound.intent)
+        else ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
         return handler === undefined ? answer(inbound) : handler(inbound)
       })
     const readiness = options.readiness
@@ -211,10 +237,9 @@ export const makeSimAgent = (options: {
       ? take
       : (inbound) => Effect.andThen(readiness.admit(inbound), take(inbound))
 
+    const journal = ownJournal ?? options.journal?.host
     return {
-      host: options.journal === undefined
-        ? headless(options.identity, deliver)
-        : { ...headless(options.identity, deliver), journal: options.journal.host },
+      host: journal === undefined ? headless(options.identity, deliver) : { ...headless(options.identity, deliver), journal },
       inbox,
       attach: (attached) => {
         session = attached

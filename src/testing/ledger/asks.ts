@@ -10,6 +10,25 @@ import { type AskRecord, type LedgerState, nameOf, recordFrom, resolveTarget } f
 import { alias, check, clip, note } from "./trace.ts"
 import type { AskOutcome, AskTally } from "./types.ts"
 
+/**
+ * A host's own journal restored a message to a new generation (C-DLV-14),
+ * which hands it to the host again: not a second hand-off when an earlier
+ * generation's host had it (the journal says its agent never did; the host's
+ * model checks the agent gets it once), else its first. Returns whether it
+ * counted as the first.
+ */
+export const hostRestored = (state: LedgerState, receiver: string, fromId: string, message: Message, intent: string): boolean => {
+  const record = recordFrom(state, message.id, fromId)
+  if (record === undefined || record.hostDeliveries === 0) {
+    hostDelivered(state, receiver, fromId, message, intent)
+    return true
+  }
+  note(state, `${nameOf(state, receiver)} ← ${alias(state, message.id)} from ${nameOf(state, fromId)} again, restored by its host's journal`)
+  check(state, record.target === undefined || record.target === receiver, "misrouted", () =>
+    `${record.alias} for ${nameOf(state, record.target ?? "?")} was restored to ${nameOf(state, receiver)}`)
+  return false
+}
+
 /** A simulated host was handed an inbound message. */
 export const hostDelivered = (state: LedgerState, receiver: string, fromId: string, message: Message, intent: string): void => {
   const record = recordFrom(state, message.id, fromId)

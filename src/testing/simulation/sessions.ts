@@ -67,6 +67,11 @@ export interface SessionState {
   readonly asks: Set<Fiber.Fiber<unknown, unknown>>
   /** A supervisor's owner token (`supervisor-v1`): fixed for the session's life, so its clients restore capabilities. */
   readonly ownerToken: string | undefined
+  /**
+   * A supervisor's grants for its children, kept as an engine keeps them with the children it launched:
+   * a restarted supervisor's client restores them (`issuedGrants`), so its children can register again.
+   */
+  readonly issued: Array<ChildGrant>
   /** A delegated child's grant, once its supervisor authorized it (the child's client starts with it). */
   grant: ChildGrant | undefined
   /** Its host journal, kept across clients and generations (`SimulationConfig.hostJournal`). */
@@ -117,6 +122,7 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         asks: new Set(),
         // Deterministic: the world's seed and the session; a secret only in production.
         ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
+        issued: [],
         grant: undefined,
         journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal)
       })
@@ -231,7 +237,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       sessionId: state.meta.id,
       scopeId: state.meta.scopeId,
       ...(state.meta.group === undefined ? {} : { group: state.meta.group }),
-      ...(state.ownerToken === undefined ? {} : { ownerToken: state.ownerToken }),
+      ...(state.ownerToken === undefined ? {} : { ownerToken: state.ownerToken, issuedGrants: state.issued }),
       ...(state.grant === undefined
         ? {}
         : { supervisorGrant: { capability: state.grant.capability, supervisorSessionId: state.grant.supervisorSessionId } }),
@@ -304,5 +310,6 @@ export const authorizeChild = (world: World, supervisor: SessionState, child: Se
       return yield* Effect.die(new Error(`${supervisor.meta.name} could not authorize ${child.meta.name}: ${exit.cause}`))
     }
     child.grant = exit.value
+    supervisor.issued.push(exit.value)
     world.ledger.note(`${supervisor.meta.name} authorized its child ${child.meta.name} (${supervisor.meta.group ?? "default"} → ${child.meta.group ?? "default"})`)
   })
