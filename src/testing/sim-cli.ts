@@ -14,6 +14,8 @@
  *   --hostile      two hostile sessions, their attacks mixed into the workload
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
+ *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts too, keeping a
+ *                  ParentJournal across its generations
  *   --workflow-bus-full  the bus simulation with the whole workflow layer hosted (stages, foreground
  *                  children, parallel groups, asks, terminals)
  *   --durability durable|memory  the broker's mail on a simulated disk that outlives
@@ -86,10 +88,10 @@ const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workf
 const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "WorkflowBus" }>): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request.seed !== undefined) {
-      const ops = generateBusWorkflowWorkload(request.seed, request.ops)
+      const ops = generateBusWorkflowWorkload(request.seed, request.ops, { parentRestarts: request.parentRestarts })
       yield* Console.log(`bus workflow seed ${request.seed}, ${ops.length} ops:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
-      const report = yield* runBusWorkflow({ seed: request.seed }, ops)
+      const report = yield* runBusWorkflow({ seed: request.seed, parentRestarts: request.parentRestarts }, ops)
       yield* Console.log(report.bus.trace.join("\n"))
       const violations = [...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)]
       yield* Console.log(report.ok ? "ok" : violations.join("\n"))

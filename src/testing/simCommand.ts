@@ -10,7 +10,8 @@
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import type * as Effect from "effect/Effect"
+import * as CliError from "effect/cli/CliError"
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
@@ -68,6 +69,8 @@ export type SimRequest =
     readonly seeds: number
     readonly ops: number
     readonly maxFailures: number
+    /** `--parent-restarts`: the parent's process restarts too, keeping a `ParentJournal`. */
+    readonly parentRestarts: boolean
   }
   | {
     /**
@@ -169,6 +172,10 @@ const flags = {
     "workflow-bus",
     "Run the bus simulation with a workflow parent session and its background children (their messages and terminals, with broker crashes and connection faults; docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
   ),
+  parentRestarts: toggle(
+    "parent-restarts",
+    "With --workflow-bus (which it implies): the parent's process also ends and starts again, its generations keeping a ParentJournal over one file and its client the grants its children were launched with (docs/testing.md); not with --workflow or --workflow-bus-full"
+  ),
   workflowBusFull: toggle(
     "workflow-bus-full",
     "Run the bus simulation with the whole workflow layer hosted: a parent with background and foreground children, a foreground parallel group, asks, a stage session with close and late asks, under broker crashes and connection faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
@@ -214,7 +221,7 @@ type SimFlags = Command.Command.Config.Infer<typeof flags>
 
 /** The request that parsed flags make (see `SimRequest`). */
 export const simRequest = (input: SimFlags): SimRequest => {
-  if (input.workflow || input.workflowBus || input.workflowBusFull) {
+  if (input.workflow || input.workflowBus || input.workflowBusFull || input.parentRestarts) {
     const fields = {
       seed: Option.getOrUndefined(input.seed),
       from: input.from,
@@ -223,7 +230,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
       maxFailures: input.maxFailures
     }
     if (input.workflowBusFull) return { _tag: "WorkflowBusFull", ...fields }
-    return { _tag: input.workflowBus ? "WorkflowBus" : "Workflow", ...fields }
+    if (input.workflowBus || input.parentRestarts) return { _tag: "WorkflowBus", ...fields, parentRestarts: input.parentRestarts }
+    return { _tag: "Workflow", ...fields }
   }
   const workload = {
     ops: input.ops,
@@ -286,7 +294,17 @@ export const simRequest = (input: SimFlags): SimRequest => {
  * yield* Command.runWith(command, { version: "test" })(["--seeds", "5", "--traffic"])
  */
 export const simCommand = <E, R>(run: (request: SimRequest) => Effect.Effect<void, E, R>) =>
-  Command.make("sim", flags, (input) => run(simRequest(input))).pipe(
+  Command.make("sim", flags, (input): Effect.Effect<void, E | CliError.InvalidValue, R> =>
+    input.parentRestarts && (input.workflow || input.workflowBusFull)
+      ? Effect.fail(
+        new CliError.InvalidValue({
+          option: "parent-restarts",
+          value: "true",
+          expected: "--parent-restarts restarts the --workflow-bus world's parent; drop --workflow / --workflow-bus-full",
+          kind: "flag"
+        })
+      )
+      : run(simRequest(input))).pipe(
     Command.withDescription(
       "Run simulation seeds and print a summary (docs/testing.md). Exits 1 when a seed fails, 2 on a bad command line."
     )

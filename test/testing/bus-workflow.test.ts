@@ -1,7 +1,9 @@
 /**
  * The workflow parent hosted on the simulated bus (src/testing/workflow/BusParent.ts):
  * the real `makeParentSession` as a bus session's host, its background children
- * sending over the simulated broker with its faults, and C-ORD-25 checked on it.
+ * sending over the simulated broker with its faults, and C-ORD-25 checked on it;
+ * every message the parent accepted reaches its model once, also across the
+ * parent's process restarting with a `ParentJournal` (C-DLV-14 for a parent).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -17,6 +19,23 @@ const scripted: ReadonlyArray<BusWorkflowOp> = [
   { _tag: "send", child: "C2", delivery: "queue", pauseMs: 5 },
   { _tag: "crash", downMs: 500, pauseMs: 50 },
   { _tag: "terminal", child: "C1", pauseMs: 3000 },
+  { _tag: "busy", busy: false, pauseMs: 10 }
+]
+
+/**
+ * A busy parent holds C1's two queued messages and progress update in its idle queue when its process
+ * ends; the restarted one (its journal over the same file) gets them back. C1's connection then drops, and
+ * it registers again with its grant, which the restarted parent's client restored (issuedGrants).
+ */
+const restarting: ReadonlyArray<BusWorkflowOp> = [
+  { _tag: "busy", busy: true, pauseMs: 0 },
+  { _tag: "send", child: "C1", delivery: "queue", pauseMs: 0 },
+  { _tag: "send", child: "C1", delivery: "steer", pauseMs: 5 },
+  { _tag: "progress", child: "C1", pauseMs: 5 },
+  { _tag: "restart", downMs: 500, pauseMs: 50 },
+  { _tag: "drop", who: "C1", side: "client", pauseMs: 100 },
+  { _tag: "send", child: "C1", delivery: "queue", pauseMs: 3000 },
+  { _tag: "terminal", child: "C1", pauseMs: 100 },
   { _tag: "busy", busy: false, pauseMs: 10 }
 ]
 
@@ -71,6 +90,40 @@ describe("bus-hosted workflow parent", () => {
       // No duplicate-delivery: the session runtime's de-duplication hands it to the workflow parent once.
       assert.deepStrictEqual(report.violations, [])
     }))
+
+  it.effect("C-DLV-14 for a parent: what its idle queue held when its process ended reaches the restarted parent's model once, before C1's terminal; C1 registers again after the restart", () =>
+    Effect.gen(function*() {
+      const report = yield* runBusWorkflow({ seed: 7 }, restarting)
+      assert.deepStrictEqual(report.violations, [])
+      assert.isTrue(report.ok, report.bus.violations.map((v) => v.message).join("\n"))
+      assert.strictEqual(report.restarts, 1)
+      assert.strictEqual(report.restored, 3)
+      // The three from before the restart (each counted once) and the one C1 sent after registering again.
+      assert.strictEqual(report.accepted, 4)
+      assert.strictEqual(report.checked, 4)
+      assert.isTrue(report.bus.trace.some((line) => line.includes("3 message(s) the last process's idle queue held are handed over again")))
+      assert.isTrue(report.bus.trace.some((line) => line.includes("4 claimed message(s), then the terminal of run-C1-1")))
+    }))
+
+  it.effect("broken build parent-without-journal: the same script is caught by wf-bus-lost", () =>
+    Effect.gen(function*() {
+      const report = yield* runBusWorkflow({ seed: 7, broken: "parent-without-journal" }, restarting)
+      assert.isFalse(report.ok)
+      assert.strictEqual(report.restored, 0)
+      assert.isTrue(report.violations.some((violation) => violation.startsWith("wf-bus-lost: ")), report.violations.join("\n"))
+    }))
+
+  it.effect("seeds 1–40 with parent restarts (20 ops): every bus invariant, wf-bus-terminal-order and the model's once-each hold, and restarts hand messages over again", () =>
+    Effect.gen(function*() {
+      const summary = yield* busWorkflowSoak({ from: 1, seeds: 40, ops: 20, maxFailures: 1, parentRestarts: true })
+      const failure = summary.failures[0]
+      assert.isUndefined(
+        failure,
+        failure === undefined ? "" : `seed ${failure.seed}: ${[...failure.violations, ...failure.bus.violations.map((v) => `${v.kind}: ${v.message}`)].join("\n")}`
+      )
+      assert.isAbove(summary.restarts, 10)
+      assert.isAbove(summary.restored, 0)
+    }), 60_000)
 
   for (const from of [1, 51, 101, 151]) {
     it.effect(`seeds ${from}–${from + 49} (20 ops, broker crashes, drops, stalls): every bus invariant and wf-bus-terminal-order hold`, () =>

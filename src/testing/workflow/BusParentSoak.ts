@@ -14,6 +14,9 @@ export interface BusWorkflowSummary {
   readonly checked: number
   readonly terminals: number
   readonly late: number
+  /** Parent process restarts, and messages their journals handed over again. */
+  readonly restarts: number
+  readonly restored: number
   readonly busMessages: number
   readonly events: number
   readonly simulatedMs: number
@@ -25,17 +28,22 @@ export const busWorkflowSoak = (options: {
   readonly seeds: number
   readonly ops?: number | undefined
   readonly maxFailures?: number | undefined
+  /** The workloads restart the parent's process too. */
+  readonly parentRestarts?: boolean | undefined
 }): Effect.Effect<BusWorkflowSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusWorkflowReport> = []
-    let runs = 0, accepted = 0, checked = 0, terminals = 0, late = 0, busMessages = 0, events = 0, simulatedMs = 0
+    let runs = 0, accepted = 0, checked = 0, terminals = 0, late = 0, restarts = 0, restored = 0
+    let busMessages = 0, events = 0, simulatedMs = 0
     for (let seed = options.from; seed < options.from + options.seeds; seed++) {
-      const report = yield* runBusWorkflow({ seed, ops: options.ops })
+      const report = yield* runBusWorkflow({ seed, ops: options.ops, parentRestarts: options.parentRestarts })
       runs++
       accepted += report.accepted
       checked += report.checked
       terminals += report.terminals
       late += report.late
+      restarts += report.restarts
+      restored += report.restored
       busMessages += report.bus.messages.acknowledged
       events += report.bus.events
       simulatedMs += report.bus.simulatedMs
@@ -44,7 +52,7 @@ export const busWorkflowSoak = (options: {
         if (failures.length >= (options.maxFailures ?? 5)) break
       }
     }
-    return { runs, failures, accepted, checked, terminals, late, busMessages, events, simulatedMs }
+    return { runs, failures, accepted, checked, terminals, late, restarts, restored, busMessages, events, simulatedMs }
   })
 
 /** The summary as the sim CLI prints it. */
@@ -54,6 +62,7 @@ export const formatBusWorkflowSummary = (summary: BusWorkflowSummary, elapsedMs:
     `runs: ${summary.runs}   failures: ${summary.failures.length}   wall: ${(elapsedMs / 1000).toFixed(1)} s`,
     `events: ${summary.events}   bus messages acknowledged: ${summary.busMessages}   simulated time: ${(summary.simulatedMs / 3_600_000).toFixed(1)} h`,
     `accepted by the parent: ${summary.accepted}   terminals surfaced: ${summary.terminals}   checked against their terminal: ${summary.checked}   arrived after their terminal (not checked): ${summary.late}`,
+    ...(summary.restarts === 0 ? [] : [`parent restarts: ${summary.restarts}   handed over again by its journal: ${summary.restored}`]),
     ...summary.failures.map((report) =>
       `seed ${report.seed}: ${[...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)].slice(0, 3).join("; ")}`
     )
