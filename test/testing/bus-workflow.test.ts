@@ -105,6 +105,15 @@ describe("bus-hosted workflow parent", () => {
       assert.isTrue(report.bus.trace.some((line) => line.includes("4 claimed message(s), then the terminal of run-C1-1")))
     }))
 
+  it.effect("a reload (the parent's generation replaced inside its process) hands what the old generation's idle queue held to the new one, once", () =>
+    Effect.gen(function*() {
+      const reloading = restarting.map((op): BusWorkflowOp => op._tag === "restart" ? { _tag: "reload", pauseMs: op.pauseMs } : op)
+      const report = yield* runBusWorkflow({ seed: 7 }, reloading)
+      assert.deepStrictEqual(report.violations, [])
+      assert.isTrue(report.ok, report.bus.violations.map((v) => v.message).join("\n"))
+      assert.deepStrictEqual([report.restarts, report.reloads, report.restored, report.accepted], [0, 1, 3, 4])
+    }))
+
   it.effect("broken build parent-without-journal: the same script is caught by wf-bus-lost", () =>
     Effect.gen(function*() {
       const report = yield* runBusWorkflow({ seed: 7, broken: "parent-without-journal" }, restarting)
@@ -113,7 +122,7 @@ describe("bus-hosted workflow parent", () => {
       assert.isTrue(report.violations.some((violation) => violation.startsWith("wf-bus-lost: ")), report.violations.join("\n"))
     }))
 
-  it.effect("seeds 1–40 with parent restarts (20 ops): every bus invariant, wf-bus-terminal-order and the model's once-each hold, and restarts hand messages over again", () =>
+  it.effect("seeds 1–40 with parent restarts and in-process reloads (20 ops): every bus invariant, wf-bus-terminal-order and the model's once-each hold, and restarts hand messages over again", () =>
     Effect.gen(function*() {
       const summary = yield* busWorkflowSoak({ from: 1, seeds: 40, ops: 20, maxFailures: 1, parentRestarts: true })
       const failure = summary.failures[0]
@@ -122,6 +131,7 @@ describe("bus-hosted workflow parent", () => {
         failure === undefined ? "" : `seed ${failure.seed}: ${[...failure.violations, ...failure.bus.violations.map((v) => `${v.kind}: ${v.message}`)].join("\n")}`
       )
       assert.isAbove(summary.restarts, 10)
+      assert.isAbove(summary.reloads, 10)
       assert.isAbove(summary.restored, 0)
     }), 60_000)
 

@@ -21,7 +21,8 @@
  * world.
  *
  * With `parentRestarts`, the parent's process also ends and starts again
- * (`restart`: P is killed, and started after `downMs`). Each of its session
+ * (`restart`: P is killed, and started after `downMs`), and its session
+ * generation is replaced inside the process (`reload`). Each of its session
  * generations keeps a `ParentJournal` over one file of the run, as an
  * engine's parent does: a restarted parent gets back what its idle queue
  * held, and drops the broker's copy of a message its agent already took.
@@ -93,6 +94,8 @@ export interface BusWorkflowReport {
   readonly supervisorChannel: number
   /** Times the parent's process restarted. */
   readonly restarts: number
+  /** Times the parent's session generation was replaced inside its process. */
+  readonly reloads: number
   /** Messages a restarted parent's journal handed over again (its idle queue held them when the process ended). */
   readonly restored: number
 }
@@ -109,10 +112,12 @@ export const runBusWorkflow = (
   Effect.scoped(Effect.gen(function*() {
     const ops = operations ?? generateBusWorkflowWorkload(config.seed, config.ops, { parentRestarts: config.parentRestarts })
     // A parent that restarts keeps a journal (unless the broken build leaves it out), in a directory of the run's.
-    const journaled = ops.some((op) => op._tag === "restart") && config.broken !== "parent-without-journal"
+    const journaled = ops.some((op) => op._tag === "restart" || op._tag === "reload") &&
+      config.broken !== "parent-without-journal"
     const journalFile = journaled ? path.join(yield* runDir, "P.parent-journal.jsonl") : undefined
     const recorder = makeRecorder(BUS_CHILDREN)
     let restarts = 0
+    let reloads = 0
     const agent = agentOf(recorder)
     let counter = 0
     const script = Effect.gen(function*() {
@@ -181,6 +186,13 @@ export const runBusWorkflow = (
             restarts++
             break
           }
+          case "reload": {
+            // A new session generation over the same client: the old one's idle queue and journal close with it.
+            recorder.parent = undefined
+            yield* sim.session("P").replaceGeneration
+            reloads++
+            break
+          }
         }
       }
       // The engine's last turn ends: the parent goes idle and takes what waits.
@@ -211,6 +223,7 @@ export const runBusWorkflow = (
       late: recorder.lateCount,
       supervisorChannel: recorder.supervisorCount,
       restarts,
+      reloads,
       restored: recorder.restoredCount
     }
   }))

@@ -16,6 +16,7 @@ export interface BusWorkflowSummary {
   readonly late: number
   /** Parent process restarts, and messages their journals handed over again. */
   readonly restarts: number
+  readonly reloads: number
   readonly restored: number
   readonly busMessages: number
   readonly events: number
@@ -33,7 +34,7 @@ export const busWorkflowSoak = (options: {
 }): Effect.Effect<BusWorkflowSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusWorkflowReport> = []
-    let runs = 0, accepted = 0, checked = 0, terminals = 0, late = 0, restarts = 0, restored = 0
+    let runs = 0, accepted = 0, checked = 0, terminals = 0, late = 0, restarts = 0, reloads = 0, restored = 0
     let busMessages = 0, events = 0, simulatedMs = 0
     for (let seed = options.from; seed < options.from + options.seeds; seed++) {
       const report = yield* runBusWorkflow({ seed, ops: options.ops, parentRestarts: options.parentRestarts })
@@ -43,6 +44,7 @@ export const busWorkflowSoak = (options: {
       terminals += report.terminals
       late += report.late
       restarts += report.restarts
+      reloads += report.reloads
       restored += report.restored
       busMessages += report.bus.messages.acknowledged
       events += report.bus.events
@@ -52,7 +54,7 @@ export const busWorkflowSoak = (options: {
         if (failures.length >= (options.maxFailures ?? 5)) break
       }
     }
-    return { runs, failures, accepted, checked, terminals, late, restarts, restored, busMessages, events, simulatedMs }
+    return { runs, failures, accepted, checked, terminals, late, restarts, reloads, restored, busMessages, events, simulatedMs }
   })
 
 /** The summary as the sim CLI prints it. */
@@ -62,7 +64,9 @@ export const formatBusWorkflowSummary = (summary: BusWorkflowSummary, elapsedMs:
     `runs: ${summary.runs}   failures: ${summary.failures.length}   wall: ${(elapsedMs / 1000).toFixed(1)} s`,
     `events: ${summary.events}   bus messages acknowledged: ${summary.busMessages}   simulated time: ${(summary.simulatedMs / 3_600_000).toFixed(1)} h`,
     `accepted by the parent: ${summary.accepted}   terminals surfaced: ${summary.terminals}   checked against their terminal: ${summary.checked}   arrived after their terminal (not checked): ${summary.late}`,
-    ...(summary.restarts === 0 ? [] : [`parent restarts: ${summary.restarts}   handed over again by its journal: ${summary.restored}`]),
+    ...(summary.restarts + summary.reloads === 0 ? [] : [
+      `parent restarts: ${summary.restarts}   generations replaced in-process: ${summary.reloads}   handed over again by its journal: ${summary.restored}`
+    ]),
     ...summary.failures.map((report) =>
       `seed ${report.seed}: ${[...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)].slice(0, 3).join("; ")}`
     )

@@ -2,7 +2,8 @@
  * The operations of the bus-hosted workflow parent's world (`BusParent.ts`):
  * its background children `C1`–`C3` sending, progressing and ending runs,
  * the parent going busy and idle, the bus's faults, and with
- * `parentRestarts` the parent's process restarting. Plain data, generated
+ * `parentRestarts` the parent's process restarting and its session
+ * generation being replaced inside the process. Plain data, generated
  * from a seed: the same list for the same seed.
  */
 import { Prng } from "../Prng.ts"
@@ -21,6 +22,8 @@ export type BusWorkflowOp =
   | { readonly _tag: "stall"; readonly who: string; readonly side: "client" | "broker"; readonly forMs: number; readonly pauseMs: number }
   /** The parent's process ends (P is killed) and starts again `downMs` later (`parentRestarts`). */
   | { readonly _tag: "restart"; readonly downMs: number; readonly pauseMs: number }
+  /** The parent's session generation is replaced inside its process (a reload: the client stays) (`parentRestarts`). */
+  | { readonly _tag: "reload"; readonly pauseMs: number }
 
 /**
  * A deliberately broken composition, to prove an invariant bites:
@@ -50,7 +53,7 @@ export const generateBusWorkflowWorkload = (
     const pauseMs = prng.chance(0.6) ? prng.int(0, 20) : prng.int(50, 2500)
     // A weight of 0 is never drawn and leaves the others' draws as they were.
     const restart = options.parentRestarts === true ? 1 : 0
-    const kind = prng.weighted({ send: 8, progress: 4, terminal: 3, busy: 3, crash: 1, drop: 2, stall: 1, restart })
+    const kind = prng.weighted({ send: 8, progress: 4, terminal: 3, busy: 3, crash: 1, drop: 2, stall: 1, restart, reload: restart })
     switch (kind) {
       case "send":
         ops.push({ _tag: "send", child: prng.pick(BUS_CHILDREN), delivery: prng.chance(0.5) ? "steer" : "queue", pauseMs })
@@ -75,6 +78,9 @@ export const generateBusWorkflowWorkload = (
         break
       case "restart":
         ops.push({ _tag: "restart", downMs: prng.int(0, 2000), pauseMs })
+        break
+      case "reload":
+        ops.push({ _tag: "reload", pauseMs })
         break
     }
   }
