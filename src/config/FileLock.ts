@@ -17,8 +17,10 @@
  *   through this module (SQLite tracks its own descriptors, and tells two
  *   connections of one process apart); chmod by path is harmless;
  * - asking whether it is held (`isFileLockHeld`) takes a shared lock for a
- *   few microseconds, so taking the lock waits up to `PROBE_GRACE_MS` for
- *   such a probe to finish instead of failing at once.
+ *   few microseconds, so taking a lock that is probed waits up to
+ *   `probeGraceMs` (250 ms by default) for such a probe to finish instead of
+ *   failing at once. The wait blocks the thread, so a lock nobody probes
+ *   takes 0.
  *
  * Why SQLite rather than a bound socket or `flock` (Node has none): the
  * measurements are in LifetimeLock.ts's header.
@@ -54,7 +56,7 @@ export class FileLockFailed extends Data.TaggedError("FileLockFailed")<{
   }
 }
 
-/** How long taking the lock waits for a probe (a shared lock held for microseconds) to let go. */
+/** How long taking the lock waits, by default, for a probe (a shared lock held for microseconds) to let go. */
 const PROBE_GRACE_MS = 250
 
 const SQLITE_BUSY = 5
@@ -87,7 +89,7 @@ const loadSqlite = (): typeof import("node:sqlite") => {
 }
 
 /** Opens (creating it 0600 if needed) the lock file and takes the exclusive lock; throws SQLite's error. */
-const lock = (file: string): DatabaseSync => {
+const lock = (file: string, probeGraceMs: number): DatabaseSync => {
   const { DatabaseSync } = loadSqlite()
   const previous = process.umask(0o177)
   let db: DatabaseSync
@@ -97,10 +99,11 @@ const lock = (file: string): DatabaseSync => {
     process.umask(previous)
   }
   try {
-    fs.chmodSync(file, 0o600) // a lock file an older run left with a looser mode
-    db.exec(`PRAGMA busy_timeout = ${PROBE_GRACE_MS}`)
+    db.exec(`PRAGMA busy_timeout = ${probeGraceMs}`)
     db.exec("PRAGMA journal_mode = MEMORY") // no <file>-journal beside it
     db.exec("BEGIN EXCLUSIVE") // never committed: closing the database (or dying) ends it
+    // A lock file an older run left with a looser mode; only once it is known to be one (not another program's file).
+    fs.chmodSync(file, 0o600)
     return db
   } catch (error) {
     db.close()
@@ -113,7 +116,9 @@ const lock = (file: string): DatabaseSync => {
  * directory must exist) for as long as the current Scope is open. Fails
  * with `FileLockHeld` if a live process holds it — this one included —
  * and with `FileLockFailed` if the file cannot be used (it is not a lock
- * file, or the directory is not writable).
+ * file, or the directory is not writable). `probeGraceMs`: how long to wait
+ * for an `isFileLockHeld` probe to let go (default 250 ms, blocking); 0 for
+ * a lock nobody probes.
  *
  * @example
  * ```ts
@@ -129,10 +134,13 @@ const lock = (file: string): DatabaseSync => {
  * @category constructors
  * @since 0.1.0
  */
-export const holdFileLock = (file: string): Effect.Effect<void, FileLockHeld | FileLockFailed, Scope.Scope> =>
+export const holdFileLock = (
+  file: string,
+  options: { readonly probeGraceMs?: number } = {}
+): Effect.Effect<void, FileLockHeld | FileLockFailed, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => lock(file),
+      try: () => lock(file, Math.max(0, Math.trunc(options.probeGraceMs ?? PROBE_GRACE_MS))),
       catch: (error) =>
         sqliteCode(error) === SQLITE_BUSY
           ? new FileLockHeld({ path: file })

@@ -54,7 +54,7 @@
  * pending records, the consumed lines, the line count, the size it left) is
  * written only by its own synchronous code.
  */
-import { Clock, Data, Effect, Exit, Schema, type Scope } from "effect"
+import { Clock, Data, Effect, Exit, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { holdFileLock } from "../config/FileLock.ts"
@@ -177,7 +177,11 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
 
 /**
  * The lock file of the parent journal `file`: `<file>.lock`, beside it.
+ * Never delete it while a journal may be open: a new file at that path is a
+ * new lock, and the open journal's no longer excludes anyone. A crashed
+ * process leaves nothing to clean up (the kernel drops its lock).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const lockFileOf = (file: string): string => `${file}.lock`
@@ -191,7 +195,8 @@ const holdLock = (file: string): Effect.Effect<void, ParentJournalInUse | Parent
     try: () => fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 }),
     catch: (error) => new ParentJournalLockFailed({ file, lock, detail: describe(error) })
   }).pipe(
-    Effect.andThen(holdFileLock(lock)),
+    // Nothing probes a journal's lock: a held one fails at once rather than blocking the thread.
+    Effect.andThen(holdFileLock(lock, { probeGraceMs: 0 })),
     Effect.mapError((error) =>
       error._tag === "FileLockHeld"
         ? new ParentJournalInUse({ file, lock })
@@ -236,7 +241,17 @@ export const make = (
   options: { readonly capacity?: number } = {}
 ): Effect.Effect<ParentJournal, ParentJournalUnreadable | ParentJournalInUse | ParentJournalLockFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    yield* holdLock(file)
+    // The lock in a Scope of its own, closed at once if this journal is not made (the caller may retry in its Scope).
+    const lockScope = yield* Scope.fork(yield* Effect.scope)
+    const release = Scope.close(lockScope, Exit.void)
+    yield* holdLock(file).pipe(Scope.provide(lockScope), Effect.onError(() => release))
+    /** The journal's Scope closed: its lock is gone, so it writes nothing more. */
+    let closed = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+      })
+    )
     const capacity = Math.max(1, Math.trunc(options.capacity ?? PARENT_JOURNAL_CAPACITY))
     // One read gives both the text and the size this journal starts from.
     const { size: sizeRead, text } = yield* Effect.try({
@@ -245,7 +260,7 @@ export const make = (
         return { text: bytes.toString("utf8"), size: bytes.length }
       },
       catch: (error) => new ParentJournalUnreadable({ file, detail: describe(error) })
-    })
+    }).pipe(Effect.onError(() => release))
     /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
     const pending = new Map<string, { readonly record: JournalRecord; readonly line: string }>()
     /** Consumed lines, oldest first, at most `capacity` after a compaction. */
@@ -325,6 +340,7 @@ export const make = (
      * A file that was not as this journal left it has another writer.
      */
     const append = (line: string): void => {
+      if (closed) throw new Error("the journal's Scope has closed (its lock with it); use the journal made after it")
       let sizes: { readonly sizeBefore: number; readonly sizeAfter: number }
       try {
         sizes = appendPrivateLogSync(file, `${line}\n`, !appended)

@@ -318,38 +318,6 @@ describe("ParentJournal, the file", () => {
     }
   })
 
-  it.effect("a second journal over a file whose journal is open fails with ParentJournalInUse, saying what to do; once the first's Scope closed, it opens", () =>
-    Effect.gen(function*() {
-      const file = path.join(yield* tempDir, "main.jsonl")
-      const first = yield* openedJournal(file)
-      yield* first.journal.checkpoint(record("a"))
-      const error = yield* Effect.flip(Effect.scoped(ParentJournal.make(file)))
-      assert.strictEqual(error._tag, "ParentJournalInUse")
-      assert.include(error.message, file)
-      assert.include(error.message, ParentJournal.lockFileOf(file))
-      assert.include(error.message, "its own journal file")
-      // The refused journal wrote nothing, and the open one goes on.
-      yield* first.journal.checkpoint(record("b"))
-      assert.strictEqual(yield* first.pending, 2)
-      yield* first.end
-      const next = yield* ParentJournal.make(file)
-      assert.deepStrictEqual(ids(yield* next.journal.undelivered), ["a", "b"])
-      assert.strictEqual(fs.statSync(ParentJournal.lockFileOf(file)).mode & 0o777, 0o600)
-    }))
-
-  it.effect("a lock file that is not one fails with ParentJournalLockFailed, naming it, and nothing is read", () =>
-    Effect.gen(function*() {
-      const file = path.join(yield* tempDir, "main.jsonl")
-      fs.writeFileSync(file, `${JSON.stringify({ a: record("m1") })}\n`)
-      fs.writeFileSync(ParentJournal.lockFileOf(file), "not a lock: another program's text file")
-      const error = yield* Effect.flip(Effect.scoped(ParentJournal.make(file)))
-      assert.strictEqual(error._tag, "ParentJournalLockFailed")
-      assert.include(error.message, ParentJournal.lockFileOf(file))
-      assert.include(error.message, "move")
-      fs.rmSync(ParentJournal.lockFileOf(file))
-      assert.deepStrictEqual(ids(yield* (yield* ParentJournal.make(file)).journal.undelivered), ["m1"])
-    }))
-
   it.effect("a journal that finds lines another program wrote without the lock never rewrites the file, so those lines stay", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
@@ -368,7 +336,7 @@ describe("ParentJournal, the file", () => {
       assert.deepStrictEqual(ids(yield* after.journal.undelivered), ["a", "theirs"])
     }))
 
-  it.effect("a journal whose file cannot be read fails with what to do", () =>
+  it.effect("a journal whose file cannot be read fails with what to do, and lets its lock go: a retry in the same Scope opens it", () =>
     Effect.gen(function*() {
       const file = path.join(yield* tempDir, "main.jsonl")
       fs.mkdirSync(file)
@@ -376,5 +344,25 @@ describe("ParentJournal, the file", () => {
       assert.strictEqual(error._tag, "ParentJournalUnreadable")
       assert.include(error.message, file)
       assert.include(error.message, "move it away")
+      // The user moves the directory away and tries again, in the same (still open) Scope.
+      fs.rmSync(file, { recursive: true })
+      fs.writeFileSync(file, `${JSON.stringify({ a: record("m1") })}\n`)
+      const journal = yield* ParentJournal.make(file)
+      assert.deepStrictEqual(ids(yield* journal.journal.undelivered), ["m1"])
+    }))
+
+  it.effect("a journal whose Scope closed writes nothing more: a checkpoint fails saying so, and the next journal sees only what came before", () =>
+    Effect.gen(function*() {
+      const file = path.join(yield* tempDir, "main.jsonl")
+      const journal = yield* openedJournal(file)
+      yield* journal.journal.checkpoint(record("m1"))
+      yield* journal.end
+      const late = yield* Effect.flip(journal.journal.checkpoint(record("late")))
+      assert.instanceOf(late, ParentJournal.ParentJournalWriteFailed)
+      assert.include(late instanceof ParentJournal.ParentJournalWriteFailed ? late.message : "", "closed")
+      // A mark after the close is logged, not written.
+      yield* journal.agent(recordingAgent().agent).passive(entryOf("m1"))
+      const next = yield* ParentJournal.make(file)
+      assert.deepStrictEqual(ids(yield* next.journal.undelivered), ["m1"])
     }))
 })
