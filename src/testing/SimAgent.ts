@@ -54,11 +54,13 @@ export interface AgentHostContext {
 /**
  * What an `AgentHost` that keeps its own journal returns: its inbound path,
  * and the journal its session generation's host has (a workflow parent's
- * `ParentJournal`, say). A message that journal restores, and that an
- * earlier generation's host was handed already, is handed again without
- * counting as a second hand-off (`Ledger.hostRestored`): the journal says
- * the agent never got it, and whatever the host keeps as its agent's model
- * checks that it gets it once.
+ * `ParentJournal`, say). A message that journal restores when the
+ * generation starts (its first answer to `undelivered`), and that an earlier
+ * generation's host was handed already, is handed again without counting as
+ * a second hand-off (`Ledger.hostRestored`): the journal says the agent
+ * never got it. The bus ledger then cannot see a copy the agent gets twice,
+ * so such a host must keep a model of its agent that checks it gets each
+ * message once (the workflow parent's `checkModel`, BusParentModel.ts).
  */
 export interface JournaledAgentHost {
   readonly deliver: (inbound: Inbound) => Effect.Effect<void, unknown>
@@ -158,12 +160,19 @@ export const makeSimAgent = (options: {
       session: () => session
     })
     const handler = hosted === undefined || typeof hosted === "function" ? hosted : hosted.deliver
-    /** What this generation's own journal restored (it hands each again, C-DLV-14), by sender and id. */
+    /**
+     * What this generation's own journal restored when it started (the runtime hands each again,
+     * C-DLV-14), by sender and id. Only that first answer: the runtime asks again when the agent's run
+     * settles and hands over only part of that answer, so a later one must not excuse a copy.
+     */
     const restored = new Set<string>()
+    let restoreAnswered = false
     const ownJournal: InboundJournal | undefined = hosted === undefined || typeof hosted === "function" ? undefined : {
       ...hosted.journal,
       undelivered: Effect.tap(hosted.journal.undelivered, (records) =>
         Effect.sync(() => {
+          if (restoreAnswered) return
+          restoreAnswered = true
           for (const record of records) restored.add(`${record.from.id}\u0000${record.message.id}`)
         }))
     }

@@ -114,6 +114,23 @@ describe("bus-hosted workflow parent", () => {
       assert.deepStrictEqual([report.restarts, report.reloads, report.restored, report.accepted], [0, 1, 3, 4])
     }))
 
+  it.effect("broken build journal-without-marks: an idle parent's agent takes C1's messages, the restarted parent gets them again, caught by wf-bus-duplicate (the bus ledger counts a restore, not a copy)", () =>
+    Effect.gen(function*() {
+      const script: ReadonlyArray<BusWorkflowOp> = [
+        { _tag: "send", child: "C1", delivery: "queue", pauseMs: 0 },
+        { _tag: "send", child: "C2", delivery: "steer", pauseMs: 5 },
+        { _tag: "restart", downMs: 200, pauseMs: 100 },
+        { _tag: "busy", busy: false, pauseMs: 100 }
+      ]
+      const marked = yield* runBusWorkflow({ seed: 7 }, script)
+      assert.isTrue(marked.ok, [...marked.violations, ...marked.bus.violations.map((v) => v.message)].join("\n"))
+      assert.strictEqual(marked.restored, 0)
+      const report = yield* runBusWorkflow({ seed: 7, broken: "journal-without-marks" }, script)
+      assert.strictEqual(report.restored, 2)
+      assert.deepStrictEqual(report.bus.violations, [])
+      assert.strictEqual(report.violations.filter((violation) => violation.startsWith("wf-bus-duplicate: ")).length, 2, report.violations.join("\n"))
+    }))
+
   it.effect("broken build parent-without-journal: the same script is caught by wf-bus-lost", () =>
     Effect.gen(function*() {
       const report = yield* runBusWorkflow({ seed: 7, broken: "parent-without-journal" }, restarting)

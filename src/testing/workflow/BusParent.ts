@@ -203,7 +203,13 @@ export const runBusWorkflow = (
     const bus = yield* runSimulation({
       seed: config.seed,
       sessions: [
-        { name: "P", agent: { mode: "manual", host: parentHost(recorder, journalFile) } },
+        {
+          name: "P",
+          agent: {
+            mode: "manual",
+            host: parentHost(recorder, journalFile, { marks: config.broken !== "journal-without-marks" })
+          }
+        },
         ...BUS_CHILDREN.map((name) => ({ name, supervisor: "P" }))
       ],
       durability: Prng.derive(config.seed, "bus-workflow-world").chance(0.5) ? "durable" : "memory",

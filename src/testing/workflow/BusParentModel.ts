@@ -78,9 +78,14 @@ export const agentOf = (recorder: Recorder): ParentAgent<string> => {
 /**
  * The parent session's host: records acceptance, then the real workflow composition decides. With
  * `journalFile`, each generation keeps a `ParentJournal` over it (made in the generation's Scope, so the
- * next generation's opens once this one closed).
+ * next generation's opens once this one closed); `marks: false` (a broken build) leaves out its agent
+ * wrapper, so it never hears what the agent took.
  */
-export const parentHost = (recorder: Recorder, journalFile: string | undefined): AgentHost => (context) =>
+export const parentHost = (
+  recorder: Recorder,
+  journalFile: string | undefined,
+  options: { readonly marks?: boolean } = {}
+): AgentHost => (context) =>
   Effect.gen(function*() {
     const resolveSource = resolverOf(recorder)
     const journal = journalFile === undefined ? undefined : yield* Effect.orDie(ParentJournal.make(journalFile))
@@ -89,7 +94,8 @@ export const parentHost = (recorder: Recorder, journalFile: string | undefined):
         for (const entry of entries) recorder.dropped.add(entry.messageId)
       })
     const agent = agentOf(recorder)
-    const parent = yield* makeParentSession(journal === undefined ? agent : journal.agent(agent), {
+    // Without marks (a broken build), the journal never hears that the agent took a message.
+    const parent = yield* makeParentSession(journal === undefined || options.marks === false ? agent : journal.agent(agent), {
       generation: context.generation,
       busySteer: "queue",
       resolveSource,

@@ -30,9 +30,12 @@ export type BusWorkflowOp =
  * `barrier-without-prelude` hands the terminal to the agent without the
  * barrier's claim of the run's queued messages (`wf-bus-terminal-order`);
  * `parent-without-journal` restarts a parent that keeps no `ParentJournal`
- * (`wf-bus-lost`: what its idle queue held goes with the process).
+ * (`wf-bus-lost`: what its idle queue held goes with the process);
+ * `journal-without-marks` keeps the journal but not its agent wrapper, so
+ * nothing is marked consumed and a restart hands the agent again what it
+ * already took (`wf-bus-duplicate`).
  */
-export type BusWorkflowBrokenBuild = "barrier-without-prelude" | "parent-without-journal"
+export type BusWorkflowBrokenBuild = "barrier-without-prelude" | "parent-without-journal" | "journal-without-marks"
 
 /**
  * A seeded workload: children's sends (mostly), terminals (each followed by
