@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type BusWorkflowOp, generateBusWorkflowWorkload, runBusWorkflow } from "../../src/testing/workflow/BusParent.ts"
+import { checkModel, checkTerminals, makeRecorder } from "../../src/testing/workflow/BusParentModel.ts"
 import { busWorkflowSoak } from "../../src/testing/workflow/BusParentSoak.ts"
 
 /** A busy parent; C1 sends twice and a progress update (all accepted), the broker crashes and comes back, then C1's terminal. */
@@ -166,4 +167,27 @@ describe("bus-hosted workflow parent", () => {
         assert.isAbove(summary.checked, 50)
       }), 60_000)
   }
+})
+
+describe("bus-hosted workflow parent: the model's checks", () => {
+  it("wf-bus-lost and wf-bus-duplicate: every accepted message reaches the model once, unless dropped as finished-run progress", () => {
+    const recorder = makeRecorder(["C1"])
+    for (const id of ["once", "twice", "never", "dropped"]) recorder.acceptedIds.add(id)
+    recorder.dropped.add("dropped")
+    recorder.model.push("once", "twice", "twice", "terminal:run-C1-1")
+    assert.deepStrictEqual(checkModel(recorder), [
+      "wf-bus-duplicate: message twice reached the parent's model 2 times",
+      "wf-bus-lost: message never, accepted by the parent's host, never reached its model"
+    ])
+  })
+
+  it("wf-bus-terminal-lost: every terminal the barrier took reaches the model once", () => {
+    const recorder = makeRecorder(["C1", "C2"])
+    recorder.handedTerminals.push("run-C1-1", "run-C2-1", "run-C1-2")
+    recorder.model.push("terminal:run-C1-1", "m1", "terminal:run-C1-2", "terminal:run-C1-2")
+    assert.deepStrictEqual(checkTerminals(recorder), [
+      "wf-bus-terminal-lost: run-C2-1's terminal, taken by the parent, never reached its model",
+      "wf-bus-duplicate: run-C1-2's terminal reached the parent's model 2 times"
+    ])
+  })
 })

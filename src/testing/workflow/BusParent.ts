@@ -15,9 +15,10 @@
  * model, in order) and checks C-ORD-25 on it: a child's message the parent's
  * host accepted before the engine handed over the run's terminal is
  * surfaced before that terminal, never after (`wf-bus-terminal-order`);
- * and that every message the parent's host accepted reaches its model
- * exactly once by the end (`wf-bus-lost`, `wf-bus-duplicate`; C-DLV-14 for
- * a parent). The bus ledger's own invariants run as usual over the same
+ * that every message the parent's host accepted reaches its model exactly
+ * once by the end (`wf-bus-lost`, `wf-bus-duplicate`; C-DLV-14 for a
+ * parent); and that every terminal its barrier took does
+ * (`wf-bus-terminal-lost`). The bus ledger's own invariants run as usual over the same
  * world.
  *
  * With `parentRestarts`, the parent's process also ends and starts again
@@ -53,7 +54,7 @@ import { Prng } from "../Prng.ts"
 import type { SimReport } from "../simulation/types.ts"
 import { runSimulation } from "../Workload.ts"
 import { Simulation } from "../Simulation.ts"
-import { agentOf, checkModel, checkTerminalOrder, makeRecorder, parentHost, runIdOf } from "./BusParentModel.ts"
+import { agentOf, checkModel, checkTerminalOrder, checkTerminals, makeRecorder, parentHost, runIdOf } from "./BusParentModel.ts"
 import { BUS_CHILDREN, type BusWorkflowBrokenBuild, type BusWorkflowOp, generateBusWorkflowWorkload } from "./BusParentWorkload.ts"
 
 export { BUS_CHILDREN, type BusWorkflowBrokenBuild, type BusWorkflowOp, generateBusWorkflowWorkload } from "./BusParentWorkload.ts"
@@ -158,6 +159,7 @@ export const runBusWorkflow = (
               ? yield* Effect.exit(agent.dispatchTerminal({ prelude: [], terminal: notice }))
               : yield* Effect.exit(parent.terminal(notice))
             yield* sim.note(`engine: terminal of ${runId} ${outcome._tag === "Success" ? "handed over" : "refused"}`)
+            if (outcome._tag === "Success") recorder.handedTerminals.push(runId)
             // The child resumes as a new run (C-ORD-30).
             recorder.runs.set(op.child, (recorder.runs.get(op.child) ?? 1) + 1)
             break
@@ -217,7 +219,7 @@ export const runBusWorkflow = (
     }, script)
     const order = checkTerminalOrder(recorder)
     const { checked } = order
-    const violations = [...order.violations, ...checkModel(recorder)]
+    const violations = [...order.violations, ...checkModel(recorder), ...checkTerminals(recorder)]
     return {
       seed: config.seed,
       ok: bus.ok && violations.length === 0,

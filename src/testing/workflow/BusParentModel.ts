@@ -5,7 +5,8 @@
  * model, the host that builds `makeParentSession` (with a `ParentJournal`
  * when the parent restarts) in each session generation, and the checks on
  * the model: `wf-bus-terminal-order` (C-ORD-25), `wf-bus-lost` and
- * `wf-bus-duplicate` (C-DLV-14 for a parent).
+ * `wf-bus-duplicate` (C-DLV-14 for a parent), `wf-bus-terminal-lost` (every
+ * terminal the barrier took reaches the model).
  *
  * The recorder is plain data written only by synchronous steps of the
  * driver and of the parent's ports.
@@ -46,6 +47,8 @@ export interface Recorder {
   readonly dropped: Set<string>
   /** Messages each generation's journal restored, summed. */
   restoredCount: number
+  /** Runs whose terminal the engine handed over and the parent's barrier took, in order. */
+  readonly handedTerminals: Array<string>
   note: (text: string) => void
 }
 
@@ -152,6 +155,17 @@ export const checkModel = (recorder: Recorder): Array<string> => {
   return violations
 }
 
+/** Every terminal the parent's barrier took reaches its model, once (`wf-bus-terminal-lost`, `wf-bus-duplicate`). */
+export const checkTerminals = (recorder: Recorder): Array<string> => {
+  const violations: Array<string> = []
+  for (const runId of recorder.handedTerminals) {
+    const count = recorder.model.filter((label) => label === `terminal:${runId}`).length
+    if (count === 0) violations.push(`wf-bus-terminal-lost: ${runId}'s terminal, taken by the parent, never reached its model`)
+    if (count > 1) violations.push(`wf-bus-duplicate: ${runId}'s terminal reached the parent's model ${count} times`)
+  }
+  return violations
+}
+
 /** C-ORD-25 on the bus-hosted parent: accepted before the terminal ⇒ in the model before it. */
 export const checkTerminalOrder = (recorder: Recorder): { violations: Array<string>; checked: number } => {
   const violations: Array<string> = []
@@ -194,5 +208,6 @@ export const makeRecorder = (children: ReadonlyArray<string>): Recorder => ({
   acceptedIds: new Set(),
   dropped: new Set(),
   restoredCount: 0,
+  handedTerminals: [],
   note: () => undefined
 })
