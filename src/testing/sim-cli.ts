@@ -14,8 +14,8 @@
  *   --hostile      two hostile sessions, their attacks mixed into the workload
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
- *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts too, keeping a
- *                  ParentJournal across its generations
+ *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts and reloads too,
+ *                  keeping a ParentJournal across its generations; with --workflow-bus-full: it reloads
  *   --workflow-bus-full  the bus simulation with the whole workflow layer hosted (stages, foreground
  *                  children, parallel groups, asks, terminals)
  *   --durability durable|memory  the broker's mail on a simulated disk that outlives
@@ -107,17 +107,17 @@ const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "Wo
 const runWorkflowBusFullRequest = (request: Extract<SimRequest, { readonly _tag: "WorkflowBusFull" }>): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request.seed !== undefined) {
-      const ops = generateBusFullWorkload(request.seed, request.ops)
+      const ops = generateBusFullWorkload(request.seed, request.ops, { parentReloads: request.parentRestarts })
       yield* Console.log(`bus workflow (whole layer) seed ${request.seed}, ${ops.length} ops:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
-      const report = yield* runBusWorkflowFull({ seed: request.seed }, ops)
+      const report = yield* runBusWorkflowFull({ seed: request.seed, parentReloads: request.parentRestarts }, ops)
       yield* Console.log(report.bus.trace.join("\n"))
       const violations = [...report.violations, ...report.bus.violations].map((v) => `${v.kind}: ${v.message}`)
       yield* Console.log(report.ok ? "ok" : violations.join("\n"))
       return report.ok
     }
     const started = performance.now()
-    const summary = yield* busFullSoak(request)
+    const summary = yield* busFullSoak({ ...request, parentReloads: request.parentRestarts })
     yield* Console.log(formatBusFullSummary(summary, performance.now() - started))
     return summary.failures.length === 0
   })

@@ -84,6 +84,8 @@ export type SimRequest =
     readonly seeds: number
     readonly ops: number
     readonly maxFailures: number
+    /** `--parent-restarts`: the parent reloads too (its generation replaced in-process), keeping a `ParentJournal`. */
+    readonly parentRestarts: boolean
   }
 
 /** Every violation kind, so that `--tolerate` can pick out the names it knows. */
@@ -174,7 +176,7 @@ const flags = {
   ),
   parentRestarts: toggle(
     "parent-restarts",
-    "With --workflow-bus (which it implies): the parent's process also ends and starts again, its generations keeping a ParentJournal over one file and its client the grants its children were launched with (docs/testing.md); not with --workflow or --workflow-bus-full"
+    "With --workflow-bus (which it implies): the parent's process also ends and starts again, and its session generation is replaced in-process, its generations keeping a ParentJournal over one file and its client the grants its children were launched with; with --workflow-bus-full: the parent's generation is replaced in-process between subagent calls (docs/testing.md); not with --workflow"
   ),
   workflowBusFull: toggle(
     "workflow-bus-full",
@@ -229,7 +231,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
       ops: input.ops,
       maxFailures: input.maxFailures
     }
-    if (input.workflowBusFull) return { _tag: "WorkflowBusFull", ...fields }
+    if (input.workflowBusFull) return { _tag: "WorkflowBusFull", ...fields, parentRestarts: input.parentRestarts }
     if (input.workflowBus || input.parentRestarts) return { _tag: "WorkflowBus", ...fields, parentRestarts: input.parentRestarts }
     return { _tag: "Workflow", ...fields }
   }
@@ -295,12 +297,12 @@ export const simRequest = (input: SimFlags): SimRequest => {
  */
 export const simCommand = <E, R>(run: (request: SimRequest) => Effect.Effect<void, E, R>) =>
   Command.make("sim", flags, (input): Effect.Effect<void, E | CliError.InvalidValue, R> =>
-    input.parentRestarts && (input.workflow || input.workflowBusFull)
+    input.parentRestarts && input.workflow && !input.workflowBus && !input.workflowBusFull
       ? Effect.fail(
         new CliError.InvalidValue({
           option: "parent-restarts",
           value: "true",
-          expected: "--parent-restarts restarts the --workflow-bus world's parent; drop --workflow / --workflow-bus-full",
+          expected: "--parent-restarts restarts the parent of --workflow-bus or --workflow-bus-full; the --workflow world has no bus to restart it on",
           kind: "flag"
         })
       )

@@ -128,4 +128,31 @@ describe("the whole workflow layer on the bus", () => {
         assert.isAbove(summary.tally.lateAsks ?? 0, 3)
       }), 120_000)
   }
+
+  it.effect("parent reloads: a busy parent's queued messages, progress and ask reach the reloaded parent's model once (its ParentJournal), and the ask is answered", () =>
+    Effect.gen(function*() {
+      const script: ReadonlyArray<BusFullOp> = [
+        { _tag: "stage-open", pauseMs: 0 },
+        { _tag: "busy", busy: true, pauseMs: 0 },
+        { _tag: "send", child: "C1", delivery: "queue", pauseMs: 10 },
+        { _tag: "progress", child: "C1", pauseMs: 10 },
+        { _tag: "ask", child: "C2", pauseMs: 10 },
+        { _tag: "reload", pauseMs: 100 },
+        { _tag: "busy", busy: false, pauseMs: 100 },
+        { _tag: "answer", pauseMs: 100 }
+      ]
+      const report = yield* runBusWorkflowFull({ seed: 3 }, script)
+      assert.isTrue(report.ok, failureText(report))
+      assert.strictEqual(report.tally.reloads, 1)
+      assert.strictEqual(report.tally.messages, 3)
+      assert.isTrue(report.bus.trace.some((line) => line.includes("again, restored by its host's journal")))
+    }), 60_000)
+
+  it.effect("seeds 1–30 with parent reloads (40 ops): every bus invariant and every workflow invariant hold, and reloads happen", () =>
+    Effect.gen(function*() {
+      const summary = yield* busFullSoak({ from: 1, seeds: 30, maxFailures: 1, parentReloads: true })
+      const failure = summary.failures[0]
+      assert.isUndefined(failure, failure === undefined ? "" : `seed ${failure.seed}: ${failureText(failure)}`)
+      assert.isAbove(summary.tally.reloads ?? 0, 5)
+    }), 120_000)
 })

@@ -224,26 +224,34 @@ describe("sim command line", () => {
       assert.deepStrictEqual(one._tag === "WorkflowBus" ? [one.seed, one.ops] : undefined, [9, 12])
     }))
 
-  it.effect("--parent-restarts runs --workflow-bus (which it implies) with parent restarts; with --workflow or --workflow-bus-full it is a usage error (exit 2)", () =>
+  it.effect("--parent-restarts runs --workflow-bus (which it implies) with parent restarts, or --workflow-bus-full with parent reloads; with --workflow it is a usage error (exit 2)", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--parent-restarts", "--seeds", "7"])
       assert.deepStrictEqual(soak._tag === "WorkflowBus" ? [soak.parentRestarts, soak.seeds] : undefined, [true, 7])
       const both = yield* requestOf(["--workflow-bus", "--parent-restarts", "--seed", "3"])
       assert.deepStrictEqual(both._tag === "WorkflowBus" ? [both.parentRestarts, both.seed] : undefined, [true, 3])
-      for (const other of ["--workflow", "--workflow-bus-full"]) {
-        const { requests, exit } = yield* parse([other, "--parent-restarts"])
-        assert.deepStrictEqual(requests, [], "nothing ran")
-        assert.strictEqual(exitCodeOf(exit, cliErrorExitCode), EXIT_USAGE)
-        const failure = Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail") : undefined
-        const error = failure?._tag === "Fail" ? failure.error : undefined
-        assert.isTrue(CliError.isCliError(error) && error._tag === "InvalidValue" && error.message.includes("--workflow-bus"))
-      }
+      const full = yield* requestOf(["--workflow-bus-full", "--parent-restarts", "--seeds", "4"])
+      assert.deepStrictEqual(full._tag === "WorkflowBusFull" ? [full.parentRestarts, full.seeds] : undefined, [true, 4])
+      const { requests, exit } = yield* parse(["--workflow", "--parent-restarts"])
+      assert.deepStrictEqual(requests, [], "nothing ran")
+      assert.strictEqual(exitCodeOf(exit, cliErrorExitCode), EXIT_USAGE)
+      const failure = Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail") : undefined
+      const error = failure?._tag === "Fail" ? failure.error : undefined
+      assert.isTrue(CliError.isCliError(error) && error._tag === "InvalidValue" && error.message.includes("--workflow-bus-full"))
     }))
 
   it.effect("--workflow-bus-full runs the whole workflow layer on the bus: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow-bus-full", "--seeds", "7", "--from", "3"])
-      assert.deepStrictEqual(soak, { _tag: "WorkflowBusFull", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
+      assert.deepStrictEqual(soak, {
+        _tag: "WorkflowBusFull",
+        seed: undefined,
+        from: 3,
+        seeds: 7,
+        ops: 40,
+        maxFailures: 5,
+        parentRestarts: false
+      })
       const one = yield* requestOf(["--workflow-bus-full", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "WorkflowBusFull" ? [one.seed, one.ops] : undefined, [9, 12])
     }))

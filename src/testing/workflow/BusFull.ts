@@ -24,6 +24,7 @@
  * ("The whole workflow layer on the bus").
  */
 import { type Clock, Effect, Exit, FiberSet, Scope } from "effect"
+import * as path from "node:path"
 import { formatSupervisorMessage } from "../../session/supervisorMessages.ts"
 import { Prng } from "../Prng.ts"
 import type { SimReport } from "../simulation/types.ts"
@@ -41,6 +42,7 @@ import {
   FULL_STAGE,
   generateBusFullWorkload
 } from "./BusFullWorkload.ts"
+import { runDir } from "./runDir.ts"
 import { type WorkflowViolation, WorkflowLedger } from "./WorkflowLedger.ts"
 
 /** What one run found. */
@@ -62,7 +64,12 @@ export interface BusFullReport {
 const ASK_TIMEOUT = "8 seconds"
 
 /** Applies one operation. */
-const apply = (parent: FullParent, op: BusFullOp, counter: { n: number }, engine: FullStageEngine) =>
+const apply = (
+  parent: FullParent,
+  op: BusFullOp,
+  counter: { n: number; reloads: number; reloadsSkipped: number },
+  engine: FullStageEngine
+) =>
   Effect.gen(function*() {
     const sim = yield* Simulation
     const child = (name: string) => parent.children.get(name)
@@ -116,6 +123,14 @@ const apply = (parent: FullParent, op: BusFullOp, counter: { n: number }, engine
         return yield* engine.retainedGone
       case "crash":
         return yield* sim.broker.crashFor(op.downMs)
+      case "reload":
+        // A subagent call's tool would be cut by a reload: the engine reloads only between calls.
+        if (parent.inCall()) {
+          counter.reloadsSkipped++
+          return yield* sim.note("engine: P's reload waits: a subagent call holds it (skipped)")
+        }
+        counter.reloads++
+        return yield* sim.session("P").replaceGeneration
       case "drop":
         return yield* sim.session(op.who).drop(op.side)
       case "stall":
@@ -132,8 +147,10 @@ export const runBusWorkflowFull = (
   config: BusFullConfig,
   operations?: ReadonlyArray<BusFullOp>
 ): Effect.Effect<BusFullReport> =>
-  Effect.gen(function*() {
-    const ops = operations ?? generateBusFullWorkload(config.seed, config.ops)
+  Effect.scoped(Effect.gen(function*() {
+    const ops = operations ?? generateBusFullWorkload(config.seed, config.ops, { parentReloads: config.parentReloads })
+    // A parent that reloads keeps a journal, in a directory of the run's.
+    const journalFile = ops.some((op) => op._tag === "reload") ? path.join(yield* runDir, "P.parent-journal.jsonl") : undefined
     const world = Prng.derive(config.seed, "bus-workflow-full-world")
     const busySteer = config.busySteer ?? (world.chance(0.5) ? "steer" : "queue")
     const durability = config.durability ?? (world.chance(0.5) ? "durable" : "memory")
@@ -148,9 +165,9 @@ export const runBusWorkflowFull = (
       alias: (id) => id,
       note: () => undefined
     }
-    const parent = makeFullParent(core, busySteer)
+    const parent = makeFullParent(core, busySteer, { journalFile })
     const stage = makeFullStage(core)
-    const counter = { n: 0 }
+    const counter = { n: 0, reloads: 0, reloadsSkipped: 0 }
     const stageTally = { snapshots: 0, stageDetached: 0 }
 
     const script = Effect.gen(function*() {
@@ -208,6 +225,11 @@ export const runBusWorkflowFull = (
       violations,
       busySteer,
       checks: core.ledger.checks,
-      tally: { ...core.ledger.tally, ...parent.tally, ...stageTally }
+      tally: {
+        ...core.ledger.tally,
+        ...parent.tally,
+        ...stageTally,
+        ...(journalFile === undefined ? {} : { reloads: counter.reloads, reloadsSkipped: counter.reloadsSkipped })
+      }
     }
-  })
+  }))

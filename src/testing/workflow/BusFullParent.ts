@@ -19,6 +19,7 @@ import type { Inbound } from "../../session/Host.ts"
 import { inboundEntry, inboundMessageOf, type SourceResolver } from "../../workflow/InboundAdapter.ts"
 import type { EntrySource } from "../../workflow/InboundEntry.ts"
 import { makeParallelGroup } from "../../workflow/ParallelRelease.ts"
+import * as ParentJournal from "../../workflow/ParentJournal.ts"
 import { makeParentSession, type ParentAgent, type ParentEntry, type ParentSession } from "../../workflow/ParentSession.ts"
 import type { TerminalBatch, TerminalNotice } from "../../workflow/TerminalBarrier.ts"
 import type { AgentHost } from "../SimAgent.ts"
@@ -58,6 +59,8 @@ export interface FullParent {
   readonly group: (members: ReadonlyArray<FullChild>, concurrency: number) => Effect.Effect<void>
   /** The child's run ends; a background (or detached) child's terminal goes to the barrier. */
   readonly terminal: (child: FullChild) => Effect.Effect<void>
+  /** A subagent call (the foreground child, or the group) holds the parent now. */
+  readonly inCall: () => boolean
   /** The oldest ask in the model that is not answered yet (its message id), taken. */
   readonly nextAsk: () => SeenAsk | undefined
   /** The run the child is in now. */
@@ -67,8 +70,15 @@ export interface FullParent {
   readonly tally: { detached: number; groups: number; skipped: number; foregroundCalls: number; passive: number }
 }
 
-/** Builds the parent; `P`'s host is `host`. */
-export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"): FullParent => {
+/**
+ * Builds the parent; `P`'s host is `host`. With `journalFile`, each of its session generations keeps a
+ * `ParentJournal` over that file (made in the generation's Scope), as a parent that reloads must.
+ */
+export const makeFullParent = (
+  core: BusFullCore,
+  busySteer: "steer" | "queue",
+  options: { readonly journalFile?: string | undefined } = {}
+): FullParent => {
   const { ledger } = core
   const children = new Map<string, FullChild>(
     FULL_CHILDREN.map((name) => [name, { name, id: name, runs: 1, call: "none", detached: false, finished: undefined }])
@@ -118,21 +128,34 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
       })
   }
 
+  /** Messages the parent's host accepted, by label: one handed over again (restored by the journal) was accepted once. */
+  const acceptedLabels = new Set<string>()
+
   const host: AgentHost = (context) =>
     Effect.gen(function*() {
-      const made = yield* makeParentSession(agent, { generation: context.generation, busySteer, resolveSource })
+      const journal = options.journalFile === undefined ? undefined : yield* Effect.orDie(ParentJournal.make(options.journalFile))
+      const made = yield* makeParentSession(journal === undefined ? agent : journal.agent(agent), {
+        generation: context.generation,
+        busySteer,
+        resolveSource,
+        ...(journal === undefined ? {} : { onDropped: journal.dropped })
+      })
       parent = made
-      return (inbound: Inbound) =>
+      const deliver = (inbound: Inbound) =>
         Effect.suspend(() => {
           const label = core.alias(inbound.message.id)
-          const source = inboundEntry(inboundMessageOf(inbound), { resolveSource }).source
-          ledger.accepted(label, inbound.from.name ?? inbound.from.id, "parent", {
-            ask: inbound.expectsReply,
-            runId: source?.subagentRunId
-          })
+          if (!acceptedLabels.has(label)) {
+            acceptedLabels.add(label)
+            const source = inboundEntry(inboundMessageOf(inbound), { resolveSource }).source
+            ledger.accepted(label, inbound.from.name ?? inbound.from.id, "parent", {
+              ask: inbound.expectsReply,
+              runId: source?.subagentRunId
+            })
+          }
           if (inbound.expectsReply) askIds.set(label, inbound.message.id)
           return core.broken === "deliver-twice" ? Effect.andThen(made.deliver(inbound), made.deliver(inbound)) : made.deliver(inbound)
         })
+      return journal === undefined ? deliver : { deliver, journal: journal.journal }
     })
 
   const wake = Effect.suspend(() => parent === undefined ? Effect.void : parent.idle)
@@ -272,6 +295,7 @@ export const makeFullParent = (core: BusFullCore, busySteer: "steer" | "queue"):
           : yield* Effect.exit(current.terminal(notice))
         core.note(`engine: terminal of ${runId} ${outcome._tag === "Success" ? "handed over" : "refused"}`)
       }),
+    inCall: () => calls > 0,
     nextAsk: () => seenAsks.shift(),
     checkGroups: () => {
       for (const group of groups) {

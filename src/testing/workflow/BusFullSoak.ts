@@ -25,13 +25,15 @@ export const busFullSoak = (options: {
   readonly seeds: number
   readonly ops?: number | undefined
   readonly maxFailures?: number | undefined
+  /** The workloads reload the parent too. */
+  readonly parentReloads?: boolean | undefined
 }): Effect.Effect<BusFullSummary> =>
   Effect.gen(function*() {
     const failures: Array<BusFullReport> = []
     const tally: Record<string, number> = {}
     let runs = 0, events = 0, busMessages = 0, simulatedMs = 0, checks = 0
     for (let seed = options.from; seed < options.from + options.seeds; seed++) {
-      const report = yield* runBusWorkflowFull({ seed, ops: options.ops })
+      const report = yield* runBusWorkflowFull({ seed, ops: options.ops, parentReloads: options.parentReloads })
       runs++
       events += report.bus.events
       busMessages += report.bus.messages.acknowledged
@@ -56,6 +58,9 @@ export const formatBusFullSummary = (summary: BusFullSummary, elapsedMs: number)
     `accepted by the workflow hosts: ${t("messages")}   terminals surfaced: ${t("terminals")}   passive: ${t("passive")}`,
     `foreground calls: ${t("foregroundCalls")}   groups: ${t("groups")} (${t("skipped")} member(s) skipped)   detached from P: ${t("detached")}   from the stage: ${t("stageDetached")}`,
     `stages closed: ${t("stagesClosed")}   late asks: ${t("lateAsks")} (${t("postMortems")} post-mortem turns, ${t("replyErrors")} replyErrors in all)   to the parent chat: ${t("parentChat")}`,
+    ...(t("reloads") + t("reloadsSkipped") === 0 ? [] : [
+      `parent reloads: ${t("reloads")} (${t("reloadsSkipped")} skipped: a subagent call held the parent)`
+    ]),
     ...summary.failures.map((report) =>
       `seed ${report.seed}: ${
         [...report.violations.map((v) => `${v.kind}: ${v.message}`), ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)]

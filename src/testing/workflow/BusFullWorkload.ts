@@ -50,6 +50,11 @@ export type BusFullOp =
   /** The stage's retained conversation is gone: late asks get the correlated replyError (C-ORD-8). */
   | { readonly _tag: "retained-gone"; readonly pauseMs: number }
   | { readonly _tag: "crash"; readonly downMs: number; readonly pauseMs: number }
+  /**
+   * The parent's session generation is replaced inside its process (a reload), when no subagent call
+   * holds it (`parentReloads`); each generation keeps a `ParentJournal`.
+   */
+  | { readonly _tag: "reload"; readonly pauseMs: number }
   | { readonly _tag: "drop"; readonly who: string; readonly side: "client" | "broker"; readonly pauseMs: number }
   | { readonly _tag: "stall"; readonly who: string; readonly side: "client" | "broker"; readonly forMs: number; readonly pauseMs: number }
 
@@ -99,6 +104,8 @@ export interface BusFullConfig {
   readonly busySteer?: "steer" | "queue" | undefined
   /** The broker's durability; default drawn from the seed (half each). */
   readonly durability?: "durable" | "memory" | undefined
+  /** The generated workload also reloads the parent (`reload`). Default false. */
+  readonly parentReloads?: boolean | undefined
 }
 
 /**
@@ -110,7 +117,11 @@ export interface BusFullConfig {
  * stalls. A close is often right behind a message from `Worker`, so that
  * it races the message's handshake.
  */
-export const generateBusFullWorkload = (seed: number, count = 40): ReadonlyArray<BusFullOp> => {
+export const generateBusFullWorkload = (
+  seed: number,
+  count = 40,
+  options: { readonly parentReloads?: boolean | undefined } = {}
+): ReadonlyArray<BusFullOp> => {
   const prng = Prng.derive(seed, "bus-workflow-full")
   const ops: Array<BusFullOp> = [{ _tag: "stage-open", pauseMs: 0 }]
   if (prng.chance(0.5)) ops.push({ _tag: "stage-busy", busy: true, pauseMs: 0 })
@@ -132,7 +143,9 @@ export const generateBusFullWorkload = (seed: number, count = 40): ReadonlyArray
       retainedGone: 0.3,
       crash: 1,
       drop: 2,
-      stall: 1
+      stall: 1,
+      // A weight of 0 is never drawn and leaves the others' draws as they were.
+      reload: options.parentReloads === true ? 1 : 0
     })
     switch (kind) {
       case "send":
@@ -196,6 +209,9 @@ export const generateBusFullWorkload = (seed: number, count = 40): ReadonlyArray
           forMs: prng.int(100, 2000),
           pauseMs
         })
+        break
+      case "reload":
+        ops.push({ _tag: "reload", pauseMs })
         break
     }
   }

@@ -45,8 +45,6 @@
  * never reach the host and so are never accepted.
  */
 import { Clock, Effect } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { formatSupervisorMessage } from "../../session/supervisorMessages.ts"
 import type { TerminalNotice } from "../../workflow/TerminalBarrier.ts"
@@ -56,6 +54,7 @@ import { runSimulation } from "../Workload.ts"
 import { Simulation } from "../Simulation.ts"
 import { agentOf, checkModel, checkTerminalOrder, checkTerminals, makeRecorder, parentHost, runIdOf } from "./BusParentModel.ts"
 import { BUS_CHILDREN, type BusWorkflowBrokenBuild, type BusWorkflowOp, generateBusWorkflowWorkload } from "./BusParentWorkload.ts"
+import { runDir } from "./runDir.ts"
 
 export { BUS_CHILDREN, type BusWorkflowBrokenBuild, type BusWorkflowOp, generateBusWorkflowWorkload } from "./BusParentWorkload.ts"
 
@@ -235,9 +234,3 @@ export const runBusWorkflow = (
       restored: recorder.restoredCount
     }
   }))
-
-/** A directory for one run's files (the parent's journal), removed with the run's Scope. */
-const runDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "intercom-sim-parent-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
