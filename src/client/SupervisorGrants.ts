@@ -13,7 +13,14 @@ import { Effect } from "effect"
 import type { ClientConnection } from "./ClientConnection.ts"
 import type { ConnectionLost, RequestTimeout, SupervisorAuthorizationFailed } from "./errors.ts"
 
-/** A capability a supervisor obtained for a child: start the child with it (`childEnvironment`). */
+/**
+ * A capability a supervisor obtained for a child: start the child with it
+ * (`childEnvironment`), and keep it with the child, for a restarted
+ * supervisor process's `issuedGrants`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export interface ChildGrant {
   /** The child name it was issued for (`*`: the first name that registers with it). */
   readonly childName: string

@@ -140,7 +140,10 @@ export const holdFileLock = (
 ): Effect.Effect<void, FileLockHeld | FileLockFailed, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => lock(file, Math.max(0, Math.trunc(options.probeGraceMs ?? PROBE_GRACE_MS))),
+      try: () => {
+        const grace = options.probeGraceMs ?? PROBE_GRACE_MS
+        return lock(file, Number.isFinite(grace) ? Math.max(0, Math.trunc(grace)) : PROBE_GRACE_MS)
+      },
       catch: (error) =>
         sqliteCode(error) === SQLITE_BUSY
           ? new FileLockHeld({ path: file })

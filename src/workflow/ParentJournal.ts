@@ -54,7 +54,7 @@
  * pending records, the consumed lines, the line count, the size it left) is
  * written only by its own synchronous code.
  */
-import { Clock, Data, Effect, Exit, Schema, Scope } from "effect"
+import { Clock, Effect, Exit, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { holdFileLock } from "../config/FileLock.ts"
@@ -62,6 +62,12 @@ import { appendPrivateLogSync, readBytesIfAnySync, sizeIfAnySync, writePrivateFi
 import type { HandledMessage, HostService, InboundJournal, JournalRecord } from "../session/Host.ts"
 import { JournalRecordSchema } from "../session/InboundJournal.ts"
 import { type InboundEntry } from "./InboundEntry.ts"
+import {
+  ParentJournalInUse,
+  ParentJournalLockFailed,
+  ParentJournalUnreadable,
+  ParentJournalWriteFailed
+} from "./parentJournalErrors.ts"
 import type { ParentAgent } from "./ParentSession.ts"
 
 /**
@@ -71,78 +77,7 @@ import type { ParentAgent } from "./ParentSession.ts"
  */
 export const PARENT_JOURNAL_CAPACITY = 1000
 
-/**
- * A parent journal's file exists and could not be read. Nothing is
- * restored from it; fix its owner or mode (0600), or move it away to start
- * empty.
- *
- * @category errors
- * @since 0.1.0
- */
-export class ParentJournalUnreadable extends Data.TaggedError("ParentJournalUnreadable")<{
-  readonly file: string
-  readonly detail: string
-}> {
-  override get message(): string {
-    return `cannot read the parent journal ${this.file} (${this.detail}); check the file's owner and mode (0600), or move it away to start with an empty journal`
-  }
-}
-
-/**
- * Another parent journal over the same file is open — in another process,
- * or in this one (a parent session's next journal made before the previous
- * one's Scope closed): it holds the lock `lock`. Give each parent session
- * its own journal file, and make a session's next journal only once the
- * previous one's Scope has closed.
- *
- * @category errors
- * @since 0.1.0
- */
-export class ParentJournalInUse extends Data.TaggedError("ParentJournalInUse")<{
-  readonly file: string
-  readonly lock: string
-}> {
-  override get message(): string {
-    return `the parent journal ${this.file} is in use: another journal over it (in this process or another) holds its lock ${this.lock}. Give each parent session its own journal file, and make a session's next journal only after the previous one's Scope closed`
-  }
-}
-
-/**
- * A parent journal's lock file (`<file>.lock`) or its directory could not be
- * used: nothing was read. The directory must be writable by this user; a
- * lock file that is not one (another program's file at that path) must be
- * moved away.
- *
- * @category errors
- * @since 0.1.0
- */
-export class ParentJournalLockFailed extends Data.TaggedError("ParentJournalLockFailed")<{
-  readonly file: string
-  readonly lock: string
-  readonly detail: string
-}> {
-  override get message(): string {
-    return `cannot lock the parent journal ${this.file} (${this.detail}); check that its directory is writable by this user, and move ${this.lock} away if it is not a lock file this library made`
-  }
-}
-
-/**
- * A parent journal could not save an accepted message. The session runtime
- * logs it and hands the message over anyway: it reaches the agent, but a
- * crash before the agent took it would lose it.
- *
- * @category errors
- * @since 0.1.0
- */
-export class ParentJournalWriteFailed extends Data.TaggedError("ParentJournalWriteFailed")<{
-  readonly file: string
-  readonly messageId: string
-  readonly detail: string
-}> {
-  override get message(): string {
-    return `cannot save message ${this.messageId} in the parent journal ${this.file} (${this.detail}); check the disk and the directory's owner and mode (0700)`
-  }
-}
+export { ParentJournalInUse, ParentJournalLockFailed, ParentJournalUnreadable, ParentJournalWriteFailed } from "./parentJournalErrors.ts"
 
 /**
  * The accepted and consumed messages of one parent session, in a file.
@@ -181,7 +116,7 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
  * new lock, and the open journal's no longer excludes anyone. A crashed
  * process leaves nothing to clean up (the kernel drops its lock).
  *
- * @category constructors
+ * @category utils
  * @since 0.1.0
  */
 export const lockFileOf = (file: string): string => `${file}.lock`
@@ -243,15 +178,19 @@ export const make = (
   Effect.gen(function*() {
     // The lock in a Scope of its own, closed at once if this journal is not made (the caller may retry in its Scope).
     const lockScope = yield* Scope.fork(yield* Effect.scope)
-    const release = Scope.close(lockScope, Exit.void)
-    yield* holdLock(file).pipe(Scope.provide(lockScope), Effect.onError(() => release))
-    /** The journal's Scope closed: its lock is gone, so it writes nothing more. */
+    return yield* open(file, options, lockScope).pipe(Effect.onError(() => Scope.close(lockScope, Exit.void)))
+  })
+
+/** `make` once its lock's Scope exists: takes the lock into it, reads the file, builds the journal. */
+const open = (
+  file: string,
+  options: { readonly capacity?: number },
+  lockScope: Scope.Scope
+): Effect.Effect<ParentJournal, ParentJournalUnreadable | ParentJournalInUse | ParentJournalLockFailed, Scope.Scope> =>
+  Effect.gen(function*() {
+    yield* holdLock(file).pipe(Scope.provide(lockScope))
+    /** The journal's Scope closed: its lock is gone, so it writes nothing more (set by the finalizer below). */
     let closed = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-      })
-    )
     const capacity = Math.max(1, Math.trunc(options.capacity ?? PARENT_JOURNAL_CAPACITY))
     // One read gives both the text and the size this journal starts from.
     const { size: sizeRead, text } = yield* Effect.try({
@@ -260,7 +199,7 @@ export const make = (
         return { text: bytes.toString("utf8"), size: bytes.length }
       },
       catch: (error) => new ParentJournalUnreadable({ file, detail: describe(error) })
-    }).pipe(Effect.onError(() => release))
+    })
     /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
     const pending = new Map<string, { readonly record: JournalRecord; readonly line: string }>()
     /** Consumed lines, oldest first, at most `capacity` after a compaction. */
@@ -420,6 +359,13 @@ export const make = (
       handled: Effect.sync(() => consumed.slice(-capacity).map((entry) => entry.handled))
     }
 
+    // Added after the lock's Scope was forked, so it runs first when the caller's Scope closes: no write
+    // after the lock went.
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+      })
+    )
     return {
       file,
       journal,

@@ -55,7 +55,8 @@ const CAUGHT_BY: Readonly<Record<BusFullBrokenBuild, WorkflowViolationKind>> = {
   "unshared-late-ask-claims": "wf-late-ask",
   "passive-dropped": "wf-lost",
   "deliver-twice": "wf-duplicate",
-  "launch-skipped": "wf-skipped-launched"
+  "launch-skipped": "wf-skipped-launched",
+  "journal-without-marks": "wf-duplicate"
 }
 
 const failureText = (report: { readonly violations: ReadonlyArray<{ kind: string; message: string }>; readonly bus: { readonly violations: ReadonlyArray<{ kind: string; message: string }> } }) =>
@@ -129,7 +130,7 @@ describe("the whole workflow layer on the bus", () => {
       }), 120_000)
   }
 
-  it.effect("parent reloads: a busy parent's queued messages, progress and ask reach the reloaded parent's model once (its ParentJournal), and the ask is answered", () =>
+  it.effect("parent reloads: what a busy parent's idle queue held (C1's message and progress, C2's ask) reaches the reloaded parent's model once, through its ParentJournal", () =>
     Effect.gen(function*() {
       const script: ReadonlyArray<BusFullOp> = [
         { _tag: "stage-open", pauseMs: 0 },
@@ -138,14 +139,27 @@ describe("the whole workflow layer on the bus", () => {
         { _tag: "progress", child: "C1", pauseMs: 10 },
         { _tag: "ask", child: "C2", pauseMs: 10 },
         { _tag: "reload", pauseMs: 100 },
-        { _tag: "busy", busy: false, pauseMs: 100 },
-        { _tag: "answer", pauseMs: 100 }
+        { _tag: "busy", busy: false, pauseMs: 100 }
       ]
-      const report = yield* runBusWorkflowFull({ seed: 3 }, script)
+      const report = yield* runBusWorkflowFull({ ...scriptedConfig }, script)
       assert.isTrue(report.ok, failureText(report))
       assert.strictEqual(report.tally.reloads, 1)
       assert.strictEqual(report.tally.messages, 3)
-      assert.isTrue(report.bus.trace.some((line) => line.includes("again, restored by its host's journal")))
+      assert.strictEqual(report.bus.trace.filter((line) => line.includes("again, restored by its host's journal")).length, 3)
+    }), 60_000)
+
+  it.effect("broken build journal-without-marks: an idle parent's agent takes two messages, a reload hands them over again, caught by wf-duplicate", () =>
+    Effect.gen(function*() {
+      const script: ReadonlyArray<BusFullOp> = [
+        { _tag: "stage-open", pauseMs: 0 },
+        { _tag: "send", child: "C1", delivery: "queue", pauseMs: 10 },
+        { _tag: "send", child: "C2", delivery: "steer", pauseMs: 10 },
+        { _tag: "reload", pauseMs: 100 },
+        { _tag: "busy", busy: false, pauseMs: 100 }
+      ]
+      assert.isTrue((yield* runBusWorkflowFull({ ...scriptedConfig }, script)).ok)
+      const report = yield* runBusWorkflowFull({ ...scriptedConfig, broken: "journal-without-marks" }, script)
+      assert.strictEqual(report.violations.filter((violation) => violation.kind === "wf-duplicate").length, 2, failureText(report))
     }), 60_000)
 
   it.effect("seeds 1–30 with parent reloads (40 ops): every bus invariant and every workflow invariant hold, and reloads happen", () =>

@@ -115,7 +115,7 @@ describe("bus-hosted workflow parent", () => {
       assert.deepStrictEqual([report.restarts, report.reloads, report.restored, report.accepted], [0, 1, 3, 4])
     }))
 
-  it.effect("broken build journal-without-marks: an idle parent's agent takes C1's messages, the restarted parent gets them again, caught by wf-bus-duplicate (the bus ledger counts a restore, not a copy)", () =>
+  it.effect("broken build journal-without-marks: an idle parent's agent takes C1's and C2's messages, the restarted parent gets them again, caught by wf-bus-duplicate (the bus ledger counts a restore, not a copy)", () =>
     Effect.gen(function*() {
       const script: ReadonlyArray<BusWorkflowOp> = [
         { _tag: "send", child: "C1", delivery: "queue", pauseMs: 0 },

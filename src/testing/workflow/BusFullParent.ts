@@ -128,13 +128,12 @@ export const makeFullParent = (
       })
   }
 
-  /** Messages the parent's host accepted, by label: one handed over again (restored by the journal) was accepted once. */
-  const acceptedLabels = new Set<string>()
-
   const host: AgentHost = (context) =>
     Effect.gen(function*() {
       const journal = options.journalFile === undefined ? undefined : yield* Effect.orDie(ParentJournal.make(options.journalFile))
-      const made = yield* makeParentSession(journal === undefined ? agent : journal.agent(agent), {
+      // `journal-without-marks` (a broken build) leaves out the journal's agent wrapper: nothing is marked consumed.
+      const wrapped = journal === undefined || core.broken === "journal-without-marks" ? agent : journal.agent(agent)
+      const made = yield* makeParentSession(wrapped, {
         generation: context.generation,
         busySteer,
         resolveSource,
@@ -144,14 +143,12 @@ export const makeFullParent = (
       const deliver = (inbound: Inbound) =>
         Effect.suspend(() => {
           const label = core.alias(inbound.message.id)
-          if (!acceptedLabels.has(label)) {
-            acceptedLabels.add(label)
-            const source = inboundEntry(inboundMessageOf(inbound), { resolveSource }).source
-            ledger.accepted(label, inbound.from.name ?? inbound.from.id, "parent", {
-              ask: inbound.expectsReply,
-              runId: source?.subagentRunId
-            })
-          }
+          // One handed over again (restored by the journal after a reload) keeps its first record (WorkflowLedger.accepted).
+          const source = inboundEntry(inboundMessageOf(inbound), { resolveSource }).source
+          ledger.accepted(label, inbound.from.name ?? inbound.from.id, "parent", {
+            ask: inbound.expectsReply,
+            runId: source?.subagentRunId
+          })
           if (inbound.expectsReply) askIds.set(label, inbound.message.id)
           return core.broken === "deliver-twice" ? Effect.andThen(made.deliver(inbound), made.deliver(inbound)) : made.deliver(inbound)
         })

@@ -73,13 +73,17 @@ export type BusFullOp =
  *   parent twice (a host without the session runtime's de-duplication):
  *   caught by `wf-duplicate`;
  * - `launch-skipped`: the engine launches the members its parallel group
- *   skipped once the group call returns: caught by `wf-skipped-launched`.
+ *   skipped once the group call returns: caught by `wf-skipped-launched`;
+ * - `journal-without-marks` (with parent reloads only, so not in
+ *   `BUS_FULL_BROKEN_BUILDS`): the parent's journal never hears what the
+ *   agent took, and a reload hands it over again: caught by `wf-duplicate`.
  */
 export type BusFullBrokenBuild =
   | Exclude<WorkflowBrokenBuild, "handshake-ignores-generation">
   | "passive-dropped"
   | "deliver-twice"
   | "launch-skipped"
+  | "journal-without-marks"
 
 /** Every broken build of this world, for sweeps. */
 export const BUS_FULL_BROKEN_BUILDS: ReadonlyArray<BusFullBrokenBuild> = [

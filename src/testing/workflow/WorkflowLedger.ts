@@ -139,8 +139,13 @@ export class WorkflowLedger {
     if (!ok) this.violate(kind, message())
   }
 
-  /** A message is accepted by its recipient (`to`: `parent` or a stage id). */
+  /**
+   * A message is accepted by its recipient (`to`: `parent` or a stage id). A message accepted again (a
+   * hand-off retried, or restored by a journal after a reload) keeps its first record, so where it ended
+   * so far still counts.
+   */
   accepted(label: string, from: string, to: string, options: { ask: boolean; runId?: string | undefined; late?: boolean }): void {
+    if (this.messages.has(label)) return
     this.tally.messages++
     this.messages.set(label, {
       label,

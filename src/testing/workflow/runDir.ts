@@ -1,7 +1,8 @@
 /**
  * A directory of one simulated run's own files (a workflow parent's
- * `ParentJournal`), removed with the run's Scope. Its path never appears in
- * a trace, so a seed replays the same wherever it runs.
+ * `ParentJournal`), removed with the run's Scope. Its path is random; it
+ * reaches a trace only through a journal's warning (a torn line, a failed
+ * write), which the sweeps have not produced.
  */
 import { Effect, type Scope } from "effect"
 import * as fs from "node:fs"
