@@ -215,6 +215,7 @@ export const runBusWorkflowFull = (
     }, script)
     // The world has settled and closed: the engine's own checks, then its Scope.
     parent.checkGroups()
+    parent.checkTerminals()
     core.ledger.finish()
     yield* Scope.close(scope, Exit.void)
     const violations = core.ledger.found

@@ -67,6 +67,8 @@ export interface FullParent {
   readonly runIdOf: (child: string) => string
   /** `wf-skipped-launched`: a member skipped by its group's release that was launched anyway. */
   readonly checkGroups: () => void
+  /** `wf-lost`: a terminal the parent's barrier took that never reached its model. */
+  readonly checkTerminals: () => void
   readonly tally: { detached: number; groups: number; skipped: number; foregroundCalls: number; passive: number }
 }
 
@@ -89,6 +91,8 @@ export const makeFullParent = (
   const seenAsks: Array<SeenAsk> = []
   const askIds = new Map<string, string>()
   const terminalsSurfaced = new Set<string>()
+  /** Runs whose terminal the barrier took (`parent.terminal` succeeded). */
+  const terminalsTaken: Array<string> = []
   const groups: Array<{ readonly launched: Set<string>; skipped: ReadonlyArray<string> }> = []
   const tally = { detached: 0, groups: 0, skipped: 0, foregroundCalls: 0, passive: 0 }
 
@@ -291,9 +295,15 @@ export const makeFullParent = (
           ? yield* Effect.exit(agent.dispatchTerminal({ prelude: [], terminal: notice }))
           : yield* Effect.exit(current.terminal(notice))
         core.note(`engine: terminal of ${runId} ${outcome._tag === "Success" ? "handed over" : "refused"}`)
+        if (outcome._tag === "Success" && core.broken !== "barrier-without-prelude") terminalsTaken.push(runId)
       }),
     inCall: () => calls > 0,
     nextAsk: () => seenAsks.shift(),
+    checkTerminals: () => {
+      for (const runId of terminalsTaken) {
+        if (!terminalsSurfaced.has(runId)) ledger.violate("wf-lost", `run ${runId}'s terminal, taken by the parent's barrier, never reached its model`)
+      }
+    },
     checkGroups: () => {
       for (const group of groups) {
         for (const name of group.skipped) {
