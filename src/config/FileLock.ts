@@ -28,6 +28,7 @@
 import { Data, Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import type { DatabaseSync } from "node:sqlite"
+import { errorMessage } from "./errno.ts"
 
 /**
  * A live process — maybe a frozen one, maybe this one — holds the lock.
@@ -67,7 +68,6 @@ const sqliteCode = (error: unknown): number | undefined =>
     ? error.errcode & 0xff
     : undefined
 
-const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
 /**
  * `node:sqlite`, loaded synchronously and without the one-time
@@ -147,7 +147,7 @@ export const holdFileLock = (
       catch: (error) =>
         sqliteCode(error) === SQLITE_BUSY
           ? new FileLockHeld({ path: file })
-          : new FileLockFailed({ path: file, detail: describe(error) })
+          : new FileLockFailed({ path: file, detail: errorMessage(error) })
     }),
     (db) => Effect.sync(() => db.close())
   ).pipe(Effect.asVoid)

@@ -19,9 +19,11 @@ export const errorCode = (cause: unknown): string | undefined =>
     ? cause.code
     : undefined
 
+/** An error's message, or the thrown value as text when it is not an `Error`. */
+export const errorMessage = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
 /**
  * A short text for why a file call failed: its errno code when it has one
  * (`EACCES`), else the error's message.
  */
-export const errorText = (error: unknown): string =>
-  errorCode(error) ?? (error instanceof Error ? error.message : String(error))
+export const errorText = (error: unknown): string => errorCode(error) ?? errorMessage(error)

@@ -53,10 +53,16 @@
  * knows would drop the other's lines; the file then grows. Its state (the
  * pending records, the consumed lines, the line count, the size it left) is
  * written only by its own synchronous code.
+ *
+ * Size: about 400 lines, one concept — the file's rules (read it, append
+ * accepted and consumed lines, rewrite it, and the ports that mark) over
+ * state those rules share. Its errors are in parentJournalErrors.ts and its
+ * lock in config/FileLock.ts; the header is a quarter of it.
  */
 import { Clock, Effect, Exit, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { errorMessage } from "../config/errno.ts"
 import { holdFileLock } from "../config/FileLock.ts"
 import { appendPrivateLogSync, readBytesIfAnySync, sizeIfAnySync, writePrivateFileSync } from "../config/privateFile.ts"
 import type { HandledMessage, HostService, InboundJournal, JournalRecord } from "../session/Host.ts"
@@ -121,14 +127,13 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
  */
 export const lockFileOf = (file: string): string => `${file}.lock`
 
-const describe = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
 /** Holds `file`'s lock for the current Scope, creating its directory (0700) first. */
 const holdLock = (file: string): Effect.Effect<void, ParentJournalInUse | ParentJournalLockFailed, Scope.Scope> => {
   const lock = lockFileOf(file)
   return Effect.try({
     try: () => fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 }),
-    catch: (error) => new ParentJournalLockFailed({ file, lock, detail: describe(error) })
+    catch: (error) => new ParentJournalLockFailed({ file, lock, detail: errorMessage(error) })
   }).pipe(
     // Nothing probes a journal's lock: a held one fails at once rather than blocking the thread.
     Effect.andThen(holdFileLock(lock, { probeGraceMs: 0 })),
@@ -198,7 +203,7 @@ const open = (
         const bytes = readBytesIfAnySync(file)
         return { text: bytes.toString("utf8"), size: bytes.length }
       },
-      catch: (error) => new ParentJournalUnreadable({ file, detail: describe(error) })
+      catch: (error) => new ParentJournalUnreadable({ file, detail: errorMessage(error) })
     })
     /** Accepted and not consumed, by (sender id, message id), in the order accepted: each with its line. */
     const pending = new Map<string, { readonly record: JournalRecord; readonly line: string }>()
@@ -304,7 +309,7 @@ const open = (
           new ParentJournalWriteFailed({
             file,
             messageId: record.message.id,
-            detail: error instanceof Error ? error.message : String(error)
+            detail: errorMessage(error)
           })
       }).pipe(Effect.andThen(compact))
 
