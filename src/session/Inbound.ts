@@ -17,7 +17,7 @@
  * With a host journal (`InboundJournal.ts`), an accepted message is
  * checkpointed before the host gets it, undelivered ones are handed over
  * again when the generation starts (and the ones history holds are
- * remembered as handled, so the broker's copy of one is dropped), and steered ones the agent never saw are
+ * remembered as handled, so the broker's copy of one is dropped), and steered or follow-up ones the agent never saw are
  * handed over again when its run settles (C-DLV-14, C-DLV-16). An actionable
  * message makes a lazily exposed tool visible before the host gets it (C-TOOL-15).
  *
@@ -57,7 +57,7 @@ const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
  * @since 0.1.0
  */
 export interface InboundHandling {
-  /** The agent's run settled: steered messages it never saw are handed over again (C-DLV-16). */
+  /** The agent's run settled: steered and follow-up messages it never saw are handed over again (C-DLV-16). */
   readonly settled: Effect.Effect<void>
 }
 
@@ -156,7 +156,9 @@ export const runInbound = (
       taken: (context) =>
         Effect.suspend(() => {
           const { from, message, receivedAt } = context
-          journal.taken(context, intents.get(context) === "steer")
+          // Both wait in the host's queue until the run reaches them, where Esc can clear them (C-DLV-16).
+          const intent = intents.get(context)
+          journal.taken(context, intent === "steer" || intent === "followUp")
           intents.delete(context)
           const joined = admission.commit(from.id, message.id, receivedAt)
           return Effect.andThen(

@@ -12,12 +12,13 @@
  *   never reaches the agent twice (known issue 6); then every checkpointed
  *   message that the agent's history does not hold yet is handed over again,
  *   once, oldest first;
- * - a message handed over while the agent was busy (`steer`) that is still
- *   missing from history when the run settles was cleared before it reached
- *   the model (Esc), and is handed over again; one that reached history is
- *   never handed over twice.
+ * - a message handed over while the agent was busy (`steer`, or `followUp`
+ *   for the sender's `queue`) that is still missing from history when the
+ *   run settles was cleared before it reached the model (Esc clears both of
+ *   the host's queues), and is handed over again; one that reached history
+ *   is never handed over twice.
  *
- * It owns the set of steered messages not yet seen in history: a plain map
+ * It owns the set of such messages not yet seen in history: a plain map
  * touched only by synchronous code of this generation's fibers.
  */
 import { Effect, Schema } from "effect"
@@ -59,9 +60,9 @@ export interface JournalKeeper {
   readonly restore: Effect.Effect<ReadonlyArray<InboundContext>>
   /** Messages the host's history holds, oldest first, for the generation's de-duplication window (none when the host does not say). */
   readonly handled: Effect.Effect<ReadonlyArray<HandledMessage>>
-  /** The host took a message with this intent. */
+  /** The host took a message; `steered`: into a busy agent's queue (a `steer` or a `followUp`), which Esc may clear. */
   readonly taken: (context: InboundContext, steered: boolean) => void
-  /** The agent's run settled: the steered messages history still lacks, to hand over again. */
+  /** The agent's run settled: the steered and follow-up messages history still lacks, to hand over again. */
   readonly cleared: Effect.Effect<ReadonlyArray<InboundContext>>
 }
 
@@ -106,7 +107,7 @@ const handledIn = (journal: InboundJournal): Effect.Effect<ReadonlyArray<Handled
  * @since 0.1.0
  */
 export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalKeeper => {
-  /** Steered messages the host took that history did not hold yet, by (sender id, message id). */
+  /** Steered and follow-up messages the host took that history did not hold yet, by (sender id, message id). */
   const steered = new Map<string, InboundContext>()
   if (journal === undefined) {
     return {
@@ -131,16 +132,28 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
     },
     cleared: Effect.suspend(() => {
       if (steered.size === 0) return Effect.succeed([])
-      return Effect.map(undelivered(journal), (records) => {
-        const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
-        const again: Array<InboundContext> = []
-        for (const [key, context] of steered) {
-          if (missing.has(key)) again.push(context)
-        }
-        // Either back in the hand-off or in history: no longer watched.
-        steered.clear()
-        return again
-      })
+      return journal.undelivered.pipe(
+        Effect.map((records) => {
+          const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
+          const again: Array<InboundContext> = []
+          for (const [key, context] of steered) {
+            if (missing.has(key)) again.push(context)
+          }
+          // Either back in the hand-off or in history: no longer watched.
+          steered.clear()
+          return again
+        }),
+        // Unread, nothing is known of them: they stay watched, for the next settle to check.
+        Effect.catchCause((cause) =>
+          Effect.as(
+            Effect.logWarning(
+              `Intercom could not read the inbound journal; ${steered.size} message(s) cleared from the queue are checked again when the next run settles`,
+              cause
+            ),
+            []
+          )
+        )
+      )
     })
   }
 }

@@ -134,7 +134,7 @@ const make = (
       // Using the tool is its first use (C-TOOL-15).
       intercom: (params) => Effect.andThen(exposure.expose, tool(params)),
       act: tool,
-      // A run that settles (busy → idle) may have left steered messages unseen (C-DLV-16).
+      // A run that settles (busy → idle) may have left steered or follow-up messages unseen (C-DLV-16).
       setStatus: (status) =>
         Effect.suspend(() => {
           const wasBusy = presence.lifecycle() !== "idle"

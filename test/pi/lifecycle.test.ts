@@ -191,6 +191,29 @@ describe("pi extension: lifecycle", () => {
     }
   })
 
+  it("Esc: a follow-up (delivery queue) the user cleared before it reached the model is delivered again after the run settles, once", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { name: "esc-queue" })
+    try {
+      await act(b, { action: "status" })
+      b.script(call("wait_for_intercom", { until: "abort" }), say("after the message"))
+      const queued = nextEvent(b, (event) => event.type === "tool_execution_update")
+      const run = b.session().prompt("work")
+      await act(a, { action: "send", to: "esc-queue", message: "do not lose me either", delivery: "queue" })
+      await queued
+      const again = settledAfter(b, 4)
+      b.session().clearQueue() // Esc clears pi's follow-up queue as well as its steering queue
+      await b.session().abort()
+      await run
+      await again
+      assert.strictEqual(intercomMessages(b.session()).length, 1)
+      assert.match(intercomMessages(b.session())[0] ?? "", /do not lose me either$/)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
   it("Esc: a steered message the user cleared before it reached the model is delivered again after the run settles, once", async () => {
     const a = await openPi(world)
     const b = await openPi(world, { name: "esc" })

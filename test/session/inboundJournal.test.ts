@@ -1,0 +1,46 @@
+/**
+ * The journal keeper's settle check (C-DLV-16) on its own: what a run that
+ * settles hands over again, and what a journal that cannot be read then
+ * leaves watched.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { JournalRecord } from "../../src/session/Host.ts"
+import { makeJournalKeeper } from "../../src/session/InboundJournal.ts"
+import type { InboundContext } from "../../src/session/ReplyTracker.ts"
+import { message } from "../support/broker.ts"
+import { info } from "./support.ts"
+
+const A_ID = "aaaaaaaa-4444-4000-8000-00000000000a"
+
+const context: InboundContext = { from: info(A_ID), message: message("cleared by Esc"), receivedAt: 0 }
+const record: JournalRecord = { from: context.from, message: context.message, receivedAt: 0 }
+
+describe("makeJournalKeeper: cleared", () => {
+  it.effect("a steered or follow-up message history lacks at the settle is handed over again, once", () =>
+    Effect.gen(function*() {
+      const keeper = makeJournalKeeper({ checkpoint: () => Effect.void, undelivered: Effect.succeed([record]) })
+      keeper.taken(context, true)
+      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.message.id), [context.message.id])
+      assert.deepStrictEqual(yield* keeper.cleared, [], "no longer watched once handed over again")
+    }))
+
+  it.effect("a message taken while the agent was idle is not watched", () =>
+    Effect.gen(function*() {
+      const keeper = makeJournalKeeper({ checkpoint: () => Effect.void, undelivered: Effect.succeed([record]) })
+      keeper.taken(context, false)
+      assert.deepStrictEqual(yield* keeper.cleared, [])
+    }))
+
+  it.effect("a journal that cannot be read at the settle keeps the message watched for the next one", () =>
+    Effect.gen(function*() {
+      let reads = 0
+      const keeper = makeJournalKeeper({
+        checkpoint: () => Effect.void,
+        undelivered: Effect.suspend(() => ++reads === 1 ? Effect.fail("the session file is busy") : Effect.succeed([record]))
+      })
+      keeper.taken(context, true)
+      assert.deepStrictEqual(yield* keeper.cleared, [], "nothing is known while the journal cannot be read")
+      assert.deepStrictEqual((yield* keeper.cleared).map((c) => c.message.id), [context.message.id])
+    }))
+})
