@@ -14,6 +14,27 @@ interface Row {
   readonly target: string
 }
 
+/**
+ * The rows with labels the picker can tell apart: `select` answers with the
+ * label, and names need not be unique (C-TGT-2), so a label several rows share
+ * gets the end of each one's id (a UUIDv7's random part: its start is a
+ * timestamp, shared by sessions started together), and a number if even that
+ * is taken.
+ */
+const distinctLabels = (rows: ReadonlyArray<Row>): ReadonlyArray<Row> => {
+  const shared = new Map<string, number>()
+  for (const row of rows) shared.set(row.label, (shared.get(row.label) ?? 0) + 1)
+  const taken = new Set(rows.filter((row) => shared.get(row.label) === 1).map((row) => row.label))
+  return rows.map((row) => {
+    if (shared.get(row.label) === 1) return row
+    const tagged = `${row.label} — ${row.target.slice(-8)}`
+    let label = tagged
+    for (let n = 2; taken.has(label); n++) label = `${tagged} (${n})`
+    taken.add(label)
+    return { ...row, label }
+  })
+}
+
 const rowsOf = (result: ToolResult): ReadonlyArray<Row> => {
   const sessions = result.details["sessions"]
   const self = result.details["sessionId"]
@@ -31,7 +52,7 @@ const rowsOf = (result: ToolResult): ReadonlyArray<Row> => {
     } — ${typeof cwd === "string" ? cwd : ""}`
     rows.push({ label, target: id })
   }
-  return rows
+  return distinctLabels(rows)
 }
 
 /** What `/intercom` uses of pi's context: the mode, and three dialogs. */

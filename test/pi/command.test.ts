@@ -75,6 +75,35 @@ describe("/intercom in the TUI", () => {
     assert.deepStrictEqual(tui.shown[1], { kind: "editor", text: "Message to peer-2" })
   })
 
+  it("two sessions with the same name, status and cwd get distinct labels, and picking the second sends to its id", async () => {
+    const twins: ToolResult = {
+      ...listing,
+      details: {
+        sessionId: "self-id",
+        sessions: [
+          { id: "self-id", name: "me", status: "idle", cwd: "/work" },
+          { id: "019a0000-0000-7000-8000-00000000aaaa", name: "reviewer", status: "idle", cwd: "/work" },
+          { id: "019a0000-0000-7000-8000-00000000bbbb", name: "reviewer", status: "idle", cwd: "/work" }
+        ]
+      }
+    }
+    const tui = scripted((options) => options[1], "hello")
+    const run = async (params: IntercomToolParams): Promise<ToolResult> => {
+      tui.calls.push(params)
+      return params.action === "list" ? twins : { text: "Message sent to reviewer", isError: false, details: {} }
+    }
+    await openIntercom(tui.ctx, "", run)
+    assert.deepStrictEqual(tui.calls, [
+      { action: "list", scope: "project" },
+      { action: "send", to: "019a0000-0000-7000-8000-00000000bbbb", message: "hello" }
+    ])
+    assert.deepStrictEqual(tui.shown[0], {
+      kind: "select",
+      text: "Intercom — send to: reviewer — idle — /work — 0000aaaa | reviewer — idle — /work — 0000bbbb"
+    })
+    assert.deepStrictEqual(tui.shown[1], { kind: "editor", text: "Message to reviewer" })
+  })
+
   it("nothing is sent when the picker is dismissed, or the message is left empty", async () => {
     const dismissed = scripted(() => undefined, "never used")
     await openIntercom(dismissed.ctx, "", dismissed.run)
