@@ -79,6 +79,8 @@ export default function intercomExtension(pi: ExtensionAPI): void {
 
   // C-SUP-7: the provider for launcher extensions. Claimed synchronously (the launcher
   // learns a provider exists), answered once the broker has issued the capability or refused.
+  // A launcher's `respond` that throws is its bug: reported on stderr, as pi reports a throwing
+  // event handler — left unhandled, the rejection would end the pi process.
   pi.events.on(AUTHORIZE_CHILD_EVENT, (data) => {
     const read = readAuthorizeChildRequest(data)
     if (read._tag === "Malformed") {
@@ -90,7 +92,9 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     void withGeneration(
       { ok: false, error: notStarted.text },
       (generation) => generation.authorizeChild(request)
-    ).then(request.respond)
+    ).then(request.respond).catch((cause: unknown) => {
+      console.error(`intercom: the launcher's respond to ${AUTHORIZE_CHILD_EVENT} threw: ${String(cause)}`)
+    })
   })
 
   pi.registerCommand(COMMAND_NAME, {
