@@ -15,10 +15,16 @@
  * - A failed-turn reply (`replyError`) is recorded and is not an answer
  *   (C-DQ-8); timeout, cancellation and disconnection never read as one (C-WKR-15).
  * - An interrupted wait (the tool call aborted) cancels the question (C-DQ-11).
+ * - A wait that ends without an answer (stopped, the generation ended, the
+ *   first ask failed) is not asked again after reconnects (`questionDone`).
+ *   A first ask whose outcome is unknown (`RequestTimeout`, `ConnectionLost`:
+ *   the broker may have saved it) is also cancelled, bounded, as an aborted
+ *   wait is: nobody waits for its answer.
  */
 import { Data, Deferred, Duration, Effect, Schedule, Stream } from "effect"
 import type { InboundMessage, QuestionEvent } from "../client/events.ts"
 import type { QuestionError } from "../client/ClientQuestions.ts"
+import type { IntercomClientService } from "../client/IntercomClient.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { SessionEnded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
@@ -31,8 +37,18 @@ import type { Waiter } from "./ReplyWaiter.ts"
  */
 export const QUESTION_RECHECK = Duration.seconds(30)
 
-/** How long cancelling a question on an aborted wait may take before the wait ends anyway. */
+/**
+ * How long cancelling a question nobody waits for (an aborted wait, a first
+ * ask of unknown outcome) may take before the wait ends anyway.
+ */
 const STOP_BOUND = Duration.seconds(2)
+
+/** Cancels a question nobody will wait for, bounded; a failure to cancel is ignored. */
+const stopBounded = (client: IntercomClientService, questionId: string): Effect.Effect<void> =>
+  client.stopQuestion(questionId).pipe(Effect.timeout(STOP_BOUND), Effect.ignore)
+
+/** Whether a failed ask may still have been saved by the broker: the request went out, its answer did not come. */
+const mayBeSaved = (error: QuestionError): boolean => error._tag === "RequestTimeout" || error._tag === "ConnectionLost"
 
 /**
  * `Cancelled`: the supervisor stopped the question (C-DQ-6, C-DQ-11). Not an
@@ -125,7 +141,7 @@ export const waitDurably = (
     )
     let bound = bind()
     const ask = client.askQuestion({ questionId, reason: question.reason, text: question.message.content.text })
-    yield* ask
+    yield* ask.pipe(Effect.tapError((error) => mayBeSaved(error) ? stopBounded(client, questionId) : Effect.void))
     yield* asked
     // C-DQ-6: re-ask on a Schedule as a fallback (reconnects re-ask by themselves).
     yield* Effect.forkScoped(Effect.repeat(Effect.ignore(ask), Schedule.spaced(QUESTION_RECHECK)))
@@ -139,10 +155,7 @@ export const waitDurably = (
         Effect.map(Effect.result(Deferred.await(bound.outcome)), (outcome) => ({ _tag: "Live" as const, outcome }))
       )
       if (next._tag === "Pushed") {
-        if (next.event._tag === "Cancelled") {
-          yield* client.questionDone(questionId)
-          return yield* new QuestionStopped({ questionId })
-        }
+        if (next.event._tag === "Cancelled") return yield* new QuestionStopped({ questionId })
         return yield* settle({ _tag: "Saved", answer: next.event.answer, answeredAt: next.event.answeredAt })
       }
       const outcome = next.outcome
@@ -160,11 +173,7 @@ export const waitDurably = (
     }
   })).pipe(
     // C-DQ-11: an aborted wait cancels its question, bounded; timeout or abort is never an answer.
-    Effect.onInterrupt(() =>
-      generation.client.stopQuestion(question.questionId).pipe(
-        Effect.timeout(STOP_BOUND),
-        Effect.ignore,
-        Effect.andThen(generation.client.questionDone(question.questionId))
-      )
-    )
+    Effect.onInterrupt(() => stopBounded(generation.client, question.questionId)),
+    // Ended without an answer (an answer's `questionReceived` already did this): no more re-asks.
+    Effect.onError(() => generation.client.questionDone(question.questionId))
   )

@@ -3,7 +3,8 @@
  * C-DQ-6…11, C-WKR-15) end to end through the broker core (in memory,
  * TestClock) with a memory question store: no ask timeout, an answer by
  * `reply` or by id ends the wait, a stop ends it as `Cancelled`, an aborted
- * wait cancels the question — and without a store the ordinary ask and its
+ * wait cancels the question, a wait whose first ask failed is not asked
+ * again after a reconnect — and without a store the ordinary ask and its
  * timeout stay (contracts.md open question 2).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -15,9 +16,23 @@ import { IntercomSession, type IntercomSessionOptions, sessionRegistration } fro
 import { readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
 import { QuestionReviver, type Revival } from "../../src/session/QuestionReviver.ts"
-import { stateOf } from "../../src/store/questionModel.ts"
-import { makeMemory, makeMemoryState, type MemoryQuestions, QuestionStore } from "../../src/store/QuestionStore.ts"
-import { advance, closeOnSimulatedTime, type MemoryBroker, settle, step, withMemoryBroker } from "../support/memory.ts"
+import { QuestionStoreFailure, stateOf } from "../../src/store/questionModel.ts"
+import {
+  makeMemory,
+  makeMemoryState,
+  type MemoryQuestions,
+  QuestionStore,
+  type QuestionStoreService
+} from "../../src/store/QuestionStore.ts"
+import {
+  advance,
+  closeOnSimulatedTime,
+  type MemoryBroker,
+  memoryNetwork,
+  settle,
+  step,
+  withMemoryBroker
+} from "../support/memory.ts"
 
 const SUP_ID = "5b5b5b5b-0000-4000-8000-000000000001"
 const CHILD_ID = "c1c1c1c1-0000-4000-8000-000000000002"
@@ -189,5 +204,91 @@ describe("the question actions of the intercom tool", () => {
       assert.include(again.text, "already has this answer")
       assert.include(again.text, "is not launched again. If it did not start, recover it with: revive(")
       assert.strictEqual(revivals.length, 1)
+    }))
+})
+
+/**
+ * A memory store whose first `ask` goes wrong as `first` says (it gets the
+ * memory store's own ask), on a broker that can crash and start again over
+ * it; `asked` lists every question id the broker was asked to save.
+ */
+const setupRestartable = (
+  first: (ask: QuestionStoreService["ask"]) => QuestionStoreService["ask"]
+) =>
+  Effect.gen(function*() {
+    const state = makeMemoryState()
+    const memory = makeMemory(state)
+    const asked: Array<string> = []
+    const firstAsk = first(memory.ask)
+    const store: QuestionStoreService = {
+      ...memory,
+      ask: (question) =>
+        Effect.suspend(() => {
+          asked.push(question.id)
+          return asked.length === 1 ? firstAsk(question) : memory.ask(question)
+        })
+    }
+    const world = yield* memoryNetwork()
+    const start = () => Effect.provideService(world.startBroker({ idleExit: null }), QuestionStore, store)
+    let running = yield* start()
+    const broker: MemoryBroker = { ...world, broker: running.core }
+    const reconnect = { reconnectBaseMs: 100, reconnectMaxMs: 400 }
+    const supervisor = yield* member(broker, SUP_ID, "planner", { ownerToken: "a-long-random-owner-token", ...reconnect })
+    const launched = yield* settle(
+      authorizeChild({ runId: "Run-7", agent: "Worker", index: 0, supervisorTarget: "planner" }, {})
+        .pipe(Effect.provideService(IntercomClient, supervisor.client))
+    )
+    const bridge = readChildBridge(launched.env)
+    const child = yield* member(broker, CHILD_ID, launched.sessionName, {
+      group: "run-7",
+      supervisorGrant: bridge?.grant,
+      ...reconnect
+    }, { childBridge: bridge })
+    const tool = child.session.contactSupervisor ?? assert.fail("the child has no contact_supervisor")
+    /** The broker crashes and starts again; both sessions are connected again when this returns. */
+    const restart = Effect.gen(function*() {
+      yield* running.crash
+      running = yield* start()
+      yield* advance(5_000)
+      for (const client of [supervisor.client, child.client]) {
+        const status = yield* client.status
+        assert.isTrue(status.connected, `not connected again: ${status.lastError}`)
+      }
+    })
+    return { state, asked, supervisor, child, tool, restart }
+  })
+
+describe("a durable question whose first ask failed", () => {
+  it.effect("a first ask the broker refused ends the wait; a reconnect does not ask it again", () =>
+    Effect.gen(function*() {
+      const { asked, restart, state, supervisor, tool } = yield* setupRestartable(() => () =>
+        Effect.fail(new QuestionStoreFailure({ detail: "disk full" }))
+      )
+      const result = yield* settle(tool({ reason: "need_decision", message: "Which one?" }))
+      assert.isTrue(result.isError)
+      assert.strictEqual(result.details["error"], "QuestionRefused")
+      assert.strictEqual(asked.length, 1)
+      yield* restart
+      assert.strictEqual(asked.length, 1, "the question was asked again after the reconnect")
+      assert.strictEqual(state.records.size, 0)
+      assert.isTrue(Option.isNone(yield* Queue.poll(supervisor.inbox)), "the supervisor was notified")
+    }))
+
+  it.effect("a first ask that timed out ends the wait and cancels the question the broker saved late; a reconnect does not ask it again", () =>
+    Effect.gen(function*() {
+      // The first save takes longer than the child's request timeout (10 s), then succeeds.
+      const { asked, restart, state, tool } = yield* setupRestartable((ask) => (question) =>
+        Effect.andThen(Effect.sleep("11 seconds"), ask(question))
+      )
+      const waiting = yield* step(tool({ reason: "need_decision", message: "Which one?" }))
+      yield* advance(12_000)
+      const result = yield* Fiber.join(waiting)
+      assert.isTrue(result.isError)
+      assert.strictEqual(result.details["error"], "RequestTimeout")
+      const [questionId = ""] = asked
+      const record = state.records.get(questionId) ?? assert.fail("not saved")
+      assert.strictEqual(stateOf(record), "cancelled")
+      yield* restart
+      assert.deepStrictEqual(asked, [questionId], "the question was asked again after the reconnect")
     }))
 })
