@@ -119,14 +119,16 @@ export const makeHostHandoff = (
       })
 
     /**
-     * One hand-off; a defect of the host counts as a refusal. Uninterruptible
-     * (known issue 18): an interruption that came in after the host took the
-     * message but before `deliver` returned turned that success into an
-     * interruption, and the finalizer's last attempt handed the message to the
-     * same host again. A closing generation waits for the attempt in progress.
+     * One hand-off: prepare (which may call the host, `exposeTool`), then
+     * deliver; a defect of the host in either counts as a refusal, so it never
+     * stops the fiber or the finalizer. Uninterruptible (known issue 18): an
+     * interruption that came in after the host took the message but before
+     * `deliver` returned turned that success into an interruption, and the
+     * finalizer's last attempt handed the message to the same host again. A
+     * closing generation waits for the attempt in progress.
      */
     const attempt = (entry: Entry): Effect.Effect<Exit.Exit<void, unknown>> =>
-      Effect.uninterruptible(Effect.flatMap(prepared(entry), (inbound) =>
+      Effect.uninterruptible(Effect.exit(Effect.flatMap(prepared(entry), (inbound) =>
         handingOff(
           entry.context.trace,
           { "intercom.message.id": entry.context.message.id, "intercom.intent": inbound.intent },
@@ -136,9 +138,8 @@ export const makeHostHandoff = (
             Exit.isSuccess(exit)
               ? Effect.andThen(Effect.sync(() => leave(entry)), hooks.taken(entry.context))
               : Effect.void
-          ),
-          Effect.exit
-        )))
+          )
+        ))))
 
     const handOver = (entry: Entry): Effect.Effect<void> =>
       Effect.gen(function*() {

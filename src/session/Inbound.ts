@@ -137,8 +137,9 @@ export const runInbound = (
         } else {
           intent = intentFor(context.delivery, shouldTrigger(message), busy)
         }
-        if (intent === "trigger" || intent === "followUp") tracker.queueTurn(context)
         if (intent !== "passive") yield* exposure.expose
+        // After the host's exposeTool: a prepare that died there is run again, and must not queue the turn twice.
+        if (intent === "trigger" || intent === "followUp") tracker.queueTurn(context)
         intents.set(context, intent)
         return {
           intent,

@@ -4,8 +4,9 @@
  * up a reply to the live ask (C-ORD-32); after the generation closes it gets
  * exactly one more attempt and is then abandoned, with a warning and a count.
  * A message the host took is not handed to it again, even when the generation
- * closed while `deliver` had not yet returned (known issue 18). TestClock
- * drives every retry.
+ * closed while `deliver` had not yet returned (known issue 18). A host that
+ * dies while a message is prepared (`exposeTool`) counts as a refusal too.
+ * TestClock drives every retry.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Logger, Metric, Queue, Scope } from "effect"
@@ -108,6 +109,38 @@ describe("C-DLV-12 the hand-off to the host is retried", () => {
       Effect.provideService(Metric.MetricRegistry, new Map())
     )
   })
+
+  it.effect("a host whose exposeTool dies: that hand-off is retried like a refusal, and later messages are still handed over", () =>
+    Effect.gen(function*() {
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      let exposeCalls = 0
+      yield* Layer.build(
+        IntercomSession.layer({ toolVisibility: "after-first-use" }).pipe(Layer.provide(Layer.mergeAll(
+          Layer.succeed(IntercomClient, client.service),
+          Host.layer({
+            ...host.service,
+            exposeTool: () => Effect.suspend(() => {
+              exposeCalls++
+              return Effect.die("exposeTool broke")
+            })
+          })
+        )))
+      )
+      yield* client.push(inboundMessage(B, "m1", "first"))
+      yield* settle
+      assert.strictEqual(exposeCalls, 1)
+      assert.deepStrictEqual(host.attempts, [], "preparing m1 died before deliver")
+      yield* TestClock.adjust("99 millis")
+      assert.deepStrictEqual(host.attempts, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(host.attempts, ["m1"], "retried after the refusal interval")
+      yield* client.push(inboundMessage(C, "m2", "second"))
+      yield* settle
+      assert.deepStrictEqual(host.attempts, ["m1", "m2"])
+      assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["m1", "m2"])
+    }))
 
   // Known issue 18: the close interrupted `deliver` after the host had taken the message, the interruption
   // looked like a refusal, and the finalizer's last attempt handed the message to the same host again.
