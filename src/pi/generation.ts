@@ -9,7 +9,9 @@
  *
  * Lifecycle events from pi (status, rename, model switch, turns) are offered
  * to one queue and applied in order by one fiber, so a burst of pi events
- * cannot reorder. The intercom session id is pi's session id.
+ * cannot reorder; before that fiber runs (the runtime is built on first use,
+ * or never when intercom is off) they are folded into what they amount to
+ * (lifecycleBacklog.ts). The intercom session id is pi's session id.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"
@@ -37,32 +39,16 @@ import {
   type ToolResult
 } from "../session/IntercomSession.ts"
 import type { ContactSupervisorParams } from "../session/contactSupervisor.ts"
-import type { LifecycleStatus } from "../session/render.ts"
 import { childSessionName } from "../session/supervisorBridge.ts"
 import { authorizeChild } from "../session/SupervisorLaunch.ts"
 import type { GrantedChildBridge } from "../session/SupervisorContact.ts"
 import type { ToolVisibility } from "../session/ToolExposure.ts"
 import type { AuthorizeChildRequest, AuthorizeChildResult } from "./authorize.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
+import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
 
-/**
- * A lifecycle change pi reported, applied in order by the generation.
- *
- * @category models
- * @since 0.1.0
- */
-export type LifecycleEvent =
-  | { readonly _tag: "Status"; readonly status: LifecycleStatus }
-  | { readonly _tag: "Identity"; readonly update: Partial<HostIdentity> }
-  | { readonly _tag: "BeginTurn"; readonly messageId: string | undefined }
-  | { readonly _tag: "EndTurn" }
-  /**
-   * Completed once every event queued before it was applied (with its
-   * presence written): pi's `agent_settled` waits for it, so the broker knows
-   * this session is idle again (health-v1, C-HLT-3) before pi says so.
-   */
-  | { readonly _tag: "Applied"; readonly done: Deferred.Deferred<void> }
+export type { LifecycleEvent } from "./lifecycleBacklog.ts"
 
 /**
  * What a generation needs to know of its pi session when it starts.
@@ -195,6 +181,8 @@ export const startGeneration = (input: {
     model: seed.model
   }
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
+  /** pi's events until the lifecycle fiber runs (lifecycleBacklog.ts), then its queue's. */
+  const backlog = new LifecycleBacklog((event) => Queue.offerUnsafe(events, event))
   /**
    * This generation's private owner token (C-SUP-8): every pi session can be a
    * supervisor. In memory only, never logged or persisted; a new generation
@@ -250,10 +238,10 @@ export const startGeneration = (input: {
     Layer.provide(Layer.mergeAll(NodeServices.layer, Logger.layer([])))
   )
 
-  /** Applies pi's lifecycle events in order (the one owner of the session's lifecycle inputs). */
+  /** Applies pi's lifecycle events in order (the one owner of the session's lifecycle inputs): first what came before it ran. */
   const lifecycleLayer = Layer.effectDiscard(Effect.gen(function*() {
     const session = yield* IntercomSession
-    yield* Effect.forkScoped(Stream.runForEach(Stream.fromQueue(events), (event) => {
+    const apply = (event: LifecycleEvent): Effect.Effect<void> => {
       switch (event._tag) {
         case "Status":
           return session.setStatus(event.status)
@@ -269,7 +257,11 @@ export const startGeneration = (input: {
         case "Applied":
           return Effect.asVoid(Deferred.succeed(event.done, undefined))
       }
-    }))
+    }
+    const earlier = backlog.start()
+    yield* Effect.forkScoped(
+      Effect.andThen(Effect.forEach(earlier, apply, { discard: true }), Stream.runForEach(Stream.fromQueue(events), apply))
+    )
   }))
 
   /** The footer status line: connection state, a wait in progress, pending asks (TUI and RPC only). */
@@ -344,12 +336,13 @@ export const startGeneration = (input: {
     contactSupervisor,
     authorizeChild: authorize,
     lifecycle: (event) => {
-      if (!closed) Queue.offerUnsafe(events, event)
+      if (!closed) backlog.offer(event)
     },
     applied: () => {
-      if (closed) return Promise.resolve()
+      // Before the lifecycle fiber runs there is no presence to write: nothing to wait for.
+      if (closed || !backlog.live) return Promise.resolve()
       const done = Deferred.makeUnsafe<void>()
-      Queue.offerUnsafe(events, { _tag: "Applied", done })
+      backlog.offer({ _tag: "Applied", done })
       return Effect.runPromise(Deferred.await(done).pipe(Effect.timeoutOption(APPLIED_WAIT), Effect.asVoid))
     },
     observe: (next) => {

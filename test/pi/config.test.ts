@@ -97,4 +97,40 @@ describe("pi extension: config.json", () => {
       writeConfig(world, {})
     }
   })
+  // Before the fix pi's agent_settled waited the lifecycle's whole 2 s for a fiber that was not running.
+  // Counted in event-loop turns between agent_end and agent_settled, not in time: a wait on a timer is
+  // thousands of turns, a settle with nothing to wait for a handful.
+  for (const config of [{ enabled: false }, { toolVisibility: "after-first-use" }]) {
+    it(`${JSON.stringify(config)}: a run settles without waiting for a lifecycle fiber that is not running`, async () => {
+      writeConfig(world, config)
+      const b = await openPi(world)
+      try {
+        b.script(say("hello"))
+        let turns = -1
+        const counted = new Promise<number>((resolve) => {
+          const spin = (): void => {
+            if (turns < 0) return
+            if (++turns >= 1_000) return resolve(turns)
+            setImmediate(spin)
+          }
+          b.watch((event) => {
+            if (event.type === "agent_end" && turns < 0) {
+              turns = 0
+              setImmediate(spin)
+            } else if (event.type === "agent_settled") {
+              resolve(turns)
+              turns = -1
+              return true
+            }
+            return false
+          })
+        })
+        await b.session().prompt("hi")
+        assert.isBelow(await counted, 100, "event-loop turns between agent_end and agent_settled")
+      } finally {
+        await b.quit()
+        writeConfig(world, {})
+      }
+    })
+  }
 })
