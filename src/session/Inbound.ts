@@ -155,13 +155,15 @@ export const runInbound = (
     const handoff = yield* makeHostHandoff(host.deliver, {
       prepare,
       taken: (context) =>
-        Effect.suspend(() => {
-          const { from, message, receivedAt } = context
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const { from, message } = context
           // Both wait in the host's queue until the run reaches them, where Esc can clear them (C-DLV-16).
           const intent = intents.get(context)
           journal.taken(context, intent === "steer" || intent === "followUp")
           intents.delete(context)
-          const joined = admission.commit(from.id, message.id, receivedAt)
+          // Remembered from now, not from its receive time: a message restored after a long downtime was
+          // received hours ago, and the broker's copy of it may still come (it keeps mail for a day).
+          const joined = admission.commit(from.id, message.id, now)
           return Effect.andThen(
             receipt(message.id, "acknowledged", "accepted by receiver"),
             Effect.replicateEffect(duplicateReceipt(message.id), joined, { discard: true })

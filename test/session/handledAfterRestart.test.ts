@@ -131,6 +131,20 @@ describe("known issue 6: a restarted process does not hand its agent a message i
       assert.deepStrictEqual(taken, [later])
     }))
 
+  // Its window counts from the hand-over, not from the old receive time: a process restarted after a long
+  // downtime still gets the broker's copy of what it restored (the broker keeps mail for a day).
+  it.effect("a restored message received longer ago than the window is remembered from its hand-over: the broker's copy is dropped", () =>
+    Effect.gen(function*() {
+      const first = message("checkpointed and read by the old process, restored after a long downtime")
+      const { alice, bob } = yield* readButNeverConfirmed(first)
+      yield* advance(WINDOW_MS + 1)
+      const host = yield* restartWith(bob, [], {
+        undelivered: [{ from: info(A_ID, { name: "alice" }), message: first, receivedAt: 0 }]
+      })
+      const later = message("sent after the restart")
+      assert.deepStrictEqual(yield* takenUpTo(host, alice, bob, later), [first.id, later.id])
+    }))
+
   // The window keeps `capacity` messages and forgets the oldest first: what history holds is remembered before
   // a restored message is handed over, so that one, the likeliest to come again, is not the first forgotten.
   it.effect("a restored message is remembered after what history holds, also when the journal answers late", () =>
