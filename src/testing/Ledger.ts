@@ -200,15 +200,21 @@ export class Ledger {
   // Hosts and asks
   // -------------------------------------------------------------------------
 
-  /** A simulated host was handed an inbound message. */
-  hostDelivered(receiver: string, fromId: string, message: Message, intent: string): void {
+  /**
+   * A simulated host was handed an inbound message; `generation`, the session
+   * generation whose host it was (a host without a topic store remembers
+   * which publications interrupted it for one generation).
+   */
+  hostDelivered(receiver: string, fromId: string, message: Message, intent: string, generation?: string): void {
     hostDelivered(this.state, receiver, fromId, message, intent)
-    this.topics.handed(this.state, receiver, fromId, message)
+    this.topics.handed(this.state, receiver, fromId, message, generation)
   }
 
   /** A host's own journal restored an inbound message to a new generation, which hands it over again (see `hostRestored`, ledger/asks.ts). */
-  hostRestored(receiver: string, fromId: string, message: Message, intent: string): void {
-    if (hostRestored(this.state, receiver, fromId, message, intent)) this.topics.handed(this.state, receiver, fromId, message)
+  hostRestored(receiver: string, fromId: string, message: Message, intent: string, generation?: string): void {
+    if (hostRestored(this.state, receiver, fromId, message, intent)) {
+      this.topics.handed(this.state, receiver, fromId, message, generation)
+    }
   }
 
   /** An ask was started; returns its alias. */

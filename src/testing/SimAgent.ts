@@ -237,8 +237,8 @@ export const makeSimAgent = (options: {
         if (handler !== undefined) handed.add(key)
         inbox.push(inbound)
         options.journal?.delivered(inbound.from.id, inbound.message.id)
-        if (restored.delete(key)) ledger.hostRestored(sessionId, inbound.from.id, inbound.message, inbound.intent)
-        else ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent)
+        if (restored.delete(key)) ledger.hostRestored(sessionId, inbound.from.id, inbound.message, inbound.intent, options.generation)
+        else ledger.hostDelivered(sessionId, inbound.from.id, inbound.message, inbound.intent, options.generation)
         return handler === undefined ? answer(inbound) : handler(inbound)
       })
     const readiness = options.readiness

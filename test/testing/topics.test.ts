@@ -62,6 +62,15 @@ describe("topics in the simulation", () => {
       assert.isTrue(kindsOf(report.violations).has("topic-double-interrupt"), report.trace.join("\n"))
     }), 60_000)
 
+  // A new generation of a host without a topic store subscribes again and is interrupted again by a
+  // publication its predecessor saw, re-sent after a broker restart: topic state lasts one generation there.
+  it.effect("seed 972: a publication re-sent after a broker restart may interrupt a later generation again", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 972, tolerate: KNOWN_ISSUES }, undefined, { topics: true })
+      assert.isTrue(report.ok, report.trace.join("\n"))
+      assert.isTrue(report.trace.some((line) => line.includes("D ← m2 from A (trigger) \"state 4\"")))
+    }))
+
   it.effect("random workloads with topic traffic and faults: no violation over 8 seeds", () =>
     Effect.gen(function*() {
       for (let seed = 1; seed <= 8; seed++) {

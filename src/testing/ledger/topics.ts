@@ -7,7 +7,8 @@
  *   may legitimately send the same revision again, never a lower one on the
  *   same connection.
  * - `topic-double-interrupt`: one publication interrupts a subscriber's
- *   agent at most once. A publication is known by its publisher, topic,
+ *   agent at most once (per session generation, for hosts that keep no topic
+ *   store, as the simulation's do). A publication is known by its publisher, topic,
  *   `updatedAt` and text (a re-send after a reconnect, or a publication
  *   renumbered past a stale answer, is the same publication); the host sees
  *   it as a message with id `topic:<publisher>:<topic>:<revision>`.
@@ -42,11 +43,16 @@ export class TopicLedger {
     }
   }
 
-  /** A host was handed a message: a topic interruption counts once per publication and receiver. */
-  handed(state: LedgerState, receiver: string, fromId: string, message: Message): void {
+  /**
+   * A host was handed a message: a topic interruption counts once per
+   * publication and receiver — per session generation when `generation` is
+   * given, since a host without a topic store (the simulation's) keeps what
+   * interrupted it for one generation (`Host.topicStore`).
+   */
+  handed(state: LedgerState, receiver: string, fromId: string, message: Message, generation?: string): void {
     if (!message.id.startsWith("topic:")) return
     const topic = message.id.slice(`topic:${fromId}:`.length, message.id.lastIndexOf(":"))
-    const key = JSON.stringify([receiver, fromId, topic, message.timestamp, message.content.text])
+    const key = JSON.stringify([generation ?? "", receiver, fromId, topic, message.timestamp, message.content.text])
     check(state, !this.interrupted.has(key), "topic-double-interrupt", () =>
       `${nameOf(state, receiver)} was interrupted twice by ${nameOf(state, fromId)}'s publication on ${topic} ("${message.content.text}")`)
     this.interrupted.add(key)
