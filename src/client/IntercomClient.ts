@@ -125,8 +125,10 @@ const make = (
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** Set while no session takes the messages (`holdConfirmations`); owned here, read by the connections. */
     let holding = false
+    /** Confirm only what the consumer handled (`confirmWhenHandled`); owned here, read by the connections. */
+    let whenHandled = false
     const sinks = {
-      confirming: () => !holding,
+      confirming: () => !holding && (!whenHandled || unhandled.size() === 0),
       message: (message: InboundMessage) => {
         if (recent.firstTime(message.from.id, message.message.id)) unhandled.offer(message)
       },
@@ -483,7 +485,12 @@ const make = (
       ...questions.operations(withConnection, sendTimeoutMs),
       questionEvents: Stream.fromPubSub(questionHub),
       messages: unhandled.stream,
-      handled: (message) => Effect.sync(() => unhandled.handled(message)),
+      handled: (message) =>
+        Effect.suspend(() => {
+          unhandled.handled(message)
+          // The last one read is handled: what was read can be confirmed (`confirmWhenHandled`).
+          return whenHandled && unhandled.size() === 0 && live !== undefined ? live.confirmRead : Effect.void
+        }),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({
@@ -501,6 +508,9 @@ const make = (
       resumeConfirmations: Effect.suspend(() => {
         holding = false
         return live === undefined ? Effect.void : live.confirmRead
+      }),
+      confirmWhenHandled: Effect.sync(() => {
+        whenHandled = true
       }),
       disconnect
     } satisfies IntercomClientService

@@ -182,6 +182,19 @@ export interface IntercomClientService extends QuestionOperations {
   readonly holdConfirmations: Effect.Effect<void>
   /** Confirms again, starting with what was read while held (`holdConfirmations`). */
   readonly resumeConfirmations: Effect.Effect<void>
+  /**
+   * From now on, confirms (`received-v1`) only once the consumer of
+   * `messages` has handled everything read (`handled`), not as soon as a
+   * message is read: a message whose handling the process's end cut short —
+   * a host's checkpoint in progress when the session stopped — stays the
+   * broker's and reaches the session's next client, instead of being lost
+   * with this one (known issue 21, docs/testing.md). The broker releases a
+   * sender's acknowledgement on the confirmation, so it then waits for the
+   * handling too. `IntercomSession` turns it on (it calls `handled` once a
+   * message is checkpointed); a consumer that turns it on must call `handled`
+   * for every message, or confirmations stop.
+   */
+  readonly confirmWhenHandled: Effect.Effect<void>
   /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */
   readonly disconnect: Effect.Effect<void>
 }

@@ -119,6 +119,9 @@ const make = (
     // The client stops confirming first: mail read from here on reaches no generation of this one, and
     // stays the broker's until the next generation resumes confirming (known issue 9).
     yield* Effect.addFinalizer(() => Effect.andThen(client.holdConfirmations, generation.retire))
+    // What is confirmed is what this runtime checkpointed and handed on (`handled`), not what was read:
+    // a message whose checkpoint a stop cut short stays the broker's (known issue 21).
+    yield* client.confirmWhenHandled
     yield* client.resumeConfirmations
 
     const { slot } = generation

@@ -266,6 +266,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       })),
       holdConfirmations: Effect.sync(() => void fake.confirmations.push("hold")),
       resumeConfirmations: Effect.sync(() => void fake.confirmations.push("resume")),
+      confirmWhenHandled: Effect.void,
       disconnect: Effect.sync(() => {
         fake.connected = false
       })
