@@ -10,8 +10,9 @@
  * Why the layer keeps it: a parent's `deliver` (ParentSession.ts) returns
  * once the inbox has decided, which for a busy parent means the message
  * waits in the in-memory idle queue. The session's client has confirmed it
- * to the broker by then (it confirms what it read), so the broker forgets
- * it; a crash before the agent got it would lose it. And a message the
+ * to the broker by then (it confirms what the runtime checkpointed and
+ * handed on), so the broker forgets it; a crash before the agent got it
+ * would lose it. And a message the
  * agent got whose confirmation never reached the broker comes again to a
  * new process, whose in-memory guards are empty. The layer is the one place
  * that sees both moments: the runtime's checkpoint before the hand-off
