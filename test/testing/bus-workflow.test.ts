@@ -153,6 +153,19 @@ describe("bus-hosted workflow parent", () => {
       assert.isAbove(summary.restored, 0)
     }), 60_000)
 
+  // P's message is re-sent after a broker crash to P's next client, which is killed before it confirmed it (the
+  // session confirms what it handled); the broker then sends it a third time. Not a duplicate on the wire: the
+  // first confirmation died with the broker that read it, the second was never written.
+  it.effect("seed 1301 with parent restarts: a third copy after a crash and an unconfirmed read is no duplicate-on-wire", () =>
+    Effect.gen(function*() {
+      const summary = yield* busWorkflowSoak({ from: 1301, seeds: 1, ops: 40, maxFailures: 1, parentRestarts: true })
+      const failure = summary.failures[0]
+      assert.isUndefined(
+        failure,
+        failure === undefined ? "" : [...failure.violations, ...failure.bus.violations.map((v) => `${v.kind}: ${v.message}`)].join("\n")
+      )
+    }))
+
   for (const from of [1, 51, 101, 151]) {
     it.effect(`seeds ${from}–${from + 49} (20 ops, broker crashes, drops, stalls): every bus invariant and wf-bus-terminal-order hold`, () =>
       Effect.gen(function*() {

@@ -315,13 +315,17 @@ const redeliveredAfterCrash = (state: LedgerState, record: MessageRecord, link: 
  * A copy the broker re-sent because every earlier copy went out on a
  * connection, since ended, whose client never confirmed reading it
  * (`received-v1`: the broker cannot know it was read, so it sends it again and
- * the client drops the copy).
+ * the client drops the copy). A copy read through an earlier incarnation that
+ * crashed counts as unconfirmed to this one: a confirmation it had not stored
+ * died with it (the copy after its restart is `redeliveredAfterCrash`'s), so
+ * a third copy, after that one went unconfirmed too, is this kind.
  */
 const resentUnconfirmed = (state: LedgerState, record: MessageRecord, link: LinkRecord): boolean =>
   record.reads.length > 0 && record.reads.every((read) => {
     const earlier = state.links.get(read.link)
-    return earlier !== undefined && earlier !== link && (earlier.brokerEnded || earlier.closed) &&
-      earlier.confirmed < read.frame
+    if (earlier === undefined || earlier === link) return false
+    if (earlier.brokerEpoch < link.brokerEpoch && state.crashedEpochs.has(earlier.brokerEpoch)) return true
+    return (earlier.brokerEnded || earlier.closed) && earlier.confirmed < read.frame
   })
 
 /**
