@@ -126,7 +126,7 @@ const make = (
     /** Set while no session takes the messages (`holdConfirmations`); owned here, read by the connections. */
     let holding = false
     /** Confirm only what the consumer handled (`confirmWhenHandled`); owned here, read by the connections. */
-    let whenHandled = false
+    let whenHandled = options.confirmWhenHandled === true
     const sinks = {
       confirming: () => !holding && (!whenHandled || unhandled.size() === 0),
       message: (message: InboundMessage) => {

@@ -9,8 +9,9 @@
  * interrupted in the middle of a message (a session generation that closes)
  * therefore leaves that message, and every one after it, to the next
  * consumer of the same client, instead of taking them out of the client and
- * dropping them. The broker was already told they were read (`received-v1`),
- * so this buffer is the only copy.
+ * dropping them. Unless the client confirms only what was handled
+ * (`confirmWhenHandled`, as under `IntercomSession`), the broker was already
+ * told they were read (`received-v1`), so this buffer is the only copy.
  *
  * Single consumer: each run of the stream starts at the oldest unhandled
  * message, and two runs at once would see the same messages.

@@ -79,10 +79,11 @@ export interface ClientSinks {
   /** An answer to, or the cancellation of, this child's durable question (`questions-v1`). */
   readonly question: (event: QuestionEvent) => void
   /**
-   * Whether a session takes this client's messages now: while it does not
-   * (`IntercomClient.holdConfirmations`), a connection reads them but does not
-   * confirm them (`received-v1`), so the broker keeps them for the session's
-   * next client if this one closes.
+   * Whether what was read may be confirmed now (`received-v1`): not while no
+   * session takes this client's messages (`IntercomClient.holdConfirmations`),
+   * nor, under `confirmWhenHandled`, while a message read is not handled yet.
+   * Meanwhile a connection reads them but does not confirm them, so the broker
+   * keeps them for the session's next client if this one closes.
    */
   readonly confirming: () => boolean
 }

@@ -188,11 +188,11 @@ export interface IntercomClientService extends QuestionOperations {
    * message is read: a message whose handling the process's end cut short —
    * a host's checkpoint in progress when the session stopped — stays the
    * broker's and reaches the session's next client, instead of being lost
-   * with this one (known issue 21, docs/testing.md). The broker releases a
-   * sender's acknowledgement on the confirmation, so it then waits for the
-   * handling too. `IntercomSession` turns it on (it calls `handled` once a
-   * message is checkpointed); a consumer that turns it on must call `handled`
-   * for every message, or confirmations stop.
+   * with this one (known issue 21, docs/testing.md). `IntercomSession` turns
+   * it on (it calls `handled` once a message is checkpointed and handed on);
+   * a consumer that turns it on must call `handled` for every message, or
+   * confirmations stop. The option of the same name turns it on from the
+   * first connection.
    */
   readonly confirmWhenHandled: Effect.Effect<void>
   /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */

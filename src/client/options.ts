@@ -51,6 +51,14 @@ export interface IntercomClientOptions {
    */
   readonly issuedGrants?: ReadonlyArray<ChildGrant> | undefined
   /**
+   * `received-v1`: confirm only what the consumer of `messages` has handled
+   * (`handled`), from the first connection on — what `confirmWhenHandled`
+   * turns on later. For a client an `IntercomSession` will consume: without
+   * it, mail the broker flushes before the session's first generation starts
+   * is confirmed as it is read. Default false (confirm what was read).
+   */
+  readonly confirmWhenHandled?: boolean | undefined
+  /**
    * `supervisor-v1`, child side: the grant its supervisor obtained for it
    * (`readChildBridge(process.env).grant`). The broker then binds this session
    * to that supervisor, or refuses the registration.

@@ -215,7 +215,9 @@ export const startGeneration = (input: {
       livenessIntervalMs: settings.liveness.intervalMs,
       livenessTimeoutMs: settings.liveness.timeoutMs,
       supervisorGrant: child?.grant,
-      ownerToken
+      ownerToken,
+      // The session runtime consumes it: confirm what it checkpointed, from the first mail on (known issue 21).
+      confirmWhenHandled: true
     })
     const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
     const session = IntercomSession.layer({

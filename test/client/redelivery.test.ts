@@ -156,3 +156,68 @@ describe("received-v1: a client whose messages no session takes does not confirm
       assert.strictEqual(disk.mail.size, 0)
     }))
 })
+
+describe("received-v1: a client that confirms what it handled (confirmWhenHandled, known issue 21)", () => {
+  it.effect("a message read and not yet handled is not confirmed: a takeover is sent it again", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      yield* settle(bob.connect)
+      yield* bob.confirmWhenHandled
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const msg = message("read, its checkpoint still under way")
+      yield* alice.client.send({ type: "send", to: "bob", message: msg })
+      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
+      // Two round trips on bob: a confirmation, had one been written, has been handled.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      const takeover = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
+      assert.strictEqual((yield* takeover.client.next("message")).message.id, msg.id)
+    }))
+
+  it.effect("once handled it is confirmed: the durable broker forgets it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      yield* settle(bob.connect)
+      yield* bob.confirmWhenHandled
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const msg = message("handled later")
+      yield* alice.client.send({ type: "send", to: "bob", message: msg })
+      const read = yield* inbox.next()
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 1, "read, not handled: the broker still keeps it")
+      yield* bob.handled(read)
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
+    }))
+
+  it.effect("the option covers the mail flushed at the first connection, before anything could turn the mode on", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const { client: early } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      yield* settle(early.connect)
+      yield* early.disconnect
+      const msg = message("waiting in bob's mailbox")
+      yield* alice.client.send({ type: "send", to: B_ID, message: msg })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true }))
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      yield* settle(bob.connect)
+      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      const takeover = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
+      assert.strictEqual((yield* takeover.client.next("message")).message.id, msg.id)
+    }))
+})

@@ -113,6 +113,8 @@ export const openSession = (
     const now = yield* Clock.currentTimeMillis
     const client = yield* IntercomClient.make({
       agentDir: paths.agentDir,
+      // Its session runtime consumes it: confirm what the runtime handled (known issue 21).
+      confirmWhenHandled: true,
       intercomDir: paths.intercomDir,
       socketPath: paths.socketPath,
       sessionId: options.sessionId,

@@ -249,6 +249,8 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
         status: state.status
       }),
       launch: false,
+      // Its session runtime consumes it, as pi's and the CLI's do: confirm what the runtime handled.
+      confirmWhenHandled: true,
       dial: dialerFor(world, state, key),
       ...(drawn?.client ?? world.timings)
     }).pipe(Scope.provide(scope), ownedBy(key))
