@@ -26,9 +26,9 @@
  * only by synchronous code (design.md's hot-path rule of single ownership).
  *
  * Size: one concept — the lifetime of the client's connection (attempt,
- * adopt, reconnect, disconnect, and whether its connections confirm what
- * they read) over that state; the models are in models.ts,
- * supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
+ * adopt, reconnect, disconnect) over that state; when its connections
+ * may confirm what they read is ConfirmationPolicy.ts's, the models are in
+ * models.ts, supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
  * result archive in ClientResults.ts, durable questions in ClientQuestions.ts
  * and health in health.ts; what stays here is the wiring of each into the
  * connection's lifetime, and re-sending a send lost with its connection or
@@ -61,6 +61,7 @@ import type { IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 import { tracedSend } from "./tracing.ts"
 import { makeUnhandledMessages } from "./UnhandledMessages.ts"
+import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
@@ -123,12 +124,10 @@ const make = (
     // A durable broker killed between writing a message and forgetting it delivers it again after its restart.
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
-    /** Set while no session takes the messages (`holdConfirmations`); owned here, read by the connections. */
-    let holding = false
-    /** Confirm only what the consumer handled (`confirmWhenHandled`); owned here, read by the connections. */
-    let whenHandled = options.confirmWhenHandled === true
+    /** When what was read may be confirmed (held, or only once handled); read by the connections. */
+    const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true)
     const sinks = {
-      confirming: () => !holding && (!whenHandled || unhandled.size() === 0),
+      confirming: () => confirmations.confirming(unhandled.size()),
       message: (message: InboundMessage) => {
         if (recent.firstTime(message.from.id, message.message.id)) unhandled.offer(message)
       },
@@ -489,7 +488,7 @@ const make = (
         Effect.suspend(() => {
           unhandled.handled(message)
           // The last one read is handled: what was read can be confirmed (`confirmWhenHandled`).
-          return whenHandled && unhandled.size() === 0 && live !== undefined ? live.confirmRead : Effect.void
+          return confirmations.drained(unhandled.size()) && live !== undefined ? live.confirmRead : Effect.void
         }),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
@@ -502,16 +501,12 @@ const make = (
         lastError,
         supervisorSessionId: live?.supervisorSessionId
       })),
-      holdConfirmations: Effect.sync(() => {
-        holding = true
-      }),
+      holdConfirmations: Effect.sync(() => confirmations.hold()),
       resumeConfirmations: Effect.suspend(() => {
-        holding = false
+        confirmations.resume()
         return live === undefined ? Effect.void : live.confirmRead
       }),
-      confirmWhenHandled: Effect.sync(() => {
-        whenHandled = true
-      }),
+      confirmWhenHandled: Effect.sync(() => confirmations.confirmWhenHandled()),
       disconnect
     } satisfies IntercomClientService
   })
