@@ -55,7 +55,7 @@
  * pending records, the consumed lines, the line count, the size it left) is
  * written only by its own synchronous code.
  *
- * Size: about 400 lines, one concept — the file's rules (read it, append
+ * Size: about 410 lines, one concept — the file's rules (read it, append
  * accepted and consumed lines, rewrite it, and the ports that mark) over
  * state those rules share. Its errors are in parentJournalErrors.ts and its
  * lock in config/FileLock.ts; the header is a quarter of it.

@@ -5,10 +5,12 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 480 lines, one concept — reading the wire for the ledger,
+ * Size: about 490 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
- * connection. Kept whole: the five taps (client wrote, broker read, broker
+ * connection, and a session that confirms what it handled (known issue 21)
+ * the rule that a read through a crashed incarnation is unconfirmed to the
+ * next one. Kept whole: the five taps (client wrote, broker read, broker
  * wrote or took back, client read, discarded) update the same message
  * records, and most of the length is one function, `brokerFrameRead`, whose
  * cases each judge one broker frame a client read; the other checks live in
