@@ -111,42 +111,43 @@ describe("RecentMessages", () => {
   })
 })
 
+/**
+ * Bob, on a broker of his own (over `store` when given), has read alice's
+ * message `text` while `confirming` was held, or only confirmed once handled;
+ * then two round trips on bob, so a confirmation, had one been written, has
+ * been handled.
+ */
+const bobHasRead = (text: string, confirming: "held" | "when handled", store?: MailStoreService) =>
+  Effect.gen(function*() {
+    const world = yield* memoryNetwork()
+    yield* world.startBroker({ idleExit: null, ...(store === undefined ? {} : { store }) })
+    const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+    const inbox = yield* subscribe(bob.messages, "bob's messages")
+    yield* settle(bob.connect)
+    yield* confirming === "held" ? bob.holdConfirmations : bob.confirmWhenHandled
+    const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+    const msg = message(text)
+    yield* alice.client.send({ type: "send", to: "bob", message: msg })
+    const read = yield* inbox.next()
+    assert.strictEqual(read.message.id, msg.id)
+    yield* settle(bob.list)
+    yield* settle(bob.list)
+    return { world, bob, read }
+  })
+
 describe("received-v1: a client whose messages no session takes does not confirm them (known issue 9)", () => {
   it.effect("a message read while confirmations are held is not confirmed: a takeover is sent it again", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
-      const inbox = yield* subscribe(bob.messages, "bob's messages")
-      yield* settle(bob.connect)
-      yield* bob.holdConfirmations
-      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
-      const msg = message("nobody takes this yet")
-      yield* alice.client.send({ type: "send", to: "bob", message: msg })
-      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
-      // Two round trips on bob: a confirmation, had one been written, has been handled.
-      yield* settle(bob.list)
-      yield* settle(bob.list)
+      const { read, world } = yield* bobHasRead("nobody takes this yet", "held")
       const takeover = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
       const again = yield* takeover.client.next("message")
-      assert.strictEqual(again.message.id, msg.id)
+      assert.strictEqual(again.message.id, read.message.id)
     }))
 
   it.effect("resuming confirms what was read while held: the durable broker forgets it", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
-      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
-      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
-      const inbox = yield* subscribe(bob.messages, "bob's messages")
-      yield* settle(bob.connect)
-      yield* bob.holdConfirmations
-      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
-      const msg = message("taken later")
-      yield* alice.client.send({ type: "send", to: "bob", message: msg })
-      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
-      yield* settle(bob.list)
-      yield* settle(bob.list)
+      const { bob } = yield* bobHasRead("taken later", "held", makeMemory(disk))
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 1, "held: the broker still keeps it")
       yield* bob.resumeConfirmations
@@ -160,38 +161,15 @@ describe("received-v1: a client whose messages no session takes does not confirm
 describe("received-v1: a client that confirms what it handled (confirmWhenHandled, known issue 21)", () => {
   it.effect("a message read and not yet handled is not confirmed: a takeover is sent it again", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      yield* world.startBroker({ idleExit: null })
-      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
-      const inbox = yield* subscribe(bob.messages, "bob's messages")
-      yield* settle(bob.connect)
-      yield* bob.confirmWhenHandled
-      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
-      const msg = message("read, its checkpoint still under way")
-      yield* alice.client.send({ type: "send", to: "bob", message: msg })
-      assert.strictEqual((yield* inbox.next()).message.id, msg.id)
-      // Two round trips on bob: a confirmation, had one been written, has been handled.
-      yield* settle(bob.list)
-      yield* settle(bob.list)
+      const { read, world } = yield* bobHasRead("read, its checkpoint still under way", "when handled")
       const takeover = yield* world.session({ sessionId: B_ID, name: "bob", frame: { features: [RECEIVED_V1] } })
-      assert.strictEqual((yield* takeover.client.next("message")).message.id, msg.id)
+      assert.strictEqual((yield* takeover.client.next("message")).message.id, read.message.id)
     }))
 
   it.effect("once handled it is confirmed: the durable broker forgets it", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
-      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
-      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
-      const inbox = yield* subscribe(bob.messages, "bob's messages")
-      yield* settle(bob.connect)
-      yield* bob.confirmWhenHandled
-      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
-      const msg = message("handled later")
-      yield* alice.client.send({ type: "send", to: "bob", message: msg })
-      const read = yield* inbox.next()
-      yield* settle(bob.list)
-      yield* settle(bob.list)
+      const { bob, read } = yield* bobHasRead("handled later", "when handled", makeMemory(disk))
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 1, "read, not handled: the broker still keeps it")
       yield* bob.handled(read)

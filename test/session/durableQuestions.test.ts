@@ -276,7 +276,8 @@ describe("a durable question whose first ask failed", () => {
 
   it.effect("a first ask that timed out ends the wait and cancels the question the broker saved late; a reconnect does not ask it again", () =>
     Effect.gen(function*() {
-      // The first save takes longer than the child's request timeout (10 s), then succeeds.
+      // The first save takes longer than the child's request timeout (10 s), then succeeds: simulated time on the
+      // TestClock (advanced below), the slow store itself, not a wait for something else to happen.
       const { asked, restart, state, tool } = yield* setupRestartable((ask) => (question) =>
         Effect.andThen(Effect.sleep("11 seconds"), ask(question))
       )
