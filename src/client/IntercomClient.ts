@@ -490,6 +490,7 @@ const make = (
           // The last one read is handled: what was read can be confirmed (`confirmWhenHandled`).
           return confirmations.drained(unhandled.size()) && live !== undefined ? live.confirmRead : Effect.void
         }),
+      keep: (message) => Effect.sync(() => unhandled.keep(message)),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

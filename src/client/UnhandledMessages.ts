@@ -6,6 +6,10 @@
  * of `IntercomClient.messages` gets them one at a time, oldest first. A
  * message leaves only when its consumer is done with it: when that consumer
  * asks for the next one, or earlier when it says so (`handled`). A consumer
+ * that passed a message on but cannot vouch for it yet (its host has not
+ * taken it, and nothing saved it) keeps it (`keep`) until `handled`: it
+ * counts as unhandled meanwhile, and if the consumer's run ends first, the
+ * next run gets it again, before anything read after it. A
  * interrupted in the middle of a message (a session generation that closes)
  * therefore leaves that message, and every one after it, to the next
  * consumer of the same client, instead of taking them out of the client and
@@ -16,8 +20,9 @@
  * Single consumer: each run of the stream starts at the oldest unhandled
  * message, and two runs at once would see the same messages.
  *
- * It owns the buffer: a FIFO (Fifo.ts) touched only by synchronous code (the
- * reader's `offer`, the consumer's pull, `handled`).
+ * It owns the buffer: two FIFOs (Fifo.ts), the unhandled and the kept
+ * messages, touched only by synchronous code (the reader's `offer`, the
+ * consumer's pull, `keep`, `handled`).
  */
 import { Array as Arr, Effect, Queue, Stream } from "effect"
 import type { InboundMessage } from "./events.ts"
@@ -42,7 +47,13 @@ export interface UnhandledMessages {
    * a consumer interrupted right after cannot leave it to the next one twice.
    */
   readonly handled: (message: InboundMessage) => void
-  /** How many messages wait (read and not handled). */
+  /**
+   * The consumer passed `message` on but cannot vouch for it yet: it stays
+   * unhandled (so unconfirmed) until `handled`, and a later run of the
+   * stream starts with it if this run ends first.
+   */
+  readonly keep: (message: InboundMessage) => void
+  /** How many messages wait (read and not handled, kept ones included). */
   readonly size: () => number
 }
 
@@ -55,12 +66,23 @@ export interface UnhandledMessages {
 export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.gen(function*() {
   /** Read and not handled, oldest first. */
   const unhandled = new Fifo<InboundMessage>()
+  /** Passed on and kept (`keep`), oldest first; all of them were read before any in `unhandled`. */
+  const kept = new Fifo<InboundMessage>()
   /** Wakes a consumer waiting for a message; one signal stands for any number of offers. */
   const wake = yield* Queue.sliding<true>(1)
 
   const remove = (message: InboundMessage): void => void unhandled.remove(message)
 
+  /** A new run starts with what an earlier one kept and never saw handled, oldest first. */
+  const requeueKept = (): void => {
+    if (kept.size === 0) return
+    const later = unhandled.takeAll()
+    for (const message of kept.takeAll()) unhandled.push(message)
+    for (const message of later) unhandled.push(message)
+  }
+
   const stream = Stream.fromPull(Effect.sync(() => {
+    requeueKept()
     /** The message this run last emitted; it leaves when the run asks for the next. */
     let current: InboundMessage | undefined
     const next: Effect.Effect<InboundMessage> = Effect.suspend(() => {
@@ -82,7 +104,12 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
       Queue.offerUnsafe(wake, true)
     },
     stream,
-    handled: remove,
-    size: () => unhandled.size
+    handled: (message) => {
+      if (!unhandled.remove(message)) kept.remove(message)
+    },
+    keep: (message) => {
+      if (unhandled.remove(message)) kept.push(message)
+    },
+    size: () => unhandled.size + kept.size
   }
 })

@@ -166,6 +166,16 @@ export interface IntercomClientService extends QuestionOperations {
    * interrupted right after cannot have it handed on twice.
    */
   readonly handled: (message: InboundMessage) => Effect.Effect<void>
+  /**
+   * The consumer of `messages` passed `message` on, but nothing vouches for
+   * it yet: its host has not taken it, and no journal saved it. Until
+   * `handled(message)` it counts as not handled, so under
+   * `confirmWhenHandled` nothing read from it on is confirmed, and a run of
+   * `messages` that ends first leaves it to the next run, before anything
+   * read after it. `IntercomSession` keeps a message its host's journal could
+   * not checkpoint (or that has no journal) until the host took it.
+   */
+  readonly keep: (message: InboundMessage) => Effect.Effect<void>
   /** Membership events; each subscriber sees those after it subscribed. */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /** Receipts and cancel/supersede notices about messages. */
@@ -189,7 +199,8 @@ export interface IntercomClientService extends QuestionOperations {
    * a host's checkpoint in progress when the session stopped — stays the
    * broker's and reaches the session's next client, instead of being lost
    * with this one (known issue 21, docs/testing.md). `IntercomSession` turns
-   * it on (it calls `handled` once a message is checkpointed and handed on);
+   * it on (it calls `handled` once a message is checkpointed and handed on,
+   * or, when nothing saved it, once its host took it: `keep`);
    * a consumer that turns it on must call `handled` for every message, or
    * confirmations stop. The option of the same name turns it on from the
    * first connection.

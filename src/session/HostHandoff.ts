@@ -2,8 +2,10 @@
  * The hand-off of inbound messages to the host (C-DLV-12): a FIFO drained by
  * one fiber, which hands each message to `Host.deliver` and, while
  * the host refuses it, tries again every 100 ms for as long as the session
- * generation is current. The broker never redelivers a message it delivered,
- * so a refused hand-off must be retried here or the message is lost.
+ * generation is current: a refused message is not redelivered by the broker
+ * while this generation lives, so it must be retried here. (An abandoned one
+ * is the journal's to restore, or, when nothing saved it, still the client's:
+ * Inbound.ts.)
  *
  * Order is kept by construction: one fiber hands over the head of one FIFO,
  * and a message leaves it only once the host took it. Replies to this

@@ -29,7 +29,11 @@
  * admitted, in the same uninterruptible step: a generation that closes while
  * the message fiber is in the middle of one leaves it, and the messages read
  * after it, to the next generation (known issue 15), and one it already
- * handed on is not handed on again.
+ * handed on is not handed on again. A message nothing saved (no journal, or
+ * its checkpoint failed) leaves only once the host took it: until then the
+ * client keeps it (`IntercomClient.keep`) and does not confirm it, so a
+ * generation that ends before its host took it — a pi session closing under
+ * it — leaves it to the next one or to the broker instead of losing it.
  */
 import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
@@ -95,6 +99,15 @@ export const runInbound = (
     const journal = makeJournalKeeper(host.journal)
     /** The intent each message was prepared with, until the host took it. */
     const intents = new WeakMap<InboundContext, DeliveryIntent>()
+    /**
+     * Messages handed over that nothing saved (no journal, or its checkpoint
+     * failed): the client keeps them unconfirmed until the host took them
+     * (`taken`), so a generation that ends first leaves them to the broker
+     * or the next generation instead of losing them.
+     */
+    const unsaved = new Map<InboundContext, InboundMessage>()
+    /** The message `admit` just kept (`unsaved`): its handling must not call it handled. Read by `handleInbound`. */
+    let keptNow: InboundMessage | undefined
 
     // Queued on the connection, never waited for (the client writes the receipts of a turn together).
     const receipt = (messageId: string, status: ReceiptStatus, detail?: string): Effect.Effect<void> =>
@@ -161,12 +174,17 @@ export const runInbound = (
           const intent = intents.get(context)
           journal.taken(context, intent === "steer" || intent === "followUp")
           intents.delete(context)
+          const kept = unsaved.get(context)
+          unsaved.delete(context)
           // Remembered from now, not from its receive time: a message restored after a long downtime was
           // received hours ago, and the broker's copy of it may still come (it keeps mail for a day).
           const joined = admission.commit(from.id, message.id, now)
           return Effect.andThen(
             receipt(message.id, "acknowledged", "accepted by receiver"),
-            Effect.replicateEffect(duplicateReceipt(message.id), joined, { discard: true })
+            Effect.andThen(
+              Effect.replicateEffect(duplicateReceipt(message.id), joined, { discard: true }),
+              kept === undefined ? Effect.void : client.handled(kept)
+            )
           )
         })
     })
@@ -211,8 +229,12 @@ export const runInbound = (
           delivery: inbound.delivery?.delivery,
           trace
         }
-        // C-DLV-14: saved before the host can lose it.
-        yield* interruptible(journal.checkpoint(context))
+        // C-DLV-14: saved before the host can lose it; if nothing saved it, the client keeps it until the host has it.
+        if (!(yield* interruptible(journal.checkpoint(context)))) {
+          unsaved.set(context, inbound)
+          keptNow = inbound
+          yield* client.keep(inbound)
+        }
         yield* handOver(context)
         // C-HLT-3: a receive is intercom activity, and an ask adds to the pending count: health is republished.
         yield* generation.noteActivity
@@ -228,7 +250,11 @@ export const runInbound = (
       Effect.uninterruptibleMask((interruptible) =>
         receiving(inbound, (trace) => admit(inbound, trace, interruptible)).pipe(
           Effect.catchCauseIf((cause) => !Cause.hasInterruptsOnly(cause), Effect.logError),
-          Effect.andThen(client.handled(inbound))
+          Effect.andThen(Effect.suspend(() => {
+            if (keptNow !== inbound) return client.handled(inbound)
+            keptNow = undefined
+            return Effect.void
+          }))
         )
       )
 

@@ -54,8 +54,11 @@ const keyOf = (fromId: string, messageId: string): string => `${fromId}\u0000${m
  * @since 0.1.0
  */
 export interface JournalKeeper {
-  /** Saves an accepted message before the host gets it; a failure is logged, never fatal. */
-  readonly checkpoint: (context: InboundContext) => Effect.Effect<void>
+  /**
+   * Saves an accepted message before the host gets it: true once saved;
+   * false when there is no journal, or it failed (logged, never fatal).
+   */
+  readonly checkpoint: (context: InboundContext) => Effect.Effect<boolean>
   /** Checkpointed messages the host's history lacks, to hand over when the generation starts. */
   readonly restore: Effect.Effect<ReadonlyArray<InboundContext>>
   /** Messages the host's history holds, oldest first, for the generation's de-duplication window (none when the host does not say). */
@@ -111,7 +114,7 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
   const steered = new Map<string, InboundContext>()
   if (journal === undefined) {
     return {
-      checkpoint: () => Effect.void,
+      checkpoint: () => Effect.succeed(false),
       restore: Effect.succeed([]),
       handled: Effect.succeed([]),
       taken: () => {},
@@ -121,8 +124,15 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
   return {
     checkpoint: (context) =>
       Effect.suspend(() => journal.checkpoint(toRecord(context))).pipe(
+        Effect.as(true),
         Effect.catchCause((cause) =>
-          Effect.logWarning(`Intercom could not checkpoint message ${context.message.id}`, cause)
+          Effect.as(
+            Effect.logWarning(
+              `Intercom could not checkpoint message ${context.message.id}; it stays unconfirmed until the agent has it`,
+              cause
+            ),
+            false
+          )
         )
       ),
     restore: Effect.map(undelivered(journal), (records) => records.map(toContext)),

@@ -62,4 +62,32 @@ describe("UnhandledMessages", () => {
       assert.deepStrictEqual(got.map((m) => m.message.id), ["m1", "m2"])
       assert.strictEqual(buffer.size(), 1, "m2 was emitted last and never followed by a pull")
     }))
+
+  it.effect("a kept message stays counted while the run moves on; the next run starts with it, before what was read after it", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (const id of ["m1", "m2", "m3"]) buffer.offer(inbound(id))
+      // The run keeps m1 (nothing vouches for it yet), finishes m2, and stops at m3 without finishing it.
+      const first = yield* Stream.runCollect(Stream.take(buffer.stream, 3).pipe(
+        Stream.tap((m) => Effect.sync(() => m.message.id === "m1" ? buffer.keep(m) : undefined))
+      ))
+      assert.deepStrictEqual(first.map((m) => m.message.id), ["m1", "m2", "m3"])
+      assert.strictEqual(buffer.size(), 2, "m1 (kept) and m3 (not finished) are not handled")
+      const next = yield* Stream.runCollect(Stream.take(buffer.stream, 2))
+      assert.deepStrictEqual(next.map((m) => m.message.id), ["m1", "m3"])
+    }))
+
+  it.effect("a kept message marked handled leaves, and the next run does not see it", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (const id of ["m1", "m2"]) buffer.offer(inbound(id))
+      const first = yield* Stream.runHead(buffer.stream)
+      if (first._tag === "None") return assert.fail("m1 was not emitted")
+      buffer.keep(first.value)
+      assert.strictEqual(buffer.size(), 2)
+      buffer.handled(first.value)
+      assert.strictEqual(buffer.size(), 1, "only m2 is left")
+      const rest = yield* Stream.runHead(buffer.stream)
+      assert.strictEqual(rest._tag === "Some" ? rest.value.message.id : undefined, "m2")
+    }))
 })

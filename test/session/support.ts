@@ -253,6 +253,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       questionEvents: Stream.empty,
       messages: Stream.fromQueue(inbox),
       handled: () => Effect.void,
+      keep: () => Effect.void,
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({
