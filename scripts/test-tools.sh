@@ -33,9 +33,14 @@ echo "scripts/test-tools.sh: installing ${missing[*]} (apt-get)" >&2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # DPkg::Lock::Timeout: wait for another apt/dpkg run (up to 10 minutes) instead of failing on its lock.
+# As root, apt verifies signatures as its sandbox user (_apt); where the temp dir is private to root
+# (mode 700 /tmp), that user cannot write its files and the update fails "not signed": try again as root.
 if ! "${apt[@]}" update >"$log" 2>&1; then
-  cat "$log" >&2
-  fail "apt-get update failed"
+  if [ "$(id -u)" -ne 0 ] || ! "${apt[@]}" -o APT::Sandbox::User=root update >"$log" 2>&1; then
+    cat "$log" >&2
+    fail "apt-get update failed"
+  fi
+  apt+=(-o APT::Sandbox::User=root)
 fi
 if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
   cat "$log" >&2
