@@ -41,7 +41,7 @@ import {
   TopicsUnavailable
 } from "./errors.ts"
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
-import type { ClientSinks, Delivery } from "./events.ts"
+import type { ClientSinks, Delivery, InboundMessage } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
 import { Outbox } from "./Outbox.ts"
 import { PendingSends, type UnansweredSend } from "./PendingSends.ts"
@@ -154,8 +154,9 @@ export interface ClientConnection {
    */
   readonly postLater: (frame: object) => boolean
   /**
-   * Confirms (`received-v1`) the messages read while the client held its
-   * confirmations (`ClientSinks.confirming`), if any; does nothing otherwise.
+   * Confirms (`received-v1`) what was read and left unconfirmed, as far as
+   * the client's bound lets it now (`ClientSinks.confirmBound`); does
+   * nothing when everything read is confirmed.
    */
   readonly confirmRead: Effect.Effect<void>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
@@ -297,8 +298,8 @@ export const openClientConnection = (
           )
           return
         }
-        case "message":
-          sinks.message({
+        case "message": {
+          const message: InboundMessage = {
             from: frame.from,
             message: frame.message,
             ...(frame.askTimeoutMs === undefined ? {} : { askTimeoutMs: frame.askTimeoutMs }),
@@ -306,8 +307,11 @@ export const openClientConnection = (
             ...(frame.replyError === undefined ? {} : { replyError: frame.replyError }),
             ...(frame.delivery === undefined ? {} : { delivery: deliveryOfMessage(frame) }),
             ...(frame.traceparent === undefined ? {} : { traceparent: frame.traceparent })
-          })
+          }
+          frameOf.set(message, dispatching)
+          sinks.message(message)
           return
+        }
         case "supervisor_authorized":
         case "supervisor_authorization_failed": {
           const waiting = authorizations.get(frame.requestId)
@@ -384,20 +388,33 @@ export const openClientConnection = (
      * nothing more is confirmed — the broker sends it back when the connection closes (known issue 8).
      */
     let leaving = false
-    /** Messages read and not yet confirmed: the client held its confirmations when they came. */
+    /** Frames read and not yet confirmed: the client's bound kept them back when they came (ConfirmationPolicy.ts). */
     let unconfirmed = false
+    /** The frame number (as `framesRead` counts) of the frame being dispatched. */
+    let dispatching = 0
+    /**
+     * The frame each message this connection read came in, for a bound at an
+     * unhandled message: the frames before it may be confirmed. A message
+     * another connection read is not here, and bounds this one at nothing.
+     */
+    const frameOf = new WeakMap<InboundMessage, number>()
     // Written by a fiber of their own: the reader never waits to write (Confirmations.ts).
     const confirmations = new Confirmations((frames) => writeText(JSON.stringify({ type: "received", frames }), "received"))
+    /** Owes the broker the count of frames read that the client's bound lets go; what is left stays unconfirmed. */
     const confirm = Effect.sync(() => {
-      unconfirmed = false
-      confirmations.owe(framesRead)
+      const bound = sinks.confirmBound()
+      const frames = bound === "all" ? framesRead : bound === "none" ? 0 : (frameOf.get(bound) ?? 1) - 1
+      unconfirmed = frames < framesRead
+      confirmations.owe(frames)
     })
     const handle = (texts: ReadonlyArray<string>) =>
       Effect.suspend(() => {
         let messages = false
         // The callers these answers resume write from inside the dispatch: their frames go out as one write.
         outbox.holdWhile(() => {
+          dispatching = framesRead
           for (const text of texts) {
+            dispatching++
             const frame = decodeBrokerFrameText(text)
             if (isFrameDecodeError(frame)) continue
             if (frame.type === "message" || (frame.type === "message_receipt" && isBrokerNotice(frame.receipt.status))) {
@@ -408,12 +425,9 @@ export const openClientConnection = (
         })
         framesRead += texts.length
         if (!messages || !confirmsReceipt || leaving) return Effect.void
-        // No session takes messages now (its generation retired): they wait in this process, where a
-        // close would lose them, so they stay the broker's until a session takes them again (known issue 9).
-        if (!sinks.confirming()) {
-          unconfirmed = true
-          return Effect.void
-        }
+        // While no session takes messages (its generation retired) they wait in this process, where a close
+        // would lose them, so they stay the broker's until a session takes them again (known issue 9); under
+        // `confirmWhenHandled`, so do the oldest unhandled message and everything after it (known issue 21).
         return confirm
       })
 
@@ -596,7 +610,7 @@ export const openClientConnection = (
           : Effect.fail(new QuestionsUnavailable()),
       post: (frame) => write(frame, "post"),
       postLater: (frame) => open && outbox.post([JSON.stringify(frame)]),
-      confirmRead: Effect.suspend(() => unconfirmed && !leaving && sinks.confirming() ? confirm : Effect.void),
+      confirmRead: Effect.suspend(() => unconfirmed && !leaving ? confirm : Effect.void),
       close,
       destroy: connection.destroy
     } satisfies ClientConnection

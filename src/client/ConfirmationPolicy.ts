@@ -1,13 +1,20 @@
 /**
- * When the client may confirm what it read (`received-v1`): the one rule its
- * connections ask before they send `received`, and its two switches.
+ * How far the client may confirm what it read (`received-v1`): the one rule
+ * its connections ask before they send `received`, and its two switches.
  *
- * - Held (`holdConfirmations` … `resumeConfirmations`): no session takes the
- *   client's messages, so nothing read is confirmed (known issue 9).
  * - When handled (`confirmWhenHandled`, or the client option of that name):
- *   only once the consumer of `messages` has handled everything read, so a
- *   message whose checkpoint a stop cut short stays the broker's (known
- *   issue 21).
+ *   only what came before the oldest message the consumer of `messages` has
+ *   not handled, so a message whose checkpoint a stop cut short — and every
+ *   one after it — stays the broker's (known issue 21), while what the
+ *   consumer finished before it is confirmed as it goes.
+ * - Held (`holdConfirmations` … `resumeConfirmations`): no session takes the
+ *   client's messages, so what is read meanwhile is not handled, and the
+ *   same bound keeps it unconfirmed (known issue 9), whatever the mode. What
+ *   a retiring session still handles then (its host's last hand-offs) is
+ *   confirmed, so the session's next client does not get it again.
+ *
+ * The connection turns the bound into a frame count: the frames before that
+ * message's, when this connection read it, else none (ClientConnection.ts).
  *
  * Owner: the client's synchronous code (its sinks, `handled`, the two
  * switches); the connections read it.
@@ -15,12 +22,27 @@
  * @example
  * ```ts
  * const policy = new ConfirmationPolicy(true)
- * policy.confirming(1) // false: a message read is not handled yet
- * policy.confirming(0) // true
- * policy.hold()
- * policy.confirming(0) // false until resume()
+ * policy.bound(oldest) // oldest: confirm only the frames before it
+ * policy.bound(undefined) // "all": nothing read is unhandled
+ *
+ * const plain = new ConfirmationPolicy()
+ * plain.bound(oldest) // "all": confirmed as read
+ * plain.hold()
+ * plain.bound(oldest) // oldest, until resume(): no session takes it
  * ```
  */
+import type { InboundMessage } from "./events.ts"
+
+/**
+ * How far what was read may be confirmed: all of it, none of it, or the
+ * frames before this message's (the oldest one not handled). The policy
+ * never answers "none" itself; a connection does, for a message another
+ * connection read (ClientConnection.ts).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type ConfirmBound = "all" | "none" | InboundMessage
 
 /**
  * The client's rule for confirming what it read; see the module header.
@@ -37,14 +59,14 @@ export class ConfirmationPolicy {
     this.whenHandled = whenHandled
   }
 
-  /** Whether what was read may be confirmed, with `unhandled` messages read and not yet handled. */
-  confirming(unhandled: number): boolean {
-    return !this.held && (!this.whenHandled || unhandled === 0)
+  /** How far what was read may be confirmed, with `oldestUnhandled` the oldest message read and not handled. */
+  bound(oldestUnhandled: InboundMessage | undefined): ConfirmBound {
+    return !this.waitsForHandling || oldestUnhandled === undefined ? "all" : oldestUnhandled
   }
 
-  /** Whether handling the last unhandled message makes what was read confirmable, so it should be confirmed now. */
-  drained(unhandled: number): boolean {
-    return this.whenHandled && this.confirming(unhandled)
+  /** Whether confirmations wait for the consumer (held, or `confirmWhenHandled`): handling a message may then confirm more. */
+  get waitsForHandling(): boolean {
+    return this.held || this.whenHandled
   }
 
   /** No session takes the messages: confirm nothing. */

@@ -28,8 +28,9 @@ export class Confirmations {
     this.write = write
   }
 
-  /** The reader has read `frames` frames in all and confirms them: returns at once. */
+  /** The first `frames` frames read may be confirmed: returns at once. A count not above one owed already changes nothing. */
   owe(frames: number): void {
+    if (frames <= this.owed) return
     this.owed = frames
     this.owedSignal.openUnsafe()
   }

@@ -127,7 +127,7 @@ const make = (
     /** When what was read may be confirmed (held, or only once handled); read by the connections. */
     const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true)
     const sinks = {
-      confirming: () => confirmations.confirming(unhandled.size()),
+      confirmBound: () => confirmations.bound(unhandled.oldest()),
       message: (message: InboundMessage) => {
         if (recent.firstTime(message.from.id, message.message.id)) unhandled.offer(message)
       },
@@ -487,8 +487,8 @@ const make = (
       handled: (message) =>
         Effect.suspend(() => {
           unhandled.handled(message)
-          // The last one read is handled: what was read can be confirmed (`confirmWhenHandled`).
-          return confirmations.drained(unhandled.size()) && live !== undefined ? live.confirmRead : Effect.void
+          // What came before the oldest unhandled message can be confirmed now (`confirmWhenHandled`).
+          return confirmations.waitsForHandling && live !== undefined ? live.confirmRead : Effect.void
         }),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       presenceEvents: Stream.fromPubSub(presenceHub),

@@ -53,6 +53,8 @@ export interface UnhandledMessages {
    * stream starts with it if this run ends first.
    */
   readonly keep: (message: InboundMessage) => void
+  /** The oldest message read and not handled (a kept one first), if any. */
+  readonly oldest: () => InboundMessage | undefined
   /** How many messages wait (read and not handled, kept ones included). */
   readonly size: () => number
 }
@@ -110,6 +112,7 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
     keep: (message) => {
       if (unhandled.remove(message)) kept.push(message)
     },
+    oldest: () => kept.peek() ?? unhandled.peek(),
     size: () => unhandled.size + kept.size
   }
 })

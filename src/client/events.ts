@@ -6,6 +6,7 @@
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message, MessageControl, MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
+import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 
 /**
  * What the broker pushes to a child about its own durable question
@@ -79,12 +80,13 @@ export interface ClientSinks {
   /** An answer to, or the cancellation of, this child's durable question (`questions-v1`). */
   readonly question: (event: QuestionEvent) => void
   /**
-   * Whether what was read may be confirmed now (`received-v1`): not while no
-   * session takes this client's messages (`IntercomClient.holdConfirmations`),
-   * nor, under `confirmWhenHandled`, while a message read is not handled yet.
-   * Meanwhile a connection reads them but does not confirm them, so the broker
-   * keeps them for the session's next client if this one closes.
+   * How far what was read may be confirmed now (`received-v1`;
+   * ConfirmationPolicy.ts): under `confirmWhenHandled`, and while no session
+   * takes this client's messages (`IntercomClient.holdConfirmations`), only
+   * the frames before the oldest message read and not handled yet. A
+   * connection reads what it may not confirm but does not confirm it, so the
+   * broker keeps it for the session's next client if this one closes.
    */
-  readonly confirming: () => boolean
+  readonly confirmBound: () => ConfirmBound
 }
 

@@ -106,7 +106,7 @@ export const runInbound = (
      * or the next generation instead of losing them.
      */
     const unsaved = new Map<InboundContext, InboundMessage>()
-    /** The message `admit` just kept (`unsaved`): its handling must not call it handled. Read by `handleInbound`. */
+    /** The message `admit` just kept (`unsaved`) and queued for the host: its handling must not call it handled. Read by `handleInbound`. */
     let keptNow: InboundMessage | undefined
 
     // Queued on the connection, never waited for (the client writes the receipts of a turn together).
@@ -230,12 +230,15 @@ export const runInbound = (
           trace
         }
         // C-DLV-14: saved before the host can lose it; if nothing saved it, the client keeps it until the host has it.
-        if (!(yield* interruptible(journal.checkpoint(context)))) {
+        const saved = yield* interruptible(journal.checkpoint(context))
+        if (!saved) {
           unsaved.set(context, inbound)
-          keptNow = inbound
           yield* client.keep(inbound)
         }
         yield* handOver(context)
+        // Only once it is queued for the host, whose `taken` will say it was handled: a hand-over that
+        // died before leaves it to `handleInbound`, which marks it handled as it would any failed one.
+        if (!saved) keptNow = inbound
         // C-HLT-3: a receive is intercom activity, and an ask adds to the pending count: health is republished.
         yield* generation.noteActivity
         return "queued"

@@ -1,35 +1,44 @@
 /**
- * The client's rule for confirming what it read (src/client/ConfirmationPolicy.ts):
- * held while no session takes its messages; with `confirmWhenHandled`, only once
- * nothing read is unhandled.
+ * The client's rule for how far it may confirm what it read
+ * (src/client/ConfirmationPolicy.ts): with
+ * `confirmWhenHandled` and while held, only what came before the oldest
+ * unhandled message.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfirmationPolicy } from "../../src/client/ConfirmationPolicy.ts"
+import type { InboundMessage } from "../../src/client/events.ts"
+
+const oldest: InboundMessage = {
+  from: { id: "sender", name: "sender", cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+  message: { id: "m1", timestamp: 0, content: { text: "m1" } }
+}
 
 describe("ConfirmationPolicy", () => {
-  it("by default what was read is confirmed, handled or not, unless held", () => {
+  it("by default what was read is confirmed, handled or not; held, only up to the oldest unhandled message", () => {
     const policy = new ConfirmationPolicy()
-    assert.isTrue(policy.confirming(3))
-    assert.isFalse(policy.drained(0), "nothing waits for a hand-off to confirm")
+    assert.strictEqual(policy.bound(oldest), "all")
+    assert.isFalse(policy.waitsForHandling, "handling a message confirms nothing more")
     policy.hold()
-    assert.isFalse(policy.confirming(0))
+    assert.strictEqual(policy.bound(oldest), oldest, "held: what nobody handled stays unconfirmed")
+    assert.strictEqual(policy.bound(undefined), "all", "held: what a retiring session still handled is confirmed")
+    assert.isTrue(policy.waitsForHandling, "held: handling a message may confirm more")
     policy.resume()
-    assert.isTrue(policy.confirming(0))
+    assert.strictEqual(policy.bound(oldest), "all")
   })
 
-  it("confirming what was handled: not while a message read is unhandled; the last one handled drains it", () => {
+  it("confirming what was handled: up to the oldest unhandled message; everything once none is", () => {
     const policy = new ConfirmationPolicy(true)
-    assert.isFalse(policy.confirming(1))
-    assert.isTrue(policy.confirming(0))
-    assert.isTrue(policy.drained(0))
+    assert.strictEqual(policy.bound(oldest), oldest)
+    assert.strictEqual(policy.bound(undefined), "all")
+    assert.isTrue(policy.waitsForHandling)
     policy.hold()
-    assert.isFalse(policy.drained(0), "held: handling the last one confirms nothing")
+    assert.strictEqual(policy.bound(oldest), oldest)
   })
 
   it("confirmWhenHandled turns the mode on later", () => {
     const policy = new ConfirmationPolicy()
     policy.confirmWhenHandled()
-    assert.isFalse(policy.confirming(2))
-    assert.isTrue(policy.drained(0))
+    assert.strictEqual(policy.bound(oldest), oldest)
+    assert.isTrue(policy.waitsForHandling)
   })
 })

@@ -15,6 +15,7 @@ import { Host, type HostService } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { message } from "../support/broker.ts"
 import { memoryNetwork, settle } from "../support/memory.ts"
+import { settleWithin } from "../support/steps.ts"
 import { makeMemoryClient, memoryClientOptions } from "../client/support.ts"
 import { makeRecordingHost, type RecordingHost } from "./support.ts"
 
@@ -22,6 +23,9 @@ const A_ID = "aaaaaaaa-7777-4000-8000-00000000000a"
 const B_ID = "bbbbbbbb-7777-4000-8000-00000000000b"
 
 const identity = { name: "bob", cwd: "/work", model: "test-model" }
+
+/** How many steps a wait may take when fibers started outside any step are still at work (`settleWithin`). */
+const STEPS = 10
 
 /** A session generation of `client` over `host` in a Scope of its own; `close` ends it. */
 const generation = (client: IntercomClientService, host: HostService) =>
@@ -101,6 +105,24 @@ describe("a message the journal could not checkpoint is confirmed only once the 
       assert.deepStrictEqual(yield* next, [])
     }))
 
+  it.effect("one the closing generation's host took in its last attempt is confirmed: the next client does not get it again", () =>
+    Effect.gen(function*() {
+      const once = yield* makeRecordingHost(identity)
+      once.failDeliveries = 1
+      // No journal: nothing saves it before the host has it.
+      const { alice, bob, one, next } = yield* world(once.service)
+      const sent = message("refused once, then taken as the generation closed")
+      yield* alice.client.send({ type: "send", to: "bob", message: sent })
+      yield* settle(bob.client.list)
+      yield* settle(bob.client.list)
+      assert.deepStrictEqual(once.attempts, [sent.id], "test setup: the host refused it once")
+      yield* settle(one.close)
+      assert.deepStrictEqual((yield* Queue.clear(once.inbox)).map((inbound) => inbound.message.id), [sent.id])
+      yield* bob.close
+
+      assert.deepStrictEqual(yield* next, [], "handed to the host once")
+    }))
+
   it.effect("with one client across generations, what the ended generation's host never took reaches the next generation's, in order", () =>
     Effect.gen(function*() {
       const refusing = yield* makeRecordingHost(identity)
@@ -116,7 +138,8 @@ describe("a message the journal could not checkpoint is confirmed only once the 
 
       const taking = yield* makeRecordingHost(identity)
       yield* generation(bob.client, taking.service)
-      yield* settle(bob.client.list)
+      // The new generation's fibers started outside any step.
+      yield* settleWithin(STEPS, bob.client.list)
       assert.deepStrictEqual((yield* Queue.clear(taking.inbox)).map((inbound) => inbound.message.id), sent.map((m) => m.id))
     }))
 })

@@ -1,0 +1,88 @@
+/**
+ * Under `confirmWhenHandled` the client confirms what came before the oldest
+ * message its consumer has not handled, as it goes, not only once nothing is
+ * unhandled: a consumer slower than the stream (a host's checkpoints) leaves
+ * the broker holding the unhandled messages, not everything read since the
+ * stream last ran dry. A durable broker on the in-memory network, under
+ * TestClock: its store shows what it still holds.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { message } from "../support/broker.ts"
+import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+
+const A_ID = "aaaaaaaa-8888-4000-8000-00000000000a"
+const B_ID = "bbbbbbbb-8888-4000-8000-00000000000b"
+
+describe("confirmWhenHandled: the client confirms up to the oldest unhandled message", () => {
+  it.effect("the broker forgets what the consumer handled and keeps the message it is on and those after it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true }))
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const sent = [message("handled"), message("being handled"), message("waiting")]
+      for (const m of sent) yield* alice.client.send({ type: "send", to: "bob", message: m })
+      // A round trip on bob: all three are read, and none is handled (no consumer yet), so none is confirmed.
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 3, "test setup: the broker holds all three")
+      // bob's consumer handles the first and never finishes the second (a checkpoint that takes its time).
+      yield* Effect.forkScoped(
+        Stream.runForEach(bob.messages, (m) => m.message.id === sent[0]?.id ? bob.handled(m) : Effect.never),
+        { startImmediately: true }
+      )
+      // Two round trips on bob: the confirmation went out before the first ended, the broker handled it before the second.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      const held = [...disk.mail.values()].map((stored) => sent.findIndex((m) => stored.text.includes(m.id)))
+      assert.deepStrictEqual(held.sort(), [1, 2], "the broker keeps the second and third, not the first")
+    }))
+
+  it.effect("a message an earlier connection read and nobody handled bounds the next connection at nothing, until it is handled", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const dialed: Array<Connection> = []
+      const dial: Dialer = (address) => Effect.tap(world.dial(address), (connection) => Effect.sync(() => void dialed.push(connection)))
+      const { client: bob } = yield* makeMemoryClient(
+        memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true, dial, reconnectBaseMs: 20 })
+      )
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const first = message("read on the first connection")
+      yield* alice.client.send({ type: "send", to: "bob", message: first })
+      yield* settle(bob.list)
+      // The connection drops; bob reconnects and is sent the unconfirmed first message again, then a second.
+      yield* settle(Effect.forEach(dialed, (c) => c.destroy, { discard: true }))
+      yield* advance("20 millis")
+      yield* settle(bob.connect)
+      const second = message("read on the second connection")
+      yield* alice.client.send({ type: "send", to: "bob", message: second })
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(dialed.length, 2, "test setup: bob reconnected")
+      assert.strictEqual(disk.mail.size, 2, "nothing is confirmed while the first connection's message is unhandled")
+
+      // The consumer handles the first and stays on the second: the copy of the first is confirmed now.
+      yield* Effect.forkScoped(
+        Stream.runForEach(bob.messages, (m) => m.message.id === first.id ? bob.handled(m) : Effect.never),
+        { startImmediately: true }
+      )
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      const held = [...disk.mail.values()].map((stored) => stored.text.includes(second.id) ? "second" : "other")
+      assert.deepStrictEqual(held, ["second"])
+    }))
+})
