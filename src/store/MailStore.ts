@@ -32,6 +32,7 @@ import { Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AskEdge } from "../broker/AskEdges.ts"
 import type { Mail } from "../broker/Peer.ts"
+import { textOfHex } from "./nulText.ts"
 import { writeFailureOf } from "./errors.ts"
 import {
   CorruptRow,
@@ -325,13 +326,14 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         const blockRows = rowsOf(
           BlockRow,
           "replay block",
-          yield* sql`SELECT n, body FROM replay_blocks WHERE newest_at >= ${since} ORDER BY n`
+          // The keys in a block, a mail row's record key and an edge's key hold NULs: read as hex (nulText.ts).
+          yield* sql`SELECT n, hex(body) AS body FROM replay_blocks WHERE newest_at >= ${since} ORDER BY n`
         )
         if (blockRows instanceof CorruptRow) return yield* failCorrupt(blockRows)
         // In the order they were written: a key's last record is its current state.
         const latest = new Map<string, StoredRecord>()
         for (const row of blockRows) {
-          const block = decodeBlock(row.n, row.body)
+          const block = decodeBlock(row.n, textOfHex(row.body))
           if (block instanceof CorruptRow) return yield* failCorrupt(block)
           for (const record of block) {
             if (record.at < since) continue
@@ -340,19 +342,19 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
           }
         }
         const records = [...latest.values()].sort((a, b) => a.at - b.at)
-        const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT seq, record_key, body FROM mail ORDER BY seq`)
+        const mailRows = rowsOf(MailRow, "mail", yield* sql`SELECT seq, hex(record_key) AS record_key, body FROM mail ORDER BY seq`)
         if (mailRows instanceof CorruptRow) return yield* failCorrupt(mailRows)
         const mail: Array<StoredMail> = []
         for (const row of mailRows) {
-          const decoded = decodeMail(row.record_key, row.body)
+          const decoded = decodeMail(textOfHex(row.record_key), row.body)
           if (decoded instanceof CorruptRow) return yield* failCorrupt(decoded)
           mail.push({ seq: row.seq, mail: decoded })
         }
-        const edgeRows = rowsOf(EdgeRow, "ask edge", yield* sql`SELECT message_key, body FROM ask_edges`)
+        const edgeRows = rowsOf(EdgeRow, "ask edge", yield* sql`SELECT hex(message_key) AS message_key, body FROM ask_edges`)
         if (edgeRows instanceof CorruptRow) return yield* failCorrupt(edgeRows)
         const edges: Array<AskEdge> = []
         for (const row of edgeRows) {
-          const edge = decodeEdge(row.message_key, row.body)
+          const edge = decodeEdge(textOfHex(row.message_key), row.body)
           if (edge instanceof CorruptRow) return yield* failCorrupt(edge)
           edges.push(edge)
         }

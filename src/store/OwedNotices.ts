@@ -17,6 +17,7 @@
 import { Effect, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { CorruptRow } from "./mailCodec.ts"
+import { textOfHex } from "./nulText.ts"
 import type { BatchStep } from "./SqliteClient.ts"
 
 /** A failure notice the broker owes a sender, as stored. */
@@ -129,14 +130,15 @@ export const loadSqliteNotices: Effect.Effect<
   SqlClient.SqlClient
 > = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql`SELECT seq, sender_key, owed_at, frame FROM owed_notices ORDER BY seq`
+  // A sender's key holds a NUL: read as hex (nulText.ts).
+  const rows = yield* sql`SELECT seq, hex(sender_key) AS sender_key, owed_at, frame FROM owed_notices ORDER BY seq`
   const notices: Array<StoredNotice> = []
   let next = 1
   for (const raw of rows) {
     const row = decodeNoticeRow(raw)
     if (row._tag === "Failure") return new CorruptRow({ table: "owed notice", key: "(a row)", detail: String(row.failure) })
     const { frame, owed_at, sender_key, seq } = row.success
-    const notice = checkNotice({ seq, senderKey: sender_key, frame, at: owed_at })
+    const notice = checkNotice({ seq, senderKey: textOfHex(sender_key), frame, at: owed_at })
     if (notice instanceof CorruptRow) return notice
     notices.push(notice)
     next = seq + 1

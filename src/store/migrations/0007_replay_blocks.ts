@@ -19,6 +19,7 @@ import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { CorruptRow, decodeRecord, type StoredRecord } from "../mailCodec.ts"
 import { encodeBlock, newestAt } from "../replayBlock.ts"
+import { textOfHex } from "../nulText.ts"
 
 /** Rows of `replay_log` per block written. */
 const CHUNK = 1_000
@@ -43,7 +44,8 @@ export const migration = Effect.gen(function*() {
   )`
   let after = -1
   for (;;) {
-    const rows = yield* sql`SELECT n, record_key, sender_key, fingerprint, outcome, recorded_at FROM replay_log
+    // The keys hold NULs, which Node 22's node:sqlite cuts TEXT at: read as hex (nulText.ts).
+    const rows = yield* sql`SELECT n, hex(record_key) AS record_key, hex(sender_key) AS sender_key, fingerprint, outcome, recorded_at FROM replay_log
       WHERE n > ${after} ORDER BY n LIMIT ${CHUNK}`
     if (rows.length === 0) break
     const records: Array<StoredRecord> = []
@@ -53,7 +55,7 @@ export const migration = Effect.gen(function*() {
         return yield* new CorruptRow({ table: "replay record", key: "(a row)", detail: String(row.failure) })
       }
       const { n, record_key, sender_key, fingerprint, outcome, recorded_at } = row.success
-      const record = decodeRecord(record_key, sender_key, fingerprint, outcome, recorded_at)
+      const record = decodeRecord(textOfHex(record_key), textOfHex(sender_key), fingerprint, outcome, recorded_at)
       if (record instanceof CorruptRow) return yield* record
       records.push(record)
       after = n
