@@ -5,11 +5,13 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as CliOutput from "effect/cli/CliOutput"
 import * as Command from "effect/cli/Command"
 import * as Effect from "effect/Effect"
 import { packageInfo } from "../config/install.ts"
 import { intercom } from "./commands.ts"
 import { programTeardown } from "./programExit.ts"
+import { usagePresenter } from "./usagePresenter.ts"
 import { loggingLayer } from "./logging.ts"
 import * as Telemetry from "../observability/Telemetry.ts"
 
@@ -17,6 +19,8 @@ import * as Telemetry from "../observability/Telemetry.ts"
 export const runCliProcess = (): void =>
   intercom.pipe(
     Command.run({ version: packageInfo()?.version ?? "unknown" }),
+    // A command line that does not parse: help and errors on stderr, and the JSON object under --json.
+    Effect.provide(CliOutput.layerPresenter(usagePresenter(process.argv))),
     Effect.provide(NodeServices.layer),
     // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.
     Effect.provide(Telemetry.layer("intercom-cli")),

@@ -91,6 +91,28 @@ describe("intercom send / ask failures", () => {
       assert.deepStrictEqual(result["details"], { error: "NotDelivered", code: "E_TARGET_NOT_FOUND" })
     }), TIMEOUT)
 
+  it.live("a command line that does not parse exits 2 with the usage on stderr; under --json, one object on stdout", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const text = yield* runCli(agent, ["send", "--bogus", "nobody", "hello"])
+      assert.strictEqual(text.code, 2)
+      assert.strictEqual(text.stdout, "", "stdout carries results only")
+      assert.include(text.stderr, "USAGE")
+      assert.include(text.stderr, "Unrecognized flag: --bogus")
+
+      for (const args of [["send", "--json", "--bogus", "nobody", "hello"], ["ask", "--json", "nobody", "q", "--timeout", "-5"]]) {
+        const json = yield* runCli(agent, args)
+        assert.strictEqual(json.code, 2, args.join(" "))
+        assert.strictEqual(json.stdout.trim().split("\n").length, 1, "exactly one line on stdout")
+        const result = jsonOf(json)
+        assert.strictEqual(result["ok"], false)
+        assert.strictEqual(result["action"], args[0])
+        assert.deepStrictEqual(result["details"], { error: "InvalidArguments" })
+        assert.include(json.stderr, "USAGE")
+      }
+      assert.include(String(jsonOf(yield* runCli(agent, ["send", "--json", "--delivery", "bogus", "x", "y"]))["text"]), "--delivery")
+    }), TIMEOUT)
+
   it.live("ask an unknown target fails at once (blocking asks are not queued); a silent target times out", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent

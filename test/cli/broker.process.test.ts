@@ -401,8 +401,10 @@ describe("bad invocations", () => {
       const t = yield* setup
       const result = yield* runCli(args, t.env)
       assert.strictEqual(result.code, 2, `${args.join(" ")}\n${result.stdout}${result.stderr}`)
-      assert.include(result.stdout, "USAGE")
+      // The usage is part of the error: on stderr, with it; stdout carries results only.
+      assert.include(result.stderr, "USAGE")
       assert.include(result.stderr, expected)
+      assert.strictEqual(result.stdout, "")
     })
 
   it.live("an unknown flag exits 2 with usage", () => usage(["broker", "--bogus"], "--bogus"))
