@@ -374,7 +374,8 @@ export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): str
 }
 
 /**
- * `N minutes` for whole minutes (the 10-minute default reads as in C-ASK-5), else seconds.
+ * `N minutes` for whole minutes (the 10-minute default reads as in C-ASK-5), else
+ * seconds, with the milliseconds as decimals (`1.5 seconds`, `0.25 seconds`).
  *
  * @category rendering
  * @since 0.1.0
@@ -384,7 +385,8 @@ export const formatWait = (timeoutMs: number): string => {
     const minutes = timeoutMs / 60_000
     return `${minutes} minute${minutes === 1 ? "" : "s"}`
   }
-  const seconds = Math.max(1, Math.round(timeoutMs / 1000))
+  // Exact to the millisecond: a 1500 ms wait reads "1.5 seconds", not "2 seconds".
+  const seconds = Math.round(timeoutMs) / 1000
   return `${seconds} second${seconds === 1 ? "" : "s"}`
 }
 

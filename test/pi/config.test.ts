@@ -87,7 +87,7 @@ describe("pi extension: config.json", () => {
       assert.match(await act(b, { action: "list" }), /\[self, [a-z:]+ · reviewing, state:/)
       // delivery "steer": quiet's idle health travels on quiet's socket and may reach the broker after A's ask reads it; this test is not about peer_busy (C-HLT-6).
       const asked = await act(a, { action: "ask", to: "quiet", message: "anyone?", delivery: "steer" })
-      assert.strictEqual(asked, `No reply from "quiet" within 2 seconds`)
+      assert.strictEqual(asked, `No reply from "quiet" within 1.5 seconds`)
       // The ask reached b's history without starting a turn.
       assert.strictEqual(intercomMessages(b.session()).length, 1)
       assert.strictEqual(b.calls.length, 2)

@@ -111,11 +111,15 @@ describe("C-ASK-8 / C-ASK-5 ask results", () => {
     )
   })
 
-  it("timeouts read in minutes (10 by default), else seconds", () => {
+  it("timeouts read in minutes (10 by default), else seconds, exact to the millisecond", () => {
     assert.strictEqual(formatWait(600_000), "10 minutes")
     assert.strictEqual(formatWait(120_000), "2 minutes")
     assert.strictEqual(formatWait(60_000), "1 minute")
     assert.strictEqual(formatWait(5_000), "5 seconds")
+    assert.strictEqual(formatWait(1_000), "1 second")
+    assert.strictEqual(formatWait(1_500), "1.5 seconds", "not rounded to 2")
+    assert.strictEqual(formatWait(250), "0.25 seconds", "not rounded to 1")
+    assert.strictEqual(formatWait(90_000), "90 seconds")
   })
 })
 
