@@ -69,7 +69,7 @@ export class ConfirmationPolicy {
     return this.held || this.whenHandled
   }
 
-  /** No session takes the messages: confirm nothing. */
+  /** No session takes the messages: confirm only what came before the oldest unhandled one. */
   hold(): void {
     this.held = true
   }

@@ -182,20 +182,23 @@ export interface IntercomClientService extends QuestionOperations {
   readonly controls: Stream.Stream<ControlEvent>
   readonly status: Effect.Effect<ClientStatus>
   /**
-   * Stops confirming what the client reads (`received-v1`) until
-   * `resumeConfirmations`: for the time no session takes its messages. A
-   * message read meanwhile waits in this process, and the broker keeps it too,
-   * so a client that closes before a session takes it leaves it to the
-   * session's next client instead of losing it. `IntercomSession` holds when
-   * a generation retires and resumes when the next one starts.
+   * Until `resumeConfirmations`, confirms (`received-v1`) only what came
+   * before the oldest message no consumer has handled: for the time no
+   * session takes its messages. A message read meanwhile waits in this
+   * process, and the broker keeps it too, so a client that closes before a
+   * session takes it leaves it to the session's next client instead of
+   * losing it; what the retiring session still handled is confirmed.
+   * `IntercomSession` holds when a generation retires and resumes when the
+   * next one starts.
    */
   readonly holdConfirmations: Effect.Effect<void>
   /** Confirms again, starting with what was read while held (`holdConfirmations`). */
   readonly resumeConfirmations: Effect.Effect<void>
   /**
-   * From now on, confirms (`received-v1`) only once the consumer of
-   * `messages` has handled everything read (`handled`), not as soon as a
-   * message is read: a message whose handling the process's end cut short —
+   * From now on, confirms (`received-v1`) only what came before the oldest
+   * message the consumer of `messages` has not handled (`handled`), not
+   * each message as soon as it is read: a message whose handling the
+   * process's end cut short —
    * a host's checkpoint in progress when the session stopped — stays the
    * broker's and reaches the session's next client, instead of being lost
    * with this one (known issue 21, docs/testing.md). `IntercomSession` turns
