@@ -233,6 +233,8 @@ const make = (
         liveRetired = retired
         connections++
         keptReceipts.flush(connection.postLater)
+        // What the consumer handled while this connection registered and restored (no `live` to tell then).
+        yield* connection.confirmRead
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
         yield* Effect.forkIn(

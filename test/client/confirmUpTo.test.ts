@@ -85,4 +85,28 @@ describe("confirmWhenHandled: the client confirms up to the oldest unhandled mes
       const held = [...disk.mail.values()].map((stored) => stored.text.includes(second.id) ? "second" : "other")
       assert.deepStrictEqual(held, ["second"])
     }))
+
+  it.effect("a message handled while a new connection restores its topics is confirmed once the connection is adopted", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      // bob was here once, so mail for him waits in his mailbox while he is away.
+      const before = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob"))
+      yield* settle(before.client.connect)
+      yield* before.close
+      const waiting = message("waiting in the mailbox")
+      yield* alice.client.send({ type: "send", to: "bob", message: waiting })
+
+      // bob's next client gets it with its registration and handles it at once, while it still restores a topic.
+      const { client: bob } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true }))
+      yield* bob.seedTopics({ subscriptions: [{ topic: "builds", awaitRelease: false }], publications: [] })
+      yield* Effect.forkScoped(Stream.runForEach(bob.messages, (m) => bob.handled(m)), { startImmediately: true })
+      yield* settle(bob.connect)
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0, "the broker forgot it: it was confirmed")
+    }))
 })

@@ -90,4 +90,18 @@ describe("UnhandledMessages", () => {
       const rest = yield* Stream.runHead(buffer.stream)
       assert.strictEqual(rest._tag === "Some" ? rest.value.message.id : undefined, "m2")
     }))
+
+  it.effect("the oldest message not handled is a kept one before any unhandled one read after it", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      for (const id of ["m1", "m2", "m3"]) buffer.offer(inbound(id))
+      // The run keeps m1, finishes m2 and is on m3: the confirmation bound must be m1, not m3.
+      yield* Stream.runDrain(Stream.take(buffer.stream, 3).pipe(
+        Stream.tap((m) => Effect.sync(() => m.message.id === "m1" ? buffer.keep(m) : undefined))
+      ))
+      assert.strictEqual(buffer.oldest()?.message.id, "m1")
+      const first = buffer.oldest()
+      if (first !== undefined) buffer.handled(first)
+      assert.strictEqual(buffer.oldest()?.message.id, "m3")
+    }))
 })
