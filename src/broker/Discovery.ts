@@ -159,7 +159,7 @@ export class Discovery {
       // Names and identities are indexed (target resolution, P49): out with the old, in with the new.
       session.space.unindex(session)
       fields.name = newName
-      session.identity = identityOf(session.space.key, fields, session.realCwd)
+      session.identity = session.ephemeral ? undefined : identityOf(session.space.key, fields, session.realCwd)
       session.space.index(session)
     }
     const now = this.ctx.now()

@@ -14,7 +14,7 @@ import { SessionTraffic } from "./Traffic.ts"
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
-import { GROUPS_V1, negotiateFeatures, OBSERVE_V1 } from "../protocol/features.ts"
+import { EPHEMERAL_V1, GROUPS_V1, negotiateFeatures, OBSERVE_V1 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
@@ -229,6 +229,7 @@ export class Registration {
     const fields = fieldsFromRegistration(frame.session)
     const realCwd = normaliseCwd(fields.cwd)
     const endpointEpoch = randomUUID()
+    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1)
     const session: Session = {
       key: sessionKey(space.key, id),
       id,
@@ -241,7 +242,8 @@ export class Registration {
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),
       realCwd,
-      identity: identityOf(space.key, fields, realCwd),
+      identity: ephemeral ? undefined : identityOf(space.key, fields, realCwd),
+      ephemeral,
       lastBroadcastAt: now,
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)
@@ -294,14 +296,17 @@ export class Registration {
     if (!this.ctx.registry.remove(session)) return
     const now = this.ctx.now()
     const space = session.space
-    this.ctx.registry.recent.remember({
-      key: session.key,
-      id: session.id,
-      spaceKey: space.key,
-      name: session.fields.name,
-      infoJson: session.infoJson,
-      identity: session.identity
-    }, now)
+    // P34, except for a short-lived session (`ephemeral-v1`): nobody can send to it once it ended.
+    if (!session.ephemeral) {
+      this.ctx.registry.recent.remember({
+        key: session.key,
+        id: session.id,
+        spaceKey: space.key,
+        name: session.fields.name,
+        infoJson: session.infoJson,
+        identity: session.identity
+      }, now)
+    }
     this.membership.left(session)
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.left?.(session, now)

@@ -48,8 +48,10 @@ export interface Session {
   infoJson: string
   /** `path.resolve` + `realpath` of cwd, for the mailbox identity (P49). */
   readonly realCwd: string
-  /** Explicit name (lower-cased) + real cwd, or undefined for unnamed / fallback-alias sessions. */
+  /** Explicit name (lower-cased) + real cwd, or undefined for unnamed / fallback-alias / ephemeral sessions. */
   identity: string | undefined
+  /** Registered short-lived (`ephemeral-v1`): no mailbox identity, and forgotten when it leaves. */
+  readonly ephemeral: boolean
   lastBroadcastAt: number
   /** Peer health (`health-v1`, Health.ts): `lastSeen`, activity, what the session published. */
   readonly health: SessionHealth

@@ -56,6 +56,8 @@ export interface RegisterRequest {
   readonly scopeId: string | undefined
   /** The session's group (`groups-v1`); the default group when undefined. */
   readonly group?: string | undefined
+  /** A short-lived session (`ephemeral-v1`): forgotten by the broker when it leaves. */
+  readonly ephemeral?: boolean | undefined
   readonly session: SessionRegistration
   readonly features: ReadonlyArray<string>
   /** `supervisor-v1`: a supervisor's owner token, and a child's capability and supervisor (C-SUP-8, C-SUP-9). */
@@ -203,6 +205,7 @@ export const openClientConnection = (
       session: request.session,
       ...(request.scopeId === undefined ? {} : { scopeId: request.scopeId }),
       ...(request.group === undefined ? {} : { group: request.group }),
+      ...(request.ephemeral === true ? { ephemeral: true } : {}),
       ...(request.supervisor?.ownerToken === undefined ? {} : { ownerToken: request.supervisor.ownerToken }),
       ...(request.supervisor?.grant === undefined ? {} : request.supervisor.grant),
       // The extensions this client implements itself, plus what its owner asked for.

@@ -185,6 +185,7 @@ const make = (
           sessionId: options.sessionId,
           scopeId: options.scopeId,
           group: options.group,
+          ephemeral: options.ephemeral,
           session: registration,
           features: options.features ?? [],
           supervisor: { ownerToken: options.ownerToken, grant: options.supervisorGrant },

@@ -29,6 +29,15 @@ export interface IntercomClientOptions {
    * absent: `default`.
    */
   readonly group?: string | undefined
+  /**
+   * A short-lived session, one that ends with its command (`ephemeral-v1`):
+   * once it leaves, the broker forgets it, so nothing sent to its name or id
+   * afterwards is queued for it, and no later session of the same name and
+   * directory inherits mail meant for it. The CLI's one-shot commands
+   * (`send`, `list`, `ask`, …) register so; a session people address by name
+   * (pi's, `intercom watch`) must not. Default false.
+   */
+  readonly ephemeral?: boolean | undefined
   /** What the session says about itself; `presence` updates are folded in for re-registration. */
   readonly registration: SessionRegistration
   /**

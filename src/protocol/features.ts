@@ -125,6 +125,16 @@ export const STATS_V1 = "stats-v1"
  */
 export const OBSERVE_V1 = "observe-v1"
 
+/**
+ * Short-lived sessions (extension): a `register` with `ephemeral: true`
+ * makes the session one that ends with its command (`intercom send`,
+ * `list`, `ask` …). When it leaves, the broker forgets it at once instead of
+ * remembering it a day (P34), and it has no mailbox identity (P49): a send
+ * to its name or id afterwards is "not found", not queued for it, and no
+ * later session of the same name and directory inherits its mail.
+ */
+export const EPHEMERAL_V1 = "ephemeral-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -143,7 +153,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   RECEIVED_V1,
   OBSERVE_V1,
   TRACE_V1,
-  STATS_V1
+  STATS_V1,
+  EPHEMERAL_V1
 ]
 
 /**

@@ -178,7 +178,9 @@ export const RegisterFrame = Schema.Struct({
   /** Extension `supervisor-v1`, child side: the id of the supervisor that issued `capability`. */
   supervisorSessionId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH)),
   /** Extension `observe-v1`: the connection only observes the broker; it is not a session. */
-  observer: Schema.optionalKey(Schema.Boolean)
+  observer: Schema.optionalKey(Schema.Boolean),
+  /** Extension `ephemeral-v1`: a short-lived session, forgotten when it leaves (no mailbox after it). */
+  ephemeral: Schema.optionalKey(Schema.Boolean)
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type

@@ -91,6 +91,16 @@ describe("intercom send / ask failures", () => {
       assert.deepStrictEqual(result["details"], { error: "NotDelivered", code: "E_TARGET_NOT_FOUND" })
     }), TIMEOUT)
 
+  it.live("a one-shot command's session is forgotten when it ends: mail to its name is not queued for it (ephemeral-v1)", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const once = yield* runCli(agent, ["status", "--name", "dave"])
+      assert.strictEqual(once.code, 0)
+      const sent = yield* runCli(agent, ["send", "--name", "alice", "dave", "are you there?"])
+      assert.strictEqual(sent.code, 1, `${sent.stdout}${sent.stderr}`)
+      assert.strictEqual(sent.stderr.trim(), `Message to "dave" was not delivered: Session not found`)
+    }), TIMEOUT)
+
   it.live("a command line that does not parse exits 2 with the usage on stderr; under --json, one object on stdout", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent

@@ -44,7 +44,7 @@ const runInOwnSession = (context: CliContext, params: IntercomToolParams, json: 
         Console.error(
           json ? JSON.stringify(inboundJson(inbound)) : inboundText(inbound.from, inbound.message, inbound.expectsReply)
         ))
-      const { session } = yield* openSession(context, { sessionId: randomUUID(), host, inboundTrigger: "never" })
+      const { session } = yield* openSession(context, { sessionId: randomUUID(), host, inboundTrigger: "never", ephemeral: true })
       return yield* session.intercom(params)
     })
   )

@@ -90,6 +90,11 @@ export interface OpenSessionOptions {
   readonly sessionId: string
   readonly host: HostService
   readonly inboundTrigger: InboundTrigger
+  /**
+   * A one-shot command's session (`ephemeral-v1`): the broker forgets it when
+   * it ends, so mail to its name is not queued for a session nobody runs.
+   */
+  readonly ephemeral: boolean
 }
 
 /** An open CLI session: the session runtime, and the client under it (for `status` and membership events). */
@@ -121,6 +126,7 @@ export const openSession = (
       scopeId: settings.scopeId,
       // C-GRP-2: `--group`, else ATOMIC_INTERCOM_GROUP / PI_INTERCOM_GROUP, else config `group`, else default.
       group: context.group,
+      ephemeral: options.ephemeral,
       registration: sessionRegistration({
         sessionId: options.sessionId,
         identity: options.host.identity,

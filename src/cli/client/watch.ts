@@ -125,7 +125,7 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
         )),
       shown
     )
-    const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never" })
+    const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never", ephemeral: false })
 
     const act = (params: IntercomToolParams, source: "stdin" | "command"): Effect.Effect<ToolResult> =>
       Effect.tap(session.intercom(params), (result) => {
