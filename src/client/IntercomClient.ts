@@ -128,6 +128,7 @@ const make = (
     const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true)
     const sinks = {
       confirmBound: () => confirmations.bound(unhandled.oldest()),
+      bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
         if (recent.firstTime(message.from.id, message.message.id)) unhandled.offer(message)
       },

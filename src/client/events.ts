@@ -88,5 +88,11 @@ export interface ClientSinks {
    * broker keeps it for the session's next client if this one closes.
    */
   readonly confirmBound: () => ConfirmBound
+  /**
+   * Whether a bound can fall on a message now (held, or `confirmWhenHandled`):
+   * only then does a connection note the frame each message came in (a
+   * message read before, that a hold then bounds at, confirms nothing).
+   */
+  readonly bounded: () => boolean
 }
 
