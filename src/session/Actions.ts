@@ -8,7 +8,7 @@
  * already accepted (the tool adapter checks once, then calls these).
  */
 import { Clock, Effect } from "effect"
-import { DeliveryCode } from "../protocol/delivery.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { HEALTH_V1 } from "../protocol/features.ts"
 import type { Attachment } from "../protocol/frames.ts"
 import {
@@ -162,6 +162,13 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       })
       // A reply to a traced message joins its trace, under the message's receive span (InboundTracing.ts).
       const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
+            // broker's restart): nobody waits for this answer, so `pending` stops offering it.
+            if (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) tracker.markReplied(context.message.id)
+          })
+        ),
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
       )
       tracker.markReplied(context.message.id)

@@ -540,6 +540,27 @@ describe("C-RPL reply and pending through the session", () => {
       assert.strictEqual(none.text, "No active intercom context to reply to")
     }))
 
+  it.effect("a reply the broker refuses because it holds no open ask (P62) takes the ask out of `pending`; another refusal does not", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      yield* client.push(inboundMessage(B, "q-lost", "still there?", { expectsReply: true }))
+      yield* client.push(inboundMessage(C, "q-kept", "and you?", { expectsReply: true }))
+      yield* settle
+      // C's reply fails for another reason: its ask is still open, and stays pending.
+      client.onSend = refuseWith(DeliveryCode.TargetNotFound, Reason.targetNotFound)
+      assert.isTrue((yield* session.intercom({ action: "reply", to: "C", message: "yes" })).isError)
+      // B's ask is gone at the broker (a memory-mode broker restarted, say): nobody waits for the answer.
+      client.onSend = refuseWith(DeliveryCode.ReplyTarget, Reason.replyNoAsk)
+      const refused = yield* session.intercom({ action: "reply", to: "B", message: "yes" })
+      assert.deepStrictEqual(
+        [refused.text, refused.isError],
+        [`Reply to "B" was not delivered: ${Reason.replyNoAsk}`, true]
+      )
+      const left = (yield* session.intercom({ action: "pending" })).text
+      assert.include(left, "q-kept")
+      assert.notInclude(left, "q-lost")
+    }))
+
   it.effect("C-RPL-6: received asks expire after the ask timeout", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
