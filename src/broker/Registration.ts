@@ -229,7 +229,8 @@ export class Registration {
     const fields = fieldsFromRegistration(frame.session)
     const realCwd = normaliseCwd(fields.cwd)
     const endpointEpoch = randomUUID()
-    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1)
+    // A registration that takes a live session over (P16) is that session: short-lived only if it was.
+    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1) && (previous?.ephemeral ?? true)
     const session: Session = {
       key: sessionKey(space.key, id),
       id,
