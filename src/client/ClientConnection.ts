@@ -15,8 +15,8 @@
  * pending-request tables) share the same maps and the same close; the request texts are in requests.ts, the
  * sends waiting for their answer (those a close leaves unanswered, in order, and re-sent answers kept for a retry) in PendingSends.ts, the
  * topic requests in TopicRequests.ts, the result requests in ResultRequests.ts,
- * the question requests in QuestionRequests.ts, the writing of confirmations
- * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 600 lines) is the register handshake,
+ * the question requests in QuestionRequests.ts, the frame count to confirm and its writing
+ * in Confirmations.ts and the writing itself in Outbox.ts. What stays (about 610 lines) is the register handshake,
  * the reader's dispatch to those tables and the close that fails them all:
  * split further, one close would have to reach into every part.
  */
@@ -311,8 +311,7 @@ export const openClientConnection = (
             ...(frame.delivery === undefined ? {} : { delivery: deliveryOfMessage(frame) }),
             ...(frame.traceparent === undefined ? {} : { traceparent: frame.traceparent })
           }
-          // A WeakMap entry per message costs 1–2 µs with its collection (docs/performance.md): only when a bound needs it.
-          if (sinks.bounded()) frameOf.set(message, dispatching)
+          if (sinks.bounded()) confirmations.note(message, dispatching)
           sinks.message(message)
           return
         }
@@ -396,18 +395,11 @@ export const openClientConnection = (
     let unconfirmed = false
     /** The frame number (as `framesRead` counts) of the frame being dispatched. */
     let dispatching = 0
-    /**
-     * The frame each message this connection read came in, for a bound at an
-     * unhandled message: the frames before it may be confirmed. A message
-     * another connection read is not here, and bounds this one at nothing.
-     */
-    const frameOf = new WeakMap<InboundMessage, number>()
     // Written by a fiber of their own: the reader never waits to write (Confirmations.ts).
     const confirmations = new Confirmations((frames) => writeText(JSON.stringify({ type: "received", frames }), "received"))
     /** Owes the broker the count of frames read that the client's bound lets go; what is left stays unconfirmed. */
     const confirm = Effect.sync(() => {
-      const bound = sinks.confirmBound()
-      const frames = bound === "all" ? framesRead : bound === "none" ? 0 : (frameOf.get(bound) ?? 1) - 1
+      const frames = confirmations.confirmable(sinks.confirmBound(), framesRead)
       unconfirmed = frames < framesRead
       confirmations.owe(frames)
     })

@@ -13,8 +13,8 @@
  *   a retiring session still handles then (its host's last hand-offs) is
  *   confirmed, so the session's next client does not get it again.
  *
- * The connection turns the bound into a frame count: the frames before that
- * message's, when this connection read it, else none (ClientConnection.ts).
+ * A connection turns the bound into a frame count: the frames before that
+ * message's, when this connection read it, else none (Confirmations.ts).
  *
  * Owner: the client's synchronous code (its sinks, `handled`, the two
  * switches); the connections read it.
@@ -34,15 +34,14 @@
 import type { InboundMessage } from "./events.ts"
 
 /**
- * How far what was read may be confirmed: all of it, none of it, or the
- * frames before this message's (the oldest one not handled). The policy
- * never answers "none" itself; a connection does, for a message another
- * connection read (ClientConnection.ts).
+ * How far what was read may be confirmed: all of it, or the frames before
+ * this message's (the oldest one not handled; none of a connection's frames
+ * when another connection read it, Confirmations.ts).
  *
  * @category models
  * @since 0.1.0
  */
-export type ConfirmBound = "all" | "none" | InboundMessage
+export type ConfirmBound = "all" | InboundMessage
 
 /**
  * The client's rule for confirming what it read; see the module header.

@@ -7,11 +7,14 @@
  * that waited to write first would never read again (docs/testing.md, known
  * issue 11). The count is cumulative, so one write of the newest stands for
  * every confirmation owed before it, and the broker ignores a count that is
- * not higher. Owned by one `ClientConnection`; its state is touched only
- * synchronously.
+ * not higher. It also turns the client's bound (ConfirmationPolicy.ts) into
+ * that count, from the frame each message came in (`note`, `confirmable`).
+ * Owned by one `ClientConnection`; its state is touched only synchronously.
  */
 import { Effect, Latch } from "effect"
+import type { ConfirmBound } from "./ConfirmationPolicy.ts"
 import type { ConnectionLost } from "./errors.ts"
+import type { InboundMessage } from "./events.ts"
 
 /** The `received` confirmations of one connection; see the module header. */
 export class Confirmations {
@@ -22,10 +25,30 @@ export class Confirmations {
   private owed = 0
   /** The highest count whose write completed. */
   private confirmed = 0
+  /**
+   * The frame each message this connection read came in (`note`), for a
+   * bound at an unhandled message. A message another connection read is not
+   * here, and bounds this one at nothing.
+   */
+  private readonly frameOf = new WeakMap<InboundMessage, number>()
 
   /** @param write writes `{"type":"received","frames":N}` on the connection. */
   constructor(write: (frames: number) => Effect.Effect<void, ConnectionLost>) {
     this.write = write
+  }
+
+  /**
+   * `message` came in frame `frame` (1-based, `registered` first). A WeakMap
+   * entry per message costs 1–2 µs with its collection (docs/performance.md),
+   * so the reader notes it only while a bound can fall on a message.
+   */
+  note(message: InboundMessage, frame: number): void {
+    this.frameOf.set(message, frame)
+  }
+
+  /** How many of the `read` frames `bound` lets go: all, or those before its message's frame (none if another connection read it). */
+  confirmable(bound: ConfirmBound, read: number): number {
+    return bound === "all" ? read : (this.frameOf.get(bound) ?? 1) - 1
   }
 
   /** The first `frames` frames read may be confirmed: returns at once. A count not above one owed already changes nothing. */
