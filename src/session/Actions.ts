@@ -189,7 +189,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
     yield* connect
     const now = yield* Clock.currentTimeMillis
     const asks = tracker.pending(now)
-    return { asks, text: renderPending(asks, now) }
+    return { asks, text: renderPending(asks, now, settings.replyCall) }
   })
 
   const statusIn: Actions["statusIn"] = (scope) =>

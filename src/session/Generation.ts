@@ -17,6 +17,7 @@ import type { HistoryEntry, HostService } from "./Host.ts"
 import type { AdmissionLimits } from "./InboundAdmission.ts"
 import type { InboundTrigger, IntercomSessionOptions } from "./IntercomSession.ts"
 import { makeReplyTracker, type ReplyTracker } from "./ReplyTracker.ts"
+import { toolReplyCall } from "./render.ts"
 import { makeReplyWaiterSlot, type ReplyWaiterSlot } from "./ReplyWaiter.ts"
 
 /**
@@ -41,6 +42,8 @@ export interface SessionSettings {
   readonly inboundTrigger: InboundTrigger
   readonly inboundDedupe: AdmissionLimits | undefined
   readonly connectTimeoutMs: number
+  /** How `pending` writes the call that answers an ask (`IntercomSessionOptions.replyCall`). */
+  readonly replyCall: (messageId: string) => string
 }
 
 /**
@@ -56,7 +59,8 @@ export const resolveSettings = (options: IntercomSessionOptions): SessionSetting
   statusSuffix: options.statusSuffix,
   inboundTrigger: options.inboundTrigger ?? "always",
   inboundDedupe: options.inboundDedupe,
-  connectTimeoutMs: options.connectTimeoutMs ?? 10_000
+  connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+  replyCall: options.replyCall ?? toolReplyCall
 })
 
 /**

@@ -46,6 +46,13 @@ export interface IntercomSessionOptions {
   readonly askTimeoutMs?: number | undefined
   /** Append the reply hint to inbound asks (C-RPL-9). Default true. */
   readonly replyHint?: boolean | undefined
+  /**
+   * How `pending` writes the call that answers the ask `messageId` (C-RPL-8).
+   * Default: the tool call, `intercom({ action: "reply", replyTo: "<id>",
+   * message: "..." })` (`toolReplyCall`); a host whose user is a person at a
+   * shell gives its command line instead (the CLI does).
+   */
+  readonly replyCall?: ((messageId: string) => string) | undefined
   /** Confirm non-reply sends with the person when the host has a UI (C-TOOL-7). Default false. */
   readonly confirmSend?: boolean | undefined
   /** Custom status appended as `<lifecycle> · <custom>` (C-TOOL-10). */

@@ -116,6 +116,18 @@ export const REPLY_COMMAND = `intercom({ action: "reply", message: "..." })`
 export const REPLY_HINT = `To reply, use the intercom tool: ${REPLY_COMMAND}`
 
 /**
+ * The call that answers the ask `messageId`, as `pending` shows it under each
+ * ask (C-RPL-8): the tool call, for an agent. A host whose user answers some
+ * other way gives its own (`IntercomSessionOptions.replyCall`; the CLI's is
+ * its `intercom reply` command line).
+ *
+ * @category rendering
+ * @since 0.1.0
+ */
+export const toolReplyCall = (messageId: string): string =>
+  `intercom({ action: "reply", replyTo: "${messageId}", message: "..." })`
+
+/**
  * How a sender is named in an inbound rendering.
  *
  * @category rendering
@@ -350,14 +362,18 @@ const supervisorLines = (row: PendingRow, parsed: ParsedSupervisorMessage): Read
 
 /**
  * The `pending` result, oldest first (C-RPL-7), each with a ready reply call
- * (C-RPL-8). A delegated child's question (`channel: "supervisor"`) previews
+ * (C-RPL-8; `replyCall`, the tool call unless the host writes its own). A delegated child's question (`channel: "supervisor"`) previews
  * its question and adds a line with its run id, agent, child target and
  * index, and a line with the question (up to 500 characters).
  *
  * @category rendering
  * @since 0.1.0
  */
-export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): string => {
+export const renderPending = (
+  rows: ReadonlyArray<PendingRow>,
+  now: number,
+  replyCall: (messageId: string) => string = toolReplyCall
+): string => {
   if (rows.length === 0) return NO_PENDING_ASKS
   const lines = rows.map((row) => {
     const { from, message, receivedAt } = row
@@ -367,7 +383,7 @@ export const renderPending = (rows: ReadonlyArray<PendingRow>, now: number): str
     return [
       `- ${from.name?.trim() || from.id} · ${message.id} · ${elapsed}s ago · ${preview(supervisor?.body ?? message.content.text)}`,
       ...(supervisor === undefined ? [] : supervisorLines(row, supervisor)),
-      `  reply: intercom({ action: "reply", replyTo: "${message.id}", message: "..." })`
+      `  reply: ${replyCall(message.id)}`
     ].join("\n")
   })
   return `**Pending asks:**\n${lines.join("\n")}`

@@ -57,11 +57,15 @@ describe("the two-terminal conversation", () => {
       const pending = yield* runCli(agent, ["pending", "--name", "planner"])
       assert.strictEqual(pending.code, 0, pending.stderr)
       assert.match(pending.stdout, new RegExp(`^\\*\\*Pending asks:\\*\\*\\n- reviewer · ${messageId} · \\d+s ago · Ship it\\?\\n`))
+      // The command that answers it, as a person at a shell types it (not the agent's tool call).
+      const replyLine = `  reply: intercom reply --name planner --reply-to ${messageId} "..."\n`
+      assert.isTrue(pending.stdout.endsWith(replyLine), pending.stdout)
       const pendingJson = jsonOf(yield* runCli(agent, ["pending", "--name", "planner", "--json"]))
       assert.strictEqual(pendingJson["via"], "watch")
       assert.strictEqual(get(asArray(get(pendingJson, "details", "asks"))[0], "messageId"), messageId)
 
-      const reply = yield* runCli(agent, ["reply", "--name", "planner", "Ship", "it."])
+      // The printed command, with the "..." filled in.
+      const reply = yield* runCli(agent, ["reply", "--name", "planner", "--reply-to", messageId, "Ship", "it."])
       assert.strictEqual(reply.code, 0, reply.stderr)
       assert.strictEqual(reply.stdout, "Reply sent to reviewer\n")
 

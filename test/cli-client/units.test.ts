@@ -6,7 +6,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { parseTimeout } from "../../src/cli/client/duration.ts"
 import { nameKey, nameProblem, watchSessionId } from "../../src/cli/client/identity.ts"
 import { exitCodeOf, presenceOutput } from "../../src/cli/client/output.ts"
+import { cliReplyCall } from "../../src/cli/client/session.ts"
 import { parseReplyLine } from "../../src/cli/client/watch.ts"
+import { execFileSync } from "node:child_process"
 
 describe("--timeout", () => {
   it("takes milliseconds or a duration with a unit", () => {
@@ -92,5 +94,25 @@ describe("exit codes and events", () => {
       "[renamed] rev (1a2b3c4d) → reviewer"
     )
     assert.strictEqual(presenceOutput({ _tag: "Left", sessionId: base.id }, base)?.text, "[left] rev (1a2b3c4d)")
+  })
+})
+
+describe("the reply command pending shows", () => {
+  it("names the session, its group outside the default one, and the ask", () => {
+    assert.strictEqual(
+      cliReplyCall({ name: "planner", group: "default" })("4f0c-aa"),
+      `intercom reply --name planner --reply-to 4f0c-aa "..."`
+    )
+    assert.strictEqual(
+      cliReplyCall({ name: "planner", group: "team-a" })("4f0c-aa"),
+      `intercom reply --name planner --group team-a --reply-to 4f0c-aa "..."`
+    )
+  })
+
+  it("quotes what a shell would split or expand, and the shell reads it back exactly", () => {
+    const name = `it's $HOME; "a b" *`
+    const line = cliReplyCall({ name, group: "x y" })("id`1`")
+    const words = execFileSync("sh", ["-c", `printf '%s\\n' ${line.replace(/^intercom /, "")}`], { encoding: "utf8" })
+    assert.deepStrictEqual(words.split("\n").slice(0, -1), ["reply", "--name", name, "--group", "x y", "--reply-to", "id`1`", "..."])
   })
 })

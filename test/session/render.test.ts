@@ -140,4 +140,12 @@ describe("C-RPL-7 pending", () => {
     )
     assert.strictEqual(renderPending([], 0), "No unresolved inbound asks.")
   })
+
+  it("C-RPL-8: a host's own reply call replaces the tool call", () => {
+    const row = { from: info("1111-aaaa", { name: "planner" }), message: { id: "q1", timestamp: 0, content: { text: "ok?" } }, receivedAt: 0 }
+    assert.strictEqual(
+      renderPending([row], 0, (id) => `intercom reply --reply-to ${id} "..."`),
+      "**Pending asks:**\n- planner · q1 · 0s ago · ok?\n  reply: intercom reply --reply-to q1 \"...\""
+    )
+  })
 })

@@ -11,7 +11,7 @@ import type { IntercomEnvError } from "../../config/errors.ts"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { IntercomClient, type IntercomClientService } from "../../client/IntercomClient.ts"
-import { homeGroup } from "../../config/group.ts"
+import { DEFAULT_GROUP, homeGroup } from "../../config/group.ts"
 import { loadIntercomSettings } from "../../config/load.ts"
 import type { IntercomSettings } from "../../config/settings.ts"
 import { Host, type HostIdentity, type HostService } from "../../session/Host.ts"
@@ -85,6 +85,25 @@ export const resolveContext = (
     return { settings, group, paths, name, control, identity } satisfies CliContext
   })
 
+/** A word as a POSIX shell reads it back: as it is when plain, else single-quoted. */
+const shellWord = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
+
+/**
+ * How `pending` shows the answer to an ask at a shell: `intercom reply --name
+ * <name> --reply-to <message id> "..."`, with `--group <group>` when the
+ * session is outside the default group, each word quoted for the shell where
+ * it needs it.
+ */
+export const cliReplyCall = (context: Pick<CliContext, "name" | "group">) => (messageId: string): string =>
+  [
+    "intercom reply --name",
+    shellWord(context.name),
+    ...(context.group === DEFAULT_GROUP ? [] : ["--group", shellWord(context.group)]),
+    "--reply-to",
+    shellWord(messageId),
+    `"..."`
+  ].join(" ")
+
 /** What `openSession` takes beyond the context: the session id, the host, and which inbound messages start a turn. */
 export interface OpenSessionOptions {
   readonly sessionId: string
@@ -143,6 +162,8 @@ export const openSession = (
     const session = yield* IntercomSession.make({
       askTimeoutMs: settings.askTimeoutMs,
       replyHint: settings.replyHint,
+      // `pending` shows the command line that answers an ask, not the agent's tool call.
+      replyCall: cliReplyCall(context),
       statusSuffix: settings.status,
       inboundTrigger: options.inboundTrigger
     }).pipe(
