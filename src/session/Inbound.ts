@@ -34,6 +34,10 @@
  * client keeps it (`IntercomClient.keep`) and does not confirm it, so a
  * generation that ends before its host took it — a pi session closing under
  * it — leaves it to the next one or to the broker instead of losing it.
+ * While such a message is kept, the ones read after it are not checkpointed
+ * either (they are kept too), so the journal never restores a message ahead
+ * of an earlier one the client still keeps: the next generation gets them in
+ * the order they were read.
  */
 import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
@@ -230,7 +234,9 @@ export const runInbound = (
           trace
         }
         // C-DLV-14: saved before the host can lose it; if nothing saved it, the client keeps it until the host has it.
-        const saved = yield* interruptible(journal.checkpoint(context))
+        // Not saved either while an earlier message is kept unsaved: a journal that held this one would hand it
+        // to the next generation before that earlier one, which the client or the broker gives it afterwards.
+        const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
         if (!saved) {
           unsaved.set(context, inbound)
           yield* client.keep(inbound)

@@ -11,7 +11,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Queue, Scope } from "effect"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
-import { Host, type HostService } from "../../src/session/Host.ts"
+import { Host, type HostService, type JournalRecord } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { message } from "../support/broker.ts"
 import { memoryNetwork, settle } from "../support/memory.ts"
@@ -121,6 +121,33 @@ describe("a message the journal could not checkpoint is confirmed only once the 
       yield* bob.close
 
       assert.deepStrictEqual(yield* next, [], "handed to the host once")
+    }))
+
+  it.effect("a message read after one the journal could not save is not saved ahead of it: the next generation gets both in the order they were read", () =>
+    Effect.gen(function*() {
+      // A journal whose first checkpoint fails (a full disk, say) and whose later ones land.
+      const saved: Array<JournalRecord> = []
+      let failures = 1
+      const journal = {
+        checkpoint: (record: JournalRecord) =>
+          failures-- > 0 ? Effect.fail("disk full") : Effect.sync(() => void saved.push(record)),
+        undelivered: Effect.sync(() => [...saved])
+      }
+      const refusing = yield* makeRecordingHost(identity)
+      refusing.failDeliveries = Number.MAX_SAFE_INTEGER
+      const { alice, bob, one } = yield* world({ ...refusing.service, journal })
+      const sent = [message("first: its checkpoint failed"), message("second")]
+      for (const m of sent) yield* alice.client.send({ type: "send", to: "bob", message: m })
+      yield* settle(bob.client.list)
+      yield* settle(bob.client.list)
+      yield* settle(one.close)
+      assert.deepStrictEqual(refusing.attempts, [sent[0]?.id, sent[0]?.id, sent[1]?.id], "test setup: every attempt was refused")
+
+      // The next generation, same client and journal, under a host that takes everything.
+      const taking = yield* makeRecordingHost(identity)
+      yield* generation(bob.client, { ...taking.service, journal })
+      yield* settleWithin(STEPS, bob.client.list)
+      assert.deepStrictEqual((yield* Queue.clear(taking.inbox)).map((inbound) => inbound.message.id), sent.map((m) => m.id))
     }))
 
   it.effect("with one client across generations, what the ended generation's host never took reaches the next generation's, in order", () =>
