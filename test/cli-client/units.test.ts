@@ -98,21 +98,21 @@ describe("exit codes and events", () => {
 })
 
 describe("the reply command pending shows", () => {
-  it("names the session, its group outside the default one, and the ask", () => {
+  it("names the session, the --dir it was given, its group outside the default one, and the ask", () => {
     assert.strictEqual(
-      cliReplyCall({ name: "planner", group: "default" })("4f0c-aa"),
+      cliReplyCall({ name: "planner", group: "default", dirFlag: undefined })("4f0c-aa"),
       `intercom reply --name planner --reply-to 4f0c-aa "..."`
     )
     assert.strictEqual(
-      cliReplyCall({ name: "planner", group: "team-a" })("4f0c-aa"),
-      `intercom reply --name planner --group team-a --reply-to 4f0c-aa "..."`
+      cliReplyCall({ name: "planner", group: "team-a", dirFlag: "/tmp/agent" })("4f0c-aa"),
+      `intercom reply --name planner --dir /tmp/agent --group team-a --reply-to 4f0c-aa "..."`
     )
   })
 
   it("quotes what a shell would split or expand, and the shell reads it back exactly", () => {
     const name = `it's $HOME; "a b" *`
-    const line = cliReplyCall({ name, group: "x y" })("id`1`")
+    const line = cliReplyCall({ name, group: "x y", dirFlag: "/tmp/a b" })("id`1`")
     const words = execFileSync("sh", ["-c", `printf '%s\\n' ${line.replace(/^intercom /, "")}`], { encoding: "utf8" })
-    assert.deepStrictEqual(words.split("\n").slice(0, -1), ["reply", "--name", name, "--group", "x y", "--reply-to", "id`1`", "..."])
+    assert.deepStrictEqual(words.split("\n").slice(0, -1), ["reply", "--name", name, "--dir", "/tmp/a b", "--group", "x y", "--reply-to", "id`1`", "..."])
   })
 })

@@ -47,6 +47,8 @@ export interface CliContext {
   /** Socket path with the short fallback of long agent dirs, as `intercom broker` computes it. */
   readonly paths: IntercomPaths
   readonly name: string
+  /** The agent dir (absolute) when `--dir` named it, so a command this one prints names it too; undefined otherwise. */
+  readonly dirFlag: string | undefined
   /** Where a watch of this name listens; `None` when no usable path exists. */
   readonly control: Option.Option<ControlLocation>
   readonly identity: HostIdentity
@@ -82,7 +84,8 @@ export const resolveContext = (
     const control = yield* Effect.option(controlLocation(paths, nameKey(name, settings.scopeId)))
     const identity: HostIdentity = { name, cwd: process.cwd(), model: CLI_MODEL }
     const group = homeGroup(Option.getOrUndefined(input.group ?? Option.none()), settings.group)
-    return { settings, group, paths, name, control, identity } satisfies CliContext
+    const dirFlag = dir === undefined ? undefined : paths.agentDir
+    return { settings, group, paths, name, dirFlag, control, identity } satisfies CliContext
   })
 
 /** A word as a POSIX shell reads it back: as it is when plain, else single-quoted. */
@@ -90,14 +93,15 @@ const shellWord = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? word
 
 /**
  * How `pending` shows the answer to an ask at a shell: `intercom reply --name
- * <name> --reply-to <message id> "..."`, with `--group <group>` when the
- * session is outside the default group, each word quoted for the shell where
- * it needs it.
+ * <name> --reply-to <message id> "..."`, with `--dir <agent dir>` when this
+ * command was given one and `--group <group>` when the session is outside the
+ * default group, each word quoted for the shell where it needs it.
  */
-export const cliReplyCall = (context: Pick<CliContext, "name" | "group">) => (messageId: string): string =>
+export const cliReplyCall = (context: Pick<CliContext, "name" | "group" | "dirFlag">) => (messageId: string): string =>
   [
     "intercom reply --name",
     shellWord(context.name),
+    ...(context.dirFlag === undefined ? [] : ["--dir", shellWord(context.dirFlag)]),
     ...(context.group === DEFAULT_GROUP ? [] : ["--group", shellWord(context.group)]),
     "--reply-to",
     shellWord(messageId),
