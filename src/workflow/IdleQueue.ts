@@ -76,6 +76,14 @@ export interface IdleQueue<A> {
   readonly entries: Effect.Effect<ReadonlyArray<InboundEntry<A>>>
   /** The parent went idle: flush now instead of at the next recheck. */
   readonly wake: Effect.Effect<void>
+  /**
+   * An idle parent's new entry (C-DLV-10): appended behind what waits and the
+   * queue flushed now, in the delivery lane, so the entry goes in the same
+   * batch as older ones and never ahead of them or of a flush already under
+   * way. True when it was handed over (by this flush, or by a flush or barrier
+   * that took it first); false when the host refused it, which leaves it queued.
+   */
+  readonly deliverIdle: (entry: InboundEntry<A>) => Effect.Effect<boolean>
   /** C-DLV-17: drops queued progress of a finished child (exact sender and thread); returns what was dropped. */
   readonly dropFinishedProgress: (senderId: string, threadId: string) => Effect.Effect<ReadonlyArray<InboundEntry<A>>>
   /**
@@ -148,6 +156,19 @@ export const makeIdleQueue = <A>(
       )
     })
 
+    const deliverIdle = (entry: InboundEntry<A>): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        store.enqueue(entry)
+        return lane.withPermit(Effect.suspend(() => {
+          if (!store.has(entry)) return Effect.succeed(true)
+          return dispatchClaim(store.takeAll(), host.deliverBatch).pipe(
+            Effect.as(true),
+            // Refused: rolled back from the first entry it did not take; was this one among those taken?
+            Effect.catch(() => Effect.sync(() => !store.has(entry)))
+          )
+        }))
+      })
+
     const recheck = Duration.fromInputUnsafe(settings.recheck)
     yield* Queue.take(signals).pipe(
       Effect.timeoutOption(recheck),
@@ -162,6 +183,7 @@ export const makeIdleQueue = <A>(
       remove: (entry) => Effect.sync(() => store.remove(entry)),
       entries: Effect.sync(() => store.entries()),
       wake: Effect.asVoid(Queue.offer(signals, "wake")),
+      deliverIdle,
       dropFinishedProgress: (senderId, threadId) => Effect.sync(() => store.dropFinishedProgress(senderId, threadId)),
       claimAndDispatch
     }

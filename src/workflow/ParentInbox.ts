@@ -7,7 +7,9 @@
  * - A message that answers the parent's live `ask` (exact sender and
  *   `replyTo`) resolves that wait before anything else: it never waits
  *   behind queued messages, a barrier or a handshake.
- * - An idle parent gets the message at once (it starts a turn).
+ * - An idle parent gets the message at once (it starts a turn), through the
+ *   idle queue: behind what still waits there, in one batch with it, so a
+ *   message never overtakes an older one that a flush has not handed over yet.
  * - A busy parent queues it first, so it is owned before anything async
  *   starts; then its foreground child, if the message is from it, is asked
  *   to claim it. On `delivered` the message leaves the queue and is
@@ -37,8 +39,6 @@ export interface ParentInboxHost<A> {
   readonly routeReply: (entry: InboundEntry<A>) => Effect.Effect<boolean>
   /** Whether the parent can take a new turn now. */
   readonly isIdle: Effect.Effect<boolean>
-  /** Starts a turn with the entry (idle parent). */
-  readonly deliverNow: (entry: InboundEntry<A>) => Effect.Effect<void, DispatchError>
   /** Puts the entry into the busy parent's model-visible steering queue (after a committed detach, C-ORD-13). */
   readonly surface: (entry: InboundEntry<A>) => Effect.Effect<void, DispatchError>
 }
@@ -88,12 +88,9 @@ export const makeParentInbox = <A>(
     receive: (entry) =>
       Effect.gen(function*() {
         if (yield* host.routeReply(entry)) return { _tag: "reply" } as const
-        if (yield* host.isIdle) {
-          const now = yield* Effect.result(host.deliverNow(entry))
-          // A failure that says it delivered its one entry did deliver it: queued as well, it would come twice.
-          if (now._tag === "Success" || now.failure.delivered >= 1) return { _tag: "delivered" } as const
-        }
-        // C-ORD-18: owned by the queue before anything asynchronous starts.
+        // C-DLV-10: an idle parent gets it now, but after what already waits (one batch, in the queue's lane).
+        if ((yield* host.isIdle) && (yield* idleQueue.deliverIdle(entry))) return { _tag: "delivered" } as const
+        // C-ORD-18: owned by the queue before anything asynchronous starts (one an idle parent refused already is).
         yield* idleQueue.enqueue(entry)
         const disposition = yield* handshake.handoff(entry)
         if (disposition !== "delivered") return queued(disposition)

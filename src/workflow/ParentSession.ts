@@ -243,7 +243,6 @@ export const makeParentSession = <T>(
       {
         routeReply: agent.routeReply ?? (() => Effect.succeed(false)),
         isIdle: agent.isIdle,
-        deliverNow: (entry) => agent.deliverBatch([entry]),
         surface: agent.surface
       },
       idleQueue,

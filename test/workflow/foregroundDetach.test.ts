@@ -223,6 +223,20 @@ describe("makeParentSession", () => {
       assert.strictEqual(after._tag, "NoTerminalBarrier")
     }))
 
+  it.effect("C-DLV-10: a parent that just went idle gets a new message after the ones its idle queue still holds, in one batch", () =>
+    Effect.gen(function*() {
+      const { log, session, state } = yield* parent("queue")
+      // Busy: m1 (a queue message) waits in the idle queue.
+      yield* session.receive(from("m1", PEER, 1))
+      // The turn ends and the engine says so; the same sender's m2 comes before the flusher has run.
+      state.idle = true
+      yield* session.idle
+      yield* session.receive(from("m2", PEER, 2))
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(log, ["batch:m1,m2"])
+    }))
+
   it.effect("a refused immediate delivery leaves the message in the idle queue for the next flush (nothing is lost)", () =>
     Effect.gen(function*() {
       const log: Log = []

@@ -16,14 +16,13 @@ const setup = (
   options: {
     readonly holdAcks?: boolean
     readonly childAnswers?: boolean
-    /** `deliverNow` fails with a `DispatchError` that says it delivered this many (after taking them). */
+    /** Every batch the queue hands over fails with a `DispatchError` that says it delivered this many (after taking them). */
     readonly startFails?: number
   } = {}
 ) =>
   Effect.gen(function*() {
     const idle = yield* Ref.make(false)
     const flushed: Array<ReadonlyArray<string>> = []
-    const started: Array<string> = []
     const surfaced: Array<string> = []
     const terminals: Array<ReadonlyArray<string>> = []
     const queuedAtProbe: Array<ReadonlyArray<string>> = []
@@ -31,7 +30,14 @@ const setup = (
     const waiterReplies: Array<string> = []
     const queue = yield* makeIdleQueue<string>({
       isIdle: Ref.get(idle),
-      deliverBatch: (batch) => Effect.sync(() => void flushed.push(ids(batch)))
+      deliverBatch: (batch) => {
+        const fails = options.startFails
+        if (fails === undefined) return Effect.sync(() => void flushed.push(ids(batch)))
+        return Effect.suspend(() => {
+          if (fails > 0) flushed.push(ids(batch).slice(0, fails))
+          return Effect.fail(new DispatchError({ delivered: fails, reason: "the turn did not start" }))
+        })
+      }
     })
     const forward: { onRequest: (request: DetachRequest) => Effect.Effect<void> } = {
       onRequest: () => Effect.void
@@ -62,17 +68,9 @@ const setup = (
           return true
         }),
       isIdle: Ref.get(idle),
-      deliverNow: (e) => {
-        const fails = options.startFails
-        if (fails === undefined) return Effect.sync(() => void started.push(e.messageId))
-        return Effect.suspend(() => {
-          if (fails > 0) started.push(e.messageId)
-          return Effect.fail(new DispatchError({ delivered: fails, reason: "the turn did not start" }))
-        })
-      },
       surface: (e) => Effect.sync(() => void surfaced.push(e.messageId))
     }, queue, handshake)
-    return { barrier, flushed, handshake, heldAcks, idle, inbox, queue, queuedAtProbe, started, surfaced, terminals, waiterReplies }
+    return { barrier, flushed, handshake, heldAcks, idle, inbox, queue, queuedAtProbe, surfaced, terminals, waiterReplies }
   })
 
 const fromChild = (id: string, options: Partial<InboundEntry<string>> = {}) =>
@@ -92,10 +90,21 @@ describe("ParentInbox", () => {
 
   it.effect("an idle parent starts a turn with the message at once (C-DLV-10)", () =>
     Effect.gen(function*() {
-      const { idle, inbox, queue, started } = yield* setup()
+      const { flushed, idle, inbox, queue } = yield* setup()
       yield* Ref.set(idle, true)
       assert.deepStrictEqual(yield* inbox.receive(entry("m1", "peer")), { _tag: "delivered" })
-      assert.deepStrictEqual(started, ["m1"])
+      assert.deepStrictEqual(flushed, [["m1"]])
+      assert.deepStrictEqual(yield* queue.entries, [])
+    }))
+
+  it.effect("an idle parent gets a new message behind what still waits in its idle queue, in one batch (C-DLV-10)", () =>
+    Effect.gen(function*() {
+      const { flushed, idle, inbox, queue } = yield* setup({ childAnswers: false })
+      // m1 waited while the parent was busy; the parent goes idle and m2 comes before any flush ran.
+      yield* queue.enqueue(entry("m1", "peer"))
+      yield* Ref.set(idle, true)
+      assert.deepStrictEqual(yield* inbox.receive(entry("m2", "peer")), { _tag: "delivered" })
+      assert.deepStrictEqual(flushed, [["m1", "m2"]])
       assert.deepStrictEqual(yield* queue.entries, [])
     }))
 
@@ -104,7 +113,7 @@ describe("ParentInbox", () => {
       const took = yield* setup({ startFails: 1 })
       yield* Ref.set(took.idle, true)
       assert.deepStrictEqual(yield* took.inbox.receive(entry("m1", "peer")), { _tag: "delivered" })
-      assert.deepStrictEqual(took.started, ["m1"])
+      assert.deepStrictEqual(took.flushed, [["m1"]])
       assert.deepStrictEqual(yield* took.queue.entries, [])
 
       const tookNone = yield* setup({ startFails: 0 })

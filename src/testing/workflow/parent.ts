@@ -112,7 +112,6 @@ export const makeSimParent = (core: WorldCore, childCount: number): Effect.Effec
           return true
         }),
       isIdle: Effect.sync(() => !busy),
-      deliverNow: (entry) => toModel([entry]),
       surface: (entry) => toModel([entry])
     }, idleQueue, slot.handshake)
 
