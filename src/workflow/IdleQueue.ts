@@ -144,17 +144,18 @@ export const makeIdleQueue = <A>(
     ): Effect.Effect<B, DispatchError | E> =>
       lane.withPermit(Effect.suspend(() => dispatchClaim(store.claim(select), dispatch)))
 
+    // The host's `isIdle` inside the guard too: one defect of a port must not end the flusher for good.
     const flush: Effect.Effect<void> = Effect.gen(function*() {
       if (store.size === 0 || !(yield* host.isIdle)) return
       yield* lane.withPermit(Effect.suspend(() => {
         // Re-checked inside the lane: a barrier may have emptied it meanwhile.
         if (store.size === 0) return Effect.void
         return dispatchClaim(store.takeAll(), host.deliverBatch)
-      })).pipe(
-        Effect.catch((error) => Effect.logWarning(error.message)),
-        Effect.catchDefect((defect) => Effect.logWarning("Idle-queue flush failed; the batch stays queued", defect))
-      )
-    })
+      }))
+    }).pipe(
+      Effect.catch((error) => Effect.logWarning(error.message)),
+      Effect.catchDefect((defect) => Effect.logWarning("Idle-queue flush failed; what waits stays queued", defect))
+    )
 
     const deliverIdle = (entry: InboundEntry<A>): Effect.Effect<boolean> =>
       Effect.suspend(() => {

@@ -234,15 +234,20 @@ export const makeTerminalBarrier = <A, T>(
     const run = ({ done, key, terminal }: Admission<T>): Effect.Effect<void> =>
       idleQueue.claimAndDispatch(
         preludeSelector<A>(terminal),
-        (prelude) => Effect.as(host.dispatch({ prelude, terminal }), prelude.length)
-      ).pipe(
-        Effect.matchCauseEffect({
-          onSuccess: (prelude) =>
+        (prelude) =>
+          Effect.andThen(
+            host.dispatch({ prelude, terminal }),
+            // Recorded inside the dispatch's own uninterruptible step: a generation that closes as the dispatch
+            // ends cannot report a terminal that was handed over as not admitted (a retry would deliver it twice).
             Effect.suspend(() => {
               remembered.add(key)
               inFlight.delete(key)
-              return Deferred.succeed(done, { _tag: "Admitted", prelude })
-            }),
+              return Deferred.succeed(done, { _tag: "Admitted", prelude: prelude.length })
+            })
+          )
+      ).pipe(
+        Effect.matchCauseEffect({
+          onSuccess: () => Effect.void,
           onFailure: (cause) =>
             Effect.suspend(() => {
               // C-ORD-29: the claim is already rolled back; the terminal stays retryable.

@@ -34,7 +34,8 @@ export class TerminalAdmissionError extends Data.TaggedError("TerminalAdmissionE
   readonly reason: string
 }> {
   override get message(): string {
-    return `Terminal notice ${this.terminalKey} was not admitted: ${this.reason}; its messages went back to the idle queue and the terminal can be retried`
+    // The key's parts (owner, run id, terminal id) are joined by NUL: shown as owner/run/terminal.
+    return `Terminal notice ${this.terminalKey.split("\u0000").join("/")} was not admitted: ${this.reason}; its messages went back to the idle queue and the terminal can be retried`
   }
 }
 

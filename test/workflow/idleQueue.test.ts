@@ -118,4 +118,33 @@ describe("IdleQueue", () => {
       yield* TestClock.adjust("5 seconds")
       assert.deepStrictEqual(batches, [])
     }))
+  it.effect("a defect of the host's isIdle is logged and the flusher goes on: the next recheck delivers", () =>
+    Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<string>> = []
+      let calls = 0
+      const queue = yield* makeIdleQueue<string>({
+        isIdle: Effect.suspend(() => ++calls === 1 ? Effect.die(new Error("engine bug")) : Effect.succeed(true)),
+        deliverBatch: (batch) => Effect.sync(() => void batches.push(ids(batch)))
+      })
+      yield* queue.enqueue(entry("a", "s1"))
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual([calls, batches], [1, []], "test setup: the first recheck met the defect")
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(batches, [["a"]])
+    }))
+
+  it.effect("an idle parent's new entry goes in one batch behind what waited, never ahead of it (deliverIdle)", () =>
+    Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<string>> = []
+      const idle = yield* Ref.make(false)
+      const queue = yield* makeIdleQueue<string>({
+        isIdle: Ref.get(idle),
+        deliverBatch: (batch) => Effect.sync(() => void batches.push(ids(batch)))
+      })
+      yield* queue.enqueue(entry("a", "s1"))
+      yield* Ref.set(idle, true)
+      assert.isTrue(yield* queue.deliverIdle(entry("b", "s1")))
+      assert.deepStrictEqual(batches, [["a", "b"]])
+      assert.deepStrictEqual(yield* queue.entries, [])
+    }))
 })

@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Ref, Scope } from "effect"
 import fc from "fast-check"
 import { makeBarrierRegistry, TerminalBarriers } from "../../src/workflow/BarrierRegistry.ts"
-import { DispatchError } from "../../src/workflow/orderingErrors.ts"
+import { DispatchError, TerminalAdmissionError } from "../../src/workflow/orderingErrors.ts"
 import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
 import type { InboundEntry } from "../../src/workflow/InboundEntry.ts"
 import {
@@ -125,6 +125,14 @@ describe("TerminalBarrier", () => {
       assert.isTrue(repeats.every((outcome) => outcome._tag === "AlreadyAdmitted"))
       assert.strictEqual(batches.length, 1000)
     }))
+
+  it("a refused terminal's error names it as owner/run/terminal, with no NUL of its key", () => {
+    const error = new TerminalAdmissionError({ terminalKey: "parent\u0000run-1\u0000r1", reason: "host refused" })
+    assert.strictEqual(
+      error.message,
+      "Terminal notice parent/run-1/r1 was not admitted: host refused; its messages went back to the idle queue and the terminal can be retried"
+    )
+  })
 
   it.effect("a failed dispatch rolls back from the first undelivered index and the terminal stays retryable (C-ORD-29)", () =>
     Effect.gen(function*() {
@@ -284,6 +292,32 @@ describe("TerminalBarrier lifetime", () => {
       assert.isTrue(exits.every(Exit.isFailure))
       assert.deepStrictEqual(ids(yield* queue.entries), ["c1"]) // the interrupted dispatch was rolled back
       assert.strictEqual((yield* Effect.flip(barrier.admit(terminal({ requestId: "c" }))))._tag, "TerminalAdmissionError")
+    }))
+  it.effect("a terminal whose dispatch was under way as the Scope closed is admitted, not reported retryable (a retry would deliver it twice)", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const started = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const dispatched: Array<ReadonlyArray<string>> = []
+      const queue = yield* makeIdleQueue<string>({ isIdle: Effect.succeed(false), deliverBatch: () => Effect.void })
+      const barrier = yield* makeTerminalBarrier<string, string>(queue, {
+        dispatch: (batch) =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, undefined)
+            // The hand-over is uninterruptible: the closing Scope waits for it.
+            yield* Deferred.await(gate)
+            dispatched.push([...ids(batch.prelude), "terminal"])
+          })
+      }).pipe(Scope.provide(scope))
+      yield* queue.enqueue(fromChild("c1"))
+      const admitting = yield* Effect.forkChild(barrier.admit(terminal()), { startImmediately: true })
+      yield* Deferred.await(started)
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void), { startImmediately: true })
+      yield* settle
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(closing)
+      assert.deepStrictEqual(dispatched, [["c1", "terminal"]])
+      assert.deepStrictEqual(yield* Fiber.join(admitting), { _tag: "Admitted", prelude: 1 })
     }))
 })
 
