@@ -115,7 +115,9 @@ export class WorkerSettled extends Data.TaggedError("WorkerSettled")<{
 }
 
 /**
- * The worker's inbox is full of questions it has not answered (C-WKR-9).
+ * The worker's inbox is full (C-WKR-9): `pending` items, of them
+ * `queuedSteers` instructions it has not taken yet (0 when not told) and the
+ * rest questions it has not had answered. The message names what fills it.
  *
  * @category errors
  * @since 0.1.0
@@ -123,10 +125,18 @@ export class WorkerSettled extends Data.TaggedError("WorkerSettled")<{
 export class WorkerInboxFull extends Data.TaggedError("WorkerInboxFull")<{
   readonly run: string
   readonly pending: number
+  readonly queuedSteers?: number | undefined
 }> {
   override get message(): string {
-    return `Worker ${this.run}'s inbox is full of pending questions (${this.pending}); nothing was delivered. ` +
-      "Answer or wait for them first."
+    const steers = this.queuedSteers ?? 0
+    if (steers === 0) {
+      return `Worker ${this.run}'s inbox is full of pending questions (${this.pending}); nothing was delivered. ` +
+        "Answer or wait for them first."
+    }
+    const questions = this.pending - steers
+    return `Worker ${this.run}'s inbox is full (${steers} queued instruction(s) it has not taken yet` +
+      `${questions > 0 ? `, ${questions} pending question(s)` : ""}); nothing was delivered. ` +
+      `Wait for the worker to take its queued instructions${questions > 0 ? " or answer its questions" : ""} first.`
   }
 }
 

@@ -201,7 +201,9 @@ export const makeWorkerRegistry = (options: WorkerRegistryOptions = {}): Effect.
                 return [new WorkerSettled({ run, outcome: entry.view.outcome ?? "completed" }), s]
               }
               const pending = entry.steers.length + entry.pendingQuestions
-              if (pending >= inboxLimit) return [new WorkerInboxFull({ run, pending }), s]
+              if (pending >= inboxLimit) {
+                return [new WorkerInboxFull({ run, pending, queuedSteers: entry.steers.length }), s]
+              }
               const steerId = `${run}-steer-${entry.steerCount + 1}`
               const next: Entry = {
                 ...entry,

@@ -54,9 +54,30 @@ describe("WorkerRegistry", () => {
       yield* registry.workers.steer(worker.run, "one")
       const full = yield* Effect.flip(registry.workers.steer(worker.run, "two"))
       assert.strictEqual(full._tag, "WorkerInboxFull")
-      if (full._tag === "WorkerInboxFull") assert.strictEqual(full.pending, 3)
+      if (full._tag === "WorkerInboxFull") {
+        assert.strictEqual(full.pending, 3)
+        assert.strictEqual(
+          full.message,
+          `Worker ${worker.run}'s inbox is full (1 queued instruction(s) it has not taken yet, 2 pending question(s)); ` +
+            "nothing was delivered. Wait for the worker to take its queued instructions or answer its questions first."
+        )
+      }
       yield* worker.takeSteers
       yield* registry.workers.steer(worker.run, "two")
+    }))
+
+  it.effect("C-WKR-9: an inbox full of queued steers alone does not blame questions", () =>
+    Effect.gen(function*() {
+      const registry = yield* makeWorkerRegistry({ inboxLimit: 2 })
+      const worker = yield* registry.register(registration([]))
+      yield* registry.workers.steer(worker.run, "one")
+      yield* registry.workers.steer(worker.run, "two")
+      const full = yield* Effect.flip(registry.workers.steer(worker.run, "three"))
+      assert.strictEqual(
+        full.message,
+        `Worker ${worker.run}'s inbox is full (2 queued instruction(s) it has not taken yet); nothing was delivered. ` +
+          "Wait for the worker to take its queued instructions first."
+      )
     }))
 
   it.effect("C-WKR-7, C-WKR-10: a settled worker refuses steers; settling runs onSettled once with the result; live result shows output", () =>
