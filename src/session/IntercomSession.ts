@@ -104,8 +104,7 @@ const make = (
     const workers = yield* makeWorkerToolActions(new Map([...results, ...questions]))
     const tool = makeIntercomTool(
       new Map([
-        ...withGroups(baseToolActions(actions, asking, options.defaultScope), generation),
-        ...topics.actions,
+        ...withGroups(new Map([...baseToolActions(actions, asking, options.defaultScope), ...topics.actions]), generation),
         ...results,
         ...questions,
         ...workers

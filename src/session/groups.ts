@@ -8,8 +8,10 @@
  * - `list` with another group peeks at that group's live sessions
  *   (`IntercomClient.peek`) and says that nothing may be sent there;
  * - `status` with another group adds that group's count;
- * - `send`, `ask` and `reply` accept only the own group; any other value is
- *   `GroupReadOnly`, checked before anything else, so nothing is sent.
+ * - `send`, `ask` and `reply`, and the topic actions (`publish`,
+ *   `subscribe`, `unsubscribe`, `topics`: a group's topics are its own,
+ *   C-GRP-3), accept only the own group; any other value is `GroupReadOnly`,
+ *   checked before anything else, so nothing is sent.
  *
  * Blank or absent means the own group. The module wraps the tool's action
  * table, so the base actions stay as they are.
@@ -39,8 +41,8 @@ export interface GroupPeek {
   readonly text: string
 }
 
-/** Actions whose `group` must be the own group (C-GRP-6). */
-const LOCKED = new Set(["send", "ask", "reply"])
+/** Actions whose `group` must be the own group (C-GRP-6); topics live in a group and are its own. */
+const LOCKED = new Set(["send", "ask", "reply", "publish", "subscribe", "unsubscribe", "topics"])
 
 /**
  * The `group` parameter, trimmed; `undefined` when absent or blank. Over
@@ -91,7 +93,7 @@ const withDetails = (result: ToolResult, details: Record<string, unknown>): Tool
 
 /**
  * The tool's action table with the `group` parameter honoured (see the module
- * header). Actions other than list/status/send/ask/reply pass through, and so
+ * header). Actions other than list, status and the locked ones pass through, and so
  * does every call whose `group` is absent, blank or the own group (apart from
  * the `group` detail added to list and status).
  *

@@ -46,6 +46,28 @@ describe("C-GRP-5/6 the tool's group parameter (scripted client)", () => {
       assert.strictEqual(client.connects, 0)
     }))
 
+  it.effect("the topic actions with another group are refused before anything is published or subscribed", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      client.group = "red"
+      const calls = [
+        { action: "publish", topic: "build", event: "status", message: "green" },
+        { action: "subscribe", topic: "build" },
+        { action: "unsubscribe", topic: "build" },
+        { action: "topics" }
+      ]
+      for (const call of calls) {
+        const result = yield* session.intercom({ ...call, group: "blue" })
+        assert.deepStrictEqual([result.isError, result.details["error"]], [true, "GroupReadOnly"], call.action)
+        assert.include(result.text, `${call.action} is locked to this session's own group "red"`)
+      }
+      assert.deepStrictEqual(client.topicCalls, [])
+      // With the own group they act as without one.
+      const own = yield* session.intercom({ action: "subscribe", topic: "build", group: "red" })
+      assert.isFalse(own.isError, own.text)
+      assert.deepStrictEqual(client.topicCalls.length, 1)
+    }))
+
   it.effect("send with the own group (trimmed) or a blank group is sent", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers()
