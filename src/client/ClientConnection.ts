@@ -25,7 +25,15 @@ import { randomUUID } from "node:crypto"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import { EXTENSION_FEATURES, OBSERVE_V1, QUESTIONS_V1, RECEIVED_V1, RESULTS_V1, TOPICS_V1 } from "../protocol/features.ts"
+import {
+  EXTENSION_FEATURES,
+  OBSERVE_V1,
+  QUESTIONS_V1,
+  RECEIVED_V1,
+  RESULTS_V1,
+  SUPERVISOR_V1,
+  TOPICS_V1
+} from "../protocol/features.ts"
 import type { QuestionResultFrame } from "../protocol/questions.ts"
 import type { BrokerFrame, MessageFrame, ReceiptStatus, SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import type { Connection } from "../transport/Connection.ts"
@@ -47,7 +55,15 @@ import { Outbox } from "./Outbox.ts"
 import { PendingSends, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
-import { awaitAnswer, type SendError, type SendFrameType, sendFrameText, type SendRequest, signatureOf } from "./requests.ts"
+import {
+  awaitAnswer,
+  type SendError,
+  type SendFrameType,
+  sendFrameText,
+  type SendRequest,
+  signatureOf,
+  SUPERVISOR_UNAVAILABLE
+} from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
 export interface RegisterRequest {
@@ -544,6 +560,9 @@ export const openClientConnection = (
 
     const authorize: ClientConnection["authorize"] = (childName, capability, timeoutMs) =>
       Effect.suspend(() => {
+        if (!granted.has(SUPERVISOR_V1)) {
+          return Effect.fail(new SupervisorAuthorizationFailed({ childName, reason: SUPERVISOR_UNAVAILABLE }))
+        }
         const requestId = randomUUID()
         const answer = Deferred.makeUnsafe<string, SupervisorAuthorizationFailed | ConnectionLost>()
         authorizations.set(requestId, { childName, answer })

@@ -16,7 +16,7 @@ import {
   isDeliveryRefusal,
   type QueueMode
 } from "../protocol/deliveryModes.ts"
-import { ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
+import { ASK_TIMEOUT_V1, DELIVERY_V1, REPLY_ERROR_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import { frameBytes } from "../protocol/framing.ts"
 import type { Message } from "../protocol/frames.ts"
 import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
@@ -129,12 +129,24 @@ const isValidMessageJson = (text: string): boolean => {
  * only to a broker that granted `delivery-v1`; to any other broker the send is
  * refused here (`DeliveryUnsupported`) rather than delivered as a steer.
  */
+/**
+ * Why a supervisor frame was not written: the broker did not grant
+ * `supervisor-v1`, and a base broker would close the connection over it.
+ */
+export const SUPERVISOR_UNAVAILABLE =
+  `The running broker does not offer the supervisor channel (${SUPERVISOR_V1}); nothing was sent. Ordinary messaging is ` +
+  "unaffected; run a broker that supports it (once the old broker's sessions have closed and it has exited, reconnect)"
+
 export const sendFrameText = (
   request: SendRequest,
   frameType: SendFrameType,
   granted: ReadonlySet<string>
 ): string | DeliveryError => {
   const messageId = request.message.id
+  // A base broker closes the connection over a frame type it does not know (P03): never write one.
+  if (frameType === "supervisor_send" && !granted.has(SUPERVISOR_V1)) {
+    return deliveryError({ messageId, code: DeliveryCode.SupervisorUnauthorized, reason: SUPERVISOR_UNAVAILABLE, retryable: false })
+  }
   const { replyError } = request
   if (replyError !== undefined) {
     const refused = replyErrorRefusal(request.message, replyError)

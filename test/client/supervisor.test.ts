@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { advance, memoryNetwork } from "../support/memory.ts"
-import { makeMemoryClient } from "./support.ts"
+import { fakeBroker, fakeClientOptions, makeClient, makeMemoryClient } from "./support.ts"
 
 const message = (text: string) => ({ id: randomUUID(), timestamp: 0, content: { text } })
 
@@ -134,5 +134,25 @@ describe("IntercomClient: the supervisor channel", () => {
       const other = (yield* client("sup-1", "planner", { ownerToken: "another-secret", issuedGrants: [grant] })).client
       yield* other.connect
       assert.include((yield* other.status).lastError ?? "", "worker")
+    }))
+})
+
+describe("the supervisor channel against a broker without supervisor-v1", () => {
+  it.live("authorizeChild and supervisorSend fail at once, saying why, and write no supervisor frame (a base broker would close the connection)", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "sup-base-1", {
+        ownerToken: OWNER_TOKEN,
+        supervisorGrant: { capability: "c".repeat(32), supervisorSessionId: "sup-0" }
+      }))
+      const authorized = yield* Effect.flip(client.authorizeChild("worker"))
+      assert.strictEqual(authorized._tag, "SupervisorAuthorizationFailed")
+      assert.include(authorized.message, "does not offer the supervisor channel (supervisor-v1); nothing was sent")
+      const sent = yield* Effect.flip(client.supervisorSend({ message: message("blocked") }))
+      assert.strictEqual(sent._tag, "SupervisorUnauthorized")
+      assert.include(sent.message, "does not offer the supervisor channel (supervisor-v1); nothing was sent")
+      const types = fake.frames.map((f) => f.frame["type"])
+      assert.notInclude(types, "authorize_supervisor")
+      assert.notInclude(types, "supervisor_send")
     }))
 })
