@@ -14,6 +14,7 @@
  * kept up to date through registration hooks.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
+import { GROUPS_V1 } from "../protocol/features.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
@@ -40,9 +41,14 @@ export class Groups {
     left: (session) => this.byScopedId.delete(scopedIdOf(session.scopeKey, session.id), session)
   }
 
-  /** C-GRP-3: an exact id of a live session in another group is refused as crossing groups. */
+  /**
+   * C-GRP-3: an exact id of a live session in another group is refused as
+   * crossing groups — to a sender granted `groups-v1`. A base client sees
+   * nothing of groups: for it such an id is not found, as any other.
+   */
   readonly stage: SendStage = {
     unresolved: (sender, to) => {
+      if (!sender.peer.features.has(GROUPS_V1)) return undefined
       for (const other of this.byScopedId.get(scopedIdOf(sender.scopeKey, to)) ?? []) {
         if (other.space !== sender.space) return { code: DeliveryCode.CrossGroup, reason: Reason.crossGroup }
       }

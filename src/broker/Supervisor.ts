@@ -129,9 +129,22 @@ export class Supervisor {
     left: (session) => this.forget(session, undefined)
   }
 
+  /** Supervisor frames from a connection not granted `supervisor-v1` are protocol errors: a base client never sends them. */
   readonly frames: FrameHandlers = {
-    authorize_supervisor: { handle: (peer, raw) => this.onAuthorize(peer, raw) },
-    supervisor_send: { handle: (peer, frame) => this.send.handle(peer, frame, this.route) }
+    authorize_supervisor: {
+      handle: (peer, raw) =>
+        peer.features.has(SUPERVISOR_V1) ? this.onAuthorize(peer, raw) : this.withoutExtension(peer, "authorize_supervisor")
+    },
+    supervisor_send: {
+      handle: (peer, frame) =>
+        peer.features.has(SUPERVISOR_V1)
+          ? this.send.handle(peer, frame, this.route)
+          : this.withoutExtension(peer, "supervisor_send")
+    }
+  }
+
+  private withoutExtension(peer: Peer, type: string): void {
+    this.ctx.protocolError(peer, `"${type}" frame without the ${SUPERVISOR_V1} extension`)
   }
 
   /** `supervisor_send`: to the bound supervisor only, marked as supervisor traffic, the crossing recorded. */

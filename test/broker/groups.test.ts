@@ -70,6 +70,18 @@ describe("groups", () => {
       yield* settled([ignorant.client], [ignorant.client])
     }))
 
+  it.effect("a base client sending to the exact id of a session in another group is told only that it is not found", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const base = yield* broker.session({ sessionId: "base-0001", name: "base" })
+      const hidden = yield* broker.session({ sessionId: "hidden-001", name: "hidden", ...grouped("run-7") })
+      // As for an id nobody holds: no extension code, and nothing that says the session exists.
+      assertFailed(yield* send(base.client, "hidden-001", message("by id")), "E_TARGET_NOT_FOUND", "Session not found")
+      assertFailed(yield* send(base.client, "nobody-001", message("by id")), "E_TARGET_NOT_FOUND", "Session not found")
+      yield* settled([base.client], [hidden.client])
+      yield* hidden.client.expectNothing("message")
+    }))
+
   it.effect("registering an id that is live in another group takes it over there: it leaves that group", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()

@@ -205,6 +205,19 @@ describe("supervisor channel: traffic", () => {
       yield* supervisor.client.expectNothing("message")
     }))
 
+  it.effect("a supervisor frame from a client not granted supervisor-v1 is a protocol error, as any frame a base client cannot know", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      yield* supervisorOf(broker)
+      const authorizing = yield* broker.session({ sessionId: "base-auth", name: "base" })
+      yield* authorizing.client.send({ type: "authorize_supervisor", requestId: "r1", childName: "worker" })
+      yield* authorizing.client.waitClosed()
+      const sending = yield* broker.session({ sessionId: "base-send", name: "base2" })
+      yield* sending.client.send({ type: "supervisor_send", to: "sup-0001", message: message("hi") })
+      yield* sending.client.waitClosed()
+      yield* sending.client.expectNothing("delivery_failed")
+    }))
+
   it.effect("a base client never sees the channel field; a takeover of the supervisor's id without its token gets no supervisor traffic", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
