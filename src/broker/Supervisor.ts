@@ -41,7 +41,7 @@ import {
 import * as Encode from "./encode.ts"
 import type { Peer } from "./Peer.ts"
 import type { Admission, RegistrationHooks } from "./Registration.ts"
-import type { Session } from "./Registry.ts"
+import { type Session, spaceKeyOf } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 import type { Send } from "./Send.ts"
 import type { Resolution, SendAttempt, SendRoute, SendStage } from "./SendStage.ts"
@@ -203,7 +203,11 @@ export class Supervisor {
     return { supervisorSessionId: binding.supervisorId }
   }
 
-  /** C-SUP-9/10: the child's capability is held, bound to its name, and its issuer is here now with the same token. */
+  /**
+   * C-SUP-9/10: the child's capability is held, bound to its name, and its
+   * issuer is here now with the same token, in the child's scope: the channel
+   * crosses groups, never scopes (P17).
+   */
   private checkChild(frame: RegisterFrame): Binding | undefined {
     const held = frame.capability === undefined ? undefined : this.capabilities.get(frame.capability)
     if (held === undefined || frame.supervisorSessionId?.trim() !== held.issuerId) return undefined
@@ -212,6 +216,7 @@ export class Supervisor {
     if (held.boundName !== undefined && held.boundName !== name) return undefined
     const issuer = this.ctx.registry.byKey.get(held.issuerKey)
     if (issuer === undefined || this.owners.get(issuer)?.fingerprint !== held.fingerprint) return undefined
+    if (issuer.scopeKey !== spaceKeyOf(frame.scopeId)) return undefined
     held.boundName = name // `*` binds to the first name that claims it
     return { supervisorKey: held.issuerKey, supervisorId: held.issuerId, fingerprint: held.fingerprint }
   }

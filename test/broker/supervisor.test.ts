@@ -47,7 +47,13 @@ const capabilityFor = (client: WireClient, childName: string) =>
 /** Connects a child in group `run-1` presenting `capability` for `supervisorSessionId`; its first frame. */
 const childAttempt = (
   world: Pick<MemoryNetwork, "connect">,
-  options: { readonly name: string; readonly capability: string; readonly supervisorSessionId?: string; readonly sessionId?: string }
+  options: {
+    readonly name: string
+    readonly capability: string
+    readonly supervisorSessionId?: string
+    readonly sessionId?: string
+    readonly scopeId?: string
+  }
 ): Effect.Effect<{ readonly client: WireClient; readonly first: string; readonly confirmed: string | undefined }, WireError, Scope.Scope> =>
   Effect.gen(function*() {
     const client = yield* world.connect(options.name)
@@ -59,7 +65,8 @@ const childAttempt = (
       group: "run-1",
       features: FEATURES,
       capability: options.capability,
-      supervisorSessionId: options.supervisorSessionId ?? "sup-0001"
+      supervisorSessionId: options.supervisorSessionId ?? "sup-0001",
+      ...(options.scopeId === undefined ? {} : { scopeId: options.scopeId })
     })
     const first = yield* client.next(["registered", "registration_failed"])
     return {
@@ -100,7 +107,7 @@ describe("supervisor channel: capabilities", () => {
       assert.deepStrictEqual(blank.type === "supervisor_authorization_failed" ? blank.reason : blank, "Invalid authorize_supervisor: childName is empty")
     }))
 
-  it.effect("a child registers with its capability and gets the confirmed supervisor id; a wrong name, a guessed or foreign capability, or a wrong supervisor id is refused and closed", () =>
+  it.effect("a child registers with its capability and gets the confirmed supervisor id; a wrong name, a guessed or foreign capability, a wrong supervisor id or another scope is refused and closed", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
       const supervisor = yield* supervisorOf(broker)
@@ -116,6 +123,10 @@ describe("supervisor channel: capabilities", () => {
       assert.strictEqual((yield* childAttempt(broker, { name: "worker", capability: `${nonce}.${forged}` })).first, "Invalid supervisor authorization")
       const wrongSupervisor = yield* childAttempt(broker, { name: "worker", capability, supervisorSessionId: "someone-else" })
       assert.strictEqual(wrongSupervisor.first, "Invalid supervisor authorization")
+      // P17: the channel crosses groups, never scopes.
+      const otherScope = yield* childAttempt(broker, { name: "worker", capability, scopeId: "project-b" })
+      assert.strictEqual(otherScope.first, "Invalid supervisor authorization")
+      yield* otherScope.client.waitClosed()
 
       const child = yield* childAttempt(broker, { name: "worker", capability })
       assert.strictEqual(child.first, "registered")
