@@ -105,6 +105,13 @@ export class Supervisor {
   private readonly children = new Map<string, Map<string, Session>>()
   private readonly admitted = new Map<Peer, Admitted>()
   private readonly capabilities = new CapabilityStore()
+  /**
+   * The name each `*` capability was bound to (C-SUP-10), kept when its
+   * issuer leaves and its capabilities go: a restore after a reconnect binds
+   * it to that name again instead of to whichever name claims it next. At
+   * most MAX_CAPABILITIES, the oldest forgotten first.
+   */
+  private readonly wildcardNames = new Map<string, string>()
   private readonly crossings = new AgedMap<string, Crossing>(MAX_CROSSINGS)
 
   constructor(
@@ -217,7 +224,14 @@ export class Supervisor {
     const issuer = this.ctx.registry.byKey.get(held.issuerKey)
     if (issuer === undefined || this.owners.get(issuer)?.fingerprint !== held.fingerprint) return undefined
     if (issuer.scopeKey !== spaceKeyOf(frame.scopeId)) return undefined
-    held.boundName = name // `*` binds to the first name that claims it
+    if (held.boundName === undefined) {
+      held.boundName = name // `*` binds to the first name that claims it
+      this.wildcardNames.set(held.capability, name)
+      if (this.wildcardNames.size > MAX_CAPABILITIES) {
+        const oldest = this.wildcardNames.keys().next()
+        if (oldest.done !== true) this.wildcardNames.delete(oldest.value)
+      }
+    }
     return { supervisorKey: held.issuerKey, supervisorId: held.issuerId, fingerprint: held.fingerprint }
   }
 
@@ -305,10 +319,12 @@ export class Supervisor {
       return fail(AuthorizationText.tooMany(MAX_CAPABILITIES_PER_SUPERVISOR))
     }
     if (this.capabilities.size >= MAX_CAPABILITIES) return fail(AuthorizationText.full)
+    const issued = frame.capability ?? issueCapability(owner.token, childName)
     const capability: Capability = {
-      capability: frame.capability ?? issueCapability(owner.token, childName),
+      capability: issued,
       childName,
-      boundName: childName === WILDCARD_CHILD ? undefined : childName,
+      // A restored `*` capability keeps the name it was bound to before its issuer left (C-SUP-10).
+      boundName: childName === WILDCARD_CHILD ? this.wildcardNames.get(issued) : childName,
       issuerKey: session.key,
       issuerId: session.id,
       fingerprint: owner.fingerprint

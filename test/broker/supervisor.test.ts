@@ -144,6 +144,21 @@ describe("supervisor channel: capabilities", () => {
       assert.strictEqual((yield* childAttempt(broker, { name: "first", capability })).first, "registered")
     }))
 
+  it.effect("a `*` capability restored after its supervisor reconnected keeps the name it was bound to (C-SUP-10)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const supervisor = yield* supervisorOf(broker)
+      const capability = yield* capabilityFor(supervisor.client, "*")
+      assert.strictEqual((yield* childAttempt(broker, { name: "first", capability })).first, "registered")
+      // The supervisor's connection drops: its capabilities go with it; its client restores them on the next.
+      yield* supervisor.client.destroy
+      const back = yield* supervisorOf(broker)
+      const restored = yield* authorize(back.client, "*", capability)
+      assert.strictEqual(restored.type, "supervisor_authorized")
+      assert.strictEqual((yield* childAttempt(broker, { name: "other", capability })).first, "Invalid supervisor authorization")
+      assert.strictEqual((yield* childAttempt(broker, { name: "first", capability })).first, "registered")
+    }))
+
   it.effect("a child is refused while its supervisor is not registered, and when a session took the supervisor's id without its token", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
