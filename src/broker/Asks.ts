@@ -76,8 +76,12 @@ export class Asks {
   private readonly ctx: RouterContext
   readonly edges: AskEdges
 
-  constructor(ctx: RouterContext) {
+  private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
+
+  /** @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did. */
+  constructor(ctx: RouterContext, withdrawStaged: (senderKey: string, messageId: string) => boolean) {
     this.ctx = ctx
+    this.withdrawStaged = withdrawStaged
     const journal = ctx.journal
     this.edges = new AskEdges(
       journal === undefined
@@ -96,6 +100,8 @@ export class Asks {
         const key = recordKeyOf(session.key, frame.messageId)
         const edge = this.edges.get(key)
         if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
+        // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
+        else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
       }
     }
   }

@@ -51,6 +51,7 @@ const MAX_ROUTES = 65_536
 export class Receipts {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
+  private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
   private readonly forget: (messageKey: string) => void
   /** The outbound records, whose route part this class keeps: an hour, at most MAX_ROUTES. */
   private readonly routes: OutboundRecords
@@ -58,10 +59,20 @@ export class Receipts {
   private readonly held = new HeldReceipts()
 
   /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
-  constructor(ctx: RouterContext, mail: MailDelivery, forget: (messageKey: string) => void) {
+  /**
+   * @param forget closes the ask edge of a message that was cancelled.
+   * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
+   */
+  constructor(
+    ctx: RouterContext,
+    mail: MailDelivery,
+    forget: (messageKey: string) => void,
+    withdrawStaged: (senderKey: string, messageId: string) => boolean
+  ) {
     this.ctx = ctx
     this.mail = mail
     this.forget = forget
+    this.withdrawStaged = withdrawStaged
     this.routes = ctx.records.table
   }
 
@@ -210,6 +221,11 @@ export class Receipts {
     const key = recordKeyOf(session.key, messageId)
     if (this.mail.cancel(session, key)) {
       this.forget(key)
+      this.ctx.journal?.mark(peer)
+      return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
+    }
+    // Staged in replace mode (C-DLV-6 reports it queued): cancelled there, before its window closes.
+    if (this.withdrawStaged(session.key, messageId)) {
       this.ctx.journal?.mark(peer)
       return output.enqueue(peer, Encode.bareDeliveredFrame(messageId))
     }

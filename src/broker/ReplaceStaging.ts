@@ -19,7 +19,8 @@
  * recipient left → an `expired` receipt (the receipts a lost or superseded
  * message gets elsewhere), kept for a sender that is away like the mailbox's
  * lost-mail notices. A staged *ask* whose sender leaves is dropped silently —
- * nobody waits for it any more (C-DLV-9).
+ * nobody waits for it any more (C-DLV-9). Its sender may withdraw a staged
+ * message (`withdraw`: `cancel_message`, `cancel_ask`).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import * as Encode from "./encode.ts"
@@ -114,6 +115,39 @@ export class ReplaceStaging {
       this.wake()
     }
     return entry
+  }
+
+  /**
+   * Takes `senderKey`'s staged message `messageId` out before its window
+   * closed (`cancel_message`, or with `asksOnly` `cancel_ask`, which takes
+   * only an ask): its replay record says cancelled, and it is never
+   * delivered. Undefined when no such message is staged. A walk over the staged messages (at most MAX_STAGED):
+   * a cancel, not the per-frame path.
+   */
+  withdraw(senderKey: string, messageId: string, asksOnly: boolean): Staged | undefined {
+    if (this.staged.size === 0) return undefined
+    for (const entry of this.staged.values()) {
+      if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
+      if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
+      this.remove(entry)
+      this.ctx.records.rewrite(senderKey, messageId, {
+        ok: false,
+        code: DeliveryCode.DeliveryCancelled,
+        reason: Reason.cancelled,
+        retryable: false
+      })
+      return entry
+    }
+    return undefined
+  }
+
+  /**
+   * A due message that its recipient may no longer get: the send rules that
+   * depend on the moment (an ask's reply, a mutual ask) refused it now. Its
+   * replay record and its sender (an `expired` receipt) say why.
+   */
+  refuseDue(entry: Staged, targetInfo: string, refusal: Refusal): void {
+    this.tell(entry, targetInfo, "expired", refusal.reason, refusal.code)
   }
 
   /** Hands every message whose window closed to its recipient, oldest first. */

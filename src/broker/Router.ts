@@ -238,12 +238,17 @@ export class Router {
     }
     const membership = new Membership(signals.feed, output)
     const registration = new Registration(ctx, membership, signals)
-    const asks = new Asks(ctx)
+    const asks = new Asks(ctx, (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined)
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
       if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
     })
-    const receipts = new Receipts(ctx, mail, (messageKey) => asks.edges.delete(messageKey))
+    const receipts = new Receipts(
+      ctx,
+      mail,
+      (messageKey) => asks.edges.delete(messageKey),
+      (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
+    )
     const discovery = new Discovery(ctx, membership)
     const send = new Send(ctx, mail)
     const groups = new Groups()

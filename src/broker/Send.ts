@@ -375,11 +375,24 @@ export class Send {
 
   /**
    * A staged `replace` message whose window closed, for its recipient (live
-   * as `target`): delivered like any live send, and from now on out of reach
-   * of replacement (C-DLV-7).
+   * as `target`): checked again by the send stages as of now (refused, its
+   * sender gets an `expired` receipt saying why), then delivered like any
+   * live send, and from now on out of reach of replacement (C-DLV-7).
    */
   deliverStaged(staged: Staged, target: Session): void {
     const now = this.ctx.now()
+    // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
+    // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
+    const attempt: SendAttempt = { ...staged.attempt, target, now }
+    const stages = this.stages
+    for (let i = 0; i < stages.length; i++) {
+      const refusal = stages[i]!.check?.(attempt)
+      if (refusal !== undefined) {
+        this.staging?.refuseDue(staged, target.infoJson, refusal)
+        this.traffic.refused(attempt.sender, target.id, staged.mail.message.id, refusal.code, refusal.reason, now)
+        return
+      }
+    }
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, { ok: true, delivery: "socket_delivered" })

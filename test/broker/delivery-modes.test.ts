@@ -241,6 +241,72 @@ describe("replace coalescing", () => {
       assert.strictEqual(copies(b.client, question.id), 0)
     }))
 
+  it.effect("cancel_message withdraws a staged message: the sender is answered delivered, the recipient never gets it", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const staged = message("withdrawn before its window closed")
+      assert.strictEqual((yield* sendFrame(a.client, "b", staged, replace("t"))).type, "delivery_queued")
+      yield* a.client.send({ type: "cancel_message", messageId: staged.id })
+      const answer = yield* a.client.next(["delivered", "delivery_failed"], (frame) => frame.messageId === staged.id)
+      assert.strictEqual(answer.type, "delivered")
+      yield* advance(WINDOW * 2)
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(copies(b.client, staged.id), 0)
+    }))
+
+  it.effect("cancel_ask withdraws a staged ask: it never reaches its target, and a reply to it is refused", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const question = message("still wanted?", { expectsReply: true })
+      assert.strictEqual((yield* sendFrame(a.client, "b", question, replace("q"))).type, "delivery_queued")
+      yield* a.client.send({ type: "cancel_ask", messageId: question.id })
+      yield* settled([a.client], [b.client])
+      yield* advance(WINDOW * 2)
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(copies(b.client, question.id), 0)
+      const late = yield* sendFrame(b.client, "a", message("answer", { replyTo: question.id }))
+      assert.strictEqual(late.type, "delivery_failed")
+    }))
+
+  it.effect("a staged reply whose ask was answered meanwhile is not delivered: one ask, one reply; its sender is told why", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const question = message("which one?", { expectsReply: true })
+      assert.strictEqual((yield* sendFrame(a.client, "b", question)).type, "delivered")
+      yield* messageFor(b.client, question.id)
+      const stagedReply = message("staged answer", { replyTo: question.id })
+      assert.strictEqual((yield* sendFrame(b.client, "a", stagedReply, replace("x"))).type, "delivery_queued")
+      const plainReply = message("plain answer", { replyTo: question.id })
+      assert.strictEqual((yield* sendFrame(b.client, "a", plainReply)).type, "delivered")
+      yield* advance(WINDOW * 2)
+      yield* settled([b.client], [a.client])
+      assert.deepStrictEqual([copies(a.client, plainReply.id), copies(a.client, stagedReply.id)], [1, 0])
+      const notice = yield* b.client.next("message_receipt", (frame) => frame.receipt.messageId === stagedReply.id)
+      assert.deepStrictEqual([notice.receipt.status, notice.receipt.detail], ["expired", Reason.replyNoAsk])
+    }))
+
+  it.effect("a staged ask whose target meanwhile asked its sender is refused as mutual at delivery, not delivered", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const stagedAsk = message("a asks b, staged", { expectsReply: true })
+      assert.strictEqual((yield* sendFrame(a.client, "b", stagedAsk, replace("q"))).type, "delivery_queued")
+      const reverse = message("b asks a", { expectsReply: true })
+      assert.strictEqual((yield* sendFrame(b.client, "a", reverse)).type, "delivered")
+      yield* advance(WINDOW * 2)
+      yield* settled([a.client], [b.client])
+      assert.strictEqual(copies(b.client, stagedAsk.id), 0)
+      const notice = yield* a.client.next("message_receipt", (frame) => frame.receipt.messageId === stagedAsk.id)
+      assert.deepStrictEqual([notice.receipt.status, notice.receipt.detail], ["expired", Reason.mutualAsk])
+    }))
+
   it.effect("a same-id retry of a staged message is answered from its record as the first time, delivery_queued with its deliverAt, and not staged twice (known issue 19)", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
