@@ -94,7 +94,11 @@ export class Topics {
     left: (session, now) => this.left(session, now)
   }
 
-  /** Forgets records whose publisher has been away longer than UNAVAILABLE_RETENTION_MS. */
+  /**
+   * Forgets records whose publisher has been away longer than
+   * UNAVAILABLE_RETENTION_MS. Run at the start of every topic request and by
+   * the send path's prunes.
+   */
   prune(now: number): void {
     for (const gone of this.away.expire(now - UNAVAILABLE_RETENTION_MS)) {
       const space = this.spaces.get(gone.spaceKey)
@@ -112,13 +116,21 @@ export class Topics {
     return total
   }
 
-  /** Only a session granted `topics-v1` may use topic frames (a base client never sends them). */
+  /**
+   * Only a session granted `topics-v1` may use topic frames (a base client
+   * never sends them). Every topic request first forgets the records past
+   * their retention, at the broker's clock: an O(1) check when none is due.
+   */
   private guard(peer: Peer, raw: { readonly type: string }, act: (session: Session) => void): void {
     if (!peer.features.has(TOPICS_V1)) {
       return this.ctx.protocolError(peer, `"${raw.type}" frame without the ${TOPICS_V1} extension`)
     }
     const session = peer.session
-    if (session !== undefined) act(session)
+    if (session === undefined) return
+    // Records of publishers gone past the retention must not count against the
+    // bound, nor show, even when no `send` has run the broker's prunes since.
+    this.prune(this.ctx.now())
+    act(session)
   }
 
   private fail(peer: Peer, requestId: string, reason: string): void {

@@ -2,7 +2,8 @@
  * Topics (`topics-v1`, C-TOP-3, 6, 11, 12, 13, 16) in the broker, over real
  * Unix sockets: fan-out, revisions, stale publications, the per-group bound
  * and its refusal, a publisher that leaves, group isolation, and a base
- * client that never sees any of it.
+ * client that never sees any of it. In memory under TestClock: records of a
+ * publisher gone past the retention are forgotten by the next topic request.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -10,6 +11,7 @@ import { GROUPS_V1, TOPICS_V1 } from "../../src/protocol/features.ts"
 import type { TopicRecord } from "../../src/protocol/topics.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send, withBroker } from "../support/broker.ts"
+import { advance, withMemoryBroker } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
 import { assertDelivered } from "../support/assertions.ts"
 
@@ -213,5 +215,45 @@ describe("topics-v1 in the broker", () => {
       yield* base.client.expectNothing("topic_record")
       yield* base.client.send({ type: "topic_query", requestId: "x" })
       yield* base.client.waitClosed()
+    }))
+})
+
+describe("topics-v1: records past the retention (in memory, TestClock)", () => {
+  /**
+   * A group bounded to one entry, whose only entry is the record of a
+   * publisher that left 25 hours ago; no `send` has run since (the send
+   * path's prunes never ran), so only the topic request itself can forget it.
+   */
+  const pastRetention = Effect.gen(function*() {
+    const broker = yield* withMemoryBroker({ topicEntriesPerGroup: 1, idleExit: null })
+    const gone = yield* broker.session({ sessionId: "gone", ...topical() })
+    const watcher = yield* broker.session({ sessionId: "watcher", ...topical() })
+    assert.strictEqual((yield* publish(gone.client, record("old", 1))).type, "topic_published")
+    yield* gone.client.destroy
+    yield* watcher.client.next("session_left", (f) => f.sessionId === "gone")
+    yield* advance("25 hours")
+    return { broker, watcher }
+  })
+
+  it.effect("a publish is accepted: the forgotten record no longer counts against the bound", () =>
+    Effect.gen(function*() {
+      const { broker } = yield* pastRetention
+      const fresh = yield* broker.session({ sessionId: "fresh", ...topical() })
+      const answer = yield* publish(fresh.client, record("new", 1))
+      assert.strictEqual(answer.type, "topic_published", JSON.stringify(answer))
+    }))
+
+  it.effect("a subscribe is accepted, and its answer no longer lists the forgotten record", () =>
+    Effect.gen(function*() {
+      const { watcher } = yield* pastRetention
+      const answer = yield* subscribe(watcher.client, "old")
+      assert.strictEqual(answer.type, "topic_subscribed", JSON.stringify(answer))
+      if (answer.type === "topic_subscribed") assert.deepStrictEqual(answer.entries, [])
+    }))
+
+  it.effect("a query no longer shows the forgotten record", () =>
+    Effect.gen(function*() {
+      const { watcher } = yield* pastRetention
+      assert.deepStrictEqual((yield* query(watcher.client)).entries, [])
     }))
 })
