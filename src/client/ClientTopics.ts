@@ -40,6 +40,15 @@ export interface Published {
 export interface TopicsView {
   readonly entries: ReadonlyArray<TopicEntry>
   readonly subscriptions: ReadonlyArray<TopicSubscription>
+  /** The broker left records or subscriptions out to keep its answer within one frame: the lists are incomplete. */
+  readonly truncated: boolean
+}
+
+/** The answer to `subscribe`: the topic's current records. */
+export interface SubscribedView {
+  readonly entries: ReadonlyArray<TopicEntry>
+  /** The broker left records out to keep its answer within one frame: `entries` is incomplete. */
+  readonly truncated: boolean
 }
 
 /** What a session persists of its topics and gives back at start (`IntercomClient.seedTopics`). */
@@ -127,20 +136,23 @@ export class ClientTopics {
     if (this.reserved.get(topic) === revision) this.reserved.set(topic, revision - 1)
   }
 
-  /** Subscribes; returns the topic's current state (no replay of earlier interruptions, C-TOP-11). */
+  /**
+   * Subscribes; returns the topic's current state (no replay of earlier
+   * interruptions, C-TOP-11), and whether the broker had to leave records out.
+   */
   subscribe(
     connection: ClientConnection,
     topic: string,
     awaitRelease: boolean,
     timeoutMs: number
-  ): Effect.Effect<ReadonlyArray<TopicEntry>, TopicConnectionError> {
+  ): Effect.Effect<SubscribedView, TopicConnectionError> {
     const problem = checkTopic(topic)
     if (problem !== undefined) return Effect.fail(new TopicRefused({ reason: `Invalid subscribe: ${problem}` }))
     return connection.topic({ type: "topic_subscribe", topic, awaitRelease }, timeoutMs).pipe(
       Effect.flatMap((answer) => {
         if (answer.type !== "topic_subscribed") return Effect.fail(unexpected(answer.type))
         this.subscriptions.set(topic, awaitRelease)
-        return Effect.succeed(answer.entries)
+        return Effect.succeed({ entries: answer.entries, truncated: answer.truncated === true })
       })
     )
   }
@@ -163,7 +175,7 @@ export class ClientTopics {
     return connection.topic({ type: "topic_query", ...(topic === undefined ? {} : { topic }) }, timeoutMs).pipe(
       Effect.flatMap((answer) =>
         answer.type === "topic_state"
-          ? Effect.succeed({ entries: answer.entries, subscriptions: answer.subscriptions })
+          ? Effect.succeed({ entries: answer.entries, subscriptions: answer.subscriptions, truncated: answer.truncated === true })
           : Effect.fail(unexpected(answer.type))
       )
     )
