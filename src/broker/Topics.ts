@@ -13,7 +13,12 @@
  * When a session leaves, its subscriptions go (its client subscribes again
  * after a reconnect, C-BRK-28) and its records stay, marked unavailable —
  * never released (C-TOP-12) — and subscribers are told so; a record whose
- * publisher stays away for UNAVAILABLE_RETENTION_MS is forgotten.
+ * publisher stays away for UNAVAILABLE_RETENTION_MS is forgotten (checked
+ * before every topic request, and by the send path's prunes).
+ *
+ * A `topic_subscribed` or `topic_state` answer is built within ANSWER_BYTES
+ * of UTF-8, the whole frame counted, so it is always one frame the broker
+ * writes; what does not fit is left out and the answer says `truncated`.
  *
  * Only the four topic frames reach this module; the send path never does.
  */
@@ -30,8 +35,48 @@ import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 /** How long a record whose publisher left is kept (shown unavailable) before it is forgotten. */
 export const UNAVAILABLE_RETENTION_MS = 24 * 3_600_000
 
-/** Characters of entries one answer carries at most, well inside the frame limit. */
-const ANSWER_BUDGET = Math.floor(MAX_FRAME_BYTES / 4)
+/**
+ * UTF-8 bytes one `topic_subscribed` / `topic_state` answer takes at most, the
+ * whole frame counted (entries, subscriptions, `requestId`, topic), well
+ * inside the frame limit: a frame over the limit is never written, and its
+ * request would go unanswered.
+ */
+export const ANSWER_BYTES = Math.floor(MAX_FRAME_BYTES / 4)
+
+/** The field an answer carries when entries or subscriptions were left out to stay within ANSWER_BYTES. */
+const TRUNCATED_FIELD = `,"truncated":true`
+
+/** What is left of one answer's budget, and whether something was left out. */
+interface AnswerBudget {
+  left: number
+  truncated: boolean
+}
+
+/** A budget for an answer whose fixed parts are `fixed` (their bytes and the `truncated` field are set aside). */
+const answerBudget = (...fixed: ReadonlyArray<string>): AnswerBudget => {
+  let left = ANSWER_BYTES - TRUNCATED_FIELD.length
+  for (const text of fixed) left -= Buffer.byteLength(text, "utf8")
+  return { left, truncated: false }
+}
+
+/**
+ * The texts of `source`, in order, while they fit in the budget (a comma
+ * each); the first that does not fit, and every one after it, is left out
+ * and the budget marked truncated.
+ */
+const takeWithin = (budget: AnswerBudget, source: Iterable<string>): Array<string> => {
+  const out: Array<string> = []
+  for (const text of source) {
+    const bytes = Buffer.byteLength(text, "utf8") + 1
+    if (bytes > budget.left) {
+      budget.truncated = true
+      return out
+    }
+    budget.left -= bytes
+    out.push(text)
+  }
+  return out
+}
 
 /** The refusals of topic requests. */
 export const TopicText = {
@@ -62,6 +107,11 @@ interface TopicSpace {
 }
 
 const keptKey = (spaceKey: string, topic: string, publisherId: string) => `${spaceKey}\u0000${topic}\u0000${publisherId}`
+
+/** The entry texts of kept records, source after source. */
+function* entryTexts(sources: ReadonlyArray<Iterable<Kept>>): Generator<string> {
+  for (const source of sources) for (const kept of source) yield kept.entryJson
+}
 
 const entryJsonOf = (fromJson: string, record: TopicRecord, available: boolean): string =>
   `{"from":${fromJson},"record":${JSON.stringify(record)},"available":${available}}`
@@ -94,7 +144,11 @@ export class Topics {
     left: (session, now) => this.left(session, now)
   }
 
-  /** Forgets records whose publisher has been away longer than UNAVAILABLE_RETENTION_MS. */
+  /**
+   * Forgets records whose publisher has been away longer than
+   * UNAVAILABLE_RETENTION_MS. Run at the start of every topic request and by
+   * the send path's prunes.
+   */
   prune(now: number): void {
     for (const gone of this.away.expire(now - UNAVAILABLE_RETENTION_MS)) {
       const space = this.spaces.get(gone.spaceKey)
@@ -112,13 +166,21 @@ export class Topics {
     return total
   }
 
-  /** Only a session granted `topics-v1` may use topic frames (a base client never sends them). */
+  /**
+   * Only a session granted `topics-v1` may use topic frames (a base client
+   * never sends them). Every topic request first forgets the records past
+   * their retention, at the broker's clock: an O(1) check when none is due.
+   */
   private guard(peer: Peer, raw: { readonly type: string }, act: (session: Session) => void): void {
     if (!peer.features.has(TOPICS_V1)) {
       return this.ctx.protocolError(peer, `"${raw.type}" frame without the ${TOPICS_V1} extension`)
     }
     const session = peer.session
-    if (session !== undefined) act(session)
+    if (session === undefined) return
+    // Records of publishers gone past the retention must not count against the
+    // bound, nor show, even when no `send` has run the broker's prunes since.
+    this.prune(this.ctx.now())
+    act(session)
   }
 
   private fail(peer: Peer, requestId: string, reason: string): void {
@@ -255,13 +317,12 @@ export class Topics {
       if (topics === undefined) this.subscribed.set(session.key, topics = new Set())
       topics.add(frame.topic)
     }
-    const entries = this.entriesWithin([state.records.values()])
-    this.ctx.output.enqueue(
-      peer,
-      `{"type":"topic_subscribed","requestId":${JSON.stringify(frame.requestId)},"topic":${
-        JSON.stringify(frame.topic)
-      },"entries":[${entries.join(",")}]}`
-    )
+    const head = `{"type":"topic_subscribed","requestId":${JSON.stringify(frame.requestId)},"topic":${
+      JSON.stringify(frame.topic)
+    },"entries":[`
+    const budget = answerBudget(head, "]}")
+    const entries = takeWithin(budget, entryTexts([state.records.values()]))
+    this.ctx.output.enqueue(peer, `${head}${entries.join(",")}]${budget.truncated ? TRUNCATED_FIELD : ""}}`)
   }
 
   private unsubscribe(peer: Peer, session: Session, raw: { readonly [key: string]: unknown }): void {
@@ -290,33 +351,25 @@ export class Topics {
       : frame.topic === undefined
       ? [...space.topics.values()]
       : [space.topics.get(frame.topic)].filter((state) => state !== undefined)
-    const entries = this.entriesWithin(states.map((state) => state.records.values()))
-    const subscriptions: Array<string> = []
-    for (const topic of this.subscribed.get(session.key) ?? []) {
-      if (frame.topic !== undefined && topic !== frame.topic) continue
-      const awaitRelease = space?.topics.get(topic)?.subscribers.get(session.key) === true
-      subscriptions.push(JSON.stringify({ topic, awaitRelease }))
-    }
+    const head = `{"type":"topic_state","requestId":${JSON.stringify(frame.requestId)},"entries":[`
+    const middle = `],"subscriptions":[`
+    // One budget for the whole answer: entries first, then this session's subscriptions with what is left.
+    const budget = answerBudget(head, middle, "]}")
+    const entries = takeWithin(budget, entryTexts(states.map((state) => state.records.values())))
+    const subscriptions = takeWithin(budget, this.subscriptionTexts(session, space, frame.topic))
     this.ctx.output.enqueue(
       peer,
-      `{"type":"topic_state","requestId":${JSON.stringify(frame.requestId)},"entries":[${entries.join(",")}],"subscriptions":[${
-        subscriptions.join(",")
-      }]}`
+      `${head}${entries.join(",")}${middle}${subscriptions.join(",")}]${budget.truncated ? TRUNCATED_FIELD : ""}}`
     )
   }
 
-  /** Entry texts, newest revision data as kept, up to ANSWER_BUDGET characters (an answer stays one frame). */
-  private entriesWithin(sources: ReadonlyArray<Iterable<Kept>>): Array<string> {
-    const out: Array<string> = []
-    let chars = 0
-    for (const source of sources) {
-      for (const kept of source) {
-        chars += kept.entryJson.length + 1
-        if (chars > ANSWER_BUDGET) return out
-        out.push(kept.entryJson)
-      }
+  /** This session's subscriptions (to `only`, if given) as `{topic, awaitRelease}` texts. */
+  private *subscriptionTexts(session: Session, space: TopicSpace | undefined, only: string | undefined): Generator<string> {
+    for (const topic of this.subscribed.get(session.key) ?? []) {
+      if (only !== undefined && topic !== only) continue
+      const awaitRelease = space?.topics.get(topic)?.subscribers.get(session.key) === true
+      yield JSON.stringify({ topic, awaitRelease })
     }
-    return out
   }
 
   private left(session: Session, now: number): void {

@@ -5,10 +5,19 @@
  * are sent again before the connection is used (C-BRK-28, C-TOP-15).
  *
  * It numbers this session's revisions (previous + 1, starting at 1,
- * C-TOP-3); a broker that keeps a newer revision of ours (from before a
- * restart of this process) answers `stale` with it, and the publication is
- * numbered past it once more. A publication counts only once the broker
- * confirmed it (C-TOP-13): until then the kept state is unchanged.
+ * C-TOP-3). The number is reserved when a publish starts, from a per-topic
+ * counter, so concurrent publishes on one topic get distinct, increasing
+ * revisions (each interrupts subscribers once, C-TOP-10) rather than the same
+ * one. A publish the broker refused (`topic_failed`: nothing changed there)
+ * gives its number back when no later publish has taken one; a publish that
+ * timed out or lost its connection may have been saved, so its number stays
+ * spent, and the next revision skips it. Such a gap is harmless: the broker,
+ * receivers (`TopicBoard`) and the ledger only compare revisions by order.
+ * A broker that keeps a newer revision of ours (from before a restart of
+ * this process) answers `stale` with it, and the publication is numbered
+ * past it once more. A publication counts only once the broker confirmed it
+ * (C-TOP-13): until then the kept state is unchanged, and a confirmation
+ * never replaces a newer confirmed record.
  *
  * Owned by one `IntercomClient`; its Maps are touched only synchronously.
  */
@@ -31,6 +40,15 @@ export interface Published {
 export interface TopicsView {
   readonly entries: ReadonlyArray<TopicEntry>
   readonly subscriptions: ReadonlyArray<TopicSubscription>
+  /** The broker left records or subscriptions out to keep its answer within one frame: the lists are incomplete. */
+  readonly truncated: boolean
+}
+
+/** The answer to `subscribe`: the topic's current records. */
+export interface SubscribedView {
+  readonly entries: ReadonlyArray<TopicEntry>
+  /** The broker left records out to keep its answer within one frame: `entries` is incomplete. */
+  readonly truncated: boolean
 }
 
 /** What a session persists of its topics and gives back at start (`IntercomClient.seedTopics`). */
@@ -46,6 +64,8 @@ export type TopicConnectionError = TopicRequestError | TopicsUnavailable
 export class ClientTopics {
   private readonly subscriptions = new Map<string, boolean>()
   private readonly publications = new Map<string, TopicRecord>()
+  /** The last revision handed out per topic (confirmed or still in flight). */
+  private readonly reserved = new Map<string, number>()
 
   /** What to persist: subscriptions and own latest publications. */
   get saved(): SavedTopics {
@@ -64,46 +84,75 @@ export class ClientTopics {
     }
   }
 
-  /** Checks, numbers and publishes; kept as the latest only once the broker confirmed it. */
+  /**
+   * Checks, numbers and publishes; kept as the latest only once the broker
+   * confirmed it. The revision is reserved synchronously when the returned
+   * effect starts (see the module header).
+   */
   publish(
     connection: ClientConnection,
     input: PublishInput,
     now: number,
     timeoutMs: number
   ): Effect.Effect<Published, TopicConnectionError> {
-    const checked = checkPublish(input)
-    if (typeof checked === "string") return Effect.fail(new TopicRefused({ reason: `Invalid publish: ${checked}` }))
-    const attempt = (revision: number, retried: boolean): Effect.Effect<Published, TopicConnectionError> => {
-      const record: TopicRecord = { ...checked, revision, updatedAt: now }
-      return connection.topic({ type: "topic_publish", record }, timeoutMs).pipe(
-        Effect.flatMap((answer) => {
-          if (answer.type !== "topic_published") return Effect.fail(unexpected(answer.type))
-          if (answer.stale === true) {
-            if (!retried && answer.revision >= revision) return attempt(answer.revision + 1, true)
-            return Effect.fail(new TopicRefused({ reason: `The broker keeps a newer revision (${answer.revision}) of ${record.topic}` }))
-          }
-          this.publications.set(record.topic, record)
-          return Effect.succeed({ record, subscribers: answer.subscribers, accepted: answer.accepted })
-        })
-      )
-    }
-    return attempt((this.publications.get(checked.topic)?.revision ?? 0) + 1, false)
+    return Effect.suspend(() => {
+      const checked = checkPublish(input)
+      if (typeof checked === "string") return Effect.fail(new TopicRefused({ reason: `Invalid publish: ${checked}` }))
+      const topic = checked.topic
+      const attempt = (revision: number, retried: boolean): Effect.Effect<Published, TopicConnectionError> => {
+        const record: TopicRecord = { ...checked, revision, updatedAt: now }
+        return connection.topic({ type: "topic_publish", record }, timeoutMs).pipe(
+          Effect.tapError((error) =>
+            // Refused by the broker (nothing changed) or never sent: the number is free again.
+            Effect.sync(() => {
+              if (error._tag === "TopicRefused" || error._tag === "TopicsUnavailable") this.giveBack(topic, revision)
+            })
+          ),
+          Effect.flatMap((answer) => {
+            if (answer.type !== "topic_published") return Effect.fail(unexpected(answer.type))
+            if (answer.stale === true) {
+              if (!retried && answer.revision >= revision) return attempt(this.reserve(topic, answer.revision), true)
+              return Effect.fail(new TopicRefused({ reason: `The broker keeps a newer revision (${answer.revision}) of ${topic}` }))
+            }
+            // Concurrent publishes can be confirmed out of order: the newest confirmed stays the latest.
+            if ((this.publications.get(topic)?.revision ?? 0) < revision) this.publications.set(topic, record)
+            return Effect.succeed({ record, subscribers: answer.subscribers, accepted: answer.accepted })
+          })
+        )
+      }
+      return attempt(this.reserve(topic, 0), false)
+    })
   }
 
-  /** Subscribes; returns the topic's current state (no replay of earlier interruptions, C-TOP-11). */
+  /** Hands out the next revision of `topic`: past every one handed out, confirmed, seeded, or `past`. */
+  private reserve(topic: string, past: number): number {
+    const revision = Math.max(this.reserved.get(topic) ?? 0, this.publications.get(topic)?.revision ?? 0, past) + 1
+    this.reserved.set(topic, revision)
+    return revision
+  }
+
+  /** A refused publish's revision is free again, unless a later publish has taken a number since. */
+  private giveBack(topic: string, revision: number): void {
+    if (this.reserved.get(topic) === revision) this.reserved.set(topic, revision - 1)
+  }
+
+  /**
+   * Subscribes; returns the topic's current state (no replay of earlier
+   * interruptions, C-TOP-11), and whether the broker had to leave records out.
+   */
   subscribe(
     connection: ClientConnection,
     topic: string,
     awaitRelease: boolean,
     timeoutMs: number
-  ): Effect.Effect<ReadonlyArray<TopicEntry>, TopicConnectionError> {
+  ): Effect.Effect<SubscribedView, TopicConnectionError> {
     const problem = checkTopic(topic)
     if (problem !== undefined) return Effect.fail(new TopicRefused({ reason: `Invalid subscribe: ${problem}` }))
     return connection.topic({ type: "topic_subscribe", topic, awaitRelease }, timeoutMs).pipe(
       Effect.flatMap((answer) => {
         if (answer.type !== "topic_subscribed") return Effect.fail(unexpected(answer.type))
         this.subscriptions.set(topic, awaitRelease)
-        return Effect.succeed(answer.entries)
+        return Effect.succeed({ entries: answer.entries, truncated: answer.truncated === true })
       })
     )
   }
@@ -126,7 +175,7 @@ export class ClientTopics {
     return connection.topic({ type: "topic_query", ...(topic === undefined ? {} : { topic }) }, timeoutMs).pipe(
       Effect.flatMap((answer) =>
         answer.type === "topic_state"
-          ? Effect.succeed({ entries: answer.entries, subscriptions: answer.subscriptions })
+          ? Effect.succeed({ entries: answer.entries, subscriptions: answer.subscriptions, truncated: answer.truncated === true })
           : Effect.fail(unexpected(answer.type))
       )
     )

@@ -7,7 +7,7 @@
 import type { Effect, Stream } from "effect"
 import type { MessageReceipt, SessionInfo } from "../protocol/frames.ts"
 import type { PublishInput, TopicEntry } from "../protocol/topics.ts"
-import type { Published, SavedTopics, TopicsView } from "./ClientTopics.ts"
+import type { Published, SavedTopics, SubscribedView, TopicsView } from "./ClientTopics.ts"
 import type {
   ListResultsRequest,
   ReadResultRequest,
@@ -116,13 +116,20 @@ export interface IntercomClientService extends QuestionOperations {
    * broker confirmed it (C-TOP-13).
    */
   readonly publish: (request: PublishInput) => Effect.Effect<Published, TopicError>
-  /** Subscribes to an exact topic; returns its current records (C-TOP-1, C-TOP-11). */
+  /**
+   * Subscribes to an exact topic; returns its current records (C-TOP-1,
+   * C-TOP-11), `truncated` when the broker had to leave some out to keep its
+   * answer within one frame.
+   */
   readonly subscribe: (
     topic: string,
     options?: { readonly awaitRelease?: boolean | undefined }
-  ) => Effect.Effect<ReadonlyArray<TopicEntry>, TopicError>
+  ) => Effect.Effect<SubscribedView, TopicError>
   readonly unsubscribe: (topic: string) => Effect.Effect<void, TopicError>
-  /** The current records of the own group (of `topic` only, if given) and this session's subscriptions. */
+  /**
+   * The current records of the own group (of `topic` only, if given) and this
+   * session's subscriptions; `truncated` when the broker left some out.
+   */
   readonly topics: (topic?: string) => Effect.Effect<TopicsView, TopicError>
   /**
    * Archives a terminal report of delegated work (`results-v1`, C-WKR-11);

@@ -115,12 +115,17 @@ export const TopicPublishedFrame = Schema.Struct({
 /** A `topic_published` frame. */
 export type TopicPublishedFrame = typeof TopicPublishedFrame.Type
 
-/** `topic_subscribed`: the subscription holds; `entries` is the topic's current state (no replay, C-TOP-11). */
+/**
+ * `topic_subscribed`: the subscription holds; `entries` is the topic's current
+ * state (no replay, C-TOP-11). `truncated: true` when records were left out
+ * to keep the answer within its byte budget (absent otherwise).
+ */
 export const TopicSubscribedFrame = Schema.Struct({
   type: Schema.tag("topic_subscribed"),
   requestId: Schema.String,
   topic: Schema.String,
-  entries: Schema.Array(TopicEntry)
+  entries: Schema.Array(TopicEntry),
+  truncated: Schema.optionalKey(Schema.Boolean)
 })
 /** A `topic_subscribed` frame. */
 export type TopicSubscribedFrame = typeof TopicSubscribedFrame.Type
@@ -134,12 +139,17 @@ export const TopicUnsubscribedFrame = Schema.Struct({
 /** A `topic_unsubscribed` frame. */
 export type TopicUnsubscribedFrame = typeof TopicUnsubscribedFrame.Type
 
-/** `topic_state`: the answer to `topic_query`. */
+/**
+ * `topic_state`: the answer to `topic_query`. `truncated: true` when entries
+ * or subscriptions were left out to keep the answer within its byte budget
+ * (absent otherwise).
+ */
 export const TopicStateFrame = Schema.Struct({
   type: Schema.tag("topic_state"),
   requestId: Schema.String,
   entries: Schema.Array(TopicEntry),
-  subscriptions: Schema.Array(TopicSubscription)
+  subscriptions: Schema.Array(TopicSubscription),
+  truncated: Schema.optionalKey(Schema.Boolean)
 })
 /** A `topic_state` frame. */
 export type TopicStateFrame = typeof TopicStateFrame.Type

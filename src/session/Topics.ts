@@ -46,8 +46,15 @@ export const renderTopicEntry = (entry: TopicEntry): string => {
   return `- ${record.topic} — ${publisherName(entry)}, revision ${record.revision}, ${record.event}${resource}${away}: ${record.text}`
 }
 
-const renderEntries = (entries: ReadonlyArray<TopicEntry>): string =>
-  entries.length === 0 ? "No current records." : entries.map(renderTopicEntry).join("\n")
+/** The line that ends a list of records the broker had to cut to fit its answer in one frame. */
+export const TRUNCATED_NOTE = "(Incomplete: the broker left further records out to keep its answer within one frame.)"
+
+/** Rows of records, or `No current records.`; `note` (the list is incomplete) ends them when given. */
+const renderEntries = (entries: ReadonlyArray<TopicEntry>, note?: string): string => {
+  const rows = entries.map(renderTopicEntry)
+  if (note !== undefined) rows.push(note)
+  return rows.length === 0 ? "No current records." : rows.join("\n")
+}
 
 /** The rendering of an interrupting record, as the host is handed it. */
 export const renderTopicNotice = (entry: TopicEntry): string => {
@@ -197,11 +204,13 @@ export const makeTopics = (
         const awaitRelease = params.awaitRelease === true
         const current = yield* guarded(
           client.subscribe(topic, { awaitRelease }),
-          (entries) => board.subscribe(topic, awaitRelease, entries)
+          (view) => board.subscribe(topic, awaitRelease, view.entries)
         )
         return ok(
-          `Subscribed to ${topic}${awaitRelease ? " (releases interrupt)" : ""}. Current state:\n${renderEntries(current)}`,
-          { topic, awaitRelease, records: current }
+          `Subscribed to ${topic}${awaitRelease ? " (releases interrupt)" : ""}. Current state:\n${
+            renderEntries(current.entries, current.truncated ? TRUNCATED_NOTE : undefined)
+          }`,
+          { topic, awaitRelease, records: current.entries, ...(current.truncated ? { truncated: true } : {}) }
         )
       })
 
@@ -229,7 +238,16 @@ export const makeTopics = (
         const subscribed = subscriptions.length === 0
           ? "Subscriptions: none."
           : `Subscriptions: ${subscriptions.map((s) => `${s.topic}${s.awaitRelease ? " (awaitRelease)" : ""}`).join(", ")}.`
-        return ok(`${renderEntries(view.entries)}\n${subscribed}`, { records: view.entries, subscriptions })
+        const note = !view.truncated
+          ? undefined
+          : topic === undefined
+          ? `${TRUNCATED_NOTE} Name one topic to see only its records.`
+          : TRUNCATED_NOTE
+        return ok(`${renderEntries(view.entries, note)}\n${subscribed}`, {
+          records: view.entries,
+          subscriptions,
+          ...(view.truncated ? { truncated: true } : {})
+        })
       })
 
     return {

@@ -2,14 +2,20 @@
  * Topics (`topics-v1`, C-TOP-3, 6, 11, 12, 13, 16) in the broker, over real
  * Unix sockets: fan-out, revisions, stale publications, the per-group bound
  * and its refusal, a publisher that leaves, group isolation, and a base
- * client that never sees any of it.
+ * client that never sees any of it. In memory under TestClock: records of a
+ * publisher gone past the retention are forgotten by the next topic request,
+ * and answers stay within their byte budget, saying when they left things out.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ANSWER_BYTES } from "../../src/broker/Topics.ts"
+import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
 import { GROUPS_V1, TOPICS_V1 } from "../../src/protocol/features.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import type { TopicRecord } from "../../src/protocol/topics.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, send, withBroker } from "../support/broker.ts"
+import { advance, patientClock, withMemoryBroker } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
 import { assertDelivered } from "../support/assertions.ts"
 
@@ -214,4 +220,94 @@ describe("topics-v1 in the broker", () => {
       yield* base.client.send({ type: "topic_query", requestId: "x" })
       yield* base.client.waitClosed()
     }))
+})
+
+describe("topics-v1: records past the retention (in memory, TestClock)", () => {
+  /**
+   * A group bounded to one entry, whose only entry is the record of a
+   * publisher that left 25 hours ago; no `send` has run since (the send
+   * path's prunes never ran), so only the topic request itself can forget it.
+   */
+  const pastRetention = Effect.gen(function*() {
+    const broker = yield* withMemoryBroker({ topicEntriesPerGroup: 1, idleExit: null })
+    const gone = yield* broker.session({ sessionId: "gone", ...topical() })
+    const watcher = yield* broker.session({ sessionId: "watcher", ...topical() })
+    assert.strictEqual((yield* publish(gone.client, record("old", 1))).type, "topic_published")
+    yield* gone.client.destroy
+    yield* watcher.client.next("session_left", (f) => f.sessionId === "gone")
+    yield* advance("25 hours")
+    return { broker, watcher }
+  })
+
+  it.effect("a publish is accepted: the forgotten record no longer counts against the bound", () =>
+    Effect.gen(function*() {
+      const { broker } = yield* pastRetention
+      const fresh = yield* broker.session({ sessionId: "fresh", ...topical() })
+      const answer = yield* publish(fresh.client, record("new", 1))
+      assert.strictEqual(answer.type, "topic_published", JSON.stringify(answer))
+    }))
+
+  it.effect("a subscribe is accepted, and its answer no longer lists the forgotten record", () =>
+    Effect.gen(function*() {
+      const { watcher } = yield* pastRetention
+      const answer = yield* subscribe(watcher.client, "old")
+      assert.strictEqual(answer.type, "topic_subscribed", JSON.stringify(answer))
+      if (answer.type === "topic_subscribed") assert.deepStrictEqual(answer.entries, [])
+    }))
+
+  it.effect("a query no longer shows the forgotten record", () =>
+    Effect.gen(function*() {
+      const { watcher } = yield* pastRetention
+      assert.deepStrictEqual((yield* query(watcher.client)).entries, [])
+    }))
+})
+
+describe("topics-v1: an answer stays within its byte budget and says when it left something out (in memory)", () => {
+  /** The UTF-8 bytes of a frame as the broker wrote it (the same keys in the same order). */
+  const bytesOf = (frame: object) => Buffer.byteLength(JSON.stringify(frame), "utf8")
+
+  it.effect("40 publishers of 8,000-character records: subscribe and query answers are cut and say truncated", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      for (let i = 0; i < 40; i++) {
+        const pub = yield* broker.session({ sessionId: `pub-${i}`, ...topical() })
+        const answer = yield* publish(pub.client, record("big", 1, { text: `${i} ${"é".repeat(7_990)}` }))
+        assert.strictEqual(answer.type, "topic_published")
+      }
+      const reader = yield* broker.session({ sessionId: "reader", ...topical() })
+      const subscribed = yield* subscribe(reader.client, "big")
+      assert.strictEqual(subscribed.type, "topic_subscribed")
+      if (subscribed.type === "topic_subscribed") {
+        assert.strictEqual(subscribed.truncated, true)
+        assert.isAbove(subscribed.entries.length, 0)
+        assert.isBelow(subscribed.entries.length, 40)
+        assert.isAtMost(bytesOf(subscribed), ANSWER_BYTES)
+      }
+      const state = yield* query(reader.client)
+      assert.strictEqual(state.truncated, true)
+      assert.isBelow(state.entries.length, 40)
+      assert.deepStrictEqual(state.subscriptions, [{ topic: "big", awaitRelease: false }])
+      assert.isAtMost(bytesOf(state), ANSWER_BYTES)
+      // An answer with room for everything has no `truncated` field.
+      const small = yield* query(reader.client, "nothing here")
+      assert.deepStrictEqual(small, { type: "topic_state", requestId: small.requestId, entries: [], subscriptions: [] })
+    }))
+
+  it.effect("1,400 subscriptions with long multi-byte names: topic_state is answered within one frame, marked truncated", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const sub = yield* broker.session({ sessionId: "sub", ...topical() })
+      // 256 UTF-16 units, 758 UTF-8 bytes each: their list alone is over 1 MiB.
+      const topics = Array.from({ length: 1_400 }, (_, i) => `${"話".repeat(251)}${String(i).padStart(5, "0")}`)
+      const frames = topics.map((topic, i) => JSON.stringify({ type: "topic_subscribe", requestId: `s-${i}`, topic }))
+      yield* sub.client.sendRaw(encodeFrames(frames))
+      yield* sub.client.next("topic_subscribed", (f) => f.requestId === `s-${topics.length - 1}`)
+      assert.isAbove(topics.reduce((sum, topic) => sum + Buffer.byteLength(topic, "utf8"), 0), MAX_FRAME_BYTES)
+      const state = yield* query(sub.client)
+      assert.strictEqual(state.truncated, true)
+      assert.isAbove(state.subscriptions.length, 0)
+      assert.isBelow(state.subscriptions.length, topics.length)
+      assert.deepStrictEqual(state.subscriptions.map((s) => s.topic), topics.slice(0, state.subscriptions.length))
+      assert.isAtMost(bytesOf(state), ANSWER_BYTES)
+    }).pipe(patientClock), 60_000)
 })

@@ -1,11 +1,14 @@
 /**
  * Topics through `IntercomClient` (`topics-v1`): publish / subscribe /
  * unsubscribe / topics against a real broker over Unix sockets, the
- * "unavailable" error against a base broker (C-TOP-16), and subscriptions and
- * own publications sent again after a broker restart (C-BRK-28, C-TOP-15).
+ * "unavailable" error against a base broker (C-TOP-16), subscriptions and
+ * own publications sent again after a broker restart (C-BRK-28, C-TOP-15),
+ * revisions reserved when a publish starts (C-TOP-3, C-TOP-10), and a
+ * broker answer cut to fit one frame reported as `truncated`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
+import { TOPICS_V1 } from "../../src/protocol/features.ts"
 import { message, withBroker } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import {
@@ -28,7 +31,7 @@ describe("IntercomClient topics (real broker)", () => {
       const { client: a } = yield* makeClient(brokerClientOptions(broker, A_ID, "alpha"))
       const { client: b } = yield* makeClient(brokerClientOptions(broker, B_ID, "bravo"))
       const records = yield* subscribe(b.topicRecords, "b's topic records")
-      assert.deepStrictEqual(yield* b.subscribe("build", { awaitRelease: true }), [])
+      assert.deepStrictEqual(yield* b.subscribe("build", { awaitRelease: true }), { entries: [], truncated: false })
       const first = yield* a.publish({ topic: "build", text: "red" })
       assert.deepInclude(first, { subscribers: 1, accepted: 1 })
       assert.deepInclude(first.record, { topic: "build", text: "red", event: "update", revision: 1 })
@@ -104,5 +107,65 @@ describe("C-BRK-28 topic state is sent again after a reconnect (in memory)", () 
       const next = yield* settle(a.publish({ topic: "tab", text: "released", resource: "tab-4", ownership: "released" }))
       assert.deepInclude(next, { subscribers: 1, accepted: 1 })
       assert.strictEqual(next.record.revision, 2)
+    }))
+})
+
+describe("revisions are reserved when a publish starts (C-TOP-3, C-TOP-10; in memory)", () => {
+  it.effect("two concurrent publishes on one topic get revisions 1 and 2, and the subscriber gets both", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha"))
+      const { client: b } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bravo"))
+      const records = yield* subscribe(b.topicRecords, "b's topic records")
+      yield* settle(b.subscribe("build"))
+      const both = yield* settle(
+        Effect.all([
+          a.publish({ topic: "build", text: "red", event: "blocker" }),
+          a.publish({ topic: "build", text: "still red", event: "decision" })
+        ], { concurrency: "unbounded" })
+      )
+      assert.deepStrictEqual(both.map((published) => published.record.revision), [1, 2])
+      // Two revisions, so the second record is new to the subscriber (it interrupts once, C-TOP-10).
+      const got = [yield* records.next(), yield* records.next()]
+      assert.deepStrictEqual(got.map((e) => [e.record.revision, e.record.text]), [[1, "red"], [2, "still red"]])
+      assert.deepStrictEqual((yield* a.savedTopics).publications.map((r) => [r.topic, r.revision]), [["build", 2]])
+      assert.strictEqual((yield* settle(a.publish({ topic: "build", text: "green" }))).record.revision, 3)
+    }))
+
+  it.effect("a publish the broker refuses gives its revision back: the next publish is still previous + 1", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null, topicEntriesPerGroup: 2 })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha"))
+      const { client: b } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bravo"))
+      yield* settle(b.subscribe("build"))
+      assert.strictEqual((yield* settle(a.publish({ topic: "build", text: "red" }))).record.revision, 1)
+      const refused = yield* settle(Effect.exit(a.publish({ topic: "other", text: "x" })))
+      assert.isTrue(Exit.isFailure(refused))
+      assert.include(JSON.stringify(refused), "topicEntriesPerGroup")
+      yield* settle(b.unsubscribe("build"))
+      assert.strictEqual((yield* settle(a.publish({ topic: "other", text: "x" }))).record.revision, 1)
+    }))
+})
+
+describe("a broker answer cut to fit one frame is reported as truncated (in memory)", () => {
+  it.effect("subscribe and topics say truncated when 40 records of 8,000 characters do not fit", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      for (let i = 0; i < 40; i++) {
+        const pub = yield* world.session({ sessionId: `pub-${i}`, frame: { features: [TOPICS_V1] } })
+        const record = { topic: "big", text: `${i} ${"x".repeat(7_990)}`, event: "update", revision: 1, updatedAt: 1 }
+        yield* pub.client.send({ type: "topic_publish", requestId: `p-${i}`, record })
+        yield* pub.client.next("topic_published")
+      }
+      const { client: b } = yield* makeMemoryClient(memoryClientOptions(world, B_ID, "bravo"))
+      const subscribed = yield* settle(b.subscribe("big"))
+      assert.isTrue(subscribed.truncated)
+      assert.isBelow(subscribed.entries.length, 40)
+      const view = yield* settle(b.topics())
+      assert.isTrue(view.truncated)
+      assert.isFalse((yield* settle(b.topics("small"))).truncated)
     }))
 })

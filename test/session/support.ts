@@ -107,6 +107,8 @@ export interface FakeClientState {
   readonly topicCalls: Array<string>
   /** What `subscribe` and `topics` answer as current records. */
   topicEntries: ReadonlyArray<TopicEntry>
+  /** When true, `subscribe` and `topics` answer as a broker that left records out (`truncated`). Default false. */
+  topicsTruncated: boolean
   /** When set, `publish` runs this first (a hook to act while the broker has not answered yet). */
   onPublish: Effect.Effect<void> | undefined
   /** When set, `cancelAsk` runs this first (a cancel_ask still on its way, as behind a slow socket). */
@@ -148,6 +150,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       topicsAvailable: true,
       topicCalls: [],
       topicEntries: [],
+      topicsTruncated: false,
       onPublish: undefined,
       onCancelAsk: undefined,
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
@@ -223,7 +226,10 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         Effect.andThen(connection, Effect.suspend(() => {
           if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())
           fake.topicCalls.push(`subscribe ${topic}${options?.awaitRelease === true ? " awaitRelease" : ""}`)
-          return Effect.succeed(fake.topicEntries.filter((entry) => entry.record.topic === topic))
+          return Effect.succeed({
+            entries: fake.topicEntries.filter((entry) => entry.record.topic === topic),
+            truncated: fake.topicsTruncated
+          })
         })),
       unsubscribe: (topic) =>
         Effect.andThen(connection, Effect.suspend(() => {
@@ -236,7 +242,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           if (!fake.topicsAvailable) return Effect.fail(new TopicsUnavailable())
           return Effect.succeed({
             entries: fake.topicEntries.filter((entry) => topic === undefined || entry.record.topic === topic),
-            subscriptions: []
+            subscriptions: [],
+            truncated: fake.topicsTruncated
           })
         })),
       savedTopics: Effect.succeed({ subscriptions: [], publications: [] }),

@@ -4,7 +4,8 @@
  * records dropped quietly, `update` quiet, `blocker`/`decision` steer,
  * `release` only for `awaitRelease`, one interruption per revision, no
  * replay for late subscribers, disconnect is not a release), the tool
- * actions and their errors, and the host's topic store.
+ * actions and their errors, an answer the broker cut said to be incomplete,
+ * and the host's topic store.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Queue, Scope } from "effect"
@@ -13,6 +14,7 @@ import type { TopicEntry, TopicRecord } from "../../src/protocol/topics.ts"
 import { Host, type Inbound, type SavedTopicState } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
 import { TopicBoard } from "../../src/session/TopicBoard.ts"
+import { TRUNCATED_NOTE } from "../../src/session/Topics.ts"
 import { B, inboundMessage, makeFakeClient, makeRecordingHost, settle, withPeers } from "./support.ts"
 
 const entry = (
@@ -122,6 +124,29 @@ describe("topics in the session (C-TOP-6…14)", () => {
       yield* client.topicRecord(entry("t", 4, "blocker")) // re-sent after a reconnect
       yield* settle
       assert.deepStrictEqual(yield* delivered(host.inbox), [])
+    }))
+
+  it.effect("an answer the broker cut to fit one frame is shown as incomplete, by subscribe and by topics", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      client.topicEntries = [entry("t", 4, "blocker")]
+      client.topicsTruncated = true
+      const subscribed = yield* session.intercom({ action: "subscribe", topic: "t" })
+      assert.strictEqual(
+        subscribed.text,
+        `Subscribed to t. Current state:\n- t — pub, revision 4, blocker: blocker 4\n${TRUNCATED_NOTE}`
+      )
+      assert.strictEqual(subscribed.details?.["truncated"], true)
+      const all = yield* session.intercom({ action: "topics" })
+      assert.strictEqual(
+        all.text,
+        `- t — pub, revision 4, blocker: blocker 4\n${TRUNCATED_NOTE} Name one topic to see only its records.\nSubscriptions: t.`
+      )
+      const one = yield* session.intercom({ action: "topics", topic: "t" })
+      assert.include(one.text, `${TRUNCATED_NOTE}\nSubscriptions: t.`)
+      // A complete answer says nothing of the kind.
+      client.topicsTruncated = false
+      assert.notInclude((yield* session.intercom({ action: "topics" })).text, "Incomplete")
     }))
 
   it.effect("direct messages are never filtered by topic subscriptions (C-TOP-14)", () =>
