@@ -137,6 +137,9 @@ export interface ClosedStage {
   readonly route: (entry: StageEntry) => Effect.Effect<ClosedOutcome>
 }
 
+/** The reason a late ask's asker gets when the stage kept no retained conversation (C-ORD-8). */
+export const NO_CONVERSATION_REASON = "the stage kept no conversation"
+
 /** The reason a late ask's asker gets once the router's Scope (the stage's run) has ended. */
 export const RUN_ENDED_REASON = "the stage's run has ended"
 
@@ -231,7 +234,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
     }
 
     const postMortem = (ask: InboundMessage): Effect.Effect<ClosedOutcome> => {
-      if (retained === undefined) return reject(ask, "the stage kept no conversation")
+      if (retained === undefined) return reject(ask, NO_CONVERSATION_REASON)
       return whileOpen(turns.withPermit(Effect.exit(retained.runTurn(ask)))).pipe(
         Effect.flatMap((turn) => {
           // The Scope closed before the turn ran, or while it waited or ran: C-ORD-8, never left waiting.
