@@ -175,17 +175,18 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
       )
 
     /**
-     * Delivers with `attempt` (each attempt uninterruptible): retried every
-     * interval while the Scope lives, then one last attempt once it has
-     * closed. False, with a warning naming `what`, when that one failed too.
+     * Delivers with `attempt` (each attempt uninterruptible; a defect of the
+     * port counts as a failure): retried every interval while the Scope
+     * lives, then one last attempt once it has closed. False, with a warning
+     * naming `what`, when that one failed too.
      */
     const deliverWhileOpen = (attempt: Effect.Effect<void, unknown>, what: string): Effect.Effect<boolean> => {
-      const once = Effect.uninterruptible(attempt)
+      const once = Effect.uninterruptible(Effect.sandbox(attempt))
       return whileOpen(Effect.ignore(Effect.retry(once, spaced))).pipe(
         Effect.flatMap((delivered) =>
           Option.isSome(delivered) ? Effect.succeed(true) : once.pipe(
             Effect.as(true),
-            Effect.catchCause((cause) =>
+            Effect.catch((cause) =>
               Effect.as(
                 Effect.logWarning(`${what} was given up: ${RUN_ENDED_REASON} and the last attempt failed (${describeFailure(Cause.squash(cause))})`),
                 false

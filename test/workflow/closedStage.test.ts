@@ -11,7 +11,7 @@ import { makeClosedStage, type ParentChat, RUN_ENDED_REASON, type RetainedConver
 import { PostMortemUnavailable } from "../../src/workflow/errors.ts"
 import { makeLateAskClaims } from "../../src/workflow/LateAskClaims.ts"
 import { stageNotice } from "../../src/workflow/StageEntry.ts"
-import { ask, label, type Log, note, recordingReplyError } from "./support.ts"
+import { ask, label, type Log, note, PEER, recordingReplyError } from "./support.ts"
 
 const parentChat = (log: Log, failures = 0): ParentChat => {
   let left = failures
@@ -105,15 +105,39 @@ describe("ClosedStage", () => {
       assert.strictEqual(log.length, 4, "exactly one more attempt after the run ended")
       yield* TestClock.adjust("10 seconds")
       assert.strictEqual(log.length, 4, "never retried after the run ended")
-      assert.strictEqual(warnings.length, 1)
-      assert.include(warnings[0], "m1")
-      assert.include(warnings[0], "given up")
+      assert.deepStrictEqual(warnings, [
+        `Message m1 from ${PEER.id} to completed stage stage-a, for the parent chat, was given up: ` +
+        "the stage's run has ended and the last attempt failed (parent busy)"
+      ])
       // Routed after the Scope closed: one attempt at once, never a retry.
       assert.strictEqual((yield* router.route(note("m2")))._tag, "Abandoned")
       yield* TestClock.adjust("1 second")
       assert.deepStrictEqual(log.slice(4), ["parent-failed:m2"])
     }))
   })
+
+  it.effect("C-ORD-6: a defect of the parent chat is retried like a failure, not a route that dies with the notification marked delivered", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      let defects = 1
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: {
+          deliver: (entry) =>
+            Effect.suspend(() => {
+              if (defects-- > 0) return Effect.die(new Error("parent chat bug"))
+              log.push(`parent:${label(entry)}`)
+              return Effect.void
+            })
+        },
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      const routing = yield* Effect.forkChild(router.route(note("m1")), { startImmediately: true })
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(yield* Fiber.join(routing), { _tag: "Notified" })
+      assert.deepStrictEqual(log, ["parent:m1"])
+    }))
 
   it.effect("C-ORD-8: a post-mortem turn still waiting when the run's Scope closes is interrupted, and its asker gets the correlated replyError", () =>
     Effect.gen(function*() {
