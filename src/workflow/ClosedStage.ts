@@ -5,22 +5,32 @@
  * - An ordinary notification (a message that is not an ask, an engine
  *   notice such as a late subagent completion) goes once to the parent/main
  *   chat, retried every `retryInterval` (100 ms) while the router's Scope
- *   lives. It never reaches the stage: the router has no way to.
- *   A redelivery of one already delivered, or in flight, is not delivered
- *   again (the last 1000 are remembered).
+ *   (its stage's run) lives. It never reaches the stage: the router has no
+ *   way to. A redelivery of one already delivered, or in flight, is not
+ *   delivered again (the last 1000 are remembered).
  * - A blocking ask is claimed once in the shared `LateAskClaims` record
  *   (C-ORD-9). Its owner runs exactly one post-mortem turn in the stage's
  *   retained conversation (C-ORD-7), one at a time per stage; the model's
  *   normal `reply` stays correlated to the asker. When the turn cannot run
  *   (no retained conversation, or it fails) the asker gets the correlated
  *   `replyError` "Completed workflow stage could not process intercom ask:
- *   <reason>" at once (C-ORD-8).
+ *   <reason>" at once (C-ORD-8), retried like a notification.
+ *
+ * Nothing waits beyond the router's Scope. When it closes (the run ended),
+ * a retry still waiting makes exactly one more attempt, as C-DLV-12 does
+ * for a retired generation, and a post-mortem turn still waiting or running
+ * is interrupted: its asker gets the replyError with the reason "the stage's
+ * run has ended" (one attempt). What that last attempt could not deliver is
+ * given up with a warning and ends `Abandoned`. An entry routed after the
+ * Scope closed is handled the same way at once: one attempt, never a retry.
+ * Each attempt itself runs uninterruptibly, so an attempt that delivered is
+ * never repeated.
  *
  * Nothing here touches the stage's admission, DAG or terminal snapshot.
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Effect, Schedule, type Scope, Semaphore } from "effect"
+import { Cause, Deferred, Duration, Effect, Option, Schedule, type Scope, Semaphore } from "effect"
 import type { InboundMessage } from "../client/events.ts"
 import { completedStageAskError, describeFailure, PostMortemUnavailable } from "./errors.ts"
 import { DEFAULT_CLAIM_MEMORY, type LateAskClaims } from "./LateAskClaims.ts"
@@ -44,7 +54,12 @@ export const DEFAULT_PARENT_RETRY_INTERVAL = Duration.millis(100)
  * @since 0.1.0
  */
 export interface ParentChat {
-  /** Delivers `entry` into the parent chat; a failure is retried. */
+  /**
+   * Delivers `entry` into the parent chat; a failure is retried while the
+   * run lives. Runs uninterruptibly, so it should return (a wait inside may
+   * be made `Effect.interruptible` where an interruption means it delivered
+   * nothing).
+   */
   readonly deliver: (entry: StageEntry) => Effect.Effect<void, unknown>
 }
 
@@ -81,6 +96,12 @@ export type ClosedOutcome =
   | { readonly _tag: "Rejected"; readonly reason: string }
   /** The ask is claimed by another owner, or this router already handled it (C-ORD-9). */
   | { readonly _tag: "Claimed"; readonly owner: string }
+  /**
+   * The router's Scope (its run) ended before the parent chat, or the asker's
+   * replyError, took the entry, and the one last attempt failed too: given
+   * up, with a warning logged. `reason` says what was given up and why.
+   */
+  | { readonly _tag: "Abandoned"; readonly reason: string }
 
 /**
  * What `makeClosedStage` needs.
@@ -116,8 +137,16 @@ export interface ClosedStage {
   readonly route: (entry: StageEntry) => Effect.Effect<ClosedOutcome>
 }
 
+/** The reason a late ask's asker gets when the stage kept no retained conversation (C-ORD-8). */
+export const NO_CONVERSATION_REASON = "the stage kept no conversation"
+
+/** The reason a late ask's asker gets once the router's Scope (the stage's run) has ended. */
+export const RUN_ENDED_REASON = "the stage's run has ended"
+
 /**
- * A closed-stage router whose retries live as long as the current Scope.
+ * A closed-stage router whose retries and post-mortem turns live as long as
+ * the current Scope (the stage's run); see the module header for what
+ * happens when it closes.
  *
  * @category constructors
  * @since 0.1.0
@@ -126,11 +155,52 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
   Effect.gen(function*() {
     const { claims, owner, parent, replyError, retained } = options
     const spaced = Schedule.spaced(options.retryInterval ?? DEFAULT_PARENT_RETRY_INTERVAL)
-    /** Retries until success or until the Scope closes (the schedule never ends, so the error is unreachable). */
-    const retrying = <A>(effect: Effect.Effect<A, unknown>): Effect.Effect<A> => Effect.orDie(Effect.retry(effect, spaced))
+    // Completed when the router's Scope closes: every wait below ends then.
+    const ended = yield* Deferred.make<void>()
+    yield* Effect.addFinalizer(() => Deferred.succeed(ended, undefined))
     const turns = yield* Semaphore.make(1)
     // Notifications delivered or in flight, by entry key, oldest first (C-ORD-6: once).
     const notified = new Set<string>()
+
+    /**
+     * `effect` while the Scope lives: its value, or `None` once the Scope has
+     * closed (checked first, then raced; the loser is interrupted, also when
+     * the caller runs uninterruptibly, as a host's `deliver` does).
+     */
+    const whileOpen = <A>(effect: Effect.Effect<A>): Effect.Effect<Option.Option<A>> =>
+      Effect.suspend(() =>
+        Deferred.isDoneUnsafe(ended)
+          ? Effect.succeedNone
+          : Effect.raceFirst(Effect.asSome(effect), Effect.as(Deferred.await(ended), Option.none<A>()))
+      )
+
+    /**
+     * Delivers with `attempt` (each attempt uninterruptible; a defect of the
+     * port counts as a failure): retried every interval while the Scope
+     * lives, then one last attempt once it has closed. False, with a warning
+     * naming `what`, when that one failed too.
+     */
+    const deliverWhileOpen = (attempt: Effect.Effect<void, unknown>, what: string): Effect.Effect<boolean> => {
+      const once = Effect.uninterruptible(Effect.sandbox(attempt))
+      return whileOpen(Effect.ignore(Effect.retry(once, spaced))).pipe(
+        Effect.flatMap((delivered) =>
+          Option.isSome(delivered) ? Effect.succeed(true) : once.pipe(
+            Effect.as(true),
+            Effect.catch((cause) =>
+              Effect.as(
+                Effect.logWarning(`${what} was given up: ${RUN_ENDED_REASON} and the last attempt failed (${describeFailure(Cause.squash(cause))})`),
+                false
+              )
+            )
+          )
+        )
+      )
+    }
+
+    const entryName = (entry: StageEntry): string =>
+      entry._tag === "Message"
+        ? `Message ${entry.inbound.message.id} from ${entry.inbound.from.id} to completed stage ${owner}`
+        : `Notice ${entry.id} of completed stage ${owner}`
 
     const notify = (entry: StageEntry): Effect.Effect<ClosedOutcome> =>
       Effect.suspend(() => {
@@ -142,26 +212,39 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
           const oldest = notified.values().next()
           if (oldest.done !== true) notified.delete(oldest.value)
         }
-        return retrying(parent.deliver(entry)).pipe(
-          // Interrupted (the router's Scope closed) before delivery: a redelivery may try again.
+        const what = `${entryName(entry)}, for the parent chat,`
+        return deliverWhileOpen(parent.deliver(entry), what).pipe(
+          // Interrupted (the caller gave up) before delivery: a redelivery may try again.
           Effect.onInterrupt(() => Effect.sync(() => notified.delete(key))),
-          Effect.as<ClosedOutcome>({ _tag: "Notified" })
+          Effect.flatMap((delivered): Effect.Effect<ClosedOutcome> => {
+            if (delivered) return Effect.succeed({ _tag: "Notified" })
+            // Given up: not delivered, so a redelivery may try (once) again.
+            notified.delete(key)
+            return Effect.succeed({ _tag: "Abandoned", reason: `${what} was not delivered: ${RUN_ENDED_REASON}` })
+          })
         )
       })
 
-    const reject = (ask: InboundMessage, reason: string): Effect.Effect<ClosedOutcome> =>
-      retrying(replyError(ask, completedStageAskError(reason))).pipe(
-        Effect.as<ClosedOutcome>({ _tag: "Rejected", reason })
+    const reject = (ask: InboundMessage, reason: string): Effect.Effect<ClosedOutcome> => {
+      const what = `The replyError for ask ${ask.message.id} from ${ask.from.id} to completed stage ${owner} (${reason})`
+      return Effect.map(
+        deliverWhileOpen(replyError(ask, completedStageAskError(reason)), what),
+        (delivered): ClosedOutcome =>
+          delivered ? { _tag: "Rejected", reason } : { _tag: "Abandoned", reason: `${what} was not sent: ${RUN_ENDED_REASON}` }
       )
+    }
 
     const postMortem = (ask: InboundMessage): Effect.Effect<ClosedOutcome> => {
-      if (retained === undefined) return reject(ask, "the stage kept no conversation")
-      return turns.withPermit(Effect.exit(retained.runTurn(ask))).pipe(
-        Effect.flatMap((exit) =>
-          exit._tag === "Success"
+      if (retained === undefined) return reject(ask, NO_CONVERSATION_REASON)
+      return whileOpen(turns.withPermit(Effect.exit(retained.runTurn(ask)))).pipe(
+        Effect.flatMap((turn) => {
+          // The Scope closed before the turn ran, or while it waited or ran: C-ORD-8, never left waiting.
+          if (Option.isNone(turn)) return reject(ask, RUN_ENDED_REASON)
+          const exit = turn.value
+          return exit._tag === "Success"
             ? Effect.succeed<ClosedOutcome>({ _tag: "PostMortem" })
             : reject(ask, reasonOf(Cause.squash(exit.cause)))
-        )
+        })
       )
     }
 

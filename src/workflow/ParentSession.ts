@@ -11,9 +11,16 @@
  * for one message (C-ORD-18, C-ORD-32). Its `deliver` is the session
  * runtime's `Host.deliver`: the runtime has already de-duplicated the
  * message and routed a reply to its own `ask` to the waiter (C-ORD-32), and
- * it retries a hand-off that fails (C-DLV-12). `deliver` does not fail: once
- * it returns, the message is the parent's — delivered, surfaced, or waiting
- * in the idle queue.
+ * it retries a hand-off that fails (C-DLV-12). While the Scope is open,
+ * `deliver` does not fail: once it returns, the message is the parent's —
+ * delivered, surfaced, or waiting in the idle queue. Once the Scope has
+ * closed (also for a message whose hand-off was still under way then and
+ * left it in the idle queue) it fails with `ParentSessionClosed`, so the
+ * runtime does not confirm a message nobody will flush: it retries and, when
+ * its generation ends, abandons it to the session's next generation. When
+ * the Scope closes with messages still in the idle queue, one warning says
+ * how many the agent never got: a `ParentJournal` hands them to the next
+ * generation; without one they are lost.
  *
  * `deliver` returns when the inbox has decided, which for a message from
  * the foreground child of a busy parent includes the handshake (at most one
@@ -41,7 +48,7 @@ import { type ForegroundDetach, makeForegroundDetach } from "./ForegroundDetach.
 import { type IdleQueue, type IdleQueueSettings, makeIdleQueue } from "./IdleQueue.ts"
 import { inboundEntry, inboundMessageOf, type SourceResolver } from "./InboundAdapter.ts"
 import type { InboundEntry } from "./InboundEntry.ts"
-import type { DispatchError, TerminalAdmissionError } from "./orderingErrors.ts"
+import { type DispatchError, ParentSessionClosed, type TerminalAdmissionError } from "./orderingErrors.ts"
 import { type InboxOutcome, makeParentInbox } from "./ParentInbox.ts"
 import {
   makeTerminalBarrier,
@@ -178,10 +185,17 @@ export const parentDeliveryOfInbound = (inbound: Pick<Inbound, "intent" | "deliv
  * @since 0.1.0
  */
 export interface ParentSession<T> {
-  /** The session runtime's `Host.deliver`: never fails (see the module header). */
-  readonly deliver: (inbound: Inbound) => Effect.Effect<void>
-  /** The same path for a message read from `IntercomClient.messages` directly; `delivery` defaults to the sender's mode. */
-  readonly receive: (inbound: InboundMessage, delivery?: ParentDelivery) => Effect.Effect<ParentOutcome>
+  /**
+   * The session runtime's `Host.deliver`: never fails while the Scope is
+   * open; after it closed, fails with `ParentSessionClosed` (see the module
+   * header).
+   */
+  readonly deliver: (inbound: Inbound) => Effect.Effect<void, ParentSessionClosed>
+  /**
+   * The same path for a message read from `IntercomClient.messages` directly;
+   * `delivery` defaults to the sender's mode. Fails as `deliver` does.
+   */
+  readonly receive: (inbound: InboundMessage, delivery?: ParentDelivery) => Effect.Effect<ParentOutcome, ParentSessionClosed>
   /** Admits a background child's terminal notice with its pre-terminal messages (C-ORD-25…31). */
   readonly terminal: (notice: TerminalNotice<T>) => Effect.Effect<TerminalOutcome, TerminalAdmissionError>
   /** The agent went idle: flush the idle queue now instead of at the next recheck. */
@@ -219,6 +233,22 @@ export const makeParentSession = <T>(
   settings: ParentSessionSettings<T>
 ): Effect.Effect<ParentSession<T>, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // False once the Scope began to close: nothing is taken after that.
+    let open = true
+    let queued: IdleQueue<InboundMessage> | undefined
+    // Registered first, so it runs last, once the idle queue's flusher has stopped.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        open = false
+        if (queued === undefined) return Effect.void
+        return Effect.flatMap(queued.entries, (left) =>
+          left.length === 0 ? Effect.void : Effect.logWarning(
+            `Parent session generation ${settings.generation} closed with ${left.length} message(s) in its idle queue ` +
+              `that its agent never got (${left.map((entry) => entry.messageId).join(", ")}): a parent journal ` +
+              "(ParentJournal) hands them to the session's next generation; without one they are lost"
+          ))
+      })
+    )
     const idleQueue = yield* makeIdleQueue<InboundMessage>(
       { isIdle: agent.isIdle, deliverBatch: agent.deliverBatch },
       settings.idleQueue
@@ -262,9 +292,8 @@ export const makeParentSession = <T>(
         // Refused: it went back to its place in the queue, for the next flush.
         Effect.catch(() => Effect.succeed<ParentOutcome>(queued))
       )
-    const receive = (inbound: InboundMessage, delivery: ParentDelivery = parentDeliveryOf(inbound)) =>
+    const route = (entry: ParentEntry, delivery: ParentDelivery): Effect.Effect<ParentOutcome> =>
       Effect.gen(function*() {
-        const entry = inboundEntry(inbound, { resolveSource: settings.resolveSource })
         if (delivery === "passive") {
           yield* agent.passive(entry)
           return { _tag: "passive" } as const
@@ -275,7 +304,25 @@ export const makeParentSession = <T>(
         if (yield* agent.isIdle) return outcome
         return yield* steerNow(entry, outcome)
       })
+    const closed = new ParentSessionClosed({ generation: settings.generation })
+    const receive = (
+      inbound: InboundMessage,
+      delivery: ParentDelivery = parentDeliveryOf(inbound)
+    ): Effect.Effect<ParentOutcome, ParentSessionClosed> =>
+      Effect.gen(function*() {
+        if (!open) return yield* closed
+        const entry = inboundEntry(inbound, { resolveSource: settings.resolveSource })
+        const outcome = yield* route(entry, delivery)
+        // The Scope closed while this message was handed over: one left in the idle queue is nobody's.
+        if (!open && outcome._tag === "queued" && (yield* idleQueue.remove(entry)) !== undefined) return yield* closed
+        return outcome
+      })
     const onDropped = settings.onDropped
+    queued = idleQueue
+    // Registered last, so it runs first: a delivery that comes while the rest closes fails.
+    yield* Effect.addFinalizer(() => Effect.sync(() => {
+      open = false
+    }))
     return {
       deliver: (inbound) => Effect.asVoid(receive(inboundMessageOf(inbound), parentDeliveryOfInbound(inbound))),
       receive,

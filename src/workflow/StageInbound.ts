@@ -12,7 +12,11 @@
  * the stage's next generation once it is open. Everything else succeeds: an
  * admitted entry is in the stage session, a rejected ask's asker has its
  * correlated `replyError`, and after close the entry went to the
- * closed-stage router (the parent chat or a post-mortem turn).
+ * closed-stage router (the parent chat or a post-mortem turn). After the
+ * stage's run ended that router handles the entry once — an ask gets the
+ * C-ORD-8 `replyError`, anything else one attempt at the parent chat — and
+ * what it could not deliver is given up with a warning (`Abandoned`), so
+ * it never holds the session's hand-off queue.
  *
  * Owner: nothing; the stage's admission actor decides.
  */

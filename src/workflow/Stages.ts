@@ -7,23 +7,39 @@
  * the stage's closed-stage router. `deliver` sends an entry to the current
  * generation while the stage is open; once the generation answers `Closed`
  * (or the stage has completed) the entry goes to the closed-stage router,
- * which never reopens the stage. `open` on a stage that is open starts a
- * new generation, retiring the previous one and everything in flight in it
- * (its waiting non-asks fail `StageRetired`, to be retried into the new
- * generation). A completed stage cannot be opened again.
+ * which never reopens the stage. The router reads the ports of the stage's
+ * latest generation when it routes, so a post-mortem turn runs in the
+ * conversation of the generation that completed (C-ORD-7). `open` on a stage
+ * that is open starts a new generation, retiring the previous one and
+ * everything in flight in it (its waiting non-asks fail `StageRetired`, to
+ * be retried into the new generation). A completed stage cannot be opened
+ * again.
  *
  * The stage table is plain state of the service, changed only by
  * synchronous code between two yields. Every stage lives in its run's
- * Scope (`Runs`), so ending the run retires it.
+ * Scope (`Runs`), so ending the run retires it. The stage is then kept as
+ * ended (the newest 1000 ended stages are remembered): an entry for it goes
+ * to its closed-stage router, whose Scope has closed, so it is handled once
+ * — a late ask gets the C-ORD-8 replyError, anything else one attempt at the
+ * parent chat, then it is given up with a warning — and never fails for a
+ * retry that could not end. A stage id never opened (or forgotten) fails
+ * with `UnknownWorkflowItem`.
  *
  * @since 0.1.0
  */
 import { Context, Effect, Layer, Scope } from "effect"
-import { type ClosedOutcome, type ClosedStage, makeClosedStage, type ParentChat, type RetainedConversation } from "./ClosedStage.ts"
-import { InvalidWorkflowId, type StageAdmissionError, StageRetired, UnknownWorkflowItem } from "./errors.ts"
+import {
+  type ClosedOutcome,
+  type ClosedStage,
+  makeClosedStage,
+  NO_CONVERSATION_REASON,
+  type ParentChat,
+  type RetainedConversation
+} from "./ClosedStage.ts"
+import { InvalidWorkflowId, PostMortemUnavailable, type StageAdmissionError, StageRetired, UnknownWorkflowItem } from "./errors.ts"
 import { makeGenerationSlot, type GenerationSlot } from "./GenerationScope.ts"
 import { type GroupDecision, resolveStageGroup, type StageGroupLevels, type ToolAccess } from "./groupResolution.ts"
-import { type LateAskClaims, makeLateAskClaims } from "./LateAskClaims.ts"
+import { DEFAULT_CLAIM_MEMORY, type LateAskClaims, makeLateAskClaims } from "./LateAskClaims.ts"
 import { Runs } from "./Runs.ts"
 import {
   type Admission,
@@ -113,7 +129,10 @@ export interface StagesService {
   readonly open: (spec: StageSpec, ports: StagePorts) => Effect.Effect<OpenStage, InvalidWorkflowId | UnknownWorkflowItem>
   /**
    * Routes an entry for the stage. Fails with `StageAdmissionError` only for
-   * a non-ask the open stage could not admit: release it for retry.
+   * a non-ask the open stage could not admit (release it for retry), and
+   * with `UnknownWorkflowItem` for a stage never opened (or ended so long
+   * ago that it is forgotten). An entry for a stage whose run has ended is
+   * handled once by its closed-stage router (see the module header).
    */
   readonly deliver: (stageId: string, entry: StageEntry) => Effect.Effect<StageDelivery, StageAdmissionError | UnknownWorkflowItem>
   /**
@@ -133,16 +152,27 @@ interface StageRecord {
   readonly runId: string
   readonly slot: GenerationSlot
   readonly closed: ClosedStage
-  /** The latest generation's replyError port, for entries that arrive while no generation is open. */
-  replyError: ReplyErrorPort
+  /**
+   * The latest generation's ports: for entries that arrive while no
+   * generation is open, and for the closed-stage router, which reads them
+   * when it routes (C-ORD-7: the completed generation's conversation).
+   */
+  ports: StagePorts
   current: OpenStage | undefined
   completed: boolean
+  /** The run ended: the stage is kept only so that late entries are handled once. */
+  ended: boolean
 }
+
+/** How many stages of ended runs are remembered, oldest forgotten first. */
+const ENDED_STAGE_MEMORY = DEFAULT_CLAIM_MEMORY
 
 const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
   const runs = yield* Runs
   const claims = makeLateAskClaims()
   const stages = new Map<string, StageRecord>()
+  // Stages whose run ended, oldest first (see the module header).
+  const endedStages = new Map<string, StageRecord>()
 
   const find = (stageId: string): Effect.Effect<StageRecord, UnknownWorkflowItem> =>
     Effect.suspend(() => {
@@ -150,19 +180,41 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
       return stage === undefined ? Effect.fail(new UnknownWorkflowItem({ kind: "stage", id: stageId })) : Effect.succeed(stage)
     })
 
-  /** A record for a new stage, living in its run's Scope. */
+  /** A record for a new stage, living in its run's Scope; when that closes it is kept as ended. */
   const create = (stageId: string, runId: string, scope: Scope.Scope, ports: StagePorts) =>
     Effect.gen(function*() {
       const slot = yield* makeGenerationSlot
+      // Registered before the router, so it runs after the router's own finalizer has ended its waits.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          record.ended = true
+          record.current = undefined
+          if (stages.get(stageId) === record) stages.delete(stageId)
+          endedStages.delete(stageId)
+          endedStages.set(stageId, record)
+          if (endedStages.size > ENDED_STAGE_MEMORY) {
+            const oldest = endedStages.keys().next()
+            if (oldest.done !== true) endedStages.delete(oldest.value)
+          }
+        })
+      )
+      // The router reads the latest generation's ports when it routes, not the first generation's.
       const closed = yield* makeClosedStage({
         owner: stageId,
-        parent: ports.parent,
-        retained: ports.retained,
-        replyError: ports.replyError,
+        parent: { deliver: (entry) => Effect.suspend(() => record.ports.parent.deliver(entry)) },
+        retained: {
+          runTurn: (ask) =>
+            Effect.suspend(() => {
+              const retained = record.ports.retained
+              return retained === undefined
+                ? Effect.fail(new PostMortemUnavailable({ reason: NO_CONVERSATION_REASON }))
+                : retained.runTurn(ask)
+            })
+        },
+        replyError: (ask, text) => Effect.suspend(() => record.ports.replyError(ask, text)),
         claims
       })
-      yield* Effect.addFinalizer(() => Effect.sync(() => stages.delete(stageId)))
-      const record: StageRecord = { runId, slot, closed, replyError: ports.replyError, current: undefined, completed: false }
+      const record: StageRecord = { runId, slot, closed, ports, current: undefined, completed: false, ended: false }
       return record
     }).pipe(Scope.provide(scope))
 
@@ -183,6 +235,8 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
         // A concurrent `open` of the same stage may have registered it meanwhile: the first stays.
         record = stages.get(stageId) ?? created
         stages.set(stageId, record)
+        // A stage of an ended run with this id is replaced by the live one.
+        endedStages.delete(stageId)
       }
       const decision = resolveStageGroup(
         { ...spec.groups, run: run.group },
@@ -191,7 +245,7 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
       )
       const group = yield* runs.groupFor(run.runId, decision)
       const owner = record
-      owner.replyError = ports.replyError
+      owner.ports = ports
       // The previous generation stays `current` until this one replaces it: entries keep
       // going to it (and fail StageRetired once it is retired, to be retried here).
       const generation = yield* owner.slot.next
@@ -203,17 +257,19 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
 
   const deliver = (stageId: string, entry: StageEntry) =>
     Effect.gen(function*() {
-      const record = yield* find(stageId)
+      const record = stages.get(stageId) ?? endedStages.get(stageId)
+      if (record === undefined) return yield* new UnknownWorkflowItem({ kind: "stage", id: stageId })
       const current = record.current
-      if (current !== undefined) {
+      // Once the run ended, nothing goes to a generation: the router handles the entry once (C-ORD-8 for an ask).
+      if (!record.ended && current !== undefined) {
         const admission = yield* current.admission.admit(entry)
         if (admission._tag !== "Closed") return { _tag: "Stage", admission } satisfies StageDelivery
-      } else if (!record.completed) {
+      } else if (!record.ended && !record.completed) {
         // The first generation is still being opened: not admitted; a non-ask is retried.
-        const admission = yield* admissionFailed(entry, new StageRetired(), record.replyError)
+        const admission = yield* admissionFailed(entry, new StageRetired(), record.ports.replyError)
         return { _tag: "Stage", admission } satisfies StageDelivery
       }
-      // C-ORD-6…9: after close, never back into the stage.
+      // C-ORD-6…9: after close (or the run's end), never back into the stage.
       const outcome = yield* record.closed.route(entry)
       return { _tag: "AfterClose", outcome } satisfies StageDelivery
     })

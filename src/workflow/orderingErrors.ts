@@ -50,3 +50,23 @@ export class NoTerminalBarrier extends Data.TaggedError("NoTerminalBarrier")<{}>
     return "No terminal barrier is registered for a current session generation; start the parent's inbound ordering before admitting terminals"
   }
 }
+
+/**
+ * A parent session's Scope (its session generation) has closed: it took no
+ * message. `deliver` and `receive` fail with it instead of leaving the
+ * message in an idle queue nobody flushes; the session runtime then retries
+ * the hand-off and abandons it when its own generation ends, and the
+ * session's next generation gets it (from a `ParentJournal`, or again from
+ * the broker, which was never told it was taken).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ParentSessionClosed extends Data.TaggedError("ParentSessionClosed")<{
+  /** The runtime generation of the parent session that closed. */
+  readonly generation: string
+}> {
+  override get message(): string {
+    return `The parent session's generation ${this.generation} has closed, so it did not take the message; the session's next generation gets it`
+  }
+}

@@ -4,14 +4,14 @@
  * and the shared late-ask claim record.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Logger, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { makeClosedStage, type ParentChat, type RetainedConversation } from "../../src/workflow/ClosedStage.ts"
+import { makeClosedStage, type ParentChat, RUN_ENDED_REASON, type RetainedConversation } from "../../src/workflow/ClosedStage.ts"
 import { PostMortemUnavailable } from "../../src/workflow/errors.ts"
 import { makeLateAskClaims } from "../../src/workflow/LateAskClaims.ts"
 import { stageNotice } from "../../src/workflow/StageEntry.ts"
-import { ask, label, type Log, note, recordingReplyError } from "./support.ts"
+import { ask, label, type Log, note, PEER, recordingReplyError } from "./support.ts"
 
 const parentChat = (log: Log, failures = 0): ParentChat => {
   let left = failures
@@ -37,6 +37,14 @@ const conversation = (log: Log, gate?: Deferred.Deferred<void>): RetainedConvers
       log.push(`turn-end:${askMessage.message.id}`)
     })
 })
+
+/** Collects the text of every warning logged while `effect` runs. */
+const warningsOf = <A, E, R>(warnings: Array<string>, effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.provide(Logger.layer([Logger.make(({ logLevel, message }) => {
+    if (logLevel !== "Warn") return
+    const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+    warnings.push(parts.filter((part) => typeof part === "string").join(" "))
+  })])))
 
 describe("ClosedStage", () => {
   it.effect("C-ORD-6/C-ORD-34: a notification after close goes once to the parent chat, retried every 100 ms", () =>
@@ -74,6 +82,86 @@ describe("ClosedStage", () => {
       yield* Fiber.interrupt(first)
       assert.deepStrictEqual(yield* router.route(note("m1")), { _tag: "Notified" })
       assert.deepStrictEqual(log, ["parent-failed:m1", "parent:m1"])
+    }))
+
+  it.effect("C-ORD-6/C-DLV-12: when the run's Scope closes, a parent-chat retry makes one last attempt and ends Abandoned with a warning, even for an uninterruptible caller", () => {
+    const warnings: Array<string> = []
+    return warningsOf(warnings, Effect.gen(function*() {
+      const log: Log = []
+      const scope = yield* Scope.make()
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log, Number.POSITIVE_INFINITY),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      }).pipe(Scope.provide(scope))
+      // The session runtime runs Host.deliver uninterruptibly: the router must end the wait itself.
+      const routing = yield* Effect.forkChild(Effect.uninterruptible(router.route(note("m1"))), { startImmediately: true })
+      yield* TestClock.adjust("250 millis")
+      assert.strictEqual(log.length, 3)
+      yield* Scope.close(scope, Exit.void)
+      const outcome = yield* Fiber.join(routing)
+      assert.strictEqual(outcome._tag, "Abandoned")
+      assert.strictEqual(log.length, 4, "exactly one more attempt after the run ended")
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(log.length, 4, "never retried after the run ended")
+      assert.deepStrictEqual(warnings, [
+        `Message m1 from ${PEER.id} to completed stage stage-a, for the parent chat, was given up: ` +
+        "the stage's run has ended and the last attempt failed (parent busy)"
+      ])
+      // Routed after the Scope closed: one attempt at once, never a retry.
+      assert.strictEqual((yield* router.route(note("m2")))._tag, "Abandoned")
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(log.slice(4), ["parent-failed:m2"])
+    }))
+  })
+
+  it.effect("C-ORD-6: a defect of the parent chat is retried like a failure, not a route that dies with the notification marked delivered", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      let defects = 1
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: {
+          deliver: (entry) =>
+            Effect.suspend(() => {
+              if (defects-- > 0) return Effect.die(new Error("parent chat bug"))
+              log.push(`parent:${label(entry)}`)
+              return Effect.void
+            })
+        },
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      const routing = yield* Effect.forkChild(router.route(note("m1")), { startImmediately: true })
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(yield* Fiber.join(routing), { _tag: "Notified" })
+      assert.deepStrictEqual(log, ["parent:m1"])
+    }))
+
+  it.effect("C-ORD-8: a post-mortem turn still waiting when the run's Scope closes is interrupted, and its asker gets the correlated replyError", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const scope = yield* Scope.make()
+      const gate = yield* Deferred.make<void>()
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: parentChat(log),
+        retained: conversation(log, gate),
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      }).pipe(Scope.provide(scope))
+      const running = yield* Effect.forkChild(Effect.uninterruptible(router.route(ask("q1"))), { startImmediately: true })
+      const waiting = yield* Effect.forkChild(Effect.uninterruptible(router.route(ask("q2"))), { startImmediately: true })
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(log, ["turn-start:q1"])
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(yield* Fiber.join(running), { _tag: "Rejected", reason: RUN_ENDED_REASON })
+      assert.deepStrictEqual(yield* Fiber.join(waiting), { _tag: "Rejected", reason: RUN_ENDED_REASON })
+      // After the Scope closed, a new late ask is answered at once without a turn.
+      assert.deepStrictEqual(yield* router.route(ask("q3")), { _tag: "Rejected", reason: RUN_ENDED_REASON })
+      const told = `Completed workflow stage could not process intercom ask: ${RUN_ENDED_REASON}`
+      assert.deepStrictEqual(log, ["turn-start:q1", `replyError:q1:${told}`, `replyError:q2:${told}`, `replyError:q3:${told}`])
     }))
 
   it.effect("C-ORD-7: a late ask gets exactly one post-mortem turn, also when redelivered", () =>

@@ -4,7 +4,7 @@
  * assembled parent session (`makeParentSession`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Logger, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { InboundMessage } from "../../src/client/events.ts"
 import { makeBarrierRegistry } from "../../src/workflow/BarrierRegistry.ts"
@@ -185,7 +185,7 @@ describe("makeParentSession", () => {
       assert.deepStrictEqual(log, ["terminal:fg-1,fg-done"])
     }))
 
-  it.effect("deliver is the session runtime's Host.deliver: an idle parent starts a turn at once, and deliver never fails", () =>
+  it.effect("deliver is the session runtime's Host.deliver: an idle parent starts a turn at once, and deliver does not fail while the Scope is open", () =>
     Effect.gen(function*() {
       const { log, session, state } = yield* parent()
       state.idle = true
@@ -193,6 +193,96 @@ describe("makeParentSession", () => {
       yield* session.deliver({ intent: "trigger", from: message.from, message: message.message, text: "m1", expectsReply: false, delivery: "steer" })
       assert.deepStrictEqual(log, ["batch:m1"])
     }))
+
+  it.effect("after the parent session's Scope closed, deliver and receive fail with ParentSessionClosed instead of leaving the message in a dead idle queue", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      const scope = yield* Scope.make()
+      const state = { idle: false }
+      const session = yield* makeParentSession<string>({
+        isIdle: Effect.sync(() => state.idle),
+        deliverBatch: (batch) => Effect.sync(() => void log.push(`batch:${batch.map((e) => e.messageId).join(",")}`)),
+        surface: () => Effect.void,
+        passive: () => Effect.void,
+        dispatchTerminal: () => Effect.void
+      }, { generation: "g1" }).pipe(Scope.provide(scope))
+      yield* Scope.close(scope, Exit.void)
+      const message = from("late", PEER)
+      const refused = yield* Effect.flip(
+        session.deliver({ intent: "trigger", from: message.from, message: message.message, text: "late", expectsReply: false, delivery: "queue" })
+      )
+      assert.strictEqual(refused._tag, "ParentSessionClosed")
+      assert.strictEqual(
+        refused.message,
+        "The parent session's generation g1 has closed, so it did not take the message; the session's next generation gets it"
+      )
+      assert.strictEqual((yield* Effect.flip(session.receive(from("late-2", PEER))))._tag, "ParentSessionClosed")
+      // The agent goes idle: nothing flushes a closed session's queue, so nothing may wait there.
+      state.idle = true
+      yield* TestClock.adjust("5 seconds")
+      assert.deepStrictEqual(log, [])
+      assert.deepStrictEqual(yield* session.idleQueue.entries, [], "nothing was left in the dead queue")
+    }))
+
+  it.effect("a message whose hand-off was under way when the parent session's Scope closed, and that went back to the idle queue, fails with ParentSessionClosed", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const surfacing = yield* Deferred.make<void>()
+      const refuse = yield* Deferred.make<void>()
+      const session = yield* makeParentSession<string>({
+        isIdle: Effect.succeed(false),
+        deliverBatch: () => Effect.void,
+        surface: () =>
+          Effect.andThen(
+            Effect.andThen(Deferred.succeed(surfacing, undefined), Deferred.await(refuse)),
+            Effect.fail(new DispatchError({ delivered: 0, reason: "the turn is ending" }))
+          ),
+        passive: () => Effect.void,
+        dispatchTerminal: () => Effect.void
+      }, { generation: "g1" }).pipe(Scope.provide(scope))
+      // The runtime hands a message over uninterruptibly; a busy parent is steered by it.
+      const handing = yield* Effect.forkChild(Effect.uninterruptible(session.receive(from("m1", PEER))), { startImmediately: true })
+      yield* Deferred.await(surfacing)
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.succeed(refuse, undefined)
+      assert.strictEqual((yield* Effect.flip(Fiber.join(handing)))._tag, "ParentSessionClosed")
+      assert.deepStrictEqual(yield* session.idleQueue.entries, [])
+    }))
+
+  it.effect("a parent session whose Scope closes with messages in its idle queue warns once how many its agent never got", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ logLevel, message }) => {
+      if (logLevel !== "Warn") return
+      const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+      warnings.push(parts.filter((part) => typeof part === "string").join(" "))
+    })
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const idle = yield* Scope.make()
+      const busy = yield* makeParentSession<string>({
+        isIdle: Effect.succeed(false),
+        deliverBatch: () => Effect.void,
+        surface: () => Effect.void,
+        passive: () => Effect.void,
+        dispatchTerminal: () => Effect.void
+      }, { generation: "g1", busySteer: "queue" }).pipe(Scope.provide(scope))
+      yield* makeParentSession<string>({
+        isIdle: Effect.succeed(false),
+        deliverBatch: () => Effect.void,
+        surface: () => Effect.void,
+        passive: () => Effect.void,
+        dispatchTerminal: () => Effect.void
+      }, { generation: "g2" }).pipe(Scope.provide(idle))
+      yield* busy.receive(from("m1", PEER, 1))
+      yield* busy.receive(from("m2", PEER, 2))
+      yield* Scope.close(scope, Exit.void)
+      yield* Scope.close(idle, Exit.void)
+      assert.deepStrictEqual(warnings, [
+        "Parent session generation g1 closed with 2 message(s) in its idle queue that its agent never got (m1, m2): " +
+        "a parent journal (ParentJournal) hands them to the session's next generation; without one they are lost"
+      ])
+    }).pipe(Effect.provide(Logger.layer([capture])))
+  })
 
   it.effect("C-ORD-33: with the process's registry, a companion's terminal reaches the parent's barrier while its Scope lives, and none after", () =>
     Effect.gen(function*() {

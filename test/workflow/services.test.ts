@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { SupervisorAuthorizationFailed } from "../../src/client/errors.ts"
 import { childEnvironment, childSessionName, readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { type ChildAuthorizer, Children, type ChildrenOptions } from "../../src/workflow/Children.ts"
@@ -143,7 +144,94 @@ describe("Stages", () => {
         _tag: "Stage",
         admission: { _tag: "Rejected", reason: "Workflow stage retired during foreground-owner admission" }
       })
-      assert.strictEqual((yield* Effect.flip(stages.deliver("s", note("m2"))))._tag, "UnknownWorkflowItem")
+      // A later message goes once to the parent chat instead of failing for a retry that could not end.
+      assert.deepStrictEqual(yield* stages.deliver("s", note("m2")), { _tag: "AfterClose", outcome: { _tag: "Notified" } })
+      assert.deepStrictEqual(log, ["handoff:q1", "replyError:q1:Running workflow stage could not admit intercom ask: Workflow stage retired during foreground-owner admission", "parent:m2"])
+    }))
+
+  it.effect("C-ORD-6: a late notification whose parent chat keeps failing stops being retried when the run ends, so Stages.deliver returns", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      const ports: StagePorts = {
+        ...stagePorts(log).ports,
+        parent: {
+          deliver: (entry) =>
+            Effect.suspend(() => {
+              log.push(`parent-failed:${label(entry)}`)
+              return Effect.fail("parent chat down")
+            })
+        }
+      }
+      yield* stages.open({ runId: "r1", stageId: "s" }, ports)
+      yield* stages.close("s", Effect.void)
+      // As stageHostDeliver is run by the session runtime: uninterruptibly.
+      const routing = yield* Effect.forkChild(Effect.uninterruptible(stages.deliver("s", stageNotice({ id: "n1", text: "late" }))), {
+        startImmediately: true
+      })
+      yield* TestClock.adjust("250 millis")
+      assert.strictEqual(log.length, 3)
+      yield* runs.end("r1")
+      const delivered = yield* Fiber.join(routing)
+      assert.strictEqual(delivered._tag === "AfterClose" ? delivered.outcome._tag : delivered._tag, "Abandoned")
+      yield* TestClock.adjust("10 seconds")
+      assert.strictEqual(log.length, 4, "one last attempt when the run ended, none after")
+    }))
+
+  it.effect("C-ORD-8: a stage whose run ended answers a late ask with the correlated replyError once and takes a late notification once; a stage never opened stays unknown", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      let parentDown = false
+      const ports: StagePorts = {
+        ...stagePorts(log).ports,
+        parent: {
+          deliver: (entry) =>
+            Effect.suspend(() => {
+              log.push(`${parentDown ? "parent-failed" : "parent"}:${label(entry)}`)
+              return parentDown ? Effect.fail("parent chat down") : Effect.void
+            })
+        }
+      }
+      yield* stages.open({ runId: "r1", stageId: "s" }, ports)
+      yield* stages.close("s", Effect.void)
+      // A stage that was still open when its run ended is over too.
+      yield* stages.open({ runId: "r1", stageId: "open" }, ports)
+      yield* runs.end("r1")
+      const told = "Completed workflow stage could not process intercom ask: the stage's run has ended"
+      assert.deepStrictEqual(yield* stages.deliver("s", ask("q1")), {
+        _tag: "AfterClose",
+        outcome: { _tag: "Rejected", reason: "the stage's run has ended" }
+      })
+      assert.deepStrictEqual(yield* stages.deliver("s", ask("q1")), { _tag: "AfterClose", outcome: { _tag: "Claimed", owner: "s" } })
+      assert.strictEqual((yield* stages.deliver("open", ask("q2")))._tag, "AfterClose")
+      assert.deepStrictEqual(yield* stages.deliver("s", note("m1")), { _tag: "AfterClose", outcome: { _tag: "Notified" } })
+      parentDown = true
+      const given = yield* stages.deliver("s", note("m2"))
+      assert.strictEqual(given._tag === "AfterClose" ? given.outcome._tag : given._tag, "Abandoned")
+      yield* TestClock.adjust("10 seconds")
+      assert.deepStrictEqual(log, [`replyError:q1:${told}`, `replyError:q2:${told}`, "parent:m1", "parent-failed:m2"])
+      assert.strictEqual((yield* Effect.flip(stages.deliver("never", note("m3"))))._tag, "UnknownWorkflowItem")
+    }))
+
+  it.effect("C-ORD-7: after a stage was reopened and closed, late entries use the latest generation's ports: its retained conversation and parent chat", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const firstLog: Log = []
+      const secondLog: Log = []
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(firstLog).ports)
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(secondLog).ports)
+      yield* stages.close("s", Effect.void)
+      assert.deepStrictEqual(yield* stages.deliver("s", ask("q1")), { _tag: "AfterClose", outcome: { _tag: "PostMortem" } })
+      assert.deepStrictEqual(yield* stages.deliver("s", stageNotice({ id: "n1", text: "late completion" })), {
+        _tag: "AfterClose",
+        outcome: { _tag: "Notified" }
+      })
+      assert.deepStrictEqual(firstLog, [])
+      assert.deepStrictEqual(secondLog, ["post-mortem:q1", "parent:n1"])
     }))
 })
 
