@@ -147,12 +147,14 @@ export default function intercomExtension(pi: ExtensionAPI): void {
     lifecycle({ _tag: "Status", status: "idle" }, ctx)
     await withGeneration(undefined, (generation) => generation.applied())
   })
-  // The message a turn works on is what `reply` without `to` answers (C-RPL-2).
+  // The message a turn works on is what `reply` without `to` answers (C-RPL-2): one that started the
+  // turn or the follow-up after it. A message steered into a running turn does not take it over — else
+  // a plain message from a third session would catch the answer the turn owes its asker.
   pi.on("message_end", (event, ctx) => {
     const message = event.message
     if (message.role !== "custom" || message.customType !== MESSAGE_TYPE) return
     const details = deliveredMessage(message.details)
-    if (details !== undefined && details.intent !== "passive") {
+    if (details !== undefined && (details.intent === "trigger" || details.intent === "followUp")) {
       lifecycle({ _tag: "BeginTurn", messageId: details.messageId }, ctx)
     }
   })

@@ -6,7 +6,7 @@
  * after the tool boundary, once; names and models follow pi.
  */
 import { afterAll, assert, describe, it } from "vitest"
-import { call, closeWorld, entriesOf, intercomMessages, makeWorld, nextEvent, openPi, say, textOf, toolResults } from "./support.ts"
+import { act, call, closeWorld, entriesOf, intercomMessages, makeWorld, nextEvent, openPi, say, textOf, toolResults } from "./support.ts"
 
 /** Whether each tool result of a session is an error, in order. */
 const toolErrors = (session: ReturnType<Awaited<ReturnType<typeof openPi>>["session"]>): ReadonlyArray<boolean> =>
@@ -98,6 +98,34 @@ describe("pi extension: two sessions", () => {
     } finally {
       await a.quit()
       await b.quit()
+    }
+  })
+
+  it("C-RPL-2: a message steered into the turn an ask triggered does not take the turn over: reply without `to` answers the asker", async () => {
+    const x = await openPi(world)
+    const b = await openPi(world, { name: "relay-bee" })
+    const y = await openPi(world, { name: "chatty-y" })
+    try {
+      await act(b, { action: "status" })
+      await act(y, { action: "status" })
+      // B's turn starts with X's ask; while B waits in a tool, Y's plain message is steered into the same turn.
+      b.script(call("wait_for_intercom", {}), call("intercom", { action: "reply", message: "42" }), say("done"))
+      const busy = nextEvent(b, (event) => event.type === "tool_execution_start" && event.toolName === "wait_for_intercom")
+      const bSettled = nextEvent(b, (event) => event.type === "agent_settled")
+      x.script(call("intercom", { action: "ask", to: "relay-bee", message: "What is 6 * 7?", delivery: "steer", timeoutMs: 20000 }), say("ok"))
+      const asking = x.session().prompt("ask relay-bee")
+      await busy
+      await act(y, { action: "send", to: "relay-bee", message: "fyi: build is green" })
+      await asking
+      await bSettled
+      assert.deepStrictEqual(toolResults(x.session()), ["**Reply from relay-bee:**\n42"])
+      assert.match(toolResults(b.session()).at(-1) ?? "", /^Reply sent to /)
+      assert.notMatch(toolResults(b.session()).at(-1) ?? "", /chatty-y/)
+      assert.deepStrictEqual(intercomMessages(y.session()), [])
+    } finally {
+      await x.quit()
+      await b.quit()
+      await y.quit()
     }
   })
 
