@@ -239,6 +239,51 @@ const migrate = (
     })
   )
 
+/**
+ * Runs the registered migrations an existing file skipped: ids below the
+ * highest it recorded that it never ran. Effect's Migrator runs only the ids
+ * above the highest recorded one, so a migration released after a higher one
+ * never reaches a file written in between — as happened on 2026-12-02, when
+ * `0008_owed_notices` was merged seven minutes before `0007_replay_blocks`: a
+ * broker of that build recorded 1–6 and 8, and without this step every later
+ * broker refused the file (`no such table: replay_blocks`). Each gap runs in
+ * id order, in its own transaction with its record; one read of the
+ * Migrator's table when there is none.
+ */
+const fillGaps = (
+  sql: SqlClient.SqlClient,
+  file: string,
+  registry: Readonly<Record<string, Migration>>
+): Effect.Effect<void, StoreOpenError> =>
+  Effect.gen(function*() {
+    const rows = yield* sql<{ readonly migration_id: number }>`SELECT migration_id FROM ${sql(MIGRATIONS_TABLE)}`
+    const recorded = new Set(rows.map((row) => row.migration_id))
+    let highest = 0
+    for (const id of recorded) highest = Math.max(highest, id)
+    const skipped = Object.entries(registry).flatMap(([key, migration]) => {
+      const match = /^(\d+)_(.+)$/.exec(key)
+      const id = Number(match?.[1])
+      const name = match?.[2]
+      return name === undefined || id >= highest || recorded.has(id) ? [] : [{ id, name, migration }]
+    }).sort((a, b) => a.id - b.id)
+    for (const { id, migration, name } of skipped) {
+      yield* sql.withTransaction(
+        Effect.andThen(
+          Effect.provideService(migration, SqlClient.SqlClient, sql),
+          sql`INSERT INTO ${sql(MIGRATIONS_TABLE)} (migration_id, name) VALUES (${id}, ${name})`
+        )
+      ).pipe(
+        Effect.catch((error) =>
+          Effect.fail(
+            SqlError.isSqlError(error)
+              ? openError(file, error)
+              : new DatabaseOpenFailed({ file, detail: `migration ${id} (${name}), skipped by an earlier build: ${describe(error)}` })
+          )
+        )
+      )
+    }
+  }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(file, error))))
+
 /** Opens `file` as a SQLite database, checks it and migrates it; see the module header. */
 const open = (
   file: string,
@@ -263,6 +308,7 @@ const open = (
     // Effect's Migrator runs the registered ids above the highest recorded one: none when they are equal.
     // Skipping it then saves every broker start after the first its cold-start cost (~5 ms of CPU).
     if (recorded === undefined || recorded < known) yield* migrate(sql, label, registry)
+    if (found !== "empty" && found !== undefined) yield* fillGaps(sql, label, registry)
     return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
   })
 

@@ -102,6 +102,28 @@ describe("Database.layer", () => {
       assert.deepStrictEqual(recorded, [{ migration_id: 1 }, { migration_id: 2 }])
     }))
 
+  it.effect("a migration an earlier build skipped (an id below the highest it recorded) runs when a build that has it opens the file", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      // As main's build of 2026-12-02 17:30 did: 0008 registered, 0007 not yet.
+      const { "0007_replay_blocks": _skipped, ...without } = migrations
+      yield* openOnly({ file, migrations: without })
+      const [recorded, tables] = yield* withDatabase(
+        { file },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return [
+            (yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`)
+              .map((row) => row.migration_id),
+            (yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'replay_%'`)
+              .map((row) => row.name)
+          ] as const
+        })
+      )
+      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8])
+      assert.deepStrictEqual(tables, ["replay_blocks"])
+    }))
+
   it.effect("keeps committed data across reopening, in WAL mode", () =>
     Effect.gen(function*() {
       const file = yield* dbFile
