@@ -4,6 +4,7 @@
  * the lifecycle handlers): no Schema, no effect, so loading the extension
  * costs pi's startup next to nothing. `journal.ts` decodes them strictly.
  */
+import { CONTACT_SUPERVISOR_NAME, LOADER_NAME, TOOL_NAME } from "./names.ts"
 
 /** The custom message type inbound intercom messages reach the model as. */
 export const MESSAGE_TYPE = "intercom_message"
@@ -18,6 +19,30 @@ const field = (value: unknown, key: string): unknown =>
   typeof value === "object" && value !== null ? Reflect.get(value, key) : undefined
 
 const text = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
+
+/** The tools whose results show a session used intercom (`usedIntercom`). */
+const INTERCOM_TOOLS: ReadonlySet<string> = new Set([TOOL_NAME, LOADER_NAME, CONTACT_SUPERVISOR_NAME])
+
+/**
+ * Whether a session's entries show it on the bus before: an intercom history
+ * or checkpoint entry, its topic state, an intercom message delivered to its
+ * model, or a result of one of the intercom tools. Such a session joins the bus as soon as it starts again, even
+ * with a lazily shown tool, which would otherwise keep it off the bus after
+ * a /reload or a resume until its model happened to use the tool.
+ *
+ * @category readers
+ * @since 0.1.0
+ */
+export const usedIntercom = (
+  entries: ReadonlyArray<{ readonly type: string; readonly customType?: string | undefined; readonly message?: unknown }>
+): boolean =>
+  entries.some((entry) =>
+    (entry.type === "custom" &&
+      (entry.customType === RECEIVED_ENTRY || entry.customType === SENT_ENTRY || entry.customType === TOPIC_ENTRY)) ||
+    (entry.type === "custom_message" && entry.customType === MESSAGE_TYPE) ||
+    (entry.type === "message" && field(entry.message, "role") === "toolResult" &&
+      INTERCOM_TOOLS.has(text(field(entry.message, "toolName")) ?? ""))
+  )
 
 /**
  * The message id and intent an `intercom_message`'s details name, if they do.

@@ -25,7 +25,7 @@ import { AUTHORIZE_CHILD_EVENT, readAuthorizeChildRequest } from "./authorize.ts
 import { openIntercom } from "./command.ts"
 import { factoryConfig } from "./factoryConfig.ts"
 import type { LifecycleEvent, PiGeneration } from "./generation.ts"
-import { deliveredMessage, MESSAGE_TYPE } from "./entries.ts"
+import { deliveredMessage, MESSAGE_TYPE, usedIntercom } from "./entries.ts"
 import { COMMAND_NAME } from "./names.ts"
 import { registerRenderers } from "./render.ts"
 import { contactSupervisorTool } from "./supervisorTool.ts"
@@ -114,7 +114,8 @@ export default function intercomExtension(pi: ExtensionAPI): void {
       cwd: ctx.cwd,
       model: ctx.model?.id ?? "unknown",
       hasUI: ctx.hasUI,
-      mode: ctx.mode
+      mode: ctx.mode,
+      usedIntercom: usedIntercom(ctx.sessionManager.getEntries())
     }
     // A session_start with no session_shutdown before it (a host that binds extensions again)
     // replaces the current generation: that one leaves the bus first, or it would stay

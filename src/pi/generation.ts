@@ -64,6 +64,8 @@ export interface GenerationSeed {
   readonly model: string
   readonly hasUI: boolean
   readonly mode: ExtensionContext["mode"]
+  /** The session's entries show it used intercom before (`usedIntercom`): it joins the bus at once, whatever the tool's visibility. */
+  readonly usedIntercom: boolean
 }
 
 /**
@@ -325,7 +327,9 @@ export const startGeneration = (input: {
       }))
 
   // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
-  const ready = input.toolVisibility === "always"
+  // A lazily shown tool waits for its first use, but a session already on the bus before (a /reload, a
+  // resume, a restart) joins again at once: peers' mail reaches it, and its undelivered messages come back.
+  const ready = input.toolVisibility === "always" || seed.usedIntercom
     ? runtime.runPromise(withSession((session) => Effect.ignore(session.connect))).catch(() => undefined)
     : Promise.resolve()
 

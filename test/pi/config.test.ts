@@ -79,6 +79,30 @@ describe("pi extension: config.json", () => {
     }
   })
 
+  it("after-first-use: a session that used intercom is back on the bus at once after /reload, and gets the mail sent meanwhile", async () => {
+    writeConfig(world, { toolVisibility: "after-first-use" })
+    const a = await openPi(world, { name: "lazy-a" })
+    const b = await openPi(world, { name: "lazy-b" })
+    try {
+      await act(a, {}, "load_intercom")
+      await act(a, { action: "list" })
+      await act(b, {}, "load_intercom")
+      await act(b, { action: "list" })
+      await a.session().reload()
+      await a.rebind()
+      // Sent while a's new generation may still be joining: queued for it if it is not back yet.
+      a.script(say("got it"))
+      const woke = nextEvent(a, (event) => event.type === "agent_settled")
+      await act(b, { action: "send", to: "lazy-a", message: "are you still there?" })
+      await woke
+      assert.match(intercomMessages(a.session()).at(-1) ?? "", /are you still there\?$/)
+    } finally {
+      await a.quit()
+      await b.quit()
+      writeConfig(world, {})
+    }
+  })
+
   it("inboundTrigger never, status suffix and askTimeoutMs", async () => {
     writeConfig(world, { inboundTrigger: "never", status: "reviewing", askTimeoutMs: 1500 })
     const a = await openPi(world, { name: "asker" })
