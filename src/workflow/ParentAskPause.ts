@@ -46,7 +46,7 @@ export interface PausedQuestion {
 export interface ParentAskOptions<E> {
   /** The pause model (C-ASK-11); off by default: the waiter model the seeds describe. */
   readonly pauseOnParentAsk: boolean
-  /** The names and ids the launching parent resolves to. */
+  /** The names and ids the launching parent resolves to (matched trimmed and in any case, as the broker resolves a target). */
   readonly parentTargets: ReadonlyArray<string>
   /** The ordinary ask (reply waiter). */
   readonly ask: (target: string, question: PausedQuestion) => Effect.Effect<string, E>
@@ -77,10 +77,13 @@ export interface ParentAsk<E> {
  */
 export const makeParentAsk = <E>(options: ParentAskOptions<E>): ParentAsk<E> => {
   let slot: { readonly question: PausedQuestion; readonly answer: Deferred.Deferred<string> } | undefined
+  // As the broker resolves a target (C-TGT-1, C-ASK-4): trimmed, names in any case.
+  const parents = new Set(options.parentTargets.map((name) => name.trim().toLowerCase()))
+  const isParent = (target: string): boolean => parents.has(target.trim().toLowerCase())
   return {
     ask: (target, question) =>
       Effect.suspend((): Effect.Effect<string, E | AlreadyPaused> => {
-        if (!options.pauseOnParentAsk || !options.parentTargets.includes(target)) return options.ask(target, question)
+        if (!options.pauseOnParentAsk || !isParent(target)) return options.ask(target, question)
         if (slot !== undefined) return Effect.fail(new AlreadyPaused({ questionId: slot.question.questionId }))
         const paused = { question, answer: Deferred.makeUnsafe<string>() }
         slot = paused

@@ -27,6 +27,16 @@ describe("ParentAsk", () => {
       assert.deepStrictEqual([waited, paused], [["parent"], []])
     }))
 
+  it.effect("on: the parent named in another case or with spaces is still the parent (C-ASK-4): the child pauses", () =>
+    Effect.gen(function*() {
+      const { asks, paused, waited } = setup(true)
+      const asking = yield* Effect.forkChild(asks.ask(" Parent ", { questionId: "q1", text: "which file?" }))
+      yield* settle
+      assert.deepStrictEqual([paused.map((q) => q.questionId), waited], [["q1"], []])
+      assert.isTrue(yield* asks.resume("q1", "src/a.ts"))
+      assert.strictEqual(yield* Fiber.join(asking), "src/a.ts")
+    }))
+
   it.effect("on: an ask to the launching parent pauses the child and resumes with the parent's answer (C-ASK-11)", () =>
     Effect.gen(function*() {
       const { asks, paused, waited } = setup(true)
