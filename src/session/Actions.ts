@@ -14,6 +14,7 @@ import type { Attachment } from "../protocol/frames.ts"
 import {
   InvalidInput,
   NoReplyContext,
+  NotDelivered,
   type ReplyFailure,
   SelfNotListed,
   SelfTargetRefused,
@@ -59,6 +60,10 @@ export interface Actions {
  * @category constructors
  * @since 0.1.0
  */
+/** Why a reply found no session: the words after the broker's "Session not found". */
+const ASKER_GONE = "the asker is no longer connected and the broker keeps no mail for it (a one-shot " +
+  "`intercom ask` that has ended, say); if it comes back, send the answer again"
+
 export const makeActions = (generation: Generation, sending: Sending): Actions => {
   const { client, connect, host, selfId, settings, tracker } = generation
 
@@ -169,7 +174,14 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
             if (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) tracker.markReplied(context.message.id)
           })
         ),
-        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : notDelivered("Reply", display)(error))
+        Effect.mapError((error) => {
+          if (error._tag === "IntercomNotConnected") return error
+          // The asker is neither connected nor remembered: say what that means for a reply.
+          if (error._tag === "TargetNotFound") {
+            return new NotDelivered({ kind: "Reply", to: display, reason: `${error.reason}: ${ASKER_GONE}`, code: error.code })
+          }
+          return notDelivered("Reply", display)(error)
+        })
       )
       tracker.markReplied(context.message.id)
       yield* sending.recordSent(display, message)

@@ -561,6 +561,21 @@ describe("C-RPL reply and pending through the session", () => {
       assert.notInclude(left, "q-lost")
     }))
 
+  it.effect("a reply to an asker the broker no longer knows (a finished one-shot ask) says what that means", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      yield* client.push(inboundMessage(B, "q-gone", "still there?", { expectsReply: true }))
+      yield* settle
+      client.onSend = refuseWith(DeliveryCode.TargetNotFound, Reason.targetNotFound)
+      const refused = yield* session.intercom({ action: "reply", to: "B", message: "yes" })
+      assert.isTrue(refused.isError)
+      assert.strictEqual(
+        refused.text,
+        `Reply to "B" was not delivered: ${Reason.targetNotFound}: the asker is no longer connected and the broker ` +
+          "keeps no mail for it (a one-shot `intercom ask` that has ended, say); if it comes back, send the answer again"
+      )
+    }))
+
   it.effect("C-RPL-6: received asks expire after the ask timeout", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers({ askTimeoutMs: 60_000 })
