@@ -81,6 +81,24 @@ export class DatabaseWriteFailed extends Data.TaggedError("DatabaseWriteFailed")
   }
 }
 
+/**
+ * Another process held a lock on the file for the whole of the open's wait
+ * (`Database.OPEN_BUSY_WAIT`): a `sqlite3` shell with an open transaction, or
+ * a second program writing the file.
+ */
+export class DatabaseBusy extends Data.TaggedError("DatabaseBusy")<{
+  readonly file: string
+  /** How long the open waited for the lock, e.g. "10s". */
+  readonly waited: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `${this.file} stayed locked by another process for ${this.waited} while the broker opened it ` +
+      `(${this.detail}). Close the other program's transaction (e.g. a sqlite3 shell ` +
+      `left in BEGIN) and start the broker again.`
+  }
+}
+
 /** Any other failure while opening or migrating the database. */
 export class DatabaseOpenFailed extends Data.TaggedError("DatabaseOpenFailed")<{
   readonly file: string
@@ -97,6 +115,7 @@ export type StoreOpenError =
   | DatabaseCorrupt
   | DatabaseUnreadable
   | DatabaseTooNew
+  | DatabaseBusy
   | DatabaseWriteFailed
   | DatabaseOpenFailed
 

@@ -4,12 +4,13 @@
  * file), each leaving the file as it was.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
-import { DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
+import * as SqliteClient from "../../src/store/SqliteClient.ts"
+import { DatabaseBusy, DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { countedMigrations } from "./fixtures/schema.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
@@ -228,4 +229,46 @@ describe("Database.layerMemory", () => {
       const applied = yield* sql<{ name: string }>`SELECT name FROM effect_sql_migrations ORDER BY migration_id`
       assert.deepStrictEqual(applied.map((m) => m.name), Object.keys(migrations).map((key) => key.replace(/^\d+_/, "")))
     }).pipe(Effect.provide(Database.layerMemory)))
+})
+
+describe("Database.layer with another process holding the file's lock at open", () => {
+  /** A second connection to `file` holding its write lock (`BEGIN IMMEDIATE`), closed with the scope. */
+  const lockedBy = (file: string) =>
+    Effect.gen(function*() {
+      const sqlite = SqliteClient.loadNodeSqlite()
+      if (sqlite === undefined) return yield* Effect.die("no node:sqlite")
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      const other = yield* Effect.acquireRelease(
+        Effect.sync(() => new sqlite.DatabaseSync(file)),
+        (db) => Effect.sync(() => db.isOpen && db.close())
+      )
+      other.exec("BEGIN IMMEDIATE")
+      return other
+    })
+
+  it.live("waits for a lock released within the open's wait, then opens and migrates", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const other = yield* lockedBy(file)
+      const release = yield* Effect.forkChild(Effect.delay(Effect.sync(() => other.exec("COMMIT")), "400 millis"))
+      const tables = yield* withDatabase(
+        { file },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE name = ${Database.MIGRATIONS_TABLE}`
+        })
+      )
+      yield* Fiber.join(release)
+      assert.strictEqual(tables.length, 1)
+    }))
+
+  it.live("fails with DatabaseBusy naming the file and the wait when the lock outlasts it", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* lockedBy(file)
+      const error = yield* Effect.flip(openOnly({ file, openBusyWait: "300 millis" }))
+      assert.instanceOf(error, DatabaseBusy)
+      assert.include(error.message, file)
+      assert.include(error.message, "300ms")
+    }))
 })
