@@ -30,6 +30,7 @@ import {
   DatabaseBusy,
   DatabaseCorrupt,
   DatabaseOpenFailed,
+  DatabaseOpenWriteFailed,
   DatabaseTooNew,
   DatabaseUnreadable,
   DatabaseWriteFailed,
@@ -109,7 +110,7 @@ const fileError = (file: string, error: unknown): StoreOpenError => {
     return new DatabaseUnreadable({ file, detail: describe(error) })
   }
   if (code === "ENOSPC" || code === "EDQUOT") {
-    return new DatabaseWriteFailed({ file, reason: "disk-full", detail: describe(error) })
+    return new DatabaseOpenWriteFailed({ file, reason: "disk-full", detail: describe(error) })
   }
   return new DatabaseOpenFailed({ file, detail: describe(error) })
 }
@@ -130,10 +131,44 @@ const sqliteCodeOf = (error: SqlError.SqlError): number | undefined => {
   return sqliteErrcode(cause)
 }
 
-/** A `SqlError` met while opening, checking or migrating `file`, as a store error. */
-export const openError = (file: string, error: SqlError.SqlError): StoreOpenError => {
+/**
+ * Below this many bytes free, an I/O error at open is taken for a full disk.
+ * SQLite reports a full disk as `SQLITE_FULL` only for the database and
+ * `-wal` files; growing or mapping the `-shm` file on a full disk fails with
+ * a generic `SQLITE_IOERR_SHM*` (ENOSPC behind it, which `node:sqlite` does
+ * not expose), and the `-shm` needs 32 KiB, the first WAL pages more.
+ */
+export const FULL_DISK_BYTES = 1024 * 1024
+
+/** The bytes free to this user on the file system holding `file`, if it can be told. */
+export const freeBytesOf = (file: string): number | undefined => {
+  try {
+    const stats = fs.statfsSync(path.dirname(file))
+    return stats.bavail * stats.bsize
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A `SqlError` met while opening, checking or migrating `file`, as a store
+ * error. A full disk or an I/O error is a {@link DatabaseOpenWriteFailed};
+ * `freeBytes` (default {@link freeBytesOf}) tells an I/O error on a nearly
+ * full file system for the full disk it is.
+ */
+export const openError = (
+  file: string,
+  error: SqlError.SqlError,
+  freeBytes: (file: string) => number | undefined = freeBytesOf
+): StoreOpenError => {
   const cause = error.reason.cause
-  if (cause instanceof DatabaseCorrupt || cause instanceof DatabaseWriteFailed) return cause
+  if (cause instanceof DatabaseCorrupt) return cause
+  if (cause instanceof DatabaseWriteFailed) {
+    const free = cause.reason === "io-error" ? freeBytes(cause.file) : undefined
+    return free !== undefined && free < FULL_DISK_BYTES
+      ? new DatabaseOpenWriteFailed({ file, reason: "disk-full", detail: `${cause.detail}; ${free} bytes free` })
+      : new DatabaseOpenWriteFailed({ file, reason: cause.reason, detail: cause.detail })
+  }
   const code = sqliteCodeOf(error)
   const primary = code === undefined ? undefined : code & 0xff
   const detail = error.message

@@ -99,6 +99,26 @@ export class DatabaseBusy extends Data.TaggedError("DatabaseBusy")<{
   }
 }
 
+/**
+ * Opening the database needed a write the file system refused: the disk is
+ * full, or an I/O error (creating the file, its `-wal` or `-shm`, or the
+ * schema). The broker did not start; unlike {@link DatabaseWriteFailed},
+ * nothing keeps running to try again.
+ */
+export class DatabaseOpenWriteFailed extends Data.TaggedError("DatabaseOpenWriteFailed")<{
+  readonly file: string
+  readonly reason: WriteFailure
+  readonly detail: string
+}> {
+  override get message(): string {
+    return this.reason === "disk-full"
+      ? `Cannot open ${this.file}: the disk is full (${this.detail}). Opening the database writes to it and ` +
+        `beside it (its -wal and -shm files). Free space on that file system and start the broker again.`
+      : `Cannot open ${this.file}: an I/O error (${this.detail}). Check the disk and the file system ` +
+        `(dmesg, df) and start the broker again.`
+  }
+}
+
 /** Any other failure while opening or migrating the database. */
 export class DatabaseOpenFailed extends Data.TaggedError("DatabaseOpenFailed")<{
   readonly file: string
@@ -116,7 +136,7 @@ export type StoreOpenError =
   | DatabaseUnreadable
   | DatabaseTooNew
   | DatabaseBusy
-  | DatabaseWriteFailed
+  | DatabaseOpenWriteFailed
   | DatabaseOpenFailed
 
 /**

@@ -10,7 +10,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
-import { DatabaseBusy, DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
+import { toSqlError } from "../../src/store/SqliteFaults.ts"
+import { DatabaseBusy, DatabaseCorrupt, DatabaseOpenWriteFailed, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { countedMigrations } from "./fixtures/schema.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
@@ -271,4 +272,45 @@ describe("Database.layer with another process holding the file's lock at open", 
       assert.include(error.message, file)
       assert.include(error.message, "300ms")
     }))
+})
+
+describe("Database.openError: a write the file system refuses at open", () => {
+  /** An error shaped like node:sqlite's (`code: "ERR_SQLITE_ERROR"`, `errcode`, `errstr`), as SqliteClient reports it at open. */
+  const atOpen = (errcode: number, message: string) =>
+    toSqlError("/a/intercom.db", Object.assign(new Error(message), { code: "ERR_SQLITE_ERROR", errcode, errstr: message }), "open")
+  const SQLITE_FULL = 13
+  const SQLITE_IOERR_SHMSIZE = 10 | (19 << 8)
+  const plenty = () => 10 * 1024 * 1024 * 1024
+
+  /** The open-time text: the broker did not start, so nothing "keeps running" or "tries again" by itself. */
+  const assertOpenText = (error: unknown) => {
+    assert.instanceOf(error, DatabaseOpenWriteFailed)
+    if (!(error instanceof DatabaseOpenWriteFailed)) return
+    assert.include(error.message, "Cannot open /a/intercom.db")
+    assert.include(error.message, "start the broker again")
+    assert.notInclude(error.message, "keeps running")
+    assert.notInclude(error.message, "next write")
+  }
+
+  it("a new database on a full disk (SQLITE_FULL) says the disk is full and to start the broker again", () => {
+    const error = Database.openError("/a/intercom.db", atOpen(SQLITE_FULL, "database or disk is full"), plenty)
+    assertOpenText(error)
+    assert.strictEqual(error instanceof DatabaseOpenWriteFailed ? error.reason : undefined, "disk-full")
+    assert.include(error.message, "the disk is full")
+  })
+
+  it("an existing database on a full disk (ENOSPC behind SQLITE_IOERR_SHMSIZE) says the disk is full, not an I/O error", () => {
+    const error = Database.openError("/a/intercom.db", atOpen(SQLITE_IOERR_SHMSIZE, "disk I/O error"), () => 4096)
+    assertOpenText(error)
+    assert.strictEqual(error instanceof DatabaseOpenWriteFailed ? error.reason : undefined, "disk-full")
+    assert.include(error.message, "the disk is full")
+    assert.include(error.message, "4096 bytes free")
+  })
+
+  it("an I/O error at open with space to spare stays an I/O error", () => {
+    const error = Database.openError("/a/intercom.db", atOpen(SQLITE_IOERR_SHMSIZE, "disk I/O error"), plenty)
+    assertOpenText(error)
+    assert.strictEqual(error instanceof DatabaseOpenWriteFailed ? error.reason : undefined, "io-error")
+    assert.include(error.message, "an I/O error")
+  })
 })
