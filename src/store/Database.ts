@@ -7,7 +7,9 @@
  * existing file's mode is fixed to 0600); a file that is unreadable, not a
  * database, fails `PRAGMA quick_check`, or records a migration newer than this
  * build knows is refused with a typed error naming the file and what to do,
- * and is not written to. Only then are the pending migrations of
+ * and the broker writes nothing to it (SQLite sets the WAL mode before the
+ * version check, and closing the file copies any leftover `-wal` into it, as
+ * every close of a WAL database does). Only then are the pending migrations of
  * `migrations/index.ts` run by effect's `Migrator`, which records each
  * applied id in the table `effect_sql_migrations` (`migration_id`, `name`,
  * `created_at`) in the same transaction as the migration itself. A file

@@ -25,14 +25,19 @@ export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
   }
 }
 
-/** The file is not a SQLite database, or it fails `PRAGMA quick_check`. It was not modified. */
+/**
+ * The file is not a SQLite database, or it fails `PRAGMA quick_check`. The
+ * broker wrote nothing to it; SQLite, closing it, copied any leftover `-wal`
+ * into it (as every close of a WAL database does).
+ */
 export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
   readonly file: string
   readonly detail: string
 }> {
   override get message(): string {
     return `${this.file} is damaged or is not an intercom database (${this.detail}). ` +
-      `It was left untouched. To start with an empty database, stop the broker and move the file aside, e.g. ` +
+      `The broker wrote nothing to it (SQLite, closing it, copied any leftover ${this.file}-wal into it, as every ` +
+      `close does). To start with an empty database, stop the broker and move the file aside, e.g. ` +
       `mv ${this.file} ${this.file}.corrupt (also move any ${this.file}-wal and ${this.file}-shm beside it); ` +
       `the data stored in it (undelivered mail, questions, results) is then not used.`
   }
@@ -59,7 +64,9 @@ export class DatabaseTooNew extends Data.TaggedError("DatabaseTooNew")<{
 }> {
   override get message(): string {
     return `${this.file} was written by a newer effect-intercom (schema migration ${this.found}; this build knows up ` +
-      `to ${this.known}). It was left untouched. Upgrade effect-intercom, or use another agent dir.`
+      `to ${this.known}). Its data was not changed: opening it only set write-ahead logging if it was not set ` +
+      `(a newer effect-intercom sets it too), and closing it copied any leftover ${this.file}-wal into it, as every ` +
+      `close does. Upgrade effect-intercom, or use another agent dir.`
   }
 }
 

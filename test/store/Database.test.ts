@@ -1,7 +1,8 @@
 /**
  * `Database.layer` on real files: the file's mode, migrations run once, and
  * the faults that fail closed (a corrupt file, a newer schema, an unreadable
- * file), each leaving the file as it was.
+ * file), each leaving the file's data as it was (a leftover -wal is copied
+ * into it when it is closed, as SQLite does at every close).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
@@ -140,6 +141,35 @@ describe("Database.layer", () => {
       assert.isTrue(fs.readFileSync(file).equals(before))
       // This build's registry (no migration yet) refuses it too.
       assert.instanceOf(yield* Effect.flip(openOnly({ file })), DatabaseTooNew)
+    }))
+
+  it.effect("refuses a newer database left with a -wal (a kill -9), says closing copied the -wal into it, and keeps its data", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const sqlite = SqliteClient.loadNodeSqlite()
+      if (sqlite === undefined) return
+      const dir = yield* tempDir
+      const source = path.join(dir, "source.db")
+      const writer = new sqlite.DatabaseSync(source)
+      writer.exec("PRAGMA journal_mode = WAL")
+      writer.exec("PRAGMA wal_autocheckpoint = 0")
+      writer.exec("CREATE TABLE effect_sql_migrations (migration_id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+      writer.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'future')")
+      // What a broker killed now leaves behind: the file and its -wal, the commits only in the -wal.
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      fs.copyFileSync(source, file)
+      fs.copyFileSync(`${source}-wal`, `${file}-wal`)
+      writer.close()
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseTooNew)
+      assert.include(error.message, `copied any leftover ${file}-wal into it`)
+      assert.notInclude(error.message, "untouched")
+      // What the message says: the -wal was copied into the file (and removed), its data kept.
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+      const reader = new sqlite.DatabaseSync(file, { readOnly: true })
+      const rows = reader.prepare("SELECT migration_id FROM effect_sql_migrations").all()
+      reader.close()
+      assert.deepStrictEqual(rows.map((row) => row["migration_id"]), [99])
     }))
 
   it.effect("refuses a file that is not a database, naming it, and leaves its bytes untouched", () =>
