@@ -71,7 +71,7 @@ export interface Mail {
   /**
    * The trace context to hand on (`trace-v1`): the broker's routing span, or
    * the sender's when the broker does not trace; shown to recipients granted
-   * it. Not kept in the durable store: mail restored after a restart has none.
+   * it. Kept in the durable store: mail restored after a restart carries it too.
    */
   readonly traceparent?: string | undefined
 }

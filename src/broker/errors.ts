@@ -29,7 +29,8 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
         return `The broker did not start: ${this.detail} (docs/store.md, "Faults"; \`intercom broker --durability memory\` runs without the database).`
       case "StoreUnreadable":
         return `The broker did not start: its saved mail in ${this.path} cannot be read: ${this.detail}. ` +
-          `The file was left untouched. To start with an empty database, move the file aside with any -wal and -shm ` +
+          `Nothing stored in it was dropped (opening it may have migrated its schema and copied a leftover -wal into it). ` +
+          `To start with an empty database, move the file aside with any -wal and -shm ` +
           `files beside it (the undelivered mail, questions and results in it are then not used), or run ` +
           `\`intercom broker --durability memory\` without a database (docs/store.md, "Faults").`
     }

@@ -7,7 +7,9 @@
  * existing file's mode is fixed to 0600); a file that is unreadable, not a
  * database, fails `PRAGMA quick_check`, or records a migration newer than this
  * build knows is refused with a typed error naming the file and what to do,
- * and is not written to. Only then are the pending migrations of
+ * and the broker writes nothing to it (SQLite sets the WAL mode before the
+ * version check, and closing the file copies any leftover `-wal` into it, as
+ * every close of a WAL database does). Only then are the pending migrations of
  * `migrations/index.ts` run by effect's `Migrator`, which records each
  * applied id in the table `effect_sql_migrations` (`migration_id`, `name`,
  * `created_at`) in the same transaction as the migration itself. A file
@@ -22,13 +24,15 @@
  * highest recorded `migration_id` above the highest id registered in this
  * build means a newer effect-intercom wrote the file.
  */
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { Migrator, SqlClient, SqlError } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import {
+  DatabaseBusy,
   DatabaseCorrupt,
   DatabaseOpenFailed,
+  DatabaseOpenWriteFailed,
   DatabaseTooNew,
   DatabaseUnreadable,
   DatabaseWriteFailed,
@@ -61,7 +65,24 @@ export interface DatabaseOptions {
   readonly snapshot?: SchemaSnapshot | undefined
   /** Loads `node:sqlite` (see `SqliteClient.SqliteClientOptions`). */
   readonly loadSqlite?: (() => SqliteClient.SqliteModule | undefined) | undefined
+  /**
+   * How long opening waits, in all, for another process's lock on the file;
+   * default {@link OPEN_BUSY_WAIT}. Past it the open fails with `DatabaseBusy`.
+   */
+  readonly openBusyWait?: Duration.Input | undefined
 }
+
+/**
+ * How long opening the database waits for another process's lock, in all
+ * (a `sqlite3` shell briefly writing, a second program reading it in
+ * rollback mode). The connection's own `busy_timeout` is short
+ * (`SqliteClient.DEFAULT_BUSY_TIMEOUT_MS`), so this wait is Effect retries
+ * every {@link OPEN_RETRY_EVERY}, not one long wait inside SQLite.
+ */
+export const OPEN_BUSY_WAIT: Duration.Duration = Duration.seconds(10)
+
+/** How often opening tries again while another process holds the file's lock. */
+export const OPEN_RETRY_EVERY: Duration.Duration = Duration.millis(100)
 
 /** The open database: the services every durable store uses. */
 export type DatabaseServices = SqlClient.SqlClient | SqliteClient.SqliteBatch
@@ -91,12 +112,13 @@ const fileError = (file: string, error: unknown): StoreOpenError => {
     return new DatabaseUnreadable({ file, detail: describe(error) })
   }
   if (code === "ENOSPC" || code === "EDQUOT") {
-    return new DatabaseWriteFailed({ file, reason: "disk-full", detail: describe(error) })
+    return new DatabaseOpenWriteFailed({ file, reason: "disk-full", detail: describe(error) })
   }
   return new DatabaseOpenFailed({ file, detail: describe(error) })
 }
 
 const SQLITE_PERM = 3
+const SQLITE_BUSY = 5
 const SQLITE_READONLY = 8
 const SQLITE_CORRUPT = 11
 const SQLITE_CANTOPEN = 14
@@ -111,14 +133,50 @@ const sqliteCodeOf = (error: SqlError.SqlError): number | undefined => {
   return sqliteErrcode(cause)
 }
 
-/** A `SqlError` met while opening, checking or migrating `file`, as a store error. */
-export const openError = (file: string, error: SqlError.SqlError): StoreOpenError => {
+/**
+ * Below this many bytes free, an I/O error at open is taken for a full disk.
+ * SQLite reports a full disk as `SQLITE_FULL` only for the database and
+ * `-wal` files; growing or mapping the `-shm` file on a full disk fails with
+ * a generic `SQLITE_IOERR_SHM*` (ENOSPC behind it, which `node:sqlite` does
+ * not expose), and the `-shm` needs 32 KiB, the first WAL pages more.
+ */
+export const FULL_DISK_BYTES = 1024 * 1024
+
+/** The bytes free to this user on the file system holding `file`, if it can be told. */
+export const freeBytesOf = (file: string): number | undefined => {
+  try {
+    const stats = fs.statfsSync(path.dirname(file))
+    return stats.bavail * stats.bsize
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A `SqlError` met while opening, checking or migrating `file`, as a store
+ * error. A full disk or an I/O error is a {@link DatabaseOpenWriteFailed};
+ * `freeBytes` (default {@link freeBytesOf}) tells an I/O error on a nearly
+ * full file system for the full disk it is.
+ */
+export const openError = (
+  file: string,
+  error: SqlError.SqlError,
+  freeBytes: (file: string) => number | undefined = freeBytesOf
+): StoreOpenError => {
   const cause = error.reason.cause
-  if (cause instanceof DatabaseCorrupt || cause instanceof DatabaseWriteFailed) return cause
+  if (cause instanceof DatabaseCorrupt) return cause
+  if (cause instanceof DatabaseWriteFailed) {
+    const free = cause.reason === "io-error" ? freeBytes(cause.file) : undefined
+    return free !== undefined && free < FULL_DISK_BYTES
+      ? new DatabaseOpenWriteFailed({ file, reason: "disk-full", detail: `${cause.detail}; ${free} bytes free` })
+      : new DatabaseOpenWriteFailed({ file, reason: cause.reason, detail: cause.detail })
+  }
   const code = sqliteCodeOf(error)
   const primary = code === undefined ? undefined : code & 0xff
   const detail = error.message
   switch (primary) {
+    case SQLITE_BUSY:
+      return new DatabaseBusy({ file, waited: "the open's wait", detail })
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
       return new DatabaseCorrupt({ file, detail })
@@ -292,24 +350,40 @@ const open = (
 ): Effect.Effect<Context.Context<DatabaseServices>, StoreOpenError, Scope.Scope> =>
   Effect.gen(function*() {
     const registry = options.migrations ?? registered
-    const { batch, sql } = yield* SqliteClient.make({
+    const wait = Duration.fromInputUnsafe(options.openBusyWait ?? OPEN_BUSY_WAIT)
+    // Another process's lock fails a step after the connection's short busy_timeout; the step is tried
+    // again every OPEN_RETRY_EVERY for `wait` in all, so the event loop is never parked long inside SQLite.
+    // Each step is safe to repeat: a failed open closes its connection, a failed transaction rolls back.
+    const whileBusy = <A, R>(step: Effect.Effect<A, StoreOpenError, R>): Effect.Effect<A, StoreOpenError, R> =>
+      step.pipe(
+        Effect.retry({
+          schedule: Schedule.spaced(OPEN_RETRY_EVERY).pipe(Schedule.upTo({ duration: wait })),
+          while: (error) => error._tag === "DatabaseBusy"
+        }),
+        Effect.mapError((error) =>
+          error._tag === "DatabaseBusy" ? new DatabaseBusy({ ...error, waited: Duration.format(wait) }) : error
+        )
+      )
+    const { batch, sql } = yield* whileBusy(SqliteClient.make({
       filename: file,
       synchronous: options.synchronous,
       quickCheck: true,
       loadSqlite: options.loadSqlite
-    }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error))))
+    }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))))
     const known = highestMigrationId(registry)
-    const found = yield* refuseNewer(sql, label, known)
-    // A new file gets the snapshot in one step (~13 ms of CPU less than the Migrator for this build's).
-    const snapshot = options.snapshot ?? (options.migrations === undefined ? buildSnapshot : undefined)
-    const recorded = found === "empty"
-      ? snapshot === undefined ? undefined : yield* createFromSnapshot(batch, label, snapshot, registry)
-      : found
-    // Effect's Migrator runs the registered ids above the highest recorded one: none when they are equal.
-    // Skipping it then saves every broker start after the first its cold-start cost (~5 ms of CPU).
-    if (recorded === undefined || recorded < known) yield* migrate(sql, label, registry)
-    if (found !== "empty" && found !== undefined) yield* fillGaps(sql, label, registry)
-    return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
+    return yield* whileBusy(Effect.gen(function*() {
+      const found = yield* refuseNewer(sql, label, known)
+      // A new file gets the snapshot in one step (~13 ms of CPU less than the Migrator for this build's).
+      const snapshot = options.snapshot ?? (options.migrations === undefined ? buildSnapshot : undefined)
+      const recorded = found === "empty"
+        ? snapshot === undefined ? undefined : yield* createFromSnapshot(batch, label, snapshot, registry)
+        : found
+      // Effect's Migrator runs the registered ids above the highest recorded one: none when they are equal.
+      // Skipping it then saves every broker start after the first its cold-start cost (~5 ms of CPU).
+      if (recorded === undefined || recorded < known) yield* migrate(sql, label, registry)
+      if (found !== "empty" && found !== undefined) yield* fillGaps(sql, label, registry)
+      return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
+    }))
   })
 
 /**

@@ -19,6 +19,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import { hexColumn, textOfHex } from "./nulText.ts"
 import {
   type AnswerError,
   answerDecision,
@@ -228,7 +229,7 @@ export const layerMemoryWith = (state: MemoryQuestions): Layer.Layer<QuestionSto
 
 // --- SQLite -------------------------------------------------------------------
 
-/** A `questions` row as SQLite returns it. */
+/** A `questions` row as SQLite returns it, selected with {@link COLUMNS}: its TEXT columns are hex. */
 interface Row {
   readonly id: string
   readonly owner_id: string
@@ -246,17 +247,36 @@ interface Row {
 
 const reasonOf = (reason: string): QuestionReason => reason === "interview_request" ? "interview_request" : "need_decision"
 
-const optional = <A>(value: A | null): A | undefined => value === null ? undefined : value
+/**
+ * A row's columns, its TEXT ones as hex: the message, the answer, the child's
+ * name and the ids are free text that may hold NULs, which Node 22's
+ * `node:sqlite` would cut the text at (nulText.ts).
+ */
+const COLUMNS = [
+  "hex(id) AS id",
+  "hex(owner_id) AS owner_id",
+  "hex(child_id) AS child_id",
+  "hex(child_name) AS child_name",
+  "hex(reason) AS reason",
+  "hex(message) AS message",
+  "created_at",
+  hexColumn("answer"),
+  "answered_at",
+  "delivered_at",
+  "cancelled_at",
+  "revival_claimed_at"
+].join(", ")
 
+/** The record of a row selected with {@link COLUMNS} (its TEXT columns in hex). */
 const recordOf = (row: Row): QuestionRecord => ({
-  id: row.id,
-  ownerId: row.owner_id,
-  childId: row.child_id,
-  childName: row.child_name,
-  reason: reasonOf(row.reason),
-  message: row.message,
+  id: textOfHex(row.id),
+  ownerId: textOfHex(row.owner_id),
+  childId: textOfHex(row.child_id),
+  childName: textOfHex(row.child_name),
+  reason: reasonOf(textOfHex(row.reason)),
+  message: textOfHex(row.message),
   createdAt: Number(row.created_at),
-  answer: optional(row.answer),
+  answer: row.answer === null ? undefined : textOfHex(row.answer),
   answeredAt: row.answered_at === null ? undefined : Number(row.answered_at),
   deliveredAt: row.delivered_at === null ? undefined : Number(row.delivered_at),
   cancelledAt: row.cancelled_at === null ? undefined : Number(row.cancelled_at),
@@ -277,7 +297,7 @@ const ORDER = "CASE WHEN delivered_at IS NULL AND cancelled_at IS NULL THEN 0 EL
 export const makeSql: Effect.Effect<QuestionStoreService, never, SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient
   const read = (id: string) =>
-    Effect.map(sql<Row>`SELECT * FROM questions WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : recordOf(rows[0]))
+    Effect.map(sql<Row>`SELECT ${sql.literal(COLUMNS)} FROM questions WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : recordOf(rows[0]))
   /** One write-once marker: true when this statement wrote it. */
   const mark = (statement: Effect.Effect<ReadonlyArray<unknown>, SqlError>) =>
     Effect.map(statement, (rows) => rows.length > 0)
@@ -343,18 +363,18 @@ export const makeSql: Effect.Effect<QuestionStoreService, never, SqlClient> = Ef
     list: (ownerId, page) =>
       Effect.gen(function*() {
         const counted = yield* sql<{ readonly total: number }>`SELECT count(*) AS total FROM questions WHERE owner_id = ${ownerId}`
-        const rows = yield* sql<Row>`SELECT * FROM questions WHERE owner_id = ${ownerId}
+        const rows = yield* sql<Row>`SELECT ${sql.literal(COLUMNS)} FROM questions WHERE owner_id = ${ownerId}
           ORDER BY ${sql.literal(ORDER)} LIMIT ${page.limit} OFFSET ${page.offset}`
         return pageOf(rows.map(recordOf), Number(counted[0]?.total ?? 0), page)
       }).pipe(Effect.mapError(failure)),
     unresolvedOf: (ownerId) =>
-      sql<Row>`SELECT * FROM questions WHERE owner_id = ${ownerId}
+      sql<Row>`SELECT ${sql.literal(COLUMNS)} FROM questions WHERE owner_id = ${ownerId}
         AND delivered_at IS NULL AND cancelled_at IS NULL ORDER BY created_at, id`.pipe(
         Effect.map((rows) => rows.map(recordOf)),
         Effect.mapError(failure)
       ),
     unresolvedFrom: (childId) =>
-      sql<Row>`SELECT * FROM questions WHERE child_id = ${childId}
+      sql<Row>`SELECT ${sql.literal(COLUMNS)} FROM questions WHERE child_id = ${childId}
         AND delivered_at IS NULL AND cancelled_at IS NULL ORDER BY created_at, id`.pipe(
         Effect.map((rows) => rows.map(recordOf)),
         Effect.mapError(failure)

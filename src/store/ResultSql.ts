@@ -9,6 +9,7 @@
 import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { ResultSummary } from "../protocol/results.ts"
+import { decodeHexColumns, hexColumn } from "./nulText.ts"
 import { ResultArchiveFailed, type ResultBackend } from "./resultModel.ts"
 
 const Row = Schema.Struct({
@@ -50,7 +51,15 @@ const summaryOf = (row: typeof Row.Type): ResultSummary => ({
 const toUnits = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, "utf16le"))
 const fromUnits = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf16le")
 
-const COLUMNS = "ref, from_id, from_name, group_name, title, run, child, created_at, total, original_length"
+/**
+ * The summary's TEXT columns, selected as hex: a title, a name or a run is
+ * free text that may hold NULs, which Node 22's `node:sqlite` would cut the
+ * text at (nulText.ts).
+ */
+const TEXT_COLUMNS = ["ref", "from_id", "from_name", "group_name", "title", "run", "child"]
+const COLUMNS = [...TEXT_COLUMNS.map(hexColumn), "created_at", "total", "original_length"].join(", ")
+const unhex = (rows: ReadonlyArray<Readonly<Record<string, unknown>>>) =>
+  rows.map((row) => decodeHexColumns(row, TEXT_COLUMNS))
 
 /** A `ResultBackend` over `sql` (the broker's one database connection). */
 export const makeSqlBackend = (sql: SqlClient): ResultBackend => ({
@@ -71,7 +80,11 @@ export const makeSqlBackend = (sql: SqlClient): ResultBackend => ({
     Effect.gen(function*() {
       const where = sql`(space = ${viewer.space} OR supervisor = ${viewer.self}) AND created_at >= ${notBefore}`
       const rows = yield* sql`SELECT ${sql.literal(COLUMNS)} FROM results WHERE ${where}
-        ORDER BY seq DESC LIMIT ${limit} OFFSET ${offset}`.pipe(Effect.mapError(failed("listing results")), Effect.flatMap(decode(Rows, "listing results")))
+        ORDER BY seq DESC LIMIT ${limit} OFFSET ${offset}`.pipe(
+        Effect.mapError(failed("listing results")),
+        Effect.map(unhex),
+        Effect.flatMap(decode(Rows, "listing results"))
+      )
       const count = yield* sql`SELECT count(*) AS n FROM results WHERE ${where}`.pipe(
         Effect.mapError(failed("counting results")),
         Effect.flatMap(decode(CountRows, "counting results"))
@@ -82,6 +95,7 @@ export const makeSqlBackend = (sql: SqlClient): ResultBackend => ({
     sql`SELECT ${sql.literal(COLUMNS)}, substr(body, ${offset * 2 + 1}, ${units * 2}) AS window FROM results
       WHERE ref = ${ref} AND (space = ${viewer.space} OR supervisor = ${viewer.self}) AND created_at >= ${notBefore}`.pipe(
       Effect.mapError(failed("reading a result")),
+      Effect.map(unhex),
       Effect.flatMap(decode(WindowRows, "reading a result")),
       Effect.map((rows) => {
         const row = rows[0]

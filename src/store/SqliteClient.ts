@@ -57,7 +57,11 @@ export interface SqliteClientOptions {
   readonly filename: string
   /** Default `"NORMAL"`: durable against a process crash or `kill -9`, not against power loss. */
   readonly synchronous?: Synchronous | undefined
-  /** How long a statement waits for another process's lock (e.g. a running `sqlite3 .backup`); default 5000 ms. */
+  /**
+   * How long a statement waits for another process's lock; default
+   * {@link DEFAULT_BUSY_TIMEOUT_MS}. SQLite waits synchronously, on the
+   * broker's event loop, so this is kept short and callers retry instead.
+   */
   readonly busyTimeoutMs?: number | undefined
   /** Prepared statements kept, least recently used evicted first; default 256. */
   readonly statementCacheSize?: number | undefined
@@ -80,7 +84,18 @@ export { type BatchStep, multiRowInsert, SqliteBatch, type SqliteBatchService } 
 /** The name this driver reports as `SqlClient.driver`. */
 export const DRIVER = "node-sqlite-builtin"
 
-const DEFAULT_BUSY_TIMEOUT_MS = 5000
+/**
+ * The connection's `busy_timeout`: how long a statement waits, inside SQLite
+ * and so with the broker's event loop parked, for another process's lock.
+ * 100 ms rides out a brief lock (a `sqlite3` one-off write, another
+ * connection's checkpoint) and parks the loop at most that long per attempt:
+ * the store writer retries a failed commit every second (StoreWriter.ts), so
+ * while another process holds the write lock the broker's other connections
+ * lose at most a tenth of its time; 5 s (SQLite tools' usual value) stalled
+ * every connection 5 s per attempt. Opening waits longer, by Effect retries
+ * (`Database.OPEN_BUSY_WAIT`).
+ */
+export const DEFAULT_BUSY_TIMEOUT_MS = 100
 const DEFAULT_STATEMENT_CACHE_SIZE = 256
 
 /**

@@ -14,6 +14,7 @@
  */
 import { Clock, Context, Data, Effect, Layer, Random, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { decodeHexColumns } from "./nulText.ts"
 
 /** What a delivery that gave up hands over. */
 export interface UndeliveredInput {
@@ -99,6 +100,14 @@ const Row = Schema.Struct({
 })
 const Rows = Schema.Array(Row)
 
+/**
+ * The TEXT columns, selected as hex: the payload, the failure and the names
+ * are free text that may hold NULs, which Node 22's `node:sqlite` would cut
+ * the text at (nulText.ts).
+ */
+const TEXT_COLUMNS = ["id", "run", "target", "kind", "body", "reason"]
+const SELECT_COLUMNS = [...TEXT_COLUMNS.map((column) => `hex(${column}) AS ${column}`), "attempts", "kept_at"].join(", ")
+
 const failed = (what: string) => (cause: unknown) =>
   new UndeliveredStoreFailed({ detail: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
@@ -160,10 +169,11 @@ export class UndeliveredStore extends Context.Service<UndeliveredStore, Undelive
           }),
         list: (run) =>
           (run === undefined
-            ? sql`SELECT id, run, target, kind, body, reason, attempts, kept_at FROM undelivered ORDER BY seq`
-            : sql`SELECT id, run, target, kind, body, reason, attempts, kept_at FROM undelivered WHERE run = ${run} ORDER BY seq`)
+            ? sql`SELECT ${sql.literal(SELECT_COLUMNS)} FROM undelivered ORDER BY seq`
+            : sql`SELECT ${sql.literal(SELECT_COLUMNS)} FROM undelivered WHERE run = ${run} ORDER BY seq`)
             .pipe(
               Effect.mapError(failed("listing the undelivered area")),
+              Effect.map((rows) => rows.map((row) => decodeHexColumns(row, TEXT_COLUMNS))),
               Effect.flatMap((rows) =>
                 Schema.decodeUnknownEffect(Rows)(rows).pipe(Effect.mapError(failed("the undelivered area holds an unexpected row")))
               ),

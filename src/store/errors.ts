@@ -25,14 +25,19 @@ export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
   }
 }
 
-/** The file is not a SQLite database, or it fails `PRAGMA quick_check`. It was not modified. */
+/**
+ * The file is not a SQLite database, or it fails `PRAGMA quick_check`. The
+ * broker wrote nothing to it; SQLite, closing it, copied any leftover `-wal`
+ * into it (as every close of a WAL database does).
+ */
 export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
   readonly file: string
   readonly detail: string
 }> {
   override get message(): string {
     return `${this.file} is damaged or is not an intercom database (${this.detail}). ` +
-      `It was left untouched. To start with an empty database, stop the broker and move the file aside, e.g. ` +
+      `The broker wrote nothing to it (SQLite, closing it, copied any leftover ${this.file}-wal into it, as every ` +
+      `close does). To start with an empty database, stop the broker and move the file aside, e.g. ` +
       `mv ${this.file} ${this.file}.corrupt (also move any ${this.file}-wal and ${this.file}-shm beside it); ` +
       `the data stored in it (undelivered mail, questions, results) is then not used.`
   }
@@ -59,7 +64,9 @@ export class DatabaseTooNew extends Data.TaggedError("DatabaseTooNew")<{
 }> {
   override get message(): string {
     return `${this.file} was written by a newer effect-intercom (schema migration ${this.found}; this build knows up ` +
-      `to ${this.known}). It was left untouched. Upgrade effect-intercom, or use another agent dir.`
+      `to ${this.known}). Its data was not changed: opening it only set write-ahead logging if it was not set ` +
+      `(a newer effect-intercom sets it too), and closing it copied any leftover ${this.file}-wal into it, as every ` +
+      `close does. Upgrade effect-intercom, or use another agent dir.`
   }
 }
 
@@ -81,6 +88,44 @@ export class DatabaseWriteFailed extends Data.TaggedError("DatabaseWriteFailed")
   }
 }
 
+/**
+ * Another process held a lock on the file for the whole of the open's wait
+ * (`Database.OPEN_BUSY_WAIT`): a `sqlite3` shell with an open transaction, or
+ * a second program writing the file.
+ */
+export class DatabaseBusy extends Data.TaggedError("DatabaseBusy")<{
+  readonly file: string
+  /** How long the open waited for the lock, e.g. "10s". */
+  readonly waited: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `${this.file} stayed locked by another process for ${this.waited} while the broker opened it ` +
+      `(${this.detail}). Close the other program's transaction (e.g. a sqlite3 shell ` +
+      `left in BEGIN) and start the broker again.`
+  }
+}
+
+/**
+ * Opening the database needed a write the file system refused: the disk is
+ * full, or an I/O error (creating the file, its `-wal` or `-shm`, or the
+ * schema). The broker did not start; unlike {@link DatabaseWriteFailed},
+ * nothing keeps running to try again.
+ */
+export class DatabaseOpenWriteFailed extends Data.TaggedError("DatabaseOpenWriteFailed")<{
+  readonly file: string
+  readonly reason: WriteFailure
+  readonly detail: string
+}> {
+  override get message(): string {
+    return this.reason === "disk-full"
+      ? `Cannot open ${this.file}: the disk is full (${this.detail}). Opening the database writes to it and ` +
+        `beside it (its -wal and -shm files). Free space on that file system and start the broker again.`
+      : `Cannot open ${this.file}: an I/O error (${this.detail}). Check the disk and the file system ` +
+        `(dmesg, df) and start the broker again.`
+  }
+}
+
 /** Any other failure while opening or migrating the database. */
 export class DatabaseOpenFailed extends Data.TaggedError("DatabaseOpenFailed")<{
   readonly file: string
@@ -97,7 +142,8 @@ export type StoreOpenError =
   | DatabaseCorrupt
   | DatabaseUnreadable
   | DatabaseTooNew
-  | DatabaseWriteFailed
+  | DatabaseBusy
+  | DatabaseOpenWriteFailed
   | DatabaseOpenFailed
 
 /**

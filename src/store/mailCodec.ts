@@ -72,7 +72,9 @@ const MailSchema = Schema.Struct({
   askTimeoutMs: Schema.optional(Schema.Number),
   channel: Schema.optional(Schema.Literal("supervisor")),
   replyError: Schema.optional(Schema.String),
-  delivery: Schema.optional(DeliverySchema)
+  delivery: Schema.optional(DeliverySchema),
+  // The trace context handed on (`trace-v1`): kept, so mail restored after a restart still carries it.
+  traceparent: Schema.optional(Schema.String)
 })
 
 const EdgeSchema = Schema.Struct({

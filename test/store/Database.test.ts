@@ -1,15 +1,18 @@
 /**
  * `Database.layer` on real files: the file's mode, migrations run once, and
  * the faults that fail closed (a corrupt file, a newer schema, an unreadable
- * file), each leaving the file as it was.
+ * file), each leaving the file's data as it was (a leftover -wal is copied
+ * into it when it is closed, as SQLite does at every close).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
-import { DatabaseCorrupt, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
+import * as SqliteClient from "../../src/store/SqliteClient.ts"
+import { toSqlError } from "../../src/store/SqliteFaults.ts"
+import { DatabaseBusy, DatabaseCorrupt, DatabaseOpenWriteFailed, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { countedMigrations } from "./fixtures/schema.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
@@ -162,6 +165,35 @@ describe("Database.layer", () => {
       assert.instanceOf(yield* Effect.flip(openOnly({ file })), DatabaseTooNew)
     }))
 
+  it.effect("refuses a newer database left with a -wal (a kill -9), says closing copied the -wal into it, and keeps its data", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const sqlite = SqliteClient.loadNodeSqlite()
+      if (sqlite === undefined) return
+      const dir = yield* tempDir
+      const source = path.join(dir, "source.db")
+      const writer = new sqlite.DatabaseSync(source)
+      writer.exec("PRAGMA journal_mode = WAL")
+      writer.exec("PRAGMA wal_autocheckpoint = 0")
+      writer.exec("CREATE TABLE effect_sql_migrations (migration_id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+      writer.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'future')")
+      // What a broker killed now leaves behind: the file and its -wal, the commits only in the -wal.
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      fs.copyFileSync(source, file)
+      fs.copyFileSync(`${source}-wal`, `${file}-wal`)
+      writer.close()
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseTooNew)
+      assert.include(error.message, `copied any leftover ${file}-wal into it`)
+      assert.notInclude(error.message, "untouched")
+      // What the message says: the -wal was copied into the file (and removed), its data kept.
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+      const reader = new sqlite.DatabaseSync(file, { readOnly: true })
+      const rows = reader.prepare("SELECT migration_id FROM effect_sql_migrations").all()
+      reader.close()
+      assert.deepStrictEqual(rows.map((row) => row["migration_id"]), [99])
+    }))
+
   it.effect("refuses a file that is not a database, naming it, and leaves its bytes untouched", () =>
     Effect.gen(function*() {
       const file = yield* dbFile
@@ -250,4 +282,87 @@ describe("Database.layerMemory", () => {
       const applied = yield* sql<{ name: string }>`SELECT name FROM effect_sql_migrations ORDER BY migration_id`
       assert.deepStrictEqual(applied.map((m) => m.name), Object.keys(migrations).map((key) => key.replace(/^\d+_/, "")))
     }).pipe(Effect.provide(Database.layerMemory)))
+})
+
+describe("Database.layer with another process holding the file's lock at open", () => {
+  /** A second connection to `file` holding its write lock (`BEGIN IMMEDIATE`), closed with the scope. */
+  const lockedBy = (file: string) =>
+    Effect.gen(function*() {
+      const sqlite = SqliteClient.loadNodeSqlite()
+      if (sqlite === undefined) return yield* Effect.die("no node:sqlite")
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      const other = yield* Effect.acquireRelease(
+        Effect.sync(() => new sqlite.DatabaseSync(file)),
+        (db) => Effect.sync(() => db.isOpen && db.close())
+      )
+      other.exec("BEGIN IMMEDIATE")
+      return other
+    })
+
+  it.live("waits for a lock released within the open's wait, then opens and migrates", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const other = yield* lockedBy(file)
+      const release = yield* Effect.forkChild(Effect.delay(Effect.sync(() => other.exec("COMMIT")), "400 millis"))
+      const tables = yield* withDatabase(
+        { file },
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE name = ${Database.MIGRATIONS_TABLE}`
+        })
+      )
+      yield* Fiber.join(release)
+      assert.strictEqual(tables.length, 1)
+    }))
+
+  it.live("fails with DatabaseBusy naming the file and the wait when the lock outlasts it", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* lockedBy(file)
+      const error = yield* Effect.flip(openOnly({ file, openBusyWait: "300 millis" }))
+      assert.instanceOf(error, DatabaseBusy)
+      assert.include(error.message, file)
+      assert.include(error.message, "300ms")
+    }))
+})
+
+describe("Database.openError: a write the file system refuses at open", () => {
+  /** An error shaped like node:sqlite's (`code: "ERR_SQLITE_ERROR"`, `errcode`, `errstr`), as SqliteClient reports it at open. */
+  const atOpen = (errcode: number, message: string) =>
+    toSqlError("/a/intercom.db", Object.assign(new Error(message), { code: "ERR_SQLITE_ERROR", errcode, errstr: message }), "open")
+  const SQLITE_FULL = 13
+  const SQLITE_IOERR_SHMSIZE = 10 | (19 << 8)
+  const plenty = () => 10 * 1024 * 1024 * 1024
+
+  /** The open-time text: the broker did not start, so nothing "keeps running" or "tries again" by itself. */
+  const assertOpenText = (error: unknown) => {
+    assert.instanceOf(error, DatabaseOpenWriteFailed)
+    if (!(error instanceof DatabaseOpenWriteFailed)) return
+    assert.include(error.message, "Cannot open /a/intercom.db")
+    assert.include(error.message, "start the broker again")
+    assert.notInclude(error.message, "keeps running")
+    assert.notInclude(error.message, "next write")
+  }
+
+  it("a new database on a full disk (SQLITE_FULL) says the disk is full and to start the broker again", () => {
+    const error = Database.openError("/a/intercom.db", atOpen(SQLITE_FULL, "database or disk is full"), plenty)
+    assertOpenText(error)
+    assert.strictEqual(error instanceof DatabaseOpenWriteFailed ? error.reason : undefined, "disk-full")
+    assert.include(error.message, "the disk is full")
+  })
+
+  it("an existing database on a full disk (ENOSPC behind SQLITE_IOERR_SHMSIZE) says the disk is full, not an I/O error", () => {
+    const error = Database.openError("/a/intercom.db", atOpen(SQLITE_IOERR_SHMSIZE, "disk I/O error"), () => 4096)
+    assertOpenText(error)
+    assert.strictEqual(error instanceof DatabaseOpenWriteFailed ? error.reason : undefined, "disk-full")
+    assert.include(error.message, "the disk is full")
+    assert.include(error.message, "4096 bytes free")
+  })
+
+  it("an I/O error at open with space to spare stays an I/O error", () => {
+    const error = Database.openError("/a/intercom.db", atOpen(SQLITE_IOERR_SHMSIZE, "disk I/O error"), plenty)
+    assertOpenText(error)
+    assert.strictEqual(error instanceof DatabaseOpenWriteFailed ? error.reason : undefined, "io-error")
+    assert.include(error.message, "an I/O error")
+  })
 })

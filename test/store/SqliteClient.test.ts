@@ -4,7 +4,7 @@
  * full, a missing node:sqlite, parameters SQLite cannot bind).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { DatabaseWriteFailed, SqliteUnavailable, writeFailureOf } from "../../src/store/errors.ts"
@@ -39,7 +39,28 @@ describe("SqliteClient", () => {
       assert.strictEqual(journal?.journal_mode, "wal")
       assert.strictEqual(sync?.synchronous, 1) // NORMAL
       assert.strictEqual(fk?.foreign_keys, 1)
-      assert.strictEqual(busy?.timeout, 5000)
+      // Short: SQLite waits for another process's lock on the event loop (DEFAULT_BUSY_TIMEOUT_MS).
+      assert.strictEqual(busy?.timeout, 100)
+    }))
+
+  it.live("a commit while another process holds the write lock fails as busy at once, and succeeds once it is released", () =>
+    Effect.gen(function*() {
+      const { filename, sql } = yield* fileClient()
+      const sqlite = SqliteClient.loadNodeSqlite()
+      if (sqlite === undefined) return
+      const other = yield* Effect.acquireRelease(
+        Effect.sync(() => new sqlite.DatabaseSync(filename)),
+        (db) => Effect.sync(() => db.close())
+      )
+      other.exec("BEGIN IMMEDIATE")
+      const [took, attempt] = yield* Effect.timed(Effect.result(sql.withTransaction(sql`INSERT INTO t (id, v) VALUES (1, 'a')`)))
+      assert.strictEqual(attempt._tag, "Failure")
+      if (attempt._tag === "Failure") assert.strictEqual(attempt.failure.reason._tag, "LockTimeoutError")
+      // The busy timeout was 5 s: every such attempt parked the event loop that long.
+      assert.isBelow(Duration.toMillis(took), 2_000)
+      other.exec("COMMIT")
+      yield* sql.withTransaction(sql`INSERT INTO t (id, v) VALUES (1, 'a')`)
+      assert.deepStrictEqual(yield* ids(sql), [1])
     }))
 
   it.effect("synchronous=FULL when asked", () =>

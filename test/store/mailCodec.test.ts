@@ -8,7 +8,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { DELIVERED, type Fingerprint, type Outcome, QUEUED } from "../../src/broker/DeliveryRecords.ts"
 import { OutboundRecord } from "../../src/broker/OutboundRecords.ts"
-import { CorruptRow, decodeRecord, encodeFingerprint, encodeOutcome } from "../../src/store/mailCodec.ts"
+import type { Mail } from "../../src/broker/Peer.ts"
+import { CorruptRow, decodeMail, decodeRecord, encodeFingerprint, encodeMail, encodeOutcome } from "../../src/store/mailCodec.ts"
 
 const optional = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { nil: undefined })
 const number = fc.oneof(fc.integer(), fc.integer({ min: -1, max: 10 }), fc.double({ noNaN: true, noDefaultInfinity: true }))
@@ -74,5 +75,28 @@ describe("mailCodec", () => {
     }
     assert.strictEqual(plain.replyTo, "ask-1")
     assert.strictEqual(encodeFingerprint(record), JSON.stringify(plain))
+  })
+
+  it("stored mail keeps its trace context: encodeMail then decodeMail gives back its traceparent", () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    const mail: Mail = {
+      recordKey: "\u0000alice\u0001m1",
+      senderKey: "\u0000alice",
+      senderId: "alice",
+      senderIdentity: undefined,
+      fromJson: JSON.stringify({ id: "alice", name: "alice" }),
+      message: { id: "m1", timestamp: 1, content: { text: "hi" } },
+      brokerReceivedAt: 10,
+      spaceKey: "",
+      targetKey: "\u0000bob",
+      targetId: "bob",
+      targetIdentity: undefined,
+      queuedAt: 10,
+      askTimeoutMs: undefined,
+      traceparent
+    }
+    const decoded = decodeMail(mail.recordKey, encodeMail(mail))
+    assert.notInstanceOf(decoded, CorruptRow)
+    if (!(decoded instanceof CorruptRow)) assert.strictEqual(decoded.traceparent, traceparent)
   })
 })

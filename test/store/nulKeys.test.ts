@@ -10,7 +10,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
-import type { SQLInputValue, StatementSync } from "node:sqlite"
 import * as Database from "../../src/store/Database.ts"
 import { type MailCommit, MailStore, makeSqlite } from "../../src/store/MailStore.ts"
 import { encodeFingerprint, encodeOutcome, type StoredRecord } from "../../src/store/mailCodec.ts"
@@ -20,37 +19,8 @@ import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail
 import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
+import { cutsAtNul } from "./nulSqlite.ts"
 import { tempDir } from "./support.ts"
-
-const cut = (value: unknown): unknown =>
-  typeof value === "string" && value.includes("\u0000") ? value.slice(0, value.indexOf("\u0000")) : value
-
-const cutRow = (row: unknown): unknown =>
-  Array.isArray(row)
-    ? row.map(cut)
-    : typeof row === "object" && row !== null
-    ? Object.fromEntries(Object.entries(row).map(([name, value]) => [name, cut(value)]))
-    : row
-
-/** Node 24's `node:sqlite`, reading TEXT as Node 22's does: up to its first NUL. */
-const cutsAtNul = (): SqliteClient.SqliteModule | undefined => {
-  const sqlite = SqliteClient.loadNodeSqlite()
-  if (sqlite === undefined) return undefined
-  class DatabaseSync extends sqlite.DatabaseSync {
-    override prepare(sql: string): StatementSync {
-      const statement = super.prepare(sql)
-      return new Proxy(statement, {
-        get(target, property) {
-          if (property === "all") return (...binds: Array<SQLInputValue>) => target.all(...binds).map(cutRow)
-          if (property === "get") return (...binds: Array<SQLInputValue>) => cutRow(target.get(...binds))
-          const value: unknown = Reflect.get(target, property, target)
-          return typeof value === "function" ? value.bind(target) : value
-        }
-      })
-    }
-  }
-  return { ...sqlite, DatabaseSync }
-}
 
 /** Alice's session key in the default (empty) scope, and her message's record key. */
 const ALICE = "\u0000alice"
