@@ -9,6 +9,7 @@
  * announced in the `send` (`ask-timeout-v1`), so a reply within the asker's
  * own wait is always accepted.
  */
+import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
@@ -27,15 +28,12 @@ export const MAX_ASKS_PER_SESSION = 1024
 /** Open asks the broker keeps at once, overall. */
 export const MAX_ASKS = 262_144
 
-/** The longest ask timeout a client may announce: 30 days. */
-export const MAX_ASK_TIMEOUT_MS = 30 * 86_400_000
-
 
 /** The announced timeout of an ask, undefined when none was announced, or a refusal. */
 const announcedTimeout = (attempt: SendAttempt): number | undefined | Refusal => {
   const value = attempt.frame.askTimeoutMs
   if (value === undefined || !attempt.sender.peer.features.has(ASK_TIMEOUT_V1)) return undefined
-  if (typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_ASK_TIMEOUT_MS) return value
+  if (isAskTimeoutMs(value)) return value
   return { code: DeliveryCode.InvalidMessage, reason: Reason.invalidAskTimeout(MAX_ASK_TIMEOUT_MS) }
 }
 

@@ -27,6 +27,7 @@
  * The frame handlers are the part to split out if it grows.
  */
 import { Queue } from "effect"
+import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { STEER } from "../protocol/deliveryModes.ts"
 import { QUESTIONS_V1, SUPERVISOR_V1 } from "../protocol/features.ts"
@@ -34,7 +35,7 @@ import type { Message } from "../protocol/frames.ts"
 import { QUESTION_ID_PATTERN } from "../protocol/questions.ts"
 import type { PageRequest, QuestionReason, QuestionRecord } from "../store/questionModel.ts"
 import { checkPage } from "../store/questionModel.ts"
-import { MAX_ASK_TIMEOUT_MS, messageFrameFor } from "./Asks.ts"
+import { messageFrameFor } from "./Asks.ts"
 import type { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import type { Mail } from "./Peer.ts"

@@ -40,6 +40,7 @@ export {
   loadIntercomSettings,
   logIntercomSettingsProblems,
   readConfigFile,
+  readConfigFileSync,
   readIntercomSettings
 } from "./load.ts"
 export {

@@ -6,8 +6,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
+import * as fs from "node:fs"
 import * as os from "node:os"
 import { configFileCandidates, type Environment, resolveAgentDir } from "./agentDir.ts"
+import { errorCode, errorMessage } from "./errno.ts"
 import { IntercomEnvError } from "./errors.ts"
 import { processSocketPlacement } from "./runtimeDir.ts"
 import { ConfigFileRead } from "./configFile.ts"
@@ -40,6 +42,20 @@ export const readConfigFile = (path: string): Effect.Effect<ConfigFileRead, neve
         ))
     )
   })
+
+/**
+ * `readConfigFile` for a caller that cannot run an Effect (the pi extension
+ * factory, which pi calls synchronously): the same answers, from `node:fs`.
+ * `Missing` only when the file does not exist (`ENOENT`), `Unreadable` for
+ * any other failure.
+ */
+export const readConfigFileSync = (path: string): ConfigFileRead => {
+  try {
+    return ConfigFileRead.text(fs.readFileSync(path, "utf8"))
+  } catch (error) {
+    return errorCode(error) === "ENOENT" ? ConfigFileRead.missing : ConfigFileRead.unreadable(errorMessage(error))
+  }
+}
 
 /**
  * Resolves the settings without logging or failing: the caller decides what

@@ -4,11 +4,18 @@
  * warnings by the resolver) so that newer files still load in older versions.
  */
 import * as Schema from "effect/Schema"
+import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 
 /** A string with at least one non-whitespace character. */
 const NonBlankString = Schema.String.check(Schema.isPattern(/\S/))
 /** A positive safe integer. */
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+/**
+ * An ask timeout the broker accepts: 1 to `MAX_ASK_TIMEOUT_MS` (30 days). A
+ * larger one would pass as a positive integer and then make every ask fail
+ * as not delivered (`Invalid askTimeoutMs`), so the file is rejected instead.
+ */
+const AskTimeoutMs = PositiveInt.check(Schema.isLessThanOrEqualTo(MAX_ASK_TIMEOUT_MS))
 
 /** `inboundTrigger`: which inbound messages start a model turn — all, only replies, or none. */
 export const InboundTrigger = Schema.Literals(["always", "replies", "never"])
@@ -36,7 +43,7 @@ export const IntercomConfigFile = Schema.Struct({
   enabled: Schema.optionalKey(Schema.Boolean),
   replyHint: Schema.optionalKey(Schema.Boolean),
   group: Schema.optionalKey(Schema.String),
-  askTimeoutMs: Schema.optionalKey(PositiveInt),
+  askTimeoutMs: Schema.optionalKey(AskTimeoutMs),
   sendTimeoutMs: Schema.optionalKey(PositiveInt),
   listTimeoutMs: Schema.optionalKey(PositiveInt),
   shortcut: Schema.optionalKey(Schema.String),
@@ -62,7 +69,7 @@ export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
   enabled: "a boolean",
   replyHint: "a boolean",
   group: "a string",
-  askTimeoutMs: POSITIVE_MS,
+  askTimeoutMs: `a whole number of milliseconds from 1 to ${MAX_ASK_TIMEOUT_MS} (30 days)`,
   sendTimeoutMs: POSITIVE_MS,
   listTimeoutMs: POSITIVE_MS,
   shortcut: "a string",

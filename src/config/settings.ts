@@ -18,7 +18,8 @@ import {
   resolveIntercomPaths
 } from "./agentDir.ts"
 import { type IntercomConfigError, IntercomEnvError } from "./errors.ts"
-import type { InboundTrigger, IntercomConfigFile, ToolVisibility } from "./schema.ts"
+import { isAskTimeoutMs } from "../protocol/constants.ts"
+import { CONFIG_KEY_EXPECTATIONS, type InboundTrigger, type IntercomConfigFile, type ToolVisibility } from "./schema.ts"
 import { ConfigFileRead, parseConfigFile, rejected } from "./configFile.ts"
 import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
@@ -284,8 +285,15 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
   let askTimeoutMs: number = file.askTimeoutMs ?? INTERCOM_DEFAULTS.askTimeoutMs
   if (askFromEnv !== undefined) {
     const parsed = parsePositiveInt(askFromEnv.value)
-    if (parsed === undefined) {
-      errors.push(new IntercomEnvError({ variable: askFromEnv.variable, value: askFromEnv.value, expected: POSITIVE_MS }))
+    // The broker's range (ask-timeout-v1): a larger value would make every ask fail as not delivered.
+    if (parsed === undefined || !isAskTimeoutMs(parsed)) {
+      errors.push(
+        new IntercomEnvError({
+          variable: askFromEnv.variable,
+          value: askFromEnv.value,
+          expected: CONFIG_KEY_EXPECTATIONS.askTimeoutMs
+        })
+      )
     } else {
       askTimeoutMs = parsed
     }

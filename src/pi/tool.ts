@@ -11,6 +11,7 @@
 import { StringEnum } from "@earendil-works/pi-ai"
 import type { AgentToolResult, ToolDefinition } from "@earendil-works/pi-coding-agent"
 import { type Static, Type } from "typebox"
+import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
 import { LOADER_NAME, TOOL_NAME } from "./names.ts"
 
@@ -63,7 +64,8 @@ export const IntercomParameters = Type.Object({
       "For 'reply' to an 'ask': answer with a failure instead; the asker's ask ends as an error with exactly this text ('message' may be left out)"
   })),
   timeoutMs: Type.Optional(Type.Number({
-    description: "For 'ask': how long to wait for the reply, in milliseconds (default from config, 10 minutes)"
+    description:
+      `For 'ask': how long to wait for the reply, in whole milliseconds from 1 to ${MAX_ASK_TIMEOUT_MS} (30 days; default from config, 10 minutes)`
   })),
   delivery: Type.Optional(StringEnum(["steer", "queue", "passive"] as const, {
     description:

@@ -16,3 +16,18 @@ export const PROTOCOL_VERSION = 1
  * timeout (10 s), with room to spare.
  */
 export const REPLAY_WINDOW_MS = 120_000
+
+/**
+ * The longest ask timeout, in milliseconds: 30 days. The broker refuses an
+ * announced `askTimeoutMs` above it (`ask-timeout-v1`, `E_INVALID_MESSAGE`),
+ * so a session refuses such an ask before sending it, and `config.json`
+ * refuses such an `askTimeoutMs`.
+ */
+export const MAX_ASK_TIMEOUT_MS = 30 * 86_400_000
+
+/**
+ * Whether `value` is an ask timeout the broker accepts: a whole number of
+ * milliseconds from 1 to `MAX_ASK_TIMEOUT_MS`.
+ */
+export const isAskTimeoutMs = (value: unknown): value is number =>
+  typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_ASK_TIMEOUT_MS

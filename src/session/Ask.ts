@@ -12,6 +12,7 @@
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric } from "effect"
 import type { Delivery } from "../client/events.ts"
+import { isAskTimeoutMs } from "../protocol/constants.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
@@ -198,7 +199,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       // C-ASK-10 and C-DLV-4: checked before the waiter slot is taken; nothing is sent when refused.
       const choice = yield* checkDeliveryChoice(request, "ask")
       const timeoutMs = request.timeoutMs ?? generation.settings.askTimeoutMs
-      if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) return yield* new InvalidTimeout({ value: timeoutMs })
+      // Checked here, not left to the broker, which refuses a timeout out of its range as "not delivered".
+      if (!isAskTimeoutMs(timeoutMs)) return yield* new InvalidTimeout({ value: timeoutMs })
       // C-ASK-1: the reservation is one synchronous check-and-set, made uninterruptibly
       // together with the release that follows whatever happens to this call.
       return yield* Effect.acquireUseRelease(

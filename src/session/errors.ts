@@ -28,6 +28,7 @@ import type {
   TopicRefused,
   TopicsUnavailable
 } from "../client/errors.ts"
+import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { TopicSessionChanged } from "./topicErrors.ts"
 import { formatWait, MISSING_SELF } from "./render.ts"
@@ -256,14 +257,16 @@ export class SelfNotListed extends Data.TaggedError("SelfNotListed")<{}> {
 }
 
 /**
- * A `timeoutMs` that is not a positive, finite number of milliseconds.
+ * An ask's `timeoutMs` (or the session's `askTimeoutMs` it defaults to) that
+ * the broker would refuse: not a whole number of milliseconds from 1 to
+ * `MAX_ASK_TIMEOUT_MS` (30 days). Nothing is sent.
  *
  * @category errors
  * @since 0.1.0
  */
 export class InvalidTimeout extends Data.TaggedError("InvalidTimeout")<{ readonly value: number }> {
   override get message(): string {
-    return `Invalid timeoutMs: ${this.value} (must be a positive number of milliseconds)`
+    return `Invalid timeoutMs: ${this.value} (must be a whole number of milliseconds from 1 to ${MAX_ASK_TIMEOUT_MS}, 30 days)`
   }
 }
 

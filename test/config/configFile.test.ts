@@ -158,7 +158,7 @@ const WRONG: { readonly [K in ConfigKey]: ReadonlyArray<unknown> } = {
   enabled: ["yes", 0, null],
   replyHint: ["false", 1, null],
   group: [1, true, null, ["a"]],
-  askTimeoutMs: [0, -1, 1.5, "1000", 2 ** 60, null],
+  askTimeoutMs: [0, -1, 1.5, "1000", 2 ** 60, 2_592_000_001, 1e12, null],
   sendTimeoutMs: [0, -5, 0.1, "10000", null],
   listTimeoutMs: [0, 2.5, "5000", {}, null],
   shortcut: [1, true, null, {}],
@@ -205,12 +205,26 @@ describe("strict rejection (C-CFG-2)", () => {
     const error = fileError(withConfig({ confirmSend: "no", askTimeoutMs: -1, status: "fine" }).errors)
     assert.deepStrictEqual(error.fields, [
       { field: "confirmSend", expected: "a boolean", found: `"no"` },
-      { field: "askTimeoutMs", expected: "a positive integer (milliseconds)", found: "-1" }
+      { field: "askTimeoutMs", expected: "a whole number of milliseconds from 1 to 2592000000 (30 days)", found: "-1" }
     ])
     assert.strictEqual(
       error.message,
-      `Ignoring intercom config ${PI_CONFIG}; every setting uses its default. "confirmSend" must be a boolean, found "no". "askTimeoutMs" must be a positive integer (milliseconds), found -1.`
+      `Ignoring intercom config ${PI_CONFIG}; every setting uses its default. "confirmSend" must be a boolean, found "no". "askTimeoutMs" must be a whole number of milliseconds from 1 to 2592000000 (30 days), found -1.`
     )
+  })
+
+  it("askTimeoutMs above the broker's 30 days is rejected with the range; 30 days exactly is accepted", () => {
+    // Past 30 days the broker refuses every ask as not delivered (ask-timeout-v1), so the file must not pass.
+    const tooLong = withConfig({ askTimeoutMs: 2_592_000_001, confirmSend: true })
+    assert.strictEqual(
+      fileError(tooLong.errors).message,
+      `Ignoring intercom config ${PI_CONFIG}; every setting uses its default. "askTimeoutMs" must be a whole number of milliseconds from 1 to 2592000000 (30 days), found 2592000001.`
+    )
+    assert.strictEqual(tooLong.settings.askTimeoutMs, 600_000)
+    assert.isFalse(tooLong.settings.confirmSend)
+    const longest = withConfig({ askTimeoutMs: 2_592_000_000 })
+    assert.deepStrictEqual(longest.errors, [])
+    assert.strictEqual(longest.settings.askTimeoutMs, 2_592_000_000)
   })
 
   it("names only the field for a bad array element", () => {
@@ -267,6 +281,8 @@ describe("strict rejection (C-CFG-2)", () => {
 
 const isNonBlankString = (v: unknown) => typeof v === "string" && v.trim().length > 0
 const isPositiveInt = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v) && v > 0
+/** 30 days: the broker's longest ask (ask-timeout-v1). */
+const THIRTY_DAYS_MS = 30 * 24 * 3_600_000
 const isOneOf = (options: ReadonlyArray<string>) => (v: unknown) => typeof v === "string" && options.includes(v)
 
 const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
@@ -280,7 +296,7 @@ const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
   enabled: (v) => typeof v === "boolean",
   replyHint: (v) => typeof v === "boolean",
   group: (v) => typeof v === "string",
-  askTimeoutMs: isPositiveInt,
+  askTimeoutMs: (v) => isPositiveInt(v) && typeof v === "number" && v <= THIRTY_DAYS_MS,
   sendTimeoutMs: isPositiveInt,
   listTimeoutMs: isPositiveInt,
   shortcut: (v) => typeof v === "string",
@@ -299,7 +315,7 @@ const VALID_ARB: { readonly [K in ConfigKey]: fc.Arbitrary<unknown> } = {
   enabled: fc.boolean(),
   replyHint: fc.boolean(),
   group: fc.string(),
-  askTimeoutMs: positiveInt,
+  askTimeoutMs: fc.integer({ min: 1, max: THIRTY_DAYS_MS }),
   sendTimeoutMs: positiveInt,
   listTimeoutMs: positiveInt,
   shortcut: fc.string(),

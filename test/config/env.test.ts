@@ -63,18 +63,24 @@ describe("ask timeout", () => {
     assert.strictEqual(resolve().settings.askTimeoutMs, 600_000)
   })
 
+  it("30 days, the broker's longest ask, is accepted", () => {
+    assert.strictEqual(resolve({ env: { [PI]: "2592000000" } }).settings.askTimeoutMs, 2_592_000_000)
+  })
+
   it("surrounding whitespace is allowed", () => {
     assert.strictEqual(resolve({ env: { [PI]: " 120000\n" } }).settings.askTimeoutMs, 120_000)
   })
 
-  for (const bad of ["0", "-5", "1.5", "10s", "1e3", "0x10", "+5", "NaN", "Infinity", "99999999999999999999"]) {
+  for (
+    const bad of ["0", "-5", "1.5", "10s", "1e3", "0x10", "+5", "NaN", "Infinity", "99999999999999999999", "2592000001"]
+  ) {
     it(`${JSON.stringify(bad)} is a startup error naming the variable`, () => {
       const { errors, settings } = resolve({ env: { [ATOMIC]: bad } })
       const error = envError(errors)
       assert.strictEqual(error.variable, ATOMIC)
       assert.strictEqual(error.value, bad)
       assert.include(error.message, ATOMIC)
-      assert.include(error.message, "positive integer")
+      assert.include(error.message, "a whole number of milliseconds from 1 to 2592000000 (30 days)")
       // the value is not used; settings fall back as if it were unset
       assert.strictEqual(settings.askTimeoutMs, 600_000)
     })

@@ -7,6 +7,7 @@ import {
   IntercomEnvError,
   loadIntercomSettings,
   readConfigFile,
+  readConfigFileSync,
   readIntercomSettings
 } from "../../src/config/index.ts"
 
@@ -41,6 +42,15 @@ describe("readConfigFile", () => {
       assert.deepStrictEqual(yield* readConfigFile(path.join(dir, "intercom", "config.json")), { _tag: "Missing" })
       const unreadable = yield* readConfigFile(path.join(dir, "intercom"))
       assert.strictEqual(unreadable._tag, "Unreadable")
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  it.effect("readConfigFileSync answers as readConfigFile: Missing, Unreadable, Text", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDirWith(`{"shortcut": "alt+i"}`)
+      assert.deepStrictEqual(readConfigFileSync(path.join(dir, "nope", "config.json")), { _tag: "Missing" })
+      assert.strictEqual(readConfigFileSync(path.join(dir, "intercom"))._tag, "Unreadable")
+      const file = path.join(dir, "intercom", "config.json")
+      assert.deepStrictEqual(readConfigFileSync(file), yield* readConfigFile(file))
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
 

@@ -31,7 +31,10 @@ describe("pi extension: the intercom tool's texts", () => {
         await act(a, { action: "send", to: "bravo", message: "bell \u0007" }),
         await act(a, { action: "list", scope: "galaxy" }),
         await act(a, { action: "send", to: "alpha", message: "to myself" }),
-        await act(a, { action: "ask", to: "bravo", message: "x", timeoutMs: -1 })
+        await act(a, { action: "ask", to: "bravo", message: "x", timeoutMs: -1 }),
+        // Out of the broker's range: refused as a parameter here, not sent and refused as "not delivered".
+        await act(a, { action: "ask", to: "bravo", message: "x", timeoutMs: 2500.5 }),
+        await act(a, { action: "ask", to: "bravo", message: "x", timeoutMs: 2_592_000_001 })
       ]
       assert.isTrue(bad.every((result) => result.isError), JSON.stringify(bad))
       assert.match(bad[0]?.text ?? "", /action/)
@@ -43,6 +46,8 @@ describe("pi extension: the intercom tool's texts", () => {
       assert.match(bad[6]?.text ?? "", /scope/)
       assert.strictEqual(bad[7]?.text, "Cannot message the current session")
       assert.match(bad[8]?.text ?? "", /^Invalid timeoutMs: -1/)
+      assert.match(bad[9]?.text ?? "", /^Invalid timeoutMs: 2500\.5 \(must be a whole number of milliseconds from 1 to 2592000000/)
+      assert.match(bad[10]?.text ?? "", /^Invalid timeoutMs: 2592000001 \(must be a whole number/)
       assert.strictEqual(b.calls.length, 2, "bravo's model was never woken")
       assert.deepStrictEqual(intercomMessages(b.session()), [])
 

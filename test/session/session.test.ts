@@ -337,6 +337,34 @@ describe("C-ASK blocking ask", () => {
       assert.isTrue(invalid.isError)
     }))
 
+  it.effect("an ask's timeoutMs out of the broker's range (over 30 days, a fraction) is a parameter error; nothing is sent", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      const range = "must be a whole number of milliseconds from 1 to 2592000000, 30 days"
+      for (const timeoutMs of [2_592_000_001, 2500.5, 0, -1, Number.POSITIVE_INFINITY]) {
+        const result = yield* session.intercom({ action: "ask", to: "B", message: "q", timeoutMs })
+        assert.deepStrictEqual(
+          [result.text, result.isError, result.details],
+          [`Invalid timeoutMs: ${timeoutMs} (${range})`, true, { error: "InvalidTimeout" }]
+        )
+      }
+      assert.deepStrictEqual(client.sends, [], "the broker never saw the ask")
+      assert.isFalse(yield* session.waiting)
+      // 30 days exactly is the broker's longest ask: it goes out, announcing that timeout.
+      const longest = yield* Effect.forkChild(session.ask({ to: "B", message: "q", timeoutMs: 2_592_000_000 }))
+      yield* settle
+      assert.strictEqual(client.sends[0]?.askTimeoutMs, 2_592_000_000)
+      yield* Fiber.interrupt(longest)
+    }))
+
+  it.effect("a session askTimeoutMs over 30 days makes a default ask an InvalidTimeout, not an undelivered message", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ askTimeoutMs: 2_592_000_001 })
+      const result = yield* session.intercom({ action: "ask", to: "B", message: "q" })
+      assert.match(result.text, /^Invalid timeoutMs: 2592000001 \(must be a whole number/)
+      assert.deepStrictEqual(client.sends, [])
+    }))
+
   it.effect("ask-timeout-v1: an ask's send announces its timeout (the call's, else askTimeoutMs), also when resent after a rebound", () =>
     Effect.gen(function*() {
       const { client, session } = yield* withPeers({ askTimeoutMs: 120_000 })

@@ -7,7 +7,7 @@
  * fills its outbox. Health must stay prompt and memory bounded.
  */
 import { Duration, Effect } from "effect"
-import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
+import { MAX_ASK_TIMEOUT_MS, MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { blob, mark, spliceJson } from "./blobs.ts"
 import { type AttackKit, framed, registerFrame, roundTrip } from "./kit.ts"
 
@@ -102,7 +102,7 @@ export const askFlood = (kit: AttackKit) =>
       JSON.stringify({
         type: "send",
         to: target,
-        askTimeoutMs: 2_592_000_000,
+        askTimeoutMs: MAX_ASK_TIMEOUT_MS,
         message: { id: `${kit.tag}-a${i}-${"k".repeat(kit.prng.int(0, kit.heavy ? 2_000 : 200))}`, timestamp: 1, content: { text: "answer me" }, expectsReply: true }
       }))
     yield* kit.sendTexts(conn, frames)
