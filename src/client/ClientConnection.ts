@@ -62,7 +62,8 @@ import {
   sendFrameText,
   type SendRequest,
   signatureOf,
-  SUPERVISOR_UNAVAILABLE
+  SUPERVISOR_UNAVAILABLE,
+  writeThenAwait
 } from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
@@ -486,8 +487,7 @@ export const openClientConnection = (
           ...(cursor === undefined ? {} : { cursor }),
           ...(group === undefined ? {} : { group })
         }
-        return write(frame, "list").pipe(
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "list", () => lists.delete(requestId))),
+        return writeThenAwait(write(frame, "list"), answer, timeoutMs, "list", () => lists.delete(requestId)).pipe(
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
         )
       })
@@ -540,9 +540,12 @@ export const openClientConnection = (
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
           // written withdraws it (the broker never saw it, and a later send with the id must not join).
-          return writeText(text, "send").pipe(
-            Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending))),
-            Effect.andThen(awaitAnswer(pending.answer, timeoutMs, "send", () => sends.forget(pending)))
+          return writeThenAwait(
+            writeText(text, "send").pipe(Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending)))),
+            pending.answer,
+            timeoutMs,
+            "send",
+            () => sends.forget(pending)
           )
         })
       })
@@ -567,19 +570,21 @@ export const openClientConnection = (
         const answer = Deferred.makeUnsafe<string, SupervisorAuthorizationFailed | ConnectionLost>()
         authorizations.set(requestId, { childName, answer })
         const frame = { type: "authorize_supervisor", requestId, childName, ...(capability === undefined ? {} : { capability }) }
-        return write(frame, "authorize").pipe(
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "authorize", () => authorizations.delete(requestId))),
+        return writeThenAwait(write(frame, "authorize"), answer, timeoutMs, "authorize", () => authorizations.delete(requestId)).pipe(
           Effect.onInterrupt(() => Effect.sync(() => authorizations.delete(requestId)))
         )
       })
 
     const cancel: ClientConnection["cancel"] = (messageId, timeoutMs) =>
       Effect.suspend(() => {
+        // A second cancel of the same id while the first waits shares its answer (and its ConnectionLost).
+        const waiting = cancels.get(messageId)
+        if (waiting !== undefined) return awaitAnswer(waiting, timeoutMs, "cancel", () => undefined)
         const answer = Deferred.makeUnsafe<boolean, ConnectionLost>()
         cancels.set(messageId, answer)
-        return write({ type: "cancel_message", messageId }, "cancel").pipe(
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "cancel", () => cancels.delete(messageId)))
-        )
+        return writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), answer, timeoutMs, "cancel", () => {
+          if (cancels.get(messageId) === answer) cancels.delete(messageId)
+        })
       })
 
     const close = Effect.gen(function*() {

@@ -161,6 +161,15 @@ describe("IntercomClient operations", () => {
       })
     }))
 
+  it.live("two cancels of one id at once share the broker's one answer: neither waits out its timeout", () =>
+    Effect.gen(function*() {
+      const { a } = yield* pair()
+      const sent = message("twice withdrawn")
+      yield* a.send({ to: "beta", message: sent })
+      const answers = yield* Effect.all([a.cancel(sent.id), a.cancel(sent.id)], { concurrency: 2 })
+      assert.deepStrictEqual(answers, [true, true])
+    }))
+
   it.live("cancel: true for a delivered message (the receiver gets a cancel control), false for an unknown one", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
