@@ -33,7 +33,7 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
   override get message(): string {
     return this.messageId === undefined
       ? `Intercom connection lost during ${this.operation}`
-      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe: the broker answers it from its record and never delivers it twice.`
+      : `Intercom connection lost before the broker confirmed message ${this.messageId}; it may or may not have been delivered. Retrying with the same message id within ${REPLAY_WINDOW_MS / 60_000} minutes of the first attempt is safe while the broker keeps its record of it (a durable broker does across restarts; one in memory mode forgets it when it restarts): it answers the retry from that record and does not deliver the message twice.`
   }
 }
 
