@@ -14,6 +14,9 @@
  * is forgotten only once it is past `capacity` and was received before the
  * message the client's confirmations stop at (`ConfirmBound`, passed to
  * `firstTime`): that message, and every one received after it, are kept.
+ * One gap is left (docs/client.md): a confirmation that covers more than
+ * `capacity` messages at once lets the oldest of them go at the next
+ * message read, and a broker killed before it took effect sends them again.
  * Owned by one `IntercomClient` and touched only by its synchronous inbound
  * code.
  */
