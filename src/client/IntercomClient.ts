@@ -20,7 +20,8 @@
  *   one batch in the order they were first sent (PendingSends.ts, `unsent`);
  *   each caller's retry takes that re-send's answer instead of writing again.
  * - A message delivered twice (a durable broker killed between writing it
- *   and forgetting it, docs/store.md) reaches `messages` once.
+ *   and forgetting it, docs/store.md; or sent again after a reconnect because
+ *   it was not confirmed) reaches `messages` once.
  *
  * The connection state is a few plain variables inside the service, touched
  * only by synchronous code (design.md's hot-path rule of single ownership).
@@ -121,16 +122,18 @@ const make = (
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
-    // A durable broker killed between writing a message and forgetting it delivers it again after its restart.
+    // A durable broker killed between writing a message and forgetting it delivers it again after its restart,
+    // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** When what was read may be confirmed (held, or only once handled); read by the connections. */
     const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true)
+    const confirmBound = () => confirmations.bound(unhandled.oldest())
     const sinks = {
-      confirmBound: () => confirmations.bound(unhandled.oldest()),
+      confirmBound,
       bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
-        if (recent.firstTime(message.from.id, message.message.id)) unhandled.offer(message)
+        if (recent.firstTime(message.from.id, message.message.id, confirmBound)) unhandled.offer(message)
       },
       presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),

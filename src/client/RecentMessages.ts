@@ -2,34 +2,73 @@
  * The messages a client received lately, by sender and message id, so that a
  * message delivered twice reaches the caller once.
  *
- * A durable broker (docs/store.md) keeps every acknowledged message until it
- * is written to its recipient's socket, and forgets it in its next commit; if
- * it is killed between the two, it delivers the message again after its
- * restart. The window is one commit, so a bounded memory of recent ids (the
- * last `capacity`, oldest forgotten first) is enough. Owned by one
- * `IntercomClient` and touched only by its synchronous inbound code.
+ * A durable broker (docs/store.md) keeps every acknowledged message until the
+ * client confirms it (`received-v1`), and forgets it in its next commit; if
+ * it is killed before that, or the connection drops first, it delivers the
+ * message again. What the client confirmed is gone within one commit, so a
+ * bounded memory of recent ids (the last `capacity`, oldest forgotten first)
+ * is enough for it. What the client has not confirmed is not: under
+ * `confirmWhenHandled` (or held confirmations) nothing from the oldest
+ * message the consumer has not handled onward is confirmed, however many
+ * messages that is, and all of it comes again after a reconnect. So a pair
+ * is forgotten only once it is past `capacity` and was received before the
+ * message the client's confirmations stop at (`ConfirmBound`, passed to
+ * `firstTime`): that message, and every one received after it, are kept.
+ * One gap is left (docs/client.md): a confirmation that covers more than
+ * `capacity` messages at once lets the oldest of them go at the next
+ * message read, and a broker killed before it took effect sends them again.
+ * Owned by one `IntercomClient` and touched only by its synchronous inbound
+ * code.
  */
+import type { ConfirmBound } from "./ConfirmationPolicy.ts"
+import type { InboundMessage } from "./events.ts"
 
-/** Remembers the last `capacity` (sender, message id) pairs seen. */
+const pairOf = (senderId: string, messageId: string): string => `${senderId}\u0001${messageId}`
+
+/**
+ * Remembers the (sender, message id) pairs received since the message the
+ * client's confirmations stop at, and at least the last `capacity` ones.
+ */
 export class RecentMessages {
+  /** The pairs, in the order they were first received. */
   private readonly seen = new Set<string>()
   private readonly capacity: number
+  /** The message the pair in `boundPair` is of: computed once per bound, not per message. */
+  private boundMessage: InboundMessage | undefined
+  private boundPair = ""
 
   constructor(capacity = 1024) {
     this.capacity = capacity
   }
 
-  /** Records the message; false when it was seen already (a redelivery: drop it). */
-  firstTime(senderId: string, messageId: string): boolean {
-    const key = `${senderId}\u0001${messageId}`
-    if (this.seen.has(key)) return false
-    this.seen.add(key)
-    if (this.seen.size > this.capacity) {
-      for (const oldest of this.seen) {
-        this.seen.delete(oldest)
-        break
-      }
-    }
+  /**
+   * Records the message; false when it was seen already (a redelivery: drop
+   * it). `bound` says how far the client may confirm what it read: called
+   * only when a pair may be forgotten, and none from its message onward is.
+   */
+  firstTime(senderId: string, messageId: string, bound: () => ConfirmBound): boolean {
+    const key = pairOf(senderId, messageId)
+    const seen = this.seen
+    if (seen.has(key)) return false
+    seen.add(key)
+    if (seen.size > this.capacity) this.forget(bound())
     return true
+  }
+
+  /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message. */
+  private forget(bound: ConfirmBound): void {
+    let stop: string | undefined
+    if (bound !== "all") {
+      if (bound !== this.boundMessage) {
+        this.boundMessage = bound
+        this.boundPair = pairOf(bound.from.id, bound.message.id)
+      }
+      stop = this.boundPair
+    }
+    const seen = this.seen
+    for (const oldest of seen) {
+      if (seen.size <= this.capacity || oldest === stop) return
+      seen.delete(oldest)
+    }
   }
 }

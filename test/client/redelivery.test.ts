@@ -5,10 +5,12 @@
  * (RecentMessages.ts). In memory, under TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { RecentMessages } from "../../src/client/RecentMessages.ts"
+import type { ConfirmBound } from "../../src/client/ConfirmationPolicy.ts"
+import type { InboundMessage } from "../../src/client/events.ts"
 import { type MailStoreService, makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { message } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
@@ -101,14 +103,106 @@ describe("received-v1: the client confirms the broker's notices it read", () => 
 })
 
 describe("RecentMessages", () => {
+  const all = (): ConfirmBound => "all"
+
   it("a pair is new once; the oldest is forgotten past the capacity", () => {
     const recent = new RecentMessages(2)
-    assert.isTrue(recent.firstTime("a", "1"))
-    assert.isFalse(recent.firstTime("a", "1"))
-    assert.isTrue(recent.firstTime("b", "1"), "the same id from another sender is another message")
-    assert.isTrue(recent.firstTime("a", "2"))
-    assert.isTrue(recent.firstTime("a", "1"), "forgotten: capacity 2")
+    assert.isTrue(recent.firstTime("a", "1", all))
+    assert.isFalse(recent.firstTime("a", "1", all))
+    assert.isTrue(recent.firstTime("b", "1", all), "the same id from another sender is another message")
+    assert.isTrue(recent.firstTime("a", "2", all))
+    assert.isTrue(recent.firstTime("a", "1", all), "forgotten: capacity 2")
   })
+
+  it("nothing from the message the confirmations stop at onward is forgotten, past the capacity too", () => {
+    const recent = new RecentMessages(2)
+    const inbound = (senderId: string, id: string): InboundMessage => ({
+      from: { id: senderId, name: senderId, cwd: "/", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+      message: { id, timestamp: 0, content: { text: id } }
+    })
+    const unconfirmed = inbound("a", "2")
+    let bound: ConfirmBound = unconfirmed
+    assert.isTrue(recent.firstTime("a", "1", () => bound))
+    assert.isTrue(recent.firstTime("a", "2", () => bound))
+    for (let i = 3; i <= 6; i++) assert.isTrue(recent.firstTime("a", `${i}`, () => bound))
+    assert.isFalse(recent.firstTime("a", "2", () => bound), "the bound's message is remembered")
+    assert.isFalse(recent.firstTime("a", "3", () => bound), "and so is every one received after it")
+    assert.isTrue(recent.firstTime("a", "1", () => bound), "one received before it is forgotten past the capacity")
+    bound = "all"
+    assert.isTrue(recent.firstTime("a", "7", () => bound))
+    assert.isTrue(recent.firstTime("a", "2", () => bound), "all confirmed: back to the last 2")
+  })
+})
+
+describe("a reconnect with more unconfirmed messages than the recent window", () => {
+  it.effect("under confirmWhenHandled, each of 1,100 unhandled messages sent again reaches messages once", () =>
+    Effect.gen(function*() {
+      const N = 1100
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(
+        memoryClientOptions(world, B_ID, "bob", { reconnectBaseMs: 500, confirmWhenHandled: true })
+      )
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const sent = Array.from({ length: N }, (_, i) => message(`m${i}`))
+      for (const m of sent) yield* alice.client.send({ type: "send", to: "bob", message: m })
+      // Two round trips on bob: all are read; none is handled (no consumer yet), so none is confirmed.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, N, "test setup: the broker holds them all")
+      yield* first.crash
+
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      yield* advance("500 millis") // bob reconnects and is sent every unconfirmed message again
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      const inbox = yield* subscribe(bob.messages, "bob's messages")
+      for (let i = 0; i < N; i++) yield* inbox.next()
+      yield* settle(bob.list) // a copy queued behind them would have reached the consumer by now
+      const ids = inbox.seen().map((m) => m.message.id)
+      assert.strictEqual(ids.length, N, "each message once")
+      assert.deepStrictEqual(ids, sent.map((m) => m.id), "in the order sent")
+    }))
+
+  it.effect("under confirmWhenHandled, messages handled after a kept one are unconfirmed too, and each reaches messages once", () =>
+    Effect.gen(function*() {
+      const N = 1100
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(
+        memoryClientOptions(world, B_ID, "bob", { reconnectBaseMs: 500, confirmWhenHandled: true })
+      )
+      // bob's consumer keeps the first message (its host has not taken it) and handles every other one.
+      const seen: Array<string> = []
+      yield* Effect.forkScoped(
+        Stream.runForEach(bob.messages, (m) =>
+          Effect.andThen(
+            Effect.sync(() => seen.push(m.message.id)),
+            seen.length === 0 ? bob.keep(m) : bob.handled(m)
+          )),
+        { startImmediately: true }
+      )
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const sent = Array.from({ length: N }, (_, i) => message(`m${i}`))
+      for (const m of sent) yield* alice.client.send({ type: "send", to: "bob", message: m })
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(seen.length, N, "test setup: the consumer had them all")
+      assert.strictEqual(disk.mail.size, N, "test setup: none is confirmed while the first is kept")
+      yield* first.crash
+
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      yield* advance("500 millis") // bob reconnects and is sent every unconfirmed message again
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      assert.deepStrictEqual(seen, sent.map((m) => m.id), "each message once, in the order sent")
+    }))
 })
 
 /**
