@@ -68,7 +68,18 @@ interface Watch {
   /** Counters at its previous frame, for the rates of the next. */
   sampleAt: number
   sampleRouted: number
-  sampleSessions: Map<string, number>
+  sampleSessions: Map<string, SessionSample>
+}
+
+/**
+ * A session's messages in and out at a watch's previous frame, and when its
+ * traffic started counting (`SessionTraffic.since`): a session that
+ * registers again under the same key starts a new count at 0, which the
+ * next rate must not subtract the old count from.
+ */
+interface SessionSample {
+  readonly count: number
+  readonly since: number
 }
 
 /** The live view; see the module header. */
@@ -219,9 +230,7 @@ export class Observe {
       }
     }
     const rows = live.map((session) => {
-      const since = sample === undefined ? session.traffic.since : sample.sampleAt
-      const before = sample?.sampleSessions.get(session.key) ?? 0
-      return rowOf(session, pending, waiting, rate(countOf(session) - before, now - since))
+      return rowOf(session, pending, waiting, sessionRate(session, sample, now))
     })
     rows.sort((a, b) => b.lastActivity - a.lastActivity || a.registeredAt - b.registeredAt)
     const windowMs = now - (sample?.sampleAt ?? this.startedAt)
@@ -305,8 +314,24 @@ const routedTotal = (traffic: Traffic): number =>
 /** A session's messages in and out. */
 const countOf = (session: Session): number => session.traffic.sent + session.traffic.received
 
-const sessionSample = (sessions: ReadonlyArray<Session>): Map<string, number> =>
-  new Map(sessions.map((session) => [session.key, countOf(session)]))
+const sessionSample = (sessions: ReadonlyArray<Session>): Map<string, SessionSample> =>
+  new Map(sessions.map((session) => [session.key, { count: countOf(session), since: session.traffic.since }]))
+
+/**
+ * A session's messages per second: since `sample`'s frame, from the count it
+ * had then — or, when its traffic started after that frame (a new or
+ * re-registered session) or is not the one sampled, from 0 since it started;
+ * without a sample, since it registered.
+ */
+const sessionRate = (session: Session, sample: Watch | undefined, now: number): number => {
+  const started = session.traffic.since
+  if (sample === undefined) return rate(countOf(session), now - started)
+  const before = sample.sampleSessions.get(session.key)
+  if (before === undefined || before.since !== started || started > sample.sampleAt) {
+    return rate(countOf(session), now - Math.max(started, sample.sampleAt))
+  }
+  return rate(countOf(session) - before.count, now - sample.sampleAt)
+}
 
 /** Per second over `ms` (0 for an empty window). */
 const rate = (count: number, ms: number): number => ms <= 0 ? 0 : Math.round((count * 1000 / ms) * 100) / 100

@@ -4,6 +4,7 @@
  * with `--json`, the snapshot as one JSON object.
  */
 import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
+import { terminalSafe } from "./terminalText.ts"
 
 const plural = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`
 
@@ -25,14 +26,15 @@ export const statsText = (stats: BrokerStatsSnapshot): string => {
     `  sessions:   ${sessions.live} live${sessions.unregistered > 0 ? `, ${sessions.unregistered} connecting` : ""}`
   ]
   for (const row of sessions.byGroupStatus) {
-    const scope = row.scope === "" ? "" : `scope ${row.scope}, `
-    lines.push(`    ${scope}group ${row.group}, status ${row.status === "" ? "(none)" : row.status}: ${row.count}`)
+    const scope = row.scope === "" ? "" : `scope ${terminalSafe(row.scope)}, `
+    const status = row.status === "" ? "(none)" : terminalSafe(row.status)
+    lines.push(`    ${scope}group ${terminalSafe(row.group)}, status ${status}: ${row.count}`)
   }
   const codes = Object.entries(routed.refusedByCode).sort(([a], [b]) => a.localeCompare(b))
   lines.push(
     `  routed:     ${routed.delivered} delivered, ${routed.queued} queued, ${routed.staged} staged, ${routed.replayed} replayed, ${routed.refused} refused`
   )
-  if (codes.length > 0) lines.push(`    refused by code: ${codes.map(([code, count]) => `${code} ${count}`).join(", ")}`)
+  if (codes.length > 0) lines.push(`    refused by code: ${codes.map(([code, count]) => `${terminalSafe(code)} ${count}`).join(", ")}`)
   lines.push(
     `  mailbox:    ${plural(stats.mailbox.depth, "message")} held for sessions that are away`,
     `  staging:    ${plural(stats.staging.depth, "message")} staged (replace)`,

@@ -35,6 +35,7 @@ import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
+import { brokerTelemetry, cliTelemetry } from "./telemetry.ts"
 import { processOwnsSocket, signalProcess } from "./processes.ts"
 
 /** How long `broker stop` waits for the broker to go away. */
@@ -148,6 +149,8 @@ const brokerBase = Command.make("broker", {
       warmUp: Option.getOrUndefined(Option.map(input.warmUp, (value) => value === "on"))
     })
   ),
+  // The broker exports as intercom-broker however it is started: here as on the fast path (brokerEntry.ts).
+  Command.provide(brokerTelemetry),
   Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),
   Command.withDescription(
     "Run the intercom broker in the foreground. Prints `Intercom broker started (pid: <pid>)` once it listens; exits 0 on SIGINT/SIGTERM or when idle."
@@ -293,10 +296,24 @@ const stats = Command.make(
 // ---------------------------------------------------------------------------
 
 /** `intercom broker`, with its `status`, `stop` and `stats` subcommands. */
-export const broker = brokerBase.pipe(Command.withSubcommands([status, stop, stats]))
+export const broker = brokerBase.pipe(
+  Command.withSubcommands([
+    status.pipe(Command.provide(cliTelemetry)),
+    stop.pipe(Command.provide(cliTelemetry)),
+    stats.pipe(Command.provide(cliTelemetry))
+  ])
+)
 
 /** The whole `intercom` command tree, as program.ts runs it. */
 export const intercom = Command.make("intercom").pipe(
   Command.withDescription("Local message broker for coding-agent sessions (wire-compatible with pi-intercom)."),
-  Command.withSubcommands([broker, ...clientCommands, top, uiCommand])
+  // Each command gets its own telemetry (OTLP export when OTEL_EXPORTER_OTLP_* say so; nothing is loaded otherwise):
+  // the foreground broker as intercom-broker (above), every other command as intercom-cli (the client
+  // commands in client/commands.ts).
+  Command.withSubcommands([
+    broker,
+    ...clientCommands,
+    top.pipe(Command.provide(cliTelemetry)),
+    uiCommand.pipe(Command.provide(cliTelemetry))
+  ])
 )

@@ -13,7 +13,6 @@ import { intercom } from "./commands.ts"
 import { programTeardown } from "./programExit.ts"
 import { usagePresenter } from "./usagePresenter.ts"
 import { loggingLayer } from "./logging.ts"
-import * as Telemetry from "../observability/Telemetry.ts"
 
 /** Runs the command line in `process.argv` as this process's main program. */
 export const runCliProcess = (): void =>
@@ -22,8 +21,7 @@ export const runCliProcess = (): void =>
     // A command line that does not parse: help and errors on stderr, and the JSON object under --json.
     Effect.provide(CliOutput.layerPresenter(usagePresenter(process.argv))),
     Effect.provide(NodeServices.layer),
-    // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.
-    Effect.provide(Telemetry.layer("intercom-cli")),
+    // Telemetry is provided per command in commands.ts: intercom-broker for the broker, intercom-cli for the rest.
     Effect.provide(loggingLayer),
     NodeRuntime.runMain({ teardown: programTeardown })
   )

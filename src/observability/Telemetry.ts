@@ -58,6 +58,17 @@ export const TelemetryEnabled = Context.Reference<{ readonly traces: boolean; re
 const optionalString = (provider: ConfigProvider.ConfigProvider, name: string) =>
   Effect.map(provider.load([name]), (node) => Option.fromUndefinedOr(node?.value === "" ? undefined : node?.value))
 
+/**
+ * Whether `url` is an http: or https: URL. `URL.canParse` alone is not
+ * enough: it reads `localhost:4318` as the scheme `localhost:`, to which
+ * nothing can be exported.
+ */
+const isHttpUrl = (url: string): boolean => {
+  if (!URL.canParse(url)) return false
+  const protocol = new URL(url).protocol
+  return protocol === "http:" || protocol === "https:"
+}
+
 /** An endpoint for one signal: its own variable as given, else the base one with `/v1/<signal>` appended. */
 const endpoint = (
   signal: "TRACES" | "METRICS",
@@ -67,13 +78,13 @@ const endpoint = (
 ): string | undefined => {
   if (Option.isSome(own) && own.value.trim() !== "") {
     const url = own.value.trim()
-    if (URL.canParse(url)) return url
+    if (isHttpUrl(url)) return url
     problems.push(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT is not a URL (${JSON.stringify(url)}): ${signal.toLowerCase()} are not exported`)
     return undefined
   }
   if (Option.isNone(base) || base.value.trim() === "") return undefined
   const url = base.value.trim()
-  if (!URL.canParse(url)) {
+  if (!isHttpUrl(url)) {
     problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT is not a URL (${JSON.stringify(url)}): ${signal.toLowerCase()} are not exported`)
     return undefined
   }

@@ -59,6 +59,7 @@ export const fromSnapshot = (snapshot: BrokerSnapshot): ViewInput => {
       ratePerSecond: row.ratePerSec
     })),
     queues: { mailbox: snapshot.queues.mailbox, staging: snapshot.queues.staged, outbox: snapshot.queues.outboxChars },
+    askCount: snapshot.askCount,
     openAsks: snapshot.asks.map((ask) => ({
       from: partyName(ask.from),
       to: partyName(ask.to),

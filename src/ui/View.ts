@@ -53,6 +53,9 @@ export interface ViewInput {
   readonly sessions: ReadonlyArray<InputSession>
   /** Messages in the mailbox, `replace` messages staged, characters queued in the outboxes. */
   readonly queues: { readonly mailbox: number; readonly staging: number; readonly outbox: number }
+  /** Open asks in all (`openAsks` may hold fewer: the broker lists the oldest 100). */
+  readonly askCount: number
+  /** The open asks the broker listed, at most the 100 oldest. */
   readonly openAsks: ReadonlyArray<{ readonly from: string; readonly to: string; readonly messageId: string; readonly askedAt: number }>
   readonly refusals: ReadonlyArray<
     { readonly at: number; readonly from: string; readonly target: string; readonly code: string; readonly reason: string }
@@ -256,7 +259,8 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
       messagesPerSecond: snapshot.totals.messagesPerSecond,
       routed: snapshot.totals.routed,
       refused: snapshot.totals.refused,
-      openAsks: openAsks.length,
+      // All open asks, not only the listed ones; stuck is known for the listed ones alone.
+      openAsks: snapshot.askCount,
       stuckAsks: openAsks.filter((ask) => ask.stuck).length,
       mailbox: snapshot.queues.mailbox,
       staging: snapshot.queues.staging,
@@ -286,6 +290,7 @@ const emptyInput = (at: number): ViewInput => ({
   sessionCount: 0,
   sessions: [],
   queues: { mailbox: 0, staging: 0, outbox: 0 },
+  askCount: 0,
   openAsks: [],
   refusals: [],
   traffic: [],

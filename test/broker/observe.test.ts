@@ -89,6 +89,36 @@ describe("observe-v1", () => {
       yield* b.client.roundTrip
     }))
 
+  it.live("a session that registers again under the same id starts its rate from 0, never negative", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const a = yield* broker.session({ sessionId: "a", name: "alice" })
+      const b = yield* broker.session({ sessionId: "b", name: "bob" })
+      const counted = yield* Deferred.make<void>()
+      const rowOfA = (event: ObserveEvent) =>
+        event.type === "state" ? event.state.sessions.find((row) => row.id === "a") : undefined
+      // One frame a second: time enough to leave and come back between two frames.
+      const watching = yield* ObserveClient.watch({ socketPath: broker.socketPath, intervalMs: 1_000 }).pipe(
+        Stream.filter((element): element is ObserveEvent => "type" in element),
+        Stream.tap((event) => rowOfA(event)?.messagesOut === 5 ? Deferred.succeed(counted, undefined) : Effect.void),
+        Stream.takeUntil((event) => rowOfA(event)?.messagesOut === 2),
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      for (let i = 0; i < 5; i++) assertDelivered(yield* send(a.client, "b", message(`m${i}`, { id: `m${i}` })))
+      // The watch's sample now holds alice's 5.
+      yield* Deferred.await(counted)
+      yield* a.client.send({ type: "unregister" })
+      yield* a.client.roundTrip
+      const again = yield* broker.session({ sessionId: "a", name: "alice" })
+      for (let i = 0; i < 2; i++) assertDelivered(yield* send(again.client, "b", message(`n${i}`, { id: `n${i}` })))
+      const events = yield* Fiber.join(watching).pipe(Effect.timeout(Duration.seconds(20)))
+      const last = rowOfA(events.at(-1)!)
+      assert.strictEqual(last?.messagesOut, 2)
+      assert.isAbove(last!.ratePerSec, 0)
+      yield* b.client.roundTrip
+    }))
+
   it.live("an observer is not a session: no session_joined, not listed, no effect on the session count", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker({ idleExit: null })

@@ -4,7 +4,9 @@
  * `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a receiver this test runs. One
  * send yields spans of one trace whose parent links go sender → broker →
  * recipient (→ hand-off to its host), each from its own process; the
- * broker's metrics arrive too (unset variables: telemetry.test.ts).
+ * broker's metrics arrive too (unset variables: telemetry.test.ts). A
+ * broker started through the full parser (`--idle-exit`) exports as
+ * `intercom-broker` too, not as the CLI.
  * Needs `npm run build` (the built `intercom`).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -61,5 +63,19 @@ describe("OTLP export", () => {
           point.name === "intercom_broker_messages_routed" && point.attributes["outcome"] === "delivered" &&
           (point.value ?? 0) >= 1
         ))
+    }))
+
+  it.live("a broker started through the full CLI parser (--idle-exit) exports as intercom-broker", () =>
+    Effect.gen(function*() {
+      const receiver = yield* otlpReceiver
+      const agent = exporting(yield* makeAgent, receiver.endpoint)
+      // --idle-exit is not taken by the fast path (argv.ts): this broker runs under effect/cli (program.ts).
+      const ran = yield* runCli(agent, ["broker", "--idle-exit", "1s"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      // The broker's series are flushed when it exits, at the latest.
+      const point = yield* receiver.waitFor("a metric point of the broker", () =>
+        receiver.metrics().find((point) => point.name === "intercom_broker_sessions_live"))
+      assert.strictEqual(point.service, "intercom-broker")
+      assert.deepStrictEqual([...new Set(receiver.metrics().map((point) => point.service))], ["intercom-broker"])
     }))
 })

@@ -65,6 +65,26 @@ describe("Telemetry", () => {
       assert.strictEqual(noTraces.metricsUrl, "http://127.0.0.1:4318/v1/metrics")
     }))
 
+  it.effect("an endpoint without an http: or https: scheme (localhost:4318) is reported like a non-URL and leaves export off", () =>
+    Effect.gen(function*() {
+      const base = yield* Telemetry.settings("svc").pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" }))
+      assert.isUndefined(base.tracesUrl)
+      assert.isUndefined(base.metricsUrl)
+      assert.deepStrictEqual(base.problems, [
+        `OTEL_EXPORTER_OTLP_ENDPOINT is not a URL ("localhost:4318"): traces are not exported`,
+        `OTEL_EXPORTER_OTLP_ENDPOINT is not a URL ("localhost:4318"): metrics are not exported`
+      ])
+      const own = yield* Telemetry.settings("svc").pipe(withEnv({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "ftp://collector/v1/traces",
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: "https://collector/v1/metrics"
+      }))
+      assert.isUndefined(own.tracesUrl)
+      assert.strictEqual(own.metricsUrl, "https://collector/v1/metrics")
+      assert.deepStrictEqual(own.problems, [
+        `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not a URL ("ftp://collector/v1/traces"): traces are not exported`
+      ])
+    }))
+
   it.effect("an endpoint that is not a URL is reported and leaves export off; headers and intervals are read", () =>
     Effect.gen(function*() {
       const settings = yield* Telemetry.settings("svc").pipe(withEnv({

@@ -28,6 +28,7 @@ const snapshotAt = (at: number): ViewInput => ({
     ratePerSecond: null
   }],
   queues: { mailbox: 0, staging: 0, outbox: 0 },
+  askCount: 1,
   openAsks: [{ from: "id-a", to: "id-b", messageId: "ask-1", askedAt: at }],
   refusals: [],
   traffic: [],

@@ -1,12 +1,14 @@
 /**
  * The page's reading of observe-v1 snapshots (src/ui/ObservedInput.ts):
  * names for ids, refusals drawn with the traffic, a restored ask's age, a
- * watch folded into one snapshot per element.
+ * watch folded into one snapshot per element, the open-asks total beyond
+ * the listed asks.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import type { BrokerSnapshot, ObserveEvent, SessionRow } from "../../src/observe/Snapshot.ts"
 import { currentSnapshots, fromSnapshot } from "../../src/ui/ObservedInput.ts"
+import { buildView } from "../../src/ui/View.ts"
 
 const T0 = 1_800_000_000_000
 
@@ -69,6 +71,27 @@ describe("ui observed input", () => {
     assert.strictEqual(input.sessions[0]?.lastActivityAt, null, "lastActivity 0 means none")
     assert.deepStrictEqual(input.queues, { mailbox: 4, staging: 5, outbox: 6 })
     assert.deepStrictEqual(input.totals, { routed: 10, refused: 3, messagesPerSecond: 1.5 })
+  })
+
+  it("totals every open ask, also those past the 100 the broker lists; stuck counts the listed ones", () => {
+    const listed = Array.from({ length: 100 }, (_, i) => ({
+      messageId: `ask-${i}`,
+      from: { id: "id-alice-123456", name: "alice" },
+      to: { id: "0123456789abcdef" },
+      askedAt: T0 - 60_000 + i,
+      deadline: T0 + 60_000
+    }))
+    const input = fromSnapshot({ ...snapshot, askCount: 250, asks: listed })
+    assert.strictEqual(input.openAsks.length, 100)
+    const view = buildView(input, {
+      now: T0,
+      stuckAfterMs: 30_000,
+      connection: { state: "connected", detail: "connected" },
+      socketPath: "/tmp/broker.sock"
+    })
+    assert.strictEqual(view.totals.openAsks, 250)
+    assert.strictEqual(view.totals.stuckAsks, 100)
+    assert.strictEqual(view.openAsks.length, 100)
   })
 
   it("draws refused sends with the routed ones, in time order, marked with their code", () => {

@@ -33,6 +33,7 @@ const input = (overrides: Partial<ViewInput> = {}): ViewInput => ({
   sessionCount: 2,
   sessions: [session("id-a", "alice"), session("id-b", "bob")],
   queues: { mailbox: 1, staging: 2, outbox: 3 },
+  askCount: overrides.openAsks?.length ?? 0,
   openAsks: [],
   refusals: [],
   traffic: [],

@@ -48,6 +48,7 @@ import { parseTimeout } from "./duration.ts"
 import { nameProblem } from "./identity.ts"
 import { resultTarget, stopTarget } from "./workerArgs.ts"
 import type { CommonInput } from "./session.ts"
+import { cliTelemetry } from "../telemetry.ts"
 
 const nameFlag = Flag.String("name").pipe(
   Flag.withDescription(
@@ -482,22 +483,22 @@ const steerCommand = Command.make(
 
 /** The client subcommands, for the `intercom` root command (program.ts) to add beside `broker`. */
 export const clientCommands = [
-  list,
-  send,
-  ask,
-  reply,
-  pending,
-  status,
-  watch,
-  publish,
-  subscribe,
-  unsubscribe,
-  topics,
-  results,
-  result,
-  questionsCommand,
-  answerCommand,
-  stopCommand,
-  peekCommand,
-  steerCommand
+  list.pipe(Command.provide(cliTelemetry)),
+  send.pipe(Command.provide(cliTelemetry)),
+  ask.pipe(Command.provide(cliTelemetry)),
+  reply.pipe(Command.provide(cliTelemetry)),
+  pending.pipe(Command.provide(cliTelemetry)),
+  status.pipe(Command.provide(cliTelemetry)),
+  watch.pipe(Command.provide(cliTelemetry)),
+  publish.pipe(Command.provide(cliTelemetry)),
+  subscribe.pipe(Command.provide(cliTelemetry)),
+  unsubscribe.pipe(Command.provide(cliTelemetry)),
+  topics.pipe(Command.provide(cliTelemetry)),
+  results.pipe(Command.provide(cliTelemetry)),
+  result.pipe(Command.provide(cliTelemetry)),
+  questionsCommand.pipe(Command.provide(cliTelemetry)),
+  answerCommand.pipe(Command.provide(cliTelemetry)),
+  stopCommand.pipe(Command.provide(cliTelemetry)),
+  peekCommand.pipe(Command.provide(cliTelemetry)),
+  steerCommand.pipe(Command.provide(cliTelemetry))
 ] as const

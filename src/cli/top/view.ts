@@ -7,6 +7,7 @@
  */
 import type { BrokerSnapshot, OpenAsk, RefusalEntry, SessionRow } from "../../observe/Snapshot.ts"
 import { healthOf } from "../../observe/Snapshot.ts"
+import { terminalSafe } from "../terminalText.ts"
 
 /** The columns `s` cycles through, in order. */
 export const SORT_COLUMNS = ["activity", "name", "group", "status", "asks", "rate"] as const
@@ -42,7 +43,9 @@ export const formatAge = (ms: number): string => {
 const formatChars = (chars: number): string =>
   chars < 1024 ? `${chars} B` : chars < 1_048_576 ? `${(chars / 1024).toFixed(1)} KB` : `${(chars / 1_048_576).toFixed(1)} MB`
 
-const nameOf = (party: { readonly id: string; readonly name?: string | undefined }): string => party.name ?? party.id
+/** A party's name (else its id), made safe for the terminal. */
+const nameOf = (party: { readonly id: string; readonly name?: string | undefined }): string =>
+  terminalSafe(party.name ?? party.id)
 
 const contains = (text: string | undefined, needle: string): boolean =>
   text !== undefined && text.toLowerCase().includes(needle)
@@ -71,9 +74,11 @@ const compareRows = (sort: SortColumn) => (a: SessionRow, b: SessionRow): number
   }
 }
 
-/** Cuts or pads `text` to exactly `width` characters. */
-const cell = (text: string, width: number): string =>
-  text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text.padEnd(width)
+/** Makes `text` safe for the terminal, then cuts or pads it to exactly `width` characters. */
+const cell = (raw: string, width: number): string => {
+  const text = terminalSafe(raw)
+  return text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text.padEnd(width)
+}
 
 const SESSION_COLUMNS: ReadonlyArray<readonly [string, number]> = [
   ["NAME", 18],
@@ -105,13 +110,15 @@ const sessionLine = (row: SessionRow, now: number): string =>
 const askLine = (ask: OpenAsk, now: number): string => {
   const age = ask.askedAt === undefined ? undefined : now - ask.askedAt
   const stuck = age !== undefined && age >= STUCK_ASK_MS
-  return `${stuck ? "!" : " "} ${nameOf(ask.from)} → ${nameOf(ask.to)}  ${ask.messageId}  age ${
+  return `${stuck ? "!" : " "} ${nameOf(ask.from)} → ${nameOf(ask.to)}  ${terminalSafe(ask.messageId)}  age ${
     age === undefined ? "?" : formatAge(age)
   }  closes in ${formatAge(ask.deadline - now)}${stuck ? "  STUCK" : ""}`
 }
 
 const refusalLine = (refusal: RefusalEntry, now: number): string =>
-  `  ${formatAge(now - refusal.at)} ago  ${nameOf(refusal.from)} → ${refusal.to}  ${refusal.code}  ${refusal.messageId}`
+  `  ${formatAge(now - refusal.at)} ago  ${nameOf(refusal.from)} → ${terminalSafe(refusal.to)}  ${
+    terminalSafe(refusal.code)
+  }  ${terminalSafe(refusal.messageId)}`
 
 /**
  * The screen for `snapshot`: header, totals and queues, the sessions table,
@@ -157,8 +164,10 @@ export const render = (
   const footer = [
     "",
     settings.editing !== undefined
-      ? `filter: ${settings.editing}▏  (Enter keeps it, Esc clears it)`
-      : `keys: s sort (${settings.sort})  / filter${settings.filter === "" ? "" : ` ("${settings.filter}")`}  q quit`
+      ? `filter: ${terminalSafe(settings.editing)}▏  (Enter keeps it, Esc clears it)`
+      : `keys: s sort (${settings.sort})  / filter${
+        settings.filter === "" ? "" : ` ("${terminalSafe(settings.filter)}")`
+      }  q quit`
   ]
   const budget = Math.max(size.rows, 10) - header.length - footer.length
   // Each section gets at least a few lines; what is left goes to the sessions table first.
