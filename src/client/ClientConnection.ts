@@ -62,8 +62,7 @@ import {
   sendFrameText,
   type SendRequest,
   signatureOf,
-  SUPERVISOR_UNAVAILABLE,
-  writeThenAwait
+  SUPERVISOR_UNAVAILABLE
 } from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
@@ -487,7 +486,8 @@ export const openClientConnection = (
           ...(cursor === undefined ? {} : { cursor }),
           ...(group === undefined ? {} : { group })
         }
-        return writeThenAwait(write(frame, "list"), answer, timeoutMs, "list", () => lists.delete(requestId)).pipe(
+        return write(frame, "list").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "list", () => lists.delete(requestId))),
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
         )
       })
@@ -540,12 +540,9 @@ export const openClientConnection = (
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
           // written withdraws it (the broker never saw it, and a later send with the id must not join).
-          return writeThenAwait(
-            writeText(text, "send").pipe(Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending)))),
-            pending.answer,
-            timeoutMs,
-            "send",
-            () => sends.forget(pending)
+          return writeText(text, "send").pipe(
+            Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending))),
+            Effect.andThen(awaitAnswer(pending.answer, timeoutMs, "send", () => sends.forget(pending)))
           )
         })
       })
@@ -570,7 +567,8 @@ export const openClientConnection = (
         const answer = Deferred.makeUnsafe<string, SupervisorAuthorizationFailed | ConnectionLost>()
         authorizations.set(requestId, { childName, answer })
         const frame = { type: "authorize_supervisor", requestId, childName, ...(capability === undefined ? {} : { capability }) }
-        return writeThenAwait(write(frame, "authorize"), answer, timeoutMs, "authorize", () => authorizations.delete(requestId)).pipe(
+        return write(frame, "authorize").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "authorize", () => authorizations.delete(requestId))),
           Effect.onInterrupt(() => Effect.sync(() => authorizations.delete(requestId)))
         )
       })
@@ -582,9 +580,11 @@ export const openClientConnection = (
         if (waiting !== undefined) return awaitAnswer(waiting, timeoutMs, "cancel", () => undefined)
         const answer = Deferred.makeUnsafe<boolean, ConnectionLost>()
         cancels.set(messageId, answer)
-        return writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), answer, timeoutMs, "cancel", () => {
-          if (cancels.get(messageId) === answer) cancels.delete(messageId)
-        })
+        return write({ type: "cancel_message", messageId }, "cancel").pipe(
+          Effect.andThen(awaitAnswer(answer, timeoutMs, "cancel", () => {
+            if (cancels.get(messageId) === answer) cancels.delete(messageId)
+          }))
+        )
       })
 
     const close = Effect.gen(function*() {
