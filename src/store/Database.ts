@@ -23,6 +23,12 @@
  * "Newer schema" is judged by that table, not by `PRAGMA user_version`: the
  * highest recorded `migration_id` above the highest id registered in this
  * build means a newer effect-intercom wrote the file.
+ *
+ * Size: one concept — opening the file, about 410 lines: preparing it, the
+ * checks, the snapshot, the Migrator and the migrations an earlier build
+ * skipped (`fillGaps`) are the steps of one open, run in order under the same
+ * busy-lock retries (`whileBusy`) and mapped to the same typed errors; split,
+ * each part would need that retry and error mapping again.
  */
 import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { Migrator, SqlClient, SqlError } from "effect/sql"
