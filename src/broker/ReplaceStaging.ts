@@ -129,13 +129,7 @@ export class ReplaceStaging {
     for (const entry of this.staged.values()) {
       if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
       if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
-      this.remove(entry)
-      this.ctx.records.rewrite(senderKey, messageId, {
-        ok: false,
-        code: DeliveryCode.DeliveryCancelled,
-        reason: Reason.cancelled,
-        retryable: false
-      })
+      this.cancel(entry)
       return entry
     }
     return undefined
@@ -173,16 +167,21 @@ export class ReplaceStaging {
           this.remove(entry)
           this.dropForRecipient(entry, session.infoJson)
         } else if (entry.mail.senderKey === session.key && entry.mail.message.expectsReply === true) {
-          this.remove(entry)
-          this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {
-            ok: false,
-            code: DeliveryCode.DeliveryCancelled,
-            reason: Reason.cancelled,
-            retryable: false
-          })
+          this.cancel(entry)
         }
       }
     }
+  }
+
+  /** Takes `entry` out for good, unsent: its replay record says cancelled (its sender asked, or left with its ask). */
+  private cancel(entry: Staged): void {
+    this.remove(entry)
+    this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {
+      ok: false,
+      code: DeliveryCode.DeliveryCancelled,
+      reason: Reason.cancelled,
+      retryable: false
+    })
   }
 
   private remove(entry: Staged): void {

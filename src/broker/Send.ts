@@ -273,10 +273,8 @@ export class Send {
       frame,
       now
     }
-    for (let i = 0; i < stages.length; i++) {
-      const refusal = stages[i]!.check?.(attempt)
-      if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
-    }
+    const refusal = this.refusal(attempt)
+    if (refusal !== undefined) return this.fail(peer, message.id, refusal, frame.to)
     // A durable broker whose last commit failed acknowledges nothing it cannot store.
     const storeFailure = this.ctx.journal?.failure
     if (storeFailure !== undefined) {
@@ -373,6 +371,17 @@ export class Send {
     for (let i = 0; i < stages.length; i++) stages[i]!.delivered?.(attempt, mail, target)
   }
 
+  /** The first send stage that refuses `attempt` (in the stages' order, P45's precedence), if any. */
+  private refusal(attempt: SendAttempt): Refusal | undefined {
+    // Indexed: `for…of` makes an iterator per loop until optimised.
+    const stages = this.stages
+    for (let i = 0; i < stages.length; i++) {
+      const refusal = stages[i]!.check?.(attempt)
+      if (refusal !== undefined) return refusal
+    }
+    return undefined
+  }
+
   /**
    * A staged `replace` message whose window closed, for its recipient (live
    * as `target`): checked again by the send stages as of now (refused, its
@@ -384,14 +393,11 @@ export class Send {
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
     const attempt: SendAttempt = { ...staged.attempt, target, now }
-    const stages = this.stages
-    for (let i = 0; i < stages.length; i++) {
-      const refusal = stages[i]!.check?.(attempt)
-      if (refusal !== undefined) {
-        this.staging?.refuseDue(staged, target.infoJson, refusal)
-        this.traffic.refused(attempt.sender, target.id, staged.mail.message.id, refusal.code, refusal.reason, now)
-        return
-      }
+    const refusal = this.refusal(attempt)
+    if (refusal !== undefined) {
+      this.staging?.refuseDue(staged, target.infoJson, refusal)
+      this.traffic.refused(attempt.sender, target.id, staged.mail.message.id, refusal.code, refusal.reason, now)
+      return
     }
     this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)

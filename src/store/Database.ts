@@ -245,20 +245,21 @@ const refuseNewer = (
     return found
   }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(file, error))))
 
+/** The migrations of `registry` with the id and name the Migrator reads from their keys (`NNNN_name`), in id order. */
+const migrationsOf = (
+  registry: Readonly<Record<string, Migration>>
+): Array<{ readonly id: number; readonly name: string; readonly migration: Migration }> =>
+  Object.entries(registry).flatMap(([key, migration]) => {
+    const match = /^(\d+)_(.+)$/.exec(key)
+    return match?.[1] === undefined || match[2] === undefined ? [] : [{ id: Number(match[1]), name: match[2], migration }]
+  }).sort((a, b) => a.id - b.id)
+
 /** The `[id, name]` of each migration of `registry` up to `through`, as the Migrator reads its keys. */
 export const migrationsThrough = (
   registry: Readonly<Record<string, Migration>>,
   through: number
-): Array<readonly [id: number, name: string]> => {
-  const out: Array<readonly [number, string]> = []
-  for (const key of Object.keys(registry)) {
-    const match = /^(\d+)_(.+)$/.exec(key)
-    if (match?.[1] === undefined || match[2] === undefined) continue
-    const id = Number(match[1])
-    if (id <= through) out.push([id, match[2]])
-  }
-  return out.sort((a, b) => a[0] - b[0])
-}
+): Array<readonly [id: number, name: string]> =>
+  migrationsOf(registry).filter(({ id }) => id <= through).map(({ id, name }) => [id, name] as const)
 
 /**
  * Gives an empty file the Migrator's table, the schema of `snapshot`, and
@@ -324,12 +325,7 @@ const fillGaps = (
     const recorded = new Set(rows.map((row) => row.migration_id))
     let highest = 0
     for (const id of recorded) highest = Math.max(highest, id)
-    const skipped = Object.entries(registry).flatMap(([key, migration]) => {
-      const match = /^(\d+)_(.+)$/.exec(key)
-      const id = Number(match?.[1])
-      const name = match?.[2]
-      return name === undefined || id >= highest || recorded.has(id) ? [] : [{ id, name, migration }]
-    }).sort((a, b) => a.id - b.id)
+    const skipped = migrationsOf(registry).filter(({ id }) => id < highest && !recorded.has(id))
     for (const { id, migration, name } of skipped) {
       yield* sql.withTransaction(
         Effect.andThen(
