@@ -42,7 +42,7 @@ import {
   ConnectionLost,
   deliveryError,
   IntercomNotConnected,
-  type RequestTimeout,
+  RequestTimeout,
   ResultsUnavailable,
   QuestionsUnavailable,
   SupervisorAuthorizationFailed,
@@ -587,6 +587,25 @@ export const openClientConnection = (
         )
       })
 
+    /**
+     * A base broker's bare `delivered` to a send (P41) cannot be told from a cancel's answer (P71): the
+     * cancel of a message whose send still waits here is written once that send is answered (or the
+     * connection closes), at most `timeoutMs` later, so each takes its own answer.
+     */
+    const cancelAfterSend: ClientConnection["cancel"] = (messageId, timeoutMs) =>
+      Effect.suspend(() => {
+        const inFlight = sends.get(messageId)
+        if (inFlight === undefined) return cancel(messageId, timeoutMs)
+        return Deferred.await(inFlight.answer).pipe(
+          Effect.exit, // the send's outcome is its caller's
+          Effect.timeoutOrElse({
+            duration: Duration.millis(timeoutMs),
+            orElse: () => Effect.fail(new RequestTimeout({ operation: "cancel", timeoutMs }))
+          }),
+          Effect.andThen(cancelAfterSend(messageId, timeoutMs))
+        )
+      })
+
     const close = Effect.gen(function*() {
       leaving = true
       // What was read before the close began is confirmed ahead of `unregister`, and nothing after it.
@@ -615,7 +634,7 @@ export const openClientConnection = (
       unanswered: () => sends.unanswered(),
       resend,
       authorize,
-      cancel,
+      cancel: cancelAfterSend,
       topic: (frame, timeoutMs) =>
         granted.has(TOPICS_V1)
           ? topicRequests.request(frame, (text) => writeText(text, "topic"), timeoutMs)

@@ -11,6 +11,16 @@
  * is between the exclusive create and the write of its content; treating it
  * as stale would let two racing clients both spawn.
  *
+ * Clearing a stale lock is one step per taker: under the takeover lock,
+ * `<lockFile>.takeover` (an fcntl lock, FileLock.ts: one holder at a time,
+ * in this process and across processes, dropped by the kernel when its
+ * holder dies), the lock is judged again, removed, and ours created. A
+ * client that judged the lock stale just before another replaced it with
+ * its own therefore finds that fresh lock and leaves it, instead of removing
+ * it and spawning too; a client that finds the takeover lock held leaves the
+ * spawn to its holder. Creating a missing lock needs no takeover lock: an
+ * exclusive create cannot replace anyone's lock.
+ *
  * Every age is measured against Effect's `Clock`, so a `TestClock` decides
  * what "old" means in tests.
  */
@@ -18,6 +28,7 @@ import { Clock, Data, Effect } from "effect"
 import * as fs from "node:fs"
 import { parseCanonicalInt, parsePositiveDecimal } from "../config/decimal.ts"
 import { errorCode } from "../config/errno.ts"
+import { holdFileLock } from "../config/FileLock.ts"
 import { isProcessAlive } from "../config/pidFile.ts"
 
 /** A lock older than this is stale, whoever holds it. */
@@ -96,10 +107,36 @@ const createExclusive = (lockFile: string, now: number): Effect.Effect<boolean, 
     catch: (cause) => new SpawnLockFailed({ path: lockFile, cause })
   })
 
+/** The takeover lock beside `lockFile`: whoever holds it may clear a stale spawn lock (see the module header). */
+const takeoverLockFile = (lockFile: string): string => `${lockFile}.takeover`
+
+/**
+ * Under the takeover lock: judges the lock again at `now` and, still stale,
+ * replaces it with ours. `"retry"` when someone created a lock between the
+ * removal and our create (the next attempt judges theirs); `"held"` when the
+ * lock holds after all, or another client is taking it over.
+ */
+const takeOver = (lockFile: string, now: number): Effect.Effect<"acquired" | "held" | "retry", SpawnLockFailed> =>
+  Effect.scoped(Effect.gen(function*() {
+    const takeover = takeoverLockFile(lockFile)
+    const taken = yield* holdFileLock(takeover, { probeGraceMs: 0 }).pipe(
+      Effect.as(true),
+      Effect.catchTag("FileLockHeld", () => Effect.succeed(false)),
+      Effect.mapError((error) => new SpawnLockFailed({ path: takeover, cause: error.detail }))
+    )
+    if (!taken || (yield* isHeld(lockFile, now))) return "held"
+    yield* Effect.try({
+      try: () => fs.rmSync(lockFile, { force: true }),
+      catch: (cause) => new SpawnLockFailed({ path: lockFile, cause })
+    })
+    return (yield* createExclusive(lockFile, now)) ? "acquired" : "retry"
+  }))
+
 /**
  * Tries to take the spawn lock: `"acquired"` (we created it: we spawn, then
  * `releaseSpawnLock`), or `"held"` (someone else may be spawning: wait for
- * health). Stale locks are cleared on the way, up to five attempts.
+ * health). Stale locks are cleared on the way, one taker at a time (the
+ * takeover lock), up to five attempts.
  */
 export const acquireSpawnLock = (lockFile: string): Effect.Effect<"acquired" | "held", SpawnLockFailed> =>
   Effect.gen(function*() {
@@ -107,10 +144,8 @@ export const acquireSpawnLock = (lockFile: string): Effect.Effect<"acquired" | "
     for (let attempt = 0; attempt < LOCK_ATTEMPTS; attempt++) {
       if (yield* createExclusive(lockFile, now)) return "acquired"
       if (yield* isHeld(lockFile, now)) return "held"
-      yield* Effect.try({
-        try: () => fs.rmSync(lockFile, { force: true }),
-        catch: (cause) => new SpawnLockFailed({ path: lockFile, cause })
-      })
+      const taken = yield* takeOver(lockFile, now)
+      if (taken !== "retry") return taken
     }
     return "held"
   })

@@ -6,7 +6,7 @@
  * minimal acks (P12, P41).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import {
   ASK_TIMEOUT_V1,
   BASE_FEATURES,
@@ -76,6 +76,40 @@ describe("base protocol", () => {
       })
       const [frame] = fake.ofType("send")
       assert.deepStrictEqual(frame?.frame, { type: "send", to: "anyone", message: sent })
+    }))
+
+  // A base broker's answers say only which message they are about: its bare `delivered` to a send (P41) and
+  // its answer to a cancel (P71) look alike. A cancel written while the send waited took the send's answer,
+  // and the send took the cancel's (or, with no answer to the cancel, timed out though it was delivered).
+  it.live("a cancel of a message whose send is in flight gets its own answer, and the send gets the send's", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: undefined, holdSendAnswers: true, cancelAnswer: "refused" })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "base-0000-0008", { sendTimeoutMs: 5000 }))
+      yield* client.connect
+      const sent = message("cancel me")
+      const sending = yield* Effect.forkChild(client.send({ to: "anyone", message: sent }), { startImmediately: true })
+      yield* fake.until("the send", () => fake.ofType("send").length === 1)
+      // Runs until it waits: for its answer, or (without the fix) with its own frame written.
+      const cancelling = yield* Effect.forkChild(client.cancel(sent.id), { startImmediately: true })
+      // The broker answers the send before this list (and before a cancel written ahead of it).
+      yield* client.list
+      assert.deepStrictEqual(yield* Fiber.join(sending), { messageId: sent.id, delivery: "socket_delivered" })
+      assert.isFalse(yield* Fiber.join(cancelling), "the broker's answer to the cancel: it could not cancel")
+      assert.deepStrictEqual(fake.frames.slice(-3).map((f) => f.frame.type), ["send", "list", "cancel_message"])
+    }))
+
+  it.live("a cancel behind a send the broker never answers fails with Cancel timeout, its frame unwritten", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: undefined, holdSendAnswers: true })
+      const { client } = yield* makeClient(fakeClientOptions(fake, "base-0000-0009", { sendTimeoutMs: 300 }))
+      yield* client.connect
+      const sent = message("never answered")
+      const sending = yield* Effect.forkChild(client.send({ to: "anyone", message: sent }), { startImmediately: true })
+      yield* fake.until("the send", () => fake.ofType("send").length === 1)
+      const refused = yield* Effect.flip(client.cancel(sent.id))
+      assert.strictEqual(refused.message, "Cancel timeout")
+      assert.strictEqual((yield* Effect.flip(Fiber.join(sending))).message, "Send timeout")
+      assert.deepStrictEqual(fake.ofType("cancel_message"), [])
     }))
 
   it.live("a failure reply to a broker without reply-error-v1 goes out as marked text, without the field", () =>

@@ -1,15 +1,17 @@
 /**
  * The spawn lock's rules (P93, C-BRK-17/18), with time from a TestClock:
  * who holds a lock, when it is stale, and the "empty lock under 1 s old is
- * held" rule that keeps two racing clients from both spawning.
+ * held" rule that keeps two racing clients from both spawning, and the
+ * takeover lock that lets only one of two clients replace a stale lock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Scheduler } from "effect"
 import { TestClock } from "effect/testing"
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { holdFileLock } from "../../src/config/FileLock.ts"
 import { acquireSpawnLock, parseSpawnLock, releaseSpawnLock } from "../../src/client/spawnLock.ts"
 
 /** A whole second, so that every file system stores it exactly as an mtime. */
@@ -70,6 +72,45 @@ describe("acquireSpawnLock", () => {
         assert.strictEqual(fs.readFileSync(file, "utf8"), ours(T + 10))
         fs.rmSync(file)
       }
+    }))
+})
+
+describe("two clients taking over one stale lock", () => {
+  // Each budget and head start puts the second taker's yields at other points of the first one's takeover.
+  // Without the takeover lock, a taker that judged the lock stale removed the lock the other had just
+  // created in its place, and both spawned.
+  it.effect.each([3, 4, 6, 7, 9])("exactly one of them acquires it, wherever they interleave (MaxOpsBeforeYield %i)", (budget) =>
+    Effect.gen(function*() {
+      const file = yield* lockIn
+      yield* TestClock.setTime(T + 10)
+      const outcomes: Array<string> = []
+      for (let headStart = 0; headStart < 12; headStart++) {
+        existingLock(file, "garbage\n", T) // stale: not the lock's shape
+        const first = yield* Effect.forkChild(acquireSpawnLock(file))
+        for (let i = 0; i < headStart; i++) yield* Effect.yieldNow
+        const second = yield* Effect.forkChild(acquireSpawnLock(file))
+        const got = [yield* Fiber.join(first), yield* Fiber.join(second)]
+        outcomes.push(got.join("+"))
+        assert.strictEqual(fs.readFileSync(file, "utf8"), ours(T + 10), "the winner's lock stays")
+        fs.rmSync(file)
+      }
+      const both = outcomes.flatMap((got, headStart) => got === "acquired+acquired" ? [headStart] : [])
+      assert.deepStrictEqual(both, [], "head starts at which both takers acquired the lock")
+      assert.isTrue(outcomes.every((got) => got === "acquired+held" || got === "held+acquired"), outcomes.join(", "))
+    }).pipe(Effect.provideService(Scheduler.MaxOpsBeforeYield, budget)))
+
+  it.effect("a client that finds another taking over leaves the stale lock to it", () =>
+    Effect.gen(function*() {
+      const file = yield* lockIn
+      existingLock(file, "garbage\n", T)
+      yield* TestClock.setTime(T + 10)
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* holdFileLock(`${file}.takeover`, { probeGraceMs: 0 }) // the other taker, mid-takeover
+        assert.strictEqual(yield* acquireSpawnLock(file), "held")
+        assert.strictEqual(fs.readFileSync(file, "utf8"), "garbage\n", "left to the taker")
+      }))
+      assert.strictEqual(yield* acquireSpawnLock(file), "acquired", "once it let go, the stale lock is taken over")
+      assert.strictEqual(fs.readFileSync(file, "utf8"), ours(T + 10))
     }))
 })
 

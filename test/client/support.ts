@@ -220,6 +220,17 @@ export interface FakeBrokerOptions {
   readonly answerList?: boolean
   /** After `registered`, stop reading and answering (a hung broker). Default false. */
   readonly hangAfterRegister?: boolean
+  /**
+   * Answer a `send` only when the connection's next frame comes, just before
+   * answering that frame: every answer still goes out in the order of the
+   * frames it answers, as a base broker's do. Default false.
+   */
+  readonly holdSendAnswers?: boolean
+  /**
+   * Answer `cancel_message` (P71) with a bare `delivered` (cancelled) or a
+   * bare `delivery_failed` (`refused`). Default: no answer.
+   */
+  readonly cancelAnswer?: "cancelled" | "refused"
 }
 
 /** What a fake broker saw, and how to wait for it. */
@@ -270,6 +281,8 @@ export const makeFakeBroker = (
           Effect.sync(() => sent.push({ connection: id, frame })),
           connection.writeAll([JSON.stringify(frame)])
         )
+      /** Send answers held back (`holdSendAnswers`) until the next frame. */
+      const held: Array<{ readonly type: string; readonly [key: string]: unknown }> = []
       while (true) {
         const texts = yield* connection.read
         for (const text of texts) {
@@ -277,6 +290,9 @@ export const makeFakeBroker = (
           if (isFrameDecodeError(parsed)) continue
           frames.push({ connection: id, frame: parsed })
           changed()
+          if (parsed.type !== "send") {
+            for (const answer of held.splice(0)) yield* reply(answer)
+          }
           switch (parsed.type) {
             case "health":
               yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
@@ -304,9 +320,20 @@ export const makeFakeBroker = (
             case "send": {
               const message = parsed.message
               const messageId = typeof message === "object" && message !== null && "id" in message ? message.id : "unknown"
-              yield* reply({ type: "delivered", messageId })
+              if (options.holdSendAnswers === true) held.push({ type: "delivered", messageId })
+              else yield* reply({ type: "delivered", messageId })
               break
             }
+            case "cancel_message":
+              if (options.cancelAnswer === "cancelled") yield* reply({ type: "delivered", messageId: parsed.messageId })
+              if (options.cancelAnswer === "refused") {
+                yield* reply({
+                  type: "delivery_failed",
+                  messageId: parsed.messageId,
+                  reason: "Message cannot be cancelled by this session"
+                })
+              }
+              break
           }
         }
       }
