@@ -46,7 +46,7 @@ describe("host refusals: a message the host refused until its generation closed 
       const summary = yield* soak({ seeds: 12, config: { hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals } } })
       assert.deepStrictEqual(summary.failures.map((failure) => failure.description), [])
       assert.strictEqual(summary.runs, 12)
-    }))
+    }), 120_000) // twelve runs: about 10 s alone, three times that beside other CPU-bound files
 
   it.effect("a failure's replay names --host-refusals (not --host-journal) and the config with the refusals", () =>
     Effect.gen(function*() {

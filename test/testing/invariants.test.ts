@@ -31,7 +31,7 @@ describe("a deliberately broken broker is caught", () => {
       // Replaying the seed reproduces the failure exactly.
       const again = yield* runWorkload({ seed: failure.seed, brokerFault: dropNthMessage(3), durability: "memory" })
       assert.deepStrictEqual(again.trace, failure.report.trace)
-    }))
+    }), 120_000) // a soak, a shrink and a replay: beside other CPU-bound files it has taken 60 s
 
   it.effect("a routed message written twice: duplicate-on-wire", () =>
     Effect.gen(function*() {
