@@ -67,7 +67,8 @@ export interface ViewInput {
 
 /** The state of the ui's link to the broker. */
 export interface ConnectionState {
-  readonly state: "connecting" | "connected" | "lost"
+  /** `stale`: connected, but the broker has sent nothing for a while (LiveView.ts); what is shown is its last update. */
+  readonly state: "connecting" | "connected" | "stale" | "lost"
   /** What the page shows in its header, e.g. `connected`, `broker not reachable: …`. */
   readonly detail: string
 }
