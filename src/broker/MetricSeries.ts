@@ -10,6 +10,11 @@
  * sessions-by-scope/group/status series come and go with the combinations
  * that exist: this module's fiber reconciles them every
  * `SESSION_SERIES_REFRESH`. docs/observability.md lists every series.
+ *
+ * Each series names its unit in UCUM, the form OTLP's `unit` field takes:
+ * `ms` for times, an annotation such as `{session}` for a count of things.
+ * effect's OTLP exporter reads it from the metric's `unit` attribute (and so
+ * also sends it as an attribute of every point); without one it sends `1`.
  */
 import { Context, Duration, Effect, Metric, type Scope } from "effect"
 import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
@@ -19,42 +24,60 @@ import { COMMIT_LATENCY_BOUNDS_MS } from "./StoreCommits.ts"
 export const SESSION_SERIES_REFRESH: Duration.Duration = Duration.seconds(5)
 
 const sessions = Metric.gauge("intercom_broker_sessions", {
-  description: "Live sessions by scope, group and status"
+  description: "Live sessions by scope, group and status",
+  attributes: { unit: "{session}" }
 })
-const sessionsLive = Metric.gauge("intercom_broker_sessions_live", { description: "Live registered sessions" })
+const sessionsLive = Metric.gauge("intercom_broker_sessions_live", {
+  description: "Live registered sessions",
+  attributes: { unit: "{session}" }
+})
 const unregistered = Metric.gauge("intercom_broker_connections_unregistered", {
-  description: "Connections accepted and not registered yet"
+  description: "Connections accepted and not registered yet",
+  attributes: { unit: "{connection}" }
 })
 const routed = Metric.counter("intercom_broker_messages_routed", {
   description: "Sends routed since the broker started, by outcome",
-  incremental: true
+  incremental: true,
+  attributes: { unit: "{send}" }
 })
 const refused = Metric.frequency("intercom_broker_messages_refused", {
-  description: "Refused sends since the broker started, by delivery code (attribute key)"
+  description: "Refused sends since the broker started, by delivery code (attribute key)",
+  attributes: { unit: "{send}" }
 })
-const mailboxDepth = Metric.gauge("intercom_broker_mailbox_depth", { description: "Messages held for sessions that are away" })
+const mailboxDepth = Metric.gauge("intercom_broker_mailbox_depth", {
+  description: "Messages held for sessions that are away",
+  attributes: { unit: "{message}" }
+})
 const stagingDepth = Metric.gauge("intercom_broker_staging_depth", {
-  description: "replace messages staged for coalescing (delivery-v1)"
+  description: "replace messages staged for coalescing (delivery-v1)",
+  attributes: { unit: "{message}" }
 })
 const outboxChars = Metric.gauge("intercom_broker_outbox_queued_chars", {
-  description: "Characters of frame text queued in every connection's outbox together"
+  description: "Characters of frame text queued in every connection's outbox together",
+  attributes: { unit: "{char}" }
 })
 const backpressureWaits = Metric.counter("intercom_broker_outbox_backpressure_waits", {
   description: "Times a connection's reader waited for room in a full outbox",
-  incremental: true
+  incremental: true,
+  attributes: { unit: "{wait}" }
 })
-const asksOpen = Metric.gauge("intercom_broker_asks_open", { description: "Open asks awaiting their reply" })
+const asksOpen = Metric.gauge("intercom_broker_asks_open", {
+  description: "Open asks awaiting their reply",
+  attributes: { unit: "{ask}" }
+})
 const asksOldest = Metric.gauge("intercom_broker_asks_oldest_age", {
   description: "Age of the oldest open ask (0 when none)",
   attributes: { unit: "ms" }
 })
 const storeCommits = Metric.counter("intercom_broker_store_commits", {
   description: "Durable store commits that succeeded",
-  incremental: true
+  incremental: true,
+  attributes: { unit: "{commit}" }
 })
 const storeFailures = Metric.counter("intercom_broker_store_commit_failures", {
   description: "Durable store commits that failed",
-  incremental: true
+  incremental: true,
+  attributes: { unit: "{commit}" }
 })
 const storeLatency = Metric.histogram("intercom_broker_store_commit_latency", {
   description: "Durable store commit latency",

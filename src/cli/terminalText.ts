@@ -3,17 +3,33 @@
  * message ids) made safe to print on a terminal.
  */
 
-/** C0 controls (U+0000–U+001F), DEL (U+007F) and C1 controls (U+0080–U+009F). */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+/**
+ * What a client could use to take over or spoof a terminal line:
+ *
+ * - C0 controls (U+0000–U+001F), DEL (U+007F) and C1 controls
+ *   (U+0080–U+009F): escape sequences, newlines, tabs;
+ * - bidirectional formatting characters: the embeddings and overrides
+ *   U+202A–U+202E, the isolates U+2066–U+2069, the marks U+200E, U+200F and
+ *   U+061C — they reorder the rest of a line, so a name could make a table
+ *   row read differently from what it holds;
+ * - zero-width characters: U+200B–U+200D, U+2060 and U+FEFF — invisible, so
+ *   two names that look the same could differ, and a column would be narrower
+ *   on screen than its length says.
+ *
+ * Every one is a single UTF-16 code unit.
+ */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g
 
-/** What each control character is shown as: U+FFFD, the replacement character. */
+/** What each unsafe character is shown as: U+FFFD, the replacement character. */
 export const CONTROL_REPLACEMENT = "\uFFFD"
 
 /**
- * `text` with every C0 and C1 control character and DEL replaced by U+FFFD
- * (`�`), one for one, so the length stays the same. A client-supplied string
- * passed through it can neither move the cursor, clear the screen, retitle
- * the terminal (ESC, CSI, OSC, BEL) nor start a new line. Apply it before any
- * cut to a width, so that a cut never lands inside an escape sequence.
+ * `text` with every C0 and C1 control character, DEL, bidirectional
+ * formatting character and zero-width character replaced by U+FFFD (`�`),
+ * one for one, so the length stays the same. A client-supplied string passed
+ * through it can neither move the cursor, clear the screen, retitle the
+ * terminal (ESC, CSI, OSC, BEL) nor start a new line, nor reorder or hide
+ * part of the line it is printed on. Apply it before any cut to a width, so
+ * that a cut never lands inside an escape sequence.
  */
-export const terminalSafe = (text: string): string => text.replace(CONTROL, CONTROL_REPLACEMENT)
+export const terminalSafe = (text: string): string => text.replace(UNSAFE, CONTROL_REPLACEMENT)

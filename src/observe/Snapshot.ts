@@ -79,3 +79,18 @@ export const QUIET_AFTER_MS = 60_000
  */
 export const healthOf = (row: SessionRow, now: number): "ok" | "no-asks" | "quiet" =>
   row.acceptsAsks === false ? "no-asks" : now - row.lastSeen > QUIET_AFTER_MS ? "quiet" : "ok"
+
+/** Updates missed, at the least, before a watch's view counts its broker as not answering. */
+export const STALE_AFTER_INTERVALS = 3
+/** The least time without an update before a watch's view counts its broker as not answering, in ms. */
+export const MIN_STALE_AFTER_MS = 3_000
+
+/**
+ * How long a watch with `intervalMs` may go without an update before its
+ * view says the broker is not answering: three intervals, at least 3 s. A
+ * broker sends a watch an update every interval even when nothing changed,
+ * so a longer silence means it is stopped (SIGSTOP, a debugger), hung or
+ * overloaded, while its connection stays open — and what the view shows is
+ * no longer current. `intercom top` and `intercom ui` both use it.
+ */
+export const staleAfterMs = (intervalMs: number): number => Math.max(MIN_STALE_AFTER_MS, STALE_AFTER_INTERVALS * intervalMs)

@@ -49,7 +49,8 @@ export const HANDOFF_RETRY_INTERVAL: Duration.Duration = Duration.millis(100)
  */
 export const inboundAbandoned: Metric.Counter<number> = Metric.counter("intercom_session_inbound_abandoned", {
   description: "Inbound messages the host did not take before their session generation ended",
-  incremental: true
+  incremental: true,
+  attributes: { unit: "{message}" }
 })
 
 /**

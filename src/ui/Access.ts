@@ -14,8 +14,10 @@
  *   other site's script may read or open the event stream;
  * - it is a `GET` or `HEAD` (the page only reads).
  *
- * Anything else gets 403 (405 for another method) with a short reason, and
- * nothing of the broker's state.
+ * The checks run in that order, the method last: a request that fails one of
+ * the first three gets 403 whatever its method (a `POST` without the token
+ * too), and one that passes them but is not a `GET` or `HEAD` gets 405.
+ * Every refusal has a short reason and nothing of the broker's state.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto"
 
@@ -66,9 +68,6 @@ export const decide = (request: AccessRequest, options: { readonly port: number;
   if (origin !== undefined && !allowedOrigins(options.port).includes(origin.toLowerCase())) {
     return refused(403, `Forbidden: requests from origin ${JSON.stringify(origin)} are not accepted`)
   }
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    return refused(405, `Method ${request.method} not allowed: the page only reads`)
-  }
   let url: URL
   try {
     url = new URL(request.url, `http://${host}`)
@@ -78,6 +77,10 @@ export const decide = (request: AccessRequest, options: { readonly port: number;
   const given = url.searchParams.get(TOKEN_PARAM)
   if (given === null || !sameToken(given, options.token)) {
     return refused(403, "Forbidden: missing or wrong token; open the URL that intercom ui printed")
+  }
+  // After the token: a request without it learns nothing, not even which methods the server takes.
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    return refused(405, `Method ${request.method} not allowed: the page only reads`)
   }
   return { _tag: "Allowed", path: url.pathname }
 }

@@ -8,6 +8,11 @@
  *   `ViewInput`); when the stream fails or ends (broker stopped, not
  *   started yet) it marks the link `lost` with the reason, keeps the last
  *   snapshot on screen, and opens a new stream after `retryAfter`;
+ * - a link whose stream has sent nothing for `staleAfter` is shown `stale`:
+ *   the broker sends an update every interval, so its silence means it is
+ *   stopped (SIGSTOP), hung or overloaded while its socket stays open, and
+ *   the snapshot on screen is no longer current. The next update makes it
+ *   `connected` again;
  * - the publisher builds the view (View.ts) and publishes it as JSON to the
  *   server's hub when something changed, at most once per `minInterval`, and
  *   at least once per `refreshEvery` even when nothing did, since ages grow
@@ -38,6 +43,8 @@ export interface LiveViewOptions {
   readonly minInterval: Duration.Duration
   /** Most time between two published views. */
   readonly refreshEvery: Duration.Duration
+  /** Time without an update after which the link shows `stale` (`staleAfterMs` of the watch's interval). */
+  readonly staleAfter: Duration.Duration
 }
 
 /** Defaults for `intercom ui`. */
@@ -51,16 +58,21 @@ export const LIVE_VIEW_DEFAULTS = {
 export const runLiveView = (options: LiveViewOptions): Effect.Effect<never> =>
   Effect.gen(function*() {
     const latest = yield* Ref.make<ViewInput | undefined>(undefined)
+    /** The clock when the stream last sent a snapshot. */
+    const lastInputAt = yield* Ref.make<number | undefined>(undefined)
     const connection = yield* Ref.make<ConnectionState>({ state: "connecting", detail: "connecting to the broker…" })
     const changed = yield* Queue.sliding<void>(1)
     const markChanged = Queue.offer(changed, undefined)
 
     const publish = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
+      const link = yield* Ref.get(connection)
+      const last = yield* Ref.get(lastInputAt)
+      const silentFor = last === undefined ? 0 : now - last
       const view = buildView(yield* Ref.get(latest), {
         now,
         stuckAfterMs: options.stuckAfterMs,
-        connection: yield* Ref.get(connection),
+        connection: link.state === "connected" && silentFor >= Duration.toMillis(options.staleAfter) ? staleState(silentFor) : link,
         socketPath: options.socketPath
       })
       yield* PubSub.publish(options.hub, JSON.stringify(view))
@@ -71,7 +83,11 @@ export const runLiveView = (options: LiveViewOptions): Effect.Effect<never> =>
 
     const followOnce = options.source.pipe(
       Stream.runForEach((input) =>
-        Ref.set(latest, input).pipe(Effect.andThen(setConnection({ state: "connected", detail: "connected" })))
+        Clock.currentTimeMillis.pipe(
+          Effect.flatMap((now) => Ref.set(lastInputAt, now)),
+          Effect.andThen(Ref.set(latest, input)),
+          Effect.andThen(setConnection({ state: "connected", detail: "connected" }))
+        )
       ),
       Effect.matchEffect({
         // The error's message says what is wrong and what to do (ObserveError), e.g. no broker answers.
@@ -93,3 +109,11 @@ export const runLiveView = (options: LiveViewOptions): Effect.Effect<never> =>
     yield* Effect.forkChild(Effect.forever(followOnce))
     return yield* Effect.forever(publisher)
   })
+
+/** The link to a broker that has sent nothing for `silentForMs`, its connection still open. */
+const staleState = (silentForMs: number): ConnectionState => ({
+  state: "stale",
+  detail: `The broker has not answered for ${
+    Math.floor(silentForMs / 1_000)
+  } s: it may be stopped (SIGSTOP), hung or overloaded. Showing what it last sent; waiting for it…`
+})

@@ -3,8 +3,10 @@
  * (src/observe) turned into the `ViewInput` View.ts works on, and the
  * stream of them `intercom ui` follows.
  *
- * The one place that knows the snapshot's shape: parties are shown by name
- * (an id's first 8 characters when it has none), health is `healthOf`'s
+ * The one place that knows the snapshot's shape: a party that is a live
+ * session is passed on by its id (View.ts shows it by name, and tells apart
+ * sessions of one name in different groups), any other by its name (an id's
+ * first 8 characters when it has none), health is `healthOf`'s
  * word, refused sends join the routed ones in the traffic (as arrows marked
  * with their code), and an ask restored from the durable store, whose asking
  * time the broker no longer knows, counts from the broker's start.
@@ -21,14 +23,17 @@ import {
 } from "../observe/Snapshot.ts"
 import type { InputTraffic, ViewInput } from "./View.ts"
 
-const partyName = (party: ObservedParty): string => party.name ?? party.id.slice(0, 8)
+const nameOf = (party: ObservedParty): string => party.name ?? party.id.slice(0, 8)
 
 /** The `ViewInput` of one snapshot. */
 export const fromSnapshot = (snapshot: BrokerSnapshot): ViewInput => {
+  // A live party by its id, so the view finds its session (and its group); any other by its name.
+  const live = new Set(snapshot.sessions.map((row) => row.id))
+  const partyRef = (party: ObservedParty): string => live.has(party.id) ? party.id : nameOf(party)
   const routed: Array<InputTraffic> = snapshot.traffic.map((entry) => ({
     at: entry.at,
-    from: partyName(entry.from),
-    to: partyName(entry.to),
+    from: partyRef(entry.from),
+    to: partyRef(entry.to),
     kind: entry.kind,
     messageId: entry.messageId,
     replyTo: entry.replyTo ?? null,
@@ -36,7 +41,7 @@ export const fromSnapshot = (snapshot: BrokerSnapshot): ViewInput => {
   }))
   const refused: Array<InputTraffic> = snapshot.refusals.map((entry) => ({
     at: entry.at,
-    from: partyName(entry.from),
+    from: partyRef(entry.from),
     to: entry.to,
     kind: "message",
     messageId: entry.messageId,
@@ -61,14 +66,14 @@ export const fromSnapshot = (snapshot: BrokerSnapshot): ViewInput => {
     queues: { mailbox: snapshot.queues.mailbox, staging: snapshot.queues.staged, outbox: snapshot.queues.outboxChars },
     askCount: snapshot.askCount,
     openAsks: snapshot.asks.map((ask) => ({
-      from: partyName(ask.from),
-      to: partyName(ask.to),
+      from: partyRef(ask.from),
+      to: partyRef(ask.to),
       messageId: ask.messageId,
       askedAt: ask.askedAt ?? snapshot.startedAt
     })),
     refusals: snapshot.refusals.map((entry) => ({
       at: entry.at,
-      from: partyName(entry.from),
+      from: partyRef(entry.from),
       target: entry.to,
       code: entry.code,
       reason: entry.reason

@@ -12,7 +12,7 @@
  * adapter from the observe-v1 snapshot is `fromSnapshot` (ObservedInput.ts),
  * so a change of the snapshot's shape touches one function.
  */
-import { type ChartRow, lanesOf, renderChart } from "./SequenceChart.ts"
+import { type ChartLane, type ChartRow, laneLabel, lanesOf, renderChart } from "./SequenceChart.ts"
 
 /** One live session, as the page reads it from a snapshot. */
 export interface InputSession {
@@ -67,7 +67,8 @@ export interface ViewInput {
 
 /** The state of the ui's link to the broker. */
 export interface ConnectionState {
-  readonly state: "connecting" | "connected" | "lost"
+  /** `stale`: connected, but the broker has sent nothing for a while (LiveView.ts); what is shown is its last update. */
+  readonly state: "connecting" | "connected" | "stale" | "lost"
   /** What the page shows in its header, e.g. `connected`, `broker not reachable: …`. */
   readonly detail: string
 }
@@ -161,8 +162,9 @@ const seconds = (ms: number): string => ms < 1_000 ? `${Math.round(ms)} ms` : `$
 /** The view of `input` (or of no snapshot yet: empty tables) at `context.now`. */
 export const buildView = (input: ViewInput | undefined, context: ViewContext): UiView => {
   const snapshot = input ?? emptyInput(context.now)
-  const names = new Map(snapshot.sessions.map((session) => [session.id, session.name]))
-  const nameOf = (idOrName: string): string => names.get(idOrName) ?? idOrName
+  const lanes = sessionLanes(snapshot.sessions)
+  const partyOf = lanes.partyOf
+  const nameOf = (idOrName: string): string => laneLabel(partyOf(idOrName))
   // Ages count from the later of the two clocks: a snapshot is never "in the future" of the view.
   const now = Math.max(context.now, snapshot.at)
   const stuck = (askedAt: number) => now - askedAt >= context.stuckAfterMs
@@ -237,8 +239,8 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
     const outcome = !refused && entry.outcome !== "delivered" ? entry.outcome : ""
     return {
       at: entry.at,
-      from: nameOf(entry.from),
-      to: nameOf(entry.to),
+      from: partyOf(entry.from),
+      to: partyOf(entry.to),
       kind: entry.kind,
       messageId: entry.messageId,
       note: [note, outcome].filter((part) => part !== "").join(" · "),
@@ -246,8 +248,6 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
       refused
     }
   })
-  // Lanes in name order, so they stay put while the sessions' order (most recently active first) changes.
-  const sessionNames = snapshot.sessions.map((session) => session.name).sort((a, b) => a.localeCompare(b))
 
   return {
     connection: context.connection,
@@ -281,7 +281,51 @@ export const buildView = (input: ViewInput | undefined, context: ViewContext): U
     openAsks,
     exchanges,
     refusals: snapshot.refusals.map((refusal) => ({ ...refusal, from: nameOf(refusal.from) })).sort((a, b) => b.at - a.at),
-    chart: renderChart(lanesOf(sessionNames, chartRows), chartRows)
+    chart: renderChart(lanesOf(lanes.live, chartRows), chartRows)
+  }
+}
+
+/**
+ * The chart's lanes of the live sessions, and the lane of any party a row
+ * names. A session's lane is keyed by its group and name: sessions of one
+ * name in different groups get a lane each, and the lane shows the group
+ * when its name alone is ambiguous (two sessions of one name and group share
+ * a lane). Lanes are in name order (then group), so they stay put while the
+ * sessions' order (most recently active first) changes.
+ *
+ * A party is a session id or a name (ObservedInput.ts passes a live session
+ * by its id): an id gets its session's lane; a name (a session that left, a
+ * refused target) gets the lane of the one live session of that name if
+ * there is exactly one, else a lane of its own, keyed by the name alone.
+ */
+const sessionLanes = (sessions: ReadonlyArray<InputSession>): {
+  readonly live: ReadonlyArray<ChartLane>
+  readonly partyOf: (idOrName: string) => ChartLane
+} => {
+  const keyOf = (session: InputSession) => JSON.stringify(["session", session.group, session.name])
+  const groupsByName = new Map<string, Set<string>>()
+  for (const session of sessions) {
+    const groups = groupsByName.get(session.name) ?? new Set<string>()
+    groups.add(session.group)
+    groupsByName.set(session.name, groups)
+  }
+  const byKey = new Map<string, ChartLane>()
+  for (const session of sessions) {
+    const key = keyOf(session)
+    if (byKey.has(key)) continue
+    const ambiguous = (groupsByName.get(session.name)?.size ?? 0) > 1
+    byKey.set(key, { key, name: session.name, group: ambiguous ? session.group : undefined })
+  }
+  const byId = new Map(sessions.map((session) => [session.id, byKey.get(keyOf(session))]))
+  const byName = new Map<string, ChartLane>()
+  for (const lane of byKey.values()) {
+    if ((groupsByName.get(lane.name)?.size ?? 0) === 1) byName.set(lane.name, lane)
+  }
+  const live = [...byKey.values()].sort((a, b) => a.name.localeCompare(b.name) || (a.group ?? "").localeCompare(b.group ?? ""))
+  return {
+    live,
+    partyOf: (idOrName) =>
+      byId.get(idOrName) ?? byName.get(idOrName) ?? { key: JSON.stringify(["other", idOrName]), name: idOrName, group: undefined }
   }
 }
 

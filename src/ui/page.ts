@@ -215,6 +215,7 @@ h2 { font-size: 14px; margin: 16px 0 6px; }
 .connection.connected { background: #2a23; color: var(--ok); }
 .connection.connecting { background: #8883; }
 .connection.lost { background: #d333; color: var(--stuck); }
+.connection.stale { background: #d333; color: var(--stuck); }
 .totals { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 10px; }
 .total { border: 1px solid var(--line); border-radius: 6px; padding: 4px 10px; min-width: 6em; }
 .total strong { display: block; font-size: 18px; }

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import { makeToken } from "./Access.ts"
 import { LIVE_VIEW_DEFAULTS, runLiveView } from "./LiveView.ts"
+import { staleAfterMs } from "../observe/Snapshot.ts"
 import { observedInputs } from "./ObservedInput.ts"
 import { makeViewHub, serveUi, type UiServeError, type UiServer } from "./UiServer.ts"
 
@@ -43,7 +44,8 @@ export const startUi = (options: UiOptions): Effect.Effect<UiServer, UiServeErro
       hub,
       stuckAfterMs: options.stuckAfterMs,
       socketPath: options.socketPath,
-      ...LIVE_VIEW_DEFAULTS
+      ...LIVE_VIEW_DEFAULTS,
+      staleAfter: Duration.millis(staleAfterMs(options.intervalMs))
     }))
     return yield* serveUi({ port: options.port, token, views: hub })
   })

@@ -2,8 +2,12 @@
  * Client-supplied strings on the terminal: a session name, group, status,
  * send target, code or message id full of control characters (clear screen,
  * retitle, newline) is shown by `intercom top` (text) and `intercom broker
- * stats` with no control character left and without extra lines.
+ * stats` with no control character left and without extra lines; so is
+ * one with bidirectional overrides, isolates and marks (which would reorder a
+ * row) or zero-width characters (which would hide part of a name and leave a
+ * column narrower on screen than its length).
  */
+import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import { statsText } from "../../src/cli/brokerStats.ts"
 import { terminalSafe } from "../../src/cli/terminalText.ts"
@@ -14,6 +18,26 @@ import type { BrokerStatsSnapshot } from "../../src/protocol/stats.ts"
 const NOW = 1_000_000
 const EVIL = "evil\u001b[2J\u001b]0;PWNED\u0007\nsessions 999 FAKE"
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** Bidirectional formatting characters: embeddings and overrides, isolates, marks. */
+const BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"]
+/** Zero-width characters: space, non-joiner, joiner, word joiner, BOM. */
+const ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"]
+const UNSAFE = new Set([...BIDI, ...ZERO_WIDTH])
+const isUnsafe = (c: string): boolean => UNSAFE.has(c) || CONTROL.test(c)
+const ANY_UNSAFE = new RegExp(`[${[...UNSAFE].join("")}]|${CONTROL.source}`)
+/** Characters one column wide on a terminal, as top's cells assume: printable ASCII, U+FFFD and `…`, `→`, `▏`. */
+const ONE_COLUMN = /^[\u0020-\u007e\ufffd…→▏]*$/
+
+/** Client text from printable ASCII, controls, bidi and zero-width characters. */
+const clientText = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom(...BIDI, ...ZERO_WIDTH),
+    fc.integer({ min: 0, max: 0x9f }).map((code) => String.fromCharCode(code)),
+    fc.constantFrom("a", "b", " ", "-", "é")
+  ),
+  maxLength: 30
+})
 
 const row = (id: string, name: string, extra: Partial<SessionRow> = {}): SessionRow => ({
   id,
@@ -63,6 +87,34 @@ describe("client-supplied strings on the terminal", () => {
   it("terminalSafe replaces C0, DEL and C1 one for one and keeps the rest", () => {
     assert.strictEqual(terminalSafe("a\u0000b\tc\u007fd\u0085e\u009bf é→"), "a\uFFFDb\uFFFDc\uFFFDd\uFFFDe\uFFFDf é→")
     assert.strictEqual(terminalSafe(EVIL).length, EVIL.length)
+  })
+
+  it("terminalSafe replaces every bidi and zero-width character one for one (property)", () => {
+    assert.strictEqual(terminalSafe("admin\u202egnp.exe\u200b"), "admin\uFFFDgnp.exe\uFFFD")
+    fc.assert(fc.property(clientText, (text) => {
+      const safe = terminalSafe(text)
+      assert.strictEqual(safe.length, text.length, "one for one: a cut to a width stays exact")
+      for (let i = 0; i < text.length; i++) {
+        assert.strictEqual(safe[i], isUnsafe(text[i]!) ? "\uFFFD" : text[i], `at ${i}`)
+      }
+    }))
+  })
+
+  it("top's and broker stats' text has no bidi, zero-width or control character, and top's table rows keep their width (property)", () => {
+    const size = { columns: 400, rows: 60 }
+    fc.assert(fc.property(clientText, clientText, (name, text) => {
+      const lines = render(snapshot(name, text), initialSettings, size, "intercom top")
+      for (const line of lines) if (ANY_UNSAFE.test(line)) assert.fail(`an unsafe character in ${JSON.stringify(line)}`)
+      // Every character of a session row is one column wide, so its length is its width on screen.
+      const header = lines.findIndex((line) => line.startsWith("NAME"))
+      for (const line of lines.slice(header + 1, header + 3)) {
+        assert.match(line.replaceAll("é", "e"), ONE_COLUMN)
+        assert.strictEqual(line.length, lines[header]!.length)
+      }
+      for (const line of statsText(stats(text)).split("\n")) {
+        if (ANY_UNSAFE.test(line)) assert.fail(`an unsafe character in ${JSON.stringify(line)}`)
+      }
+    }), { numRuns: 200 })
   })
 
   it("top's text view has no control character and no extra line", () => {

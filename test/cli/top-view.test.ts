@@ -56,6 +56,13 @@ const tableNames = (lines: ReadonlyArray<string>): ReadonlyArray<string> => {
 const settings = (extra: Partial<ViewSettings>): ViewSettings => ({ ...initialSettings, ...extra })
 
 describe("intercom top: the screen", () => {
+  it("with silentForMs starts with a line saying the broker is not answering, above its last update", () => {
+    const lines = render(snapshot(), initialSettings, SIZE, "intercom top", 12_500)
+    assert.strictEqual(lines[0], "!! NOT ANSWERING: no update from the broker for 12s (stopped, hung or overloaded?); below is its last update")
+    assert.isTrue(lines[1]?.startsWith("intercom top  up"))
+    assert.notInclude(render(snapshot(), initialSettings, SIZE, "intercom top").join("\n"), "NOT ANSWERING")
+  })
+
   it("shows totals, queues, each session's health, the stuck ask and the refusal with its code", () => {
     const text = render(snapshot(), initialSettings, SIZE, "intercom top").join("\n")
     assert.include(text, "intercom top  up 1h00m")

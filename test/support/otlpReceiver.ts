@@ -22,6 +22,9 @@ export interface ReceivedSpan {
 export interface ReceivedPoint {
   readonly service: string
   readonly name: string
+  /** The metric's `unit` (UCUM) and `description` as sent. */
+  readonly unit: string | undefined
+  readonly description: string | undefined
   readonly attributes: Readonly<Record<string, unknown>>
   readonly value: number | undefined
 }
@@ -126,6 +129,8 @@ export const otlpReceiver: Effect.Effect<OtlpReceiver, never, Scope.Scope> = Eff
               return {
                 service,
                 name: String(metric.name),
+                unit: typeof metric.unit === "string" ? metric.unit : undefined,
+                description: typeof metric.description === "string" ? metric.description : undefined,
                 attributes: attributesOf(point.attributes),
                 value: value === undefined ? undefined : Number(value)
               }

@@ -59,6 +59,16 @@ describe("ui access", () => {
     assert.deepInclude(decideFor(request({ method: "HEAD" })), { _tag: "Allowed" })
   })
 
+  it("refuses any method without the token with 403, not 405: the token is checked first (docs/ui.md)", () => {
+    for (const method of ["POST", "PUT", "DELETE", "OPTIONS"]) {
+      for (const url of ["/", "/events", `/?token=${TOKEN}x`]) {
+        const decision = decideFor(request({ method, url }))
+        assert.deepInclude(decision, { _tag: "Refused", status: 403 }, `${method} ${url}`)
+        if (decision._tag === "Refused") assert.include(decision.reason, "token")
+      }
+    }
+  })
+
   it("makes tokens of 256 random bits, base64url, different each time", () => {
     const tokens = new Set(Array.from({ length: 100 }, makeToken))
     assert.strictEqual(tokens.size, 100)

@@ -83,7 +83,8 @@ describe("ui live view", () => {
         socketPath: "/tmp/broker.sock",
         retryAfter: Duration.seconds(1),
         minInterval: Duration.millis(250),
-        refreshEvery: Duration.seconds(1)
+        refreshEvery: Duration.seconds(1),
+        staleAfter: Duration.seconds(3)
       }))
 
       const first = yield* advanceUntil(views, () => true)
@@ -115,6 +116,42 @@ describe("ui live view", () => {
       const reopened = yield* Queue.take(opened)
       yield* Queue.offer(reopened, snapshotAt(yield* Clock.currentTimeMillis))
       yield* advanceUntil(views, (view) => view.connection.state === "connected")
+      yield* Fiber.interrupt(fiber)
+    })))
+
+  it.effect("shows a broker that sends nothing (stopped, its socket open) as stale within a second after staleAfter, and connected again on its next update", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const hub = yield* makeViewHub()
+      const views = yield* PubSub.subscribe(hub)
+      const { source, opened } = yield* controlledSource
+      const fiber = yield* Effect.forkChild(runLiveView({
+        source,
+        hub,
+        stuckAfterMs: STUCK,
+        socketPath: "/tmp/broker.sock",
+        retryAfter: Duration.seconds(1),
+        minInterval: Duration.millis(250),
+        refreshEvery: Duration.seconds(1),
+        staleAfter: Duration.seconds(3)
+      }))
+      const feed = yield* Queue.take(opened)
+      const sentAt = yield* Clock.currentTimeMillis
+      yield* Queue.offer(feed, snapshotAt(sentAt))
+      yield* advanceUntil(views, (view) => view.connection.state === "connected")
+
+      // The broker goes silent, its stream still open (SIGSTOP): the views stay connected for 3 s, then say stale.
+      const stale = yield* advanceUntil(views, (view) => view.connection.state !== "connected")
+      assert.strictEqual(stale.view.connection.state, "stale")
+      assert.isAtLeast(stale.view.at - sentAt, 3_000)
+      assert.isBelow(stale.view.at - sentAt, 4_000 + 250, "within refreshEvery (and minInterval) after staleAfter")
+      assert.include(stale.view.connection.detail, "has not answered for 3 s")
+      assert.deepStrictEqual(stale.view.sessions.map((s) => s.name), ["alice"], "the last snapshot stays on screen")
+      assert.strictEqual(yield* Queue.size(opened), 0, "the stream is not dropped: a stopped broker may resume")
+
+      // It resumes: the next update makes the link connected again.
+      yield* Queue.offer(feed, snapshotAt(yield* Clock.currentTimeMillis))
+      const back = yield* advanceUntil(views, (view) => view.connection.state === "connected")
+      assert.strictEqual(back.view.connection.detail, "connected")
       yield* Fiber.interrupt(fiber)
     })))
 })

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import type { BrokerSnapshot, ObserveEvent, SessionRow } from "../../src/observe/Snapshot.ts"
 import { currentSnapshots, fromSnapshot } from "../../src/ui/ObservedInput.ts"
-import { buildView } from "../../src/ui/View.ts"
+import { buildView, type ViewContext } from "../../src/ui/View.ts"
 
 const T0 = 1_800_000_000_000
 
@@ -60,14 +60,23 @@ const snapshot: BrokerSnapshot = {
   ]
 }
 
+const context: ViewContext = {
+  now: T0,
+  stuckAfterMs: 30_000,
+  connection: { state: "connected", detail: "connected" },
+  socketPath: "/tmp/broker.sock"
+}
+
 describe("ui observed input", () => {
   it("names parties (an id's first 8 characters when unnamed), and counts a restored ask from the broker's start", () => {
     const input = fromSnapshot(snapshot)
     assert.deepStrictEqual(input.sessions.map((s) => s.name), ["alice", "01234567"])
+    // Live parties by id (the view finds their sessions), shown by name.
     assert.deepStrictEqual(input.openAsks, [
-      { from: "alice", to: "01234567", messageId: "ask-1", askedAt: T0 - 5_000 },
-      { from: "alice", to: "01234567", messageId: "ask-restored", askedAt: T0 - 60_000 }
+      { from: "id-alice-123456", to: "0123456789abcdef", messageId: "ask-1", askedAt: T0 - 5_000 },
+      { from: "id-alice-123456", to: "0123456789abcdef", messageId: "ask-restored", askedAt: T0 - 60_000 }
     ])
+    assert.deepStrictEqual(buildView(input, context).openAsks.map((ask) => [ask.from, ask.to]), [["alice", "01234567"], ["alice", "01234567"]])
     assert.strictEqual(input.sessions[0]?.lastActivityAt, null, "lastActivity 0 means none")
     assert.deepStrictEqual(input.queues, { mailbox: 4, staging: 5, outbox: 6 })
     assert.deepStrictEqual(input.totals, { routed: 10, refused: 3, messagesPerSecond: 1.5 })
@@ -97,11 +106,35 @@ describe("ui observed input", () => {
   it("draws refused sends with the routed ones, in time order, marked with their code", () => {
     const input = fromSnapshot(snapshot)
     assert.deepStrictEqual(input.traffic.map((t) => [t.messageId, t.to, t.outcome]), [
-      ["ask-1", "01234567", "delivered"],
+      ["ask-1", "0123456789abcdef", "delivered"],
       ["m-x", "ghost", "E_TARGET_NOT_FOUND"],
-      ["r-1", "alice", "queued"]
+      ["r-1", "id-alice-123456", "queued"]
     ])
     assert.strictEqual(input.traffic[2]?.replyTo, "ask-0")
+    // A party that is not live (it left) goes by its name.
+    const departed = fromSnapshot({ ...snapshot, sessions: [row("0123456789abcdef", undefined)] })
+    assert.strictEqual(departed.traffic[0]?.from, "alice")
+  })
+
+  it("draws two sessions of one name in different groups on two lanes, each labelled with its group", () => {
+    const worker = (id: string, group: string): SessionRow => ({ ...row(id, "worker"), group })
+    const view = buildView(
+      fromSnapshot({
+        ...snapshot,
+        sessionCount: 3,
+        sessions: [row("id-alice-123456", "alice"), worker("w-build", "build"), worker("w-review", "review")],
+        asks: [],
+        refusals: [],
+        traffic: [
+          { seq: 1, at: T0 - 2, from: { id: "id-alice-123456", name: "alice" }, to: { id: "w-build", name: "worker" }, kind: "message", messageId: "m-1", outcome: "delivered" },
+          { seq: 2, at: T0 - 1, from: { id: "w-review", name: "worker" }, to: { id: "id-alice-123456", name: "alice" }, kind: "message", messageId: "m-2", outcome: "delivered" }
+        ]
+      }),
+      context
+    )
+    assert.strictEqual(view.chart.match(/class="lane-name"/g)?.length, 3)
+    assert.include(view.chart, "<title>alice → worker · build: message m-1</title>")
+    assert.include(view.chart, "<title>worker · review → alice: message m-2</title>")
   })
 
   it.effect("folds a watch into one current snapshot per element", () =>

@@ -143,7 +143,7 @@ describe("ui server", () => {
       })
     ))
 
-  it.live("refuses a foreign Origin and a rebound Host with 403 even with the token; POST with 405", () =>
+  it.live("refuses a foreign Origin and a rebound Host with 403 even with the token; POST with 405, and with 403 without the token", () =>
     withServer((port) =>
       Effect.gen(function*() {
         const foreign = yield* request(port, `/events?token=${TOKEN}`, { headers: { origin: "http://evil.example" } })
@@ -155,6 +155,9 @@ describe("ui server", () => {
         const same = yield* request(port, `/view.json?token=${TOKEN}`, { headers: { origin: `http://localhost:${port}`, host: `localhost:${port}` } })
         assert.strictEqual(same.status, 200)
         assert.strictEqual((yield* request(port, `/?token=${TOKEN}`, { method: "POST" })).status, 405)
+        // Without the token a POST is refused like a GET: 403, the method not looked at.
+        assert.strictEqual((yield* request(port, "/", { method: "POST" })).status, 403)
+        assert.strictEqual((yield* request(port, "/events", { method: "DELETE" })).status, 403)
       })
     ))
 

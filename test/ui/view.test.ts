@@ -3,7 +3,7 @@
  * sequence chart's markup (src/ui/SequenceChart.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { escapeXml, lanesOf, renderChart } from "../../src/ui/SequenceChart.ts"
+import { type ChartLane, escapeXml, lanesOf, renderChart } from "../../src/ui/SequenceChart.ts"
 import { buildView, type InputSession, type InputTraffic, type ViewContext, type ViewInput } from "../../src/ui/View.ts"
 
 const T0 = 1_800_000_000_000
@@ -134,13 +134,61 @@ describe("ui view", () => {
       context(T0)
     )
     assert.strictEqual(view.chart.match(/<g class="arrow /g)?.length, 2)
-    assert.deepStrictEqual(lanesOf(["alice", "bob"], [{ at: 0, from: "bob", to: "ghost", kind: "message", messageId: "m", note: "", stuck: false, refused: true }]), ["alice", "bob", "ghost"])
+    const lane = (name: string): ChartLane => ({ key: name, name, group: undefined })
+    assert.deepStrictEqual(
+      lanesOf([lane("alice"), lane("bob")], [{ at: 0, from: lane("bob"), to: lane("ghost"), kind: "message", messageId: "m", note: "", stuck: false, refused: true }]),
+      [lane("alice"), lane("bob"), lane("ghost")]
+    )
     assert.include(view.chart, ">ghost</text>")
+  })
+
+  it("gives two sessions of one name in different groups a lane each, labelled with their group", () => {
+    const worker = (id: string, group: string): InputSession => ({ ...session(id, "worker"), group })
+    const view = buildView(
+      input({
+        sessionCount: 3,
+        sessions: [session("id-a", "alice"), worker("id-w1", "build"), worker("id-w2", "review")],
+        openAsks: [{ from: "id-a", to: "id-w2", messageId: "ask-2", askedAt: T0 }],
+        traffic: [
+          traffic({ at: T0, from: "id-a", to: "id-w1", kind: "message", messageId: "m-1" }),
+          traffic({ at: T0 + 1, from: "id-a", to: "id-w2", kind: "ask", messageId: "ask-2" })
+        ]
+      }),
+      context(T0 + 10)
+    )
+    const laneNames = [...view.chart.matchAll(/<text class="lane-name"[^>]*><title>([^<]*)<\/title>/g)].map((m) => m[1])
+    assert.deepStrictEqual(laneNames, ["alice", "worker · build", "worker · review"], "three lanes, the workers' told apart")
+    assert.include(view.chart, `class="lane-group" x="`)
+    assert.include(view.chart, ">build</text>")
+    assert.include(view.chart, ">review</text>")
+    // Each arrow ends on its own worker's lane: the second lane is left of the third.
+    const endOf = (id: string) => Number(new RegExp(`data-message-id="${id}"[^]*?<line x1="[\\d.]+" y1="[\\d.]+" x2="([\\d.]+)"`).exec(view.chart)?.[1])
+    assert.isBelow(endOf("m-1"), endOf("ask-2"))
+    assert.include(view.chart, "<title>alice → worker · review: ask ask-2")
+    // The tables name them the same way.
+    assert.strictEqual(view.openAsks[0]?.to, "worker · review")
+    assert.strictEqual(view.exchanges[0]?.to, "worker · review")
+  })
+
+  it("keeps one lane, without a group, for a name only one group uses, and for a departed session of that name", () => {
+    const view = buildView(
+      input({
+        traffic: [
+          traffic({ at: T0, from: "id-a", to: "id-b", kind: "message", messageId: "m-1" }),
+          traffic({ at: T0 + 1, from: "bob", to: "id-a", kind: "message", messageId: "m-2" })
+        ]
+      }),
+      context(T0)
+    )
+    assert.strictEqual(view.chart.match(/class="lane-name"/g)?.length, 2)
+    assert.notInclude(view.chart, "lane-group")
   })
 
   it("escapes session names and ids in the chart, so a name cannot inject markup", () => {
     const evil = `<img src=x onerror="alert(1)">&'`
-    const svg = renderChart([evil, "bob"], [{ at: T0, from: evil, to: "bob", kind: "message", messageId: `"><script>`, note: evil, stuck: false, refused: false }])
+    const evilLane: ChartLane = { key: "e", name: evil, group: evil }
+    const bob: ChartLane = { key: "b", name: "bob", group: undefined }
+    const svg = renderChart([evilLane, bob], [{ at: T0, from: evilLane, to: bob, kind: "message", messageId: `"><script>`, note: evil, stuck: false, refused: false }])
     assert.notInclude(svg, "<img")
     assert.notInclude(svg, "<script")
     assert.include(svg, escapeXml(evil))

@@ -8,13 +8,18 @@
  * The screen is the terminal's alternate screen while the view runs, and
  * the terminal is given back (main screen, cursor, cooked mode) when it ends
  * — by `q`, Ctrl+C, or the broker going away (then the error is printed).
+ *
+ * A broker sends its watch an update every interval, so one that sends
+ * nothing for `staleAfterMs` (three intervals, at least 3 s) while its
+ * socket stays open is stopped (SIGSTOP), hung or overloaded: a clock tick
+ * every second redraws the screen, which then says so above the last update.
  */
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import { Console, Effect, Option, Ref, Stream } from "effect"
+import { Clock, Console, Duration, Effect, Option, Ref, Stream } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import type { Terminal } from "effect/Terminal"
 import { ObserveClient, type ObserveError } from "../../observe/ObserveClient.ts"
-import { applyEvent, type BrokerSnapshot, isObserveEvent, type ObserveEvent } from "../../observe/Snapshot.ts"
+import { applyEvent, type BrokerSnapshot, isObserveEvent, type ObserveEvent, staleAfterMs } from "../../observe/Snapshot.ts"
 import { step } from "./keys.ts"
 import { initialSettings, render, type ViewSettings } from "./view.ts"
 
@@ -40,7 +45,8 @@ const HOME_AND_CLEAR = "\u001b[H\u001b[J"
 const PLAIN_SIZE = { columns: 160, rows: 1000 }
 
 type Action =
-  | { readonly type: "update"; readonly element: BrokerSnapshot | ObserveEvent }
+  | { readonly type: "update"; readonly element: BrokerSnapshot | ObserveEvent; readonly at: number }
+  | { readonly type: "tick"; readonly at: number }
   | { readonly type: "key"; readonly input: string | undefined; readonly name: string; readonly ctrl: boolean }
   | { readonly type: "size"; readonly columns: number; readonly rows: number }
   | { readonly type: "quit" }
@@ -49,7 +55,13 @@ interface Screen {
   readonly snapshot: BrokerSnapshot | undefined
   readonly settings: ViewSettings
   readonly size: { readonly columns: number; readonly rows: number }
+  /** This process's clock at the last update from the broker, and now (the last update or tick). */
+  readonly updatedAt: number
+  readonly now: number
 }
+
+/** How often the screen is redrawn with no update, so that a silent broker is noticed. */
+const TICK = Duration.seconds(1)
 
 const TITLE = "intercom top"
 
@@ -58,9 +70,12 @@ const next = (screen: Screen, action: Action): Screen | undefined => {
   switch (action.type) {
     case "update": {
       const element = action.element
-      if (!isObserveEvent(element)) return { ...screen, snapshot: element }
-      return screen.snapshot === undefined ? screen : { ...screen, snapshot: applyEvent(screen.snapshot, element) }
+      const timed = { ...screen, updatedAt: action.at, now: action.at }
+      if (!isObserveEvent(element)) return { ...timed, snapshot: element }
+      return screen.snapshot === undefined ? timed : { ...timed, snapshot: applyEvent(screen.snapshot, element) }
     }
+    case "tick":
+      return { ...screen, now: action.at }
     case "key": {
       const settings = step(screen.settings, action)
       return settings === "quit" ? undefined : { ...screen, settings }
@@ -72,8 +87,15 @@ const next = (screen: Screen, action: Action): Screen | undefined => {
   }
 }
 
-/** The live view in `terminal` until `q`, Ctrl+C or Ctrl+D. */
-const live = (terminal: Terminal, options: TopOptions): Effect.Effect<void, ObserveError | PlatformError> =>
+/**
+ * The live view of `updates` (a watch with `intervalMs`) in `terminal` until
+ * `q`, Ctrl+C or Ctrl+D, or until `updates` fails.
+ */
+export const liveScreen = <E>(
+  terminal: Terminal,
+  updates: Stream.Stream<BrokerSnapshot | ObserveEvent, E>,
+  intervalMs: number
+): Effect.Effect<void, E | PlatformError> =>
   Effect.scoped(Effect.gen(function*() {
     const keys = Stream.fromQueue(yield* terminal.readInput).pipe(
       Stream.map((input): Action => ({
@@ -88,24 +110,35 @@ const live = (terminal: Terminal, options: TopOptions): Effect.Effect<void, Obse
     const sizes = Stream.fromQueue(yield* terminal.size).pipe(
       Stream.map((size): Action => ({ type: "size", columns: size.columns, rows: size.rows }))
     )
-    const updates = ObserveClient.watch({ dir: options.dir, intervalMs: options.intervalMs }).pipe(
-      Stream.map((element): Action => ({ type: "update", element }))
+    const updated = updates.pipe(
+      Stream.mapEffect((element) => Effect.map(Clock.currentTimeMillis, (at): Action => ({ type: "update", element, at })))
     )
+    const ticks = Stream.tick(TICK).pipe(
+      Stream.mapEffect(() => Effect.map(Clock.currentTimeMillis, (at): Action => ({ type: "tick", at })))
+    )
+    const started = yield* Clock.currentTimeMillis
     const screen = yield* Ref.make<Screen>({
       snapshot: undefined,
       settings: initialSettings,
-      size: { columns: yield* terminal.columns, rows: yield* terminal.rows }
+      size: { columns: yield* terminal.columns, rows: yield* terminal.rows },
+      updatedAt: started,
+      now: started
     })
-    const draw = (current: Screen) =>
-      terminal.display(
+    const staleMs = staleAfterMs(intervalMs)
+    const draw = (current: Screen) => {
+      const silentFor = current.now - current.updatedAt
+      return terminal.display(
         HOME_AND_CLEAR +
           (current.snapshot === undefined
             ? `${TITLE}: waiting for the broker…`
-            : render(current.snapshot, current.settings, current.size, TITLE).join("\r\n"))
+            : render(current.snapshot, current.settings, current.size, TITLE, silentFor >= staleMs ? silentFor : undefined)
+              .join("\r\n"))
       )
+    }
     yield* Effect.acquireRelease(terminal.display(ENTER_SCREEN), () => Effect.ignore(terminal.display(LEAVE_SCREEN)))
     yield* draw(yield* Ref.get(screen))
-    yield* Stream.mergeAll([updates, keys, sizes], { concurrency: "unbounded" }).pipe(
+    // The updates end the merge when they fail; the ticks never end it.
+    yield* Stream.mergeAll([updated, keys, sizes, ticks], { concurrency: "unbounded" }).pipe(
       Stream.mapEffect((action) =>
         Effect.flatMap(Ref.get(screen), (current) => {
           const after = next(current, action)
@@ -128,5 +161,5 @@ export const runTop = (options: TopOptions): Effect.Effect<void, ObserveError | 
     }
     // Only Ctrl+C and Ctrl+D end key input: Esc is the filter's (keys.ts).
     const terminal = yield* NodeTerminal.make((input) => input.key.ctrl && (input.key.name === "c" || input.key.name === "d"))
-    yield* live(terminal, options)
+    yield* liveScreen(terminal, ObserveClient.watch({ dir: options.dir, intervalMs: options.intervalMs }), options.intervalMs)
   }).pipe(Effect.scoped)

@@ -124,18 +124,27 @@ const refusalLine = (refusal: RefusalEntry, now: number): string =>
  * The screen for `snapshot`: header, totals and queues, the sessions table,
  * open asks, recent refusals and the key help, cut to `rows` lines of
  * `columns` characters (a section gives up lines to the ones above it).
+ * With `silentForMs` (the broker has sent nothing for that long: stopped,
+ * hung or overloaded) the header starts with a line that says so, and that
+ * what follows is its last update.
  */
 export const render = (
   snapshot: BrokerSnapshot,
   settings: ViewSettings,
   size: { readonly columns: number; readonly rows: number },
-  title: string
+  title: string,
+  silentForMs?: number
 ): ReadonlyArray<string> => {
   const now = snapshot.at
   const needle = settings.filter.toLowerCase()
   const { totals, queues } = snapshot
   const routed = totals.delivered + totals.queued + totals.staged
   const header = [
+    ...(silentForMs === undefined ? [] : [
+      `!! NOT ANSWERING: no update from the broker for ${
+        formatAge(silentForMs)
+      } (stopped, hung or overloaded?); below is its last update`
+    ]),
     `${title}  up ${formatAge(now - snapshot.startedAt)}`,
     `sessions ${snapshot.sessionCount}  routed ${routed} (${snapshot.rate.routedPerSec.toFixed(1)}/s)  delivered ${totals.delivered}  queued ${totals.queued}  staged ${totals.staged}  refused ${totals.refused}  open asks ${snapshot.askCount}`,
     `queues: mailbox ${queues.mailbox}  staged ${queues.staged}  outbox ${formatChars(queues.outboxChars)}  unregistered ${queues.unregistered}`,
