@@ -14,18 +14,21 @@
  *   row read differently from what it holds;
  * - zero-width characters: U+200B–U+200D, U+2060 and U+FEFF — invisible, so
  *   two names that look the same could differ, and a column would be narrower
- *   on screen than its length says.
+ *   on screen than its length says;
+ * - the line and paragraph separators U+2028 and U+2029, which some
+ *   terminals and pagers break a line on.
  *
  * Every one is a single UTF-16 code unit.
  */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g
 
 /** What each unsafe character is shown as: U+FFFD, the replacement character. */
 export const CONTROL_REPLACEMENT = "\uFFFD"
 
 /**
  * `text` with every C0 and C1 control character, DEL, bidirectional
- * formatting character and zero-width character replaced by U+FFFD (`�`),
+ * formatting character, zero-width character and line or paragraph
+ * separator replaced by U+FFFD (`�`),
  * one for one, so the length stays the same. A client-supplied string passed
  * through it can neither move the cursor, clear the screen, retitle the
  * terminal (ESC, CSI, OSC, BEL) nor start a new line, nor reorder or hide

@@ -23,7 +23,9 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 const BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"]
 /** Zero-width characters: space, non-joiner, joiner, word joiner, BOM. */
 const ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"]
-const UNSAFE = new Set([...BIDI, ...ZERO_WIDTH])
+/** The line and paragraph separators, which some terminals and pagers take as a new line. */
+const SEPARATORS = ["\u2028", "\u2029"]
+const UNSAFE = new Set([...BIDI, ...ZERO_WIDTH, ...SEPARATORS])
 const isUnsafe = (c: string): boolean => UNSAFE.has(c) || CONTROL.test(c)
 const ANY_UNSAFE = new RegExp(`[${[...UNSAFE].join("")}]|${CONTROL.source}`)
 /** Characters one column wide on a terminal, as top's cells assume: printable ASCII, U+FFFD and `…`, `→`, `▏`. */
@@ -32,7 +34,7 @@ const ONE_COLUMN = /^[\u0020-\u007e\ufffd…→▏]*$/
 /** Client text from printable ASCII, controls, bidi and zero-width characters. */
 const clientText = fc.string({
   unit: fc.oneof(
-    fc.constantFrom(...BIDI, ...ZERO_WIDTH),
+    fc.constantFrom(...BIDI, ...ZERO_WIDTH, ...SEPARATORS),
     fc.integer({ min: 0, max: 0x9f }).map((code) => String.fromCharCode(code)),
     fc.constantFrom("a", "b", " ", "-", "é")
   ),
@@ -89,7 +91,7 @@ describe("client-supplied strings on the terminal", () => {
     assert.strictEqual(terminalSafe(EVIL).length, EVIL.length)
   })
 
-  it("terminalSafe replaces every bidi and zero-width character one for one (property)", () => {
+  it("terminalSafe replaces every bidi, zero-width and line-separator character one for one (property)", () => {
     assert.strictEqual(terminalSafe("admin\u202egnp.exe\u200b"), "admin\uFFFDgnp.exe\uFFFD")
     fc.assert(fc.property(clientText, (text) => {
       const safe = terminalSafe(text)
@@ -100,7 +102,7 @@ describe("client-supplied strings on the terminal", () => {
     }))
   })
 
-  it("top's and broker stats' text has no bidi, zero-width or control character, and top's table rows keep their width (property)", () => {
+  it("top's and broker stats' text has no bidi, zero-width, separator or control character, and top's table rows keep their width (property)", () => {
     const size = { columns: 400, rows: 60 }
     fc.assert(fc.property(clientText, clientText, (name, text) => {
       const lines = render(snapshot(name, text), initialSettings, size, "intercom top")
