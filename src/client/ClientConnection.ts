@@ -62,7 +62,8 @@ import {
   sendFrameText,
   type SendRequest,
   signatureOf,
-  SUPERVISOR_UNAVAILABLE
+  SUPERVISOR_UNAVAILABLE,
+  writeThenAwait
 } from "./requests.ts"
 
 /** What `openClientConnection` needs to dial and register. */
@@ -179,7 +180,12 @@ export interface ClientConnection {
   readonly confirmRead: Effect.Effect<void>
   /** Unregisters, then closes (C-BRK-30: forced after 2 s). */
   readonly close: Effect.Effect<void>
-  /** Drops the socket at once, without `unregister` (a failed liveness probe, P96). */
+  /**
+   * Drops the socket at once, without `unregister` (a failed liveness probe,
+   * P96). Does nothing once `close` has begun: the close ends the socket
+   * itself, within its 2 s (C-BRK-30), and a drop before then would lose the
+   * confirmations it is still writing for what the session read.
+   */
   readonly destroy: Effect.Effect<void>
 }
 
@@ -486,8 +492,7 @@ export const openClientConnection = (
           ...(cursor === undefined ? {} : { cursor }),
           ...(group === undefined ? {} : { group })
         }
-        return write(frame, "list").pipe(
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "list", () => lists.delete(requestId))),
+        return writeThenAwait(write(frame, "list"), answer, timeoutMs, "list", () => lists.delete(requestId)).pipe(
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
         )
       })
@@ -540,9 +545,12 @@ export const openClientConnection = (
           // A write cut short by the connection's close leaves the send in the table, so the close
           // keeps it among the unanswered, in its place; a caller that gives up before the frame is
           // written withdraws it (the broker never saw it, and a later send with the id must not join).
-          return writeText(text, "send").pipe(
-            Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending))),
-            Effect.andThen(awaitAnswer(pending.answer, timeoutMs, "send", () => sends.forget(pending)))
+          return writeThenAwait(
+            writeText(text, "send").pipe(Effect.onInterrupt(() => Effect.sync(() => sends.forget(pending)))),
+            pending.answer,
+            timeoutMs,
+            "send",
+            () => sends.forget(pending)
           )
         })
       })
@@ -567,8 +575,7 @@ export const openClientConnection = (
         const answer = Deferred.makeUnsafe<string, SupervisorAuthorizationFailed | ConnectionLost>()
         authorizations.set(requestId, { childName, answer })
         const frame = { type: "authorize_supervisor", requestId, childName, ...(capability === undefined ? {} : { capability }) }
-        return write(frame, "authorize").pipe(
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "authorize", () => authorizations.delete(requestId))),
+        return writeThenAwait(write(frame, "authorize"), answer, timeoutMs, "authorize", () => authorizations.delete(requestId)).pipe(
           Effect.onInterrupt(() => Effect.sync(() => authorizations.delete(requestId)))
         )
       })
@@ -580,11 +587,9 @@ export const openClientConnection = (
         if (waiting !== undefined) return awaitAnswer(waiting, timeoutMs, "cancel", () => undefined)
         const answer = Deferred.makeUnsafe<boolean, ConnectionLost>()
         cancels.set(messageId, answer)
-        return write({ type: "cancel_message", messageId }, "cancel").pipe(
-          Effect.andThen(awaitAnswer(answer, timeoutMs, "cancel", () => {
-            if (cancels.get(messageId) === answer) cancels.delete(messageId)
-          }))
-        )
+        return writeThenAwait(write({ type: "cancel_message", messageId }, "cancel"), answer, timeoutMs, "cancel", () => {
+          if (cancels.get(messageId) === answer) cancels.delete(messageId)
+        })
       })
 
     /**
@@ -651,6 +656,7 @@ export const openClientConnection = (
       postLater: (frame) => open && outbox.post([JSON.stringify(frame)]),
       confirmRead: Effect.suspend(() => unconfirmed && !leaving ? confirm : Effect.void),
       close,
-      destroy: connection.destroy
+      // A probe that times out while the close waits for the broker must not cut that wait short.
+      destroy: Effect.suspend(() => leaving ? Effect.void : connection.destroy)
     } satisfies ClientConnection
   })

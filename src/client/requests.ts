@@ -203,6 +203,29 @@ export const sendFrameText = (
   return text
 }
 
+/**
+ * Writes a request (`write` completes once its frame is handed to the socket)
+ * and waits for its answer, both within `timeoutMs`: a broker that stopped
+ * reading, whose socket buffer is full, cannot hold a request past its
+ * timeout (docs/client.md, `sendTimeoutMs`). On timeout runs `onTimeout`
+ * (forget the request) and fails; a frame still queued may go out later, and
+ * its answer then finds nobody.
+ */
+export const writeThenAwait = <A, E, W>(
+  write: Effect.Effect<void, W>,
+  answer: Deferred.Deferred<A, E>,
+  timeoutMs: number,
+  operation: RequestTimeout["operation"],
+  onTimeout: () => void
+): Effect.Effect<A, E | W | RequestTimeout> =>
+  Effect.andThen(write, Deferred.await(answer)).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(timeoutMs),
+      orElse: () =>
+        Effect.sync(onTimeout).pipe(Effect.andThen(Effect.fail(new RequestTimeout({ operation, timeoutMs }))))
+    })
+  )
+
 /** Waits for `answer` at most `timeoutMs`; on timeout runs `onTimeout` (forget the request) and fails. */
 export const awaitAnswer = <A, E>(
   answer: Deferred.Deferred<A, E>,

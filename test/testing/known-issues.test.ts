@@ -177,6 +177,36 @@ describe("fixed: mail its client confirmed is not sent again, and mail a leaving
       assert.strictEqual(report.messages.lostInFlight, 0)
     }))
 
+  // 12412 again, once a request's timeout covered its write (docs/client.md, `sendTimeoutMs`): A's
+  // liveness probe waited behind a write the broker did not read, timed out while A's close waited
+  // (within its 2 s, C-BRK-30) for the broker to read A's confirmations, and dropped the socket, so
+  // the confirmations never went out and A's next client got the messages again. A probe no longer
+  // drops a connection whose close has begun.
+  it.effect("A's broker stops reading A while A's probe waits; A stops; the broker reads again after the probe's timeout, within A's close: A's confirmation reaches it, and A's next client gets nothing twice", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation(
+        // A link of one frame: A's confirmation fills it, and the probe's `list` (10 s, 3 s to answer) waits.
+        { seed: 1, sessions: ["A", "C"], linkCapacity: 1 },
+        Effect.gen(function*() {
+          const sim = yield* Simulation
+          const a = sim.session("A")
+          const c = sim.session("C")
+          yield* sim.advance("9 seconds")
+          // Until 13.2 s: after the probe's timeout (13.0 s), before the close gives up (11.5 s + 2 s).
+          yield* a.stall("broker", "4200 millis")
+          yield* c.send("A", "read while the broker does not read A")
+          yield* sim.advance("2500 millis")
+          yield* a.stop
+          yield* sim.advance("3 seconds")
+          yield* a.start
+          yield* sim.advance("2 seconds")
+        })
+      )
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      assert.strictEqual(report.messages.resent, 0, "the broker read A's confirmation: nothing went out again")
+      assert.strictEqual(report.messages.delivered, 1)
+    }))
+
   for (const seed of [12412, 14539, 16308, 17364]) {
     it.effect(`seed ${seed} holds every invariant in durable mode, and loses nothing in flight`, () =>
       Effect.gen(function*() {
