@@ -135,6 +135,12 @@ const reasonOf = (failure: unknown): string =>
 export interface ClosedStage {
   /** Routes an entry that reached the stage after close. */
   readonly route: (entry: StageEntry) => Effect.Effect<ClosedOutcome>
+  /**
+   * Runs `effect` (the stage's close and terminal snapshot) with no
+   * post-mortem turn running: a late ask that comes meanwhile has its turn
+   * once `effect` has ended, so the turn never changes the snapshot (C-ORD-7).
+   */
+  readonly publishing: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 /** The reason a late ask's asker gets when the stage kept no retained conversation (C-ORD-8). */
@@ -249,6 +255,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
     }
 
     return {
+      publishing: (effect) => turns.withPermit(effect),
       route: (entry) =>
         Effect.suspend(() => {
           if (!isAsk(entry)) return notify(entry)

@@ -138,7 +138,8 @@ export interface StagesService {
   /**
    * Closes the stage: drains what it admitted (C-ORD-2), then runs
    * `publish` (the terminal snapshot), then retires the generation; later
-   * entries go to the closed-stage router.
+   * entries go to the closed-stage router. No post-mortem turn runs until
+   * `publish` has ended: a late ask that comes meanwhile waits for it (C-ORD-7).
    */
   readonly close: <A, E, R>(
     stageId: string,
@@ -279,8 +280,9 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
       const record = yield* find(stageId)
       const current = record.current
       if (current === undefined) return yield* new StageRetired()
-      yield* current.admission.close
-      const published = yield* publish
+      // Close and snapshot hold off post-mortem turns: a late ask that comes once admission has
+      // closed is a closed-stage ask, and its turn runs after the snapshot is published (C-ORD-7).
+      const published = yield* record.closed.publishing(Effect.andThen(current.admission.close, publish))
       record.completed = true
       record.current = undefined
       yield* record.slot.retire

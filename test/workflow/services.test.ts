@@ -4,7 +4,7 @@
  * (group, capability and bridge environment), over fakes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { SupervisorAuthorizationFailed } from "../../src/client/errors.ts"
 import { childEnvironment, childSessionName, readChildBridge } from "../../src/session/supervisorBridge.ts"
@@ -103,6 +103,51 @@ describe("Stages", () => {
       const reopen = yield* Effect.flip(stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports))
       assert.strictEqual(reopen._tag, "InvalidWorkflowId")
       assert.deepStrictEqual(log, ["insert:m1", "snapshot", "parent:child-9", "post-mortem:q1"])
+    }))
+
+  it.effect("C-ORD-7: a late ask that comes while the stage publishes its snapshot is a post-mortem ask, and its turn runs after the snapshot", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports)
+      const publishing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const snapshot = Effect.andThen(
+        Deferred.succeed(publishing, undefined),
+        Effect.andThen(Deferred.await(release), Effect.sync(() => log.push("snapshot")))
+      )
+      const closing = yield* Effect.forkChild(stages.close("s", snapshot), { startImmediately: true })
+      yield* Deferred.await(publishing)
+      const asking = yield* Effect.forkChild(stages.deliver("s", ask("q1")), { startImmediately: true })
+      // Scheduler turns, not time: the ask goes as far as it can while the snapshot is being taken.
+      yield* Effect.repeat(Effect.yieldNow, { times: 20 })
+      assert.deepStrictEqual(log, [], "no post-mortem turn while the snapshot is being published")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(closing)
+      assert.deepStrictEqual(yield* Fiber.join(asking), { _tag: "AfterClose", outcome: { _tag: "PostMortem" } })
+      assert.deepStrictEqual(log, ["snapshot", "post-mortem:q1"])
+    }))
+
+  it.effect("C-ORD-7: an ask whose admission was unanswered when close retired the generation gets its post-mortem turn, not a running-stage replyError", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports)
+      const publishing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const snapshot = Effect.andThen(
+        Deferred.succeed(publishing, undefined),
+        Effect.andThen(Deferred.await(release), Effect.sync(() => log.push("snapshot")))
+      )
+      const closing = yield* Effect.forkChild(stages.close("s", snapshot), { startImmediately: true })
+      yield* Deferred.await(publishing)
+      const asking = yield* Effect.forkChild(stages.deliver("s", ask("q1")), { startImmediately: true })
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(closing)
+      assert.deepStrictEqual(yield* Fiber.join(asking), { _tag: "AfterClose", outcome: { _tag: "PostMortem" } })
+      assert.deepStrictEqual(log, ["snapshot", "post-mortem:q1"])
     }))
 
   it.effect("C-ORD-16/35: a new generation retires the old one; its waiting entry is released, retried into the new one, and the old handshake's late answer writes nothing", () =>
