@@ -94,6 +94,26 @@ export class PostMortemUnavailable extends Data.TaggedError("PostMortemUnavailab
 }
 
 /**
+ * One attempt at a closed stage's port (its parent chat, or an asker's
+ * `replyError`) did not return within the router's `attemptTimeout`: it
+ * counts as a failed attempt, so the closed-stage router's retry (and, once
+ * the run has ended, its give-up) applies, and the stage session's hand-off
+ * queue is not held by it.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ClosedStageAttemptTimedOut extends Data.TaggedError("ClosedStageAttemptTimedOut")<{
+  /** Which port: `parent chat` or `replyError`. */
+  readonly port: string
+  readonly timeoutMs: number
+}> {
+  override get message(): string {
+    return `the ${this.port} did not answer within ${this.timeoutMs} ms`
+  }
+}
+
+/**
  * No stage (or run) with this id is known to the service.
  *
  * @category errors
