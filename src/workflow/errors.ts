@@ -114,6 +114,34 @@ export class ClosedStageAttemptTimedOut extends Data.TaggedError("ClosedStageAtt
 }
 
 /**
+ * The reason a late entry for a forgotten stage is given up with, and the
+ * reason its asker's `replyError` gives (C-ORD-8).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const FORGOTTEN_STAGE_REASON = "the stage's run ended too long ago for the stage to be remembered"
+
+/**
+ * An entry for a stage whose run ended so long ago that the service no
+ * longer keeps the stage (the newest 1000 ended stages are kept): nothing
+ * can handle it, and retrying cannot change that. `stageHostDeliver` gives
+ * the entry up with a warning (an ask's asker gets the correlated
+ * `replyError` when the host was given that port) instead of failing for a
+ * retry.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class StageForgotten extends Data.TaggedError("StageForgotten")<{
+  readonly stageId: string
+}> {
+  override get message(): string {
+    return `Workflow stage '${this.stageId}' cannot take the message: ${FORGOTTEN_STAGE_REASON}`
+  }
+}
+
+/**
  * No stage (or run) with this id is known to the service.
  *
  * @category errors

@@ -12,8 +12,17 @@ import { type ChildAuthorizer, Children, type ChildrenOptions } from "../../src/
 import type { ParentChat } from "../../src/workflow/ClosedStage.ts"
 import { Runs } from "../../src/workflow/Runs.ts"
 import { type StagePorts, Stages } from "../../src/workflow/Stages.ts"
-import { stageNotice } from "../../src/workflow/StageEntry.ts"
+import { type StageEntry, stageNotice } from "../../src/workflow/StageEntry.ts"
+import type { Inbound } from "../../src/session/Host.ts"
+import { stageHostDeliver } from "../../src/workflow/StageInbound.ts"
 import { ask, fakeSession, label, type Log, manualHandoff, note, recordingReplyError } from "./support.ts"
+
+/** A stage session's message as the session runtime hands it to the host. */
+const hostInbound = (entry: StageEntry): Inbound => {
+  if (entry._tag !== "Message") throw new Error("a message entry")
+  const { from, message } = entry.inbound
+  return { intent: "trigger", from, message, text: "", expectsReply: message.expectsReply === true, delivery: "steer" }
+}
 
 /** Runs with group ids g1, g2, … in the order they are made. */
 const counted = () => {
@@ -259,6 +268,37 @@ describe("Stages", () => {
       yield* TestClock.adjust("10 seconds")
       assert.deepStrictEqual(log, [`replyError:q1:${told}`, `replyError:q2:${told}`, "parent:m1", "parent-failed:m2"])
       assert.strictEqual((yield* Effect.flip(stages.deliver("never", note("m3"))))._tag, "UnknownWorkflowItem")
+    }))
+
+  it.effect("C-ORD-8: a stage ended longer ago than the newest 1000 is forgotten: an entry for it fails StageForgotten, which the stage's host gives up (an ask with its replyError) instead of failing for a retry", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      const log: Log = []
+      const ports = stagePorts(log).ports
+      yield* runs.start({ runId: "r0" })
+      yield* stages.open({ runId: "r0", stageId: "s0" }, ports)
+      yield* runs.end("r0")
+      yield* runs.start({ runId: "r1" })
+      for (let i = 1; i <= 1000; i++) yield* stages.open({ runId: "r1", stageId: `s${i}` }, ports)
+      yield* runs.end("r1")
+      // s1 … s1000 are still kept; s0 is forgotten but for its id.
+      assert.strictEqual((yield* stages.deliver("s1", note("m0")))._tag, "AfterClose")
+      const forgotten = yield* Effect.flip(stages.deliver("s0", ask("q1")))
+      assert.strictEqual(forgotten._tag, "StageForgotten")
+      assert.strictEqual(forgotten.message, "Workflow stage 's0' cannot take the message: the stage's run ended too long ago for the stage to be remembered")
+      assert.strictEqual((yield* Effect.flip(stages.deliver("never", note("m1"))))._tag, "UnknownWorkflowItem")
+      // The stage session's host: not a failure (which the runtime would retry for as long as the session lives).
+      const host = stageHostDeliver(stages, "s0", { replyError: recordingReplyError(log) })
+      yield* host(hostInbound(ask("q1")))
+      yield* host(hostInbound(note("m2")))
+      assert.deepStrictEqual(log, [
+        "parent:m0",
+        "replyError:q1:Completed workflow stage could not process intercom ask: the stage's run ended too long ago for the stage to be remembered"
+      ])
+      // A new stage with that id is a stage of its own again.
+      yield* runs.start({ runId: "r-new" })
+      yield* stages.open({ runId: "r-new", stageId: "s0" }, stagePorts(log).ports)
+      assert.strictEqual((yield* stages.deliver("s0", note("m3")))._tag, "Stage")
     }))
 
   it.effect("C-ORD-7: after a stage was reopened and closed, late entries use the latest generation's ports: its retained conversation and parent chat", () =>
