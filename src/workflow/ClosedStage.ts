@@ -212,6 +212,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
     const deliverWhileOpen = (attempt: Effect.Effect<void, unknown>, what: string, port: string): Effect.Effect<boolean> => {
       // The attempt not yet seen to end, if any: owned by this delivery, changed only between two yields.
       let inFlight: { readonly fiber: Fiber.Fiber<boolean>; readonly outcome: Deferred.Deferred<void, unknown> } | undefined
+      // Sets `inFlight` in the same step as the fork: an interruption cannot fall between them.
       const start = Effect.gen(function*() {
         // The outcome is recorded inside the uninterruptible step: an interruption that arrives
         // meanwhile must not turn a delivery into an interrupted fiber (and so into a second one).
@@ -221,13 +222,13 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
           Effect.uninterruptible(Effect.flatMap(Effect.exit(attempt), (exit) => Deferred.done(outcome, exit))),
           { startImmediately: true }
         )
-        return { fiber, outcome }
+        inFlight = { fiber, outcome }
+        return inFlight
       })
       const once: Effect.Effect<void, unknown> = Effect.gen(function*() {
         while (true) {
           const earlier = inFlight !== undefined
           const current = inFlight ?? (yield* start)
-          inFlight = current
           const exit = yield* Effect.timeoutOption(Effect.exit(Deferred.await(current.outcome)), attemptTimeout)
           if (Option.isNone(exit)) {
             // Cut where the port allows it (an interruption there means it delivered nothing).
