@@ -24,15 +24,22 @@
  * given up with a warning and ends `Abandoned`. An entry routed after the
  * Scope closed is handled the same way at once: one attempt, never a retry.
  * Each attempt itself runs uninterruptibly, so an attempt that delivered is
- * never repeated.
+ * never repeated. An attempt is bounded by `attemptTimeout` (5 s): one that
+ * has not returned by then fails with `ClosedStageAttemptTimedOut` and is
+ * interrupted where its port allows it. Until that attempt has ended no other
+ * one starts for the entry: the next try waits for it (again at most
+ * `attemptTimeout`), so an attempt that delivered late is counted and never
+ * repeated, and a port that never returns holds the caller (the stage
+ * session's hand-off queue) only until the run has ended and the last wait
+ * has timed out; the entry is then given up (`Abandoned`, with a warning).
  *
  * Nothing here touches the stage's admission, DAG or terminal snapshot.
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, Duration, Effect, Option, Schedule, type Scope, Semaphore } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Schedule, type Scope, Semaphore } from "effect"
 import type { InboundMessage } from "../client/events.ts"
-import { completedStageAskError, describeFailure, PostMortemUnavailable } from "./errors.ts"
+import { ClosedStageAttemptTimedOut, completedStageAskError, describeFailure, PostMortemUnavailable } from "./errors.ts"
 import { DEFAULT_CLAIM_MEMORY, type LateAskClaims } from "./LateAskClaims.ts"
 import type { ReplyErrorPort } from "./StageAdmission.ts"
 import { stageEntryKey, isAsk, type StageEntry } from "./StageEntry.ts"
@@ -47,6 +54,15 @@ import { stageEntryKey, isAsk, type StageEntry } from "./StageEntry.ts"
 export const DEFAULT_PARENT_RETRY_INTERVAL = Duration.millis(100)
 
 /**
+ * The default bound on one attempt at the parent chat or an asker's
+ * `replyError` (see the module header).
+ *
+ * @category defaults
+ * @since 0.1.0
+ */
+export const DEFAULT_ATTEMPT_TIMEOUT = Duration.seconds(5)
+
+/**
  * The parent/main chat of a stage: where notifications go once the stage
  * has closed (C-ORD-6).
  *
@@ -58,7 +74,8 @@ export interface ParentChat {
    * Delivers `entry` into the parent chat; a failure is retried while the
    * run lives. Runs uninterruptibly, so it should return (a wait inside may
    * be made `Effect.interruptible` where an interruption means it delivered
-   * nothing).
+   * nothing). An attempt that has not returned after the router's
+   * `attemptTimeout` counts as failed (`ClosedStageAttemptTimedOut`).
    */
   readonly deliver: (entry: StageEntry) => Effect.Effect<void, unknown>
 }
@@ -120,6 +137,8 @@ export interface ClosedStageOptions {
   readonly claims: LateAskClaims
   /** Default `DEFAULT_PARENT_RETRY_INTERVAL`. */
   readonly retryInterval?: Duration.Input | undefined
+  /** How long one attempt at a port may take before it counts as failed. Default `DEFAULT_ATTEMPT_TIMEOUT`. */
+  readonly attemptTimeout?: Duration.Input | undefined
 }
 
 /** The reason shown to the asker: a `PostMortemUnavailable`'s own reason, else the failure's text. */
@@ -135,6 +154,12 @@ const reasonOf = (failure: unknown): string =>
 export interface ClosedStage {
   /** Routes an entry that reached the stage after close. */
   readonly route: (entry: StageEntry) => Effect.Effect<ClosedOutcome>
+  /**
+   * Runs `effect` (the stage's close and terminal snapshot) with no
+   * post-mortem turn running: a late ask that comes meanwhile has its turn
+   * once `effect` has ended, so the turn never changes the snapshot (C-ORD-7).
+   */
+  readonly publishing: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 /** The reason a late ask's asker gets when the stage kept no retained conversation (C-ORD-8). */
@@ -174,21 +199,57 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
           : Effect.raceFirst(Effect.asSome(effect), Effect.as(Deferred.await(ended), Option.none<A>()))
       )
 
+    const attemptTimeout = Duration.fromInputUnsafe(options.attemptTimeout ?? DEFAULT_ATTEMPT_TIMEOUT)
+
     /**
-     * Delivers with `attempt` (each attempt uninterruptible; a defect of the
-     * port counts as a failure): retried every interval while the Scope
-     * lives, then one last attempt once it has closed. False, with a warning
-     * naming `what`, when that one failed too.
+     * Delivers with `attempt` (each attempt uninterruptible, in a fiber of its
+     * own, waited for at most `attemptTimeout`; a defect of the port counts as
+     * a failure): retried every interval while the Scope lives, then one last
+     * attempt once it has closed. An attempt that outlived its wait is the
+     * one the next try waits for: a second one never starts beside it. False,
+     * with a warning naming `what`, when the last one failed too.
      */
-    const deliverWhileOpen = (attempt: Effect.Effect<void, unknown>, what: string): Effect.Effect<boolean> => {
-      const once = Effect.uninterruptible(Effect.sandbox(attempt))
+    const deliverWhileOpen = (attempt: Effect.Effect<void, unknown>, what: string, port: string): Effect.Effect<boolean> => {
+      // The attempt not yet seen to end, if any: owned by this delivery, changed only between two yields.
+      let inFlight: { readonly fiber: Fiber.Fiber<boolean>; readonly outcome: Deferred.Deferred<void, unknown> } | undefined
+      // Sets `inFlight` in the same step as the fork: an interruption cannot fall between them.
+      const start = Effect.gen(function*() {
+        // The outcome is recorded inside the uninterruptible step: an interruption that arrives
+        // meanwhile must not turn a delivery into an interrupted fiber (and so into a second one).
+        const outcome = yield* Deferred.make<void, unknown>()
+        // Detached: a port that never returns must not hold the router's Scope when the run ends.
+        const fiber = yield* Effect.forkDetach(
+          Effect.uninterruptible(Effect.flatMap(Effect.exit(attempt), (exit) => Deferred.done(outcome, exit))),
+          { startImmediately: true }
+        )
+        inFlight = { fiber, outcome }
+        return inFlight
+      })
+      const once: Effect.Effect<void, unknown> = Effect.gen(function*() {
+        while (true) {
+          const earlier = inFlight !== undefined
+          const current = inFlight ?? (yield* start)
+          const exit = yield* Effect.timeoutOption(Effect.exit(Deferred.await(current.outcome)), attemptTimeout)
+          if (Option.isNone(exit)) {
+            // Cut where the port allows it (an interruption there means it delivered nothing).
+            yield* Effect.forkDetach(Fiber.interrupt(current.fiber))
+            return yield* new ClosedStageAttemptTimedOut({ port, timeoutMs: Duration.toMillis(attemptTimeout) })
+          }
+          inFlight = undefined
+          if (Exit.isSuccess(exit.value)) return
+          // An earlier try's attempt that ended failing (say, cut after its timeout): this try makes its own.
+          if (earlier) continue
+          // A failure, a defect or an interruption of the port: a failed attempt.
+          return yield* Effect.fail(Cause.squash(exit.value.cause))
+        }
+      })
       return whileOpen(Effect.ignore(Effect.retry(once, spaced))).pipe(
         Effect.flatMap((delivered) =>
           Option.isSome(delivered) ? Effect.succeed(true) : once.pipe(
             Effect.as(true),
-            Effect.catch((cause) =>
+            Effect.catch((failure) =>
               Effect.as(
-                Effect.logWarning(`${what} was given up: ${RUN_ENDED_REASON} and the last attempt failed (${describeFailure(Cause.squash(cause))})`),
+                Effect.logWarning(`${what} was given up: ${RUN_ENDED_REASON} and the last attempt failed (${describeFailure(failure)})`),
                 false
               )
             )
@@ -213,7 +274,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
           if (oldest.done !== true) notified.delete(oldest.value)
         }
         const what = `${entryName(entry)}, for the parent chat,`
-        return deliverWhileOpen(parent.deliver(entry), what).pipe(
+        return deliverWhileOpen(parent.deliver(entry), what, "parent chat").pipe(
           // Interrupted (the caller gave up) before delivery: a redelivery may try again.
           Effect.onInterrupt(() => Effect.sync(() => notified.delete(key))),
           Effect.flatMap((delivered): Effect.Effect<ClosedOutcome> => {
@@ -228,7 +289,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
     const reject = (ask: InboundMessage, reason: string): Effect.Effect<ClosedOutcome> => {
       const what = `The replyError for ask ${ask.message.id} from ${ask.from.id} to completed stage ${owner} (${reason})`
       return Effect.map(
-        deliverWhileOpen(replyError(ask, completedStageAskError(reason)), what),
+        deliverWhileOpen(replyError(ask, completedStageAskError(reason)), what, "replyError"),
         (delivered): ClosedOutcome =>
           delivered ? { _tag: "Rejected", reason } : { _tag: "Abandoned", reason: `${what} was not sent: ${RUN_ENDED_REASON}` }
       )
@@ -249,6 +310,7 @@ export const makeClosedStage = (options: ClosedStageOptions): Effect.Effect<Clos
     }
 
     return {
+      publishing: (effect) => turns.withPermit(effect),
       route: (entry) =>
         Effect.suspend(() => {
           if (!isAsk(entry)) return notify(entry)

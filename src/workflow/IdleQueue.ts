@@ -19,7 +19,7 @@
  * back behind its terminal.
  */
 import { Duration, Effect, Queue, type Scope, Semaphore } from "effect"
-import { DispatchError } from "./orderingErrors.ts"
+import { DispatchError, IdleQueueClosed } from "./orderingErrors.ts"
 import type { InboundEntry } from "./InboundEntry.ts"
 import { type Claim, IdleQueueStore } from "./IdleQueueStore.ts"
 
@@ -68,8 +68,12 @@ export const defaultIdleQueueSettings: IdleQueueSettings = { recheck: "500 milli
  * @since 0.1.0
  */
 export interface IdleQueue<A> {
-  /** Appends an entry (synchronously); false when the same (sender, message) already waits. */
-  readonly enqueue: (entry: InboundEntry<A>) => Effect.Effect<boolean>
+  /**
+   * Appends an entry (synchronously); false when the same (sender, message)
+   * already waits. Fails with `IdleQueueClosed`, taking nothing, once the
+   * queue's Scope has closed: no flusher would hand it over.
+   */
+  readonly enqueue: (entry: InboundEntry<A>) => Effect.Effect<boolean, IdleQueueClosed>
   /** Removes (sender, message); undefined when it is no longer queued (e.g. a barrier claimed it, C-ORD-18). */
   readonly remove: (entry: { readonly senderId: string; readonly messageId: string }) => Effect.Effect<InboundEntry<A> | undefined>
   /** The waiting entries, oldest first. */
@@ -82,8 +86,9 @@ export interface IdleQueue<A> {
    * batch as older ones and never ahead of them or of a flush already under
    * way. True when it was handed over (by this flush, or by a flush or barrier
    * that took it first); false when the host refused it, which leaves it queued.
+   * Fails with `IdleQueueClosed`, taking nothing, once the queue's Scope has closed.
    */
-  readonly deliverIdle: (entry: InboundEntry<A>) => Effect.Effect<boolean>
+  readonly deliverIdle: (entry: InboundEntry<A>) => Effect.Effect<boolean, IdleQueueClosed>
   /** C-DLV-17: drops queued progress of a finished child (exact sender and thread); returns what was dropped. */
   readonly dropFinishedProgress: (senderId: string, threadId: string) => Effect.Effect<ReadonlyArray<InboundEntry<A>>>
   /**
@@ -136,7 +141,13 @@ export const makeIdleQueue = <A>(
     const store = new IdleQueueStore<A>()
     const lane = yield* Semaphore.make(1)
     const signals = yield* Queue.unbounded<"wake">()
-    yield* Effect.addFinalizer(() => Queue.shutdown(signals))
+    // Set once the Scope closes: from then on nothing is taken, since no flusher would hand it over.
+    let closed = false
+    yield* Effect.addFinalizer(() => Effect.andThen(Effect.sync(() => {
+      closed = true
+    }), Queue.shutdown(signals)))
+    const refuse = (entry: InboundEntry<A>) =>
+      Effect.fail(new IdleQueueClosed({ senderId: entry.senderId, messageId: entry.messageId }))
 
     const claimAndDispatch = <B, E>(
       select: (queued: ReadonlyArray<InboundEntry<A>>) => (entry: InboundEntry<A>) => boolean,
@@ -157,8 +168,9 @@ export const makeIdleQueue = <A>(
       Effect.catchDefect((defect) => Effect.logWarning("Idle-queue flush failed; what waits stays queued", defect))
     )
 
-    const deliverIdle = (entry: InboundEntry<A>): Effect.Effect<boolean> =>
+    const deliverIdle = (entry: InboundEntry<A>): Effect.Effect<boolean, IdleQueueClosed> =>
       Effect.suspend(() => {
+        if (closed) return refuse(entry)
         store.enqueue(entry)
         return lane.withPermit(Effect.suspend(() => {
           if (!store.has(entry)) return Effect.succeed(true)
@@ -180,7 +192,7 @@ export const makeIdleQueue = <A>(
     )
 
     return {
-      enqueue: (entry) => Effect.sync(() => store.enqueue(entry)),
+      enqueue: (entry) => Effect.suspend(() => closed ? refuse(entry) : Effect.succeed(store.enqueue(entry))),
       remove: (entry) => Effect.sync(() => store.remove(entry)),
       entries: Effect.sync(() => store.entries()),
       wake: Effect.asVoid(Queue.offer(signals, "wake")),

@@ -65,8 +65,11 @@ export const makeLifecycleNotices = (
           if (!listed.has(occurrence.event)) return "not-listed" as const
           const key = keyOf(occurrence)
           if (yield* marks.has(key)) return "duplicate" as const
-          yield* send(occurrence.text, { wake: occurrence.event !== "awaiting_input" })
-          yield* marks.add(key)
+          // Send and mark as one step for an interruption: the send's wait may be cut (then
+          // nothing is marked), but an acknowledged send is marked before an interruption lands.
+          yield* Effect.uninterruptibleMask((restore) =>
+            Effect.andThen(restore(send(occurrence.text, { wake: occurrence.event !== "awaiting_input" })), marks.add(key))
+          )
           return "sent" as const
         })),
       awaitingInput: permit.withPermit(Effect.sync(() => [...awaiting.values()]))

@@ -24,7 +24,7 @@
 import { Effect } from "effect"
 import type { DetachHandshake } from "./DetachHandshake.ts"
 import type { HandoffDisposition } from "./DetachRoute.ts"
-import type { DispatchError } from "./orderingErrors.ts"
+import type { DispatchError, IdleQueueClosed } from "./orderingErrors.ts"
 import type { IdleQueue } from "./IdleQueue.ts"
 import type { InboundEntry } from "./InboundEntry.ts"
 
@@ -69,7 +69,8 @@ export type InboxOutcome =
  * @since 0.1.0
  */
 export interface ParentInbox<A> {
-  readonly receive: (entry: InboundEntry<A>) => Effect.Effect<InboxOutcome>
+  /** Fails with `IdleQueueClosed`, taking nothing, once the idle queue's Scope has closed. */
+  readonly receive: (entry: InboundEntry<A>) => Effect.Effect<InboxOutcome, IdleQueueClosed>
 }
 
 /**

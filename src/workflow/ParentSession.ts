@@ -48,7 +48,7 @@ import { type ForegroundDetach, makeForegroundDetach } from "./ForegroundDetach.
 import { type IdleQueue, type IdleQueueSettings, makeIdleQueue } from "./IdleQueue.ts"
 import { inboundEntry, inboundMessageOf, type SourceResolver } from "./InboundAdapter.ts"
 import type { InboundEntry } from "./InboundEntry.ts"
-import { type DispatchError, ParentSessionClosed, type TerminalAdmissionError } from "./orderingErrors.ts"
+import { type DispatchError, type IdleQueueClosed, ParentSessionClosed, type TerminalAdmissionError } from "./orderingErrors.ts"
 import { type InboxOutcome, makeParentInbox } from "./ParentInbox.ts"
 import {
   makeTerminalBarrier,
@@ -292,7 +292,7 @@ export const makeParentSession = <T>(
         // Refused: it went back to its place in the queue, for the next flush.
         Effect.catch(() => Effect.succeed<ParentOutcome>(queued))
       )
-    const route = (entry: ParentEntry, delivery: ParentDelivery): Effect.Effect<ParentOutcome> =>
+    const route = (entry: ParentEntry, delivery: ParentDelivery): Effect.Effect<ParentOutcome, IdleQueueClosed> =>
       Effect.gen(function*() {
         if (delivery === "passive") {
           yield* agent.passive(entry)
@@ -312,7 +312,8 @@ export const makeParentSession = <T>(
       Effect.gen(function*() {
         if (!open) return yield* closed
         const entry = inboundEntry(inbound, { resolveSource: settings.resolveSource })
-        const outcome = yield* route(entry, delivery)
+        // The idle queue closed under this message (the Scope is closing): it took nothing.
+        const outcome = yield* Effect.catchTag(route(entry, delivery), "IdleQueueClosed", () => closed)
         // The Scope closed while this message was handed over: one left in the idle queue is nobody's.
         if (!open && outcome._tag === "queued" && (yield* idleQueue.remove(entry)) !== undefined) return yield* closed
         return outcome

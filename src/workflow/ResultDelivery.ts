@@ -6,7 +6,13 @@
  *
  * Done phases are recorded in a `PhaseLedger` that the caller owns and that
  * outlives one delivery attempt, so a replaced watcher retries only the
- * phases still missing and never sends the parent message twice.
+ * phases still missing and never sends the parent message twice. A phase's
+ * run and its mark are one step with respect to interruption: the run may
+ * be interrupted while it waits (it then counts as not done), but once it
+ * returned its mark is written before an interruption lands, so a watcher
+ * replaced at that moment has still recorded it. A mark that cannot be
+ * written fails the delivery (`DeliveryMarksFailed`) and is not retried as
+ * a refused attempt: that would run the phase again.
  *
  * A failing phase is retried with capped exponential backoff (`Schedule` on
  * `Clock`) a finite number of times; every phase that succeeds is progress
@@ -14,7 +20,7 @@
  * the payload is kept in the `UndeliveredStore` and its location logged: it
  * is never retried forever, and never deleted.
  */
-import { Data, Duration, Effect, Ref, Schedule } from "effect"
+import { Data, Duration, Effect, Exit, Ref, Schedule } from "effect"
 import type { DeliveryMarksFailed, DeliveryMarksService } from "../store/DeliveryMarks.ts"
 import { type UndeliveredEntry, UndeliveredStore, type UndeliveredStoreFailed } from "../store/UndeliveredStore.ts"
 
@@ -152,8 +158,16 @@ export const deliver = (
         continue
       }
       const attempts = yield* Ref.make(0)
+      // A phase that succeeded is recorded before anything can interrupt: the run stays
+      // interruptible (a wait inside it may be cut, and then counts as not done), but once it
+      // returned, its mark is written in the same uninterruptible step (C-WFD-11).
+      // A mark that could not be written is not a refused attempt: it is not retried (that would
+      // run the phase again) and fails the delivery, as before.
+      const confirmedAndMarked = Effect.uninterruptibleMask((restore) =>
+        Effect.andThen(restore(phase.run), Effect.exit(ledger.markDone(job.key, phase.name)))
+      )
       const outcome = yield* Ref.update(attempts, (n) => n + 1).pipe(
-        Effect.andThen(phase.run),
+        Effect.andThen(confirmedAndMarked),
         Effect.retry(retrySchedule(s)),
         Effect.result
       )
@@ -174,7 +188,7 @@ export const deliver = (
         )
         return { _tag: "Kept", phase: phase.name, attempts: tried, entry } satisfies DeliveryOutcome
       }
-      yield* ledger.markDone(job.key, phase.name)
+      if (Exit.isFailure(outcome.success)) return yield* Effect.failCause(outcome.success.cause)
       confirmed.push(phase.name)
     }
     return { _tag: "Delivered", confirmed, skipped } satisfies DeliveryOutcome

@@ -10,7 +10,8 @@
  * - close and admit are commands of the same queue, so one of them happens
  *   first (C-ORD-2): an entry admitted before close belongs to the stage,
  *   one after close is answered `Closed` (the caller routes it to the parent
- *   chat or the post-mortem router, `ClosedStage.ts`);
+ *   chat or the post-mortem router, `ClosedStage.ts`), also when the
+ *   generation retires after a completed close before the actor answered it;
  * - an entry is reserved (appended to the stage's queue) in the same step
  *   that admits it, before a busy stage's foreground handoff starts
  *   (C-ORD-3); the handoff runs as a fiber of the generation and reports
@@ -274,8 +275,13 @@ export const makeStageAdmission = (
     const admit = (entry: StageEntry): Effect.Effect<Admission, StageAdmissionError> =>
       Effect.flatMap(
         request<Settled>((reply) => ({ _tag: "Admit", entry, reply }), retired),
-        (settled): Effect.Effect<Admission, StageAdmissionError> =>
-          settled._tag === "Failed" ? admissionFailed(entry, settled.error, replyError) : Effect.succeed(settled)
+        (settled): Effect.Effect<Admission, StageAdmissionError> => {
+          // The generation ended with this entry unanswered. After a completed close nothing is
+          // reserved any more, so it was not admitted before close (C-ORD-2): it is a closed-stage
+          // entry, not one the running stage failed to admit.
+          if (settled === retired && phase === "closed") return Effect.succeed({ _tag: "Closed" })
+          return settled._tag === "Failed" ? admissionFailed(entry, settled.error, replyError) : Effect.succeed(settled)
+        }
       )
 
     return {

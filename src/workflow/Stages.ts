@@ -22,8 +22,12 @@
  * to its closed-stage router, whose Scope has closed, so it is handled once
  * — a late ask gets the C-ORD-8 replyError, anything else one attempt at the
  * parent chat, then it is given up with a warning — and never fails for a
- * retry that could not end. A stage id never opened (or forgotten) fails
- * with `UnknownWorkflowItem`.
+ * retry that could not end. An older ended stage is forgotten but for its
+ * id (one string per ended stage, for the service's life): an entry for it
+ * fails with `StageForgotten`, which `stageHostDeliver` gives up with a
+ * warning (and an ask's replyError, when it has that port) instead of
+ * failing for a retry that could never succeed. A stage id never opened
+ * fails with `UnknownWorkflowItem`.
  *
  * @since 0.1.0
  */
@@ -36,7 +40,14 @@ import {
   type ParentChat,
   type RetainedConversation
 } from "./ClosedStage.ts"
-import { InvalidWorkflowId, PostMortemUnavailable, type StageAdmissionError, StageRetired, UnknownWorkflowItem } from "./errors.ts"
+import {
+  InvalidWorkflowId,
+  PostMortemUnavailable,
+  type StageAdmissionError,
+  StageForgotten,
+  StageRetired,
+  UnknownWorkflowItem
+} from "./errors.ts"
 import { makeGenerationSlot, type GenerationSlot } from "./GenerationScope.ts"
 import { type GroupDecision, resolveStageGroup, type StageGroupLevels, type ToolAccess } from "./groupResolution.ts"
 import { DEFAULT_CLAIM_MEMORY, type LateAskClaims, makeLateAskClaims } from "./LateAskClaims.ts"
@@ -130,15 +141,20 @@ export interface StagesService {
   /**
    * Routes an entry for the stage. Fails with `StageAdmissionError` only for
    * a non-ask the open stage could not admit (release it for retry), and
-   * with `UnknownWorkflowItem` for a stage never opened (or ended so long
-   * ago that it is forgotten). An entry for a stage whose run has ended is
+   * with `StageForgotten` for a stage whose run ended so long ago that it is
+   * no longer kept (nothing can take the entry: give it up), and with
+   * `UnknownWorkflowItem` for a stage never opened. An entry for a stage whose run has ended is
    * handled once by its closed-stage router (see the module header).
    */
-  readonly deliver: (stageId: string, entry: StageEntry) => Effect.Effect<StageDelivery, StageAdmissionError | UnknownWorkflowItem>
+  readonly deliver: (
+    stageId: string,
+    entry: StageEntry
+  ) => Effect.Effect<StageDelivery, StageAdmissionError | StageForgotten | UnknownWorkflowItem>
   /**
    * Closes the stage: drains what it admitted (C-ORD-2), then runs
    * `publish` (the terminal snapshot), then retires the generation; later
-   * entries go to the closed-stage router.
+   * entries go to the closed-stage router. No post-mortem turn runs until
+   * `publish` has ended: a late ask that comes meanwhile waits for it (C-ORD-7).
    */
   readonly close: <A, E, R>(
     stageId: string,
@@ -173,6 +189,8 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
   const stages = new Map<string, StageRecord>()
   // Stages whose run ended, oldest first (see the module header).
   const endedStages = new Map<string, StageRecord>()
+  // The ids of ended stages no longer kept: an entry for one fails StageForgotten, not UnknownWorkflowItem.
+  const forgotten = new Set<string>()
 
   const find = (stageId: string): Effect.Effect<StageRecord, UnknownWorkflowItem> =>
     Effect.suspend(() => {
@@ -194,7 +212,10 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
           endedStages.set(stageId, record)
           if (endedStages.size > ENDED_STAGE_MEMORY) {
             const oldest = endedStages.keys().next()
-            if (oldest.done !== true) endedStages.delete(oldest.value)
+            if (oldest.done !== true) {
+              endedStages.delete(oldest.value)
+              forgotten.add(oldest.value)
+            }
           }
         })
       )
@@ -237,6 +258,7 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
         stages.set(stageId, record)
         // A stage of an ended run with this id is replaced by the live one.
         endedStages.delete(stageId)
+        forgotten.delete(stageId)
       }
       const decision = resolveStageGroup(
         { ...spec.groups, run: run.group },
@@ -258,7 +280,10 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
   const deliver = (stageId: string, entry: StageEntry) =>
     Effect.gen(function*() {
       const record = stages.get(stageId) ?? endedStages.get(stageId)
-      if (record === undefined) return yield* new UnknownWorkflowItem({ kind: "stage", id: stageId })
+      if (record === undefined) {
+        if (forgotten.has(stageId)) return yield* new StageForgotten({ stageId })
+        return yield* new UnknownWorkflowItem({ kind: "stage", id: stageId })
+      }
       const current = record.current
       // Once the run ended, nothing goes to a generation: the router handles the entry once (C-ORD-8 for an ask).
       if (!record.ended && current !== undefined) {
@@ -279,8 +304,9 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
       const record = yield* find(stageId)
       const current = record.current
       if (current === undefined) return yield* new StageRetired()
-      yield* current.admission.close
-      const published = yield* publish
+      // Close and snapshot hold off post-mortem turns: a late ask that comes once admission has
+      // closed is a closed-stage ask, and its turn runs after the snapshot is published (C-ORD-7).
+      const published = yield* record.closed.publishing(Effect.andThen(current.admission.close, publish))
       record.completed = true
       record.current = undefined
       yield* record.slot.retire

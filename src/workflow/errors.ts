@@ -94,6 +94,54 @@ export class PostMortemUnavailable extends Data.TaggedError("PostMortemUnavailab
 }
 
 /**
+ * One attempt at a closed stage's port (its parent chat, or an asker's
+ * `replyError`) did not return within the router's `attemptTimeout`: it
+ * counts as a failed attempt, so the closed-stage router's retry (and, once
+ * the run has ended, its give-up) applies, and the stage session's hand-off
+ * queue is not held by it.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ClosedStageAttemptTimedOut extends Data.TaggedError("ClosedStageAttemptTimedOut")<{
+  /** Which port: `parent chat` or `replyError`. */
+  readonly port: string
+  readonly timeoutMs: number
+}> {
+  override get message(): string {
+    return `the ${this.port} did not answer within ${this.timeoutMs} ms`
+  }
+}
+
+/**
+ * The reason a late entry for a forgotten stage is given up with, and the
+ * reason its asker's `replyError` gives (C-ORD-8).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export const FORGOTTEN_STAGE_REASON = "the stage's run ended too long ago for the stage to be remembered"
+
+/**
+ * An entry for a stage whose run ended so long ago that the service no
+ * longer keeps the stage (the newest 1000 ended stages are kept): nothing
+ * can handle it, and retrying cannot change that. `stageHostDeliver` gives
+ * the entry up with a warning (an ask's asker gets the correlated
+ * `replyError` when the host was given that port) instead of failing for a
+ * retry.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class StageForgotten extends Data.TaggedError("StageForgotten")<{
+  readonly stageId: string
+}> {
+  override get message(): string {
+    return `Workflow stage '${this.stageId}' cannot take the message: ${FORGOTTEN_STAGE_REASON}`
+  }
+}
+
+/**
  * No stage (or run) with this id is known to the service.
  *
  * @category errors

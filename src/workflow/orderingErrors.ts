@@ -70,3 +70,21 @@ export class ParentSessionClosed extends Data.TaggedError("ParentSessionClosed")
     return `The parent session's generation ${this.generation} has closed, so it did not take the message; the session's next generation gets it`
   }
 }
+
+/**
+ * The idle queue's Scope (its parent's session generation) has closed: it
+ * took no entry, since nothing would flush it. `enqueue` and `deliverIdle`
+ * fail with it; a parent session turns it into `ParentSessionClosed`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class IdleQueueClosed extends Data.TaggedError("IdleQueueClosed")<{
+  /** The sender and message id of the entry that was not taken. */
+  readonly senderId: string
+  readonly messageId: string
+}> {
+  override get message(): string {
+    return `The idle queue's session generation has closed, so it did not take message ${this.messageId} from ${this.senderId}; hand it to the session's next generation`
+  }
+}

@@ -164,6 +164,63 @@ describe("ClosedStage", () => {
       assert.deepStrictEqual(log, ["turn-start:q1", `replyError:q1:${told}`, `replyError:q2:${told}`, `replyError:q3:${told}`])
     }))
 
+  it.effect("C-ORD-6: a parent-chat attempt that never returns times out; no second attempt starts beside it, and when the run ends the entry is given up, so route returns", () => {
+    const warnings: Array<string> = []
+    return warningsOf(warnings, Effect.gen(function*() {
+      const log: Log = []
+      const scope = yield* Scope.make()
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: { deliver: (entry) => Effect.andThen(Effect.sync(() => log.push(`parent-hangs:${label(entry)}`)), Effect.never) },
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      }).pipe(Scope.provide(scope))
+      // As the stage session's hand-off runs it: uninterruptibly.
+      const routing = yield* Effect.forkChild(Effect.uninterruptible(router.route(note("m1"))), { startImmediately: true })
+      yield* TestClock.adjust("1 minute")
+      yield* Scope.close(scope, Exit.void)
+      yield* TestClock.adjust("5 seconds")
+      const outcome = yield* Fiber.join(routing)
+      assert.strictEqual(outcome._tag, "Abandoned")
+      assert.deepStrictEqual(log, ["parent-hangs:m1"], "the hung attempt is waited for, never doubled")
+      assert.deepStrictEqual(warnings, [
+        `Message m1 from ${PEER.id} to completed stage stage-a, for the parent chat, was given up: ${RUN_ENDED_REASON} and the last attempt failed (the parent chat did not answer within 5000 ms)`
+      ])
+    }))
+  })
+
+  it.effect("C-ORD-6: a timed-out attempt whose wait the port made interruptible is cut and retried; an attempt that answers late is counted, not repeated", () =>
+    Effect.gen(function*() {
+      const log: Log = []
+      let calls = 0
+      const router = yield* makeClosedStage({
+        owner: "stage-a",
+        parent: {
+          deliver: (entry) =>
+            Effect.suspend(() => {
+              calls += 1
+              const call = calls
+              log.push(`attempt-${call}:${label(entry)}`)
+              // m1: its first wait is cut. m2: its first attempt answers after 7 s, uninterruptibly.
+              if (label(entry) === "m1" && call === 1) return Effect.interruptible(Effect.never)
+              if (label(entry) === "m2") return Effect.andThen(Effect.sleep("7 seconds"), Effect.sync(() => log.push(`late:${label(entry)}`)))
+              return Effect.sync(() => log.push(`parent:${label(entry)}`))
+            })
+        },
+        replyError: recordingReplyError(log),
+        claims: makeLateAskClaims()
+      })
+      // In 100 ms steps: each step runs the sleeps the previous one started.
+      const advance = (steps: number) => Effect.repeat(TestClock.adjust("100 millis"), { times: steps - 1 })
+      const first = yield* Effect.forkChild(router.route(note("m1")), { startImmediately: true })
+      yield* advance(52)
+      assert.deepStrictEqual(yield* Fiber.join(first), { _tag: "Notified" })
+      const second = yield* Effect.forkChild(router.route(note("m2")), { startImmediately: true })
+      yield* advance(100)
+      assert.deepStrictEqual(yield* Fiber.join(second), { _tag: "Notified" })
+      assert.deepStrictEqual(log, ["attempt-1:m1", "attempt-2:m1", "parent:m1", "attempt-3:m2", "late:m2"])
+    }))
+
   it.effect("C-ORD-7: a late ask gets exactly one post-mortem turn, also when redelivered", () =>
     Effect.gen(function*() {
       const log: Log = []

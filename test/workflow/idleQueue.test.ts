@@ -1,6 +1,6 @@
 /** The idle-queue actor: FIFO batches for a busy parent, the 500 ms recheck, rollback of a refused batch (C-DLV-10). */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Ref } from "effect"
+import { Deferred, Effect, Exit, Fiber, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { DispatchError } from "../../src/workflow/orderingErrors.ts"
 import { makeIdleQueue } from "../../src/workflow/IdleQueue.ts"
@@ -27,6 +27,20 @@ const setup = Effect.gen(function*() {
 })
 
 describe("IdleQueue", () => {
+  it.effect("after the queue's Scope closed, enqueue and deliverIdle take nothing and fail with IdleQueueClosed", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { batches, idle, queue } = yield* Scope.provide(setup, scope)
+      yield* Scope.close(scope, Exit.void)
+      const late = yield* Effect.flip(queue.enqueue(entry("a", "s1")))
+      assert.strictEqual(late._tag, "IdleQueueClosed")
+      assert.strictEqual(late.message, "The idle queue's session generation has closed, so it did not take message a from s1; hand it to the session's next generation")
+      yield* Ref.set(idle, true)
+      assert.strictEqual((yield* Effect.flip(queue.deliverIdle(entry("b", "s1"))))._tag, "IdleQueueClosed")
+      assert.deepStrictEqual(yield* queue.entries, [], "nothing stranded in a queue nobody flushes")
+      assert.deepStrictEqual(batches, [], "nor handed to the host of a closed generation")
+    }))
+
   it.effect("a busy parent's messages wait, then go as one FIFO batch at the first 500 ms recheck after it is idle (C-DLV-10)", () =>
     Effect.gen(function*() {
       const { batches, idle, queue } = yield* setup

@@ -3,7 +3,7 @@
  * send was acknowledged; `awaiting_input` tracked and never waking.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import fc from "fast-check"
 import { DeliveryMarks, DeliveryMarksMemoryState } from "../../src/store/DeliveryMarks.ts"
 import { type LifecycleOccurrence, makeLifecycleNotices } from "../../src/workflow/LifecycleNotices.ts"
@@ -66,6 +66,24 @@ describe("LifecycleNotices", () => {
       yield* before.notify(occurrence("completed"))
       const after = yield* makeLifecycleNotices(r.send, [], DeliveryMarks.makeMemory(state))
       assert.strictEqual(yield* after.notify(occurrence("completed")), "duplicate")
+      assert.strictEqual(r.sent.length, 1)
+    }))
+
+  it.effect("C-WFD-14: a raise interrupted right after its send was acknowledged has marked it, so the next raise does not send it again", () =>
+    Effect.gen(function*() {
+      const r = recorder()
+      const state = new DeliveryMarksMemoryState()
+      const memory = DeliveryMarks.makeMemory(state)
+      // Marks whose write takes a step of its own, as the store's SQL marks do.
+      const marks = { has: memory.has, add: (mark: string) => Effect.andThen(Effect.yieldNow, memory.add(mark)) }
+      const acknowledged = yield* Deferred.make<void>()
+      const send = (text: string, options: { readonly wake: boolean }) =>
+        Effect.andThen(r.send(text, options), Deferred.succeed(acknowledged, undefined))
+      const notices = yield* makeLifecycleNotices(send, [], marks)
+      const raising = yield* Effect.forkChild(notices.notify(occurrence("completed")), { startImmediately: true })
+      yield* Deferred.await(acknowledged)
+      yield* Fiber.interrupt(raising)
+      assert.strictEqual(yield* notices.notify(occurrence("completed")), "duplicate")
       assert.strictEqual(r.sent.length, 1)
     }))
 

@@ -5,7 +5,7 @@
  * undelivered area and its location logged, never retried or deleted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Fiber, Layer, Logger } from "effect"
+import { Clock, Deferred, Effect, Fiber, Layer, Logger } from "effect"
 import * as TestClock from "effect/testing/TestClock"
 import * as Database from "../../src/store/Database.ts"
 import { DeliveryMarks } from "../../src/store/DeliveryMarks.ts"
@@ -17,6 +17,7 @@ import {
   DeliveryRefused,
   marksPhaseLedger,
   memoryPhaseLedger,
+  type PhaseLedger,
   PhaseLedgerState
 } from "../../src/workflow/ResultDelivery.ts"
 
@@ -107,6 +108,41 @@ describe("ResultDelivery", () => {
         .pipe(Effect.provide(UndeliveredStore.layerMemory()))
       assert.deepStrictEqual(second, { _tag: "Delivered", confirmed: ["confirm"], skipped: ["message"] })
       assert.deepStrictEqual(log.filter(([name]) => name === "message").length, 1, "the parent message was sent once")
+    }))
+
+  it.effect("C-WFD-11: a watcher interrupted right after the parent message was confirmed still records it, so its replacement does not send it again", () =>
+    Effect.gen(function*() {
+      const state = new PhaseLedgerState()
+      const memory = memoryPhaseLedger(state)
+      // A ledger whose write takes a step of its own, as the store's SQL marks do.
+      const ledger: PhaseLedger = { isDone: memory.isDone, markDone: (key, name) => Effect.andThen(Effect.yieldNow, memory.markDone(key, name)) }
+      const log: Array<readonly [string, number]> = []
+      const confirmed = yield* Deferred.make<void>()
+      const message = { name: "message", run: Effect.andThen(phase("message", 0, log).run, Deferred.succeed(confirmed, undefined)) }
+      const watcher = yield* deliver(job([message]), ledger).pipe(
+        Effect.provide(UndeliveredStore.layerMemory()),
+        Effect.forkChild({ startImmediately: true })
+      )
+      // The watcher is replaced the moment the bus confirmed the message.
+      yield* Deferred.await(confirmed)
+      yield* Fiber.interrupt(watcher)
+      const replacement = yield* deliver(job([message]), ledger).pipe(Effect.provide(UndeliveredStore.layerMemory()))
+      assert.deepStrictEqual(replacement, { _tag: "Delivered", confirmed: [], skipped: ["message"] })
+      assert.strictEqual(log.length, 1, "the parent message was sent once")
+    }))
+
+  it.effect("C-WFD-11: a watcher interrupted while its phase still waits stops at once and records nothing", () =>
+    Effect.gen(function*() {
+      const state = new PhaseLedgerState()
+      const started = yield* Deferred.make<void>()
+      const hanging = { name: "message", run: Effect.andThen(Deferred.succeed(started, undefined), Effect.never) }
+      const watcher = yield* deliver(job([hanging]), memoryPhaseLedger(state)).pipe(
+        Effect.provide(UndeliveredStore.layerMemory()),
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(watcher)
+      assert.strictEqual(state.done.size, 0)
     }))
 
   it.effect("C-WFD-12: a confirmed phase is progress: the next phase gets a full budget of its own", () =>

@@ -4,7 +4,7 @@
  * (group, capability and bridge environment), over fakes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { SupervisorAuthorizationFailed } from "../../src/client/errors.ts"
 import { childEnvironment, childSessionName, readChildBridge } from "../../src/session/supervisorBridge.ts"
@@ -12,8 +12,17 @@ import { type ChildAuthorizer, Children, type ChildrenOptions } from "../../src/
 import type { ParentChat } from "../../src/workflow/ClosedStage.ts"
 import { Runs } from "../../src/workflow/Runs.ts"
 import { type StagePorts, Stages } from "../../src/workflow/Stages.ts"
-import { stageNotice } from "../../src/workflow/StageEntry.ts"
+import { type StageEntry, stageNotice } from "../../src/workflow/StageEntry.ts"
+import type { Inbound } from "../../src/session/Host.ts"
+import { stageHostDeliver } from "../../src/workflow/StageInbound.ts"
 import { ask, fakeSession, label, type Log, manualHandoff, note, recordingReplyError } from "./support.ts"
+
+/** A stage session's message as the session runtime hands it to the host. */
+const hostInbound = (entry: StageEntry): Inbound => {
+  if (entry._tag !== "Message") throw new Error("a message entry")
+  const { from, message } = entry.inbound
+  return { intent: "trigger", from, message, text: "", expectsReply: message.expectsReply === true, delivery: "steer" }
+}
 
 /** Runs with group ids g1, g2, … in the order they are made. */
 const counted = () => {
@@ -103,6 +112,51 @@ describe("Stages", () => {
       const reopen = yield* Effect.flip(stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports))
       assert.strictEqual(reopen._tag, "InvalidWorkflowId")
       assert.deepStrictEqual(log, ["insert:m1", "snapshot", "parent:child-9", "post-mortem:q1"])
+    }))
+
+  it.effect("C-ORD-7: a late ask that comes while the stage publishes its snapshot is a post-mortem ask, and its turn runs after the snapshot", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports)
+      const publishing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const snapshot = Effect.andThen(
+        Deferred.succeed(publishing, undefined),
+        Effect.andThen(Deferred.await(release), Effect.sync(() => log.push("snapshot")))
+      )
+      const closing = yield* Effect.forkChild(stages.close("s", snapshot), { startImmediately: true })
+      yield* Deferred.await(publishing)
+      const asking = yield* Effect.forkChild(stages.deliver("s", ask("q1")), { startImmediately: true })
+      // Scheduler turns, not time: the ask goes as far as it can while the snapshot is being taken.
+      yield* Effect.repeat(Effect.yieldNow, { times: 20 })
+      assert.deepStrictEqual(log, [], "no post-mortem turn while the snapshot is being published")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(closing)
+      assert.deepStrictEqual(yield* Fiber.join(asking), { _tag: "AfterClose", outcome: { _tag: "PostMortem" } })
+      assert.deepStrictEqual(log, ["snapshot", "post-mortem:q1"])
+    }))
+
+  it.effect("C-ORD-7: an ask whose admission was unanswered when close retired the generation gets its post-mortem turn, not a running-stage replyError", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      yield* runs.start({ runId: "r1" })
+      const log: Log = []
+      yield* stages.open({ runId: "r1", stageId: "s" }, stagePorts(log).ports)
+      const publishing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const snapshot = Effect.andThen(
+        Deferred.succeed(publishing, undefined),
+        Effect.andThen(Deferred.await(release), Effect.sync(() => log.push("snapshot")))
+      )
+      const closing = yield* Effect.forkChild(stages.close("s", snapshot), { startImmediately: true })
+      yield* Deferred.await(publishing)
+      const asking = yield* Effect.forkChild(stages.deliver("s", ask("q1")), { startImmediately: true })
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(closing)
+      assert.deepStrictEqual(yield* Fiber.join(asking), { _tag: "AfterClose", outcome: { _tag: "PostMortem" } })
+      assert.deepStrictEqual(log, ["snapshot", "post-mortem:q1"])
     }))
 
   it.effect("C-ORD-16/35: a new generation retires the old one; its waiting entry is released, retried into the new one, and the old handshake's late answer writes nothing", () =>
@@ -214,6 +268,37 @@ describe("Stages", () => {
       yield* TestClock.adjust("10 seconds")
       assert.deepStrictEqual(log, [`replyError:q1:${told}`, `replyError:q2:${told}`, "parent:m1", "parent-failed:m2"])
       assert.strictEqual((yield* Effect.flip(stages.deliver("never", note("m3"))))._tag, "UnknownWorkflowItem")
+    }))
+
+  it.effect("C-ORD-8: a stage ended longer ago than the newest 1000 is forgotten: an entry for it fails StageForgotten, which the stage's host gives up (an ask with its replyError) instead of failing for a retry", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services()
+      const log: Log = []
+      const ports = stagePorts(log).ports
+      yield* runs.start({ runId: "r0" })
+      yield* stages.open({ runId: "r0", stageId: "s0" }, ports)
+      yield* runs.end("r0")
+      yield* runs.start({ runId: "r1" })
+      for (let i = 1; i <= 1000; i++) yield* stages.open({ runId: "r1", stageId: `s${i}` }, ports)
+      yield* runs.end("r1")
+      // s1 … s1000 are still kept; s0 is forgotten but for its id.
+      assert.strictEqual((yield* stages.deliver("s1", note("m0")))._tag, "AfterClose")
+      const forgotten = yield* Effect.flip(stages.deliver("s0", ask("q1")))
+      assert.strictEqual(forgotten._tag, "StageForgotten")
+      assert.strictEqual(forgotten.message, "Workflow stage 's0' cannot take the message: the stage's run ended too long ago for the stage to be remembered")
+      assert.strictEqual((yield* Effect.flip(stages.deliver("never", note("m1"))))._tag, "UnknownWorkflowItem")
+      // The stage session's host: not a failure (which the runtime would retry for as long as the session lives).
+      const host = stageHostDeliver(stages, "s0", { replyError: recordingReplyError(log) })
+      yield* host(hostInbound(ask("q1")))
+      yield* host(hostInbound(note("m2")))
+      assert.deepStrictEqual(log, [
+        "parent:m0",
+        "replyError:q1:Completed workflow stage could not process intercom ask: the stage's run ended too long ago for the stage to be remembered"
+      ])
+      // A new stage with that id is a stage of its own again.
+      yield* runs.start({ runId: "r-new" })
+      yield* stages.open({ runId: "r-new", stageId: "s0" }, stagePorts(log).ports)
+      assert.strictEqual((yield* stages.deliver("s0", note("m3")))._tag, "Stage")
     }))
 
   it.effect("C-ORD-7: after a stage was reopened and closed, late entries use the latest generation's ports: its retained conversation and parent chat", () =>

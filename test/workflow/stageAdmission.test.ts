@@ -166,6 +166,18 @@ describe("StageAdmission", () => {
       assert.strictEqual((yield* Effect.flip(stage.admit(note("m2"))))._tag, "StageRetired")
     }))
 
+  it.effect("C-ORD-2/7: an entry still unanswered when a closed generation retires was not admitted before close: it is Closed, and an ask gets no running-stage replyError", () =>
+    Effect.gen(function*() {
+      const { log, scope, stage } = yield* setup()
+      yield* stage.close
+      // The ask reaches the mailbox, and the generation retires before the actor answers it.
+      const admitting = yield* Effect.forkChild(stage.admit(ask("q1")), { startImmediately: true })
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(yield* Fiber.join(admitting), { _tag: "Closed" })
+      assert.deepStrictEqual(yield* stage.admit(note("m1")), { _tag: "Closed" })
+      assert.deepStrictEqual(log, [])
+    }))
+
   it.effect("C-ORD-2/3 (property): whatever the interleaving, close drains exactly the entries admitted before it, in order, and takes none after", () =>
     Effect.promise(() => fc.assert(drainProperty(closeAndPublish), { numRuns: 200 })))
 
