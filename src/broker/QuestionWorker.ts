@@ -107,9 +107,11 @@ export const runQuestionWorker = (
       case "Received":
         return store.get(item.questionId).pipe(
           Effect.flatMap((record) =>
-            record === undefined || record.childId !== item.session.id ? Effect.void : store.deliver(record.id, item.at)
+            // Only the asking child confirms, and only its confirmation lets go of the waiter.
+            record === undefined || record.childId !== item.session.id
+              ? Effect.void
+              : Effect.andThen(store.deliver(record.id, item.at), Effect.sync(() => questions.forget(record.id)))
           ),
-          Effect.andThen(Effect.sync(() => questions.forget(item.questionId))),
           Effect.catch((error) => Effect.logWarning(`Question ${item.questionId}: ${error.message}`))
         )
       case "Answer":

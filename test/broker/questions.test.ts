@@ -283,6 +283,23 @@ describe("questions-v1: the child is gone, the broker restarts", () => {
     }))
 })
 
+describe("questions-v1: takeovers and confirmations", () => {
+  it.effect("only the asking child's question_received confirms its question and lets go of its waiter", () =>
+    Effect.gen(function*() {
+      const { child, net, state, supervisor } = yield* setup()
+      okOf(yield* ask(child, "q-1"))
+      yield* messageFor(supervisor.client, "q-1")
+      const other = yield* net.session({ sessionId: "other-1", frame: { features: FEATURES } })
+      yield* other.client.send({ type: "question_received", questionId: "q-1" })
+      yield* other.client.roundTrip
+      const answered = okOf(yield* requestOf(supervisor.client, { type: "question_answer", questionId: "q-1", text: "go" }))
+      assert.isTrue(answered.receipt?.sentToChild)
+      const pushed = yield* child.next("question_answered", (f) => f.questionId === "q-1")
+      assert.strictEqual(pushed.answer, "go")
+      assert.strictEqual(stateOf(saved(state, "q-1")), "answer_pending")
+    }))
+})
+
 describe("questions-v1: listing and reading", () => {
   it.effect("lists are paged and owned by the supervisor session id only; get reads the full text (C-DQ-13…15)", () =>
     Effect.gen(function*() {
