@@ -169,6 +169,11 @@ export const runQuestionWorker = (
   }
 
   const answer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
+    item.session === undefined
+      ? Effect.ensuring(saveAnswer(item), Effect.sync(() => questions.replied(item.questionId)))
+      : saveAnswer(item)
+
+  const saveAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
     store.answer({ id: item.questionId, ownerId: item.ownerId, text: item.text, at: item.at }).pipe(
       Effect.matchEffect({
         onFailure: (error) =>
