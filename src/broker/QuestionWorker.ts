@@ -107,9 +107,11 @@ export const runQuestionWorker = (
       case "Received":
         return store.get(item.questionId).pipe(
           Effect.flatMap((record) =>
-            record === undefined || record.childId !== item.session.id ? Effect.void : store.deliver(record.id, item.at)
+            // Only the asking child confirms, and only its confirmation lets go of the waiter.
+            record === undefined || record.childId !== item.session.id
+              ? Effect.void
+              : Effect.andThen(store.deliver(record.id, item.at), Effect.sync(() => questions.forget(record.id)))
           ),
-          Effect.andThen(Effect.sync(() => questions.forget(item.questionId))),
           Effect.catch((error) => Effect.logWarning(`Question ${item.questionId}: ${error.message}`))
         )
       case "Answer":
@@ -167,6 +169,11 @@ export const runQuestionWorker = (
   }
 
   const answer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
+    item.session === undefined
+      ? Effect.ensuring(saveAnswer(item), Effect.sync(() => questions.replied(item.questionId)))
+      : saveAnswer(item)
+
+  const saveAnswer = (item: Extract<QuestionWork, { readonly _tag: "Answer" }>): Effect.Effect<void> =>
     store.answer({ id: item.questionId, ownerId: item.ownerId, text: item.text, at: item.at }).pipe(
       Effect.matchEffect({
         onFailure: (error) =>

@@ -16,7 +16,14 @@
  *   timeout: the edge is opened for MAX_ASK_TIMEOUT_MS, C-DQ-16), and what
  *   turns that reply into the same durable answer (C-DQ-7);
  * - `present`: the live sessions granted `questions-v1` by id, to tell a child
- *   that is away (revival, C-DQ-10) from one that is reconnecting.
+ *   that is away (revival, C-DQ-10) from one that is reconnecting;
+ * - `replying`: questions whose live reply is on its way to the store, so a
+ *   supervisor that reconnects meanwhile is not asked them again.
+ *
+ * Waiters and notices are indexed by the session key of the child and of the
+ * supervisor, so a session leaving touches only its own entries. A takeover
+ * of an id (P16) hands that session's entries to the new session (one that is
+ * not granted `questions-v1` drops them, as if the old one left).
  *
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
@@ -38,6 +45,7 @@ import { checkPage } from "../store/questionModel.ts"
 import { messageFrameFor } from "./Asks.ts"
 import type { AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
+import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
@@ -108,6 +116,8 @@ interface Notice {
   readonly ownerId: string
   readonly child: Session
   readonly supervisor: Session
+  /** The supervisor connection that was sent the notification: notified once per connection. */
+  readonly sentTo: Session["peer"]
 }
 
 /** The refusals of question requests made before any work is queued. */
@@ -127,8 +137,13 @@ export class Questions {
   /** The supervisor a bound child was admitted with (Supervisor.ts), undefined for anyone else. */
   private readonly supervisorOf: (session: Session) => SupervisorRef | undefined
   private readonly waiters = new Map<string, Session>()
+  /** Question ids of `waiters` by the waiting session's key. */
+  private readonly waitingBy = new SetIndex<string, string>()
   private readonly notices = new Map<string, Notice>()
+  /** Record keys of `notices` by the notified supervisor's session key. */
+  private readonly noticesTo = new SetIndex<string, string>()
   private readonly present = new Map<string, Session>()
+  private readonly replying = new Set<string>()
 
   constructor(
     ctx: RouterContext,
@@ -152,27 +167,18 @@ export class Questions {
   }
 
   readonly hooks: RegistrationHooks = {
-    registered: (session) => {
+    registered: (session, previous) => {
       const features = session.peer.features
+      if (previous !== undefined) {
+        if (features.has(QUESTIONS_V1)) this.handOver(previous, session)
+        else this.drop(previous)
+      }
       if (!features.has(QUESTIONS_V1)) return
       this.present.set(session.id, session)
       // A supervisor (back): its unresolved questions are notified again (C-DQ-6).
       if (features.has(SUPERVISOR_V1) && this.supervisorOf(session) === undefined) this.offer({ _tag: "SupervisorBack", session })
     },
-    left: (session) => {
-      if (this.present.get(session.id) === session) this.present.delete(session.id)
-      for (const [questionId, waiter] of this.waiters) {
-        if (waiter !== session) continue
-        this.waiters.delete(questionId)
-        // The child is gone: its question's edge closes; the question itself stays saved.
-        const key = recordKeyOf(session.key, questionId)
-        this.notices.delete(key)
-        this.edges.delete(key)
-      }
-      for (const [key, notice] of this.notices) {
-        if (notice.supervisor === session) this.notices.delete(key)
-      }
-    }
+    left: (session) => this.drop(session)
   }
 
   /**
@@ -192,7 +198,9 @@ export class Questions {
         this.openEdge(notice, attempt.now)
         return
       }
-      this.notices.delete(key)
+      this.deleteNotice(key)
+      // Until the fiber has saved it, a supervisor notified again is not asked this question.
+      this.replying.add(notice.questionId)
       this.offer({
         _tag: "Answer",
         session: undefined,
@@ -230,7 +238,14 @@ export class Questions {
   /** `session` waits on `questionId` (its `question_ask` was saved). */
   wait(questionId: string, session: Session): void {
     if (!this.isLive(session)) return
+    this.deleteWaiter(questionId)
     this.waiters.set(questionId, session)
+    this.waitingBy.add(session.key, questionId)
+  }
+
+  /** The live reply to `questionId` was handled by the fiber (saved or refused). */
+  replied(questionId: string): void {
+    this.replying.delete(questionId)
   }
 
   /** Writes a frame to a session if it is still live. */
@@ -247,16 +262,16 @@ export class Questions {
    */
   notify(record: QuestionRecord, supervisor: Session | undefined): void {
     const child = this.waiters.get(record.id)
-    if (child === undefined || !this.isLive(child)) return
+    if (child === undefined || !this.isLive(child) || this.replying.has(record.id)) return
     const target = supervisor ?? this.supervisorSessionOf(child)
     if (target === undefined || !this.isLive(target) || target.id !== record.ownerId) return
     const now = this.ctx.now()
     const key = recordKeyOf(child.key, record.id)
     const known = this.notices.get(key)
-    const notice = { questionId: record.id, ownerId: record.ownerId, child, supervisor: target }
-    this.notices.set(key, notice)
+    const notice: Notice = { questionId: record.id, ownerId: record.ownerId, child, supervisor: target, sentTo: target.peer }
+    this.setNotice(key, notice)
     this.openEdge(notice, now)
-    if (known?.supervisor === target) return
+    if (known?.sentTo === target.peer) return
     const message: Message = {
       id: record.id,
       timestamp: record.createdAt,
@@ -289,14 +304,71 @@ export class Questions {
     const child = this.waiters.get(questionId)
     if (child === undefined) return
     const key = recordKeyOf(child.key, questionId)
-    this.notices.delete(key)
+    this.deleteNotice(key)
     this.edges.delete(key)
   }
 
   /** Done with `questionId` here: no waiter, no edge. */
   forget(questionId: string): void {
     this.close(questionId)
+    this.deleteWaiter(questionId)
+  }
+
+  // --- the tables and their indexes ------------------------------------------------
+
+  private deleteWaiter(questionId: string): void {
+    const waiter = this.waiters.get(questionId)
+    if (waiter === undefined) return
     this.waiters.delete(questionId)
+    this.waitingBy.delete(waiter.key, questionId)
+  }
+
+  private setNotice(key: string, notice: Notice): void {
+    this.deleteNotice(key)
+    this.notices.set(key, notice)
+    this.noticesTo.add(notice.supervisor.key, key)
+  }
+
+  private deleteNotice(key: string): void {
+    const notice = this.notices.get(key)
+    if (notice === undefined) return
+    this.notices.delete(key)
+    this.noticesTo.delete(notice.supervisor.key, key)
+  }
+
+  /** `session` is gone: its questions' edges close (the questions stay saved), its notices go. */
+  private drop(session: Session): void {
+    if (this.present.get(session.id) === session) this.present.delete(session.id)
+    for (const questionId of [...(this.waitingBy.get(session.key) ?? [])]) {
+      if (this.waiters.get(questionId) !== session) continue
+      this.close(questionId)
+      this.deleteWaiter(questionId)
+    }
+    for (const key of [...(this.noticesTo.get(session.key) ?? [])]) {
+      if (this.notices.get(key)?.supervisor === session) this.deleteNotice(key)
+    }
+  }
+
+  /**
+   * A takeover (P16): `next` has the same key as `previous`, so the ask edges
+   * stay; what `previous` waited on and was notified of is now `next`'s. The
+   * notice keeps the connection it was sent to, so a supervisor's new
+   * connection is notified again (C-DQ-6).
+   */
+  private handOver(previous: Session, next: Session): void {
+    if (previous.key !== next.key) return this.drop(previous)
+    if (this.present.get(previous.id) === previous) this.present.delete(previous.id)
+    for (const questionId of this.waitingBy.get(previous.key) ?? []) {
+      if (this.waiters.get(questionId) !== previous) continue
+      this.waiters.set(questionId, next)
+      const key = recordKeyOf(next.key, questionId)
+      const notice = this.notices.get(key)
+      if (notice?.child === previous) this.notices.set(key, { ...notice, child: next })
+    }
+    for (const key of this.noticesTo.get(previous.key) ?? []) {
+      const notice = this.notices.get(key)
+      if (notice?.supervisor === previous) this.notices.set(key, { ...notice, supervisor: next })
+    }
   }
 
   // --- frames ---------------------------------------------------------------------

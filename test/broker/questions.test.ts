@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import { notificationText } from "../../src/broker/Questions.ts"
 import { stateOf } from "../../src/store/questionModel.ts"
 import {
@@ -15,7 +16,7 @@ import {
   QuestionStore
 } from "../../src/store/QuestionStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
-import { message, messageFor, send } from "../support/broker.ts"
+import { message, messageFor, registration, send } from "../support/broker.ts"
 import { advance, type MemoryNetwork, memoryNetwork, patientClock } from "../support/memory.ts"
 import type { FrameOf, WireClient } from "../support/wire.ts"
 
@@ -280,6 +281,80 @@ describe("questions-v1: the child is gone, the broker restarts", () => {
       assert.strictEqual(rechecked.question?.state, "answer_pending")
       const pushed = yield* again.next("question_answered", (f) => f.questionId === "q-1")
       assert.strictEqual(pushed.answer, "ok")
+    }))
+})
+
+describe("questions-v1: takeovers and confirmations", () => {
+  it.effect("only the asking child's question_received confirms its question and lets go of its waiter", () =>
+    Effect.gen(function*() {
+      const { child, net, state, supervisor } = yield* setup()
+      okOf(yield* ask(child, "q-1"))
+      yield* messageFor(supervisor.client, "q-1")
+      const other = yield* net.session({ sessionId: "other-1", frame: { features: FEATURES } })
+      yield* other.client.send({ type: "question_received", questionId: "q-1" })
+      yield* other.client.roundTrip
+      const answered = okOf(yield* requestOf(supervisor.client, { type: "question_answer", questionId: "q-1", text: "go" }))
+      assert.isTrue(answered.receipt?.sentToChild)
+      const pushed = yield* child.next("question_answered", (f) => f.questionId === "q-1")
+      assert.strictEqual(pushed.answer, "go")
+      assert.strictEqual(stateOf(saved(state, "q-1")), "answer_pending")
+    }))
+
+  it.effect("a child taken over (P16) keeps waiting on the new connection; once that one leaves, an answer is not reported as sent", () =>
+    Effect.gen(function*() {
+      const { capability, child, first, net, supervisor } = yield* setup()
+      okOf(yield* ask(child, "q-1"))
+      yield* messageFor(supervisor.client, "q-1")
+      const again = yield* childWith(net, "worker", capability)
+      okOf(yield* ask(again, "q-2"))
+      yield* messageFor(supervisor.client, "q-2")
+      // q-1 was asked on the old connection: its answer goes to the new one.
+      const answered = okOf(yield* requestOf(supervisor.client, { type: "question_answer", questionId: "q-1", text: "go" }))
+      assert.isTrue(answered.receipt?.sentToChild)
+      assert.strictEqual((yield* again.next("question_answered", (f) => f.questionId === "q-1")).answer, "go")
+      yield* again.destroy
+      yield* supervisor.client.roundTrip
+      // The child left: its q-2 edge is closed, and nothing claims to reach it.
+      assert.strictEqual((yield* first.core.stats).asks, 0)
+      const back = yield* childWith(net, "worker", capability)
+      const late = okOf(yield* requestOf(supervisor.client, { type: "question_answer", questionId: "q-2", text: "later" }))
+      assert.isFalse(late.receipt?.sentToChild)
+      yield* back.roundTrip
+      yield* back.expectNothing("question_answered")
+    }))
+
+  it.effect("a supervisor taking its id over is notified again on the new connection, and its reply there is the answer (C-DQ-6, C-DQ-7)", () =>
+    Effect.gen(function*() {
+      const { child, net, state, supervisor } = yield* setup()
+      okOf(yield* ask(child, "q-1"))
+      yield* messageFor(supervisor.client, "q-1")
+      const again = yield* supervisorOf(net)
+      yield* messageFor(again.client, "q-1")
+      const reply = message("use plan A", { replyTo: "q-1" })
+      assertDelivered(yield* send(again.client, "child-worker", reply))
+      yield* messageFor(child, reply.id)
+      yield* child.roundTrip
+      assert.strictEqual(saved(state, "q-1").answer, "use plan A")
+    }))
+
+  it.effect("a supervisor's reply written with its takeover registration is saved as the answer, and it is not asked again", () =>
+    Effect.gen(function*() {
+      const { child, net, state, supervisor } = yield* setup()
+      okOf(yield* ask(child, "q-1"))
+      yield* messageFor(supervisor.client, "q-1")
+      const again = yield* net.connect("supervisor-again")
+      const reply = message("use plan B", { replyTo: "q-1" })
+      yield* again.sendRaw(encodeFrames([
+        JSON.stringify({ type: "register", sessionId: SUP, session: registration({ name: "supervisor" }), features: FEATURES, ownerToken: TOKEN }),
+        JSON.stringify({ type: "send", to: "child-worker", message: reply })
+      ]))
+      assert.strictEqual((yield* again.next(["delivered", "delivery_failed"], (f) => f.messageId === reply.id)).type, "delivered")
+      assert.strictEqual((yield* messageFor(child, reply.id)).message.replyTo, "q-1")
+      // A request through the question fiber: the re-notification and the answer are both behind it.
+      okOf(yield* requestOf(again, { type: "question_get", questionId: "q-1" }))
+      assert.strictEqual(saved(state, "q-1").answer, "use plan B")
+      assert.strictEqual(stateOf(saved(state, "q-1")), "answer_pending")
+      yield* again.expectNothing("message")
     }))
 })
 
