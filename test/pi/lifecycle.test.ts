@@ -248,13 +248,14 @@ describe("pi extension: lifecycle", () => {
 
   it("a message received before pi wrote the session file stays the broker's: after a quit, the session's next connection gets it", async () => {
     const a = await openPi(world)
-    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-unwritten`) })
+    // json: on the bus once open, with no prompt (a prompt would make pi write the file).
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-unwritten`), mode: "json" })
     const bId = b.session().sessionId
     const file = b.session().sessionFile ?? ""
     try {
       // A passive message in a fresh session nobody has prompted: checkpointed and stored, in pi's memory only.
       const stored = nextEvent(b, (event) => event.type === "message_end" && event.message.role === "custom")
-      await act(a, { action: "send", to: bId, message: "fyi before any prompt", delivery: "passive" })
+      assert.strictEqual(await act(a, { action: "send", to: bId, message: "fyi before any prompt", delivery: "passive" }), `Message sent to ${bId}`)
       await stored
       assert.isFalse(fs.existsSync(file), "test setup: pi has not written the session file")
       await b.quit()
@@ -276,12 +277,12 @@ describe("pi extension: lifecycle", () => {
 
   it("once pi has written the session file (the first prompt), what was withheld is confirmed: the next connection does not get it again", async () => {
     const a = await openPi(world)
-    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-written`) })
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-written`), mode: "json" })
     const bId = b.session().sessionId
     const file = b.session().sessionFile ?? ""
     try {
       const stored = nextEvent(b, (event) => event.type === "message_end" && event.message.role === "custom")
-      await act(a, { action: "send", to: bId, message: "fyi before the first prompt", delivery: "passive" })
+      assert.strictEqual(await act(a, { action: "send", to: bId, message: "fyi before the first prompt", delivery: "passive" }), `Message sent to ${bId}`)
       await stored
       await act(b, { action: "status" })
       assert.isTrue(fs.existsSync(file), "test setup: the prompt made pi write the session file")
