@@ -12,9 +12,17 @@
  *   same bound keeps it unconfirmed (known issue 9), whatever the mode. What
  *   a retiring session still handles then (its host's last hand-offs) is
  *   confirmed, so the session's next client does not get it again.
+ * - Withheld (the client option `withholdConfirmations` …
+ *   `releaseConfirmations`): nothing read is confirmed, handled or not. For
+ *   a consumer whose journal is not durable yet — a pi session whose file
+ *   pi has not written yet keeps its checkpoints in memory only — so all of
+ *   it stays the broker's, and a process that ends meanwhile leaves it to
+ *   the session's next client. Released once, and from then on the other
+ *   rules apply.
  *
- * A connection turns the bound into a frame count: the frames before that
- * message's, when this connection read it, else none (Confirmations.ts).
+ * A connection turns the bound into a frame count: none while withheld,
+ * else the frames before that message's, when this connection read it, else
+ * none (Confirmations.ts).
  *
  * Owner: the client's synchronous code (its sinks, `handled`, the two
  * switches); the connections read it.
@@ -29,19 +37,24 @@
  * plain.bound(oldest) // "all": confirmed as read
  * plain.hold()
  * plain.bound(oldest) // oldest, until resume(): no session takes it
+ *
+ * const withheld = new ConfirmationPolicy(true, true)
+ * withheld.bound(undefined) // "none": nothing read may be confirmed yet
+ * withheld.release()
+ * withheld.bound(undefined) // "all"
  * ```
  */
 import type { InboundMessage } from "./events.ts"
 
 /**
- * How far what was read may be confirmed: all of it, or the frames before
- * this message's (the oldest one not handled; none of a connection's frames
- * when another connection read it, Confirmations.ts).
+ * How far what was read may be confirmed: all of it, none of it (withheld),
+ * or the frames before this message's (the oldest one not handled; none of a
+ * connection's frames when another connection read it, Confirmations.ts).
  *
  * @category models
  * @since 0.1.0
  */
-export type ConfirmBound = "all" | InboundMessage
+export type ConfirmBound = "all" | "none" | InboundMessage
 
 /**
  * The client's rule for confirming what it read; see the module header.
@@ -52,20 +65,30 @@ export type ConfirmBound = "all" | InboundMessage
 export class ConfirmationPolicy {
   private held = false
   private whenHandled: boolean
+  private withheld: boolean
 
-  /** @param whenHandled confirm only what the consumer handled, from the start (`IntercomClientOptions.confirmWhenHandled`). */
-  constructor(whenHandled = false) {
+  /**
+   * @param whenHandled confirm only what the consumer handled, from the start (`IntercomClientOptions.confirmWhenHandled`).
+   * @param withheld confirm nothing until `release` (`IntercomClientOptions.withholdConfirmations`).
+   */
+  constructor(whenHandled = false, withheld = false) {
     this.whenHandled = whenHandled
+    this.withheld = withheld
   }
 
   /** How far what was read may be confirmed, with `oldestUnhandled` the oldest message read and not handled. */
   bound(oldestUnhandled: InboundMessage | undefined): ConfirmBound {
+    if (this.withheld) return "none"
     return !this.waitsForHandling || oldestUnhandled === undefined ? "all" : oldestUnhandled
   }
 
-  /** Whether confirmations wait for the consumer (held, or `confirmWhenHandled`): handling a message may then confirm more. */
+  /**
+   * Whether confirmations wait for something (held, `confirmWhenHandled`,
+   * withheld): handling a message, or `release`, may then confirm more, and
+   * the connections note the frame each message came in.
+   */
   get waitsForHandling(): boolean {
-    return this.held || this.whenHandled
+    return this.held || this.whenHandled || this.withheld
   }
 
   /** No session takes the messages: confirm only what came before the oldest unhandled one. */
@@ -81,5 +104,10 @@ export class ConfirmationPolicy {
   /** From now on, confirm only what the consumer handled. */
   confirmWhenHandled(): void {
     this.whenHandled = true
+  }
+
+  /** Withheld no more: from now on the other rules say how far to confirm. */
+  release(): void {
+    this.withheld = false
   }
 }

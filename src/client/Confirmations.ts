@@ -46,9 +46,9 @@ export class Confirmations {
     this.frameOf.set(message, frame)
   }
 
-  /** How many of the `read` frames `bound` lets go: all, or those before its message's frame (none if another connection read it). */
+  /** How many of the `read` frames `bound` lets go: all, none, or those before its message's frame (none if another connection read it). */
   confirmable(bound: ConfirmBound, read: number): number {
-    return bound === "all" ? read : (this.frameOf.get(bound) ?? 1) - 1
+    return bound === "all" ? read : bound === "none" ? 0 : (this.frameOf.get(bound) ?? 1) - 1
   }
 
   /** The first `frames` frames read may be confirmed: returns at once. A count not above one owed already changes nothing. */

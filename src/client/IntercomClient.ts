@@ -126,8 +126,8 @@ const make = (
     // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
-    /** When what was read may be confirmed (held, or only once handled); read by the connections. */
-    const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true)
+    /** When what was read may be confirmed (held, withheld, or only once handled); read by the connections. */
+    const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true, options.withholdConfirmations === true)
     const confirmBound = () => confirmations.bound(unhandled.oldest())
     const sinks = {
       confirmBound,
@@ -515,6 +515,10 @@ const make = (
         return live === undefined ? Effect.void : live.confirmRead
       }),
       confirmWhenHandled: Effect.sync(() => confirmations.confirmWhenHandled()),
+      releaseConfirmations: Effect.suspend(() => {
+        confirmations.release()
+        return live === undefined ? Effect.void : live.confirmRead
+      }),
       disconnect
     } satisfies IntercomClientService
   })

@@ -13,7 +13,8 @@
  * messages that is, and all of it comes again after a reconnect. So a pair
  * is forgotten only once it is past `capacity` and was received before the
  * message the client's confirmations stop at (`ConfirmBound`, passed to
- * `firstTime`): that message, and every one received after it, are kept.
+ * `firstTime`): that message, and every one received after it, are kept;
+ * while confirmations are withheld (`"none"`), every pair is.
  * One gap is left (docs/client.md): a confirmation that covers more than
  * `capacity` messages at once lets the oldest of them go at the next
  * message read, and a broker killed before it took effect sends them again.
@@ -55,8 +56,10 @@ export class RecentMessages {
     return true
   }
 
-  /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message. */
+  /** Forgets the oldest pairs past `capacity`, up to the pair of `bound`'s message; none while confirmations are withheld. */
   private forget(bound: ConfirmBound): void {
+    // Withheld: nothing this client read is confirmed, and a reconnect brings all of it again.
+    if (bound === "none") return
     let stop: string | undefined
     if (bound !== "all") {
       if (bound !== this.boundMessage) {

@@ -216,6 +216,13 @@ export interface IntercomClientService extends QuestionOperations {
    * first connection.
    */
   readonly confirmWhenHandled: Effect.Effect<void>
+  /**
+   * Ends what the option `withholdConfirmations` began: from now on the
+   * client confirms as its other rules say, starting with what it read
+   * meanwhile. Once durable, always durable: nothing withholds again.
+   * Nothing to do for a client made without the option.
+   */
+  readonly releaseConfirmations: Effect.Effect<void>
   /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */
   readonly disconnect: Effect.Effect<void>
 }

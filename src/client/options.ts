@@ -68,6 +68,14 @@ export interface IntercomClientOptions {
    */
   readonly confirmWhenHandled?: boolean | undefined
   /**
+   * `received-v1`: confirm nothing read, handled or not, until
+   * `releaseConfirmations`. For a consumer whose journal is not durable yet
+   * (a pi session whose file pi has not written yet): the broker keeps all
+   * of it, so a process that ends first leaves it to the session's next
+   * client. Default false.
+   */
+  readonly withholdConfirmations?: boolean | undefined
+  /**
    * `supervisor-v1`, child side: the grant its supervisor obtained for it
    * (`readChildBridge(process.env).grant`). The broker then binds this session
    * to that supervisor, or refuses the registration.

@@ -115,7 +115,8 @@ export default function intercomExtension(pi: ExtensionAPI): void {
       model: ctx.model?.id ?? "unknown",
       hasUI: ctx.hasUI,
       mode: ctx.mode,
-      usedIntercom: usedIntercom(ctx.sessionManager.getEntries())
+      usedIntercom: usedIntercom(ctx.sessionManager.getEntries()),
+      sessionFile: ctx.sessionManager.getSessionFile()
     }
     // A session_start with no session_shutdown before it (a host that binds extensions again)
     // replaces the current generation: that one leaves the bus first, or it would stay

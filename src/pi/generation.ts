@@ -12,6 +12,13 @@
  * cannot reorder; before that fiber runs (the runtime is built on first use,
  * or never when intercom is off) they are folded into what they amount to
  * (lifecycleBacklog.ts). The intercom session id is pi's session id.
+ *
+ * Until pi has written the session file, the checkpoints of received
+ * messages (journal.ts) live in pi's memory only, so the generation's
+ * client withholds its confirmations (`received-v1`) and the broker keeps
+ * that mail; the lifecycle fiber releases them once the file exists
+ * (`checkpointsDurable`). A session in memory (`--no-session`) has no file
+ * to wait for and confirms what it handled, as it goes.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"
@@ -45,6 +52,7 @@ import type { GrantedChildBridge } from "../session/SupervisorContact.ts"
 import type { ToolVisibility } from "../session/ToolExposure.ts"
 import type { AuthorizeChildRequest, AuthorizeChildResult } from "./authorize.ts"
 import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
+import { checkpointsDurable } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
 
@@ -66,6 +74,8 @@ export interface GenerationSeed {
   readonly mode: ExtensionContext["mode"]
   /** The session's entries show it used intercom before (`usedIntercom`): it joins the bus at once, whatever the tool's visibility. */
   readonly usedIntercom: boolean
+  /** pi's session file (`getSessionFile()`), which may not exist yet; undefined in memory (`--no-session`). */
+  readonly sessionFile: string | undefined
 }
 
 /**
@@ -219,7 +229,10 @@ export const startGeneration = (input: {
       supervisorGrant: child?.grant,
       ownerToken,
       // The session runtime consumes it: confirm what it checkpointed, from the first mail on (known issue 21).
-      confirmWhenHandled: true
+      confirmWhenHandled: true,
+      // A checkpoint lives in pi's memory until pi writes the session file: confirm nothing before
+      // that, so a process that ends first leaves the mail to the broker (the lifecycle fiber releases).
+      withholdConfirmations: !checkpointsDurable(seed.sessionFile)
     })
     const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
     const session = IntercomSession.layer({
@@ -242,10 +255,27 @@ export const startGeneration = (input: {
     Layer.provide(Layer.mergeAll(NodeServices.layer, Logger.layer([])))
   )
 
-  /** Applies pi's lifecycle events in order (the one owner of the session's lifecycle inputs): first what came before it ran. */
+  /**
+   * Applies pi's lifecycle events in order (the one owner of the session's lifecycle inputs): first what came before it ran.
+   * After each, while the client withholds its confirmations, it looks whether pi has written the session
+   * file meanwhile — pi does so in a run (its first user or assistant message), and a run's events come
+   * through here, at the latest its `agent_settled` — and releases them once it has.
+   */
   const lifecycleLayer = Layer.effectDiscard(Effect.gen(function*() {
     const session = yield* IntercomSession
-    const apply = (event: LifecycleEvent): Effect.Effect<void> => {
+    const client = yield* IntercomClient
+    /**
+     * The session file has been seen to exist (or there is none to wait for). Until then the client may
+     * withhold (it decided when it was built; a release of one that does not is a no-op).
+     */
+    let durable = false
+    const releaseOnceDurable = Effect.suspend(() => {
+      if (durable || !checkpointsDurable(seed.sessionFile)) return Effect.void
+      durable = true
+      return client.releaseConfirmations
+    })
+    const apply = (event: LifecycleEvent): Effect.Effect<void> => Effect.andThen(applyEvent(event), releaseOnceDurable)
+    const applyEvent = (event: LifecycleEvent): Effect.Effect<void> => {
       switch (event._tag) {
         case "Status":
           return session.setStatus(event.status)
@@ -264,7 +294,10 @@ export const startGeneration = (input: {
     }
     const earlier = backlog.start()
     yield* Effect.forkScoped(
-      Effect.andThen(Effect.forEach(earlier, apply, { discard: true }), Stream.runForEach(Stream.fromQueue(events), apply))
+      Effect.andThen(
+        Effect.andThen(releaseOnceDurable, Effect.forEach(earlier, apply, { discard: true })),
+        Stream.runForEach(Stream.fromQueue(events), apply)
+      )
     )
   }))
 

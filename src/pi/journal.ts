@@ -22,8 +22,14 @@
  *   the broker sends it a copy (known issue 6). A fork's copies of its
  *   parent's messages count too, which is harmless: the broker never sends
  *   the parent's mail to the fork.
+ * - A checkpoint is durable only once pi has written the session file
+ *   (`checkpointsDurable`): pi creates it with the session's first user or
+ *   assistant message and keeps every entry before that in memory
+ *   (`SessionManager._persist` in pi 1.6), so until then the generation's
+ *   client confirms nothing to the broker (generation.ts).
  */
 import * as Schema from "effect/Schema"
+import { existsSync } from "node:fs"
 import { Attachment, SessionInfo } from "../protocol/frames.ts"
 import type { HandledMessage, JournalRecord } from "../session/Host.ts"
 import { JournalRecordSchema } from "../session/InboundJournal.ts"
@@ -201,3 +207,16 @@ export const handledIn = (recipient: string, entries: ReadonlyArray<EntryView>):
   }
   return handled
 }
+
+/**
+ * Whether the entries the extension appends to pi's session are as durable
+ * as they will get, for the session file pi named (`getSessionFile()`).
+ * pi writes no file until the session holds a user or assistant message:
+ * then it writes every entry so far at once, and appends each later one as
+ * it is added, synchronously — so once the file exists, every checkpoint
+ * made is in it. pi has no call that writes it earlier, nor one that says
+ * it did: its existence is the signal. In memory (`--no-session`, no file)
+ * nothing ever persists, so there is nothing to wait for: true.
+ */
+export const checkpointsDurable = (sessionFile: string | undefined): boolean =>
+  sessionFile === undefined || existsSync(sessionFile)

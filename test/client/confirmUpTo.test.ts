@@ -4,7 +4,9 @@
  * unhandled: a consumer slower than the stream (a host's checkpoints) leaves
  * the broker holding the unhandled messages, not everything read since the
  * stream last ran dry. A durable broker on the in-memory network, under
- * TestClock: its store shows what it still holds.
+ * TestClock: its store shows what it still holds. A client made to withhold
+ * its confirmations (its consumer's journal is not durable yet) confirms
+ * nothing until it is released.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
@@ -108,5 +110,36 @@ describe("confirmWhenHandled: the client confirms up to the oldest unhandled mes
       yield* settle(bob.list)
       yield* advance(LAZY_FLUSH)
       assert.strictEqual(disk.mail.size, 0, "the broker forgot it: it was confirmed")
+    }))
+
+  it.effect("withheld (a journal not durable yet): nothing is confirmed, handled or not, until released; then what was handled is", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(
+        memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true, withholdConfirmations: true })
+      )
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      const sent = [message("handled"), message("also handled"), message("being handled")]
+      for (const m of sent) yield* alice.client.send({ type: "send", to: "bob", message: m })
+      // bob's consumer handles the first two and never finishes the third.
+      yield* Effect.forkScoped(
+        Stream.runForEach(bob.messages, (m) => m.message.id === sent[2]?.id ? Effect.never : bob.handled(m)),
+        { startImmediately: true }
+      )
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 3, "withheld: the broker keeps what was handled too")
+
+      yield* bob.releaseConfirmations
+      // Two round trips on bob: the confirmation went out before the first ended, the broker handled it before the second.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      const held = [...disk.mail.values()].map((stored) => sent.findIndex((m) => stored.text.includes(m.id)))
+      assert.deepStrictEqual(held, [2], "released: the handled ones are confirmed, the one in hand is not")
     }))
 })

@@ -2,7 +2,7 @@
  * The client's rule for how far it may confirm what it read
  * (src/client/ConfirmationPolicy.ts): with
  * `confirmWhenHandled` and while held, only what came before the oldest
- * unhandled message.
+ * unhandled message; while withheld, nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfirmationPolicy } from "../../src/client/ConfirmationPolicy.ts"
@@ -40,5 +40,21 @@ describe("ConfirmationPolicy", () => {
     policy.confirmWhenHandled()
     assert.strictEqual(policy.bound(oldest), oldest)
     assert.isTrue(policy.waitsForHandling)
+  })
+
+  it("withheld: nothing is confirmed, handled or not, whatever else holds, until released", () => {
+    const policy = new ConfirmationPolicy(true, true)
+    assert.strictEqual(policy.bound(oldest), "none")
+    assert.strictEqual(policy.bound(undefined), "none", "everything read was handled: still nothing")
+    assert.isTrue(policy.waitsForHandling)
+    policy.release()
+    assert.strictEqual(policy.bound(oldest), oldest, "released: confirmWhenHandled's rule again")
+    assert.strictEqual(policy.bound(undefined), "all")
+    const plain = new ConfirmationPolicy(false, true)
+    assert.strictEqual(plain.bound(undefined), "none")
+    assert.isTrue(plain.waitsForHandling, "handling or a release may confirm more: the connections note frames")
+    plain.release()
+    assert.strictEqual(plain.bound(oldest), "all")
+    assert.isFalse(plain.waitsForHandling)
   })
 })

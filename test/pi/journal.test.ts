@@ -5,8 +5,11 @@
  * what the history holds (`handled`), so a resumed process drops the broker's
  * copy of a message its agent already has (known issue 6).
  */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { assert, describe, it } from "vitest"
-import { checkpointEntry, handledIn, type MessageDetails, undeliveredIn } from "../../src/pi/journal.ts"
+import { checkpointEntry, checkpointsDurable, handledIn, type MessageDetails, undeliveredIn } from "../../src/pi/journal.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import type { JournalRecord } from "../../src/session/Host.ts"
 import { message } from "../support/broker.ts"
@@ -73,5 +76,18 @@ describe("pi inbound journal", () => {
       { fromId: "boss", messageId: "r-2", receivedAt: 51 }
     ])
     assert.deepStrictEqual(undeliveredIn("me", entries).map((record) => record.message.id), ["m-3"])
+  })
+
+  it("checkpoints are durable once pi's session file exists, or when there is none (in memory): nothing to wait for", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "eipi-journal-"))
+    try {
+      const file = path.join(dir, "session.jsonl")
+      assert.isFalse(checkpointsDurable(file), "pi has not written it yet")
+      fs.writeFileSync(file, "{}\n")
+      assert.isTrue(checkpointsDurable(file))
+      assert.isTrue(checkpointsDurable(undefined), "--no-session")
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -2,8 +2,8 @@
  * The extension across pi's session lifecycle, in real pi SDK sessions:
  * `/reload` during an ask, `/new`, `/fork`, `/resume` with mail queued while
  * away, quit; the saved-session journal (restore once, never taken over by a
- * fork, never inserted twice) and Esc-clear redelivery (C-DLV-14, C-DLV-16,
- * C-ORD-35).
+ * fork, never inserted twice), Esc-clear redelivery, and the broker keeping
+ * mail until pi has written the session file (C-DLV-14, C-DLV-16, C-ORD-35).
  */
 import { SessionManager } from "@earendil-works/pi-coding-agent"
 import * as fs from "node:fs"
@@ -30,6 +30,15 @@ afterAll(() => closeWorld(world))
 
 const settledAfter = (pi: Pi, calls: number) =>
   nextEvent(pi, (event) => event.type === "agent_settled" && pi.calls.length >= calls)
+
+/** Resolves once `pi`'s transcript holds at least `count` intercom messages (at once if it does). */
+const intercomMessageCount = async (pi: Pi, count: number): Promise<void> => {
+  if (intercomMessages(pi.session()).length >= count) return
+  await nextEvent(pi, () => intercomMessages(pi.session()).length >= count)
+}
+
+/** The body of an intercom message as the model saw it (after its header). */
+const body = (text: string): string | undefined => text.split("\n\n").at(-1)
 
 describe("pi extension: lifecycle", () => {
   it("/reload during an ask (Esc, then /reload: pi refuses to reload mid-run): the ask is cancelled, nothing is written late, no stale-context error", async () => {
@@ -231,6 +240,62 @@ describe("pi extension: lifecycle", () => {
       await again
       assert.strictEqual(intercomMessages(b.session()).length, 1)
       assert.match(intercomMessages(b.session())[0] ?? "", /do not lose me$/)
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("a message received before pi wrote the session file stays the broker's: after a quit, the session's next connection gets it", async () => {
+    const a = await openPi(world)
+    // json: on the bus once open, with no prompt (a prompt would make pi write the file).
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-unwritten`), mode: "json" })
+    const bId = b.session().sessionId
+    const file = b.session().sessionFile ?? ""
+    try {
+      // A passive message in a fresh session nobody has prompted: checkpointed and stored, in pi's memory only.
+      const stored = nextEvent(b, (event) => event.type === "message_end" && event.message.role === "custom")
+      assert.strictEqual(await act(a, { action: "send", to: bId, message: "fyi before any prompt", delivery: "passive" }), `Message sent to ${bId}`)
+      await stored
+      assert.isFalse(fs.existsSync(file), "test setup: pi has not written the session file")
+      await b.quit()
+      assert.isFalse(fs.existsSync(file), "test setup: a quit writes no file either")
+      // The same session id connects again: the broker kept the message, unconfirmed, and hands it over
+      // (one the broker was told was read never comes again: the wait below would time out).
+      const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
+      try {
+        await intercomMessageCount(again, 1)
+        assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["fyi before any prompt"])
+      } finally {
+        await again.quit()
+      }
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("once pi has written the session file (the first prompt), what was withheld is confirmed: the next connection does not get it again", async () => {
+    const a = await openPi(world)
+    const b = await openPi(world, { sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-written`), mode: "json" })
+    const bId = b.session().sessionId
+    const file = b.session().sessionFile ?? ""
+    try {
+      const stored = nextEvent(b, (event) => event.type === "message_end" && event.message.role === "custom")
+      assert.strictEqual(await act(a, { action: "send", to: bId, message: "fyi before the first prompt", delivery: "passive" }), `Message sent to ${bId}`)
+      await stored
+      await act(b, { action: "status" })
+      assert.isTrue(fs.existsSync(file), "test setup: the prompt made pi write the session file")
+      await b.quit()
+      const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
+      try {
+        // Mail the broker queued after the quit comes after anything it kept of b's.
+        await act(a, { action: "send", to: bId, message: "after the quit" })
+        await intercomMessageCount(again, 1)
+        assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["after the quit"])
+      } finally {
+        await again.quit()
+      }
     } finally {
       await a.quit()
       await b.quit()

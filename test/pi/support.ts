@@ -124,6 +124,11 @@ export const openPi = async (
     readonly name?: string
     /** More extensions, loaded after the intercom extension (a test launcher, say). */
     readonly extensionFactories?: ReadonlyArray<ExtensionFactory>
+    /**
+     * The mode extensions are bound in (default `rpc`). `json`: session_start waits until the session
+     * is on the bus, as print and json modes do — a session nobody prompts is reachable once this returns.
+     */
+    readonly mode?: "rpc" | "json"
   } = {}
 ): Promise<Pi> => {
   const faux = fauxProvider()
@@ -176,7 +181,7 @@ export const openPi = async (
       watchers = watchers.filter((watcher) => !watcher(event))
     })
     // "rpc": a long-lived session that idles between prompts (pi's SDK default, "print", runs its prompts and exits).
-    await session.bindExtensions({ mode: "rpc", onError: (error) => void errors.push(`${error.event}: ${error.error}`) })
+    await session.bindExtensions({ mode: options.mode ?? "rpc", onError: (error) => void errors.push(`${error.event}: ${error.error}`) })
   }
   // Named before session_start, so the session registers under its name.
   if (options.name !== undefined) runtime.session.sessionManager.appendSessionInfo(options.name)

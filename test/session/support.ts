@@ -84,8 +84,8 @@ export interface FakeClientState {
   connected: boolean
   connects: number
   lists: number
-  /** `holdConfirmations` and `resumeConfirmations` as called, in order ("hold" / "resume"). */
-  readonly confirmations: Array<"hold" | "resume">
+  /** `holdConfirmations`, `resumeConfirmations` and `releaseConfirmations` as called, in order. */
+  readonly confirmations: Array<"hold" | "resume" | "release">
   /** Every send frame, in order. */
   readonly sends: Array<SendRequest>
   /** Every `supervisor_send`, in order (`to` is `supervisorSessionId`). */
@@ -274,6 +274,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       })),
       holdConfirmations: Effect.sync(() => void fake.confirmations.push("hold")),
       resumeConfirmations: Effect.sync(() => void fake.confirmations.push("resume")),
+      releaseConfirmations: Effect.sync(() => void fake.confirmations.push("release")),
       confirmWhenHandled: Effect.void,
       disconnect: Effect.sync(() => {
         fake.connected = false
