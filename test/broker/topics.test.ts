@@ -147,6 +147,24 @@ describe("topics-v1 in the broker", () => {
       assert.deepStrictEqual((yield* sub.client.next("topic_record")).entry.available, true)
     }))
 
+  it.live("a publisher taken over under a new name (same id) is named anew: in answers, and in the unavailable record when it leaves", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const pub = yield* broker.session({ sessionId: "pub", name: "old-name", ...topical() })
+      const sub = yield* broker.session({ sessionId: "sub", ...topical() })
+      yield* subscribe(sub.client, "t")
+      yield* publish(pub.client, record("t", 1))
+      assert.deepStrictEqual((yield* sub.client.next("topic_record")).entry.from, { id: "pub", name: "old-name" })
+      // A new registration of the same id takes the live session over (P16), under another name; it does not publish.
+      const renamed = yield* broker.session({ sessionId: "pub", name: "new-name", ...topical() })
+      const state = yield* query(sub.client, "t")
+      assert.deepStrictEqual(state.entries.map((e) => [e.from, e.available]), [[{ id: "pub", name: "new-name" }, true]])
+      yield* renamed.client.destroy
+      yield* sub.client.next("session_left", (f) => f.sessionId === "pub")
+      const gone = yield* sub.client.next("topic_record")
+      assert.deepStrictEqual([gone.entry.from, gone.entry.available], [{ id: "pub", name: "new-name" }, false])
+    }))
+
   it.live("a subscriber that leaves is dropped: the next publication counts it no more", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
