@@ -106,6 +106,21 @@ describe("topics-v1 in the broker", () => {
       assert.deepStrictEqual(state.subscriptions, [{ topic: "t", awaitRelease: false }])
     }))
 
+  it.live("a revision may skip numbers: a higher one replaces the record and is fanned out; the skipped one is then stale", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const pub = yield* broker.session({ sessionId: "pub", ...topical() })
+      const sub = yield* broker.session({ sessionId: "sub", ...topical() })
+      yield* subscribe(sub.client, "t")
+      yield* publish(pub.client, record("t", 1))
+      const skipped = yield* publish(pub.client, record("t", 3))
+      assert.deepStrictEqual(skipped.type === "topic_published" ? [skipped.revision, skipped.stale] : [], [3, undefined])
+      const late = yield* publish(pub.client, record("t", 2))
+      assert.deepStrictEqual(late.type === "topic_published" ? [late.revision, late.stale] : [], [3, true])
+      yield* settled([pub.client], [sub.client])
+      assert.deepStrictEqual(records(sub.client).map((e) => e.record.revision), [1, 3])
+    }))
+
   it.live("a late subscriber gets the current records in its answer, one per publisher, and no replay as records", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
