@@ -71,6 +71,8 @@ describe("outgoing delivery modes", () => {
         from: B,
         receipt: { messageId: questionId, status: "expired", timestamp: 0, detail: Reason.stagedAskerLeft }
       })
+      yield* settle
+      assert.isDefined(asking.pollUnsafe(), "the ask still waits after the receipt")
       const result = yield* Fiber.join(asking)
       assert.isTrue(result.isError)
       assert.strictEqual(result.text, `The broker dropped this ask before delivering it: ${Reason.stagedAskerLeft}`)
