@@ -26,6 +26,9 @@
  * errors carry a `DatabaseWriteFailed`; a `PRIMARY KEY` conflict is a
  * `UniqueViolation`). The statement cache is `StatementCache`.
  *
+ * `look` opens a file read-only instead, to check it without changing it
+ * (`Database.ts` decides with it whether a file is refused).
+ *
  * Integers read back as JavaScript numbers (`SqlClient.SafeIntegers` switches
  * a fiber to bigints), rows are plain objects.
  */
@@ -347,7 +350,11 @@ export const look = <A>(
         } finally {
           db.close()
           for (const side of missing) {
-            if (fs.existsSync(side) && (side.endsWith("-shm") || fs.statSync(side).size === 0)) fs.rmSync(side)
+            try {
+              if (fs.existsSync(side) && (side.endsWith("-shm") || fs.statSync(side).size === 0)) fs.rmSync(side)
+            } catch {
+              // Best effort: a side file left behind holds nothing, and must not hide the look's own outcome.
+            }
           }
         }
       },
