@@ -18,8 +18,10 @@
  * `delivery_queued`: replaced → a `superseded` receipt; dropped because its
  * recipient left → an `expired` receipt (the receipts a lost or superseded
  * message gets elsewhere), kept for a sender that is away like the mailbox's
- * lost-mail notices. A staged *ask* whose sender leaves is dropped silently —
- * nobody waits for it any more (C-DLV-9). Its sender may withdraw a staged
+ * lost-mail notices. A staged *ask* whose sender leaves is dropped (C-DLV-9)
+ * and its sender gets an `expired` receipt saying so when it registers again:
+ * a sender whose connection dropped comes back with a client still waiting
+ * for the answer, which the receipt ends. Its sender may withdraw a staged
  * message (`withdraw`: `cancel_message`, `cancel_ask`).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -158,7 +160,7 @@ export class ReplaceStaging {
     }
   }
 
-  /** A recipient that leaves loses what was staged for it; a sender that leaves, its staged asks (C-DLV-9). */
+  /** A recipient that leaves loses what was staged for it; a sender that leaves, its staged asks, and is told (C-DLV-9). */
   readonly hooks: RegistrationHooks = {
     left: (session) => {
       if (this.staged.size === 0) return
@@ -167,13 +169,29 @@ export class ReplaceStaging {
           this.remove(entry)
           this.dropForRecipient(entry, session.infoJson)
         } else if (entry.mail.senderKey === session.key && entry.mail.message.expectsReply === true) {
-          this.cancel(entry)
+          this.remove(entry)
+          this.dropForAsker(entry, session)
         }
       }
     }
   }
 
-  /** Takes `entry` out for good, unsent: its replay record says cancelled (its sender asked, or left with its ask). */
+  /**
+   * A staged ask whose asker left (C-DLV-9): dropped, and its asker told why
+   * with an `expired` receipt, kept until it registers again — a connection
+   * that dropped comes back to a client still waiting for the answer — and
+   * its replay record says the same to a retry. A short-lived session does
+   * not come back: only its record is rewritten.
+   */
+  private dropForAsker(entry: Staged, asker: Session): void {
+    const info = asker.ephemeral
+      ? undefined
+      : this.ctx.registry.byKey.get(entry.mail.targetKey)?.infoJson ??
+        this.ctx.registry.recent.get(entry.mail.spaceKey, entry.mail.targetId)?.infoJson
+    this.tell(entry, info, "expired", Reason.stagedAskerLeft, DeliveryCode.DeliveryExpired)
+  }
+
+  /** Takes `entry` out for good, unsent: its replay record says cancelled (its sender asked). */
   private cancel(entry: Staged): void {
     this.remove(entry)
     this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {

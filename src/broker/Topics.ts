@@ -10,7 +10,8 @@
  * replaces the record and is written once, as one frame text, to every
  * subscriber's outbox through `Output` (backpressure as for any frame).
  *
- * When a session leaves, its subscriptions go (its client subscribes again
+ * A session taken over under another name (same id, P16) is named anew in
+ * its records. When a session leaves, its subscriptions go (its client subscribes again
  * after a reconnect, C-BRK-28) and its records stay, marked unavailable —
  * never released (C-TOP-12) — and subscribers are told so; a record whose
  * publisher stays away for UNAVAILABLE_RETENTION_MS is forgotten (checked
@@ -88,7 +89,8 @@ export const TopicText = {
 
 /** One publisher's kept record. */
 interface Kept {
-  readonly fromJson: string
+  /** The publisher as entries name it: its id and its name as of its latest registration. */
+  fromJson: string
   record: TopicRecord
   entryJson: string
   available: boolean
@@ -112,6 +114,10 @@ const keptKey = (spaceKey: string, topic: string, publisherId: string) => `${spa
 function* entryTexts(sources: ReadonlyArray<Iterable<Kept>>): Generator<string> {
   for (const source of sources) for (const kept of source) yield kept.entryJson
 }
+
+/** `{id, name?}` of a publisher, as its entries carry it. */
+const fromJsonOf = (session: Session): string =>
+  JSON.stringify(session.fields.name === undefined ? { id: session.id } : { id: session.id, name: session.fields.name })
 
 const entryJsonOf = (fromJson: string, record: TopicRecord, available: boolean): string =>
   `{"from":${fromJson},"record":${JSON.stringify(record)},"available":${available}}`
@@ -141,6 +147,9 @@ export class Topics {
   }
 
   readonly hooks: RegistrationHooks = {
+    registered: (session, previous) => {
+      if (previous !== undefined) this.renamed(session)
+    },
     left: (session, now) => this.left(session, now)
   }
 
@@ -242,12 +251,13 @@ export class Topics {
       // The answer carries the kept revision, so the publisher can number past it.
       return this.answerPublished(peer, frame.requestId, kept.record, subscribers, 0, true)
     }
-    const fromJson = JSON.stringify(session.fields.name === undefined ? { id: session.id } : { id: session.id, name: session.fields.name })
+    const fromJson = fromJsonOf(session)
     const entryJson = entryJsonOf(fromJson, record, true)
     if (kept === undefined) {
       state.records.set(session.id, { fromJson, record, entryJson, available: true })
       space.entries++
     } else {
+      kept.fromJson = fromJson
       kept.record = record
       kept.entryJson = entryJson
       kept.available = true
@@ -369,6 +379,26 @@ export class Topics {
       if (only !== undefined && topic !== only) continue
       const awaitRelease = space?.topics.get(topic)?.subscribers.get(session.key) === true
       yield JSON.stringify({ topic, awaitRelease })
+    }
+  }
+
+  /**
+   * A live session taken over by a new registration (same id, P16), which
+   * may carry another name: its records name it as it is now, in answers and
+   * in the `unavailable` entry its subscribers get when it leaves. Nobody is
+   * told of the new name by itself (the record did not change); a re-publish
+   * after the takeover (C-BRK-28) carries it anyway.
+   */
+  private renamed(session: Session): void {
+    const published = this.published.get(session.key)
+    const space = this.spaces.get(session.space.key)
+    if (published === undefined || space === undefined) return
+    const fromJson = fromJsonOf(session)
+    for (const topic of published) {
+      const kept = space.topics.get(topic)?.records.get(session.id)
+      if (kept === undefined || kept.fromJson === fromJson) continue
+      kept.fromJson = fromJson
+      kept.entryJson = entryJsonOf(fromJson, kept.record, kept.available)
     }
   }
 

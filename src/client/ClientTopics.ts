@@ -4,8 +4,9 @@
  * restart forgets them, a dropped connection loses its subscriptions — they
  * are sent again before the connection is used (C-BRK-28, C-TOP-15).
  *
- * It numbers this session's revisions (previous + 1, starting at 1,
- * C-TOP-3). The number is reserved when a publish starts, from a per-topic
+ * It numbers this session's revisions of each topic: strictly increasing,
+ * starting at 1, usually the previous + 1 but with gaps (below; C-TOP-3's
+ * "previous + 1" as it holds here, docs/protocol.md). The number is reserved when a publish starts, from a per-topic
  * counter, so concurrent publishes on one topic get distinct, increasing
  * revisions (each interrupts subscribers once, C-TOP-10) rather than the same
  * one. A publish the broker refused (`topic_failed`: nothing changed there)
@@ -90,7 +91,7 @@ export class ClientTopics {
    * effect starts (see the module header).
    */
   publish(
-    connection: ClientConnection,
+    connection: Pick<ClientConnection, "topic">,
     input: PublishInput,
     now: number,
     timeoutMs: number

@@ -112,7 +112,8 @@ export interface IntercomClientService extends QuestionOperations {
   readonly receipt: (receipt: MessageReceipt) => Effect.Effect<void>
   /**
    * Publishes this session's current state on a topic (`topics-v1`): checked
-   * (C-TOP-4), numbered (previous revision + 1), and counted only once the
+   * (C-TOP-4), numbered (above every revision it numbered before, usually the
+   * previous + 1), and counted only once the
    * broker confirmed it (C-TOP-13).
    */
   readonly publish: (request: PublishInput) => Effect.Effect<Published, TopicError>

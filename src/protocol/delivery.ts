@@ -91,6 +91,9 @@ export const Reason = {
   replaced: (newId: string, threadId: string) =>
     `Replaced by ${newId} on thread "${threadId}" before delivery; only the latest staged message is delivered`,
   stagedRecipientLeft: "Recipient left before the staged replace message was delivered; it was dropped",
+  /** Our addition (C-DLV-9): what the asker of a dropped staged ask is told, when it is back. */
+  stagedAskerLeft:
+    "Your connection to the broker closed while this ask waited in its replace window; it was dropped before delivery and will get no reply. Ask again",
   tooLarge: (bytes: number, limit: number) =>
     `Message is too large to deliver: the forwarded frame would be ${bytes} bytes, over the ${limit}-byte frame limit. Send a smaller message or attach less content.`,
   /** Our addition: a durable broker that cannot save (disk full, I/O error) refuses sends rather than acknowledge them. */

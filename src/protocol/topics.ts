@@ -7,7 +7,9 @@
  *
  * A record is self-contained latest state of one publisher on one topic:
  * `{topic, text, event, resource?, ownership?, revision, updatedAt}`. The
- * publisher numbers its revisions (previous + 1, starting at 1); the broker
+ * publisher numbers its revisions: strictly increasing per topic, starting at
+ * 1, with gaps where a publication was refused after a later one was
+ * numbered or may have been saved unconfirmed (docs/protocol.md); the broker
  * and every receiver ignore a revision lower than the one they hold.
  */
 import { Schema } from "effect"

@@ -43,7 +43,7 @@ import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
-import { ReplyPeerDisconnected } from "./errors.ts"
+import { AskExpired, ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
@@ -306,6 +306,14 @@ export const runInbound = (
     yield* Effect.forkScoped(
       client.controls.pipe(
         Stream.runForEach((event) => {
+          if (event._tag === "Receipt") {
+            // The broker dropped a question still waited on (C-DLV-9): the wait ends now, with its reason.
+            const { detail, messageId, status } = event.receipt
+            if (status === "expired") {
+              slot.expired(messageId, new AskExpired({ questionId: messageId, reason: detail ?? "it expired" }))
+            }
+            return Effect.void
+          }
           if (event._tag !== "Control") return Effect.void
           // P73: the sender withdrew or replaced a message; drop its pending ask.
           tracker.markReplied(event.control.messageId)

@@ -4,7 +4,7 @@
  * - `reserve` is a synchronous check-and-set: of several racing blocking
  *   calls exactly one gets the slot; the others are refused and never touch it.
  * - Every settle path names its own waiter: `release`, a routed reply, a
- *   departed peer — so a losing or failing call can never disturb the winner.
+ *   departed peer, a question the broker dropped — so a losing or failing call can never disturb the winner.
  *   Only `teardown` (the session generation closing) ends whichever waiter is
  *   current.
  * - The outcome is a `Deferred`: a reply routed before the asker started to
@@ -15,15 +15,16 @@
  */
 import { Deferred, Exit } from "effect"
 import type { InboundMessage } from "../client/events.ts"
-import type { ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
+import type { AskExpired, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
 /**
- * How a wait ends without a reply: the peer left, or the generation closed.
+ * How a wait ends without a reply: the peer left, the broker dropped the
+ * question, or the generation closed.
  *
  * @category models
  * @since 0.1.0
  */
-export type WaitEnd = ReplyPeerDisconnected | SessionEnded
+export type WaitEnd = ReplyPeerDisconnected | AskExpired | SessionEnded
 
 /**
  * The holder of the slot: the question it waits on, and the Deferred its outcome goes into.
@@ -73,6 +74,8 @@ export interface ReplyWaiterSlot {
   readonly route: (inbound: InboundMessage) => boolean
   /** Ends the current wait if it waits for `sessionId` (C-ASK-9). */
   readonly peerLeft: (sessionId: string, error: WaitEnd) => void
+  /** Ends the current wait if it waits on the question `questionId` (the broker dropped it, C-DLV-9). */
+  readonly expired: (questionId: string, error: WaitEnd) => void
   /** Ends whichever wait is current (generation close, C-ASK-2). */
   readonly teardown: (error: WaitEnd) => void
   readonly current: () => Waiter | undefined
@@ -120,6 +123,10 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
     peerLeft: (sessionId, error) => {
       const waiter = current
       if (waiter !== undefined && waiter.targetId === sessionId) Deferred.doneUnsafe(waiter.outcome, Exit.fail(error))
+    },
+    expired: (questionId, error) => {
+      const waiter = current
+      if (waiter !== undefined && waiter.questionId === questionId) Deferred.doneUnsafe(waiter.outcome, Exit.fail(error))
     },
     teardown: (error) => {
       if (current !== undefined) Deferred.doneUnsafe(current.outcome, Exit.fail(error))

@@ -194,6 +194,27 @@ export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnect
 }
 
 /**
+ * `The broker dropped this ask before delivering it: <reason>`: the broker
+ * told the asker (an `expired` receipt about the question) that the ask will
+ * never reach its target — a staged `replace` ask whose asker's connection
+ * closed (C-DLV-9), or one refused when its window closed — so no reply can
+ * come and the wait ends now rather than at its timeout.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AskExpired extends Data.TaggedError("AskExpired")<{
+  /** The question's message id. */
+  readonly questionId: string
+  /** The broker's reason, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `The broker dropped this ask before delivering it: ${this.reason}`
+  }
+}
+
+/**
  * The asked session answered with a correlated failure (`replyError`,
  * C-ASK-7): the ask ended as an error whose text is exactly that string.
  *
@@ -412,6 +433,7 @@ export type AskFailure =
   | AlreadyWaiting
   | ReplyTimeout
   | ReplyPeerDisconnected
+  | AskExpired
   | ReplyFailed
   | SessionEnded
 

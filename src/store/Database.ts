@@ -6,10 +6,11 @@
  * Opening fails closed. The file is created 0600 in a 0700 directory (an
  * existing file's mode is fixed to 0600); a file that is unreadable, not a
  * database, fails `PRAGMA quick_check`, or records a migration newer than this
- * build knows is refused with a typed error naming the file and what to do,
- * and the broker writes nothing to it (SQLite sets the WAL mode before the
- * version check, and closing the file copies any leftover `-wal` into it, as
- * every close of a WAL database does). Only then are the pending migrations of
+ * build knows is refused with a typed error naming the file and what to do.
+ * Those checks run on a read-only connection (`SqliteClient.look`) before the
+ * read-write one is opened, so a refused file is left as it was: its bytes,
+ * its `-wal` (read, not copied into it) and whether a `-wal` or `-shm` exists.
+ * Only a file that passes is switched to WAL mode. Only then are the pending migrations of
  * `migrations/index.ts` run by effect's `Migrator`, which records each
  * applied id in the table `effect_sql_migrations` (`migration_id`, `name`,
  * `created_at`) in the same transaction as the migration itself. A file
@@ -33,6 +34,7 @@
 import { Context, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { Migrator, SqlClient, SqlError } from "effect/sql"
 import * as fs from "node:fs"
+import type { DatabaseSync } from "node:sqlite"
 import * as path from "node:path"
 import {
   DatabaseBusy,
@@ -224,6 +226,20 @@ const prepareFile = (file: string): Effect.Effect<void, StoreOpenError> =>
   })
 
 /**
+ * What decides whether the file is refused, read on a read-only connection
+ * (`SqliteClient.look`): `"empty"` when it holds no schema object at all (a
+ * new file), `undefined` when it has no migrations table, otherwise the
+ * highest migration id it records.
+ */
+const recordedIn = (db: DatabaseSync): number | undefined | "empty" => {
+  const objects = db.prepare("SELECT name FROM sqlite_master").all()
+  if (objects.length === 0) return "empty"
+  if (!objects.some((object) => object["name"] === MIGRATIONS_TABLE)) return undefined
+  const id = db.prepare(`SELECT max(migration_id) AS id FROM ${MIGRATIONS_TABLE}`).get()?.["id"]
+  return typeof id === "number" ? id : 0
+}
+
+/**
  * Refuses a database that records a migration id above `known`; otherwise
  * the highest id it records, `undefined` when it has no migrations table,
  * or `"empty"` when it holds no schema object at all (a new file).
@@ -366,13 +382,20 @@ const open = (
           error._tag === "DatabaseBusy" ? new DatabaseBusy({ ...error, waited: Duration.format(wait) }) : error
         )
       )
+    const known = highestMigrationId(registry)
+    if (file !== ":memory:") {
+      // Whether the file is refused is decided on a read-only connection, before any pragma is set: a
+      // refused file is left as it was (a leftover -wal is read, never copied into it).
+      const found = yield* whileBusy(SqliteClient.look({ filename: file, loadSqlite: options.loadSqlite }, recordedIn).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
+      ))
+      if (typeof found === "number" && found > known) return yield* new DatabaseTooNew({ file: label, found, known })
+    }
     const { batch, sql } = yield* whileBusy(SqliteClient.make({
       filename: file,
       synchronous: options.synchronous,
-      quickCheck: true,
       loadSqlite: options.loadSqlite
     }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))))
-    const known = highestMigrationId(registry)
     return yield* whileBusy(Effect.gen(function*() {
       const found = yield* refuseNewer(sql, label, known)
       // A new file gets the snapshot in one step (~13 ms of CPU less than the Migrator for this build's).

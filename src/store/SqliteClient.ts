@@ -26,6 +26,9 @@
  * errors carry a `DatabaseWriteFailed`; a `PRIMARY KEY` conflict is a
  * `UniqueViolation`). The statement cache is `StatementCache`.
  *
+ * `look` opens a file read-only instead, to check it without changing it
+ * (`Database.ts` decides with it whether a file is refused).
+ *
  * Integers read back as JavaScript numbers (`SqlClient.SafeIntegers` switches
  * a fiber to bigints), rows are plain objects.
  */
@@ -33,6 +36,7 @@ import { Context, Effect, Layer, type Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
+import * as fs from "node:fs"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
 import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
 import { statementError, toSqlError } from "./SqliteFaults.ts"
@@ -65,12 +69,6 @@ export interface SqliteClientOptions {
   readonly busyTimeoutMs?: number | undefined
   /** Prepared statements kept, least recently used evicted first; default 256. */
   readonly statementCacheSize?: number | undefined
-  /**
-   * Run `PRAGMA quick_check` at open, before anything is written; a damaged
-   * file fails the open with a `SqlError` whose cause is a `DatabaseCorrupt`.
-   * Reads the whole file once (milliseconds for a broker's database).
-   */
-  readonly quickCheck?: boolean | undefined
   /** Loads `node:sqlite`; returns `undefined` when this Node.js has none. Tests inject a missing module here. */
   readonly loadSqlite?: (() => SqliteModule | undefined) | undefined
 }
@@ -146,7 +144,7 @@ export const make = (
 
     const db = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => openDatabase(sqlite, file, options),
+        try: () => openDatabase(sqlite, options),
         catch: (cause) => toSqlError(file, cause, "open")
       }),
       (db) =>
@@ -267,7 +265,7 @@ export const make = (
   })
 
 /** Opens the file and applies the connection's pragmas; throws node:sqlite's error. */
-const openDatabase = (sqlite: SqliteModule, file: string, options: SqliteClientOptions): DatabaseSync => {
+const openDatabase = (sqlite: SqliteModule, options: SqliteClientOptions): DatabaseSync => {
   const db = new sqlite.DatabaseSync(options.filename, {
     enableForeignKeyConstraints: true,
     timeout: Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
@@ -277,14 +275,7 @@ const openDatabase = (sqlite: SqliteModule, file: string, options: SqliteClientO
   })
   try {
     db.exec("PRAGMA foreign_keys = ON")
-    if (options.quickCheck === true) {
-      // Reads every page, and is the first read of the file: one that is not a database throws SQLITE_NOTADB.
-      const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
-      if (problems.length !== 1 || problems[0] !== "ok") {
-        throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
-      }
-    }
-    // Without quickCheck this is the first read of the file, and fails on one that is not a database.
+    // The first read of the file: fails on one that is not a database (`look` checks it before, read-only).
     const journal = db.prepare("PRAGMA journal_mode = WAL").get()?.["journal_mode"]
     // SQLite keeps the old mode, silently, where WAL cannot work (e.g. a network file system).
     if (journal !== "wal" && journal !== "memory") {
@@ -303,6 +294,73 @@ const openDatabase = (sqlite: SqliteModule, file: string, options: SqliteClientO
     throw error
   }
 }
+
+/** Options of {@link look}. */
+export interface LookOptions {
+  /** The database file. */
+  readonly filename: string
+  /** How long a read waits for another process's lock; default {@link DEFAULT_BUSY_TIMEOUT_MS}. */
+  readonly busyTimeoutMs?: number | undefined
+  /** Loads `node:sqlite` (see {@link SqliteClientOptions.loadSqlite}). */
+  readonly loadSqlite?: (() => SqliteModule | undefined) | undefined
+}
+
+/** `file`'s `-wal` and `-shm` files that do not exist now. */
+const missingSideFiles = (file: string): Array<string> =>
+  [`${file}-wal`, `${file}-shm`].filter((side) => !fs.existsSync(side))
+
+/**
+ * Looks at an existing database file without changing it: opens it
+ * read-only, runs `PRAGMA quick_check` (every page is read; a file that is
+ * not a database fails with `SQLITE_NOTADB`, a damaged one with a `SqlError`
+ * whose cause is a `DatabaseCorrupt`), runs `read` on the connection, and
+ * closes it. Nothing is written to the file or to a leftover `-wal`, which is
+ * read as part of the database, never copied into it; no pragma is set.
+ *
+ * A read-only connection to a WAL database creates the `-wal` (empty) and
+ * `-shm` files when they are missing, and cannot remove them when it closes
+ * (the last read-write connection's close does); those it created are
+ * removed once it is closed, a `-wal` only while it is still empty. The
+ * `-shm` is SQLite's index of the `-wal`, rebuilt from it when needed; a
+ * `-shm` that existed may be rewritten by the look, as by any reader.
+ */
+export const look = <A>(
+  options: LookOptions,
+  read: (db: DatabaseSync) => A
+): Effect.Effect<A, SqliteUnavailable | SqlError.SqlError> =>
+  Effect.gen(function*() {
+    const file = options.filename
+    const sqlite = (options.loadSqlite ?? loadNodeSqlite)()
+    if (sqlite === undefined) return yield* new SqliteUnavailable({ nodeVersion: process.version })
+    return yield* Effect.try({
+      try: () => {
+        const missing = missingSideFiles(file)
+        const db = new sqlite.DatabaseSync(file, {
+          readOnly: true,
+          timeout: Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
+          readBigInts: false,
+          defensive: true
+        })
+        try {
+          const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
+          if (problems.length !== 1 || problems[0] !== "ok") {
+            throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
+          }
+          return read(db)
+        } finally {
+          db.close()
+          for (const side of missing) {
+            try {
+              if (fs.existsSync(side) && (side.endsWith("-shm") || fs.statSync(side).size === 0)) fs.rmSync(side)
+            } catch {
+              // Best effort: a side file left behind holds nothing, and must not hide the look's own outcome.
+            }
+          }
+        }
+      },
+      catch: (cause) => toSqlError(file, cause, "open")
+    })
+  })
 
 /**
  * `SqlClient.SqlClient` and {@link SqliteBatch} over one `node:sqlite`

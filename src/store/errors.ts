@@ -26,9 +26,8 @@ export class SqliteUnavailable extends Data.TaggedError("SqliteUnavailable")<{
 }
 
 /**
- * The file is not a SQLite database, or it fails `PRAGMA quick_check`. The
- * broker wrote nothing to it; SQLite, closing it, copied any leftover `-wal`
- * into it (as every close of a WAL database does).
+ * The file is not a SQLite database, or it fails `PRAGMA quick_check`. It
+ * was looked at read-only and left as it was, `-wal` included.
  */
 export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
   readonly file: string
@@ -36,8 +35,7 @@ export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
 }> {
   override get message(): string {
     return `${this.file} is damaged or is not an intercom database (${this.detail}). ` +
-      `The broker wrote nothing to it (SQLite, closing it, copied any leftover ${this.file}-wal into it, as every ` +
-      `close does). To start with an empty database, stop the broker and move the file aside, e.g. ` +
+      `The broker left it as it was (it was only read; any ${this.file}-wal beside it too). To start with an empty database, stop the broker and move the file aside, e.g. ` +
       `mv ${this.file} ${this.file}.corrupt (also move any ${this.file}-wal and ${this.file}-shm beside it); ` +
       `the data stored in it (undelivered mail, questions, results) is then not used.`
   }
@@ -64,9 +62,8 @@ export class DatabaseTooNew extends Data.TaggedError("DatabaseTooNew")<{
 }> {
   override get message(): string {
     return `${this.file} was written by a newer effect-intercom (schema migration ${this.found}; this build knows up ` +
-      `to ${this.known}). Its data was not changed: opening it only set write-ahead logging if it was not set ` +
-      `(a newer effect-intercom sets it too), and closing it copied any leftover ${this.file}-wal into it, as every ` +
-      `close does. Upgrade effect-intercom, or use another agent dir.`
+      `to ${this.known}). The broker left it as it was (it was only read; any ${this.file}-wal beside it too). ` +
+      `Upgrade effect-intercom, or use another agent dir.`
   }
 }
 

@@ -241,6 +241,28 @@ describe("replace coalescing", () => {
       assert.strictEqual(copies(b.client, question.id), 0)
     }))
 
+  it.effect("a staged ask whose asker's connection drops is dropped, and the asker is told why when it is back: an expired receipt, and a retry answered with the same reason", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const b = yield* broker.session(modern("b"))
+      const question = message("staged question", { expectsReply: true })
+      assert.strictEqual((yield* sendFrame(a.client, "b", question, replace("q"))).type, "delivery_queued")
+      // The connection drops (no unregister): the session is gone until it registers again.
+      yield* a.client.destroy
+      yield* settled([b.client])
+      const back = yield* broker.session(modern("a"))
+      const notice = yield* back.client.next("message_receipt", (frame) => frame.receipt.messageId === question.id)
+      assert.strictEqual(notice.receipt.status, "expired")
+      assert.strictEqual(notice.receipt.detail, Reason.stagedAskerLeft)
+      const retry = yield* sendFrame(back.client, "b", question, replace("q"))
+      assert.strictEqual(retry.type, "delivery_failed")
+      if (retry.type === "delivery_failed") assert.strictEqual(retry.reason, Reason.stagedAskerLeft)
+      yield* advance(WINDOW * 2)
+      yield* settled([back.client], [b.client])
+      assert.strictEqual(copies(b.client, question.id), 0)
+    }))
+
   it.effect("cancel_message withdraws a staged message: the sender is answered delivered, the recipient never gets it", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()

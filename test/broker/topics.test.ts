@@ -106,6 +106,21 @@ describe("topics-v1 in the broker", () => {
       assert.deepStrictEqual(state.subscriptions, [{ topic: "t", awaitRelease: false }])
     }))
 
+  it.live("a revision may skip numbers: a higher one replaces the record and is fanned out; the skipped one is then stale", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const pub = yield* broker.session({ sessionId: "pub", ...topical() })
+      const sub = yield* broker.session({ sessionId: "sub", ...topical() })
+      yield* subscribe(sub.client, "t")
+      yield* publish(pub.client, record("t", 1))
+      const skipped = yield* publish(pub.client, record("t", 3))
+      assert.deepStrictEqual(skipped.type === "topic_published" ? [skipped.revision, skipped.stale] : [], [3, undefined])
+      const late = yield* publish(pub.client, record("t", 2))
+      assert.deepStrictEqual(late.type === "topic_published" ? [late.revision, late.stale] : [], [3, true])
+      yield* settled([pub.client], [sub.client])
+      assert.deepStrictEqual(records(sub.client).map((e) => e.record.revision), [1, 3])
+    }))
+
   it.live("a late subscriber gets the current records in its answer, one per publisher, and no replay as records", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()
@@ -145,6 +160,24 @@ describe("topics-v1 in the broker", () => {
       const back = yield* broker.session({ sessionId: "pub", ...topical() })
       yield* publish(back.client, record("tab-4", 2, { resource: "tab-4", ownership: "held" }))
       assert.deepStrictEqual((yield* sub.client.next("topic_record")).entry.available, true)
+    }))
+
+  it.live("a publisher taken over under a new name (same id) is named anew: in answers, and in the unavailable record when it leaves", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const pub = yield* broker.session({ sessionId: "pub", name: "old-name", ...topical() })
+      const sub = yield* broker.session({ sessionId: "sub", ...topical() })
+      yield* subscribe(sub.client, "t")
+      yield* publish(pub.client, record("t", 1))
+      assert.deepStrictEqual((yield* sub.client.next("topic_record")).entry.from, { id: "pub", name: "old-name" })
+      // A new registration of the same id takes the live session over (P16), under another name; it does not publish.
+      const renamed = yield* broker.session({ sessionId: "pub", name: "new-name", ...topical() })
+      const state = yield* query(sub.client, "t")
+      assert.deepStrictEqual(state.entries.map((e) => [e.from, e.available]), [[{ id: "pub", name: "new-name" }, true]])
+      yield* renamed.client.destroy
+      yield* sub.client.next("session_left", (f) => f.sessionId === "pub")
+      const gone = yield* sub.client.next("topic_record")
+      assert.deepStrictEqual([gone.entry.from, gone.entry.available], [{ id: "pub", name: "new-name" }, false])
     }))
 
   it.live("a subscriber that leaves is dropped: the next publication counts it no more", () =>

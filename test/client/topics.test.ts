@@ -7,7 +7,10 @@
  * broker answer cut to fit one frame reported as `truncated`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { ClientTopics } from "../../src/client/ClientTopics.ts"
+import { RequestTimeout, TopicRefused } from "../../src/client/errors.ts"
+import type { TopicAnswer, TopicRequestError, TopicRequestFrame } from "../../src/client/TopicRequests.ts"
 import { TOPICS_V1 } from "../../src/protocol/features.ts"
 import { message, withBroker } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
@@ -146,6 +149,61 @@ describe("revisions are reserved when a publish starts (C-TOP-3, C-TOP-10; in me
       assert.include(JSON.stringify(refused), "topicEntriesPerGroup")
       yield* settle(b.unsubscribe("build"))
       assert.strictEqual((yield* settle(a.publish({ topic: "other", text: "x" }))).record.revision, 1)
+    }))
+})
+
+describe("revisions strictly increase and may skip, never reusing a number (C-TOP-3 as it holds, docs/protocol.md)", () => {
+  it.effect("a refused publish numbered before a later one and a timed-out publish leave gaps; every number goes out once", () =>
+    Effect.gen(function*() {
+      const topics = new ClientTopics()
+      // A connection whose answers the test gives, one Deferred per request, in the order they were sent.
+      const sent: Array<number> = []
+      const answers: Array<Deferred.Deferred<TopicAnswer, TopicRequestError>> = []
+      const connection = {
+        topic: (frame: TopicRequestFrame) =>
+          Effect.suspend(() => {
+            if (frame.type === "topic_publish" && "revision" in frame.record && typeof frame.record.revision === "number") {
+              sent.push(frame.record.revision)
+            }
+            const answer = Deferred.makeUnsafe<TopicAnswer, TopicRequestError>()
+            answers.push(answer)
+            return Deferred.await(answer)
+          })
+      }
+      const published = (revision: number): TopicAnswer => ({
+        type: "topic_published",
+        requestId: `r-${revision}`,
+        topic: "build",
+        revision,
+        subscribers: 0,
+        accepted: 0
+      })
+      const answerNext = (index: number, exit: Exit.Exit<TopicAnswer, TopicRequestError>) =>
+        Effect.suspend(() => {
+          const answer = answers[index]
+          return answer === undefined ? Effect.die(`no request ${index}`) : Deferred.done(answer, exit)
+        })
+      const publish = (text: string) => topics.publish(connection, { topic: "build", text }, 0, 1_000)
+      // Two publishes in flight: 1 and 2. The broker refuses 1 after 2 was numbered.
+      const first = yield* Effect.forkChild(publish("one"), { startImmediately: true })
+      const second = yield* Effect.forkChild(publish("two"), { startImmediately: true })
+      assert.deepStrictEqual(sent, [1, 2])
+      yield* answerNext(0, Exit.fail(new TopicRefused({ reason: "full" })))
+      assert.isTrue(Exit.isFailure(yield* Fiber.await(first)))
+      // With 2 still unconfirmed, the next publish is past 2: 1 is not handed out again.
+      const third = yield* Effect.forkChild(publish("three"), { startImmediately: true })
+      assert.deepStrictEqual(sent, [1, 2, 3])
+      yield* answerNext(1, Exit.succeed(published(2)))
+      assert.strictEqual((yield* Fiber.join(second)).record.revision, 2)
+      // 3 times out (it may have been saved): its number stays spent.
+      yield* answerNext(2, Exit.fail(new RequestTimeout({ operation: "topic", timeoutMs: 1_000 })))
+      assert.isTrue(Exit.isFailure(yield* Fiber.await(third)))
+      const fourth = yield* Effect.forkChild(publish("four"), { startImmediately: true })
+      yield* answerNext(3, Exit.succeed(published(4)))
+      assert.strictEqual((yield* Fiber.join(fourth)).record.revision, 4)
+      // Strictly increasing, each number sent once; the confirmed ones skip 1 and 3.
+      assert.deepStrictEqual(sent, [1, 2, 3, 4])
+      assert.deepStrictEqual(topics.saved.publications.map((record) => record.revision), [4])
     }))
 })
 

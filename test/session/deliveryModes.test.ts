@@ -6,7 +6,8 @@
  * with its intent (steer, followUp, passive). Over the scripted client.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Queue } from "effect"
+import { Effect, Fiber, Queue } from "effect"
+import { Reason } from "../../src/protocol/delivery.ts"
 import { intentFor } from "../../src/session/Inbound.ts"
 import { B, inboundMessage, settle, withPeers } from "./support.ts"
 
@@ -43,6 +44,40 @@ describe("outgoing delivery modes", () => {
         [client.sends[0]?.delivery, client.sends[0]?.queueMode, client.sends[0]?.threadId],
         ["queue", "replace", "build"]
       )
+    }))
+
+  it.effect("a staged replace ask the broker drops (its asker's connection closed, C-DLV-9) ends the wait at once with the broker's reason", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      client.onSend = (request) =>
+        Effect.succeed({ messageId: request.message.id, delivery: "staged", threadId: request.threadId ?? "", deliverAt: 1500 })
+      const asking = yield* Effect.forkChild(session.intercom({
+        action: "ask",
+        to: "B",
+        message: "which path?",
+        delivery: "queue",
+        queueMode: "replace",
+        threadId: "plan"
+      }))
+      yield* settle
+      const questionId = client.sends[0]?.message.id ?? ""
+      // Another message's receipt leaves the wait alone.
+      yield* client.control({ _tag: "Receipt", from: B, receipt: { messageId: "other", status: "expired", timestamp: 0, detail: "x" } })
+      yield* settle
+      assert.isUndefined(asking.pollUnsafe())
+      // What the broker keeps for the asker and writes once it is back (ReplaceStaging.ts).
+      yield* client.control({
+        _tag: "Receipt",
+        from: B,
+        receipt: { messageId: questionId, status: "expired", timestamp: 0, detail: Reason.stagedAskerLeft }
+      })
+      yield* settle
+      assert.isDefined(asking.pollUnsafe(), "the ask still waits after the receipt")
+      const result = yield* Fiber.join(asking)
+      assert.isTrue(result.isError)
+      assert.strictEqual(result.text, `The broker dropped this ask before delivering it: ${Reason.stagedAskerLeft}`)
+      assert.strictEqual(result.details.error, "AskExpired")
+      assert.isFalse(yield* session.waiting)
     }))
 
   it.effect("bad combinations are error results naming the problem, and nothing is sent (C-DLV-3, C-DLV-4, C-ASK-10)", () =>

@@ -1,8 +1,8 @@
 /**
  * `Database.layer` on real files: the file's mode, migrations run once, and
  * the faults that fail closed (a corrupt file, a newer schema, an unreadable
- * file), each leaving the file's data as it was (a leftover -wal is copied
- * into it when it is closed, as SQLite does at every close).
+ * file), each leaving the file as it was: its bytes, a leftover -wal's bytes,
+ * and whether a -wal or -shm exists.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
@@ -165,33 +165,59 @@ describe("Database.layer", () => {
       assert.instanceOf(yield* Effect.flip(openOnly({ file })), DatabaseTooNew)
     }))
 
-  it.effect("refuses a newer database left with a -wal (a kill -9), says closing copied the -wal into it, and keeps its data", () =>
+  // The file, its -wal's bytes (or null), and whether a -shm exists: what a refusal must leave as it found it.
+  const filesOf = (file: string) => ({
+    db: fs.readFileSync(file).toString("hex"),
+    wal: fs.existsSync(`${file}-wal`) ? fs.readFileSync(`${file}-wal`).toString("hex") : null,
+    shm: fs.existsSync(`${file}-shm`)
+  })
+
+  it.effect("refuses a newer database, in WAL mode with a leftover -wal or in rollback mode, leaving its files as they were", () =>
     Effect.gen(function*() {
-      const file = yield* dbFile
       const sqlite = SqliteClient.loadNodeSqlite()
       if (sqlite === undefined) return
       const dir = yield* tempDir
-      const source = path.join(dir, "source.db")
-      const writer = new sqlite.DatabaseSync(source)
-      writer.exec("PRAGMA journal_mode = WAL")
-      writer.exec("PRAGMA wal_autocheckpoint = 0")
-      writer.exec("CREATE TABLE effect_sql_migrations (migration_id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
-      writer.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'future')")
-      // What a broker killed now leaves behind: the file and its -wal, the commits only in the -wal.
-      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-      fs.copyFileSync(source, file)
-      fs.copyFileSync(`${source}-wal`, `${file}-wal`)
-      writer.close()
-      const error = yield* Effect.flip(openOnly({ file }))
-      assert.instanceOf(error, DatabaseTooNew)
-      assert.include(error.message, `copied any leftover ${file}-wal into it`)
-      assert.notInclude(error.message, "untouched")
-      // What the message says: the -wal was copied into the file (and removed), its data kept.
-      assert.isFalse(fs.existsSync(`${file}-wal`))
-      const reader = new sqlite.DatabaseSync(file, { readOnly: true })
-      const rows = reader.prepare("SELECT migration_id FROM effect_sql_migrations").all()
-      reader.close()
-      assert.deepStrictEqual(rows.map((row) => row["migration_id"]), [99])
+      const newer = (name: string, journal: "WAL" | "DELETE") => {
+        const source = path.join(dir, `${name}-source.db`)
+        const writer = new sqlite.DatabaseSync(source)
+        writer.exec(`PRAGMA journal_mode = ${journal}`)
+        writer.exec("PRAGMA wal_autocheckpoint = 0")
+        writer.exec("CREATE TABLE effect_sql_migrations (migration_id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        writer.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'future')")
+        // What a broker killed now leaves behind: the file and its -wal, the commits only in the -wal.
+        const file = path.join(dir, name, "intercom.db")
+        fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+        fs.copyFileSync(source, file)
+        if (journal === "WAL") fs.copyFileSync(`${source}-wal`, `${file}-wal`)
+        writer.close()
+        return file
+      }
+      for (const file of [newer("wal", "WAL"), newer("rollback", "DELETE")]) {
+        const before = filesOf(file)
+        const error = yield* Effect.flip(openOnly({ file }))
+        assert.instanceOf(error, DatabaseTooNew)
+        assert.deepInclude(error, { found: 99 })
+        assert.include(error.message, "left it as it was")
+        assert.deepStrictEqual(filesOf(file), before, file)
+      }
+      // The -wal was read, not copied into the file: the refused file's newer migration is only in it.
+      assert.isTrue(filesOf(path.join(dir, "wal", "intercom.db")).wal !== null)
+    }))
+
+  it.effect("refuses a newer database closed cleanly in WAL mode without leaving a -wal or -shm beside it", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'future')`
+        )
+      )
+      const before = filesOf(file)
+      assert.deepStrictEqual([before.wal, before.shm], [null, false])
+      assert.instanceOf(yield* Effect.flip(openOnly({ file, migrations: testMigrations })), DatabaseTooNew)
+      assert.deepStrictEqual(filesOf(file), before)
     }))
 
   it.effect("refuses a file that is not a database, naming it, and leaves its bytes untouched", () =>
