@@ -104,7 +104,11 @@ export class Asks {
     }
   }
 
-  /** P62: a `replyTo` must follow an open edge from the target to the replier; delivering it closes the edge. */
+  /**
+   * P62: a `replyTo` must follow an open edge from the target to the replier;
+   * delivering it, or queueing it for an asker that is away, closes the edge
+   * (one answer per ask: a second reply is refused either way).
+   */
   readonly replies: SendStage = {
     check: (attempt) => {
       const replyTo = attempt.message.replyTo
@@ -123,6 +127,9 @@ export class Asks {
       return undefined
     },
     delivered: (attempt) => {
+      if (attempt.replyKey !== undefined) this.edges.delete(attempt.replyKey)
+    },
+    queued: (attempt) => {
       if (attempt.replyKey !== undefined) this.edges.delete(attempt.replyKey)
     }
   }

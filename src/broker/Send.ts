@@ -321,6 +321,7 @@ export class Send {
       // judged afresh. Stored once it is queued; mail it evicted to make room leaves the store (its sender told).
       const outcome = this.mail.queue(mail)
       if (!outcome.ok) return this.fail(peer, message.id, outcome, frame.to)
+      for (let i = 0; i < stages.length; i++) stages[i]!.queued?.(attempt, mail)
       journal?.putMail(mail)
       this.ctx.records.set(recorded, outcome, now)
       this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)

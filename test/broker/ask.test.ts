@@ -103,8 +103,17 @@ describe("P61/P62 ask edges and replies", () => {
       yield* target.client.next("session_left", (f) => f.sessionId === "asker")
       const answer = message("a", { replyTo: question.id })
       assertDelivered(yield* send(target.client, "asker", answer), "queued")
+      // Queueing the reply answered the ask, as delivering it would: a second reply is refused.
+      assertFailed(yield* send(target.client, "asker", message("a2", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
       const back = yield* broker.session({ sessionId: "asker", name: "Asker" })
       assert.strictEqual((yield* messageFor(back.client, answer.id)).message.replyTo, question.id)
+      // Only the one answer came, and the answered ask no longer blocks an ask the other way (P63).
+      assertDelivered(yield* send(target.client, "asker", message("my turn", { expectsReply: true })))
+      yield* settled([target.client], [back.client])
+      assert.deepStrictEqual(
+        back.client.received().flatMap((f) => f.type === "message" && f.message.replyTo !== undefined ? [f.message.id] : []),
+        [answer.id]
+      )
     }))
 })
 
