@@ -20,7 +20,7 @@ import { AgedMap } from "./AgedMap.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { DELIVERED, type Outcome, QUEUED } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
-import { Mailbox } from "./Mailbox.ts"
+import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
 import type { Mail, OutboundMessage, OutboundNotice, Returnable } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
@@ -61,9 +61,17 @@ export class MailDelivery {
   /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
   private owedCount = 0
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+  private readonly askOpen: (mail: Mail, now: number) => boolean
 
-  /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
-  constructor(ctx: RouterContext, flushed: (mail: Mail, receiver: Session, now: number) => void) {
+  /**
+   * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
+   * @param askOpen whether the ask `mail` still has its edge at `now` (Asks.ts): one that does not is not flushed.
+   */
+  constructor(
+    ctx: RouterContext,
+    flushed: (mail: Mail, receiver: Session, now: number) => void,
+    askOpen: (mail: Mail, now: number) => boolean
+  ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
       capacity: ctx.options.mailboxCapacity,
@@ -72,6 +80,7 @@ export class MailDelivery {
       retentionMs: ctx.options.mailboxRetentionMs
     })
     this.flushed = flushed
+    this.askOpen = askOpen
   }
 
   /** Messages held for absent sessions. */
@@ -104,16 +113,49 @@ export class MailDelivery {
     return holders.length === 1 ? holders[0] : undefined
   }
 
-  /** Queues mail for an absent session; the outcome to acknowledge. */
+  /**
+   * Queues mail for an absent session; the outcome to answer its send with:
+   * `queued`, or `E_DELIVERY_EVICTED` naming the bound when the mailbox could
+   * not keep it (then nothing was queued, and its sender is told only by
+   * that answer — no `expired` receipt follows an acknowledgement).
+   */
   queue(mail: Mail): Outcome {
-    this.put(mail)
-    return QUEUED
+    let refused: Outcome | undefined
+    for (const eviction of this.mailbox.put(mail)) {
+      if (eviction.mail === mail) {
+        refused = {
+          ok: false,
+          code: DeliveryCode.DeliveryEvicted,
+          reason: Reason.notQueued(eviction.bound, eviction.limit, eviction.bytes),
+          retryable: false
+        }
+      } else this.evicted(eviction)
+    }
+    return refused ?? QUEUED
   }
 
   /** The sender withdraws queued mail (P71); true when it was still queued. */
   cancel(sender: Session, messageKey: string): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key) return false
+    this.mailbox.delete(messageKey)
+    this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
+      ok: false,
+      code: DeliveryCode.DeliveryCancelled,
+      reason: Reason.cancelledQueued,
+      retryable: false
+    })
+    return true
+  }
+
+  /**
+   * The asker withdrew its ask (`cancel_ask`) while the ask was back in the
+   * mailbox (its recipient's connection closed before it was written or
+   * confirmed read): it is not delivered again. True when it was queued.
+   */
+  withdrawAsk(senderKey: string, messageKey: string): boolean {
+    const queued = this.mailbox.get(messageKey)
+    if (queued === undefined || queued.senderKey !== senderKey || queued.askTimeoutMs === undefined) return false
     this.mailbox.delete(messageKey)
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
@@ -194,12 +236,22 @@ export class MailDelivery {
       }
     }
     for (const mail of this.mailbox.expire(now)) {
-      this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired)
+      this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
     }
   }
 
   private put(mail: Mail): void {
-    for (const evicted of this.mailbox.put(mail)) this.lost(evicted, DeliveryCode.DeliveryEvicted, Reason.evicted)
+    for (const eviction of this.mailbox.put(mail)) this.evicted(eviction)
+  }
+
+  /** Mail the mailbox's bounds pushed out: its sender's receipt names the bound and the message's size. */
+  private evicted(eviction: Eviction): void {
+    this.lost(
+      eviction.mail,
+      DeliveryCode.DeliveryEvicted,
+      Reason.evicted,
+      Reason.evictedBy(eviction.bound, eviction.limit, eviction.bytes)
+    )
   }
 
   private flush(session: Session, now: number): void {
@@ -214,6 +266,11 @@ export class MailDelivery {
       (mail) => mail.spaceKey === space.key && (mail.targetKey === session.key || mail.senderIdentity !== identity)
     )
     for (const mail of mails) {
+      // An ask back in the mailbox whose edge closed meanwhile (answered, or past its timeout) waits for nobody.
+      if (mail.askTimeoutMs !== undefined && !this.askOpen(mail, now)) {
+        this.lost(mail, DeliveryCode.DeliveryExpired, Reason.askClosed, Reason.askClosed)
+        continue
+      }
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
       this.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
@@ -221,10 +278,11 @@ export class MailDelivery {
   }
 
   /**
-   * Mail dropped by expiry or eviction: the replay record says so (P46), and
-   * the sender is told with an `expired` receipt rather than left to assume.
+   * Mail dropped by expiry or eviction: the replay record says so (P46,
+   * `reason`), and the sender is told with an `expired` receipt (`detail`)
+   * rather than left to assume.
    */
-  private lost(mail: Mail, code: DeliveryCode, reason: string): void {
+  private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string): void {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     const space = registry.spaces.get(mail.spaceKey)
@@ -235,7 +293,7 @@ export class MailDelivery {
       messageId: mail.message.id,
       status: "expired",
       timestamp: now,
-      detail: reason
+      detail
     })
     const notice = this.issue(mail.senderKey, frame, now)
     const sender = registry.byKey.get(mail.senderKey)

@@ -6,12 +6,16 @@
  * overall bounds, the oldest mail of the heaviest sender (most messages, or
  * most bytes, whichever bound is exceeded), so one session flooding absent
  * sessions evicts its own mail, not everybody's. What is evicted or expired
- * is returned, so MailDelivery can tell its sender rather than lose it
- * silently.
+ * is returned, with the bound that evicted it, so MailDelivery can tell its
+ * sender which limit it met rather than lose it silently. A message bigger
+ * than a bytes bound on its own is not put at all (it would empty its
+ * recipient's mail, or everybody's, and then go itself): `put` returns it as
+ * its only eviction, and nothing else moves.
  *
  * Indexed by recipient and by mailbox identity, so a registration collects
  * its mail without scanning everyone's.
  */
+import type { MailboxBoundName } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { Mail } from "./Peer.ts"
@@ -26,6 +30,20 @@ export interface MailboxLimits {
   readonly maxBytesPerTarget: number
   /** How long mail is kept. */
   readonly retentionMs: number
+}
+
+/** Which of the mailbox's bounds evicted a message: messages overall, bytes overall, or bytes for its recipient. */
+export type MailboxBound = MailboxBoundName
+
+/** A message the mailbox dropped to keep within its bounds. */
+export interface Eviction {
+  readonly mail: Mail
+  /** The bound that was exceeded. */
+  readonly bound: MailboxBound
+  /** That bound's value: messages for `capacity`, bytes otherwise. */
+  readonly limit: number
+  /** The message's estimated size in the mailbox, in bytes. */
+  readonly bytes: number
 }
 
 /** Estimated memory of one message: its text, attachments and sender info (UTF-16), plus overhead. */
@@ -68,25 +86,39 @@ export class Mailbox {
     return this.entries.get(recordKey)?.mail
   }
 
-  /** Queues `mail`; returns the mail evicted to make room (possibly `mail` itself, if it alone is too big). */
-  put(mail: Mail): ReadonlyArray<Mail> {
+  /**
+   * Queues `mail`; returns the mail evicted to make room, each with the bound
+   * that evicted it — possibly `mail` itself: alone, when it is bigger than a
+   * bytes bound (then nothing else moved), or when the overall bounds find
+   * its sender the heaviest and it is that sender's oldest.
+   */
+  put(mail: Mail): ReadonlyArray<Eviction> {
     this.delete(mail.recordKey)
-    const entry: Entry = { mail, seq: ++this.seq, bytes: bytesOf(mail) }
+    const bytes = bytesOf(mail)
+    const limits = this.limits
+    if (bytes > limits.maxBytesPerTarget) return [{ mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes }]
+    if (bytes > limits.maxBytes) return [{ mail, bound: "bytes", limit: limits.maxBytes, bytes }]
+    const entry: Entry = { mail, seq: ++this.seq, bytes }
     this.entries.set(mail.recordKey, entry, mail.queuedAt)
     this.index(entry)
-    const evicted: Array<Mail> = []
+    const evicted: Array<Eviction> = []
     // The recipient's own bound first: its oldest mail makes room.
-    while ((this.targetBytes.get(mail.targetKey) ?? 0) > this.limits.maxBytesPerTarget) {
+    while ((this.targetBytes.get(mail.targetKey) ?? 0) > limits.maxBytesPerTarget) {
       const oldest = this.oldest(this.byTarget.get(mail.targetKey))
       if (oldest === undefined) break
-      evicted.push(oldest.mail)
+      evicted.push({ mail: oldest.mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes: oldest.bytes })
       this.delete(oldest.mail.recordKey)
     }
-    while (this.entries.size > this.limits.capacity || this.bytes > this.limits.maxBytes) {
-      const sender = this.heaviestSender(this.entries.size > this.limits.capacity)
+    while (this.entries.size > limits.capacity || this.bytes > limits.maxBytes) {
+      const byCount = this.entries.size > limits.capacity
+      const sender = this.heaviestSender(byCount)
       const oldest = sender === undefined ? undefined : this.oldest(this.bySender.get(sender))
       if (oldest === undefined) break
-      evicted.push(oldest.mail)
+      evicted.push(
+        byCount
+          ? { mail: oldest.mail, bound: "capacity", limit: limits.capacity, bytes: oldest.bytes }
+          : { mail: oldest.mail, bound: "bytes", limit: limits.maxBytes, bytes: oldest.bytes }
+      )
       this.delete(oldest.mail.recordKey)
     }
     return evicted

@@ -317,12 +317,14 @@ export class Send {
     }
     const journal = this.ctx.journal
     if (target === undefined) {
-      // Stored before it is queued: the mailbox may drop it at once (its bounds), and that must reach the store.
-      journal?.putMail(mail)
+      // Mail the mailbox cannot keep (its bounds) is refused, not acknowledged, and not recorded: a retry is
+      // judged afresh. Stored once it is queued; mail it evicted to make room leaves the store (its sender told).
       const outcome = this.mail.queue(mail)
+      if (!outcome.ok) return this.fail(peer, message.id, outcome, frame.to)
+      for (let i = 0; i < stages.length; i++) stages[i]!.queued?.(attempt, mail)
+      journal?.putMail(mail)
       this.ctx.records.set(recorded, outcome, now)
-      if (outcome.ok) this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
-      else this.traffic.refused(sender, frame.to, message.id, outcome.code, outcome.reason, now)
+      this.traffic.routed(sender, message, undefined, resolution.id, resolution.remembered?.name, Routed.queued, now)
       return this.answer(peer, message.id, outcome)
     }
     const threadId = delivery?.threadId

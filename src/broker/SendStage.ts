@@ -60,6 +60,11 @@ export interface SendStage {
   readonly beforeDelivery?: (attempt: SendAttempt, target: Session) => void
   /** The message was queued for a live recipient. */
   readonly delivered?: (attempt: SendAttempt, mail: Mail, target: Session) => void
+  /**
+   * The message was accepted into the mailbox for an absent recipient (P49):
+   * what delivery settles is settled now (a reply closes its edge).
+   */
+  readonly queued?: (attempt: SendAttempt, mail: Mail) => void
 }
 
 /** Where a send goes, or why it cannot go anywhere. */

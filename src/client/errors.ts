@@ -191,7 +191,7 @@ export class DeliverySuperseded extends Data.TaggedError("DeliverySuperseded")<D
 export class DeliveryCancelled extends Data.TaggedError("DeliveryCancelled")<DeliveryFields> {}
 /** `E_DELIVERY_EXPIRED`: a resend of queued mail that expired in the mailbox before its recipient came back (P46, P49). */
 export class DeliveryExpired extends Data.TaggedError("DeliveryExpired")<DeliveryFields> {}
-/** `E_DELIVERY_EVICTED`: a resend of queued mail that the full mailbox evicted (P46, P49). */
+/** `E_DELIVERY_EVICTED`: a resend of queued mail that the full mailbox evicted, or a send it could not keep at all (P46, P49). */
 export class DeliveryEvicted extends Data.TaggedError("DeliveryEvicted")<DeliveryFields> {}
 /** `E_SELF_TARGET` (ours): the send resolved to the sending session itself; pi-intercom's broker would deliver it (P44). */
 export class SelfTarget extends Data.TaggedError("SelfTarget")<DeliveryFields> {}

@@ -44,6 +44,9 @@ export const DeliveryCode = {
 /** One of the `E_…` delivery codes. */
 export type DeliveryCode = (typeof DeliveryCode)[keyof typeof DeliveryCode]
 
+/** The mailbox bound a message met (the broker's `MailboxBound`): messages overall, bytes overall, bytes per recipient. */
+export type MailboxBoundName = "capacity" | "bytes" | "bytesPerTarget"
+
 /**
  * The broker's `reason` text for each refusal (P45), verbatim: clients match
  * on the base-protocol ones, so they must not change.
@@ -68,7 +71,33 @@ export const Reason = {
   cancelled: "Sender cancelled the delivery",
   cancelledQueued: "Sender cancelled the queued delivery",
   expired: "Mailbox delivery expired",
+  /** Ours: an ask back in the mailbox whose edge closed before its recipient returned; not delivered again. */
+  askClosed:
+    "Mailbox delivery expired: the ask was answered or passed its timeout before its recipient came back, so it was not delivered again; ask again if you still need an answer",
   evicted: "Mailbox capacity evicted the delivery",
+  /**
+   * Ours: the `expired` receipt of mail the mailbox evicted — which bound,
+   * its value, the message's size, and what to do. Starts as `evicted` does.
+   */
+  evictedBy: (bound: MailboxBoundName, limit: number, bytes: number) =>
+    `Mailbox capacity evicted the delivery: ${
+      bound === "capacity"
+        ? `the mailbox holds at most ${limit} messages, and its sender had the most queued`
+        : bound === "bytes"
+        ? `the mailbox holds about ${limit} bytes of mail, and its sender's queued mail was the largest`
+        : `the mailbox holds about ${limit} bytes of mail for one recipient, and this was the recipient's oldest`
+    } (this message: about ${bytes} bytes). Send it again once the recipient is back, or send less to absent sessions.`,
+  /** Ours: a send to an absent session that the mailbox could not take (`E_DELIVERY_EVICTED`); nothing was queued. */
+  notQueued: (bound: MailboxBoundName, limit: number, bytes: number) =>
+    `Mailbox capacity evicted the delivery at once, so nothing was queued: ${
+      bound === "capacity"
+        ? `the mailbox is full (${limit} messages), and its sender has the most queued, which go first`
+        : bytes > limit
+        ? `this message takes about ${bytes} bytes, more than the mailbox holds ${
+          bound === "bytes" ? "overall" : "for one recipient"
+        } (about ${limit} bytes)`
+        : `the mailbox is full (about ${limit} bytes), and this message (about ${bytes} bytes) would make its sender's queued mail the largest, which goes first`
+    }. Send it once the recipient is back, or send less.`,
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
   selfTarget: "Cannot message the current session",

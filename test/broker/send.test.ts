@@ -391,14 +391,63 @@ describe("P49 mailbox for recently disconnected sessions", () => {
       assertDelivered(yield* send(quiet.client, "target", kept), "queued")
       const flood = Array.from({ length: 6 }, (_, i) => message(`flood ${i}`))
       for (const msg of flood) assertDelivered(yield* send(flooder.client, "target", msg), "queued")
-      // The flooder's own oldest mail made room, each eviction told to it.
-      const evicted = flooder.client.received().flatMap((f) => f.type === "message_receipt" ? [f.receipt.messageId] : [])
-      assert.deepStrictEqual(evicted, flood.slice(0, 3).map((m) => m.id))
+      // The flooder's own oldest mail made room, each eviction told to it, naming the bound and what to do.
+      const receipts = flooder.client.received().flatMap((f) => f.type === "message_receipt" ? [f.receipt] : [])
+      assert.deepStrictEqual(receipts.map((r) => r.messageId), flood.slice(0, 3).map((m) => m.id))
+      for (const receipt of receipts) {
+        assert.strictEqual(receipt.status, "expired")
+        assert.match(
+          receipt.detail ?? "",
+          /^Mailbox capacity evicted the delivery: the mailbox holds at most 4 messages, and its sender had the most queued \(this message: about \d+ bytes\)\. Send it again once the recipient is back/
+        )
+      }
+      // Its replay record keeps the base protocol's reason.
+      assertFailed(yield* send(flooder.client, "target", flood[0]!), "E_DELIVERY_EVICTED", "Mailbox capacity evicted the delivery")
       yield* quiet.client.expectNothing("message_receipt")
       const back = yield* broker.connect("back")
       yield* register(back, { sessionId: "target", name: "Target" })
       const got = [yield* back.next("message"), yield* back.next("message"), yield* back.next("message"), yield* back.next("message")]
       assert.deepStrictEqual(got.map((f) => f.message.id), [kept.id, ...flood.slice(3).map((m) => m.id)])
+    }))
+
+  it.effect("mail the mailbox cannot keep is refused at once, naming the bound, not acknowledged then evicted", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxBytes: 10_000 })
+      const quiet = yield* broker.session({ sessionId: "quiet" })
+      const heavy = yield* broker.session({ sessionId: "heavy" })
+      const target = yield* broker.session({ sessionId: "target", name: "Target" })
+      yield* target.client.destroy
+      yield* quiet.client.next("session_left")
+      const kept = Array.from({ length: 3 }, (_, i) => message(`small ${i} `.repeat(30)))
+      for (const msg of kept) assertDelivered(yield* send(quiet.client, "target", msg), "queued")
+      // Fits the mailbox alone, but over its bytes it makes its sender the heaviest: it would evict itself.
+      const big = message("x".repeat(3_000))
+      const refused = yield* send(heavy.client, "target", big)
+      assertFailed(refused, "E_DELIVERY_EVICTED")
+      assert.match(
+        refused.type === "delivery_failed" ? refused.reason : "",
+        /^Mailbox capacity evicted the delivery at once, so nothing was queued: the mailbox is full \(about 10000 bytes\), and this message \(about \d+ bytes\) would make its sender's queued mail the largest, which goes first\. Send it once the recipient is back, or send less\.$/
+      )
+      // Not recorded: a retry is judged afresh (refused again, not answered "queued").
+      assertFailed(yield* send(heavy.client, "target", big), "E_DELIVERY_EVICTED")
+      // Bigger than the bound on its own: refused without pushing anyone's mail out.
+      const huge = message("y".repeat(6_000))
+      const alone = yield* send(heavy.client, "target", huge)
+      assertFailed(alone, "E_DELIVERY_EVICTED")
+      assert.match(
+        alone.type === "delivery_failed" ? alone.reason : "",
+        /: this message takes about \d+ bytes, more than the mailbox holds overall \(about 10000 bytes\)\. Send it once/
+      )
+      yield* settled([heavy.client, quiet.client])
+      yield* heavy.client.expectNothing("message_receipt")
+      yield* quiet.client.expectNothing("message_receipt")
+      const back = yield* broker.session({ sessionId: "target", name: "Target" })
+      const got = [yield* back.client.next("message"), yield* back.client.next("message"), yield* back.client.next("message")]
+      assert.deepStrictEqual(got.map((f) => f.message.id), kept.map((m) => m.id))
+      // Once the recipient is back, the same message is delivered.
+      assertDelivered(yield* send(heavy.client, "target", big))
+      yield* messageFor(back.client, big.id)
+      yield* back.client.expectNothing("message")
     }))
 
   it.live("an ask (expectsReply) to a departed session → E_TARGET_DISCONNECTED, nothing queued", () =>
