@@ -3,9 +3,7 @@
  * `expectsReply` message opens an ask edge, a `replyTo` is accepted only along
  * an open edge from the target to the replier and closes it, an ask towards a
  * session that waits for the asker is refused, and asks are never queued for
- * an absent session. `cancel_ask` drops the caller's own edge, and withdraws
- * the ask if it went back to the mailbox (MailDelivery drops one whose edge
- * closed otherwise when it would flush it).
+ * an absent session. `cancel_ask` drops the caller's own edge.
  *
  * An edge lives for the broker's ask timeout, or for the timeout its asker
  * announced in the `send` (`ask-timeout-v1`), so a reply within the asker's
@@ -77,20 +75,11 @@ export class Asks {
   readonly edges: AskEdges
 
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
-  private readonly withdrawQueued: (senderKey: string, messageKey: string) => boolean
 
-  /**
-   * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
-   * @param withdrawQueued takes a sender's ask out of the mailbox (MailDelivery.withdrawAsk); true when it did.
-   */
-  constructor(
-    ctx: RouterContext,
-    withdrawStaged: (senderKey: string, messageId: string) => boolean,
-    withdrawQueued: (senderKey: string, messageKey: string) => boolean
-  ) {
+  /** @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did. */
+  constructor(ctx: RouterContext, withdrawStaged: (senderKey: string, messageId: string) => boolean) {
     this.ctx = ctx
     this.withdrawStaged = withdrawStaged
-    this.withdrawQueued = withdrawQueued
     const journal = ctx.journal
     this.edges = new AskEdges(
       journal === undefined
@@ -109,13 +98,8 @@ export class Asks {
         const key = recordKeyOf(session.key, frame.messageId)
         const edge = this.edges.get(key)
         if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
-        // A staged `replace` ask has no edge yet; an ask that went back to the mailbox (its recipient's
-        // connection closed before it was written or confirmed read) may still have one. Withdrawn, neither
-        // reaches its target.
-        if (
-          (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) ||
-          this.withdrawQueued(session.key, key)
-        ) this.ctx.journal?.mark(peer)
+        // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
+        else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
       }
     }
   }

@@ -61,17 +61,9 @@ export class MailDelivery {
   /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
   private owedCount = 0
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
-  private readonly askOpen: (mail: Mail, now: number) => boolean
 
-  /**
-   * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
-   * @param askOpen whether the ask `mail` still has its edge at `now` (Asks.ts): one that does not is not flushed.
-   */
-  constructor(
-    ctx: RouterContext,
-    flushed: (mail: Mail, receiver: Session, now: number) => void,
-    askOpen: (mail: Mail, now: number) => boolean
-  ) {
+  /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
+  constructor(ctx: RouterContext, flushed: (mail: Mail, receiver: Session, now: number) => void) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
       capacity: ctx.options.mailboxCapacity,
@@ -80,7 +72,6 @@ export class MailDelivery {
       retentionMs: ctx.options.mailboxRetentionMs
     })
     this.flushed = flushed
-    this.askOpen = askOpen
   }
 
   /** Messages held for absent sessions. */
@@ -138,24 +129,6 @@ export class MailDelivery {
   cancel(sender: Session, messageKey: string): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key) return false
-    this.mailbox.delete(messageKey)
-    this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
-      ok: false,
-      code: DeliveryCode.DeliveryCancelled,
-      reason: Reason.cancelledQueued,
-      retryable: false
-    })
-    return true
-  }
-
-  /**
-   * The asker withdrew its ask (`cancel_ask`) while the ask was back in the
-   * mailbox (its recipient's connection closed before it was written or
-   * confirmed read): it is not delivered again. True when it was queued.
-   */
-  withdrawAsk(senderKey: string, messageKey: string): boolean {
-    const queued = this.mailbox.get(messageKey)
-    if (queued === undefined || queued.senderKey !== senderKey || queued.askTimeoutMs === undefined) return false
     this.mailbox.delete(messageKey)
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
@@ -266,11 +239,6 @@ export class MailDelivery {
       (mail) => mail.spaceKey === space.key && (mail.targetKey === session.key || mail.senderIdentity !== identity)
     )
     for (const mail of mails) {
-      // An ask back in the mailbox whose edge closed meanwhile (answered, or past its timeout) waits for nobody.
-      if (mail.askTimeoutMs !== undefined && !this.askOpen(mail, now)) {
-        this.lost(mail, DeliveryCode.DeliveryExpired, Reason.askClosed, Reason.askClosed)
-        continue
-      }
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
       this.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)

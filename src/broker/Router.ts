@@ -238,18 +238,10 @@ export class Router {
     }
     const membership = new Membership(signals.feed, output)
     const registration = new Registration(ctx, membership, signals)
-    const asks = new Asks(
-      ctx,
-      (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
-      (senderKey, messageKey) => mail.withdrawAsk(senderKey, messageKey)
-    )
+    const asks = new Asks(ctx, (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined)
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
       if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
-    }, (queued, now) => {
-      // Open until its deadline, whether or not the edge was pruned yet (pruning runs before a send).
-      const edge = asks.edges.get(queued.recordKey)
-      return edge !== undefined && edge.deadline > now
     })
     const receipts = new Receipts(
       ctx,

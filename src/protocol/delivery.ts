@@ -71,9 +71,6 @@ export const Reason = {
   cancelled: "Sender cancelled the delivery",
   cancelledQueued: "Sender cancelled the queued delivery",
   expired: "Mailbox delivery expired",
-  /** Ours: an ask back in the mailbox whose edge closed before its recipient returned; not delivered again. */
-  askClosed:
-    "Mailbox delivery expired: the ask was answered or passed its timeout before its recipient came back, so it was not delivered again; ask again if you still need an answer",
   evicted: "Mailbox capacity evicted the delivery",
   /**
    * Ours: the `expired` receipt of mail the mailbox evicted — which bound,
