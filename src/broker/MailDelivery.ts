@@ -174,7 +174,10 @@ export class MailDelivery {
       return this.ctx.output.forceEnqueue(live.peer, outbound)
     }
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
-    this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
+    // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
+    if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
+      this.ctx.records.rewrite(outbound.mail.senderKey, outbound.mail.message.id, QUEUED)
+    }
   }
 
   /**

@@ -88,9 +88,11 @@ export class Mailbox {
 
   /**
    * Queues `mail`; returns the mail evicted to make room, each with the bound
-   * that evicted it — possibly `mail` itself: alone, when it is bigger than a
-   * bytes bound (then nothing else moved), or when the overall bounds find
-   * its sender the heaviest and it is that sender's oldest.
+   * that evicted it — possibly `mail` itself, and then alone: when it is
+   * bigger than a bytes bound, or when the overall bounds find its sender the
+   * heaviest and it is that sender's oldest. In that second case the mail
+   * the bounds pushed out before reaching `mail` is put back where it was,
+   * so a message that is not kept never costs anyone else theirs.
    */
   put(mail: Mail): ReadonlyArray<Eviction> {
     this.delete(mail.recordKey)
@@ -102,11 +104,13 @@ export class Mailbox {
     this.entries.set(mail.recordKey, entry, mail.queuedAt)
     this.index(entry)
     const evicted: Array<Eviction> = []
+    const removed: Array<Entry> = []
     // The recipient's own bound first: its oldest mail makes room.
     while ((this.targetBytes.get(mail.targetKey) ?? 0) > limits.maxBytesPerTarget) {
       const oldest = this.oldest(this.byTarget.get(mail.targetKey))
       if (oldest === undefined) break
       evicted.push({ mail: oldest.mail, bound: "bytesPerTarget", limit: limits.maxBytesPerTarget, bytes: oldest.bytes })
+      removed.push(oldest)
       this.delete(oldest.mail.recordKey)
     }
     while (this.entries.size > limits.capacity || this.bytes > limits.maxBytes) {
@@ -114,14 +118,27 @@ export class Mailbox {
       const sender = this.heaviestSender(byCount)
       const oldest = sender === undefined ? undefined : this.oldest(this.bySender.get(sender))
       if (oldest === undefined) break
-      evicted.push(
-        byCount
-          ? { mail: oldest.mail, bound: "capacity", limit: limits.capacity, bytes: oldest.bytes }
-          : { mail: oldest.mail, bound: "bytes", limit: limits.maxBytes, bytes: oldest.bytes }
-      )
+      const eviction: Eviction = byCount
+        ? { mail: oldest.mail, bound: "capacity", limit: limits.capacity, bytes: oldest.bytes }
+        : { mail: oldest.mail, bound: "bytes", limit: limits.maxBytes, bytes: oldest.bytes }
       this.delete(oldest.mail.recordKey)
+      if (oldest === entry) {
+        // `mail` goes after all: what made room for it comes back, as it was.
+        this.putBack(removed)
+        return [eviction]
+      }
+      evicted.push(eviction)
+      removed.push(oldest)
     }
     return evicted
+  }
+
+  /** Puts `entries` back at their places in age and queue order (their `seq` is kept). */
+  private putBack(entries: ReadonlyArray<Entry>): void {
+    for (const entry of entries) {
+      this.entries.setAged(entry.mail.recordKey, entry, entry.mail.queuedAt)
+      this.index(entry)
+    }
   }
 
   delete(recordKey: string): Mail | undefined {

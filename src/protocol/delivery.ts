@@ -80,6 +80,8 @@ export const Reason = {
     `Mailbox capacity evicted the delivery: ${
       bound === "capacity"
         ? `the mailbox holds at most ${limit} messages, and its sender had the most queued`
+        : bytes > limit
+        ? `the message alone is bigger than the mailbox holds ${bound === "bytes" ? "overall" : "for one recipient"} (about ${limit} bytes)`
         : bound === "bytes"
         ? `the mailbox holds about ${limit} bytes of mail, and its sender's queued mail was the largest`
         : `the mailbox holds about ${limit} bytes of mail for one recipient, and this was the recipient's oldest`

@@ -1,6 +1,7 @@
 /** P40–P50: send, acks, target resolution, replay, exact sends, invalid sends, mailbox; our deviations. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
 import { assertDelivered, assertFailed, stillOpen } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -448,6 +449,45 @@ describe("P49 mailbox for recently disconnected sessions", () => {
       assertDelivered(yield* send(heavy.client, "target", big))
       yield* messageFor(back.client, big.id)
       yield* back.client.expectNothing("message")
+    }))
+
+  it.effect("a send refused because it would evict itself pushes out nobody else's mail first", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxBytes: 10_000 })
+      const quiet = yield* broker.session({ sessionId: "quiet" })
+      const heavy = yield* broker.session({ sessionId: "heavy" })
+      const target = yield* broker.session({ sessionId: "target", name: "Target" })
+      yield* target.client.destroy
+      yield* quiet.client.next("session_left")
+      // Two of quiet's, about 4 KB each as the mailbox counts them; heavy's, about 6.5 KB, takes the
+      // mailbox past 10 KB, and is the heaviest sender only once quiet's first has gone: the bound
+      // would evict quiet's first, then heavy's own.
+      const kept = [message("a".repeat(1_500)), message("b".repeat(1_500))]
+      for (const msg of kept) assertDelivered(yield* send(quiet.client, "target", msg), "queued")
+      assertFailed(yield* send(heavy.client, "target", message("x".repeat(2_750))), "E_DELIVERY_EVICTED")
+      yield* settled([heavy.client, quiet.client])
+      yield* quiet.client.expectNothing("message_receipt")
+      const back = yield* broker.session({ sessionId: "target", name: "Target" })
+      const got = [yield* back.client.next("message"), yield* back.client.next("message")]
+      assert.deepStrictEqual(got.map((f) => f.message.id), kept.map((m) => m.id))
+      yield* back.client.expectNothing("message")
+    }))
+
+  it.effect("mail sent back to the mailbox that is bigger than it holds for one recipient: the receipt says so, and a retry is not answered 'queued'", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxBytesPerTarget: 3_000 })
+      const alice = yield* broker.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* broker.session({ sessionId: "bob", name: "bob", frame: { features: [RECEIVED_V1] } })
+      // Delivered live (no mailbox bound applies), read but never confirmed: it goes back to the mailbox.
+      const big = message("z".repeat(4_000))
+      assertDelivered(yield* send(alice.client, "bob", big))
+      yield* messageFor(bob.client, big.id)
+      yield* bob.client.destroy
+      const receipt = yield* alice.client.next("message_receipt")
+      assert.strictEqual(receipt.receipt.status, "expired")
+      assert.match(receipt.receipt.detail ?? "", /the message alone is bigger than the mailbox holds for one recipient \(about 3000 bytes\)/)
+      yield* settled([alice.client])
+      assertFailed(yield* send(alice.client, "bob", big), "E_DELIVERY_EVICTED")
     }))
 
   it.live("an ask (expectsReply) to a departed session → E_TARGET_DISCONNECTED, nothing queued", () =>

@@ -1,0 +1,86 @@
+/**
+ * The mailbox's bounds as a state machine (fast-check): after every `put` the
+ * bounds hold, what `put` reports evicted is exactly what left, and a put
+ * whose own message goes moves nothing else.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { type Mail } from "../../src/broker/Peer.ts"
+import { Mailbox, type MailboxLimits } from "../../src/broker/Mailbox.ts"
+
+const LIMITS: MailboxLimits = { capacity: 6, maxBytes: 6_000, maxBytesPerTarget: 4_000, retentionMs: 60_000 }
+
+const SENDERS = ["s1", "s2", "s3"]
+const TARGETS = ["t1", "t2"]
+
+/** A put: who sends, to whom, and how long its text is. */
+const putArb = fc.record({
+  sender: fc.constantFrom(...SENDERS),
+  target: fc.constantFrom(...TARGETS),
+  chars: fc.integer({ min: 0, max: 2_600 })
+})
+
+const mailOf = (n: number, put: { readonly sender: string; readonly target: string; readonly chars: number }): Mail => ({
+  recordKey: `${put.sender}/m${n}`,
+  senderKey: put.sender,
+  senderId: put.sender,
+  senderIdentity: undefined,
+  fromJson: "{}",
+  message: { id: `m${n}`, timestamp: n, content: { text: "x".repeat(put.chars) } },
+  brokerReceivedAt: n,
+  spaceKey: "",
+  targetKey: put.target,
+  targetId: put.target,
+  targetIdentity: undefined,
+  queuedAt: n,
+  askTimeoutMs: undefined
+})
+
+/** The same estimate the mailbox makes (its module keeps it private). */
+const bytesOf = (mail: Mail): number => 2 * (mail.fromJson.length + mail.message.content.text.length + mail.recordKey.length) + 512
+
+describe("Mailbox.put", () => {
+  it("keeps every bound, reports exactly what left, and moves nothing when its own message goes (property)", () => {
+    fc.assert(
+      fc.property(fc.array(putArb, { minLength: 1, maxLength: 40 }), (puts) => {
+        const mailbox = new Mailbox(LIMITS)
+        const held = new Map<string, Mail>()
+        puts.forEach((put, n) => {
+          const mail = mailOf(n, put)
+          const before = new Set(held.keys())
+          const evicted = mailbox.put(mail)
+          const selfEvicted = evicted.some((eviction) => eviction.mail === mail)
+          if (selfEvicted) {
+            // It went, and alone: everything held before is still there.
+            assert.strictEqual(evicted.length, 1)
+            for (const key of before) assert.isDefined(mailbox.get(key), `${key} was pushed out for a message that went itself`)
+            assert.isUndefined(mailbox.get(mail.recordKey))
+          } else {
+            held.set(mail.recordKey, mail)
+            for (const eviction of evicted) {
+              assert.isTrue(before.has(eviction.mail.recordKey))
+              held.delete(eviction.mail.recordKey)
+            }
+          }
+          // What the mailbox holds is what the reports say it holds.
+          assert.strictEqual(mailbox.size, held.size)
+          for (const key of held.keys()) assert.isDefined(mailbox.get(key))
+          // The bounds.
+          const all = [...held.values()]
+          assert.isAtMost(all.length, LIMITS.capacity)
+          assert.isAtMost(all.reduce((sum, m) => sum + bytesOf(m), 0), LIMITS.maxBytes)
+          for (const target of TARGETS) {
+            const bytes = all.filter((m) => m.targetKey === target).reduce((sum, m) => sum + bytesOf(m), 0)
+            assert.isAtMost(bytes, LIMITS.maxBytesPerTarget)
+          }
+        })
+        // Mail comes out in the order it was queued, whatever was put back.
+        for (const target of TARGETS) {
+          const taken = mailbox.take(target, undefined, () => true).map((m) => m.queuedAt)
+          assert.deepStrictEqual(taken, [...taken].sort((a, b) => a - b))
+        }
+      }),
+      { numRuns: 300 }
+    )
+  })
+})
