@@ -58,9 +58,8 @@ export class Receipts {
   /** Receipts along a route whose sender was away, until it registers again. */
   private readonly held = new HeldReceipts()
 
-  /** @param forget drops what other concerns keep for a cancelled message (its ask edge). */
   /**
-   * @param forget closes the ask edge of a message that was cancelled.
+   * @param forget drops what other concerns keep for a cancelled message (its ask edge).
    * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
    */
   constructor(
