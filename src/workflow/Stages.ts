@@ -23,8 +23,8 @@
  * — a late ask gets the C-ORD-8 replyError, anything else one attempt at the
  * parent chat, then it is given up with a warning — and never fails for a
  * retry that could not end. An older ended stage is forgotten but for its
- * id (one string per ended stage, for the service's life): an entry for it
- * fails with `StageForgotten`, which `stageHostDeliver` gives up with a
+ * id (one string per ended stage, the newest 100,000 of them: `StagesSettings`):
+ * an entry for it fails with `StageForgotten`, which `stageHostDeliver` gives up with a
  * warning (and an ask's replyError, when it has that port) instead of
  * failing for a retry that could never succeed. A stage id never opened
  * fails with `UnknownWorkflowItem`.
@@ -180,10 +180,37 @@ interface StageRecord {
   ended: boolean
 }
 
-/** How many stages of ended runs are remembered, oldest forgotten first. */
-const ENDED_STAGE_MEMORY = DEFAULT_CLAIM_MEMORY
+/**
+ * How much of ended runs' stages `Stages` remembers.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface StagesSettings {
+  /** Ended stages kept whole (a late entry is handled once), newest first; at least 1. Default 1000. */
+  readonly endedStages: number
+  /**
+   * Ids of ended stages past `endedStages` still known as forgotten (an
+   * entry fails `StageForgotten`, which is given up rather than retried);
+   * older ids are not known at all, and an entry for one fails
+   * `UnknownWorkflowItem` like a stage never opened. Default 100,000 (a few
+   * MB of ids); 0 keeps none.
+   */
+  readonly forgottenStages: number
+}
 
-const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
+/**
+ * The default settings: the newest 1000 ended stages kept, the ids of the
+ * next 100,000 remembered as forgotten.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export const defaultStagesSettings: StagesSettings = { endedStages: DEFAULT_CLAIM_MEMORY, forgottenStages: 100_000 }
+
+const make = (settings: StagesSettings): Effect.Effect<StagesService, never, Runs> => Effect.gen(function*() {
+  const endedStageMemory = Math.max(1, settings.endedStages)
+  const forgottenStageMemory = Math.max(0, settings.forgottenStages)
   const runs = yield* Runs
   const claims = makeLateAskClaims()
   const stages = new Map<string, StageRecord>()
@@ -210,12 +237,16 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
           if (stages.get(stageId) === record) stages.delete(stageId)
           endedStages.delete(stageId)
           endedStages.set(stageId, record)
-          if (endedStages.size > ENDED_STAGE_MEMORY) {
+          if (endedStages.size > endedStageMemory) {
             const oldest = endedStages.keys().next()
             if (oldest.done !== true) {
               endedStages.delete(oldest.value)
               forgotten.add(oldest.value)
             }
+          }
+          if (forgotten.size > forgottenStageMemory) {
+            const oldest = forgotten.values().next()
+            if (oldest.done !== true) forgotten.delete(oldest.value)
           }
         })
       )
@@ -345,8 +376,20 @@ const make: Effect.Effect<StagesService, never, Runs> = Effect.gen(function*() {
  * @since 0.1.0
  */
 export class Stages extends Context.Service<Stages, StagesService>()("effect-intercom/workflow/Stages") {
-  /** Builds the service over the `Runs` in context. */
-  static readonly make: Effect.Effect<StagesService, never, Runs> = make
-  /** A Layer holding one `Stages`; needs `Runs`. */
-  static readonly layer: Layer.Layer<Stages, never, Runs> = Layer.effect(Stages, make)
+  /** Builds the service over the `Runs` in context, with the default settings. */
+  static readonly make: Effect.Effect<StagesService, never, Runs> = make(defaultStagesSettings)
+  /** A Layer holding one `Stages` with the default settings; needs `Runs`. */
+  static readonly layer: Layer.Layer<Stages, never, Runs> = Layer.effect(Stages, make(defaultStagesSettings))
+  /**
+   * A Layer holding one `Stages` that remembers as much of ended runs as
+   * `settings` says (the rest from `defaultStagesSettings`); needs `Runs`.
+   *
+   * @example
+   * ```ts
+   * // An engine that runs a great many stages keeps fewer forgotten ids.
+   * Stages.layerWith({ forgottenStages: 10_000 })
+   * ```
+   */
+  static readonly layerWith = (settings: Partial<StagesSettings>): Layer.Layer<Stages, never, Runs> =>
+    Layer.effect(Stages, make({ ...defaultStagesSettings, ...settings }))
 }

@@ -11,7 +11,7 @@ import { childEnvironment, childSessionName, readChildBridge } from "../../src/s
 import { type ChildAuthorizer, Children, type ChildrenOptions } from "../../src/workflow/Children.ts"
 import type { ParentChat } from "../../src/workflow/ClosedStage.ts"
 import { Runs } from "../../src/workflow/Runs.ts"
-import { type StagePorts, Stages } from "../../src/workflow/Stages.ts"
+import { type StagePorts, Stages, type StagesSettings } from "../../src/workflow/Stages.ts"
 import { type StageEntry, stageNotice } from "../../src/workflow/StageEntry.ts"
 import type { Inbound } from "../../src/session/Host.ts"
 import { stageHostDeliver } from "../../src/workflow/StageInbound.ts"
@@ -30,10 +30,10 @@ const counted = () => {
   return Runs.layer({ newGroupId: Effect.sync(() => `g${++n}`) })
 }
 
-const services = (children: ChildrenOptions = {}) =>
+const services = (children: ChildrenOptions = {}, stages: Partial<StagesSettings> = {}) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
-    const layer = Layer.mergeAll(Stages.layer, Children.layer(children)).pipe(Layer.provideMerge(counted()))
+    const layer = Layer.mergeAll(Stages.layerWith(stages), Children.layer(children)).pipe(Layer.provideMerge(counted()))
     const context = yield* Layer.buildWithScope(layer, scope)
     return { runs: Context.get(context, Runs), stages: Context.get(context, Stages), children: Context.get(context, Children) }
   })
@@ -299,6 +299,21 @@ describe("Stages", () => {
       yield* runs.start({ runId: "r-new" })
       yield* stages.open({ runId: "r-new", stageId: "s0" }, stagePorts(log).ports)
       assert.strictEqual((yield* stages.deliver("s0", note("m3")))._tag, "Stage")
+    }))
+
+  it.effect("the ids of forgotten stages are bounded too (forgottenStages): past it an entry fails UnknownWorkflowItem, as for a stage never opened", () =>
+    Effect.gen(function*() {
+      const { runs, stages } = yield* services({}, { endedStages: 1, forgottenStages: 2 })
+      const log: Log = []
+      for (let i = 0; i < 5; i++) {
+        yield* runs.start({ runId: `r${i}` })
+        yield* stages.open({ runId: `r${i}`, stageId: `s${i}` }, stagePorts(log).ports)
+        yield* runs.end(`r${i}`)
+      }
+      // s4 is kept whole; s3 and s2 are remembered as forgotten; s1 and s0 are not known at all.
+      assert.strictEqual((yield* stages.deliver("s4", note("m4")))._tag, "AfterClose")
+      for (const id of ["s3", "s2"]) assert.strictEqual((yield* Effect.flip(stages.deliver(id, note("m"))))._tag, "StageForgotten")
+      for (const id of ["s1", "s0"]) assert.strictEqual((yield* Effect.flip(stages.deliver(id, note("m"))))._tag, "UnknownWorkflowItem")
     }))
 
   it.effect("C-ORD-7: after a stage was reopened and closed, late entries use the latest generation's ports: its retained conversation and parent chat", () =>
