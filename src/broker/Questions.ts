@@ -28,10 +28,14 @@
  * A reply carrying `replyError` (a recipient-turn failure) is not an answer
  * (C-DQ-8): the edge is opened again and the question keeps waiting.
  *
- * Size: one concept — the Router's side of durable questions (its six
- * frames, the send stage that turns a reply into an answer, and the three
- * small tables above); the SQL side is QuestionWorker.ts and QuestionStore.
- * The frame handlers are the part to split out if it grows.
+ * Size: one concept, about 520 lines — the Router's side of durable
+ * questions (its six frames, the send stage that turns a reply into an
+ * answer, the three small tables above, and their hand-over on a takeover
+ * and release on a leave, indexed by session key); the SQL side is
+ * QuestionWorker.ts and QuestionStore. The tables, the stage and the
+ * takeover hand-over read and write the same waiters and notices in one
+ * synchronous pass, so they stay together; the frame handlers are the part
+ * to split out if it grows again.
  */
 import { Queue } from "effect"
 import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
