@@ -203,6 +203,21 @@ export const sendFrameText = (
   return text
 }
 
+/** `effect` within `timeoutMs`; on timeout runs `onTimeout` (forget the request) and fails with `RequestTimeout`. */
+const withinRequestTimeout = <A, E>(
+  effect: Effect.Effect<A, E>,
+  timeoutMs: number,
+  operation: RequestTimeout["operation"],
+  onTimeout: () => void
+): Effect.Effect<A, E | RequestTimeout> =>
+  effect.pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(timeoutMs),
+      orElse: () =>
+        Effect.sync(onTimeout).pipe(Effect.andThen(Effect.fail(new RequestTimeout({ operation, timeoutMs }))))
+    })
+  )
+
 /**
  * Writes a request (`write` completes once its frame is handed to the socket)
  * and waits for its answer, both within `timeoutMs`: a broker that stopped
@@ -218,13 +233,7 @@ export const writeThenAwait = <A, E, W>(
   operation: RequestTimeout["operation"],
   onTimeout: () => void
 ): Effect.Effect<A, E | W | RequestTimeout> =>
-  Effect.andThen(write, Deferred.await(answer)).pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(timeoutMs),
-      orElse: () =>
-        Effect.sync(onTimeout).pipe(Effect.andThen(Effect.fail(new RequestTimeout({ operation, timeoutMs }))))
-    })
-  )
+  withinRequestTimeout(Effect.andThen(write, Deferred.await(answer)), timeoutMs, operation, onTimeout)
 
 /** Waits for `answer` at most `timeoutMs`; on timeout runs `onTimeout` (forget the request) and fails. */
 export const awaitAnswer = <A, E>(
@@ -232,11 +241,4 @@ export const awaitAnswer = <A, E>(
   timeoutMs: number,
   operation: RequestTimeout["operation"],
   onTimeout: () => void
-): Effect.Effect<A, E | RequestTimeout> =>
-  Deferred.await(answer).pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(timeoutMs),
-      orElse: () =>
-        Effect.sync(onTimeout).pipe(Effect.andThen(Effect.fail(new RequestTimeout({ operation, timeoutMs }))))
-    })
-  )
+): Effect.Effect<A, E | RequestTimeout> => withinRequestTimeout(Deferred.await(answer), timeoutMs, operation, onTimeout)
