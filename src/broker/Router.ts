@@ -41,6 +41,7 @@ import { Effect, Queue } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
+import { shownValue } from "../protocol/shownValue.ts"
 import { Asks } from "./Asks.ts"
 import { Custody } from "./Custody.ts"
 import { DeliveryRecords, recordKeyOf } from "./DeliveryRecords.ts"
@@ -403,17 +404,39 @@ export class Router {
     const frame = parseFrameText(text)
     if (isFrameDecodeError(frame)) return this.ctx.protocolError(peer, frame.message)
     const handler = Object.hasOwn(this.frames, frame.type) ? this.frames[frame.type] : undefined
-    if (handler === undefined) return this.ctx.protocolError(peer, `unknown frame type "${frame.type}"`)
+    if (handler === undefined) return this.ctx.protocolError(peer, `unknown frame type ${shownValue(frame.type)}`)
     if (
       peer.state !== "registered" && handler.unregistered !== true &&
       !(peer.state === "observing" && handler.observer === true)
     ) {
       return this.ctx.protocolError(
         peer,
-        peer.state === "observing" ? `"${frame.type}" frame from an observer` : `"${frame.type}" frame before registration`
+        peer.state === "observing" ? `${shownValue(frame.type)} frame from an observer` : `${shownValue(frame.type)} frame before registration`
       )
     }
-    handler.handle(peer, frame)
+    try {
+      handler.handle(peer, frame)
+    } catch (defect) {
+      this.defect(peer, frame.type, defect)
+    }
+  }
+
+  /**
+   * A frame handler threw: a broker bug, or a value no check foresaw (a
+   * `String()` of a deeply nested array once overflowed the stack). Thrown
+   * from the socket's `data` listener it would end the process and every
+   * session with it; instead the connection that sent the frame is closed
+   * (what its frame had changed by then stays) and the error is logged with
+   * its stack, so it can be reported. Everyone else is served on.
+   */
+  private defect(peer: Peer, type: string, defect: unknown): void {
+    const shown = defect instanceof Error ? (defect.stack ?? defect.message) : shownValue(defect)
+    this.ctx.log(
+      "warning",
+      `Broker bug: handling a ${shownValue(type)} frame from connection ${peer.connection.id} threw; ` +
+        `the connection is closed, other sessions are unaffected. Please report this with the error: ${shown}`
+    )
+    closePeer(peer, "destroy")
   }
 
   /** Drops a connection for a protocol error found outside frame handling (an oversize frame). */

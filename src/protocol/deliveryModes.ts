@@ -8,6 +8,7 @@
  * Pure and allocation-free for the common case (nothing given: `STEER`).
  */
 import { MAX_ID_LENGTH } from "./limits.ts"
+import { shownValue } from "./shownValue.ts"
 
 /** How a message reaches a busy recipient (C-DLV-1). */
 export type DeliveryMode = "steer" | "queue" | "passive"
@@ -60,8 +61,6 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 const isMode = (value: unknown): value is DeliveryMode => value === "steer" || value === "queue" || value === "passive"
 const isQueueMode = (value: unknown): value is QueueMode => value === "stack" || value === "replace"
 
-const shown = (value: unknown): string => typeof value === "string" ? `"${value}"` : String(value)
-
 /**
  * Checks a delivery choice for `kind` (C-DLV-2…4, C-ASK-10): `delivery`
  * defaults to `steer`; `passive: true` is `delivery: "passive"` on a send
@@ -82,10 +81,10 @@ export const checkDelivery = (input: DeliveryInput, kind: DeliveryKind): Deliver
   const { delivery, queueMode, threadId, passive } = input
   if (delivery === undefined && queueMode === undefined && threadId === undefined && passive === undefined) return STEER
   if (delivery !== undefined && !isMode(delivery)) {
-    return refuse(`Invalid delivery ${shown(delivery)}: use "steer", "queue" or "passive"`)
+    return refuse(`Invalid delivery ${shownValue(delivery)}: use "steer", "queue" or "passive"`)
   }
   if (passive !== undefined && typeof passive !== "boolean") {
-    return refuse(`Invalid passive ${shown(passive)}: it is true or false (or use delivery: "passive")`)
+    return refuse(`Invalid passive ${shownValue(passive)}: it is true or false (or use delivery: "passive")`)
   }
   if (passive === true) {
     if (kind !== "send") {
@@ -103,7 +102,7 @@ export const checkDelivery = (input: DeliveryInput, kind: DeliveryKind): Deliver
     return refuse(`An ask is never passive: it waits for an answer, so the recipient must see it; use send for a passive note`)
   }
   if (queueMode !== undefined) {
-    if (!isQueueMode(queueMode)) return refuse(`Invalid queueMode ${shown(queueMode)}: use "stack" or "replace"`)
+    if (!isQueueMode(queueMode)) return refuse(`Invalid queueMode ${shownValue(queueMode)}: use "stack" or "replace"`)
     if (mode !== "queue") return refuse(`queueMode is only valid with delivery: "queue" (got delivery: "${mode}")`)
   }
   if (threadId !== undefined) {

@@ -13,6 +13,7 @@
  * drift apart; mostly small pure functions and their error texts.
  */
 import { Data } from "effect"
+import { shownValue } from "../protocol/shownValue.ts"
 
 /**
  * The states of a question (C-DQ-2).
@@ -363,10 +364,10 @@ export const checkPage = (
   const offset = request.offset ?? 0
   const limit = request.limit ?? DEFAULT_PAGE_LIMIT
   if (typeof offset !== "number" || !Number.isInteger(offset) || offset < 0) {
-    return new InvalidQuestionPage({ detail: `offset must be a non-negative integer (got ${String(offset)})` })
+    return new InvalidQuestionPage({ detail: `offset must be a non-negative integer (got ${shownValue(offset)})` })
   }
   if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
-    return new InvalidQuestionPage({ detail: `limit must be an integer from 1 to ${MAX_PAGE_LIMIT} (got ${String(limit)})` })
+    return new InvalidQuestionPage({ detail: `limit must be an integer from 1 to ${MAX_PAGE_LIMIT} (got ${shownValue(limit)})` })
   }
   return { offset, limit }
 }

@@ -7,13 +7,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { MAX_FRAME_BYTES } from "../../src/protocol/constants.ts"
-import { GROUPS_V1 } from "../../src/protocol/features.ts"
+import { DELIVERY_V1, GROUPS_V1, QUESTIONS_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { MAX_CWD_LENGTH, MAX_ID_LENGTH, MAX_NAME_LENGTH } from "../../src/protocol/limits.ts"
 import { closedWithoutReply } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { list, message, register, registerFrame, withBroker } from "../support/broker.ts"
-import { withMemoryBroker } from "../support/memory.ts"
+import { Output } from "../../src/broker/Output.ts"
+import { MAX_SHOWN_LENGTH } from "../../src/protocol/shownValue.ts"
+import { makeMemory, makeMemoryState, QuestionStore } from "../../src/store/QuestionStore.ts"
+import { memoryNetwork, withMemoryBroker } from "../support/memory.ts"
+import { vi } from "vitest"
 
 describe("identity fields over their limits", () => {
   it.effect("a register with a cwd over the limit is refused with a clear error, and nobody hears of it", () =>
@@ -212,5 +216,109 @@ describe("what the broker remembers is bounded", () => {
       yield* stay.client.send({ type: "send", to: "nobody", message: { id: "m", timestamp: 0, content: { text: "x" } } })
       yield* stay.client.next("delivery_failed")
       assert.deepStrictEqual([(yield* broker.broker.stats).scopes, (yield* broker.broker.stats).departed], [1, 0])
+    }))
+})
+
+// Values are checked and then named in the refusal. Naming one must not walk it: `String()` of a
+// 1 MiB `[[[…]]]` recursed past the call stack, and the throw, inside the socket's `data` listener,
+// ended the broker process. Nor may it echo a frame-sized string: the answer would be over 1 MiB,
+// and the broker would drop it, leaving the sender no answer.
+describe("values no check foresaw", () => {
+  const DEPTH = 400_000
+  const nested = `${"[".repeat(DEPTH)}1${"]".repeat(DEPTH)}`
+  /** The text of `frame` with `field` set to `raw` (JSON written as is), or to a string filling the frame to exactly 1 MiB. */
+  const withField = (frame: Record<string, unknown>, field: string, raw: string | "fill") => {
+    const shell = JSON.stringify({ ...frame, [field]: "" })
+    const text = raw === "fill"
+      ? JSON.stringify({ ...frame, [field]: "x".repeat(MAX_FRAME_BYTES - Buffer.byteLength(shell)) })
+      : `${shell.slice(0, -3)}${raw}}`
+    assert.isAtMost(Buffer.byteLength(text), MAX_FRAME_BYTES)
+    return text
+  }
+  const questionsBroker = Effect.gen(function*() {
+    const net = yield* memoryNetwork()
+    yield* Effect.provideService(net.startBroker(), QuestionStore, makeMemory(makeMemoryState()))
+    const asker = yield* net.session({
+      sessionId: "sup-0001",
+      name: "supervisor",
+      frame: { features: [GROUPS_V1, SUPERVISOR_V1, QUESTIONS_V1], ownerToken: "owner-token-of-the-supervisor" }
+    })
+    const other = yield* net.session({ sessionId: "other" })
+    return { asker: asker.client, other: other.client }
+  })
+  const sendBroker = Effect.gen(function*() {
+    const broker = yield* withMemoryBroker()
+    yield* broker.session({ sessionId: "target" })
+    const sender = yield* broker.session({ sessionId: "sender", frame: { features: [DELIVERY_V1] } })
+    const other = yield* broker.session({ sessionId: "other" })
+    return { sender: sender.client, other: other.client }
+  })
+  const send = { type: "send", to: "target", message: { id: "m-1", timestamp: 1, content: { text: "hi" } } }
+
+  it.effect("a question_list whose offset is a deeply nested array is refused, naming it an array; others are served", () =>
+    Effect.gen(function*() {
+      const { asker, other } = yield* questionsBroker
+      yield* asker.sendText(withField({ type: "question_list", requestId: "r1" }, "offset", nested))
+      const failed = yield* asker.next("question_failed")
+      assert.include(failed.reason, "offset must be a non-negative integer (got an array)")
+      yield* other.send({ type: "health", requestId: "h1" })
+      yield* other.next("health_ok")
+    }))
+
+  it.effect("a question_list whose limit is a string filling the frame is answered, quoting only its start", () =>
+    Effect.gen(function*() {
+      const { asker } = yield* questionsBroker
+      yield* asker.sendText(withField({ type: "question_list", requestId: "r2" }, "limit", "fill"))
+      const failed = yield* asker.next("question_failed")
+      assert.include(failed.reason, `(got "${"x".repeat(MAX_SHOWN_LENGTH)}…")`)
+    }))
+
+  it.effect("a send whose delivery is a deeply nested array is refused, naming it an array; others are served", () =>
+    Effect.gen(function*() {
+      const { other, sender } = yield* sendBroker
+      yield* sender.sendText(withField(send, "delivery", nested))
+      const failed = yield* sender.next("delivery_failed")
+      assert.include(failed.reason, "Invalid delivery an array")
+      yield* other.send({ type: "health", requestId: "h1" })
+      yield* other.next("health_ok")
+    }))
+
+  it.effect("a send whose queueMode is a string filling the frame is answered, quoting only its start", () =>
+    Effect.gen(function*() {
+      const { sender } = yield* sendBroker
+      yield* sender.sendText(withField({ ...send, delivery: "queue" }, "queueMode", "fill"))
+      const failed = yield* sender.next("delivery_failed")
+      assert.include(failed.reason, `Invalid queueMode "${"x".repeat(MAX_SHOWN_LENGTH)}…"`)
+    }))
+
+  it.effect("a frame whose handling throws closes only that connection, logs the error, and the broker serves on", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.make<unknown, void>(({ message }) => {
+        lines.push(Array.isArray(message) ? message.join(" ") : String(message))
+      })
+      // A stand-in for a bug: the health answer to request "boom" throws where it is queued.
+      const enqueue = Output.prototype.enqueue
+      const spy = vi.spyOn(Output.prototype, "enqueue").mockImplementation(function(this: Output, peer, item) {
+        if (typeof item === "string" && item.includes(`"requestId":"boom"`)) throw new Error("a stand-in bug")
+        enqueue.call(this, peer, item)
+      })
+      yield* Effect.gen(function*() {
+        const broker = yield* withMemoryBroker()
+        const victim = yield* broker.session({ sessionId: "victim" })
+        const other = yield* broker.session({ sessionId: "other" })
+        yield* victim.client.send({ type: "health", requestId: "boom" })
+        yield* victim.client.waitClosed()
+        yield* other.client.send({ type: "health", requestId: "h1" })
+        yield* other.client.next("health_ok")
+      }).pipe(
+        Effect.provide(Logger.layer([capture])),
+        Effect.provideService(References.MinimumLogLevel, "Info"),
+        Effect.ensuring(Effect.sync(() => spy.mockRestore()))
+      )
+      const logged = lines.find((line) => line.includes("Broker bug"))
+      assert.isDefined(logged)
+      assert.include(logged, `handling a "health" frame`)
+      assert.include(logged, "a stand-in bug")
     }))
 })
