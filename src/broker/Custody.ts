@@ -140,7 +140,29 @@ export class PeerCustody {
     return unread
   }
 
-  /** Mail and notices held, not yet confirmed. */
+  /**
+   * The session `key` ended by `unregister` (a short-lived one, MailDelivery):
+   * the mail held for it, oldest first, to go back like unwritten output. The
+   * rest stays held; the slots emptied are skipped, and those at the front
+   * let go at once.
+   */
+  takeBackFor(key: string): ReadonlyArray<Returnable> {
+    const unread: Array<Returnable> = []
+    for (let i = 0; i < this.count; i++) {
+      const slot = (this.head + i) & this.mask
+      const item = this.items[slot]
+      if (item === undefined || !("mail" in item) || item.to !== key) continue
+      unread.push(item)
+      this.items[slot] = undefined
+    }
+    while (this.count > 0 && this.items[this.head] === undefined) {
+      this.head = (this.head + 1) & this.mask
+      this.count--
+    }
+    return unread
+  }
+
+  /** Mail and notices held, not yet confirmed (with the slots `takeBackFor` emptied that a confirmation has not passed). */
   get size(): number {
     return this.count
   }
@@ -188,8 +210,18 @@ export class Custody {
     this.ctx = ctx
   }
 
-  /** A client granted `received-v1` gets custody on registering (kept across a re-registration). */
+  /**
+   * A client granted `received-v1` gets custody on registering (kept across a
+   * re-registration). A short-lived session that ends by `unregister` will
+   * not confirm the mail it did not read: it goes back at once (MailDelivery
+   * fails it), not when the connection closes.
+   */
   readonly hooks: RegistrationHooks = {
+    left: (session, _now, unregistered) => {
+      const custody = session.peer.custody
+      if (!unregistered || !session.ephemeral || custody === undefined || custody.size === 0) return
+      for (const item of custody.takeBackFor(session.key)) this.ctx.output.undeliverable(item)
+    },
     registered: (session) => {
       const peer = session.peer
       if (peer.custody !== undefined || !peer.features.has(RECEIVED_V1)) return

@@ -14,6 +14,15 @@
  * by a connection that closed before it was written or confirmed read
  * (`takeBack`) — so one that bounces between connections still goes a day
  * after it was first owed.
+ *
+ * A short-lived session (`ephemeral-v1`, the CLI's one-shot commands) that
+ * ends by `unregister` has said it will not come back: mail that was on its
+ * way to it, and would go back to the mailbox under its id where nobody
+ * claims it, fails at once instead — its sender gets the `expired` receipt it
+ * would get a retention later (`Reason.endedUnread`). Such a session is kept
+ * here by key (`ended`, a day, bounded) for mail its connection hands back
+ * after the `unregister`: unwritten, or written and never confirmed read.
+ * One whose connection merely dropped is not: its mail waits for it.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
@@ -35,6 +44,17 @@ const MAX_OWED_PER_SENDER = 256
 
 /** Lost-mail notices kept for absent senders, overall. */
 const MAX_OWED_NOTICES = 16_384
+
+/** Short-lived sessions that ended by `unregister` kept (`MailDelivery.ended`); past this the oldest go. */
+const MAX_ENDED = 4096
+
+/** A short-lived session that ended by `unregister`: what its lost mail's receipts say of it. */
+interface Ended {
+  /** Its SessionInfo, the receipt's `from`. */
+  readonly infoJson: string
+  /** `name (id)`, or its id, for the receipt's detail. */
+  readonly label: string
+}
 
 /**
  * A description of a message's target the broker no longer has: mail a
@@ -60,6 +80,12 @@ export class MailDelivery {
   private readonly owedNotices = new AgedMap<string, Array<OutboundNotice>>(4096)
   /** Notices owed, over all senders (bounded: MAX_OWED_NOTICES). */
   private owedCount = 0
+  /**
+   * Short-lived sessions that ended by `unregister`, by session key, kept a
+   * day (at most MAX_ENDED): mail handed back for one fails at once (see the
+   * module header). Forgotten when a session registers under the key again.
+   */
+  private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
 
   /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
@@ -79,9 +105,14 @@ export class MailDelivery {
     return this.mailbox.size
   }
 
-  /** On registration: owed notices first, then the session's mail (P49). */
+  /**
+   * On registration: owed notices first, then the session's mail (P49). On
+   * leaving by `unregister`, a short-lived session's mail fails (see the
+   * module header).
+   */
   readonly hooks: RegistrationHooks = {
     registered: (session, _previous, now) => {
+      if (this.ended.size > 0) this.ended.delete(session.key)
       // First: nothing owed for longer than a day is sent.
       this.prune(now)
       const owed = this.owedNotices.delete(session.key)
@@ -90,7 +121,26 @@ export class MailDelivery {
         for (const notice of owed) this.ctx.output.enqueue(session.peer, notice)
       }
       this.flush(session, now)
+    },
+    left: (session, now, unregistered) => {
+      if (unregistered && session.ephemeral) this.endedUnread(session, now)
     }
+  }
+
+  /**
+   * A short-lived session ended by `unregister`: kept as ended, so the mail
+   * its connection hands back fails. The mailbox holds none for it: its
+   * registration flushed it, and mail coming back while it is live goes to it.
+   */
+  private endedUnread(session: Session, now: number): void {
+    const name = session.fields.name
+    const label = name === undefined ? session.id : `${name} (${session.id})`
+    this.ended.put(session.key, { infoJson: session.infoJson, label }, now)
+  }
+
+  /** Mail for a short-lived session that ended without reading it: its sender is told now, as on expiry. */
+  private lostToEnded(mail: Mail, ended: Ended): void {
+    this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.endedUnread(ended.label), ended.infoJson)
   }
 
   /**
@@ -166,13 +216,17 @@ export class MailDelivery {
    * A message that was on its way to a connection that closed: to the
    * session's new connection if it is already back (a takeover: the old
    * connection's leftovers must not sit in the mailbox while the session is
-   * live), otherwise back to the mailbox for its next registration.
+   * live); for a short-lived session that ended by `unregister`, failed
+   * (its sender told); otherwise back to the mailbox for its next registration.
    */
   requeue(outbound: OutboundMessage): void {
     const live = this.ctx.registry.byKey.get(outbound.to)
     if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
       return this.ctx.output.forceEnqueue(live.peer, outbound)
     }
+    // A short-lived session that ended by `unregister` will not come back for it.
+    const ended = this.ended.size === 0 ? undefined : this.ended.get(outbound.to)
+    if (ended !== undefined) return this.lostToEnded(outbound.mail, ended)
     this.put({ ...outbound.mail, queuedAt: this.ctx.now() })
     // Unless the bounds pushed it out at once: then its record says evicted, and a retry must hear so.
     if (this.mailbox.get(outbound.mail.recordKey) !== undefined) {
@@ -203,6 +257,7 @@ export class MailDelivery {
   /** Drops expired mail, telling its senders, and notices owed for longer than a day. */
   prune(now: number): void {
     const cutoff = now - DAY - 1
+    if (this.ended.size > 0) this.ended.expire(cutoff)
     for (const owed of this.owedNotices.expire(cutoff)) {
       this.owedCount -= owed.length
       // The list's oldest notice is a day old; younger ones in it are owed again, in a list of their age.
@@ -249,16 +304,17 @@ export class MailDelivery {
   }
 
   /**
-   * Mail dropped by expiry or eviction: the replay record says so (P46,
-   * `reason`), and the sender is told with an `expired` receipt (`detail`)
-   * rather than left to assume.
+   * Mail dropped by expiry or eviction, or for a short-lived session that
+   * ended: the replay record says so (P46, `reason`), and the sender is told
+   * with an `expired` receipt (`detail`; `from` is `knownTarget` when given,
+   * a session the broker no longer lists) rather than left to assume.
    */
-  private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string): void {
+  private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     const space = registry.spaces.get(mail.spaceKey)
     const now = this.ctx.now()
-    const targetInfo = space?.sessions.get(mail.targetId)?.infoJson ??
+    const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)
     const frame = Encode.receiptFrame(targetInfo, {
       messageId: mail.message.id,

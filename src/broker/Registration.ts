@@ -54,8 +54,11 @@ export interface RegistrationHooks {
   readonly admit?: (peer: Peer, frame: RegisterFrame, features: ReadonlyArray<string>) => Admission | undefined
   /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
   readonly registered?: (session: Session, previous: Session | undefined, now: number) => void
-  /** `session` left (unregistered, disconnected, or its connection closed). */
-  readonly left?: (session: Session, now: number) => void
+  /**
+   * `session` left: by `unregister` (`unregistered`: its client said it is
+   * done), or because its connection closed or was dropped.
+   */
+  readonly left?: (session: Session, now: number, unregistered: boolean) => void
 }
 
 /** Observer connections (`observe-v1`) a broker accepts at once; more are refused. */
@@ -131,7 +134,7 @@ export class Registration {
     const session = peer.session
     peer.state = "closed"
     peer.session = undefined
-    if (session !== undefined) this.leave(session)
+    if (session !== undefined) this.leave(session, false)
     for (const item of unwritten) this.ctx.output.undeliverable(item)
   }
 
@@ -287,13 +290,13 @@ export class Registration {
   private onUnregister(peer: Peer): void {
     const session = peer.session
     peer.session = undefined
-    if (session !== undefined) this.leave(session)
+    if (session !== undefined) this.leave(session, true)
     peer.state = "unregistered"
     peer.unregisteredSince = this.ctx.now()
     this.admitUnregistered(peer)
   }
 
-  private leave(session: Session): void {
+  private leave(session: Session, unregistered: boolean): void {
     if (!this.ctx.registry.remove(session)) return
     const now = this.ctx.now()
     const space = session.space
@@ -310,7 +313,7 @@ export class Registration {
     }
     this.membership.left(session)
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
-    for (const hooks of this.hooks) hooks.left?.(session, now)
+    for (const hooks of this.hooks) hooks.left?.(session, now, unregistered)
     this.ctx.registry.releaseIfEmpty(space)
     if (this.ctx.registry.live === 0) {
       this.lastLeftAt = now

@@ -97,6 +97,14 @@ export const Reason = {
         } (about ${limit} bytes)`
         : `the mailbox is full (about ${limit} bytes), and this message (about ${bytes} bytes) would make its sender's queued mail the largest, which goes first`
     }. Send it once the recipient is back, or send less.`,
+  /**
+   * Ours (`ephemeral-v1`): the `expired` receipt of mail that was on its way
+   * to a short-lived session (a CLI one-shot command) when it ended by
+   * `unregister` without reading it — who it was, and what to do. Starts as
+   * `expired` does; the replay record keeps `expired` itself.
+   */
+  endedUnread: (recipient: string) =>
+    `Mailbox delivery expired at once: the recipient ${recipient} was a one-shot session that ended without reading this message, so nothing can deliver it now. Send it to a live session instead`,
   previousFailed: "Previous delivery failed",
   cannotCancel: "Message cannot be cancelled by this session",
   selfTarget: "Cannot message the current session",
