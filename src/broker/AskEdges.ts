@@ -18,6 +18,12 @@ export interface AskEdge {
   readonly deadline: number
   /** When the ask was delivered (broker clock, ms); absent on edges stored by an older broker. */
   readonly openedAt?: number | undefined
+  /**
+   * A durable supervisor question's edge (Questions.ts), which that concern
+   * opens and closes itself: a reply along it is saved as the question's
+   * answer, so losing the reply later does not open it again (Asks.answerLost).
+   */
+  readonly question?: true | undefined
 }
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`

@@ -7,14 +7,16 @@
  *
  * An edge lives for the broker's ask timeout, or for the timeout its asker
  * announced in the `send` (`ask-timeout-v1`), so a reply within the asker's
- * own wait is always accepted.
+ * own wait is always accepted. A reply that closed it but was lost before it
+ * reached the asker (dropped from the mailbox: evicted, expired, cancelled)
+ * opens it again until that deadline (`answerLost`).
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
-import { AskEdges } from "./AskEdges.ts"
+import { type AskEdge, AskEdges } from "./AskEdges.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -163,6 +165,23 @@ export class Asks {
         openedAt: attempt.now
       })
     }
+  }
+
+  /**
+   * A reply that closed `edge` was lost before it reached its asker (the
+   * mailbox evicted it, it expired there, or its sender cancelled it): the ask
+   * is unanswered again, so its edge opens again until its own deadline, and
+   * the replier, told its reply was lost, can reply again. Not once the
+   * deadline has passed, not over an edge opened for that ask meanwhile, and
+   * never a durable question's (its answer was saved from the reply, and its
+   * edge is the Questions concern's to open and close). Edges opened so are
+   * not counted against the bounds: each stands for an edge that was open,
+   * and lost replies are bounded by the mailbox.
+   */
+  answerLost(edge: AskEdge, now: number): void {
+    if (edge.question === true || edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
+    // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
+    this.edges.open({ ...edge })
   }
 
   /** Closes edges past their deadline. */

@@ -26,6 +26,7 @@
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
+import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
 import { DELIVERED, type Outcome, QUEUED } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
@@ -87,9 +88,17 @@ export class MailDelivery {
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
+  private readonly answerLost: (edge: AskEdge, now: number) => void
 
-  /** @param flushed told of every message flushed from the mailbox to a live session (receipt routes). */
-  constructor(ctx: RouterContext, flushed: (mail: Mail, receiver: Session, now: number) => void) {
+  /**
+   * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
+   * @param answerLost told of the ask edge a reply closed when the mailbox drops that reply (Asks.answerLost).
+   */
+  constructor(
+    ctx: RouterContext,
+    flushed: (mail: Mail, receiver: Session, now: number) => void,
+    answerLost: (edge: AskEdge, now: number) => void
+  ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
       capacity: ctx.options.mailboxCapacity,
@@ -98,6 +107,7 @@ export class MailDelivery {
       retentionMs: ctx.options.mailboxRetentionMs
     })
     this.flushed = flushed
+    this.answerLost = answerLost
   }
 
   /** Messages held for absent sessions. */
@@ -175,11 +185,12 @@ export class MailDelivery {
     return refused ?? QUEUED
   }
 
-  /** The sender withdraws queued mail (P71); true when it was still queued. */
+  /** The sender withdraws queued mail (P71); true when it was still queued. A withdrawn reply reopens its ask. */
   cancel(sender: Session, messageKey: string): boolean {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key) return false
     this.mailbox.delete(messageKey)
+    if (queued.answers !== undefined) this.answerLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
@@ -307,13 +318,16 @@ export class MailDelivery {
    * Mail dropped by expiry or eviction, or for a short-lived session that
    * ended: the replay record says so (P46, `reason`), and the sender is told
    * with an `expired` receipt (`detail`; `from` is `knownTarget` when given,
-   * a session the broker no longer lists) rather than left to assume.
+   * a session the broker no longer lists) rather than left to assume. A
+   * reply among it leaves its ask unanswered: the ask's edge opens again
+   * (until its deadline), so sending the reply again is accepted.
    */
   private lost(mail: Mail, code: DeliveryCode, reason: string, detail: string, knownTarget?: string): void {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
-    const space = registry.spaces.get(mail.spaceKey)
     const now = this.ctx.now()
+    if (mail.answers !== undefined) this.answerLost(mail.answers, now)
+    const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)
     const frame = Encode.receiptFrame(targetInfo, {

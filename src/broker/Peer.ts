@@ -13,6 +13,7 @@ import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import type { Message } from "../protocol/frames.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
+import type { AskEdge } from "./AskEdges.ts"
 import type { PeerCustody } from "./Custody.ts"
 import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
@@ -74,6 +75,14 @@ export interface Mail {
    * it. Kept in the durable store: mail restored after a restart carries it too.
    */
   readonly traceparent?: string | undefined
+  /**
+   * For a reply: the ask edge it closed (Asks.ts), kept with it until it
+   * reaches its asker. A reply the mailbox drops first — evicted by its
+   * bounds, expired, or cancelled by its sender — leaves the ask unanswered,
+   * and the edge opens again until its own deadline (`Asks.answerLost`), so
+   * the replier can answer again. Kept in the durable store with the mail.
+   */
+  readonly answers?: AskEdge | undefined
 }
 
 /**

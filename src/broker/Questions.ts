@@ -393,7 +393,8 @@ export class Questions {
       askerKey: notice.child.key,
       targetKey: notice.supervisor.key,
       deadline: now + MAX_ASK_TIMEOUT_MS,
-      openedAt: now
+      openedAt: now,
+      question: true
     })
   }
 

@@ -243,7 +243,7 @@ export class Router {
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
       if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
-    })
+    }, (edge, at) => asks.answerLost(edge, at))
     const receipts = new Receipts(
       ctx,
       mail,
@@ -251,7 +251,7 @@ export class Router {
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
     )
     const discovery = new Discovery(ctx, membership)
-    const send = new Send(ctx, mail)
+    const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))
     const groups = new Groups()
     const topics = new Topics(ctx)
     const results = new Results(ctx, signals.results, (session) => supervisor.supervisorKeyOf(session))

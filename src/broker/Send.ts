@@ -34,6 +34,7 @@ import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { Message } from "../protocol/frames.ts"
 import { frameBytes, type OutFrame } from "../protocol/framing.ts"
 import { parseTraceparent } from "../protocol/trace.ts"
+import type { AskEdge } from "./AskEdges.ts"
 import { askTimeoutOf, messageFrameFor } from "./Asks.ts"
 import { DELIVERED, type Outcome, recordKeyOf, sameFingerprint } from "./DeliveryRecords.ts"
 import { deliveryOfFrame, isRefusal } from "./DeliveryModes.ts"
@@ -85,6 +86,7 @@ const fitsFrame = (frame: OutFrame, room: number): boolean =>
 export class Send {
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
+  private readonly answering: (replyKey: string) => AskEdge | undefined
   private readonly stages: Array<SendStage> = []
   private readonly reroutes: Array<NonNullable<SendStage["reroute"]>> = []
   /** Time-based clean-up of the concerns, run before each send (O(1) when nothing expired). */
@@ -98,9 +100,14 @@ export class Send {
   /** What the live view (`observe-v1`) shows of the traffic; written here for every routed or refused send. */
   readonly traffic = new Traffic()
 
-  constructor(ctx: RouterContext, mail: MailDelivery) {
+  /**
+   * @param answering the open ask edge a reply's `replyKey` names (Asks.ts), kept on its mail
+   *   (`Mail.answers`) so that a reply lost before it reaches its asker can open it again.
+   */
+  constructor(ctx: RouterContext, mail: MailDelivery, answering: (replyKey: string) => AskEdge | undefined) {
     this.ctx = ctx
     this.mail = mail
+    this.answering = answering
   }
 
   /** Where `replace` sends (`delivery-v1`) are staged; without it they are delivered at once. */
@@ -301,7 +308,9 @@ export class Send {
       channel: route?.channel,
       replyError,
       delivery,
-      traceparent
+      traceparent,
+      // A reply passed the stages' checks only along an open edge: the one it closes. (Others: one comparison.)
+      answers: attempt.replyKey === undefined ? undefined : this.answering(attempt.replyKey)
     }
     // P49: exactly one other live holder of the remembered identity takes the mail now.
     const target = resolution.target ?? this.mail.soleHolder(attempt)

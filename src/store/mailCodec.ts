@@ -56,6 +56,16 @@ const DeliverySchema = Schema.Struct({
   threadId: Schema.optional(Schema.String)
 })
 
+const EdgeSchema = Schema.Struct({
+  messageKey: Schema.String,
+  messageId: Schema.String,
+  askerKey: Schema.String,
+  targetKey: Schema.String,
+  deadline: Schema.Number,
+  openedAt: Schema.optional(Schema.Number),
+  question: Schema.optional(Schema.Literal(true))
+})
+
 const MailSchema = Schema.Struct({
   recordKey: Schema.String,
   senderKey: Schema.String,
@@ -74,16 +84,9 @@ const MailSchema = Schema.Struct({
   replyError: Schema.optional(Schema.String),
   delivery: Schema.optional(DeliverySchema),
   // The trace context handed on (`trace-v1`): kept, so mail restored after a restart still carries it.
-  traceparent: Schema.optional(Schema.String)
-})
-
-const EdgeSchema = Schema.Struct({
-  messageKey: Schema.String,
-  messageId: Schema.String,
-  askerKey: Schema.String,
-  targetKey: Schema.String,
-  deadline: Schema.Number,
-  openedAt: Schema.optional(Schema.Number)
+  traceparent: Schema.optional(Schema.String),
+  // A reply's closed ask edge: mail restored after a restart and then dropped still reopens its ask.
+  answers: Schema.optional(EdgeSchema)
 })
 
 /** A finite number as JSON writes it; anything else as JSON would too (`null`). */

@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { GROUPS_V1, QUESTIONS_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
+import { GROUPS_V1, QUESTIONS_V1, RECEIVED_V1, REPLY_ERROR_V1, SUPERVISOR_V1 } from "../../src/protocol/features.ts"
+import type { BrokerCoreOptions } from "../../src/broker/index.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { notificationText } from "../../src/broker/Questions.ts"
 import { stateOf } from "../../src/store/questionModel.ts"
@@ -25,10 +26,10 @@ const TOKEN = "owner-token-of-the-supervisor"
 const SUP = "sup-0001"
 
 /** A memory network whose brokers keep questions in `state` (which outlives a broker crash). */
-const world = (state: MemoryQuestions = makeMemoryState()) =>
+const world = (state: MemoryQuestions = makeMemoryState(), options: BrokerCoreOptions = {}) =>
   Effect.gen(function*() {
     const net = yield* memoryNetwork()
-    const start = () => Effect.provideService(net.startBroker(), QuestionStore, makeMemory(state))
+    const start = () => Effect.provideService(net.startBroker(options), QuestionStore, makeMemory(state))
     const first = yield* start()
     return { net, state, start, first }
   })
@@ -46,7 +47,7 @@ const capabilityFor = (client: WireClient, childName: string) =>
   })
 
 /** A child bound to SUP, registered with `capability`, granted questions-v1. */
-const childWith = (net: Pick<MemoryNetwork, "connect">, name: string, capability: string) =>
+const childWith = (net: Pick<MemoryNetwork, "connect">, name: string, capability: string, features = FEATURES) =>
   Effect.gen(function*() {
     const client = yield* net.connect(name)
     yield* client.send({
@@ -54,7 +55,7 @@ const childWith = (net: Pick<MemoryNetwork, "connect">, name: string, capability
       sessionId: `child-${name}`,
       session: { cwd: "/tmp", model: "m", pid: 1, startedAt: 1, lastActivity: 1, name },
       group: "run-1",
-      features: FEATURES,
+      features,
       capability,
       supervisorSessionId: SUP
     })
@@ -85,12 +86,12 @@ const ask = (child: WireClient, questionId: string, text = `Subagent needs a sup
   requestOf(child, { type: "question_ask", questionId, reason: "need_decision", text })
 
 /** A supervisor and a bound child `worker`, on a broker with a question store. */
-const setup = (state?: MemoryQuestions) =>
+const setup = (state?: MemoryQuestions, options?: BrokerCoreOptions, childFeatures = FEATURES) =>
   Effect.gen(function*() {
-    const w = yield* world(state)
+    const w = yield* world(state, options)
     const supervisor = yield* supervisorOf(w.net)
     const capability = yield* capabilityFor(supervisor.client, "worker")
-    const child = yield* childWith(w.net, "worker", capability)
+    const child = yield* childWith(w.net, "worker", capability, childFeatures)
     return { ...w, supervisor, capability, child }
   })
 
@@ -169,6 +170,30 @@ describe("questions-v1: asking and answering", () => {
       assertDelivered(yield* send(supervisor.client, "child-worker", reply))
       yield* child.roundTrip
       assert.strictEqual(saved(state, "q-1").answer, "yes")
+    }))
+
+  it.effect("a reply saved as the answer, then lost from the mailbox, does not open the question's edge again", () =>
+    Effect.gen(function*() {
+      // The child confirms what it reads (received-v1): a reply it read but never confirmed goes back to the mailbox.
+      const { child, first, net, state, supervisor } = yield* setup(undefined, { mailboxRetention: "1 second" }, [
+        ...FEATURES,
+        RECEIVED_V1
+      ])
+      okOf(yield* ask(child, "q-1"))
+      yield* messageFor(supervisor.client, "q-1")
+      const reply = message("use plan B", { replyTo: "q-1" })
+      assertDelivered(yield* send(supervisor.client, "child-worker", reply))
+      yield* messageFor(child, reply.id)
+      yield* child.roundTrip
+      assert.strictEqual(saved(state, "q-1").answer, "use plan B")
+      yield* child.destroy
+      assert.strictEqual((yield* first.core.stats).mailbox, 1, "the unconfirmed reply went back to the mailbox")
+      // Past the mailbox's retention, a registration's prune drops the reply (its sender is told).
+      yield* advance("2 seconds")
+      yield* net.session({ sessionId: "someone-else" })
+      yield* supervisor.client.next("message_receipt", (f) => f.receipt.messageId === reply.id && f.receipt.status === "expired")
+      const stats = yield* first.core.stats
+      assert.deepStrictEqual([stats.mailbox, stats.asks], [0, 0])
     }))
 
   it.effect("answer by id: pushed to the waiting child; identical re-answer keeps the original; a different one is refused; a late reply is refused (C-DQ-4, C-DQ-7)", () =>

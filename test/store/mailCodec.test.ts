@@ -99,4 +99,34 @@ describe("mailCodec", () => {
     assert.notInstanceOf(decoded, CorruptRow)
     if (!(decoded instanceof CorruptRow)) assert.strictEqual(decoded.traceparent, traceparent)
   })
+
+  it("a stored reply keeps the ask edge it closed: restored and then lost, it can still reopen that ask", () => {
+    const answers = {
+      messageKey: "\u0000bob\u0001ask-1",
+      messageId: "ask-1",
+      askerKey: "\u0000bob",
+      targetKey: "\u0000alice",
+      deadline: 600_010,
+      openedAt: 10
+    }
+    const mail: Mail = {
+      recordKey: "\u0000alice\u0001m1",
+      senderKey: "\u0000alice",
+      senderId: "alice",
+      senderIdentity: undefined,
+      fromJson: JSON.stringify({ id: "alice", name: "alice" }),
+      message: { id: "m1", timestamp: 1, replyTo: "ask-1", content: { text: "4" } },
+      brokerReceivedAt: 20,
+      spaceKey: "",
+      targetKey: "\u0000bob",
+      targetId: "bob",
+      targetIdentity: undefined,
+      queuedAt: 20,
+      askTimeoutMs: undefined,
+      answers
+    }
+    const decoded = decodeMail(mail.recordKey, encodeMail(mail))
+    assert.notInstanceOf(decoded, CorruptRow)
+    if (!(decoded instanceof CorruptRow)) assert.deepStrictEqual(decoded.answers, answers)
+  })
 })

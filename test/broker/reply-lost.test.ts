@@ -1,0 +1,157 @@
+/**
+ * P62 and the mailbox: a reply queued for an absent asker closes the ask's
+ * edge, but when the mailbox then drops it — evicted by its bounds, cancelled
+ * by its sender, or read by a connection that closed before confirming it and
+ * then evicted — the ask was never answered. Its edge opens again until the
+ * ask's own deadline, so the replier, told the reply was lost, can send it
+ * again (Asks.answerLost).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import type { Message } from "../../src/protocol/frames.ts"
+import { assertDelivered, assertFailed } from "../support/assertions.ts"
+import { settled } from "../support/barrier.ts"
+import { ackFor, message, messageFor, type RegisterOptions, send, type Session } from "../support/broker.ts"
+import { type MemoryBroker, nextStepAt, withMemoryBroker } from "../support/memory.ts"
+import type { WireClient } from "../support/wire.ts"
+
+const noAsk = "Reply target does not match a pending ask"
+
+/** The ids of the replies (`replyTo` set) `client` received, in order. */
+const repliesIn = (client: WireClient) =>
+  client.received().flatMap((f) => f.type === "message" && f.message.replyTo !== undefined ? [f.message.id] : [])
+
+/**
+ * `asker` asks the replier, which got it, then leaves; the replier has seen it go.
+ * Returns the question and when the broker received it.
+ */
+const askThenLeave = (asker: Session, replier: Session) =>
+  Effect.gen(function*() {
+    const question = message("what is 2+2?", { expectsReply: true })
+    assertDelivered(yield* send(asker.client, "replier", question))
+    const askedAt = (yield* messageFor(replier.client, question.id)).message.brokerReceivedAt ?? Number.NaN
+    yield* asker.client.destroy
+    yield* replier.client.next("session_left", (f) => f.sessionId === asker.id)
+    return { question, askedAt }
+  })
+
+/** The replier's `expired` receipt for `lost`, with the mailbox's reason. */
+const expectLost = (replier: Session, lost: Message) =>
+  Effect.gen(function*() {
+    const notice = yield* replier.client.next("message_receipt", (f) => f.receipt.messageId === lost.id)
+    assert.strictEqual(notice.receipt.status, "expired")
+    return notice.receipt.detail ?? ""
+  })
+
+const session = (broker: MemoryBroker, sessionId: string, options: RegisterOptions = {}) =>
+  broker.session({ sessionId, name: sessionId, ...options })
+
+describe("P62: a reply lost before it reached its asker leaves the ask open", () => {
+  it.effect("a queued reply the mailbox evicts: the replier may reply again, and that reply reaches the asker", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxCapacity: 2 })
+      const asker = yield* session(broker, "asker")
+      const replier = yield* session(broker, "replier")
+      const { question } = yield* askThenLeave(asker, replier)
+
+      const first = message("4", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", first), "queued")
+      // Two more from the replier: the mailbox holds two, and the sender with the most loses its oldest.
+      const notes = [message("note 1"), message("note 2")]
+      for (const note of notes) assertDelivered(yield* send(replier.client, "asker", note), "queued")
+      assert.match(yield* expectLost(replier, first), /^Mailbox capacity evicted the delivery/)
+
+      const again = message("4, again", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", again), "queued")
+      // Answered once more: a further reply is refused, as for any answered ask.
+      assertFailed(yield* send(replier.client, "asker", message("5", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
+
+      const back = yield* session(broker, "asker")
+      assert.strictEqual((yield* messageFor(back.client, again.id)).message.replyTo, question.id)
+      yield* settled([replier.client], [back.client])
+      assert.deepStrictEqual(repliesIn(back.client), [again.id])
+    }))
+
+  it.effect("a queued reply its sender cancels: the replier may reply again, and only that reply reaches the asker", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const asker = yield* session(broker, "asker")
+      const replier = yield* session(broker, "replier")
+      const { question } = yield* askThenLeave(asker, replier)
+
+      const first = message("wrong answer", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", first), "queued")
+      yield* replier.client.send({ type: "cancel_message", messageId: first.id })
+      assert.strictEqual((yield* ackFor(replier.client, first.id)).type, "delivered")
+
+      const again = message("right answer", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", again), "queued")
+      assertFailed(yield* send(replier.client, "asker", message("third", { replyTo: question.id })), "E_REPLY_TARGET", noAsk)
+
+      const back = yield* session(broker, "asker")
+      yield* messageFor(back.client, again.id)
+      yield* settled([replier.client], [back.client])
+      assert.deepStrictEqual(repliesIn(back.client), [again.id])
+    }))
+
+  it.effect("the edge opens again only until the ask's own deadline", () =>
+    Effect.gen(function*() {
+      const askTimeout = 60_000
+      const broker = yield* withMemoryBroker({ askTimeout })
+      const replier = yield* session(broker, "replier")
+      /** A reply queued for the asker that left, then cancelled by the replier at `cancelAt`. */
+      const replyThenCancel = (questionId: string, cancelAt: number) =>
+        Effect.gen(function*() {
+          const reply = message("an answer", { replyTo: questionId })
+          assertDelivered(yield* send(replier.client, "asker", reply), "queued")
+          yield* nextStepAt(cancelAt)
+          yield* replier.client.send({ type: "cancel_message", messageId: reply.id })
+          assert.strictEqual((yield* ackFor(replier.client, reply.id)).type, "delivered")
+        })
+
+      // Lost before the deadline: open again, until the deadline and no longer.
+      const early = yield* askThenLeave(yield* session(broker, "asker"), replier)
+      yield* replyThenCancel(early.question.id, early.askedAt + 1_000)
+      yield* nextStepAt(early.askedAt + askTimeout)
+      assertFailed(yield* send(replier.client, "asker", message("late", { replyTo: early.question.id })), "E_REPLY_TARGET", noAsk)
+
+      // Lost once the deadline has come: it stays closed. (Just before it, a reply is still accepted.)
+      const late = yield* askThenLeave(yield* session(broker, "asker"), replier)
+      yield* replyThenCancel(late.question.id, late.askedAt + 1_000)
+      yield* nextStepAt(late.askedAt + askTimeout - 1)
+      const inTime = message("just in time", { replyTo: late.question.id })
+      assertDelivered(yield* send(replier.client, "asker", inTime), "queued")
+      yield* replier.client.send({ type: "cancel_message", messageId: inTime.id })
+      assert.strictEqual((yield* ackFor(replier.client, inTime.id)).type, "delivered")
+      assertFailed(yield* send(replier.client, "asker", message("late", { replyTo: late.question.id })), "E_REPLY_TARGET", noAsk)
+    }))
+
+  it.effect("a reply delivered live, read but never confirmed, then evicted from the mailbox: the replier may reply again", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxCapacity: 2 })
+      const confirming = { frame: { features: [RECEIVED_V1] } }
+      const asker = yield* session(broker, "asker", confirming)
+      const replier = yield* session(broker, "replier")
+      const question = message("what is 2+2?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      const first = message("4", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", first))
+      yield* messageFor(asker.client, first.id)
+      // Gone without confirming it read the reply: the reply goes back to the mailbox, then is pushed out.
+      yield* asker.client.destroy
+      yield* replier.client.next("session_left", (f) => f.sessionId === asker.id)
+      for (const note of [message("note 1"), message("note 2")]) {
+        assertDelivered(yield* send(replier.client, "asker", note), "queued")
+      }
+      yield* expectLost(replier, first)
+
+      const again = message("4, again", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", again), "queued")
+      const back = yield* session(broker, "asker", confirming)
+      yield* messageFor(back.client, again.id)
+      yield* settled([replier.client], [back.client])
+      assert.deepStrictEqual(repliesIn(back.client), [again.id])
+    }))
+})
