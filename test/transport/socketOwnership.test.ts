@@ -73,7 +73,7 @@ const foreignListener = (socketPath: string) =>
   )
 
 describe("serveUnix: the socket file is the listener's own", () => {
-  it.live("it listens on the path itself, and closing removes the file", () =>
+  it.live("it serves the path, with nothing else in the directory, and closing removes the file", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir()
       const socketPath = path.join(dir, "broker.sock")
