@@ -7,23 +7,32 @@
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { errorCode } from "../config/errno.ts"
+import { privateSocketPathMatcher } from "../transport/privateName.ts"
 
-/** Inodes of the Unix sockets bound to `socketPath`, from a `/proc/net/unix` table. */
+/**
+ * Inodes of the Unix sockets that serve `socketPath`, from a `/proc/net/unix`
+ * table: those bound to the path itself (a listener that binds it directly,
+ * such as pi-intercom's broker) or to one of its private names, which
+ * `serveUnix` binds before it links the path to the socket (transport/privateName.ts).
+ */
 export const socketInodes = (procNetUnix: string, socketPath: string): ReadonlySet<string> => {
+  const isPrivate = privateSocketPathMatcher(socketPath)
   const inodes = new Set<string>()
   for (const line of procNetUnix.split("\n").slice(1)) {
     // Num RefCount Protocol Flags Type St Inode Path
     const fields = line.trim().split(/\s+/)
     const inode = fields[6]
-    if (inode !== undefined && fields.slice(7).join(" ") === socketPath) inodes.add(inode)
+    const address = fields.slice(7).join(" ")
+    if (inode !== undefined && (address === socketPath || isPrivate(address))) inodes.add(inode)
   }
   return inodes
 }
 
 /**
- * Whether process `pid` holds a socket bound to `socketPath` (the listener or
- * an accepted connection). `undefined` where this cannot be told (no `/proc`,
- * or the process's descriptors are not readable by us).
+ * Whether process `pid` holds a socket that serves `socketPath` (the listener
+ * or an accepted connection; see `socketInodes`). `undefined` where this
+ * cannot be told (no `/proc`, or the process's descriptors are not readable
+ * by us).
  */
 export const processOwnsSocket = (pid: number, socketPath: string): Effect.Effect<boolean | undefined> =>
   Effect.sync(() => {

@@ -11,8 +11,10 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import { errorCode } from "../config/errno.ts"
+import { socketPathLimit } from "../config/socketPath.ts"
 import { FrameScratch } from "../protocol/framing.ts"
 import type { Adopter, Connection } from "./Connection.ts"
+import { privateSocketPath } from "./privateName.ts"
 import { fromNetSocket, socketConnection } from "./SocketConnection.ts"
 
 export { fromNetSocket, socketConnection } from "./SocketConnection.ts"
@@ -50,6 +52,7 @@ interface FileIdentity {
 const sameFile = (a: FileIdentity | undefined, b: FileIdentity): boolean =>
   a !== undefined && a.dev === b.dev && a.ino === b.ino
 
+/** The identity of the file at `file` (a symlink followed), `undefined` when there is none. */
 const identityOf = (file: string): FileIdentity | undefined => {
   try {
     const { dev, ino } = fs.statSync(file)
@@ -59,40 +62,65 @@ const identityOf = (file: string): FileIdentity | undefined => {
   }
 }
 
-/**
- * Closes `server`, which makes libuv unlink the path it bound (`file`) —
- * whatever is there by then. Only our own socket file may go: a file
- * another process put at `file` meanwhile is given a second, private name
- * first and put back right after, in the same synchronous step (other
- * processes may find the path missing for those microseconds).
- *
- * (Binding a private name and linking the real one to it would spare this,
- * but the kernel would then report the private name as the socket's address
- * — in /proc/net/unix, ss, lsof — where `intercom broker stop` looks for the
- * broker's socket by its path.)
- */
-const closeKeepingForeignFile = (server: net.Server, file: string, ours: FileIdentity, closed: () => void): void => {
-  const current = identityOf(file)
-  if (current === undefined || sameFile(current, ours)) {
-    server.close(closed)
-    return
+/** The identity of the directory entry `file` itself (a symlink not followed). */
+const entryIdentityOf = (file: string): FileIdentity | undefined => {
+  try {
+    const { dev, ino } = fs.lstatSync(file)
+    return { dev, ino }
+  } catch {
+    return undefined
   }
+}
+
+/**
+ * Gives the socket just bound at `bound` (its private name, privateName.ts)
+ * the real name `file` — a hard link, which fails with EEXIST (reported as
+ * `EADDRINUSE`, as a bind there would) rather than replace what is there —
+ * and removes the private name, all in the caller's synchronous step.
+ * Returns the socket file's identity, or why it failed.
+ */
+const linkRealName = (
+  bound: string,
+  file: string
+): FileIdentity | { readonly code: string; readonly cause: unknown } => {
+  try {
+    fs.linkSync(bound, file)
+    return identityOf(bound) ??
+      { code: "ENOENT", cause: new Error("the socket file vanished as it was created") }
+  } catch (cause) {
+    const code = errorCode(cause)
+    return { code: code === "EEXIST" ? "EADDRINUSE" : code ?? "UNKNOWN", cause }
+  } finally {
+    fs.rmSync(bound, { force: true })
+  }
+}
+
+/**
+ * Removes `file` if it is our socket file (`ours`), and never a file another
+ * process put there: a file is only ever taken away whole, by an atomic
+ * rename to a random name beside it, and looked at there. Ours is removed; a
+ * foreign one (put at `file` between the first look and the rename) is
+ * linked back, which fails rather than replace a still newer file at `file`
+ * (the one taken aside is then dropped, as that newer file superseded it).
+ * Only in that double race can another process find `file` missing, for
+ * the microseconds between the rename and the link.
+ */
+const removeIfOurs = (file: string, ours: FileIdentity): void => {
+  if (!sameFile(entryIdentityOf(file), ours)) return // deleted, or someone else's: not ours to remove
   const aside = `${file}.${randomBytes(6).toString("hex")}`
   try {
-    fs.linkSync(file, aside)
+    fs.renameSync(file, aside)
   } catch {
-    server.close(closed) // cannot keep it; a link beside it in our own 0700 dir does not fail
-    return
+    return // gone meanwhile
   }
-  try {
-    server.close(closed)
-  } finally {
+  if (!sameFile(entryIdentityOf(aside), ours)) {
     try {
-      fs.renameSync(aside, file)
+      fs.linkSync(aside, file)
     } catch {
-      fs.rmSync(aside, { force: true })
+      // a newer file is at `file` now
     }
   }
+  fs.rmSync(aside, { force: true })
 }
 
 /** A listening server and the identity of the socket file it made. */
@@ -116,11 +144,18 @@ export interface UnixListener {
  *
  * The file at `path` is this listener's only while it is the socket it made
  * (the device and inode recorded right after listening), and only then is
- * it removed at close: a socket another process put there meanwhile stays
- * (see `closeKeepingForeignFile`). `stillOurs` says whether it is ours now.
+ * it removed at close: a socket another process put there meanwhile stays,
+ * however close to the close it came. For that the server binds a private
+ * name beside `path` (privateName.ts: the one libuv unlinks at close), links
+ * `path` to it and removes the private name, in one synchronous step; the
+ * kernel reports the private name as the socket's address. `stillOurs` says
+ * whether the file at `path` is ours now.
  *
- * A leftover socket file makes it fail with `EADDRINUSE` (`runBroker` in
- * `effect-intercom/broker` removes a stale one and listens again).
+ * A file at `path` makes it fail with `EADDRINUSE`, and leaves that file as
+ * it was (`runBroker` in `effect-intercom/broker` removes a stale one and
+ * listens again). It fails with `ENAMETOOLONG` when the private name, at
+ * most 11 bytes of file name, does not fit in a socket address where `path`
+ * does (a short file name close to the limit).
  *
  * @example
  * ```ts
@@ -151,6 +186,19 @@ export const serveUnix = <R>(
     const listenError = (cause: unknown, code = errorCode(cause) ?? "UNKNOWN") => new ListenError({ path, code, cause })
     const { server, ours } = yield* Effect.acquireRelease(
       Effect.callback<Bound, ListenError>((resume) => {
+        const bound = privateSocketPath(path, process.pid)
+        const limit = socketPathLimit(process.platform)
+        if (Buffer.byteLength(bound, "utf8") > limit) {
+          const why = `it binds ${bound} first, longer than a Unix socket address (${limit} bytes): ` +
+            "give the socket a longer file name"
+          return resume(Effect.fail(listenError(new Error(why), "ENAMETOOLONG")))
+        }
+        // A file there is a leftover of a process that had our pid and died within the step that names it.
+        try {
+          fs.rmSync(bound, { force: true })
+        } catch {
+          // not a file (a directory): the bind below fails and says why
+        }
         // One listener for every socket (`this` is the socket), not a closure each.
         const forget = function(this: net.Socket) {
           open.delete(this)
@@ -169,21 +217,29 @@ export const serveUnix = <R>(
         // Files are created 0600 from the start; chmod below makes it explicit.
         const previous = process.umask(0o177)
         try {
-          server.listen({ path, backlog: options.backlog ?? 4096 }, () => {
-            server.off("error", onError)
-            const ours = identityOf(path)
-            if (ours !== undefined) return resume(Effect.succeed({ server, ours }))
-            server.close()
-            resume(Effect.fail(listenError(new Error("the socket file vanished as it was created"), "ENOENT")))
-          })
+          // `exclusive`: bound here, in this synchronous step (never through a cluster primary), so the
+          // private name exists only until linkRealName removes it below, before anything else runs.
+          server.listen({ path: bound, backlog: options.backlog ?? 4096, exclusive: true })
         } finally {
           process.umask(previous)
         }
+        const listening = () => {
+          server.off("error", onError)
+          const ours = linkRealName(bound, path)
+          if ("ino" in ours) return resume(Effect.succeed({ server, ours }))
+          server.close()
+          resume(Effect.fail(listenError(ours.cause, ours.code)))
+        }
+        // Not listening yet: the error event follows, or (were a Node to bind later) the listening one.
+        if (server.listening) listening()
+        else server.once("listening", listening)
       }),
       ({ server, ours }) =>
         Effect.callback<void>((resume) => {
           // A crash leaves the file, which the next start removes after a failed health probe.
-          closeKeepingForeignFile(server, path, ours, () => resume(Effect.void))
+          removeIfOurs(path, ours)
+          // libuv unlinks the name it bound: the private one, long gone, never a file another process put at `path`.
+          server.close(() => resume(Effect.void))
           for (const socket of open) socket.destroy()
         })
     )

@@ -1,7 +1,7 @@
 /**
  * Stale-socket recovery: how a listener takes a Unix socket path that may
- * hold the file of a process that died. Node removes the file only on a clean
- * close, so after a crash `listen` fails with EADDRINUSE. Whether the path is
+ * hold the file of a process that died. `serveUnix` removes its file only on a
+ * clean close, so after a crash `listen` fails with EADDRINUSE. Whether the path is
  * really in use is decided by asking: if something answers there, it is (and
  * is left alone); if not, the file is stale, and it is removed before
  * listening once more.

@@ -7,6 +7,7 @@ import { cliErrorExitCode } from "../../src/cli/programExit.ts"
 import { sqliteMissing } from "../../src/cli/foreground.ts"
 import { formatLine } from "../../src/cli/logging.ts"
 import { socketInodes } from "../../src/cli/processes.ts"
+import { privateSocketPath } from "../../src/transport/privateName.ts"
 
 describe("socketInodes", () => {
   const table = [
@@ -22,6 +23,22 @@ describe("socketInodes", () => {
     assert.deepStrictEqual([...socketInodes(table, "/tmp/a/intercom/broker.sock")], ["41001", "41007"])
     assert.deepStrictEqual([...socketInodes(table, "/tmp/b/intercom/broker.sock")], ["52000"])
     assert.strictEqual(socketInodes(table, "/tmp/c.sock").size, 0)
+  })
+
+  it("collects those bound to a private name of the path, by any pid, and no other path's", () => {
+    const socketPath = "/tmp/d/intercom/broker.sock"
+    const line = (inode: number, address: string) =>
+      `0000000000000000: 00000002 00000000 00010000 0001 01 ${inode} ${address}`
+    const privateTable = [
+      "Num       RefCount Protocol Flags    Type St Inode Path",
+      line(61001, privateSocketPath(socketPath, 4242)),
+      line(61002, privateSocketPath(socketPath, 4194304)),
+      line(61003, privateSocketPath("/tmp/d/intercom/other.sock", 4242)),
+      line(61004, privateSocketPath("/tmp/e/intercom/broker.sock", 4242)),
+      line(61005, socketPath),
+      ""
+    ].join("\n")
+    assert.deepStrictEqual([...socketInodes(privateTable, socketPath)], ["61001", "61002", "61005"])
   })
 })
 
