@@ -18,7 +18,11 @@
  *   pi has not written yet keeps its checkpoints in memory only — so all of
  *   it stays the broker's, and a process that ends meanwhile leaves it to
  *   the session's next client. Released once, and from then on the other
- *   rules apply.
+ *   rules apply. It counts the messages it keeps back (`read`), and with a
+ *   limit (`IntercomClientOptions.withholdLimit`) the first message past it
+ *   releases, as `release` does: what is withheld stays bounded, in this
+ *   process and in the broker (its custody and store), at the cost of
+ *   confirming mail the consumer's journal does not hold durably yet.
  *
  * A connection turns the bound into a frame count: none while withheld,
  * else the frames before that message's, when this connection read it, else
@@ -42,9 +46,15 @@
  * withheld.bound(undefined) // "none": nothing read may be confirmed yet
  * withheld.release()
  * withheld.bound(undefined) // "all"
+ *
+ * const bounded = new ConfirmationPolicy(true, true, 2)
+ * bounded.read()
+ * bounded.read() // two withheld: { withholding: true, messages: 2, limitReleased: undefined }
+ * bounded.read() // past the limit: { withholding: false, messages: 0, limitReleased: 3 }
  * ```
  */
 import type { InboundMessage } from "./events.ts"
+import type { WithheldConfirmations } from "./models.ts"
 
 /**
  * How far what was read may be confirmed: all of it, none of it (withheld),
@@ -66,14 +76,21 @@ export class ConfirmationPolicy {
   private held = false
   private whenHandled: boolean
   private withheld: boolean
+  private readonly withholdLimit: number
+  /** Messages read while withheld (each once): 0 once released. */
+  private withheldMessages = 0
+  /** How many were withheld when the limit released them; undefined unless it did. */
+  private limitReleased: number | undefined
 
   /**
    * @param whenHandled confirm only what the consumer handled, from the start (`IntercomClientOptions.confirmWhenHandled`).
    * @param withheld confirm nothing until `release` (`IntercomClientOptions.withholdConfirmations`).
+   * @param withholdLimit release at the first message read past this many withheld (`IntercomClientOptions.withholdLimit`); no limit by default.
    */
-  constructor(whenHandled = false, withheld = false) {
+  constructor(whenHandled = false, withheld = false, withholdLimit = Number.POSITIVE_INFINITY) {
     this.whenHandled = whenHandled
     this.withheld = withheld
+    this.withholdLimit = withholdLimit
   }
 
   /** How far what was read may be confirmed, with `oldestUnhandled` the oldest message read and not handled. */
@@ -109,5 +126,25 @@ export class ConfirmationPolicy {
   /** Withheld no more: from now on the other rules say how far to confirm. */
   release(): void {
     this.withheld = false
+    this.withheldMessages = 0
+  }
+
+  /**
+   * A message was read, for the first time (not a copy delivered again).
+   * While withheld it is counted, and the first past the limit releases: the
+   * connection's confirmation after the batch that carried it covers it and
+   * everything before it (as far as the other rules let it).
+   */
+  read(): void {
+    if (!this.withheld) return
+    this.withheldMessages++
+    if (this.withheldMessages <= this.withholdLimit) return
+    this.limitReleased = this.withheldMessages
+    this.release()
+  }
+
+  /** What is withheld now, and whether the limit ended it (`IntercomClientService.withheld`). */
+  get state(): WithheldConfirmations {
+    return { withholding: this.withheld, messages: this.withheldMessages, limitReleased: this.limitReleased }
   }
 }

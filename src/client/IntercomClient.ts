@@ -69,7 +69,7 @@ import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./healt
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
 
 /** The service interface and its models live in `models.ts`; re-exported for existing importers. */
-export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate } from "./models.ts"
+export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate, WithheldConfirmations } from "./models.ts"
 
 const applyPresence = (registration: SessionRegistration, update: PresenceUpdate): SessionRegistration => ({
   ...registration,
@@ -127,13 +127,20 @@ const make = (
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** When what was read may be confirmed (held, withheld, or only once handled); read by the connections. */
-    const confirmations = new ConfirmationPolicy(options.confirmWhenHandled === true, options.withholdConfirmations === true)
+    const confirmations = new ConfirmationPolicy(
+      options.confirmWhenHandled === true,
+      options.withholdConfirmations === true,
+      options.withholdLimit
+    )
     const confirmBound = () => confirmations.bound(unhandled.oldest())
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
-        if (recent.firstTime(message.from.id, message.message.id, confirmBound)) unhandled.offer(message)
+        if (!recent.firstTime(message.from.id, message.message.id, confirmBound)) return
+        // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
+        confirmations.read()
+        unhandled.offer(message)
       },
       presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
@@ -519,6 +526,7 @@ const make = (
         confirmations.release()
         return live === undefined ? Effect.void : live.confirmRead
       }),
+      withheld: Effect.sync(() => confirmations.state),
       disconnect
     } satisfies IntercomClientService
   })

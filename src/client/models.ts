@@ -62,6 +62,28 @@ export interface ClientStatus {
   readonly supervisorSessionId: string | undefined
 }
 
+/**
+ * What the option `withholdConfirmations` keeps back now (`withheld`): how
+ * many messages read are left unconfirmed, so the broker keeps them too, and
+ * whether `withholdLimit` ended the withholding.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WithheldConfirmations {
+  /** Confirmations are withheld now: the option was given, and neither `releaseConfirmations` nor the limit ended it. */
+  readonly withholding: boolean
+  /** Messages read while withheld, each once however often delivered, none confirmed; 0 once released. */
+  readonly messages: number
+  /**
+   * When `withholdLimit` ended the withholding: how many messages were
+   * withheld then (the limit plus the one that passed it), all confirmed
+   * since, although the consumer's journal may not hold them durably yet.
+   * `undefined` while withholding, or when `releaseConfirmations` ended it.
+   */
+  readonly limitReleased: number | undefined
+}
+
 /** Why an operation other than `send` failed: no connection, no answer in time, or the connection dropped. */
 export type ClientError = IntercomNotConnected | RequestTimeout | ConnectionLost
 
@@ -224,6 +246,12 @@ export interface IntercomClientService extends QuestionOperations {
    * Nothing to do for a client made without the option.
    */
   readonly releaseConfirmations: Effect.Effect<void>
+  /**
+   * What `withholdConfirmations` keeps back now: how many messages read are
+   * unconfirmed because of it, and whether `withholdLimit` released them.
+   * Never connects. A client made without the option: none, not withholding.
+   */
+  readonly withheld: Effect.Effect<WithheldConfirmations>
   /** Unregisters and closes; later operations fail with `IntercomNotConnected`. */
   readonly disconnect: Effect.Effect<void>
 }

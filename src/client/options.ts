@@ -76,6 +76,16 @@ export interface IntercomClientOptions {
    */
   readonly withholdConfirmations?: boolean | undefined
   /**
+   * With `withholdConfirmations`: at most this many messages stay withheld.
+   * The first message read past it ends the withholding as
+   * `releaseConfirmations` does — it and everything read before it are
+   * confirmed, and `withheld` reports `limitReleased` — so what the client
+   * and the broker hold unconfirmed is bounded, at the cost of confirming
+   * mail the consumer's journal does not hold durably yet. A positive
+   * integer; default no limit.
+   */
+  readonly withholdLimit?: number | undefined
+  /**
    * `supervisor-v1`, child side: the grant its supervisor obtained for it
    * (`readChildBridge(process.env).grant`). The broker then binds this session
    * to that supervisor, or refuses the registration.

@@ -47,6 +47,7 @@ export const IntercomConfigFile = Schema.Struct({
   sendTimeoutMs: Schema.optionalKey(PositiveInt),
   listTimeoutMs: Schema.optionalKey(PositiveInt),
   shortcut: Schema.optionalKey(Schema.String),
+  unsavedMessageLimit: Schema.optionalKey(PositiveInt),
   durability: Schema.optionalKey(Schema.Literals(["sqlite", "memory"]))
 })
 /** The accepted keys of a `config.json`. */
@@ -73,6 +74,7 @@ export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
   sendTimeoutMs: POSITIVE_MS,
   listTimeoutMs: POSITIVE_MS,
   shortcut: "a string",
+  unsavedMessageLimit: "a positive integer (messages)",
   durability: `one of "sqlite", "memory"`
 }
 

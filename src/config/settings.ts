@@ -46,6 +46,11 @@ export const INTERCOM_DEFAULTS = {
   listTimeoutMs: 5_000,
   livenessIntervalMs: 30_000,
   livenessTimeoutMs: 5_000,
+  /**
+   * How many received messages a pi session that pi has not saved yet leaves
+   * unconfirmed, for the broker to keep, before it confirms them anyway.
+   */
+  unsavedMessageLimit: 100,
   /** The broker keeps its state in `<intercomDir>/intercom.db` (docs/store.md). */
   durability: "sqlite"
 } as const
@@ -120,6 +125,13 @@ export interface IntercomSettings {
   readonly sendTimeoutMs: number
   readonly listTimeoutMs: number
   readonly liveness: LivenessSettings
+  /**
+   * pi: how many received messages stay unconfirmed (the broker keeps them)
+   * while pi has not written the session file; the first past it makes the
+   * extension confirm them anyway, and half of it brings a warning
+   * (docs/pi.md).
+   */
+  readonly unsavedMessageLimit: number
   /** Where the broker keeps its state: `"sqlite"` (the database, default) or `"memory"` (lost with the process). */
   readonly durability: "sqlite" | "memory"
 }
@@ -325,6 +337,7 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
     sendTimeoutMs: file.sendTimeoutMs ?? INTERCOM_DEFAULTS.sendTimeoutMs,
     listTimeoutMs: file.listTimeoutMs ?? INTERCOM_DEFAULTS.listTimeoutMs,
     liveness: { intervalMs, timeoutMs },
+    unsavedMessageLimit: file.unsavedMessageLimit ?? INTERCOM_DEFAULTS.unsavedMessageLimit,
     durability: file.durability ?? INTERCOM_DEFAULTS.durability
   }
   return { settings, warnings, errors }

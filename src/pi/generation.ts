@@ -18,7 +18,10 @@
  * client withholds its confirmations (`received-v1`) and the broker keeps
  * that mail; the lifecycle fiber releases them once the file exists
  * (`checkpointsDurable`). A session in memory (`--no-session`) has no file
- * to wait for and confirms what it handled, as it goes.
+ * to wait for and confirms what it handled, as it goes. What is withheld is
+ * bounded (`unsavedMessageLimit`, the client's `withholdLimit`): with a UI,
+ * the footer shows how many messages wait, a warning comes at half the limit,
+ * and another when the limit made the client confirm them anyway.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"
@@ -30,11 +33,10 @@ import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Telemetry from "../observability/Telemetry.ts"
 import * as Queue from "effect/Queue"
-import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { IntercomNotConnected } from "../client/errors.ts"
-import { IntercomClient } from "../client/IntercomClient.ts"
+import { IntercomClient, type WithheldConfirmations } from "../client/IntercomClient.ts"
 import { readIntercomSettings } from "../config/load.ts"
 import type { IntercomSettings } from "../config/settings.ts"
 import { Host, type HostIdentity } from "../session/Host.ts"
@@ -138,12 +140,39 @@ const buildFailure = (error: unknown): ToolResult =>
 
 const cancelled: ToolResult = { text: "Cancelled", isError: true, details: { error: "Cancelled" } }
 
-const statusText = (connected: boolean, waiting: boolean, pending: number): string => {
+const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? "" : "s"}`
+
+const statusText = (connected: boolean, waiting: boolean, pending: number, unsaved: string | undefined): string => {
   const parts = [connected ? "intercom: connected" : "intercom: not connected"]
   if (waiting) parts.push("waiting for a reply")
-  if (pending > 0) parts.push(`${pending} pending ask${pending === 1 ? "" : "s"}`)
+  if (pending > 0) parts.push(plural(pending, "pending ask"))
+  if (unsaved !== undefined) parts.push(unsaved)
   return parts.join(" · ")
 }
+
+/**
+ * The footer's note on mail pi has not saved yet: how many messages the
+ * client withholds, or, once the limit made it confirm them, that they are
+ * unsaved until the session file exists.
+ */
+const unsavedText = (withheld: WithheldConfirmations, saved: boolean): string | undefined =>
+  withheld.withholding
+    ? withheld.messages > 0 ? `${plural(withheld.messages, "message")} not saved yet` : undefined
+    : withheld.limitReleased !== undefined && !saved
+    ? "messages not saved: send a prompt"
+    : undefined
+
+/** The warning at half of `unsavedMessageLimit`: how many are held, why, and what to do. */
+const holdingWarning = (held: number, limit: number): string =>
+  `Intercom: ${plural(held, "received message")} not confirmed yet: pi has not saved this session ` +
+  `(it writes the session file with the first prompt), so the broker keeps ${held === 1 ? "it" : "them"} in case pi ends first. ` +
+  `Send a prompt to save the session. Past ${limit} (unsavedMessageLimit) they are confirmed anyway, and then only pi's memory holds them.`
+
+/** The warning once the limit made the client confirm what pi has not saved. */
+const releasedWarning = (released: number, limit: number): string =>
+  `Intercom: more than ${limit} messages (unsavedMessageLimit) arrived while pi has not saved this session: ` +
+  `the ${released} held are confirmed now, and so is what comes next, so the broker no longer keeps them. ` +
+  `They are in pi's memory only: a quit or crash before the first prompt loses them. Send a prompt to save the session.`
 
 /**
  * Starts the generation of pi session `ctx` (nothing connects here unless
@@ -193,6 +222,8 @@ export const startGeneration = (input: {
     model: seed.model
   }
   const events = Effect.runSync(Queue.unbounded<LifecycleEvent>())
+  /** A message was handed to pi since the status fiber last looked (one signal stands for any number). */
+  const delivered = Effect.runSync(Queue.sliding<true>(1))
   /** pi's events until the lifecycle fiber runs (lifecycleBacklog.ts), then its queue's. */
   const backlog = new LifecycleBacklog((event) => Queue.offerUnsafe(events, event))
   /**
@@ -232,9 +263,14 @@ export const startGeneration = (input: {
       confirmWhenHandled: true,
       // A checkpoint lives in pi's memory until pi writes the session file: confirm nothing before
       // that, so a process that ends first leaves the mail to the broker (the lifecycle fiber releases).
-      withholdConfirmations: !checkpointsDurable(seed.sessionFile)
+      withholdConfirmations: !checkpointsDurable(seed.sessionFile),
+      // Bounded: past it the client confirms anyway (the status fiber warns), rather than the client and the
+      // broker holding every message of a session nobody prompts for as long as it runs (docs/pi.md).
+      withholdLimit: settings.unsavedMessageLimit
     })
-    const host = Host.layer(makePiHost({ access, sessionId, identity, hasUI, interactive }))
+    const piHost = makePiHost({ access, sessionId, identity, hasUI, interactive })
+    // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
+    const host = Host.layer({ ...piHost, deliver: (inbound) => Effect.tap(piHost.deliver(inbound), Queue.offer(delivered, true)) })
     const session = IntercomSession.layer({
       askTimeoutMs: settings.askTimeoutMs,
       replyHint: settings.replyHint,
@@ -245,7 +281,7 @@ export const startGeneration = (input: {
       defaultScope: "project",
       childBridge: child
     })
-    return Layer.mergeAll(lifecycleLayer, statusLayer).pipe(
+    return Layer.mergeAll(lifecycleLayer, statusLayer(settings.unsavedMessageLimit)).pipe(
       Layer.provideMerge(session),
       Layer.provideMerge(Layer.merge(client, host))
     )
@@ -301,19 +337,45 @@ export const startGeneration = (input: {
     )
   }))
 
-  /** The footer status line: connection state, a wait in progress, pending asks (TUI and RPC only). */
-  const statusLayer = Layer.effectDiscard(Effect.gen(function*() {
+  /**
+   * The footer status line (TUI and RPC only): connection state, a wait in progress, pending asks, and
+   * the messages pi has not saved yet; with the warnings about those (`unsavedMessageLimit`: one at half
+   * of it, one when the client confirmed them anyway). Each second, and after each hand-off to pi.
+   */
+  const statusLayer = (unsavedLimit: number) => Layer.effectDiscard(Effect.gen(function*() {
     if (!hasUI) return
     const session = yield* IntercomSession
     const client = yield* IntercomClient
     let shown: string | undefined
+    /** pi has been seen to have written the session file: nothing it holds is unsaved any more. */
+    let saved = false
+    let warnedHolding = false
+    let warnedReleased = false
+    const warnAt = Math.ceil(unsavedLimit / 2)
+    const notify = (text: string) => access.touch((_pi, c) => c.ui.notify(text, "warning")).pipe(Effect.ignore)
     const refresh = Effect.gen(function*() {
-      const text = statusText((yield* client.status).connected, yield* session.waiting, yield* session.pendingCount)
+      const withheld = yield* client.withheld
+      if (!saved && !withheld.withholding) saved = checkpointsDurable(seed.sessionFile)
+      if (!warnedHolding && withheld.withholding && withheld.messages >= warnAt) {
+        warnedHolding = true
+        yield* notify(holdingWarning(withheld.messages, unsavedLimit))
+      }
+      if (!warnedReleased && !saved && withheld.limitReleased !== undefined) {
+        warnedReleased = true
+        yield* notify(releasedWarning(withheld.limitReleased, unsavedLimit))
+      }
+      const text = statusText(
+        (yield* client.status).connected,
+        yield* session.waiting,
+        yield* session.pendingCount,
+        unsavedText(withheld, saved)
+      )
       if (text === shown) return
       shown = text
       yield* access.touch((_pi, c) => c.ui.setStatus(STATUS_KEY, text)).pipe(Effect.ignore)
     })
-    yield* Effect.forkScoped(Effect.repeat(refresh, Schedule.spaced("1 second")))
+    const tick = Effect.asVoid(Effect.timeoutOption(Queue.take(delivered), "1 second"))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(refresh, tick)))
   }))
 
   const runtime = ManagedRuntime.make(layer)

@@ -6,7 +6,8 @@
  * stream last ran dry. A durable broker on the in-memory network, under
  * TestClock: its store shows what it still holds. A client made to withhold
  * its confirmations (its consumer's journal is not durable yet) confirms
- * nothing until it is released.
+ * nothing until it is released, or until more than its `withholdLimit` of
+ * messages are withheld.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
@@ -141,5 +142,67 @@ describe("confirmWhenHandled: the client confirms up to the oldest unhandled mes
       yield* advance(LAZY_FLUSH)
       const held = [...disk.mail.values()].map((stored) => sent.findIndex((m) => stored.text.includes(m.id)))
       assert.deepStrictEqual(held, [2], "released: the handled ones are confirmed, the one in hand is not")
+    }))
+
+  it.effect("withheld with a limit: the count is reported, and the first message past it releases all of them, so the broker forgets them", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(
+        memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true, withholdConfirmations: true, withholdLimit: 2 })
+      )
+      yield* settle(bob.connect)
+      assert.deepStrictEqual(yield* bob.withheld, { withholding: true, messages: 0, limitReleased: undefined })
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      yield* Effect.forkScoped(Stream.runForEach(bob.messages, bob.handled), { startImmediately: true })
+      for (const text of ["one", "two"]) yield* alice.client.send({ type: "send", to: "bob", message: message(text) })
+      // Two round trips on bob: both read and handled, and a confirmation would have reached the broker.
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.deepStrictEqual(yield* bob.withheld, { withholding: true, messages: 2, limitReleased: undefined })
+      assert.strictEqual(disk.mail.size, 2, "at the limit: both withheld, the broker keeps them")
+
+      yield* alice.client.send({ type: "send", to: "bob", message: message("three") })
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.deepStrictEqual(yield* bob.withheld, { withholding: false, messages: 0, limitReleased: 3 })
+      assert.strictEqual(disk.mail.size, 0, "past the limit: released, all three confirmed")
+
+      // Released for good: what comes next is confirmed as it is handled, and not counted.
+      yield* alice.client.send({ type: "send", to: "bob", message: message("four") })
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0)
+      assert.deepStrictEqual(yield* bob.withheld, { withholding: false, messages: 0, limitReleased: 3 })
+    }))
+
+  it.effect("withheld with a limit: the copies a restarted broker delivers again are not counted twice", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      const { client: bob } = yield* makeMemoryClient(
+        memoryClientOptions(world, B_ID, "bob", { confirmWhenHandled: true, withholdConfirmations: true, withholdLimit: 2, reconnectBaseMs: 500 })
+      )
+      yield* settle(bob.connect)
+      const alice = yield* world.session({ sessionId: A_ID, name: "alice" })
+      yield* Effect.forkScoped(Stream.runForEach(bob.messages, bob.handled), { startImmediately: true })
+      for (const text of ["one", "two"]) yield* alice.client.send({ type: "send", to: "bob", message: message(text) })
+      yield* settle(bob.list)
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 2, "test setup: both stored, unconfirmed")
+      // The broker dies; the next one restores both from its store and delivers them to bob again.
+      yield* first.crash
+      yield* world.startBroker({ idleExit: null, store: makeMemory(disk) })
+      yield* advance("500 millis")
+      assert.deepInclude(yield* bob.status, { connected: true, connections: 2 })
+      yield* settle(bob.list)
+      yield* settle(bob.list)
+      assert.deepStrictEqual(yield* bob.withheld, { withholding: true, messages: 2, limitReleased: undefined })
+      assert.strictEqual(disk.mail.size, 2, "still withheld: the copies did not pass the limit")
     }))
 })

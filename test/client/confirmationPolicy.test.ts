@@ -2,7 +2,7 @@
  * The client's rule for how far it may confirm what it read
  * (src/client/ConfirmationPolicy.ts): with
  * `confirmWhenHandled` and while held, only what came before the oldest
- * unhandled message; while withheld, nothing.
+ * unhandled message; while withheld, nothing, up to the withhold limit.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfirmationPolicy } from "../../src/client/ConfirmationPolicy.ts"
@@ -56,5 +56,27 @@ describe("ConfirmationPolicy", () => {
     plain.release()
     assert.strictEqual(plain.bound(oldest), "all")
     assert.isFalse(plain.waitsForHandling)
+  })
+
+  it("withheld with a limit: counts what it withholds, and the first message past the limit releases; without the option nothing is counted", () => {
+    const policy = new ConfirmationPolicy(true, true, 2)
+    policy.read()
+    policy.read()
+    assert.deepStrictEqual(policy.state, { withholding: true, messages: 2, limitReleased: undefined })
+    assert.strictEqual(policy.bound(undefined), "none", "at the limit: still withheld")
+    policy.read()
+    assert.deepStrictEqual(policy.state, { withholding: false, messages: 0, limitReleased: 3 })
+    assert.strictEqual(policy.bound(undefined), "all", "past it: released")
+    policy.read()
+    assert.deepStrictEqual(policy.state, { withholding: false, messages: 0, limitReleased: 3 }, "released: nothing more is counted")
+
+    const released = new ConfirmationPolicy(true, true, 2)
+    released.read()
+    released.release()
+    assert.deepStrictEqual(released.state, { withholding: false, messages: 0, limitReleased: undefined }, "a release ends it, not the limit")
+
+    const plain = new ConfirmationPolicy(true)
+    plain.read()
+    assert.deepStrictEqual(plain.state, { withholding: false, messages: 0, limitReleased: undefined })
   })
 })

@@ -48,6 +48,7 @@ describe("defaults", () => {
       sendTimeoutMs: 10_000,
       listTimeoutMs: 5_000,
       liveness: { intervalMs: 30_000, timeoutMs: 5_000 },
+      unsavedMessageLimit: 100,
       durability: "sqlite"
     })
   })
@@ -76,7 +77,8 @@ describe("valid files", () => {
       askTimeoutMs: 120_000,
       sendTimeoutMs: 8_000,
       listTimeoutMs: 2_000,
-      shortcut: "alt+shift+m"
+      shortcut: "alt+shift+m",
+      unsavedMessageLimit: 7
     })
     assert.deepStrictEqual([errors, warnings], [[], []])
     assert.deepStrictEqual(fileBacked(settings), {
@@ -93,7 +95,8 @@ describe("valid files", () => {
       askTimeoutMs: 120_000,
       sendTimeoutMs: 8_000,
       listTimeoutMs: 2_000,
-      shortcut: "alt+shift+m"
+      shortcut: "alt+shift+m",
+      unsavedMessageLimit: 7
     })
   })
 
@@ -162,6 +165,7 @@ const WRONG: { readonly [K in ConfigKey]: ReadonlyArray<unknown> } = {
   sendTimeoutMs: [0, -5, 0.1, "10000", null],
   listTimeoutMs: [0, 2.5, "5000", {}, null],
   shortcut: [1, true, null, {}],
+  unsavedMessageLimit: [0, -1, 2.5, "100", null],
   durability: ["durable", "SQLite", true, null]
 }
 
@@ -180,6 +184,7 @@ const VALID: { readonly [K in ConfigKey]: unknown } = {
   sendTimeoutMs: 2,
   listTimeoutMs: 3,
   shortcut: "ctrl+k",
+  unsavedMessageLimit: 4,
   durability: "memory"
 }
 
@@ -300,6 +305,7 @@ const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
   sendTimeoutMs: isPositiveInt,
   listTimeoutMs: isPositiveInt,
   shortcut: (v) => typeof v === "string",
+  unsavedMessageLimit: isPositiveInt,
   durability: isOneOf(["sqlite", "memory"])
 }
 
@@ -319,6 +325,7 @@ const VALID_ARB: { readonly [K in ConfigKey]: fc.Arbitrary<unknown> } = {
   sendTimeoutMs: positiveInt,
   listTimeoutMs: positiveInt,
   shortcut: fc.string(),
+  unsavedMessageLimit: positiveInt,
   durability: fc.constantFrom("sqlite", "memory")
 }
 
@@ -362,6 +369,7 @@ describe("properties", () => {
         assert.strictEqual(settings.shortcut, config.shortcut)
         assert.strictEqual(settings.askTimeoutMs, config.askTimeoutMs ?? 600_000)
         assert.strictEqual(settings.sendTimeoutMs, config.sendTimeoutMs ?? 10_000)
+        assert.strictEqual(settings.unsavedMessageLimit, config.unsavedMessageLimit ?? 100)
         assert.strictEqual(settings.listTimeoutMs, config.listTimeoutMs ?? 5_000)
       })
     )

@@ -3,7 +3,8 @@
  * `/reload` during an ask, `/new`, `/fork`, `/resume` with mail queued while
  * away, quit; the saved-session journal (restore once, never taken over by a
  * fork, never inserted twice), Esc-clear redelivery, and the broker keeping
- * mail until pi has written the session file (C-DLV-14, C-DLV-16, C-ORD-35).
+ * mail until pi has written the session file (C-DLV-14, C-DLV-16, C-ORD-35),
+ * at most `unsavedMessageLimit` of it, with warnings.
  */
 import { SessionManager } from "@earendil-works/pi-coding-agent"
 import * as fs from "node:fs"
@@ -20,8 +21,10 @@ import {
   nextEvent,
   openPi,
   type Pi,
+  recordingUI,
   say,
-  toolResults
+  toolResults,
+  writeConfig
 } from "./support.ts"
 
 const world = makeWorld()
@@ -290,6 +293,61 @@ describe("pi extension: lifecycle", () => {
       const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
       try {
         // Mail the broker queued after the quit comes after anything it kept of b's.
+        await act(a, { action: "send", to: bId, message: "after the quit" })
+        await intercomMessageCount(again, 1)
+        assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["after the quit"])
+      } finally {
+        await again.quit()
+      }
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("a session pi has not saved withholds at most unsavedMessageLimit messages: a warning at half of it; past it they are confirmed anyway, with a warning that says so", async () => {
+    const a = await openPi(world)
+    const ui = recordingUI()
+    const config = path.join(world.agentDir, "intercom", "config.json")
+    // Read when b's session starts (json: it joins the bus before openPi returns); no other session sees it.
+    writeConfig(world, { unsavedMessageLimit: 2 })
+    const opening = openPi(world, {
+      sessionManager: SessionManager.create(world.cwd, `${world.root}/sessions-bounded`),
+      mode: "json",
+      ui
+    })
+    const b = await opening.finally(() => fs.rmSync(config))
+    const bId = b.session().sessionId
+    const file = b.session().sessionFile ?? ""
+    const passive = async (text: string) => {
+      const stored = nextEvent(b, (event) => event.type === "message_end" && event.message.role === "custom")
+      assert.strictEqual(await act(a, { action: "send", to: bId, message: text, delivery: "passive" }), `Message sent to ${bId}`)
+      await stored
+    }
+    try {
+      await passive("one")
+      // Half of the limit: a warning that says how many are held, why, and what to do.
+      const holding = await ui.nextNotice((notice) => notice.message.includes("not confirmed yet"))
+      assert.strictEqual(holding.type, "warning")
+      assert.include(holding.message, "1 received message not confirmed yet: pi has not saved this session")
+      assert.include(holding.message, "Send a prompt to save the session")
+      assert.include(await ui.nextStatus("intercom", (text) => text.includes("not saved")), "1 message not saved yet")
+
+      await passive("two")
+      await passive("three")
+      const released = await ui.nextNotice((notice) => notice.message.includes("are confirmed now"))
+      assert.strictEqual(released.type, "warning")
+      assert.include(released.message, "more than 2 messages (unsavedMessageLimit)")
+      assert.include(released.message, "the 3 held are confirmed now")
+      assert.include(released.message, "a quit or crash before the first prompt loses them")
+      assert.include(await ui.nextStatus("intercom", (text) => text.includes("send a prompt")), "messages not saved: send a prompt")
+      assert.strictEqual(ui.notices.length, 2, "each warning once")
+      assert.isFalse(fs.existsSync(file), "test setup: pi has not written the session file")
+
+      await b.quit()
+      // The broker was told: the session's next connection gets only what came after the quit.
+      const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
+      try {
         await act(a, { action: "send", to: bId, message: "after the quit" })
         await intercomMessageCount(again, 1)
         assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["after the quit"])

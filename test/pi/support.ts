@@ -29,6 +29,8 @@ import {
   createAgentSessionServices,
   type CreateAgentSessionRuntimeFactory,
   type ExtensionFactory,
+  type ExtensionUIContext,
+  type Theme,
   ModelRuntime,
   SessionManager,
   SettingsManager
@@ -116,6 +118,92 @@ export interface Pi {
   readonly quit: () => Promise<void>
 }
 
+/** A notification the extension showed through pi's UI. */
+export interface Notice {
+  readonly message: string
+  readonly type: "info" | "warning" | "error"
+}
+
+/** A UI for an SDK session that records notifications and footer statuses; dialogs answer nothing. */
+export interface RecordingUI {
+  /** The UI to bind, with pi's theme (what pi's own UI-less context has: pi reads it when it binds a UI). */
+  readonly ui: (theme: Theme) => ExtensionUIContext
+  readonly notices: Array<Notice>
+  /** The footer status texts set under each key, in order (`undefined`: cleared). */
+  readonly statuses: Array<{ readonly key: string; readonly text: string | undefined }>
+  /** Resolves with the first notice, shown already or later, matching `predicate`. */
+  readonly nextNotice: (predicate: (notice: Notice) => boolean) => Promise<Notice>
+  /** Resolves with the first footer status text under `key`, set already or later, matching `predicate`. */
+  readonly nextStatus: (key: string, predicate: (text: string) => boolean) => Promise<string>
+}
+
+/** Records what is shown, and resolves a wait for something shown already or as soon as it is. */
+const shownLog = <A>() => {
+  const shown: Array<A> = []
+  let waiting: Array<{ readonly predicate: (a: A) => boolean; readonly resolve: (a: A) => void }> = []
+  return {
+    shown,
+    show: (a: A) => {
+      shown.push(a)
+      const matched = waiting.filter((w) => w.predicate(a))
+      waiting = waiting.filter((w) => !w.predicate(a))
+      for (const w of matched) w.resolve(a)
+    },
+    next: (predicate: (a: A) => boolean): Promise<A> => {
+      const found = shown.find(predicate)
+      return found !== undefined ? Promise.resolve(found) : new Promise((resolve) => void waiting.push({ predicate, resolve }))
+    }
+  }
+}
+
+/**
+ * A recording UI (pi's `ExtensionUIContext`): bound with it, a session has a
+ * UI (`ctx.hasUI`), as in the TUI or over RPC. Only `notify` and `setStatus`
+ * are recorded; the rest does nothing, and a dialog is dismissed.
+ */
+export const recordingUI = (): RecordingUI => {
+  const notices = shownLog<Notice>()
+  const statuses = shownLog<{ readonly key: string; readonly text: string | undefined }>()
+  const ui = (theme: Theme): ExtensionUIContext => ({
+    select: async () => undefined,
+    confirm: async () => false,
+    input: async () => undefined,
+    notify: (message, type = "info") => notices.show({ message, type }),
+    onTerminalInput: () => () => undefined,
+    setStatus: (key, text) => statuses.show({ key, text }),
+    setWorkingMessage: () => undefined,
+    setWorkingVisible: () => undefined,
+    setWorkingIndicator: () => undefined,
+    setHiddenThinkingLabel: () => undefined,
+    setWidget: () => undefined,
+    setFooter: () => undefined,
+    setHeader: () => undefined,
+    setTitle: () => undefined,
+    custom: () => new Promise<never>(() => undefined),
+    pasteToEditor: () => undefined,
+    setEditorText: () => undefined,
+    getEditorText: () => "",
+    editor: async () => undefined,
+    addAutocompleteProvider: () => undefined,
+    setEditorComponent: () => undefined,
+    getEditorComponent: () => undefined,
+    theme,
+    getAllThemes: () => [],
+    getTheme: () => undefined,
+    setTheme: () => ({ success: false, error: "the recording UI has no themes" }),
+    getToolsExpanded: () => false,
+    setToolsExpanded: () => undefined
+  })
+  return {
+    ui,
+    notices: notices.shown,
+    statuses: statuses.shown,
+    nextNotice: notices.next,
+    nextStatus: async (key, predicate) =>
+      (await statuses.next((status) => status.key === key && status.text !== undefined && predicate(status.text))).text ?? ""
+  }
+}
+
 /** Opens a pi session (in memory unless a `sessionManager` is given) with the extension bound. */
 export const openPi = async (
   world: World,
@@ -129,6 +217,8 @@ export const openPi = async (
      * is on the bus, as print and json modes do — a session nobody prompts is reachable once this returns.
      */
     readonly mode?: "rpc" | "json"
+    /** A UI to bind (`recordingUI`): the session then has one, as in the TUI or over RPC. None by default. */
+    readonly ui?: RecordingUI
   } = {}
 ): Promise<Pi> => {
   const faux = fauxProvider()
@@ -181,7 +271,12 @@ export const openPi = async (
       watchers = watchers.filter((watcher) => !watcher(event))
     })
     // "rpc": a long-lived session that idles between prompts (pi's SDK default, "print", runs its prompts and exits).
-    await session.bindExtensions({ mode: options.mode ?? "rpc", onError: (error) => void errors.push(`${error.event}: ${error.error}`) })
+    await session.bindExtensions({
+      mode: options.mode ?? "rpc",
+      // Before it is bound, the session's UI is pi's UI-less one: its theme is pi's.
+      ...(options.ui === undefined ? {} : { uiContext: options.ui.ui(session.extensionRunner.getUIContext().theme) }),
+      onError: (error) => void errors.push(`${error.event}: ${error.error}`)
+    })
   }
   // Named before session_start, so the session registers under its name.
   if (options.name !== undefined) runtime.session.sessionManager.appendSessionInfo(options.name)

@@ -275,6 +275,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       holdConfirmations: Effect.sync(() => void fake.confirmations.push("hold")),
       resumeConfirmations: Effect.sync(() => void fake.confirmations.push("resume")),
       releaseConfirmations: Effect.sync(() => void fake.confirmations.push("release")),
+      withheld: Effect.succeed({ withholding: false, messages: 0, limitReleased: undefined }),
       confirmWhenHandled: Effect.void,
       disconnect: Effect.sync(() => {
         fake.connected = false
