@@ -498,6 +498,7 @@ const make = (
           return confirmations.waitsForHandling && live !== undefined ? live.confirmRead : Effect.void
         }),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
+      caughtUp: unhandled.caughtUp,
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

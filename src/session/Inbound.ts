@@ -237,11 +237,11 @@ export const runInbound = (
         // Not saved either while an earlier message is kept unsaved: a journal that held this one would hand it
         // to the next generation before that earlier one, which the client or the broker gives it afterwards.
         const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
-        if (!saved) {
-          unsaved.set(context, inbound)
-          yield* client.keep(inbound)
-        }
+        if (!saved) unsaved.set(context, inbound)
         yield* handOver(context)
+        // Kept only once recorded: keeping it lets a departure waiting for `caughtUp` act (C-RPL-10).
+        // A host that took it already has had it handled, which a later `keep` leaves alone.
+        if (!saved) yield* client.keep(inbound)
         // Only once it is queued for the host, whose `taken` will say it was handled: a hand-over that
         // died before leaves it to `handleInbound`, which marks it handled as it would any failed one.
         if (!saved) keptNow = inbound
@@ -275,6 +275,25 @@ export const runInbound = (
         return handoff.enqueue(context)
       })
 
+    /**
+     * A peer left: the wait on it ends (C-ASK-9) and its asks are retired (C-RPL-10) — only once the
+     * messages read before the departure were handled (`caughtUp`), so a reply it sent just before it
+     * left answers the ask, and an ask it sent is recorded before it is retired. A wait on it also
+     * takes a round trip first: the broker writes a departure ahead of the output it queued before it
+     * in the same write, so the last reply can come after its `session_left`; the answer to a `list`
+     * comes after all of that (the broker's queued output is in order).
+     */
+    const departed = (peerId: string): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        yield* client.caughtUp
+        if (slot.current()?.targetId === peerId) {
+          yield* Effect.ignore(client.list)
+          yield* client.caughtUp
+        }
+        slot.peerLeft(peerId, new ReplyPeerDisconnected({ peerId }))
+        tracker.forgetSender(peerId)
+      })
+
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
     // Remembered before anything is handed over, so no commit of this generation comes before them in the
     // window's order (where the capacity bound would forget it first).
@@ -291,15 +310,7 @@ export const runInbound = (
     )
 
     yield* Effect.forkScoped(
-      client.presenceEvents.pipe(
-        Stream.runForEach((event) =>
-          Effect.sync(() => {
-            if (event._tag !== "Left") return
-            slot.peerLeft(event.sessionId, new ReplyPeerDisconnected({ peerId: event.sessionId }))
-            tracker.forgetSender(event.sessionId)
-          })
-        )
-      ),
+      client.presenceEvents.pipe(Stream.runForEach((event) => event._tag === "Left" ? departed(event.sessionId) : Effect.void)),
       { startImmediately: true }
     )
 
