@@ -43,7 +43,7 @@ import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
-import { AskExpired, ReplyPeerDisconnected } from "./errors.ts"
+import { AskExpired, AskSuperseded, ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
@@ -318,10 +318,13 @@ export const runInbound = (
       client.controls.pipe(
         Stream.runForEach((event) => {
           if (event._tag === "Receipt") {
-            // The broker dropped a question still waited on (C-DLV-9): the wait ends now, with its reason.
+            // The broker dropped a question still waited on (C-DLV-9), or a later message of the same replace
+            // thread took its place before delivery: no reply can come, so the wait ends now, with its reason.
             const { detail, messageId, status } = event.receipt
             if (status === "expired") {
               slot.expired(messageId, new AskExpired({ questionId: messageId, reason: detail ?? "it expired" }))
+            } else if (status === "superseded") {
+              slot.expired(messageId, new AskSuperseded({ questionId: messageId, reason: detail ?? "a later message replaced it" }))
             }
             return Effect.void
           }
