@@ -59,7 +59,7 @@ export interface ReplyTarget {
 export interface ReplyTracker {
   /** Records an inbound message; only `expectsReply === true` becomes a pending ask (C-RPL-1). */
   readonly record: (context: InboundContext) => void
-  /** Queues a delivered message as the context of a turn it will trigger. */
+  /** Queues a delivered message as the context of a turn it will trigger; the newest 1,000 (at times up to 1,249) are kept. */
   readonly queueTurn: (context: InboundContext) => void
   /**
    * A turn starts: its context is the given message (when known), else the
@@ -104,6 +104,11 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
  */
 export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   const asks = new Map<string, InboundContext>()
+  /**
+   * Contexts of turns to come, oldest first, for `beginTurn` without an id. Bounded like `recent`
+   * (cut back to the newest RECENT_LIMIT once it reaches 1.25 times that): a host that never begins turns (`intercom watch`, a workflow stage)
+   * or names each turn's message leaves them here, and each holds its whole message.
+   */
   const queued: Array<InboundContext> = []
   let current: InboundContext | undefined
   /** Recent contexts by message id, so a host can name the message that triggered its turn. */
@@ -192,7 +197,11 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       remember(context)
       if (context.message.expectsReply === true) asks.set(context.message.id, context)
     },
-    queueTurn: (context) => void queued.push(context),
+    queueTurn: (context) => {
+      queued.push(context)
+      // Cut back to the newest RECENT_LIMIT a quarter of it at a time: one move of the array per 250 turns.
+      if (queued.length >= RECENT_LIMIT + RECENT_LIMIT / 4) queued.splice(0, queued.length - RECENT_LIMIT)
+    },
     beginTurn: (messageId, now) => {
       prune(now)
       if (messageId === undefined) {
