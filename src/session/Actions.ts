@@ -167,13 +167,13 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       })
       // A reply to a traced message joins its trace, under the message's receive span (InboundTracing.ts).
       const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
-        Effect.tapError((error) =>
-          Effect.sync(() => {
-            // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
-            // broker's restart): nobody waits for this answer, so `pending` stops offering it.
-            if (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) tracker.markReplied(context.message.id)
-          })
-        ),
+        Effect.tapError((error) => {
+          // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
+          // broker's restart): nobody waits for this answer, so `pending` stops offering it.
+          if (error._tag !== "ReplyTargetMismatch" || error.reason !== Reason.replyNoAsk) return Effect.void
+          tracker.markReplied(context.message.id)
+          return generation.pendingChanged
+        }),
         Effect.mapError((error) => {
           if (error._tag === "IntercomNotConnected") return error
           // The asker is neither connected nor remembered: say what that means for a reply.

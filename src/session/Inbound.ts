@@ -130,7 +130,7 @@ export const runInbound = (
         const message = yield* newMessage(NON_INTERACTIVE_BUSY_REPLY, undefined, { replyTo: context.message.id })
         yield* background(
           client.send({ to: context.from.id, message }).pipe(
-            Effect.tap(() => Effect.sync(() => tracker.markReplied(context.message.id)))
+            Effect.tap(() => Effect.andThen(Effect.sync(() => tracker.markReplied(context.message.id)), generation.pendingChanged))
           )
         )
       })
@@ -292,6 +292,7 @@ export const runInbound = (
         }
         slot.peerLeft(peerId, new ReplyPeerDisconnected({ peerId }))
         tracker.forgetSender(peerId)
+        yield* generation.pendingChanged // C-HLT-3: its asks no longer count
       })
 
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
@@ -331,10 +332,10 @@ export const runInbound = (
           if (event._tag !== "Control") return Effect.void
           // P73: the sender withdrew or replaced a message; drop its pending ask.
           tracker.markReplied(event.control.messageId)
-          return receipt(
+          return Effect.andThen(generation.pendingChanged, receipt(
             event.control.messageId,
             event.control.action === "cancel" ? "cancellation_requested" : "superseded"
-          )
+          ))
         })
       ),
       { startImmediately: true }

@@ -85,6 +85,8 @@ export interface ReplyTracker {
   readonly forgetSender: (sessionId: string) => void
   /** Unresolved asks, oldest first, expired ones dropped (C-RPL-6, C-RPL-7). */
   readonly pending: (now: number) => ReadonlyArray<InboundContext>
+  /** When the next of the unresolved asks is no longer pending (epoch ms), if any is. */
+  readonly nextExpiry: (now: number) => number | undefined
 }
 
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
@@ -228,6 +230,16 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     pending: (now) => {
       prune(now)
       return [...asks.values()].sort((a, b) => a.receivedAt - b.receivedAt)
+    },
+    nextExpiry: (now) => {
+      prune(now)
+      let next: number | undefined
+      // `prune` drops an ask once more than its timeout has passed: the first millisecond after it.
+      for (const context of asks.values()) {
+        const at = context.receivedAt + (context.askTimeoutMs ?? askTimeoutMs) + 1
+        if (next === undefined || at < next) next = at
+      }
+      return next
     }
   }
 }
