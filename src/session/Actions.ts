@@ -126,7 +126,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           )
         )
       // Marked before `recordSent` republishes health, so `pendingAsks` already counts it answered.
-      if (message.replyTo !== undefined) tracker.markReplied(message.replyTo)
+      if (message.replyTo !== undefined) {
+        tracker.markReplied(message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
+      }
       yield* sending.recordSent(request.to, message)
       return {
         _tag: "Sent",
@@ -183,7 +185,8 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           return notDelivered("Reply", display)(error)
         })
       )
-      tracker.markReplied(context.message.id)
+      // A staged answer (replace) that a later message of the thread replaces reopens the ask (Inbound.ts).
+      tracker.markReplied(context.message.id, delivery.delivery === "staged" ? message.id : undefined)
       yield* sending.recordSent(display, message)
       return {
         _tag: "Sent",

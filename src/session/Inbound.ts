@@ -326,7 +326,11 @@ export const runInbound = (
               slot.expired(messageId, new AskExpired({ questionId: messageId, reason: detail ?? "it expired" }))
             } else if (status === "superseded") {
               slot.expired(messageId, new AskSuperseded({ questionId: messageId, reason: detail ?? "a later message replaced it" }))
+              // A staged answer of this session replaced before delivery: the ask it answered is owed again.
+              if (tracker.replyDropped(messageId)) return generation.pendingChanged
+              return Effect.void
             }
+            tracker.replySettled(messageId)
             return Effect.void
           }
           if (event._tag !== "Control") return Effect.void

@@ -79,8 +79,19 @@ export interface ReplyTracker {
    * stays plain (no guessing between two asks).
    */
   readonly autoThread: (to: string, targetId: string, now: number) => InboundContext | undefined
-  /** The ask was answered: no longer pending, no longer a turn context (C-RPL-5). */
-  readonly markReplied: (messageId: string) => void
+  /**
+   * The ask was answered: no longer pending, no longer a turn context (C-RPL-5). `stagedAs`: the
+   * answer's id when the broker staged it (a `replace` reply, `delivery-v1`), so that it can be
+   * pending again if a later message of the thread replaces the answer before delivery (`replyDropped`).
+   */
+  readonly markReplied: (messageId: string, stagedAs?: string) => void
+  /**
+   * The broker replaced the staged answer `replyId` before delivering it (a `superseded` receipt):
+   * the ask it answered is pending again, unless answered since. True when it is.
+   */
+  readonly replyDropped: (replyId: string) => boolean
+  /** A receipt other than `superseded` came for `replyId`: its staging is over, it is forgotten. */
+  readonly replySettled: (replyId: string) => void
   /** Retires every obligation towards a peer that left (C-RPL-10). */
   readonly forgetSender: (sessionId: string) => void
   /** Unresolved asks, oldest first, expired ones dropped (C-RPL-6, C-RPL-7). */
@@ -116,6 +127,11 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   /** Recent contexts by message id, so a host can name the message that triggered its turn. */
   const recent = new Map<string, InboundContext>()
   const RECENT_LIMIT = 1000
+  /**
+   * Answers the broker staged, by answer id, with the ask each answers, oldest first, until a receipt
+   * says how its staging ended; the newest RECENT_LIMIT (a receipt that never comes leaves one here).
+   */
+  const staged = new Map<string, InboundContext>()
 
   const prune = (now: number): void => {
     for (const [id, context] of asks) {
@@ -219,13 +235,32 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     },
     currentTurn: () => current,
     resolve,
-    markReplied: (messageId) => {
+    markReplied: (messageId, stagedAs) => {
+      const ask = asks.get(messageId)
+      // A newer answer: an earlier staged one being replaced no longer reopens the ask.
+      for (const [replyId, answered] of staged) if (answered.message.id === messageId) staged.delete(replyId)
+      if (stagedAs !== undefined && ask !== undefined) {
+        staged.set(stagedAs, ask)
+        if (staged.size > RECENT_LIMIT) {
+          const oldest = staged.keys().next()
+          if (oldest.done !== true) staged.delete(oldest.value)
+        }
+      }
       asks.delete(messageId)
       dropQueued((context) => context.message.id === messageId)
       if (current?.message.id === messageId) current = undefined
     },
+    replyDropped: (replyId) => {
+      const ask = staged.get(replyId)
+      if (ask === undefined) return false
+      staged.delete(replyId)
+      asks.set(ask.message.id, ask)
+      return true
+    },
+    replySettled: (replyId) => void staged.delete(replyId),
     forgetSender: (sessionId) => {
       for (const [id, context] of asks) if (context.from.id === sessionId) asks.delete(id)
+      for (const [replyId, ask] of staged) if (ask.from.id === sessionId) staged.delete(replyId)
     },
     pending: (now) => {
       prune(now)
