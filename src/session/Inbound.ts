@@ -239,6 +239,8 @@ export const runInbound = (
         const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
         if (!saved) unsaved.set(context, inbound)
         yield* handOver(context)
+        // Its sender had left already (the broker wrote the departure first): no one waits for an answer (C-RPL-10).
+        if (inbound.senderLeft === true) tracker.forgetSender(from.id)
         // Kept only once recorded: keeping it lets a departure waiting for `caughtUp` act (C-RPL-10).
         // A host that took it already has had it handled, which a later `keep` leaves alone.
         if (!saved) yield* client.keep(inbound)

@@ -193,6 +193,46 @@ describe("session over the broker core", () => {
       assert.strictEqual(yield* Queue.size(a.inbox), 0, "the answer was not handed over as a message")
     }))
 
+  it.effect("a peer asks and unregisters in one write: its ask is not left pending (C-RPL-10)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const a = yield* peer(inMemory(broker), A_ID, "A")
+      yield* settle(a.session.status)
+      const b = yield* broker.session({ sessionId: B_ID, name: "B" })
+      // The broker writes B's session_left ahead of the ask it queued before it.
+      yield* b.client.sendRaw(encodeFrames([
+        JSON.stringify({
+          type: "send",
+          to: A_ID,
+          message: { id: "ask-1", timestamp: 1, content: { text: "Which port?" }, expectsReply: true }
+        }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      yield* settle(Effect.void)
+      const inbound = yield* handed(a)
+      assert.strictEqual(inbound.message.id, "ask-1", "the host still gets the message")
+      assert.strictEqual(yield* a.session.pendingCount, 0)
+    }))
+
+  it.effect("a peer that left and joined again is asking anew: its ask is pending", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const a = yield* peer(inMemory(broker), A_ID, "A")
+      yield* settle(a.session.status)
+      const first = yield* broker.session({ sessionId: B_ID, name: "B" })
+      yield* first.client.sendRaw(encodeFrames([JSON.stringify({ type: "unregister" })]))
+      yield* settle(Effect.void)
+      const again = yield* broker.session({ sessionId: B_ID, name: "B" })
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({
+        type: "send",
+        to: A_ID,
+        message: { id: "ask-2", timestamp: 2, content: { text: "Which port now?" }, expectsReply: true }
+      })]))
+      yield* settle(Effect.void)
+      assert.strictEqual((yield* handed(a)).message.id, "ask-2")
+      assert.strictEqual(yield* a.session.pendingCount, 1)
+    }))
+
   it.effect("an interrupted ask sends cancel_ask: the broker then refuses the late reply", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()
