@@ -84,6 +84,9 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
  * retire that connection, and how long it backs off when no connection comes.
  */
 const LOST_BACKOFF_MS = 250
+
+/** Departed sessions a client remembers for `InboundMessage.senderLeft` (the newest). */
+const DEPARTED_LIMIT = 1_000
 const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
@@ -133,6 +136,12 @@ const make = (
       options.withholdLimit
     )
     const confirmBound = () => confirmations.bound(unhandled.oldest())
+    /**
+     * Sessions whose `session_left` this connection read, and no `session_joined` since, the newest
+     * DEPARTED_LIMIT: a message from one of them was sent before it left (`InboundMessage.senderLeft`).
+     * Reset for each connection (one that registers afresh is told of no earlier departure or join).
+     */
+    const departed = new Set<string>()
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
@@ -140,9 +149,18 @@ const make = (
         if (!recent.firstTime(message.from.id, message.message.id, confirmBound)) return
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
         confirmations.read()
-        unhandled.offer(message)
+        unhandled.offer(departed.has(message.from.id) ? { ...message, senderLeft: true } : message)
       },
-      presence: (event: PresenceEvent) => void PubSub.publishUnsafe(presenceHub, event),
+      presence: (event: PresenceEvent) => {
+        if (event._tag === "Left") {
+          departed.delete(event.sessionId)
+          departed.add(event.sessionId)
+          if (departed.size > DEPARTED_LIMIT) departed.delete(departed.values().next().value ?? "")
+        } else if (event._tag === "Joined") {
+          departed.delete(event.session.id)
+        }
+        PubSub.publishUnsafe(presenceHub, event)
+      },
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event)
@@ -181,6 +199,7 @@ const make = (
     /** One attempt: make sure a broker runs, then dial and register in a Scope of its own. */
     const attempt = Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
+      departed.clear()
       if (options.launch !== false) {
         yield* ensureBroker({
           agentDir: options.agentDir,
@@ -505,6 +524,7 @@ const make = (
           return confirmations.waitsForHandling && live !== undefined ? live.confirmRead : Effect.void
         }),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
+      caughtUp: unhandled.caughtUp,
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

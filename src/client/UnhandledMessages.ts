@@ -20,11 +20,17 @@
  * Single consumer: each run of the stream starts at the oldest unhandled
  * message, and two runs at once would see the same messages.
  *
+ * Messages and presence events are read by different fibers, but the broker
+ * wrote them in one order: `caughtUp` lets a presence consumer wait until
+ * the messages read before an event were handled (a peer's reply and then its
+ * departure: the reply first, C-ASK-9).
+ *
  * It owns the buffer: two FIFOs (Fifo.ts), the unhandled and the kept
- * messages, touched only by synchronous code (the reader's `offer`, the
+ * messages, the read number of each unhandled one and the `caughtUp`
+ * waiters, touched only by synchronous code (the reader's `offer`, the
  * consumer's pull, `keep`, `handled`).
  */
-import { Array as Arr, Effect, Queue, Stream } from "effect"
+import { Array as Arr, Deferred, Effect, Queue, Stream } from "effect"
 import type { InboundMessage } from "./events.ts"
 import { Fifo } from "./Fifo.ts"
 
@@ -57,6 +63,12 @@ export interface UnhandledMessages {
   readonly oldest: () => InboundMessage | undefined
   /** How many messages wait (read and not handled, kept ones included). */
   readonly size: () => number
+  /**
+   * Completes once the consumer is done (handled, kept or pulled past) with
+   * every message read before the call; at once when none waits. Kept
+   * messages do not hold it: they were passed on already.
+   */
+  readonly caughtUp: Effect.Effect<void>
 }
 
 /**
@@ -72,8 +84,29 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
   const kept = new Fifo<InboundMessage>()
   /** Wakes a consumer waiting for a message; one signal stands for any number of offers. */
   const wake = yield* Queue.sliding<true>(1)
+  /** How many messages were offered; each one's number is its place in that count (`numbers`). */
+  let offered = 0
+  const numbers = new WeakMap<InboundMessage, number>()
+  /** `caughtUp` calls waiting, oldest (lowest `through`) first: each for the messages numbered up to `through`. */
+  const waiters: Array<{ readonly through: number; readonly done: Deferred.Deferred<void> }> = []
 
-  const remove = (message: InboundMessage): void => void unhandled.remove(message)
+  /**
+   * Completes the waiters whose messages have all left `unhandled`. Its messages are in read order
+   * (a kept one put back was read before any other), so the head's number says which are done.
+   */
+  const release = (): void => {
+    if (waiters.length === 0) return
+    const head = unhandled.peek()
+    const oldest = head === undefined ? Number.POSITIVE_INFINITY : numbers.get(head) ?? 0
+    while (waiters.length > 0 && (waiters[0]?.through ?? 0) < oldest) {
+      const waiter = waiters.shift()
+      if (waiter !== undefined) Deferred.doneUnsafe(waiter.done, Effect.void)
+    }
+  }
+
+  const remove = (message: InboundMessage): void => {
+    if (unhandled.remove(message)) release()
+  }
 
   /** A new run starts with what an earlier one kept and never saw handled, oldest first. */
   const requeueKept = (): void => {
@@ -102,17 +135,33 @@ export const makeUnhandledMessages: Effect.Effect<UnhandledMessages> = Effect.ge
 
   return {
     offer: (message) => {
+      numbers.set(message, ++offered)
       unhandled.push(message)
       Queue.offerUnsafe(wake, true)
     },
     stream,
     handled: (message) => {
-      if (!unhandled.remove(message)) kept.remove(message)
+      if (unhandled.remove(message)) release()
+      else kept.remove(message)
     },
     keep: (message) => {
-      if (unhandled.remove(message)) kept.push(message)
+      if (!unhandled.remove(message)) return
+      kept.push(message)
+      release()
     },
     oldest: () => kept.peek() ?? unhandled.peek(),
-    size: () => unhandled.size + kept.size
+    size: () => unhandled.size + kept.size,
+    caughtUp: Effect.suspend(() => {
+      if (unhandled.size === 0) return Effect.void
+      const waiter = { through: offered, done: Deferred.makeUnsafe<void>() }
+      waiters.push(waiter)
+      // An interrupted wait leaves the list at once rather than at its messages' handling.
+      return Deferred.await(waiter.done).pipe(Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          const at = waiters.indexOf(waiter)
+          if (at >= 0) waiters.splice(at, 1)
+        })
+      ))
+    })
   }
 })

@@ -33,6 +33,14 @@ export interface InboundMessage {
   /** The sender's delivery mode (`delivery-v1`); absent means `steer`. */
   readonly delivery?: DeliveryChoice
   /**
+   * True when this connection had already read its sender's `session_left`
+   * (and no `session_joined` since): the sender wrote it before it left —
+   * the broker writes a departure ahead of the output it queued before it in
+   * the same write. An ask so marked has no asker to answer any more
+   * (`IntercomSession` does not keep it pending, C-RPL-10).
+   */
+  readonly senderLeft?: boolean
+  /**
    * The W3C trace context of the hop that routed it (`trace-v1`): the
    * broker's routing span, or the sender's span when the broker does not
    * trace. The session runtime makes its receive span a child of it.

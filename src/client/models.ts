@@ -206,6 +206,17 @@ export interface IntercomClientService extends QuestionOperations {
    * not checkpoint (or that has no journal) until the host took it.
    */
   readonly keep: (message: InboundMessage) => Effect.Effect<void>
+  /**
+   * Completes once the consumer of `messages` is done (handled, kept, or
+   * pulled past) with every message this client had read when it was
+   * called; at once when none waits. `messages` and `presenceEvents` are
+   * read by different fibers, but the broker wrote them in one order: a
+   * consumer of `presenceEvents` that waits for this before it acts on an
+   * event acts after the messages the broker sent before it —
+   * `IntercomSession` routes a peer's reply before it acts on that peer's
+   * `Left` (C-ASK-9). Waits as long as nobody consumes `messages`.
+   */
+  readonly caughtUp: Effect.Effect<void>
   /** Membership events; each subscriber sees those after it subscribed. */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /** Receipts and cancel/supersede notices about messages. */

@@ -126,7 +126,9 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           )
         )
       // Marked before `recordSent` republishes health, so `pendingAsks` already counts it answered.
-      if (message.replyTo !== undefined) tracker.markReplied(message.replyTo)
+      if (message.replyTo !== undefined) {
+        tracker.markReplied(message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
+      }
       yield* sending.recordSent(request.to, message)
       return {
         _tag: "Sent",
@@ -167,13 +169,13 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
       })
       // A reply to a traced message joins its trace, under the message's receive span (InboundTracing.ts).
       const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
-        Effect.tapError((error) =>
-          Effect.sync(() => {
-            // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
-            // broker's restart): nobody waits for this answer, so `pending` stops offering it.
-            if (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk) tracker.markReplied(context.message.id)
-          })
-        ),
+        Effect.tapError((error) => {
+          // P62: the broker holds no open ask for it (withdrawn, expired, or lost with a memory-mode
+          // broker's restart): nobody waits for this answer, so `pending` stops offering it.
+          if (error._tag !== "ReplyTargetMismatch" || error.reason !== Reason.replyNoAsk) return Effect.void
+          tracker.markReplied(context.message.id)
+          return generation.pendingChanged
+        }),
         Effect.mapError((error) => {
           if (error._tag === "IntercomNotConnected") return error
           // The asker is neither connected nor remembered: say what that means for a reply.
@@ -183,7 +185,8 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           return notDelivered("Reply", display)(error)
         })
       )
-      tracker.markReplied(context.message.id)
+      // A staged answer (replace) that a later message of the thread replaces reopens the ask (Inbound.ts).
+      tracker.markReplied(context.message.id, delivery.delivery === "staged" ? message.id : undefined)
       yield* sending.recordSent(display, message)
       return {
         _tag: "Sent",

@@ -90,6 +90,11 @@ export interface Generation {
   readonly background: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<void>
   /** A send, reply or receive happened: republishes this session's health (C-HLT-8). */
   readonly noteActivity: Effect.Effect<void>
+  /**
+   * Inbound asks were retired without a send or receive (their asker left, withdrew or replaced
+   * them, or the broker holds no ask for them): republishes `pendingAsks` (C-HLT-3).
+   */
+  readonly pendingChanged: Effect.Effect<void>
   /** Stores a history record with the host, if it keeps any; never fails. */
   readonly record: (entry: HistoryEntry) => Effect.Effect<void>
   /**
@@ -115,6 +120,8 @@ export const makeGeneration = (input: {
   readonly afterConnect: Effect.Effect<void>
   /** See `Generation.noteActivity` (the presence publisher's). */
   readonly noteActivity?: Effect.Effect<void> | undefined
+  /** See `Generation.pendingChanged` (the presence publisher's `markDirty`). */
+  readonly pendingChanged?: Effect.Effect<void> | undefined
   /** The reply tracker, when the caller shares it (the presence publisher counts its asks). */
   readonly tracker?: ReplyTracker | undefined
 }): Effect.Effect<Generation, never, Scope.Scope> =>
@@ -133,6 +140,7 @@ export const makeGeneration = (input: {
       slot,
       tracker: input.tracker ?? makeReplyTracker(settings.askTimeoutMs),
       noteActivity: input.noteActivity ?? Effect.void,
+      pendingChanged: input.pendingChanged ?? Effect.void,
       connect: Effect.suspend(() =>
         ended
           ? Effect.fail(new IntercomNotConnected({ reason: "the intercom session has ended" }))

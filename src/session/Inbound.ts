@@ -43,7 +43,7 @@ import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
-import { AskExpired, ReplyPeerDisconnected } from "./errors.ts"
+import { AskExpired, AskSuperseded, ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { DeliveryIntent, Inbound } from "./Host.ts"
 import { makeHostHandoff } from "./HostHandoff.ts"
@@ -130,7 +130,7 @@ export const runInbound = (
         const message = yield* newMessage(NON_INTERACTIVE_BUSY_REPLY, undefined, { replyTo: context.message.id })
         yield* background(
           client.send({ to: context.from.id, message }).pipe(
-            Effect.tap(() => Effect.sync(() => tracker.markReplied(context.message.id)))
+            Effect.tap(() => Effect.andThen(Effect.sync(() => tracker.markReplied(context.message.id)), generation.pendingChanged))
           )
         )
       })
@@ -237,11 +237,13 @@ export const runInbound = (
         // Not saved either while an earlier message is kept unsaved: a journal that held this one would hand it
         // to the next generation before that earlier one, which the client or the broker gives it afterwards.
         const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
-        if (!saved) {
-          unsaved.set(context, inbound)
-          yield* client.keep(inbound)
-        }
+        if (!saved) unsaved.set(context, inbound)
         yield* handOver(context)
+        // Its sender had left already (the broker wrote the departure first): no one waits for an answer (C-RPL-10).
+        if (inbound.senderLeft === true) tracker.forgetSender(from.id)
+        // Kept only once recorded: keeping it lets a departure waiting for `caughtUp` act (C-RPL-10).
+        // A host that took it already has had it handled, which a later `keep` leaves alone.
+        if (!saved) yield* client.keep(inbound)
         // Only once it is queued for the host, whose `taken` will say it was handled: a hand-over that
         // died before leaves it to `handleInbound`, which marks it handled as it would any failed one.
         if (!saved) keptNow = inbound
@@ -275,6 +277,26 @@ export const runInbound = (
         return handoff.enqueue(context)
       })
 
+    /**
+     * A peer left: the wait on it ends (C-ASK-9) and its asks are retired (C-RPL-10) — only once the
+     * messages read before the departure were handled (`caughtUp`), so a reply it sent just before it
+     * left answers the ask, and an ask it sent is recorded before it is retired. A wait on it also
+     * takes a round trip first: the broker writes a departure ahead of the output it queued before it
+     * in the same write, so the last reply can come after its `session_left`; the answer to a `list`
+     * comes after all of that (the broker's queued output is in order).
+     */
+    const departed = (peerId: string): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        yield* client.caughtUp
+        if (slot.current()?.targetId === peerId) {
+          yield* Effect.ignore(client.list)
+          yield* client.caughtUp
+        }
+        slot.peerLeft(peerId, new ReplyPeerDisconnected({ peerId }))
+        tracker.forgetSender(peerId)
+        yield* generation.pendingChanged // C-HLT-3: its asks no longer count
+      })
+
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
     // Remembered before anything is handed over, so no commit of this generation comes before them in the
     // window's order (where the capacity bound would forget it first).
@@ -291,15 +313,7 @@ export const runInbound = (
     )
 
     yield* Effect.forkScoped(
-      client.presenceEvents.pipe(
-        Stream.runForEach((event) =>
-          Effect.sync(() => {
-            if (event._tag !== "Left") return
-            slot.peerLeft(event.sessionId, new ReplyPeerDisconnected({ peerId: event.sessionId }))
-            tracker.forgetSender(event.sessionId)
-          })
-        )
-      ),
+      client.presenceEvents.pipe(Stream.runForEach((event) => event._tag === "Left" ? departed(event.sessionId) : Effect.void)),
       { startImmediately: true }
     )
 
@@ -307,20 +321,27 @@ export const runInbound = (
       client.controls.pipe(
         Stream.runForEach((event) => {
           if (event._tag === "Receipt") {
-            // The broker dropped a question still waited on (C-DLV-9): the wait ends now, with its reason.
+            // The broker dropped a question still waited on (C-DLV-9), or a later message of the same replace
+            // thread took its place before delivery: no reply can come, so the wait ends now, with its reason.
             const { detail, messageId, status } = event.receipt
             if (status === "expired") {
               slot.expired(messageId, new AskExpired({ questionId: messageId, reason: detail ?? "it expired" }))
+            } else if (status === "superseded") {
+              slot.expired(messageId, new AskSuperseded({ questionId: messageId, reason: detail ?? "a later message replaced it" }))
+              // A staged answer of this session replaced before delivery: the ask it answered is owed again.
+              if (tracker.replyDropped(messageId)) return generation.pendingChanged
+              return Effect.void
             }
+            tracker.replySettled(messageId)
             return Effect.void
           }
           if (event._tag !== "Control") return Effect.void
           // P73: the sender withdrew or replaced a message; drop its pending ask.
           tracker.markReplied(event.control.messageId)
-          return receipt(
+          return Effect.andThen(generation.pendingChanged, receipt(
             event.control.messageId,
             event.control.action === "cancel" ? "cancellation_requested" : "superseded"
-          )
+          ))
         })
       ),
       { startImmediately: true }

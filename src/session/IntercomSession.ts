@@ -83,7 +83,8 @@ const make = (
       client,
       identity: host.identity,
       statusSuffix: settings.statusSuffix,
-      pendingAsks: (now) => tracker.pending(now).length
+      pendingAsks: (now) => tracker.pending(now).length,
+      nextAskExpiry: (now) => tracker.nextExpiry(now)
     })
     const generation = yield* makeGeneration({
       client,
@@ -91,6 +92,7 @@ const make = (
       settings,
       afterConnect: presence.refresh,
       noteActivity: presence.noteActivity,
+      pendingChanged: presence.markDirty,
       tracker
     })
     const sending = makeSending(generation)

@@ -19,6 +19,11 @@
  * `noteActivity` sets it, marking the presence dirty). The client re-sends
  * the last health after a reconnect.
  *
+ * `pendingAsks` also falls with no send or receive: an asker leaving,
+ * withdrawing or replacing its ask (the inbound handling marks the presence
+ * dirty then), and an ask growing too old to be pending (C-RPL-6), for which
+ * the fiber wakes by itself while the pushed count is above zero.
+ *
  * A presence whose only change is `lastIntercomActivity` is pushed at most
  * once per `ACTIVITY_PUSH_INTERVAL` after the previous push, with the latest
  * activity: a flood of messages stamps the activity about once a millisecond,
@@ -80,6 +85,8 @@ export const makePresencePublisher = (input: {
   readonly statusSuffix: string | undefined
   /** Unresolved inbound asks at `now` (the reply tracker's count), for `pendingAsks`. */
   readonly pendingAsks: (now: number) => number
+  /** When the next of those asks stops being pending by age (epoch ms): `pendingAsks` is pushed again then. */
+  readonly nextAskExpiry?: ((now: number) => number | undefined) | undefined
 }): Effect.Effect<PresencePublisher, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { client } = input
@@ -148,7 +155,21 @@ export const makePresencePublisher = (input: {
         wait = yield* pushLatest(true)
       }
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(dirty), publish), { disableYield: true }))
+    /**
+     * The next mark, or — while the pushed `pendingAsks` counts an ask — the moment the oldest of them
+     * stops being pending by age (C-RPL-6), whichever comes first: the count falls then, with no send
+     * or receive to mark it.
+     */
+    const nextMark = Effect.suspend(() => {
+      if (pushedPendingAsks === 0 || input.nextAskExpiry === undefined) return Queue.take(dirty)
+      const nextAskExpiry = input.nextAskExpiry
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const at = nextAskExpiry(now)
+        if (at === undefined) return Queue.take(dirty)
+        return Effect.raceFirst(Effect.as(Effect.sleep(Duration.millis(Math.max(1, Math.ceil(at - now)))), true), Queue.take(dirty))
+      })
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(nextMark, publish), { disableYield: true }))
 
     return {
       lifecycle: () => lifecycle,

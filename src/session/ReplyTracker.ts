@@ -59,7 +59,7 @@ export interface ReplyTarget {
 export interface ReplyTracker {
   /** Records an inbound message; only `expectsReply === true` becomes a pending ask (C-RPL-1). */
   readonly record: (context: InboundContext) => void
-  /** Queues a delivered message as the context of a turn it will trigger. */
+  /** Queues a delivered message as the context of a turn it will trigger; the newest 1,000 (at times up to 1,249) are kept. */
   readonly queueTurn: (context: InboundContext) => void
   /**
    * A turn starts: its context is the given message (when known), else the
@@ -79,12 +79,25 @@ export interface ReplyTracker {
    * stays plain (no guessing between two asks).
    */
   readonly autoThread: (to: string, targetId: string, now: number) => InboundContext | undefined
-  /** The ask was answered: no longer pending, no longer a turn context (C-RPL-5). */
-  readonly markReplied: (messageId: string) => void
+  /**
+   * The ask was answered: no longer pending, no longer a turn context (C-RPL-5). `stagedAs`: the
+   * answer's id when the broker staged it (a `replace` reply, `delivery-v1`), so that it can be
+   * pending again if a later message of the thread replaces the answer before delivery (`replyDropped`).
+   */
+  readonly markReplied: (messageId: string, stagedAs?: string) => void
+  /**
+   * The broker replaced the staged answer `replyId` before delivering it (a `superseded` receipt):
+   * the ask it answered is pending again, unless answered since. True when it is.
+   */
+  readonly replyDropped: (replyId: string) => boolean
+  /** A receipt other than `superseded` came for `replyId`: its staging is over, it is forgotten. */
+  readonly replySettled: (replyId: string) => void
   /** Retires every obligation towards a peer that left (C-RPL-10). */
   readonly forgetSender: (sessionId: string) => void
   /** Unresolved asks, oldest first, expired ones dropped (C-RPL-6, C-RPL-7). */
   readonly pending: (now: number) => ReadonlyArray<InboundContext>
+  /** When the next of the unresolved asks is no longer pending (epoch ms), if any is. */
+  readonly nextExpiry: (now: number) => number | undefined
 }
 
 /** A sender matches `to` by exact id, id prefix, or name ignoring case (P66). */
@@ -104,11 +117,21 @@ const senderMatches = (from: SessionInfo, to: string): boolean => {
  */
 export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
   const asks = new Map<string, InboundContext>()
+  /**
+   * Contexts of turns to come, oldest first, for `beginTurn` without an id. Bounded like `recent`
+   * (cut back to the newest RECENT_LIMIT once it reaches 1.25 times that): a host that never begins turns (`intercom watch`, a workflow stage)
+   * or names each turn's message leaves them here, and each holds its whole message.
+   */
   const queued: Array<InboundContext> = []
   let current: InboundContext | undefined
   /** Recent contexts by message id, so a host can name the message that triggered its turn. */
   const recent = new Map<string, InboundContext>()
   const RECENT_LIMIT = 1000
+  /**
+   * Answers the broker staged, by answer id, with the ask each answers, oldest first, until a receipt
+   * says how its staging ended; the newest RECENT_LIMIT (a receipt that never comes leaves one here).
+   */
+  const staged = new Map<string, InboundContext>()
 
   const prune = (now: number): void => {
     for (const [id, context] of asks) {
@@ -192,7 +215,11 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
       remember(context)
       if (context.message.expectsReply === true) asks.set(context.message.id, context)
     },
-    queueTurn: (context) => void queued.push(context),
+    queueTurn: (context) => {
+      queued.push(context)
+      // Cut back to the newest RECENT_LIMIT a quarter of it at a time: one move of the array per 250 turns.
+      if (queued.length >= RECENT_LIMIT + RECENT_LIMIT / 4) queued.splice(0, queued.length - RECENT_LIMIT)
+    },
     beginTurn: (messageId, now) => {
       prune(now)
       if (messageId === undefined) {
@@ -208,17 +235,46 @@ export const makeReplyTracker = (askTimeoutMs: number): ReplyTracker => {
     },
     currentTurn: () => current,
     resolve,
-    markReplied: (messageId) => {
+    markReplied: (messageId, stagedAs) => {
+      const ask = asks.get(messageId)
+      // A newer answer: an earlier staged one being replaced no longer reopens the ask.
+      for (const [replyId, answered] of staged) if (answered.message.id === messageId) staged.delete(replyId)
+      if (stagedAs !== undefined && ask !== undefined) {
+        staged.set(stagedAs, ask)
+        if (staged.size > RECENT_LIMIT) {
+          const oldest = staged.keys().next()
+          if (oldest.done !== true) staged.delete(oldest.value)
+        }
+      }
       asks.delete(messageId)
       dropQueued((context) => context.message.id === messageId)
       if (current?.message.id === messageId) current = undefined
     },
+    replyDropped: (replyId) => {
+      const ask = staged.get(replyId)
+      if (ask === undefined) return false
+      staged.delete(replyId)
+      asks.set(ask.message.id, ask)
+      return true
+    },
+    replySettled: (replyId) => void staged.delete(replyId),
     forgetSender: (sessionId) => {
       for (const [id, context] of asks) if (context.from.id === sessionId) asks.delete(id)
+      for (const [replyId, ask] of staged) if (ask.from.id === sessionId) staged.delete(replyId)
     },
     pending: (now) => {
       prune(now)
       return [...asks.values()].sort((a, b) => a.receivedAt - b.receivedAt)
+    },
+    nextExpiry: (now) => {
+      prune(now)
+      let next: number | undefined
+      // `prune` drops an ask once more than its timeout has passed: the first millisecond after it.
+      for (const context of asks.values()) {
+        const at = context.receivedAt + (context.askTimeoutMs ?? askTimeoutMs) + 1
+        if (next === undefined || at < next) next = at
+      }
+      return next
     }
   }
 }

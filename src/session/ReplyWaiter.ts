@@ -15,16 +15,16 @@
  */
 import { Deferred, Exit } from "effect"
 import type { InboundMessage } from "../client/events.ts"
-import type { AskExpired, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
+import type { AskExpired, AskSuperseded, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
 /**
  * How a wait ends without a reply: the peer left, the broker dropped the
- * question, or the generation closed.
+ * question or a later message replaced it, or the generation closed.
  *
  * @category models
  * @since 0.1.0
  */
-export type WaitEnd = ReplyPeerDisconnected | AskExpired | SessionEnded
+export type WaitEnd = ReplyPeerDisconnected | AskExpired | AskSuperseded | SessionEnded
 
 /**
  * The holder of the slot: the question it waits on, and the Deferred its outcome goes into.
@@ -74,7 +74,7 @@ export interface ReplyWaiterSlot {
   readonly route: (inbound: InboundMessage) => boolean
   /** Ends the current wait if it waits for `sessionId` (C-ASK-9). */
   readonly peerLeft: (sessionId: string, error: WaitEnd) => void
-  /** Ends the current wait if it waits on the question `questionId` (the broker dropped it, C-DLV-9). */
+  /** Ends the current wait if it waits on the question `questionId` (the broker dropped or replaced it, C-DLV-9). */
   readonly expired: (questionId: string, error: WaitEnd) => void
   /** Ends whichever wait is current (generation close, C-ASK-2). */
   readonly teardown: (error: WaitEnd) => void

@@ -422,6 +422,28 @@ export type SendFailure =
   | DeliveryUnknown
 
 /**
+ * `This ask was replaced before delivery and will get no reply: <reason>`:
+ * a staged `replace` ask (`delivery-v1`) that a later message of its sender
+ * on the same thread replaced within the window — the broker delivers only
+ * the latest and told the asker with a `superseded` receipt about the
+ * question — so no reply can come and the wait ends now rather than at its
+ * timeout. Ask again, or send the question as the thread's last message.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AskSuperseded extends Data.TaggedError("AskSuperseded")<{
+  /** The question's message id. */
+  readonly questionId: string
+  /** The broker's reason, verbatim. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `This ask was replaced before delivery and will get no reply: ${this.reason}`
+  }
+}
+
+/**
  * How `ask` fails.
  *
  * @category errors
@@ -434,6 +456,7 @@ export type AskFailure =
   | ReplyTimeout
   | ReplyPeerDisconnected
   | AskExpired
+  | AskSuperseded
   | ReplyFailed
   | SessionEnded
 

@@ -104,4 +104,31 @@ describe("UnhandledMessages", () => {
       if (first !== undefined) buffer.handled(first)
       assert.strictEqual(buffer.oldest()?.message.id, "m3")
     }))
+
+  it.effect("caughtUp waits for the messages read before it (handled or kept), not for those read after", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      const m1 = inbound("m1")
+      const m2 = inbound("m2")
+      buffer.offer(m1)
+      buffer.offer(m2)
+      const caughtUp = yield* Effect.forkChild(buffer.caughtUp, { startImmediately: true })
+      buffer.offer(inbound("m3"))
+      buffer.handled(m1)
+      yield* Effect.yieldNow
+      assert.isUndefined(caughtUp.pollUnsafe(), "m2 is not handled yet")
+      buffer.keep(m2)
+      yield* Fiber.join(caughtUp)
+      assert.strictEqual(buffer.size(), 2, "m2 (kept) and m3 still wait")
+    }))
+
+  it.effect("caughtUp completes at once when nothing waits, kept messages aside", () =>
+    Effect.gen(function*() {
+      const buffer = yield* makeUnhandledMessages
+      yield* buffer.caughtUp
+      const m1 = inbound("m1")
+      buffer.offer(m1)
+      buffer.keep(m1)
+      yield* buffer.caughtUp
+    }))
 })

@@ -85,6 +85,48 @@ describe("C-HLT-3/8 what a session publishes", () => {
     }))
 })
 
+describe("C-HLT-3 pendingAsks follows asks retired with no send or receive", () => {
+  /** A connected session owing B one ask, published. */
+  const owingOne = Effect.gen(function*() {
+    const unit = yield* healthy
+    yield* unit.session.connect
+    yield* settle
+    yield* unit.client.push({ ...inboundMessage(B, "q1", "which path?", { expectsReply: true }), askTimeoutMs: 60_000 })
+    yield* settle
+    assert.deepInclude(unit.client.presences().at(-1), { pendingAsks: 1 })
+    return unit
+  })
+
+  it.effect("the asker leaving (C-RPL-10)", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* owingOne
+      yield* client.presence({ _tag: "Left", sessionId: B.id })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 0)
+      assert.deepInclude(client.presences().at(-1), { pendingAsks: 0 })
+    }))
+
+  it.effect("the asker withdrawing its ask (P73)", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* owingOne
+      yield* client.control({ _tag: "Control", from: B, control: { messageId: "q1", action: "cancel", timestamp: 0 } })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 0)
+      assert.deepInclude(client.presences().at(-1), { pendingAsks: 0 })
+    }))
+
+  it.effect("the ask growing older than its asker waits (C-RPL-6)", () =>
+    Effect.gen(function*() {
+      const { client } = yield* owingOne
+      yield* TestClock.adjust(60_000)
+      yield* settle
+      assert.deepInclude(client.presences().at(-1), { pendingAsks: 1 }, "still pending at its timeout")
+      yield* TestClock.adjust(1)
+      yield* settle
+      assert.deepInclude(client.presences().at(-1), { pendingAsks: 0 })
+    }))
+})
+
 describe("C-HLT-8 activity alone is pushed at most once per ACTIVITY_PUSH_INTERVAL", () => {
   /** A connected session with health-v1, 5 s after its connect push, and the presences pushed so far. */
   const connectedAt5s = Effect.gen(function*() {

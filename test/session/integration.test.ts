@@ -20,6 +20,7 @@ import {
   type IntercomSessionService,
   sessionRegistration
 } from "../../src/session/IntercomSession.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import { withBroker } from "../support/broker.ts"
 import { closeOnSimulatedTime, type MemoryBroker, settle, step, withMemoryBroker } from "../support/memory.ts"
 
@@ -167,6 +168,69 @@ describe("session over the broker core", () => {
       const result = yield* completed(asking)
       assert.deepStrictEqual([result.text, result.isError], [`Reply peer disconnected before answering: ${b.id}`, true])
       assert.isFalse(yield* a.session.waiting)
+    }))
+
+  it.effect("the asked peer answers and unregisters in one write: the ask returns the answer (C-ASK-9)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const a = yield* peer(inMemory(broker), A_ID, "A")
+      yield* settle(a.session.status)
+      const b = yield* broker.session({ sessionId: B_ID, name: "B" })
+      const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "Which port?" }))
+      const question = yield* b.client.next("message")
+      // A child that answers its parent and exits: the broker writes its session_left ahead of the answer.
+      yield* b.client.sendRaw(encodeFrames([
+        JSON.stringify({
+          type: "send",
+          to: A_ID,
+          message: { id: "answer-1", timestamp: 1, content: { text: "8080" }, replyTo: question.message.id }
+        }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      yield* settle(Effect.void)
+      const result = yield* completed(asking)
+      assert.deepStrictEqual([result.text, result.isError], ["**Reply from B:**\n8080", false])
+      assert.strictEqual(yield* Queue.size(a.inbox), 0, "the answer was not handed over as a message")
+    }))
+
+  it.effect("a peer asks and unregisters in one write: its ask is not left pending (C-RPL-10)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const a = yield* peer(inMemory(broker), A_ID, "A")
+      yield* settle(a.session.status)
+      const b = yield* broker.session({ sessionId: B_ID, name: "B" })
+      // The broker writes B's session_left ahead of the ask it queued before it.
+      yield* b.client.sendRaw(encodeFrames([
+        JSON.stringify({
+          type: "send",
+          to: A_ID,
+          message: { id: "ask-1", timestamp: 1, content: { text: "Which port?" }, expectsReply: true }
+        }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      yield* settle(Effect.void)
+      const inbound = yield* handed(a)
+      assert.strictEqual(inbound.message.id, "ask-1", "the host still gets the message")
+      assert.strictEqual(yield* a.session.pendingCount, 0)
+    }))
+
+  it.effect("a peer that left and joined again is asking anew: its ask is pending", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const a = yield* peer(inMemory(broker), A_ID, "A")
+      yield* settle(a.session.status)
+      const first = yield* broker.session({ sessionId: B_ID, name: "B" })
+      yield* first.client.sendRaw(encodeFrames([JSON.stringify({ type: "unregister" })]))
+      yield* settle(Effect.void)
+      const again = yield* broker.session({ sessionId: B_ID, name: "B" })
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({
+        type: "send",
+        to: A_ID,
+        message: { id: "ask-2", timestamp: 2, content: { text: "Which port now?" }, expectsReply: true }
+      })]))
+      yield* settle(Effect.void)
+      assert.strictEqual((yield* handed(a)).message.id, "ask-2")
+      assert.strictEqual(yield* a.session.pendingCount, 1)
     }))
 
   it.effect("an interrupted ask sends cancel_ask: the broker then refuses the late reply", () =>

@@ -125,6 +125,23 @@ describe("C-RPL reply tracker", () => {
     assert.strictEqual(errorText(tracker.resolve({}, 4)), "ok:q2")
   })
 
+  it("the queue of turns to come is bounded for a host that never begins turns: the newest are kept", () => {
+    const tracker = makeReplyTracker(600_000)
+    for (let i = 0; i < 3_000; i++) {
+      const context = ask("w-1", "worker", `m-${i}`, i, false)
+      tracker.record(context)
+      tracker.queueTurn(context)
+    }
+    const held: Array<string> = []
+    for (let context = tracker.beginTurn(undefined, 3_000); context !== undefined; context = tracker.beginTurn(undefined, 3_000)) {
+      held.push(context.message.id)
+    }
+    assert.isAtMost(held.length, 1_249)
+    assert.isAtLeast(held.length, 1_000)
+    assert.strictEqual(held.at(-1), "m-2999", "the newest are kept, oldest first")
+    assert.strictEqual(held[0], `m-${3_000 - held.length}`)
+  })
+
   it("C-RPL-3: outside a turn, the single pending ask; none or several are errors", () => {
     const tracker = makeReplyTracker(600_000)
     assert.strictEqual(errorText(tracker.resolve({}, 0)), "No active intercom context to reply to")

@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
+import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
 import {
   deliveryError,
   IntercomNotConnected,
@@ -119,7 +120,8 @@ export interface FakeClientState {
 
 export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const inbox = yield* Queue.unbounded<InboundMessage>()
+    // The client's own buffer: a message stays until the session is done with it, as with the real client.
+    const unhandled = yield* makeUnhandledMessages
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
@@ -141,7 +143,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       supervisorSessionId: undefined,
       posts: [],
       onSend: (request) => Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" }),
-      push: (message) => Effect.asVoid(Queue.offer(inbox, message)),
+      // A copy, as each frame the real client reads is an object of its own (the buffer tells messages apart by identity).
+      push: (message) => Effect.sync(() => unhandled.offer({ ...message })),
       presence: (event) => Effect.asVoid(PubSub.publish(presenceHub, event)),
       control: (event) => Effect.asVoid(PubSub.publish(controlHub, event)),
       cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
@@ -258,9 +261,10 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       answerQuestion: () => Effect.fail(new QuestionsUnavailable()),
       stopQuestion: () => Effect.fail(new QuestionsUnavailable()),
       questionEvents: Stream.empty,
-      messages: Stream.fromQueue(inbox),
-      handled: () => Effect.void,
-      keep: () => Effect.void,
+      messages: unhandled.stream,
+      handled: (message) => Effect.sync(() => unhandled.handled(message)),
+      keep: (message) => Effect.sync(() => unhandled.keep(message)),
+      caughtUp: unhandled.caughtUp,
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({
