@@ -17,6 +17,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { ASK_TIMEOUT_V1, DELIVERY_V1, SUPERVISOR_V1, TRACE_V1 } from "../protocol/features.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import { type AskEdge, AskEdges } from "./AskEdges.ts"
+import { AgedMap } from "./AgedMap.ts"
 import { recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import type { Mail, Peer } from "./Peer.ts"
@@ -29,6 +30,9 @@ export const MAX_ASKS_PER_SESSION = 1024
 
 /** Open asks the broker keeps at once, overall. */
 export const MAX_ASKS = 262_144
+
+/** Asks withdrawn after their edge had closed that `Asks` remembers (`withdrawn`); past it the oldest go. */
+const MAX_WITHDRAWN = 4096
 
 
 /** The announced timeout of an ask, undefined when none was announced, or a refusal. */
@@ -77,6 +81,13 @@ export class Asks {
   readonly edges: AskEdges
 
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
+  /**
+   * Asks their asker withdrew (`cancel_ask`, or `cancel_message` on the ask)
+   * when no edge was open — a reply had closed it — by message key, for as
+   * long as an ask can last (bounded: MAX_WITHDRAWN). Should that reply be
+   * lost, the ask stays withdrawn: `answerLost` does not open it again.
+   */
+  private readonly withdrawn = new AgedMap<string, true>(MAX_WITHDRAWN)
 
   /** @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did. */
   constructor(ctx: RouterContext, withdrawStaged: (senderKey: string, messageId: string) => boolean) {
@@ -102,6 +113,8 @@ export class Asks {
         if (edge !== undefined && edge.askerKey === session.key) this.edges.delete(key)
         // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
+        // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
+        else if (edge === undefined) this.withdrawn.put(key, true, this.ctx.now())
       }
     }
   }
@@ -180,12 +193,25 @@ export class Asks {
    */
   answerLost(edge: AskEdge, now: number): void {
     if (edge.question === true || edge.deadline <= now || this.edges.get(edge.messageKey) !== undefined) return
+    // Its asker withdrew it after the reply had closed it: it stays closed.
+    if (this.withdrawn.size > 0 && this.withdrawn.has(edge.messageKey)) return
     // A copy: the deadline heap tells an open edge from a closed one's leftover entry by identity.
     this.edges.open({ ...edge })
   }
 
-  /** Closes edges past their deadline. */
+  /**
+   * The asker of the ask `messageKey` cancelled it (`cancel_message`): its
+   * edge closes, or, when a reply closed it already, the ask is remembered
+   * as withdrawn (see `withdrawn`).
+   */
+  cancelled(messageKey: string, now: number): void {
+    if (this.edges.get(messageKey) !== undefined) this.edges.delete(messageKey)
+    else this.withdrawn.put(messageKey, true, now)
+  }
+
+  /** Closes edges past their deadline, and forgets withdrawals no ask can outlive. */
   prune(now: number): void {
     this.edges.prune(now)
+    if (this.withdrawn.size > 0) this.withdrawn.expire(now - MAX_ASK_TIMEOUT_MS)
   }
 }

@@ -59,7 +59,7 @@ export class Receipts {
   private readonly held = new HeldReceipts()
 
   /**
-   * @param forget drops what other concerns keep for a cancelled message (its ask edge).
+   * @param forget drops what other concerns keep for a cancelled message (its ask edge, or the ask as withdrawn).
    * @param withdrawStaged takes a sender's staged `replace` message out (ReplaceStaging.withdraw); true when it did.
    */
   constructor(

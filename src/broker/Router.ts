@@ -247,7 +247,7 @@ export class Router {
     const receipts = new Receipts(
       ctx,
       mail,
-      (messageKey) => asks.edges.delete(messageKey),
+      (messageKey) => asks.cancelled(messageKey, ctx.now()),
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, false) !== undefined
     )
     const discovery = new Discovery(ctx, membership)

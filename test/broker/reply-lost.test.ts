@@ -14,7 +14,7 @@ import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, type RegisterOptions, send, type Session } from "../support/broker.ts"
 import { type MemoryBroker, nextStepAt, withMemoryBroker } from "../support/memory.ts"
-import type { WireClient } from "../support/wire.ts"
+import type { WireClient, WireError } from "../support/wire.ts"
 
 const noAsk = "Reply target does not match a pending ask"
 
@@ -153,5 +153,60 @@ describe("P62: a reply lost before it reached its asker leaves the ask open", ()
       yield* messageFor(back.client, again.id)
       yield* settled([replier.client], [back.client])
       assert.deepStrictEqual(repliesIn(back.client), [again.id])
+    }))
+})
+
+// An ask its asker withdrew after the reply had closed its edge stays withdrawn when that reply is lost:
+// a new reply is refused, and the replier's own ask to the asker is not refused as mutual.
+describe("an ask withdrawn after its reply closed it", () => {
+  /** Asked, answered live, withdrawn with `withdraw`, then the asker drops without confirming; the reply is evicted. */
+  const answeredWithdrawnLost = (withdraw: (asker: Session, question: Message) => Effect.Effect<void, WireError>) =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ mailboxCapacity: 2 })
+      const confirming = { frame: { features: [RECEIVED_V1] } }
+      const asker = yield* session(broker, "asker", confirming)
+      const replier = yield* session(broker, "replier")
+      const question = message("what is 2+2?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      const first = message("4", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", first))
+      yield* messageFor(asker.client, first.id)
+      yield* withdraw(asker, question)
+      yield* asker.client.destroy
+      yield* replier.client.next("session_left", (f) => f.sessionId === asker.id)
+      for (const note of [message("note 1"), message("note 2")]) {
+        assertDelivered(yield* send(replier.client, "asker", note), "queued")
+      }
+      yield* replier.client.next("message_receipt", (f) => f.receipt.messageId === first.id)
+      return { broker, confirming, replier, question }
+    })
+
+  it.effect("by cancel_ask: a new reply is refused E_REPLY_TARGET", () =>
+    Effect.gen(function*() {
+      const { question, replier } = yield* answeredWithdrawnLost((asker, question) =>
+        asker.client.send({ type: "cancel_ask", messageId: question.id })
+      )
+      assertFailed(yield* send(replier.client, "asker", message("4, again", { replyTo: question.id })), "E_REPLY_TARGET")
+    }))
+
+  it.effect("by cancel_message on the ask: a new reply is refused E_REPLY_TARGET", () =>
+    Effect.gen(function*() {
+      const { question, replier } = yield* answeredWithdrawnLost((asker, question) =>
+        Effect.gen(function*() {
+          yield* asker.client.send({ type: "cancel_message", messageId: question.id })
+          yield* asker.client.next("delivered", (f) => f.messageId === question.id)
+        })
+      )
+      assertFailed(yield* send(replier.client, "asker", message("4, again", { replyTo: question.id })), "E_REPLY_TARGET")
+    }))
+
+  it.effect("by cancel_ask: the replier's own ask to the returning asker is delivered, not refused as mutual", () =>
+    Effect.gen(function*() {
+      const { broker, confirming, replier } = yield* answeredWithdrawnLost((asker, question) =>
+        asker.client.send({ type: "cancel_ask", messageId: question.id })
+      )
+      yield* session(broker, "asker", confirming)
+      assertDelivered(yield* send(replier.client, "asker", message("your turn?", { expectsReply: true })))
     }))
 })
