@@ -171,8 +171,8 @@ const holdingWarning = (held: number, limit: number): string =>
 /** The warning once the limit made the client confirm what pi has not saved. */
 const releasedWarning = (released: number, limit: number): string =>
   `Intercom: more than ${limit} messages (unsavedMessageLimit) arrived while pi has not saved this session: ` +
-  `the ${released} held are confirmed now, and so is what comes next, so the broker no longer keeps them. ` +
-  `They are in pi's memory only: a quit or crash before the first prompt loses them. Send a prompt to save the session.`
+  `the ${released} held, and what comes next, are confirmed once pi has them, so the broker no longer keeps them. ` +
+  `Those pi has are in its memory only: a quit or crash before the first prompt loses them. Send a prompt to save the session.`
 
 /**
  * Starts the generation of pi session `ctx` (nothing connects here unless

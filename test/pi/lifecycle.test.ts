@@ -335,10 +335,10 @@ describe("pi extension: lifecycle", () => {
 
       await passive("two")
       await passive("three")
-      const released = await ui.nextNotice((notice) => notice.message.includes("are confirmed now"))
+      const released = await ui.nextNotice((notice) => notice.message.includes("are confirmed once pi has them"))
       assert.strictEqual(released.type, "warning")
       assert.include(released.message, "more than 2 messages (unsavedMessageLimit)")
-      assert.include(released.message, "the 3 held are confirmed now")
+      assert.include(released.message, "the 3 held, and what comes next, are confirmed once pi has them")
       assert.include(released.message, "a quit or crash before the first prompt loses them")
       assert.include(await ui.nextStatus("intercom", (text) => text.includes("send a prompt")), "messages not saved: send a prompt")
       assert.strictEqual(ui.notices.length, 2, "each warning once")
