@@ -26,8 +26,23 @@ export class ListenError extends Data.TaggedError("ListenError")<{
   readonly cause: unknown
 }> {
   override get message(): string {
-    return `Cannot listen on ${this.path}: ${this.code} (${String(this.cause)})`
+    // The system's own text names the private name bound first (privateName.ts), a file the user never sees.
+    const why = LISTEN_FAILURES[this.code]
+    return why === undefined
+      ? `Cannot listen on ${this.path}: ${this.code} (${String(this.cause)})`
+      : `Cannot listen on ${this.path}: ${this.code}, ${why}`
   }
+}
+
+/** What the usual `listen` failures mean for the socket path. */
+const LISTEN_FAILURES: Readonly<Record<string, string>> = {
+  // libuv reports a missing directory as EACCES too.
+  EACCES: "its directory does not exist or is not writable by this user",
+  EPERM: "not permitted: its directory is not writable by this user",
+  EADDRINUSE: "a file is already there",
+  ENOENT: "its directory does not exist",
+  ENOTDIR: "a part of its directory path is not a directory",
+  EROFS: "its directory is on a read-only file system"
 }
 
 /** `dialUnix` could not connect to `path`; `ENOENT` or `ECONNREFUSED` mean no broker listens there. */

@@ -119,8 +119,17 @@ describe("serveUnix: the socket file is the listener's own", () => {
       fs.writeFileSync(socketPath, "someone else's")
       const error = yield* Effect.flip(Effect.scoped(serveUnix(socketPath, ignore)))
       assert.strictEqual(error.code, "EADDRINUSE")
+      assert.strictEqual(error.message, `Cannot listen on ${socketPath}: EADDRINUSE, a file is already there`)
       assert.strictEqual(fs.readFileSync(socketPath, "utf8"), "someone else's")
       assert.deepStrictEqual(fs.readdirSync(dir), ["broker.sock"])
+    }))
+
+  // libuv turns the bind's ENOENT into EACCES.
+  it.live("a path in a missing directory fails with EACCES, saying why and naming only the path", () =>
+    Effect.gen(function*() {
+      const socketPath = path.join(yield* tempDir(), "missing", "broker.sock")
+      const error = yield* Effect.flip(Effect.scoped(serveUnix(socketPath, ignore)))
+      assert.strictEqual(error.message, `Cannot listen on ${socketPath}: EACCES, its directory does not exist or is not writable by this user`)
     }))
 
   // The window libuv's unlink-by-name left: the close looked at the path, then another process put
