@@ -20,9 +20,11 @@
  * wakes each writer once per pause with every join since, not once per join
  * (issue 16: 1,000 joins into one scope were 500,000 writer wake-ups and
  * writes). Order is unaffected: a writer collects the feed before anything
- * else it writes (Output.takeForWrite), so no frame overtakes a membership
- * change made before it; only the moment an otherwise idle session hears of
- * a change moves, by at most PACE_MS.
+ * else it writes (Output.takeForWrite), so no frame overtakes a join or
+ * presence change made before it, and writes departures after what was
+ * queued (a session's last messages precede its `session_left`); only the
+ * moment an otherwise idle session hears of a change moves, by at most
+ * PACE_MS.
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
@@ -102,14 +104,14 @@ export class Membership implements FeedSource {
   }
 
   /** Appends the membership changes `peer` has not seen (called by its writer, through Output). */
-  collect(peer: Peer, out: Array<OutFrame>): void {
+  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>): void {
     const session = peer.session
     if (session === undefined) return
     if (peer.owedDepartures !== undefined) {
       for (const id of peer.owedDepartures) out.push(Encode.sessionLeftFrame(id))
       peer.owedDepartures = undefined
     }
-    peer.feedCursor = session.space.feed.collect(peer.feedCursor, session.id, out)
+    peer.feedCursor = session.space.feed.collect(peer.feedCursor, session.id, out, departures)
   }
 
   /**

@@ -124,8 +124,21 @@ export class MembershipFeed {
    * nothing for a session that joined and left in between. A session that left
    * and joined again since is `session_left` (if the recipient saw the earlier
    * join), then the latest state of its new entry.
+   *
+   * A departure of a session that has not joined again goes to `departures`
+   * (by default `out`): the writer puts those after the output already queued
+   * for the recipient, so a session's last messages, queued before it left,
+   * reach it before its `session_left` (C-BRK-33: a `session_left` fails
+   * the asks waiting on that session, so a reply behind it would be lost).
+   * Joins and presence stay first: no message overtakes the join of its
+   * sender. A departure followed by a new join stays with that join, before.
    */
-  collect(cursor: number, selfId: string | undefined, out: Array<OutFrame>): number {
+  collect(
+    cursor: number,
+    selfId: string | undefined,
+    out: Array<OutFrame>,
+    departures: Array<OutFrame> = out
+  ): number {
     if (cursor >= this.lastSeq) return cursor
     let start = this.tail
     while (start !== undefined && start.prev !== undefined && start.prev.seq > cursor) start = start.prev
@@ -138,7 +151,9 @@ export class MembershipFeed {
           out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
         }
       } else if (entry.presentSince <= cursor) {
-        out.push(sessionLeftFrame(entry.id))
+        // Not joined again since: after the queued output; otherwise before its new join.
+        if (this.entries.get(entry.id) === entry) departures.push(sessionLeftFrame(entry.id))
+        else out.push(sessionLeftFrame(entry.id))
       }
     }
     return this.lastSeq

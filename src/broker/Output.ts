@@ -34,8 +34,12 @@ import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
 export interface FeedSource {
-  /** Appends the membership frames `peer` has not seen. */
-  readonly collect: (peer: Peer, out: Array<OutFrame>) => void
+  /**
+   * Appends the membership frames `peer` has not seen: joins and presence to
+   * `out`, written first; departures to `departures`, written after the
+   * output already queued (MembershipFeed.collect).
+   */
+  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
 }
@@ -100,6 +104,8 @@ export class Output {
   private readonly requestFlush: () => void
   /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
   private batching = false
+  /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
+  private readonly departures: Array<OutFrame> = []
   /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
   private spare: WriteBatch | undefined = undefined
 
@@ -336,8 +342,9 @@ export class Output {
   }
 
   /**
-   * Takes everything in `peer`'s outbox as one write: the membership changes
-   * it has not seen first, then the items in order. Mail and notices for a
+   * Takes everything in `peer`'s outbox as one write: the joins and presence
+   * changes it has not seen first, then the items in order, then the
+   * departures (a session's last messages precede its `session_left`). Mail and notices for a
    * session this connection no longer holds (it unregistered, or was taken
    * over) are taken back instead of written.
    */
@@ -348,7 +355,8 @@ export class Output {
     this.spare = undefined
     const frames = batch.frames
     const returnable = batch.returnable
-    this.feed.collect(peer, frames)
+    const departures = this.departures
+    this.feed.collect(peer, frames, departures)
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
@@ -370,6 +378,11 @@ export class Output {
         returnable.push(item)
         frames.push(item.frame)
       }
+    }
+    // After what was queued before them: a session's last messages precede its `session_left`.
+    if (departures.length > 0) {
+      for (let i = 0; i < departures.length; i++) frames.push(departures[i]!)
+      departures.length = 0
     }
     this.roomMade(peer)
     return batch

@@ -194,7 +194,7 @@ export class Router {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
     const output = new Output((item) => mail.takeBack(item), {
-      collect: (peer, out) => membership.collect(peer, out),
+      collect: (peer, out, departures) => membership.collect(peer, out, departures),
       taken: (peer) => membership.taken(peer)
     }, {
       frames: options.outboxCapacity,

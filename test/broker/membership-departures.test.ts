@@ -9,7 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { settled } from "../support/barrier.ts"
-import { list, membershipView, registerFrame, withBroker } from "../support/broker.ts"
+import { assertDelivered } from "../support/assertions.ts"
+import { list, membershipView, message, messageFor, registerFrame, send, withBroker } from "../support/broker.ts"
 
 describe("membership departures", () => {
   it.live("a known session taken over and gone before the watcher collects reaches it as session_left", () =>
@@ -46,5 +47,30 @@ describe("membership departures", () => {
       assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()], [])
       // The flapper registered twice on one connection: both registrations were taken.
       assert.strictEqual(flapper.received().filter((f) => f.type === "registered").length, 2)
+    }))
+})
+
+// C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so a reply the
+// session sent just before it left must come first — the writer collects departures after queued output.
+describe("a departure after a session's last messages", () => {
+  it.live("a reply written with the replier's unregister reaches the asker before its session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const question = message("still there?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      const answer = message("yes, and leaving", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      const order = asker.client.received().flatMap((f) =>
+        f.type === "message" ? [`message ${f.message.id}`] : f.type === "session_left" ? [`left ${f.sessionId}`] : []
+      )
+      assert.deepStrictEqual(order, [`message ${answer.id}`, "left replier"])
     }))
 })
