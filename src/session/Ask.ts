@@ -129,6 +129,11 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      // C-ORD-35: the generation closed while the target was resolved (its teardown already failed this
+      // wait): nothing of it may act after its Scope closed, so the ask ends now and the question is not
+      // sent. Checked in the same synchronous step as the `bind` below, so no close can come in between.
+      const ended = slot.ended()
+      if (ended !== undefined) return yield* ended
       // C-HLT-5, C-HLT-6: a default ask to a target that publishes it cannot take one is sent, not waited for.
       if (request.delivery === undefined && target.acceptsAsks === false) {
         return yield* sendWithoutWaiting(request.to, message, target, timeoutMs)

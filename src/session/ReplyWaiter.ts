@@ -6,7 +6,8 @@
  * - Every settle path names its own waiter: `release`, a routed reply, a
  *   departed peer, a question the broker dropped — so a losing or failing call can never disturb the winner.
  *   Only `teardown` (the session generation closing) ends whichever waiter is
- *   current.
+ *   current, and the slot remembers it: `ended` tells a call that binds its
+ *   waiter afterwards that its generation is over, so it sends nothing.
  * - The outcome is a `Deferred`: a reply routed before the asker started to
  *   wait is kept, never lost.
  *
@@ -76,8 +77,15 @@ export interface ReplyWaiterSlot {
   readonly peerLeft: (sessionId: string, error: WaitEnd) => void
   /** Ends the current wait if it waits on the question `questionId` (the broker dropped or replaced it, C-DLV-9). */
   readonly expired: (questionId: string, error: WaitEnd) => void
-  /** Ends whichever wait is current (generation close, C-ASK-2). */
+  /** Ends whichever wait is current (generation close, C-ASK-2); `ended` answers `error` from then on. */
   readonly teardown: (error: WaitEnd) => void
+  /**
+   * The error `teardown` ended this generation's waits with, once it ran. A
+   * call checks it just before it sends, in the same synchronous step as its
+   * `bind`: a waiter `teardown` failed before it was bound must not send its
+   * question (C-ORD-35).
+   */
+  readonly ended: () => WaitEnd | undefined
   readonly current: () => Waiter | undefined
 }
 
@@ -92,6 +100,7 @@ const sameName = (a: string | undefined, b: string | undefined): boolean =>
  */
 export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
   let current: Waiter | undefined
+  let endedBy: WaitEnd | undefined
 
   return {
     reserve: () => {
@@ -129,8 +138,10 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
       if (waiter !== undefined && waiter.questionId === questionId) Deferred.doneUnsafe(waiter.outcome, Exit.fail(error))
     },
     teardown: (error) => {
+      endedBy ??= error
       if (current !== undefined) Deferred.doneUnsafe(current.outcome, Exit.fail(error))
     },
+    ended: () => endedBy,
     current: () => current
   }
 }

@@ -514,6 +514,25 @@ describe("C-ASK blocking ask", () => {
       const after = yield* session.intercom({ action: "status" })
       assert.strictEqual(after.text, "Intercom not connected: the intercom session has ended")
     }))
+
+  it.effect("C-ORD-35: a generation that closes while an ask resolves its target sends no question", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, session } = yield* withPeers().pipe(Scope.provide(scope))
+      // The ask's target lookup (a `list`) is held until the generation has closed.
+      const listing = yield* Deferred.make<void>()
+      const answerList = yield* Deferred.make<void>()
+      client.onList = Effect.andThen(Deferred.succeed(listing, undefined), Deferred.await(answerList))
+      const fiber = yield* Effect.forkChild(session.ask({ to: "B", message: "q" }))
+      yield* Deferred.await(listing)
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.succeed(answerList, undefined)
+      const exit = yield* Fiber.await(fiber)
+      assert.strictEqual(failureText(exit), "Intercom session ended")
+      assert.deepStrictEqual(client.sends, [], "the closed generation sent nothing")
+      assert.deepStrictEqual(client.cancelAsks(), [], "nothing was sent, so nothing to cancel")
+      assert.isFalse(yield* session.waiting)
+    }))
 })
 
 describe("C-RPL reply and pending through the session", () => {

@@ -114,6 +114,8 @@ export interface FakeClientState {
   onPublish: Effect.Effect<void> | undefined
   /** When set, `cancelAsk` runs this first (a cancel_ask still on its way, as behind a slow socket). */
   onCancelAsk: Effect.Effect<void> | undefined
+  /** When set, `list` runs this first (a hook to act while the broker has not answered the list yet). */
+  onList: Effect.Effect<void> | undefined
   /** Hands a subscribed record to the session, as the broker's fan-out would. */
   readonly topicRecord: (entry: TopicEntry) => Effect.Effect<void>
 }
@@ -156,6 +158,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       topicsTruncated: false,
       onPublish: undefined,
       onCancelAsk: undefined,
+      onList: undefined,
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
     }
     const connection = Effect.suspend(() => {
@@ -174,10 +177,13 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         return fake.group
       },
       connect: connection,
-      list: Effect.andThen(connection, Effect.sync(() => {
-        fake.lists++
-        return fake.sessions
-      })),
+      list: Effect.andThen(
+        connection,
+        Effect.suspend(() => fake.onList ?? Effect.void).pipe(Effect.andThen(Effect.sync(() => {
+          fake.lists++
+          return fake.sessions
+        })))
+      ),
       // Groups are the broker's: the fake answers a peek from `peekable` (nobody by default).
       peek: (group) =>
         Effect.andThen(connection, Effect.sync(() => {
