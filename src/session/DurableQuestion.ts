@@ -20,13 +20,15 @@
  *   A first ask whose outcome is unknown (`RequestTimeout`, `ConnectionLost`:
  *   the broker may have saved it) is also cancelled, bounded, as an aborted
  *   wait is: nobody waits for its answer.
+ * - A wait whose generation closed before the question was asked (C-ORD-35)
+ *   asks nothing and fails with `SessionEnded`.
  */
 import { Data, Deferred, Duration, Effect, Schedule, Stream } from "effect"
 import type { InboundMessage, QuestionEvent } from "../client/events.ts"
 import type { QuestionError } from "../client/ClientQuestions.ts"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
 import type { Message } from "../protocol/frames.ts"
-import type { SessionEnded } from "./errors.ts"
+import { SessionEnded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 
@@ -139,6 +141,10 @@ export const waitDurably = (
       ),
       { startImmediately: true }
     )
+    // C-ORD-35: the generation closed while the question was prepared (a `connect` through a reconnect,
+    // say): nothing of it may act after its Scope closed, so the wait ends and the question is not asked.
+    // Checked in the same synchronous step as the `bind`, so no close can come in between.
+    if (slot.ended() !== undefined) return yield* new SessionEnded()
     let bound = bind()
     const ask = client.askQuestion({ questionId, reason: question.reason, text: question.message.content.text })
     yield* ask.pipe(Effect.tapError((error) => mayBeSaved(error) ? stopBounded(client, questionId) : Effect.void))

@@ -7,9 +7,10 @@
  * `progress_update` only sends; an interview reply is parsed into `details`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option, Queue } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
+import { EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
 import { type ChildBridge, readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
 import { B, inboundMessage, info, settle, type UnitSession, unitSession, withPeers } from "./support.ts"
@@ -202,6 +203,45 @@ describe("contact_supervisor and ask share one reply-waiter slot (C-SUP-3, C-SUP
       // Interruption is cancellation: the broker forgets the ask edge, the slot is free.
       assert.strictEqual(unit.client.cancelAsks().length, 1)
       assert.isFalse(yield* unit.session.waiting)
+    }))
+})
+
+describe("contact_supervisor when its generation closes before the question goes out (C-ORD-35)", () => {
+  /**
+   * A child whose blocking contact is held in `connect` (a reconnect still on its way) while its generation's
+   * Scope closes, then released: the call ends with `Intercom session ended` and nothing reaches the broker.
+   */
+  const closedWhileConnecting = (features: ReadonlyArray<string> | undefined) =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const unit = yield* child().pipe(Scope.provide(scope))
+      if (features !== undefined) unit.client.features = features
+      const connecting = yield* Deferred.make<void>()
+      const connected = yield* Deferred.make<void>()
+      unit.client.onConnect = Effect.andThen(Deferred.succeed(connecting, undefined), Deferred.await(connected))
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* Deferred.await(connecting)
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.succeed(connected, undefined)
+      const result = yield* Fiber.join(fiber)
+      assert.deepStrictEqual([result.text, result.isError], ["Intercom session ended", true])
+      assert.deepStrictEqual(result.details, { error: "SessionEnded" })
+      assert.isFalse(yield* unit.session.waiting)
+      return unit
+    })
+
+  it.effect("the ordinary ask path sends no supervisor_send and no cancel_ask", () =>
+    Effect.gen(function*() {
+      const unit = yield* closedWhileConnecting(undefined)
+      assert.deepStrictEqual(unit.client.supervisorSends, [], "the closed generation sent nothing")
+      assert.deepStrictEqual(unit.client.cancelAsks(), [], "nothing was sent, so nothing to cancel")
+    }))
+
+  it.effect("the durable path (questions-v1) asks no question", () =>
+    Effect.gen(function*() {
+      const unit = yield* closedWhileConnecting([EXACT_SEND_V1, QUESTIONS_V1])
+      assert.deepStrictEqual(unit.client.questionsAsked, [], "the closed generation asked nothing")
+      assert.deepStrictEqual(unit.client.supervisorSends, [])
     }))
 })
 

@@ -116,6 +116,10 @@ export interface FakeClientState {
   onCancelAsk: Effect.Effect<void> | undefined
   /** When set, `list` runs this first (a hook to act while the broker has not answered the list yet). */
   onList: Effect.Effect<void> | undefined
+  /** When set, `connect` runs this first (a hook to act while a connect waits, as on a reconnect). */
+  onConnect: Effect.Effect<void> | undefined
+  /** The id of every durable question asked (`askQuestion`), in order; the fake refuses them all. */
+  readonly questionsAsked: Array<string>
   /** Hands a subscribed record to the session, as the broker's fan-out would. */
   readonly topicRecord: (entry: TopicEntry) => Effect.Effect<void>
 }
@@ -159,6 +163,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onPublish: undefined,
       onCancelAsk: undefined,
       onList: undefined,
+      onConnect: undefined,
+      questionsAsked: [],
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
     }
     const connection = Effect.suspend(() => {
@@ -176,7 +182,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       get group() {
         return fake.group
       },
-      connect: connection,
+      connect: Effect.andThen(Effect.suspend(() => fake.onConnect ?? Effect.void), connection),
       list: Effect.andThen(
         connection,
         Effect.suspend(() => fake.onList ?? Effect.void).pipe(Effect.andThen(Effect.sync(() => {
@@ -259,7 +265,11 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       seedTopics: () => Effect.void,
       topicRecords: Stream.fromPubSub(topicHub),
       // No broker behind the fake: it keeps no durable questions (a base broker, or memory mode).
-      askQuestion: () => Effect.fail(new QuestionsUnavailable()),
+      askQuestion: (question) =>
+        Effect.suspend(() => {
+          fake.questionsAsked.push(question.questionId)
+          return Effect.fail(new QuestionsUnavailable())
+        }),
       questionReceived: () => Effect.void,
       questionDone: () => Effect.void,
       listQuestions: () => Effect.fail(new QuestionsUnavailable()),
