@@ -52,6 +52,7 @@ export const OpSchema = Schema.Union([
   op("Stop", { session: Int }),
   op("Start", { session: Int }),
   op("Kill", { session: Int }),
+  op("Unregister", { session: Int }),
   op("ReplaceGeneration", { session: Int }),
   op("CrashBroker", { downMs: Int }),
   op("Drop", { session: Int, side: SideSchema }),
@@ -86,6 +87,8 @@ export const trafficWeights: OpWeights = {
   Stop: 0,
   Start: 0,
   Kill: 0,
+  // Only with `WorkloadOptions.unregister` (UNREGISTER_WEIGHT); the orderly `Stop` unregisters too.
+  Unregister: 0,
   ReplaceGeneration: 0,
   CrashBroker: 0,
   Drop: 0,
@@ -169,6 +172,30 @@ export interface WorkloadOptions {
    * before (the seeds docs/testing.md names up to issue 16's seventh stop).
    */
   readonly pressure?: boolean
+  /**
+   * Sessions that leave by `unregister` (`Unregister`, weight
+   * UNREGISTER_WEIGHT) and come back under the same id with a later `Start`,
+   * and one session registered ephemeral (`ephemeral-v1`, see
+   * `ephemeralIndexOf`) that ends with its `unregister` and does not come
+   * back during the script. Default false: the standard sweep runs without
+   * them.
+   */
+  readonly unregister?: boolean
+}
+
+/** How often a session leaves by `unregister` in a workload with `unregister`. */
+export const UNREGISTER_WEIGHT = 4
+
+/**
+ * In a workload with `unregister`: the index of the ephemeral session, the
+ * last one (D of four), or none when that is the supervisor or the delegated
+ * child of a workload with groups (their registrations carry grants that a
+ * one-shot session has no use for) or the world has fewer than three.
+ */
+export const ephemeralIndexOf = (sessions: number, groups = false): number | undefined => {
+  const last = sessions - 1
+  if (sessions < 3) return undefined
+  return groups && (last === SUPERVISOR_INDEX || last === childIndexOf(sessions)) ? undefined : last
 }
 
 /** Topics a workload with `topics` publishes on (`topic-0`, `topic-1`, …). */
@@ -230,6 +257,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     ...(groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
     ...(options.delivery === true ? { DeliverySend: DELIVERY_WEIGHT } : {}),
     ...(options.topics === true ? { Publish: TOPICS_PUBLISH_WEIGHT, Subscribe: TOPICS_SUBSCRIBE_WEIGHT } : {}),
+    ...(options.unregister === true ? { Unregister: UNREGISTER_WEIGHT } : {}),
     ...options.weights
   }
   const count = options.ops ?? 40
@@ -296,6 +324,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Stop":
       case "Start":
       case "Kill":
+      case "Unregister":
         ops.push({ _tag: kind, after, session: lifecycleSession() })
         break
       case "ReplaceGeneration":
@@ -392,6 +421,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${name(op.session)} starts`
     case "Kill":
       return `${when} ${name(op.session)} is killed`
+    case "Unregister":
+      return `${when} ${name(op.session)} leaves (unregister)`
     case "ReplaceGeneration":
       return `${when} ${name(op.session)} replaces its generation`
     case "CrashBroker":
@@ -477,6 +508,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           break
         case "Kill":
           yield* nameAt(sessions, op.session)?.kill ?? Effect.void
+          break
+        case "Unregister":
+          yield* nameAt(sessions, op.session)?.unregister ?? Effect.void
           break
         case "ReplaceGeneration":
           yield* nameAt(sessions, op.session)?.replaceGeneration ?? Effect.void
@@ -601,10 +635,19 @@ export const workloadConfig = (
   count: number,
   vary = true,
   groups = false,
-  pressure = true
+  pressure = true,
+  unregister = false
 ): SimulationConfig => {
+  const specs: ReadonlyArray<string | SessionSpec> = groups && count >= 2 ? groupSpecs(count) : sessionNames(count)
+  const ephemeral = unregister ? ephemeralIndexOf(count, groups && count >= 2) : undefined
   const named = config.sessions === undefined
-    ? { ...config, sessions: groups && count >= 2 ? groupSpecs(count) : sessionNames(count) }
+    ? {
+      ...config,
+      sessions: ephemeral === undefined ? specs : specs.map((entry, index) => {
+        const spec = typeof entry === "string" ? { name: entry } : entry
+        return index === ephemeral ? { ...spec, ephemeral: true } : entry
+      })
+    }
     : config
   const varied = vary ? variedConfig(named) : named
   return pressure ? { ...varied, broker: { ...pressureBroker(config.seed), ...varied.broker } } : varied
@@ -617,7 +660,14 @@ export const runWorkload = (
   options: WorkloadOptions = {}
 ): Effect.Effect<SimReport> => {
   const count = sessionCountOf(config, options)
-  const world = workloadConfig(config, count, options.vary ?? true, options.groups === true, options.pressure !== false)
+  const world = workloadConfig(
+    config,
+    count,
+    options.vary ?? true,
+    options.groups === true,
+    options.pressure !== false,
+    options.unregister === true
+  )
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,
     applyOps(ops ?? generateWorkload(config.seed, count, options))
