@@ -52,7 +52,7 @@ export const OpSchema = Schema.Union([
   op("Stop", { session: Int }),
   op("Start", { session: Int }),
   op("Kill", { session: Int }),
-  op("Unregister", { session: Int }),
+  op("Unregister", { session: Int, lingerOps: Int }),
   op("ReplaceGeneration", { session: Int }),
   op("CrashBroker", { downMs: Int }),
   op("Drop", { session: Int, side: SideSchema }),
@@ -174,7 +174,8 @@ export interface WorkloadOptions {
   readonly pressure?: boolean
   /**
    * Sessions that leave by `unregister` (`Unregister`, weight
-   * UNREGISTER_WEIGHT) and come back under the same id with a later `Start`,
+   * UNREGISTER_WEIGHT; half of them stop reading and leave 1–4 ops later,
+   * so mail reaches them that they leave unread) and come back under the same id with a later `Start`,
    * and one session registered ephemeral (`ephemeral-v1`, see
    * `ephemeralIndexOf`) that ends with its `unregister` and does not come
    * back during the script. Default false: the standard sweep runs without
@@ -321,10 +322,13 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Status":
         ops.push({ _tag: "Status", after, session: session(), busy: prng.chance(0.5) })
         break
+      case "Unregister":
+        // Half the time it stops reading and leaves a few ops later, so mail reaches it that it leaves unread.
+        ops.push({ _tag: kind, after, session: lifecycleSession(), lingerOps: prng.chance(0.5) ? 0 : prng.int(1, 4) })
+        break
       case "Stop":
       case "Start":
       case "Kill":
-      case "Unregister":
         ops.push({ _tag: kind, after, session: lifecycleSession() })
         break
       case "ReplaceGeneration":
@@ -422,7 +426,7 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
     case "Kill":
       return `${when} ${name(op.session)} is killed`
     case "Unregister":
-      return `${when} ${name(op.session)} leaves (unregister)`
+      return `${when} ${name(op.session)} ${op.lingerOps > 0 ? `stops reading, and ${op.lingerOps} op(s) later ` : ""}leaves (unregister)`
     case "ReplaceGeneration":
       return `${when} ${name(op.session)} replaces its generation`
     case "CrashBroker":
@@ -456,8 +460,19 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
     const sim = yield* Simulation
     const sessions = sim.sessions
     let counter = 0
-    for (const op of ops) {
+    /** Sessions that stopped reading (`Unregister` with `lingerOps`) and leave before the op at `at`. */
+    let leaving: Array<{ readonly session: SimSession; readonly at: number }> = []
+    /** Those due before the op at `upTo`, in the order they were drawn. */
+    const leave = (upTo: number) =>
+      Effect.gen(function*() {
+        const due = leaving.filter((entry) => entry.at <= upTo)
+        if (due.length === 0) return
+        leaving = leaving.filter((entry) => entry.at > upTo)
+        for (const entry of due) yield* entry.session.unregister
+      })
+    for (const [index, op] of ops.entries()) {
       yield* sim.advance(op.after)
+      yield* leave(index)
       counter++
       switch (op._tag) {
         case "Send": {
@@ -509,9 +524,17 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "Kill":
           yield* nameAt(sessions, op.session)?.kill ?? Effect.void
           break
-        case "Unregister":
-          yield* nameAt(sessions, op.session)?.unregister ?? Effect.void
+        case "Unregister": {
+          const session = nameAt(sessions, op.session)
+          if (session === undefined) break
+          if (op.lingerOps > 0 && (yield* session.running)) {
+            yield* session.stall("client")
+            leaving.push({ session, at: index + op.lingerOps })
+          } else {
+            yield* session.unregister
+          }
           break
+        }
         case "ReplaceGeneration":
           yield* nameAt(sessions, op.session)?.replaceGeneration ?? Effect.void
           break
@@ -573,6 +596,7 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         }
       }
     }
+    yield* leave(Number.POSITIVE_INFINITY)
   })
 
 /**
