@@ -460,7 +460,7 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
     const sim = yield* Simulation
     const sessions = sim.sessions
     let counter = 0
-    /** Sessions that stopped reading (`Unregister` with `lingerOps`) and leave before the op at `at`. */
+    /** Sessions that stopped reading (`Unregister` with `lingerOps`) and leave before the op at `at`, `lingerOps` ops later. */
     let leaving: Array<{ readonly session: SimSession; readonly at: number }> = []
     /** Those due before the op at `upTo`, in the order they were drawn. */
     const leave = (upTo: number) =>
@@ -529,7 +529,7 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           if (session === undefined) break
           if (op.lingerOps > 0 && (yield* session.running)) {
             yield* session.stall("client")
-            leaving.push({ session, at: index + op.lingerOps })
+            leaving.push({ session, at: index + op.lingerOps + 1 })
           } else {
             yield* session.unregister
           }
@@ -652,7 +652,8 @@ export const variedConfig = (config: SimulationConfig): SimulationConfig => {
 /**
  * The config a generated workload runs in: `count` sessions unless the config
  * names them (with `groups`, over two groups with a supervisor and its child:
- * `groupSpecs`), varied by seed.
+ * `groupSpecs`; with `unregister`, the session at `ephemeralIndexOf`
+ * ephemeral), varied by seed.
  */
 export const workloadConfig = (
   config: SimulationConfig,

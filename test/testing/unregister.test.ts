@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Simulation, type SimReport } from "../../src/testing/Simulation.ts"
 import { soak } from "../../src/testing/Soak.ts"
-import { ephemeralIndexOf, generateWorkload, runSimulation, workloadConfig } from "../../src/testing/Workload.ts"
+import { ephemeralIndexOf, generateWorkload, type Op, runSimulation, runWorkload, workloadConfig } from "../../src/testing/Workload.ts"
 
 const indexOf = (trace: ReadonlyArray<string>, text: string): number => trace.findIndex((line) => line.includes(text))
 
@@ -53,6 +53,23 @@ describe("sessions that leave by unregister", () => {
       assert.strictEqual(indexOf(report.trace, "one-shot session"), -1)
       assert.strictEqual(report.messages.delivered, 1)
       assert.strictEqual(report.messages.failedNotified, 0)
+    }))
+
+  it.effect("an Unregister op with lingerOps: the session stops reading, the next op's mail reaches it unread, and it leaves before the op after", () =>
+    Effect.gen(function*() {
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Send", after: 0, from: 1, to: 3 },
+        { _tag: "Unregister", after: 5, session: 3, lingerOps: 1 },
+        { _tag: "Send", after: 500, from: 1, to: 3 },
+        { _tag: "List", after: 100, from: 0 }
+      ]
+      const report = yield* runWorkload({ seed: 24 }, ops, { unregister: true })
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      const second = indexOf(report.trace, "B send D \"msg 3 B→D\" → m2 socket_delivered")
+      const left = indexOf(report.trace, "D unregisters (ephemeral: it has ended)")
+      const told = indexOf(report.trace, "B told m2 expired: Mailbox delivery expired at once")
+      assert.isTrue(second >= 0 && left > second && told > left, "D did not leave m2 unread after it was written to it")
+      assert.strictEqual(report.messages.failedNotified, 1)
     }))
 
   it("the flag adds Unregister ops and one ephemeral session; without it the seed's workload and world are as before", () => {
