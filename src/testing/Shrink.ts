@@ -97,6 +97,8 @@ export interface FailureFlags {
   readonly groups?: boolean
   readonly delivery?: boolean
   readonly topics?: boolean
+  /** Sessions leave by `unregister`, one of them ephemeral (`--unregister`). */
+  readonly unregister?: boolean
   readonly hostJournal?: boolean
   /** Hosts that refuse hand-offs while busy (`--host-refusals`, which implies `--host-journal`). */
   readonly hostRefusals?: boolean
@@ -123,6 +125,7 @@ export const formatFailure = (
     ...(groups ? [" --groups"] : []),
     ...(options.delivery === true ? [" --delivery"] : []),
     ...(options.topics === true ? [" --topics"] : []),
+    ...(options.unregister === true ? [" --unregister"] : []),
     ...(journal ? [" --host-journal"] : []),
     ...(refusals ? [" --host-refusals"] : []),
     ...(options.clientTimings === true ? [" --client-timings"] : []),
@@ -133,7 +136,8 @@ export const formatFailure = (
     ...(hostile ? ["hostile: true"] : []),
     ...(groups ? ["groups: true"] : []),
     ...(options.delivery === true ? ["delivery: true"] : []),
-    ...(options.topics === true ? ["topics: true"] : [])
+    ...(options.topics === true ? ["topics: true"] : []),
+    ...(options.unregister === true ? ["unregister: true"] : [])
   ]
   const hostJournal = refusals
     ? ", hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals }"

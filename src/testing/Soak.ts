@@ -203,6 +203,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
           groups: options.groups === true,
           delivery: options.delivery === true,
           topics: options.topics === true,
+          unregister: options.unregister === true,
           hostJournal: config.hostJournal !== undefined,
           hostRefusals: config.hostJournal?.refusals !== undefined,
           clientTimings: config.clientTimings !== undefined,

@@ -52,6 +52,7 @@ export const OpSchema = Schema.Union([
   op("Stop", { session: Int }),
   op("Start", { session: Int }),
   op("Kill", { session: Int }),
+  op("Unregister", { session: Int, lingerOps: Int }),
   op("ReplaceGeneration", { session: Int }),
   op("CrashBroker", { downMs: Int }),
   op("Drop", { session: Int, side: SideSchema }),
@@ -86,6 +87,8 @@ export const trafficWeights: OpWeights = {
   Stop: 0,
   Start: 0,
   Kill: 0,
+  // Only with `WorkloadOptions.unregister` (UNREGISTER_WEIGHT); the orderly `Stop` unregisters too.
+  Unregister: 0,
   ReplaceGeneration: 0,
   CrashBroker: 0,
   Drop: 0,
@@ -169,6 +172,31 @@ export interface WorkloadOptions {
    * before (the seeds docs/testing.md names up to issue 16's seventh stop).
    */
   readonly pressure?: boolean
+  /**
+   * Sessions that leave by `unregister` (`Unregister`, weight
+   * UNREGISTER_WEIGHT; half of them stop reading and leave 1–4 ops later,
+   * so mail reaches them that they leave unread) and come back under the same id with a later `Start`,
+   * and one session registered ephemeral (`ephemeral-v1`, see
+   * `ephemeralIndexOf`) that ends with its `unregister` and does not come
+   * back during the script. Default false: the standard sweep runs without
+   * them.
+   */
+  readonly unregister?: boolean
+}
+
+/** How often a session leaves by `unregister` in a workload with `unregister`. */
+export const UNREGISTER_WEIGHT = 4
+
+/**
+ * In a workload with `unregister`: the index of the ephemeral session, the
+ * last one (D of four), or none when that is the supervisor or the delegated
+ * child of a workload with groups (their registrations carry grants that a
+ * one-shot session has no use for) or the world has fewer than three.
+ */
+export const ephemeralIndexOf = (sessions: number, groups = false): number | undefined => {
+  const last = sessions - 1
+  if (sessions < 3) return undefined
+  return groups && (last === SUPERVISOR_INDEX || last === childIndexOf(sessions)) ? undefined : last
 }
 
 /** Topics a workload with `topics` publishes on (`topic-0`, `topic-1`, …). */
@@ -230,6 +258,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
     ...(groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
     ...(options.delivery === true ? { DeliverySend: DELIVERY_WEIGHT } : {}),
     ...(options.topics === true ? { Publish: TOPICS_PUBLISH_WEIGHT, Subscribe: TOPICS_SUBSCRIBE_WEIGHT } : {}),
+    ...(options.unregister === true ? { Unregister: UNREGISTER_WEIGHT } : {}),
     ...options.weights
   }
   const count = options.ops ?? 40
@@ -292,6 +321,10 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
         break
       case "Status":
         ops.push({ _tag: "Status", after, session: session(), busy: prng.chance(0.5) })
+        break
+      case "Unregister":
+        // Half the time it stops reading and leaves a few ops later, so mail reaches it that it leaves unread.
+        ops.push({ _tag: kind, after, session: lifecycleSession(), lingerOps: prng.chance(0.5) ? 0 : prng.int(1, 4) })
         break
       case "Stop":
       case "Start":
@@ -392,6 +425,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${name(op.session)} starts`
     case "Kill":
       return `${when} ${name(op.session)} is killed`
+    case "Unregister":
+      return `${when} ${name(op.session)} ${op.lingerOps > 0 ? `stops reading, and ${op.lingerOps} op(s) later ` : ""}leaves (unregister)`
     case "ReplaceGeneration":
       return `${when} ${name(op.session)} replaces its generation`
     case "CrashBroker":
@@ -425,8 +460,19 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
     const sim = yield* Simulation
     const sessions = sim.sessions
     let counter = 0
-    for (const op of ops) {
+    /** Sessions that stopped reading (`Unregister` with `lingerOps`) and leave before the op at `at`, `lingerOps` ops later. */
+    let leaving: Array<{ readonly session: SimSession; readonly at: number }> = []
+    /** Those due before the op at `upTo`, in the order they were drawn. */
+    const leave = (upTo: number) =>
+      Effect.gen(function*() {
+        const due = leaving.filter((entry) => entry.at <= upTo)
+        if (due.length === 0) return
+        leaving = leaving.filter((entry) => entry.at > upTo)
+        for (const entry of due) yield* entry.session.unregister
+      })
+    for (const [index, op] of ops.entries()) {
       yield* sim.advance(op.after)
+      yield* leave(index)
       counter++
       switch (op._tag) {
         case "Send": {
@@ -478,6 +524,17 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "Kill":
           yield* nameAt(sessions, op.session)?.kill ?? Effect.void
           break
+        case "Unregister": {
+          const session = nameAt(sessions, op.session)
+          if (session === undefined) break
+          if (op.lingerOps > 0 && (yield* session.running)) {
+            yield* session.stall("client")
+            leaving.push({ session, at: index + op.lingerOps + 1 })
+          } else {
+            yield* session.unregister
+          }
+          break
+        }
         case "ReplaceGeneration":
           yield* nameAt(sessions, op.session)?.replaceGeneration ?? Effect.void
           break
@@ -539,6 +596,7 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         }
       }
     }
+    yield* leave(Number.POSITIVE_INFINITY)
   })
 
 /**
@@ -594,17 +652,27 @@ export const variedConfig = (config: SimulationConfig): SimulationConfig => {
 /**
  * The config a generated workload runs in: `count` sessions unless the config
  * names them (with `groups`, over two groups with a supervisor and its child:
- * `groupSpecs`), varied by seed.
+ * `groupSpecs`; with `unregister`, the session at `ephemeralIndexOf`
+ * ephemeral), varied by seed.
  */
 export const workloadConfig = (
   config: SimulationConfig,
   count: number,
   vary = true,
   groups = false,
-  pressure = true
+  pressure = true,
+  unregister = false
 ): SimulationConfig => {
+  const specs: ReadonlyArray<string | SessionSpec> = groups && count >= 2 ? groupSpecs(count) : sessionNames(count)
+  const ephemeral = unregister ? ephemeralIndexOf(count, groups && count >= 2) : undefined
   const named = config.sessions === undefined
-    ? { ...config, sessions: groups && count >= 2 ? groupSpecs(count) : sessionNames(count) }
+    ? {
+      ...config,
+      sessions: ephemeral === undefined ? specs : specs.map((entry, index) => {
+        const spec = typeof entry === "string" ? { name: entry } : entry
+        return index === ephemeral ? { ...spec, ephemeral: true } : entry
+      })
+    }
     : config
   const varied = vary ? variedConfig(named) : named
   return pressure ? { ...varied, broker: { ...pressureBroker(config.seed), ...varied.broker } } : varied
@@ -617,7 +685,14 @@ export const runWorkload = (
   options: WorkloadOptions = {}
 ): Effect.Effect<SimReport> => {
   const count = sessionCountOf(config, options)
-  const world = workloadConfig(config, count, options.vary ?? true, options.groups === true, options.pressure !== false)
+  const world = workloadConfig(
+    config,
+    count,
+    options.vary ?? true,
+    options.groups === true,
+    options.pressure !== false,
+    options.unregister === true
+  )
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,
     applyOps(ops ?? generateWorkload(config.seed, count, options))

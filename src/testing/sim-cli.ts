@@ -12,6 +12,8 @@
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
  *   --traffic      no faults, traffic only
  *   --hostile      two hostile sessions, their attacks mixed into the workload
+ *   --unregister   sessions also leave by unregister and come back; the last one is ephemeral
+ *                  (ephemeral-v1) and stays gone once it unregisters
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
  *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts and reloads too,

@@ -26,6 +26,7 @@ import {
   TOPICS_PUBLISH_WEIGHT,
   TOPICS_SUBSCRIBE_WEIGHT,
   trafficWeights,
+  UNREGISTER_WEIGHT,
   type WorkloadOptions
 } from "./Workload.ts"
 
@@ -166,6 +167,10 @@ const flags = {
     "Mix sends with delivery modes (steer, queue, passive) and bursts of replace updates into the workload (delivery-v1; docs/testing.md)"
   ),
   topics: toggle("topics", "Mix topic publications and subscriptions into the workload (topics-v1; docs/testing.md)"),
+  unregister: toggle(
+    "unregister",
+    "Sessions also leave by unregister (the client's orderly close: it confirms what it read, then unregisters) and come back under the same id with a later start; the last session registers ephemeral (ephemeral-v1, as the CLI's one-shot commands) and, once it unregisters, stays gone until the end (docs/testing.md)"
+  ),
   workflow: toggle(
     "workflow",
     "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
@@ -245,7 +250,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
           ...(input.hostile ? { Hostile: HOSTILE_WEIGHT } : {}),
           ...(input.groups ? { SupervisorSend: GROUPS_SUPERVISOR_WEIGHT } : {}),
           ...(input.delivery ? { DeliverySend: DELIVERY_WEIGHT } : {}),
-          ...(input.topics ? { Publish: TOPICS_PUBLISH_WEIGHT, Subscribe: TOPICS_SUBSCRIBE_WEIGHT } : {})
+          ...(input.topics ? { Publish: TOPICS_PUBLISH_WEIGHT, Subscribe: TOPICS_SUBSCRIBE_WEIGHT } : {}),
+          ...(input.unregister ? { Unregister: UNREGISTER_WEIGHT } : {})
         }
       }
       : {}),
@@ -253,6 +259,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.groups ? { groups: true } : {}),
     ...(input.delivery ? { delivery: true } : {}),
     ...(input.topics ? { topics: true } : {}),
+    ...(input.unregister ? { unregister: true } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {

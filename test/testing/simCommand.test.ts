@@ -18,7 +18,7 @@ import {
   trafficWeights
 } from "../../src/testing/index.ts"
 import { DELIVERY_WEIGHT } from "../../src/testing/simulation/delivery.ts"
-import { TOPICS_PUBLISH_WEIGHT, TOPICS_SUBSCRIBE_WEIGHT } from "../../src/testing/Workload.ts"
+import { TOPICS_PUBLISH_WEIGHT, TOPICS_SUBSCRIBE_WEIGHT, UNREGISTER_WEIGHT } from "../../src/testing/Workload.ts"
 import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
 
 /** Parses `argv`: the requests the handler was given, and how the command ended. */
@@ -138,6 +138,22 @@ describe("sim command line", () => {
         },
         delivery: true,
         topics: true,
+        pressure: false
+      })
+    }))
+
+  it.effect("--unregister adds sessions leaving by unregister (and an ephemeral one), also in a traffic-only workload; absent, nothing", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--unregister", "--seeds", "2"])
+      assert.strictEqual(soak._tag === "Soak" ? soak.soak.unregister : undefined, true)
+      const plain = yield* requestOf(["--seeds", "2"])
+      assert.strictEqual(plain._tag === "Soak" ? plain.soak.unregister : "not a soak", undefined)
+      const traffic = yield* requestOf(["--unregister", "--traffic", "--seed", "4"])
+      assert.deepStrictEqual(traffic._tag === "Seed" ? traffic.workload : undefined, {
+        ops: 40,
+        sessions: 4,
+        weights: { ...trafficWeights, Unregister: UNREGISTER_WEIGHT },
+        unregister: true,
         pressure: false
       })
     }))

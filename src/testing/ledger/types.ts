@@ -162,6 +162,8 @@ export interface SessionMeta {
   readonly hostile?: boolean
   /** Its group (`groups-v1`); absent or blank is `default`. */
   readonly group?: string | undefined
+  /** Registered short-lived (`ephemeral-v1`): forgotten by the broker once it leaves. */
+  readonly ephemeral?: boolean
   /** A delegated child (`supervisor-v1`): the id of the supervisor it is bound to. */
   readonly supervisor?: string | undefined
 }

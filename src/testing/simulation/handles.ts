@@ -231,8 +231,27 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
         yield* handle.setStatus("idle")
       }),
     inbox: Effect.sync(() => state.generation?.agent.inbox ?? []),
-    start: lifecycle(world, state, "starts", startSession(world, state)),
+    start: lifecycle(
+      world,
+      state,
+      "starts",
+      Effect.suspend(() =>
+        state.ended
+          ? Effect.sync(() => world.ledger.note(`${state.meta.name} start: skipped (an ephemeral session that ended stays gone)`))
+          : startSession(world, state)
+      )
+    ),
     stop: lifecycle(world, state, "stops", stopSession(world, state, "stop")),
+    unregister: lifecycle(
+      world,
+      state,
+      state.meta.ephemeral === true ? "unregisters (ephemeral: it has ended)" : "unregisters",
+      Effect.gen(function*() {
+        if (state.client === undefined) return
+        yield* stopSession(world, state, "stop")
+        if (state.meta.ephemeral === true) state.ended = true
+      })
+    ),
     kill: lifecycle(world, state, "is killed", stopSession(world, state, "kill")),
     replaceGeneration: lifecycle(
       world,

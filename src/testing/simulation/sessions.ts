@@ -76,6 +76,8 @@ export interface SessionState {
   grant: ChildGrant | undefined
   /** Its host journal, kept across clients and generations (`SimulationConfig.hostJournal`). */
   readonly journal: SimJournal | undefined
+  /** An ephemeral session that left by `unregister`: it does not start again until `finish`. */
+  ended: boolean
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -105,6 +107,7 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         name: spec.name,
         scopeId,
         ...(group === undefined ? {} : { group }),
+        ...(spec.ephemeral === true ? { ephemeral: true } : {}),
         ...(spec.supervisor === undefined ? {} : { supervisor: supervisorIdOf(spec.supervisor) })
       }
       world.ledger.addSession(meta)
@@ -124,7 +127,8 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         ownerToken: supervisors.has(id) ? `sim-owner-${world.seed}-${id}` : undefined,
         issued: [],
         grant: undefined,
-        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal)
+        journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal),
+        ended: false
       })
     }
     return states
@@ -237,6 +241,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       sessionId: state.meta.id,
       scopeId: state.meta.scopeId,
       ...(state.meta.group === undefined ? {} : { group: state.meta.group }),
+      ...(state.meta.ephemeral === true ? { ephemeral: true } : {}),
       ...(state.ownerToken === undefined ? {} : { ownerToken: state.ownerToken, issuedGrants: state.issued }),
       ...(state.grant === undefined
         ? {}

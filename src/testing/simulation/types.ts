@@ -48,6 +48,14 @@ export interface SessionSpec {
    * and supervisors").
    */
   readonly supervisor?: string | undefined
+  /**
+   * A short-lived session (`ephemeral-v1`, `IntercomClientOptions.ephemeral`),
+   * as the CLI's one-shot commands register: once it leaves by `unregister`
+   * (`SimSession.unregister`) it never starts again during the script (a
+   * `start` is skipped); `finish` starts it again, a fresh registration under
+   * the same id, so that the final checks see the whole world.
+   */
+  readonly ephemeral?: boolean | undefined
 }
 
 /**
@@ -305,6 +313,13 @@ export interface SimSession {
   readonly start: Effect.Effect<void>
   /** Orderly stop: the generation closes, the client unregisters and disconnects. */
   readonly stop: Effect.Effect<void>
+  /**
+   * Leaves by `unregister` (the orderly stop, named as the workload's
+   * `Unregister` op names it): a session comes back with a later `start`; an
+   * ephemeral one (`SessionSpec.ephemeral`) has ended and does not (its
+   * later `start`s are skipped until `finish`).
+   */
+  readonly unregister: Effect.Effect<void>
   /** The process dies: its connection drops on its side, then everything closes. */
   readonly kill: Effect.Effect<void>
   /** A new session generation over the same client (what a host reload does). */
