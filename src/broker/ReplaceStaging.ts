@@ -21,7 +21,8 @@
  * lost-mail notices. A staged *ask* whose sender leaves is dropped (C-DLV-9)
  * and its sender gets an `expired` receipt saying so when it registers again:
  * a sender whose connection dropped comes back with a client still waiting
- * for the answer, which the receipt ends. Its sender may withdraw a staged
+ * for the answer, which the receipt ends. Its other staged messages are
+ * delivered at once (see `hooks`). Its sender may withdraw a staged
  * message (`withdraw`: `cancel_message`, `cancel_ask`).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
@@ -151,16 +152,26 @@ export class ReplaceStaging {
     for (const entry of this.staged.values()) {
       if (entry.deliverAt > now) return
       this.remove(entry)
-      const target = this.ctx.registry.byKey.get(entry.mail.targetKey)
-      if (target === undefined || target.peer.state !== "registered") {
-        this.dropForRecipient(entry, undefined)
-        continue
-      }
-      this.deliver(entry, target)
+      this.handOver(entry)
     }
   }
 
-  /** A recipient that leaves loses what was staged for it; a sender that leaves, its staged asks, and is told (C-DLV-9). */
+  /** A staged message taken out of staging goes to its recipient's live delivery, or is dropped if it left. */
+  private handOver(entry: Staged): void {
+    const target = this.ctx.registry.byKey.get(entry.mail.targetKey)
+    if (target === undefined || target.peer.state !== "registered") return this.dropForRecipient(entry, undefined)
+    this.deliver(entry, target)
+  }
+
+  /**
+   * A recipient that leaves loses what was staged for it; a sender that
+   * leaves, its staged asks, and is told (C-DLV-9). The rest a sender that
+   * leaves had staged is delivered at once, as at its window's close: no
+   * later message of its can replace it now, and delivered now it reaches
+   * its recipient before the sender's `session_left` (Output.takeForWrite),
+   * which a client takes as the end of its asks waiting on that sender
+   * (C-BRK-33) — a staged reply behind it would be lost.
+   */
   readonly hooks: RegistrationHooks = {
     left: (session) => {
       if (this.staged.size === 0) return
@@ -168,9 +179,10 @@ export class ReplaceStaging {
         if (entry.mail.targetKey === session.key) {
           this.remove(entry)
           this.dropForRecipient(entry, session.infoJson)
-        } else if (entry.mail.senderKey === session.key && entry.mail.message.expectsReply === true) {
+        } else if (entry.mail.senderKey === session.key) {
           this.remove(entry)
-          this.dropForAsker(entry, session)
+          if (entry.mail.message.expectsReply === true) this.dropForAsker(entry, session)
+          else this.handOver(entry)
         }
       }
     }

@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import { MAX_STAGED, MAX_STAGED_PER_SENDER } from "../../src/broker/ReplaceStaging.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
 import type { Message } from "../../src/protocol/frames.ts"
 import { settled } from "../support/barrier.ts"
 import { message, messageFor, type RegisterOptions, withBroker } from "../support/broker.ts"
@@ -364,5 +365,31 @@ describe("replace coalescing over a Unix socket", () => {
       assert.strictEqual(copies(b.client, updates[0]!.id), 0)
       assert.strictEqual(copies(b.client, updates[1]!.id), 0)
       assert.strictEqual(copies(b.client, updates[2]!.id), 1)
+    }))
+})
+
+// C-DLV-9 drops a leaving sender's staged asks; the rest it staged is delivered at once, so that it reaches
+// its recipient before the sender's session_left (after which a client gives up on asks to it, C-BRK-33).
+describe("a sender that leaves with replace messages staged", () => {
+  it.effect("a staged reply written with its sender's unregister reaches the asker at once, before the session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const asker = yield* broker.session({ sessionId: "asker", name: "asker" })
+      const replier = yield* broker.session({ sessionId: "replier", name: "replier", frame: { features: [DELIVERY_V1] } })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const question = message("still there?", { expectsReply: true })
+      yield* asker.client.send({ type: "send", to: "replier", message: question })
+      yield* messageFor(replier.client, question.id)
+      const answer = message("yes, and leaving", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer, delivery: "queue", queueMode: "replace", threadId: "t" }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // No clock moves: the window (1.5 s) is not waited out.
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      const order = asker.client.received().flatMap((f) =>
+        f.type === "message" && f.message.id === answer.id ? ["answer"] : f.type === "session_left" ? ["left"] : []
+      )
+      assert.deepStrictEqual(order, ["answer", "left"])
     }))
 })
