@@ -525,6 +525,7 @@ const make = (
         }),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,
+      isDeparted: (sessionId) => Effect.sync(() => departed.has(sessionId)),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

@@ -34,10 +34,13 @@ export interface InboundMessage {
   readonly delivery?: DeliveryChoice
   /**
    * True when this connection had already read its sender's `session_left`
-   * (and no `session_joined` since): the sender wrote it before it left —
-   * the broker writes a departure ahead of the output it queued before it in
-   * the same write. An ask so marked has no asker to answer any more
-   * (`IntercomSession` does not keep it pending, C-RPL-10).
+   * (and no `session_joined` since): the sender wrote it before it left.
+   * The broker writes a departure after the output already queued for the
+   * recipient, so this is rare: output the sender had parked behind
+   * backpressure, a broker that writes departures first (ours did before),
+   * or a message the broker delivers later on its own (a replace-staged one
+   * when its window closes). An ask so marked has no asker to answer any
+   * more (`IntercomSession` does not keep it pending, C-RPL-10).
    */
   readonly senderLeft?: boolean
   /**

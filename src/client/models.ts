@@ -217,6 +217,17 @@ export interface IntercomClientService extends QuestionOperations {
    * `Left` (C-ASK-9). Waits as long as nobody consumes `messages`.
    */
   readonly caughtUp: Effect.Effect<void>
+  /**
+   * Whether `sessionId` is departed as this client last read it: its
+   * `session_left` was read on the live connection and no `session_joined`
+   * since (both are applied as the frames are read, ahead of any consumer
+   * of `presenceEvents`). `false` means no departure is known: the session
+   * joined again since, or its departure was read on an earlier connection
+   * (the record is reset for each), or it is older than the newest 1,000
+   * departures remembered. A consumer that acts on a `Left` later (after
+   * `caughtUp`) reads this to tell whether the session is back.
+   */
+  readonly isDeparted: (sessionId: string) => Effect.Effect<boolean>
   /** Membership events; each subscriber sees those after it subscribed. */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /** Receipts and cancel/supersede notices about messages. */

@@ -39,7 +39,7 @@
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
  */
-import { Cause, Clock, Effect, type Scope, Stream, type Tracer } from "effect"
+import { Cause, Clock, Effect, Option, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
@@ -239,7 +239,8 @@ export const runInbound = (
         const saved = unsaved.size === 0 && (yield* interruptible(journal.checkpoint(context)))
         if (!saved) unsaved.set(context, inbound)
         yield* handOver(context)
-        // Its sender had left already (the broker wrote the departure first): no one waits for an answer (C-RPL-10).
+        // Its sender had left already (read after its departure: parked output, or a broker that reorders):
+        // no one waits for an answer (C-RPL-10).
         if (inbound.senderLeft === true) tracker.forgetSender(from.id)
         // Kept only once recorded: keeping it lets a departure waiting for `caughtUp` act (C-RPL-10).
         // A host that took it already has had it handled, which a later `keep` leaves alone.
@@ -281,18 +282,27 @@ export const runInbound = (
      * A peer left: the wait on it ends (C-ASK-9) and its asks are retired (C-RPL-10) — only once the
      * messages read before the departure were handled (`caughtUp`), so a reply it sent just before it
      * left answers the ask, and an ask it sent is recorded before it is retired. A wait on it also
-     * takes a round trip first: the broker writes a departure ahead of the output it queued before it
-     * in the same write, so the last reply can come after its `session_left`; the answer to a `list`
-     * comes after all of that (the broker's queued output is in order).
+     * takes a round trip first, a guard for brokers that write a `session_left` ahead of the output
+     * queued before it (ours did before it wrote departures after the queued output): the answer to a
+     * `list` comes after everything queued for us before it. Output the peer had parked behind
+     * backpressure can still come after its `session_left`; a message so read is `senderLeft`.
+     *
+     * A peer that is back once the waits end keeps the wait: it joined again since that `Left` was
+     * read, and the wait may be an ask made to it since, which it has. Back means both that the client
+     * has read a `session_joined` for it since (`isDeparted` false) and that the `list` answer names it;
+     * `isDeparted` alone would call a peer back whose departure was read on an earlier connection. Its
+     * earlier asks are retired all the same, as when the `Left` was acted on as it was read.
      */
     const departed = (peerId: string): Effect.Effect<void> =>
       Effect.gen(function*() {
         yield* client.caughtUp
         if (slot.current()?.targetId === peerId) {
-          yield* Effect.ignore(client.list)
+          const listed = yield* Effect.option(client.list)
           yield* client.caughtUp
+          const back = Option.isSome(listed) && listed.value.some((session) => session.id === peerId) &&
+            !(yield* client.isDeparted(peerId))
+          if (!back) slot.peerLeft(peerId, new ReplyPeerDisconnected({ peerId }))
         }
-        slot.peerLeft(peerId, new ReplyPeerDisconnected({ peerId }))
         tracker.forgetSender(peerId)
         yield* generation.pendingChanged // C-HLT-3: its asks no longer count
       })

@@ -1,10 +1,12 @@
 /**
  * A peer's departure never overtakes what it sent before it (C-ASK-9,
  * C-RPL-10). The client reads messages and presence events into separate
- * streams, each drained by its own fiber, and the broker writes a departure
- * ahead of the output it queued before it in the same write: a child that
- * answers its parent and exits at once must still answer the ask (the same
- * over the broker core: integration.test.ts).
+ * streams, each drained by its own fiber, so a consumer may see a `Left`
+ * before the message read ahead of it; and a broker may write a departure
+ * ahead of output queued before it (ours did before it wrote departures
+ * after the queued output; parked output still can be). A child that answers
+ * its parent and exits at once must still answer the ask (the same over the
+ * broker core: integration.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"

@@ -178,7 +178,7 @@ describe("session over the broker core", () => {
       const b = yield* broker.session({ sessionId: B_ID, name: "B" })
       const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "Which port?" }))
       const question = yield* b.client.next("message")
-      // A child that answers its parent and exits: the broker writes its session_left ahead of the answer.
+      // A child that answers its parent and exits: both in one read, the answer then the session_left.
       yield* b.client.sendRaw(encodeFrames([
         JSON.stringify({
           type: "send",
@@ -199,7 +199,7 @@ describe("session over the broker core", () => {
       const a = yield* peer(inMemory(broker), A_ID, "A")
       yield* settle(a.session.status)
       const b = yield* broker.session({ sessionId: B_ID, name: "B" })
-      // The broker writes B's session_left ahead of the ask it queued before it.
+      // The ask and B's session_left come in one write (the departure after the ask queued before it).
       yield* b.client.sendRaw(encodeFrames([
         JSON.stringify({
           type: "send",

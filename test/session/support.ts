@@ -132,6 +132,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const revisions = new Map<string, number>()
+    /** Sessions whose `Left` was pushed and no `Joined` since (`isDeparted`). */
+    const departed = new Set<string>()
     const fake: FakeClientState = {
       sessions: [info(sessionId, { name: "self" })],
       group: "default",
@@ -151,7 +153,13 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onSend: (request) => Effect.succeed({ messageId: request.message.id, delivery: "socket_delivered" }),
       // A copy, as each frame the real client reads is an object of its own (the buffer tells messages apart by identity).
       push: (message) => Effect.sync(() => unhandled.offer({ ...message })),
-      presence: (event) => Effect.asVoid(PubSub.publish(presenceHub, event)),
+      // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
+      presence: (event) =>
+        Effect.suspend(() => {
+          if (event._tag === "Left") departed.add(event.sessionId)
+          else if (event._tag === "Joined") departed.delete(event.session.id)
+          return Effect.asVoid(PubSub.publish(presenceHub, event))
+        }),
       control: (event) => Effect.asVoid(PubSub.publish(controlHub, event)),
       cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
       receipts: () => fake.posts.flatMap((post) => post._tag === "Receipt" ? [post.receipt] : []),
@@ -281,6 +289,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       handled: (message) => Effect.sync(() => unhandled.handled(message)),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,
+      isDeparted: (id) => Effect.sync(() => departed.has(id)),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({
