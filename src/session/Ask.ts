@@ -147,10 +147,15 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       const answered: Delivery = { messageId: message.id, delivery: "socket_delivered" }
       const delivery = yield* Effect.raceFirst(
         sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice }),
-        // Only an answer ends the wait for the acknowledgement; the wait's other ends are read after it, as before.
-        Deferred.await(bound.outcome).pipe(Effect.as(answered), Effect.catch(() => Effect.never))
+        // An answer ends the wait for the acknowledgement, and so does the generation's close (C-ORD-35: a send
+        // still waiting in the client, for a connection say, must not go out for a generation that has ended;
+        // its broker edge, if the question was written, is cancelled). The wait's other ends are read after it.
+        Deferred.await(bound.outcome).pipe(
+          Effect.as(answered),
+          Effect.catch((error) => error._tag === "SessionEnded" ? Effect.fail(error) : Effect.never)
+        )
       ).pipe(
-        Effect.onInterrupt(() => cancelAsk)
+        Effect.onError(() => cancelAsk)
       )
       yield* sending.recordSent(request.to, message)
       if (delivery.delivery === "queued") {

@@ -533,6 +533,23 @@ describe("C-ASK blocking ask", () => {
       assert.deepStrictEqual(client.cancelAsks(), [], "nothing was sent, so nothing to cancel")
       assert.isFalse(yield* session.waiting)
     }))
+
+  it.effect("C-ORD-35: a generation that closes while its question's send waits in the client ends the ask at once and records nothing", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, host, session } = yield* withPeers().pipe(Scope.provide(scope))
+      // The question's send is held in the client (as one waiting for a connection would be), never answered.
+      const sending = yield* Deferred.make<void>()
+      client.onSend = () => Effect.andThen(Deferred.succeed(sending, undefined), Effect.never)
+      const fiber = yield* Effect.forkChild(session.ask({ to: "B", message: "q" }))
+      yield* Deferred.await(sending)
+      const recorded = host.history.length
+      yield* Scope.close(scope, Exit.void)
+      const exit = yield* Fiber.await(fiber)
+      assert.strictEqual(failureText(exit), "Intercom session ended")
+      assert.strictEqual(host.history.length, recorded, "the closed generation recorded no sent question")
+      assert.isFalse(yield* session.waiting)
+    }))
 })
 
 describe("C-RPL reply and pending through the session", () => {
