@@ -36,7 +36,7 @@
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
  * batch of sends a closed connection left unanswered, `unsent`, and when a
  * closed connection is retired, `liveRetired`): they read the connection
- * counters and state this module owns, so they stay beside them. About 610
+ * counters and state this module owns, so they stay beside them. About 645
  * lines; the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the

@@ -21,7 +21,15 @@
  * to wait for and confirms what it handled, as it goes. What is withheld is
  * bounded (`unsavedMessageLimit`, the client's `withholdLimit`): with a UI,
  * the footer shows how many messages wait, a warning comes at half the limit,
- * and another when the limit made the client confirm them anyway.
+ * and another when the limit made the client confirm them anyway
+ * (statusLine.ts decides what the footer and the warnings say).
+ *
+ * Size: one concept — one generation's life, about 420 lines: building its
+ * runtime and layers, feeding pi's events to it, and closing it. What could
+ * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
+ * the status line's text and warnings, statusLine.ts; the pi host, host.ts);
+ * the rest shares the generation's `PiAccess` and its close, so a split
+ * would pass those between modules.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"
@@ -36,7 +44,7 @@ import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { IntercomNotConnected } from "../client/errors.ts"
-import { IntercomClient, type WithheldConfirmations } from "../client/IntercomClient.ts"
+import { IntercomClient } from "../client/IntercomClient.ts"
 import { readIntercomSettings } from "../config/load.ts"
 import type { IntercomSettings } from "../config/settings.ts"
 import { Host, type HostIdentity } from "../session/Host.ts"
@@ -57,6 +65,7 @@ import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { checkpointsDurable } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
+import { statusText, unsavedText, UnsavedWarnings } from "./statusLine.ts"
 
 export type { LifecycleEvent } from "./lifecycleBacklog.ts"
 
@@ -139,40 +148,6 @@ const buildFailure = (error: unknown): ToolResult =>
   )
 
 const cancelled: ToolResult = { text: "Cancelled", isError: true, details: { error: "Cancelled" } }
-
-const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? "" : "s"}`
-
-const statusText = (connected: boolean, waiting: boolean, pending: number, unsaved: string | undefined): string => {
-  const parts = [connected ? "intercom: connected" : "intercom: not connected"]
-  if (waiting) parts.push("waiting for a reply")
-  if (pending > 0) parts.push(plural(pending, "pending ask"))
-  if (unsaved !== undefined) parts.push(unsaved)
-  return parts.join(" · ")
-}
-
-/**
- * The footer's note on mail pi has not saved yet: how many messages the
- * client withholds, or, once the limit made it confirm them, that they are
- * unsaved until the session file exists.
- */
-const unsavedText = (withheld: WithheldConfirmations, saved: boolean): string | undefined =>
-  withheld.withholding
-    ? withheld.messages > 0 ? `${plural(withheld.messages, "message")} not saved yet` : undefined
-    : withheld.limitReleased !== undefined && !saved
-    ? "messages not saved: send a prompt"
-    : undefined
-
-/** The warning at half of `unsavedMessageLimit`: how many are held, why, and what to do. */
-const holdingWarning = (held: number, limit: number): string =>
-  `Intercom: ${plural(held, "received message")} not confirmed yet: pi has not saved this session ` +
-  `(it writes the session file with the first prompt), so the broker keeps ${held === 1 ? "it" : "them"} in case pi ends first. ` +
-  `Send a prompt to save the session. Past ${limit} (unsavedMessageLimit) they are confirmed anyway, and then only pi's memory holds them.`
-
-/** The warning once the limit made the client confirm what pi has not saved. */
-const releasedWarning = (released: number, limit: number): string =>
-  `Intercom: more than ${limit} messages (unsavedMessageLimit) arrived while pi has not saved this session: ` +
-  `the ${released} held, and what comes next, are confirmed once pi has them, so the broker no longer keeps them. ` +
-  `Those pi has are in its memory only: a quit or crash before the first prompt loses them. Send a prompt to save the session.`
 
 /**
  * Starts the generation of pi session `ctx` (nothing connects here unless
@@ -349,21 +324,12 @@ export const startGeneration = (input: {
     let shown: string | undefined
     /** pi has been seen to have written the session file: nothing it holds is unsaved any more. */
     let saved = false
-    let warnedHolding = false
-    let warnedReleased = false
-    const warnAt = Math.ceil(unsavedLimit / 2)
+    const warnings = new UnsavedWarnings(unsavedLimit)
     const notify = (text: string) => access.touch((_pi, c) => c.ui.notify(text, "warning")).pipe(Effect.ignore)
     const refresh = Effect.gen(function*() {
       const withheld = yield* client.withheld
       if (!saved && !withheld.withholding) saved = checkpointsDurable(seed.sessionFile)
-      if (!warnedHolding && withheld.withholding && withheld.messages >= warnAt) {
-        warnedHolding = true
-        yield* notify(holdingWarning(withheld.messages, unsavedLimit))
-      }
-      if (!warnedReleased && !saved && withheld.limitReleased !== undefined) {
-        warnedReleased = true
-        yield* notify(releasedWarning(withheld.limitReleased, unsavedLimit))
-      }
+      for (const warning of warnings.due(withheld, saved)) yield* notify(warning)
       const text = statusText(
         (yield* client.status).connected,
         yield* session.waiting,

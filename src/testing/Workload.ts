@@ -6,8 +6,10 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept — generating and running workloads; the op kinds and their
- * weights are listed together so a seed's draw order stays in one place.
+ * Size: one concept, about 700 lines — generating and running workloads; the
+ * op kinds and their weights are listed together so a seed's draw order stays
+ * in one place, and each op's runner sits beside them, so a workload flag
+ * (`--groups`, `--unregister`, …) adds its draw and its run in one module.
  */
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"
