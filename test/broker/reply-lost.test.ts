@@ -47,6 +47,34 @@ const expectLost = (replier: Session, lost: Message) =>
 const session = (broker: MemoryBroker, sessionId: string, options: RegisterOptions = {}) =>
   broker.session({ sessionId, name: sessionId, ...options })
 
+/**
+ * A `received-v1` asker asks the replier, which answers live; the asker runs `beforeLeaving` (a withdrawal,
+ * or nothing), then drops without confirming it read the reply: the reply goes back to the mailbox (of 2)
+ * and two notes push it out, and the replier is told it was lost.
+ */
+const answeredThenEvicted = (beforeLeaving: (asker: Session, question: Message) => Effect.Effect<void, WireError>) =>
+  Effect.gen(function*() {
+    const broker = yield* withMemoryBroker({ mailboxCapacity: 2 })
+    const confirming = { frame: { features: [RECEIVED_V1] } }
+    const asker = yield* session(broker, "asker", confirming)
+    const replier = yield* session(broker, "replier")
+    const question = message("what is 2+2?", { expectsReply: true })
+    assertDelivered(yield* send(asker.client, "replier", question))
+    yield* messageFor(replier.client, question.id)
+    const first = message("4", { replyTo: question.id })
+    assertDelivered(yield* send(replier.client, "asker", first))
+    yield* messageFor(asker.client, first.id)
+    yield* beforeLeaving(asker, question)
+    yield* asker.client.destroy
+    yield* replier.client.next("session_left", (f) => f.sessionId === asker.id)
+    for (const note of [message("note 1"), message("note 2")]) {
+      assertDelivered(yield* send(replier.client, "asker", note), "queued")
+    }
+    yield* expectLost(replier, first)
+    return { broker, confirming, replier, question }
+  })
+
+
 describe("P62: a reply lost before it reached its asker leaves the ask open", () => {
   it.effect("a queued reply the mailbox evicts: the replier may reply again, and that reply reaches the asker", () =>
     Effect.gen(function*() {
@@ -129,24 +157,8 @@ describe("P62: a reply lost before it reached its asker leaves the ask open", ()
 
   it.effect("a reply delivered live, read but never confirmed, then evicted from the mailbox: the replier may reply again", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ mailboxCapacity: 2 })
-      const confirming = { frame: { features: [RECEIVED_V1] } }
-      const asker = yield* session(broker, "asker", confirming)
-      const replier = yield* session(broker, "replier")
-      const question = message("what is 2+2?", { expectsReply: true })
-      assertDelivered(yield* send(asker.client, "replier", question))
-      yield* messageFor(replier.client, question.id)
-      const first = message("4", { replyTo: question.id })
-      assertDelivered(yield* send(replier.client, "asker", first))
-      yield* messageFor(asker.client, first.id)
       // Gone without confirming it read the reply: the reply goes back to the mailbox, then is pushed out.
-      yield* asker.client.destroy
-      yield* replier.client.next("session_left", (f) => f.sessionId === asker.id)
-      for (const note of [message("note 1"), message("note 2")]) {
-        assertDelivered(yield* send(replier.client, "asker", note), "queued")
-      }
-      yield* expectLost(replier, first)
-
+      const { broker, confirming, question, replier } = yield* answeredThenEvicted(() => Effect.void)
       const again = message("4, again", { replyTo: question.id })
       assertDelivered(yield* send(replier.client, "asker", again), "queued")
       const back = yield* session(broker, "asker", confirming)
@@ -159,32 +171,9 @@ describe("P62: a reply lost before it reached its asker leaves the ask open", ()
 // An ask its asker withdrew after the reply had closed its edge stays withdrawn when that reply is lost:
 // a new reply is refused, and the replier's own ask to the asker is not refused as mutual.
 describe("an ask withdrawn after its reply closed it", () => {
-  /** Asked, answered live, withdrawn with `withdraw`, then the asker drops without confirming; the reply is evicted. */
-  const answeredWithdrawnLost = (withdraw: (asker: Session, question: Message) => Effect.Effect<void, WireError>) =>
-    Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ mailboxCapacity: 2 })
-      const confirming = { frame: { features: [RECEIVED_V1] } }
-      const asker = yield* session(broker, "asker", confirming)
-      const replier = yield* session(broker, "replier")
-      const question = message("what is 2+2?", { expectsReply: true })
-      assertDelivered(yield* send(asker.client, "replier", question))
-      yield* messageFor(replier.client, question.id)
-      const first = message("4", { replyTo: question.id })
-      assertDelivered(yield* send(replier.client, "asker", first))
-      yield* messageFor(asker.client, first.id)
-      yield* withdraw(asker, question)
-      yield* asker.client.destroy
-      yield* replier.client.next("session_left", (f) => f.sessionId === asker.id)
-      for (const note of [message("note 1"), message("note 2")]) {
-        assertDelivered(yield* send(replier.client, "asker", note), "queued")
-      }
-      yield* replier.client.next("message_receipt", (f) => f.receipt.messageId === first.id)
-      return { broker, confirming, replier, question }
-    })
-
   it.effect("by cancel_ask: a new reply is refused E_REPLY_TARGET", () =>
     Effect.gen(function*() {
-      const { question, replier } = yield* answeredWithdrawnLost((asker, question) =>
+      const { question, replier } = yield* answeredThenEvicted((asker, question) =>
         asker.client.send({ type: "cancel_ask", messageId: question.id })
       )
       assertFailed(yield* send(replier.client, "asker", message("4, again", { replyTo: question.id })), "E_REPLY_TARGET")
@@ -192,7 +181,7 @@ describe("an ask withdrawn after its reply closed it", () => {
 
   it.effect("by cancel_message on the ask: a new reply is refused E_REPLY_TARGET", () =>
     Effect.gen(function*() {
-      const { question, replier } = yield* answeredWithdrawnLost((asker, question) =>
+      const { question, replier } = yield* answeredThenEvicted((asker, question) =>
         Effect.gen(function*() {
           yield* asker.client.send({ type: "cancel_message", messageId: question.id })
           yield* asker.client.next("delivered", (f) => f.messageId === question.id)
@@ -203,7 +192,7 @@ describe("an ask withdrawn after its reply closed it", () => {
 
   it.effect("by cancel_ask: the replier's own ask to the returning asker is delivered, not refused as mutual", () =>
     Effect.gen(function*() {
-      const { broker, confirming, replier } = yield* answeredWithdrawnLost((asker, question) =>
+      const { broker, confirming, replier } = yield* answeredThenEvicted((asker, question) =>
         asker.client.send({ type: "cancel_ask", messageId: question.id })
       )
       yield* session(broker, "asker", confirming)
