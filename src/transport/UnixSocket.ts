@@ -67,20 +67,13 @@ interface FileIdentity {
 const sameFile = (a: FileIdentity | undefined, b: FileIdentity): boolean =>
   a !== undefined && a.dev === b.dev && a.ino === b.ino
 
-/** The identity of the file at `file` (a symlink followed), `undefined` when there is none. */
-const identityOf = (file: string): FileIdentity | undefined => {
+/**
+ * The identity of the file at `file`, `undefined` when there is none: the
+ * file a symlink there points to, or with `entry` the directory entry itself.
+ */
+const identityOf = (file: string, entry = false): FileIdentity | undefined => {
   try {
-    const { dev, ino } = fs.statSync(file)
-    return { dev, ino }
-  } catch {
-    return undefined
-  }
-}
-
-/** The identity of the directory entry `file` itself (a symlink not followed). */
-const entryIdentityOf = (file: string): FileIdentity | undefined => {
-  try {
-    const { dev, ino } = fs.lstatSync(file)
+    const { dev, ino } = entry ? fs.lstatSync(file) : fs.statSync(file)
     return { dev, ino }
   } catch {
     return undefined
@@ -121,14 +114,14 @@ const linkRealName = (
  * the microseconds between the rename and the link.
  */
 const removeIfOurs = (file: string, ours: FileIdentity): void => {
-  if (!sameFile(entryIdentityOf(file), ours)) return // deleted, or someone else's: not ours to remove
+  if (!sameFile(identityOf(file, true), ours)) return // deleted, or someone else's: not ours to remove
   const aside = `${file}.${randomBytes(6).toString("hex")}`
   try {
     fs.renameSync(file, aside)
   } catch {
     return // gone meanwhile
   }
-  if (!sameFile(entryIdentityOf(aside), ours)) {
+  if (!sameFile(identityOf(aside, true), ours)) {
     try {
       fs.linkSync(aside, file)
     } catch {
