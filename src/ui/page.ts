@@ -107,17 +107,25 @@ export const APP_JS = String.raw`"use strict";
         return sort.descending ? -order : order;
       });
     }
-    const head = document.createElement("thead");
-    const headRow = head.insertRow();
-    columns.forEach(([label], index) => {
-      const th = document.createElement("th");
-      th.textContent = label + (sort && sort.column === index ? (sort.descending ? " ▼" : " ▲") : "");
-      th.addEventListener("click", () => {
-        const current = sortState[name];
-        sortState[name] = { column: index, descending: current && current.column === index ? !current.descending : false };
-        if (lastView) render(lastView);
+    // The header row is built once and kept: a render replaces only the body, so
+    // a click whose press and release straddle a render still lands on its header.
+    let head = table.tHead;
+    if (!head) {
+      head = table.createTHead();
+      const headRow = head.insertRow();
+      columns.forEach(([label], index) => {
+        const th = document.createElement("th");
+        th.dataset.label = label;
+        th.addEventListener("click", () => {
+          const current = sortState[name];
+          sortState[name] = { column: index, descending: current && current.column === index ? !current.descending : false };
+          if (lastView) render(lastView);
+        });
+        headRow.appendChild(th);
       });
-      headRow.appendChild(th);
+    }
+    [...head.rows[0].cells].forEach((th, index) => {
+      th.textContent = th.dataset.label + (sort && sort.column === index ? (sort.descending ? " ▼" : " ▲") : "");
     });
     const body = document.createElement("tbody");
     for (const row of shown) {
@@ -137,7 +145,8 @@ export const APP_JS = String.raw`"use strict";
       td.className = "muted";
       td.textContent = rows.length === 0 ? "none" : "no row matches the filter";
     }
-    table.replaceChildren(head, body);
+    for (const old of [...table.tBodies]) old.remove();
+    table.appendChild(body);
   };
 
   const fillTotals = (view) => {

@@ -65,13 +65,20 @@ const count = (page: Page, selector: string) => Effect.promise(() => page.locato
  */
 const sessionNames = (page: Page, expected: ReadonlyArray<string>) =>
   Effect.promise(async () => {
-    const cells = page.locator("#sessions tbody tr td:first-child")
-    // A page-side expression (this project's types have no DOM).
-    const rendered = `[...document.querySelectorAll("#sessions tbody tr td:first-child")].map((cell) => cell.textContent)`
-    await page
-      .waitForFunction(`JSON.stringify(${rendered}) === ${JSON.stringify(JSON.stringify(expected))}`, undefined, { timeout: PAGE_WAIT })
-      .catch(() => undefined)
-    return cells.allTextContents()
+    // Playwright's own waits (the page's CSP forbids the string predicates of `waitForFunction`):
+    // each expected name in its row, and no row after the last.
+    const settled = Promise.all([
+      ...expected.map((name, index) =>
+        page
+          .locator(`#sessions tbody tr:nth-child(${index + 1}) > td:first-child`)
+          .filter({ hasText: new RegExp(`^${name}$`) })
+          .waitFor({ state: "attached", timeout: PAGE_WAIT })
+      ),
+      page.locator(`#sessions tbody tr:nth-child(${expected.length + 1})`).waitFor({ state: "detached", timeout: PAGE_WAIT })
+    ])
+    // On a timeout the caller's assertion shows what the page has instead.
+    await settled.catch(() => undefined)
+    return page.locator("#sessions tbody tr td:first-child").allTextContents()
   })
 
 /** A GET with the headers given (node:http, so Host and Origin are the test's); the status and body. */
@@ -143,9 +150,20 @@ describe("intercom ui in a browser", () => {
       )
 
       // Sorting and filtering: a click on "name" sorts the sessions (again: reversed); `/` then text filters them.
-      yield* Effect.promise(() => page.locator("#sessions th", { hasText: "name" }).click())
+      // The first click is pressed, held until the page renders a new view, then released: a click
+      // that straddles a render must still sort (it was lost when a render rebuilt the header row).
+      const nameHeader = page.locator("#sessions th", { hasText: "name" })
+      const box = yield* Effect.promise(() => nameHeader.boundingBox())
+      assert.isNotNull(box)
+      yield* Effect.promise(() => page.evaluate(`document.querySelector("#sessions tbody").dataset.held = "yes"`))
+      yield* Effect.promise(() => page.mouse.move(box.x + box.width / 2, box.y + box.height / 2))
+      yield* Effect.promise(() => page.mouse.down())
+      yield* Effect.promise(() => page.locator("#sessions tbody[data-held]").waitFor({ state: "detached", timeout: PAGE_WAIT }))
+      yield* Effect.promise(() => page.mouse.up())
+      yield* waitFor(page, "#sessions th", "name ▲")
       assert.deepStrictEqual(yield* sessionNames(page, ["alice", "bob"]), ["alice", "bob"])
-      yield* Effect.promise(() => page.locator("#sessions th", { hasText: "name" }).click())
+      yield* Effect.promise(() => nameHeader.click())
+      yield* waitFor(page, "#sessions th", "name ▼")
       assert.deepStrictEqual(yield* sessionNames(page, ["bob", "alice"]), ["bob", "alice"])
       yield* Effect.promise(() => page.keyboard.press("/"))
       yield* Effect.promise(() => page.keyboard.type("bob"))
