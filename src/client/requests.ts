@@ -111,11 +111,19 @@ export const deliveryOfRequest = (request: SendRequest): DeliveryChoice | Delive
   })
 }
 
-/** Whether the `message` of a send frame's text is what the broker accepts (JSON turns NaN into null). */
-const isValidMessageJson = (text: string): boolean => {
+/**
+ * Why the `message` of a send frame's text is not what the broker accepts, or
+ * `undefined` when it is. Read from the text, since JSON writes `NaN` and
+ * `Infinity` as `null`: the refusal names the field and says so.
+ */
+const invalidMessageReason = (text: string): string | undefined => {
   const frame: unknown = JSON.parse(text)
-  return typeof frame === "object" && frame !== null && "message" in frame &&
-    !isFrameDecodeError(decodeMessage(frame.message))
+  if (typeof frame !== "object" || frame === null || !("message" in frame)) return Reason.invalidMessage
+  const decoded = decodeMessage(frame.message)
+  if (!isFrameDecodeError(decoded)) return undefined
+  const field = decoded.field === "" ? "message" : `message.${decoded.field}`
+  return `${Reason.invalidMessage}: ${field}: ${decoded.detail} (JSON writes NaN and Infinity as null); ` +
+    "nothing was sent: correct that field and send again"
 }
 
 /**
@@ -197,8 +205,9 @@ export const sendFrameText = (
       retryable: false
     })
   }
-  if (!isValidMessageJson(text)) {
-    return deliveryError({ messageId, code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage, retryable: false })
+  const invalid = invalidMessageReason(text)
+  if (invalid !== undefined) {
+    return deliveryError({ messageId, code: DeliveryCode.InvalidMessage, reason: invalid, retryable: false })
   }
   return text
 }

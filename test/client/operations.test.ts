@@ -343,7 +343,7 @@ describe("delivery failures from the broker, as typed errors with the broker's r
       })
     }))
 
-  it.live("refused before sending: an invalid message (InvalidMessage), a send frame over 1 MiB (MessageTooLarge)", () =>
+  it.live("refused before sending: an invalid message (InvalidMessage, naming the field), a send frame over 1 MiB (MessageTooLarge)", () =>
     Effect.gen(function*() {
       const { a, b, broker } = yield* pair()
       const observer = yield* broker.session({ name: "observer" })
@@ -353,7 +353,8 @@ describe("delivery failures from the broker, as typed errors with the broker's r
       assertDeliveryError(yield* failure(a, { to: "beta", message: nan }), {
         tag: "InvalidMessage",
         code: DeliveryCode.InvalidMessage,
-        reason: "Invalid message format",
+        reason: "Invalid message format: message.timestamp: Expected number (JSON writes NaN and Infinity as null); " +
+          "nothing was sent: correct that field and send again",
         messageId: nan.id
       })
       // The broker would drop the connection: beta, the observer and alpha itself would see churn.
