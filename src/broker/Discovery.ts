@@ -128,7 +128,8 @@ export class Discovery {
     if (overLimit !== undefined) return this.ctx.refuse(peer, overLimit)
     const session = peer.session
     if (session === undefined) return // from a replaced connection: ignored (P16)
-    if (peer.features.has(HEALTH_V1)) applyHealthPresence(session.health, frame)
+    const now = this.ctx.now()
+    if (peer.features.has(HEALTH_V1)) applyHealthPresence(session.health, frame, now)
     const fields = session.fields
     let changed = false
     let renamed = false
@@ -162,7 +163,6 @@ export class Discovery {
       session.identity = session.ephemeral ? undefined : identityOf(session.space.key, fields, session.realCwd)
       session.space.index(session)
     }
-    const now = this.ctx.now()
     fields.lastActivity = now
     session.infoJson = encodeSessionInfo(session.id, session.endpointEpoch, peer.connection.trustedLocal, fields)
     if (changed || now - session.lastBroadcastAt >= PRESENCE_HEARTBEAT_MS) {

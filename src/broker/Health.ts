@@ -7,8 +7,13 @@
  *
  * - `lastSeen`: the broker clock when it last read a batch of frames from the
  *   session — stamped once per batch, a plain number write, no allocation;
- * - `lastIntercomActivity`: the later of what the session published and the
- *   broker's own stamp, set on both ends when a message is routed live;
+ * - `lastIntercomActivity`: the session's last send or receive, never later
+ *   than the broker's clock. A message routed live sets it on both ends to
+ *   the broker's time of the send; a published value moves it only forward,
+ *   and no further than the broker's clock when it arrives (a client whose
+ *   clock runs ahead of the broker's would otherwise show a future time,
+ *   which a health monitor would read as "active just now" until the
+ *   broker's clock caught up);
  * - `acceptsAsks`, `pendingAsks`: only what the session published (unknown
  *   until it does).
  *
@@ -38,14 +43,17 @@ export class SessionHealth {
 
 /**
  * Applies the health fields of a `presence` frame from a session granted
- * `health-v1` (a base client's are ignored). Returns nothing: health changes
- * are read at `list` time, never broadcast.
+ * `health-v1` (a base client's are ignored), at broker time `now`: a
+ * published `lastIntercomActivity` is capped at `now` and only moves the
+ * stored one forward. Returns nothing: health changes are read at `list`
+ * time, never broadcast.
  */
-export const applyHealthPresence = (health: SessionHealth, frame: PresenceFrame): void => {
+export const applyHealthPresence = (health: SessionHealth, frame: PresenceFrame, now: number): void => {
   if (frame.acceptsAsks !== undefined) health.acceptsAsks = frame.acceptsAsks
   if (frame.pendingAsks !== undefined) health.pendingAsks = frame.pendingAsks
-  if (frame.lastIntercomActivity !== undefined && frame.lastIntercomActivity > health.lastIntercomActivity) {
-    health.lastIntercomActivity = frame.lastIntercomActivity
+  if (frame.lastIntercomActivity !== undefined) {
+    const published = Math.min(frame.lastIntercomActivity, now)
+    if (published > health.lastIntercomActivity) health.lastIntercomActivity = published
   }
 }
 

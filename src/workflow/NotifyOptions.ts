@@ -151,6 +151,8 @@ export const resolveLifecycleNotifyOn = (
  * Whether `event` goes out on the intercom channel (C-WFD-10, open question
  * 9): only events in `notifyOn`, and `active_long_running` only when a user
  * level listed it explicitly — the default list never sends it over intercom.
+ * Sending it when listed departs on purpose from C-WFD-10 (atomic never
+ * sends it), as open question 9 suggests: see docs/workflow.md, "Event lists".
  */
 export const intercomCarries = (event: ControlEvent, notifyOn: ResolvedList<ControlEvent>): boolean =>
   notifyOn.values.has(event) && (event !== "active_long_running" || notifyOn.explicit)

@@ -6,10 +6,12 @@
  * - `true`, and the trimmed, case-insensitive strings `"true"`/`"auto"`,
  *   ask for a generated group (C-GRP-8); they are never literal names.
  *   `false`, `undefined` and blank strings set nothing at their level.
- * - A generated group is shared by its key (C-GRP-9): every item of one
- *   parallel set shares one; a stage outside any parallel set gets its own
- *   (stage or item level) or the run's (run level); a child launched
- *   outside a parallel set shares its run's.
+ * - A generated group is shared by its key (C-GRP-9): when the run level
+ *   decides, every stage of the run, in a parallel set or not, shares the
+ *   run's one; when the item, task/stage or parallel-step level decides,
+ *   every item of one parallel set shares the set's one and a stage outside
+ *   any parallel set gets its own; a child's own `Auto` gives its parallel
+ *   set's, or outside one its run's.
  * - A stage's levels are read most specific first: parallel item, then
  *   task/stage, then parallel step, then run. A child's: its own option,
  *   then the launching session's group, then env `ATOMIC_INTERCOM_GROUP`
@@ -142,11 +144,20 @@ export interface Placement {
   readonly parallelSetId?: string | undefined
 }
 
+/**
+ * Which level's `Auto` won, as far as the generated key is concerned:
+ * a stage's item, task/stage or parallel-step level (`"stage"`), a child's
+ * own option (`"child"`), or the run's (`"run"`).
+ */
+type AutoScope = "stage" | "child" | "run"
+
 /** The key a generated group is shared by (see the module header). */
-const generatedKey = (placement: Placement, level: "item" | "run"): string =>
-  placement.parallelSetId !== undefined
+const generatedKey = (placement: Placement, scope: AutoScope): string =>
+  scope === "run"
+    ? `run\u0000${placement.runId}`
+    : placement.parallelSetId !== undefined
     ? `parallel\u0000${placement.runId}\u0000${placement.parallelSetId}`
-    : level === "run"
+    : scope === "child"
     ? `run\u0000${placement.runId}`
     : `stage\u0000${placement.runId}\u0000${placement.id}`
 
@@ -161,6 +172,8 @@ const generatedKey = (placement: Placement, level: "item" | "run"): string =>
  *
  * resolveStageGroup({ parallelStep: true, run: "team" }, { runId: "r1", id: "review", parallelSetId: "p1" }, {})
  * // { _tag: "Generated", key: "parallel\u0000r1\u0000p1" }: shared by every item of p1
+ * resolveStageGroup({ run: true }, { runId: "r1", id: "review", parallelSetId: "p1" }, {})
+ * // { _tag: "Generated", key: "run\u0000r1" }: the run's one group, in a parallel set or not
  * resolveStageGroup({ run: "team" }, { runId: "r1", id: "plan" }, { tools: ["read"] })
  * // { _tag: "NoGroup" }: no intercom tool
  * ```
@@ -171,9 +184,9 @@ const generatedKey = (placement: Placement, level: "item" | "run"): string =>
 export const resolveStageGroup = (levels: StageGroupLevels, placement: Placement, access: ToolAccess): GroupDecision => {
   if (!canUseIntercom(access)) return { _tag: "NoGroup" }
   const ordered = [
-    [levels.item, "item"],
-    [levels.stage, "item"],
-    [levels.parallelStep, "item"],
+    [levels.item, "stage"],
+    [levels.stage, "stage"],
+    [levels.parallelStep, "stage"],
     [levels.run, "run"]
   ] as const
   for (const [option, level] of ordered) {
@@ -221,7 +234,7 @@ export interface ChildGroupLevels {
 export const resolveChildGroup = (levels: ChildGroupLevels, placement: Placement, access: ToolAccess): GroupDecision => {
   if (!canUseIntercom(access)) return { _tag: "NoGroup" }
   const own = groupChoice(levels.child)
-  if (own !== undefined) return own._tag === "Named" ? own : { _tag: "Generated", key: generatedKey(placement, "run") }
+  if (own !== undefined) return own._tag === "Named" ? own : { _tag: "Generated", key: generatedKey(placement, "child") }
   const env = levels.env ?? {}
   return {
     _tag: "Named",

@@ -116,6 +116,19 @@ describe("health-v1", () => {
       assert.deepInclude(row(yield* list(early.client), "early"), { acceptsAsks: true, lastIntercomActivity: 0 })
     }))
 
+  it.live("a lastIntercomActivity ahead of the broker's clock (a client clock running fast) is capped at the broker's clock", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const ahead = yield* broker.session({ sessionId: "ahead", ...withHealth })
+      const before = yield* Clock.currentTimeMillis
+      yield* ahead.client.send({ type: "presence", lastIntercomActivity: 4_102_444_800_000 }) // 2100-01-01
+      yield* ahead.client.roundTrip
+      const after = yield* Clock.currentTimeMillis
+      const activity = row(yield* list(ahead.client), "ahead").lastIntercomActivity
+      assert.isAtLeast(activity!, before)
+      assert.isAtMost(activity!, after)
+    }))
+
   it.live("a presence with a negative pendingAsks is a protocol error: the connection is closed", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()

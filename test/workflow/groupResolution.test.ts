@@ -55,6 +55,25 @@ describe("group resolution", () => {
     }))
   })
 
+  it("C-GRP-9/10 (property): a run-level auto is one group for the whole run; a parallel-step auto stays the set's", () => {
+    const runAuto = fc.oneof(fc.constant<GroupOption>(true), casing("true"), casing("auto"))
+    const setId = fc.option(fc.constantFrom("p1", "p2", "p3"), { nil: undefined })
+    fc.assert(fc.property(runAuto, fc.array(fc.tuple(fc.constantFrom("plan", "review-a", "review-b", "fix"), setId), { minLength: 2, maxLength: 6 }), (run, stages) => {
+      const keys = stages.map(([id, parallelSetId]) => resolveStageGroup({ run }, { runId: "r1", id, parallelSetId }, {}))
+      assert.strictEqual(new Set(keys.map((d) => JSON.stringify(d))).size, 1)
+      assert.strictEqual(keys[0]!._tag, "Generated")
+    }))
+    // A parallel-step auto still outranks the run's: the set gets its own group, apart from the run's.
+    const planner = resolveStageGroup({ run: true }, { runId: "r1", id: "plan" }, {})
+    const reviewers = ["a", "b"].map((id) =>
+      resolveStageGroup({ parallelStep: true, run: true }, { runId: "r1", id, parallelSetId: "p1" }, {})
+    )
+    assert.deepStrictEqual(reviewers[0], reviewers[1])
+    assert.notDeepEqual(reviewers[0], planner)
+    // A child's own auto in a parallel set is still the set's.
+    assert.deepStrictEqual(resolveChildGroup({ child: true }, { runId: "r1", id: "w1", parallelSetId: "p1" }, {}), reviewers[0])
+  })
+
   it("C-GRP-10: a child's group is its own, then the launcher's, then env, then config, then default", () => {
     const at = { runId: "r1", id: "w1" }
     const env = { ATOMIC_INTERCOM_GROUP: " ", PI_INTERCOM_GROUP: "legacy" }

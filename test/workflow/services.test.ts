@@ -74,17 +74,29 @@ describe("Runs", () => {
 })
 
 describe("Stages", () => {
-  it.effect("C-GRP-9/11: the items of one parallel set share one generated group; a stage without intercom gets none", () =>
+  it.effect("C-GRP-9/11: the items of one parallel set share one generated group, a run-level one is the whole run's; a stage without intercom gets none", () =>
     Effect.gen(function*() {
       const { runs, stages } = yield* services()
       yield* runs.start({ runId: "r1", group: "auto" })
       const log: Log = []
-      const a = yield* stages.open({ runId: "r1", stageId: "a", parallelSetId: "p1" }, stagePorts(log).ports)
-      const b = yield* stages.open({ runId: "r1", stageId: "b", parallelSetId: "p1" }, stagePorts(log).ports)
-      const c = yield* stages.open({ runId: "r1", stageId: "c", parallelSetId: "p2" }, stagePorts(log).ports)
+      const setAuto = { parallelStep: "auto" }
+      const a = yield* stages.open({ runId: "r1", stageId: "a", parallelSetId: "p1", groups: setAuto }, stagePorts(log).ports)
+      const b = yield* stages.open({ runId: "r1", stageId: "b", parallelSetId: "p1", groups: setAuto }, stagePorts(log).ports)
+      const c = yield* stages.open({ runId: "r1", stageId: "c", parallelSetId: "p2", groups: setAuto }, stagePorts(log).ports)
       const d = yield* stages.open({ runId: "r1", stageId: "d", groups: { stage: "review" } }, stagePorts(log).ports)
       const e = yield* stages.open({ runId: "r1", stageId: "e", tools: { noTools: true } }, stagePorts(log).ports)
-      assert.deepStrictEqual([a.group, b.group, c.group, d.group, e.group], ["g1", "g1", "g2", "review", undefined])
+      // Only the run asks: a sequential stage and an item of a parallel set share the run's one group.
+      const plan = yield* stages.open({ runId: "r1", stageId: "plan" }, stagePorts(log).ports)
+      const reviewer = yield* stages.open({ runId: "r1", stageId: "reviewer", parallelSetId: "p3" }, stagePorts(log).ports)
+      assert.deepStrictEqual([a.group, b.group, c.group, d.group, e.group, plan.group, reviewer.group], [
+        "g1",
+        "g1",
+        "g2",
+        "review",
+        undefined,
+        "g3",
+        "g3"
+      ])
     }))
 
   it.effect("C-ORD-1/2/6/7: open → into the stage; after close notifications go once to the parent and a late ask to its post-mortem turn; the stage never reopens", () =>
