@@ -15,9 +15,10 @@
  * forgets a record): a publisher that is still here finds its record gone
  * from answers, and its next publication of that topic is kept anew.
  *
- * A publication with a lower revision than the one kept is stale and changes nothing; any other
- * replaces the record and is written once, as one frame text, to every
- * subscriber's outbox through `Output` (backpressure as for any frame).
+ * A publication with a lower revision than the one kept is stale and
+ * changes nothing; any other replaces the record and is written once, as
+ * one frame text, to every subscriber's outbox through `Output`
+ * (backpressure as for any frame).
  *
  * A session taken over under another name (same id, P16) is named anew in
  * its records. When a session leaves, its subscriptions go (its client subscribes again
@@ -291,8 +292,10 @@ export class Topics {
   /**
    * Past a broker-wide bound (`topicRecords`, `topicBytes`), forgets records
    * whose publisher left, oldest departure first, then those published
-   * longest ago; never the newest (the one just published), so a bound
-   * smaller than one record still keeps that one. O(1) per record forgotten.
+   * longest ago; never the newest (after a publish, the publication just
+   * accepted), so a bound smaller than one record still keeps that one. Also
+   * run when a record's entry grows (its publisher left or was renamed).
+   * O(1) per record forgotten.
    */
   private evict(): void {
     const { topicBytes, topicRecords } = this.ctx.options
