@@ -93,6 +93,10 @@ export interface RouterStats {
   readonly staged: number
   /** Topic records and subscriptions kept (`topics-v1`), over all groups. */
   readonly topicEntries: number
+  /** Topic records kept over all groups (bounded by `topicRecords`). */
+  readonly topicRecords: number
+  /** Estimated bytes of those records (bounded by `topicBytes`; `topicRecordBytes` in Topics.ts). */
+  readonly topicBytes: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -489,7 +493,9 @@ export class Router {
       departed: this.ctx.registry.recent.size,
       queuedChars: this.ctx.output.queuedChars,
       staged: this.staging.size,
-      topicEntries: this.topics.size
+      topicEntries: this.topics.size,
+      topicRecords: this.topics.recordCount,
+      topicBytes: this.topics.recordBytes
     }
   }
 }

@@ -5,10 +5,20 @@
  * It owns, per routing namespace (scope + group, so groups never see each
  * other's topics): the current record of each (publisher, topic), the
  * subscriptions of live sessions, and how many of both it keeps (bounded by
- * `topicEntriesPerGroup`, a clear refusal past it). A publication with a
- * lower revision than the one kept is stale and changes nothing; any other
- * replaces the record and is written once, as one frame text, to every
- * subscriber's outbox through `Output` (backpressure as for any frame).
+ * `topicEntriesPerGroup`, a clear refusal past it). Over all namespaces the
+ * records are bounded too, in count (`topicRecords`) and in bytes
+ * (`topicBytes`, estimated by `topicRecordBytes`), so that a client cycling
+ * through groups cannot make the broker hold more: past either bound a
+ * publication is still accepted and older records are forgotten — first
+ * those whose publisher left, oldest departure first, then those published
+ * longest ago — each in O(1). Nobody is told (as when the retention
+ * forgets a record): a publisher that is still here finds its record gone
+ * from answers, and its next publication of that topic is kept anew.
+ *
+ * A publication with a lower revision than the one kept is stale and
+ * changes nothing; any other replaces the record and is written once, as
+ * one frame text, to every subscriber's outbox through `Output`
+ * (backpressure as for any frame).
  *
  * A session taken over under another name (same id, P16) is named anew in
  * its records. When a session leaves, its subscriptions go (its client subscribes again
@@ -23,9 +33,10 @@
  *
  * Only the four topic frames reach this module; the send path never does.
  *
- * Size: one concept, about 425 lines — the four frames' handlers and the
+ * Size: one concept, about 510 lines — the four frames' handlers and the
  * per-namespace state they share (records, subscribers, the entry bound,
- * the retention prune); a split would pass that state between modules.
+ * the broker-wide bounds and the retention prune, which forget records in
+ * the same places); a split would pass that state between modules.
  */
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
@@ -36,6 +47,13 @@ import type { Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
+
+/**
+ * Estimated memory of one kept record, in bytes: its entry text twice in
+ * UTF-16 (the text, and the parsed record and publisher it was made from),
+ * plus 512 for the maps that hold it. What `topicBytes` bounds.
+ */
+export const topicRecordBytes = (entryJson: string): number => 4 * entryJson.length + 512
 
 /** How long a record whose publisher left is kept (shown unavailable) before it is forgotten. */
 export const UNAVAILABLE_RETENTION_MS = 24 * 3_600_000
@@ -97,7 +115,16 @@ interface Kept {
   fromJson: string
   record: TopicRecord
   entryJson: string
+  /** `topicRecordBytes(entryJson)`, counted in the broker-wide total. */
+  bytes: number
   available: boolean
+}
+
+/** Where one kept record is: its namespace, topic and publisher id. */
+interface Where {
+  readonly spaceKey: string
+  readonly topic: string
+  readonly id: string
 }
 
 /** One topic of a namespace: records by publisher id, subscribers by session key (value: awaitRelease). */
@@ -134,8 +161,12 @@ export class Topics {
   private readonly subscribed = new Map<string, Set<string>>()
   /** Topics each live session published in, by session key. */
   private readonly published = new Map<string, Set<string>>()
-  /** Records whose publisher left, oldest first, to be forgotten after the retention. */
-  private readonly away = new AgedMap<string, { readonly spaceKey: string; readonly topic: string; readonly id: string }>()
+  /** Records whose publisher left, oldest departure first: forgotten after the retention, or first past a broker-wide bound. */
+  private readonly away = new AgedMap<string, Where>()
+  /** Every record, published longest ago first: forgotten in this order past a broker-wide bound once none is away. */
+  private readonly byAge = new AgedMap<string, Where>()
+  /** `topicRecordBytes` of every record, over all namespaces. */
+  private bytes = 0
 
   constructor(ctx: RouterContext) {
     this.ctx = ctx
@@ -163,13 +194,17 @@ export class Topics {
    * the send path's prunes.
    */
   prune(now: number): void {
-    for (const gone of this.away.expire(now - UNAVAILABLE_RETENTION_MS)) {
-      const space = this.spaces.get(gone.spaceKey)
-      const state = space?.topics.get(gone.topic)
-      if (space === undefined || state === undefined || !state.records.delete(gone.id)) continue
-      space.entries--
-      this.tidy(gone.spaceKey, space, gone.topic, state)
-    }
+    for (const gone of this.away.expire(now - UNAVAILABLE_RETENTION_MS)) this.forget(gone)
+  }
+
+  /** Records kept, over all namespaces (what `topicRecords` bounds): for stats and tests. */
+  get recordCount(): number {
+    return this.byAge.size
+  }
+
+  /** Estimated bytes of the records kept, over all namespaces (what `topicBytes` bounds): for stats and tests. */
+  get recordBytes(): number {
+    return this.bytes
   }
 
   /** Records and subscriptions kept, over all namespaces: for stats and tests. */
@@ -231,6 +266,47 @@ export class Topics {
     if (space.topics.size === 0) this.spaces.delete(spaceKey)
   }
 
+  /** Forgets one record: from its topic, its namespace's count, the byte total and both age orders. */
+  private forget(gone: Where): void {
+    const key = keptKey(gone.spaceKey, gone.topic, gone.id)
+    this.away.delete(key)
+    this.byAge.delete(key)
+    const space = this.spaces.get(gone.spaceKey)
+    const state = space?.topics.get(gone.topic)
+    const kept = state?.records.get(gone.id)
+    if (space === undefined || state === undefined || kept === undefined) return
+    state.records.delete(gone.id)
+    space.entries--
+    this.bytes -= kept.bytes
+    this.tidy(gone.spaceKey, space, gone.topic, state)
+  }
+
+  /** Sets a kept record's entry text, keeping the byte total in step. */
+  private setEntry(kept: Kept, entryJson: string): void {
+    const bytes = topicRecordBytes(entryJson)
+    this.bytes += bytes - kept.bytes
+    kept.entryJson = entryJson
+    kept.bytes = bytes
+  }
+
+  /**
+   * Past a broker-wide bound (`topicRecords`, `topicBytes`), forgets records
+   * whose publisher left, oldest departure first, then those published
+   * longest ago; never the newest (after a publish, the publication just
+   * accepted), so a bound smaller than one record still keeps that one. Also
+   * run when a record's entry grows (its publisher left or was renamed).
+   * O(1) per record forgotten.
+   */
+  private evict(): void {
+    const { topicBytes, topicRecords } = this.ctx.options
+    while (this.byAge.size > 1 && (this.byAge.size > topicRecords || this.bytes > topicBytes)) {
+      const gone = this.away.expireOldest(Number.POSITIVE_INFINITY) ??
+        this.byAge.expireOldest(Number.POSITIVE_INFINITY)
+      if (gone === undefined) return
+      this.forget(gone)
+    }
+  }
+
   private get limit(): number {
     return this.ctx.options.topicEntriesPerGroup
   }
@@ -258,15 +334,20 @@ export class Topics {
     const fromJson = fromJsonOf(session)
     const entryJson = entryJsonOf(fromJson, record, true)
     if (kept === undefined) {
-      state.records.set(session.id, { fromJson, record, entryJson, available: true })
+      const fresh: Kept = { fromJson, record, entryJson, bytes: 0, available: true }
+      this.setEntry(fresh, entryJson)
+      state.records.set(session.id, fresh)
       space.entries++
     } else {
       kept.fromJson = fromJson
       kept.record = record
-      kept.entryJson = entryJson
       kept.available = true
+      this.setEntry(kept, entryJson)
     }
-    this.away.delete(keptKey(spaceKey, record.topic, session.id))
+    const key = keptKey(spaceKey, record.topic, session.id)
+    this.away.delete(key)
+    this.byAge.set(key, this.byAge.get(key) ?? { spaceKey, topic: record.topic, id: session.id }, this.ctx.now())
+    this.evict()
     let topics = this.published.get(session.key)
     if (topics === undefined) this.published.set(session.key, topics = new Set())
     topics.add(record.topic)
@@ -402,8 +483,9 @@ export class Topics {
       const kept = space.topics.get(topic)?.records.get(session.id)
       if (kept === undefined || kept.fromJson === fromJson) continue
       kept.fromJson = fromJson
-      kept.entryJson = entryJsonOf(fromJson, kept.record, kept.available)
+      this.setEntry(kept, entryJsonOf(fromJson, kept.record, kept.available))
     }
+    this.evict()
   }
 
   private left(session: Session, now: number): void {
@@ -421,9 +503,11 @@ export class Topics {
       if (state === undefined || kept === undefined || !kept.available) continue
       // C-TOP-12: unavailable, never released; subscribers learn it.
       kept.available = false
-      kept.entryJson = entryJsonOf(kept.fromJson, kept.record, false)
-      this.away.set(keptKey(spaceKey, topic, session.id), { spaceKey, topic, id: session.id }, now)
+      this.setEntry(kept, entryJsonOf(kept.fromJson, kept.record, false))
+      const key = keptKey(spaceKey, topic, session.id)
+      this.away.set(key, this.byAge.get(key) ?? { spaceKey, topic, id: session.id }, now)
       this.fanOut(state, undefined, kept.entryJson)
     }
+    this.evict()
   }
 }

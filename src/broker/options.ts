@@ -87,6 +87,19 @@ export interface BrokerCoreOptions {
    * (extension `topics-v1`); past it a new one is refused. Default 4,096.
    */
   readonly topicEntriesPerGroup?: number
+  /**
+   * Topic records the broker keeps over all groups and scopes (extension
+   * `topics-v1`); past it the records of publishers that left go first,
+   * oldest departure first, then the records published longest ago, and
+   * the new one is kept. Default 65,536.
+   */
+  readonly topicRecords?: number
+  /**
+   * About how many bytes the topic records may take over all groups and
+   * scopes (`topicRecordBytes` in Topics.ts); evicted past it in the same
+   * order as past `topicRecords`. Default 64 MiB.
+   */
+  readonly topicBytes?: number
 }
 
 /** The Unix-socket broker: core settings plus where its files live. */
@@ -133,6 +146,8 @@ export interface ResolvedCoreOptions {
   readonly replayRecords: number
   readonly replayBytes: number
   readonly topicEntriesPerGroup: number
+  readonly topicRecords: number
+  readonly topicBytes: number
 }
 
 /** The default mailbox retention (`--mailbox-retention`): 24 hours. */
@@ -155,6 +170,12 @@ export const mailboxRetentionProblem = (ms: number): string | undefined =>
     : `mailbox retention must be a whole number of milliseconds from ${MIN_MAILBOX_RETENTION_MS} (1 second) to ${MAX_MAILBOX_RETENTION_MS} (30 days), got ${ms}`
 /** The default bound on topic records and subscriptions per group (`--topic-entries`). */
 export const DEFAULT_TOPIC_ENTRIES_PER_GROUP = 4096
+
+/** The default bound on topic records over all groups (`--topic-records`). */
+export const DEFAULT_TOPIC_RECORDS = 65_536
+
+/** The default bound on the bytes of topic records over all groups (`--topic-bytes`): 64 MiB. */
+export const DEFAULT_TOPIC_BYTES = 64 * 1024 * 1024
 
 /** The default coalescing window of `replace` messages (`--replace-window`). */
 export const DEFAULT_REPLACE_WINDOW_MS = 1500
@@ -189,5 +210,7 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   ),
   replayRecords: options.replayRecords ?? 262_144,
   replayBytes: options.replayBytes ?? 64 * 1024 * 1024,
-  topicEntriesPerGroup: options.topicEntriesPerGroup ?? DEFAULT_TOPIC_ENTRIES_PER_GROUP
+  topicEntriesPerGroup: options.topicEntriesPerGroup ?? DEFAULT_TOPIC_ENTRIES_PER_GROUP,
+  topicRecords: options.topicRecords ?? DEFAULT_TOPIC_RECORDS,
+  topicBytes: options.topicBytes ?? DEFAULT_TOPIC_BYTES
 })

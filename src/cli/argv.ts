@@ -32,6 +32,10 @@ export interface BrokerFlags {
   readonly replaceWindowMs?: number | undefined
   /** `--topic-entries`: topic records and subscriptions per group; the default (4096) when absent. Full program only. */
   readonly topicEntriesPerGroup?: number | undefined
+  /** `--topic-records`: topic records over all groups; the default (65,536) when absent. Full program only. */
+  readonly topicRecords?: number | undefined
+  /** `--topic-bytes`: about how many bytes of topic records over all groups; the default (64 MiB) when absent. Full program only. */
+  readonly topicBytes?: number | undefined
   /** `--durability`: where the broker keeps its state; the config file's setting (default sqlite) when absent. */
   readonly durability?: "sqlite" | "memory" | undefined
   /** `--warm-up on|off`: whether the broker warms its own hot path once it listens (WarmUp.ts); off when absent. */

@@ -20,7 +20,9 @@ import * as Schedule from "effect/Schedule"
 import {
   DEFAULT_MAX_SESSIONS,
   DEFAULT_REPLACE_WINDOW_MS,
+  DEFAULT_TOPIC_BYTES,
   DEFAULT_TOPIC_ENTRIES_PER_GROUP,
+  DEFAULT_TOPIC_RECORDS,
   mailboxRetentionProblem
 } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
@@ -62,6 +64,22 @@ const topicEntriesFlag = Flag.Int("topic-entries").pipe(
     `Topic records and subscriptions (topics-v1) the broker keeps per group of a scope (default ${DEFAULT_TOPIC_ENTRIES_PER_GROUP}); past it a publish or subscribe is refused.`
   ),
   Flag.filter((n) => n > 0, (n) => `--topic-entries must be a positive integer, got ${n}`),
+  Flag.optional
+)
+
+const topicRecordsFlag = Flag.Int("topic-records").pipe(
+  Flag.withDescription(
+    `Topic records (topics-v1) the broker keeps over all groups and scopes (default ${DEFAULT_TOPIC_RECORDS}); past it the records of publishers that left are forgotten first, then those published longest ago.`
+  ),
+  Flag.filter((n) => n > 0, (n) => `--topic-records must be a positive integer, got ${n}`),
+  Flag.optional
+)
+
+const topicBytesFlag = Flag.Int("topic-bytes").pipe(
+  Flag.withDescription(
+    `About how many bytes of topic records (topics-v1) the broker keeps over all groups and scopes (default ${DEFAULT_TOPIC_BYTES}, 64 MiB); past it records are forgotten as past --topic-records.`
+  ),
+  Flag.filter((n) => n > 0, (n) => `--topic-bytes must be a positive integer, got ${n}`),
   Flag.optional
 )
 
@@ -132,6 +150,8 @@ const brokerBase = Command.make("broker", {
   mailboxRetention: mailboxRetentionFlag,
   replaceWindow: replaceWindowFlag,
   topicEntries: topicEntriesFlag,
+  topicRecords: topicRecordsFlag,
+  topicBytes: topicBytesFlag,
   durability: durabilityFlag,
   warmUp: warmUpFlag,
   brokerScript: ignoredPathArgument
@@ -145,6 +165,8 @@ const brokerBase = Command.make("broker", {
       mailboxRetentionMs: Option.getOrUndefined(input.mailboxRetention),
       replaceWindowMs: Option.getOrUndefined(input.replaceWindow),
       topicEntriesPerGroup: Option.getOrUndefined(input.topicEntries),
+      topicRecords: Option.getOrUndefined(input.topicRecords),
+      topicBytes: Option.getOrUndefined(input.topicBytes),
       durability: Option.getOrUndefined(input.durability),
       warmUp: Option.getOrUndefined(Option.map(input.warmUp, (value) => value === "on"))
     })

@@ -104,6 +104,8 @@ export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions 
       ...(flags.mailboxRetentionMs === undefined ? {} : { mailboxRetention: flags.mailboxRetentionMs }),
       ...(flags.replaceWindowMs === undefined ? {} : { replaceWindow: flags.replaceWindowMs }),
       ...(flags.topicEntriesPerGroup === undefined ? {} : { topicEntriesPerGroup: flags.topicEntriesPerGroup }),
+      ...(flags.topicRecords === undefined ? {} : { topicRecords: flags.topicRecords }),
+      ...(flags.topicBytes === undefined ? {} : { topicBytes: flags.topicBytes }),
       durability: flags.durability ?? resolution.settings.durability,
       warmUp: flags.warmUp ?? false
     }
