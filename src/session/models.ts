@@ -20,6 +20,7 @@ import type { LifecycleStatus } from "./render.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import type { ChildBridge } from "./supervisorBridge.ts"
 import type { ToolVisibility } from "./ToolExposure.ts"
+import type { IntercomToolParams } from "./toolParams.ts"
 
 // ---------------------------------------------------------------------------
 // Options, requests, results
@@ -271,81 +272,13 @@ export interface StatusReport {
 }
 
 /**
- * Parameters of the `intercom` tool, as a model writes them.
+ * Parameters of the `intercom` tool, as a model writes them: derived from
+ * their Schema in `toolParams.ts`, which lists and documents every field.
  *
  * @category models
  * @since 0.1.0
  */
-export interface IntercomToolParams {
-  /** `list`, `send`, `ask`, `reply`, `pending` or `status`. */
-  readonly action: string
-  readonly to?: string | undefined
-  readonly message?: string | undefined
-  /** Checked against C-TOOL-5 before anything is sent. */
-  readonly attachments?: unknown
-  readonly replyTo?: string | undefined
-  /**
-   * For `reply`: answer the ask with this failure text instead; the asker's
-   * `ask` ends as an error with exactly this text (C-ASK-7). `message` may
-   * then be left out.
-   */
-  readonly replyError?: string | undefined
-  /** For `ask`: overrides `askTimeoutMs`. */
-  readonly timeoutMs?: number | undefined
-  /** For `list` and `status`: `"project"` or `"all"` (C-TOOL-16). */
-  readonly scope?: string | undefined
-  /**
-   * Read-only (C-GRP-5, C-GRP-6): on `list`, another group to peek at; on
-   * `status`, another group to count too; on `send`/`ask`/`reply`, only the
-   * own group is accepted. Blank or absent: the own group.
-   */
-  readonly group?: string | undefined
-  /**
-   * For `send`/`ask`/`reply`: `steer` (default), `queue` or `passive` (never
-   * for `ask`) (C-DLV-1, C-ASK-10). On an `ask`, an explicit mode waits
-   * whatever the target's health; absent, a target publishing
-   * `acceptsAsks: false` gets the question without a wait (C-HLT-5, C-HLT-6).
-   */
-  readonly delivery?: string | undefined
-  /** For `delivery: "queue"`: `stack` or `replace` (C-DLV-4). */
-  readonly queueMode?: string | undefined
-  /** For `queueMode: "replace"`: the thread key (C-DLV-5). */
-  readonly threadId?: string | undefined
-  /** For `send`: legacy alias of `delivery: "passive"` (C-DLV-3). */
-  readonly passive?: boolean | undefined
-  /** Topics (`topics-v1`): the exact topic of `publish`, `subscribe`, `unsubscribe`; a filter for `topics`. */
-  readonly topic?: string | undefined
-  /** For `publish`: `update` (default), `blocker`, `decision` or `release` (C-TOP-4). */
-  readonly event?: string | undefined
-  /** For `publish`: the resource this state is about. */
-  readonly resource?: string | undefined
-  /** For `publish`: `held` or `released` (needs `resource`). */
-  readonly ownership?: string | undefined
-  /** For `subscribe`: also be interrupted by `release` publications (C-TOP-9). */
-  readonly awaitRelease?: boolean | undefined
-  /** For `result`: the archived report's address, `result:<UUID>` (C-WKR-2). */
-  readonly ref?: string | undefined
-  /** Durable questions (`questions-v1`): the question of `question`, `answer` and `stop` (its answer is `message`). */
-  readonly questionId?: string | undefined
-  /**
-   * Supervised workers: the run handle from the delegation receipt (`run-3`) for `peek`, `steer` (its
-   * instruction is `message`), `stop` and live `result` (C-WKR-2). With `run`, `stop` and `result` act on
-   * the worker; without it, on the durable question (`questionId`) or the archived report (`ref`).
-   */
-  readonly run?: string | undefined
-  /**
-   * For `result`: the page's first UTF-16 unit (default 0); for `results`: the first report (default 0);
-   * for `questions`: where the page starts (default 0).
-   */
-  readonly offset?: number | undefined
-  /**
-   * For `result`: UTF-16 units per page (2–100,000, default 20,000); for `results`: reports (1–50, default 20);
-   * for `questions`: questions per page (1–100, default 20).
-   */
-  readonly limit?: number | undefined
-  /** For `questions`, `question`, `answer`, `stop`: the supervisor session id to act for (default: this session). */
-  readonly owner?: string | undefined
-}
+export type { IntercomToolParams }
 
 /**
  * A tool-style result: errors are results too, never thrown (C-TOOL-12). An

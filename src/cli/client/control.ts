@@ -18,10 +18,11 @@
  * each other's session over (P16): a second watch finds the first one
  * answering and refuses to start.
  */
-import { Data, Duration, Effect, Option, Schema, type Scope } from "effect"
+import { Data, Duration, Effect, Option, Schema, SchemaIssue, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
+import type { ToolResult } from "../../session/IntercomSession.ts"
+import { IntercomToolParams } from "../../session/toolParams.ts"
 import type { Connection } from "../../transport/Connection.ts"
 import { listenReplacingStale } from "../../transport/staleSocket.ts"
 import { dialUnix, serveUnix } from "../../transport/UnixSocket.ts"
@@ -82,28 +83,13 @@ export const controlLocation = (
 // Frames
 // ---------------------------------------------------------------------------
 
-const ControlRequest = Schema.Struct({
-  type: Schema.Literal("intercom"),
-  action: Schema.String,
-  to: Schema.optionalKey(Schema.String),
-  message: Schema.optionalKey(Schema.String),
-  replyTo: Schema.optionalKey(Schema.String),
-  /** `reply --error`: answer the ask with a failure (C-ASK-7). */
-  replyError: Schema.optionalKey(Schema.String),
-  timeoutMs: Schema.optionalKey(Schema.Finite),
-  /** The tool's read-only `group` (`--group`), checked by the watch's own session (C-GRP-5/6). */
-  group: Schema.optionalKey(Schema.String),
-  /** Topic actions (`topics-v1`): the topic and a publication's fields. */
-  topic: Schema.optionalKey(Schema.String),
-  event: Schema.optionalKey(Schema.String),
-  resource: Schema.optionalKey(Schema.String),
-  ownership: Schema.optionalKey(Schema.String),
-  awaitRelease: Schema.optionalKey(Schema.Boolean),
-  /** Result archive actions (`results-v1`): the report's address and the page or listing window. */
-  ref: Schema.optionalKey(Schema.String),
-  offset: Schema.optionalKey(Schema.Finite),
-  limit: Schema.optionalKey(Schema.Finite)
-})
+/**
+ * A request: `type: "intercom"` and the tool's parameters, every field of
+ * their one Schema (session/toolParams.ts), so none can be left out here.
+ */
+const ControlRequest = Schema.Struct({ type: Schema.Literal("intercom"), ...IntercomToolParams.fields })
+
+const ControlRequestJson = Schema.fromJsonString(ControlRequest)
 
 const ControlResponse = Schema.Struct({
   type: Schema.Literal("result"),
@@ -112,28 +98,44 @@ const ControlResponse = Schema.Struct({
   details: Schema.Record(Schema.String, Schema.Unknown)
 })
 
-const decodeRequest = Schema.decodeUnknownOption(Schema.fromJsonString(ControlRequest))
 const decodeResponse = Schema.decodeUnknownOption(Schema.fromJsonString(ControlResponse))
 
-const encodeRequest = (params: IntercomToolParams): string =>
-  JSON.stringify({
-    type: "intercom",
-    action: params.action,
-    ...(params.to === undefined ? {} : { to: params.to }),
-    ...(params.message === undefined ? {} : { message: params.message }),
-    ...(params.replyTo === undefined ? {} : { replyTo: params.replyTo }),
-    ...(params.replyError === undefined ? {} : { replyError: params.replyError }),
-    ...(params.timeoutMs === undefined ? {} : { timeoutMs: params.timeoutMs }),
-    ...(params.group === undefined ? {} : { group: params.group }),
-    ...(params.topic === undefined ? {} : { topic: params.topic }),
-    ...(params.event === undefined ? {} : { event: params.event }),
-    ...(params.resource === undefined ? {} : { resource: params.resource }),
-    ...(params.ownership === undefined ? {} : { ownership: params.ownership }),
-    ...(params.awaitRelease === undefined ? {} : { awaitRelease: params.awaitRelease }),
-    ...(params.ref === undefined ? {} : { ref: params.ref }),
-    ...(params.offset === undefined ? {} : { offset: params.offset }),
-    ...(params.limit === undefined ? {} : { limit: params.limit })
+/** A request frame that does not hold the tool's parameters: what is wrong where, in words. */
+export class InvalidControlRequest extends Data.TaggedError("InvalidControlRequest")<{
+  /** Each problem as `<field>: <what is wrong>` (just the problem when it is the frame as a whole). */
+  readonly problems: ReadonlyArray<string>
+}> {
+  override get message(): string {
+    return `Invalid control request: ${
+      this.problems.join("; ")
+    }. Nothing was run. (A watch started from another version of intercom may not know a parameter; restart the watch.)`
+  }
+}
+
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const invalidRequest = (error: Schema.SchemaError): InvalidControlRequest =>
+  new InvalidControlRequest({
+    problems: formatIssue(error.issue).issues.map((issue) => {
+      const field = (issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))
+      return field.length === 0 ? issue.message : `${field.join(".")}: ${issue.message}`
+    })
   })
+
+/**
+ * A request frame's parameters. A field the tool does not have, or a field of
+ * the wrong shape, fails with every such field named: a parameter is never
+ * dropped on the way (the action would then run as a different one).
+ */
+export const decodeRequest = (text: string): Effect.Effect<IntercomToolParams, InvalidControlRequest> =>
+  Schema.decodeUnknownEffect(ControlRequestJson)(text, { errors: "all", onExcessProperty: "error" }).pipe(
+    Effect.map(({ type: _type, ...params }) => params),
+    Effect.mapError(invalidRequest)
+  )
+
+/** The request frame carrying `params`: every parameter that is set. */
+export const encodeRequest = (params: IntercomToolParams): Effect.Effect<string, InvalidControlRequest> =>
+  Schema.encodeEffect(ControlRequestJson)({ type: "intercom", ...params }).pipe(Effect.mapError(invalidRequest))
 
 const encodeResponse = (result: ToolResult): string =>
   JSON.stringify({ type: "result", text: result.text, isError: result.isError, details: result.details })
@@ -151,20 +153,23 @@ export class WatchLost extends Data.TaggedError("WatchLost")<{ readonly name: st
 
 /**
  * Hands `params` to the watch listening on `socketPath`. `None` when no watch
- * answers there (no socket, or a stale one); then nothing was sent.
+ * answers there (no socket, or a stale one); then nothing was sent. Fails
+ * with `InvalidControlRequest`, before dialing, when a parameter cannot be
+ * sent (a number that is not finite).
  */
 export const delegate = (
   socketPath: string,
   name: string,
   params: IntercomToolParams
-): Effect.Effect<Option.Option<ToolResult>, WatchLost> =>
+): Effect.Effect<Option.Option<ToolResult>, WatchLost | InvalidControlRequest> =>
   Effect.scoped(
     Effect.gen(function*() {
+      const request = yield* encodeRequest(params)
       const dialed = yield* Effect.option(dialUnix(socketPath))
       if (Option.isNone(dialed)) return Option.none()
       const connection = dialed.value
       const lost = () => new WatchLost({ name })
-      yield* connection.writeAll([encodeRequest(params)]).pipe(Effect.mapError(lost))
+      yield* connection.writeAll([request]).pipe(Effect.mapError(lost))
       const frames = yield* connection.read.pipe(Effect.mapError(lost))
       const response = decodeResponse(frames[0] ?? "")
       if (Option.isNone(response)) return yield* lost()
@@ -213,17 +218,17 @@ const serveOne = (
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const frames = yield* connection.read
-    const request = decodeRequest(frames[0] ?? "")
-    if (Option.isNone(request)) {
+    const request = yield* Effect.result(decodeRequest(frames[0] ?? ""))
+    if (request._tag === "Failure") {
       return yield* connection.writeAll([encodeResponse({
-        text: "Invalid control request",
+        text: request.failure.message,
         isError: true,
-        details: { error: "InvalidControlRequest" }
+        details: { error: request.failure._tag, problems: request.failure.problems }
       })])
     }
     // Whichever ends first: the action, or the command hanging up (which interrupts the action).
     const outcome = yield* Effect.raceFirst(
-      Effect.map(run(request.value), Option.some),
+      Effect.map(run(request.success), Option.some),
       Effect.as(Effect.exit(connection.read), Option.none<ToolResult>())
     )
     if (Option.isNone(outcome)) return

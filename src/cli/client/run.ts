@@ -62,7 +62,7 @@ export const runAction = (
     if (Option.isSome(context.success.control)) {
       const delegated = yield* Effect.result(delegate(context.success.control.value.socketPath, context.success.name, params))
       if (delegated._tag === "Failure") {
-        return yield* finish(input, params, errorResult("WatchLost", delegated.failure.message), "watch")
+        return yield* finish(input, params, errorResult(delegated.failure._tag, delegated.failure.message), "watch")
       }
       if (Option.isSome(delegated.success)) return yield* finish(input, params, delegated.success.value, "watch")
     }

@@ -1,0 +1,60 @@
+/**
+ * Commands run with the `--name` of a running `intercom watch` act through
+ * it (docs/cli.md, "Names and session ids" 3) with every parameter they were
+ * given, as real processes: a passive send arrives passive, a replace send is
+ * staged, and `answer --session` answers the supervisor's durable question —
+ * each `"via": "watch"`. The frame itself: test/cli/control.test.ts.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { makeClient, registrationOf, subscribe } from "../client/support.ts"
+import { get, jsonOf, makeAgent, runCli, startWatch } from "./support.ts"
+
+const TIMEOUT = 60_000
+
+describe("commands through a watch keep their parameters", () => {
+  it.live("send --delivery passive and a replace send, as the watch boss, reach planner as they would without it", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const planner = yield* startWatch(agent, "planner")
+      yield* startWatch(agent, "boss")
+
+      const passive = yield* runCli(agent, ["send", "--delivery", "passive", "--name", "boss", "--json", "planner", "fyi only"])
+      assert.strictEqual(passive.code, 0, passive.stderr)
+      assert.strictEqual(get(jsonOf(passive), "via"), "watch")
+      yield* planner.waitStdout(/\[message, passive\] boss \([^)]+\) · \S+\n\s+fyi only/)
+
+      const args = ["send", "--delivery", "queue", "--queue-mode", "replace", "--thread", "build", "--name", "boss"]
+      const replace = yield* runCli(agent, [...args, "planner", "build 10%"])
+      assert.strictEqual(replace.code, 0, replace.stderr)
+      assert.match(replace.stdout.trim(), /^Message queued for planner \(replace mode, thread "build": .+\)$/)
+      yield* planner.waitStdout(/\[message, queued\] boss \([^)]+\) · \S+\n\s+build 10%/)
+    }), TIMEOUT)
+
+  it.live("answer <id> --session S through a watch answers S's durable question", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      yield* startWatch(agent, "boss") // spawns the broker the clients below dial
+      const options = (sessionId: string, name: string) => ({
+        agentDir: agent.agentDir,
+        intercomDir: agent.intercomDir,
+        socketPath: agent.socketPath,
+        sessionId,
+        registration: registrationOf(name),
+        launch: false as const
+      })
+      const supervisor = yield* makeClient({ ...options("sup-dlg-1", "planner"), ownerToken: "a-long-random-owner-token" })
+      const grant = yield* supervisor.client.authorizeChild("worker")
+      const child = yield* makeClient({ ...options("child-dlg-1", "worker"), group: "run-1", supervisorGrant: grant })
+      const events = yield* subscribe(child.client.questionEvents, "question events")
+      yield* child.client.askQuestion({ questionId: "q-dlg", reason: "need_decision", text: "Ship it?" })
+
+      const answered = yield* runCli(agent, ["answer", "q-dlg", "ship", "it", "--session", "sup-dlg-1", "--name", "boss", "--json"])
+      assert.strictEqual(answered.code, 0, answered.stderr || answered.stdout)
+      assert.strictEqual(get(jsonOf(answered), "via"), "watch")
+      assert.match(String(get(jsonOf(answered), "text")), /^Answer saved for question q-dlg and sent to worker/)
+      assert.deepInclude(yield* events.next(undefined, "20 seconds"), { _tag: "Answered", questionId: "q-dlg", answer: "ship it" })
+      yield* child.close
+      yield* supervisor.close
+    }), TIMEOUT)
+})
