@@ -179,20 +179,17 @@ export interface PublishInput {
 
 // Control characters (C0, DEL, C1) and the line/paragraph separators.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
-// Control characters a text body may not hold (C-TOOL-6): C0 but TAB, LF and CR, DEL, C1.
-const TEXT_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
-
 /**
  * Why `text` is not a publication's text for its characters, or undefined:
  * the first control character other than TAB, LF and CR (C-TOOL-6), by its
  * code and 1-based position.
  */
 const textControlProblem = (text: string): string | undefined => {
-  const found = TEXT_CONTROL.exec(text)
-  if (found === null) return undefined
-  const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
-  return `text contains the control character U+${code} at position ${found.index + 1}: ` +
-    "only TAB, LF and CR are allowed in a text, remove it (or describe it in words) and publish again"
+  const found = Limits.textControlOf(text)
+  return found === undefined
+    ? undefined
+    : `text contains the control character ${found.code} at position ${found.position}: ` +
+      "only TAB, LF and CR are allowed in a text, remove it (or describe it in words) and publish again"
 }
 
 /**
