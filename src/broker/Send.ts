@@ -27,7 +27,7 @@
  * StoreJournal.ts and ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { MAX_ID_LENGTH, MAX_TARGET_LENGTH } from "../protocol/limits.ts"
+import { MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
@@ -168,6 +168,13 @@ export class Send {
     })
   }
 
+  /** Refuses a send whose text holds a control character (C-TOOL-6), naming it. */
+  private failTextControl(peer: Peer, message: Message, to: unknown): Outcome {
+    const found = textControlOf(message.content.text)
+    const reason = found === undefined ? Reason.invalidMessage : Reason.textControl(found.code, found.position)
+    return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, to)
+  }
+
   /**
    * Handles a send frame: routed in the sender's namespace, or along `route`,
    * and counted by outcome. A `traceparent` (`trace-v1`) is read only when
@@ -212,6 +219,8 @@ export class Send {
     if (Object.hasOwn(frame, "channel")) {
       return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidChannel }, frame.to)
     }
+    // C-TOOL-6: a text body holds no control character but TAB, LF and CR (one precompiled regex test).
+    if (TEXT_CONTROL.test(message.content.text)) return this.failTextControl(peer, message, frame.to)
     if (typeof frame.to !== "string") {
       return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }

@@ -36,3 +36,34 @@ export const CONTROL_REPLACEMENT = "\uFFFD"
  * that a cut never lands inside an escape sequence.
  */
 export const terminalSafe = (text: string): string => text.replace(UNSAFE, CONTROL_REPLACEMENT)
+
+/**
+ * What `terminalText` shows visibly: C0 controls but TAB and LF, DEL, C1
+ * controls, the bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+ * U+2066–U+2069, which hold their direction over the rest of the output) and
+ * the line and paragraph separators. A CR is kept only as part of a CRLF
+ * line end, which becomes LF.
+ */
+const UNSAFE_IN_TEXT = /\r\n|[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/g
+
+/** `\u001b` for ESC: the escape a JavaScript or JSON reader would write for it. */
+const visible = (c: string): string =>
+  c === "\r\n" ? "\n" : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+
+/**
+ * Peer-provided text (a message body, a topic's text, a name, a reply) as
+ * the CLI prints it in text mode: lines and tabs kept, every other control
+ * character shown as its escape (ESC as `\u001b`, BEL as `\u0007`, a lone
+ * CR as `\u000d`; a CRLF becomes LF), and so are the bidirectional
+ * embeddings, overrides and isolates and the line and paragraph separators.
+ * Printed text can then neither move the cursor, clear the screen, retitle
+ * the terminal nor overwrite a line, whatever a peer or a broker sent.
+ * Printable text, marks and zero-width joiners (which natural text and emoji
+ * use) are unchanged. Applying it twice changes nothing more.
+ *
+ * @example
+ * ```ts
+ * terminalText("ok\u001b[2J\n\tdone") // "ok\\u001b[2J\n\tdone"
+ * ```
+ */
+export const terminalText = (text: string): string => text.replace(UNSAFE_IN_TEXT, visible)

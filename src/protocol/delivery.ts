@@ -113,6 +113,13 @@ export const Reason = {
   tooManyAsksOverall: "The broker holds as many open asks as it can; try again when some are answered",
   crossGroup: "Target session is in a different intercom group",
   invalidChannel: "Invalid channel",
+  /**
+   * Ours (C-TOOL-6): a send whose `message.content.text` holds a control
+   * character other than TAB, LF and CR. Starts as `invalidMessage` does, as
+   * the client's own refusal before sending does.
+   */
+  textControl: (code: string, position: number) =>
+    `Invalid message format: message.content.text contains the control character ${code} at position ${position}; only TAB, LF and CR are allowed in a message text. Nothing was sent: remove it (or describe it in words) and send again`,
   supervisorUnauthorized: "Supervisor channel is not authorized",
   supervisorTarget: "Supervisor target does not match the authorized relationship",
   supervisorAway: "Supervisor session is not currently connected; try again when it is back",

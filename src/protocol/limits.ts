@@ -65,6 +65,24 @@ const overLimit = (what: string, field: string, length: number, max: number): st
  */
 const CONTROL = /[\u0000-\u001f\u007f]/
 
+/**
+ * A control character a text body may not hold (C-TOOL-6): C0 but TAB, LF
+ * and CR, DEL, C1. A message's `content.text` and a topic publication's
+ * `text` are refused when they hold one (the client before sending, the
+ * broker again). No `g` flag: `test` and `exec` keep no state.
+ */
+export const TEXT_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
+
+/**
+ * The first control character `text` may not hold (`TEXT_CONTROL`), as
+ * `U+001B` and its 1-based position; undefined when there is none.
+ */
+export const textControlOf = (text: string): { readonly code: string; readonly position: number } | undefined => {
+  const found = TEXT_CONTROL.exec(text)
+  if (found === null) return undefined
+  return { code: `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`, position: found.index + 1 }
+}
+
 /** Only NUL: what a name may not hold. */
 const NUL = /\u0000/
 

@@ -179,6 +179,18 @@ export interface PublishInput {
 
 // Control characters (C0, DEL, C1) and the line/paragraph separators.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+/**
+ * Why `text` is not a publication's text for its characters, or undefined:
+ * the first control character other than TAB, LF and CR (C-TOOL-6), by its
+ * code and 1-based position.
+ */
+const textControlProblem = (text: string): string | undefined => {
+  const found = Limits.textControlOf(text)
+  return found === undefined
+    ? undefined
+    : `text contains the control character ${found.code} at position ${found.position}: ` +
+      "only TAB, LF and CR are allowed in a text, remove it (or describe it in words) and publish again"
+}
 
 /**
  * Why `topic` is not a topic label, or undefined when it is (C-TOP-1): a
@@ -214,7 +226,8 @@ export interface CheckedPublication {
 }
 
 /**
- * Checks a publication (C-TOP-1, C-TOP-2, C-TOP-4) and decides its event:
+ * Checks a publication (C-TOP-1, C-TOP-2, C-TOP-4; no control character in
+ * its text but TAB, LF and CR, C-TOOL-6) and decides its event:
  * `release` when `ownership` is `released`, otherwise `update`, unless
  * given. Returns the checked publication, or the reason as a string.
  *
@@ -233,6 +246,8 @@ export const checkPublish = (input: PublishInput): CheckedPublication | string =
   if (input.text.length > MAX_TOPIC_TEXT_LENGTH) {
     return `text is longer than ${MAX_TOPIC_TEXT_LENGTH} characters: publish a summary, send details as a message`
   }
+  const textProblem = textControlProblem(input.text)
+  if (textProblem !== undefined) return textProblem
   if (input.event !== undefined && !isEvent(input.event)) {
     return `event "${input.event}" is not one of update, blocker, decision, release`
   }

@@ -12,11 +12,10 @@ import {
   isDeliveryRefusal
 } from "../protocol/deliveryModes.ts"
 import { Attachment } from "../protocol/frames.ts"
-import { MAX_REPLY_ERROR_LENGTH } from "../protocol/limits.ts"
+import { MAX_REPLY_ERROR_LENGTH, TEXT_CONTROL } from "../protocol/limits.ts"
 import { InvalidInput, MissingParameter } from "./errors.ts"
 
 const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
-const TEXT_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 
 /**
  * True when an id, name or label holds no control character (C-TOOL-6).
@@ -31,7 +30,7 @@ export const isSafeLabel = (value: string): boolean => !LABEL_CONTROLS.test(valu
  * @category validation
  * @since 0.1.0
  */
-export const isSafeText = (value: string): boolean => !TEXT_CONTROLS.test(value)
+export const isSafeText = (value: string): boolean => !TEXT_CONTROL.test(value)
 
 const decodeAttachments = Schema.decodeUnknownOption(Schema.Array(Attachment))
 

@@ -347,6 +347,27 @@ describe("P48 an invalid send is answered, not fatal", () => {
       assertFailed(yield* ackFor(a.client, msg.id), "E_INVALID_MESSAGE", "Invalid message format")
       yield* stillOpen(a.client)
     }))
+
+  it.live("C-TOOL-6: a raw client's text with ESC or BEL → E_INVALID_MESSAGE naming the character; TAB, LF, CR pass", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const a = yield* broker.session({ sessionId: "a" })
+      const b = yield* broker.session({ sessionId: "b" })
+      const evil = message("build ok\u001b]0;owned\u0007\u001b[2J")
+      assertFailed(
+        yield* send(a.client, "b", evil),
+        "E_INVALID_MESSAGE",
+        "Invalid message format: message.content.text contains the control character U+001B at position 9; only TAB, LF and CR are allowed in a message text. Nothing was sent: remove it (or describe it in words) and send again"
+      )
+      const c1 = message("next line\u0085")
+      assertFailed(yield* send(a.client, "b", c1), "E_INVALID_MESSAGE")
+      const fine = message("col 1\tcol 2\r\nline 2")
+      assertDelivered(yield* send(a.client, "b", fine))
+      // The refused ones were never delivered: the first message b gets is the fine one.
+      const first = yield* b.client.next("message")
+      assert.strictEqual(first.message.id, fine.id)
+      yield* stillOpen(a.client)
+    }))
 })
 
 describe("P49 mailbox for recently disconnected sessions", () => {

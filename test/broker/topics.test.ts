@@ -234,6 +234,10 @@ describe("topics-v1 in the broker", () => {
       if (bad.type === "topic_failed") assert.match(bad.reason, /release.*needs a resource/)
       const empty = yield* publish(a.client, record("t", 1, { text: "  " }))
       assert.strictEqual(empty.type, "topic_failed")
+      // C-TOOL-6: a raw client's text with a terminal escape sequence is refused too.
+      const escape = yield* publish(a.client, record("t", 1, { text: "ok\u001b]0;owned\u0007" }))
+      assert.strictEqual(escape.type, "topic_failed")
+      if (escape.type === "topic_failed") assert.match(escape.reason, /control character U\+001B at position 3/)
       assert.deepStrictEqual((yield* query(a.client)).entries, [])
       assert.strictEqual((yield* subscribe(a.client, "bad\ntopic")).type, "topic_failed")
     }))

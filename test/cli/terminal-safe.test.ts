@@ -1,4 +1,8 @@
 /**
+ * Peer-provided text the CLI prints in text mode (message bodies, topic
+ * texts, names: `terminalText`) keeps its lines and tabs and shows every
+ * other control character as its escape.
+ *
  * Client-supplied strings on the terminal: a session name, group, status,
  * send target, code or message id full of control characters (clear screen,
  * retitle, newline) is shown by `intercom top` (text) and `intercom broker
@@ -10,7 +14,7 @@
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import { statsText } from "../../src/cli/brokerStats.ts"
-import { terminalSafe } from "../../src/cli/terminalText.ts"
+import { terminalSafe, terminalText } from "../../src/cli/terminalText.ts"
 import { initialSettings, render } from "../../src/cli/top/view.ts"
 import type { BrokerSnapshot, SessionRow } from "../../src/observe/Snapshot.ts"
 import type { BrokerStatsSnapshot } from "../../src/protocol/stats.ts"
@@ -136,5 +140,45 @@ describe("client-supplied strings on the terminal", () => {
     assert.notMatch(evil, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
     assert.strictEqual(evil.split("\n").length, clean.split("\n").length)
     assert.include(evil, "group evil\uFFFD[2J")
+  })
+})
+
+/** What `terminalText` leaves: any C0 or C1 control but TAB and LF, and the bidi embeddings, overrides, isolates and separators. */
+const NOT_IN_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/
+
+/** Peer text: any UTF-16 unit from C0, C1 and the formatting characters, lines, tabs, CRLF, printable text and emoji. */
+const peerText = fc.string({
+  unit: fc.oneof(
+    fc.integer({ min: 0, max: 0x9f }).map((code) => String.fromCharCode(code)),
+    fc.constantFrom(...BIDI, ...ZERO_WIDTH, ...SEPARATORS, "\r\n", "\n", "\t", "é", "→", "👨\u200d👩"),
+    fc.string()
+  ),
+  maxLength: 40
+})
+
+describe("peer text printed by the CLI (terminalText)", () => {
+  it("never holds a control character but LF and TAB, nor a bidi override, isolate or separator (property)", () => {
+    fc.assert(fc.property(peerText, (text) => {
+      const shown = terminalText(text)
+      assert.notMatch(shown, NOT_IN_TEXT, JSON.stringify(shown))
+      assert.strictEqual(terminalText(shown), shown)
+    }))
+  })
+
+  it("leaves text without such characters unchanged: lines, tabs, marks, joiners, emoji (property)", () => {
+    const safe = fc.string({
+      unit: fc.oneof(
+        fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)),
+        fc.constantFrom("\n", "\t", "é", "中", "\u200d", "\u200e", "👍")
+      )
+    })
+    fc.assert(fc.property(safe, (text) => assert.strictEqual(terminalText(text), text)))
+  })
+
+  it("shows each control character as its escape, a CRLF as LF, and keeps the number of lines", () => {
+    assert.strictEqual(
+      terminalText("build ok\u001b]0;owned\u0007\r\nnext\rover\u009b2J\u202eeht"),
+      "build ok\\u001b]0;owned\\u0007\nnext\\u000dover\\u009b2J\\u202eeht"
+    )
   })
 })

@@ -1,5 +1,5 @@
 /**
- * Topic validation (C-TOP-1, C-TOP-2, C-TOP-4) and the topic frames'
+ * Topic validation (C-TOP-1, C-TOP-2, C-TOP-4, and C-TOOL-6 for the text) and the topic frames'
  * codec: properties over generated publications, plus the named cases.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -11,7 +11,10 @@ const label = fc.string({ minLength: 1, maxLength: 40 }).filter((s) => checkTopi
 const maybe = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { nil: undefined })
 const input: fc.Arbitrary<PublishInput> = fc.record({
   topic: fc.oneof(label, fc.constantFrom("", " ", "a\nb", "a*", "x\u0000")),
-  text: fc.oneof(fc.string({ maxLength: 20 }), fc.constant("  ")),
+  text: fc.oneof(
+    fc.string({ maxLength: 20 }),
+    fc.constantFrom("  ", "a\tb\r\nc", "ok\u001b[2J", "bell\u0007", "nel\u0085", "del\u007f", "nul\u0000")
+  ),
   event: maybe(fc.constantFrom("update", "blocker", "decision", "release", "loud")),
   resource: maybe(fc.oneof(label, fc.constant(""))),
   ownership: maybe(fc.constantFrom("held", "released", "mine"))
@@ -20,6 +23,10 @@ const input: fc.Arbitrary<PublishInput> = fc.record({
 /** The rules of C-TOP-4, stated independently of the implementation. */
 const allowed = (i: PublishInput): boolean => {
   if (checkTopic(i.topic) !== undefined || i.text.trim() === "") return false
+  // C-TOOL-6: a text may hold TAB, LF and CR, and no other C0, DEL or C1 control.
+  if ([...i.text].some((c) => c !== "\t" && c !== "\n" && c !== "\r" && (c < " " || (c >= "\u007f" && c <= "\u009f")))) {
+    return false
+  }
   if (i.event !== undefined && !["update", "blocker", "decision", "release"].includes(i.event)) return false
   if (i.ownership !== undefined && !["held", "released"].includes(i.ownership)) return false
   if (i.resource !== undefined && i.resource.trim() === "") return false
@@ -58,6 +65,12 @@ describe("topic validation", () => {
     assert.match(String(checkPublish({ topic: "", text: "x" })), /topic is empty/)
     assert.match(String(checkPublish({ topic: "a*", text: "x" })), /no wildcards/)
     assert.match(String(checkPublish({ topic: "t", text: " " })), /text is empty/)
+    assert.strictEqual(
+      checkPublish({ topic: "t", text: "build ok\u001b]0;owned\u0007" }),
+      "text contains the control character U+001B at position 9: only TAB, LF and CR are allowed in a text, remove it (or describe it in words) and publish again"
+    )
+    assert.match(String(checkPublish({ topic: "t", text: "a\u0085" })), /U\+0085 at position 2/)
+    assert.isObject(checkPublish({ topic: "t", text: "line 1\r\n\tline 2" }))
     assert.strictEqual(checkTopic("browser/shared-profile/tab-4"), undefined)
   })
 

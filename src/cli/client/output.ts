@@ -14,6 +14,7 @@ import type { IntercomToolParams, ToolResult } from "../../session/IntercomSessi
 import { queuedFor, queuedMarker } from "../../session/oldMail.ts"
 import { messageBody } from "../../session/render.ts"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
+import { terminalText } from "../terminalText.ts"
 
 // ---------------------------------------------------------------------------
 // Exit codes
@@ -64,7 +65,11 @@ export const resultJson = (
   }
 }
 
-/** Text: the result on stdout, or the error on stderr. JSON: the object on stdout. */
+/**
+ * Text: the result on stdout, or the error on stderr, through `terminalText`
+ * (it holds what peers wrote: names, replies, topic texts). JSON: the object
+ * on stdout (JSON escapes every control character).
+ */
 export const printResult = (
   json: boolean,
   params: IntercomToolParams,
@@ -74,8 +79,8 @@ export const printResult = (
   json
     ? Console.log(JSON.stringify(resultJson(params, result, via)))
     : result.isError
-    ? Console.error(result.text)
-    : Console.log(result.text)
+    ? Console.error(terminalText(result.text))
+    : Console.log(terminalText(result.text))
 
 // ---------------------------------------------------------------------------
 // Events (watch; inbound messages of short-lived commands)

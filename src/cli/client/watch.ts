@@ -6,7 +6,8 @@
  *   claiming the name's control socket, so that two watches of one name never
  *   take each other's session over (P16).
  * - Prints inbound messages and asks (with their message ids) and membership
- *   events (joined, left, renamed, status changes).
+ *   events (joined, left, renamed, status changes); in text mode through
+ *   `terminalText`, so no peer text puts an escape sequence on the terminal.
  * - A line on stdin answers the pending ask; `@<name or message id> <text>`
  *   picks one when several are pending.
  * - Runs the actions of short-lived commands with the same name (`intercom
@@ -26,6 +27,7 @@ import * as HandledLog from "../../session/HandledLog.ts"
 import { headless, type Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import { EXIT_FAILURE, ExitCode } from "../exit.ts"
+import { terminalText } from "../terminalText.ts"
 import { ControlPathTooLong, serveControl } from "./control.ts"
 import { watchSessionId } from "./identity.ts"
 import { actionJson, actionText, errorResult, inboundJson, inboundText, presenceOutput, sessionLabel } from "./output.ts"
@@ -95,7 +97,7 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     const fail = (kind: string, message: string) =>
       (input.json
         ? Console.log(JSON.stringify({ event: "error", ...errorResult(kind, message) }))
-        : Console.error(message)).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
+        : Console.error(terminalText(message))).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
 
     const context = yield* resolveContext(input).pipe(Effect.catch((error) => fail(error._tag, error.message)))
     if (Option.isNone(context.control)) {
@@ -104,9 +106,9 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     }
     const sessionId = watchSessionId(context.name, context.settings.scopeId)
     const emit = (text: string, json: Record<string, unknown>) =>
-      Console.log(input.json ? JSON.stringify(json) : text)
+      Console.log(input.json ? JSON.stringify(json) : terminalText(text))
     const emitError = (text: string, json: Record<string, unknown>) =>
-      input.json ? Console.log(JSON.stringify(json)) : Console.error(text)
+      input.json ? Console.log(JSON.stringify(json)) : Console.error(terminalText(text))
 
     // What this watch knows about the others, for membership lines.
     const known = new Map<string, SessionInfo>()
@@ -121,7 +123,7 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
         writeOut(
           input.json
             ? JSON.stringify(inboundJson(inbound))
-            : inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery)
+            : terminalText(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery))
         )),
       shown
     )
@@ -168,11 +170,11 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     )
     const sameName = others.filter((other) => other.name?.trim().toLowerCase() === context.name.toLowerCase())
     if (sameName.length > 0) {
-      yield* Console.error(
+      yield* Console.error(terminalText(
         `Warning: another session is also named "${context.name}" (${
           sameName.map((other) => other.id).join(", ")
         }); asks to that name are ambiguous until one of them leaves.`
-      )
+      ))
     }
 
     if (!input.stdin) return yield* Effect.never
