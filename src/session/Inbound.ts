@@ -62,6 +62,16 @@ import type { ToolExposure } from "./ToolExposure.ts"
 const isBusy = (status: LifecycleStatus): boolean => status !== "idle"
 
 /**
+ * Departed peers noted and not acted on yet (their departures wait for
+ * `IntercomClient.caughtUp`) that a generation keeps, at most: past it the
+ * oldest is acted on at once.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const DEPARTURES_LIMIT = 1_000
+
+/**
  * The running inbound handling of a generation.
  *
  * @category models
@@ -287,7 +297,7 @@ export const runInbound = (
      * left answers the ask, and an ask it sent is recorded before it is retired.
      *
      * The presence fiber only notes the departure (`departures`, each peer once, however often it
-     * left meanwhile) and wakes one fiber that acts on all those noted, after `caughtUp`: a departure
+     * left meanwhile, at most DEPARTURES_LIMIT peers) and wakes one fiber that acts on all those noted, after `caughtUp`: a departure
      * waiting for a slow host never holds up the presence events read after it, which the fiber
      * drains as they come. A wait on a departed peer is then confirmed by its own fiber in the
      * generation's Scope (`confirmDeparture`), off both: its `list` round trip can take up to the
@@ -342,26 +352,38 @@ export const runInbound = (
       const peers = [...departures]
       departures.clear()
       yield* client.caughtUp
-      for (const peerId of peers) {
-        const waiter = slot.current()
-        if (waiter !== undefined && waiter.targetId === peerId) {
-          if (confirming !== undefined && confirming.waiter.outcome === waiter.outcome) {
-            confirming.again = true
-          } else {
-            const run = { waiter, again: false }
-            confirming = run
-            yield* Effect.forkIn(confirmDeparture(run, peerId), generationScope, { startImmediately: true })
-          }
-        }
-        tracker.forgetSender(peerId)
-      }
+      yield* Effect.forEach(peers, actOn, { discard: true })
       yield* generation.pendingChanged // C-HLT-3: their asks no longer count
     })
 
-    const noteDeparture = (peerId: string): void => {
+    /** Retires `peerId`'s asks, and starts (or repeats) the confirmation of a wait on it. Never waits. */
+    const actOn = (peerId: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        tracker.forgetSender(peerId)
+        const waiter = slot.current()
+        if (waiter === undefined || waiter.targetId !== peerId) return Effect.void
+        if (confirming !== undefined && confirming.waiter.outcome === waiter.outcome) {
+          confirming.again = true
+          return Effect.void
+        }
+        const run = { waiter, again: false }
+        confirming = run
+        return Effect.asVoid(Effect.forkIn(confirmDeparture(run, peerId), generationScope, { startImmediately: true }))
+      })
+
+    /**
+     * Notes a departure for `actOnDepartures`. Past DEPARTURES_LIMIT peers noted (a host that takes no
+     * message for long while peers come and go), the oldest is acted on at once rather than kept: an ask
+     * of it not recorded yet then stays pending until its own timeout, instead of the notes growing.
+     */
+    const noteDeparture = (peerId: string): Effect.Effect<void> => {
       departures.delete(peerId)
       departures.add(peerId)
       departuresNoted.openUnsafe()
+      if (departures.size <= DEPARTURES_LIMIT) return Effect.void
+      const oldest = departures.values().next().value ?? peerId
+      departures.delete(oldest)
+      return Effect.andThen(actOn(oldest), generation.pendingChanged)
     }
 
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
@@ -382,9 +404,7 @@ export const runInbound = (
     yield* Effect.forkScoped(Effect.forever(actOnDepartures), { startImmediately: true })
     yield* Effect.forkScoped(
       client.presenceEvents.pipe(Stream.runForEach((event) =>
-        Effect.sync(() => {
-          if (event._tag === "Left") noteDeparture(event.sessionId)
-        })
+        event._tag === "Left" ? noteDeparture(event.sessionId) : Effect.void
       )),
       { startImmediately: true }
     )

@@ -6,6 +6,9 @@
  * - The `list` round trip that confirms a waited-on peer is gone runs per
  *   waiting ask, off the presence fiber: a stalled one leaves the departures
  *   read after it to be acted on meanwhile, and the session's close ends it.
+ * - Departures waiting for a host that takes no message are kept once per
+ *   peer, and at most `DEPARTURES_LIMIT` peers: past it the oldest is acted
+ *   on at once, so nothing grows without bound.
  * - An ask sent before the asked peer's `session_left` was read fails with
  *   `ReplyPeerDisconnected` even when the peer is back by the time the
  *   session acts on the departure: the question went to the incarnation that
@@ -15,6 +18,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { Host } from "../../src/session/Host.ts"
+import { DEPARTURES_LIMIT } from "../../src/session/Inbound.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
 
@@ -84,5 +88,44 @@ describe("a departure's confirmation (C-ASK-9, C-RPL-10)", () => {
       assert.isDefined(asking.pollUnsafe(), "the ask ended without waiting for its timeout")
       const result = yield* Fiber.join(asking)
       assert.deepStrictEqual([result.text, result.isError], [`Reply peer disconnected before answering: ${B.id}`, true])
+    }))
+
+  it.effect("departures noted while the host takes no message are bounded: past the limit the oldest is acted on", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const service = {
+        ...host.service,
+        // Only B's message waits: C's ask is recorded, then nothing read after B's message is handled.
+        journal: {
+          checkpoint: (context: { readonly message: { readonly id: string } }) =>
+            context.message.id === "b-1" ? Deferred.await(gate) : Effect.void,
+          undelivered: Effect.succeed([])
+        }
+      }
+      const context = yield* Layer.build(
+        IntercomSession.layer({}).pipe(
+          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+        )
+      )
+      const session = Context.get(context, IntercomSession)
+      yield* session.intercom({ action: "status" })
+      yield* client.push(inboundMessage(C, "ask-c", "still there?", { expectsReply: true }))
+      yield* settle
+      yield* client.push(inboundMessage(B, "b-1", "fyi"))
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 1, "C's ask is pending")
+      // The first departure is taken up at once, and waits for B's message with C's noted behind it.
+      yield* client.presence({ _tag: "Left", sessionId: "gone-first" })
+      yield* settle
+      yield* client.presence({ _tag: "Left", sessionId: C.id })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 1, "C's departure waits for B's message")
+      for (let i = 0; i < DEPARTURES_LIMIT; i++) yield* client.presence({ _tag: "Left", sessionId: `gone-${i}` })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 0, "C's departure, the oldest noted, was acted on")
+      yield* Deferred.succeed(gate, undefined)
     }))
 })
