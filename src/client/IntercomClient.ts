@@ -142,6 +142,13 @@ const make = (
      * Reset for each connection (one that registers afresh is told of no earlier departure or join).
      */
     const departed = new Set<string>()
+    /** Presence events read over the client's life (`presenceMark`); never reset. */
+    let presenceRead = 0
+    /**
+     * The `presenceRead` number of each session's latest `session_left`, the newest DEPARTED_LIMIT
+     * sessions (`leftSince`). Kept across connections: a departure read is one whatever the connection.
+     */
+    const lastLeft = new Map<string, number>()
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
@@ -152,10 +159,14 @@ const make = (
         unhandled.offer(departed.has(message.from.id) ? { ...message, senderLeft: true } : message)
       },
       presence: (event: PresenceEvent) => {
+        presenceRead++
         if (event._tag === "Left") {
           departed.delete(event.sessionId)
           departed.add(event.sessionId)
           if (departed.size > DEPARTED_LIMIT) departed.delete(departed.values().next().value ?? "")
+          lastLeft.delete(event.sessionId)
+          lastLeft.set(event.sessionId, presenceRead)
+          if (lastLeft.size > DEPARTED_LIMIT) lastLeft.delete(lastLeft.keys().next().value ?? "")
         } else if (event._tag === "Joined") {
           departed.delete(event.session.id)
         }
@@ -526,6 +537,8 @@ const make = (
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,
       isDeparted: (sessionId) => Effect.sync(() => departed.has(sessionId)),
+      presenceMark: Effect.sync(() => presenceRead),
+      leftSince: (sessionId, mark) => Effect.sync(() => (lastLeft.get(sessionId) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

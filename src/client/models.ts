@@ -228,6 +228,22 @@ export interface IntercomClientService extends QuestionOperations {
    * `caughtUp`) reads this to tell whether the session is back.
    */
   readonly isDeparted: (sessionId: string) => Effect.Effect<boolean>
+  /**
+   * How many presence events (`session_joined`, `session_updated`,
+   * `session_left`) this client has read so far, over all its connections: a
+   * monotonic mark of "now" in the order the broker wrote them, for
+   * `leftSince`. `IntercomSession` takes one when it sends an ask.
+   */
+  readonly presenceMark: Effect.Effect<number>
+  /**
+   * Whether a `session_left` for `sessionId` was read after `presenceMark`
+   * answered `mark` (on any connection), whatever was read since: a session
+   * that left and joined again since still left. Remembered for the newest
+   * 1,000 departed sessions; an older one answers `false`. `IntercomSession`
+   * fails an ask whose target left after it was sent, even when the target
+   * is back by the time the session acts on its departure (C-ASK-9).
+   */
+  readonly leftSince: (sessionId: string, mark: number) => Effect.Effect<boolean>
   /** Membership events; each subscriber sees those after it subscribed. */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /** Receipts and cancel/supersede notices about messages. */

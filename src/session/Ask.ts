@@ -129,6 +129,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      // C-ASK-9: a departure of the target read from now on is one of the incarnation that gets the question.
+      const sentMark = yield* generation.client.presenceMark
       // C-ORD-35: the generation closed while the target was resolved (its teardown already failed this
       // wait): nothing of it may act after its Scope closed, so the ask ends now and the question is not
       // sent. Checked in the same synchronous step as the `bind` below, so no close can come in between.
@@ -138,7 +140,7 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       if (request.delivery === undefined && target.acceptsAsks === false) {
         return yield* sendWithoutWaiting(request.to, message, target, timeoutMs)
       }
-      const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name })
+      const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       const sentAt = yield* Clock.currentTimeMillis
       // The answer can come before the acknowledgement (a durable broker delivers before its commit and

@@ -39,6 +39,13 @@ export interface Waiter {
   /** The resolved target: its exact id and (for a case-insensitive match) its name. */
   readonly targetId: string | undefined
   readonly targetName: string | undefined
+  /**
+   * The client's `presenceMark` when the question was about to be sent: a
+   * `session_left` of the target read after it means the incarnation that
+   * got the question left (C-ASK-9). Unset for a durable question, which the
+   * broker keeps for a rejoined target.
+   */
+  readonly sentMark: number | undefined
   readonly outcome: Deferred.Deferred<InboundMessage, WaitEnd>
 }
 
@@ -52,6 +59,8 @@ export interface Correlation {
   readonly questionId: string
   readonly targetId: string
   readonly targetName: string | undefined
+  /** See `Waiter.sentMark`. */
+  readonly sentMark?: number | undefined
 }
 
 /**
@@ -73,8 +82,8 @@ export interface ReplyWaiterSlot {
    * ignoring case (C-ASK-4). True when it was consumed.
    */
   readonly route: (inbound: InboundMessage) => boolean
-  /** Ends the current wait if it waits for `sessionId` (C-ASK-9). */
-  readonly peerLeft: (sessionId: string, error: WaitEnd) => void
+  /** Ends `waiter`'s wait if it still holds the slot (its target left, C-ASK-9). */
+  readonly peerLeft: (waiter: Waiter, error: WaitEnd) => void
   /** Ends the current wait if it waits on the question `questionId` (the broker dropped or replaced it, C-DLV-9). */
   readonly expired: (questionId: string, error: WaitEnd) => void
   /** Ends whichever wait is current (generation close, C-ASK-2); `ended` answers `error` from then on. */
@@ -109,6 +118,7 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
         questionId: undefined,
         targetId: undefined,
         targetName: undefined,
+        sentMark: undefined,
         outcome: Deferred.makeUnsafe<InboundMessage, WaitEnd>()
       }
       current = waiter
@@ -129,9 +139,8 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
       if (inbound.from.id !== waiter.targetId && !sameName(inbound.from.name, waiter.targetName)) return false
       return Deferred.doneUnsafe(waiter.outcome, Exit.succeed(inbound))
     },
-    peerLeft: (sessionId, error) => {
-      const waiter = current
-      if (waiter !== undefined && waiter.targetId === sessionId) Deferred.doneUnsafe(waiter.outcome, Exit.fail(error))
+    peerLeft: (waiter, error) => {
+      if (current?.outcome === waiter.outcome) Deferred.doneUnsafe(waiter.outcome, Exit.fail(error))
     },
     expired: (questionId, error) => {
       const waiter = current

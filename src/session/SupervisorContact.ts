@@ -255,12 +255,13 @@ export const makeSupervisorContact = (
       }
       const targetId = yield* supervisorId
       const message = yield* newMessage(text, undefined, { expectsReply: true })
+      const sentMark = yield* client.presenceMark // C-ASK-9, as for `ask`
       // C-ORD-35, as for `ask`: the generation closed while this call waited (on `connect`, say, through a
       // reconnect): its teardown already failed this wait, so the call ends now and nothing is sent. Checked
       // in the same synchronous step as the `bind` below, so no close can come in between.
       const ended = slot.ended()
       if (ended !== undefined) return yield* ended
-      const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined })
+      const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       const delivery = yield* client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
         Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),

@@ -141,6 +141,24 @@ describe("IntercomClient operations", () => {
       assert.strictEqual((yield* a.list).find((s) => s.id === B_ID)?.name, "beta-2")
     }))
 
+  it.live("leftSince: a session_left read after a mark, though the session joined again since (C-ASK-9)", () =>
+    Effect.gen(function*() {
+      const { a, broker, closeB } = yield* pair()
+      const events = yield* subscribe(a.presenceEvents, "alpha's presence events")
+      const before = yield* a.presenceMark
+      yield* closeB
+      yield* events.next((e) => e._tag === "Left" && e.sessionId === B_ID)
+      const b = yield* makeClient(brokerClientOptions(broker, B_ID, "beta"))
+      yield* b.client.connect
+      yield* events.next((e) => e._tag === "Joined" && e.session.id === B_ID)
+      assert.isFalse(yield* a.isDeparted(B_ID), "beta is back")
+      assert.isTrue(yield* a.leftSince(B_ID, before), "beta left after the mark")
+      const after = yield* a.presenceMark
+      assert.isAbove(after, before)
+      assert.isFalse(yield* a.leftSince(B_ID, after), "no departure since the later mark")
+      assert.isFalse(yield* a.leftSince("never-seen", 0))
+    }))
+
   it.live("receipt reaches the sender's controls stream", () =>
     Effect.gen(function*() {
       const { a, b } = yield* pair()

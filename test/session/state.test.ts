@@ -286,15 +286,18 @@ describe("C-ASK-1…4 reply-waiter slot", () => {
       assert.isFalse(slot.route(inboundMessage(target, "r5", "again", { replyTo: "q1" })), "settled once")
     }))
 
-  it.effect("a departed peer ends only a wait for that peer; teardown ends whatever is current", () =>
+  it.effect("a departed peer ends only the wait it names, if it still holds the slot; teardown ends whatever is current", () =>
     Effect.gen(function*() {
       const slot = makeReplyWaiterSlot()
+      const earlier = slot.reserve()
+      if (earlier === undefined) return assert.fail("no reservation")
+      slot.release(earlier)
       const reserved = slot.reserve()
       if (reserved === undefined) return assert.fail("no reservation")
       const waiter = slot.bind(reserved, { questionId: "q1", targetId: target.id, targetName: undefined })
-      slot.peerLeft("someone-else", new ReplyPeerDisconnected({ peerId: "someone-else" }))
-      assert.isTrue(Option.isNone(yield* Deferred.poll(waiter.outcome)))
-      slot.peerLeft(target.id, new ReplyPeerDisconnected({ peerId: target.id }))
+      slot.peerLeft(earlier, new ReplyPeerDisconnected({ peerId: target.id }))
+      assert.isTrue(Option.isNone(yield* Deferred.poll(waiter.outcome)), "a released waiter's departure ends nothing")
+      slot.peerLeft(reserved, new ReplyPeerDisconnected({ peerId: target.id }))
       const exit = yield* Effect.exit(Deferred.await(waiter.outcome))
       assert.deepStrictEqual(exit, Exit.fail(new ReplyPeerDisconnected({ peerId: target.id })))
 

@@ -134,6 +134,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const revisions = new Map<string, number>()
     /** Sessions whose `Left` was pushed and no `Joined` since (`isDeparted`). */
     const departed = new Set<string>()
+    /** As the real client: presence events pushed so far, and the number of each session's latest `Left`. */
+    let presenceRead = 0
+    const lastLeft = new Map<string, number>()
     const fake: FakeClientState = {
       sessions: [info(sessionId, { name: "self" })],
       group: "default",
@@ -156,6 +159,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       // As the real client: who is departed is recorded as the event is read, before any subscriber sees it.
       presence: (event) =>
         Effect.suspend(() => {
+          presenceRead++
+          if (event._tag === "Left") lastLeft.set(event.sessionId, presenceRead)
           if (event._tag === "Left") departed.add(event.sessionId)
           else if (event._tag === "Joined") departed.delete(event.session.id)
           return Effect.asVoid(PubSub.publish(presenceHub, event))
@@ -290,6 +295,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,
       isDeparted: (id) => Effect.sync(() => departed.has(id)),
+      presenceMark: Effect.sync(() => presenceRead),
+      leftSince: (id, mark) => Effect.sync(() => (lastLeft.get(id) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({

@@ -1,0 +1,131 @@
+/**
+ * Acting on a peer's `Left` (C-ASK-9, C-RPL-10) without holding up the
+ * presence stream, and telling an ask the departed incarnation had from one
+ * made to the incarnation that rejoined.
+ *
+ * - The `list` round trip that confirms a waited-on peer is gone runs per
+ *   waiting ask, off the presence fiber: a stalled one leaves the departures
+ *   read after it to be acted on meanwhile, and the session's close ends it.
+ * - Departures waiting for a host that takes no message are kept once per
+ *   peer, and at most `DEPARTURES_LIMIT` peers: past it the oldest is acted
+ *   on at once, so nothing grows without bound.
+ * - An ask sent before the asked peer's `session_left` was read fails with
+ *   `ReplyPeerDisconnected` even when the peer is back by the time the
+ *   session acts on the departure: the question went to the incarnation that
+ *   left. (An ask sent after the rejoin keeps waiting: rejoinedPeer.test.ts.)
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { Host } from "../../src/session/Host.ts"
+import { DEPARTURES_LIMIT } from "../../src/session/Inbound.ts"
+import { IntercomSession } from "../../src/session/IntercomSession.ts"
+import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
+
+/**
+ * A session whose journal saves each message only once `gate` opens (a slow
+ * disk), waiting on an ask to B; a message from C is read, so a `Left` read
+ * after it waits for that save.
+ */
+const slowJournalSession = Effect.gen(function*() {
+  const gate = yield* Deferred.make<void>()
+  const client = yield* makeFakeClient(SELF.id)
+  client.sessions = [SELF, B, C]
+  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+  const service = {
+    ...host.service,
+    journal: { checkpoint: () => Deferred.await(gate), undelivered: Effect.succeed([]) }
+  }
+  const context = yield* Layer.build(
+    IntercomSession.layer({}).pipe(
+      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+    )
+  )
+  const session = Context.get(context, IntercomSession)
+  const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which port?" }))
+  yield* settle
+  assert.strictEqual(client.sends.length, 1, "the question went to B")
+  yield* client.push(inboundMessage(C, "c-1", "fyi"))
+  yield* settle
+  return { asking, client, gate }
+})
+
+describe("a departure's confirmation (C-ASK-9, C-RPL-10)", () => {
+  it.effect("a list round trip that stalls does not hold up the departures read after it", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, session } = yield* Scope.provide(withPeers(), scope)
+      const listInterrupted = yield* Deferred.make<void>()
+      yield* client.push(inboundMessage(C, "ask-c", "still there?", { expectsReply: true }))
+      const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which port?" }))
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 1, "C's ask is pending")
+      // A dead connection: the round trip for B's departure never comes back.
+      client.onList = Effect.onInterrupt(Effect.never, () => Deferred.succeed(listInterrupted, undefined))
+      yield* client.presence({ _tag: "Left", sessionId: B.id })
+      yield* settle
+      yield* client.presence({ _tag: "Left", sessionId: C.id })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 0, "C's departure was acted on while B's round trip waits")
+      assert.isUndefined(asking.pollUnsafe(), "the ask on B waits for its round trip")
+      // The session's close ends the round trip with it.
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.await(listInterrupted)
+      const result = yield* Fiber.join(asking)
+      assert.isTrue(result.isError)
+    }))
+
+  it.effect("an ask sent before the peer left fails though the peer rejoined before the session acted", () =>
+    Effect.gen(function*() {
+      const { asking, client, gate } = yield* slowJournalSession
+      // B restarted after it got the question: its Left and Joined are read while the
+      // session still saves C's message, so it acts on the Left with B listed again.
+      yield* client.presence({ _tag: "Left", sessionId: B.id })
+      yield* client.presence({ _tag: "Joined", session: B })
+      yield* settle
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.isDefined(asking.pollUnsafe(), "the ask ended without waiting for its timeout")
+      const result = yield* Fiber.join(asking)
+      assert.deepStrictEqual([result.text, result.isError], [`Reply peer disconnected before answering: ${B.id}`, true])
+    }))
+
+  it.effect("departures noted while the host takes no message are bounded: past the limit the oldest is acted on", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const service = {
+        ...host.service,
+        // Only B's message waits: C's ask is recorded, then nothing read after B's message is handled.
+        journal: {
+          checkpoint: (context: { readonly message: { readonly id: string } }) =>
+            context.message.id === "b-1" ? Deferred.await(gate) : Effect.void,
+          undelivered: Effect.succeed([])
+        }
+      }
+      const context = yield* Layer.build(
+        IntercomSession.layer({}).pipe(
+          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+        )
+      )
+      const session = Context.get(context, IntercomSession)
+      yield* session.intercom({ action: "status" })
+      yield* client.push(inboundMessage(C, "ask-c", "still there?", { expectsReply: true }))
+      yield* settle
+      yield* client.push(inboundMessage(B, "b-1", "fyi"))
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 1, "C's ask is pending")
+      // The first departure is taken up at once, and waits for B's message with C's noted behind it.
+      yield* client.presence({ _tag: "Left", sessionId: "gone-first" })
+      yield* settle
+      yield* client.presence({ _tag: "Left", sessionId: C.id })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 1, "C's departure waits for B's message")
+      for (let i = 0; i < DEPARTURES_LIMIT; i++) yield* client.presence({ _tag: "Left", sessionId: `gone-${i}` })
+      yield* settle
+      assert.strictEqual(yield* session.pendingCount, 0, "C's departure, the oldest noted, was acted on")
+      yield* Deferred.succeed(gate, undefined)
+    }))
+})
