@@ -83,11 +83,14 @@ export class Asks {
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
   /**
    * Asks their asker withdrew (`cancel_ask`, or `cancel_message` on the ask)
-   * when no edge was open — a reply had closed it — by message key, for as
-   * long as an ask can last (bounded: MAX_WITHDRAWN). Should that reply be
-   * lost, the ask stays withdrawn: `answerLost` does not open it again.
+   * when no edge was open — a reply had closed it — by message key (the value
+   * is the key too, so that what the bound pushes out is known), for as long
+   * as an ask can last (bounded: MAX_WITHDRAWN). Should that reply be lost,
+   * the ask stays withdrawn: `answerLost` does not open it again. A durable
+   * broker stores them (`StoreJournal.askWithdrawn`, WithdrawnAsks.ts), so
+   * a reply restored after a restart and lost then does not reopen its ask.
    */
-  private readonly withdrawn = new AgedMap<string, true>(MAX_WITHDRAWN)
+  private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
 
   /** @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did. */
   constructor(ctx: RouterContext, withdrawStaged: (senderKey: string, messageId: string) => boolean) {
@@ -114,7 +117,7 @@ export class Asks {
         // A staged `replace` ask has no edge yet: withdrawn, it never reaches its target.
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
         // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
-        else if (edge === undefined) this.withdrawn.put(key, true, this.ctx.now())
+        else if (edge === undefined) this.withdraw(key, this.ctx.now())
       }
     }
   }
@@ -206,7 +209,27 @@ export class Asks {
    */
   cancelled(messageKey: string, now: number): void {
     if (this.edges.get(messageKey) !== undefined) this.edges.delete(messageKey)
-    else this.withdrawn.put(messageKey, true, now)
+    else this.withdraw(messageKey, now)
+  }
+
+  /** Remembers the ask `messageKey` as withdrawn at `now` (see `withdrawn`), in the store too when there is one. */
+  private withdraw(messageKey: string, now: number): void {
+    const evicted = this.withdrawn.set(messageKey, messageKey, now)
+    const journal = this.ctx.journal
+    if (journal === undefined) return
+    journal.askWithdrawn(messageKey, now)
+    for (const key of evicted) journal.withdrawalGone(key)
+  }
+
+  /**
+   * A withdrawal the store kept (at startup, oldest first): remembered as
+   * it was made, until no ask can outlive it. One the bound pushes out
+   * leaves the store too.
+   */
+  restoreWithdrawn(messageKey: string, at: number, now: number): void {
+    if (at <= now - MAX_ASK_TIMEOUT_MS) return
+    const evicted = this.withdrawn.set(messageKey, messageKey, at)
+    for (const key of evicted) this.ctx.journal?.withdrawalGone(key)
   }
 
   /** Closes edges past their deadline, and forgets withdrawals no ask can outlive. */

@@ -459,9 +459,10 @@ export class Router {
 
   /**
    * Restores what the durable store kept (at startup, before any connection):
-   * replay records, open ask edges, the failure notices owed to senders (in
-   * the order they were issued), and the mail not yet written, queued again
-   * for its recipients in the order it was accepted.
+   * replay records, open ask edges, asks withdrawn after their reply closed
+   * them, the failure notices owed to senders (in the order they were
+   * issued), and the mail not yet written, queued again for its recipients
+   * in the order it was accepted.
    */
   restore(recovered: Recovered): void {
     const now = this.ctx.now()
@@ -470,6 +471,7 @@ export class Router {
     journal?.restoreNoticeSeq(recovered.nextNoticeSeq)
     for (const r of recovered.records) this.ctx.records.restore(r.sender, r.key, r.fingerprint, r.outcome, r.at)
     for (const edge of recovered.edges) if (edge.deadline > now) this.asks.edges.restore(edge)
+    for (const w of recovered.withdrawals) this.asks.restoreWithdrawn(w.messageKey, w.at, now)
     for (const notice of recovered.notices) this.mail.restoreNotice(notice, now)
     for (const stored of recovered.mail) {
       journal?.restoredMail(stored)

@@ -5,11 +5,11 @@
  *
  * The Router's synchronous code is its only writer (it never runs SQL): a
  * replay record set or rewritten, mail accepted, mail written or dropped, an
- * ask edge opened or closed, a failure notice owed to a sender or read
- * (NoticeJournal.ts). Changes to one key's mail or edge coalesce until they
- * are taken (mail read before its commit never reaches the disk at all); a
- * key's replay records go in the order they were made, the later winning in
- * the store.
+ * ask edge opened or closed, an ask withdrawn after its reply closed it, a
+ * failure notice owed to a sender or read (NoticeJournal.ts). Changes to one
+ * key's mail or edge coalesce until they are taken (mail read before its
+ * commit never reaches the disk at all); a key's replay records go in the
+ * order they were made, the later winning in the store.
  *
  * The promise it keeps ("acknowledged is a promise", design.md): no output
  * that reveals a change — an acknowledgement, a delivery, a cancel's answer,
@@ -43,7 +43,7 @@
  * already, and the entries it keeps per message in JournalEntries.ts.
  */
 import { Deferred, Effect } from "effect"
-import type { MailCommit, StoredMail, StoredRecord } from "../store/MailStore.ts"
+import type { MailCommit, StoredMail, StoredRecord, StoredWithdrawal } from "../store/MailStore.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { ByMessage } from "./ByMessage.ts"
 import type { Fingerprint, Outcome } from "./DeliveryRecords.ts"
@@ -86,6 +86,9 @@ export class StoreJournal {
   private mailDeletes = new Set<number>()
   private edgePuts = new Map<string, AskEdge>()
   private edgeDeletes = new Set<string>()
+  /** Asks withdrawn after their reply closed them (Asks.ts): when, by ask key; and those pushed out of its bound. */
+  private withdrawalPuts = new Map<string, number>()
+  private withdrawalDeletes = new Set<string>()
   private readonly notices = new NoticeJournal()
   /**
    * Mail stored or about to be (`pending`), by sender and id: only those need a delete, or a put dropped.
@@ -362,6 +365,25 @@ export class StoreJournal {
     this.changed()
   }
 
+  /**
+   * The ask `messageKey` was withdrawn at `at` after a reply had closed its
+   * edge (Asks.ts): stored, so that a restart does not forget it. A change
+   * no output waits for (`cancel_ask` has no answer; a `cancel_message`'s
+   * answer is marked by its own change): stored with the next commit.
+   */
+  askWithdrawn(messageKey: string, at: number): void {
+    this.withdrawalDeletes.delete(messageKey)
+    this.withdrawalPuts.set(messageKey, at)
+    this.changed()
+  }
+
+  /** The withdrawal of `messageKey` was pushed out of the broker's bound: it leaves the store with the next commit. */
+  withdrawalGone(messageKey: string): void {
+    if (this.withdrawalPuts.delete(messageKey)) return
+    this.withdrawalDeletes.add(messageKey)
+    this.flushLater()
+  }
+
   /** Continues numbering failure notices after what a restart found stored. */
   restoreNoticeSeq(nextNoticeSeq: number): void {
     this.notices.restoreSeq(nextNoticeSeq)
@@ -398,7 +420,8 @@ export class StoreJournal {
       : undefined
     if (
       this.records.length === 0 && this.pendingPuts === 0 && this.mailDeletes.size === 0 &&
-      this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined && this.notices.isEmpty
+      this.edgePuts.size === 0 && this.edgeDeletes.size === 0 && prune === undefined && this.notices.isEmpty &&
+      this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0
     ) {
       // Every change counted since the last commit cancelled out (mail dropped or written before it was
       // stored, an edge closed before it was): nothing to store, so output marked behind them may go now.
@@ -415,13 +438,24 @@ export class StoreJournal {
       edgePuts: [...this.edgePuts.values()],
       edgeDeletes: [...this.edgeDeletes],
       prune,
-      ...this.notices.take()
+      ...this.notices.take(),
+      ...this.takeWithdrawals()
     }
     this.records = []
     this.mailDeletes = new Set()
     this.edgePuts = new Map()
     this.edgeDeletes = new Set()
     return { batch, upTo: this.appended, acked }
+  }
+
+  /** The withdrawal changes for a batch (none named when there are none), no longer pending. */
+  private takeWithdrawals(): { withdrawalPuts?: ReadonlyArray<StoredWithdrawal>; withdrawalDeletes?: ReadonlyArray<string> } {
+    if (this.withdrawalPuts.size === 0 && this.withdrawalDeletes.size === 0) return {}
+    const withdrawalPuts = [...this.withdrawalPuts].map(([messageKey, at]) => ({ messageKey, at }))
+    const withdrawalDeletes = [...this.withdrawalDeletes]
+    this.withdrawalPuts = new Map()
+    this.withdrawalDeletes = new Set()
+    return { withdrawalPuts, withdrawalDeletes }
   }
 
   /**
@@ -521,6 +555,16 @@ export class StoreJournal {
     for (const [key, edge] of this.edgePuts) edgePuts.set(key, edge)
     this.edgePuts = edgePuts
     for (const key of batch.edgeDeletes) if (!this.edgePuts.has(key)) this.edgeDeletes.add(key)
+    // Withdrawals as edges: what came since is later and wins.
+    const withdrawalPuts = new Map<string, number>()
+    for (const put of batch.withdrawalPuts ?? []) {
+      if (!this.withdrawalDeletes.has(put.messageKey)) withdrawalPuts.set(put.messageKey, put.at)
+    }
+    for (const [key, at] of this.withdrawalPuts) withdrawalPuts.set(key, at)
+    this.withdrawalPuts = withdrawalPuts
+    for (const key of batch.withdrawalDeletes ?? []) {
+      if (!this.withdrawalPuts.has(key)) this.withdrawalDeletes.add(key)
+    }
     if (batch.prune !== undefined) this.lastPrune = 0
     this.notices.failed(batch)
   }

@@ -21,7 +21,7 @@ import type { Generation } from "./Generation.ts"
 import { PEER_BUSY_REASON, PEER_BUSY_REASON_CODE, peerBusyText } from "./health.ts"
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
 import { receivedText, renderReply } from "./render.ts"
-import type { Waiter } from "./ReplyWaiter.ts"
+import type { WaitEnd, Waiter } from "./ReplyWaiter.ts"
 import { newMessage, type Sending, sentText } from "./Sending.ts"
 import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
 
@@ -60,6 +60,38 @@ export const cancelWait = (generation: Generation, waiter: Waiter, questionId: s
   Effect.sync(() => generation.slot.release(waiter)).pipe(
     Effect.andThen(generation.client.cancelAsk(questionId).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
   )
+
+/**
+ * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
+ * cancelling the ask edge if the wait fails or is interrupted. The answer
+ * can come before the acknowledgement (a durable broker delivers before its
+ * commit and acknowledges after it): once it is here the question was
+ * delivered, and the wait ends with it rather than go on, so that nothing
+ * (its generation closing, say) can end the ask with its answer in hand. The
+ * generation's close ends the wait too (C-ORD-35), whatever became of the
+ * waiter meanwhile (its peer may have left first): a send still waiting in
+ * the client, for a connection say, must not go out for a generation that
+ * has ended, and its broker edge, if the question was written, is
+ * cancelled. The wait's other ends are read after it. Used by `ask` and by a
+ * blocking `contact_supervisor`.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const untilSent = <E>(
+  generation: Generation,
+  waiter: Waiter,
+  questionId: string,
+  send: Effect.Effect<Delivery, E>
+): Effect.Effect<Delivery, E | WaitEnd> => {
+  const answered: Delivery = { messageId: questionId, delivery: "socket_delivered" }
+  return Effect.raceFirst(
+    Effect.raceFirst(send, Deferred.await(waiter.outcome).pipe(Effect.as(answered), Effect.catch(() => Effect.never))),
+    generation.slot.whenEnded
+  ).pipe(
+    Effect.onError(() => cancelWait(generation, waiter, questionId))
+  )
+}
 
 /**
  * The blocking ask of one generation.
@@ -143,21 +175,12 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       const sentAt = yield* Clock.currentTimeMillis
-      // The answer can come before the acknowledgement (a durable broker delivers before its commit and
-      // acknowledges after it). Once it is here the question was delivered: the ask goes on with it rather
-      // than wait, so that nothing (its generation closing, say) can end the ask with its answer in hand.
-      const answered: Delivery = { messageId: message.id, delivery: "socket_delivered" }
-      const delivery = yield* Effect.raceFirst(
-        sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice }),
-        // An answer ends the wait for the acknowledgement, and so does the generation's close (C-ORD-35: a send
-        // still waiting in the client, for a connection say, must not go out for a generation that has ended;
-        // its broker edge, if the question was written, is cancelled). The wait's other ends are read after it.
-        Deferred.await(bound.outcome).pipe(
-          Effect.as(answered),
-          Effect.catch((error) => error._tag === "SessionEnded" ? Effect.fail(error) : Effect.never)
-        )
-      ).pipe(
-        Effect.onError(() => cancelAsk)
+      // Ends on the acknowledgement, on an answer that came first, or on the generation's close (`untilSent`).
+      const delivery = yield* untilSent(
+        generation,
+        bound,
+        message.id,
+        sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice })
       )
       yield* sending.recordSent(request.to, message)
       if (delivery.delivery === "queued") {

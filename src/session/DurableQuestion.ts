@@ -21,7 +21,10 @@
  *   the broker may have saved it) is also cancelled, bounded, as an aborted
  *   wait is: nobody waits for its answer.
  * - A wait whose generation closed before the question was asked (C-ORD-35)
- *   asks nothing and fails with `SessionEnded`.
+ *   asks nothing and fails with `SessionEnded`; so does one whose first ask
+ *   still waits in the client when it closes, and one whose live wait had
+ *   just ended without an answer (the supervisor left) when it closed: no
+ *   fresh waiter is bound, and nothing is asked again.
  */
 import { Data, Deferred, Duration, Effect, Schedule, Stream } from "effect"
 import type { InboundMessage, QuestionEvent } from "../client/events.ts"
@@ -124,12 +127,18 @@ export const waitDurably = (
       waiter.current = slot.bind(waiter.current, correlation)
       return waiter.current
     }
-    /** A fresh waiter in the slot, bound to the question (the last one ended without an answer). */
-    const rebind = Effect.sync(() => {
+    /**
+     * A fresh waiter in the slot, bound to the question (the last one ended without an answer). Not once the
+     * generation closed (C-ORD-35): its teardown failed the waiter that was current then, and a fresh one
+     * would wait on, re-asking, for a generation that has ended. Checked in the same synchronous step as the
+     * `bind`, so no close can come in between.
+     */
+    const rebind = Effect.suspend(() => {
+      if (slot.ended() !== undefined) return Effect.fail(new SessionEnded())
       slot.release(waiter.current)
       const next = slot.reserve()
       if (next !== undefined) waiter.current = next
-      return bind()
+      return Effect.succeed(bind())
     })
 
     // Listen before asking: a saved answer may be pushed right after the save.
@@ -147,7 +156,13 @@ export const waitDurably = (
     if (slot.ended() !== undefined) return yield* new SessionEnded()
     let bound = bind()
     const ask = client.askQuestion({ questionId, reason: question.reason, text: question.message.content.text })
-    yield* ask.pipe(Effect.tapError((error) => mayBeSaved(error) ? stopBounded(client, questionId) : Effect.void))
+    yield* ask.pipe(
+      Effect.tapError((error) => mayBeSaved(error) ? stopBounded(client, questionId) : Effect.void),
+      // C-ORD-35: the generation's close ends an ask still waiting in the client (for a connection, say), so
+      // it does not go out for a generation that has ended. Not stopped: a question its broker saved stays,
+      // as any question outlives the generation that asked it (C-DQ-10).
+      (asking) => Effect.raceFirst(asking, Effect.mapError(slot.whenEnded, () => new SessionEnded()))
+    )
     yield* asked
     // C-DQ-6: re-ask on a Schedule as a fallback (reconnects re-ask by themselves).
     yield* Effect.forkScoped(Effect.repeat(Effect.ignore(ask), Schedule.spaced(QUESTION_RECHECK)))

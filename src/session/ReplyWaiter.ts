@@ -7,14 +7,16 @@
  *   departed peer, a question the broker dropped — so a losing or failing call can never disturb the winner.
  *   Only `teardown` (the session generation closing) ends whichever waiter is
  *   current, and the slot remembers it: `ended` tells a call that binds its
- *   waiter afterwards that its generation is over, so it sends nothing.
+ *   waiter afterwards that its generation is over, so it sends nothing, and
+ *   `whenEnded` ends a wait that is not on a waiter's outcome (a send still
+ *   waiting in the client) when the generation closes.
  * - The outcome is a `Deferred`: a reply routed before the asker started to
  *   wait is kept, never lost.
  *
  * The slot is a plain field owned by one `IntercomSession`, touched only by
  * synchronous code.
  */
-import { Deferred, Exit } from "effect"
+import { Deferred, type Effect, Exit } from "effect"
 import type { InboundMessage } from "../client/events.ts"
 import type { AskExpired, AskSuperseded, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
@@ -95,6 +97,13 @@ export interface ReplyWaiterSlot {
    * question (C-ORD-35).
    */
   readonly ended: () => WaitEnd | undefined
+  /**
+   * Fails with `teardown`'s error once it ran (at once when it has): a wait
+   * that is not on the slot's outcome — a send still waiting in the client,
+   * say — races it, so that the generation's close ends that wait too
+   * whatever became of its waiter meanwhile (C-ORD-35).
+   */
+  readonly whenEnded: Effect.Effect<never, WaitEnd>
   readonly current: () => Waiter | undefined
 }
 
@@ -110,6 +119,7 @@ const sameName = (a: string | undefined, b: string | undefined): boolean =>
 export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
   let current: Waiter | undefined
   let endedBy: WaitEnd | undefined
+  const closed = Deferred.makeUnsafe<never, WaitEnd>()
 
   return {
     reserve: () => {
@@ -148,9 +158,11 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
     },
     teardown: (error) => {
       endedBy ??= error
+      Deferred.doneUnsafe(closed, Exit.fail(endedBy))
       if (current !== undefined) Deferred.doneUnsafe(current.outcome, Exit.fail(error))
     },
     ended: () => endedBy,
+    whenEnded: Deferred.await(closed),
     current: () => current
   }
 }

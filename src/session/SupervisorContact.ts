@@ -31,7 +31,7 @@ import { Deferred, Duration, Effect, Exit, Result } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { cancelWait } from "./Ask.ts"
+import { cancelWait, untilSent } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -263,9 +263,15 @@ export const makeSupervisorContact = (
       if (ended !== undefined) return yield* ended
       const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
-      const delivery = yield* client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
-        Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error)),
-        Effect.onInterrupt(() => cancelAsk)
+      // C-ORD-35, as for `ask`: the generation's close ends the wait for the acknowledgement too, so a send
+      // still waiting in the client goes nowhere and nothing is recorded; the edge is cancelled (`untilSent`).
+      const delivery = yield* untilSent(
+        generation,
+        bound,
+        message.id,
+        client.supervisorSend({ message, askTimeoutMs: timeoutMs }).pipe(
+          Effect.mapError((error) => error._tag === "IntercomNotConnected" ? error : sendFailed(error))
+        )
       )
       yield* sending.recordSent(display, message)
       if (delivery.delivery === "queued") {

@@ -1,8 +1,9 @@
 /**
  * `MailStore`: the broker's durable routing state — mail that was
  * acknowledged and not yet written to its recipient, the replay records that
- * answer a retried send (P46), the open ask edges a reply needs (P61), and
- * the failure notices owed to senders (OwedNotices.ts).
+ * answer a retried send (P46), the open ask edges a reply needs (P61), the
+ * asks withdrawn after their reply closed them (WithdrawnAsks.ts), and the
+ * failure notices owed to senders (OwedNotices.ts).
  *
  * The broker never reads it while it routes: its in-memory tables are the
  * working set, and the store is their write-behind copy, committed in batches
@@ -57,9 +58,20 @@ import {
 } from "./OwedNotices.ts"
 import { decodeBlock, encodeBlock, newestAt } from "./replayBlock.ts"
 import { type BatchStep, SqliteBatch } from "./SqliteClient.ts"
+import {
+  applyMemoryWithdrawals,
+  loadMemoryWithdrawals,
+  loadSqliteWithdrawals,
+  type MemoryWithdrawals,
+  noWithdrawalChanges,
+  type RecoveredWithdrawals,
+  type WithdrawalChanges,
+  withdrawalSteps
+} from "./WithdrawnAsks.ts"
 
 export type { StoredRecord } from "./mailCodec.ts"
 export type { StoredNotice } from "./OwedNotices.ts"
+export type { StoredWithdrawal } from "./WithdrawnAsks.ts"
 
 /**
  * The store could not load or commit: `detail` says what went wrong, and the
@@ -84,8 +96,11 @@ export interface StoredMail {
   readonly mail: Mail
 }
 
-/** One batch of changes, applied in one transaction (failure notices: `NoticeChanges`). */
-export interface MailCommit extends NoticeChanges {
+/**
+ * One batch of changes, applied in one transaction (failure notices:
+ * `NoticeChanges`; asks withdrawn after their reply closed them: `WithdrawalChanges`).
+ */
+export interface MailCommit extends NoticeChanges, WithdrawalChanges {
   /** Replay records written or rewritten (the last state of each key). */
   readonly records: ReadonlyArray<StoredRecord>
   /** Mail accepted and not yet written. */
@@ -98,13 +113,14 @@ export interface MailCommit extends NoticeChanges {
   readonly edgeDeletes: ReadonlyArray<string>
   /**
    * Housekeeping, when set: drop replay records recorded before
-   * `recordsBefore` and edges whose deadline is at or before `edgesUntil`.
+   * `recordsBefore`, edges whose deadline is at or before `edgesUntil`, and
+   * withdrawals no ask can outlive by then (WithdrawnAsks.ts).
    */
   readonly prune?: { readonly recordsBefore: number; readonly edgesUntil: number } | undefined
 }
 
 /** What `load` returns: the state to restore, and the next mail and notice sequence numbers. */
-export interface Recovered extends RecoveredNotices {
+export interface Recovered extends RecoveredNotices, RecoveredWithdrawals {
   /** Replay records recorded at or after `since`, oldest first. */
   readonly records: ReadonlyArray<StoredRecord>
   /** Undelivered mail, in acceptance order. */
@@ -129,7 +145,7 @@ export interface MailStoreService {
 export const isEmptyCommit = (batch: MailCommit): boolean =>
   batch.records.length === 0 && batch.mailPuts.length === 0 && batch.mailDeletes.length === 0 &&
   batch.edgePuts.length === 0 && batch.edgeDeletes.length === 0 && batch.prune === undefined &&
-  noNoticeChanges(batch)
+  noNoticeChanges(batch) && noWithdrawalChanges(batch)
 
 // ---------------------------------------------------------------------------------------------
 // The memory implementation.
@@ -147,6 +163,8 @@ export interface MemoryMailState {
   readonly edges: Map<string, { readonly deadline: number; readonly text: string }>
   /** Failure notices owed to senders, by their number (OwedNotices.ts). */
   readonly notices: MemoryNotices
+  /** Asks withdrawn after their reply closed them: when, by ask key (WithdrawnAsks.ts). */
+  readonly withdrawals: MemoryWithdrawals
   /** One more than the highest mail sequence number stored. */
   nextSeq: number
   /** Commits applied (for tests and the simulation's report). */
@@ -164,6 +182,7 @@ export const makeMemoryMailState = (): MemoryMailState => ({
   mail: new Map(),
   edges: new Map(),
   notices: new Map(),
+  withdrawals: new Map(),
   nextSeq: 1,
   commits: 0,
   down: false
@@ -205,7 +224,9 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       }
       const notices = loadMemoryNotices(state.notices)
       if (notices instanceof CorruptRow) return failCorrupt(notices)
-      return Effect.succeed({ records, mail, edges, nextSeq: state.nextSeq, ...notices })
+      const withdrawals = loadMemoryWithdrawals(state.withdrawals)
+      if (withdrawals instanceof CorruptRow) return failCorrupt(withdrawals)
+      return Effect.succeed({ records, mail, edges, nextSeq: state.nextSeq, ...notices, ...withdrawals })
     }),
   commit: (batch) =>
     state.down ? Effect.fail(new MailStoreError({ operation: "commit", detail: "the process is gone" })) : Effect.sync(() => {
@@ -225,6 +246,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       for (const edge of batch.edgePuts) state.edges.set(edge.messageKey, { deadline: edge.deadline, text: encodeEdge(edge) })
       for (const key of batch.edgeDeletes) state.edges.delete(key)
       applyMemoryNotices(state.notices, batch)
+      applyMemoryWithdrawals(state.withdrawals, batch, batch.prune?.edgesUntil)
       if (batch.prune !== undefined) {
         const { edgesUntil, recordsBefore } = batch.prune
         for (const [key, row] of state.records) if (row.at < recordsBefore) state.records.delete(key)
@@ -236,7 +258,7 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 
 // ---------------------------------------------------------------------------------------------
 // The SQLite implementation (schema: migrations/0001_mail.ts, 0006_mail_by_seq.ts, 0007_replay_blocks.ts,
-// 0008_owed_notices.ts).
+// 0008_owed_notices.ts, 0009_withdrawn_asks.ts).
 
 const BlockRow = Schema.Struct({ n: Schema.Number, body: Schema.String })
 const MailRow = Schema.Struct({ record_key: Schema.String, seq: Schema.Number, body: Schema.String })
@@ -308,6 +330,7 @@ export const commitSteps = (change: MailCommit): ReadonlyArray<BatchStep> => {
     steps.push({ sql: "DELETE FROM ask_edges WHERE deadline <= ?", rows: [[change.prune.edgesUntil]] })
   }
   steps.push(...noticeSteps(change))
+  steps.push(...withdrawalSteps(change, change.prune?.edgesUntil))
   return steps
 }
 
@@ -362,7 +385,9 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         if (next instanceof CorruptRow) return yield* failCorrupt(next)
         const notices = yield* Effect.provideService(loadSqliteNotices, SqlClient.SqlClient, sql)
         if (notices instanceof CorruptRow) return yield* failCorrupt(notices)
-        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, ...notices }
+        const withdrawals = yield* Effect.provideService(loadSqliteWithdrawals, SqlClient.SqlClient, sql)
+        if (withdrawals instanceof CorruptRow) return yield* failCorrupt(withdrawals)
+        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, ...notices, ...withdrawals }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 
     // One synchronous step on prepared statements (SqliteBatch.transact): per commit, effect/sql's

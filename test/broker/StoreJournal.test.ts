@@ -137,6 +137,25 @@ describe("StoreJournal", () => {
     // The sent record carries its id, so the replay block need not take the key apart.
     assert.strictEqual(taken?.batch.records[0]?.id, "m1")
   })
+
+  it("stores a withdrawn ask with the next commit, puts it back when that commit fails, and deletes one pushed out", () => {
+    const journal = new StoreJournal(() => {}, 3_600_000)
+    journal.askWithdrawn("k1", 5)
+    journal.askWithdrawn("k2", 6)
+    const first = journal.take(10) ?? assert.fail("nothing taken")
+    assert.deepStrictEqual(first.batch.withdrawalPuts, [{ messageKey: "k1", at: 5 }, { messageKey: "k2", at: 6 }])
+    // Meanwhile k2 is pushed out of the bound; the failed commit's k1 goes back, k2 is deleted.
+    journal.withdrawalGone("k2")
+    journal.failed(first, "disk full")
+    const second = journal.take(11) ?? assert.fail("nothing taken")
+    assert.deepStrictEqual(second.batch.withdrawalPuts, [{ messageKey: "k1", at: 5 }])
+    assert.deepStrictEqual(second.batch.withdrawalDeletes, ["k2"])
+    journal.committed(second)
+    // A withdrawal pushed out before it was taken is never stored at all.
+    journal.askWithdrawn("k3", 12)
+    journal.withdrawalGone("k3")
+    assert.isUndefined(journal.take(13))
+  })
 })
 
 /** A peer for the journal to hold acknowledgements for (it only keeps it), on a connection that does nothing. */

@@ -13,7 +13,10 @@ import type { Message } from "../../src/protocol/frames.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, type RegisterOptions, send, type Session } from "../support/broker.ts"
-import { type MemoryBroker, nextStepAt, withMemoryBroker } from "../support/memory.ts"
+import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { makeMemoryMailState } from "../../src/store/MailStore.ts"
+import { durableBroker } from "../support/durable.ts"
+import { advance, type MemoryBroker, memoryNetwork, nextStepAt, withMemoryBroker } from "../support/memory.ts"
 import type { WireClient, WireError } from "../support/wire.ts"
 
 const noAsk = "Reply target does not match a pending ask"
@@ -169,7 +172,8 @@ describe("P62: a reply lost before it reached its asker leaves the ask open", ()
 })
 
 // An ask its asker withdrew after the reply had closed its edge stays withdrawn when that reply is lost:
-// a new reply is refused, and the replier's own ask to the asker is not refused as mutual.
+// a new reply is refused, and the replier's own ask to the asker is not refused as mutual. A durable broker
+// keeps the withdrawal across a restart (WithdrawnAsks.ts), so a reply restored and then lost does not reopen it.
 describe("an ask withdrawn after its reply closed it", () => {
   it.effect("by cancel_ask: a new reply is refused E_REPLY_TARGET", () =>
     Effect.gen(function*() {
@@ -197,5 +201,40 @@ describe("an ask withdrawn after its reply closed it", () => {
       )
       yield* session(broker, "asker", confirming)
       assertDelivered(yield* send(replier.client, "asker", message("your turn?", { expectsReply: true })))
+    }))
+
+  it.effect("by cancel_ask, then a durable broker's restart before the reply is lost: a new reply is still refused", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk, { mailboxCapacity: 2 })
+      const confirming = { frame: { features: [RECEIVED_V1] } }
+      const asker = yield* world.session({ sessionId: "asker", name: "asker", ...confirming })
+      const replier = yield* world.session({ sessionId: "replier", name: "replier" })
+      const question = message("what is 2+2?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      const first4 = message("4", { replyTo: question.id })
+      assertDelivered(yield* send(replier.client, "asker", first4))
+      // Read, never confirmed: the reply stays in the store, and comes back to the mailbox after the restart.
+      yield* messageFor(asker.client, first4.id)
+      yield* asker.client.send({ type: "cancel_ask", messageId: question.id })
+      yield* settled([asker.client])
+      yield* advance(LAZY_FLUSH) // the withdrawal is committed
+      yield* first.crash
+
+      yield* durableBroker(world, disk, { mailboxCapacity: 2 })
+      const replier2 = yield* world.session({ sessionId: "replier", name: "replier" })
+      // The asker comes back and is handed the restored reply, then goes again without confirming it.
+      const asker2 = yield* world.session({ sessionId: "asker", name: "asker", ...confirming })
+      yield* messageFor(asker2.client, first4.id)
+      yield* asker2.client.destroy
+      yield* replier2.client.next("session_left", (f) => f.sessionId === asker2.id)
+      // Two notes push the restored reply out of the asker's mailbox (of 2): the replier is told it was lost.
+      for (const note of [message("note 1"), message("note 2")]) {
+        assertDelivered(yield* send(replier2.client, "asker", note), "queued")
+      }
+      yield* expectLost(replier2, first4)
+      assertFailed(yield* send(replier2.client, "asker", message("4, again", { replyTo: question.id })), "E_REPLY_TARGET")
     }))
 })

@@ -7,13 +7,26 @@
  * `progress_update` only sends; an interview reply is parsed into `details`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
 import { EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
 import { type ChildBridge, readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
-import { B, inboundMessage, info, settle, type UnitSession, unitSession, withPeers } from "./support.ts"
+import { QUESTION_RECHECK, waitDurably } from "../../src/session/DurableQuestion.ts"
+import { ReplyPeerDisconnected, SessionEnded } from "../../src/session/errors.ts"
+import { makeGeneration, resolveSettings } from "../../src/session/Generation.ts"
+import {
+  B,
+  inboundMessage,
+  info,
+  makeFakeClient,
+  makeRecordingHost,
+  settle,
+  type UnitSession,
+  unitSession,
+  withPeers
+} from "./support.ts"
 
 const SUP = info("sup-1111-2222-3333", { name: "planner" })
 
@@ -242,6 +255,111 @@ describe("contact_supervisor when its generation closes before the question goes
       const unit = yield* closedWhileConnecting([EXACT_SEND_V1, QUESTIONS_V1])
       assert.deepStrictEqual(unit.client.questionsAsked, [], "the closed generation asked nothing")
       assert.deepStrictEqual(unit.client.supervisorSends, [])
+    }))
+})
+
+describe("contact_supervisor when its generation closes while it waits (C-ORD-35)", () => {
+  /** A child whose question's send (or durable ask) is held in the client, as one waiting for a connection is. */
+  const heldInClient = (features: ReadonlyArray<string> | undefined) =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const unit = yield* child().pipe(Scope.provide(scope))
+      if (features !== undefined) unit.client.features = features
+      const holding = yield* Deferred.make<void>()
+      const hold = Effect.andThen(Deferred.succeed(holding, undefined), Effect.never)
+      unit.client.onSend = () => hold
+      unit.client.onAskQuestion = () => hold
+      const fiber = yield* Effect.forkChild(contact(unit)({ reason: "need_decision", message: "?" }))
+      yield* Deferred.await(holding)
+      return { scope, unit, fiber }
+    })
+
+  /** Closes the generation: the call ends at once with `Intercom session ended`, having recorded nothing. */
+  const closeEnds = (held: Effect.Success<ReturnType<typeof heldInClient>>) =>
+    Effect.gen(function*() {
+      const { fiber, scope, unit } = held
+      yield* Scope.close(scope, Exit.void)
+      yield* settle
+      const result = fiber.pollUnsafe() ?? assert.fail("the call still waits after its generation closed")
+      assert.isTrue(Exit.isSuccess(result))
+      const text = Exit.isSuccess(result) ? result.value : undefined
+      assert.deepStrictEqual([text?.text, text?.isError, text?.details], ["Intercom session ended", true, { error: "SessionEnded" }])
+      assert.deepStrictEqual(unit.host.history, [], "the closed generation recorded no sent question")
+      assert.isFalse(yield* unit.session.waiting)
+    })
+
+  it.effect("the ordinary path: a supervisor_send still waiting in the client is given up, and the edge cancelled", () =>
+    Effect.gen(function*() {
+      const held = yield* heldInClient(undefined)
+      const question = lastQuestion(held.unit.client.supervisorSends)
+      yield* closeEnds(held)
+      assert.deepStrictEqual(held.unit.client.cancelAsks(), [question.id])
+    }))
+
+  it.effect("the ordinary path: a supervisor who left first does not keep the send waiting", () =>
+    Effect.gen(function*() {
+      const held = yield* heldInClient(undefined)
+      // The supervisor leaves while the send waits: its waiter ends (not as SessionEnded), and the send waits on.
+      yield* held.unit.client.presence({ _tag: "Left", sessionId: SUP.id })
+      yield* settle
+      assert.isUndefined(held.fiber.pollUnsafe())
+      yield* closeEnds(held)
+    }))
+
+  it.effect("the durable path: a first ask still waiting in the client is given up, not stopped", () =>
+    Effect.gen(function*() {
+      const held = yield* heldInClient([EXACT_SEND_V1, QUESTIONS_V1])
+      yield* closeEnds(held)
+      assert.strictEqual(held.unit.client.questionsAsked.length, 1)
+      assert.deepStrictEqual(held.unit.client.supervisorSends, [])
+    }))
+
+  it.effect("the durable path: a live wait that had just ended (the supervisor left) binds no fresh waiter and asks no more", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const client = yield* makeFakeClient("self-0000-0000")
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const generation = yield* makeGeneration({
+        client: client.service,
+        host: host.service,
+        settings: resolveSettings({}),
+        afterConnect: Effect.void
+      }).pipe(Scope.provide(scope))
+      client.onAskQuestion = (asked) =>
+        Effect.succeed({
+          id: asked.questionId,
+          state: "awaiting_input",
+          reason: asked.reason,
+          ownerId: SUP.id,
+          childId: "self-0000-0000",
+          childName: "self",
+          message: asked.text,
+          createdAt: 0
+        })
+      const waiter = generation.slot.reserve() ?? assert.fail("the slot is taken")
+      const question = { id: "q-1", timestamp: 0, content: { text: "?" } }
+      // Once the question is saved, the supervisor leaves (its live wait ends without an answer) and the
+      // generation closes, both before the wait goes on: the close found no wait to end.
+      const leftThenClosed = Effect.andThen(
+        Effect.sync(() => generation.slot.peerLeft(SUP.id, new ReplyPeerDisconnected({ peerId: SUP.id }))),
+        generation.retire
+      )
+      const fiber = yield* Effect.forkChild(
+        waitDurably(
+          generation,
+          { current: waiter },
+          { questionId: question.id, reason: "need_decision", message: question, targetId: SUP.id },
+          leftThenClosed
+        )
+      )
+      yield* settle
+      const exit = fiber.pollUnsafe() ?? assert.fail("the wait goes on after its generation closed")
+      assert.isTrue(Exit.hasFails(exit))
+      assert.strictEqual(Exit.isFailure(exit) ? Cause.squash(exit.cause) instanceof SessionEnded : false, true)
+      const asked = client.questionsAsked.length
+      yield* TestClock.adjust(Duration.sum(QUESTION_RECHECK, QUESTION_RECHECK))
+      assert.strictEqual(client.questionsAsked.length, asked, "the ended wait re-asks nothing")
+      yield* Scope.close(scope, Exit.void)
     }))
 })
 

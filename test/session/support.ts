@@ -18,6 +18,8 @@ import {
 } from "../../src/client/errors.ts"
 import { checkPublish, type TopicEntry } from "../../src/protocol/topics.ts"
 import type { Published } from "../../src/client/ClientTopics.ts"
+import type { QuestionAsk, QuestionError } from "../../src/client/ClientQuestions.ts"
+import type { QuestionRecordWire } from "../../src/protocol/questions.ts"
 import {
   type ClientStatus,
   IntercomClient,
@@ -118,8 +120,10 @@ export interface FakeClientState {
   onList: Effect.Effect<void> | undefined
   /** When set, `connect` runs this first (a hook to act while a connect waits, as on a reconnect). */
   onConnect: Effect.Effect<void> | undefined
-  /** The id of every durable question asked (`askQuestion`), in order; the fake refuses them all. */
+  /** The id of every durable question asked (`askQuestion`), in order. */
   readonly questionsAsked: Array<string>
+  /** How `askQuestion` is answered; default: refused with `QuestionsUnavailable` (a broker keeping no questions). */
+  onAskQuestion: (question: QuestionAsk) => Effect.Effect<QuestionRecordWire, QuestionError>
   /** Hands a subscribed record to the session, as the broker's fan-out would. */
   readonly topicRecord: (entry: TopicEntry) => Effect.Effect<void>
 }
@@ -178,6 +182,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onList: undefined,
       onConnect: undefined,
       questionsAsked: [],
+      onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
       topicRecord: (entry) => Effect.asVoid(PubSub.publish(topicHub, entry))
     }
     const connection = Effect.suspend(() => {
@@ -277,11 +282,11 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       savedTopics: Effect.succeed({ subscriptions: [], publications: [] }),
       seedTopics: () => Effect.void,
       topicRecords: Stream.fromPubSub(topicHub),
-      // No broker behind the fake: it keeps no durable questions (a base broker, or memory mode).
+      // By default no broker behind the fake keeps durable questions (a base broker, or memory mode).
       askQuestion: (question) =>
         Effect.suspend(() => {
           fake.questionsAsked.push(question.questionId)
-          return Effect.fail(new QuestionsUnavailable())
+          return fake.onAskQuestion(question)
         }),
       questionReceived: () => Effect.void,
       questionDone: () => Effect.void,

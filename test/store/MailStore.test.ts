@@ -31,6 +31,7 @@ import { migration as replayLog0005 } from "../../src/store/migrations/0005_repl
 import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail_by_seq.ts"
 import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
+import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
 
@@ -307,6 +308,7 @@ describe("MailStore", () => {
       yield* mailBySeq0006
       yield* replayBlocks0007
       yield* owedNotices0008 // the store loads owed notices too
+      yield* withdrawnAsks0009 // and withdrawn asks
       const store = yield* makeSqlite
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
     }).pipe(Effect.provide(bareSqlite)))
@@ -327,6 +329,7 @@ describe("MailStore", () => {
       const indexes = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mail'`
       assert.deepStrictEqual(indexes, [], "no second b-tree beside the rows")
       yield* owedNotices0008 // the store loads owed notices too
+      yield* withdrawnAsks0009 // and withdrawn asks
       const store = yield* makeSqlite
       const loaded = yield* store.load(0)
       assert.deepStrictEqual(loaded.mail.map((m) => [m.seq, m.mail.recordKey]), [[1, "mike"], [2, "zulu"], [3, "alpha"]])
@@ -369,6 +372,7 @@ describe("MailStore", () => {
       const blocks = yield* sql<{ newest_at: number }>`SELECT newest_at FROM replay_blocks ORDER BY n`
       assert.deepStrictEqual(blocks.map((b) => b.newest_at), [60 + 998, 60 + 1_000])
       yield* owedNotices0008 // the store loads owed notices too
+      yield* withdrawnAsks0009 // and withdrawn asks
       const store = yield* makeSqlite
       const loaded = (yield* store.load(0)).records
       assert.strictEqual(loaded.length, 1_002)

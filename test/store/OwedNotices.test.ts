@@ -15,6 +15,7 @@ import { migration as replayLog0005 } from "../../src/store/migrations/0005_repl
 import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail_by_seq.ts"
 import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
+import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 
 const sqliteStore = Layer.provideMerge(MailStore.sqlite, Database.layerMemory)
@@ -76,6 +77,7 @@ describe("MailStore: failure notices owed to senders", () => {
       const mail = yield* sql<{ body: string }>`SELECT body FROM mail`
       assert.deepStrictEqual(mail.map((row) => row.body), ["kept"])
       yield* sql`DELETE FROM mail`
+      yield* withdrawnAsks0009 // the store loads withdrawn asks too
       const store = yield* makeSqlite
       yield* store.commit(commitOf({ noticePuts: [noticeOf(7, "alice", 70)] }))
       const loaded = yield* store.load(0)

@@ -16,6 +16,7 @@
  * - `0006_mail_by_seq` undelivered mail keyed by its sequence number (`MailStore`)
  * - `0007_replay_blocks` replay records a commit's worth per row (`MailStore`)
  * - `0008_owed_notices` failure notices owed to senders (`MailStore`, OwedNotices.ts)
+ * - `0009_withdrawn_asks` asks withdrawn after their reply closed them (`MailStore`, WithdrawnAsks.ts)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -43,6 +44,7 @@ import { migration as replayLog } from "./0005_replay_log.ts"
 import { migration as mailBySeq } from "./0006_mail_by_seq.ts"
 import { migration as replayBlocks } from "./0007_replay_blocks.ts"
 import { migration as owedNotices } from "./0008_owed_notices.ts"
+import { migration as withdrawnAsks } from "./0009_withdrawn_asks.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -56,5 +58,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0005_replay_log": replayLog,
   "0006_mail_by_seq": mailBySeq,
   "0007_replay_blocks": replayBlocks,
-  "0008_owed_notices": owedNotices
+  "0008_owed_notices": owedNotices,
+  "0009_withdrawn_asks": withdrawnAsks
 }

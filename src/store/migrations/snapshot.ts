@@ -109,11 +109,15 @@ const statements: ReadonlyArray<string> = [
     sender_key TEXT NOT NULL,
     owed_at INTEGER NOT NULL,
     frame TEXT NOT NULL
-  )`
+  )`,
+  `CREATE TABLE withdrawn_asks (
+    message_key TEXT PRIMARY KEY NOT NULL,
+    withdrawn_at INTEGER NOT NULL
+  ) WITHOUT ROWID`
 ]
 
 /** This build's snapshot: the schema of migrations 0001–0008. */
-export const snapshot: SchemaSnapshot = { through: 8, statements }
+export const snapshot: SchemaSnapshot = { through: 9, statements }
 
 /** The Migrator's table as the Migrator makes it (SQLite keeps the text without `IF NOT EXISTS`). */
 export const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "${TABLE}" (
