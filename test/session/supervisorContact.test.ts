@@ -336,18 +336,18 @@ describe("contact_supervisor when its generation closes while it waits (C-ORD-35
           message: asked.text,
           createdAt: 0
         })
-      const waiter = generation.slot.reserve() ?? assert.fail("the slot is taken")
+      const bound = { current: generation.slot.reserve() ?? assert.fail("the slot is taken") }
       const question = { id: "q-1", timestamp: 0, content: { text: "?" } }
       // Once the question is saved, the supervisor leaves (its live wait ends without an answer) and the
       // generation closes, both before the wait goes on: the close found no wait to end.
       const leftThenClosed = Effect.andThen(
-        Effect.sync(() => generation.slot.peerLeft(SUP.id, new ReplyPeerDisconnected({ peerId: SUP.id }))),
+        Effect.sync(() => generation.slot.peerLeft(bound.current, new ReplyPeerDisconnected({ peerId: SUP.id }))),
         generation.retire
       )
       const fiber = yield* Effect.forkChild(
         waitDurably(
           generation,
-          { current: waiter },
+          bound,
           { questionId: question.id, reason: "need_decision", message: question, targetId: SUP.id },
           leftThenClosed
         )
