@@ -129,6 +129,8 @@ const make = (
     // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
+    /** The connection count of each reconnect, once adopted (`reconnects`). */
+    const reconnectHub = yield* PubSub.unbounded<number>()
     /** When what was read may be confirmed (held, withheld, or only once handled); read by the connections. */
     const confirmations = new ConfirmationPolicy(
       options.confirmWhenHandled === true,
@@ -279,6 +281,8 @@ const make = (
         yield* connection.confirmRead
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
+        // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
+        if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
@@ -540,6 +544,8 @@ const make = (
       presenceMark: Effect.sync(() => presenceRead),
       leftSince: (sessionId, mark) => Effect.sync(() => (lastLeft.get(sessionId) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
+      reconnects: Stream.fromPubSub(reconnectHub),
+      rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({
         connected: live !== undefined,
