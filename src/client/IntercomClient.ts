@@ -8,6 +8,9 @@
  *   re-registering the same session id with what the session had announced
  *   (name, status, model, requested features); a liveness probe (P96) turns a
  *   silent broker into a reconnect.
+ * - Each reconnect is announced on `reconnects` once the new connection is
+ *   live: the broker may be a new one that never knew the sessions of the
+ *   last, and a session waiting on one of them checks it is still there.
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
  *   the failure stands: its target may not have registered again yet.
@@ -36,7 +39,7 @@
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
  * batch of sends a closed connection left unanswered, `unsent`, and when a
  * closed connection is retired, `liveRetired`): they read the connection
- * counters and state this module owns, so they stay beside them. About 645
+ * counters and state this module owns, so they stay beside them. About 665
  * lines; the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the

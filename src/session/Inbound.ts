@@ -395,7 +395,8 @@ export const runInbound = (
      * over (a peer that was going to register again has), a `list`; a wait whose target it does not name
      * ends with `ReplyPeerDisconnected`. A target named keeps its wait: a durable broker kept the ask.
      * `caughtUp` first, so a reply read before the answer is routed before the wait is judged. A durable
-     * question (no `sentMark`) is left alone, as it is on a departure: the broker keeps it for the peer.
+     * question (no `sentMark`) is left alone, as it is on a departure: the broker keeps it for the peer;
+     * so is a wait on this child's supervisor (contact_supervisor), which `list` need not name.
      * A later reconnect replaces the check of the one before (`switchMap`); a `list` that fails (the
      * connection dropped again) leaves it to that next one.
      *
@@ -408,6 +409,8 @@ export const runInbound = (
       const waiter = slot.current()
       if (waiter === undefined || waiter.targetId === undefined || waiter.sentMark === undefined) return
       const peerId = waiter.targetId
+      // contact_supervisor: the supervisor may be in another group, which `list` does not show.
+      if ((yield* client.status).supervisorSessionId === peerId) return
       const listed = yield* Effect.option(client.list)
       if (Option.isNone(listed)) return
       yield* client.caughtUp

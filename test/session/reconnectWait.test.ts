@@ -8,7 +8,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { B, C, inboundMessage, REJOIN_GRACE_MS, SELF, settle, withPeers } from "./support.ts"
+import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
+import { B, C, inboundMessage, info, REJOIN_GRACE_MS, SELF, settle, withPeers } from "./support.ts"
+
+/** A supervisor in another group: `list` never names it. */
+const SUP = info("sup-1111-2222-3333", { name: "planner" })
+const bridge: ChildBridge = {
+  supervisorTarget: "planner",
+  runId: "Run-7",
+  agent: "Worker",
+  index: 0,
+  sessionName: undefined,
+  grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
+}
 
 describe("an ask across a reconnect (C-ASK-2, C-ASK-9)", () => {
   it.effect("ends once the rejoin grace is over when the broker reached again does not have the asked peer", () =>
@@ -69,5 +81,24 @@ describe("an ask across a reconnect (C-ASK-2, C-ASK-9)", () => {
       assert.isDefined(asking.pollUnsafe(), "the ask ended once that grace was over")
       const result = yield* Fiber.join(asking)
       assert.isTrue(result.isError)
+    }))
+
+  it.effect("leaves a contact_supervisor wait alone: its supervisor may be in a group `list` does not show", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers({ childBridge: bridge })
+      client.supervisorSessionId = SUP.id
+      const contact = session.contactSupervisor
+      if (contact === undefined) throw new Error("contact_supervisor is missing")
+      const asking = yield* Effect.forkChild(contact({ reason: "need_decision", message: "Stable or experimental API?" }))
+      yield* settle
+      const question = client.supervisorSends[0]?.message.id ?? ""
+      yield* client.reconnect
+      yield* settle
+      yield* TestClock.adjust(REJOIN_GRACE_MS)
+      yield* settle
+      assert.isUndefined(asking.pollUnsafe(), "the supervisor's absence from the list says nothing")
+      yield* client.push(inboundMessage(SUP, "r-1", "Use the stable API.", { replyTo: question }))
+      const result = yield* Fiber.join(asking)
+      assert.deepStrictEqual([result.text, result.isError], ["Use the stable API.", false])
     }))
 })
