@@ -8,6 +8,9 @@
  *   re-registering the same session id with what the session had announced
  *   (name, status, model, requested features); a liveness probe (P96) turns a
  *   silent broker into a reconnect.
+ * - Each reconnect is announced on `reconnects` once the new connection is
+ *   live: the broker may be a new one that never knew the sessions of the
+ *   last, and a session waiting on one of them checks it is still there.
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
  *   the failure stands: its target may not have registered again yet.
@@ -36,7 +39,7 @@
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
  * batch of sends a closed connection left unanswered, `unsent`, and when a
  * closed connection is retired, `liveRetired`): they read the connection
- * counters and state this module owns, so they stay beside them. About 645
+ * counters and state this module owns, so they stay beside them. About 665
  * lines; the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
@@ -129,6 +132,8 @@ const make = (
     // and a reconnect brings again everything not confirmed: the client remembers all of that (RecentMessages.ts).
     const recent = new RecentMessages()
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
+    /** The connection count of each reconnect, once adopted (`reconnects`). */
+    const reconnectHub = yield* PubSub.unbounded<number>()
     /** When what was read may be confirmed (held, withheld, or only once handled); read by the connections. */
     const confirmations = new ConfirmationPolicy(
       options.confirmWhenHandled === true,
@@ -279,6 +284,8 @@ const make = (
         yield* connection.confirmRead
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
+        // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
+        if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
@@ -540,6 +547,8 @@ const make = (
       presenceMark: Effect.sync(() => presenceRead),
       leftSince: (sessionId, mark) => Effect.sync(() => (lastLeft.get(sessionId) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
+      reconnects: Stream.fromPubSub(reconnectHub),
+      rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({
         connected: live !== undefined,

@@ -246,6 +246,21 @@ export interface IntercomClientService extends QuestionOperations {
   readonly leftSince: (sessionId: string, mark: number) => Effect.Effect<boolean>
   /** Membership events; each subscriber sees those after it subscribed. */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
+  /**
+   * One element per reconnect, once the new connection is registered and
+   * live: how many connections this client has made (2 for the first
+   * reconnect). Each subscriber sees those after it subscribed. The broker
+   * reached may be a new one that never knew the sessions registered before
+   * the drop; they may register again within `rejoinGraceMs`.
+   * `IntercomSession` checks then that the peer an ask waits on is still
+   * there (C-ASK-2, C-ASK-9).
+   */
+  readonly reconnects: Stream.Stream<number>
+  /**
+   * How long after a reconnect a session missing from the broker may still
+   * be on its way back (`IntercomClientOptions.rejoinGraceMs`, 10 s by default).
+   */
+  readonly rejoinGraceMs: number
   /** Receipts and cancel/supersede notices about messages. */
   readonly controls: Stream.Stream<ControlEvent>
   readonly status: Effect.Effect<ClientStatus>

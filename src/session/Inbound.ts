@@ -11,7 +11,10 @@
  *   the sender (P70).
  * - Membership: a peer leaving ends a wait on it (C-ASK-9) and retires its
  *   pending asks (C-RPL-10), without holding up the presence stream: the
- *   round trip that confirms a waited-on peer is gone runs per wait.
+ *   round trip that confirms a waited-on peer is gone runs per wait. After a
+ *   reconnect, the broker reached may be a new one that never knew the peer
+ *   (no `session_left` ever comes): once the rejoin grace is over, an
+ *   ordinary wait on a peer that broker does not list ends too (C-ASK-2).
  * - Controls: a sender cancelling or superseding a message drops its pending
  *   ask (P73).
  *
@@ -41,7 +44,7 @@
  * of an earlier one the client still keeps: the next generation gets them in
  * the order they were read.
  */
-import { Cause, Clock, Effect, Latch, Option, type Scope, Stream, type Tracer } from "effect"
+import { Cause, Clock, Duration, Effect, Latch, Option, type Scope, Stream, type Tracer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { InboundMessage } from "../client/events.ts"
 import type { Message, ReceiptStatus } from "../protocol/frames.ts"
@@ -386,6 +389,35 @@ export const runInbound = (
       return Effect.andThen(actOn(oldest), generation.pendingChanged)
     }
 
+    /**
+     * After a reconnect (C-ASK-2, C-ASK-9): the broker reached may be a new one (the last stopped) that
+     * never knew the peer a wait is on, so no `session_left` for it will come. Once the rejoin grace is
+     * over (a peer that was going to register again has), a `list`; a wait whose target it does not name
+     * ends with `ReplyPeerDisconnected`. A target named keeps its wait: a durable broker kept the ask.
+     * `caughtUp` first, so a reply read before the answer is routed before the wait is judged. A durable
+     * question (no `sentMark`) is left alone, as it is on a departure: the broker keeps it for the peer;
+     * so is a wait on this child's supervisor (contact_supervisor), which `list` need not name.
+     * A later reconnect replaces the check of the one before (`switchMap`); a `list` that fails (the
+     * connection dropped again) leaves it to that next one.
+     *
+     * Known gap: the client cannot tell a restarted broker from the same one, nor a memory-mode broker
+     * from a durable one. A target that registered again with a memory-mode broker keeps the wait,
+     * though that broker lost the ask (its answer will be refused): it ends at its timeout.
+     */
+    const checkAfterReconnect: Effect.Effect<void> = Effect.gen(function*() {
+      yield* Effect.sleep(Duration.millis(client.rejoinGraceMs))
+      const waiter = slot.current()
+      if (waiter === undefined || waiter.targetId === undefined || waiter.sentMark === undefined) return
+      const peerId = waiter.targetId
+      // contact_supervisor: the supervisor may be in another group, which `list` does not show.
+      if ((yield* client.status).supervisorSessionId === peerId) return
+      const listed = yield* Effect.option(client.list)
+      if (Option.isNone(listed)) return
+      yield* client.caughtUp
+      if (listed.value.some((session) => session.id === peerId)) return
+      slot.peerLeft(waiter, new ReplyPeerDisconnected({ peerId, reason: "not on the broker after a reconnect" }))
+    })
+
     // What the agent's history holds already: a copy the broker sends again is a duplicate (known issue 6).
     // Remembered before anything is handed over, so no commit of this generation comes before them in the
     // window's order (where the capacity bound would forget it first).
@@ -406,6 +438,11 @@ export const runInbound = (
       client.presenceEvents.pipe(Stream.runForEach((event) =>
         event._tag === "Left" ? noteDeparture(event.sessionId) : Effect.void
       )),
+      { startImmediately: true }
+    )
+
+    yield* Effect.forkScoped(
+      client.reconnects.pipe(Stream.switchMap(() => Stream.fromEffect(checkAfterReconnect)), Stream.runDrain),
       { startImmediately: true }
     )
 

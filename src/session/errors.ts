@@ -182,14 +182,20 @@ export class ReplyTimeout extends Data.TaggedError("ReplyTimeout")<{
 
 /**
  * `Reply peer disconnected before answering: <id>`: the asked peer left the
- * broker before answering (C-ASK-9, C-BRK-33).
+ * broker before answering (C-ASK-9, C-BRK-33). With a `reason`, it says how
+ * that was found, in parentheses — `(not on the broker after a reconnect)`
+ * when the asker's connection dropped and the broker it reached again did not
+ * have the peer once the rejoin grace was over (C-ASK-2).
  *
  * @category errors
  * @since 0.1.0
  */
-export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnected")<{ readonly peerId: string }> {
+export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnected")<{
+  readonly peerId: string
+  readonly reason?: string | undefined
+}> {
   override get message(): string {
-    return `Reply peer disconnected before answering: ${this.peerId}`
+    return `Reply peer disconnected before answering: ${this.peerId}${this.reason === undefined ? "" : ` (${this.reason})`}`
   }
 }
 

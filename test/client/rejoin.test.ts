@@ -47,6 +47,24 @@ describe("a send while its target rejoins a restarted broker", () => {
     return { sender, target }
   })
 
+  it.effect("announces the reconnect once the new connection is live (`reconnects`), with the rejoin grace", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const broker = yield* world.startBroker({ idleExit: null })
+      const client = (yield* memoryClient(world, "sender", 100)).client
+      yield* client.connect
+      const announced = yield* Effect.forkChild(client.reconnects.pipe(Stream.take(1), Stream.runCollect), {
+        startImmediately: true
+      })
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance(1_000)
+      assert.isDefined(announced.pollUnsafe(), "the reconnect was announced")
+      assert.deepStrictEqual(yield* Fiber.join(announced), [2])
+      assert.isTrue((yield* client.status).connected)
+      assert.strictEqual(client.rejoinGraceMs, 10_000)
+    }))
+
   it.effect("waits for the target to register again, then delivers", () =>
     Effect.gen(function*() {
       const { sender, target } = yield* setup

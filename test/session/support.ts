@@ -38,6 +38,9 @@ import {
 } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
 
+/** The fake client's `rejoinGraceMs` (the real client's default). */
+export const REJOIN_GRACE_MS = 10_000
+
 export const info = (id: string, extra: Partial<SessionInfo> = {}): SessionInfo => ({
   id,
   cwd: "/work",
@@ -101,6 +104,8 @@ export interface FakeClientState {
   readonly push: (message: InboundMessage) => Effect.Effect<void>
   readonly presence: (event: PresenceEvent) => Effect.Effect<void>
   readonly control: (event: ControlEvent) => Effect.Effect<void>
+  /** A reconnect, as the real client announces it once the new connection is live (`reconnects`). */
+  readonly reconnect: Effect.Effect<void>
   readonly cancelAsks: () => ReadonlyArray<string>
   readonly receipts: () => ReadonlyArray<MessageReceipt>
   readonly presences: () => ReadonlyArray<PresenceUpdate>
@@ -135,6 +140,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const presenceHub = yield* PubSub.unbounded<PresenceEvent>()
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
+    const reconnectHub = yield* PubSub.unbounded<number>()
     const revisions = new Map<string, number>()
     /** Sessions whose `Left` was pushed and no `Joined` since (`isDeparted`). */
     const departed = new Set<string>()
@@ -170,6 +176,13 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
           return Effect.asVoid(PubSub.publish(presenceHub, event))
         }),
       control: (event) => Effect.asVoid(PubSub.publish(controlHub, event)),
+      // As the real client: a new connection forgets the departures read on the last.
+      reconnect: Effect.suspend(() => {
+        fake.connects++
+        fake.connected = true
+        departed.clear()
+        return Effect.asVoid(PubSub.publish(reconnectHub, fake.connects))
+      }),
       cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
       receipts: () => fake.posts.flatMap((post) => post._tag === "Receipt" ? [post.receipt] : []),
       presences: () => fake.posts.flatMap((post) => post._tag === "Presence" ? [post.update] : []),
@@ -303,6 +316,8 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       presenceMark: Effect.sync(() => presenceRead),
       leftSince: (id, mark) => Effect.sync(() => (lastLeft.get(id) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
+      reconnects: Stream.fromPubSub(reconnectHub),
+      rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({
         connected: fake.connected,
