@@ -42,6 +42,12 @@ export interface FeedSource {
   readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
+  /**
+   * All of `reader`'s parked output reached its recipients' outboxes (or
+   * could not: they closed): the departures held behind it go into the feed
+   * (Membership.left).
+   */
+  readonly parkedOut: (reader: Peer) => void
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
@@ -292,6 +298,16 @@ export class Output {
     return false
   }
 
+  /**
+   * Whether output `reader` produced waits for room: parked in the batch
+   * being handled (the reader's own, when it handles its `unregister`) or
+   * held by its drainer. A session leaving meanwhile has its departure held
+   * until that output is in its recipients' outboxes (`FeedSource.parkedOut`).
+   */
+  hasParked(reader: Peer): boolean {
+    return this.parked.length > 0 || reader.parked.length > 0
+  }
+
   /** The reader's oldest parked item, or undefined when all of it fitted. */
   nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
     return reader.parked[0]
@@ -301,6 +317,7 @@ export class Output {
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
     if (first !== undefined && !accepted) this.undeliverable(first[1])
+    if (reader.parked.length === 0) this.feed.parkedOut(reader)
   }
 
   /**
@@ -320,6 +337,7 @@ export class Output {
       else this.forceEnqueue(recipient, item)
     }
     reader.parked = []
+    this.feed.parkedOut(reader)
     return own
   }
 

@@ -311,7 +311,7 @@ export class Registration {
         identity: session.identity
       }, now)
     }
-    this.membership.left(session)
+    this.membership.left(session, unregistered)
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.left?.(session, now, unregistered)
     this.ctx.registry.releaseIfEmpty(space)

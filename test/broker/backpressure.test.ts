@@ -279,6 +279,103 @@ describe("membership feed seen by a slow receiver", () => {
     }))
 })
 
+/** The messages from `fromId` and the departures `client` got, in order. */
+const messagesAndDepartures = (client: WireClient, fromId: string) =>
+  client.received().flatMap((f) =>
+    f.type === "message" && f.from.id === fromId
+      ? [`message ${f.message.id}`]
+      : f.type === "session_left"
+      ? [`left ${f.sessionId}`]
+      : []
+  )
+
+// C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so the messages
+// a session sent before it left must reach a recipient first, also one that is behind.
+describe("a departure behind a slow recipient comes after the session's last messages", () => {
+  it.effect("a reply parked behind the asker's full outbox, sent with the replier's unregister, comes before its session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const question = message("still there?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      // The reply meets the full outbox and is parked; the unregister in the same batch is handled at once.
+      const answer = message("yes, and leaving", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      assert.strictEqual(replier.client.count("delivered"), 0, "the reply was not parked")
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
+      assertDelivered(yield* ackFor(replier.client, answer.id))
+    }))
+
+  it.effect("a replier that unregisters with its reply parked and then drops its connection still departs, after the reply", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const answer = message("leaving, and gone")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // The close forces the parked reply through; the departure held behind it follows.
+      yield* replier.client.destroy
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
+    }))
+
+  it.effect("a parked reply whose sender unregisters and registers again reaches the asker, with both its departure and its return", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const answer = message("back in a moment")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" }))
+      ]))
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* messageFor(asker.client, answer.id)
+      const frames = asker.client.received()
+      const left = frames.findIndex((f) => f.type === "session_left" && f.sessionId === "replier")
+      const back = frames.findLastIndex((f) => f.type === "session_joined" && f.session.id === "replier")
+      assert.isAtLeast(left, 0, "the asker never heard the replier leave")
+      assert.isBelow(left, back, "the replier's return came before its departure")
+      assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
+    }))
+})
+
 describe("over a real Unix socket", () => {
   it.live("a receiver that stops reading never gets its sender disconnected; after it resumes, every message arrives once, in order", () =>
     Effect.gen(function*() {
