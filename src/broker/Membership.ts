@@ -153,11 +153,13 @@ export class Membership implements FeedSource {
   collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>): void {
     const session = peer.session
     if (session === undefined) return
+    const feed = session.space.feed
     if (peer.owedDepartures !== undefined) {
-      for (const id of peer.owedDepartures) out.push(Encode.sessionLeftFrame(id))
+      // Like the feed's own: after the queued output, unless the session is back (before its new join).
+      for (const id of peer.owedDepartures) (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
       peer.owedDepartures = undefined
     }
-    peer.feedCursor = session.space.feed.collect(peer.feedCursor, session.id, out, departures)
+    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures)
   }
 
   /**

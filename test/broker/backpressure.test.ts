@@ -374,6 +374,37 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.isBelow(left, back, "the replier's return came before its departure")
       assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
     }))
+
+  it.effect("a departure compacted away while the recipient is behind comes after the messages queued before it", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const leaver = yield* broker.session({ sessionId: "leaver" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "leaver")
+
+      yield* watcher.client.pause
+      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's pipeline never filled up")
+      const last = message("my last words")
+      yield* leaver.client.send({ type: "send", to: "watcher", message: last })
+      yield* leaver.client.destroy
+      // More departures than the feed keeps (4 × live sessions + 1024): the leaver's is owed to the watcher.
+      const churn = yield* broker.connect("churn")
+      const frames: Array<string> = []
+      for (let i = 0; i < 1500; i++) {
+        frames.push(JSON.stringify(registerFrame({ sessionId: `churn-${i}` })), JSON.stringify({ type: "unregister" }))
+      }
+      yield* churn.sendRaw(encodeFrames(frames))
+
+      yield* watcher.client.resume
+      yield* takeMessages(watcher.client, "filler", fill.length)
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "leaver")
+      assert.deepStrictEqual(messagesAndDepartures(watcher.client, "leaver").filter((e) => !e.startsWith("left churn")), [
+        `message ${last.id}`,
+        "left leaver"
+      ])
+    }))
 })
 
 describe("over a real Unix socket", () => {
