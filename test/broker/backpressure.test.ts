@@ -375,13 +375,14 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
     }))
 
-  it.effect("a departure compacted away while the recipient is behind comes after the messages queued before it", () =>
+  it.effect("a departure compacted away while the recipient is behind comes after the messages queued before it, and before the session's return", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
       const watcher = yield* broker.session({ sessionId: "watcher" })
       const filler = yield* broker.session({ sessionId: "filler" })
       const leaver = yield* broker.session({ sessionId: "leaver" })
-      yield* watcher.client.next("session_joined", (f) => f.session.id === "leaver")
+      const returner = yield* broker.session({ sessionId: "returner" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "returner")
 
       yield* watcher.client.pause
       const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
@@ -389,21 +390,29 @@ describe("a departure behind a slow recipient comes after the session's last mes
       const last = message("my last words")
       yield* leaver.client.send({ type: "send", to: "watcher", message: last })
       yield* leaver.client.destroy
-      // More departures than the feed keeps (4 × live sessions + 1024): the leaver's is owed to the watcher.
+      yield* returner.client.destroy
+      // More departures than the feed keeps (4 × live sessions + 1024): the two are owed to the watcher.
       const churn = yield* broker.connect("churn")
       const frames: Array<string> = []
-      for (let i = 0; i < 1500; i++) {
+      for (let i = 0; i < 1100; i++) {
         frames.push(JSON.stringify(registerFrame({ sessionId: `churn-${i}` })), JSON.stringify({ type: "unregister" }))
       }
       yield* churn.sendRaw(encodeFrames(frames))
+      yield* broker.session({ sessionId: "returner" })
 
       yield* watcher.client.resume
       yield* takeMessages(watcher.client, "filler", fill.length)
       yield* watcher.client.next("session_left", (f) => f.sessionId === "leaver")
+      // The returner's departure goes first, before its new join; the leaver's after its last message.
       assert.deepStrictEqual(messagesAndDepartures(watcher.client, "leaver").filter((e) => !e.startsWith("left churn")), [
+        "left returner",
         `message ${last.id}`,
         "left leaver"
       ])
+      // The returner's owed departure came before its new join: the watcher sees it present.
+      const listed = (yield* list(watcher.client)).map((s) => s.id).filter((id) => id !== "watcher").sort()
+      assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()].sort(), listed)
+      assert.include(listed, "returner")
     }))
 })
 
