@@ -12,6 +12,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { DELIVERY_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames, type SessionInfo } from "../../src/protocol/index.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import {
@@ -319,6 +320,30 @@ describe("a departure behind a slow recipient comes after the session's last mes
       yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
       assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
       assertDelivered(yield* ackFor(replier.client, answer.id))
+    }))
+
+  it.effect("a staged reply delivered as its sender unregisters, parked behind the asker's full outbox, comes before its session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier", frame: { features: [DELIVERY_V1] } })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      // Staged (its window not waited out), then delivered by the unregister, and parked: the outbox is full.
+      const answer = message("staged, and leaving")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer, delivery: "queue", queueMode: "replace", threadId: "t" }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
     }))
 
   it.effect("a replier that unregisters with its reply parked and then drops its connection still departs, after the reply", () =>
