@@ -175,7 +175,12 @@ export class Output {
     return peer.outbox.length >= this.budget.frames
   }
 
-  /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
+  /**
+   * Queues `item` for `peer`, parking it (and the rest of the batch) if the
+   * outbox is full. Outside a reader's batch (a timer: a staged message
+   * falling due) there is no sender to hold back, and no reader would take
+   * what was parked: the item goes past the outbox's bounds instead.
+   */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
@@ -183,6 +188,7 @@ export class Output {
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
       this.overTotalBudget(peer, chars)
     ) {
+      if (!this.batching) return this.forceEnqueue(peer, item)
       this.parked.push([peer, item])
     } else {
       this.charge(peer, chars)

@@ -441,6 +441,32 @@ describe("a departure behind a slow recipient comes after the session's last mes
     }))
 })
 
+describe("output queued outside a reader's batch", () => {
+  it.effect("a staged message falling due into a full outbox neither waits for nor holds back anyone else's output", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const slow = yield* broker.session({ sessionId: "slow" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const stager = yield* broker.session({ sessionId: "stager", frame: { features: [DELIVERY_V1] } })
+      const c = yield* broker.session({ sessionId: "c" })
+      const d = yield* broker.session({ sessionId: "d" })
+      yield* slow.client.pause
+      const fill = yield* burst(filler.client, "slow", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the slow session's outbox never filled up")
+      const staged = message("staged")
+      yield* stager.client.send({ type: "send", to: "slow", message: staged, delivery: "queue", queueMode: "replace", threadId: "t" })
+      yield* stager.client.next("delivery_queued")
+      yield* advance("3 seconds") // the replace window closes: the message is due while the outbox is full
+      // Parked with no reader to offer it, it held back the next batch of any connection (c's).
+      const hello = message("hello d")
+      assertDelivered(yield* send(c.client, "d", hello))
+      yield* messageFor(d.client, hello.id)
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, staged.id)
+    }))
+})
+
 describe("over a real Unix socket", () => {
   it.live("a receiver that stops reading never gets its sender disconnected; after it resumes, every message arrives once, in order", () =>
     Effect.gen(function*() {
