@@ -11,6 +11,8 @@
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
+ * Output queued outside a reader's batch (a staged message falling due) has
+ * no sender to slow and no reader to offer it: it goes past the bounds.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
