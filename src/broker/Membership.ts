@@ -26,6 +26,19 @@
  * moment an otherwise idle session hears of a change moves, by at most
  * PACE_MS.
  *
+ * Departures: a `session_left` must not reach a recipient before the
+ * messages its session sent before leaving (C-BRK-33: a client fails the
+ * asks waiting on a session when it hears it leave). The writer puts the
+ * departures it collects after the output queued for the recipient
+ * (Output.takeForWrite); output of the session's still parked behind a full
+ * outbox is not queued yet, so a session that unregisters with output
+ * parked (in the batch that unregisters, or by its drainer) has its
+ * departure held here (`held`) until that output is in its recipients'
+ * outboxes (`parkedOut`: the drainer offered the last of it, or the close
+ * forced it through). A session that registers again meanwhile has its held
+ * departure go into the feed first, before its new join (no later state
+ * can stand for it then).
+ *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
  * notifier fiber announces changes made outside a batch (a timeout, a
@@ -55,6 +68,8 @@ export interface FeedWaker {
   readonly tick: (peer: Peer) => boolean
   /** Writes what the ticks asked for. */
   readonly wakeTouched: () => void
+  /** Whether output `reader` produced is parked, waiting for room (Output.hasParked). */
+  readonly hasParked: (reader: Peer) => boolean
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -65,6 +80,12 @@ export class Membership implements FeedSource {
   private readonly waker: FeedWaker
   /** A round woke more than PACE_ABOVE writers: announcements wait for the notifier's pause to end. */
   private pacing = false
+  /**
+   * Sessions that unregistered while output of theirs was parked, by session
+   * key, in the order they left: their departures are not in the feed until
+   * that output is in its recipients' outboxes (`parkedOut`).
+   */
+  private readonly held = new Map<string, Session>()
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -77,6 +98,9 @@ export class Membership implements FeedSource {
 
   /** `session` registered: it sees changes from now on, and the others see it join. */
   joined(session: Session): void {
+    // Back while its departure is held: the departure goes first (see "Departures" in the module header).
+    const earlier = this.held.get(session.key)
+    if (earlier !== undefined) this.release(earlier)
     const space = session.space
     session.peer.feedCursor = space.feed.seq
     if (!session.peer.feedPending) space.needsTick.add(session.peer)
@@ -90,8 +114,30 @@ export class Membership implements FeedSource {
     this.markDirty(session.space)
   }
 
-  left(session: Session): void {
+  /**
+   * `session` left: the others see it leave — once the output of its that was
+   * parked is in its recipients' outboxes, when it unregistered with output
+   * parked (`unregistered`: its own batch is being handled; a closed
+   * connection's parked output was forced through before it left).
+   */
+  left(session: Session, unregistered: boolean): void {
     session.space.needsTick.delete(session.peer)
+    if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
+    else this.depart(session)
+  }
+
+  /** `reader`'s parked output is all in its recipients' outboxes: the departures held behind it go into the feed. */
+  parkedOut(reader: Peer): void {
+    if (this.held.size === 0) return
+    for (const session of this.held.values()) if (session.peer === reader) this.release(session)
+  }
+
+  private release(session: Session): void {
+    this.held.delete(session.key)
+    this.depart(session)
+  }
+
+  private depart(session: Session): void {
     session.space.feed.left(session.id)
     this.markDirty(session.space)
   }
@@ -107,11 +153,13 @@ export class Membership implements FeedSource {
   collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>): void {
     const session = peer.session
     if (session === undefined) return
+    const feed = session.space.feed
     if (peer.owedDepartures !== undefined) {
-      for (const id of peer.owedDepartures) out.push(Encode.sessionLeftFrame(id))
+      // Like the feed's own: after the queued output, unless the session is back (before its new join).
+      for (const id of peer.owedDepartures) (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
       peer.owedDepartures = undefined
     }
-    peer.feedCursor = session.space.feed.collect(peer.feedCursor, session.id, out, departures)
+    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures)
   }
 
   /**

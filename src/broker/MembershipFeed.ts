@@ -63,6 +63,11 @@ export class MembershipFeed {
     return this.departed
   }
 
+  /** Whether session `id` is present (joined, and not left since). */
+  isPresent(id: string): boolean {
+    return this.entries.get(id)?.present === true
+  }
+
   joined(id: string, infoJson: string): void {
     let entry = this.entries.get(id)
     if (entry === undefined || !entry.present) {

@@ -11,6 +11,8 @@
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
+ * Output queued outside a reader's batch (a staged message falling due) has
+ * no sender to slow and no reader to offer it: it goes past the bounds.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -42,6 +44,12 @@ export interface FeedSource {
   readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
+  /**
+   * All of `reader`'s parked output reached its recipients' outboxes (or
+   * could not: they closed): the departures held behind it go into the feed
+   * (Membership.left).
+   */
+  readonly parkedOut: (reader: Peer) => void
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
@@ -169,7 +177,12 @@ export class Output {
     return peer.outbox.length >= this.budget.frames
   }
 
-  /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
+  /**
+   * Queues `item` for `peer`, parking it (and the rest of the batch) if the
+   * outbox is full. Outside a reader's batch (a timer: a staged message
+   * falling due) there is no sender to hold back, and no reader would take
+   * what was parked: the item goes past the outbox's bounds instead.
+   */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
@@ -177,6 +190,7 @@ export class Output {
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
       this.overTotalBudget(peer, chars)
     ) {
+      if (!this.batching) return this.forceEnqueue(peer, item)
       this.parked.push([peer, item])
     } else {
       this.charge(peer, chars)
@@ -292,6 +306,16 @@ export class Output {
     return false
   }
 
+  /**
+   * Whether output `reader` produced waits for room: parked in the batch
+   * being handled (the reader's own, when it handles its `unregister`) or
+   * held by its drainer. A session leaving meanwhile has its departure held
+   * until that output is in its recipients' outboxes (`FeedSource.parkedOut`).
+   */
+  hasParked(reader: Peer): boolean {
+    return this.parked.length > 0 || reader.parked.length > 0
+  }
+
   /** The reader's oldest parked item, or undefined when all of it fitted. */
   nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
     return reader.parked[0]
@@ -301,6 +325,7 @@ export class Output {
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
     if (first !== undefined && !accepted) this.undeliverable(first[1])
+    if (reader.parked.length === 0) this.feed.parkedOut(reader)
   }
 
   /**
@@ -320,6 +345,7 @@ export class Output {
       else this.forceEnqueue(recipient, item)
     }
     reader.parked = []
+    this.feed.parkedOut(reader)
     return own
   }
 

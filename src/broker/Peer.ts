@@ -146,7 +146,9 @@ export class Peer {
   feedCursor = 0
   /**
    * Departures this connection had not seen when the feed dropped them to stay
-   * bounded; sent as `session_left` before its next feed frames.
+   * bounded; sent as `session_left` with its next feed frames: after the
+   * output already queued for it, like the feed's departures, or before the
+   * session's new join if it is back (Membership.collect).
    */
   owedDepartures: Set<string> | undefined = undefined
 

@@ -311,9 +311,10 @@ export class Registration {
         identity: session.identity
       }, now)
     }
-    this.membership.left(session)
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.left?.(session, now, unregistered)
+    // After the hooks: what they deliver for it (its staged messages) is queued, or parked and waited for.
+    this.membership.left(session, unregistered)
     this.ctx.registry.releaseIfEmpty(space)
     if (this.ctx.registry.live === 0) {
       this.lastLeftAt = now

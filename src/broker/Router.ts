@@ -199,7 +199,8 @@ export class Router {
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
     const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out, departures) => membership.collect(peer, out, departures),
-      taken: (peer) => membership.taken(peer)
+      taken: (peer) => membership.taken(peer),
+      parkedOut: (reader) => membership.parkedOut(reader)
     }, {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,

@@ -12,6 +12,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { DELIVERY_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames, type SessionInfo } from "../../src/protocol/index.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import {
@@ -276,6 +277,193 @@ describe("membership feed seen by a slow receiver", () => {
       yield* takeMessages(watcher.client, "filler", fill.length)
       const view = membershipView(watcher.client.received())
       assert.deepStrictEqual([...view.keys()].sort(), ["filler"], "the watcher's view kept a session that had left")
+    }))
+})
+
+/** The messages from `fromId` and the departures `client` got, in order. */
+const messagesAndDepartures = (client: WireClient, fromId: string) =>
+  client.received().flatMap((f) =>
+    f.type === "message" && f.from.id === fromId
+      ? [`message ${f.message.id}`]
+      : f.type === "session_left"
+      ? [`left ${f.sessionId}`]
+      : []
+  )
+
+// C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so the messages
+// a session sent before it left must reach a recipient first, also one that is behind.
+describe("a departure behind a slow recipient comes after the session's last messages", () => {
+  it.effect("a reply parked behind the asker's full outbox, sent with the replier's unregister, comes before its session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const question = message("still there?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      // The reply meets the full outbox and is parked; the unregister in the same batch is handled at once.
+      const answer = message("yes, and leaving", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      assert.strictEqual(replier.client.count("delivered"), 0, "the reply was not parked")
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
+      assertDelivered(yield* ackFor(replier.client, answer.id))
+    }))
+
+  it.effect("a staged reply delivered as its sender unregisters, parked behind the asker's full outbox, comes before its session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier", frame: { features: [DELIVERY_V1] } })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      // Staged (its window not waited out), then delivered by the unregister, and parked: the outbox is full.
+      const answer = message("staged, and leaving")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer, delivery: "queue", queueMode: "replace", threadId: "t" }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
+    }))
+
+  it.effect("a replier that unregisters with its reply parked and then drops its connection still departs, after the reply", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const answer = message("leaving, and gone")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // The close forces the parked reply through; the departure held behind it follows.
+      yield* replier.client.destroy
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
+    }))
+
+  it.effect("a parked reply whose sender unregisters and registers again reaches the asker, with both its departure and its return", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+
+      yield* asker.client.pause
+      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const answer = message("back in a moment")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" }))
+      ]))
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* messageFor(asker.client, answer.id)
+      const frames = asker.client.received()
+      const left = frames.findIndex((f) => f.type === "session_left" && f.sessionId === "replier")
+      const back = frames.findLastIndex((f) => f.type === "session_joined" && f.session.id === "replier")
+      assert.isAtLeast(left, 0, "the asker never heard the replier leave")
+      assert.isBelow(left, back, "the replier's return came before its departure")
+      assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
+    }))
+
+  it.effect("a departure compacted away while the recipient is behind comes after the messages queued before it, and before the session's return", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const leaver = yield* broker.session({ sessionId: "leaver" })
+      const returner = yield* broker.session({ sessionId: "returner" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "returner")
+
+      yield* watcher.client.pause
+      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's pipeline never filled up")
+      const last = message("my last words")
+      yield* leaver.client.send({ type: "send", to: "watcher", message: last })
+      yield* leaver.client.destroy
+      yield* returner.client.destroy
+      // More departures than the feed keeps (4 × live sessions + 1024): the two are owed to the watcher.
+      const churn = yield* broker.connect("churn")
+      const frames: Array<string> = []
+      for (let i = 0; i < 1100; i++) {
+        frames.push(JSON.stringify(registerFrame({ sessionId: `churn-${i}` })), JSON.stringify({ type: "unregister" }))
+      }
+      yield* churn.sendRaw(encodeFrames(frames))
+      yield* broker.session({ sessionId: "returner" })
+
+      yield* watcher.client.resume
+      yield* takeMessages(watcher.client, "filler", fill.length)
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "leaver")
+      // The returner's departure goes first, before its new join; the leaver's after its last message.
+      assert.deepStrictEqual(messagesAndDepartures(watcher.client, "leaver").filter((e) => !e.startsWith("left churn")), [
+        "left returner",
+        `message ${last.id}`,
+        "left leaver"
+      ])
+      // The returner's owed departure came before its new join: the watcher sees it present.
+      const listed = (yield* list(watcher.client)).map((s) => s.id).filter((id) => id !== "watcher").sort()
+      assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()].sort(), listed)
+      assert.include(listed, "returner")
+    }))
+})
+
+describe("output queued outside a reader's batch", () => {
+  it.effect("a staged message falling due into a full outbox neither waits for nor holds back anyone else's output", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const slow = yield* broker.session({ sessionId: "slow" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const stager = yield* broker.session({ sessionId: "stager", frame: { features: [DELIVERY_V1] } })
+      const c = yield* broker.session({ sessionId: "c" })
+      const d = yield* broker.session({ sessionId: "d" })
+      yield* slow.client.pause
+      const fill = yield* burst(filler.client, "slow", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the slow session's outbox never filled up")
+      const staged = message("staged")
+      yield* stager.client.send({ type: "send", to: "slow", message: staged, delivery: "queue", queueMode: "replace", threadId: "t" })
+      yield* stager.client.next("delivery_queued")
+      yield* advance("3 seconds") // the replace window closes: the message is due while the outbox is full
+      // Parked with no reader to offer it, it held back the next batch of any connection (c's).
+      const hello = message("hello d")
+      assertDelivered(yield* send(c.client, "d", hello))
+      yield* messageFor(d.client, hello.id)
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, staged.id)
     }))
 })
 

@@ -7,10 +7,39 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { STATS_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { settled } from "../support/barrier.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { list, membershipView, message, messageFor, registerFrame, send, withBroker } from "../support/broker.ts"
+import type { WireClient } from "../support/wire.ts"
+
+/** How many times a reader was held back by a full outbox, as a `stats-v1` session sees it. */
+const backpressureWaits = (probe: WireClient) =>
+  Effect.gen(function*() {
+    yield* probe.send({ type: "stats", requestId: "waits" })
+    return (yield* probe.next("stats_result")).stats.outbox.backpressureWaits
+  })
+
+/**
+ * Fills `recipient`'s outbox while it does not read: `filler` sends it large
+ * messages, one at a time, until the broker parks one (`probe` sees a reader
+ * held back) rather than acknowledging it. From then on, until the recipient
+ * reads again, its outbox is full and output queued for it is parked.
+ */
+const fillOutbox = (filler: WireClient, recipient: string, probe: WireClient) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 200; i++) {
+      const big = message(`filler ${i}:`.padEnd(128 * 1024, "."))
+      yield* filler.send({ type: "send", to: recipient, message: big })
+      // Until the broker has read it: acknowledged, or parked.
+      for (let polls = 0; polls < 100_000; polls++) {
+        if (filler.received().some((f) => f.type === "delivered" && f.messageId === big.id)) break
+        if ((yield* backpressureWaits(probe)) > 0) return
+      }
+    }
+    assert.fail(`${recipient}'s outbox never filled`)
+  })
 
 describe("membership departures", () => {
   it.live("a known session taken over and gone before the watcher collects reaches it as session_left", () =>
@@ -70,6 +99,42 @@ describe("a departure after a session's last messages", () => {
       yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
       const order = asker.client.received().flatMap((f) =>
         f.type === "message" ? [`message ${f.message.id}`] : f.type === "session_left" ? [`left ${f.sessionId}`] : []
+      )
+      assert.deepStrictEqual(order, [`message ${answer.id}`, "left replier"])
+    }))
+
+  it.live("a reply parked behind the asker's full outbox, sent with the replier's unregister, still comes before its session_left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ outboxCapacity: 2 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const probe = yield* broker.session({ sessionId: "probe", frame: { features: [STATS_V1] } })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "probe")
+      const question = message("still there?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      yield* asker.client.pause
+      yield* fillOutbox(filler.client, "asker", probe.client)
+      // The reply meets the full outbox and is parked; the unregister in the same batch is handled at once.
+      const answer = message("yes, and leaving", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // Held back in its turn (a round trip on the replier could be read in the same batch, and parked too).
+      for (let polls = 0; (yield* backpressureWaits(probe.client)) < 2; polls++) {
+        if (polls >= 100_000) assert.fail("the reply was never parked")
+      }
+      assert.strictEqual(replier.client.count("delivered"), 0, "the reply was not parked")
+      yield* asker.client.resume
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
+      const order = asker.client.received().flatMap((f) =>
+        f.type === "message" && f.from.id === "replier"
+          ? [`message ${f.message.id}`]
+          : f.type === "session_left"
+          ? [`left ${f.sessionId}`]
+          : []
       )
       assert.deepStrictEqual(order, [`message ${answer.id}`, "left replier"])
     }))
