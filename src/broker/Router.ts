@@ -97,6 +97,8 @@ export interface RouterStats {
   readonly topicRecords: number
   /** Estimated bytes of those records (bounded by `topicBytes`; `topicRecordBytes` in Topics.ts). */
   readonly topicBytes: number
+  /** Topic names in live publishers' lists (at most their records kept). */
+  readonly topicPublished: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -498,7 +500,8 @@ export class Router {
       staged: this.staging.size,
       topicEntries: this.topics.size,
       topicRecords: this.topics.recordCount,
-      topicBytes: this.topics.recordBytes
+      topicBytes: this.topics.recordBytes,
+      topicPublished: this.topics.publishedCount
     }
   }
 }

@@ -45,7 +45,7 @@ import { checkRecord, checkTopic, type TopicRecord } from "../protocol/topics.ts
 import { AgedMap } from "./AgedMap.ts"
 import type { Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
-import type { Session } from "./Registry.ts"
+import { type Session, sessionKey } from "./Registry.ts"
 import type { FrameHandlers, RouterContext } from "./RouterContext.ts"
 
 /**
@@ -207,6 +207,17 @@ export class Topics {
     return this.bytes
   }
 
+  /**
+   * Topic names in live publishers' lists (what a leaving publisher walks),
+   * over all sessions: at most the records of live publishers, since a
+   * forgotten record leaves its publisher's list too. For stats and tests.
+   */
+  get publishedCount(): number {
+    let total = 0
+    for (const topics of this.published.values()) total += topics.size
+    return total
+  }
+
   /** Records and subscriptions kept, over all namespaces: for stats and tests. */
   get size(): number {
     let total = 0
@@ -266,7 +277,7 @@ export class Topics {
     if (space.topics.size === 0) this.spaces.delete(spaceKey)
   }
 
-  /** Forgets one record: from its topic, its namespace's count, the byte total and both age orders. */
+  /** Forgets one record: from its topic, its namespace's count, the byte total, both age orders and its live publisher's topics. */
   private forget(gone: Where): void {
     const key = keptKey(gone.spaceKey, gone.topic, gone.id)
     this.away.delete(key)
@@ -278,6 +289,13 @@ export class Topics {
     state.records.delete(gone.id)
     space.entries--
     this.bytes -= kept.bytes
+    // A live publisher's list of its topics goes with the record, or it would grow past every bound.
+    if (kept.available) {
+      const publisherKey = sessionKey(gone.spaceKey, gone.id)
+      const topics = this.published.get(publisherKey)
+      topics?.delete(gone.topic)
+      if (topics?.size === 0) this.published.delete(publisherKey)
+    }
     this.tidy(gone.spaceKey, space, gone.topic, state)
   }
 

@@ -67,3 +67,24 @@ const visible = (c: string): string =>
  * ```
  */
 export const terminalText = (text: string): string => text.replace(UNSAFE_IN_TEXT, visible)
+
+/**
+ * What `JSON.stringify` leaves raw and a terminal still acts on: DEL, the C1
+ * controls (U+0080–U+009F, among them the 8-bit CSI), the bidirectional
+ * embeddings, overrides and isolates, and the line and paragraph separators.
+ */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028-\u202e\u2066-\u2069]/g
+
+/**
+ * `value` as one line of JSON that is safe on a terminal: `JSON.stringify`
+ * escapes only U+0000–U+001F, so every character of `UNSAFE_IN_JSON` is
+ * written as its `\uXXXX` escape too. Still valid JSON, and it parses to the
+ * same value: those characters can only occur inside strings.
+ *
+ * @example
+ * ```ts
+ * terminalJson({ name: "x\u009b2J" }) // '{"name":"x\\u009b2J"}'
+ * ```
+ */
+export const terminalJson = (value: unknown): string =>
+  JSON.stringify(value).replace(UNSAFE_IN_JSON, visible)

@@ -120,4 +120,17 @@ describe("topics-v1: broker-wide bounds on topic records", () => {
       yield* publish(a.client, record("three", 1))
       assert.deepStrictEqual(yield* keptTopics(a.client), ["one", "three"])
     }))
+
+  it.effect("a live publisher's forgotten records leave its list of topics: publishing new topics forever stays bounded", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null, topicEntriesPerGroup: 4, topicRecords: 3 })
+      const publisher = yield* broker.session(topical("pub-live", "g0"))
+      for (let i = 0; i < 50; i++) {
+        assert.strictEqual((yield* publish(publisher.client, record(`t${i}`, 1))).type, "topic_published")
+      }
+      const stats = yield* broker.broker.stats
+      assert.strictEqual(stats.topicRecords, 3)
+      assert.strictEqual(stats.topicPublished, 3, "the live publisher's list names only the records kept")
+      assert.deepStrictEqual(yield* keptTopics(publisher.client), ["t47", "t48", "t49"])
+    }))
 })

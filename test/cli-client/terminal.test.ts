@@ -56,4 +56,25 @@ describe("peer text on the terminal", () => {
       assert.include(shown.stdout, "pub\\u001b[2J\\u001b]0;owned\\u0007\\u001b[1A")
       assert.include(shown.stdout, "build ok")
     }), TIMEOUT)
+
+  it.live("`topics --json` writes a publisher's C1 CSI and right-to-left override as escapes, and parses back to them", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const broker = yield* withBroker({}, agent.agentDir)
+      // JSON.stringify escapes only U+0000–U+001F: the 8-bit CSI and a bidi override would reach the terminal raw.
+      const name = "pub\u009b2J\u202e"
+      const pub = yield* broker.session({ sessionId: "pub-2", name, frame: { features: [TOPICS_V1, GROUPS_V1] } })
+      yield* pub.client.send({
+        type: "topic_publish",
+        requestId: "r2",
+        record: { topic: "build", text: "build ok", event: "update", revision: 1, updatedAt: 1 }
+      })
+      const answer = yield* pub.client.next(["topic_published", "topic_failed"], (f) => f.requestId === "r2")
+      assert.strictEqual(answer.type, "topic_published", JSON.stringify(answer))
+      const shown = yield* runCli(agent, ["topics", "--json"])
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      assert.notMatch(shown.stdout, /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/, JSON.stringify(shown.stdout))
+      assert.include(shown.stdout, String.raw`pub\u009b2J\u202e`)
+      assert.include(JSON.stringify(JSON.parse(shown.stdout)), "build ok")
+    }), TIMEOUT)
 })

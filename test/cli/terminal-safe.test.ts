@@ -14,7 +14,7 @@
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import { statsText } from "../../src/cli/brokerStats.ts"
-import { terminalSafe, terminalText } from "../../src/cli/terminalText.ts"
+import { terminalJson, terminalSafe, terminalText } from "../../src/cli/terminalText.ts"
 import { initialSettings, render } from "../../src/cli/top/view.ts"
 import type { BrokerSnapshot, SessionRow } from "../../src/observe/Snapshot.ts"
 import type { BrokerStatsSnapshot } from "../../src/protocol/stats.ts"
@@ -180,5 +180,24 @@ describe("peer text printed by the CLI (terminalText)", () => {
       terminalText("build ok\u001b]0;owned\u0007\r\nnext\rover\u009b2J\u202eeht"),
       "build ok\\u001b]0;owned\\u0007\nnext\\u000dover\\u009b2J\\u202eeht"
     )
+  })
+})
+
+describe("terminalJson: the CLI's --json lines", () => {
+  /** What a terminal acts on although JSON.stringify leaves it raw: DEL, C1, bidi embeddings/overrides/isolates, U+2028/9. */
+  const RAW_IN_JSON = /[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/
+
+  it("holds no control, C1, bidirectional override or isolate, or separator, and parses back to the same value", () => {
+    fc.assert(
+      fc.property(fc.dictionary(clientText, fc.oneof(clientText, fc.array(clientText), fc.integer())), (value) => {
+        const line = terminalJson(value)
+        assert.notMatch(line, RAW_IN_JSON)
+        assert.deepStrictEqual(JSON.parse(line), value)
+      })
+    )
+  })
+
+  it("writes a C1 CSI and a right-to-left override as escapes", () => {
+    assert.strictEqual(terminalJson({ name: "x\u009b2J\u202e" }), String.raw`{"name":"x\u009b2J\u202e"}`)
   })
 })

@@ -14,7 +14,7 @@ import type { IntercomToolParams, ToolResult } from "../../session/IntercomSessi
 import { queuedFor, queuedMarker } from "../../session/oldMail.ts"
 import { messageBody } from "../../session/render.ts"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
-import { terminalText } from "../terminalText.ts"
+import { terminalJson, terminalText } from "../terminalText.ts"
 
 // ---------------------------------------------------------------------------
 // Exit codes
@@ -68,7 +68,7 @@ export const resultJson = (
 /**
  * Text: the result on stdout, or the error on stderr, through `terminalText`
  * (it holds what peers wrote: names, replies, topic texts). JSON: the object
- * on stdout (JSON escapes every control character).
+ * on stdout through `terminalJson` (every control character escaped, C1 and bidirectional formatting too).
  */
 export const printResult = (
   json: boolean,
@@ -77,7 +77,7 @@ export const printResult = (
   via: "session" | "watch"
 ): Effect.Effect<void> =>
   json
-    ? Console.log(JSON.stringify(resultJson(params, result, via)))
+    ? Console.log(terminalJson(resultJson(params, result, via)))
     : result.isError
     ? Console.error(terminalText(result.text))
     : Console.log(terminalText(result.text))

@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto"
 import { headless } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import { ExitCode } from "../exit.ts"
-import { terminalText } from "../terminalText.ts"
+import { terminalJson, terminalText } from "../terminalText.ts"
 import { delegate } from "./control.ts"
 import { errorResult, exitCodeOf, inboundJson, inboundText, printResult } from "./output.ts"
 import { type CliContext, type CommonInput, openSession, resolveContext } from "./session.ts"
@@ -44,7 +44,7 @@ const runInOwnSession = (context: CliContext, params: IntercomToolParams, json: 
       const host = headless(context.identity, (inbound) =>
         Console.error(
           json
-            ? JSON.stringify(inboundJson(inbound))
+            ? terminalJson(inboundJson(inbound))
             : terminalText(inboundText(inbound.from, inbound.message, inbound.expectsReply))
         ))
       const { session } = yield* openSession(context, { sessionId: randomUUID(), host, inboundTrigger: "never", ephemeral: true })

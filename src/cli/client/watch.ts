@@ -27,7 +27,7 @@ import * as HandledLog from "../../session/HandledLog.ts"
 import { headless, type Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import { EXIT_FAILURE, ExitCode } from "../exit.ts"
-import { terminalText } from "../terminalText.ts"
+import { terminalJson, terminalText } from "../terminalText.ts"
 import { ControlPathTooLong, serveControl } from "./control.ts"
 import { watchSessionId } from "./identity.ts"
 import { actionJson, actionText, errorResult, inboundJson, inboundText, presenceOutput, sessionLabel } from "./output.ts"
@@ -96,7 +96,7 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
   Effect.gen(function*() {
     const fail = (kind: string, message: string) =>
       (input.json
-        ? Console.log(JSON.stringify({ event: "error", ...errorResult(kind, message) }))
+        ? Console.log(terminalJson({ event: "error", ...errorResult(kind, message) }))
         : Console.error(terminalText(message))).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
 
     const context = yield* resolveContext(input).pipe(Effect.catch((error) => fail(error._tag, error.message)))
@@ -106,9 +106,9 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
     }
     const sessionId = watchSessionId(context.name, context.settings.scopeId)
     const emit = (text: string, json: Record<string, unknown>) =>
-      Console.log(input.json ? JSON.stringify(json) : terminalText(text))
+      Console.log(input.json ? terminalJson(json) : terminalText(text))
     const emitError = (text: string, json: Record<string, unknown>) =>
-      input.json ? Console.log(JSON.stringify(json)) : Console.error(terminalText(text))
+      input.json ? Console.log(terminalJson(json)) : Console.error(terminalText(text))
 
     // What this watch knows about the others, for membership lines.
     const known = new Map<string, SessionInfo>()
@@ -122,7 +122,7 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
       headless(context.identity, (inbound: Inbound) =>
         writeOut(
           input.json
-            ? JSON.stringify(inboundJson(inbound))
+            ? terminalJson(inboundJson(inbound))
             : terminalText(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery))
         )),
       shown
