@@ -112,6 +112,19 @@ export const deliveryFields = (choice: DeliveryChoice | undefined): Pick<SendReq
 type SendExtra = Pick<SendRequest, "askTimeoutMs" | "delivery" | "queueMode" | "threadId">
 
 /**
+ * A resend after `E_TARGET_REBOUND`: the session the message now goes to, and
+ * the client's `presenceMark` taken just before it goes (C-ASK-9: a departure
+ * read before it is not one of the incarnation that gets the message).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Resend {
+  readonly target: SessionInfo
+  readonly mark: number
+}
+
+/**
  * The outgoing operations of one generation (see the module header).
  *
  * @category models
@@ -124,14 +137,20 @@ export interface Sending {
    * with the same message id, P47), or to the raw string when nothing
    * resolved (C-TGT-7: the broker answers). An ask passes its timeout as
    * `askTimeoutMs`, so a broker with `ask-timeout-v1` keeps the ask open as
-   * long as the asker waits.
+   * long as the asker waits, and `onResend`, which hears, just before the
+   * resend, the session the message now goes to and the client's
+   * `presenceMark` taken then: an ask's wait is on that incarnation (C-ASK-9).
    */
   readonly deliver: (
     kind: NotDelivered["kind"],
     to: string,
     message: Message,
     target: SessionInfo | undefined,
-    options?: { readonly askTimeoutMs?: number | undefined; readonly delivery?: DeliveryChoice | undefined }
+    options?: {
+      readonly askTimeoutMs?: number | undefined
+      readonly delivery?: DeliveryChoice | undefined
+      readonly onResend?: ((resend: Resend) => Effect.Effect<void>) | undefined
+    }
   ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | DeliveryUnknown | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
@@ -174,6 +193,8 @@ export const makeSending = (generation: Generation): Sending => {
             const again = resolveTarget(sessions, to)
             if (again._tag !== "Found") return yield* Effect.fail(rebound)
             if (again.session.id === selfId) return yield* new SelfTargetRefused()
+            const onResend = options?.onResend
+            if (onResend !== undefined) yield* onResend({ target: again.session, mark: yield* client.presenceMark })
             return yield* client.send(exactRequest(message, again.session, exact, extra))
           })),
         Effect.mapError((error) =>
