@@ -15,7 +15,14 @@ import type { Delivery } from "../client/events.ts"
 import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { type ClientFailure, DeliveryUnknown, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
+import {
+  type ClientFailure,
+  DeliveryUnknown,
+  NotDelivered,
+  SelfTargetRefused,
+  SessionEnded,
+  TargetUnresolved
+} from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
@@ -156,6 +163,14 @@ export interface Sending {
   readonly resolveForSend: (
     to: string
   ) => Effect.Effect<SessionInfo | undefined, SelfTargetRefused | TargetUnresolved | ClientFailure>
+  /**
+   * `send` while the generation is open (C-ORD-35): it fails with
+   * `SessionEnded`, sending nothing, when the generation has closed, and a
+   * close while it waits (in the client, for a connection, say) interrupts it
+   * and fails the same way, so nothing after it is recorded or returned. For
+   * `send` and `reply`; an ask's send races the slot itself (`untilSent`).
+   */
+  readonly whileOpen: <A, E>(send: Effect.Effect<A, E>) => Effect.Effect<A, E | SessionEnded>
   /** The `intercom_sent` history record of a message that went out (C-TOOL-8); also republishes health (C-HLT-8). */
   readonly recordSent: (to: string, message: Message) => Effect.Effect<void>
 }
@@ -234,5 +249,12 @@ export const makeSending = (generation: Generation): Sending => {
       timestamp: message.timestamp
     }))
 
-  return { deliver, resolveForSend, recordSent }
+  const whileOpen: Sending["whileOpen"] = (send) =>
+    Effect.suspend(() =>
+      generation.slot.ended() === undefined
+        ? Effect.raceFirst(send, Effect.mapError(generation.slot.whenEnded, () => new SessionEnded()))
+        : Effect.fail(new SessionEnded())
+    )
+
+  return { deliver, resolveForSend, whileOpen, recordSent }
 }

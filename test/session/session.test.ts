@@ -576,6 +576,35 @@ describe("C-ASK blocking ask", () => {
       assert.strictEqual(host.history.length, recorded, "the closed generation recorded no sent question")
       assert.deepStrictEqual(client.cancelAsks(), [client.sends[0]?.message.id ?? ""], "the edge of a question written is cancelled")
     }))
+  it.effect("C-ORD-35: a generation that closes while a send or a reply waits in the client ends it and records nothing", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, host, session } = yield* withPeers().pipe(Scope.provide(scope))
+      yield* client.push(inboundMessage(B, "q-1", "ready?", { expectsReply: true }))
+      yield* Queue.take(host.inbox)
+      yield* session.beginTurn()
+      // Each message's send is held in the client until `release`, then delivered.
+      const release = yield* Deferred.make<void>()
+      const held = yield* Queue.unbounded<void>()
+      client.onSend = (request) =>
+        Effect.andThen(
+          Queue.offer(held, undefined),
+          Effect.as(Deferred.await(release), { messageId: request.message.id, delivery: "socket_delivered" as const })
+        )
+      const sendFiber = yield* Effect.forkChild(session.send({ to: "C", message: "fyi" }))
+      const replyFiber = yield* Effect.forkChild(session.reply({ message: "yes" }))
+      yield* Queue.take(held)
+      yield* Queue.take(held)
+      const recorded = host.history.length
+      yield* Scope.close(scope, Exit.void)
+      yield* settle
+      const endedAtClose = [sendFiber.pollUnsafe() !== undefined, replyFiber.pollUnsafe() !== undefined]
+      yield* Deferred.succeed(release, undefined)
+      const exits = [yield* Fiber.await(sendFiber), yield* Fiber.await(replyFiber)]
+      assert.deepStrictEqual(endedAtClose, [true, true], "both ended when their generation closed")
+      assert.deepStrictEqual(exits.map(failureText), ["Intercom session ended", "Intercom session ended"])
+      assert.strictEqual(host.history.length, recorded, "the closed generation recorded nothing sent")
+    }))
 })
 
 describe("C-RPL reply and pending through the session", () => {
