@@ -232,7 +232,7 @@ export interface IntercomClientService extends QuestionOperations {
    * How many presence events (`session_joined`, `session_updated`,
    * `session_left`) this client has read so far, over all its connections: a
    * monotonic mark of "now" in the order the broker wrote them, for
-   * `leftSince`. `IntercomSession` takes one when it sends an ask.
+   * `leftSince`. `IntercomSession` takes one when it sends an ask, and again when it resends it after `E_TARGET_REBOUND`.
    */
   readonly presenceMark: Effect.Effect<number>
   /**

@@ -116,15 +116,19 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
               (delivery) => ({ message, delivery })
             )
         )
-      const { message, delivery } = threaded === undefined
-        ? yield* sendAs(request.replyTo)
-        : yield* sendAs(threaded.message.id).pipe(
-          // The broker no longer holds that ask (answered or expired there): the ask is gone, the send stays plain.
-          Effect.catchIf(
-            (error) => error._tag === "NotDelivered" && error.code === DeliveryCode.ReplyTarget,
-            () => Effect.andThen(Effect.sync(() => tracker.markReplied(threaded.message.id)), sendAs(undefined))
+      // C-ORD-35: a generation that closes while the message waits in the client ends the send: nothing
+      // after it is recorded or returned (`whileOpen`).
+      const { message, delivery } = yield* sending.whileOpen(
+        threaded === undefined
+          ? sendAs(request.replyTo)
+          : sendAs(threaded.message.id).pipe(
+            // The broker no longer holds that ask (answered or expired there): the ask is gone, the send stays plain.
+            Effect.catchIf(
+              (error) => error._tag === "NotDelivered" && error.code === DeliveryCode.ReplyTarget,
+              () => Effect.andThen(Effect.sync(() => tracker.markReplied(threaded.message.id)), sendAs(undefined))
+            )
           )
-        )
+      )
       // Marked before `recordSent` republishes health, so `pendingAsks` already counts it answered.
       if (message.replyTo !== undefined) {
         tracker.markReplied(message.replyTo, delivery.delivery === "staged" ? message.id : undefined)
@@ -161,12 +165,13 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
         })
       }
       const message = yield* newMessage(request.message, attachments, { replyTo })
-      const send = client.send({
+      // C-ORD-35, as for `send`: the generation's close ends the reply's send (`whileOpen`).
+      const send = sending.whileOpen(client.send({
         to: context.from.id,
         message,
         ...deliveryFields(choice),
         ...(replyError === undefined ? {} : { replyError })
-      })
+      }))
       // A reply to a traced message joins its trace, under the message's receive span (InboundTracing.ts).
       const delivery = yield* (context.trace === undefined ? send : Effect.withParentSpan(send, context.trace)).pipe(
         Effect.tapError((error) => {
@@ -177,7 +182,7 @@ export const makeActions = (generation: Generation, sending: Sending): Actions =
           return generation.pendingChanged
         }),
         Effect.mapError((error) => {
-          if (error._tag === "IntercomNotConnected") return error
+          if (error._tag === "IntercomNotConnected" || error._tag === "SessionEnded") return error
           // The asker is neither connected nor remembered: say what that means for a reply.
           if (error._tag === "TargetNotFound") {
             return new NotDelivered({ kind: "Reply", to: display, reason: `${error.reason}: ${ASKER_GONE}`, code: error.code })

@@ -22,7 +22,7 @@ import { PEER_BUSY_REASON, PEER_BUSY_REASON_CODE, peerBusyText } from "./health.
 import type { AskRequest, IntercomSessionService, Replied, Sent } from "./IntercomSession.ts"
 import { receivedText, renderReply } from "./render.ts"
 import type { WaitEnd, Waiter } from "./ReplyWaiter.ts"
-import { newMessage, type Sending, sentText } from "./Sending.ts"
+import { newMessage, type Resend, type Sending, sentText } from "./Sending.ts"
 import { checkDeliveryChoice, checkOutgoing } from "./validation.ts"
 
 /**
@@ -120,7 +120,10 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
   /**
    * The ask to a busy peer (C-HLT-5): the question goes out with
    * `expectsReply` (the broker keeps its ask edge, so a later answer is still
-   * a reply), and the result says at once that nobody waits for it.
+   * a reply), and the result says at once that nobody waits for it. The
+   * generation's close ends it as it does a waited ask's send (`untilSent`,
+   * C-ORD-35): a send still waiting in the client goes nowhere, nothing is
+   * recorded, and the edge of a question that was written is cancelled.
    */
   const sendWithoutWaiting = (
     to: string,
@@ -129,12 +132,25 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
     timeoutMs: number
   ): Effect.Effect<Sent, AskFailure> =>
     Effect.gen(function*() {
-      const delivery = yield* sending.deliver("Message", to, message, target, { askTimeoutMs: timeoutMs })
+      let sentTo = target
+      const delivery = yield* Effect.raceFirst(
+        sending.deliver("Message", to, message, target, {
+          askTimeoutMs: timeoutMs,
+          onResend: (resend) => Effect.sync(() => { sentTo = resend.target })
+        }),
+        slot.whenEnded
+      ).pipe(
+        Effect.onError(() =>
+          slot.ended() === undefined
+            ? Effect.void
+            : generation.client.cancelAsk(message.id).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore)
+        )
+      )
       yield* sending.recordSent(to, message)
       return {
         _tag: "Sent",
         to,
-        targetId: target.id,
+        targetId: sentTo.id,
         messageId: message.id,
         delivery: delivery.delivery,
         replyTo: undefined,
@@ -175,19 +191,32 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       const sentAt = yield* Clock.currentTimeMillis
+      let sentTo = target
+      // C-ASK-9: a question resent after `E_TARGET_REBOUND` goes to the session the name now resolves to;
+      // the wait is on that one, and on the departures read from just before the resend on.
+      const onResend = (resend: Resend) =>
+        Effect.sync(() => {
+          sentTo = resend.target
+          slot.bind(bound, {
+            questionId: message.id,
+            targetId: resend.target.id,
+            targetName: resend.target.name,
+            sentMark: resend.mark
+          })
+        })
       // Ends on the acknowledgement, on an answer that came first, or on the generation's close (`untilSent`).
       const delivery = yield* untilSent(
         generation,
         bound,
         message.id,
-        sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice })
+        sending.deliver("Message", request.to, message, target, { askTimeoutMs: timeoutMs, delivery: choice, onResend })
       )
       yield* sending.recordSent(request.to, message)
       if (delivery.delivery === "queued") {
         return {
           _tag: "Sent",
           to: request.to,
-          targetId: target.id,
+          targetId: sentTo.id,
           messageId: message.id,
           delivery: delivery.delivery,
           replyTo: undefined,

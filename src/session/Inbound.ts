@@ -319,7 +319,7 @@ export const runInbound = (
      * for us before it, and `caughtUp` again routes what came. Output the peer had parked behind
      * backpressure can still come after its `session_left`; a message so read is `senderLeft`.
      *
-     * A wait whose target left after its question was sent (`leftSince` its `sentMark`) ends, even if the
+     * A wait whose target left after its question was (last) sent (`leftSince` its `sentMark`) ends, even if the
      * peer is back: the incarnation that had the question left, and the one that joined may not have it.
      * Any other wait on a peer that is back keeps waiting: it was made to the rejoined peer, which has the
      * question. Back means both that the client has read a `session_joined` for it since (`isDeparted`
@@ -328,10 +328,13 @@ export const runInbound = (
      */
     const confirmDeparture = (run: { readonly waiter: Waiter; again: boolean }, peerId: string): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const { waiter } = run
         while (true) {
           const listed = yield* Effect.option(client.list)
           yield* client.caughtUp
+          // Read as the wait is now: a question resent after `E_TARGET_REBOUND` rebinds it (a fresh
+          // `sentMark`, perhaps another target), and a wait no longer on this peer is not this departure's.
+          const waiter = slot.current()
+          if (waiter?.outcome !== run.waiter.outcome || waiter.targetId !== peerId) return
           const leftSinceSent = waiter.sentMark !== undefined && (yield* client.leftSince(peerId, waiter.sentMark))
           const back = !leftSinceSent && Option.isSome(listed) && listed.value.some((session) => session.id === peerId) &&
             !(yield* client.isDeparted(peerId))

@@ -74,7 +74,10 @@ export interface Correlation {
 export interface ReplyWaiterSlot {
   /** The new waiter, or `undefined` when another call holds the slot. */
   readonly reserve: () => Waiter | undefined
-  /** Binds the waiter to its question; a no-op for a waiter that no longer holds the slot. */
+  /**
+   * Binds the waiter to its question, or rebinds it (a question resent to a
+   * rejoined target); a no-op for a waiter that no longer holds the slot.
+   */
   readonly bind: (waiter: Waiter, correlation: Correlation) => Waiter
   /** Frees the slot if (and only if) `waiter` still holds it. */
   readonly release: (waiter: Waiter) => void
@@ -136,7 +139,7 @@ export const makeReplyWaiterSlot = (): ReplyWaiterSlot => {
     },
     bind: (waiter, correlation) => {
       const bound: Waiter = { ...waiter, ...correlation }
-      if (current === waiter) current = bound
+      if (current?.outcome === waiter.outcome) current = bound
       return bound
     },
     release: (waiter) => {

@@ -15,7 +15,14 @@ import type { Delivery } from "../client/events.ts"
 import { type DeliveryChoice, isDefaultDelivery } from "../protocol/deliveryModes.ts"
 import { EXACT_SEND_V1 } from "../protocol/features.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
-import { type ClientFailure, DeliveryUnknown, NotDelivered, SelfTargetRefused, TargetUnresolved } from "./errors.ts"
+import {
+  type ClientFailure,
+  DeliveryUnknown,
+  NotDelivered,
+  SelfTargetRefused,
+  SessionEnded,
+  TargetUnresolved
+} from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { resolutionFailure, resolveTarget } from "./targets.ts"
 
@@ -112,6 +119,19 @@ export const deliveryFields = (choice: DeliveryChoice | undefined): Pick<SendReq
 type SendExtra = Pick<SendRequest, "askTimeoutMs" | "delivery" | "queueMode" | "threadId">
 
 /**
+ * A resend after `E_TARGET_REBOUND`: the session the message now goes to, and
+ * the client's `presenceMark` taken just before it goes (C-ASK-9: a departure
+ * read before it is not one of the incarnation that gets the message).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Resend {
+  readonly target: SessionInfo
+  readonly mark: number
+}
+
+/**
  * The outgoing operations of one generation (see the module header).
  *
  * @category models
@@ -124,19 +144,33 @@ export interface Sending {
    * with the same message id, P47), or to the raw string when nothing
    * resolved (C-TGT-7: the broker answers). An ask passes its timeout as
    * `askTimeoutMs`, so a broker with `ask-timeout-v1` keeps the ask open as
-   * long as the asker waits.
+   * long as the asker waits, and `onResend`, which hears, just before the
+   * resend, the session the message now goes to and the client's
+   * `presenceMark` taken then: an ask's wait is on that incarnation (C-ASK-9).
    */
   readonly deliver: (
     kind: NotDelivered["kind"],
     to: string,
     message: Message,
     target: SessionInfo | undefined,
-    options?: { readonly askTimeoutMs?: number | undefined; readonly delivery?: DeliveryChoice | undefined }
+    options?: {
+      readonly askTimeoutMs?: number | undefined
+      readonly delivery?: DeliveryChoice | undefined
+      readonly onResend?: ((resend: Resend) => Effect.Effect<void>) | undefined
+    }
   ) => Effect.Effect<Delivery, SelfTargetRefused | NotDelivered | DeliveryUnknown | ClientFailure>
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
     to: string
   ) => Effect.Effect<SessionInfo | undefined, SelfTargetRefused | TargetUnresolved | ClientFailure>
+  /**
+   * `send` while the generation is open (C-ORD-35): it fails with
+   * `SessionEnded`, sending nothing, when the generation has closed, and a
+   * close while it waits (in the client, for a connection, say) interrupts it
+   * and fails the same way, so nothing after it is recorded or returned. For
+   * `send` and `reply`; an ask's send races the slot itself (`untilSent`).
+   */
+  readonly whileOpen: <A, E>(send: Effect.Effect<A, E>) => Effect.Effect<A, E | SessionEnded>
   /** The `intercom_sent` history record of a message that went out (C-TOOL-8); also republishes health (C-HLT-8). */
   readonly recordSent: (to: string, message: Message) => Effect.Effect<void>
 }
@@ -174,6 +208,8 @@ export const makeSending = (generation: Generation): Sending => {
             const again = resolveTarget(sessions, to)
             if (again._tag !== "Found") return yield* Effect.fail(rebound)
             if (again.session.id === selfId) return yield* new SelfTargetRefused()
+            const onResend = options?.onResend
+            if (onResend !== undefined) yield* onResend({ target: again.session, mark: yield* client.presenceMark })
             return yield* client.send(exactRequest(message, again.session, exact, extra))
           })),
         Effect.mapError((error) =>
@@ -213,5 +249,12 @@ export const makeSending = (generation: Generation): Sending => {
       timestamp: message.timestamp
     }))
 
-  return { deliver, resolveForSend, recordSent }
+  const whileOpen: Sending["whileOpen"] = (send) =>
+    Effect.suspend(() =>
+      generation.slot.ended() === undefined
+        ? Effect.raceFirst(send, Effect.mapError(generation.slot.whenEnded, () => new SessionEnded()))
+        : Effect.fail(new SessionEnded())
+    )
+
+  return { deliver, resolveForSend, whileOpen, recordSent }
 }

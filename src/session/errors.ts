@@ -426,6 +426,7 @@ export type SendFailure =
   | TargetUnresolved
   | NotDelivered
   | DeliveryUnknown
+  | SessionEnded
 
 /**
  * `This ask was replaced before delivery and will get no reply: <reason>`:

@@ -16,18 +16,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { deliveryError } from "../../src/client/errors.ts"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
+import type { SessionInfo } from "../../src/protocol/frames.ts"
 import { Host } from "../../src/session/Host.ts"
 import { DEPARTURES_LIMIT } from "../../src/session/Inbound.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
+import { B, C, type FakeClient, inboundMessage, info, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
 
-/**
- * A session whose journal saves each message only once `gate` opens (a slow
- * disk), waiting on an ask to B; a message from C is read, so a `Left` read
- * after it waits for that save.
- */
-const slowJournalSession = Effect.gen(function*() {
+/** A session whose journal saves each message only once `gate` opens (a slow disk). */
+const slowJournalBase = Effect.gen(function*() {
   const gate = yield* Deferred.make<void>()
   const client = yield* makeFakeClient(SELF.id)
   client.sessions = [SELF, B, C]
@@ -41,7 +40,21 @@ const slowJournalSession = Effect.gen(function*() {
       Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
     )
   )
-  const session = Context.get(context, IntercomSession)
+  return { client, gate, session: Context.get(context, IntercomSession) }
+})
+
+/** `slowJournalBase` after a message from C was read: a `Left` read after it waits for that save. */
+const slowJournal = Effect.gen(function*() {
+  const { client, gate, session } = yield* slowJournalBase
+  yield* session.intercom({ action: "status" })
+  yield* client.push(inboundMessage(C, "c-1", "fyi"))
+  yield* settle
+  return { client, gate, session }
+})
+
+/** `slowJournalBase` waiting on an ask to B, then reading a message from C (see `slowJournal`). */
+const slowJournalSession = Effect.gen(function*() {
+  const { client, gate, session } = yield* slowJournalBase
   const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which port?" }))
   yield* settle
   assert.strictEqual(client.sends.length, 1, "the question went to B")
@@ -49,6 +62,30 @@ const slowJournalSession = Effect.gen(function*() {
   yield* settle
   return { asking, client, gate }
 })
+
+/**
+ * Refuses the first send as `E_TARGET_REBOUND` after B left and `rejoined` (B
+ * restarted, or another session took its name) joined: the `Left` and `Joined`
+ * are read before the refusal, so before the question is resent. Every other
+ * send is delivered.
+ */
+const reboundAfterRestart = (client: FakeClient, rejoined: SessionInfo): void => {
+  let first = true
+  client.onSend = (request) =>
+    Effect.gen(function*() {
+      if (!first) return { messageId: request.message.id, delivery: "socket_delivered" as const }
+      first = false
+      client.sessions = [...client.sessions.filter((s) => s.id !== B.id), rejoined]
+      yield* client.presence({ _tag: "Left", sessionId: B.id })
+      yield* client.presence({ _tag: "Joined", session: rejoined })
+      return yield* Effect.fail(deliveryError({
+        messageId: request.message.id,
+        code: DeliveryCode.TargetRebound,
+        reason: Reason.targetRebound,
+        retryable: true
+      }))
+    })
+}
 
 describe("a departure's confirmation (C-ASK-9, C-RPL-10)", () => {
   it.effect("a list round trip that stalls does not hold up the departures read after it", () =>
@@ -88,6 +125,44 @@ describe("a departure's confirmation (C-ASK-9, C-RPL-10)", () => {
       assert.isDefined(asking.pollUnsafe(), "the ask ended without waiting for its timeout")
       const result = yield* Fiber.join(asking)
       assert.deepStrictEqual([result.text, result.isError], [`Reply peer disconnected before answering: ${B.id}`, true])
+    }))
+
+  it.effect("a question resent after E_TARGET_REBOUND to the rejoined peer keeps its wait", () =>
+    Effect.gen(function*() {
+      const { client, gate, session } = yield* slowJournal
+      const rejoined = { ...B, endpointEpoch: "epoch-new" }
+      reboundAfterRestart(client, rejoined)
+      const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which port?" }))
+      yield* settle
+      assert.deepStrictEqual(client.sends.map((s) => s.targetEpoch), [B.endpointEpoch, "epoch-new"])
+      // The session acts on B's Left (read before the resend) with the rejoined B listed.
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      yield* settle
+      assert.isUndefined(asking.pollUnsafe(), "the rejoined B has the question: the ask still waits")
+      yield* client.push(inboundMessage(rejoined, "ans-1", "8080", { replyTo: client.sends[1]?.message.id ?? "" }))
+      const result = yield* Fiber.join(asking)
+      assert.deepStrictEqual([result.text, result.isError], [`**Reply from B:**\n8080`, false])
+    }))
+
+  it.effect("a question resent after E_TARGET_REBOUND to another session of the name waits on that one", () =>
+    Effect.gen(function*() {
+      const { client, gate, session } = yield* slowJournal
+      const other = info("d0d0d0d0-1111-2222", { name: "B", endpointEpoch: "epoch-other" })
+      reboundAfterRestart(client, other)
+      const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which port?" }))
+      yield* settle
+      assert.deepStrictEqual(client.sends.map((s) => s.targetId), [B.id, other.id])
+      // The old B's departure is not the departure of the session that has the question.
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      yield* settle
+      assert.isUndefined(asking.pollUnsafe(), "the ask waits on the session it resent the question to")
+      yield* client.presence({ _tag: "Left", sessionId: other.id })
+      yield* settle
+      yield* settle
+      const result = yield* Fiber.join(asking)
+      assert.deepStrictEqual([result.text, result.isError], [`Reply peer disconnected before answering: ${other.id}`, true])
     }))
 
   it.effect("departures noted while the host takes no message are bounded: past the limit the oldest is acted on", () =>

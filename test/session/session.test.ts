@@ -550,6 +550,61 @@ describe("C-ASK blocking ask", () => {
       assert.strictEqual(host.history.length, recorded, "the closed generation recorded no sent question")
       assert.isFalse(yield* session.waiting)
     }))
+  it.effect("C-ORD-35: a generation that closes while the question to a busy peer waits in the client ends the ask and records nothing", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, host, session } = yield* withPeers().pipe(Scope.provide(scope))
+      client.sessions = [SELF, { ...B, acceptsAsks: false }, C]
+      // The question's send is held in the client until `release`, then delivered.
+      const sending = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      client.onSend = (request) =>
+        Effect.andThen(
+          Deferred.succeed(sending, undefined),
+          Effect.as(Deferred.await(release), { messageId: request.message.id, delivery: "socket_delivered" as const })
+        )
+      const fiber = yield* Effect.forkChild(session.ask({ to: "B", message: "q" }))
+      yield* Deferred.await(sending)
+      const recorded = host.history.length
+      yield* Scope.close(scope, Exit.void)
+      yield* settle
+      const endedAtClose = fiber.pollUnsafe() !== undefined
+      yield* Deferred.succeed(release, undefined)
+      const exit = yield* Fiber.await(fiber)
+      assert.isTrue(endedAtClose, "the ask ended when its generation closed")
+      assert.strictEqual(failureText(exit), "Intercom session ended")
+      assert.strictEqual(host.history.length, recorded, "the closed generation recorded no sent question")
+      assert.deepStrictEqual(client.cancelAsks(), [client.sends[0]?.message.id ?? ""], "the edge of a question written is cancelled")
+    }))
+  it.effect("C-ORD-35: a generation that closes while a send or a reply waits in the client ends it and records nothing", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { client, host, session } = yield* withPeers().pipe(Scope.provide(scope))
+      yield* client.push(inboundMessage(B, "q-1", "ready?", { expectsReply: true }))
+      yield* Queue.take(host.inbox)
+      yield* session.beginTurn()
+      // Each message's send is held in the client until `release`, then delivered.
+      const release = yield* Deferred.make<void>()
+      const held = yield* Queue.unbounded<void>()
+      client.onSend = (request) =>
+        Effect.andThen(
+          Queue.offer(held, undefined),
+          Effect.as(Deferred.await(release), { messageId: request.message.id, delivery: "socket_delivered" as const })
+        )
+      const sendFiber = yield* Effect.forkChild(session.send({ to: "C", message: "fyi" }))
+      const replyFiber = yield* Effect.forkChild(session.reply({ message: "yes" }))
+      yield* Queue.take(held)
+      yield* Queue.take(held)
+      const recorded = host.history.length
+      yield* Scope.close(scope, Exit.void)
+      yield* settle
+      const endedAtClose = [sendFiber.pollUnsafe() !== undefined, replyFiber.pollUnsafe() !== undefined]
+      yield* Deferred.succeed(release, undefined)
+      const exits = [yield* Fiber.await(sendFiber), yield* Fiber.await(replyFiber)]
+      assert.deepStrictEqual(endedAtClose, [true, true], "both ended when their generation closed")
+      assert.deepStrictEqual(exits.map(failureText), ["Intercom session ended", "Intercom session ended"])
+      assert.strictEqual(host.history.length, recorded, "the closed generation recorded nothing sent")
+    }))
 })
 
 describe("C-RPL reply and pending through the session", () => {
