@@ -21,7 +21,7 @@ import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
 import { Host } from "../../src/session/Host.ts"
-import { DEPARTURES_LIMIT } from "../../src/session/Inbound.ts"
+import { DEPARTURES_LIMIT } from "../../src/session/Departures.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { B, C, type FakeClient, inboundMessage, info, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
 
