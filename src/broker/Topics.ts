@@ -33,7 +33,7 @@
  *
  * Only the four topic frames reach this module; the send path never does.
  *
- * Size: one concept, about 510 lines — the four frames' handlers and the
+ * Size: one concept, about 530 lines — the four frames' handlers and the
  * per-namespace state they share (records, subscribers, the entry bound,
  * the broker-wide bounds and the retention prune, which forget records in
  * the same places); a split would pass that state between modules.
