@@ -292,21 +292,44 @@ const messagesAndDepartures = (client: WireClient, fromId: string) =>
 
 // C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so the messages
 // a session sent before it left must reach a recipient first, also one that is behind.
+
+/** An asker, a filler and a replier (with `replierFeatures`) on a broker with small outboxes; the asker has seen the replier join. */
+const askerFillerReplier = (replierFeatures: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+    const asker = yield* broker.session({ sessionId: "asker" })
+    const filler = yield* broker.session({ sessionId: "filler" })
+    const replier = yield* broker.session({ sessionId: "replier", frame: { features: [...replierFeatures] } })
+    yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+    return { broker, asker, filler, replier }
+  })
+
+/** The asker stops reading and the filler fills its outbox: what comes for it next is parked. The filler's messages. */
+const fillOutbox = (asker: WireClient, filler: WireClient) =>
+  Effect.gen(function*() {
+    yield* asker.pause
+    const fill = yield* burst(filler, "asker", 40, 64, "fill")
+    assert.isBelow(filler.count("delivered"), fill.length, "the asker's outbox never filled up")
+    return fill
+  })
+
+/** The asker reads again: the filler's messages, then up to the replier's `session_left`. */
+const drainUntilReplierLeft = (asker: WireClient, fill: ReadonlyArray<unknown>) =>
+  Effect.gen(function*() {
+    yield* asker.resume
+    yield* takeMessages(asker, "filler", fill.length)
+    yield* asker.next("session_left", (f) => f.sessionId === "replier")
+  })
+
 describe("a departure behind a slow recipient comes after the session's last messages", () => {
   it.effect("a reply parked behind the asker's full outbox, sent with the replier's unregister, comes before its session_left", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const { asker, filler, replier } = yield* askerFillerReplier()
       const question = message("still there?", { expectsReply: true })
       assertDelivered(yield* send(asker.client, "replier", question))
       yield* messageFor(replier.client, question.id)
 
-      yield* asker.client.pause
-      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const fill = yield* fillOutbox(asker.client, filler.client)
       // The reply meets the full outbox and is parked; the unregister in the same batch is handled at once.
       const answer = message("yes, and leaving", { replyTo: question.id })
       yield* replier.client.sendRaw(encodeFrames([
@@ -315,24 +338,16 @@ describe("a departure behind a slow recipient comes after the session's last mes
       ]))
       assert.strictEqual(replier.client.count("delivered"), 0, "the reply was not parked")
 
-      yield* asker.client.resume
-      yield* takeMessages(asker.client, "filler", fill.length)
-      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      yield* drainUntilReplierLeft(asker.client, fill)
       assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
       assertDelivered(yield* ackFor(replier.client, answer.id))
     }))
 
   it.effect("a staged reply delivered as its sender unregisters, parked behind the asker's full outbox, comes before its session_left", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const replier = yield* broker.session({ sessionId: "replier", frame: { features: [DELIVERY_V1] } })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const { asker, filler, replier } = yield* askerFillerReplier([DELIVERY_V1])
 
-      yield* asker.client.pause
-      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const fill = yield* fillOutbox(asker.client, filler.client)
       // Staged (its window not waited out), then delivered by the unregister, and parked: the outbox is full.
       const answer = message("staged, and leaving")
       yield* replier.client.sendRaw(encodeFrames([
@@ -340,23 +355,15 @@ describe("a departure behind a slow recipient comes after the session's last mes
         JSON.stringify({ type: "unregister" })
       ]))
 
-      yield* asker.client.resume
-      yield* takeMessages(asker.client, "filler", fill.length)
-      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      yield* drainUntilReplierLeft(asker.client, fill)
       assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
     }))
 
   it.effect("a replier that unregisters with its reply parked and then drops its connection still departs, after the reply", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const { asker, filler, replier } = yield* askerFillerReplier()
 
-      yield* asker.client.pause
-      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const fill = yield* fillOutbox(asker.client, filler.client)
       const answer = message("leaving, and gone")
       yield* replier.client.sendRaw(encodeFrames([
         JSON.stringify({ type: "send", to: "asker", message: answer }),
@@ -365,23 +372,15 @@ describe("a departure behind a slow recipient comes after the session's last mes
       // The close forces the parked reply through; the departure held behind it follows.
       yield* replier.client.destroy
 
-      yield* asker.client.resume
-      yield* takeMessages(asker.client, "filler", fill.length)
-      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+      yield* drainUntilReplierLeft(asker.client, fill)
       assert.deepStrictEqual(messagesAndDepartures(asker.client, "replier"), [`message ${answer.id}`, "left replier"])
     }))
 
   it.effect("a parked reply whose sender unregisters and registers again reaches the asker, with both its departure and its return", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const { asker, filler, replier } = yield* askerFillerReplier()
 
-      yield* asker.client.pause
-      const fill = yield* burst(filler.client, "asker", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the asker's outbox never filled up")
+      const fill = yield* fillOutbox(asker.client, filler.client)
       const answer = message("back in a moment")
       yield* replier.client.sendRaw(encodeFrames([
         JSON.stringify({ type: "send", to: "asker", message: answer }),
