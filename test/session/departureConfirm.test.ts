@@ -23,38 +23,20 @@ import type { SessionInfo } from "../../src/protocol/frames.ts"
 import { Host } from "../../src/session/Host.ts"
 import { DEPARTURES_LIMIT } from "../../src/session/Departures.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, type FakeClient, inboundMessage, info, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
+import { B, C, type FakeClient, inboundMessage, info, makeFakeClient, makeRecordingHost, SELF, settle, slowJournalSession, withPeers } from "./support.ts"
 
-/** A session whose journal saves each message only once `gate` opens (a slow disk). */
-const slowJournalBase = Effect.gen(function*() {
-  const gate = yield* Deferred.make<void>()
-  const client = yield* makeFakeClient(SELF.id)
-  client.sessions = [SELF, B, C]
-  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-  const service = {
-    ...host.service,
-    journal: { checkpoint: () => Deferred.await(gate), undelivered: Effect.succeed([]) }
-  }
-  const context = yield* Layer.build(
-    IntercomSession.layer({}).pipe(
-      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-    )
-  )
-  return { client, gate, session: Context.get(context, IntercomSession) }
-})
-
-/** `slowJournalBase` after a message from C was read: a `Left` read after it waits for that save. */
+/** `slowJournalSession` after a message from C was read: a `Left` read after it waits for that save. */
 const slowJournal = Effect.gen(function*() {
-  const { client, gate, session } = yield* slowJournalBase
+  const { client, gate, session } = yield* slowJournalSession
   yield* session.intercom({ action: "status" })
   yield* client.push(inboundMessage(C, "c-1", "fyi"))
   yield* settle
   return { client, gate, session }
 })
 
-/** `slowJournalBase` waiting on an ask to B, then reading a message from C (see `slowJournal`). */
-const slowJournalSession = Effect.gen(function*() {
-  const { client, gate, session } = yield* slowJournalBase
+/** `slowJournalSession` waiting on an ask to B, then reading a message from C (see `slowJournal`). */
+const slowJournalAsking = Effect.gen(function*() {
+  const { client, gate, session } = yield* slowJournalSession
   const asking = yield* Effect.forkChild(session.intercom({ action: "ask", to: "B", message: "which port?" }))
   yield* settle
   assert.strictEqual(client.sends.length, 1, "the question went to B")
@@ -114,7 +96,7 @@ describe("a departure's confirmation (C-ASK-9, C-RPL-10)", () => {
 
   it.effect("an ask sent before the peer left fails though the peer rejoined before the session acted", () =>
     Effect.gen(function*() {
-      const { asking, client, gate } = yield* slowJournalSession
+      const { asking, client, gate } = yield* slowJournalAsking
       // B restarted after it got the question: its Left and Joined are read while the
       // session still saves C's message, so it acts on the Left with B listed again.
       yield* client.presence({ _tag: "Left", sessionId: B.id })

@@ -5,32 +5,16 @@
  * question (C-ASK-9). A peer not back (its `list` entry gone) still ends the wait.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer } from "effect"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host } from "../../src/session/Host.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle } from "./support.ts"
+import { Deferred, Effect, Fiber } from "effect"
+import { B, C, inboundMessage, SELF, settle, slowJournalSession } from "./support.ts"
 
 /**
- * A session whose journal saves each message only once `gate` opens (a slow
- * disk), so a `Left` read after a message waits for that save; B is asked after
- * it left and joined again, while the save still waits.
+ * `slowJournalSession` after a message from C was read, so a `Left` read
+ * after it waits for that save; B is asked after it left and joined again,
+ * while the save still waits.
  */
 const askedAfterRejoin = Effect.gen(function*() {
-  const gate = yield* Deferred.make<void>()
-  const client = yield* makeFakeClient(SELF.id)
-  client.sessions = [SELF, B, C]
-  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-  const service = {
-    ...host.service,
-    journal: { checkpoint: () => Deferred.await(gate), undelivered: Effect.succeed([]) }
-  }
-  const context = yield* Layer.build(
-    IntercomSession.layer({}).pipe(
-      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-    )
-  )
-  const session = Context.get(context, IntercomSession)
+  const { client, gate, session } = yield* slowJournalSession
   yield* session.intercom({ action: "status" })
   yield* settle
   yield* client.push(inboundMessage(C, "c-1", "fyi"))

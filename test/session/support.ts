@@ -3,7 +3,7 @@
  * `IntercomClient` (no socket, so TestClock drives every timer) and a host
  * that records what the session hands it.
  */
-import { Context, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, PubSub, Queue, type Scope, Stream } from "effect"
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
@@ -452,3 +452,25 @@ export const reboundOnce = (client: FakeClient, peer: SessionInfo): void => {
     }))
   }
 }
+
+/**
+ * A session (SELF, with B and C listed) whose host journal saves each message
+ * only once `gate` opens (a slow disk): what is read after a message waits
+ * for that save, a departure's `caughtUp` included.
+ */
+export const slowJournalSession = Effect.gen(function*() {
+  const gate = yield* Deferred.make<void>()
+  const client = yield* makeFakeClient(SELF.id)
+  client.sessions = [SELF, B, C]
+  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+  const service = {
+    ...host.service,
+    journal: { checkpoint: () => Deferred.await(gate), undelivered: Effect.succeed([]) }
+  }
+  const context = yield* Layer.build(
+    IntercomSession.layer({}).pipe(
+      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+    )
+  )
+  return { client, gate, session: Context.get(context, IntercomSession) }
+})
