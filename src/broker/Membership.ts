@@ -37,7 +37,11 @@
  * outboxes (`parkedOut`: the drainer offered the last of it, or the close
  * forced it through). A session that registers again meanwhile has its held
  * departure go into the feed first, before its new join (no later state
- * can stand for it then).
+ * can stand for it then); so does one whose connection registers again as
+ * another session, whose reader would otherwise hold the departure from
+ * every session for as long as one recipient does not read. A hold so lasts
+ * at most until the connection registers again or the registration timeout
+ * closes it (which forces the parked output through).
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
@@ -98,9 +102,13 @@ export class Membership implements FeedSource {
 
   /** `session` registered: it sees changes from now on, and the others see it join. */
   joined(session: Session): void {
-    // Back while its departure is held: the departure goes first (see "Departures" in the module header).
-    const earlier = this.held.get(session.key)
-    if (earlier !== undefined) this.release(earlier)
+    // Back while its departure is held, or its connection registered again as another session: the held
+    // departure goes first (see "Departures" in the module header).
+    if (this.held.size > 0) {
+      for (const held of this.held.values()) {
+        if (held.key === session.key || held.peer === session.peer) this.release(held)
+      }
+    }
     const space = session.space
     session.peer.feedCursor = space.feed.seq
     if (!session.peer.feedPending) space.needsTick.add(session.peer)

@@ -11,8 +11,6 @@
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
- * Output queued outside a reader's batch (a staged message falling due) has
- * no sender to slow and no reader to offer it: it goes past the bounds.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -177,12 +175,7 @@ export class Output {
     return peer.outbox.length >= this.budget.frames
   }
 
-  /**
-   * Queues `item` for `peer`, parking it (and the rest of the batch) if the
-   * outbox is full. Outside a reader's batch (a timer: a staged message
-   * falling due) there is no sender to hold back, and no reader would take
-   * what was parked: the item goes past the outbox's bounds instead.
-   */
+  /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
@@ -190,7 +183,6 @@ export class Output {
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
       this.overTotalBudget(peer, chars)
     ) {
-      if (!this.batching) return this.forceEnqueue(peer, item)
       this.parked.push([peer, item])
     } else {
       this.charge(peer, chars)

@@ -399,6 +399,32 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
     }))
 
+  it.effect("a connection that unregisters with output parked, then registers as another session, does not hold the departure from the others", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: message("bye") }),
+        JSON.stringify({ type: "unregister" }),
+        // The connection goes on as another session: no registration timeout closes it.
+        JSON.stringify(registerFrame({ sessionId: "replier-2" }))
+      ]))
+      // The replier's own answers are parked with the rest of its batch: the world running until idle is
+      // the barrier, then a round trip on the watcher (its answer comes after the feed frames collected first).
+      yield* advance("1 second")
+      assert.notInclude((yield* list(watcher.client)).map((s) => s.id), "replier", "the broker no longer lists the replier")
+      yield* watcher.client.roundTrip
+      assert.isTrue(
+        watcher.client.received().some((f) => f.type === "session_left" && f.sessionId === "replier"),
+        "the watcher, with nothing of the replier's queued for it, did not hear it leave while the asker does not read"
+      )
+      // The asker still gets everything once it reads.
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier")
+    }))
+
   it.effect("a departure compacted away while the recipient is behind comes after the messages queued before it, and before the session's return", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
@@ -437,32 +463,6 @@ describe("a departure behind a slow recipient comes after the session's last mes
       const listed = (yield* list(watcher.client)).map((s) => s.id).filter((id) => id !== "watcher").sort()
       assert.deepStrictEqual([...membershipView(watcher.client.received()).keys()].sort(), listed)
       assert.include(listed, "returner")
-    }))
-})
-
-describe("output queued outside a reader's batch", () => {
-  it.effect("a staged message falling due into a full outbox neither waits for nor holds back anyone else's output", () =>
-    Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const slow = yield* broker.session({ sessionId: "slow" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const stager = yield* broker.session({ sessionId: "stager", frame: { features: [DELIVERY_V1] } })
-      const c = yield* broker.session({ sessionId: "c" })
-      const d = yield* broker.session({ sessionId: "d" })
-      yield* slow.client.pause
-      const fill = yield* burst(filler.client, "slow", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the slow session's outbox never filled up")
-      const staged = message("staged")
-      yield* stager.client.send({ type: "send", to: "slow", message: staged, delivery: "queue", queueMode: "replace", threadId: "t" })
-      yield* stager.client.next("delivery_queued")
-      yield* advance("3 seconds") // the replace window closes: the message is due while the outbox is full
-      // Parked with no reader to offer it, it held back the next batch of any connection (c's).
-      const hello = message("hello d")
-      assertDelivered(yield* send(c.client, "d", hello))
-      yield* messageFor(d.client, hello.id)
-      yield* slow.client.resume
-      yield* takeMessages(slow.client, "filler", fill.length)
-      yield* messageFor(slow.client, staged.id)
     }))
 })
 
