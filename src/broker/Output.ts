@@ -22,7 +22,7 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: about 475 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
+ * Size: about 470 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files.
  */

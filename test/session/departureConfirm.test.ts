@@ -15,15 +15,12 @@
  *   left. (An ask sent after the rejoin keeps waiting: rejoinedPeer.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import { deliveryError } from "../../src/client/errors.ts"
-import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { DeliveryCode, Reason } from "../../src/protocol/delivery.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
-import { Host } from "../../src/session/Host.ts"
 import { DEPARTURES_LIMIT } from "../../src/session/Departures.ts"
-import { IntercomSession } from "../../src/session/IntercomSession.ts"
-import { B, C, type FakeClient, inboundMessage, info, makeFakeClient, makeRecordingHost, SELF, settle, slowJournalSession, withPeers } from "./support.ts"
+import { B, C, type FakeClient, inboundMessage, info, settle, slowJournalSession, slowJournalSessionFor, withPeers } from "./support.ts"
 
 /** `slowJournalSession` after a message from C was read: a `Left` read after it waits for that save. */
 const slowJournal = Effect.gen(function*() {
@@ -149,25 +146,8 @@ describe("a departure's confirmation (C-ASK-9, C-RPL-10)", () => {
 
   it.effect("departures noted while the host takes no message are bounded: past the limit the oldest is acted on", () =>
     Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      const client = yield* makeFakeClient(SELF.id)
-      client.sessions = [SELF, B, C]
-      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-      const service = {
-        ...host.service,
-        // Only B's message waits: C's ask is recorded, then nothing read after B's message is handled.
-        journal: {
-          checkpoint: (context: { readonly message: { readonly id: string } }) =>
-            context.message.id === "b-1" ? Deferred.await(gate) : Effect.void,
-          undelivered: Effect.succeed([])
-        }
-      }
-      const context = yield* Layer.build(
-        IntercomSession.layer({}).pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
-        )
-      )
-      const session = Context.get(context, IntercomSession)
+      // Only B's message waits: C's ask is recorded, then nothing read after B's message is handled.
+      const { client, gate, session } = yield* slowJournalSessionFor((id) => id === "b-1")
       yield* session.intercom({ action: "status" })
       yield* client.push(inboundMessage(C, "ask-c", "still there?", { expectsReply: true }))
       yield* settle

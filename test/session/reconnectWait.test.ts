@@ -8,19 +8,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
-import { B, C, inboundMessage, info, REJOIN_GRACE_MS, SELF, settle, withPeers } from "./support.ts"
+import { B, C, inboundMessage, REJOIN_GRACE_MS, SELF, settle, SUP, supervisorBridge, withPeers } from "./support.ts"
 
-/** A supervisor in another group: `list` never names it. */
-const SUP = info("sup-1111-2222-3333", { name: "planner" })
-const bridge: ChildBridge = {
-  supervisorTarget: "planner",
-  runId: "Run-7",
-  agent: "Worker",
-  index: 0,
-  sessionName: undefined,
-  grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
-}
+const bridge = supervisorBridge
 
 describe("an ask across a reconnect (C-ASK-2, C-ASK-9)", () => {
   it.effect("ends once the rejoin grace is over when the broker reached again does not have the asked peer", () =>

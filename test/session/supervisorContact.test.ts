@@ -11,7 +11,7 @@ import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } 
 import { TestClock } from "effect/testing"
 import type { SendRequest } from "../../src/client/requests.ts"
 import { EXACT_SEND_V1, QUESTIONS_V1 } from "../../src/protocol/features.ts"
-import { type ChildBridge, readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
+import { readChildBridge, SUBAGENT_BRIDGE_ENV } from "../../src/session/supervisorBridge.ts"
 import { formatSupervisorMessage } from "../../src/session/supervisorMessages.ts"
 import { QUESTION_RECHECK, waitDurably } from "../../src/session/DurableQuestion.ts"
 import { ReplyPeerDisconnected, SessionEnded } from "../../src/session/errors.ts"
@@ -23,21 +23,14 @@ import {
   makeFakeClient,
   makeRecordingHost,
   settle,
+  SUP,
+  supervisorBridge,
   type UnitSession,
   unitSession,
   withPeers
 } from "./support.ts"
 
-const SUP = info("sup-1111-2222-3333", { name: "planner" })
-
-const bridge: ChildBridge = {
-  supervisorTarget: "planner",
-  runId: "Run-7",
-  agent: "Worker",
-  index: 0,
-  sessionName: undefined,
-  grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
-}
+const bridge = supervisorBridge
 
 /** A child session whose broker bound it to SUP. */
 const child = (askTimeoutMs = 60_000) =>

@@ -37,6 +37,7 @@ import {
   type Inbound
 } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionOptions, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
+import type { ChildBridge } from "../../src/session/supervisorBridge.ts"
 
 /** The fake client's `rejoinGraceMs` (the real client's default). */
 export const REJOIN_GRACE_MS = 10_000
@@ -455,22 +456,43 @@ export const reboundOnce = (client: FakeClient, peer: SessionInfo): void => {
 
 /**
  * A session (SELF, with B and C listed) whose host journal saves each message
- * only once `gate` opens (a slow disk): what is read after a message waits
- * for that save, a departure's `caughtUp` included.
+ * that `waits` picks only once `gate` opens (a slow disk): what is read after
+ * such a message waits for that save, a departure's `caughtUp` included.
  */
-export const slowJournalSession = Effect.gen(function*() {
-  const gate = yield* Deferred.make<void>()
-  const client = yield* makeFakeClient(SELF.id)
-  client.sessions = [SELF, B, C]
-  const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
-  const service = {
-    ...host.service,
-    journal: { checkpoint: () => Deferred.await(gate), undelivered: Effect.succeed([]) }
-  }
-  const context = yield* Layer.build(
-    IntercomSession.layer({}).pipe(
-      Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+export const slowJournalSessionFor = (waits: (messageId: string) => boolean) =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<void>()
+    const client = yield* makeFakeClient(SELF.id)
+    client.sessions = [SELF, B, C]
+    const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+    const service = {
+      ...host.service,
+      journal: {
+        checkpoint: (context: { readonly message: { readonly id: string } }) =>
+          waits(context.message.id) ? Deferred.await(gate) : Effect.void,
+        undelivered: Effect.succeed([])
+      }
+    }
+    const context = yield* Layer.build(
+      IntercomSession.layer({}).pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(IntercomClient, client.service), Host.layer(service)))
+      )
     )
-  )
-  return { client, gate, session: Context.get(context, IntercomSession) }
-})
+    return { client, gate, session: Context.get(context, IntercomSession) }
+  })
+
+/** `slowJournalSessionFor` where every message waits for the gate. */
+export const slowJournalSession = slowJournalSessionFor(() => true)
+
+/** A supervisor (named "planner") for child-session tests; in another group, so `list` never names it. */
+export const SUP = info("sup-1111-2222-3333", { name: "planner" })
+
+/** A complete child bridge to SUP, carrying a grant (C-SUP-1). */
+export const supervisorBridge: ChildBridge = {
+  supervisorTarget: "planner",
+  runId: "Run-7",
+  agent: "Worker",
+  index: 0,
+  sessionName: undefined,
+  grant: { capability: "nonce.mac", supervisorSessionId: SUP.id }
+}
