@@ -43,6 +43,21 @@ const intercomMessageCount = async (pi: Pi, count: number): Promise<void> => {
 /** The body of an intercom message as the model saw it (after its header). */
 const body = (text: string): string | undefined => text.split("\n\n").at(-1)
 
+/**
+ * Session `bId` connects again after a quit, `a` sends it "after the quit",
+ * and it holds exactly that: nothing kept from before the quit comes again.
+ */
+const reopenedGetsOnlyNewMail = async (a: Pi, bId: string): Promise<void> => {
+  const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
+  try {
+    await act(a, { action: "send", to: bId, message: "after the quit" })
+    await intercomMessageCount(again, 1)
+    assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["after the quit"])
+  } finally {
+    await again.quit()
+  }
+}
+
 describe("pi extension: lifecycle", () => {
   it("/reload during an ask (Esc, then /reload: pi refuses to reload mid-run): the ask is cancelled, nothing is written late, no stale-context error", async () => {
     const a = await openPi(world)
@@ -290,15 +305,8 @@ describe("pi extension: lifecycle", () => {
       await act(b, { action: "status" })
       assert.isTrue(fs.existsSync(file), "test setup: the prompt made pi write the session file")
       await b.quit()
-      const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
-      try {
-        // Mail the broker queued after the quit comes after anything it kept of b's.
-        await act(a, { action: "send", to: bId, message: "after the quit" })
-        await intercomMessageCount(again, 1)
-        assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["after the quit"])
-      } finally {
-        await again.quit()
-      }
+      // Mail the broker queued after the quit comes after anything it kept of b's.
+      await reopenedGetsOnlyNewMail(a, bId)
     } finally {
       await a.quit()
       await b.quit()
@@ -346,14 +354,7 @@ describe("pi extension: lifecycle", () => {
 
       await b.quit()
       // The broker was told: the session's next connection gets only what came after the quit.
-      const again = await openPi(world, { sessionManager: SessionManager.inMemory(world.cwd, { id: bId }) })
-      try {
-        await act(a, { action: "send", to: bId, message: "after the quit" })
-        await intercomMessageCount(again, 1)
-        assert.deepStrictEqual(intercomMessages(again.session()).map(body), ["after the quit"])
-      } finally {
-        await again.quit()
-      }
+      await reopenedGetsOnlyNewMail(a, bId)
     } finally {
       await a.quit()
       await b.quit()
