@@ -9,8 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { makeClient, registrationOf, subscribe } from "../client/support.ts"
-import { asArray, get, jsonOf, makeAgent, runCli } from "./support.ts"
+import { asArray, get, jsonOf, makeAgent, runCli, supervisedChild } from "./support.ts"
 
 const TIMEOUT = 60_000
 
@@ -24,18 +23,7 @@ describe("intercom questions / answer / stop", () => {
       assert.strictEqual(empty.stdout, "No questions.\n")
       assert.isTrue(fs.existsSync(path.join(agent.intercomDir, "intercom.db")))
 
-      const options = (sessionId: string, name: string) => ({
-        agentDir: agent.agentDir,
-        intercomDir: agent.intercomDir,
-        socketPath: agent.socketPath,
-        sessionId,
-        registration: registrationOf(name),
-        launch: false as const
-      })
-      const supervisor = yield* makeClient({ ...options("sup-cli-1", "planner"), ownerToken: "a-long-random-owner-token" })
-      const grant = yield* supervisor.client.authorizeChild("worker")
-      const child = yield* makeClient({ ...options("child-cli-1", "worker"), group: "run-1", supervisorGrant: grant })
-      const events = yield* subscribe(child.client.questionEvents, "question events")
+      const { child, events, supervisor } = yield* supervisedChild(agent, "sup-cli-1", "child-cli-1")
       yield* child.client.askQuestion({ questionId: "q-cli", reason: "need_decision", text: "Subagent needs a supervisor decision.\n\nShip it?" })
 
       const listed = yield* runCli(agent, ["questions", "--session", "sup-cli-1", "--json"])

@@ -6,6 +6,7 @@
  * the Scope closes, before the dir is removed. Nothing here builds: `npm test`
  * runs the build before vitest.
  */
+import { makeClient, registrationOf, subscribe } from "../client/support.ts"
 import { Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -139,3 +140,25 @@ export const asArray = (value: unknown): ReadonlyArray<unknown> => {
   if (!Array.isArray(value)) throw new Error(`not an array: ${JSON.stringify(value)}`)
   return value
 }
+
+/**
+ * A supervisor session `supervisorId` ("planner", with an owner token) and a
+ * child `childId` ("worker", group `run-1`) it authorized, both clients of
+ * `agent`'s broker (which must be running), and the child's question events.
+ */
+export const supervisedChild = (agent: Agent, supervisorId: string, childId: string) =>
+  Effect.gen(function*() {
+    const options = (sessionId: string, name: string) => ({
+      agentDir: agent.agentDir,
+      intercomDir: agent.intercomDir,
+      socketPath: agent.socketPath,
+      sessionId,
+      registration: registrationOf(name),
+      launch: false as const
+    })
+    const supervisor = yield* makeClient({ ...options(supervisorId, "planner"), ownerToken: "a-long-random-owner-token" })
+    const grant = yield* supervisor.client.authorizeChild("worker")
+    const child = yield* makeClient({ ...options(childId, "worker"), group: "run-1", supervisorGrant: grant })
+    const events = yield* subscribe(child.client.questionEvents, "question events")
+    return { child, events, supervisor }
+  })

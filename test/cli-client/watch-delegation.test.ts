@@ -7,8 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeClient, registrationOf, subscribe } from "../client/support.ts"
-import { get, jsonOf, makeAgent, runCli, startWatch } from "./support.ts"
+import { get, jsonOf, makeAgent, runCli, startWatch, supervisedChild } from "./support.ts"
 
 const TIMEOUT = 60_000
 
@@ -35,18 +34,7 @@ describe("commands through a watch keep their parameters", () => {
     Effect.gen(function*() {
       const agent = yield* makeAgent
       yield* startWatch(agent, "boss") // spawns the broker the clients below dial
-      const options = (sessionId: string, name: string) => ({
-        agentDir: agent.agentDir,
-        intercomDir: agent.intercomDir,
-        socketPath: agent.socketPath,
-        sessionId,
-        registration: registrationOf(name),
-        launch: false as const
-      })
-      const supervisor = yield* makeClient({ ...options("sup-dlg-1", "planner"), ownerToken: "a-long-random-owner-token" })
-      const grant = yield* supervisor.client.authorizeChild("worker")
-      const child = yield* makeClient({ ...options("child-dlg-1", "worker"), group: "run-1", supervisorGrant: grant })
-      const events = yield* subscribe(child.client.questionEvents, "question events")
+      const { child, events, supervisor } = yield* supervisedChild(agent, "sup-dlg-1", "child-dlg-1")
       yield* child.client.askQuestion({ questionId: "q-dlg", reason: "need_decision", text: "Ship it?" })
 
       const answered = yield* runCli(agent, ["answer", "q-dlg", "ship", "it", "--session", "sup-dlg-1", "--name", "boss", "--json"])
