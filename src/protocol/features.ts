@@ -135,6 +135,16 @@ export const OBSERVE_V1 = "observe-v1"
  */
 export const EPHEMERAL_V1 = "ephemeral-v1"
 
+/**
+ * The broker's state epoch (extension): `registered` carries `stateEpoch`, an
+ * opaque id of the routing state the broker holds (ask edges, queued mail,
+ * replay records, durable questions). A durable broker keeps it in its store,
+ * so its restarts keep it; a memory-mode broker makes a fresh one per
+ * process. A client that sees it change across a reconnect knows the broker
+ * lost what it held for it (asks in flight, mail queued for offline peers).
+ */
+export const STATE_EPOCH_V1 = "state-epoch-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -154,7 +164,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   OBSERVE_V1,
   TRACE_V1,
   STATS_V1,
-  EPHEMERAL_V1
+  EPHEMERAL_V1,
+  STATE_EPOCH_V1
 ]
 
 /**
