@@ -70,8 +70,7 @@ const setup = (startBroker: (world: MemoryNetwork) => Effect.Effect<{ readonly c
     const note = text("for later")
     assert.strictEqual(yield* sent(asker, { to: "away", message: note }), "queued")
     assert.strictEqual(yield* sent(asker, { to: "target", message: text("plain") }), "socket_delivered")
-    const epoch = (yield* asker.status).stateEpoch
-    assert.isString(epoch)
+    const epoch = (yield* asker.status).stateEpoch ?? assert.fail("the broker gave no state epoch")
     const seen = yield* watch(asker)
     return { world, broker, asker, question, note, epoch, seen }
   })
@@ -84,8 +83,7 @@ describe("IntercomClient: the broker's state epoch (state-epoch-v1)", () => {
       yield* world.startBroker({ idleExit: null })
       yield* advance(1_000)
       assert.strictEqual((yield* asker.status).connections, 2)
-      const newEpoch = (yield* asker.status).stateEpoch
-      assert.isString(newEpoch)
+      const newEpoch = (yield* asker.status).stateEpoch ?? assert.fail("the new broker gave no state epoch")
       assert.notStrictEqual(newEpoch, epoch)
       assert.deepStrictEqual(seen, [
         {
