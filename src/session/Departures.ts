@@ -11,7 +11,7 @@
  *   ordinary wait on a peer that broker does not list ends too (C-ASK-2).
  * - A reconnect to a broker that lost its state (`IntercomClient.stateLost`,
  *   `state-epoch-v1`) ends at once the wait on a question that state held
- *   (`BrokerStateLost`), and logs what else was lost.
+ *   (`BrokerStateLost`); the client has logged what else was lost.
  *
  * Owns the departures noted and not acted on yet and the confirmation in
  * progress; every fiber runs in the generation's Scope, so closing the
@@ -19,7 +19,7 @@
  * host; this module only reads presence and reconnects.
  */
 import { Duration, Effect, Latch, Option, type Scope, Stream } from "effect"
-import { type BrokerStateLost as StateLostEvent, describeStateLost } from "../client/StateEpochs.ts"
+import type { BrokerStateLost as StateLostEvent } from "../client/StateEpochs.ts"
 import { BrokerStateLost, ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
@@ -182,7 +182,6 @@ export const runDepartures = (generation: Generation): Effect.Effect<void, never
    */
   const onStateLost = (event: StateLostEvent): Effect.Effect<void> =>
     Effect.gen(function*() {
-      yield* Effect.logWarning(`intercom: ${describeStateLost(event)}`)
       const lostWaiter = () => {
         const waiter = slot.current()
         if (waiter?.questionId === undefined || waiter.targetId === undefined) return undefined

@@ -10,8 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { randomUUID } from "node:crypto"
-import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
-import { describeStateLost } from "../../src/client/StateEpochs.ts"
+import { type BrokerStateLost, describeStateLost, LOST_SENDS_LIMIT, StateEpochs } from "../../src/client/StateEpochs.ts"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
 import { sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
@@ -133,4 +132,27 @@ describe("IntercomClient: the broker's state epoch (state-epoch-v1)", () => {
       assert.deepStrictEqual(losses.map((lost) => lost.asks.map((ask) => ask.messageId)), [[question.id], [again.id]])
       assert.deepStrictEqual(losses[1]?.queued, [])
     }))
+})
+
+describe("StateEpochs", () => {
+  const ask = (i: number) => ({ to: "t", message: { id: `q${i}`, timestamp: 0, content: { text: "?" }, expectsReply: true } })
+  const ack = { messageId: "", delivery: "socket_delivered" as const }
+
+  it("keeps the newest LOST_SENDS_LIMIT asks of an epoch, and nothing from a broker that gives no epoch", () => {
+    const epochs = new StateEpochs()
+    assert.isUndefined(epochs.adopt("e1", 1))
+    for (let i = 0; i < LOST_SENDS_LIMIT + 5; i++) epochs.acknowledged("e1", ask(i), ack)
+    epochs.acknowledged(undefined, ask(-1), ack)
+    const lost = epochs.adopt("e2", 2)
+    assert.strictEqual(lost?.asks.length, LOST_SENDS_LIMIT)
+    assert.strictEqual(lost?.asks[0]?.messageId, "q5")
+    assert.isUndefined(epochs.adopt("e2", 3), "the same epoch again is no loss")
+  })
+
+  it("a broker without the extension in between says nothing, and compares nothing after it", () => {
+    const epochs = new StateEpochs()
+    epochs.adopt("e1", 1)
+    assert.isUndefined(epochs.adopt(undefined, 2))
+    assert.isUndefined(epochs.adopt("e2", 3))
+  })
 })
