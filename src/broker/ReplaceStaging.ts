@@ -165,6 +165,7 @@ export class ReplaceStaging {
       if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
       if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
       this.staged.delete(entry.key)
+      this.uncount(entry)
       this.cancel(entry)
       return entry
     }
@@ -306,9 +307,8 @@ export class ReplaceStaging {
     this.tell(entry, info, "expired", Reason.stagedAskerLeft, DeliveryCode.DeliveryExpired)
   }
 
-  /** `entry`, taken out of staging, is cancelled for good, unsent: its replay record says so (its sender asked). */
+  /** `entry`, taken out of staging and its counts, is cancelled for good, unsent: its replay record says so (its sender asked). */
   private cancel(entry: Staged): void {
-    this.uncount(entry)
     this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,

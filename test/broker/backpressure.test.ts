@@ -576,6 +576,31 @@ describe("a replace-staged message falling due into a full outbox", () => {
       assert.strictEqual(slow.client.received().filter((f) => f.type === "message" && f.from.id === "stager").length, 100)
     }).pipe(patientClock))
 
+  it.effect("can be withdrawn while it waits; it then no longer counts against its sender's cap, and is never delivered", () =>
+    Effect.gen(function*() {
+      const { fill, slow, stager } = yield* fullRecipientAndStager()
+      const msgs = Array.from({ length: 100 }, (_, i) => message(`m${i}`))
+      yield* stager.client.sendRaw(encodeFrames(msgs.map((msg, i) =>
+        JSON.stringify({ type: "send", to: "slow", message: msg, delivery: "queue", queueMode: "replace", threadId: `t${i}` }))))
+      yield* advance("2 seconds") // all 100 due, waiting for room
+      assert.strictEqual(stager.client.count("delivery_queued"), 100)
+      const withdrawn = msgs[50]!
+      yield* stager.client.send({ type: "cancel_message", messageId: withdrawn.id })
+      const answer = yield* stager.client.next(["delivered", "delivery_failed"], (f) => f.messageId === withdrawn.id)
+      assert.strictEqual(answer.type, "delivered")
+      // One place was freed, and only one.
+      assert.strictEqual((yield* stage(stager.client, message("in its place"), "x")).type, "delivery_queued")
+      const over = yield* stage(stager.client, message("over"), "y")
+      assert.strictEqual(over.type === "delivery_failed" ? over.code : over.type, "E_REPLACE_QUEUE_FULL")
+      yield* advance("2 seconds")
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* slow.client.next("message", (f) => f.message.content.text === "in its place")
+      yield* slow.client.roundTrip
+      assert.isFalse(slow.client.received().some((f) => f.type === "message" && f.message.id === withdrawn.id))
+      assert.strictEqual(slow.client.received().filter((f) => f.type === "message" && f.from.id === "stager").length, 100)
+    }))
+
   it.effect("is dropped like any staged message when its recipient leaves while it waits; its sender is told", () =>
     Effect.gen(function*() {
       const { broker, slow, stager } = yield* fullRecipientAndStager()
