@@ -618,6 +618,34 @@ describe("a replace-staged message falling due into a full outbox", () => {
       assert.isFalse(back.client.received().some((f) => f.type === "message" && f.message.id === staged.id))
     }))
 
+  it.effect("handed over because its sender's connection closed, it waits for room too, holding back no other reader", () =>
+    Effect.gen(function*() {
+      const { broker, c, d, fill, slow, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged, then the connection dropped")
+      yield* stage(stager.client, staged, "t")
+      // Its window still open: the close hands it over at once, outside any reader's batch, into the full outbox.
+      yield* stager.client.destroy
+      const hello = message("hello d")
+      assertDelivered(yield* send(c.client, "d", hello))
+      yield* messageFor(d.client, hello.id)
+      assert.strictEqual((yield* broker.broker.stats).staged, 1)
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, staged.id)
+    }))
+
+  it.effect("goes to the recipient's new connection when the session is taken over while it waits", () =>
+    Effect.gen(function*() {
+      const { broker, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged")
+      yield* stage(stager.client, staged, "t")
+      yield* advance("3 seconds")
+      // Same session id on a new connection (P16): the session stays, its outbox is the new one's.
+      const back = yield* broker.session({ sessionId: "slow" })
+      yield* messageFor(back.client, staged.id)
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+    }))
+
   it.effect("goes with its sender's unregister, and comes before the sender's session_left", () =>
     Effect.gen(function*() {
       const { fill, slow, stager } = yield* fullRecipientAndStager()
