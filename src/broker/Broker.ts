@@ -195,6 +195,8 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
 
     // Replace coalescing (`delivery-v1`): sleep until the oldest staged message is due, then hand
     // over every due one. Deadlines only grow, so a newly staged message never needs an earlier wake.
+    // A due message whose recipient's outbox is full leaves the deadline order (ReplaceStaging.roomFor
+    // hands it over when there is room): it never brings this fiber back before the next deadline.
     yield* Effect.forkScoped(Effect.forever(
       Effect.suspend(() => {
         const due = router.staging.nextDeadline()

@@ -207,7 +207,7 @@ export class Router {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,
       total: options.outboxCharsTotal
-    }, (level, message) => ctx.log(level, message), () => signal(signals.output))
+    }, (level, message) => ctx.log(level, message), () => signal(signals.output), (peer) => staging.roomFor(peer))
     const ctx: RouterContext = {
       options,
       now,
@@ -289,7 +289,7 @@ export class Router {
     send.onPrune((at) => supervisor.prune(at))
     const staging = new ReplaceStaging(
       ctx,
-      (staged, target) => send.deliverStaged(staged, target),
+      (staged, target, leaving) => send.deliverStaged(staged, target, leaving),
       (senderKey, notice) => mail.notify(senderKey, notice),
       () => signal(signals.staging)
     )
