@@ -5,8 +5,9 @@
  *
  * Opening fails closed. The file is created 0600 in a 0700 directory (an
  * existing file's mode is fixed to 0600); a file that is unreadable, not a
- * database, fails `PRAGMA quick_check`, or records a migration newer than this
- * build knows is refused with a typed error naming the file and what to do.
+ * database, fails `PRAGMA quick_check`, is another program's database (tables
+ * but no migrations table), or records a migration newer than this build
+ * knows is refused with a typed error naming the file and what to do.
  * Those checks run on a read-only connection (`SqliteClient.look`) before the
  * read-write one is opened, so a refused file is left as it was: its bytes,
  * its `-wal` (read, not copied into it) and whether a `-wal` or `-shm` exists.
@@ -40,6 +41,7 @@ import * as path from "node:path"
 import {
   DatabaseBusy,
   DatabaseCorrupt,
+  DatabaseForeign,
   DatabaseOpenFailed,
   DatabaseOpenWriteFailed,
   DatabaseTooNew,
@@ -229,13 +231,16 @@ const prepareFile = (file: string): Effect.Effect<void, StoreOpenError> =>
 /**
  * What decides whether the file is refused, read on a read-only connection
  * (`SqliteClient.look`): `"empty"` when it holds no schema object at all (a
- * new file), `undefined` when it has no migrations table, otherwise the
- * highest migration id it records.
+ * new file), the objects it holds (tables first) when it has no migrations
+ * table (another program's database), otherwise the highest migration id it
+ * records.
  */
-const recordedIn = (db: DatabaseSync): number | undefined | "empty" => {
-  const objects = db.prepare("SELECT name FROM sqlite_master").all()
+const recordedIn = (db: DatabaseSync): number | "empty" | { readonly foreign: ReadonlyArray<string> } => {
+  const objects = db.prepare("SELECT type, name FROM sqlite_master ORDER BY type <> 'table', name").all()
   if (objects.length === 0) return "empty"
-  if (!objects.some((object) => object["name"] === MIGRATIONS_TABLE)) return undefined
+  if (!objects.some((object) => object["name"] === MIGRATIONS_TABLE)) {
+    return { foreign: objects.map((object) => `${String(object["type"])} ${String(object["name"])}`) }
+  }
   const id = db.prepare(`SELECT max(migration_id) AS id FROM ${MIGRATIONS_TABLE}`).get()?.["id"]
   return typeof id === "number" ? id : 0
 }
@@ -390,6 +395,7 @@ const open = (
       const found = yield* whileBusy(SqliteClient.look({ filename: file, loadSqlite: options.loadSqlite }, recordedIn).pipe(
         Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
       ))
+      if (typeof found === "object") return yield* new DatabaseForeign({ file: label, objects: found.foreign })
       if (typeof found === "number" && found > known) return yield* new DatabaseTooNew({ file: label, found, known })
     }
     const { batch, sql } = yield* whileBusy(SqliteClient.make({

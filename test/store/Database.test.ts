@@ -12,7 +12,7 @@ import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { toSqlError } from "../../src/store/SqliteFaults.ts"
-import { DatabaseBusy, DatabaseCorrupt, DatabaseOpenWriteFailed, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
+import { DatabaseBusy, DatabaseCorrupt, DatabaseForeign, DatabaseOpenWriteFailed, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { countedMigrations } from "./fixtures/schema.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
@@ -233,6 +233,46 @@ describe("Database.layer", () => {
       assert.include(error.message, "not used")
       assert.isTrue(fs.readFileSync(file).equals(garbage))
       assert.isFalse(fs.existsSync(`${file}-wal`))
+    }))
+
+  it.effect("refuses another program's SQLite database (tables, no migrations table), naming it, and leaves it as it was", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file)
+      raw.exec("CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO contacts VALUES (1, 'x')")
+      raw.exec("CREATE INDEX contacts_by_name ON contacts (name)")
+      raw.close()
+      const before = fs.readFileSync(file)
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseForeign)
+      assert.include(error.message, `${file} is not an intercom database`)
+      assert.include(error.message, "table contacts, index contacts_by_name")
+      assert.include(error.message, `mv ${file} ${file}.other`)
+      assert.include(error.message, "--dir")
+      // Left as it was: the same bytes (rollback mode, no intercom table), and no -wal or -shm beside it.
+      assert.isTrue(fs.readFileSync(file).equals(before))
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+      assert.isFalse(fs.existsSync(`${file}-shm`))
+      const after = new DatabaseSync(file, { readOnly: true })
+      const tables = after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((row) => row["name"])
+      const mode = after.prepare("PRAGMA journal_mode").get()?.["journal_mode"]
+      after.close()
+      assert.deepStrictEqual(tables, ["contacts"])
+      assert.strictEqual(mode, "delete")
+    }))
+
+  it.effect("an existing empty file (no tables) is still given the schema", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      fs.writeFileSync(file, "", { mode: 0o600 })
+      const count = yield* withDatabase(
+        { file },
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ readonly n: number }>`SELECT count(*) AS n FROM results`)
+      )
+      assert.deepStrictEqual(count, [{ n: 0 }])
     }))
 
   it.effect("refuses a database whose pages fail quick_check, and leaves its bytes untouched", () =>
