@@ -263,6 +263,25 @@ describe("Database.layer", () => {
       assert.strictEqual(mode, "delete")
     }))
 
+  it.effect("refuses a current database that lacks a table or index of its schema, naming them, and leaves it as it was", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file })
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file)
+      raw.exec("DROP TABLE results")
+      raw.exec("DROP INDEX questions_by_child")
+      raw.close()
+      const before = fs.readFileSync(file)
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, file)
+      assert.include(error.message, "lacks table results, index questions_by_child, index results_space, index results_supervisor, index results_created")
+      assert.include(error.message, `mv ${file} ${file}.corrupt`)
+      assert.isTrue(fs.readFileSync(file).equals(before))
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+    }))
+
   it.effect("an existing empty file (no tables) is still given the schema", () =>
     Effect.gen(function*() {
       const file = yield* dbFile
