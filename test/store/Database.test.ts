@@ -310,6 +310,8 @@ describe("Database.layer", () => {
       const bytes = fs.readFileSync(file)
       const pageSize = bytes.readUInt16BE(16)
       bytes.fill(0xa5, pageSize * 3, pageSize * 5)
+      // As a broker killed while it ran leaves it: without the clean-close mark (application_id, at byte 68).
+      bytes.writeUInt32BE(0, 68)
       fs.writeFileSync(file, bytes)
       const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
       assert.instanceOf(error, DatabaseCorrupt)
@@ -328,6 +330,8 @@ describe("Database.layer", () => {
       raw.exec("INSERT INTO loose (v) VALUES (NULL)")
       raw.exec("PRAGMA writable_schema = ON")
       raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+      // As a broker killed while it ran leaves it: without the clean-close mark.
+      raw.exec("PRAGMA application_id = 0")
       raw.close()
       const before = fs.readFileSync(file)
       const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
@@ -335,6 +339,34 @@ describe("Database.layer", () => {
       assert.include(error.message, "quick_check")
       assert.include(error.message, "loose.v")
       assert.isTrue(fs.readFileSync(file).equals(before))
+    }))
+
+  it.effect("skips the full quick_check for a file its broker closed cleanly, and runs it on one left by a crash", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      // A NULL under a NOT NULL column, as above: only quick_check finds it.
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file, { defensive: false })
+      assert.strictEqual(raw.prepare("PRAGMA application_id").get()?.["application_id"], Database.CLEAN_MARK)
+      raw.exec("CREATE TABLE loose (v TEXT)")
+      raw.exec("INSERT INTO loose (v) VALUES (NULL)")
+      raw.exec("PRAGMA writable_schema = ON")
+      raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+      raw.close()
+      // Closed cleanly: opened without the full check. A copy of its files taken while it is open is what a
+      // broker killed then (kill -9, a crash) leaves: unmarked, it gets the full check and is refused.
+      const crashed = path.join(path.dirname(file), "crashed.db")
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.sync(() => {
+          fs.copyFileSync(file, crashed)
+          if (fs.existsSync(`${file}-wal`)) fs.copyFileSync(`${file}-wal`, `${crashed}-wal`)
+        })
+      )
+      const error = yield* Effect.flip(openOnly({ file: crashed, migrations: testMigrations }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, "quick_check")
     }))
 
   // Root ignores modes, so this runs only as another user. (Checked by hand as `nobody` too: a root-owned 0600
