@@ -121,7 +121,9 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       // released them (a read's), or by the output fiber (a commit's; Output asks it to).
       (ready) => {
         for (const held of ready) router.output.forceEnqueue(held.peer, held.frame())
-      }
+      },
+      // After a failed commit, a held send whose mail never left the mailbox is refused, not left waiting.
+      (held, reason, drop) => router.refuseUnstored(held.peer, held.senderKey, held.id, reason, drop)
     )
     const nanos = () => clock.currentTimeNanosUnsafe()
     // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.
