@@ -27,7 +27,7 @@
  * StoreJournal.ts and ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
+import { attachmentControlOf, MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
@@ -221,6 +221,15 @@ export class Send {
     }
     // C-TOOL-6: a text body holds no control character but TAB, LF and CR (one precompiled regex test).
     if (TEXT_CONTROL.test(message.content.text)) return this.failTextControl(peer, message, frame.to)
+    // The same for attachments, shown as text too: one regex test per field, none without attachments.
+    const attachments = message.content.attachments
+    if (attachments !== undefined) {
+      const found = attachmentControlOf(attachments)
+      if (found !== undefined) {
+        const reason = Reason.attachmentControl(found.field, found.code, found.position)
+        return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, frame.to)
+      }
+    }
     if (typeof frame.to !== "string") {
       return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
