@@ -576,7 +576,7 @@ const make = (
         connections,
         lastError,
         supervisorSessionId: live?.supervisorSessionId,
-        takenOver: takenOver?.takenOver
+        ...(takenOver?.takenOver === undefined ? {} : { takenOver: takenOver.takenOver })
       })),
       holdConfirmations: Effect.sync(() => confirmations.hold()),
       resumeConfirmations: Effect.suspend(() => {
