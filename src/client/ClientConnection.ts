@@ -46,6 +46,7 @@ import {
   ResultsUnavailable,
   QuestionsUnavailable,
   SupervisorAuthorizationFailed,
+  type TakenOver,
   TopicsUnavailable
 } from "./errors.ts"
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
@@ -111,6 +112,11 @@ export interface ClientConnection {
   readonly supervisorSessionId: string | undefined
   /** Completes when the connection has closed, for whatever reason. */
   readonly closed: Effect.Effect<void>
+  /**
+   * What the broker's `taken_over` said (`takeover-v1`), once it came: another
+   * connection registered this session's id, and the broker ends this one.
+   */
+  readonly takenOver: () => TakenOver | undefined
   /** Every live session of the own group, or of `group` (a read-only peek, `groups-v1`). */
   readonly list: (
     timeoutMs: number,
@@ -269,6 +275,7 @@ export const openClientConnection = (
     /** The connection's Scope: fibers started after the handshake (the re-sent answers' grace) live in it. */
     const scope = yield* Effect.scope
     let open = true
+    let takenOver: TakenOver | undefined
 
     const dispatch = (frame: BrokerFrame): void => {
       switch (frame.type) {
@@ -390,6 +397,9 @@ export const openClientConnection = (
           return
         case "question_cancelled":
           sinks.question({ _tag: "Cancelled", questionId: frame.questionId, cancelledAt: frame.cancelledAt })
+          return
+        case "taken_over":
+          takenOver = { sessionId: frame.sessionId, pid: frame.pid }
           return
         default:
           return // registered again, error, health_ok: nothing waits for them here
@@ -634,6 +644,7 @@ export const openClientConnection = (
       features: granted,
       supervisorSessionId: registered.frame.supervisorSessionId,
       closed: Deferred.await(closed),
+      takenOver: () => takenOver,
       list,
       send,
       unanswered: () => sends.unanswered(),

@@ -22,6 +22,7 @@ import type {
   IntercomNotConnected,
   RequestTimeout,
   SupervisorAuthorizationFailed,
+  TakenOver,
   TopicRefused,
   TopicsUnavailable
 } from "./errors.ts"
@@ -60,6 +61,11 @@ export interface ClientStatus {
   readonly lastError: string | undefined
   /** The supervisor the broker bound this child to (`supervisor-v1`), on the current connection. */
   readonly supervisorSessionId: string | undefined
+  /**
+   * Set once another process took this session over (`takeover-v1`): the
+   * client does not reconnect, and its operations fail saying so.
+   */
+  readonly takenOver?: TakenOver | undefined
 }
 
 /**
