@@ -40,7 +40,8 @@ import { QuestionStore } from "../store/QuestionStore.ts"
 import type { Connection } from "../transport/Connection.ts"
 import { AdoptedConnections } from "./Adopted.ts"
 import { runConnection } from "./ConnectionActor.ts"
-import { type BrokerCoreOptions, resolveCoreOptions } from "./options.ts"
+import { type BrokerCoreOptions, checkCoreOptions, resolveCoreOptions } from "./options.ts"
+import type { BrokerOptionError } from "./errors.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
 import { runResults } from "./Results.ts"
 import { makeRouterSignals, REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
@@ -100,8 +101,12 @@ const STALL_CHECK_MS = 2_500
 const logEvent = (event: BrokerEvent) =>
   event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
 
-const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, MailStoreError, Scope.Scope> =>
+const make = (
+  options: BrokerCoreOptions = {}
+): Effect.Effect<BrokerService, MailStoreError | BrokerOptionError, Scope.Scope> =>
   Effect.gen(function*() {
+    // An option it cannot hold (NaN, negative, fractional, infinite) fails here, before anything starts.
+    yield* checkCoreOptions(options)
     const resolved = resolveCoreOptions(options)
     const clock = yield* Clock.Clock
     // Durable supervisor questions (`questions-v1`) only with a store to keep them in.
@@ -121,7 +126,9 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
       // released them (a read's), or by the output fiber (a commit's; Output asks it to).
       (ready) => {
         for (const held of ready) router.output.forceEnqueue(held.peer, held.frame())
-      }
+      },
+      // After a failed commit, a held send whose mail never left the mailbox is refused, not left waiting.
+      (held, reason, drop) => router.refuseUnstored(held.peer, held.senderKey, held.id, reason, drop)
     )
     const nanos = () => clock.currentTimeNanosUnsafe()
     // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.
@@ -197,6 +204,8 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
 
     // Replace coalescing (`delivery-v1`): sleep until the oldest staged message is due, then hand
     // over every due one. Deadlines only grow, so a newly staged message never needs an earlier wake.
+    // A due message whose recipient's outbox is full leaves the deadline order (ReplaceStaging.roomFor
+    // hands it over when there is room): it never brings this fiber back before the next deadline.
     yield* Effect.forkScoped(Effect.forever(
       Effect.suspend(() => {
         const due = router.staging.nextDeadline()
@@ -273,8 +282,10 @@ const make = (options: BrokerCoreOptions = {}): Effect.Effect<BrokerService, Mai
  */
 export class Broker extends Context.Service<Broker, BrokerService>()("effect-intercom/broker/Broker") {
   /** Starts a broker (its Router and service fibers) in the current Scope. */
-  static readonly make: (options?: BrokerCoreOptions) => Effect.Effect<BrokerService, MailStoreError, Scope.Scope> = make
+  static readonly make: (
+    options?: BrokerCoreOptions
+  ) => Effect.Effect<BrokerService, MailStoreError | BrokerOptionError, Scope.Scope> = make
   /** A Layer that starts a broker for the lifetime of the Layer. */
-  static readonly layer = (options: BrokerCoreOptions = {}): Layer.Layer<Broker, MailStoreError> =>
+  static readonly layer = (options: BrokerCoreOptions = {}): Layer.Layer<Broker, MailStoreError | BrokerOptionError> =>
     Layer.effect(Broker, make(options))
 }

@@ -28,7 +28,7 @@ import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"
 import type { AskEdge } from "./AskEdges.ts"
 import { messageFrameFor } from "./Asks.ts"
-import { DELIVERED, type Outcome, QUEUED } from "./DeliveryRecords.ts"
+import { DELIVERED, type Outcome, QUEUED, recordKeyOf } from "./DeliveryRecords.ts"
 import * as Encode from "./encode.ts"
 import { type Eviction, Mailbox } from "./Mailbox.ts"
 import type { StoredNotice } from "../store/MailStore.ts"
@@ -197,6 +197,25 @@ export class MailDelivery {
       reason: Reason.cancelledQueued,
       retryable: false
     })
+    return true
+  }
+
+  /**
+   * Drops `senderKey`'s queued message `messageId` whose put was never
+   * stored (a commit failed, StoreJournal.failed) and records `refusal` as
+   * its outcome, so the send its sender was never acknowledged for is
+   * refused instead, and a retry of it is judged afresh (the refusal is
+   * retryable). A dropped reply reopens its ask. True when it was still
+   * queued.
+   */
+  refuseUnstored(senderKey: string, messageId: string, refusal: Outcome): boolean {
+    const messageKey = recordKeyOf(senderKey, messageId)
+    const queued = this.mailbox.get(messageKey)
+    if (queued === undefined || queued.senderKey !== senderKey) return false
+    this.mailbox.delete(messageKey)
+    if (queued.answers !== undefined) this.answerLost(queued.answers, this.ctx.now())
+    // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
+    this.ctx.records.rewrite(senderKey, messageId, refusal)
     return true
   }
 

@@ -19,6 +19,13 @@
  * output fiber to flush (`requestFlush`), so nothing queued waits for the
  * next frame to arrive.
  *
+ * Output with no reader to park it with — a replace-staged message falling
+ * due (ReplaceStaging.ts) — is neither parked (it would hold back whichever
+ * reader's batch comes next) nor forced past the bounds (a recipient that
+ * never reads would grow without limit): its owner asks `hasRoom` first and
+ * keeps it while there is none, and is told when the recipient's writer
+ * made room (`room`, from `roomMade`).
+ *
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
@@ -108,6 +115,7 @@ export class Output {
   private totalWaiters: Array<Deferred.Deferred<void>> = []
   private readonly log: (level: "info" | "warning", message: string) => void
   private readonly requestFlush: () => void
+  private readonly room: (peer: Peer) => void
   /** A reader's batch is being handled: its reader flushes the touched outboxes at its end. */
   private batching = false
   /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
@@ -121,19 +129,22 @@ export class Output {
    * @param budget frames and characters of frame text outboxes hold before senders are slowed.
    * @param log the broker's log.
    * @param requestFlush asks the broker's output fiber to call `wakeTouched` soon (output queued outside a batch).
+   * @param room `peer`'s writer took its outbox: output kept back for want of room may be queued now (ReplaceStaging.roomFor).
    */
   constructor(
     takeBack: (item: Returnable) => void,
     feed: FeedSource,
     budget: OutboxBudget,
     log: (level: "info" | "warning", message: string) => void,
-    requestFlush: () => void
+    requestFlush: () => void,
+    room: (peer: Peer) => void
   ) {
     this.takeBack = takeBack
     this.feed = feed
     this.budget = budget
     this.log = log
     this.requestFlush = requestFlush
+    this.room = room
   }
 
   /** Characters of frame text queued in every outbox together (stats). */
@@ -173,6 +184,23 @@ export class Output {
   /** Whether `peer`'s outbox holds as many frames as it may (one frame always fits an empty one). */
   private full(peer: Peer): boolean {
     return peer.outbox.length >= this.budget.frames
+  }
+
+  /** Whether a reader's batch is being handled now: output queued into a full outbox is parked with it. */
+  get inBatch(): boolean {
+    return this.batching
+  }
+
+  /**
+   * Whether `item` fits `peer`'s outbox now, within its frames, its
+   * characters and all outboxes' characters together (an empty outbox takes
+   * one frame); false once the outbox is shut. What fits may be queued with
+   * `forceEnqueue` without going past any bound.
+   */
+  hasRoom(peer: Peer, item: OutboundItem): boolean {
+    if (isShut(peer) || this.full(peer)) return false
+    const chars = charsOf(item)
+    return !this.overOwnBudget(peer, chars) && !this.overTotalBudget(peer, chars)
   }
 
   /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
@@ -230,6 +258,8 @@ export class Output {
 
   /** The writer took items: senders waiting for room in this outbox, or in all of them, may try again. */
   private roomMade(peer: Peer): void {
+    // First what waits with no reader (replace-staged messages due), then the drainers, which offer later.
+    this.room(peer)
     const waiters = peer.roomWaiters
     if (waiters !== undefined) {
       peer.roomWaiters = undefined

@@ -14,7 +14,7 @@ import { SessionTraffic } from "./Traffic.ts"
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
-import { EPHEMERAL_V1, GROUPS_V1, negotiateFeatures, OBSERVE_V1, STATE_EPOCH_V1 } from "../protocol/features.ts"
+import { EPHEMERAL_V1, GROUPS_V1, negotiateFeatures, OBSERVE_V1, STATE_EPOCH_V1, TAKEOVER_V1 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
@@ -253,8 +253,15 @@ export class Registration {
       traffic: new SessionTraffic(now)
     }
     if (previous !== undefined) {
-      // Stable-id takeover (P16): the old endpoint is ended quietly, no session_left.
+      // Stable-id takeover (P16): the old endpoint is ended, no session_left. A client granted
+      // `takeover-v1` is told first, so that it does not reconnect and take the id back; a base client
+      // is ended quietly. Forced past a full outbox (never parked, where the close would drop it), after
+      // what the outbox holds; the `end` close flushes it before ending. Mail in that outbox no longer
+      // belongs there (its session is gone) and goes to the new holder (Output.takeForWrite).
       previous.peer.session = undefined
+      if (previous.peer.features.has(TAKEOVER_V1)) {
+        output.forceEnqueue(previous.peer, Encode.takenOverFrame(id, frame.session.pid))
+      }
       closePeer(previous.peer, "end")
     }
     registry.add(session, previous)

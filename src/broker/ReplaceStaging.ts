@@ -14,6 +14,19 @@
  * `nextDeadline()` and calls `flushDue` (Broker.ts), woken through `signal`
  * when the first message is staged.
  *
+ * A message falls due outside any reader's batch, so when its recipient's
+ * outbox is full there is no sender to slow and no batch to park it with
+ * (parked, it would hold back whichever reader came next; queued past the
+ * bounds, a recipient that never reads would grow without limit). It stays
+ * staged instead, *due*: out of the deadline order (the fiber sleeps on; it
+ * never spins on it), still counted against the caps (so a sender that keeps
+ * staging for such a recipient is refused, not remembered), still replaced
+ * by a later message of its key, dropped like any staged message when its
+ * recipient leaves. Its recipient's writer taking its outbox makes room
+ * (`roomFor`, from Output.roomMade): the due messages for that recipient
+ * go then, in the order they fell due, as many as fit — one lookup per
+ * write when none wait.
+ *
  * Senders are told what became of a message they were acknowledged for with
  * `delivery_queued`: replaced → a `superseded` receipt; dropped because its
  * recipient left → an `expired` receipt (the receipts a lost or superseded
@@ -27,7 +40,7 @@
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import * as Encode from "./encode.ts"
-import type { Mail } from "./Peer.ts"
+import type { Mail, Peer } from "./Peer.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
 import type { RouterContext } from "./RouterContext.ts"
@@ -49,8 +62,13 @@ export interface Staged {
   readonly deliverAt: number
 }
 
-/** Delivers a staged message whose window closed to its recipient, now live as `target`. */
-export type DeliverStaged = (staged: Staged, target: Session) => void
+/**
+ * Delivers a staged message whose window closed to its recipient, now live
+ * as `target` (Send.deliverStaged): true when it was taken, false when the
+ * recipient's outbox has no room for it now. With `leaving` (its sender
+ * leaves), inside the sender's own batch, it is queued with that batch.
+ */
+export type DeliverStaged = (staged: Staged, target: Session, leaving: boolean) => boolean
 
 /** Sends a notice to a sender now, or keeps it until it registers again (MailDelivery.notify). */
 export type NotifySender = (senderKey: string, notice: string) => void
@@ -61,8 +79,13 @@ export class ReplaceStaging {
   private readonly deliver: DeliverStaged
   private readonly notify: NotifySender
   private readonly wake: () => void
-  /** Staged messages by key, in the order their keys were first staged: deadlines ascend. */
+  /** Staged messages whose window is open, by key, in the order their keys were first staged: deadlines ascend. */
   private readonly staged = new Map<string, Staged>()
+  /** Due messages waiting for room, by recipient key, then by key in the order they fell due. */
+  private readonly due = new Map<string, Map<string, Staged>>()
+  /** Due messages waiting for room, over all recipients. */
+  private dueCount = 0
+  /** Staged and due messages by sender key (C-DLV-8). */
   private readonly perSender = new Map<string, number>()
 
   /**
@@ -77,12 +100,17 @@ export class ReplaceStaging {
     this.wake = wake
   }
 
-  /** Messages staged now. */
+  /** Messages staged now: those whose window is open and those due that wait for room. */
   get size(): number {
-    return this.staged.size
+    return this.staged.size + this.dueCount
   }
 
-  /** When the oldest staged message is due, or undefined when nothing is staged. */
+  /** Due messages that wait for room in their recipients' outboxes. */
+  get waiting(): number {
+    return this.dueCount
+  }
+
+  /** When the oldest staged message's window closes, or undefined when no window is open (due messages have none). */
   nextDeadline(): number | undefined {
     for (const entry of this.staged.values()) return entry.deliverAt
     return undefined
@@ -95,10 +123,13 @@ export class ReplaceStaging {
    */
   stage(attempt: SendAttempt, mail: Mail, target: Session, threadId: string): Staged | Refusal {
     const key = `${attempt.sender.key}\u0000${target.key}\u0000${threadId}`
-    const previous = this.staged.get(key)
+    // Due and waiting for room, it is still staged: replaced in its place.
+    const dueFor = this.dueCount === 0 ? undefined : this.due.get(target.key)
+    const previousDue = dueFor?.get(key)
+    const previous = previousDue ?? this.staged.get(key)
     if (previous === undefined) {
       const count = this.perSender.get(attempt.sender.key) ?? 0
-      if (count >= MAX_STAGED_PER_SENDER || this.staged.size >= MAX_STAGED) {
+      if (count >= MAX_STAGED_PER_SENDER || this.size >= MAX_STAGED) {
         return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
       }
       this.perSender.set(attempt.sender.key, count + 1)
@@ -110,8 +141,9 @@ export class ReplaceStaging {
       threadId,
       deliverAt: previous?.deliverAt ?? attempt.now + this.ctx.options.replaceWindowMs
     }
-    // Map.set on an existing key keeps its place: deadlines stay in ascending order.
-    this.staged.set(key, entry)
+    // Map.set on an existing key keeps its place: deadlines stay in ascending order, due ones in theirs.
+    if (dueFor !== undefined && previousDue !== undefined) dueFor.set(key, entry)
+    else this.staged.set(key, entry)
     if (previous !== undefined) {
       this.tell(previous, target.infoJson, "superseded", Reason.replaced(mail.message.id, threadId), DeliveryCode.DeliverySuperseded)
     } else if (this.staged.size === 1) {
@@ -128,12 +160,23 @@ export class ReplaceStaging {
    * a cancel, not the per-frame path.
    */
   withdraw(senderKey: string, messageId: string, asksOnly: boolean): Staged | undefined {
-    if (this.staged.size === 0) return undefined
+    if (this.size === 0) return undefined
     for (const entry of this.staged.values()) {
       if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
       if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
+      this.staged.delete(entry.key)
+      this.uncount(entry)
       this.cancel(entry)
       return entry
+    }
+    for (const dueFor of this.due.values()) {
+      for (const entry of dueFor.values()) {
+        if (entry.mail.senderKey !== senderKey || entry.mail.message.id !== messageId) continue
+        if (asksOnly && entry.mail.message.expectsReply !== true) return undefined
+        this.takeDue(entry, dueFor)
+        this.cancel(entry)
+        return entry
+      }
     }
     return undefined
   }
@@ -147,20 +190,59 @@ export class ReplaceStaging {
     this.tell(entry, targetInfo, "expired", refusal.reason, refusal.code)
   }
 
-  /** Hands every message whose window closed to its recipient, oldest first. */
+  /**
+   * Hands every message whose window closed to its recipient, oldest first;
+   * one whose recipient's outbox has no room stays staged, due, until
+   * `roomFor` (see the module header).
+   */
   flushDue(now: number): void {
     for (const entry of this.staged.values()) {
       if (entry.deliverAt > now) return
-      this.remove(entry)
-      this.handOver(entry)
+      this.staged.delete(entry.key)
+      this.handOver(entry, false)
     }
   }
 
-  /** A staged message taken out of staging goes to its recipient's live delivery, or is dropped if it left. */
-  private handOver(entry: Staged): void {
+  /**
+   * `peer`'s writer took its outbox (Output.roomMade): the due messages for
+   * its session go, in the order they fell due, until one does not fit. One
+   * lookup when none wait for it.
+   */
+  roomFor(peer: Peer): void {
+    if (this.dueCount === 0) return
+    const target = peer.session
+    if (target === undefined || target.peer !== peer || peer.state !== "registered") return
+    const dueFor = this.due.get(target.key)
+    if (dueFor === undefined) return
+    for (const entry of dueFor.values()) {
+      if (!this.deliver(entry, target, false)) return
+      this.takeDue(entry, dueFor)
+    }
+  }
+
+  /**
+   * A staged message whose window closed (or whose sender leaves) goes to its
+   * recipient's live delivery, or is dropped if the recipient left; kept due
+   * when the recipient's outbox has no room, behind those already due for it.
+   */
+  private handOver(entry: Staged, leaving: boolean): void {
+    const target = this.liveTarget(entry)
+    if (target === undefined) {
+      this.uncount(entry)
+      return this.dropForRecipient(entry, undefined)
+    }
+    const dueFor = this.dueCount === 0 ? undefined : this.due.get(target.key)
+    // Behind older due ones it waits its turn, unless its sender leaves (it goes with the leaving batch).
+    if ((dueFor === undefined || leaving) && this.deliver(entry, target, leaving)) return this.uncount(entry)
+    if (dueFor === undefined) this.due.set(target.key, new Map([[entry.key, entry]]))
+    else dueFor.set(entry.key, entry)
+    this.dueCount++
+  }
+
+  /** `entry`'s recipient, when it is live and registered. */
+  private liveTarget(entry: Staged): Session | undefined {
     const target = this.ctx.registry.byKey.get(entry.mail.targetKey)
-    if (target === undefined || target.peer.state !== "registered") return this.dropForRecipient(entry, undefined)
-    this.deliver(entry, target)
+    return target === undefined || target.peer.state !== "registered" ? undefined : target
   }
 
   /**
@@ -174,15 +256,37 @@ export class ReplaceStaging {
    */
   readonly hooks: RegistrationHooks = {
     left: (session) => {
-      if (this.staged.size === 0) return
+      if (this.size === 0) return
+      // Due ones first: they fell due before any window still open closes.
+      if (this.dueCount > 0) {
+        for (const dueFor of this.due.values()) {
+          for (const entry of dueFor.values()) {
+            if (entry.mail.targetKey === session.key) {
+              this.takeDue(entry, dueFor)
+              this.dropForRecipient(entry, session.infoJson)
+            } else if (entry.mail.senderKey === session.key) {
+              if (entry.mail.message.expectsReply === true) {
+                this.takeDue(entry, dueFor)
+                this.dropForAsker(entry, session)
+              } else {
+                const target = this.liveTarget(entry)
+                if (target !== undefined && this.deliver(entry, target, true)) this.takeDue(entry, dueFor)
+              }
+            }
+          }
+        }
+      }
       for (const entry of this.staged.values()) {
         if (entry.mail.targetKey === session.key) {
-          this.remove(entry)
+          this.staged.delete(entry.key)
+          this.uncount(entry)
           this.dropForRecipient(entry, session.infoJson)
         } else if (entry.mail.senderKey === session.key) {
-          this.remove(entry)
-          if (entry.mail.message.expectsReply === true) this.dropForAsker(entry, session)
-          else this.handOver(entry)
+          this.staged.delete(entry.key)
+          if (entry.mail.message.expectsReply === true) {
+            this.uncount(entry)
+            this.dropForAsker(entry, session)
+          } else this.handOver(entry, true)
         }
       }
     }
@@ -203,9 +307,8 @@ export class ReplaceStaging {
     this.tell(entry, info, "expired", Reason.stagedAskerLeft, DeliveryCode.DeliveryExpired)
   }
 
-  /** Takes `entry` out for good, unsent: its replay record says cancelled (its sender asked). */
+  /** `entry`, taken out of staging and its counts, is cancelled for good, unsent: its replay record says so (its sender asked). */
   private cancel(entry: Staged): void {
-    this.remove(entry)
     this.ctx.records.rewrite(entry.mail.senderKey, entry.mail.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
@@ -214,8 +317,16 @@ export class ReplaceStaging {
     })
   }
 
-  private remove(entry: Staged): void {
-    this.staged.delete(entry.key)
+  /** A due message taken out of `dueFor` (its recipient's due messages), and out of the counts. */
+  private takeDue(entry: Staged, dueFor: Map<string, Staged>): void {
+    dueFor.delete(entry.key)
+    if (dueFor.size === 0) this.due.delete(entry.mail.targetKey)
+    this.dueCount--
+    this.uncount(entry)
+  }
+
+  /** A message that leaves staging no longer counts against its sender's cap. */
+  private uncount(entry: Staged): void {
     const count = (this.perSender.get(entry.mail.senderKey) ?? 1) - 1
     if (count === 0) this.perSender.delete(entry.mail.senderKey)
     else this.perSender.set(entry.mail.senderKey, count)

@@ -42,10 +42,11 @@ import { randomUUID } from "node:crypto"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
+import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { shownValue } from "../protocol/shownValue.ts"
 import { Asks } from "./Asks.ts"
 import { Custody } from "./Custody.ts"
-import { DeliveryRecords, recordKeyOf } from "./DeliveryRecords.ts"
+import { DeliveryRecords, type Outcome, recordKeyOf } from "./DeliveryRecords.ts"
 import { Discovery } from "./Discovery.ts"
 import { Groups } from "./Groups.ts"
 import { healthStage } from "./Health.ts"
@@ -210,7 +211,7 @@ export class Router {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,
       total: options.outboxCharsTotal
-    }, (level, message) => ctx.log(level, message), () => signal(signals.output))
+    }, (level, message) => ctx.log(level, message), () => signal(signals.output), (peer) => staging.roomFor(peer))
     const ctx: RouterContext = {
       options,
       now,
@@ -293,7 +294,7 @@ export class Router {
     send.onPrune((at) => supervisor.prune(at))
     const staging = new ReplaceStaging(
       ctx,
-      (staged, target) => send.deliverStaged(staged, target),
+      (staged, target, leaving) => send.deliverStaged(staged, target, leaving),
       (senderKey, notice) => mail.notify(senderKey, notice),
       () => signal(signals.staging)
     )
@@ -484,6 +485,26 @@ export class Router {
       journal?.restoredMail(stored)
       this.mail.restore(stored.mail)
     }
+  }
+
+  /**
+   * A send whose acknowledgement waited for a commit that failed
+   * (StoreJournal.refuseHeld) is refused with the store's failure `reason`,
+   * as a send made now would be. With `drop`, only when its mail is still
+   * queued and never stored: it is dropped, never to be delivered; without,
+   * it was dropped already (another acknowledgement of the same send). True
+   * when it was refused.
+   */
+  refuseUnstored(peer: Peer, senderKey: string, messageId: string, reason: string, drop: boolean): boolean {
+    const refusal: Outcome = {
+      ok: false,
+      code: DeliveryCode.DeliveryFailed,
+      reason: Reason.storeFailed(reason),
+      retryable: true
+    }
+    if (drop && !this.mail.refuseUnstored(senderKey, messageId, refusal)) return false
+    this.output.forceEnqueue(peer, Encode.deliveryFailedFrame(messageId, refusal.code, refusal.reason, true))
+    return true
   }
 
   /** The broker's metrics now (`stats-v1`, OTLP metrics). */

@@ -27,7 +27,7 @@
  * StoreJournal.ts and ReadAcks.ts).
  */
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
-import { MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
+import { attachmentControlOf, MAX_ID_LENGTH, MAX_TARGET_LENGTH, TEXT_CONTROL, textControlOf } from "../protocol/limits.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import { REPLY_ERROR_V1, TRACE_V1 } from "../protocol/features.ts"
@@ -42,7 +42,7 @@ import { replyErrorOf } from "./ReplyErrors.ts"
 import * as Encode from "./encode.ts"
 import type { MailDelivery } from "./MailDelivery.ts"
 import { OutboundRecord } from "./OutboundRecords.ts"
-import type { Mail, Peer } from "./Peer.ts"
+import type { Mail, OutboundMessage, Peer } from "./Peer.ts"
 import type { Session } from "./Registry.ts"
 import type { ReplaceStaging, Staged } from "./ReplaceStaging.ts"
 import { RouteCounts, type RouteOutcome } from "./RouteCounts.ts"
@@ -221,6 +221,15 @@ export class Send {
     }
     // C-TOOL-6: a text body holds no control character but TAB, LF and CR (one precompiled regex test).
     if (TEXT_CONTROL.test(message.content.text)) return this.failTextControl(peer, message, frame.to)
+    // The same for attachments, shown as text too: one regex test per field, none without attachments.
+    const attachments = message.content.attachments
+    if (attachments !== undefined) {
+      const found = attachmentControlOf(attachments)
+      if (found !== undefined) {
+        const reason = Reason.attachmentControl(found.field, found.code, found.position)
+        return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason }, frame.to)
+      }
+    }
     if (typeof frame.to !== "string") {
       return this.fail(peer, message.id, { code: DeliveryCode.InvalidMessage, reason: Reason.invalidMessage }, frame.to)
     }
@@ -363,7 +372,7 @@ export class Send {
         delivery === undefined && traceparent === undefined
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
-    this.handOver(attempt, mail, target, text)
+    this.handOver(attempt, mail, target, { frame: text, mail, to: target.key }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.set(recorded, DELIVERED, now)
     if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
@@ -383,11 +392,16 @@ export class Send {
     return this.answer(peer, message.id, DELIVERED)
   }
 
-  /** Queues `mail` for a live `target`, with the stages' hooks around it. */
-  private handOver(attempt: SendAttempt, mail: Mail, target: Session, text: OutFrame): void {
+  /**
+   * Queues `item` (`mail`'s frame) for a live `target`, with the stages' hooks
+   * around it; `roomChecked`: it fits the outbox now (Output.hasRoom), and is
+   * queued as it is, never parked with the batch being handled.
+   */
+  private handOver(attempt: SendAttempt, mail: Mail, target: Session, item: OutboundMessage, roomChecked: boolean): void {
     const stages = this.stages
     for (let i = 0; i < stages.length; i++) stages[i]!.beforeDelivery?.(attempt, target)
-    this.ctx.output.enqueue(target.peer, { frame: text, mail, to: target.key })
+    if (roomChecked) this.ctx.output.forceEnqueue(target.peer, item)
+    else this.ctx.output.enqueue(target.peer, item)
     for (let i = 0; i < stages.length; i++) stages[i]!.delivered?.(attempt, mail, target)
   }
 
@@ -406,9 +420,15 @@ export class Send {
    * A staged `replace` message whose window closed, for its recipient (live
    * as `target`): checked again by the send stages as of now (refused, its
    * sender gets an `expired` receipt saying why), then delivered like any
-   * live send, and from now on out of reach of replacement (C-DLV-7).
+   * live send, and from now on out of reach of replacement (C-DLV-7). True
+   * when it was taken (delivered or refused); false when the recipient's
+   * outbox has no room for it now: it stays staged (ReplaceStaging.roomFor),
+   * since no reader's batch is there to park it with. With `leaving` (its
+   * sender leaves) inside a batch — the sender's own `unregister` — it is
+   * queued with that batch, parked if need be, so that its sender's
+   * departure waits for it (Membership's `held`).
    */
-  deliverStaged(staged: Staged, target: Session): void {
+  deliverStaged(staged: Staged, target: Session, leaving: boolean): boolean {
     const now = this.ctx.now()
     // The rules of the send stages hold at delivery, not only when it was staged: an ask answered or
     // withdrawn meanwhile takes no second reply, and a reverse ask opened meanwhile makes this one mutual.
@@ -417,12 +437,17 @@ export class Send {
     if (refusal !== undefined) {
       this.staging?.refuseDue(staged, target.infoJson, refusal)
       this.traffic.refused(attempt.sender, target.id, staged.mail.message.id, refusal.code, refusal.reason, now)
-      return
+      return true
     }
-    this.handOver(staged.attempt, staged.mail, target, messageFrameFor(staged.mail, target.peer, now))
+    const output = this.ctx.output
+    const item: OutboundMessage = { frame: messageFrameFor(staged.mail, target.peer, now), mail: staged.mail, to: target.key }
+    const inSendersBatch = leaving && output.inBatch
+    if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
+    this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)
     this.traffic.routed(staged.attempt.sender, staged.mail.message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.rewrite(staged.mail.senderKey, staged.mail.message.id, { ok: true, delivery: "socket_delivered" })
     this.ctx.journal?.markDelivery(target.peer)
+    return true
   }
 
   /**

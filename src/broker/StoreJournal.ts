@@ -28,7 +28,9 @@
  * `LAZY_FLUSH` after the first of them (StoreWriter.ts), or with the next
  * commit someone waits for. While commits fail (disk full, I/O error),
  * output stays held and new sends are refused with `failure`'s text; what
- * was taken is put back and retried.
+ * was taken is put back and retried. A held send whose mail waits for an
+ * absent recipient and was never stored is refused too, and its mail
+ * dropped (`refuseHeld`).
  *
  * Its table of mail is found by the message's sender and id (ByMessage.ts),
  * not by a record key string: building and hashing one per message was
@@ -119,6 +121,7 @@ export class StoreJournal {
   private readonly wake: () => void
   private readonly wakeLazy: () => void
   private readonly releaseAcks: (ready: ReadonlyArray<HeldAck>) => void
+  private readonly refuseUnstored: (ack: HeldAck, reason: string, drop: boolean) => boolean
   private readonly retentionMs: number
   /** Why the last commit failed; undefined while commits succeed. */
   failure: string | undefined = undefined
@@ -128,16 +131,21 @@ export class StoreJournal {
    * @param retentionMs how long replay records are kept (stored ones older are pruned).
    * @param wakeLazy tells the store writer that changes or deletes wait that no output waits for (it commits them `LAZY_FLUSH` later).
    * @param releaseAcks queues held acknowledgements whose changes are stored, in order (`holdAck`).
+   * @param refuseUnstored after a failed commit, refuses the send a held acknowledgement (`holdAck`) stands for
+   *   instead, with the failure's `reason`: with `drop`, only when its mail is still queued (the mail is dropped
+   *   then, Router.refuseUnstored); true when it was refused.
    */
   constructor(
     wake: () => void,
     retentionMs: number,
     wakeLazy: () => void = () => {},
-    releaseAcks: (ready: ReadonlyArray<HeldAck>) => void = () => {}
+    releaseAcks: (ready: ReadonlyArray<HeldAck>) => void = () => {},
+    refuseUnstored: (ack: HeldAck, reason: string, drop: boolean) => boolean = () => false
   ) {
     this.wake = wake
     this.wakeLazy = wakeLazy
     this.releaseAcks = releaseAcks
+    this.refuseUnstored = refuseUnstored
     this.retentionMs = retentionMs
   }
 
@@ -189,8 +197,8 @@ export class StoreJournal {
    * relative to the messages it receives (docs/protocol.md, `received-v1`).
    */
   holdAck(peer: Peer, messageId: string, delivery: "socket_delivered" | "queued"): void {
-    // Never in ReadAcks, so its sender's key is not needed.
-    this.heldAcks.push(new HeldAck(peer, "", messageId, delivery, this.appended, false))
+    // Never in ReadAcks; its sender's key finds its mail if a failed commit refuses it (`refuseHeld`).
+    this.heldAcks.push(new HeldAck(peer, peer.session?.key ?? "", messageId, delivery, this.appended, false))
     // Everything it waits for is stored already (a same-id retry answered from its record on a quiet
     // broker): no commit will come to release it, so it goes now, behind the held ones before it.
     if (this.appended <= this.stored) this.releaseStoredAcks()
@@ -567,6 +575,42 @@ export class StoreJournal {
     }
     if (batch.prune !== undefined) this.lastPrune = 0
     this.notices.failed(batch)
+    if (this.heldAcks.length > 0) this.refuseHeld(reason)
+  }
+
+  /**
+   * After a failed commit: the sends whose acknowledgement waits for a commit
+   * (`holdAck`) and whose mail is queued for an absent recipient and was never
+   * stored are refused with `reason` now, as a send made now would be, and
+   * their mail dropped: left waiting, their senders timed out not knowing
+   * whether they were sent, and the broker delivered them once a commit
+   * succeeded, so a resend arrived twice. Refused, they were never sent, and
+   * a retry of one is judged afresh. Mail already on its way to a live
+   * recipient stays held (it cannot be taken back), and so does its
+   * acknowledgement, until a commit succeeds.
+   */
+  private refuseHeld(reason: string): void {
+    const held = this.heldAcks
+    this.heldAcks = []
+    const kept: Array<HeldAck> = []
+    // Sends refused in this pass, by sender and id: a second acknowledgement of one (a retry's) is refused too.
+    const refused = new Set<string>()
+    for (let i = 0; i < held.length; i++) {
+      const ack = held[i]!
+      const key = `${ack.senderKey}\u0000${ack.id}`
+      if (refused.has(key)) {
+        if (this.refuseUnstored(ack, reason, false)) continue
+      } else if (ack.delivery === "queued" && this.storedMail.get(ack.senderKey, ack.id)?.pending === true) {
+        // Pending: its put was never stored, so nothing acknowledged it yet.
+        if (this.refuseUnstored(ack, reason, true)) {
+          refused.add(key)
+          continue
+        }
+      }
+      kept.push(ack)
+    }
+    // Acknowledgements held meanwhile (none are expected: refusing changes nothing they wait on) come after.
+    this.heldAcks = this.heldAcks.length === 0 ? kept : [...kept, ...this.heldAcks]
   }
 
   /** Waits until the changes `peer`'s output reveals are stored (at once when they are). */

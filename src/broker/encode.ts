@@ -31,6 +31,10 @@ export const registeredFrame = (
 export const registrationFailedFrame = (reason: string): string =>
   `{"type":"registration_failed","reason":${q(reason)}}`
 
+/** `taken_over` (`takeover-v1`): another registration took this session's id, giving `pid`; the connection ends after it. */
+export const takenOverFrame = (sessionId: string, pid: number): string =>
+  `{"type":"taken_over","sessionId":${q(sessionId)},"pid":${q(pid)}}`
+
 /** `supervisor_authorized` (`supervisor-v1`): the capability issued (or restored) for `childName`. */
 export const supervisorAuthorizedFrame = (requestId: string, childName: string, capability: string): string =>
   `{"type":"supervisor_authorized","requestId":${q(requestId)},"childName":${q(childName)},"capability":${q(capability)}}`

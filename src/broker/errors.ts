@@ -36,3 +36,24 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
     }
   }
 }
+
+/**
+ * A broker option set to something it cannot hold (`checkCoreOptions`,
+ * options.ts): `Broker.make` and `runBroker` fail with it before anything
+ * starts, so that a `NaN`, a negative, a fractional count or an infinite
+ * duration cannot silently turn a bound off. The message names the option,
+ * what it allows and the value given ("topicRecords must be a whole number ≥ 1,
+ * got NaN").
+ */
+export class BrokerOptionError extends Data.TaggedError("BrokerOptionError")<{
+  /** The option's name in `BrokerCoreOptions` (`topicRecords`). */
+  readonly option: string
+  /** What it allows, in words ("a whole number ≥ 1"). */
+  readonly allowed: string
+  /** The value given, as shown in the message (`NaN`, `-1`, `"soon"`). */
+  readonly value: string
+}> {
+  override get message(): string {
+    return `${this.option} must be ${this.allowed}, got ${this.value}`
+  }
+}

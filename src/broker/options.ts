@@ -1,5 +1,11 @@
-/** Broker settings, with the pi-intercom defaults (section 0 of the protocol spec). */
-import { Duration } from "effect"
+/**
+ * Broker settings, with the pi-intercom defaults (section 0 of the protocol
+ * spec), and what each may hold (`BROKER_OPTION_RULES`): the one definition
+ * that `Broker.make`/`runBroker` check (`checkCoreOptions`) and the CLI's
+ * flags filter with (`brokerOptionProblem`), so that the two cannot drift.
+ */
+import { Duration, Effect, Option, Schema } from "effect"
+import { BrokerOptionError } from "./errors.ts"
 import type { MailStoreService } from "../store/MailStore.ts"
 import type { WarmUpPlan } from "./WarmUp.ts"
 
@@ -70,7 +76,7 @@ export interface BrokerCoreOptions {
   /**
    * How long mail waits in the mailbox for a session that is away before it
    * expires and its sender is told (an `expired` receipt). From 1 second to
-   * 30 days (`mailboxRetentionProblem`; out-of-range values are clamped).
+   * 30 days (`BROKER_OPTION_RULES`; anything else fails the broker's start).
    * Default 24 hours.
    */
   readonly mailboxRetention?: Duration.Input
@@ -159,15 +165,6 @@ export const MIN_MAILBOX_RETENTION_MS = 1_000
 /** The longest mailbox retention: 30 days (the mailbox is memory; its byte bounds still apply). */
 export const MAX_MAILBOX_RETENTION_MS = 30 * 86_400_000
 
-/**
- * Why `ms` is not a usable mailbox retention, or undefined when it is: a
- * whole number of milliseconds from `MIN_MAILBOX_RETENTION_MS` to
- * `MAX_MAILBOX_RETENTION_MS`.
- */
-export const mailboxRetentionProblem = (ms: number): string | undefined =>
-  Number.isInteger(ms) && ms >= MIN_MAILBOX_RETENTION_MS && ms <= MAX_MAILBOX_RETENTION_MS
-    ? undefined
-    : `mailbox retention must be a whole number of milliseconds from ${MIN_MAILBOX_RETENTION_MS} (1 second) to ${MAX_MAILBOX_RETENTION_MS} (30 days), got ${ms}`
 /** The default bound on topic records and subscriptions per group (`--topic-entries`). */
 export const DEFAULT_TOPIC_ENTRIES_PER_GROUP = 4096
 
@@ -189,7 +186,10 @@ export const DEFAULT_MAX_SESSIONS = 50_000
 const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number =>
   Duration.toMillis(input === undefined ? fallback : Duration.fromInputUnsafe(input))
 
-/** Applies the defaults to `BrokerCoreOptions`. */
+/**
+ * Applies the defaults to `BrokerCoreOptions`, which `checkCoreOptions` has
+ * accepted (an unchecked invalid duration string throws here).
+ */
 export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOptions => ({
   maxSessions: options.maxSessions ?? DEFAULT_MAX_SESSIONS,
   maxUnregistered: options.maxUnregistered ?? 32,
@@ -204,13 +204,137 @@ export const resolveCoreOptions = (options: BrokerCoreOptions): ResolvedCoreOpti
   mailboxCapacity: options.mailboxCapacity ?? 4096,
   mailboxBytes: options.mailboxBytes ?? 64 * 1024 * 1024,
   mailboxBytesPerTarget: options.mailboxBytesPerTarget ?? 16 * 1024 * 1024,
-  mailboxRetentionMs: Math.min(
-    MAX_MAILBOX_RETENTION_MS,
-    Math.max(MIN_MAILBOX_RETENTION_MS, Math.round(millis(options.mailboxRetention, Duration.millis(DEFAULT_MAILBOX_RETENTION_MS))))
-  ),
+  mailboxRetentionMs: millis(options.mailboxRetention, Duration.millis(DEFAULT_MAILBOX_RETENTION_MS)),
   replayRecords: options.replayRecords ?? 262_144,
   replayBytes: options.replayBytes ?? 64 * 1024 * 1024,
   topicEntriesPerGroup: options.topicEntriesPerGroup ?? DEFAULT_TOPIC_ENTRIES_PER_GROUP,
   topicRecords: options.topicRecords ?? DEFAULT_TOPIC_RECORDS,
   topicBytes: options.topicBytes ?? DEFAULT_TOPIC_BYTES
 })
+
+/** The longest duration a broker option takes: 30 days (what `mailboxRetention` and `askTimeout` allow). */
+export const MAX_OPTION_DURATION_MS = 30 * 86_400_000
+
+/** A count (sessions, frames, messages, records): a whole number from 1. */
+export const OptionCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+/** A size (bytes, or characters of frame text): a whole number from 1. */
+export const OptionSize = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+/** A duration, in milliseconds: a whole number from 1 to `MAX_OPTION_DURATION_MS`. */
+export const OptionDurationMs = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_OPTION_DURATION_MS }))
+
+/** A mailbox retention, in milliseconds: a whole number from 1 second to 30 days. */
+export const MailboxRetentionMs = Schema.Int.check(
+  Schema.isBetween({ minimum: MIN_MAILBOX_RETENTION_MS, maximum: MAX_MAILBOX_RETENTION_MS })
+)
+
+/**
+ * How one broker option is checked: `kind` says whether its value is a
+ * number (`count`, `size`) or a `Duration.Input` checked in milliseconds
+ * (`duration`); `is` is its Schema's guard; `allowed` says what it allows,
+ * in the words of the error.
+ */
+export interface OptionRule {
+  readonly kind: "count" | "size" | "duration"
+  readonly is: (value: unknown) => boolean
+  readonly allowed: string
+}
+
+const rule = (kind: OptionRule["kind"], schema: Schema.Top, allowed: string): OptionRule => ({
+  kind,
+  is: Schema.is(schema),
+  allowed
+})
+
+const COUNT = rule("count", OptionCount, "a whole number ≥ 1")
+const SIZE = rule("size", OptionSize, "a whole number ≥ 1")
+const DURATION = rule(
+  "duration",
+  OptionDurationMs,
+  "a duration from 1 ms to 30 days (a whole number of milliseconds)"
+)
+
+/** A broker option that `BROKER_OPTION_RULES` checks: every one of `BrokerCoreOptions` but `store`. */
+export type CheckedOption = Exclude<keyof BrokerCoreOptions, "store">
+
+/**
+ * What every broker option may hold, as a Schema check and in words: the one
+ * definition behind `checkCoreOptions` (code) and the CLI's flags
+ * (`brokerOptionProblem`). An option left out takes its default; `idleExit`
+ * may also be `null` (never exit).
+ */
+export const BROKER_OPTION_RULES: { readonly [K in CheckedOption]: OptionRule } = {
+  maxSessions: COUNT,
+  maxUnregistered: COUNT,
+  registrationTimeout: DURATION,
+  idleExit: { ...DURATION, allowed: `${DURATION.allowed}, or null (never)` },
+  askTimeout: DURATION,
+  replaceWindow: DURATION,
+  outboxCapacity: COUNT,
+  heldLimit: SIZE,
+  outboxChars: SIZE,
+  outboxCharsTotal: SIZE,
+  mailboxCapacity: COUNT,
+  mailboxBytes: SIZE,
+  mailboxBytesPerTarget: SIZE,
+  mailboxRetention: rule(
+    "duration",
+    MailboxRetentionMs,
+    `a duration from 1 second to 30 days (a whole number of milliseconds from ${MIN_MAILBOX_RETENTION_MS} to ${MAX_MAILBOX_RETENTION_MS})`
+  ),
+  replayRecords: COUNT,
+  replayBytes: COUNT,
+  topicEntriesPerGroup: COUNT,
+  topicRecords: COUNT,
+  topicBytes: SIZE
+}
+
+const CHECKED_OPTIONS = Object.keys(BROKER_OPTION_RULES).filter((key): key is CheckedOption =>
+  Object.hasOwn(BROKER_OPTION_RULES, key)
+)
+
+/** A duration input in milliseconds (a number is milliseconds already); undefined when it is no duration. */
+const durationMillis = (value: Duration.Input): number | undefined =>
+  typeof value === "number" ? value : Option.getOrUndefined(Option.map(Duration.fromInput(value), Duration.toMillis))
+
+/** `value` as the error shows it: numbers as they print (`NaN`, `-1`), strings quoted, other durations in ms. */
+const shown = (value: Duration.Input | null): string => {
+  if (typeof value === "string") return JSON.stringify(value)
+  if (typeof value === "number" || typeof value === "bigint" || value === null) return String(value)
+  const ms = durationMillis(value)
+  return ms === undefined ? String(value) : `${ms} ms`
+}
+
+/**
+ * Why `value` cannot be broker option `option`, or undefined when it can
+ * (undefined, the default, always can): `BROKER_OPTION_RULES` applied to one
+ * value. The CLI's flags filter with it, so a flag and the same option set in
+ * code are held to the same rule.
+ *
+ * @example
+ * brokerOptionProblem("topicRecords", NaN)?.message // "topicRecords must be a whole number ≥ 1, got NaN"
+ */
+export const brokerOptionProblem = (
+  option: CheckedOption,
+  value: Duration.Input | null | undefined
+): BrokerOptionError | undefined => {
+  if (value === undefined || (option === "idleExit" && value === null)) return undefined
+  const check = BROKER_OPTION_RULES[option]
+  const ok = value !== null && (check.kind === "duration" ? check.is(durationMillis(value)) : check.is(value))
+  return ok ? undefined : new BrokerOptionError({ option, allowed: check.allowed, value: shown(value) })
+}
+
+/**
+ * Fails with the first option of `options` that `BROKER_OPTION_RULES` does not
+ * allow (`BrokerOptionError`, which names it, what it allows and the value);
+ * succeeds with nothing when all are allowed. `Broker.make` and `runBroker`
+ * run it before they start anything.
+ */
+export const checkCoreOptions = (options: BrokerCoreOptions): Effect.Effect<void, BrokerOptionError> => {
+  for (const option of CHECKED_OPTIONS) {
+    const problem = brokerOptionProblem(option, options[option])
+    if (problem !== undefined) return Effect.fail(problem)
+  }
+  return Effect.void
+}

@@ -13,9 +13,9 @@ import { probeHealth } from "../transport/healthProbe.ts"
 import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
-import { BrokerStartupError } from "./errors.ts"
+import { BrokerOptionError, BrokerStartupError } from "./errors.ts"
 import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
-import type { BrokerOptions } from "./options.ts"
+import { type BrokerOptions, checkCoreOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
 import { makeSqlite } from "../store/MailStore.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
@@ -134,7 +134,8 @@ const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: stri
  * lock (`broker.lock`: a broker that holds it, even a frozen one, makes this
  * one fail with `AlreadyRunning`), listens (socket 0600, stale-file
  * recovery), writes `broker.pid`, and with `warmUp` forks the self warm-up
- * (WarmUp.ts); closing the Scope is shutdown.
+ * (WarmUp.ts); closing the Scope is shutdown. An option it cannot hold
+ * (`BROKER_OPTION_RULES`) fails it with `BrokerOptionError` before any of that.
  *
  * @example
  * ```ts
@@ -149,8 +150,9 @@ const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: stri
  */
 export const runBroker = (
   options: BrokerOptions
-): Effect.Effect<BrokerHandle, BrokerStartupError, Scope.Scope> =>
+): Effect.Effect<BrokerHandle, BrokerStartupError | BrokerOptionError, Scope.Scope> =>
   Effect.gen(function*() {
+    yield* checkCoreOptions(options)
     const socketPath = options.socketPath
     const intercomDir = options.intercomDir
     yield* prepareDirectory(intercomDir)
@@ -184,7 +186,9 @@ export const runBroker = (
       durable === undefined || archive._tag === "Some" ? identity : Effect.provideService(ResultArchive, durable.archive),
       durable === undefined || questions._tag === "Some" ? identity : Effect.provideService(QuestionStore, durable.questions),
       Effect.mapError((error) =>
-        durable === undefined
+        error instanceof BrokerOptionError
+          ? error // checked above already
+          : durable === undefined
           ? unusable(error) // a store the caller provided, not the database file
           : new BrokerStartupError({ kind: "StoreUnreadable", path: databaseFile, detail: error.detail })
       )

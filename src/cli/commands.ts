@@ -18,12 +18,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import {
+  BROKER_OPTION_RULES,
+  brokerOptionProblem,
+  type CheckedOption,
   DEFAULT_MAX_SESSIONS,
   DEFAULT_REPLACE_WINDOW_MS,
   DEFAULT_TOPIC_BYTES,
   DEFAULT_TOPIC_ENTRIES_PER_GROUP,
-  DEFAULT_TOPIC_RECORDS,
-  mailboxRetentionProblem
+  DEFAULT_TOPIC_RECORDS
 } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
 import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
@@ -53,34 +55,49 @@ const dirFlag = Flag.String("dir").pipe(
   Flag.optional
 )
 
-const maxSessionsFlag = Flag.Int("max-sessions").pipe(
-  Flag.withDescription(`Live sessions allowed at once (default ${DEFAULT_MAX_SESSIONS}).`),
-  Flag.filter((n) => n > 0, (n) => `--max-sessions must be a positive integer, got ${n}`),
-  Flag.optional
+/**
+ * An integer flag for broker option `option`, held to the rule the broker
+ * holds that option to when a program sets it (`BROKER_OPTION_RULES`), so that
+ * the two cannot drift.
+ */
+const brokerIntFlag = (name: string, option: CheckedOption, description: string) =>
+  Flag.Int(name).pipe(
+    Flag.withDescription(description),
+    Flag.filter(
+      (n) => brokerOptionProblem(option, n) === undefined,
+      (n) => `--${name} must be ${BROKER_OPTION_RULES[option].allowed}, got ${n}`
+    ),
+    Flag.optional
+  )
+
+/** `text` as milliseconds when it is a duration that broker option `option` allows (`BROKER_OPTION_RULES`). */
+const brokerDuration = (option: CheckedOption, text: string): Option.Option<number> => {
+  const ms = parseTimeout(text)
+  return ms === undefined || brokerOptionProblem(option, ms) !== undefined ? Option.none() : Option.some(ms)
+}
+
+const maxSessionsFlag = brokerIntFlag(
+  "max-sessions",
+  "maxSessions",
+  `Live sessions allowed at once (default ${DEFAULT_MAX_SESSIONS}).`
 )
 
-const topicEntriesFlag = Flag.Int("topic-entries").pipe(
-  Flag.withDescription(
-    `Topic records and subscriptions (topics-v1) the broker keeps per group of a scope (default ${DEFAULT_TOPIC_ENTRIES_PER_GROUP}); past it a publish or subscribe is refused.`
-  ),
-  Flag.filter((n) => n > 0, (n) => `--topic-entries must be a positive integer, got ${n}`),
-  Flag.optional
+const topicEntriesFlag = brokerIntFlag(
+  "topic-entries",
+  "topicEntriesPerGroup",
+  `Topic records and subscriptions (topics-v1) the broker keeps per group of a scope (default ${DEFAULT_TOPIC_ENTRIES_PER_GROUP}); past it a publish or subscribe is refused.`
 )
 
-const topicRecordsFlag = Flag.Int("topic-records").pipe(
-  Flag.withDescription(
-    `Topic records (topics-v1) the broker keeps over all groups and scopes (default ${DEFAULT_TOPIC_RECORDS}); past it the records of publishers that left are forgotten first, then those published longest ago.`
-  ),
-  Flag.filter((n) => n > 0, (n) => `--topic-records must be a positive integer, got ${n}`),
-  Flag.optional
+const topicRecordsFlag = brokerIntFlag(
+  "topic-records",
+  "topicRecords",
+  `Topic records (topics-v1) the broker keeps over all groups and scopes (default ${DEFAULT_TOPIC_RECORDS}); past it the records of publishers that left are forgotten first, then those published longest ago.`
 )
 
-const topicBytesFlag = Flag.Int("topic-bytes").pipe(
-  Flag.withDescription(
-    `About how many bytes of topic records (topics-v1) the broker keeps over all groups and scopes (default ${DEFAULT_TOPIC_BYTES}, 64 MiB); past it records are forgotten as past --topic-records.`
-  ),
-  Flag.filter((n) => n > 0, (n) => `--topic-bytes must be a positive integer, got ${n}`),
-  Flag.optional
+const topicBytesFlag = brokerIntFlag(
+  "topic-bytes",
+  "topicBytes",
+  `About how many bytes of topic records (topics-v1) the broker keeps over all groups and scopes (default ${DEFAULT_TOPIC_BYTES}, 64 MiB); past it records are forgotten as past --topic-records.`
 )
 
 const durabilityFlag = Flag.Literals("durability", ["sqlite", "memory"]).pipe(
@@ -102,8 +119,8 @@ const idleExitFlag = Flag.String("idle-exit").pipe(
     "How long the broker stays up with no session before it exits: a duration (5s, 2m, 90000) or `never`. Default 5s."
   ),
   Flag.filterMap(
-    (text) => text.trim() === "never" ? Option.some(null) : Option.fromUndefinedOr(parseTimeout(text)),
-    (text) => `--idle-exit must be a duration such as 5s or 2m, or never; got "${text}"`
+    (text) => text.trim() === "never" ? Option.some(null) : brokerDuration("idleExit", text),
+    (text) => `--idle-exit must be a duration such as 5s or 2m (at most 30 days), or never; got "${text}"`
   ),
   Flag.optional
 )
@@ -113,10 +130,7 @@ const mailboxRetentionFlag = Flag.String("mailbox-retention").pipe(
     "How long mail for a session that is away waits in the broker before it expires and its sender is told: a duration (90s, 12h, 3d) from 1s to 30d. Default 24h."
   ),
   Flag.filterMap(
-    (text) => {
-      const ms = parseTimeout(text)
-      return ms === undefined || mailboxRetentionProblem(ms) !== undefined ? Option.none() : Option.some(ms)
-    },
+    (text) => brokerDuration("mailboxRetention", text),
     (text) => `--mailbox-retention must be a duration from 1s to 30d such as 90s, 12h or 3d; got ${JSON.stringify(text)}`
   ),
   Flag.optional
@@ -127,8 +141,8 @@ const replaceWindowFlag = Flag.String("replace-window").pipe(
     `How long replace-mode messages (delivery-v1) are coalesced before the latest is delivered: a duration (1500, 2s). Default ${DEFAULT_REPLACE_WINDOW_MS} ms.`
   ),
   Flag.filterMap(
-    (text) => Option.fromUndefinedOr(parseTimeout(text)),
-    (text) => `--replace-window must be a positive duration such as 1500 or 2s; got "${text}"`
+    (text) => brokerDuration("replaceWindow", text),
+    (text) => `--replace-window must be a positive duration such as 1500 or 2s (at most 30 days); got "${text}"`
   ),
   Flag.optional
 )

@@ -134,5 +134,10 @@ export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions 
       )
   }).pipe(
     scopedWithGrace(SHUTDOWN_GRACE),
-    Effect.catchTags({ BrokerStartupError: reportError, SocketPathError: reportError, IntercomEnvError: reportError })
+    Effect.catchTags({
+      BrokerStartupError: reportError,
+      BrokerOptionError: reportError,
+      SocketPathError: reportError,
+      IntercomEnvError: reportError
+    })
   )

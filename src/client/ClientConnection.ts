@@ -46,6 +46,7 @@ import {
   ResultsUnavailable,
   QuestionsUnavailable,
   SupervisorAuthorizationFailed,
+  type TakenOver,
   TopicsUnavailable
 } from "./errors.ts"
 import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, ResultRequests } from "./ResultRequests.ts"
@@ -113,6 +114,11 @@ export interface ClientConnection {
   readonly stateEpoch: string | undefined
   /** Completes when the connection has closed, for whatever reason. */
   readonly closed: Effect.Effect<void>
+  /**
+   * What the broker's `taken_over` said (`takeover-v1`), once it came: another
+   * connection registered this session's id, and the broker ends this one.
+   */
+  readonly takenOver: () => TakenOver | undefined
   /** Every live session of the own group, or of `group` (a read-only peek, `groups-v1`). */
   readonly list: (
     timeoutMs: number,
@@ -271,6 +277,7 @@ export const openClientConnection = (
     /** The connection's Scope: fibers started after the handshake (the re-sent answers' grace) live in it. */
     const scope = yield* Effect.scope
     let open = true
+    let takenOver: TakenOver | undefined
 
     const dispatch = (frame: BrokerFrame): void => {
       switch (frame.type) {
@@ -392,6 +399,9 @@ export const openClientConnection = (
           return
         case "question_cancelled":
           sinks.question({ _tag: "Cancelled", questionId: frame.questionId, cancelledAt: frame.cancelledAt })
+          return
+        case "taken_over":
+          takenOver = { sessionId: frame.sessionId, pid: frame.pid }
           return
         default:
           return // registered again, error, health_ok: nothing waits for them here
@@ -637,6 +647,7 @@ export const openClientConnection = (
       supervisorSessionId: registered.frame.supervisorSessionId,
       stateEpoch: registered.frame.stateEpoch,
       closed: Deferred.await(closed),
+      takenOver: () => takenOver,
       list,
       send,
       unanswered: () => sends.unanswered(),

@@ -8,6 +8,11 @@
  *   re-registering the same session id with what the session had announced
  *   (name, status, model, requested features); a liveness probe (P96) turns a
  *   silent broker into a reconnect.
+ * - Except after a takeover: when the broker says another connection
+ *   registered this session id (`taken_over`, `takeover-v1`), reconnecting
+ *   would take the id back from that process, which would take it back in
+ *   turn. The client stays unconnected for good (`status.takenOver`), and
+ *   every operation fails with `IntercomNotConnected` saying so.
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
@@ -56,7 +61,7 @@ import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
 import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
-import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
+import { ConnectionLost, IntercomNotConnected, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Reason } from "../protocol/delivery.ts"
@@ -201,6 +206,9 @@ const make = (
     let connectedAt = 0
     let lastError: string | undefined
     let stopped = false
+    /** Set once the broker said another connection took this session over: the client never reconnects after. */
+    let takenOver: IntercomNotConnected | undefined
+    const takenOverHint = options.takenOverHint ?? "Connect a new client with this session id to take it back."
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
     const questions = new ClientQuestions()
@@ -325,6 +333,16 @@ const make = (
               }
               unsent = mergeUnsent(unsent, connection.unanswered())
               if (stopped) return retire(retired)
+              const over = connection.takenOver()
+              if (over !== undefined) {
+                // Another process holds the id now: no reconnect, which would take it back (and it, back again).
+                const error = new IntercomNotConnected({ reason: takenOverReason(over, takenOverHint), takenOver: over })
+                takenOver = error
+                lastError = error.reason
+                const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
+                current = refused
+                return Effect.andThen(retire(retired), Deferred.fail(refused, error))
+              }
               const next = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
               current = next
               return Effect.andThen(retire(retired), reconnect(next))
@@ -461,7 +479,7 @@ const make = (
         // After a loss, a connection that does not come back in time is not the end: the window is.
         const again = (lost: ConnectionLost): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
           Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            stopped || now - startedAt >= REPLAY_WINDOW_MS
+            stopped || takenOver !== undefined || now - startedAt >= REPLAY_WINDOW_MS
               ? Effect.fail(lost)
               : withConnection(tryOn).pipe(
                 Effect.catchIf(
@@ -576,7 +594,8 @@ const make = (
         connections,
         lastError,
         supervisorSessionId: live?.supervisorSessionId,
-        stateEpoch: epochs.epoch
+        stateEpoch: epochs.epoch,
+        ...(takenOver?.takenOver === undefined ? {} : { takenOver: takenOver.takenOver })
       })),
       holdConfirmations: Effect.sync(() => confirmations.hold()),
       resumeConfirmations: Effect.suspend(() => {

@@ -13,10 +13,33 @@ import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Data } from "effect"
 import { DeliveryCode } from "../protocol/delivery.ts"
 
-/** The broker could not be reached or started, or registration failed (C-TOOL-12): `Intercom not connected: <reason>`. */
+/**
+ * What the broker said when another connection registered this client's
+ * session id and took it over (`taken_over`, extension `takeover-v1`): the
+ * pid that registration gave. The client does not reconnect after it.
+ */
+export interface TakenOver {
+  readonly sessionId: string
+  /** The pid in the new holder's registration, when the broker sent one. */
+  readonly pid: number | undefined
+}
+
+/** What a client says after a takeover, without its `Intercom not connected: ` prefix; `hint` says how to take the id back. */
+export const takenOverReason = (takenOver: TakenOver, hint: string): string =>
+  `this session was taken over by another process${
+    takenOver.pid === undefined ? "" : ` (pid ${takenOver.pid})`
+  } that registered the same session id (${takenOver.sessionId}); intercom moved there, and this process no longer receives its messages. ${hint}`
+
+/**
+ * The broker could not be reached or started, or registration failed, or
+ * another process took the session over (C-TOOL-12):
+ * `Intercom not connected: <reason>`.
+ */
 export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected")<{
   /** Why there is no connection, e.g. `no connection within 10000 ms (last error: …)`. */
   readonly reason: string
+  /** Set when the session was taken over (`takeover-v1`): the client will not reconnect by itself. */
+  readonly takenOver?: TakenOver | undefined
 }> {
   override get message(): string {
     return `Intercom not connected: ${this.reason}`

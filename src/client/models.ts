@@ -22,6 +22,7 @@ import type {
   IntercomNotConnected,
   RequestTimeout,
   SupervisorAuthorizationFailed,
+  TakenOver,
   TopicRefused,
   TopicsUnavailable
 } from "./errors.ts"
@@ -67,6 +68,11 @@ export interface ClientStatus {
    * broker process; undefined before connecting, or from a broker without it.
    */
   readonly stateEpoch?: string | undefined
+  /**
+   * Set once another process took this session over (`takeover-v1`): the
+   * client does not reconnect, and its operations fail saying so.
+   */
+  readonly takenOver?: TakenOver | undefined
 }
 
 /**

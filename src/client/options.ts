@@ -105,6 +105,14 @@ export interface IntercomClientOptions {
   readonly livenessIntervalMs?: number
   /** How long that probe may take before the socket is dropped; at most the interval. Default 5 s. */
   readonly livenessTimeoutMs?: number
+  /**
+   * After a takeover (another process registered this session id, and the
+   * broker said so: `takeover-v1`) the client does not reconnect; its
+   * operations fail with `IntercomNotConnected` whose reason ends with this
+   * sentence, saying how to take the id back. Default: `Connect a new
+   * client with this session id to take it back.`
+   */
+  readonly takenOverHint?: string
   /** Reconnect backoff: starts here, doubles, capped at `reconnectMaxMs`. Defaults 1 s and 30 s. */
   readonly reconnectBaseMs?: number
   /** The longest delay between reconnect attempts. */

@@ -3,9 +3,12 @@
  * sessions with their status and composes a send to the one picked; in the
  * other modes, the listing as a notification. Everything goes through the
  * session runtime's `intercom` tool actions, so the texts and rules are the
- * tool's.
+ * tool's. What peers control (names, statuses, cwds) is shown safely: a
+ * picker row through `terminalSafe` (one line), a notification through
+ * `terminalText`, as the CLI shows them.
  */
 import type { ExtensionContext, ExtensionUIContext } from "@earendil-works/pi-coding-agent"
+import { terminalSafe, terminalText } from "../cli/terminalText.ts"
 import type { IntercomToolParams, ToolResult } from "../session/IntercomSession.ts"
 
 /** A session row of the overlay: its label and the exact target to send to. */
@@ -47,9 +50,11 @@ const rowsOf = (result: ToolResult): ReadonlyArray<Row> => {
     const name: unknown = Reflect.get(session, "name")
     const status: unknown = Reflect.get(session, "status")
     const cwd: unknown = Reflect.get(session, "cwd")
-    const label = `${typeof name === "string" && name !== "" ? name : id.slice(0, 8)} — ${
-      typeof status === "string" ? status : "?"
-    } — ${typeof cwd === "string" ? cwd : ""}`
+    const label = terminalSafe(
+      `${typeof name === "string" && name !== "" ? name : id.slice(0, 8)} — ${typeof status === "string" ? status : "?"} — ${
+        typeof cwd === "string" ? cwd : ""
+      }`
+    )
     rows.push({ label, target: id })
   }
   return distinctLabels(rows)
@@ -75,12 +80,12 @@ export const openIntercom = async (
   const scope = args === "all" ? "all" : "project"
   const listing = await run({ action: "list", scope })
   if (listing.isError || ctx.mode !== "tui") {
-    ctx.ui.notify(listing.text, listing.isError ? "error" : "info")
+    ctx.ui.notify(terminalText(listing.text), listing.isError ? "error" : "info")
     return
   }
   const rows = rowsOf(listing)
   if (rows.length === 0) {
-    ctx.ui.notify(listing.text, "info")
+    ctx.ui.notify(terminalText(listing.text), "info")
     return
   }
   const picked = await ctx.ui.select("Intercom — send to", rows.map((row) => row.label))
@@ -89,5 +94,5 @@ export const openIntercom = async (
   const message = await ctx.ui.editor(`Message to ${row.label.split(" — ")[0] ?? row.target}`, "")
   if (message === undefined || message.trim() === "") return
   const sent = await run({ action: "send", to: row.target, message })
-  ctx.ui.notify(sent.text, sent.isError ? "error" : "info")
+  ctx.ui.notify(terminalText(sent.text), sent.isError ? "error" : "info")
 }

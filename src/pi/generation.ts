@@ -65,7 +65,7 @@ import { makePiHost, type PiAccess, StaleSession } from "./host.ts"
 import { checkpointsDurable } from "./journal.ts"
 import { type LifecycleEvent, LifecycleBacklog } from "./lifecycleBacklog.ts"
 import { STATUS_KEY } from "./names.ts"
-import { statusText, unsavedText, UnsavedWarnings } from "./statusLine.ts"
+import { statusText, TAKE_BACK_HINT, takenOverNotice, unsavedText, UnsavedWarnings } from "./statusLine.ts"
 
 export type { LifecycleEvent } from "./lifecycleBacklog.ts"
 
@@ -241,7 +241,9 @@ export const startGeneration = (input: {
       withholdConfirmations: !checkpointsDurable(seed.sessionFile),
       // Bounded: past it the client confirms anyway (the status fiber warns), rather than the client and the
       // broker holding every message of a session nobody prompts for as long as it runs (docs/pi.md).
-      withholdLimit: settings.unsavedMessageLimit
+      withholdLimit: settings.unsavedMessageLimit,
+      // After a takeover (this pi session open in another pi process too) the client stays off; /reload takes it back.
+      takenOverHint: TAKE_BACK_HINT
     })
     const piHost = makePiHost({ access, sessionId, identity, hasUI, interactive })
     // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
@@ -313,7 +315,7 @@ export const startGeneration = (input: {
   }))
 
   /**
-   * The footer status line (TUI and RPC only): connection state, a wait in progress, pending asks, and
+   * The footer status line (TUI and RPC only): connection state (or a takeover, with its notice, once), a wait in progress, pending asks, and
    * the messages pi has not saved yet; with the warnings about those (`unsavedMessageLimit`: one at half
    * of it, one when the client confirmed them anyway). Each second, and after each hand-off to pi.
    */
@@ -325,13 +327,20 @@ export const startGeneration = (input: {
     /** pi has been seen to have written the session file: nothing it holds is unsaved any more. */
     let saved = false
     const warnings = new UnsavedWarnings(unsavedLimit)
+    /** The takeover notice was shown: once per generation (a /reload starts a new one, which takes the id back). */
+    let toldTakenOver = false
     const notify = (text: string) => access.touch((_pi, c) => c.ui.notify(text, "warning")).pipe(Effect.ignore)
     const refresh = Effect.gen(function*() {
       const withheld = yield* client.withheld
       if (!saved && !withheld.withholding) saved = checkpointsDurable(seed.sessionFile)
       for (const warning of warnings.due(withheld, saved)) yield* notify(warning)
+      const status = yield* client.status
+      if (status.takenOver !== undefined && !toldTakenOver) {
+        toldTakenOver = true
+        yield* notify(takenOverNotice(status.takenOver))
+      }
       const text = statusText(
-        (yield* client.status).connected,
+        status,
         yield* session.waiting,
         yield* session.pendingCount,
         unsavedText(withheld, saved)

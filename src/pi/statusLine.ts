@@ -9,16 +9,44 @@
  * `unsavedMessageLimit` the client confirms it anyway (docs/pi.md). One
  * warning comes at half of the limit, another once the limit was passed.
  */
-import type { WithheldConfirmations } from "../client/IntercomClient.ts"
+import type { ClientStatus, WithheldConfirmations } from "../client/IntercomClient.ts"
+import type { TakenOver } from "../client/errors.ts"
 
 const plural = (count: number, noun: string): string => `${count} ${noun}${count === 1 ? "" : "s"}`
 
+/** How to take a session back in pi after a takeover: the client's `takenOverHint`. */
+export const TAKE_BACK_HINT = "Run /reload here to take it back."
+
+const byPid = (takenOver: TakenOver): string => takenOver.pid === undefined ? "another process" : `pid ${takenOver.pid}`
+
 /**
- * The footer status line: connection state, a wait in progress, pending
- * asks, and the note on unsaved mail (`unsavedText`), joined with ` · `.
+ * The notice shown once when another process took this session's intercom
+ * id over (`takeover-v1`): typically the same pi session open in two pi
+ * processes (`pi -c` or `pi --session` in two terminals).
  */
-export const statusText = (connected: boolean, waiting: boolean, pending: number, unsaved: string | undefined): string => {
-  const parts = [connected ? "intercom: connected" : "intercom: not connected"]
+export const takenOverNotice = (takenOver: TakenOver): string =>
+  `Intercom: this session was taken over by another process (${byPid(takenOver)}) using the same session id — ` +
+  `probably this pi session is open twice. Intercom moved there: its messages go to that process, not this one, ` +
+  `and intercom tool calls here fail. ${TAKE_BACK_HINT}`
+
+/**
+ * The footer status line: connection state (or that another process took
+ * the session over), a wait in progress, pending asks, and the note on
+ * unsaved mail (`unsavedText`), joined with ` · `.
+ */
+export const statusText = (
+  connection: Pick<ClientStatus, "connected" | "takenOver">,
+  waiting: boolean,
+  pending: number,
+  unsaved: string | undefined
+): string => {
+  const parts = [
+    connection.takenOver !== undefined
+      ? `intercom: taken over by ${byPid(connection.takenOver)} (/reload to take it back)`
+      : connection.connected
+      ? "intercom: connected"
+      : "intercom: not connected"
+  ]
   if (waiting) parts.push("waiting for a reply")
   if (pending > 0) parts.push(plural(pending, "pending ask"))
   if (unsaved !== undefined) parts.push(unsaved)

@@ -120,6 +120,13 @@ export const Reason = {
    */
   textControl: (code: string, position: number) =>
     `Invalid message format: message.content.text contains the control character ${code} at position ${position}; only TAB, LF and CR are allowed in a message text. Nothing was sent: remove it (or describe it in words) and send again`,
+  /**
+   * Ours (C-TOOL-6): a send whose attachment holds a control character its
+   * field may not hold (`attachmentControlOf`): none in a `name` or
+   * `language`, none but TAB, LF and CR in a `content`.
+   */
+  attachmentControl: (field: string, code: string, position: number) =>
+    `Invalid message format: ${field} contains the control character ${code} at position ${position}; an attachment's name and language may hold no control character, its content only TAB, LF and CR. Nothing was sent: remove it and send again`,
   supervisorUnauthorized: "Supervisor channel is not authorized",
   supervisorTarget: "Supervisor target does not match the authorized relationship",
   supervisorAway: "Supervisor session is not currently connected; try again when it is back",

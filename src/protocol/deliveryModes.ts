@@ -7,7 +7,7 @@
  *
  * Pure and allocation-free for the common case (nothing given: `STEER`).
  */
-import { MAX_ID_LENGTH } from "./limits.ts"
+import { LABEL_CONTROL, MAX_ID_LENGTH } from "./limits.ts"
 import { shownValue } from "./shownValue.ts"
 
 /** How a message reaches a busy recipient (C-DLV-1). */
@@ -55,8 +55,6 @@ const refuse = (reason: string): DeliveryRefusal => ({ _tag: "DeliveryRefusal", 
 /** True for a refusal from `checkDelivery`. */
 export const isDeliveryRefusal = (value: DeliveryChoice | DeliveryRefusal): value is DeliveryRefusal =>
   "_tag" in value
-
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 
 const isMode = (value: unknown): value is DeliveryMode => value === "steer" || value === "queue" || value === "passive"
 const isQueueMode = (value: unknown): value is QueueMode => value === "stack" || value === "replace"
@@ -111,7 +109,7 @@ export const checkDelivery = (input: DeliveryInput, kind: DeliveryKind): Deliver
       return refuse(`Invalid threadId: it must be a non-empty string naming the thread whose latest message replaces earlier ones`)
     }
     if (threadId.length > MAX_ID_LENGTH) return refuse(`Invalid threadId: it is longer than ${MAX_ID_LENGTH} characters`)
-    if (CONTROL.test(threadId)) return refuse(`Invalid threadId: it contains a control character`)
+    if (LABEL_CONTROL.test(threadId)) return refuse(`Invalid threadId: it contains a control character`)
     return { delivery: "queue", queueMode: "replace", threadId }
   }
   if (queueMode === "replace") {

@@ -145,6 +145,14 @@ export const EPHEMERAL_V1 = "ephemeral-v1"
  */
 export const STATE_EPOCH_V1 = "state-epoch-v1"
 
+/**
+ * Takeover notice (extension): when another connection registers this
+ * connection's session id (a takeover, P16), the broker writes `taken_over`
+ * (with the pid the new registration gave) before it ends this connection,
+ * so the client knows not to reconnect and take the id back.
+ */
+export const TAKEOVER_V1 = "takeover-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -165,7 +173,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   TRACE_V1,
   STATS_V1,
   EPHEMERAL_V1,
-  STATE_EPOCH_V1
+  STATE_EPOCH_V1,
+  TAKEOVER_V1
 ]
 
 /**

@@ -391,6 +391,19 @@ export const RegistrationFailedFrame = Schema.Struct({ type: Schema.tag("registr
 /** A `registration_failed` frame, as decoded. */
 export type RegistrationFailedFrame = typeof RegistrationFailedFrame.Type
 
+/**
+ * `taken_over`, broker → client (extension `takeover-v1`): another connection
+ * registered this session's id (P16), with `pid` in its registration; the
+ * broker ends this connection right after it.
+ */
+export const TakenOverFrame = Schema.Struct({
+  type: Schema.tag("taken_over"),
+  sessionId: Schema.String,
+  pid: Schema.optionalKey(Schema.Number)
+})
+/** A `taken_over` frame, as decoded. */
+export type TakenOverFrame = typeof TakenOverFrame.Type
+
 /** `supervisor_authorized`, broker → supervisor (extension `supervisor-v1`): the capability for `childName`. */
 export const SupervisorAuthorizedFrame = Schema.Struct({
   type: Schema.tag("supervisor_authorized"),
@@ -544,6 +557,7 @@ export const BrokerFrame = Schema.Union([
   ReceiptForwardFrame,
   MessageControlFrame,
   RegistrationFailedFrame,
+  TakenOverFrame,
   SupervisorAuthorizedFrame,
   SupervisorAuthorizationFailedFrame,
   DeliveryQueuedFrame,

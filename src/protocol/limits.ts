@@ -5,7 +5,7 @@
  * garbage (P03). Identity fields, which a session chooses and the broker
  * re-broadcasts, are checked here instead, so an over-long one is refused
  * with a clear `error` frame (`registrationRefusal`, `presenceRefusal`), as
- * is an id holding a control character (the broker builds keys from ids).
+ * is an id or a name holding a control character (`LABEL_CONTROL`).
  *
  * Why: the broker re-broadcasts identity fields (`session_joined`,
  * `presence_update`, `sessions`, every `message`'s `from`) and echoes ids in
@@ -56,14 +56,21 @@ const overLimit = (what: string, field: string, length: number, max: number): st
   `${what}: "${field}" is ${length} characters long; the limit is ${max}. Use a shorter ${field}.`
 
 /**
- * A control character (U+0000–U+001F, U+007F). The broker joins ids with
- * such characters to build its keys (a session's key is its scope's key, NUL,
- * its id; a group's space adds U+0003), so an id holding one could spell
- * another scope's key (scope `a` with id `b\u0000c` against scope `a\u0000b`
- * with id `c`): ids may not hold them, and a name, which the mailbox identity
- * joins the same way (P49), may not hold NUL.
+ * A control character a label may not hold: C0 (TAB, LF and CR included),
+ * DEL, C1 (U+0000–U+001F, U+007F–U+009F). Labels are what a peer shows on
+ * one line: ids, names, an attachment's `name` and `language`. The broker
+ * refuses them (`registrationRefusal`, `presenceRefusal`,
+ * `attachmentControlOf`) and our clients check them before sending
+ * (session/validation.ts `isSafeLabel`), for two reasons: a name, id or
+ * label is shown by every `list` consumer, where an ESC sequence or a line
+ * break would forge what a user reads; and the broker joins ids with such
+ * characters to build its keys (a session's key is its scope's key, NUL,
+ * its id; a group's space adds U+0003; the mailbox identity joins scope,
+ * name and cwd with NUL, P49), so an id holding one could spell another
+ * scope's key (scope `a` with id `b\u0000c` against scope `a\u0000b` with id
+ * `c`). No `g` flag: `test` and `exec` keep no state.
  */
-const CONTROL = /[\u0000-\u001f\u007f]/
+export const LABEL_CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 
 /**
  * A control character a text body may not hold (C-TOOL-6): C0 but TAB, LF
@@ -73,30 +80,60 @@ const CONTROL = /[\u0000-\u001f\u007f]/
  */
 export const TEXT_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 
-/**
- * The first control character `text` may not hold (`TEXT_CONTROL`), as
- * `U+001B` and its 1-based position; undefined when there is none.
- */
-export const textControlOf = (text: string): { readonly code: string; readonly position: number } | undefined => {
-  const found = TEXT_CONTROL.exec(text)
+/** A control character found in a field: its code (`U+001B`) and 1-based position. */
+export interface ControlFound {
+  readonly code: string
+  readonly position: number
+}
+
+/** The first character of `value` that `forbidden` matches, as `U+001B` and its 1-based position; undefined when none. */
+const firstControl = (value: string, forbidden: RegExp): ControlFound | undefined => {
+  const found = forbidden.exec(value)
   if (found === null) return undefined
   return { code: `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`, position: found.index + 1 }
 }
 
-/** Only NUL: what a name may not hold. */
-const NUL = /\u0000/
+/**
+ * The first control character `text` may not hold (`TEXT_CONTROL`), as
+ * `U+001B` and its 1-based position; undefined when there is none.
+ */
+export const textControlOf = (text: string): ControlFound | undefined => firstControl(text, TEXT_CONTROL)
+
+/**
+ * The first field of `attachments` holding a control character it may not
+ * hold, named as in the frame (`message.content.attachments[0].name`), with
+ * the character; undefined when there is none. An attachment's `name` and
+ * `language` are labels, shown on one line (`LABEL_CONTROL`); its `content`
+ * is a text body (`TEXT_CONTROL`, C-TOOL-6). One regex test per field.
+ */
+export const attachmentControlOf = (
+  attachments: ReadonlyArray<{ readonly name: string; readonly content: string; readonly language?: string | undefined }>
+): (ControlFound & { readonly field: string }) | undefined => {
+  for (let index = 0; index < attachments.length; index++) {
+    const attachment = attachments[index]
+    if (attachment === undefined) continue
+    const field = `message.content.attachments[${index}]`
+    const name = firstControl(attachment.name, LABEL_CONTROL)
+    if (name !== undefined) return { ...name, field: `${field}.name` }
+    const language = attachment.language === undefined ? undefined : firstControl(attachment.language, LABEL_CONTROL)
+    if (language !== undefined) return { ...language, field: `${field}.language` }
+    const content = firstControl(attachment.content, TEXT_CONTROL)
+    if (content !== undefined) return { ...content, field: `${field}.content` }
+  }
+  return undefined
+}
 
 /** The refusal of `value` when it holds a character `forbidden` matches (named in the message), else undefined. */
 const characterRefusal = (what: string, field: string, value: string, forbidden: RegExp): string | undefined => {
-  const found = forbidden.exec(value)
-  if (found === null) return undefined
-  const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
-  return `${what}: "${field}" contains the control character U+${code}, which ${field} may not hold. Use a ${field} without control characters.`
+  const found = firstControl(value, forbidden)
+  return found === undefined
+    ? undefined
+    : `${what}: "${field}" contains the control character ${found.code}, which ${field} may not hold. Use a ${field} without control characters.`
 }
 
 /**
  * `value`'s refusal as an id (`sessionId`, `scopeId`, `group`, `stateId`):
- * too long, or holding a control character. A scope or group is trimmed
+ * too long, or holding a control character (`LABEL_CONTROL`). A scope or group is trimmed
  * before use (P17, C-GRP-1), so whitespace around it (a newline read with it)
  * is fine: `trimmed` checks only what the broker keeps.
  */
@@ -105,21 +142,21 @@ const idRefusal = (what: string, field: string, value: string | undefined, trimm
     ? undefined
     : value.length > MAX_ID_LENGTH
     ? overLimit(what, field, value.length, MAX_ID_LENGTH)
-    : characterRefusal(what, field, trimmed ? value.trim() : value, CONTROL)
+    : characterRefusal(what, field, trimmed ? value.trim() : value, LABEL_CONTROL)
 
-/** `name`'s refusal: too long, or holding NUL (the mailbox identity's separator). */
+/** `name`'s refusal: too long, or holding a control character (`LABEL_CONTROL`). */
 const nameRefusal = (what: string, name: string | undefined): string | undefined =>
   name === undefined
     ? undefined
     : name.length > MAX_NAME_LENGTH
     ? overLimit(what, "name", name.length, MAX_NAME_LENGTH)
-    : characterRefusal(what, "name", name, NUL)
+    : characterRefusal(what, "name", name, LABEL_CONTROL)
 
 /**
  * The first identity field of a `register` the broker refuses, as a message
  * for the client; undefined when it takes them all. Refused: a field over its
- * length limit, an id (`sessionId`, `scopeId`, `group`, `stateId`) holding a
- * control character, a name holding NUL.
+ * length limit, an id (`sessionId`, `scopeId`, `group`, `stateId`) or a name
+ * holding a control character (`LABEL_CONTROL`).
  */
 export const registrationRefusal = (frame: {
   readonly sessionId?: string | undefined
@@ -145,7 +182,7 @@ export const registrationRefusal = (frame: {
     check("tmuxPane", session.tmuxPane, MAX_TMUX_PANE_LENGTH)
 }
 
-/** The first field of a `presence` the broker refuses (over its limit, or a name holding NUL), as a message for the client. */
+/** The first field of a `presence` the broker refuses (over its limit, or a name holding a control character), as a message for the client. */
 export const presenceRefusal = (frame: {
   readonly name?: string | undefined
   readonly status?: string | undefined
@@ -158,13 +195,24 @@ export const presenceRefusal = (frame: {
     check("model", frame.model, MAX_MODEL_LENGTH)
 }
 
+/** Every `LABEL_CONTROL` character, for `replace` (which starts from 0 and leaves `lastIndex` at 0). */
+const LABEL_CONTROLS = new RegExp(LABEL_CONTROL.source, "g")
+
+/**
+ * A name the broker takes: cut to `MAX_NAME_LENGTH`, each control character
+ * (`LABEL_CONTROL`) replaced with U+FFFD, so that a session whose host gave
+ * it such a name still registers rather than being refused.
+ */
+export const clampName = (name: string): string => clampText(name.replace(LABEL_CONTROLS, "\uFFFD"), MAX_NAME_LENGTH)
+
 /** `text` cut to `max` UTF-16 units (ending with "…" when cut). */
 export const clampText = (text: string, max: number): string =>
   text.length <= max ? text : `${text.slice(0, max - 1)}…`
 
 /**
- * A registration with every identity field cut to its limit: a client sends
- * this rather than being refused (display fields; a cwd never reaches 4096).
+ * A registration with every identity field cut to its limit, and the name
+ * without control characters (`clampName`): a client sends this rather than
+ * being refused (display fields; a cwd never reaches 4096).
  */
 export const clampRegistration = <R extends {
   readonly cwd: string
@@ -176,19 +224,19 @@ export const clampRegistration = <R extends {
   ...registration,
   cwd: clampText(registration.cwd, MAX_CWD_LENGTH),
   model: clampText(registration.model, MAX_MODEL_LENGTH),
-  ...(registration.name === undefined ? {} : { name: clampText(registration.name, MAX_NAME_LENGTH) }),
+  ...(registration.name === undefined ? {} : { name: clampName(registration.name) }),
   ...(registration.status === undefined ? {} : { status: clampText(registration.status, MAX_STATUS_LENGTH) }),
   ...(registration.tmuxPane === undefined ? {} : { tmuxPane: clampText(registration.tmuxPane, MAX_TMUX_PANE_LENGTH) })
 })
 
-/** A presence update with its name, status and model cut to their limits. */
+/** A presence update with its name, status and model cut to their limits, the name as `clampName` makes it. */
 export const clampPresence = <P extends {
   readonly name?: string | undefined
   readonly status?: string | undefined
   readonly model?: string | undefined
 }>(update: P): P => ({
   ...update,
-  ...(update.name === undefined ? {} : { name: clampText(update.name, MAX_NAME_LENGTH) }),
+  ...(update.name === undefined ? {} : { name: clampName(update.name) }),
   ...(update.status === undefined ? {} : { status: clampText(update.status, MAX_STATUS_LENGTH) }),
   ...(update.model === undefined ? {} : { model: clampText(update.model, MAX_MODEL_LENGTH) })
 })

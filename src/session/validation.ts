@@ -12,10 +12,8 @@ import {
   isDeliveryRefusal
 } from "../protocol/deliveryModes.ts"
 import { Attachment } from "../protocol/frames.ts"
-import { MAX_REPLY_ERROR_LENGTH, TEXT_CONTROL } from "../protocol/limits.ts"
+import { LABEL_CONTROL, MAX_REPLY_ERROR_LENGTH, TEXT_CONTROL } from "../protocol/limits.ts"
 import { InvalidInput, MissingParameter } from "./errors.ts"
-
-const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
 
 /**
  * True when an id, name or label holds no control character (C-TOOL-6).
@@ -23,7 +21,7 @@ const LABEL_CONTROLS = /[\u0000-\u001f\u007f-\u009f]/
  * @category validation
  * @since 0.1.0
  */
-export const isSafeLabel = (value: string): boolean => !LABEL_CONTROLS.test(value)
+export const isSafeLabel = (value: string): boolean => !LABEL_CONTROL.test(value)
 /**
  * True when a body holds no control character but TAB, LF and CR (C-TOOL-6).
  *

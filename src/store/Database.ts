@@ -5,9 +5,12 @@
  *
  * Opening fails closed. The file is created 0600 in a 0700 directory (an
  * existing file's mode is fixed to 0600); a file that is unreadable, not a
- * database, fails `PRAGMA quick_check`, or records a migration newer than this
- * build knows is refused with a typed error naming the file and what to do.
- * Those checks run on a read-only connection (`SqliteClient.look`) before the
+ * database, fails `PRAGMA quick_check`, is another program's database (tables
+ * but no migrations table), records a migration newer than this build knows,
+ * or records every migration but lacks a table or index of the schema they
+ * make (`migrations/snapshot.ts`) is refused with a typed error naming the file and what to do.
+ * `PRAGMA quick_check` runs only on a file not closed cleanly (no
+ * {@link CLEAN_MARK}). Those checks run on a read-only connection (`SqliteClient.look`) before the
  * read-write one is opened, so a refused file is left as it was: its bytes,
  * its `-wal` (read, not copied into it) and whether a `-wal` or `-shm` exists.
  * Only a file that passes is switched to WAL mode. Only then are the pending migrations of
@@ -40,6 +43,7 @@ import * as path from "node:path"
 import {
   DatabaseBusy,
   DatabaseCorrupt,
+  DatabaseForeign,
   DatabaseOpenFailed,
   DatabaseOpenWriteFailed,
   DatabaseTooNew,
@@ -57,6 +61,20 @@ import { sqliteErrcode } from "./SqliteFaults.ts"
 
 /** The table effect's `Migrator` records applied migrations in. */
 export const MIGRATIONS_TABLE = "effect_sql_migrations"
+
+/**
+ * `PRAGMA application_id` of a file its broker closed cleanly: set as the
+ * database closes, cleared (0) at open. A file that holds it skips the
+ * full `PRAGMA quick_check` at open, which reads every page (3–11 s cold for
+ * a 1–3 GB result archive, longer than a client waits for a broker to
+ * start); one without it (a broker killed, a crash, a copy taken while it
+ * ran, a file from before stop 45) is checked in full. ASCII "iccl".
+ */
+export const CLEAN_MARK = 0x6963636c
+
+/** Whether `db` holds {@link CLEAN_MARK}: its broker closed it cleanly. */
+export const closedCleanly = (db: DatabaseSync): boolean =>
+  db.prepare("PRAGMA application_id").get()?.["application_id"] === CLEAN_MARK
 
 /** Options of {@link layer}. */
 export interface DatabaseOptions {
@@ -228,16 +246,67 @@ const prepareFile = (file: string): Effect.Effect<void, StoreOpenError> =>
 
 /**
  * What decides whether the file is refused, read on a read-only connection
- * (`SqliteClient.look`): `"empty"` when it holds no schema object at all (a
- * new file), `undefined` when it has no migrations table, otherwise the
- * highest migration id it records.
+ * (`SqliteClient.look`) in two queries, one of `sqlite_master` and one of the
+ * migrations table: a new file holds no schema object at all; another
+ * program's holds objects but no migrations table; an intercom database
+ * records the migrations applied to it.
  */
-const recordedIn = (db: DatabaseSync): number | undefined | "empty" => {
-  const objects = db.prepare("SELECT name FROM sqlite_master").all()
-  if (objects.length === 0) return "empty"
-  if (!objects.some((object) => object["name"] === MIGRATIONS_TABLE)) return undefined
-  const id = db.prepare(`SELECT max(migration_id) AS id FROM ${MIGRATIONS_TABLE}`).get()?.["id"]
-  return typeof id === "number" ? id : 0
+type Found =
+  | { readonly _tag: "Empty" }
+  | { readonly _tag: "Foreign"; readonly objects: ReadonlyArray<string> }
+  | {
+    readonly _tag: "Intercom"
+    /** The migration ids it records. */
+    readonly recorded: ReadonlySet<number>
+    /** The names of its tables and indexes. */
+    readonly objects: ReadonlySet<string>
+  }
+
+const recordedIn = (db: DatabaseSync): Found => {
+  const objects = db.prepare("SELECT type, name FROM sqlite_master ORDER BY type <> 'table', name").all()
+  if (objects.length === 0) return { _tag: "Empty" }
+  if (!objects.some((object) => object["name"] === MIGRATIONS_TABLE)) {
+    return { _tag: "Foreign", objects: objects.map((object) => `${String(object["type"])} ${String(object["name"])}`) }
+  }
+  const ids = db.prepare(`SELECT migration_id AS id FROM ${MIGRATIONS_TABLE}`).all()
+  return {
+    _tag: "Intercom",
+    recorded: new Set(ids.flatMap((row) => typeof row["id"] === "number" ? [row["id"]] : [])),
+    objects: new Set(objects.map((object) => String(object["name"])))
+  }
+}
+
+/** The highest id of `recorded`, 0 when it is empty. */
+const highestOf = (recorded: ReadonlySet<number>): number => {
+  let highest = 0
+  for (const id of recorded) highest = Math.max(highest, id)
+  return highest
+}
+
+/** The `table …` and `index …` a snapshot's statements make, as `[type, name]`. */
+const objectsOf = (snapshot: SchemaSnapshot): Array<readonly [type: string, name: string]> =>
+  snapshot.statements.flatMap((statement) => {
+    const match = /^CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX)\s+"?([^\s"(]+)"?/i.exec(statement)
+    return match?.[1] === undefined || match[2] === undefined ? [] : [[match[1].toLowerCase(), match[2]] as const]
+  })
+
+/**
+ * The tables and indexes a file that records every registered migration
+ * lacks: its records say its schema is `snapshot`'s, so each object the
+ * snapshot makes must be there (one dropped by hand would otherwise fail
+ * every later use with "no such table"). Empty when a migration is still to
+ * run (it may make them), or when there is no snapshot of this registry.
+ */
+const missingObjects = (
+  found: Extract<Found, { readonly _tag: "Intercom" }>,
+  registry: Readonly<Record<string, Migration>>,
+  snapshot: SchemaSnapshot | undefined
+): Array<string> => {
+  if (snapshot === undefined || snapshot.through !== highestMigrationId(registry)) return []
+  if (migrationsOf(registry).some(({ id }) => !found.recorded.has(id))) return []
+  const missing = objectsOf(snapshot).filter(([, name]) => !found.objects.has(name))
+  return [...missing.filter(([type]) => type === "table"), ...missing.filter(([type]) => type !== "table")]
+    .map(([type, name]) => `${type} ${name}`)
 }
 
 /**
@@ -384,23 +453,44 @@ const open = (
         )
       )
     const known = highestMigrationId(registry)
+    const snapshot = options.snapshot ?? (options.migrations === undefined ? buildSnapshot : undefined)
+    // Set by the look: the file holds CLEAN_MARK, so its full check was skipped and the mark is cleared below.
+    let marked = false
     if (file !== ":memory:") {
       // Whether the file is refused is decided on a read-only connection, before any pragma is set: a
       // refused file is left as it was (a leftover -wal is read, never copied into it).
-      const found = yield* whileBusy(SqliteClient.look({ filename: file, loadSqlite: options.loadSqlite }, recordedIn).pipe(
-        Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
-      ))
-      if (typeof found === "number" && found > known) return yield* new DatabaseTooNew({ file: label, found, known })
+      const quickCheck = (db: DatabaseSync) => {
+        marked = closedCleanly(db)
+        return !marked
+      }
+      const found = yield* whileBusy(
+        SqliteClient.look({ filename: file, loadSqlite: options.loadSqlite, quickCheck }, recordedIn).pipe(
+          Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
+        )
+      )
+      if (found._tag === "Foreign") return yield* new DatabaseForeign({ file: label, objects: found.objects })
+      if (found._tag === "Intercom") {
+        const highest = highestOf(found.recorded)
+        if (highest > known) return yield* new DatabaseTooNew({ file: label, found: highest, known })
+        const missing = missingObjects(found, registry, snapshot)
+        if (missing.length > 0) {
+          return yield* new DatabaseCorrupt({
+            file: label,
+            detail: `its schema lacks ${missing.join(", ")}, though its migration records say it is up to date, ` +
+              `at migration ${highest}: something outside intercom dropped or renamed them. Restore a copy if you ` +
+              `have one, see "Backing up and moving" in docs/store.md`
+          })
+        }
+      }
     }
     const { batch, sql } = yield* whileBusy(SqliteClient.make({
       filename: file,
       synchronous: options.synchronous,
       loadSqlite: options.loadSqlite
     }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))))
-    return yield* whileBusy(Effect.gen(function*() {
+    const services = yield* whileBusy(Effect.gen(function*() {
       const found = yield* refuseNewer(sql, label, known)
       // A new file gets the snapshot in one step (~13 ms of CPU less than the Migrator for this build's).
-      const snapshot = options.snapshot ?? (options.migrations === undefined ? buildSnapshot : undefined)
       const recorded = found === "empty"
         ? snapshot === undefined ? undefined : yield* createFromSnapshot(batch, label, snapshot, registry)
         : found
@@ -408,8 +498,19 @@ const open = (
       // Skipping it then saves every broker start after the first its cold-start cost (~5 ms of CPU).
       if (recorded === undefined || recorded < known) yield* migrate(sql, label, registry)
       if (found !== "empty" && found !== undefined) yield* fillGaps(sql, label, registry)
+      // In use from now on: a broker killed before it closes leaves the file unmarked, checked in full next time.
+      if (marked) yield* sql.unsafe("PRAGMA application_id = 0").pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
+      )
       return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
     }))
+    // Closed cleanly: marked just before the connection closes (finalizers run last first), after every store's
+    // last write. A mark that cannot be written (a full disk) only means a full check at the next open.
+    if (file !== ":memory:") {
+      const sql = Context.get(services, SqlClient.SqlClient)
+      yield* Effect.addFinalizer(() => Effect.ignore(sql.unsafe(`PRAGMA application_id = ${CLEAN_MARK}`)))
+    }
+    return services
   })
 
 /**

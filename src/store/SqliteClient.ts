@@ -303,6 +303,12 @@ export interface LookOptions {
   readonly busyTimeoutMs?: number | undefined
   /** Loads `node:sqlite` (see {@link SqliteClientOptions.loadSqlite}). */
   readonly loadSqlite?: (() => SqliteModule | undefined) | undefined
+  /**
+   * Whether to run `PRAGMA quick_check`, asked of the open connection first;
+   * default: always. `Database.ts` skips it for a file its broker closed
+   * cleanly (`Database.CLEAN_MARK`).
+   */
+  readonly quickCheck?: ((db: DatabaseSync) => boolean) | undefined
 }
 
 /** `file`'s `-wal` and `-shm` files that do not exist now. */
@@ -311,9 +317,10 @@ const missingSideFiles = (file: string): Array<string> =>
 
 /**
  * Looks at an existing database file without changing it: opens it
- * read-only, runs `PRAGMA quick_check` (every page is read; a file that is
- * not a database fails with `SQLITE_NOTADB`, a damaged one with a `SqlError`
- * whose cause is a `DatabaseCorrupt`), runs `read` on the connection, and
+ * read-only, runs `PRAGMA quick_check` unless `options.quickCheck` says not
+ * to (every page is read; a file that is not a database fails with
+ * `SQLITE_NOTADB`, a damaged one with a `SqlError` whose cause is a
+ * `DatabaseCorrupt`), runs `read` on the connection, and
  * closes it. Nothing is written to the file or to a leftover `-wal`, which is
  * read as part of the database, never copied into it; no pragma is set.
  *
@@ -342,9 +349,11 @@ export const look = <A>(
           defensive: true
         })
         try {
-          const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
-          if (problems.length !== 1 || problems[0] !== "ok") {
-            throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
+          if (options.quickCheck?.(db) ?? true) {
+            const problems = db.prepare("PRAGMA quick_check").all().flatMap((row) => Object.values(row).map(String))
+            if (problems.length !== 1 || problems[0] !== "ok") {
+              throw new DatabaseCorrupt({ file, detail: `PRAGMA quick_check: ${problems.slice(0, 3).join("; ")}` })
+            }
           }
           return read(db)
         } finally {

@@ -41,6 +41,26 @@ export class DatabaseCorrupt extends Data.TaggedError("DatabaseCorrupt")<{
   }
 }
 
+/**
+ * The file is a SQLite database of another program: it holds tables but no
+ * `effect_sql_migrations` table, which every intercom database has from its
+ * first open. It was looked at read-only and left as it was; intercom adds
+ * nothing to it and does not switch it to WAL mode.
+ */
+export class DatabaseForeign extends Data.TaggedError("DatabaseForeign")<{
+  readonly file: string
+  /** Some of the schema objects it holds (tables first), for the message. */
+  readonly objects: ReadonlyArray<string>
+}> {
+  override get message(): string {
+    const shown = this.objects.slice(0, 5).join(", ") + (this.objects.length > 5 ? ", …" : "")
+    return `${this.file} is not an intercom database: it is a SQLite database of another program (it holds ${shown} ` +
+      `and no effect_sql_migrations table). The broker left it as it was (it was only read). Move that file ` +
+      `away (e.g. mv ${this.file} ${this.file}.other), or start intercom with --dir pointing at another agent dir; ` +
+      `the broker then creates its own database.`
+  }
+}
+
 /** The file or its directory cannot be read or written by this user. */
 export class DatabaseUnreadable extends Data.TaggedError("DatabaseUnreadable")<{
   readonly file: string
@@ -137,6 +157,7 @@ export class DatabaseOpenFailed extends Data.TaggedError("DatabaseOpenFailed")<{
 export type StoreOpenError =
   | SqliteUnavailable
   | DatabaseCorrupt
+  | DatabaseForeign
   | DatabaseUnreadable
   | DatabaseTooNew
   | DatabaseBusy

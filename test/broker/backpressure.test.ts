@@ -466,6 +466,200 @@ describe("a departure behind a slow recipient comes after the session's last mes
     }))
 })
 
+/** A slow recipient (its outbox full of the filler's messages), a stager granted `delivery-v1`, and two bystanders. */
+const fullRecipientAndStager = (options: { readonly outboxChars?: number } = {}) =>
+  Effect.gen(function*() {
+    const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8, ...options })
+    const slow = yield* broker.session({ sessionId: "slow" })
+    const filler = yield* broker.session({ sessionId: "filler" })
+    const stager = yield* broker.session({ sessionId: "stager", frame: { features: [DELIVERY_V1] } })
+    const c = yield* broker.session({ sessionId: "c" })
+    const d = yield* broker.session({ sessionId: "d" })
+    yield* slow.client.pause
+    const fill = yield* burst(filler.client, "slow", 40, 64, "fill")
+    assert.isBelow(filler.client.count("delivered"), fill.length, "the slow session's outbox never filled up")
+    return { broker, slow, filler, stager, c, d, fill }
+  })
+
+/** Stages `msg` from `stager` to `slow` on `threadId`; the broker's answer. */
+const stage = (stager: WireClient, msg: { readonly id: string }, threadId: string) =>
+  Effect.andThen(
+    stager.send({ type: "send", to: "slow", message: msg, delivery: "queue", queueMode: "replace", threadId }),
+    stager.next(["delivery_queued", "delivery_failed"], (f) => f.messageId === msg.id)
+  )
+
+describe("a replace-staged message falling due into a full outbox", () => {
+  it.effect("holds back no other reader: another connection's send is delivered at once", () =>
+    Effect.gen(function*() {
+      const { c, d, fill, slow, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged")
+      assert.strictEqual((yield* stage(stager.client, staged, "t")).type, "delivery_queued")
+      yield* advance("3 seconds") // the replace window closes while the slow session's outbox is full
+      // C's batch must not take the due message on: its send to d is answered and delivered now.
+      const hello = message("hello d")
+      assertDelivered(yield* send(c.client, "d", hello))
+      yield* messageFor(d.client, hello.id)
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, staged.id)
+    }))
+
+  it.effect("stays staged while the outbox is full, and is delivered, after what was queued before it, when the recipient reads", () =>
+    Effect.gen(function*() {
+      const { broker, fill, slow, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged")
+      yield* stage(stager.client, staged, "t")
+      yield* advance("10 seconds") // several windows: it waits for room, whatever the time
+      assert.strictEqual((yield* broker.broker.stats).staged, 1, "the due message no longer counts as staged")
+      yield* slow.client.resume
+      assert.deepStrictEqual(yield* takeMessages(slow.client, "filler", fill.length), fill.map((m) => m.id))
+      const delivered = yield* messageFor(slow.client, staged.id)
+      assert.strictEqual(delivered.message.content.text, "staged")
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+      yield* slow.client.roundTrip
+      assert.strictEqual(slow.client.count("message"), fill.length + 1, "delivered more than once")
+    }))
+
+  it.effect("is replaced by a later message of its thread while it waits; only the latest is delivered", () =>
+    Effect.gen(function*() {
+      const { fill, slow, stager } = yield* fullRecipientAndStager()
+      const first = message("first")
+      yield* stage(stager.client, first, "t")
+      yield* advance("3 seconds")
+      const second = message("second")
+      assert.strictEqual((yield* stage(stager.client, second, "t")).type, "delivery_queued")
+      const receipt = yield* stager.client.next("message_receipt", (f) => f.receipt.messageId === first.id)
+      assert.strictEqual(receipt.receipt.status, "superseded")
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, second.id)
+      yield* slow.client.roundTrip
+      assert.isFalse(slow.client.received().some((f) => f.type === "message" && f.message.id === first.id), "the replaced message was delivered")
+    }))
+
+  it.effect("is bounded: a recipient that never reads keeps its outbox budget over several windows, and the staging cap refuses the rest", () =>
+    Effect.gen(function*() {
+      const outboxChars = 4_000
+      const { broker, slow, stager } = yield* fullRecipientAndStager({ outboxChars })
+      const frame = 2_500 // one message frame of 2,000 characters of text, generously
+      const before = (yield* broker.broker.stats).queuedChars
+      assert.isAtMost(before, outboxChars + frame)
+      // Three windows of 33 new threads each: 99 due messages, all waiting.
+      for (let window = 0; window < 3; window++) {
+        const frames = Array.from({ length: 33 }, (_, i) =>
+          JSON.stringify({
+            type: "send",
+            to: "slow",
+            message: message(`w${window}:${i}:`.padEnd(2_000, ".")),
+            delivery: "queue",
+            queueMode: "replace",
+            threadId: `w${window}-${i}`
+          }))
+        yield* stager.client.sendRaw(encodeFrames(frames))
+        yield* advance("2 seconds")
+        const { queuedChars, staged } = yield* broker.broker.stats
+        assert.isAtMost(queuedChars, before, `window ${window}: the outbox of a session that reads nothing grew to ${queuedChars}`)
+        assert.strictEqual(staged, 33 * (window + 1))
+      }
+      assert.strictEqual(stager.client.count("delivery_queued"), 99)
+      // The 100 per sender cap (C-DLV-8) counts what waits: the 101st is refused.
+      assert.strictEqual((yield* stage(stager.client, message("one more"), "x")).type, "delivery_queued")
+      const over = yield* stage(stager.client, message("over"), "y")
+      assert.strictEqual(over.type === "delivery_failed" ? over.code : over.type, "E_REPLACE_QUEUE_FULL")
+      yield* advance("2 seconds")
+      assert.strictEqual((yield* broker.broker.stats).queuedChars, before)
+      yield* slow.client.resume
+      yield* slow.client.resume
+      yield* slow.client.next("message", (f) => f.message.content.text === "one more", "10 seconds")
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+      yield* slow.client.roundTrip
+      assert.strictEqual(slow.client.received().filter((f) => f.type === "message" && f.from.id === "stager").length, 100)
+    }).pipe(patientClock))
+
+  it.effect("can be withdrawn while it waits; it then no longer counts against its sender's cap, and is never delivered", () =>
+    Effect.gen(function*() {
+      const { fill, slow, stager } = yield* fullRecipientAndStager()
+      const msgs = Array.from({ length: 100 }, (_, i) => message(`m${i}`))
+      yield* stager.client.sendRaw(encodeFrames(msgs.map((msg, i) =>
+        JSON.stringify({ type: "send", to: "slow", message: msg, delivery: "queue", queueMode: "replace", threadId: `t${i}` }))))
+      yield* advance("2 seconds") // all 100 due, waiting for room
+      assert.strictEqual(stager.client.count("delivery_queued"), 100)
+      const withdrawn = msgs[50]!
+      yield* stager.client.send({ type: "cancel_message", messageId: withdrawn.id })
+      const answer = yield* stager.client.next(["delivered", "delivery_failed"], (f) => f.messageId === withdrawn.id)
+      assert.strictEqual(answer.type, "delivered")
+      // One place was freed, and only one.
+      assert.strictEqual((yield* stage(stager.client, message("in its place"), "x")).type, "delivery_queued")
+      const over = yield* stage(stager.client, message("over"), "y")
+      assert.strictEqual(over.type === "delivery_failed" ? over.code : over.type, "E_REPLACE_QUEUE_FULL")
+      yield* advance("2 seconds")
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* slow.client.next("message", (f) => f.message.content.text === "in its place")
+      yield* slow.client.roundTrip
+      assert.isFalse(slow.client.received().some((f) => f.type === "message" && f.message.id === withdrawn.id))
+      assert.strictEqual(slow.client.received().filter((f) => f.type === "message" && f.from.id === "stager").length, 100)
+    }))
+
+  it.effect("is dropped like any staged message when its recipient leaves while it waits; its sender is told", () =>
+    Effect.gen(function*() {
+      const { broker, slow, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged")
+      yield* stage(stager.client, staged, "t")
+      yield* advance("3 seconds")
+      yield* slow.client.destroy
+      const receipt = yield* stager.client.next("message_receipt", (f) => f.receipt.messageId === staged.id)
+      assert.strictEqual(receipt.receipt.status, "expired")
+      assert.include(receipt.receipt.detail ?? "", "Recipient left")
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+      // Not in the mailbox either: the returning session gets the filler's messages, not the dropped one.
+      const back = yield* broker.session({ sessionId: "slow" })
+      yield* back.client.roundTrip
+      assert.isFalse(back.client.received().some((f) => f.type === "message" && f.message.id === staged.id))
+    }))
+
+  it.effect("handed over because its sender's connection closed, it waits for room too, holding back no other reader", () =>
+    Effect.gen(function*() {
+      const { broker, c, d, fill, slow, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged, then the connection dropped")
+      yield* stage(stager.client, staged, "t")
+      // Its window still open: the close hands it over at once, outside any reader's batch, into the full outbox.
+      yield* stager.client.destroy
+      const hello = message("hello d")
+      assertDelivered(yield* send(c.client, "d", hello))
+      yield* messageFor(d.client, hello.id)
+      assert.strictEqual((yield* broker.broker.stats).staged, 1)
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, staged.id)
+    }))
+
+  it.effect("goes to the recipient's new connection when the session is taken over while it waits", () =>
+    Effect.gen(function*() {
+      const { broker, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged")
+      yield* stage(stager.client, staged, "t")
+      yield* advance("3 seconds")
+      // Same session id on a new connection (P16): the session stays, its outbox is the new one's.
+      const back = yield* broker.session({ sessionId: "slow" })
+      yield* messageFor(back.client, staged.id)
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+    }))
+
+  it.effect("goes with its sender's unregister, and comes before the sender's session_left", () =>
+    Effect.gen(function*() {
+      const { fill, slow, stager } = yield* fullRecipientAndStager()
+      const staged = message("staged, then leaving")
+      yield* stage(stager.client, staged, "t")
+      yield* advance("3 seconds")
+      yield* stager.client.send({ type: "unregister" })
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* slow.client.next("session_left", (f) => f.sessionId === "stager")
+      assert.deepStrictEqual(messagesAndDepartures(slow.client, "stager"), [`message ${staged.id}`, "left stager"])
+    }))
+})
+
 describe("over a real Unix socket", () => {
   it.live("a receiver that stops reading never gets its sender disconnected; after it resumes, every message arrives once, in order", () =>
     Effect.gen(function*() {

@@ -15,6 +15,7 @@ import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { ackFor, message, messageFor, send } from "../support/broker.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { durableBroker, gatedStore } from "../support/durable.ts"
 import { advance, memoryNetwork, step } from "../support/memory.ts"
 
@@ -177,6 +178,45 @@ describe("durable broker: commits gate output", () => {
       assertDelivered(yield* ackFor(alice.client, unsaved.id))
       yield* messageFor(bob.client, unsaved.id)
       assertDelivered(yield* send(carol.client, "bob", message("accepted again")))
+    }))
+
+  it.effect("a held send whose mail waits for an absent recipient is refused when its commit fails, and is never delivered later", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const memory = makeMemory(disk)
+      let full = false
+      const store: MailStoreService = {
+        ...memory,
+        commit: (batch) =>
+          full ? Effect.fail(new MailStoreError({ operation: "commit", detail: "database or disk is full" })) : memory.commit(batch)
+      }
+      yield* world.startBroker({ store })
+      // A client that confirms what it reads (`received-v1`, as IntercomClient, the CLI and pi do): its
+      // acknowledgement waits for the commit aside, in the journal.
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", frame: { features: [RECEIVED_V1] } })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* bob.client.destroy
+      yield* settled([alice.client])
+      full = true
+
+      const unsaved = message("unsaved")
+      const answer = yield* send(alice.client, "bob", unsaved)
+      assertFailed(answer, "E_DELIVERY_FAILED")
+      assert.include(answer.type === "delivery_failed" ? answer.reason : "", "database or disk is full")
+      assert.include(answer.type === "delivery_failed" ? answer.reason : "", "nothing was sent")
+      assert.strictEqual(answer.type === "delivery_failed" ? answer.retryable : undefined, true)
+
+      full = false
+      yield* advance("1 second") // the writer's retry, which now succeeds
+      const resent = message("unsaved, sent again")
+      assertDelivered(yield* send(alice.client, "bob", resent), "queued")
+      const back = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* messageFor(back.client, resent.id)
+      yield* settled([alice.client], [back.client])
+      yield* back.client.expectNothing("message")
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 0, "the refused send was never stored")
     }))
 })
 

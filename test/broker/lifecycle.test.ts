@@ -4,7 +4,7 @@ import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { runBroker } from "../../src/broker/index.ts"
+import { type BrokerOptions, runBroker } from "../../src/broker/index.ts"
 import { probeHealth } from "../../src/transport/index.ts"
 import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
 import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
@@ -13,6 +13,10 @@ import { advanceTo, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker 
 import { connect, type WireClient } from "../support/wire.ts"
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777
+
+/** How `runBroker` fails with `options`, which are all valid: a `BrokerStartupError`. */
+const startupError = (options: BrokerOptions) =>
+  Effect.flip(runBroker(options).pipe(Effect.catchTag("BrokerOptionError", Effect.die)))
 
 describe("P92 idle exit (in memory, on simulated time)", () => {
   /** The broker core's idle exit, watched from a fiber of the test. */
@@ -151,7 +155,7 @@ describe("P81/P91 files and modes", () => {
       fs.mkdirSync(intercomDir, { recursive: true, mode: 0o700 })
       const file = path.join(intercomDir, "intercom.db")
       yield* storeCorruptReplayBlock(file)
-      const error = yield* Effect.flip(runBroker({ intercomDir, socketPath, writePidFile: false }))
+      const error = yield* startupError({ intercomDir, socketPath, writePidFile: false })
       assert.strictEqual(error.kind, "StoreUnreadable")
       assert.strictEqual(error.message.split(file).length - 1, 1, `the path once in: ${error.message}`)
       assert.include(error.message, "replay block \"1\" does not decode")
@@ -165,7 +169,7 @@ describe("P81/P91 files and modes", () => {
       const root = yield* tempDir()
       const file = path.join(root, "a-file")
       fs.writeFileSync(file, "")
-      const error = yield* Effect.flip(runBroker({ intercomDir: path.join(file, "intercom"), socketPath: path.join(root, "s.sock") }))
+      const error = yield* startupError({ intercomDir: path.join(file, "intercom"), socketPath: path.join(root, "s.sock") })
       assert.strictEqual(error.kind, "DirectoryUnusable")
     }))
 })
@@ -197,7 +201,7 @@ describe("P91/P94 startup conflicts", () => {
       const session = yield* broker.session({ sessionId: "first" })
       const exit = yield* Effect.exit(Effect.scoped(runBroker({ intercomDir: broker.intercomDir, socketPath: broker.socketPath })))
       assert.isTrue(Exit.isFailure(exit))
-      const error = yield* Effect.flip(Effect.scoped(runBroker({ intercomDir: broker.intercomDir, socketPath: broker.socketPath })))
+      const error = yield* Effect.scoped(startupError({ intercomDir: broker.intercomDir, socketPath: broker.socketPath }))
       assert.strictEqual(error.kind, "AlreadyRunning")
       assert.strictEqual(error.path, broker.socketPath)
       assert.isTrue(fs.existsSync(broker.socketPath))

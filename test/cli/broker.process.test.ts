@@ -409,7 +409,7 @@ describe("bad invocations", () => {
 
   it.live("an unknown flag exits 2 with usage", () => usage(["broker", "--bogus"], "--bogus"))
   it.live("a non-integer --max-sessions exits 2", () => usage(["broker", "--max-sessions", "abc"], "max-sessions"))
-  it.live("a non-positive --max-sessions exits 2", () => usage(["broker", "--max-sessions", "0"], "positive"))
+  it.live("a non-positive --max-sessions exits 2", () => usage(["broker", "--max-sessions", "0"], "--max-sessions must be a whole number ≥ 1, got 0"))
   it.live("an --idle-exit that is neither a duration nor never exits 2", () =>
     usage(["broker", "--idle-exit", "soon"], "--idle-exit must be a duration"))
   it.live("a --mailbox-retention that is not a duration from 1s to 30d exits 2 and says so", () =>

@@ -34,7 +34,7 @@ describe("intercom broker --topic-entries", () => {
       const root = yield* tempDir()
       const result = yield* runCli(["broker", "--topic-entries", "0"], cleanEnv(root))
       assert.strictEqual(result.code, 2, result.stderr)
-      assert.include(result.stderr, "--topic-entries must be a positive integer")
+      assert.include(result.stderr, "--topic-entries must be a whole number ≥ 1")
     }), 30_000)
 
   it.live("--topic-records bounds the records over all groups: past it the oldest is forgotten", () =>
@@ -64,7 +64,7 @@ describe("intercom broker --topic-entries", () => {
       for (const flag of ["--topic-records", "--topic-bytes"]) {
         const result = yield* runCli(["broker", flag, "0"], cleanEnv(root))
         assert.strictEqual(result.code, 2, result.stderr)
-        assert.include(result.stderr, `${flag} must be a positive integer`)
+        assert.include(result.stderr, `${flag} must be a whole number ≥ 1`)
       }
     }), 30_000)
 })

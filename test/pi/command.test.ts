@@ -50,6 +50,23 @@ const scripted = (pick: (options: ReadonlyArray<string>) => string | undefined, 
 }
 
 describe("/intercom in the TUI", () => {
+  it("shows a peer's name, status and cwd without their control characters", async () => {
+    const tui = scripted(() => undefined, undefined)
+    const evil: ToolResult = {
+      ...listing,
+      details: { sessionId: "self-id", sessions: [{ id: "peer-9", name: "x\u001b[2Jy", status: "ok\u0007", cwd: "/w\nfake row" }] }
+    }
+    await openIntercom(tui.ctx, "", async (params) => params.action === "list" ? evil : tui.run(params))
+    assert.deepStrictEqual(tui.shown[0], { kind: "select", text: "Intercom — send to: x\uFFFD[2Jy — ok\uFFFD — /w\uFFFDfake row" })
+  })
+
+  it("a notification of a listing shows its control characters as escapes", async () => {
+    const tui = scripted(() => undefined, undefined)
+    const evil: ToolResult = { text: "**Sessions:**\n- x\u001b[2Jy", isError: false, details: { sessions: [] } }
+    await openIntercom(tui.ctx, "", async () => evil)
+    assert.deepStrictEqual(tui.shown[0], { kind: "notify:info", text: "**Sessions:**\n- x\\u001b[2Jy" })
+  })
+
   it("lists the other sessions with their status, and sends the composed message to the one picked, by id", async () => {
     const tui = scripted((options) => options[0], "Please look at the retry logic")
     await openIntercom(tui.ctx, "", tui.run)

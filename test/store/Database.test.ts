@@ -12,7 +12,7 @@ import * as path from "node:path"
 import * as Database from "../../src/store/Database.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { toSqlError } from "../../src/store/SqliteFaults.ts"
-import { DatabaseBusy, DatabaseCorrupt, DatabaseOpenWriteFailed, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
+import { DatabaseBusy, DatabaseCorrupt, DatabaseForeign, DatabaseOpenWriteFailed, DatabaseTooNew, DatabaseUnreadable, SqliteUnavailable } from "../../src/store/errors.ts"
 import { type Migration, migrations } from "../../src/store/migrations/index.ts"
 import { countedMigrations } from "./fixtures/schema.ts"
 import { isRoot, modeOf, tempDir } from "./support.ts"
@@ -235,6 +235,65 @@ describe("Database.layer", () => {
       assert.isFalse(fs.existsSync(`${file}-wal`))
     }))
 
+  it.effect("refuses another program's SQLite database (tables, no migrations table), naming it, and leaves it as it was", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file)
+      raw.exec("CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO contacts VALUES (1, 'x')")
+      raw.exec("CREATE INDEX contacts_by_name ON contacts (name)")
+      raw.close()
+      const before = fs.readFileSync(file)
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseForeign)
+      assert.include(error.message, `${file} is not an intercom database`)
+      assert.include(error.message, "table contacts, index contacts_by_name")
+      assert.include(error.message, `mv ${file} ${file}.other`)
+      assert.include(error.message, "--dir")
+      // Left as it was: the same bytes (rollback mode, no intercom table), and no -wal or -shm beside it.
+      assert.isTrue(fs.readFileSync(file).equals(before))
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+      assert.isFalse(fs.existsSync(`${file}-shm`))
+      const after = new DatabaseSync(file, { readOnly: true })
+      const tables = after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((row) => row["name"])
+      const mode = after.prepare("PRAGMA journal_mode").get()?.["journal_mode"]
+      after.close()
+      assert.deepStrictEqual(tables, ["contacts"])
+      assert.strictEqual(mode, "delete")
+    }))
+
+  it.effect("refuses a current database that lacks a table or index of its schema, naming them, and leaves it as it was", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file })
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file)
+      raw.exec("DROP TABLE results")
+      raw.exec("DROP INDEX questions_by_child")
+      raw.close()
+      const before = fs.readFileSync(file)
+      const error = yield* Effect.flip(openOnly({ file }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, file)
+      assert.include(error.message, "lacks table results, index questions_by_child, index results_space, index results_supervisor, index results_created")
+      assert.include(error.message, `mv ${file} ${file}.corrupt`)
+      assert.isTrue(fs.readFileSync(file).equals(before))
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+    }))
+
+  it.effect("an existing empty file (no tables) is still given the schema", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+      fs.writeFileSync(file, "", { mode: 0o600 })
+      const count = yield* withDatabase(
+        { file },
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ readonly n: number }>`SELECT count(*) AS n FROM results`)
+      )
+      assert.deepStrictEqual(count, [{ n: 0 }])
+    }))
+
   it.effect("refuses a database whose pages fail quick_check, and leaves its bytes untouched", () =>
     Effect.gen(function*() {
       const file = yield* dbFile
@@ -251,6 +310,8 @@ describe("Database.layer", () => {
       const bytes = fs.readFileSync(file)
       const pageSize = bytes.readUInt16BE(16)
       bytes.fill(0xa5, pageSize * 3, pageSize * 5)
+      // As a broker killed while it ran leaves it: without the clean-close mark (application_id, at byte 68).
+      bytes.writeUInt32BE(0, 68)
       fs.writeFileSync(file, bytes)
       const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
       assert.instanceOf(error, DatabaseCorrupt)
@@ -269,6 +330,8 @@ describe("Database.layer", () => {
       raw.exec("INSERT INTO loose (v) VALUES (NULL)")
       raw.exec("PRAGMA writable_schema = ON")
       raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+      // As a broker killed while it ran leaves it: without the clean-close mark.
+      raw.exec("PRAGMA application_id = 0")
       raw.close()
       const before = fs.readFileSync(file)
       const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
@@ -276,6 +339,34 @@ describe("Database.layer", () => {
       assert.include(error.message, "quick_check")
       assert.include(error.message, "loose.v")
       assert.isTrue(fs.readFileSync(file).equals(before))
+    }))
+
+  it.effect("skips the full quick_check for a file its broker closed cleanly, and runs it on one left by a crash", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      // A NULL under a NOT NULL column, as above: only quick_check finds it.
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file, { defensive: false })
+      assert.strictEqual(raw.prepare("PRAGMA application_id").get()?.["application_id"], Database.CLEAN_MARK)
+      raw.exec("CREATE TABLE loose (v TEXT)")
+      raw.exec("INSERT INTO loose (v) VALUES (NULL)")
+      raw.exec("PRAGMA writable_schema = ON")
+      raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+      raw.close()
+      // Closed cleanly: opened without the full check. A copy of its files taken while it is open is what a
+      // broker killed then (kill -9, a crash) leaves: unmarked, it gets the full check and is refused.
+      const crashed = path.join(path.dirname(file), "crashed.db")
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.sync(() => {
+          fs.copyFileSync(file, crashed)
+          if (fs.existsSync(`${file}-wal`)) fs.copyFileSync(`${file}-wal`, `${crashed}-wal`)
+        })
+      )
+      const error = yield* Effect.flip(openOnly({ file: crashed, migrations: testMigrations }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, "quick_check")
     }))
 
   // Root ignores modes, so this runs only as another user. (Checked by hand as `nobody` too: a root-owned 0600

@@ -9,6 +9,7 @@ import * as path from "node:path"
 import {
   type BrokerHandle,
   type BrokerOptions,
+  type BrokerOptionError,
   type BrokerStartupError,
   runBroker
 } from "../../src/broker/index.ts"
@@ -45,7 +46,7 @@ export const brokerPaths = (root: string) => {
 export const withBroker = (
   options: TestBrokerOptions = {},
   at?: string
-): Effect.Effect<TestBroker, BrokerStartupError, Scope.Scope> =>
+): Effect.Effect<TestBroker, BrokerStartupError | BrokerOptionError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = at ?? (yield* tempDir())
     const { intercomDir, socketPath } = brokerPaths(root)

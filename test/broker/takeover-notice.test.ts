@@ -1,0 +1,61 @@
+/**
+ * `takeover-v1`: a connection whose session id another registration takes
+ * over (P16) is told so — `taken_over` with the new registration's pid, as
+ * its last frame — before the broker ends it; a base client is ended quietly,
+ * as before. Real sockets.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { assertDelivered } from "../support/assertions.ts"
+import { message, register, send, withBroker } from "../support/broker.ts"
+
+const TAKEOVER = { features: ["takeover-v1"] }
+
+describe("takeover-v1: the superseded connection is told", () => {
+  it.live("the old connection gets taken_over (the new pid) as its last frame, then the close", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const old = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      assert.include(old.registered.features ?? [], "takeover-v1")
+      const replacement = yield* broker.connect("replacement")
+      // The new holder's own registration says which process it is; the broker passes its pid on.
+      yield* register(replacement, { sessionId: "twin", session: { pid: 4242 }, frame: TAKEOVER })
+      yield* old.client.waitClosed()
+      const told = yield* old.client.next("taken_over")
+      assert.deepStrictEqual(told, { type: "taken_over", sessionId: "twin", pid: 4242 })
+      assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+      // The replacement holds the id.
+      const sender = yield* broker.session({ label: "sender" })
+      assertDelivered(yield* send(sender.client, "twin", message("to the new holder")))
+      const got = yield* replacement.next("message")
+      assert.strictEqual(got.message.content.text, "to the new holder")
+    }))
+
+  it.live("a base client (no takeover-v1) is ended with no new frame", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const old = yield* broker.session({ sessionId: "twin" })
+      assert.notInclude(old.registered.features ?? [], "takeover-v1")
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "twin", frame: TAKEOVER })
+      yield* old.client.waitClosed()
+      assert.deepStrictEqual(old.client.received().map((frame) => frame.type), ["registered"])
+    }))
+
+  it.live("mail queued for the old connection is not lost: the new holder gets what the old one did not confirm", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ label: "sender" })
+      const old = yield* broker.session({ sessionId: "twin", frame: { features: ["takeover-v1", "received-v1"] } })
+      // Written to the old connection, never confirmed (`received`): it goes to the next holder.
+      const first = message("before the takeover")
+      assertDelivered(yield* send(sender.client, "twin", first))
+      yield* old.client.next("message", (frame) => frame.message.id === first.id)
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "twin", frame: { features: ["takeover-v1", "received-v1"] } })
+      yield* old.client.waitClosed()
+      yield* old.client.next("taken_over")
+      const again = yield* replacement.next("message", (frame) => frame.message.id === first.id)
+      assert.strictEqual(again.message.content.text, "before the takeover")
+    }))
+})

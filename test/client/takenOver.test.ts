@@ -1,0 +1,68 @@
+/**
+ * A takeover (`takeover-v1`): when another client registers the same session
+ * id, the broker tells the old one (`taken_over`), which then does not
+ * reconnect — reconnecting would take the id back, and the other client
+ * would take it back in turn, for ever. Its operations fail saying so. A
+ * drop with no such frame still reconnects. In memory, under TestClock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { message } from "../support/broker.ts"
+import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+
+const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
+const timings = { reconnectBaseMs: 500, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 }
+
+describe("taken over by another client with the same session id", () => {
+  it.effect("the old client does not reconnect, says why, and the new one keeps the id", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const { client: second } = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", {
+          ...timings,
+          registration: { cwd: "/tmp/project", model: "m", pid: 777, startedAt: 0, lastActivity: 0, name: "twin" }
+        })
+      )
+      yield* settle(second.connect)
+      // Well past the reconnect delay (and its backoff): the first client stays off.
+      yield* advance("10 seconds")
+      const status = yield* first.status
+      assert.deepInclude(status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: 777 } })
+      const holder = yield* second.status
+      assert.deepInclude(holder, { connected: true, connections: 1 })
+      assert.isUndefined(holder.takenOver)
+      // Its operations fail at once, saying what happened and how to take the id back.
+      const refused = yield* Effect.flip(settle(first.list))
+      if (refused._tag !== "IntercomNotConnected") return assert.fail(`expected IntercomNotConnected, got ${refused._tag}`)
+      assert.deepStrictEqual(refused.takenOver, { sessionId: TWIN, pid: 777 })
+      assert.match(refused.message, /^Intercom not connected: this session was taken over by another process \(pid 777\)/)
+      assert.match(refused.message, /Connect a new client with this session id to take it back\.$/)
+      assert.strictEqual(status.lastError, refused.reason)
+      // Mail for the id reaches the new holder.
+      const sender = yield* world.session({ sessionId: "sender" })
+      yield* sender.client.send({ type: "send", to: TWIN, message: message("to the twin") })
+      yield* sender.client.next("delivered")
+      const sessions = yield* settle(second.list)
+      assert.strictEqual(sessions.filter((s) => s.id === TWIN).length, 1)
+    }))
+
+  it.effect("a drop with no taken_over frame still reconnects after the reconnect delay", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const broker = yield* world.startBroker({ idleExit: null })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
+      yield* settle(client.connect)
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance("499 millis")
+      assert.deepInclude(yield* client.status, { connected: false, connections: 1 })
+      yield* advance("1 millis")
+      const back = yield* client.status
+      assert.deepInclude(back, { connected: true, connections: 2 })
+      assert.isUndefined(back.takenOver)
+    }))
+})

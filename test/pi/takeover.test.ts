@@ -1,0 +1,72 @@
+/**
+ * One pi session open in two pi processes (`pi -c` or `pi --session X` in two
+ * terminals): both register the same intercom id. The second takes it over,
+ * and the first is told (`takeover-v1`): a notice and the footer say so, its
+ * intercom tool calls fail saying so, and it does not reconnect — it used to,
+ * a second later, taking the id back, and the two took it from each other
+ * every second with the mail split between them and nobody told. A /reload
+ * takes the id back (and tells the other one).
+ */
+import { SessionManager } from "@earendil-works/pi-coding-agent"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, assert, describe, it } from "vitest"
+import { actResult, closeWorld, makeWorld, openPi, recordingUI } from "./support.ts"
+
+const world = makeWorld()
+afterAll(() => closeWorld(world))
+
+/** Rejects with `what` unless `promise` settles within `ms` (a failure, not a barrier). */
+const within = <A>(promise: Promise<A>, ms: number, what: string): Promise<A> =>
+  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms))])
+
+const reRegistrations = (): number => {
+  const log = path.join(world.agentDir, "intercom", "broker.log")
+  return (fs.existsSync(log) ? fs.readFileSync(log, "utf8") : "").split("\n").filter((line) => line.includes("re-registered")).length
+}
+
+const takenOver = (text: string) => text.includes("taken over")
+
+describe("one pi session open in two pi processes", () => {
+  it("the second takes the id over, the first is told once and stays off until /reload", async () => {
+    const dir = path.join(world.root, "sessions-twin")
+    const aUI = recordingUI()
+    const a = await openPi(world, { name: "twin", sessionManager: SessionManager.create(world.cwd, dir), ui: aUI })
+    await actResult(a, { action: "status" }) // a prompt: pi writes the session file
+    const file = a.session().sessionFile ?? ""
+    assert.isTrue(fs.existsSync(file))
+    const bUI = recordingUI()
+    const b = await openPi(world, { sessionManager: SessionManager.open(file), ui: bUI })
+    try {
+      const id = a.session().sessionId
+      assert.strictEqual(b.session().sessionId, id)
+      assert.isFalse((await actResult(b, { action: "status" })).isError) // B registers: it takes the id over
+      // A is told, once, and its footer says so (the status fiber looks each second).
+      const notice = await within(aUI.nextNotice((n) => takenOver(n.message)), 5_000, "takeover notice in the first process")
+      assert.strictEqual(notice.type, "warning")
+      assert.include(notice.message, `(pid ${process.pid})`)
+      assert.include(notice.message, "/reload")
+      assert.include(await aUI.nextStatus("intercom", takenOver), "/reload")
+      // Its tool calls fail saying what happened; nothing reconnected meanwhile.
+      const refused = await actResult(a, { action: "status" })
+      assert.isTrue(refused.isError)
+      assert.include(refused.text, "this session was taken over by another process")
+      assert.include(refused.text, "Run /reload here to take it back.")
+      assert.strictEqual(reRegistrations(), 1, "the first process took the id back")
+      assert.isFalse((await actResult(b, { action: "status" })).isError)
+      assert.strictEqual(aUI.notices.filter((n) => takenOver(n.message)).length, 1)
+
+      // /reload in A: a new generation registers again and takes the id back; now B is told.
+      await a.session().reload()
+      await a.rebind()
+      assert.isFalse((await actResult(a, { action: "status" })).isError)
+      await within(bUI.nextNotice((n) => takenOver(n.message)), 5_000, "takeover notice in the second process")
+      assert.isTrue((await actResult(b, { action: "status" })).isError)
+      assert.strictEqual(reRegistrations(), 2)
+      assert.deepStrictEqual([...a.errors, ...b.errors], [])
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  }, 30_000)
+})
