@@ -134,14 +134,16 @@ const make = (
     // Observability: routing spans only under a tracer that goes somewhere (trace-v1), commit timing with a store.
     const tracer = yield* Effect.tracer
     const storeCommits = store === undefined ? undefined : new StoreCommits()
+    // What the last run stored, read before the Router is made: its state epoch is the Router's (`state-epoch-v1`).
+    const recovered = store === undefined ? undefined : yield* store.load(now() - REPLAY_RETENTION_MS)
     const router = new Router(resolved, now, signals, journal, {
       spans: tracer === Tracer.nativeTracer ? undefined : new RoutingSpans(tracer, nanos),
       storeCommits
-    })
+    }, recovered?.stateEpoch)
     const timing = storeCommits === undefined ? undefined : { commits: storeCommits, nanos }
-    if (store !== undefined && journal !== undefined) {
+    if (store !== undefined && journal !== undefined && recovered !== undefined) {
       // What the last run stored comes back before the first connection is accepted.
-      router.restore(yield* store.load(now() - REPLAY_RETENTION_MS))
+      router.restore(recovered)
       const log = (level: BrokerEvent["level"], message: string) =>
         Queue.offerUnsafe(signals.events, { level, message: logLine(message) })
       yield* Effect.forkScoped(runStoreWriter(journal, store, signals.store, signals.storeLazy, now, log, timing))

@@ -14,7 +14,7 @@ import { SessionTraffic } from "./Traffic.ts"
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
-import { EPHEMERAL_V1, GROUPS_V1, negotiateFeatures, OBSERVE_V1, TAKEOVER_V1 } from "../protocol/features.ts"
+import { EPHEMERAL_V1, GROUPS_V1, negotiateFeatures, OBSERVE_V1, STATE_EPOCH_V1, TAKEOVER_V1 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
@@ -269,7 +269,9 @@ export class Registration {
     peer.state = "registered"
     peer.session = session
     peer.features = featureSet(features)
-    output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId))
+    // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
+    const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
+    output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId, stateEpoch))
     this.membership.joined(session)
     this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.registered?.(session, previous, now)

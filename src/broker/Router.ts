@@ -38,6 +38,7 @@
  * here, so splitting it would only move the list of concerns elsewhere.
  */
 import { Effect, Queue } from "effect"
+import { randomUUID } from "node:crypto"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
@@ -190,13 +191,15 @@ export class Router {
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
    * @param telemetry routing spans and store commit counters, when the broker has them.
+   * @param stateEpoch the id of the routing state (`state-epoch-v1`): the store's, or a fresh one without a store.
    */
   constructor(
     options: ResolvedCoreOptions,
     now: () => number,
     signals: RouterSignals,
     journal?: StoreJournal,
-    telemetry: RouterTelemetry = {}
+    telemetry: RouterTelemetry = {},
+    stateEpoch: string = randomUUID()
   ) {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
@@ -217,6 +220,7 @@ export class Router {
       },
       registry,
       output,
+      stateEpoch,
       // Features a broker without their backing never grants: questions without a question store.
       withheldFeatures: new Set(signals.questions === undefined ? [QUESTIONS_V1] : []),
       records: new DeliveryRecords({

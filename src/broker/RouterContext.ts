@@ -39,6 +39,12 @@ export interface RouterContext {
   readonly log: (level: BrokerEvent["level"], message: string) => void
   readonly registry: Registry
   readonly output: Output
+  /**
+   * The id of the routing state this broker holds (`state-epoch-v1`): the
+   * store's, kept across a durable broker's restarts; fresh for a broker
+   * without a store.
+   */
+  readonly stateEpoch: string
   /** Extensions this broker does not offer even when asked (`questions-v1` without a question store). */
   readonly withheldFeatures: ReadonlySet<string>
   /** Outcomes of recent sends by (sender, message id), for idempotent retries (P46). */

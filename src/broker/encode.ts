@@ -13,17 +13,19 @@ import { DELIVERED_TAIL, DeliveredFrameParts, MessageFrameParts } from "./frameP
 const q = JSON.stringify
 
 /**
- * `registered` (P12), with the granted features and, for a child bound to a
- * supervisor (`supervisor-v1`), the supervisor's id.
+ * `registered` (P12), with the granted features, for a child bound to a
+ * supervisor (`supervisor-v1`) the supervisor's id, and for a client granted
+ * `state-epoch-v1` the broker's state epoch.
  */
 export const registeredFrame = (
   sessionId: string,
   features: ReadonlyArray<string>,
-  supervisorSessionId?: string
+  supervisorSessionId?: string,
+  stateEpoch?: string
 ): string =>
   `{"type":"registered","sessionId":${q(sessionId)},"features":${q(features)}${
     supervisorSessionId === undefined ? "" : `,"supervisorSessionId":${q(supervisorSessionId)}`
-  }}`
+  }${stateEpoch === undefined ? "" : `,"stateEpoch":${q(stateEpoch)}`}}`
 
 /** `registration_failed` (`supervisor-v1`): why a registration was refused; the connection ends after it. */
 export const registrationFailedFrame = (reason: string): string =>

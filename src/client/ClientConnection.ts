@@ -110,6 +110,8 @@ export interface ClientConnection {
   readonly features: ReadonlySet<string>
   /** The supervisor the broker bound this child to (`supervisor-v1`), if it registered with a grant. */
   readonly supervisorSessionId: string | undefined
+  /** The broker's state epoch (`state-epoch-v1`); undefined from a broker that did not grant it. */
+  readonly stateEpoch: string | undefined
   /** Completes when the connection has closed, for whatever reason. */
   readonly closed: Effect.Effect<void>
   /**
@@ -643,6 +645,7 @@ export const openClientConnection = (
       sessionId: registered.frame.sessionId,
       features: granted,
       supervisorSessionId: registered.frame.supervisorSessionId,
+      stateEpoch: registered.frame.stateEpoch,
       closed: Deferred.await(closed),
       takenOver: () => takenOver,
       list,

@@ -16,6 +16,10 @@
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
+ *   When the broker says which state it holds (`state-epoch-v1`) and it is
+ *   not the one before (a memory-mode broker restarted), `stateLost` says so
+ *   first, with the asks and queued mail of this client that went with it
+ *   (StateEpochs.ts), and a warning is logged; nothing is sent again.
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
  *   the failure stands: its target may not have registered again yet.
@@ -72,6 +76,7 @@ import { tracedSend } from "./tracing.ts"
 import { makeUnhandledMessages } from "./UnhandledMessages.ts"
 import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
+import { type BrokerStateLost, describeStateLost, StateEpochs } from "./StateEpochs.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -139,6 +144,10 @@ const make = (
     const questionHub = yield* PubSub.unbounded<QuestionEvent>()
     /** The connection count of each reconnect, once adopted (`reconnects`). */
     const reconnectHub = yield* PubSub.unbounded<number>()
+    /** A reconnect that reached a broker holding another state than the last (`stateLost`, `state-epoch-v1`). */
+    const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
+    /** Each connection's state epoch and what this client left in it (StateEpochs.ts). */
+    const epochs = new StateEpochs()
     /** When what was read may be confirmed (held, withheld, or only once handled); read by the connections. */
     const confirmations = new ConfirmationPolicy(
       options.confirmWhenHandled === true,
@@ -292,6 +301,13 @@ const make = (
         yield* connection.confirmRead
         connectedAt = yield* Clock.currentTimeMillis
         lastError = restoreProblems
+        // A broker whose state epoch is not the last one's lost what that one held (`state-epoch-v1`):
+        // said before the reconnect is, so that waits on that state end at once, not after the grace.
+        const lost = epochs.adopt(connection.stateEpoch, connections)
+        if (lost !== undefined) {
+          PubSub.publishUnsafe(stateLostHub, lost)
+          yield* Effect.logWarning(describeStateLost(lost))
+        }
         // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
         if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
         yield* Effect.forkIn(
@@ -417,6 +433,7 @@ const make = (
     ): ReturnType<IntercomClientService["send"]> =>
       resending((c) =>
         c.send(request, sendTimeoutMs).pipe(
+          Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, request, delivery))),
           Effect.tapErrorTag("ConnectionLost", (lost) => Effect.sync(() => (lostOnTheWay.lost = lost)))
         )
       ).pipe(
@@ -512,7 +529,7 @@ const make = (
               { ...traced, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" },
               sendTimeoutMs,
               "supervisor_send"
-            )
+            ).pipe(Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, traced, delivery))))
           )),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
@@ -566,6 +583,7 @@ const make = (
       leftSince: (sessionId, mark) => Effect.sync(() => (lastLeft.get(sessionId) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
+      stateLost: Stream.fromPubSub(stateLostHub),
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({
@@ -576,6 +594,7 @@ const make = (
         connections,
         lastError,
         supervisorSessionId: live?.supervisorSessionId,
+        stateEpoch: epochs.epoch,
         ...(takenOver?.takenOver === undefined ? {} : { takenOver: takenOver.takenOver })
       })),
       holdConfirmations: Effect.sync(() => confirmations.hold()),

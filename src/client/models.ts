@@ -30,6 +30,7 @@ import type { ControlEvent, Delivery, InboundMessage, PresenceEvent, QuestionEve
 import type { QuestionOperations } from "./ClientQuestions.ts"
 import type { SendError, SendRequest } from "./requests.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
+import type { BrokerStateLost } from "./StateEpochs.ts"
 
 /** Presence fields a session may change after registering (P32). */
 export interface PresenceUpdate {
@@ -61,6 +62,12 @@ export interface ClientStatus {
   readonly lastError: string | undefined
   /** The supervisor the broker bound this child to (`supervisor-v1`), on the current connection. */
   readonly supervisorSessionId: string | undefined
+  /**
+   * The broker's state epoch (`state-epoch-v1`) on the last connection:
+   * the same across a durable broker's restarts, new for each memory-mode
+   * broker process; undefined before connecting, or from a broker without it.
+   */
+  readonly stateEpoch?: string | undefined
   /**
    * Set once another process took this session over (`takeover-v1`): the
    * client does not reconnect, and its operations fail saying so.
@@ -262,6 +269,18 @@ export interface IntercomClientService extends QuestionOperations {
    * there (C-ASK-2, C-ASK-9).
    */
   readonly reconnects: Stream.Stream<number>
+  /**
+   * One element per reconnect that reached a broker holding another state
+   * than the last connection's (`state-epoch-v1`: a memory-mode broker that
+   * restarted, or a durable one whose database is gone): what this client had
+   * left in the old state — asks whose replies can no longer come, mail
+   * acknowledged as queued that may never be delivered. Published before that
+   * reconnect's element of `reconnects`; each subscriber sees those after it
+   * subscribed. A durable broker's restart keeps its state, and is not one.
+   * `IntercomSession` ends an ask waiting on a lost question with
+   * `BrokerStateLost` at once, instead of at its timeout.
+   */
+  readonly stateLost: Stream.Stream<BrokerStateLost>
   /**
    * How long after a reconnect a session missing from the broker may still
    * be on its way back (`IntercomClientOptions.rejoinGraceMs`, 10 s by default).

@@ -136,6 +136,16 @@ export const OBSERVE_V1 = "observe-v1"
 export const EPHEMERAL_V1 = "ephemeral-v1"
 
 /**
+ * The broker's state epoch (extension): `registered` carries `stateEpoch`, an
+ * opaque id of the routing state the broker holds (ask edges, queued mail,
+ * replay records, durable questions). A durable broker keeps it in its store,
+ * so its restarts keep it; a memory-mode broker makes a fresh one per
+ * process. A client that sees it change across a reconnect knows the broker
+ * lost what it held for it (asks in flight, mail queued for offline peers).
+ */
+export const STATE_EPOCH_V1 = "state-epoch-v1"
+
+/**
  * Takeover notice (extension): when another connection registers this
  * connection's session id (a takeover, P16), the broker writes `taken_over`
  * (with the pid the new registration gave) before it ends this connection,
@@ -163,6 +173,7 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   TRACE_V1,
   STATS_V1,
   EPHEMERAL_V1,
+  STATE_EPOCH_V1,
   TAKEOVER_V1
 ]
 

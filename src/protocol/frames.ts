@@ -370,7 +370,9 @@ export const RegisteredFrame = Schema.Struct({
   sessionId: Schema.String,
   features: Schema.optionalKey(Schema.Array(Schema.String)),
   /** Extension `supervisor-v1`: the supervisor this child is bound to, as the broker confirmed it. */
-  supervisorSessionId: Schema.optionalKey(Schema.String)
+  supervisorSessionId: Schema.optionalKey(Schema.String),
+  /** Extension `state-epoch-v1`: the id of the routing state the broker holds (kept across a durable restart). */
+  stateEpoch: Schema.optionalKey(Schema.String)
 })
 /** A `registered` frame (P12), as decoded. */
 export type RegisteredFrame = typeof RegisteredFrame.Type

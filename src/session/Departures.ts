@@ -9,6 +9,9 @@
  * - After a reconnect the broker reached may be a new one that never knew the
  *   peer (no `session_left` ever comes): once the rejoin grace is over, an
  *   ordinary wait on a peer that broker does not list ends too (C-ASK-2).
+ * - A reconnect to a broker that lost its state (`IntercomClient.stateLost`,
+ *   `state-epoch-v1`) ends at once the wait on a question that state held
+ *   (`BrokerStateLost`); the client has logged what else was lost.
  *
  * Owns the departures noted and not acted on yet and the confirmation in
  * progress; every fiber runs in the generation's Scope, so closing the
@@ -16,7 +19,8 @@
  * host; this module only reads presence and reconnects.
  */
 import { Duration, Effect, Latch, Option, type Scope, Stream } from "effect"
-import { ReplyPeerDisconnected } from "./errors.ts"
+import type { BrokerStateLost as StateLostEvent } from "../client/StateEpochs.ts"
+import { BrokerStateLost, ReplyPeerDisconnected } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
 
@@ -151,9 +155,9 @@ export const runDepartures = (generation: Generation): Effect.Effect<void, never
    * A later reconnect replaces the check of the one before (`switchMap`); a `list` that fails (the
    * connection dropped again) leaves it to that next one.
    *
-   * Known gap: the client cannot tell a restarted broker from the same one, nor a memory-mode broker
-   * from a durable one. A target that registered again with a memory-mode broker keeps the wait,
-   * though that broker lost the ask (its answer will be refused): it ends at its timeout.
+   * A broker that lost its state (a memory-mode broker restarted) is told apart by its state epoch
+   * (`stateLost`, below); a broker that does not say (no `state-epoch-v1`) cannot be, and a target
+   * that registered again with it keeps the wait until its timeout.
    */
   const checkAfterReconnect: Effect.Effect<void> = Effect.gen(function*() {
     yield* Effect.sleep(Duration.millis(client.rejoinGraceMs))
@@ -169,6 +173,33 @@ export const runDepartures = (generation: Generation): Effect.Effect<void, never
     slot.peerLeft(waiter, new ReplyPeerDisconnected({ peerId, reason: "not on the broker after a reconnect" }))
   })
 
+  /**
+   * The broker reached after a reconnect lost the state the last one held (`state-epoch-v1`): a wait
+   * on a question that state acknowledged ends now with `BrokerStateLost` — that broker never heard
+   * of it, and would refuse its reply — instead of at its timeout. Only a question the old broker
+   * acknowledged (the client lists them): one sent, or sent again, on the new connection is that
+   * broker's, and waits; so does a durable question, which the client asks again by itself (C-DQ-6).
+   */
+  const onStateLost = (event: StateLostEvent): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      const lostWaiter = () => {
+        const waiter = slot.current()
+        if (waiter?.questionId === undefined || waiter.targetId === undefined) return undefined
+        return event.asks.some((lost) => lost.messageId === waiter.questionId) ? waiter : undefined
+      }
+      if (lostWaiter() === undefined) return
+      // What was read before the new connection is routed first: a reply that came in time answers.
+      yield* client.caughtUp
+      // Read as the wait is now: one resent meanwhile (`E_TARGET_REBOUND`) is another question.
+      const waiter = lostWaiter()
+      if (waiter?.questionId === undefined || waiter.targetId === undefined) return
+      slot.peerLeft(
+        waiter,
+        new BrokerStateLost({ questionId: waiter.questionId, peerId: waiter.targetId, peerName: waiter.targetName })
+      )
+    })
+
+    yield* Effect.forkScoped(client.stateLost.pipe(Stream.runForEach(onStateLost)), { startImmediately: true })
     yield* Effect.forkScoped(Effect.forever(actOnDepartures), { startImmediately: true })
     yield* Effect.forkScoped(
       client.presenceEvents.pipe(Stream.runForEach((event) =>

@@ -18,16 +18,17 @@
  */
 import { Deferred, type Effect, Exit } from "effect"
 import type { InboundMessage } from "../client/events.ts"
-import type { AskExpired, AskSuperseded, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
+import type { AskExpired, AskSuperseded, BrokerStateLost, ReplyPeerDisconnected, SessionEnded } from "./errors.ts"
 
 /**
  * How a wait ends without a reply: the peer left, the broker dropped the
- * question or a later message replaced it, or the generation closed.
+ * question or a later message replaced it, a broker restart lost it, or the
+ * generation closed.
  *
  * @category models
  * @since 0.1.0
  */
-export type WaitEnd = ReplyPeerDisconnected | AskExpired | AskSuperseded | SessionEnded
+export type WaitEnd = ReplyPeerDisconnected | BrokerStateLost | AskExpired | AskSuperseded | SessionEnded
 
 /**
  * The holder of the slot: the question it waits on, and the Deferred its outcome goes into.

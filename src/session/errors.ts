@@ -200,6 +200,31 @@ export class ReplyPeerDisconnected extends Data.TaggedError("ReplyPeerDisconnect
 }
 
 /**
+ * `The broker restarted without its saved state; the question to <target>
+ * was lost. Ask again.`: the connection dropped and the broker reached again
+ * holds another state than the one the question was left in
+ * (`state-epoch-v1`: a memory-mode broker restarted), so it never heard of
+ * the question, and a reply could not reach this session — the wait ends at
+ * once rather than at its timeout. A durable broker's restart keeps its
+ * state, and does not end a wait.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class BrokerStateLost extends Data.TaggedError("BrokerStateLost")<{
+  /** The question's message id. */
+  readonly questionId: string
+  /** The asked session's id, and its name when known. */
+  readonly peerId: string
+  readonly peerName?: string | undefined
+}> {
+  override get message(): string {
+    const target = this.peerName === undefined || this.peerName === this.peerId ? this.peerId : `${this.peerName} (${this.peerId})`
+    return `The broker restarted without its saved state; the question to ${target} was lost. Ask again.`
+  }
+}
+
+/**
  * `The broker dropped this ask before delivering it: <reason>`: the broker
  * told the asker (an `expired` receipt about the question) that the ask will
  * never reach its target — a staged `replace` ask whose asker's connection
@@ -462,6 +487,7 @@ export type AskFailure =
   | AlreadyWaiting
   | ReplyTimeout
   | ReplyPeerDisconnected
+  | BrokerStateLost
   | AskExpired
   | AskSuperseded
   | ReplyFailed

@@ -36,6 +36,7 @@
  * ```
  */
 import { Context, Data, Effect, Layer, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type { AskEdge } from "../broker/AskEdges.ts"
 import type { Mail } from "../broker/Peer.ts"
@@ -135,6 +136,11 @@ export interface Recovered extends RecoveredNotices, RecoveredWithdrawals {
   readonly edges: ReadonlyArray<AskEdge>
   /** One more than the highest mail sequence number ever stored. */
   readonly nextSeq: number
+  /**
+   * The id of the state this store holds (`state-epoch-v1`): made once, with
+   * the store, and the same for every later load of it.
+   */
+  readonly stateEpoch: string
 }
 
 /** The store's operations; see the module header. */
@@ -173,6 +179,8 @@ export interface MemoryMailState {
   readonly withdrawals: MemoryWithdrawals
   /** One more than the highest mail sequence number stored. */
   nextSeq: number
+  /** The id of the state held here (`Recovered.stateEpoch`): made with the state, outlives every broker that uses it. */
+  readonly stateEpoch: string
   /** Commits applied (for tests and the simulation's report). */
   commits: number
   /**
@@ -190,6 +198,7 @@ export const makeMemoryMailState = (): MemoryMailState => ({
   notices: new Map(),
   withdrawals: new Map(),
   nextSeq: 1,
+  stateEpoch: randomUUID(),
   commits: 0,
   down: false
 })
@@ -232,7 +241,15 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
       if (notices instanceof CorruptRow) return failCorrupt(notices)
       const withdrawals = loadMemoryWithdrawals(state.withdrawals)
       if (withdrawals instanceof CorruptRow) return failCorrupt(withdrawals)
-      return Effect.succeed({ records, mail, edges, nextSeq: state.nextSeq, ...notices, ...withdrawals })
+      return Effect.succeed({
+        records,
+        mail,
+        edges,
+        nextSeq: state.nextSeq,
+        stateEpoch: state.stateEpoch,
+        ...notices,
+        ...withdrawals
+      })
     }),
   commit: (batch) =>
     state.down ? Effect.fail(new MailStoreError({ operation: "commit", detail: "the process is gone" })) : Effect.sync(() => {
@@ -264,12 +281,13 @@ export const makeMemory = (state: MemoryMailState): MailStoreService => ({
 
 // ---------------------------------------------------------------------------------------------
 // The SQLite implementation (schema: migrations/0001_mail.ts, 0006_mail_by_seq.ts, 0007_replay_blocks.ts,
-// 0008_owed_notices.ts, 0009_withdrawn_asks.ts).
+// 0008_owed_notices.ts, 0009_withdrawn_asks.ts, 0010_state_epoch.ts).
 
 const BlockRow = Schema.Struct({ n: Schema.Number, body: Schema.String })
 const MailRow = Schema.Struct({ record_key: Schema.String, seq: Schema.Number, body: Schema.String })
 const EdgeRow = Schema.Struct({ message_key: Schema.String, body: Schema.String })
 const NextSeqRow = Schema.Struct({ next: Schema.Number })
+const EpochRow = Schema.Struct({ epoch: Schema.String })
 
 /** Rows of a query, each decoded by `schema`; a row that does not decode fails the load. */
 const rowsOf = <S extends Schema.Top>(schema: S, table: string, rows: ReadonlyArray<unknown>) => {
@@ -393,7 +411,15 @@ export const makeSqlite: Effect.Effect<MailStoreService, never, SqlClient.SqlCli
         if (notices instanceof CorruptRow) return yield* failCorrupt(notices)
         const withdrawals = yield* Effect.provideService(loadSqliteWithdrawals, SqlClient.SqlClient, sql)
         if (withdrawals instanceof CorruptRow) return yield* failCorrupt(withdrawals)
-        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, ...notices, ...withdrawals }
+        // Made by the first load of a database (one row, never changed after), read by every load.
+        yield* sql`INSERT OR IGNORE INTO state_epoch (id, epoch) VALUES (1, ${randomUUID()})`
+        const epoch = rowsOf(EpochRow, "state epoch", yield* sql`SELECT epoch FROM state_epoch WHERE id = 1`)
+        if (epoch instanceof CorruptRow) return yield* failCorrupt(epoch)
+        const stateEpoch = epoch[0]?.epoch
+        if (stateEpoch === undefined) {
+          return yield* failCorrupt(new CorruptRow({ table: "state epoch", key: "1", detail: "the row is missing" }))
+        }
+        return { records, mail, edges, nextSeq: next[0]?.next ?? 1, stateEpoch, ...notices, ...withdrawals }
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(sqlFailure("load")(error))))
 
     // One synchronous step on prepared statements (SqliteBatch.transact): per commit, effect/sql's

@@ -7,6 +7,7 @@ import { Context, Deferred, Effect, Layer, PubSub, Queue, type Scope, Stream } f
 import type { SendError, SendRequest } from "../../src/client/requests.ts"
 import type { ControlEvent, Delivery, InboundMessage, PresenceEvent } from "../../src/client/events.ts"
 import { makeUnhandledMessages } from "../../src/client/UnhandledMessages.ts"
+import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
 import {
   deliveryError,
   IntercomNotConnected,
@@ -107,6 +108,11 @@ export interface FakeClientState {
   readonly control: (event: ControlEvent) => Effect.Effect<void>
   /** A reconnect, as the real client announces it once the new connection is live (`reconnects`). */
   readonly reconnect: Effect.Effect<void>
+  /**
+   * A reconnect to a broker that lost its state (`state-epoch-v1`), as the real client announces it:
+   * `stateLost` (with `lost`), then `reconnects`.
+   */
+  readonly reconnectLosingState: (lost: Omit<BrokerStateLost, "_tag" | "connections">) => Effect.Effect<void>
   readonly cancelAsks: () => ReadonlyArray<string>
   readonly receipts: () => ReadonlyArray<MessageReceipt>
   readonly presences: () => ReadonlyArray<PresenceUpdate>
@@ -142,6 +148,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const controlHub = yield* PubSub.unbounded<ControlEvent>()
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const reconnectHub = yield* PubSub.unbounded<number>()
+    const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
     const revisions = new Map<string, number>()
     /** Sessions whose `Left` was pushed and no `Joined` since (`isDeparted`). */
     const departed = new Set<string>()
@@ -184,6 +191,17 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
         departed.clear()
         return Effect.asVoid(PubSub.publish(reconnectHub, fake.connects))
       }),
+      reconnectLosingState: (lost) =>
+        Effect.suspend(() => {
+          fake.connects++
+          fake.connected = true
+          departed.clear()
+          const event: BrokerStateLost = { _tag: "BrokerStateLost", connections: fake.connects, ...lost }
+          return PubSub.publish(stateLostHub, event).pipe(
+            Effect.andThen(PubSub.publish(reconnectHub, fake.connects)),
+            Effect.asVoid
+          )
+        }),
       cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
       receipts: () => fake.posts.flatMap((post) => post._tag === "Receipt" ? [post.receipt] : []),
       presences: () => fake.posts.flatMap((post) => post._tag === "Presence" ? [post.update] : []),
@@ -318,6 +336,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       leftSince: (id, mark) => Effect.sync(() => (lastLeft.get(id) ?? 0) > mark),
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
+      stateLost: Stream.fromPubSub(stateLostHub),
       rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({

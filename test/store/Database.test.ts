@@ -123,7 +123,7 @@ describe("Database.layer", () => {
           ] as const
         })
       )
-      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9])
+      assert.deepStrictEqual(recorded, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
       assert.deepStrictEqual(tables, ["replay_blocks"])
     }))
 

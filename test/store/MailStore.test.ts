@@ -32,6 +32,7 @@ import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail
 import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
+import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 import { tempDir } from "./support.ts"
 
@@ -309,6 +310,7 @@ describe("MailStore", () => {
       yield* replayBlocks0007
       yield* owedNotices0008 // the store loads owed notices too
       yield* withdrawnAsks0009 // and withdrawn asks
+      yield* stateEpoch0010 // and the state epoch
       const store = yield* makeSqlite
       assert.deepStrictEqual((yield* store.load(0)).records, [recordOf("early", 10, false), recordOf("late", 30, true)])
     }).pipe(Effect.provide(bareSqlite)))
@@ -330,6 +332,7 @@ describe("MailStore", () => {
       assert.deepStrictEqual(indexes, [], "no second b-tree beside the rows")
       yield* owedNotices0008 // the store loads owed notices too
       yield* withdrawnAsks0009 // and withdrawn asks
+      yield* stateEpoch0010 // and the state epoch
       const store = yield* makeSqlite
       const loaded = yield* store.load(0)
       assert.deepStrictEqual(loaded.mail.map((m) => [m.seq, m.mail.recordKey]), [[1, "mike"], [2, "zulu"], [3, "alpha"]])
@@ -373,6 +376,7 @@ describe("MailStore", () => {
       assert.deepStrictEqual(blocks.map((b) => b.newest_at), [60 + 998, 60 + 1_000])
       yield* owedNotices0008 // the store loads owed notices too
       yield* withdrawnAsks0009 // and withdrawn asks
+      yield* stateEpoch0010 // and the state epoch
       const store = yield* makeSqlite
       const loaded = (yield* store.load(0)).records
       assert.strictEqual(loaded.length, 1_002)

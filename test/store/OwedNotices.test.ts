@@ -16,6 +16,7 @@ import { migration as mailBySeq0006 } from "../../src/store/migrations/0006_mail
 import { migration as replayBlocks0007 } from "../../src/store/migrations/0007_replay_blocks.ts"
 import { migration as owedNotices0008 } from "../../src/store/migrations/0008_owed_notices.ts"
 import { migration as withdrawnAsks0009 } from "../../src/store/migrations/0009_withdrawn_asks.ts"
+import { migration as stateEpoch0010 } from "../../src/store/migrations/0010_state_epoch.ts"
 import * as SqliteClient from "../../src/store/SqliteClient.ts"
 
 const sqliteStore = Layer.provideMerge(MailStore.sqlite, Database.layerMemory)
@@ -78,6 +79,7 @@ describe("MailStore: failure notices owed to senders", () => {
       assert.deepStrictEqual(mail.map((row) => row.body), ["kept"])
       yield* sql`DELETE FROM mail`
       yield* withdrawnAsks0009 // the store loads withdrawn asks too
+      yield* stateEpoch0010 // and the state epoch
       const store = yield* makeSqlite
       yield* store.commit(commitOf({ noticePuts: [noticeOf(7, "alice", 70)] }))
       const loaded = yield* store.load(0)

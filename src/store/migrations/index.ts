@@ -17,6 +17,7 @@
  * - `0007_replay_blocks` replay records a commit's worth per row (`MailStore`)
  * - `0008_owed_notices` failure notices owed to senders (`MailStore`, OwedNotices.ts)
  * - `0009_withdrawn_asks` asks withdrawn after their reply closed them (`MailStore`, WithdrawnAsks.ts)
+ * - `0010_state_epoch` the broker's state epoch, kept across restarts (`MailStore`, `state-epoch-v1`)
  *
  * Later migrations take the next free number. A released migration is never
  * edited: change the schema with a new one. The Migrator only runs ids above
@@ -45,6 +46,7 @@ import { migration as mailBySeq } from "./0006_mail_by_seq.ts"
 import { migration as replayBlocks } from "./0007_replay_blocks.ts"
 import { migration as owedNotices } from "./0008_owed_notices.ts"
 import { migration as withdrawnAsks } from "./0009_withdrawn_asks.ts"
+import { migration as stateEpoch } from "./0010_state_epoch.ts"
 
 /** One migration: an Effect that changes the schema through `SqlClient`. */
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
@@ -59,5 +61,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0006_mail_by_seq": mailBySeq,
   "0007_replay_blocks": replayBlocks,
   "0008_owed_notices": owedNotices,
-  "0009_withdrawn_asks": withdrawnAsks
+  "0009_withdrawn_asks": withdrawnAsks,
+  "0010_state_epoch": stateEpoch
 }

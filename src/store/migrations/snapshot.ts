@@ -113,11 +113,15 @@ const statements: ReadonlyArray<string> = [
   `CREATE TABLE withdrawn_asks (
     message_key TEXT PRIMARY KEY NOT NULL,
     withdrawn_at INTEGER NOT NULL
-  ) WITHOUT ROWID`
+  ) WITHOUT ROWID`,
+  `CREATE TABLE state_epoch (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    epoch TEXT NOT NULL
+  )`
 ]
 
-/** This build's snapshot: the schema of migrations 0001–0008. */
-export const snapshot: SchemaSnapshot = { through: 9, statements }
+/** This build's snapshot: the schema of migrations 0001–0010. */
+export const snapshot: SchemaSnapshot = { through: 10, statements }
 
 /** The Migrator's table as the Migrator makes it (SQLite keeps the text without `IF NOT EXISTS`). */
 export const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "${TABLE}" (
