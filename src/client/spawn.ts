@@ -22,6 +22,7 @@ import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
 import type { BrokerLaunch } from "../config/settings.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
+import { SILENT_BROKER_CAUSES, silentBrokerName, silentBrokerRemedy } from "./errors.ts"
 import { acquireSpawnLock, releaseSpawnLock } from "./spawnLock.ts"
 
 /** No broker answers, and none could be started: `detail` says why (with the broker's stderr when it ran). */
@@ -45,12 +46,10 @@ export class BrokerNotAnswering extends Data.TaggedError("BrokerNotAnswering")<{
   readonly waitedMs: number
 }> {
   override get message(): string {
-    const who = this.pid === undefined ? "An intercom broker" : `The intercom broker (pid ${this.pid})`
-    const resume = this.pid === undefined ? "Resume it" : `Resume it (kill -CONT ${this.pid})`
-    const stop = this.pid === undefined ? "stop it" : `stop it (kill ${this.pid})`
+    const who = this.pid === undefined ? "An intercom broker" : silentBrokerName(this.pid)
     return `${who} is running but does not answer on ${this.socketPath} (waited ${this.waitedMs} ms): ` +
-      `it may be stopped (SIGSTOP), swapping, or paused in a debugger. No second broker is started while it holds ` +
-      `${this.lockFile}. ${resume}, or ${stop} and try again.`
+      `${SILENT_BROKER_CAUSES}. No second broker is started while it holds ` +
+      `${this.lockFile}. ${silentBrokerRemedy(this.pid)}`
   }
 }
 
