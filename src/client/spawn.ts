@@ -110,6 +110,18 @@ const awaitLockHolder = (options: SpawnOptions, waitMs: number): Effect.Effect<L
     Effect.map((result) => Option.getOrElse(Option.flatten(result), (): LockHolder => "silent"))
   )
 
+/**
+ * For a broker run by config's `brokerCommand`: which setting and file ran
+ * it, and what to do — the failure (`spawn … ENOENT`, an exit) is that
+ * command's. Empty for the bundled broker.
+ */
+const commandHint = (launch: BrokerLaunch): string => {
+  if (launch._tag === "Default") return ""
+  const args = launch.args.length === 0 ? "" : ` with brokerArgs ${JSON.stringify(launch.args)}`
+  return `\nIt was started by brokerCommand ${JSON.stringify(launch.command)}${args} in ${launch.configFile ?? "config.json"}: ` +
+    `fix that command there, or remove brokerCommand and brokerArgs to start the bundled broker.`
+}
+
 const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
   const log = openPrivateSync(logFile) // 0600 even over a leftover log with a looser mode
   try {
@@ -180,7 +192,8 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       const exited = yield* Deferred.make<string>()
       const child = yield* Effect.try({
         try: () => launchBroker(options, logFile),
-        catch: (cause) => new BrokerSpawnFailed({ detail: `cannot launch the broker: ${String(cause)}` })
+        catch: (cause) =>
+          new BrokerSpawnFailed({ detail: `cannot launch the broker: ${String(cause)}${commandHint(options.launch)}` })
       })
       child.once("error", (error) => Deferred.doneUnsafe(exited, Exit.succeed(`launch error: ${error.message}`)))
       child.once("exit", (code, signal) =>
@@ -197,7 +210,7 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       return yield* new BrokerSpawnFailed({
         detail: outcome === "timeout"
           ? `no health answer within ${waitMs} ms${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
-          : `the broker ${outcome}${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
+          : `the broker ${outcome}${stderr === "" ? "" : `; broker stderr:\n${stderr}`}${commandHint(options.launch)}`
       })
     }).pipe(Effect.ensuring(releaseSpawnLock(lockFile)))
   })

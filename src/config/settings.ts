@@ -79,7 +79,13 @@ export const INTERCOM_ENV = {
  */
 export type BrokerLaunch =
   | { readonly _tag: "Default" }
-  | { readonly _tag: "Command"; readonly command: string; readonly args: ReadonlyArray<string> }
+  | {
+    readonly _tag: "Command"
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    /** The `config.json` that set them, named when the broker cannot be started. */
+    readonly configFile?: string | undefined
+  }
 
 /** How a client checks that its broker still answers (P96). */
 export interface LivenessSettings {
@@ -221,12 +227,12 @@ const sameArgs = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =
  * the sentinel args while the command is `"npx"`, and to `[]` for any other
  * command (so `{ "brokerCommand": "bun" }` runs `bun <script>`).
  */
-export const brokerLaunch = (config: IntercomConfigFile): BrokerLaunch => {
+export const brokerLaunch = (config: IntercomConfigFile, configFile?: string): BrokerLaunch => {
   const command = config.brokerCommand ?? DEFAULT_BROKER_COMMAND
   const args = config.brokerArgs ?? (command === DEFAULT_BROKER_COMMAND ? DEFAULT_BROKER_ARGS : [])
   return command === DEFAULT_BROKER_COMMAND && sameArgs(args, DEFAULT_BROKER_ARGS)
     ? { _tag: "Default" }
-    : { _tag: "Command", command, args }
+    : { _tag: "Command", command, args, ...(configFile === undefined ? {} : { configFile }) }
 }
 
 interface FoundConfig {
@@ -332,7 +338,7 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
     scopeId: firstNonBlank(env, INTERCOM_ENV.scopeId)?.value,
     group: firstNonBlank(env, INTERCOM_ENV.group)?.value ?? nonBlank(file.group) ?? INTERCOM_DEFAULTS.group,
     shortcut: file.shortcut,
-    broker: brokerLaunch(file),
+    broker: brokerLaunch(file, found?.path),
     askTimeoutMs,
     sendTimeoutMs: file.sendTimeoutMs ?? INTERCOM_DEFAULTS.sendTimeoutMs,
     listTimeoutMs: file.listTimeoutMs ?? INTERCOM_DEFAULTS.listTimeoutMs,
