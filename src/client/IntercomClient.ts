@@ -61,7 +61,9 @@ import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
 import type { UnansweredSend } from "./PendingSends.ts"
 import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
-import { ConnectionLost, IntercomNotConnected, takenOverReason } from "./errors.ts"
+import * as path from "node:path"
+import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
+import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { Reason } from "../protocol/delivery.ts"
@@ -228,6 +230,22 @@ const make = (
     let liveRetired: Deferred.Deferred<void> | undefined
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
+
+    /**
+     * A request the broker did not answer, with the broker named — its pid
+     * when `broker.pid` names a live process — and what to try: a broker that
+     * keeps its connection open but answers nothing is frozen or overloaded.
+     */
+    const namingBroker = (timeout: RequestTimeout): Effect.Effect<never, RequestTimeout> =>
+      Effect.gen(function*() {
+        const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
+        const alive = pid !== undefined && (yield* isProcessAlive(pid))
+        return yield* new RequestTimeout({
+          operation: timeout.operation,
+          timeoutMs: timeout.timeoutMs,
+          broker: { socketPath: options.socketPath, pid: alive ? pid : undefined }
+        })
+      })
 
     /** One attempt: make sure a broker runs, then dial and register in a Scope of its own. */
     const attempt = Effect.gen(function*() {
@@ -417,7 +435,9 @@ const make = (
      * grace ends, then the failure stands.
      */
     const send: IntercomClientService["send"] = (request) =>
-      tracedSend(request, "send", (traced) => sendRejoining(traced, 0, { lost: undefined }))
+      tracedSend(request, "send", (traced) => sendRejoining(traced, 0, { lost: undefined })).pipe(
+        Effect.catchTag("RequestTimeout", namingBroker)
+      )
     /**
      * Retries those failures after a reconnect every 25, 50, 100, 200, then
      * 250 ms, until the grace ends. If the send was lost with a connection on
@@ -519,8 +539,8 @@ const make = (
       sessionId: options.sessionId,
       group: normalizeGroup(options.group),
       connect: withConnection(() => Effect.void),
-      list: withConnection((c) => c.list(listTimeoutMs)),
-      peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)),
+      list: withConnection((c) => c.list(listTimeoutMs)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
+      peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       send,
       supervisorSend: (request) =>
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>

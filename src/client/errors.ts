@@ -60,12 +60,58 @@ export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
   }
 }
 
-/** The broker did not answer in time (P41: "Send timeout"; P31: "List sessions timeout"). */
+/**
+ * A broker that is there but does not answer, as the client found it: the
+ * socket it waited on, and its pid when `broker.pid` names a live process.
+ */
+export interface SilentBroker {
+  readonly socketPath: string
+  readonly pid: number | undefined
+}
+
+/** Why a live broker may not answer (one wording for `BrokerNotAnswering` and `RequestTimeout`). */
+export const SILENT_BROKER_CAUSES = "it may be stopped (SIGSTOP), swapping, or paused in a debugger"
+
+/** What to try about a live broker that does not answer: resume it or stop it, by pid when known. */
+export const silentBrokerRemedy = (pid: number | undefined): string => {
+  const resume = pid === undefined ? "Resume it" : `Resume it (kill -CONT ${pid})`
+  const stop = pid === undefined ? "stop it" : `stop it (kill ${pid})`
+  return `${resume}, or ${stop} and try again.`
+}
+
+/** `The intercom broker (pid N)`, or `The intercom broker` without a pid. */
+export const silentBrokerName = (pid: number | undefined): string =>
+  pid === undefined ? "The intercom broker" : `The intercom broker (pid ${pid})`
+
+/**
+ * The broker did not answer in time (P41: "Send timeout"; P31: "List sessions
+ * timeout"). With `broker` (the client looked it up), the message goes on to
+ * name the broker, its pid, and what to try.
+ */
 export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
   readonly operation: "send" | "list" | "cancel" | "connect" | "authorize" | "topic" | "result" | "question"
   readonly timeoutMs: number
+  /** The broker that did not answer, when the client looked it up. */
+  readonly broker?: SilentBroker | undefined
 }> {
   override get message(): string {
+    return this.broker === undefined ? this.summary : `${this.summary}. ${this.advice}`
+  }
+
+  /**
+   * `<Broker> did not answer on <socket> within <n> ms: it may be stopped …
+   * Resume it (kill -CONT <pid>), or stop it (kill <pid>) and try again.`;
+   * empty without `broker`.
+   */
+  get advice(): string {
+    const broker = this.broker
+    if (broker === undefined) return ""
+    return `${silentBrokerName(broker.pid)} did not answer on ${broker.socketPath} within ${this.timeoutMs} ms: ` +
+      `${SILENT_BROKER_CAUSES}. ${silentBrokerRemedy(broker.pid)}`
+  }
+
+  /** The protocol's short text for the operation (`List sessions timeout`, `Send timeout`, …). */
+  get summary(): string {
     switch (this.operation) {
       case "send":
         return "Send timeout"

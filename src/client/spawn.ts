@@ -22,6 +22,7 @@ import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
 import type { BrokerLaunch } from "../config/settings.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
+import { SILENT_BROKER_CAUSES, silentBrokerName, silentBrokerRemedy } from "./errors.ts"
 import { acquireSpawnLock, releaseSpawnLock } from "./spawnLock.ts"
 
 /** No broker answers, and none could be started: `detail` says why (with the broker's stderr when it ran). */
@@ -45,12 +46,10 @@ export class BrokerNotAnswering extends Data.TaggedError("BrokerNotAnswering")<{
   readonly waitedMs: number
 }> {
   override get message(): string {
-    const who = this.pid === undefined ? "An intercom broker" : `The intercom broker (pid ${this.pid})`
-    const resume = this.pid === undefined ? "Resume it" : `Resume it (kill -CONT ${this.pid})`
-    const stop = this.pid === undefined ? "stop it" : `stop it (kill ${this.pid})`
+    const who = this.pid === undefined ? "An intercom broker" : silentBrokerName(this.pid)
     return `${who} is running but does not answer on ${this.socketPath} (waited ${this.waitedMs} ms): ` +
-      `it may be stopped (SIGSTOP), swapping, or paused in a debugger. No second broker is started while it holds ` +
-      `${this.lockFile}. ${resume}, or ${stop} and try again.`
+      `${SILENT_BROKER_CAUSES}. No second broker is started while it holds ` +
+      `${this.lockFile}. ${silentBrokerRemedy(this.pid)}`
   }
 }
 
@@ -110,6 +109,18 @@ const awaitLockHolder = (options: SpawnOptions, waitMs: number): Effect.Effect<L
     Effect.timeoutOption(Duration.millis(waitMs)),
     Effect.map((result) => Option.getOrElse(Option.flatten(result), (): LockHolder => "silent"))
   )
+
+/**
+ * For a broker run by config's `brokerCommand`: which setting and file ran
+ * it, and what to do — the failure (`spawn … ENOENT`, an exit) is that
+ * command's. Empty for the bundled broker.
+ */
+const commandHint = (launch: BrokerLaunch): string => {
+  if (launch._tag === "Default") return ""
+  const args = launch.args.length === 0 ? "" : ` with brokerArgs ${JSON.stringify(launch.args)}`
+  return `\nIt was started by brokerCommand ${JSON.stringify(launch.command)}${args} in ${launch.configFile ?? "config.json"}: ` +
+    `fix that command there, or remove brokerCommand and brokerArgs to start the bundled broker.`
+}
 
 const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
   const log = openPrivateSync(logFile) // 0600 even over a leftover log with a looser mode
@@ -181,7 +192,8 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       const exited = yield* Deferred.make<string>()
       const child = yield* Effect.try({
         try: () => launchBroker(options, logFile),
-        catch: (cause) => new BrokerSpawnFailed({ detail: `cannot launch the broker: ${String(cause)}` })
+        catch: (cause) =>
+          new BrokerSpawnFailed({ detail: `cannot launch the broker: ${String(cause)}${commandHint(options.launch)}` })
       })
       child.once("error", (error) => Deferred.doneUnsafe(exited, Exit.succeed(`launch error: ${error.message}`)))
       child.once("exit", (code, signal) =>
@@ -198,7 +210,7 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       return yield* new BrokerSpawnFailed({
         detail: outcome === "timeout"
           ? `no health answer within ${waitMs} ms${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
-          : `the broker ${outcome}${stderr === "" ? "" : `; broker stderr:\n${stderr}`}`
+          : `the broker ${outcome}${stderr === "" ? "" : `; broker stderr:\n${stderr}`}${commandHint(options.launch)}`
       })
     }).pipe(Effect.ensuring(releaseSpawnLock(lockFile)))
   })

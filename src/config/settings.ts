@@ -19,6 +19,7 @@ import {
 } from "./agentDir.ts"
 import { type IntercomConfigError, IntercomEnvError } from "./errors.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
+import { MAX_ID_LENGTH, registrationRefusal } from "../protocol/limits.ts"
 import { CONFIG_KEY_EXPECTATIONS, type InboundTrigger, type IntercomConfigFile, type ToolVisibility } from "./schema.ts"
 import { ConfigFileRead, parseConfigFile, rejected } from "./configFile.ts"
 import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
@@ -79,7 +80,13 @@ export const INTERCOM_ENV = {
  */
 export type BrokerLaunch =
   | { readonly _tag: "Default" }
-  | { readonly _tag: "Command"; readonly command: string; readonly args: ReadonlyArray<string> }
+  | {
+    readonly _tag: "Command"
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    /** The `config.json` that set them, named when the broker cannot be started. */
+    readonly configFile?: string | undefined
+  }
 
 /** How a client checks that its broker still answers (P96). */
 export interface LivenessSettings {
@@ -221,12 +228,12 @@ const sameArgs = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =
  * the sentinel args while the command is `"npx"`, and to `[]` for any other
  * command (so `{ "brokerCommand": "bun" }` runs `bun <script>`).
  */
-export const brokerLaunch = (config: IntercomConfigFile): BrokerLaunch => {
+export const brokerLaunch = (config: IntercomConfigFile, configFile?: string): BrokerLaunch => {
   const command = config.brokerCommand ?? DEFAULT_BROKER_COMMAND
   const args = config.brokerArgs ?? (command === DEFAULT_BROKER_COMMAND ? DEFAULT_BROKER_ARGS : [])
   return command === DEFAULT_BROKER_COMMAND && sameArgs(args, DEFAULT_BROKER_ARGS)
     ? { _tag: "Default" }
-    : { _tag: "Command", command, args }
+    : { _tag: "Command", command, args, ...(configFile === undefined ? {} : { configFile }) }
 }
 
 interface FoundConfig {
@@ -293,6 +300,18 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
     file = parsed.config
   }
 
+  // A group the broker would refuse at registration is refused here, naming the variable that set it.
+  const groupFromEnv = firstNonBlank(env, INTERCOM_ENV.group)
+  if (groupFromEnv !== undefined && registrationRefusal({ group: groupFromEnv.value, session: { cwd: "", model: "" } }) !== undefined) {
+    errors.push(
+      new IntercomEnvError({
+        variable: groupFromEnv.variable,
+        value: groupFromEnv.value,
+        expected: `a group name of at most ${MAX_ID_LENGTH} characters without control characters`
+      })
+    )
+  }
+
   const askFromEnv = firstNonBlank(env, INTERCOM_ENV.askTimeoutMs)
   let askTimeoutMs: number = file.askTimeoutMs ?? INTERCOM_DEFAULTS.askTimeoutMs
   if (askFromEnv !== undefined) {
@@ -332,7 +351,7 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
     scopeId: firstNonBlank(env, INTERCOM_ENV.scopeId)?.value,
     group: firstNonBlank(env, INTERCOM_ENV.group)?.value ?? nonBlank(file.group) ?? INTERCOM_DEFAULTS.group,
     shortcut: file.shortcut,
-    broker: brokerLaunch(file),
+    broker: brokerLaunch(file, found?.path),
     askTimeoutMs,
     sendTimeoutMs: file.sendTimeoutMs ?? INTERCOM_DEFAULTS.sendTimeoutMs,
     listTimeoutMs: file.listTimeoutMs ?? INTERCOM_DEFAULTS.listTimeoutMs,

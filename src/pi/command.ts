@@ -1,7 +1,8 @@
 /**
  * `/intercom [all]` and its shortcut: in the TUI, an overlay that lists the
- * sessions with their status and composes a send to the one picked; in the
- * other modes, the listing as a notification. Everything goes through the
+ * sessions with their status and composes a send to the one picked (a send
+ * that fails shows its error and opens the editor again with the message, so
+ * nothing typed is lost); in the other modes, the listing as a notification. Everything goes through the
  * session runtime's `intercom` tool actions, so the texts and rules are the
  * tool's. What peers control (names, statuses, cwds) is shown safely: a
  * picker row through `terminalSafe` (one line), a notification through
@@ -91,8 +92,17 @@ export const openIntercom = async (
   const picked = await ctx.ui.select("Intercom — send to", rows.map((row) => row.label))
   const row = rows.find((candidate) => candidate.label === picked)
   if (row === undefined) return
-  const message = await ctx.ui.editor(`Message to ${row.label.split(" — ")[0] ?? row.target}`, "")
-  if (message === undefined || message.trim() === "") return
-  const sent = await run({ action: "send", to: row.target, message })
-  ctx.ui.notify(terminalText(sent.text), sent.isError ? "error" : "info")
+  const name = row.label.split(" — ")[0] ?? row.target
+  let title = `Message to ${name}`
+  let draft = ""
+  // A send that fails keeps what was typed: the editor opens again with it, to send again or close.
+  while (true) {
+    const message = await ctx.ui.editor(title, draft)
+    if (message === undefined || message.trim() === "") return
+    const sent = await run({ action: "send", to: row.target, message })
+    ctx.ui.notify(terminalText(sent.text), sent.isError ? "error" : "info")
+    if (!sent.isError) return
+    title = `Not sent to ${name} (see the error above): edit and send again, or close to discard`
+    draft = message
+  }
 }

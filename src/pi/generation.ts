@@ -5,7 +5,8 @@
  * `IntercomSession` over the pi `Host`, the lifecycle fiber and the status
  * line; `close` disposes it, for every shutdown reason, so nothing of an old
  * generation acts afterwards. Its `PiAccess` refuses pi calls from the moment
- * `close` starts, and catches pi's stale-context throw.
+ * `close` starts (but for `touchWhileClosing`, until the runtime is disposed:
+ * the topic state a finalizer saves), and catches pi's stale-context throw.
  *
  * Lifecycle events from pi (status, rename, model switch, turns) are offered
  * to one queue and applied in order by one fiber, so a burst of pi events
@@ -178,16 +179,20 @@ export const startGeneration = (input: {
   const { hasUI, sessionId } = seed
   const interactive = seed.mode === "tui" || seed.mode === "rpc"
 
+  /** The close finished (the runtime is disposed): not even `touchWhileClosing` reaches pi. */
+  let disposed = false
+  const touchIf = <A>(allowed: () => boolean, f: (pi: ExtensionAPI, ctx: ExtensionContext) => A) =>
+    Effect.suspend(() => {
+      if (!allowed()) return Effect.fail(new StaleSession("the pi session of this intercom generation has ended"))
+      try {
+        return Effect.succeed(f(pi, ctx))
+      } catch (error) {
+        return Effect.fail(new StaleSession(error instanceof Error ? error.message : String(error)))
+      }
+    })
   const access: PiAccess = {
-    touch: (f) =>
-      Effect.suspend(() => {
-        if (closed) return Effect.fail(new StaleSession("the pi session of this intercom generation has ended"))
-        try {
-          return Effect.succeed(f(pi, ctx))
-        } catch (error) {
-          return Effect.fail(new StaleSession(error instanceof Error ? error.message : String(error)))
-        }
-      })
+    touch: (f) => touchIf(() => !closed, f),
+    touchWhileClosing: (f) => touchIf(() => !disposed, f)
   }
 
   const child = input.childBridge
@@ -428,7 +433,9 @@ export const startGeneration = (input: {
       if (closing !== undefined) return closing
       if (hasUI) Effect.runSync(Effect.ignore(access.touch((_pi, c) => c.ui.setStatus(STATUS_KEY, undefined))))
       closed = true
-      closing = runtime.dispose()
+      closing = runtime.dispose().finally(() => {
+        disposed = true
+      })
       return closing
     }
   }

@@ -32,6 +32,13 @@ export interface PiAccess {
    * when pi throws (a stale context after a reload or a session switch).
    */
   readonly touch: <A>(f: (pi: ExtensionAPI, ctx: ExtensionContext) => A) => Effect.Effect<A, StaleSession>
+  /**
+   * As `touch`, and also while the generation closes — its runtime's
+   * finalizers, which run inside pi's `session_shutdown`, while pi's context
+   * is still the session's — for state the generation saves on its way out
+   * (topic state). Fails once the close finished, or when pi throws.
+   */
+  readonly touchWhileClosing: <A>(f: (pi: ExtensionAPI, ctx: ExtensionContext) => A) => Effect.Effect<A, StaleSession>
 }
 
 /**

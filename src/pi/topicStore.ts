@@ -3,7 +3,10 @@
  * publications and received records, saved as `intercom-topic` custom
  * entries — session history only, never sent to the model. Every save
  * appends the whole state for this session id; the latest one wins when a
- * generation starts (a reload, a resume). A fork has a new session id and
+ * generation starts (a reload, a resume). The session runtime saves only
+ * changed state, and quiet changes once per burst (`Topics.ts`), so the
+ * entries grow with what the session did rather than with every update it
+ * was sent. A fork has a new session id and
  * starts without its parent's topic state, as with the inbound journal.
  */
 import * as Effect from "effect/Effect"
@@ -48,6 +51,7 @@ export const makePiTopicStore = (access: PiAccess, sessionId: string): TopicStor
   load: access.touch((_pi, ctx) => ctx.sessionManager.getEntries()).pipe(
     Effect.flatMap((entries) => latestTopicState(sessionId, entries))
   ),
-  save: (state) => access.touch((pi) => pi.appendEntry(TOPIC_ENTRY, { sessionId, ...state })),
+  // Also while the generation closes: the topic runtime saves a quiet change still waiting then.
+  save: (state) => access.touchWhileClosing((pi) => pi.appendEntry(TOPIC_ENTRY, { sessionId, ...state })),
   warn: (text) => access.touch((_pi, ctx) => ctx.ui.notify(text, "warning")).pipe(Effect.ignore)
 })

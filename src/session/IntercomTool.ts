@@ -16,6 +16,7 @@ import type { IntercomToolParams, Sent, ToolResult } from "./IntercomSession.ts"
 import { isListScope, type ListScope } from "./project.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 import { parseSupervisorMessage } from "./supervisorMessages.ts"
+import { withoutEmptyText } from "./toolParams.ts"
 import { checkOutgoing, checkReplyError, replyBody } from "./validation.ts"
 
 /**
@@ -172,7 +173,9 @@ export const baseToolActions = (
 
 /**
  * The `intercom` tool over a table of actions: `Unknown action: <x>` for a
- * name not in it, and every failure as an error result (`errorResult`).
+ * name not in it, and every failure as an error result (`errorResult`). An
+ * optional text parameter given as `""` is absent (`withoutEmptyText`), for
+ * every action and every caller.
  *
  * @category constructors
  * @since 0.1.0
@@ -180,7 +183,8 @@ export const baseToolActions = (
 export const makeIntercomTool = (
   table: ReadonlyMap<string, ToolAction>
 ): (params: IntercomToolParams) => Effect.Effect<ToolResult> =>
-(params) => {
+(written) => {
+  const params = withoutEmptyText(written)
   const action = table.get(params.action)
   return (action === undefined ? Effect.fail(new UnknownAction({ action: params.action })) : action(params)).pipe(
     Effect.catch((error) => Effect.succeed(errorResult(error)))

@@ -21,6 +21,7 @@ import {
   NotDelivered,
   SelfTargetRefused,
   SessionEnded,
+  TargetLookupUnanswered,
   TargetUnresolved
 } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
@@ -162,7 +163,7 @@ export interface Sending {
   /** Lists and resolves `to` for send/ask (C-TGT); `undefined` when nothing matched. */
   readonly resolveForSend: (
     to: string
-  ) => Effect.Effect<SessionInfo | undefined, SelfTargetRefused | TargetUnresolved | ClientFailure>
+  ) => Effect.Effect<SessionInfo | undefined, SelfTargetRefused | TargetUnresolved | TargetLookupUnanswered | ClientFailure>
   /**
    * `send` while the generation is open (C-ORD-35): it fails with
    * `SessionEnded`, sending nothing, when the generation has closed, and a
@@ -220,9 +221,13 @@ export const makeSending = (generation: Generation): Sending => {
       )
     })
 
+  /** The sessions to resolve `to` among; a lookup the broker did not answer means nothing was sent. */
+  const lookUp = (to: string) =>
+    client.list.pipe(Effect.catchTag("RequestTimeout", (timeout) => Effect.fail(new TargetLookupUnanswered({ to, timeout }))))
+
   const resolveForSend: Sending["resolveForSend"] = (to) =>
     Effect.gen(function*() {
-      const sessions = yield* client.list
+      const sessions = yield* lookUp(to)
       const resolution = resolveTarget(sessions, to)
       switch (resolution._tag) {
         case "NotFound":

@@ -8,16 +8,22 @@
  *   inbound with intent `steer` (busy) or `trigger` (idle); every other
  *   record only changes the quiet board, which `topics` shows.
  * - Topic state is restored from the host's store when the generation
- *   starts (a failure is a warning; messaging stays usable), handed to the
- *   client so it is re-sent to the broker after every reconnect, and saved
- *   after every change.
+ *   starts (a failure is a warning; messaging stays usable) and handed to the
+ *   client so it is re-sent to the broker after every reconnect. It is saved
+ *   only when it differs from what was last saved or restored: at once after
+ *   a topic action or an interrupting record (a resume must not interrupt
+ *   again, `notifiedRevision`); a quiet record waits `QUIET_SAVE_DELAY`, so a
+ *   burst of them is one save of its latest state, and whatever is still
+ *   waiting is saved when the generation ends. A host store that appends
+ *   (pi's session entries) so grows with what the session did, not with
+ *   every quiet update it was sent.
  * - A topic action that finishes after its generation ended (the session
  *   changed under it) saves nothing and fails (C-TOP-17).
  *
  * It owns the board and the generation's "ended" flag for topics; the client
  * owns revisions and what is re-sent.
  */
-import { Effect, type Scope, Stream } from "effect"
+import { Duration, Effect, Queue, type Scope, Semaphore, Stream } from "effect"
 import { TopicRefused } from "../client/errors.ts"
 import type { SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
@@ -30,6 +36,13 @@ import type { LifecycleStatus } from "./render.ts"
 import { type HeldRecord, TopicBoard } from "./TopicBoard.ts"
 import { TopicSessionChanged } from "./topicErrors.ts"
 import type { ToolExposure } from "./ToolExposure.ts"
+
+/**
+ * How long a quiet change of the received records (an `update`, a record that
+ * does not interrupt) waits before it is saved: every change within it is
+ * one save of the latest state (and one at the generation's end at the latest).
+ */
+export const QUIET_SAVE_DELAY: Duration.Duration = Duration.seconds(2)
 
 /** The note every publish result carries (C-TOP-13). */
 export const ACCEPTANCE_NOTE = "Accepted means written to the subscriber's connection, not that it was read."
@@ -104,9 +117,29 @@ export const makeTopics = (
       publications: saved.publications,
       received: board.held()
     }))
-    const save = store === undefined
-      ? Effect.void
-      : snapshot.pipe(Effect.flatMap(store.save), Effect.catchCause(() => store.warn("Intercom topics: saving topic state failed")))
+    /** The state last saved or restored, as JSON: a save of the same state is skipped. */
+    let lastSaved: string | undefined
+    /** A quiet change waits to be saved (the quiet saver was signalled). */
+    let quietPending = false
+    const quietSignal = yield* Queue.sliding<true>(1)
+    const saving = yield* Semaphore.make(1)
+    /** Saves the current state if it differs from the last saved one; covers any waiting quiet change. */
+    const save = store === undefined ? Effect.void : saving.withPermits(1)(
+      Effect.gen(function*() {
+        quietPending = false
+        const state = yield* snapshot
+        const text = JSON.stringify(state)
+        if (text === lastSaved) return
+        yield* store.save(state)
+        lastSaved = text
+      })
+    ).pipe(Effect.catchCause(() => store.warn("Intercom topics: saving topic state failed")))
+    /** A quiet change: saved with the next save, or `QUIET_SAVE_DELAY` after the first change waiting. */
+    const saveQuietly = Effect.suspend(() => {
+      if (store === undefined || quietPending) return Effect.void
+      quietPending = true
+      return Queue.offer(quietSignal, true)
+    })
 
     // C-TOP-15: restore, hand to the client (re-sent after every reconnect); a failure is a warning.
     if (store !== undefined) {
@@ -114,12 +147,27 @@ export const makeTopics = (
         Effect.flatMap((saved) =>
           saved === undefined ? Effect.void : Effect.suspend(() => {
             board.restore(saved.subscriptions, saved.received)
-            return client.seedTopics({ subscriptions: saved.subscriptions, publications: saved.publications })
+            return client.seedTopics({ subscriptions: saved.subscriptions, publications: saved.publications }).pipe(
+              Effect.andThen(snapshot),
+              Effect.map((restored) => {
+                lastSaved = JSON.stringify(restored)
+              })
+            )
           })
         ),
         Effect.catchCause(() =>
           store.warn("Intercom topics: saved topic state could not be restored; messaging is unaffected")
         )
+      )
+      // Registered before the fibers below start, so it runs after they were interrupted: what still waits is saved.
+      yield* Effect.addFinalizer(() => Effect.suspend(() => quietPending ? save : Effect.void))
+      yield* Effect.forkScoped(
+        Queue.take(quietSignal).pipe(
+          Effect.andThen(Effect.sleep(QUIET_SAVE_DELAY)),
+          Effect.andThen(Effect.suspend(() => quietPending ? save : Effect.void)),
+          Effect.forever
+        ),
+        { startImmediately: true }
       )
     }
 
@@ -148,7 +196,8 @@ export const makeTopics = (
           Effect.suspend(() => {
             const received = board.receive(entry)
             if (received._tag === "Ignored") return Effect.void
-            return Effect.andThen(save, received._tag === "Interrupt" ? interrupt(entry) : Effect.void)
+            // An interruption is saved at once: a resume must not interrupt with it again (notifiedRevision).
+            return received._tag === "Interrupt" ? Effect.andThen(save, interrupt(entry)) : saveQuietly
           }).pipe(Effect.catchCause(Effect.logError))
         )
       ),

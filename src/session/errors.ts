@@ -109,6 +109,30 @@ export class TargetUnresolved extends Data.TaggedError("TargetUnresolved")<{
 }
 
 /**
+ * `Nothing was sent to "<to>": the broker did not answer the lookup of the
+ * target …`: a send or ask looks its target up first (a `list`), and the
+ * broker did not answer that, so the message was never sent — sending it
+ * again cannot deliver it twice. With the broker named, its pid and what to
+ * try (`RequestTimeout.advice`): a broker that answers nothing is frozen.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class TargetLookupUnanswered extends Data.TaggedError("TargetLookupUnanswered")<{
+  /** The target as the caller wrote it. */
+  readonly to: string
+  /** The lookup's timeout, with the broker when the client named it. */
+  readonly timeout: RequestTimeout
+}> {
+  override get message(): string {
+    const advice = this.timeout.advice
+    return `Nothing was sent to "${this.to}": the broker did not answer the lookup of the target within ` +
+      `${this.timeout.timeoutMs / 1000} s (${this.timeout.summary}), so the send was not made.` +
+      (advice === "" ? "" : ` ${advice}`)
+  }
+}
+
+/**
  * The broker (or the connection) did not deliver: `Message to "<to>" was not
  * delivered: <reason>` (C-TOOL-4, C-ASK-6), or `Reply to "<x>" …` for `reply`.
  *
@@ -449,6 +473,7 @@ export type SendFailure =
   | InvalidInput
   | SelfTargetRefused
   | TargetUnresolved
+  | TargetLookupUnanswered
   | NotDelivered
   | DeliveryUnknown
   | SessionEnded

@@ -95,3 +95,54 @@ export const IntercomToolParams = Schema.Struct({
  * @since 0.1.0
  */
 export interface IntercomToolParams extends Schema.Schema.Type<typeof IntercomToolParams> {}
+
+/** The optional parameters written as text: every field but `action` whose value is a string. */
+type TextParam = {
+  [K in keyof IntercomToolParams]-?: K extends "action" ? never
+    : [NonNullable<IntercomToolParams[K]>] extends [string] ? K
+    : never
+}[keyof IntercomToolParams]
+
+/** Every optional text parameter, once: the type makes a new one a compile error until it is listed here. */
+const TEXT_PARAMS: { readonly [K in TextParam]: true } = {
+  to: true,
+  message: true,
+  replyTo: true,
+  replyError: true,
+  scope: true,
+  group: true,
+  delivery: true,
+  queueMode: true,
+  threadId: true,
+  topic: true,
+  event: true,
+  resource: true,
+  ownership: true,
+  ref: true,
+  questionId: true,
+  run: true,
+  owner: true
+}
+
+const isTextParam = (key: string): key is TextParam => Object.hasOwn(TEXT_PARAMS, key)
+
+/**
+ * The parameters with every optional text parameter that is `""` left out:
+ * an empty string means absent, for every one of them, whoever wrote them (a
+ * model fills optional fields with `""`; a command line's `--thread ""`).
+ * Applied once, where the session's tool takes its parameters
+ * (`makeIntercomTool`), so pi, the command line and the watch's control
+ * frames all get it.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export const withoutEmptyText = (params: IntercomToolParams): IntercomToolParams => {
+  let result = params
+  for (const key of Object.keys(params)) {
+    if (!isTextParam(key) || result[key] !== "") continue
+    const { [key]: _empty, ...rest } = result
+    result = rest
+  }
+  return result
+}

@@ -65,9 +65,28 @@ describe("auto-spawn", () => {
       assert.strictEqual(error._tag, "IntercomNotConnected")
       assert.strictEqual(
         error.message,
-        "Intercom not connected: Broker failed to start: the broker exited (exit code 3); broker stderr:\nno broker today"
+        "Intercom not connected: Broker failed to start: the broker exited (exit code 3); broker stderr:\nno broker today\n" +
+          `It was started by brokerCommand ${JSON.stringify(process.execPath)} with brokerArgs ` +
+          `["-e","console.error('no broker today'); process.exit(3)"] in config.json: fix that command there, or remove ` +
+          "brokerCommand and brokerArgs to start the bundled broker."
       )
       assert.isFalse(fs.existsSync(dir.lockFile), "the spawn lock was released")
+    }))
+
+  it.live("a brokerCommand that cannot be run names brokerCommand and the config.json that set it, and what to do", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const configFile = `${dir.agentDir}/intercom/config.json`
+      const { client } = yield* makeClient(dir.clientOptions("spawn-fail-0002", undefined, {
+        launch: { _tag: "Command", command: "/nonexistent/broker-bin", args: [], configFile }
+      }))
+      const error = yield* Effect.flip(client.list)
+      assert.strictEqual(
+        error.message,
+        "Intercom not connected: Broker failed to start: the broker exited (launch error: spawn /nonexistent/broker-bin ENOENT)\n" +
+          `It was started by brokerCommand "/nonexistent/broker-bin" in ${configFile}: fix that command there, or remove ` +
+          "brokerCommand and brokerArgs to start the bundled broker."
+      )
     }))
 
   it.live("five processes racing to spawn end with exactly one broker, and all five registered with it", () =>
@@ -150,7 +169,8 @@ describe("the spawn lock (C-BRK-17…19)", () => {
         const dir = yield* prepare
         write(dir.lockFile)
         // The spawned process exits at once, but starting Node can take seconds on a loaded machine.
-        assert.strictEqual(yield* ensure(dir, 30_000), "the broker exited (exit code 3)")
+        // The first line: the rest names brokerCommand (this test launches a command of its own).
+        assert.strictEqual((yield* ensure(dir, 30_000)).split("\n")[0], "the broker exited (exit code 3)")
         assert.isFalse(fs.existsSync(dir.lockFile), "our own lock was released")
       }))
   }

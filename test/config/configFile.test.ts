@@ -83,7 +83,7 @@ describe("valid files", () => {
     assert.deepStrictEqual([errors, warnings], [[], []])
     assert.deepStrictEqual(fileBacked(settings), {
       ...fileBacked(defaults),
-      broker: { _tag: "Command", command: "bun", args: ["run"] },
+      broker: { _tag: "Command", command: "bun", args: ["run"], configFile: PI_CONFIG },
       confirmSend: true,
       inboundTrigger: "replies",
       toolVisibility: "after-first-use",
@@ -109,16 +109,24 @@ describe("valid files", () => {
   })
 
   it("anything else is a Command; a custom command without args gets none", () => {
+    // The file that set them goes along, to be named if the command cannot be run.
     assert.deepStrictEqual(withConfig({ brokerCommand: "bun" }).settings.broker, {
       _tag: "Command",
       command: "bun",
-      args: []
+      args: [],
+      configFile: PI_CONFIG
     })
-    assert.deepStrictEqual(withConfig({ brokerArgs: [] }).settings.broker, { _tag: "Command", command: "npx", args: [] })
+    assert.deepStrictEqual(withConfig({ brokerArgs: [] }).settings.broker, {
+      _tag: "Command",
+      command: "npx",
+      args: [],
+      configFile: PI_CONFIG
+    })
     assert.deepStrictEqual(withConfig({ brokerCommand: "npx", brokerArgs: ["tsx", "--no-install"] }).settings.broker, {
       _tag: "Command",
       command: "npx",
-      args: ["tsx", "--no-install"]
+      args: ["tsx", "--no-install"],
+      configFile: PI_CONFIG
     })
   })
 

@@ -153,3 +153,19 @@ describe("the environment never rescues a rejected file, and a rejected file nev
     assert.isFalse(settings.confirmSend)
   })
 })
+
+describe("a group the broker would refuse, set in the environment", () => {
+  it("is a startup error naming the variable, its value and what it must be", () => {
+    for (const variable of INTERCOM_ENV.group) {
+      for (const value of ["bad\u0001group", "x".repeat(257)]) {
+        const error = envError(withConfig({}, { [variable]: value }).errors)
+        assert.strictEqual(
+          error.message,
+          `Environment variable ${variable} must be a group name of at most 256 characters without control ` +
+            `characters, but it is ${JSON.stringify(value)}. Fix it or unset it.`
+        )
+      }
+    }
+    assert.deepStrictEqual(withConfig({}, { [INTERCOM_ENV.group[0]]: "reviewers" }).errors, [])
+  })
+})

@@ -144,4 +144,36 @@ describe("/intercom in the TUI", () => {
     assert.deepStrictEqual(tui.shown, [{ kind: "notify:info", text: alone.text }])
     assert.deepStrictEqual(tui.calls, [{ action: "list", scope: "project" }])
   })
+
+  it("a send that fails shows its error and opens the editor again with the typed message; sending again works", async () => {
+    const typed = "A long, carefully written message about the retry logic"
+    const shown: Array<{ readonly kind: string; readonly text: string }> = []
+    const calls: Array<IntercomToolParams> = []
+    const answers = [typed, `${typed}, again`]
+    const ctx: IntercomCommandContext = {
+      mode: "tui",
+      ui: {
+        select: async (_title, options) => options[0],
+        editor: async (title, prefill) => {
+          shown.push({ kind: "editor", text: `${title} [${prefill ?? ""}]` })
+          return answers.shift()
+        },
+        notify: (message, type) => void shown.push({ kind: `notify:${type ?? "info"}`, text: message })
+      }
+    }
+    const failed: ToolResult = { text: `Message to "reviewer" was not delivered: Session not found`, isError: true, details: {} }
+    const run = async (params: IntercomToolParams): Promise<ToolResult> => {
+      calls.push(params)
+      if (params.action === "list") return listing
+      return calls.length === 2 ? failed : { text: "Message sent to reviewer", isError: false, details: {} }
+    }
+    await openIntercom(ctx, "", run)
+    assert.deepStrictEqual(shown, [
+      { kind: "editor", text: "Message to reviewer []" },
+      { kind: "notify:error", text: failed.text },
+      { kind: "editor", text: `Not sent to reviewer (see the error above): edit and send again, or close to discard [${typed}]` },
+      { kind: "notify:info", text: "Message sent to reviewer" }
+    ])
+    assert.deepStrictEqual(calls.slice(1).map((call) => call.message), [typed, `${typed}, again`])
+  })
 })

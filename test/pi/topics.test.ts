@@ -1,7 +1,8 @@
 /**
  * Topics in real pi sessions (C-TOP-8, 9, 13, 15): a quiet update wakes
  * nobody, a blocker triggers a turn, and the subscriber's topic state is kept
- * as `intercom-topic` entries outside model context and restored on reload.
+ * as `intercom-topic` entries outside model context and restored on reload;
+ * a burst of quiet updates costs a bounded number of those entries.
  */
 import { afterAll, assert, describe, it } from "vitest"
 import { actResult as act, closeWorld, entriesOf, intercomMessages, makeWorld, nextEvent, openPi, say } from "./support.ts"
@@ -37,6 +38,32 @@ describe("pi extension: topics", () => {
       const shown = await act(a, { action: "topics" })
       assert.include(shown.text, "- repo/build — builder, revision 2, blocker: build broken")
       assert.include(shown.text, "Subscriptions: repo/build.")
+    } finally {
+      await a.quit()
+      await b.quit()
+    }
+  })
+
+  it("a burst of quiet updates adds a bounded number of intercom-topic entries; a reload restores the latest", async () => {
+    const a = await openPi(world, { name: "watcher" })
+    const b = await openPi(world, { name: "builder" })
+    try {
+      await act(a, { action: "subscribe", topic: "repo/log" })
+      const before = entriesOf(a.session(), "intercom-topic").length
+      const updates = 10
+      for (let i = 0; i < updates; i++) await act(b, { action: "publish", topic: "repo/log", message: `tick ${i}` })
+      // A round trip on the subscriber's own connection after the publishes: every record has reached its board.
+      await act(a, { action: "topics", topic: "repo/log" })
+      // At most one save per QUIET_SAVE_DELAY (2 s) while the burst lasts, not one per update (the bound
+      // leaves a loaded machine 6 s for the burst; the deterministic count is in test/session/topics.test.ts).
+      assert.isAtMost(entriesOf(a.session(), "intercom-topic").length - before, 4)
+
+      await a.session().reload()
+      const entries = entriesOf(a.session(), "intercom-topic")
+      // The reload's shutdown saved the state still waiting: at most one entry more, and it is the latest.
+      assert.isAtMost(entries.length - before, 5)
+      assert.include(JSON.stringify(entries.at(-1)), `tick ${updates - 1}`)
+      assert.notInclude(JSON.stringify(entries.at(-1)), `tick ${updates - 2}`)
     } finally {
       await a.quit()
       await b.quit()

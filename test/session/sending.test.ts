@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { ConnectionLost, RequestTimeout, SelfTarget, TargetNotFound } from "../../src/client/errors.ts"
 import { DeliveryCode } from "../../src/protocol/delivery.ts"
 import { notDelivered } from "../../src/session/Sending.ts"
+import { withPeers } from "./support.ts"
 
 describe("Sending.notDelivered", () => {
   it("a broker's refusal is NotDelivered, with its reason and code", () => {
@@ -46,5 +48,38 @@ describe("Sending.notDelivered", () => {
       })
     )
     assert.strictEqual(error._tag, "SelfTargetRefused")
+  })
+})
+
+describe("a target lookup the broker did not answer", () => {
+  const frozen = new RequestTimeout({ operation: "list", timeoutMs: 5000, broker: { socketPath: "/run/intercom.sock", pid: 4242 } })
+
+  it.effect("send and ask say nothing was sent, name the broker's pid and what to try; list names them too", () =>
+    Effect.gen(function*() {
+      const { client, session } = yield* withPeers()
+      client.listFailure = frozen
+      const advice = "The intercom broker (pid 4242) did not answer on /run/intercom.sock within 5000 ms: it may be " +
+        "stopped (SIGSTOP), swapping, or paused in a debugger. Resume it (kill -CONT 4242), or stop it (kill 4242) and try again."
+      for (const action of ["send", "ask"]) {
+        const result = yield* session.intercom({ action, to: "B", message: "hi" })
+        assert.deepStrictEqual([result.text, result.isError, result.details["error"]], [
+          `Nothing was sent to "B": the broker did not answer the lookup of the target within 5 s (List sessions timeout), ` +
+          `so the send was not made. ${advice}`,
+          true,
+          "TargetLookupUnanswered"
+        ])
+      }
+      assert.deepStrictEqual(client.sends, [])
+      const listed = yield* session.intercom({ action: "list" })
+      assert.strictEqual(listed.text, `List sessions timeout. ${advice}`)
+    }))
+
+  it("without the broker looked up, a timeout keeps the protocol's short text", () => {
+    assert.strictEqual(new RequestTimeout({ operation: "list", timeoutMs: 5000 }).message, "List sessions timeout")
+    assert.strictEqual(
+      new RequestTimeout({ operation: "send", timeoutMs: 8000, broker: { socketPath: "/s", pid: undefined } }).message,
+      "Send timeout. The intercom broker did not answer on /s within 8000 ms: it may be stopped (SIGSTOP), swapping, " +
+        "or paused in a debugger. Resume it, or stop it and try again."
+    )
   })
 })

@@ -11,6 +11,7 @@ import type { BrokerStateLost } from "../../src/client/StateEpochs.ts"
 import {
   deliveryError,
   IntercomNotConnected,
+  type RequestTimeout,
   QuestionsUnavailable,
   ResultsUnavailable,
   SupervisorAuthorizationFailed,
@@ -130,6 +131,8 @@ export interface FakeClientState {
   onCancelAsk: Effect.Effect<void> | undefined
   /** When set, `list` runs this first (a hook to act while the broker has not answered the list yet). */
   onList: Effect.Effect<void> | undefined
+  /** When set, `list` fails with it (a broker that did not answer, say). */
+  listFailure: RequestTimeout | undefined
   /** When set, `connect` runs this first (a hook to act while a connect waits, as on a reconnect). */
   onConnect: Effect.Effect<void> | undefined
   /** The id of every durable question asked (`askQuestion`), in order. */
@@ -212,6 +215,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       onPublish: undefined,
       onCancelAsk: undefined,
       onList: undefined,
+      listFailure: undefined,
       onConnect: undefined,
       questionsAsked: [],
       onAskQuestion: () => Effect.fail(new QuestionsUnavailable()),
@@ -235,9 +239,9 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       connect: Effect.andThen(Effect.suspend(() => fake.onConnect ?? Effect.void), connection),
       list: Effect.andThen(
         connection,
-        Effect.suspend(() => fake.onList ?? Effect.void).pipe(Effect.andThen(Effect.sync(() => {
+        Effect.suspend(() => fake.onList ?? Effect.void).pipe(Effect.andThen(Effect.suspend(() => {
           fake.lists++
-          return fake.sessions
+          return fake.listFailure === undefined ? Effect.succeed(fake.sessions) : Effect.fail(fake.listFailure)
         })))
       ),
       // Groups are the broker's: the fake answers a peek from `peekable` (nobody by default).

@@ -9,12 +9,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Queue, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import type { TopicEntry, TopicRecord } from "../../src/protocol/topics.ts"
 import { Host, type Inbound, type SavedTopicState } from "../../src/session/Host.ts"
 import { IntercomSession, type IntercomSessionService } from "../../src/session/IntercomSession.ts"
 import { TopicBoard } from "../../src/session/TopicBoard.ts"
-import { TRUNCATED_NOTE } from "../../src/session/Topics.ts"
+import { QUIET_SAVE_DELAY, TRUNCATED_NOTE } from "../../src/session/Topics.ts"
 import { B, inboundMessage, makeFakeClient, makeRecordingHost, settle, withPeers } from "./support.ts"
 
 const entry = (
@@ -260,6 +261,61 @@ describe("the host's topic store (C-TOP-15, C-TOP-17)", () => {
       yield* settle
       assert.deepStrictEqual(yield* delivered(second.host.inbox), [])
       yield* Scope.close(second.scope, Exit.void)
+    }))
+
+  it.effect("quiet records are saved once per burst, only when changed; the generation's end saves what waits; a resume restores the latest", () =>
+    Effect.gen(function*() {
+      const first = yield* storedSession(undefined)
+      yield* first.session.intercom({ action: "subscribe", topic: "t" })
+      yield* settle
+      const afterSubscribe = first.saves.length
+      for (let revision = 1; revision <= 50; revision++) yield* first.client.topicRecord(entry("t", revision))
+      yield* settle
+      assert.strictEqual(first.saves.length, afterSubscribe, "quiet records wait for the burst to end")
+      yield* TestClock.adjust(QUIET_SAVE_DELAY)
+      yield* settle
+      assert.strictEqual(first.saves.length, afterSubscribe + 1, "one save for the burst")
+      assert.deepStrictEqual(first.saves.at(-1)?.received.map((r) => r.entry.record.revision), [50])
+      // The same record again changes nothing: nothing is saved.
+      yield* first.client.topicRecord(entry("t", 50))
+      yield* settle
+      yield* TestClock.adjust(QUIET_SAVE_DELAY)
+      yield* settle
+      assert.strictEqual(first.saves.length, afterSubscribe + 1)
+      // A second burst, cut short by the generation's end: its latest state is saved then.
+      for (let revision = 51; revision <= 80; revision++) yield* first.client.topicRecord(entry("t", revision))
+      yield* settle
+      yield* Scope.close(first.scope, Exit.void)
+      assert.strictEqual(first.saves.length, afterSubscribe + 2)
+      const last = first.saves.at(-1)
+      assert.deepStrictEqual(last?.received.map((r) => r.entry.record.revision), [80])
+
+      const second = yield* storedSession(last)
+      second.client.topicsAvailable = false
+      const shown = yield* second.session.intercom({ action: "topics" })
+      assert.include(shown.text, "Last saved records:\n- t — pub, revision 80, update: update 80")
+      yield* Scope.close(second.scope, Exit.void)
+      assert.strictEqual(second.saves.length, 0, "a restored state unchanged is not saved again")
+    }))
+
+  it.effect("an interrupting record is saved at once, with the quiet changes before it", () =>
+    Effect.gen(function*() {
+      const unit = yield* storedSession(undefined)
+      yield* unit.session.intercom({ action: "subscribe", topic: "t" })
+      yield* settle
+      const afterSubscribe = unit.saves.length
+      yield* unit.client.topicRecord(entry("t", 1))
+      yield* unit.client.topicRecord(entry("t", 2, "blocker", { from: "pub-2" }))
+      yield* settle
+      assert.strictEqual(unit.saves.length, afterSubscribe + 1)
+      assert.deepStrictEqual(
+        unit.saves.at(-1)?.received.map((r) => [r.entry.from.id, r.entry.record.revision, r.notifiedRevision]),
+        [["pub-1", 1, 0], ["pub-2", 2, 2]]
+      )
+      yield* TestClock.adjust(QUIET_SAVE_DELAY)
+      yield* settle
+      assert.strictEqual(unit.saves.length, afterSubscribe + 1, "the quiet change was saved with it")
+      yield* Scope.close(unit.scope, Exit.void)
     }))
 
   it.effect("a restore failure is a warning, and messaging stays usable", () =>
