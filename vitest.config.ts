@@ -28,7 +28,8 @@ export default defineConfig({
     testTimeout: 30_000,
     // Three workers on the 2-core CI machine: most long files wait on child processes and sockets,
     // not on the CPU (the suite took 9 min 40 s with two; docs/testing.md). Four measured no
-    // better (docs/testing.md, "Suite time").
+    // better: 95 s against 83 s for 93 files of test/session, test/workflow and test/client
+    // (docs/testing.md, "Suite time").
     maxWorkers: 3,
     // "forks", not "threads": src/transport/UnixSocket.ts and src/config/FileLock.ts set
     // process.umask, which a worker thread may not.
@@ -44,9 +45,10 @@ export default defineConfig({
           name: "shared",
           include: sharesModules,
           // One worker process runs many files and imports effect and src once, not once per
-          // file: with isolation, importing took about half of the suite's time (docs/testing.md,
-          // "Suite time"). src keeps no module-level mutable state, and no file here mocks a
-          // module or leaves a global changed.
+          // file: with isolation, importing was 46-68 % of vitest's time. The whole suite went
+          // from 14 min 50 s (749 s of CPU) to 9 min 45 s (459 s of CPU) at the same load
+          // (docs/testing.md, "Suite time"). src keeps no module-level mutable state, and no
+          // file here mocks a module, or leaves process.env, a spy or a listener changed.
           isolate: false
         }
       },
