@@ -483,7 +483,7 @@ const open = (
         }
       }
     }
-    const { batch, sql } = yield* whileBusy(SqliteClient.make({
+    const { batch, damaged, sql } = yield* whileBusy(SqliteClient.make({
       filename: file,
       synchronous: options.synchronous,
       loadSqlite: options.loadSqlite
@@ -499,16 +499,24 @@ const open = (
       if (recorded === undefined || recorded < known) yield* migrate(sql, label, registry)
       if (found !== "empty" && found !== undefined) yield* fillGaps(sql, label, registry)
       // In use from now on: a broker killed before it closes leaves the file unmarked, checked in full next time.
-      if (marked) yield* sql.unsafe("PRAGMA application_id = 0").pipe(
-        Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
-      )
+      if (marked) {
+        yield* sql.unsafe("PRAGMA application_id = 0").pipe(
+          Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
+        )
+        // The clear is in the WAL until a checkpoint: without this one, a copy of the main file alone, taken
+        // while the broker runs, would still hold the mark and skip its full check. One page, once per open.
+        yield* Effect.ignore(sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)"))
+      }
       return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
     }))
     // Closed cleanly: marked just before the connection closes (finalizers run last first), after every store's
-    // last write. A mark that cannot be written (a full disk) only means a full check at the next open.
+    // last write. A mark that cannot be written (a full disk) only means a full check at the next open. A
+    // connection that met a sign of damage (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error) is not marked.
     if (file !== ":memory:") {
       const sql = Context.get(services, SqlClient.SqlClient)
-      yield* Effect.addFinalizer(() => Effect.ignore(sql.unsafe(`PRAGMA application_id = ${CLEAN_MARK}`)))
+      yield* Effect.addFinalizer(() =>
+        damaged() ? Effect.void : Effect.ignore(sql.unsafe(`PRAGMA application_id = ${CLEAN_MARK}`))
+      )
     }
     return services
   })

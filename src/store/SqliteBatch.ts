@@ -24,7 +24,7 @@
 import { Context, Effect, type Semaphore } from "effect"
 import type { SqlError } from "effect/sql"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
-import { statementError, toSqlError } from "./SqliteFaults.ts"
+import { isDamage, statementError, toSqlError } from "./SqliteFaults.ts"
 import { MultipleStatements, type StatementCache, type StatementCacheStats } from "./StatementCache.ts"
 
 /** One statement of a {@link SqliteBatchService.transact}: its SQL (`?` parameters) and the rows to run it for. */
@@ -123,6 +123,8 @@ export interface BatchConnection {
   readonly inTransaction: Effect.Effect<boolean>
   /** Runs `effect` as its own `sql.withTransaction` (the `executeMany` fallback outside one). */
   readonly withTransaction: <A>(effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, SqlError.SqlError>
+  /** A statement failed with an error that says the file may be damaged (`isDamage`). */
+  readonly damaged: () => void
 }
 
 /** `sql`, an `INSERT … VALUES (…)` of one row, as the insert of `rows` rows (undefined when it has no tuple to repeat). */
@@ -182,6 +184,7 @@ export const makeBatch = (connection: BatchConnection): SqliteBatchService => {
   const failure = (cause: unknown, operation: string): SqlError.SqlError => {
     if (cause instanceof Unbindable) return statementError(cause.message, "bind")
     if (cause instanceof MultipleStatements) return statementError(cause.message, "prepare")
+    if (isDamage(cause)) connection.damaged()
     return toSqlError(file, cause, operation)
   }
 

@@ -39,7 +39,7 @@ import type { SqlConnection } from "effect/sql"
 import * as fs from "node:fs"
 import type { DatabaseSync, SQLInputValue } from "node:sqlite"
 import { DatabaseCorrupt, SqliteUnavailable } from "./errors.ts"
-import { statementError, toSqlError } from "./SqliteFaults.ts"
+import { isDamage, statementError, toSqlError } from "./SqliteFaults.ts"
 import { bindable, makeBatch, SqliteBatch, type SqliteBatchService } from "./SqliteBatch.ts"
 import { makeStatementCache, MultipleStatements, type Prepared, prepareOne } from "./StatementCache.ts"
 
@@ -133,7 +133,12 @@ const plainRows = (rows: ReadonlyArray<Record<string, unknown>>): Array<Record<s
 export const make = (
   options: SqliteClientOptions
 ): Effect.Effect<
-  { readonly sql: SqlClient.SqlClient; readonly batch: SqliteBatchService },
+  {
+    readonly sql: SqlClient.SqlClient
+    readonly batch: SqliteBatchService
+    /** Whether a statement has met an error saying the file may be damaged (corrupt, not a database, I/O). */
+    readonly damaged: () => boolean
+  },
   SqliteUnavailable | SqlError.SqlError,
   Scope.Scope
 > =>
@@ -154,6 +159,8 @@ export const make = (
     )
 
     const cache = makeStatementCache(db, Math.max(1, options.statementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE))
+    /** Whether a statement met an error saying the file may be damaged (`isDamage`): set, never cleared. */
+    const health = { damaged: false }
 
     /** Runs `sql` once; `f` reads the result while the statement is bound (all synchronous). */
     const run = <A>(
@@ -170,6 +177,7 @@ export const make = (
           return Effect.succeed(f(statement, binds, fiber.getRef(SqlClient.SafeIntegers)))
         } catch (cause) {
           if (cause instanceof MultipleStatements) return Effect.fail(statementError(cause.message, "prepare"))
+          if (isDamage(cause)) health.damaged = true
           return Effect.fail(toSqlError(file, cause, "execute"))
         }
       })
@@ -259,9 +267,12 @@ export const make = (
       cache,
       semaphore,
       inTransaction: Effect.map(Effect.serviceOption(sql.transactionService), (open) => open._tag === "Some"),
-      withTransaction: sql.withTransaction
+      withTransaction: sql.withTransaction,
+      damaged: () => {
+        health.damaged = true
+      }
     })
-    return { sql, batch }
+    return { sql, batch, damaged: () => health.damaged }
   })
 
 /** Opens the file and applies the connection's pragmas; throws node:sqlite's error. */

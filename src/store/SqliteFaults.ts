@@ -15,6 +15,20 @@ import { DatabaseCorrupt, DatabaseWriteFailed } from "./errors.ts"
 const SQLITE_IOERR = 10
 const SQLITE_FULL = 13
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555
+const SQLITE_CORRUPT = 11
+const SQLITE_NOTADB = 26
+
+/**
+ * Whether `cause` (a `node:sqlite` error) says the file itself may be
+ * damaged: SQLITE_CORRUPT, SQLITE_NOTADB or an I/O error. A connection that
+ * met one is not marked closed cleanly (Database.ts), so the next open checks
+ * the whole file.
+ */
+export const isDamage = (cause: unknown): boolean => {
+  const errcode = sqliteErrcode(cause)
+  const primary = errcode === undefined ? undefined : errcode & 0xff
+  return primary === SQLITE_CORRUPT || primary === SQLITE_NOTADB || primary === SQLITE_IOERR
+}
 
 /** SQLite's extended result code of a `node:sqlite` error, if it is one. */
 export const sqliteErrcode = (error: unknown): number | undefined =>

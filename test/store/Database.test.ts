@@ -369,6 +369,56 @@ describe("Database.layer", () => {
       assert.include(error.message, "quick_check")
     }))
 
+  it.effect("a copy of the main file alone, taken while the database is open, does not hold the clean-close mark", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      const copy = path.join(path.dirname(file), "copy.db")
+      yield* withDatabase({ file, migrations: testMigrations }, Effect.sync(() => fs.copyFileSync(file, copy)))
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(copy, { readOnly: true })
+      const id = raw.prepare("PRAGMA application_id").get()?.["application_id"]
+      raw.close()
+      assert.notStrictEqual(id, Database.CLEAN_MARK)
+    }))
+
+  it.effect("a database that met SQLITE_CORRUPT while open is not marked closed cleanly", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file)
+      raw.exec("CREATE TABLE junk (x INTEGER)")
+      raw.exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) INSERT INTO junk SELECT i FROM n")
+      raw.exec("CREATE INDEX junk_x ON junk (x)")
+      raw.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+      const root = Number(raw.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'junk_x'").get()?.["rootpage"])
+      const pageSize = Number(raw.prepare("PRAGMA page_size").get()?.["page_size"])
+      raw.exec(`PRAGMA application_id = ${Database.CLEAN_MARK}`)
+      raw.close()
+      // Opened without the full check (marked), then the index's root page is overwritten under it.
+      const seen = yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              const fd = fs.openSync(file, "r+")
+              fs.writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (root - 1) * pageSize)
+              fs.closeSync(fd)
+            }),
+            sql`SELECT count(*) AS n FROM junk INDEXED BY junk_x WHERE x > 0`.pipe(
+              Effect.map(() => "no error"),
+              Effect.catch((error) => Effect.succeed(String(error)))
+            )
+          ))
+      )
+      assert.include(seen, "malformed")
+      const check = new DatabaseSync(file, { readOnly: true })
+      const id = check.prepare("PRAGMA application_id").get()?.["application_id"]
+      check.close()
+      assert.notStrictEqual(id, Database.CLEAN_MARK)
+    }))
+
   // Root ignores modes, so this runs only as another user. (Checked by hand as `nobody` too: a root-owned 0600
   // file is refused the same way.) A file of one's own with a wrong mode is fixed, not refused.
   it.effect.skipIf(isRoot)("refuses a database in a directory it may not write, naming the file", () =>
