@@ -14,7 +14,15 @@ import { SessionTraffic } from "./Traffic.ts"
 import { randomUUID } from "node:crypto"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
 import { ErrorText } from "../protocol/delivery.ts"
-import { EPHEMERAL_V1, GROUPS_V1, negotiateFeatures, OBSERVE_V1, STATE_EPOCH_V1, TAKEOVER_V1 } from "../protocol/features.ts"
+import {
+  EPHEMERAL_V1,
+  GROUPS_V1,
+  negotiateFeatures,
+  OBSERVE_V1,
+  SESSION_HELD,
+  STATE_EPOCH_V1,
+  TAKEOVER_V1
+} from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
@@ -66,6 +74,10 @@ export const MAX_OBSERVERS = 64
 
 const tooManyObservers =
   `The intercom broker has ${MAX_OBSERVERS} observers connected (intercom top, intercom ui); close one and try again`
+
+/** Why a register with `ifFree` (`takeover-v1`) was refused. */
+const sessionHeld = (id: string): string =>
+  `Session ${id} is held by another live connection; registering with ifFree does not take it over`
 
 /** `name (id) [scope]`, for the log. */
 export const sessionLabel = (session: Session): string => {
@@ -211,6 +223,12 @@ export class Registration {
     const id = frame.sessionId ?? randomUUID()
     // Looked up without creating the scope: a refused registration must not leave one behind.
     const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
+    // `takeover-v1`'s `ifFree`: a client taken over asks for its id back, and gets it only once nobody
+    // holds it (never from a live holder: the two would take it from each other for ever).
+    if (previous !== undefined && frame.ifFree === true && features.includes(TAKEOVER_V1)) {
+      output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
+      return closePeer(peer, "end")
+    }
     if (previous === undefined && registry.live >= options.maxSessions) {
       this.ctx.log("warning", `Refused a registration: ${options.maxSessions} sessions are live (--max-sessions)`)
       output.enqueue(peer, Encode.errorFrame(ErrorText.tooManySessions))

@@ -28,8 +28,8 @@ export const registeredFrame = (
   }${stateEpoch === undefined ? "" : `,"stateEpoch":${q(stateEpoch)}`}}`
 
 /** `registration_failed` (`supervisor-v1`): why a registration was refused; the connection ends after it. */
-export const registrationFailedFrame = (reason: string): string =>
-  `{"type":"registration_failed","reason":${q(reason)}}`
+export const registrationFailedFrame = (reason: string, code?: string): string =>
+  `{"type":"registration_failed","reason":${q(reason)}${code === undefined ? "" : `,"code":${q(code)}`}}`
 
 /** `taken_over` (`takeover-v1`): another registration took this session's id, giving `pid`; the connection ends after it. */
 export const takenOverFrame = (sessionId: string, pid: number): string =>

@@ -31,6 +31,7 @@ import {
   QUESTIONS_V1,
   RECEIVED_V1,
   RESULTS_V1,
+  SESSION_HELD,
   SUPERVISOR_V1,
   TOPICS_V1
 } from "../protocol/features.ts"
@@ -83,6 +84,11 @@ export interface RegisterRequest {
   readonly connectTimeoutMs: number
   /** How to reach the broker; the Unix socket at `socketPath` by default (the simulation dials in memory). */
   readonly dial?: Dialer
+  /**
+   * `takeover-v1`: register only if no live connection holds the id (taking it back after a takeover);
+   * refused with an `IntercomNotConnected` whose `sessionHeld` is true otherwise.
+   */
+  readonly ifFree?: boolean | undefined
 }
 
 /** What a session brings to the supervisor channel when it registers (`supervisor-v1`). */
@@ -236,6 +242,7 @@ export const openClientConnection = (
       ...(request.scopeId === undefined ? {} : { scopeId: request.scopeId }),
       ...(request.group === undefined ? {} : { group: request.group }),
       ...(request.ephemeral === true ? { ephemeral: true } : {}),
+      ...(request.ifFree === true ? { ifFree: true } : {}),
       ...(request.supervisor?.ownerToken === undefined ? {} : { ownerToken: request.supervisor.ownerToken }),
       ...(request.supervisor?.grant === undefined ? {} : request.supervisor.grant),
       // The extensions this client implements itself, plus what its owner asked for.
@@ -247,7 +254,12 @@ export const openClientConnection = (
       const frame = decodeBrokerFrameText(first[0] ?? "")
       if (isFrameDecodeError(frame)) return yield* new IntercomNotConnected({ reason: frame.message })
       if (frame.type === "error") return yield* new IntercomNotConnected({ reason: frame.error })
-      if (frame.type === "registration_failed") return yield* new IntercomNotConnected({ reason: frame.reason })
+      if (frame.type === "registration_failed") {
+        return yield* new IntercomNotConnected({
+          reason: frame.reason,
+          ...(frame.code === SESSION_HELD ? { sessionHeld: true } : {})
+        })
+      }
       if (frame.type !== "registered") {
         return yield* new IntercomNotConnected({ reason: `broker answered "${frame.type}" before "registered"` })
       }

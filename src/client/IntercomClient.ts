@@ -11,8 +11,11 @@
  * - Except after a takeover: when the broker says another connection
  *   registered this session id (`taken_over`, `takeover-v1`), reconnecting
  *   would take the id back from that process, which would take it back in
- *   turn. The client stays unconnected for good (`status.takenOver`), and
- *   every operation fails with `IntercomNotConnected` saying so.
+ *   turn. The client stays unconnected (`status.takenOver`), and every
+ *   operation fails with `IntercomNotConnected` saying so, while it asks
+ *   every `RECLAIM_INTERVAL_MS` to register again only if the id is free
+ *   (`ifFree`): once the other holder has left (a short-lived `pi -c -p`),
+ *   it takes its session back and carries on; never from a live holder.
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
@@ -99,6 +102,11 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
  * retire that connection, and how long it backs off when no connection comes.
  */
 const LOST_BACKOFF_MS = 250
+/**
+ * After a takeover, how often the client asks to register its id again if it is free (`ifFree`,
+ * `takeover-v1`): slow, since a live holder keeps refusing it.
+ */
+export const RECLAIM_INTERVAL_MS = 5_000
 
 /** Departed sessions a client remembers for `InboundMessage.senderLeft` (the newest). */
 const DEPARTED_LIMIT = 1_000
@@ -247,8 +255,11 @@ const make = (
         })
       })
 
-    /** One attempt: make sure a broker runs, then dial and register in a Scope of its own. */
-    const attempt = Effect.gen(function*() {
+    /**
+     * One attempt: make sure a broker runs, then dial and register in a Scope of its own; with `ifFree`
+     * (after a takeover, `takeover-v1`), only if no live connection holds the id.
+     */
+    const attemptWith = (ifFree: boolean) => Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
       departed.clear()
       if (options.launch !== false) {
@@ -271,6 +282,7 @@ const make = (
           features: options.features ?? [],
           supervisor: { ownerToken: options.ownerToken, grant: options.supervisorGrant },
           connectTimeoutMs,
+          ...(ifFree ? { ifFree: true } : {}),
           ...(options.dial === undefined ? {} : { dial: options.dial })
         },
         sinks
@@ -296,7 +308,13 @@ const make = (
       const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
       restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
       return { connection, scope }
-    }).pipe(Effect.tapError((error) => Effect.sync(() => lastError = error.reason)))
+    }).pipe(Effect.tapError((error) =>
+      Effect.sync(() => {
+        // While taken over, `lastError` keeps saying so: a refused take-back is the expected answer.
+        if (takenOver === undefined) lastError = error.reason
+      })
+    ))
+    const attempt = attemptWith(false)
 
     const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
 
@@ -359,7 +377,11 @@ const make = (
                 lastError = error.reason
                 const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
                 current = refused
-                return Effect.andThen(retire(retired), Deferred.fail(refused, error))
+                return retire(retired).pipe(
+                  Effect.andThen(Deferred.fail(refused, error)),
+                  Effect.andThen(Effect.forkIn(reclaim(error), connectionsScope)),
+                  Effect.asVoid
+                )
               }
               const next = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
               current = next
@@ -370,6 +392,38 @@ const make = (
           connectionsScope
         )
       })
+
+    /**
+     * After a takeover (`taken_over`): every `RECLAIM_INTERVAL_MS`, registers again only if the id is
+     * free (`ifFree`, `takeover-v1`). The broker refuses while another live connection holds it, so the
+     * id is never taken back from a live holder; once the holder has left, the client is back — what
+     * was queued for it meanwhile is delivered as on any re-register — and `takenOver` is cleared.
+     * Ends when the client is closed.
+     */
+    const reclaim = (over: IntercomNotConnected): Effect.Effect<void> =>
+      Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
+        Effect.andThen(Effect.retry(attemptWith(true), {
+          schedule: Schedule.spaced(Duration.millis(RECLAIM_INTERVAL_MS)),
+          while: () => !stopped
+        })),
+        Effect.flatMap(({ connection, scope }) =>
+          Effect.suspend(() => {
+            takenOver = undefined
+            const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
+            current = back
+            return adopt(connection, scope).pipe(
+              Effect.andThen(Deferred.succeed(back, connection)),
+              Effect.andThen(Effect.logInfo(
+                `Intercom: took session ${options.sessionId} back; the process that took it over${
+                  over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
+                } has left`
+              )),
+              Effect.catch((error) => Deferred.fail(back, error))
+            )
+          })
+        ),
+        Effect.ignore
+      )
 
     /** Retries with backoff until connected or the client stops; waiting operations see the result. */
     const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> =>

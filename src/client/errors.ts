@@ -16,7 +16,8 @@ import { DeliveryCode } from "../protocol/delivery.ts"
 /**
  * What the broker said when another connection registered this client's
  * session id and took it over (`taken_over`, extension `takeover-v1`): the
- * pid that registration gave. The client does not reconnect after it.
+ * pid that registration gave. The client does not reconnect while that
+ * holder is live; it takes the id back once the holder has left.
  */
 export interface TakenOver {
   readonly sessionId: string
@@ -38,8 +39,13 @@ export const takenOverReason = (takenOver: TakenOver, hint: string): string =>
 export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected")<{
   /** Why there is no connection, e.g. `no connection within 10000 ms (last error: …)`. */
   readonly reason: string
-  /** Set when the session was taken over (`takeover-v1`): the client will not reconnect by itself. */
+  /** Set when the session was taken over (`takeover-v1`): the client is back only once the other holder has left. */
   readonly takenOver?: TakenOver | undefined
+  /**
+   * Set when a registration that asked for the id only if free (`ifFree`, `takeover-v1`: taking it back
+   * after a takeover) was refused because a live connection holds it.
+   */
+  readonly sessionHeld?: boolean | undefined
 }> {
   override get message(): string {
     return `Intercom not connected: ${this.reason}`

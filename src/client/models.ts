@@ -69,8 +69,10 @@ export interface ClientStatus {
    */
   readonly stateEpoch?: string | undefined
   /**
-   * Set once another process took this session over (`takeover-v1`): the
-   * client does not reconnect, and its operations fail saying so.
+   * Set while another process holds this session, having taken it over
+   * (`takeover-v1`): the client does not take it back from a live holder,
+   * and its operations fail saying so; cleared once the holder has left and
+   * the client registered again (`ifFree`).
    */
   readonly takenOver?: TakenOver | undefined
 }

@@ -107,7 +107,8 @@ export interface IntercomClientOptions {
   readonly livenessTimeoutMs?: number
   /**
    * After a takeover (another process registered this session id, and the
-   * broker said so: `takeover-v1`) the client does not reconnect; its
+   * broker said so: `takeover-v1`) the client does not reconnect until the
+   * other holder has left (it asks for the id only if free); meanwhile its
    * operations fail with `IntercomNotConnected` whose reason ends with this
    * sentence, saying how to take the id back. Default: `Connect a new
    * client with this session id to take it back.`

@@ -247,7 +247,8 @@ export const startGeneration = (input: {
       // Bounded: past it the client confirms anyway (the status fiber warns), rather than the client and the
       // broker holding every message of a session nobody prompts for as long as it runs (docs/pi.md).
       withholdLimit: settings.unsavedMessageLimit,
-      // After a takeover (this pi session open in another pi process too) the client stays off; /reload takes it back.
+      // After a takeover (this pi session open in another pi process too) the client stays off until that
+      // process leaves (it then takes the id back by itself); /reload takes it back at once.
       takenOverHint: TAKE_BACK_HINT
     })
     const piHost = makePiHost({ access, sessionId, identity, hasUI, interactive })
@@ -332,7 +333,10 @@ export const startGeneration = (input: {
     /** pi has been seen to have written the session file: nothing it holds is unsaved any more. */
     let saved = false
     const warnings = new UnsavedWarnings(unsavedLimit)
-    /** The takeover notice was shown: once per generation (a /reload starts a new one, which takes the id back). */
+    /**
+     * The takeover notice was shown: once per takeover (the client takes the id back by itself once the
+     * other process has left, and a /reload starts a new generation, which takes it back at once).
+     */
     let toldTakenOver = false
     const notify = (text: string) => access.touch((_pi, c) => c.ui.notify(text, "warning")).pipe(Effect.ignore)
     const refresh = Effect.gen(function*() {
@@ -343,6 +347,8 @@ export const startGeneration = (input: {
       if (status.takenOver !== undefined && !toldTakenOver) {
         toldTakenOver = true
         yield* notify(takenOverNotice(status.takenOver))
+      } else if (status.takenOver === undefined) {
+        toldTakenOver = false
       }
       const text = statusText(
         status,

@@ -149,9 +149,15 @@ export const STATE_EPOCH_V1 = "state-epoch-v1"
  * Takeover notice (extension): when another connection registers this
  * connection's session id (a takeover, P16), the broker writes `taken_over`
  * (with the pid the new registration gave) before it ends this connection,
- * so the client knows not to reconnect and take the id back.
+ * so the client knows not to reconnect and take the id back. A client granted
+ * it may register with `ifFree`: only if no live connection holds the id
+ * (refused with `registration_failed` code `E_SESSION_HELD` otherwise), so it
+ * takes its id back once a short-lived holder left, never from a live one.
  */
 export const TAKEOVER_V1 = "takeover-v1"
+
+/** `registration_failed` code (`takeover-v1`): a register with `ifFree` found its id held by a live connection. */
+export const SESSION_HELD = "E_SESSION_HELD"
 
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]

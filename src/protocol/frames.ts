@@ -180,7 +180,12 @@ export const RegisterFrame = Schema.Struct({
   /** Extension `observe-v1`: the connection only observes the broker; it is not a session. */
   observer: Schema.optionalKey(Schema.Boolean),
   /** Extension `ephemeral-v1`: a short-lived session, forgotten when it leaves (no mailbox after it). */
-  ephemeral: Schema.optionalKey(Schema.Boolean)
+  ephemeral: Schema.optionalKey(Schema.Boolean),
+  /**
+   * Extension `takeover-v1`: register only if no live connection holds `sessionId` (a client taking its
+   * id back after a takeover); refused with `registration_failed` code `E_SESSION_HELD` otherwise.
+   */
+  ifFree: Schema.optionalKey(Schema.Boolean)
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type
@@ -385,9 +390,15 @@ export type ErrorFrame = typeof ErrorFrame.Type
 /**
  * `registration_failed`, broker → client (extension `supervisor-v1`): the
  * registration was refused (a child's capability did not check out); the
- * broker closes the connection after it.
+ * broker closes the connection after it. `code` `E_SESSION_HELD` (extension
+ * `takeover-v1`): a register with `ifFree` found the id held by a live
+ * connection.
  */
-export const RegistrationFailedFrame = Schema.Struct({ type: Schema.tag("registration_failed"), reason: Schema.String })
+export const RegistrationFailedFrame = Schema.Struct({
+  type: Schema.tag("registration_failed"),
+  reason: Schema.String,
+  code: Schema.optionalKey(Schema.String)
+})
 /** A `registration_failed` frame, as decoded. */
 export type RegistrationFailedFrame = typeof RegistrationFailedFrame.Type
 

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered } from "../support/assertions.ts"
-import { message, register, send, withBroker } from "../support/broker.ts"
+import { message, register, registerFrame, send, withBroker } from "../support/broker.ts"
 
 const TAKEOVER = { features: ["takeover-v1"] }
 
@@ -57,5 +57,40 @@ describe("takeover-v1: the superseded connection is told", () => {
       yield* old.client.next("taken_over")
       const again = yield* replacement.next("message", (frame) => frame.message.id === first.id)
       assert.strictEqual(again.message.content.text, "before the takeover")
+    }))
+
+  it.live("a register with ifFree is refused (E_SESSION_HELD) while a live connection holds the id, accepted once it left", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      // Here before the holder: it sees the holder join, and leave.
+      const sender = yield* broker.session({ label: "sender" })
+      const holder = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      const asking = yield* broker.connect("asking")
+      yield* asking.send(registerFrame({ sessionId: "twin", frame: { ...TAKEOVER, ifFree: true } }))
+      const refused = yield* asking.next("registration_failed")
+      assert.strictEqual(refused.code, "E_SESSION_HELD")
+      assert.match(refused.reason, /held by another live connection/)
+      yield* asking.waitClosed()
+      // The holder was not displaced: no taken_over, and mail for the id still reaches it.
+      assertDelivered(yield* send(sender.client, "twin", message("still the holder")))
+      const got = yield* holder.client.next("message")
+      assert.strictEqual(got.message.content.text, "still the holder")
+      assert.notInclude(holder.client.received().map((frame) => frame.type), "taken_over")
+      // The holder's connection closes: the same register is accepted now.
+      yield* holder.client.end
+      yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
+      const again = yield* broker.connect("again")
+      const registered = yield* register(again, { sessionId: "twin", frame: { ...TAKEOVER, ifFree: true } })
+      assert.strictEqual(registered.sessionId, "twin")
+    }))
+
+  it.live("a register without ifFree still takes a live holder's id over", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const holder = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "twin", frame: TAKEOVER })
+      yield* holder.client.waitClosed()
+      yield* holder.client.next("taken_over")
     }))
 })

@@ -9,7 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { message } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
-import { makeMemoryClient, memoryClientOptions } from "./support.ts"
+import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
+import { makeMemoryClient, memoryClientOptions, subscribe } from "./support.ts"
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
 const timings = { reconnectBaseMs: 500, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 }
@@ -64,5 +65,39 @@ describe("taken over by another client with the same session id", () => {
       const back = yield* client.status
       assert.deepInclude(back, { connected: true, connections: 2 })
       assert.isUndefined(back.takenOver)
+    }))
+
+  it.effect("it takes the id back by itself once the other holder has left, never while it is live", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const inbox = yield* subscribe(first.messages, "first's messages")
+      const second = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", {
+          ...timings,
+          registration: { cwd: "/tmp/project", model: "m", pid: 777, startedAt: 0, lastActivity: 0, name: "twin" }
+        })
+      )
+      yield* settle(second.client.connect)
+      // Several take-back attempts while the holder is live: each refused, the holder never displaced.
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: 777 } })
+      assert.deepInclude(yield* second.client.status, { connected: true, connections: 1 })
+      // The holder leaves (a short-lived `pi -c -p`); mail for the id waits in its mailbox meanwhile.
+      yield* second.close
+      const sender = yield* world.session({ sessionId: "sender" })
+      yield* sender.client.send({ type: "send", to: TWIN, message: message("while nobody held it") })
+      yield* sender.client.next("delivered")
+      // Within one retry interval the first client is back, no longer taken over, and gets that mail.
+      yield* advance(`${RECLAIM_INTERVAL_MS} millis`)
+      const back = yield* first.status
+      assert.deepInclude(back, { connected: true, connections: 2 })
+      assert.isUndefined(back.takenOver)
+      assert.isUndefined(back.lastError)
+      assert.deepStrictEqual(inbox.seen().map((m) => m.message.content.text), ["while nobody held it"])
+      const sessions = yield* settle(first.list)
+      assert.strictEqual(sessions.filter((s) => s.id === TWIN).length, 1)
     }))
 })
