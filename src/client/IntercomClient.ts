@@ -51,8 +51,10 @@
  * refused just after a reconnect (`resending`, `sendRejoining`, and the
  * batch of sends a closed connection left unanswered, `unsent`, and when a
  * closed connection is retired, `liveRetired`): they read the connection
- * counters and state this module owns, so they stay beside them. About 665
- * lines; the per-connection tables are ClientConnection.ts's, the
+ * counters and state this module owns, so they stay beside them; so does a
+ * takeover (`taken_over`, then `reclaim`), which decides whether the client
+ * reconnects at all (what the broker's state epoch says after a reconnect
+ * is StateEpochs.ts's). About 780 lines; the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
  * receipts kept for the next connection KeptReceipts.ts's.
