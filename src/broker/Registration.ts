@@ -21,6 +21,7 @@ import {
   OBSERVE_V1,
   SESSION_HELD,
   STATE_EPOCH_V1,
+  RECLAIM_V1,
   TAKEOVER_V1
 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
@@ -75,7 +76,7 @@ export const MAX_OBSERVERS = 64
 const tooManyObservers =
   `The intercom broker has ${MAX_OBSERVERS} observers connected (intercom top, intercom ui); close one and try again`
 
-/** Why a register with `ifFree` (`takeover-v1`) was refused. */
+/** Why a register with `ifFree` (`reclaim-v1`) was refused. */
 const sessionHeld = (id: string): string =>
   `Session ${id} is held by another live connection; registering with ifFree does not take it over`
 
@@ -223,9 +224,9 @@ export class Registration {
     const id = frame.sessionId ?? randomUUID()
     // Looked up without creating the scope: a refused registration must not leave one behind.
     const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
-    // `takeover-v1`'s `ifFree`: a client taken over asks for its id back, and gets it only once nobody
+    // `reclaim-v1`'s `ifFree`: a client taken over asks for its id back, and gets it only once nobody
     // holds it (never from a live holder: the two would take it from each other for ever).
-    if (previous !== undefined && frame.ifFree === true && features.includes(TAKEOVER_V1)) {
+    if (previous !== undefined && frame.ifFree === true && features.includes(RECLAIM_V1)) {
       output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
       return closePeer(peer, "end")
     }

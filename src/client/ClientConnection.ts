@@ -85,7 +85,7 @@ export interface RegisterRequest {
   /** How to reach the broker; the Unix socket at `socketPath` by default (the simulation dials in memory). */
   readonly dial?: Dialer
   /**
-   * `takeover-v1`: register only if no live connection holds the id (taking it back after a takeover);
+   * `reclaim-v1`: register only if no live connection holds the id (taking it back after a takeover);
    * refused with an `IntercomNotConnected` whose `sessionHeld` is true otherwise.
    */
   readonly ifFree?: boolean | undefined

@@ -12,10 +12,12 @@
  *   registered this session id (`taken_over`, `takeover-v1`), reconnecting
  *   would take the id back from that process, which would take it back in
  *   turn. The client stays unconnected (`status.takenOver`), and every
- *   operation fails with `IntercomNotConnected` saying so, while it asks
- *   every `RECLAIM_INTERVAL_MS` to register again only if the id is free
- *   (`ifFree`): once the other holder has left (a short-lived `pi -c -p`),
- *   it takes its session back and carries on; never from a live holder.
+ *   operation fails with `IntercomNotConnected` saying so. When the broker
+ *   granted `reclaim-v1`, it asks every `RECLAIM_INTERVAL_MS` to register
+ *   again only if the id is free (`ifFree`): once the other holder has left
+ *   (a short-lived `pi -c -p`), it takes its session back and carries on;
+ *   never from a live holder. A broker without `reclaim-v1` would ignore
+ *   `ifFree` and hand the id over, so there the client stays off.
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
@@ -71,6 +73,7 @@ import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
+import { RECLAIM_V1 } from "../protocol/features.ts"
 import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
@@ -106,7 +109,7 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
 const LOST_BACKOFF_MS = 250
 /**
  * After a takeover, how often the client asks to register its id again if it is free (`ifFree`,
- * `takeover-v1`): slow, since a live holder keeps refusing it.
+ * `reclaim-v1`): slow, since a live holder keeps refusing it.
  */
 export const RECLAIM_INTERVAL_MS = 5_000
 
@@ -379,9 +382,11 @@ const make = (
                 lastError = error.reason
                 const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
                 current = refused
+                // Only a broker that granted reclaim-v1 honours `ifFree`; from another, a retry would take over.
+                const reclaims = connection.features.has(RECLAIM_V1)
                 return retire(retired).pipe(
                   Effect.andThen(Deferred.fail(refused, error)),
-                  Effect.andThen(Effect.forkIn(reclaim(error), connectionsScope)),
+                  Effect.andThen(reclaims ? Effect.forkIn(reclaim(error), connectionsScope) : Effect.void),
                   Effect.asVoid
                 )
               }
@@ -397,7 +402,7 @@ const make = (
 
     /**
      * After a takeover (`taken_over`): every `RECLAIM_INTERVAL_MS`, registers again only if the id is
-     * free (`ifFree`, `takeover-v1`). The broker refuses while another live connection holds it, so the
+     * free (`ifFree`, `reclaim-v1`). The broker refuses while another live connection holds it, so the
      * id is never taken back from a live holder; once the holder has left, the client is back — what
      * was queued for it meanwhile is delivered as on any re-register — and `takenOver` is cleared.
      * Ends when the client is closed.

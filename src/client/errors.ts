@@ -39,10 +39,10 @@ export const takenOverReason = (takenOver: TakenOver, hint: string): string =>
 export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected")<{
   /** Why there is no connection, e.g. `no connection within 10000 ms (last error: …)`. */
   readonly reason: string
-  /** Set when the session was taken over (`takeover-v1`): the client is back only once the other holder has left. */
+  /** Set when the session was taken over (`takeover-v1`): on a broker that granted `reclaim-v1` the client is back once the other holder has left. */
   readonly takenOver?: TakenOver | undefined
   /**
-   * Set when a registration that asked for the id only if free (`ifFree`, `takeover-v1`: taking it back
+   * Set when a registration that asked for the id only if free (`ifFree`, `reclaim-v1`: taking it back
    * after a takeover) was refused because a live connection holds it.
    */
   readonly sessionHeld?: boolean | undefined

@@ -72,7 +72,7 @@ export interface ClientStatus {
    * Set while another process holds this session, having taken it over
    * (`takeover-v1`): the client does not take it back from a live holder,
    * and its operations fail saying so; cleared once the holder has left and
-   * the client registered again (`ifFree`).
+   * the client registered again (`ifFree`, on a broker that granted `reclaim-v1`).
    */
   readonly takenOver?: TakenOver | undefined
 }

@@ -156,6 +156,16 @@ export const STATE_EPOCH_V1 = "state-epoch-v1"
  */
 export const TAKEOVER_V1 = "takeover-v1"
 
+/**
+ * Taking the id back when it is free (extension): a `register` with
+ * `ifFree: true` is refused (`registration_failed`, code `E_SESSION_HELD`)
+ * while a live connection holds the id, instead of taking it over. A client
+ * taken over (`takeover-v1`) retries so only on a broker that granted this:
+ * a broker without it ignores `ifFree`, and such a retry would take the id
+ * from its live holder.
+ */
+export const RECLAIM_V1 = "reclaim-v1"
+
 /** `registration_failed` code (`takeover-v1`): a register with `ifFree` found its id held by a live connection. */
 export const SESSION_HELD = "E_SESSION_HELD"
 
@@ -180,7 +190,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   STATS_V1,
   EPHEMERAL_V1,
   STATE_EPOCH_V1,
-  TAKEOVER_V1
+  TAKEOVER_V1,
+  RECLAIM_V1
 ]
 
 /**

@@ -182,7 +182,7 @@ export const RegisterFrame = Schema.Struct({
   /** Extension `ephemeral-v1`: a short-lived session, forgotten when it leaves (no mailbox after it). */
   ephemeral: Schema.optionalKey(Schema.Boolean),
   /**
-   * Extension `takeover-v1`: register only if no live connection holds `sessionId` (a client taking its
+   * Extension `reclaim-v1`: register only if no live connection holds `sessionId` (a client taking its
    * id back after a takeover); refused with `registration_failed` code `E_SESSION_HELD` otherwise.
    */
   ifFree: Schema.optionalKey(Schema.Boolean)
@@ -391,7 +391,7 @@ export type ErrorFrame = typeof ErrorFrame.Type
  * `registration_failed`, broker → client (extension `supervisor-v1`): the
  * registration was refused (a child's capability did not check out); the
  * broker closes the connection after it. `code` `E_SESSION_HELD` (extension
- * `takeover-v1`): a register with `ifFree` found the id held by a live
+ * `reclaim-v1`): a register with `ifFree` found the id held by a live
  * connection.
  */
 export const RegistrationFailedFrame = Schema.Struct({

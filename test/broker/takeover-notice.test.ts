@@ -10,6 +10,7 @@ import { assertDelivered } from "../support/assertions.ts"
 import { message, register, registerFrame, send, withBroker } from "../support/broker.ts"
 
 const TAKEOVER = { features: ["takeover-v1"] }
+const RECLAIM = { features: ["takeover-v1", "reclaim-v1"] }
 
 describe("takeover-v1: the superseded connection is told", () => {
   it.live("the old connection gets taken_over (the new pid) as its last frame, then the close", () =>
@@ -66,7 +67,7 @@ describe("takeover-v1: the superseded connection is told", () => {
       const sender = yield* broker.session({ label: "sender" })
       const holder = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
       const asking = yield* broker.connect("asking")
-      yield* asking.send(registerFrame({ sessionId: "twin", frame: { ...TAKEOVER, ifFree: true } }))
+      yield* asking.send(registerFrame({ sessionId: "twin", frame: { ...RECLAIM, ifFree: true } }))
       const refused = yield* asking.next("registration_failed")
       assert.strictEqual(refused.code, "E_SESSION_HELD")
       assert.match(refused.reason, /held by another live connection/)
@@ -80,8 +81,19 @@ describe("takeover-v1: the superseded connection is told", () => {
       yield* holder.client.end
       yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
       const again = yield* broker.connect("again")
-      const registered = yield* register(again, { sessionId: "twin", frame: { ...TAKEOVER, ifFree: true } })
+      const registered = yield* register(again, { sessionId: "twin", frame: { ...RECLAIM, ifFree: true } })
       assert.strictEqual(registered.sessionId, "twin")
+    }))
+
+  it.live("ifFree without reclaim-v1 is not honoured: the register takes the id over, as a broker without it does", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const holder = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      const replacement = yield* broker.connect("replacement")
+      const registered = yield* register(replacement, { sessionId: "twin", frame: { ...TAKEOVER, ifFree: true } })
+      assert.notInclude(registered.features ?? [], "reclaim-v1")
+      yield* holder.client.next("taken_over")
+      yield* holder.client.waitClosed()
     }))
 
   it.live("a register without ifFree still takes a live holder's id over", () =>

@@ -231,6 +231,12 @@ export interface FakeBrokerOptions {
    * bare `delivery_failed` (`refused`). Default: no answer.
    */
   readonly cancelAnswer?: "cancelled" | "refused"
+  /**
+   * After `registered` on its first connection, write `taken_over` naming
+   * this pid (`takeover-v1`) and end that connection, as a broker does when
+   * another process registers the same id. Default: never.
+   */
+  readonly takeOverFirst?: number
 }
 
 /** What a fake broker saw, and how to wait for it. */
@@ -307,6 +313,10 @@ export const makeFakeBroker = (
                 ...(options.features === undefined ? {} : { features: options.features })
               })
               if (options.hangAfterRegister === true) return yield* Effect.never
+              if (options.takeOverFirst !== undefined && id === 1) {
+                yield* reply({ type: "taken_over", sessionId, pid: options.takeOverFirst })
+                return yield* connection.end
+              }
               break
             }
             case "unregister":

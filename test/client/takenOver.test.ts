@@ -10,7 +10,8 @@ import { Effect } from "effect"
 import { message } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
-import { makeMemoryClient, memoryClientOptions, subscribe } from "./support.ts"
+import { TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
 const timings = { reconnectBaseMs: 500, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 }
@@ -99,5 +100,15 @@ describe("taken over by another client with the same session id", () => {
       assert.deepStrictEqual(inbox.seen().map((m) => m.message.content.text), ["while nobody held it"])
       const sessions = yield* settle(first.list)
       assert.strictEqual(sessions.filter((s) => s.id === TWIN).length, 1)
+    }))
+
+  it.effect("from a broker without reclaim-v1 it stays off: that broker would ignore ifFree and hand the id over", () =>
+    Effect.gen(function*() {
+      const fake = yield* memoryFakeBroker({ features: ["exact-send-v1", TAKEOVER_V1], takeOverFirst: 777 })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, TWIN, "twin", timings))
+      yield* settle(client.connect)
+      yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
+      assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: 777 } })
+      assert.strictEqual(fake.connections(), 1, "no register again, with or without ifFree")
     }))
 })
