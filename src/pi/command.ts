@@ -102,7 +102,10 @@ export const openIntercom = async (
     const sent = await run({ action: "send", to: row.target, message })
     ctx.ui.notify(terminalText(sent.text), sent.isError ? "error" : "info")
     if (!sent.isError) return
-    title = `Not sent to ${name} (see the error above): edit and send again, or close to discard`
+    // An outcome the broker never confirmed may have reached the peer: sending it again could deliver it twice.
+    title = sent.details["error"] === "DeliveryUnknown"
+      ? `Maybe delivered to ${name} (see the error above): check with ${name} before sending again, or close to discard`
+      : `Not sent to ${name} (see the error above): edit and send again, or close to discard`
     draft = message
   }
 }

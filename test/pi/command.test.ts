@@ -176,4 +176,31 @@ describe("/intercom in the TUI", () => {
     ])
     assert.deepStrictEqual(calls.slice(1).map((call) => call.message), [typed, `${typed}, again`])
   })
+
+  it("a send whose delivery is unknown reopens the editor saying it may have been delivered, not that it was not sent", async () => {
+    const typed = "Deploy to staging now"
+    const titles: Array<string> = []
+    const ctx: IntercomCommandContext = {
+      mode: "tui",
+      ui: {
+        select: async (_title, options) => options[0],
+        editor: async (title) => {
+          titles.push(title)
+          return titles.length === 1 ? typed : undefined
+        },
+        notify: () => undefined
+      }
+    }
+    const unknown: ToolResult = {
+      text: `Message to "reviewer" may or may not have been delivered: Send timeout. Check with the recipient before sending it again, or it may arrive twice`,
+      isError: true,
+      details: { error: "DeliveryUnknown" }
+    }
+    const run = async (params: IntercomToolParams): Promise<ToolResult> => params.action === "list" ? listing : unknown
+    await openIntercom(ctx, "", run)
+    assert.deepStrictEqual(titles, [
+      "Message to reviewer",
+      "Maybe delivered to reviewer (see the error above): check with reviewer before sending again, or close to discard"
+    ])
+  })
 })
