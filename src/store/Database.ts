@@ -57,7 +57,7 @@ import {
   RECORD_MIGRATION,
   type SchemaSnapshot, snapshot as buildSnapshot } from "./migrations/snapshot.ts"
 import * as SqliteClient from "./SqliteClient.ts"
-import { sqliteErrcode } from "./SqliteFaults.ts"
+import { SQLITE_CORRUPT, SQLITE_NOTADB, sqliteErrcode } from "./SqliteFaults.ts"
 
 /** The table effect's `Migrator` records applied migrations in. */
 export const MIGRATIONS_TABLE = "effect_sql_migrations"
@@ -147,10 +147,8 @@ const fileError = (file: string, error: unknown): StoreOpenError => {
 const SQLITE_PERM = 3
 const SQLITE_BUSY = 5
 const SQLITE_READONLY = 8
-const SQLITE_CORRUPT = 11
 const SQLITE_CANTOPEN = 14
 const SQLITE_AUTH = 23
-const SQLITE_NOTADB = 26
 
 /** SQLite's result code behind a `SqlError` from `SqliteClient`, if any. */
 const sqliteCodeOf = (error: SqlError.SqlError): number | undefined => {

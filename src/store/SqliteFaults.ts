@@ -15,8 +15,10 @@ import { DatabaseCorrupt, DatabaseWriteFailed } from "./errors.ts"
 const SQLITE_IOERR = 10
 const SQLITE_FULL = 13
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555
-const SQLITE_CORRUPT = 11
-const SQLITE_NOTADB = 26
+/** SQLite's result code for a damaged file (also Database.ts's, at open). */
+export const SQLITE_CORRUPT = 11
+/** SQLite's result code for a file that is not a database (also Database.ts's, at open). */
+export const SQLITE_NOTADB = 26
 
 /**
  * Whether `cause` (a `node:sqlite` error) says the file itself may be
