@@ -23,6 +23,12 @@
  * here by key (`ended`, a day, bounded) for mail its connection hands back
  * after the `unregister`: unwritten, or written and never confirmed read.
  * One whose connection merely dropped is not: its mail waits for it.
+ *
+ * Size: about 400 lines, one concept: the fate of mail that is not being
+ * written to a live connection (queued, flushed, taken back, failed, and the
+ * notice its sender is owed). The mailbox's own bounds are Mailbox.ts's and
+ * the notices' journal NoticeJournal.ts's; what stays here moves mail
+ * between them and the live delivery, so it stays in one place.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import { AgedMap } from "./AgedMap.ts"

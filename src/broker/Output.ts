@@ -29,9 +29,10 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: about 470 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
+ * Size: about 500 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
- * would span files.
+ * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
+ * module only answers `hasRoom` and calls `room` when a writer makes some.
  */
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"

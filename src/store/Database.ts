@@ -28,8 +28,9 @@
  * highest recorded `migration_id` above the highest id registered in this
  * build means a newer effect-intercom wrote the file.
  *
- * Size: one concept — opening the file, about 440 lines: preparing it, the
- * read-only look that decides a refusal, the checks, the snapshot, the
+ * Size: one concept — opening the file, about 550 lines: preparing it, the
+ * read-only look that decides a refusal (another program's file, a schema
+ * that lacks what its records promise, the clean-close mark), the checks, the snapshot, the
  * Migrator and the migrations an earlier build
  * skipped (`fillGaps`) are the steps of one open, run in order under the same
  * busy-lock retries (`whileBusy`) and mapped to the same typed errors; split,
