@@ -5,6 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import { MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
+import { isAcceptedGroup, MAX_ID_LENGTH } from "../protocol/limits.ts"
 
 /** A string with at least one non-whitespace character. */
 const NonBlankString = Schema.String.check(Schema.isPattern(/\S/))
@@ -16,6 +17,16 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
  * as not delivered (`Invalid askTimeoutMs`), so the file is rejected instead.
  */
 const AskTimeoutMs = PositiveInt.check(Schema.isLessThanOrEqualTo(MAX_ASK_TIMEOUT_MS))
+
+/**
+ * A group the broker takes at registration (`isAcceptedGroup`). Checked here
+ * so that a bad `group` is reported as the file's mistake (C-CFG-2: the file is
+ * rejected and the defaults apply), not met later as the broker's refusal.
+ */
+const GroupName = Schema.String.check(Schema.makeFilter((group: string) => isAcceptedGroup(group)))
+
+/** What a group name must be, in words: the file's and the environment's errors say it the same way. */
+export const GROUP_EXPECTATION = `a group name of at most ${MAX_ID_LENGTH} characters without control characters`
 
 /** `inboundTrigger`: which inbound messages start a model turn — all, only replies, or none. */
 export const InboundTrigger = Schema.Literals(["always", "replies", "never"])
@@ -42,7 +53,7 @@ export const IntercomConfigFile = Schema.Struct({
   stableId: Schema.optionalKey(NonBlankString),
   enabled: Schema.optionalKey(Schema.Boolean),
   replyHint: Schema.optionalKey(Schema.Boolean),
-  group: Schema.optionalKey(Schema.String),
+  group: Schema.optionalKey(GroupName),
   askTimeoutMs: Schema.optionalKey(AskTimeoutMs),
   sendTimeoutMs: Schema.optionalKey(PositiveInt),
   listTimeoutMs: Schema.optionalKey(PositiveInt),
@@ -69,7 +80,7 @@ export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
   stableId: "a non-empty string",
   enabled: "a boolean",
   replyHint: "a boolean",
-  group: "a string",
+  group: GROUP_EXPECTATION,
   askTimeoutMs: `a whole number of milliseconds from 1 to ${MAX_ASK_TIMEOUT_MS} (30 days)`,
   sendTimeoutMs: POSITIVE_MS,
   listTimeoutMs: POSITIVE_MS,

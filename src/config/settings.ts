@@ -19,8 +19,8 @@ import {
 } from "./agentDir.ts"
 import { type IntercomConfigError, IntercomEnvError } from "./errors.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
-import { MAX_ID_LENGTH, registrationRefusal } from "../protocol/limits.ts"
-import { CONFIG_KEY_EXPECTATIONS, type InboundTrigger, type IntercomConfigFile, type ToolVisibility } from "./schema.ts"
+import { isAcceptedGroup } from "../protocol/limits.ts"
+import { CONFIG_KEY_EXPECTATIONS, GROUP_EXPECTATION, type InboundTrigger, type IntercomConfigFile, type ToolVisibility } from "./schema.ts"
 import { ConfigFileRead, parseConfigFile, rejected } from "./configFile.ts"
 import { SocketPathError, type SocketPlacement } from "./socketPath.ts"
 
@@ -302,12 +302,12 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
 
   // A group the broker would refuse at registration is refused here, naming the variable that set it.
   const groupFromEnv = firstNonBlank(env, INTERCOM_ENV.group)
-  if (groupFromEnv !== undefined && registrationRefusal({ group: groupFromEnv.value, session: { cwd: "", model: "" } }) !== undefined) {
+  if (groupFromEnv !== undefined && !isAcceptedGroup(groupFromEnv.value)) {
     errors.push(
       new IntercomEnvError({
         variable: groupFromEnv.variable,
         value: groupFromEnv.value,
-        expected: `a group name of at most ${MAX_ID_LENGTH} characters without control characters`
+        expected: GROUP_EXPECTATION
       })
     )
   }

@@ -144,6 +144,14 @@ const idRefusal = (what: string, field: string, value: string | undefined, trimm
     ? overLimit(what, field, value.length, MAX_ID_LENGTH)
     : characterRefusal(what, field, trimmed ? value.trim() : value, LABEL_CONTROL)
 
+/**
+ * Whether the broker takes `group` as a session's group at registration: at
+ * most `MAX_ID_LENGTH` characters, and no control character (`LABEL_CONTROL`)
+ * once trimmed. The one rule `registrationRefusal` applies, for settings that
+ * check a group before it is sent (config.json, the environment).
+ */
+export const isAcceptedGroup = (group: string): boolean => idRefusal("", "group", group, true) === undefined
+
 /** `name`'s refusal: too long, or holding a control character (`LABEL_CONTROL`). */
 const nameRefusal = (what: string, name: string | undefined): string | undefined =>
   name === undefined

@@ -168,7 +168,7 @@ const WRONG: { readonly [K in ConfigKey]: ReadonlyArray<unknown> } = {
   stableId: ["", " ", 42, null],
   enabled: ["yes", 0, null],
   replyHint: ["false", 1, null],
-  group: [1, true, null, ["a"]],
+  group: [1, true, null, ["a"], "bad\u0001group", "line\nbreak"],
   askTimeoutMs: [0, -1, 1.5, "1000", 2 ** 60, 2_592_000_001, 1e12, null],
   sendTimeoutMs: [0, -5, 0.1, "10000", null],
   listTimeoutMs: [0, 2.5, "5000", {}, null],
@@ -213,6 +213,17 @@ describe("strict rejection (C-CFG-2)", () => {
       })
     }
   }
+
+  it("group: a name the broker would refuse (over 256 characters) rejects the file, saying what a group must be", () => {
+    const { errors, settings } = withConfig({ ...VALID, group: "x".repeat(257) })
+    const error = fileError(errors)
+    assert.deepStrictEqual(error.fields.map((f) => [f.field, f.expected]), [
+      ["group", "a group name of at most 256 characters without control characters"]
+    ])
+    assert.strictEqual(settings.group, "default")
+    // blank edges are trimmed away, as the broker trims them: not a refusal
+    assert.deepStrictEqual(withConfig({ ...VALID, group: "\treviewers\n" }).errors, [])
+  })
 
   it("names every wrong field, each with what it expects", () => {
     const error = fileError(withConfig({ confirmSend: "no", askTimeoutMs: -1, status: "fine" }).errors)
@@ -308,7 +319,7 @@ const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
   stableId: isNonBlankString,
   enabled: (v) => typeof v === "boolean",
   replyHint: (v) => typeof v === "boolean",
-  group: (v) => typeof v === "string",
+  group: (v) => typeof v === "string" && v.length <= 256 && !/[\u0000-\u001f\u007f-\u009f]/.test(v.trim()),
   askTimeoutMs: (v) => isPositiveInt(v) && typeof v === "number" && v <= THIRTY_DAYS_MS,
   sendTimeoutMs: isPositiveInt,
   listTimeoutMs: isPositiveInt,
