@@ -198,11 +198,12 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       child.once("error", (error) => Deferred.doneUnsafe(exited, Exit.succeed(`launch error: ${error.message}`)))
       child.once("exit", (code, signal) =>
         Deferred.doneUnsafe(exited, Exit.succeed(signal === null ? `exit code ${code}` : `signal ${signal}`)))
+      // At once, not after the wait: a client interrupted while the broker starts must not live as long as it.
+      child.unref()
       const outcome = yield* Effect.raceFirst(
         awaitHealthy(options.socketPath, waitMs).pipe(Effect.map((healthy) => healthy ? "healthy" : "timeout")),
         Deferred.await(exited).pipe(Effect.map((how) => `exited (${how})`))
       )
-      child.unref()
       if (outcome === "healthy") return
       // Someone else's broker may have won the race: that is success too.
       if (yield* probeHealth(options.socketPath)) return

@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { ensureBroker } from "../../src/client/spawn.ts"
 import { brokerEntryPoint } from "../../src/config/install.ts"
@@ -17,6 +18,7 @@ import { childEnv, isAlive, readPidFile, spawnNode } from "../support/process.ts
 import { agentDir, brokerProcesses, makeClient } from "./support.ts"
 
 const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
+const INTERRUPTED_SPAWN = fileURLToPath(new URL("./fixtures/interrupted-spawn.ts", import.meta.url))
 
 /** Process group and session of a pid (fields 5 and 6 of /proc/<pid>/stat). */
 const groupAndSession = (pid: number): readonly [number, number] => {
@@ -188,6 +190,27 @@ describe("auto-spawn and a broker that holds the agent dir", () => {
       assert.include(error.message, "does not answer")
       assert.deepStrictEqual(brokerProcesses(dir.agentDir), [broker.pid], "no second broker was started")
       assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
+    }))
+})
+
+describe("a spawn that is interrupted", () => {
+  it.live("lets the client process exit while the broker it launched still runs", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const slowPid = () => readPidFile(path.join(dir.agentDir, "slow.pid"))
+      // The launched stand-in never ends by itself: stopped whatever the test's outcome.
+      yield* Effect.addFinalizer(() => Effect.sync(() => {
+        const pid = slowPid()
+        if (pid !== undefined && isAlive(pid)) process.kill(pid)
+      }))
+      const client = yield* spawnNode([INTERRUPTED_SPAWN, dir.agentDir])
+      // Before the fix the process lived as long as the launched broker.
+      const outcome = yield* client.waitExit()
+      const slow = slowPid()
+      const stillRunning = slow !== undefined && isAlive(slow)
+      assert.deepStrictEqual(outcome, { code: 0, signal: null })
+      assert.strictEqual(client.stdout(), "interrupted\n")
+      assert.isTrue(stillRunning, "the launched broker outlived the client, detached")
     }))
 })
 
