@@ -17,6 +17,7 @@ import { BrokerOptionError, BrokerStartupError } from "./errors.ts"
 import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { type BrokerOptions, checkCoreOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
+import { checkingMarkOf } from "../config/checkingMark.ts"
 import { makeSqlite } from "../store/MailStore.ts"
 import { ResultArchive } from "../store/ResultArchive.ts"
 import { DEFAULT_WARM_UP, runWarmUp, type WarmUpReport } from "./WarmUp.ts"
@@ -86,8 +87,8 @@ const pidFileOf = (intercomDir: string) => path.join(intercomDir, "broker.pid")
 export const DATABASE_FILE = "intercom.db"
 
 /** Opens the database (closed with the Scope, after the broker's last commit) and the stores over it. */
-const openStores = (file: string) =>
-  Effect.flatMap(Database.make({ file }), (context) =>
+const openStores = (file: string, intercomDir: string) =>
+  Effect.flatMap(Database.make({ file, checkingMark: checkingMarkOf(intercomDir) }), (context) =>
     Effect.provide(Effect.all({ mail: makeSqlite, archive: ResultArchive.makeSql(), questions: makeQuestionSql }), context))
 
 /** Writes `broker.pid` (decimal pid, no newline, 0600) and removes it at shutdown if it is still ours. */
@@ -176,7 +177,7 @@ export const runBroker = (
       new BrokerStartupError({ kind: "StoreUnusable", path: databaseFile, detail: error.message })
     // Durable (the default): the database holds the routing state, the result archive and the questions.
     const durable = options.store === undefined && (options.durability ?? "sqlite") === "sqlite"
-      ? yield* openStores(databaseFile).pipe(Effect.mapError(unusable))
+      ? yield* openStores(databaseFile, intercomDir).pipe(Effect.mapError(unusable))
       : undefined
     // An archive or question store the caller provides is used as it is.
     const archive = yield* Effect.serviceOption(ResultArchive)

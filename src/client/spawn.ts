@@ -8,12 +8,15 @@
  * A broker that holds the lifetime lock but does not answer (frozen by
  * SIGSTOP, swapping, in a debugger) is alive: no second broker is started
  * beside it. The client waits for it as it would for a spawn, then reports
- * it as not answering, naming its pid.
+ * it as not answering, naming its pid. One that is checking its database in
+ * full at start (`broker.checking`, config/checkingMark.ts: after an unclean
+ * shutdown, about 4 s per GB) is waited for longer ({@link CHECK_WAIT_MS}).
  */
-import { Data, Deferred, Duration, Effect, Exit, Option, Schedule } from "effect"
+import { Clock, Data, Deferred, Duration, Effect, Exit, Option, Schedule } from "effect"
 import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { checkingBroker } from "../config/checkingMark.ts"
 import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { BROKER_NODE_FLAGS, brokerEntryPoint } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
@@ -53,6 +56,33 @@ export class BrokerNotAnswering extends Data.TaggedError("BrokerNotAnswering")<{
   }
 }
 
+/**
+ * A broker of this agent dir is checking its database in full
+ * (`broker.checking`, after an unclean shutdown) and still had not answered
+ * after `waitedMs`, the longest a client waits for that
+ * ({@link CHECK_WAIT_MS}).
+ */
+export class BrokerStillChecking extends Data.TaggedError("BrokerStillChecking")<{
+  readonly pid: number
+  readonly intercomDir: string
+  readonly waitedMs: number
+}> {
+  override get message(): string {
+    return `${silentBrokerName(this.pid)} is still checking its database (${
+      path.join(this.intercomDir, "intercom.db")
+    }) after an unclean shutdown; waited ${Math.round(this.waitedMs / 1000)} s. The check (PRAGMA quick_check) ` +
+      `reads every page, about 4 s per GB, and the broker answers once it ends. Try again shortly; ` +
+      `"The full check only after an unclean close" in docs/store.md says more.`
+  }
+}
+
+/**
+ * How long, in all, a client waits for a broker that checks its database in
+ * full (`broker.checking` names it): two minutes, some 30 GB of result
+ * archive at the measured 4 s per GB.
+ */
+export const CHECK_WAIT_MS = 120_000
+
 /** How to start a broker: config's `brokerCommand`/`brokerArgs` (C-CFG-3/4), decided in one place. */
 export type { BrokerLaunch } from "../config/settings.ts"
 
@@ -64,6 +94,11 @@ export interface SpawnOptions {
   readonly launch: BrokerLaunch
   /** How long to wait for a spawned (or someone else's) broker to answer health. Default 5 s. */
   readonly waitMs?: number
+  /**
+   * How long to wait, in all, for a broker that checks its database in full
+   * at start (`broker.checking`). Default {@link CHECK_WAIT_MS}.
+   */
+  readonly checkWaitMs?: number
 }
 
 // Short: a spawned broker is usually up in ~150 ms, and each probe of a missing socket is cheap.
@@ -91,6 +126,50 @@ const tail = (file: string): string => {
     return ""
   }
 }
+
+/** How {@link awaitCheck} ended: an answer, a check still running at the cap, or no check and no answer. */
+type CheckWait = "healthy" | "checking" | "silent"
+
+/**
+ * After a wait for health ran out while a broker was checking its database
+ * in full (`broker.checking` names a live process): polls health on, for at
+ * most `capMs` in all while the check lasts, and once the check has ended,
+ * `settleMs` more for the broker to migrate and listen.
+ */
+const awaitCheck = (options: SpawnOptions, settleMs: number, capMs: number): Effect.Effect<CheckWait> =>
+  Effect.gen(function*() {
+    const start = yield* Clock.currentTimeMillis
+    let checkSeen = start
+    while (true) {
+      if (yield* probeHealth(options.socketPath, Duration.millis(500))) return "healthy"
+      const now = yield* Clock.currentTimeMillis
+      if ((yield* checkingBroker(options.intercomDir)) !== undefined) {
+        if (now - start >= capMs) return "checking"
+        checkSeen = now
+      } else if (now - checkSeen >= settleMs) {
+        return "silent"
+      }
+      yield* Effect.sleep(POLL)
+    }
+  })
+
+/**
+ * `waited` ran out without an answer: when a broker is checking its database
+ * in full, waits for it ({@link awaitCheck}); `true` once it answers, `false`
+ * when no check runs or it ended without an answer. Fails with
+ * `BrokerStillChecking` at the cap.
+ */
+const waitOutCheck = (options: SpawnOptions, waitMs: number): Effect.Effect<boolean, BrokerStillChecking> =>
+  Effect.gen(function*() {
+    const pid = yield* checkingBroker(options.intercomDir)
+    if (pid === undefined) return false
+    const capMs = Math.max(options.checkWaitMs ?? CHECK_WAIT_MS, waitMs)
+    const outcome = yield* awaitCheck(options, waitMs, capMs - waitMs)
+    if (outcome === "checking") {
+      return yield* new BrokerStillChecking({ pid, intercomDir: options.intercomDir, waitedMs: capMs })
+    }
+    return outcome === "healthy"
+  })
 
 type LockHolder = "healthy" | "released" | "silent"
 
@@ -149,7 +228,9 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
  * `BrokerNotAnswering` when a live broker holds the agent dir but does not
  * answer.
  */
-export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerSpawnFailed | BrokerNotAnswering> =>
+export const ensureBroker = (
+  options: SpawnOptions
+): Effect.Effect<void, BrokerSpawnFailed | BrokerNotAnswering | BrokerStillChecking> =>
   Effect.gen(function*() {
     const waitMs = options.waitMs ?? 5000
     // A short fallback socket lives in a shared runtime dir: dial it only through our own private dir.
@@ -168,6 +249,7 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
     if (yield* isLifetimeLockHeld(options.intercomDir)) {
       const holder = yield* awaitLockHolder(options, waitMs)
       if (holder === "healthy") return
+      if (holder === "silent" && (yield* waitOutCheck(options, waitMs))) return
       if (holder === "silent") {
         const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
         return yield* new BrokerNotAnswering({
@@ -184,6 +266,7 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
     )
     if (lock === "held") {
       if (yield* awaitHealthy(options.socketPath, waitMs)) return
+      if (yield* waitOutCheck(options, waitMs)) return
       return yield* new BrokerSpawnFailed({ detail: "Broker failed to start within timeout" })
     }
     yield* Effect.gen(function*() {
@@ -201,7 +284,11 @@ export const ensureBroker = (options: SpawnOptions): Effect.Effect<void, BrokerS
       // At once, not after the wait: a client interrupted while the broker starts must not live as long as it.
       child.unref()
       const outcome = yield* Effect.raceFirst(
-        awaitHealthy(options.socketPath, waitMs).pipe(Effect.map((healthy) => healthy ? "healthy" : "timeout")),
+        awaitHealthy(options.socketPath, waitMs).pipe(
+          // The broker checks its database in full (after an unclean shutdown): not a failed start yet.
+          Effect.flatMap((healthy) => healthy ? Effect.succeed(true) : waitOutCheck(options, waitMs)),
+          Effect.map((healthy) => healthy ? "healthy" : "timeout")
+        ),
         Deferred.await(exited).pipe(Effect.map((how) => `exited (${how})`))
       )
       if (outcome === "healthy") return

@@ -58,6 +58,7 @@ import {
   RECORD_MIGRATION,
   type SchemaSnapshot, snapshot as buildSnapshot } from "./migrations/snapshot.ts"
 import * as SqliteClient from "./SqliteClient.ts"
+import { removeCheckingMark, writeCheckingMark } from "../config/checkingMark.ts"
 import { SQLITE_CORRUPT, SQLITE_NOTADB, sqliteErrcode } from "./SqliteFaults.ts"
 
 /** The table effect's `Migrator` records applied migrations in. */
@@ -98,6 +99,13 @@ export interface DatabaseOptions {
    * default {@link OPEN_BUSY_WAIT}. Past it the open fails with `DatabaseBusy`.
    */
   readonly openBusyWait?: Duration.Input | undefined
+  /**
+   * A file that names this process while the full `PRAGMA quick_check` runs
+   * (`config/checkingMark.ts`), so that a client waiting for the broker to
+   * answer waits on; the broker passes `<intercomDir>/broker.checking`. None
+   * by default.
+   */
+  readonly checkingMark?: string | undefined
 }
 
 /**
@@ -458,13 +466,16 @@ const open = (
     if (file !== ":memory:") {
       // Whether the file is refused is decided on a read-only connection, before any pragma is set: a
       // refused file is left as it was (a leftover -wal is read, never copied into it).
+      const mark = options.checkingMark
       const quickCheck = (db: DatabaseSync) => {
         marked = closedCleanly(db)
+        if (!marked && mark !== undefined) writeCheckingMark(mark)
         return !marked
       }
       const found = yield* whileBusy(
         SqliteClient.look({ filename: file, loadSqlite: options.loadSqlite, quickCheck }, recordedIn).pipe(
-          Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))
+          Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error))),
+          Effect.ensuring(Effect.sync(() => mark === undefined || removeCheckingMark(mark)))
         )
       )
       if (found._tag === "Foreign") return yield* new DatabaseForeign({ file: label, objects: found.objects })

@@ -10,12 +10,14 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { ensureBroker } from "../../src/client/spawn.ts"
+import { BrokerStillChecking, ensureBroker } from "../../src/client/spawn.ts"
+import { checkingBroker, checkingMarkOf } from "../../src/config/checkingMark.ts"
+import { holdLifetimeLock } from "../../src/config/LifetimeLock.ts"
 import { brokerEntryPoint } from "../../src/config/install.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { freeze } from "../support/freeze.ts"
 import { childEnv, isAlive, readPidFile, spawnNode } from "../support/process.ts"
-import { agentDir, brokerProcesses, makeClient } from "./support.ts"
+import { agentDir, brokerProcesses, fakeBroker, makeClient } from "./support.ts"
 
 const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
 const INTERRUPTED_SPAWN = fileURLToPath(new URL("./fixtures/interrupted-spawn.ts", import.meta.url))
@@ -190,6 +192,50 @@ describe("auto-spawn and a broker that holds the agent dir", () => {
       assert.include(error.message, "does not answer")
       assert.deepStrictEqual(brokerProcesses(dir.agentDir), [broker.pid], "no second broker was started")
       assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
+    }))
+})
+
+describe("a broker that checks its database in full at start (broker.checking)", () => {
+  it.live("is waited for past waitMs while the mark names a live process, and used once it answers", () =>
+    Effect.gen(function*() {
+      // Health goes unanswered on the first probe (ensureBroker's own) and on the lock holder's wait.
+      const broker = yield* fakeBroker({ silentHealthConnections: 2 })
+      const dir = { agentDir: broker.root, intercomDir: broker.intercomDir, socketPath: broker.socketPath }
+      yield* holdLifetimeLock(broker.intercomDir)
+      fs.writeFileSync(checkingMarkOf(broker.intercomDir), String(process.pid))
+      yield* ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200, checkWaitMs: 30_000 })
+      assert.strictEqual(broker.connections(), 3, "answered on the probe made while the check ran")
+      assert.isFalse(fs.existsSync(path.join(broker.intercomDir, "broker.log")), "nothing was launched")
+    }))
+
+  it.live("still checking at checkWaitMs: fails with BrokerStillChecking, naming the pid and what to do", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
+      yield* holdLifetimeLock(dir.intercomDir)
+      fs.writeFileSync(checkingMarkOf(dir.intercomDir), String(process.pid))
+      const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200, checkWaitMs: 600 }))
+      assert.instanceOf(error, BrokerStillChecking)
+      assert.strictEqual(
+        error.message,
+        `The intercom broker (pid ${process.pid}) is still checking its database (${dir.intercomDir}/intercom.db) after ` +
+          "an unclean shutdown; waited 1 s. The check (PRAGMA quick_check) reads every page, about 4 s per GB, and the " +
+          'broker answers once it ends. Try again shortly; "The full check only after an unclean close" in ' +
+          "docs/store.md says more."
+      )
+    }))
+
+  it.live("a mark left by a broker that is gone is ignored: the broker is reported as not answering, as before", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
+      yield* holdLifetimeLock(dir.intercomDir)
+      const gone = yield* spawnNode(["-e", "0"])
+      yield* gone.waitExit()
+      fs.writeFileSync(checkingMarkOf(dir.intercomDir), String(gone.pid))
+      assert.isUndefined(yield* checkingBroker(dir.intercomDir))
+      const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200, checkWaitMs: 30_000 }))
+      assert.strictEqual(error._tag, "BrokerNotAnswering")
     }))
 })
 

@@ -237,6 +237,11 @@ export interface FakeBrokerOptions {
    * another process registers the same id. Default: never.
    */
   readonly takeOverFirst?: number
+  /**
+   * Leave `health` unanswered on the first this many connections, as a broker
+   * that has not started answering yet (one checking its database). Default 0.
+   */
+  readonly silentHealthConnections?: number
 }
 
 /** What a fake broker saw, and how to wait for it. */
@@ -301,6 +306,7 @@ export const makeFakeBroker = (
           }
           switch (parsed.type) {
             case "health":
+              if (id <= (options.silentHealthConnections ?? 0)) break
               yield* reply({ type: "health_ok", requestId: parsed.requestId, protocol: "pi-intercom", version: 1 })
               break
             case "register": {

@@ -369,6 +369,56 @@ describe("Database.layer", () => {
       assert.include(error.message, "quick_check")
     }))
 
+  it.effect("broker.checking names this process while the full check runs, and is gone once it ends", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      const mark = path.join(path.dirname(file), "broker.checking")
+      // What the mark held at the moment each open ran PRAGMA quick_check.
+      const seen: Array<string | undefined> = []
+      const seesMark = (): SqliteClient.SqliteModule | undefined => {
+        const sqlite = SqliteClient.loadNodeSqlite()
+        if (sqlite === undefined) return undefined
+        class DatabaseSync extends sqlite.DatabaseSync {
+          override prepare(sql: string) {
+            if (sql === "PRAGMA quick_check") seen.push(fs.existsSync(mark) ? fs.readFileSync(mark, "utf8") : undefined)
+            return super.prepare(sql)
+          }
+        }
+        return { ...sqlite, DatabaseSync }
+      }
+      yield* openOnly({ file, migrations: testMigrations })
+      const crashed = path.join(path.dirname(file), "crashed.db")
+      yield* withDatabase({ file, migrations: testMigrations }, Effect.sync(() => fs.copyFileSync(file, crashed)))
+      // Unmarked (a copy taken while open, as a crash leaves it): checked in full, under the mark.
+      yield* openOnly({ file: crashed, migrations: testMigrations, loadSqlite: seesMark, checkingMark: mark })
+      assert.deepStrictEqual(seen, [String(process.pid)])
+      assert.isFalse(fs.existsSync(mark), "removed after the check")
+      // Closed cleanly: no full check, and no mark.
+      yield* openOnly({ file: crashed, migrations: testMigrations, loadSqlite: seesMark, checkingMark: mark })
+      assert.deepStrictEqual(seen, [String(process.pid)])
+      assert.isFalse(fs.existsSync(mark))
+    }))
+
+  it.effect("a database refused by the full check leaves no broker.checking behind", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      // A NULL under a NOT NULL column, unmarked: only the full check finds it (as above).
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const raw = new DatabaseSync(file, { defensive: false })
+      raw.exec("CREATE TABLE loose (v TEXT)")
+      raw.exec("INSERT INTO loose (v) VALUES (NULL)")
+      raw.exec("PRAGMA writable_schema = ON")
+      raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+      raw.exec("PRAGMA application_id = 0")
+      raw.close()
+      const mark = path.join(path.dirname(file), "broker.checking")
+      const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations, checkingMark: mark }))
+      assert.instanceOf(error, DatabaseCorrupt)
+      assert.include(error.message, "quick_check")
+      assert.isFalse(fs.existsSync(mark))
+    }))
+
   it.effect("a copy of the main file alone, taken while the database is open, does not hold the clean-close mark", () =>
     Effect.gen(function*() {
       const file = yield* dbFile
