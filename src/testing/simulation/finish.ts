@@ -40,6 +40,9 @@ export const closeWorld = (world: World): Effect.Effect<void> =>
     const closing = yield* Effect.forkDetach(Scope.close(world.scope, Exit.void), { startImmediately: true })
     const deadline = world.now() + CLOSE_BOUND_MS
     while (closing.pollUnsafe() === undefined && world.now() < deadline) yield* TestClock.adjust(CLOSE_TICK_MS)
+    if (closing.pollUnsafe() === undefined) {
+      world.ledger.note(`the world did not close within ${CLOSE_BOUND_MS / 60_000} simulated minutes: left behind`)
+    }
   })
 
 /**
