@@ -26,7 +26,7 @@ import { TestClock } from "effect/testing"
 import { type FiberWatch, makeFiberWatch } from "./FiberWatch.ts"
 import { crashBroker, startBroker } from "./simulation/broker.ts"
 import { type LogSink, simulationEnvironment } from "./simulation/environment.ts"
-import { finish } from "./simulation/finish.ts"
+import { closeWorld, finish } from "./simulation/finish.ts"
 import { handleOf } from "./simulation/handles.ts"
 import { hostileHandle, makeHostileStates, startHostile } from "./simulation/hostile.ts"
 import { authorizeChild, makeSessionStates, startSession } from "./simulation/sessions.ts"
@@ -97,6 +97,10 @@ const makeSimulation = (
   Effect.gen(function*() {
     const world = yield* makeWorld(config, watch, logSink)
     const { ledger, seed } = world
+    // Added after the world's Scope, so it runs first: a run that ends before `finish` (its script
+    // failed, died or was interrupted, or the world failed to start) closes the world here, with the
+    // clock moving, and the run ends with the script's own error.
+    yield* Effect.addFinalizer(() => closeWorld(world))
     const states = yield* makeSessionStates(world)
     const handles = states.map((state) => handleOf(world, state))
     const hostiles = makeHostileStates(world, config.hostile ?? 0, states[0]?.meta.scopeId)

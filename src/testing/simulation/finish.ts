@@ -5,6 +5,7 @@
  * every acknowledged message accounted for; then nothing may keep running.
  */
 import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
@@ -13,6 +14,36 @@ import { currentLink, lifecycle, type SessionState, startSession, stopSession } 
 import { advance, idleChecks, step, worldStep } from "./steps.ts"
 import type { SimReport } from "./types.ts"
 import type { World } from "./world.ts"
+
+/** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
+const CLOSE_BOUND_MS = 5 * 60_000
+
+/** Simulated time between two looks at a closing world (the step of `worldStep`). */
+const CLOSE_TICK_MS = 100
+
+/**
+ * Closes a world that did not reach `finish`'s own close (its script failed,
+ * died or was interrupted, or the world failed to start), moving the clock
+ * while it closes: nothing else moves time once the driver has stopped.
+ * A client's orderly close waits on the clock: it joins a connect attempt
+ * in flight for up to 2 s — one sleeping out its reconnect backoff when a
+ * broker started after the client closed first (a Scope closes the newest
+ * first) — then waits up to 2 s for its `unregister` to be answered. A
+ * close still running after
+ * `CLOSE_BOUND_MS` of simulated time is left behind and the caller goes on.
+ * A world already closing or closed returns at once.
+ */
+export const closeWorld = (world: World): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (world.scope.state._tag === "Closed") return
+    world.ledger.note("the run ended before finish: the world closes")
+    const closing = yield* Effect.forkDetach(Scope.close(world.scope, Exit.void), { startImmediately: true })
+    const deadline = world.now() + CLOSE_BOUND_MS
+    while (closing.pollUnsafe() === undefined && world.now() < deadline) yield* TestClock.adjust(CLOSE_TICK_MS)
+    if (closing.pollUnsafe() === undefined) {
+      world.ledger.note(`the world did not close within ${CLOSE_BOUND_MS / 60_000} simulated minutes: left behind`)
+    }
+  })
 
 /**
  * Ends the run: heals every fault, starts what is down, lets the world
