@@ -8,8 +8,15 @@
  * once. A message once handed over can no longer be replaced: a later one
  * starts a new window (C-DLV-7).
  *
- * Owns the staged messages and their per-sender counts. Bounded: 100 staged
- * per sender and 1,000 overall (C-DLV-8); replacing a staged key never counts.
+ * Owns the staged messages and their per-sender and per-recipient counts.
+ * Bounded: 100 staged per sender and 1,000 overall (C-DLV-8), and ours, 250
+ * staged for one recipient; replacing a staged key never counts. The
+ * per-recipient cap isolates recipients: a recipient that never reads keeps
+ * its due messages (below) counted, and without it ten senders staging 100
+ * threads each for it would fill the overall cap and refuse replace sends to
+ * every other recipient. At 250 one such recipient holds a quarter of the
+ * overall cap at most, leaving 750 places to the others; a reading recipient
+ * meets it only with 250 distinct (sender, thread) keys in one window.
  * Timed work runs on the broker's clock: a broker fiber sleeps until
  * `nextDeadline()` and calls `flushDue` (Broker.ts), woken through `signal`
  * when the first message is staged.
@@ -52,6 +59,13 @@ export const MAX_STAGED_PER_SENDER = 100
 /** Staged replace messages the broker keeps at once, overall (C-DLV-8). */
 export const MAX_STAGED = 1_000
 
+/**
+ * Staged replace messages for one recipient at once (ours; see the module
+ * header): a quarter of MAX_STAGED, so one recipient that never reads cannot
+ * refuse replace sends to every other.
+ */
+export const MAX_STAGED_PER_RECIPIENT = 250
+
 /** One staged message: the latest of its key. */
 export interface Staged {
   readonly key: string
@@ -73,6 +87,13 @@ export type DeliverStaged = (staged: Staged, target: Session, leaving: boolean) 
 /** Sends a notice to a sender now, or keeps it until it registers again (MailDelivery.notify). */
 export type NotifySender = (senderKey: string, notice: string) => void
 
+/** Takes one off `key`'s count in `counts`, forgetting a count that reaches zero. */
+const decrement = (counts: Map<string, number>, key: string): void => {
+  const count = (counts.get(key) ?? 1) - 1
+  if (count === 0) counts.delete(key)
+  else counts.set(key, count)
+}
+
 /** The staging area; see the module header. */
 export class ReplaceStaging {
   private readonly ctx: RouterContext
@@ -87,6 +108,8 @@ export class ReplaceStaging {
   private dueCount = 0
   /** Staged and due messages by sender key (C-DLV-8). */
   private readonly perSender = new Map<string, number>()
+  /** Staged and due messages by recipient key (MAX_STAGED_PER_RECIPIENT). */
+  private readonly perRecipient = new Map<string, number>()
 
   /**
    * @param deliver hands a due message to the send pipeline's live delivery.
@@ -129,10 +152,16 @@ export class ReplaceStaging {
     const previous = previousDue ?? this.staged.get(key)
     if (previous === undefined) {
       const count = this.perSender.get(attempt.sender.key) ?? 0
-      if (count >= MAX_STAGED_PER_SENDER || this.size >= MAX_STAGED) {
-        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
+      if (count >= MAX_STAGED_PER_SENDER) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
+      const forTarget = this.perRecipient.get(target.key) ?? 0
+      if (forTarget >= MAX_STAGED_PER_RECIPIENT) {
+        const name = target.fields.name
+        const label = name === undefined ? `session ${target.id}` : `session "${name}" (${target.id})`
+        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFullFor(label, MAX_STAGED_PER_RECIPIENT) }
       }
+      if (this.size >= MAX_STAGED) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
       this.perSender.set(attempt.sender.key, count + 1)
+      this.perRecipient.set(target.key, forTarget + 1)
     }
     const entry: Staged = {
       key,
@@ -325,11 +354,10 @@ export class ReplaceStaging {
     this.uncount(entry)
   }
 
-  /** A message that leaves staging no longer counts against its sender's cap. */
+  /** A message that leaves staging no longer counts against its sender's cap, nor its recipient's. */
   private uncount(entry: Staged): void {
-    const count = (this.perSender.get(entry.mail.senderKey) ?? 1) - 1
-    if (count === 0) this.perSender.delete(entry.mail.senderKey)
-    else this.perSender.set(entry.mail.senderKey, count)
+    decrement(this.perSender, entry.mail.senderKey)
+    decrement(this.perRecipient, entry.mail.targetKey)
   }
 
   private dropForRecipient(entry: Staged, targetInfo: string | undefined): void {
