@@ -42,8 +42,12 @@
  * and its sender gets an `expired` receipt saying so when it registers again:
  * a sender whose connection dropped comes back with a client still waiting
  * for the answer, which the receipt ends. Its other staged messages are
- * delivered at once (see `hooks`). Its sender may withdraw a staged
- * message (`withdraw`: `cancel_message`, `cancel_ask`).
+ * delivered at once (see `hooks`); one that must wait for room (its
+ * sender's connection closed, so there is no batch to park it with) holds
+ * that sender's `session_left` back from its recipient, and from it only,
+ * until it is queued or dropped (`DepartureGate`, Membership's
+ * `withholdDeparture`). Its sender may withdraw a staged message
+ * (`withdraw`: `cancel_message`, `cancel_ask`).
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import * as Encode from "./encode.ts"
@@ -87,6 +91,25 @@ export type DeliverStaged = (staged: Staged, target: Session, leaving: boolean) 
 /** Sends a notice to a sender now, or keeps it until it registers again (MailDelivery.notify). */
 export type NotifySender = (senderKey: string, notice: string) => void
 
+/**
+ * Holds a departed sender's `session_left` back from one recipient while its
+ * replace messages wait for room there (Membership.withholdDeparture and
+ * releaseDeparture, by the sender's session key and id).
+ */
+export interface DepartureGate {
+  readonly withhold: (recipient: Peer, senderKey: string, senderId: string) => void
+  readonly release: (recipient: Peer, senderKey: string, senderId: string) => void
+}
+
+/** A departed sender's due messages for one recipient, whose `session_left` waits for them. */
+interface WaitingDeparture {
+  readonly recipient: Peer
+  readonly senderKey: string
+  readonly senderId: string
+  /** Its due messages still waiting for room there. */
+  count: number
+}
+
 /** Takes one off `key`'s count in `counts`, forgetting a count that reaches zero. */
 const decrement = (counts: Map<string, number>, key: string): void => {
   const count = (counts.get(key) ?? 1) - 1
@@ -100,6 +123,9 @@ export class ReplaceStaging {
   private readonly deliver: DeliverStaged
   private readonly notify: NotifySender
   private readonly wake: () => void
+  private readonly departures: DepartureGate
+  /** Departures held back from a recipient for a departed sender's due messages, by `sender\0recipient` key. */
+  private readonly waitingDepartures = new Map<string, WaitingDeparture>()
   /** Staged messages whose window is open, by key, in the order their keys were first staged: deadlines ascend. */
   private readonly staged = new Map<string, Staged>()
   /** Due messages waiting for room, by recipient key, then by key in the order they fell due. */
@@ -115,12 +141,20 @@ export class ReplaceStaging {
    * @param deliver hands a due message to the send pipeline's live delivery.
    * @param notify tells a sender (now, or when it is back) what became of a staged message.
    * @param wake tells the broker's staging fiber that a deadline may be nearer.
+   * @param departures holds a departed sender's `session_left` back from a recipient its due messages wait for.
    */
-  constructor(ctx: RouterContext, deliver: DeliverStaged, notify: NotifySender, wake: () => void) {
+  constructor(
+    ctx: RouterContext,
+    deliver: DeliverStaged,
+    notify: NotifySender,
+    wake: () => void,
+    departures: DepartureGate
+  ) {
     this.ctx = ctx
     this.deliver = deliver
     this.notify = notify
     this.wake = wake
+    this.departures = departures
   }
 
   /** Messages staged now: those whose window is open and those due that wait for room. */
@@ -281,7 +315,10 @@ export class ReplaceStaging {
    * later message of its can replace it now, and delivered now it reaches
    * its recipient before the sender's `session_left` (Output.takeForWrite),
    * which a client takes as the end of its asks waiting on that sender
-   * (C-BRK-33) — a staged reply behind it would be lost.
+   * (C-BRK-33) — a staged reply behind it would be lost. One that must wait
+   * for room (no batch of its sender's to park it with: its connection
+   * closed) holds that `session_left` back from its recipient until it goes
+   * (`withholdDepartures`).
    */
   readonly hooks: RegistrationHooks = {
     left: (session) => {
@@ -318,7 +355,42 @@ export class ReplaceStaging {
           } else this.handOver(entry, true)
         }
       }
+      if (this.dueCount > 0) this.withholdDepartures(session)
     }
+  }
+
+  /**
+   * `sender` left with non-ask messages due, waiting for room in their
+   * recipients' outboxes: each such recipient gets its `session_left` only
+   * after them (C-BRK-33), without the outbox going past its bounds. A
+   * recipient in another scope (a rerouted reply) does not see the departure
+   * in its feed: nothing to hold. A walk over the due messages: a leave, not
+   * the per-frame path.
+   */
+  private withholdDepartures(sender: Session): void {
+    for (const [targetKey, dueFor] of this.due) {
+      let count = 0
+      for (const entry of dueFor.values()) if (entry.mail.senderKey === sender.key) count++
+      if (count === 0) continue
+      const target = this.ctx.registry.byKey.get(targetKey)
+      if (target === undefined || target.space !== sender.space) continue
+      this.waitingDepartures.set(`${sender.key}\u0000${targetKey}`, {
+        recipient: target.peer,
+        senderKey: sender.key,
+        senderId: sender.id,
+        count
+      })
+      this.departures.withhold(target.peer, sender.key, sender.id)
+    }
+  }
+
+  /** A due message left: the last of a departed sender's for its recipient releases the departure held behind them. */
+  private departureWaited(entry: Staged): void {
+    const pair = `${entry.mail.senderKey}\u0000${entry.mail.targetKey}`
+    const waiting = this.waitingDepartures.get(pair)
+    if (waiting === undefined || --waiting.count > 0) return
+    this.waitingDepartures.delete(pair)
+    this.departures.release(waiting.recipient, waiting.senderKey, waiting.senderId)
   }
 
   /**
@@ -352,6 +424,8 @@ export class ReplaceStaging {
     if (dueFor.size === 0) this.due.delete(entry.mail.targetKey)
     this.dueCount--
     this.uncount(entry)
+    // After its delivery (the callers queue it first): the departure comes after it.
+    if (this.waitingDepartures.size > 0) this.departureWaited(entry)
   }
 
   /** A message that leaves staging no longer counts against its sender's cap, nor its recipient's. */
