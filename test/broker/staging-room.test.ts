@@ -167,4 +167,20 @@ describe("a replace-staged message falling due into a full outbox", () => {
       assert.deepStrictEqual(seen.filter((f) => f.endsWith(" sender")), ["left sender", "joined sender"])
       assert.deepStrictEqual(seen.filter((f) => f.startsWith("message")), Array.from({ length: 6 }, (_, i) => `message due ${i}`))
     }))
+
+  it.effect("the held-back departure stays held when the feed drops it while the recipient lags (owed, not written early)", () =>
+    Effect.gen(function*() {
+      const setup = yield* setUp
+      const { recipient, router, session } = setup
+      stageThenClose(setup, 4)
+      // Past the feed's bound of departed entries, while the recipient lags: the sender's departure is dropped
+      // from the feed and owed to the recipient (Membership.compact).
+      for (let i = 0; i < 1_100; i++) {
+        const peer = session(10 + i, `passer-${i}`, false)
+        router.detach(peer, router.output.drainOnClose(peer))
+      }
+      router.membership.notify()
+      assert.deepStrictEqual(written(router, recipient), ["message due 0", "message due 1"])
+      assert.deepStrictEqual(written(router, recipient), ["message due 2", "message due 3", "left sender"])
+    }))
 })
