@@ -187,7 +187,8 @@ export class ReplaceStaging {
     if (previous === undefined) {
       const count = this.perSender.get(attempt.sender.key) ?? 0
       if (count >= MAX_STAGED_PER_SENDER) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
-      const forTarget = this.perRecipient.get(target.key) ?? 0
+      // By the mail's recipient key, as `uncount` takes it off (a P49 sole holder's differs from `target.key`).
+      const forTarget = this.perRecipient.get(mail.targetKey) ?? 0
       if (forTarget >= MAX_STAGED_PER_RECIPIENT) {
         const name = target.fields.name
         const label = name === undefined ? `session ${target.id}` : `session "${name}" (${target.id})`
@@ -195,7 +196,7 @@ export class ReplaceStaging {
       }
       if (this.size >= MAX_STAGED) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
       this.perSender.set(attempt.sender.key, count + 1)
-      this.perRecipient.set(target.key, forTarget + 1)
+      this.perRecipient.set(mail.targetKey, forTarget + 1)
     }
     const entry: Staged = {
       key,

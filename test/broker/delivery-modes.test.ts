@@ -249,6 +249,11 @@ describe("replace coalescing", () => {
       // A few went before its link and outbox filled; the rest wait, up to the recipient's cap.
       assert.strictEqual((yield* broker.broker.stats).staged, MAX_STAGED_PER_RECIPIENT)
       assert.strictEqual(queued + refusedForStuck, senders * MAX_STAGED_PER_SENDER)
+      // Once it reads, its places are free again.
+      yield* stuck.client.resume
+      for (let turn = 0; turn < 100 && (yield* broker.broker.stats).staged > 0; turn++) yield* stuck.client.roundTrip
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+      assert.strictEqual((yield* sendFrame(other.client, "stuck", message("now it reads"), replace("t"))).type, "delivery_queued")
     }), 60_000)
 
   it.effect("a recipient that leaves loses its staged messages and the sender is told; nothing reaches it when it is back", () =>
