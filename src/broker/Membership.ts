@@ -7,7 +7,7 @@
  * This module owns the set of scopes whose membership changed, wakes their
  * recipients' writers once per batch of changes (the notifier fiber calls
  * `notify`), keeps each feed's departed entries bounded, and is the only
- * writer of a `Peer`'s membership fields (`feedCursor`, `owedDepartures`,
+ * writer of a `Peer`'s membership fields (`feedCursor`, `owedDepartures`, `withheldDepartures`,
  * `feedPending`) and of each space's `needsTick` set.
  *
  * A writer is woken with a FEED_TICK in its outbox, one at a time: `needsTick`
@@ -42,6 +42,17 @@
  * every session for as long as one recipient does not read. A hold so lasts
  * at most until the connection registers again or the registration timeout
  * closes it (which forces the parked output through).
+ *
+ * A session whose connection closes has no batch to park with: a replace
+ * message of its that waits for room in a recipient's full outbox
+ * (ReplaceStaging.ts) stays staged. Its departure goes into the feed for
+ * everyone else at once, but that recipient's writer passes over it
+ * (`withholdDeparture`, the peer's `withheldDepartures`) until the last
+ * such message is queued for it or dropped (`releaseDeparture`); then it is
+ * owed, and written after that output like the feed's departures. One
+ * recipient that does not read so holds the departure back from itself
+ * only, and no outbox goes past its bounds. A session that registers again
+ * meanwhile has its withheld departures released first, as for `held`.
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
@@ -90,6 +101,8 @@ export class Membership implements FeedSource {
    * that output is in its recipients' outboxes (`parkedOut`).
    */
   private readonly held = new Map<string, Session>()
+  /** Recipients withholding a departure (`withholdDeparture`), by the departed session's key. */
+  private readonly withheld = new Map<string, Set<Peer>>()
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -108,6 +121,10 @@ export class Membership implements FeedSource {
       for (const held of this.held.values()) {
         if (held.key === session.key || held.peer === session.peer) this.release(held)
       }
+    }
+    if (this.withheld.size > 0) {
+      const recipients = this.withheld.get(session.key)
+      if (recipients !== undefined) for (const recipient of [...recipients]) this.releaseDeparture(recipient, session.key, session.id)
     }
     const space = session.space
     session.peer.feedCursor = space.feed.seq
@@ -132,6 +149,44 @@ export class Membership implements FeedSource {
     session.space.needsTick.delete(session.peer)
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
     else this.depart(session)
+  }
+
+  /**
+   * Session `departedId` (key `departedKey`) leaves, its connection closed,
+   * with replace messages for `recipient` waiting for room in its outbox
+   * (ReplaceStaging.ts): `recipient` gets its `session_left` only once they
+   * are queued or dropped (`releaseDeparture`); see "Departures" in the module header.
+   */
+  withholdDeparture(recipient: Peer, departedKey: string, departedId: string): void {
+    ;(recipient.withheldDepartures ??= new Map()).set(departedId, false)
+    const recipients = this.withheld.get(departedKey)
+    if (recipients === undefined) this.withheld.set(departedKey, new Set([recipient]))
+    else recipients.add(recipient)
+  }
+
+  /**
+   * The replace messages `recipient` waited for from session `departedId`
+   * are queued for it (or dropped), or the session is back: its departure,
+   * if the recipient's writer passed it meanwhile, is owed now — written
+   * after the output already queued. A no-op when none is withheld.
+   */
+  releaseDeparture(recipient: Peer, departedKey: string, departedId: string): void {
+    const withheld = recipient.withheldDepartures
+    const passed = withheld?.get(departedId)
+    if (withheld === undefined || passed === undefined) return
+    withheld.delete(departedId)
+    if (withheld.size === 0) recipient.withheldDepartures = undefined
+    const recipients = this.withheld.get(departedKey)
+    recipients?.delete(recipient)
+    if (recipients?.size === 0) this.withheld.delete(departedKey)
+    const session = recipient.session
+    if (!passed || session === undefined || session.peer !== recipient) return
+    ;(recipient.owedDepartures ??= new Set()).add(departedId)
+    // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
+    if (!recipient.feedPending && this.waker.tick(recipient)) {
+      recipient.feedPending = true
+      session.space.needsTick.delete(recipient)
+    }
   }
 
   /** `reader`'s parked output is all in its recipients' outboxes: the departures held behind it go into the feed. */
@@ -162,12 +217,16 @@ export class Membership implements FeedSource {
     const session = peer.session
     if (session === undefined) return
     const feed = session.space.feed
+    const withheld = peer.withheldDepartures
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (before its new join).
-      for (const id of peer.owedDepartures) (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
+      for (const id of peer.owedDepartures) {
+        if (withheld !== undefined && withheld.has(id)) withheld.set(id, true)
+        else (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
+      }
       peer.owedDepartures = undefined
     }
-    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures)
+    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld)
   }
 
   /**

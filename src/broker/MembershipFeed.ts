@@ -137,12 +137,16 @@ export class MembershipFeed {
    * the asks waiting on that session, so a reply behind it would be lost).
    * Joins and presence stay first: no message overtakes the join of its
    * sender. A departure followed by a new join stays with that join, before.
+   * A departure whose id is in `withheld` is not sent: it is marked passed
+   * there (true), for the owner to send when it is released
+   * (Membership.releaseDeparture).
    */
   collect(
     cursor: number,
     selfId: string | undefined,
     out: Array<OutFrame>,
-    departures: Array<OutFrame> = out
+    departures: Array<OutFrame> = out,
+    withheld: Map<string, boolean> | undefined = undefined
   ): number {
     if (cursor >= this.lastSeq) return cursor
     let start = this.tail
@@ -157,8 +161,9 @@ export class MembershipFeed {
         }
       } else if (entry.presentSince <= cursor) {
         // Not joined again since: after the queued output; otherwise before its new join.
-        if (this.entries.get(entry.id) === entry) departures.push(sessionLeftFrame(entry.id))
-        else out.push(sessionLeftFrame(entry.id))
+        if (this.entries.get(entry.id) !== entry) out.push(sessionLeftFrame(entry.id))
+        else if (withheld !== undefined && withheld.has(entry.id)) withheld.set(entry.id, true)
+        else departures.push(sessionLeftFrame(entry.id))
       }
     }
     return this.lastSeq

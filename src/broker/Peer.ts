@@ -151,6 +151,13 @@ export class Peer {
    * session's new join if it is back (Membership.collect).
    */
   owedDepartures: Set<string> | undefined = undefined
+  /**
+   * Departures this connection gets only after replace messages of the
+   * departed session that wait for room in its outbox (Membership.withholdDeparture),
+   * by session id: true once its writer passed the departure in the feed
+   * (it is owed when released), false while it has not.
+   */
+  withheldDepartures: Map<string, boolean> | undefined = undefined
 
   /** A FEED_TICK is already waiting in the outbox. */
   feedPending = false

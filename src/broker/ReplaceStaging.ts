@@ -8,8 +8,15 @@
  * once. A message once handed over can no longer be replaced: a later one
  * starts a new window (C-DLV-7).
  *
- * Owns the staged messages and their per-sender counts. Bounded: 100 staged
- * per sender and 1,000 overall (C-DLV-8); replacing a staged key never counts.
+ * Owns the staged messages and their per-sender and per-recipient counts.
+ * Bounded: 100 staged per sender and 1,000 overall (C-DLV-8), and ours, 250
+ * staged for one recipient; replacing a staged key never counts. The
+ * per-recipient cap isolates recipients: a recipient that never reads keeps
+ * its due messages (below) counted, and without it ten senders staging 100
+ * threads each for it would fill the overall cap and refuse replace sends to
+ * every other recipient. At 250 one such recipient holds a quarter of the
+ * overall cap at most, leaving 750 places to the others; a reading recipient
+ * meets it only with 250 distinct (sender, thread) keys in one window.
  * Timed work runs on the broker's clock: a broker fiber sleeps until
  * `nextDeadline()` and calls `flushDue` (Broker.ts), woken through `signal`
  * when the first message is staged.
@@ -35,8 +42,19 @@
  * and its sender gets an `expired` receipt saying so when it registers again:
  * a sender whose connection dropped comes back with a client still waiting
  * for the answer, which the receipt ends. Its other staged messages are
- * delivered at once (see `hooks`). Its sender may withdraw a staged
- * message (`withdraw`: `cancel_message`, `cancel_ask`).
+ * delivered at once (see `hooks`); one that must wait for room (its
+ * sender's connection closed, so there is no batch to park it with) holds
+ * that sender's `session_left` back from its recipient, and from it only,
+ * until it is queued or dropped (`DepartureGate`, Membership's
+ * `withholdDeparture`). Its sender may withdraw a staged message
+ * (`withdraw`: `cancel_message`, `cancel_ask`).
+ *
+ * Size: about 460 lines (this stop added the per-recipient cap and the
+ * departures held behind due messages, about 100), kept whole because it is
+ * the single owner of the staged and due messages and of every count over
+ * them: the caps and the held departures are counts that must change in the
+ * same step as the message they count leaves. Holding a departure in the
+ * feed is Membership's; delivering is Send.ts's.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
 import * as Encode from "./encode.ts"
@@ -51,6 +69,13 @@ export const MAX_STAGED_PER_SENDER = 100
 
 /** Staged replace messages the broker keeps at once, overall (C-DLV-8). */
 export const MAX_STAGED = 1_000
+
+/**
+ * Staged replace messages for one recipient at once (ours; see the module
+ * header): a quarter of MAX_STAGED, so one recipient that never reads cannot
+ * refuse replace sends to every other.
+ */
+export const MAX_STAGED_PER_RECIPIENT = 250
 
 /** One staged message: the latest of its key. */
 export interface Staged {
@@ -73,12 +98,41 @@ export type DeliverStaged = (staged: Staged, target: Session, leaving: boolean) 
 /** Sends a notice to a sender now, or keeps it until it registers again (MailDelivery.notify). */
 export type NotifySender = (senderKey: string, notice: string) => void
 
+/**
+ * Holds a departed sender's `session_left` back from one recipient while its
+ * replace messages wait for room there (Membership.withholdDeparture and
+ * releaseDeparture, by the sender's session key and id).
+ */
+export interface DepartureGate {
+  readonly withhold: (recipient: Peer, senderKey: string, senderId: string) => void
+  readonly release: (recipient: Peer, senderKey: string, senderId: string) => void
+}
+
+/** A departed sender's due messages for one recipient, whose `session_left` waits for them. */
+interface WaitingDeparture {
+  readonly recipient: Peer
+  readonly senderKey: string
+  readonly senderId: string
+  /** Its due messages still waiting for room there. */
+  count: number
+}
+
+/** Takes one off `key`'s count in `counts`, forgetting a count that reaches zero. */
+const decrement = (counts: Map<string, number>, key: string): void => {
+  const count = (counts.get(key) ?? 1) - 1
+  if (count === 0) counts.delete(key)
+  else counts.set(key, count)
+}
+
 /** The staging area; see the module header. */
 export class ReplaceStaging {
   private readonly ctx: RouterContext
   private readonly deliver: DeliverStaged
   private readonly notify: NotifySender
   private readonly wake: () => void
+  private readonly departures: DepartureGate
+  /** Departures held back from a recipient for a departed sender's due messages, by `sender\0recipient` key. */
+  private readonly waitingDepartures = new Map<string, WaitingDeparture>()
   /** Staged messages whose window is open, by key, in the order their keys were first staged: deadlines ascend. */
   private readonly staged = new Map<string, Staged>()
   /** Due messages waiting for room, by recipient key, then by key in the order they fell due. */
@@ -87,17 +141,27 @@ export class ReplaceStaging {
   private dueCount = 0
   /** Staged and due messages by sender key (C-DLV-8). */
   private readonly perSender = new Map<string, number>()
+  /** Staged and due messages by recipient key (MAX_STAGED_PER_RECIPIENT). */
+  private readonly perRecipient = new Map<string, number>()
 
   /**
    * @param deliver hands a due message to the send pipeline's live delivery.
    * @param notify tells a sender (now, or when it is back) what became of a staged message.
    * @param wake tells the broker's staging fiber that a deadline may be nearer.
+   * @param departures holds a departed sender's `session_left` back from a recipient its due messages wait for.
    */
-  constructor(ctx: RouterContext, deliver: DeliverStaged, notify: NotifySender, wake: () => void) {
+  constructor(
+    ctx: RouterContext,
+    deliver: DeliverStaged,
+    notify: NotifySender,
+    wake: () => void,
+    departures: DepartureGate
+  ) {
     this.ctx = ctx
     this.deliver = deliver
     this.notify = notify
     this.wake = wake
+    this.departures = departures
   }
 
   /** Messages staged now: those whose window is open and those due that wait for room. */
@@ -129,10 +193,17 @@ export class ReplaceStaging {
     const previous = previousDue ?? this.staged.get(key)
     if (previous === undefined) {
       const count = this.perSender.get(attempt.sender.key) ?? 0
-      if (count >= MAX_STAGED_PER_SENDER || this.size >= MAX_STAGED) {
-        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
+      if (count >= MAX_STAGED_PER_SENDER) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
+      // By the mail's recipient key, as `uncount` takes it off (a P49 sole holder's differs from `target.key`).
+      const forTarget = this.perRecipient.get(mail.targetKey) ?? 0
+      if (forTarget >= MAX_STAGED_PER_RECIPIENT) {
+        const name = target.fields.name
+        const label = name === undefined ? `session ${target.id}` : `session "${name}" (${target.id})`
+        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFullFor(label, MAX_STAGED_PER_RECIPIENT) }
       }
+      if (this.size >= MAX_STAGED) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
       this.perSender.set(attempt.sender.key, count + 1)
+      this.perRecipient.set(mail.targetKey, forTarget + 1)
     }
     const entry: Staged = {
       key,
@@ -252,7 +323,10 @@ export class ReplaceStaging {
    * later message of its can replace it now, and delivered now it reaches
    * its recipient before the sender's `session_left` (Output.takeForWrite),
    * which a client takes as the end of its asks waiting on that sender
-   * (C-BRK-33) — a staged reply behind it would be lost.
+   * (C-BRK-33) — a staged reply behind it would be lost. One that must wait
+   * for room (no batch of its sender's to park it with: its connection
+   * closed) holds that `session_left` back from its recipient until it goes
+   * (`withholdDepartures`).
    */
   readonly hooks: RegistrationHooks = {
     left: (session) => {
@@ -289,7 +363,42 @@ export class ReplaceStaging {
           } else this.handOver(entry, true)
         }
       }
+      if (this.dueCount > 0) this.withholdDepartures(session)
     }
+  }
+
+  /**
+   * `sender` left with non-ask messages due, waiting for room in their
+   * recipients' outboxes: each such recipient gets its `session_left` only
+   * after them (C-BRK-33), without the outbox going past its bounds. A
+   * recipient in another scope (a rerouted reply) does not see the departure
+   * in its feed: nothing to hold. A walk over the due messages: a leave, not
+   * the per-frame path.
+   */
+  private withholdDepartures(sender: Session): void {
+    for (const [targetKey, dueFor] of this.due) {
+      let count = 0
+      for (const entry of dueFor.values()) if (entry.mail.senderKey === sender.key) count++
+      if (count === 0) continue
+      const target = this.ctx.registry.byKey.get(targetKey)
+      if (target === undefined || target.space !== sender.space) continue
+      this.waitingDepartures.set(`${sender.key}\u0000${targetKey}`, {
+        recipient: target.peer,
+        senderKey: sender.key,
+        senderId: sender.id,
+        count
+      })
+      this.departures.withhold(target.peer, sender.key, sender.id)
+    }
+  }
+
+  /** A due message left: the last of a departed sender's for its recipient releases the departure held behind them. */
+  private departureWaited(entry: Staged): void {
+    const pair = `${entry.mail.senderKey}\u0000${entry.mail.targetKey}`
+    const waiting = this.waitingDepartures.get(pair)
+    if (waiting === undefined || --waiting.count > 0) return
+    this.waitingDepartures.delete(pair)
+    this.departures.release(waiting.recipient, waiting.senderKey, waiting.senderId)
   }
 
   /**
@@ -323,13 +432,14 @@ export class ReplaceStaging {
     if (dueFor.size === 0) this.due.delete(entry.mail.targetKey)
     this.dueCount--
     this.uncount(entry)
+    // After its delivery (the callers queue it first): the departure comes after it.
+    if (this.waitingDepartures.size > 0) this.departureWaited(entry)
   }
 
-  /** A message that leaves staging no longer counts against its sender's cap. */
+  /** A message that leaves staging no longer counts against its sender's cap, nor its recipient's. */
   private uncount(entry: Staged): void {
-    const count = (this.perSender.get(entry.mail.senderKey) ?? 1) - 1
-    if (count === 0) this.perSender.delete(entry.mail.senderKey)
-    else this.perSender.set(entry.mail.senderKey, count)
+    decrement(this.perSender, entry.mail.senderKey)
+    decrement(this.perRecipient, entry.mail.targetKey)
   }
 
   private dropForRecipient(entry: Staged, targetInfo: string | undefined): void {

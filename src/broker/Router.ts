@@ -296,7 +296,11 @@ export class Router {
       ctx,
       (staged, target, leaving) => send.deliverStaged(staged, target, leaving),
       (senderKey, notice) => mail.notify(senderKey, notice),
-      () => signal(signals.staging)
+      () => signal(signals.staging),
+      {
+        withhold: (recipient, senderKey, senderId) => membership.withholdDeparture(recipient, senderKey, senderId),
+        release: (recipient, senderKey, senderId) => membership.releaseDeparture(recipient, senderKey, senderId)
+      }
     )
     send.stageWith(staging)
     send.onPrune((at) => topics.prune(at))

@@ -232,7 +232,7 @@ interface DeliveryFailure {
   readonly code: string
   /** The broker's reason, verbatim; also the error's `message`. */
   readonly reason: string
-  /** Whether a resend with the same message id may succeed (from our broker: only `TargetRebound`). */
+  /** Whether a resend with the same message id may succeed (from our broker: `TargetRebound`, `ReplaceQueueFull`, `DeliveryFailed`). */
   readonly retryable: boolean
 }
 
@@ -246,7 +246,7 @@ export class SenderNotFound extends Data.TaggedError("SenderNotFound")<DeliveryF
 export class InvalidTarget extends Data.TaggedError("InvalidTarget")<DeliveryFields> {}
 /** `E_TARGET_NOT_FOUND`: no live or recently disconnected session matches `to`, or the exact `targetId` is not live (P43, P47). */
 export class TargetNotFound extends Data.TaggedError("TargetNotFound")<DeliveryFields> {}
-/** `E_TARGET_REBOUND`: the exact target re-registered with a new endpoint epoch; the only retryable one: list again and resend with the same message id (P47). */
+/** `E_TARGET_REBOUND`: the exact target re-registered with a new endpoint epoch; retryable: list again and resend with the same message id (P47). */
 export class TargetRebound extends Data.TaggedError("TargetRebound")<DeliveryFields> {}
 /** `E_AMBIGUOUS_TARGET`: `to` matches several live sessions, or several disconnected ones that could get queued mail (P42, P49). */
 export class AmbiguousTarget extends Data.TaggedError("AmbiguousTarget")<DeliveryFields> {}
@@ -284,7 +284,12 @@ export class SupervisorUnauthorized extends Data.TaggedError("SupervisorUnauthor
 /** `E_SUPERVISOR_TARGET` (`supervisor-v1`): a `supervisor_send` named someone other than the bound supervisor (C-SUP-12). */
 export class SupervisorTargetMismatch extends Data.TaggedError("SupervisorTargetMismatch")<DeliveryFields> {}
 
-/** `E_REPLACE_QUEUE_FULL` (`delivery-v1`): replace staging is full, 100 per sender or 1,000 overall (C-DLV-8); nothing was staged. */
+/**
+ * `E_REPLACE_QUEUE_FULL` (`delivery-v1`): replace staging is full, 100 per
+ * sender or 1,000 overall (C-DLV-8), or (ours) 250 for the recipient, which the
+ * reason names; nothing was staged. `retryable`: a resend with the same id
+ * once pending updates were delivered is judged afresh.
+ */
 export class ReplaceQueueFull extends Data.TaggedError("ReplaceQueueFull")<DeliveryFields> {}
 
 /** `E_DELIVERY_UNSUPPORTED` (client-side, `delivery-v1`): a delivery mode other than `steer` to a broker without the extension; nothing was sent. */

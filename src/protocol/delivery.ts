@@ -138,6 +138,14 @@ export const Reason = {
   invalidReplyError: (max: number) =>
     `Invalid replyError: it must be a non-empty string of at most ${max} characters`,
   replaceQueueFull: "Replace-mode delivery queue is full; retry after pending updates are delivered.",
+  /**
+   * Ours (C-DLV-8 keeps its own text for the per-sender and overall caps): a
+   * recipient already has `max` replace messages staged for it, typically
+   * because it does not read, so this one was refused without costing other
+   * recipients their share of the overall cap.
+   */
+  replaceQueueFullFor: (recipient: string, max: number) =>
+    `Replace-mode delivery queue for ${recipient} is full: ${max} replace messages already wait for it (it may not be reading its messages); nothing was staged. Retry after pending updates to it are delivered, or use fewer threads for it`,
   replaced: (newId: string, threadId: string) =>
     `Replaced by ${newId} on thread "${threadId}" before delivery; only the latest staged message is delivered`,
   stagedRecipientLeft: "Recipient left before the staged replace message was delivered; it was dropped",
@@ -157,6 +165,10 @@ export const ErrorText = {
   invalidSupervisorAuthorization: "Invalid supervisor authorization"
 } as const
 
-/** Codes whose retry may succeed (P45: a rebound target; ours: a store that could not save). */
+/**
+ * Codes whose retry with the same message id may succeed (P45: a rebound
+ * target; ours: a store that could not save, and replace staging that was
+ * full — not recorded, so a retry once pending updates went is judged afresh).
+ */
 export const isRetryable = (code: DeliveryCode): boolean =>
-  code === DeliveryCode.TargetRebound || code === DeliveryCode.DeliveryFailed
+  code === DeliveryCode.TargetRebound || code === DeliveryCode.DeliveryFailed || code === DeliveryCode.ReplaceQueueFull

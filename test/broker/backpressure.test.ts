@@ -629,9 +629,57 @@ describe("a replace-staged message falling due into a full outbox", () => {
       assertDelivered(yield* send(c.client, "d", hello))
       yield* messageFor(d.client, hello.id)
       assert.strictEqual((yield* broker.broker.stats).staged, 1)
+      // Only the recipient it waits for hears of the departure after it: the others at once.
+      yield* c.client.next("session_left", (f) => f.sessionId === "stager")
       yield* slow.client.resume
       yield* takeMessages(slow.client, "filler", fill.length)
       yield* messageFor(slow.client, staged.id)
+      // C-BRK-33: the sender's last message before its session_left, though its connection closed.
+      yield* slow.client.next("session_left", (f) => f.sessionId === "stager")
+      assert.deepStrictEqual(messagesAndDepartures(slow.client, "stager"), [`message ${staged.id}`, "left stager"])
+    }))
+
+  it.effect("already due when its sender's connection closes, it still comes before the sender's session_left", () =>
+    Effect.gen(function*() {
+      const { c, fill, slow, stager } = yield* fullRecipientAndStager()
+      const due = message("due, then the connection dropped")
+      yield* stage(stager.client, due, "t")
+      yield* advance("3 seconds") // due, waiting for room
+      yield* stager.client.destroy
+      yield* c.client.next("session_left", (f) => f.sessionId === "stager")
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, due.id)
+      yield* slow.client.next("session_left", (f) => f.sessionId === "stager")
+      assert.deepStrictEqual(messagesAndDepartures(slow.client, "stager"), [`message ${due.id}`, "left stager"])
+    }))
+
+  it.effect("when its sender comes back while it waits, the recipient hears the departure before the return, and gets the message", () =>
+    Effect.gen(function*() {
+      const { broker, fill, slow, stager } = yield* fullRecipientAndStager()
+      const due = message("due, then the connection dropped")
+      yield* stage(stager.client, due, "t")
+      yield* advance("3 seconds")
+      yield* stager.client.destroy
+      // Back under the same id while the message still waits for room: the held departure goes first.
+      const back = yield* broker.session({ sessionId: "stager", frame: { features: [DELIVERY_V1] } })
+      yield* back.client.roundTrip
+      yield* slow.client.resume
+      yield* takeMessages(slow.client, "filler", fill.length)
+      yield* messageFor(slow.client, due.id)
+      yield* slow.client.next("session_joined", (f) => f.session.id === "stager")
+      const seen = slow.client.received().flatMap((f) =>
+        f.type === "session_left" && f.sessionId === "stager"
+          ? ["left"]
+          : f.type === "session_joined" && f.session.id === "stager"
+          ? ["joined"]
+          : f.type === "message" && f.message.id === due.id
+          ? ["message"]
+          : [])
+      assert.deepStrictEqual(seen.filter((s) => s !== "message"), ["joined", "left", "joined"])
+      assert.strictEqual(seen.filter((s) => s === "message").length, 1)
+      const listed = (yield* list(slow.client)).map((s) => s.id).filter((id) => id !== "slow").sort()
+      assert.deepStrictEqual([...membershipView(slow.client.received()).keys()].sort(), listed)
     }))
 
   it.effect("goes to the recipient's new connection when the session is taken over while it waits", () =>

@@ -9,7 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MAX_STAGED, MAX_STAGED_PER_SENDER } from "../../src/broker/ReplaceStaging.ts"
+import { MAX_STAGED, MAX_STAGED_PER_RECIPIENT, MAX_STAGED_PER_SENDER } from "../../src/broker/ReplaceStaging.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
@@ -188,22 +188,72 @@ describe("replace coalescing", () => {
       assert.strictEqual((yield* sendFrame(a.client, "b", message("after"), replace("extra"))).type, "delivery_queued")
     }))
 
-  it.effect(`caps: ${MAX_STAGED} staged overall across senders`, () =>
+  it.effect(`caps: ${MAX_STAGED} staged overall across senders and recipients, refused past it with the contract's text`, () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
       const senders = MAX_STAGED / MAX_STAGED_PER_SENDER
-      yield* broker.session(modern("sink"))
+      // Spread so that no recipient reaches its own cap: each sink gets exactly MAX_STAGED_PER_RECIPIENT.
+      const sinks = MAX_STAGED / MAX_STAGED_PER_RECIPIENT
+      for (let k = 0; k < sinks; k++) yield* broker.session(modern(`sink${k}`))
+      yield* broker.session(modern("fresh"))
       for (let s = 0; s < senders; s++) {
         const sender = yield* broker.session(modern(`s${s}`))
-        for (let i = 0; i < MAX_STAGED_PER_SENDER; i++) {
-          yield* sender.client.send({ type: "send", to: "sink", message: message(`m${i}`), ...replace(`t${i}`) })
-        }
+        yield* sender.client.sendRaw(encodeFrames(Array.from({ length: MAX_STAGED_PER_SENDER }, (_, i) =>
+          JSON.stringify({ type: "send", to: `sink${i % sinks}`, message: message(`m${i}`), ...replace(`t${i}`) }))))
         yield* settled([sender.client])
+        assert.strictEqual(sender.client.count("delivery_queued"), MAX_STAGED_PER_SENDER)
       }
+      // A recipient with nothing staged for it, from a sender with nothing staged: only the overall cap refuses.
       const last = yield* broker.session(modern("late"))
-      const refused = yield* sendFrame(last.client, "sink", message("no room"), replace("t"))
+      const refused = yield* sendFrame(last.client, "fresh", message("no room"), replace("t"))
       assert.strictEqual(refused.type, "delivery_failed")
-      if (refused.type === "delivery_failed") assert.strictEqual(refused.reason, Reason.replaceQueueFull)
+      if (refused.type === "delivery_failed") {
+        assert.strictEqual(refused.reason, Reason.replaceQueueFull)
+        assert.isTrue(refused.retryable, "the text says retry, and the refusal is not recorded: a retry is judged afresh")
+      }
+    }), 60_000)
+
+  it.effect(`caps: ${MAX_STAGED_PER_RECIPIENT} staged for one recipient that never reads; replace sends to the others still go`, () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const stuck = yield* broker.session(modern("stuck"))
+      const reader = yield* broker.session(modern("reader"))
+      yield* stuck.client.pause
+      // Eleven senders with 100 threads each for the recipient that never reads (more than the overall cap):
+      // their messages fall due and wait.
+      const senders = MAX_STAGED / MAX_STAGED_PER_SENDER + 1
+      let queued = 0
+      let refusedForStuck = 0
+      for (let s = 0; s < senders; s++) {
+        const sender = yield* broker.session(modern(`s${s}`))
+        yield* sender.client.sendRaw(encodeFrames(Array.from({ length: MAX_STAGED_PER_SENDER }, (_, i) =>
+          JSON.stringify({ type: "send", to: "stuck", message: message(`s${s}:${i}`), ...replace(`t${i}`) }))))
+        yield* settled([sender.client])
+        queued += sender.client.count("delivery_queued")
+        for (const frame of sender.client.received()) {
+          if (frame.type !== "delivery_failed") continue
+          assert.strictEqual(frame.code, "E_REPLACE_QUEUE_FULL")
+          assert.strictEqual(frame.reason, Reason.replaceQueueFullFor(`session "stuck" (stuck)`, MAX_STAGED_PER_RECIPIENT))
+          assert.isTrue(frame.retryable)
+          refusedForStuck++
+        }
+        yield* advance(WINDOW)
+      }
+      // An unrelated replace send, to a recipient that reads, is staged and delivered.
+      const other = yield* broker.session(modern("other"))
+      const update = message("for the reader")
+      const answer = yield* sendFrame(other.client, "reader", update, replace("t"))
+      assert.strictEqual(answer.type === "delivery_failed" ? answer.reason : answer.type, "delivery_queued")
+      yield* advance(WINDOW)
+      yield* messageFor(reader.client, update.id)
+      // A few went before its link and outbox filled; the rest wait, up to the recipient's cap.
+      assert.strictEqual((yield* broker.broker.stats).staged, MAX_STAGED_PER_RECIPIENT)
+      assert.strictEqual(queued + refusedForStuck, senders * MAX_STAGED_PER_SENDER)
+      // Once it reads, its places are free again.
+      yield* stuck.client.resume
+      for (let turn = 0; turn < 100 && (yield* broker.broker.stats).staged > 0; turn++) yield* stuck.client.roundTrip
+      assert.strictEqual((yield* broker.broker.stats).staged, 0)
+      assert.strictEqual((yield* sendFrame(other.client, "stuck", message("now it reads"), replace("t"))).type, "delivery_queued")
     }), 60_000)
 
   it.effect("a recipient that leaves loses its staged messages and the sender is told; nothing reaches it when it is back", () =>

@@ -4,8 +4,10 @@
  * staged, out of the deadline order, so the broker's staging fiber — which
  * sleeps until `nextDeadline()`, or on its queue when there is none
  * (Broker.ts) — does not spin on it; the recipient's writer taking its
- * outbox delivers it. The same over the in-memory network, with other
- * readers, replacement, the caps and leaving: backpressure.test.ts.
+ * outbox delivers it. A sender whose connection closes while its messages
+ * wait so has its `session_left` held back from that recipient until they
+ * went. The same over the in-memory network, with other readers,
+ * replacement, the caps and leaving: backpressure.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -15,6 +17,7 @@ import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
 import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
+import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
 
@@ -72,8 +75,40 @@ const setUp = Effect.gen(function*() {
     { type: "send", to: "recipient", message: message("two") }
   ]))
   assert.strictEqual(recipient.outbox.length, 2)
-  return { router, clock, batch, recipient, sender }
+  return { router, clock, batch, recipient, sender, session }
 })
+
+/** What a write holds, in order: `message <text>`, `left <id>`, `joined <id>`. */
+const written = (router: Router, peer: Peer): Array<string> =>
+  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+    const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
+      JSON.parse(frameText(frame))
+    if (parsed.type === "message") return [`message ${parsed.message?.content.text}`]
+    if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
+    if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
+    return []
+  })
+
+/**
+ * The recipient's writer takes its outbox once (it sees the sender join); `sender` stages `n` threads for it,
+ * they fall due, two into its outbox and the rest waiting for room, and the sender's connection closes.
+ */
+const stageThenClose = (setup: Effect.Success<typeof setUp>, n: number) => {
+  const { batch, clock, recipient, router, sender } = setup
+  assert.deepStrictEqual(written(router, recipient), ["joined sender", "message one", "message two"])
+  for (let i = 0; i < n; i++) {
+    router.output.takeForWrite(sender) // its own answers: its writer keeps up
+    assert.isFalse(batch(sender, [
+      { type: "send", to: "recipient", message: message(`due ${i}`), delivery: "queue", queueMode: "replace", threadId: `t${i}` }
+    ]))
+  }
+  clock.now += WINDOW_MS
+  router.staging.flushDue(clock.now)
+  assert.strictEqual(router.staging.waiting, n - 2)
+  router.detach(sender, router.output.drainOnClose(sender))
+  // Its connection closed: no batch of its to park them with; they still wait.
+  assert.strictEqual(router.staging.waiting, n - 2)
+}
 
 describe("a replace-staged message falling due into a full outbox", () => {
   it.effect("stays staged with no deadline left, however often the staging fiber would flush, and goes when its recipient's writer makes room", () =>
@@ -105,5 +140,47 @@ describe("a replace-staged message falling due into a full outbox", () => {
       assert.strictEqual(recipient.outbox.length, 1)
       const queued = recipient.outbox[0]
       assert.isTrue(typeof queued === "object" && "mail" in queued && queued.mail.message.id === staged.id)
+    }))
+
+  it.effect("whose sender's connection closes holds that sender's session_left back from the recipient until the last of them is queued", () =>
+    Effect.gen(function*() {
+      const setup = yield* setUp
+      const { recipient, router } = setup
+      stageThenClose(setup, 4)
+      // The departure is in the feed, but this recipient's writer passes over it while two messages still wait.
+      assert.deepStrictEqual(written(router, recipient), ["message due 0", "message due 1"])
+      assert.strictEqual(router.staging.waiting, 0)
+      // C-BRK-33: after the last of them.
+      assert.deepStrictEqual(written(router, recipient), ["message due 2", "message due 3", "left sender"])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  it.effect("whose sender comes back while they wait: the recipient hears it leave before it joins again, not after", () =>
+    Effect.gen(function*() {
+      const setup = yield* setUp
+      const { recipient, router, session } = setup
+      stageThenClose(setup, 6)
+      const seen = written(router, recipient) // passes over the departure; two of the four still wait
+      assert.strictEqual(router.staging.waiting, 2)
+      session(3, "sender", false, [DELIVERY_V1])
+      for (let i = 0; i < 3; i++) seen.push(...written(router, recipient))
+      assert.deepStrictEqual(seen.filter((f) => f.endsWith(" sender")), ["left sender", "joined sender"])
+      assert.deepStrictEqual(seen.filter((f) => f.startsWith("message")), Array.from({ length: 6 }, (_, i) => `message due ${i}`))
+    }))
+
+  it.effect("the held-back departure stays held when the feed drops it while the recipient lags (owed, not written early)", () =>
+    Effect.gen(function*() {
+      const setup = yield* setUp
+      const { recipient, router, session } = setup
+      stageThenClose(setup, 4)
+      // Past the feed's bound of departed entries, while the recipient lags: the sender's departure is dropped
+      // from the feed and owed to the recipient (Membership.compact).
+      for (let i = 0; i < 1_100; i++) {
+        const peer = session(10 + i, `passer-${i}`, false)
+        router.detach(peer, router.output.drainOnClose(peer))
+      }
+      router.membership.notify()
+      assert.deepStrictEqual(written(router, recipient), ["message due 0", "message due 1"])
+      assert.deepStrictEqual(written(router, recipient), ["message due 2", "message due 3", "left sender"])
     }))
 })

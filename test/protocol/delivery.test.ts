@@ -92,9 +92,9 @@ describe("P45 codes", () => {
     })
   })
 
-  it("only E_TARGET_REBOUND (P45) and E_DELIVERY_FAILED (a durable broker that could not save) are retryable", () => {
+  it("only E_TARGET_REBOUND (P45), E_DELIVERY_FAILED (a durable broker that could not save) and E_REPLACE_QUEUE_FULL (its text says retry; not recorded) are retryable", () => {
     const retryable = Object.values(DeliveryCode).filter(isRetryable)
-    assert.deepStrictEqual(retryable, ["E_TARGET_REBOUND", "E_DELIVERY_FAILED"])
+    assert.deepStrictEqual(retryable, ["E_TARGET_REBOUND", "E_DELIVERY_FAILED", "E_REPLACE_QUEUE_FULL"])
   })
 
   it("error-frame text for the session cap (P18)", () => {
