@@ -13,11 +13,13 @@
  *   would take the id back from that process, which would take it back in
  *   turn. The client stays unconnected (`status.takenOver`), and every
  *   operation fails with `IntercomNotConnected` saying so. When the broker
- *   granted `reclaim-v1`, it asks every `RECLAIM_INTERVAL_MS` to register
- *   again only if the id is free (`ifFree`): once the other holder has left
- *   (a short-lived `pi -c -p`), it takes its session back and carries on;
- *   never from a live holder. A broker without `reclaim-v1` would ignore
- *   `ifFree` and hand the id over, so there the client stays off.
+ *   granted `reclaim-v1`, once the process that took the id over has exited
+ *   (its pid, from `taken_over`), it asks every `RECLAIM_INTERVAL_MS` to
+ *   register again only if the id is free (`ifFree`): after a short-lived
+ *   `pi -c -p`, it takes its session back and carries on; never from a live
+ *   holder, not even while that one reconnects to a restarted broker. A
+ *   broker without `reclaim-v1` would ignore `ifFree` and hand the id over,
+ *   so there the client stays off.
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
@@ -400,16 +402,25 @@ const make = (
         )
       })
 
+    /** One take-back attempt: refused here, without asking the broker, while the taker's process lives. */
+    const reclaimAttempt = (over: IntercomNotConnected) => {
+      const pid = over.takenOver?.pid
+      const takerAlive = pid === undefined ? Effect.succeed(false) : isProcessAlive(pid)
+      return Effect.flatMap(takerAlive, (alive) => alive ? Effect.fail(over) : attemptWith(true))
+    }
+
     /**
-     * After a takeover (`taken_over`): every `RECLAIM_INTERVAL_MS`, registers again only if the id is
-     * free (`ifFree`, `reclaim-v1`). The broker refuses while another live connection holds it, so the
-     * id is never taken back from a live holder; once the holder has left, the client is back — what
-     * was queued for it meanwhile is delivered as on any re-register — and `takenOver` is cleared.
-     * Ends when the client is closed.
+     * After a takeover (`taken_over`): every `RECLAIM_INTERVAL_MS`, once the process that took the id
+     * over has exited (its pid from `taken_over`; an unknown pid counts as exited), registers again
+     * only if the id is free (`ifFree`, `reclaim-v1`). The broker refuses while another live
+     * connection holds it; the pid check covers what the broker cannot see: after a broker restart
+     * the live holder is only reconnecting, and the new broker would see the id free. Once back, what
+     * was queued for the session meanwhile is delivered as on any re-register, and `takenOver` is
+     * cleared. Ends when the client is closed.
      */
     const reclaim = (over: IntercomNotConnected): Effect.Effect<void> =>
       Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
-        Effect.andThen(Effect.retry(attemptWith(true), {
+        Effect.andThen(Effect.retry(reclaimAttempt(over), {
           schedule: Schedule.spaced(Duration.millis(RECLAIM_INTERVAL_MS)),
           while: () => !stopped
         })),

@@ -4,9 +4,14 @@
  * reconnect — reconnecting would take the id back, and the other client
  * would take it back in turn, for ever. Its operations fail saying so. A
  * drop with no such frame still reconnects. In memory, under TestClock.
+ *
+ * The taking process's pid decides whether the old client may take the id back: a pid we control —
+ * this test process (alive) or a child that has already exited (gone) — never one that is
+ * alive or dead by chance.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { spawnSync } from "node:child_process"
 import { message } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
@@ -15,6 +20,14 @@ import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } fr
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
 const timings = { reconnectBaseMs: 500, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 }
+/** A registration naming `pid` as the registering process. */
+const registeredAs = (pid: number) => ({ cwd: "/tmp/project", model: "m", pid, startedAt: 0, lastActivity: 0, name: "twin" })
+/** The pid of a child process that has exited and been reaped. */
+const exitedPid = Effect.sync(() => {
+  const child = spawnSync(process.execPath, ["-e", ""])
+  assert.strictEqual(child.status, 0, "the short-lived child ran")
+  return child.pid
+})
 
 describe("taken over by another client with the same session id", () => {
   it.effect("the old client does not reconnect, says why, and the new one keeps the id", () =>
@@ -75,16 +88,14 @@ describe("taken over by another client with the same session id", () => {
       const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
       yield* settle(first.connect)
       const inbox = yield* subscribe(first.messages, "first's messages")
-      const second = yield* makeMemoryClient(
-        memoryClientOptions(world, TWIN, "twin", {
-          ...timings,
-          registration: { cwd: "/tmp/project", model: "m", pid: 777, startedAt: 0, lastActivity: 0, name: "twin" }
-        })
-      )
+      // The taker's process has exited (a `pi -c -p` that finished): only the broker's ifFree refusal
+      // keeps the first client off while the taker's connection is live.
+      const gone = yield* exitedPid
+      const second = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, registration: registeredAs(gone) }))
       yield* settle(second.client.connect)
       // Several take-back attempts while the holder is live: each refused, the holder never displaced.
       yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
-      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: 777 } })
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: gone } })
       assert.deepInclude(yield* second.client.status, { connected: true, connections: 1 })
       // The holder leaves (a short-lived `pi -c -p`); mail for the id waits in its mailbox meanwhile.
       yield* second.close
@@ -100,6 +111,46 @@ describe("taken over by another client with the same session id", () => {
       assert.deepStrictEqual(inbox.seen().map((m) => m.message.content.text), ["while nobody held it"])
       const sessions = yield* settle(first.list)
       assert.strictEqual(sessions.filter((s) => s.id === TWIN).length, 1)
+    }))
+
+  it.effect("a broker restart does not hand the id back while the process that took it over is alive", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const broker = yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const firstInbox = yield* subscribe(first.messages, "first's messages")
+      // The holder is this (live) process; its reconnect after a drop waits 12 s, a backoff it may have reached.
+      const second = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", {
+          reconnectBaseMs: 12_000,
+          reconnectMaxMs: 12_000,
+          connectTimeoutMs: 2_000,
+          registration: registeredAs(process.pid)
+        })
+      )
+      yield* settle(second.client.connect)
+      const secondInbox = yield* subscribe(second.client.messages, "second's messages")
+      yield* advance("100 millis")
+      assert.deepInclude(yield* first.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+      // The new broker sees the id free until the holder is back; the first client must not take it meanwhile.
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+      assert.deepInclude(yield* second.client.status, { connected: true, connections: 2 })
+      const sender = yield* world.session({ sessionId: "sender" })
+      yield* sender.client.send({ type: "send", to: TWIN, message: message("for the live holder") })
+      yield* sender.client.next("delivered")
+      // A round trip on the holder's connection, then the observers.
+      yield* settle(second.client.list)
+      assert.deepStrictEqual(secondInbox.seen().map((m) => m.message.content.text), ["for the live holder"])
+      assert.deepStrictEqual(firstInbox.seen(), [])
+      // The holder's process lives on after its client left (it moved on): the first client stays off
+      // (`/reload` takes the id back), the cost of never taking it from a live process.
+      yield* second.close
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
     }))
 
   it.effect("from a broker without reclaim-v1 it stays off: that broker would ignore ifFree and hand the id over", () =>
