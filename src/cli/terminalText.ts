@@ -88,3 +88,75 @@ const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028-\u202e\u2066-\u2069]/g
  */
 export const terminalJson = (value: unknown): string =>
   JSON.stringify(value).replace(UNSAFE_IN_JSON, visible)
+
+/**
+ * Code points a terminal gives no column: nonspacing and enclosing marks
+ * (they combine with the character before), format characters, and the
+ * Hangul medial vowels and final consonants that join a leading jamo.
+ */
+const ZERO_COLUMNS = /^[\p{Mn}\p{Me}\p{Cf}\u1160-\u11ff]$/u
+
+/**
+ * Code points a terminal gives two columns: the East Asian Wide and Fullwidth
+ * ranges (Hangul jamo and syllables, CJK ideographs and punctuation, kana,
+ * Yi, fullwidth forms, the supplementary ideographic planes) and emoji shown
+ * as emoji. Ambiguous-width characters count as one, as most terminals show
+ * them outside East Asian locales.
+ */
+const TWO_COLUMNS =
+  /^[\p{Emoji_Presentation}\u1100-\u115f\u2329\u232a\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe10-\ufe19\ufe30-\ufe6f\uff00-\uff60\uffe0-\uffe6\u{20000}-\u{2fffd}\u{30000}-\u{3fffd}]$/u
+
+/** The columns one code point takes on a terminal: 0, 1 or 2. */
+const columnsOf = (char: string): number => ZERO_COLUMNS.test(char) ? 0 : TWO_COLUMNS.test(char) ? 2 : 1
+
+/**
+ * The columns `text` takes on a terminal: two for each East Asian wide or
+ * fullwidth character and emoji, none for a combining mark, one for any
+ * other code point. For text already made `terminalSafe` (a control
+ * character has no defined width).
+ *
+ * @example
+ * ```ts
+ * displayWidth("bob")    // 3
+ * displayWidth("数据")   // 4
+ * displayWidth("e\u0301") // 1
+ * ```
+ */
+export const displayWidth = (text: string): number => {
+  let columns = 0
+  for (const char of text) columns += columnsOf(char)
+  return columns
+}
+
+/**
+ * The longest start of `text` that fits in `columns` terminal columns
+ * (`displayWidth`), cut between code points — never inside a surrogate pair —
+ * and keeping the combining marks of the last character it keeps.
+ */
+export const cutToWidth = (text: string, columns: number): string => {
+  let used = 0
+  let end = 0
+  for (const char of text) {
+    used += columnsOf(char)
+    if (used > columns) break
+    end += char.length
+  }
+  return text.slice(0, end)
+}
+
+/**
+ * `text` as exactly `columns` terminal columns: cut with `…` when it is
+ * wider, padded with spaces when it is narrower (a wide character that would
+ * straddle the edge is left out, and its column padded).
+ *
+ * @example
+ * ```ts
+ * fitToWidth("数据分析", 6) // "数据… " — five columns of text, one of padding
+ * ```
+ */
+export const fitToWidth = (text: string, columns: number): string => {
+  const width = displayWidth(text)
+  if (width <= columns) return text + " ".repeat(columns - width)
+  const cut = columns <= 0 ? "" : `${cutToWidth(text, columns - 1)}…`
+  return cut + " ".repeat(Math.max(0, columns - displayWidth(cut)))
+}

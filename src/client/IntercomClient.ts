@@ -190,6 +190,8 @@ const make = (
       bounded: () => confirmations.waitsForHandling,
       message: (message: InboundMessage) => {
         if (!recent.firstTime(message.from.id, message.message.id, confirmBound)) return
+        // A reply ends its ask: a later state loss does not list it (StateEpochs.ts).
+        if (message.message.replyTo !== undefined) epochs.answered(message.message.replyTo)
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
         confirmations.read()
         unhandled.offer(departed.has(message.from.id) ? { ...message, senderLeft: true } : message)
@@ -625,7 +627,11 @@ const make = (
           )),
       authorizeChild: (childName) => withConnection((c) => grants.authorize(c, childName, sendTimeoutMs)),
       cancel: (messageId) => withConnection((c) => c.cancel(messageId, sendTimeoutMs)),
-      cancelAsk: (messageId) => withConnection((c) => c.post({ type: "cancel_ask", messageId })),
+      cancelAsk: (messageId) =>
+        withConnection((c) => c.post({ type: "cancel_ask", messageId })).pipe(
+          // The wait is over whether or not the broker heard it: a later state loss does not list the ask.
+          Effect.ensuring(Effect.sync(() => epochs.askEnded(messageId)))
+        ),
       presence: (update) =>
         Effect.suspend(() => {
           update = clampPresence(update)

@@ -10,7 +10,9 @@
  * acknowledged as `queued` (for a session that was away) or `staged` (a
  * `replace` message held back). Each is noted with the epoch of the
  * connection that acknowledged it, the newest `LOST_SENDS_LIMIT` of each, and
- * forgotten once the epoch they belong to is over. Nothing is sent again: a
+ * forgotten once the epoch they belong to is over, or once they no longer
+ * hold anything: an ask when its reply arrives or its asker gives it up, a
+ * queued ask when its reply arrives. Nothing is sent again: a
  * queued message may have been delivered before the restart, and sending it
  * once more could deliver it twice — the event says what may be gone instead.
  *
@@ -91,6 +93,12 @@ export const describeStateLost = (event: BrokerStateLost): string => {
   return parts.join(" ")
 }
 
+/** Drops the entry for `messageId` from a list, if it holds one. */
+const forget = (list: Array<{ readonly lost: LostSend }>, messageId: string): void => {
+  const at = list.findIndex((entry) => entry.lost.messageId === messageId)
+  if (at !== -1) list.splice(at, 1)
+}
+
 /** Keeps the newest `LOST_SENDS_LIMIT` of a list. */
 const pushBounded = <A>(list: Array<A>, item: A): void => {
   list.push(item)
@@ -120,6 +128,25 @@ export class StateEpochs {
     const lost: LostSend = { messageId: request.message.id, to: request.to, delivery: delivery.delivery }
     if (request.message.expectsReply === true) pushBounded(this.asks, { epoch, lost })
     if (delivery.delivery !== "socket_delivered") pushBounded(this.queued, { epoch, lost })
+  }
+
+  /**
+   * A reply to the ask `messageId` arrived (a message whose `replyTo` names
+   * it): the ask was delivered and its edge is closed, so a later state loss
+   * neither lists it as an ask nor as mail that may not have been delivered.
+   */
+  answered(messageId: string): void {
+    forget(this.asks, messageId)
+    forget(this.queued, messageId)
+  }
+
+  /**
+   * The asker gave the ask `messageId` up (`cancel_ask`: its wait ended
+   * without a reply): no reply is awaited, so a state loss does not list it
+   * among the asks. Were it queued, it stays among the queued mail.
+   */
+  askEnded(messageId: string): void {
+    forget(this.asks, messageId)
   }
 
   /**

@@ -7,7 +7,8 @@
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `_METRICS_ENDPOINT`),
  * `OTEL_SERVICE_NAME`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SDK_DISABLED`,
  * `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER` (`none` turns one signal
- * off), `OTEL_BSP_SCHEDULE_DELAY` and `OTEL_METRIC_EXPORT_INTERVAL`; `layer`
+ * off), `OTEL_BSP_SCHEDULE_DELAY`, `OTEL_METRIC_EXPORT_INTERVAL` and
+ * `OTEL_EXPORTER_OTLP_TIMEOUT`; `layer`
  * installs effect's own OTLP tracer and metrics exporter (OTLP JSON over
  * `fetch`) for what is configured. With nothing configured the layer is
  * empty: no tracer is installed, nothing is exported, and the code that
@@ -33,9 +34,21 @@ export interface TelemetrySettings {
   readonly tracesIntervalMs: number | undefined
   /** How often metrics are sent, ms (`OTEL_METRIC_EXPORT_INTERVAL`; effect's default 10 s). */
   readonly metricsIntervalMs: number | undefined
+  /**
+   * How long one export request may take, answer and body included, ms
+   * (`OTEL_EXPORTER_OTLP_TIMEOUT`; default `DEFAULT_EXPORT_TIMEOUT_MS`):
+   * past it the request is abandoned and counts as failed.
+   */
+  readonly exportTimeoutMs: number
   /** Settings that were set but unusable, in words (the signal they belong to is off). */
   readonly problems: ReadonlyArray<string>
 }
+
+/**
+ * How long an export request may take when `OTEL_EXPORTER_OTLP_TIMEOUT`
+ * does not say (the OpenTelemetry default): 10 s.
+ */
+export const DEFAULT_EXPORT_TIMEOUT_MS = 10_000
 
 /**
  * Which signals this process exports: set by `layer`, read by code that
@@ -96,11 +109,12 @@ const exporterOn = (list: Option.Option<string>): boolean =>
   Option.isNone(list) || list.value.trim() === "" ||
   list.value.split(",").some((name) => name.trim().toLowerCase() === "otlp")
 
+/** A positive whole number of ms from `name`, or undefined (unset, or unusable: then reported in `problems`). */
 const interval = (name: string, value: Option.Option<string>, problems: Array<string>): number | undefined => {
   if (Option.isNone(value) || value.value.trim() === "") return undefined
   const ms = Number(value.value)
   if (Number.isInteger(ms) && ms > 0) return ms
-  problems.push(`${name} is not a whole number of milliseconds (${JSON.stringify(value.value)}): the default is used`)
+  problems.push(`${name} is not a positive whole number of milliseconds (${JSON.stringify(value.value)}): the default is used`)
   return undefined
 }
 
@@ -141,7 +155,8 @@ export const settings = (serviceName: string): Effect.Effect<TelemetrySettings> 
       service: read("OTEL_SERVICE_NAME"),
       headers: read("OTEL_EXPORTER_OTLP_HEADERS"),
       tracesInterval: read("OTEL_BSP_SCHEDULE_DELAY"),
-      metricsInterval: read("OTEL_METRIC_EXPORT_INTERVAL")
+      metricsInterval: read("OTEL_METRIC_EXPORT_INTERVAL"),
+      timeout: read("OTEL_EXPORTER_OTLP_TIMEOUT")
     }).pipe(Effect.orElseSucceed(() => undefined))
     const problems: Array<string> = []
     const disabled = env === undefined ||
@@ -155,6 +170,8 @@ export const settings = (serviceName: string): Effect.Effect<TelemetrySettings> 
       headers: env === undefined ? undefined : parseHeaders(env.headers, problems),
       tracesIntervalMs: env === undefined ? undefined : interval("OTEL_BSP_SCHEDULE_DELAY", env.tracesInterval, problems),
       metricsIntervalMs: env === undefined ? undefined : interval("OTEL_METRIC_EXPORT_INTERVAL", env.metricsInterval, problems),
+      exportTimeoutMs: (env === undefined ? undefined : interval("OTEL_EXPORTER_OTLP_TIMEOUT", env.timeout, problems)) ??
+        DEFAULT_EXPORT_TIMEOUT_MS,
       problems
     }
   })

@@ -14,7 +14,7 @@
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import { statsText } from "../../src/cli/brokerStats.ts"
-import { terminalJson, terminalSafe, terminalText } from "../../src/cli/terminalText.ts"
+import { cutToWidth, displayWidth, fitToWidth, terminalJson, terminalSafe, terminalText } from "../../src/cli/terminalText.ts"
 import { initialSettings, render } from "../../src/cli/top/view.ts"
 import type { BrokerSnapshot, SessionRow } from "../../src/observe/Snapshot.ts"
 import type { BrokerStatsSnapshot } from "../../src/protocol/stats.ts"
@@ -199,5 +199,36 @@ describe("terminalJson: the CLI's --json lines", () => {
 
   it("writes a C1 CSI and a right-to-left override as escapes", () => {
     assert.strictEqual(terminalJson({ name: "x\u009b2J\u202e" }), String.raw`{"name":"x\u009b2J\u202e"}`)
+  })
+})
+
+describe("terminal columns (displayWidth, cutToWidth, fitToWidth)", () => {
+  it("counts East Asian wide and fullwidth characters and emoji as two columns, combining marks as none", () => {
+    assert.strictEqual(displayWidth("bob"), 3)
+    assert.strictEqual(displayWidth("数据"), 4)
+    assert.strictEqual(displayWidth("한국어"), 6)
+    assert.strictEqual(displayWidth("ＡＢ"), 4)
+    assert.strictEqual(displayWidth("cafe\u0301"), 4)
+    assert.strictEqual(displayWidth("\u{1f600}"), 2)
+    assert.strictEqual(displayWidth("a\u{20000}b"), 4)
+  })
+
+  it("cuts between code points, keeping a last character's marks and leaving out a wide one that would straddle the edge", () => {
+    assert.strictEqual(cutToWidth("数据分析", 5), "数据")
+    assert.strictEqual(cutToWidth("ab\u{1f600}c", 3), "ab")
+    assert.strictEqual(cutToWidth("cafe\u0301s", 4), "cafe\u0301")
+    assert.strictEqual(cutToWidth("abc", 0), "")
+  })
+
+  it("fits to exactly the columns asked, with an ellipsis when cut (property)", () => {
+    const char = fc.constantFrom("a", "é", "e\u0301", "数", "한", "\u{1f600}", "\u{20000}", "Ｚ")
+    fc.assert(fc.property(fc.array(char, { maxLength: 30 }), fc.integer({ min: 1, max: 40 }), (chars, columns) => {
+      const text = chars.join("")
+      const fitted = fitToWidth(text, columns)
+      assert.strictEqual(displayWidth(fitted), columns)
+      assert.notMatch(fitted, /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/)
+      if (displayWidth(text) > columns) assert.include(fitted, "…")
+      else assert.isTrue(fitted.startsWith(text))
+    }))
   })
 })

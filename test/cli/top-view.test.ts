@@ -103,6 +103,44 @@ describe("intercom top: the screen", () => {
     assert.include(lines.at(-1)!, "keys: s sort")
   })
 
+  it("wide and combining characters: rows stay aligned, no line is wider than the terminal, no character is split", () => {
+    // Columns as a terminal shows these test strings: CJK and emoji take two, a combining accent none.
+    const columns = (line: string): number => {
+      let n = 0
+      for (const char of line) {
+        const code = char.codePointAt(0)!
+        n += code >= 0x0300 && code <= 0x036f ? 0 : (code >= 0x4e00 && code <= 0x9fff) || code >= 0x1f300 ? 2 : 1
+      }
+      return n
+    }
+    const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+    const emoji = "\u{1f600}".repeat(30)
+    const wide = snapshot({
+      sessionCount: 4,
+      sessions: [
+        row("a", "数据分析员数据分析员数据分析员"),
+        row("b", "bob"),
+        row("c", "cafe\u0301-cafe\u0301-cafe\u0301"),
+        row("d", emoji, { group: "数据" })
+      ],
+      asks: [{ messageId: "q1", from: { id: "d", name: emoji }, to: { id: "a", name: emoji }, askedAt: NOW - 1_000, deadline: NOW + 60_000 }]
+    })
+    for (const size of [{ columns: 100, rows: 40 }, { columns: 41, rows: 40 }]) {
+      const lines = render(wide, initialSettings, size, "intercom top")
+      for (const line of lines) {
+        assert.isAtMost(columns(line), size.columns, `wider than ${size.columns} columns: ${line}`)
+        assert.notMatch(line, loneSurrogate, `a character split: ${JSON.stringify(line)}`)
+      }
+      if (size.columns < 100) continue
+      const header = lines.findIndex((line) => line.startsWith("NAME"))
+      const rows = lines.slice(header + 1, header + 5)
+      assert.strictEqual(rows.length, 4)
+      for (const line of rows) assert.strictEqual(columns(line), columns(lines[header]!), `misaligned: ${line}`)
+      assert.include(rows.join("\n"), "数据分析员数据分… ", "cut to 17 columns and the ellipsis, one column padded")
+      assert.include(rows.join("\n"), "cafe\u0301-cafe\u0301-cafe\u0301     default", "14 columns padded to 18")
+    }
+  })
+
   it("says how many less active sessions a snapshot left out", () => {
     const text = render(snapshot({ sessionCount: 350 }), initialSettings, SIZE, "t").join("\n")
     assert.include(text, "(347 less active sessions not shown)")

@@ -132,6 +132,33 @@ describe("IntercomClient: the broker's state epoch (state-epoch-v1)", () => {
       assert.deepStrictEqual(losses.map((lost) => lost.asks.map((ask) => ask.messageId)), [[question.id], [again.id]])
       assert.deepStrictEqual(losses[1]?.queued, [])
     }))
+
+  it.effect("an ask answered, or given up, before the restart is not listed as one that can no longer be answered", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const broker = yield* world.startBroker({ idleExit: null })
+      const asker = (yield* memoryClient(world, "asker")).client
+      const target = (yield* memoryClient(world, "target")).client
+      yield* Effect.all([asker.connect, target.connect])
+      const answered = { ...text("which port?"), expectsReply: true }
+      const givenUp = { ...text("which host?"), expectsReply: true }
+      const open = { ...text("which user?"), expectsReply: true }
+      for (const question of [answered, givenUp, open]) {
+        assert.strictEqual(yield* sent(asker, { to: "target", message: question }), "socket_delivered")
+      }
+      const reply = { ...text("8080"), replyTo: answered.id }
+      assert.strictEqual(yield* sent(target, { to: "asker", message: reply }), "socket_delivered")
+      yield* asker.cancelAsk(givenUp.id)
+      const seen = yield* watch(asker)
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance(1_000)
+      const lost = seen[0]
+      if (typeof lost === "number" || lost === undefined) return assert.fail("no state loss announced")
+      assert.deepStrictEqual(lost.asks, [{ messageId: open.id, to: "target", delivery: "socket_delivered" }])
+      assert.notInclude(describeStateLost(lost), answered.id)
+      assert.notInclude(describeStateLost(lost), givenUp.id)
+    }))
 })
 
 describe("StateEpochs", () => {
@@ -147,6 +174,18 @@ describe("StateEpochs", () => {
     assert.strictEqual(lost?.asks.length, LOST_SENDS_LIMIT)
     assert.strictEqual(lost?.asks[0]?.messageId, "q5")
     assert.isUndefined(epochs.adopt("e2", 3), "the same epoch again is no loss")
+  })
+
+  it("a reply forgets its ask, queued or not; giving an ask up forgets it as an ask only", () => {
+    const epochs = new StateEpochs()
+    epochs.adopt("e1", 1)
+    for (let i = 0; i < 4; i++) epochs.acknowledged("e1", ask(i), { messageId: "", delivery: "queued" })
+    epochs.answered("q0")
+    epochs.askEnded("q1")
+    epochs.answered("not-an-ask")
+    const lost = epochs.adopt("e2", 2)
+    assert.deepStrictEqual(lost?.asks.map((entry) => entry.messageId), ["q2", "q3"])
+    assert.deepStrictEqual(lost?.queued.map((entry) => entry.messageId), ["q1", "q2", "q3"])
   })
 
   it("a broker without the extension in between says nothing, and compares nothing after it", () => {

@@ -102,4 +102,14 @@ describe("Telemetry", () => {
       assert.include(settings.problems[0] ?? "", "OTEL_EXPORTER_OTLP_ENDPOINT is not a URL")
       assert.include(settings.problems.join("\n"), "OTEL_METRIC_EXPORT_INTERVAL")
     }))
+
+  it.effect("OTEL_EXPORTER_OTLP_TIMEOUT bounds each export request; 10 s without it, and an unusable value is reported", () =>
+    Effect.gen(function*() {
+      const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }
+      assert.strictEqual((yield* Telemetry.settings("svc").pipe(withEnv(base))).exportTimeoutMs, 10_000)
+      assert.strictEqual((yield* Telemetry.settings("svc").pipe(withEnv({ ...base, OTEL_EXPORTER_OTLP_TIMEOUT: "2500" }))).exportTimeoutMs, 2500)
+      const bad = yield* Telemetry.settings("svc").pipe(withEnv({ ...base, OTEL_EXPORTER_OTLP_TIMEOUT: "0" }))
+      assert.strictEqual(bad.exportTimeoutMs, Telemetry.DEFAULT_EXPORT_TIMEOUT_MS)
+      assert.deepStrictEqual(bad.problems, [`OTEL_EXPORTER_OTLP_TIMEOUT is not a positive whole number of milliseconds ("0"): the default is used`])
+    }))
 })

@@ -7,7 +7,7 @@
  */
 import type { BrokerSnapshot, OpenAsk, RefusalEntry, SessionRow } from "../../observe/Snapshot.ts"
 import { healthOf } from "../../observe/Snapshot.ts"
-import { terminalSafe } from "../terminalText.ts"
+import { cutToWidth, fitToWidth, terminalSafe } from "../terminalText.ts"
 
 /** The columns `s` cycles through, in order. */
 export const SORT_COLUMNS = ["activity", "name", "group", "status", "asks", "rate"] as const
@@ -74,11 +74,8 @@ const compareRows = (sort: SortColumn) => (a: SessionRow, b: SessionRow): number
   }
 }
 
-/** Makes `text` safe for the terminal, then cuts or pads it to exactly `width` characters. */
-const cell = (raw: string, width: number): string => {
-  const text = terminalSafe(raw)
-  return text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text.padEnd(width)
-}
+/** Makes `text` safe for the terminal, then cuts or pads it to exactly `width` columns (wide characters take two). */
+const cell = (raw: string, width: number): string => fitToWidth(terminalSafe(raw), width)
 
 const SESSION_COLUMNS: ReadonlyArray<readonly [string, number]> = [
   ["NAME", 18],
@@ -188,6 +185,6 @@ export const render = (
   const shownRefusals = refusalSection.slice(0, Math.max(0, budget - shownTable.length - shownAsks.length))
   const width = Math.max(size.columns, 20)
   return [...header, ...shownTable, ...shownAsks, ...shownRefusals, ...footer].map((line) =>
-    line.length > width ? line.slice(0, width) : line
+    cutToWidth(line, width)
   )
 }
