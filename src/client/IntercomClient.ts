@@ -11,8 +11,10 @@
  * - Except after a takeover: when the broker says another connection
  *   registered this session id (`taken_over`, `takeover-v1`), reconnecting
  *   would take the id back from that process, which would take it back in
- *   turn. The client stays unconnected (`status.takenOver`), and every
- *   operation fails with `IntercomNotConnected` saying so. When the broker
+ *   turn. The client stays unconnected (`status.takenOver`), every
+ *   operation fails with `IntercomNotConnected` saying so, and so does
+ *   `whenTakenOver` (a session's ask waiting for its reply ends then, not at
+ *   its timeout). When the broker
  *   granted `reclaim-v1`, it asks every `RECLAIM_INTERVAL_MS` to register
  *   again only if the id is free (`ifFree`): once the other holder has left
  *   (a short-lived `pi -c -p`), it takes its session back and carries on;
@@ -223,6 +225,8 @@ const make = (
     let stopped = false
     /** Set once the broker said another connection took this session over: the client never reconnects after. */
     let takenOver: IntercomNotConnected | undefined
+    /** Failed with `takenOver` when it is set (`whenTakenOver`); a fresh one once the session is taken back. */
+    let takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
     const takenOverHint = options.takenOverHint ?? "Connect a new client with this session id to take it back."
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -380,6 +384,8 @@ const make = (
                 const error = new IntercomNotConnected({ reason: takenOverReason(over, takenOverHint), takenOver: over })
                 takenOver = error
                 lastError = error.reason
+                // Said at once: a wait on this connection (an ask's reply) would otherwise run to its timeout.
+                Deferred.doneUnsafe(takenOverSignal, Exit.fail(error))
                 const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
                 current = refused
                 // Only a broker that granted reclaim-v1 honours `ifFree`; from another, a retry would take over.
@@ -416,6 +422,7 @@ const make = (
         Effect.flatMap(({ connection, scope }) =>
           Effect.suspend(() => {
             takenOver = undefined
+            takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
             const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
             current = back
             return adopt(connection, scope).pipe(
@@ -665,6 +672,7 @@ const make = (
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
       stateLost: Stream.fromPubSub(stateLostHub),
+      whenTakenOver: Effect.suspend(() => Deferred.await(takenOverSignal)),
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

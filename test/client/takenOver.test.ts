@@ -23,6 +23,7 @@ describe("taken over by another client with the same session id", () => {
       yield* world.startBroker({ idleExit: null })
       const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
       yield* settle(first.connect)
+      const told = yield* Effect.forkChild(Effect.flip(first.whenTakenOver))
       const { client: second } = yield* makeMemoryClient(
         memoryClientOptions(world, TWIN, "twin", {
           ...timings,
@@ -30,6 +31,10 @@ describe("taken over by another client with the same session id", () => {
         })
       )
       yield* settle(second.connect)
+      // Said at once (a session ends its waiting ask with it), with the error operations fail with.
+      const error = told.pollUnsafe()
+      if (error === undefined || error._tag !== "Success") return assert.fail("whenTakenOver did not fail at the takeover")
+      assert.deepStrictEqual(error.value.takenOver, { sessionId: TWIN, pid: 777 })
       // Well past the reconnect delay (and its backoff): the first client stays off.
       yield* advance("10 seconds")
       const status = yield* first.status
