@@ -105,6 +105,10 @@ describe("taken over by another client with the same session id", () => {
       assert.deepStrictEqual(inbox.seen().map((m) => m.message.content.text), ["while nobody held it"])
       const sessions = yield* settle(first.list)
       assert.strictEqual(sessions.filter((s) => s.id === TWIN).length, 1)
+      // Back, it is no longer taken over: a reply wait racing `whenTakenOver` waits again.
+      const again = yield* Effect.forkChild(first.whenTakenOver)
+      yield* settle(first.list)
+      assert.isUndefined(again.pollUnsafe(), "whenTakenOver still failed after the session was taken back")
     }))
 
   it.effect("from a broker without reclaim-v1 it stays off: that broker would ignore ifFree and hand the id over", () =>
