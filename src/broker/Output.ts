@@ -94,6 +94,10 @@ const belongsTo = (item: Returnable, peer: Peer): boolean => {
   return key !== undefined && ("mail" in item ? item.to === key : item.owedTo === key)
 }
 
+/** Mail or a notice whose session `peer` no longer holds (it was taken over, or unregistered). */
+const isStranded = (item: OutboundItem, peer: Peer): item is Returnable =>
+  typeof item === "object" && "frame" in item && !belongsTo(item, peer)
+
 /** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
@@ -238,7 +242,9 @@ export class Output {
    */
   offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
-      if (isShut(recipient)) return Effect.succeed(false)
+      // Mail for a session the recipient no longer holds (taken over while this waited) is refused
+      // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
+      if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
       const chars = charsOf(item)
       if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
@@ -378,6 +384,31 @@ export class Output {
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
+  }
+
+  /**
+   * `peer` was taken over (P16; its `session` is already cleared): the mail
+   * and failure notices its outbox still holds for the session are taken
+   * back now, in order, so they reach the session's new connection ahead of
+   * anything queued for it later — not when the old writer gets to them,
+   * which for a client that stopped reading is after its close's grace, and
+   * after newer mail. Frames of the old connection's own (answers, its
+   * `taken_over`) stay. What its writer already handed the socket is not
+   * here: it comes back at close, if the socket never took it.
+   */
+  handOver(peer: Peer): void {
+    const items = peer.outbox
+    let kept = 0
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
+      if (isStranded(item, peer)) {
+        this.charge(peer, -charsOf(item))
+        this.takeBack(item)
+      } else items[kept++] = item
+    }
+    if (kept === items.length) return
+    items.length = kept
+    this.roomMade(peer)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */

@@ -276,7 +276,9 @@ export class Registration {
       // `takeover-v1` is told first, so that it does not reconnect and take the id back; a base client
       // is ended quietly. Forced past a full outbox (never parked, where the close would drop it), after
       // what the outbox holds; the `end` close flushes it before ending. Mail in that outbox no longer
-      // belongs there (its session is gone) and goes to the new holder (Output.takeForWrite).
+      // belongs there (its session is gone): it goes to the new holder once that is registered, below
+      // (Output.handOver); anything queued for the old connection later is taken back as it is written
+      // (Output.takeForWrite).
       previous.peer.session = undefined
       if (previous.peer.features.has(TAKEOVER_V1)) {
         output.forceEnqueue(previous.peer, Encode.takenOverFrame(id, frame.session.pid))
@@ -291,6 +293,9 @@ export class Registration {
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
     output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId, stateEpoch))
+    // What the old connection had not taken to write goes to this one now, right after `registered`:
+    // before the mailbox's flush and any newer mail (a sender's order holds across the takeover).
+    if (previous !== undefined) output.handOver(previous.peer)
     this.membership.joined(session)
     this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.registered?.(session, previous, now)

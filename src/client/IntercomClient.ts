@@ -11,15 +11,16 @@
  * - Except after a takeover: when the broker says another connection
  *   registered this session id (`taken_over`, `takeover-v1`), reconnecting
  *   would take the id back from that process, which would take it back in
- *   turn. The client stays unconnected (`status.takenOver`), and every
- *   operation fails with `IntercomNotConnected` saying so. When the broker
- *   granted `reclaim-v1`, once the process that took the id over has exited
- *   (its pid, from `taken_over`), it asks every `RECLAIM_INTERVAL_MS` to
- *   register again only if the id is free (`ifFree`): after a short-lived
- *   `pi -c -p`, it takes its session back and carries on; never from a live
- *   holder, not even while that one reconnects to a restarted broker. A
- *   broker without `reclaim-v1` would ignore `ifFree` and hand the id over,
- *   so there the client stays off.
+ *   turn. The client stays unconnected (`status.takenOver`), every
+ *   operation fails with `IntercomNotConnected` saying so, and so does
+ *   `whenTakenOver` (a session's ask waiting for its reply ends then, not at
+ *   its timeout). When the broker granted `reclaim-v1`, once the process
+ *   that took the id over has exited (its pid, from `taken_over`), it asks
+ *   every `RECLAIM_INTERVAL_MS` to register again only if the id is free
+ *   (`ifFree`): after a short-lived `pi -c -p`, it takes its session back
+ *   and carries on; never from a live holder, not even while that one
+ *   reconnects to a restarted broker. A broker without `reclaim-v1` would
+ *   ignore `ifFree` and hand the id over, so there the client stays off.
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
@@ -227,6 +228,8 @@ const make = (
     let stopped = false
     /** Set once the broker said another connection took this session over: the client never reconnects after. */
     let takenOver: IntercomNotConnected | undefined
+    /** Failed with `takenOver` when it is set (`whenTakenOver`); a fresh one once the session is taken back. */
+    let takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
     const takenOverHint = options.takenOverHint ?? "Connect a new client with this session id to take it back."
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
@@ -384,6 +387,8 @@ const make = (
                 const error = new IntercomNotConnected({ reason: takenOverReason(over, takenOverHint), takenOver: over })
                 takenOver = error
                 lastError = error.reason
+                // Said at once: a wait on this connection (an ask's reply) would otherwise run to its timeout.
+                Deferred.doneUnsafe(takenOverSignal, Exit.fail(error))
                 const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
                 current = refused
                 // Only a broker that granted reclaim-v1 honours `ifFree`; from another, a retry would take over.
@@ -429,6 +434,7 @@ const make = (
         Effect.flatMap(({ connection, scope }) =>
           Effect.suspend(() => {
             takenOver = undefined
+            takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
             const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
             current = back
             return adopt(connection, scope).pipe(
@@ -682,6 +688,7 @@ const make = (
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
       stateLost: Stream.fromPubSub(stateLostHub),
+      whenTakenOver: Effect.suspend(() => Deferred.await(takenOverSignal)),
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({

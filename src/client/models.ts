@@ -284,6 +284,16 @@ export interface IntercomClientService extends QuestionOperations {
    */
   readonly stateLost: Stream.Stream<BrokerStateLost>
   /**
+   * Fails once another process has registered this session id and taken it
+   * over (`taken_over`, `takeover-v1`) — at once while it holds it — with the
+   * error every operation fails with then (`IntercomNotConnected`, naming
+   * that process's pid and how to take the session back); never succeeds. A
+   * wait for a reply races it: no reply can reach this process now, so the
+   * wait ends at once instead of at its timeout. Once the session is taken
+   * back (`reclaim-v1`), a new call waits again.
+   */
+  readonly whenTakenOver: Effect.Effect<never, IntercomNotConnected>
+  /**
    * How long after a reconnect a session missing from the broker may still
    * be on its way back (`IntercomClientOptions.rejoinGraceMs`, 10 s by default).
    */

@@ -35,6 +35,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { NodeServices } from "@effect/platform-node"
 import * as Clock from "effect/Clock"
+import * as Console from "effect/Console"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -264,7 +265,7 @@ export const startGeneration = (input: {
       defaultScope: "project",
       childBridge: child
     })
-    return Layer.mergeAll(lifecycleLayer, statusLayer(settings.unsavedMessageLimit)).pipe(
+    return Layer.mergeAll(lifecycleLayer, statusLayer(settings.unsavedMessageLimit), takeoverOnStderr).pipe(
       Layer.provideMerge(session),
       Layer.provideMerge(Layer.merge(client, host))
     )
@@ -362,6 +363,20 @@ export const startGeneration = (input: {
     })
     const tick = Effect.asVoid(Effect.timeoutOption(Queue.take(delivered), "1 second"))
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(refresh, tick)))
+  }))
+
+  /**
+   * Without a UI (print and json modes: no notice, no footer) a takeover is said on stderr instead — the
+   * same notice, once per generation (a print-mode run is short; stdout stays the run's output).
+   */
+  const takeoverOnStderr = Layer.effectDiscard(Effect.gen(function*() {
+    if (hasUI) return
+    const client = yield* IntercomClient
+    yield* Effect.forkScoped(client.whenTakenOver.pipe(
+      Effect.catch((error) =>
+        Console.error(error.takenOver === undefined ? `Intercom: ${error.reason}` : takenOverNotice(error.takenOver))
+      )
+    ))
   }))
 
   const runtime = ManagedRuntime.make(layer)

@@ -11,7 +11,8 @@
  * interruption).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Metric } from "effect"
-import type { Delivery } from "../client/events.ts"
+import type { IntercomNotConnected } from "../client/errors.ts"
+import type { Delivery, InboundMessage } from "../client/events.ts"
 import { isAskTimeoutMs } from "../protocol/constants.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import { Reason } from "../protocol/delivery.ts"
@@ -60,6 +61,22 @@ export const cancelWait = (generation: Generation, waiter: Waiter, questionId: s
   Effect.sync(() => generation.slot.release(waiter)).pipe(
     Effect.andThen(generation.client.cancelAsk(questionId).pipe(Effect.timeout(CANCEL_ASK_BOUND), Effect.ignore))
   )
+
+/**
+ * Waits for `waiter`'s outcome — its reply, or how its wait ended — or until
+ * this session is taken over by another process (`takeover-v1`), which gets
+ * the reply now: then the wait ends at once with the client's error, naming
+ * that process and how to take the session back, not at its timeout. Used
+ * by `ask`, by a blocking `contact_supervisor` and by a durable question.
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const awaitOutcome = (
+  generation: Generation,
+  waiter: Waiter
+): Effect.Effect<InboundMessage, WaitEnd | IntercomNotConnected> =>
+  Effect.raceFirst(Deferred.await(waiter.outcome), generation.client.whenTakenOver)
 
 /**
  * Waits for the acknowledgement of a question's `send` (bound to `waiter`),
@@ -223,12 +240,12 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
           text: sentText("Message", request.to, delivery.delivery)
         } satisfies Sent
       }
-      const answer = yield* Deferred.await(bound.outcome).pipe(
+      const answer = yield* awaitOutcome(generation, bound).pipe(
         Effect.timeoutOrElse({
           duration: Duration.millis(timeoutMs),
           orElse: () => Effect.fail(new ReplyTimeout({ target: request.to, timeoutMs }))
         }),
-        // Timeout, departed peer, generation close or interruption: the broker forgets the ask edge.
+        // Timeout, departed peer, takeover, generation close or interruption: the broker forgets the ask edge.
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
       yield* Metric.update(askRoundTrip, (yield* Clock.currentTimeMillis) - sentAt)

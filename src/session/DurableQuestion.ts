@@ -31,6 +31,7 @@ import type { InboundMessage, QuestionEvent } from "../client/events.ts"
 import type { QuestionError } from "../client/ClientQuestions.ts"
 import type { IntercomClientService } from "../client/IntercomClient.ts"
 import type { Message } from "../protocol/frames.ts"
+import { awaitOutcome } from "./Ask.ts"
 import { SessionEnded } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import type { Waiter } from "./ReplyWaiter.ts"
@@ -173,7 +174,7 @@ export const waitDurably = (
     while (true) {
       const next = yield* Effect.raceFirst(
         Effect.map(Deferred.await(pushed), (event) => ({ _tag: "Pushed" as const, event })),
-        Effect.map(Effect.result(Deferred.await(bound.outcome)), (outcome) => ({ _tag: "Live" as const, outcome }))
+        Effect.map(Effect.result(awaitOutcome(generation, bound)), (outcome) => ({ _tag: "Live" as const, outcome }))
       )
       if (next._tag === "Pushed") {
         if (next.event._tag === "Cancelled") return yield* new QuestionStopped({ questionId })
@@ -188,7 +189,10 @@ export const waitDurably = (
         bound = yield* rebind
         continue
       }
-      if (outcome.failure._tag === "SessionEnded") return yield* outcome.failure
+      // Ended, or taken over by another process (which gets the answer now): no more waiting here.
+      if (outcome.failure._tag === "SessionEnded" || outcome.failure._tag === "IntercomNotConnected") {
+        return yield* outcome.failure
+      }
       // The supervisor went away (C-DQ-6): not an answer; wait on.
       bound = yield* rebind
     }

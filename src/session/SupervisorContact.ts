@@ -27,11 +27,11 @@
  * broker) they keep the ordinary ask and its timeout (contracts.md open
  * question 2); a timeout is never an approval (C-WKR-15).
  */
-import { Deferred, Duration, Effect, Exit, Result } from "effect"
+import { Duration, Effect, Exit, Result } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { cancelWait, untilSent } from "./Ask.ts"
+import { awaitOutcome, cancelWait, untilSent } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -282,7 +282,7 @@ export const makeSupervisorContact = (
           details: { reason: request.reason, messageId: message.id, delivered: false, queued: true }
         }
       }
-      const answer = yield* Deferred.await(bound.outcome).pipe(
+      const answer = yield* awaitOutcome(generation, bound).pipe(
         Effect.timeoutOrElse({
           duration: Duration.millis(timeoutMs),
           orElse: () => Effect.fail(new ReplyTimeout({ target: display, timeoutMs }))

@@ -7,7 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertDelivered } from "../support/assertions.ts"
-import { message, register, registerFrame, send, withBroker } from "../support/broker.ts"
+import { encodeFrames } from "../../src/protocol/index.ts"
+import { ackFor, message, register, registerFrame, send, withBroker } from "../support/broker.ts"
+import { memoryNetwork } from "../support/memory.ts"
 
 const TAKEOVER = { features: ["takeover-v1"] }
 const RECLAIM = { features: ["takeover-v1", "reclaim-v1"] }
@@ -58,6 +60,64 @@ describe("takeover-v1: the superseded connection is told", () => {
       yield* old.client.next("taken_over")
       const again = yield* replacement.next("message", (frame) => frame.message.id === first.id)
       assert.strictEqual(again.message.content.text, "before the takeover")
+    }))
+
+  // A base client (no received-v1, no takeover-v1) that stopped reading: its socket is full, its outbox holds
+  // the rest of a burst. The takeover hands that outbox to the new holder at once, ahead of the sender's next
+  // message, rather than when the old writer gets to it (after the close's 2 s grace, behind newer mail).
+  it.live("a base client's unwritten mail goes to the new holder at once, ahead of the sender's later mail", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null, mailboxCapacity: 4096 })
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const old = yield* broker.session({ sessionId: "twin" })
+      yield* old.client.pause
+      // 800 KB: more than the socket's buffers take, so most of it is still queued at the broker.
+      const burst = Array.from({ length: 800 }, (_, i) => message(`burst ${i}:`.padEnd(1024, ".")))
+      yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+      for (const msg of burst) assert.strictEqual((yield* ackFor(sender.client, msg.id)).type, "delivered")
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "twin" })
+      const later = message("after the takeover")
+      assertDelivered(yield* send(sender.client, "twin", later))
+      yield* replacement.next("message", (frame) => frame.message.id === later.id)
+      const texts = replacement.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      // The burst's tail (what the old socket never took) came first, in order, and then the later message.
+      assert.isAbove(texts.length, 1, "the later message reached the new holder before the burst's unwritten tail")
+      assert.strictEqual(texts.at(-1), "after the takeover")
+      const numbers = texts.slice(0, -1).map((text) => Number(/^burst (\d+):/.exec(text)?.[1]))
+      assert.deepStrictEqual(numbers, numbers.map((_, i) => numbers[0]! + i), "the handed-over burst is not in order")
+      assert.strictEqual(numbers.at(-1), burst.length - 1)
+      // The old client reads again: what the old socket had taken reaches it; nothing of the burst is lost.
+      yield* old.client.resume
+      yield* old.client.waitClosed()
+      const reachedOld = old.client.received().filter((frame) => frame.type === "message").length
+      assert.isBelow(reachedOld, burst.length, "the old socket took the whole burst (the scenario changed)")
+      assert.isAtLeast(reachedOld + numbers.length, burst.length)
+    }))
+
+  // The same when the old connection's outbox is full and the sender's reader waits to queue the rest of its
+  // batch (backpressure): once the holder changes, what waited is taken back to the new holder at once — not
+  // offered to the old connection, to sit there until its close's 2 s grace passes, holding the sender back
+  // (its later message unread) meanwhile. In memory: the clock never moves, so the grace never passes.
+  it.effect("mail a sender was held back on for a taken-over client goes to the new holder at once", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork({ linkCapacity: 4 })
+      yield* world.startBroker({ outboxCapacity: 4 })
+      const sender = yield* world.session({ sessionId: "sender" })
+      const old = yield* world.session({ sessionId: "twin" })
+      yield* old.client.pause
+      const burst = Array.from({ length: 40 }, (_, i) => message(`burst ${i}`))
+      yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+      const replacement = yield* world.session({ sessionId: "twin", label: "replacement" })
+      const later = message("after the takeover")
+      yield* sender.client.send({ type: "send", to: "twin", message: later })
+      yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
+      const texts = replacement.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      assert.strictEqual(texts.at(-1), "after the takeover")
+      const numbers = texts.slice(0, -1).map((text) => Number(/^burst (\d+)$/.exec(text)?.[1]))
+      assert.isAbove(numbers.length, 0, "nothing of the burst was handed over (the scenario changed)")
+      assert.deepStrictEqual(numbers, numbers.map((_, i) => numbers[0]! + i), "the handed-over burst is not in order")
+      assert.strictEqual(numbers.at(-1), burst.length - 1)
     }))
 
   it.live("a register with ifFree is refused (E_SESSION_HELD) while a live connection holds the id, accepted once it left", () =>

@@ -36,6 +36,7 @@ describe("taken over by another client with the same session id", () => {
       yield* world.startBroker({ idleExit: null })
       const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
       yield* settle(first.connect)
+      const told = yield* Effect.forkChild(Effect.flip(first.whenTakenOver))
       const { client: second } = yield* makeMemoryClient(
         memoryClientOptions(world, TWIN, "twin", {
           ...timings,
@@ -43,6 +44,10 @@ describe("taken over by another client with the same session id", () => {
         })
       )
       yield* settle(second.connect)
+      // Said at once (a session ends its waiting ask with it), with the error operations fail with.
+      const error = told.pollUnsafe()
+      if (error === undefined || error._tag !== "Success") return assert.fail("whenTakenOver did not fail at the takeover")
+      assert.deepStrictEqual(error.value.takenOver, { sessionId: TWIN, pid: 777 })
       // Well past the reconnect delay (and its backoff): the first client stays off.
       yield* advance("10 seconds")
       const status = yield* first.status
@@ -111,6 +116,10 @@ describe("taken over by another client with the same session id", () => {
       assert.deepStrictEqual(inbox.seen().map((m) => m.message.content.text), ["while nobody held it"])
       const sessions = yield* settle(first.list)
       assert.strictEqual(sessions.filter((s) => s.id === TWIN).length, 1)
+      // Back, it is no longer taken over: a reply wait racing `whenTakenOver` waits again.
+      const again = yield* Effect.forkChild(first.whenTakenOver)
+      yield* settle(first.list)
+      assert.isUndefined(again.pollUnsafe(), "whenTakenOver still failed after the session was taken back")
     }))
 
   it.effect("a broker restart does not hand the id back while the process that took it over is alive", () =>

@@ -10,7 +10,7 @@
 import { SessionManager } from "@earendil-works/pi-coding-agent"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, assert, describe, it } from "vitest"
+import { afterAll, assert, describe, it, vi } from "vitest"
 import { actResult, closeWorld, makeWorld, openPi, recordingUI } from "./support.ts"
 
 const world = makeWorld()
@@ -63,6 +63,37 @@ describe("one pi session open in two pi processes", () => {
     } finally {
       await a.quit()
       await b.quit()
+    }
+  }, 30_000)
+
+  it("without a UI (print and json modes) the process taken over says so on stderr, once", async () => {
+    const dir = path.join(world.root, "sessions-twin-print")
+    let told: (line: string) => void = () => {}
+    const notice = new Promise<string>((resolve) => { told = resolve })
+    const lines: Array<string> = []
+    const spy = vi.spyOn(console, "error").mockImplementation((...args: ReadonlyArray<unknown>) => {
+      const line = args.map(String).join(" ")
+      if (!takenOver(line)) return
+      lines.push(line)
+      told(line)
+    })
+    const a = await openPi(world, { name: "twin-print", sessionManager: SessionManager.create(world.cwd, dir), mode: "json" })
+    let b: Awaited<ReturnType<typeof openPi>> | undefined
+    try {
+      await actResult(a, { action: "status" }) // a prompt: pi writes the session file
+      const file = a.session().sessionFile ?? ""
+      b = await openPi(world, { sessionManager: SessionManager.open(file), ui: recordingUI() })
+      assert.isFalse((await actResult(b, { action: "status" })).isError) // B registers: it takes the id over
+      const line = await notice // the test's own timeout fails a notice that never comes
+      assert.include(line, `(pid ${process.pid})`)
+      assert.include(line, "/reload")
+      // Once: a tool call that fails on the takeover prints nothing more.
+      assert.isTrue((await actResult(a, { action: "status" })).isError)
+      assert.strictEqual(lines.length, 1, lines.join("\n"))
+    } finally {
+      spy.mockRestore()
+      await a.quit()
+      await b?.quit()
     }
   }, 30_000)
 })

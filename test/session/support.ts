@@ -114,6 +114,11 @@ export interface FakeClientState {
    * `stateLost` (with `lost`), then `reconnects`.
    */
   readonly reconnectLosingState: (lost: Omit<BrokerStateLost, "_tag" | "connections">) => Effect.Effect<void>
+  /**
+   * Another process took the session over (`taken_over`), as the real client says it: no longer
+   * connected, `connect` fails with `error`, and so does `whenTakenOver`.
+   */
+  readonly takeOver: (error: IntercomNotConnected) => Effect.Effect<void>
   readonly cancelAsks: () => ReadonlyArray<string>
   readonly receipts: () => ReadonlyArray<MessageReceipt>
   readonly presences: () => ReadonlyArray<PresenceUpdate>
@@ -152,6 +157,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
     const topicHub = yield* PubSub.unbounded<TopicEntry>()
     const reconnectHub = yield* PubSub.unbounded<number>()
     const stateLostHub = yield* PubSub.unbounded<BrokerStateLost>()
+    const takenOverSignal = yield* Deferred.make<never, IntercomNotConnected>()
     const revisions = new Map<string, number>()
     /** Sessions whose `Left` was pushed and no `Joined` since (`isDeparted`). */
     const departed = new Set<string>()
@@ -204,6 +210,12 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
             Effect.andThen(PubSub.publish(reconnectHub, fake.connects)),
             Effect.asVoid
           )
+        }),
+      takeOver: (error) =>
+        Effect.suspend(() => {
+          fake.connected = false
+          fake.connectFailure = error.reason
+          return Effect.asVoid(Deferred.fail(takenOverSignal, error))
         }),
       cancelAsks: () => fake.posts.flatMap((post) => post._tag === "CancelAsk" ? [post.messageId] : []),
       receipts: () => fake.posts.flatMap((post) => post._tag === "Receipt" ? [post.receipt] : []),
@@ -341,6 +353,7 @@ export const makeFakeClient = (sessionId: string): Effect.Effect<FakeClient, nev
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
       stateLost: Stream.fromPubSub(stateLostHub),
+      whenTakenOver: Deferred.await(takenOverSignal),
       rejoinGraceMs: REJOIN_GRACE_MS,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync((): ClientStatus => ({

@@ -118,6 +118,8 @@ export interface OpenSessionOptions {
    * it ends, so mail to its name is not queued for a session nobody runs.
    */
   readonly ephemeral: boolean
+  /** After a takeover (`takeover-v1`): how to take the session back, the end of the client's error text. */
+  readonly takenOverHint?: string | undefined
 }
 
 /** An open CLI session: the session runtime, and the client under it (for `status` and membership events). */
@@ -150,6 +152,7 @@ export const openSession = (
       // C-GRP-2: `--group`, else ATOMIC_INTERCOM_GROUP / PI_INTERCOM_GROUP, else config `group`, else default.
       group: context.group,
       ephemeral: options.ephemeral,
+      ...(options.takenOverHint === undefined ? {} : { takenOverHint: options.takenOverHint }),
       registration: sessionRegistration({
         sessionId: options.sessionId,
         identity: options.host.identity,

@@ -13,6 +13,9 @@
  * - Runs the actions of short-lived commands with the same name (`intercom
  *   reply --name planner …` from another terminal) in this session.
  * - End of stdin, Ctrl-C or SIGTERM leave cleanly: the session unregisters.
+ * - Taken over (another process registered the same session id, `taken_over`):
+ *   it says so in one line — that process's pid, and how to take the session
+ *   back — and exits with EXIT_FAILURE, rather than stay up receiving nothing.
  */
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -127,7 +130,13 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
         )),
       shown
     )
-    const { client, session } = yield* openSession(context, { sessionId, host, inboundTrigger: "never", ephemeral: false })
+    const { client, session } = yield* openSession(context, {
+      sessionId,
+      host,
+      inboundTrigger: "never",
+      ephemeral: false,
+      takenOverHint: `Run "intercom watch --name ${context.name}" again to take it back.`
+    })
 
     const act = (params: IntercomToolParams, source: "stdin" | "command"): Effect.Effect<ToolResult> =>
       Effect.tap(session.intercom(params), (result) => {
@@ -177,9 +186,13 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
       ))
     }
 
-    if (!input.stdin) return yield* Effect.never
+    // Taken over: nothing reaches this watch any more; it says why and exits (1), not stay up silent.
+    const takenOver = client.whenTakenOver.pipe(
+      Effect.catch((error) => fail("TakenOver", `intercom watch stopped: ${error.reason}`))
+    )
+    if (!input.stdin) return yield* takenOver
 
-    yield* Stream.runForEach(stdinLines, (line) =>
+    const replies = Stream.runForEach(stdinLines, (line) =>
       Effect.gen(function*() {
         const pending = yield* Effect.option(session.pending)
         const ids = Option.match(pending, {
@@ -193,4 +206,5 @@ export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileS
         }
         yield* act(parsed, "stdin")
       }))
+    yield* Effect.raceFirst(replies, takenOver)
   }).pipe(Effect.scoped)
