@@ -83,6 +83,14 @@ export class BrokerStillChecking extends Data.TaggedError("BrokerStillChecking")
  */
 export const CHECK_WAIT_MS = 120_000
 
+/**
+ * How old a `broker.checking` may be and still count: half an hour, far
+ * longer than any check runs (some 450 GB at 4 s per GB), so that a mark left
+ * by a broker killed during its check, whose pid another process may have
+ * by now, stretches no wait once it is that old.
+ */
+const MARK_MAX_AGE_MS = 30 * 60_000
+
 /** How to start a broker: config's `brokerCommand`/`brokerArgs` (C-CFG-3/4), decided in one place. */
 export type { BrokerLaunch } from "../config/settings.ts"
 
@@ -143,7 +151,7 @@ const awaitCheck = (options: SpawnOptions, settleMs: number, capMs: number): Eff
     while (true) {
       if (yield* probeHealth(options.socketPath, Duration.millis(500))) return "healthy"
       const now = yield* Clock.currentTimeMillis
-      if ((yield* checkingBroker(options.intercomDir)) !== undefined) {
+      if ((yield* checkingBroker(options.intercomDir, MARK_MAX_AGE_MS)) !== undefined) {
         if (now - start >= capMs) return "checking"
         checkSeen = now
       } else if (now - checkSeen >= settleMs) {
@@ -161,9 +169,9 @@ const awaitCheck = (options: SpawnOptions, settleMs: number, capMs: number): Eff
  */
 const waitOutCheck = (options: SpawnOptions, waitMs: number): Effect.Effect<boolean, BrokerStillChecking> =>
   Effect.gen(function*() {
-    const pid = yield* checkingBroker(options.intercomDir)
-    if (pid === undefined) return false
     const capMs = Math.max(options.checkWaitMs ?? CHECK_WAIT_MS, waitMs)
+    const pid = yield* checkingBroker(options.intercomDir, MARK_MAX_AGE_MS)
+    if (pid === undefined) return false
     const outcome = yield* awaitCheck(options, waitMs, capMs - waitMs)
     if (outcome === "checking") {
       return yield* new BrokerStillChecking({ pid, intercomDir: options.intercomDir, waitedMs: capMs })

@@ -10,8 +10,12 @@
  * Its content is a pid file's (`pidFile.ts`): the broker's pid. The broker
  * writes it just before the check and removes it just after; a broker killed
  * during the check leaves it behind, naming a process that is gone, which
- * readers ignore.
+ * readers ignore. Its pid may be given to another process later, so a reader
+ * also ignores a mark written longer ago than it would wait for a check
+ * (`maxAgeMs`): a leftover mark can stretch a client's wait only while it is
+ * young.
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -46,15 +50,32 @@ export const removeCheckingMark = (file: string): void => {
   }
 }
 
+/** When the mark was last written (ms since the epoch); `undefined` without one. */
+const writtenAt = (file: string): number | undefined => {
+  try {
+    return fs.statSync(file).mtimeMs
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * The pid of a broker that is checking its database in full now: the mark
- * in `intercomDir` names a live process. `undefined` without a mark, or
- * when its process is gone.
+ * in `intercomDir` names a live process and was written at most `maxAgeMs`
+ * ago. `undefined` without a mark, when its process is gone, or when it is
+ * older (left by a broker killed during its check, its pid perhaps another
+ * process's by now).
  *
  * @example
- * const pid = yield* checkingBroker("/home/me/.pi/agent/intercom")
+ * const pid = yield* checkingBroker("/home/me/.pi/agent/intercom", 120_000)
  * if (pid !== undefined) yield* Effect.log(`broker ${pid} is checking its database`)
  */
-export const checkingBroker = (intercomDir: string): Effect.Effect<number | undefined> =>
-  Effect.flatMap(readPidFile(checkingMarkOf(intercomDir)), (pid) =>
-    pid === undefined ? Effect.succeed(undefined) : Effect.map(isProcessAlive(pid), (alive) => alive ? pid : undefined))
+export const checkingBroker = (intercomDir: string, maxAgeMs: number): Effect.Effect<number | undefined> =>
+  Effect.gen(function*() {
+    const file = checkingMarkOf(intercomDir)
+    const pid = yield* readPidFile(file)
+    if (pid === undefined || !(yield* isProcessAlive(pid))) return undefined
+    const at = yield* Effect.sync(() => writtenAt(file))
+    const now = yield* Clock.currentTimeMillis
+    return at !== undefined && now - at <= maxAgeMs ? pid : undefined
+  })

@@ -233,7 +233,24 @@ describe("a broker that checks its database in full at start (broker.checking)",
       const gone = yield* spawnNode(["-e", "0"])
       yield* gone.waitExit()
       fs.writeFileSync(checkingMarkOf(dir.intercomDir), String(gone.pid))
-      assert.isUndefined(yield* checkingBroker(dir.intercomDir))
+      assert.isUndefined(yield* checkingBroker(dir.intercomDir, 60_000))
+      const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200, checkWaitMs: 30_000 }))
+      assert.strictEqual(error._tag, "BrokerNotAnswering")
+    }))
+})
+
+describe("a leftover broker.checking", () => {
+  it.live("half an hour old, naming a live process (a pid given to another process since), is ignored", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
+      yield* holdLifetimeLock(dir.intercomDir)
+      const mark = checkingMarkOf(dir.intercomDir)
+      fs.writeFileSync(mark, String(process.pid))
+      assert.strictEqual(yield* checkingBroker(dir.intercomDir, 60_000), process.pid, "a young mark counts")
+      const longAgo = new Date(fs.statSync(mark).mtimeMs - 31 * 60_000)
+      fs.utimesSync(mark, longAgo, longAgo)
+      assert.isUndefined(yield* checkingBroker(dir.intercomDir, 60_000))
       const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200, checkWaitMs: 30_000 }))
       assert.strictEqual(error._tag, "BrokerNotAnswering")
     }))
