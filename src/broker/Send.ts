@@ -356,10 +356,13 @@ export class Send {
     }
     const threadId = delivery?.threadId
     if (threadId !== undefined && this.staging !== undefined) {
-      const staged = this.staging.stage(attempt, mail, target, threadId)
+      // Staged for the session that takes it: P49's sole holder has a key of its own, by which the window's
+      // close finds it (under the departed one's key it would be dropped as "recipient left").
+      const toTarget = target.key === targetKey ? mail : { ...mail, targetKey: target.key }
+      const staged = this.staging.stage(attempt, toTarget, target, threadId)
       if ("code" in staged) return this.fail(peer, message.id, staged, frame.to)
       this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.staged, now)
-      journal?.putMail(mail)
+      journal?.putMail(toTarget)
       // Recorded as staged, so a same-id retry is answered `delivery_queued` too (known issue 19).
       const outcome: Outcome = { ok: true, delivery: "queued", staged: { threadId, deliverAt: staged.deliverAt } }
       this.ctx.records.set(recorded, outcome, now)

@@ -137,6 +137,29 @@ describe("replace coalescing", () => {
       assert.strictEqual(copies(b.client, latest.id), 1)
     }))
 
+  it.effect("a replace message to a departed session goes, like a plain one, to its name's sole live holder (P49), at the window's close", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const a = yield* broker.session(modern("a"))
+      const gone = yield* broker.session({ sessionId: "twin-old", name: "Twin" })
+      yield* gone.client.destroy
+      yield* a.client.next("session_left", (frame) => frame.sessionId === "twin-old")
+      const holder = yield* broker.session({ sessionId: "twin-new", name: "Twin" })
+      const plain = message("plain to the old twin")
+      assert.strictEqual((yield* sendFrame(a.client, "twin-old", plain)).type, "delivered")
+      const update = message("update to the old twin")
+      assert.strictEqual((yield* sendFrame(a.client, "twin-old", update, replace("t"))).type, "delivery_queued")
+      yield* advance(WINDOW)
+      yield* messageFor(holder.client, update.id)
+      yield* settled([a.client], [holder.client])
+      const ids = holder.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.id] : [])
+      assert.deepStrictEqual(ids, [plain.id, update.id])
+      assert.isFalse(
+        a.client.received().some((frame) => frame.type === "message_receipt" && frame.receipt.messageId === update.id),
+        "no expired receipt: it was delivered"
+      )
+    }))
+
   it.effect("threads and recipients are separate keys; a message after handoff starts a new window and is not replaced", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
