@@ -396,13 +396,15 @@ export class MailDelivery {
     const space = session.space
     const identity = session.identity
     const soleHolder = identity !== undefined && space.liveWithIdentity(identity, session).length === 0
-    // Another session's mail by identity, but not a reply to it (see `soleHolder`), and never its own.
+    // Another session's mail by identity, never its own, and neither a reply (see `soleHolder`) nor an ask
+    // that went back to the mailbox: its edge names the session asked, so only that one can answer it.
     const mails = this.mailbox.take(
       session.key,
       soleHolder ? identity : undefined,
       (mail) =>
         mail.spaceKey === space.key &&
-        (mail.targetKey === session.key || (mail.senderIdentity !== identity && mail.message.replyTo === undefined))
+        (mail.targetKey === session.key ||
+          (mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     for (const mail of mails) {
       if (this.isStale(mail, now)) {

@@ -166,6 +166,26 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
     }))
 })
 
+describe("an ask that went back to the mailbox waits for the session asked", () => {
+  it.effect("another session with its name and cwd does not collect it: only the session asked can answer it", () =>
+    Effect.gen(function*() {
+      const world = yield* withMemoryBroker()
+      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", cwd: "/tmp", ...CONFIRMING })
+      const question = yield* askedUnconfirmed(alice, bob)
+      yield* bobDrops(alice, bob)
+      const other = yield* world.session({ sessionId: "bob-2", name: "bob", cwd: "/tmp", ...CONFIRMING })
+      yield* settled([other.client])
+      yield* other.client.expectNothing("message")
+      yield* other.client.destroy
+      yield* alice.client.next("session_left", (frame) => frame.sessionId === "bob-2")
+      const back = yield* world.session({ sessionId: "bob", name: "bob", cwd: "/tmp", ...CONFIRMING })
+      yield* messageFor(back.client, question.id)
+      const answer = message("yes", { replyTo: question.id })
+      assertDelivered(yield* send(back.client, "alice", answer))
+    }))
+})
+
 describe("a reply to an asker that left waits for that asker (not P49's sole holder)", () => {
   /** alice-1 (name alice, cwd /tmp) asked bob and left; alice-2 holds the same name and cwd now. */
   const askerReplaced = Effect.gen(function*() {
