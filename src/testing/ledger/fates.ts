@@ -60,9 +60,19 @@ export const finish = (state: LedgerState): MessageTally => {
   let lostInFlight = 0
   let stranded = 0
   let replaced = 0
+  let withdrawn = 0
   let redelivered = 0
   let resent = 0
   checkReplaceLatest(state)
+  // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
+  // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
+  const withdrawnAsks = new Set<string>()
+  for (const ask of state.asks) {
+    const outcome = ask.outcome
+    if (ask.questionId !== undefined && outcome !== undefined && outcome !== "Replied" && !outcome.startsWith("Sent")) {
+      withdrawnAsks.add(ask.questionId)
+    }
+  }
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++
     if (record.outcome === "pending" || record.outcome === "unknown") unknown++
@@ -97,6 +107,11 @@ export const finish = (state: LedgerState): MessageTally => {
     const lastRead = record.reads[record.reads.length - 1]
     if (lastRead !== undefined) {
       if (state.closedClients.has(lastRead.client)) {
+        // Not asked again on the receiver's next connection: its asker had withdrawn it (see below).
+        if (withdrawnAsks.has(record.message.id)) {
+          withdrawn++
+          continue
+        }
         lostInFlight++
         if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was read by a client that closed before its session took it`)
         continue
@@ -107,11 +122,20 @@ export const finish = (state: LedgerState): MessageTally => {
     if (record.writtenTo.length > 0) {
       const open = record.writtenTo.filter((id) => state.links.get(id)?.closed !== true)
       if (open.length === 0) {
+        if (withdrawnAsks.has(record.message.id)) {
+          withdrawn++
+          continue
+        }
         lostInFlight++
         if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was written to a connection of ${to} that died before it was read`)
         continue
       }
       violate(state, "silent-loss", `${label} was written to ${to}'s open connection #${open.join(", #")} but never read`)
+      continue
+    }
+    // Its asker stopped waiting and withdrew it (`cancel_ask`): the broker drops the question, untold.
+    if (record.recordSays === "delivered" && withdrawnAsks.has(record.message.id)) {
+      withdrawn++
       continue
     }
     const crashed = record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)
@@ -167,6 +191,7 @@ export const finish = (state: LedgerState): MessageTally => {
     lostInFlight,
     stranded,
     replaced,
+    withdrawn,
     redelivered,
     resent
   }
