@@ -7,7 +7,7 @@
  */
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
-import { crossesGroup, type LedgerState, mayCross, nameOf } from "./state.ts"
+import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -66,11 +66,24 @@ export const finish = (state: LedgerState): MessageTally => {
   checkReplaceLatest(state)
   // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
   // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
-  const withdrawnAsks = new Set<string>()
+  const endedAsks = new Map<string, number>()
   for (const ask of state.asks) {
     const outcome = ask.outcome
     if (ask.questionId !== undefined && outcome !== undefined && outcome !== "Replied" && !outcome.startsWith("Sent")) {
-      withdrawnAsks.add(ask.questionId)
+      endedAsks.set(ask.questionId, ask.startedAt)
+    }
+  }
+  // The broker withdraws such a question only if it went back (a connection of the target ended after the
+  // ask started, or the broker that accepted it crashed): one lost on a live connection is not excused.
+  const withdrawnAsks = {
+    has: (record: MessageRecord): boolean => {
+      const since = record.kind === "ask" ? endedAsks.get(record.message.id) : undefined
+      if (since === undefined) return false
+      if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) return true
+      for (const link of state.links.values()) {
+        if (link.owner === record.target && link.endedAt !== undefined && link.endedAt >= since) return true
+      }
+      return false
     }
   }
   for (const record of state.messages.values()) {
@@ -108,7 +121,7 @@ export const finish = (state: LedgerState): MessageTally => {
     if (lastRead !== undefined) {
       if (state.closedClients.has(lastRead.client)) {
         // Not asked again on the receiver's next connection: its asker had withdrawn it (see below).
-        if (withdrawnAsks.has(record.message.id)) {
+        if (withdrawnAsks.has(record)) {
           withdrawn++
           continue
         }
@@ -122,7 +135,7 @@ export const finish = (state: LedgerState): MessageTally => {
     if (record.writtenTo.length > 0) {
       const open = record.writtenTo.filter((id) => state.links.get(id)?.closed !== true)
       if (open.length === 0) {
-        if (withdrawnAsks.has(record.message.id)) {
+        if (withdrawnAsks.has(record)) {
           withdrawn++
           continue
         }
@@ -134,7 +147,7 @@ export const finish = (state: LedgerState): MessageTally => {
       continue
     }
     // Its asker stopped waiting and withdrew it (`cancel_ask`): the broker drops the question, untold.
-    if (record.recordSays === "delivered" && withdrawnAsks.has(record.message.id)) {
+    if (record.recordSays === "delivered" && withdrawnAsks.has(record)) {
       withdrawn++
       continue
     }
