@@ -84,6 +84,9 @@ const decrement = (counts: Map<string, number>, key: string): void => {
   else counts.set(key, count)
 }
 
+/** How many edges an `openPerAsked` entry stands for. */
+const countOf = (asked: AskEdge | number): number => typeof asked === "number" ? asked : 1
+
 /** Told of edges opened and closed early (the store journal, when the broker is durable); not of expiry. */
 export interface EdgeObserver {
   readonly opened: (edge: AskEdge) => void
@@ -94,8 +97,11 @@ export interface EdgeObserver {
 export class AskEdges {
   private readonly edges = new Map<string, AskEdge>()
   private readonly openPerPair = new Map<string, number>()
-  /** Open asks by the asked session and message id (a reply to the wrong asker is told so). */
-  private readonly openPerAsked = new Map<string, number>()
+  /**
+   * Open asks by the asked session and message id (a reply to the wrong asker
+   * is told so): the edge while it is the only one, else how many there are.
+   */
+  private readonly openPerAsked = new Map<string, AskEdge | number>()
   /** Open asks per asker (bounded: MAX_ASKS_PER_SESSION). */
   private readonly openPerAsker = new Map<string, number>()
   private readonly deadlines = new DeadlineHeap()
@@ -149,7 +155,8 @@ export class AskEdges {
     const pair = pairKey(edge.askerKey, edge.targetKey)
     this.openPerPair.set(pair, (this.openPerPair.get(pair) ?? 0) + 1)
     const asked = askedKey(edge.targetKey, edge.messageId)
-    this.openPerAsked.set(asked, (this.openPerAsked.get(asked) ?? 0) + 1)
+    const others = this.openPerAsked.get(asked)
+    this.openPerAsked.set(asked, others === undefined ? edge : countOf(others) + 1)
     this.openPerAsker.set(edge.askerKey, (this.openPerAsker.get(edge.askerKey) ?? 0) + 1)
     // Closed edges leave their heap entries behind; squeeze them out before they outnumber the open ones.
     if (this.deadlines.size > 64 && this.deadlines.size > 2 * this.edges.size) this.deadlines.rebuild(this.edges.values())
@@ -187,21 +194,34 @@ export class AskEdges {
     return this.openPerAsked.has(askedKey(targetKey, messageId))
   }
 
-  /** Closes every edge whose deadline has passed (`deadline <= now`). */
-  prune(now: number): void {
+  /**
+   * The open edge asking `targetKey` the message `messageId`, when it is the
+   * only such edge and was since it opened; undefined otherwise.
+   */
+  soleAsk(targetKey: string, messageId: string): AskEdge | undefined {
+    const asked = this.openPerAsked.get(askedKey(targetKey, messageId))
+    return typeof asked === "object" ? asked : undefined
+  }
+
+  /** Closes every edge whose deadline has passed (`deadline <= now`), telling `expired` of each with `now`. */
+  prune(now: number, expired?: (messageKey: string, now: number) => void): void {
     for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now; next = this.deadlines.peek()) {
       this.deadlines.pop()
       // Only if that entry is still the open edge (it may have been closed or reopened since).
       if (this.edges.get(next.messageKey) === next) {
         this.edges.delete(next.messageKey)
         this.closePair(next)
+        expired?.(next.messageKey, now)
       }
     }
   }
 
   private closePair(edge: AskEdge): void {
     decrement(this.openPerPair, pairKey(edge.askerKey, edge.targetKey))
-    decrement(this.openPerAsked, askedKey(edge.targetKey, edge.messageId))
+    const asked = askedKey(edge.targetKey, edge.messageId)
+    const left = countOf(this.openPerAsked.get(asked) ?? 1) - 1
+    if (left <= 0) this.openPerAsked.delete(asked)
+    else this.openPerAsked.set(asked, left)
     decrement(this.openPerAsker, edge.askerKey)
   }
 }

@@ -10,6 +10,15 @@
  * own wait is always accepted. A reply that closed it but was lost before it
  * reached the asker (dropped from the mailbox: evicted, expired, cancelled)
  * opens it again until that deadline (`answerLost`).
+ *
+ * An ask whose copy went back to the mailbox (its recipient's connection
+ * closed before it confirmed reading it) is over when its edge is: withdrawn
+ * by `cancel_ask`, or expired. The mailbox is told (`askClosed`), and drops
+ * that copy rather than ask a question nobody waits for (MailDelivery.ts).
+ *
+ * A reply along an open edge, addressed to a live session that is not its
+ * asker while the asker has left (by a name a new session now holds), is
+ * told so (`Reason.replyAskerLeft`), rather than only that it does not match.
  */
 import { isAskTimeoutMs, MAX_ASK_TIMEOUT_MS } from "../protocol/constants.ts"
 import { decodeClientFrame, isFrameDecodeError } from "../protocol/decode.ts"
@@ -81,6 +90,7 @@ export class Asks {
   readonly edges: AskEdges
 
   private readonly withdrawStaged: (senderKey: string, messageId: string) => boolean
+  private readonly askClosed: (messageKey: string, now: number) => void
   /**
    * Asks their asker withdrew (`cancel_ask`, or `cancel_message` on the ask)
    * when no edge was open — a reply had closed it — by message key (the value
@@ -92,10 +102,18 @@ export class Asks {
    */
   private readonly withdrawn = new AgedMap<string, string>(MAX_WITHDRAWN)
 
-  /** @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did. */
-  constructor(ctx: RouterContext, withdrawStaged: (senderKey: string, messageId: string) => boolean) {
+  /**
+   * @param withdrawStaged takes a sender's staged `replace` ask out (ReplaceStaging.withdraw); true when it did.
+   * @param askClosed told of an ask withdrawn by `cancel_ask` or whose edge expired (MailDelivery.askClosed).
+   */
+  constructor(
+    ctx: RouterContext,
+    withdrawStaged: (senderKey: string, messageId: string) => boolean,
+    askClosed: (messageKey: string, now: number) => void
+  ) {
     this.ctx = ctx
     this.withdrawStaged = withdrawStaged
+    this.askClosed = askClosed
     const journal = ctx.journal
     this.edges = new AskEdges(
       journal === undefined
@@ -118,6 +136,8 @@ export class Asks {
         else if (edge === undefined && this.withdrawStaged(session.key, frame.messageId)) this.ctx.journal?.mark(peer)
         // Answered already (a reply closed the edge): should that reply be lost, the ask is not reopened.
         else if (edge === undefined) this.withdraw(key, this.ctx.now())
+        // Its copy waiting in the mailbox, if any, is not asked any more.
+        this.askClosed(key, this.ctx.now())
       }
     }
   }
@@ -134,10 +154,12 @@ export class Asks {
       if (replyTo === undefined || attempt.replyKey === undefined) return undefined
       const edge = this.edges.get(attempt.replyKey)
       if (edge === undefined) {
-        // Asked that id by someone else: the reply goes to the wrong session.
-        return this.edges.isAsked(attempt.sender.key, replyTo)
-          ? { code: DeliveryCode.ReplyTarget, reason: Reason.replyWrongAsk }
-          : { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+        if (!this.edges.isAsked(attempt.sender.key, replyTo)) return { code: DeliveryCode.ReplyTarget, reason: Reason.replyNoAsk }
+        // Asked that id by someone else: the reply goes to the wrong session — in place of an asker that
+        // left, when a live session answers to the name it was sent to (say so, and how to reach the asker).
+        const asked = attempt.target === undefined ? undefined : this.edges.soleAsk(attempt.sender.key, replyTo)
+        const askerLeft = asked !== undefined && !this.ctx.registry.byKey.has(asked.askerKey)
+        return { code: DeliveryCode.ReplyTarget, reason: askerLeft ? Reason.replyAskerLeft : Reason.replyWrongAsk }
       }
       if (edge.askerKey !== attempt.targetKey || edge.targetKey !== attempt.sender.key) {
         return { code: DeliveryCode.ReplyTarget, reason: Reason.replyWrongAsk }
@@ -232,9 +254,15 @@ export class Asks {
     for (const key of evicted) this.ctx.journal?.withdrawalGone(key)
   }
 
-  /** Closes edges past their deadline, and forgets withdrawals no ask can outlive. */
+  /** Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? */
+  isOpen(messageKey: string, now: number): boolean {
+    const edge = this.edges.get(messageKey)
+    return edge !== undefined && edge.deadline > now
+  }
+
+  /** Closes edges past their deadline (the mailbox told: `askClosed`), and forgets withdrawals no ask can outlive. */
   prune(now: number): void {
-    this.edges.prune(now)
+    this.edges.prune(now, this.askClosed)
     if (this.withdrawn.size > 0) this.withdrawn.expire(now - MAX_ASK_TIMEOUT_MS)
   }
 }

@@ -24,6 +24,15 @@
  * after the `unregister`: unwritten, or written and never confirmed read.
  * One whose connection merely dropped is not: its mail waits for it.
  *
+ * Asks are not queued (P60), but one written to a connection that closed
+ * before its client confirmed reading it, or never written, goes back like
+ * any mail. Once its ask is over — its asker withdrew it (`cancel_ask`,
+ * `cancel_message`), a reply closed its edge, or its edge expired — such a
+ * copy is stale: it is dropped, never delivered (a reply to it would be
+ * refused), and leaves the store (`dropStale`). Its asker hears of it only
+ * when the ask expired unanswered (an `expired` receipt, as for any mail the
+ * mailbox drops); one it withdrew, or that was answered, goes silently.
+ *
  * Size: about 400 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
  * notice its sender is owed). The mailbox's own bounds are Mailbox.ts's and
@@ -74,6 +83,14 @@ interface Ended {
 const unknownTargetInfo = (mail: Mail, now: number): string =>
   JSON.stringify({ id: mail.targetId, cwd: "", model: "", pid: 0, startedAt: 0, lastActivity: now })
 
+/** What the mailbox needs of the open asks (Asks.ts). */
+export interface MailAsks {
+  /** The mailbox dropped a reply that had closed `edge` (Asks.answerLost). */
+  readonly answerLost: (edge: AskEdge, now: number) => void
+  /** Is the ask `messageKey` still open at `now`: its edge open and its deadline not passed (Asks.isOpen)? */
+  readonly isOpen: (messageKey: string, now: number) => boolean
+}
+
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
 export class MailDelivery {
   private readonly ctx: RouterContext
@@ -94,16 +111,17 @@ export class MailDelivery {
    */
   private readonly ended = new AgedMap<string, Ended>(MAX_ENDED)
   private readonly flushed: (mail: Mail, receiver: Session, now: number) => void
-  private readonly answerLost: (edge: AskEdge, now: number) => void
+  private readonly asks: MailAsks
 
   /**
    * @param flushed told of every message flushed from the mailbox to a live session (receipt routes).
-   * @param answerLost told of the ask edge a reply closed when the mailbox drops that reply (Asks.answerLost).
+   * @param asks told of the ask edge a reply closed when the mailbox drops that reply, and asked
+   *   whether an ask whose copy comes back, or is flushed, is still open.
    */
   constructor(
     ctx: RouterContext,
     flushed: (mail: Mail, receiver: Session, now: number) => void,
-    answerLost: (edge: AskEdge, now: number) => void
+    asks: MailAsks
   ) {
     this.ctx = ctx
     this.mailbox = new Mailbox({
@@ -113,7 +131,7 @@ export class MailDelivery {
       retentionMs: ctx.options.mailboxRetentionMs
     })
     this.flushed = flushed
-    this.answerLost = answerLost
+    this.asks = asks
   }
 
   /** Messages held for absent sessions. */
@@ -162,8 +180,12 @@ export class MailDelivery {
   /**
    * P49: when a send resolved only to a departed session, the one other live
    * session holding the same identity (explicit name + real cwd) takes it now.
+   * Not a reply (our deviation): it answers an ask its departed asker made,
+   * which the other session never saw, so it waits in the mailbox for that
+   * asker (see `flush`).
    */
   soleHolder(attempt: SendAttempt): Session | undefined {
+    if (attempt.message.replyTo !== undefined) return undefined
     const identity = attempt.remembered?.identity
     if (identity === undefined) return undefined
     const holders = attempt.sender.space.liveWithIdentity(identity, attempt.sender)
@@ -196,7 +218,7 @@ export class MailDelivery {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== sender.key) return false
     this.mailbox.delete(messageKey)
-    if (queued.answers !== undefined) this.answerLost(queued.answers, this.ctx.now())
+    if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
     this.ctx.records.rewrite(queued.senderKey, queued.message.id, {
       ok: false,
       code: DeliveryCode.DeliveryCancelled,
@@ -219,7 +241,7 @@ export class MailDelivery {
     const queued = this.mailbox.get(messageKey)
     if (queued === undefined || queued.senderKey !== senderKey) return false
     this.mailbox.delete(messageKey)
-    if (queued.answers !== undefined) this.answerLost(queued.answers, this.ctx.now())
+    if (queued.answers !== undefined) this.asks.answerLost(queued.answers, this.ctx.now())
     // A failure outcome also drops the journal's put (Router: `records.rewrite` → `StoreJournal.mailGone`).
     this.ctx.records.rewrite(senderKey, messageId, refusal)
     return true
@@ -256,6 +278,8 @@ export class MailDelivery {
    * (its sender told); otherwise back to the mailbox for its next registration.
    */
   requeue(outbound: OutboundMessage): void {
+    // An ask that is over goes no further: its recipient would be asked what nobody waits for.
+    if (this.isStale(outbound.mail, this.ctx.now())) return this.dropStale(outbound.mail)
     const live = this.ctx.registry.byKey.get(outbound.to)
     if (live !== undefined && live.peer.state === "registered" && !live.peer.isClosing) {
       return this.ctx.output.forceEnqueue(live.peer, outbound)
@@ -275,6 +299,8 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued").
    */
   restore(mail: Mail): void {
+    // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
+    if (this.isStale(mail, this.ctx.now())) return this.dropStale(mail)
     this.put(mail)
     if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
   }
@@ -303,8 +329,51 @@ export class MailDelivery {
       }
     }
     for (const mail of this.mailbox.expire(now)) {
-      this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
+      if (this.isStale(mail, now)) this.dropStale(mail)
+      else this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.expired)
     }
+  }
+
+  /**
+   * The ask `messageKey` is over (its asker withdrew it, or its edge
+   * expired: Asks.ts): a copy of it waiting in the mailbox goes now (see
+   * `dropStale`), not when its recipient comes back.
+   */
+  askClosed(messageKey: string, now: number): void {
+    if (this.mailbox.size === 0) return
+    const queued = this.mailbox.get(messageKey)
+    if (queued === undefined || !this.isStale(queued, now)) return
+    this.mailbox.delete(messageKey)
+    this.dropStale(queued)
+  }
+
+  /**
+   * An ask whose ask is over at `now`: no edge is open for it, or its edge's
+   * deadline has passed. Not one that is also a reply: the answer it carries
+   * is still owed to its own asker.
+   */
+  private isStale(mail: Mail, now: number): boolean {
+    return mail.message.expectsReply === true && mail.message.replyTo === undefined &&
+      !this.asks.isOpen(mail.recordKey, now)
+  }
+
+  /**
+   * Drops a stale ask (see the module header), taken out of the mailbox or
+   * never put back: it leaves the store. One whose edge expired (its deadline,
+   * the ask's own timeout from when it was sent, has passed) is lost as mail
+   * the mailbox expired: its asker gets an `expired` receipt and a retry hears
+   * `E_DELIVERY_EXPIRED`. One withdrawn or answered goes silently; a replay
+   * record that says it is queued goes back to what its sender was told,
+   * delivered (one `cancel_message` made `E_DELIVERY_CANCELLED` stays so).
+   */
+  private dropStale(mail: Mail): void {
+    const now = this.ctx.now()
+    if (mail.askTimeoutMs !== undefined && mail.brokerReceivedAt + mail.askTimeoutMs <= now) {
+      return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
+    }
+    const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
+    if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
+    this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
   }
 
   private put(mail: Mail): void {
@@ -327,12 +396,21 @@ export class MailDelivery {
     const space = session.space
     const identity = session.identity
     const soleHolder = identity !== undefined && space.liveWithIdentity(identity, session).length === 0
+    // Another session's mail by identity, never its own, and neither a reply (see `soleHolder`) nor an ask
+    // that went back to the mailbox: its edge names the session asked, so only that one can answer it.
     const mails = this.mailbox.take(
       session.key,
       soleHolder ? identity : undefined,
-      (mail) => mail.spaceKey === space.key && (mail.targetKey === session.key || mail.senderIdentity !== identity)
+      (mail) =>
+        mail.spaceKey === space.key &&
+        (mail.targetKey === session.key ||
+          (mail.senderIdentity !== identity && mail.message.replyTo === undefined && mail.message.expectsReply !== true))
     )
     for (const mail of mails) {
+      if (this.isStale(mail, now)) {
+        this.dropStale(mail)
+        continue
+      }
       this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
       this.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
@@ -351,7 +429,7 @@ export class MailDelivery {
     const { registry, records, output } = this.ctx
     records.rewrite(mail.senderKey, mail.message.id, { ok: false, code, reason, retryable: false })
     const now = this.ctx.now()
-    if (mail.answers !== undefined) this.answerLost(mail.answers, now)
+    if (mail.answers !== undefined) this.asks.answerLost(mail.answers, now)
     const space = registry.spaces.get(mail.spaceKey)
     const targetInfo = knownTarget ?? space?.sessions.get(mail.targetId)?.infoJson ??
       registry.recent.get(mail.spaceKey, mail.targetId)?.infoJson ?? unknownTargetInfo(mail, now)

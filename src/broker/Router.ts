@@ -251,11 +251,15 @@ export class Router {
     }
     const membership = new Membership(signals.feed, output)
     const registration = new Registration(ctx, membership, signals)
-    const asks = new Asks(ctx, (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined)
+    const asks = new Asks(
+      ctx,
+      (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
+      (messageKey, at) => mail.askClosed(messageKey, at)
+    )
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
       if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
-    }, (edge, at) => asks.answerLost(edge, at))
+    }, { answerLost: (edge, at) => asks.answerLost(edge, at), isOpen: (messageKey, at) => asks.isOpen(messageKey, at) })
     const receipts = new Receipts(
       ctx,
       mail,

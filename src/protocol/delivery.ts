@@ -62,6 +62,13 @@ export const Reason = {
     `Multiple disconnected sessions named "${to}" can receive queued mail. Use the session ID instead.`,
   replyNoAsk: "Reply target does not match a pending ask",
   replyWrongAsk: "Reply target does not match the pending ask",
+  /**
+   * Ours: a reply from the asked session, addressed to a live session that is
+   * not the asker, while the asker has left — typically addressed by name,
+   * which a new session with that name now holds. Starts as `replyWrongAsk` does.
+   */
+  replyAskerLeft:
+    "Reply target does not match the pending ask: the session that asked it has left, and another session now answers to that name. Reply to the asker's session id instead: the answer waits for it in the mailbox",
   supersedeNoRoute: "Supersede target does not match a previous message from this sender to this receiver",
   supersedeDisconnected: "Supersede target is not connected",
   mutualAsk: "Mutual ask refused: target session is already waiting for a reply from this session.",
@@ -72,6 +79,14 @@ export const Reason = {
   cancelledQueued: "Sender cancelled the queued delivery",
   expired: "Mailbox delivery expired",
   evicted: "Mailbox capacity evicted the delivery",
+  /**
+   * Ours: the `expired` receipt of an ask that went back to the mailbox (its
+   * recipient's connection closed before it confirmed reading it) and whose
+   * ask timed out before the recipient came back: it is not asked any more.
+   * Starts as `expired` does.
+   */
+  askExpired:
+    "Mailbox delivery expired: the recipient's connection closed before it read this question, and the ask timed out before the recipient came back, so it was withdrawn unanswered. Ask again if you still need the answer",
   /**
    * Ours: the `expired` receipt of mail the mailbox evicted — which bound,
    * its value, the message's size, and what to do. Starts as `evicted` does.

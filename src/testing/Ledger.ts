@@ -135,19 +135,23 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, framesRead: 0, confirmed: 0, confirmationWritten: 0 })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0 })
   }
 
   /** The broker's side of link `id` saw it end. */
   brokerEnded(id: number): void {
     const link = this.state.links.get(id)
-    if (link !== undefined) link.brokerEnded = true
+    if (link === undefined) return
+    link.brokerEnded = true
+    link.endedAt ??= this.state.now()
   }
 
   /** Link `id` is closed on both sides. */
   linkClosed(id: number): void {
     const link = this.state.links.get(id)
-    if (link !== undefined) link.closed = true
+    if (link === undefined) return
+    link.closed = true
+    link.endedAt ??= this.state.now()
   }
 
   /** Sessions whose connection is open and registered right now, by link. */

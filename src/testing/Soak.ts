@@ -77,6 +77,7 @@ export interface SoakSummary {
     readonly lostToCrash: number
     readonly lostInFlight: number
     readonly stranded: number
+    readonly withdrawn: number
     readonly redelivered: number
     readonly resent: number
   }
@@ -102,6 +103,7 @@ const messageKeys = [
   "lostToCrash",
   "lostInFlight",
   "stranded",
+  "withdrawn",
   "redelivered",
   "resent"
 ] as const
@@ -146,6 +148,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       lostToCrash: 0,
       lostInFlight: 0,
       stranded: 0,
+      withdrawn: 0,
       redelivered: 0,
       resent: 0
     }
@@ -230,7 +233,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
       (summary.simulatedMs / 3_600_000).toFixed(1)
     } h`,
     `messages: ${m.sent} sent, ${m.acknowledged} acknowledged, ${m.delivered} delivered, ${m.refused} refused, ${m.unknown} outcome unknown to the sender`,
-    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox`,
+    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers before delivery`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`

@@ -229,8 +229,9 @@ describe("client timings drawn from the seed", () => {
       const lost = messages(yield* runWorkload(drawing(163)))
       assert.strictEqual(lost.length, 3, lost.join("\n"))
       for (const message of lost) assert.include(message, "its client's confirmation lost in flight with it")
+      // Seed 2784 re-sent two: m8, a question whose ask had ended, is now withdrawn instead (MailDelivery's stale asks).
       const unconfirmed = messages(yield* runWorkload(drawing(2784)))
-      assert.strictEqual(unconfirmed.length, 2, unconfirmed.join("\n"))
+      assert.strictEqual(unconfirmed.length, 1, unconfirmed.join("\n"))
       for (const message of unconfirmed) assert.notInclude(message, "lost in flight")
     }))
 

@@ -70,7 +70,10 @@ export const askStarted = (state: LedgerState, asker: string, target: string): s
     outcome: undefined
   }
   state.asks.push(record)
-  state.openAsk.set(asker, record)
+  // An open ask whose question is not written yet (its session waits to reconnect) stays the one its
+  // question is linked to: an ask started meanwhile loses (`Already waiting for a reply`) and sends nothing.
+  const open = state.openAsk.get(asker)
+  if (open === undefined || open.questionId !== undefined) state.openAsk.set(asker, record)
   return record.alias
 }
 

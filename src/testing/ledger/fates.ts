@@ -7,7 +7,7 @@
  */
 import type { Message } from "../../protocol/frames.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
-import { crossesGroup, type LedgerState, mayCross, nameOf } from "./state.ts"
+import { crossesGroup, type LedgerState, mayCross, type MessageRecord, nameOf } from "./state.ts"
 import { checkReplaceLatest, wasReplaced } from "./delivery.ts"
 import { violate } from "./trace.ts"
 import type { GroupTally, MessageTally } from "./types.ts"
@@ -60,9 +60,32 @@ export const finish = (state: LedgerState): MessageTally => {
   let lostInFlight = 0
   let stranded = 0
   let replaced = 0
+  let withdrawn = 0
   let redelivered = 0
   let resent = 0
   checkReplaceLatest(state)
+  // Questions of asks whose wait ended without a reply (timed out, interrupted, failed): their clients sent
+  // `cancel_ask`. Not one that ended `Sent` (handed over without a wait): nothing withdrew it.
+  const endedAsks = new Map<string, number>()
+  for (const ask of state.asks) {
+    const outcome = ask.outcome
+    if (ask.questionId !== undefined && outcome !== undefined && outcome !== "Replied" && !outcome.startsWith("Sent")) {
+      endedAsks.set(ask.questionId, ask.startedAt)
+    }
+  }
+  // The broker withdraws such a question only if it went back (a connection of the target ended after the
+  // ask started, or the broker that accepted it crashed): one lost on a live connection is not excused.
+  const withdrawnAsks = {
+    has: (record: MessageRecord): boolean => {
+      const since = record.kind === "ask" ? endedAsks.get(record.message.id) : undefined
+      if (since === undefined) return false
+      if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) return true
+      for (const link of state.links.values()) {
+        if (link.owner === record.target && link.endedAt !== undefined && link.endedAt >= since) return true
+      }
+      return false
+    }
+  }
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++
     if (record.outcome === "pending" || record.outcome === "unknown") unknown++
@@ -97,6 +120,11 @@ export const finish = (state: LedgerState): MessageTally => {
     const lastRead = record.reads[record.reads.length - 1]
     if (lastRead !== undefined) {
       if (state.closedClients.has(lastRead.client)) {
+        // Not asked again on the receiver's next connection: its asker had withdrawn it (see below).
+        if (withdrawnAsks.has(record)) {
+          withdrawn++
+          continue
+        }
         lostInFlight++
         if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was read by a client that closed before its session took it`)
         continue
@@ -107,11 +135,20 @@ export const finish = (state: LedgerState): MessageTally => {
     if (record.writtenTo.length > 0) {
       const open = record.writtenTo.filter((id) => state.links.get(id)?.closed !== true)
       if (open.length === 0) {
+        if (withdrawnAsks.has(record)) {
+          withdrawn++
+          continue
+        }
         lostInFlight++
         if (state.strictInFlight) violate(state, "lost-in-flight", `${label} was written to a connection of ${to} that died before it was read`)
         continue
       }
       violate(state, "silent-loss", `${label} was written to ${to}'s open connection #${open.join(", #")} but never read`)
+      continue
+    }
+    // Its asker stopped waiting and withdrew it (`cancel_ask`): the broker drops the question, untold.
+    if (record.recordSays === "delivered" && withdrawnAsks.has(record)) {
+      withdrawn++
       continue
     }
     const crashed = record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)
@@ -167,6 +204,7 @@ export const finish = (state: LedgerState): MessageTally => {
     lostInFlight,
     stranded,
     replaced,
+    withdrawn,
     redelivered,
     resent
   }

@@ -21,6 +21,8 @@ export interface LinkRecord {
   closed: boolean
   /** The broker's side saw this connection end. */
   brokerEnded: boolean
+  /** When it first ended, on either side (simulated ms); undefined while open. */
+  endedAt: number | undefined
   /** Frames its client read on it, `registered` included (what a `received` count counts). */
   framesRead: number
   /** The highest `received` count the broker read on it (`received-v1`). */

@@ -223,6 +223,12 @@ export interface MessageTally {
   readonly stranded: number
   /** Staged replace messages (`delivery-v1`) a later message of their thread replaced, the sender told. */
   readonly replaced: number
+  /**
+   * Asks never handed to their target whose asker had stopped waiting (its
+   * ask timed out, was interrupted or failed, and its client sent
+   * `cancel_ask`): the broker drops such a question rather than ask it.
+   */
+  readonly withdrawn: number
 }
 
 /** How every ask of a run ended. */
