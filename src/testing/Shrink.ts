@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { ViolationKind } from "./Ledger.ts"
-import { replayCommand, type SimArgs } from "./simArgs.ts"
+import { replayCommand, SIM_DEFAULTS, type SimArgs } from "./simArgs.ts"
 import type { SimulationConfig, SimReport } from "./Simulation.ts"
 import { formatOp, type Op, runWorkload, type WorkloadOptions } from "./Workload.ts"
 
@@ -133,7 +133,11 @@ export const formatFailure = (
     ...(groups ? ["groups: true"] : []),
     ...(args.delivery === true ? ["delivery: true"] : []),
     ...(args.topics === true ? ["topics: true"] : []),
-    ...(args.unregister === true ? ["unregister: true"] : [])
+    ...(args.unregister === true ? ["unregister: true"] : []),
+    ...(args.ops === undefined || args.ops === SIM_DEFAULTS.ops ? [] : [`ops: ${args.ops}`]),
+    ...(args.sessions === undefined || args.sessions === SIM_DEFAULTS.sessions ? [] : [`sessions: ${args.sessions}`]),
+    ...(args.traffic === true ? ["weights: trafficWeights"] : []),
+    ...(args.traffic === true || args.noPressure === true ? ["pressure: false"] : [])
   ]
   const hostJournal = refusals
     ? ", hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals }"
@@ -143,7 +147,11 @@ export const formatFailure = (
   const clientTimings = args.clientTimings === true ? ", clientTimings: defaultClientTimingRanges" : ""
   const config = `{ seed: ${seed}${hostJournal}${clientTimings}${
     memory ? `, durability: "memory"` : ""
-  }${accepted ? `, brokerConnections: "accepted"` : ""} }`
+  }${accepted ? `, brokerConnections: "accepted"` : ""}${
+    args.scopes === undefined || args.scopes <= 1 ? "" : `, scopes: ${JSON.stringify(Array.from({ length: args.scopes }, (_, i) => `scope-${i + 1}`))}`
+  }${args.strict === true ? ", strictInFlight: true" : ""}${
+    tolerate.length === 0 ? "" : `, tolerate: ${JSON.stringify(tolerate)}`
+  } }`
   const shrunkBy = shrunk.shrunk === false
     ? `workload (${shrunk.ops.length} op(s), not shrunk):`
     : `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`
