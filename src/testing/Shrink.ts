@@ -5,6 +5,7 @@
  */
 import { Effect } from "effect"
 import type { ViolationKind } from "./Ledger.ts"
+import { replayCommand, SIM_DEFAULTS, type SimArgs } from "./simArgs.ts"
 import type { SimulationConfig, SimReport } from "./Simulation.ts"
 import { formatOp, type Op, runWorkload, type WorkloadOptions } from "./Workload.ts"
 
@@ -16,6 +17,8 @@ export interface Shrunk {
   readonly report: SimReport
   /** Reruns made while shrinking. */
   readonly runs: number
+  /** False when the workload was not shrunk (`--no-shrink`): `ops` are the seed's. */
+  readonly shrunk?: boolean
 }
 
 /**
@@ -70,9 +73,21 @@ export const deltaShrink = <Op, Report>(options: {
   })
 
 /**
+ * The kind a failing run is shrunk towards: its first violation of a kind
+ * not tolerated (a tolerated one does not fail a run, so shrinking towards
+ * it could end on a workload that passes).
+ */
+export const failingKind = <Kind extends string>(
+  violations: ReadonlyArray<{ readonly kind: Kind }>,
+  tolerate: ReadonlyArray<Kind> = []
+): Kind | undefined => violations.find((violation) => !tolerate.includes(violation.kind))?.kind
+
+/**
  * Removes operations while the run still fails with the same kind of
- * violation (delta debugging: halves, quarters, … single ops), then tries
- * shorter pauses. Each candidate is a full deterministic rerun.
+ * violation (its first one not tolerated, `failingKind`; delta debugging:
+ * halves, quarters, … single ops), then tries shorter pauses. A candidate is
+ * kept only when its run fails (`!ok`) with that kind. Each candidate is a
+ * full deterministic rerun.
  */
 export const shrinkWorkload = (
   config: SimulationConfig,
@@ -80,81 +95,73 @@ export const shrinkWorkload = (
   failing: SimReport,
   options: WorkloadOptions & { readonly maxRuns?: number } = {}
 ): Effect.Effect<Shrunk> => {
-  const kind: ViolationKind | undefined = failing.violations[0]?.kind
+  const tolerate = config.tolerate ?? []
+  const kind: ViolationKind | undefined = failingKind(failing.violations, tolerate)
   return deltaShrink({
     ops,
     failing,
     rerun: (candidate) => runWorkload(config, candidate, options),
-    stillFailing: (report) => report.violations.some((violation) => violation.kind === kind),
+    stillFailing: (report) => !report.ok && report.violations.some((violation) => violation.kind === kind),
     withoutPause: (op) => op.after === 0 ? undefined : { ...op, after: 0 },
     maxRuns: options.maxRuns ?? 300
   })
 }
 
-/** What a failing run's world and workload were made with, to print its replay (`formatFailure`). */
-export interface FailureFlags {
-  readonly hostile?: boolean
-  readonly groups?: boolean
-  readonly delivery?: boolean
-  readonly topics?: boolean
-  /** Sessions leave by `unregister`, one of them ephemeral (`--unregister`). */
-  readonly unregister?: boolean
-  readonly hostJournal?: boolean
-  /** Hosts that refuse hand-offs while busy (`--host-refusals`, which implies `--host-journal`). */
-  readonly hostRefusals?: boolean
-  /** Each session's client timings drawn from the seed (`--client-timings`). */
-  readonly clientTimings?: boolean
-  readonly memory?: boolean
-  readonly accepted?: boolean
-}
-
-/** A failing run's seed, its shrunk script and the trace of the shrunk run, ready to print. */
+/**
+ * A failing run's seed, its (shrunk) script and the trace of that run, ready
+ * to print. `args` are the flags the run was made with (`SimArgs`): the
+ * replay lines are `replayCommand`'s, so they run the same world and judge it
+ * the same way. `tolerate` names the kinds that did not fail the run: the
+ * headline is the first violation of any other kind.
+ */
 export const formatFailure = (
   seed: number,
   shrunk: Shrunk,
   names: ReadonlyArray<string>,
-  options: FailureFlags = {}
+  args: SimArgs = {},
+  tolerate: ReadonlyArray<ViolationKind> = []
 ): string => {
-  const first = shrunk.report.violations[0]
-  const hostile = options.hostile === true
-  const groups = options.groups === true
-  const refusals = options.hostRefusals === true
-  const journal = options.hostJournal === true && !refusals
-  const flags = [
-    ...(hostile ? [" --hostile"] : []),
-    ...(groups ? [" --groups"] : []),
-    ...(options.delivery === true ? [" --delivery"] : []),
-    ...(options.topics === true ? [" --topics"] : []),
-    ...(options.unregister === true ? [" --unregister"] : []),
-    ...(journal ? [" --host-journal"] : []),
-    ...(refusals ? [" --host-refusals"] : []),
-    ...(options.clientTimings === true ? [" --client-timings"] : []),
-    ...(options.memory === true ? [" --durability memory"] : []),
-    ...(options.accepted === true ? [" --connections accepted"] : [])
-  ].join("")
+  const first = shrunk.report.violations.find((violation) => !tolerate.includes(violation.kind))
+  const hostile = args.hostile === true
+  const groups = args.groups === true
+  const refusals = args.hostRefusals === true
+  const journal = args.hostJournal === true && !refusals
+  const memory = args.durability === "memory"
+  const accepted = args.connections === "accepted"
   const workloadOptions = [
     ...(hostile ? ["hostile: true"] : []),
     ...(groups ? ["groups: true"] : []),
-    ...(options.delivery === true ? ["delivery: true"] : []),
-    ...(options.topics === true ? ["topics: true"] : []),
-    ...(options.unregister === true ? ["unregister: true"] : [])
+    ...(args.delivery === true ? ["delivery: true"] : []),
+    ...(args.topics === true ? ["topics: true"] : []),
+    ...(args.unregister === true ? ["unregister: true"] : []),
+    ...(args.ops === undefined || args.ops === SIM_DEFAULTS.ops ? [] : [`ops: ${args.ops}`]),
+    ...(args.sessions === undefined || args.sessions === SIM_DEFAULTS.sessions ? [] : [`sessions: ${args.sessions}`]),
+    ...(args.traffic === true ? ["weights: trafficWeights"] : []),
+    ...(args.traffic === true || args.noPressure === true ? ["pressure: false"] : [])
   ]
   const hostJournal = refusals
     ? ", hostJournal: { ...defaultHostJournal, refusals: defaultHostRefusals }"
     : journal
     ? ", hostJournal: defaultHostJournal"
     : ""
-  const clientTimings = options.clientTimings === true ? ", clientTimings: defaultClientTimingRanges" : ""
+  const clientTimings = args.clientTimings === true ? ", clientTimings: defaultClientTimingRanges" : ""
   const config = `{ seed: ${seed}${hostJournal}${clientTimings}${
-    options.memory === true ? `, durability: "memory"` : ""
-  }${options.accepted === true ? `, brokerConnections: "accepted"` : ""} }`
+    memory ? `, durability: "memory"` : ""
+  }${accepted ? `, brokerConnections: "accepted"` : ""}${
+    args.scopes === undefined || args.scopes <= 1 ? "" : `, scopes: ${JSON.stringify(Array.from({ length: args.scopes }, (_, i) => `scope-${i + 1}`))}`
+  }${args.strict === true ? ", strictInFlight: true" : ""}${
+    tolerate.length === 0 ? "" : `, tolerate: ${JSON.stringify(tolerate)}`
+  } }`
+  const shrunkBy = shrunk.shrunk === false
+    ? `workload (${shrunk.ops.length} op(s), not shrunk):`
+    : `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`
   return [
     `simulation seed ${seed} failed: ${first === undefined ? "?" : `${first.kind}: ${first.message}`}`,
-    `replay: runWorkload(${config}${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (npm run sim -- --seed ${seed}${flags})`,
-    `minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`,
+    `replay: runWorkload(${config}${workloadOptions.length === 0 ? "" : `, undefined, { ${workloadOptions.join(", ")} }`})  (${replayCommand(seed, args)})`,
+    shrunkBy,
     ...shrunk.ops.map((op) => `  ${formatOp(op, names)}`),
-    `replay the minimal workload: npm run sim -- --seed ${seed}${flags} --replay '${JSON.stringify(shrunk.ops)}'`,
-    `trace of the minimal run:`,
+    `replay the ${shrunk.shrunk === false ? "" : "minimal "}workload: ${replayCommand(seed, args, shrunk.ops)}`,
+    `trace of the ${shrunk.shrunk === false ? "" : "minimal "}run:`,
     ...shrunk.report.trace.map((line) => `  ${line}`)
   ].join("\n")
 }

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import type { GroupTally, ViolationKind } from "./Ledger.ts"
 import type { PathTally, SimDurability, SimulationConfig, SimReport } from "./Simulation.ts"
 import { formatFailure, shrinkWorkload } from "./Shrink.ts"
+import type { SimArgs } from "./simArgs.ts"
 import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type WorkloadOptions } from "./Workload.ts"
 
 /**
@@ -38,6 +39,11 @@ export interface SoakOptions extends WorkloadOptions {
   readonly shrink?: boolean
   /** Stop after this many failures. Default 5. */
   readonly maxFailures?: number
+  /**
+   * The command line this soak came from (simCommand.ts), for each failure's
+   * replay command. Default: what these options say (`soakArgs`).
+   */
+  readonly args?: SimArgs
   /** Called after each seed (progress output). */
   readonly onSeed?: (report: SimReport) => Effect.Effect<void>
 }
@@ -121,6 +127,39 @@ const groupKeys = [
 const pathKeys = ["admissionWaits", "waitsWithdrawn", "readPauses", "pumpHeld"] as const
 
 /**
+ * The flags of `npm run sim` that make the world and workload of a soak
+ * started from code (its `args` when it came from the command line). A
+ * fault injected from code (`brokerFault`, …) has no flag; `tolerate` is
+ * named only when it is given and differs from the command line's default.
+ */
+export const soakArgs = (options: SoakOptions): SimArgs => {
+  const config = options.config ?? {}
+  const withJournal = config.hostJournal !== undefined
+  const tolerate = config.tolerate
+  const fallback = withJournal ? KNOWN_ISSUES_WITH_JOURNAL : KNOWN_ISSUES
+  const sameAsDefault = tolerate === undefined ||
+    (tolerate.length === fallback.length && tolerate.every((kind) => fallback.includes(kind)))
+  return {
+    hostile: options.hostile === true,
+    groups: options.groups === true,
+    delivery: options.delivery === true,
+    topics: options.topics === true,
+    unregister: options.unregister === true,
+    hostJournal: withJournal,
+    hostRefusals: config.hostJournal?.refusals !== undefined,
+    clientTimings: config.clientTimings !== undefined,
+    ...(config.durability === undefined ? {} : { durability: config.durability }),
+    ...(config.brokerConnections === undefined ? {} : { connections: config.brokerConnections }),
+    ...(options.ops === undefined ? {} : { ops: options.ops }),
+    ...(options.sessions === undefined ? {} : { sessions: options.sessions }),
+    ...(config.scopes === undefined ? {} : { scopes: config.scopes.length }),
+    noPressure: options.pressure === false,
+    strict: config.strictInFlight === true,
+    ...(sameAsDefault ? {} : { tolerate: tolerate.length === 0 ? "none" : tolerate.join(",") })
+  }
+}
+
+/**
  * Runs the generated workload of each seed, tallies every run, and shrinks
  * each failing seed to a minimal workload (unless `shrink: false`). Stops
  * after `maxFailures` failing seeds.
@@ -199,20 +238,13 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       const names = config.sessions?.map((entry) => typeof entry === "string" ? entry : entry.name) ?? sessionNames(count)
       const ops = generateWorkload(seed, count, options)
       const shrunk = options.shrink === false
-        ? { ops, report, runs: 0 }
+        ? { ops, report, runs: 0, shrunk: false }
         : yield* shrinkWorkload(config, ops, report, options)
-      failures.push({ seed, report, description: formatFailure(seed, shrunk, names, {
-          hostile: options.hostile === true,
-          groups: options.groups === true,
-          delivery: options.delivery === true,
-          topics: options.topics === true,
-          unregister: options.unregister === true,
-          hostJournal: config.hostJournal !== undefined,
-          hostRefusals: config.hostJournal?.refusals !== undefined,
-          clientTimings: config.clientTimings !== undefined,
-          memory: config.durability === "memory",
-          accepted: config.brokerConnections === "accepted"
-        }) })
+      failures.push({
+        seed,
+        report,
+        description: formatFailure(seed, shrunk, names, options.args ?? soakArgs(options), [...tolerate])
+      })
     }
     return { durability: options.config?.durability ?? "durable", runs, failures, events, frames, checks, simulatedMs, messages, asks, groups, paths, violations, tolerated }
   })

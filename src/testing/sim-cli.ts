@@ -38,7 +38,9 @@
  *
  * Exits 0 when every seed passes, 1 when any fails, 2 on a bad command line
  * (an unknown flag, a value that is not an integer, a --replay that is not a
- * workload).
+ * workload, and what simCommand.ts's `usageErrorOf` refuses). A failing
+ * seed's report carries a replay command with every flag that shaped it
+ * (simArgs.ts).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
@@ -73,7 +75,7 @@ const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workf
     }
     const started = performance.now()
     const summary = yield* workflowSoak(request)
-    yield* Console.log(formatWorkflowSummary(summary, performance.now() - started))
+    yield* Console.log(formatWorkflowSummary(summary, performance.now() - started, request.args))
     const first = summary.failures[0]
     if (first !== undefined) {
       const ops = generateWorkflowWorkload(first.seed, request.ops)
@@ -101,7 +103,7 @@ const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "Wo
     }
     const started = performance.now()
     const summary = yield* busWorkflowSoak(request)
-    yield* Console.log(formatBusWorkflowSummary(summary, performance.now() - started))
+    yield* Console.log(formatBusWorkflowSummary(summary, performance.now() - started, request.args))
     return summary.failures.length === 0
   })
 
@@ -120,7 +122,7 @@ const runWorkflowBusFullRequest = (request: Extract<SimRequest, { readonly _tag:
     }
     const started = performance.now()
     const summary = yield* busFullSoak({ ...request, parentReloads: request.parentRestarts })
-    yield* Console.log(formatBusFullSummary(summary, performance.now() - started))
+    yield* Console.log(formatBusFullSummary(summary, performance.now() - started, request.args))
     return summary.failures.length === 0
   })
 

@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ViolationKind } from "./Ledger.ts"
+import { type SimArgs, SIM_DEFAULTS } from "./simArgs.ts"
 import { defaultClientTimingRanges, defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "./Simulation.ts"
 import { KNOWN_ISSUES, KNOWN_ISSUES_WITH_JOURNAL, type SoakOptions } from "./Soak.ts"
 import { DELIVERY_WEIGHT } from "./simulation/delivery.ts"
@@ -57,6 +58,8 @@ export type SimRequest =
     readonly seeds: number
     readonly ops: number
     readonly maxFailures: number
+    /** The flags a failing seed's replay command repeats (simArgs.ts). */
+    readonly args: SimArgs
   }
   | {
     /**
@@ -72,6 +75,8 @@ export type SimRequest =
     readonly maxFailures: number
     /** `--parent-restarts`: the parent's process restarts too, keeping a `ParentJournal`. */
     readonly parentRestarts: boolean
+    /** The flags a failing seed's replay command repeats (simArgs.ts). */
+    readonly args: SimArgs
   }
   | {
     /**
@@ -87,6 +92,8 @@ export type SimRequest =
     readonly maxFailures: number
     /** `--parent-restarts`: the parent reloads too (its generation replaced in-process), keeping a `ParentJournal`. */
     readonly parentRestarts: boolean
+    /** The flags a failing seed's replay command repeats (simArgs.ts). */
+    readonly args: SimArgs
   }
 
 /** Every violation kind, so that `--tolerate` can pick out the names it knows. */
@@ -126,7 +133,8 @@ const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(V
 /**
  * `--tolerate`: absent → the known issues (none in a world with host
  * journals, `withJournal`); `none` → nothing; else the comma-separated
- * kinds, of which names that are no violation kind are ignored.
+ * kinds. The command refuses a name that is no violation kind
+ * (`usageErrorOf`); here such a name is left out.
  */
 export const toleratedKinds = (arg: Option.Option<string>, withJournal = false): ReadonlyArray<ViolationKind> =>
   Option.match(arg, {
@@ -141,17 +149,17 @@ const toggle = (name: string, description: string) =>
   Flag.Boolean(name).pipe(Flag.withDefault(false), Flag.withoutNegation, Flag.withDescription(description))
 
 const flags = {
-  seeds: int("seeds", 1000, "How many seeds"),
-  from: int("from", 1, "First seed"),
+  seeds: int("seeds", SIM_DEFAULTS.seeds, "How many seeds"),
+  from: int("from", SIM_DEFAULTS.from, "First seed"),
   seed: Flag.Int("seed").pipe(Flag.withDescription("Run one seed and print its workload and trace"), Flag.optional),
   replay: Flag.String("replay").pipe(
     Flag.withSchema(Schema.fromJsonString(Schema.Array(OpSchema))),
     Flag.withDescription("With --seed: run this op list (a failure report prints it) instead of the seed's"),
     Flag.optional
   ),
-  ops: int("ops", 40, "Operations per run"),
-  sessions: int("sessions", 4, "Sessions per world"),
-  scopes: int("scopes", 1, "Spread the sessions over this many pi scopeIds"),
+  ops: int("ops", SIM_DEFAULTS.ops, "Operations per run"),
+  sessions: int("sessions", SIM_DEFAULTS.sessions, "Sessions per world"),
+  scopes: int("scopes", SIM_DEFAULTS.scopes, "Spread the sessions over this many pi scopeIds"),
   traffic: toggle("traffic", "No faults, traffic only (and no pressure)"),
   noPressure: toggle(
     "no-pressure",
@@ -214,7 +222,7 @@ const flags = {
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
-  maxFailures: int("max-failures", 5, "Stop after this many failing seeds"),
+  maxFailures: int("max-failures", SIM_DEFAULTS.maxFailures, "Stop after this many failing seeds"),
   tolerate: Flag.String("tolerate").pipe(
     Flag.withDescription(
       "Violation kinds to report without failing, comma-separated, or \"none\" (default: the known issues, docs/testing.md)"
@@ -226,15 +234,109 @@ const flags = {
 /** The parsed flags, as effect/cli hands them to the handler. */
 type SimFlags = Command.Command.Config.Infer<typeof flags>
 
+const isWorkflowMode = (input: SimFlags): boolean =>
+  input.workflow || input.workflowBus || input.workflowBusFull || input.parentRestarts
+
+/**
+ * The flags of `input` that shape a run (`SimArgs`): what a failing seed's
+ * replay command repeats. A workflow mode honours only `--ops` and
+ * `--parent-restarts`.
+ */
+export const simArgsOf = (input: SimFlags): SimArgs => {
+  if (input.workflowBusFull) return { workflowBusFull: true, parentRestarts: input.parentRestarts, ops: input.ops }
+  if (input.workflowBus || input.parentRestarts) return { workflowBus: true, parentRestarts: input.parentRestarts, ops: input.ops }
+  if (input.workflow) return { workflow: true, ops: input.ops }
+  return {
+    ops: input.ops,
+    sessions: input.sessions,
+    scopes: input.scopes,
+    traffic: input.traffic,
+    noPressure: input.noPressure,
+    hostile: input.hostile,
+    groups: input.groups,
+    delivery: input.delivery,
+    topics: input.topics,
+    unregister: input.unregister,
+    durability: input.durability,
+    connections: input.connections,
+    hostJournal: input.hostJournal,
+    hostRefusals: input.hostRefusals,
+    clientTimings: input.clientTimings,
+    strict: input.strict,
+    frames: input.frames,
+    tolerate: Option.getOrUndefined(input.tolerate)
+  }
+}
+
+/** The session indices an op names (`from`, `to`, `session`). */
+const sessionsNamed = (op: Op): ReadonlyArray<number> => [
+  ...("from" in op ? [op.from] : []),
+  ...("to" in op ? [op.to] : []),
+  ...("session" in op ? [op.session] : [])
+]
+
+/**
+ * What is wrong with `input` that the flags' types let through, as a usage
+ * error naming the flag and what it must be; undefined when nothing is.
+ */
+export const usageErrorOf = (input: SimFlags): CliError.InvalidValue | undefined => {
+  const invalid = (option: string, value: string, expected: string) =>
+    new CliError.InvalidValue({ option, value, expected, kind: "flag" })
+  const workflowMode = isWorkflowMode(input)
+  if (input.parentRestarts && input.workflow && !input.workflowBus && !input.workflowBusFull) {
+    return invalid(
+      "parent-restarts",
+      "true",
+      "--parent-restarts restarts the parent of --workflow-bus or --workflow-bus-full; the --workflow world has no bus to restart it on"
+    )
+  }
+  if (input.seeds < 1) return invalid("seeds", String(input.seeds), "a number of seeds of at least 1")
+  if (input.ops < 1) return invalid("ops", String(input.ops), "a number of operations per run of at least 1")
+  if (input.maxFailures < 1) return invalid("max-failures", String(input.maxFailures), "a number of failing seeds of at least 1")
+  if (!workflowMode) {
+    if (input.sessions < 1) return invalid("sessions", String(input.sessions), "a number of sessions of at least 1")
+    if (input.scopes < 1) return invalid("scopes", String(input.scopes), "a number of scopeIds of at least 1")
+  }
+  if (Option.isSome(input.tolerate) && input.tolerate.value !== "none") {
+    const unknown = input.tolerate.value.split(",").filter((name) => !isViolationKind(name))
+    if (unknown.length > 0) {
+      return invalid(
+        "tolerate",
+        input.tolerate.value,
+        `"none" or violation kinds, comma-separated (${unknown.map((name) => JSON.stringify(name)).join(", ")} is no violation kind; docs/testing.md lists them)`
+      )
+    }
+  }
+  if (Option.isSome(input.replay)) {
+    const shown = JSON.stringify(input.replay.value).slice(0, 200)
+    if (workflowMode) return invalid("replay", shown, "--replay replays a bus workload; the workflow modes have none to replay")
+    if (Option.isNone(input.seed)) return invalid("replay", shown, "--replay runs with --seed S: the seed of the world it replays in")
+    for (const [index, op] of input.replay.value.entries()) {
+      if (op.after < 0) return invalid("replay", shown, `op ${index} (${op._tag}): "after" is a pause of 0 ms or more, not ${op.after}`)
+      const outside = sessionsNamed(op).find((session) => session < 0 || session >= input.sessions)
+      if (outside !== undefined) {
+        return invalid(
+          "replay",
+          shown,
+          `op ${index} (${op._tag}) names session ${outside}; the world has sessions 0–${input.sessions - 1} (--sessions ${input.sessions})`
+        )
+      }
+    }
+  }
+  return undefined
+}
+
 /** The request that parsed flags make (see `SimRequest`). */
 export const simRequest = (input: SimFlags): SimRequest => {
-  if (input.workflow || input.workflowBus || input.workflowBusFull || input.parentRestarts) {
+  const args = simArgsOf(input)
+  if (isWorkflowMode(input)) {
     const fields = {
       seed: Option.getOrUndefined(input.seed),
       from: input.from,
       seeds: input.seeds,
       ops: input.ops,
-      maxFailures: input.maxFailures
+      maxFailures: input.maxFailures,
+      args
     }
     if (input.workflowBusFull) return { _tag: "WorkflowBusFull", ...fields, parentRestarts: input.parentRestarts }
     if (input.workflowBus || input.parentRestarts) return { _tag: "WorkflowBus", ...fields, parentRestarts: input.parentRestarts }
@@ -287,7 +389,8 @@ export const simRequest = (input: SimFlags): SimRequest => {
       seeds: input.seeds,
       config,
       shrink: !input.noShrink,
-      maxFailures: input.maxFailures
+      maxFailures: input.maxFailures,
+      args
     }
   }
 }
@@ -303,17 +406,10 @@ export const simRequest = (input: SimFlags): SimRequest => {
  * yield* Command.runWith(command, { version: "test" })(["--seeds", "5", "--traffic"])
  */
 export const simCommand = <E, R>(run: (request: SimRequest) => Effect.Effect<void, E, R>) =>
-  Command.make("sim", flags, (input): Effect.Effect<void, E | CliError.InvalidValue, R> =>
-    input.parentRestarts && input.workflow && !input.workflowBus && !input.workflowBusFull
-      ? Effect.fail(
-        new CliError.InvalidValue({
-          option: "parent-restarts",
-          value: "true",
-          expected: "--parent-restarts restarts the parent of --workflow-bus or --workflow-bus-full; the --workflow world has no bus to restart it on",
-          kind: "flag"
-        })
-      )
-      : run(simRequest(input))).pipe(
+  Command.make("sim", flags, (input): Effect.Effect<void, E | CliError.InvalidValue, R> => {
+    const error = usageErrorOf(input)
+    return error === undefined ? run(simRequest(input)) : Effect.fail(error)
+  }).pipe(
     Command.withDescription(
       "Run simulation seeds and print a summary (docs/testing.md). Exits 1 when a seed fails, 2 on a bad command line."
     )

@@ -41,6 +41,17 @@ const requestOf = (argv: ReadonlyArray<string>) =>
     return request
   })
 
+/** `request` without the flags its replay commands repeat (replay.test.ts tests those). */
+const withoutArgs = (request: SimRequest) => {
+  if (request._tag === "Seed") return request
+  if (request._tag === "Soak") {
+    const { args: _args, ...soak } = request.soak
+    return { ...request, soak }
+  }
+  const { args: _args, ...rest } = request
+  return rest
+}
+
 /** The usage errors `argv` ends with; nothing was run. */
 const usageErrorsOf = (argv: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -57,7 +68,7 @@ const usageErrorsOf = (argv: ReadonlyArray<string>) =>
 describe("sim command line", () => {
   it.effect("no flags: a durable soak of seeds 1–1000, 40 ops, 4 sessions, shrinking, tolerating the known issues", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual(yield* requestOf([]), {
+      assert.deepStrictEqual(withoutArgs(yield* requestOf([])), {
         _tag: "Soak",
         soak: {
           ops: 40,
@@ -75,10 +86,10 @@ describe("sim command line", () => {
     Effect.gen(function*() {
       const request = yield* requestOf([
         "--seeds", "7", "--from", "3", "--ops", "10", "--sessions", "5", "--scopes", "2", "--traffic", "--strict",
-        "--frames", "--no-shrink", "--max-failures", "2", "--tolerate", "fifo,not-a-kind,silent-loss,fifo",
+        "--frames", "--no-shrink", "--max-failures", "2", "--tolerate", "fifo,silent-loss,fifo",
         "--durability", "memory"
       ])
-      assert.deepStrictEqual(request, {
+      assert.deepStrictEqual(withoutArgs(request), {
         _tag: "Soak",
         soak: {
           ops: 10,
@@ -219,7 +230,7 @@ describe("sim command line", () => {
   it.effect("--workflow runs the workflow simulation: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow", "--seeds", "7", "--from", "3"])
-      assert.deepStrictEqual(soak, { _tag: "Workflow", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
+      assert.deepStrictEqual(withoutArgs(soak), { _tag: "Workflow", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
       const one = yield* requestOf(["--workflow", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "Workflow" ? [one.seed, one.ops] : undefined, [9, 12])
     }))
@@ -227,7 +238,7 @@ describe("sim command line", () => {
   it.effect("--workflow-bus runs the bus-hosted workflow parent: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow-bus", "--seeds", "7", "--from", "3"])
-      assert.deepStrictEqual(soak, {
+      assert.deepStrictEqual(withoutArgs(soak), {
         _tag: "WorkflowBus",
         seed: undefined,
         from: 3,
@@ -259,7 +270,7 @@ describe("sim command line", () => {
   it.effect("--workflow-bus-full runs the whole workflow layer on the bus: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow-bus-full", "--seeds", "7", "--from", "3"])
-      assert.deepStrictEqual(soak, {
+      assert.deepStrictEqual(withoutArgs(soak), {
         _tag: "WorkflowBusFull",
         seed: undefined,
         from: 3,

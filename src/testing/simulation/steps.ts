@@ -62,10 +62,16 @@ export const pending = <A, E>(world: World, fiber: Fiber.Fiber<A, E>): Pending<A
     })
 })
 
-/** Runs a world action (broker, lifecycle) as a step, noting `label` first, and waits until it is done. */
+/**
+ * Runs a world action (broker, lifecycle) as a step, noting `label` first,
+ * and waits until it is done; an action that died is a `defect` (`label`
+ * names it).
+ */
 export const worldStep = (world: World, label: string | undefined, action: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (label !== undefined) world.ledger.note(label)
     const fiber = yield* step(world, action)
     while (fiber.pollUnsafe() === undefined) yield* advance(world, 100)
+    // A world action that dies (a host that cannot be built, …) is a defect, not a silent outcome.
+    world.ledger.defectOf(label ?? "a world step", yield* Fiber.await(fiber))
   })

@@ -4,6 +4,7 @@
  * (`npm run sim -- --workflow-bus-full`).
  */
 import { Effect } from "effect"
+import { replayCommand, type SimArgs } from "../simArgs.ts"
 import { type BusFullReport, runBusWorkflowFull } from "./BusFull.ts"
 
 /** Many seeds of `runBusWorkflowFull`, summed. */
@@ -48,8 +49,15 @@ export const busFullSoak = (options: {
     return { runs, failures, events, busMessages, simulatedMs, checks, tally }
   })
 
-/** The summary as the sim CLI prints it. */
-export const formatBusFullSummary = (summary: BusFullSummary, elapsedMs: number): string => {
+/**
+ * The summary as the sim CLI prints it; each failing seed with its replay
+ * command, made from `args` (the command line's flags).
+ */
+export const formatBusFullSummary = (
+  summary: BusFullSummary,
+  elapsedMs: number,
+  args: SimArgs = { workflowBusFull: true }
+): string => {
   const t = (name: string) => summary.tally[name] ?? 0
   return [
     "the whole workflow layer on the bus",
@@ -62,7 +70,7 @@ export const formatBusFullSummary = (summary: BusFullSummary, elapsedMs: number)
       `parent reloads: ${t("reloads")} (${t("reloadsSkipped")} skipped: a subagent call held the parent)`
     ]),
     ...summary.failures.map((report) =>
-      `seed ${report.seed}: ${
+      `seed ${report.seed} (${replayCommand(report.seed, args)}): ${
         [...report.violations.map((v) => `${v.kind}: ${v.message}`), ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)]
           .slice(0, 3).join("; ")
       }`

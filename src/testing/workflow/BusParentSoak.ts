@@ -4,6 +4,7 @@
  * (`npm run sim -- --workflow-bus`).
  */
 import { Effect } from "effect"
+import { replayCommand, type SimArgs } from "../simArgs.ts"
 import { type BusWorkflowReport, runBusWorkflow } from "./BusParent.ts"
 
 /** Many seeds of `runBusWorkflow`, summed. */
@@ -57,8 +58,15 @@ export const busWorkflowSoak = (options: {
     return { runs, failures, accepted, checked, terminals, late, restarts, reloads, restored, busMessages, events, simulatedMs }
   })
 
-/** The summary as the sim CLI prints it. */
-export const formatBusWorkflowSummary = (summary: BusWorkflowSummary, elapsedMs: number): string =>
+/**
+ * The summary as the sim CLI prints it; each failing seed with its replay
+ * command, made from `args` (the command line's flags).
+ */
+export const formatBusWorkflowSummary = (
+  summary: BusWorkflowSummary,
+  elapsedMs: number,
+  args: SimArgs = { workflowBus: true }
+): string =>
   [
     "bus-hosted workflow parent",
     `runs: ${summary.runs}   failures: ${summary.failures.length}   wall: ${(elapsedMs / 1000).toFixed(1)} s`,
@@ -68,6 +76,6 @@ export const formatBusWorkflowSummary = (summary: BusWorkflowSummary, elapsedMs:
       `parent restarts: ${summary.restarts}   generations replaced in-process: ${summary.reloads}   handed over again by its journal: ${summary.restored}`
     ]),
     ...summary.failures.map((report) =>
-      `seed ${report.seed}: ${[...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)].slice(0, 3).join("; ")}`
+      `seed ${report.seed} (${replayCommand(report.seed, args)}): ${[...report.violations, ...report.bus.violations.map((v) => `${v.kind}: ${v.message}`)].slice(0, 3).join("; ")}`
     )
   ].join("\n")

@@ -45,7 +45,7 @@ export const shrinkWorkflowWorkload = (
     ops,
     failing,
     rerun: (candidate) => runWorkflowWorkload(config, candidate),
-    stillFailing: (report) => report.violations.some((violation) => violation.kind === kind),
+    stillFailing: (report) => !report.ok && report.violations.some((violation) => violation.kind === kind),
     withoutPause: (op) => op.pause === 0 ? undefined : { ...op, pause: 0 },
     maxRuns
   })

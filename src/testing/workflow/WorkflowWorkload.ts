@@ -10,6 +10,7 @@
  */
 import { Effect } from "effect"
 import { Prng } from "../Prng.ts"
+import { replayCommand, type SimArgs } from "../simArgs.ts"
 import type { WorkflowBrokenBuild } from "./links.ts"
 import { emptyTally, type WorkflowViolationKind } from "./WorkflowLedger.ts"
 import { runWorkflowScenario, type WorkflowConfig, type WorkflowReport, type WorkflowSim } from "./WorkflowWorld.ts"
@@ -333,11 +334,16 @@ export const workflowSoak = (options: {
   })
 
 /**
- * The summary as `npm run sim -- --workflow` prints it.
+ * The summary as `npm run sim -- --workflow` prints it; each failing seed
+ * with its replay command, made from `args` (the command line's flags).
  *
  * @since 0.1.0
  */
-export const formatWorkflowSummary = (summary: WorkflowSoakSummary, elapsedMs: number): string => {
+export const formatWorkflowSummary = (
+  summary: WorkflowSoakSummary,
+  elapsedMs: number,
+  args: SimArgs = { workflow: true }
+): string => {
   const t = summary.tally
   const lines = [
     `workflow simulation`,
@@ -349,7 +355,7 @@ export const formatWorkflowSummary = (summary: WorkflowSoakSummary, elapsedMs: n
   const kinds = Object.entries(summary.violations)
   if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)
   for (const failure of summary.failures) {
-    lines.push(`seed ${failure.seed} failed (npm run sim -- --workflow --seed ${failure.seed}):`)
+    lines.push(`seed ${failure.seed} failed (${replayCommand(failure.seed, args)}):`)
     for (const violation of failure.violations.slice(0, 5)) lines.push(`  ${violation}`)
   }
   return lines.join("\n")
