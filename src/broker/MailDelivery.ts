@@ -353,8 +353,12 @@ export class MailDelivery {
    * is still owed to its own asker.
    */
   private isStale(mail: Mail, now: number): boolean {
-    return mail.message.expectsReply === true && mail.message.replyTo === undefined &&
-      !this.asks.isOpen(mail.recordKey, now)
+    if (mail.message.expectsReply !== true || mail.message.replyTo !== undefined) return false
+    if (this.asks.isOpen(mail.recordKey, now)) return false
+    // A replace message's ask stored while it was staged has no edge yet (it opens at the window's close), so
+    // after a restart only its own deadline ends it. (So does one whose edge did open and then closed, which is
+    // then asked again: a replace-mode ask is the one kind this check cannot tell apart.)
+    return mail.delivery?.threadId === undefined || this.pastDeadline(mail, now)
   }
 
   /**
@@ -368,12 +372,18 @@ export class MailDelivery {
    */
   private dropStale(mail: Mail): void {
     const now = this.ctx.now()
-    if (mail.askTimeoutMs !== undefined && mail.brokerReceivedAt + mail.askTimeoutMs <= now) {
+    if (this.pastDeadline(mail, now)) {
       return this.lost(mail, DeliveryCode.DeliveryExpired, Reason.expired, Reason.askExpired)
     }
     const outcome = this.ctx.records.get(mail.senderKey, mail.message.id, now)?.outcome
     if (outcome?.ok === true && outcome.delivery === "queued") this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
     this.ctx.journal?.mailGone(mail.senderKey, mail.message.id)
+  }
+
+  /** An ask whose own timeout, from when the broker received it, has run out at `now`. */
+  private pastDeadline(mail: Mail, now: number): boolean {
+    return mail.message.expectsReply === true && mail.askTimeoutMs !== undefined &&
+      mail.brokerReceivedAt + mail.askTimeoutMs <= now
   }
 
   private put(mail: Mail): void {

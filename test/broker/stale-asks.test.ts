@@ -14,7 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
-import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { DELIVERY_V1, RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
@@ -163,6 +163,29 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
       yield* settled([back.client])
       assert.strictEqual(back.client.count("message"), 0, "the withdrawn question was asked after the restart")
+    }))
+
+  it.effect("durable: a replace-mode ask stored while staged (no edge yet) is still asked after a restart", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const disk = makeMemoryMailState()
+      const first = yield* durableBroker(world, disk)
+      const withDelivery = { frame: { features: [DELIVERY_V1] } }
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...withDelivery })
+      yield* world.session({ sessionId: "bob", name: "bob", ...withDelivery })
+      const question = message("staged question", { expectsReply: true })
+      yield* alice.client.send({
+        type: "send", to: "bob", message: question, delivery: "queue", queueMode: "replace", threadId: "t", askTimeoutMs: 600_000
+      })
+      const ack = yield* alice.client.next(["delivered", "delivery_failed", "delivery_queued"], (f) => f.messageId === question.id)
+      assert.strictEqual(ack.type, "delivery_queued")
+      yield* advance(LAZY_FLUSH)
+      assert.strictEqual(disk.mail.size, 1, "the staged ask is stored")
+      yield* first.crash
+
+      yield* durableBroker(world, disk)
+      const back = yield* world.session({ sessionId: "bob", name: "bob", label: "bob2", ...withDelivery })
+      yield* messageFor(back.client, question.id)
     }))
 })
 
