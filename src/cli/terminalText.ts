@@ -107,12 +107,35 @@ const TWO_COLUMNS =
   /^[\p{Emoji_Presentation}\u1100-\u115f\u2329\u232a\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe10-\ufe19\ufe30-\ufe6f\uff00-\uff60\uffe0-\uffe6\u{20000}-\u{2fffd}\u{30000}-\u{3fffd}]$/u
 
 /** The columns one code point takes on a terminal: 0, 1 or 2. */
-const columnsOf = (char: string): number => ZERO_COLUMNS.test(char) ? 0 : TWO_COLUMNS.test(char) ? 2 : 1
+const codePointColumns = (char: string): number => ZERO_COLUMNS.test(char) ? 0 : TWO_COLUMNS.test(char) ? 2 : 1
+
+/** Splits text into what a terminal draws as one character (grapheme clusters); stateless, so shared. */
+const GRAPHEMES = new Intl.Segmenter(undefined, { granularity: "grapheme" })
 
 /**
- * The columns `text` takes on a terminal: two for each East Asian wide or
- * fullwidth character and emoji, none for a combining mark, one for any
- * other code point. For text already made `terminalSafe` (a control
+ * The columns one grapheme cluster takes: its first code point's (the marks,
+ * joiners and jamo after it add none), two when it asks for emoji
+ * presentation (U+FE0F: "❤️"), and two for a flag (a pair of regional
+ * indicators) or an emoji sequence joined by U+200D, drawn as one picture.
+ */
+const columnsOf = (cluster: string): number => {
+  const first = String.fromCodePoint(cluster.codePointAt(0) ?? 0x20)
+  const base = codePointColumns(first)
+  return cluster.length > first.length && base > 0 && cluster.includes("\ufe0f") ? 2 : base
+}
+
+/** `text`'s grapheme clusters, in order. */
+const clustersOf = (text: string): Iterable<string> => {
+  const clusters: Array<string> = []
+  for (const { segment } of GRAPHEMES.segment(text)) clusters.push(segment)
+  return clusters
+}
+
+/**
+ * The columns `text` takes on a terminal, one grapheme cluster at a time:
+ * two for an East Asian wide or fullwidth character and for an emoji
+ * (flags and joined sequences included), none for a combining mark, one
+ * for any other character. For text already made `terminalSafe` (a control
  * character has no defined width).
  *
  * @example
@@ -124,22 +147,23 @@ const columnsOf = (char: string): number => ZERO_COLUMNS.test(char) ? 0 : TWO_CO
  */
 export const displayWidth = (text: string): number => {
   let columns = 0
-  for (const char of text) columns += columnsOf(char)
+  for (const cluster of clustersOf(text)) columns += columnsOf(cluster)
   return columns
 }
 
 /**
  * The longest start of `text` that fits in `columns` terminal columns
- * (`displayWidth`), cut between code points — never inside a surrogate pair —
- * and keeping the combining marks of the last character it keeps.
+ * (`displayWidth`), cut between grapheme clusters — never inside a surrogate
+ * pair, an emoji sequence or a flag — keeping the combining marks of the
+ * last character it keeps.
  */
 export const cutToWidth = (text: string, columns: number): string => {
   let used = 0
   let end = 0
-  for (const char of text) {
-    used += columnsOf(char)
+  for (const cluster of clustersOf(text)) {
+    used += columnsOf(cluster)
     if (used > columns) break
-    end += char.length
+    end += cluster.length
   }
   return text.slice(0, end)
 }

@@ -203,6 +203,19 @@ describe("terminalJson: the CLI's --json lines", () => {
 })
 
 describe("terminal columns (displayWidth, cutToWidth, fitToWidth)", () => {
+  it("an emoji drawn as one picture takes two columns: with U+FE0F, a flag, a joined sequence", () => {
+    assert.strictEqual(displayWidth("\u2764\ufe0f"), 2)
+    assert.strictEqual(displayWidth("\u{1f1fa}\u{1f1f8}"), 2)
+    assert.strictEqual(displayWidth("\u{1f468}\u200d\u{1f469}\u200d\u{1f467}"), 2)
+    assert.strictEqual(fitToWidth("ab\u{1f1fa}\u{1f1f8}", 6), "ab\u{1f1fa}\u{1f1f8}  ")
+    // Cut between clusters: never inside the flag or the family.
+    assert.strictEqual(cutToWidth("ab\u{1f1fa}\u{1f1f8}cd", 3), "ab")
+    assert.strictEqual(cutToWidth("\u{1f468}\u200d\u{1f469}\u200d\u{1f467}x", 2), "\u{1f468}\u200d\u{1f469}\u200d\u{1f467}")
+    // Plain text and a lone surrogate as before.
+    assert.strictEqual(displayWidth("bob-1 ~/x"), 9)
+    assert.strictEqual(displayWidth("a\ud800b"), 3)
+  })
+
   it("counts East Asian wide and fullwidth characters and emoji as two columns, combining marks as none", () => {
     assert.strictEqual(displayWidth("bob"), 3)
     assert.strictEqual(displayWidth("数据"), 4)
