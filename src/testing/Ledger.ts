@@ -143,7 +143,8 @@ export class Ledger {
     const link = this.state.links.get(id)
     if (link === undefined) return
     link.brokerEnded = true
-    link.endedAt ??= this.state.now()
+    // The broker's end wins: while a connection lingers (its client closed first), the broker still takes it as live.
+    link.endedAt = this.state.now()
   }
 
   /** Link `id` is closed on both sides. */
@@ -151,7 +152,7 @@ export class Ledger {
     const link = this.state.links.get(id)
     if (link === undefined) return
     link.closed = true
-    link.endedAt ??= this.state.now()
+    if (!link.brokerEnded) link.endedAt ??= this.state.now()
   }
 
   /** Sessions whose connection is open and registered right now, by link. */

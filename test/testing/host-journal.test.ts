@@ -17,7 +17,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { defaultHostJournal, type SimulationConfig } from "../../src/testing/Simulation.ts"
+import { defaultHostJournal, defaultHostRefusals, type SimulationConfig } from "../../src/testing/Simulation.ts"
 import { type Op, runWorkload } from "../../src/testing/Workload.ts"
 
 const journaled = (seed: number, config: Omit<SimulationConfig, "seed"> = {}): SimulationConfig => ({
@@ -56,6 +56,20 @@ describe("host journal: a generation closed while a checkpoint waits leaves the 
       Effect.gen(function*() {
         const report = yield* runWorkload(journaled(seed))
         assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      }))
+  }
+
+  // Seed 552 (`--host-journal`, also `--host-refusals`): D asks B just as B's client closed its connection; the
+  // broker, which had not seen that end yet, took the question (socket_delivered), then saw B leave, and D's ask
+  // ended (peer disconnected) and withdrew it. The ledger compared the ask's start with when the connection
+  // first ended on either side (the client's close, before the ask) and called the withdrawn question a
+  // silent-loss; what counts is when the broker saw it end.
+  for (const refusals of [undefined, defaultHostRefusals]) {
+    it.effect(`seed 552: a question taken while its target's closed connection still lingered, then withdrawn, is no silent-loss${refusals === undefined ? "" : " (refusing hosts)"}`, () =>
+      Effect.gen(function*() {
+        const report = yield* runWorkload(journaled(552, { hostJournal: { ...defaultHostJournal, refusals } }))
+        assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+        assert.strictEqual(report.messages.withdrawn, 1)
       }))
   }
 

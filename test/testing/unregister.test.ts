@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Simulation, type SimReport } from "../../src/testing/Simulation.ts"
-import { soak } from "../../src/testing/Soak.ts"
+import { KNOWN_ISSUES, soak } from "../../src/testing/Soak.ts"
 import { ephemeralIndexOf, generateWorkload, type Op, runSimulation, runWorkload, workloadConfig } from "../../src/testing/Workload.ts"
 
 const indexOf = (trace: ReadonlyArray<string>, text: string): number => trace.findIndex((line) => line.includes(text))
@@ -83,6 +83,18 @@ describe("sessions that leave by unregister", () => {
     const sessions = workloadConfig({ seed: 7 }, 4, true, false, true, true).sessions ?? []
     assert.deepStrictEqual(sessions[3], { name: "D", ephemeral: true })
   })
+
+  // Seed 532 (`--delivery --unregister`): B asks C one millisecond after C's client closed its connection; the
+  // broker had not seen that end yet and took the question, then saw C leave; B's ask ended (peer disconnected)
+  // and withdrew it. The ledger compared the ask's start with the client's close, not with when the broker saw
+  // the connection end, and called the withdrawn question a silent-loss.
+  it.effect("seed 532: a question taken while its target's closed connection still lingered, then withdrawn, is no silent-loss", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 532, tolerate: KNOWN_ISSUES }, undefined, { delivery: true, unregister: true })
+      assert.isTrue(report.ok, report.trace.join("\n"))
+      assert.isFalse(report.violations.some((violation) => violation.kind === "silent-loss"))
+      assert.strictEqual(report.messages.withdrawn, 1)
+    }))
 
   it.effect("seeds 1–6 with --unregister hold every invariant", () =>
     Effect.gen(function*() {

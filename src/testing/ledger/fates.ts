@@ -73,8 +73,10 @@ export const finish = (state: LedgerState): MessageTally => {
       endedAsks.set(ask.questionId, ask.startedAt)
     }
   }
-  // The broker withdraws such a question only if it went back (a connection of the target ended after the
-  // ask started, or the broker that accepted it crashed): one lost on a live connection is not excused.
+  // The broker withdraws such a question only if it went back (a connection of the target ended, as the broker
+  // saw it, after the ask started — a client's close before the ask does not count while its connection lingers
+  // live to the broker, `LinkRecord.endedAt` — or the broker that accepted it crashed): one lost on a live
+  // connection is not excused.
   const withdrawnAsks = {
     has: (record: MessageRecord): boolean => {
       const since = record.kind === "ask" ? endedAsks.get(record.message.id) : undefined

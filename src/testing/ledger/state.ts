@@ -21,7 +21,11 @@ export interface LinkRecord {
   closed: boolean
   /** The broker's side saw this connection end. */
   brokerEnded: boolean
-  /** When it first ended, on either side (simulated ms); undefined while open. */
+  /**
+   * When the broker's side saw it end (simulated ms), or, until it does, when
+   * its client closed it; undefined while open. A connection its client closed
+   * lingers live to the broker, which may still write a question to it.
+   */
   endedAt: number | undefined
   /** Frames its client read on it, `registered` included (what a `received` count counts). */
   framesRead: number
