@@ -33,9 +33,10 @@
  * when the ask expired unanswered (an `expired` receipt, as for any mail the
  * mailbox drops); one it withdrew, or that was answered, goes silently.
  *
- * Size: about 400 lines, one concept: the fate of mail that is not being
+ * Size: about 500 lines, one concept: the fate of mail that is not being
  * written to a live connection (queued, flushed, taken back, failed, and the
- * notice its sender is owed). The mailbox's own bounds are Mailbox.ts's and
+ * notice its sender is owed; this stop added dropping an ask whose ask is
+ * over on each of those paths, `isStale`). The mailbox's own bounds are Mailbox.ts's and
  * the notices' journal NoticeJournal.ts's; what stays here moves mail
  * between them and the live delivery, so it stays in one place.
  */
