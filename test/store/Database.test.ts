@@ -30,6 +30,26 @@ const testMigrations = countedMigrations
 
 const dbFile = Effect.map(tempDir, (dir) => path.join(dir, "intercom", "intercom.db"))
 
+/**
+ * A database file that opens but fails `PRAGMA quick_check`: a NULL under a
+ * NOT NULL column, written before the constraint, which is then edited into
+ * the schema; and unmarked, as a broker killed while it ran leaves it, so the
+ * full check runs at open.
+ */
+const unmarkedFailingQuickCheck = Effect.gen(function*() {
+  const file = yield* dbFile
+  yield* openOnly({ file, migrations: testMigrations })
+  const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+  const raw = new DatabaseSync(file, { defensive: false })
+  raw.exec("CREATE TABLE loose (v TEXT)")
+  raw.exec("INSERT INTO loose (v) VALUES (NULL)")
+  raw.exec("PRAGMA writable_schema = ON")
+  raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
+  raw.exec("PRAGMA application_id = 0")
+  raw.close()
+  return file
+})
+
 describe("Database.layer", () => {
   it.effect("creates the file 0600 in a new 0700 directory", () =>
     Effect.gen(function*() {
@@ -321,18 +341,7 @@ describe("Database.layer", () => {
 
   it.effect("refuses a database that opens but fails quick_check, quoting its finding", () =>
     Effect.gen(function*() {
-      const file = yield* dbFile
-      yield* openOnly({ file, migrations: testMigrations })
-      // A NULL under a NOT NULL column: written before the constraint, which is then edited into the schema.
-      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
-      const raw = new DatabaseSync(file, { defensive: false })
-      raw.exec("CREATE TABLE loose (v TEXT)")
-      raw.exec("INSERT INTO loose (v) VALUES (NULL)")
-      raw.exec("PRAGMA writable_schema = ON")
-      raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
-      // As a broker killed while it ran leaves it: without the clean-close mark.
-      raw.exec("PRAGMA application_id = 0")
-      raw.close()
+      const file = yield* unmarkedFailingQuickCheck
       const before = fs.readFileSync(file)
       const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations }))
       assert.instanceOf(error, DatabaseCorrupt)
@@ -401,17 +410,7 @@ describe("Database.layer", () => {
 
   it.effect("a database refused by the full check leaves no broker.checking behind", () =>
     Effect.gen(function*() {
-      const file = yield* dbFile
-      yield* openOnly({ file, migrations: testMigrations })
-      // A NULL under a NOT NULL column, unmarked: only the full check finds it (as above).
-      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
-      const raw = new DatabaseSync(file, { defensive: false })
-      raw.exec("CREATE TABLE loose (v TEXT)")
-      raw.exec("INSERT INTO loose (v) VALUES (NULL)")
-      raw.exec("PRAGMA writable_schema = ON")
-      raw.exec("UPDATE sqlite_master SET sql = 'CREATE TABLE loose (v TEXT NOT NULL)' WHERE name = 'loose'")
-      raw.exec("PRAGMA application_id = 0")
-      raw.close()
+      const file = yield* unmarkedFailingQuickCheck
       const mark = path.join(path.dirname(file), "broker.checking")
       const error = yield* Effect.flip(openOnly({ file, migrations: testMigrations, checkingMark: mark }))
       assert.instanceOf(error, DatabaseCorrupt)
