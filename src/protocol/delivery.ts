@@ -182,8 +182,10 @@ export const ErrorText = {
 
 /**
  * Codes whose retry with the same message id may succeed (P45: a rebound
- * target; ours: a store that could not save, and replace staging that was
- * full — not recorded, so a retry once pending updates went is judged afresh).
+ * target; ours: a store that could not save, replace staging that was full
+ * and too many open asks — neither recorded, so a retry once pending updates
+ * went, or asks were answered, is judged afresh).
  */
 export const isRetryable = (code: DeliveryCode): boolean =>
-  code === DeliveryCode.TargetRebound || code === DeliveryCode.DeliveryFailed || code === DeliveryCode.ReplaceQueueFull
+  code === DeliveryCode.TargetRebound || code === DeliveryCode.DeliveryFailed ||
+  code === DeliveryCode.ReplaceQueueFull || code === DeliveryCode.TooManyAsks

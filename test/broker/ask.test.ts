@@ -196,13 +196,16 @@ describe("open asks are bounded per session", () => {
       const asks = Array.from({ length: 1024 }, (_, i) => message(`q${i}`, { expectsReply: true }))
       yield* asker.client.sendRaw(encodeFrames(asks.map((msg) => JSON.stringify({ type: "send", to: "target", message: msg }))))
       for (const msg of asks) assertDelivered(yield* ackFor(asker.client, msg.id))
-      const refused = yield* send(asker.client, "target", message("one too many", { expectsReply: true }))
+      const oneTooMany = message("one too many", { expectsReply: true })
+      const refused = yield* send(asker.client, "target", oneTooMany)
       assertFailed(refused, "E_TOO_MANY_ASKS")
       assert.include(refused.type === "delivery_failed" ? refused.reason : "", "Too many open asks from this session (1024)")
+      // Retryable: the refusal is not recorded, so the same ask sent again once there is room is judged afresh.
+      assert.isTrue(refused.type === "delivery_failed" && refused.retryable)
       // Another session is not affected.
       assertDelivered(yield* send(other.client, "target", message("mine", { expectsReply: true })))
-      // An answer closes one edge: the asker may ask again.
+      // An answer closes one edge: the asker may ask again, the refused ask itself too.
       assertDelivered(yield* send(target.client, "asker", message("a", { replyTo: asks[0]!.id })))
-      assertDelivered(yield* send(asker.client, "target", message("again", { expectsReply: true })))
+      assertDelivered(yield* send(asker.client, "target", oneTooMany))
     }), 60_000)
 })

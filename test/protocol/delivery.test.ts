@@ -92,9 +92,9 @@ describe("P45 codes", () => {
     })
   })
 
-  it("only E_TARGET_REBOUND (P45), E_DELIVERY_FAILED (a durable broker that could not save) and E_REPLACE_QUEUE_FULL (its text says retry; not recorded) are retryable", () => {
+  it("only E_TARGET_REBOUND (P45), E_DELIVERY_FAILED (a durable broker that could not save), E_TOO_MANY_ASKS and E_REPLACE_QUEUE_FULL (their texts say wait or retry; not recorded) are retryable", () => {
     const retryable = Object.values(DeliveryCode).filter(isRetryable)
-    assert.deepStrictEqual(retryable, ["E_TARGET_REBOUND", "E_DELIVERY_FAILED", "E_REPLACE_QUEUE_FULL"])
+    assert.sameMembers(retryable, ["E_TARGET_REBOUND", "E_DELIVERY_FAILED", "E_TOO_MANY_ASKS", "E_REPLACE_QUEUE_FULL"])
   })
 
   it("error-frame text for the session cap (P18)", () => {

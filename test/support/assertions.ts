@@ -1,6 +1,7 @@
 /** Assertions on broker answers (P41, P45) and connection outcomes. */
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
+import { DeliveryCode, isRetryable } from "../../src/protocol/delivery.ts"
 import type { Ack } from "./broker.ts"
 import type { StillOpen, UnexpectedFrame, WireClient, WireError, WireProtocolViolation } from "./wire.ts"
 
@@ -16,13 +17,16 @@ export const assertDelivered = (ack: Ack, delivery: "socket_delivered" | "queued
 }
 
 /** A full `delivery_failed` (P45): code, exact reason, `delivery:"failed"`, retryable only for a rebound (and ours: a store that could not save). */
+/** The codes the broker marks `retryable` (protocol/delivery.ts `isRetryable`). */
+const RETRYABLE: ReadonlySet<string> = new Set(Object.values(DeliveryCode).filter(isRetryable))
+
 export const assertFailed = (ack: Ack, code: string, reason?: string) => {
   assert.strictEqual(ack.type, "delivery_failed", `expected delivery_failed ${code}, got ${show(ack)}`)
   if (ack.type !== "delivery_failed") return
   assert.strictEqual(ack.code, code, show(ack))
   if (reason !== undefined) assert.strictEqual(ack.reason, reason, show(ack))
   assert.strictEqual(ack.delivery, "failed", show(ack))
-  assert.strictEqual(ack.retryable, code === "E_TARGET_REBOUND" || code === "E_DELIVERY_FAILED", show(ack))
+  assert.strictEqual(ack.retryable, RETRYABLE.has(code), show(ack))
   assert.strictEqual(ack.outcomeKnown, true, show(ack))
 }
 
