@@ -254,6 +254,29 @@ export class Asks {
     for (const key of evicted) this.ctx.journal?.withdrawalGone(key)
   }
 
+  /**
+   * A replace-mode ask the store kept while it was staged (at startup): it
+   * had no edge yet, since its window's close opens one, so its edge opens
+   * now, as that close would have, until the ask's own deadline — unless its
+   * asker withdrew it, or the deadline has passed (then it is stale, and the
+   * mailbox drops it). One answered before the restart but never confirmed
+   * read cannot be told from it, and is asked again (docs/protocol.md).
+   */
+  openStaged(mail: Mail, now: number): void {
+    if (mail.askTimeoutMs === undefined || this.edges.get(mail.recordKey) !== undefined) return
+    if (this.withdrawn.size > 0 && this.withdrawn.has(mail.recordKey)) return
+    const deadline = mail.brokerReceivedAt + mail.askTimeoutMs
+    if (deadline <= now) return
+    this.edges.open({
+      messageKey: mail.recordKey,
+      messageId: mail.message.id,
+      askerKey: mail.senderKey,
+      targetKey: mail.targetKey,
+      deadline,
+      openedAt: now
+    })
+  }
+
   /** Is the ask `messageKey` still open at `now`: its edge open, its deadline not passed? */
   isOpen(messageKey: string, now: number): boolean {
     const edge = this.edges.get(messageKey)

@@ -90,6 +90,8 @@ export interface MailAsks {
   readonly answerLost: (edge: AskEdge, now: number) => void
   /** Is the ask `messageKey` still open at `now`: its edge open and its deadline not passed (Asks.isOpen)? */
   readonly isOpen: (messageKey: string, now: number) => boolean
+  /** A replace-mode ask restored while it was staged: its edge opens now (Asks.openStaged). */
+  readonly openStaged: (mail: Mail, now: number) => void
 }
 
 /** The mailbox concern: queueing, flushing, requeueing, and telling senders of dropped mail. */
@@ -300,8 +302,14 @@ export class MailDelivery {
    * was acknowledged; a retry of it is answered "queued").
    */
   restore(mail: Mail): void {
+    const now = this.ctx.now()
+    // A replace-mode ask stored while it was staged has no edge yet (its window's close opens one): it opens
+    // now, until the ask's own deadline, unless its asker withdrew it (Asks.openStaged).
+    if (mail.delivery?.threadId !== undefined && mail.message.expectsReply === true && mail.message.replyTo === undefined) {
+      this.asks.openStaged(mail, now)
+    }
     // An ask withdrawn or expired before the restart (its edge was not restored) is not asked again.
-    if (this.isStale(mail, this.ctx.now())) return this.dropStale(mail)
+    if (this.isStale(mail, now)) return this.dropStale(mail)
     this.put(mail)
     if (this.mailbox.get(mail.recordKey) !== undefined) this.ctx.records.rewrite(mail.senderKey, mail.message.id, QUEUED)
   }
@@ -354,12 +362,8 @@ export class MailDelivery {
    * is still owed to its own asker.
    */
   private isStale(mail: Mail, now: number): boolean {
-    if (mail.message.expectsReply !== true || mail.message.replyTo !== undefined) return false
-    if (this.asks.isOpen(mail.recordKey, now)) return false
-    // A replace message's ask stored while it was staged has no edge yet (it opens at the window's close), so
-    // after a restart only its own deadline ends it. (So does one whose edge did open and then closed, which is
-    // then asked again: a replace-mode ask is the one kind this check cannot tell apart.)
-    return mail.delivery?.threadId === undefined || this.pastDeadline(mail, now)
+    return mail.message.expectsReply === true && mail.message.replyTo === undefined &&
+      !this.asks.isOpen(mail.recordKey, now)
   }
 
   /**

@@ -259,7 +259,11 @@ export class Router {
     const mail: MailDelivery = new MailDelivery(ctx, (queued, receiver, at) => {
       const sender = registry.byKey.get(queued.senderKey)
       if (sender !== undefined) receipts.addRoute(queued, sender, receiver, at)
-    }, { answerLost: (edge, at) => asks.answerLost(edge, at), isOpen: (messageKey, at) => asks.isOpen(messageKey, at) })
+    }, {
+      answerLost: (edge, at) => asks.answerLost(edge, at),
+      isOpen: (messageKey, at) => asks.isOpen(messageKey, at),
+      openStaged: (staged, at) => asks.openStaged(staged, at)
+    })
     const receipts = new Receipts(
       ctx,
       mail,

@@ -12,6 +12,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { DEFAULT_REPLACE_WINDOW_MS } from "../../src/broker/options.ts"
 import { LAZY_FLUSH } from "../../src/broker/StoreWriter.ts"
 import { Reason } from "../../src/protocol/delivery.ts"
 import { DELIVERY_V1, RECEIVED_V1 } from "../../src/protocol/features.ts"
@@ -165,7 +166,25 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       assert.strictEqual(back.client.count("message"), 0, "the withdrawn question was asked after the restart")
     }))
 
-  it.effect("durable: a replace-mode ask stored while staged (no edge yet) is still asked after a restart", () =>
+  it.effect("a replace-mode ask answered, then back in the mailbox unconfirmed: not asked again", () =>
+    Effect.gen(function*() {
+      const world = yield* withMemoryBroker()
+      const both = { frame: { features: [DELIVERY_V1, RECEIVED_V1] } }
+      const alice = yield* world.session({ sessionId: "alice", name: "alice", ...both })
+      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...both })
+      const question = message("still need this?", { expectsReply: true })
+      yield* alice.client.send({ type: "send", to: "bob", message: question, delivery: "queue", queueMode: "replace", threadId: "t" })
+      yield* alice.client.next("delivery_queued", (f) => f.messageId === question.id)
+      yield* advance(DEFAULT_REPLACE_WINDOW_MS)
+      yield* messageFor(bob.client, question.id)
+      const answer = message("yes", { replyTo: question.id })
+      assertDelivered(yield* send(bob.client, "alice", answer))
+      yield* messageFor(alice.client, answer.id)
+      yield* bobDrops(alice, bob)
+      yield* bobBackAskedNothing(world, alice)
+    }))
+
+  it.effect("durable: a replace-mode ask stored while staged (no edge yet) is still asked after a restart, and its answer accepted", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
@@ -184,8 +203,13 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       yield* first.crash
 
       yield* durableBroker(world, disk)
+      const alice2 = yield* world.session({ sessionId: "alice", name: "alice", label: "alice2", ...withDelivery })
       const back = yield* world.session({ sessionId: "bob", name: "bob", label: "bob2", ...withDelivery })
       yield* messageFor(back.client, question.id)
+      // Its edge opened at the restore: the answer is accepted and reaches the asker.
+      const answer = message("yes", { replyTo: question.id })
+      assertDelivered(yield* send(back.client, "alice", answer))
+      yield* messageFor(alice2.client, answer.id)
     }))
 })
 
