@@ -29,7 +29,8 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: about 500 lines (the write batch itself is WriteBatch.ts), kept whole because this class is the single
+ * Size: about 530 lines (the write batch itself is WriteBatch.ts; a takeover's `handOver` of the old outbox is
+ * the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.

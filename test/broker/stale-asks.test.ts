@@ -25,6 +25,14 @@ import { advance, type MemoryNetwork, memoryNetwork, withMemoryBroker } from "..
 
 const CONFIRMING = { frame: { features: [RECEIVED_V1] } }
 
+/** Alice, and bob, whose client confirms what it reads (`received-v1`). */
+const aliceAndBob = (world: MemoryNetwork) =>
+  Effect.gen(function*() {
+    const alice = yield* world.session({ sessionId: "alice", name: "alice" })
+    const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+    return { alice, bob }
+  })
+
 /** Alice asks bob, whose client read the question and never confirmed it; returns the question. */
 const askedUnconfirmed = (alice: Session, bob: Session) =>
   Effect.gen(function*() {
@@ -54,8 +62,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
   it.effect("cancel_ask before the recipient's connection dropped: the returning recipient is not asked", () =>
     Effect.gen(function*() {
       const world = yield* withMemoryBroker()
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const question = yield* askedUnconfirmed(alice, bob)
       yield* alice.client.send({ type: "cancel_ask", messageId: question.id })
       yield* settled([alice.client])
@@ -68,8 +75,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
   it.effect("cancel_ask while the question waits in the mailbox: it leaves the mailbox at once", () =>
     Effect.gen(function*() {
       const world = yield* withMemoryBroker()
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const question = yield* askedUnconfirmed(alice, bob)
       yield* bobDrops(alice, bob)
       assert.strictEqual((yield* world.broker.stats).mailbox, 1, "the unconfirmed question went back to the mailbox")
@@ -85,8 +91,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
   it.effect("cancel_message on the unconfirmed question: not asked again, and its record stays cancelled", () =>
     Effect.gen(function*() {
       const world = yield* withMemoryBroker()
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const question = yield* askedUnconfirmed(alice, bob)
       yield* alice.client.send({ type: "cancel_message", messageId: question.id })
       yield* alice.client.next("delivered", (frame) => frame.messageId === question.id)
@@ -99,8 +104,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
     Effect.gen(function*() {
       const askTimeout = 60_000
       const world = yield* withMemoryBroker({ askTimeout })
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const carol = yield* world.session({ sessionId: "carol", name: "carol" })
       const question = yield* askedUnconfirmed(alice, bob)
       yield* bobDrops(alice, bob)
@@ -119,8 +123,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
     Effect.gen(function*() {
       const askTimeout = 60_000
       const world = yield* withMemoryBroker({ askTimeout })
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const question = yield* askedUnconfirmed(alice, bob)
       yield* bobDrops(alice, bob)
       yield* advance(askTimeout)
@@ -132,8 +135,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
   it.effect("an ask still open goes back to its recipient as before, and its reply is accepted", () =>
     Effect.gen(function*() {
       const world = yield* withMemoryBroker()
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const question = yield* askedUnconfirmed(alice, bob)
       yield* bobDrops(alice, bob)
       const back = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
@@ -148,8 +150,7 @@ describe("an ask that went back to the mailbox is not asked once it is over", ()
       const world = yield* memoryNetwork()
       const disk = makeMemoryMailState()
       const first = yield* durableBroker(world, disk)
-      const alice = yield* world.session({ sessionId: "alice", name: "alice" })
-      const bob = yield* world.session({ sessionId: "bob", name: "bob", ...CONFIRMING })
+      const { alice, bob } = yield* aliceAndBob(world)
       const question = yield* askedUnconfirmed(alice, bob)
       yield* alice.client.send({ type: "cancel_ask", messageId: question.id })
       yield* settled([alice.client])

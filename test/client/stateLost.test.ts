@@ -12,24 +12,14 @@ import { Effect, Fiber, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BrokerStateLost, describeStateLost, LOST_SENDS_LIMIT, StateEpochs } from "../../src/client/StateEpochs.ts"
 import type { IntercomClientService } from "../../src/client/IntercomClient.ts"
-import { sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { durableBroker } from "../support/durable.ts"
 import { advance, type MemoryNetwork, memoryNetwork } from "../support/memory.ts"
-import { makeMemoryClient } from "./support.ts"
+import { makeMemoryClient, memoryClientOptions } from "./support.ts"
 
+/** A client of `world`'s broker that reconnects after 100 ms. */
 const memoryClient = (world: MemoryNetwork, sessionId: string) =>
-  makeMemoryClient({
-    agentDir: "/mem",
-    intercomDir: "/mem/intercom",
-    socketPath: world.address,
-    sessionId,
-    registration: sessionRegistration({ sessionId, identity: { name: sessionId, cwd: "/w", model: "m" }, pid: 1, startedAt: 0 }),
-    launch: false,
-    dial: world.dial,
-    reconnectBaseMs: 100,
-    reconnectMaxMs: 100
-  })
+  makeMemoryClient(memoryClientOptions(world, sessionId, sessionId, { reconnectBaseMs: 100, reconnectMaxMs: 100 }))
 
 /** Every element of `client`'s `stateLost` and `reconnects`, in the order published (subscribed at once). */
 const watch = (client: IntercomClientService) =>
