@@ -43,7 +43,8 @@ export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected
   readonly takenOver?: TakenOver | undefined
   /**
    * Set when a registration that asked for the id only if free (`ifFree`, `reclaim-v1`: taking it back
-   * after a takeover) was refused because a live connection holds it.
+   * after a takeover) was refused because a live connection holds it, or (`ifReleased`,
+   * `reclaim-released-v1`) because its last holder did not give it up on that broker.
    */
   readonly sessionHeld?: boolean | undefined
 }> {
