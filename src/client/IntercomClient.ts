@@ -278,7 +278,9 @@ const make = (
     const attemptWith = (only: "ifFree" | "ifReleased" | undefined) => Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
       departed.clear()
-      if (options.launch !== false) {
+      // Not for `ifReleased`: a broker started now never saw the id given up and would refuse it (and a
+      // taken-over client asking every 5 s would start one each time the last exited idle).
+      if (options.launch !== false && only !== "ifReleased") {
         yield* ensureBroker({
           agentDir: options.agentDir,
           intercomDir: options.intercomDir,
