@@ -20,6 +20,11 @@ export interface RecentSession {
   readonly name: string | undefined
   readonly infoJson: string
   readonly identity: string | undefined
+  /**
+   * Whether it left by `unregister` (its client gave the id up) rather than by its connection
+   * closing: a register with `ifReleased` (`reclaim-released-v1`) takes only such an id.
+   */
+  readonly released: boolean
 }
 
 /** Records kept at most, over all scopes. */

@@ -19,9 +19,11 @@ import {
   GROUPS_V1,
   negotiateFeatures,
   OBSERVE_V1,
-  SESSION_HELD,
-  STATE_EPOCH_V1,
+  RECLAIM_RELEASED_V1,
   RECLAIM_V1,
+  SESSION_HELD,
+  SESSION_NOT_RELEASED,
+  STATE_EPOCH_V1,
   TAKEOVER_V1
 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
@@ -79,6 +81,10 @@ const tooManyObservers =
 /** Why a register with `ifFree` (`reclaim-v1`) was refused. */
 const sessionHeld = (id: string): string =>
   `Session ${id} is held by another live connection; registering with ifFree does not take it over`
+
+/** Why a register with `ifReleased` (`reclaim-released-v1`) found the id free and still was refused. */
+const sessionNotReleased = (id: string): string =>
+  `Session ${id} was not given up on this broker (its last holder did not unregister it, and may be reconnecting); registering with ifReleased does not take it`
 
 /** `name (id) [scope]`, for the log. */
 export const sessionLabel = (session: Session): string => {
@@ -226,8 +232,16 @@ export class Registration {
     const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
     // `reclaim-v1`'s `ifFree`: a client taken over asks for its id back, and gets it only once nobody
     // holds it (never from a live holder: the two would take it from each other for ever).
-    if (previous !== undefined && frame.ifFree === true && features.includes(RECLAIM_V1)) {
+    // `reclaim-released-v1`'s `ifReleased` asks that, and that the id's last holder gave it up here
+    // (`unregister`): a holder whose connection closed, or that this broker never saw (it restarted),
+    // may be reconnecting, and the two would take the id from each other on every restart.
+    const ifReleased = frame.ifReleased === true && features.includes(RECLAIM_RELEASED_V1)
+    if (previous !== undefined && (ifReleased || (frame.ifFree === true && features.includes(RECLAIM_V1)))) {
       output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
+      return closePeer(peer, "end")
+    }
+    if (previous === undefined && ifReleased && registry.recent.get(spaceKey, id)?.released !== true) {
+      output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
       return closePeer(peer, "end")
     }
     if (previous === undefined && registry.live >= options.maxSessions) {
@@ -341,7 +355,8 @@ export class Registration {
         spaceKey: space.key,
         name: session.fields.name,
         infoJson: session.infoJson,
-        identity: session.identity
+        identity: session.identity,
+        released: unregistered
       }, now)
     }
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)

@@ -10,13 +10,19 @@
  *
  * Owns the staged messages and their per-sender and per-recipient counts.
  * Bounded: 100 staged per sender and 1,000 overall (C-DLV-8), and ours, 250
- * staged for one recipient; replacing a staged key never counts. The
- * per-recipient cap isolates recipients: a recipient that never reads keeps
- * its due messages (below) counted, and without it ten senders staging 100
- * threads each for it would fill the overall cap and refuse replace sends to
- * every other recipient. At 250 one such recipient holds a quarter of the
- * overall cap at most, leaving 750 places to the others; a reading recipient
- * meets it only with 250 distinct (sender, thread) keys in one window.
+ * staged for one recipient and a fair share of the room; replacing a staged
+ * key never counts. The per-recipient caps isolate recipients: a recipient
+ * that never reads keeps its due messages (below) counted, and without them
+ * ten senders staging 100 threads each for it would fill the overall cap and
+ * refuse replace sends to every other recipient. At 250 one such recipient
+ * holds a quarter of the overall cap at most; a reading recipient meets it
+ * only with 250 distinct (sender, thread) keys in one window. The share
+ * (`MAX_STAGED - size`, the places free, must exceed what the recipient
+ * holds: it holds at most half of what the other recipients leave) keeps a
+ * few such recipients from filling the room together: four stuck ones hold
+ * 250, 250, 250 and 125, each next one half of what is left, and a recipient
+ * holding none is refused only when no place at all is free, which takes at
+ * least eleven recipients holding places. Far from full it never binds.
  * Timed work runs on the broker's clock: a broker fiber sleeps until
  * `nextDeadline()` and calls `flushDue` (Broker.ts), woken through `signal`
  * when the first message is staged.
@@ -73,7 +79,8 @@ export const MAX_STAGED = 1_000
 /**
  * Staged replace messages for one recipient at once (ours; see the module
  * header): a quarter of MAX_STAGED, so one recipient that never reads cannot
- * refuse replace sends to every other.
+ * refuse replace sends to every other. Below it, a recipient takes a new
+ * place only while it holds fewer than the places still free (its share).
  */
 export const MAX_STAGED_PER_RECIPIENT = 250
 
@@ -115,6 +122,12 @@ interface WaitingDeparture {
   readonly senderId: string
   /** Its due messages still waiting for room there. */
   count: number
+}
+
+/** `session "<name>" (<id>)`, or `session <id>`, for a refusal naming the recipient. */
+const labelOf = (target: Session): string => {
+  const name = target.fields.name
+  return name === undefined ? `session ${target.id}` : `session "${name}" (${target.id})`
 }
 
 /** Takes one off `key`'s count in `counts`, forgetting a count that reaches zero. */
@@ -197,11 +210,14 @@ export class ReplaceStaging {
       // By the mail's recipient key, as `uncount` takes it off (a P49 sole holder's differs from `target.key`).
       const forTarget = this.perRecipient.get(mail.targetKey) ?? 0
       if (forTarget >= MAX_STAGED_PER_RECIPIENT) {
-        const name = target.fields.name
-        const label = name === undefined ? `session ${target.id}` : `session "${name}" (${target.id})`
-        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFullFor(label, MAX_STAGED_PER_RECIPIENT) }
+        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFullFor(labelOf(target), MAX_STAGED_PER_RECIPIENT) }
       }
-      if (this.size >= MAX_STAGED) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
+      const free = MAX_STAGED - this.size
+      if (free <= 0) return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueFull }
+      // Its share: no more than the places still free, so that a few recipients cannot fill the room together.
+      if (forTarget >= free) {
+        return { code: DeliveryCode.ReplaceQueueFull, reason: Reason.replaceQueueShareFull(labelOf(target), forTarget) }
+      }
       this.perSender.set(attempt.sender.key, count + 1)
       this.perRecipient.set(mail.targetKey, forTarget + 1)
     }

@@ -32,6 +32,7 @@ import {
   RECEIVED_V1,
   RESULTS_V1,
   SESSION_HELD,
+  SESSION_NOT_RELEASED,
   SUPERVISOR_V1,
   TOPICS_V1
 } from "../protocol/features.ts"
@@ -89,6 +90,11 @@ export interface RegisterRequest {
    * refused with an `IntercomNotConnected` whose `sessionHeld` is true otherwise.
    */
   readonly ifFree?: boolean | undefined
+  /**
+   * `reclaim-released-v1`: register only if the id is free and its last holder gave it up (`unregister`)
+   * on this broker; refused with an `IntercomNotConnected` whose `sessionHeld` is true otherwise.
+   */
+  readonly ifReleased?: boolean | undefined
 }
 
 /** What a session brings to the supervisor channel when it registers (`supervisor-v1`). */
@@ -243,6 +249,7 @@ export const openClientConnection = (
       ...(request.group === undefined ? {} : { group: request.group }),
       ...(request.ephemeral === true ? { ephemeral: true } : {}),
       ...(request.ifFree === true ? { ifFree: true } : {}),
+      ...(request.ifReleased === true ? { ifReleased: true } : {}),
       ...(request.supervisor?.ownerToken === undefined ? {} : { ownerToken: request.supervisor.ownerToken }),
       ...(request.supervisor?.grant === undefined ? {} : request.supervisor.grant),
       // The extensions this client implements itself, plus what its owner asked for.
@@ -257,7 +264,7 @@ export const openClientConnection = (
       if (frame.type === "registration_failed") {
         return yield* new IntercomNotConnected({
           reason: frame.reason,
-          ...(frame.code === SESSION_HELD ? { sessionHeld: true } : {})
+          ...(frame.code === SESSION_HELD || frame.code === SESSION_NOT_RELEASED ? { sessionHeld: true } : {})
         })
       }
       if (frame.type !== "registered") {

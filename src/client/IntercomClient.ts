@@ -18,8 +18,10 @@
  *   that took the id over has exited (its pid, from `taken_over`), it asks
  *   every `RECLAIM_INTERVAL_MS` to register again only if the id is free
  *   (`ifFree`): after a short-lived `pi -c -p`, it takes its session back
- *   and carries on; never from a live holder, not even while that one
- *   reconnects to a restarted broker. A broker without `reclaim-v1` would
+ *   and carries on; while that process lives, only if its holder gave it
+ *   up on the broker (`ifReleased`, `reclaim-released-v1`: the taker moved
+ *   on); never from a live holder, not even while that one reconnects to a
+ *   restarted broker. A broker without `reclaim-v1` would
  *   ignore `ifFree` and hand the id over, so there the client stays off.
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
@@ -77,7 +79,7 @@ import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { RECLAIM_V1 } from "../protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1 } from "../protocol/features.ts"
 import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
@@ -269,13 +271,16 @@ const make = (
       })
 
     /**
-     * One attempt: make sure a broker runs, then dial and register in a Scope of its own; with `ifFree`
-     * (after a takeover, `takeover-v1`), only if no live connection holds the id.
+     * One attempt: make sure a broker runs, then dial and register in a Scope of its own; after a
+     * takeover (`takeover-v1`), `ifFree` only if no live connection holds the id, `ifReleased` only if
+     * besides its last holder gave it up on this broker.
      */
-    const attemptWith = (ifFree: boolean) => Effect.gen(function*() {
+    const attemptWith = (only: "ifFree" | "ifReleased" | undefined) => Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
       departed.clear()
-      if (options.launch !== false) {
+      // Not for `ifReleased`: a broker started now never saw the id given up and would refuse it (and a
+      // taken-over client asking every 5 s would start one each time the last exited idle).
+      if (options.launch !== false && only !== "ifReleased") {
         yield* ensureBroker({
           agentDir: options.agentDir,
           intercomDir: options.intercomDir,
@@ -295,7 +300,8 @@ const make = (
           features: options.features ?? [],
           supervisor: { ownerToken: options.ownerToken, grant: options.supervisorGrant },
           connectTimeoutMs,
-          ...(ifFree ? { ifFree: true } : {}),
+          ...(only === undefined ? {} : { ifFree: true }),
+          ...(only === "ifReleased" ? { ifReleased: true } : {}),
           ...(options.dial === undefined ? {} : { dial: options.dial })
         },
         sinks
@@ -327,7 +333,7 @@ const make = (
         if (takenOver === undefined) lastError = error.reason
       })
     ))
-    const attempt = attemptWith(false)
+    const attempt = attemptWith(undefined)
 
     const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
 
@@ -394,9 +400,10 @@ const make = (
                 current = refused
                 // Only a broker that granted reclaim-v1 honours `ifFree`; from another, a retry would take over.
                 const reclaims = connection.features.has(RECLAIM_V1)
+                const released = connection.features.has(RECLAIM_RELEASED_V1)
                 return retire(retired).pipe(
                   Effect.andThen(Deferred.fail(refused, error)),
-                  Effect.andThen(reclaims ? Effect.forkIn(reclaim(error), connectionsScope) : Effect.void),
+                  Effect.andThen(reclaims ? Effect.forkIn(reclaim(error, released), connectionsScope) : Effect.void),
                   Effect.asVoid
                 )
               }
@@ -410,25 +417,32 @@ const make = (
         )
       })
 
-    /** One take-back attempt: refused here, without asking the broker, while the taker's process lives. */
-    const reclaimAttempt = (over: IntercomNotConnected) => {
+    /**
+     * One take-back attempt. While the taker's process lives, only if the id was given up
+     * (`ifReleased`, on a broker that granted `reclaim-released-v1`; refused here, without asking the
+     * broker, on one that did not); once it has exited, if the id is free (`ifFree`).
+     */
+    const reclaimAttempt = (over: IntercomNotConnected, released: boolean) => {
       const pid = over.takenOver?.pid
       const takerAlive = pid === undefined ? Effect.succeed(false) : isProcessAlive(pid)
-      return Effect.flatMap(takerAlive, (alive) => alive ? Effect.fail(over) : attemptWith(true))
+      return Effect.flatMap(takerAlive, (alive) =>
+        !alive ? attemptWith("ifFree") : released ? attemptWith("ifReleased") : Effect.fail(over))
     }
 
     /**
      * After a takeover (`taken_over`): every `RECLAIM_INTERVAL_MS`, once the process that took the id
      * over has exited (its pid from `taken_over`; an unknown pid counts as exited), registers again
-     * only if the id is free (`ifFree`, `reclaim-v1`). The broker refuses while another live
-     * connection holds it; the pid check covers what the broker cannot see: after a broker restart
-     * the live holder is only reconnecting, and the new broker would see the id free. Once back, what
-     * was queued for the session meanwhile is delivered as on any re-register, and `takenOver` is
-     * cleared. Ends when the client is closed.
+     * only if the id is free (`ifFree`, `reclaim-v1`); while it lives, with `released` (the broker
+     * granted `reclaim-released-v1`), only if its last holder gave it up there (`ifReleased`: the
+     * taker moved on). The broker refuses while another live connection holds it; the pid check, or
+     * the broker's record of an `unregister`, covers what the broker cannot see: after a broker
+     * restart the live holder is only reconnecting, and the new broker would see the id free. Once
+     * back, what was queued for the session meanwhile is delivered as on any re-register, and
+     * `takenOver` is cleared. Ends when the client is closed.
      */
-    const reclaim = (over: IntercomNotConnected): Effect.Effect<void> =>
+    const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> =>
       Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
-        Effect.andThen(Effect.retry(reclaimAttempt(over), {
+        Effect.andThen(Effect.retry(reclaimAttempt(over, released), {
           schedule: Schedule.spaced(Duration.millis(RECLAIM_INTERVAL_MS)),
           while: () => !stopped
         })),

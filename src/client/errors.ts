@@ -43,7 +43,8 @@ export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected
   readonly takenOver?: TakenOver | undefined
   /**
    * Set when a registration that asked for the id only if free (`ifFree`, `reclaim-v1`: taking it back
-   * after a takeover) was refused because a live connection holds it.
+   * after a takeover) was refused because a live connection holds it, or (`ifReleased`,
+   * `reclaim-released-v1`) because its last holder did not give it up on that broker.
    */
   readonly sessionHeld?: boolean | undefined
 }> {
@@ -286,7 +287,8 @@ export class SupervisorTargetMismatch extends Data.TaggedError("SupervisorTarget
 
 /**
  * `E_REPLACE_QUEUE_FULL` (`delivery-v1`): replace staging is full, 100 per
- * sender or 1,000 overall (C-DLV-8), or (ours) 250 for the recipient, which the
+ * sender or 1,000 overall (C-DLV-8), or (ours) 250 for the recipient, or the
+ * recipient's share of a nearly full room (no more than the places left), which the
  * reason names; nothing was staged. `retryable`: a resend with the same id
  * once pending updates were delivered is judged afresh.
  */

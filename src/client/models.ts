@@ -72,7 +72,8 @@ export interface ClientStatus {
    * Set while another process holds this session, having taken it over
    * (`takeover-v1`): the client does not take it back from a live holder,
    * and its operations fail saying so; cleared once the holder has left and
-   * the client registered again (`ifFree`, on a broker that granted `reclaim-v1`).
+   * the client registered again (`ifFree`, on a broker that granted `reclaim-v1`; or `ifReleased`,
+   * `reclaim-released-v1`, once a taker that lives on gave the id up).
    */
   readonly takenOver?: TakenOver | undefined
 }

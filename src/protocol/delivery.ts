@@ -161,6 +161,14 @@ export const Reason = {
    */
   replaceQueueFullFor: (recipient: string, max: number) =>
     `Replace-mode delivery queue for ${recipient} is full: ${max} replace messages already wait for it (it may not be reading its messages); nothing was staged. Retry after pending updates to it are delivered, or use fewer threads for it`,
+  /**
+   * Ours: the overall cap is nearly reached, and a recipient already holds
+   * `held` places, no fewer than those still free, so this one was refused to
+   * keep the rest for other recipients (a few recipients that do not read
+   * cannot take the whole room together).
+   */
+  replaceQueueShareFull: (recipient: string, held: number) =>
+    `Replace-mode delivery queue for ${recipient} is at its share: ${held} replace messages already wait for it (it may not be reading its messages), and the places left are kept for other recipients; nothing was staged. Retry after pending updates to it are delivered, or use fewer threads for it`,
   replaced: (newId: string, threadId: string) =>
     `Replaced by ${newId} on thread "${threadId}" before delivery; only the latest staged message is delivered`,
   stagedRecipientLeft: "Recipient left before the staged replace message was delivered; it was dropped",

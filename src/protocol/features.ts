@@ -169,6 +169,22 @@ export const RECLAIM_V1 = "reclaim-v1"
 /** `registration_failed` code (`takeover-v1`): a register with `ifFree` found its id held by a live connection. */
 export const SESSION_HELD = "E_SESSION_HELD"
 
+/**
+ * Taking the id back when its holder gave it up (extension): a `register`
+ * with `ifReleased: true` is accepted only if no live connection holds the
+ * id (`E_SESSION_HELD` otherwise, as `ifFree`) and its last holder on this
+ * broker left it by `unregister` (`E_SESSION_NOT_RELEASED` otherwise: its
+ * connection closed without one, or this broker never saw it leave, as after
+ * a restart while the holder reconnects). A client taken over asks so while
+ * the process that took the id over is alive, which `ifFree` alone must not:
+ * the taker may be only reconnecting. Sent only to a broker that granted
+ * this; one without it would ignore the field.
+ */
+export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
+
+/** `registration_failed` code (`reclaim-released-v1`): a register with `ifReleased` found its id not given up on this broker. */
+export const SESSION_NOT_RELEASED = "E_SESSION_NOT_RELEASED"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -191,7 +207,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   EPHEMERAL_V1,
   STATE_EPOCH_V1,
   TAKEOVER_V1,
-  RECLAIM_V1
+  RECLAIM_V1,
+  RECLAIM_RELEASED_V1
 ]
 
 /**

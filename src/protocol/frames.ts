@@ -185,7 +185,13 @@ export const RegisterFrame = Schema.Struct({
    * Extension `reclaim-v1`: register only if no live connection holds `sessionId` (a client taking its
    * id back after a takeover); refused with `registration_failed` code `E_SESSION_HELD` otherwise.
    */
-  ifFree: Schema.optionalKey(Schema.Boolean)
+  ifFree: Schema.optionalKey(Schema.Boolean),
+  /**
+   * Extension `reclaim-released-v1`: register only if no live connection holds `sessionId` and its last
+   * holder on this broker gave it up with `unregister`; refused with `registration_failed` code
+   * `E_SESSION_HELD` or `E_SESSION_NOT_RELEASED` otherwise.
+   */
+  ifReleased: Schema.optionalKey(Schema.Boolean)
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type
@@ -392,7 +398,9 @@ export type ErrorFrame = typeof ErrorFrame.Type
  * registration was refused (a child's capability did not check out); the
  * broker closes the connection after it. `code` `E_SESSION_HELD` (extension
  * `reclaim-v1`): a register with `ifFree` found the id held by a live
- * connection.
+ * connection. `code` `E_SESSION_NOT_RELEASED` (extension
+ * `reclaim-released-v1`): a register with `ifReleased` found the id free, but
+ * not given up by its last holder on this broker.
  */
 export const RegistrationFailedFrame = Schema.Struct({
   type: Schema.tag("registration_failed"),

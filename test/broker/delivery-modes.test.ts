@@ -215,17 +215,23 @@ describe("replace coalescing", () => {
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
       const senders = MAX_STAGED / MAX_STAGED_PER_SENDER
-      // Spread so that no recipient reaches its own cap: each sink gets exactly MAX_STAGED_PER_RECIPIENT.
-      const sinks = MAX_STAGED / MAX_STAGED_PER_RECIPIENT
-      for (let k = 0; k < sinks; k++) yield* broker.session(modern(`sink${k}`))
+      // Each recipient holds at most half of what the others leave free (its share), so the room fills only
+      // over eleven recipients at least: filled in turn, each takes all its share allows, the last one place.
+      const shares = [250, 250, 250, 125, 63, 31, 16, 8, 4, 2, 1]
+      assert.strictEqual(shares.reduce((a, b) => a + b), MAX_STAGED)
+      const order = shares.flatMap((share, k) => Array.from({ length: share }, () => `sink${k}`))
+      for (let k = 0; k < shares.length; k++) yield* broker.session(modern(`sink${k}`))
       yield* broker.session(modern("fresh"))
       for (let s = 0; s < senders; s++) {
         const sender = yield* broker.session(modern(`s${s}`))
-        yield* sender.client.sendRaw(encodeFrames(Array.from({ length: MAX_STAGED_PER_SENDER }, (_, i) =>
-          JSON.stringify({ type: "send", to: `sink${i % sinks}`, message: message(`m${i}`), ...replace(`t${i}`) }))))
+        yield* sender.client.sendRaw(encodeFrames(Array.from({ length: MAX_STAGED_PER_SENDER }, (_, i) => {
+          const n = s * MAX_STAGED_PER_SENDER + i
+          return JSON.stringify({ type: "send", to: order[n], message: message(`m${n}`), ...replace(`t${n}`) })
+        })))
         yield* settled([sender.client])
         assert.strictEqual(sender.client.count("delivery_queued"), MAX_STAGED_PER_SENDER)
       }
+      assert.strictEqual((yield* broker.broker.stats).staged, MAX_STAGED)
       // A recipient with nothing staged for it, from a sender with nothing staged: only the overall cap refuses.
       const last = yield* broker.session(modern("late"))
       const refused = yield* sendFrame(last.client, "fresh", message("no room"), replace("t"))
@@ -234,6 +240,46 @@ describe("replace coalescing", () => {
         assert.strictEqual(refused.reason, Reason.replaceQueueFull)
         assert.isTrue(refused.retryable, "the text says retry, and the refusal is not recorded: a retry is judged afresh")
       }
+    }), 60_000)
+
+  it.effect("caps: four recipients that never read cannot fill the overall room; each holds at most half of what is left free", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      // Four recipients that do not read (their window never closes here: the clock stands still), each sent
+      // MAX_STAGED_PER_RECIPIENT updates by ten senders: without the share they would hold all 1,000 places.
+      const stuck = MAX_STAGED / MAX_STAGED_PER_RECIPIENT
+      for (let k = 0; k < stuck; k++) yield* broker.session(modern(`stuck${k}`))
+      const senders = MAX_STAGED / MAX_STAGED_PER_SENDER
+      const refusals: Array<string> = []
+      for (let s = 0; s < senders; s++) {
+        const sender = yield* broker.session(modern(`s${s}`))
+        yield* sender.client.sendRaw(encodeFrames(Array.from({ length: MAX_STAGED_PER_SENDER }, (_, i) => {
+          const n = s * MAX_STAGED_PER_SENDER + i
+          return JSON.stringify({ type: "send", to: `stuck${Math.floor(n / MAX_STAGED_PER_RECIPIENT)}`, message: message(`m${n}`), ...replace(`t${n}`) })
+        })))
+        yield* settled([sender.client])
+        for (const frame of sender.client.received()) {
+          if (frame.type !== "delivery_failed") continue
+          assert.strictEqual(frame.code, "E_REPLACE_QUEUE_FULL")
+          assert.isTrue(frame.retryable)
+          refusals.push(frame.reason)
+        }
+      }
+      // The first three took their 250; the fourth, half of the 250 left; the rest were refused, naming it.
+      assert.strictEqual((yield* broker.broker.stats).staged, 875)
+      assert.strictEqual(refusals.length, 125)
+      assert.deepStrictEqual([...new Set(refusals)], [Reason.replaceQueueShareFull(`session "stuck3" (stuck3)`, 125)])
+      // Recipients that hold none are still served, from senders with room of their own: eight of them, one each.
+      for (let k = 0; k < 8; k++) {
+        yield* broker.session(modern(`reader${k}`))
+        const other = yield* broker.session(modern(`other${k}`))
+        const answer = yield* sendFrame(other.client, `reader${k}`, message(`for reader ${k}`), replace("t"))
+        assert.strictEqual(answer.type === "delivery_failed" ? answer.reason : answer.type, "delivery_queued")
+      }
+      // A stuck one is still refused: the places left stay with the others.
+      const late = yield* broker.session(modern("late"))
+      const again = yield* sendFrame(late.client, "stuck0", message("more"), replace("more"))
+      assert.strictEqual(again.type === "delivery_failed" ? again.code : again.type, "E_REPLACE_QUEUE_FULL")
     }), 60_000)
 
   it.effect(`caps: ${MAX_STAGED_PER_RECIPIENT} staged for one recipient that never reads; replace sends to the others still go`, () =>

@@ -13,6 +13,7 @@ import { memoryNetwork } from "../support/memory.ts"
 
 const TAKEOVER = { features: ["takeover-v1"] }
 const RECLAIM = { features: ["takeover-v1", "reclaim-v1"] }
+const RELEASED = { features: ["takeover-v1", "reclaim-v1", "reclaim-released-v1"], ifFree: true, ifReleased: true }
 
 describe("takeover-v1: the superseded connection is told", () => {
   it.live("the old connection gets taken_over (the new pid) as its last frame, then the close", () =>
@@ -142,6 +143,42 @@ describe("takeover-v1: the superseded connection is told", () => {
       yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
       const again = yield* broker.connect("again")
       const registered = yield* register(again, { sessionId: "twin", frame: { ...RECLAIM, ifFree: true } })
+      assert.strictEqual(registered.sessionId, "twin")
+    }))
+
+  // A client taken over asks so while its taker's process lives: it may take the id only once the
+  // holder gave it up here, never while a holder that dropped (or that a restarted broker never saw) is
+  // reconnecting.
+  it.live("a register with ifReleased takes the id only once its last holder unregistered it here", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const sender = yield* broker.session({ label: "sender" })
+      const refusedWith = (label: string) =>
+        Effect.gen(function*() {
+          const asking = yield* broker.connect(label)
+          yield* asking.send(registerFrame({ sessionId: "twin", frame: RELEASED }))
+          const refused = yield* asking.next("registration_failed")
+          yield* asking.waitClosed()
+          return refused
+        })
+      // Never held on this broker (as after a restart, before the holder is back): not given up.
+      const unseen = yield* refusedWith("unseen")
+      assert.strictEqual(unseen.code, "E_SESSION_NOT_RELEASED")
+      assert.match(unseen.reason, /was not given up on this broker/)
+      // Held: refused as ifFree is, the holder untouched.
+      const holder = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      assert.strictEqual((yield* refusedWith("while held")).code, "E_SESSION_HELD")
+      // Its connection closed without unregister (it may reconnect): still not given up.
+      yield* holder.client.end
+      yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
+      assert.strictEqual((yield* refusedWith("after a drop")).code, "E_SESSION_NOT_RELEASED")
+      // Held again, then given up with unregister (its client moved on): the same register is accepted.
+      const mover = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      yield* mover.client.send({ type: "unregister" })
+      yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
+      const back = yield* broker.connect("back")
+      const registered = yield* register(back, { sessionId: "twin", frame: RELEASED })
+      assert.include(registered.features ?? [], "reclaim-released-v1")
       assert.strictEqual(registered.sessionId, "twin")
     }))
 
