@@ -6,7 +6,8 @@
  *   --seeds N      how many seeds (default 1000)
  *   --from S       first seed (default 1)
  *   --seed S       run one seed and print its workload and trace
- *   --replay JSON  with --seed: run this op list (a failure report prints it) instead of the seed's
+ *   --replay JSON  with --seed: run this op list (a failure report prints it) instead of the seed's;
+ *                  in a workflow mode, a list of that mode's operations
  *   --ops N        operations per run (default 40)
  *   --sessions N   sessions per world (default 4)
  *   --scopes N     spread sessions over N pi scopeIds (default 1)
@@ -50,6 +51,7 @@ import * as Effect from "effect/Effect"
 import { EXIT_FAILURE, ExitCode } from "../cli/exit.ts"
 import { programTeardown } from "../cli/programExit.ts"
 import { packageInfo } from "../config/install.ts"
+import { replayCommand } from "./simArgs.ts"
 import { simCommand, type SimRequest } from "./simCommand.ts"
 import { formatSummary, soak } from "./Soak.ts"
 import { formatOp, generateWorkload, runWorkload, sessionNames } from "./Workload.ts"
@@ -65,8 +67,8 @@ import { formatWorkflowSummary, generateWorkflowWorkload, runWorkflowWorkload, w
 const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workflow" }>): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request.seed !== undefined) {
-      const ops = generateWorkflowWorkload(request.seed, request.ops)
-      yield* Console.log(`workflow seed ${request.seed}, ${ops.length} ops:`)
+      const ops = request.replay ?? generateWorkflowWorkload(request.seed, request.ops)
+      yield* Console.log(`workflow seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
       const report = yield* runWorkflowWorkload({ seed: request.seed }, ops)
       yield* Console.log(report.trace.join("\n"))
@@ -84,6 +86,7 @@ const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workf
       yield* Console.log(`seed ${first.seed}, minimal workload (${shrunk.ops.length} op(s), ${shrunk.runs} reruns to shrink):`)
       for (const op of shrunk.ops) yield* Console.log(`  ${JSON.stringify(op)}`)
       yield* Console.log(shrunk.report.trace.join("\n"))
+      yield* Console.log(`replay the minimal workload: ${replayCommand(first.seed, request.args, shrunk.ops)}`)
     }
     return summary.failures.length === 0
   })
@@ -92,8 +95,8 @@ const runWorkflowRequest = (request: Extract<SimRequest, { readonly _tag: "Workf
 const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "WorkflowBus" }>): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request.seed !== undefined) {
-      const ops = generateBusWorkflowWorkload(request.seed, request.ops, { parentRestarts: request.parentRestarts })
-      yield* Console.log(`bus workflow seed ${request.seed}, ${ops.length} ops:`)
+      const ops = request.replay ?? generateBusWorkflowWorkload(request.seed, request.ops, { parentRestarts: request.parentRestarts })
+      yield* Console.log(`bus workflow seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
       const report = yield* runBusWorkflow({ seed: request.seed, parentRestarts: request.parentRestarts }, ops)
       yield* Console.log(report.bus.trace.join("\n"))
@@ -111,8 +114,8 @@ const runWorkflowBusRequest = (request: Extract<SimRequest, { readonly _tag: "Wo
 const runWorkflowBusFullRequest = (request: Extract<SimRequest, { readonly _tag: "WorkflowBusFull" }>): Effect.Effect<boolean> =>
   Effect.gen(function*() {
     if (request.seed !== undefined) {
-      const ops = generateBusFullWorkload(request.seed, request.ops, { parentReloads: request.parentRestarts })
-      yield* Console.log(`bus workflow (whole layer) seed ${request.seed}, ${ops.length} ops:`)
+      const ops = request.replay ?? generateBusFullWorkload(request.seed, request.ops, { parentReloads: request.parentRestarts })
+      yield* Console.log(`bus workflow (whole layer) seed ${request.seed}, ${ops.length} ops${request.replay === undefined ? "" : " (replayed)"}:`)
       for (const op of ops) yield* Console.log(`  ${JSON.stringify(op)}`)
       const report = yield* runBusWorkflowFull({ seed: request.seed, parentReloads: request.parentRestarts }, ops)
       yield* Console.log(report.bus.trace.join("\n"))

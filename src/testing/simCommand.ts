@@ -34,6 +34,9 @@ import {
   UNREGISTER_WEIGHT,
   type WorkloadOptions
 } from "./Workload.ts"
+import { type BusFullOp, BusFullOpSchema } from "./workflow/BusFullWorkload.ts"
+import { type BusWorkflowOp, BusWorkflowOpSchema } from "./workflow/BusParentWorkload.ts"
+import { WORKFLOW_CHILDREN, WORKFLOW_STAGES, type WorkflowOp, WorkflowOpSchema } from "./workflow/WorkflowWorkload.ts"
 
 /** What one invocation of `npm run sim` asks for. */
 export type SimRequest =
@@ -58,6 +61,8 @@ export type SimRequest =
      */
     readonly _tag: "Workflow"
     readonly seed: number | undefined
+    /** `--replay JSON` (with `seed`): run this workload instead of the one generated from the seed. */
+    readonly replay: ReadonlyArray<WorkflowOp> | undefined
     readonly from: number
     readonly seeds: number
     readonly ops: number
@@ -73,6 +78,8 @@ export type SimRequest =
      */
     readonly _tag: "WorkflowBus"
     readonly seed: number | undefined
+    /** `--replay JSON` (with `seed`): run this workload instead of the one generated from the seed. */
+    readonly replay: ReadonlyArray<BusWorkflowOp> | undefined
     readonly from: number
     readonly seeds: number
     readonly ops: number
@@ -90,6 +97,8 @@ export type SimRequest =
      */
     readonly _tag: "WorkflowBusFull"
     readonly seed: number | undefined
+    /** `--replay JSON` (with `seed`): run this workload instead of the one generated from the seed. */
+    readonly replay: ReadonlyArray<BusFullOp> | undefined
     readonly from: number
     readonly seeds: number
     readonly ops: number
@@ -146,6 +155,18 @@ export const toleratedKinds = (arg: Option.Option<string>, withJournal = false):
     onSome: (list) => list === "none" ? [] : [...new Set(list.split(",").filter(isViolationKind))]
   })
 
+/** `--replay`'s op lists, one per kind of world: the bus soak's, `--workflow`'s, `--workflow-bus`'s, `--workflow-bus-full`'s. */
+const BusReplay = Schema.Array(OpSchema)
+const WorkflowReplay = Schema.Array(WorkflowOpSchema)
+const BusWorkflowReplay = Schema.Array(BusWorkflowOpSchema)
+const BusFullReplay = Schema.Array(BusFullOpSchema)
+
+/** A `--replay` (decoded as any of them) as one kind of list; undefined when it is not one. */
+const busReplayOf = (replay: unknown) => Option.getOrUndefined(Schema.decodeUnknownOption(BusReplay)(replay))
+const workflowReplayOf = (replay: unknown) => Option.getOrUndefined(Schema.decodeUnknownOption(WorkflowReplay)(replay))
+const busWorkflowReplayOf = (replay: unknown) => Option.getOrUndefined(Schema.decodeUnknownOption(BusWorkflowReplay)(replay))
+const busFullReplayOf = (replay: unknown) => Option.getOrUndefined(Schema.decodeUnknownOption(BusFullReplay)(replay))
+
 const int = (name: string, fallback: number, description: string) =>
   Flag.Int(name).pipe(Flag.withDefault(fallback), Flag.withDescription(`${description} (default ${fallback})`))
 
@@ -157,8 +178,10 @@ const flags = {
   from: int("from", SIM_DEFAULTS.from, "First seed"),
   seed: Flag.Int("seed").pipe(Flag.withDescription("Run one seed and print its workload and trace"), Flag.optional),
   replay: Flag.String("replay").pipe(
-    Flag.withSchema(Schema.fromJsonString(Schema.Array(OpSchema))),
-    Flag.withDescription("With --seed: run this op list (a failure report prints it) instead of the seed's"),
+    Flag.withSchema(Schema.fromJsonString(Schema.Union([BusReplay, WorkflowReplay, BusWorkflowReplay, BusFullReplay]))),
+    Flag.withDescription(
+      "With --seed: run this op list (a failure report prints it) instead of the seed's; in a workflow mode (--workflow, --workflow-bus, --workflow-bus-full), a list of that mode's operations"
+    ),
     Flag.optional
   ),
   ops: int("ops", SIM_DEFAULTS.ops, "Operations per run"),
@@ -272,6 +295,50 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
   }
 }
 
+/** The kind of world `input` runs (its `SimRequest`'s tag): which op list a `--replay` must be. */
+type ReplayMode = "Seed" | "Workflow" | "WorkflowBus" | "WorkflowBusFull"
+
+const replayModeOf = (input: SimFlags): ReplayMode =>
+  input.workflowBusFull
+    ? "WorkflowBusFull"
+    : input.workflowBus || input.parentRestarts
+    ? "WorkflowBus"
+    : input.workflow
+    ? "Workflow"
+    : "Seed"
+
+/** What a `--replay` of each mode is, for a usage error. */
+const REPLAY_WANTED: Readonly<Record<ReplayMode, string>> = {
+  Seed: "a list of bus operations ({\"_tag\":\"Send\",\"after\":…}, as a bus failure report prints them)",
+  Workflow: "a list of --workflow operations ({\"pause\":…,\"op\":\"ChildSend\",…}, as a --workflow failure report prints them)",
+  WorkflowBus: "a list of --workflow-bus operations ({\"_tag\":\"send\",…,\"pauseMs\":…}, as --workflow-bus --seed S prints them)",
+  WorkflowBusFull:
+    "a list of --workflow-bus-full operations ({\"_tag\":\"send\",…,\"pauseMs\":…}, as --workflow-bus-full --seed S prints them)"
+}
+
+/**
+ * What is wrong with the ops of a workflow mode's `--replay`: a negative
+ * pause, or (`--workflow`) a child or stage its world does not have;
+ * undefined when nothing is.
+ */
+const workflowReplayProblem = (
+  ops: ReadonlyArray<WorkflowOp> | ReadonlyArray<BusWorkflowOp> | ReadonlyArray<BusFullOp>
+): string | undefined => {
+  for (const [index, op] of ops.entries()) {
+    const name = "op" in op ? op.op : op._tag
+    const pause = "pause" in op ? op.pause : op.pauseMs
+    if (pause < 0) return `op ${index} (${name}): its pause is 0 ms or more, not ${pause}`
+    if (!("op" in op)) continue
+    const children = [...("child" in op ? [op.child] : []), ...("children" in op ? op.children : [])]
+    const child = children.find((c) => c < 0 || c >= WORKFLOW_CHILDREN)
+    if (child !== undefined) return `op ${index} (${name}) names child ${child}; the world has children 0–${WORKFLOW_CHILDREN - 1}`
+    if ("stage" in op && (op.stage < 0 || op.stage >= WORKFLOW_STAGES)) {
+      return `op ${index} (${name}) names stage ${op.stage}; the world has stages 0–${WORKFLOW_STAGES - 1}`
+    }
+  }
+  return undefined
+}
+
 /** The session indices an op names (`from`, `to`, `session`). */
 const sessionsNamed = (op: Op): ReadonlyArray<number> => [
   ...("from" in op ? [op.from] : []),
@@ -312,10 +379,24 @@ export const usageErrorOf = (input: SimFlags): CliError.InvalidValue | undefined
     }
   }
   if (Option.isSome(input.replay)) {
-    const shown = JSON.stringify(input.replay.value).slice(0, 200)
-    if (workflowMode) return invalid("replay", shown, "--replay replays a bus workload; the workflow modes have none to replay")
+    const replay = input.replay.value
+    const shown = JSON.stringify(replay).slice(0, 200)
     if (Option.isNone(input.seed)) return invalid("replay", shown, "--replay runs with --seed S: the seed of the world it replays in")
-    for (const [index, op] of input.replay.value.entries()) {
+    const mode = replayModeOf(input)
+    const wanted = REPLAY_WANTED[mode]
+    if (mode !== "Seed") {
+      const ops = mode === "Workflow"
+        ? workflowReplayOf(replay)
+        : mode === "WorkflowBus"
+        ? busWorkflowReplayOf(replay)
+        : busFullReplayOf(replay)
+      if (ops === undefined) return invalid("replay", shown, wanted)
+      const problem = workflowReplayProblem(ops)
+      return problem === undefined ? undefined : invalid("replay", shown, problem)
+    }
+    const ops = busReplayOf(replay)
+    if (ops === undefined) return invalid("replay", shown, wanted)
+    for (const [index, op] of ops.entries()) {
       if (op.after < 0) return invalid("replay", shown, `op ${index} (${op._tag}): "after" is a pause of 0 ms or more, not ${op.after}`)
       const outside = sessionsNamed(op).find((session) => session < 0 || session >= input.sessions)
       if (outside !== undefined) {
@@ -333,6 +414,7 @@ export const usageErrorOf = (input: SimFlags): CliError.InvalidValue | undefined
 /** The request that parsed flags make (see `SimRequest`). */
 export const simRequest = (input: SimFlags): SimRequest => {
   const args = simArgsOf(input)
+  const replay = Option.getOrUndefined(input.replay)
   if (isWorkflowMode(input)) {
     const fields = {
       seed: Option.getOrUndefined(input.seed),
@@ -342,9 +424,14 @@ export const simRequest = (input: SimFlags): SimRequest => {
       maxFailures: input.maxFailures,
       args
     }
-    if (input.workflowBusFull) return { _tag: "WorkflowBusFull", ...fields, parentRestarts: input.parentRestarts }
-    if (input.workflowBus || input.parentRestarts) return { _tag: "WorkflowBus", ...fields, parentRestarts: input.parentRestarts }
-    return { _tag: "Workflow", ...fields }
+    // `usageErrorOf` refused a replay that is not the mode's op list.
+    if (input.workflowBusFull) {
+      return { _tag: "WorkflowBusFull", ...fields, replay: busFullReplayOf(replay), parentRestarts: input.parentRestarts }
+    }
+    if (input.workflowBus || input.parentRestarts) {
+      return { _tag: "WorkflowBus", ...fields, replay: busWorkflowReplayOf(replay), parentRestarts: input.parentRestarts }
+    }
+    return { _tag: "Workflow", ...fields, replay: workflowReplayOf(replay) }
   }
   const workload = {
     ops: input.ops,
@@ -383,7 +470,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.frames ? { traceFrames: true } : {})
   }
   if (Option.isSome(input.seed)) {
-    return { _tag: "Seed", seed: input.seed.value, replay: Option.getOrUndefined(input.replay), workload, config }
+    return { _tag: "Seed", seed: input.seed.value, replay: busReplayOf(replay), workload, config }
   }
   return {
     _tag: "Soak",

@@ -23,7 +23,9 @@ import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
 import { formatBusFullSummary } from "../../src/testing/workflow/BusFullSoak.ts"
 import { formatBusWorkflowSummary } from "../../src/testing/workflow/BusParentSoak.ts"
 import { emptyTally } from "../../src/testing/workflow/WorkflowLedger.ts"
-import { formatWorkflowSummary } from "../../src/testing/workflow/WorkflowWorkload.ts"
+import { generateBusFullWorkload } from "../../src/testing/workflow/BusFullWorkload.ts"
+import { generateBusWorkflowWorkload } from "../../src/testing/workflow/BusParentWorkload.ts"
+import { formatWorkflowSummary, generateWorkflowWorkload, runWorkflowWorkload } from "../../src/testing/workflow/WorkflowWorkload.ts"
 
 /** How `npm run sim -- <argv>` ends, and the request it made. */
 const parse = (argv: ReadonlyArray<string>) =>
@@ -174,6 +176,35 @@ describe("a failing seed's replay command", () => {
       }
     }))
 
+  it.effect("a failing --workflow seed's printed replay of its workload runs that op list again, and fails the same way", () =>
+    Effect.gen(function*() {
+      // A broken build (not a flag) makes the failure; the replay brings back the op list, the seed and --ops.
+      const broken = { seed: 6, broken: "barrier-without-prelude" } as const
+      const ops = generateWorkflowWorkload(6, 40)
+      const failing = yield* runWorkflowWorkload(broken, ops)
+      assert.isFalse(failing.ok)
+      const line = replayCommand(6, { workflow: true, ops: 40 }, ops)
+      const replay = yield* requestOf(argvOfCommand(line))
+      if (replay._tag !== "Workflow") return assert.fail(replay._tag)
+      assert.deepStrictEqual([replay.seed, replay.ops], [6, 40])
+      assert.deepStrictEqual(replay.replay, ops)
+      const again = yield* runWorkflowWorkload({ ...broken, seed: replay.seed ?? 0 }, replay.replay ?? [])
+      assert.deepStrictEqual(again.violations, failing.violations)
+      assert.deepStrictEqual(again.trace, failing.trace)
+    }))
+
+  it.effect("--workflow-bus and --workflow-bus-full (with --parent-restarts) take their own op lists as --replay", () =>
+    Effect.gen(function*() {
+      const bus = generateBusWorkflowWorkload(4, 12, { parentRestarts: true })
+      const busRequest = yield* requestOf(argvOfCommand(replayCommand(4, { workflowBus: true, parentRestarts: true, ops: 12 }, bus)))
+      if (busRequest._tag !== "WorkflowBus") return assert.fail(busRequest._tag)
+      assert.deepStrictEqual([busRequest.seed, busRequest.parentRestarts, busRequest.replay], [4, true, bus])
+      const full = generateBusFullWorkload(4, 12, { parentReloads: true })
+      const fullRequest = yield* requestOf(argvOfCommand(replayCommand(4, { workflowBusFull: true, parentRestarts: true, ops: 12 }, full)))
+      if (fullRequest._tag !== "WorkflowBusFull") return assert.fail(fullRequest._tag)
+      assert.deepStrictEqual([fullRequest.seed, fullRequest.parentRestarts, fullRequest.replay], [4, true, full])
+    }))
+
   it("prints the JSON of --replay in single quotes and leaves default flags out", () => {
     assert.strictEqual(replayCommand(3, {}), "npm run sim -- --seed 3")
     assert.strictEqual(
@@ -217,7 +248,13 @@ describe("flags that would make a vacuous or misleading run are usage errors (ex
       for (
         const [argv, expected] of [
           [["--replay", send({})], "--seed"],
-          [["--workflow", "--seed", "3", "--replay", send({})], "workflow"],
+          [["--workflow", "--seed", "3", "--replay", send({})], "a list of --workflow operations"],
+          [["--workflow", "--replay", "[]"], "--seed"],
+          [["--workflow", "--seed", "3", "--replay", JSON.stringify([{ pause: -1, op: "ParentReload" }])], "pause is 0 ms or more"],
+          [["--workflow", "--seed", "3", "--replay", JSON.stringify([{ pause: 0, op: "Foreground", child: 5 }])], "child 5"],
+          [["--workflow", "--seed", "3", "--replay", JSON.stringify([{ pause: 0, op: "StageClose", stage: 2 }])], "stage 2"],
+          [["--workflow-bus", "--seed", "3", "--replay", JSON.stringify([{ pause: 0, op: "ParentReload" }])], "--workflow-bus operations"],
+          [["--workflow-bus-full", "--seed", "3", "--replay", JSON.stringify([{ _tag: "reload", pauseMs: -2 }])], "pause is 0 ms or more"],
           [["--seed", "3", "--replay", send({ after: -5 })], "\"after\""],
           [["--seed", "3", "--replay", send({ to: 7 })], "session 7"],
           [["--seed", "3", "--sessions", "2", "--replay", send({ from: 2 })], "session 2"],

@@ -1,7 +1,7 @@
 /**
  * `npm run sim` as a process (`node dist/testing/sim-cli.js`; npm test builds
  * first): an unknown flag is rejected with exit 2 and says which flag, and
- * no seed runs.
+ * no seed runs; a workflow seed runs a `--replay` op list.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -17,5 +17,15 @@ describe("sim-cli process", () => {
       assert.strictEqual(code, 2)
       assert.include(stderr, "Unrecognized flag: --bogus")
       assert.notInclude(stdout, "runs:")
+    }))
+
+  it.live("--workflow --seed S --replay JSON runs that op list, not the seed's", () =>
+    Effect.gen(function*() {
+      const ops = [{ pause: 0, op: "ParentBusy", busy: true }, { pause: 100, op: "ChildSend", child: 0, kind: "send" }]
+      const { code, stdout } = yield* runToClose(SIM_CLI, ["--workflow", "--seed", "2", "--replay", JSON.stringify(ops)])
+      assert.strictEqual(code, 0, stdout)
+      assert.include(stdout, "workflow seed 2, 2 ops (replayed):")
+      for (const op of ops) assert.include(stdout, `  ${JSON.stringify(op)}`)
+      assert.match(stdout, /\nok\n?$/)
     }))
 })

@@ -230,7 +230,7 @@ describe("sim command line", () => {
   it.effect("--workflow runs the workflow simulation: a soak of its seeds, or one seed", () =>
     Effect.gen(function*() {
       const soak = yield* requestOf(["--workflow", "--seeds", "7", "--from", "3"])
-      assert.deepStrictEqual(withoutArgs(soak), { _tag: "Workflow", seed: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
+      assert.deepStrictEqual(withoutArgs(soak), { _tag: "Workflow", seed: undefined, replay: undefined, from: 3, seeds: 7, ops: 40, maxFailures: 5 })
       const one = yield* requestOf(["--workflow", "--seed", "9", "--ops", "12"])
       assert.deepStrictEqual(one._tag === "Workflow" ? [one.seed, one.ops] : undefined, [9, 12])
     }))
@@ -241,6 +241,7 @@ describe("sim command line", () => {
       assert.deepStrictEqual(withoutArgs(soak), {
         _tag: "WorkflowBus",
         seed: undefined,
+        replay: undefined,
         from: 3,
         seeds: 7,
         ops: 40,
@@ -273,6 +274,7 @@ describe("sim command line", () => {
       assert.deepStrictEqual(withoutArgs(soak), {
         _tag: "WorkflowBusFull",
         seed: undefined,
+        replay: undefined,
         from: 3,
         seeds: 7,
         ops: 40,

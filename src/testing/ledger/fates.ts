@@ -47,6 +47,47 @@ export const recordSaid = (state: LedgerState, messageId: string, answer: string
 }
 
 /**
+ * Whether the question `record`, whose ask ended at or after `since`
+ * without a reply, can have gone back to its broker's mailbox, where the
+ * broker drops a question whose ask is over:
+ * - the broker that accepted it crashed;
+ * - a connection it was written to ended (to the broker, at or after
+ *   `since`): what its client never confirmed goes back;
+ * - it was never written, and a connection it was queued to (`queuedTo`)
+ *   ended with it still in its outbox. An outbox is first in, first out, so
+ *   it was no longer there if that connection was handed a message the broker
+ *   read after it routed the question (`passedOn`: one whose `acceptSeq` is
+ *   above the question's `ackMark`). An honest broker drops a question that
+ *   sat unwritten in the outbox of a client that stopped reading when that
+ *   connection ends, however long after the ask; one that loses it on a
+ *   connection that reads on is caught, whenever that connection ends.
+ *
+ * A question whose connections are not known (queued, staged, restored: it
+ * may reach one opened later) went back if any connection of its target
+ * ended at or after `since`.
+ */
+const wentBack = (
+  state: LedgerState,
+  record: MessageRecord,
+  since: number,
+  passedOn: (linkId: number, mark: number) => boolean
+): boolean => {
+  if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) return true
+  const ended = (id: number): boolean => {
+    const link = state.links.get(id)
+    return link !== undefined && link.brokerEnded && link.endedAt !== undefined && link.endedAt >= since
+  }
+  if (record.writtenTo.some(ended)) return true
+  const queuedTo = record.queuedTo
+  if (queuedTo === undefined) {
+    for (const link of state.links.values()) if (link.owner === record.target && ended(link.id)) return true
+    return false
+  }
+  const mark = record.ackMark ?? 0
+  return queuedTo.some((id) => ended(id) && !passedOn(id, mark))
+}
+
+/**
  * Classifies every acknowledged message (call after the world quiesced,
  * with every session connected again) and records silent losses.
  */
@@ -73,20 +114,28 @@ export const finish = (state: LedgerState): MessageTally => {
       endedAsks.set(ask.questionId, ask.startedAt)
     }
   }
-  // The broker withdraws such a question only if it went back (a connection of the target ended, as the broker
-  // saw it, after the ask started — a client's close before the ask does not count while its connection lingers
-  // live to the broker, `LinkRecord.endedAt` — or the broker that accepted it crashed): one lost on a live
-  // connection is not excused.
+  // The broker withdraws such a question only if it went back: the broker that accepted it crashed, or a
+  // connection it was in ended with it still there (MailDelivery.requeue drops a stale one; one that went
+  // back earlier waits in the mailbox, which drops it when its ask ends). One lost on a live connection is
+  // not excused, whatever ends later (see `wentBack`).
   const withdrawnAsks = {
     has: (record: MessageRecord): boolean => {
       const since = record.kind === "ask" ? endedAsks.get(record.message.id) : undefined
-      if (since === undefined) return false
-      if (record.ackEpoch !== undefined && state.crashedEpochs.has(record.ackEpoch)) return true
-      for (const link of state.links.values()) {
-        if (link.owner === record.target && link.endedAt !== undefined && link.endedAt >= since) return true
-      }
-      return false
+      return since !== undefined && wentBack(state, record, since, passedOn)
     }
+  }
+  // The highest `acceptSeq` of a message the broker handed over on each connection, built on first use.
+  let lastAccepted: Map<number, number> | undefined
+  const passedOn = (linkId: number, mark: number): boolean => {
+    if (lastAccepted === undefined) {
+      lastAccepted = new Map()
+      for (const message of state.messages.values()) {
+        const seq = message.acceptSeq
+        if (seq === undefined) continue
+        for (const id of message.writtenTo) lastAccepted.set(id, Math.max(lastAccepted.get(id) ?? 0, seq))
+      }
+    }
+    return (lastAccepted.get(linkId) ?? 0) > mark
   }
   for (const record of state.messages.values()) {
     if (record.outcome === "refused") refused++

@@ -59,6 +59,8 @@ export interface MessageRecord {
   readonly channel: "supervisor" | undefined
   readonly replyTo: string | undefined
   readonly message: Message
+  /** The broker incarnation its sender's client first wrote it to (a copy may reach a later one). */
+  readonly firstEpoch: number
   outcome: "pending" | "acked" | "refused" | "unknown"
   ackEpoch: number | undefined
   failureCode: string | undefined
@@ -83,6 +85,21 @@ export interface MessageRecord {
   confirmationLost: boolean
   /** When its sender read the broker's `delivered`. */
   ackedAt: number | undefined
+  /**
+   * `LedgerState.acceptSeq` when its sender read the broker's answer: a
+   * message with a higher `acceptSeq` was read by the broker after this one
+   * was routed, so it went into an outbox after this one did.
+   */
+  ackMark: number | undefined
+  /**
+   * An ask its sender was told went to a live connection (`socket_delivered`)
+   * by the broker that routed it: the connections of its target to that
+   * broker that existed when the sender read the answer — its question went
+   * into the outbox of one of them. Undefined otherwise (queued in the
+   * mailbox, staged, or restored by a later broker: it may reach a connection
+   * opened later). See `withdrawn` in ledger/fates.ts.
+   */
+  queuedTo: ReadonlyArray<number> | undefined
   /** Connections the broker wrote an `expired` notice about it to. */
   readonly noticeWrittenTo: Array<number>
   /** First handed over while the end of the run made every session register again. */

@@ -78,7 +78,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
     if (!isFrameDecodeError(parsed)) {
       if ((parsed.type === "send" || parsed.type === "supervisor_send") && !isHostile(state, link.owner)) {
         const frame = decodeSendLike(parsed)
-        if (frame !== undefined) sendWritten(state, link.owner, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery)
+        if (frame !== undefined) sendWritten(state, link.owner, link.brokerEpoch, frame.to, frame.targetId, frame.message, frame.channel, frame.delivery)
       } else if (parsed.type === "unregister") {
         link.registered = false
       } else if (parsed.type === "received") {
@@ -93,6 +93,7 @@ export const clientWrote = (state: LedgerState, linkId: number, frames: Readonly
 const sendWritten = (
   state: LedgerState,
   sender: string,
+  epoch: number,
   to: string,
   targetId: string | undefined,
   message: Message,
@@ -112,6 +113,7 @@ const sendWritten = (
     channel,
     replyTo: message.replyTo,
     message,
+    firstEpoch: epoch,
     outcome: "pending",
     ackEpoch: undefined,
     failureCode: undefined,
@@ -124,6 +126,8 @@ const sendWritten = (
     resent: 0,
     confirmationLost: false,
     ackedAt: undefined,
+    ackMark: undefined,
+    queuedTo: undefined,
     noticeWrittenTo: [],
     rescued: false,
     recordSays: undefined,
@@ -341,6 +345,24 @@ const confirmationLost = (state: LedgerState, record: MessageRecord, link: LinkR
     return earlier !== undefined && earlier !== link && earlier.confirmationWritten >= read.frame
   })
 
+/**
+ * Where the ask `record`, acknowledged on `link` as handed to a live
+ * connection, was queued: its target's connections to the broker that
+ * acknowledged it, as they are now (its question went into one of their
+ * outboxes before the broker wrote the answer). Undefined for a send or a
+ * reply, for a staged ask (it is queued when its window closes), and for an
+ * ask first written to an earlier broker (a durable one restored it to its
+ * mailbox, from which it goes to whichever connection registers next).
+ */
+const queuedTo = (state: LedgerState, record: MessageRecord, link: LinkRecord): ReadonlyArray<number> | undefined => {
+  if (record.kind !== "ask" || record.delivery?.staged === true || record.firstEpoch !== link.brokerEpoch) return undefined
+  const out: Array<number> = []
+  for (const other of state.links.values()) {
+    if (other.owner === record.target && other.brokerEpoch === link.brokerEpoch) out.push(other.id)
+  }
+  return out
+}
+
 const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
   switch (frame.type) {
     case "registered": {
@@ -366,6 +388,8 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
         record.outcome = "acked"
         record.ackEpoch = link.brokerEpoch
         record.ackedAt = state.now()
+        record.ackMark = state.acceptSeq
+        if (frame.type === "delivered" && frame.delivery === "socket_delivered") record.queuedTo = queuedTo(state, record, link)
         const target = record.target
         if (target !== undefined && crossesGroup(state, record.sender, target)) {
           check(state, mayCross(state, record, target), "cross-group-accepted", () =>

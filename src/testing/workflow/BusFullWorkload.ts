@@ -6,6 +6,7 @@
  * stage and the stage's foreground child `Worker` — and the bus's faults. Plain data,
  * generated from a seed: the same list for the same seed.
  */
+import { Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import type { WorkflowBrokenBuild } from "./links.ts"
 
@@ -25,38 +26,53 @@ export const FULL_SESSIONS: ReadonlyArray<string> = ["P", ...FULL_CHILDREN, FULL
 /** A child's delivery modes, by weight: `passive` one time in five. */
 const DELIVERIES: ReadonlyArray<"steer" | "queue" | "passive"> = ["steer", "queue", "steer", "queue", "passive"]
 
-/** One operation, after `pauseMs` of simulated time. */
-export type BusFullOp =
-  | { readonly _tag: "send"; readonly child: string; readonly delivery: "steer" | "queue" | "passive"; readonly pauseMs: number }
-  | { readonly _tag: "progress"; readonly child: string; readonly pauseMs: number }
+const Int = Schema.Int
+const SideSchema = Schema.Literals(["client", "broker"])
+
+/** One kind of operation: its `_tag`, its fields, and `pauseMs`. */
+const fullOp = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
+  Schema.Struct({ _tag: Schema.Literal(tag), ...fields, pauseMs: Int })
+
+/**
+ * One operation, after `pauseMs` of simulated time. A Schema, so that a
+ * failing seed's workload, printed as JSON, runs again (`npm run sim --
+ * --workflow-bus-full --seed S --replay JSON`).
+ */
+export const BusFullOpSchema = Schema.Union([
+  fullOp("send", { child: Schema.String, delivery: Schema.Literals(["steer", "queue", "passive"]) }),
+  fullOp("progress", { child: Schema.String }),
   /** The child asks the parent (ask/reply over the broker). */
-  | { readonly _tag: "ask"; readonly child: string; readonly pauseMs: number }
+  fullOp("ask", { child: Schema.String }),
   /** The parent's model answers the oldest ask it has seen and not answered. */
-  | { readonly _tag: "answer"; readonly pauseMs: number }
-  | { readonly _tag: "terminal"; readonly child: string; readonly pauseMs: number }
-  | { readonly _tag: "busy"; readonly busy: boolean; readonly pauseMs: number }
+  fullOp("answer", {}),
+  fullOp("terminal", { child: Schema.String }),
+  fullOp("busy", { busy: Schema.Boolean }),
   /** `F1` runs in the parent's foreground (a `subagent` call); `unavailable`: its responder never answers (C-ORD-11). */
-  | { readonly _tag: "foreground"; readonly unavailable: boolean; readonly pauseMs: number }
+  fullOp("foreground", { unavailable: Schema.Boolean }),
   /** `F2`–`F4` run as a foreground parallel group, `concurrency` at once (C-ORD-21, C-ORD-22). */
-  | { readonly _tag: "group"; readonly concurrency: number; readonly pauseMs: number }
-  | { readonly _tag: "stage-open"; readonly pauseMs: number }
-  | { readonly _tag: "stage-busy"; readonly busy: boolean; readonly pauseMs: number }
+  fullOp("group", { concurrency: Int }),
+  fullOp("stage-open", {}),
+  fullOp("stage-busy", { busy: Schema.Boolean }),
   /** `Worker` runs in the stage's foreground; `unavailable`: every handshake waits out its 50 ms phase. */
-  | { readonly _tag: "stage-foreground"; readonly unavailable: boolean; readonly pauseMs: number }
+  fullOp("stage-foreground", { unavailable: Schema.Boolean }),
   /** The peer or the stage's foreground child sends the stage session a message or an ask over the bus. */
-  | { readonly _tag: "stage-send"; readonly from: "peer" | "child"; readonly ask: boolean; readonly pauseMs: number }
+  fullOp("stage-send", { from: Schema.Literals(["peer", "child"]), ask: Schema.Boolean }),
   /** The engine closes the stage: drain, terminal snapshot, retire. */
-  | { readonly _tag: "stage-close"; readonly pauseMs: number }
+  fullOp("stage-close", {}),
   /** The stage's retained conversation is gone: late asks get the correlated replyError (C-ORD-8). */
-  | { readonly _tag: "retained-gone"; readonly pauseMs: number }
-  | { readonly _tag: "crash"; readonly downMs: number; readonly pauseMs: number }
+  fullOp("retained-gone", {}),
+  fullOp("crash", { downMs: Int }),
   /**
    * The parent's session generation is replaced inside its process (a reload), when no subagent call
    * holds it (`parentReloads`); each generation keeps a `ParentJournal`.
    */
-  | { readonly _tag: "reload"; readonly pauseMs: number }
-  | { readonly _tag: "drop"; readonly who: string; readonly side: "client" | "broker"; readonly pauseMs: number }
-  | { readonly _tag: "stall"; readonly who: string; readonly side: "client" | "broker"; readonly forMs: number; readonly pauseMs: number }
+  fullOp("reload", {}),
+  fullOp("drop", { who: Schema.String, side: SideSchema }),
+  fullOp("stall", { who: Schema.String, side: SideSchema, forMs: Int })
+])
+
+/** One operation (see `BusFullOpSchema`). */
+export type BusFullOp = typeof BusFullOpSchema.Type
 
 /**
  * The broken builds this world runs: four of the workflow world's

@@ -6,24 +6,40 @@
  * generation being replaced inside the process. Plain data, generated
  * from a seed: the same list for the same seed.
  */
+import { Schema } from "effect"
 import { Prng } from "../Prng.ts"
 
 /** The bus-hosted parent's children (bus session names). */
 export const BUS_CHILDREN: ReadonlyArray<string> = ["C1", "C2", "C3"]
 
-/** One operation of a bus workflow workload, after `pauseMs` of simulated time. */
-export type BusWorkflowOp =
-  | { readonly _tag: "send"; readonly child: string; readonly delivery: "steer" | "queue"; readonly pauseMs: number }
-  | { readonly _tag: "progress"; readonly child: string; readonly pauseMs: number }
-  | { readonly _tag: "terminal"; readonly child: string; readonly pauseMs: number }
-  | { readonly _tag: "busy"; readonly busy: boolean; readonly pauseMs: number }
-  | { readonly _tag: "crash"; readonly downMs: number; readonly pauseMs: number }
-  | { readonly _tag: "drop"; readonly who: string; readonly side: "client" | "broker"; readonly pauseMs: number }
-  | { readonly _tag: "stall"; readonly who: string; readonly side: "client" | "broker"; readonly forMs: number; readonly pauseMs: number }
+const Int = Schema.Int
+const SideSchema = Schema.Literals(["client", "broker"])
+
+/** One kind of bus workflow operation: its `_tag`, its fields, and `pauseMs`. */
+const busOp = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
+  Schema.Struct({ _tag: Schema.Literal(tag), ...fields, pauseMs: Int })
+
+/**
+ * One operation of a bus workflow workload, after `pauseMs` of simulated
+ * time. A Schema, so that a failing seed's workload, printed as JSON, runs
+ * again (`npm run sim -- --workflow-bus --seed S --replay JSON`).
+ */
+export const BusWorkflowOpSchema = Schema.Union([
+  busOp("send", { child: Schema.String, delivery: Schema.Literals(["steer", "queue"]) }),
+  busOp("progress", { child: Schema.String }),
+  busOp("terminal", { child: Schema.String }),
+  busOp("busy", { busy: Schema.Boolean }),
+  busOp("crash", { downMs: Int }),
+  busOp("drop", { who: Schema.String, side: SideSchema }),
+  busOp("stall", { who: Schema.String, side: SideSchema, forMs: Int }),
   /** The parent's process ends (P is killed) and starts again `downMs` later (`parentRestarts`). */
-  | { readonly _tag: "restart"; readonly downMs: number; readonly pauseMs: number }
+  busOp("restart", { downMs: Int }),
   /** The parent's session generation is replaced inside its process (a reload: the client stays) (`parentRestarts`). */
-  | { readonly _tag: "reload"; readonly pauseMs: number }
+  busOp("reload", {})
+])
+
+/** One operation of a bus workflow workload (see `BusWorkflowOpSchema`). */
+export type BusWorkflowOp = typeof BusWorkflowOpSchema.Type
 
 /**
  * A deliberately broken composition, to prove an invariant bites:

@@ -8,45 +8,60 @@
  * retained conversations gone, runtime generations reloaded). Running one
  * checks the workflow invariants; a soak sums many.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { Prng } from "../Prng.ts"
 import { replayCommand, type SimArgs } from "../simArgs.ts"
 import type { WorkflowBrokenBuild } from "./links.ts"
 import { emptyTally, type WorkflowViolationKind } from "./WorkflowLedger.ts"
 import { runWorkflowScenario, type WorkflowConfig, type WorkflowReport, type WorkflowSim } from "./WorkflowWorld.ts"
 
+const Int = Schema.Int
+
+/** One kind of workflow operation: `pause`, its `op` name, and its fields. */
+const workflowOp = <Name extends string, Fields extends Schema.Struct.Fields>(name: Name, fields: Fields) =>
+  Schema.Struct({ pause: Int, op: Schema.Literal(name), ...fields })
+
 /**
  * One operation of a workflow workload; `pause` is the simulated time
- * before it, in ms.
+ * before it, in ms. A Schema, so that a failing seed's minimal workload,
+ * printed as JSON, runs again (`npm run sim -- --workflow --seed S --replay
+ * JSON`).
  *
  * @since 0.1.0
  */
-export type WorkflowOp = { readonly pause: number } & (
-  | { readonly op: "ParentBusy"; readonly busy: boolean }
-  | { readonly op: "ParentReload" }
-  | { readonly op: "ParentAsk"; readonly child: number }
-  | { readonly op: "ChildSend"; readonly child: number; readonly kind: "send" | "progress" | "ask" }
-  | { readonly op: "ChildReply"; readonly child: number }
-  | { readonly op: "Foreground"; readonly child: number }
-  | { readonly op: "ForegroundGroup"; readonly children: ReadonlyArray<number>; readonly concurrency: number }
-  | { readonly op: "Unavailable"; readonly child: number; readonly value: boolean }
-  | { readonly op: "Terminal"; readonly child: number; readonly duplicate: boolean; readonly requestId: boolean }
-  | { readonly op: "Resume"; readonly child: number }
-  | { readonly op: "DropFrames"; readonly count: number }
-  | { readonly op: "DelayFrames"; readonly count: number }
-  | { readonly op: "RefuseAfter"; readonly after: number }
-  | { readonly op: "StageOpen"; readonly stage: number }
-  | { readonly op: "StageBusy"; readonly stage: number; readonly busy: boolean }
-  | { readonly op: "StageSend"; readonly stage: number; readonly from: "peer" | "child" | "notice"; readonly ask: boolean }
-  | { readonly op: "StageForeground"; readonly stage: number }
-  | { readonly op: "StageReload"; readonly stage: number }
-  | { readonly op: "StageRefuse"; readonly stage: number; readonly count: number }
-  | { readonly op: "StageClose"; readonly stage: number }
-  | { readonly op: "SendThenClose"; readonly stage: number; readonly count: number }
-  | { readonly op: "LateAsk"; readonly stage: number; readonly redeliver: boolean; readonly companionFirst: boolean }
-  | { readonly op: "Redeliver"; readonly stage: number; readonly index: number }
-  | { readonly op: "RetainedGone"; readonly stage: number; readonly gone: boolean }
-)
+export const WorkflowOpSchema = Schema.Union([
+  workflowOp("ParentBusy", { busy: Schema.Boolean }),
+  workflowOp("ParentReload", {}),
+  workflowOp("ParentAsk", { child: Int }),
+  workflowOp("ChildSend", { child: Int, kind: Schema.Literals(["send", "progress", "ask"]) }),
+  workflowOp("ChildReply", { child: Int }),
+  workflowOp("Foreground", { child: Int }),
+  workflowOp("ForegroundGroup", { children: Schema.Array(Int), concurrency: Int }),
+  workflowOp("Unavailable", { child: Int, value: Schema.Boolean }),
+  workflowOp("Terminal", { child: Int, duplicate: Schema.Boolean, requestId: Schema.Boolean }),
+  workflowOp("Resume", { child: Int }),
+  workflowOp("DropFrames", { count: Int }),
+  workflowOp("DelayFrames", { count: Int }),
+  workflowOp("RefuseAfter", { after: Int }),
+  workflowOp("StageOpen", { stage: Int }),
+  workflowOp("StageBusy", { stage: Int, busy: Schema.Boolean }),
+  workflowOp("StageSend", { stage: Int, from: Schema.Literals(["peer", "child", "notice"]), ask: Schema.Boolean }),
+  workflowOp("StageForeground", { stage: Int }),
+  workflowOp("StageReload", { stage: Int }),
+  workflowOp("StageRefuse", { stage: Int, count: Int }),
+  workflowOp("StageClose", { stage: Int }),
+  workflowOp("SendThenClose", { stage: Int, count: Int }),
+  workflowOp("LateAsk", { stage: Int, redeliver: Schema.Boolean, companionFirst: Schema.Boolean }),
+  workflowOp("Redeliver", { stage: Int, index: Int }),
+  workflowOp("RetainedGone", { stage: Int, gone: Schema.Boolean })
+])
+
+/**
+ * One operation of a workflow workload (see `WorkflowOpSchema`).
+ *
+ * @since 0.1.0
+ */
+export type WorkflowOp = typeof WorkflowOpSchema.Type
 
 type OpName = WorkflowOp["op"]
 
