@@ -497,9 +497,10 @@ export const simRequest = (input: SimFlags): SimRequest => {
  * yield* Command.runWith(command, { version: "test" })(["--seeds", "5", "--traffic"])
  */
 export const simCommand = <E, R>(run: (request: SimRequest) => Effect.Effect<void, E, R>) =>
-  Command.make("sim", flags, (input): Effect.Effect<void, E | CliError.InvalidValue, R> => {
+  Command.make("sim", flags, (input): Effect.Effect<void, E | CliError.ShowHelp, R> => {
     const error = usageErrorOf(input)
-    return error === undefined ? run(simRequest(input)) : Effect.fail(error)
+    // As a ShowHelp, the way effect/cli reports its own parse errors: the usage and the error, no stack trace.
+    return error === undefined ? run(simRequest(input)) : Effect.fail(new CliError.ShowHelp({ commandPath: ["sim"], errors: [error] }))
   }).pipe(
     Command.withDescription(
       "Run simulation seeds and print a summary (docs/testing.md). Exits 1 when a seed fails, 2 on a bad command line."

@@ -1,7 +1,7 @@
 /**
  * `npm run sim` as a process (`node dist/testing/sim-cli.js`; npm test builds
- * first): an unknown flag is rejected with exit 2 and says which flag, and
- * no seed runs; a workflow seed runs a `--replay` op list.
+ * first): an unknown flag, or a value the command refuses, is rejected with
+ * exit 2 and says why, and no seed runs; a workflow seed runs a `--replay` op list.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -16,6 +16,17 @@ describe("sim-cli process", () => {
       const { code, stdout, stderr } = yield* runToClose(SIM_CLI, ["--seeds", "1", "--bogus"])
       assert.strictEqual(code, 2)
       assert.include(stderr, "Unrecognized flag: --bogus")
+      assert.notInclude(stdout, "runs:")
+    }))
+
+  it.live("a value the command refuses after parsing (--seeds 0) exits 2 with the usage and the reason, without a stack trace", () =>
+    Effect.gen(function*() {
+      const { code, stdout, stderr } = yield* runToClose(SIM_CLI, ["--seeds", "0"])
+      assert.strictEqual(code, 2)
+      assert.include(stderr, "Invalid value for flag --seeds: \"0\"")
+      assert.include(stderr, "a number of seeds of at least 1")
+      assert.notMatch(stderr, /\n\s+at /, "no stack trace")
+      assert.include(stdout + stderr, "USAGE")
       assert.notInclude(stdout, "runs:")
     }))
 
