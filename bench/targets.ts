@@ -235,6 +235,16 @@ export const cleanupAll = (): void => {
   tempDirs.clear()
 }
 
+/**
+ * Tracks a process the bench spawned beside the targets (a workload's
+ * `intercom send`): `cleanupAll` kills it if it still runs, so Ctrl-C or
+ * `--ci`'s watchdog leaves none behind.
+ */
+export const trackChild = (child: ChildProcess): void => {
+  children.add(child)
+  child.once("exit", () => children.delete(child))
+}
+
 let handlersInstalled = false
 export const installCleanupHandlers = (): void => {
   if (handlersInstalled) return
