@@ -10,7 +10,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { connectAndRegister } from "./client.ts"
 import { median, maxOf, minOf } from "./stats.ts"
-import { repoRoot, type TargetSpec, trackChild } from "./targets.ts"
+import { benchEnv, repoRoot, type TargetSpec, trackChild } from "./targets.ts"
 import { type RunResult, withInstance, withTimeout } from "./harness.ts"
 
 /** The executable package.json's `bin` names (the bundle). */
@@ -68,7 +68,7 @@ export const cliSendRun = (spec: TargetSpec, sends: number): Promise<RunResult> 
         received++
         onReceived()
       }
-      const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: inst.dir, NODE_NO_WARNINGS: "1" }
+      const env = benchEnv(inst.dir)
       const send = (i: number): Promise<number> => timedProcess([process.execPath, bin, "send", RECIPIENT, `cli-send ${i}`], env)
       await send(0)
       const sendMs: Array<number> = []
