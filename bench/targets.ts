@@ -12,6 +12,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import fs from "node:fs"
+import os from "node:os"
 import { stripTypeScriptTypes } from "node:module"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -255,7 +256,8 @@ export const installCleanupHandlers = (): void => {
     process.on(sig, () => {
       process.stderr.write(`\nbench: ${sig}, stopping child processes\n`)
       cleanupAll()
-      process.exit(130)
+      // As a shell reports a process the signal killed: SIGINT 130, SIGTERM 143, SIGHUP 129.
+      process.exit(128 + os.constants.signals[sig])
     })
   }
 }
