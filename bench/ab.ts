@@ -176,14 +176,14 @@ const runOne = async (w: Workload, spec: TargetSpec): Promise<{ metrics?: Metric
 
 const main = async (opts: Options): Promise<number> => {
   installCleanupHandlers()
-  const base = treeFor(opts.base ?? "", "--base")
-  const cand = treeFor(opts.cand, "--cand")
+  // The workloads first: a bad --only is refused before a base commit is exported and built (minutes).
   const sizes = opts.quick ? quickSizes : defaultSizes
   const selected = selectWorkloads(workloads(sizes), opts.only)
-  if (selected.length === 0) throw new Error(`--only matched no workload\n${usage}`)
   if (selected.some((w) => w.name === "cli-send")) {
     throw new Error("cli-send spawns this tree's `intercom send`, not the base's: compare it with two `npm run bench` runs")
   }
+  const base = treeFor(opts.base ?? "", "--base")
+  const cand = treeFor(opts.cand, "--cand")
   const specs: Record<Column, TargetSpec> = {
     raw: rawSpec,
     base: treeBrokerSpec(base, opts.durability, opts.baseFlags),

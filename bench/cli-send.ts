@@ -10,7 +10,7 @@ import fs from "node:fs"
 import path from "node:path"
 import { connectAndRegister } from "./client.ts"
 import { median, maxOf, minOf } from "./stats.ts"
-import { repoRoot, type TargetSpec } from "./targets.ts"
+import { benchEnv, repoRoot, type TargetSpec, trackChild } from "./targets.ts"
 import { type RunResult, withInstance, withTimeout } from "./harness.ts"
 
 /** The executable package.json's `bin` names (the bundle). */
@@ -18,27 +18,41 @@ export const cliBin = (): string => path.join(repoRoot, "dist", "bin", "intercom
 
 const RECIPIENT = "bench-recipient"
 
-/** Spawn → close of `argv`, ms; rejects on a non-zero exit (with its stderr) or after 30 s. */
-const timedProcess = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<number> =>
-  withTimeout(
-    new Promise<number>((resolve, reject) => {
-      const [file = "", ...args] = argv
-      const t0 = performance.now()
-      const child = spawn(file, args, { env, stdio: ["ignore", "ignore", "pipe"] })
-      let stderr = ""
-      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-        if (stderr.length < 4096) stderr += d
-      })
-      child.on("error", reject)
-      child.on("close", (code, signal) => {
-        const ms = performance.now() - t0
-        if (code === 0) resolve(ms)
-        else reject(new Error(`${argv.slice(1).join(" ")} exited ${signal ?? code}: ${stderr.trim().slice(-400)}`))
-      })
-    }),
-    30_000,
-    argv.slice(1, 3).join(" ")
-  )
+/**
+ * Spawn → close of `argv`, ms; rejects on a non-zero exit (with its stderr),
+ * or after `timeoutMs`, once the process, killed then, has closed: a hung
+ * `intercom send` is not left running (nor, the target stopped, spawning a
+ * broker of its own). The process is also killed by `cleanupAll` (Ctrl-C,
+ * `--ci`'s watchdog).
+ */
+export const timedProcess = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<number> =>
+  new Promise<number>((resolve, reject) => {
+    const [file = "", ...args] = argv
+    const what = argv.slice(1, 3).join(" ")
+    const t0 = performance.now()
+    const child = spawn(file, args, { env, stdio: ["ignore", "ignore", "pipe"] })
+    trackChild(child)
+    let stderr = ""
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      child.kill("SIGKILL")
+    }, timeoutMs)
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      if (stderr.length < 4096) stderr += d
+    })
+    child.on("error", (e) => {
+      clearTimeout(timer)
+      reject(e)
+    })
+    child.on("close", (code, signal) => {
+      clearTimeout(timer)
+      const ms = performance.now() - t0
+      if (timedOut) reject(new Error(`${what}: timed out after ${timeoutMs} ms (pid ${child.pid ?? "?"}, killed)`))
+      else if (code === 0) resolve(ms)
+      else reject(new Error(`${argv.slice(1).join(" ")} exited ${signal ?? code}: ${stderr.trim().slice(-400)}`))
+    })
+  })
 
 /** One `cli-send` run against a fresh instance of `spec`: `sends` measured sends (see the header). */
 export const cliSendRun = (spec: TargetSpec, sends: number): Promise<RunResult> =>
@@ -54,7 +68,7 @@ export const cliSendRun = (spec: TargetSpec, sends: number): Promise<RunResult> 
         received++
         onReceived()
       }
-      const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: inst.dir, NODE_NO_WARNINGS: "1" }
+      const env = benchEnv(inst.dir)
       const send = (i: number): Promise<number> => timedProcess([process.execPath, bin, "send", RECIPIENT, `cli-send ${i}`], env)
       await send(0)
       const sendMs: Array<number> = []

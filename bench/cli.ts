@@ -28,6 +28,7 @@ import { intercomPaths } from "../src/config/agentDir.ts"
 import { headless, Host } from "../src/session/Host.ts"
 import { IntercomSession, sessionRegistration } from "../src/session/IntercomSession.ts"
 import { median, sortedCopy } from "./stats.ts"
+import { benchEnv } from "./targets.ts"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -134,7 +135,8 @@ const agentDir: Effect.Effect<string, never, Scope.Scope> = Effect.acquireReleas
     }).pipe(Effect.ignore)
 )
 
-const envFor = (dir: string): NodeJS.ProcessEnv => ({ ...process.env, PI_CODING_AGENT_DIR: dir, NODE_NO_WARNINGS: "1" })
+/** The environment of a process against agent dir `dir`, without the user's intercom settings (`benchEnv`). */
+const envFor = (dir: string): NodeJS.ProcessEnv => benchEnv(dir)
 
 // ---------------------------------------------------------------- measurements
 

@@ -22,18 +22,37 @@ import * as path from "node:path"
 import { IntercomClient } from "../src/client/index.ts"
 import { type IntercomPaths, intercomPaths } from "../src/config/index.ts"
 import { headless, Host, IntercomSession, sessionRegistration } from "../src/session/index.ts"
+import { eachArg, helpOrUnknown } from "./args.ts"
 import { BenchClient } from "./client.ts"
 
-const flag = (name: string, fallback: string): string => {
-  const at = process.argv.indexOf(name)
-  return at >= 0 && at + 1 < process.argv.length ? process.argv[at + 1] ?? fallback : fallback
+const usage = "usage: node bench/client-receive.ts [--level session|client] [--messages N] [--rounds R]"
+
+/** What to run: from the command line. */
+interface Options {
+  readonly level: "session" | "client"
+  readonly total: number
+  readonly rounds: number
 }
-const level = flag("--level", "session")
-const total = Number.parseInt(flag("--messages", "20000"), 10)
-const rounds = Number.parseInt(flag("--rounds", "3"), 10)
-if (level !== "session" && level !== "client") throw new Error(`--level must be session or client, not ${level}`)
-if (!Number.isSafeInteger(total) || total < 1 || !Number.isSafeInteger(rounds) || rounds < 1) {
-  throw new Error("--messages and --rounds must be positive integers")
+
+/** The flags as `Options`, or an `Error` saying what is wrong with them (with the usage); `--help` prints the usage and exits 0. */
+const parseOptions = (argv: ReadonlyArray<string>): Options | Error => {
+  let level: Options["level"] = "session"
+  let total = 20_000
+  let rounds = 3
+  try {
+    eachArg(argv, "", (arg) => {
+      if (arg.key === "--level") {
+        const value = arg.value()
+        if (value !== "session" && value !== "client") throw new Error(`--level must be session or client, not ${value}`)
+        level = value
+      } else if (arg.key === "--messages") total = arg.int(1, 10_000_000)
+      else if (arg.key === "--rounds") rounds = arg.int(1, 100)
+      else helpOrUnknown(arg, usage)
+    })
+  } catch (error) {
+    return new Error(`${(error instanceof Error ? error.message : String(error)).trimEnd().replace(`\n${usage}`, "")}\n${usage}`)
+  }
+  return { level, total, rounds }
 }
 
 const privateDir = Effect.acquireRelease(
@@ -56,18 +75,19 @@ interface Counter {
   readonly round: Effect.Effect<Deferred.Deferred<void>>
 }
 
-const makeCounter = Effect.gen(function*() {
-  const state = yield* Ref.make({ count: 0, done: yield* Deferred.make<void>() })
-  const counter: Counter = {
-    arrived: (n) =>
-      Effect.flatMap(Ref.modify(state, (s) => [s, { ...s, count: s.count + n }]), (s) =>
-        s.count + n >= total ? Deferred.succeed(s.done, undefined) : Effect.void),
-    round: Effect.flatMap(Deferred.make<void>(), (done) => Effect.as(Ref.set(state, { count: 0, done }), done))
-  }
-  return counter
-})
+const makeCounter = (total: number) =>
+  Effect.gen(function*() {
+    const state = yield* Ref.make({ count: 0, done: yield* Deferred.make<void>() })
+    const counter: Counter = {
+      arrived: (n) =>
+        Effect.flatMap(Ref.modify(state, (s) => [s, { ...s, count: s.count + n }]), (s) =>
+          s.count + n >= total ? Deferred.succeed(s.done, undefined) : Effect.void),
+      round: Effect.flatMap(Deferred.make<void>(), (done) => Effect.as(Ref.set(state, { count: 0, done }), done))
+    }
+    return counter
+  })
 
-const receiver = (paths: IntercomPaths, name: string, counter: Counter) =>
+const receiver = (paths: IntercomPaths, name: string, level: Options["level"], counter: Counter) =>
   Effect.gen(function*() {
     const sessionId = randomUUID()
     const identity = { name, cwd: process.cwd(), model: "bench" }
@@ -92,29 +112,36 @@ const receiver = (paths: IntercomPaths, name: string, counter: Counter) =>
     yield* Context.get(context, IntercomSession).list
   })
 
-const main = Effect.gen(function*() {
-  const paths = intercomPaths(yield* privateDir)
-  yield* Effect.addFinalizer(() => stopBroker(paths))
-  const counter = yield* makeCounter
-  yield* receiver(paths, "receiver", counter)
-  const sender = yield* Effect.promise(() => BenchClient.connect(paths.socketPath))
-  yield* Effect.promise(() => sender.register(randomUUID(), { name: "sender" }))
-  yield* Console.log(`level ${level}, ${total} messages per round, ${rounds} rounds (+1 warm-up)`)
-  for (let r = 0; r <= rounds; r++) {
-    const done = yield* counter.round
-    const cpu0 = process.cpuUsage()
-    const t0 = performance.now()
-    for (let i = 0; i < total; i++) sender.send("receiver", `m${r}-${i}`, "hello from the bench")
-    yield* Deferred.await(done).pipe(Effect.timeout("120 seconds"))
-    const ms = performance.now() - t0
-    const cpu = process.cpuUsage(cpu0)
-    const label = r === 0 ? "warm-up" : `round ${r}`
-    yield* Console.log(
-      `${label}: ${ms.toFixed(0)} ms, ${(total / ms * 1000).toFixed(0)} msg/s, ` +
-        `${((cpu.user + cpu.system) / total).toFixed(2)} µs CPU per message`
-    )
-  }
-  sender.close()
-})
+const main = ({ level, rounds, total }: Options) =>
+  Effect.gen(function*() {
+    const paths = intercomPaths(yield* privateDir)
+    yield* Effect.addFinalizer(() => stopBroker(paths))
+    const counter = yield* makeCounter(total)
+    yield* receiver(paths, "receiver", level, counter)
+    const sender = yield* Effect.promise(() => BenchClient.connect(paths.socketPath))
+    yield* Effect.promise(() => sender.register(randomUUID(), { name: "sender" }))
+    yield* Console.log(`level ${level}, ${total} messages per round, ${rounds} rounds (+1 warm-up)`)
+    for (let r = 0; r <= rounds; r++) {
+      const done = yield* counter.round
+      const cpu0 = process.cpuUsage()
+      const t0 = performance.now()
+      for (let i = 0; i < total; i++) sender.send("receiver", `m${r}-${i}`, "hello from the bench")
+      yield* Deferred.await(done).pipe(Effect.timeout("120 seconds"))
+      const ms = performance.now() - t0
+      const cpu = process.cpuUsage(cpu0)
+      const label = r === 0 ? "warm-up" : `round ${r}`
+      yield* Console.log(
+        `${label}: ${ms.toFixed(0)} ms, ${(total / ms * 1000).toFixed(0)} msg/s, ` +
+          `${((cpu.user + cpu.system) / total).toFixed(2)} µs CPU per message`
+      )
+    }
+    sender.close()
+  })
 
-NodeRuntime.runMain(Effect.scoped(main))
+const parsed = parseOptions(process.argv.slice(2))
+if (parsed instanceof Error) {
+  process.stderr.write(`client-receive: ${parsed.message}\n`)
+  process.exitCode = 2
+} else {
+  NodeRuntime.runMain(Effect.scoped(main(parsed)))
+}

@@ -28,7 +28,7 @@ import { randomUUID } from "node:crypto"
 import { IntercomClient, type IntercomClientOptions } from "../src/client/index.ts"
 import { intercomPaths } from "../src/config/index.ts"
 import { headless, Host, IntercomSession, sessionRegistration } from "../src/session/index.ts"
-import { eachArg } from "./args.ts"
+import { eachArg, helpOrUnknown } from "./args.ts"
 import { type BenchClient, connectAndRegister, type Frame } from "./client.ts"
 import { percentileSorted, sortedCopy } from "./stats.ts"
 import { cleanupAll, type Instance, memoryBrokerSpec, start, stop } from "./targets.ts"
@@ -46,7 +46,7 @@ interface Options {
   readonly rounds: number
 }
 
-/** The flags as `Options`, or an `Error` saying what is wrong with them (with the usage). */
+/** The flags as `Options`, or an `Error` saying what is wrong with them (with the usage); `--help` prints the usage and exits 0. */
 const parseOptions = (argv: ReadonlyArray<string>): Options | Error => {
   let level: Options["level"] = "client"
   let messages = 10_000
@@ -61,10 +61,10 @@ const parseOptions = (argv: ReadonlyArray<string>): Options | Error => {
       } else if (arg.key === "--messages") messages = arg.int(1, 10_000_000)
       else if (arg.key === "--inflight") inflight = arg.int(1, 4_096)
       else if (arg.key === "--rounds") rounds = arg.int(1, 100)
-      else throw new Error(`unknown argument ${arg.raw}`)
+      else helpOrUnknown(arg, usage)
     })
   } catch (error) {
-    return new Error(`${(error instanceof Error ? error.message : String(error)).trimEnd()}\n${usage}`)
+    return new Error(`${(error instanceof Error ? error.message : String(error)).trimEnd().replace(`\n${usage}`, "")}\n${usage}`)
   }
   return { level, messages, inflight, rounds }
 }

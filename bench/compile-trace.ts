@@ -28,23 +28,26 @@
 import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { eachArg } from "./args.ts"
+import { eachArg, helpOrUnknown, runScript } from "./args.ts"
 import { type CompileJob, type Deopt, parseStamped } from "./trace-lines.ts"
-import { brokerSpec, makeTempDir, memoryBrokerSpec, removeTempDir, repoRoot, type TargetSpec } from "./targets.ts"
+import { brokerSpec, installCleanupHandlers, makeTempDir, memoryBrokerSpec, removeTempDir, repoRoot, type TargetSpec } from "./targets.ts"
 import { defaultSizes, selectWorkloads, type Workload, workloads } from "./workloads.ts"
 
 const usage = "usage: node bench/compile-trace.ts [--only w64,fanin] [--targets memory,broker] [--reps N] [--top N] [--bytecode-of name,...] [--tree dir]"
 
 const options = { only: ["w64", "fanin"], targets: ["memory", "broker"], reps: 1, top: 10, bytecodeOf: new Array<string>(), tree: repoRoot }
-eachArg(process.argv.slice(2), usage, (arg) => {
-  if (arg.key === "--only") options.only = arg.value().split(",")
-  else if (arg.key === "--targets") options.targets = arg.value().split(",")
-  else if (arg.key === "--reps") options.reps = arg.int(1, 20)
-  else if (arg.key === "--top") options.top = arg.int(1, 200)
-  else if (arg.key === "--bytecode-of") options.bytecodeOf = arg.value().split(",")
-  else if (arg.key === "--tree") options.tree = path.resolve(arg.value())
-  else throw new Error(`unknown argument ${arg.raw}\n${usage}`)
-})
+
+/** Reads the flags into `options`; a bad one throws (`runScript` prints it and exits 2), `--help` prints the usage. */
+const parseArgs = (argv: ReadonlyArray<string>): void =>
+  eachArg(argv, usage, (arg) => {
+    if (arg.key === "--only") options.only = arg.list()
+    else if (arg.key === "--targets") options.targets = arg.list()
+    else if (arg.key === "--reps") options.reps = arg.int(1, 20)
+    else if (arg.key === "--top") options.top = arg.int(1, 200)
+    else if (arg.key === "--bytecode-of") options.bytecodeOf = arg.list()
+    else if (arg.key === "--tree") options.tree = path.resolve(arg.value())
+    else helpOrUnknown(arg, usage)
+  })
 
 /** `argv` with this tree's `dist/` paths moved to `--tree`'s. */
 const inTree = (argv: ReadonlyArray<string>): Array<string> => {
@@ -136,8 +139,11 @@ const report = (
   for (const d of deopts) console.log(`| \`${d.name}\` | ${d.code} | ${d.kind} | ${d.reason} |`)
 }
 
-const main = async (): Promise<void> => {
+const main = async (): Promise<number> => {
+  parseArgs(process.argv.slice(2))
+  installCleanupHandlers()
   const selected = selectWorkloads(workloads(defaultSizes), options.only)
+  for (const target of options.targets) specOf(target)
   for (const w of selected) {
     for (const target of options.targets) {
       const spec = specOf(target)
@@ -163,6 +169,7 @@ const main = async (): Promise<void> => {
       }
     }
   }
+  return 0
 }
 
-await main()
+runScript("compile-trace", main)

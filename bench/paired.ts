@@ -71,5 +71,13 @@ export const pairedSummary = (pairs: ReadonlyArray<Pair>, higherIsBetter: boolea
   }
 }
 
-/** Whether a larger value of a bench metric is better: rates are, times and costs are not. */
-export const higherIsBetter = (metric: string): boolean => /PerSec$/.test(metric)
+/**
+ * Headline metrics other than the `…PerSec` rates for which more is better:
+ * the sustained run's last ¼ ÷ first ¼, the idle runs' sessions held, and
+ * the replace storm's update rate achieved and threads that end on their
+ * latest update.
+ */
+const MORE_IS_BETTER: ReadonlySet<string> = new Set(["lastOverFirstQuarter", "sessions", "achievedRate", "threadsEndingOnLatest"])
+
+/** Whether a larger value of a bench metric is better: rates (and `MORE_IS_BETTER`'s) are, times and costs are not. */
+export const higherIsBetter = (metric: string): boolean => /PerSec$/.test(metric) || MORE_IS_BETTER.has(metric)

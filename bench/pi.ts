@@ -14,29 +14,53 @@
  *    `intercom status`; the time from the tool's start to its end covers
  *    loading the runtime, spawning the broker, registering and listing.
  */
-import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai"
-import {
-  createAgentSession,
-  DefaultResourceLoader,
-  ModelRuntime,
-  SessionManager,
-  SettingsManager
-} from "@earendil-works/pi-coding-agent"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
+import { eachArg, helpOrUnknown } from "./args.ts"
 import { median } from "./stats.ts"
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url))
 const EXTENSION = path.join(ROOT, "dist", "pi", "extension.js")
 const INTERCOM = path.join(ROOT, "dist", "bin", "intercom.mjs")
-const repsArg = process.argv.indexOf("--reps")
-const REPS = repsArg >= 0 ? Number(process.argv[repsArg + 1]) : 15
+const usage = "usage: node bench/pi.ts [--reps N]   (N cold loads of each variant, default 15; first actions: max(3, N/2))"
 
-const freshDir = (): string => fs.mkdtempSync(path.join(os.tmpdir(), "eipibench-"))
+/** `--reps`, or an exit: 2 with the usage for a bad flag, 0 after printing it for `--help`. */
+const parseReps = (argv: ReadonlyArray<string>): number => {
+  let reps = 15
+  try {
+    eachArg(argv, usage, (arg) => {
+      if (arg.key === "--reps") reps = arg.int(1, 1000)
+      else helpOrUnknown(arg, usage)
+    })
+  } catch (e) {
+    process.stderr.write(`bench:pi: ${e instanceof Error ? e.message : String(e)}\n`)
+    process.exit(2)
+  }
+  return reps
+}
+const REPS = parseReps(process.argv.slice(2))
+
+// pi's modules take seconds to load: only once the flags are known to be good.
+const { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } = await import("@earendil-works/pi-ai")
+const { createAgentSession, DefaultResourceLoader, ModelRuntime, SessionManager, SettingsManager } = await import(
+  "@earendil-works/pi-coding-agent"
+)
+
+/** Every dir this run made; removed at exit, also after a failure. */
+const made = new Set<string>()
+process.on("exit", () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const freshDir = (): string => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "eipibench-"))
+  made.add(dir)
+  return dir
+}
 
 /** An extension that does nothing: what pi's loader costs for any extension. */
 const EMPTY = path.join(freshDir(), "empty.js")
@@ -126,3 +150,8 @@ console.log(`extension loading (pi's loader, cold process), median of ${REPS}: n
   `${ms(median(ours) - median(none))} over none, ${ms(median(ours) - median(empty))} over an empty one`)
 console.log(`first intercom action, fresh session, no broker running, median of ${first.length}: ${ms(median(first))} ` +
   `(min ${ms(Math.min(...first))}, max ${ms(Math.max(...first))})`)
+
+// The intercom client of a first action's session outlives session.reload() and dispose(): once
+// `broker stop` has run it reconnects, spawning a broker again in the removed dir, and keeps this
+// process alive. End here (the exit handler removes the dirs) rather than wait for it forever.
+process.exit(0)

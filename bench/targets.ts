@@ -12,6 +12,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import fs from "node:fs"
+import os from "node:os"
 import { stripTypeScriptTypes } from "node:module"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -235,6 +236,16 @@ export const cleanupAll = (): void => {
   tempDirs.clear()
 }
 
+/**
+ * Tracks a process the bench spawned beside the targets (a workload's
+ * `intercom send`): `cleanupAll` kills it if it still runs, so Ctrl-C or
+ * `--ci`'s watchdog leaves none behind.
+ */
+export const trackChild = (child: ChildProcess): void => {
+  children.add(child)
+  child.once("exit", () => children.delete(child))
+}
+
 let handlersInstalled = false
 export const installCleanupHandlers = (): void => {
   if (handlersInstalled) return
@@ -245,7 +256,8 @@ export const installCleanupHandlers = (): void => {
     process.on(sig, () => {
       process.stderr.write(`\nbench: ${sig}, stopping child processes\n`)
       cleanupAll()
-      process.exit(130)
+      // As a shell reports a process the signal killed: SIGINT 130, SIGTERM 143, SIGHUP 129.
+      process.exit(128 + os.constants.signals[sig])
     })
   }
 }
@@ -289,6 +301,32 @@ const ourReady = (stdout: string): Ready | undefined => {
   return m === null ? undefined : { pid: Number(m[2]), port: undefined }
 }
 
+/**
+ * The variables through which the user's own intercom settings would reach a
+ * process the bench starts: the agent dir, the group, scope and stable id,
+ * the timeouts, a subagent's supervisor (src/config/settings.ts'
+ * `INTERCOM_ENV`, session/supervisorBridge.ts).
+ */
+const USER_INTERCOM_ENV = /^(ATOMIC|PI)_(CODING_AGENT_DIR|INTERCOM_|SUBAGENT_)/
+
+/**
+ * The environment of a process the bench starts against the agent dir `dir`
+ * (a target; a workload's `intercom send`): this process's, without the
+ * user's intercom settings (`USER_INTERCOM_ENV`), with `PI_CODING_AGENT_DIR`
+ * = `dir`. Inherited, a `PI_INTERCOM_GROUP` of the shell (a pi session's, a
+ * subagent's) put `intercom send` in another group than the bench's
+ * recipient, and every `cli-send` run failed.
+ */
+export const benchEnv = (dir: string): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !USER_INTERCOM_ENV.test(key)) env[key] = value
+  }
+  env["PI_CODING_AGENT_DIR"] = dir
+  env["NODE_NO_WARNINGS"] = "1"
+  return env
+}
+
 export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Instance> => {
   const dir = makeTempDir()
   const argv = spec.argv(dir, options.maxSessions)
@@ -298,7 +336,7 @@ export const start = (spec: TargetSpec, options: StartOptions = {}): Promise<Ins
   const child = spawn(file, args, {
     cwd: repoRoot,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PI_CODING_AGENT_DIR: dir, NODE_NO_WARNINGS: "1" }
+    env: benchEnv(dir)
   })
   children.add(child)
   options.onSpawned?.(spec.socketPath(dir), t0, child.pid)

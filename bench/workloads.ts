@@ -761,9 +761,18 @@ export const workloads = (sizes: Sizes): Array<Workload> => [
  * The workloads `--only` selects: every one that is not opt-in when the list
  * is empty; otherwise those whose name starts with an entry ("payload",
  * "idle" select groups), and an opt-in one only when named in full, so that
- * `--only w64` does not also run `w64-steady`.
+ * `--only w64` does not also run `w64-steady`. An entry that selects nothing
+ * (a typo such as `fanim`, or `idle-50k` at `--quick` sizes) throws, naming
+ * it and the workloads there are, rather than being dropped in silence.
  */
-export const selectWorkloads = (all: ReadonlyArray<Workload>, only: ReadonlyArray<string>): Array<Workload> =>
-  only.length === 0
-    ? all.filter((w) => w.optIn !== true)
-    : all.filter((w) => (w.optIn === true ? only.includes(w.name) : only.some((o) => w.name.startsWith(o))))
+export const selectWorkloads = (all: ReadonlyArray<Workload>, only: ReadonlyArray<string>): Array<Workload> => {
+  if (only.length === 0) return all.filter((w) => w.optIn !== true)
+  const selects = (w: Workload, entry: string): boolean => (w.optIn === true ? w.name === entry : w.name.startsWith(entry))
+  const unknown = only.filter((entry) => !all.some((w) => selects(w, entry)))
+  if (unknown.length > 0) {
+    throw new Error(
+      `--only: ${unknown.join(", ")} selects no workload (workloads at these sizes: ${all.map((w) => w.name).join(" ")})`
+    )
+  }
+  return all.filter((w) => only.some((entry) => selects(w, entry)))
+}

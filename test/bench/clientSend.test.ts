@@ -46,7 +46,7 @@ describe("bench/client-send.ts", () => {
       }), { timeout: 60_000 })
   }
 
-  it.live("a bad flag fails before anything starts, saying what is wrong and how to call it", () =>
+  it.live("a bad flag fails before anything starts, saying what is wrong and how to call it; --help prints the usage", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
         [["--level", "wire"], "--level must be client or session, not wire"],
@@ -60,6 +60,9 @@ describe("bench/client-send.ts", () => {
         assert.strictEqual(run.stdout, "")
         assert.strictEqual(run.stderr, `client-send: ${reason}\nusage: node bench/client-send.ts [--level client|session] [--messages N] [--inflight W] [--rounds R]\n`)
       }
+      const help = yield* runChild(process.execPath, [SCRIPT, "--help"])
+      assert.strictEqual(help.code, 0, help.stderr)
+      assert.strictEqual(help.stdout, "usage: node bench/client-send.ts [--level client|session] [--messages N] [--inflight W] [--rounds R]\n")
     }), { timeout: 60_000 })
 
   it.live("interrupted by SIGINT in its warm-up round, it still stops the broker and removes its dir", () =>

@@ -53,4 +53,14 @@ describe("higherIsBetter", () => {
     assert.isFalse(higherIsBetter("cpuUsPerMsg"))
     assert.isFalse(higherIsBetter("p99Us"))
   })
+
+  it("holds for the headline metrics that are not rates but where more is better", () => {
+    // A/B of `sustained` counted a candidate that slowed less over the run as worse, and of an
+    // idle run one that held more sessions; the replace storm's rate sent and threads ending
+    // on their latest update likewise.
+    for (const metric of ["lastOverFirstQuarter", "sessions", "achievedRate", "threadsEndingOnLatest"]) {
+      assert.isTrue(higherIsBetter(metric), metric)
+    }
+    for (const metric of ["rssPerSessionKiB", "stalenessP99Ms", "healthMs", "registerMs"]) assert.isFalse(higherIsBetter(metric), metric)
+  })
 })

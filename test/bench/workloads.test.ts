@@ -5,7 +5,7 @@
  * prefix such as `w64` or `fanin`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { defaultSizes, selectWorkloads, workloads } from "../../bench/workloads.ts"
+import { defaultSizes, quickSizes, selectWorkloads, workloads } from "../../bench/workloads.ts"
 
 const names = (only: ReadonlyArray<string>): Array<string> => selectWorkloads(workloads(defaultSizes), only).map((w) => w.name)
 
@@ -29,5 +29,17 @@ describe("selectWorkloads", () => {
     assert.deepStrictEqual(names(["w64", "w64-steady"]), ["w64", "w64-steady"])
     assert.deepStrictEqual(names(["idle-10k-settled"]), ["idle-10k-settled"])
     assert.deepStrictEqual(names(["fanin", "fanin-steady"]), ["fanin", "fanin-steady"])
+  })
+
+  it("refuses an entry that selects nothing instead of running the rest without it", () => {
+    // A typo beside a real name used to run w64 alone, as if fan-in had been measured.
+    assert.throws(() => names(["w64", "fanim"]), /--only: fanim selects no workload/)
+    // `idle-50k` is not among the quick sizes' workloads; `--quick --only w64,idle-50k` says so.
+    assert.throws(
+      () => selectWorkloads(workloads(quickSizes), ["w64", "idle-50k"]),
+      /--only: idle-50k selects no workload \(workloads at these sizes: w1 w64 /
+    )
+    // An opt-in workload is selected only by its full name, so its prefix alone selects nothing.
+    assert.throws(() => names(["w64-st"]), /--only: w64-st selects no workload/)
   })
 })
