@@ -119,6 +119,9 @@ const brokerEnv = (): Record<string, string> => {
 
 const STARTED = /^Listening on (\S+)/m
 
+/** Lines of the broker's log a `BrokerTrouble` quotes (its last ones). */
+const TROUBLE_LOG_LINES = 40
+
 /**
  * Starts the built broker as a process with the GC hook; stopped (SIGTERM, then SIGKILL) with the Scope.
  * It never exits on idleness: an attack whose registrations are all refused leaves it without
@@ -202,7 +205,8 @@ const startProcess = Effect.gen(function*() {
         }
       })
   )
-  const log = () => lines.join("\n")
+  // The end of the log, for a trouble's message: a long campaign's whole log would bury it.
+  const log = () => lines.slice(-TROUBLE_LOG_LINES).join("\n")
   /** Waits until `ready` answers (re-checked on every output chunk and at exit). */
   const waitFor = <A>(what: string, ready: () => A | undefined, timeout: Duration.Input) =>
     Effect.callback<A, BrokerTrouble>((resume) => {

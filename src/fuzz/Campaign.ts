@@ -94,6 +94,9 @@ const BACKGROUND_TIMEOUT = Duration.seconds(20)
 /** How long one attack run may take before it is cut short (its connections closed). */
 const RUN_LIMIT = Duration.seconds(15)
 
+/** Lines of a dead broker's log its finding quotes. */
+const LAST_LOG_LINES = 3
+
 /** The command line that replays a campaign. */
 export const replayCommand = (options: CampaignOptions): string =>
   [
@@ -129,6 +132,10 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const started = yield* Clock.currentTimeMillis
 
     const broker = yield* startBroker(mode)
+    // A broker that died has no memory to sample: its death is the finding (below), not a failure of the campaign.
+    const sampleMemory = broker.memory.pipe(
+      Effect.catchTag("BrokerTrouble", (trouble) => broker.died() === undefined ? Effect.fail(trouble) : Effect.succeed(undefined))
+    )
     // Sockets the broker holds before anyone connects (a process's stdio pipes are sockets too).
     const idle = yield* broker.connections
     const healthy = yield* makeHealthyTraffic({
@@ -140,7 +147,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
       tally
     })
     yield* healthy.start
-    const before = yield* broker.memory
+    const before = yield* sampleMemory
     yield* healthy.run
 
     const probeOptions = { socketPath: broker.socketPath, deadlineMs: promises.healthDeadlineMs, findings, tally, label: "probe" }
@@ -158,6 +165,9 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     }
 
     const attackStarted = yield* Clock.currentTimeMillis
+    if (options.progress !== undefined) {
+      yield* options.progress(`attack phase started against ${mode === "process" ? `broker process ${broker.pid}` : "the in-process broker"}`)
+    }
     const attacker = (i: number) =>
       Effect.gen(function*() {
         const draw = Prng.derive(seed, `attacker-${i}`)
@@ -165,6 +175,8 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
         const budget: AttackerBudget = { frames, spentBytes: 0, totalFrames: frames, totalBytes: share(totalBytes, attackers, i) }
         for (let run = 0; budget.frames > 0; run++) {
           if (options.maxAttackMs !== undefined && (yield* Clock.currentTimeMillis) - attackStarted >= options.maxAttackMs) return
+          // A dead broker ends the attack phase: the rest of the budget would only dial a missing socket.
+          if (broker.died() !== undefined) return
           const kind = draw.weighted(weights)
           const spec = specs.get(kind)
           if (spec === undefined) return
@@ -209,7 +221,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     if (!released) {
       findings.add("connections-kept", `the broker still holds ${yield* broker.connections} connections after every attacker closed its sockets`)
     }
-    const after = yield* broker.memory
+    const after = yield* sampleMemory
     const peakRss = yield* broker.peakRss
     if (before !== undefined && after !== undefined) {
       // What the broker still holds is its heap after two full GCs: RSS does not shrink back (V8 and
@@ -224,7 +236,10 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     // Still alive and answering, after everything.
     yield* probeOnce({ ...probeOptions, label: "final probe" })
     const died = broker.died()
-    if (died !== undefined) findings.add("broker-crashed", `the broker ${died}`)
+    if (died !== undefined) {
+      const last = broker.logLines().slice(-LAST_LOG_LINES).map((line) => line.slice(0, 90))
+      findings.add("broker-crashed", `the broker ${died}${last.length === 0 ? "" : `; the end of its log: ${last.join(" ⏎ ")}`}`)
+    }
 
     const tolerate = new Set(options.tolerate ?? [])
     const summary = findings.summary().map((entry) => ({ ...entry, tolerated: tolerate.has(entry.kind) }))

@@ -24,7 +24,7 @@
  * live); its frame checks and its traffic read and write that same state. Splitting
  * the checks from the traffic needs that state passed explicitly: a noted follow-up.
  */
-import { Deferred, Duration, Effect, Fiber, Queue, Schedule, type Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, Option, Queue, Schedule, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -322,17 +322,27 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
     }
 
     /**
-     * Waits for `deferred`; after ANSWER_TIMEOUT reports the broker stalled
-     * and gives up (undefined — so no answer may itself be undefined).
+     * Waits for `deferred` while `me`'s connection is open (a closed one is
+     * its own finding, "healthy-disconnected", and answers nothing more):
+     * Some(answer), or None once the connection has closed.
+     */
+    const whileOpen = <A>(me: Healthy, deferred: Deferred.Deferred<A>): Effect.Effect<Option.Option<A>> => {
+      const conn = me.conn
+      const wait = Deferred.await(deferred).pipe(Effect.map(Option.some))
+      return conn === undefined ? wait : Effect.raceFirst(wait, Effect.as(conn.closed, Option.none<A>()))
+    }
+
+    /**
+     * Waits for `deferred` while `me`'s connection is open; after ANSWER_TIMEOUT
+     * reports the broker stalled. Undefined when it gives up or the connection
+     * closed — so no answer may itself be undefined.
      */
     const awaitAnswer = <A>(me: Healthy, deferred: Deferred.Deferred<A>, what: string) =>
-      Deferred.await(deferred).pipe(
+      whileOpen(me, deferred).pipe(
         Effect.timeoutOption(ANSWER_TIMEOUT),
         Effect.map((answer) => {
-          if (answer._tag === "Some") return answer.value
-          if (!shared.stopping || me.conn?.isClosed() !== true) {
-            findings.add("healthy-stalled", `${me.name}: no ${what} within ${Duration.format(ANSWER_TIMEOUT)}`)
-          }
+          if (answer._tag === "Some") return Option.getOrUndefined(answer.value)
+          findings.add("healthy-stalled", `${me.name}: no ${what} within ${Duration.format(ANSWER_TIMEOUT)}`)
           return undefined
         })
       )
@@ -422,7 +432,8 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
           shared.openAsks.add(id)
         })
         if (sent !== undefined && expectDelivered(me, sent)) {
-          const got = yield* Deferred.await(reply).pipe(Effect.timeoutOption(ANSWER_TIMEOUT))
+          // No reply because the asker's connection closed is that closing's finding, not a hijack.
+          const got = yield* whileOpen(me, reply).pipe(Effect.timeoutOption(ANSWER_TIMEOUT))
           if (got._tag === "None" && !shared.refusedReplies.has(sent.id)) {
             findings.add("ask-hijacked", `${me.name}'s ask ${sent.id} to ${peer.name} was never answered`)
           }
@@ -576,7 +587,7 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
       shared.stopping = true
       yield* Fiber.joinAll(workers)
       // Nothing is asked any more; replies still being written finish (their acks arrive).
-      yield* Effect.sync(() => all.every((h) => h.answers.size === 0 && h.cancels.size === 0)).pipe(
+      yield* Effect.sync(() => all.every((h) => h.conn === undefined || h.conn.isClosed() || (h.answers.size === 0 && h.cancels.size === 0))).pipe(
         Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (done) => done }),
         Effect.timeoutOption(ANSWER_TIMEOUT)
       )
