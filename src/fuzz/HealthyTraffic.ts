@@ -14,7 +14,8 @@
  *
  * Every frame a healthy session reads is measured (at most 1 MiB), decoded
  * with the strict broker-frame Schema (P04), and checked as it arrives: a
- * healthy message must come from the session that sent it, once, in order;
+ * healthy message must come from the session that sent it, once, in order,
+ * with the text it was sent with;
  * an answer, receipt or control must belong to something a healthy session
  * did. `finish` stops the traffic, runs three rounds of round trips (after
  * them every message, receipt and control caused by the traffic has been
@@ -78,6 +79,8 @@ interface SentRecord {
   readonly kind: "send" | "ask" | "reply" | "mail"
   /** The sender's counter: a receiver sees each sender's numbers rise. */
   readonly n: number
+  /** The text it was sent with: it must arrive with the same. */
+  readonly text: string
   acked: boolean
   /** The broker told the sender it dropped the message from its mailbox. */
   expired: boolean
@@ -295,6 +298,10 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
         return
       }
       me.received.add(message.id)
+      findings.check(message.content.text === record.text, "healthy-altered", () =>
+        `${me.name} got ${message.id} with a ${message.content.text.length}-character text, not the ${record.text.length} characters sent: ${
+          JSON.stringify(message.content.text.slice(0, 60))
+        }`)
       const last = me.lastN.get(from) ?? 0
       findings.check(record.n > last, "healthy-reorder", () => `${me.name} got ${message.id} after number ${last} from ${from}`)
       me.lastN.set(from, Math.max(last, record.n))
@@ -400,12 +407,12 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
         const at = yield* now
         const n = ++me.counter
         const id = `${prefix}-${me.letter}-${n}`
-        shared.sent.set(id, { id, from: me.id, to: to.id, kind, n, acked: false, expired: false })
+        const text = prng.chance(0.05) ? `${kind} ${id} ${"·".repeat(prng.int(500, 4000))}` : `${kind} ${id}`
+        shared.sent.set(id, { id, from: me.id, to: to.id, kind, n, text, acked: false, expired: false })
         me.answers.set(id, answer)
         numbered(id)
         remember(id)
         shared.exchanges++
-        const text = prng.chance(0.05) ? `${kind} ${id} ${"·".repeat(prng.int(500, 4000))}` : `${kind} ${id}`
         conn.writeNow([JSON.stringify({ type: "send", to: to.id, message: { id, timestamp: at, content: { text }, ...extra } })])
         const ack = yield* awaitAnswer(me, answer, `answer to ${kind} ${id}`)
         if (ack === undefined) return undefined
