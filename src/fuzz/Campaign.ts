@@ -108,7 +108,9 @@ export const replayCommand = (options: CampaignOptions): string =>
     ...(options.mode === "in-process" ? ["--in-process"] : []),
     ...(options.light === true ? ["--light"] : []),
     ...(options.only === undefined || options.only.length === 0 ? [] : [`--only ${options.only.join(",")}`]),
-    ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`])
+    ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`]),
+    // The verdict replays too: what the run tolerated, its replay tolerates.
+    ...(options.tolerate === undefined || options.tolerate.length === 0 ? [] : [`--tolerate ${options.tolerate.join(",")}`])
   ].join(" ")
 
 /** Splits `total` into `parts` shares that differ by at most one. */

@@ -80,6 +80,12 @@ describe("npm run fuzz", () => {
       assert.deepStrictEqual(request?.campaign.tolerate, Object.keys(KNOWN_FINDINGS).filter(isFindingKind))
       const line = replayCommand({ seed: 7, ...(request?.campaign ?? { frames: 0 }) })
       assert.strictEqual(line, "npm run fuzz -- --seed 7 --frames 500 --attackers 3 --in-process --light --only forged,slow")
+      // What a run tolerated is part of its verdict: its replay tolerates the same.
+      const [tolerant] = yield* parse(["--seed", "8", "--frames", "20", "--tolerate", "health-late,memory-retained"])
+      assert.strictEqual(
+        replayCommand({ seed: 8, ...(tolerant?.campaign ?? { frames: 0 }) }),
+        "npm run fuzz -- --seed 8 --frames 20 --attackers 8 --tolerate health-late,memory-retained"
+      )
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.effect("refuses unknown --only and --tolerate names with exit code 2 before anything runs", () =>
