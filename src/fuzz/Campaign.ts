@@ -50,7 +50,7 @@ export interface CampaignOptions {
    * attackers finish their current run, then the campaign ends as usual.
    */
   readonly maxAttackMs?: number
-  /** Called every few seconds with a progress line (long campaigns). */
+  /** Called with a progress line as the attack phase starts (naming the broker process), then every 5 s. */
   readonly progress?: (line: string) => Effect.Effect<void>
 }
 
