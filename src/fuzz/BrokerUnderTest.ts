@@ -22,7 +22,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { runBroker } from "../broker/runBroker.ts"
 import { formatLine } from "../cli/logging.ts"
-import { MEMORY_LINE } from "./memoryLine.ts"
+import { FUZZ_DIR_ENV, MEMORY_LINE } from "./memoryLine.ts"
 
 /** Where the broker under test runs. */
 export type BrokerMode = "process" | "in-process"
@@ -119,8 +119,12 @@ const brokerEnv = (): Record<string, string> => {
 
 const STARTED = /^Listening on (\S+)/m
 
+/** Lines of the broker's log a `BrokerTrouble` quotes (its last ones). */
+const TROUBLE_LOG_LINES = 40
+
 /**
- * Starts the built broker as a process with the GC hook; stopped (SIGTERM, then SIGKILL) with the Scope.
+ * Starts the built broker as a process with the GC hook; stopped (SIGTERM, then SIGKILL) with the Scope,
+ * or by the hook when this process dies first (its stdin pipe ends).
  * It never exits on idleness: an attack whose registrations are all refused leaves it without
  * sessions, and on a loaded machine the default 5 s idle delay ran out mid-attack.
  */
@@ -149,7 +153,8 @@ const startProcess = Effect.gen(function*() {
       const child = spawn(
         process.execPath,
         ["--expose-gc", "--import", hook, main, "broker", "--dir", root, "--idle-exit", "never"],
-        { env: brokerEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true }
+        // stdin: a pipe never written, whose end tells the GC hook the fuzzer is gone (gcHook.ts).
+        { env: { ...brokerEnv(), [FUZZ_DIR_ENV]: root }, stdio: ["pipe", "pipe", "pipe"], detached: true }
       )
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
         output.stdout += chunk
@@ -202,7 +207,8 @@ const startProcess = Effect.gen(function*() {
         }
       })
   )
-  const log = () => lines.join("\n")
+  // The end of the log, for a trouble's message: a long campaign's whole log would bury it.
+  const log = () => lines.slice(-TROUBLE_LOG_LINES).join("\n")
   /** Waits until `ready` answers (re-checked on every output chunk and at exit). */
   const waitFor = <A>(what: string, ready: () => A | undefined, timeout: Duration.Input) =>
     Effect.callback<A, BrokerTrouble>((resume) => {

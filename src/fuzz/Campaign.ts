@@ -50,7 +50,7 @@ export interface CampaignOptions {
    * attackers finish their current run, then the campaign ends as usual.
    */
   readonly maxAttackMs?: number
-  /** Called every few seconds with a progress line (long campaigns). */
+  /** Called with a progress line as the attack phase starts (naming the broker process), then every 5 s. */
   readonly progress?: (line: string) => Effect.Effect<void>
 }
 
@@ -94,6 +94,9 @@ const BACKGROUND_TIMEOUT = Duration.seconds(20)
 /** How long one attack run may take before it is cut short (its connections closed). */
 const RUN_LIMIT = Duration.seconds(15)
 
+/** Lines of a dead broker's log its finding quotes. */
+const LAST_LOG_LINES = 3
+
 /** The command line that replays a campaign. */
 export const replayCommand = (options: CampaignOptions): string =>
   [
@@ -105,7 +108,9 @@ export const replayCommand = (options: CampaignOptions): string =>
     ...(options.mode === "in-process" ? ["--in-process"] : []),
     ...(options.light === true ? ["--light"] : []),
     ...(options.only === undefined || options.only.length === 0 ? [] : [`--only ${options.only.join(",")}`]),
-    ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`])
+    ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`]),
+    // The verdict replays too: what the run tolerated, its replay tolerates.
+    ...(options.tolerate === undefined || options.tolerate.length === 0 ? [] : [`--tolerate ${options.tolerate.join(",")}`])
   ].join(" ")
 
 /** Splits `total` into `parts` shares that differ by at most one. */
@@ -129,6 +134,10 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const started = yield* Clock.currentTimeMillis
 
     const broker = yield* startBroker(mode)
+    // A broker that died has no memory to sample: its death is the finding (below), not a failure of the campaign.
+    const sampleMemory = broker.memory.pipe(
+      Effect.catchTag("BrokerTrouble", (trouble) => broker.died() === undefined ? Effect.fail(trouble) : Effect.succeed(undefined))
+    )
     // Sockets the broker holds before anyone connects (a process's stdio pipes are sockets too).
     const idle = yield* broker.connections
     const healthy = yield* makeHealthyTraffic({
@@ -140,7 +149,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
       tally
     })
     yield* healthy.start
-    const before = yield* broker.memory
+    const before = yield* sampleMemory
     yield* healthy.run
 
     const probeOptions = { socketPath: broker.socketPath, deadlineMs: promises.healthDeadlineMs, findings, tally, label: "probe" }
@@ -158,6 +167,9 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     }
 
     const attackStarted = yield* Clock.currentTimeMillis
+    if (options.progress !== undefined) {
+      yield* options.progress(`attack phase started against ${mode === "process" ? `broker process ${broker.pid}` : "the in-process broker"}`)
+    }
     const attacker = (i: number) =>
       Effect.gen(function*() {
         const draw = Prng.derive(seed, `attacker-${i}`)
@@ -165,6 +177,8 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
         const budget: AttackerBudget = { frames, spentBytes: 0, totalFrames: frames, totalBytes: share(totalBytes, attackers, i) }
         for (let run = 0; budget.frames > 0; run++) {
           if (options.maxAttackMs !== undefined && (yield* Clock.currentTimeMillis) - attackStarted >= options.maxAttackMs) return
+          // A dead broker ends the attack phase: the rest of the budget would only dial a missing socket.
+          if (broker.died() !== undefined) return
           const kind = draw.weighted(weights)
           const spec = specs.get(kind)
           if (spec === undefined) return
@@ -209,7 +223,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     if (!released) {
       findings.add("connections-kept", `the broker still holds ${yield* broker.connections} connections after every attacker closed its sockets`)
     }
-    const after = yield* broker.memory
+    const after = yield* sampleMemory
     const peakRss = yield* broker.peakRss
     if (before !== undefined && after !== undefined) {
       // What the broker still holds is its heap after two full GCs: RSS does not shrink back (V8 and
@@ -224,7 +238,10 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     // Still alive and answering, after everything.
     yield* probeOnce({ ...probeOptions, label: "final probe" })
     const died = broker.died()
-    if (died !== undefined) findings.add("broker-crashed", `the broker ${died}`)
+    if (died !== undefined) {
+      const last = broker.logLines().slice(-LAST_LOG_LINES).map((line) => line.slice(0, 90))
+      findings.add("broker-crashed", `the broker ${died}${last.length === 0 ? "" : `; the end of its log: ${last.join(" ⏎ ")}`}`)
+    }
 
     const tolerate = new Set(options.tolerate ?? [])
     const summary = findings.summary().map((entry) => ({ ...entry, tolerated: tolerate.has(entry.kind) }))

@@ -16,6 +16,7 @@ export const FINDING_KINDS = {
   "healthy-loss": 'A message between healthy sessions, acknowledged, never arrived.',
   "healthy-duplicate": 'A message between healthy sessions arrived twice.',
   "healthy-reorder": 'Messages from one healthy session reached another out of order.',
+  "healthy-altered": "A message between healthy sessions arrived with a text other than the one it was sent with.",
   "healthy-stalled": "A healthy session's request got no answer within 10 s.",
   "healthy-refused": "A healthy session's valid send or cancel was refused.",
   "forged-frame": 'A healthy session got a frame no healthy session caused: a message, an answer, a receipt or a control.',

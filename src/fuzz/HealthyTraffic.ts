@@ -14,7 +14,8 @@
  *
  * Every frame a healthy session reads is measured (at most 1 MiB), decoded
  * with the strict broker-frame Schema (P04), and checked as it arrives: a
- * healthy message must come from the session that sent it, once, in order;
+ * healthy message must come from the session that sent it, once, in order,
+ * with the text it was sent with;
  * an answer, receipt or control must belong to something a healthy session
  * did. `finish` stops the traffic, runs three rounds of round trips (after
  * them every message, receipt and control caused by the traffic has been
@@ -24,7 +25,7 @@
  * live); its frame checks and its traffic read and write that same state. Splitting
  * the checks from the traffic needs that state passed explicitly: a noted follow-up.
  */
-import { Deferred, Duration, Effect, Fiber, Queue, Schedule, type Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, Option, Queue, Schedule, type Scope } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { decodeBrokerFrameText, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
@@ -78,6 +79,8 @@ interface SentRecord {
   readonly kind: "send" | "ask" | "reply" | "mail"
   /** The sender's counter: a receiver sees each sender's numbers rise. */
   readonly n: number
+  /** The text it was sent with: it must arrive with the same. */
+  readonly text: string
   acked: boolean
   /** The broker told the sender it dropped the message from its mailbox. */
   expired: boolean
@@ -295,6 +298,10 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
         return
       }
       me.received.add(message.id)
+      findings.check(message.content.text === record.text, "healthy-altered", () =>
+        `${me.name} got ${message.id} with a ${message.content.text.length}-character text, not the ${record.text.length} characters sent: ${
+          JSON.stringify(message.content.text.slice(0, 60))
+        }`)
       const last = me.lastN.get(from) ?? 0
       findings.check(record.n > last, "healthy-reorder", () => `${me.name} got ${message.id} after number ${last} from ${from}`)
       me.lastN.set(from, Math.max(last, record.n))
@@ -322,17 +329,27 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
     }
 
     /**
-     * Waits for `deferred`; after ANSWER_TIMEOUT reports the broker stalled
-     * and gives up (undefined — so no answer may itself be undefined).
+     * Waits for `deferred` while `me`'s connection is open (a closed one is
+     * its own finding, "healthy-disconnected", and answers nothing more):
+     * Some(answer), or None once the connection has closed.
+     */
+    const whileOpen = <A>(me: Healthy, deferred: Deferred.Deferred<A>): Effect.Effect<Option.Option<A>> => {
+      const conn = me.conn
+      const wait = Deferred.await(deferred).pipe(Effect.map(Option.some))
+      return conn === undefined ? wait : Effect.raceFirst(wait, Effect.as(conn.closed, Option.none<A>()))
+    }
+
+    /**
+     * Waits for `deferred` while `me`'s connection is open; after ANSWER_TIMEOUT
+     * reports the broker stalled. Undefined when it gives up or the connection
+     * closed — so no answer may itself be undefined.
      */
     const awaitAnswer = <A>(me: Healthy, deferred: Deferred.Deferred<A>, what: string) =>
-      Deferred.await(deferred).pipe(
+      whileOpen(me, deferred).pipe(
         Effect.timeoutOption(ANSWER_TIMEOUT),
         Effect.map((answer) => {
-          if (answer._tag === "Some") return answer.value
-          if (!shared.stopping || me.conn?.isClosed() !== true) {
-            findings.add("healthy-stalled", `${me.name}: no ${what} within ${Duration.format(ANSWER_TIMEOUT)}`)
-          }
+          if (answer._tag === "Some") return Option.getOrUndefined(answer.value)
+          findings.add("healthy-stalled", `${me.name}: no ${what} within ${Duration.format(ANSWER_TIMEOUT)}`)
           return undefined
         })
       )
@@ -390,12 +407,12 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
         const at = yield* now
         const n = ++me.counter
         const id = `${prefix}-${me.letter}-${n}`
-        shared.sent.set(id, { id, from: me.id, to: to.id, kind, n, acked: false, expired: false })
+        const text = prng.chance(0.05) ? `${kind} ${id} ${"·".repeat(prng.int(500, 4000))}` : `${kind} ${id}`
+        shared.sent.set(id, { id, from: me.id, to: to.id, kind, n, text, acked: false, expired: false })
         me.answers.set(id, answer)
         numbered(id)
         remember(id)
         shared.exchanges++
-        const text = prng.chance(0.05) ? `${kind} ${id} ${"·".repeat(prng.int(500, 4000))}` : `${kind} ${id}`
         conn.writeNow([JSON.stringify({ type: "send", to: to.id, message: { id, timestamp: at, content: { text }, ...extra } })])
         const ack = yield* awaitAnswer(me, answer, `answer to ${kind} ${id}`)
         if (ack === undefined) return undefined
@@ -422,7 +439,8 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
           shared.openAsks.add(id)
         })
         if (sent !== undefined && expectDelivered(me, sent)) {
-          const got = yield* Deferred.await(reply).pipe(Effect.timeoutOption(ANSWER_TIMEOUT))
+          // No reply because the asker's connection closed is that closing's finding, not a hijack.
+          const got = yield* whileOpen(me, reply).pipe(Effect.timeoutOption(ANSWER_TIMEOUT))
           if (got._tag === "None" && !shared.refusedReplies.has(sent.id)) {
             findings.add("ask-hijacked", `${me.name}'s ask ${sent.id} to ${peer.name} was never answered`)
           }
@@ -576,7 +594,7 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
       shared.stopping = true
       yield* Fiber.joinAll(workers)
       // Nothing is asked any more; replies still being written finish (their acks arrive).
-      yield* Effect.sync(() => all.every((h) => h.answers.size === 0 && h.cancels.size === 0)).pipe(
+      yield* Effect.sync(() => all.every((h) => h.conn === undefined || h.conn.isClosed() || (h.answers.size === 0 && h.cancels.size === 0))).pipe(
         Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (done) => done }),
         Effect.timeoutOption(ANSWER_TIMEOUT)
       )

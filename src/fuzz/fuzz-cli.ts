@@ -14,7 +14,8 @@
  *
  * Exits 0 when every promise held (apart from tolerated findings), 1 when
  * one broke — the summary then ends with the command that replays the run —
- * and 2 on a bad command line.
+ * 2 on a bad command line (an unknown attack or finding name included), and
+ * 130 when a signal (Ctrl-C, a CI timeout) ended it first.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
@@ -23,10 +24,9 @@ import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { EXIT_FAILURE, ExitCode } from "../cli/exit.ts"
-import { programTeardown } from "../cli/programExit.ts"
 import { packageInfo } from "../config/install.ts"
 import { runCampaign } from "./Campaign.ts"
-import { fuzzCommand, type FuzzRequest } from "./fuzzCommand.ts"
+import { fuzzCommand, type FuzzRequest, fuzzTeardown } from "./fuzzCommand.ts"
 import { formatReport } from "./Report.ts"
 
 const runRequest = (request: FuzzRequest) =>
@@ -47,5 +47,5 @@ const runRequest = (request: FuzzRequest) =>
 fuzzCommand(runRequest).pipe(
   Command.run({ version: packageInfo()?.version ?? "unknown" }),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain({ teardown: programTeardown })
+  NodeRuntime.runMain({ teardown: fuzzTeardown })
 )

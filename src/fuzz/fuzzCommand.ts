@@ -3,12 +3,19 @@
  * effect/cli: its flags and the `CampaignOptions` they make. Running the
  * campaign is fuzz-cli.ts's job, so the parsing can be tested alone.
  */
+import * as Cause from "effect/Cause"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import type * as Effect from "effect/Effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import type * as Runtime from "effect/Runtime"
+import { EXIT_USAGE, ExitCode } from "../cli/exit.ts"
+import { programTeardown } from "../cli/programExit.ts"
+import { ATTACKS, selectAttacks } from "./attacks/catalogue.ts"
 import type { CampaignOptions } from "./Campaign.ts"
-import { type FindingKind, isFindingKind, KNOWN_FINDINGS } from "./Findings.ts"
+import { FINDING_KINDS, type FindingKind, isFindingKind, KNOWN_FINDINGS } from "./Findings.ts"
 
 /** What one invocation asks for: the campaign, and whether a seed was given (else one is drawn). */
 export interface FuzzRequest {
@@ -77,10 +84,46 @@ export const fuzzRequest = (input: FuzzFlags): FuzzRequest => ({
   }
 })
 
-/** The `fuzz` command: parses the flags into a `FuzzRequest` and hands it to `run`. */
+/**
+ * What the command line names that does not exist: `--only` names that are
+ * no attack kind or category, `--tolerate` names that are no finding kind.
+ * A typo must not run every attack (an `--only` with nothing known in it
+ * would) or fail a run the user meant to tolerate.
+ */
+export const unknownNames = (input: Pick<FuzzFlags, "only" | "tolerate">): ReadonlyArray<string> => [
+  ...Option.match(input.only, { onNone: () => [], onSome: (text) => selectAttacks(list(text)).unknown.map((name) => `--only ${name}`) }),
+  ...Option.match(input.tolerate, {
+    onNone: () => [],
+    onSome: (text) => text === "known" ? [] : list(text).filter((name) => !isFindingKind(name)).map((name) => `--tolerate ${name}`)
+  })
+]
+
+/** Exit code of a campaign cut short by a signal (Ctrl-C, a CI timeout): 128 + SIGINT, as shells report it. */
+export const EXIT_INTERRUPTED = 130
+
+/**
+ * `NodeRuntime.runMain` teardown of `npm run fuzz`: like the CLI's, except
+ * that a campaign ended by a signal exits 130, not 0 — its exit code is its
+ * verdict, and an interrupted campaign checked nothing.
+ */
+export const fuzzTeardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(EXIT_INTERRUPTED) : programTeardown(exit, onExit)
+
+/**
+ * The `fuzz` command: parses the flags into a `FuzzRequest` and hands it to
+ * `run`; names it does not know end it with exit code 2 before anything runs.
+ */
 export const fuzzCommand = <E, R>(run: (request: FuzzRequest) => Effect.Effect<void, E, R>) =>
-  Command.make("fuzz", flags, (input) => run(fuzzRequest(input))).pipe(
+  Command.make("fuzz", flags, (input): Effect.Effect<void, E | ExitCode, R> => {
+    const unknown = unknownNames(input)
+    if (unknown.length === 0) return run(fuzzRequest(input))
+    return Console.error(
+      `fuzz: unknown ${unknown.join(", ")}.\n  attack kinds: ${ATTACKS.map((attack) => attack.kind).join(", ")}\n  categories: ${
+        [...new Set(ATTACKS.map((attack) => attack.category))].join(", ")
+      }\n  finding kinds: ${Object.keys(FINDING_KINDS).join(", ")}, or "known"`
+    ).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_USAGE }))))
+  }).pipe(
     Command.withDescription(
-      "Attack a real broker with malformed, forged and oversized frames while healthy sessions keep working (docs/testing.md, \"The fuzzer\"). Exits 1 on a finding that is not tolerated, 2 on a bad command line."
+      "Attack a real broker with malformed, forged and oversized frames while healthy sessions keep working (docs/testing.md, \"The fuzzer\"). Exits 1 on a finding that is not tolerated, 2 on a bad command line (unknown attack or finding names too), 130 when a signal ends it."
     )
   )

@@ -1,6 +1,6 @@
 /** The fuzzer's pure parts: the frame meter, the blob builders, its command line. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Command from "effect/cli/Command"
 import { blob, mark, spliceJson } from "../../src/fuzz/attacks/blobs.ts"
@@ -8,7 +8,8 @@ import { ATTACKS, selectAttacks } from "../../src/fuzz/attacks/catalogue.ts"
 import { replayCommand } from "../../src/fuzz/Campaign.ts"
 import { isFindingKind, KNOWN_FINDINGS } from "../../src/fuzz/Findings.ts"
 import { FrameMeter, type MeteredFrame } from "../../src/fuzz/FrameMeter.ts"
-import { fuzzCommand, type FuzzRequest } from "../../src/fuzz/fuzzCommand.ts"
+import { fuzzCommand, type FuzzRequest, fuzzTeardown } from "../../src/fuzz/fuzzCommand.ts"
+import { ExitCode } from "../../src/cli/exit.ts"
 import { encodeFrames, MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
 import { header } from "../support/bytes.ts"
 
@@ -79,5 +80,32 @@ describe("npm run fuzz", () => {
       assert.deepStrictEqual(request?.campaign.tolerate, Object.keys(KNOWN_FINDINGS).filter(isFindingKind))
       const line = replayCommand({ seed: 7, ...(request?.campaign ?? { frames: 0 }) })
       assert.strictEqual(line, "npm run fuzz -- --seed 7 --frames 500 --attackers 3 --in-process --light --only forged,slow")
+      // What a run tolerated is part of its verdict: its replay tolerates the same.
+      const [tolerant] = yield* parse(["--seed", "8", "--frames", "20", "--tolerate", "health-late,memory-retained"])
+      assert.strictEqual(
+        replayCommand({ seed: 8, ...(tolerant?.campaign ?? { frames: 0 }) }),
+        "npm run fuzz -- --seed 8 --frames 20 --attackers 8 --tolerate health-late,memory-retained"
+      )
     }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.effect("refuses unknown --only and --tolerate names with exit code 2 before anything runs", () =>
+    Effect.gen(function*() {
+      // Before, `--only forgd` ran every attack (nothing selected meant all) and `--tolerate` dropped typos silently.
+      for (const args of [["--only", "forgd"], ["--only", "garbage,nonsense"], ["--tolerate", "healthy-los"]]) {
+        const outcome = yield* Effect.exit(parse(args))
+        assert.isTrue(Exit.isFailure(outcome), args.join(" "))
+        const error = Exit.isFailure(outcome) ? Cause.squash(outcome.cause) : undefined
+        assert.strictEqual(error instanceof ExitCode ? error.code : undefined, 2, args.join(" "))
+      }
+      const known = yield* parse(["--only", "garbage,forged", "--tolerate", "known"])
+      assert.strictEqual(known.length, 1)
+    }).pipe(Effect.provide(NodeServices.layer)))
+
+  it("exits 130, not 0, when a signal ends the campaign (its exit code is its verdict)", () => {
+    const codes: Array<number> = []
+    fuzzTeardown(Exit.interrupt(), (code) => codes.push(code))
+    fuzzTeardown(Exit.void, (code) => codes.push(code))
+    fuzzTeardown(Exit.fail(new ExitCode({ code: 1 })), (code) => codes.push(code))
+    assert.deepStrictEqual(codes, [130, 0, 1])
+  })
 })
