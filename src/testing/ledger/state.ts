@@ -36,6 +36,8 @@ export interface LinkRecord {
    * when a confirmation was still on its way (or lost with the connection).
    */
   confirmationWritten: number
+  /** A registration of its session took it over while the broker still held it (a takeover, P16). */
+  replaced: boolean
 }
 
 /** One time a client read a message from the broker. */
@@ -65,6 +67,12 @@ export interface MessageRecord {
   acceptSeq: number | undefined
   expiredNotified: boolean
   readonly writtenTo: Array<number>
+  /**
+   * Connections whose broker write carrying it did not complete before the
+   * transport took it (the write failed or was interrupted): the broker takes
+   * it back when that connection closes (`Ledger.brokerWriteCut`).
+   */
+  readonly cutFrom: Array<number>
   readonly reads: Array<Read>
   hostDeliveries: number
   /** Reads of a copy a later broker wrote after the one that wrote it crashed (see `redeliveredAfterCrash`). */
