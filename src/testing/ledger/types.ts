@@ -83,7 +83,7 @@ export type ViolationKind =
    * read — came back when that connection closed and reached the target's new
    * connection after newer mail. The broker's documented trade-off
    * (docs/protocol.md, "Mail caught in a replaced connection follows the
-   * session"); known issue 21 (docs/testing.md), tolerated by default.
+   * session"); known issue 22 (docs/testing.md), tolerated by default.
    */
   | "takeover-late-write"
   /** Fibers were still running after their owner (generation, client, broker, world) closed. */
