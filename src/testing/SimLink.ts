@@ -185,11 +185,14 @@ export class SimLink {
       sent: ReadonlyArray<string>,
       progress: { readonly written: number },
       effect: Effect.Effect<void, ConnectionClosed>
-    ): Effect.Effect<void, ConnectionClosed> =>
-      side === "client" ? effect : Effect.onExit(effect, (exit) =>
+    ): Effect.Effect<void, ConnectionClosed> => {
+      if (side === "client") return effect
+      const startedAt = this.ledger.now()
+      return Effect.onExit(effect, (exit) =>
         Exit.isSuccess(exit)
           ? Effect.void
-          : Effect.sync(() => this.ledger.brokerWriteCut(this.id, sent.slice(progress.written))))
+          : Effect.sync(() => this.ledger.brokerWriteCut(this.id, sent.slice(progress.written), startedAt)))
+    }
     const write: Connection["write"] = (frames) => {
       if (this.severedSide === side) {
         // Refused: none of it was transferred (`unfinishedWrite` is 0, not "all written").

@@ -4,8 +4,8 @@
  * out-of-order arrival caused by mail requeued from a replaced connection is
  * reported as `stranded-mail` (its cause), any other as `fifo` — except the
  * broker's documented trade-off at a takeover (`takeover-late-write`): mail
- * the replaced connection's writer had already taken and never got read
- * there comes back when that connection closes, after newer mail.
+ * in the replaced connection's write in progress that its transport never
+ * took comes back when that connection closes, after newer mail.
  *
  * Replace-mode messages (`delivery-v1`) are outside this order: the broker
  * stages them and hands them over when their coalescing window closes, after
@@ -19,21 +19,19 @@ export const rescuedNow = (state: LedgerState, record: MessageRecord): boolean =
   state.rescuing && record.ackedAt !== undefined && record.ackedAt < state.rescueStartedAt
 
 /**
- * Whether `record` had gone to a connection of `receiver` that a takeover
- * then replaced — written to it, or in a write to it the transport never took
- * (`cutFrom`) — and was never read there: the broker takes such mail back only
- * when that connection closes, after the mail it handed the new connection at
- * the takeover and any newer mail (docs/protocol.md, "Mail caught in a
- * replaced connection follows the session").
+ * Whether `record` was in a write to a connection of `receiver`, begun before
+ * a takeover replaced that connection, that ended before the transport took
+ * it (`cutFrom`), and was never read there: the broker takes such mail back
+ * only when that connection closes, after the mail it handed the new
+ * connection at the takeover and any newer mail (docs/protocol.md, "Mail
+ * caught in a replaced connection follows the session").
  */
-const lateFromReplaced = (state: LedgerState, record: MessageRecord, receiver: string): boolean => {
-  const unreadOnReplaced = (linkId: number): boolean => {
+const lateFromReplaced = (state: LedgerState, record: MessageRecord, receiver: string): boolean =>
+  record.cutFrom.some(({ link: linkId, startedAt }) => {
     const link = state.links.get(linkId)
-    return link !== undefined && link.owner === receiver && link.replaced &&
-      !record.reads.some((read) => read.link === linkId)
-  }
-  return record.cutFrom.some(unreadOnReplaced) || record.writtenTo.some(unreadOnReplaced)
-}
+    return link !== undefined && link.owner === receiver && link.replacedAt !== undefined &&
+      startedAt <= link.replacedAt && !record.reads.some((read) => read.link === linkId)
+  })
 
 /** Checks `record`'s arrival at `receiver` against the last one from the same sender (`last`: wire or host). */
 export const checkOrder = (
@@ -57,7 +55,7 @@ export const checkOrder = (
   check(state, inOrder, late ? "takeover-late-write" : stranded ? "stranded-mail" : "fifo", () =>
     `${record.alias} from ${nameOf(state, record.sender)} reached ${nameOf(state, receiver)} ${where} after a message the broker accepted later${
       late
-        ? " (the writer of a connection the receiver had replaced had taken it, and it came back when that connection closed)"
+        ? " (it was in the write in progress of a connection the receiver had replaced, and came back when that connection closed)"
         : stranded
         ? " (it was requeued from a connection the receiver had replaced)"
         : ""

@@ -77,11 +77,10 @@ export type ViolationKind =
    */
   | "stranded-mail"
   /**
-   * A message the writer of a connection its target then replaced (a
-   * takeover) had already taken — the part of its write in progress the
-   * socket never took, or what the socket took and the old client never
-   * read — came back when that connection closed and reached the target's new
-   * connection after newer mail. The broker's documented trade-off
+   * A message in the write in progress of a connection its target then
+   * replaced (a takeover), which the transport never took, came back when
+   * that connection closed and reached the target's next connection after
+   * newer mail. The broker's documented trade-off
    * (docs/protocol.md, "Mail caught in a replaced connection follows the
    * session"); known issue 22 (docs/testing.md), tolerated by default.
    */

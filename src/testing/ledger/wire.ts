@@ -145,6 +145,11 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   const link = state.links.get(linkId)
   for (const text of frames) {
     const parsed = parseFrameText(text)
+    // When a takeover by this connection happened, if it is one (`LinkRecord.replacedAt`).
+    if (!isFrameDecodeError(parsed) && parsed.type === "register" && link !== undefined) {
+      link.registerReadAt ??= state.now()
+      continue
+    }
     if (!isFrameDecodeError(parsed) && parsed.type === "received" && link !== undefined) {
       const confirmed = decodeClientFrame.received(parsed)
       if (!isFrameDecodeError(confirmed)) link.confirmed = Math.max(link.confirmed, confirmed.frames)
@@ -214,18 +219,23 @@ export const brokerUnwrote = (state: LedgerState, linkId: number, frames: Readon
 }
 
 /**
- * A broker write toward a client on `linkId` ended (failed, or was
- * interrupted) before the transport took these frames: the broker takes
+ * A broker write toward a client on `linkId`, begun at `startedAt`, ended
+ * (failed, or was interrupted) before the transport took these frames: the broker takes
  * their mail back when the connection closes. Marked on each message's
  * record (`cutFrom`), so an arrival after newer mail can be told apart
  * (ledger/order.ts, `takeover-late-write`).
  */
-export const brokerWriteCut = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+export const brokerWriteCut = (
+  state: LedgerState,
+  linkId: number,
+  frames: ReadonlyArray<string>,
+  startedAt: number
+): void => {
   for (const text of frames) {
     if (!text.startsWith(`{"type":"message"`)) continue
     const frame = decodeBrokerFrameText(text)
     if (isFrameDecodeError(frame) || frame.type !== "message") continue
-    recordFrom(state, frame.message.id, frame.from.id)?.cutFrom.push(linkId)
+    recordFrom(state, frame.message.id, frame.from.id)?.cutFrom.push({ link: linkId, startedAt })
   }
 }
 
@@ -365,7 +375,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       let takenOver = false
       for (const other of state.links.values()) {
         if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) {
-          other.replaced = true
+          other.replacedAt = link.registerReadAt ?? state.now()
           takenOver = true
         }
       }
