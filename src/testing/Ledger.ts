@@ -30,7 +30,7 @@ import type {
   ViolationKind
 } from "./ledger/types.ts"
 import { TopicLedger } from "./ledger/topics.ts"
-import { brokerRead, brokerUnwrote, brokerWrote, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
+import { brokerRead, brokerUnwrote, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"
@@ -135,7 +135,7 @@ export class Ledger {
 
   /** Session `owner`'s client `client` dialled link `id` to broker incarnation `brokerEpoch`. */
   linkOpened(id: number, owner: string, client: string, brokerEpoch: number): void {
-    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0 })
+    this.state.links.set(id, { id, owner, client, brokerEpoch, registered: false, closed: false, brokerEnded: false, endedAt: undefined, framesRead: 0, confirmed: 0, confirmationWritten: 0, registerReadAt: undefined, replacedAt: undefined })
   }
 
   /** The broker's side of link `id` saw it end. */
@@ -187,6 +187,21 @@ export class Ledger {
    */
   unwritten(linkId: number, from: Side, frames: ReadonlyArray<string>): void {
     if (from === "broker") brokerUnwrote(this.state, linkId, frames)
+  }
+
+  /**
+   * The broker's write on link `linkId`, begun at `startedAt`, ended (failed,
+   * or was interrupted) before the transport took these frames (whether or
+   * not it had begun to hand them over): the broker takes them back when the
+   * connection closes.
+   */
+  brokerWriteCut(linkId: number, frames: ReadonlyArray<string>, startedAt: number): void {
+    brokerWriteCut(this.state, linkId, frames, startedAt)
+  }
+
+  /** The simulated time now (ms), as the ledger's records keep it. */
+  now(): number {
+    return this.state.now()
   }
 
   /** Frames lost with a dropped connection, before the side they travelled toward read them. */

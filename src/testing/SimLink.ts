@@ -16,7 +16,7 @@
  * never got them across were never written: the ledger forgets them, and their
  * writer must take them back (the broker requeues them).
  */
-import { Effect, Latch } from "effect"
+import { Effect, Exit, Latch } from "effect"
 import { frameTexts } from "../protocol/framing.ts"
 import { type Connection, ConnectionClosed } from "../transport/Connection.ts"
 import type { Ledger, Side } from "./Ledger.ts"
@@ -176,11 +176,28 @@ export class SimLink {
     )
     /** The frames of this side's write that has not completed, and how many have been transferred. */
     let pending: { written: number } | undefined
+    /**
+     * The broker's write that did not complete (failed, or interrupted): the ledger is told which
+     * of its frames the transport never took (`Ledger.brokerWriteCut`); the broker takes them back
+     * when the connection closes.
+     */
+    const watched = (
+      sent: ReadonlyArray<string>,
+      progress: { readonly written: number },
+      effect: Effect.Effect<void, ConnectionClosed>
+    ): Effect.Effect<void, ConnectionClosed> => {
+      if (side === "client") return effect
+      const startedAt = this.ledger.now()
+      return Effect.onExit(effect, (exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.void
+          : Effect.sync(() => this.ledger.brokerWriteCut(this.id, sent.slice(progress.written), startedAt)))
+    }
     const write: Connection["write"] = (frames) => {
       if (this.severedSide === side) {
         // Refused: none of it was transferred (`unfinishedWrite` is 0, not "all written").
         pending = { written: 0 }
-        return Effect.fail(dead())
+        return watched(frameTexts(frames), pending, Effect.fail(dead()))
       }
       // Frames in parts (the broker's) are handled as their texts here: the ledger and faults see text.
       const texts = frameTexts(frames)
@@ -221,23 +238,31 @@ export class SimLink {
       const delay = this.delays[side]
       if (delay > 0) {
         this.delayedWrites++
-        return Effect.sleep(delay).pipe(
-          Effect.ensuring(Effect.sync(() => this.delayedWrites--)),
-          Effect.andThen(Effect.forEach(sent, transferOne, { discard: true })),
-          Effect.andThen(done)
+        return watched(
+          sent,
+          progress,
+          Effect.sleep(delay).pipe(
+            Effect.ensuring(Effect.sync(() => this.delayedWrites--)),
+            Effect.andThen(Effect.forEach(sent, transferOne, { discard: true })),
+            Effect.andThen(done)
+          )
         )
       }
       // At once while the endpoint takes each frame at once; the rest, if any, as an Effect.
       while (progress.written < sent.length) {
-        if (this.severedSide !== undefined) return Effect.fail(dead())
+        if (this.severedSide !== undefined) return watched(sent, progress, Effect.fail(dead()))
         const frame = sent[progress.written]!
         handOver(frame)
         const rest = endpoint.write([frame])
         if (rest !== undefined) {
-          return finishOne(frame, rest).pipe(
-            // The frames after it, once it is through (`progress` counts it then).
-            Effect.andThen(Effect.suspend(() => Effect.forEach(sent.slice(progress.written), transferOne, { discard: true }))),
-            Effect.andThen(done)
+          return watched(
+            sent,
+            progress,
+            finishOne(frame, rest).pipe(
+              // The frames after it, once it is through (`progress` counts it then).
+              Effect.andThen(Effect.suspend(() => Effect.forEach(sent.slice(progress.written), transferOne, { discard: true }))),
+              Effect.andThen(done)
+            )
           )
         }
         progress.written++

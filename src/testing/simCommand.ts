@@ -126,6 +126,7 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "registry-mismatch": true,
   "untold-eviction": true,
   "stranded-mail": true,
+  "takeover-late-write": true,
   "fiber-leak": true,
   "defect": true,
   "mailbox-not-empty": true,

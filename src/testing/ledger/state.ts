@@ -36,6 +36,13 @@ export interface LinkRecord {
    * when a confirmation was still on its way (or lost with the connection).
    */
   confirmationWritten: number
+  /** When the broker read this connection's `register` (simulated ms); undefined until it does. */
+  registerReadAt: number | undefined
+  /**
+   * When a registration of its session took it over while the broker still
+   * held it (a takeover, P16): the time the broker read that registration.
+   */
+  replacedAt: number | undefined
 }
 
 /** One time a client read a message from the broker. */
@@ -67,6 +74,12 @@ export interface MessageRecord {
   acceptSeq: number | undefined
   expiredNotified: boolean
   readonly writtenTo: Array<number>
+  /**
+   * Connections whose broker write carrying it ended (failed, or was
+   * interrupted) before the transport took it, with when that write began:
+   * the broker takes it back when that connection closes (`Ledger.brokerWriteCut`).
+   */
+  readonly cutFrom: Array<{ readonly link: number; readonly startedAt: number }>
   readonly reads: Array<Read>
   hostDeliveries: number
   /** Reads of a copy a later broker wrote after the one that wrote it crashed (see `redeliveredAfterCrash`). */

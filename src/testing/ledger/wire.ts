@@ -120,6 +120,7 @@ const sendWritten = (
     acceptSeq: undefined,
     expiredNotified: false,
     writtenTo: [],
+    cutFrom: [],
     reads: [],
     hostDeliveries: 0,
     redelivered: 0,
@@ -148,6 +149,11 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
   const link = state.links.get(linkId)
   for (const text of frames) {
     const parsed = parseFrameText(text)
+    // When a takeover by this connection happened, if it is one (`LinkRecord.replacedAt`).
+    if (!isFrameDecodeError(parsed) && parsed.type === "register" && link !== undefined) {
+      link.registerReadAt ??= state.now()
+      continue
+    }
     if (!isFrameDecodeError(parsed) && parsed.type === "received" && link !== undefined) {
       const confirmed = decodeClientFrame.received(parsed)
       if (!isFrameDecodeError(confirmed)) link.confirmed = Math.max(link.confirmed, confirmed.frames)
@@ -213,6 +219,27 @@ export const brokerUnwrote = (state: LedgerState, linkId: number, frames: Readon
       const record = recordFrom(state, frame.message.id, frame.from.id)
       if (record !== undefined) forget(record.writtenTo)
     }
+  }
+}
+
+/**
+ * A broker write toward a client on `linkId`, begun at `startedAt`, ended
+ * (failed, or was interrupted) before the transport took these frames: the broker takes
+ * their mail back when the connection closes. Marked on each message's
+ * record (`cutFrom`), so an arrival after newer mail can be told apart
+ * (ledger/order.ts, `takeover-late-write`).
+ */
+export const brokerWriteCut = (
+  state: LedgerState,
+  linkId: number,
+  frames: ReadonlyArray<string>,
+  startedAt: number
+): void => {
+  for (const text of frames) {
+    if (!text.startsWith(`{"type":"message"`)) continue
+    const frame = decodeBrokerFrameText(text)
+    if (isFrameDecodeError(frame) || frame.type !== "message") continue
+    recordFrom(state, frame.message.id, frame.from.id)?.cutFrom.push({ link: linkId, startedAt })
   }
 }
 
@@ -367,13 +394,17 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
   switch (frame.type) {
     case "registered": {
       // A takeover: the broker still held another registered connection of this session.
+      let takenOver = false
       for (const other of state.links.values()) {
         if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) {
-          const times = state.takeovers.get(link.owner) ?? []
-          times.push(state.now())
-          state.takeovers.set(link.owner, times)
-          break
+          other.replacedAt = link.registerReadAt ?? state.now()
+          takenOver = true
         }
+      }
+      if (takenOver) {
+        const times = state.takeovers.get(link.owner) ?? []
+        times.push(state.now())
+        state.takeovers.set(link.owner, times)
       }
       link.registered = true
       return
