@@ -62,6 +62,8 @@ const usageError = (argv: ReadonlyArray<string>) =>
     assert.strictEqual(exitCodeOf(exit, cliErrorExitCode), EXIT_USAGE, `${argv.join(" ")}: ${String(exit)}`)
     const failure = Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail") : undefined
     const error = failure?._tag === "Fail" ? failure.error : undefined
+    // Refusals found after parsing come wrapped as effect/cli's own are: a ShowHelp carrying them.
+    if (CliError.isCliError(error) && error._tag === "ShowHelp") return error.errors.map((e) => e.message).join("\n")
     return CliError.isCliError(error) ? error.message : String(error)
   })
 
