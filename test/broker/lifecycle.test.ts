@@ -1,6 +1,6 @@
 /** P81, P91, P92, P94, P95: files, modes, startup conflicts, idle exit, shutdown. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { Deferred, Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -162,6 +162,37 @@ describe("P81/P91 files and modes", () => {
       assert.include(error.message, "move the file aside")
       assert.include(error.message, "--durability memory")
       assert.isFalse(fs.existsSync(socketPath), "it never listened")
+    }))
+
+  it.live("a broker that checks its database in full names itself in broker.checking while it checks, then removes it", () =>
+    Effect.gen(function*() {
+      // A database its broker did not close cleanly: a copy of the file taken while a broker had it open.
+      const crashed = brokerPaths(yield* tempDir())
+      yield* Effect.scoped(Effect.gen(function*() {
+        const first = brokerPaths(yield* tempDir())
+        yield* runBroker({ intercomDir: first.intercomDir, socketPath: first.socketPath, writePidFile: false })
+        fs.mkdirSync(crashed.intercomDir, { mode: 0o700 })
+        fs.copyFileSync(path.join(first.intercomDir, "intercom.db"), path.join(crashed.intercomDir, "intercom.db"))
+      }))
+      // The check holds the event loop, so the mark is seen through the directory's change events, delivered
+      // in order: once the sentinel written after startup has been reported, every earlier change has been.
+      const changed: Array<string> = []
+      const sentinelSeen = yield* Deferred.make<void>()
+      yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          fs.watch(crashed.intercomDir, (_event, name) => {
+            if (name === "sentinel") Deferred.doneUnsafe(sentinelSeen, Exit.void)
+            else if (name !== null) changed.push(name)
+          })
+        ),
+        (watcher) => Effect.sync(() => watcher.close())
+      )
+      yield* runBroker({ intercomDir: crashed.intercomDir, socketPath: crashed.socketPath, writePidFile: false })
+      fs.writeFileSync(path.join(crashed.intercomDir, "sentinel"), "")
+      yield* Deferred.await(sentinelSeen)
+      assert.include(changed, "broker.checking", "the mark was written during the full check")
+      assert.isFalse(fs.existsSync(path.join(crashed.intercomDir, "broker.checking")), "and removed after it")
+      assert.isTrue(yield* probeHealth(crashed.socketPath))
     }))
 
   it.live("an unusable directory fails startup with DirectoryUnusable", () =>
