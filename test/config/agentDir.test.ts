@@ -108,6 +108,16 @@ describe("Atomic config fallback (default agent dir only)", () => {
     assert.strictEqual(unreadable.settings.configSource, PI_CONFIG)
   })
 
+  it("is read when --dir or a variable names the default agent dir itself, as for a broker a client spawned", () => {
+    // A client of the default agent dir starts its broker with --dir and PI_CODING_AGENT_DIR naming that dir:
+    // the broker must read the same file as the client (its askTimeoutMs and durability).
+    const files = { [ATOMIC_CONFIG]: `{"confirmSend": true}` }
+    const spawned = resolve({ dir: `${HOME}/.pi/agent`, env: { PI_CODING_AGENT_DIR: `${HOME}/.pi/agent` }, files })
+    assert.isTrue(spawned.settings.confirmSend)
+    assert.strictEqual(spawned.settings.configSource, ATOMIC_CONFIG)
+    assert.strictEqual(resolve({ env: { ATOMIC_CODING_AGENT_DIR: `${HOME}/.pi/agent/` }, files }).settings.configSource, ATOMIC_CONFIG)
+  })
+
   it("is never read when an environment variable or explicit dir names the agent dir", () => {
     const files = { [ATOMIC_CONFIG]: `{"confirmSend": true}` }
     assert.isFalse(resolve({ env: { PI_CODING_AGENT_DIR: "/p" }, files }).settings.confirmSend)
