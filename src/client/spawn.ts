@@ -20,6 +20,7 @@ import { checkingBroker } from "../config/checkingMark.ts"
 import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { BROKER_NODE_FLAGS, brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
+import { foreignSocketProblem } from "../config/privateDir.ts"
 import { openPrivateSync } from "../config/privateFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
@@ -250,6 +251,17 @@ export const ensureBroker = (
       yield* prepareFallbackDir(fallbackDir, currentUid()).pipe(
         Effect.mapError((error) => new BrokerSpawnFailed({ detail: error.message }))
       )
+    }
+    // Another user's directory or socket: whoever answers there is not this user's broker.
+    const foreign = yield* Effect.try({
+      try: () => foreignSocketProblem(options.intercomDir, options.socketPath, currentUid()),
+      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot check ${options.intercomDir}: ${String(cause)}` })
+    })
+    if (foreign !== undefined) {
+      return yield* new BrokerSpawnFailed({
+        detail: `${foreign}: not dialling a socket another user controls. ` +
+          `Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR).`
+      })
     }
     if (yield* probeHealth(options.socketPath)) return
     yield* Effect.try({

@@ -326,3 +326,40 @@ describe("files a spawn writes are private whatever was there before", () => {
       assert.notStrictEqual(readPidFile(dir.pidFile), 999999999)
     }))
 })
+
+describe("another user's agent dir (chown: root only)", () => {
+  const isRoot = process.getuid?.() === 0
+  const OTHER_UID = 4242
+
+  /** ensureBroker against a fake broker that answers health, its dir or socket given to another uid. */
+  const dialForeign = (give: (fake: { readonly intercomDir: string; readonly socketPath: string }) => void) =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker()
+      give(fake)
+      const error = yield* Effect.flip(ensureBroker({
+        agentDir: fake.root,
+        intercomDir: fake.intercomDir,
+        socketPath: fake.socketPath,
+        launch: { _tag: "Default" }
+      }))
+      assert.strictEqual(fake.connections(), 0, "never dialled")
+      return { error, fake }
+    })
+
+  it.live.skipIf(!isRoot)("an intercom dir owned by another user is refused before anything dials or writes there", () =>
+    Effect.gen(function*() {
+      const { error, fake } = yield* dialForeign((fake) => fs.chownSync(fake.intercomDir, OTHER_UID, OTHER_UID))
+      assert.strictEqual(
+        error.message,
+        `Broker failed to start: ${fake.intercomDir} is owned by uid ${OTHER_UID}, not by this user (uid 0): not dialling ` +
+          "a socket another user controls. Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)."
+      )
+      assert.isFalse(fs.existsSync(path.join(fake.intercomDir, "broker.spawn.lock")))
+    }))
+
+  it.live.skipIf(!isRoot)("a socket file owned by another user is refused, in a dir of this user's", () =>
+    Effect.gen(function*() {
+      const { error, fake } = yield* dialForeign((fake) => fs.lchownSync(fake.socketPath, OTHER_UID, OTHER_UID))
+      assert.include(error.message, `${fake.socketPath} is owned by uid ${OTHER_UID}, not by this user (uid 0)`)
+    }))
+})
