@@ -203,7 +203,7 @@ export const runBroker = (
     const listener = yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
       Effect.catchTags({
         ListenError: (error) =>
-          Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.message })),
+          Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.reason })),
         SocketInUse: () => alreadyRunning(intercomDir, socketPath, "it answers health")
       })
     )

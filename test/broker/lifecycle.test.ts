@@ -255,6 +255,24 @@ describe("P91/P94 startup conflicts", () => {
       assert.strictEqual(mode(socketPath), 0o600)
     }))
 
+  it.live("a regular file or a directory at the socket path is left alone, and startup fails saying so, naming the path once", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath } = brokerPaths(root)
+      fs.mkdirSync(intercomDir, { mode: 0o700 })
+      const notASocket = `Cannot listen on ${socketPath}: NOT_A_SOCKET, something that is not a socket is there, and was left alone: move it away.`
+      fs.writeFileSync(socketPath, "someone's file")
+      const file = yield* Effect.scoped(startupError({ intercomDir, socketPath, writePidFile: false }))
+      assert.strictEqual(file.kind, "ListenFailed")
+      assert.strictEqual(file.message, notASocket)
+      assert.strictEqual(fs.readFileSync(socketPath, "utf8"), "someone's file")
+      fs.rmSync(socketPath)
+      fs.mkdirSync(socketPath)
+      const dir = yield* Effect.scoped(startupError({ intercomDir, socketPath, writePidFile: false }))
+      assert.strictEqual(dir.message, notASocket)
+      assert.isTrue(fs.statSync(socketPath).isDirectory())
+    }))
+
   it.live("a pid file naming a live process that is not a broker does not block startup", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()

@@ -264,7 +264,7 @@ export const serveControl = (
     yield* listenReplacingStale(socketPath, serveUnix(socketPath, (connection) => serveOne(connection, run)), answers)
       .pipe(
         Effect.catchTags({
-          ListenError: (error) => Effect.fail(new ControlListenFailed({ socketPath, detail: error.message })),
+          ListenError: (error) => Effect.fail(new ControlListenFailed({ socketPath, detail: error.reason })),
           SocketInUse: () => Effect.fail(new WatchAlreadyRunning({ name, socketPath }))
         })
       )
