@@ -95,8 +95,13 @@ const openStores = (file: string, intercomDir: string) =>
 const ownPidFile = (file: string) =>
   Effect.acquireRelease(
     writePidFile(file, process.pid).pipe(
+      // The message names the directory ("Cannot use the intercom directory …"): the detail names the file.
       Effect.mapError((cause) =>
-        new BrokerStartupError({ kind: "DirectoryUnusable", path: file, detail: cause.message })
+        new BrokerStartupError({
+          kind: "DirectoryUnusable",
+          path: path.dirname(file),
+          detail: `${path.basename(file)} cannot be written (${cause.message})`
+        })
       )
     ),
     () =>

@@ -195,6 +195,19 @@ describe("P81/P91 files and modes", () => {
       assert.isTrue(yield* probeHealth(crashed.socketPath))
     }))
 
+  it.live("a broker.pid that cannot be written fails startup naming the directory and the file, once each", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(root)
+      fs.mkdirSync(pidFile, { recursive: true }) // a directory in the way
+      const error = yield* Effect.scoped(startupError({ intercomDir, socketPath }))
+      assert.strictEqual(error.kind, "DirectoryUnusable")
+      assert.isTrue(
+        error.message.startsWith(`Cannot use the intercom directory ${intercomDir}: broker.pid cannot be written (EISDIR`),
+        error.message
+      )
+    }))
+
   it.live("an unusable directory fails startup with DirectoryUnusable", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
