@@ -71,6 +71,20 @@ describe("intercomPaths", () => {
   })
 })
 
+describe("an agent dir named with a leading ~ (not expanded)", () => {
+  it("is kept as a relative path, with a warning that names the variable or flag and the home-dir path meant", () => {
+    const fromEnv = resolve({ env: { PI_CODING_AGENT_DIR: "~/.pi/agent" } })
+    assert.strictEqual(fromEnv.settings.paths.agentDir, `${CWD}/~/.pi/agent`)
+    assert.deepStrictEqual(fromEnv.warnings, [
+      `The agent dir "~/.pi/agent" (PI_CODING_AGENT_DIR) starts with "~", which is not expanded: it is ${CWD}/~/.pi/agent. ` +
+      `If you meant your home directory, write the path out (${HOME}/.pi/agent).`
+    ])
+    assert.include(resolve({ dir: "~" }).warnings[0] ?? "", `"~" (--dir)`)
+    assert.deepStrictEqual(resolve({ env: { ATOMIC_CODING_AGENT_DIR: "/a/~b" } }).warnings, [])
+    assert.deepStrictEqual(resolve({}).warnings, [])
+  })
+})
+
 describe("Atomic config fallback (default agent dir only)", () => {
   it("candidates: the pi file, then the Atomic file, only for the default agent dir", () => {
     assert.deepStrictEqual(configFileCandidates(agentDir({}), HOME, CWD), [PI_CONFIG, ATOMIC_CONFIG])
