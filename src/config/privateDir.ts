@@ -7,7 +7,9 @@
  * runs it before it loads anything heavy, and it takes `node:fs` from
  * `process.getBuiltinModule` when it runs rather than by an ES module import,
  * whose module facade for `node:fs` costs every command several ms of CPU
- * (docs/performance.md, "`intercom send`, fourth stop").
+ * (docs/performance.md, "`intercom send`, fourth stop"). Also the client's
+ * check that a socket it is about to dial is its own user's
+ * (`foreignSocketProblem`).
  */
 import { errorCode } from "./errno.ts"
 

@@ -227,7 +227,7 @@ export interface ResolveIntercomSettingsInput extends AgentDirInput {
 /** The settings, and what is worth telling the user about how they were found. */
 export interface IntercomSettingsResolution {
   readonly settings: IntercomSettings
-  /** Things worth a log line that change nothing: unknown keys, ignored liveness values. */
+  /** Things worth a log line that change nothing: unknown keys, ignored liveness values, an agent dir named with a leading `~`. */
   readonly warnings: ReadonlyArray<string>
   /**
    * `IntercomConfigFileError`: the file was rejected and defaults apply — log it.
