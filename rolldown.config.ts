@@ -8,7 +8,7 @@
  * resolves and evaluates hundreds of effect modules; a bundle holds only the
  * code the command uses.
  *
- * Four builds, one per path through main.ts:
+ * Four builds, one per path through main.ts, and the broker script:
  *
  * - dist/bin/intercom.mjs: main.ts alone (a few KB). It picks a path and
  *   imports one of the other three.
@@ -25,6 +25,9 @@
  *   sendBundle.ts, which keeps a V8 code cache of a whole send (Node's
  *   compile cache holds only what is compiled at load).
  * - dist/bin/program.mjs (+ dist/bin/chunks/): the effect/cli program.
+ * - dist/bin/intercom-broker.mjs: the broker script a configured
+ *   `brokerCommand` runs (brokerScript.ts): a few lines that make the
+ *   command line `broker` and import intercom.mjs.
  *
  * The broker is built on its own rather than as a chunk of one split build:
  * src/ imports the `effect` barrel, and in a split build every module the
@@ -68,13 +71,14 @@ const IMPORT_META_ENV: Readonly<Record<string, string>> = { "import.meta.env": "
 
 /** main.ts's dynamic imports of the paths become imports of their bundles. */
 const PATHS: Readonly<Record<string, string>> = {
+  "./main.ts": "./intercom.mjs",
   "./brokerEntry.ts": "./broker.cjs",
   "./clientEntry.ts": "./client.cjs",
   "./program.ts": "./program.mjs"
 }
 
 /** The modules whose imports of the paths above load those bundles. */
-const PATH_IMPORTERS: ReadonlySet<string> = new Set(["main.ts"])
+const PATH_IMPORTERS: ReadonlySet<string> = new Set(["main.ts", "brokerScript.ts"])
 
 const pathsAsBundles: Plugin = {
   name: "paths-as-bundles",
@@ -131,6 +135,12 @@ export default defineConfig([
     input: { intercom: "src/cli/main.ts" },
     platform: "node",
     plugins: [pathsAsBundles, executable],
+    output
+  },
+  {
+    input: { "intercom-broker": "src/cli/brokerScript.ts" },
+    platform: "node",
+    plugins: [pathsAsBundles],
     output
   }
 ])

@@ -95,8 +95,13 @@ const openStores = (file: string, intercomDir: string) =>
 const ownPidFile = (file: string) =>
   Effect.acquireRelease(
     writePidFile(file, process.pid).pipe(
+      // The message names the directory ("Cannot use the intercom directory …"): the detail names the file.
       Effect.mapError((cause) =>
-        new BrokerStartupError({ kind: "DirectoryUnusable", path: file, detail: cause.message })
+        new BrokerStartupError({
+          kind: "DirectoryUnusable",
+          path: path.dirname(file),
+          detail: `${path.basename(file)} cannot be written (${cause.message})`
+        })
       )
     ),
     () =>
@@ -203,7 +208,7 @@ export const runBroker = (
     const listener = yield* listenReplacingStale(socketPath, listen, probeHealth(socketPath)).pipe(
       Effect.catchTags({
         ListenError: (error) =>
-          Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.message })),
+          Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.reason })),
         SocketInUse: () => alreadyRunning(intercomDir, socketPath, "it answers health")
       })
     )

@@ -19,6 +19,7 @@ import type { IntercomPaths } from "../config/agentDir.ts"
 import { IntercomEnvError } from "../config/errors.ts"
 import { logIntercomSettingsProblems, readIntercomSettings } from "../config/load.ts"
 import { openFileLimit, sessionCapWarning } from "../config/openFiles.ts"
+import { INTERCOM_ENV } from "../config/settings.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import type { BrokerFlags } from "./argv.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
@@ -93,7 +94,10 @@ export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions 
     // The broker keeps asks open as long as clients of this agent dir wait for them (askTimeoutMs).
     // Its problems are logged once the broker runs: a directory that stops the broker is reported alone.
     const resolution = yield* readIntercomSettings({ dir: flags.dir }).pipe(Effect.provide(NodeFileSystem.layer))
-    const envError = resolution.errors.find((error) => error instanceof IntercomEnvError)
+    // Only a variable the broker uses stops it: a bad group variable is its clients' to refuse.
+    const envError = resolution.errors.find((error): error is IntercomEnvError =>
+      error instanceof IntercomEnvError && INTERCOM_ENV.askTimeoutMs.some((variable) => variable === error.variable)
+    )
     if (envError !== undefined) return yield* envError
     const options: BrokerOptions = {
       intercomDir: paths.intercomDir,

@@ -18,8 +18,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { checkingBroker } from "../config/checkingMark.ts"
 import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
-import { BROKER_NODE_FLAGS, brokerEntryPoint } from "../config/install.ts"
+import { BROKER_NODE_FLAGS, brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
+import { foreignSocketProblem } from "../config/privateDir.ts"
 import { openPrivateSync } from "../config/privateFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import { fallbackDirOf } from "../config/socketPath.ts"
@@ -114,9 +115,10 @@ const POLL = Duration.millis(20)
 
 /**
  * The `intercom` executable to run as `<entry> broker --dir <dir>`: the bundle,
- * whose fast path answers health quickly (see config/install.ts).
+ * whose fast path answers health quickly (see config/install.ts). A configured
+ * `brokerCommand` runs the broker script instead (`brokerScriptPath`).
  */
-export { brokerEntryPoint } from "../config/install.ts"
+export { brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
 
 /** Polls health every POLL until it answers or `waitMs` passes. */
 const awaitHealthy = (socketPath: string, waitMs: number) =>
@@ -214,14 +216,16 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
   try {
     const [command, args] = options.launch._tag === "Default"
       ? [process.execPath, [...BROKER_NODE_FLAGS, brokerEntryPoint(), "broker", "--dir", options.agentDir]]
-      : [options.launch.command, [...options.launch.args, brokerEntryPoint()]]
+      : [options.launch.command, [...options.launch.args, brokerScriptPath()]]
     // Loaded here, not at module load: most commands find a broker running and never spawn one, and
     // node:child_process costs a process ~3 ms of CPU to load (docs/performance.md, "Startup").
     const { spawn } = process.getBuiltinModule("node:child_process")
     const child = spawn(command, args, {
       detached: true,
       stdio: ["ignore", "ignore", log],
-      env: { ...process.env, PI_CODING_AGENT_DIR: options.agentDir, NODE_NO_WARNINGS: "1" }
+      // Both agent-dir variables: a configured command's broker finds its agent dir there alone, and an
+      // ATOMIC_CODING_AGENT_DIR inherited from this process would otherwise beat PI_CODING_AGENT_DIR.
+      env: { ...process.env, ATOMIC_CODING_AGENT_DIR: options.agentDir, PI_CODING_AGENT_DIR: options.agentDir, NODE_NO_WARNINGS: "1" }
     })
     return child
   } finally {
@@ -247,6 +251,17 @@ export const ensureBroker = (
       yield* prepareFallbackDir(fallbackDir, currentUid()).pipe(
         Effect.mapError((error) => new BrokerSpawnFailed({ detail: error.message }))
       )
+    }
+    // Another user's directory or socket: whoever answers there is not this user's broker.
+    const foreign = yield* Effect.try({
+      try: () => foreignSocketProblem(options.intercomDir, options.socketPath, currentUid()),
+      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot check ${options.intercomDir}: ${String(cause)}` })
+    })
+    if (foreign !== undefined) {
+      return yield* new BrokerSpawnFailed({
+        detail: `${foreign}: not dialling a socket another user controls. ` +
+          `Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR).`
+      })
     }
     if (yield* probeHealth(options.socketPath)) return
     yield* Effect.try({

@@ -151,15 +151,17 @@ export const intercomPaths = (agentDir: string, placement?: SocketPlacement): In
 
 /**
  * The config files to try, in order: `<agentDir>/intercom/config.json`, and —
- * only when the agent dir is the default one (no override, no environment
- * variable) — the Atomic location `~/.atomic/agent/intercom/config.json`,
- * read only when the first is missing (C-CFG-1, with our `~/.pi/agent`
- * default). An unreadable or invalid first file is never skipped in favour of
- * the second.
+ * only when the agent dir is the default one, `~/.pi/agent`, whether nothing
+ * names it or `--dir` or a variable names that same dir — the Atomic location
+ * `~/.atomic/agent/intercom/config.json`, read only when the first is missing
+ * (C-CFG-1, with our `~/.pi/agent` default). Which dir, not how it was named:
+ * a client of the default dir spawns its broker with `--dir` naming it, and
+ * the two must read the same file. An unreadable or invalid first file is
+ * never skipped in favour of the second.
  */
 export const configFileCandidates = (resolution: AgentDirResolution, homeDir: string, cwd: string): ReadonlyArray<string> => {
   const primary = intercomPaths(resolution.agentDir).configFile
-  if (resolution.source._tag !== "Default") return [primary]
+  if (resolution.agentDir !== defaultAgentDir(homeDir, cwd)) return [primary]
   const legacy = intercomPaths(atomicAgentDir(homeDir, cwd)).configFile
   return legacy === primary ? [primary] : [primary, legacy]
 }

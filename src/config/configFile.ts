@@ -89,7 +89,10 @@ const decodeConfigFile = Schema.decodeUnknownResult(IntercomConfigFile)
  * keys are ignored, with a warning. A leading byte-order mark is tolerated.
  */
 export const parseConfigFile = (path: string, text: string): ParsedConfigFile => {
-  const json = parseJson(text.startsWith("\uFEFF") ? text.slice(1) : text)
+  const body = text.startsWith("\uFEFF") ? text.slice(1) : text
+  // JSON.parse would say "Unexpected end of JSON input", which does not tell a user who ran `touch config.json` what is wrong.
+  if (body.trim() === "") return rejected(path, "InvalidJson", "the file is empty (write {} for no settings, or delete it)")
+  const json = parseJson(body)
   if (Result.isFailure(json)) return rejected(path, "InvalidJson", json.failure)
   const parsed = json.success
   if (!isJsonObject(parsed)) return rejected(path, "NotAnObject", describeNonObject(parsed))

@@ -50,6 +50,15 @@ export const packageInfo = (): PackageInfo | undefined => {
 export const BUNDLED_CLI = path.join("dist", "bin", "intercom.mjs")
 /** tsc's unbundled CLI entry, relative to the package root. */
 export const UNBUNDLED_CLI = path.join("dist", "cli", "main.js")
+/** The bundled broker script (cli/brokerScript.ts), relative to the package root. */
+export const BUNDLED_BROKER_SCRIPT = path.join("dist", "bin", "intercom-broker.mjs")
+/** tsc's unbundled broker script, relative to the package root. */
+export const UNBUNDLED_BROKER_SCRIPT = path.join("dist", "cli", "brokerScript.js")
+
+/** The package root: the nearest ancestor naming this package, else (never in an install) two levels up. */
+const packageRoot = (): string =>
+  // Without a package.json (never in an install), src/ and dist/<layer>/ both sit two levels down.
+  packageInfo()?.root ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..")
 
 /**
  * The V8 flags a client's spawned broker runs with, on its `node` command
@@ -71,8 +80,19 @@ export const BROKER_NODE_FLAGS: ReadonlyArray<string> = ["--max-semi-space-size=
  * behaves the same, slower.
  */
 export const brokerEntryPoint = (): string => {
-  // Without a package.json (never in an install), src/ and dist/<layer>/ both sit two levels down.
-  const root = packageInfo()?.root ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..")
+  const root = packageRoot()
   const bundle = path.join(root, BUNDLED_CLI)
   return fs.existsSync(bundle) ? bundle : path.join(root, UNBUNDLED_CLI)
+}
+
+/**
+ * The broker script a configured `brokerCommand` runs, as
+ * `<brokerCommand> ...brokerArgs <script>` (C-CFG-4): a script that is a
+ * broker by itself (`intercom broker` for the agent dir its environment
+ * names), as pi-intercom's is — the bundle, or tsc's unbundled one.
+ */
+export const brokerScriptPath = (): string => {
+  const root = packageRoot()
+  const bundle = path.join(root, BUNDLED_BROKER_SCRIPT)
+  return fs.existsSync(bundle) ? bundle : path.join(root, UNBUNDLED_BROKER_SCRIPT)
 }

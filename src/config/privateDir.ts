@@ -7,7 +7,9 @@
  * runs it before it loads anything heavy, and it takes `node:fs` from
  * `process.getBuiltinModule` when it runs rather than by an ES module import,
  * whose module facade for `node:fs` costs every command several ms of CPU
- * (docs/performance.md, "`intercom send`, fourth stop").
+ * (docs/performance.md, "`intercom send`, fourth stop"). Also the client's
+ * check that a socket it is about to dial is its own user's
+ * (`foreignSocketProblem`).
  */
 import { errorCode } from "./errno.ts"
 
@@ -35,4 +37,38 @@ export const privateDirProblem = (dir: string, uid: number): string | undefined 
   if (uid >= 0 && stat.uid !== uid) return `it is owned by uid ${stat.uid}, not by this user (uid ${uid})`
   if ((stat.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700)
   return undefined
+}
+
+/**
+ * Why a client must not dial `socketPath` in `intercomDir`, or `undefined`
+ * when it may: the directory (when it exists) or the socket file (when it
+ * exists) belongs to a user other than `uid` and root. Such a user could have
+ * put their own listener there, which would then receive this user's
+ * messages, and could point the client's spawn lock and `broker.log` at
+ * files of this user's. The broker refuses such a directory at start (it
+ * cannot chmod it 0700); this is the client's side of the same rule. Any
+ * owner passes when `uid` is negative (no uid on this platform). Follows a
+ * symlinked directory (its target must be ours); throws what the file
+ * system throws, other than a missing path.
+ *
+ * @example
+ * const problem = foreignSocketProblem("/tmp/shared/intercom", "/tmp/shared/intercom/broker.sock", 1000)
+ * // "/tmp/shared/intercom is owned by uid 1001, not by this user (uid 1000)"
+ */
+export const foreignSocketProblem = (intercomDir: string, socketPath: string, uid: number): string | undefined => {
+  if (uid < 0) return undefined
+  const fs = process.getBuiltinModule("node:fs")
+  const ownerOf = (file: string, follow: boolean): number | undefined => {
+    try {
+      return (follow ? fs.statSync(file) : fs.lstatSync(file)).uid
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return undefined
+      throw error
+    }
+  }
+  const foreign = (file: string, owner: number | undefined): string | undefined =>
+    owner === undefined || owner === uid || owner === 0
+      ? undefined
+      : `${file} is owned by uid ${owner}, not by this user (uid ${uid})`
+  return foreign(intercomDir, ownerOf(intercomDir, true)) ?? foreign(socketPath, ownerOf(socketPath, false))
 }

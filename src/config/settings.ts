@@ -8,6 +8,7 @@
  */
 import {
   type AgentDirInput,
+  type AgentDirResolution,
   type AgentDirSource,
   configFileCandidates,
   type Environment,
@@ -190,6 +191,24 @@ const lenientPositiveInt = (
   return undefined
 }
 
+/**
+ * A warning when the agent dir was named with a leading `~` (`"~/.pi/agent"`
+ * in a quoted or non-shell setting): it is not expanded (as in pi-intercom),
+ * so it names a directory called `~` under the current directory — a
+ * different agent dir in every directory a session starts in.
+ */
+const unexpandedTilde = (input: AgentDirInput, resolution: AgentDirResolution): string | undefined => {
+  const source = resolution.source
+  const [given, from] = source._tag === "Override"
+    ? [nonBlank(input.dir), "--dir"]
+    : source._tag === "Env"
+    ? [nonBlank(input.env[source.variable]), source.variable]
+    : [undefined, ""]
+  if (given === undefined || !given.startsWith("~")) return undefined
+  return `The agent dir ${JSON.stringify(given)} (${from}) starts with "~", which is not expanded: it is ${resolution.agentDir}. ` +
+    `If you meant your home directory, write the path out (${input.homeDir}${given.slice(1).startsWith("/") ? given.slice(1) : "/…"}).`
+}
+
 // ---------------------------------------------------------------------------
 // Resolution
 // ---------------------------------------------------------------------------
@@ -208,7 +227,7 @@ export interface ResolveIntercomSettingsInput extends AgentDirInput {
 /** The settings, and what is worth telling the user about how they were found. */
 export interface IntercomSettingsResolution {
   readonly settings: IntercomSettings
-  /** Things worth a log line that change nothing: unknown keys, ignored liveness values. */
+  /** Things worth a log line that change nothing: unknown keys, ignored liveness values, an agent dir named with a leading `~`. */
   readonly warnings: ReadonlyArray<string>
   /**
    * `IntercomConfigFileError`: the file was rejected and defaults apply — log it.
@@ -283,6 +302,8 @@ export const resolveIntercomSettings = (input: ResolveIntercomSettingsInput): In
   const errors: Array<IntercomConfigError> = []
 
   const agentDir = resolveAgentDir(input)
+  const tilde = unexpandedTilde(input, agentDir)
+  if (tilde !== undefined) warnings.push(tilde)
   const resolvedPaths = input.socketPlacement === undefined
     ? intercomPaths(agentDir.agentDir)
     : resolveIntercomPaths(agentDir.agentDir, input.socketPlacement)

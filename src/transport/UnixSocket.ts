@@ -25,12 +25,15 @@ export class ListenError extends Data.TaggedError("ListenError")<{
   readonly code: string
   readonly cause: unknown
 }> {
-  override get message(): string {
+  /** Why, without the path: `EACCES, its directory does not exist …`, for a caller that names the path itself. */
+  get reason(): string {
     // The system's own text names the private name bound first (privateName.ts), a file the user never sees.
     const why = LISTEN_FAILURES[this.code]
-    return why === undefined
-      ? `Cannot listen on ${this.path}: ${this.code} (${String(this.cause)})`
-      : `Cannot listen on ${this.path}: ${this.code}, ${why}`
+    return why === undefined ? `${this.code} (${String(this.cause)})` : `${this.code}, ${why}`
+  }
+
+  override get message(): string {
+    return `Cannot listen on ${this.path}: ${this.reason}`
   }
 }
 
@@ -42,7 +45,9 @@ const LISTEN_FAILURES: Readonly<Record<string, string>> = {
   EADDRINUSE: "a file is already there",
   ENOENT: "its directory does not exist",
   ENOTDIR: "a part of its directory path is not a directory",
-  EROFS: "its directory is on a read-only file system"
+  EROFS: "its directory is on a read-only file system",
+  // Ours (listenReplacingStale, staleSocket.ts), not the system's.
+  NOT_A_SOCKET: "something that is not a socket is there, and was left alone: move it away"
 }
 
 /** `dialUnix` could not connect to `path`; `ENOENT` or `ECONNREFUSED` mean no broker listens there. */

@@ -29,8 +29,10 @@ export class SocketInUse extends Data.TaggedError("SocketInUse")<{ readonly path
 /**
  * Runs `listen` on `path` and returns what it returns. If it fails with EADDRINUSE and `answers` says
  * nothing answers there, removes the stale file and runs `listen` again;
- * if something answers, fails with `SocketInUse`. Any other listen failure,
- * and a file that cannot be removed, fail with `ListenError`.
+ * if something answers, fails with `SocketInUse`. Only a socket file (or a
+ * symlink) is removed: a regular file or a directory there fails with
+ * `ListenError` code `NOT_A_SOCKET`, left as it was. Any other listen
+ * failure, and a file that cannot be removed, fail with `ListenError`.
  *
  * @example
  * ```ts
@@ -59,9 +61,19 @@ export const listenReplacingStale = <A, R, R2>(
         : Effect.gen(function*() {
           if (yield* answers) return yield* new SocketInUse({ path })
           yield* Effect.try({
-            try: () => fs.rmSync(path, { force: true }),
+            try: () => {
+              // Only a socket (or a symlink, itself removed) is stale: a file or a directory someone put there is theirs.
+              const stat = fs.lstatSync(path, { throwIfNoEntry: false })
+              if (stat !== undefined && !stat.isSocket() && !stat.isSymbolicLink()) return false
+              fs.rmSync(path, { force: true })
+              return true
+            },
             catch: (cause) => new ListenError({ path, code: errorCode(cause) ?? "UNKNOWN", cause })
-          })
+          }).pipe(
+            Effect.flatMap((removed) =>
+              removed ? Effect.void : Effect.fail(new ListenError({ path, code: "NOT_A_SOCKET", cause: error.cause }))
+            )
+          )
           return yield* listen
         }))
   )

@@ -1,6 +1,6 @@
 /** P81, P91, P92, P94, P95: files, modes, startup conflicts, idle exit, shutdown. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { Deferred, Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -164,6 +164,50 @@ describe("P81/P91 files and modes", () => {
       assert.isFalse(fs.existsSync(socketPath), "it never listened")
     }))
 
+  it.live("a broker that checks its database in full names itself in broker.checking while it checks, then removes it", () =>
+    Effect.gen(function*() {
+      // A database its broker did not close cleanly: a copy of the file taken while a broker had it open.
+      const crashed = brokerPaths(yield* tempDir())
+      yield* Effect.scoped(Effect.gen(function*() {
+        const first = brokerPaths(yield* tempDir())
+        yield* runBroker({ intercomDir: first.intercomDir, socketPath: first.socketPath, writePidFile: false })
+        fs.mkdirSync(crashed.intercomDir, { mode: 0o700 })
+        fs.copyFileSync(path.join(first.intercomDir, "intercom.db"), path.join(crashed.intercomDir, "intercom.db"))
+      }))
+      // The check holds the event loop, so the mark is seen through the directory's change events, delivered
+      // in order: once the sentinel written after startup has been reported, every earlier change has been.
+      const changed: Array<string> = []
+      const sentinelSeen = yield* Deferred.make<void>()
+      yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          fs.watch(crashed.intercomDir, (_event, name) => {
+            if (name === "sentinel") Deferred.doneUnsafe(sentinelSeen, Exit.void)
+            else if (name !== null) changed.push(name)
+          })
+        ),
+        (watcher) => Effect.sync(() => watcher.close())
+      )
+      yield* runBroker({ intercomDir: crashed.intercomDir, socketPath: crashed.socketPath, writePidFile: false })
+      fs.writeFileSync(path.join(crashed.intercomDir, "sentinel"), "")
+      yield* Deferred.await(sentinelSeen)
+      assert.include(changed, "broker.checking", "the mark was written during the full check")
+      assert.isFalse(fs.existsSync(path.join(crashed.intercomDir, "broker.checking")), "and removed after it")
+      assert.isTrue(yield* probeHealth(crashed.socketPath))
+    }))
+
+  it.live("a broker.pid that cannot be written fails startup naming the directory and the file, once each", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(root)
+      fs.mkdirSync(pidFile, { recursive: true }) // a directory in the way
+      const error = yield* Effect.scoped(startupError({ intercomDir, socketPath }))
+      assert.strictEqual(error.kind, "DirectoryUnusable")
+      assert.isTrue(
+        error.message.startsWith(`Cannot use the intercom directory ${intercomDir}: broker.pid cannot be written (EISDIR`),
+        error.message
+      )
+    }))
+
   it.live("an unusable directory fails startup with DirectoryUnusable", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
@@ -222,6 +266,24 @@ describe("P91/P94 startup conflicts", () => {
       yield* runBroker({ intercomDir, socketPath })
       assert.isTrue(yield* probeHealth(socketPath))
       assert.strictEqual(mode(socketPath), 0o600)
+    }))
+
+  it.live("a regular file or a directory at the socket path is left alone, and startup fails saying so, naming the path once", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath } = brokerPaths(root)
+      fs.mkdirSync(intercomDir, { mode: 0o700 })
+      const notASocket = `Cannot listen on ${socketPath}: NOT_A_SOCKET, something that is not a socket is there, and was left alone: move it away.`
+      fs.writeFileSync(socketPath, "someone's file")
+      const file = yield* Effect.scoped(startupError({ intercomDir, socketPath, writePidFile: false }))
+      assert.strictEqual(file.kind, "ListenFailed")
+      assert.strictEqual(file.message, notASocket)
+      assert.strictEqual(fs.readFileSync(socketPath, "utf8"), "someone's file")
+      fs.rmSync(socketPath)
+      fs.mkdirSync(socketPath)
+      const dir = yield* Effect.scoped(startupError({ intercomDir, socketPath, writePidFile: false }))
+      assert.strictEqual(dir.message, notASocket)
+      assert.isTrue(fs.statSync(socketPath).isDirectory())
     }))
 
   it.live("a pid file naming a live process that is not a broker does not block startup", () =>

@@ -143,6 +143,18 @@ describe("intercom broker", () => {
       assert.strictEqual((yield* second.waitExit()).code, 0)
     }))
 
+  it.live("a bad ask-timeout variable stops it (exit 1, naming it); a bad group variable, which only clients use, does not", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const ask = yield* runCli(["broker", "--dir", t.agentDir], { ...t.env, PI_INTERCOM_ASK_TIMEOUT_MS: "soon" })
+      assert.strictEqual(ask.code, 1)
+      assert.include(ask.stderr, `Environment variable PI_INTERCOM_ASK_TIMEOUT_MS must be`)
+      const broker = yield* startBroker(["--dir", t.agentDir], { ...t.env, ATOMIC_INTERCOM_GROUP: "x".repeat(300) })
+      assert.isTrue(yield* probeHealth(t.socketPath))
+      yield* broker.kill("SIGTERM")
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
+    }))
+
   it.live("a second broker on the same dir exits 1 with the 'already running' message", () =>
     Effect.gen(function*() {
       const t = yield* setup

@@ -148,4 +148,18 @@ describe("watch control frames", () => {
       assert.include(failed.message, "timeoutMs")
       assert.strictEqual(yield* Queue.size(received), 0)
     }))
+
+  it.live.skipIf(process.getuid?.() !== 0)("a control socket, or its directory, of another user gets nothing (chown: root only)", () =>
+    Effect.gen(function*() {
+      const { socketPath, received } = yield* serving
+      for (const given of [path.dirname(path.dirname(socketPath)), path.dirname(socketPath), socketPath]) {
+        fs.lchownSync(given, 4242, 4242)
+        const failed = yield* Effect.flip(delegate(socketPath, "w", { action: "status" }))
+        assert.strictEqual(failed._tag, "ControlSocketForeign")
+        assert.include(failed.message, `${given} is owned by uid 4242, not by this user (uid 0)`)
+        fs.lchownSync(given, 0, 0)
+      }
+      assert.strictEqual(yield* Queue.size(received), 0, "nothing reached the listener")
+      assert.isTrue(Option.isSome(yield* delegate(socketPath, "w", { action: "status" })), "its own user's watch is used")
+    }))
 })

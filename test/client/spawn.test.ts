@@ -6,6 +6,7 @@
  * stopped when its test's Scope closes.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { vi } from "vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -13,10 +14,10 @@ import { fileURLToPath } from "node:url"
 import { BrokerStillChecking, ensureBroker } from "../../src/client/spawn.ts"
 import { checkingBroker, checkingMarkOf } from "../../src/config/checkingMark.ts"
 import { holdLifetimeLock } from "../../src/config/LifetimeLock.ts"
-import { brokerEntryPoint } from "../../src/config/install.ts"
+import { brokerEntryPoint, brokerScriptPath } from "../../src/config/install.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { freeze } from "../support/freeze.ts"
-import { childEnv, isAlive, readPidFile, spawnNode } from "../support/process.ts"
+import { childEnv, isAlive, readPidFile, spawnNode, stopPid } from "../support/process.ts"
 import { agentDir, brokerProcesses, fakeBroker, makeClient } from "./support.ts"
 
 const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
@@ -75,6 +76,37 @@ describe("auto-spawn", () => {
           "brokerCommand and brokerArgs to start the bundled broker."
       )
       assert.isFalse(fs.existsSync(dir.lockFile), "the spawn lock was released")
+    }))
+
+  it.live("a brokerCommand runs `<command> ...brokerArgs <broker script>`, a broker for the client's agent dir even where ATOMIC_CODING_AGENT_DIR names another", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      const elsewhere = yield* agentDir()
+      // The brokers started here are found by their pid files (the broker script's command line names no dir).
+      for (const pidFile of [dir.pidFile, elsewhere.pidFile]) {
+        yield* Effect.addFinalizer(() => {
+          const pid = readPidFile(pidFile)
+          return pid === undefined ? Effect.void : stopPid(pid)
+        })
+      }
+      // Inherited by the spawned broker: the client's own environment names another agent dir.
+      yield* Effect.acquireRelease(
+        Effect.sync(() => vi.stubEnv("ATOMIC_CODING_AGENT_DIR", elsewhere.agentDir)),
+        () => Effect.sync(() => vi.unstubAllEnvs())
+      )
+      // `node <broker script>`, as `{ "brokerCommand": "node" }` (or "bun") runs it.
+      yield* ensureBroker({
+        agentDir: dir.agentDir,
+        intercomDir: dir.intercomDir,
+        socketPath: dir.socketPath,
+        launch: { _tag: "Command", command: process.execPath, args: [] }
+      })
+      assert.isTrue(yield* probeHealth(dir.socketPath))
+      const pid = readPidFile(dir.pidFile)
+      assert.isDefined(pid)
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a !== "")
+      assert.deepStrictEqual(argv.slice(1), [brokerScriptPath()])
+      assert.isFalse(fs.existsSync(elsewhere.socketPath), "no broker for the inherited agent dir")
     }))
 
   it.live("a brokerCommand that cannot be run names brokerCommand and the config.json that set it, and what to do", () =>
@@ -292,5 +324,42 @@ describe("files a spawn writes are private whatever was there before", () => {
       assert.strictEqual(mode(dir.logFile), 0o600, "broker.log")
       assert.strictEqual(mode(dir.pidFile), 0o600, "broker.pid")
       assert.notStrictEqual(readPidFile(dir.pidFile), 999999999)
+    }))
+})
+
+describe("another user's agent dir (chown: root only)", () => {
+  const isRoot = process.getuid?.() === 0
+  const OTHER_UID = 4242
+
+  /** ensureBroker against a fake broker that answers health, its dir or socket given to another uid. */
+  const dialForeign = (give: (fake: { readonly intercomDir: string; readonly socketPath: string }) => void) =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker()
+      give(fake)
+      const error = yield* Effect.flip(ensureBroker({
+        agentDir: fake.root,
+        intercomDir: fake.intercomDir,
+        socketPath: fake.socketPath,
+        launch: { _tag: "Default" }
+      }))
+      assert.strictEqual(fake.connections(), 0, "never dialled")
+      return { error, fake }
+    })
+
+  it.live.skipIf(!isRoot)("an intercom dir owned by another user is refused before anything dials or writes there", () =>
+    Effect.gen(function*() {
+      const { error, fake } = yield* dialForeign((fake) => fs.chownSync(fake.intercomDir, OTHER_UID, OTHER_UID))
+      assert.strictEqual(
+        error.message,
+        `Broker failed to start: ${fake.intercomDir} is owned by uid ${OTHER_UID}, not by this user (uid 0): not dialling ` +
+          "a socket another user controls. Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)."
+      )
+      assert.isFalse(fs.existsSync(path.join(fake.intercomDir, "broker.spawn.lock")))
+    }))
+
+  it.live.skipIf(!isRoot)("a socket file owned by another user is refused, in a dir of this user's", () =>
+    Effect.gen(function*() {
+      const { error, fake } = yield* dialForeign((fake) => fs.lchownSync(fake.socketPath, OTHER_UID, OTHER_UID))
+      assert.include(error.message, `${fake.socketPath} is owned by uid ${OTHER_UID}, not by this user (uid 0)`)
     }))
 })

@@ -71,6 +71,20 @@ describe("intercomPaths", () => {
   })
 })
 
+describe("an agent dir named with a leading ~ (not expanded)", () => {
+  it("is kept as a relative path, with a warning that names the variable or flag and the home-dir path meant", () => {
+    const fromEnv = resolve({ env: { PI_CODING_AGENT_DIR: "~/.pi/agent" } })
+    assert.strictEqual(fromEnv.settings.paths.agentDir, `${CWD}/~/.pi/agent`)
+    assert.deepStrictEqual(fromEnv.warnings, [
+      `The agent dir "~/.pi/agent" (PI_CODING_AGENT_DIR) starts with "~", which is not expanded: it is ${CWD}/~/.pi/agent. ` +
+      `If you meant your home directory, write the path out (${HOME}/.pi/agent).`
+    ])
+    assert.include(resolve({ dir: "~" }).warnings[0] ?? "", `"~" (--dir)`)
+    assert.deepStrictEqual(resolve({ env: { ATOMIC_CODING_AGENT_DIR: "/a/~b" } }).warnings, [])
+    assert.deepStrictEqual(resolve({}).warnings, [])
+  })
+})
+
 describe("Atomic config fallback (default agent dir only)", () => {
   it("candidates: the pi file, then the Atomic file, only for the default agent dir", () => {
     assert.deepStrictEqual(configFileCandidates(agentDir({}), HOME, CWD), [PI_CONFIG, ATOMIC_CONFIG])
@@ -106,6 +120,16 @@ describe("Atomic config fallback (default agent dir only)", () => {
     })
     assert.isFalse(unreadable.settings.confirmSend)
     assert.strictEqual(unreadable.settings.configSource, PI_CONFIG)
+  })
+
+  it("is read when --dir or a variable names the default agent dir itself, as for a broker a client spawned", () => {
+    // A client of the default agent dir starts its broker with --dir and PI_CODING_AGENT_DIR naming that dir:
+    // the broker must read the same file as the client (its askTimeoutMs and durability).
+    const files = { [ATOMIC_CONFIG]: `{"confirmSend": true}` }
+    const spawned = resolve({ dir: `${HOME}/.pi/agent`, env: { PI_CODING_AGENT_DIR: `${HOME}/.pi/agent` }, files })
+    assert.isTrue(spawned.settings.confirmSend)
+    assert.strictEqual(spawned.settings.configSource, ATOMIC_CONFIG)
+    assert.strictEqual(resolve({ env: { ATOMIC_CODING_AGENT_DIR: `${HOME}/.pi/agent/` }, files }).settings.configSource, ATOMIC_CONFIG)
   })
 
   it("is never read when an environment variable or explicit dir names the agent dir", () => {

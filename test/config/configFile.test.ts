@@ -272,8 +272,15 @@ describe("strict rejection (C-CFG-2)", () => {
     assert.isFalse(settings.confirmSend)
   })
 
-  it("an empty file is invalid JSON", () => {
-    assert.strictEqual(fileError(resolve({ files: { [PI_CONFIG]: "" } }).errors).problem, "InvalidJson")
+  it("an empty file is invalid JSON, and the error says it is empty and what to write instead", () => {
+    for (const text of ["", " \n", "\uFEFF"]) {
+      const error = fileError(resolve({ files: { [PI_CONFIG]: text } }).errors)
+      assert.strictEqual(error.problem, "InvalidJson")
+      assert.strictEqual(
+        error.message,
+        `Ignoring intercom config ${PI_CONFIG}; every setting uses its default. It is not valid JSON: the file is empty (write {} for no settings, or delete it).`
+      )
+    }
   })
 
   for (const [json, what] of [["[]", "an array"], ["null", "null"], [`"text"`, "a string"], ["42", "a number"], ["true", "a boolean"]]) {

@@ -26,7 +26,7 @@ afterAll(() => closeWorld(world))
 /** A broker command that leaves a mark, then runs the broker script it is given. */
 const wrapper = path.join(world.root, "broker-wrapper.sh")
 const marker = path.join(world.root, "wrapper-ran")
-fs.writeFileSync(wrapper, `#!/bin/sh\ntouch "${marker}"\nexec "${process.execPath}" "$@" broker\n`, { mode: 0o755 })
+fs.writeFileSync(wrapper, `#!/bin/sh\ntouch "${marker}"\nexec "${process.execPath}" "$@"\n`, { mode: 0o755 })
 
 
 describe("pi extension: config.json", () => {

@@ -10,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { listenReplacingStale } from "../../src/transport/staleSocket.ts"
 import { dialUnix, serveUnix } from "../../src/transport/UnixSocket.ts"
+import { staleSocketAt } from "../support/staleSocket.ts"
 
 const tempDir = () =>
   Effect.acquireRelease(
@@ -35,15 +36,25 @@ describe("listenReplacingStale", () => {
       assert.strictEqual(yield* Ref.get(asked), 0)
     }))
 
-  it.live("replaces a file that nothing answers on, and listens", () =>
+  it.live("replaces a socket file that nothing answers on, and listens", () =>
     Effect.gen(function*() {
       const socketPath = path.join(yield* tempDir(), "stale.sock")
-      fs.writeFileSync(socketPath, "left by a crash")
+      yield* staleSocketAt(socketPath) // left by a crash
       const { asked, answers } = yield* probe(false)
       yield* listenReplacingStale(socketPath, serveUnix(socketPath, ignore), answers)
       assert.isTrue(yield* dials(socketPath))
       assert.isTrue(fs.statSync(socketPath).isSocket())
       assert.strictEqual(yield* Ref.get(asked), 1)
+    }))
+
+  it.live("leaves a regular file that nothing answers on alone: ListenError NOT_A_SOCKET", () =>
+    Effect.gen(function*() {
+      const socketPath = path.join(yield* tempDir(), "file.sock")
+      fs.writeFileSync(socketPath, "not a socket")
+      const { answers } = yield* probe(false)
+      const error = yield* Effect.flip(listenReplacingStale(socketPath, serveUnix(socketPath, ignore), answers))
+      assert.strictEqual(error._tag === "ListenError" ? error.code : error._tag, "NOT_A_SOCKET")
+      assert.strictEqual(fs.readFileSync(socketPath, "utf8"), "not a socket")
     }))
 
   it.live("fails with SocketInUse and leaves the path alone when something answers", () =>

@@ -26,6 +26,7 @@ import { IntercomToolParams } from "../../session/toolParams.ts"
 import type { Connection } from "../../transport/Connection.ts"
 import { listenReplacingStale } from "../../transport/staleSocket.ts"
 import { dialUnix, serveUnix } from "../../transport/UnixSocket.ts"
+import { foreignSocketProblem } from "../../config/privateDir.ts"
 import {
   agentDirHash,
   chooseRuntimeDir,
@@ -152,19 +153,50 @@ export class WatchLost extends Data.TaggedError("WatchLost")<{ readonly name: st
 }
 
 /**
+ * The control socket, its directory or the intercom dir above it belongs to
+ * another user: nothing was sent there, since that user could be listening
+ * in the watch's place.
+ */
+export class ControlSocketForeign extends Data.TaggedError("ControlSocketForeign")<{
+  readonly socketPath: string
+  /** What belongs to whom (`foreignSocketProblem`), or why it could not be checked. */
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Not handing the action to the watch's control socket ${this.socketPath}: ${this.detail}, so another ` +
+      `user could be listening there. Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR).`
+  }
+}
+
+/** Why `socketPath` (`<dir>/<name>.sock`, `<dir>` in the intercom dir or the fallback dir) is another user's, if it is. */
+const foreignControl = (socketPath: string): Effect.Effect<void, ControlSocketForeign> =>
+  Effect.try({
+    try: () => {
+      const dir = path.dirname(socketPath)
+      const uid = currentUid()
+      return foreignSocketProblem(path.dirname(dir), dir, uid) ?? foreignSocketProblem(dir, socketPath, uid)
+    },
+    catch: (cause) => new ControlSocketForeign({ socketPath, detail: `it cannot be checked (${String(cause)})` })
+  }).pipe(
+    Effect.flatMap((detail) => detail === undefined ? Effect.void : Effect.fail(new ControlSocketForeign({ socketPath, detail })))
+  )
+
+/**
  * Hands `params` to the watch listening on `socketPath`. `None` when no watch
  * answers there (no socket, or a stale one); then nothing was sent. Fails
  * with `InvalidControlRequest`, before dialing, when a parameter cannot be
- * sent (a number that is not finite).
+ * sent (a number that is not finite), and with `ControlSocketForeign` when
+ * the socket or a directory it is in belongs to another user.
  */
 export const delegate = (
   socketPath: string,
   name: string,
   params: IntercomToolParams
-): Effect.Effect<Option.Option<ToolResult>, WatchLost | InvalidControlRequest> =>
+): Effect.Effect<Option.Option<ToolResult>, WatchLost | InvalidControlRequest | ControlSocketForeign> =>
   Effect.scoped(
     Effect.gen(function*() {
       const request = yield* encodeRequest(params)
+      yield* foreignControl(socketPath)
       const dialed = yield* Effect.option(dialUnix(socketPath))
       if (Option.isNone(dialed)) return Option.none()
       const connection = dialed.value
@@ -264,7 +296,7 @@ export const serveControl = (
     yield* listenReplacingStale(socketPath, serveUnix(socketPath, (connection) => serveOne(connection, run)), answers)
       .pipe(
         Effect.catchTags({
-          ListenError: (error) => Effect.fail(new ControlListenFailed({ socketPath, detail: error.message })),
+          ListenError: (error) => Effect.fail(new ControlListenFailed({ socketPath, detail: error.reason })),
           SocketInUse: () => Effect.fail(new WatchAlreadyRunning({ name, socketPath }))
         })
       )
