@@ -3,7 +3,8 @@
  * `session_start` and its `session_shutdown` (C-ORD-35). It owns a
  * `ManagedRuntime` whose Scope holds the `IntercomClient`, the
  * `IntercomSession` over the pi `Host`, the lifecycle fiber and the status
- * line; `close` disposes it, for every shutdown reason, so nothing of an old
+ * line; `close` disposes it, for every shutdown reason (and once pi says the
+ * session is stale without a shutdown: `orphanWatch`), so nothing of an old
  * generation acts afterwards. Its `PiAccess` refuses pi calls from the moment
  * `close` starts (but for `touchWhileClosing`, until the runtime is disposed:
  * the topic state a finalizer saves), and catches pi's stale-context throw.
@@ -43,6 +44,7 @@ import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Telemetry from "../observability/Telemetry.ts"
 import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { IntercomNotConnected } from "../client/errors.ts"
@@ -132,6 +134,14 @@ export interface PiGeneration {
 
 /** How long pi's `agent_settled` waits for the lifecycle to be applied (a closing generation drops it). */
 const APPLIED_WAIT = "2 seconds"
+
+/**
+ * How often a built generation asks pi whether its session still exists
+ * (`orphanWatch`): under the client's first reconnect delay (1 s), so a
+ * session pi dropped without `session_shutdown` closes before its client
+ * would reconnect after a drop.
+ */
+const ORPHAN_CHECK = "500 millis"
 
 /** `enabled: false` in config.json: the session never connects (C-CFG-6). */
 const disabled = (settings: IntercomSettings) =>
@@ -265,7 +275,7 @@ export const startGeneration = (input: {
       defaultScope: "project",
       childBridge: child
     })
-    return Layer.mergeAll(lifecycleLayer, statusLayer(settings.unsavedMessageLimit), takeoverOnStderr).pipe(
+    return Layer.mergeAll(lifecycleLayer, statusLayer(settings.unsavedMessageLimit), takeoverOnStderr, orphanWatch).pipe(
       Layer.provideMerge(session),
       Layer.provideMerge(Layer.merge(client, host))
     )
@@ -379,6 +389,22 @@ export const startGeneration = (input: {
     ))
   }))
 
+  /**
+   * pi can end a session without `session_shutdown`: its SDK's `AgentSession.dispose()` only makes
+   * the extension's context stale (pi's own exit paths and `AgentSessionRuntime.dispose()` do emit
+   * it). A generation nobody closes would keep its client — registered, reconnecting after a drop,
+   * spawning a broker again into an agent dir that may be gone — and keep the process alive. So a
+   * built generation asks pi every `ORPHAN_CHECK` whether its session is still live, and closes
+   * itself once pi says it is stale (or the generation is closing already: `close` is idempotent).
+   */
+  const orphanWatch = Layer.effectDiscard(Effect.forkScoped(
+    access.touch((p) => p.getSessionName()).pipe(
+      Effect.repeat(Schedule.spaced(ORPHAN_CHECK)),
+      // Not awaited: closing disposes this runtime, which interrupts this fiber.
+      Effect.catch(() => Effect.sync(() => void close()))
+    )
+  ))
+
   const runtime = ManagedRuntime.make(layer)
   const withSession = <A>(f: (session: IntercomSessionService) => Effect.Effect<A>): Effect.Effect<A, unknown, IntercomSession> =>
     Effect.gen(function*() {
@@ -422,6 +448,16 @@ export const startGeneration = (input: {
         error: error instanceof Error ? error.message : String(error)
       }))
 
+  const close = (): Promise<void> => {
+    if (closing !== undefined) return closing
+    if (hasUI) Effect.runSync(Effect.ignore(access.touch((_pi, c) => c.ui.setStatus(STATUS_KEY, undefined))))
+    closed = true
+    closing = runtime.dispose().finally(() => {
+      disposed = true
+    })
+    return closing
+  }
+
   // Building the runtime restores the journal's undelivered messages; connecting registers on the bus.
   // A lazily shown tool waits for its first use, but a session already on the bus before (a /reload, a
   // resume, a restart) joins again at once: peers' mail reaches it, and its undelivered messages come back.
@@ -450,14 +486,6 @@ export const startGeneration = (input: {
     observe: (next) => {
       if (!closed) ctx = next
     },
-    close: () => {
-      if (closing !== undefined) return closing
-      if (hasUI) Effect.runSync(Effect.ignore(access.touch((_pi, c) => c.ui.setStatus(STATUS_KEY, undefined))))
-      closed = true
-      closing = runtime.dispose().finally(() => {
-        disposed = true
-      })
-      return closing
-    }
+    close
   }
 }

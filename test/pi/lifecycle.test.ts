@@ -7,9 +7,13 @@
  * at most `unsavedMessageLimit` of it, with warnings.
  */
 import { SessionManager } from "@earendil-works/pi-coding-agent"
+import * as Effect from "effect/Effect"
+import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
+import { subscribe } from "../client/support.ts"
 import {
   act,
   call,
@@ -122,6 +126,31 @@ describe("pi extension: lifecycle", () => {
       await a.quit()
       await observer.quit()
     }
+  })
+
+  it("a session pi disposes without session_shutdown (the SDK's AgentSession.dispose()) leaves the bus: its generation closes itself", async () => {
+    const a = await openPi(world)
+    await act(a, { action: "status" }) // a built generation, on the bus (the broker runs)
+    await a.session().reload() // the old generation leaves; the new one joins
+    await act(a, { action: "status" }) // … and is on the bus once this answers
+    const id = a.session().sessionId
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const observer = yield* IntercomClient.make({
+        agentDir: world.agentDir,
+        intercomDir: path.join(world.agentDir, "intercom"),
+        socketPath: path.join(world.agentDir, "intercom", "broker.sock"),
+        sessionId: randomUUID(),
+        launch: false,
+        registration: { cwd: world.cwd, model: "observer", pid: process.pid, startedAt: 0, lastActivity: 0 }
+      })
+      const presence = yield* subscribe(observer.presenceEvents, "the observer's presence events")
+      // The observer is on the bus, subscribed, and sees the reload's generation.
+      assert.include((yield* observer.list).map((session) => session.id), id)
+      // pi only makes the extension's context stale: no session_shutdown closes the generation.
+      a.session().dispose()
+      yield* presence.next((event) => event._tag === "Left" && event.sessionId === id)
+    })))
+    assert.deepStrictEqual(a.errors, [])
   })
 
   it("/new and /fork are new intercom sessions; quit leaves the bus", async () => {
