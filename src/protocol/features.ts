@@ -177,8 +177,14 @@ export const SESSION_HELD = "E_SESSION_HELD"
  * connection closed without one, or this broker never saw it leave, as after
  * a restart while the holder reconnects). A client taken over asks so while
  * the process that took the id over is alive, which `ifFree` alone must not:
- * the taker may be only reconnecting. Sent only to a broker that granted
- * this; one without it would ignore the field.
+ * the taker may be only reconnecting. Sent only where the broker granted
+ * this; one without it ignores the field. The grant the client knows is the
+ * broker's it was taken over on: a broker restarted since as an older
+ * version registers the `ifReleased` as a plain register (or, without
+ * `reclaim-v1`, a takeover of a live holder) before the client sees its
+ * grant. The client then drops that connection at once (no `unregister`:
+ * the mail it did not confirm goes back) and asks that broker no more
+ * `ifReleased`: such a broker may see a brief registration.
  */
 export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
 

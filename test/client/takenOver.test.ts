@@ -15,7 +15,7 @@ import { spawnSync } from "node:child_process"
 import { message } from "../support/broker.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
-import { TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
@@ -177,4 +177,29 @@ describe("taken over by another client with the same session id", () => {
       assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: 777 } })
       assert.strictEqual(fake.connections(), 1, "no register again, with or without ifFree")
     }))
+  // The taker (this process) lives; the broker it was taken over on granted reclaim-released-v1, and the
+  // one that answers the take-back (restarted, an older version) does not: it ignored `ifReleased`.
+  for (const [older, features] of [
+    ["reclaim-v1 only", ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1]],
+    ["neither extension", ["exact-send-v1", TAKEOVER_V1]]
+  ] as const) {
+    it.effect(`an ifReleased registered by a restarted broker with ${older} is dropped at once, and not asked again`, () =>
+      Effect.gen(function*() {
+        const fake = yield* memoryFakeBroker({
+          features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1],
+          laterFeatures: features,
+          takeOverFirst: process.pid
+        })
+        const { client } = yield* makeMemoryClient(memoryClientOptions(fake, TWIN, "twin", timings))
+        yield* settle(client.connect)
+        yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
+        assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+        const registers = fake.ofType("register").map((seen) => seen.frame)
+        assert.strictEqual(registers.length, 2, "one ifReleased take-back, then none to that broker")
+        assert.deepInclude(registers[1], { ifFree: true, ifReleased: true })
+        // Dropped, not given up: the broker gives back the mail it did not confirm.
+        assert.deepStrictEqual(fake.ofType("unregister"), [])
+        assert.deepStrictEqual(fake.ended(), [1, 2])
+      }))
+  }
 })
