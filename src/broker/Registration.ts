@@ -21,8 +21,10 @@ import {
   OBSERVE_V1,
   RECLAIM_RELEASED_V1,
   RECLAIM_V1,
+  RELEASE_GRACE_MS,
   SESSION_HELD,
   SESSION_NOT_RELEASED,
+  SESSION_RELEASED_RECENTLY,
   STATE_EPOCH_V1,
   TAKEOVER_V1
 } from "../protocol/features.ts"
@@ -85,6 +87,10 @@ const sessionHeld = (id: string): string =>
 /** Why a register with `ifReleased` (`reclaim-released-v1`) found the id free and still was refused. */
 const sessionNotReleased = (id: string): string =>
   `Session ${id} was not given up on this broker (its last holder did not unregister it, and may be reconnecting); registering with ifReleased does not take it`
+
+/** Why a register with `ifReleased` found the id given up, and too recently (`RELEASE_GRACE_MS`). */
+const sessionReleasedRecently = (id: string): string =>
+  `Session ${id} was given up less than ${RELEASE_GRACE_MS} ms ago (its holder may be registering it again); registering with ifReleased takes it once that long has passed`
 
 /** `name (id) [scope]`, for the log. */
 export const sessionLabel = (session: Session): string => {
@@ -240,9 +246,16 @@ export class Registration {
       output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
       return closePeer(peer, "end")
     }
-    if (previous === undefined && ifReleased && registry.recent.get(spaceKey, id)?.released !== true) {
-      output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
-      return closePeer(peer, "end")
+    if (previous === undefined && ifReleased) {
+      if (registry.recent.get(spaceKey, id)?.released !== true) {
+        output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
+        return closePeer(peer, "end")
+      }
+      // Not at once: a holder replacing its client (pi's /reload) unregisters, then registers the id again.
+      if (this.ctx.now() - (registry.recent.leftAt(spaceKey, id) ?? 0) < RELEASE_GRACE_MS) {
+        output.enqueue(peer, Encode.registrationFailedFrame(sessionReleasedRecently(id), SESSION_RELEASED_RECENTLY))
+        return closePeer(peer, "end")
+      }
     }
     if (previous === undefined && registry.live >= options.maxSessions) {
       this.ctx.log("warning", `Refused a registration: ${options.maxSessions} sessions are live (--max-sessions)`)

@@ -79,7 +79,7 @@ import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { RECLAIM_RELEASED_V1, RECLAIM_V1 } from "../protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS } from "../protocol/features.ts"
 import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
@@ -464,11 +464,19 @@ const make = (
     const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> => {
       const asking = { released }
       const pid = over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
+      // Every interval; sooner after a refusal because the id was given up only just now (its grace).
+      const attempts: Effect.Effect<
+        Effect.Success<ReturnType<typeof reclaimAttempt>>,
+        IntercomNotConnected
+      > = reclaimAttempt(over, asking).pipe(
+        Effect.catch((error) =>
+          stopped ? Effect.fail(error) : Effect.sleep(Duration.millis(
+            error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS
+          )).pipe(Effect.andThen(Effect.suspend(() => attempts)))
+        )
+      )
       return Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
-        Effect.andThen(Effect.retry(reclaimAttempt(over, asking), {
-          schedule: Schedule.spaced(Duration.millis(RECLAIM_INTERVAL_MS)),
-          while: () => !stopped
-        })),
+        Effect.andThen(attempts),
         Effect.flatMap(({ connection, scope, takerLeft }) =>
           Effect.suspend(() => {
             takenOver = undefined

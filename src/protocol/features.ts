@@ -191,6 +191,24 @@ export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
 /** `registration_failed` code (`reclaim-released-v1`): a register with `ifReleased` found its id not given up on this broker. */
 export const SESSION_NOT_RELEASED = "E_SESSION_NOT_RELEASED"
 
+/**
+ * `registration_failed` code (`reclaim-released-v1`): a register with
+ * `ifReleased` found its id given up less than `RELEASE_GRACE_MS` ago. Its
+ * holder may be replacing its client (pi's `/reload` unregisters, and the
+ * new client registers the id some hundreds of ms later): asked again once
+ * the grace is over, it is judged afresh.
+ */
+export const SESSION_RELEASED_RECENTLY = "E_SESSION_RELEASED_RECENTLY"
+
+/**
+ * How long (ms, on the broker's Clock) after its holder's `unregister` an id
+ * is still refused to `ifReleased` (`E_SESSION_RELEASED_RECENTLY`). Below the
+ * broker's idle exit (5 s after its last session left) by more than the
+ * client's retry takes: a client refused so asks again after this long, and
+ * finds the broker that saw the release still running.
+ */
+export const RELEASE_GRACE_MS = 2_000
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 

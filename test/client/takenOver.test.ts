@@ -13,9 +13,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { message } from "../support/broker.ts"
-import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import { advance, advanceTo, memoryNetwork, now, settle } from "../support/memory.ts"
 import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
-import { RECLAIM_RELEASED_V1, RECLAIM_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
@@ -202,4 +202,37 @@ describe("taken over by another client with the same session id", () => {
         assert.deepStrictEqual(fake.ended(), [1, 2])
       }))
   }
+  // The taker (this process) replaces its client (pi's /reload): the old one unregisters, the new one
+  // registers the id some hundreds of ms later. A take-back landing in between must not win.
+  it.effect("a take-back in the gap of the taker's reload is refused; one a grace after a release succeeds", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const taker = () => makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
+      const gen1 = yield* taker()
+      yield* settle(gen1.client.connect)
+      const takenAt = yield* now
+      // The first take-back comes RECLAIM_INTERVAL_MS after the takeover: 300 ms after the reload's unregister.
+      yield* advance(`${RECLAIM_INTERVAL_MS - 300} millis`)
+      yield* gen1.close
+      yield* advance("400 millis")
+      const gen2 = yield* taker()
+      yield* settle(gen2.client.connect)
+      yield* advance("100 millis")
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+      assert.deepInclude(yield* gen2.client.status, { connected: true, connections: 1 })
+      // Given up for good this time (the taker moved on), 300 ms before a take-back (refused: held at
+      // takenAt + interval + grace, asked again an interval later): that one is refused for the release's
+      // youth, and asked again a grace later, not an interval (a broker alone would exit idle meanwhile).
+      const probe = takenAt + 2 * RECLAIM_INTERVAL_MS + RELEASE_GRACE_MS
+      yield* advanceTo(probe - 300)
+      yield* gen2.close
+      yield* advanceTo(probe + 100)
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1 })
+      yield* advanceTo(probe + RELEASE_GRACE_MS + 100)
+      assert.deepInclude(yield* first.status, { connected: true, connections: 2 })
+      assert.isUndefined((yield* first.status).takenOver)
+    }))
 })
