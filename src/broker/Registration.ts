@@ -65,6 +65,11 @@ export interface RegistrationHooks {
    * verdict, or undefined to let it on without comment.
    */
   readonly admit?: (peer: Peer, frame: RegisterFrame, features: ReadonlyArray<string>) => Admission | undefined
+  /**
+   * Whether `id` is live in the scope `scopeKey` outside the space `spaceKey` (another group), where a
+   * register's takeover would reach it too: a register with `ifFree` or `ifReleased` finds it held.
+   */
+  readonly heldElsewhere?: (scopeKey: string, spaceKey: string, id: string) => boolean
   /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
   readonly registered?: (session: Session, previous: Session | undefined, now: number) => void
   /**
@@ -241,12 +246,16 @@ export class Registration {
     // `reclaim-released-v1`'s `ifReleased` asks that, and that the id's last holder gave it up here
     // (`unregister`): a holder whose connection closed, or that this broker never saw (it restarted),
     // may be reconnecting, and the two would take the id from each other on every restart.
+    // Held is live anywhere in the scope: a register takes the id over in another group too (Groups.ts).
     const ifReleased = frame.ifReleased === true && features.includes(RECLAIM_RELEASED_V1)
-    if (previous !== undefined && (ifReleased || (frame.ifFree === true && features.includes(RECLAIM_V1)))) {
+    if (
+      (ifReleased || (frame.ifFree === true && features.includes(RECLAIM_V1))) &&
+      (previous !== undefined || this.hooks.some((hooks) => hooks.heldElsewhere?.(scopeKey, spaceKey, id) === true))
+    ) {
       output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
       return closePeer(peer, "end")
     }
-    if (previous === undefined && ifReleased) {
+    if (ifReleased) {
       if (registry.recent.get(spaceKey, id)?.released !== true) {
         output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
         return closePeer(peer, "end")

@@ -235,4 +235,19 @@ describe("taken over by another client with the same session id", () => {
       assert.deepInclude(yield* first.status, { connected: true, connections: 2 })
       assert.isUndefined((yield* first.status).takenOver)
     }))
+  // One id is one live session per scope, whatever the group: a takeover across groups is told too.
+  it.effect("the same id opened in two groups of one scope: the second takes it, the first is told and stays off", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g1" }))
+      yield* settle(a.connect)
+      const { client: b } = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g2", registration: registeredAs(process.pid) })
+      )
+      yield* settle(b.connect)
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.deepInclude(yield* a.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+      assert.deepInclude(yield* b.status, { connected: true, connections: 1 })
+    }))
 })
