@@ -8,17 +8,21 @@
  *   exact id, is refused as such (`E_CROSS_GROUP`, "Target session is in a
  *   different intercom group") rather than "not found" (C-GRP-3);
  * - one id is one live session per scope: registering an id that is live in
- *   another group of the scope takes it over there (the old one leaves).
+ *   another group of the scope takes it over there (the old one leaves, told
+ *   `taken_over` first where it was granted `takeover-v1`, as a takeover in
+ *   its own group is), and a register that asks for the id only if free
+ *   (`ifFree`, `ifReleased`) finds it held (`heldElsewhere`).
  *
  * It owns one index — live sessions of each scope by id, across groups —
  * kept up to date through registration hooks.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { GROUPS_V1 } from "../protocol/features.ts"
+import { GROUPS_V1, TAKEOVER_V1 } from "../protocol/features.ts"
+import * as Encode from "./encode.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
-import { closePeer } from "./RouterContext.ts"
+import { closePeer, type RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
 const scopedIdOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
@@ -28,12 +32,30 @@ export class Groups {
   /** Live sessions by scope and id, whatever their group. */
   private readonly byScopedId = new SetIndex<string, Session>()
 
+  private readonly ctx: RouterContext
+
+  constructor(ctx: RouterContext) {
+    this.ctx = ctx
+  }
+
   readonly hooks: RegistrationHooks = {
+    heldElsewhere: (scopeKey, spaceKey, id) => {
+      for (const other of this.byScopedId.get(scopedIdOf(scopeKey, id)) ?? []) {
+        if (other.space.key !== spaceKey) return true
+      }
+      return false
+    },
     registered: (session, previous) => {
       const key = scopedIdOf(session.scopeKey, session.id)
-      // The same id live in another group: this registration takes it over (it leaves there).
+      // The same id live in another group: this registration takes it over (it leaves there), and
+      // tells it so: a client told nothing reconnects, and the two take the id from each other for ever.
       for (const other of this.byScopedId.get(key) ?? []) {
-        if (other !== session && other !== previous && other.space !== session.space) closePeer(other.peer, "end")
+        if (other !== session && other !== previous && other.space !== session.space) {
+          if (other.peer.features.has(TAKEOVER_V1)) {
+            this.ctx.output.forceEnqueue(other.peer, Encode.takenOverFrame(other.id, session.fields.pid))
+          }
+          closePeer(other.peer, "end")
+        }
       }
       if (previous !== undefined) this.byScopedId.delete(key, previous)
       this.byScopedId.add(key, session)

@@ -84,6 +84,12 @@ export class RecentSessions {
     return this.scopes.get(spaceKey)?.byId.get(id)
   }
 
+  /** When the session `id` of `spaceKey` left (its record was made), or undefined if it is not remembered. */
+  leftAt(spaceKey: string, id: string): number | undefined {
+    const recent = this.get(spaceKey, id)
+    return recent === undefined ? undefined : this.entries.setAt(recent.key)
+  }
+
   /** Remembers `recent` (replacing an earlier record of the same session) as of `now`. */
   remember(recent: RecentSession, now: number): void {
     this.forget(recent.spaceKey, recent.id)

@@ -21,8 +21,10 @@ import {
   OBSERVE_V1,
   RECLAIM_RELEASED_V1,
   RECLAIM_V1,
+  RELEASE_GRACE_MS,
   SESSION_HELD,
   SESSION_NOT_RELEASED,
+  SESSION_RELEASED_RECENTLY,
   STATE_EPOCH_V1,
   TAKEOVER_V1
 } from "../protocol/features.ts"
@@ -63,6 +65,11 @@ export interface RegistrationHooks {
    * verdict, or undefined to let it on without comment.
    */
   readonly admit?: (peer: Peer, frame: RegisterFrame, features: ReadonlyArray<string>) => Admission | undefined
+  /**
+   * Whether `id` is live in the scope `scopeKey` outside the space `spaceKey` (another group), where a
+   * register's takeover would reach it too: a register with `ifFree` or `ifReleased` finds it held.
+   */
+  readonly heldElsewhere?: (scopeKey: string, spaceKey: string, id: string) => boolean
   /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
   readonly registered?: (session: Session, previous: Session | undefined, now: number) => void
   /**
@@ -85,6 +92,10 @@ const sessionHeld = (id: string): string =>
 /** Why a register with `ifReleased` (`reclaim-released-v1`) found the id free and still was refused. */
 const sessionNotReleased = (id: string): string =>
   `Session ${id} was not given up on this broker (its last holder did not unregister it, and may be reconnecting); registering with ifReleased does not take it`
+
+/** Why a register with `ifReleased` found the id given up, and too recently (`RELEASE_GRACE_MS`). */
+const sessionReleasedRecently = (id: string): string =>
+  `Session ${id} was given up less than ${RELEASE_GRACE_MS} ms ago (its holder may be registering it again); registering with ifReleased takes it once that long has passed`
 
 /** `name (id) [scope]`, for the log. */
 export const sessionLabel = (session: Session): string => {
@@ -235,14 +246,25 @@ export class Registration {
     // `reclaim-released-v1`'s `ifReleased` asks that, and that the id's last holder gave it up here
     // (`unregister`): a holder whose connection closed, or that this broker never saw (it restarted),
     // may be reconnecting, and the two would take the id from each other on every restart.
+    // Held is live anywhere in the scope: a register takes the id over in another group too (Groups.ts).
     const ifReleased = frame.ifReleased === true && features.includes(RECLAIM_RELEASED_V1)
-    if (previous !== undefined && (ifReleased || (frame.ifFree === true && features.includes(RECLAIM_V1)))) {
+    if (
+      (ifReleased || (frame.ifFree === true && features.includes(RECLAIM_V1))) &&
+      (previous !== undefined || this.hooks.some((hooks) => hooks.heldElsewhere?.(scopeKey, spaceKey, id) === true))
+    ) {
       output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
       return closePeer(peer, "end")
     }
-    if (previous === undefined && ifReleased && registry.recent.get(spaceKey, id)?.released !== true) {
-      output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
-      return closePeer(peer, "end")
+    if (ifReleased) {
+      if (registry.recent.get(spaceKey, id)?.released !== true) {
+        output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
+        return closePeer(peer, "end")
+      }
+      // Not at once: a holder replacing its client (pi's /reload) unregisters, then registers the id again.
+      if (this.ctx.now() - (registry.recent.leftAt(spaceKey, id) ?? 0) < RELEASE_GRACE_MS) {
+        output.enqueue(peer, Encode.registrationFailedFrame(sessionReleasedRecently(id), SESSION_RELEASED_RECENTLY))
+        return closePeer(peer, "end")
+      }
     }
     if (previous === undefined && registry.live >= options.maxSessions) {
       this.ctx.log("warning", `Refused a registration: ${options.maxSessions} sessions are live (--max-sessions)`)

@@ -18,9 +18,10 @@
  * holds a quarter of the overall cap at most; a reading recipient meets it
  * only with 250 distinct (sender, thread) keys in one window. The share
  * (`MAX_STAGED - size`, the places free, must exceed what the recipient
- * holds: it holds at most half of what the other recipients leave) keeps a
- * few such recipients from filling the room together: four stuck ones hold
- * 250, 250, 250 and 125, each next one half of what is left, and a recipient
+ * holds: it holds at most half, rounded up, of what the other recipients
+ * leave) keeps a few such recipients from filling the room together: four
+ * stuck ones hold 250, 250, 250 and 125, each next one half of what is left
+ * rounded up (63 of the 125 a fifth finds), and a recipient
  * holding none is refused only when no place at all is free, which takes at
  * least eleven recipients holding places. Far from full it never binds.
  * Timed work runs on the broker's clock: a broker fiber sleeps until

@@ -272,7 +272,7 @@ export class Router {
     )
     const discovery = new Discovery(ctx, membership)
     const send = new Send(ctx, mail, (replyKey) => asks.edges.get(replyKey))
-    const groups = new Groups()
+    const groups = new Groups(ctx)
     const topics = new Topics(ctx)
     const results = new Results(ctx, signals.results, (session) => supervisor.supervisorKeyOf(session))
     const supervisor = new Supervisor(ctx, send, (childKey, messageId, supervisorKey) => {

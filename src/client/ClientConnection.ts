@@ -33,6 +33,7 @@ import {
   RESULTS_V1,
   SESSION_HELD,
   SESSION_NOT_RELEASED,
+  SESSION_RELEASED_RECENTLY,
   SUPERVISOR_V1,
   TOPICS_V1
 } from "../protocol/features.ts"
@@ -264,7 +265,8 @@ export const openClientConnection = (
       if (frame.type === "registration_failed") {
         return yield* new IntercomNotConnected({
           reason: frame.reason,
-          ...(frame.code === SESSION_HELD || frame.code === SESSION_NOT_RELEASED ? { sessionHeld: true } : {})
+          ...(frame.code === SESSION_HELD || frame.code === SESSION_NOT_RELEASED ? { sessionHeld: true } : {}),
+          ...(frame.code === SESSION_RELEASED_RECENTLY ? { sessionHeld: true, releasedRecently: true } : {})
         })
       }
       if (frame.type !== "registered") {

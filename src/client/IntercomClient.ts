@@ -79,7 +79,7 @@ import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { RECLAIM_RELEASED_V1, RECLAIM_V1 } from "../protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS } from "../protocol/features.ts"
 import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
@@ -254,6 +254,10 @@ const make = (
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
 
+    /** Why an `ifReleased` take-back was dropped: the broker registered it without honouring the flag. */
+    const ungrantedReleased =
+      "the broker did not grant reclaim-released-v1: it registered the session without asking whether the taker gave it up, so the registration was dropped"
+
     /**
      * A request the broker did not answer, with the broker named — its pid
      * when `broker.pid` names a live process — and what to try: a broker that
@@ -273,9 +277,11 @@ const make = (
     /**
      * One attempt: make sure a broker runs, then dial and register in a Scope of its own; after a
      * takeover (`takeover-v1`), `ifFree` only if no live connection holds the id, `ifReleased` only if
-     * besides its last holder gave it up on this broker.
+     * besides its last holder gave it up on this broker. A broker that does not grant
+     * `reclaim-released-v1` ignored `ifReleased` (and one without `reclaim-v1`, `ifFree` too): its
+     * registration is dropped at once, before anything uses it, and `ungranted` is called.
      */
-    const attemptWith = (only: "ifFree" | "ifReleased" | undefined) => Effect.gen(function*() {
+    const attemptWith = (only: "ifFree" | "ifReleased" | undefined, ungranted?: () => void) => Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
       departed.clear()
       // Not for `ifReleased`: a broker started now never saw the id given up and would refuse it (and a
@@ -309,6 +315,14 @@ const make = (
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
+      if (only === "ifReleased" && !connection.features.has(RECLAIM_RELEASED_V1)) {
+        // This broker (a restarted one, older) registered the id without asking whether it was given up:
+        // the taker, alive, may be only reconnecting. Dropped without `unregister`, so the broker gives
+        // back the mail this connection did not confirm, as on any drop.
+        ungranted?.()
+        yield* connection.destroy.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
+        return yield* new IntercomNotConnected({ reason: ungrantedReleased, sessionHeld: true })
+      }
       // C-SUP-15: capabilities are restored before anything else uses the connection.
       const unrestored = yield* grants.restore(connection, connectTimeoutMs)
       // C-BRK-28: the health published before the drop (a broker restart forgets it).
@@ -419,14 +433,21 @@ const make = (
 
     /**
      * One take-back attempt. While the taker's process lives, only if the id was given up
-     * (`ifReleased`, on a broker that granted `reclaim-released-v1`; refused here, without asking the
-     * broker, on one that did not); once it has exited, if the id is free (`ifFree`).
+     * (`ifReleased`, while `asking.released`: the broker granted `reclaim-released-v1`; refused here,
+     * without asking the broker, otherwise); once it has exited, if the id is free (`ifFree`). A broker
+     * that then registers an `ifReleased` without granting the extension (a restarted, older one) has
+     * its registration dropped, and `asking.released` turns false: no more `ifReleased` to it.
+     * Succeeds with the connection and whether the taker had left (`ifFree`) or gave the id up.
      */
-    const reclaimAttempt = (over: IntercomNotConnected, released: boolean) => {
+    const reclaimAttempt = (over: IntercomNotConnected, asking: { released: boolean }) => {
       const pid = over.takenOver?.pid
       const takerAlive = pid === undefined ? Effect.succeed(false) : isProcessAlive(pid)
       return Effect.flatMap(takerAlive, (alive) =>
-        !alive ? attemptWith("ifFree") : released ? attemptWith("ifReleased") : Effect.fail(over))
+        !alive
+          ? Effect.map(attemptWith("ifFree"), (back) => ({ ...back, takerLeft: true }))
+          : asking.released
+          ? Effect.map(attemptWith("ifReleased", () => (asking.released = false)), (back) => ({ ...back, takerLeft: false }))
+          : Effect.fail(over))
     }
 
     /**
@@ -440,13 +461,23 @@ const make = (
      * back, what was queued for the session meanwhile is delivered as on any re-register, and
      * `takenOver` is cleared. Ends when the client is closed.
      */
-    const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> =>
-      Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
-        Effect.andThen(Effect.retry(reclaimAttempt(over, released), {
-          schedule: Schedule.spaced(Duration.millis(RECLAIM_INTERVAL_MS)),
-          while: () => !stopped
-        })),
-        Effect.flatMap(({ connection, scope }) =>
+    const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> => {
+      const asking = { released }
+      const pid = over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
+      // Every interval; sooner after a refusal because the id was given up only just now (its grace).
+      const attempts: Effect.Effect<
+        Effect.Success<ReturnType<typeof reclaimAttempt>>,
+        IntercomNotConnected
+      > = reclaimAttempt(over, asking).pipe(
+        Effect.catch((error) =>
+          stopped ? Effect.fail(error) : Effect.sleep(Duration.millis(
+            error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS
+          )).pipe(Effect.andThen(Effect.suspend(() => attempts)))
+        )
+      )
+      return Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
+        Effect.andThen(attempts),
+        Effect.flatMap(({ connection, scope, takerLeft }) =>
           Effect.suspend(() => {
             takenOver = undefined
             takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
@@ -455,9 +486,9 @@ const make = (
             return adopt(connection, scope).pipe(
               Effect.andThen(Deferred.succeed(back, connection)),
               Effect.andThen(Effect.logInfo(
-                `Intercom: took session ${options.sessionId} back; the process that took it over${
-                  over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
-                } has left`
+                `Intercom: took session ${options.sessionId} back; the process that took it over${pid} ${
+                  takerLeft ? "has left" : "gave it up"
+                }`
               )),
               Effect.catch((error) => Deferred.fail(back, error))
             )
@@ -465,6 +496,7 @@ const make = (
         ),
         Effect.ignore
       )
+    }
 
     /** Retries with backoff until connected or the client stops; waiting operations see the result. */
     const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> =>

@@ -47,6 +47,12 @@ export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected
    * `reclaim-released-v1`) because its last holder did not give it up on that broker.
    */
   readonly sessionHeld?: boolean | undefined
+  /**
+   * Set (with `sessionHeld`) when an `ifReleased` registration was refused because the id was given
+   * up less than `RELEASE_GRACE_MS` ago (`E_SESSION_RELEASED_RECENTLY`): asked again after that long,
+   * it is judged afresh.
+   */
+  readonly releasedRecently?: boolean | undefined
 }> {
   override get message(): string {
     return `Intercom not connected: ${this.reason}`

@@ -27,7 +27,7 @@ const byPid = (takenOver: TakenOver): string => takenOver.pid === undefined ? "a
 export const takenOverNotice = (takenOver: TakenOver): string =>
   `Intercom: this session was taken over by another process (${byPid(takenOver)}) using the same session id — ` +
   `probably this pi session is open twice. Intercom moved there: its messages go to that process, not this one, ` +
-  `and intercom tool calls here fail until that process leaves (this one then takes the session back by itself). ` +
+  `and intercom tool calls here fail until that process leaves or gives the session up (this one then takes it back by itself). ` +
   TAKE_BACK_HINT
 
 /**

@@ -177,13 +177,37 @@ export const SESSION_HELD = "E_SESSION_HELD"
  * connection closed without one, or this broker never saw it leave, as after
  * a restart while the holder reconnects). A client taken over asks so while
  * the process that took the id over is alive, which `ifFree` alone must not:
- * the taker may be only reconnecting. Sent only to a broker that granted
- * this; one without it would ignore the field.
+ * the taker may be only reconnecting. Sent only where the broker granted
+ * this; one without it ignores the field. The grant the client knows is the
+ * broker's it was taken over on: a broker restarted since as an older
+ * version registers the `ifReleased` as a plain register (or, without
+ * `reclaim-v1`, a takeover of a live holder) before the client sees its
+ * grant. The client then drops that connection at once (no `unregister`:
+ * the mail it did not confirm goes back) and asks that broker no more
+ * `ifReleased`: such a broker may see a brief registration.
  */
 export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
 
 /** `registration_failed` code (`reclaim-released-v1`): a register with `ifReleased` found its id not given up on this broker. */
 export const SESSION_NOT_RELEASED = "E_SESSION_NOT_RELEASED"
+
+/**
+ * `registration_failed` code (`reclaim-released-v1`): a register with
+ * `ifReleased` found its id given up less than `RELEASE_GRACE_MS` ago. Its
+ * holder may be replacing its client (pi's `/reload` unregisters, and the
+ * new client registers the id some hundreds of ms later): asked again once
+ * the grace is over, it is judged afresh.
+ */
+export const SESSION_RELEASED_RECENTLY = "E_SESSION_RELEASED_RECENTLY"
+
+/**
+ * How long (ms, on the broker's Clock) after its holder's `unregister` an id
+ * is still refused to `ifReleased` (`E_SESSION_RELEASED_RECENTLY`). Below the
+ * broker's idle exit (5 s after its last session left) by more than the
+ * client's retry takes: a client refused so asks again after this long, and
+ * finds the broker that saw the release still running.
+ */
+export const RELEASE_GRACE_MS = 2_000
 
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]

@@ -5,11 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { GROUPS_V1, LIST_PAGE_V1 } from "../../src/protocol/features.ts"
+import { GROUPS_V1, LIST_PAGE_V1, RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
-import { list, message, send } from "../support/broker.ts"
-import { withMemoryBroker } from "../support/memory.ts"
+import { list, message, registerFrame, send } from "../support/broker.ts"
+import { advance, withMemoryBroker } from "../support/memory.ts"
 
 /** A session that asked for groups, in `group`. */
 const grouped = (group: string | undefined) => ({ frame: { features: [GROUPS_V1, LIST_PAGE_V1], ...(group === undefined ? {} : { group }) } })
@@ -92,5 +92,44 @@ describe("groups", () => {
       yield* first.client.waitClosed()
       yield* watcher.client.next("session_left", (f) => f.sessionId === "mover")
       assert.deepStrictEqual((yield* list(watcher.client)).map((s) => s.id), ["watcher"])
+    }))
+  // One id is one live session per scope: a takeover from another group is one as any other. A holder
+  // not told would reconnect and take the id back, and the two would take it from each other for ever.
+  it.effect("taken over from another group, a takeover-v1 holder is told taken_over (the new pid); a base one is ended quietly", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const told = yield* broker.session({ sessionId: "mover", frame: { features: [GROUPS_V1, TAKEOVER_V1], group: "old" } })
+      yield* broker.session({ sessionId: "mover", session: { pid: 4242 }, ...grouped("new") })
+      yield* told.client.waitClosed()
+      assert.deepStrictEqual(told.client.received().at(-1), { type: "taken_over", sessionId: "mover", pid: 4242 })
+      const quiet = yield* broker.session({ sessionId: "base", ...grouped("old") })
+      yield* broker.session({ sessionId: "base", ...grouped("new") })
+      yield* quiet.client.waitClosed()
+      assert.notInclude(quiet.client.received().map((f) => f.type), "taken_over")
+    }))
+
+  it.effect("a register with ifFree or ifReleased finds the id held while it is live in another group of the scope", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      // The id was given up in g1 (a record that would let ifReleased take it), and is live in g2.
+      const mover = yield* broker.session({ sessionId: "twin", frame: { features: [GROUPS_V1, TAKEOVER_V1], group: "g1" } })
+      yield* mover.client.send({ type: "unregister" })
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const holder = yield* broker.session({ sessionId: "twin", frame: { features: [GROUPS_V1, TAKEOVER_V1], group: "g2" } })
+      for (const only of [{ ifFree: true }, { ifFree: true, ifReleased: true }]) {
+        const asking = yield* broker.connect("asking")
+        yield* asking.send(registerFrame({
+          sessionId: "twin",
+          frame: { features: [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1], group: "g1", ...only }
+        }))
+        const refused = yield* asking.next("registration_failed")
+        assert.strictEqual(refused.code, "E_SESSION_HELD", JSON.stringify(only))
+        yield* asking.waitClosed()
+      }
+      // The holder was not displaced: mail for the id still reaches it, and it was told nothing.
+      const sender = yield* broker.session({ sessionId: "sender", ...grouped("g2") })
+      assertDelivered(yield* send(sender.client, "twin", message("still the holder")))
+      yield* holder.client.next("message")
+      assert.notInclude(holder.client.received().map((f) => f.type), "taken_over")
     }))
 })

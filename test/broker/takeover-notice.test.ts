@@ -9,7 +9,8 @@ import { Effect } from "effect"
 import { assertDelivered } from "../support/assertions.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { ackFor, message, register, registerFrame, send, withBroker } from "../support/broker.ts"
-import { memoryNetwork } from "../support/memory.ts"
+import { advance, memoryNetwork } from "../support/memory.ts"
+import { RELEASE_GRACE_MS } from "../../src/protocol/features.ts"
 
 const TAKEOVER = { features: ["takeover-v1"] }
 const RECLAIM = { features: ["takeover-v1", "reclaim-v1"] }
@@ -148,14 +149,16 @@ describe("takeover-v1: the superseded connection is told", () => {
 
   // A client taken over asks so while its taker's process lives: it may take the id only once the
   // holder gave it up here, never while a holder that dropped (or that a restarted broker never saw) is
-  // reconnecting.
-  it.live("a register with ifReleased takes the id only once its last holder unregistered it here", () =>
+  // reconnecting, nor in the first RELEASE_GRACE_MS after the release (a holder replacing its client,
+  // pi's /reload, registers the id again then). In memory, on TestClock.
+  it.effect("a register with ifReleased takes the id only once its last holder unregistered it here, a grace ago", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker()
-      const sender = yield* broker.session({ label: "sender" })
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const sender = yield* world.session({ label: "sender" })
       const refusedWith = (label: string) =>
         Effect.gen(function*() {
-          const asking = yield* broker.connect(label)
+          const asking = yield* world.connect(label)
           yield* asking.send(registerFrame({ sessionId: "twin", frame: RELEASED }))
           const refused = yield* asking.next("registration_failed")
           yield* asking.waitClosed()
@@ -166,17 +169,27 @@ describe("takeover-v1: the superseded connection is told", () => {
       assert.strictEqual(unseen.code, "E_SESSION_NOT_RELEASED")
       assert.match(unseen.reason, /was not given up on this broker/)
       // Held: refused as ifFree is, the holder untouched.
-      const holder = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      const holder = yield* world.session({ sessionId: "twin", frame: TAKEOVER })
       assert.strictEqual((yield* refusedWith("while held")).code, "E_SESSION_HELD")
       // Its connection closed without unregister (it may reconnect): still not given up.
       yield* holder.client.end
       yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
       assert.strictEqual((yield* refusedWith("after a drop")).code, "E_SESSION_NOT_RELEASED")
-      // Held again, then given up with unregister (its client moved on): the same register is accepted.
-      const mover = yield* broker.session({ sessionId: "twin", frame: TAKEOVER })
+      // Held again, then given up with unregister (its client moved on, or is being replaced).
+      const mover = yield* world.session({ sessionId: "twin", frame: TAKEOVER })
       yield* mover.client.send({ type: "unregister" })
       yield* sender.client.next("session_left", (frame) => frame.sessionId === "twin")
-      const back = yield* broker.connect("back")
+      // Within the grace: refused, saying when to ask again.
+      const early = yield* refusedWith("just given up")
+      assert.strictEqual(early.code, "E_SESSION_RELEASED_RECENTLY")
+      assert.match(early.reason, /given up less than 2000 ms ago/)
+      // (Each wire step takes 1 ms of the simulated time; these few are well within the 100 ms kept.)
+      yield* advance(`${RELEASE_GRACE_MS - 100} millis`)
+      assert.strictEqual((yield* refusedWith("near the grace's end")).code, "E_SESSION_RELEASED_RECENTLY")
+      // The grace over: the same register is accepted.
+      yield* advance("100 millis")
+      const back = yield* world.connect("back")
       const registered = yield* register(back, { sessionId: "twin", frame: RELEASED })
       assert.include(registered.features ?? [], "reclaim-released-v1")
       assert.strictEqual(registered.sessionId, "twin")

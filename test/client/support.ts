@@ -216,6 +216,11 @@ export interface FakeBrokerOptions {
    * pi-intercom broker does. Default: omitted.
    */
   readonly features?: ReadonlyArray<string> | undefined
+  /**
+   * `features` of `registered` on every connection after the first (a broker
+   * restarted as another version). Default: `features`.
+   */
+  readonly laterFeatures?: ReadonlyArray<string> | undefined
   /** Answer `list`. Default true. */
   readonly answerList?: boolean
   /** After `registered`, stop reading and answering (a hung broker). Default false. */
@@ -313,10 +318,11 @@ export const makeFakeBroker = (
               const sessionId = typeof parsed.sessionId === "string" ? parsed.sessionId : `fake-${id}`
               const session = typeof parsed.session === "object" && parsed.session !== null ? parsed.session : {}
               sessions.set(id, { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0, ...session, id: sessionId })
+              const features = id > 1 && options.laterFeatures !== undefined ? options.laterFeatures : options.features
               yield* reply({
                 type: "registered",
                 sessionId,
-                ...(options.features === undefined ? {} : { features: options.features })
+                ...(features === undefined ? {} : { features })
               })
               if (options.hangAfterRegister === true) return yield* Effect.never
               if (options.takeOverFirst !== undefined && id === 1) {

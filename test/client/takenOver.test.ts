@@ -13,9 +13,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { message } from "../support/broker.ts"
-import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import { advance, advanceTo, memoryNetwork, now, settle } from "../support/memory.ts"
 import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
-import { TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
@@ -176,5 +176,78 @@ describe("taken over by another client with the same session id", () => {
       yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
       assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: 777 } })
       assert.strictEqual(fake.connections(), 1, "no register again, with or without ifFree")
+    }))
+  // The taker (this process) lives; the broker it was taken over on granted reclaim-released-v1, and the
+  // one that answers the take-back (restarted, an older version) does not: it ignored `ifReleased`.
+  for (const [older, features] of [
+    ["reclaim-v1 only", ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1]],
+    ["neither extension", ["exact-send-v1", TAKEOVER_V1]]
+  ] as const) {
+    it.effect(`an ifReleased registered by a restarted broker with ${older} is dropped at once, and not asked again`, () =>
+      Effect.gen(function*() {
+        const fake = yield* memoryFakeBroker({
+          features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1],
+          laterFeatures: features,
+          takeOverFirst: process.pid
+        })
+        const { client } = yield* makeMemoryClient(memoryClientOptions(fake, TWIN, "twin", timings))
+        yield* settle(client.connect)
+        yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
+        assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+        const registers = fake.ofType("register").map((seen) => seen.frame)
+        assert.strictEqual(registers.length, 2, "one ifReleased take-back, then none to that broker")
+        assert.deepInclude(registers[1], { ifFree: true, ifReleased: true })
+        // Dropped, not given up: the broker gives back the mail it did not confirm.
+        assert.deepStrictEqual(fake.ofType("unregister"), [])
+        assert.deepStrictEqual(fake.ended(), [1, 2])
+      }))
+  }
+  // The taker (this process) replaces its client (pi's /reload): the old one unregisters, the new one
+  // registers the id some hundreds of ms later. A take-back landing in between must not win.
+  it.effect("a take-back in the gap of the taker's reload is refused; one a grace after a release succeeds", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const taker = () => makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
+      const gen1 = yield* taker()
+      yield* settle(gen1.client.connect)
+      const takenAt = yield* now
+      // The first take-back comes RECLAIM_INTERVAL_MS after the takeover: 300 ms after the reload's unregister.
+      yield* advance(`${RECLAIM_INTERVAL_MS - 300} millis`)
+      yield* gen1.close
+      yield* advance("400 millis")
+      const gen2 = yield* taker()
+      yield* settle(gen2.client.connect)
+      yield* advance("100 millis")
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+      assert.deepInclude(yield* gen2.client.status, { connected: true, connections: 1 })
+      // Given up for good this time (the taker moved on), 300 ms before a take-back (refused: held at
+      // takenAt + interval + grace, asked again an interval later): that one is refused for the release's
+      // youth, and asked again a grace later, not an interval (a broker alone would exit idle meanwhile).
+      const probe = takenAt + 2 * RECLAIM_INTERVAL_MS + RELEASE_GRACE_MS
+      yield* advanceTo(probe - 300)
+      yield* gen2.close
+      yield* advanceTo(probe + 100)
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1 })
+      yield* advanceTo(probe + RELEASE_GRACE_MS + 100)
+      assert.deepInclude(yield* first.status, { connected: true, connections: 2 })
+      assert.isUndefined((yield* first.status).takenOver)
+    }))
+  // One id is one live session per scope, whatever the group: a takeover across groups is told too.
+  it.effect("the same id opened in two groups of one scope: the second takes it, the first is told and stays off", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g1" }))
+      yield* settle(a.connect)
+      const { client: b } = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g2", registration: registeredAs(process.pid) })
+      )
+      yield* settle(b.connect)
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.deepInclude(yield* a.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+      assert.deepInclude(yield* b.status, { connected: true, connections: 1 })
     }))
 })
