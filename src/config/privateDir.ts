@@ -46,7 +46,10 @@ export const privateDirProblem = (dir: string, uid: number): string | undefined 
  * put their own listener there, which would then receive this user's
  * messages, and could point the client's spawn lock and `broker.log` at
  * files of this user's. The broker refuses such a directory at start (it
- * cannot chmod it 0700); this is the client's side of the same rule. Any
+ * cannot chmod it 0700); this is the client's side of the same rule. Root
+ * (`uid` 0) is refused another user's directory too, though a broker it
+ * starts could chmod it: that user writes the `config.json` there, whose
+ * `brokerCommand` a spawning client runs. Any
  * owner passes when `uid` is negative (no uid on this platform). Follows a
  * symlinked directory (its target must be ours); throws what the file
  * system throws, other than a missing path.
@@ -66,9 +69,15 @@ export const foreignSocketProblem = (intercomDir: string, socketPath: string, ui
       throw error
     }
   }
+  // Root is refused too, as ssh refuses root a config file another user owns: that user writes the
+  // config.json there, whose brokerCommand a spawning client would run as root.
+  const asRoot = uid === 0
+    ? "; root is refused too, since that user controls its config.json (whose brokerCommand a spawning client " +
+      "runs): run the command as that user"
+    : ""
   const foreign = (file: string, owner: number | undefined): string | undefined =>
     owner === undefined || owner === uid || owner === 0
       ? undefined
-      : `${file} is owned by uid ${owner}, not by this user (uid ${uid})`
+      : `${file} is owned by uid ${owner}, not by this user (uid ${uid})${asRoot}`
   return foreign(intercomDir, ownerOf(intercomDir, true)) ?? foreign(socketPath, ownerOf(socketPath, false))
 }

@@ -351,8 +351,9 @@ describe("another user's agent dir (chown: root only)", () => {
       const { error, fake } = yield* dialForeign((fake) => fs.chownSync(fake.intercomDir, OTHER_UID, OTHER_UID))
       assert.strictEqual(
         error.message,
-        `Broker failed to start: ${fake.intercomDir} is owned by uid ${OTHER_UID}, not by this user (uid 0): not dialling ` +
-          "a socket another user controls. Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)."
+        `Broker failed to start: ${fake.intercomDir} is owned by uid ${OTHER_UID}, not by this user (uid 0); root is ` +
+          "refused too, since that user controls its config.json (whose brokerCommand a spawning client runs): run the " +
+          "command as that user: not dialling a socket another user controls. Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)."
       )
       assert.isFalse(fs.existsSync(path.join(fake.intercomDir, "broker.spawn.lock")))
     }))

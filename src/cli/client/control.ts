@@ -163,7 +163,7 @@ export class ControlSocketForeign extends Data.TaggedError("ControlSocketForeign
   readonly detail: string
 }> {
   override get message(): string {
-    return `Not handing the action to the watch's control socket ${this.socketPath}: ${this.detail}, so another ` +
+    return `Not handing the action to a watch's control socket at ${this.socketPath}: ${this.detail}, so another ` +
       `user could be listening there. Use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR).`
   }
 }
