@@ -5,7 +5,7 @@
  * Every spawned process and temp dir is tracked and cleaned up on exit,
  * including on errors and Ctrl-C.
  *
- * Size: about 460 lines, one concept — a target's life as a process (its
+ * Size: about 520 lines, one concept — a target's life as a process (its
  * spec, start, stop and the /proc readings taken while it runs). The start
  * is most of it: the ready line, the open-file limit and the error a target
  * that fails to start gives.

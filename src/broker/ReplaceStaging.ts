@@ -56,8 +56,8 @@
  * `withholdDeparture`). Its sender may withdraw a staged message
  * (`withdraw`: `cancel_message`, `cancel_ask`).
  *
- * Size: about 460 lines (this stop added the per-recipient cap and the
- * departures held behind due messages, about 100), kept whole because it is
+ * Size: about 490 lines (the per-recipient cap, the share of the overall room and the
+ * departures held behind due messages, about 130), kept whole because it is
  * the single owner of the staged and due messages and of every count over
  * them: the caps and the held departures are counts that must change in the
  * same step as the message they count leaves. Holding a departure in the

@@ -26,7 +26,7 @@
  * and another when the limit made the client confirm them anyway
  * (statusLine.ts decides what the footer and the warnings say).
  *
- * Size: one concept — one generation's life, about 450 lines: building its
+ * Size: one concept — one generation's life, about 490 lines: building its
  * runtime and layers, feeding pi's events to it, and closing it. What could
  * stand alone already does (the backlog of pi's events, lifecycleBacklog.ts;
  * the status line's text and warnings, statusLine.ts; the pi host, host.ts);
