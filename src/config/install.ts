@@ -28,18 +28,16 @@ const readPackage = (dir: string): PackageInfo | undefined => {
   }
 }
 
-let found: PackageInfo | undefined
-
-/** The nearest ancestor of this module whose package.json names this package. */
+/**
+ * The nearest ancestor of this module whose package.json names this package.
+ * Read on each call, not cached: a process asks once or twice (its `--version`,
+ * a broker spawn), and a cache would be module-level state.
+ */
 export const packageInfo = (): PackageInfo | undefined => {
-  if (found !== undefined) return found
   let dir = path.dirname(fileURLToPath(import.meta.url))
   while (true) {
     const info = readPackage(dir)
-    if (info !== undefined) {
-      found = info
-      return info
-    }
+    if (info !== undefined) return info
     const parent = path.dirname(dir)
     if (parent === dir) return undefined
     dir = parent
