@@ -180,11 +180,14 @@ export const SESSION_HELD = "E_SESSION_HELD"
  * the taker may be only reconnecting. Sent only where the broker granted
  * this; one without it ignores the field. The grant the client knows is the
  * broker's it was taken over on: a broker restarted since as an older
- * version registers the `ifReleased` as a plain register (or, without
- * `reclaim-v1`, a takeover of a live holder) before the client sees its
- * grant. The client then drops that connection at once (no `unregister`:
- * the mail it did not confirm goes back) and asks that broker no more
- * `ifReleased`: such a broker may see a brief registration.
+ * version registers the `ifReleased` before the client sees its grant. With
+ * `reclaim-v1` it honoured `ifFree` (the id was free, but the taker may be
+ * only reconnecting): the client drops that connection at once (no
+ * `unregister`: the mail it did not confirm goes back; such a broker sees a
+ * brief registration) and sends no more `ifReleased`, to any broker, until
+ * the taker's process exits (then `ifFree`). Without `reclaim-v1` it took
+ * the id from a live taker (told `taken_over`, that one stops): the client
+ * keeps that connection, or nobody would hold the id.
  */
 export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
 
