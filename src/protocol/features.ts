@@ -172,8 +172,9 @@ export const SESSION_HELD = "E_SESSION_HELD"
 /**
  * Taking the id back when its holder gave it up (extension): a `register`
  * with `ifReleased: true` is accepted only if no live connection holds the
- * id (`E_SESSION_HELD` otherwise, as `ifFree`) and its last holder on this
- * broker left it by `unregister` (`E_SESSION_NOT_RELEASED` otherwise: its
+ * id (`E_SESSION_HELD` otherwise, as `ifFree`) and its last holder in the
+ * scope (in any group) on this broker left it by `unregister`
+ * (`E_SESSION_NOT_RELEASED` otherwise: its
  * connection closed without one, or this broker never saw it leave, as after
  * a restart while the holder reconnects). A client taken over asks so while
  * the process that took the id over is alive, which `ifFree` alone must not:
@@ -208,7 +209,10 @@ export const SESSION_RELEASED_RECENTLY = "E_SESSION_RELEASED_RECENTLY"
  * is still refused to `ifReleased` (`E_SESSION_RELEASED_RECENTLY`). Below the
  * broker's idle exit (5 s after its last session left) by more than the
  * client's retry takes: a client refused so asks again after this long, and
- * finds the broker that saw the release still running.
+ * finds the broker that saw the release still running (not under an
+ * `--idle-exit` shorter than this, with no session left). A holder whose
+ * new client registers more than this after its `unregister` loses the id
+ * once: the take-back wins, and the new client takes the id over again.
  */
 export const RELEASE_GRACE_MS = 2_000
 

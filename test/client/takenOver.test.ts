@@ -265,4 +265,23 @@ describe("taken over by another client with the same session id", () => {
       assert.deepInclude(yield* a.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
       assert.deepInclude(yield* b.status, { connected: true, connections: 1 })
     }))
+  // The taker's giving the id up is recorded in its group; the take-back asks in the client's own.
+  it.effect("taken over from another group, it takes the id back once the taker gives it up, its process alive", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g1" }))
+      yield* settle(a.connect)
+      const b = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g2", registration: registeredAs(process.pid) })
+      )
+      yield* settle(b.client.connect)
+      yield* advance("100 millis")
+      assert.deepInclude(yield* a.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+      yield* b.close
+      yield* advance(`${RECLAIM_INTERVAL_MS * 2 + RELEASE_GRACE_MS} millis`)
+      const back = yield* a.status
+      assert.deepInclude(back, { connected: true, connections: 2 })
+      assert.isUndefined(back.takenOver)
+    }))
 })
