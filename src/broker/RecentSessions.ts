@@ -17,6 +17,8 @@ export interface RecentSession {
   readonly key: string
   readonly id: string
   readonly spaceKey: string
+  /** Its scope's key: the groups of one scope share it (`spaceKey` is the group's). */
+  readonly scopeKey: string
   readonly name: string | undefined
   readonly infoJson: string
   readonly identity: string | undefined
@@ -52,8 +54,10 @@ class ScopeRecents {
   readonly byId = new Map<string, RecentSession>()
 }
 
+const scopedIdOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
+
 const bytesOf = (recent: RecentSession): number =>
-  2 * (recent.key.length + recent.id.length + recent.infoJson.length + (recent.name?.length ?? 0) +
+  2 * (recent.key.length + recent.id.length + recent.scopeKey.length + recent.infoJson.length + (recent.name?.length ?? 0) +
     (recent.identity?.length ?? 0)) + 256
 
 /**
@@ -63,6 +67,8 @@ const bytesOf = (recent: RecentSession): number =>
 export class RecentSessions {
   private readonly entries = new AgedMap<string, Stored>()
   private readonly scopes = new Map<string, ScopeRecents>()
+  /** The records of one id in one scope, whatever its group (one per group it left from). */
+  private readonly byScopedId = new SetIndex<string, RecentSession>()
   private bytes = 0
 
   /** Records held, over all scopes. */
@@ -84,10 +90,18 @@ export class RecentSessions {
     return this.scopes.get(spaceKey)?.byId.get(id)
   }
 
-  /** When the session `id` of `spaceKey` left (its record was made), or undefined if it is not remembered. */
-  leftAt(spaceKey: string, id: string): number | undefined {
-    const recent = this.get(spaceKey, id)
-    return recent === undefined ? undefined : this.entries.setAt(recent.key)
+  /**
+   * The last time the id `id` left the scope `scopeKey`, in any of its groups: the record and when
+   * it was made (the latest; on a tie, one not given up). Undefined if no departure is remembered.
+   */
+  lastDeparture(scopeKey: string, id: string): { readonly recent: RecentSession; readonly at: number } | undefined {
+    let last: { readonly recent: RecentSession; readonly at: number } | undefined
+    for (const recent of this.byScopedId.get(scopedIdOf(scopeKey, id)) ?? []) {
+      const at = this.entries.setAt(recent.key)
+      if (at === undefined) continue
+      if (last === undefined || at > last.at || (at === last.at && !recent.released)) last = { recent, at }
+    }
+    return last
   }
 
   /** Remembers `recent` (replacing an earlier record of the same session) as of `now`. */
@@ -100,6 +114,7 @@ export class RecentSessions {
     if (scope === undefined) this.scopes.set(recent.spaceKey, scope = new ScopeRecents())
     scope.byId.set(recent.id, recent)
     scope.ids.add(recent.id)
+    this.byScopedId.add(scopedIdOf(recent.scopeKey, recent.id), recent)
     if (recent.name !== undefined) scope.byName.add(recent.name.toLowerCase(), recent)
     this.expire(now)
     while (this.entries.size > MAX_RECENT || this.bytes + this.scopes.size * SCOPE_BYTES > MAX_RECENT_BYTES) {
@@ -144,6 +159,7 @@ export class RecentSessions {
   private unindex(stored: Stored): void {
     const recent = stored.recent
     this.bytes -= stored.bytes
+    this.byScopedId.delete(scopedIdOf(recent.scopeKey, recent.id), recent)
     const scope = this.scopes.get(recent.spaceKey)
     if (scope === undefined) return
     scope.byId.delete(recent.id)

@@ -256,12 +256,15 @@ export class Registration {
       return closePeer(peer, "end")
     }
     if (ifReleased) {
-      if (registry.recent.get(spaceKey, id)?.released !== true) {
+      // Its last departure from the scope, in whichever group: a takeover reaches across groups, and so
+      // does the taker's giving the id up.
+      const departure = registry.recent.lastDeparture(scopeKey, id)
+      if (departure?.recent.released !== true) {
         output.enqueue(peer, Encode.registrationFailedFrame(sessionNotReleased(id), SESSION_NOT_RELEASED))
         return closePeer(peer, "end")
       }
       // Not at once: a holder replacing its client (pi's /reload) unregisters, then registers the id again.
-      if (this.ctx.now() - (registry.recent.leftAt(spaceKey, id) ?? 0) < RELEASE_GRACE_MS) {
+      if (this.ctx.now() - departure.at < RELEASE_GRACE_MS) {
         output.enqueue(peer, Encode.registrationFailedFrame(sessionReleasedRecently(id), SESSION_RELEASED_RECENTLY))
         return closePeer(peer, "end")
       }
@@ -375,6 +378,7 @@ export class Registration {
         key: session.key,
         id: session.id,
         spaceKey: space.key,
+        scopeKey: session.scopeKey,
         name: session.fields.name,
         infoJson: session.infoJson,
         identity: session.identity,

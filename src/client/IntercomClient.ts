@@ -254,9 +254,9 @@ const make = (
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
 
-    /** Why an `ifReleased` take-back was dropped: the broker registered it without honouring the flag. */
+    /** Why an `ifReleased` take-back was dropped: the broker registered it as free, not asking whether it was given up. */
     const ungrantedReleased =
-      "the broker did not grant reclaim-released-v1: it registered the session without asking whether the taker gave it up, so the registration was dropped"
+      "the broker did not grant reclaim-released-v1: it registered the session as free without asking whether the taker gave it up (the taker may be reconnecting), so the registration was dropped"
 
     /**
      * A request the broker did not answer, with the broker named — its pid
@@ -277,9 +277,11 @@ const make = (
     /**
      * One attempt: make sure a broker runs, then dial and register in a Scope of its own; after a
      * takeover (`takeover-v1`), `ifFree` only if no live connection holds the id, `ifReleased` only if
-     * besides its last holder gave it up on this broker. A broker that does not grant
-     * `reclaim-released-v1` ignored `ifReleased` (and one without `reclaim-v1`, `ifFree` too): its
-     * registration is dropped at once, before anything uses it, and `ungranted` is called.
+     * besides its last holder gave it up on this broker. A broker that grants `reclaim-v1` but not
+     * `reclaim-released-v1` honoured `ifFree` only: the id was free, but its taker may be only
+     * reconnecting, so that registration is dropped at once, before anything uses it, and `ungranted`
+     * is called. One without `reclaim-v1` ignored both: the takeover is done (the taker was told
+     * `taken_over` and stops), so that connection is kept — dropping it would leave nobody the id.
      */
     const attemptWith = (only: "ifFree" | "ifReleased" | undefined, ungranted?: () => void) => Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
@@ -315,10 +317,13 @@ const make = (
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
-      if (only === "ifReleased" && !connection.features.has(RECLAIM_RELEASED_V1)) {
-        // This broker (a restarted one, older) registered the id without asking whether it was given up:
+      if (
+        only === "ifReleased" && !connection.features.has(RECLAIM_RELEASED_V1) && connection.features.has(RECLAIM_V1)
+      ) {
+        // This broker (a restarted one, older) found the id free without asking whether it was given up:
         // the taker, alive, may be only reconnecting. Dropped without `unregister`, so the broker gives
-        // back the mail this connection did not confirm, as on any drop.
+        // back the mail this connection did not confirm, as on any drop. (Without `reclaim-v1` it took
+        // the id from the taker, which stops: kept, or nobody would hold it.)
         ungranted?.()
         yield* connection.destroy.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
         return yield* new IntercomNotConnected({ reason: ungrantedReleased, sessionHeld: true })
@@ -435,18 +440,25 @@ const make = (
      * One take-back attempt. While the taker's process lives, only if the id was given up
      * (`ifReleased`, while `asking.released`: the broker granted `reclaim-released-v1`; refused here,
      * without asking the broker, otherwise); once it has exited, if the id is free (`ifFree`). A broker
-     * that then registers an `ifReleased` without granting the extension (a restarted, older one) has
-     * its registration dropped, and `asking.released` turns false: no more `ifReleased` to it.
-     * Succeeds with the connection and whether the taker had left (`ifFree`) or gave the id up.
+     * that then finds the id free without granting the extension (a restarted, older one with
+     * `reclaim-v1`) has its registration dropped, and `asking.released` turns false for good: no more
+     * `ifReleased`, to this broker or a later one, until the taker's process exits (then `ifFree`).
+     * Succeeds with the connection and how the taker lost the id (left, gave it up, or taken from it
+     * by a broker without `reclaim-v1`).
      */
     const reclaimAttempt = (over: IntercomNotConnected, asking: { released: boolean }) => {
       const pid = over.takenOver?.pid
       const takerAlive = pid === undefined ? Effect.succeed(false) : isProcessAlive(pid)
       return Effect.flatMap(takerAlive, (alive) =>
         !alive
-          ? Effect.map(attemptWith("ifFree"), (back) => ({ ...back, takerLeft: true }))
+          ? Effect.map(attemptWith("ifFree"), (back) => ({ ...back, how: "has left" }))
           : asking.released
-          ? Effect.map(attemptWith("ifReleased", () => (asking.released = false)), (back) => ({ ...back, takerLeft: false }))
+          ? Effect.map(attemptWith("ifReleased", () => (asking.released = false)), (back) => ({
+            ...back,
+            how: back.connection.features.has(RECLAIM_RELEASED_V1)
+              ? "gave it up"
+              : "lost it to this register: the broker (an older version, without reclaim-v1) ignored ifReleased"
+          }))
           : Effect.fail(over))
     }
 
@@ -477,7 +489,7 @@ const make = (
       )
       return Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
         Effect.andThen(attempts),
-        Effect.flatMap(({ connection, scope, takerLeft }) =>
+        Effect.flatMap(({ connection, scope, how }) =>
           Effect.suspend(() => {
             takenOver = undefined
             takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
@@ -486,9 +498,7 @@ const make = (
             return adopt(connection, scope).pipe(
               Effect.andThen(Deferred.succeed(back, connection)),
               Effect.andThen(Effect.logInfo(
-                `Intercom: took session ${options.sessionId} back; the process that took it over${pid} ${
-                  takerLeft ? "has left" : "gave it up"
-                }`
+                `Intercom: took session ${options.sessionId} back; the process that took it over${pid} ${how}`
               )),
               Effect.catch((error) => Deferred.fail(back, error))
             )

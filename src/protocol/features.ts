@@ -172,19 +172,23 @@ export const SESSION_HELD = "E_SESSION_HELD"
 /**
  * Taking the id back when its holder gave it up (extension): a `register`
  * with `ifReleased: true` is accepted only if no live connection holds the
- * id (`E_SESSION_HELD` otherwise, as `ifFree`) and its last holder on this
- * broker left it by `unregister` (`E_SESSION_NOT_RELEASED` otherwise: its
+ * id (`E_SESSION_HELD` otherwise, as `ifFree`) and its last holder in the
+ * scope (in any group) on this broker left it by `unregister`
+ * (`E_SESSION_NOT_RELEASED` otherwise: its
  * connection closed without one, or this broker never saw it leave, as after
  * a restart while the holder reconnects). A client taken over asks so while
  * the process that took the id over is alive, which `ifFree` alone must not:
  * the taker may be only reconnecting. Sent only where the broker granted
  * this; one without it ignores the field. The grant the client knows is the
  * broker's it was taken over on: a broker restarted since as an older
- * version registers the `ifReleased` as a plain register (or, without
- * `reclaim-v1`, a takeover of a live holder) before the client sees its
- * grant. The client then drops that connection at once (no `unregister`:
- * the mail it did not confirm goes back) and asks that broker no more
- * `ifReleased`: such a broker may see a brief registration.
+ * version registers the `ifReleased` before the client sees its grant. With
+ * `reclaim-v1` it honoured `ifFree` (the id was free, but the taker may be
+ * only reconnecting): the client drops that connection at once (no
+ * `unregister`: the mail it did not confirm goes back; such a broker sees a
+ * brief registration) and sends no more `ifReleased`, to any broker, until
+ * the taker's process exits (then `ifFree`). Without `reclaim-v1` it took
+ * the id from a live taker (told `taken_over`, that one stops): the client
+ * keeps that connection, or nobody would hold the id.
  */
 export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
 
@@ -205,7 +209,10 @@ export const SESSION_RELEASED_RECENTLY = "E_SESSION_RELEASED_RECENTLY"
  * is still refused to `ifReleased` (`E_SESSION_RELEASED_RECENTLY`). Below the
  * broker's idle exit (5 s after its last session left) by more than the
  * client's retry takes: a client refused so asks again after this long, and
- * finds the broker that saw the release still running.
+ * finds the broker that saw the release still running (not under an
+ * `--idle-exit` shorter than this, with no session left). A holder whose
+ * new client registers more than this after its `unregister` loses the id
+ * once: the take-back wins, and the new client takes the id over again.
  */
 export const RELEASE_GRACE_MS = 2_000
 

@@ -132,4 +132,37 @@ describe("groups", () => {
       yield* holder.client.next("message")
       assert.notInclude(holder.client.received().map((f) => f.type), "taken_over")
     }))
+  // ifReleased asks whether the id's last holder gave it up: that holder may be in another group of the
+  // scope (a takeover reaches across groups), so its last departure anywhere in the scope is what counts.
+  it.effect("ifReleased is judged on the id's last departure in the scope, whatever its group", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const takeBack = Effect.gen(function*() {
+        const asking = yield* broker.connect("asking")
+        yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
+        return asking
+      })
+      const watchers = { g1: yield* broker.session({ sessionId: "w1", ...grouped("g1") }), g2: yield* broker.session({ sessionId: "w2", ...grouped("g2") }) }
+      const left = (group: "g1" | "g2") => watchers[group].client.next("session_left", (f) => f.sessionId === "twin")
+      // Taken over from g1 by g2 (g1's record: not given up); the taker gives it up in g2: taken back.
+      const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
+      const taker = yield* broker.session({ sessionId: "twin", session: { pid: 4242 }, frame: { features, group: "g2" } })
+      yield* first.client.waitClosed()
+      yield* taker.client.send({ type: "unregister" })
+      yield* left("g2")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const back = yield* takeBack
+      yield* back.next("registered")
+      // Given up in g1 now; then taken in g2, whose holder's connection closes without unregister
+      // (it may be reconnecting): g1's older release does not let ifReleased take it.
+      yield* back.send({ type: "unregister" })
+      yield* left("g1")
+      const again = yield* broker.session({ sessionId: "twin", frame: { features, group: "g2" } })
+      yield* again.client.destroy
+      yield* left("g2")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const refused = yield* Effect.flatMap(takeBack, (asking) => asking.next("registration_failed"))
+      assert.strictEqual(refused.code, "E_SESSION_NOT_RELEASED")
+    }))
 })

@@ -16,6 +16,9 @@ import { message } from "../support/broker.ts"
 import { advance, advanceTo, memoryNetwork, now, settle } from "../support/memory.ts"
 import { RECLAIM_INTERVAL_MS } from "../../src/client/IntercomClient.ts"
 import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
 import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const TWIN = "aaaaaaaa-2222-4000-8000-00000000000a"
@@ -28,6 +31,23 @@ const exitedPid = Effect.sync(() => {
   assert.strictEqual(child.status, 0, "the short-lived child ran")
   return child.pid
 })
+
+/**
+ * Once `older.on`, every register through it asks for neither reclaim extension: the broker then
+ * grants takeover-v1 only, as one from before reclaim-v1 does, and ignores `ifFree` and `ifReleased`.
+ */
+const olderDial = (base: Dialer, older: { on: boolean }): Dialer => (socketPath) =>
+  Effect.map(base(socketPath), (connection): Connection => {
+    const strip = (frames: ReadonlyArray<OutFrame>) =>
+      !older.on ? frames : frames.map((frame) => {
+        const text = frameText(frame)
+        if (!text.includes('"type":"register"')) return frame
+        const parsed = JSON.parse(text)
+        parsed.features = (parsed.features ?? []).filter((f: string) => f !== RECLAIM_V1 && f !== RECLAIM_RELEASED_V1)
+        return JSON.stringify(parsed)
+      })
+    return { ...connection, write: (frames) => connection.write(strip(frames)), writeAll: (frames) => connection.writeAll(strip(frames)) }
+  })
 
 describe("taken over by another client with the same session id", () => {
   it.effect("the old client does not reconnect, says why, and the new one keeps the id", () =>
@@ -179,29 +199,69 @@ describe("taken over by another client with the same session id", () => {
     }))
   // The taker (this process) lives; the broker it was taken over on granted reclaim-released-v1, and the
   // one that answers the take-back (restarted, an older version) does not: it ignored `ifReleased`.
-  for (const [older, features] of [
-    ["reclaim-v1 only", ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1]],
-    ["neither extension", ["exact-send-v1", TAKEOVER_V1]]
-  ] as const) {
-    it.effect(`an ifReleased registered by a restarted broker with ${older} is dropped at once, and not asked again`, () =>
-      Effect.gen(function*() {
-        const fake = yield* memoryFakeBroker({
-          features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1],
-          laterFeatures: features,
-          takeOverFirst: process.pid
-        })
-        const { client } = yield* makeMemoryClient(memoryClientOptions(fake, TWIN, "twin", timings))
-        yield* settle(client.connect)
-        yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
-        assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
-        const registers = fake.ofType("register").map((seen) => seen.frame)
-        assert.strictEqual(registers.length, 2, "one ifReleased take-back, then none to that broker")
-        assert.deepInclude(registers[1], { ifFree: true, ifReleased: true })
-        // Dropped, not given up: the broker gives back the mail it did not confirm.
-        assert.deepStrictEqual(fake.ofType("unregister"), [])
-        assert.deepStrictEqual(fake.ended(), [1, 2])
-      }))
-  }
+  it.effect("an ifReleased registered by a restarted broker with reclaim-v1 only is dropped at once, and not asked again", () =>
+    Effect.gen(function*() {
+      const fake = yield* memoryFakeBroker({
+        features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1],
+        laterFeatures: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1],
+        takeOverFirst: process.pid
+      })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, TWIN, "twin", timings))
+      yield* settle(client.connect)
+      yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
+      assert.deepInclude(yield* client.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
+      const registers = fake.ofType("register").map((seen) => seen.frame)
+      assert.strictEqual(registers.length, 2, "one ifReleased take-back, then none to that broker")
+      assert.deepInclude(registers[1], { ifFree: true, ifReleased: true })
+      // Dropped, not given up: the broker gives back the mail it did not confirm.
+      assert.deepStrictEqual(fake.ofType("unregister"), [])
+      assert.deepStrictEqual(fake.ended(), [1, 2])
+    }))
+  // Without reclaim-v1 the broker ignored ifFree too: the register took the id from the live taker (told
+  // `taken_over`, it stops). Dropping it too would leave nobody the id: the client keeps it.
+  it.effect("an ifReleased registered by a restarted broker with neither extension is kept: the takeover is done", () =>
+    Effect.gen(function*() {
+      const fake = yield* memoryFakeBroker({
+        features: ["exact-send-v1", TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1],
+        laterFeatures: ["exact-send-v1", TAKEOVER_V1],
+        takeOverFirst: process.pid
+      })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(fake, TWIN, "twin", timings))
+      yield* settle(client.connect)
+      yield* advance(`${RECLAIM_INTERVAL_MS * 4} millis`)
+      const status = yield* client.status
+      assert.deepInclude(status, { connected: true, connections: 2 })
+      assert.isUndefined(status.takenOver)
+      const registers = fake.ofType("register").map((seen) => seen.frame)
+      assert.strictEqual(registers.length, 2)
+      assert.deepInclude(registers[1], { ifFree: true, ifReleased: true })
+      assert.deepStrictEqual(fake.ended(), [1])
+    }))
+  // The same with a real broker: restarted as a takeover-v1-only one, the ifReleased take-back takes the
+  // id from the live taker, which is told and stops. Somebody must hold the id afterwards.
+  it.effect("restarted as a takeover-v1-only broker, an ifReleased take-back that took the id over keeps it", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const older = { on: false }
+      const network = { address: world.address, dial: olderDial(world.dial, older) }
+      const broker = yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const taker = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
+      yield* settle(taker.client.connect)
+      yield* advance("100 millis")
+      assert.deepInclude(yield* first.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+      older.on = true
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance("1500 millis")
+      assert.deepInclude(yield* taker.client.status, { connected: true, connections: 2 })
+      yield* advance(`${RECLAIM_INTERVAL_MS * 2} millis`)
+      const back = yield* first.status
+      assert.deepInclude(back, { connected: true, connections: 2 })
+      assert.isUndefined(back.takenOver)
+      assert.deepInclude(yield* taker.client.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+    }))
   // The taker (this process) replaces its client (pi's /reload): the old one unregisters, the new one
   // registers the id some hundreds of ms later. A take-back landing in between must not win.
   it.effect("a take-back in the gap of the taker's reload is refused; one a grace after a release succeeds", () =>
@@ -249,5 +309,24 @@ describe("taken over by another client with the same session id", () => {
       yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
       assert.deepInclude(yield* a.status, { connected: false, connections: 1, takenOver: { sessionId: TWIN, pid: process.pid } })
       assert.deepInclude(yield* b.status, { connected: true, connections: 1 })
+    }))
+  // The taker's giving the id up is recorded in its group; the take-back asks in the client's own.
+  it.effect("taken over from another group, it takes the id back once the taker gives it up, its process alive", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g1" }))
+      yield* settle(a.connect)
+      const b = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", { ...timings, group: "g2", registration: registeredAs(process.pid) })
+      )
+      yield* settle(b.client.connect)
+      yield* advance("100 millis")
+      assert.deepInclude(yield* a.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+      yield* b.close
+      yield* advance(`${RECLAIM_INTERVAL_MS * 2 + RELEASE_GRACE_MS} millis`)
+      const back = yield* a.status
+      assert.deepInclude(back, { connected: true, connections: 2 })
+      assert.isUndefined(back.takenOver)
     }))
 })
