@@ -79,7 +79,7 @@ import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
-import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS } from "../protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../protocol/features.ts"
 import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
@@ -318,12 +318,15 @@ const make = (
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
       if (
-        only === "ifReleased" && !connection.features.has(RECLAIM_RELEASED_V1) && connection.features.has(RECLAIM_V1)
+        only === "ifReleased" && !connection.features.has(RECLAIM_RELEASED_V1) &&
+        (connection.features.has(RECLAIM_V1) || !connection.features.has(TAKEOVER_V1))
       ) {
-        // This broker (a restarted one, older) found the id free without asking whether it was given up:
-        // the taker, alive, may be only reconnecting. Dropped without `unregister`, so the broker gives
-        // back the mail this connection did not confirm, as on any drop. (Without `reclaim-v1` it took
-        // the id from the taker, which stops: kept, or nobody would hold it.)
+        // This broker (a restarted one, older) did not ask whether the id was given up. With `reclaim-v1`
+        // it found the id free: the taker, alive, may be only reconnecting. Without `takeover-v1` either,
+        // it ended the taker without telling it, so the taker will take the id back, and keeping this one
+        // would make the two take it from each other for ever. Dropped without `unregister`, so the broker
+        // gives back the mail this connection did not confirm, as on any drop. (With `takeover-v1` alone
+        // it took the id from the taker, which was told and stops: kept, or nobody would hold it.)
         ungranted?.()
         yield* connection.destroy.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
         return yield* new IntercomNotConnected({ reason: ungrantedReleased, sessionHeld: true })

@@ -186,9 +186,12 @@ export const SESSION_HELD = "E_SESSION_HELD"
  * only reconnecting): the client drops that connection at once (no
  * `unregister`: the mail it did not confirm goes back; such a broker sees a
  * brief registration) and sends no more `ifReleased`, to any broker, until
- * the taker's process exits (then `ifFree`). Without `reclaim-v1` it took
- * the id from a live taker (told `taken_over`, that one stops): the client
- * keeps that connection, or nobody would hold the id.
+ * the taker's process exits (then `ifFree`). With `takeover-v1` alone it
+ * took the id from a live taker (told `taken_over`, that one stops): the
+ * client keeps that connection, or nobody would hold the id. With neither it
+ * ended the taker without telling it, so the taker takes the id back: the
+ * client drops the connection as above, or the two would take the id from
+ * each other on every reconnect.
  */
 export const RECLAIM_RELEASED_V1 = "reclaim-released-v1"
 

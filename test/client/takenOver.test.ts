@@ -33,18 +33,25 @@ const exitedPid = Effect.sync(() => {
 })
 
 /**
- * Once `older.on`, every register through it asks for neither reclaim extension: the broker then
- * grants takeover-v1 only, as one from before reclaim-v1 does, and ignores `ifFree` and `ifReleased`.
+ * Once `older.on`, every register through it asks for none of `withheld` (by default both reclaim
+ * extensions): the broker then grants takeover-v1 only, as one from before reclaim-v1 does, and ignores
+ * `ifFree` and `ifReleased`.
  */
-const olderDial = (base: Dialer, older: { on: boolean }): Dialer => (socketPath) =>
+const olderDial = (
+  base: Dialer,
+  older: { on: boolean },
+  withheld: ReadonlyArray<string> = [RECLAIM_V1, RECLAIM_RELEASED_V1]
+): Dialer =>
+(socketPath) =>
   Effect.map(base(socketPath), (connection): Connection => {
     const strip = (frames: ReadonlyArray<OutFrame>) =>
       !older.on ? frames : frames.map((frame) => {
         const text = frameText(frame)
         if (!text.includes('"type":"register"')) return frame
-        const parsed = JSON.parse(text)
-        parsed.features = (parsed.features ?? []).filter((f: string) => f !== RECLAIM_V1 && f !== RECLAIM_RELEASED_V1)
-        return JSON.stringify(parsed)
+        const parsed: unknown = JSON.parse(text)
+        if (typeof parsed !== "object" || parsed === null) return frame
+        const features: ReadonlyArray<unknown> = "features" in parsed && Array.isArray(parsed.features) ? parsed.features : []
+        return JSON.stringify({ ...parsed, features: features.filter((f) => typeof f !== "string" || !withheld.includes(f)) })
       })
     return { ...connection, write: (frames) => connection.write(strip(frames)), writeAll: (frames) => connection.writeAll(strip(frames)) }
   })
@@ -261,6 +268,33 @@ describe("taken over by another client with the same session id", () => {
       assert.deepInclude(back, { connected: true, connections: 2 })
       assert.isUndefined(back.takenOver)
       assert.deepInclude(yield* taker.client.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+    }))
+  // Restarted as a broker without takeover-v1 either: the take-back ended the taker without telling it,
+  // so the taker takes the id back at once. Keeping the take-back would make the two take it from each
+  // other on every reconnect; dropped, the taker keeps the id and the old client waits.
+  it.effect("restarted as a broker without takeover-v1 either, an ifReleased take-back is dropped: no two clients taking the id in turn", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const older = { on: false }
+      const network = { address: world.address, dial: olderDial(world.dial, older, [RECLAIM_V1, RECLAIM_RELEASED_V1, TAKEOVER_V1]) }
+      const broker = yield* world.startBroker({ idleExit: null })
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", timings))
+      yield* settle(first.connect)
+      const taker = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
+      yield* settle(taker.client.connect)
+      yield* advance("100 millis")
+      assert.deepInclude(yield* first.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+      older.on = true
+      yield* broker.crash
+      yield* world.startBroker({ idleExit: null })
+      yield* advance("1500 millis")
+      const before = (yield* first.status).connections + (yield* taker.client.status).connections
+      yield* advance(`${RECLAIM_INTERVAL_MS * 6} millis`)
+      const a = yield* first.status
+      const b = yield* taker.client.status
+      assert.isAtMost(a.connections + b.connections - before, 2, "at most one take-back and one reconnect of the taker")
+      assert.deepInclude(b, { connected: true })
+      assert.deepInclude(a, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
     }))
   // The taker (this process) replaces its client (pi's /reload): the old one unregisters, the new one
   // registers the id some hundreds of ms later. A take-back landing in between must not win.
