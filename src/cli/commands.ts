@@ -187,7 +187,7 @@ const brokerBase = Command.make("broker", {
   ),
   // The broker exports as intercom-broker however it is started: here as on the fast path (brokerEntry.ts).
   Command.provide(brokerTelemetry),
-  Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop)"),
+  Command.withShortDescription("Run the broker in the foreground (subcommands: status, stop, stats)"),
   Command.withDescription(
     "Run the intercom broker in the foreground. Prints `Intercom broker started (pid: <pid>)` once it listens; exits 0 on SIGINT/SIGTERM or when idle."
   )
