@@ -165,4 +165,29 @@ describe("groups", () => {
       const refused = yield* Effect.flatMap(takeBack, (asking) => asking.next("registration_failed"))
       assert.strictEqual(refused.code, "E_SESSION_NOT_RELEASED")
     }))
+
+  // The holder taken over from another group leaves when its connection closes, which may be seen after
+  // the taker gave the id up: its departure is not the id's last, and the take-back is not refused for it.
+  it.effect("a taker in another group that gives the id up before the old holder's close is seen lets ifReleased take it back", () =>
+    Effect.gen(function*() {
+      // A link of 4 frames: the old holder, not reading, holds its connection's close back (the `end`
+      // flush) until it reads again.
+      const broker = yield* withMemoryBroker({ linkCapacity: 4 })
+      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const watcher = yield* broker.session({ sessionId: "w1", ...grouped("g1") })
+      const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
+      yield* first.client.pause
+      for (let i = 0; i < 8; i++) assertDelivered(yield* send(watcher.client, "twin", message(`unread ${i}`)))
+      const taker = yield* broker.session({ sessionId: "twin", session: { pid: 4242 }, frame: { features, group: "g2" } })
+      yield* taker.client.send({ type: "unregister" })
+      yield* taker.client.roundTrip
+      yield* first.client.resume
+      yield* first.client.waitClosed()
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const asking = yield* broker.connect("asking")
+      yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
+      const reply = yield* asking.next(["registered", "registration_failed"])
+      assert.strictEqual(reply.type, "registered", JSON.stringify(reply))
+    }))
 })
