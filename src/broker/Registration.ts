@@ -309,8 +309,10 @@ export class Registration {
     const fields = fieldsFromRegistration(frame.session)
     const realCwd = normaliseCwd(fields.cwd)
     const endpointEpoch = randomUUID()
-    // A registration that takes a live session over (P16) is that session: short-lived only if it was.
-    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1) && (previous?.ephemeral ?? true)
+    // A registration that takes a live session over (P16), in its group or another, is that session:
+    // short-lived only if it was (one taken over already counts only when no other is live).
+    const displaced = previous ?? elsewhere.find((other) => !this.takenOverElsewhere.has(other)) ?? elsewhere[0]
+    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1) && (displaced?.ephemeral ?? true)
     const session: Session = {
       key: sessionKey(space.key, id),
       id,

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { GROUPS_V1, LIST_PAGE_V1, RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { EPHEMERAL_V1, GROUPS_V1, LIST_PAGE_V1, RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { list, message, registerFrame, send } from "../support/broker.ts"
@@ -183,6 +183,29 @@ describe("groups", () => {
       yield* taker.client.roundTrip
       yield* first.client.resume
       yield* first.client.waitClosed()
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const asking = yield* broker.connect("asking")
+      yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
+      const reply = yield* asking.next(["registered", "registration_failed"])
+      assert.strictEqual(reply.type, "registered", JSON.stringify(reply))
+    }))
+
+  // A takeover from another group is that session, as one in its own group is: short-lived only if the
+  // holder was, so an ephemeral taker that gives the id up leaves a record that ifReleased takes it on.
+  it.effect("an ephemeral taker from another group is the holder it took over: its release lets ifReleased take the id back", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const watcher = yield* broker.session({ sessionId: "w2", ...grouped("g2") })
+      const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
+      const taker = yield* broker.session({
+        sessionId: "twin",
+        session: { pid: 4242 },
+        frame: { features: [...features, EPHEMERAL_V1], group: "g2", ephemeral: true }
+      })
+      yield* first.client.waitClosed()
+      yield* taker.client.send({ type: "unregister" })
       yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
       yield* advance(`${RELEASE_GRACE_MS} millis`)
       const asking = yield* broker.connect("asking")
