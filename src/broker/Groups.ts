@@ -11,7 +11,7 @@
  *   another group of the scope takes it over there (the old one leaves, told
  *   `taken_over` first where it was granted `takeover-v1`, as a takeover in
  *   its own group is), and a register that asks for the id only if free
- *   (`ifFree`, `ifReleased`) finds it held (`heldElsewhere`).
+ *   (`ifFree`, `ifReleased`) finds it held (`liveElsewhere`).
  *
  * It owns one index — live sessions of each scope by id, across groups —
  * kept up to date through registration hooks.
@@ -39,11 +39,12 @@ export class Groups {
   }
 
   readonly hooks: RegistrationHooks = {
-    heldElsewhere: (scopeKey, spaceKey, id) => {
-      for (const other of this.byScopedId.get(scopedIdOf(scopeKey, id)) ?? []) {
-        if (other.space.key !== spaceKey) return true
-      }
-      return false
+    liveElsewhere: (scopeKey, spaceKey, id) => {
+      const live = this.byScopedId.get(scopedIdOf(scopeKey, id))
+      if (live === undefined) return []
+      const elsewhere: Array<Session> = []
+      for (const other of live) if (other.space.key !== spaceKey) elsewhere.push(other)
+      return elsewhere
     },
     registered: (session, previous) => {
       const key = scopedIdOf(session.scopeKey, session.id)

@@ -67,8 +67,12 @@ const bytesOf = (recent: RecentSession): number =>
 export class RecentSessions {
   private readonly entries = new AgedMap<string, Stored>()
   private readonly scopes = new Map<string, ScopeRecents>()
-  /** The records of one id in one scope, whatever its group (one per group it left from). */
-  private readonly byScopedId = new SetIndex<string, RecentSession>()
+  /**
+   * The latest departure of each id from each scope, whatever its group: the record last remembered
+   * for it (insertion order, not time: a clock that repeats or steps back does not reorder them).
+   * Dropped with that record, so it costs nothing past the records' bound.
+   */
+  private readonly lastDepartures = new Map<string, { readonly recent: RecentSession; readonly at: number }>()
   private bytes = 0
 
   /** Records held, over all scopes. */
@@ -91,21 +95,19 @@ export class RecentSessions {
   }
 
   /**
-   * The last time the id `id` left the scope `scopeKey`, in any of its groups: the record and when
-   * it was made (the latest; on a tie, one not given up). Undefined if no departure is remembered.
+   * The id `id`'s last departure from the scope `scopeKey`, in any of its groups: the record
+   * remembered last of those that count as one (`remember`), and when it was made. Undefined if none
+   * is remembered (never one, or its record was forgotten since).
    */
   lastDeparture(scopeKey: string, id: string): { readonly recent: RecentSession; readonly at: number } | undefined {
-    let last: { readonly recent: RecentSession; readonly at: number } | undefined
-    for (const recent of this.byScopedId.get(scopedIdOf(scopeKey, id)) ?? []) {
-      const at = this.entries.setAt(recent.key)
-      if (at === undefined) continue
-      if (last === undefined || at > last.at || (at === last.at && !recent.released)) last = { recent, at }
-    }
-    return last
+    return this.lastDepartures.get(scopedIdOf(scopeKey, id))
   }
 
-  /** Remembers `recent` (replacing an earlier record of the same session) as of `now`. */
-  remember(recent: RecentSession, now: number): void {
+  /**
+   * Remembers `recent` (replacing an earlier record of the same session) as of `now`; unless
+   * `departure` is false, it is also the id's last departure from its scope (`lastDeparture`).
+   */
+  remember(recent: RecentSession, now: number, departure = true): void {
     this.forget(recent.spaceKey, recent.id)
     const bytes = bytesOf(recent)
     this.entries.set(recent.key, { recent, bytes }, now)
@@ -114,7 +116,7 @@ export class RecentSessions {
     if (scope === undefined) this.scopes.set(recent.spaceKey, scope = new ScopeRecents())
     scope.byId.set(recent.id, recent)
     scope.ids.add(recent.id)
-    this.byScopedId.add(scopedIdOf(recent.scopeKey, recent.id), recent)
+    if (departure) this.lastDepartures.set(scopedIdOf(recent.scopeKey, recent.id), { recent, at: now })
     if (recent.name !== undefined) scope.byName.add(recent.name.toLowerCase(), recent)
     this.expire(now)
     while (this.entries.size > MAX_RECENT || this.bytes + this.scopes.size * SCOPE_BYTES > MAX_RECENT_BYTES) {
@@ -159,7 +161,8 @@ export class RecentSessions {
   private unindex(stored: Stored): void {
     const recent = stored.recent
     this.bytes -= stored.bytes
-    this.byScopedId.delete(scopedIdOf(recent.scopeKey, recent.id), recent)
+    const scopedId = scopedIdOf(recent.scopeKey, recent.id)
+    if (this.lastDepartures.get(scopedId)?.recent === recent) this.lastDepartures.delete(scopedId)
     const scope = this.scopes.get(recent.spaceKey)
     if (scope === undefined) return
     scope.byId.delete(recent.id)

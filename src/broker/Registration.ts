@@ -66,10 +66,12 @@ export interface RegistrationHooks {
    */
   readonly admit?: (peer: Peer, frame: RegisterFrame, features: ReadonlyArray<string>) => Admission | undefined
   /**
-   * Whether `id` is live in the scope `scopeKey` outside the space `spaceKey` (another group), where a
-   * register's takeover would reach it too: a register with `ifFree` or `ifReleased` finds it held.
+   * The sessions of the id `id` live in the scope `scopeKey` outside the space `spaceKey` (another
+   * group), where a register's takeover reaches them too: a register with `ifFree` or `ifReleased`
+   * finds the id held, and one that takes them over is marked so (its departure is not the id's last)
+   * and inherits their not being short-lived, as a takeover in the same group does.
    */
-  readonly heldElsewhere?: (scopeKey: string, spaceKey: string, id: string) => boolean
+  readonly liveElsewhere?: (scopeKey: string, spaceKey: string, id: string) => ReadonlyArray<Session>
   /** `session` registered (taking over `previous`, if any); its `registered` frame is already queued. */
   readonly registered?: (session: Session, previous: Session | undefined, now: number) => void
   /**
@@ -120,6 +122,12 @@ export class Registration {
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
   private observers = 0
+  /**
+   * Sessions taken over from another group (still live until their connection closes): their
+   * departure is remembered, but is not their id's last (`RecentSessions.lastDeparture`) — that is
+   * the taker's, which may come first (it unregisters before this one's close is seen).
+   */
+  private readonly takenOverElsewhere = new WeakSet<Session>()
 
   constructor(
     ctx: RouterContext,
@@ -218,6 +226,16 @@ export class Registration {
     })
   }
 
+  /** The id's sessions live in other groups of the scope (the concerns' `liveElsewhere`). */
+  private liveElsewhere(scopeKey: string, spaceKey: string, id: string): ReadonlyArray<Session> {
+    let found: ReadonlyArray<Session> = []
+    for (const hooks of this.hooks) {
+      const live = hooks.liveElsewhere?.(scopeKey, spaceKey, id)
+      if (live !== undefined && live.length > 0) found = found.length === 0 ? live : [...found, ...live]
+    }
+    return found
+  }
+
   private admitUnregistered(peer: Peer): void {
     this.unregistered.delete(peer)
     if (this.unregistered.size === 0) signal(this.registrationSignal)
@@ -248,9 +266,10 @@ export class Registration {
     // may be reconnecting, and the two would take the id from each other on every restart.
     // Held is live anywhere in the scope: a register takes the id over in another group too (Groups.ts).
     const ifReleased = frame.ifReleased === true && features.includes(RECLAIM_RELEASED_V1)
+    const elsewhere = this.liveElsewhere(scopeKey, spaceKey, id)
     if (
       (ifReleased || (frame.ifFree === true && features.includes(RECLAIM_V1))) &&
-      (previous !== undefined || this.hooks.some((hooks) => hooks.heldElsewhere?.(scopeKey, spaceKey, id) === true))
+      (previous !== undefined || elsewhere.length > 0)
     ) {
       output.enqueue(peer, Encode.registrationFailedFrame(sessionHeld(id), SESSION_HELD))
       return closePeer(peer, "end")
@@ -290,8 +309,10 @@ export class Registration {
     const fields = fieldsFromRegistration(frame.session)
     const realCwd = normaliseCwd(fields.cwd)
     const endpointEpoch = randomUUID()
-    // A registration that takes a live session over (P16) is that session: short-lived only if it was.
-    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1) && (previous?.ephemeral ?? true)
+    // A registration that takes a live session over (P16), in its group or another, is that session:
+    // short-lived only if it was (one taken over already counts only when no other is live).
+    const displaced = previous ?? elsewhere.find((other) => !this.takenOverElsewhere.has(other)) ?? elsewhere[0]
+    const ephemeral = frame.ephemeral === true && features.includes(EPHEMERAL_V1) && (displaced?.ephemeral ?? true)
     const session: Session = {
       key: sessionKey(space.key, id),
       id,
@@ -324,6 +345,8 @@ export class Registration {
       }
       closePeer(previous.peer, "end")
     }
+    // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
+    for (const other of elsewhere) this.takenOverElsewhere.add(other)
     registry.add(session, previous)
     this.unregistered.delete(peer)
     peer.state = "registered"
@@ -383,7 +406,7 @@ export class Registration {
         infoJson: session.infoJson,
         identity: session.identity,
         released: unregistered
-      }, now)
+      }, now, !this.takenOverElsewhere.has(session))
     }
     this.ctx.log("info", `session left: ${sessionLabel(session)}`)
     for (const hooks of this.hooks) hooks.left?.(session, now, unregistered)

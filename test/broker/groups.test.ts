@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { GROUPS_V1, LIST_PAGE_V1, RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { EPHEMERAL_V1, GROUPS_V1, LIST_PAGE_V1, RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { list, message, registerFrame, send } from "../support/broker.ts"
@@ -164,5 +164,53 @@ describe("groups", () => {
       yield* advance(`${RELEASE_GRACE_MS} millis`)
       const refused = yield* Effect.flatMap(takeBack, (asking) => asking.next("registration_failed"))
       assert.strictEqual(refused.code, "E_SESSION_NOT_RELEASED")
+    }))
+
+  // The holder taken over from another group leaves when its connection closes, which may be seen after
+  // the taker gave the id up: its departure is not the id's last, and the take-back is not refused for it.
+  it.effect("a taker in another group that gives the id up before the old holder's close is seen lets ifReleased take it back", () =>
+    Effect.gen(function*() {
+      // A link of 4 frames: the old holder, not reading, holds its connection's close back (the `end`
+      // flush) until it reads again.
+      const broker = yield* withMemoryBroker({ linkCapacity: 4 })
+      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const watcher = yield* broker.session({ sessionId: "w1", ...grouped("g1") })
+      const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
+      yield* first.client.pause
+      for (let i = 0; i < 8; i++) assertDelivered(yield* send(watcher.client, "twin", message(`unread ${i}`)))
+      const taker = yield* broker.session({ sessionId: "twin", session: { pid: 4242 }, frame: { features, group: "g2" } })
+      yield* taker.client.send({ type: "unregister" })
+      yield* taker.client.roundTrip
+      yield* first.client.resume
+      yield* first.client.waitClosed()
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const asking = yield* broker.connect("asking")
+      yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
+      const reply = yield* asking.next(["registered", "registration_failed"])
+      assert.strictEqual(reply.type, "registered", JSON.stringify(reply))
+    }))
+
+  // A takeover from another group is that session, as one in its own group is: short-lived only if the
+  // holder was, so an ephemeral taker that gives the id up leaves a record that ifReleased takes it on.
+  it.effect("an ephemeral taker from another group is the holder it took over: its release lets ifReleased take the id back", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker()
+      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const watcher = yield* broker.session({ sessionId: "w2", ...grouped("g2") })
+      const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
+      const taker = yield* broker.session({
+        sessionId: "twin",
+        session: { pid: 4242 },
+        frame: { features: [...features, EPHEMERAL_V1], group: "g2", ephemeral: true }
+      })
+      yield* first.client.waitClosed()
+      yield* taker.client.send({ type: "unregister" })
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
+      yield* advance(`${RELEASE_GRACE_MS} millis`)
+      const asking = yield* broker.connect("asking")
+      yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
+      const reply = yield* asking.next(["registered", "registration_failed"])
+      assert.strictEqual(reply.type, "registered", JSON.stringify(reply))
     }))
 })
