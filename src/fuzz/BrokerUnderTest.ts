@@ -128,7 +128,7 @@ const TROUBLE_LOG_LINES = 40
  * It never exits on idleness: an attack whose registrations are all refused leaves it without
  * sessions, and on a loaded machine the default 5 s idle delay ran out mid-attack.
  */
-const startProcess = (memoryReport: Duration.Input) => Effect.gen(function*() {
+const startProcess = (memoryReport: Duration.Input, imports: ReadonlyArray<string>) => Effect.gen(function*() {
   const root = yield* tempRoot
   const pkg = packageRoot()
   const main = path.join(pkg, "dist", "bin", "intercom.mjs")
@@ -152,7 +152,7 @@ const startProcess = (memoryReport: Duration.Input) => Effect.gen(function*() {
     Effect.sync(() => {
       const child = spawn(
         process.execPath,
-        ["--expose-gc", "--import", hook, main, "broker", "--dir", root, "--idle-exit", "never"],
+        ["--expose-gc", "--import", hook, ...imports.flatMap((module) => ["--import", module]), main, "broker", "--dir", root, "--idle-exit", "never"],
         // stdin: a pipe never written, whose end tells the GC hook the fuzzer is gone (gcHook.ts).
         { env: { ...brokerEnv(), [FUZZ_DIR_ENV]: root }, stdio: ["pipe", "pipe", "pipe"], detached: true }
       )
@@ -291,12 +291,14 @@ export const MEMORY_REPORT_TIMEOUT: Duration.Duration = Duration.seconds(30)
  * Starts the broker under test in the current Scope. `memoryReport` bounds
  * how long `memory` waits for the process's report (default
  * `MEMORY_REPORT_TIMEOUT`); past it, `memory` fails with a `BrokerTrouble`.
+ * `imports` are modules the process preloads after the GC hook (a test's
+ * fault hook: a broker that leaks, say); in-process they are ignored.
  */
 export const startBroker = (
   mode: BrokerMode,
-  options?: { readonly memoryReport?: Duration.Input }
+  options?: { readonly memoryReport?: Duration.Input; readonly imports?: ReadonlyArray<string> }
 ): Effect.Effect<BrokerUnderTest, BrokerTrouble, Scope.Scope> =>
-  mode === "process" ? startProcess(options?.memoryReport ?? MEMORY_REPORT_TIMEOUT) : startInProcess
+  mode === "process" ? startProcess(options?.memoryReport ?? MEMORY_REPORT_TIMEOUT, options?.imports ?? []) : startInProcess
 
 /**
  * Waits until `connections` is at most `target` (the broker has seen the
