@@ -157,6 +157,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const started = yield* Clock.currentTimeMillis
 
     const broker = yield* startBroker(mode, { memoryReport: Duration.millis(timeouts.memoryReportMs), imports: options.brokerImports ?? [] })
+    const brokerName = mode === "process" ? `the broker process ${broker.pid}` : "the in-process broker"
     const logEnd = () => {
       const last = broker.logLines().slice(-LAST_LOG_LINES).map((line) => line.slice(0, 90))
       return last.length === 0 ? "" : `; the end of its log: ${last.join(" ⏎ ")}`
@@ -170,7 +171,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
         Effect.sync(() => {
           if (broker.died() === undefined) {
             hung = true
-            findings.add("broker-hung", `the broker process ${broker.pid} is alive but sent no memory report: ${trouble.detail}${logEnd()}`)
+            findings.add("broker-hung", `${brokerName} is alive but sent no memory report: ${trouble.detail}${logEnd()}`)
           }
           return undefined
         }))
@@ -207,7 +208,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
 
     const attackStarted = yield* Clock.currentTimeMillis
     if (options.progress !== undefined) {
-      yield* options.progress(`attack phase started against ${mode === "process" ? `broker process ${broker.pid}` : "the in-process broker"}`)
+      yield* options.progress(`attack phase started against ${brokerName}`)
     }
     const attacker = (i: number) =>
       Effect.gen(function*() {
@@ -264,9 +265,11 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const silence = yield* Effect.raceFirst(Effect.as(attackPhase, Option.none<number>()), Effect.map(hungWatch, Option.some))
     if (Option.isSome(silence)) {
       hung = true
+      // The probe still waiting is interrupted below: it counts, unanswered, for as long as the broker was silent.
+      tally.probed(silence.value, true)
       findings.add(
         "broker-hung",
-        `the broker process ${broker.pid} is alive but answered no health probe for ${(silence.value / 1000).toFixed(1)} s (bound ${
+        `${brokerName} is alive but answered no health probe for ${(silence.value / 1000).toFixed(1)} s (bound ${
           (timeouts.hungAfterMs / 1000).toFixed(1)
         } s)${logEnd()}`
       )

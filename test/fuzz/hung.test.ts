@@ -45,6 +45,8 @@ describe("fuzz campaign against a broker that hangs", () => {
       assert.isFalse(report.ok, summary)
       const hung = report.findings.find((finding) => finding.kind === "broker-hung")
       assert.match(hung?.examples[0] ?? "", /alive but answered no health probe for \d+\.\d s \(bound 1\.0 s\)/, summary)
+      // The probe it never answered counts, late, in the summary.
+      assert.isAtLeast(report.lateProbes, 1, summary)
       // Stopped, not dead; nothing was waited on after it was found hung.
       assert.isUndefined(report.findings.find((finding) => finding.kind === "broker-crashed"), summary)
       assert.isUndefined(report.memory.after, summary)
