@@ -128,7 +128,7 @@ const TROUBLE_LOG_LINES = 40
  * It never exits on idleness: an attack whose registrations are all refused leaves it without
  * sessions, and on a loaded machine the default 5 s idle delay ran out mid-attack.
  */
-const startProcess = Effect.gen(function*() {
+const startProcess = (memoryReport: Duration.Input, imports: ReadonlyArray<string>) => Effect.gen(function*() {
   const root = yield* tempRoot
   const pkg = packageRoot()
   const main = path.join(pkg, "dist", "bin", "intercom.mjs")
@@ -152,7 +152,7 @@ const startProcess = Effect.gen(function*() {
     Effect.sync(() => {
       const child = spawn(
         process.execPath,
-        ["--expose-gc", "--import", hook, main, "broker", "--dir", root, "--idle-exit", "never"],
+        ["--expose-gc", "--import", hook, ...imports.flatMap((module) => ["--import", module]), main, "broker", "--dir", root, "--idle-exit", "never"],
         // stdin: a pipe never written, whose end tells the GC hook the fuzzer is gone (gcHook.ts).
         { env: { ...brokerEnv(), [FUZZ_DIR_ENV]: root }, stdio: ["pipe", "pipe", "pipe"], detached: true }
       )
@@ -190,6 +190,8 @@ const startProcess = Effect.gen(function*() {
         yield* Effect.sync(() => {
           try {
             process.kill(-pid, "SIGTERM")
+            // A stopped broker (SIGSTOP, a hung-broker test) handles the SIGTERM only once it runs again.
+            process.kill(-pid, "SIGCONT")
           } catch {
             // gone already
           }
@@ -238,7 +240,7 @@ const startProcess = Effect.gen(function*() {
   const memory = Effect.gen(function*() {
     const seen = output.memoryLines
     yield* Effect.sync(() => child.kill("SIGUSR2"))
-    const line = yield* waitFor("memory report", () => output.memoryLines > seen ? output.lastMemoryLine : undefined, "30 seconds")
+    const line = yield* waitFor("memory report", () => output.memoryLines > seen ? output.lastMemoryLine : undefined, memoryReport)
     const report = decodeMemory(line.slice(MEMORY_LINE.length + 1))
     if (Option.isNone(report)) return yield* new BrokerTrouble({ detail: `unreadable memory line ${line}`, log: "" })
     const value = report.value
@@ -282,9 +284,21 @@ const startInProcess = Effect.gen(function*() {
   } satisfies BrokerUnderTest
 })
 
-/** Starts the broker under test in the current Scope. */
-export const startBroker = (mode: BrokerMode): Effect.Effect<BrokerUnderTest, BrokerTrouble, Scope.Scope> =>
-  mode === "process" ? startProcess : startInProcess
+/** How long the broker process may take to answer SIGUSR2 with its memory line, unless told otherwise. */
+export const MEMORY_REPORT_TIMEOUT: Duration.Duration = Duration.seconds(30)
+
+/**
+ * Starts the broker under test in the current Scope. `memoryReport` bounds
+ * how long `memory` waits for the process's report (default
+ * `MEMORY_REPORT_TIMEOUT`); past it, `memory` fails with a `BrokerTrouble`.
+ * `imports` are modules the process preloads after the GC hook (a test's
+ * fault hook: a broker that leaks, say); in-process they are ignored.
+ */
+export const startBroker = (
+  mode: BrokerMode,
+  options?: { readonly memoryReport?: Duration.Input; readonly imports?: ReadonlyArray<string> }
+): Effect.Effect<BrokerUnderTest, BrokerTrouble, Scope.Scope> =>
+  mode === "process" ? startProcess(options?.memoryReport ?? MEMORY_REPORT_TIMEOUT, options?.imports ?? []) : startInProcess
 
 /**
  * Waits until `connections` is at most `target` (the broker has seen the

@@ -14,7 +14,7 @@
  * when the broker answers, which healthy message ids are recent when an
  * attack borrows one, how the fibers interleave.
  */
-import { Clock, Duration, Effect, Fiber, FiberSet, Schedule } from "effect"
+import { Clock, Duration, Effect, Fiber, FiberSet, Option, Schedule } from "effect"
 import { Prng } from "../testing/Prng.ts"
 import { ATTACKS, type AttackSpec, selectAttacks } from "./attacks/catalogue.ts"
 import { type AttackerBudget, makeKit } from "./attacks/kit.ts"
@@ -22,8 +22,8 @@ import { FORGED_LOG_LINE } from "./attacks/logInjection.ts"
 import { awaitConnectionsAtMost, type BrokerMode, type BrokerTrouble, type MemorySample, startBroker } from "./BrokerUnderTest.ts"
 import { type FindingKind, Findings } from "./Findings.ts"
 import { makeHealthyTraffic } from "./HealthyTraffic.ts"
-import { probeForever, probeOnce } from "./HealthProbe.ts"
-import { type BrokerPromises, PROMISES } from "./promises.ts"
+import { PROBE_INTERVAL, probeForever, probeOnce } from "./HealthProbe.ts"
+import { type BrokerPromises, PROMISES, retainedBound } from "./promises.ts"
 import { type KindTally, Tally } from "./Tally.ts"
 
 /** What a campaign does. */
@@ -37,6 +37,8 @@ export interface CampaignOptions {
   readonly attackers?: number
   /** Where the broker runs; default `process` (memory is measured only there). */
   readonly mode?: BrokerMode
+  /** Modules the broker process preloads besides the GC hook (a test's fault hook); none by default. */
+  readonly brokerImports?: ReadonlyArray<string>
   /** Only these attack kinds or categories (default: all). */
   readonly only?: ReadonlyArray<string>
   /** Light floods instead of full-size ones (see `AttackKit.heavy`); default false. */
@@ -50,8 +52,31 @@ export interface CampaignOptions {
    * attackers finish their current run, then the campaign ends as usual.
    */
   readonly maxAttackMs?: number
+  /** The campaign's time bounds (default `CAMPAIGN_TIMEOUTS`); a test of a hung broker shortens them. */
+  readonly timeouts?: Partial<CampaignTimeouts>
   /** Called with a progress line as the attack phase starts (naming the broker process), then every 5 s. */
   readonly progress?: (line: string) => Effect.Effect<void>
+}
+
+/** How long a campaign waits on the broker, in ms. */
+export interface CampaignTimeouts {
+  /** One attack run, before it is cut short (its connections closed). */
+  readonly runLimitMs: number
+  /**
+   * The health probe without an answer, while the broker process is alive,
+   * before the broker counts as hung (`broker-hung`): the attack phase ends
+   * there, and the checks that need the broker to answer are skipped.
+   */
+  readonly hungAfterMs: number
+  /** The broker process's memory report (after SIGUSR2 and two GCs); none in time is `broker-hung`. */
+  readonly memoryReportMs: number
+}
+
+/** The bounds `npm run fuzz` and the CI campaign use. */
+export const CAMPAIGN_TIMEOUTS: CampaignTimeouts = {
+  runLimitMs: 15_000,
+  hungAfterMs: 30_000,
+  memoryReportMs: 30_000
 }
 
 /** What a campaign found and measured. */
@@ -91,10 +116,7 @@ const BACKGROUND_LIMIT = 16
 /** How long background work may take (a drip is bounded by the partial-frame bound anyway). */
 const BACKGROUND_TIMEOUT = Duration.seconds(20)
 
-/** How long one attack run may take before it is cut short (its connections closed). */
-const RUN_LIMIT = Duration.seconds(15)
-
-/** Lines of a dead broker's log its finding quotes. */
+/** Lines of a dead or hung broker's log its finding quotes. */
 const LAST_LOG_LINES = 3
 
 /** The command line that replays a campaign. */
@@ -131,12 +153,28 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const specs = new Map<string, AttackSpec>(ATTACKS.map((attack) => [attack.kind, attack]))
     const findings = new Findings()
     const tally = new Tally()
+    const timeouts = { ...CAMPAIGN_TIMEOUTS, ...options.timeouts }
     const started = yield* Clock.currentTimeMillis
 
-    const broker = yield* startBroker(mode)
-    // A broker that died has no memory to sample: its death is the finding (below), not a failure of the campaign.
+    const broker = yield* startBroker(mode, { memoryReport: Duration.millis(timeouts.memoryReportMs), imports: options.brokerImports ?? [] })
+    const brokerName = mode === "process" ? `the broker process ${broker.pid}` : "the in-process broker"
+    const logEnd = () => {
+      const last = broker.logLines().slice(-LAST_LOG_LINES).map((line) => line.slice(0, 90))
+      return last.length === 0 ? "" : `; the end of its log: ${last.join(" ⏎ ")}`
+    }
+    // Set once the broker is found alive but silent: what would wait on its answers is skipped from then on.
+    let hung = false
+    // A broker that died has no memory to sample: its death is the finding (below), not a failure of the
+    // campaign. One alive that does not report is hung: that is a finding too, and the summary still comes.
     const sampleMemory = broker.memory.pipe(
-      Effect.catchTag("BrokerTrouble", (trouble) => broker.died() === undefined ? Effect.fail(trouble) : Effect.succeed(undefined))
+      Effect.catchTag("BrokerTrouble", (trouble) =>
+        Effect.sync(() => {
+          if (broker.died() === undefined) {
+            hung = true
+            findings.add("broker-hung", `${brokerName} is alive but sent no memory report: ${trouble.detail}${logEnd()}`)
+          }
+          return undefined
+        }))
     )
     // Sockets the broker holds before anyone connects (a process's stdio pipes are sockets too).
     const idle = yield* broker.connections
@@ -152,8 +190,10 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     const before = yield* sampleMemory
     yield* healthy.run
 
+    // When the probe last had an answer (or the attack phase began): the hung-broker watch reads it.
+    let lastAnswer = yield* Clock.currentTimeMillis
     const probeOptions = { socketPath: broker.socketPath, deadlineMs: promises.healthDeadlineMs, findings, tally, label: "probe" }
-    const probe = yield* Effect.forkScoped(probeForever(probeOptions))
+    const probe = yield* Effect.forkScoped(probeForever({ ...probeOptions, onAnswer: (at) => void (lastAnswer = at) }))
     const background = yield* FiberSet.make<void>()
     if (options.progress !== undefined) {
       const report = options.progress
@@ -168,7 +208,7 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
 
     const attackStarted = yield* Clock.currentTimeMillis
     if (options.progress !== undefined) {
-      yield* options.progress(`attack phase started against ${mode === "process" ? `broker process ${broker.pid}` : "the in-process broker"}`)
+      yield* options.progress(`attack phase started against ${brokerName}`)
     }
     const attacker = (i: number) =>
       Effect.gen(function*() {
@@ -204,44 +244,69 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
                 )
               )
           })
-          yield* Effect.scoped(spec.run(kit)).pipe(Effect.timeoutOption(RUN_LIMIT))
+          yield* Effect.scoped(spec.run(kit)).pipe(Effect.timeoutOption(Duration.millis(timeouts.runLimitMs)))
           tally.ran(kind, (yield* Clock.currentTimeMillis) - runStarted)
           // A run that could send nothing (refused, out of bytes) still costs a frame.
           if (budget.frames === framesBefore) budget.frames--
         }
       })
 
-    yield* Effect.forEach(Array.from({ length: attackers }, (_, i) => i), attacker, { concurrency: "unbounded", discard: true })
+    // Alive but silent past the bound: how long it has been silent (a dead broker is left to the attackers' own check).
+    const silentFor = Effect.gen(function*() {
+      const silent = (yield* Clock.currentTimeMillis) - lastAnswer
+      return broker.died() === undefined && silent >= timeouts.hungAfterMs ? Option.some(silent) : Option.none<number>()
+    })
+    const hungWatch = silentFor.pipe(
+      Effect.repeat({ schedule: Schedule.spaced(PROBE_INTERVAL), until: Option.isSome }),
+      Effect.map(Option.getOrElse(() => 0))
+    )
+    const attackPhase = Effect.forEach(Array.from({ length: attackers }, (_, i) => i), attacker, { concurrency: "unbounded", discard: true })
+    // A hung broker ends the attack phase: every run left would wait out its run limit on a broker that does not read.
+    const silence = yield* Effect.raceFirst(Effect.as(attackPhase, Option.none<number>()), Effect.map(hungWatch, Option.some))
+    if (Option.isSome(silence)) {
+      hung = true
+      // The probe still waiting is interrupted below: it counts, unanswered, for as long as the broker was silent.
+      tally.probed(silence.value, true)
+      findings.add(
+        "broker-hung",
+        `${brokerName} is alive but answered no health probe for ${(silence.value / 1000).toFixed(1)} s (bound ${
+          (timeouts.hungAfterMs / 1000).toFixed(1)
+        } s)${logEnd()}`
+      )
+    }
     // Background work (a slow drip still inside its bound, a held record) ends with the attack phase.
     yield* FiberSet.clear(background)
     const attackMs = (yield* Clock.currentTimeMillis) - attackStarted
     yield* Fiber.interrupt(probe)
-    yield* healthy.finish
+    // A hung broker would answer none of what follows: the healthy sessions' last round trips, letting go of
+    // connections, a memory report, a final probe. Each would only wait out its timeout; the finding says it all.
+    if (!hung) yield* healthy.finish
 
     // The attackers have closed every socket; the broker must let go of them (the healthy three remain).
-    const released = yield* awaitConnectionsAtMost(broker, idle + 3, "15 seconds")
+    const released = hung || (yield* awaitConnectionsAtMost(broker, idle + 3, "15 seconds"))
     if (!released) {
       findings.add("connections-kept", `the broker still holds ${yield* broker.connections} connections after every attacker closed its sockets`)
     }
-    const after = yield* sampleMemory
+    const after = hung ? undefined : yield* sampleMemory
     const peakRss = yield* broker.peakRss
     if (before !== undefined && after !== undefined) {
       // What the broker still holds is its heap after two full GCs: RSS does not shrink back (V8 and
       // malloc keep pages they freed), so it measures the peak, not what is still referenced.
+      // The bound grows with the frames sent, as the records they leave do until their budgets fill.
       const retained = after.heap - before.heap
-      findings.check(retained <= promises.retainedTotalBytes, "memory-retained", () =>
-        `${mib(after.heap)} of heap after the attackers left and two GCs, ${mib(retained)} above the ${mib(before.heap)} before (bound ${mib(promises.retainedTotalBytes)})`)
+      const bound = retainedBound(promises, tally.frames)
+      findings.check(retained <= bound, "memory-retained", () =>
+        `${mib(after.heap)} of heap after the attackers left and two GCs, ${mib(retained)} above the ${mib(before.heap)} before (bound ${
+          mib(bound)
+        } for ${tally.frames} frames)`)
     }
     for (const line of broker.logLines()) {
       if (line.startsWith(FORGED_LOG_LINE)) findings.add("log-injection", `the broker's log has a forged line: ${line.slice(0, 160)}`)
     }
     // Still alive and answering, after everything.
-    yield* probeOnce({ ...probeOptions, label: "final probe" })
+    if (!hung) yield* probeOnce({ ...probeOptions, label: "final probe" })
     const died = broker.died()
-    if (died !== undefined) {
-      const last = broker.logLines().slice(-LAST_LOG_LINES).map((line) => line.slice(0, 90))
-      findings.add("broker-crashed", `the broker ${died}${last.length === 0 ? "" : `; the end of its log: ${last.join(" ⏎ ")}`}`)
-    }
+    if (died !== undefined) findings.add("broker-crashed", `the broker ${died}${logEnd()}`)
 
     const tolerate = new Set(options.tolerate ?? [])
     const summary = findings.summary().map((entry) => ({ ...entry, tolerated: tolerate.has(entry.kind) }))

@@ -8,6 +8,7 @@
 /** The promises a campaign checks (docs/security.md), one kind per way of breaking one, with what it means. */
 export const FINDING_KINDS = {
   "broker-crashed": "The broker process died during the campaign, or did not answer the final health probe.",
+  "broker-hung": "The broker process was alive but stopped answering: no health probe answered for the hung bound (30 s), or no memory report when asked.",
   "frame-too-large": 'The broker wrote a frame over 1 MiB to some connection (a strict client drops it, P02/P04).',
   "strict-decode": 'A frame to a healthy session that a strict pi-intercom client rejects (P04).',
   "health-late": "A fresh connection's `health` was answered later than the deadline (1 s).",

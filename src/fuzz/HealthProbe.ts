@@ -24,6 +24,8 @@ export const probeOnce = (options: {
   readonly findings: Findings
   readonly tally: Tally
   readonly label: string
+  /** Told when (epoch ms) each `health_ok` arrived: the campaign's hung-broker watch. */
+  readonly onAnswer?: (atMs: number) => void
 }): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
     const { deadlineMs, findings, tally } = options
@@ -43,12 +45,14 @@ export const probeOnce = (options: {
     const answer = yield* Effect.result(
       conn.next("health_ok", frameOfType("health_ok", (frame) => frame.requestId === requestId), PROBE_TIMEOUT)
     )
-    const took = (yield* Clock.currentTimeMillis) - started
+    const now = yield* Clock.currentTimeMillis
+    const took = now - started
     if (answer._tag === "Failure") {
       tally.probed(took, true)
       findings.add("health-unanswered", `no health_ok after ${took} ms (${answer.failure._tag})`)
       return
     }
+    options.onAnswer?.(now)
     const late = took > deadlineMs
     tally.probed(took, late)
     findings.check(!late, "health-late", () => `health answered after ${took} ms (deadline ${deadlineMs} ms)`)
