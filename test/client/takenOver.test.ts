@@ -56,6 +56,29 @@ const olderDial = (
     return { ...connection, write: (frames) => connection.write(strip(frames)), writeAll: (frames) => connection.writeAll(strip(frames)) }
   })
 
+/**
+ * `first` taken over by a live `taker` (this process's pid), then the broker crashes and comes back as an
+ * older one: every register from then on asks for none of `withheld`. Returns 1.5 s after the restart.
+ */
+const takenOverThenRestartedOlder = (withheld: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const world = yield* memoryNetwork()
+    const older = { on: false }
+    const network = { address: world.address, dial: olderDial(world.dial, older, withheld) }
+    const broker = yield* world.startBroker({ idleExit: null })
+    const { client: first } = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", timings))
+    yield* settle(first.connect)
+    const taker = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
+    yield* settle(taker.client.connect)
+    yield* advance("100 millis")
+    assert.deepInclude(yield* first.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
+    older.on = true
+    yield* broker.crash
+    yield* world.startBroker({ idleExit: null })
+    yield* advance("1500 millis")
+    return { first, taker }
+  })
+
 describe("taken over by another client with the same session id", () => {
   it.effect("the old client does not reconnect, says why, and the new one keeps the id", () =>
     Effect.gen(function*() {
@@ -248,20 +271,7 @@ describe("taken over by another client with the same session id", () => {
   // id from the live taker, which is told and stops. Somebody must hold the id afterwards.
   it.effect("restarted as a takeover-v1-only broker, an ifReleased take-back that took the id over keeps it", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const older = { on: false }
-      const network = { address: world.address, dial: olderDial(world.dial, older) }
-      const broker = yield* world.startBroker({ idleExit: null })
-      const { client: first } = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", timings))
-      yield* settle(first.connect)
-      const taker = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
-      yield* settle(taker.client.connect)
-      yield* advance("100 millis")
-      assert.deepInclude(yield* first.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
-      older.on = true
-      yield* broker.crash
-      yield* world.startBroker({ idleExit: null })
-      yield* advance("1500 millis")
+      const { first, taker } = yield* takenOverThenRestartedOlder([RECLAIM_V1, RECLAIM_RELEASED_V1])
       assert.deepInclude(yield* taker.client.status, { connected: true, connections: 2 })
       yield* advance(`${RECLAIM_INTERVAL_MS * 2} millis`)
       const back = yield* first.status
@@ -274,20 +284,7 @@ describe("taken over by another client with the same session id", () => {
   // other on every reconnect; dropped, the taker keeps the id and the old client waits.
   it.effect("restarted as a broker without takeover-v1 either, an ifReleased take-back is dropped: no two clients taking the id in turn", () =>
     Effect.gen(function*() {
-      const world = yield* memoryNetwork()
-      const older = { on: false }
-      const network = { address: world.address, dial: olderDial(world.dial, older, [RECLAIM_V1, RECLAIM_RELEASED_V1, TAKEOVER_V1]) }
-      const broker = yield* world.startBroker({ idleExit: null })
-      const { client: first } = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", timings))
-      yield* settle(first.connect)
-      const taker = yield* makeMemoryClient(memoryClientOptions(network, TWIN, "twin", { ...timings, registration: registeredAs(process.pid) }))
-      yield* settle(taker.client.connect)
-      yield* advance("100 millis")
-      assert.deepInclude(yield* first.status, { connected: false, takenOver: { sessionId: TWIN, pid: process.pid } })
-      older.on = true
-      yield* broker.crash
-      yield* world.startBroker({ idleExit: null })
-      yield* advance("1500 millis")
+      const { first, taker } = yield* takenOverThenRestartedOlder([RECLAIM_V1, RECLAIM_RELEASED_V1, TAKEOVER_V1])
       const before = (yield* first.status).connections + (yield* taker.client.status).connections
       yield* advance(`${RECLAIM_INTERVAL_MS * 6} millis`)
       const a = yield* first.status
