@@ -450,6 +450,18 @@ describe("tolerated: a replaced connection's write in progress comes back after 
       assert.isTrue(report.ok)
     }))
 
+  it.effect("seed 2257 (--unregister --delivery): the takeover ends B's old connection before B reads `registered`; m25, cut from its write, is still takeover-late-write", () =>
+    // B's client gave up on its old connection (a list timed out behind 592 ms writes) and registered
+    // again before the broker saw that connection close: a takeover, which handed m26 and m27 over at
+    // once and ended the old connection at once; m25, in its write in progress, came back when that
+    // write settled, after them. The ledger takes the takeover from when the broker read `register`.
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 2257, tolerate: KNOWN_ISSUES }, undefined, { delivery: true, unregister: true })
+      assert.deepStrictEqual(report.violations.map((violation) => violation.kind), ["takeover-late-write", "takeover-late-write"])
+      assert.include(report.violations[0]?.message ?? "", "m25 from C reached B on the wire")
+      assert.isTrue(report.ok)
+    }))
+
   it.effect("it is tolerated with host journals too, and a run that tolerates nothing still fails on it", () =>
     Effect.gen(function*() {
       assert.include(KNOWN_ISSUES_WITH_JOURNAL, "takeover-late-write")

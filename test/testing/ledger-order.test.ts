@@ -26,9 +26,11 @@ const registered = JSON.stringify({ type: "registered", sessionId: B })
 /**
  * A sends `one` then `two` to B; the broker's write of `one` on B's link #2
  * began at `cutWriteAt` and was cut; B registers again on link #3 at 3 (a
- * takeover), where `two` and then `one` arrive.
+ * takeover), where `two` and then `one` arrive. `oldEnds`: when the broker
+ * saw link #2 end, if it did before B read `registered` — before it read the
+ * new `register` (then it was no takeover), or after (the takeover ended it).
  */
-const run = (cutWriteAt: number | undefined): ReadonlyArray<string> => {
+const run = (cutWriteAt: number | undefined, oldEnds?: "beforeRegister" | "afterRegister"): ReadonlyArray<string> => {
   const time = { now: 0 }
   const ledger = new Ledger({ now: () => time.now })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
@@ -42,7 +44,9 @@ const run = (cutWriteAt: number | undefined): ReadonlyArray<string> => {
   ledger.brokerRead(1, [sendOf(first), sendOf(second)])
   if (cutWriteAt !== undefined) ledger.brokerWriteCut(2, [delivered(first)], cutWriteAt)
   time.now = 3
+  if (oldEnds === "beforeRegister") ledger.brokerEnded(2)
   ledger.brokerRead(3, [register])
+  if (oldEnds === "afterRegister") ledger.brokerEnded(2)
   time.now = 4
   ledger.clientRead(3, [registered])
   ledger.brokerWrote(3, [delivered(second), delivered(first)])
@@ -57,6 +61,14 @@ describe("Ledger: order across a takeover", () => {
 
   it("a write begun on the old connection after the broker read the takeover's registration is no excuse: fifo", () => {
     expect(run(3.5)).toEqual(["fifo"])
+  })
+
+  it("the takeover ended the old connection before B read `registered` (seed 2257, --unregister --delivery): still takeover-late-write", () => {
+    expect(run(2, "afterRegister")).toEqual(["takeover-late-write"])
+  })
+
+  it("the broker saw the old connection end before it read the new `register` (no takeover): fifo", () => {
+    expect(run(2, "beforeRegister")).toEqual(["fifo"])
   })
 
   it("the same reorder with no cut write is fifo", () => {

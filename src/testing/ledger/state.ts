@@ -43,6 +43,13 @@ export interface LinkRecord {
    * held it (a takeover, P16): the time the broker read that registration.
    */
   replacedAt: number | undefined
+  /**
+   * The other registered connections of its session the broker had not seen
+   * end when it read this connection's `register`: the ones a takeover by it
+   * replaces. Taken then, because the takeover itself ends them before the
+   * client reads `registered`. Undefined until the broker reads a `register`.
+   */
+  heldAtRegister: ReadonlyArray<number> | undefined
 }
 
 /** One time a client read a message from the broker. */

@@ -142,6 +142,15 @@ const sendWritten = (
   }
 }
 
+/** The other registered connections of `link`'s session the broker has not seen end (a takeover by `link` replaces them). */
+const heldBy = (state: LedgerState, link: LinkRecord): ReadonlyArray<number> => {
+  const out: Array<number> = []
+  for (const other of state.links.values()) {
+    if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) out.push(other.id)
+  }
+  return out
+}
+
 /** The broker read frames from a client (on link `linkId`). */
 export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const owner = state.links.get(linkId)?.owner
@@ -151,7 +160,10 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     const parsed = parseFrameText(text)
     // When a takeover by this connection happened, if it is one (`LinkRecord.replacedAt`).
     if (!isFrameDecodeError(parsed) && parsed.type === "register" && link !== undefined) {
-      link.registerReadAt ??= state.now()
+      if (link.registerReadAt === undefined) {
+        link.registerReadAt = state.now()
+        link.heldAtRegister = heldBy(state, link)
+      }
       continue
     }
     if (!isFrameDecodeError(parsed) && parsed.type === "received" && link !== undefined) {
@@ -393,13 +405,14 @@ const queuedTo = (state: LedgerState, record: MessageRecord, link: LinkRecord): 
 const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFrame): void => {
   switch (frame.type) {
     case "registered": {
-      // A takeover: the broker still held another registered connection of this session.
+      // A takeover: the broker still held another registered connection of this session when it read
+      // this one's `register` (it may have ended it since: the takeover ends the old connection at once).
       let takenOver = false
-      for (const other of state.links.values()) {
-        if (other !== link && other.owner === link.owner && other.registered && !other.brokerEnded) {
-          other.replacedAt = link.registerReadAt ?? state.now()
-          takenOver = true
-        }
+      for (const id of link.heldAtRegister ?? heldBy(state, link)) {
+        const other = state.links.get(id)
+        if (other === undefined) continue
+        other.replacedAt = link.registerReadAt ?? state.now()
+        takenOver = true
       }
       if (takenOver) {
         const times = state.takeovers.get(link.owner) ?? []
