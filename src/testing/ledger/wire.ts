@@ -5,7 +5,7 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 540 lines, one concept — reading the wire for the ledger,
+ * Size: about 560 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
@@ -15,6 +15,8 @@
  * records, and most of the length is one function, `brokerFrameRead`, whose
  * cases each judge one broker frame a client read; the other checks live in
  * their own modules already (order.ts, delivery.ts, asks.ts, topics.ts).
+ * The takeover bookkeeping (`heldAtRegister`, for known issue 22) is part of
+ * the broker-read tap, so it stays here too.
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
