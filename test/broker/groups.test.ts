@@ -9,10 +9,21 @@ import { EPHEMERAL_V1, GROUPS_V1, LIST_PAGE_V1, RECLAIM_RELEASED_V1, RECLAIM_V1,
 import { assertDelivered, assertFailed } from "../support/assertions.ts"
 import { settled } from "../support/barrier.ts"
 import { list, message, registerFrame, send } from "../support/broker.ts"
-import { advance, withMemoryBroker } from "../support/memory.ts"
+import { advance, type MemoryBroker, withMemoryBroker } from "../support/memory.ts"
 
 /** A session that asked for groups, in `group`. */
 const grouped = (group: string | undefined) => ({ frame: { features: [GROUPS_V1, LIST_PAGE_V1], ...(group === undefined ? {} : { group }) } })
+
+/** The features of the take-back tests' sessions: groups, takeover and both reclaim extensions. */
+const reclaiming = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+
+/** A take-back of "twin" into g1 (`ifFree` and `ifReleased`) on a new connection: that connection. */
+const takeBack = (broker: MemoryBroker) =>
+  Effect.gen(function*() {
+    const asking = yield* broker.connect("asking")
+    yield* asking.send(registerFrame({ sessionId: "twin", frame: { features: reclaiming, group: "g1", ifFree: true, ifReleased: true } }))
+    return asking
+  })
 
 describe("groups", () => {
   it.effect("a send into another group is refused even by exact id; names and prefixes do not resolve across", () =>
@@ -137,12 +148,7 @@ describe("groups", () => {
   it.effect("ifReleased is judged on the id's last departure in the scope, whatever its group", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
-      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
-      const takeBack = Effect.gen(function*() {
-        const asking = yield* broker.connect("asking")
-        yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
-        return asking
-      })
+      const features = reclaiming
       const watchers = { g1: yield* broker.session({ sessionId: "w1", ...grouped("g1") }), g2: yield* broker.session({ sessionId: "w2", ...grouped("g2") }) }
       const left = (group: "g1" | "g2") => watchers[group].client.next("session_left", (f) => f.sessionId === "twin")
       // Taken over from g1 by g2 (g1's record: not given up); the taker gives it up in g2: taken back.
@@ -152,7 +158,7 @@ describe("groups", () => {
       yield* taker.client.send({ type: "unregister" })
       yield* left("g2")
       yield* advance(`${RELEASE_GRACE_MS} millis`)
-      const back = yield* takeBack
+      const back = yield* takeBack(broker)
       yield* back.next("registered")
       // Given up in g1 now; then taken in g2, whose holder's connection closes without unregister
       // (it may be reconnecting): g1's older release does not let ifReleased take it.
@@ -162,7 +168,7 @@ describe("groups", () => {
       yield* again.client.destroy
       yield* left("g2")
       yield* advance(`${RELEASE_GRACE_MS} millis`)
-      const refused = yield* Effect.flatMap(takeBack, (asking) => asking.next("registration_failed"))
+      const refused = yield* Effect.flatMap(takeBack(broker), (asking) => asking.next("registration_failed"))
       assert.strictEqual(refused.code, "E_SESSION_NOT_RELEASED")
     }))
 
@@ -173,7 +179,7 @@ describe("groups", () => {
       // A link of 4 frames: the old holder, not reading, holds its connection's close back (the `end`
       // flush) until it reads again.
       const broker = yield* withMemoryBroker({ linkCapacity: 4 })
-      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const features = reclaiming
       const watcher = yield* broker.session({ sessionId: "w1", ...grouped("g1") })
       const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
       yield* first.client.pause
@@ -185,9 +191,7 @@ describe("groups", () => {
       yield* first.client.waitClosed()
       yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
       yield* advance(`${RELEASE_GRACE_MS} millis`)
-      const asking = yield* broker.connect("asking")
-      yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
-      const reply = yield* asking.next(["registered", "registration_failed"])
+      const reply = yield* Effect.flatMap(takeBack(broker), (asking) => asking.next(["registered", "registration_failed"]))
       assert.strictEqual(reply.type, "registered", JSON.stringify(reply))
     }))
 
@@ -196,7 +200,7 @@ describe("groups", () => {
   it.effect("an ephemeral taker from another group is the holder it took over: its release lets ifReleased take the id back", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker()
-      const features = [GROUPS_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      const features = reclaiming
       const watcher = yield* broker.session({ sessionId: "w2", ...grouped("g2") })
       const first = yield* broker.session({ sessionId: "twin", frame: { features, group: "g1" } })
       const taker = yield* broker.session({
@@ -208,9 +212,7 @@ describe("groups", () => {
       yield* taker.client.send({ type: "unregister" })
       yield* watcher.client.next("session_left", (f) => f.sessionId === "twin")
       yield* advance(`${RELEASE_GRACE_MS} millis`)
-      const asking = yield* broker.connect("asking")
-      yield* asking.send(registerFrame({ sessionId: "twin", frame: { features, group: "g1", ifFree: true, ifReleased: true } }))
-      const reply = yield* asking.next(["registered", "registration_failed"])
+      const reply = yield* Effect.flatMap(takeBack(broker), (asking) => asking.next(["registered", "registration_failed"]))
       assert.strictEqual(reply.type, "registered", JSON.stringify(reply))
     }))
 })
