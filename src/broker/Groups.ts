@@ -17,12 +17,11 @@
  * kept up to date through registration hooks.
  */
 import { DeliveryCode, Reason } from "../protocol/delivery.ts"
-import { GROUPS_V1, TAKEOVER_V1 } from "../protocol/features.ts"
-import * as Encode from "./encode.ts"
+import { GROUPS_V1 } from "../protocol/features.ts"
 import { SetIndex } from "./Indexes.ts"
 import type { RegistrationHooks } from "./Registration.ts"
 import type { Session } from "./Registry.ts"
-import { closePeer, type RouterContext } from "./RouterContext.ts"
+import { endTakenOver, type RouterContext } from "./RouterContext.ts"
 import type { SendStage } from "./SendStage.ts"
 
 const scopedIdOf = (scopeKey: string, id: string) => `${scopeKey}\u0000${id}`
@@ -52,10 +51,7 @@ export class Groups {
       // tells it so: a client told nothing reconnects, and the two take the id from each other for ever.
       for (const other of this.byScopedId.get(key) ?? []) {
         if (other !== session && other !== previous && other.space !== session.space) {
-          if (other.peer.features.has(TAKEOVER_V1)) {
-            this.ctx.output.forceEnqueue(other.peer, Encode.takenOverFrame(other.id, session.fields.pid))
-          }
-          closePeer(other.peer, "end")
+          endTakenOver(this.ctx.output, other.peer, other.id, session.fields.pid)
         }
       }
       if (previous !== undefined) this.byScopedId.delete(key, previous)

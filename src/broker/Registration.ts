@@ -30,8 +30,7 @@ import {
   SESSION_HELD,
   SESSION_NOT_RELEASED,
   SESSION_RELEASED_RECENTLY,
-  STATE_EPOCH_V1,
-  TAKEOVER_V1
+  STATE_EPOCH_V1
 } from "../protocol/features.ts"
 import type { RegisterFrame } from "../protocol/frames.ts"
 import { registrationRefusal } from "../protocol/limits.ts"
@@ -52,7 +51,7 @@ import {
   groupSpaceKey,
   spaceKeyOf
 } from "./Registry.ts"
-import { closePeer, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
+import { closePeer, endTakenOver, type FrameHandlers, type RouterContext, signal } from "./RouterContext.ts"
 
 /**
  * A concern's verdict on a registration before it is accepted: refused (the
@@ -337,18 +336,12 @@ export class Registration {
       traffic: new SessionTraffic(now)
     }
     if (previous !== undefined) {
-      // Stable-id takeover (P16): the old endpoint is ended, no session_left. A client granted
-      // `takeover-v1` is told first, so that it does not reconnect and take the id back; a base client
-      // is ended quietly. Forced past a full outbox (never parked, where the close would drop it), after
-      // what the outbox holds; the `end` close flushes it before ending. Mail in that outbox no longer
-      // belongs there (its session is gone): it goes to the new holder once that is registered, below
-      // (Output.handOver); anything queued for the old connection later is taken back as it is written
-      // (Output.takeForWrite).
+      // Stable-id takeover (P16): the old endpoint is ended (told first where granted: endTakenOver), no
+      // session_left. Mail in that outbox no longer belongs there (its session is gone): it goes to the
+      // new holder once that is registered, below (Output.handOver); anything queued for the old
+      // connection later is taken back as it is written (Output.takeForWrite).
       previous.peer.session = undefined
-      if (previous.peer.features.has(TAKEOVER_V1)) {
-        output.forceEnqueue(previous.peer, Encode.takenOverFrame(id, frame.session.pid))
-      }
-      closePeer(previous.peer, "end")
+      endTakenOver(output, previous.peer, id, frame.session.pid)
     }
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)

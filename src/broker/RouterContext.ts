@@ -10,6 +10,8 @@ import type { DeliveryRecords } from "./DeliveryRecords.ts"
 import type { StoreJournal } from "./StoreJournal.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import type { Output } from "./Output.ts"
+import * as Encode from "./encode.ts"
+import { TAKEOVER_V1 } from "../protocol/features.ts"
 import type { CloseMode, Peer } from "./Peer.ts"
 import type { Registry } from "./Registry.ts"
 
@@ -80,6 +82,18 @@ export const logLine = (message: string): string => {
 /** Asks a connection to close; the first request decides how (`end` flushes output first). */
 export const closePeer = (peer: Peer, mode: CloseMode): void => {
   if (Deferred.doneUnsafe(peer.closing, Effect.succeed(mode))) peer.reader.stop()
+}
+
+/**
+ * Ends a connection whose session `id` another registration (`pid`) took
+ * over: a client granted `takeover-v1` is told first (`taken_over`), so that
+ * it does not reconnect and take the id back; a base client is ended
+ * quietly. Forced past a full outbox (never parked, where the close would
+ * drop it), after what the outbox holds; the `end` close flushes it first.
+ */
+export const endTakenOver = (output: Output, peer: Peer, id: string, pid: number): void => {
+  if (peer.features.has(TAKEOVER_V1)) output.forceEnqueue(peer, Encode.takenOverFrame(id, pid))
+  closePeer(peer, "end")
 }
 
 /** Offers a wake-up to a broker fiber that sleeps on a sliding queue of size 1. */
