@@ -28,7 +28,7 @@
  * highest recorded `migration_id` above the highest id registered in this
  * build means a newer effect-intercom wrote the file.
  *
- * Size: one concept — opening the file, about 550 lines: preparing it, the
+ * Size: one concept — opening the file, about 580 lines: preparing it, the
  * read-only look that decides a refusal (another program's file, a schema
  * that lacks what its records promise, the clean-close mark), the checks, the snapshot, the
  * Migrator and the migrations an earlier build
@@ -73,6 +73,21 @@ export const MIGRATIONS_TABLE = "effect_sql_migrations"
  * ran, a file from before stop 45) is checked in full. ASCII "iccl".
  */
 export const CLEAN_MARK = 0x6963636c
+
+/**
+ * Checkpoints the WAL into the main file (`TRUNCATE` also empties the WAL,
+ * waiting up to the connection's busy timeout; `PASSIVE` never waits):
+ * `true` when every frame got there. A reader holding a snapshot from before
+ * the latest commit keeps the rest out; a failure counts as not landed.
+ */
+const checkpointAll = (sql: SqlClient.SqlClient, mode: "TRUNCATE" | "PASSIVE"): Effect.Effect<boolean> =>
+  sql.unsafe<{ readonly log: number; readonly checkpointed: number }>(`PRAGMA wal_checkpoint(${mode})`).pipe(
+    Effect.map((rows) => rows[0] !== undefined && rows[0].checkpointed === rows[0].log),
+    Effect.orElseSucceed(() => false)
+  )
+
+/** How a checkpoint a reader kept out is tried again: from 250 ms, doubling, at most every 30 s. */
+const CLEAR_RETRY = Schedule.min([Schedule.exponential("250 millis"), Schedule.spaced("30 seconds")])
 
 /** Whether `db` holds {@link CLEAN_MARK}: its broker closed it cleanly. */
 export const closedCleanly = (db: DatabaseSync): boolean =>
@@ -498,7 +513,7 @@ const open = (
       synchronous: options.synchronous,
       loadSqlite: options.loadSqlite
     }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(openError(label, error)))))
-    const services = yield* whileBusy(Effect.gen(function*() {
+    const clearLanded = yield* whileBusy(Effect.gen(function*() {
       const found = yield* refuseNewer(sql, label, known)
       // A new file gets the snapshot in one step (~13 ms of CPU less than the Migrator for this build's).
       const recorded = found === "empty"
@@ -515,20 +530,28 @@ const open = (
         )
         // The clear is in the WAL until a checkpoint: without this one, a copy of the main file alone, taken
         // while the broker runs, would still hold the mark and skip its full check. One page, once per open.
-        yield* Effect.ignore(sql.unsafe("PRAGMA wal_checkpoint(TRUNCATE)"))
+        return yield* checkpointAll(sql, "TRUNCATE")
       }
-      return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
+      return true
     }))
     // Closed cleanly: marked just before the connection closes (finalizers run last first), after every store's
     // last write. A mark that cannot be written (a full disk) only means a full check at the next open. A
     // connection that met a sign of damage (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error) is not marked.
     if (file !== ":memory:") {
-      const sql = Context.get(services, SqlClient.SqlClient)
       yield* Effect.addFinalizer(() =>
         damaged() ? Effect.void : Effect.ignore(sql.unsafe(`PRAGMA application_id = ${CLEAN_MARK}`))
       )
     }
-    return services
+    // A reader that held a snapshot from before the clear (a backup tool, an `sqlite3` shell) kept the
+    // checkpoint from reaching the main file: tried again (PASSIVE, which never parks the event loop in SQLite's
+    // busy wait), backing off, until it lands or the database closes. SQLite's own automatic checkpoints would
+    // land it too, but only after WAL_AUTOCHECKPOINT_PAGES pages of writes, never on an idle broker.
+    if (!clearLanded) {
+      yield* Effect.forkScoped(
+        checkpointAll(sql, "PASSIVE").pipe(Effect.repeat({ until: (landed) => landed, schedule: CLEAR_RETRY }))
+      )
+    }
+    return Context.make(SqlClient.SqlClient, sql).pipe(Context.add(SqliteClient.SqliteBatch, batch))
   })
 
 /**

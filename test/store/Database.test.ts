@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -429,6 +430,35 @@ describe("Database.layer", () => {
       const id = raw.prepare("PRAGMA application_id").get()?.["application_id"]
       raw.close()
       assert.notStrictEqual(id, Database.CLEAN_MARK)
+    }))
+
+  it.effect("a reader that kept the open's checkpoint out does not leave the clean-close mark in the main file once it has gone", () =>
+    Effect.gen(function*() {
+      const file = yield* dbFile
+      yield* openOnly({ file, migrations: testMigrations })
+      const { DatabaseSync } = yield* Effect.sync(() => process.getBuiltinModule("node:sqlite"))
+      const markOfCopy = (name: string) => {
+        const copy = path.join(path.dirname(file), name)
+        fs.copyFileSync(file, copy)
+        const raw = new DatabaseSync(copy, { readOnly: true })
+        const id = raw.prepare("PRAGMA application_id").get()?.["application_id"]
+        raw.close()
+        return id
+      }
+      // A reader (a backup, an `sqlite3` shell) holding a snapshot from before the open's clear of the mark.
+      const reader = new DatabaseSync(file, { readOnly: true })
+      reader.exec("BEGIN")
+      reader.prepare("SELECT count(*) FROM sqlite_master").get()
+      yield* withDatabase(
+        { file, migrations: testMigrations },
+        Effect.gen(function*() {
+          assert.strictEqual(markOfCopy("while-read.db"), Database.CLEAN_MARK, "the reader kept the clear out")
+          reader.exec("COMMIT")
+          reader.close()
+          yield* TestClock.adjust("250 millis")
+          assert.notStrictEqual(markOfCopy("after-read.db"), Database.CLEAN_MARK)
+        })
+      )
     }))
 
   it.effect("a database that met SQLITE_CORRUPT while open is not marked closed cleanly", () =>
