@@ -1,6 +1,6 @@
 /** The fuzzer's pure parts: the frame meter, the blob builders, its command line. */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Context, Effect, Exit } from "effect"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Command from "effect/cli/Command"
 import { blob, mark, spliceJson } from "../../src/fuzz/attacks/blobs.ts"
@@ -8,7 +8,7 @@ import { ATTACKS, selectAttacks } from "../../src/fuzz/attacks/catalogue.ts"
 import { replayCommand } from "../../src/fuzz/Campaign.ts"
 import { isFindingKind, KNOWN_FINDINGS } from "../../src/fuzz/Findings.ts"
 import { FrameMeter, type MeteredFrame } from "../../src/fuzz/FrameMeter.ts"
-import { fuzzCommand, type FuzzRequest, fuzzTeardown } from "../../src/fuzz/fuzzCommand.ts"
+import { EndingSignal, fuzzCommand, type FuzzRequest, fuzzTeardown } from "../../src/fuzz/fuzzCommand.ts"
 import { ExitCode } from "../../src/cli/exit.ts"
 import { encodeFrames, MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
 import { header } from "../support/bytes.ts"
@@ -101,11 +101,14 @@ describe("npm run fuzz", () => {
       assert.strictEqual(known.length, 1)
     }).pipe(Effect.provide(NodeServices.layer)))
 
-  it("exits 130, not 0, when a signal ends the campaign (its exit code is its verdict)", () => {
+  it("exits 128 + the signal, not 0, when a signal ends the campaign (its exit code is its verdict)", () => {
     const codes: Array<number> = []
+    const endedBy = (signal: NodeJS.Signals) => Exit.failCause(Cause.annotate(Cause.interrupt(), Context.make(EndingSignal, signal)))
+    fuzzTeardown(endedBy("SIGTERM"), (code) => codes.push(code))
+    fuzzTeardown(endedBy("SIGINT"), (code) => codes.push(code))
     fuzzTeardown(Exit.interrupt(), (code) => codes.push(code))
     fuzzTeardown(Exit.void, (code) => codes.push(code))
     fuzzTeardown(Exit.fail(new ExitCode({ code: 1 })), (code) => codes.push(code))
-    assert.deepStrictEqual(codes, [130, 0, 1])
+    assert.deepStrictEqual(codes, [143, 130, 130, 0, 1])
   })
 })
