@@ -87,6 +87,14 @@ export const CAMPAIGN_TIMEOUTS: CampaignTimeouts = {
   memoryReportMs: 30_000
 }
 
+/** Each timeout and its command-line flag (`npm run fuzz -- --hung-after-ms 5000`), for parsing and replay lines. */
+export const TIMEOUT_FLAGS: ReadonlyArray<readonly [keyof CampaignTimeouts, string]> = [
+  ["runLimitMs", "run-limit-ms"],
+  ["hungAfterMs", "hung-after-ms"],
+  ["finalRoundTripsMs", "final-round-trips-ms"],
+  ["memoryReportMs", "memory-report-ms"]
+]
+
 /** What a campaign found and measured. */
 export interface CampaignReport {
   readonly seed: number
@@ -139,9 +147,17 @@ export const replayCommand = (options: CampaignOptions): string =>
     ...(options.light === true ? ["--light"] : []),
     ...(options.only === undefined || options.only.length === 0 ? [] : [`--only ${options.only.join(",")}`]),
     ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`]),
+    // Timeouts change the verdict (a slow broker found hung or not): a run's replay keeps those it set.
+    ...timeoutArgs(options.timeouts),
     // The verdict replays too: what the run tolerated, its replay tolerates.
     ...(options.tolerate === undefined || options.tolerate.length === 0 ? [] : [`--tolerate ${options.tolerate.join(",")}`])
   ].join(" ")
+
+const timeoutArgs = (timeouts: Partial<CampaignTimeouts> | undefined): ReadonlyArray<string> =>
+  TIMEOUT_FLAGS.flatMap(([key, flag]) => {
+    const value = timeouts?.[key]
+    return value === undefined ? [] : [`--${flag} ${value}`]
+  })
 
 /** Splits `total` into `parts` shares that differ by at most one. */
 const share = (total: number, parts: number, i: number): number =>

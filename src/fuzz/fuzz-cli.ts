@@ -11,6 +11,8 @@
  *   --light         light floods (the CI campaign's setting)
  *   --only K,…      only these attack kinds or categories
  *   --tolerate K,…  finding kinds that do not fail the run ("known": the known findings)
+ *   --run-limit-ms N, --hung-after-ms N, --final-round-trips-ms N, --memory-report-ms N
+ *                   the campaign's timeouts (`CAMPAIGN_TIMEOUTS`), each from 1 ms up
  *
  * Exits 0 when every promise held (apart from tolerated findings), 1 when
  * one broke — the summary then ends with the command that replays the run —

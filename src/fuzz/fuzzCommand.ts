@@ -16,7 +16,7 @@ import * as Runtime from "effect/Runtime"
 import { EXIT_USAGE, ExitCode } from "../cli/exit.ts"
 import { programTeardown } from "../cli/programExit.ts"
 import { ATTACKS, selectAttacks } from "./attacks/catalogue.ts"
-import type { CampaignOptions } from "./Campaign.ts"
+import { CAMPAIGN_TIMEOUTS, type CampaignOptions, type CampaignTimeouts } from "./Campaign.ts"
 import { FINDING_KINDS, type FindingKind, isFindingKind, KNOWN_FINDINGS } from "./Findings.ts"
 
 /** What one invocation asks for: the campaign, and whether a seed was given (else one is drawn). */
@@ -27,6 +27,20 @@ export interface FuzzRequest {
 
 const int = (name: string, fallback: number, description: string) =>
   Flag.Int(name).pipe(Flag.withDefault(fallback), Flag.withDescription(`${description} (default ${fallback})`))
+
+/** The longest timeout a flag takes: 2^31 − 1 ms (about 24.8 days), the most a Node timer holds. */
+export const MAX_TIMEOUT_MS = 2_147_483_647
+
+/** A timeout in ms, optional (the campaign's default otherwise); 0, negative or past `MAX_TIMEOUT_MS` is a usage error. */
+const timeoutMs = (name: string, fallback: number, description: string) =>
+  Flag.Int(name).pipe(
+    Flag.filter(
+      (ms) => ms >= 1 && ms <= MAX_TIMEOUT_MS,
+      () => `a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`
+    ),
+    Flag.withDescription(`${description} (default ${fallback})`),
+    Flag.optional
+  )
 
 const flags = {
   seed: Flag.Int("seed").pipe(Flag.withDescription("The campaign's seed (default: drawn from the clock, and printed)"), Flag.optional),
@@ -54,6 +68,22 @@ const flags = {
   tolerate: Flag.String("tolerate").pipe(
     Flag.withDescription("Finding kinds that do not fail the run, comma-separated; \"known\" for the known findings (default: none)"),
     Flag.optional
+  ),
+  runLimitMs: timeoutMs("run-limit-ms", CAMPAIGN_TIMEOUTS.runLimitMs, "Cut one attack run short after this many ms"),
+  hungAfterMs: timeoutMs(
+    "hung-after-ms",
+    CAMPAIGN_TIMEOUTS.hungAfterMs,
+    "During the attack phase: a broker alive whose health probe has had no answer for this many ms is hung (broker-hung)"
+  ),
+  finalRoundTripsMs: timeoutMs(
+    "final-round-trips-ms",
+    CAMPAIGN_TIMEOUTS.finalRoundTripsMs,
+    "After the attack phase: a broker alive that has not answered the healthy sessions' final round trips within this many ms is hung"
+  ),
+  memoryReportMs: timeoutMs(
+    "memory-report-ms",
+    CAMPAIGN_TIMEOUTS.memoryReportMs,
+    "A broker process that sends no memory report within this many ms of SIGUSR2 is hung"
   )
 }
 
@@ -82,9 +112,21 @@ export const fuzzRequest = (input: FuzzFlags): FuzzRequest => ({
     ...(Option.isSome(input.bytes) ? { bytes: input.bytes.value } : {}),
     ...(Option.isSome(input.minutes) ? { maxAttackMs: input.minutes.value * 60_000 } : {}),
     ...(Option.isSome(input.only) ? { only: list(input.only.value) } : {}),
+    ...timeoutsOf(input),
     tolerate: toleratedFindings(input.tolerate)
   }
 })
+
+/** The timeouts the command line set (`timeouts`), or nothing when it set none. */
+const timeoutsOf = (input: FuzzFlags): { readonly timeouts?: Partial<CampaignTimeouts> } => {
+  const timeouts: Partial<CampaignTimeouts> = {
+    ...(Option.isSome(input.runLimitMs) ? { runLimitMs: input.runLimitMs.value } : {}),
+    ...(Option.isSome(input.hungAfterMs) ? { hungAfterMs: input.hungAfterMs.value } : {}),
+    ...(Option.isSome(input.finalRoundTripsMs) ? { finalRoundTripsMs: input.finalRoundTripsMs.value } : {}),
+    ...(Option.isSome(input.memoryReportMs) ? { memoryReportMs: input.memoryReportMs.value } : {})
+  }
+  return Object.keys(timeouts).length === 0 ? {} : { timeouts }
+}
 
 /**
  * What the command line names that does not exist: `--only` names that are
