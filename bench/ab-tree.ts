@@ -17,14 +17,14 @@ import { BUNDLED_CLI } from "../src/config/install.ts"
 /** Whether `root` holds a built tree (`dist/bin/intercom.mjs`). */
 export const isBuilt = (root: string): boolean => fs.existsSync(path.join(root, BUNDLED_CLI))
 
-const removeQuietly = (dir: string): void => fs.rmSync(dir, { recursive: true, force: true })
-
 /**
  * `tree`, built: as it is when it already holds a build, else built by
  * `build` into a fresh directory of this run's beside it and renamed into
- * place. A `tree` left unbuilt (an export whose build failed, from before
- * builds were renamed into place) is moved aside and removed first. Throws
- * when `build` does, or leaves no build; its directory is removed then.
+ * place. Throws when `build` does or leaves no build (its directory is
+ * removed then), and when `tree` holds something unbuilt: builds only ever
+ * arrive there whole, so that is a leftover (an export whose build failed,
+ * from before builds were renamed into place) which only its owner may
+ * remove — removing it here could race another run's rename.
  */
 export const buildOnce = (tree: string, build: (dir: string) => void): string => {
   if (isBuilt(tree)) return tree
@@ -33,27 +33,18 @@ export const buildOnce = (tree: string, build: (dir: string) => void): string =>
   try {
     build(work)
     if (!isBuilt(work)) throw new Error(`the build in ${work} left no ${BUNDLED_CLI}`)
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        fs.renameSync(work, tree)
-        return tree
-      } catch {
-        // Another run's build got there first: use it.
-        if (isBuilt(tree)) return tree
-        // An unbuilt leftover: out of the way (atomically, so two runs never remove the same one), then retry.
-        if (fs.existsSync(tree)) {
-          const aside = fs.mkdtempSync(`${tree}.stale-`)
-          try {
-            fs.renameSync(tree, path.join(aside, "tree"))
-          } finally {
-            removeQuietly(aside)
-          }
-        }
-      }
+    try {
+      fs.renameSync(work, tree)
+    } catch (error) {
+      // Another run's build got there first: use it.
+      if (isBuilt(tree)) return tree
+      throw new Error(
+        `${tree} holds no build (${error instanceof Error ? error.message : String(error)}): a leftover of a failed build? Remove it and run again`
+      )
     }
-    throw new Error(`could not move the build in ${work} to ${tree}`)
+    return tree
   } finally {
     // Renamed into place, it is gone from here; else this run's build is not needed.
-    removeQuietly(work)
+    fs.rmSync(work, { recursive: true, force: true })
   }
 }
