@@ -21,7 +21,9 @@
  * `--base` is a built tree (a directory with `dist/bin/intercom.mjs`) or a
  * git commit of this repository, which is exported to
  * `$TMPDIR/intercom-ab/<sha>`, given this tree's `node_modules` by a
- * symlink, and built there once (later runs reuse it). `--cand` defaults to
+ * symlink, and built there once (later runs reuse it): built in a directory
+ * of the run's own and renamed into place, so two runs with the same base at
+ * once do not clobber each other's build (bench/ab-tree.ts). `--cand` defaults to
  * this tree, which must be built (`npm run build`). Each run is a fresh
  * broker process in a fresh temp dir, as in `bench/run.ts`. Workloads that
  * spawn this tree's CLI (`cli-send`) are refused: they would not measure
@@ -32,6 +34,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { BUNDLED_CLI } from "../src/config/install.ts"
+import { buildOnce, isBuilt } from "./ab-tree.ts"
 import { eachArg, helpOrUnknown, runScript } from "./args.ts"
 import { fmt, fmtRatio, headline, pad, table } from "./format.ts"
 import type { Metrics } from "./harness.ts"
@@ -124,8 +127,6 @@ const parseArgs = (argv: ReadonlyArray<string>): Options => {
 
 // ---------------------------------------------------------------- trees
 
-const isBuilt = (root: string): boolean => fs.existsSync(path.join(root, BUNDLED_CLI))
-
 /** A built tree for `spec`: the directory itself, or the commit exported and built under the temp dir. */
 const treeFor = (spec: string, flag: string): string => {
   const dir = path.resolve(spec)
@@ -143,15 +144,18 @@ const treeFor = (spec: string, flag: string): string => {
     throw new Error(`${flag} ${spec}: neither a directory nor a commit of ${repoRoot}`)
   }
   const tree = path.join(os.tmpdir(), "intercom-ab", sha.slice(0, 12))
-  if (isBuilt(tree)) return tree
-  process.stderr.write(`ab: exporting ${sha.slice(0, 12)} to ${tree} and building it (once)\n`)
-  fs.rmSync(tree, { recursive: true, force: true })
-  fs.mkdirSync(tree, { recursive: true })
-  execSync(`git -C ${JSON.stringify(repoRoot)} archive ${sha} | tar -x -C ${JSON.stringify(tree)}`, { stdio: "inherit" })
-  fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(tree, "node_modules"), "dir")
-  execFileSync("npm", ["run", "build"], { cwd: tree, stdio: ["ignore", process.stderr, process.stderr] })
-  if (!isBuilt(tree)) throw new Error(`${flag} ${spec}: the build in ${tree} left no ${BUNDLED_CLI}`)
-  return tree
+  try {
+    // Built in a directory of this run's and renamed into place: another run with the same base at once
+    // neither removes nor writes into this run's build, nor this run into its (ab-tree.ts).
+    return buildOnce(tree, (work) => {
+      process.stderr.write(`ab: exporting ${sha.slice(0, 12)} to ${work} and building it (once, for ${tree})\n`)
+      execSync(`git -C ${JSON.stringify(repoRoot)} archive ${sha} | tar -x -C ${JSON.stringify(work)}`, { stdio: "inherit" })
+      fs.symlinkSync(path.join(repoRoot, "node_modules"), path.join(work, "node_modules"), "dir")
+      execFileSync("npm", ["run", "build"], { cwd: work, stdio: ["ignore", process.stderr, process.stderr] })
+    })
+  } catch (e) {
+    throw new Error(`${flag} ${spec}: ${e instanceof Error ? e.message : String(e)}`)
+  }
 }
 
 // ---------------------------------------------------------------- runs

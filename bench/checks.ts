@@ -7,6 +7,7 @@
  */
 import { fmt, fmtRatio } from "./format.ts"
 import type { Summary } from "./summary.ts"
+import { defaultSizes, kLabel, type Sizes } from "./workloads.ts"
 
 /** `n/a`: the measure is missing or partial. */
 export type CheckStatus = "PASS" | "FAIL" | "n/a"
@@ -23,8 +24,31 @@ export interface Check {
 export interface CheckNames {
   /** The registration storm (`storm-1k`). */
   readonly storm: string
-  /** The idle-session scale run (`idle-50k`) and the session count it is meant to hold. */
-  readonly idleScale: { readonly name: string; readonly sessions: number } | undefined
+  /**
+   * The idle-session scale run (`idle-50k`) and the session count it is
+   * meant to hold; `atThisSize` false when the run's sizes (`--quick`,
+   * `--ci`) have no such workload, so its target row says so.
+   */
+  readonly idleScale: { readonly name: string; readonly sessions: number; readonly atThisSize: boolean } | undefined
+}
+
+/** What a target row's value says when its workload is not part of the run's sizes. */
+export const NOT_RUN_AT_THIS_SIZE = "n/a (not run at this size)"
+
+/**
+ * The workload names the targets read, at `sizes`: the scale target is the
+ * full sizes' idle-session scale run (`defaultSizes`), marked not at this
+ * size where `sizes` have none.
+ */
+export const checkNames = (sizes: Sizes): CheckNames => {
+  const scale = sizes.idle.find((c) => c.scale === true)
+  const target = scale ?? defaultSizes.idle.find((c) => c.scale === true)
+  return {
+    storm: `storm-${kLabel(sizes.stormSessions)}`,
+    idleScale: target === undefined
+      ? undefined
+      : { name: `idle-${kLabel(target.k)}`, sessions: target.k, atThisSize: scale !== undefined }
+  }
 }
 
 const within = (value: number, op: ">=" | "<=", bound: number): CheckStatus =>
@@ -75,7 +99,15 @@ export const issue16Checks = (summary: Summary, names: CheckNames): Array<Check>
     1.5,
     (w) => ` (${MiB(w?.["hwmKiB"]?.values.broker)} vs ${MiB(w?.["hwmKiB"]?.values.raw)})`
   )
-  if (names.idleScale !== undefined) {
+  if (names.idleScale !== undefined && !names.idleScale.atThisSize) {
+    const { name, sessions } = names.idleScale
+    checks.push({
+      name: `idle sessions held, RSS each (${name})`,
+      target: `${sessions.toLocaleString("en-US")} at ≤ 8 KiB`,
+      value: NOT_RUN_AT_THIS_SIZE,
+      status: "n/a"
+    })
+  } else if (names.idleScale !== undefined) {
     const { name, sessions } = names.idleScale
     const perSession = summary[name]?.["rssPerSessionKiB"]?.values.broker
     const held = summary[name]?.["sessions"]?.values.broker

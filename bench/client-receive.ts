@@ -12,12 +12,16 @@
  * first send to the N-th message reaching the host, and this process's CPU
  * (user + system) per message. The sender's share of that CPU is the same for
  * every build, so two builds compare by running this file from each worktree,
- * alternating. The broker is stopped and the dir removed at the end.
+ * alternating. The broker is stopped and the dir (under `$TMPDIR`) removed at
+ * the end, by the Scope's finalizers, on every way out: a failure, Ctrl-C,
+ * and stdout closed under it (`| head`: EPIPE, which would otherwise kill
+ * the process outside the Effect, its finalizers unrun).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Context, Deferred, Effect, Layer, Ref, Stream } from "effect"
+import { Console, Context, Data, Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { IntercomClient } from "../src/client/index.ts"
 import { type IntercomPaths, intercomPaths } from "../src/config/index.ts"
@@ -56,18 +60,58 @@ const parseOptions = (argv: ReadonlyArray<string>): Options | Error => {
 }
 
 const privateDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join("/tmp", "intercom-recv-"))),
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "intercom-recv-"))),
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
+const isRunning = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** SIGTERM to the broker the client spawned, then its exit awaited (5 s at most), so the dir is removed after it. */
 const stopBroker = (paths: IntercomPaths) =>
-  Effect.sync(() => {
-    try {
-      process.kill(Number.parseInt(fs.readFileSync(paths.pidFile, "utf8"), 10), "SIGTERM")
-    } catch {
-      // already gone
-    }
+  Effect.gen(function*() {
+    const pid = yield* Effect.sync(() => {
+      try {
+        const pid = Number.parseInt(fs.readFileSync(paths.pidFile, "utf8"), 10)
+        process.kill(pid, "SIGTERM")
+        return Option.some(pid)
+      } catch {
+        return Option.none<number>() // never started, or already gone
+      }
+    })
+    if (Option.isNone(pid)) return
+    yield* Effect.sync(() => isRunning(pid.value)).pipe(
+      Effect.repeat({ schedule: Schedule.spaced("20 millis"), while: (running) => running }),
+      Effect.timeoutOption("5 seconds")
+    )
   })
+
+/** Stdout closed under the bench (EPIPE: a reader such as `head` went away). */
+class OutputClosed extends Data.TaggedError("OutputClosed")<{ readonly code: string }> {
+  override get message(): string {
+    return `stdout closed (${this.code}); the broker was stopped and its dir removed`
+  }
+}
+
+/**
+ * Fails with `OutputClosed` when stdout reports an error. Listening turns
+ * what would be an uncaught 'error' event — the process killed outside the
+ * Effect, the broker and the dir left behind — into a failure the main
+ * effect races, so the Scope's finalizers run.
+ */
+const stdoutClosed = Effect.callback<never, OutputClosed>((resume) => {
+  const onError = (error: NodeJS.ErrnoException) => resume(Effect.fail(new OutputClosed({ code: error.code ?? error.message })))
+  process.stdout.on("error", onError)
+  return Effect.sync(() => {
+    process.stdout.off("error", onError)
+  })
+})
 
 /** Counts arrivals and completes `done` at the N-th of the current round. */
 interface Counter {
@@ -143,5 +187,10 @@ if (parsed instanceof Error) {
   process.stderr.write(`client-receive: ${parsed.message}\n`)
   process.exitCode = 2
 } else {
-  NodeRuntime.runMain(Effect.scoped(main(parsed)))
+  NodeRuntime.runMain(
+    Effect.scoped(Effect.raceFirst(main(parsed), stdoutClosed)).pipe(
+      // After the Scope closed: the message is true by then. Stderr, as stdout is gone.
+      Effect.tapError((error) => Effect.sync(() => process.stderr.write(`client-receive: ${error.message}\n`)))
+    )
+  )
 }

@@ -18,7 +18,7 @@ import os from "node:os"
 import path from "node:path"
 import { BUNDLED_CLI, brokerEntryPoint } from "../src/config/install.ts"
 import { eachArg, helpOrUnknown, parseTargets } from "./args.ts"
-import { issue16Checks } from "./checks.ts"
+import { checkNames, issue16Checks } from "./checks.ts"
 import { fmt, headline, pad, table } from "./format.ts"
 import { type RunRecord, summarize, tableHeader, tableRows } from "./summary.ts"
 import {
@@ -186,8 +186,6 @@ const quietExperimentalWarnings = (): void => {
   })
 }
 
-const kLabel = (k: number): string => (k % 1000 === 0 ? `${k / 1000}k` : String(k))
-
 const runOne = async (w: Workload, spec: TargetSpec, rep: number): Promise<RunRecord | undefined> => {
   const run = spec.name === "nats" ? w.natsRun : w.brokerOnly === true && !isBroker(spec) ? undefined : w.run
   if (run === undefined) return undefined // no equivalent on this target
@@ -268,11 +266,7 @@ const main = async (opts: Options): Promise<number> => {
   }
 
   // ---- targets (issue 16)
-  const scale = sizes.idle.find((c) => c.scale === true)
-  const checks = issue16Checks(summary, {
-    storm: `storm-${kLabel(sizes.stormSessions)}`,
-    idleScale: scale === undefined ? undefined : { name: `idle-${kLabel(scale.k)}`, sessions: scale.k }
-  })
+  const checks = issue16Checks(summary, checkNames(sizes))
   process.stdout.write(`\nTargets (issue 16; n/a: not measured in this run)\n\n`)
   process.stdout.write(`${table(["status", "target", "bound", "measured"], checks.map((c) => [c.status, c.name, c.target, c.value]), 9)}\n`)
 

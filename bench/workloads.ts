@@ -656,7 +656,8 @@ const startupRun = async (spec: TargetSpec, spawns: number): Promise<RunResult> 
 
 // ---------------------------------------------------------------- registry
 
-const kLabel = (k: number): string => (k % 1000 === 0 ? `${k / 1000}k` : String(k))
+/** A session count as workload names spell it: 50000 → `50k`, 200 → `200`. */
+export const kLabel = (k: number): string => (k % 1000 === 0 ? `${k / 1000}k` : String(k))
 
 export const workloads = (sizes: Sizes): Array<Workload> => [
   {

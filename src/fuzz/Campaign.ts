@@ -68,6 +68,13 @@ export interface CampaignTimeouts {
    * there, and the checks that need the broker to answer are skipped.
    */
   readonly hungAfterMs: number
+  /**
+   * The healthy sessions' finish after the attack phase: their traffic
+   * stopped and three rounds of round trips answered. Not all answered in
+   * time, while the broker process is alive, is `broker-hung`, and the
+   * checks after it (losses, connections, memory, the final probe) are skipped.
+   */
+  readonly finalRoundTripsMs: number
   /** The broker process's memory report (after SIGUSR2 and two GCs); none in time is `broker-hung`. */
   readonly memoryReportMs: number
 }
@@ -76,8 +83,17 @@ export interface CampaignTimeouts {
 export const CAMPAIGN_TIMEOUTS: CampaignTimeouts = {
   runLimitMs: 15_000,
   hungAfterMs: 30_000,
+  finalRoundTripsMs: 30_000,
   memoryReportMs: 30_000
 }
+
+/** Each timeout and its command-line flag (`npm run fuzz -- --hung-after-ms 5000`), for parsing and replay lines. */
+export const TIMEOUT_FLAGS: ReadonlyArray<readonly [keyof CampaignTimeouts, string]> = [
+  ["runLimitMs", "run-limit-ms"],
+  ["hungAfterMs", "hung-after-ms"],
+  ["finalRoundTripsMs", "final-round-trips-ms"],
+  ["memoryReportMs", "memory-report-ms"]
+]
 
 /** What a campaign found and measured. */
 export interface CampaignReport {
@@ -131,9 +147,17 @@ export const replayCommand = (options: CampaignOptions): string =>
     ...(options.light === true ? ["--light"] : []),
     ...(options.only === undefined || options.only.length === 0 ? [] : [`--only ${options.only.join(",")}`]),
     ...(options.maxAttackMs === undefined ? [] : [`--minutes ${options.maxAttackMs / 60_000}`]),
+    // Timeouts change the verdict (a slow broker found hung or not): a run's replay keeps those it set.
+    ...timeoutArgs(options.timeouts),
     // The verdict replays too: what the run tolerated, its replay tolerates.
     ...(options.tolerate === undefined || options.tolerate.length === 0 ? [] : [`--tolerate ${options.tolerate.join(",")}`])
   ].join(" ")
+
+const timeoutArgs = (timeouts: Partial<CampaignTimeouts> | undefined): ReadonlyArray<string> =>
+  TIMEOUT_FLAGS.flatMap(([key, flag]) => {
+    const value = timeouts?.[key]
+    return value === undefined ? [] : [`--${flag} ${value}`]
+  })
 
 /** Splits `total` into `parts` shares that differ by at most one. */
 const share = (total: number, parts: number, i: number): number =>
@@ -278,9 +302,21 @@ export const runCampaign = (options: CampaignOptions): Effect.Effect<CampaignRep
     yield* FiberSet.clear(background)
     const attackMs = (yield* Clock.currentTimeMillis) - attackStarted
     yield* Fiber.interrupt(probe)
+    if (options.progress !== undefined) {
+      yield* options.progress(`attack phase ended after ${(attackMs / 1000).toFixed(1)} s: the healthy sessions' final round trips`)
+    }
     // A hung broker would answer none of what follows: the healthy sessions' last round trips, letting go of
     // connections, a memory report, a final probe. Each would only wait out its timeout; the finding says it all.
-    if (!hung) yield* healthy.finish
+    // One that hangs now is found by the round trips' own bound, not minutes later by the memory report's.
+    if (!hung && !(yield* healthy.finish(Duration.millis(timeouts.finalRoundTripsMs))) && broker.died() === undefined) {
+      hung = true
+      findings.add(
+        "broker-hung",
+        `${brokerName} is alive but did not answer the healthy sessions' final round trips within ${
+          (timeouts.finalRoundTripsMs / 1000).toFixed(1)
+        } s${logEnd()}`
+      )
+    }
 
     // The attackers have closed every socket; the broker must let go of them (the healthy three remain).
     const released = hung || (yield* awaitConnectionsAtMost(broker, idle + 3, "15 seconds"))

@@ -66,8 +66,13 @@ export interface HealthyTraffic {
   readonly start: Effect.Effect<void, never, Scope.Scope>
   /** Starts A's and B's traffic and C's comings and goings, until `finish`. */
   readonly run: Effect.Effect<void, never, Scope.Scope>
-  /** Stops the traffic, waits until everything it caused has been read, and checks for losses. */
-  readonly finish: Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Stops the traffic, waits until everything it caused has been read (the
+   * final round trips), and checks for losses. True when it did; false when
+   * the broker had not answered all of it within `timeout` — a broker that
+   * hung after the attack phase — and nothing was checked.
+   */
+  readonly finish: (timeout: Duration.Duration) => Effect.Effect<boolean, never, Scope.Scope>
   /** Messages exchanged so far (sends, asks, replies, mail). */
   readonly exchanges: () => number
 }
@@ -590,8 +595,8 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
 
     let workers: ReadonlyArray<Fiber.Fiber<void>> = []
 
-    const finish = Effect.gen(function*() {
-      shared.stopping = true
+    /** The traffic stopped, and three rounds of round trips: then everything it caused has been read. */
+    const settleAll = Effect.gen(function*() {
       yield* Fiber.joinAll(workers)
       // Nothing is asked any more; replies still being written finish (their acks arrive).
       yield* Effect.sync(() => all.every((h) => h.conn === undefined || h.conn.isClosed() || (h.answers.size === 0 && h.cancels.size === 0))).pipe(
@@ -602,6 +607,10 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
       for (let round = 0; round < 3; round++) {
         for (const me of all) yield* roundTrip(me)
       }
+    })
+
+    /** Nothing acknowledged may be missing once everything has been read. */
+    const checkLosses = Effect.sync(() => {
       for (const record of shared.sent.values()) {
         if (!record.acked || record.expired) continue
         const receiver = byId.get(record.to)
@@ -624,6 +633,16 @@ export const makeHealthyTraffic = (options: HealthyOptions): Effect.Effect<Healt
         }
       }
     })
+
+    const finish = (timeout: Duration.Duration) =>
+      Effect.gen(function*() {
+        shared.stopping = true
+        // One bound for all of it: each wait's own ANSWER_TIMEOUT, nine round trips and more in a row, would
+        // keep a hung broker unnoticed for minutes. The traffic still waiting ends with the campaign's Scope.
+        if (Option.isNone(yield* Effect.timeoutOption(settleAll, timeout))) return false
+        yield* checkLosses
+        return true
+      })
 
     return {
       view: {

@@ -11,13 +11,15 @@
  *   --light         light floods (the CI campaign's setting)
  *   --only K,…      only these attack kinds or categories
  *   --tolerate K,…  finding kinds that do not fail the run ("known": the known findings)
+ *   --run-limit-ms N, --hung-after-ms N, --final-round-trips-ms N, --memory-report-ms N
+ *                   the campaign's timeouts (`CAMPAIGN_TIMEOUTS`), each from 1 ms up
  *
  * Exits 0 when every promise held (apart from tolerated findings), 1 when
  * one broke — the summary then ends with the command that replays the run —
  * 2 on a bad command line (an unknown attack or finding name included), and
- * 130 when a signal (Ctrl-C, a CI timeout) ended it first.
+ * 128 + the signal when one ended it first: 130 for Ctrl-C (SIGINT), 143 for
+ * SIGTERM (a CI job's timeout, `kill`).
  */
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Clock from "effect/Clock"
 import * as Command from "effect/cli/Command"
@@ -26,7 +28,7 @@ import * as Effect from "effect/Effect"
 import { EXIT_FAILURE, ExitCode } from "../cli/exit.ts"
 import { packageInfo } from "../config/install.ts"
 import { runCampaign } from "./Campaign.ts"
-import { fuzzCommand, type FuzzRequest, fuzzTeardown } from "./fuzzCommand.ts"
+import { fuzzCommand, type FuzzRequest, fuzzTeardown, runFuzzMain } from "./fuzzCommand.ts"
 import { formatReport } from "./Report.ts"
 
 const runRequest = (request: FuzzRequest) =>
@@ -47,5 +49,5 @@ const runRequest = (request: FuzzRequest) =>
 fuzzCommand(runRequest).pipe(
   Command.run({ version: packageInfo()?.version ?? "unknown" }),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain({ teardown: fuzzTeardown })
+  runFuzzMain({ teardown: fuzzTeardown })
 )

@@ -4,7 +4,8 @@
  * target checks (bench/checks.ts) and the open-file limit parser (bench/scale.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { issue16Checks } from "../../bench/checks.ts"
+import { checkNames, issue16Checks } from "../../bench/checks.ts"
+import { defaultSizes, quickSizes } from "../../bench/workloads.ts"
 import { fmt, fmtRatio, table } from "../../bench/format.ts"
 import { parseOpenFileLimit } from "../../bench/scale.ts"
 import { comparisonsFor, type RunRecord, summarize, type Summary, tableHeader, tableRows } from "../../bench/summary.ts"
@@ -101,7 +102,7 @@ const metric = (values: Partial<Record<TargetName, number>>, ratios: Record<stri
   ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, { median: v, perRep: [v] }]))
 })
 
-const names = { storm: "storm-1k", idleScale: { name: "idle-50k", sessions: 50_000 } }
+const names = checkNames(defaultSizes)
 
 const statusOf = (summary: Summary, name: string): string | undefined =>
   issue16Checks(summary, names).find((c) => c.name.startsWith(name))?.status
@@ -138,6 +139,23 @@ describe("issue 16's checks", () => {
     assert.strictEqual(idle?.value, "5.00 KiB at 19,000")
     const full: Summary = { "idle-50k": { rssPerSessionKiB: metric({ broker: 5 }), sessions: metric({ broker: 50_000 }) } }
     assert.strictEqual(statusOf(full, "idle sessions"), "PASS")
+  })
+
+  it("keeps the idle-50k row at --quick and --ci sizes, as not run at this size", () => {
+    // Before, sizes without the scale run dropped the row: a --ci table silently had one target fewer.
+    const full = issue16Checks({}, checkNames(defaultSizes))
+    const quick = issue16Checks({}, checkNames(quickSizes))
+    assert.deepStrictEqual(quick.map((c) => c.name), full.map((c) => c.name))
+    const idle = quick.find((c) => c.name === "idle sessions held, RSS each (idle-50k)")
+    assert.deepStrictEqual(idle, {
+      name: "idle sessions held, RSS each (idle-50k)",
+      target: "50,000 at ≤ 8 KiB",
+      value: "n/a (not run at this size)",
+      status: "n/a"
+    })
+    // At full sizes a scale run that did not happen (--only) is still just unmeasured.
+    assert.strictEqual(full.find((c) => c.name.includes("idle-50k"))?.value, "–")
+    assert.deepStrictEqual(checkNames(quickSizes).storm, "storm-1k")
   })
 })
 

@@ -6,7 +6,7 @@
  * forwards; everything else passes through unchanged.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Schema } from "effect"
+import { Deferred, Duration, Effect, Schema } from "effect"
 import * as net from "node:net"
 import * as path from "node:path"
 import { startBroker } from "../../src/fuzz/BrokerUnderTest.ts"
@@ -71,7 +71,7 @@ describe("the healthy sessions of a fuzz campaign", () => {
       yield* healthy.start
       yield* healthy.run
       const id = yield* Deferred.await(tampered)
-      yield* healthy.finish
+      assert.isTrue(yield* healthy.finish(Duration.seconds(30)), "the final round trips were answered")
       const summary = findings.summary()
       assert.deepStrictEqual(summary.map((finding) => [finding.kind, finding.count]), [["healthy-altered", 1]], JSON.stringify(summary))
       assert.include(summary[0]?.examples[0] ?? "", id)

@@ -7,7 +7,7 @@
  * dist/ (`npm run build`): the broker under test is the built CLI's process.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { runCampaign } from "../../src/fuzz/Campaign.ts"
 import { formatReport } from "../../src/fuzz/Report.ts"
 
@@ -58,4 +58,42 @@ describe("fuzz campaign against a broker that hangs", () => {
       signal(stopped, "SIGKILL")
     })))
   }, 20_000)
+
+  it.live("reports broker-hung within the final round trips' bound when it hangs after the attack phase", () => {
+    let pid: number | undefined
+    let stopped: number | undefined
+    let attackEnded: number | undefined
+    return Effect.gen(function*() {
+      const report = yield* runCampaign({
+        seed: 49,
+        frames: 40,
+        light: true,
+        only: ["garbage"],
+        // Only the final round trips' bound is short: before it, the hang was found by the memory report's.
+        timeouts: { finalRoundTripsMs: 1_000, hungAfterMs: 60_000, memoryReportMs: 60_000 },
+        // The first progress line names the broker's process; it is stopped as the attack phase ends.
+        progress: (line) =>
+          Effect.gen(function*() {
+            pid ??= Number(/broker process (\d+)/.exec(line)?.[1] ?? Number.NaN)
+            if (!line.startsWith("attack phase ended") || Number.isNaN(pid)) return
+            attackEnded = yield* Clock.currentTimeMillis
+            stopped = pid
+            signal(stopped, "SIGSTOP")
+          })
+      })
+      const finished = yield* Clock.currentTimeMillis
+      const summary = formatReport(report)
+      assert.isDefined(stopped, "no progress line named the broker's process, or the end of the attack phase")
+      const hung = report.findings.find((finding) => finding.kind === "broker-hung")
+      assert.match(hung?.examples[0] ?? "", /alive but did not answer the healthy sessions' final round trips within 1\.0 s/, summary)
+      assert.isUndefined(report.findings.find((finding) => finding.kind === "broker-crashed"), summary)
+      // Found hung, nothing after it waited on the broker: no memory report, no connection count, no final probe.
+      assert.isUndefined(report.memory.after, summary)
+      // Before, each of nine round trips waited out 10 s, and the memory report (60 s here) found the hang.
+      assert.isBelow(finished - (attackEnded ?? finished), 15_000, summary)
+    }).pipe(Effect.ensuring(Effect.sync(() => {
+      signal(stopped, "SIGCONT")
+      signal(stopped, "SIGKILL")
+    })))
+  }, 30_000)
 })

@@ -1,14 +1,15 @@
 /** The fuzzer's pure parts: the frame meter, the blob builders, its command line. */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Context, Effect, Exit } from "effect"
 import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
 import { blob, mark, spliceJson } from "../../src/fuzz/attacks/blobs.ts"
 import { ATTACKS, selectAttacks } from "../../src/fuzz/attacks/catalogue.ts"
 import { replayCommand } from "../../src/fuzz/Campaign.ts"
 import { isFindingKind, KNOWN_FINDINGS } from "../../src/fuzz/Findings.ts"
 import { FrameMeter, type MeteredFrame } from "../../src/fuzz/FrameMeter.ts"
-import { fuzzCommand, type FuzzRequest, fuzzTeardown } from "../../src/fuzz/fuzzCommand.ts"
+import { EndingSignal, fuzzCommand, type FuzzRequest, fuzzTeardown, MAX_TIMEOUT_MS } from "../../src/fuzz/fuzzCommand.ts"
 import { ExitCode } from "../../src/cli/exit.ts"
 import { encodeFrames, MAX_FRAME_BYTES } from "../../src/protocol/index.ts"
 import { header } from "../support/bytes.ts"
@@ -101,11 +102,54 @@ describe("npm run fuzz", () => {
       assert.strictEqual(known.length, 1)
     }).pipe(Effect.provide(NodeServices.layer)))
 
-  it("exits 130, not 0, when a signal ends the campaign (its exit code is its verdict)", () => {
+  it.effect("takes the campaign's timeouts as flags, and keeps them in the replay line", () =>
+    Effect.gen(function*() {
+      const [request] = yield* parse(["--seed", "9", "--frames", "30", "--hung-after-ms", "5000", "--final-round-trips-ms", "2000"])
+      assert.deepStrictEqual(request?.campaign.timeouts, { hungAfterMs: 5_000, finalRoundTripsMs: 2_000 })
+      const line = replayCommand({ seed: 9, ...(request?.campaign ?? { frames: 0 }) })
+      assert.strictEqual(line, "npm run fuzz -- --seed 9 --frames 30 --attackers 8 --hung-after-ms 5000 --final-round-trips-ms 2000")
+      const [replayed] = yield* parse(line.split(" ").slice(4))
+      assert.deepStrictEqual(replayed?.campaign, request?.campaign)
+      const [all] = yield* parse(["--run-limit-ms", "1", "--memory-report-ms", String(MAX_TIMEOUT_MS)])
+      assert.deepStrictEqual(all?.campaign.timeouts, { runLimitMs: 1, memoryReportMs: MAX_TIMEOUT_MS })
+      const [none] = yield* parse([])
+      assert.isUndefined(none?.campaign.timeouts)
+    }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.effect("refuses a timeout that is not a whole number of ms from 1 up with exit code 2, before anything runs", () =>
+    Effect.gen(function*() {
+      const bad = [
+        ["--hung-after-ms", "0"],
+        ["--run-limit-ms", "-5"],
+        ["--final-round-trips-ms", "1.5"],
+        ["--memory-report-ms", "soon"],
+        ["--final-round-trips-ms", String(MAX_TIMEOUT_MS + 1)]
+      ]
+      for (const args of bad) {
+        const requests: Array<FuzzRequest> = []
+        const outcome = yield* Effect.exit(
+          Command.runWith(fuzzCommand((request) => Effect.sync(() => requests.push(request))), { version: "test" })(args)
+        )
+        const codes: Array<number> = []
+        fuzzTeardown(outcome, (code) => codes.push(code))
+        assert.deepStrictEqual([codes, requests.length], [[2], 0], args.join(" "))
+        // A bad value of a flag it knows, not an unknown flag.
+        const error = Exit.isFailure(outcome) ? Cause.squash(outcome.cause) : undefined
+        const invalid = CliError.isCliError(error) && error._tag === "ShowHelp"
+          ? error.errors.map((e) => e._tag === "InvalidValue" ? e.option : e._tag)
+          : []
+        assert.deepStrictEqual(invalid, [args[0]?.slice(2)], args.join(" "))
+      }
+    }).pipe(Effect.provide(NodeServices.layer)))
+
+  it("exits 128 + the signal, not 0, when a signal ends the campaign (its exit code is its verdict)", () => {
     const codes: Array<number> = []
+    const endedBy = (signal: NodeJS.Signals) => Exit.failCause(Cause.annotate(Cause.interrupt(), Context.make(EndingSignal, signal)))
+    fuzzTeardown(endedBy("SIGTERM"), (code) => codes.push(code))
+    fuzzTeardown(endedBy("SIGINT"), (code) => codes.push(code))
     fuzzTeardown(Exit.interrupt(), (code) => codes.push(code))
     fuzzTeardown(Exit.void, (code) => codes.push(code))
     fuzzTeardown(Exit.fail(new ExitCode({ code: 1 })), (code) => codes.push(code))
-    assert.deepStrictEqual(codes, [130, 0, 1])
+    assert.deepStrictEqual(codes, [143, 130, 130, 0, 1])
   })
 })
