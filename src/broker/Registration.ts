@@ -26,6 +26,7 @@ import {
   OBSERVE_V1,
   RECLAIM_RELEASED_V1,
   RECLAIM_V1,
+  REJOIN_V1,
   RELEASE_GRACE_MS,
   SESSION_HELD,
   SESSION_NOT_RELEASED,
@@ -38,7 +39,7 @@ import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
-import { featureSet, type OutboundItem, type Peer } from "./Peer.ts"
+import { featureSet, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
@@ -122,6 +123,7 @@ export class Registration {
   private readonly attached = new Map<Peer, ReadProgress | undefined>()
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
+  private readonly abandon: (peer: Peer) => ReadonlyArray<Returnable>
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
@@ -133,15 +135,22 @@ export class Registration {
    */
   private readonly takenOverElsewhere = new WeakSet<Session>()
 
+  /**
+   * @param abandon a connection whose client rejoined on another (`rejoin-v1`) will not be written
+   *   again: its writing stops, and what its client was given and never confirmed or never got is
+   *   returned, oldest first (Router.abandoned).
+   */
   constructor(
     ctx: RouterContext,
     membership: Membership,
-    signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> }
+    signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> },
+    abandon: (peer: Peer) => ReadonlyArray<Returnable>
   ) {
     this.ctx = ctx
     this.membership = membership
     this.registrationSignal = signals.registration
     this.idleSignal = signals.idle
+    this.abandon = abandon
   }
 
   /** Adds a concern's reaction to sessions coming and going (called in order of observation). */
@@ -263,6 +272,9 @@ export class Registration {
     const id = frame.sessionId ?? randomUUID()
     // Looked up without creating the scope: a refused registration must not leave one behind.
     const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
+    // `rejoin-v1`: the client instance that holds the id registers it again; it left the old connection.
+    const instanceId = features.includes(REJOIN_V1) ? frame.instanceId : undefined
+    const rejoin = instanceId !== undefined && previous?.peer.instanceId === instanceId
     // `reclaim-v1`'s `ifFree`: a client taken over asks for its id back, and gets it only once nobody
     // holds it (never from a live holder: the two would take it from each other for ever).
     // `reclaim-released-v1`'s `ifReleased` asks that, and that the id's last holder gave it up here
@@ -335,13 +347,20 @@ export class Registration {
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)
     }
+    // The client's own rejoin (`rejoin-v1`): what the old connection was given and its client never
+    // confirmed, or never got, goes to the new one first (below), ahead of the old outbox's mail.
+    let unread: ReadonlyArray<Returnable> = []
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended (told first where granted: endTakenOver), no
       // session_left. Mail in that outbox no longer belongs there (its session is gone): it goes to the
       // new holder once that is registered, below (Output.handOver); anything queued for the old
       // connection later is taken back as it is written (Output.takeForWrite).
       previous.peer.session = undefined
-      endTakenOver(output, previous.peer, id, frame.session.pid)
+      if (rejoin) {
+        // Its client left it: not told, not flushed; destroyed, its writing settled now, not at its close.
+        unread = this.abandon(previous.peer)
+        closePeer(previous.peer, "destroy")
+      } else endTakenOver(output, previous.peer, id, frame.session.pid)
     }
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
@@ -350,14 +369,20 @@ export class Registration {
     peer.state = "registered"
     peer.session = session
     peer.features = featureSet(features)
+    peer.instanceId = instanceId
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
     output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId, stateEpoch))
     // What the old connection had not taken to write goes to this one now, right after `registered`:
-    // before the mailbox's flush and any newer mail (a sender's order holds across the takeover).
+    // before the mailbox's flush and any newer mail (a sender's order holds across the takeover). At a
+    // rejoin, what it had taken and its client never confirmed or never got goes first: it is older.
+    for (const item of unread) output.undeliverable(item)
     if (previous !== undefined) output.handOver(previous.peer)
     this.membership.joined(session)
-    this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
+    this.ctx.log(
+      "info",
+      `${previous === undefined ? "session joined" : rejoin ? "session rejoined" : "session re-registered"}: ${sessionLabel(session)}`
+    )
     for (const hooks of this.hooks) hooks.registered?.(session, previous, now)
   }
 
