@@ -356,11 +356,10 @@ export class Registration {
       // new holder once that is registered, below (Output.handOver); anything queued for the old
       // connection later is taken back as it is written (Output.takeForWrite).
       previous.peer.session = undefined
-      if (rejoin) {
-        // Its client left it: not told, not flushed; destroyed, its writing settled now, not at its close.
-        unread = this.abandon(previous.peer)
-        closePeer(previous.peer, "destroy")
-      } else endTakenOver(output, previous.peer, id, frame.session.pid)
+      // Its client left it: not told, not flushed; its writing is settled now, not at its close, and it is
+      // destroyed once this session is registered (below).
+      if (rejoin) unread = this.abandon(previous.peer)
+      else endTakenOver(output, previous.peer, id, frame.session.pid)
     }
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
@@ -378,6 +377,9 @@ export class Registration {
     // rejoin, what it had taken and its client never confirmed or never got goes first: it is older.
     for (const item of unread) output.undeliverable(item)
     if (previous !== undefined) output.handOver(previous.peer)
+    // Only now: its close may run at once (nothing left to wait for), and what it gives back then (output
+    // queued for it later, what its senders were held back on) must find this connection registered.
+    if (rejoin) closePeer(previous.peer, "destroy")
     this.membership.joined(session)
     this.ctx.log(
       "info",
