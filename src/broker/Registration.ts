@@ -1,7 +1,9 @@
 /**
  * Registration (P11–P19): `register`, `unregister`, the registration timeout
- * of connections that have not registered (P15), stable-id takeover (P16),
- * the session cap (P18), and a session leaving. It is the only module that
+ * of connections that have not registered (P15), stable-id takeover (P16) and
+ * a client's own rejoin (`rejoin-v1`: the same `instanceId` as the holding
+ * connection's, whose unconfirmed and untaken mail then goes first), the
+ * session cap (P18), and a session leaving. It is the only module that
  * adds sessions to or removes them from the `Registry`, and the only writer of
  * a `Peer`'s registration fields.
  *
