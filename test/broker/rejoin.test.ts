@@ -7,13 +7,14 @@
  * given and never confirmed, the rest of its write in progress, then its
  * outbox go to the new connection in that order — a sender's order holds.
  * Another instance (or a client without the extension) takes the id over as
- * before. In memory, accepted and adopted (the read pump) connections.
+ * before. In memory, accepted and adopted (the read pump) connections, and
+ * over a real Unix socket.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
-import { message } from "../support/broker.ts"
+import { ackFor, message, register, withBroker } from "../support/broker.ts"
 import { memoryNetwork } from "../support/memory.ts"
 
 const BURST = 40
@@ -84,6 +85,33 @@ describe("rejoin-v1: a client's own rejoin keeps its senders' order", () => {
       yield* old.client.resume
       yield* old.client.waitClosed()
       assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+    }))
+})
+
+describe("rejoin-v1 over a Unix socket", () => {
+  // The old client stopped reading with 800 KB on its way (400 messages of 2 KB): the socket's buffers hold part of it (written,
+  // never confirmed), a write waits with its rest, the outbox holds more. The same instance registers again.
+  it.live("the same instance registers again while its old socket is full: the whole burst, in order, then the newer message", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null, mailboxCapacity: 4096 })
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const old = yield* broker.session({ sessionId: "twin", frame: asInstance("instance-1") })
+      yield* old.client.pause
+      const burst = Array.from({ length: 400 }, (_, i) => message(`burst ${i}:`.padEnd(2048, ".")))
+      yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+      for (const msg of burst) assert.strictEqual((yield* ackFor(sender.client, msg.id)).type, "delivered")
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "twin", frame: asInstance("instance-1") })
+      const later = message("after the register")
+      yield* sender.client.send({ type: "send", to: "twin", message: later })
+      yield* replacement.next("message", (frame) => frame.message.id === later.id)
+      const texts = replacement.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      assert.strictEqual(texts.length, burst.length + 1)
+      assert.deepStrictEqual(texts.slice(0, -1).map((text) => Number(/^burst (\d+):/.exec(text)?.[1])), burst.map((_, i) => i))
+      assert.strictEqual(texts.at(-1), "after the register")
+      yield* old.client.resume
+      yield* old.client.waitClosed()
+      assert.notInclude(old.client.received().map((frame) => frame.type), "taken_over")
     }))
 })
 
