@@ -250,7 +250,7 @@ export class Router {
       }
     }
     const membership = new Membership(signals.feed, output)
-    // Late-bound: the custody is made after the concerns that observe registrations before it.
+    // Late-bound: `abandoned` uses the writer and the custody, which is made below.
     const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer))
     const asks = new Asks(
       ctx,
