@@ -65,10 +65,7 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     const running = writer.running
     if (running !== undefined) yield* Fiber.interrupt(running)
     // Before destroying: the socket still knows how much of an unfinished write it took.
-    const batch = writer.inFlight
-    const written = batch === undefined ? 0 : peer.connection.unfinishedWrite() ?? batch.frames.length
-    if (batch !== undefined) router.written(peer, batch, written)
-    const unwritten = batch === undefined ? [] : router.output.unwrittenOf(batch, written)
+    const unwritten = router.abandonWrites(peer)
     yield* peer.connection.destroy
     // In order: the unfinished write's rest, then what was still queued, then what was parked for it.
     router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer), ...ownParked])

@@ -15,7 +15,8 @@
  * reader, a takeover, the client's own close), what is still in custody was
  * never confirmed read: it goes back like output the connection never wrote
  * (`Router.detach`: to the session's next connection, or its mailbox), ahead
- * of that output. A client that had read it after all drops the copy
+ * of that output. At the client's own rejoin (`rejoin-v1`) it goes back at
+ * once, at the new `register` (`Router.abandoned`), not at the close. A client that had read it after all drops the copy
  * (`RecentMessages`). A broker in memory mode grants the extension too: its
  * custody keeps mail only in memory, which is enough for that.
  *

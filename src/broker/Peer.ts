@@ -140,6 +140,11 @@ export class Peer {
   unregisteredSince: number
   /** Extensions granted to this connection in `registered`. */
   features: ReadonlySet<string> = NO_FEATURES
+  /**
+   * The client instance that registered on this connection (`rejoin-v1`'s `instanceId`, kept only
+   * where granted): a register from the same instance while this holds its session is its own rejoin.
+   */
+  instanceId: string | undefined = undefined
 
   // --- Membership -------------------------------------------------------------
   /** Membership feed position (MembershipFeed.collect). */

@@ -15,9 +15,10 @@
  * - the connection ends (`end`: `drain`, run by the actor's `finish`).
  *
  * Custody of a write cut short: the batch handed to the socket and not
- * finished is `inFlight` until it completes; the actor's `finish` asks the
- * socket how much of it was handed over (`unfinishedWrite`) and gives the rest
- * back. Taking a batch and recording it in flight is one synchronous step, so
+ * finished is `inFlight` until it completes; when writing is abandoned (the
+ * actor's `finish`, or the client's own rejoin, `rejoin-v1`), the Router asks
+ * the socket how much of it was handed over (`unfinishedWrite`) and gives the
+ * rest back (`Router.abandonWrites`). Taking a batch and recording it in flight is one synchronous step, so
  * no interruption can fall between them (seed 716).
  */
 import { Effect, Fiber } from "effect"
@@ -103,6 +104,19 @@ export class PeerWriter {
       }))
   }
 
+  /**
+   * Writing is over for good (the connection closes, or its client left it: `rejoin-v1`): nothing more
+   * is taken from the outbox, and the batch whose write had not completed is returned — once; the
+   * caller asks the socket how much of it was handed over (`Router.abandonWrites`). A write that
+   * completes after this records nothing: its batch was already settled.
+   */
+  abandon(): WriteBatch | undefined {
+    const batch = this.inFlight
+    this.inFlight = undefined
+    this.done = true
+    return batch
+  }
+
   /** The fiber writing now, if any (the actor interrupts it at close). */
   get running(): Fiber.Fiber<void> | undefined {
     return this.busy ? this.fiber : undefined
@@ -116,7 +130,7 @@ export class PeerWriter {
   private step(): Step {
     const peer = this.peer
     const output = this.router.output
-    if (peer.state === "closed" || !output.hasOutput(peer)) return EMPTY
+    if (this.done || peer.state === "closed" || !output.hasOutput(peer)) return EMPTY
     const journal = this.router.journal
     // Durable: nothing leaves before the changes that preceded it are stored (StoreJournal.ts).
     if (journal !== undefined && !journal.mayWrite(peer)) return GATED
@@ -138,6 +152,8 @@ export class PeerWriter {
   /** The rest of a write completed: record it, then go on as `then`. */
   private completed(batch: WriteBatch, then: typeof WROTE | typeof ENDING): Effect.Effect<Step> {
     return Effect.sync((): Step => {
+      // Abandoned meanwhile: its batch was settled then (what the socket had taken, and the rest given back).
+      if (this.inFlight !== batch) return EMPTY
       this.inFlight = undefined
       this.router.written(this.peer, batch, batch.frames.length)
       return then

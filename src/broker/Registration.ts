@@ -1,7 +1,9 @@
 /**
  * Registration (P11–P19): `register`, `unregister`, the registration timeout
- * of connections that have not registered (P15), stable-id takeover (P16),
- * the session cap (P18), and a session leaving. It is the only module that
+ * of connections that have not registered (P15), stable-id takeover (P16) and
+ * a client's own rejoin (`rejoin-v1`: the same `instanceId` as the holding
+ * connection's, whose unconfirmed and untaken mail then goes first), the
+ * session cap (P18), and a session leaving. It is the only module that
  * adds sessions to or removes them from the `Registry`, and the only writer of
  * a `Peer`'s registration fields.
  *
@@ -9,10 +11,13 @@
  * to a session that registers, for example), so a new concern that cares
  * about sessions coming and going is a hook, not an edit here.
  *
- * Size: about 420 lines, one concept — a session's coming and going. The
+ * Size: about 450 lines, one concept — a session's coming and going. The
  * take-back rules (`ifFree`, `ifReleased` and its grace, a live holder in
  * another group) grew it past 400; they decide whether a `register` may
- * take an id, which is this module's own question, so they stay here.
+ * take an id, which is this module's own question, so they stay here. The
+ * rejoin (`rejoin-v1`) added the rest: whether a held id's `register` is a
+ * takeover is the same question; settling the old connection's writing is
+ * the Router's (`Router.abandoned`), passed in.
  */
 import { SessionHealth } from "./Health.ts"
 import { SessionTraffic } from "./Traffic.ts"
@@ -26,6 +31,7 @@ import {
   OBSERVE_V1,
   RECLAIM_RELEASED_V1,
   RECLAIM_V1,
+  REJOIN_V1,
   RELEASE_GRACE_MS,
   SESSION_HELD,
   SESSION_NOT_RELEASED,
@@ -38,7 +44,7 @@ import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
-import { featureSet, type OutboundItem, type Peer } from "./Peer.ts"
+import { featureSet, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import {
   encodeSessionInfo,
   fieldsFromRegistration,
@@ -122,6 +128,7 @@ export class Registration {
   private readonly attached = new Map<Peer, ReadProgress | undefined>()
   private readonly registrationSignal: Queue.Queue<void>
   private readonly idleSignal: Queue.Queue<void>
+  private readonly abandon: (peer: Peer) => ReadonlyArray<Returnable>
   /** When the last session left (undefined before any did); the idle-exit watcher measures from here (P92). */
   lastLeftAt: number | undefined = undefined
   /** Connections registered as observers (`observe-v1`). */
@@ -133,15 +140,22 @@ export class Registration {
    */
   private readonly takenOverElsewhere = new WeakSet<Session>()
 
+  /**
+   * @param abandon a connection whose client rejoined on another (`rejoin-v1`) will not be written
+   *   again: its writing stops, and what its client was given and never confirmed or never got is
+   *   returned, oldest first (Router.abandoned).
+   */
   constructor(
     ctx: RouterContext,
     membership: Membership,
-    signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> }
+    signals: { readonly registration: Queue.Queue<void>; readonly idle: Queue.Queue<void> },
+    abandon: (peer: Peer) => ReadonlyArray<Returnable>
   ) {
     this.ctx = ctx
     this.membership = membership
     this.registrationSignal = signals.registration
     this.idleSignal = signals.idle
+    this.abandon = abandon
   }
 
   /** Adds a concern's reaction to sessions coming and going (called in order of observation). */
@@ -263,6 +277,9 @@ export class Registration {
     const id = frame.sessionId ?? randomUUID()
     // Looked up without creating the scope: a refused registration must not leave one behind.
     const previous = registry.spaces.get(spaceKey)?.sessions.get(id)
+    // `rejoin-v1`: the client instance that holds the id registers it again; it left the old connection.
+    const instanceId = features.includes(REJOIN_V1) ? frame.instanceId : undefined
+    const rejoin = instanceId !== undefined && previous?.peer.instanceId === instanceId
     // `reclaim-v1`'s `ifFree`: a client taken over asks for its id back, and gets it only once nobody
     // holds it (never from a live holder: the two would take it from each other for ever).
     // `reclaim-released-v1`'s `ifReleased` asks that, and that the id's last holder gave it up here
@@ -335,13 +352,19 @@ export class Registration {
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)
     }
+    // The client's own rejoin (`rejoin-v1`): what the old connection was given and its client never
+    // confirmed, or never got, goes to the new one first (below), ahead of the old outbox's mail.
+    let unread: ReadonlyArray<Returnable> = []
     if (previous !== undefined) {
       // Stable-id takeover (P16): the old endpoint is ended (told first where granted: endTakenOver), no
       // session_left. Mail in that outbox no longer belongs there (its session is gone): it goes to the
       // new holder once that is registered, below (Output.handOver); anything queued for the old
       // connection later is taken back as it is written (Output.takeForWrite).
       previous.peer.session = undefined
-      endTakenOver(output, previous.peer, id, frame.session.pid)
+      // Its client left it: not told, not flushed; its writing is settled now, not at its close, and it is
+      // destroyed once this session is registered (below).
+      if (rejoin) unread = this.abandon(previous.peer)
+      else endTakenOver(output, previous.peer, id, frame.session.pid)
     }
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
@@ -350,14 +373,23 @@ export class Registration {
     peer.state = "registered"
     peer.session = session
     peer.features = featureSet(features)
+    peer.instanceId = instanceId
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
     output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId, stateEpoch))
     // What the old connection had not taken to write goes to this one now, right after `registered`:
-    // before the mailbox's flush and any newer mail (a sender's order holds across the takeover).
+    // before the mailbox's flush and any newer mail (a sender's order holds across the takeover). At a
+    // rejoin, what it had taken and its client never confirmed or never got goes first: it is older.
+    for (const item of unread) output.undeliverable(item)
     if (previous !== undefined) output.handOver(previous.peer)
+    // Only now: its close may run at once (nothing left to wait for), and what it gives back then (output
+    // queued for it later, what its senders were held back on) must find this connection registered.
+    if (rejoin) closePeer(previous.peer, "destroy")
     this.membership.joined(session)
-    this.ctx.log("info", `${previous === undefined ? "session joined" : "session re-registered"}: ${sessionLabel(session)}`)
+    this.ctx.log(
+      "info",
+      `${previous === undefined ? "session joined" : rejoin ? "session rejoined" : "session re-registered"}: ${sessionLabel(session)}`
+    )
     for (const hooks of this.hooks) hooks.registered?.(session, previous, now)
   }
 

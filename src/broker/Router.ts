@@ -56,7 +56,7 @@ import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
-import type { OutboundItem, Peer } from "./Peer.ts"
+import type { OutboundItem, Peer, Returnable } from "./Peer.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
 import { type ResultJob, Results } from "./Results.ts"
@@ -250,7 +250,8 @@ export class Router {
       }
     }
     const membership = new Membership(signals.feed, output)
-    const registration = new Registration(ctx, membership, signals)
+    // Late-bound: `abandoned` uses the writer and the custody, which is made below.
+    const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer))
     const asks = new Asks(
       ctx,
       (senderKey, messageId) => staging.withdraw(senderKey, messageId, true) !== undefined,
@@ -393,6 +394,34 @@ export class Router {
   /** A new connection (see `Registration.attach`). */
   attach(peer: Peer): void {
     this.registration.attach(peer)
+  }
+
+  /**
+   * `peer`'s writing is over (it closes, or its client left it for another
+   * connection: `rejoin-v1`): the write in progress, if any, is settled — the
+   * part its socket took is recorded as written (into custody, for a
+   * `received-v1` client), and the part it never took is returned, in order,
+   * to go back like unwritten output. Once: a second call returns nothing.
+   */
+  abandonWrites(peer: Peer): Array<Returnable> {
+    const batch = peer.writer.abandon()
+    if (batch === undefined) return []
+    const written = peer.connection.unfinishedWrite() ?? batch.frames.length
+    this.written(peer, batch, written)
+    return this.output.unwrittenOf(batch, written)
+  }
+
+  /**
+   * `peer`'s client registered its session again on another connection
+   * (`rejoin-v1`): it left this one, which will not be written again. What
+   * the client was given here and never confirmed reading (custody), then
+   * what the socket never took of the write in progress, oldest first — the
+   * new connection gets these first (Registration).
+   */
+  abandoned(peer: Peer): Array<Returnable> {
+    const unwritten = this.abandonWrites(peer)
+    const unread = this.custody.detached(peer)
+    return unread.length === 0 ? unwritten : [...unread, ...unwritten]
   }
 
   /** The connection is gone; `unwritten` is what its outbox still held. */

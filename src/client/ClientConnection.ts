@@ -96,6 +96,12 @@ export interface RegisterRequest {
    * on this broker; refused with an `IntercomNotConnected` whose `sessionHeld` is true otherwise.
    */
   readonly ifReleased?: boolean | undefined
+  /**
+   * `rejoin-v1`: the client instance's id, the same on each of its connections (ignored by a broker
+   * that does not grant `rejoin-v1`): its register while an older connection of its own still holds
+   * the id is a rejoin, and the old connection's unconfirmed mail comes here first, in order.
+   */
+  readonly instanceId?: string | undefined
 }
 
 /** What a session brings to the supervisor channel when it registers (`supervisor-v1`). */
@@ -251,6 +257,7 @@ export const openClientConnection = (
       ...(request.ephemeral === true ? { ephemeral: true } : {}),
       ...(request.ifFree === true ? { ifFree: true } : {}),
       ...(request.ifReleased === true ? { ifReleased: true } : {}),
+      ...(request.instanceId === undefined ? {} : { instanceId: request.instanceId }),
       ...(request.supervisor?.ownerToken === undefined ? {} : { ownerToken: request.supervisor.ownerToken }),
       ...(request.supervisor?.grant === undefined ? {} : request.supervisor.grant),
       // The extensions this client implements itself, plus what its owner asked for.

@@ -75,6 +75,7 @@ import { type ClientConnection, openClientConnection } from "./ClientConnection.
 import type { UnansweredSend } from "./PendingSends.ts"
 import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
 import * as path from "node:path"
+import { randomUUID } from "node:crypto"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
@@ -147,6 +148,8 @@ const make = (
     const livenessIntervalMs = options.livenessIntervalMs ?? 30_000
     const livenessTimeoutMs = Math.min(options.livenessTimeoutMs ?? 5_000, livenessIntervalMs)
     const reconnectMaxMs = options.reconnectMaxMs ?? 30_000
+    // `rejoin-v1`: one id for every connection of this instance, so the broker knows its own rejoin.
+    const instanceId = options.instanceId ?? randomUUID()
     const reconnectSchedule = Schedule.exponential(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
       Schedule.jittered,
       Schedule.modifyDelay(({ duration }) =>
@@ -306,6 +309,7 @@ const make = (
           ephemeral: options.ephemeral,
           session: registration,
           features: options.features ?? [],
+          instanceId,
           supervisor: { ownerToken: options.ownerToken, grant: options.supervisorGrant },
           connectTimeoutMs,
           ...(only === undefined ? {} : { ifFree: true }),

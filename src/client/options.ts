@@ -124,6 +124,15 @@ export interface IntercomClientOptions {
    * restart its target may simply not have registered again yet. Default 10 s.
    */
   readonly rejoinGraceMs?: number
+  /**
+   * This client instance's id (`rejoin-v1`), sent in every `register` it
+   * makes, so the broker tells the client's own reconnect (the old
+   * connection left before the broker saw it end) from another process
+   * taking the id over, and gives the new connection what the old one was
+   * given and never confirmed, in order. Unique per instance; a random UUID
+   * by default (the simulation passes its own, deterministic).
+   */
+  readonly instanceId?: string
   /** Transport override (the simulation's in-memory network); the Unix socket by default. */
   readonly dial?: Dialer
 }

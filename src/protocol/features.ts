@@ -219,6 +219,25 @@ export const SESSION_RELEASED_RECENTLY = "E_SESSION_RELEASED_RECENTLY"
  */
 export const RELEASE_GRACE_MS = 2_000
 
+/**
+ * Extension `rejoin-v1`: a client's own rejoin. A client granted it sends
+ * `instanceId` in `register`: an id of its own, made once per client
+ * instance (not per connection). A register whose id is held by a live
+ * connection that registered with the same `instanceId` (both granted
+ * `rejoin-v1`) is that client coming back on a new connection, having left
+ * the old one (its liveness probe failed, say) before the broker saw it end:
+ * the broker ends the old connection at once (no `taken_over`: its client
+ * left it), and the mail that connection was given and its client never
+ * confirmed reading (`received-v1` custody, the part of the write in
+ * progress the socket took) or that its socket never took (the rest of that
+ * write) goes to the new connection first, in its order, ahead of the old
+ * outbox's mail and anything newer — so a sender's order holds across the
+ * rejoin (docs/testing.md, known issue 22). A different `instanceId`, or none,
+ * is a takeover as before. `instanceId` is ignored unless `rejoin-v1` is
+ * granted in the same `register`, so the client sends it always.
+ */
+export const REJOIN_V1 = "rejoin-v1"
+
 /** Features every client receives in `registered`. */
 export const BASE_FEATURES: ReadonlyArray<string> = [EXACT_SEND_V1]
 
@@ -242,7 +261,8 @@ export const EXTENSION_FEATURES: ReadonlyArray<string> = [
   STATE_EPOCH_V1,
   TAKEOVER_V1,
   RECLAIM_V1,
-  RECLAIM_RELEASED_V1
+  RECLAIM_RELEASED_V1,
+  REJOIN_V1
 ]
 
 /**

@@ -191,7 +191,12 @@ export const RegisterFrame = Schema.Struct({
    * holder on this broker gave it up with `unregister`; refused with `registration_failed` code
    * `E_SESSION_HELD` or `E_SESSION_NOT_RELEASED` otherwise.
    */
-  ifReleased: Schema.optionalKey(Schema.Boolean)
+  ifReleased: Schema.optionalKey(Schema.Boolean),
+  /**
+   * Extension `rejoin-v1`: the client instance's own id, the same on each of its connections; a register
+   * whose id is held by a connection with the same `instanceId` is the client's own rejoin (features.ts).
+   */
+  instanceId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type

@@ -16,7 +16,9 @@ import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type Workl
  * report them without failing; their own tests show each one. The two
  * redeliveries are fixed for hosts whose journal says what their history
  * holds (`InboundJournal.handled`); `takeover-late-write` is the broker's
- * documented order trade-off at a takeover, which no host journal changes.
+ * documented order trade-off at a takeover by another client instance (a
+ * client's own rejoin, `rejoin-v1`, keeps the order), which no host journal
+ * changes.
  */
 export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = [
   "crash-redelivery",

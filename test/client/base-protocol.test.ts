@@ -25,6 +25,7 @@ import {
   TAKEOVER_V1,
   RECLAIM_RELEASED_V1,
   RECLAIM_V1,
+  REJOIN_V1,
   TOPICS_V1,
   TRACE_V1
 } from "../../src/protocol/features.ts"
@@ -37,7 +38,7 @@ describe("base protocol", () => {
       const broker = yield* withBroker({ idleExit: null })
       const { client } = yield* makeClient(brokerClientOptions(broker, "base-0000-0001"))
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1])
       assert.deepStrictEqual(BASE_FEATURES, ["exact-send-v1"])
     }))
 
@@ -48,21 +49,24 @@ describe("base protocol", () => {
         brokerClientOptions(broker, "base-0000-0002", undefined, { features: ["no-such-extension-v9"] })
       )
       yield* client.connect
-      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1])
+      assert.deepStrictEqual((yield* client.status).features, ["exact-send-v1", LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1])
     }))
 
-  it.live("the register frame is pi-intercom's plus `features`: the client's own extensions, then the owner's", () =>
+  it.live("the register frame is pi-intercom's plus `features` (the client's own extensions, then the owner's) and `instanceId` (`rejoin-v1`, one per client)", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
       const { client } = yield* makeClient(fakeClientOptions(fake, "base-0000-0003"))
       yield* client.connect
       const [register] = fake.ofType("register")
-      assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["features", "session", "sessionId", "type"])
-      const own = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1]
+      assert.deepStrictEqual(Object.keys(register?.frame ?? {}).sort(), ["features", "instanceId", "session", "sessionId", "type"])
+      const own = [LIST_PAGE_V1, ASK_TIMEOUT_V1, GROUPS_V1, SUPERVISOR_V1, REPLY_ERROR_V1, DELIVERY_V1, HEALTH_V1, TOPICS_V1, RESULTS_V1, QUESTIONS_V1, RECEIVED_V1, TRACE_V1, STATS_V1, EPHEMERAL_V1, STATE_EPOCH_V1, TAKEOVER_V1, RECLAIM_V1, RECLAIM_RELEASED_V1, REJOIN_V1]
       assert.deepStrictEqual(register?.frame.features, own)
       const asking = yield* makeClient(fakeClientOptions(fake, "base-0000-0004", { features: ["some-extension-v1"] }))
       yield* asking.client.connect
       assert.deepStrictEqual(fake.ofType("register")[1]?.frame.features, [...own, "some-extension-v1"])
+      // One id per client instance, not per connection nor per session: another client has another.
+      assert.isString(register?.frame.instanceId)
+      assert.notStrictEqual(fake.ofType("register")[1]?.frame.instanceId, register?.frame.instanceId)
     }))
 
   it.live("against a broker that omits `features` and sends bare acks: list and send still work", () =>

@@ -178,6 +178,9 @@ describe("liveness probe (P96, in memory)", () => {
       assert.strictEqual(fake.connections(), 2)
       const registers = fake.ofType("register")
       assert.deepStrictEqual(registers.map((r) => [r.connection, r.frame.sessionId]), [[1, A_ID], [2, A_ID]])
+      // `rejoin-v1`: the same client instance, so the same `instanceId` (a broker tells its own rejoin by it).
+      assert.isString(registers[0]?.frame.instanceId)
+      assert.strictEqual(registers[1]?.frame.instanceId, registers[0]?.frame.instanceId)
       assert.deepInclude(yield* client.status, { connected: true, connections: 2 })
     }))
 

@@ -5,7 +5,9 @@
  * reported as `stranded-mail` (its cause), any other as `fifo` — except the
  * broker's documented trade-off at a takeover (`takeover-late-write`): mail
  * in the replaced connection's write in progress that its transport never
- * took comes back when that connection closes, after newer mail.
+ * took comes back when that connection closes, after newer mail. A client's
+ * own rejoin (`rejoin-v1`) is not such a takeover: the broker gives that mail
+ * to the new connection first, so it is in order and nothing is reported.
  *
  * Replace-mode messages (`delivery-v1`) are outside this order: the broker
  * stages them and hands them over when their coalescing window closes, after

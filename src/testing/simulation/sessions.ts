@@ -257,6 +257,8 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       // Its session runtime consumes it, as pi's and the CLI's do: confirm what the runtime handled.
       confirmWhenHandled: true,
       dial: dialerFor(world, state, key),
+      // Deterministic (a trace replays frame for frame): one per client, as a real client's random one.
+      instanceId: key,
       ...(drawn?.client ?? world.timings)
     }).pipe(Scope.provide(scope), ownedBy(key))
     const sessionOptions = drawn === undefined ? world.sessionOptions : { ...world.sessionOptions, ...drawn.session }

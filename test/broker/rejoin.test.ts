@@ -1,0 +1,129 @@
+/**
+ * `rejoin-v1`: a client's own rejoin (docs/protocol.md; docs/testing.md,
+ * known issue 22). A client that left its connection (its liveness probe
+ * failed) registers again before the broker saw the old one end. With the
+ * same `instanceId` the broker knows it is the client's own rejoin: the old
+ * connection is ended at once, not told `taken_over`, and the mail it was
+ * given and never confirmed, the rest of its write in progress, then its
+ * outbox go to the new connection in that order — a sender's order holds.
+ * Another instance (or a client without the extension) takes the id over as
+ * before. In memory, accepted and adopted (the read pump) connections, and
+ * over a real Unix socket.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { encodeFrames } from "../../src/protocol/index.ts"
+import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { ackFor, message, register, withBroker } from "../support/broker.ts"
+import { memoryNetwork } from "../support/memory.ts"
+
+const BURST = 40
+
+/** A client granted `received-v1` (it never confirms here), `takeover-v1` and `rejoin-v1`, as instance `instanceId`. */
+const asInstance = (instanceId: string | undefined, features: ReadonlyArray<string> = [RECEIVED_V1, TAKEOVER_V1, REJOIN_V1]) => ({
+  features,
+  ...(instanceId === undefined ? {} : { instanceId })
+})
+
+/**
+ * The old connection stops reading with the burst on its way: its link holds four frames, the writer's
+ * write in progress waits for room with its rest untaken, its outbox is full and the sender's rest is
+ * held back. Then `twin` registers again on a new connection as `frame` says, the sender sends one more,
+ * and the new connection's message texts up to that one are returned, with the old connection's frames.
+ */
+const replaceWhileStalled = (adopted: boolean, oldFrame: ReturnType<typeof asInstance>, newFrame: ReturnType<typeof asInstance>) =>
+  Effect.gen(function*() {
+    const world = yield* memoryNetwork({ linkCapacity: 4 })
+    yield* world.startBroker({ outboxCapacity: 4, adopted })
+    const sender = yield* world.session({ sessionId: "sender" })
+    const old = yield* world.session({ sessionId: "twin", frame: oldFrame })
+    yield* old.client.pause
+    const burst = Array.from({ length: BURST }, (_, i) => message(`burst ${i}`))
+    yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+    const replacement = yield* world.session({ sessionId: "twin", label: "replacement", frame: newFrame })
+    const later = message("after the register")
+    yield* sender.client.send({ type: "send", to: "twin", message: later })
+    yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
+    const texts = replacement.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+    return { texts, old, registered: replacement.registered }
+  })
+
+const inOrder = [...Array.from({ length: BURST }, (_, i) => `burst ${i}`), "after the register"]
+
+describe("rejoin-v1: a client's own rejoin keeps its senders' order", () => {
+  for (const adopted of [false, true]) {
+    const how = adopted ? "adopted (read pump)" : "accepted"
+    it.effect(`${how}: the same instance registers again while its old connection is stalled mid-write: every message, in order, then the newer one`, () =>
+      Effect.gen(function*() {
+        const { texts, old, registered } = yield* replaceWhileStalled(adopted, asInstance("instance-1"), asInstance("instance-1"))
+        assert.include(registered.features ?? [], REJOIN_V1)
+        // What the old link took (never confirmed), the write's untaken rest, the outbox, what was held back.
+        assert.deepStrictEqual(texts, inOrder)
+        // Its client left it: ended at once, not told `taken_over`.
+        yield* old.client.resume
+        yield* old.client.waitClosed()
+        assert.notInclude(old.client.received().map((frame) => frame.type), "taken_over")
+      }))
+  }
+
+  it.effect("another instance takes the id over as before: the old connection is told taken_over, and its write's rest does not come first", () =>
+    Effect.gen(function*() {
+      const { texts, old } = yield* replaceWhileStalled(false, asInstance("instance-1"), asInstance("instance-2"))
+      assert.notDeepEqual(texts, inOrder)
+      assert.strictEqual(texts.at(-1), "after the register")
+      yield* old.client.resume
+      yield* old.client.waitClosed()
+      assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+    }))
+
+  it.effect("the same instanceId without rejoin-v1 asked for is ignored: a takeover as before", () =>
+    Effect.gen(function*() {
+      const plain = [RECEIVED_V1, TAKEOVER_V1]
+      const { texts, old, registered } = yield* replaceWhileStalled(false, asInstance("instance-1", plain), asInstance("instance-1", plain))
+      assert.notInclude(registered.features ?? [], REJOIN_V1)
+      assert.notDeepEqual(texts, inOrder)
+      yield* old.client.resume
+      yield* old.client.waitClosed()
+      assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+    }))
+})
+
+describe("rejoin-v1 over a Unix socket", () => {
+  // The old client stopped reading with 800 KB on its way (400 messages of 2 KB): the socket's buffers hold part of it (written,
+  // never confirmed), a write waits with its rest, the outbox holds more. The same instance registers again.
+  it.live("the same instance registers again while its old socket is full: the whole burst, in order, then the newer message", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null, mailboxCapacity: 4096 })
+      const sender = yield* broker.session({ sessionId: "sender" })
+      const old = yield* broker.session({ sessionId: "twin", frame: asInstance("instance-1") })
+      yield* old.client.pause
+      const burst = Array.from({ length: 400 }, (_, i) => message(`burst ${i}:`.padEnd(2048, ".")))
+      yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+      for (const msg of burst) assert.strictEqual((yield* ackFor(sender.client, msg.id)).type, "delivered")
+      const replacement = yield* broker.connect("replacement")
+      yield* register(replacement, { sessionId: "twin", frame: asInstance("instance-1") })
+      const later = message("after the register")
+      yield* sender.client.send({ type: "send", to: "twin", message: later })
+      yield* replacement.next("message", (frame) => frame.message.id === later.id)
+      const texts = replacement.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      assert.strictEqual(texts.length, burst.length + 1)
+      assert.deepStrictEqual(texts.slice(0, -1).map((text) => Number(/^burst (\d+):/.exec(text)?.[1])), burst.map((_, i) => i))
+      assert.strictEqual(texts.at(-1), "after the register")
+      yield* old.client.resume
+      yield* old.client.waitClosed()
+      assert.notInclude(old.client.received().map((frame) => frame.type), "taken_over")
+    }))
+})
+
+describe("rejoin-v1: negotiation", () => {
+  it.effect("a base client (no features) is granted nothing new and its `instanceId` changes nothing", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const base = yield* world.session({ sessionId: "base", frame: { instanceId: "instance-1" } })
+      assert.deepStrictEqual(base.registered.features, ["exact-send-v1"])
+      assert.deepStrictEqual(Object.keys(base.registered).sort(), ["features", "sessionId", "type"])
+      const asking = yield* world.session({ sessionId: "asking", frame: asInstance("instance-2", [REJOIN_V1]) })
+      assert.deepStrictEqual(asking.registered.features, ["exact-send-v1", REJOIN_V1])
+    }))
+})
