@@ -166,6 +166,12 @@ describe("the spawn lock (C-BRK-17…19)", () => {
   const ensure = (dir: { agentDir: string; intercomDir: string; socketPath: string }, waitMs = 400) =>
     ensureBroker({ ...dir, launch: failingLaunch, waitMs }).pipe(Effect.flip, Effect.map((e) => e._tag === "BrokerSpawnFailed" ? e.detail : e.message))
 
+  /** What a client that lost the spawn race says: C-BRK-17's words once, then what happened and what to do. */
+  const lostRace = (dir: { intercomDir: string; socketPath: string }, waitMs = 400) =>
+    `Broker failed to start within timeout: another client holds ${dir.intercomDir}/broker.spawn.lock and is ` +
+    `starting the broker, but nothing answered on ${dir.socketPath} within ${waitMs} ms. Try again; if it keeps ` +
+    `failing, the broker's stderr is in ${dir.intercomDir}/broker.log.`
+
   const prepare = Effect.gen(function*() {
     const dir = yield* agentDir()
     fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
@@ -176,7 +182,7 @@ describe("the spawn lock (C-BRK-17…19)", () => {
     Effect.gen(function*() {
       const dir = yield* prepare
       fs.writeFileSync(dir.lockFile, `${process.ppid}\n${Date.now()}\n`)
-      assert.strictEqual(yield* ensure(dir), "Broker failed to start within timeout")
+      assert.strictEqual(yield* ensure(dir), lostRace(dir))
       assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
       assert.isTrue(fs.existsSync(dir.lockFile), "someone else's lock is left alone")
     }))
@@ -185,7 +191,7 @@ describe("the spawn lock (C-BRK-17…19)", () => {
     Effect.gen(function*() {
       const dir = yield* prepare
       fs.writeFileSync(dir.lockFile, "")
-      assert.strictEqual(yield* ensure(dir), "Broker failed to start within timeout")
+      assert.strictEqual(yield* ensure(dir), lostRace(dir))
       assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
     }))
 
