@@ -94,18 +94,19 @@ describe("auto-spawn", () => {
         Effect.sync(() => vi.stubEnv("ATOMIC_CODING_AGENT_DIR", elsewhere.agentDir)),
         () => Effect.sync(() => vi.unstubAllEnvs())
       )
-      // `node <broker script>`, as `{ "brokerCommand": "node" }` (or "bun") runs it.
+      // `node --max-semi-space-size=4 <broker script>`, as `{ "brokerCommand": "node", "brokerArgs":
+      // ["--max-semi-space-size=4"] }` runs it (docs/configuration.md: the default launch's V8 flag, passed by hand).
       yield* ensureBroker({
         agentDir: dir.agentDir,
         intercomDir: dir.intercomDir,
         socketPath: dir.socketPath,
-        launch: { _tag: "Command", command: process.execPath, args: [] }
+        launch: { _tag: "Command", command: process.execPath, args: ["--max-semi-space-size=4"] }
       })
       assert.isTrue(yield* probeHealth(dir.socketPath))
       const pid = readPidFile(dir.pidFile)
       assert.isDefined(pid)
       const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a !== "")
-      assert.deepStrictEqual(argv.slice(1), [brokerScriptPath()])
+      assert.deepStrictEqual(argv.slice(1), ["--max-semi-space-size=4", brokerScriptPath()])
       assert.isFalse(fs.existsSync(elsewhere.socketPath), "no broker for the inherited agent dir")
     }))
 
