@@ -17,7 +17,7 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { checkingBroker } from "../config/checkingMark.ts"
-import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
+import { holdsLifetimeLock, isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { BROKER_NODE_FLAGS, brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { foreignSocketProblem } from "../config/privateDir.ts"
@@ -65,7 +65,10 @@ export class BrokerSpawnTimedOut extends Data.TaggedError("BrokerSpawnTimedOut")
 export class BrokerNotAnswering extends Data.TaggedError("BrokerNotAnswering")<{
   readonly socketPath: string
   readonly lockFile: string
-  /** From `broker.pid`, when it names a live process. */
+  /**
+   * From `broker.pid`, when it names a live process that holds the lifetime
+   * lock (`/proc/locks`; where the system does not list locks, any live one).
+   */
   readonly pid: number | undefined
   readonly waitedMs: number
 }> {
@@ -297,10 +300,14 @@ export const ensureBroker = (
       if (holder === "silent" && (yield* waitOutCheck(options, waitMs))) return
       if (holder === "silent") {
         const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
+        // Not a pid the kernel says is not the holder's: a holder stuck before it wrote broker.pid
+        // leaves an older broker's there, and the message tells the user to signal it.
+        const named = pid !== undefined && (yield* isProcessAlive(pid)) &&
+          (yield* holdsLifetimeLock(options.intercomDir, pid)) !== false
         return yield* new BrokerNotAnswering({
           socketPath: options.socketPath,
           lockFile: lifetimeLockFile(options.intercomDir),
-          pid: pid !== undefined && (yield* isProcessAlive(pid)) ? pid : undefined,
+          pid: named ? pid : undefined,
           waitedMs: waitMs
         })
       }

@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { vi } from "vitest"
 import { Effect } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -231,6 +232,23 @@ describe("auto-spawn and a broker that holds the agent dir", () => {
       assert.include(error.message, "does not answer")
       assert.deepStrictEqual(brokerProcesses(dir.agentDir), [broker.pid], "no second broker was started")
       assert.isFalse(fs.existsSync(dir.logFile), "nothing was launched")
+    }))
+
+  it.live("a lock holder that has not written broker.pid yet: the older pid file's live pid is not named, nor to be signalled", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
+      // An old broker's pid, now another process's (a sleep): alive, but not the lock's holder.
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
+        (child) => Effect.sync(() => child.kill())
+      )
+      fs.writeFileSync(dir.pidFile, String(child.pid))
+      yield* holdLifetimeLock(dir.intercomDir) // the holder: nothing listening, no pid written
+      const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200 }))
+      assert.strictEqual(error._tag, "BrokerNotAnswering")
+      assert.notInclude(error.message, String(child.pid))
+      assert.match(error.message, /^An intercom broker is running but does not answer/)
     }))
 })
 
