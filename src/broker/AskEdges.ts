@@ -6,25 +6,10 @@
  * (`ask-timeout-v1`) — and expires exactly then, in deadline order, through a
  * min-heap; edges outlive disconnects (P61).
  */
+import type { AskEdge } from "../store/records.ts"
 
-export interface AskEdge {
-  /** The ask's record key: its asker and its id. */
-  readonly messageKey: string
-  /** The ask's message id. */
-  readonly messageId: string
-  readonly askerKey: string
-  readonly targetKey: string
-  /** When the edge expires (broker clock, ms). */
-  readonly deadline: number
-  /** When the ask was delivered (broker clock, ms); absent on edges stored by an older broker. */
-  readonly openedAt?: number | undefined
-  /**
-   * A durable supervisor question's edge (Questions.ts), which that concern
-   * opens and closes itself: a reply along it is saved as the question's
-   * answer, so losing the reply later does not open it again (Asks.answerLost).
-   */
-  readonly question?: true | undefined
-}
+/** An open ask: its type lives with the other stored records (src/store/records.ts). */
+export type { AskEdge } from "../store/records.ts"
 
 const pairKey = (askerKey: string, targetKey: string) => `${askerKey}\u0001${targetKey}`
 const askedKey = (targetKey: string, messageId: string) => `${targetKey}\u0002${messageId}`

@@ -10,23 +10,12 @@
  * every record is younger, the sender holding the most records loses its
  * oldest — one flooding sender never costs the others their window.
  */
-import type { DeliveryCode } from "../protocol/delivery.ts"
+import type { Fingerprint, Outcome } from "../store/records.ts"
 import { OutboundRecord, OutboundRecords } from "./OutboundRecords.ts"
 
-/** What a send came to, as answered (and replayed to a retry). */
-export type Outcome =
-  | {
-    readonly ok: true
-    readonly delivery: "socket_delivered" | "queued"
-    /**
-     * A replace send staged on its thread (`delivery-v1`, C-DLV-6): answered
-     * `delivery_queued` with the window's close, the first time and to a
-     * same-id retry alike (P46). Kept in memory only: a store keeps it as
-     * `queued`, so after a restart a retry is answered `delivered`, queued.
-     */
-    readonly staged?: { readonly threadId: string; readonly deliverAt: number } | undefined
-  }
-  | { readonly ok: false; readonly code: DeliveryCode; readonly reason: string; readonly retryable: boolean }
+/** A send's fingerprint and outcome: their types live with the other stored records (src/store/records.ts). */
+export type { Fingerprint, Outcome } from "../store/records.ts"
+
 
 /** The answer to a send delivered to a live session's connection. */
 export const DELIVERED: Outcome = { ok: true, delivery: "socket_delivered" }
@@ -39,30 +28,6 @@ export interface DeliveryRecord extends Fingerprint {
   readonly outcome: Outcome
 }
 
-/**
- * What identifies "the same send": target and authored content, not
- * timestamps or sequence numbers. Text and attachments are hashed (with their
- * lengths, so a collision also needs equal lengths), and so is a failure
- * reply's `replyError` (C-BRK-8), when there is one. Kept as fields of the
- * message's one outbound record (OutboundRecords.ts), not as an object or a
- * string of its own: records are kept by the hundred thousand, and every
- * object they hold is work for the garbage collector.
- */
-export interface Fingerprint {
-  readonly targetId: string
-  readonly textLength: number
-  readonly textHash: number
-  readonly attachmentsLength: number
-  readonly attachmentsHash: number
-  readonly replyTo: string | undefined
-  readonly expectsReply: boolean | undefined
-  readonly supersedes: string | undefined
-  readonly retryOf: string | undefined
-  /** A failure reply's `replyError` (`reply-error-v1`): its length, or -1 without one. */
-  readonly replyErrorLength: number
-  /** Its hash; 0 without one. */
-  readonly replyErrorHash: number
-}
 
 /** Whether two fingerprints name the same send. */
 export const sameFingerprint = (a: Fingerprint, b: Fingerprint): boolean =>

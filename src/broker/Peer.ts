@@ -9,15 +9,16 @@
  * `Output` (take output to write, offer parked output, drain at close).
  */
 import { Deferred } from "effect"
-import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
-import type { Message } from "../protocol/frames.ts"
 import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
-import type { AskEdge } from "./AskEdges.ts"
+import type { Mail } from "../store/records.ts"
 import type { PeerCustody } from "./Custody.ts"
 import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
 import type { Session } from "./Registry.ts"
+
+/** A message addressed to a session: its type lives with the other stored records (src/store/records.ts). */
+export type { Mail } from "../store/records.ts"
 
 /** Tells the writer to pull membership changes (MembershipFeed) before writing. */
 export const FEED_TICK: unique symbol = Symbol.for("effect-intercom/broker/FeedTick")
@@ -36,54 +37,6 @@ export interface OutboundMessage {
   readonly to: string
 }
 
-/** A message addressed to a session, as the mailbox and requeueing keep it. */
-export interface Mail {
-  /**
-   * The message's key everywhere in the broker — replay record, mailbox,
-   * receipt route, ask edge: its sender and its id (`recordKeyOf`). Ids are
-   * the sender's own: another session using the same id never collides.
-   */
-  readonly recordKey: string
-  readonly senderKey: string
-  readonly senderId: string
-  readonly senderIdentity: string | undefined
-  /** The sender's SessionInfo JSON when it sent the message (P49: flushed mail keeps it). */
-  readonly fromJson: string
-  readonly message: Message
-  readonly brokerReceivedAt: number
-  /**
-   * The routing namespace of its target, whose mailbox keeps it: the
-   * sender's, except for traffic across groups (a child's `supervisor_send`,
-   * its supervisor's reply back), which waits in the target's group.
-   */
-  readonly spaceKey: string
-  readonly targetKey: string
-  readonly targetId: string
-  readonly targetIdentity: string | undefined
-  readonly queuedAt: number
-  /** For an ask: how long its edge stays open (the asker's announced timeout, or the broker's). */
-  readonly askTimeoutMs: number | undefined
-  /** Set by the broker on a `supervisor_send` (extension `supervisor-v1`), shown to recipients granted it. */
-  readonly channel?: "supervisor" | undefined
-  /** A failure reply's text (extension `reply-error-v1`), shown to each recipient in the form it understands. */
-  readonly replyError?: string | undefined
-  /** The sender's delivery mode (`delivery-v1`) when not the default `steer`, shown to recipients granted it. */
-  readonly delivery?: DeliveryChoice | undefined
-  /**
-   * The trace context to hand on (`trace-v1`): the broker's routing span, or
-   * the sender's when the broker does not trace; shown to recipients granted
-   * it. Kept in the durable store: mail restored after a restart carries it too.
-   */
-  readonly traceparent?: string | undefined
-  /**
-   * For a reply: the ask edge it closed (Asks.ts), kept with it until it
-   * reaches its asker. A reply the mailbox drops first — evicted by its
-   * bounds, expired, or cancelled by its sender — leaves the ask unanswered,
-   * and the edge opens again until its own deadline (`Asks.answerLost`), so
-   * the replier can answer again. Kept in the durable store with the mail.
-   */
-  readonly answers?: AskEdge | undefined
-}
 
 /**
  * A failure notice on its way to a message's sender (an `expired` or

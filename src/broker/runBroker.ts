@@ -14,7 +14,7 @@ import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerOptionError, BrokerStartupError } from "./errors.ts"
-import { holdLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
+import { holdLifetimeLock, holdsLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { type BrokerOptions, checkCoreOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
 import { checkingMarkOf } from "../config/checkingMark.ts"
@@ -122,15 +122,44 @@ export const SOCKET_CHECK_INTERVAL = Duration.seconds(2)
 export const whenNoLongerOurs = (stillOurs: Effect.Effect<boolean>, interval: Duration.Input): Effect.Effect<void> =>
   stillOurs.pipe(Effect.repeat({ schedule: Schedule.spaced(interval), while: (ours) => ours }), Effect.asVoid)
 
-/** `AlreadyRunning`, naming the pid in `broker.pid` when that process is alive, else `known` or the lock. */
-const alreadyRunning = (intercomDir: string, socketPath: string, otherwise: string) =>
+/**
+ * `AlreadyRunning` when something answers health on the socket (a broker
+ * that takes no lock): naming the pid in `broker.pid` when that process is
+ * alive.
+ */
+const answersHealth = (intercomDir: string, socketPath: string) =>
   Effect.gen(function*() {
     const pid = yield* readPidFile(pidFileOf(intercomDir))
     const alive = pid !== undefined && (yield* isProcessAlive(pid))
     return yield* new BrokerStartupError({
       kind: "AlreadyRunning",
       path: socketPath,
-      detail: alive ? `pid ${pid}` : otherwise
+      detail: alive ? `pid ${pid}` : "it answers health"
+    })
+  })
+
+/**
+ * `AlreadyRunning` when another broker holds the lifetime lock: naming the
+ * pid in `broker.pid` only when the kernel says that process holds the lock
+ * (`holdsLifetimeLock`). The holder writes `broker.pid` only once it
+ * listens, so until then the file may still name an older broker, whose pid
+ * another process may have by now; where the system cannot say (no
+ * `/proc/locks`), the pid is given as what the file says, not as the holder's.
+ */
+const lockHeld = (intercomDir: string, socketPath: string) =>
+  Effect.gen(function*() {
+    const lock = `it holds ${lifetimeLockFile(intercomDir)}`
+    const pid = yield* readPidFile(pidFileOf(intercomDir))
+    const alive = pid !== undefined && (yield* isProcessAlive(pid))
+    const holds = alive ? yield* holdsLifetimeLock(intercomDir, pid) : false
+    return yield* new BrokerStartupError({
+      kind: "AlreadyRunning",
+      path: socketPath,
+      detail: holds === true
+        ? `pid ${pid}`
+        : holds === undefined
+        ? `${lock}; broker.pid names pid ${pid}, not verified to be its`
+        : `${lock}; its pid is not known yet`
     })
   })
 
@@ -165,7 +194,7 @@ export const runBroker = (
     // Held until the Scope has closed everything below: the last finalizer to run.
     yield* holdLifetimeLock(intercomDir).pipe(
       Effect.catchTags({
-        LifetimeLockHeld: () => alreadyRunning(intercomDir, socketPath, `it holds ${lifetimeLockFile(intercomDir)}`),
+        LifetimeLockHeld: () => lockHeld(intercomDir, socketPath),
         LifetimeLockFailed: (error) =>
           Effect.fail(
             new BrokerStartupError({
@@ -209,7 +238,7 @@ export const runBroker = (
       Effect.catchTags({
         ListenError: (error) =>
           Effect.fail(new BrokerStartupError({ kind: "ListenFailed", path: socketPath, detail: error.reason })),
-        SocketInUse: () => alreadyRunning(intercomDir, socketPath, "it answers health")
+        SocketInUse: () => answersHealth(intercomDir, socketPath)
       })
     )
     yield* Effect.addFinalizer(() => core.closeConnections)

@@ -120,6 +120,12 @@ const LOST_BACKOFF_MS = 250
  */
 export const RECLAIM_INTERVAL_MS = 5_000
 
+/**
+ * The reason of `IntercomNotConnected` once `shouldReconnect` said no: the
+ * client stays off until it is closed.
+ */
+export const RECONNECT_DECLINED = "the connection dropped and the client's owner said not to reconnect (shouldReconnect)"
+
 /** Departed sessions a client remembers for `InboundMessage.senderLeft` (the newest). */
 const DEPARTED_LIMIT = 1_000
 const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
@@ -364,6 +370,19 @@ const make = (
     const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
 
     /**
+     * `attempt` (or any attempt the client makes by itself) unless the owner says no first
+     * (`shouldReconnect`): then `declined`, before anything is dialled or spawned.
+     */
+    const unlessDeclined = <A>(
+      attempt: Effect.Effect<A, IntercomNotConnected>,
+      declined: IntercomNotConnected
+    ): Effect.Effect<A, IntercomNotConnected> =>
+      options.shouldReconnect === undefined ? attempt : Effect.flatMap(options.shouldReconnect, (go) =>
+        go ? attempt : Effect.sync(() => {
+          lastError = declined.reason
+        }).pipe(Effect.andThen(Effect.fail(declined))))
+
+    /**
      * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
      * An attempt that completes after `disconnect` is closed at once, never adopted (C-BRK-29).
      */
@@ -453,10 +472,10 @@ const make = (
      * Succeeds with the connection and how the taker lost the id (left, gave it up, or taken from it
      * by a broker without `reclaim-v1`).
      */
-    const reclaimAttempt = (over: IntercomNotConnected, asking: { released: boolean }) => {
+    const reclaimAttempt = (over: IntercomNotConnected, asking: { released: boolean }, declined: IntercomNotConnected) => {
       const pid = over.takenOver?.pid
       const takerAlive = pid === undefined ? Effect.succeed(false) : isProcessAlive(pid)
-      return Effect.flatMap(takerAlive, (alive) =>
+      return unlessDeclined(Effect.flatMap(takerAlive, (alive) =>
         !alive
           ? Effect.map(attemptWith("ifFree"), (back) => ({ ...back, how: "has left" }))
           : asking.released
@@ -466,7 +485,7 @@ const make = (
               ? "gave it up"
               : "lost it to this register: the broker (an older version, without reclaim-v1) ignored ifReleased"
           }))
-          : Effect.fail(over))
+          : Effect.fail(over)), declined)
     }
 
     /**
@@ -478,18 +497,19 @@ const make = (
      * the broker's record of an `unregister`, covers what the broker cannot see: after a broker
      * restart the live holder is only reconnecting, and the new broker would see the id free. Once
      * back, what was queued for the session meanwhile is delivered as on any re-register, and
-     * `takenOver` is cleared. Ends when the client is closed.
+     * `takenOver` is cleared. Ends when the client is closed, or when `shouldReconnect` says no.
      */
     const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> => {
       const asking = { released }
+      const declined = new IntercomNotConnected({ reason: RECONNECT_DECLINED })
       const pid = over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
       // Every interval; sooner after a refusal because the id was given up only just now (its grace).
       const attempts: Effect.Effect<
         Effect.Success<ReturnType<typeof reclaimAttempt>>,
         IntercomNotConnected
-      > = reclaimAttempt(over, asking).pipe(
+      > = reclaimAttempt(over, asking, declined).pipe(
         Effect.catch((error) =>
-          stopped ? Effect.fail(error) : Effect.sleep(Duration.millis(
+          stopped || error === declined ? Effect.fail(error) : Effect.sleep(Duration.millis(
             error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS
           )).pipe(Effect.andThen(Effect.suspend(() => attempts)))
         )
@@ -515,15 +535,23 @@ const make = (
       )
     }
 
-    /** Retries with backoff until connected or the client stops; waiting operations see the result. */
-    const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> =>
-      Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
-        Effect.andThen(Effect.retry(attempt, { schedule: reconnectSchedule, while: () => !stopped })),
+    /**
+     * Retries with backoff until connected, the client stops, or `shouldReconnect` (asked before each
+     * attempt) says no; waiting operations see the result.
+     */
+    const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> => {
+      const declined = new IntercomNotConnected({ reason: RECONNECT_DECLINED })
+      return Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
+        Effect.andThen(Effect.retry(unlessDeclined(attempt, declined), {
+          schedule: reconnectSchedule,
+          while: (error) => !stopped && error !== declined
+        })),
         Effect.flatMap(({ connection, scope }) =>
           adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(next, connection)))
         ),
         Effect.catch((error) => Deferred.fail(next, error))
       )
+    }
 
     const connection: Effect.Effect<ClientConnection, IntercomNotConnected> = Effect.suspend(() => {
       if (stopped) return Effect.fail(noLongerActive())

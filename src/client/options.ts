@@ -2,6 +2,7 @@
  * What an `IntercomClient` is made with: where the broker is, who this
  * session is, how to start a broker, and its timings (with their defaults).
  */
+import type * as Effect from "effect/Effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
 import type { Dialer } from "./Dialer.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
@@ -118,6 +119,17 @@ export interface IntercomClientOptions {
   readonly reconnectBaseMs?: number
   /** The longest delay between reconnect attempts. */
   readonly reconnectMaxMs?: number
+  /**
+   * Asked before each attempt the client makes by itself — a reconnect after
+   * a drop, a take-back after a takeover — before it dials or spawns a
+   * broker. `false` ends the reconnecting: the client stays off (its
+   * operations fail with `IntercomNotConnected`, reason
+   * `RECONNECT_DECLINED`) until it is closed. For an owner that can tell its
+   * session is gone before it closes the client (the pi extension: a session
+   * its SDK disposed). Not asked for the first connection, which an
+   * operation asks for. Default: always `true`.
+   */
+  readonly shouldReconnect?: Effect.Effect<boolean>
   /**
    * For this long after a reconnect, a send whose target is not found is
    * retried (every 250 ms, same message id) instead of failing: after a broker

@@ -17,7 +17,7 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { checkingBroker } from "../config/checkingMark.ts"
-import { isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
+import { holdsLifetimeLock, isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
 import { BROKER_NODE_FLAGS, brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { foreignSocketProblem } from "../config/privateDir.ts"
@@ -39,13 +39,36 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
 }
 
 /**
+ * Another client holds `broker.spawn.lock` and is starting the broker (it
+ * won the spawn race, C-BRK-17), but nothing answered health on the socket
+ * within `waitedMs`. The message leads with C-BRK-17's words, once, and says
+ * what to do: the winner reports why its broker did not start, and the
+ * broker's stderr is in `logFile`.
+ */
+export class BrokerSpawnTimedOut extends Data.TaggedError("BrokerSpawnTimedOut")<{
+  readonly socketPath: string
+  readonly lockFile: string
+  readonly logFile: string
+  readonly waitedMs: number
+}> {
+  override get message(): string {
+    return `Broker failed to start within timeout: another client holds ${this.lockFile} and is starting the broker, ` +
+      `but nothing answered on ${this.socketPath} within ${this.waitedMs} ms. Try again; if it keeps failing, ` +
+      `the broker's stderr is in ${this.logFile}.`
+  }
+}
+
+/**
  * A broker of this agent dir is alive — it holds the lifetime lock — but did
  * not answer health within `waitedMs`; none is started beside it.
  */
 export class BrokerNotAnswering extends Data.TaggedError("BrokerNotAnswering")<{
   readonly socketPath: string
   readonly lockFile: string
-  /** From `broker.pid`, when it names a live process. */
+  /**
+   * From `broker.pid`, when it names a live process that holds the lifetime
+   * lock (`/proc/locks`; where the system does not list locks, any live one).
+   */
   readonly pid: number | undefined
   readonly waitedMs: number
 }> {
@@ -236,13 +259,15 @@ const launchBroker = (options: SpawnOptions, logFile: string): ChildProcess => {
 /**
  * Ensures a broker answers on `options.socketPath`, spawning one detached if
  * none does. Fails with `BrokerSpawnFailed` saying why (including the tail of
- * the broker's stderr, kept in `<intercomDir>/broker.log`), or with
+ * the broker's stderr, kept in `<intercomDir>/broker.log`), with
+ * `BrokerSpawnTimedOut` when another client holds the spawn lock and no
+ * broker answered in time, or with
  * `BrokerNotAnswering` when a live broker holds the agent dir but does not
  * answer.
  */
 export const ensureBroker = (
   options: SpawnOptions
-): Effect.Effect<void, BrokerSpawnFailed | BrokerNotAnswering | BrokerStillChecking> =>
+): Effect.Effect<void, BrokerSpawnFailed | BrokerSpawnTimedOut | BrokerNotAnswering | BrokerStillChecking> =>
   Effect.gen(function*() {
     const waitMs = options.waitMs ?? 5000
     // A short fallback socket lives in a shared runtime dir: dial it only through our own private dir.
@@ -275,10 +300,14 @@ export const ensureBroker = (
       if (holder === "silent" && (yield* waitOutCheck(options, waitMs))) return
       if (holder === "silent") {
         const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
+        // Not a pid the kernel says is not the holder's: a holder stuck before it wrote broker.pid
+        // leaves an older broker's there, and the message tells the user to signal it.
+        const named = pid !== undefined && (yield* isProcessAlive(pid)) &&
+          (yield* holdsLifetimeLock(options.intercomDir, pid)) !== false
         return yield* new BrokerNotAnswering({
           socketPath: options.socketPath,
           lockFile: lifetimeLockFile(options.intercomDir),
-          pid: pid !== undefined && (yield* isProcessAlive(pid)) ? pid : undefined,
+          pid: named ? pid : undefined,
           waitedMs: waitMs
         })
       }
@@ -290,7 +319,12 @@ export const ensureBroker = (
     if (lock === "held") {
       if (yield* awaitHealthy(options.socketPath, waitMs)) return
       if (yield* waitOutCheck(options, waitMs)) return
-      return yield* new BrokerSpawnFailed({ detail: "Broker failed to start within timeout" })
+      return yield* new BrokerSpawnTimedOut({
+        socketPath: options.socketPath,
+        lockFile,
+        logFile: path.join(options.intercomDir, "broker.log"),
+        waitedMs: waitMs
+      })
     }
     yield* Effect.gen(function*() {
       if (yield* probeHealth(options.socketPath)) return // double-check under the lock (C-BRK-19)

@@ -175,3 +175,41 @@ export const isFileLockHeld = (file: string): Effect.Effect<boolean> =>
       db?.close()
     }
   })
+
+/**
+ * The pids that hold an exclusive (write) POSIX lock on `file`, as the
+ * kernel lists them in `/proc/locks` (Linux), matched by inode number alone:
+ * the only proof of *who* holds a lock, where `isFileLockHeld` says only
+ * *whether*. Empty when nobody does (or the file is gone); `undefined`
+ * where the system does not say (no `/proc/locks`: macOS), so a caller
+ * must not take a pid from elsewhere as verified. Takes no lock and opens
+ * only `/proc/locks` (never `file`: see the module header).
+ *
+ * @category getters
+ * @since 0.1.0
+ */
+export const fileLockHolders = (file: string): Effect.Effect<ReadonlyArray<number> | undefined> =>
+  Effect.sync(() => {
+    let text: string
+    try {
+      text = fs.readFileSync("/proc/locks", "utf8")
+    } catch {
+      return undefined
+    }
+    let inode: number
+    try {
+      inode = fs.statSync(file).ino
+    } catch {
+      return []
+    }
+    const holders = new Set<number>()
+    for (const line of text.split("\n")) {
+      // "1: POSIX  ADVISORY  WRITE 4705 fe:00:4245254 1073741824 1073742335"; a waiter's line has "->".
+      const fields = line.trim().split(/\s+/)
+      if (fields[1] !== "POSIX" || fields[3] !== "WRITE") continue
+      const pid = Number(fields[4])
+      const ino = Number((fields[5] ?? "").split(":")[2])
+      if (ino === inode && Number.isSafeInteger(pid) && pid > 0) holders.add(pid)
+    }
+    return [...holders]
+  })

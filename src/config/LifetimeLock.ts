@@ -32,7 +32,7 @@
  */
 import { Data, Effect, type Scope } from "effect"
 import * as path from "node:path"
-import { holdFileLock, isFileLockHeld } from "./FileLock.ts"
+import { fileLockHolders, holdFileLock, isFileLockHeld } from "./FileLock.ts"
 
 /** `<intercomDir>/broker.lock`. */
 export const lifetimeLockFile = (intercomDir: string): string => path.join(intercomDir, "broker.lock")
@@ -87,3 +87,13 @@ export const holdLifetimeLock = (
  */
 export const isLifetimeLockHeld = (intercomDir: string): Effect.Effect<boolean> =>
   isFileLockHeld(lifetimeLockFile(intercomDir))
+
+/**
+ * Whether the kernel says `pid` holds the lifetime lock of `intercomDir`:
+ * `true` or `false` on Linux (`/proc/locks`, `fileLockHolders`),
+ * `undefined` where the system does not say. What turns a pid read from
+ * `broker.pid` — which may be an older broker's, left behind, while the
+ * holder has not written its own yet — into the holder's.
+ */
+export const holdsLifetimeLock = (intercomDir: string, pid: number): Effect.Effect<boolean | undefined> =>
+  Effect.map(fileLockHolders(lifetimeLockFile(intercomDir)), (holders) => holders?.includes(pid))

@@ -9,6 +9,13 @@ import { isAcceptedGroup, MAX_ID_LENGTH } from "../protocol/limits.ts"
 
 /** A string with at least one non-whitespace character. */
 const NonBlankString = Schema.String.check(Schema.isPattern(/\S/))
+/**
+ * A program to run: non-blank, with no whitespace at either end. `" bun"` or
+ * `"bun "` names no program (`spawn "bun " ENOENT` at the first auto-spawn),
+ * so the file is rejected when it is read, saying why, instead of trimmed:
+ * trimming would guess at a path that really ends in a space.
+ */
+const CommandString = Schema.String.check(Schema.isPattern(/^\S(?:[\s\S]*\S)?$/))
 /** A positive safe integer. */
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 /**
@@ -44,7 +51,7 @@ export type ToolVisibility = typeof ToolVisibility.Type
  * file on one wrong-typed key; docs/configuration.md describes each key.
  */
 export const IntercomConfigFile = Schema.Struct({
-  brokerCommand: Schema.optionalKey(NonBlankString),
+  brokerCommand: Schema.optionalKey(CommandString),
   brokerArgs: Schema.optionalKey(Schema.Array(Schema.String)),
   confirmSend: Schema.optionalKey(Schema.Boolean),
   inboundTrigger: Schema.optionalKey(InboundTrigger),
@@ -71,7 +78,7 @@ const POSITIVE_MS = "a positive integer (milliseconds)"
 
 /** What each key must hold, in words, for error messages. */
 export const CONFIG_KEY_EXPECTATIONS: { readonly [K in ConfigKey]: string } = {
-  brokerCommand: "a non-empty string",
+  brokerCommand: "a program name or path, with no spaces at either end",
   brokerArgs: "an array of strings",
   confirmSend: "a boolean",
   inboundTrigger: `one of "always", "replies", "never"`,

@@ -205,6 +205,8 @@ export const startGeneration = (input: {
     touch: (f) => touchIf(() => !closed, f),
     touchWhileClosing: (f) => touchIf(() => !disposed, f)
   }
+  /** pi still has this generation's session: asking it something does not throw (a stale context does). */
+  const sessionLive = access.touch((p) => p.getSessionName())
 
   const child = input.childBridge
   const identity: HostIdentity = {
@@ -260,7 +262,10 @@ export const startGeneration = (input: {
       withholdLimit: settings.unsavedMessageLimit,
       // After a takeover (this pi session open in another pi process too) the client stays off until that
       // process leaves (it then takes the id back by itself); /reload takes it back at once.
-      takenOverHint: TAKE_BACK_HINT
+      takenOverHint: TAKE_BACK_HINT,
+      // Asked before each reconnect: a session pi's SDK disposed (its context stale) starts no reconnect, nor
+      // a broker, in the moments before `orphanWatch` sees it and closes the generation.
+      shouldReconnect: sessionLive.pipe(Effect.as(true), Effect.orElseSucceed(() => false))
     })
     const piHost = makePiHost({ access, sessionId, identity, hasUI, interactive })
     // Each hand-off to pi nudges the status fiber: a warning about unsaved mail shows at once, not at the next tick.
@@ -396,9 +401,11 @@ export const startGeneration = (input: {
    * spawning a broker again into an agent dir that may be gone — and keep the process alive. So a
    * built generation asks pi every `ORPHAN_CHECK` whether its session is still live, and closes
    * itself once pi says it is stale (or the generation is closing already: `close` is idempotent).
+   * Its client asks the same before each reconnect (`shouldReconnect`), so a drop within an
+   * `ORPHAN_CHECK` of the disposal starts no reconnect meanwhile.
    */
   const orphanWatch = Layer.effectDiscard(Effect.forkScoped(
-    access.touch((p) => p.getSessionName()).pipe(
+    sessionLive.pipe(
       Effect.repeat(Schedule.spaced(ORPHAN_CHECK)),
       // Not awaited: closing disposes this runtime, which interrupts this fiber.
       Effect.catch(() => Effect.sync(() => void close()))

@@ -38,8 +38,7 @@
 import { Context, Data, Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "effect/sql"
-import type { AskEdge } from "../broker/AskEdges.ts"
-import type { Mail } from "../broker/Peer.ts"
+import type { AskEdge, Mail } from "./records.ts"
 import { textOfHex } from "./nulText.ts"
 import { writeFailureOf } from "./errors.ts"
 import {

@@ -5,9 +5,7 @@
  * exists for).
  */
 import { Data, Schema } from "effect"
-import type { AskEdge } from "../broker/AskEdges.ts"
-import type { Fingerprint, Outcome } from "../broker/DeliveryRecords.ts"
-import type { Mail } from "../broker/Peer.ts"
+import type { AskEdge, Fingerprint, Mail, Outcome } from "./records.ts"
 import { decodeMessage, isFrameDecodeError } from "../protocol/decode.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 

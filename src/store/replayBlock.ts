@@ -33,7 +33,7 @@
  * inside a string's text that keeps its length is not detected (as a JSON
  * row's would not be): the format has no checksum.
  */
-import type { Fingerprint, Outcome } from "../broker/DeliveryRecords.ts"
+import type { Fingerprint, Outcome } from "./records.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import { CorruptRow, type StoredRecord } from "./mailCodec.ts"
 

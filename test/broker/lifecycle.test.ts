@@ -5,6 +5,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { type BrokerOptions, runBroker } from "../../src/broker/index.ts"
+import { holdLifetimeLock } from "../../src/config/LifetimeLock.ts"
 import { probeHealth } from "../../src/transport/index.ts"
 import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
 import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
@@ -248,6 +249,8 @@ describe("P91/P94 startup conflicts", () => {
       const error = yield* Effect.scoped(startupError({ intercomDir: broker.intercomDir, socketPath: broker.socketPath }))
       assert.strictEqual(error.kind, "AlreadyRunning")
       assert.strictEqual(error.path, broker.socketPath)
+      // broker.pid names this process, which the kernel lists as the lock's holder: the pid is verified.
+      assert.include(error.message, `already running (pid ${process.pid}) on ${broker.socketPath}`)
       assert.isTrue(fs.existsSync(broker.socketPath))
       assert.isTrue(yield* probeHealth(broker.socketPath))
       assert.isFalse(session.client.isClosed())
@@ -284,6 +287,30 @@ describe("P91/P94 startup conflicts", () => {
       const dir = yield* Effect.scoped(startupError({ intercomDir, socketPath, writePidFile: false }))
       assert.strictEqual(dir.message, notASocket)
       assert.isTrue(fs.statSync(socketPath).isDirectory())
+    }))
+
+  it.live("a broker that holds the lock but has not written broker.pid yet: an older pid file's live pid is not named as its", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const { intercomDir, socketPath, pidFile } = brokerPaths(root)
+      // An old broker's pid, now another process's (here a sleep): alive, but not the lock's holder.
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
+        (child) => Effect.sync(() => child.kill())
+      )
+      fs.mkdirSync(intercomDir, { mode: 0o700 })
+      fs.writeFileSync(pidFile, String(child.pid), { mode: 0o600 })
+      // The holder: the lock taken, nothing listening and no pid written yet.
+      yield* holdLifetimeLock(intercomDir)
+      const error = yield* Effect.scoped(startupError({ intercomDir, socketPath }))
+      assert.strictEqual(error.kind, "AlreadyRunning")
+      assert.notInclude(error.message, `pid ${child.pid}`)
+      assert.strictEqual(
+        error.message,
+        `An intercom broker is already running (it holds ${intercomDir}/broker.lock; its pid is not known yet) on ` +
+          `${socketPath}. Use it, or stop it with \`intercom broker stop\`.`
+      )
+      assert.strictEqual(fs.readFileSync(pidFile, "utf8"), String(child.pid), "the pid file is left alone")
     }))
 
   it.live("a pid file naming a live process that is not a broker does not block startup", () =>

@@ -10,8 +10,9 @@
  * checked to the millisecond; one test kills a real spawned broker process.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Queue } from "effect"
+import { Cause, Effect, Exit, Fiber, Queue, Ref } from "effect"
 import { dialUnixSocket, type Dialer } from "../../src/client/Dialer.ts"
+import { RECONNECT_DECLINED } from "../../src/client/IntercomClient.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { HEALTH_V1 } from "../../src/protocol/features.ts"
 import { list, message } from "../support/broker.ts"
@@ -151,6 +152,39 @@ describe("reconnect after the broker dies (in memory)", () => {
       yield* settle(a.list) // a round trip on alpha: its re-sent presence was handled before
       const alpha = (yield* list(observer.client)).find((session) => session.id === A_ID)
       assert.deepInclude(alpha, { status: "thinking", acceptsAsks: false, pendingAsks: 2, lastIntercomActivity: 7 })
+    }))
+})
+
+describe("shouldReconnect: the owner's say before each reconnect attempt (in memory)", () => {
+  it.effect("asked before each attempt; once it says no, nothing more is dialled, even with a broker back, and the client stays off", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const first = yield* world.startBroker({ idleExit: null })
+      const allowed = yield* Ref.make(true)
+      const asked = yield* Ref.make(0)
+      const dials = yield* Ref.make(0)
+      const { client: a } = yield* makeMemoryClient(memoryClientOptions(world, A_ID, "alpha", {
+        reconnectBaseMs: 500,
+        reconnectMaxMs: 1_000,
+        dial: (address) => Effect.andThen(Ref.update(dials, (n) => n + 1), world.dial(address)),
+        shouldReconnect: Effect.andThen(Ref.update(asked, (n) => n + 1), Ref.get(allowed))
+      }))
+      yield* settle(a.connect)
+      assert.deepStrictEqual([yield* Ref.get(asked), yield* Ref.get(dials)], [0, 1], "not asked for the first connection")
+
+      yield* first.crash
+      yield* advance("500 millis") // the first reconnect attempt: asked, allowed, dialled (no broker there)
+      assert.deepStrictEqual([yield* Ref.get(asked), yield* Ref.get(dials)], [1, 2])
+
+      // The owner's session is gone: the next attempt is declined before it dials.
+      yield* Ref.set(allowed, false)
+      yield* world.startBroker({ idleExit: null })
+      yield* advance("60 seconds")
+      assert.deepStrictEqual([yield* Ref.get(asked), yield* Ref.get(dials)], [2, 2], "dialled after the owner said no")
+      assert.deepInclude(yield* a.status, { connected: false, connections: 1, lastError: RECONNECT_DECLINED })
+      const error = yield* Effect.flip(settle(a.list))
+      assert.deepInclude(error, { _tag: "IntercomNotConnected", reason: RECONNECT_DECLINED })
+      assert.strictEqual(yield* Ref.get(dials), 2, "an operation does not start the client again")
     }))
 })
 

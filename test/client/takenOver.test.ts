@@ -10,7 +10,7 @@
  * alive or dead by chance.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Ref } from "effect"
 import { spawnSync } from "node:child_process"
 import { message } from "../support/broker.ts"
 import { advance, advanceTo, memoryNetwork, now, settle } from "../support/memory.ts"
@@ -170,6 +170,33 @@ describe("taken over by another client with the same session id", () => {
       const again = yield* Effect.forkChild(first.whenTakenOver)
       yield* settle(first.list)
       assert.isUndefined(again.pollUnsafe(), "whenTakenOver still failed after the session was taken back")
+    }))
+
+  it.effect("shouldReconnect saying no ends the take-back attempts before they dial: the id stays with nobody", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const allowed = yield* Ref.make(true)
+      const dials = yield* Ref.make(0)
+      const { client: first } = yield* makeMemoryClient(memoryClientOptions(world, TWIN, "twin", {
+        ...timings,
+        dial: (address) => Effect.andThen(Ref.update(dials, (n) => n + 1), world.dial(address)),
+        shouldReconnect: Ref.get(allowed)
+      }))
+      yield* settle(first.connect)
+      const second = yield* makeMemoryClient(
+        memoryClientOptions(world, TWIN, "twin", { ...timings, registration: registeredAs(yield* exitedPid) })
+      )
+      yield* settle(second.client.connect)
+      // One take-back attempt, allowed and refused (the holder is live): a dial.
+      yield* advance(`${RECLAIM_INTERVAL_MS} millis`)
+      assert.strictEqual(yield* Ref.get(dials), 2)
+      // The owner's session is gone; the holder leaves: the id is free, yet nothing more is dialled.
+      yield* Ref.set(allowed, false)
+      yield* second.close
+      yield* advance(`${RECLAIM_INTERVAL_MS * 3} millis`)
+      assert.strictEqual(yield* Ref.get(dials), 2, "a take-back dialled after the owner said no")
+      assert.deepInclude(yield* first.status, { connected: false, connections: 1 })
     }))
 
   it.effect("a broker restart does not hand the id back while the process that took it over is alive; its giving the id up does", () =>

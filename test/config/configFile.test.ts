@@ -159,7 +159,7 @@ describe("unknown keys", () => {
 
 /** For every key, values of the wrong type (or out of range). */
 const WRONG: { readonly [K in ConfigKey]: ReadonlyArray<unknown> } = {
-  brokerCommand: [1, "", "   ", null, ["npx"]],
+  brokerCommand: [1, "", "   ", null, ["npx"], " bun", "bun ", "\tbun\n"],
   brokerArgs: ["--no-install tsx", [1], ["ok", null], { 0: "a" }, null],
   confirmSend: ["true", 1, null, []],
   inboundTrigger: ["sometimes", "Always", true, null],
@@ -251,6 +251,21 @@ describe("strict rejection (C-CFG-2)", () => {
     assert.strictEqual(longest.settings.askTimeoutMs, 2_592_000_000)
   })
 
+  it("brokerCommand with spaces at either end is rejected when the file is read, not met as spawn ENOENT later", () => {
+    const { errors, settings } = withConfig({ brokerCommand: "bun ", status: "fine" })
+    assert.strictEqual(
+      fileError(errors).message,
+      `Ignoring intercom config ${PI_CONFIG}; every setting uses its default. "brokerCommand" must be a program name or path, with no spaces at either end, found "bun ".`
+    )
+    assert.deepStrictEqual(settings.broker, { _tag: "Default" })
+    assert.deepStrictEqual(withConfig({ brokerCommand: "/opt/my broker/run" }).settings.broker, {
+      _tag: "Command",
+      command: "/opt/my broker/run",
+      args: [],
+      configFile: PI_CONFIG
+    })
+  })
+
   it("names only the field for a bad array element", () => {
     const error = fileError(withConfig({ brokerArgs: ["a", 2, "c", false] }).errors)
     assert.deepStrictEqual(error.fields, [{ field: "brokerArgs", expected: "an array of strings", found: `["a",2,"c",false]` }])
@@ -317,7 +332,7 @@ const THIRTY_DAYS_MS = 30 * 24 * 3_600_000
 const isOneOf = (options: ReadonlyArray<string>) => (v: unknown) => typeof v === "string" && options.includes(v)
 
 const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
-  brokerCommand: isNonBlankString,
+  brokerCommand: (v) => isNonBlankString(v) && typeof v === "string" && v.trim() === v,
   brokerArgs: (v) => Array.isArray(v) && v.every((x) => typeof x === "string"),
   confirmSend: (v) => typeof v === "boolean",
   inboundTrigger: isOneOf(["always", "replies", "never"]),
@@ -337,7 +352,7 @@ const IS_VALID: { readonly [K in ConfigKey]: (value: unknown) => boolean } = {
 
 const positiveInt = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
 const VALID_ARB: { readonly [K in ConfigKey]: fc.Arbitrary<unknown> } = {
-  brokerCommand: fc.string({ minLength: 1 }).filter(isNonBlankString),
+  brokerCommand: fc.string({ minLength: 1 }).filter((v) => isNonBlankString(v) && v.trim() === v),
   brokerArgs: fc.array(fc.string()),
   confirmSend: fc.boolean(),
   inboundTrigger: fc.constantFrom("always", "replies", "never"),
