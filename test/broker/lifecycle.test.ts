@@ -19,6 +19,12 @@ const mode = (file: string) => fs.statSync(file).mode & 0o777
 const startupError = (options: BrokerOptions) =>
   Effect.flip(runBroker(options).pipe(Effect.catchTag("BrokerOptionError", Effect.die)))
 
+/** A live process that is no broker (a `sleep`), killed when the test's scope closes. */
+const liveStranger = Effect.acquireRelease(
+  Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
+  (child) => Effect.sync(() => child.kill())
+)
+
 describe("P92 idle exit (in memory, on simulated time)", () => {
   /** The broker core's idle exit, watched from a fiber of the test. */
   const watchIdleExit = (options: MemoryBrokerOptions) =>
@@ -294,10 +300,7 @@ describe("P91/P94 startup conflicts", () => {
       const root = yield* tempDir()
       const { intercomDir, socketPath, pidFile } = brokerPaths(root)
       // An old broker's pid, now another process's (here a sleep): alive, but not the lock's holder.
-      const child = yield* Effect.acquireRelease(
-        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
-        (child) => Effect.sync(() => child.kill())
-      )
+      const child = yield* liveStranger
       fs.mkdirSync(intercomDir, { mode: 0o700 })
       fs.writeFileSync(pidFile, String(child.pid), { mode: 0o600 })
       // The holder: the lock taken, nothing listening and no pid written yet.
@@ -317,10 +320,7 @@ describe("P91/P94 startup conflicts", () => {
     Effect.gen(function*() {
       const root = yield* tempDir()
       const { intercomDir, socketPath, pidFile } = brokerPaths(root)
-      const child = yield* Effect.acquireRelease(
-        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
-        (child) => Effect.sync(() => child.kill())
-      )
+      const child = yield* liveStranger
       const childPid = child.pid
       assert.isNumber(childPid)
       fs.mkdirSync(intercomDir, { mode: 0o700 })
