@@ -32,6 +32,11 @@ export class AgedMap<K, V> {
     return this.table.size
   }
 
+  /** When the oldest entry was set (the next `expire` can take nothing set after it), or undefined when empty. */
+  get oldestAt(): number | undefined {
+    return this.oldest?.at
+  }
+
   get(key: K): V | undefined {
     return this.table.get(key)?.value
   }

@@ -43,6 +43,7 @@ import { runConnection } from "./ConnectionActor.ts"
 import { type BrokerCoreOptions, checkCoreOptions, resolveCoreOptions } from "./options.ts"
 import type { BrokerOptionError } from "./errors.ts"
 import { AdmissionGate } from "./AdmissionGate.ts"
+import type { HeldMail } from "./MailDelivery.ts"
 import { runResults } from "./Results.ts"
 import { makeRouterSignals, REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
 import { type BrokerEvent, logLine, signal } from "./RouterContext.ts"
@@ -97,6 +98,12 @@ export interface BrokerStats extends RouterStats {
  * within twice this (5 s, docs/security.md).
  */
 const STALL_CHECK_MS = 2_500
+
+/** The log line of an idle exit put off because mail for absent sessions is held only in memory. */
+const idleDeferredLine = (held: HeldMail): string =>
+  `Idle: no sessions left, but not exiting: ${held.messages} queued message(s) for absent sessions and ` +
+  `${held.notices} lost-mail notice(s) owed to absent senders are held only in memory (--durability memory) ` +
+  `until delivered or expired (the first expires at ${new Date(held.until).toISOString()})`
 
 const logEvent = (event: BrokerEvent) =>
   event.level === "info" ? Effect.logInfo(event.message) : Effect.logWarning(event.message)
@@ -240,15 +247,46 @@ const make = (
 
     // Idle exit (P92): measured from the last leave — or, while no session has come yet,
     // from startup, so that a broker nobody uses does not run forever — and re-checked
-    // after every wait.
+    // after every wait. Without a store, mail queued for absent sessions and lost-mail
+    // notices owed to absent senders live only in this process (P49): while it holds any,
+    // the broker does not exit, and the idle period starts once the last of it is gone
+    // (delivered, or expired and pruned here, as no send comes to prune it).
     const idleExitMs = resolved.idleExitMs
     if (idleExitMs !== null) {
-      const startedAt = clock.currentTimeMillisUnsafe()
+      const startedAt = now()
+      const mailOnlyInMemory = store === undefined
+      // This fiber's own: whether it is waiting out held mail (logged once per wait), and
+      // when held mail last ran out with no session live.
+      let holding = false
+      let clearedAt = startedAt
       yield* Effect.forkScoped(Effect.forever(
         Effect.suspend(() => {
-          if (router.sessionCount > 0) return Queue.take(signals.idle)
-          const idleSince = router.registration.lastLeftAt ?? startedAt
-          const wait = idleSince + idleExitMs - clock.currentTimeMillisUnsafe()
+          if (router.sessionCount > 0) {
+            // A session's leave is later than anything it received: the idle period starts there.
+            holding = false
+            return Queue.take(signals.idle)
+          }
+          const time = now()
+          let held = mailOnlyInMemory ? router.heldMail() : undefined
+          if (held !== undefined && held.until <= time) {
+            router.prune(time)
+            held = router.heldMail()
+          }
+          if (held !== undefined) {
+            const deferred = holding ? Effect.void : Effect.logInfo(idleDeferredLine(held))
+            holding = true
+            // Until some of it expires, or a session comes and goes (it may have taken the mail).
+            return Effect.andThen(
+              deferred,
+              Effect.raceFirst(Effect.sleep(Math.max(1, held.until - time)), Queue.take(signals.idle))
+            )
+          }
+          if (holding) {
+            holding = false
+            clearedAt = time
+          }
+          const idleSince = Math.max(router.registration.lastLeftAt ?? startedAt, clearedAt)
+          const wait = idleSince + idleExitMs - time
           return wait > 0 ? Effect.sleep(wait) : Deferred.succeed(idleExit, undefined).pipe(Effect.andThen(Effect.never))
         }),
         { disableYield: true }

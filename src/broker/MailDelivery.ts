@@ -84,6 +84,21 @@ interface Ended {
 const unknownTargetInfo = (mail: Mail, now: number): string =>
   JSON.stringify({ id: mail.targetId, cwd: "", model: "", pid: 0, startedAt: 0, lastActivity: now })
 
+/**
+ * What the mailbox concern holds for sessions that are away (P49): queued
+ * mail, and lost-mail notices owed to senders that were away when their
+ * message was dropped. A broker without a store keeps them only in its
+ * memory, so its idle watcher does not exit while it holds any (Broker.ts).
+ */
+export interface HeldMail {
+  /** Messages queued in the mailbox. */
+  readonly messages: number
+  /** Lost-mail notices owed to absent senders. */
+  readonly notices: number
+  /** When the oldest of them expires: the first moment `prune` lets some of it go. */
+  readonly until: number
+}
+
 /** What the mailbox needs of the open asks (Asks.ts). */
 export interface MailAsks {
   /** The mailbox dropped a reply that had closed `edge` (Asks.answerLost). */
@@ -140,6 +155,17 @@ export class MailDelivery {
   /** Messages held for absent sessions. */
   get size(): number {
     return this.mailbox.size
+  }
+
+  /** What is held for sessions that are away, and when the oldest of it expires; undefined when nothing is. */
+  held(): HeldMail | undefined {
+    const queuedAt = this.mailbox.oldestQueuedAt
+    const owedAt = this.owedNotices.oldestAt
+    if (queuedAt === undefined && owedAt === undefined) return undefined
+    const mailUntil = queuedAt === undefined ? Number.POSITIVE_INFINITY : this.mailbox.expiresAt(queuedAt)
+    // `prune` gives a list of notices up once its oldest is past a day (`cutoff` there).
+    const noticesUntil = owedAt === undefined ? Number.POSITIVE_INFINITY : owedAt + DAY + 1
+    return { messages: this.mailbox.size, notices: this.owedCount, until: Math.min(mailUntil, noticesUntil) }
   }
 
   /**

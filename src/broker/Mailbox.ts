@@ -82,6 +82,16 @@ export class Mailbox {
     return this.entries.size
   }
 
+  /** When the oldest message held was queued (it expires first), or undefined when none is. */
+  get oldestQueuedAt(): number | undefined {
+    return this.entries.oldestAt
+  }
+
+  /** When `expire` lets go of mail queued at `queuedAt`: the first millisecond past its retention. */
+  expiresAt(queuedAt: number): number {
+    return queuedAt + this.limits.retentionMs + 1
+  }
+
   get(recordKey: string): Mail | undefined {
     return this.entries.get(recordKey)?.mail
   }

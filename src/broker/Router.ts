@@ -51,7 +51,7 @@ import { Discovery } from "./Discovery.ts"
 import { Groups } from "./Groups.ts"
 import { healthStage } from "./Health.ts"
 import * as Encode from "./encode.ts"
-import { MailDelivery } from "./MailDelivery.ts"
+import { type HeldMail, MailDelivery } from "./MailDelivery.ts"
 import { Membership } from "./Membership.ts"
 import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
@@ -177,6 +177,7 @@ export class Router {
   readonly heldBack: { readonly limit: number; pauses: number }
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
+  private readonly send: Send
   private readonly asks: Asks
   private readonly frames: FrameHandlers
   private readonly custody: Custody
@@ -349,6 +350,7 @@ export class Router {
     this.membership = membership
     this.registration = registration
     this.mail = mail
+    this.send = send
     this.asks = asks
     this.staging = staging
     this.frames = {
@@ -384,6 +386,25 @@ export class Router {
   /** Live registered sessions. */
   get sessionCount(): number {
     return this.ctx.registry.live
+  }
+
+  /**
+   * Mail queued for sessions that are away and lost-mail notices owed to
+   * absent senders (MailDelivery.held): what a broker without a store would
+   * lose by exiting. Undefined when it holds none.
+   */
+  heldMail(): HeldMail | undefined {
+    return this.mail.held()
+  }
+
+  /**
+   * Runs the time-based clean-ups a send runs first (mail past its
+   * retention expires, its sender told or owed a notice): the idle
+   * watcher's, when no session is there to send.
+   */
+  prune(now: number): void {
+    this.send.prune(now)
+    this.output.wakeTouched()
   }
 
   /** The broker clock, in milliseconds. */

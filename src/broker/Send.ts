@@ -534,8 +534,12 @@ export class Send {
     this.prunes.push(prune)
   }
 
-  /** The clean-ups run at most once per millisecond: within one, nothing more can have expired. */
-  private prune(now: number): void {
+  /**
+   * Runs the clean-ups (`onPrune`) at `now`: before each send, and from the
+   * idle watcher when no send comes (Router.prune). At most once per
+   * millisecond: within one, nothing more can have expired.
+   */
+  prune(now: number): void {
     if (now === this.prunedAt) return
     this.prunedAt = now
     const prunes = this.prunes
