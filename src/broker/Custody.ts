@@ -16,7 +16,9 @@
  * never confirmed read: it goes back like output the connection never wrote
  * (`Router.detach`: to the session's next connection, or its mailbox), ahead
  * of that output. At the client's own rejoin (`rejoin-v1`) it goes back at
- * once, at the new `register` (`Router.abandoned`), not at the close. A client that had read it after all drops the copy
+ * once, at the new `register` (`Router.abandoned`), not at the close; so
+ * does what a session that ends by `unregister` was given (`handBack`): its
+ * client confirms nothing after that. A client that had read it after all drops the copy
  * (`RecentMessages`). A broker in memory mode grants the extension too: its
  * custody keeps mail only in memory, which is enough for that.
  *
@@ -142,17 +144,17 @@ export class PeerCustody {
   }
 
   /**
-   * The session `key` ended by `unregister` (a short-lived one, MailDelivery):
-   * the mail held for it, oldest first, to go back like unwritten output. The
-   * rest stays held; the slots emptied are skipped, and those at the front
-   * let go at once.
+   * The session `key` ended by `unregister`: the mail and notices held for
+   * it, oldest first, to go back like unwritten output (its client confirms
+   * nothing after its `unregister`). The rest stays held; the slots emptied
+   * are skipped, and those at the front let go at once.
    */
   takeBackFor(key: string): ReadonlyArray<Returnable> {
     const unread: Array<Returnable> = []
     for (let i = 0; i < this.count; i++) {
       const slot = (this.head + i) & this.mask
       const item = this.items[slot]
-      if (item === undefined || !("mail" in item) || item.to !== key) continue
+      if (item === undefined || ("mail" in item ? item.to : item.owedTo) !== key) continue
       unread.push(item)
       this.items[slot] = undefined
     }
@@ -161,6 +163,11 @@ export class PeerCustody {
       this.count--
     }
     return unread
+  }
+
+  /** Whether the client confirmed reading the connection's frame number `end` (1-based). */
+  confirmedThrough(end: number): boolean {
+    return end <= this.confirmed
   }
 
   /** Mail and notices held, not yet confirmed (with the slots `takeBackFor` emptied that a confirmation has not passed). */
@@ -213,15 +220,13 @@ export class Custody {
 
   /**
    * A client granted `received-v1` gets custody on registering (kept across a
-   * re-registration). A short-lived session that ends by `unregister` will
-   * not confirm the mail it did not read: it goes back at once (MailDelivery
-   * fails it), not when the connection closes.
+   * re-registration). A session that ends by `unregister` hands back at once
+   * what it was given and will never confirm (`handBack`), not when its
+   * connection closes.
    */
   readonly hooks: RegistrationHooks = {
     left: (session, _now, unregistered) => {
-      const custody = session.peer.custody
-      if (!unregistered || !session.ephemeral || custody === undefined || custody.size === 0) return
-      for (const item of custody.takeBackFor(session.key)) this.ctx.output.undeliverable(item)
+      if (unregistered) this.handBack(session.peer, session.key)
     },
     registered: (session) => {
       const peer = session.peer
@@ -267,6 +272,69 @@ export class Custody {
       else if ("mail" in item) journal?.mailGone(item.mail.senderKey, item.mail.message.id)
       else if (item.seq !== undefined) journal?.noticeGone(item.seq)
     }
+  }
+
+  /**
+   * `peer`'s session `key` ended by `unregister` (the connection lives on,
+   * unregistered; its `session` is already cleared). Its client confirms
+   * nothing from now on (a `received` after `unregister` is a protocol
+   * error), so what was meant for the session goes back now, in the order it
+   * was given, to the mailbox (or the session's next connection, or — for a
+   * short-lived session — failed, MailDelivery.requeue), where later mail
+   * for the session queues behind it (architecture.md, "a receiver stops
+   * reading, then leaves"). It used to go back only when the connection
+   * closed, behind mail sent to the session since then. The
+   * order is `Router.abandoned`'s: custody first, then the write in
+   * progress, then the outbox.
+   *
+   * The write in progress goes on (the connection may register again), but
+   * for a `received-v1` client its mail for the session leaves the batch
+   * and goes back with the rest: written or not, it will not be confirmed.
+   * What its client had already confirmed stays, to be released as the
+   * write completes.
+   *
+   * A base client's write in progress is left alone: what its socket takes
+   * counts as delivered, as ever, and what it never takes comes back only
+   * at the close (`Router.abandonWrites`). Its outbox is handed back now
+   * only when no write is in progress; behind one it stays, to come back
+   * after that write's rest (as it did before), since handed back first it
+   * would overtake it.
+   */
+  handBack(peer: Peer, key: string): void {
+    const custody = peer.custody
+    const output = this.ctx.output
+    const batch = peer.writer.inFlight
+    if (custody !== undefined) {
+      if (custody.size > 0) for (const item of custody.takeBackFor(key)) output.undeliverable(item)
+      if (batch !== undefined) for (const item of this.unconfirmedOf(peer, custody, batch, key)) output.undeliverable(item)
+    } else if (batch !== undefined) return
+    output.handOver(peer)
+  }
+
+  /**
+   * Takes out of `batch` (a write in progress on `peer`) the mail and
+   * notices for the session `key` that its client has not confirmed, and
+   * returns them in order; the write still carries their frames, but no
+   * longer holds them when it completes.
+   */
+  private unconfirmedOf(peer: Peer, custody: PeerCustody, batch: WriteBatch, key: string): ReadonlyArray<Returnable> {
+    const taken: Array<Returnable> = []
+    const returnable = batch.returnable
+    const at = batch.returnableAt
+    let kept = 0
+    for (let i = 0; i < returnable.length; i++) {
+      const item = returnable[i]!
+      const index = at[i]!
+      const forKey = ("mail" in item ? item.to : item.owedTo) === key
+      if (forKey && !custody.confirmedThrough(peer.framesWritten + index + 1)) taken.push(item)
+      else {
+        returnable[kept] = item
+        at[kept++] = index
+      }
+    }
+    returnable.length = kept
+    at.length = kept
+    return taken
   }
 
   /**

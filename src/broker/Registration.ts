@@ -362,9 +362,8 @@ export class Registration {
       // connection later is taken back as it is written (Output.takeForWrite).
       previous.peer.session = undefined
       // Its client left it: not told, not flushed; its writing is settled now, not at its close, and it is
-      // destroyed once this session is registered (below).
+      // destroyed once this session is registered (below). Another client's takeover ends it then too.
       if (rejoin) unread = this.abandon(previous.peer)
-      else endTakenOver(output, previous.peer, id, frame.session.pid)
     }
     // Taken over in another group (Groups.ts ends them): they leave when their connection closes.
     for (const other of elsewhere) this.takenOverElsewhere.add(other)
@@ -382,9 +381,12 @@ export class Registration {
     // rejoin, what it had taken and its client never confirmed or never got goes first: it is older.
     for (const item of unread) output.undeliverable(item)
     if (previous !== undefined) output.handOver(previous.peer)
-    // Only now: its close may run at once (nothing left to wait for), and what it gives back then (output
-    // queued for it later, what its senders were held back on) must find this connection registered.
+    // Only now: its close may run at once (nothing left to wait for: an idle writer drains synchronously),
+    // and what it gives back then (its custody, output queued for it later, what its senders were held back
+    // on) must find this connection registered, not go to the mailbox behind the flush (or out of it, past
+    // the mailbox's bounds). A takeover's `taken_over` goes after what the old outbox still writes.
     if (rejoin) closePeer(previous.peer, "destroy")
+    else if (previous !== undefined) endTakenOver(output, previous.peer, id, frame.session.pid)
     this.membership.joined(session)
     this.ctx.log(
       "info",

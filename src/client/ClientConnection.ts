@@ -306,6 +306,15 @@ export const openClientConnection = (
     const scope = yield* Effect.scope
     let open = true
     let takenOver: TakenOver | undefined
+    // `received-v1`: frames read on this connection, `registered` included. Once a batch carrying messages
+    // (or the broker's own `expired`/`superseded` notices) is in this process, the broker may forget them: the count tells it so
+    // (broker/Custody.ts).
+    const confirmsReceipt = granted.has(RECEIVED_V1)
+    /**
+     * `close` has begun: the session is leaving, and a message read from now on reaches no one, so
+     * nothing more is confirmed — the broker sends it to the session's next connection (known issue 8).
+     */
+    let leaving = false
 
     const dispatch = (frame: BrokerFrame): void => {
       switch (frame.type) {
@@ -361,6 +370,10 @@ export const openClientConnection = (
           return
         }
         case "message": {
+          // Read while leaving, unconfirmed: the broker gives it to the session's next connection (`received-v1`),
+          // so it is not handed on here too — two consumers would get it. Without the extension the broker
+          // counts it delivered: handed on, or it is lost.
+          if (leaving && confirmsReceipt) return
           const message: InboundMessage = {
             from: frame.from,
             message: frame.message,
@@ -443,16 +456,7 @@ export const openClientConnection = (
       Effect.suspend(() => open ? outbox.write([text], operation) : Effect.fail(new ConnectionLost({ operation })))
     const write = (frame: object, operation: string) => Effect.suspend(() => writeText(JSON.stringify(frame), operation))
 
-    // `received-v1`: frames read on this connection, `registered` included. Once a batch carrying messages
-    // (or the broker's own `expired`/`superseded` notices) is in this process, the broker may forget them: the count tells it so
-    // (broker/Custody.ts).
-    const confirmsReceipt = granted.has(RECEIVED_V1)
     let framesRead = 1
-    /**
-     * `close` has begun: the session is leaving, and a message read from now on reaches no one, so
-     * nothing more is confirmed — the broker sends it back when the connection closes (known issue 8).
-     */
-    let leaving = false
     /** Frames read and not yet confirmed: the client's bound kept them back when they came (ConfirmationPolicy.ts). */
     let unconfirmed = false
     /** The frame number (as `framesRead` counts) of the frame being dispatched. */

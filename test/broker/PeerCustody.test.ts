@@ -110,14 +110,15 @@ describe("PeerCustody", () => {
     assert.deepStrictEqual(released, Array.from({ length: n }, (_, i) => `s\u0001m${i + 1}`))
   })
 
-  it("takeBackFor gives back one session's mail, oldest first, and keeps the rest in order (a short-lived session's unregister)", () => {
+  it("takeBackFor gives back one session's mail and notices, oldest first, and keeps the rest in order (a session's unregister)", () => {
     const released: Array<string> = []
     const custody = new PeerCustody((mail) => released.push(mail.recordKey), (seq) => released.push(`notice ${seq}`))
-    // Mail for "t" (odd) and "u" (even), and a notice owed to the connection's session.
+    // Mail for "t" (odd) and "u" (even), a notice owed to another session ("s"), and one owed to "t".
     for (let n = 1; n <= 6; n++) custody.hold(n, n % 2 === 1 ? message(n) : { ...message(n), to: "u" })
     custody.hold(7, notice(7))
-    assert.deepStrictEqual(custody.takeBackFor("t").map(keyOf), ["s\u0001m1", "s\u0001m3", "s\u0001m5"])
-    assert.strictEqual(custody.size, 6, "the emptied slot at the front is let go; those behind count until passed")
+    custody.hold(8, { ...notice(8), owedTo: "t" })
+    assert.deepStrictEqual(custody.takeBackFor("t").map(keyOf), ["s\u0001m1", "s\u0001m3", "s\u0001m5", "notice 8"])
+    assert.strictEqual(custody.size, 7, "the emptied slot at the front is let go; those behind count until passed")
     assert.deepStrictEqual(custody.takeBackFor("t"), [])
     custody.confirm(4)
     assert.deepStrictEqual(released, ["s\u0001m2", "s\u0001m4"])

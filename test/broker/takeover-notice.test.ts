@@ -122,6 +122,28 @@ describe("takeover-v1: the superseded connection is told", () => {
       assert.strictEqual(numbers.at(-1), burst.length - 1)
     }))
 
+  // Its idle writer drains at once, so its close can run inside the `register` (in memory, accepted and
+  // adopted): what it hands back then must find the new holder registered, not the mailbox (whose bound
+  // here could not hold the message).
+  it.effect.each([["accepted", false], ["adopted", true]] as const)(
+    "%s: an idle old connection's unconfirmed mail reaches the new holder, even past the mailbox's bounds",
+    ([, adopted]) =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork()
+        yield* world.startBroker({ adopted, mailboxBytesPerTarget: 1024 })
+        const sender = yield* world.session({ sessionId: "sender" })
+        const old = yield* world.session({ sessionId: "twin", frame: { features: ["takeover-v1", "received-v1"] } })
+        const unread = message("read, never confirmed: ".padEnd(4096, "."))
+        assertDelivered(yield* send(sender.client, "twin", unread))
+        assert.strictEqual((yield* old.client.next("message")).message.id, unread.id)
+        const replacement = yield* world.session({ sessionId: "twin", label: "replacement", frame: TAKEOVER })
+        assert.strictEqual((yield* replacement.client.next("message")).message.id, unread.id)
+        yield* old.client.next("taken_over")
+        yield* sender.client.roundTrip
+        yield* sender.client.expectNothing("message_receipt")
+      })
+  )
+
   it.live("a register with ifFree is refused (E_SESSION_HELD) while a live connection holds the id, accepted once it left", () =>
     Effect.gen(function*() {
       const broker = yield* withBroker()

@@ -15,7 +15,8 @@ import type { Dialer } from "../../src/client/Dialer.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { applyMembership, message } from "../support/broker.ts"
 import { advance, advanceTo, now, settle, step, withMemoryBroker } from "../support/memory.ts"
-import { makeMemoryClient, memoryClientOptions, memoryFakeBroker } from "./support.ts"
+import { RECEIVED_V1 } from "../../src/protocol/features.ts"
+import { makeMemoryClient, memoryClientOptions, memoryFakeBroker, subscribe } from "./support.ts"
 
 const ID = "dddddddd-0000-4000-8000-00000000000d"
 
@@ -153,4 +154,33 @@ describe("disconnect", () => {
       assert.isFalse((yield* client.status).connected, "the late connection was adopted")
       assert.strictEqual(yield* broker.broker.sessionCount, 1, "the late registration stayed")
     }))
+
+  describe("a message read while the client leaves (after `unregister`)", () => {
+    const peer = { id: "peer", cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0 }
+    /** A fake broker granting `features` writes `late` once it reads `unregister`; what the client's consumer got. */
+    const leaveWhileMailArrives = (features: ReadonlyArray<string> | undefined) =>
+      Effect.gen(function*() {
+        const late = message("read while leaving")
+        const fake = yield* memoryFakeBroker({ features, onUnregister: { type: "message", from: peer, message: late } })
+        const { client } = yield* makeMemoryClient(memoryClientOptions(fake, ID))
+        const inbox = yield* subscribe(client.messages, "messages")
+        yield* settle(client.connect)
+        yield* settle(client.disconnect)
+        assert.deepStrictEqual(fake.sent.map((f) => f.frame.type), ["registered", "message"], "the fake wrote it")
+        assert.deepStrictEqual(fake.ended(), [1])
+        return { late, seen: inbox.seen().map((m) => m.message.id) }
+      })
+
+    it.effect("granted received-v1: not handed to the consumer (unconfirmed, the broker gives it to the session's next connection)", () =>
+      Effect.gen(function*() {
+        const { seen } = yield* leaveWhileMailArrives([RECEIVED_V1])
+        assert.deepStrictEqual(seen, [])
+      }))
+
+    it.effect("a base broker (no received-v1): still handed to the consumer, or it would be lost", () =>
+      Effect.gen(function*() {
+        const { late, seen } = yield* leaveWhileMailArrives(undefined)
+        assert.deepStrictEqual(seen, [late.id])
+      }))
+  })
 })

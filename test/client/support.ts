@@ -247,6 +247,11 @@ export interface FakeBrokerOptions {
    * that has not started answering yet (one checking its database). Default 0.
    */
   readonly silentHealthConnections?: number
+  /**
+   * On reading `unregister`, write this frame (a `message`, say: one the
+   * client reads while it leaves). Default: nothing.
+   */
+  readonly onUnregister?: { readonly type: string; readonly [key: string]: unknown }
 }
 
 /** What a fake broker saw, and how to wait for it. */
@@ -333,6 +338,7 @@ export const makeFakeBroker = (
             }
             case "unregister":
               sessions.delete(id)
+              if (options.onUnregister !== undefined) yield* reply(options.onUnregister)
               break
             case "list":
               if (options.answerList !== false) {
