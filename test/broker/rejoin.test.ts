@@ -11,11 +11,14 @@
  * over a real Unix socket.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
-import { ackFor, message, register, withBroker } from "../support/broker.ts"
-import { memoryNetwork } from "../support/memory.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
+import { ackFor, message, register, registerFrame, withBroker } from "../support/broker.ts"
+import { memoryNetwork, step } from "../support/memory.ts"
+import { wireOverConnection } from "../support/wire.ts"
 
 const BURST = 40
 
@@ -85,6 +88,42 @@ describe("rejoin-v1: a client's own rejoin keeps its senders' order", () => {
       yield* old.client.resume
       yield* old.client.waitClosed()
       assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+    }))
+})
+
+describe("rejoin-v1 while the old connection is closing", () => {
+  // The broker closes the old connection (a protocol error) and its close settles the write in progress,
+  // then waits in the transport's destroy (a read pump's destroy is asynchronous; a gate holds it here, so
+  // the interleaving is exact). The session is still held, so the client's register meanwhile is its rejoin:
+  // the write's untaken rest must go to the new connection with the custody, not after it at the close.
+  it.effect("the same instance registers again while the old close waits in destroy: every message, in order, then the newer one", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork({ linkCapacity: 4 })
+      const { core } = yield* world.startBroker({ outboxCapacity: 4 })
+      const sender = yield* world.session({ sessionId: "sender" })
+      const [clientEnd, brokerEnd] = yield* makeInMemoryPair({ capacity: 4, ids: [900, 901] })
+      const destroying = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const gated: Connection = {
+        ...brokerEnd,
+        destroy: Effect.andThen(Deferred.succeed(destroying, undefined), Effect.andThen(Deferred.await(gate), brokerEnd.destroy))
+      }
+      yield* Effect.forkScoped(core.accept(gated))
+      const old = yield* wireOverConnection(clientEnd, "old", (action) => Effect.asVoid(step(action)))
+      yield* old.send(registerFrame({ sessionId: "twin", frame: asInstance("instance-1") }))
+      yield* old.next("registered")
+      yield* old.pause
+      const burst = Array.from({ length: BURST }, (_, i) => message(`burst ${i}`))
+      yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+      yield* old.send({ type: "no-such-frame" })
+      assert.isTrue(Deferred.isDoneUnsafe(destroying), "the old connection's close reached destroy")
+      const replacement = yield* world.session({ sessionId: "twin", label: "replacement", frame: asInstance("instance-1") })
+      yield* step(Deferred.succeed(gate, undefined))
+      const later = message("after the register")
+      yield* sender.client.send({ type: "send", to: "twin", message: later })
+      yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
+      const texts = replacement.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      assert.deepStrictEqual(texts, inOrder)
     }))
 })
 
