@@ -165,4 +165,15 @@ describe("rejoin-v1: negotiation", () => {
       const asking = yield* world.session({ sessionId: "asking", frame: asInstance("instance-2", [REJOIN_V1]) })
       assert.deepStrictEqual(asking.registered.features, ["exact-send-v1", REJOIN_V1])
     }))
+
+  // "" would make every client that sends it one instance: two separate clients would be taken for one's rejoin.
+  it.effect("an empty `instanceId` is refused: a protocol error, the connection is closed without `registered`", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const client = yield* world.connect("empty")
+      yield* client.send(registerFrame({ sessionId: "twin", frame: asInstance("") }))
+      yield* client.waitClosed()
+      assert.notInclude(client.received().map((frame) => frame.type), "registered")
+    }))
 })
