@@ -12,13 +12,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
-import { encodeFrames } from "../../src/protocol/index.ts"
+import { type BrokerFrame, encodeFrames } from "../../src/protocol/index.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
 import { ackFor, message, register, registerFrame, withBroker } from "../support/broker.ts"
 import { memoryNetwork, step } from "../support/memory.ts"
-import { wireOverConnection } from "../support/wire.ts"
+import { type WireClient, wireOverConnection } from "../support/wire.ts"
 
 const BURST = 40
 
@@ -27,6 +27,10 @@ const asInstance = (instanceId: string | undefined, features: ReadonlyArray<stri
   features,
   ...(instanceId === undefined ? {} : { instanceId })
 })
+
+/** The message texts `client` has received, in order. */
+const textsOf = (client: { readonly received: () => ReadonlyArray<BrokerFrame> }): Array<string> =>
+  client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
 
 /**
  * The old connection stops reading with the burst on its way: its link holds four frames, the writer's
@@ -47,11 +51,22 @@ const replaceWhileStalled = (adopted: boolean, oldFrame: ReturnType<typeof asIns
     const later = message("after the register")
     yield* sender.client.send({ type: "send", to: "twin", message: later })
     yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
-    const texts = replacement.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
-    return { texts, old, registered: replacement.registered }
+    const texts = textsOf(replacement.client)
+    return { texts, old, replacement, registered: replacement.registered }
   })
 
 const inOrder = [...Array.from({ length: BURST }, (_, i) => `burst ${i}`), "after the register"]
+
+/** Waits until every message of the burst and the newer one has reached `client`, then checks each came once. */
+const allArrive = (client: WireClient) =>
+  Effect.gen(function*() {
+    for (const text of inOrder) {
+      if (!textsOf(client).includes(text)) yield* client.next("message", (frame) => frame.message.content.text === text)
+    }
+    const texts = textsOf(client)
+    assert.strictEqual(texts.length, inOrder.length, "each message once")
+    assert.sameMembers(texts, inOrder)
+  })
 
 describe("rejoin-v1: a client's own rejoin keeps its senders' order", () => {
   for (const adopted of [false, true]) {
@@ -69,25 +84,39 @@ describe("rejoin-v1: a client's own rejoin keeps its senders' order", () => {
       }))
   }
 
-  it.effect("another instance takes the id over as before: the old connection is told taken_over, and its write's rest does not come first", () =>
+  // A takeover's documented trade-off (protocol.md P16; docs/testing.md, known issue 22): the write's untaken
+  // rest and the unconfirmed mail come back at the old connection's close, after the newer message — not
+  // pinned here; what is: the old client is told, and every message reaches the new connection, once.
+  it.effect("another instance takes the id over as before: the old connection is told taken_over, and every message reaches the new one", () =>
     Effect.gen(function*() {
-      const { texts, old } = yield* replaceWhileStalled(false, asInstance("instance-1"), asInstance("instance-2"))
-      assert.notDeepEqual(texts, inOrder)
-      assert.strictEqual(texts.at(-1), "after the register")
+      const { old, replacement } = yield* replaceWhileStalled(false, asInstance("instance-1"), asInstance("instance-2"))
       yield* old.client.resume
       yield* old.client.waitClosed()
       assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+      yield* allArrive(replacement.client)
     }))
 
   it.effect("the same instanceId without rejoin-v1 asked for is ignored: a takeover as before", () =>
     Effect.gen(function*() {
       const plain = [RECEIVED_V1, TAKEOVER_V1]
-      const { texts, old, registered } = yield* replaceWhileStalled(false, asInstance("instance-1", plain), asInstance("instance-1", plain))
+      const { old, replacement, registered } = yield* replaceWhileStalled(false, asInstance("instance-1", plain), asInstance("instance-1", plain))
       assert.notInclude(registered.features ?? [], REJOIN_V1)
-      assert.notDeepEqual(texts, inOrder)
       yield* old.client.resume
       yield* old.client.waitClosed()
       assert.strictEqual(old.client.received().at(-1)?.type, "taken_over")
+      yield* allArrive(replacement.client)
+    }))
+
+  // Kept only where granted: an old connection that sent an `instanceId` without asking for `rejoin-v1` is
+  // no instance, so a later register with the extension and the same id is a takeover, not its rejoin.
+  it.effect("an instanceId sent without rejoin-v1 is not kept: a later rejoin-v1 register with the same id takes the id over", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const old = yield* world.session({ sessionId: "twin", frame: asInstance("instance-1", [RECEIVED_V1, TAKEOVER_V1]) })
+      yield* world.session({ sessionId: "twin", label: "new", frame: asInstance("instance-1") })
+      yield* old.client.waitClosed()
+      assert.include(old.client.received().map((frame) => frame.type), "taken_over")
     }))
 })
 
@@ -122,7 +151,7 @@ describe("rejoin-v1 while the old connection is closing", () => {
       const later = message("after the register")
       yield* sender.client.send({ type: "send", to: "twin", message: later })
       yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
-      const texts = replacement.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      const texts = textsOf(replacement.client)
       assert.deepStrictEqual(texts, inOrder)
     }))
 })
@@ -144,7 +173,7 @@ describe("rejoin-v1 over a Unix socket", () => {
       const later = message("after the register")
       yield* sender.client.send({ type: "send", to: "twin", message: later })
       yield* replacement.next("message", (frame) => frame.message.id === later.id)
-      const texts = replacement.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+      const texts = textsOf(replacement)
       assert.strictEqual(texts.length, burst.length + 1)
       assert.deepStrictEqual(texts.slice(0, -1).map((text) => Number(/^burst (\d+):/.exec(text)?.[1])), burst.map((_, i) => i))
       assert.strictEqual(texts.at(-1), "after the register")
