@@ -14,6 +14,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
 import { type BrokerFrame, encodeFrames } from "../../src/protocol/index.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { MAX_STATUS_LENGTH } from "../../src/protocol/limits.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
 import { ackFor, message, register, registerFrame, withBroker } from "../support/broker.ts"
@@ -154,6 +155,34 @@ describe("rejoin-v1 while the old connection is closing", () => {
       const texts = textsOf(replacement.client)
       assert.deepStrictEqual(texts, inOrder)
     }))
+})
+
+describe("rejoin-v1 while the old connection is ending", () => {
+  // The broker refuses the old connection's presence (a status over its limit): an `end` close, which waits
+  // for the write in progress (its client reads nothing). The same instance registers again meanwhile: the
+  // write is settled then. When the old client reads again, that write completes: it must record nothing,
+  // or its frames go into custody a second time and come back again at the close (PeerWriter.completed).
+  for (const adopted of [false, true]) {
+    const how = adopted ? "adopted (read pump)" : "accepted"
+    it.effect(`${how}: a write completing after the rejoin settled it records nothing: every message once, in order`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        yield* world.startBroker({ outboxCapacity: 4, adopted })
+        const sender = yield* world.session({ sessionId: "sender" })
+        const old = yield* world.session({ sessionId: "twin", frame: asInstance("instance-1") })
+        yield* old.client.pause
+        const burst = Array.from({ length: BURST }, (_, i) => message(`burst ${i}`))
+        yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+        yield* old.client.send({ type: "presence", status: "x".repeat(MAX_STATUS_LENGTH + 1) })
+        const replacement = yield* world.session({ sessionId: "twin", label: "replacement", frame: asInstance("instance-1") })
+        yield* old.client.resume
+        yield* old.client.waitClosed()
+        const later = message("after the register")
+        yield* sender.client.send({ type: "send", to: "twin", message: later })
+        yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
+        assert.deepStrictEqual(textsOf(replacement.client), inOrder)
+      }))
+  }
 })
 
 describe("rejoin-v1 over a Unix socket", () => {
