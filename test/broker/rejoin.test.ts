@@ -15,6 +15,7 @@ import { Deferred, Effect } from "effect"
 import { type BrokerFrame, encodeFrames } from "../../src/protocol/index.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { MAX_STATUS_LENGTH } from "../../src/protocol/limits.ts"
+import { makeMemory, makeMemoryMailState, type MailStoreService } from "../../src/store/MailStore.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { makeInMemoryPair } from "../../src/transport/InMemory.ts"
 import { ackFor, message, register, registerFrame, withBroker } from "../support/broker.ts"
@@ -181,6 +182,42 @@ describe("rejoin-v1 while the old connection is ending", () => {
         yield* sender.client.send({ type: "send", to: "twin", message: later })
         yield* replacement.client.next("message", (frame) => frame.message.id === later.id)
         assert.deepStrictEqual(textsOf(replacement.client), inOrder)
+      }))
+  }
+})
+
+describe("rejoin-v1 while the old connection's writer waits for the store", () => {
+  // A durable broker writes a delivery to a client without `received-v1` only once its changes are stored; the
+  // store is held here, so the old connection's writer waits with the message queued. Its presence is refused:
+  // the error frame is queued behind it and the `end` close waits for that writer. The same instance registers
+  // again (the message goes to the new connection); then the store commits. Nothing more is written to the old
+  // connection (protocol.md): its writer, going on after the store, finds writing over (PeerWriter.step).
+  for (const adopted of [false, true]) {
+    const how = adopted ? "adopted (read pump)" : "accepted"
+    it.effect(`${how}: nothing is written to the old connection after the rejoin, though its writer was waiting`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        const memory = makeMemory(makeMemoryMailState())
+        const stored = yield* Deferred.make<void>()
+        const hold = { commits: false }
+        const store: MailStoreService = {
+          ...memory,
+          commit: (batch) => Effect.suspend(() => hold.commits ? Effect.andThen(Deferred.await(stored), memory.commit(batch)) : memory.commit(batch))
+        }
+        yield* world.startBroker({ outboxCapacity: 4, adopted, store })
+        const sender = yield* world.session({ sessionId: "sender" })
+        const plain = [TAKEOVER_V1, REJOIN_V1]
+        const old = yield* world.session({ sessionId: "twin", frame: asInstance("instance-1", plain) })
+        hold.commits = true
+        const hello = message("hello")
+        yield* sender.client.send({ type: "send", to: "twin", message: hello })
+        yield* old.client.send({ type: "presence", status: "x".repeat(MAX_STATUS_LENGTH + 1) })
+        const replacement = yield* world.session({ sessionId: "twin", label: "replacement", frame: asInstance("instance-1", plain) })
+        hold.commits = false
+        yield* step(Deferred.succeed(stored, undefined))
+        yield* old.client.waitClosed()
+        yield* replacement.client.next("message", (frame) => frame.message.id === hello.id)
+        assert.deepStrictEqual(old.client.received().map((frame) => frame.type), ["registered"])
       }))
   }
 })
