@@ -64,11 +64,13 @@ export const finish = (router: Router, peer: Peer, writer: PeerWriter): Effect.E
     }
     const running = writer.running
     if (running !== undefined) yield* Fiber.interrupt(running)
-    // Before destroying: the socket still knows how much of an unfinished write it took.
-    const unwritten = router.abandonWrites(peer)
+    // Before destroying: the socket still knows how much of an unfinished write it took. The rest is kept
+    // on the peer, not here: a rejoin read while the destroy runs takes it first (Router.abandoned).
+    router.abandonWrites(peer)
     yield* peer.connection.destroy
-    // In order: the unfinished write's rest, then what was still queued, then what was parked for it.
-    router.detach(peer, [...unwritten, ...router.output.drainOnClose(peer), ...ownParked])
+    // In order: the unfinished write's rest (unless a rejoin took it), then what was still queued, then
+    // what was parked for it.
+    router.detach(peer, [...router.output.drainOnClose(peer), ...ownParked])
     router.output.releaseWaiters(peer)
   })
 

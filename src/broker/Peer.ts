@@ -144,6 +144,12 @@ export class Peer {
   framesWritten = 0
   /** Mail written here and kept in the store until the client confirms it read it (`received-v1`, Custody.ts). */
   custody: PeerCustody | undefined = undefined
+  /**
+   * The part of the write in progress its socket never took, once writing was abandoned
+   * (`Router.abandonWrites`), oldest first; taken once by whichever comes first, the client's rejoin
+   * (`Router.abandoned`) or the close (`Router.detach`). Written and taken only there.
+   */
+  untakenRest: Array<Returnable> | undefined = undefined
   /** Parked senders waiting for the outbox to have room in characters; woken when the writer takes. */
   roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**

@@ -421,36 +421,54 @@ export class Router {
    * `peer`'s writing is over (it closes, or its client left it for another
    * connection: `rejoin-v1`): the write in progress, if any, is settled — the
    * part its socket took is recorded as written (into custody, for a
-   * `received-v1` client), and the part it never took is returned, in order,
-   * to go back like unwritten output. Once: a second call returns nothing.
+   * `received-v1` client), and the part it never took is kept on the peer
+   * (`Peer.untakenRest`), in order, to go back like unwritten output with
+   * whichever comes first: the client's rejoin (`abandoned`) or the close
+   * (`detach`). Once: a second call changes nothing.
    */
-  abandonWrites(peer: Peer): Array<Returnable> {
+  abandonWrites(peer: Peer): void {
     const batch = peer.writer.abandon()
-    if (batch === undefined) return []
+    if (batch === undefined) return
     const written = peer.connection.unfinishedWrite() ?? batch.frames.length
     this.written(peer, batch, written)
-    return this.output.unwrittenOf(batch, written)
+    const rest = this.output.unwrittenOf(batch, written)
+    if (rest.length > 0) peer.untakenRest = rest
   }
 
   /**
    * `peer`'s client registered its session again on another connection
-   * (`rejoin-v1`): it left this one, which will not be written again. What
-   * the client was given here and never confirmed reading (custody), then
-   * what the socket never took of the write in progress, oldest first — the
-   * new connection gets these first (Registration).
+   * (`rejoin-v1`): it left this one, which will not be written again — also
+   * when its close already began (its `finish` may be waiting in the
+   * transport's destroy). What the client was given here and never confirmed
+   * reading (custody), then what the socket never took of the write in
+   * progress, oldest first — the new connection gets these first
+   * (Registration); the close finds them gone.
    */
-  abandoned(peer: Peer): Array<Returnable> {
-    const unwritten = this.abandonWrites(peer)
-    const unread = this.custody.detached(peer)
-    return unread.length === 0 ? unwritten : [...unread, ...unwritten]
+  abandoned(peer: Peer): ReadonlyArray<Returnable> {
+    this.abandonWrites(peer)
+    return this.takeBack(peer, [])
   }
 
-  /** The connection is gone; `unwritten` is what its outbox still held. */
+  /**
+   * The connection is gone; `unwritten` is what its outbox still held. Before
+   * it goes back: what its client never confirmed, then the untaken rest of
+   * its last write (`abandonWrites`) — unless a rejoin took them already.
+   */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
     this.observe.detached(peer)
-    // Mail written and never confirmed read goes back first: it is older than what was never written.
+    this.registration.detach(peer, this.takeBack(peer, unwritten))
+  }
+
+  /**
+   * Mail written and never confirmed read, then the untaken rest of the write in progress, then `after`:
+   * oldest first. Each is taken once (a rejoin, then the close, each get what the other has not).
+   */
+  private takeBack<A>(peer: Peer, after: ReadonlyArray<A>): ReadonlyArray<Returnable | A> {
     const unread = this.custody.detached(peer)
-    this.registration.detach(peer, unread.length === 0 ? unwritten : [...unread, ...unwritten])
+    const rest = peer.untakenRest
+    peer.untakenRest = undefined
+    if (rest === undefined) return unread.length === 0 ? after : [...unread, ...after]
+    return [...unread, ...rest, ...after]
   }
 
   /**

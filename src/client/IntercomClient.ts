@@ -155,8 +155,9 @@ const make = (
     const livenessIntervalMs = options.livenessIntervalMs ?? 30_000
     const livenessTimeoutMs = Math.min(options.livenessTimeoutMs ?? 5_000, livenessIntervalMs)
     const reconnectMaxMs = options.reconnectMaxMs ?? 30_000
-    // `rejoin-v1`: one id for every connection of this instance, so the broker knows its own rejoin.
-    const instanceId = options.instanceId ?? randomUUID()
+    // `rejoin-v1`: one id for every connection of this instance, so the broker knows its own rejoin. An empty
+    // one is no id (the broker refuses ""): a random one, as when none is given.
+    const instanceId = options.instanceId === undefined || options.instanceId === "" ? randomUUID() : options.instanceId
     const reconnectSchedule = Schedule.exponential(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
       Schedule.jittered,
       Schedule.modifyDelay(({ duration }) =>

@@ -142,7 +142,10 @@ export interface IntercomClientOptions {
    * connection left before the broker saw it end) from another process
    * taking the id over, and gives the new connection what the old one was
    * given and never confirmed, in order. Unique per instance; a random UUID
-   * by default (the simulation passes its own, deterministic).
+   * by default (the simulation passes its own, deterministic). An empty
+   * string counts as not given (a random UUID): the broker refuses `""`,
+   * which would make every client that sends it one instance. At most 256
+   * characters (a longer one is a protocol error at the broker).
    */
   readonly instanceId?: string
   /** Transport override (the simulation's in-memory network); the Unix socket by default. */

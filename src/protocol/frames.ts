@@ -195,8 +195,9 @@ export const RegisterFrame = Schema.Struct({
   /**
    * Extension `rejoin-v1`: the client instance's own id, the same on each of its connections; a register
    * whose id is held by a connection with the same `instanceId` is the client's own rejoin (features.ts).
+   * Never empty: "" would make every client that sends it one instance.
    */
-  instanceId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH))
+  instanceId: Schema.optionalKey(Bounded(Limits.MAX_ID_LENGTH).check(Schema.isNonEmpty()))
 })
 /** A `register` frame (P11), as decoded. */
 export type RegisterFrame = typeof RegisterFrame.Type

@@ -69,6 +69,19 @@ describe("base protocol", () => {
       assert.notStrictEqual(fake.ofType("register")[1]?.frame.instanceId, register?.frame.instanceId)
     }))
 
+  it.live("an empty configured `instanceId` counts as none: the client sends a random one of its own (the broker refuses \"\")", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
+      const first = yield* makeClient(fakeClientOptions(fake, "base-0000-0006", { instanceId: "" }))
+      yield* first.client.connect
+      const second = yield* makeClient(fakeClientOptions(fake, "base-0000-0007", { instanceId: "" }))
+      yield* second.client.connect
+      const [one, two] = fake.ofType("register").map((register) => register.frame.instanceId)
+      assert.isString(one)
+      assert.isAbove(String(one).length, 0)
+      assert.notStrictEqual(two, one)
+    }))
+
   it.live("against a broker that omits `features` and sends bare acks: list and send still work", () =>
     Effect.gen(function*() {
       const fake = yield* fakeBroker({ features: undefined })
