@@ -13,7 +13,7 @@ import type { Message } from "../../src/protocol/frames.ts"
 import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
-import { advanceTo, memoryNetwork, type MemoryNetwork, now } from "../support/memory.ts"
+import { advanceTo, exitsAt, memoryNetwork, type MemoryNetwork, now } from "../support/memory.ts"
 
 const IDLE = 2_000
 const RETENTION = 60_000
@@ -25,15 +25,6 @@ const watch = (broker: BrokerService) =>
     Effect.forkChild(broker.idleExit, { startImmediately: true }),
     (exit) => () => exit.pollUnsafe() !== undefined
   )
-
-/** Lets simulated time pass to `at`: the broker must not have exited a millisecond before, and must have at `at`. */
-const exitsAt = (exited: () => boolean, at: number) =>
-  Effect.gen(function*() {
-    yield* advanceTo(at - 1)
-    assert.isFalse(exited(), "exited before the delay had passed")
-    yield* advanceTo(at)
-    assert.isTrue(exited(), "did not exit once the delay had passed")
-  })
 
 /**
  * bob leaves, alice queues a message for him (acknowledged `queued`) and

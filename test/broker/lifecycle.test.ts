@@ -10,7 +10,7 @@ import { probeHealth } from "../../src/transport/index.ts"
 import { brokerPaths, list, register, tempDir, withBroker } from "../support/broker.ts"
 import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
 import { staleSocketAt } from "../support/staleSocket.ts"
-import { advanceTo, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
+import { advanceTo, exitsAt, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
 import { connect, type WireClient } from "../support/wire.ts"
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777
@@ -32,15 +32,6 @@ describe("P92 idle exit (in memory, on simulated time)", () => {
       const broker = yield* withMemoryBroker(options)
       const exit = yield* Effect.forkChild(broker.broker.idleExit, { startImmediately: true })
       return { broker, exited: () => exit.pollUnsafe() !== undefined }
-    })
-
-  /** Lets simulated time pass to `at`: the broker must not have exited a millisecond before, and must have at `at`. */
-  const exitsAt = (exited: () => boolean, at: number) =>
-    Effect.gen(function*() {
-      yield* advanceTo(at - 1)
-      assert.isFalse(exited(), "exited before the delay had passed")
-      yield* advanceTo(at)
-      assert.isTrue(exited(), "did not exit once the delay had passed")
     })
 
   /**

@@ -11,6 +11,7 @@
  * more happens until the next action or the next timer: a frame that has not
  * arrived will not arrive, so negative checks need no waiting.
  */
+import { assert } from "@effect/vitest"
 import { Clock, type Duration, Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { Broker, type BrokerCoreOptions, type BrokerService } from "../../src/broker/index.ts"
@@ -59,6 +60,15 @@ export const now: Effect.Effect<number> = Clock.currentTimeMillis
 export const advanceTo = (at: number): Effect.Effect<void> =>
   Effect.flatMap(now, (current) =>
     at < current ? Effect.die(`cannot advance to ${at}: it is ${current} already`) : TestClock.adjust(at - current))
+
+/** Lets simulated time pass to `at`: the broker must not have exited a millisecond before, and must have at `at`. */
+export const exitsAt = (exited: () => boolean, at: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* advanceTo(at - 1)
+    assert.isFalse(exited(), "exited before the delay had passed")
+    yield* advanceTo(at)
+    assert.isTrue(exited(), "did not exit once the delay had passed")
+  })
 
 /**
  * Advances the clock so that the next step's action runs at simulated time
