@@ -11,6 +11,10 @@
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
+ * Mail forced past the bounds (`forceEnqueue`: requeued, taken back, a
+ * closing reader's parked output) for a recipient whose own output is still
+ * parked (its mailbox flush) is parked behind that output (`parkBehind`), so
+ * it cannot overtake a sender's older mail.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -29,8 +33,8 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: about 530 lines (the write batch itself is WriteBatch.ts; a takeover's `handOver` of the old outbox is
- * the latest part), kept whole because this class is the single
+ * Size: about 570 lines (the write batch itself is WriteBatch.ts; forced mail parked behind a recipient's own
+ * parked output, `parkBehind`, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -98,6 +102,15 @@ const belongsTo = (item: Returnable, peer: Peer): boolean => {
 /** Mail or a notice whose session `peer` no longer holds (it was taken over, or unregistered). */
 const isStranded = (item: OutboundItem, peer: Peer): item is Returnable =>
   typeof item === "object" && "frame" in item && !belongsTo(item, peer)
+
+/** Mail or a notice: output that is taken back, never dropped, when it cannot be written. */
+const isReturnable = (item: OutboundItem): item is Returnable => typeof item === "object" && "frame" in item
+
+/** Whether `parked` holds output for `recipient` (slow path: a scan). */
+const holdsFor = (parked: ReadonlyArray<readonly [Peer, OutboundItem]>, recipient: Peer): boolean => {
+  for (let i = 0; i < parked.length; i++) if (parked[i]![0] === recipient) return true
+  return false
+}
 
 /** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
 export class Output {
@@ -379,12 +392,39 @@ export class Output {
     return own
   }
 
-  /** Queues `item` for `recipient` even past its outbox's capacity, after what it already holds. */
+  /**
+   * Queues `item` for `recipient` even past its outbox's capacity, after what
+   * it already holds. Mail or a notice for a recipient whose own output is
+   * still parked (its mailbox, flushed when it registered, waiting for room)
+   * is parked behind that output instead: forced, it would overtake older mail
+   * of the same sender (`parkBehind`).
+   */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     if (isShut(recipient)) return this.undeliverable(item)
+    if (isReturnable(item) && this.parkBehind(recipient, item)) return
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
+  }
+
+  /**
+   * Parks `item` behind the output parked for `recipient` in the batch being
+   * handled, or else in its own reader's parked list (where its registration
+   * parks the mail its mailbox flush could not fit): the drainer that offers
+   * that output offers this after it. False when neither holds any output for
+   * it (then it is forced as usual). Only reached by forced mail and notices
+   * while something is parked, so it costs the hot path nothing.
+   */
+  private parkBehind(recipient: Peer, item: Returnable): boolean {
+    if (this.parked.length > 0 && holdsFor(this.parked, recipient)) {
+      this.parked.push([recipient, item])
+      return true
+    }
+    if (recipient.parked.length > 0 && holdsFor(recipient.parked, recipient)) {
+      recipient.parked.push([recipient, item])
+      return true
+    }
+    return false
   }
 
   /**
