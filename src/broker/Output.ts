@@ -11,10 +11,10 @@
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
- * Mail forced past the bounds (`forceEnqueue`: requeued, taken back, a
- * closing reader's parked output) for a recipient whose own output is still
- * parked (its mailbox flush) is parked behind that output (`parkBehind`), so
- * it cannot overtake a sender's older mail.
+ * A message forced past the bounds (`forceEnqueue`: requeued, taken back, a
+ * closing reader's parked output) for a recipient whose own parked output
+ * (its mailbox flush) holds older mail of the same sender is parked behind
+ * that output (`parkBehind`), so it cannot overtake it.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -42,7 +42,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -103,12 +103,19 @@ const belongsTo = (item: Returnable, peer: Peer): boolean => {
 const isStranded = (item: OutboundItem, peer: Peer): item is Returnable =>
   typeof item === "object" && "frame" in item && !belongsTo(item, peer)
 
-/** Mail or a notice: output that is taken back, never dropped, when it cannot be written. */
-const isReturnable = (item: OutboundItem): item is Returnable => typeof item === "object" && "frame" in item
+/** A message (not a notice, a frame or a signal). */
+const isMessage = (item: OutboundItem): item is OutboundMessage => typeof item === "object" && "mail" in item
 
-/** Whether `parked` holds output for `recipient` (slow path: a scan). */
-const holdsFor = (parked: ReadonlyArray<readonly [Peer, OutboundItem]>, recipient: Peer): boolean => {
-  for (let i = 0; i < parked.length; i++) if (parked[i]![0] === recipient) return true
+/** Whether `parked` holds a message of `senderKey`'s for `recipient` (slow path: a scan). */
+const holdsMailOf = (
+  parked: ReadonlyArray<readonly [Peer, OutboundItem]>,
+  recipient: Peer,
+  senderKey: string
+): boolean => {
+  for (let i = 0; i < parked.length; i++) {
+    const [to, item] = parked[i]!
+    if (to === recipient && isMessage(item) && item.mail.senderKey === senderKey) return true
+  }
   return false
 }
 
@@ -394,33 +401,36 @@ export class Output {
 
   /**
    * Queues `item` for `recipient` even past its outbox's capacity, after what
-   * it already holds. Mail or a notice for a recipient whose own output is
-   * still parked (its mailbox, flushed when it registered, waiting for room)
-   * is parked behind that output instead: forced, it would overtake older mail
-   * of the same sender (`parkBehind`).
+   * it already holds. A message for a recipient whose own parked output
+   * (its mailbox, flushed when it registered, waiting for room) holds older
+   * mail of the same sender is parked behind that output instead: forced, it
+   * would overtake it (`parkBehind`).
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     if (isShut(recipient)) return this.undeliverable(item)
-    if (isReturnable(item) && this.parkBehind(recipient, item)) return
+    if (isMessage(item) && this.parkBehind(recipient, item)) return
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
   }
 
   /**
-   * Parks `item` behind the output parked for `recipient` in the batch being
-   * handled, or else in its own reader's parked list (where its registration
-   * parks the mail its mailbox flush could not fit): the drainer that offers
-   * that output offers this after it. False when neither holds any output for
-   * it (then it is forced as usual). Only reached by forced mail and notices
-   * while something is parked, so it costs the hot path nothing.
+   * Parks message `item` behind mail of its sender's parked for `recipient`
+   * in the batch being handled, or else in the recipient's own reader's
+   * parked list (where its registration parks the mail its mailbox flush
+   * could not fit): the drainer that offers that output offers this after it.
+   * False when neither holds such mail (then it is forced as usual: only the
+   * sender's order binds it, and forced it is queued before a departing
+   * sender's `session_left`). Only reached by forced messages while
+   * something is parked, so it costs the hot path nothing.
    */
-  private parkBehind(recipient: Peer, item: Returnable): boolean {
-    if (this.parked.length > 0 && holdsFor(this.parked, recipient)) {
+  private parkBehind(recipient: Peer, item: OutboundMessage): boolean {
+    const sender = item.mail.senderKey
+    if (this.parked.length > 0 && holdsMailOf(this.parked, recipient, sender)) {
       this.parked.push([recipient, item])
       return true
     }
-    if (recipient.parked.length > 0 && holdsFor(recipient.parked, recipient)) {
+    if (recipient.parked.length > 0 && holdsMailOf(recipient.parked, recipient, sender)) {
       recipient.parked.push([recipient, item])
       return true
     }

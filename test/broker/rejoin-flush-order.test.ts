@@ -7,8 +7,9 @@
  * queue behind the parked flush (Output.forceEnqueue → parkBehind), not be
  * forced into the outbox ahead of it — the sender's order holds. Likewise a
  * closing sender's parked mail (`Output.forceParked`) queues behind a
- * recipient's parked flush. In memory, accepted and adopted (the read pump)
- * connections.
+ * recipient's parked flush that holds its older mail; another sender's is
+ * forced as before, so it still precedes that sender's `session_left`. In
+ * memory, accepted and adopted (the read pump) connections.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -88,6 +89,45 @@ describe("a sender closes while its mail waits behind a recipient's parked mailb
         const accepted = texts.length - queued.length
         assert.isAtLeast(accepted, 1)
         assert.deepStrictEqual(texts, [...queued, ...newer.slice(0, accepted)].map((msg) => msg.content.text))
+      }))
+  }
+})
+
+describe("another sender closes while a recipient's parked mailbox flush holds none of its mail", () => {
+  for (const adopted of [false, true]) {
+    it.effect(`${adopted ? "adopted" : "accepted"}: its parked mail is forced through ahead of its session_left`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        yield* world.startBroker({ outboxCapacity: 4, adopted })
+        const earlier = yield* world.session({ sessionId: "earlier" })
+        const closing = yield* world.session({ sessionId: "closing" })
+        const first = yield* world.session({ sessionId: "twin" })
+        yield* first.client.send({ type: "unregister" })
+        yield* first.client.roundTrip
+        // Twenty messages of `earlier`'s wait in the mailbox for `twin`.
+        const queued = Array.from({ length: 20 }, (_, i) => message(`queued ${i}`))
+        yield* earlier.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+        yield* earlier.client.roundTrip
+        const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+        const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
+        yield* twin.pause
+        yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+        // `closing`'s mail meets the full outbox and is parked with it; then `closing` is gone.
+        const last = Array.from({ length: 3 }, (_, i) => message(`last ${i}`))
+        yield* step(closing.client.sendRaw(encodeFrames(last.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg })))))
+        yield* closing.client.roundTrip
+        yield* closing.client.destroy
+        yield* twin.resume
+        yield* twin.roundTrip
+        yield* twin.roundTrip
+        const seen = twin.received().flatMap((frame) =>
+          frame.type === "message" && frame.message.content.text.startsWith("last")
+            ? [frame.message.content.text]
+            : frame.type === "session_left" && frame.sessionId === "closing"
+            ? ["closing left"]
+            : []
+        )
+        assert.deepStrictEqual(seen, [...last.map((msg) => msg.content.text), "closing left"])
       }))
   }
 })
