@@ -11,6 +11,10 @@
  * and every later item of the batch (order is kept). After the batch, the calling connection actor takes the parked items
  * (`parkFor`) and offers them one by one, waiting for room, before it reads
  * its socket again: a fast sender is slowed, nothing accepted is dropped.
+ * A message forced past the bounds (`forceEnqueue`: requeued, taken back, a
+ * closing reader's parked output) for a recipient whose own parked output
+ * (its mailbox flush) holds older mail of the same sender is parked behind
+ * that output (`parkBehind`), so it cannot overtake it.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -29,8 +33,8 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: about 530 lines (the write batch itself is WriteBatch.ts; a takeover's `handOver` of the old outbox is
- * the latest part), kept whole because this class is the single
+ * Size: about 570 lines (the write batch itself is WriteBatch.ts; forced mail parked behind a recipient's own
+ * parked output, `parkBehind`, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -38,7 +42,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -98,6 +102,22 @@ const belongsTo = (item: Returnable, peer: Peer): boolean => {
 /** Mail or a notice whose session `peer` no longer holds (it was taken over, or unregistered). */
 const isStranded = (item: OutboundItem, peer: Peer): item is Returnable =>
   typeof item === "object" && "frame" in item && !belongsTo(item, peer)
+
+/** A message (not a notice, a frame or a signal). */
+const isMessage = (item: OutboundItem): item is OutboundMessage => typeof item === "object" && "mail" in item
+
+/** Whether `parked` holds a message of `senderKey`'s for `recipient` (slow path: a scan). */
+const holdsMailOf = (
+  parked: ReadonlyArray<readonly [Peer, OutboundItem]>,
+  recipient: Peer,
+  senderKey: string
+): boolean => {
+  for (let i = 0; i < parked.length; i++) {
+    const [to, item] = parked[i]!
+    if (to === recipient && isMessage(item) && item.mail.senderKey === senderKey) return true
+  }
+  return false
+}
 
 /** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
 export class Output {
@@ -379,12 +399,42 @@ export class Output {
     return own
   }
 
-  /** Queues `item` for `recipient` even past its outbox's capacity, after what it already holds. */
+  /**
+   * Queues `item` for `recipient` even past its outbox's capacity, after what
+   * it already holds. A message for a recipient whose own parked output
+   * (its mailbox, flushed when it registered, waiting for room) holds older
+   * mail of the same sender is parked behind that output instead: forced, it
+   * would overtake it (`parkBehind`).
+   */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     if (isShut(recipient)) return this.undeliverable(item)
+    if (isMessage(item) && this.parkBehind(recipient, item)) return
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
+  }
+
+  /**
+   * Parks message `item` behind mail of its sender's parked for `recipient`
+   * in the batch being handled, or else in the recipient's own reader's
+   * parked list (where its registration parks the mail its mailbox flush
+   * could not fit): the drainer that offers that output offers this after it.
+   * False when neither holds such mail (then it is forced as usual: only the
+   * sender's order binds it, and forced it is queued before a departing
+   * sender's `session_left`). Only reached by forced messages while
+   * something is parked, so it costs the hot path nothing.
+   */
+  private parkBehind(recipient: Peer, item: OutboundMessage): boolean {
+    const sender = item.mail.senderKey
+    if (this.parked.length > 0 && holdsMailOf(this.parked, recipient, sender)) {
+      this.parked.push([recipient, item])
+      return true
+    }
+    if (recipient.parked.length > 0 && holdsMailOf(recipient.parked, recipient, sender)) {
+      recipient.parked.push([recipient, item])
+      return true
+    }
+    return false
   }
 
   /**

@@ -1,0 +1,133 @@
+/**
+ * A session's old connection ends just before the same client registers
+ * again (no takeover: the broker saw the session leave first). Its mail goes
+ * to the mailbox; the new registration's flush fills the new outbox and parks
+ * the rest behind it. The sender's mail still held back for the dead
+ * connection is refused there and requeued to the live session: it must
+ * queue behind the parked flush (Output.forceEnqueue → parkBehind), not be
+ * forced into the outbox ahead of it — the sender's order holds. Likewise a
+ * closing sender's parked mail (`Output.forceParked`) queues behind a
+ * recipient's parked flush that holds its older mail; another sender's is
+ * forced as before, so it still precedes that sender's `session_left`. In
+ * memory, accepted and adopted (the read pump) connections.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { encodeFrames } from "../../src/protocol/index.ts"
+import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { memoryNetwork, step } from "../support/memory.ts"
+import { settle } from "../support/steps.ts"
+import { wireOverConnection } from "../support/wire.ts"
+
+const BURST = 40
+const features = [RECEIVED_V1, TAKEOVER_V1, REJOIN_V1]
+const inOrder = [...Array.from({ length: BURST }, (_, i) => `burst ${i}`), "after the register"]
+
+describe("the old connection ends just before the same client registers again", () => {
+  for (const adopted of [false, true]) {
+    it.effect(`${adopted ? "adopted" : "accepted"}: the held-back mail queues behind the parked mailbox flush`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        yield* world.startBroker({ outboxCapacity: 4, adopted })
+        const sender = yield* world.session({ sessionId: "sender" })
+        const oldConn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+        const old = yield* wireOverConnection(oldConn, "old", (action) => Effect.asVoid(step(action)))
+        yield* old.send(registerFrame({ sessionId: "twin", frame: { features, instanceId: "instance-1" } }))
+        yield* old.next("registered")
+        // The old connection stops reading: its link, its write and its outbox fill, the sender's rest is held back.
+        yield* old.pause
+        const burst = Array.from({ length: BURST }, (_, i) => message(`burst ${i}`))
+        yield* sender.client.sendRaw(encodeFrames(burst.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+        const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+        const replacement = yield* wireOverConnection(conn, "replacement", (action) => Effect.asVoid(step(action)))
+        const reg = JSON.stringify(registerFrame({ sessionId: "twin", frame: { features, instanceId: "instance-1" } }))
+        // In one step: a protocol error ends the old connection, and the register follows at once.
+        yield* step(Effect.gen(function*() {
+          yield* oldConn.writeAll([JSON.stringify({ type: "no-such-frame" })])
+          yield* conn.writeAll([reg])
+        }))
+        yield* replacement.next("registered")
+        const later = message("after the register")
+        yield* sender.client.send({ type: "send", to: "twin", message: later })
+        yield* replacement.next("message", (frame) => frame.message.id === later.id)
+        const texts = replacement.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+        assert.deepStrictEqual(texts, inOrder)
+      }))
+  }
+})
+
+describe("a sender closes while its mail waits behind a recipient's parked mailbox flush", () => {
+  for (const adopted of [false, true]) {
+    it.effect(`${adopted ? "adopted" : "accepted"}: its parked mail, forced through at its close, comes after the flush`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        yield* world.startBroker({ outboxCapacity: 4, adopted })
+        const sender = yield* world.session({ sessionId: "sender" })
+        const first = yield* world.session({ sessionId: "twin" })
+        yield* first.client.send({ type: "unregister" })
+        yield* first.client.roundTrip
+        // Twenty messages wait in the mailbox for `twin`.
+        const queued = Array.from({ length: 20 }, (_, i) => message(`queued ${i}`))
+        yield* sender.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+        yield* sender.client.roundTrip
+        // `twin` registers again and does not read: four fill its outbox, the rest of the flush is parked.
+        const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+        const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
+        yield* twin.pause
+        yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+        // The sender's newer mail meets the full outbox and is parked with the sender; then the sender is gone.
+        const newer = Array.from({ length: 6 }, (_, i) => message(`newer ${i}`))
+        yield* step(sender.client.sendRaw(encodeFrames(newer.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg })))))
+        yield* sender.client.roundTrip
+        yield* sender.client.destroy
+        yield* twin.resume
+        yield* twin.roundTrip
+        yield* twin.roundTrip
+        const texts = twin.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+        // What the broker read of the newer mail before the close (at least the first) follows the whole flush.
+        const accepted = texts.length - queued.length
+        assert.isAtLeast(accepted, 1)
+        assert.deepStrictEqual(texts, [...queued, ...newer.slice(0, accepted)].map((msg) => msg.content.text))
+      }))
+  }
+})
+
+describe("another sender closes while a recipient's parked mailbox flush holds none of its mail", () => {
+  for (const adopted of [false, true]) {
+    it.effect(`${adopted ? "adopted" : "accepted"}: its parked mail is forced through ahead of its session_left`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        yield* world.startBroker({ outboxCapacity: 4, adopted })
+        const earlier = yield* world.session({ sessionId: "earlier" })
+        const closing = yield* world.session({ sessionId: "closing" })
+        const first = yield* world.session({ sessionId: "twin" })
+        yield* first.client.send({ type: "unregister" })
+        yield* first.client.roundTrip
+        // Twenty messages of `earlier`'s wait in the mailbox for `twin`.
+        const queued = Array.from({ length: 20 }, (_, i) => message(`queued ${i}`))
+        yield* earlier.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+        yield* earlier.client.roundTrip
+        const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+        const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
+        yield* twin.pause
+        yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+        // `closing`'s mail meets the full outbox and is parked with it; then `closing` is gone.
+        const last = Array.from({ length: 3 }, (_, i) => message(`last ${i}`))
+        yield* step(closing.client.sendRaw(encodeFrames(last.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg })))))
+        yield* closing.client.roundTrip
+        yield* closing.client.destroy
+        yield* twin.resume
+        yield* twin.roundTrip
+        yield* twin.roundTrip
+        const seen = twin.received().flatMap((frame) =>
+          frame.type === "message" && frame.message.content.text.startsWith("last")
+            ? [frame.message.content.text]
+            : frame.type === "session_left" && frame.sessionId === "closing"
+            ? ["closing left"]
+            : []
+        )
+        assert.deepStrictEqual(seen, [...last.map((msg) => msg.content.text), "closing left"])
+      }))
+  }
+})
