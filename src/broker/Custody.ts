@@ -220,7 +220,7 @@ export class Custody {
 
   /**
    * A client granted `received-v1` gets custody on registering (kept across a
-   * re-registration). A session that ends by `unregister` hands back at once
+   * re-registration that asks for it too, ended by one that does not). A session that ends by `unregister` hands back at once
    * what it was given and will never confirm (`handBack`), not when its
    * connection closes.
    */
@@ -230,7 +230,17 @@ export class Custody {
     },
     registered: (session) => {
       const peer = session.peer
-      if (peer.custody !== undefined || !peer.features.has(RECEIVED_V1)) return
+      if (!peer.features.has(RECEIVED_V1)) {
+        // A registration that did not ask for it, on a connection an earlier one had it for: its client
+        // confirms nothing, so custody would hold its mail to hand it back (a second copy) at its leave.
+        // Ended; what an earlier session left unconfirmed (its `unregister` took its own) goes back.
+        const held = peer.custody
+        if (held === undefined) return
+        peer.custody = undefined
+        for (const item of held.takeBack()) this.ctx.output.undeliverable(item)
+        return
+      }
+      if (peer.custody !== undefined) return
       const journal = this.ctx.journal
       peer.custody = journal === undefined
         ? new PeerCustody(() => {})

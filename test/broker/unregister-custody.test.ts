@@ -14,7 +14,7 @@ import { RECEIVED_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
-import { message, messageFor, send, type Session } from "../support/broker.ts"
+import { message, messageFor, registerFrame, send, type Session } from "../support/broker.ts"
 import { durableBroker } from "../support/durable.ts"
 import { type MemoryNetwork, memoryNetwork } from "../support/memory.ts"
 import type { WireClient } from "../support/wire.ts"
@@ -134,4 +134,30 @@ describe("received-v1: a receiver that unregisters gets its unconfirmed mail bac
       const texts = back.client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
       assert.deepStrictEqual(texts, [...burst.map((msg) => msg.content.text), later.content.text])
     }))
+})
+
+describe("received-v1 custody on a connection that registers again without it", () => {
+  for (const leave of ["unregister", "close"] as const) {
+    it.effect(`a base session after a received-v1 one on the same connection gets its mail once (it leaves by ${leave})`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork()
+        yield* world.startBroker()
+        const sender = yield* world.session({ sessionId: "s1" })
+        const conn = yield* world.session({ sessionId: "r1", ...CONFIRMING })
+        yield* unregister(conn.client, sender)
+        yield* conn.client.send(registerFrame({ sessionId: "r2" }))
+        const registered = yield* conn.client.next("registered", (frame) => frame.sessionId === "r2")
+        assert.notInclude(registered.features ?? [], RECEIVED_V1, "r2 is a base registration")
+        const m = message("for the base session")
+        assertDelivered(yield* send(sender.client, "r2", m))
+        yield* messageFor(conn.client, m.id)
+        if (leave === "unregister") yield* conn.client.send({ type: "unregister" })
+        else yield* conn.client.destroy
+        yield* sender.client.next("session_left", (frame) => frame.sessionId === "r2")
+        // Written to a base registration, it was delivered: custody must not have kept it to hand back.
+        const back = yield* world.session({ sessionId: "r2", label: "r2 again" })
+        yield* back.client.roundTrip
+        yield* back.client.expectNothing("message")
+      }))
+  }
 })
