@@ -131,3 +131,61 @@ describe("another sender closes while a recipient's parked mailbox flush holds n
       }))
   }
 })
+
+describe("a live sender's new mail while its older mail waits in the recipient's parked mailbox flush", () => {
+  const pad = "x".repeat(1_000)
+  const short = (text: string) => text.split(" x")[0]!
+
+  /** `twin` is away with twelve 1 kB messages of `sender`'s queued; it registers again and does not read. */
+  const parkedFlush = Effect.gen(function*() {
+    const world = yield* memoryNetwork({ linkCapacity: 4 })
+    yield* world.startBroker({ outboxChars: 3_500 })
+    const sender = yield* world.session({ sessionId: "sender" })
+    const other = yield* world.session({ sessionId: "other" })
+    const first = yield* world.session({ sessionId: "twin" })
+    yield* first.client.send({ type: "unregister" })
+    yield* first.client.roundTrip
+    const queued = Array.from({ length: 12 }, (_, i) => message(`queued ${i} ${pad}`))
+    yield* sender.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+    yield* sender.client.roundTrip
+    const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+    const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
+    yield* twin.pause
+    // The flush fills the outbox (in characters) and the rest of it is parked with twin's own reader.
+    yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+    return { sender, other, twin, queued }
+  })
+
+  it.effect("a small message that fits the outbox now still queues behind the parked flush (Output.enqueue)", () =>
+    Effect.gen(function*() {
+      const { queued, sender, twin } = yield* parkedFlush
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
+      yield* sender.client.roundTrip
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
+      const texts = twin.received().flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
+      assert.deepStrictEqual(texts, [...queued.map((msg) => short(msg.content.text)), "tiny"])
+    }))
+
+  it.effect("a message parked with its sender's batch is offered behind the parked flush too (Output.offer)", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin } = yield* parkedFlush
+      // `other` does not read: its link and outbox fill, the sender's batch parks, and the tiny one for twin behind it.
+      yield* other.client.pause
+      const forOther = Array.from({ length: 12 }, (_, i) => message(`other ${i} ${pad}`))
+      const tiny = message("tiny")
+      const frames = [
+        ...forOther.map((msg) => JSON.stringify({ type: "send", to: "other", message: msg })),
+        JSON.stringify({ type: "send", to: "twin", message: tiny })
+      ]
+      yield* step(sender.client.sendRaw(encodeFrames(frames)))
+      // `other` reads: the sender's drainer offers the rest (the tiny one fits twin's outbox by size), then reads on.
+      yield* other.client.resume
+      yield* sender.client.roundTrip
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
+      const texts = twin.received().flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
+      assert.deepStrictEqual(texts, [...queued.map((msg) => short(msg.content.text)), "tiny"])
+    }))
+})
