@@ -23,6 +23,10 @@
  * here by key (`ended`, a day, bounded) for mail its connection hands back
  * after the `unregister`: unwritten, or written and never confirmed read.
  * One whose connection merely dropped is not: its mail waits for it.
+ * Nor is such a session owed the notices for mail it sent that is lost after
+ * it ended (it expired in the mailbox, or its ended recipient never read it):
+ * it will never register to take them, and kept they would hold a memory
+ * broker up a day (Broker.ts's idle watcher, `held`) for nobody.
  *
  * Asks are not queued (P60), but one written to a connection that closed
  * before its client confirmed reading it, or never written, goes back like
@@ -507,9 +511,14 @@ export class MailDelivery {
   /**
    * Keeps a notice for a sender that is away. Bounded per sender and overall:
    * past the bound the notice is dropped and the drop logged (the replay
-   * record still says what became of the message).
+   * record still says what became of the message). Not kept for a
+   * short-lived sender that ended by `unregister` (`ended`): it is gone for
+   * good, and its replay record, the only other trace, goes with it.
    */
   private owe(notice: OutboundNotice): void {
+    // A short-lived sender that ended by `unregister` never registers again to take it: it is not owed
+    // (kept, it would hold a memory broker up a day for nobody; see the module header).
+    if (this.ended.size > 0 && this.ended.has(notice.owedTo)) return this.forget(notice)
     const entry = this.owedNotices.lookup(notice.owedTo)
     const owed = entry?.value ?? []
     if (owed.length >= MAX_OWED_PER_SENDER || this.owedCount >= MAX_OWED_NOTICES) {

@@ -53,6 +53,12 @@
  * recipient that does not read so holds the departure back from itself
  * only, and no outbox goes past its bounds. A session that registers again
  * meanwhile has its withheld departures released first, as for `held`.
+ * The same hold covers a departed session's mail in a recipient's own
+ * parked output (its mailbox flush that did not fit, and mail parked behind
+ * it, Output.ts): when the departure goes into the feed (`depart`) each such
+ * recipient withholds it until its drainer offered the last of that mail
+ * (Output.releaseAfterParked). Holds on one recipient are counted: each
+ * releases only its own.
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
@@ -85,6 +91,16 @@ export interface FeedWaker {
   readonly wakeTouched: () => void
   /** Whether output `reader` produced is parked, waiting for room (Output.hasParked). */
   readonly hasParked: (reader: Peer) => boolean
+  /**
+   * The recipients whose own parked output holds mail of `senderKey`'s for
+   * them, with how many such messages (Output.parkedMailOf).
+   */
+  readonly parkedMailOf: (senderKey: string) => ReadonlyArray<readonly [Peer, number]>
+  /**
+   * Calls `releaseDeparture` for `recipient` once the `count` messages of
+   * `senderKey`'s in its own parked output were offered (Output.releaseAfterParked).
+   */
+  readonly releaseAfterParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => void
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -101,8 +117,12 @@ export class Membership implements FeedSource {
    * that output is in its recipients' outboxes (`parkedOut`).
    */
   private readonly held = new Map<string, Session>()
-  /** Recipients withholding a departure (`withholdDeparture`), by the departed session's key. */
-  private readonly withheld = new Map<string, Set<Peer>>()
+  /**
+   * Recipients withholding a departure (`withholdDeparture`), by the departed
+   * session's key, with how many holds each (replace staging's, and the
+   * parked output's: see "Departures" in the module header).
+   */
+  private readonly withheld = new Map<string, Map<Peer, number>>()
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -119,12 +139,14 @@ export class Membership implements FeedSource {
     // departure goes first (see "Departures" in the module header).
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
-        if (held.key === session.key || held.peer === session.peer) this.release(held)
+        if (held.key === session.key || held.peer === session.peer) this.release(held, false)
       }
     }
     if (this.withheld.size > 0) {
       const recipients = this.withheld.get(session.key)
-      if (recipients !== undefined) for (const recipient of [...recipients]) this.releaseDeparture(recipient, session.key, session.id)
+      if (recipients !== undefined) {
+        for (const recipient of [...recipients.keys()]) this.releaseDeparture(recipient, session.key, session.id, true)
+      }
     }
     const space = session.space
     session.peer.feedCursor = space.feed.seq
@@ -148,37 +170,48 @@ export class Membership implements FeedSource {
   left(session: Session, unregistered: boolean): void {
     session.space.needsTick.delete(session.peer)
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
-    else this.depart(session)
+    else this.depart(session, true)
   }
 
   /**
    * Session `departedId` (key `departedKey`) leaves, its connection closed,
    * with replace messages for `recipient` waiting for room in its outbox
-   * (ReplaceStaging.ts): `recipient` gets its `session_left` only once they
-   * are queued or dropped (`releaseDeparture`); see "Departures" in the module header.
+   * (ReplaceStaging.ts), or with mail of its in `recipient`'s own parked
+   * output (`depart`): `recipient` gets its `session_left` only once they
+   * are queued or dropped (`releaseDeparture`, once per hold); see
+   * "Departures" in the module header.
    */
   withholdDeparture(recipient: Peer, departedKey: string, departedId: string): void {
-    ;(recipient.withheldDepartures ??= new Map()).set(departedId, false)
+    const withheld = recipient.withheldDepartures ??= new Map()
+    // A second hold keeps what the first saw: whether the writer passed the departure already.
+    if (!withheld.has(departedId)) withheld.set(departedId, false)
     const recipients = this.withheld.get(departedKey)
-    if (recipients === undefined) this.withheld.set(departedKey, new Set([recipient]))
-    else recipients.add(recipient)
+    if (recipients === undefined) this.withheld.set(departedKey, new Map([[recipient, 1]]))
+    else recipients.set(recipient, (recipients.get(recipient) ?? 0) + 1)
   }
 
   /**
    * The replace messages `recipient` waited for from session `departedId`
    * are queued for it (or dropped), or the session is back: its departure,
    * if the recipient's writer passed it meanwhile, is owed now — written
-   * after the output already queued. A no-op when none is withheld.
+   * after the output already queued. A no-op when none is withheld; with
+   * another hold still on it, that hold's release does it (`all`: every hold
+   * goes, the session is back).
    */
-  releaseDeparture(recipient: Peer, departedKey: string, departedId: string): void {
+  releaseDeparture(recipient: Peer, departedKey: string, departedId: string, all = false): void {
+    const holds = this.withheld.get(departedKey)
+    const count = holds?.get(recipient)
+    if (!all && holds !== undefined && count !== undefined && count > 1) {
+      holds.set(recipient, count - 1)
+      return
+    }
+    holds?.delete(recipient)
+    if (holds?.size === 0) this.withheld.delete(departedKey)
     const withheld = recipient.withheldDepartures
     const passed = withheld?.get(departedId)
     if (withheld === undefined || passed === undefined) return
     withheld.delete(departedId)
     if (withheld.size === 0) recipient.withheldDepartures = undefined
-    const recipients = this.withheld.get(departedKey)
-    recipients?.delete(recipient)
-    if (recipients?.size === 0) this.withheld.delete(departedKey)
     const session = recipient.session
     if (!passed || session === undefined || session.peer !== recipient) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
@@ -192,15 +225,29 @@ export class Membership implements FeedSource {
   /** `reader`'s parked output is all in its recipients' outboxes: the departures held behind it go into the feed. */
   parkedOut(reader: Peer): void {
     if (this.held.size === 0) return
-    for (const session of this.held.values()) if (session.peer === reader) this.release(session)
+    for (const session of this.held.values()) if (session.peer === reader) this.release(session, true)
   }
 
-  private release(session: Session): void {
+  /** A held departure goes into the feed: its parked output is out (`behind`), or the session is back (not). */
+  private release(session: Session, behind: boolean): void {
     this.held.delete(session.key)
-    this.depart(session)
+    this.depart(session, behind)
   }
 
-  private depart(session: Session): void {
+  /**
+   * `session`'s departure goes into the feed. `behind` (it left, and is not
+   * back): a recipient whose own parked output holds mail of its (a mailbox
+   * flush that did not fit, and mail parked behind it: Output.ts) withholds
+   * it until that mail is offered. One check while no reader parks output.
+   */
+  private depart(session: Session, behind: boolean): void {
+    if (behind) {
+      for (const [recipient, count] of this.waker.parkedMailOf(session.key)) {
+        if (recipient === session.peer || recipient.session?.space !== session.space) continue
+        this.withholdDeparture(recipient, session.key, session.id)
+        this.waker.releaseAfterParked(recipient, session.key, session.id, count)
+      }
+    }
     session.space.feed.left(session.id)
     this.markDirty(session.space)
   }

@@ -14,7 +14,10 @@
  * A message forced past the bounds (`forceEnqueue`: requeued, taken back, a
  * closing reader's parked output) for a recipient whose own parked output
  * (its mailbox flush) holds older mail of the same sender is parked behind
- * that output (`parkBehind`), so it cannot overtake it.
+ * that output (`parkBehind`), so it cannot overtake it; so is a live
+ * sender's new message, routed (`enqueue`) or offered by its drainer
+ * (`offer`), that would fit where the next flushed message did not
+ * (`behindOwnParked`).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -33,8 +36,12 @@
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
  *
- * Size: about 570 lines (the write batch itself is WriteBatch.ts; forced mail parked behind a recipient's own
- * parked output, `parkBehind`, is the latest part), kept whole because this class is the single
+ * A departed sender's mail in a recipient's own parked list holds its
+ * `session_left` from that recipient until the last of it is offered
+ * (`parkedMailOf`, `releaseAfterParked`; Membership.ts withholds it).
+ *
+ * Size: about 690 lines (the write batch itself is WriteBatch.ts; mail parked behind a recipient's own
+ * parked output, `parkBehind` and `behindOwnParked`, and the departures held behind it are the latest parts), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -61,6 +68,20 @@ export interface FeedSource {
    * (Membership.left).
    */
   readonly parkedOut: (reader: Peer) => void
+  /**
+   * The mail of session `senderKey`'s that `recipient`'s own parked output
+   * held when that session left is all offered: the departure it withheld
+   * from `recipient` is released (Membership.releaseDeparture).
+   */
+  readonly releaseDeparture: (recipient: Peer, senderKey: string, senderId: string) => void
+}
+
+/** A departed session's mail still in a recipient's own parked output: its departure waits for the last of it. */
+interface DepartureHold {
+  /** The departed session's id. */
+  readonly id: string
+  /** Its messages still parked. */
+  count: number
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
@@ -123,6 +144,14 @@ const holdsMailOf = (
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
   private parked: Array<readonly [Peer, OutboundItem]> = []
+  /** Readers whose own parked list (`Peer.parked`) may hold output: from `parkFor` until it is empty. */
+  private readonly parkedReaders = new Set<Peer>()
+  /**
+   * Departures withheld from a recipient until the departed sender's mail in
+   * its own parked list is offered (`releaseAfterParked`), by recipient, then
+   * by the sender's key.
+   */
+  private readonly departureHolds = new Map<Peer, Map<string, DepartureHold>>()
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -229,9 +258,16 @@ export class Output {
     return !this.overOwnBudget(peer, chars) && !this.overTotalBudget(peer, chars)
   }
 
-  /** Queues `item` for `peer`, parking it (and the rest of the batch) if the outbox is full. */
+  /**
+   * Queues `item` for `peer`, parking it (and the rest of the batch) if the
+   * outbox is full. A message whose sender's older mail waits in `peer`'s own
+   * parked output (its mailbox flush) is parked behind it (`behindOwnParked`).
+   */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
+    // Per frame: one length check while the recipient parks nothing. With the batch's own parked it
+    // goes there (behind what the batch parked), and its drainer's `offer` makes this check.
+    if (peer.parked.length > 0 && this.parked.length === 0 && this.behindOwnParked(peer, item)) return
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
@@ -257,25 +293,31 @@ export class Output {
   }
 
   /**
-   * Offers a parked item to its recipient, waiting for room in frames and in
-   * characters; false when the recipient closed meanwhile. An accepted item
-   * is flushed at once (the caller is a drainer fiber, outside any batch).
+   * Offers an item `reader` parked to its recipient, waiting for room in
+   * frames and in characters; false when the recipient closed meanwhile. An
+   * accepted item is flushed at once (the caller is a drainer fiber, outside
+   * any batch). A message whose sender's older mail waits in the recipient's
+   * own parked output (another reader's: its mailbox flush) is accepted into
+   * that list, behind it (`behindOwnParked`), not the outbox.
    */
-  offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
+  offer(reader: Peer, recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       // Mail for a session the recipient no longer holds (taken over while this waited) is refused
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
+      if (recipient !== reader && recipient.parked.length > 0 && this.behindOwnParked(recipient, item)) {
+        return Effect.succeed(true)
+      }
       const chars = charsOf(item)
       if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
       }
       if (this.overTotalBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         this.totalWaiters.push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
       }
       this.charge(recipient, chars)
       recipient.outbox.push(item)
@@ -340,6 +382,7 @@ export class Output {
     if (this.parked.length === 0) return false
     reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
     this.parked = []
+    this.parkedReaders.add(reader)
     this.backpressureWaits++
     return true
   }
@@ -374,8 +417,60 @@ export class Output {
   /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
+    if (first !== undefined && this.departureHolds.size > 0) this.offeredBehind(reader, first)
     if (first !== undefined && !accepted) this.undeliverable(first[1])
-    if (reader.parked.length === 0) this.feed.parkedOut(reader)
+    if (reader.parked.length === 0) {
+      this.parkedReaders.delete(reader)
+      this.feed.parkedOut(reader)
+    }
+  }
+
+  /**
+   * The recipients whose own parked list holds mail of `senderKey`'s for
+   * them (a mailbox flush that did not fit, mail parked behind it), with how
+   * many messages: a scan of each parked list, at a leave; nothing while no
+   * reader parks output.
+   */
+  parkedMailOf(senderKey: string): ReadonlyArray<readonly [Peer, number]> {
+    if (this.parkedReaders.size === 0) return []
+    const found: Array<readonly [Peer, number]> = []
+    for (const reader of this.parkedReaders) {
+      let count = 0
+      for (const [to, item] of reader.parked) if (to === reader && isMessage(item) && item.mail.senderKey === senderKey) count++
+      if (count > 0) found.push([reader, count])
+    }
+    return found
+  }
+
+  /**
+   * `recipient` withholds the departure of session `senderId` (`senderKey`)
+   * until the `count` messages of its in `recipient`'s own parked list are
+   * offered; then `FeedSource.releaseDeparture`, or at `recipient`'s close.
+   */
+  releaseAfterParked(recipient: Peer, senderKey: string, senderId: string, count: number): void {
+    let holds = this.departureHolds.get(recipient)
+    if (holds === undefined) this.departureHolds.set(recipient, holds = new Map())
+    holds.set(senderKey, { id: senderId, count })
+  }
+
+  /** A parked item of `reader`'s own was offered: the last of a departed sender's mail releases its departure. */
+  private offeredBehind(reader: Peer, [to, item]: readonly [Peer, OutboundItem]): void {
+    if (to !== reader || !isMessage(item)) return
+    const holds = this.departureHolds.get(reader)
+    const senderKey = item.mail.senderKey
+    const hold = holds?.get(senderKey)
+    if (holds === undefined || hold === undefined || --hold.count > 0) return
+    holds.delete(senderKey)
+    if (holds.size === 0) this.departureHolds.delete(reader)
+    this.feed.releaseDeparture(reader, senderKey, hold.id)
+  }
+
+  /** `reader`'s own parked list is gone (it closed): the departures held behind it are released. */
+  private dropHolds(reader: Peer): void {
+    const holds = this.departureHolds.get(reader)
+    if (holds === undefined) return
+    this.departureHolds.delete(reader)
+    for (const [senderKey, hold] of holds) this.feed.releaseDeparture(reader, senderKey, hold.id)
   }
 
   /**
@@ -395,6 +490,8 @@ export class Output {
       else this.forceEnqueue(recipient, item)
     }
     reader.parked = []
+    this.parkedReaders.delete(reader)
+    if (this.departureHolds.size > 0) this.dropHolds(reader)
     this.feed.parkedOut(reader)
     return own
   }
@@ -430,11 +527,23 @@ export class Output {
       this.parked.push([recipient, item])
       return true
     }
-    if (recipient.parked.length > 0 && holdsMailOf(recipient.parked, recipient, sender)) {
-      recipient.parked.push([recipient, item])
-      return true
-    }
-    return false
+    return recipient.parked.length > 0 && this.behindOwnParked(recipient, item)
+  }
+
+  /**
+   * Parks message `item` at the end of `recipient`'s own parked output when
+   * that holds older mail of its sender for `recipient` (a mailbox flush that
+   * did not fit): there the recipient's drainer offers it after that mail.
+   * False for anything else, which is queued as usual. A scan of the
+   * recipient's parked list, reached only while it holds something.
+   */
+  private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
+    if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
+    recipient.parked.push([recipient, item])
+    // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
+    const hold = this.departureHolds.size === 0 ? undefined : this.departureHolds.get(recipient)?.get(item.mail.senderKey)
+    if (hold !== undefined) hold.count++
+    return true
   }
 
   /**

@@ -207,7 +207,8 @@ export class Router {
     const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, out, departures) => membership.collect(peer, out, departures),
       taken: (peer) => membership.taken(peer),
-      parkedOut: (reader) => membership.parkedOut(reader)
+      parkedOut: (reader) => membership.parkedOut(reader),
+      releaseDeparture: (recipient, senderKey, senderId) => membership.releaseDeparture(recipient, senderKey, senderId)
     }, {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,

@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, References } from "effect"
 import type { BrokerService } from "../../src/broker/index.ts"
 import type { Message } from "../../src/protocol/frames.ts"
+import { EPHEMERAL_V1, RECEIVED_V1 } from "../../src/protocol/features.ts"
 import { makeMemory, makeMemoryMailState } from "../../src/store/MailStore.ts"
 import { assertDelivered } from "../support/assertions.ts"
 import { message, messageFor, send } from "../support/broker.ts"
@@ -104,6 +105,28 @@ describe("P92/P49 idle exit with mail held for absent sessions", () => {
       const expiry = queuedAt + RETENTION + 1
       // The notice is owed from the expiry for a day; the idle period starts when it is given up.
       yield* exitsAt(exited, expiry + DAY + 1 + IDLE)
+    }))
+
+  it.effect("memory mode: a notice for a one-shot sender that ended by unregister is not owed, so it holds nothing: exit idleExit after the expiry", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const { core } = yield* world.startBroker({ idleExit: IDLE, mailboxRetention: RETENTION })
+      const exited = yield* watch(core)
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* bob.client.send({ type: "unregister" })
+      yield* bob.client.roundTrip
+      // What a CLI command is (src/cli/client/run.ts): a short-lived session under a fresh id.
+      const cli = yield* world.session({
+        sessionId: "cli-1",
+        name: "cli",
+        frame: { features: [EPHEMERAL_V1, RECEIVED_V1], ephemeral: true }
+      })
+      assertDelivered(yield* send(cli.client, "bob", message("from the CLI")), "queued")
+      const queuedAt = yield* now
+      yield* cli.client.send({ type: "unregister" })
+      yield* cli.client.roundTrip
+      // The mail is held until it expires; its notice would be owed to nobody, so the idle period starts there.
+      yield* exitsAt(exited, queuedAt + RETENTION + 1 + IDLE)
     }))
 
   it.effect("durable mode: the broker exits idleExit after the last leave with mail queued; the next broker restores it and delivers it", () =>

@@ -8,8 +8,12 @@
  * forced into the outbox ahead of it — the sender's order holds. Likewise a
  * closing sender's parked mail (`Output.forceParked`) queues behind a
  * recipient's parked flush that holds its older mail; another sender's is
- * forced as before, so it still precedes that sender's `session_left`. In
- * memory, accepted and adopted (the read pump) connections.
+ * forced as before, so it still precedes that sender's `session_left`. A
+ * sender that leaves with mail in the recipient's parked flush has its
+ * `session_left` withheld from that recipient until the last of it is
+ * offered; a live sender's new mail, routed or offered by its drainer, queues
+ * behind its older mail there too (Output.behindOwnParked). In memory,
+ * accepted and adopted (the read pump) connections.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -82,13 +86,20 @@ describe("a sender closes while its mail waits behind a recipient's parked mailb
         yield* sender.client.roundTrip
         yield* sender.client.destroy
         yield* twin.resume
+        yield* twin.next("session_left", (frame) => frame.sessionId === "sender")
         yield* twin.roundTrip
-        yield* twin.roundTrip
-        const texts = twin.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
-        // What the broker read of the newer mail before the close (at least the first) follows the whole flush.
-        const accepted = texts.length - queued.length
+        const seen = twin.received().flatMap((frame) =>
+          frame.type === "message"
+            ? [frame.message.content.text]
+            : frame.type === "session_left" && frame.sessionId === "sender"
+            ? ["sender left"]
+            : []
+        )
+        // What the broker read of the newer mail before the close (at least the first) follows the whole flush,
+        // and the sender's session_left follows all of it (C-BRK-33): its departure waits for the parked mail.
+        const accepted = seen.length - 1 - queued.length
         assert.isAtLeast(accepted, 1)
-        assert.deepStrictEqual(texts, [...queued, ...newer.slice(0, accepted)].map((msg) => msg.content.text))
+        assert.deepStrictEqual(seen, [...[...queued, ...newer.slice(0, accepted)].map((msg) => msg.content.text), "sender left"])
       }))
   }
 })
@@ -130,4 +141,83 @@ describe("another sender closes while a recipient's parked mailbox flush holds n
         assert.deepStrictEqual(seen, [...last.map((msg) => msg.content.text), "closing left"])
       }))
   }
+})
+
+describe("a live sender's new mail while its older mail waits in the recipient's parked mailbox flush", () => {
+  const pad = "x".repeat(1_000)
+  const short = (text: string) => text.split(" x")[0]!
+
+  /** `twin` is away with twelve 1 kB messages of `sender`'s queued; it registers again and does not read. */
+  const parkedFlush = Effect.gen(function*() {
+    const world = yield* memoryNetwork({ linkCapacity: 4 })
+    yield* world.startBroker({ outboxChars: 3_500 })
+    const sender = yield* world.session({ sessionId: "sender" })
+    const other = yield* world.session({ sessionId: "other" })
+    const first = yield* world.session({ sessionId: "twin" })
+    yield* first.client.send({ type: "unregister" })
+    yield* first.client.roundTrip
+    const queued = Array.from({ length: 12 }, (_, i) => message(`queued ${i} ${pad}`))
+    yield* sender.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+    yield* sender.client.roundTrip
+    const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+    const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
+    yield* twin.pause
+    // The flush fills the outbox (in characters) and the rest of it is parked with twin's own reader.
+    yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+    return { sender, other, twin, queued }
+  })
+
+  it.effect("a small message that fits the outbox now still queues behind the parked flush (Output.enqueue)", () =>
+    Effect.gen(function*() {
+      const { queued, sender, twin } = yield* parkedFlush
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
+      yield* sender.client.roundTrip
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
+      const texts = twin.received().flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
+      assert.deepStrictEqual(texts, [...queued.map((msg) => short(msg.content.text)), "tiny"])
+    }))
+
+  it.effect("a message parked with its sender's batch is offered behind the parked flush too (Output.offer)", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin } = yield* parkedFlush
+      // `other` does not read: its link and outbox fill, the sender's batch parks, and the tiny one for twin behind it.
+      yield* other.client.pause
+      const forOther = Array.from({ length: 12 }, (_, i) => message(`other ${i} ${pad}`))
+      const tiny = message("tiny")
+      const frames = [
+        ...forOther.map((msg) => JSON.stringify({ type: "send", to: "other", message: msg })),
+        JSON.stringify({ type: "send", to: "twin", message: tiny })
+      ]
+      yield* step(sender.client.sendRaw(encodeFrames(frames)))
+      // `other` reads: the sender's drainer offers the rest (the tiny one fits twin's outbox by size), then reads on.
+      yield* other.client.resume
+      yield* sender.client.roundTrip
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
+      const texts = twin.received().flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
+      assert.deepStrictEqual(texts, [...queued.map((msg) => short(msg.content.text)), "tiny"])
+    }))
+
+  it.effect("a sender that unregisters with mail in the parked flush: its session_left reaches twin after all of it", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin } = yield* parkedFlush
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
+      yield* sender.client.send({ type: "unregister" })
+      // `other` parks nothing of the sender's: it hears of the departure at once, so the broker has handled it.
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.resume
+      yield* twin.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.roundTrip
+      const seen = twin.received().flatMap((frame) =>
+        frame.type === "message"
+          ? [short(frame.message.content.text)]
+          : frame.type === "session_left" && frame.sessionId === "sender"
+          ? ["sender left"]
+          : []
+      )
+      assert.deepStrictEqual(seen, [...queued.map((msg) => short(msg.content.text)), "tiny", "sender left"])
+    }))
 })
