@@ -14,10 +14,11 @@
  * A message forced past the bounds (`forceEnqueue`: requeued, taken back, a
  * closing reader's parked output) for a recipient whose own parked output
  * (its mailbox flush) holds older mail of the same sender is parked behind
- * that output (`parkBehind`), so it cannot overtake it; so is a live
- * sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offer`), that would fit where the next flushed message did not
- * (`behindOwnParked`).
+ * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
+ * A live sender's new message, routed (`enqueue`) or offered by its drainer
+ * (`offer`), is not checked so: a recipient's own parked list holds what its
+ * own sends parked for anyone, not only its flush, and a scan of it per
+ * message was measured to cost the per-frame path (architecture.md, step 7).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -260,14 +261,10 @@ export class Output {
 
   /**
    * Queues `item` for `peer`, parking it (and the rest of the batch) if the
-   * outbox is full. A message whose sender's older mail waits in `peer`'s own
-   * parked output (its mailbox flush) is parked behind it (`behindOwnParked`).
+   * outbox is full.
    */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
-    // Per frame: one length check while the recipient parks nothing. With the batch's own parked it
-    // goes there (behind what the batch parked), and its drainer's `offer` makes this check.
-    if (peer.parked.length > 0 && this.parked.length === 0 && this.behindOwnParked(peer, item)) return
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
@@ -296,28 +293,23 @@ export class Output {
    * Offers an item `reader` parked to its recipient, waiting for room in
    * frames and in characters; false when the recipient closed meanwhile. An
    * accepted item is flushed at once (the caller is a drainer fiber, outside
-   * any batch). A message whose sender's older mail waits in the recipient's
-   * own parked output (another reader's: its mailbox flush) is accepted into
-   * that list, behind it (`behindOwnParked`), not the outbox.
+   * any batch).
    */
-  offer(reader: Peer, recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
+  offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       // Mail for a session the recipient no longer holds (taken over while this waited) is refused
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
-      if (recipient !== reader && recipient.parked.length > 0 && this.behindOwnParked(recipient, item)) {
-        return Effect.succeed(true)
-      }
       const chars = charsOf(item)
       if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
       }
       if (this.overTotalBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         this.totalWaiters.push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
       }
       this.charge(recipient, chars)
       recipient.outbox.push(item)

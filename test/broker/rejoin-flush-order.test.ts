@@ -167,39 +167,6 @@ describe("a live sender's new mail while its older mail waits in the recipient's
     return { sender, other, twin, queued }
   })
 
-  it.effect("a small message that fits the outbox now still queues behind the parked flush (Output.enqueue)", () =>
-    Effect.gen(function*() {
-      const { queued, sender, twin } = yield* parkedFlush
-      const tiny = message("tiny")
-      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
-      yield* sender.client.roundTrip
-      yield* twin.resume
-      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
-      const texts = twin.received().flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
-      assert.deepStrictEqual(texts, [...queued.map((msg) => short(msg.content.text)), "tiny"])
-    }))
-
-  it.effect("a message parked with its sender's batch is offered behind the parked flush too (Output.offer)", () =>
-    Effect.gen(function*() {
-      const { other, queued, sender, twin } = yield* parkedFlush
-      // `other` does not read: its link and outbox fill, the sender's batch parks, and the tiny one for twin behind it.
-      yield* other.client.pause
-      const forOther = Array.from({ length: 12 }, (_, i) => message(`other ${i} ${pad}`))
-      const tiny = message("tiny")
-      const frames = [
-        ...forOther.map((msg) => JSON.stringify({ type: "send", to: "other", message: msg })),
-        JSON.stringify({ type: "send", to: "twin", message: tiny })
-      ]
-      yield* step(sender.client.sendRaw(encodeFrames(frames)))
-      // `other` reads: the sender's drainer offers the rest (the tiny one fits twin's outbox by size), then reads on.
-      yield* other.client.resume
-      yield* sender.client.roundTrip
-      yield* twin.resume
-      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
-      const texts = twin.received().flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
-      assert.deepStrictEqual(texts, [...queued.map((msg) => short(msg.content.text)), "tiny"])
-    }))
-
   it.effect("a sender that unregisters with mail in the parked flush: its session_left reaches twin after all of it", () =>
     Effect.gen(function*() {
       const { other, queued, sender, twin } = yield* parkedFlush
@@ -218,6 +185,10 @@ describe("a live sender's new mail while its older mail waits in the recipient's
           ? ["sender left"]
           : []
       )
-      assert.deepStrictEqual(seen, [...queued.map((msg) => short(msg.content.text)), "tiny", "sender left"])
+      // All of the sender's mail before its departure. (Where "tiny" falls among the flush is not checked: a
+      // live sender's routed mail is not parked behind a recipient's own parked flush — architecture.md, step 7.)
+      assert.strictEqual(seen.at(-1), "sender left")
+      assert.deepStrictEqual(seen.filter((text) => text !== "tiny"), [...queued.map((msg) => short(msg.content.text)), "sender left"])
+      assert.include(seen, "tiny")
     }))
 })
