@@ -11,22 +11,42 @@
  * forced as before, so it still precedes that sender's `session_left`. A
  * sender that leaves with mail in the recipient's parked flush has its
  * `session_left` withheld from that recipient until the last of it is
- * offered; a live sender's new mail, routed or offered by its drainer, queues
- * behind its older mail there too (Output.behindOwnParked). In memory,
- * accepted and adopted (the read pump) connections.
+ * offered. (A live sender's new mail, routed or offered by its drainer, is
+ * not checked against the recipient's parked flush: architecture.md, step
+ * 7.) In memory, accepted and adopted (the read pump) connections.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
 import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
-import { message, registerFrame } from "../support/broker.ts"
-import { memoryNetwork, step } from "../support/memory.ts"
+import { message, registerFrame, type Session } from "../support/broker.ts"
+import { type MemoryNetwork, memoryNetwork, step } from "../support/memory.ts"
 import { settle } from "../support/steps.ts"
 import { wireOverConnection } from "../support/wire.ts"
 
 const BURST = 40
 const features = [RECEIVED_V1, TAKEOVER_V1, REJOIN_V1]
 const inOrder = [...Array.from({ length: BURST }, (_, i) => `burst ${i}`), "after the register"]
+
+/**
+ * `twin` leaves; `from` queues twenty messages for it in the mailbox; `twin`
+ * registers again on a new connection and does not read: four fill its
+ * outbox (capacity 4), the rest of the flush is parked with its reader.
+ */
+const twinBackNotReading = (world: MemoryNetwork, from: Session) =>
+  Effect.gen(function*() {
+    const first = yield* world.session({ sessionId: "twin" })
+    yield* first.client.send({ type: "unregister" })
+    yield* first.client.roundTrip
+    const queued = Array.from({ length: 20 }, (_, i) => message(`queued ${i}`))
+    yield* from.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
+    yield* from.client.roundTrip
+    const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
+    const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
+    yield* twin.pause
+    yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+    return { twin, queued }
+  })
 
 describe("the old connection ends just before the same client registers again", () => {
   for (const adopted of [false, true]) {
@@ -68,18 +88,7 @@ describe("a sender closes while its mail waits behind a recipient's parked mailb
         const world = yield* memoryNetwork({ linkCapacity: 4 })
         yield* world.startBroker({ outboxCapacity: 4, adopted })
         const sender = yield* world.session({ sessionId: "sender" })
-        const first = yield* world.session({ sessionId: "twin" })
-        yield* first.client.send({ type: "unregister" })
-        yield* first.client.roundTrip
-        // Twenty messages wait in the mailbox for `twin`.
-        const queued = Array.from({ length: 20 }, (_, i) => message(`queued ${i}`))
-        yield* sender.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
-        yield* sender.client.roundTrip
-        // `twin` registers again and does not read: four fill its outbox, the rest of the flush is parked.
-        const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
-        const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
-        yield* twin.pause
-        yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+        const { queued, twin } = yield* twinBackNotReading(world, sender)
         // The sender's newer mail meets the full outbox and is parked with the sender; then the sender is gone.
         const newer = Array.from({ length: 6 }, (_, i) => message(`newer ${i}`))
         yield* step(sender.client.sendRaw(encodeFrames(newer.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg })))))
@@ -112,17 +121,7 @@ describe("another sender closes while a recipient's parked mailbox flush holds n
         yield* world.startBroker({ outboxCapacity: 4, adopted })
         const earlier = yield* world.session({ sessionId: "earlier" })
         const closing = yield* world.session({ sessionId: "closing" })
-        const first = yield* world.session({ sessionId: "twin" })
-        yield* first.client.send({ type: "unregister" })
-        yield* first.client.roundTrip
-        // Twenty messages of `earlier`'s wait in the mailbox for `twin`.
-        const queued = Array.from({ length: 20 }, (_, i) => message(`queued ${i}`))
-        yield* earlier.client.sendRaw(encodeFrames(queued.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg }))))
-        yield* earlier.client.roundTrip
-        const conn = yield* settle(world.network.dial(world.address)).pipe(Effect.orDie)
-        const twin = yield* wireOverConnection(conn, "twin", (action) => Effect.asVoid(step(action)))
-        yield* twin.pause
-        yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
+        const { twin } = yield* twinBackNotReading(world, earlier)
         // `closing`'s mail meets the full outbox and is parked with it; then `closing` is gone.
         const last = Array.from({ length: 3 }, (_, i) => message(`last ${i}`))
         yield* step(closing.client.sendRaw(encodeFrames(last.map((msg) => JSON.stringify({ type: "send", to: "twin", message: msg })))))
