@@ -28,7 +28,7 @@ import {
   DEFAULT_TOPIC_RECORDS
 } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
-import { isLifetimeLockHeld } from "../config/LifetimeLock.ts"
+import { holdsLifetimeLock, isLifetimeLockHeld } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { fetchBrokerStats } from "../client/BrokerStats.ts"
@@ -212,15 +212,26 @@ const status = Command.make(
     // A broker that does not answer but holds its lifetime lock is alive: frozen or stuck, not gone.
     const frozen = !running && (yield* isLifetimeLockHeld(paths.intercomDir))
     const pid = yield* readPidFile(paths.pidFile)
+    // Not answering, the lock's holder may not have written its own pid yet: broker.pid may still name an older
+    // broker, whose pid another process may have by now. Named only when the kernel lists it as the holder.
+    const holds = frozen && pid !== undefined ? yield* holdsLifetimeLock(paths.intercomDir, pid) : true
+    const holderPid = holds === false ? undefined : pid
+    const pidLine = pid === undefined
+      ? `unknown (no readable ${paths.pidFile})`
+      : holds === false
+      ? `unknown (${paths.pidFile} names ${pid}, which does not hold broker.lock)`
+      : holds === undefined
+      ? `${pid} (from ${paths.pidFile}; not verified to hold broker.lock)`
+      : String(pid)
     const lines = [
       `Intercom broker: ${running ? "running" : frozen ? "not answering (it is alive: it holds broker.lock)" : "not running"}`,
-      ...(running || frozen ? [`  pid:       ${pid ?? `unknown (no readable ${paths.pidFile})`}`] : []),
+      ...(running || frozen ? [`  pid:       ${pidLine}`] : []),
       `  socket:    ${describeSocket(paths)}`,
       `  agent dir: ${paths.agentDir}`
     ]
     if (frozen) {
       lines.push(
-        `  A stopped process resumes with \`kill -CONT ${pid ?? "<pid>"}\`; \`intercom broker stop\` ends it. No new broker starts while it lives.`
+        `  A stopped process resumes with \`kill -CONT ${holderPid ?? "<pid>"}\`; \`intercom broker stop\` ends it. No new broker starts while it lives.`
       )
     } else if (!running && pid !== undefined) {
       lines.push(`  pid file:  ${paths.pidFile} names ${pid}, which does not answer as a broker (stale)`)

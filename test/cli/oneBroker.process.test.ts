@@ -9,9 +9,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
+import { holdLifetimeLock } from "../../src/config/LifetimeLock.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { brokerProcesses } from "../client/support.ts"
 import { freeze } from "../support/freeze.ts"
@@ -92,6 +94,28 @@ describe("status and stop of a frozen broker", () => {
       assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
       assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
     }), 60_000)
+})
+
+describe("a broker that holds the lock but has not written broker.pid yet", () => {
+  it.live("status does not name an older pid file's live pid as its, nor tell the user to signal it", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      // An old broker's pid, now another process's (a sleep): alive, but not the lock's holder.
+      const stranger = yield* Effect.acquireRelease(
+        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
+        (child) => Effect.sync(() => child.kill())
+      )
+      fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
+      fs.writeFileSync(path.join(t.intercomDir, "broker.pid"), String(stranger.pid), { mode: 0o600 })
+      // The holder (this process): the lock taken, nothing listening and no pid written yet.
+      yield* holdLifetimeLock(t.intercomDir)
+      const status = yield* runCli(["broker", "status", "--dir", t.agentDir], t.env)
+      assert.strictEqual(status.code, 1, status.stdout + status.stderr)
+      assert.include(status.stdout, "not answering")
+      assert.notInclude(status.stdout, `pid:       ${stranger.pid}`)
+      assert.include(status.stdout, `names ${stranger.pid}, which does not hold broker.lock`)
+      assert.include(status.stdout, "kill -CONT <pid>")
+    }), 30_000)
 })
 
 describe("a broker's socket file is its own", () => {
