@@ -14,7 +14,7 @@ import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
 import { Broker, type BrokerStats } from "./Broker.ts"
 import { BrokerOptionError, BrokerStartupError } from "./errors.ts"
-import { holdLifetimeLock, holdsLifetimeLock, lifetimeLockFile } from "../config/LifetimeLock.ts"
+import { holdLifetimeLock, lifetimeLockFile, pidFileHolder } from "../config/LifetimeLock.ts"
 import { type BrokerOptions, checkCoreOptions } from "./options.ts"
 import * as Database from "../store/Database.ts"
 import { checkingMarkOf } from "../config/checkingMark.ts"
@@ -141,7 +141,7 @@ const answersHealth = (intercomDir: string, socketPath: string) =>
 /**
  * `AlreadyRunning` when another broker holds the lifetime lock: naming the
  * pid in `broker.pid` only when the kernel says that process holds the lock
- * (`holdsLifetimeLock`). The holder writes `broker.pid` only once it
+ * (`pidFileHolder`). The holder writes `broker.pid` only once it
  * listens, so until then the file may still name an older broker, whose pid
  * another process may have by now; where the system cannot say (no
  * `/proc/locks`), the pid is given as what the file says, not as the holder's.
@@ -149,9 +149,7 @@ const answersHealth = (intercomDir: string, socketPath: string) =>
 const lockHeld = (intercomDir: string, socketPath: string) =>
   Effect.gen(function*() {
     const lock = `it holds ${lifetimeLockFile(intercomDir)}`
-    const pid = yield* readPidFile(pidFileOf(intercomDir))
-    const alive = pid !== undefined && (yield* isProcessAlive(pid))
-    const holds = alive ? yield* holdsLifetimeLock(intercomDir, pid) : false
+    const { holds, pid } = yield* pidFileHolder(intercomDir)
     return yield* new BrokerStartupError({
       kind: "AlreadyRunning",
       path: socketPath,

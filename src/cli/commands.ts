@@ -28,7 +28,7 @@ import {
   DEFAULT_TOPIC_RECORDS
 } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
-import { holdsLifetimeLock, isLifetimeLockHeld } from "../config/LifetimeLock.ts"
+import { isLifetimeLockHeld, pidFileHolder } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { fetchBrokerStats } from "../client/BrokerStats.ts"
@@ -211,10 +211,11 @@ const status = Command.make(
     const running = yield* probeHealth(paths.socketPath)
     // A broker that does not answer but holds its lifetime lock is alive: frozen or stuck, not gone.
     const frozen = !running && (yield* isLifetimeLockHeld(paths.intercomDir))
-    const pid = yield* readPidFile(paths.pidFile)
     // Not answering, the lock's holder may not have written its own pid yet: broker.pid may still name an older
     // broker, whose pid another process may have by now. Named only when the kernel lists it as the holder.
-    const holds = frozen && pid !== undefined ? yield* holdsLifetimeLock(paths.intercomDir, pid) : true
+    const { holds, pid } = frozen
+      ? yield* pidFileHolder(paths.intercomDir)
+      : { holds: true, pid: yield* readPidFile(paths.pidFile) }
     const holderPid = holds === false ? undefined : pid
     const pidLine = pid === undefined
       ? `unknown (no readable ${paths.pidFile})`

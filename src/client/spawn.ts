@@ -17,9 +17,8 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { checkingBroker } from "../config/checkingMark.ts"
-import { holdsLifetimeLock, isLifetimeLockHeld, lifetimeLockFile } from "../config/LifetimeLock.ts"
+import { isLifetimeLockHeld, lifetimeLockFile, pidFileHolder } from "../config/LifetimeLock.ts"
 import { BROKER_NODE_FLAGS, brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
-import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { foreignSocketProblem } from "../config/privateDir.ts"
 import { openPrivateSync } from "../config/privateFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
@@ -299,15 +298,13 @@ export const ensureBroker = (
       if (holder === "healthy") return
       if (holder === "silent" && (yield* waitOutCheck(options, waitMs))) return
       if (holder === "silent") {
-        const pid = yield* readPidFile(path.join(options.intercomDir, "broker.pid"))
         // Not a pid the kernel says is not the holder's: a holder stuck before it wrote broker.pid
         // leaves an older broker's there, and the message tells the user to signal it.
-        const named = pid !== undefined && (yield* isProcessAlive(pid)) &&
-          (yield* holdsLifetimeLock(options.intercomDir, pid)) !== false
+        const { holds, pid } = yield* pidFileHolder(options.intercomDir)
         return yield* new BrokerNotAnswering({
           socketPath: options.socketPath,
           lockFile: lifetimeLockFile(options.intercomDir),
-          pid: named ? pid : undefined,
+          pid: holds === false ? undefined : pid,
           waitedMs: waitMs
         })
       }

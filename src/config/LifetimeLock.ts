@@ -33,6 +33,7 @@
 import { Data, Effect, type Scope } from "effect"
 import * as path from "node:path"
 import { fileLockHolders, holdFileLock, isFileLockHeld } from "./FileLock.ts"
+import { isProcessAlive, readPidFile } from "./pidFile.ts"
 
 /** `<intercomDir>/broker.lock`. */
 export const lifetimeLockFile = (intercomDir: string): string => path.join(intercomDir, "broker.lock")
@@ -97,3 +98,21 @@ export const isLifetimeLockHeld = (intercomDir: string): Effect.Effect<boolean> 
  */
 export const holdsLifetimeLock = (intercomDir: string, pid: number): Effect.Effect<boolean | undefined> =>
   Effect.map(fileLockHolders(lifetimeLockFile(intercomDir)), (holders) => holders?.includes(pid))
+
+/**
+ * What `<intercomDir>/broker.pid` says of the lifetime lock's holder: the pid
+ * it names (if readable), and whether that process is alive and the kernel
+ * lists it as the holder (`holdsLifetimeLock`; `undefined` where the system
+ * does not say). The holder writes the file only once it listens, so until
+ * then it may still name an older broker, whose pid another process may have
+ * by now: a message names or tells the user to signal the pid only when
+ * `holds` is not `false`.
+ */
+export const pidFileHolder = (
+  intercomDir: string
+): Effect.Effect<{ readonly pid: number | undefined; readonly holds: boolean | undefined }> =>
+  Effect.gen(function*() {
+    const pid = yield* readPidFile(path.join(intercomDir, "broker.pid"))
+    if (pid === undefined || !(yield* isProcessAlive(pid))) return { pid, holds: false }
+    return { pid, holds: yield* holdsLifetimeLock(intercomDir, pid) }
+  })
