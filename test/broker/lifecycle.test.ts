@@ -1,7 +1,6 @@
 /** P81, P91, P92, P94, P95: files, modes, startup conflicts, idle exit, shutdown. */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Scope } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { type BrokerOptions, runBroker } from "../../src/broker/index.ts"
@@ -12,18 +11,13 @@ import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
 import { staleSocketAt } from "../support/staleSocket.ts"
 import { advanceTo, exitsAt, type MemoryBrokerOptions, nextStepAt, now, withMemoryBroker } from "../support/memory.ts"
 import { connect, type WireClient } from "../support/wire.ts"
+import { liveStranger } from "../support/process.ts"
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777
 
 /** How `runBroker` fails with `options`, which are all valid: a `BrokerStartupError`. */
 const startupError = (options: BrokerOptions) =>
   Effect.flip(runBroker(options).pipe(Effect.catchTag("BrokerOptionError", Effect.die)))
-
-/** A live process that is no broker (a `sleep`), killed when the test's scope closes. */
-const liveStranger = Effect.acquireRelease(
-  Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
-  (child) => Effect.sync(() => child.kill())
-)
 
 describe("P92 idle exit (in memory, on simulated time)", () => {
   /** The broker core's idle exit, watched from a fiber of the test. */

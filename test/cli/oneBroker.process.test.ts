@@ -9,7 +9,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -19,6 +18,7 @@ import { brokerProcesses } from "../client/support.ts"
 import { freeze } from "../support/freeze.ts"
 import { staleSocketAt } from "../support/staleSocket.ts"
 import { type Child, cleanEnv, exists, registerSession, runCli, spawnCli, STARTED, startBroker, tempDir } from "./support.ts"
+import { liveStranger } from "../support/process.ts"
 
 const setup = Effect.gen(function*() {
   const root = yield* tempDir()
@@ -101,10 +101,7 @@ describe("a broker that holds the lock but has not written broker.pid yet", () =
     Effect.gen(function*() {
       const t = yield* setup
       // An old broker's pid, now another process's (a sleep): alive, but not the lock's holder.
-      const stranger = yield* Effect.acquireRelease(
-        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
-        (child) => Effect.sync(() => child.kill())
-      )
+      const stranger = yield* liveStranger
       fs.mkdirSync(t.intercomDir, { recursive: true, mode: 0o700 })
       fs.writeFileSync(path.join(t.intercomDir, "broker.pid"), String(stranger.pid), { mode: 0o600 })
       // The holder (this process): the lock taken, nothing listening and no pid written yet.

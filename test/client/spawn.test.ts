@@ -8,7 +8,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { vi } from "vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -18,7 +17,7 @@ import { holdLifetimeLock } from "../../src/config/LifetimeLock.ts"
 import { brokerEntryPoint, brokerScriptPath } from "../../src/config/install.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { freeze } from "../support/freeze.ts"
-import { childEnv, isAlive, readPidFile, spawnNode, stopPid } from "../support/process.ts"
+import { childEnv, liveStranger, isAlive, readPidFile, spawnNode, stopPid } from "../support/process.ts"
 import { agentDir, brokerProcesses, fakeBroker, makeClient } from "./support.ts"
 
 const RACE_CLIENT = fileURLToPath(new URL("./fixtures/race-client.ts", import.meta.url))
@@ -239,10 +238,7 @@ describe("auto-spawn and a broker that holds the agent dir", () => {
       const dir = yield* agentDir()
       fs.mkdirSync(dir.intercomDir, { recursive: true, mode: 0o700 })
       // An old broker's pid, now another process's (a sleep): alive, but not the lock's holder.
-      const child = yield* Effect.acquireRelease(
-        Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
-        (child) => Effect.sync(() => child.kill())
-      )
+      const child = yield* liveStranger
       fs.writeFileSync(dir.pidFile, String(child.pid))
       yield* holdLifetimeLock(dir.intercomDir) // the holder: nothing listening, no pid written
       const error = yield* Effect.flip(ensureBroker({ ...dir, launch: { _tag: "Default" }, waitMs: 200 }))

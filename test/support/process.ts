@@ -268,3 +268,12 @@ export const childEnv = (extra: Readonly<Record<string, string>> = {}): Record<s
     ...extra
   }
 }
+
+/**
+ * A live process that is no broker (a `sleep`): what an older broker's pid
+ * left in `broker.pid` may name by now. Killed when the test's Scope closes.
+ */
+export const liveStranger = Effect.acquireRelease(
+  Effect.sync(() => spawn("sleep", ["30"], { stdio: "ignore" })),
+  (child) => Effect.sync(() => child.kill())
+)
