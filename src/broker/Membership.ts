@@ -98,9 +98,11 @@ export interface FeedWaker {
   readonly parkedMailOf: (senderKey: string) => ReadonlyArray<readonly [Peer, number]>
   /**
    * Calls `releaseDeparture` for `recipient` once the `count` messages of
-   * `senderKey`'s in its own parked output were offered (Output.releaseAfterParked).
+   * `senderKey`'s in its own parked output were offered; true when this is a
+   * new hold, false when one from an earlier departure still waits for that
+   * mail (Output.holdBehindParked).
    */
-  readonly releaseAfterParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => void
+  readonly holdBehindParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => boolean
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -117,12 +119,6 @@ export class Membership implements FeedSource {
    * that output is in its recipients' outboxes (`parkedOut`).
    */
   private readonly held = new Map<string, Session>()
-  /**
-   * Recipients withholding a departure (`withholdDeparture`), by the departed
-   * session's key, with how many holds each (replace staging's, and the
-   * parked output's: see "Departures" in the module header).
-   */
-  private readonly withheld = new Map<string, Map<Peer, number>>()
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -140,12 +136,6 @@ export class Membership implements FeedSource {
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
         if (held.key === session.key || held.peer === session.peer) this.release(held, false)
-      }
-    }
-    if (this.withheld.size > 0) {
-      const recipients = this.withheld.get(session.key)
-      if (recipients !== undefined) {
-        for (const recipient of [...recipients.keys()]) this.releaseDeparture(recipient, session.key, session.id, true)
       }
     }
     const space = session.space
@@ -174,46 +164,40 @@ export class Membership implements FeedSource {
   }
 
   /**
-   * Session `departedId` (key `departedKey`) leaves, its connection closed,
-   * with replace messages for `recipient` waiting for room in its outbox
+   * Session `departedId` leaves, its connection closed, with replace
+   * messages for `recipient` waiting for room in its outbox
    * (ReplaceStaging.ts), or with mail of its in `recipient`'s own parked
    * output (`depart`): `recipient` gets its `session_left` only once they
-   * are queued or dropped (`releaseDeparture`, once per hold); see
-   * "Departures" in the module header.
+   * are queued or dropped (`releaseDeparture`). Each owner takes one hold
+   * per (recipient, session) and releases it once, whatever number of
+   * departures it covers; see "Departures" in the module header.
    */
-  withholdDeparture(recipient: Peer, departedKey: string, departedId: string): void {
+  withholdDeparture(recipient: Peer, departedId: string): void {
     const withheld = recipient.withheldDepartures ??= new Map()
+    const departure = withheld.get(departedId)
     // A second hold keeps what the first saw: whether the writer passed the departure already.
-    if (!withheld.has(departedId)) withheld.set(departedId, false)
-    const recipients = this.withheld.get(departedKey)
-    if (recipients === undefined) this.withheld.set(departedKey, new Map([[recipient, 1]]))
-    else recipients.set(recipient, (recipients.get(recipient) ?? 0) + 1)
+    if (departure === undefined) withheld.set(departedId, { passed: false, holds: 1 })
+    else departure.holds++
   }
 
   /**
-   * The replace messages `recipient` waited for from session `departedId`
-   * are queued for it (or dropped), or the session is back: its departure,
-   * if the recipient's writer passed it meanwhile, is owed now — written
-   * after the output already queued. A no-op when none is withheld; with
-   * another hold still on it, that hold's release does it (`all`: every hold
-   * goes, the session is back).
+   * One hold on `recipient`'s departure of session `departedId` is released:
+   * the mail it waited for is queued (or dropped). With other holds on it,
+   * nothing more; with none, the departure, if the recipient's writer passed
+   * it meanwhile, is owed now — written after the output already queued —
+   * unless the session is back (then its new join stands for it). A no-op
+   * when none is withheld.
    */
-  releaseDeparture(recipient: Peer, departedKey: string, departedId: string, all = false): void {
-    const holds = this.withheld.get(departedKey)
-    const count = holds?.get(recipient)
-    if (!all && holds !== undefined && count !== undefined && count > 1) {
-      holds.set(recipient, count - 1)
-      return
-    }
-    holds?.delete(recipient)
-    if (holds?.size === 0) this.withheld.delete(departedKey)
+  releaseDeparture(recipient: Peer, departedId: string): void {
     const withheld = recipient.withheldDepartures
-    const passed = withheld?.get(departedId)
-    if (withheld === undefined || passed === undefined) return
+    const departure = withheld?.get(departedId)
+    if (withheld === undefined || departure === undefined || --departure.holds > 0) return
     withheld.delete(departedId)
     if (withheld.size === 0) recipient.withheldDepartures = undefined
     const session = recipient.session
-    if (!passed || session === undefined || session.peer !== recipient) return
+    if (!departure.passed || session === undefined || session.peer !== recipient) return
+    // Back (its join written, or to be): a session_left now would come after that join, or after the mail.
+    if (session.space.feed.isPresent(departedId)) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
     // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
     if (!recipient.feedPending && this.waker.tick(recipient)) {
@@ -244,8 +228,8 @@ export class Membership implements FeedSource {
     if (behind) {
       for (const [recipient, count] of this.waker.parkedMailOf(session.key)) {
         if (recipient === session.peer || recipient.session?.space !== session.space) continue
-        this.withholdDeparture(recipient, session.key, session.id)
-        this.waker.releaseAfterParked(recipient, session.key, session.id, count)
+        // One hold per recipient: an earlier departure's, still waiting for that mail, covers this one.
+        if (this.waker.holdBehindParked(recipient, session.key, session.id, count)) this.withholdDeparture(recipient, session.id)
       }
     }
     session.space.feed.left(session.id)
@@ -268,7 +252,8 @@ export class Membership implements FeedSource {
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (before its new join).
       for (const id of peer.owedDepartures) {
-        if (withheld !== undefined && withheld.has(id)) withheld.set(id, true)
+        const departure = withheld === undefined ? undefined : withheld.get(id)
+        if (departure !== undefined) departure.passed = true
         else (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
       }
       peer.owedDepartures = undefined

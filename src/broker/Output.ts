@@ -39,7 +39,8 @@
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
- * (`parkedMailOf`, `releaseAfterParked`; Membership.ts withholds it).
+ * (`parkedMailOf`, `holdBehindParked`: one hold per recipient and sender,
+ * which a later departure of the same session's shares; Membership.ts withholds it).
  *
  * Size: about 690 lines (the write batch itself is WriteBatch.ts; mail parked behind a recipient's own
  * parked output, `parkBehind` and `behindOwnParked`, and the departures held behind it are the latest parts), kept whole because this class is the single
@@ -70,16 +71,16 @@ export interface FeedSource {
    */
   readonly parkedOut: (reader: Peer) => void
   /**
-   * The mail of session `senderKey`'s that `recipient`'s own parked output
-   * held when that session left is all offered: the departure it withheld
-   * from `recipient` is released (Membership.releaseDeparture).
+   * The mail of session `senderId`'s that `recipient`'s own parked output
+   * held when that session left is all offered: the hold it took on the
+   * departure withheld from `recipient` is released (Membership.releaseDeparture).
    */
-  readonly releaseDeparture: (recipient: Peer, senderKey: string, senderId: string) => void
+  readonly releaseDeparture: (recipient: Peer, senderId: string) => void
 }
 
 /** A departed session's mail still in a recipient's own parked output: its departure waits for the last of it. */
 interface DepartureHold {
-  /** The departed session's id. */
+  /** The departed session's id (the same at each departure: a session's key names its id). */
   readonly id: string
   /** Its messages still parked. */
   count: number
@@ -149,7 +150,7 @@ export class Output {
   private readonly parkedReaders = new Set<Peer>()
   /**
    * Departures withheld from a recipient until the departed sender's mail in
-   * its own parked list is offered (`releaseAfterParked`), by recipient, then
+   * its own parked list is offered (`holdBehindParked`), by recipient, then
    * by the sender's key.
    */
   private readonly departureHolds = new Map<Peer, Map<string, DepartureHold>>()
@@ -437,15 +438,24 @@ export class Output {
   /**
    * `recipient` withholds the departure of session `senderId` (`senderKey`)
    * until the `count` messages of its in `recipient`'s own parked list are
-   * offered; then `FeedSource.releaseDeparture`, or at `recipient`'s close.
+   * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
+   * close. True for a new hold (the caller takes it: Membership.withholdDeparture);
+   * false when the hold of an earlier departure of the session's still waits
+   * for that mail: it covers this departure too (`count` is the mail now parked).
    */
-  releaseAfterParked(recipient: Peer, senderKey: string, senderId: string, count: number): void {
+  holdBehindParked(recipient: Peer, senderKey: string, senderId: string, count: number): boolean {
     let holds = this.departureHolds.get(recipient)
     if (holds === undefined) this.departureHolds.set(recipient, holds = new Map())
+    const hold = holds.get(senderKey)
+    if (hold !== undefined) {
+      hold.count = count
+      return false
+    }
     holds.set(senderKey, { id: senderId, count })
+    return true
   }
 
-  /** A parked item of `reader`'s own was offered: the last of a departed sender's mail releases its departure. */
+  /** A parked item of `reader`'s own was offered: the last of a departed sender's mail releases its hold. */
   private offeredBehind(reader: Peer, [to, item]: readonly [Peer, OutboundItem]): void {
     if (to !== reader || !isMessage(item)) return
     const holds = this.departureHolds.get(reader)
@@ -454,7 +464,7 @@ export class Output {
     if (holds === undefined || hold === undefined || --hold.count > 0) return
     holds.delete(senderKey)
     if (holds.size === 0) this.departureHolds.delete(reader)
-    this.feed.releaseDeparture(reader, senderKey, hold.id)
+    this.feed.releaseDeparture(reader, hold.id)
   }
 
   /** `reader`'s own parked list is gone (it closed): the departures held behind it are released. */
@@ -462,7 +472,7 @@ export class Output {
     const holds = this.departureHolds.get(reader)
     if (holds === undefined) return
     this.departureHolds.delete(reader)
-    for (const [senderKey, hold] of holds) this.feed.releaseDeparture(reader, senderKey, hold.id)
+    for (const hold of holds.values()) this.feed.releaseDeparture(reader, hold.id)
   }
 
   /**
