@@ -51,14 +51,25 @@
  * such message is queued for it or dropped (`releaseDeparture`); then it is
  * owed, and written after that output like the feed's departures. One
  * recipient that does not read so holds the departure back from itself
- * only, and no outbox goes past its bounds. A session that registers again
- * meanwhile has its withheld departures released first, as for `held`.
- * The same hold covers a departed session's mail in a recipient's own
- * parked output (its mailbox flush that did not fit, and mail parked behind
- * it, Output.ts): when the departure goes into the feed (`depart`) each such
- * recipient withholds it until its drainer offered the last of that mail
- * (Output.releaseAfterParked). Holds on one recipient are counted: each
- * releases only its own.
+ * only, and no outbox goes past its bounds. The same hold covers a
+ * departed session's mail in a recipient's own parked output (its mailbox
+ * flush that did not fit, and mail parked behind it, Output.ts): when the
+ * departure goes into the feed (`depart`) each such recipient withholds it
+ * until its drainer offered the last of that mail (Output.holdBehindParked).
+ * Each owner takes one hold per (recipient, session) and releases it once;
+ * the recipient's entry counts them (`WithheldDeparture.holds`).
+ *
+ * A session that registers again while a recipient withholds its departure
+ * releases no hold: its mail still waits there. Leaving again meanwhile, it
+ * finds the owners' holds on that mail and takes no second one (one release
+ * ends each); the recipient's writer passes over its departures, the one
+ * the return superseded included (MembershipFeed.collect), and writes one
+ * after the mail. A new join the writer writes meanwhile stands for the
+ * departure it passed over (`passed` is cleared: the recipient hears the
+ * session join again, as at a takeover), and a hold released while the
+ * session is present owes nothing: a `session_left` then would follow that
+ * join, or precede the mail. Bounded: per recipient, one entry per departed
+ * session with mail waiting for it and at most one hold per owner.
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
