@@ -146,7 +146,7 @@ export class Membership implements FeedSource {
     // departure goes first (see "Departures" in the module header).
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
-        if (held.key === session.key || held.peer === session.peer) this.release(held, false)
+        if (held.key === session.key || held.peer === session.peer) this.release(held)
       }
     }
     const space = session.space
@@ -171,7 +171,7 @@ export class Membership implements FeedSource {
   left(session: Session, unregistered: boolean): void {
     session.space.needsTick.delete(session.peer)
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
-    else this.depart(session, true)
+    else this.depart(session)
   }
 
   /**
@@ -220,28 +220,28 @@ export class Membership implements FeedSource {
   /** `reader`'s parked output is all in its recipients' outboxes: the departures held behind it go into the feed. */
   parkedOut(reader: Peer): void {
     if (this.held.size === 0) return
-    for (const session of this.held.values()) if (session.peer === reader) this.release(session, true)
+    for (const session of this.held.values()) if (session.peer === reader) this.release(session)
   }
 
-  /** A held departure goes into the feed: its parked output is out (`behind`), or the session is back (not). */
-  private release(session: Session, behind: boolean): void {
+  /** A held departure goes into the feed: its parked output is out, or the session is back. */
+  private release(session: Session): void {
     this.held.delete(session.key)
-    this.depart(session, behind)
+    this.depart(session)
   }
 
   /**
-   * `session`'s departure goes into the feed. `behind` (it left, and is not
-   * back): a recipient whose own parked output holds mail of its (a mailbox
-   * flush that did not fit, and mail parked behind it: Output.ts) withholds
-   * it until that mail is offered. One check while no reader parks output.
+   * `session`'s departure goes into the feed. A recipient whose own parked
+   * output holds mail of its (a mailbox flush that did not fit, and mail
+   * parked behind it: Output.ts) withholds it until that mail is offered —
+   * also when the session is back already (a held departure released by its
+   * return): that recipient passes over the departure the return superseded.
+   * One check while no reader parks output.
    */
-  private depart(session: Session, behind: boolean): void {
-    if (behind) {
-      for (const [recipient, count] of this.waker.parkedMailOf(session.key)) {
-        if (recipient === session.peer || recipient.session?.space !== session.space) continue
-        // One hold per recipient: an earlier departure's, still waiting for that mail, covers this one.
-        if (this.waker.holdBehindParked(recipient, session.key, session.id, count)) this.withholdDeparture(recipient, session.id)
-      }
+  private depart(session: Session): void {
+    for (const [recipient, count] of this.waker.parkedMailOf(session.key)) {
+      if (recipient === session.peer || recipient.session?.space !== session.space) continue
+      // One hold per recipient: an earlier departure's, still waiting for that mail, covers this one.
+      if (this.waker.holdBehindParked(recipient, session.key, session.id, count)) this.withholdDeparture(recipient, session.id)
     }
     session.space.feed.left(session.id)
     this.markDirty(session.space)

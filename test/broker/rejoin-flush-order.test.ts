@@ -240,6 +240,33 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
     }))
 
+  it.effect("a sender that unregisters with mail in the parked flush and its own output parked, then registers again: twin gets no session_left, and all the mail", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin, world } = yield* parkedFlush
+      const slow = yield* world.session({ sessionId: "slow" })
+      yield* slow.client.pause
+      // Its mail for slow fills slow's outbox and the rest parks with its batch: its departure is held (not in the feed).
+      const toSlow = Array.from({ length: 30 }, (_, i) => message(`slow ${i} ${pad}`))
+      yield* step(sender.client.sendRaw(encodeFrames([
+        ...toSlow.map((msg) => JSON.stringify({ type: "send", to: "slow", message: msg })),
+        JSON.stringify({ type: "unregister" })
+      ])))
+      yield* other.client.roundTrip
+      yield* other.client.expectNothing("session_left", (frame) => frame.sessionId === "sender")
+      // Back: the held departure goes into the feed, then the return (other hears both).
+      const again = yield* world.session({ sessionId: "sender" })
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
+      yield* twin.resume
+      const last = queued.at(-1)!
+      yield* twin.next("message", (frame) => frame.message.id === last.id)
+      yield* again.client.roundTrip
+      yield* twin.roundTrip
+      const seen = senderSeen(twin)
+      assert.deepStrictEqual(seen.filter((text) => text !== "sender joined"), queued.map((msg) => short(msg.content.text)))
+      assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
+    }))
+
   it.effect("a sender that closes with a replace message due for twin and mail in its parked flush, registers again and closes again: its session_left reaches twin after all of it", () =>
     Effect.gen(function*() {
       const { other, queued, sender, twin, world } = yield* parkedFlushWith([DELIVERY_V1])
