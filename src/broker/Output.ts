@@ -39,11 +39,12 @@
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
- * (`parkedMailOf`, `holdBehindParked`: one hold per recipient and sender,
- * which a later departure of the same session's shares; Membership.ts withholds it).
+ * (`parkedMailOf`, a scan of the parked lists, here; the holds' records and their
+ * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 690 lines (the write batch itself is WriteBatch.ts; mail parked behind a recipient's own
- * parked output, `parkBehind` and `behindOwnParked`, and the departures held behind it are the latest parts), kept whole because this class is the single
+ * Size: about 660 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind` and `behindOwnParked`, is the
+ * latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -52,6 +53,7 @@ import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
+import { DepartureHolds } from "./DepartureHolds.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -76,14 +78,6 @@ export interface FeedSource {
    * departure withheld from `recipient` is released (Membership.releaseDeparture).
    */
   readonly releaseDeparture: (recipient: Peer, senderId: string) => void
-}
-
-/** A departed session's mail still in a recipient's own parked output: its departure waits for the last of it. */
-interface DepartureHold {
-  /** The departed session's id (the same at each departure: a session's key names its id). */
-  readonly id: string
-  /** Its messages still parked. */
-  count: number
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
@@ -150,10 +144,9 @@ export class Output {
   private readonly parkedReaders = new Set<Peer>()
   /**
    * Departures withheld from a recipient until the departed sender's mail in
-   * its own parked list is offered (`holdBehindParked`), by recipient, then
-   * by the sender's key.
+   * its own parked list is offered (`holdBehindParked`).
    */
-  private readonly departureHolds = new Map<Peer, Map<string, DepartureHold>>()
+  private readonly departureHolds: DepartureHolds
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -198,6 +191,7 @@ export class Output {
   ) {
     this.takeBack = takeBack
     this.feed = feed
+    this.departureHolds = new DepartureHolds((recipient, senderId) => feed.releaseDeparture(recipient, senderId))
     this.budget = budget
     this.log = log
     this.requestFlush = requestFlush
@@ -410,7 +404,9 @@ export class Output {
   /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
-    if (first !== undefined && this.departureHolds.size > 0) this.offeredBehind(reader, first)
+    if (first !== undefined && !this.departureHolds.isEmpty && first[0] === reader && isMessage(first[1])) {
+      this.departureHolds.offered(reader, first[1])
+    }
     if (first !== undefined && !accepted) this.undeliverable(first[1])
     if (reader.parked.length === 0) {
       this.parkedReaders.delete(reader)
@@ -441,38 +437,10 @@ export class Output {
    * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
    * close. True for a new hold (the caller takes it: Membership.withholdDeparture);
    * false when the hold of an earlier departure of the session's still waits
-   * for that mail: it covers this departure too (`count` is the mail now parked).
+   * for that mail: it covers this departure too (DepartureHolds.hold).
    */
   holdBehindParked(recipient: Peer, senderKey: string, senderId: string, count: number): boolean {
-    let holds = this.departureHolds.get(recipient)
-    if (holds === undefined) this.departureHolds.set(recipient, holds = new Map())
-    const hold = holds.get(senderKey)
-    if (hold !== undefined) {
-      hold.count = count
-      return false
-    }
-    holds.set(senderKey, { id: senderId, count })
-    return true
-  }
-
-  /** A parked item of `reader`'s own was offered: the last of a departed sender's mail releases its hold. */
-  private offeredBehind(reader: Peer, [to, item]: readonly [Peer, OutboundItem]): void {
-    if (to !== reader || !isMessage(item)) return
-    const holds = this.departureHolds.get(reader)
-    const senderKey = item.mail.senderKey
-    const hold = holds?.get(senderKey)
-    if (holds === undefined || hold === undefined || --hold.count > 0) return
-    holds.delete(senderKey)
-    if (holds.size === 0) this.departureHolds.delete(reader)
-    this.feed.releaseDeparture(reader, hold.id)
-  }
-
-  /** `reader`'s own parked list is gone (it closed): the departures held behind it are released. */
-  private dropHolds(reader: Peer): void {
-    const holds = this.departureHolds.get(reader)
-    if (holds === undefined) return
-    this.departureHolds.delete(reader)
-    for (const hold of holds.values()) this.feed.releaseDeparture(reader, hold.id)
+    return this.departureHolds.hold(recipient, senderKey, senderId, count)
   }
 
   /**
@@ -493,7 +461,7 @@ export class Output {
     }
     reader.parked = []
     this.parkedReaders.delete(reader)
-    if (this.departureHolds.size > 0) this.dropHolds(reader)
+    if (!this.departureHolds.isEmpty) this.departureHolds.drop(reader)
     this.feed.parkedOut(reader)
     return own
   }
@@ -543,8 +511,7 @@ export class Output {
     if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
     recipient.parked.push([recipient, item])
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
-    const hold = this.departureHolds.size === 0 ? undefined : this.departureHolds.get(recipient)?.get(item.mail.senderKey)
-    if (hold !== undefined) hold.count++
+    if (!this.departureHolds.isEmpty) this.departureHolds.requeued(recipient, item)
     return true
   }
 
