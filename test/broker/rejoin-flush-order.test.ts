@@ -11,7 +11,9 @@
  * forced as before, so it still precedes that sender's `session_left`. A
  * sender that leaves with mail in the recipient's parked flush has its
  * `session_left` withheld from that recipient until the last of it is
- * offered. (A live sender's new mail, routed or offered by its drainer, is
+ * offered — also across a return: back meanwhile, it is heard to join again
+ * and not to leave; gone again, its one `session_left` follows the mail,
+ * whichever owners (the parked flush, a due replace message) held it. (A live sender's new mail, routed or offered by its drainer, is
  * not checked against the recipient's parked flush: architecture.md, step
  * 7.) In memory, accepted and adopted (the read pump) connections.
  */
