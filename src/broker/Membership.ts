@@ -51,14 +51,25 @@
  * such message is queued for it or dropped (`releaseDeparture`); then it is
  * owed, and written after that output like the feed's departures. One
  * recipient that does not read so holds the departure back from itself
- * only, and no outbox goes past its bounds. A session that registers again
- * meanwhile has its withheld departures released first, as for `held`.
- * The same hold covers a departed session's mail in a recipient's own
- * parked output (its mailbox flush that did not fit, and mail parked behind
- * it, Output.ts): when the departure goes into the feed (`depart`) each such
- * recipient withholds it until its drainer offered the last of that mail
- * (Output.releaseAfterParked). Holds on one recipient are counted: each
- * releases only its own.
+ * only, and no outbox goes past its bounds. The same hold covers a
+ * departed session's mail in a recipient's own parked output (its mailbox
+ * flush that did not fit, and mail parked behind it, Output.ts): when the
+ * departure goes into the feed (`depart`) each such recipient withholds it
+ * until its drainer offered the last of that mail (Output.holdBehindParked).
+ * Each owner takes one hold per (recipient, session) and releases it once;
+ * the recipient's entry counts them (`WithheldDeparture.holds`).
+ *
+ * A session that registers again while a recipient withholds its departure
+ * releases no hold: its mail still waits there. Leaving again meanwhile, it
+ * finds the owners' holds on that mail and takes no second one (one release
+ * ends each); the recipient's writer passes over its departures, the one
+ * the return superseded included (MembershipFeed.collect), and writes one
+ * after the mail. A new join the writer writes meanwhile stands for the
+ * departure it passed over (`passed` is cleared: the recipient hears the
+ * session join again, as at a takeover), and a hold released while the
+ * session is present owes nothing: a `session_left` then would follow that
+ * join, or precede the mail. Bounded: per recipient, one entry per departed
+ * session with mail waiting for it and at most one hold per owner.
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
@@ -98,9 +109,11 @@ export interface FeedWaker {
   readonly parkedMailOf: (senderKey: string) => ReadonlyArray<readonly [Peer, number]>
   /**
    * Calls `releaseDeparture` for `recipient` once the `count` messages of
-   * `senderKey`'s in its own parked output were offered (Output.releaseAfterParked).
+   * `senderKey`'s in its own parked output were offered; true when this is a
+   * new hold, false when one from an earlier departure still waits for that
+   * mail (Output.holdBehindParked).
    */
-  readonly releaseAfterParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => void
+  readonly holdBehindParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => boolean
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -117,12 +130,6 @@ export class Membership implements FeedSource {
    * that output is in its recipients' outboxes (`parkedOut`).
    */
   private readonly held = new Map<string, Session>()
-  /**
-   * Recipients withholding a departure (`withholdDeparture`), by the departed
-   * session's key, with how many holds each (replace staging's, and the
-   * parked output's: see "Departures" in the module header).
-   */
-  private readonly withheld = new Map<string, Map<Peer, number>>()
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -139,13 +146,7 @@ export class Membership implements FeedSource {
     // departure goes first (see "Departures" in the module header).
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
-        if (held.key === session.key || held.peer === session.peer) this.release(held, false)
-      }
-    }
-    if (this.withheld.size > 0) {
-      const recipients = this.withheld.get(session.key)
-      if (recipients !== undefined) {
-        for (const recipient of [...recipients.keys()]) this.releaseDeparture(recipient, session.key, session.id, true)
+        if (held.key === session.key || held.peer === session.peer) this.release(held)
       }
     }
     const space = session.space
@@ -170,50 +171,44 @@ export class Membership implements FeedSource {
   left(session: Session, unregistered: boolean): void {
     session.space.needsTick.delete(session.peer)
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
-    else this.depart(session, true)
+    else this.depart(session)
   }
 
   /**
-   * Session `departedId` (key `departedKey`) leaves, its connection closed,
-   * with replace messages for `recipient` waiting for room in its outbox
+   * Session `departedId` leaves, its connection closed, with replace
+   * messages for `recipient` waiting for room in its outbox
    * (ReplaceStaging.ts), or with mail of its in `recipient`'s own parked
    * output (`depart`): `recipient` gets its `session_left` only once they
-   * are queued or dropped (`releaseDeparture`, once per hold); see
-   * "Departures" in the module header.
+   * are queued or dropped (`releaseDeparture`). Each owner takes one hold
+   * per (recipient, session) and releases it once, whatever number of
+   * departures it covers; see "Departures" in the module header.
    */
-  withholdDeparture(recipient: Peer, departedKey: string, departedId: string): void {
+  withholdDeparture(recipient: Peer, departedId: string): void {
     const withheld = recipient.withheldDepartures ??= new Map()
+    const departure = withheld.get(departedId)
     // A second hold keeps what the first saw: whether the writer passed the departure already.
-    if (!withheld.has(departedId)) withheld.set(departedId, false)
-    const recipients = this.withheld.get(departedKey)
-    if (recipients === undefined) this.withheld.set(departedKey, new Map([[recipient, 1]]))
-    else recipients.set(recipient, (recipients.get(recipient) ?? 0) + 1)
+    if (departure === undefined) withheld.set(departedId, { passed: false, holds: 1 })
+    else departure.holds++
   }
 
   /**
-   * The replace messages `recipient` waited for from session `departedId`
-   * are queued for it (or dropped), or the session is back: its departure,
-   * if the recipient's writer passed it meanwhile, is owed now — written
-   * after the output already queued. A no-op when none is withheld; with
-   * another hold still on it, that hold's release does it (`all`: every hold
-   * goes, the session is back).
+   * One hold on `recipient`'s departure of session `departedId` is released:
+   * the mail it waited for is queued (or dropped). With other holds on it,
+   * nothing more; with none, the departure, if the recipient's writer passed
+   * it meanwhile, is owed now — written after the output already queued —
+   * unless the session is back (then its new join stands for it). A no-op
+   * when none is withheld.
    */
-  releaseDeparture(recipient: Peer, departedKey: string, departedId: string, all = false): void {
-    const holds = this.withheld.get(departedKey)
-    const count = holds?.get(recipient)
-    if (!all && holds !== undefined && count !== undefined && count > 1) {
-      holds.set(recipient, count - 1)
-      return
-    }
-    holds?.delete(recipient)
-    if (holds?.size === 0) this.withheld.delete(departedKey)
+  releaseDeparture(recipient: Peer, departedId: string): void {
     const withheld = recipient.withheldDepartures
-    const passed = withheld?.get(departedId)
-    if (withheld === undefined || passed === undefined) return
+    const departure = withheld?.get(departedId)
+    if (withheld === undefined || departure === undefined || --departure.holds > 0) return
     withheld.delete(departedId)
     if (withheld.size === 0) recipient.withheldDepartures = undefined
     const session = recipient.session
-    if (!passed || session === undefined || session.peer !== recipient) return
+    if (!departure.passed || session === undefined || session.peer !== recipient) return
+    // Back (its join written, or to be): a session_left now would come after that join, or after the mail.
+    if (session.space.feed.isPresent(departedId)) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
     // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
     if (!recipient.feedPending && this.waker.tick(recipient)) {
@@ -225,28 +220,28 @@ export class Membership implements FeedSource {
   /** `reader`'s parked output is all in its recipients' outboxes: the departures held behind it go into the feed. */
   parkedOut(reader: Peer): void {
     if (this.held.size === 0) return
-    for (const session of this.held.values()) if (session.peer === reader) this.release(session, true)
+    for (const session of this.held.values()) if (session.peer === reader) this.release(session)
   }
 
-  /** A held departure goes into the feed: its parked output is out (`behind`), or the session is back (not). */
-  private release(session: Session, behind: boolean): void {
+  /** A held departure goes into the feed: its parked output is out, or the session is back. */
+  private release(session: Session): void {
     this.held.delete(session.key)
-    this.depart(session, behind)
+    this.depart(session)
   }
 
   /**
-   * `session`'s departure goes into the feed. `behind` (it left, and is not
-   * back): a recipient whose own parked output holds mail of its (a mailbox
-   * flush that did not fit, and mail parked behind it: Output.ts) withholds
-   * it until that mail is offered. One check while no reader parks output.
+   * `session`'s departure goes into the feed. A recipient whose own parked
+   * output holds mail of its (a mailbox flush that did not fit, and mail
+   * parked behind it: Output.ts) withholds it until that mail is offered —
+   * also when the session is back already (a held departure released by its
+   * return): that recipient passes over the departure the return superseded.
+   * One check while no reader parks output.
    */
-  private depart(session: Session, behind: boolean): void {
-    if (behind) {
-      for (const [recipient, count] of this.waker.parkedMailOf(session.key)) {
-        if (recipient === session.peer || recipient.session?.space !== session.space) continue
-        this.withholdDeparture(recipient, session.key, session.id)
-        this.waker.releaseAfterParked(recipient, session.key, session.id, count)
-      }
+  private depart(session: Session): void {
+    for (const [recipient, count] of this.waker.parkedMailOf(session.key)) {
+      if (recipient === session.peer || recipient.session?.space !== session.space) continue
+      // One hold per recipient: an earlier departure's, still waiting for that mail, covers this one.
+      if (this.waker.holdBehindParked(recipient, session.key, session.id, count)) this.withholdDeparture(recipient, session.id)
     }
     session.space.feed.left(session.id)
     this.markDirty(session.space)
@@ -268,7 +263,8 @@ export class Membership implements FeedSource {
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (before its new join).
       for (const id of peer.owedDepartures) {
-        if (withheld !== undefined && withheld.has(id)) withheld.set(id, true)
+        const departure = withheld === undefined ? undefined : withheld.get(id)
+        if (departure !== undefined) departure.passed = true
         else (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
       }
       peer.owedDepartures = undefined

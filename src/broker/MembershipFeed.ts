@@ -25,6 +25,22 @@
 import type { OutFrame } from "../protocol/framing.ts"
 import { sessionLeftFrame } from "./encode.ts"
 
+/**
+ * A departure one recipient gets only once the holds on it are released
+ * (Membership.withholdDeparture): kept on the recipient's `Peer`, by the
+ * departed session's id.
+ */
+export interface WithheldDeparture {
+  /**
+   * The recipient's writer passed a departure of the session it was owed
+   * (it is owed when released); false again once the writer wrote the
+   * session's new join, which stands for it.
+   */
+  passed: boolean
+  /** Holds not yet released: one per owner of mail the departure waits for (Membership.ts). */
+  holds: number
+}
+
 interface FeedEntry {
   readonly id: string
   /** Sequence number of the latest change. */
@@ -137,16 +153,18 @@ export class MembershipFeed {
    * the asks waiting on that session, so a reply behind it would be lost).
    * Joins and presence stay first: no message overtakes the join of its
    * sender. A departure followed by a new join stays with that join, before.
-   * A departure whose id is in `withheld` is not sent: it is marked passed
-   * there (true), for the owner to send when it is released
-   * (Membership.releaseDeparture).
+   * A departure whose id is in `withheld` is not sent, whether or not the
+   * session joined again since: it is marked passed there, for the owner to
+   * send when it is released (Membership.releaseDeparture). A new join
+   * written meanwhile unmarks it: the recipient hears the session join again
+   * (as at a takeover), and the departure it stood for is not owed any more.
    */
   collect(
     cursor: number,
     selfId: string | undefined,
     out: Array<OutFrame>,
     departures: Array<OutFrame> = out,
-    withheld: Map<string, boolean> | undefined = undefined
+    withheld: ReadonlyMap<string, WithheldDeparture> | undefined = undefined
   ): number {
     if (cursor >= this.lastSeq) return cursor
     let start = this.tail
@@ -156,13 +174,18 @@ export class MembershipFeed {
       if (entry.present) {
         if (entry.joinSeq > cursor) {
           out.push(entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`)
+          if (withheld !== undefined) {
+            const held = withheld.get(entry.id)
+            if (held !== undefined) held.passed = false
+          }
         } else {
           out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
         }
       } else if (entry.presentSince <= cursor) {
-        // Not joined again since: after the queued output; otherwise before its new join.
-        if (this.entries.get(entry.id) !== entry) out.push(sessionLeftFrame(entry.id))
-        else if (withheld !== undefined && withheld.has(entry.id)) withheld.set(entry.id, true)
+        // Withheld; else not joined again since: after the queued output; otherwise before its new join.
+        const held = withheld === undefined ? undefined : withheld.get(entry.id)
+        if (held !== undefined) held.passed = true
+        else if (this.entries.get(entry.id) !== entry) out.push(sessionLeftFrame(entry.id))
         else departures.push(sessionLeftFrame(entry.id))
       }
     }

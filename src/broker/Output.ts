@@ -39,10 +39,12 @@
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
- * (`parkedMailOf`, `releaseAfterParked`; Membership.ts withholds it).
+ * (`parkedMailOf`, a scan of the parked lists, here; the holds' records and their
+ * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 690 lines (the write batch itself is WriteBatch.ts; mail parked behind a recipient's own
- * parked output, `parkBehind` and `behindOwnParked`, and the departures held behind it are the latest parts), kept whole because this class is the single
+ * Size: about 660 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind` and `behindOwnParked`, is the
+ * latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -51,6 +53,7 @@ import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
+import { DepartureHolds } from "./DepartureHolds.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -70,19 +73,11 @@ export interface FeedSource {
    */
   readonly parkedOut: (reader: Peer) => void
   /**
-   * The mail of session `senderKey`'s that `recipient`'s own parked output
-   * held when that session left is all offered: the departure it withheld
-   * from `recipient` is released (Membership.releaseDeparture).
+   * The mail of session `senderId`'s that `recipient`'s own parked output
+   * held when that session left is all offered: the hold it took on the
+   * departure withheld from `recipient` is released (Membership.releaseDeparture).
    */
-  readonly releaseDeparture: (recipient: Peer, senderKey: string, senderId: string) => void
-}
-
-/** A departed session's mail still in a recipient's own parked output: its departure waits for the last of it. */
-interface DepartureHold {
-  /** The departed session's id. */
-  readonly id: string
-  /** Its messages still parked. */
-  count: number
+  readonly releaseDeparture: (recipient: Peer, senderId: string) => void
 }
 
 /** Slots the list of touched outboxes keeps between flushes; past this it is let go. */
@@ -149,10 +144,9 @@ export class Output {
   private readonly parkedReaders = new Set<Peer>()
   /**
    * Departures withheld from a recipient until the departed sender's mail in
-   * its own parked list is offered (`releaseAfterParked`), by recipient, then
-   * by the sender's key.
+   * its own parked list is offered (`holdBehindParked`).
    */
-  private readonly departureHolds = new Map<Peer, Map<string, DepartureHold>>()
+  private readonly departureHolds: DepartureHolds
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -197,6 +191,7 @@ export class Output {
   ) {
     this.takeBack = takeBack
     this.feed = feed
+    this.departureHolds = new DepartureHolds((recipient, senderId) => feed.releaseDeparture(recipient, senderId))
     this.budget = budget
     this.log = log
     this.requestFlush = requestFlush
@@ -409,7 +404,9 @@ export class Output {
   /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
-    if (first !== undefined && this.departureHolds.size > 0) this.offeredBehind(reader, first)
+    if (first !== undefined && !this.departureHolds.isEmpty && first[0] === reader && isMessage(first[1])) {
+      this.departureHolds.offered(reader, first[1])
+    }
     if (first !== undefined && !accepted) this.undeliverable(first[1])
     if (reader.parked.length === 0) {
       this.parkedReaders.delete(reader)
@@ -437,32 +434,13 @@ export class Output {
   /**
    * `recipient` withholds the departure of session `senderId` (`senderKey`)
    * until the `count` messages of its in `recipient`'s own parked list are
-   * offered; then `FeedSource.releaseDeparture`, or at `recipient`'s close.
+   * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
+   * close. True for a new hold (the caller takes it: Membership.withholdDeparture);
+   * false when the hold of an earlier departure of the session's still waits
+   * for that mail: it covers this departure too (DepartureHolds.hold).
    */
-  releaseAfterParked(recipient: Peer, senderKey: string, senderId: string, count: number): void {
-    let holds = this.departureHolds.get(recipient)
-    if (holds === undefined) this.departureHolds.set(recipient, holds = new Map())
-    holds.set(senderKey, { id: senderId, count })
-  }
-
-  /** A parked item of `reader`'s own was offered: the last of a departed sender's mail releases its departure. */
-  private offeredBehind(reader: Peer, [to, item]: readonly [Peer, OutboundItem]): void {
-    if (to !== reader || !isMessage(item)) return
-    const holds = this.departureHolds.get(reader)
-    const senderKey = item.mail.senderKey
-    const hold = holds?.get(senderKey)
-    if (holds === undefined || hold === undefined || --hold.count > 0) return
-    holds.delete(senderKey)
-    if (holds.size === 0) this.departureHolds.delete(reader)
-    this.feed.releaseDeparture(reader, senderKey, hold.id)
-  }
-
-  /** `reader`'s own parked list is gone (it closed): the departures held behind it are released. */
-  private dropHolds(reader: Peer): void {
-    const holds = this.departureHolds.get(reader)
-    if (holds === undefined) return
-    this.departureHolds.delete(reader)
-    for (const [senderKey, hold] of holds) this.feed.releaseDeparture(reader, senderKey, hold.id)
+  holdBehindParked(recipient: Peer, senderKey: string, senderId: string, count: number): boolean {
+    return this.departureHolds.hold(recipient, senderKey, senderId, count)
   }
 
   /**
@@ -483,7 +461,7 @@ export class Output {
     }
     reader.parked = []
     this.parkedReaders.delete(reader)
-    if (this.departureHolds.size > 0) this.dropHolds(reader)
+    if (!this.departureHolds.isEmpty) this.departureHolds.drop(reader)
     this.feed.parkedOut(reader)
     return own
   }
@@ -533,8 +511,7 @@ export class Output {
     if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
     recipient.parked.push([recipient, item])
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
-    const hold = this.departureHolds.size === 0 ? undefined : this.departureHolds.get(recipient)?.get(item.mail.senderKey)
-    if (hold !== undefined) hold.count++
+    if (!this.departureHolds.isEmpty) this.departureHolds.requeued(recipient, item)
     return true
   }
 

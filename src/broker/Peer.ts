@@ -13,6 +13,7 @@ import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { Mail } from "../store/records.ts"
 import type { PeerCustody } from "./Custody.ts"
+import type { WithheldDeparture } from "./MembershipFeed.ts"
 import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
 import type { Session } from "./Registry.ts"
@@ -110,12 +111,13 @@ export class Peer {
    */
   owedDepartures: Set<string> | undefined = undefined
   /**
-   * Departures this connection gets only after replace messages of the
-   * departed session that wait for room in its outbox (Membership.withholdDeparture),
-   * by session id: true once its writer passed the departure in the feed
-   * (it is owed when released), false while it has not.
+   * Departures this connection gets only after mail of the departed session
+   * that waits for it elsewhere — replace messages waiting for room in its
+   * outbox, mail in its own parked output (Membership.withholdDeparture) —
+   * by session id, with whether its writer passed the departure in the feed
+   * and how many holds are on it.
    */
-  withheldDepartures: Map<string, boolean> | undefined = undefined
+  withheldDepartures: Map<string, WithheldDeparture> | undefined = undefined
 
   /** A FEED_TICK is already waiting in the outbox. */
   feedPending = false

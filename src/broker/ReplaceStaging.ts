@@ -109,17 +109,19 @@ export type NotifySender = (senderKey: string, notice: string) => void
 /**
  * Holds a departed sender's `session_left` back from one recipient while its
  * replace messages wait for room there (Membership.withholdDeparture and
- * releaseDeparture, by the sender's session key and id).
+ * releaseDeparture, by the sender's session id): one hold per (sender,
+ * recipient), released once.
  */
 export interface DepartureGate {
-  readonly withhold: (recipient: Peer, senderKey: string, senderId: string) => void
-  readonly release: (recipient: Peer, senderKey: string, senderId: string) => void
+  /** Takes a hold on `recipient`'s departure of session `senderId`. */
+  readonly withhold: (recipient: Peer, senderId: string) => void
+  /** Releases the hold `withhold` took. */
+  readonly release: (recipient: Peer, senderId: string) => void
 }
 
 /** A departed sender's due messages for one recipient, whose `session_left` waits for them. */
 interface WaitingDeparture {
   readonly recipient: Peer
-  readonly senderKey: string
   readonly senderId: string
   /** Its due messages still waiting for room there. */
   count: number
@@ -399,13 +401,16 @@ export class ReplaceStaging {
       if (count === 0) continue
       const target = this.ctx.registry.byKey.get(targetKey)
       if (target === undefined || target.space !== sender.space) continue
-      this.waitingDepartures.set(`${sender.key}\u0000${targetKey}`, {
-        recipient: target.peer,
-        senderKey: sender.key,
-        senderId: sender.id,
-        count
-      })
-      this.departures.withhold(target.peer, sender.key, sender.id)
+      const pair = `${sender.key}\u0000${targetKey}`
+      // Left before, came back and left again: the hold of that departure, still waiting, covers this one.
+      const waiting = this.waitingDepartures.get(pair)
+      if (waiting !== undefined && waiting.recipient === target.peer) {
+        waiting.count = count
+        continue
+      }
+      if (waiting !== undefined) this.departures.release(waiting.recipient, waiting.senderId)
+      this.waitingDepartures.set(pair, { recipient: target.peer, senderId: sender.id, count })
+      this.departures.withhold(target.peer, sender.id)
     }
   }
 
@@ -415,7 +420,7 @@ export class ReplaceStaging {
     const waiting = this.waitingDepartures.get(pair)
     if (waiting === undefined || --waiting.count > 0) return
     this.waitingDepartures.delete(pair)
-    this.departures.release(waiting.recipient, waiting.senderKey, waiting.senderId)
+    this.departures.release(waiting.recipient, waiting.senderId)
   }
 
   /**

@@ -209,7 +209,7 @@ export class Router {
       collect: (peer, out, departures) => membership.collect(peer, out, departures),
       taken: (peer) => membership.taken(peer),
       parkedOut: (reader) => membership.parkedOut(reader),
-      releaseDeparture: (recipient, senderKey, senderId) => membership.releaseDeparture(recipient, senderKey, senderId)
+      releaseDeparture: (recipient, senderId) => membership.releaseDeparture(recipient, senderId)
     }, {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,
@@ -310,8 +310,8 @@ export class Router {
       (senderKey, notice) => mail.notify(senderKey, notice),
       () => signal(signals.staging),
       {
-        withhold: (recipient, senderKey, senderId) => membership.withholdDeparture(recipient, senderKey, senderId),
-        release: (recipient, senderKey, senderId) => membership.releaseDeparture(recipient, senderKey, senderId)
+        withhold: (recipient, senderId) => membership.withholdDeparture(recipient, senderId),
+        release: (recipient, senderId) => membership.releaseDeparture(recipient, senderId)
       }
     )
     send.stageWith(staging)

@@ -11,18 +11,20 @@
  * forced as before, so it still precedes that sender's `session_left`. A
  * sender that leaves with mail in the recipient's parked flush has its
  * `session_left` withheld from that recipient until the last of it is
- * offered. (A live sender's new mail, routed or offered by its drainer, is
+ * offered — also across a return: back meanwhile, it is heard to join again
+ * and not to leave; gone again, its one `session_left` follows the mail,
+ * whichever owners (the parked flush, a due replace message) held it. (A live sender's new mail, routed or offered by its drainer, is
  * not checked against the recipient's parked flush: architecture.md, step
  * 7.) In memory, accepted and adopted (the read pump) connections.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFrames } from "../../src/protocol/index.ts"
-import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import { DELIVERY_V1, RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { message, registerFrame, type Session } from "../support/broker.ts"
 import { type MemoryNetwork, memoryNetwork, step } from "../support/memory.ts"
 import { settle } from "../support/steps.ts"
-import { wireOverConnection } from "../support/wire.ts"
+import { type WireClient, wireOverConnection } from "../support/wire.ts"
 
 const BURST = 40
 const features = [RECEIVED_V1, TAKEOVER_V1, REJOIN_V1]
@@ -147,10 +149,10 @@ describe("a live sender's new mail while its older mail waits in the recipient's
   const short = (text: string) => text.split(" x")[0]!
 
   /** `twin` is away with twelve 1 kB messages of `sender`'s queued; it registers again and does not read. */
-  const parkedFlush = Effect.gen(function*() {
+  const parkedFlushWith = (senderFeatures: ReadonlyArray<string>) => Effect.gen(function*() {
     const world = yield* memoryNetwork({ linkCapacity: 4 })
     yield* world.startBroker({ outboxChars: 3_500 })
-    const sender = yield* world.session({ sessionId: "sender" })
+    const sender = yield* world.session({ sessionId: "sender", frame: { features: [...senderFeatures] } })
     const other = yield* world.session({ sessionId: "other" })
     const first = yield* world.session({ sessionId: "twin" })
     yield* first.client.send({ type: "unregister" })
@@ -163,8 +165,21 @@ describe("a live sender's new mail while its older mail waits in the recipient's
     yield* twin.pause
     // The flush fills the outbox (in characters) and the rest of it is parked with twin's own reader.
     yield* step(conn.writeAll([JSON.stringify(registerFrame({ sessionId: "twin" }))]))
-    return { sender, other, twin, queued }
+    return { world, sender, other, twin, queued }
   })
+  const parkedFlush = parkedFlushWith([])
+
+  /** What twin read of the sender: its messages (shortened), its departures and its joins, in order. */
+  const senderSeen = (twin: WireClient) =>
+    twin.received().flatMap((frame) =>
+      frame.type === "message"
+        ? [short(frame.message.content.text)]
+        : frame.type === "session_left" && frame.sessionId === "sender"
+        ? ["sender left"]
+        : frame.type === "session_joined" && frame.session.id === "sender"
+        ? ["sender joined"]
+        : []
+    )
 
   it.effect("a sender that unregisters with mail in the parked flush: its session_left reaches twin after all of it", () =>
     Effect.gen(function*() {
@@ -189,5 +204,93 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       assert.strictEqual(seen.at(-1), "sender left")
       assert.deepStrictEqual(seen.filter((text) => text !== "tiny"), [...queued.map((msg) => short(msg.content.text)), "sender left"])
       assert.include(seen, "tiny")
+    }))
+
+  it.effect("a sender that unregisters with mail in the parked flush, registers again and unregisters again: one session_left reaches twin, after all of it", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin, world } = yield* parkedFlush
+      yield* sender.client.send({ type: "unregister" })
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      // Back on a new connection: twin's hold on the first departure outlives the return (its mail is still parked).
+      const again = yield* world.session({ sessionId: "sender" })
+      yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
+      yield* again.client.send({ type: "unregister" })
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.resume
+      yield* twin.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.roundTrip
+      // Twin never saw the return (it joined and left before twin's writer looked): one departure, after the mail.
+      assert.deepStrictEqual(senderSeen(twin), [...queued.map((msg) => short(msg.content.text)), "sender left"])
+    }))
+
+  it.effect("a sender that unregisters with mail in the parked flush and registers again: twin gets no session_left, and all the mail", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin, world } = yield* parkedFlush
+      yield* sender.client.send({ type: "unregister" })
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      const again = yield* world.session({ sessionId: "sender" })
+      yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
+      yield* twin.resume
+      const last = queued.at(-1)!
+      yield* twin.next("message", (frame) => frame.message.id === last.id)
+      // The sender's round trip after twin's: anything queued for twin by now is ahead of twin's answer.
+      yield* again.client.roundTrip
+      yield* twin.roundTrip
+      // Back before twin heard it leave: twin hears it join again (as at a takeover), and no departure at all.
+      const seen = senderSeen(twin)
+      assert.deepStrictEqual(seen.filter((text) => text !== "sender joined"), queued.map((msg) => short(msg.content.text)))
+      assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
+    }))
+
+  it.effect("a sender that unregisters with mail in the parked flush and its own output parked, then registers again: twin gets no session_left, and all the mail", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin, world } = yield* parkedFlush
+      const slow = yield* world.session({ sessionId: "slow" })
+      yield* slow.client.pause
+      // Its mail for slow fills slow's outbox and the rest parks with its batch: its departure is held (not in the feed).
+      const toSlow = Array.from({ length: 30 }, (_, i) => message(`slow ${i} ${pad}`))
+      yield* step(sender.client.sendRaw(encodeFrames([
+        ...toSlow.map((msg) => JSON.stringify({ type: "send", to: "slow", message: msg })),
+        JSON.stringify({ type: "unregister" })
+      ])))
+      yield* other.client.roundTrip
+      yield* other.client.expectNothing("session_left", (frame) => frame.sessionId === "sender")
+      // Back: the held departure goes into the feed, then the return (other hears both).
+      const again = yield* world.session({ sessionId: "sender" })
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
+      yield* twin.resume
+      const last = queued.at(-1)!
+      yield* twin.next("message", (frame) => frame.message.id === last.id)
+      yield* again.client.roundTrip
+      yield* twin.roundTrip
+      const seen = senderSeen(twin)
+      assert.deepStrictEqual(seen.filter((text) => text !== "sender joined"), queued.map((msg) => short(msg.content.text)))
+      assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
+    }))
+
+  it.effect("a sender that closes with a replace message due for twin and mail in its parked flush, registers again and closes again: its session_left reaches twin after all of it", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin, world } = yield* parkedFlushWith([DELIVERY_V1])
+      const staged = message(`staged ${pad}`)
+      yield* sender.client.send({ type: "send", to: "twin", message: staged, delivery: "queue", queueMode: "replace", threadId: "t" })
+      yield* sender.client.next("delivery_queued", (frame) => frame.messageId === staged.id)
+      // Closed with its window open: the staged message falls due into twin's full outbox and waits for room there.
+      // Two holds on twin's departure of the sender: the due message's and the parked flush's.
+      yield* sender.client.destroy
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      const again = yield* world.session({ sessionId: "sender", frame: { features: [DELIVERY_V1] } })
+      yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
+      // The second departure finds the same mail waiting (the due message too: no batch to park it with): the
+      // same two holds cover it.
+      yield* again.client.destroy
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.resume
+      yield* twin.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.roundTrip
+      const seen = senderSeen(twin)
+      assert.strictEqual(seen.at(-1), "sender left")
+      assert.deepStrictEqual(seen.filter((text) => text !== "staged"), [...queued.map((msg) => short(msg.content.text)), "sender left"])
+      assert.include(seen, "staged")
     }))
 })

@@ -1,0 +1,130 @@
+/**
+ * A departed sender's `session_left` held from one recipient while the
+ * sender's mail waits in that recipient's own parked output (its mailbox
+ * flush that did not fit), when the sender comes back and perhaps leaves
+ * again before that mail is out: on a Router driven by hand (no fibers), so
+ * each write of the recipient's and each offer of its drainer happens at an
+ * exact point. The recipient's writer is stuck: it writes only when the test
+ * takes its outbox (`written`); its drainer offers only when the test says
+ * (`drain`). The same over the in-memory network: rejoin-flush-order.test.ts.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { resolveCoreOptions } from "../../src/broker/options.ts"
+import { Peer } from "../../src/broker/Peer.ts"
+import { PeerReader } from "../../src/broker/PeerReader.ts"
+import { PeerWriter } from "../../src/broker/PeerWriter.ts"
+import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message, registerFrame } from "../support/broker.ts"
+
+/** A connection whose writes complete at once, or (`stuck`) never: its writer stays busy and its outbox fills. */
+const fakeConnection = (id: number, stuck: boolean): Connection => ({
+  id,
+  trustedLocal: true,
+  read: Effect.never,
+  writeAll: () => Effect.void,
+  write: () => (stuck ? Effect.never : undefined),
+  unfinishedWrite: () => undefined,
+  readProgress: () => ({ frames: 0, pending: 0, reading: true }),
+  readPending: () => 0,
+  end: Effect.void,
+  destroy: Effect.void
+})
+
+/**
+ * A Router whose `recipient` came back (stuck writer, outbox of two) to four
+ * messages of `sender`'s in its mailbox: its writer's first write (stuck for
+ * good) took `registered` and m0, and m1…m3 are parked with its own reader.
+ */
+const setUp = Effect.gen(function*() {
+  const signals = yield* makeRouterSignals(false)
+  const router = new Router(resolveCoreOptions({ idleExit: null, outboxCapacity: 2 }), () => 1_000_000, signals)
+  const fork = () => Effect.runFork(Effect.void)
+  const permit = { release: () => {} }
+  /** Handles `frames` from `peer` as its reader does: one batch, what it parked taken before the flush. */
+  const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {
+    router.output.startBatch()
+    router.handleBatch(peer, frames.map((frame) => JSON.stringify(frame)))
+    const parked = router.output.parkFor(peer)
+    router.output.endBatch()
+    return parked
+  }
+  let connections = 0
+  const session = (sessionId: string, stuck: boolean): Peer => {
+    const peer = new Peer(
+      fakeConnection(++connections, stuck),
+      1_000_000,
+      (peer) => new PeerReader(router, peer, permit, fork),
+      (peer) => new PeerWriter(router, peer, fork)
+    )
+    router.attach(peer)
+    batch(peer, [registerFrame({ sessionId })])
+    return peer
+  }
+  /** `peer`'s connection closes. */
+  const close = (peer: Peer): void => router.detach(peer, router.output.drainOnClose(peer))
+  /** `reader`'s drainer offers its next `n` parked items (the recipients have room: nothing waits). */
+  const drain = (reader: Peer, n: number): void => {
+    for (let i = 0; i < n; i++) {
+      const [recipient, item] = router.output.nextParked(reader)!
+      router.output.parkedOffered(reader, Effect.runSync(router.output.offer(recipient, item)))
+    }
+  }
+  const away = session("recipient", false)
+  const sender = session("sender", false)
+  batch(away, [{ type: "unregister" }])
+  for (let i = 0; i < 4; i++) {
+    router.output.takeForWrite(sender) // its own answers: its writer keeps up
+    assert.isFalse(batch(sender, [{ type: "send", to: "recipient", message: message(`m${i}`) }]))
+  }
+  const recipient = session("recipient", true)
+  assert.strictEqual(recipient.outbox.length, 0)
+  assert.strictEqual(recipient.parked.length, 3)
+  return { router, recipient, sender, session, close, drain }
+})
+
+/** What a write of `peer`'s holds, in order: `m<i>` (a message), `left <id>`, `joined <id>`. */
+const written = (router: Router, peer: Peer): Array<string> =>
+  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+    const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
+      JSON.parse(frameText(frame))
+    if (parsed.type === "message") return [`${parsed.message?.content.text}`]
+    if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
+    if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
+    return []
+  })
+
+describe("a departure held behind the sender's mail in the recipient's parked flush", () => {
+  it.effect("the sender comes back and leaves again: the recipient, which heard it join again, hears it leave once, after the last of the mail", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      // The writer passes over the departure: two messages of the sender's are still parked.
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      drain(recipient, 1)
+      const back = session("sender", false)
+      // The return is written (it stands for the departure passed over) while m3 is still parked.
+      assert.deepStrictEqual(written(router, recipient), ["joined sender", "m2"])
+      close(back)
+      // The last of the mail is offered before the writer collects the second departure.
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m3", "left sender"])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  it.effect("the sender comes back, and the last of the mail is offered before its return is written: no session_left, the return ahead of that last message", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["m1", "m2"])
+      session("sender", false)
+      // The hold is released while the session is present again: its departure is not owed any more.
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["joined sender", "m3"])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+})
