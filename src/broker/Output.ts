@@ -261,14 +261,15 @@ export class Output {
 
   /**
    * Queues `item` for `peer`, parking it (and the rest of the batch) if the
-   * outbox is full.
+   * outbox is full, or if it is a message and `peer`'s own parked list holds
+   * mail for `peer` (`Peer.parkedMail`): it must not overtake that mail.
    */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars)
+      this.overTotalBudget(peer, chars) || (peer.parkedMail > 0 && isMessage(item))
     ) {
       this.parked.push([peer, item])
     } else {
@@ -293,23 +294,37 @@ export class Output {
    * Offers an item `reader` parked to its recipient, waiting for room in
    * frames and in characters; false when the recipient closed meanwhile. An
    * accepted item is flushed at once (the caller is a drainer fiber, outside
-   * any batch).
+   * any batch). A message for another recipient whose own parked list holds
+   * mail for it (`Peer.parkedMail`) waits until that is offered — or, when
+   * `reader`'s own list holds mail for `reader` too, is parked at the end of
+   * the recipient's list (accepted), so two drainers never wait on each other.
    */
-  offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
+  offer(reader: Peer, recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       // Mail for a session the recipient no longer holds (taken over while this waited) is refused
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
+      if (recipient.parkedMail > 0 && recipient !== reader && isMessage(item)) {
+        // (An empty list with a count is a closing recipient's, already taken: then this waits for the shut.)
+        if (reader.parkedMail > 0 && recipient.parked.length > 0) {
+          this.parkOwn(recipient, item)
+          return Effect.succeed(true)
+        }
+        // Woken when the recipient's writer makes room, and when the last of that mail is offered.
+        const turn = Deferred.makeUnsafe<void>()
+        ;(recipient.roomWaiters ??= []).push(turn)
+        return Effect.andThen(Deferred.await(turn), this.offer(reader, recipient, item))
+      }
       const chars = charsOf(item)
       if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
       }
       if (this.overTotalBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         this.totalWaiters.push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
       }
       this.charge(recipient, chars)
       recipient.outbox.push(item)
@@ -372,7 +387,13 @@ export class Output {
    */
   parkFor(reader: Peer): boolean {
     if (this.parked.length === 0) return false
-    reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
+    // Its mail for itself (a mailbox flush) is counted: new mail for it waits behind it (`Peer.parkedMail`).
+    const parked = this.parked
+    for (let i = 0; i < parked.length; i++) {
+      const [to, item] = parked[i]!
+      if (to === reader && isMessage(item)) reader.parkedMail++
+    }
+    reader.parked = reader.parked.length === 0 ? parked : [...reader.parked, ...parked]
     this.parked = []
     this.parkedReaders.add(reader)
     this.backpressureWaits++
@@ -409,6 +430,10 @@ export class Output {
   /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
+    if (first !== undefined && first[0] === reader && isMessage(first[1]) && --reader.parkedMail === 0) {
+      // The last of its mail for itself is offered: senders whose mail waited behind it try again.
+      this.wakeWaiters(reader)
+    }
     if (first !== undefined && this.departureHolds.size > 0) this.offeredBehind(reader, first)
     if (first !== undefined && !accepted) this.undeliverable(first[1])
     if (reader.parked.length === 0) {
@@ -457,6 +482,14 @@ export class Output {
     this.feed.releaseDeparture(reader, senderKey, hold.id)
   }
 
+  /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
+  private wakeWaiters(peer: Peer): void {
+    const waiters = peer.roomWaiters
+    if (waiters === undefined) return
+    peer.roomWaiters = undefined
+    for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
+  }
+
   /** `reader`'s own parked list is gone (it closed): the departures held behind it are released. */
   private dropHolds(reader: Peer): void {
     const holds = this.departureHolds.get(reader)
@@ -471,7 +504,9 @@ export class Output {
    * parked output is not written: it is returned, for the close to take back
    * after the output queued before it (its mailbox, flushed when it
    * registered, goes to its session's next connection or the mailbox in its
-   * order; docs/testing.md, known issue 14).
+   * order; docs/testing.md, known issue 14). Its `parkedMail` count stays
+   * until `drainOnClose`: mail for it arriving meanwhile still waits, and is
+   * taken back after that returned output.
    */
   forceParked(reader: Peer): Array<OutboundItem> {
     const own: Array<OutboundItem> = []
@@ -519,7 +554,7 @@ export class Output {
       this.parked.push([recipient, item])
       return true
     }
-    return recipient.parked.length > 0 && this.behindOwnParked(recipient, item)
+    return recipient.parkedMail > 0 && this.behindOwnParked(recipient, item)
   }
 
   /**
@@ -531,11 +566,21 @@ export class Output {
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
     if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
+    this.parkOwn(recipient, item)
+    return true
+  }
+
+  /**
+   * Parks message `item` at the end of `recipient`'s own parked list, which
+   * holds mail for it (`parkedMail` > 0, so its drainer is at work): the
+   * drainer offers it after everything parked there before it.
+   */
+  private parkOwn(recipient: Peer, item: OutboundMessage): void {
     recipient.parked.push([recipient, item])
+    recipient.parkedMail++
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
     const hold = this.departureHolds.size === 0 ? undefined : this.departureHolds.get(recipient)?.get(item.mail.senderKey)
     if (hold !== undefined) hold.count++
-    return true
   }
 
   /**
@@ -661,6 +706,7 @@ export class Output {
     const items = peer.outbox
     peer.outbox = []
     peer.outboxShut = true
+    peer.parkedMail = 0
     this.charge(peer, -peer.outboxChars)
     return items
   }
