@@ -16,9 +16,15 @@
  * (its mailbox flush) holds older mail of the same sender is parked behind
  * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
  * A live sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offer`), is not checked so: a recipient's own parked list holds what its
- * own sends parked for anyone, not only its flush, and a scan of it per
- * message was measured to cost the per-frame path (architecture.md, step 7).
+ * (`offer`), waits while the recipient's own parked list holds mail for it
+ * (`Peer.parkedMail`, counted here: no scan, since that list also holds what
+ * the recipient's own sends parked for anyone): routed, it is parked with the
+ * batch as at a full outbox (the sender is slowed as usual); offered, the
+ * drainer waits until that mail is offered — unless its own reader's list
+ * holds mail for that reader, when the message is parked at the end of the
+ * recipient's list, so no two drainers wait on each other
+ * (architecture.md, step 7). Every sender's mail waits so, not only a sender
+ * with mail there; answers, receipts and notices do not.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -41,8 +47,8 @@
  * `session_left` from that recipient until the last of it is offered
  * (`parkedMailOf`, `releaseAfterParked`; Membership.ts withholds it).
  *
- * Size: about 690 lines (the write batch itself is WriteBatch.ts; mail parked behind a recipient's own
- * parked output, `parkBehind` and `behindOwnParked`, and the departures held behind it are the latest parts), kept whole because this class is the single
+ * Size: about 730 lines (the write batch itself is WriteBatch.ts; mail parked behind a recipient's own
+ * parked output, `parkBehind`, `behindOwnParked` and `parkedMail`, and the departures held behind it are the latest parts), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -562,7 +568,8 @@ export class Output {
    * that holds older mail of its sender for `recipient` (a mailbox flush that
    * did not fit): there the recipient's drainer offers it after that mail.
    * False for anything else, which is queued as usual. A scan of the
-   * recipient's parked list, reached only while it holds something.
+   * recipient's parked list, reached only while it holds mail for the
+   * recipient (`parkedMail`).
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
     if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
