@@ -22,8 +22,9 @@
  * batch as at a full outbox (the sender is slowed as usual); offered, the
  * drainer waits until that mail is offered — unless its own reader's list
  * holds mail for that reader, when the message is parked at the end of the
- * recipient's list, so no two drainers wait on each other
- * (architecture.md, step 7). Every sender's mail waits so, not only a sender
+ * recipient's list: a guard, so a drainer only waits on one that waits on
+ * writers alone, and no ring of drainers can wait for ever (architecture.md,
+ * step 7). Every sender's mail waits so, not only a sender
  * with mail there; answers, receipts and notices do not.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
