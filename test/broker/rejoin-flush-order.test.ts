@@ -202,6 +202,27 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       assert.deepStrictEqual(textsOf(twin.received()), [...queued.map((msg) => short(msg.content.text)), "tiny"])
     }))
 
+  it.effect("a sender that unregisters right after its new small message: twin reads the flush, the message, then its session_left", () =>
+    Effect.gen(function*() {
+      const { queued, sender, twin } = yield* parkedFlush
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "twin", message: tiny }),
+        JSON.stringify({ type: "unregister" })
+      ])))
+      yield* twin.resume
+      yield* twin.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.roundTrip
+      const seen = twin.received().flatMap((frame) =>
+        frame.type === "message"
+          ? [short(frame.message.content.text)]
+          : frame.type === "session_left" && frame.sessionId === "sender"
+          ? ["sender left"]
+          : []
+      )
+      assert.deepStrictEqual(seen, [...queued.map((msg) => short(msg.content.text)), "tiny", "sender left"])
+    }))
+
   it.effect("twin's connection closes while the sender's new message waits: the mailbox gives it back after the flush", () =>
     Effect.gen(function*() {
       const { other, queued, sender, twin, world } = yield* parkedFlush
