@@ -16,9 +16,16 @@
  * (its mailbox flush) holds older mail of the same sender is parked behind
  * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
  * A live sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offer`), is not checked so: a recipient's own parked list holds what its
- * own sends parked for anyone, not only its flush, and a scan of it per
- * message was measured to cost the per-frame path (architecture.md, step 7).
+ * (`offer`), waits while the recipient's own parked list holds mail for it
+ * (`Peer.parkedMail`, counted here: no scan, since that list also holds what
+ * the recipient's own sends parked for anyone): routed, it is parked with the
+ * batch as at a full outbox (the sender is slowed as usual); offered, the
+ * drainer waits until that mail is offered — unless its own reader's list
+ * holds mail for that reader, when the message is parked at the end of the
+ * recipient's list: a guard, so a drainer only waits on one that waits on
+ * writers alone, and no ring of drainers can wait for ever (architecture.md,
+ * step 7). Every sender's mail waits so, not only a sender
+ * with mail there; answers, receipts and notices do not.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -42,9 +49,9 @@
  * (`parkedMailOf`, a scan of the parked lists, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 660 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
- * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind` and `behindOwnParked`, is the
- * latest part), kept whole because this class is the single
+ * Size: about 700 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind`, `behindOwnParked` and the
+ * `parkedMail` count new mail waits behind, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.
@@ -256,14 +263,15 @@ export class Output {
 
   /**
    * Queues `item` for `peer`, parking it (and the rest of the batch) if the
-   * outbox is full.
+   * outbox is full, or if it is a message and `peer`'s own parked list holds
+   * mail for `peer` (`Peer.parkedMail`): it must not overtake that mail.
    */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars)
+      this.overTotalBudget(peer, chars) || (peer.parkedMail > 0 && isMessage(item))
     ) {
       this.parked.push([peer, item])
     } else {
@@ -288,23 +296,37 @@ export class Output {
    * Offers an item `reader` parked to its recipient, waiting for room in
    * frames and in characters; false when the recipient closed meanwhile. An
    * accepted item is flushed at once (the caller is a drainer fiber, outside
-   * any batch).
+   * any batch). A message for another recipient whose own parked list holds
+   * mail for it (`Peer.parkedMail`) waits until that is offered — or, when
+   * `reader`'s own list holds mail for `reader` too, is parked at the end of
+   * the recipient's list (accepted), so two drainers never wait on each other.
    */
-  offer(recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
+  offer(reader: Peer, recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       // Mail for a session the recipient no longer holds (taken over while this waited) is refused
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
+      if (recipient.parkedMail > 0 && recipient !== reader && isMessage(item)) {
+        // (An empty list with a count is a closing recipient's, already taken: then this waits for the shut.)
+        if (reader.parkedMail > 0 && recipient.parked.length > 0) {
+          this.parkOwn(recipient, item)
+          return Effect.succeed(true)
+        }
+        // Woken when the recipient's writer makes room, and when the last of that mail is offered.
+        const turn = Deferred.makeUnsafe<void>()
+        ;(recipient.roomWaiters ??= []).push(turn)
+        return Effect.andThen(Deferred.await(turn), this.offer(reader, recipient, item))
+      }
       const chars = charsOf(item)
       if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
       }
       if (this.overTotalBudget(recipient, chars)) {
         const room = Deferred.makeUnsafe<void>()
         this.totalWaiters.push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(recipient, item))
+        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
       }
       this.charge(recipient, chars)
       recipient.outbox.push(item)
@@ -317,11 +339,7 @@ export class Output {
   private roomMade(peer: Peer): void {
     // First what waits with no reader (replace-staged messages due), then the drainers, which offer later.
     this.room(peer)
-    const waiters = peer.roomWaiters
-    if (waiters !== undefined) {
-      peer.roomWaiters = undefined
-      for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
-    }
+    this.wakeWaiters(peer)
     // Below the total, or an outbox emptied (it takes one frame whatever the total): all retry.
     if (this.totalWaiters.length > 0 && (this.totalChars < this.budget.total || peer.outboxChars === 0)) {
       const all = this.totalWaiters
@@ -367,7 +385,13 @@ export class Output {
    */
   parkFor(reader: Peer): boolean {
     if (this.parked.length === 0) return false
-    reader.parked = reader.parked.length === 0 ? this.parked : [...reader.parked, ...this.parked]
+    // Its mail for itself (a mailbox flush) is counted: new mail for it waits behind it (`Peer.parkedMail`).
+    const parked = this.parked
+    for (let i = 0; i < parked.length; i++) {
+      const [to, item] = parked[i]!
+      if (to === reader && isMessage(item)) reader.parkedMail++
+    }
+    reader.parked = reader.parked.length === 0 ? parked : [...reader.parked, ...parked]
     this.parked = []
     this.parkedReaders.add(reader)
     this.backpressureWaits++
@@ -404,8 +428,10 @@ export class Output {
   /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
-    if (first !== undefined && !this.departureHolds.isEmpty && first[0] === reader && isMessage(first[1])) {
-      this.departureHolds.offered(reader, first[1])
+    if (first !== undefined && first[0] === reader && isMessage(first[1])) {
+      // The last of its mail for itself is offered: senders whose mail waited behind it try again.
+      if (--reader.parkedMail === 0) this.wakeWaiters(reader)
+      if (!this.departureHolds.isEmpty) this.departureHolds.offered(reader, first[1])
     }
     if (first !== undefined && !accepted) this.undeliverable(first[1])
     if (reader.parked.length === 0) {
@@ -443,13 +469,23 @@ export class Output {
     return this.departureHolds.hold(recipient, senderKey, senderId, count)
   }
 
+  /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
+  private wakeWaiters(peer: Peer): void {
+    const waiters = peer.roomWaiters
+    if (waiters === undefined) return
+    peer.roomWaiters = undefined
+    for (const waiter of waiters) Deferred.doneUnsafe(waiter, Exit.void)
+  }
+
   /**
    * The reader closed while its output was still parked: what was accepted is
    * delivered anyway, past the recipients' capacity, never dropped. Its own
    * parked output is not written: it is returned, for the close to take back
    * after the output queued before it (its mailbox, flushed when it
    * registered, goes to its session's next connection or the mailbox in its
-   * order; docs/testing.md, known issue 14).
+   * order; docs/testing.md, known issue 14). Its `parkedMail` count stays
+   * until `drainOnClose`: mail for it arriving meanwhile still waits, and is
+   * taken back after that returned output.
    */
   forceParked(reader: Peer): Array<OutboundItem> {
     const own: Array<OutboundItem> = []
@@ -497,7 +533,7 @@ export class Output {
       this.parked.push([recipient, item])
       return true
     }
-    return recipient.parked.length > 0 && this.behindOwnParked(recipient, item)
+    return recipient.parkedMail > 0 && this.behindOwnParked(recipient, item)
   }
 
   /**
@@ -505,14 +541,25 @@ export class Output {
    * that holds older mail of its sender for `recipient` (a mailbox flush that
    * did not fit): there the recipient's drainer offers it after that mail.
    * False for anything else, which is queued as usual. A scan of the
-   * recipient's parked list, reached only while it holds something.
+   * recipient's parked list, reached only while it holds mail for the
+   * recipient (`parkedMail`).
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
     if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
+    this.parkOwn(recipient, item)
+    return true
+  }
+
+  /**
+   * Parks message `item` at the end of `recipient`'s own parked list, which
+   * holds mail for it (`parkedMail` > 0, so its drainer is at work): the
+   * drainer offers it after everything parked there before it.
+   */
+  private parkOwn(recipient: Peer, item: OutboundMessage): void {
     recipient.parked.push([recipient, item])
+    recipient.parkedMail++
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
     if (!this.departureHolds.isEmpty) this.departureHolds.requeued(recipient, item)
-    return true
   }
 
   /**
@@ -638,6 +685,7 @@ export class Output {
     const items = peer.outbox
     peer.outbox = []
     peer.outboxShut = true
+    peer.parkedMail = 0
     this.charge(peer, -peer.outboxChars)
     return items
   }

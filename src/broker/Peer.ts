@@ -160,6 +160,14 @@ export class Peer {
    * frames are held (ConnectionActor.ts).
    */
   parked: Array<readonly [Peer, OutboundItem]> = []
+  /**
+   * Messages in this connection's own `parked` list that are addressed to it
+   * (its mailbox flush that did not fit, mail parked behind that): while
+   * some are, new mail for it waits behind them instead of entering the
+   * outbox (Output.ts). Held from the close's `forceParked` to its
+   * `drainOnClose`, so mail arriving meanwhile follows the flush back.
+   */
+  parkedMail = 0
 
   /**
    * @param reader makes the connection's reader, which hands its frames to the Router.

@@ -69,7 +69,7 @@ const setUp = Effect.gen(function*() {
   const drain = (reader: Peer, n: number): void => {
     for (let i = 0; i < n; i++) {
       const [recipient, item] = router.output.nextParked(reader)!
-      router.output.parkedOffered(reader, Effect.runSync(router.output.offer(recipient, item)))
+      router.output.parkedOffered(reader, Effect.runSync(router.output.offer(reader, recipient, item)))
     }
   }
   const away = session("recipient", false)

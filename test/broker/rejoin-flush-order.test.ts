@@ -13,13 +13,15 @@
  * `session_left` withheld from that recipient until the last of it is
  * offered — also across a return: back meanwhile, it is heard to join again
  * and not to leave; gone again, its one `session_left` follows the mail,
- * whichever owners (the parked flush, a due replace message) held it. (A live sender's new mail, routed or offered by its drainer, is
- * not checked against the recipient's parked flush: architecture.md, step
- * 7.) In memory, accepted and adopted (the read pump) connections.
+ * whichever owners (the parked flush, a due replace message) held it. A live
+ * sender's new mail, routed or offered by its drainer, waits until the
+ * recipient's parked flush is offered (Peer.parkedMail), so a small new
+ * message cannot slip into the outbox ahead of the larger flushed ones. In
+ * memory, accepted and adopted (the read pump) connections.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { encodeFrames } from "../../src/protocol/index.ts"
+import { type BrokerFrame, encodeFrames } from "../../src/protocol/index.ts"
 import { DELIVERY_V1, RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features.ts"
 import { message, registerFrame, type Session } from "../support/broker.ts"
 import { type MemoryNetwork, memoryNetwork, step } from "../support/memory.ts"
@@ -181,11 +183,13 @@ describe("a live sender's new mail while its older mail waits in the recipient's
         : []
     )
 
+  /** The message texts read, shortened, in order. */
+  const textsOf = (frames: ReadonlyArray<BrokerFrame>) =>
+    frames.flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
+
   it.effect("a sender that unregisters with mail in the parked flush: its session_left reaches twin after all of it", () =>
     Effect.gen(function*() {
       const { other, queued, sender, twin } = yield* parkedFlush
-      const tiny = message("tiny")
-      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
       yield* sender.client.send({ type: "unregister" })
       // `other` parks nothing of the sender's: it hears of the departure at once, so the broker has handled it.
       yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
@@ -199,11 +203,78 @@ describe("a live sender's new mail while its older mail waits in the recipient's
           ? ["sender left"]
           : []
       )
-      // All of the sender's mail before its departure. (Where "tiny" falls among the flush is not checked: a
-      // live sender's routed mail is not parked behind a recipient's own parked flush — architecture.md, step 7.)
-      assert.strictEqual(seen.at(-1), "sender left")
-      assert.deepStrictEqual(seen.filter((text) => text !== "tiny"), [...queued.map((msg) => short(msg.content.text)), "sender left"])
-      assert.include(seen, "tiny")
+      // All of the sender's mail before its departure.
+      assert.deepStrictEqual(seen, [...queued.map((msg) => short(msg.content.text)), "sender left"])
+    }))
+
+  it.effect("the sender's new small message, routed while the flush is parked, reaches twin after the whole flush", () =>
+    Effect.gen(function*() {
+      const { queued, sender, twin } = yield* parkedFlush
+      // It would fit twin's outbox (the next flushed message does not): it waits behind the flush instead.
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
+      assert.deepStrictEqual(textsOf(twin.received()), [...queued.map((msg) => short(msg.content.text)), "tiny"])
+    }))
+
+  it.effect("a sender that unregisters right after its new small message: twin reads the flush, the message, then its session_left", () =>
+    Effect.gen(function*() {
+      const { queued, sender, twin } = yield* parkedFlush
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "twin", message: tiny }),
+        JSON.stringify({ type: "unregister" })
+      ])))
+      yield* twin.resume
+      yield* twin.next("session_left", (frame) => frame.sessionId === "sender")
+      yield* twin.roundTrip
+      const seen = twin.received().flatMap((frame) =>
+        frame.type === "message"
+          ? [short(frame.message.content.text)]
+          : frame.type === "session_left" && frame.sessionId === "sender"
+          ? ["sender left"]
+          : []
+      )
+      assert.deepStrictEqual(seen, [...queued.map((msg) => short(msg.content.text)), "tiny", "sender left"])
+    }))
+
+  it.effect("twin's connection closes while the sender's new message waits: the mailbox gives it back after the flush", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin, world } = yield* parkedFlush
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "twin", message: tiny })])))
+      yield* other.client.roundTrip
+      other.client.drain()
+      yield* twin.destroy
+      yield* other.client.next("session_left", (frame) => frame.sessionId === "twin")
+      // Back, reading: what the closed connection had not written comes from the mailbox, tiny last.
+      const back = yield* world.session({ sessionId: "twin" })
+      yield* back.client.next("message", (frame) => frame.message.id === tiny.id)
+      const texts = textsOf(back.client.received())
+      const flushed = queued.map((msg) => short(msg.content.text))
+      assert.isAtLeast(texts.length, 2)
+      assert.deepStrictEqual(texts, [...flushed.slice(flushed.length - (texts.length - 1)), "tiny"])
+    }))
+
+  it.effect("the sender's new small message, offered by its drainer while the flush is parked, reaches twin after the whole flush", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin } = yield* parkedFlush
+      // `other` does not read: the sender's batch parks at its full outbox, and the small message for twin
+      // behind it; once `other` reads, the sender's drainer offers that message while twin's flush is parked.
+      yield* other.client.pause
+      // Two messages of 2 kB: the first fills other's outbox (3,500 characters), the second is parked.
+      const forOther = Array.from({ length: 2 }, (_, i) => message(`for other ${i} ${pad}${pad}`))
+      const tiny = message("tiny")
+      yield* step(sender.client.sendRaw(encodeFrames([
+        ...forOther.map((msg) => JSON.stringify({ type: "send", to: "other", message: msg })),
+        JSON.stringify({ type: "send", to: "twin", message: tiny })
+      ])))
+      yield* step(other.client.resume)
+      yield* other.client.next("message", (frame) => frame.message.id === forOther.at(-1)!.id)
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === tiny.id)
+      assert.deepStrictEqual(textsOf(twin.received()), [...queued.map((msg) => short(msg.content.text)), "tiny"])
     }))
 
   it.effect("a sender that unregisters with mail in the parked flush, registers again and unregisters again: one session_left reaches twin, after all of it", () =>
