@@ -196,19 +196,28 @@ export class Membership implements FeedSource {
    * the mail it waited for is queued (or dropped). With other holds on it,
    * nothing more; with none, the departure, if the recipient's writer passed
    * it meanwhile, is owed now — written after the output already queued —
-   * unless the session is back (then its new join stands for it). A no-op
-   * when none is withheld.
+   * unless the session is back. Back, and its new join written to the
+   * recipient, nothing is owed; back, and that join not written yet, the
+   * entry stays with no holds, for the writer to settle
+   * (MembershipFeed.collect): the join stands for the departure, or, if the
+   * session leaves again before it is written, the recipient still gets
+   * one `session_left`. A no-op when none is withheld.
    */
   releaseDeparture(recipient: Peer, departedId: string): void {
     const withheld = recipient.withheldDepartures
     const departure = withheld?.get(departedId)
     if (withheld === undefined || departure === undefined || --departure.holds > 0) return
+    const session = recipient.session
+    if (session !== undefined && session.peer === recipient) {
+      const feed = session.space.feed
+      // Back, its join not written yet: it may leave again before it is (see "Departures" in the module header).
+      if (feed.returnedSince(departedId, recipient.feedCursor)) return
+      // Back, its join written: a session_left now would come after that join.
+      if (feed.isPresent(departedId)) departure.passed = false
+    }
     withheld.delete(departedId)
     if (withheld.size === 0) recipient.withheldDepartures = undefined
-    const session = recipient.session
     if (!departure.passed || session === undefined || session.peer !== recipient) return
-    // Back (its join written, or to be): a session_left now would come after that join, or after the mail.
-    if (session.space.feed.isPresent(departedId)) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
     // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
     if (!recipient.feedPending && this.waker.tick(recipient)) {
@@ -270,6 +279,8 @@ export class Membership implements FeedSource {
       peer.owedDepartures = undefined
     }
     peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld)
+    // It settles the entries released while their session was back (MembershipFeed.collect).
+    if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
   }
 
   /**
@@ -342,11 +353,19 @@ export class Membership implements FeedSource {
     feed.compact(minCursor, 4 * space.sessions.size + 1024, (departed) => {
       for (const session of lagging) {
         const peer = session.peer
-        if (peer.feedCursor < departed.seq && departed.presentSince <= peer.feedCursor && session.id !== departed.id) {
-          const owed = peer.owedDepartures ?? new Set<string>()
-          owed.add(departed.id)
-          peer.owedDepartures = owed
-        }
+        if (peer.feedCursor >= departed.seq || session.id === departed.id) continue
+        const withheld = peer.withheldDepartures
+        const released = withheld?.get(departed.id)
+        if (withheld !== undefined && released !== undefined && released.holds === 0 && departed.latest) {
+          // Released while the session was back, gone again before its join was written: settled as collect would.
+          if (departed.presentSince <= peer.feedCursor) released.passed = true
+          withheld.delete(departed.id)
+          if (withheld.size === 0) peer.withheldDepartures = undefined
+          if (!released.passed) continue
+        } else if (departed.presentSince > peer.feedCursor) continue
+        const owed = peer.owedDepartures ?? new Set<string>()
+        owed.add(departed.id)
+        peer.owedDepartures = owed
       }
     })
   }
