@@ -114,6 +114,12 @@ export interface FeedWaker {
    * mail (Output.holdBehindParked).
    */
   readonly holdBehindParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => boolean
+  /**
+   * `recipient`'s connection no longer holds the session its holds behind
+   * its own parked output were taken for: they are dropped, unreleased
+   * (Output.forgetDepartureHolds).
+   */
+  readonly forgetDepartureHolds: (recipient: Peer) => void
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -169,7 +175,15 @@ export class Membership implements FeedSource {
    * connection's parked output was forced through before it left).
    */
   left(session: Session, unregistered: boolean): void {
-    session.space.needsTick.delete(session.peer)
+    const peer = session.peer
+    session.space.needsTick.delete(peer)
+    // Its connection no longer holds the session (both callers cleared `peer.session`): what was owed or
+    // withheld from that session is nobody's now, and must not reach a later registration of the connection.
+    peer.owedDepartures = undefined
+    if (peer.withheldDepartures !== undefined) {
+      peer.withheldDepartures = undefined
+      this.waker.forgetDepartureHolds(peer)
+    }
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
     else this.depart(session)
   }

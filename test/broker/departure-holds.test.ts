@@ -185,3 +185,79 @@ describe("a departure held behind the sender's mail in the recipient's parked fl
       assert.deepStrictEqual(written(router, recipient), [])
     }))
 })
+
+describe("a recipient whose session leaves while a departure is withheld from it, and whose connection registers again", () => {
+  /** `peer` unregisters, then registers as session `sessionId` of scope `scopeId`, in two batches. */
+  const reregister = (batch: (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>) => boolean, peer: Peer, sessionId: string, scopeId: string) => {
+    batch(peer, [{ type: "unregister" }])
+    batch(peer, [registerFrame(scopeId === undefined ? { sessionId } : { sessionId, scopeId })])
+    assert.strictEqual(peer.session?.id, sessionId)
+  }
+
+  it.effect("released once it went (the departure owed, not written yet): the new registration gets no session_left of the old scope's session", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      drain(recipient, 2) // the last of the mail: the departure is owed
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  it.effect("released while the sender was back, its return not written: a session of the same id in the new scope that joins and leaves unseen is not reported leaving", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["m1", "m2"])
+      session("sender", false)
+      drain(recipient, 1) // released while the sender is back, before the recipient's writer wrote its return
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      close(session("sender", false, "other-scope"))
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  // A reader holds an `unregister` until its own parked output is offered (PeerReader.whileHeldBack): below,
+  // the Router is driven directly, so the holds behind that output are still taken when the session leaves.
+  it.effect("with the mail still in its own parked list: the new registration gets no session_left of the old scope's session", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      drain(recipient, 2) // the old session's mail, refused and taken back: it releases nothing
+      assert.deepStrictEqual([...written(router, recipient), ...written(router, recipient)], [])
+    }))
+
+  it.effect("with the mail still in its own parked list, and a departure of the same id held there: the new hold is released by its own mail, not by the old session's", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      // In another scope, "elsewhere" has three messages of that scope's "sender" in its mailbox.
+      const away = session("elsewhere", false, "other-scope")
+      batch(away, [{ type: "unregister" }])
+      const other = session("sender", false, "other-scope")
+      for (let i = 0; i < 3; i++) {
+        router.output.takeForWrite(other)
+        assert.isFalse(batch(other, [{ type: "send", to: "elsewhere", message: message(`n${i}`) }]))
+      }
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      // Its flush is parked behind the old session's m2 and m3; "sender" leaves with its mail there.
+      assert.strictEqual(recipient.parked.length, 5)
+      close(other)
+      const seen = written(router, recipient)
+      drain(recipient, 2) // m2 and m3, refused and taken back
+      seen.push(...written(router, recipient))
+      drain(recipient, 2)
+      seen.push(...written(router, recipient))
+      drain(recipient, 1)
+      seen.push(...written(router, recipient), ...written(router, recipient))
+      assert.deepStrictEqual(seen, ["n0", "n1", "n2", "left sender"])
+    }))
+})
