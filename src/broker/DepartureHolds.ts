@@ -14,7 +14,9 @@
  * one release ends the hold, and a release never ends a hold it did not
  * take. Output drives it: it is the single writer of the parked lists and
  * tells this module when one of their messages is offered (`offered`),
- * joins them (`requeued`), or is gone with its reader's close (`drop`).
+ * joins them (`requeued`), or is gone with its reader's close (`drop`);
+ * Membership, when the recipient's session left (`forget`: nothing is
+ * released, so no release reaches the connection's next registration).
  *
  * Cost: nothing per routed message; per offered parked item, one check
  * while no record exists (`isEmpty`), else one map look-up. Memory: at most
@@ -85,6 +87,18 @@ export class DepartureHolds {
   requeued(recipient: Peer, item: OutboundMessage): void {
     const hold = this.byRecipient.get(recipient)?.get(item.mail.senderKey)
     if (hold !== undefined) hold.count++
+  }
+
+  /**
+   * `recipient`'s session left (it unregistered, or closed) and Membership
+   * dropped the departures withheld from it: its records go unreleased. Its
+   * drainer still offers the parked list (the session's mail in it is
+   * refused and taken back); a release then would reach whatever the
+   * connection registered as next, a hold of the same session id there
+   * included.
+   */
+  forget(recipient: Peer): void {
+    this.byRecipient.delete(recipient)
   }
 
   /** `recipient`'s own parked list is gone (it closed): the holds behind it are released. */

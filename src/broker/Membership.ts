@@ -8,7 +8,8 @@
  * recipients' writers once per batch of changes (the notifier fiber calls
  * `notify`), keeps each feed's departed entries bounded, and is the only
  * writer of a `Peer`'s membership fields (`feedCursor`, `owedDepartures`, `withheldDepartures`,
- * `feedPending`) and of each space's `needsTick` set.
+ * `feedPending`; the feed's `collect`, which it calls, marks and settles that map's entries) and
+ * of each space's `needsTick` set.
  *
  * A writer is woken with a FEED_TICK in its outbox, one at a time: `needsTick`
  * holds the recipients with none pending, so a batch of changes costs one
@@ -36,11 +37,14 @@
  * departure held here (`held`) until that output is in its recipients'
  * outboxes (`parkedOut`: the drainer offered the last of it, or the close
  * forced it through). A session that registers again meanwhile has its held
- * departure go into the feed first, before its new join (no later state
- * can stand for it then); so does one whose connection registers again as
- * another session, whose reader would otherwise hold the departure from
- * every session for as long as one recipient does not read. A hold so lasts
- * at most until the connection registers again or the registration timeout
+ * departure go into the feed first, before its new join: the feed keeps one
+ * entry per session, so a recipient that saw it present hears it leave (a
+ * `session_left` ahead of the new join, as after any leave and return the
+ * recipient lags behind), unless that recipient withholds the departure
+ * (below); so does one whose connection registers again as another
+ * session, whose reader would otherwise hold the departure from every
+ * session for as long as one recipient does not read. A hold so lasts at
+ * most until the connection registers again or the registration timeout
  * closes it (which forces the parked output through).
  *
  * A session whose connection closes has no batch to park with: a replace
@@ -66,10 +70,22 @@
  * the return superseded included (MembershipFeed.collect), and writes one
  * after the mail. A new join the writer writes meanwhile stands for the
  * departure it passed over (`passed` is cleared: the recipient hears the
- * session join again, as at a takeover), and a hold released while the
- * session is present owes nothing: a `session_left` then would follow that
- * join, or precede the mail. Bounded: per recipient, one entry per departed
- * session with mail waiting for it and at most one hold per owner.
+ * session join again, as at a takeover). The last hold released while the
+ * session is present owes nothing once the recipient's writer wrote that
+ * join (a `session_left` now would follow it); before then, the entry stays
+ * with no holds, since the session may leave again before the join is
+ * written (joined and left unseen, the feed would then send nothing): the
+ * writer deletes it when it writes the join, or, finding the session gone
+ * again first, writes one `session_left` after the queued output if it had
+ * passed a departure (MembershipFeed.collect; `compact` does the same when
+ * it drops that departure first). A recipient whose session leaves
+ * (unregisters, or closes) is owed and withheld nothing any more: `left`
+ * drops its entries and owed departures, and the parked-output owner forgets
+ * its holds on it unreleased (DepartureHolds.forget), so nothing of the old
+ * session's reaches the connection's next registration (ReplaceStaging's
+ * `left` hook, which runs first, has released its holds on it). Bounded: per
+ * recipient, one entry per departed session with mail waiting for it or
+ * whose return it has not heard, and at most one hold per owner.
  *
  * When: a connection's batch that changed membership announces it as it
  * ends (`announce`, called by its reader), unless a pause is running; the
@@ -79,6 +95,10 @@
  * between two of its batches: without `announce`, a session that
  * registers and leaves in two quick batches would be collected as joined
  * and left at once, which sends nothing (MembershipFeed.collect).
+ *
+ * Size: about 400 lines, over a third of them this header and the JSDoc;
+ * kept whole because this class is the single writer of a `Peer`'s feed
+ * fields, which the departure holds and the feed's wake-ups both write.
  */
 import { Queue } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -114,6 +134,12 @@ export interface FeedWaker {
    * mail (Output.holdBehindParked).
    */
   readonly holdBehindParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => boolean
+  /**
+   * `recipient`'s connection no longer holds the session its holds behind
+   * its own parked output were taken for: they are dropped, unreleased
+   * (Output.forgetDepartureHolds).
+   */
+  readonly forgetDepartureHolds: (recipient: Peer) => void
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -169,7 +195,15 @@ export class Membership implements FeedSource {
    * connection's parked output was forced through before it left).
    */
   left(session: Session, unregistered: boolean): void {
-    session.space.needsTick.delete(session.peer)
+    const peer = session.peer
+    session.space.needsTick.delete(peer)
+    // Its connection no longer holds the session (both callers cleared `peer.session`): what was owed or
+    // withheld from that session is nobody's now, and must not reach a later registration of the connection.
+    peer.owedDepartures = undefined
+    if (peer.withheldDepartures !== undefined) {
+      peer.withheldDepartures = undefined
+      this.waker.forgetDepartureHolds(peer)
+    }
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
     else this.depart(session)
   }
@@ -196,19 +230,28 @@ export class Membership implements FeedSource {
    * the mail it waited for is queued (or dropped). With other holds on it,
    * nothing more; with none, the departure, if the recipient's writer passed
    * it meanwhile, is owed now — written after the output already queued —
-   * unless the session is back (then its new join stands for it). A no-op
-   * when none is withheld.
+   * unless the session is back. Back, and its new join written to the
+   * recipient, nothing is owed; back, and that join not written yet, the
+   * entry stays with no holds, for the writer to settle
+   * (MembershipFeed.collect): the join stands for the departure, or, if the
+   * session leaves again before it is written, the recipient still gets
+   * one `session_left`. A no-op when none is withheld.
    */
   releaseDeparture(recipient: Peer, departedId: string): void {
     const withheld = recipient.withheldDepartures
     const departure = withheld?.get(departedId)
     if (withheld === undefined || departure === undefined || --departure.holds > 0) return
+    const session = recipient.session
+    if (session !== undefined && session.peer === recipient) {
+      const feed = session.space.feed
+      // Back, its join not written yet: it may leave again before it is (see "Departures" in the module header).
+      if (feed.returnedSince(departedId, recipient.feedCursor)) return
+      // Back, its join written: a session_left now would come after that join.
+      if (feed.isPresent(departedId)) departure.passed = false
+    }
     withheld.delete(departedId)
     if (withheld.size === 0) recipient.withheldDepartures = undefined
-    const session = recipient.session
     if (!departure.passed || session === undefined || session.peer !== recipient) return
-    // Back (its join written, or to be): a session_left now would come after that join, or after the mail.
-    if (session.space.feed.isPresent(departedId)) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
     // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
     if (!recipient.feedPending && this.waker.tick(recipient)) {
@@ -270,6 +313,8 @@ export class Membership implements FeedSource {
       peer.owedDepartures = undefined
     }
     peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld)
+    // It settles the entries released while their session was back (MembershipFeed.collect).
+    if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
   }
 
   /**
@@ -342,11 +387,19 @@ export class Membership implements FeedSource {
     feed.compact(minCursor, 4 * space.sessions.size + 1024, (departed) => {
       for (const session of lagging) {
         const peer = session.peer
-        if (peer.feedCursor < departed.seq && departed.presentSince <= peer.feedCursor && session.id !== departed.id) {
-          const owed = peer.owedDepartures ?? new Set<string>()
-          owed.add(departed.id)
-          peer.owedDepartures = owed
-        }
+        if (peer.feedCursor >= departed.seq || session.id === departed.id) continue
+        const withheld = peer.withheldDepartures
+        const released = withheld?.get(departed.id)
+        if (withheld !== undefined && released !== undefined && released.holds === 0 && departed.latest) {
+          // Released while the session was back, gone again before its join was written: settled as collect would.
+          if (departed.presentSince <= peer.feedCursor) released.passed = true
+          withheld.delete(departed.id)
+          if (withheld.size === 0) peer.withheldDepartures = undefined
+          if (!released.passed) continue
+        } else if (departed.presentSince > peer.feedCursor) continue
+        const owed = peer.owedDepartures ?? new Set<string>()
+        owed.add(departed.id)
+        peer.owedDepartures = owed
       }
     })
   }

@@ -37,8 +37,26 @@ export interface WithheldDeparture {
    * session's new join, which stands for it.
    */
   passed: boolean
-  /** Holds not yet released: one per owner of mail the departure waits for (Membership.ts). */
+  /**
+   * Holds not yet released: one per owner of mail the departure waits for
+   * (Membership.ts). 0: all were released while the session was back and
+   * before the recipient's writer wrote its new join; the entry waits for
+   * that writer (`collect`), which deletes it when it writes the join (the
+   * join stands for the departure), or when it finds the session gone
+   * again first, writing a `session_left` if it had passed a departure.
+   */
   holds: number
+}
+
+/** A departed entry the feed drops before every recipient collected it (`MembershipFeed.compact`). */
+export interface DroppedDeparture {
+  readonly id: string
+  /** Sequence number of the departure. */
+  readonly seq: number
+  /** Sequence number of the join the entry began with: a recipient at or past it had seen the session present. */
+  readonly presentSince: number
+  /** The session's latest entry: it has not joined again since. */
+  readonly latest: boolean
 }
 
 interface FeedEntry {
@@ -82,6 +100,16 @@ export class MembershipFeed {
   /** Whether session `id` is present (joined, and not left since). */
   isPresent(id: string): boolean {
     return this.entries.get(id)?.present === true
+  }
+
+  /**
+   * Whether session `id` is present, and has been only since after `cursor`:
+   * a recipient at `cursor` has not seen it join since it was last absent
+   * (takeovers do not count: the session stayed present through them).
+   */
+  returnedSince(id: string, cursor: number): boolean {
+    const entry = this.entries.get(id)
+    return entry !== undefined && entry.present && entry.presentSince > cursor
   }
 
   joined(id: string, infoJson: string): void {
@@ -146,25 +174,32 @@ export class MembershipFeed {
    * and joined again since is `session_left` (if the recipient saw the earlier
    * join), then the latest state of its new entry.
    *
-   * A departure of a session that has not joined again goes to `departures`
+   * A departure of a session that is not present now goes to `departures`
    * (by default `out`): the writer puts those after the output already queued
    * for the recipient, so a session's last messages, queued before it left,
    * reach it before its `session_left` (C-BRK-33: a `session_left` fails
    * the asks waiting on that session, so a reply behind it would be lost).
    * Joins and presence stay first: no message overtakes the join of its
-   * sender. A departure followed by a new join stays with that join, before.
+   * sender. A departure followed by a new join that is written too stays
+   * with that join, before.
+   *
    * A departure whose id is in `withheld` is not sent, whether or not the
    * session joined again since: it is marked passed there, for the owner to
    * send when it is released (Membership.releaseDeparture). A new join
    * written meanwhile unmarks it: the recipient hears the session join again
    * (as at a takeover), and the departure it stood for is not owed any more.
+   * An entry whose holds were all released while the session was back
+   * (`holds` 0) is settled here and deleted from `withheld`: by the new join
+   * when it is written, or, when the session left again before that, by a
+   * `session_left` in `departures` if a departure was passed (the recipient
+   * still takes the session for present), else by nothing.
    */
   collect(
     cursor: number,
     selfId: string | undefined,
     out: Array<OutFrame>,
     departures: Array<OutFrame> = out,
-    withheld: ReadonlyMap<string, WithheldDeparture> | undefined = undefined
+    withheld: Map<string, WithheldDeparture> | undefined = undefined
   ): number {
     if (cursor >= this.lastSeq) return cursor
     let start = this.tail
@@ -175,18 +210,27 @@ export class MembershipFeed {
         if (entry.joinSeq > cursor) {
           out.push(entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`)
           if (withheld !== undefined) {
+            // The join stands for a departure passed over; released already (holds 0), the entry is settled.
             const held = withheld.get(entry.id)
-            if (held !== undefined) held.passed = false
+            if (held !== undefined && held.holds === 0) withheld.delete(entry.id)
+            else if (held !== undefined) held.passed = false
           }
         } else {
           out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
         }
-      } else if (entry.presentSince <= cursor) {
-        // Withheld; else not joined again since: after the queued output; otherwise before its new join.
+      } else {
         const held = withheld === undefined ? undefined : withheld.get(entry.id)
-        if (held !== undefined) held.passed = true
-        else if (this.entries.get(entry.id) !== entry) out.push(sessionLeftFrame(entry.id))
-        else departures.push(sessionLeftFrame(entry.id))
+        if (withheld === undefined || held === undefined) {
+          // Not present now: after the queued output; back (its new join written next): before that join.
+          if (entry.presentSince <= cursor) (this.isPresent(entry.id) ? out : departures).push(sessionLeftFrame(entry.id))
+        } else {
+          if (entry.presentSince <= cursor) held.passed = true
+          // Released while the session was back, and gone again before its join was written: settled now.
+          if (held.holds === 0 && this.entries.get(entry.id) === entry) {
+            withheld.delete(entry.id)
+            if (held.passed) departures.push(sessionLeftFrame(entry.id))
+          }
+        }
       }
     }
     return this.lastSeq
@@ -201,13 +245,15 @@ export class MembershipFeed {
   compact(
     minCursor: number,
     maxDeparted: number,
-    onDrop: (departed: { readonly id: string; readonly seq: number; readonly presentSince: number }) => void
+    onDrop: (departed: DroppedDeparture) => void
   ): void {
     let entry = this.head
     while (entry !== undefined && this.departed > 0) {
       const next = entry.next
       if (!entry.present && (entry.seq <= minCursor || this.departed > maxDeparted)) {
-        if (entry.seq > minCursor) onDrop(entry)
+        if (entry.seq > minCursor) {
+          onDrop({ id: entry.id, seq: entry.seq, presentSince: entry.presentSince, latest: this.entries.get(entry.id) === entry })
+        }
         this.unlink(entry)
         // The session may have joined again since: its new entry stays.
         if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id)

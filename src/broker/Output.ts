@@ -469,6 +469,16 @@ export class Output {
     return this.departureHolds.hold(recipient, senderKey, senderId, count)
   }
 
+  /**
+   * `recipient`'s session left while holds behind its own parked list were
+   * taken for it (it unregistered, or closed): they are dropped unreleased
+   * (DepartureHolds.forget), so offering that list releases nothing into a
+   * later registration of the connection.
+   */
+  forgetDepartureHolds(recipient: Peer): void {
+    if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
+  }
+
   /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
   private wakeWaiters(peer: Peer): void {
     const waiters = peer.roomWaiters

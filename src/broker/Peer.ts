@@ -115,7 +115,9 @@ export class Peer {
    * that waits for it elsewhere — replace messages waiting for room in its
    * outbox, mail in its own parked output (Membership.withholdDeparture) —
    * by session id, with whether its writer passed the departure in the feed
-   * and how many holds are on it.
+   * and how many holds are on it (none: released while the session was back,
+   * waiting for the writer to settle it). Both this and `owedDepartures` are
+   * dropped when the connection's session leaves (Membership.left).
    */
   withheldDepartures: Map<string, WithheldDeparture> | undefined = undefined
 

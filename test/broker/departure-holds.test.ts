@@ -34,11 +34,12 @@ const fakeConnection = (id: number, stuck: boolean): Connection => ({
 })
 
 /**
- * A Router whose `recipient` came back (stuck writer, outbox of two) to four
- * messages of `sender`'s in its mailbox: its writer's first write (stuck for
- * good) took `registered` and m0, and m1…m3 are parked with its own reader.
+ * A Router whose `recipient` came back (stuck writer, outbox of two) to
+ * `count` messages of `sender`'s in its mailbox: its writer's first write
+ * (stuck for good) took `registered` and m0, and m1… are parked with its own
+ * reader.
  */
-const setUp = Effect.gen(function*() {
+const setUpWith = (count: number) => Effect.gen(function*() {
   const signals = yield* makeRouterSignals(false)
   const router = new Router(resolveCoreOptions({ idleExit: null, outboxCapacity: 2 }), () => 1_000_000, signals)
   const fork = () => Effect.runFork(Effect.void)
@@ -52,7 +53,7 @@ const setUp = Effect.gen(function*() {
     return parked
   }
   let connections = 0
-  const session = (sessionId: string, stuck: boolean): Peer => {
+  const session = (sessionId: string, stuck: boolean, scopeId?: string): Peer => {
     const peer = new Peer(
       fakeConnection(++connections, stuck),
       1_000_000,
@@ -60,7 +61,7 @@ const setUp = Effect.gen(function*() {
       (peer) => new PeerWriter(router, peer, fork)
     )
     router.attach(peer)
-    batch(peer, [registerFrame({ sessionId })])
+    batch(peer, [registerFrame(scopeId === undefined ? { sessionId } : { sessionId, scopeId })])
     return peer
   }
   /** `peer`'s connection closes. */
@@ -75,15 +76,16 @@ const setUp = Effect.gen(function*() {
   const away = session("recipient", false)
   const sender = session("sender", false)
   batch(away, [{ type: "unregister" }])
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < count; i++) {
     router.output.takeForWrite(sender) // its own answers: its writer keeps up
     assert.isFalse(batch(sender, [{ type: "send", to: "recipient", message: message(`m${i}`) }]))
   }
   const recipient = session("recipient", true)
   assert.strictEqual(recipient.outbox.length, 0)
-  assert.strictEqual(recipient.parked.length, 3)
-  return { router, recipient, sender, session, close, drain }
+  assert.strictEqual(recipient.parked.length, count - 1)
+  return { router, recipient, sender, batch, session, close, drain }
 })
+const setUp = setUpWith(4)
 
 /** What a write of `peer`'s holds, in order: `m<i>` (a message), `left <id>`, `joined <id>`. */
 const written = (router: Router, peer: Peer): Array<string> =>
@@ -126,5 +128,136 @@ describe("a departure held behind the sender's mail in the recipient's parked fl
       drain(recipient, 1)
       assert.deepStrictEqual(written(router, recipient), ["joined sender", "m3"])
       assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  it.effect("the sender comes back, the last of the mail is offered before its return is written, and it leaves again before the writer collects: the recipient hears it leave once, after that mail", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["m1", "m2"])
+      const back = session("sender", false)
+      // Released while the session is back and its join is not written yet; then it leaves again.
+      drain(recipient, 1)
+      close(back)
+      // The recipient never heard it join again: it still takes it for present, and must hear it leave.
+      assert.deepStrictEqual(written(router, recipient), ["m3", "left sender"])
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.isUndefined(recipient.withheldDepartures) // settled: nothing left behind
+    }))
+
+  it.effect("the same, with the feed dropping the second departure while the recipient lags: still one session_left, after that mail", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["m1", "m2"])
+      const back = session("sender", false)
+      drain(recipient, 1)
+      close(back)
+      // Past the feed's bound of departed entries: the sender's latest entry is dropped (Membership.compact).
+      for (let i = 0; i < 1_100; i++) close(session(`passer-${i}`, false))
+      router.membership.notify()
+      assert.deepStrictEqual(written(router, recipient), ["m3", "left sender"])
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.isUndefined(recipient.withheldDepartures) // settled: nothing left behind
+    }))
+
+  it.effect("the sender comes back, and the last of the mail is offered before the recipient's writer collected anything: no session_left, its return ahead of that mail", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUpWith(3)
+      close(sender)
+      session("sender", false)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["joined sender", "m1", "m2"])
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.isUndefined(recipient.withheldDepartures) // settled: nothing left behind
+    }))
+
+  it.effect("the sender comes back and leaves again, and the last of the mail is offered, all before the recipient's writer collects: one session_left, after that mail", () =>
+    Effect.gen(function*() {
+      const { close, drain, recipient, router, sender, session } = yield* setUpWith(3)
+      close(sender)
+      close(session("sender", false))
+      drain(recipient, 2)
+      // Its return is not written (it joined and left since): the first departure goes after the queued mail.
+      assert.deepStrictEqual(written(router, recipient), ["m1", "m2", "left sender"])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+})
+
+describe("a recipient whose session leaves while a departure is withheld from it, and whose connection registers again", () => {
+  /** `peer` unregisters, then registers as session `sessionId` of scope `scopeId`, in two batches. */
+  const reregister = (batch: (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>) => boolean, peer: Peer, sessionId: string, scopeId: string) => {
+    batch(peer, [{ type: "unregister" }])
+    batch(peer, [registerFrame(scopeId === undefined ? { sessionId } : { sessionId, scopeId })])
+    assert.strictEqual(peer.session?.id, sessionId)
+  }
+
+  it.effect("released once it went (the departure owed, not written yet): the new registration gets no session_left of the old scope's session", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      drain(recipient, 2) // the last of the mail: the departure is owed
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  it.effect("released while the sender was back, its return not written: a session of the same id in the new scope that joins and leaves unseen is not reported leaving", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 2)
+      assert.deepStrictEqual(written(router, recipient), ["m1", "m2"])
+      session("sender", false)
+      drain(recipient, 1) // released while the sender is back, before the recipient's writer wrote its return
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      close(session("sender", false, "other-scope"))
+      assert.deepStrictEqual(written(router, recipient), [])
+      assert.deepStrictEqual(written(router, recipient), [])
+    }))
+
+  // A reader holds an `unregister` until its own parked output is offered (PeerReader.whileHeldBack): below,
+  // the Router is driven directly, so the holds behind that output are still taken when the session leaves.
+  it.effect("with the mail still in its own parked list: the new registration gets no session_left of the old scope's session", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      drain(recipient, 2) // the old session's mail, refused and taken back: it releases nothing
+      assert.deepStrictEqual([...written(router, recipient), ...written(router, recipient)], [])
+    }))
+
+  it.effect("with the mail still in its own parked list, and a departure of the same id held there: the new hold is released by its own mail, not by the old session's", () =>
+    Effect.gen(function*() {
+      const { batch, close, drain, recipient, router, sender, session } = yield* setUp
+      close(sender)
+      drain(recipient, 1)
+      assert.deepStrictEqual(written(router, recipient), ["m1"])
+      // In another scope, "elsewhere" has three messages of that scope's "sender" in its mailbox.
+      const away = session("elsewhere", false, "other-scope")
+      batch(away, [{ type: "unregister" }])
+      const other = session("sender", false, "other-scope")
+      for (let i = 0; i < 3; i++) {
+        router.output.takeForWrite(other)
+        assert.isFalse(batch(other, [{ type: "send", to: "elsewhere", message: message(`n${i}`) }]))
+      }
+      reregister(batch, recipient, "elsewhere", "other-scope")
+      // Its flush is parked behind the old session's m2 and m3; "sender" leaves with its mail there.
+      assert.strictEqual(recipient.parked.length, 5)
+      close(other)
+      const seen = written(router, recipient)
+      drain(recipient, 2) // m2 and m3, refused and taken back
+      seen.push(...written(router, recipient))
+      drain(recipient, 2)
+      seen.push(...written(router, recipient))
+      drain(recipient, 1)
+      seen.push(...written(router, recipient), ...written(router, recipient))
+      assert.deepStrictEqual(seen, ["n0", "n1", "n2", "left sender"])
     }))
 })

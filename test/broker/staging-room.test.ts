@@ -91,15 +91,19 @@ const written = (router: Router, peer: Peer): Array<string> =>
 
 /**
  * The recipient's writer takes its outbox once (it sees the sender join); `sender` stages `n` threads for it,
- * they fall due, two into its outbox and the rest waiting for room, and the sender's connection closes.
+ * they fall due, two into its outbox and the rest waiting for room, and the sender's connection closes;
+ * returns the staged messages' ids.
  */
-const stageThenClose = (setup: Effect.Success<typeof setUp>, n: number) => {
+const stageThenClose = (setup: Effect.Success<typeof setUp>, n: number): ReadonlyArray<string> => {
   const { batch, clock, recipient, router, sender } = setup
   assert.deepStrictEqual(written(router, recipient), ["joined sender", "message one", "message two"])
+  const ids: Array<string> = []
   for (let i = 0; i < n; i++) {
     router.output.takeForWrite(sender) // its own answers: its writer keeps up
+    const staged = message(`due ${i}`)
+    ids.push(staged.id)
     assert.isFalse(batch(sender, [
-      { type: "send", to: "recipient", message: message(`due ${i}`), delivery: "queue", queueMode: "replace", threadId: `t${i}` }
+      { type: "send", to: "recipient", message: staged, delivery: "queue", queueMode: "replace", threadId: `t${i}` }
     ]))
   }
   clock.now += WINDOW_MS
@@ -108,6 +112,7 @@ const stageThenClose = (setup: Effect.Success<typeof setUp>, n: number) => {
   router.detach(sender, router.output.drainOnClose(sender))
   // Its connection closed: no batch of its to park them with; they still wait.
   assert.strictEqual(router.staging.waiting, n - 2)
+  return ids
 }
 
 describe("a replace-staged message falling due into a full outbox", () => {
@@ -170,6 +175,24 @@ describe("a replace-staged message falling due into a full outbox", () => {
         "joined sender",
         ...Array.from({ length: 4 }, (_, i) => `message due ${i + 2}`)
       ])
+    }))
+
+  it.effect("whose sender comes back and withdraws them, then closes again before its return is written: the recipient hears it leave once, after what was queued", () =>
+    Effect.gen(function*() {
+      const setup = yield* setUp
+      const { batch, recipient, router, session } = setup
+      const ids = stageThenClose(setup, 6)
+      const seen = written(router, recipient) // passes over the departure; two of the four still wait
+      assert.strictEqual(router.staging.waiting, 2)
+      const back = session(3, "sender", false, [DELIVERY_V1])
+      router.output.takeForWrite(back)
+      // The last hold goes while the sender is back, before the recipient's writer wrote its return.
+      batch(back, ids.slice(4).map((messageId) => ({ type: "cancel_message", messageId })))
+      assert.strictEqual(router.staging.waiting, 0)
+      router.detach(back, router.output.drainOnClose(back))
+      for (let i = 0; i < 3; i++) seen.push(...written(router, recipient))
+      assert.deepStrictEqual(seen, [...Array.from({ length: 4 }, (_, i) => `message due ${i}`), "left sender"])
+      assert.isUndefined(recipient.withheldDepartures) // settled: nothing left behind
     }))
 
   it.effect("the held-back departure stays held when the feed drops it while the recipient lags (owed, not written early)", () =>
