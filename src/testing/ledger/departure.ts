@@ -10,7 +10,11 @@
  * with a departure when the broker reads its `unregister` or sees its
  * connection end — a takeover (a `register` of X on another connection while
  * the broker still holds this one) is no departure, and hands the collected
- * sends on to the new registration. Departures are numbered per broker
+ * sends on to the new registration. A message sent again with the same id
+ * (its client never heard the answer) counts where the broker last read it
+ * before the answer or its first arrival, as `acceptSeq` does (ledger/wire.ts):
+ * a copy read earlier may have waited in a reader that closed before routing
+ * it. Departures are numbered per broker
  * incarnation and session. When the broker writes a `session_left` for X to
  * a connection, the ledger notes how many departures of X it had seen then
  * (matched to the client's read in order, per connection and session); a
@@ -66,6 +70,8 @@ export class DepartureLedger {
   private readonly unanswered = new Map<string, Array<Departure>>()
   /** The departure by `unregister` that last ended a registration on each link, until the link registers again. */
   private readonly lastOnLink = new Map<number, Departure>()
+  /** The registration whose read of each message counts (the last before it was answered or read), by message id. */
+  private readonly sentIn = new Map<string, Registration>()
   /** The departure that ended the registration each message was sent in, by message id. */
   private readonly endOf = new Map<string, Departure>()
   /** `session_left` frames written and not read yet, per link, in order: the departed session and its count then. */
@@ -100,8 +106,13 @@ export class DepartureLedger {
             ? message.id
             : undefined
           const registration = this.held.get(linkId)
-          if (id !== undefined && registration !== undefined && recordFrom(state, id, link.owner) !== undefined) {
-            registration.sent.push(id)
+          const record = id === undefined ? undefined : recordFrom(state, id, link.owner)
+          // As `acceptSeq` (wire.ts): the copy the broker accepts is the last it reads before the sender
+          // hears the answer (a copy read before may have waited in a reader that closed unrouted).
+          if (registration !== undefined && record !== undefined && record.outcome !== "acked" && record.reads.length === 0) {
+            registration.sent.push(record.id)
+            this.sentIn.set(record.id, registration)
+            this.endOf.delete(record.id)
           }
           break
         }
@@ -190,8 +201,8 @@ export class DepartureLedger {
     for (const [other, registration] of this.held) {
       if (other === linkId || registration.session !== session || state.links.get(other)?.brokerEpoch !== epoch) continue
       // A takeover: no departure; what the old connection sent leaves with the session.
-      sent.push(...registration.sent)
       this.held.delete(other)
+      for (const id of registration.sent) if (this.sentIn.get(id) === registration) sent.push(id)
     }
     const key = `${epoch}\u0000${session}`
     for (const departure of this.unanswered.get(key) ?? []) departure.rejoined = true
@@ -200,7 +211,9 @@ export class DepartureLedger {
     if (onLink !== undefined) onLink.rejoined = true
     this.lastOnLink.delete(linkId)
     const previous = this.held.get(linkId)
-    this.held.set(linkId, { session, sent: previous === undefined ? sent : [...previous.sent, ...sent] })
+    const next: Registration = { session, sent: previous === undefined ? sent : [...previous.sent, ...sent] }
+    for (const id of next.sent) if (this.sentIn.has(id)) this.sentIn.set(id, next)
+    this.held.set(linkId, next)
   }
 
   private depart(linkId: number, epoch: number, unregistered: boolean): void {
@@ -211,7 +224,7 @@ export class DepartureLedger {
     const index = (this.count.get(key) ?? 0) + 1
     this.count.set(key, index)
     const departure: Departure = { session: registration.session, epoch, index, unregistered, rejoined: false }
-    for (const id of registration.sent) if (!this.endOf.has(id)) this.endOf.set(id, departure)
+    for (const id of registration.sent) if (this.sentIn.get(id) === registration) this.endOf.set(id, departure)
     const unanswered = this.unanswered.get(key) ?? []
     unanswered.push(departure)
     this.unanswered.set(key, unanswered)
