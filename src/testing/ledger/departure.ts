@@ -25,13 +25,18 @@
  * Only what arrives is judged: a message that never does (refused, expired,
  * withdrawn, superseded, lost) is the other checks' business. Named
  * exceptions, each documented:
- * - `left-then-rejoined`: docs/architecture.md's "Not covered" — X left by
- *   `unregister`, then registered again (the same id on any connection, or
- *   that connection as another session) before the message arrived, which
- *   the broker had routed to the recipient's live connection (so it can
- *   have been X's own output parked behind backpressure, whose held
- *   departure X's return puts into the feed ahead of it). Tolerated by
- *   default (Soak.ts's `KNOWN_ISSUES`).
+ * - `left-then-rejoined`: docs/architecture.md's "Not covered" — X left
+ *   (by `unregister` or its connection's end), then registered again (the
+ *   same id on any connection, or that connection as another session)
+ *   before the message arrived, which the broker had routed to the
+ *   recipient's live connection: X's output still queued or parked for the
+ *   recipient when X returned, which the recipient's writer writes after
+ *   X's departure and new join (a departure stays before the join that
+ *   follows it). A return after the end of any registration that read a
+ *   copy counts (the broker may have routed the earlier copy and deduplicated
+ *   the later). Tolerated by default (Soak.ts's `KNOWN_ISSUES`). Mail
+ *   flushed from the mailbox when the recipient registered is not excused
+ *   (a departure waits for it: DepartureHolds.ts, also across a return).
  * - `takeover-late-write`: the message was in the write in progress of a
  *   connection the recipient had replaced (ledger/order.ts, known issue 22):
  *   it comes back after everything the new connection was sent since.
@@ -48,13 +53,13 @@ interface Departure {
   readonly session: string
   readonly epoch: number
   readonly index: number
-  /** Ended by an `unregister` (the connection stays open and may register again), not by the connection's end. */
+  /** Ended by an `unregister` (the connection stays open and may register again), not by the connection's end: for the report. */
   readonly unregistered: boolean
   /** The broker read a registration of the same id, or of that connection, after it. */
   rejoined: boolean
 }
 
-/** A registration the broker holds on one connection, and the sends it read on it. */
+/** A registration the broker holds on one connection, and the sends it read on it (every copy). */
 interface Registration {
   readonly session: string
   readonly sent: Array<string>
@@ -68,12 +73,14 @@ export class DepartureLedger {
   private readonly count = new Map<string, number>()
   /** Departures not followed by a registration yet, per `epoch\0session`. */
   private readonly unanswered = new Map<string, Array<Departure>>()
-  /** The departure by `unregister` that last ended a registration on each link, until the link registers again. */
+  /** The departure by `unregister` that last ended a registration on each link, until the link registers again (as any session). */
   private readonly lastOnLink = new Map<number, Departure>()
   /** The registration whose read of each message counts (the last before it was answered or read), by message id. */
   private readonly sentIn = new Map<string, Registration>()
   /** The departure that ended the registration each message was sent in, by message id. */
   private readonly endOf = new Map<string, Departure>()
+  /** Every departure that ended a registration in which the broker read a copy of each message, by message id. */
+  private readonly endsOfCopies = new Map<string, Array<Departure>>()
   /** `session_left` frames written and not read yet, per link, in order: the departed session and its count then. */
   private readonly written = new Map<number, Array<{ readonly session: string; readonly departures: number }>>()
   /** Departures each receiver was told of, per `receiver\0session\0epoch`: the highest count it read. */
@@ -109,8 +116,9 @@ export class DepartureLedger {
           const record = id === undefined ? undefined : recordFrom(state, id, link.owner)
           // As `acceptSeq` (wire.ts): the copy the broker accepts is the last it reads before the sender
           // hears the answer (a copy read before may have waited in a reader that closed unrouted).
-          if (registration !== undefined && record !== undefined && record.outcome !== "acked" && record.reads.length === 0) {
-            registration.sent.push(record.id)
+          if (registration === undefined || record === undefined) break
+          registration.sent.push(record.id)
+          if (record.outcome !== "acked" && record.reads.length === 0) {
             this.sentIn.set(record.id, registration)
             this.endOf.delete(record.id)
           }
@@ -178,7 +186,8 @@ export class DepartureLedger {
     // the sender's own output parked behind backpressure, which a return of the sender lets fall behind.
     const routedLive = record.acceptSeq !== undefined && record.acceptSeq > (this.registeredAtSeq.get(linkId) ?? Infinity)
     const late = lateFromReplaced(state, record, receiver)
-    const rejoined = !late && ended.unregistered && ended.rejoined && routedLive
+    // A copy read earlier (whose registration also ended) may be the one the broker routed: its return counts too.
+    const rejoined = !late && routedLive && (this.endsOfCopies.get(id) ?? [ended]).some((end) => end.rejoined)
     violate(
       state,
       late ? "takeover-late-write" : rejoined ? "left-then-rejoined" : "left-before-mail",
@@ -197,12 +206,12 @@ export class DepartureLedger {
   /** The broker read a `register` of `session` on `linkId`: a takeover of its other registrations, or a return after a departure. */
   private registered(state: LedgerState, linkId: number, epoch: number, session: string): void {
     this.registeredAtSeq.set(linkId, state.acceptSeq)
-    const sent: Array<string> = []
+    const replaced: Array<Registration> = []
     for (const [other, registration] of this.held) {
       if (other === linkId || registration.session !== session || state.links.get(other)?.brokerEpoch !== epoch) continue
       // A takeover: no departure; what the old connection sent leaves with the session.
       this.held.delete(other)
-      for (const id of registration.sent) if (this.sentIn.get(id) === registration) sent.push(id)
+      replaced.push(registration)
     }
     const key = `${epoch}\u0000${session}`
     for (const departure of this.unanswered.get(key) ?? []) departure.rejoined = true
@@ -211,8 +220,12 @@ export class DepartureLedger {
     if (onLink !== undefined) onLink.rejoined = true
     this.lastOnLink.delete(linkId)
     const previous = this.held.get(linkId)
-    const next: Registration = { session, sent: previous === undefined ? sent : [...previous.sent, ...sent] }
-    for (const id of next.sent) if (this.sentIn.has(id)) this.sentIn.set(id, next)
+    if (previous !== undefined) replaced.push(previous)
+    const next: Registration = { session, sent: replaced.flatMap((registration) => registration.sent) }
+    for (const id of next.sent) {
+      const counted = this.sentIn.get(id)
+      if (counted !== undefined && replaced.includes(counted)) this.sentIn.set(id, next)
+    }
     this.held.set(linkId, next)
   }
 
@@ -224,7 +237,12 @@ export class DepartureLedger {
     const index = (this.count.get(key) ?? 0) + 1
     this.count.set(key, index)
     const departure: Departure = { session: registration.session, epoch, index, unregistered, rejoined: false }
-    for (const id of registration.sent) if (this.sentIn.get(id) === registration) this.endOf.set(id, departure)
+    for (const id of registration.sent) {
+      if (this.sentIn.get(id) === registration) this.endOf.set(id, departure)
+      const ends = this.endsOfCopies.get(id) ?? []
+      ends.push(departure)
+      this.endsOfCopies.set(id, ends)
+    }
     const unanswered = this.unanswered.get(key) ?? []
     unanswered.push(departure)
     this.unanswered.set(key, unanswered)

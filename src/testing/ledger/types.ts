@@ -93,7 +93,7 @@ export type ViolationKind =
   | "left-before-mail"
   /**
    * A `left-before-mail` in the documented gap (docs/architecture.md,
-   * "Not covered"): the sender unregistered, then registered again (or its
+   * "Not covered"): the sender left, then registered again (or its
    * connection did, as another session) before the message, routed to the
    * recipient's live connection, arrived. Tolerated by default.
    */
