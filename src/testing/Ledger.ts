@@ -9,10 +9,12 @@
  * driver call into it between two yields, like the broker's Router. This
  * class is the ledger's face; its memory is `ledger/state.ts`, and each
  * concern is a module of `ledger/`: the trace, the wire taps, order, hosts
- * and asks, and the fates at the end of a run.
+ * and asks, departures (ledger/departure.ts), and the fates at the end of a
+ * run.
  */
 import { Cause, Exit } from "effect"
 import type { Message } from "../protocol/frames.ts"
+import { DepartureLedger } from "./ledger/departure.ts"
 import { askEnded, askStarted, askTally, hostDelivered, hostRestored, questionOf, unsettledAsks } from "./ledger/asks.ts"
 import { finish, groupTally, recordSaid, unexplained } from "./ledger/fates.ts"
 import { setRescue } from "./ledger/order.ts"
@@ -49,6 +51,7 @@ export type * from "./ledger/types.ts"
 export class Ledger {
   private readonly state: LedgerState
   private readonly topics = new TopicLedger()
+  private readonly departures = new DepartureLedger()
 
   constructor(options: LedgerOptions) {
     this.state = makeLedgerState(options)
@@ -143,6 +146,7 @@ export class Ledger {
     const link = this.state.links.get(id)
     if (link === undefined) return
     link.brokerEnded = true
+    this.departures.brokerEnded(this.state, id)
     // The broker's end wins: while a connection lingers (its client closed first), the broker still takes it as live.
     link.endedAt = this.state.now()
   }
@@ -174,11 +178,13 @@ export class Ledger {
   /** The broker read frames from a client on link `linkId`. */
   brokerRead(linkId: number, frames: ReadonlyArray<string>): void {
     brokerRead(this.state, linkId, frames)
+    this.departures.brokerRead(this.state, linkId, frames)
   }
 
   /** The broker wrote frames toward a client. */
   brokerWrote(linkId: number, frames: ReadonlyArray<string>): void {
     brokerWrote(this.state, linkId, frames)
+    this.departures.brokerWrote(this.state, linkId, frames)
   }
 
   /**
@@ -212,6 +218,7 @@ export class Ledger {
   /** A client read frames from the broker. */
   clientRead(linkId: number, frames: ReadonlyArray<string>): void {
     clientRead(this.state, linkId, frames)
+    this.departures.clientRead(this.state, linkId, frames)
     const owner = this.state.links.get(linkId)?.owner
     if (owner !== undefined) this.topics.read(this.state, linkId, owner, frames)
   }

@@ -127,6 +127,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "untold-eviction": true,
   "stranded-mail": true,
   "takeover-late-write": true,
+  "left-before-mail": true,
+  "left-then-rejoined": true,
   "fiber-leak": true,
   "defect": true,
   "mailbox-not-empty": true,

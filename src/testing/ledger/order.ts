@@ -28,7 +28,7 @@ export const rescuedNow = (state: LedgerState, record: MessageRecord): boolean =
  * connection at the takeover and any newer mail (docs/protocol.md, "Mail
  * caught in a replaced connection follows the session").
  */
-const lateFromReplaced = (state: LedgerState, record: MessageRecord, receiver: string): boolean =>
+export const lateFromReplaced = (state: LedgerState, record: MessageRecord, receiver: string): boolean =>
   record.cutFrom.some(({ link: linkId, startedAt }) => {
     const link = state.links.get(linkId)
     return link !== undefined && link.owner === receiver && link.replacedAt !== undefined &&

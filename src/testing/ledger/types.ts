@@ -85,6 +85,19 @@ export type ViolationKind =
    * session"); known issue 22 (docs/testing.md), tolerated by default.
    */
   | "takeover-late-write"
+  /**
+   * A message its sender sent before it left (as the broker saw the leave)
+   * reached a recipient after that recipient read the sender's
+   * `session_left` (C-BRK-33; ledger/departure.ts).
+   */
+  | "left-before-mail"
+  /**
+   * A `left-before-mail` in the documented gap (docs/architecture.md,
+   * "Not covered"): the sender left, then registered again (or its
+   * connection did, as another session) before the message, routed to the
+   * recipient's live connection, arrived. Tolerated by default.
+   */
+  | "left-then-rejoined"
   /** Fibers were still running after their owner (generation, client, broker, world) closed. */
   | "fiber-leak"
   /**

@@ -1,0 +1,251 @@
+/**
+ * Departure order (C-BRK-33; docs/architecture.md, "Membership frames"):
+ * every message a session X sent before it left reaches each recipient before
+ * X's `session_left` there. A client fails the asks waiting on X when it reads
+ * that frame, so a reply arriving after it is lost to its asker.
+ *
+ * "Before X left" is the broker's view: each registration the broker holds
+ * on a connection collects the sends it read on it (a send still in X's
+ * client, or on the wire, at the leave was never sent); the registration ends
+ * with a departure when the broker reads its `unregister` or sees its
+ * connection end — a takeover (a `register` of X on another connection while
+ * the broker still holds this one) is no departure, and hands the collected
+ * sends on to the new registration. A message sent again with the same id
+ * (its client never heard the answer) counts where the broker last read it
+ * before the answer or its first arrival, as `acceptSeq` does (ledger/wire.ts):
+ * a copy read earlier may have waited in a reader that closed before routing
+ * it. Departures are numbered per broker
+ * incarnation and session. When the broker writes a `session_left` for X to
+ * a connection, the ledger notes how many departures of X it had seen then
+ * (matched to the client's read in order, per connection and session); a
+ * recipient that reads it has been told of those departures. The first
+ * arrival there of a message whose registration ended in one of them is
+ * `left-before-mail`.
+ *
+ * Only what arrives is judged: a message that never does (refused, expired,
+ * withdrawn, superseded, lost) is the other checks' business. Named
+ * exceptions, each documented:
+ * - `left-then-rejoined`: docs/architecture.md's "Not covered" — X left
+ *   (by `unregister` or its connection's end), then registered again (the
+ *   same id on any connection, or that connection as another session)
+ *   before the message arrived, which the broker had routed to the
+ *   recipient's live connection: X's output still queued or parked for the
+ *   recipient when X returned, which the recipient's writer writes after
+ *   X's departure and new join (a departure stays before the join that
+ *   follows it). A return after the end of any registration that read a
+ *   copy counts (the broker may have routed the earlier copy and deduplicated
+ *   the later). Tolerated by default (Soak.ts's `KNOWN_ISSUES`). Mail
+ *   flushed from the mailbox when the recipient registered is not excused
+ *   (a departure waits for it: DepartureHolds.ts, also across a return).
+ * - `takeover-late-write`: the message was in the write in progress of a
+ *   connection the recipient had replaced (ledger/order.ts, known issue 22):
+ *   it comes back after everything the new connection was sent since.
+ *
+ * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
+ */
+import { decodeBrokerFrameText, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
+import { lateFromReplaced } from "./order.ts"
+import { isHostile, type LedgerState, nameOf, recordFrom } from "./state.ts"
+import { violate } from "./trace.ts"
+
+/** One end of a registration of session `session` (numbered per broker incarnation and session). */
+interface Departure {
+  readonly session: string
+  readonly epoch: number
+  readonly index: number
+  /** Ended by an `unregister` (the connection stays open and may register again), not by the connection's end: for the report. */
+  readonly unregistered: boolean
+  /** The broker read a registration of the same id, or of that connection, after it. */
+  rejoined: boolean
+}
+
+/** A registration the broker holds on one connection, and the sends it read on it (every copy). */
+interface Registration {
+  readonly session: string
+  readonly sent: Array<string>
+}
+
+/** The departure side of one ledger. */
+export class DepartureLedger {
+  /** The registration the broker holds on each connection, by link. */
+  private readonly held = new Map<number, Registration>()
+  /** Departures seen so far, per `epoch\0session`. */
+  private readonly count = new Map<string, number>()
+  /** Departures not followed by a registration yet, per `epoch\0session`. */
+  private readonly unanswered = new Map<string, Array<Departure>>()
+  /** The departure by `unregister` that last ended a registration on each link, until the link registers again (as any session). */
+  private readonly lastOnLink = new Map<number, Departure>()
+  /** The registration whose read of each message counts (the last before it was answered or read), by message id. */
+  private readonly sentIn = new Map<string, Registration>()
+  /** The departure that ended the registration each message was sent in, by message id. */
+  private readonly endOf = new Map<string, Departure>()
+  /** Every departure that ended a registration in which the broker read a copy of each message, by message id. */
+  private readonly endsOfCopies = new Map<string, Array<Departure>>()
+  /** `session_left` frames written and not read yet, per link, in order: the departed session and its count then. */
+  private readonly written = new Map<number, Array<{ readonly session: string; readonly departures: number }>>()
+  /** Departures each receiver was told of, per `receiver\0session\0epoch`: the highest count it read. */
+  private readonly told = new Map<string, number>()
+  /** Messages whose first arrival was judged. */
+  private readonly judged = new Set<string>()
+  /** `acceptSeq` when the broker read each link's `register`. */
+  private readonly registeredAtSeq = new Map<number, number>()
+
+  /** The broker read frames on link `linkId` (after `wire.ts`'s tap gave the sends among them their `acceptSeq`). */
+  brokerRead(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
+    const link = state.links.get(linkId)
+    if (link === undefined || isHostile(state, link.owner)) return
+    for (const text of frames) {
+      const parsed = parseFrameText(text)
+      if (isFrameDecodeError(parsed)) continue
+      switch (parsed.type) {
+        case "register": {
+          const session = typeof parsed["sessionId"] === "string" ? parsed["sessionId"] : link.owner
+          this.registered(state, linkId, link.brokerEpoch, session)
+          break
+        }
+        case "unregister":
+          this.depart(linkId, link.brokerEpoch, true)
+          break
+        case "send":
+        case "supervisor_send": {
+          const message = parsed["message"]
+          const id = typeof message === "object" && message !== null && "id" in message && typeof message.id === "string"
+            ? message.id
+            : undefined
+          const registration = this.held.get(linkId)
+          const record = id === undefined ? undefined : recordFrom(state, id, link.owner)
+          // As `acceptSeq` (wire.ts): the copy the broker accepts is the last it reads before the sender
+          // hears the answer (a copy read before may have waited in a reader that closed unrouted).
+          if (registration === undefined || record === undefined) break
+          registration.sent.push(record.id)
+          if (record.outcome !== "acked" && record.reads.length === 0) {
+            this.sentIn.set(record.id, registration)
+            this.endOf.delete(record.id)
+          }
+          break
+        }
+        default:
+          break
+      }
+    }
+  }
+
+  /** The broker's side of link `linkId` saw it end: the registration it held there departs. */
+  brokerEnded(state: LedgerState, linkId: number): void {
+    const link = state.links.get(linkId)
+    if (link !== undefined) this.depart(linkId, link.brokerEpoch, false)
+  }
+
+  /** The broker wrote frames toward a client: notes each `session_left` with the departures it had seen then. */
+  brokerWrote(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
+    const link = state.links.get(linkId)
+    if (link === undefined) return
+    for (const text of frames) {
+      if (!text.startsWith(`{"type":"session_left"`)) continue
+      const frame = decodeBrokerFrameText(text)
+      if (isFrameDecodeError(frame) || frame.type !== "session_left") continue
+      const queue = this.written.get(linkId) ?? []
+      queue.push({ session: frame.sessionId, departures: this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0 })
+      this.written.set(linkId, queue)
+    }
+  }
+
+  /** A client read frames: a `session_left` tells its session of departures; a message's first arrival is judged. */
+  clientRead(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
+    const link = state.links.get(linkId)
+    if (link === undefined) return
+    const receiver = link.owner
+    for (const text of frames) {
+      if (text.startsWith(`{"type":"session_left"`)) {
+        const frame = decodeBrokerFrameText(text)
+        if (isFrameDecodeError(frame) || frame.type !== "session_left") continue
+        const queue = this.written.get(linkId) ?? []
+        const at = queue.findIndex((entry) => entry.session === frame.sessionId)
+        if (at < 0) continue
+        const [entry] = queue.splice(at, 1)
+        const key = `${receiver}\u0000${frame.sessionId}\u0000${link.brokerEpoch}`
+        this.told.set(key, Math.max(this.told.get(key) ?? 0, entry?.departures ?? 0))
+      } else if (text.startsWith(`{"type":"message"`)) {
+        const frame = decodeBrokerFrameText(text)
+        if (isFrameDecodeError(frame) || frame.type !== "message") continue
+        this.arrived(state, linkId, receiver, frame.from.id, frame.message.id)
+      }
+    }
+  }
+
+  private arrived(state: LedgerState, linkId: number, receiver: string, sender: string, id: string): void {
+    const record = recordFrom(state, id, sender)
+    if (record === undefined || this.judged.has(id)) return
+    this.judged.add(id)
+    const ended = this.endOf.get(id)
+    if (ended === undefined) return
+    const told = this.told.get(`${receiver}\u0000${sender}\u0000${ended.epoch}`) ?? 0
+    state.checkCount++ // one check (trace.ts's `check`), its violation named below by its cause
+    if (told < ended.index) return
+    // Routed to this live connection (not flushed from the mailbox when it registered): it may have been
+    // the sender's own output parked behind backpressure, which a return of the sender lets fall behind.
+    const routedLive = record.acceptSeq !== undefined && record.acceptSeq > (this.registeredAtSeq.get(linkId) ?? Infinity)
+    const late = lateFromReplaced(state, record, receiver)
+    // A copy read earlier (whose registration also ended) may be the one the broker routed: its return counts too.
+    const rejoined = !late && routedLive && (this.endsOfCopies.get(id) ?? [ended]).some((end) => end.rejoined)
+    violate(
+      state,
+      late ? "takeover-late-write" : rejoined ? "left-then-rejoined" : "left-before-mail",
+      `${record.alias} from ${nameOf(state, sender)} reached ${nameOf(state, receiver)} after its session_left, though ${
+        nameOf(state, sender)
+      } sent it before it left (${ended.unregistered ? "unregistered" : "its connection ended"})${
+        late
+          ? " (it was in the write in progress of a connection the receiver had replaced)"
+          : rejoined
+          ? " (the sender registered again before it arrived: the documented gap)"
+          : ""
+      }`
+    )
+  }
+
+  /** The broker read a `register` of `session` on `linkId`: a takeover of its other registrations, or a return after a departure. */
+  private registered(state: LedgerState, linkId: number, epoch: number, session: string): void {
+    this.registeredAtSeq.set(linkId, state.acceptSeq)
+    const replaced: Array<Registration> = []
+    for (const [other, registration] of this.held) {
+      if (other === linkId || registration.session !== session || state.links.get(other)?.brokerEpoch !== epoch) continue
+      // A takeover: no departure; what the old connection sent leaves with the session.
+      this.held.delete(other)
+      replaced.push(registration)
+    }
+    const key = `${epoch}\u0000${session}`
+    for (const departure of this.unanswered.get(key) ?? []) departure.rejoined = true
+    this.unanswered.delete(key)
+    const onLink = this.lastOnLink.get(linkId)
+    if (onLink !== undefined) onLink.rejoined = true
+    this.lastOnLink.delete(linkId)
+    const previous = this.held.get(linkId)
+    if (previous !== undefined) replaced.push(previous)
+    const next: Registration = { session, sent: replaced.flatMap((registration) => registration.sent) }
+    for (const id of next.sent) {
+      const counted = this.sentIn.get(id)
+      if (counted !== undefined && replaced.includes(counted)) this.sentIn.set(id, next)
+    }
+    this.held.set(linkId, next)
+  }
+
+  private depart(linkId: number, epoch: number, unregistered: boolean): void {
+    const registration = this.held.get(linkId)
+    if (registration === undefined) return
+    this.held.delete(linkId)
+    const key = `${epoch}\u0000${registration.session}`
+    const index = (this.count.get(key) ?? 0) + 1
+    this.count.set(key, index)
+    const departure: Departure = { session: registration.session, epoch, index, unregistered, rejoined: false }
+    for (const id of registration.sent) {
+      if (this.sentIn.get(id) === registration) this.endOf.set(id, departure)
+      const ends = this.endsOfCopies.get(id) ?? []
+      ends.push(departure)
+      this.endsOfCopies.set(id, ends)
+    }
+    const unanswered = this.unanswered.get(key) ?? []
+    unanswered.push(departure)
+    this.unanswered.set(key, unanswered)
+    if (unregistered) this.lastOnLink.set(linkId, departure)
+  }
+}

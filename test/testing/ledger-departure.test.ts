@@ -1,0 +1,144 @@
+/**
+ * The ledger's departure-order check (C-BRK-33, ledger/departure.ts) on its
+ * own, fed by hand: a message its sender sent before it left (as the broker
+ * saw the leave) must reach a recipient before the sender's `session_left`
+ * there. After it, it is `left-before-mail`; `left-then-rejoined` when the
+ * sender left and registered again first (docs/architecture.md's documented
+ * gap), for mail the broker routed to the recipient's live connection.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { Message } from "../../src/protocol/frames.ts"
+import { Ledger } from "../../src/testing/Ledger.ts"
+
+const A = "sim-1-a"
+const B = "sim-2-b"
+const session = (pid: number) => ({ cwd: "/", model: "m", pid, startedAt: 0, lastActivity: 0 })
+const from = { id: A, ...session(1) }
+const last: Message = { id: "m-0001", timestamp: 0, content: { text: "last words" } }
+const later: Message = { id: "m-0002", timestamp: 0, content: { text: "back again" } }
+const sendOf = (message: Message) => JSON.stringify({ type: "send", to: B, message })
+const delivered = (message: Message) => JSON.stringify({ type: "message", from, message })
+const registerOf = (id: string, pid: number) => JSON.stringify({ type: "register", sessionId: id, session: session(pid) })
+const registeredOf = (id: string) => JSON.stringify({ type: "registered", sessionId: id })
+const unregister = JSON.stringify({ type: "unregister" })
+const left = JSON.stringify({ type: "session_left", sessionId: A })
+
+interface Story {
+  /** How A leaves: `unregister` on its connection, or the connection ends. */
+  readonly leaves: "unregister" | "close"
+  /** A registers again (on its connection after an `unregister`, else on a new one) before B reads. */
+  readonly rejoins?: boolean
+  /** B registers only after A's send (A's mail waits in the mailbox and is flushed to B's new connection). */
+  readonly receiverLate?: boolean
+  /** The broker writes B's `session_left` for A before the departure (it was about an earlier one). */
+  readonly leftWrittenEarly?: boolean
+  /** What B reads, in order. */
+  readonly reads: ReadonlyArray<"left" | "last" | "later">
+}
+
+/** A (link #1) sends `last` to B (link #2), leaves, perhaps registers again; B reads as the story says. */
+const run = (story: Story): ReadonlyArray<string> => {
+  const ledger = new Ledger({ now: () => 0 })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: B, name: "b", scopeId: undefined })
+  ledger.linkOpened(1, A, "client-a", 0)
+  ledger.linkOpened(2, B, "client-b", 0)
+  ledger.brokerRead(1, [registerOf(A, 1)])
+  ledger.clientRead(1, [registeredOf(A)])
+  const receiverJoins = () => {
+    ledger.brokerRead(2, [registerOf(B, 2)])
+    ledger.clientRead(2, [registeredOf(B)])
+  }
+  if (story.receiverLate !== true) receiverJoins()
+  if (story.leftWrittenEarly === true) ledger.brokerWrote(2, [left])
+  ledger.clientWrote(1, [sendOf(last)])
+  ledger.brokerRead(1, [sendOf(last)])
+  ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: last.id, delivery: "socket_delivered" })])
+  if (story.receiverLate === true) receiverJoins()
+  if (story.leaves === "unregister") {
+    ledger.clientWrote(1, [unregister])
+    ledger.brokerRead(1, [unregister])
+  } else {
+    ledger.brokerEnded(1)
+    ledger.linkClosed(1)
+  }
+  if (story.rejoins === true) {
+    const link = story.leaves === "unregister" ? 1 : 3
+    if (link === 3) ledger.linkOpened(3, A, "client-a2", 0)
+    ledger.brokerRead(link, [registerOf(A, 1)])
+    ledger.clientRead(link, [registeredOf(A)])
+    ledger.clientWrote(link, [sendOf(later)])
+    ledger.brokerRead(link, [sendOf(later)])
+  }
+  const frames = story.reads.map((read) => read === "left" ? left : delivered(read === "last" ? last : later))
+  ledger.brokerWrote(2, story.leftWrittenEarly === true ? frames.filter((frame) => frame !== left) : frames)
+  ledger.clientRead(2, frames)
+  return ledger.violations.map((violation) => violation.kind)
+}
+
+describe("Ledger: a sender's mail before its session_left (C-BRK-33)", () => {
+  it("the sender's last message before its session_left passes", () => {
+    expect(run({ leaves: "unregister", reads: ["last", "left"] })).toEqual([])
+    expect(run({ leaves: "close", reads: ["last", "left"] })).toEqual([])
+  })
+
+  it("the sender's last message after its session_left is left-before-mail, whether it unregistered or its connection ended", () => {
+    expect(run({ leaves: "unregister", reads: ["left", "last"] })).toEqual(["left-before-mail"])
+    expect(run({ leaves: "close", reads: ["left", "last"] })).toEqual(["left-before-mail"])
+  })
+
+  it("a session_left the broker wrote before the departure does not announce it: no violation", () => {
+    expect(run({ leaves: "unregister", leftWrittenEarly: true, reads: ["left", "last"] })).toEqual([])
+  })
+
+  it("a message sent after the sender registered again may follow its earlier session_left", () => {
+    expect(run({ leaves: "unregister", rejoins: true, reads: ["last", "left", "later"] })).toEqual([])
+  })
+
+  it("the documented gap: the sender left and registered again, its live-routed mail after the session_left is left-then-rejoined", () => {
+    expect(run({ leaves: "unregister", rejoins: true, reads: ["left", "last", "later"] })).toEqual(["left-then-rejoined"])
+    expect(run({ leaves: "close", rejoins: true, reads: ["left", "last", "later"] })).toEqual(["left-then-rejoined"])
+  })
+
+  it("mail flushed from the mailbox when the recipient registered is no part of the gap: left-before-mail despite the return", () => {
+    expect(run({ leaves: "unregister", rejoins: true, receiverLate: true, reads: ["left", "last", "later"] })).toEqual([
+      "left-before-mail"
+    ])
+  })
+})
+
+/**
+ * A's link #1 reads `last` and ends before A hears the answer; A registers
+ * on link #3 and sends it again (the same id); `thenLeaves`: A unregisters
+ * there at once. B reads A's `session_left`, then `last`.
+ */
+const resent = (thenLeaves: boolean): ReadonlyArray<string> => {
+  const ledger = new Ledger({ now: () => 0 })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: B, name: "b", scopeId: undefined })
+  ledger.linkOpened(1, A, "client-a", 0)
+  ledger.linkOpened(2, B, "client-b", 0)
+  ledger.linkOpened(3, A, "client-a", 0)
+  ledger.brokerRead(1, [registerOf(A, 1)])
+  ledger.clientRead(1, [registeredOf(A)])
+  ledger.brokerRead(2, [registerOf(B, 2)])
+  ledger.clientRead(2, [registeredOf(B)])
+  ledger.clientWrote(1, [sendOf(last)])
+  ledger.brokerRead(1, [sendOf(last)])
+  ledger.brokerEnded(1)
+  ledger.linkClosed(1)
+  ledger.brokerRead(3, [registerOf(A, 1), sendOf(last), ...(thenLeaves ? [unregister] : [])])
+  ledger.brokerWrote(2, [left, delivered(last)])
+  ledger.clientRead(2, [left, delivered(last)])
+  return ledger.violations.map((violation) => violation.kind)
+}
+
+describe("Ledger: a message sent again after its sender's connection ended", () => {
+  it("the copy the rejoined connection sent is the one that counts: after the session_left of the ended connection, no violation", () => {
+    expect(resent(false)).toEqual([])
+  })
+
+  it("gone again at once: the earlier copy's connection ended and the sender returned, so it is left-then-rejoined", () => {
+    expect(resent(true)).toEqual(["left-then-rejoined"])
+  })
+})
