@@ -16,16 +16,18 @@
  * (its mailbox flush) holds older mail of the same sender is parked behind
  * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
  * A live sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offer`), waits while the recipient's own parked list holds mail for it
- * (`Peer.parkedMail`, counted here: no scan, since that list also holds what
- * the recipient's own sends parked for anyone): routed, it is parked with the
+ * (`offer`), waits while the recipient's own parked list holds older mail of
+ * its sender for it (`Peer.parkedMail`, counted by sender here: no scan, since
+ * that list also holds what the recipient's own sends parked for anyone):
+ * routed, it is parked with the
  * batch as at a full outbox (the sender is slowed as usual); offered, the
  * drainer waits until that mail is offered — unless its own reader's list
  * holds mail for that reader, when the message is parked at the end of the
  * recipient's list: a guard, so a drainer only waits on one that waits on
  * writers alone, and no ring of drainers can wait for ever (architecture.md,
- * step 7). Every sender's mail waits so, not only a sender
- * with mail there; answers, receipts and notices do not.
+ * step 7). Only a sender with mail there waits so: another sender's mail
+ * does not (it would be held back by a flush that itself waits on some
+ * other session that does not read), nor do answers, receipts and notices.
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -141,6 +143,20 @@ const holdsMailOf = (
     if (to === recipient && isMessage(item) && item.mail.senderKey === senderKey) return true
   }
   return false
+}
+
+/**
+ * Whether `item` is a message whose sender has older mail for `peer` in
+ * `peer`'s own parked list (`Peer.parkedMail`): it must wait behind that
+ * mail. One field test while none is parked there.
+ */
+const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
+  peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
+
+/** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
+const countParkedMail = (peer: Peer, senderKey: string): void => {
+  const counts = (peer.parkedMail ??= new Map())
+  counts.set(senderKey, (counts.get(senderKey) ?? 0) + 1)
 }
 
 /** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
@@ -263,15 +279,16 @@ export class Output {
 
   /**
    * Queues `item` for `peer`, parking it (and the rest of the batch) if the
-   * outbox is full, or if it is a message and `peer`'s own parked list holds
-   * mail for `peer` (`Peer.parkedMail`): it must not overtake that mail.
+   * outbox is full, or if it is a message whose sender has older mail for
+   * `peer` in `peer`'s own parked list (`Peer.parkedMail`): it must not
+   * overtake that mail.
    */
   enqueue(peer: Peer, item: OutboundItem): void {
     if (isShut(peer)) return this.undeliverable(item)
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars) || (peer.parkedMail > 0 && isMessage(item))
+      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item)
     ) {
       this.parked.push([peer, item])
     } else {
@@ -297,22 +314,23 @@ export class Output {
    * frames and in characters; false when the recipient closed meanwhile. An
    * accepted item is flushed at once (the caller is a drainer fiber, outside
    * any batch). A message for another recipient whose own parked list holds
-   * mail for it (`Peer.parkedMail`) waits until that is offered — or, when
-   * `reader`'s own list holds mail for `reader` too, is parked at the end of
-   * the recipient's list (accepted), so two drainers never wait on each other.
+   * older mail of its sender for it (`Peer.parkedMail`) waits until that is
+   * offered — or, when `reader`'s own list holds mail for `reader` too, is
+   * parked at the end of the recipient's list (accepted), so two drainers
+   * never wait on each other.
    */
   offer(reader: Peer, recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
     return Effect.suspend(() => {
       // Mail for a session the recipient no longer holds (taken over while this waited) is refused
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
-      if (recipient.parkedMail > 0 && recipient !== reader && isMessage(item)) {
+      if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
         // (An empty list with a count is a closing recipient's, already taken: then this waits for the shut.)
-        if (reader.parkedMail > 0 && recipient.parked.length > 0) {
+        if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
           this.parkOwn(recipient, item)
           return Effect.succeed(true)
         }
-        // Woken when the recipient's writer makes room, and when the last of that mail is offered.
+        // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
         const turn = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(turn)
         return Effect.andThen(Deferred.await(turn), this.offer(reader, recipient, item))
@@ -389,7 +407,7 @@ export class Output {
     const parked = this.parked
     for (let i = 0; i < parked.length; i++) {
       const [to, item] = parked[i]!
-      if (to === reader && isMessage(item)) reader.parkedMail++
+      if (to === reader && isMessage(item)) countParkedMail(reader, item.mail.senderKey)
     }
     reader.parked = reader.parked.length === 0 ? parked : [...reader.parked, ...parked]
     this.parked = []
@@ -429,8 +447,7 @@ export class Output {
   parkedOffered(reader: Peer, accepted: boolean): void {
     const first = reader.parked.shift()
     if (first !== undefined && first[0] === reader && isMessage(first[1])) {
-      // The last of its mail for itself is offered: senders whose mail waited behind it try again.
-      if (--reader.parkedMail === 0) this.wakeWaiters(reader)
+      this.uncountParkedMail(reader, first[1].mail.senderKey)
       if (!this.departureHolds.isEmpty) this.departureHolds.offered(reader, first[1])
     }
     if (first !== undefined && !accepted) this.undeliverable(first[1])
@@ -450,9 +467,8 @@ export class Output {
     if (this.parkedReaders.size === 0) return []
     const found: Array<readonly [Peer, number]> = []
     for (const reader of this.parkedReaders) {
-      let count = 0
-      for (const [to, item] of reader.parked) if (to === reader && isMessage(item) && item.mail.senderKey === senderKey) count++
-      if (count > 0) found.push([reader, count])
+      const count = reader.parkedMail?.get(senderKey)
+      if (count !== undefined) found.push([reader, count])
     }
     return found
   }
@@ -477,6 +493,20 @@ export class Output {
    */
   forgetDepartureHolds(recipient: Peer): void {
     if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
+  }
+
+  /**
+   * A message of `senderKey`'s for `reader` left `reader`'s own parked list:
+   * after the last of that sender's, what waited behind it tries again.
+   */
+  private uncountParkedMail(reader: Peer, senderKey: string): void {
+    const counts = reader.parkedMail
+    const left = counts?.get(senderKey)
+    if (counts === undefined || left === undefined) return
+    if (left > 1) return void counts.set(senderKey, left - 1)
+    counts.delete(senderKey)
+    if (counts.size === 0) reader.parkedMail = undefined
+    this.wakeWaiters(reader)
   }
 
   /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
@@ -543,31 +573,31 @@ export class Output {
       this.parked.push([recipient, item])
       return true
     }
-    return recipient.parkedMail > 0 && this.behindOwnParked(recipient, item)
+    return this.behindOwnParked(recipient, item)
   }
 
   /**
    * Parks message `item` at the end of `recipient`'s own parked output when
    * that holds older mail of its sender for `recipient` (a mailbox flush that
    * did not fit): there the recipient's drainer offers it after that mail.
-   * False for anything else, which is queued as usual. A scan of the
-   * recipient's parked list, reached only while it holds mail for the
-   * recipient (`parkedMail`).
+   * False for anything else, which is queued as usual (and at a closing
+   * recipient's, whose list its close already took). No scan: the counts of
+   * `Peer.parkedMail`.
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
-    if (!isMessage(item) || !holdsMailOf(recipient.parked, recipient, item.mail.senderKey)) return false
+    if (recipient.parked.length === 0 || !isMessage(item) || !waitsBehindParked(recipient, item)) return false
     this.parkOwn(recipient, item)
     return true
   }
 
   /**
    * Parks message `item` at the end of `recipient`'s own parked list, which
-   * holds mail for it (`parkedMail` > 0, so its drainer is at work): the
+   * holds mail for it (`parkedMail` is set, so its drainer is at work): the
    * drainer offers it after everything parked there before it.
    */
   private parkOwn(recipient: Peer, item: OutboundMessage): void {
     recipient.parked.push([recipient, item])
-    recipient.parkedMail++
+    countParkedMail(recipient, item.mail.senderKey)
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
     if (!this.departureHolds.isEmpty) this.departureHolds.requeued(recipient, item)
   }
@@ -695,7 +725,7 @@ export class Output {
     const items = peer.outbox
     peer.outbox = []
     peer.outboxShut = true
-    peer.parkedMail = 0
+    peer.parkedMail = undefined
     this.charge(peer, -peer.outboxChars)
     return items
   }

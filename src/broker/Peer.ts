@@ -163,13 +163,15 @@ export class Peer {
    */
   parked: Array<readonly [Peer, OutboundItem]> = []
   /**
-   * Messages in this connection's own `parked` list that are addressed to it
-   * (its mailbox flush that did not fit, mail parked behind that): while
-   * some are, new mail for it waits behind them instead of entering the
-   * outbox (Output.ts). Held from the close's `forceParked` to its
-   * `drainOnClose`, so mail arriving meanwhile follows the flush back.
+   * How many messages in this connection's own `parked` list are addressed
+   * to it (its mailbox flush that did not fit, mail parked behind that), by
+   * sender key; undefined while none are. While a sender has some there, its
+   * new mail for this connection waits behind them instead of entering the
+   * outbox (Output.ts); other senders' mail does not wait. Held from the
+   * close's `forceParked` to its `drainOnClose`, so mail arriving meanwhile
+   * follows the flush back.
    */
-  parkedMail = 0
+  parkedMail: Map<string, number> | undefined = undefined
 
   /**
    * @param reader makes the connection's reader, which hands its frames to the Router.

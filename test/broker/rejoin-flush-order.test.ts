@@ -14,8 +14,9 @@
  * offered — also across a return: back meanwhile, it is heard to join again
  * and not to leave; gone again, its one `session_left` follows the mail,
  * whichever owners (the parked flush, a due replace message) held it. A live
- * sender's new mail, routed or offered by its drainer, waits until the
- * recipient's parked flush is offered (Peer.parkedMail), so a small new
+ * sender's new mail, routed or offered by its drainer, waits until its
+ * older mail in the recipient's parked flush is offered (Peer.parkedMail,
+ * by sender: another sender's does not wait), so a small new
  * message cannot slip into the outbox ahead of the larger flushed ones. In
  * memory, accepted and adopted (the read pump) connections.
  */
@@ -218,6 +219,30 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       assert.deepStrictEqual(textsOf(twin.received()), [...queued.map((msg) => short(msg.content.text)), "tiny"])
     }))
 
+  it.effect("another sender's new message does not wait behind the flush, which holds none of its mail: that sender is not held back", () =>
+    Effect.gen(function*() {
+      const { other, queued, sender, twin } = yield* parkedFlush
+      const tiny = message("o1")
+      const next = message("o2")
+      yield* step(other.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "twin", message: tiny }),
+        JSON.stringify({ type: "send", to: "sender", message: next })
+      ])))
+      // Held behind twin's flush, its frame to the sender would wait until twin reads (a held reader still
+      // answers `health` at once, so the round trips end either way).
+      yield* other.client.roundTrip
+      yield* sender.client.roundTrip
+      assert.isTrue(sender.client.received().some((frame) => frame.type === "message" && frame.message.id === next.id))
+      yield* twin.resume
+      yield* twin.next("message", (frame) => frame.message.id === queued[queued.length - 1]!.id)
+      yield* twin.roundTrip
+      assert.include(textsOf(twin.received()), "o1")
+      assert.deepStrictEqual(
+        textsOf(twin.received()).filter((text) => text.startsWith("queued")),
+        queued.map((msg) => short(msg.content.text))
+      )
+    }))
+
   it.effect("a sender that unregisters right after its new small message: twin reads the flush, the message, then its session_left", () =>
     Effect.gen(function*() {
       const { queued, sender, twin } = yield* parkedFlush
@@ -364,4 +389,46 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       assert.deepStrictEqual(seen.filter((text) => text !== "staged"), [...queued.map((msg) => short(msg.content.text)), "sender left"])
       assert.include(seen, "staged")
     }))
+})
+
+describe("a drainer whose reader's own list holds mail for that reader, offering a message that must wait behind a recipient's parked flush", () => {
+  const textsOf = (client: WireClient) =>
+    client.received().flatMap((frame) => frame.type === "message" ? [frame.message.content.text] : [])
+
+  for (const adopted of [false, true]) {
+    it.effect(`parks it at the end of that flush instead of waiting, so its reader's own flush goes on (${adopted ? "adopted" : "accepted"})`, () =>
+      Effect.gen(function*() {
+        const world = yield* memoryNetwork({ linkCapacity: 4 })
+        yield* world.startBroker({ outboxCapacity: 4, adopted })
+        const mover = yield* world.session({ sessionId: "mover" })
+        const sender = yield* world.session({ sessionId: "sender" })
+        // "other" is away with twelve messages in the mailbox.
+        const otherFirst = yield* world.session({ sessionId: "other" })
+        yield* otherFirst.client.send({ type: "unregister" })
+        yield* otherFirst.client.roundTrip
+        const forOther = Array.from({ length: 12 }, (_, i) => message(`for other ${i}`))
+        yield* sender.client.sendRaw(encodeFrames(forOther.map((msg) => JSON.stringify({ type: "send", to: "other", message: msg }))))
+        yield* sender.client.roundTrip
+        // twin's parked flush holds mover's older mail.
+        const { queued, twin } = yield* twinBackNotReading(world, mover)
+        // In one chunk: a message for twin (parked: twin's outbox is full), then mover becomes "other", whose
+        // flush (mail for itself) is parked behind it on the same list.
+        yield* mover.client.pause
+        const fromMover = message("from mover")
+        yield* step(mover.client.sendRaw(encodeFrames([
+          JSON.stringify({ type: "send", to: "twin", message: fromMover }),
+          JSON.stringify({ type: "unregister" }),
+          JSON.stringify(registerFrame({ sessionId: "other" }))
+        ])))
+        yield* mover.client.resume
+        // Waiting on twin, which does not read, the drainer would hold this flush back too.
+        const lastOther = forOther[forOther.length - 1]!
+        yield* mover.client.next("message", (frame) => frame.message.id === lastOther.id)
+        assert.deepStrictEqual(textsOf(mover.client).filter((text) => text.startsWith("for other")), forOther.map((m) => m.content.text))
+        yield* twin.resume
+        yield* twin.next("message", (frame) => frame.message.id === fromMover.id)
+        yield* twin.roundTrip
+        assert.deepStrictEqual(textsOf(twin), [...queued.map((m) => m.content.text), "from mover"])
+      }))
+  }
 })
