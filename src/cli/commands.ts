@@ -2,6 +2,8 @@
  * The `intercom` command tree:
  *
  *   intercom broker [--dir <dir>] [--max-sessions <n>] [...] [<ignored-path>]   foreground broker
+ *     (<ignored-path> must look like a path, argv.ts `looksLikeBrokerScript`: any other word is a
+ *     mistyped subcommand, a usage error, not a broker start)
  *   intercom broker status [--dir <dir>]                                  is one running?
  *   intercom broker stop [--dir <dir>]                                    SIGTERM it and wait
  *   intercom broker stats [--dir <dir>] [--json]                          its metrics (stats-v1)
@@ -28,6 +30,8 @@ import {
   DEFAULT_TOPIC_RECORDS
 } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
+import { looksLikeBrokerScript } from "./argv.ts"
+import { closestWords } from "./suggest.ts"
 import { isLifetimeLockHeld, pidFileHolder } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
@@ -147,10 +151,26 @@ const replaceWindowFlag = Flag.String("replace-window").pipe(
   Flag.optional
 )
 
+/** The subcommands of `intercom broker`, as a mistyped one is told. */
+const BROKER_SUBCOMMANDS = ["status", "stop", "stats"] as const
+
+/**
+ * The usage error for a word after `intercom broker` that is neither a
+ * subcommand nor path-like (`looksLikeBrokerScript`): most likely a mistyped
+ * subcommand, which must not start a broker.
+ */
+export const unknownBrokerSubcommand = (word: string): string => {
+  const [nearest] = closestWords(word, BROKER_SUBCOMMANDS)
+  return `unknown subcommand '${word}'${nearest === undefined ? "" : `; did you mean '${nearest}'?`} The subcommands of \`intercom broker\` are ${
+    BROKER_SUBCOMMANDS.join(", ")
+  }. (A <broker-script>, which is ignored, must contain / or end in .js, .mjs, .cjs or .ts.)`
+}
+
 const ignoredPathArgument = Argument.String("broker-script").pipe(
   Argument.withDescription(
-    "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand."
+    "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand. It must contain / or end in .js, .mjs, .cjs or .ts: any other word is an unknown subcommand."
   ),
+  Argument.filter(looksLikeBrokerScript, unknownBrokerSubcommand),
   Argument.optional
 )
 

@@ -430,6 +430,11 @@ describe("bad invocations", () => {
         yield* usage(["broker", "--mailbox-retention", value], "--mailbox-retention must be a duration from 1s to 30d")
       }
     }))
+  it.live("a mistyped subcommand exits 2 with the nearest subcommand, and starts no broker", () =>
+    Effect.gen(function*() {
+      yield* usage(["broker", "stopp"], "unknown subcommand 'stopp'; did you mean 'stop'?")
+      yield* usage(["broker", "satus"], "did you mean 'status'?")
+    }))
   it.live("more than one positional argument exits 2", () => usage(["broker", "/a/broker.ts", "extra"], "extra"))
   it.live("no subcommand exits 2", () =>
     Effect.gen(function*() {
