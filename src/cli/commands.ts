@@ -14,7 +14,6 @@
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -43,6 +42,7 @@ import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
 import { resolveProcessPaths } from "./paths.ts"
+import { printOrExit } from "./stdout.ts"
 import { brokerTelemetry, cliTelemetry } from "./telemetry.ts"
 import { processOwnsSocket, signalProcess } from "./processes.ts"
 
@@ -257,7 +257,7 @@ const status = Command.make(
     } else if (!running && pid !== undefined) {
       lines.push(`  pid file:  ${paths.pidFile} names ${pid}, which does not answer as a broker (stale)`)
     }
-    yield* Console.log(lines.join("\n"))
+    yield* printOrExit(lines.join("\n"))
     if (!running) return yield* new ExitCode({ code: EXIT_FAILURE })
   })
 ).pipe(
@@ -296,7 +296,7 @@ const stop = Command.make(
     const paths = yield* brokerPaths
     const answering = yield* probeHealth(paths.socketPath)
     if (!answering && !(yield* isLifetimeLockHeld(paths.intercomDir))) {
-      yield* Console.log(`No intercom broker is running (socket ${paths.socketPath}).`)
+      yield* printOrExit(`No intercom broker is running (socket ${paths.socketPath}).`)
       return
     }
     const pid = yield* readPidFile(paths.pidFile)
@@ -326,7 +326,7 @@ const stop = Command.make(
         }.`
       )
     }
-    yield* Console.log(`Intercom broker stopped (pid: ${pid}).`)
+    yield* printOrExit(`Intercom broker stopped (pid: ${pid}).`)
   })
 ).pipe(
   Command.withShortDescription("Stop the running broker (SIGTERM, wait up to 5 s)"),
@@ -352,7 +352,7 @@ const stats = Command.make(
     const snapshot = yield* fetchBrokerStats({ socketPath: paths.socketPath }).pipe(
       Effect.catchTag("BrokerStatsFailed", (error) => failWith(error.message))
     )
-    yield* Console.log(json ? JSON.stringify(snapshot) : statsText(snapshot))
+    yield* printOrExit(json ? JSON.stringify(snapshot) : statsText(snapshot))
   })
 ).pipe(
   Command.withShortDescription("Print the running broker's metrics (exit 1 if none answers)"),

@@ -15,13 +15,16 @@ import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { headless } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
-import { ExitCode } from "../exit.ts"
+import { EXIT_FAILURE, ExitCode } from "../exit.ts"
 import { terminalJson, terminalText } from "../terminalText.ts"
 import { delegate } from "./control.ts"
-import { errorResult, exitCodeOf, inboundJson, inboundText, printResult } from "./output.ts"
+import { errorResult, exitCodeOf, inboundJson, inboundText, printResult, unprintedResultText } from "./output.ts"
 import { type CliContext, type CommonInput, openSession, resolveContext } from "./session.ts"
 
-/** Ends the command: prints `result` and exits with its code. */
+/**
+ * Ends the command: prints `result` and exits with its code; exit 1, with
+ * why on stderr, when stdout did not take the result.
+ */
 const finish = (
   input: CommonInput,
   params: IntercomToolParams,
@@ -29,7 +32,12 @@ const finish = (
   via: "session" | "watch"
 ): Effect.Effect<void, ExitCode> =>
   Effect.gen(function*() {
-    yield* printResult(input.json, params, result, via)
+    yield* printResult(input.json, params, result, via).pipe(
+      Effect.catchTag("StdoutWriteFailed", (error) =>
+        Console.error(unprintedResultText(params, result, error)).pipe(
+          Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE })))
+        ))
+    )
     const code = exitCodeOf(result)
     if (code !== 0) return yield* new ExitCode({ code })
   })
