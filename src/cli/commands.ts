@@ -41,7 +41,7 @@ import { top } from "./top/command.ts"
 import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
-import { resolveProcessPaths } from "./paths.ts"
+import { checkBrokerAccess, resolveProcessPaths } from "./paths.ts"
 import { printOrExit } from "./stdout.ts"
 import { brokerTelemetry, cliTelemetry } from "./telemetry.ts"
 import { processOwnsSocket, signalProcess } from "./processes.ts"
@@ -229,6 +229,8 @@ const status = Command.make(
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
     const running = yield* probeHealth(paths.socketPath)
+    // Denied the dir or the socket, this user cannot tell: not "not running".
+    if (!running) yield* checkBrokerAccess(paths).pipe(Effect.catchTag("BrokerFilesInaccessible", reportError))
     // A broker that does not answer but holds its lifetime lock is alive: frozen or stuck, not gone.
     const frozen = !running && (yield* isLifetimeLockHeld(paths.intercomDir))
     // Not answering, the lock's holder may not have written its own pid yet: broker.pid may still name an older
@@ -295,6 +297,8 @@ const stop = Command.make(
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
     const answering = yield* probeHealth(paths.socketPath)
+    // Denied the dir or the socket, this user cannot tell whether one runs: not "No intercom broker is running".
+    if (!answering) yield* checkBrokerAccess(paths).pipe(Effect.catchTag("BrokerFilesInaccessible", reportError))
     if (!answering && !(yield* isLifetimeLockHeld(paths.intercomDir))) {
       yield* printOrExit(`No intercom broker is running (socket ${paths.socketPath}).`)
       return

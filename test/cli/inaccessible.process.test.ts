@@ -1,0 +1,62 @@
+/**
+ * `intercom broker status` and `stop` run by a user who may not enter the
+ * agent dir of a running broker: they say the dir cannot be accessed (path,
+ * what to do) and exit 1, never "not running" / "No intercom broker is
+ * running" with exit 0. As root the other user is `nobody` (setpriv), with
+ * the agent dir under /var/tmp (/tmp may be 0700); as another user the agent
+ * dir's mode is set to 0 for the command.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { runChild } from "../support/process.ts"
+import { cleanEnv, MAIN, startBroker } from "./support.ts"
+
+const isRoot = process.getuid?.() === 0
+const hasSetpriv = fs.existsSync("/usr/bin/setpriv")
+
+/** A private root under /var/tmp (0755, so `nobody` may reach it) whose agent dir `a` is 0700; removed with the Scope. */
+const varTmpAgent = Effect.acquireRelease(
+  Effect.sync(() => {
+    const root = fs.mkdtempSync("/var/tmp/eici-")
+    fs.chmodSync(root, 0o755)
+    const agentDir = path.join(root, "a")
+    fs.mkdirSync(agentDir, { mode: 0o700 })
+    return { root, agentDir }
+  }),
+  ({ root, agentDir }) =>
+    Effect.sync(() => {
+      fs.chmodSync(agentDir, 0o700)
+      fs.rmSync(root, { recursive: true, force: true })
+    })
+)
+
+/** `intercom ...args` as a user who may not enter `agentDir`. */
+const runDenied = (agentDir: string, args: ReadonlyArray<string>) => {
+  const env = cleanEnv("/var/tmp", { TMPDIR: "/var/tmp", NODE_DISABLE_COMPILE_CACHE: "1", NODE_COMPILE_CACHE: "" })
+  if (isRoot) {
+    return runChild("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, MAIN, ...args], { env })
+  }
+  return Effect.acquireUseRelease(
+    Effect.sync(() => fs.chmodSync(agentDir, 0)),
+    () => runChild(process.execPath, [MAIN, ...args], { env }),
+    () => Effect.sync(() => fs.chmodSync(agentDir, 0o700))
+  )
+}
+
+describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", () => {
+  it.live("broker status and broker stop say it cannot be accessed and exit 1; the broker keeps running", () =>
+    Effect.gen(function*() {
+      const { root, agentDir } = yield* varTmpAgent
+      const broker = yield* startBroker(["--dir", agentDir, "--idle-exit", "never"], cleanEnv(root))
+      for (const command of [["broker", "status"], ["broker", "stop"]]) {
+        const result = yield* runDenied(agentDir, [...command, "--dir", agentDir])
+        assert.strictEqual(result.code, 1, `${command.join(" ")}: ${result.stdout}${result.stderr}`)
+        assert.include(result.stderr, `Cannot access ${path.join(agentDir, "intercom")} (EACCES)`)
+        assert.include(result.stderr, "pass an agent dir of your own with --dir")
+        assert.notInclude(result.stdout, "not running")
+      }
+      assert.isUndefined(broker.outcome(), "the broker is still running")
+    }))
+})
