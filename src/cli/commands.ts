@@ -14,6 +14,7 @@
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
+import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -35,6 +36,7 @@ import { isLifetimeLockHeld, pidFileHolder } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { fetchBrokerStats } from "../client/BrokerStats.ts"
+import { ObserveClient } from "../observe/ObserveClient.ts"
 import { statsText } from "./brokerStats.ts"
 import { clientCommands } from "./client/commands.ts"
 import { top } from "./top/command.ts"
@@ -291,6 +293,28 @@ const brokerGone = (pid: number, socketPath: string): Effect.Effect<boolean> =>
     return !(yield* probeHealth(socketPath, Duration.millis(500)))
   })
 
+/** How long `broker stop` waits for the broker's live view to count its sessions. */
+const SESSION_COUNT_TIMEOUT = Duration.seconds(1)
+
+/**
+ * How many sessions the broker on `socketPath` has, from its live view
+ * (`observe-v1`: the observer is no session, so no one sees it come and
+ * go); `undefined` when it does not say in time (an older broker).
+ */
+const connectedSessions = (socketPath: string): Effect.Effect<number | undefined> =>
+  ObserveClient.snapshot({ socketPath }).pipe(
+    Effect.map((snapshot) => snapshot.sessionCount),
+    Effect.timeoutOption(SESSION_COUNT_TIMEOUT),
+    Effect.map(Option.getOrUndefined),
+    Effect.catch(() => Effect.succeed(undefined))
+  )
+
+/** What `broker stop` says on stderr after stopping a broker that had `count` sessions connected. */
+export const stopWarning = (count: number): string =>
+  `Warning: ${count} ${
+    count === 1 ? "session was" : "sessions were"
+  } connected to it. Their clients reconnect, and may start a broker again within seconds (a client that finds none starts one). To keep it stopped, end those sessions first (Ctrl-C each \`intercom watch\`, quit the pi sessions), then run \`intercom broker stop\` again.`
+
 const stop = Command.make(
   "stop",
   {},
@@ -317,6 +341,8 @@ const stop = Command.make(
     if ((yield* processOwnsSocket(pid, paths.socketPath)) === false) {
       return yield* refuse(`${paths.pidFile} names ${pid}, which does not hold the broker socket (stale pid file?)`)
     }
+    // Sessions still connected: their clients reconnect, and one may start a broker again at once (warned below).
+    const connected = answering ? yield* connectedSessions(paths.socketPath) : undefined
     const sent = yield* signalProcess(pid, "SIGTERM")
     if (sent === "denied") {
       return yield* failWith(`Not permitted to signal the intercom broker (pid ${pid}).`)
@@ -331,6 +357,7 @@ const stop = Command.make(
       )
     }
     yield* printOrExit(`Intercom broker stopped (pid: ${pid}).`)
+    if (connected !== undefined && connected > 0) yield* Console.error(stopWarning(connected))
   })
 ).pipe(
   Command.withShortDescription("Stop the running broker (SIGTERM, wait up to 5 s)"),

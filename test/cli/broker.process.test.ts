@@ -379,9 +379,24 @@ describe("intercom broker stop", () => {
       const stop = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
       assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
       assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
+      assert.notInclude(stop.stderr, "Warning", "no session was connected")
       assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
       assert.isFalse(exists(t.socketPath))
       assert.isFalse(exists(t.pidFile))
+    }))
+
+  it.live("with sessions connected, warns on stderr how many, that their clients may start a broker again, and how to stop them", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* registerSession(t.socketPath, "alice")
+      yield* registerSession(t.socketPath, "bob")
+      const stop = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
+      assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
+      assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
+      assert.include(stop.stderr, "Warning: 2 sessions were connected to it.")
+      assert.include(stop.stderr, "may start a broker again")
+      assert.include(stop.stderr, "Ctrl-C each `intercom watch`")
     }))
 
   it.live("with no broker running, says so, signals nobody and exits 0", () =>
