@@ -38,4 +38,16 @@ describe("intercom watch leaving", () => {
       const next = yield* startWatch(agent, "w2", ["--no-stdin"])
       yield* next.waitStdout(/\[message\] x \([0-9a-f]{8}\) · \S+\n {2}first\n/)
     }), TIMEOUT)
+
+  it.live("SIGHUP (the terminal closed) leaves as SIGTERM does: exit 0, the control socket removed, the session gone", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const watch = yield* startWatch(agent, "planner", ["--no-stdin"])
+      assert.strictEqual(controlSockets(agent.intercomDir).length, 1)
+      yield* watch.kill("SIGHUP")
+      assert.deepStrictEqual(yield* watch.waitExit(), { code: 0, signal: null }, watch.stderr())
+      assert.deepStrictEqual(controlSockets(agent.intercomDir), [], "control socket removed")
+      const listed = yield* runCli(agent, ["list"])
+      assert.notInclude(listed.stdout, "planner", "the watch unregistered")
+    }), TIMEOUT)
 })

@@ -12,7 +12,8 @@
  *   picks one when several are pending.
  * - Runs the actions of short-lived commands with the same name (`intercom
  *   reply --name planner …` from another terminal) in this session.
- * - End of stdin, Ctrl-C or SIGTERM leave cleanly: the session unregisters.
+ * - End of stdin, Ctrl-C, SIGTERM or SIGHUP (exit.ts `hangupAsTerminate`) leave
+ *   cleanly: the session unregisters.
  * - Stdout gone (`intercom watch | head -1`): it leaves quietly (exit 0), and
  *   the message whose line could not be written is not confirmed, so it comes
  *   again to the next watch of the name (`runWatch`).
