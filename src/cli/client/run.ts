@@ -19,7 +19,7 @@ import { EXIT_FAILURE, ExitCode } from "../exit.ts"
 import { terminalJson, terminalText } from "../terminalText.ts"
 import { delegate } from "./control.ts"
 import { errorResult, exitCodeOf, inboundJson, inboundText, printResult, unprintedResultText } from "./output.ts"
-import { type CliContext, type CommonInput, openSession, resolveContext } from "./session.ts"
+import { type CliContext, type CommonInput, openSession, resolveContext, withCommandReplyCalls } from "./session.ts"
 
 /**
  * Ends the command: prints `result` and exits with its code; exit 1, with
@@ -75,7 +75,14 @@ export const runAction = (
       if (delegated._tag === "Failure") {
         return yield* finish(input, params, errorResult(delegated.failure._tag, delegated.failure.message), "watch")
       }
-      if (Option.isSome(delegated.success)) return yield* finish(input, params, delegated.success.value, "watch")
+      if (Option.isSome(delegated.success)) {
+        const result = delegated.success.value
+        // `pending`'s reply lines as this command would write them (its --dir), not as the watch did.
+        const shown = params.action === "pending" && !result.isError
+          ? { ...result, text: withCommandReplyCalls(result.text, context.success) }
+          : result
+        return yield* finish(input, params, shown, "watch")
+      }
     }
     const result = yield* runInOwnSession(context.success, params, input.json)
     return yield* finish(input, params, result, "session")
