@@ -60,4 +60,16 @@ describe("commands through a watch keep their parameters", () => {
       assert.strictEqual(pending.code, 0, pending.stderr)
       assert.include(pending.stdout, `  reply: intercom reply --name planner --dir ${agent.agentDir} --reply-to ${id} "..."`)
     }), TIMEOUT)
+
+  it.live("a default-name send to the default-name watch's own name says it ran through that watch and to pass --name", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const watch = yield* spawnCli(agent, ["watch"], { stdin: "pipe" })
+      yield* watch.waitStdout(/^Watching as cli-tester /m)
+      const send = yield* runCli(agent, ["send", "cli-tester", "hi"])
+      assert.strictEqual(send.code, 1, send.stderr)
+      assert.include(send.stderr, "Cannot message the current session")
+      assert.include(send.stderr, `This command ran through the running \`intercom watch\` named "cli-tester" (the default name of this user)`)
+      assert.include(send.stderr, "pass --name with another name")
+    }), TIMEOUT)
 })

@@ -43,6 +43,19 @@ const finish = (
   })
 
 /**
+ * Why a command that ran through a watch may not message the target: the
+ * watch is the session that acts, and the target is that session itself
+ * (typically a default-name watch, `cli-<user>`, and a default-name `send
+ * cli-<user> …` from another terminal).
+ */
+const throughOwnWatchHint = (name: string, input: CommonInput, params: IntercomToolParams): string =>
+  `This command ran through the running \`intercom watch\` named "${name}" (${
+    Option.isSome(input.name) ? "its --name" : "the default name of this user"
+  }), so it acts as that session, and ${
+    params.to === undefined ? "its target" : `"${params.to}"`
+  } is that session itself. To message the watch, pass --name with another name: \`intercom ${params.action} --name <another name> …\`.`
+
+/**
  * One action in a session of this process. Messages that reach it meanwhile
  * (say, while `ask` waits) are shown on stderr rather than dropped.
  */
@@ -80,6 +93,8 @@ export const runAction = (
         // `pending`'s reply lines as this command would write them (its --dir), not as the watch did.
         const shown = params.action === "pending" && !result.isError
           ? { ...result, text: withCommandReplyCalls(result.text, context.success) }
+          : result.details["error"] === "SelfTargetRefused"
+          ? { ...result, text: `${result.text}. ${throughOwnWatchHint(context.success.name, input, params)}` }
           : result
         return yield* finish(input, params, shown, "watch")
       }
