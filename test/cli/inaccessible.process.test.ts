@@ -1,6 +1,8 @@
 /**
- * `intercom broker status` and `stop` run by a user who may not enter the
- * agent dir of a running broker: they say the dir cannot be accessed (path,
+ * Agent dirs a command cannot use, and what it says. A file where the intercom
+ * dir must be: `list` and `broker` say to move it (not "another user could be
+ * listening there", not "check that it is writable"). `intercom broker status`
+ * and `stop` run by a user who may not enter the agent dir of a running broker: they say the dir cannot be accessed (path,
  * what to do) and exit 1, never "not running" / "No intercom broker is
  * running" with exit 0. As root the other user is `nobody` (setpriv), with
  * the agent dir under /var/tmp (/tmp may be 0700); as another user the agent
@@ -11,7 +13,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { runChild } from "../support/process.ts"
-import { cleanEnv, MAIN, startBroker } from "./support.ts"
+import { cleanEnv, MAIN, runCli, startBroker, tempDir } from "./support.ts"
 
 const isRoot = process.getuid?.() === 0
 const hasSetpriv = fs.existsSync("/usr/bin/setpriv")
@@ -58,5 +60,26 @@ describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", (
         assert.notInclude(result.stdout, "not running")
       }
       assert.isUndefined(broker.outcome(), "the broker is still running")
+    }))
+})
+
+describe("a file where the intercom dir must be", () => {
+  it.live("list and broker exit 1 saying to move the file, not that another user could listen or that it is not writable", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const agentDir = path.join(root, "a")
+      fs.mkdirSync(agentDir)
+      fs.writeFileSync(path.join(agentDir, "intercom"), "x")
+      const env = cleanEnv(root)
+
+      const list = yield* runCli(["list", "--dir", agentDir], env)
+      assert.strictEqual(list.code, 1, list.stderr)
+      assert.include(list.stderr, `a file is where ${path.join(agentDir, "intercom")} or a directory above it must be: move it out of the way`)
+      assert.notInclude(list.stderr, "another user could be listening")
+
+      const broker = yield* runCli(["broker", "--dir", agentDir], env)
+      assert.strictEqual(broker.code, 1, broker.stderr)
+      assert.include(broker.stderr, "it is not a directory. Move that file out of the way, or pass another agent dir with --dir.")
+      assert.notInclude(broker.stderr, "writable")
     }))
 })
