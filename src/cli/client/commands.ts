@@ -218,6 +218,10 @@ const reply = Command.make(
       Flag.withDescription(
         "Answer the ask with a failure: the asker's ask ends as an error whose text is exactly this (reply-error-v1)."
       ),
+      Flag.filter(
+        (text) => text.trim().length > 0,
+        () => "--error must not be empty: give the failure text the asker is to get"
+      ),
       Flag.optional
     ),
     to: Flag.String("to").pipe(

@@ -22,6 +22,16 @@ import { errorResult, exitCodeOf, inboundJson, inboundText, printResult, unprint
 import { type CliContext, type CommonInput, openSession, resolveContext, withCommandReplyCalls } from "./session.ts"
 
 /**
+ * The session's `Missing 'to' or 'message' parameter` (a contract text, C-TOOL-2)
+ * for a command line that did give `<to>`: what was missing is the message,
+ * so the CLI says so after it.
+ */
+const withMissingMessageHint = (params: IntercomToolParams, result: ToolResult): ToolResult =>
+  result.details["error"] === "MissingParameter" && params.to !== undefined && params.to.trim() !== ""
+    ? { ...result, text: `${result.text}: the message after "${params.to}" is empty; give its text.` }
+    : result
+
+/**
  * Ends the command: prints `result` and exits with its code; exit 1, with
  * why on stderr, when stdout did not take the result.
  */
@@ -32,13 +42,14 @@ const finish = (
   via: "session" | "watch"
 ): Effect.Effect<void, ExitCode> =>
   Effect.gen(function*() {
-    yield* printResult(input.json, params, result, via).pipe(
+    const shown = withMissingMessageHint(params, result)
+    yield* printResult(input.json, params, shown, via).pipe(
       Effect.catchTag("StdoutWriteFailed", (error) =>
-        Console.error(unprintedResultText(params, result, error)).pipe(
+        Console.error(unprintedResultText(params, shown, error)).pipe(
           Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE })))
         ))
     )
-    const code = exitCodeOf(result)
+    const code = exitCodeOf(shown)
     if (code !== 0) return yield* new ExitCode({ code })
   })
 
