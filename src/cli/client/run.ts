@@ -22,14 +22,23 @@ import { errorResult, exitCodeOf, inboundJson, inboundText, printResult, unprint
 import { type CliContext, type CommonInput, openSession, resolveContext, withCommandReplyCalls } from "./session.ts"
 
 /**
- * The session's `Missing 'to' or 'message' parameter` (a contract text, C-TOOL-2)
- * for a command line that did give `<to>`: what was missing is the message,
- * so the CLI says so after it.
+ * The session's contract texts, with what the command line adds to them:
+ * after `Missing 'to' or 'message' parameter` (C-TOOL-2) for a command line
+ * that did give `<to>`, that the message is what is empty; after `Reply peer
+ * disconnected before answering: <id>` (C-ASK-9), the name the ask went to.
  */
-const withMissingMessageHint = (params: IntercomToolParams, result: ToolResult): ToolResult =>
-  result.details["error"] === "MissingParameter" && params.to !== undefined && params.to.trim() !== ""
-    ? { ...result, text: `${result.text}: the message after "${params.to}" is empty; give its text.` }
-    : result
+const withCliHints = (params: IntercomToolParams, result: ToolResult): ToolResult => {
+  const to = params.to?.trim() ?? ""
+  if (to === "") return result
+  switch (result.details["error"]) {
+    case "MissingParameter":
+      return { ...result, text: `${result.text}: the message after "${to}" is empty; give its text.` }
+    case "ReplyPeerDisconnected":
+      return { ...result, text: `${result.text}. "${to}" left the intercom before it answered.` }
+    default:
+      return result
+  }
+}
 
 /**
  * Ends the command: prints `result` and exits with its code; exit 1, with
@@ -42,7 +51,7 @@ const finish = (
   via: "session" | "watch"
 ): Effect.Effect<void, ExitCode> =>
   Effect.gen(function*() {
-    const shown = withMissingMessageHint(params, result)
+    const shown = withCliHints(params, result)
     yield* printResult(input.json, params, shown, via).pipe(
       Effect.catchTag("StdoutWriteFailed", (error) =>
         Console.error(unprintedResultText(params, shown, error)).pipe(
