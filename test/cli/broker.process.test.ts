@@ -319,9 +319,10 @@ describe("intercom broker: the fast path and effect/cli run the same broker", ()
 
   it.live("startup lines, join/leave lines, shutdown line and exit 0 are the same either way", () =>
     Effect.gen(function*() {
-      // argv.ts takes the first; a positional that is not path-like sends the second through effect/cli.
+      // argv.ts takes the first; --idle-exit (the default 5s), which only the full program knows, sends the second
+      // through effect/cli.
       const fast = yield* lifeOf((agentDir) => ["--dir", agentDir])
-      const full = yield* lifeOf((agentDir) => ["ignored-script", "--dir", agentDir])
+      const full = yield* lifeOf((agentDir) => ["--idle-exit", "5s", "--dir", agentDir])
       assert.deepStrictEqual(full, fast)
       assert.deepStrictEqual(fast.outcome, { code: 0, signal: null })
       assert.match(fast.stdout, /^Intercom broker started \(pid: <pid>\)\nListening on /)
@@ -334,7 +335,7 @@ describe("intercom broker: the fast path and effect/cli run the same broker", ()
       fs.mkdirSync(t.agentDir, { recursive: true })
       fs.writeFileSync(t.intercomDir, "not a directory")
       const fast = yield* runCli(["broker", "--dir", t.agentDir], t.env)
-      const full = yield* runCli(["broker", "ignored-script", "--dir", t.agentDir], t.env)
+      const full = yield* runCli(["broker", "--idle-exit", "5s", "--dir", t.agentDir], t.env)
       assert.deepStrictEqual(full, fast)
       assert.strictEqual(fast.code, 1)
     }))
