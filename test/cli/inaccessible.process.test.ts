@@ -1,5 +1,6 @@
 /**
- * Agent dirs a command cannot use, and what it says. A file where the intercom
+ * Agent dirs a command cannot use, and what it says. One it may enter but not
+ * write: list and watch name the dir to fix or say to use another. A file where the intercom
  * dir must be: `list` and `broker` say to move it (not "another user could be
  * listening there", not "check that it is writable"). `intercom broker status`
  * and `stop` run by a user who may not enter the agent dir of a running broker: they say the dir cannot be accessed (path,
@@ -34,14 +35,17 @@ const varTmpAgent = Effect.acquireRelease(
     })
 )
 
-/** `intercom ...args` as a user who may not enter `agentDir`. */
-const runDenied = (agentDir: string, args: ReadonlyArray<string>) => {
+/**
+ * `intercom ...args` as a user who may not enter `agentDir` (`mode` 0), or
+ * with `mode` 0o555 may enter but not write to it.
+ */
+const runDenied = (agentDir: string, args: ReadonlyArray<string>, mode = 0) => {
   const env = cleanEnv("/var/tmp", { TMPDIR: "/var/tmp", NODE_DISABLE_COMPILE_CACHE: "1", NODE_COMPILE_CACHE: "" })
   if (isRoot) {
     return runChild("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, MAIN, ...args], { env })
   }
   return Effect.acquireUseRelease(
-    Effect.sync(() => fs.chmodSync(agentDir, 0)),
+    Effect.sync(() => fs.chmodSync(agentDir, mode)),
     () => runChild(process.execPath, [MAIN, ...args], { env }),
     () => Effect.sync(() => fs.chmodSync(agentDir, 0o700))
   )
@@ -60,6 +64,20 @@ describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", (
         assert.notInclude(result.stdout, "not running")
       }
       assert.isUndefined(broker.outcome(), "the broker is still running")
+    }))
+
+  it.live("an agent dir this user may enter but not write: list and watch say which dir to fix or to use another", () =>
+    Effect.gen(function*() {
+      const { agentDir } = yield* varTmpAgent
+      if (isRoot) fs.chmodSync(agentDir, 0o755) // nobody may enter, not write
+      const list = yield* runDenied(agentDir, ["list", "--dir", agentDir], 0o555)
+      assert.strictEqual(list.code, 1, list.stderr)
+      assert.include(list.stderr, `Broker failed to start: cannot create ${path.join(agentDir, "intercom")} (EACCES`)
+      assert.include(list.stderr, `check that this user may write to ${agentDir}, or use an agent dir of your own`)
+      const watch = yield* runDenied(agentDir, ["watch", "--no-stdin", "--dir", agentDir], 0o555)
+      assert.strictEqual(watch.code, 1, watch.stderr)
+      assert.include(watch.stderr, "Cannot listen on the watch control socket")
+      assert.include(watch.stderr, "Check that this user may write to the intercom dir above it")
     }))
 })
 
