@@ -7,13 +7,15 @@ import { Data } from "effect"
 
 /**
  * Why a broker could not start; `message` says what to do about it.
+ * "NotADirectory": a file is where the intercom dir (or a directory above it)
+ * must be; `detail` names it.
  * "StoreUnusable": the database could not be opened, and `detail` is the
  * store's own message, which names the file and the remedy. "StoreUnreadable":
  * it opened, but what it holds cannot be read (a row that does not decode);
  * `detail` names the row, the message the file.
  */
 export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
-  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "ListenFailed" | "StoreUnusable" | "StoreUnreadable"
+  readonly kind: "AlreadyRunning" | "DirectoryUnusable" | "NotADirectory" | "ListenFailed" | "StoreUnusable" | "StoreUnreadable"
   readonly path: string
   readonly detail: string
 }> {
@@ -23,6 +25,8 @@ export class BrokerStartupError extends Data.TaggedError("BrokerStartupError")<{
         return `An intercom broker is already running (${this.detail}) on ${this.path}. Use it, or stop it with \`intercom broker stop\`.`
       case "DirectoryUnusable":
         return `Cannot use the intercom directory ${this.path}: ${this.detail}. Check that it is writable by this user, or pass another one with --dir.`
+      case "NotADirectory":
+        return `Cannot use the intercom directory ${this.path}: ${this.detail}. Move that file out of the way, or pass another agent dir with --dir.`
       case "ListenFailed":
         return `Cannot listen on ${this.path}: ${this.detail}.`
       case "StoreUnusable":

@@ -77,7 +77,7 @@ const prepareDirectory = (dir: string) =>
         : file === dir
         ? "it is not a directory"
         : `${file} is not a directory`
-      return new BrokerStartupError({ kind: "DirectoryUnusable", path: dir, detail })
+      return new BrokerStartupError({ kind: file === undefined ? "DirectoryUnusable" : "NotADirectory", path: dir, detail })
     }
   })
 

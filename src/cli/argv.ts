@@ -15,8 +15,9 @@
  * same to effect/cli (`--dir` non-blank, `--max-sessions` a positive integer
  * in plain decimal, `--durability` and `--warm-up` one of their two values, each at most once,
  * values not starting with `-`), and the
- * ignored path must look like a path (contain `/` or `.`), so that it can
- * never be a subcommand name.
+ * ignored path must look like a path (`looksLikeBrokerScript`, which the
+ * full program holds it to as well), so that it can never be a subcommand
+ * name.
  */
 import { parsePositiveDecimal } from "../config/decimal.ts"
 
@@ -42,7 +43,14 @@ export interface BrokerFlags {
   readonly warmUp?: boolean | undefined
 }
 
-const looksLikePath = (arg: string): boolean => arg.includes("/") || arg.includes(".")
+/**
+ * Whether `arg` may be the ignored `<broker-script>` of `intercom broker`: it
+ * contains `/` or ends in `.js`, `.mjs`, `.cjs` or `.ts`. Anything else could
+ * be a mistyped subcommand (`stopp`), which must not start a broker; the fast
+ * path and the full program (commands.ts) both hold the argument to this.
+ */
+export const looksLikeBrokerScript = (arg: string): boolean =>
+  arg.includes("/") || /\.(?:m|c)?js$|\.ts$/.test(arg)
 
 /**
  * `args` (argv without node and script) when it is exactly a well-formed
@@ -79,7 +87,7 @@ export const parseBrokerArgv = (args: ReadonlyArray<string>): BrokerFlags | unde
         if (maxSessions !== undefined || n === undefined) return undefined
         maxSessions = n
       }
-    } else if (ignoredPath || arg.startsWith("-") || !looksLikePath(arg)) {
+    } else if (ignoredPath || arg.startsWith("-") || !looksLikeBrokerScript(arg)) {
       return undefined
     } else {
       ignoredPath = true

@@ -10,7 +10,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import type { BrokerFlags } from "./argv.ts"
-import { teardown } from "./exit.ts"
+import { hangupAsTerminate, teardown } from "./exit.ts"
 import { runForeground } from "./foreground.ts"
 import { loggingLayer } from "./logging.ts"
 import * as Telemetry from "../observability/Telemetry.ts"
@@ -20,10 +20,12 @@ import * as Telemetry from "../observability/Telemetry.ts"
  * ends. `persistCodeCache` writes the bundle's code cache (brokerBundle.ts),
  * called by `runForeground` once the broker has run a while.
  */
-export const runBrokerProcess = (flags: BrokerFlags, persistCodeCache?: () => void): void =>
+export const runBrokerProcess = (flags: BrokerFlags, persistCodeCache?: () => void): void => {
+  hangupAsTerminate()
   runForeground(flags, { persistCodeCache }).pipe(
     // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.
     Effect.provide(Telemetry.layer("intercom-broker")),
     Effect.provide(loggingLayer),
     NodeRuntime.runMain({ teardown })
   )
+}

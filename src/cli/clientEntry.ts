@@ -19,7 +19,7 @@ import * as Telemetry from "../observability/Telemetry.ts"
 import { type SendArgv, sendToolParams } from "./clientArgv.ts"
 import { nameProblem } from "./client/identity.ts"
 import { runAction } from "./client/run.ts"
-import { teardown } from "./exit.ts"
+import { hangupAsTerminate, teardown } from "./exit.ts"
 import { loggingLayer } from "./logging.ts"
 
 /**
@@ -35,6 +35,7 @@ export const runSendProcess = (argv: SendArgv): boolean => {
     dir: Option.fromUndefinedOr(argv.dir),
     group: Option.fromUndefinedOr(argv.group)
   }
+  hangupAsTerminate()
   runAction(input, sendToolParams(argv)).pipe(
     Effect.provide(NodeFileSystem.layer),
     // OTLP export when OTEL_EXPORTER_OTLP_* say so (docs/observability.md); nothing is loaded otherwise.

@@ -2,12 +2,19 @@
  * The `intercom` command tree:
  *
  *   intercom broker [--dir <dir>] [--max-sessions <n>] [...] [<ignored-path>]   foreground broker
+ *     (<ignored-path> must look like a path, argv.ts `looksLikeBrokerScript`: any other word is a
+ *     mistyped subcommand, a usage error, not a broker start)
  *   intercom broker status [--dir <dir>]                                  is one running?
  *   intercom broker stop [--dir <dir>]                                    SIGTERM it and wait
  *   intercom broker stats [--dir <dir>] [--json]                          its metrics (stats-v1)
  *   intercom top [--dir <dir>] [--interval <d>] [--once [--json]]          live view (top/command.ts)
  *
  * See docs/cli.md for output, exit codes and the socket-path fallback.
+ *
+ * Size: about 420 lines, one concept — the broker's command line: its flags
+ * (each a few lines tied to `BROKER_OPTION_RULES`) and the three small
+ * subcommands that only read or signal it (status, stop with its warning
+ * about connected sessions, stats).
  */
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
@@ -28,17 +35,21 @@ import {
   DEFAULT_TOPIC_RECORDS
 } from "../broker/options.ts"
 import { parseTimeout } from "./client/duration.ts"
+import { looksLikeBrokerScript } from "./argv.ts"
+import { closestWords } from "./suggest.ts"
 import { isLifetimeLockHeld, pidFileHolder } from "../config/LifetimeLock.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { fetchBrokerStats } from "../client/BrokerStats.ts"
+import { ObserveClient } from "../observe/ObserveClient.ts"
 import { statsText } from "./brokerStats.ts"
 import { clientCommands } from "./client/commands.ts"
 import { top } from "./top/command.ts"
 import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
-import { resolveProcessPaths } from "./paths.ts"
+import { checkBrokerAccess, resolveProcessPaths } from "./paths.ts"
+import { printOrExit } from "./stdout.ts"
 import { brokerTelemetry, cliTelemetry } from "./telemetry.ts"
 import { processOwnsSocket, signalProcess } from "./processes.ts"
 
@@ -147,10 +158,26 @@ const replaceWindowFlag = Flag.String("replace-window").pipe(
   Flag.optional
 )
 
+/** The subcommands of `intercom broker`, as a mistyped one is told. */
+const BROKER_SUBCOMMANDS = ["status", "stop", "stats"] as const
+
+/**
+ * The usage error for a word after `intercom broker` that is neither a
+ * subcommand nor path-like (`looksLikeBrokerScript`): most likely a mistyped
+ * subcommand, which must not start a broker.
+ */
+export const unknownBrokerSubcommand = (word: string): string => {
+  const [nearest] = closestWords(word, BROKER_SUBCOMMANDS)
+  return `unknown subcommand '${word}'${nearest === undefined ? "" : `; did you mean '${nearest}'?`} The subcommands of \`intercom broker\` are ${
+    BROKER_SUBCOMMANDS.join(", ")
+  }. (A <broker-script>, which is ignored, must contain / or end in .js, .mjs, .cjs or .ts.)`
+}
+
 const ignoredPathArgument = Argument.String("broker-script").pipe(
   Argument.withDescription(
-    "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand."
+    "Ignored. pi-intercom's auto-spawner appends the path of its broker.ts; it is accepted so `intercom broker` can be its brokerCommand. It must contain / or end in .js, .mjs, .cjs or .ts: any other word is an unknown subcommand."
   ),
+  Argument.filter(looksLikeBrokerScript, unknownBrokerSubcommand),
   Argument.optional
 )
 
@@ -209,6 +236,8 @@ const status = Command.make(
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
     const running = yield* probeHealth(paths.socketPath)
+    // Denied the dir or the socket, this user cannot tell: not "not running".
+    if (!running) yield* checkBrokerAccess(paths).pipe(Effect.catchTag("BrokerFilesInaccessible", reportError))
     // A broker that does not answer but holds its lifetime lock is alive: frozen or stuck, not gone.
     const frozen = !running && (yield* isLifetimeLockHeld(paths.intercomDir))
     // Not answering, the lock's holder may not have written its own pid yet: broker.pid may still name an older
@@ -237,7 +266,7 @@ const status = Command.make(
     } else if (!running && pid !== undefined) {
       lines.push(`  pid file:  ${paths.pidFile} names ${pid}, which does not answer as a broker (stale)`)
     }
-    yield* Console.log(lines.join("\n"))
+    yield* printOrExit(lines.join("\n"))
     if (!running) return yield* new ExitCode({ code: EXIT_FAILURE })
   })
 ).pipe(
@@ -269,14 +298,38 @@ const brokerGone = (pid: number, socketPath: string): Effect.Effect<boolean> =>
     return !(yield* probeHealth(socketPath, Duration.millis(500)))
   })
 
+/** How long `broker stop` waits for the broker's live view to count its sessions. */
+const SESSION_COUNT_TIMEOUT = Duration.seconds(1)
+
+/**
+ * How many sessions the broker on `socketPath` has, from its live view
+ * (`observe-v1`: the observer is no session, so no one sees it come and
+ * go); `undefined` when it does not say in time (an older broker).
+ */
+const connectedSessions = (socketPath: string): Effect.Effect<number | undefined> =>
+  ObserveClient.snapshot({ socketPath }).pipe(
+    Effect.map((snapshot) => snapshot.sessionCount),
+    Effect.timeoutOption(SESSION_COUNT_TIMEOUT),
+    Effect.map(Option.getOrUndefined),
+    Effect.catch(() => Effect.succeed(undefined))
+  )
+
+/** What `broker stop` says on stderr after stopping a broker that had `count` sessions connected. */
+export const stopWarning = (count: number): string =>
+  `Warning: ${count} ${
+    count === 1 ? "session was" : "sessions were"
+  } connected to it. Their clients reconnect, and may start a broker again within seconds (a client that finds none starts one). To keep it stopped, end those sessions first (Ctrl-C each \`intercom watch\`, quit the pi sessions), then run \`intercom broker stop\` again.`
+
 const stop = Command.make(
   "stop",
   {},
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
     const answering = yield* probeHealth(paths.socketPath)
+    // Denied the dir or the socket, this user cannot tell whether one runs: not "No intercom broker is running".
+    if (!answering) yield* checkBrokerAccess(paths).pipe(Effect.catchTag("BrokerFilesInaccessible", reportError))
     if (!answering && !(yield* isLifetimeLockHeld(paths.intercomDir))) {
-      yield* Console.log(`No intercom broker is running (socket ${paths.socketPath}).`)
+      yield* printOrExit(`No intercom broker is running (socket ${paths.socketPath}).`)
       return
     }
     const pid = yield* readPidFile(paths.pidFile)
@@ -293,6 +346,8 @@ const stop = Command.make(
     if ((yield* processOwnsSocket(pid, paths.socketPath)) === false) {
       return yield* refuse(`${paths.pidFile} names ${pid}, which does not hold the broker socket (stale pid file?)`)
     }
+    // Sessions still connected: their clients reconnect, and one may start a broker again at once (warned below).
+    const connected = answering ? yield* connectedSessions(paths.socketPath) : undefined
     const sent = yield* signalProcess(pid, "SIGTERM")
     if (sent === "denied") {
       return yield* failWith(`Not permitted to signal the intercom broker (pid ${pid}).`)
@@ -306,7 +361,8 @@ const stop = Command.make(
         }.`
       )
     }
-    yield* Console.log(`Intercom broker stopped (pid: ${pid}).`)
+    yield* printOrExit(`Intercom broker stopped (pid: ${pid}).`)
+    if (connected !== undefined && connected > 0) yield* Console.error(stopWarning(connected))
   })
 ).pipe(
   Command.withShortDescription("Stop the running broker (SIGTERM, wait up to 5 s)"),
@@ -332,7 +388,7 @@ const stats = Command.make(
     const snapshot = yield* fetchBrokerStats({ socketPath: paths.socketPath }).pipe(
       Effect.catchTag("BrokerStatsFailed", (error) => failWith(error.message))
     )
-    yield* Console.log(json ? JSON.stringify(snapshot) : statsText(snapshot))
+    yield* printOrExit(json ? JSON.stringify(snapshot) : statsText(snapshot))
   })
 ).pipe(
   Command.withShortDescription("Print the running broker's metrics (exit 1 if none answers)"),

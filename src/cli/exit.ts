@@ -1,8 +1,8 @@
 /**
  * Exit codes of the `intercom` command:
  *
- * - 0: success, `--help`, `--version`; also after SIGINT/SIGTERM once
- *   shutdown has finished (P95).
+ * - 0: success, `--help`, `--version`; also after SIGINT/SIGTERM (and
+ *   SIGHUP, `hangupAsTerminate`) once shutdown has finished (P95).
  * - 1: the command could not do its job (broker already running, directory
  *   unusable, `broker status` found no broker, …); the reason is on stderr.
  * - 2: bad invocation (unknown flag, bad value, extra argument, missing
@@ -55,3 +55,17 @@ export const teardownWith = (codeOf: ErrorExitCode): Runtime.Teardown => (exit, 
 
 /** `NodeRuntime.runMain` teardown of the fast paths and tools: a signal ends the command with 0 rather than 130. */
 export const teardown: Runtime.Teardown = teardownWith(noOwnCodes)
+
+/**
+ * Makes SIGHUP (the terminal closed) end this process as SIGTERM does:
+ * `NodeRuntime.runMain` handles only SIGINT and SIGTERM, and Node's default
+ * for SIGHUP kills the process (exit 129) without its cleanup (a watch's
+ * control socket left behind, a session not unregistered). Each SIGHUP is
+ * turned into a SIGTERM to this process, so runMain's own handler interrupts
+ * the main fiber, finalizers run, and the command exits 0. Call it once,
+ * before `runMain`, in a process's entry (program.ts, clientEntry.ts,
+ * brokerEntry.ts).
+ */
+export const hangupAsTerminate = (): void => {
+  process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
+}

@@ -3,9 +3,13 @@
  * agent dir from `config/agentDir.ts`, the socket path and its short fallback
  * from `config/socketPath.ts` — so that the CLI's broker listens exactly where
  * a client using `loadIntercomSettings` dials. This module only feeds them the
- * `--dir` flag and this process's environment.
+ * `--dir` flag and this process's environment, and says when this user may
+ * not reach them (`checkBrokerAccess`: `broker status` and `stop` must not
+ * read "permission denied" as "no broker").
  */
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as fs from "node:fs"
 import * as os from "node:os"
 import { type Environment, type IntercomPaths, resolveAgentDir, resolveIntercomPaths } from "../config/agentDir.ts"
 import { processSocketPlacement } from "../config/runtimeDir.ts"
@@ -53,4 +57,48 @@ export const resolveProcessPaths = (dir: string | undefined): Effect.Effect<Inte
       placement: yield* processSocketPlacement(env)
     })
     return result instanceof SocketPathError ? yield* result : result
+  })
+
+/**
+ * This user may not reach the broker files at `path` (a directory it cannot
+ * enter, or a socket it cannot write to): whether a broker runs there cannot
+ * be told from here.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class BrokerFilesInaccessible extends Data.TaggedError("BrokerFilesInaccessible")<{
+  readonly path: string
+  readonly agentDir: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Cannot access ${this.path} (${this.detail}), so whether an intercom broker runs for ${this.agentDir} cannot be told. Run the command as the user who owns ${this.agentDir} (or let this user enter it), or pass an agent dir of your own with --dir.`
+  }
+}
+
+const deniedCodes: ReadonlySet<string> = new Set(["EACCES", "EPERM"])
+
+/**
+ * Fails with `BrokerFilesInaccessible` when this user is denied the intercom
+ * dir (entering it) or the socket (connecting needs write permission). A
+ * file that does not exist is no problem here: nothing runs there.
+ */
+export const checkBrokerAccess = (paths: IntercomPaths): Effect.Effect<void, BrokerFilesInaccessible> =>
+  Effect.suspend(() => {
+    const checks: ReadonlyArray<readonly [string, number]> = [
+      [paths.intercomDir, fs.constants.X_OK],
+      [paths.socketPath, fs.constants.W_OK]
+    ]
+    for (const [file, mode] of checks) {
+      try {
+        fs.accessSync(file, mode)
+      } catch (error) {
+        const code = error instanceof Error && "code" in error ? error.code : undefined
+        if (typeof code === "string" && deniedCodes.has(code)) {
+          return Effect.fail(new BrokerFilesInaccessible({ path: file, agentDir: paths.agentDir, detail: code }))
+        }
+      }
+    }
+    return Effect.void
   })

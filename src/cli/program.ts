@@ -10,12 +10,14 @@ import * as Command from "effect/cli/Command"
 import * as Effect from "effect/Effect"
 import { packageInfo } from "../config/install.ts"
 import { intercom } from "./commands.ts"
+import { hangupAsTerminate } from "./exit.ts"
 import { programTeardown } from "./programExit.ts"
 import { usagePresenter } from "./usagePresenter.ts"
 import { loggingLayer } from "./logging.ts"
 
 /** Runs the command line in `process.argv` as this process's main program. */
-export const runCliProcess = (): void =>
+export const runCliProcess = (): void => {
+  hangupAsTerminate()
   intercom.pipe(
     Command.run({ version: packageInfo()?.version ?? "unknown" }),
     // A command line that does not parse: help and errors on stderr, and the JSON object under --json.
@@ -25,3 +27,4 @@ export const runCliProcess = (): void =>
     Effect.provide(loggingLayer),
     NodeRuntime.runMain({ teardown: programTeardown })
   )
+}

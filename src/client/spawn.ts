@@ -38,6 +38,20 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
 }
 
 /**
+ * Why the intercom dir could not be checked or created, and what to do: a
+ * file in the way (ENOTDIR, EEXIST) is to be moved; a directory this user
+ * may not write to (EACCES, EPERM, EROFS) wants another agent dir.
+ */
+const dirProblem = (verb: "check" | "create", intercomDir: string, cause: unknown): string => {
+  const code = cause instanceof Error && "code" in cause ? cause.code : undefined
+  const what = cause instanceof Error ? cause.message : String(cause)
+  const remedy = code === "ENOTDIR" || code === "EEXIST"
+    ? `a file is where ${intercomDir} or a directory above it must be: move it out of the way, or use another agent dir (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)`
+    : `check that this user may write to ${path.dirname(intercomDir)}, or use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)`
+  return `cannot ${verb} ${intercomDir} (${what}): ${remedy}`
+}
+
+/**
  * Another client holds `broker.spawn.lock` and is starting the broker (it
  * won the spawn race, C-BRK-17), but nothing answered health on the socket
  * within `waitedMs`. The message leads with C-BRK-17's words, once, and says
@@ -279,7 +293,7 @@ export const ensureBroker = (
     // Another user's directory or socket: whoever answers there is not this user's broker.
     const foreign = yield* Effect.try({
       try: () => foreignSocketProblem(options.intercomDir, options.socketPath, currentUid()),
-      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot check ${options.intercomDir}: ${String(cause)}` })
+      catch: (cause) => new BrokerSpawnFailed({ detail: dirProblem("check", options.intercomDir, cause) })
     })
     if (foreign !== undefined) {
       return yield* new BrokerSpawnFailed({
@@ -290,7 +304,7 @@ export const ensureBroker = (
     if (yield* probeHealth(options.socketPath)) return
     yield* Effect.try({
       try: () => fs.mkdirSync(options.intercomDir, { recursive: true, mode: 0o700 }),
-      catch: (cause) => new BrokerSpawnFailed({ detail: `cannot create ${options.intercomDir}: ${String(cause)}` })
+      catch: (cause) => new BrokerSpawnFailed({ detail: dirProblem("create", options.intercomDir, cause) })
     })
     // A broker that holds the lifetime lock is alive — starting, stopping, or frozen: never start another.
     if (yield* isLifetimeLockHeld(options.intercomDir)) {

@@ -200,13 +200,15 @@ describe("P81/P91 files and modes", () => {
       )
     }))
 
-  it.live("an unusable directory fails startup with DirectoryUnusable", () =>
+  it.live("a file where the intercom dir must be fails startup with NotADirectory, saying to move it", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
       const file = path.join(root, "a-file")
       fs.writeFileSync(file, "")
       const error = yield* startupError({ intercomDir: path.join(file, "intercom"), socketPath: path.join(root, "s.sock") })
-      assert.strictEqual(error.kind, "DirectoryUnusable")
+      assert.strictEqual(error.kind, "NotADirectory")
+      assert.include(error.message, `${file} is not a directory. Move that file out of the way, or pass another agent dir with --dir.`)
+      assert.notInclude(error.message, "writable")
     }))
 })
 

@@ -175,14 +175,18 @@ describe("usage errors exit 2", () => {
       // Checked by the session, before anything is sent: still a usage error.
       const empty = yield* runCli(agent, ["send", "bob", ""])
       assert.strictEqual(empty.code, 2, empty.stderr)
-      assert.strictEqual(empty.stderr.trim(), "Missing 'to' or 'message' parameter")
+      // The contract text, and the CLI's word on which was missing: <to> was given.
+      assert.strictEqual(empty.stderr.trim(), `Missing 'to' or 'message' parameter: the message after "bob" is empty; give its text.`)
       // `reply` may leave out its message only with --error.
       const bare = yield* runCli(agent, ["reply"])
       assert.strictEqual(bare.code, 2, bare.stderr)
       assert.strictEqual(bare.stderr.trim(), "Missing 'message' parameter")
-      const blank = yield* runCli(agent, ["reply", "--error", " "])
-      assert.strictEqual(blank.code, 2, blank.stderr)
-      assert.include(blank.stderr, "replyError is blank")
+      for (const text of ["", " "]) {
+        const blank = yield* runCli(agent, ["reply", "--error", text])
+        assert.strictEqual(blank.code, 2, blank.stderr)
+        assert.include(blank.stderr, "--error must not be empty: give the failure text the asker is to get")
+        assert.notInclude(blank.stderr, "Missing 'message' parameter")
+      }
       const control = yield* runCli(agent, ["send", "--json", "bob", "bell\u0007"])
       assert.strictEqual(control.code, 2)
       assert.strictEqual(get(jsonOf(control), "details", "error"), "InvalidInput")

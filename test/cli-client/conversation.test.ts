@@ -234,3 +234,16 @@ describe("intercom watch", () => {
       assert.strictEqual(again, id)
     }), TIMEOUT)
 })
+
+describe("an ask whose target leaves", () => {
+  it.live("exits 1 with the contract text and the name the ask went to", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const watch = yield* startWatch(agent, "planner")
+      const asker = yield* spawnCli(agent, ["ask", "planner", "Still there?"])
+      yield* watch.waitStdout(ASK_LINE("cli-tester", "Still there\\?"))
+      yield* watch.kill("SIGTERM")
+      assert.deepStrictEqual(yield* asker.waitExit(), { code: 1, signal: null }, asker.stderr())
+      assert.match(asker.stderr(), /^Reply peer disconnected before answering: \S+\. "planner" left the intercom before it answered\.$/m)
+    }), TIMEOUT)
+})

@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { get, jsonOf, makeAgent, runCli, startWatch, supervisedChild } from "./support.ts"
+import { get, jsonOf, makeAgent, runCli, spawnCli, startWatch, supervisedChild } from "./support.ts"
 
 const TIMEOUT = 60_000
 
@@ -44,5 +44,32 @@ describe("commands through a watch keep their parameters", () => {
       assert.deepInclude(yield* events.next(undefined, "20 seconds"), { _tag: "Answered", questionId: "q-dlg", answer: "ship it" })
       yield* child.close
       yield* supervisor.close
+    }), TIMEOUT)
+
+  it.live("pending --dir through a watch started without --dir prints reply lines with the command's --dir", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const planner = yield* startWatch(agent, "planner") // its agent dir from PI_CODING_AGENT_DIR
+      yield* spawnCli(agent, ["ask", "--name", "asker", "planner", "q?"])
+      const [, id = ""] = yield* planner.waitStdout(/\[ask\] asker \([0-9a-f]{8}\) · (\S+)\n/)
+
+      // Another shell, without the watch's environment: the agent dir comes from --dir only.
+      const pending = yield* runCli(agent, ["pending", "--dir", agent.agentDir, "--name", "planner"], {
+        env: { PI_CODING_AGENT_DIR: "" }
+      })
+      assert.strictEqual(pending.code, 0, pending.stderr)
+      assert.include(pending.stdout, `  reply: intercom reply --name planner --dir ${agent.agentDir} --reply-to ${id} "..."`)
+    }), TIMEOUT)
+
+  it.live("a default-name send to the default-name watch's own name says it ran through that watch and to pass --name", () =>
+    Effect.gen(function*() {
+      const agent = yield* makeAgent
+      const watch = yield* spawnCli(agent, ["watch"], { stdin: "pipe" })
+      yield* watch.waitStdout(/^Watching as cli-tester /m)
+      const send = yield* runCli(agent, ["send", "cli-tester", "hi"])
+      assert.strictEqual(send.code, 1, send.stderr)
+      assert.include(send.stderr, "Cannot message the current session")
+      assert.include(send.stderr, `This command ran through the running \`intercom watch\` named "cli-tester" (the default name of this user)`)
+      assert.include(send.stderr, "pass --name with another name")
     }), TIMEOUT)
 })

@@ -4,7 +4,8 @@
  * else — including everything effect/cli would reject — goes to the full program.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { parseBrokerArgv } from "../../src/cli/argv.ts"
+import { looksLikeBrokerScript, parseBrokerArgv } from "../../src/cli/argv.ts"
+import { unknownBrokerSubcommand } from "../../src/cli/commands.ts"
 
 describe("parseBrokerArgv", () => {
   it("takes the broker command with its flags and the ignored path, in any order", () => {
@@ -67,9 +68,29 @@ describe("parseBrokerArgv", () => {
       ["broker", "--durability", "memory", "--durability", "sqlite"],
       ["broker", "/a/broker.ts", "extra.ts"],
       ["broker", "script"], // not path-like: could be a subcommand
+      ["broker", "stopp"],
+      ["broker", "status.txt"], // a dot is not enough: it must end in .js, .mjs, .cjs or .ts
       ["broker", "--"],
       ["intercom", "broker"]
     ]
     for (const args of full) assert.isUndefined(parseBrokerArgv(args), args.join(" "))
+  })
+})
+
+describe("the ignored <broker-script>", () => {
+  it("is path-like only with a / or a script's extension, in the fast path and the full program alike", () => {
+    for (const arg of ["/x/broker.ts", "rel/dir", "broker.ts", "broker.js", "broker.mjs", "broker.cjs"]) {
+      assert.isTrue(looksLikeBrokerScript(arg), arg)
+    }
+    for (const arg of ["stopp", "satus", "stats.", "status.txt", "script"]) {
+      assert.isFalse(looksLikeBrokerScript(arg), arg)
+    }
+  })
+
+  it("a word that is not path-like is an unknown subcommand, with the nearest one and the list", () => {
+    assert.include(unknownBrokerSubcommand("stopp"), "unknown subcommand 'stopp'; did you mean 'stop'?")
+    assert.include(unknownBrokerSubcommand("satus"), "did you mean 'status'?")
+    assert.include(unknownBrokerSubcommand("stopp"), "status, stop, stats")
+    assert.notInclude(unknownBrokerSubcommand("frobnicate"), "did you mean")
   })
 })

@@ -319,9 +319,10 @@ describe("intercom broker: the fast path and effect/cli run the same broker", ()
 
   it.live("startup lines, join/leave lines, shutdown line and exit 0 are the same either way", () =>
     Effect.gen(function*() {
-      // argv.ts takes the first; a positional that is not path-like sends the second through effect/cli.
+      // argv.ts takes the first; --idle-exit (the default 5s), which only the full program knows, sends the second
+      // through effect/cli.
       const fast = yield* lifeOf((agentDir) => ["--dir", agentDir])
-      const full = yield* lifeOf((agentDir) => ["ignored-script", "--dir", agentDir])
+      const full = yield* lifeOf((agentDir) => ["--idle-exit", "5s", "--dir", agentDir])
       assert.deepStrictEqual(full, fast)
       assert.deepStrictEqual(fast.outcome, { code: 0, signal: null })
       assert.match(fast.stdout, /^Intercom broker started \(pid: <pid>\)\nListening on /)
@@ -334,7 +335,7 @@ describe("intercom broker: the fast path and effect/cli run the same broker", ()
       fs.mkdirSync(t.agentDir, { recursive: true })
       fs.writeFileSync(t.intercomDir, "not a directory")
       const fast = yield* runCli(["broker", "--dir", t.agentDir], t.env)
-      const full = yield* runCli(["broker", "ignored-script", "--dir", t.agentDir], t.env)
+      const full = yield* runCli(["broker", "--idle-exit", "5s", "--dir", t.agentDir], t.env)
       assert.deepStrictEqual(full, fast)
       assert.strictEqual(fast.code, 1)
     }))
@@ -379,9 +380,24 @@ describe("intercom broker stop", () => {
       const stop = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
       assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
       assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
+      assert.notInclude(stop.stderr, "Warning", "no session was connected")
       assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null })
       assert.isFalse(exists(t.socketPath))
       assert.isFalse(exists(t.pidFile))
+    }))
+
+  it.live("with sessions connected, warns on stderr how many, that their clients may start a broker again, and how to stop them", () =>
+    Effect.gen(function*() {
+      const t = yield* setup
+      const broker = yield* startBroker(["--dir", t.agentDir], t.env)
+      yield* registerSession(t.socketPath, "alice")
+      yield* registerSession(t.socketPath, "bob")
+      const stop = yield* runCli(["broker", "stop", "--dir", t.agentDir], t.env)
+      assert.strictEqual(stop.code, 0, stop.stdout + stop.stderr)
+      assert.include(stop.stdout, `Intercom broker stopped (pid: ${broker.pid})`)
+      assert.include(stop.stderr, "Warning: 2 sessions were connected to it.")
+      assert.include(stop.stderr, "may start a broker again")
+      assert.include(stop.stderr, "Ctrl-C each `intercom watch`")
     }))
 
   it.live("with no broker running, says so, signals nobody and exits 0", () =>
@@ -429,6 +445,11 @@ describe("bad invocations", () => {
       for (const value of ["soon", "0", "500ms", "31d"]) {
         yield* usage(["broker", "--mailbox-retention", value], "--mailbox-retention must be a duration from 1s to 30d")
       }
+    }))
+  it.live("a mistyped subcommand exits 2 with the nearest subcommand, and starts no broker", () =>
+    Effect.gen(function*() {
+      yield* usage(["broker", "stopp"], "unknown subcommand 'stopp'; did you mean 'stop'?")
+      yield* usage(["broker", "satus"], "did you mean 'status'?")
     }))
   it.live("more than one positional argument exits 2", () => usage(["broker", "/a/broker.ts", "extra"], "extra"))
   it.live("no subcommand exits 2", () =>

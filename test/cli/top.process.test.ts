@@ -158,11 +158,23 @@ describe("intercom top", () => {
       assert.include(result.stderr, "intercom broker")
     }), 60_000)
 
-  it.live("--json without --once is refused with what to use instead", () =>
+  it.live("--once prints the snapshot as text without the live view's key help", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const agentDir = path.join(root, "agent")
+      yield* startBroker(["--dir", agentDir, "--idle-exit", "never", "--durability", "memory"], cleanEnv(root))
+      const result = yield* runCli(["top", "--once", "--dir", agentDir], cleanEnv(root))
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stdout, "RECENT REFUSALS")
+      assert.notInclude(result.stdout, "keys:")
+      assert.notInclude(result.stdout, "q quit")
+    }), 60_000)
+
+  it.live("--json without --once is refused with what to use instead (a bad invocation, exit 2)", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
       const result = yield* runCli(["top", "--json", "--dir", path.join(root, "agent")], cleanEnv(root))
-      assert.strictEqual(result.code, 1)
+      assert.strictEqual(result.code, 2)
       assert.include(result.stderr, "--json needs --once")
     }), 60_000)
 })

@@ -20,10 +20,12 @@
  *   intercom peek    <run handle>
  *   intercom steer   <run handle> <instruction...>
  *
- * Every command takes `--group <g>`: for `list` and `status` a read-only
- * look at group g (C-GRP-5), for the others the home group of the session
- * the command opens (C-GRP-2), which send/ask/reply also pass on as the
- * tool's `group`, so a `watch` in another group refuses them (C-GRP-6).
+ * Every command but `questions`, `answer`, `stop`, `peek` and `steer` (which
+ * act by a supervisor session id or a run handle, not in a group) takes
+ * `--group <g>`: for `list` and `status` a read-only look at group g
+ * (C-GRP-5), for the others the home group of the session the command opens
+ * (C-GRP-2), which send/ask/reply also pass on as the tool's `group`, so a
+ * `watch` in another group refuses them (C-GRP-6).
  *
  * Only the command line is defined here; the handlers load `run.ts` /
  * `watch.ts` (the client and session runtime) when they run, so `intercom
@@ -215,6 +217,10 @@ const reply = Command.make(
     error: Flag.String("error").pipe(
       Flag.withDescription(
         "Answer the ask with a failure: the asker's ask ends as an error whose text is exactly this (reply-error-v1)."
+      ),
+      Flag.filter(
+        (text) => text.trim().length > 0,
+        () => "--error must not be empty: give the failure text the asker is to get"
       ),
       Flag.optional
     ),

@@ -176,8 +176,15 @@ const foreignControl = (socketPath: string): Effect.Effect<void, ControlSocketFo
       const uid = currentUid()
       return foreignSocketProblem(path.dirname(dir), dir, uid) ?? foreignSocketProblem(dir, socketPath, uid)
     },
-    catch: (cause) => new ControlSocketForeign({ socketPath, detail: `it cannot be checked (${String(cause)})` })
+    catch: (cause) => cause
   }).pipe(
+    Effect.catch((cause) =>
+      // A file where a directory of the path must be: no socket can be there, so no watch either (the command's
+      // own session then says what is in the way).
+      cause instanceof Error && "code" in cause && cause.code === "ENOTDIR"
+        ? Effect.succeed(undefined)
+        : Effect.fail(new ControlSocketForeign({ socketPath, detail: `it cannot be checked (${String(cause)})` }))
+    ),
     Effect.flatMap((detail) => detail === undefined ? Effect.void : Effect.fail(new ControlSocketForeign({ socketPath, detail })))
   )
 
@@ -232,7 +239,7 @@ export class ControlListenFailed extends Data.TaggedError("ControlListenFailed")
   readonly detail: string
 }> {
   override get message(): string {
-    return `Cannot listen on the watch control socket ${this.socketPath}: ${this.detail}`
+    return `Cannot listen on the watch control socket ${this.socketPath}: ${this.detail}. Check that this user may write to the intercom dir above it (or that no file is in its place), or use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR).`
   }
 }
 

@@ -14,6 +14,7 @@ import type { IntercomToolParams, ToolResult } from "../../session/IntercomSessi
 import { queuedFor, queuedMarker } from "../../session/oldMail.ts"
 import { messageBody } from "../../session/render.ts"
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "../exit.ts"
+import { type StdoutWriteFailed, writeStdout } from "../stdout.ts"
 import { terminalJson, terminalText } from "../terminalText.ts"
 
 // ---------------------------------------------------------------------------
@@ -69,18 +70,29 @@ export const resultJson = (
  * Text: the result on stdout, or the error on stderr, through `terminalText`
  * (it holds what peers wrote: names, replies, topic texts). JSON: the object
  * on stdout through `terminalJson` (every control character escaped, C1 and bidirectional formatting too).
+ * Fails with `StdoutWriteFailed` when stdout did not take it (stdout.ts).
  */
 export const printResult = (
   json: boolean,
   params: IntercomToolParams,
   result: ToolResult,
   via: "session" | "watch"
-): Effect.Effect<void> =>
+): Effect.Effect<void, StdoutWriteFailed> =>
   json
-    ? Console.log(terminalJson(resultJson(params, result, via)))
+    ? writeStdout(terminalJson(resultJson(params, result, via)))
     : result.isError
     ? Console.error(terminalText(result.text))
-    : Console.log(terminalText(result.text))
+    : writeStdout(terminalText(result.text))
+
+/**
+ * What stderr says when stdout did not take the result of `params`: for an
+ * answered `ask`, that the answer is lost (it was consumed: the asked session
+ * will not send it again).
+ */
+export const unprintedResultText = (params: IntercomToolParams, result: ToolResult, error: StdoutWriteFailed): string =>
+  params.action === "ask" && !result.isError
+    ? `${error.message} The answer from ${params.to ?? "the asked session"} was received but could not be kept: it is lost, and the asked session will not send it again; ask again if you need it.`
+    : error.message
 
 // ---------------------------------------------------------------------------
 // Events (watch; inbound messages of short-lived commands)

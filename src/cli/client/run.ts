@@ -15,13 +15,35 @@ import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { headless } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
-import { ExitCode } from "../exit.ts"
+import { EXIT_FAILURE, ExitCode } from "../exit.ts"
 import { terminalJson, terminalText } from "../terminalText.ts"
 import { delegate } from "./control.ts"
-import { errorResult, exitCodeOf, inboundJson, inboundText, printResult } from "./output.ts"
-import { type CliContext, type CommonInput, openSession, resolveContext } from "./session.ts"
+import { errorResult, exitCodeOf, inboundJson, inboundText, printResult, unprintedResultText } from "./output.ts"
+import { type CliContext, type CommonInput, openSession, resolveContext, withCommandReplyCalls } from "./session.ts"
 
-/** Ends the command: prints `result` and exits with its code. */
+/**
+ * The session's contract texts, with what the command line adds to them:
+ * after `Missing 'to' or 'message' parameter` (C-TOOL-2) for a command line
+ * that did give `<to>`, that the message is what is empty; after `Reply peer
+ * disconnected before answering: <id>` (C-ASK-9), the name the ask went to.
+ */
+const withCliHints = (params: IntercomToolParams, result: ToolResult): ToolResult => {
+  const to = params.to?.trim() ?? ""
+  if (to === "") return result
+  switch (result.details["error"]) {
+    case "MissingParameter":
+      return { ...result, text: `${result.text}: the message after "${to}" is empty; give its text.` }
+    case "ReplyPeerDisconnected":
+      return { ...result, text: `${result.text}. "${to}" left the intercom before it answered.` }
+    default:
+      return result
+  }
+}
+
+/**
+ * Ends the command: prints `result` and exits with its code; exit 1, with
+ * why on stderr, when stdout did not take the result.
+ */
 const finish = (
   input: CommonInput,
   params: IntercomToolParams,
@@ -29,10 +51,29 @@ const finish = (
   via: "session" | "watch"
 ): Effect.Effect<void, ExitCode> =>
   Effect.gen(function*() {
-    yield* printResult(input.json, params, result, via)
-    const code = exitCodeOf(result)
+    const shown = withCliHints(params, result)
+    yield* printResult(input.json, params, shown, via).pipe(
+      Effect.catchTag("StdoutWriteFailed", (error) =>
+        Console.error(unprintedResultText(params, shown, error)).pipe(
+          Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE })))
+        ))
+    )
+    const code = exitCodeOf(shown)
     if (code !== 0) return yield* new ExitCode({ code })
   })
+
+/**
+ * Why a command that ran through a watch may not message the target: the
+ * watch is the session that acts, and the target is that session itself
+ * (typically a default-name watch, `cli-<user>`, and a default-name `send
+ * cli-<user> …` from another terminal).
+ */
+const throughOwnWatchHint = (name: string, input: CommonInput, params: IntercomToolParams): string =>
+  `This command ran through the running \`intercom watch\` named "${name}" (${
+    Option.isSome(input.name) ? "its --name" : "the default name of this user"
+  }), so it acts as that session, and ${
+    params.to === undefined ? "its target" : `"${params.to}"`
+  } is that session itself. To message the watch, pass --name with another name: \`intercom ${params.action} --name <another name> …\`.`
 
 /**
  * One action in a session of this process. Messages that reach it meanwhile
@@ -67,7 +108,16 @@ export const runAction = (
       if (delegated._tag === "Failure") {
         return yield* finish(input, params, errorResult(delegated.failure._tag, delegated.failure.message), "watch")
       }
-      if (Option.isSome(delegated.success)) return yield* finish(input, params, delegated.success.value, "watch")
+      if (Option.isSome(delegated.success)) {
+        const result = delegated.success.value
+        // `pending`'s reply lines as this command would write them (its --dir), not as the watch did.
+        const shown = params.action === "pending" && !result.isError
+          ? { ...result, text: withCommandReplyCalls(result.text, context.success) }
+          : result.details["error"] === "SelfTargetRefused"
+          ? { ...result, text: `${result.text}. ${throughOwnWatchHint(context.success.name, input, params)}` }
+          : result
+        return yield* finish(input, params, shown, "watch")
+      }
     }
     const result = yield* runInOwnSession(context.success, params, input.json)
     return yield* finish(input, params, result, "session")

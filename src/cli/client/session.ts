@@ -108,6 +108,17 @@ export const cliReplyCall = (context: Pick<CliContext, "name" | "group" | "dirFl
     `"..."`
   ].join(" ")
 
+/**
+ * `pending`'s text as the watch that ran it wrote it, with each reply line
+ * (`  reply: intercom reply … --reply-to <id> "..."`) written again for the
+ * command that asked (`cliReplyCall(context)`): the watch writes them for its
+ * own context, which lacks the command's `--dir`, so a line pasted in a shell
+ * without the watch's environment would act on another agent dir.
+ */
+export const withCommandReplyCalls = (text: string, context: Pick<CliContext, "name" | "group" | "dirFlag">): string =>
+  text.replace(/^( {2}reply: )intercom reply .* --reply-to (\S+) "\.\.\."$/gm, (_line, prefix: string, id: string) =>
+    `${prefix}${cliReplyCall(context)(id.startsWith("'") ? id.slice(1, -1).replaceAll(`'\\''`, "'") : id)}`)
+
 /** What `openSession` takes beyond the context: the session id, the host, and which inbound messages start a turn. */
 export interface OpenSessionOptions {
   readonly sessionId: string

@@ -12,7 +12,11 @@
  *   picks one when several are pending.
  * - Runs the actions of short-lived commands with the same name (`intercom
  *   reply --name planner …` from another terminal) in this session.
- * - End of stdin, Ctrl-C or SIGTERM leave cleanly: the session unregisters.
+ * - End of stdin, Ctrl-C, SIGTERM or SIGHUP (exit.ts `hangupAsTerminate`) leave
+ *   cleanly: the session unregisters.
+ * - Stdout gone (`intercom watch | head -1`): it leaves quietly (exit 0), and
+ *   the message whose line could not be written is not confirmed, so it comes
+ *   again to the next watch of the name (`runWatch`).
  * - Taken over (another process registered the same session id, `taken_over`):
  *   it says so in one line — that process's pid, and how to take the session
  *   back — and exits with EXIT_FAILURE, rather than stay up receiving nothing.
@@ -83,19 +87,55 @@ export const parseReplyLine = (
 
 /**
  * Writes `text` and a newline to stdout; completes once the stream took it
- * (for a pipe, once it was flushed), and fails if it could not (stdout
- * closed): a message whose line failed was not shown, and is not logged.
+ * (for a pipe, once it was flushed). If it could not (stdout closed or
+ * full), it never completes: the same error reaches `stdoutFailure`, which
+ * ends the watch and so interrupts this write. The message whose line failed
+ * was not shown; it is neither logged nor confirmed, and the session's
+ * hand-off does not retry it into a dead stdout meanwhile.
  */
-const writeOut = (text: string): Effect.Effect<void, Error> =>
-  Effect.callback<void, Error>((resume) => {
-    process.stdout.write(`${text}\n`, (error) => resume(error === null || error === undefined ? Effect.void : Effect.fail(error)))
+const writeOut = (text: string): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    process.stdout.write(`${text}\n`, (error) => {
+      if (error === null || error === undefined) resume(Effect.void)
+    })
   })
 
 /**
+ * Completes with the first error of stdout (a pipe whose reader went away:
+ * EPIPE; a full disk: ENOSPC). Until then it is what listens for
+ * stdout's 'error' events, without which such an error would crash the
+ * process with a stack trace. The listener stays once it fired: the stream
+ * is dead, and a write still in flight may report the same error again.
+ */
+const stdoutFailure: Effect.Effect<NodeJS.ErrnoException> = Effect.callback<NodeJS.ErrnoException>((resume) => {
+  const onError = (error: NodeJS.ErrnoException) => resume(Effect.succeed(error))
+  process.stdout.on("error", onError)
+  return Effect.sync(() => process.stdout.off("error", onError))
+})
+
+/**
  * Runs `intercom watch` until stdin ends (unless `--no-stdin`), Ctrl-C or
- * SIGTERM; see the module header. Fails with `ExitCode` after printing why.
+ * SIGTERM, or stdout fails; see the module header. Fails with `ExitCode`
+ * after printing why.
+ *
+ * Stdout gone (EPIPE: `intercom watch | head -1` once `head` has exited) ends
+ * the watch quietly with exit 0, as a pipeline's reader may; another stdout
+ * error (ENOSPC) is said on stderr, exit 1. Either way the session leaves, and
+ * the message whose line stdout could not take is not confirmed: the broker
+ * hands it to the next watch of the name.
  */
 export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
+  Effect.raceFirst(
+    watchSession(input),
+    Effect.flatMap(stdoutFailure, (error) =>
+      error.code === "EPIPE"
+        ? Effect.void
+        : Console.error(
+          `intercom watch stopped: cannot write to stdout (${error.message}); the message it could not show will come again to the next watch of this name. Free space or fix stdout, and run it again.`
+        ).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE })))))
+  )
+
+const watchSession = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fail = (kind: string, message: string) =>
       (input.json

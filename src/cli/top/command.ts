@@ -3,9 +3,11 @@
  * which is loaded only when the command runs.
  */
 import * as Command from "effect/cli/Command"
+import * as Console from "effect/Console"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { EXIT_USAGE, ExitCode } from "../exit.ts"
 import { reportError } from "../foreground.ts"
 import { parseTimeout } from "../client/duration.ts"
 
@@ -43,7 +45,11 @@ const jsonFlag = Flag.Boolean("json").pipe(
 export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, once: onceFlag, json: jsonFlag }).pipe(
   Command.withHandler((input) =>
     Effect.gen(function*() {
-      if (input.json && !input.once) return yield* reportError({ message: "--json needs --once: the live view is for a terminal; `intercom top --once --json` prints one snapshot." })
+      // A flag that does not fit the others: a bad invocation (exit 2), as effect/cli's own errors are.
+      if (input.json && !input.once) {
+        yield* Console.error("--json needs --once: the live view is for a terminal; `intercom top --once --json` prints one snapshot.")
+        return yield* new ExitCode({ code: EXIT_USAGE })
+      }
       const { runTop } = yield* Effect.promise(() => import("./runTop.ts"))
       yield* runTop({ dir: Option.getOrUndefined(input.dir), intervalMs: input.interval, once: input.once, json: input.json }).pipe(
         Effect.catchTag("ObserveError", reportError),

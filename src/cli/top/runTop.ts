@@ -157,7 +157,7 @@ export const runTop = (options: TopOptions): Effect.Effect<void, ObserveError | 
     if (options.once) {
       const snapshot = yield* ObserveClient.snapshot({ dir: options.dir })
       if (options.json) return yield* Console.log(JSON.stringify(snapshot))
-      return yield* Console.log(render(snapshot, initialSettings, PLAIN_SIZE, TITLE).join("\n"))
+      return yield* Console.log(render(snapshot, initialSettings, PLAIN_SIZE, TITLE, undefined, false).join("\n"))
     }
     // Only Ctrl+C and Ctrl+D end key input: Esc is the filter's (keys.ts).
     const terminal = yield* NodeTerminal.make((input) => input.key.ctrl && (input.key.name === "c" || input.key.name === "d"))

@@ -119,8 +119,8 @@ const refusalLine = (refusal: RefusalEntry, now: number): string =>
 
 /**
  * The screen for `snapshot`: header, totals and queues, the sessions table,
- * open asks, recent refusals and the key help, cut to `rows` lines of
- * `columns` characters (a section gives up lines to the ones above it).
+ * open asks, recent refusals and the key help (left out with `keyHelp`
+ * false: `top --once` reads no keys), cut to `rows` lines of `columns` characters (a section gives up lines to the ones above it).
  * With `silentForMs` (the broker has sent nothing for that long: stopped,
  * hung or overloaded) the header starts with a line that says so, and that
  * what follows is its last update.
@@ -130,7 +130,8 @@ export const render = (
   settings: ViewSettings,
   size: { readonly columns: number; readonly rows: number },
   title: string,
-  silentForMs?: number
+  silentForMs?: number,
+  keyHelp = true
 ): ReadonlyArray<string> => {
   const now = snapshot.at
   const needle = settings.filter.toLowerCase()
@@ -167,7 +168,7 @@ export const render = (
     `RECENT REFUSALS (${totals.refused} in all)`,
     ...(refusals.length === 0 ? ["  none"] : refusals.slice().reverse().map((refusal) => refusalLine(refusal, now)))
   ]
-  const footer = [
+  const footer = !keyHelp ? [] : [
     "",
     settings.editing !== undefined
       ? `filter: ${terminalSafe(settings.editing)}▏  (Enter keeps it, Esc clears it)`
