@@ -260,7 +260,12 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       // Deterministic (a trace replays frame for frame): one per client, as a real client's random one.
       instanceId: key,
       ...(drawn?.client ?? world.timings)
-    }).pipe(Scope.provide(scope), ownedBy(key))
+    }).pipe(
+      // The only option it checks is the instance id, a short key here: a failure is the harness's own defect.
+      Effect.orDie,
+      Scope.provide(scope),
+      ownedBy(key)
+    )
     const sessionOptions = drawn === undefined ? world.sessionOptions : { ...world.sessionOptions, ...drawn.session }
     const client: ClientState = { key, scope, service, sessionOptions }
     state.client = client
