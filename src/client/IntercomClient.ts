@@ -654,7 +654,7 @@ const make = (
      * replay window (REPLAY_WINDOW_MS) of the first attempt; after it, or once
      * the client is closed, `ConnectionLost` stands (outcome unknown).
      *
-     * A plain send is usually sent again by the client itself, first thing on
+     * A send (a child's `supervisorSend` too) is usually sent again by the client itself, first thing on
      * the next connection (`unsent`); the retry then joins that re-send, or
      * gets its answer if it came first (PendingSends.ts), and writes nothing.
      * After a loss the retry waits only until the client has retired the
