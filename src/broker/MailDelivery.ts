@@ -24,9 +24,13 @@
  * after the `unregister`: unwritten, or written and never confirmed read.
  * One whose connection merely dropped is not: its mail waits for it.
  * Nor is such a session owed the notices for mail it sent that is lost after
- * it ended (it expired in the mailbox, or its ended recipient never read it):
- * it will never register to take them, and kept they would hold a memory
- * broker up a day (Broker.ts's idle watcher, `held`) for nobody.
+ * it ended (it expired in the mailbox, or its ended recipient never read it),
+ * however long after: it will never register to take them, and kept they
+ * would hold a memory broker up a day (Broker.ts's idle watcher, `held`) for
+ * nobody. Its messages carry its end (`Mail.senderEnd`), since `ended`
+ * forgets it after a day. One whose connection merely dropped is owed them:
+ * its client registers again under the same id while its process runs, and
+ * the broker cannot tell that process from one that is gone.
  *
  * Asks are not queued (P60), but one written to a connection that closed
  * before its client confirmed reading it, or never written, goes back like
@@ -201,6 +205,8 @@ export class MailDelivery {
    * registration flushed it, and mail coming back while it is live goes to it.
    */
   private endedUnread(session: Session, now: number): void {
+    // Its messages carry this: one lost however much later owes it no notice (`lost`).
+    if (session.senderEnd !== undefined) session.senderEnd.ended = true
     const name = session.fields.name
     const label = name === undefined ? session.id : `${name} (${session.id})`
     this.ended.put(session.key, { infoJson: session.infoJson, label }, now)
@@ -491,6 +497,9 @@ export class MailDelivery {
       this.ctx.journal?.mark(sender.peer)
       return output.forceEnqueue(sender.peer, notice)
     }
+    // A short-lived sender that ended by `unregister`, however long ago (`ended` forgets it after a day):
+    // it never registers again to be told, so nothing is owed (see the module header).
+    if (mail.senderEnd?.ended === true) return this.forget(notice)
     // The sender is away: it is told when it registers again (within a day).
     this.owe(notice)
   }

@@ -287,6 +287,7 @@ export class Questions {
       senderKey: child.key,
       senderId: child.id,
       senderIdentity: child.identity,
+      senderEnd: child.senderEnd,
       fromJson: child.infoJson,
       message,
       brokerReceivedAt: now,

@@ -348,6 +348,8 @@ export class Registration {
       realCwd,
       identity: ephemeral ? undefined : identityOf(space.key, fields, realCwd),
       ephemeral,
+      // A takeover is that session: its messages sent so far end with it.
+      senderEnd: ephemeral ? displaced?.senderEnd ?? { ended: false } : undefined,
       lastBroadcastAt: now,
       health: new SessionHealth(now),
       traffic: new SessionTraffic(now)

@@ -7,6 +7,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { SessionRegistration } from "../protocol/frames.ts"
+import type { SenderEnd } from "../store/records.ts"
 import type { SessionHealth } from "./Health.ts"
 import { RegistrationOrder, SetIndex, SortedIds } from "./Indexes.ts"
 import { MembershipFeed } from "./MembershipFeed.ts"
@@ -52,6 +53,13 @@ export interface Session {
   identity: string | undefined
   /** Registered short-lived (`ephemeral-v1`): no mailbox identity, and forgotten when it leaves. */
   readonly ephemeral: boolean
+  /**
+   * For a short-lived session: set once it ends by `unregister`, and carried
+   * by every message it sent (`Mail.senderEnd`), so no notice is owed to it
+   * for one lost later (MailDelivery.ts). A takeover keeps the cell; a
+   * registration after its connection dropped starts a new one.
+   */
+  readonly senderEnd: SenderEnd | undefined
   lastBroadcastAt: number
   /** Peer health (`health-v1`, Health.ts): `lastSeen`, activity, what the session published. */
   readonly health: SessionHealth

@@ -314,6 +314,7 @@ export class Send {
       senderKey: sender.key,
       senderId: sender.id,
       senderIdentity: sender.identity,
+      senderEnd: sender.senderEnd,
       fromJson: sender.infoJson,
       message,
       brokerReceivedAt: now,

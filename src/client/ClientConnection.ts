@@ -56,7 +56,7 @@ import { type ResultAnswer, type ResultRequestError, type ResultRequestFrame, Re
 import type { ClientSinks, Delivery, InboundMessage } from "./events.ts"
 import { Confirmations } from "./Confirmations.ts"
 import { Outbox } from "./Outbox.ts"
-import { PendingSends, type UnansweredSend } from "./PendingSends.ts"
+import { addressedTo, PendingSends, type UnansweredSend } from "./PendingSends.ts"
 import { type TopicAnswer, type TopicRequestError, type TopicRequestFrame, TopicRequests } from "./TopicRequests.ts"
 import { type QuestionRequestError, type QuestionRequestFrame, QuestionRequests } from "./QuestionRequests.ts"
 import {
@@ -146,13 +146,15 @@ export interface ClientConnection {
   /** A `send`, or with `supervisor_send` a child's message to its supervisor. */
   readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
   /**
-   * Once the connection has closed: the plain sends it had taken and not
-   * seen answered, in the order they were first written (empty while open).
+   * Once the connection has closed: the sends (a child's `supervisor_send`
+   * too) it had taken and not seen answered, in the order they were first
+   * written (empty while open).
    */
   readonly unanswered: () => ReadonlyArray<UnansweredSend>
   /**
    * Writes sends another connection left unanswered, in their order, as one
-   * batch; a later `send` of the same message waits for that answer, or,
+   * batch (a `supervisor_send` addressed to this connection's supervisor,
+   * `addressedTo`); a later `send` of the same message waits for that answer, or,
    * when it comes after the answer and within `keepMs` of the batch, gets it
    * without writing again. Call it before anything else sends on this
    * connection.
@@ -602,7 +604,10 @@ export const openClientConnection = (
     const resend: ClientConnection["resend"] = (lost, keepMs) =>
       Effect.suspend(() => {
         if (!open) return Effect.fail(new ConnectionLost({ operation: "send" }))
-        const { messageIds, texts } = sends.retake(lost, (send) => sendFrameText(send.request, send.frameType, granted))
+        const { messageIds, texts } = sends.retake(
+          addressedTo(lost, registered.frame.supervisorSessionId),
+          (send) => sendFrameText(send.request, send.frameType, granted)
+        )
         if (texts.length === 0) return Effect.void
         // Answers nobody came back for are dropped after `keepMs`, on the Clock; with the connection, at its close.
         const release = Effect.sleep(Duration.millis(keepMs)).pipe(Effect.andThen(Effect.sync(() => sends.release(messageIds))))

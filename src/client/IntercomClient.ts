@@ -78,7 +78,7 @@ import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from 
 import * as path from "node:path"
 import { randomUUID } from "node:crypto"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
-import { ConnectionLost, IntercomNotConnected, RequestTimeout, takenOverReason } from "./errors.ts"
+import { ConnectionLost, IntercomNotConnected, type IntercomOptionError, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
 import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../protocol/features.ts"
@@ -88,7 +88,7 @@ import { ClientQuestions } from "./ClientQuestions.ts"
 import { ClientTopics } from "./ClientTopics.ts"
 import { listResults, readResult, storeResult } from "./ClientResults.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
-import type { IntercomClientOptions } from "./options.ts"
+import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
 import { ensureBroker } from "./spawn.ts"
 import { tracedSend } from "./tracing.ts"
 import { makeUnhandledMessages } from "./UnhandledMessages.ts"
@@ -143,8 +143,10 @@ const mergeUnsent = (
 
 const make = (
   options: IntercomClientOptions
-): Effect.Effect<IntercomClientService, never, Scope.Scope> =>
+): Effect.Effect<IntercomClientService, IntercomOptionError, Scope.Scope> =>
   Effect.gen(function*() {
+    // What the broker would refuse at every connect is refused here, once, before any dial or spawn.
+    yield* checkClientOptions(options)
     const clientScope = yield* Effect.scope
     // Connections and their fibers live in a child Scope forked before the `disconnect`
     // finalizer is added, so closing the client runs `disconnect` (unregister) first.
@@ -652,7 +654,7 @@ const make = (
      * replay window (REPLAY_WINDOW_MS) of the first attempt; after it, or once
      * the client is closed, `ConnectionLost` stands (outcome unknown).
      *
-     * A plain send is usually sent again by the client itself, first thing on
+     * A send (a child's `supervisorSend` too) is usually sent again by the client itself, first thing on
      * the next connection (`unsent`); the retry then joins that re-send, or
      * gets its answer if it came first (PendingSends.ts), and writes nothing.
      * After a loss the retry waits only until the client has retired the
@@ -896,9 +898,14 @@ export class IntercomClient extends Context.Service<IntercomClient, IntercomClie
    * program.pipe(Effect.scoped, Effect.provide(NodeServices.layer), Effect.runPromise)
    * ```
    */
-  static readonly make: (options: IntercomClientOptions) => Effect.Effect<IntercomClientService, never, Scope.Scope> =
-    make
-  /** A Layer holding one client for the Layer's lifetime; for an example, see `IntercomClient`. */
-  static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient> =>
+  static readonly make: (
+    options: IntercomClientOptions
+  ) => Effect.Effect<IntercomClientService, IntercomOptionError, Scope.Scope> = make
+  /**
+   * A Layer holding one client for the Layer's lifetime; for an example, see
+   * `IntercomClient`. Fails to build with `IntercomOptionError` when an option
+   * cannot be used as given (`checkClientOptions`).
+   */
+  static readonly layer = (options: IntercomClientOptions): Layer.Layer<IntercomClient, IntercomOptionError> =>
     Layer.effect(IntercomClient, make(options))
 }

@@ -5,8 +5,8 @@
  * hands its frame to the transport.
  *
  * When the connection closes, the sends still waiting fail with
- * `ConnectionLost`, and the plain sends among them are kept as `unanswered`,
- * oldest first. The client writes them again on its next connection, as one
+ * `ConnectionLost`, and are kept as `unanswered`, oldest first — a child's
+ * `supervisor_send` among them in its place. The client writes them again on its next connection, as one
  * batch and before anything else can use that connection (`retake`), so a
  * sender's messages reach the broker in the order it first sent them even
  * across a reconnect. Each send's own fiber, retrying after the loss, finds
@@ -27,7 +27,7 @@
 import { Deferred, Exit } from "effect"
 import { ConnectionLost, type DeliveryError } from "./errors.ts"
 import type { Delivery } from "./events.ts"
-import type { SendFrameType, SendRequest } from "./requests.ts"
+import { type SendFrameType, type SendRequest, signatureOf } from "./requests.ts"
 
 /** A send its connection had taken and not seen answered when it closed. */
 export interface UnansweredSend {
@@ -37,6 +37,28 @@ export interface UnansweredSend {
   readonly signature: string
   /** When it was first written, on whichever connection (Clock milliseconds). */
   readonly since: number
+}
+
+/**
+ * `sends` as a connection bound to `supervisorSessionId` writes them again:
+ * a child's `supervisor_send` addressed to another supervisor (or to none)
+ * is addressed to this one, with its signature to match, so that the send's
+ * own retry — which addresses the connection's supervisor — joins it. The
+ * same array when nothing changes (the usual case: a grant names one
+ * supervisor for good).
+ */
+export const addressedTo = (
+  sends: ReadonlyArray<UnansweredSend>,
+  supervisorSessionId: string | undefined
+): ReadonlyArray<UnansweredSend> => {
+  const stale = (send: UnansweredSend) =>
+    send.frameType === "supervisor_send" && supervisorSessionId !== undefined && send.request.to !== supervisorSessionId
+  if (supervisorSessionId === undefined || !sends.some(stale)) return sends
+  return sends.map((send) => {
+    if (!stale(send)) return send
+    const request = { ...send.request, to: supervisorSessionId }
+    return { ...send, request, signature: signatureOf(request, send.frameType) }
+  })
 }
 
 /** A send waiting for its answer, and who waits for it. */
@@ -143,24 +165,23 @@ export class PendingSends {
 
   /**
    * The connection closed: every send still waiting fails with
-   * `ConnectionLost`, and the plain sends among them are kept, oldest
-   * first, for `unanswered`. A child's `supervisor_send` is not kept: its
-   * target is the supervisor the next connection is bound to, which the
-   * send's own retry looks up again. Kept answers are dropped: a retry
-   * goes to the next connection, which writes its message again.
+   * `ConnectionLost`, and all of them are kept, oldest first, for
+   * `unanswered` — a child's `supervisor_send` too, in its place, or the
+   * plain sends written after it would overtake it when the next connection
+   * writes them again (that connection addresses it to the supervisor it is
+   * bound to: `retake`'s `encode`). Kept answers are dropped: a retry goes
+   * to the next connection, which writes its message again.
    */
   failAll(): void {
     this.kept.clear()
     const lost: Array<UnansweredSend> = []
     for (const [messageId, pending] of this.table) {
-      if (pending.frameType === "send") {
-        lost.push({
-          request: pending.request,
-          frameType: pending.frameType,
-          signature: pending.signature,
-          since: pending.since
-        })
-      }
+      lost.push({
+        request: pending.request,
+        frameType: pending.frameType,
+        signature: pending.signature,
+        since: pending.since
+      })
       Deferred.doneUnsafe(pending.answer, Exit.fail(new ConnectionLost({ operation: "send", messageId })))
     }
     this.table.clear()

@@ -59,6 +59,27 @@ export class IntercomNotConnected extends Data.TaggedError("IntercomNotConnected
   }
 }
 
+/**
+ * An `IntercomClientOptions` value the client cannot use, found when the
+ * client is made (`IntercomClient.make`, `IntercomClient.layer`) before
+ * anything is dialled or spawned: sent as given, the broker would refuse
+ * every registration. Names the option, what it allows and the value.
+ */
+export class IntercomOptionError extends Data.TaggedError("IntercomOptionError")<{
+  /** The option's name in `IntercomClientOptions` (`instanceId`). */
+  readonly option: string
+  /** What it allows, in words ("at most 256 characters"). */
+  readonly allowed: string
+  /** The value given, as the message shows it (a long one by its length). */
+  readonly value: string
+  /** What to do instead. */
+  readonly hint: string
+}> {
+  override get message(): string {
+    return `IntercomClient option ${this.option} must be ${this.allowed}, got ${this.value}. ${this.hint}`
+  }
+}
+
 /** A request was sent but the connection dropped before its answer: the outcome is unknown. */
 export class ConnectionLost extends Data.TaggedError("ConnectionLost")<{
   /** `send`, `list`, `cancel`, or `post` (a frame without an answer). */

@@ -1,8 +1,14 @@
 /**
  * What an `IntercomClient` is made with: where the broker is, who this
- * session is, how to start a broker, and its timings (with their defaults).
+ * session is, how to start a broker, and its timings (with their defaults);
+ * and the check of what the client itself cannot send as given
+ * (`checkClientOptions`), which `IntercomClient.make` runs first — as the
+ * broker's options are checked in broker/options.ts — so that a value the
+ * broker would refuse at every connect is named once, up front.
  */
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import { MAX_ID_LENGTH } from "../protocol/limits.ts"
+import { IntercomOptionError } from "./errors.ts"
 import type { SessionRegistration } from "../protocol/frames.ts"
 import type { Dialer } from "./Dialer.ts"
 import type { ChildGrant } from "./SupervisorGrants.ts"
@@ -145,10 +151,53 @@ export interface IntercomClientOptions {
    * by default (the simulation passes its own, deterministic). An empty
    * string counts as not given (a random UUID): the broker refuses `""`,
    * which would make every client that sends it one instance. At most 256
-   * characters (a longer one is a protocol error at the broker).
+   * characters: the broker would refuse a longer one at every connect, so
+   * `IntercomClient.make` fails with `IntercomOptionError` instead.
    */
   readonly instanceId?: string
   /** Transport override (the simulation's in-memory network); the Unix socket by default. */
   readonly dial?: Dialer
 }
 
+
+/**
+ * Fails with the first option of `options` the client cannot use as given
+ * (`IntercomOptionError`, naming it, what it allows, the value and what to
+ * do); succeeds with nothing otherwise. Checked: `instanceId`, at most
+ * `MAX_ID_LENGTH` (256) characters — the broker takes a longer `register`
+ * for garbage and closes the connection, so every connect would fail.
+ * `IntercomClient.make` runs it before anything else.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { checkClientOptions } from "effect-intercom/client"
+ *
+ * const checked = checkClientOptions({
+ *   agentDir: "/tmp/agent",
+ *   intercomDir: "/tmp/agent/intercom",
+ *   socketPath: "/tmp/agent/intercom/broker.sock",
+ *   sessionId: "planner",
+ *   registration: { cwd: "/tmp", model: "m", pid: 1, startedAt: 0, lastActivity: 0 },
+ *   launch: false,
+ *   instanceId: "x".repeat(300)
+ * })
+ * // Effect.flip(checked) succeeds with an IntercomOptionError:
+ * // "IntercomClient option instanceId must be at most 256 characters, got one of 300 characters. …"
+ * ```
+ */
+export const checkClientOptions = (options: IntercomClientOptions): Effect.Effect<void, IntercomOptionError> => {
+  const instanceId = options.instanceId
+  if (instanceId !== undefined && instanceId.length > MAX_ID_LENGTH) {
+    return Effect.fail(
+      new IntercomOptionError({
+        option: "instanceId",
+        allowed: `at most ${MAX_ID_LENGTH} characters`,
+        value: `one of ${instanceId.length} characters`,
+        hint:
+          "The broker refuses a longer one at every connect. Pass a shorter id that is unique to this client (a UUID), or leave instanceId out for a random one."
+      })
+    )
+  }
+  return Effect.void
+}

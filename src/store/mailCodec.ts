@@ -116,7 +116,9 @@ export const encodeOutcome = (outcome: Outcome): string =>
   outcome.ok ? (outcome.delivery === "socket_delivered" ? DELIVERED_TEXT : QUEUED_TEXT) : JSON.stringify(outcome)
 
 /** JSON text of mail, message included. */
-export const encodeMail = (mail: Mail): string => JSON.stringify(mail)
+export const encodeMail = (mail: Mail): string =>
+  // A short-lived sender's end is the running broker's (records.ts `SenderEnd`): not stored. Only such mail is copied.
+  mail.senderEnd === undefined ? JSON.stringify(mail) : JSON.stringify({ ...mail, senderEnd: undefined })
 
 /** JSON text of an ask edge. */
 export const encodeEdge = (edge: AskEdge): string => JSON.stringify(edge)

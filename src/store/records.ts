@@ -34,6 +34,17 @@ export interface AskEdge {
   readonly question?: true | undefined
 }
 
+/**
+ * Whether a short-lived sender (`ephemeral-v1`) has ended by `unregister`:
+ * one cell per such session, shared by its registration and every message it
+ * sent, set when it ends. A message lost later, however much later, then owes
+ * its sender no notice: it will never register to take one (broker's
+ * MailDelivery.ts). Kept in memory only, never stored.
+ */
+export interface SenderEnd {
+  ended: boolean
+}
+
 /** A message addressed to a session, as the mailbox and requeueing keep it. */
 export interface Mail {
   /**
@@ -45,6 +56,11 @@ export interface Mail {
   readonly senderKey: string
   readonly senderId: string
   readonly senderIdentity: string | undefined
+  /**
+   * A short-lived sender's end (`ephemeral-v1`; the session's `senderEnd`),
+   * undefined for any other sender and for mail restored from a store.
+   */
+  readonly senderEnd?: SenderEnd | undefined
   /** The sender's SessionInfo JSON when it sent the message (P49: flushed mail keeps it). */
   readonly fromJson: string
   readonly message: Message

@@ -145,7 +145,8 @@ export const formatFailure = (
     ? ", hostJournal: defaultHostJournal"
     : ""
   const clientTimings = args.clientTimings === true ? ", clientTimings: defaultClientTimingRanges" : ""
-  const config = `{ seed: ${seed}${hostJournal}${clientTimings}${
+  const withholdRejoin = args.withholdRejoin === true ? ", withholdRejoin: true" : ""
+  const config = `{ seed: ${seed}${hostJournal}${clientTimings}${withholdRejoin}${
     memory ? `, durability: "memory"` : ""
   }${accepted ? `, brokerConnections: "accepted"` : ""}${
     args.scopes === undefined || args.scopes <= 1 ? "" : `, scopes: ${JSON.stringify(Array.from({ length: args.scopes }, (_, i) => `scope-${i + 1}`))}`

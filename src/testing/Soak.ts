@@ -158,6 +158,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,
     clientTimings: config.clientTimings !== undefined,
+    withholdRejoin: config.withholdRejoin === true,
     ...(config.durability === undefined ? {} : { durability: config.durability }),
     ...(config.brokerConnections === undefined ? {} : { connections: config.brokerConnections }),
     ...(options.ops === undefined ? {} : { ops: options.ops }),

@@ -30,6 +30,9 @@
  *   --host-refusals  hosts that are sometimes busy refuse hand-offs (implies --host-journal)
  *   --client-timings  every client a session starts gets its own timings drawn from the seed
  *                  (simulation/timings.ts) instead of one fixed set
+ *   --withhold-rejoin  about one client in two registers without rejoin-v1 (an older client),
+ *                  drawn per client from the seed (simulation/withheldRejoin.ts); takeover-late-write
+ *                  is tolerated only for a takeover such a registration made or suffered
  *   --strict       count messages lost in flight to a dying receiver as failures
  *   --frames       every frame in the trace
  *   --no-shrink    report failing seeds without shrinking them

@@ -34,6 +34,7 @@ export interface SimArgs {
   readonly hostJournal?: boolean
   readonly hostRefusals?: boolean
   readonly clientTimings?: boolean
+  readonly withholdRejoin?: boolean
   readonly strict?: boolean
   readonly frames?: boolean
   /** `--tolerate` as given (`none`, or comma-separated kinds); absent: the default (the known issues). */
@@ -65,6 +66,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),
     ...toggle("client-timings", args.clientTimings),
+    ...toggle("withhold-rejoin", args.withholdRejoin),
     ...(args.durability === "memory" ? ["--durability", "memory"] : []),
     ...(args.connections === "accepted" ? ["--connections", "accepted"] : []),
     ...numeric("ops", args.ops, SIM_DEFAULTS.ops),

@@ -249,6 +249,10 @@ const flags = {
     "client-timings",
     "Give every client a session starts its own timings drawn from the seed (reconnect base 5–500 ms, liveness every 1–20 s with a 0.5–5 s timeout, connect, send and list timeouts 1–10 s, rejoin grace up to 20 s; its session runtime's connect timeout 1–10 s and ask timeout 1–60 s) instead of one fixed set (docs/testing.md)"
   ),
+  withholdRejoin: toggle(
+    "withhold-rejoin",
+    "About one client in two registers without rejoin-v1 (no feature, no instanceId: an older client), drawn per client from the seed, so its reconnects the broker sees late are takeovers; takeover-late-write is tolerated only for a takeover such a registration made or suffered (docs/testing.md)"
+  ),
   strict: toggle("strict", "Count messages lost in flight to a dying receiver as failures"),
   frames: toggle("frames", "Put every frame in the trace"),
   noShrink: toggle("no-shrink", "Report failing seeds without shrinking them"),
@@ -292,6 +296,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     hostJournal: input.hostJournal,
     hostRefusals: input.hostRefusals,
     clientTimings: input.clientTimings,
+    withholdRejoin: input.withholdRejoin,
     strict: input.strict,
     frames: input.frames,
     tolerate: Option.getOrUndefined(input.tolerate)
@@ -470,6 +475,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
       ? { hostJournal: defaultHostJournal }
       : {}),
     ...(input.clientTimings ? { clientTimings: defaultClientTimingRanges } : {}),
+    ...(input.withholdRejoin ? { withholdRejoin: true } : {}),
     ...(input.frames ? { traceFrames: true } : {})
   }
   if (Option.isSome(input.seed)) {

@@ -129,6 +129,28 @@ describe("P92/P49 idle exit with mail held for absent sessions", () => {
       yield* exitsAt(exited, queuedAt + RETENTION + 1 + IDLE)
     }))
 
+  it.effect("memory mode: nor for one that ended more than a day before its mail expired (retention 2 days; the broker forgets ended sessions after a day): exit idleExit after the expiry", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      const retention = 2 * DAY
+      const { core } = yield* world.startBroker({ idleExit: IDLE, mailboxRetention: retention })
+      const exited = yield* watch(core)
+      const bob = yield* world.session({ sessionId: "bob", name: "bob" })
+      yield* bob.client.send({ type: "unregister" })
+      yield* bob.client.roundTrip
+      const cli = yield* world.session({
+        sessionId: "cli-2",
+        name: "cli",
+        frame: { features: [EPHEMERAL_V1, RECEIVED_V1], ephemeral: true }
+      })
+      assertDelivered(yield* send(cli.client, "bob", message("from the CLI, two days on")), "queued")
+      const queuedAt = yield* now
+      yield* cli.client.send({ type: "unregister" })
+      yield* cli.client.roundTrip
+      // A day on, the broker no longer knows cli-2 ended; its message still says so, and expires owing nothing.
+      yield* exitsAt(exited, queuedAt + retention + 1 + IDLE)
+    }))
+
   it.effect("durable mode: the broker exits idleExit after the last leave with mail queued; the next broker restores it and delivers it", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()

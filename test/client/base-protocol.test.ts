@@ -30,6 +30,7 @@ import {
   TRACE_V1
 } from "../../src/protocol/features.ts"
 import { message, withBroker } from "../support/broker.ts"
+import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import { brokerClientOptions, fakeBroker, fakeClientOptions, makeClient } from "./support.ts"
 
 describe("base protocol", () => {
@@ -80,6 +81,27 @@ describe("base protocol", () => {
       assert.isString(one)
       assert.isAbove(String(one).length, 0)
       assert.notStrictEqual(two, one)
+    }))
+
+  it.live("a configured `instanceId` over 256 characters fails the client's making with IntercomOptionError, before anything is dialled", () =>
+    Effect.gen(function*() {
+      const fake = yield* fakeBroker({ features: ["exact-send-v1"] })
+      const error = yield* Effect.flip(
+        IntercomClient.make(fakeClientOptions(fake, "base-0000-0008", { instanceId: "i".repeat(257) }))
+      )
+      assert.strictEqual(error._tag, "IntercomOptionError")
+      assert.deepInclude(error, { option: "instanceId", allowed: "at most 256 characters", value: "one of 257 characters" })
+      assert.include(error.message, "leave instanceId out")
+      assert.deepStrictEqual(fake.ofType("register"), [], "a register was written")
+    }))
+
+  it.live("a configured `instanceId` of 256 characters is sent as given, and the broker registers it", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ idleExit: null })
+      const instanceId = "i".repeat(256)
+      const { client } = yield* makeClient(brokerClientOptions(broker, "base-0000-0009", undefined, { instanceId }))
+      yield* client.connect
+      assert.isTrue((yield* client.status).connected)
     }))
 
   it.live("against a broker that omits `features` and sends bare acks: list and send still work", () =>

@@ -2,8 +2,9 @@
  * `PendingSends` (one connection's sends waiting for their answer) over
  * random begins, answers and withdrawals, against a list kept in order:
  * when the connection closes, every send still waiting fails with
- * `ConnectionLost` and the plain sends among them are `unanswered` in the
- * order they were begun; `retake` takes such a list into a new table in that
+ * `ConnectionLost` and all of them (a child's `supervisor_send` in its
+ * place) are `unanswered` in the order they were begun; `addressedTo`
+ * addresses a lost `supervisor_send` to the next connection's supervisor; `retake` takes such a list into a new table in that
  * order, leaves an id already waiting there alone, and skips a send whose
  * frame cannot be built. A retaken send's answer that comes before any
  * caller joined it is kept for one `collect` by the same send, until
@@ -13,8 +14,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
 import fc from "fast-check"
 import { deliveryError } from "../../src/client/errors.ts"
-import { PendingSends, type SendAnswer, type UnansweredSend } from "../../src/client/PendingSends.ts"
-import type { SendFrameType, SendRequest } from "../../src/client/requests.ts"
+import { addressedTo, PendingSends, type SendAnswer, type UnansweredSend } from "../../src/client/PendingSends.ts"
+import { type SendFrameType, type SendRequest, signatureOf } from "../../src/client/requests.ts"
 
 const request = (id: string): SendRequest => ({ to: "beta", message: { id, timestamp: 0, content: { text: id } } })
 
@@ -31,7 +32,7 @@ const op = fc.oneof(
 )
 
 describe("PendingSends", () => {
-  it("keeps the plain sends still waiting at the close, in the order they were begun", () => {
+  it("keeps every send still waiting at the close, a supervisor_send in its place, in the order they were begun", () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
         const sends = new PendingSends()
@@ -58,8 +59,8 @@ describe("PendingSends", () => {
         assert.deepStrictEqual(sends.unanswered(), [], "nothing is unanswered while the connection is open")
         sends.failAll()
         assert.deepStrictEqual(
-          sends.unanswered().map((lost) => lost.request.message.id),
-          model.filter((send) => send.frameType === "send").map((send) => send.id)
+          sends.unanswered().map((lost) => [lost.request.message.id, lost.frameType]),
+          model.map((send) => [send.id, send.frameType])
         )
         const waiting = new Set(model.map((send) => send.id))
         for (const pending of begun) {
@@ -68,6 +69,22 @@ describe("PendingSends", () => {
         }
       })
     )
+  })
+
+  it("addressedTo gives a lost supervisor_send this connection's supervisor and the matching signature, and leaves plain sends alone", () => {
+    const lost = (id: string, frameType: SendFrameType, to: string): UnansweredSend => {
+      const sent = { to, message: { id, timestamp: 0, content: { text: id } } }
+      return { request: sent, frameType, signature: signatureOf(sent, frameType), since: 0 }
+    }
+    const sends = [lost("m1", "supervisor_send", "sup-old"), lost("m2", "send", "beta"), lost("m3", "supervisor_send", "sup-new")]
+    const addressed = addressedTo(sends, "sup-new")
+    assert.deepStrictEqual(addressed.map((send) => send.request.to), ["sup-new", "beta", "sup-new"])
+    const retry = { ...lost("m1", "supervisor_send", "sup-new").request }
+    assert.strictEqual(addressed[0]?.signature, signatureOf(retry, "supervisor_send"), "the retry would not join it")
+    assert.strictEqual(addressed[1], sends[1])
+    const unchanged = sends.slice(1)
+    assert.strictEqual(addressedTo(unchanged, "sup-new"), unchanged, "a new array when nothing changed")
+    assert.strictEqual(addressedTo(sends, undefined), sends, "readdressed with no supervisor to address")
   })
 
   it.effect("a send still waiting fails with ConnectionLost naming its message", () =>

@@ -50,7 +50,7 @@ const peer = (
       sessionId: id,
       registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
       launch: false
-    })
+    }).pipe(Layer.orDie) // options a client cannot use are a defect of the test
     const host = Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound)))
     const scope = yield* Scope.make()
     const close = simulated ? closeOnSimulatedTime(scope) : Scope.close(scope, Exit.void)

@@ -100,6 +100,29 @@ describe("mailCodec", () => {
     if (!(decoded instanceof CorruptRow)) assert.strictEqual(decoded.traceparent, traceparent)
   })
 
+  it("a short-lived sender's end is not stored: encodeMail leaves senderEnd out, as if the mail had none", () => {
+    const mail: Mail = {
+      recordKey: "\u0000cli\u0001m2",
+      senderKey: "\u0000cli",
+      senderId: "cli",
+      senderIdentity: undefined,
+      senderEnd: { ended: false },
+      fromJson: JSON.stringify({ id: "cli" }),
+      message: { id: "m2", timestamp: 1, content: { text: "hi" } },
+      brokerReceivedAt: 10,
+      spaceKey: "",
+      targetKey: "\u0000bob",
+      targetId: "bob",
+      targetIdentity: undefined,
+      queuedAt: 10,
+      askTimeoutMs: undefined
+    }
+    const text = encodeMail(mail)
+    assert.notInclude(text, "senderEnd")
+    assert.strictEqual(text, encodeMail({ ...mail, senderEnd: undefined }))
+    assert.deepStrictEqual(mail.senderEnd, { ended: false }, "the mail itself was changed")
+  })
+
   it("a stored reply keeps the ask edge it closed: restored and then lost, it can still reopen that ask", () => {
     const answers = {
       messageKey: "\u0000bob\u0001ask-1",

@@ -79,7 +79,7 @@ export const memoryWorld = (
         launch: false,
         dial: world.dial,
         ...clientOptions
-      }).pipe(Scope.provide(scope))
+      }).pipe(Effect.orDie, Scope.provide(scope)) // options a test cannot use are a defect of the test
       })
 
     const session: MemoryWorld["session"] = (sessionId, sessionOptions = {}) =>

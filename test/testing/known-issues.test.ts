@@ -422,7 +422,8 @@ describe("known issue 22 (takeover-late-write) fixed for a client's own rejoin (
   // register carries the client instance's id, the broker sees its own rejoin, ends the old connection
   // at once and puts what it wrote there and was never confirmed (and the write's untaken rest) first.
   // A takeover by another instance, or by a client without the extension, is still known issue 22.
-  const script = Effect.gen(function*() {
+  /** The texts C received, in order. */
+  const received = Effect.gen(function*() {
     const sim = yield* Simulation
     const a = sim.session("A")
     const c = sim.session("C")
@@ -435,7 +436,10 @@ describe("known issue 22 (takeover-late-write) fixed for a client's own rejoin (
     yield* sim.advance("150 millis")
     yield* a.send("C", "three")
     yield* sim.advance("30 seconds")
-    assert.deepStrictEqual((yield* c.inbox).map((inbound) => inbound.message.content.text), ["one", "two", "three"])
+    return (yield* c.inbox).map((inbound) => inbound.message.content.text)
+  })
+  const script = Effect.gen(function*() {
+    assert.deepStrictEqual(yield* received, ["one", "two", "three"])
   })
 
   it.effect("the broker stops reading C and writes to it slowly; C rejoins while \"one\" is in the old write: it still comes first, and a run that tolerates nothing passes", () =>
@@ -458,6 +462,27 @@ describe("known issue 22 (takeover-late-write) fixed for a client's own rejoin (
       const report = yield* runWorkload({ seed: 2257, tolerate: [] }, undefined, { delivery: true, unregister: true })
       assert.deepStrictEqual(report.violations.map((violation) => violation.kind), [])
       assert.isTrue(report.ok)
+    }))
+
+  it.effect("--withhold-rejoin: C's client drawn without rejoin-v1 (seed 1) takes its session over instead; \"one\" comes last, and the ledger calls it takeover-late-write, which it tolerates", () =>
+    Effect.gen(function*() {
+      const late = yield* runSimulation(
+        { seed: 1, sessions: ["A", "C"], withholdRejoin: true, tolerate: KNOWN_ISSUES },
+        Effect.gen(function*() {
+          assert.deepStrictEqual(yield* received, ["two", "three", "one"])
+        })
+      )
+      assert.include(late.trace.join("\n"), "C client C/c1 registers without rejoin-v1")
+      assert.deepInclude(late.violations.map((violation) => violation.kind), "takeover-late-write")
+      assert.isTrue(late.violations.every((violation) => violation.kind === "takeover-late-write"), late.trace.join("\n"))
+      assert.isTrue(late.ok, "the known issues' tolerance did not cover it")
+    }))
+
+  it.effect("--withhold-rejoin: with both clients drawn with rejoin-v1 (seed 7) the script keeps its order", () =>
+    Effect.gen(function*() {
+      const report = yield* runSimulation({ seed: 7, sessions: ["A", "C"], withholdRejoin: true, tolerate: [] }, script)
+      assert.notInclude(report.trace.join("\n"), "registers without rejoin-v1")
+      assert.isTrue(report.ok, report.trace.join("\n"))
     }))
 
   it("the tolerance stays, with host journals too, for a takeover by another process or a client without rejoin-v1", () => {

@@ -2,8 +2,10 @@
  * The ledger's order check on its own, fed by hand: a message that was in a
  * write to a connection its receiver then replaced, cut before the transport
  * took it, and reached the receiver's new connection after newer mail is
- * `takeover-late-write` (known issue 22, the broker's documented trade-off);
- * the same reorder without that cause is still `fifo`.
+ * `takeover-late-write` (known issue 22, the broker's documented trade-off)
+ * when the old connection's or the new one's `register` went without
+ * `rejoin-v1`; with it on both sides, and the same reorder without that
+ * cause, it is `fifo`.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -21,6 +23,12 @@ const register = JSON.stringify({
   sessionId: B,
   session: { cwd: "/", model: "m", pid: 2, startedAt: 0, lastActivity: 0 }
 })
+/** B's `register` asking for `rejoin-v1` (with its instance id, as `IntercomClient` writes it). */
+const registerWithRejoin = JSON.stringify({
+  ...JSON.parse(register),
+  features: ["exact-send-v1", "rejoin-v1"],
+  instanceId: "client-b"
+})
 const registered = JSON.stringify({ type: "registered", sessionId: B })
 
 /**
@@ -30,7 +38,18 @@ const registered = JSON.stringify({ type: "registered", sessionId: B })
  * saw link #2 end, if it did before B read `registered` — before it read the
  * new `register` (then it was no takeover), or after (the takeover ended it).
  */
-const run = (cutWriteAt: number | undefined, oldEnds?: "beforeRegister" | "afterRegister"): ReadonlyArray<string> => {
+const run = (
+  cutWriteAt: number | undefined,
+  oldEnds?: "beforeRegister" | "afterRegister",
+  rejoin: { readonly old: boolean; readonly new: boolean } = { old: false, new: false }
+): ReadonlyArray<string> => violationsOf(cutWriteAt, oldEnds, rejoin).map((violation) => violation.kind)
+
+/** `run`'s violations, with their messages. */
+const violationsOf = (
+  cutWriteAt: number | undefined,
+  oldEnds: "beforeRegister" | "afterRegister" | undefined,
+  rejoin: { readonly old: boolean; readonly new: boolean }
+) => {
   const time = { now: 0 }
   const ledger = new Ledger({ now: () => time.now })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
@@ -38,20 +57,20 @@ const run = (cutWriteAt: number | undefined, oldEnds?: "beforeRegister" | "after
   ledger.linkOpened(1, A, "client-a", 0)
   ledger.linkOpened(2, B, "client-b", 0)
   ledger.linkOpened(3, B, "client-b", 0)
-  ledger.brokerRead(2, [register])
+  ledger.brokerRead(2, [rejoin.old ? registerWithRejoin : register])
   ledger.clientRead(2, [registered])
   ledger.clientWrote(1, [sendOf(first), sendOf(second)])
   ledger.brokerRead(1, [sendOf(first), sendOf(second)])
   if (cutWriteAt !== undefined) ledger.brokerWriteCut(2, [delivered(first)], cutWriteAt)
   time.now = 3
   if (oldEnds === "beforeRegister") ledger.brokerEnded(2)
-  ledger.brokerRead(3, [register])
+  ledger.brokerRead(3, [rejoin.new ? registerWithRejoin : register])
   if (oldEnds === "afterRegister") ledger.brokerEnded(2)
   time.now = 4
   ledger.clientRead(3, [registered])
   ledger.brokerWrote(3, [delivered(second), delivered(first)])
   ledger.clientRead(3, [delivered(second), delivered(first)])
-  return ledger.violations.map((violation) => violation.kind)
+  return ledger.violations
 }
 
 describe("Ledger: order across a takeover", () => {
@@ -73,5 +92,16 @@ describe("Ledger: order across a takeover", () => {
 
   it("the same reorder with no cut write is fifo", () => {
     expect(run(undefined)).toEqual(["fifo"])
+  })
+
+  it("with rejoin-v1 in both registrations it is fifo, saying the late write came although both had it", () => {
+    const violations = violationsOf(2, undefined, { old: true, new: true })
+    expect(violations.map((violation) => violation.kind)).toEqual(["fifo"])
+    expect(violations[0]?.message).toContain("although both registrations had rejoin-v1")
+  })
+
+  it("with rejoin-v1 in only one of the two registrations it is takeover-late-write (either side without it)", () => {
+    expect(run(2, undefined, { old: true, new: false })).toEqual(["takeover-late-write"])
+    expect(run(2, undefined, { old: false, new: true })).toEqual(["takeover-late-write"])
   })
 })

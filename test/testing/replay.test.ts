@@ -94,7 +94,7 @@ describe("a failing seed's replay command", () => {
           ["--tolerate", "none"],
           ["--ops", "12", "--sessions", "3", "--scopes", "2", "--no-pressure", "--strict", "--frames"],
           ["--traffic", "--hostile", "--groups", "--delivery", "--topics", "--unregister", "--tolerate", "fifo,silent-loss"],
-          ["--host-refusals", "--client-timings", "--durability", "memory", "--connections", "accepted"],
+          ["--host-refusals", "--client-timings", "--withhold-rejoin", "--durability", "memory", "--connections", "accepted"],
           ["--host-journal", "--tolerate", "crash-redelivery"]
         ]
       ) {

@@ -20,6 +20,7 @@ import {
 } from "../../src/testing/index.ts"
 import { DELIVERY_WEIGHT } from "../../src/testing/simulation/delivery.ts"
 import { TOPICS_PUBLISH_WEIGHT, TOPICS_SUBSCRIBE_WEIGHT, UNREGISTER_WEIGHT } from "../../src/testing/Workload.ts"
+import { replayCommand } from "../../src/testing/simArgs.ts"
 import { simCommand, type SimRequest } from "../../src/testing/simCommand.ts"
 
 /** Parses `argv`: the requests the handler was given, and how the command ended. */
@@ -176,6 +177,17 @@ describe("sim command line", () => {
       assert.strictEqual(soak._tag === "Soak" ? soak.soak.pressure : undefined, false)
       const seed = yield* requestOf(["--seed", "4"])
       assert.strictEqual(seed._tag === "Seed" ? seed.workload.pressure : "not a seed", undefined)
+    }))
+
+  it.effect("--withhold-rejoin sets withholdRejoin, for a soak and for one seed, and a failing seed's replay command repeats it; without it, nothing", () =>
+    Effect.gen(function*() {
+      const soak = yield* requestOf(["--withhold-rejoin", "--seeds", "2"])
+      assert.strictEqual(soak._tag === "Soak" ? soak.soak.config?.withholdRejoin : undefined, true)
+      assert.include(soak._tag === "Soak" ? replayCommand(9, soak.soak.args ?? {}) : "", "--seed 9 --withhold-rejoin")
+      const seed = yield* requestOf(["--seed", "4", "--withhold-rejoin"])
+      assert.strictEqual(seed._tag === "Seed" ? seed.config.withholdRejoin : undefined, true)
+      const plain = yield* requestOf(["--seed", "4"])
+      assert.isFalse(plain._tag === "Seed" && "withholdRejoin" in plain.config)
     }))
 
   it.effect("--host-journal gives the hosts a journal, for a soak and for one seed; without it they have none", () =>

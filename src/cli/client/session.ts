@@ -176,7 +176,7 @@ export const openSession = (
       listTimeoutMs: settings.listTimeoutMs,
       livenessIntervalMs: settings.liveness.intervalMs,
       livenessTimeoutMs: settings.liveness.timeoutMs
-    })
+    }).pipe(Effect.orDie) // no instanceId is given (a random one): the options' check cannot fail
     const session = yield* IntercomSession.make({
       askTimeoutMs: settings.askTimeoutMs,
       replyHint: settings.replyHint,

@@ -185,7 +185,7 @@ export class DepartureLedger {
     // Routed to this live connection (not flushed from the mailbox when it registered): it may have been
     // the sender's own output parked behind backpressure, which a return of the sender lets fall behind.
     const routedLive = record.acceptSeq !== undefined && record.acceptSeq > (this.registeredAtSeq.get(linkId) ?? Infinity)
-    const late = lateFromReplaced(state, record, receiver)
+    const late = lateFromReplaced(state, record, receiver) === "withoutRejoin" // tolerated only so, as in the order check
     // A copy read earlier (whose registration also ended) may be the one the broker routed: its return counts too.
     const rejoined = !late && routedLive && (this.endsOfCopies.get(id) ?? [ended]).some((end) => end.rejoined)
     violate(

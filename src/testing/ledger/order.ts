@@ -5,9 +5,13 @@
  * reported as `stranded-mail` (its cause), any other as `fifo` — except the
  * broker's documented trade-off at a takeover (`takeover-late-write`): mail
  * in the replaced connection's write in progress that its transport never
- * took comes back when that connection closes, after newer mail. A client's
- * own rejoin (`rejoin-v1`) is not such a takeover: the broker gives that mail
- * to the new connection first, so it is in order and nothing is reported.
+ * took comes back when that connection closes, after newer mail — tolerated
+ * only when that connection or the registration that took it over was made
+ * without `rejoin-v1` (`LinkRecord.replacedWithoutRejoin`). With the
+ * extension on both sides the broker keeps the order (a client's own rejoin
+ * gives that mail to the new connection first; another instance's takeover
+ * tells the old one `taken_over` and lets its write finish), so such a late
+ * arrival there is reported as `fifo`, saying so.
  *
  * Replace-mode messages (`delivery-v1`) are outside this order: the broker
  * stages them and hands them over when their coalescing window closes, after
@@ -26,14 +30,28 @@ export const rescuedNow = (state: LedgerState, record: MessageRecord): boolean =
  * it (`cutFrom`), and was never read there: the broker takes such mail back
  * only when that connection closes, after the mail it handed the new
  * connection at the takeover and any newer mail (docs/protocol.md, "Mail
- * caught in a replaced connection follows the session").
+ * caught in a replaced connection follows the session"). `withoutRejoin`
+ * when one such takeover was made or suffered without `rejoin-v1` (the
+ * documented trade-off), `withRejoin` when each had it on both sides, else
+ * undefined.
  */
-export const lateFromReplaced = (state: LedgerState, record: MessageRecord, receiver: string): boolean =>
-  record.cutFrom.some(({ link: linkId, startedAt }) => {
+export const lateFromReplaced = (
+  state: LedgerState,
+  record: MessageRecord,
+  receiver: string
+): "withoutRejoin" | "withRejoin" | undefined => {
+  let found: "withoutRejoin" | "withRejoin" | undefined
+  for (const { link: linkId, startedAt } of record.cutFrom) {
     const link = state.links.get(linkId)
-    return link !== undefined && link.owner === receiver && link.replacedAt !== undefined &&
-      startedAt <= link.replacedAt && !record.reads.some((read) => read.link === linkId)
-  })
+    if (
+      link === undefined || link.owner !== receiver || link.replacedAt === undefined || startedAt > link.replacedAt ||
+      record.reads.some((read) => read.link === linkId)
+    ) continue
+    if (link.replacedWithoutRejoin !== false) return "withoutRejoin"
+    found = "withRejoin"
+  }
+  return found
+}
 
 /** Checks `record`'s arrival at `receiver` against the last one from the same sender (`last`: wire or host). */
 export const checkOrder = (
@@ -51,13 +69,16 @@ export const checkOrder = (
   // Out of order because it was requeued from a replaced connection: the stranded-mail issue, unless
   // it is the takeover's documented trade-off (what the old writer had taken comes back at its close).
   const rescued = !inOrder && rescuedNow(state, record)
-  const late = !inOrder && !rescued && lateFromReplaced(state, record, receiver)
-  const stranded = !inOrder && !late && (rescued || (record.ackedAt !== undefined &&
+  const cut = inOrder || rescued ? undefined : lateFromReplaced(state, record, receiver)
+  const late = cut === "withoutRejoin"
+  const stranded = !inOrder && cut === undefined && (rescued || (record.ackedAt !== undefined &&
     (state.takeovers.get(receiver) ?? []).some((at) => at >= (record.ackedAt ?? Infinity))))
   check(state, inOrder, late ? "takeover-late-write" : stranded ? "stranded-mail" : "fifo", () =>
     `${record.alias} from ${nameOf(state, record.sender)} reached ${nameOf(state, receiver)} ${where} after a message the broker accepted later${
       late
         ? " (it was in the write in progress of a connection the receiver had replaced, and came back when that connection closed)"
+        : cut === "withRejoin"
+        ? " (it was in the write in progress of a connection the receiver had replaced, and came back when that connection closed, although both registrations had rejoin-v1)"
         : stranded
         ? " (it was requeued from a connection the receiver had replaced)"
         : ""

@@ -44,6 +44,16 @@ export interface LinkRecord {
    */
   replacedAt: number | undefined
   /**
+   * Set with `replacedAt`: whether this connection or the registration that
+   * took it over was made without `rejoin-v1` (a client without it, or a
+   * `--withhold-rejoin` world's draw). Only such a takeover may leave mail
+   * late (`takeover-late-write`): with the extension on both sides the
+   * broker keeps the order, whoever takes over.
+   */
+  replacedWithoutRejoin: boolean | undefined
+  /** Whether its `register`, as the broker read it, asked for `rejoin-v1`; undefined until the broker reads one. */
+  rejoin: boolean | undefined
+  /**
    * The other registered connections of its session the broker had not seen
    * end when it read this connection's `register`: the ones a takeover by it
    * replaces. Taken then, because the takeover itself ends them before the

@@ -21,6 +21,7 @@
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { DeliveryCode } from "../../protocol/delivery.ts"
+import { REJOIN_V1 } from "../../protocol/features.ts"
 import { type BrokerFrame, type Message, SupervisorSendFrame } from "../../protocol/frames.ts"
 import { frameBytes } from "../../protocol/framing.ts"
 import { type DeliveryNote, deliveryNoteOf, replacedRead, stagedRead } from "./delivery.ts"
@@ -153,6 +154,12 @@ const heldBy = (state: LedgerState, link: LinkRecord): ReadonlyArray<number> => 
   return out
 }
 
+/** Whether a `register` frame asks for `rejoin-v1` (in its `features`). */
+const asksRejoin = (frame: object): boolean => {
+  const features = "features" in frame ? frame.features : undefined
+  return Array.isArray(features) && features.includes(REJOIN_V1)
+}
+
 /** The broker read frames from a client (on link `linkId`). */
 export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const owner = state.links.get(linkId)?.owner
@@ -165,6 +172,7 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
       if (link.registerReadAt === undefined) {
         link.registerReadAt = state.now()
         link.heldAtRegister = heldBy(state, link)
+        link.rejoin = asksRejoin(parsed)
       }
       continue
     }
@@ -414,6 +422,7 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
         const other = state.links.get(id)
         if (other === undefined) continue
         other.replacedAt = link.registerReadAt ?? state.now()
+        other.replacedWithoutRejoin = link.rejoin !== true || other.rejoin !== true
         takenOver = true
       }
       if (takenOver) {

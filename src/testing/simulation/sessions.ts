@@ -30,6 +30,7 @@ import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
 import { drawClientTimings, formatClientTimings, timingStream } from "./timings.ts"
 import type { SessionSpec } from "./types.ts"
+import { withholdsRejoin, withoutRejoin } from "./withheldRejoin.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
 
 /** A running client of a session. */
@@ -146,7 +147,7 @@ const identityOf = (state: SessionState): HostIdentity => ({
   model: "sim-model"
 })
 
-const dialerFor = (world: World, state: SessionState, clientKey: string): Dialer => (address) =>
+const dialerFor = (world: World, state: SessionState, clientKey: string, rejoin: boolean): Dialer => (address) =>
   world.network.dial(address).pipe(
     Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })),
     Effect.tap((connection) =>
@@ -157,7 +158,9 @@ const dialerFor = (world: World, state: SessionState, clientKey: string): Dialer
         if (state.client?.key === clientKey) state.link = link
         world.ledger.note(`${state.meta.name} connected: link #${link.id} to broker #${link.brokerEpoch}`)
       })
-    )
+    ),
+    // A client drawn to go without `rejoin-v1` writes its registrations as an older client (withheldRejoin.ts).
+    Effect.map((connection) => rejoin ? connection : withoutRejoin(connection))
   )
 
 const leakCheck = (world: World, owner: string, what: string) =>
@@ -233,6 +236,8 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       ? undefined
       : drawClientTimings(ranges, timingStream(world.seed, state.meta.id, state.clients))
     if (drawn !== undefined) world.ledger.note(`${state.meta.name} client timings (${key}): ${formatClientTimings(drawn)}`)
+    const rejoin = world.config.withholdRejoin !== true || !withholdsRejoin(world.seed, key)
+    if (!rejoin) world.ledger.note(`${state.meta.name} client ${key} registers without rejoin-v1`)
     const scope = yield* Scope.fork(world.scope)
     const service = yield* IntercomClient.make({
       agentDir: "/sim",
@@ -256,11 +261,16 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       launch: false,
       // Its session runtime consumes it, as pi's and the CLI's do: confirm what the runtime handled.
       confirmWhenHandled: true,
-      dial: dialerFor(world, state, key),
+      dial: dialerFor(world, state, key, rejoin),
       // Deterministic (a trace replays frame for frame): one per client, as a real client's random one.
       instanceId: key,
       ...(drawn?.client ?? world.timings)
-    }).pipe(Scope.provide(scope), ownedBy(key))
+    }).pipe(
+      // The only option it checks is the instance id, a short key here: a failure is the harness's own defect.
+      Effect.orDie,
+      Scope.provide(scope),
+      ownedBy(key)
+    )
     const sessionOptions = drawn === undefined ? world.sessionOptions : { ...world.sessionOptions, ...drawn.session }
     const client: ClientState = { key, scope, service, sessionOptions }
     state.client = client

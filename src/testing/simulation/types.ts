@@ -136,6 +136,15 @@ export interface SimulationConfig {
    * client uses the fixed set.
    */
   readonly clientTimings?: SimClientTimingRanges | undefined
+  /**
+   * Some clients register without `rejoin-v1` (`--withhold-rejoin`): each
+   * client a session starts, by a draw of its own (withheldRejoin.ts, one in
+   * two), writes its `register` frames without the feature and its
+   * `instanceId`, as an older client does; the ledger tolerates
+   * `takeover-late-write` only for a takeover such a registration made or
+   * suffered. Default false: every client has it.
+   */
+  readonly withholdRejoin?: boolean | undefined
   /** Default agent behaviour; a session's own `agent` overrides it. */
   readonly agent?: Partial<AgentPolicy>
   /** Count messages lost in flight to a dying receiver as violations. Default false. */
