@@ -51,9 +51,9 @@
  * (`parkedMailOf`, a scan of the parked lists, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 700 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * Size: about 750 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
  * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind`, `behindOwnParked` and the
- * `parkedMail` count new mail waits behind, is the latest part), kept whole because this class is the single
+ * per-sender `parkedMail` counts new mail waits behind, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
  * would span files. What waits for room without a reader (due replace messages) is ReplaceStaging.ts's; this
  * module only answers `hasRoom` and calls `room` when a writer makes some.

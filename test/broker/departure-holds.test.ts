@@ -16,22 +16,8 @@ import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
 import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
 import { frameText } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
-
-/** A connection whose writes complete at once, or (`stuck`) never: its writer stays busy and its outbox fills. */
-const fakeConnection = (id: number, stuck: boolean): Connection => ({
-  id,
-  trustedLocal: true,
-  read: Effect.never,
-  writeAll: () => Effect.void,
-  write: () => (stuck ? Effect.never : undefined),
-  unfinishedWrite: () => undefined,
-  readProgress: () => ({ frames: 0, pending: 0, reading: true }),
-  readPending: () => 0,
-  end: Effect.void,
-  destroy: Effect.void
-})
+import { fakeConnection } from "../support/fakeConnection.ts"
 
 /**
  * A Router whose `recipient` came back (stuck writer, outbox of two) to

@@ -18,22 +18,8 @@ import { PeerWriter } from "../../src/broker/PeerWriter.ts"
 import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
 import { frameText } from "../../src/protocol/framing.ts"
-import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
-
-/** A connection whose writes complete at once, or (`stuck`) never: its writer stays busy and its outbox fills. */
-const fakeConnection = (id: number, stuck: boolean): Connection => ({
-  id,
-  trustedLocal: true,
-  read: Effect.never,
-  writeAll: () => Effect.void,
-  write: () => (stuck ? Effect.never : undefined),
-  unfinishedWrite: () => undefined,
-  readProgress: () => ({ frames: 0, pending: 0, reading: true }),
-  readPending: () => 0,
-  end: Effect.void,
-  destroy: Effect.void
-})
+import { fakeConnection } from "../support/fakeConnection.ts"
 
 const WINDOW_MS = 1_500
 
