@@ -48,7 +48,7 @@
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
- * (`parkedMailOf`, a scan of the parked lists, here; the holds' records and their
+ * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
  * Size: about 750 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
@@ -460,8 +460,8 @@ export class Output {
   /**
    * The recipients whose own parked list holds mail of `senderKey`'s for
    * them (a mailbox flush that did not fit, mail parked behind it), with how
-   * many messages: a scan of each parked list, at a leave; nothing while no
-   * reader parks output.
+   * many messages, at a leave: a look-up in each parked reader's per-sender
+   * counts (`Peer.parkedMail`); nothing while no reader parks output.
    */
   parkedMailOf(senderKey: string): ReadonlyArray<readonly [Peer, number]> {
     if (this.parkedReaders.size === 0) return []

@@ -154,7 +154,13 @@ export class Peer {
    * (`Router.abandoned`) or the close (`Router.detach`). Written and taken only there.
    */
   untakenRest: Array<Returnable> | undefined = undefined
-  /** Parked senders waiting for the outbox to have room in characters; woken when the writer takes. */
+  /**
+   * Drainers waiting to offer to this outbox: for room (in frames or
+   * characters), or for the last of their sender's older mail in this
+   * connection's own parked list to be offered (`parkedMail`); woken when
+   * the writer takes, and when such a sender's last parked message is
+   * offered (Output.ts).
+   */
   roomWaiters: Array<Deferred.Deferred<void>> | undefined = undefined
   /**
    * Output this connection produced that is still waiting for room in its
