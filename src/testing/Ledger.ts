@@ -321,7 +321,7 @@ export class Ledger {
    * with every session connected again) and records silent losses.
    */
   finish(): MessageTally {
-    return finish(this.state)
+    return finish(this.state, (record) => this.departures.endedOneShot(this.state, record))
   }
 
   /** How every ask of the run ended, counted. */

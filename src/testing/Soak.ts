@@ -94,6 +94,7 @@ export interface SoakSummary {
     readonly lostInFlight: number
     readonly stranded: number
     readonly withdrawn: number
+    readonly senderEnded: number
     readonly redelivered: number
     readonly resent: number
   }
@@ -120,6 +121,7 @@ const messageKeys = [
   "lostInFlight",
   "stranded",
   "withdrawn",
+  "senderEnded",
   "redelivered",
   "resent"
 ] as const
@@ -199,6 +201,7 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       lostInFlight: 0,
       stranded: 0,
       withdrawn: 0,
+      senderEnded: 0,
       redelivered: 0,
       resent: 0
     }
@@ -276,7 +279,7 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
       (summary.simulatedMs / 3_600_000).toFixed(1)
     } h`,
     `messages: ${m.sent} sent, ${m.acknowledged} acknowledged, ${m.delivered} delivered, ${m.refused} refused, ${m.unknown} outcome unknown to the sender`,
-    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers before delivery`,
+    `  acknowledged but not delivered: ${m.failedNotified} sender told (expired), ${m.lostToCrash} lost to a broker crash, ${m.lostInFlight} lost in flight to a dying receiver, ${m.stranded} stranded in the mailbox, ${m.withdrawn} asks withdrawn by their askers before delivery, ${m.senderEnded} dropped after their one-shot sender ended (no notice owed)`,
     `  re-sent after a crash (the client dropped the copy): ${m.redelivered}`,
     `  re-sent after its connection closed before the client confirmed reading it: ${m.resent}`,
     `asks: ${summary.asks.started} started, ${summary.asks.replied} replied, ${summary.asks.timedOut} timed out, ${summary.asks.failed} failed or cancelled`

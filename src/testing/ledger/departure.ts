@@ -41,11 +41,17 @@
  *   connection the recipient had replaced (ledger/order.ts, known issue 22):
  *   it comes back after everything the new connection was sent since.
  *
+ * It also keeps which departures were a short-lived session's (`ephemeral-v1`)
+ * end by `unregister`, for fates.ts: the broker owes no notice for mail such a
+ * sender sent before that end and its mailbox drops afterwards
+ * (`endedOneShot`).
+ *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
  */
 import { decodeBrokerFrameText, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
+import { EPHEMERAL_V1 } from "../../protocol/features.ts"
 import { lateFromReplaced } from "./order.ts"
-import { isHostile, type LedgerState, nameOf, recordFrom } from "./state.ts"
+import { isHostile, type LedgerState, type MessageRecord, nameOf, recordFrom } from "./state.ts"
 import { violate } from "./trace.ts"
 
 /** One end of a registration of session `session` (numbered per broker incarnation and session). */
@@ -63,12 +69,22 @@ interface Departure {
 interface Registration {
   readonly session: string
   readonly sent: Array<string>
+  /**
+   * Short-lived (`ephemeral-v1`) as the broker granted it: its `register` asked for it (the field and the
+   * feature), and it took over no registration that was not (Registration.ts: a takeover is that session).
+   */
+  readonly ephemeral: boolean
 }
 
 /** The departure side of one ledger. */
 export class DepartureLedger {
   /** The registration the broker holds on each connection, by link. */
   private readonly held = new Map<number, Registration>()
+  /**
+   * Each session's departures by `unregister` of a short-lived registration (`ephemeral-v1`): its broker
+   * incarnation, and `LedgerState.acceptSeq` when the broker read the `unregister`.
+   */
+  private readonly oneShotEnds = new Map<string, Array<{ readonly epoch: number; readonly seq: number }>>()
   /** Departures seen so far, per `epoch\0session`. */
   private readonly count = new Map<string, number>()
   /** Departures not followed by a registration yet, per `epoch\0session`. */
@@ -100,11 +116,13 @@ export class DepartureLedger {
       switch (parsed.type) {
         case "register": {
           const session = typeof parsed["sessionId"] === "string" ? parsed["sessionId"] : link.owner
-          this.registered(state, linkId, link.brokerEpoch, session)
+          const features = parsed["features"]
+          const ephemeral = parsed["ephemeral"] === true && Array.isArray(features) && features.includes(EPHEMERAL_V1)
+          this.registered(state, linkId, link.brokerEpoch, session, ephemeral)
           break
         }
         case "unregister":
-          this.depart(linkId, link.brokerEpoch, true)
+          this.depart(state, linkId, link.brokerEpoch, true)
           break
         case "send":
         case "supervisor_send": {
@@ -130,10 +148,33 @@ export class DepartureLedger {
     }
   }
 
+  /**
+   * Whether a short-lived registration (`ephemeral-v1`) of `record`'s sender ended by `unregister` after
+   * the broker read `record` (an acknowledged message): then the broker owes no notice if its mailbox
+   * drops the message (MailDelivery.ts, `lost` and `owe`; docs/protocol.md, `ephemeral-v1`). Its two
+   * rules, as far as the ledger can tell without seeing when the mailbox dropped it: the registration
+   * the message was sent in ended so (the message carries that end, `Mail.senderEnd`, however much later
+   * it is lost), or a later one did (while the sender stays away after that, its id is `ended`, and a
+   * notice for it is not kept; a notice owed from before would have been written at that registration).
+   * The end must be on a broker that has not crashed, the one that holds the message at the end: a
+   * successor knows neither rule, and owes the notice from its store. False when the sender's
+   * registrations merely lost their connections: the broker owes it the notice. (`seq` is `acceptSeq`
+   * after the whole read batch, wire.ts's tap runs first; a send read after the `unregister` in the same
+   * batch would count as before it, but a client sends only once it read `registered` again.)
+   */
+  endedOneShot(state: LedgerState, record: MessageRecord): boolean {
+    const accepted = record.acceptSeq
+    const ackEpoch = record.ackEpoch
+    if (accepted === undefined || ackEpoch === undefined) return false
+    return (this.oneShotEnds.get(record.sender) ?? []).some((end) =>
+      !state.crashedEpochs.has(end.epoch) && (end.epoch > ackEpoch || (end.epoch === ackEpoch && end.seq >= accepted))
+    )
+  }
+
   /** The broker's side of link `linkId` saw it end: the registration it held there departs. */
   brokerEnded(state: LedgerState, linkId: number): void {
     const link = state.links.get(linkId)
-    if (link !== undefined) this.depart(linkId, link.brokerEpoch, false)
+    if (link !== undefined) this.depart(state, linkId, link.brokerEpoch, false)
   }
 
   /** The broker wrote frames toward a client: notes each `session_left` with the departures it had seen then. */
@@ -204,7 +245,7 @@ export class DepartureLedger {
   }
 
   /** The broker read a `register` of `session` on `linkId`: a takeover of its other registrations, or a return after a departure. */
-  private registered(state: LedgerState, linkId: number, epoch: number, session: string): void {
+  private registered(state: LedgerState, linkId: number, epoch: number, session: string, ephemeral: boolean): void {
     this.registeredAtSeq.set(linkId, state.acceptSeq)
     const replaced: Array<Registration> = []
     for (const [other, registration] of this.held) {
@@ -221,7 +262,11 @@ export class DepartureLedger {
     this.lastOnLink.delete(linkId)
     const previous = this.held.get(linkId)
     if (previous !== undefined) replaced.push(previous)
-    const next: Registration = { session, sent: replaced.flatMap((registration) => registration.sent) }
+    const next: Registration = {
+      session,
+      sent: replaced.flatMap((registration) => registration.sent),
+      ephemeral: ephemeral && replaced.every((registration) => registration.ephemeral)
+    }
     for (const id of next.sent) {
       const counted = this.sentIn.get(id)
       if (counted !== undefined && replaced.includes(counted)) this.sentIn.set(id, next)
@@ -229,7 +274,7 @@ export class DepartureLedger {
     this.held.set(linkId, next)
   }
 
-  private depart(linkId: number, epoch: number, unregistered: boolean): void {
+  private depart(state: LedgerState, linkId: number, epoch: number, unregistered: boolean): void {
     const registration = this.held.get(linkId)
     if (registration === undefined) return
     this.held.delete(linkId)
@@ -247,5 +292,10 @@ export class DepartureLedger {
     unanswered.push(departure)
     this.unanswered.set(key, unanswered)
     if (unregistered) this.lastOnLink.set(linkId, departure)
+    if (unregistered && registration.ephemeral) {
+      const ends = this.oneShotEnds.get(registration.session) ?? []
+      ends.push({ epoch, seq: state.acceptSeq })
+      this.oneShotEnds.set(registration.session, ends)
+    }
   }
 }

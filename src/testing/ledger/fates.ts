@@ -1,6 +1,7 @@
 /**
  * The end of a run: the fate of every acknowledged message — delivered,
- * sender told, lost to a crash, lost in flight — or the violation that
+ * sender told, lost to a crash, lost in flight, dropped after its one-shot
+ * sender ended (no notice owed) — or the violation that
  * nothing excuses (docs/testing.md, "The invariants"). In durable mode a
  * crash excuses nothing: the store should have kept the message
  * (`crash-loss`).
@@ -90,8 +91,12 @@ const wentBack = (
 /**
  * Classifies every acknowledged message (call after the world quiesced,
  * with every session connected again) and records silent losses.
+ * `endedOneShot` says whether a short-lived registration (`ephemeral-v1`)
+ * of a message's sender ended by `unregister` after the broker read it
+ * (`DepartureLedger.endedOneShot`): the broker owes no notice for such a
+ * message its mailbox drops (`senderEnded`).
  */
-export const finish = (state: LedgerState): MessageTally => {
+export const finish = (state: LedgerState, endedOneShot: (record: MessageRecord) => boolean): MessageTally => {
   let acknowledged = 0
   let refused = 0
   let unknown = 0
@@ -102,6 +107,7 @@ export const finish = (state: LedgerState): MessageTally => {
   let stranded = 0
   let replaced = 0
   let withdrawn = 0
+  let senderEnded = 0
   let redelivered = 0
   let resent = 0
   checkReplaceLatest(state)
@@ -216,6 +222,14 @@ export const finish = (state: LedgerState): MessageTally => {
         }
         continue
       }
+      // Its sender was a one-shot session (`ephemeral-v1`) that ended by `unregister` after the broker read
+      // it: the broker owes it no notice (`DepartureLedger.endedOneShot`), though the finish starts it
+      // again under the same id. Not when the broker wrote one (it dropped the message while it owed one).
+      // A sender whose connections merely ended is owed it.
+      if (record.noticeWrittenTo.length === 0 && endedOneShot(record)) {
+        senderEnded++
+        continue
+      }
       violate(
         state,
         crashed ? "crash-lost-notice" : "untold-eviction",
@@ -256,6 +270,7 @@ export const finish = (state: LedgerState): MessageTally => {
     stranded,
     replaced,
     withdrawn,
+    senderEnded,
     redelivered,
     resent
   }

@@ -251,6 +251,14 @@ export interface MessageTally {
    * `cancel_ask`): the broker drops such a question rather than ask it.
    */
   readonly withdrawn: number
+  /**
+   * Dropped from the broker's mailbox (evicted or expired: its replay record
+   * says so) after its sender, registered short-lived (`ephemeral-v1`),
+   * ended by `unregister`: the broker owes such a sender no notice
+   * (docs/protocol.md, `ephemeral-v1`). One whose connection merely dropped
+   * is owed it (`untold-eviction` otherwise).
+   */
+  readonly senderEnded: number
 }
 
 /** How every ask of a run ended. */
