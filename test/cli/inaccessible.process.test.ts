@@ -6,8 +6,10 @@
  * and `stop` run by a user who may not enter the agent dir of a running broker: they say the dir cannot be accessed (path,
  * what to do) and exit 1, never "not running" / "No intercom broker is
  * running" with exit 0. As root the other user is `nobody` (setpriv), with
- * the agent dir under /var/tmp (/tmp may be 0700); as another user the agent
- * dir's mode is set to 0 for the command.
+ * the agent dir under /var/tmp (/tmp may be 0700) and the CLI bundle copied
+ * there too (the checkout may lie where `nobody` cannot read, a clone under
+ * a 0700 /tmp say); as another user the agent dir's mode is set to 0 for
+ * the command.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -19,14 +21,21 @@ import { cleanEnv, MAIN, runCli, startBroker, tempDir } from "./support.ts"
 const isRoot = process.getuid?.() === 0
 const hasSetpriv = fs.existsSync("/usr/bin/setpriv")
 
-/** A private root under /var/tmp (0755, so `nobody` may reach it) whose agent dir `a` is 0700; removed with the Scope. */
+/**
+ * A private root under /var/tmp (0755, so `nobody` may reach it) whose agent
+ * dir `a` is 0700, and (as root) a copy of the CLI bundle (dist/bin, which
+ * imports only Node's own modules) that `nobody` may read; removed with the
+ * Scope.
+ */
 const varTmpAgent = Effect.acquireRelease(
   Effect.sync(() => {
     const root = fs.mkdtempSync("/var/tmp/eici-")
     fs.chmodSync(root, 0o755)
     const agentDir = path.join(root, "a")
     fs.mkdirSync(agentDir, { mode: 0o700 })
-    return { root, agentDir }
+    const bin = path.join(root, "bin")
+    if (isRoot) fs.cpSync(path.dirname(MAIN), bin, { recursive: true, filter: (from) => !from.endsWith(".map") })
+    return { root, agentDir, cli: isRoot ? path.join(bin, path.basename(MAIN)) : MAIN }
   }),
   ({ root, agentDir }) =>
     Effect.sync(() => {
@@ -39,14 +48,14 @@ const varTmpAgent = Effect.acquireRelease(
  * `intercom ...args` as a user who may not enter `agentDir` (`mode` 0), or
  * with `mode` 0o555 may enter but not write to it.
  */
-const runDenied = (agentDir: string, args: ReadonlyArray<string>, mode = 0) => {
+const runDenied = (cli: string, agentDir: string, args: ReadonlyArray<string>, mode = 0) => {
   const env = cleanEnv("/var/tmp", { TMPDIR: "/var/tmp", NODE_DISABLE_COMPILE_CACHE: "1", NODE_COMPILE_CACHE: "" })
   if (isRoot) {
-    return runChild("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, MAIN, ...args], { env })
+    return runChild("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, cli, ...args], { env })
   }
   return Effect.acquireUseRelease(
     Effect.sync(() => fs.chmodSync(agentDir, mode)),
-    () => runChild(process.execPath, [MAIN, ...args], { env }),
+    () => runChild(process.execPath, [cli, ...args], { env }),
     () => Effect.sync(() => fs.chmodSync(agentDir, 0o700))
   )
 }
@@ -54,10 +63,10 @@ const runDenied = (agentDir: string, args: ReadonlyArray<string>, mode = 0) => {
 describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", () => {
   it.live("broker status and broker stop say it cannot be accessed and exit 1; the broker keeps running", () =>
     Effect.gen(function*() {
-      const { root, agentDir } = yield* varTmpAgent
+      const { root, agentDir, cli } = yield* varTmpAgent
       const broker = yield* startBroker(["--dir", agentDir, "--idle-exit", "never"], cleanEnv(root))
       for (const command of [["broker", "status"], ["broker", "stop"]]) {
-        const result = yield* runDenied(agentDir, [...command, "--dir", agentDir])
+        const result = yield* runDenied(cli, agentDir, [...command, "--dir", agentDir])
         assert.strictEqual(result.code, 1, `${command.join(" ")}: ${result.stdout}${result.stderr}`)
         assert.include(result.stderr, `Cannot access ${path.join(agentDir, "intercom")} (EACCES)`)
         assert.include(result.stderr, "pass an agent dir of your own with --dir")
@@ -68,13 +77,13 @@ describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", (
 
   it.live("an agent dir this user may enter but not write: list and watch say which dir to fix or to use another", () =>
     Effect.gen(function*() {
-      const { agentDir } = yield* varTmpAgent
+      const { agentDir, cli } = yield* varTmpAgent
       if (isRoot) fs.chmodSync(agentDir, 0o755) // nobody may enter, not write
-      const list = yield* runDenied(agentDir, ["list", "--dir", agentDir], 0o555)
+      const list = yield* runDenied(cli, agentDir, ["list", "--dir", agentDir], 0o555)
       assert.strictEqual(list.code, 1, list.stderr)
       assert.include(list.stderr, `Broker failed to start: cannot create ${path.join(agentDir, "intercom")} (EACCES`)
       assert.include(list.stderr, `check that this user may write to ${agentDir}, or use an agent dir of your own`)
-      const watch = yield* runDenied(agentDir, ["watch", "--no-stdin", "--dir", agentDir], 0o555)
+      const watch = yield* runDenied(cli, agentDir, ["watch", "--no-stdin", "--dir", agentDir], 0o555)
       assert.strictEqual(watch.code, 1, watch.stderr)
       assert.include(watch.stderr, "Cannot listen on the watch control socket")
       assert.include(watch.stderr, "Check that this user may write to the intercom dir above it")
