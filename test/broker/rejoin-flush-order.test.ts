@@ -184,6 +184,25 @@ describe("a live sender's new mail while its older mail waits in the recipient's
         : []
     )
 
+  /**
+   * twin reads on to the flush's last message; after the returned sender's
+   * round trip, then twin's (anything queued for twin by then is ahead of
+   * twin's answer), it has read all of the flush and one `session_joined` of
+   * the sender's — back before twin heard it leave, as at a takeover — and no
+   * departure at all.
+   */
+  const readsAllAndOneReturn = (twin: WireClient, back: Session, queued: ReadonlyArray<{ readonly id: string; readonly content: { readonly text: string } }>) =>
+    Effect.gen(function*() {
+      yield* twin.resume
+      const last = queued.at(-1)!
+      yield* twin.next("message", (frame) => frame.message.id === last.id)
+      yield* back.client.roundTrip
+      yield* twin.roundTrip
+      const seen = senderSeen(twin)
+      assert.deepStrictEqual(seen.filter((text) => text !== "sender joined"), queued.map((msg) => short(msg.content.text)))
+      assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
+    })
+
   /** The message texts read, shortened, in order. */
   const textsOf = (frames: ReadonlyArray<BrokerFrame>) =>
     frames.flatMap((frame) => frame.type === "message" ? [short(frame.message.content.text)] : [])
@@ -326,16 +345,7 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
       const again = yield* world.session({ sessionId: "sender" })
       yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
-      yield* twin.resume
-      const last = queued.at(-1)!
-      yield* twin.next("message", (frame) => frame.message.id === last.id)
-      // The sender's round trip after twin's: anything queued for twin by now is ahead of twin's answer.
-      yield* again.client.roundTrip
-      yield* twin.roundTrip
-      // Back before twin heard it leave: twin hears it join again (as at a takeover), and no departure at all.
-      const seen = senderSeen(twin)
-      assert.deepStrictEqual(seen.filter((text) => text !== "sender joined"), queued.map((msg) => short(msg.content.text)))
-      assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
+      yield* readsAllAndOneReturn(twin, again, queued)
     }))
 
   it.effect("a sender that unregisters with mail in the parked flush and its own output parked, then registers again: twin gets no session_left, and all the mail", () =>
@@ -355,14 +365,7 @@ describe("a live sender's new mail while its older mail waits in the recipient's
       const again = yield* world.session({ sessionId: "sender" })
       yield* other.client.next("session_left", (frame) => frame.sessionId === "sender")
       yield* other.client.next("session_joined", (frame) => frame.session.id === "sender")
-      yield* twin.resume
-      const last = queued.at(-1)!
-      yield* twin.next("message", (frame) => frame.message.id === last.id)
-      yield* again.client.roundTrip
-      yield* twin.roundTrip
-      const seen = senderSeen(twin)
-      assert.deepStrictEqual(seen.filter((text) => text !== "sender joined"), queued.map((msg) => short(msg.content.text)))
-      assert.deepStrictEqual(seen.filter((text) => text === "sender joined"), ["sender joined"])
+      yield* readsAllAndOneReturn(twin, again, queued)
     }))
 
   it.effect("a sender that closes with a replace message due for twin and mail in its parked flush, registers again and closes again: its session_left reaches twin after all of it", () =>
