@@ -328,7 +328,8 @@ export class Output {
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
       if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
-        // (An empty list with a count is a closing recipient's, already taken: then this waits for the shut.)
+        // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
+        // after it at the close. An empty list with a count is one with none: this waits for the shut.)
         if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
           this.parkOwn(recipient, item)
           return Effect.succeed(true)
@@ -529,26 +530,41 @@ export class Output {
   /**
    * The reader closed while its output was still parked: what was accepted is
    * delivered anyway, past the recipients' capacity, never dropped. Its own
-   * parked output is not written: it is returned, for the close to take back
-   * after the output queued before it (its mailbox, flushed when it
-   * registered, goes to its session's next connection or the mailbox in its
-   * order; docs/testing.md, known issue 14). Its `parkedMail` count stays
-   * until `drainOnClose`: mail for it arriving meanwhile still waits, and is
-   * taken back after that returned output.
+   * parked output is not written: it stays in its parked list, with no
+   * drainer, for the close to take back (`takeOwnParked`) after the output
+   * queued before it (its mailbox, flushed when it registered, goes to its
+   * session's next connection or the mailbox in its order; docs/testing.md,
+   * known issue 14) — or for a registration of its session meanwhile to hand
+   * over (`handOver`), ahead of newer mail for the new connection. Its
+   * `parkedMail` count stays until `drainOnClose`: mail for it arriving
+   * meanwhile still waits, and is taken back after that output.
    */
-  forceParked(reader: Peer): Array<OutboundItem> {
-    const own: Array<OutboundItem> = []
-    for (const [recipient, item] of reader.parked) {
+  forceParked(reader: Peer): void {
+    const own: Array<readonly [Peer, OutboundItem]> = []
+    for (const entry of reader.parked) {
+      const [recipient, item] = entry
       if (item === FEED_TICK || item === END_OF_OUTPUT) continue
-      if (recipient === reader) own.push(item)
+      if (recipient === reader) own.push(entry)
       else if (recipient.state === "closed") this.undeliverable(item)
       else this.forceEnqueue(recipient, item)
     }
-    reader.parked = []
+    reader.parked = own
     this.parkedReaders.delete(reader)
     if (!this.departureHolds.isEmpty) this.departureHolds.drop(reader)
     this.feed.parkedOut(reader)
-    return own
+  }
+
+  /**
+   * A closing reader's own parked output (what `forceParked` left, and mail
+   * parked behind it since), taken for the close to give back, in order,
+   * after its outbox (`drainOnClose`).
+   */
+  takeOwnParked(reader: Peer): Array<OutboundItem> {
+    const own = reader.parked
+    reader.parked = []
+    const items: Array<OutboundItem> = []
+    for (let i = 0; i < own.length; i++) items.push(own[i]![1])
+    return items
   }
 
   /**
@@ -589,9 +605,10 @@ export class Output {
    * Parks message `item` at the end of `recipient`'s own parked output when
    * that holds older mail of its sender for `recipient` (a mailbox flush that
    * did not fit): there the recipient's drainer offers it after that mail.
-   * False for anything else, which is queued as usual (and at a closing
-   * recipient's, whose list its close already took). No scan: the counts of
-   * `Peer.parkedMail`.
+   * False for anything else, which is queued as usual. At a closing
+   * recipient's, whose list keeps only its own output until the close takes
+   * it (`takeOwnParked`), the message is taken back after that output. No
+   * scan: the counts of `Peer.parkedMail`.
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
     if (recipient.parked.length === 0 || !isMessage(item) || !waitsBehindParked(recipient, item)) return false
