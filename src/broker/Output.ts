@@ -43,15 +43,18 @@
  * keeps it while there is none, and is told when the recipient's writer
  * made room (`room`, from `roomMade`).
  *
- * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
- * here too, so the actor only moves items between this module and its socket.
+ * The writer side (`takeForWrite`), a takeover's hand-over of the old
+ * connection's mail (`handOver`: its outbox's, then its own parked list's, so
+ * a sender's newer mail for the new connection cannot overtake it) and the
+ * close side (`drainOnClose`) are here too, so the actor only moves items
+ * between this module and its socket.
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 750 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * Size: about 800 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
  * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind`, `behindOwnParked` and the
  * per-sender `parkedMail` counts new mail waits behind, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
@@ -325,7 +328,8 @@ export class Output {
       // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
       if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
       if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
-        // (An empty list with a count is a closing recipient's, already taken: then this waits for the shut.)
+        // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
+        // after it at the close. An empty list with a count is one with none: this waits for the shut.)
         if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
           this.parkOwn(recipient, item)
           return Effect.succeed(true)
@@ -443,8 +447,14 @@ export class Output {
     return reader.parked[0]
   }
 
-  /** The oldest parked item was offered: accepted, or refused because its recipient closed meanwhile. */
-  parkedOffered(reader: Peer, accepted: boolean): void {
+  /**
+   * The oldest parked item, `entry` (from `nextParked`), was offered:
+   * accepted, or refused because its recipient closed meanwhile. Nothing
+   * when `entry` is no longer the oldest: a takeover's `handOver` took it
+   * back while it was offered (refused then, as stranded).
+   */
+  parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
+    if (reader.parked[0] !== entry) return
     const first = reader.parked.shift()
     if (first !== undefined && first[0] === reader && isMessage(first[1])) {
       this.uncountParkedMail(reader, first[1].mail.senderKey)
@@ -520,26 +530,41 @@ export class Output {
   /**
    * The reader closed while its output was still parked: what was accepted is
    * delivered anyway, past the recipients' capacity, never dropped. Its own
-   * parked output is not written: it is returned, for the close to take back
-   * after the output queued before it (its mailbox, flushed when it
-   * registered, goes to its session's next connection or the mailbox in its
-   * order; docs/testing.md, known issue 14). Its `parkedMail` count stays
-   * until `drainOnClose`: mail for it arriving meanwhile still waits, and is
-   * taken back after that returned output.
+   * parked output is not written: it stays in its parked list, with no
+   * drainer, for the close to take back (`takeOwnParked`) after the output
+   * queued before it (its mailbox, flushed when it registered, goes to its
+   * session's next connection or the mailbox in its order; docs/testing.md,
+   * known issue 14) — or for a registration of its session meanwhile to hand
+   * over (`handOver`), ahead of newer mail for the new connection. Its
+   * `parkedMail` count stays until `drainOnClose`: mail for it arriving
+   * meanwhile still waits, and is taken back after that output.
    */
-  forceParked(reader: Peer): Array<OutboundItem> {
-    const own: Array<OutboundItem> = []
-    for (const [recipient, item] of reader.parked) {
+  forceParked(reader: Peer): void {
+    const own: Array<readonly [Peer, OutboundItem]> = []
+    for (const entry of reader.parked) {
+      const [recipient, item] = entry
       if (item === FEED_TICK || item === END_OF_OUTPUT) continue
-      if (recipient === reader) own.push(item)
+      if (recipient === reader) own.push(entry)
       else if (recipient.state === "closed") this.undeliverable(item)
       else this.forceEnqueue(recipient, item)
     }
-    reader.parked = []
+    reader.parked = own
     this.parkedReaders.delete(reader)
     if (!this.departureHolds.isEmpty) this.departureHolds.drop(reader)
     this.feed.parkedOut(reader)
-    return own
+  }
+
+  /**
+   * A closing reader's own parked output (what `forceParked` left, and mail
+   * parked behind it since), taken for the close to give back, in order,
+   * after its outbox (`drainOnClose`).
+   */
+  takeOwnParked(reader: Peer): Array<OutboundItem> {
+    const own = reader.parked
+    reader.parked = []
+    const items: Array<OutboundItem> = []
+    for (let i = 0; i < own.length; i++) items.push(own[i]![1])
+    return items
   }
 
   /**
@@ -580,9 +605,10 @@ export class Output {
    * Parks message `item` at the end of `recipient`'s own parked output when
    * that holds older mail of its sender for `recipient` (a mailbox flush that
    * did not fit): there the recipient's drainer offers it after that mail.
-   * False for anything else, which is queued as usual (and at a closing
-   * recipient's, whose list its close already took). No scan: the counts of
-   * `Peer.parkedMail`.
+   * False for anything else, which is queued as usual. At a closing
+   * recipient's, whose list keeps only its own output until the close takes
+   * it (`takeOwnParked`), the message is taken back after that output. No
+   * scan: the counts of `Peer.parkedMail`.
    */
   private behindOwnParked(recipient: Peer, item: OutboundItem): boolean {
     if (recipient.parked.length === 0 || !isMessage(item) || !waitsBehindParked(recipient, item)) return false
@@ -604,27 +630,73 @@ export class Output {
 
   /**
    * `peer` was taken over (P16; its `session` is already cleared): the mail
-   * and failure notices its outbox still holds for the session are taken
-   * back now, in order, so they reach the session's new connection ahead of
-   * anything queued for it later — not when the old writer gets to them,
-   * which for a client that stopped reading is after its close's grace, and
-   * after newer mail. Frames of the old connection's own (answers, its
-   * `taken_over`) stay. What its writer already handed the socket is not
-   * here: it comes back at close, if the socket never took it.
+   * and failure notices its outbox still holds for the session, then those
+   * in its own parked list (`handOverParked`), are taken back now, in order,
+   * so they reach the session's new connection ahead of anything queued for
+   * it later — not when the old writer gets to them, which for a client that
+   * stopped reading is after its close's grace, and after newer mail. Frames
+   * of the old connection's own (answers, its `taken_over`) stay. What its
+   * writer already handed the socket is not here: it comes back at close, if
+   * the socket never took it. Also called when a session unregisters
+   * (Custody.handBack): then its mail goes back to the mailbox.
    */
   handOver(peer: Peer): void {
     const items = peer.outbox
+    // The parked item its drainer offers: accepted, it may be queued here before the drainer records it.
+    const offering = peer.parked.length > 0 ? peer.parked[0]![1] : undefined
+    let offeredHere = false
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
       if (isStranded(item, peer)) {
+        if (item === offering) offeredHere = true
         this.charge(peer, -charsOf(item))
         this.takeBack(item)
       } else items[kept++] = item
     }
-    if (kept === items.length) return
+    const took = kept < items.length
     items.length = kept
-    this.roomMade(peer)
+    // After the outbox (queued before it): its own parked list's mail and notices for the session.
+    if (peer.parked.length > 0) this.handOverParked(peer, offeredHere)
+    if (took) this.roomMade(peer)
+  }
+
+  /**
+   * The mail and notices for `peer`'s former session in `peer`'s own parked
+   * list (its mailbox flush that did not fit, and mail parked behind it) are
+   * taken back now, in order, as `handOver` takes the outbox's. Left there,
+   * they would come back only when its drainer refuses them, which waits
+   * while the list's first item waits for room at another recipient, or at
+   * its close, which a takeover's `end` holds up to its flush grace —
+   * meanwhile a sender's newer mail, routed to the new connection (whose
+   * `parkedMail` holds none of it), would overtake its older mail here. The
+   * item its drainer is offering may be among them: `parkedOffered` then
+   * does nothing (`firstQueued`: its offer was accepted and the outbox's
+   * hand-over took it back already, so it is only counted off here).
+   * Frames of the connection's own, and output for others, stay. The counts
+   * go down only once all of it is queued: a count's last one wakes the
+   * senders waiting behind it, and a woken fiber may run at once, inside
+   * this call (Deferred.doneUnsafe).
+   */
+  private handOverParked(peer: Peer, firstQueued: boolean): void {
+    const parked = peer.parked
+    const taken: Array<Returnable> = []
+    let kept = 0
+    for (let i = 0; i < parked.length; i++) {
+      const entry = parked[i]!
+      const item = entry[1]
+      if (entry[0] === peer && isStranded(item, peer)) taken.push(item)
+      else parked[kept++] = entry
+    }
+    if (taken.length === 0) return
+    parked.length = kept
+    for (let i = firstQueued ? 1 : 0; i < taken.length; i++) this.takeBack(taken[i]!)
+    for (const item of taken) {
+      if (!isMessage(item)) continue
+      this.uncountParkedMail(peer, item.mail.senderKey)
+      if (!this.departureHolds.isEmpty) this.departureHolds.offered(peer, item)
+    }
+    if (kept === 0 && this.parkedReaders.delete(peer)) this.feed.parkedOut(peer)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */

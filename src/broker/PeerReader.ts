@@ -73,7 +73,7 @@ const drainParked = (output: Output, peer: Peer) =>
   Effect.gen(function*() {
     for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
       const [recipient, item] = next
-      output.parkedOffered(peer, yield* output.offer(peer, recipient, item))
+      output.parkedOffered(peer, next, yield* output.offer(peer, recipient, item))
     }
   })
 

@@ -55,8 +55,9 @@ const setUpWith = (count: number) => Effect.gen(function*() {
   /** `reader`'s drainer offers its next `n` parked items (the recipients have room: nothing waits). */
   const drain = (reader: Peer, n: number): void => {
     for (let i = 0; i < n; i++) {
-      const [recipient, item] = router.output.nextParked(reader)!
-      router.output.parkedOffered(reader, Effect.runSync(router.output.offer(reader, recipient, item)))
+      const next = router.output.nextParked(reader)!
+      const [recipient, item] = next
+      router.output.parkedOffered(reader, next, Effect.runSync(router.output.offer(reader, recipient, item)))
     }
   }
   const away = session("recipient", false)
