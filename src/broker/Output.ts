@@ -235,6 +235,20 @@ export class Output {
    */
   backpressureWaits = 0
 
+  /**
+   * How often the machinery for a recipient's own parked mail ran since the
+   * broker started (stats; the simulation counts them to show its workloads
+   * reach it): batches that parked mail for their own reader (a
+   * registration's mailbox flush that did not fit), messages parked at the
+   * end of a recipient's own list (`parkOwn`), drainer offers that waited
+   * behind it (`offer`), and departures held behind it (`holdBehindParked`).
+   * Counted on those slow paths only, never per routed frame.
+   */
+  ownParks = 0
+  parkedBehindOwn = 0
+  waitsBehindOwn = 0
+  departuresHeld = 0
+
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
     return peer.outboxChars > 0 && peer.outboxChars + chars > this.budget.perOutbox
@@ -335,6 +349,7 @@ export class Output {
           return Effect.succeed(true)
         }
         // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
+        this.waitsBehindOwn++
         const turn = Deferred.makeUnsafe<void>()
         ;(recipient.roomWaiters ??= []).push(turn)
         return Effect.andThen(Deferred.await(turn), this.offer(reader, recipient, item))
@@ -409,10 +424,15 @@ export class Output {
     if (this.parked.length === 0) return false
     // Its mail for itself (a mailbox flush) is counted: new mail for it waits behind it (`Peer.parkedMail`).
     const parked = this.parked
+    let own = false
     for (let i = 0; i < parked.length; i++) {
       const [to, item] = parked[i]!
-      if (to === reader && isMessage(item)) countParkedMail(reader, item.mail.senderKey)
+      if (to === reader && isMessage(item)) {
+        countParkedMail(reader, item.mail.senderKey)
+        own = true
+      }
     }
+    if (own) this.ownParks++
     reader.parked = reader.parked.length === 0 ? parked : [...reader.parked, ...parked]
     this.parked = []
     this.parkedReaders.add(reader)
@@ -492,7 +512,9 @@ export class Output {
    * for that mail: it covers this departure too (DepartureHolds.hold).
    */
   holdBehindParked(recipient: Peer, senderKey: string, senderId: string, count: number): boolean {
-    return this.departureHolds.hold(recipient, senderKey, senderId, count)
+    const held = this.departureHolds.hold(recipient, senderKey, senderId, count)
+    if (held) this.departuresHeld++
+    return held
   }
 
   /**
@@ -624,6 +646,7 @@ export class Output {
   private parkOwn(recipient: Peer, item: OutboundMessage): void {
     recipient.parked.push([recipient, item])
     countParkedMail(recipient, item.mail.senderKey)
+    this.parkedBehindOwn++
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
     if (!this.departureHolds.isEmpty) this.departureHolds.requeued(recipient, item)
   }

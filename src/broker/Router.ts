@@ -102,6 +102,14 @@ export interface RouterStats {
   readonly topicBytes: number
   /** Topic names in live publishers' lists (at most their records kept). */
   readonly topicPublished: number
+  /** Batches that parked mail for their own reader, since the start: a registration's mailbox flush that did not fit (Output.ts). */
+  readonly ownParks: number
+  /** Messages parked at the end of a recipient's own parked list, behind older mail of their sender there (Output.ts). */
+  readonly parkedBehindOwn: number
+  /** Drainer offers that waited behind older mail of their sender in the recipient's own parked list (Output.ts). */
+  readonly waitsBehindOwn: number
+  /** Departures withheld from a recipient behind the departed sender's mail in its own parked list (DepartureHolds.ts). */
+  readonly departuresHeld: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -608,7 +616,11 @@ export class Router {
       topicEntries: this.topics.size,
       topicRecords: this.topics.recordCount,
       topicBytes: this.topics.recordBytes,
-      topicPublished: this.topics.publishedCount
+      topicPublished: this.topics.publishedCount,
+      ownParks: this.ctx.output.ownParks,
+      parkedBehindOwn: this.ctx.output.parkedBehindOwn,
+      waitsBehindOwn: this.ctx.output.waitsBehindOwn,
+      departuresHeld: this.ctx.output.departuresHeld
     }
   }
 }

@@ -136,7 +136,16 @@ const groupKeys = [
   "repliesBack"
 ] as const
 
-const pathKeys = ["admissionWaits", "waitsWithdrawn", "readPauses", "pumpHeld"] as const
+const pathKeys = [
+  "admissionWaits",
+  "waitsWithdrawn",
+  "readPauses",
+  "pumpHeld",
+  "ownParks",
+  "parkedBehindOwn",
+  "waitsBehindOwn",
+  "departuresHeld"
+] as const
 
 /**
  * The flags of `npm run sim` that make the world and workload of a soak
@@ -157,6 +166,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     delivery: options.delivery === true,
     topics: options.topics === true,
     unregister: options.unregister === true,
+    parkedFlush: options.parkedFlush === true,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,
     clientTimings: config.clientTimings !== undefined,
@@ -216,8 +226,8 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       repliesBack: 0
     }
     const paths = {
-      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0 },
-      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0 }
+      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0 },
+      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0 }
     }
     let runs = 0
     let events = 0
@@ -286,7 +296,8 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
   ]
   const p = summary.paths
   lines.push(
-    `connection path: ${p.total.admissionWaits} admission waits (in ${p.runs.admissionWaits} runs), ${p.total.waitsWithdrawn} of them withdrawn, the connection closed while it waited (${p.runs.waitsWithdrawn} runs), ${p.total.readPauses} readers paused past their held limit (${p.runs.readPauses} runs), ${p.total.pumpHeld} batches held by a paused pump (${p.runs.pumpHeld} runs)`
+    `connection path: ${p.total.admissionWaits} admission waits (in ${p.runs.admissionWaits} runs), ${p.total.waitsWithdrawn} of them withdrawn, the connection closed while it waited (${p.runs.waitsWithdrawn} runs), ${p.total.readPauses} readers paused past their held limit (${p.runs.readPauses} runs), ${p.total.pumpHeld} batches held by a paused pump (${p.runs.pumpHeld} runs)`,
+    `parked flush: ${p.total.ownParks} mailbox flushes parked on their recipient's own reader (in ${p.runs.ownParks} runs), ${p.total.parkedBehindOwn} messages parked behind their sender's mail there (${p.runs.parkedBehindOwn} runs), ${p.total.waitsBehindOwn} drainer offers waited behind it (${p.runs.waitsBehindOwn} runs), ${p.total.departuresHeld} departures withheld behind it (${p.runs.departuresHeld} runs)`
   )
   const kinds = Object.entries(summary.violations)
   if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)

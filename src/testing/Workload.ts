@@ -6,10 +6,12 @@
  * replays exactly: `generateWorkload(seed)` gives the same operations for the
  * same seed, and `runWorkload(seed, ops)` the same trace.
  *
- * Size: one concept, about 700 lines — generating and running workloads; the
+ * Size: one concept, about 740 lines — generating and running workloads; the
  * op kinds and their weights are listed together so a seed's draw order stays
  * in one place, and each op's runner sits beside them, so a workload flag
- * (`--groups`, `--unregister`, …) adds its draw and its run in one module.
+ * (`--groups`, `--unregister`, …) adds its draw and its run in one module
+ * (the larger ops' draws and runners have modules of their own under
+ * simulation/: pressure.ts, delivery.ts, parkedFlush.ts).
  */
 import { Effect, Layer, Schema } from "effect"
 import type { Side } from "./Ledger.ts"
@@ -22,6 +24,13 @@ import {
   runDeliverySend
 } from "./simulation/delivery.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
+import {
+  drawParkedFlush,
+  formatParkedFlush,
+  PARKED_FLUSH_OUTBOX_CHARS,
+  ParkedFlushFields,
+  runParkedFlush
+} from "./simulation/parkedFlush.ts"
 import {
   drawPressure,
   floodText,
@@ -66,7 +75,8 @@ export const OpSchema = Schema.Union([
   op("Publish", { from: Int, topic: Int, event: Schema.Literals(["update", "blocker", "decision", "release"]) }),
   op("Subscribe", { from: Int, topic: Int, awaitRelease: Schema.Boolean }),
   op("Storm", StormFields),
-  op("Flood", FloodFields)
+  op("Flood", FloodFields),
+  op("ParkedFlush", ParkedFlushFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -103,7 +113,9 @@ export const trafficWeights: OpWeights = {
   Subscribe: 0,
   // Never drawn by weight: `pressure` inserts them from a stream of their own (simulation/pressure.ts).
   Storm: 0,
-  Flood: 0
+  Flood: 0,
+  // Never drawn by weight: `parkedFlush` inserts it from a stream of its own (simulation/parkedFlush.ts).
+  ParkedFlush: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -184,6 +196,16 @@ export interface WorkloadOptions {
    * them.
    */
   readonly unregister?: boolean
+  /**
+   * Insert a `ParkedFlush` (one, or two in SECOND_PARKED_FLUSH_CHANCE of the
+   * seeds; simulation/parkedFlush.ts), drawn from a stream of its own: a
+   * recipient comes back to a mailbox flush larger than its outbox, reads it
+   * slowly, and its senders send on, leave, rejoin or unregister meanwhile.
+   * The world's outboxes take PARKED_FLUSH_OUTBOX_CHARS characters unless
+   * pressure makes them smaller. Default false: the standard sweep runs
+   * without it.
+   */
+  readonly parkedFlush?: boolean
 }
 
 /** How often a session leaves by `unregister` in a workload with `unregister`. */
@@ -375,16 +397,25 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
         break
       case "Storm":
       case "Flood":
-        // Weight 0 unless a caller's weights say otherwise; drawn as pressure below.
+      case "ParkedFlush":
+        // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
     }
   }
-  if (options.pressure === false) return ops
-  // Inserted from the last, so each index still names its place among the ordinary ops.
-  const drawn = drawPressure(seed, sessions, ops.length)
-  for (let i = drawn.length - 1; i >= 0; i--) {
-    const [index, pressure] = drawn[i]!
-    ops.splice(index, 0, pressure)
+  if (options.pressure !== false) {
+    // Inserted from the last, so each index still names its place among the ordinary ops.
+    const drawn = drawPressure(seed, sessions, ops.length)
+    for (let i = drawn.length - 1; i >= 0; i--) {
+      const [index, pressure] = drawn[i]!
+      ops.splice(index, 0, pressure)
+    }
+  }
+  if (options.parkedFlush === true) {
+    const drawn = drawParkedFlush(seed, sessions, ops.length)
+    for (let i = drawn.length - 1; i >= 0; i--) {
+      const [index, parked] = drawn[i]!
+      ops.splice(index, 0, parked)
+    }
   }
   return ops
 }
@@ -453,6 +484,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatStorm(op, name)}`
     case "Flood":
       return `${when} ${formatFlood(op, name(op.from), name(op.to))}`
+    case "ParkedFlush":
+      return `${when} ${formatParkedFlush(op, name)}`
   }
 }
 
@@ -596,6 +629,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
           for (let k = 1; k <= op.count; k++) yield* from.send(to.name, floodText(counter, k, from.name, to.name, op.size))
           break
         }
+        case "ParkedFlush":
+          yield* runParkedFlush(sim, op, counter)
+          break
       }
     }
     yield* leave(Number.POSITIVE_INFINITY)
@@ -663,7 +699,8 @@ export const workloadConfig = (
   vary = true,
   groups = false,
   pressure = true,
-  unregister = false
+  unregister = false,
+  parkedFlush = false
 ): SimulationConfig => {
   const specs: ReadonlyArray<string | SessionSpec> = groups && count >= 2 ? groupSpecs(count) : sessionNames(count)
   const ephemeral = unregister ? ephemeralIndexOf(count, groups && count >= 2) : undefined
@@ -677,7 +714,10 @@ export const workloadConfig = (
     }
     : config
   const varied = vary ? variedConfig(named) : named
-  return pressure ? { ...varied, broker: { ...pressureBroker(config.seed), ...varied.broker } } : varied
+  const pressed = pressure ? { ...varied, broker: { ...pressureBroker(config.seed), ...varied.broker } } : varied
+  return parkedFlush && pressed.broker?.outboxChars === undefined
+    ? { ...pressed, broker: { ...pressed.broker, outboxChars: PARKED_FLUSH_OUTBOX_CHARS } }
+    : pressed
 }
 
 /** Runs `ops` (by default the workload generated from `config.seed`). */
@@ -693,7 +733,8 @@ export const runWorkload = (
     options.vary ?? true,
     options.groups === true,
     options.pressure !== false,
-    options.unregister === true
+    options.unregister === true,
+    options.parkedFlush === true
   )
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,

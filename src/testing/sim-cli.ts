@@ -15,6 +15,9 @@
  *   --hostile      two hostile sessions, their attacks mixed into the workload
  *   --unregister   sessions also leave by unregister and come back; the last one is ephemeral
  *                  (ephemeral-v1) and stays gone once it unregisters
+ *   --parked-flush one or two parked flushes per workload: a session comes back to more mail than
+ *                  its outbox takes, reading slowly, while its senders send on, leave, rejoin or
+ *                  unregister (simulation/parkedFlush.ts)
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
  *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts and reloads too,

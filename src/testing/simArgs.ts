@@ -29,6 +29,7 @@ export interface SimArgs {
   readonly delivery?: boolean
   readonly topics?: boolean
   readonly unregister?: boolean
+  readonly parkedFlush?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
   readonly hostJournal?: boolean
@@ -63,6 +64,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("delivery", args.delivery),
     ...toggle("topics", args.topics),
     ...toggle("unregister", args.unregister),
+    ...toggle("parked-flush", args.parkedFlush),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),
     ...toggle("client-timings", args.clientTimings),

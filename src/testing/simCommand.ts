@@ -209,6 +209,10 @@ const flags = {
     "unregister",
     "Sessions also leave by unregister (the client's orderly close: it confirms what it read, then unregisters) and come back under the same id with a later start; the last session registers ephemeral (ephemeral-v1, as the CLI's one-shot commands) and, once it unregisters, stays gone until the end (docs/testing.md)"
   ),
+  parkedFlush: toggle(
+    "parked-flush",
+    "Insert one or two parked flushes into each workload: a session goes away, two or three others send it more than its outbox takes, it comes back reading slowly (its mailbox flush parked on its own reader) while they send on, leave, rejoin or unregister; outboxes of 4096 characters unless pressure makes them smaller (docs/testing.md)"
+  ),
   workflow: toggle(
     "workflow",
     "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
@@ -291,6 +295,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     delivery: input.delivery,
     topics: input.topics,
     unregister: input.unregister,
+    parkedFlush: input.parkedFlush,
     durability: input.durability,
     connections: input.connections,
     hostJournal: input.hostJournal,
@@ -461,6 +466,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.delivery ? { delivery: true } : {}),
     ...(input.topics ? { topics: true } : {}),
     ...(input.unregister ? { unregister: true } : {}),
+    ...(input.parkedFlush ? { parkedFlush: true } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {

@@ -72,6 +72,10 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.admissionWaits += stats.admissionWaits
     state.paths.waitsWithdrawn += stats.waitsWithdrawn
     state.paths.readPauses += stats.readPauses
+    state.paths.ownParks += stats.ownParks
+    state.paths.parkedBehindOwn += stats.parkedBehindOwn
+    state.paths.waitsBehindOwn += stats.waitsBehindOwn
+    state.paths.departuresHeld += stats.departuresHeld
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

@@ -15,6 +15,7 @@ import {
   closeGeneration,
   currentLink,
   lifecycle,
+  type SlowStart,
   type SessionState,
   startSession,
   stopSession
@@ -241,6 +242,37 @@ export const handleOf = (world: World, state: SessionState): SimSession => {
           : startSession(world, state)
       )
     ),
+    startSlow: (delay, duration) =>
+      lifecycle(
+        world,
+        state,
+        "starts, reading slowly",
+        Effect.suspend(() => {
+          if (state.ended) {
+            return Effect.sync(() => world.ledger.note(`${state.meta.name} start: skipped (an ephemeral session that ended stays gone)`))
+          }
+          // Only for a start that makes a new client (a running session's `start` does nothing).
+          const slow: SlowStart | undefined = state.client === undefined
+            ? { ms: millisOf(delay), link: undefined, closed: false }
+            : undefined
+          state.slowStart = slow
+          const end = Effect.suspend(() => {
+            state.slowStart = undefined
+            if (slow === undefined) return Effect.void
+            // The driver's fiber, not the client's (which may close first): `duration` after the start, the
+            // delay ends, and a first dial later than that is not slowed.
+            const reset = Effect.andThen(
+              Effect.sleep(duration),
+              Effect.sync(() => {
+                slow.closed = true
+                slow.link?.delay("broker", 0)
+              })
+            )
+            return Effect.asVoid(FiberSet.run(world.steps, reset))
+          })
+          return Effect.andThen(startSession(world, state), end)
+        })
+      ),
     stop: lifecycle(world, state, "stops", stopSession(world, state, "stop")),
     unregister: lifecycle(
       world,

@@ -79,6 +79,25 @@ export interface SessionState {
   readonly journal: SimJournal | undefined
   /** An ephemeral session that left by `unregister`: it does not start again until `finish`. */
   ended: boolean
+  /**
+   * Set by `startSlow` for the start it runs: the broker-side writes of that
+   * client's first connection take `ms` each from its dial on.
+   */
+  slowStart: SlowStart | undefined
+}
+
+/**
+ * A start whose first connection's broker-side writes are slow from its dial
+ * on (`SimSession.startSlow`): the dialer slows the link and records it here;
+ * the driver ends the delay later (a fiber forked by the dialer would be the
+ * client's, and outlive it).
+ */
+export interface SlowStart {
+  readonly ms: number
+  /** The link it slowed, once dialled. */
+  link: SimLink | undefined
+  /** The slow start's time is over: a later first dial of this client is not slowed. */
+  closed: boolean
 }
 
 const specOf = (entry: string | SessionSpec): SessionSpec => typeof entry === "string" ? { name: entry } : entry
@@ -129,7 +148,8 @@ export const makeSessionStates = (world: World): Effect.Effect<ReadonlyArray<Ses
         issued: [],
         grant: undefined,
         journal: config.hostJournal === undefined ? undefined : makeSimJournal(config.hostJournal),
-        ended: false
+        ended: false,
+        slowStart: undefined
       })
     }
     return states
@@ -147,21 +167,35 @@ const identityOf = (state: SessionState): HostIdentity => ({
   model: "sim-model"
 })
 
-const dialerFor = (world: World, state: SessionState, clientKey: string, rejoin: boolean): Dialer => (address) =>
-  world.network.dial(address).pipe(
-    Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })),
-    Effect.tap((connection) =>
-      Effect.sync(() => {
-        const link = world.links.get(connection.id)
-        if (link === undefined) return
-        link.attach(state.meta.id, clientKey)
-        if (state.client?.key === clientKey) state.link = link
-        world.ledger.note(`${state.meta.name} connected: link #${link.id} to broker #${link.brokerEpoch}`)
-      })
-    ),
+const dialerFor = (
+  world: World,
+  state: SessionState,
+  clientKey: string,
+  rejoin: boolean,
+  slow: SlowStart | undefined
+): Dialer => {
+  // A slow start applies to the client's first connection only (its reconnections read as usual).
+  return (address) =>
+    world.network.dial(address).pipe(
+      Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })),
+      Effect.tap((connection) =>
+        Effect.sync(() => {
+          const link = world.links.get(connection.id)
+          if (link === undefined) return
+          link.attach(state.meta.id, clientKey)
+          if (state.client?.key === clientKey) state.link = link
+          world.ledger.note(`${state.meta.name} connected: link #${link.id} to broker #${link.brokerEpoch}`)
+          if (slow === undefined || slow.closed || slow.link !== undefined) return
+          // Before its `register` is read: the broker's writes to it (the mailbox flush first) are slow.
+          slow.link = link
+          link.delay("broker", slow.ms)
+          world.ledger.note(`${state.meta.name}'s broker-side writes take ${slow.ms} ms on link #${link.id}`)
+        })
+      ),
     // A client drawn to go without `rejoin-v1` writes its registrations as an older client (withheldRejoin.ts).
-    Effect.map((connection) => rejoin ? connection : withoutRejoin(connection))
-  )
+      Effect.map((connection) => rejoin ? connection : withoutRejoin(connection))
+    )
+}
 
 const leakCheck = (world: World, owner: string, what: string) =>
   world.ledger.check(world.watch.live(owner) === 0, "fiber-leak", () =>
@@ -237,6 +271,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       : drawClientTimings(ranges, timingStream(world.seed, state.meta.id, state.clients))
     if (drawn !== undefined) world.ledger.note(`${state.meta.name} client timings (${key}): ${formatClientTimings(drawn)}`)
     const rejoin = world.config.withholdRejoin !== true || !withholdsRejoin(world.seed, key)
+    const slow = state.slowStart
     if (!rejoin) world.ledger.note(`${state.meta.name} client ${key} registers without rejoin-v1`)
     const scope = yield* Scope.fork(world.scope)
     const service = yield* IntercomClient.make({
@@ -261,7 +296,7 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       launch: false,
       // Its session runtime consumes it, as pi's and the CLI's do: confirm what the runtime handled.
       confirmWhenHandled: true,
-      dial: dialerFor(world, state, key, rejoin),
+      dial: dialerFor(world, state, key, rejoin, slow),
       // Deterministic (a trace replays frame for frame): one per client, as a real client's random one.
       instanceId: key,
       ...(drawn?.client ?? world.timings)

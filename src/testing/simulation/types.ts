@@ -3,6 +3,9 @@
  * (`SimulationConfig`, `SessionSpec`), what a scenario drives (`SimSession`,
  * `SimulationService`, `Pending`) and what a run reports (`SimReport`).
  * Simulation.ts re-exports all of it.
+ *
+ * Size: about 410 lines, nearly all JSDoc'd fields of those few types; one
+ * vocabulary, kept in one place so Simulation.ts re-exports a single module.
  */
 import type { Duration, Effect, Exit, Fiber } from "effect"
 import type { BrokerService } from "../../broker/Broker.ts"
@@ -208,6 +211,14 @@ export interface PathTally {
   readonly readPauses: number
   /** Batches the read pump took and held because its receiver had paused (ReadPump.ts; any pause). */
   readonly pumpHeld: number
+  /** Registrations whose mailbox flush did not fit the outbox and was parked on the session's own reader (`BrokerStats.ownParks`). */
+  readonly ownParks: number
+  /** Messages parked behind a sender's older mail in a recipient's own parked list (`BrokerStats.parkedBehindOwn`). */
+  readonly parkedBehindOwn: number
+  /** A sender's drainer waited behind its older mail in a recipient's own parked list (`BrokerStats.waitsBehindOwn`). */
+  readonly waitsBehindOwn: number
+  /** Departures withheld from a recipient behind the sender's mail in its own parked list (`BrokerStats.departuresHeld`). */
+  readonly departuresHeld: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */
@@ -320,6 +331,13 @@ export interface SimSession {
   readonly inbox: Effect.Effect<ReadonlyArray<Inbound>>
   /** Starts a stopped session: a new client and a new generation (the same session id). */
   readonly start: Effect.Effect<void>
+  /**
+   * `start`, with the broker-side writes of the new client's first
+   * connection taking `delay` each from its dial on, for `duration`: a
+   * recipient that reads slowly from the moment it registers, so a mailbox
+   * flush larger than its outbox stays parked on its reader meanwhile.
+   */
+  readonly startSlow: (delay: Duration.Input, duration: Duration.Input) => Effect.Effect<void>
   /** Orderly stop: the generation closes, the client unregisters and disconnects. */
   readonly stop: Effect.Effect<void>
   /**

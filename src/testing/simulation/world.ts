@@ -38,7 +38,16 @@ export interface WorldState {
   /** The world is closing: nothing starts again. */
   finished: boolean
   /** Rare connection-path branches reached so far (broker incarnations add theirs when they die). */
-  paths: { admissionWaits: number; waitsWithdrawn: number; readPauses: number; pumpHeld: number }
+  paths: {
+    admissionWaits: number
+    waitsWithdrawn: number
+    readPauses: number
+    pumpHeld: number
+    ownParks: number
+    parkedBehindOwn: number
+    waitsBehindOwn: number
+    departuresHeld: number
+  }
 }
 
 /** One simulated world. */
@@ -97,7 +106,7 @@ export const makeWorld = (
       epoch: 0,
       lifecycleBusy: 0,
       finished: false,
-      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0 }
+      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0 }
     }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
       capacity: config.linkCapacity ?? 64,

@@ -1,0 +1,100 @@
+/**
+ * The `ParkedFlush` op (`--parked-flush`, simulation/parkedFlush.ts): a
+ * recipient comes back to more mail than its outbox takes, reading slowly,
+ * while its senders send on and leave. Scripted, it must reach the broker's
+ * machinery for a recipient's own parked mail — the flush parked on the
+ * recipient's reader, a sender's new mail behind it, a departure withheld
+ * behind it (BrokerStats' counters, summed in `report.paths`) — with the
+ * ledger's order, no-loss and C-BRK-33 checks holding; then the generated
+ * workloads carry it only with the flag, and a generated seed reaches it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { drawParkedFlush, type ParkedFlushDraw } from "../../src/testing/simulation/parkedFlush.ts"
+import { KNOWN_ISSUES } from "../../src/testing/Soak.ts"
+import { generateWorkload, runWorkload } from "../../src/testing/Workload.ts"
+
+/** B stops; A and C send it 4 × 2,500 characters each; B comes back, its writes 400 ms each; A sends 2 more; C unregisters. */
+const scripted: ParkedFlushDraw = {
+  _tag: "ParkedFlush",
+  after: 100,
+  recipient: 1,
+  away: "stop",
+  senders: [0, 2],
+  count: 4,
+  size: 2500,
+  delayMs: 400,
+  more: 2,
+  gapMs: 20,
+  churn: ["none", "unregister"]
+}
+
+/** A world of four sessions with nothing varied and no pressure: outboxes of 4,096 characters from the flag alone. */
+const plain = { vary: false, pressure: false, parkedFlush: true } as const
+
+describe("the ParkedFlush op", () => {
+  it.effect("parks the returning recipient's flush on its own reader, holds a sender's new mail and a leaving sender's session_left behind it; the ledger's checks hold", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1 }, [scripted], plain)
+      const trace = report.trace.join("\n")
+      assert.deepStrictEqual(report.violations, [], trace)
+      // B's registration parked the flush that did not fit its outbox on B's own reader.
+      assert.isAtLeast(report.paths.ownParks, 1, trace)
+      // A's new mail for B waited behind A's mail in that list (its drainer, or parked behind it).
+      assert.isAtLeast(report.paths.waitsBehindOwn + report.paths.parkedBehindOwn, 1, trace)
+      // C left with mail of its in B's parked list: its session_left was withheld from B until that was offered.
+      assert.isAtLeast(report.paths.departuresHeld, 1, trace)
+      // Every message sent reached its recipient (the ledger judged each: no loss, per-sender order).
+      assert.isAtLeast(report.messages.sent, 2 * 4 + 2, trace)
+      assert.strictEqual(report.messages.delivered, report.messages.sent, trace)
+    }))
+
+  it("is in a generated workload only with the flag, drawn from a stream of its own", () => {
+    const without = generateWorkload(7, 4)
+    const withIt = generateWorkload(7, 4, { parkedFlush: true })
+    assert.isFalse(without.some((op) => op._tag === "ParkedFlush"))
+    const drawn = drawParkedFlush(7, 4, without.length).map(([, op]) => op)
+    assert.deepStrictEqual(withIt.filter((op) => op._tag === "ParkedFlush"), drawn)
+    // The other ops are those of the workload without it, in order.
+    assert.deepStrictEqual(withIt.filter((op) => op._tag !== "ParkedFlush"), without)
+  })
+
+  it.effect("seed 1's generated workload with the flag reaches a parked flush and a withheld departure, and passes (known issues tolerated, as a sweep does)", () =>
+    Effect.gen(function*() {
+      const report = yield* runWorkload({ seed: 1, tolerate: KNOWN_ISSUES }, undefined, { parkedFlush: true })
+      const trace = report.trace.join("\n")
+      assert.isTrue(report.ok, trace)
+      assert.isAtLeast(report.paths.ownParks, 1, trace)
+      assert.isAtLeast(report.paths.departuresHeld, 1, trace)
+    }))
+
+  // A gap this op found (reported; the broker side is another change's, not fixed here). B comes back to
+  // D's mail; what does not fit its outbox is parked on B's reader, and B's first write is slow. Meanwhile
+  // the drainer offers the rest of the flush (D's m5, m7, m9) into B's outbox, now empty: no hold is taken
+  // when D leaves, as none of D's mail is parked any more, and D registers again at once. B's writer then
+  // collects D's departure as one of a session that is back (MembershipFeed.collect) and writes
+  // `session_left` and the new `session_joined` before the queued items (Output.takeForWrite): D's old mail
+  // reaches B after D's `session_left` (C-BRK-33). It is the `left-then-rejoined` gap, but the ledger
+  // tolerates that only for mail routed live (ledger/departure.ts), and this mail was flushed from the
+  // mailbox, so it is `left-before-mail`. Remove `.fails` once it holds.
+  it.effect.fails("KNOWN GAP: a sender that leaves and rejoins while its flushed mail waits in the recipient's outbox gets its session_left written before that mail", () =>
+    Effect.gen(function*() {
+      // Seed 4's world (varied, with pressure: outboxes of 8,192 characters), this op alone: D's m5, m7, m9.
+      const op: ParkedFlushDraw = {
+        _tag: "ParkedFlush",
+        after: 938,
+        recipient: 1,
+        away: "stop",
+        senders: [3, 0],
+        count: 5,
+        size: 2289,
+        delayMs: 575,
+        more: 3,
+        gapMs: 41,
+        churn: ["rejoin", "none"]
+      }
+      const report = yield* runWorkload({ seed: 4 }, [op], { parkedFlush: true })
+      assert.isAtLeast(report.paths.ownParks, 1)
+      assert.deepStrictEqual(report.violations.filter((violation) => violation.kind === "left-before-mail"), [])
+    }))
+})
