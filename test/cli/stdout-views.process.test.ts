@@ -2,7 +2,8 @@
  * `intercom top` and `intercom ui` where stdout is not a terminal that takes
  * everything: stdout a full disk (`> /dev/full`, ENOSPC) is exit 1 with why
  * on stderr; a pipe whose reader has gone (EPIPE, `| head -1` done) a quiet
- * exit 0. Real processes of the built CLI.
+ * exit 0; `top`'s live view with stdout a pipe is a usage error naming
+ * `--once` and writes no escape sequence. Real processes of the built CLI.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -69,5 +70,17 @@ describe("intercom top and ui: stdout that does not take the output", () => {
       const ui = yield* spawnWithoutReader(["ui", "--dir", path.join(root, "agent")], cleanEnv(root))
       assert.deepStrictEqual(yield* ui.waitExit(), { code: 0, signal: null }, ui.stderr())
       assert.strictEqual(ui.stderr(), "")
+    }), TIMEOUT)
+})
+
+describe("intercom top without a terminal", () => {
+  it.live("stdout a pipe: a usage error naming --once (exit 2), and no escape sequence on stdout", () =>
+    Effect.gen(function*() {
+      const { agentDir, env } = yield* withBroker
+      const top = yield* spawnCli(["top", "--dir", agentDir], env)
+      assert.deepStrictEqual(yield* top.waitExit(), { code: 2, signal: null }, top.stderr())
+      assert.strictEqual(top.stdout(), "")
+      assert.include(top.stderr(), "intercom top's live view needs a terminal, and stdout is not one")
+      assert.include(top.stderr(), "intercom top --once")
     }), TIMEOUT)
 })
