@@ -6,8 +6,9 @@
  * `--dir` flag and this process's environment, and says when this user may
  * not reach them (`checkBrokerAccess`: `broker status` and `stop` must not
  * read "permission denied" as "no broker"), when a file stands where the
- * intercom dir must be (`checkAgentDir`: one clear error before any config
- * is read or broker spawned).
+ * intercom dir must be, and when a `--dir` names no directory at all
+ * (`checkAgentDir`: one clear error before any config is read or broker
+ * spawned).
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -123,6 +124,20 @@ export class IntercomDirNotADirectory extends Data.TaggedError("IntercomDirNotAD
   }
 }
 
+/**
+ * `--dir` names a directory that does not exist (a typo, most likely): a
+ * client command would otherwise start a broker there that no other session
+ * finds. A bad invocation (exit 2).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{ readonly agentDir: string }> {
+  override get message(): string {
+    return `No such directory: ${this.agentDir} (--dir). Create it, or omit --dir for the default agent dir.`
+  }
+}
+
 /** `fs.statSync`'s answer for `file`: a directory, something else, or nothing there (missing, or below a file). */
 const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => {
   try {
@@ -136,19 +151,26 @@ const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => 
 /**
  * Checks the agent dir of a client command before anything reads config or
  * spawns a broker: fails with `IntercomDirNotADirectory` when the intercom
- * dir, the agent dir or a directory above them is a file. A missing agent
- * dir is no problem here: the broker creates it. Anything this user may not
- * look at passes here; the step that needs it says so.
+ * dir, the agent dir or a directory above them is a file, and with
+ * `NoSuchAgentDir` when `fromFlag` (the agent dir came from `--dir`) and it
+ * does not exist. An agent dir from the environment or the default
+ * (`~/.pi/agent`) may be missing: the broker creates it. Anything this user
+ * may not look at passes here; the step that needs it says so.
  */
 export const checkAgentDir = (
-  paths: Pick<IntercomPaths, "agentDir" | "intercomDir">
-): Effect.Effect<void, IntercomDirNotADirectory> =>
-  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory> => {
+  paths: Pick<IntercomPaths, "agentDir" | "intercomDir">,
+  fromFlag: boolean
+): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> =>
+  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> => {
     // Upward from the intercom dir to the first thing that exists.
     for (let file = paths.intercomDir;; file = path.dirname(file)) {
       const kind = kindOf(file)
       if (kind === "other") return Effect.fail(new IntercomDirNotADirectory({ path: file, intercomDir: paths.intercomDir }))
-      if (kind !== "missing" || path.dirname(file) === file) return Effect.void
+      if (kind === "directory") {
+        const agentDirMissing = file !== paths.intercomDir && file !== paths.agentDir
+        return fromFlag && agentDirMissing ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir })) : Effect.void
+      }
+      if (kind === "unknown" || path.dirname(file) === file) return Effect.void
     }
   })
 
@@ -162,6 +184,6 @@ export const checkBrokerFiles = (
   paths: IntercomPaths
 ): Effect.Effect<void, IntercomDirNotADirectory | BrokerFilesInaccessible> =>
   Effect.andThen(
-    checkAgentDir(paths),
+    checkAgentDir(paths, false).pipe(Effect.catchTag("NoSuchAgentDir", () => Effect.void)),
     checkBrokerAccess(paths)
   )

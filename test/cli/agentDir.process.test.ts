@@ -3,8 +3,9 @@
  * spawns a broker (src/cli/paths.ts `checkAgentDir`): a file where
  * `<agentDir>/intercom` must be is one line on stderr saying which path and
  * what to do, exit 1, no config error and no stack trace; `broker status`
- * says the same instead of a permission error. Real processes of the built
- * CLI, each agent dir private to the test.
+ * says the same instead of a permission error; a `--dir` that names no
+ * directory is exit 2 and starts no broker there. Real processes of the
+ * built CLI, each agent dir private to the test.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -48,5 +49,21 @@ describe("a file where the intercom dir must be", () => {
         result.stderr,
         `Cannot use the intercom directory ${intercomDir}: ${file}, a directory above it, is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
       )
+    }), TIMEOUT)
+})
+
+describe("a --dir that names no directory", () => {
+  it.live("list, send and watch say so and exit 2, and start no broker there (the dir is not created)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const typo = path.join(root, "agnet")
+      const expected = `No such directory: ${typo} (--dir). Create it, or omit --dir for the default agent dir.\n`
+      for (const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
+        const result = yield* runCli([...args, "--dir", typo], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+        assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
+      }
     }), TIMEOUT)
 })

@@ -21,10 +21,16 @@ import { terminalJson, terminalText } from "../terminalText.ts"
 // Exit codes
 // ---------------------------------------------------------------------------
 
-/** Tool errors that mean "the command was called wrongly", not "it did not work". */
-const USAGE_ERRORS: ReadonlySet<string> = new Set(["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"])
+/** Tool errors that mean "the command was called wrongly", not "it did not work" (`NoSuchAgentDir`: a `--dir` that names no directory). */
+const USAGE_ERRORS: ReadonlySet<string> = new Set([
+  "MissingParameter",
+  "InvalidInput",
+  "InvalidTimeout",
+  "UnknownAction",
+  "NoSuchAgentDir"
+])
 
-/** 0 for a result, 2 for a usage error (empty message, control characters, bad timeout), else 1. */
+/** 0 for a result, 2 for a usage error (empty message, control characters, bad timeout, no such `--dir`), else 1. */
 export const exitCodeOf = (result: ToolResult): number => {
   if (!result.isError) return EXIT_OK
   const kind = result.details["error"]

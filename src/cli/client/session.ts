@@ -25,6 +25,7 @@ import {
   checkAgentDir,
   type IntercomDirNotADirectory,
   type IntercomPaths,
+  type NoSuchAgentDir,
   resolveProcessPaths,
   type SocketPathError
 } from "../paths.ts"
@@ -68,14 +69,14 @@ export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ rea
 }
 
 /** The failures of `resolveContext`, each with a user-facing `message`. */
-export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError | IntercomDirNotADirectory
+export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError | IntercomDirNotADirectory | NoSuchAgentDir
 
 /**
  * The settings, paths, name, home group and identity of this process for one
  * client command (`--dir`, `--name`, `--group`, environment, config.json). Fails before
  * anything connects: a bad environment variable, `enabled: false`, no
- * usable socket path, or a file where the intercom dir must be
- * (`checkAgentDir`).
+ * usable socket path, a file where the intercom dir must be, or a `--dir`
+ * that names no directory (`checkAgentDir`).
  */
 export const resolveContext = (
   input: Pick<CommonInput, "name" | "dir" | "group">
@@ -84,7 +85,7 @@ export const resolveContext = (
     const dir = Option.getOrUndefined(input.dir)
     // Before config is read (a file in the intercom dir's place would make that a second, muddled error).
     const paths = yield* resolveProcessPaths(dir)
-    yield* checkAgentDir(paths)
+    yield* checkAgentDir(paths, dir !== undefined)
     const settings = yield* loadIntercomSettings({ dir })
     if (!settings.enabled) {
       return yield* new IntercomDisabled({ configFile: settings.configSource ?? settings.paths.configFile })
