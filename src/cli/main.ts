@@ -34,8 +34,8 @@ if (tooOld !== undefined) {
 } else {
   // Built-ins from process.getBuiltinModule rather than ES module imports: the
   // module facades of node:fs, node:os, node:path and node:module cost every
-  // command ~10 ms of CPU (docs/performance.md). A Node.js without it (before
-  // 20.16 / 22.3) imports them.
+  // command ~10 ms of CPU (docs/performance.md). Every Node.js this runs on
+  // (22.19 or newer, checked above) has it; without it they are imported.
   const builtin = typeof process.getBuiltinModule === "function" ? process.getBuiltinModule : undefined
   const nodeModule = builtin === undefined ? await import("node:module") : builtin("node:module")
   const os = builtin === undefined ? await import("node:os") : builtin("node:os")
@@ -43,8 +43,8 @@ if (tooOld !== undefined) {
   // V8's compiled code of the modules loaded below is cached across runs, in a
   // directory private to the user (compileCache.ts; keyed by content and Node
   // version; NODE_DISABLE_COMPILE_CACHE=1 turns it off). It saves each start
-  // about 50 ms of CPU (docs/performance.md). Read from the namespace: a Node
-  // without it (before 22.1) still runs the command, uncached.
+  // about 50 ms of CPU (docs/performance.md). Read from the namespace: without
+  // it (a Node before 22.1, which the check above turns away) a command runs uncached.
   const compileCache = enableCompileCache({
     enable: nodeModule.enableCompileCache,
     env: process.env,
