@@ -48,7 +48,7 @@ import { top } from "./top/command.ts"
 import { uiCommand } from "./ui/command.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { describeSocket, failWith, reportError, runForeground } from "./foreground.ts"
-import { checkBrokerAccess, resolveProcessPaths } from "./paths.ts"
+import { checkBrokerFiles, resolveProcessPaths } from "./paths.ts"
 import { printOrExit } from "./stdout.ts"
 import { brokerTelemetry, cliTelemetry } from "./telemetry.ts"
 import { processOwnsSocket, signalProcess } from "./processes.ts"
@@ -236,8 +236,8 @@ const status = Command.make(
   Effect.fnUntraced(function*() {
     const paths = yield* brokerPaths
     const running = yield* probeHealth(paths.socketPath)
-    // Denied the dir or the socket, this user cannot tell: not "not running".
-    if (!running) yield* checkBrokerAccess(paths).pipe(Effect.catchTag("BrokerFilesInaccessible", reportError))
+    // A file where the intercom dir must be, or denied the dir or the socket, this user cannot tell: not "not running".
+    if (!running) yield* checkBrokerFiles(paths).pipe(Effect.catchTags({ BrokerFilesInaccessible: reportError, IntercomDirNotADirectory: reportError }))
     // A broker that does not answer but holds its lifetime lock is alive: frozen or stuck, not gone.
     const frozen = !running && (yield* isLifetimeLockHeld(paths.intercomDir))
     // Not answering, the lock's holder may not have written its own pid yet: broker.pid may still name an older
@@ -327,7 +327,7 @@ const stop = Command.make(
     const paths = yield* brokerPaths
     const answering = yield* probeHealth(paths.socketPath)
     // Denied the dir or the socket, this user cannot tell whether one runs: not "No intercom broker is running".
-    if (!answering) yield* checkBrokerAccess(paths).pipe(Effect.catchTag("BrokerFilesInaccessible", reportError))
+    if (!answering) yield* checkBrokerFiles(paths).pipe(Effect.catchTags({ BrokerFilesInaccessible: reportError, IntercomDirNotADirectory: reportError }))
     if (!answering && !(yield* isLifetimeLockHeld(paths.intercomDir))) {
       yield* printOrExit(`No intercom broker is running (socket ${paths.socketPath}).`)
       return

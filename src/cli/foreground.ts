@@ -18,7 +18,7 @@ import { type BrokerOptions, DEFAULT_MAX_SESSIONS } from "../broker/options.ts"
 import type { IntercomPaths } from "../config/agentDir.ts"
 import { IntercomEnvError } from "../config/errors.ts"
 import { logIntercomSettingsProblems, readIntercomSettings } from "../config/load.ts"
-import { openFileLimit, sessionCapWarning } from "../config/openFiles.ts"
+import { openFileLimit, sessionCapNote, sessionCapWarning } from "../config/openFiles.ts"
 import { INTERCOM_ENV } from "../config/settings.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
 import type { BrokerFlags } from "./argv.ts"
@@ -123,8 +123,15 @@ export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions 
     yield* logIntercomSettingsProblems(resolution)
     yield* Console.log(`Intercom broker started (pid: ${handle.pid})`)
     yield* Console.log(`Listening on ${describeSocket(paths)} for agent dir ${paths.agentDir}`)
-    const capWarning = sessionCapWarning(flags.maxSessions ?? DEFAULT_MAX_SESSIONS, yield* openFileLimit)
-    if (capWarning !== undefined) yield* Effect.logWarning(capWarning)
+    // A cap asked for that the open-file limit cannot hold is a warning; the default one, what it implies (info).
+    const limit = yield* openFileLimit
+    if (flags.maxSessions !== undefined) {
+      const capWarning = sessionCapWarning(flags.maxSessions, limit)
+      if (capWarning !== undefined) yield* Effect.logWarning(capWarning)
+    } else {
+      const capNote = sessionCapNote(DEFAULT_MAX_SESSIONS, limit)
+      if (capNote !== undefined) yield* Effect.logInfo(capNote)
+    }
     if (foreground.persistCodeCache !== undefined) {
       const persist = Effect.sync(foreground.persistCodeCache) // writes at most once (cachedBundle.ts)
       yield* Effect.addFinalizer(() => persist)

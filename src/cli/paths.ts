@@ -5,12 +5,16 @@
  * a client using `loadIntercomSettings` dials. This module only feeds them the
  * `--dir` flag and this process's environment, and says when this user may
  * not reach them (`checkBrokerAccess`: `broker status` and `stop` must not
- * read "permission denied" as "no broker").
+ * read "permission denied" as "no broker"), when a file stands where the
+ * intercom dir must be, and when a `--dir` names no directory at all
+ * (`checkAgentDir`: one clear error before any config is read or broker
+ * spawned).
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
+import * as path from "node:path"
 import { type Environment, type IntercomPaths, resolveAgentDir, resolveIntercomPaths } from "../config/agentDir.ts"
 import { processSocketPlacement } from "../config/runtimeDir.ts"
 import { SocketPathError, type SocketPlacement } from "../config/socketPath.ts"
@@ -102,3 +106,84 @@ export const checkBrokerAccess = (paths: IntercomPaths): Effect.Effect<void, Bro
     }
     return Effect.void
   })
+
+/**
+ * A file (not a directory) is at `path`, where the intercom dir or a
+ * directory above it must be: nothing of intercom can live there.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class IntercomDirNotADirectory extends Data.TaggedError("IntercomDirNotADirectory")<{
+  readonly path: string
+  readonly intercomDir: string
+}> {
+  override get message(): string {
+    const where = this.path === this.intercomDir ? "it is" : `${this.path}, a directory above it, is`
+    return `Cannot use the intercom directory ${this.intercomDir}: ${where} not a directory. Move that file out of the way, or pass another agent dir with --dir.`
+  }
+}
+
+/**
+ * `--dir` names a directory that does not exist (a typo, most likely): a
+ * client command would otherwise start a broker there that no other session
+ * finds. A bad invocation (exit 2).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{ readonly agentDir: string }> {
+  override get message(): string {
+    return `No such directory: ${this.agentDir} (--dir). Create it, or omit --dir for the default agent dir.`
+  }
+}
+
+/** `fs.statSync`'s answer for `file`: a directory, something else, or nothing there (missing, or below a file). */
+const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => {
+  try {
+    return fs.statSync(file).isDirectory() ? "directory" : "other"
+  } catch (error) {
+    const code = error instanceof Error && "code" in error ? error.code : undefined
+    return code === "ENOENT" || code === "ENOTDIR" ? "missing" : "unknown"
+  }
+}
+
+/**
+ * Checks the agent dir of a client command before anything reads config or
+ * spawns a broker: fails with `IntercomDirNotADirectory` when the intercom
+ * dir, the agent dir or a directory above them is a file, and with
+ * `NoSuchAgentDir` when `fromFlag` (the agent dir came from `--dir`) and it
+ * does not exist. An agent dir from the environment or the default
+ * (`~/.pi/agent`) may be missing: the broker creates it. Anything this user
+ * may not look at passes here; the step that needs it says so.
+ */
+export const checkAgentDir = (
+  paths: Pick<IntercomPaths, "agentDir" | "intercomDir">,
+  fromFlag: boolean
+): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> =>
+  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> => {
+    // Upward from the intercom dir to the first thing that exists.
+    for (let file = paths.intercomDir;; file = path.dirname(file)) {
+      const kind = kindOf(file)
+      if (kind === "other") return Effect.fail(new IntercomDirNotADirectory({ path: file, intercomDir: paths.intercomDir }))
+      if (kind === "directory") {
+        const agentDirMissing = file !== paths.intercomDir && file !== paths.agentDir
+        return fromFlag && agentDirMissing ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir })) : Effect.void
+      }
+      if (kind === "unknown" || path.dirname(file) === file) return Effect.void
+    }
+  })
+
+/**
+ * What `broker status` and `stop` check when nothing answers, so that they
+ * do not say "not running" where they could not look: no file in the
+ * intercom dir's place (`checkAgentDir`), then this user's access
+ * (`checkBrokerAccess`).
+ */
+export const checkBrokerFiles = (
+  paths: IntercomPaths
+): Effect.Effect<void, IntercomDirNotADirectory | BrokerFilesInaccessible> =>
+  Effect.andThen(
+    checkAgentDir(paths, false).pipe(Effect.catchTag("NoSuchAgentDir", () => Effect.void)),
+    checkBrokerAccess(paths)
+  )

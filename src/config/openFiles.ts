@@ -4,7 +4,11 @@
  * cap (50,000 by default) is above the limit refuses connections with
  * `EMFILE` long before the cap: the warning says so once, at start, with
  * what to do, instead of leaving the user to find `accept failed … EMFILE`
- * in the log under load. Linux only (it reads `/proc/self/limits`, which
+ * in the log under load. That is a warning when the cap was asked for
+ * (`--max-sessions`); the default cap above a machine's limit is common (a
+ * hard limit of 20,000 against 50,000) and nothing the user chose, so the
+ * broker then states the session count the limit implies as information
+ * (`sessionCapNote`), not as a warning on every start. Linux only (it reads `/proc/self/limits`, which
  * shows the soft limit Node raised at its own start); elsewhere the limit is
  * unknown and nothing is said.
  */
@@ -51,4 +55,20 @@ export const sessionCapWarning = (maxSessions: number, limit: number | undefined
     `connections past about ${holds} sessions will be refused (EMFILE). ` +
     `Raise the limit (ulimit -n ${maxSessions + BROKER_OWN_FILES}, or LimitNOFILE= in a systemd unit) ` +
     `or lower --max-sessions to ${holds}.`
+}
+
+/**
+ * For the default session cap (not asked for) above the open-file limit: the
+ * number of sessions the limit holds, as a fact for the broker's log, or
+ * undefined when the limit holds the cap (or is unknown).
+ *
+ * @example
+ * sessionCapNote(50_000, 20_000) // "Open-file limit 20000 (ulimit -n): this broker holds about 19936 sessions …"
+ */
+export const sessionCapNote = (maxSessions: number, limit: number | undefined): string | undefined => {
+  if (limit === undefined || maxSessions + BROKER_OWN_FILES <= limit) return undefined
+  const holds = Math.max(0, limit - BROKER_OWN_FILES)
+  return `Open-file limit ${limit} (ulimit -n): this broker holds about ${holds} sessions, ` +
+    `below its default cap of ${maxSessions}; a connection past that is refused (EMFILE). ` +
+    `For more, raise the limit (ulimit -n ${maxSessions + BROKER_OWN_FILES}, or LimitNOFILE= in a systemd unit).`
 }

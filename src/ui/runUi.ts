@@ -4,7 +4,6 @@
  * and the hub between them, all in the caller's Scope. Closing the Scope
  * (Ctrl-C) ends the event streams, the server and the broker connection.
  */
-import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -50,12 +49,20 @@ export const startUi = (options: UiOptions): Effect.Effect<UiServer, UiServeErro
     return yield* serveUi({ port: options.port, token, views: hub })
   })
 
-/** Runs `intercom ui` until interrupted: prints the URL (first line of stdout), then serves. */
-export const runUi = (options: UiOptions): Effect.Effect<never, UiServeError> =>
+/**
+ * Runs `intercom ui` until interrupted: prints the URL (first line of
+ * stdout), then serves. `print` writes a line to stdout; the CLI's fails
+ * when stdout does not take it (src/cli/stdout.ts), which ends the UI, as
+ * nobody could read its URL.
+ */
+export const runUi = <E>(
+  options: UiOptions,
+  print: (line: string) => Effect.Effect<void, E>
+): Effect.Effect<never, UiServeError | E> =>
   Effect.scoped(Effect.gen(function*() {
     const server = yield* startUi(options)
-    yield* Console.log(`intercom ui: ${server.url}`)
-    yield* Console.log(
+    yield* print(`intercom ui: ${server.url}`)
+    yield* print(
       `Watching the broker on ${options.socketPath}; asks open ${Duration.format(Duration.millis(options.stuckAfterMs))} or longer show as stuck. Ctrl-C stops.`
     )
     return yield* Effect.never

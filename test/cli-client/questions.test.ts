@@ -35,7 +35,7 @@ describe("intercom questions / answer / stop", () => {
       assert.match(text.stdout, /^Questions 1–1 of 1:\n- q-cli · awaiting_input · need_decision · worker · /)
 
       const badLimit = yield* runCli(agent, ["questions", "--session", "sup-cli-1", "--limit", "500"])
-      assert.strictEqual(badLimit.code, 1)
+      assert.strictEqual(badLimit.code, 2)
       assert.include(badLimit.stderr, "limit must be an integer from 1 to 100")
       const notMine = yield* runCli(agent, ["answer", "q-cli", "yes", "--session", "someone-else"])
       assert.strictEqual(notMine.code, 1)

@@ -12,7 +12,8 @@ import * as path from "node:path"
 import { openFileLimit } from "../../src/config/openFiles.ts"
 import { probeHealth } from "../../src/transport/healthProbe.ts"
 import { storeCorruptReplayBlock } from "../support/corruptDatabase.ts"
-import { cleanEnv, exists, mode, registerSession, runCli, startBroker, tempDir } from "./support.ts"
+import { spawnChild } from "../support/process.ts"
+import { cleanEnv, exists, MAIN, mode, registerSession, runCli, STARTED, startBroker, tempDir } from "./support.ts"
 
 /** A temp dir to use as HOME and agent dir, and the broker files under it. */
 const setup = Effect.gen(function*() {
@@ -69,6 +70,28 @@ describe("intercom broker", () => {
       yield* fits.kill("SIGTERM")
       assert.deepStrictEqual(yield* fits.waitExit(), { code: 0, signal: null })
       assert.notInclude(fits.stderr(), "ulimit -n")
+    }))
+
+  it.live("with the default cap above the open-file limit, states once what the limit holds (info), with no warning", () =>
+    Effect.gen(function*() {
+      if ((yield* openFileLimit) === undefined) return // not Linux: the limit is unknown and nothing is said
+      const t = yield* setup
+      // A limit of 1024 (soft and hard, so Node cannot raise it) against the default cap of 50000.
+      const broker = yield* spawnChild(
+        "/bin/sh",
+        ["-c", `ulimit -n 1024 && exec "$0" "$@"`, process.execPath, MAIN, "broker", "--dir", t.agentDir],
+        { env: t.env }
+      )
+      yield* broker.waitStdout(STARTED)
+      yield* broker.kill("SIGTERM")
+      assert.deepStrictEqual(yield* broker.waitExit(), { code: 0, signal: null }, broker.stderr())
+      const notes = broker.stderr().split("\n").filter((line) => line.includes("ulimit -n"))
+      assert.strictEqual(notes.length, 1, broker.stderr())
+      assert.match(
+        notes[0] ?? "",
+        /^\S+ INFO Open-file limit 1024 \(ulimit -n\): this broker holds about 960 sessions, below its default cap of 50000;/
+      )
+      assert.notInclude(broker.stderr(), "WARN")
     }))
 
   it.live("--durability memory opens no database; the default (sqlite) opens intercom.db", () =>

@@ -101,7 +101,7 @@ describe("a file where the intercom dir must be", () => {
 
       const list = yield* runCli(["list", "--dir", agentDir], env)
       assert.strictEqual(list.code, 1, list.stderr)
-      assert.include(list.stderr, `a file is where ${path.join(agentDir, "intercom")} or a directory above it must be: move it out of the way`)
+      assert.include(list.stderr, `Cannot use the intercom directory ${path.join(agentDir, "intercom")}: it is not a directory. Move that file out of the way`)
       assert.notInclude(list.stderr, "another user could be listening")
 
       const broker = yield* runCli(["broker", "--dir", agentDir], env)

@@ -1,15 +1,14 @@
 /**
  * The built executable's start: its compile cache (private per user, never a
  * reason to fail), the `send` and `broker` bundles' own code caches, what the
- * fast paths' bundles leave out, and a Node.js too old to run a broker (the
- * system Node where there is one).
+ * fast paths' bundles leave out. A Node.js older than the package supports
+ * (one without the compile cache API among them) runs no command at all:
+ * nodeVersion.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Schedule } from "effect"
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { createHash } from "node:crypto"
 import { brokerCacheFile } from "../../src/cli/brokerBundle.ts"
 import { privateCacheDir } from "../../src/cli/compileCache.ts"
@@ -26,18 +25,6 @@ const envWithTmp = (tmp: string): Record<string, string> => {
   const { NODE_COMPILE_CACHE: _shared, ...env } = childEnv({ TMPDIR: tmp })
   return env
 }
-
-/** A `node` on the PATH outside this repo whose version has no compile cache API (< 22.1), if there is one. */
-const oldNode = ((): string | undefined => {
-  const repoNode = fileURLToPath(new URL("../../node_modules/", import.meta.url))
-  for (const candidate of ["/usr/bin/node", "/usr/local/bin/node"]) {
-    if (!fs.existsSync(candidate) || fs.realpathSync(candidate).startsWith(repoNode)) continue
-    const version = spawnSync(candidate, ["-p", "process.versions.node"], { encoding: "utf8" }).stdout.trim()
-    const [major = 0, minor = 0] = version.split(".").map(Number)
-    if (major < 22 || (major === 22 && minor < 1)) return candidate
-  }
-  return undefined
-})()
 
 /** An agent dir and TMPDIR of their own, and where a broker started there keeps its bundle's code cache. */
 const brokerCacheSetUp = Effect.map(tempDir("ei-bc-"), (tmp) => {
@@ -163,19 +150,5 @@ describe("startup of the built executable", () => {
       assert.strictEqual(done.code, 0, done.stderr)
       assert.match(done.stdout, /^intercom v/)
       assert.strictEqual(done.stderr, "")
-    }))
-
-  it.effect.skipIf(oldNode === undefined)("on a Node without the compile cache API the CLI runs; the broker says what it needs", () =>
-    Effect.gen(function*() {
-      const node = oldNode ?? "node"
-      const tmp = yield* tempDir("ei-old-")
-      const version = yield* runChild(node, [MAIN, "--version"], { env: envWithTmp(tmp) })
-      assert.strictEqual(version.code, 0, version.stderr)
-      assert.match(version.stdout, /^intercom v/)
-      const broker = yield* runChild(node, [MAIN, "broker", "--dir", tmp], { env: envWithTmp(tmp) })
-      assert.strictEqual(broker.code, 1)
-      assert.include(broker.stderr, "The intercom broker needs node:sqlite")
-      assert.include(broker.stderr, "Upgrade Node.js to 22.19 or later")
-      assert.isFalse(fs.existsSync(path.join(tmp, "intercom", "broker.lock")), "nothing was created")
     }))
 })

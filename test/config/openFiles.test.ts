@@ -3,7 +3,7 @@
  * cap above it (src/config/openFiles.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { BROKER_OWN_FILES, parseOpenFileLimit, sessionCapWarning } from "../../src/config/openFiles.ts"
+import { BROKER_OWN_FILES, parseOpenFileLimit, sessionCapNote, sessionCapWarning } from "../../src/config/openFiles.ts"
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units     
 Max cpu time              unlimited            unlimited            seconds   
@@ -37,5 +37,15 @@ describe("open files", () => {
     assert.isUndefined(sessionCapWarning(50_000, 50_000 + BROKER_OWN_FILES))
     assert.isDefined(sessionCapWarning(50_000, 50_000 + BROKER_OWN_FILES - 1))
     assert.isUndefined(sessionCapWarning(50_000, undefined))
+  })
+
+  it("sessionCapNote states the sessions the limit holds below the default cap, and nothing when it holds the cap", () => {
+    assert.strictEqual(
+      sessionCapNote(50_000, 20_000),
+      `Open-file limit 20000 (ulimit -n): this broker holds about ${20_000 - BROKER_OWN_FILES} sessions, below its default cap of 50000; ` +
+        `a connection past that is refused (EMFILE). For more, raise the limit (ulimit -n ${50_000 + BROKER_OWN_FILES}, or LimitNOFILE= in a systemd unit).`
+    )
+    assert.isUndefined(sessionCapNote(50_000, 50_000 + BROKER_OWN_FILES))
+    assert.isUndefined(sessionCapNote(50_000, undefined))
   })
 })

@@ -45,6 +45,8 @@ import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { IntercomToolParams } from "../../session/IntercomSession.ts"
+import { checkListLimit, checkListOffset, checkPageLimit, checkPageOffset } from "../../protocol/results.ts"
+import { checkPage, InvalidQuestionPage } from "../../store/questionModel.ts"
 import { sendToolParams } from "../clientArgv.ts"
 import { parseTimeout } from "./duration.ts"
 import { nameProblem } from "./identity.ts"
@@ -355,16 +357,31 @@ const topics = Command.make(
   (input) => runAction(input, { action: "topics", topic: Option.getOrUndefined(input.topic), ...groupParam(input.group) })
 ).pipe(Command.withDescription("Print the current topic records of this session's group, and the subscriptions of --name."))
 
-const offsetFlag = (description: string) => Flag.Int("offset").pipe(Flag.withDescription(description), Flag.optional)
-const limitFlag = (description: string) => Flag.Int("limit").pipe(Flag.withDescription(description), Flag.optional)
+/**
+ * An optional whole-number flag whose range `check` gives (why a value is out
+ * of it, or undefined): a value out of range is a bad flag value like one
+ * that is no number (exit 2), not a refusal by the session after parsing.
+ */
+const pageFlag = (name: "offset" | "limit", description: string, check: (n: number) => string | undefined) =>
+  Flag.Int(name).pipe(
+    Flag.withDescription(description),
+    Flag.filter((n) => check(n) === undefined, (n) => `--${check(n) ?? name}`),
+    Flag.optional
+  )
+
+/** Why a question listing's `offset` or `limit` is out of range (C-DQ-13), or undefined. */
+const questionPageProblem = (name: "offset" | "limit") => (n: number): string | undefined => {
+  const checked = checkPage({ [name]: n })
+  return checked instanceof InvalidQuestionPage ? checked.detail : undefined
+}
 
 const results = Command.make(
   "results",
   {
     ...common,
     group: homeGroupFlag,
-    offset: offsetFlag("Skip this many of the newest reports (default 0)."),
-    limit: limitFlag("Reports to list, 1 to 50 (default 20).")
+    offset: pageFlag("offset", "Skip this many of the newest reports (default 0).", checkListOffset),
+    limit: pageFlag("limit", "Reports to list, 1 to 50 (default 20).", checkListLimit)
   },
   (input) =>
     runAction(input, {
@@ -389,8 +406,8 @@ const result = Command.make(
         "The report's address, result:<UUID> (see intercom results); or a worker's run handle (run-3) for its live result."
       )
     ),
-    offset: offsetFlag("The first UTF-16 code unit of the page, zero-based (default 0)."),
-    limit: limitFlag("UTF-16 code units in the page, 2 to 100000 (default 20000).")
+    offset: pageFlag("offset", "The first UTF-16 code unit of the page, zero-based (default 0).", checkPageOffset),
+    limit: pageFlag("limit", "UTF-16 code units in the page, 2 to 100000 (default 20000).", checkPageLimit)
   },
   (input) =>
     runAction(input, {
@@ -422,8 +439,8 @@ const questionsCommand = Command.make(
   {
     ...common,
     owner: ownerFlag,
-    offset: Flag.Int("offset").pipe(Flag.withDescription("Where the page starts (default 0)."), Flag.optional),
-    limit: Flag.Int("limit").pipe(Flag.withDescription("How many questions a page shows, 1–100 (default 20)."), Flag.optional)
+    offset: pageFlag("offset", "Where the page starts (default 0).", questionPageProblem("offset")),
+    limit: pageFlag("limit", "How many questions a page shows, 1–100 (default 20).", questionPageProblem("limit"))
   },
   (input) =>
     runAction(input, {

@@ -21,10 +21,16 @@ import { terminalJson, terminalText } from "../terminalText.ts"
 // Exit codes
 // ---------------------------------------------------------------------------
 
-/** Tool errors that mean "the command was called wrongly", not "it did not work". */
-const USAGE_ERRORS: ReadonlySet<string> = new Set(["MissingParameter", "InvalidInput", "InvalidTimeout", "UnknownAction"])
+/** Tool errors that mean "the command was called wrongly", not "it did not work" (`NoSuchAgentDir`: a `--dir` that names no directory). */
+const USAGE_ERRORS: ReadonlySet<string> = new Set([
+  "MissingParameter",
+  "InvalidInput",
+  "InvalidTimeout",
+  "UnknownAction",
+  "NoSuchAgentDir"
+])
 
-/** 0 for a result, 2 for a usage error (empty message, control characters, bad timeout), else 1. */
+/** 0 for a result, 2 for a usage error (empty message, control characters, bad timeout, no such `--dir`), else 1. */
 export const exitCodeOf = (result: ToolResult): number => {
   if (!result.isError) return EXIT_OK
   const kind = result.details["error"]
@@ -158,7 +164,8 @@ export const inboundJson = (
 /**
  * A membership event as a line (text) or object (JSON), given what was known
  * about the session before; `undefined` when there is nothing to show (an
- * update that changed neither name nor status).
+ * update that changed neither name nor status). A join of a session already
+ * known (no leave seen since) is `[rejoined]`, not a second `[joined]`.
  */
 export const presenceOutput = (
   event: PresenceEvent,
@@ -166,10 +173,18 @@ export const presenceOutput = (
 ): { readonly text: string; readonly json: Record<string, unknown> } | undefined => {
   switch (event._tag) {
     case "Joined":
-      return {
-        text: `[joined] ${sessionLabel(event.session)} · ${event.session.cwd}`,
-        json: { event: "joined", session: event.session }
-      }
+      // A session the watch knows, with no `session_left` since, registered again: its connection or the
+      // broker went away and came back (a broker restarted by a client is told its sessions one by one as
+      // they reconnect). Not a second `[joined]`: nobody left.
+      return before !== undefined
+        ? {
+          text: `[rejoined] ${sessionLabel(event.session)} · ${event.session.cwd}`,
+          json: { event: "rejoined", session: event.session }
+        }
+        : {
+          text: `[joined] ${sessionLabel(event.session)} · ${event.session.cwd}`,
+          json: { event: "joined", session: event.session }
+        }
     case "Left":
       return {
         text: `[left] ${sessionLabel({ id: event.sessionId, name: before?.name })}`,

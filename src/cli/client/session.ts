@@ -21,7 +21,14 @@ import {
   type IntercomSessionService,
   sessionRegistration
 } from "../../session/IntercomSession.ts"
-import { type IntercomPaths, resolveProcessPaths, type SocketPathError } from "../paths.ts"
+import {
+  checkAgentDir,
+  type IntercomDirNotADirectory,
+  type IntercomPaths,
+  type NoSuchAgentDir,
+  resolveProcessPaths,
+  type SocketPathError
+} from "../paths.ts"
 import { type ControlLocation, controlLocation } from "./control.ts"
 import { CLI_MODEL, defaultCliName, nameKey } from "./identity.ts"
 
@@ -62,24 +69,27 @@ export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ rea
 }
 
 /** The failures of `resolveContext`, each with a user-facing `message`. */
-export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError
+export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError | IntercomDirNotADirectory | NoSuchAgentDir
 
 /**
  * The settings, paths, name, home group and identity of this process for one
  * client command (`--dir`, `--name`, `--group`, environment, config.json). Fails before
- * anything connects: a bad environment variable, `enabled: false`, or no
- * usable socket path.
+ * anything connects: a bad environment variable, `enabled: false`, no
+ * usable socket path, a file where the intercom dir must be, or a `--dir`
+ * that names no directory (`checkAgentDir`).
  */
 export const resolveContext = (
   input: Pick<CommonInput, "name" | "dir" | "group">
 ): Effect.Effect<CliContext, ContextError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const dir = Option.getOrUndefined(input.dir)
+    // Before config is read (a file in the intercom dir's place would make that a second, muddled error).
+    const paths = yield* resolveProcessPaths(dir)
+    yield* checkAgentDir(paths, dir !== undefined)
     const settings = yield* loadIntercomSettings({ dir })
     if (!settings.enabled) {
       return yield* new IntercomDisabled({ configFile: settings.configSource ?? settings.paths.configFile })
     }
-    const paths = yield* resolveProcessPaths(dir)
     const name = Option.getOrElse(input.name, defaultCliName).trim()
     const control = yield* Effect.option(controlLocation(paths, nameKey(name, settings.scopeId)))
     const identity: HostIdentity = { name, cwd: process.cwd(), model: CLI_MODEL }

@@ -33,7 +33,7 @@ import type { SessionInfo } from "../../protocol/frames.ts"
 import * as HandledLog from "../../session/HandledLog.ts"
 import { headless, type Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
-import { EXIT_FAILURE, ExitCode } from "../exit.ts"
+import { EXIT_FAILURE, EXIT_USAGE, ExitCode } from "../exit.ts"
 import { terminalJson, terminalText } from "../terminalText.ts"
 import { ControlPathTooLong, serveControl } from "./control.ts"
 import { watchSessionId } from "./identity.ts"
@@ -140,7 +140,10 @@ const watchSession = (input: WatchInput): Effect.Effect<void, ExitCode, FileSyst
     const fail = (kind: string, message: string) =>
       (input.json
         ? Console.log(terminalJson({ event: "error", ...errorResult(kind, message) }))
-        : Console.error(terminalText(message))).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE }))))
+        : Console.error(terminalText(message))).pipe(
+          // A --dir that names no directory is a bad invocation, as for the other client commands.
+          Effect.andThen(Effect.fail(new ExitCode({ code: kind === "NoSuchAgentDir" ? EXIT_USAGE : EXIT_FAILURE })))
+        )
 
     const context = yield* resolveContext(input).pipe(Effect.catch((error) => fail(error._tag, error.message)))
     if (Option.isNone(context.control)) {

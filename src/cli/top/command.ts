@@ -1,6 +1,7 @@
 /**
  * The `intercom top` command line (docs/cli.md): flags around `runTop`,
- * which is loaded only when the command runs.
+ * which is loaded only when the command runs. The live view needs stdout
+ * and stdin to be a terminal; without one it is a usage error naming `--once`.
  */
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
@@ -41,6 +42,10 @@ const jsonFlag = Flag.Boolean("json").pipe(
   Flag.withDefault(false)
 )
 
+/** Which of stdout and stdin is not a terminal (the live view needs both), or undefined. */
+const liveViewBlocker = (): string | undefined =>
+  process.stdout.isTTY !== true ? "stdout" : process.stdin.isTTY !== true ? "stdin" : undefined
+
 /** `intercom top [--dir <dir>] [--interval <duration>] [--once [--json]]`. */
 export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, once: onceFlag, json: jsonFlag }).pipe(
   Command.withHandler((input) =>
@@ -48,6 +53,15 @@ export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, o
       // A flag that does not fit the others: a bad invocation (exit 2), as effect/cli's own errors are.
       if (input.json && !input.once) {
         yield* Console.error("--json needs --once: the live view is for a terminal; `intercom top --once --json` prints one snapshot.")
+        return yield* new ExitCode({ code: EXIT_USAGE })
+      }
+      // The live view draws on the alternate screen and reads keys: into a file or a pipe it would
+      // write escape sequences, and with stdin not a terminal it would quit at once. Refused (exit 2).
+      const notTerminal = input.once ? undefined : yield* Effect.sync(liveViewBlocker)
+      if (notTerminal !== undefined) {
+        yield* Console.error(
+          `intercom top's live view needs a terminal, and ${notTerminal} is not one. For a script or a pipe, print one snapshot: \`intercom top --once\` (as JSON: \`intercom top --once --json\`).`
+        )
         return yield* new ExitCode({ code: EXIT_USAGE })
       }
       const { runTop } = yield* Effect.promise(() => import("./runTop.ts"))

@@ -15,11 +15,13 @@
  * every second redraws the screen, which then says so above the last update.
  */
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import { Clock, Console, Duration, Effect, Option, Ref, Stream } from "effect"
+import { Clock, Duration, Effect, Option, Ref, Stream } from "effect"
 import type { PlatformError } from "effect/PlatformError"
 import type { Terminal } from "effect/Terminal"
 import { ObserveClient, type ObserveError } from "../../observe/ObserveClient.ts"
 import { applyEvent, type BrokerSnapshot, isObserveEvent, type ObserveEvent, staleAfterMs } from "../../observe/Snapshot.ts"
+import type { ExitCode } from "../exit.ts"
+import { printOrQuit } from "../stdout.ts"
 import { step } from "./keys.ts"
 import { initialSettings, render, type ViewSettings } from "./view.ts"
 
@@ -152,12 +154,13 @@ export const liveScreen = <E>(
   }))
 
 /** `intercom top`: see the module header. */
-export const runTop = (options: TopOptions): Effect.Effect<void, ObserveError | PlatformError> =>
+export const runTop = (options: TopOptions): Effect.Effect<void, ObserveError | PlatformError | ExitCode> =>
   Effect.gen(function*() {
     if (options.once) {
       const snapshot = yield* ObserveClient.snapshot({ dir: options.dir })
-      if (options.json) return yield* Console.log(JSON.stringify(snapshot))
-      return yield* Console.log(render(snapshot, initialSettings, PLAIN_SIZE, TITLE, undefined, false).join("\n"))
+      // Through stdout.ts: a full disk is exit 1, a pipe's reader gone (`| head -1`) a quiet exit 0.
+      if (options.json) return yield* printOrQuit(JSON.stringify(snapshot))
+      return yield* printOrQuit(render(snapshot, initialSettings, PLAIN_SIZE, TITLE, undefined, false).join("\n"))
     }
     // Only Ctrl+C and Ctrl+D end key input: Esc is the filter's (keys.ts).
     const terminal = yield* NodeTerminal.make((input) => input.key.ctrl && (input.key.name === "c" || input.key.name === "d"))

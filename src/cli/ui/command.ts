@@ -2,7 +2,8 @@
  * `intercom ui [--dir <dir>] [--port <n>] [--stuck-after <duration>]`: the
  * web view of a broker (docs/ui.md). Only the command line is here; the
  * handler loads src/ui (HTTP server, page) when it runs, so no other command
- * loads them.
+ * loads them. Its lines go through stdout.ts (`printOrQuit`): stdout gone
+ * (`| head -1` done) ends it quietly, another write failure with exit 1.
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
@@ -11,6 +12,7 @@ import * as Option from "effect/Option"
 import { parseTimeout } from "../client/duration.ts"
 import { reportError } from "../foreground.ts"
 import { resolveProcessPaths } from "../paths.ts"
+import { printOrQuit } from "../stdout.ts"
 
 const dirFlag = Flag.String("dir").pipe(
   Flag.withDescription(
@@ -47,7 +49,7 @@ export const uiCommand = Command.make("ui", { dir: dirFlag, port: portFlag, stuc
       port: Option.getOrElse(input.port, () => 0),
       stuckAfterMs: Option.getOrElse(input.stuckAfter, () => ui.DEFAULT_STUCK_AFTER_MS),
       intervalMs: ui.DEFAULT_UI_INTERVAL_MS
-    }).pipe(Effect.catchTag("UiServeError", reportError))
+    }, printOrQuit).pipe(Effect.catchTag("UiServeError", reportError))
   })).pipe(
     Command.withShortDescription("Serve a live web view of the broker on 127.0.0.1 (prints its URL)"),
     Command.withDescription(

@@ -1,0 +1,69 @@
+/**
+ * A client command's agent dir checked before anything reads config or
+ * spawns a broker (src/cli/paths.ts `checkAgentDir`): a file where
+ * `<agentDir>/intercom` must be is one line on stderr saying which path and
+ * what to do, exit 1, no config error and no stack trace; `broker status`
+ * says the same instead of a permission error; a `--dir` that names no
+ * directory is exit 2 and starts no broker there. Real processes of the
+ * built CLI, each agent dir private to the test.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { cleanEnv, runCli, tempDir } from "./support.ts"
+
+/** Several CLI processes per test; the machine may be shared. */
+const TIMEOUT = 60_000
+
+describe("a file where the intercom dir must be", () => {
+  it.live("list, send, watch and broker status say which path and what to do, exit 1, one line, no stack", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const agentDir = path.join(root, "agent")
+      const intercomDir = path.join(agentDir, "intercom")
+      fs.mkdirSync(agentDir)
+      fs.writeFileSync(intercomDir, "")
+      const expected =
+        `Cannot use the intercom directory ${intercomDir}: it is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
+      for (
+        const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"], ["broker", "status"]]
+      ) {
+        const result = yield* runCli([...args, "--dir", agentDir], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 1, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+        assert.strictEqual(result.stdout, "", what)
+      }
+    }), TIMEOUT)
+
+  it.live("a file above the intercom dir (the agent dir from the environment) is named as such", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "agent")
+      fs.writeFileSync(file, "")
+      const intercomDir = path.join(file, "sub", "intercom")
+      const result = yield* runCli(["list"], cleanEnv(root, { PI_CODING_AGENT_DIR: path.join(file, "sub") }))
+      assert.strictEqual(result.code, 1, result.stderr)
+      assert.strictEqual(
+        result.stderr,
+        `Cannot use the intercom directory ${intercomDir}: ${file}, a directory above it, is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
+      )
+    }), TIMEOUT)
+})
+
+describe("a --dir that names no directory", () => {
+  it.live("list, send and watch say so and exit 2, and start no broker there (the dir is not created)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const typo = path.join(root, "agnet")
+      const expected = `No such directory: ${typo} (--dir). Create it, or omit --dir for the default agent dir.\n`
+      for (const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
+        const result = yield* runCli([...args, "--dir", typo], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+        assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
+      }
+    }), TIMEOUT)
+})

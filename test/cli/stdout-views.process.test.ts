@@ -1,0 +1,86 @@
+/**
+ * `intercom top` and `intercom ui` where stdout is not a terminal that takes
+ * everything: stdout a full disk (`> /dev/full`, ENOSPC) is exit 1 with why
+ * on stderr; a pipe whose reader has gone (EPIPE, `| head -1` done) a quiet
+ * exit 0; `top`'s live view with stdout a pipe is a usage error naming
+ * `--once` and writes no escape sequence. Real processes of the built CLI.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as path from "node:path"
+import { spawnChild } from "../support/process.ts"
+import { cleanEnv, MAIN, spawnCli, startBroker, tempDir } from "./support.ts"
+
+/** Each test runs a broker and a CLI process; the machine may be shared. */
+const TIMEOUT = 60_000
+
+const CANNOT_WRITE = "Cannot write the result to stdout (ENOSPC"
+
+/** `intercom ...args > /dev/full`, through `sh` (`exec`: the shell becomes the command). */
+const spawnToFull = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  spawnChild("/bin/sh", ["-c", `exec "$0" "$@" > /dev/full`, process.execPath, MAIN, ...args], { env })
+
+/**
+ * `intercom ...args` whose stdout pipe has no reader: the read end is closed
+ * right after the spawn, before the child has loaded, so its first write
+ * meets EPIPE.
+ */
+const spawnWithoutReader = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  Effect.tap(spawnCli(args, env), (cli) => Effect.sync(() => cli.child.stdout?.destroy()))
+
+/** A temp root with a running memory broker in `<root>/agent`. */
+const withBroker = Effect.gen(function*() {
+  const root = yield* tempDir()
+  const agentDir = path.join(root, "agent")
+  const env = cleanEnv(root)
+  yield* startBroker(["--dir", agentDir, "--idle-exit", "never", "--durability", "memory"], env)
+  return { agentDir, env }
+})
+
+describe("intercom top and ui: stdout that does not take the output", () => {
+  it.live("top --once > /dev/full exits 1 and says on stderr that stdout did not take it", () =>
+    Effect.gen(function*() {
+      const { agentDir, env } = yield* withBroker
+      for (const args of [["top", "--once", "--dir", agentDir], ["top", "--once", "--json", "--dir", agentDir]]) {
+        const top = yield* spawnToFull(args, env)
+        assert.deepStrictEqual(yield* top.waitExit(), { code: 1, signal: null }, `${args.join(" ")}: ${top.stderr()}`)
+        assert.include(top.stderr(), CANNOT_WRITE, args.join(" "))
+      }
+    }), TIMEOUT)
+
+  it.live("top --once into a pipe whose reader has gone exits 0 with nothing on stderr", () =>
+    Effect.gen(function*() {
+      const { agentDir, env } = yield* withBroker
+      const top = yield* spawnWithoutReader(["top", "--once", "--dir", agentDir], env)
+      assert.deepStrictEqual(yield* top.waitExit(), { code: 0, signal: null }, top.stderr())
+      assert.strictEqual(top.stderr(), "")
+    }), TIMEOUT)
+
+  it.live("ui > /dev/full exits 1 and says on stderr that stdout did not take its URL", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const ui = yield* spawnToFull(["ui", "--dir", path.join(root, "agent")], cleanEnv(root))
+      assert.deepStrictEqual(yield* ui.waitExit(), { code: 1, signal: null }, ui.stderr())
+      assert.include(ui.stderr(), CANNOT_WRITE)
+    }), TIMEOUT)
+
+  it.live("ui into a pipe whose reader has gone exits 0 with nothing on stderr", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const ui = yield* spawnWithoutReader(["ui", "--dir", path.join(root, "agent")], cleanEnv(root))
+      assert.deepStrictEqual(yield* ui.waitExit(), { code: 0, signal: null }, ui.stderr())
+      assert.strictEqual(ui.stderr(), "")
+    }), TIMEOUT)
+})
+
+describe("intercom top without a terminal", () => {
+  it.live("stdout a pipe: a usage error naming --once (exit 2), and no escape sequence on stdout", () =>
+    Effect.gen(function*() {
+      const { agentDir, env } = yield* withBroker
+      const top = yield* spawnCli(["top", "--dir", agentDir], env)
+      assert.deepStrictEqual(yield* top.waitExit(), { code: 2, signal: null }, top.stderr())
+      assert.strictEqual(top.stdout(), "")
+      assert.include(top.stderr(), "intercom top's live view needs a terminal, and stdout is not one")
+      assert.include(top.stderr(), "intercom top --once")
+    }), TIMEOUT)
+})
