@@ -105,7 +105,8 @@ import type { OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { FeedSource } from "./Output.ts"
 import type { Peer } from "./Peer.ts"
-import type { ScopeSpace, Session } from "./Registry.ts"
+import type { Rejoins } from "./Rejoins.ts"
+import { type ScopeSpace, type Session, sessionKey } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
 
 /** Writers woken in one round above which the next round waits PACE_MS. */
@@ -178,7 +179,7 @@ export class Membership implements FeedSource {
     const space = session.space
     session.peer.feedCursor = space.feed.seq
     if (!session.peer.feedPending) space.needsTick.add(session.peer)
-    space.feed.joined(session.id, session.infoJson)
+    session.presentSince = space.feed.joined(session.id, session.infoJson)
     this.markDirty(space)
   }
 
@@ -297,22 +298,31 @@ export class Membership implements FeedSource {
     if (session !== undefined && session.peer === peer) session.space.needsTick.add(peer)
   }
 
-  /** Appends the membership changes `peer` has not seen (called by its writer, through Output). */
-  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>): void {
+  /**
+   * Appends the membership changes `peer` has not seen (called by its writer,
+   * through Output): joins and presence to `out`; departures of sessions
+   * gone to `departures`; the departure and new join of a session that is
+   * back to `rejoins`, for the writer to place after that session's older
+   * mail (Rejoins.ts).
+   */
+  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins): void {
     const session = peer.session
     if (session === undefined) return
-    const feed = session.space.feed
+    const space = session.space
+    const feed = space.feed
     const withheld = peer.withheldDepartures
     if (peer.owedDepartures !== undefined) {
-      // Like the feed's own: after the queued output, unless the session is back (before its new join).
+      // Like the feed's own: after the queued output, unless the session is back (with its new join).
       for (const id of peer.owedDepartures) {
         const departure = withheld === undefined ? undefined : withheld.get(id)
         if (departure !== undefined) departure.passed = true
-        else (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
+        else if (feed.isPresent(id)) rejoins.left(id)
+        else departures.push(Encode.sessionLeftFrame(id))
       }
       peer.owedDepartures = undefined
     }
-    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld)
+    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld, rejoins)
+    if (rejoins.count > 0) rejoins.settle((id) => sessionKey(space.key, id), out)
     // It settles the entries released while their session was back (MembershipFeed.collect).
     if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
   }

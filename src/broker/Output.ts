@@ -63,6 +63,7 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
+import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -70,9 +71,10 @@ export interface FeedSource {
   /**
    * Appends the membership frames `peer` has not seen: joins and presence to
    * `out`, written first; departures to `departures`, written after the
-   * output already queued (MembershipFeed.collect).
+   * output already queued; the departure and new join of a session that is
+   * back to `rejoins`, written after its older mail (MembershipFeed.collect).
    */
-  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>) => void
+  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
   /**
@@ -193,6 +195,8 @@ export class Output {
   private batching = false
   /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
   private readonly departures: Array<OutFrame> = []
+  /** Sessions gone and back that `takeForWrite` met, whose pairs wait for their older mail; empty between calls. */
+  private readonly rejoins = new Rejoins()
   /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
   private spare: WriteBatch | undefined = undefined
 
@@ -640,7 +644,11 @@ export class Output {
   /**
    * Takes everything in `peer`'s outbox as one write: the joins and presence
    * changes it has not seen first, then the items in order, then the
-   * departures (a session's last messages precede its `session_left`). Mail and notices for a
+   * departures (a session's last messages precede its `session_left`). A
+   * session that left and is back since the recipient last collected has its
+   * `session_left` and new `session_joined` put among the items, after its
+   * mail from before its return and before its mail from since (Rejoins.ts:
+   * a scan of the outbox, only then). Mail and notices for a
    * session this connection no longer holds (it unregistered, or was taken
    * over) are taken back instead of written.
    */
@@ -652,9 +660,13 @@ export class Output {
     const frames = batch.frames
     const returnable = batch.returnable
     const departures = this.departures
-    this.feed.collect(peer, frames, departures)
+    const rejoins = this.rejoins
+    this.feed.collect(peer, frames, departures, rejoins)
+    // Where the next pair of a returned session goes (-1: none, the common case).
+    let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
     for (let i = 0; i < items.length; i++) {
+      if (i === rejoinAt) rejoinAt = rejoins.emit(i, frames)
       const item = items[i]!
       this.charge(peer, -charsOf(item))
       if (typeof item === "string") {
@@ -675,6 +687,8 @@ export class Output {
         frames.push(item.frame)
       }
     }
+    if (rejoinAt !== -1) rejoins.emit(items.length, frames)
+    if (rejoins.count > 0) rejoins.clear()
     // After what was queued before them: a session's last messages precede its `session_left`.
     if (departures.length > 0) {
       for (let i = 0; i < departures.length; i++) frames.push(departures[i]!)

@@ -139,3 +139,73 @@ describe("a departure after a session's last messages", () => {
       assert.deepStrictEqual(order, [`message ${answer.id}`, "left replier"])
     }))
 })
+
+// C-BRK-33 across a return: a sender that leaves and registers again before the recipient's writer collects
+// has its old mail still queued there; its session_left and new join go after that mail, before its new mail.
+describe("a departure and return after a session's last messages", () => {
+  /** The watcher's frames from `from`, and its membership frames of `from`, in order. */
+  const orderOf = (watcher: WireClient, from: string) =>
+    watcher.received().flatMap((f) =>
+      f.type === "message" && f.from.id === from
+        ? [`message ${f.message.id}`]
+        : f.type === "session_left" && f.sessionId === from
+        ? ["left"]
+        : f.type === "session_joined" && f.session.id === from
+        ? ["joined"]
+        : []
+    )
+
+  it.live("mail queued before the sender left and registered again reaches the watcher before its session_left, new mail after its join", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const flapper = yield* broker.connect("flapper")
+      yield* flapper.sendRaw(encodeFrames([JSON.stringify(registerFrame({ sessionId: "flapper" }))]))
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "flapper")
+      // One batch: both messages are queued for the watcher, and the feed holds the leave and the return,
+      // before the watcher's writer collects.
+      const before = message("sent before leaving")
+      const after = message("sent after coming back")
+      yield* flapper.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: before }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "flapper" })),
+        JSON.stringify({ type: "send", to: "watcher", message: after })
+      ]))
+      yield* messageFor(watcher.client, after.id)
+      assert.deepStrictEqual(orderOf(watcher.client, "flapper"), [
+        "joined",
+        `message ${before.id}`,
+        "left",
+        "joined",
+        `message ${after.id}`
+      ])
+    }))
+
+  it.live("with no new mail, the session_left and join come after the old mail", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const flapper = yield* broker.connect("flapper")
+      yield* flapper.sendRaw(encodeFrames([JSON.stringify(registerFrame({ sessionId: "flapper" }))]))
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "flapper")
+      const first = message("first")
+      const second = message("second")
+      yield* flapper.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: first }),
+        JSON.stringify({ type: "send", to: "watcher", message: second }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "flapper" }))
+      ]))
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "flapper")
+      yield* watcher.client.next("session_joined", (f) =>
+        f.session.id === "flapper" && watcher.client.received().some((g) => g.type === "session_left"))
+      assert.deepStrictEqual(orderOf(watcher.client, "flapper"), [
+        "joined",
+        `message ${first.id}`,
+        `message ${second.id}`,
+        "left",
+        "joined"
+      ])
+    }))
+})
