@@ -45,13 +45,16 @@
  *
  * The writer side (`takeForWrite`) and the close side (`drainOnClose`) are
  * here too, so the actor only moves items between this module and its socket.
+ * A sender gone and back since the recipient last collected has its
+ * `session_left` and new join written after its older queued mail
+ * (`Rejoins`, which this module owns: one instance, empty between writes).
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 750 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * Size: about 770 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
  * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind`, `behindOwnParked` and the
  * per-sender `parkedMail` counts new mail waits behind, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
