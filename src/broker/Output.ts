@@ -481,6 +481,23 @@ export class Output {
   }
 
   /**
+   * The recipients of messages of `senderKey`'s that `reader` produced and
+   * that wait for room (parked in the batch being handled, or in `reader`'s
+   * own list), `reader` itself excepted: a scan, only when a session whose
+   * departure waits for that output registers again (Membership.joined).
+   */
+  parkedRecipientsOf(reader: Peer, senderKey: string): ReadonlyArray<Peer> {
+    const found: Array<Peer> = []
+    for (const list of [this.parked, reader.parked]) {
+      for (let i = 0; i < list.length; i++) {
+        const [to, item] = list[i]!
+        if (to !== reader && isMessage(item) && item.mail.senderKey === senderKey && !found.includes(to)) found.push(to)
+      }
+    }
+    return found
+  }
+
+  /**
    * `recipient` withholds the departure of session `senderId` (`senderKey`)
    * until the `count` messages of its in `recipient`'s own parked list are
    * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s

@@ -209,3 +209,55 @@ describe("a departure and return after a session's last messages", () => {
       ])
     }))
 })
+
+// The departure held for output parked behind backpressure is released when the session's connection
+// registers as another session; each recipient of that output still hears the departure only after it.
+describe("a departure released by a registration while the session's output is parked", () => {
+  /** The asker's reads of the replier: its messages, and its membership frames, in order. */
+  const orderOf = (asker: WireClient) =>
+    asker.received().flatMap((f) =>
+      f.type === "message" && f.from.id === "replier"
+        ? [`message ${f.message.id}`]
+        : f.type === "session_left" && f.sessionId === "replier"
+        ? ["left"]
+        : f.type === "session_joined" && f.session.id === "replier"
+        ? ["joined"]
+        : []
+    )
+
+  /** The replier's answer parked behind the asker's full outbox, sent in one batch with `then`. */
+  const parkedAnswer = (then: ReadonlyArray<Record<string, unknown>>) =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ outboxCapacity: 2 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const probe = yield* broker.session({ sessionId: "probe", frame: { features: [STATS_V1] } })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "probe")
+      const question = message("still there?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      yield* asker.client.pause
+      yield* fillOutbox(filler.client, "asker", probe.client)
+      const answer = message("yes, and going on", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        ...then.map((frame) => JSON.stringify(frame))
+      ]))
+      for (let polls = 0; (yield* backpressureWaits(probe.client)) < 2; polls++) {
+        if (polls >= 100_000) assert.fail("the reply was never parked")
+      }
+      // The batch was handled (its output parked as it ended), the registration in it too; its answer waits too.
+      yield* asker.client.resume
+      yield* messageFor(asker.client, answer.id)
+      return { asker: asker.client, answer }
+    })
+
+  it.live("registered as another session in the same batch: the parked reply reaches the asker before the session_left", () =>
+    Effect.gen(function*() {
+      const { asker, answer } = yield* parkedAnswer([registerFrame({ sessionId: "replier-next" })])
+      yield* asker.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
+      assert.deepStrictEqual(orderOf(asker), ["joined", `message ${answer.id}`, "left"])
+    }))
+})

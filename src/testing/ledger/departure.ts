@@ -27,15 +27,17 @@
  * exceptions, each documented:
  * - `rejoined-before-queued`: docs/architecture.md's "Not covered" — X left
  *   (by `unregister` or its connection's end), then registered again (the
- *   same id on any connection, or that connection as another session)
- *   before the message arrived, which the broker had routed to the
+ *   same id, on any connection) before the message arrived, which the broker had routed to the
  *   recipient's live connection, and the message came in a later write than
  *   the `session_left` (each broker write is one `Output.takeForWrite`,
  *   `writeStarted`): it was not queued for the recipient yet when its writer
  *   collected the departure — X's output parked behind backpressure, whose
- *   held departure X's return released. Mail queued for the recipient then
- *   is written before the `session_left` however X returned (Rejoins.ts): in
- *   the same write after it, it is `left-before-mail`. A return after the
+ *   held departure X's return released. X's connection registering as
+ *   another session is no return (the recipients of that parked output
+ *   withhold the departure until it is queued: Membership.releaseEarly).
+ *   Mail queued for the recipient then is written before the `session_left`
+ *   however X returned (Rejoins.ts): in the same write after it, it is
+ *   `left-before-mail`. A return after the
  *   end of any registration that read a copy counts (the broker may have
  *   routed the earlier copy and deduplicated the later). Tolerated by
  *   default (Soak.ts's `KNOWN_ISSUES`). Mail flushed from the mailbox when
@@ -93,8 +95,6 @@ export class DepartureLedger {
   private readonly count = new Map<string, number>()
   /** Departures not followed by a registration yet, per `epoch\0session`. */
   private readonly unanswered = new Map<string, Array<Departure>>()
-  /** The departure by `unregister` that last ended a registration on each link, until the link registers again (as any session). */
-  private readonly lastOnLink = new Map<number, Departure>()
   /** The registration whose read of each message counts (the last before it was answered or read), by message id. */
   private readonly sentIn = new Map<string, Registration>()
   /** The departure that ended the registration each message was sent in, by message id. */
@@ -305,9 +305,6 @@ export class DepartureLedger {
     const key = `${epoch}\u0000${session}`
     for (const departure of this.unanswered.get(key) ?? []) departure.rejoined = true
     this.unanswered.delete(key)
-    const onLink = this.lastOnLink.get(linkId)
-    if (onLink !== undefined) onLink.rejoined = true
-    this.lastOnLink.delete(linkId)
     const previous = this.held.get(linkId)
     if (previous !== undefined) replaced.push(previous)
     const next: Registration = {
@@ -339,7 +336,6 @@ export class DepartureLedger {
     const unanswered = this.unanswered.get(key) ?? []
     unanswered.push(departure)
     this.unanswered.set(key, unanswered)
-    if (unregistered) this.lastOnLink.set(linkId, departure)
     if (unregistered && registration.ephemeral) {
       const ends = this.oneShotEnds.get(registration.session) ?? []
       ends.push({ epoch, seq: state.acceptSeq })
