@@ -463,7 +463,8 @@ export class MailDelivery {
         this.dropStale(mail)
         continue
       }
-      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key })
+      // Sent before this registration, so by no incarnation of its sender's this recipient sees return (Rejoins.ts).
+      this.ctx.output.enqueue(session.peer, { frame: messageFrameFor(mail, session.peer, now), mail, to: session.key, senderSince: 0 })
       this.flushed(mail, session, now)
       this.ctx.records.rewrite(mail.senderKey, mail.message.id, DELIVERED)
     }

@@ -40,12 +40,16 @@
  * departure go into the feed first, before its new join: the feed keeps one
  * entry per session, so a recipient that saw it present hears it leave (a
  * `session_left` ahead of the new join, as after any leave and return the
- * recipient lags behind), unless that recipient withholds the departure
- * (below); so does one whose connection registers again as another
- * session, whose reader would otherwise hold the departure from every
- * session for as long as one recipient does not read. A hold so lasts at
- * most until the connection registers again or the registration timeout
- * closes it (which forces the parked output through).
+ * recipient lags behind; the writer puts that pair after the session's
+ * older mail in the outbox, Rejoins.ts, but parked output not yet queued
+ * may come after it: docs/architecture.md, "Not covered"), unless that
+ * recipient withholds the departure (below); so does one whose connection
+ * registers again as another session, whose reader would otherwise hold
+ * the departure from every session for as long as one recipient does not
+ * read — but each recipient of that parked output withholds it until the
+ * output is out (`releaseEarly`). A hold so lasts at most until the
+ * connection registers again or the registration timeout closes it (which
+ * forces the parked output through).
  *
  * A session whose connection closes has no batch to park with: a replace
  * message of its that waits for room in a recipient's full outbox
@@ -105,7 +109,8 @@ import type { OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { FeedSource } from "./Output.ts"
 import type { Peer } from "./Peer.ts"
-import type { ScopeSpace, Session } from "./Registry.ts"
+import type { Rejoins } from "./Rejoins.ts"
+import { type ScopeSpace, type Session, sessionKey } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
 
 /** Writers woken in one round above which the next round waits PACE_MS. */
@@ -140,6 +145,11 @@ export interface FeedWaker {
    * (Output.forgetDepartureHolds).
    */
   readonly forgetDepartureHolds: (recipient: Peer) => void
+  /**
+   * The recipients of `senderKey`'s messages that `reader` produced and
+   * that still wait for room (Output.parkedRecipientsOf).
+   */
+  readonly parkedRecipientsOf: (reader: Peer, senderKey: string) => ReadonlyArray<Peer>
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -156,6 +166,14 @@ export class Membership implements FeedSource {
    * that output is in its recipients' outboxes (`parkedOut`).
    */
   private readonly held = new Map<string, Session>()
+  /**
+   * Departures released from `held` before the output they waited for was
+   * queued (the connection registered as another session), by the reader
+   * whose parked output that is: each
+   * recipient of that output withholds the departure (`withholdDeparture`)
+   * until the reader's parked output is out (`parkedOut`), one hold each.
+   */
+  private readonly releasedEarly = new Map<Peer, Array<readonly [Peer, string]>>()
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -172,13 +190,16 @@ export class Membership implements FeedSource {
     // departure goes first (see "Departures" in the module header).
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
-        if (held.key === session.key || held.peer === session.peer) this.release(held)
+        // Back: its departure goes first, before its join. Its connection going on as another session: the
+        // departure waits, for the recipients of its parked output, until that output is out.
+        if (held.key === session.key) this.release(held)
+        else if (held.peer === session.peer) this.releaseEarly(held)
       }
     }
     const space = session.space
     session.peer.feedCursor = space.feed.seq
     if (!session.peer.feedPending) space.needsTick.add(session.peer)
-    space.feed.joined(session.id, session.infoJson)
+    session.presentSince = space.feed.joined(session.id, session.infoJson)
     this.markDirty(space)
   }
 
@@ -203,6 +224,7 @@ export class Membership implements FeedSource {
     if (peer.withheldDepartures !== undefined) {
       peer.withheldDepartures = undefined
       this.waker.forgetDepartureHolds(peer)
+      if (this.releasedEarly.size > 0) this.forgetReleasedEarly(peer)
     }
     if (unregistered && this.waker.hasParked(session.peer)) this.held.set(session.key, session)
     else this.depart(session)
@@ -260,10 +282,52 @@ export class Membership implements FeedSource {
     }
   }
 
-  /** `reader`'s parked output is all in its recipients' outboxes: the departures held behind it go into the feed. */
+  /**
+   * `reader`'s parked output is all in its recipients' outboxes: the
+   * departures held behind it go into the feed, and those a return released
+   * early are released for the recipients that withheld them.
+   */
   parkedOut(reader: Peer): void {
+    if (this.releasedEarly.size > 0) {
+      const early = this.releasedEarly.get(reader)
+      if (early !== undefined) {
+        this.releasedEarly.delete(reader)
+        for (const [recipient, departedId] of early) this.releaseDeparture(recipient, departedId)
+      }
+    }
     if (this.held.size === 0) return
     for (const session of this.held.values()) if (session.peer === reader) this.release(session)
+  }
+
+  /** `recipient`'s session left: the holds it took for departures released early are dropped unreleased. */
+  private forgetReleasedEarly(recipient: Peer): void {
+    for (const [reader, early] of this.releasedEarly) {
+      const kept = early.filter(([to]) => to !== recipient)
+      if (kept.length === 0) this.releasedEarly.delete(reader)
+      else if (kept.length !== early.length) this.releasedEarly.set(reader, kept)
+    }
+  }
+
+  /**
+   * A held departure goes into the feed because the session's connection
+   * registers again as another session while the session's output still
+   * waits for room: each recipient of that output withholds the departure
+   * until it is out (`parkedOut`), so none hears the session leave before
+   * its last messages (C-BRK-33), and the others hear it at once. (A return
+   * of the session itself releases its departure into the feed unwithheld:
+   * withheld, the return's join would stand for it, and the recipient would
+   * not hear the session leave at all: docs/architecture.md, "Not covered".)
+   */
+  private releaseEarly(session: Session): void {
+    const reader = session.peer
+    for (const recipient of this.waker.parkedRecipientsOf(reader, session.key)) {
+      if (recipient.session?.space !== session.space) continue
+      this.withholdDeparture(recipient, session.id)
+      const early = this.releasedEarly.get(reader)
+      if (early === undefined) this.releasedEarly.set(reader, [[recipient, session.id]])
+      else early.push([recipient, session.id])
+    }
+    this.release(session)
   }
 
   /** A held departure goes into the feed: its parked output is out, or the session is back. */
@@ -297,22 +361,31 @@ export class Membership implements FeedSource {
     if (session !== undefined && session.peer === peer) session.space.needsTick.add(peer)
   }
 
-  /** Appends the membership changes `peer` has not seen (called by its writer, through Output). */
-  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>): void {
+  /**
+   * Appends the membership changes `peer` has not seen (called by its writer,
+   * through Output): joins and presence to `out`; departures of sessions
+   * gone to `departures`; the departure and new join of a session that is
+   * back to `rejoins`, for the writer to place after that session's older
+   * mail (Rejoins.ts).
+   */
+  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins): void {
     const session = peer.session
     if (session === undefined) return
-    const feed = session.space.feed
+    const space = session.space
+    const feed = space.feed
     const withheld = peer.withheldDepartures
     if (peer.owedDepartures !== undefined) {
-      // Like the feed's own: after the queued output, unless the session is back (before its new join).
+      // Like the feed's own: after the queued output, unless the session is back (with its new join).
       for (const id of peer.owedDepartures) {
         const departure = withheld === undefined ? undefined : withheld.get(id)
         if (departure !== undefined) departure.passed = true
-        else (feed.isPresent(id) ? out : departures).push(Encode.sessionLeftFrame(id))
+        else if (feed.isPresent(id)) rejoins.left(id)
+        else departures.push(Encode.sessionLeftFrame(id))
       }
       peer.owedDepartures = undefined
     }
-    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld)
+    peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld, rejoins)
+    if (rejoins.count > 0) rejoins.settle((id) => sessionKey(space.key, id), out)
     // It settles the entries released while their session was back (MembershipFeed.collect).
     if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
   }

@@ -24,6 +24,7 @@
 
 import type { OutFrame } from "../protocol/framing.ts"
 import { sessionLeftFrame } from "./encode.ts"
+import type { Rejoins } from "./Rejoins.ts"
 
 /**
  * A departure one recipient gets only once the holds on it are released
@@ -112,7 +113,12 @@ export class MembershipFeed {
     return entry !== undefined && entry.present && entry.presentSince > cursor
   }
 
-  joined(id: string, infoJson: string): void {
+  /**
+   * Session `id` joined (or was taken over: P16); returns its entry's
+   * `presentSince`, which a return changes and a takeover keeps (the tag its
+   * routed messages carry: Rejoins.ts).
+   */
+  joined(id: string, infoJson: string): number {
     let entry = this.entries.get(id)
     if (entry === undefined || !entry.present) {
       // A departed entry stays where it is: recipients that saw that join still get its session_left.
@@ -140,6 +146,7 @@ export class MembershipFeed {
     entry.seq = entry.joinSeq = ++this.lastSeq
     if (entry.presentSince === 0) entry.presentSince = entry.joinSeq
     this.append(entry)
+    return entry.presentSince
   }
 
   updated(id: string, infoJson: string): void {
@@ -181,7 +188,9 @@ export class MembershipFeed {
    * the asks waiting on that session, so a reply behind it would be lost).
    * Joins and presence stay first: no message overtakes the join of its
    * sender. A departure followed by a new join that is written too stays
-   * with that join, before.
+   * with that join: both go to `rejoins` when given, for the writer to put
+   * after the session's mail from before its return (Rejoins.ts), else to
+   * `out`, before the queued output.
    *
    * A departure whose id is in `withheld` is not sent, whether or not the
    * session joined again since: it is marked passed there, for the owner to
@@ -199,7 +208,8 @@ export class MembershipFeed {
     selfId: string | undefined,
     out: Array<OutFrame>,
     departures: Array<OutFrame> = out,
-    withheld: Map<string, WithheldDeparture> | undefined = undefined
+    withheld: Map<string, WithheldDeparture> | undefined = undefined,
+    rejoins: Rejoins | undefined = undefined
   ): number {
     if (cursor >= this.lastSeq) return cursor
     let start = this.tail
@@ -208,7 +218,11 @@ export class MembershipFeed {
       if (entry.id === selfId) continue
       if (entry.present) {
         if (entry.joinSeq > cursor) {
-          out.push(entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`)
+          const joinedFrame = entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`
+          // Back since a departure met here: the join waits with it (Rejoins.ts).
+          if (rejoins === undefined || rejoins.count === 0 || !rejoins.joined(entry.id, joinedFrame, entry.presentSince)) {
+            out.push(joinedFrame)
+          }
           if (withheld !== undefined) {
             // The join stands for a departure passed over; released already (holds 0), the entry is settled.
             const held = withheld.get(entry.id)
@@ -221,8 +235,11 @@ export class MembershipFeed {
       } else {
         const held = withheld === undefined ? undefined : withheld.get(entry.id)
         if (withheld === undefined || held === undefined) {
-          // Not present now: after the queued output; back (its new join written next): before that join.
-          if (entry.presentSince <= cursor) (this.isPresent(entry.id) ? out : departures).push(sessionLeftFrame(entry.id))
+          // Not present now: after the queued output; back (its new join written next): with that join.
+          if (entry.presentSince > cursor) continue
+          if (!this.isPresent(entry.id)) departures.push(sessionLeftFrame(entry.id))
+          else if (rejoins !== undefined) rejoins.left(entry.id)
+          else out.push(sessionLeftFrame(entry.id))
         } else {
           if (entry.presentSince <= cursor) held.passed = true
           // Released while the session was back, and gone again before its join was written: settled now.

@@ -47,14 +47,17 @@
  * connection's mail (`handOver`: its outbox's, then its own parked list's, so
  * a sender's newer mail for the new connection cannot overtake it) and the
  * close side (`drainOnClose`) are here too, so the actor only moves items
- * between this module and its socket.
+ * between this module and its socket. A sender gone and back since the
+ * recipient last collected has its `session_left` and new join written after
+ * its older queued mail (`Rejoins`, which this module owns: one instance,
+ * empty between writes).
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 800 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
+ * Size: about 840 lines (the write batch itself is WriteBatch.ts, the departures held behind a recipient's own
  * parked output DepartureHolds.ts; mail parked behind that output, `parkBehind`, `behindOwnParked` and the
  * per-sender `parkedMail` counts new mail waits behind, is the latest part), kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the close's drain); split, that ownership
@@ -66,6 +69,7 @@ import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
+import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
 /** Where a writer gets membership frames from (Membership.ts). */
@@ -73,9 +77,10 @@ export interface FeedSource {
   /**
    * Appends the membership frames `peer` has not seen: joins and presence to
    * `out`, written first; departures to `departures`, written after the
-   * output already queued (MembershipFeed.collect).
+   * output already queued; the departure and new join of a session that is
+   * back to `rejoins`, written after its older mail (MembershipFeed.collect).
    */
-  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>) => void
+  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
   /**
@@ -196,6 +201,8 @@ export class Output {
   private batching = false
   /** Departures `takeForWrite` collects to write after the queued output; empty between calls. */
   private readonly departures: Array<OutFrame> = []
+  /** Sessions gone and back that `takeForWrite` met, whose pairs wait for their older mail; empty between calls. */
+  private readonly rejoins = new Rejoins()
   /** A write batch handed back empty (`recycle`), for the next `takeForWrite`. */
   private spare: WriteBatch | undefined = undefined
 
@@ -504,6 +511,23 @@ export class Output {
   }
 
   /**
+   * The recipients of messages of `senderKey`'s that `reader` produced and
+   * that wait for room (parked in the batch being handled, or in `reader`'s
+   * own list), `reader` itself excepted: a scan, only when a session whose
+   * departure waits for that output registers again (Membership.joined).
+   */
+  parkedRecipientsOf(reader: Peer, senderKey: string): ReadonlyArray<Peer> {
+    const found: Array<Peer> = []
+    for (const list of [this.parked, reader.parked]) {
+      for (let i = 0; i < list.length; i++) {
+        const [to, item] = list[i]!
+        if (to !== reader && isMessage(item) && item.mail.senderKey === senderKey && !found.includes(to)) found.push(to)
+      }
+    }
+    return found
+  }
+
+  /**
    * `recipient` withholds the departure of session `senderId` (`senderKey`)
    * until the `count` messages of its in `recipient`'s own parked list are
    * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
@@ -735,7 +759,11 @@ export class Output {
   /**
    * Takes everything in `peer`'s outbox as one write: the joins and presence
    * changes it has not seen first, then the items in order, then the
-   * departures (a session's last messages precede its `session_left`). Mail and notices for a
+   * departures (a session's last messages precede its `session_left`). A
+   * session that left and is back since the recipient last collected has its
+   * `session_left` and new `session_joined` put among the items, after its
+   * mail from before its return and before its mail from since (Rejoins.ts:
+   * a scan of the outbox, only then). Mail and notices for a
    * session this connection no longer holds (it unregistered, or was taken
    * over) are taken back instead of written.
    */
@@ -747,9 +775,13 @@ export class Output {
     const frames = batch.frames
     const returnable = batch.returnable
     const departures = this.departures
-    this.feed.collect(peer, frames, departures)
+    const rejoins = this.rejoins
+    this.feed.collect(peer, frames, departures, rejoins)
+    // Where the next pair of a returned session goes (-1: none, the common case).
+    let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).
     for (let i = 0; i < items.length; i++) {
+      if (i === rejoinAt) rejoinAt = rejoins.emit(i, frames)
       const item = items[i]!
       this.charge(peer, -charsOf(item))
       if (typeof item === "string") {
@@ -770,6 +802,8 @@ export class Output {
         frames.push(item.frame)
       }
     }
+    if (rejoinAt !== -1) rejoins.emit(items.length, frames)
+    if (rejoins.count > 0) rejoins.clear()
     // After what was queued before them: a session's last messages precede its `session_left`.
     if (departures.length > 0) {
       for (let i = 0; i < departures.length; i++) frames.push(departures[i]!)

@@ -36,6 +36,12 @@ export interface OutboundMessage {
   readonly mail: Mail
   /** The registry key of the session it was queued for (its target, or P49's holder of the identity). */
   readonly to: string
+  /**
+   * Its sender's incarnation when it was routed (`Session.presentSince`; 0
+   * for mail flushed from the mailbox): a writer that meets the sender gone
+   * and back writes the older ones before its `session_left` (Rejoins.ts).
+   */
+  readonly senderSince: number
 }
 
 

@@ -342,6 +342,7 @@ export class Registration {
       space,
       peer,
       endpointEpoch,
+      presentSince: 0, // Membership.joined sets it
       order: previous?.order ?? registry.nextOrder(),
       fields,
       infoJson: encodeSessionInfo(id, endpointEpoch, peer.connection.trustedLocal, fields),

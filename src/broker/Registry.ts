@@ -43,6 +43,13 @@ export interface Session {
   readonly space: ScopeSpace
   peer: Peer
   endpointEpoch: string
+  /**
+   * The `presentSince` of its membership feed entry (MembershipFeed.joined),
+   * written by Membership when it joins: changed by a return after a
+   * departure, kept by a takeover. Its routed messages carry it
+   * (`OutboundMessage.senderSince`, Rejoins.ts).
+   */
+  presentSince: number
   /** Broker registration order; a takeover inherits it (P16). */
   readonly order: number
   readonly fields: SessionFields

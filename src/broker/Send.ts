@@ -376,7 +376,7 @@ export class Send {
         delivery === undefined && traceparent === undefined
       ? forwarded
       : messageFrameFor(mail, target.peer, now)
-    this.handOver(attempt, mail, target, { frame: text, mail, to: target.key }, false)
+    this.handOver(attempt, mail, target, { frame: text, mail, to: target.key, senderSince: sender.presentSince }, false)
     this.traffic.routed(sender, message, target, target.id, target.fields.name, Routed.delivered, now)
     this.ctx.records.set(recorded, DELIVERED, now)
     if (journal === undefined) return this.answer(peer, message.id, DELIVERED)
@@ -444,7 +444,13 @@ export class Send {
       return true
     }
     const output = this.ctx.output
-    const item: OutboundMessage = { frame: messageFrameFor(staged.mail, target.peer, now), mail: staged.mail, to: target.key }
+    const item: OutboundMessage = {
+      frame: messageFrameFor(staged.mail, target.peer, now),
+      mail: staged.mail,
+      to: target.key,
+      // The incarnation that staged it, gone or not (Rejoins.ts).
+      senderSince: staged.attempt.sender.presentSince
+    }
     const inSendersBatch = leaving && output.inBatch
     if (!inSendersBatch && !output.hasRoom(target.peer, item)) return false
     this.handOver(staged.attempt, staged.mail, target, item, !inSendersBatch)

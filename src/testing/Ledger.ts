@@ -181,6 +181,11 @@ export class Ledger {
     this.departures.brokerRead(this.state, linkId, frames)
   }
 
+  /** The broker began a write toward the client on link `linkId` (one `Output.takeForWrite`; ledger/departure.ts). */
+  brokerWriteStarted(linkId: number): void {
+    this.departures.writeStarted(linkId)
+  }
+
   /** The broker wrote frames toward a client. */
   brokerWrote(linkId: number, frames: ReadonlyArray<string>): void {
     brokerWrote(this.state, linkId, frames)

@@ -18,24 +18,25 @@ import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type Workl
  * holds (`InboundJournal.handled`); `takeover-late-write` is the broker's
  * documented order trade-off at a takeover by another client instance (a
  * client's own rejoin, `rejoin-v1`, keeps the order), which no host journal
- * changes; `left-then-rejoined` is the documented gap in departure order
- * (a sender's parked mail after its `session_left` when it registered again
- * first: docs/architecture.md, "Not covered"; ledger/departure.ts).
+ * changes; `rejoined-before-queued` is the documented gap in departure order
+ * (a sender's mail, parked and not yet queued for the recipient, after its
+ * `session_left` when it registered again first: docs/architecture.md, "Not
+ * covered"; ledger/departure.ts).
  */
 export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = [
   "crash-redelivery",
   "unconfirmed-redelivery",
   "takeover-late-write",
-  "left-then-rejoined"
+  "rejoined-before-queued"
 ]
 
 /**
  * The known issues of a world whose hosts keep journals (`--host-journal`):
- * the two order trade-offs, `takeover-late-write` and `left-then-rejoined`. A copy the broker sends again reaches a new
+ * the two order trade-offs, `takeover-late-write` and `rejoined-before-queued`. A copy the broker sends again reaches a new
  * client, whose generation remembers what its host's history holds and
  * drops it (known issue 6's fix).
  */
-export const KNOWN_ISSUES_WITH_JOURNAL: ReadonlyArray<ViolationKind> = ["takeover-late-write", "left-then-rejoined"]
+export const KNOWN_ISSUES_WITH_JOURNAL: ReadonlyArray<ViolationKind> = ["takeover-late-write", "rejoined-before-queued"]
 
 /** What to soak: which seeds, the world, and what to do with failures. */
 export interface SoakOptions extends WorkloadOptions {

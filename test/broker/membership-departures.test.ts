@@ -139,3 +139,125 @@ describe("a departure after a session's last messages", () => {
       assert.deepStrictEqual(order, [`message ${answer.id}`, "left replier"])
     }))
 })
+
+// C-BRK-33 across a return: a sender that leaves and registers again before the recipient's writer collects
+// has its old mail still queued there; its session_left and new join go after that mail, before its new mail.
+describe("a departure and return after a session's last messages", () => {
+  /** The watcher's frames from `from`, and its membership frames of `from`, in order. */
+  const orderOf = (watcher: WireClient, from: string) =>
+    watcher.received().flatMap((f) =>
+      f.type === "message" && f.from.id === from
+        ? [`message ${f.message.id}`]
+        : f.type === "session_left" && f.sessionId === from
+        ? ["left"]
+        : f.type === "session_joined" && f.session.id === from
+        ? ["joined"]
+        : []
+    )
+
+  it.live("mail queued before the sender left and registered again reaches the watcher before its session_left, new mail after its join", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const flapper = yield* broker.connect("flapper")
+      yield* flapper.sendRaw(encodeFrames([JSON.stringify(registerFrame({ sessionId: "flapper" }))]))
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "flapper")
+      // One batch: both messages are queued for the watcher, and the feed holds the leave and the return,
+      // before the watcher's writer collects.
+      const before = message("sent before leaving")
+      const after = message("sent after coming back")
+      yield* flapper.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: before }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "flapper" })),
+        JSON.stringify({ type: "send", to: "watcher", message: after })
+      ]))
+      yield* messageFor(watcher.client, after.id)
+      assert.deepStrictEqual(orderOf(watcher.client, "flapper"), [
+        "joined",
+        `message ${before.id}`,
+        "left",
+        "joined",
+        `message ${after.id}`
+      ])
+    }))
+
+  it.live("with no new mail, the session_left and join come after the old mail", () =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const flapper = yield* broker.connect("flapper")
+      yield* flapper.sendRaw(encodeFrames([JSON.stringify(registerFrame({ sessionId: "flapper" }))]))
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "flapper")
+      const first = message("first")
+      const second = message("second")
+      yield* flapper.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: first }),
+        JSON.stringify({ type: "send", to: "watcher", message: second }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "flapper" }))
+      ]))
+      yield* watcher.client.next("session_left", (f) => f.sessionId === "flapper")
+      yield* watcher.client.next("session_joined", (f) =>
+        f.session.id === "flapper" && watcher.client.received().some((g) => g.type === "session_left"))
+      assert.deepStrictEqual(orderOf(watcher.client, "flapper"), [
+        "joined",
+        `message ${first.id}`,
+        `message ${second.id}`,
+        "left",
+        "joined"
+      ])
+    }))
+})
+
+// The departure held for output parked behind backpressure is released when the session's connection
+// registers as another session; each recipient of that output still hears the departure only after it.
+describe("a departure released by a registration while the session's output is parked", () => {
+  /** The asker's reads of the replier: its messages, and its membership frames, in order. */
+  const orderOf = (asker: WireClient) =>
+    asker.received().flatMap((f) =>
+      f.type === "message" && f.from.id === "replier"
+        ? [`message ${f.message.id}`]
+        : f.type === "session_left" && f.sessionId === "replier"
+        ? ["left"]
+        : f.type === "session_joined" && f.session.id === "replier"
+        ? ["joined"]
+        : []
+    )
+
+  /** The replier's answer parked behind the asker's full outbox, sent in one batch with `then`. */
+  const parkedAnswer = (then: ReadonlyArray<Record<string, unknown>>) =>
+    Effect.gen(function*() {
+      const broker = yield* withBroker({ outboxCapacity: 2 })
+      const asker = yield* broker.session({ sessionId: "asker" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      const filler = yield* broker.session({ sessionId: "filler" })
+      const probe = yield* broker.session({ sessionId: "probe", frame: { features: [STATS_V1] } })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "probe")
+      const question = message("still there?", { expectsReply: true })
+      assertDelivered(yield* send(asker.client, "replier", question))
+      yield* messageFor(replier.client, question.id)
+      yield* asker.client.pause
+      yield* fillOutbox(filler.client, "asker", probe.client)
+      const answer = message("yes, and going on", { replyTo: question.id })
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        ...then.map((frame) => JSON.stringify(frame))
+      ]))
+      for (let polls = 0; (yield* backpressureWaits(probe.client)) < 2; polls++) {
+        if (polls >= 100_000) assert.fail("the reply was never parked")
+      }
+      // The batch was handled (its output parked as it ended), the registration in it too; its answer waits too.
+      yield* asker.client.resume
+      yield* messageFor(asker.client, answer.id)
+      return { asker: asker.client, answer }
+    })
+
+  it.live("registered as another session in the same batch: the parked reply reaches the asker before the session_left", () =>
+    Effect.gen(function*() {
+      const { asker, answer } = yield* parkedAnswer([registerFrame({ sessionId: "replier-next" })])
+      yield* asker.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
+      assert.deepStrictEqual(orderOf(asker), ["joined", `message ${answer.id}`, "left"])
+    }))
+})

@@ -21,7 +21,7 @@ import {
   sessionRegistration
 } from "../../src/session/IntercomSession.ts"
 import { encodeFrames } from "../../src/protocol/index.ts"
-import { withBroker } from "../support/broker.ts"
+import { registerFrame, withBroker } from "../support/broker.ts"
 import { closeOnSimulatedTime, type MemoryBroker, settle, step, withMemoryBroker } from "../support/memory.ts"
 
 interface Peer {
@@ -186,6 +186,31 @@ describe("session over the broker core", () => {
           message: { id: "answer-1", timestamp: 1, content: { text: "8080" }, replyTo: question.message.id }
         }),
         JSON.stringify({ type: "unregister" })
+      ]))
+      yield* settle(Effect.void)
+      const result = yield* completed(asking)
+      assert.deepStrictEqual([result.text, result.isError], ["**Reply from B:**\n8080", false])
+      assert.strictEqual(yield* Queue.size(a.inbox), 0, "the answer was not handed over as a message")
+    }))
+
+  it.effect("the asked peer answers, unregisters and registers again in one write: the ask returns the answer (C-ASK-9, C-BRK-33)", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ idleExit: null })
+      const a = yield* peer(inMemory(broker), A_ID, "A")
+      yield* settle(a.session.status)
+      const b = yield* broker.session({ sessionId: B_ID, name: "B" })
+      const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "Which port?" }))
+      const question = yield* b.client.next("message")
+      // The answer is queued for A, then B leaves and is back before A's writer collects: A hears B leave
+      // only after the answer.
+      yield* b.client.sendRaw(encodeFrames([
+        JSON.stringify({
+          type: "send",
+          to: A_ID,
+          message: { id: "answer-1", timestamp: 1, content: { text: "8080" }, replyTo: question.message.id }
+        }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: B_ID, name: "B" }))
       ]))
       yield* settle(Effect.void)
       const result = yield* completed(asking)

@@ -2,7 +2,7 @@
  * The ledger's departure-order check (C-BRK-33, ledger/departure.ts) on its
  * own, fed by hand: a message its sender sent before it left (as the broker
  * saw the leave) must reach a recipient before the sender's `session_left`
- * there. After it, it is `left-before-mail`; `left-then-rejoined` when the
+ * there. After it, it is `left-before-mail`; `rejoined-before-queued` when the
  * sender left and registered again first (docs/architecture.md's documented
  * gap), for mail the broker routed to the recipient's live connection.
  */
@@ -34,6 +34,11 @@ interface Story {
   readonly leftWrittenEarly?: boolean
   /** What B reads, in order. */
   readonly reads: ReadonlyArray<"left" | "last" | "later">
+  /**
+   * The broker writes what follows the `session_left` in a later write (it was not queued for B when B's
+   * writer collected the departure); by default everything B reads is one write.
+   */
+  readonly queuedAfterLeft?: boolean
 }
 
 /** A (link #1) sends `last` to B (link #2), leaves, perhaps registers again; B reads as the story says. */
@@ -71,7 +76,14 @@ const run = (story: Story): ReadonlyArray<string> => {
     ledger.brokerRead(link, [sendOf(later)])
   }
   const frames = story.reads.map((read) => read === "left" ? left : delivered(read === "last" ? last : later))
-  ledger.brokerWrote(2, story.leftWrittenEarly === true ? frames.filter((frame) => frame !== left) : frames)
+  const toWrite = story.leftWrittenEarly === true ? frames.filter((frame) => frame !== left) : frames
+  const split = story.queuedAfterLeft === true ? toWrite.indexOf(left) + 1 : toWrite.length
+  ledger.brokerWriteStarted(2)
+  ledger.brokerWrote(2, toWrite.slice(0, split))
+  if (split < toWrite.length) {
+    ledger.brokerWriteStarted(2)
+    ledger.brokerWrote(2, toWrite.slice(split))
+  }
   ledger.clientRead(2, frames)
   return ledger.violations.map((violation) => violation.kind)
 }
@@ -95,13 +107,22 @@ describe("Ledger: a sender's mail before its session_left (C-BRK-33)", () => {
     expect(run({ leaves: "unregister", rejoins: true, reads: ["last", "left", "later"] })).toEqual([])
   })
 
-  it("the documented gap: the sender left and registered again, its live-routed mail after the session_left is left-then-rejoined", () => {
-    expect(run({ leaves: "unregister", rejoins: true, reads: ["left", "last", "later"] })).toEqual(["left-then-rejoined"])
-    expect(run({ leaves: "close", rejoins: true, reads: ["left", "last", "later"] })).toEqual(["left-then-rejoined"])
+  it("the documented gap: the sender left and registered again, its live-routed mail written after the session_left's write is rejoined-before-queued", () => {
+    expect(run({ leaves: "unregister", rejoins: true, queuedAfterLeft: true, reads: ["left", "last", "later"] })).toEqual([
+      "rejoined-before-queued"
+    ])
+    expect(run({ leaves: "close", rejoins: true, queuedAfterLeft: true, reads: ["left", "last", "later"] })).toEqual([
+      "rejoined-before-queued"
+    ])
+  })
+
+  it("no gap when the mail was queued at the departure's write: after the session_left in that same write it is left-before-mail despite the return", () => {
+    expect(run({ leaves: "unregister", rejoins: true, reads: ["left", "last", "later"] })).toEqual(["left-before-mail"])
+    expect(run({ leaves: "close", rejoins: true, reads: ["left", "last", "later"] })).toEqual(["left-before-mail"])
   })
 
   it("mail flushed from the mailbox when the recipient registered is no part of the gap: left-before-mail despite the return", () => {
-    expect(run({ leaves: "unregister", rejoins: true, receiverLate: true, reads: ["left", "last", "later"] })).toEqual([
+    expect(run({ leaves: "unregister", rejoins: true, receiverLate: true, queuedAfterLeft: true, reads: ["left", "last", "later"] })).toEqual([
       "left-before-mail"
     ])
   })
@@ -110,7 +131,8 @@ describe("Ledger: a sender's mail before its session_left (C-BRK-33)", () => {
 /**
  * A's link #1 reads `last` and ends before A hears the answer; A registers
  * on link #3 and sends it again (the same id); `thenLeaves`: A unregisters
- * there at once. B reads A's `session_left`, then `last`.
+ * there at once. B reads A's `session_left`, then `last`, written after it
+ * in a write of its own.
  */
 const resent = (thenLeaves: boolean): ReadonlyArray<string> => {
   const ledger = new Ledger({ now: () => 0 })
@@ -128,7 +150,11 @@ const resent = (thenLeaves: boolean): ReadonlyArray<string> => {
   ledger.brokerEnded(1)
   ledger.linkClosed(1)
   ledger.brokerRead(3, [registerOf(A, 1), sendOf(last), ...(thenLeaves ? [unregister] : [])])
-  ledger.brokerWrote(2, [left, delivered(last)])
+  // Two writes: `last` was not queued for B when its writer wrote the session_left.
+  ledger.brokerWriteStarted(2)
+  ledger.brokerWrote(2, [left])
+  ledger.brokerWriteStarted(2)
+  ledger.brokerWrote(2, [delivered(last)])
   ledger.clientRead(2, [left, delivered(last)])
   return ledger.violations.map((violation) => violation.kind)
 }
@@ -138,7 +164,7 @@ describe("Ledger: a message sent again after its sender's connection ended", () 
     expect(resent(false)).toEqual([])
   })
 
-  it("gone again at once: the earlier copy's connection ended and the sender returned, so it is left-then-rejoined", () => {
-    expect(resent(true)).toEqual(["left-then-rejoined"])
+  it("gone again at once: the earlier copy's connection ended and the sender returned, so it is rejoined-before-queued", () => {
+    expect(resent(true)).toEqual(["rejoined-before-queued"])
   })
 })

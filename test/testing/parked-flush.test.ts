@@ -68,16 +68,14 @@ describe("the ParkedFlush op", () => {
       assert.isAtLeast(report.paths.departuresHeld, 1, trace)
     }))
 
-  // A gap this op found (reported; the broker side is another change's, not fixed here). B comes back to
-  // D's mail; what does not fit its outbox is parked on B's reader, and B's first write is slow. Meanwhile
-  // the drainer offers the rest of the flush (D's m5, m7, m9) into B's outbox, now empty: no hold is taken
-  // when D leaves, as none of D's mail is parked any more, and D registers again at once. B's writer then
-  // collects D's departure as one of a session that is back (MembershipFeed.collect) and writes
-  // `session_left` and the new `session_joined` before the queued items (Output.takeForWrite): D's old mail
-  // reaches B after D's `session_left` (C-BRK-33). It is the `left-then-rejoined` gap, but the ledger
-  // tolerates that only for mail routed live (ledger/departure.ts), and this mail was flushed from the
-  // mailbox, so it is `left-before-mail`. Remove `.fails` once it holds.
-  it.effect.fails("KNOWN GAP: a sender that leaves and rejoins while its flushed mail waits in the recipient's outbox gets its session_left written before that mail", () =>
+  // A gap this op found, closed by the writer's placement of a returned sender's departure (Rejoins.ts). B
+  // comes back to D's mail; what does not fit its outbox is parked on B's reader, and B's first write is
+  // slow. Meanwhile the drainer offers the rest of the flush (D's m5, m7, m9) into B's outbox, now empty: no
+  // hold is taken when D leaves, as none of D's mail is parked any more, and D registers again at once. B's
+  // writer collects D's departure as one of a session that is back (MembershipFeed.collect); it used to
+  // write `session_left` and the new `session_joined` before the queued items, so D's old mail reached B
+  // after D's `session_left` (C-BRK-33, `left-before-mail`: this mail was flushed from the mailbox).
+  it.effect("a sender that leaves and rejoins while its flushed mail waits in the recipient's outbox has that mail reach it before its session_left", () =>
     Effect.gen(function*() {
       // Seed 4's world (varied, with pressure: outboxes of 8,192 characters), this op alone: D's m5, m7, m9.
       const op: ParkedFlushDraw = {

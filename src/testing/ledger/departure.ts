@@ -25,18 +25,24 @@
  * Only what arrives is judged: a message that never does (refused, expired,
  * withdrawn, superseded, lost) is the other checks' business. Named
  * exceptions, each documented:
- * - `left-then-rejoined`: docs/architecture.md's "Not covered" — X left
+ * - `rejoined-before-queued`: docs/architecture.md's "Not covered" — X left
  *   (by `unregister` or its connection's end), then registered again (the
- *   same id on any connection, or that connection as another session)
- *   before the message arrived, which the broker had routed to the
- *   recipient's live connection: X's output still queued or parked for the
- *   recipient when X returned, which the recipient's writer writes after
- *   X's departure and new join (a departure stays before the join that
- *   follows it). A return after the end of any registration that read a
- *   copy counts (the broker may have routed the earlier copy and deduplicated
- *   the later). Tolerated by default (Soak.ts's `KNOWN_ISSUES`). Mail
- *   flushed from the mailbox when the recipient registered is not excused
- *   (a departure waits for it: DepartureHolds.ts, also across a return).
+ *   same id, on any connection) before the message arrived, which the broker had routed to the
+ *   recipient's live connection, and the message came in a later write than
+ *   the `session_left` (each broker write is one `Output.takeForWrite`,
+ *   `writeStarted`): it was not queued for the recipient yet when its writer
+ *   collected the departure — X's output parked behind backpressure, whose
+ *   held departure X's return released. X's connection registering as
+ *   another session is no return (the recipients of that parked output
+ *   withhold the departure until it is queued: Membership.releaseEarly).
+ *   Mail queued for the recipient then is written before the `session_left`
+ *   however X returned (Rejoins.ts): in the same write after it, it is
+ *   `left-before-mail`. A return after the
+ *   end of any registration that read a copy counts (the broker may have
+ *   routed the earlier copy and deduplicated the later). Tolerated by
+ *   default (Soak.ts's `KNOWN_ISSUES`). Mail flushed from the mailbox when
+ *   the recipient registered is not excused (a departure waits for it:
+ *   DepartureHolds.ts, also across a return).
  * - `takeover-late-write`: the message was in the write in progress of a
  *   connection the recipient had replaced (ledger/order.ts, known issue 22):
  *   it comes back after everything the new connection was sent since.
@@ -89,18 +95,28 @@ export class DepartureLedger {
   private readonly count = new Map<string, number>()
   /** Departures not followed by a registration yet, per `epoch\0session`. */
   private readonly unanswered = new Map<string, Array<Departure>>()
-  /** The departure by `unregister` that last ended a registration on each link, until the link registers again (as any session). */
-  private readonly lastOnLink = new Map<number, Departure>()
   /** The registration whose read of each message counts (the last before it was answered or read), by message id. */
   private readonly sentIn = new Map<string, Registration>()
   /** The departure that ended the registration each message was sent in, by message id. */
   private readonly endOf = new Map<string, Departure>()
   /** Every departure that ended a registration in which the broker read a copy of each message, by message id. */
   private readonly endsOfCopies = new Map<string, Array<Departure>>()
-  /** `session_left` frames written and not read yet, per link, in order: the departed session and its count then. */
-  private readonly written = new Map<number, Array<{ readonly session: string; readonly departures: number }>>()
+  /**
+   * `session_left` frames written and not read yet, per link, in order: the departed session, its count
+   * then, and the write it was in.
+   */
+  private readonly written = new Map<
+    number,
+    Array<{ readonly session: string; readonly departures: number; readonly write: number }>
+  >()
   /** Departures each receiver was told of, per `receiver\0session\0epoch`: the highest count it read. */
   private readonly told = new Map<string, number>()
+  /** The link and write of the `session_left` that raised each `told` count, by the same key. */
+  private readonly toldIn = new Map<string, { readonly linkId: number; readonly write: number }>()
+  /** Broker writes begun on each link (`writeStarted`): the number of the current one. */
+  private readonly writes = new Map<number, number>()
+  /** The write each message was first written in on each link, per `link\0message id`. */
+  private readonly writtenIn = new Map<string, number>()
   /** Messages whose first arrival was judged. */
   private readonly judged = new Set<string>()
   /** `acceptSeq` when the broker read each link's `register`. */
@@ -177,16 +193,36 @@ export class DepartureLedger {
     if (link !== undefined) this.depart(state, linkId, link.brokerEpoch, false)
   }
 
-  /** The broker wrote frames toward a client: notes each `session_left` with the departures it had seen then. */
+  /** The broker began a write on link `linkId` (one `Output.takeForWrite`): later frames are in the next write. */
+  writeStarted(linkId: number): void {
+    this.writes.set(linkId, (this.writes.get(linkId) ?? 0) + 1)
+  }
+
+  /**
+   * The broker wrote frames toward a client: notes each `session_left` with the departures it had seen
+   * then, and the write each message was first in.
+   */
   brokerWrote(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
     const link = state.links.get(linkId)
     if (link === undefined) return
+    const write = this.writes.get(linkId) ?? 0
     for (const text of frames) {
+      if (text.startsWith(`{"type":"message"`)) {
+        const frame = decodeBrokerFrameText(text)
+        if (isFrameDecodeError(frame) || frame.type !== "message") continue
+        const key = `${linkId}\u0000${frame.message.id}`
+        if (!this.writtenIn.has(key)) this.writtenIn.set(key, write)
+        continue
+      }
       if (!text.startsWith(`{"type":"session_left"`)) continue
       const frame = decodeBrokerFrameText(text)
       if (isFrameDecodeError(frame) || frame.type !== "session_left") continue
       const queue = this.written.get(linkId) ?? []
-      queue.push({ session: frame.sessionId, departures: this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0 })
+      queue.push({
+        session: frame.sessionId,
+        departures: this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0,
+        write
+      })
       this.written.set(linkId, queue)
     }
   }
@@ -205,7 +241,11 @@ export class DepartureLedger {
         if (at < 0) continue
         const [entry] = queue.splice(at, 1)
         const key = `${receiver}\u0000${frame.sessionId}\u0000${link.brokerEpoch}`
-        this.told.set(key, Math.max(this.told.get(key) ?? 0, entry?.departures ?? 0))
+        const departures = entry?.departures ?? 0
+        if (!this.told.has(key) || departures > (this.told.get(key) ?? 0)) {
+          this.told.set(key, departures)
+          this.toldIn.set(key, { linkId, write: entry?.write ?? 0 })
+        }
       } else if (text.startsWith(`{"type":"message"`)) {
         const frame = decodeBrokerFrameText(text)
         if (isFrameDecodeError(frame) || frame.type !== "message") continue
@@ -220,7 +260,8 @@ export class DepartureLedger {
     this.judged.add(id)
     const ended = this.endOf.get(id)
     if (ended === undefined) return
-    const told = this.told.get(`${receiver}\u0000${sender}\u0000${ended.epoch}`) ?? 0
+    const toldKey = `${receiver}\u0000${sender}\u0000${ended.epoch}`
+    const told = this.told.get(toldKey) ?? 0
     state.checkCount++ // one check (trace.ts's `check`), its violation named below by its cause
     if (told < ended.index) return
     // Routed to this live connection (not flushed from the mailbox when it registered): it may have been
@@ -228,17 +269,24 @@ export class DepartureLedger {
     const routedLive = record.acceptSeq !== undefined && record.acceptSeq > (this.registeredAtSeq.get(linkId) ?? Infinity)
     const late = lateFromReplaced(state, record, receiver) === "withoutRejoin" // tolerated only so, as in the order check
     // A copy read earlier (whose registration also ended) may be the one the broker routed: its return counts too.
-    const rejoined = !late && routedLive && (this.endsOfCopies.get(id) ?? [ended]).some((end) => end.rejoined)
+    const returned = !late && routedLive && (this.endsOfCopies.get(id) ?? [ended]).some((end) => end.rejoined)
+    // Queued for this connection when the session_left was written, it is in that write (Rejoins.ts's case).
+    const toldIn = this.toldIn.get(toldKey)
+    const inLaterWrite = toldIn === undefined || toldIn.linkId !== linkId ||
+      (this.writtenIn.get(`${linkId}\u0000${id}`) ?? 0) > toldIn.write
+    const rejoined = returned && inLaterWrite
     violate(
       state,
-      late ? "takeover-late-write" : rejoined ? "left-then-rejoined" : "left-before-mail",
+      late ? "takeover-late-write" : rejoined ? "rejoined-before-queued" : "left-before-mail",
       `${record.alias} from ${nameOf(state, sender)} reached ${nameOf(state, receiver)} after its session_left, though ${
         nameOf(state, sender)
       } sent it before it left (${ended.unregistered ? "unregistered" : "its connection ended"})${
         late
           ? " (it was in the write in progress of a connection the receiver had replaced)"
           : rejoined
-          ? " (the sender registered again before it arrived: the documented gap)"
+          ? " (the sender registered again before it was queued for the receiver: the documented gap)"
+          : returned
+          ? " (the sender registered again before it arrived, but it was queued for the receiver when the session_left was written: Rejoins.ts puts such mail first)"
           : ""
       }`
     )
@@ -257,9 +305,6 @@ export class DepartureLedger {
     const key = `${epoch}\u0000${session}`
     for (const departure of this.unanswered.get(key) ?? []) departure.rejoined = true
     this.unanswered.delete(key)
-    const onLink = this.lastOnLink.get(linkId)
-    if (onLink !== undefined) onLink.rejoined = true
-    this.lastOnLink.delete(linkId)
     const previous = this.held.get(linkId)
     if (previous !== undefined) replaced.push(previous)
     const next: Registration = {
@@ -291,7 +336,6 @@ export class DepartureLedger {
     const unanswered = this.unanswered.get(key) ?? []
     unanswered.push(departure)
     this.unanswered.set(key, unanswered)
-    if (unregistered) this.lastOnLink.set(linkId, departure)
     if (unregistered && registration.ephemeral) {
       const ends = this.oneShotEnds.get(registration.session) ?? []
       ends.push({ epoch, seq: state.acceptSeq })

@@ -93,11 +93,13 @@ export type ViolationKind =
   | "left-before-mail"
   /**
    * A `left-before-mail` in the documented gap (docs/architecture.md,
-   * "Not covered"): the sender left, then registered again (or its
-   * connection did, as another session) before the message, routed to the
-   * recipient's live connection, arrived. Tolerated by default.
+   * "Not covered"): the sender left, then registered again (its id, on any
+   * connection) before the message, routed to the recipient's live
+   * connection, was queued there: it came in a later
+   * broker write than the `session_left` (ledger/departure.ts). Tolerated
+   * by default.
    */
-  | "left-then-rejoined"
+  | "rejoined-before-queued"
   /** Fibers were still running after their owner (generation, client, broker, world) closed. */
   | "fiber-leak"
   /**
