@@ -100,8 +100,9 @@
  * registers and leaves in two quick batches would be collected as joined
  * and left at once, which sends nothing (MembershipFeed.collect).
  *
- * Size: about 400 lines, over a third of them this header and the JSDoc;
- * kept whole because this class is the single writer of a `Peer`'s feed
+ * Size: about 480 lines, over a third of them this header and the JSDoc
+ * (`releaseEarly`, a departure released early when its connection registers
+ * as another session, is the latest part); kept whole because this class is the single writer of a `Peer`'s feed
  * fields, which the departure holds and the feed's wake-ups both write.
  */
 import { Queue } from "effect"
