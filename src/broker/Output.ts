@@ -338,49 +338,67 @@ export class Output {
   }
 
   /**
-   * Offers an item `reader` parked to its recipient, waiting for room in
-   * frames and in characters; false when the recipient closed meanwhile. An
-   * accepted item is flushed at once (the caller is a drainer fiber, outside
-   * any batch). A message for another recipient whose own parked list holds
-   * older mail of its sender for it (`Peer.parkedMail`) waits until that is
-   * offered — or, when `reader`'s own list holds mail for `reader` too, is
-   * parked at the end of the recipient's list (accepted), so two drainers
-   * never wait on each other.
+   * Offers `entry`, the oldest item `reader` parked (`nextParked`), to its
+   * recipient, waiting for room in frames and in characters. The item leaves
+   * the parked list in the same synchronous step that accepts it (or refuses
+   * it: its recipient closed, or no longer holds its session), before the
+   * recipient's writer is told to flush, so nothing ever sees it both queued
+   * and still parked — a takeover's `handOver` takes parked items back, and
+   * would send one the old socket already wrote a second time. Done at once
+   * when `entry` is no longer the oldest (a hand-over took it back while this
+   * waited). The caller is a drainer fiber, outside any batch. A message for
+   * another recipient whose own parked list holds older mail of its sender
+   * for it (`Peer.parkedMail`) waits until that is offered — or, when
+   * `reader`'s own list holds mail for `reader` too, is parked at the end of
+   * the recipient's list (accepted), so two drainers never wait on each other.
    */
-  offer(reader: Peer, recipient: Peer, item: OutboundItem): Effect.Effect<boolean> {
+  offerParked(reader: Peer, entry: readonly [Peer, OutboundItem]): Effect.Effect<void> {
     return Effect.suspend(() => {
-      // Mail for a session the recipient no longer holds (taken over while this waited) is refused
-      // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
-      if (isShut(recipient) || isStranded(item, recipient)) return Effect.succeed(false)
-      if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
-        // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
-        // after it at the close. An empty list with a count is one with none: this waits for the shut.)
-        if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
-          this.parkOwn(recipient, item)
-          return Effect.succeed(true)
-        }
-        // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
-        this.waitsBehindOwn++
-        const turn = Deferred.makeUnsafe<void>()
-        ;(recipient.roomWaiters ??= []).push(turn)
-        return Effect.andThen(Deferred.await(turn), this.offer(reader, recipient, item))
-      }
-      const chars = charsOf(item)
-      if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
-        const room = Deferred.makeUnsafe<void>()
-        ;(recipient.roomWaiters ??= []).push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
-      }
-      if (this.overTotalBudget(recipient, chars)) {
-        const room = Deferred.makeUnsafe<void>()
-        this.totalWaiters.push(room)
-        return Effect.andThen(Deferred.await(room), this.offer(reader, recipient, item))
-      }
-      this.charge(recipient, chars)
-      recipient.outbox.push(item)
-      recipient.writer.flush()
-      return Effect.succeed(true)
+      if (reader.parked[0] !== entry) return Effect.void
+      const recipient = entry[0]
+      const placed = this.place(reader, recipient, entry[1])
+      if (typeof placed !== "string") return Effect.andThen(Deferred.await(placed), this.offerParked(reader, entry))
+      this.parkedOffered(reader, entry, placed !== "refused")
+      if (placed === "queued") recipient.writer.flush()
+      return Effect.void
     })
+  }
+
+  /**
+   * One try of `offerParked`: the item queued in the recipient's outbox,
+   * parked at the end of its own list, refused, or a wait to retry after.
+   */
+  private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
+    // Mail for a session the recipient no longer holds (taken over while this waited) is refused
+    // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
+    if (isShut(recipient) || isStranded(item, recipient)) return "refused"
+    if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
+      // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
+      // after it at the close. An empty list with a count is one with none: this waits for the shut.)
+      if (reader.parkedMail !== undefined && recipient.parked.length > 0) {
+        this.parkOwn(recipient, item)
+        return "parked"
+      }
+      // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
+      this.waitsBehindOwn++
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
+    const chars = charsOf(item)
+    if (this.full(recipient) || this.overOwnBudget(recipient, chars)) {
+      const room = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(room)
+      return room
+    }
+    if (this.overTotalBudget(recipient, chars)) {
+      const room = Deferred.makeUnsafe<void>()
+      this.totalWaiters.push(room)
+      return room
+    }
+    this.charge(recipient, chars)
+    recipient.outbox.push(item)
+    return "queued"
   }
 
   /** The writer took items: senders waiting for room in this outbox, or in all of them, may try again. */
@@ -479,12 +497,11 @@ export class Output {
   }
 
   /**
-   * The oldest parked item, `entry` (from `nextParked`), was offered:
-   * accepted, or refused because its recipient closed meanwhile. Nothing
-   * when `entry` is no longer the oldest: a takeover's `handOver` took it
-   * back while it was offered (refused then, as stranded).
+   * The oldest parked item, `entry`, was offered (`offerParked`): accepted,
+   * or refused because its recipient closed meanwhile. Nothing when `entry`
+   * is no longer the oldest.
    */
-  parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
+  private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
     if (reader.parked[0] !== entry) return
     const first = reader.parked.shift()
     if (first !== undefined && first[0] === reader && isMessage(first[1])) {
@@ -693,14 +710,10 @@ export class Output {
    */
   handOver(peer: Peer): void {
     const items = peer.outbox
-    // The parked item its drainer offers: accepted, it may be queued here before the drainer records it.
-    const offering = peer.parked.length > 0 ? peer.parked[0]![1] : undefined
-    let offeredHere = false
     let kept = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
       if (isStranded(item, peer)) {
-        if (item === offering) offeredHere = true
         this.charge(peer, -charsOf(item))
         this.takeBack(item)
       } else items[kept++] = item
@@ -708,7 +721,7 @@ export class Output {
     const took = kept < items.length
     items.length = kept
     // After the outbox (queued before it): its own parked list's mail and notices for the session.
-    if (peer.parked.length > 0) this.handOverParked(peer, offeredHere)
+    if (peer.parked.length > 0) this.handOverParked(peer)
     if (took) this.roomMade(peer)
   }
 
@@ -721,15 +734,14 @@ export class Output {
    * its close, which a takeover's `end` holds up to its flush grace —
    * meanwhile a sender's newer mail, routed to the new connection (whose
    * `parkedMail` holds none of it), would overtake its older mail here. The
-   * item its drainer is offering may be among them: `parkedOffered` then
-   * does nothing (`firstQueued`: its offer was accepted and the outbox's
-   * hand-over took it back already, so it is only counted off here).
-   * Frames of the connection's own, and output for others, stay. The counts
+   * item its drainer waits to offer may be among them: its `offerParked`
+   * then ends without offering it (an item it offered and got accepted left
+   * the list in that step). Frames of the connection's own, and output for others, stay. The counts
    * go down only once all of it is queued: a count's last one wakes the
    * senders waiting behind it, and a woken fiber may run at once, inside
    * this call (Deferred.doneUnsafe).
    */
-  private handOverParked(peer: Peer, firstQueued: boolean): void {
+  private handOverParked(peer: Peer): void {
     const parked = peer.parked
     const taken: Array<Returnable> = []
     let kept = 0
@@ -741,7 +753,7 @@ export class Output {
     }
     if (taken.length === 0) return
     parked.length = kept
-    for (let i = firstQueued ? 1 : 0; i < taken.length; i++) this.takeBack(taken[i]!)
+    for (let i = 0; i < taken.length; i++) this.takeBack(taken[i]!)
     for (const item of taken) {
       if (!isMessage(item)) continue
       this.uncountParkedMail(peer, item.mail.senderKey)

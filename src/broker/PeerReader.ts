@@ -72,8 +72,7 @@ const frameType = (text: string): string | undefined => {
 const drainParked = (output: Output, peer: Peer) =>
   Effect.gen(function*() {
     for (let next = output.nextParked(peer); next !== undefined; next = output.nextParked(peer)) {
-      const [recipient, item] = next
-      output.parkedOffered(peer, next, yield* output.offer(peer, recipient, item))
+      yield* output.offerParked(peer, next)
     }
   })
 

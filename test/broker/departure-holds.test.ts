@@ -55,9 +55,7 @@ const setUpWith = (count: number) => Effect.gen(function*() {
   /** `reader`'s drainer offers its next `n` parked items (the recipients have room: nothing waits). */
   const drain = (reader: Peer, n: number): void => {
     for (let i = 0; i < n; i++) {
-      const next = router.output.nextParked(reader)!
-      const [recipient, item] = next
-      router.output.parkedOffered(reader, next, Effect.runSync(router.output.offer(reader, recipient, item)))
+      Effect.runSync(router.output.offerParked(reader, router.output.nextParked(reader)!))
     }
   }
   const away = session("recipient", false)
