@@ -182,8 +182,8 @@ export class Ledger {
   }
 
   /** The broker began a write toward the client on link `linkId` (one `Output.takeForWrite`; ledger/departure.ts). */
-  brokerWriteStarted(linkId: number): void {
-    this.departures.writeStarted(linkId)
+  brokerWriteStarted(linkId: number, frames: ReadonlyArray<string>): void {
+    this.departures.writeStarted(this.state, linkId, frames)
   }
 
   /** The broker wrote frames toward a client. */

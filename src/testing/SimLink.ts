@@ -204,7 +204,7 @@ export class SimLink {
       const sent = outputFault === undefined ? texts : outputFault(this.id, texts)
       if (sent.length === 0) return undefined
       // The broker writes one outbox take per write: the departure check tells them apart (ledger/departure.ts).
-      if (side === "broker") this.ledger.brokerWriteStarted(this.id)
+      if (side === "broker") this.ledger.brokerWriteStarted(this.id, sent)
       const progress = { written: 0 }
       pending = progress
       const queue = this.inFlight[toward]

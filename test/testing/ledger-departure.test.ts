@@ -78,10 +78,10 @@ const run = (story: Story): ReadonlyArray<string> => {
   const frames = story.reads.map((read) => read === "left" ? left : delivered(read === "last" ? last : later))
   const toWrite = story.leftWrittenEarly === true ? frames.filter((frame) => frame !== left) : frames
   const split = story.queuedAfterLeft === true ? toWrite.indexOf(left) + 1 : toWrite.length
-  ledger.brokerWriteStarted(2)
+  ledger.brokerWriteStarted(2, toWrite.slice(0, split))
   ledger.brokerWrote(2, toWrite.slice(0, split))
   if (split < toWrite.length) {
-    ledger.brokerWriteStarted(2)
+    ledger.brokerWriteStarted(2, toWrite.slice(split))
     ledger.brokerWrote(2, toWrite.slice(split))
   }
   ledger.clientRead(2, frames)
@@ -151,9 +151,9 @@ const resent = (thenLeaves: boolean): ReadonlyArray<string> => {
   ledger.linkClosed(1)
   ledger.brokerRead(3, [registerOf(A, 1), sendOf(last), ...(thenLeaves ? [unregister] : [])])
   // Two writes: `last` was not queued for B when its writer wrote the session_left.
-  ledger.brokerWriteStarted(2)
+  ledger.brokerWriteStarted(2, [left])
   ledger.brokerWrote(2, [left])
-  ledger.brokerWriteStarted(2)
+  ledger.brokerWriteStarted(2, [delivered(last)])
   ledger.brokerWrote(2, [delivered(last)])
   ledger.clientRead(2, [left, delivered(last)])
   return ledger.violations.map((violation) => violation.kind)
@@ -166,5 +166,38 @@ describe("Ledger: a message sent again after its sender's connection ended", () 
 
   it("gone again at once: the earlier copy's connection ended and the sender returned, so it is rejoined-before-queued", () => {
     expect(resent(true)).toEqual(["rejoined-before-queued"])
+  })
+})
+
+describe("Ledger: a broker write that reaches the transport late", () => {
+  it("a session_left announces the departures seen when its write began, not those read while the write was on its way", () => {
+    const ledger = new Ledger({ now: () => 0 })
+    ledger.addSession({ id: A, name: "a", scopeId: undefined })
+    ledger.addSession({ id: B, name: "b", scopeId: undefined })
+    ledger.linkOpened(1, A, "client-a", 0)
+    ledger.linkOpened(2, B, "client-b", 0)
+    ledger.brokerRead(1, [registerOf(A, 1)])
+    ledger.clientRead(1, [registeredOf(A)])
+    ledger.brokerRead(2, [registerOf(B, 2)])
+    ledger.clientRead(2, [registeredOf(B)])
+    // A unregisters (its first departure), registers again on the same link, and sends `later` to B.
+    ledger.clientWrote(1, [unregister])
+    ledger.brokerRead(1, [unregister])
+    ledger.brokerRead(1, [registerOf(A, 1)])
+    ledger.clientRead(1, [registeredOf(A)])
+    ledger.clientWrote(1, [sendOf(later)])
+    ledger.brokerRead(1, [sendOf(later)])
+    // B's writer takes the first departure and A's new join; the transport takes that write only after
+    // A unregistered again (its second departure).
+    const joined = JSON.stringify({ type: "session_joined", session: from })
+    ledger.brokerWriteStarted(2, [left, joined])
+    ledger.clientWrote(1, [unregister])
+    ledger.brokerRead(1, [unregister])
+    ledger.brokerWrote(2, [left, joined])
+    // The next write: `later`, then the second departure's session_left.
+    ledger.brokerWriteStarted(2, [delivered(later), left])
+    ledger.brokerWrote(2, [delivered(later), left])
+    ledger.clientRead(2, [left, joined, delivered(later), left])
+    expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
   })
 })

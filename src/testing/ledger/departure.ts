@@ -15,9 +15,11 @@
  * before the answer or its first arrival, as `acceptSeq` does (ledger/wire.ts):
  * a copy read earlier may have waited in a reader that closed before routing
  * it. Departures are numbered per broker
- * incarnation and session. When the broker writes a `session_left` for X to
- * a connection, the ledger notes how many departures of X it had seen then
- * (matched to the client's read in order, per connection and session); a
+ * incarnation and session. When the broker begins a write holding a
+ * `session_left` for X to a connection (its writer chose the frames then,
+ * however long the write takes to reach the transport), the ledger notes how
+ * many departures of X it had seen (matched to the client's read in order,
+ * per connection and session); a
  * recipient that reads it has been told of those departures. The first
  * arrival there of a message whose registration ended in one of them is
  * `left-before-mail`.
@@ -115,6 +117,12 @@ export class DepartureLedger {
   private readonly toldIn = new Map<string, { readonly linkId: number; readonly write: number }>()
   /** Broker writes begun on each link (`writeStarted`): the number of the current one. */
   private readonly writes = new Map<number, number>()
+  /**
+   * The departure count of each `session_left` in the current write on each link, in order, as it was
+   * when the write began (`writeStarted`): the broker chose those frames then, and a departure it reads
+   * while a slow write is on its way is not one they announce. `brokerWrote` takes them as the frames go.
+   */
+  private readonly countsAtWrite = new Map<number, Array<number>>()
   /** The write each message was first written in on each link, per `link\0message id`. */
   private readonly writtenIn = new Map<string, number>()
   /** Messages whose first arrival was judged. */
@@ -193,14 +201,27 @@ export class DepartureLedger {
     if (link !== undefined) this.depart(state, linkId, link.brokerEpoch, false)
   }
 
-  /** The broker began a write on link `linkId` (one `Output.takeForWrite`): later frames are in the next write. */
-  writeStarted(linkId: number): void {
+  /**
+   * The broker began a write of `frames` on link `linkId` (one `Output.takeForWrite`): later frames are in
+   * the next write. Notes the departures each `session_left` among them announces, as of now.
+   */
+  writeStarted(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
     this.writes.set(linkId, (this.writes.get(linkId) ?? 0) + 1)
+    const link = state.links.get(linkId)
+    if (link === undefined) return
+    const counts: Array<number> = []
+    for (const text of frames) {
+      if (!text.startsWith(`{"type":"session_left"`)) continue
+      const frame = decodeBrokerFrameText(text)
+      if (isFrameDecodeError(frame) || frame.type !== "session_left") continue
+      counts.push(this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0)
+    }
+    this.countsAtWrite.set(linkId, counts)
   }
 
   /**
    * The broker wrote frames toward a client: notes each `session_left` with the departures it had seen
-   * then, and the write each message was first in.
+   * when its write began (`writeStarted`), and the write each message was first in.
    */
   brokerWrote(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
     const link = state.links.get(linkId)
@@ -220,7 +241,8 @@ export class DepartureLedger {
       const queue = this.written.get(linkId) ?? []
       queue.push({
         session: frame.sessionId,
-        departures: this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0,
+        departures: this.countsAtWrite.get(linkId)?.shift() ??
+          this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0,
         write
       })
       this.written.set(linkId, queue)
