@@ -132,9 +132,20 @@ export class IntercomDirNotADirectory extends Data.TaggedError("IntercomDirNotAD
  * @category errors
  * @since 0.1.0
  */
-export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{ readonly agentDir: string }> {
+export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{
+  readonly agentDir: string
+  /** The `--dir` value as given. */
+  readonly given: string
+  /** This user's home directory, for the hint on a `given` that starts with `~`. */
+  readonly homeDir: string
+}> {
   override get message(): string {
-    return `No such directory: ${this.agentDir} (--dir). Create it, or omit --dir for the default agent dir.`
+    const where = `No such directory: ${this.agentDir} (--dir).`
+    if (!this.given.startsWith("~")) return `${where} Create it, or omit --dir for the default agent dir.`
+    // `--dir=~/x` or a quoted '~/x': the shell left the "~" alone, and so does intercom.
+    const rest = this.given.slice(1)
+    const home = rest.startsWith("/") ? `${this.homeDir}${rest}` : `${this.homeDir}/…`
+    return `${where} The value ${JSON.stringify(this.given)} starts with "~", which is not expanded here; if you meant your home directory, write the path out (${home}).`
   }
 }
 
@@ -152,14 +163,14 @@ const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => 
  * Checks the agent dir of a client command before anything reads config or
  * spawns a broker: fails with `IntercomDirNotADirectory` when the intercom
  * dir, the agent dir or a directory above them is a file, and with
- * `NoSuchAgentDir` when `fromFlag` (the agent dir came from `--dir`) and it
- * does not exist. An agent dir from the environment or the default
+ * `NoSuchAgentDir` when the agent dir came from `--dir` (`dirFlag`, the
+ * value as given) and it does not exist. An agent dir from the environment or the default
  * (`~/.pi/agent`) may be missing: the broker creates it. Anything this user
  * may not look at passes here; the step that needs it says so.
  */
 export const checkAgentDir = (
   paths: Pick<IntercomPaths, "agentDir" | "intercomDir">,
-  fromFlag: boolean
+  dirFlag: string | undefined
 ): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> =>
   Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> => {
     // Upward from the intercom dir to the first thing that exists.
@@ -168,7 +179,9 @@ export const checkAgentDir = (
       if (kind === "other") return Effect.fail(new IntercomDirNotADirectory({ path: file, intercomDir: paths.intercomDir }))
       if (kind === "directory") {
         const agentDirMissing = file !== paths.intercomDir && file !== paths.agentDir
-        return fromFlag && agentDirMissing ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir })) : Effect.void
+        return dirFlag !== undefined && agentDirMissing
+          ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir, given: dirFlag.trim(), homeDir: os.homedir() }))
+          : Effect.void
       }
       if (kind === "unknown" || path.dirname(file) === file) return Effect.void
     }
@@ -184,6 +197,6 @@ export const checkBrokerFiles = (
   paths: IntercomPaths
 ): Effect.Effect<void, IntercomDirNotADirectory | BrokerFilesInaccessible> =>
   Effect.andThen(
-    checkAgentDir(paths, false).pipe(Effect.catchTag("NoSuchAgentDir", () => Effect.void)),
+    checkAgentDir(paths, undefined).pipe(Effect.catchTag("NoSuchAgentDir", () => Effect.void)),
     checkBrokerAccess(paths)
   )

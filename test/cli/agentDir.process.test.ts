@@ -11,7 +11,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { cleanEnv, runCli, tempDir } from "./support.ts"
+import { runChild } from "../support/process.ts"
+import { cleanEnv, MAIN, runCli, tempDir } from "./support.ts"
 
 /** Several CLI processes per test; the machine may be shared. */
 const TIMEOUT = 60_000
@@ -64,6 +65,23 @@ describe("a --dir that names no directory", () => {
         assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
         assert.strictEqual(result.stderr, expected, what)
         assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
+      }
+    }), TIMEOUT)
+  it.live("a --dir starting with ~ (not expanded by the shell in --dir=~/x) says so and names the home path, not \"Create it\"", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const cwd = path.join(root, "work")
+      fs.mkdirSync(cwd)
+      for (const args of [["list", "--dir=~/agent"], ["list", "--dir", "~/agent"]]) {
+        const result = yield* runChild(process.execPath, [MAIN, ...args], { env: cleanEnv(root), cwd })
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(
+          result.stderr,
+          `No such directory: ${path.join(cwd, "~", "agent")} (--dir). The value "~/agent" starts with "~", which is not expanded here; if you meant your home directory, write the path out (${root}/agent).\n`,
+          what
+        )
+        assert.isFalse(fs.existsSync(path.join(cwd, "~")), `${what} created ${cwd}/~`)
       }
     }), TIMEOUT)
 })

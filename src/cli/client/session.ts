@@ -85,7 +85,7 @@ export const resolveContext = (
     const dir = Option.getOrUndefined(input.dir)
     // Before config is read (a file in the intercom dir's place would make that a second, muddled error).
     const paths = yield* resolveProcessPaths(dir)
-    yield* checkAgentDir(paths, dir !== undefined)
+    yield* checkAgentDir(paths, dir)
     const settings = yield* loadIntercomSettings({ dir })
     if (!settings.enabled) {
       return yield* new IntercomDisabled({ configFile: settings.configSource ?? settings.paths.configFile })
