@@ -119,15 +119,15 @@ export class IntercomDirNotADirectory extends Data.TaggedError("IntercomDirNotAD
   readonly intercomDir: string
 }> {
   override get message(): string {
-    const where = this.path === this.intercomDir ? "it is" : `${this.path}, a directory above it, is`
-    return `Cannot use the intercom directory ${this.intercomDir}: ${where} not a directory. Move that file out of the way, or pass another agent dir with --dir.`
+    const what = this.path === this.intercomDir ? "it is not a directory" : `${this.path}, a file above it, is in the way`
+    return `Cannot use the intercom directory ${this.intercomDir}: ${what}. Move that file out of the way, or pass another agent dir with --dir.`
   }
 }
 
 /**
- * `--dir` names a directory that does not exist (a typo, most likely): a
- * client command would otherwise start a broker there that no other session
- * finds. A bad invocation (exit 2).
+ * `--dir` names a directory that does not exist (a typo, most likely), or a
+ * file (`isFile`): a client command would otherwise start a broker there that
+ * no other session finds, or fail on the file. A bad invocation (exit 2).
  *
  * @category errors
  * @since 0.1.0
@@ -138,8 +138,13 @@ export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{
   readonly given: string
   /** This user's home directory, for the hint on a `given` that starts with `~`. */
   readonly homeDir: string
+  /** A file, not a directory, is at `agentDir`. */
+  readonly isFile: boolean
 }> {
   override get message(): string {
+    if (this.isFile) {
+      return `--dir ${this.given} is a file, not a directory (${this.agentDir}). Pass the agent directory, or omit --dir for the default agent dir.`
+    }
     const where = `No such directory: ${this.agentDir} (--dir).`
     if (!this.given.startsWith("~")) return `${where} Create it, or omit --dir for the default agent dir.`
     // `--dir=~/x` or a quoted '~/x': the shell left the "~" alone, and so does intercom.
@@ -161,12 +166,13 @@ const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => 
 
 /**
  * Checks the agent dir of a client command before anything reads config or
- * spawns a broker: fails with `IntercomDirNotADirectory` when the intercom
- * dir, the agent dir or a directory above them is a file, and with
- * `NoSuchAgentDir` when the agent dir came from `--dir` (`dirFlag`, the
- * value as given) and it does not exist. An agent dir from the environment or the default
- * (`~/.pi/agent`) may be missing: the broker creates it. Anything this user
- * may not look at passes here; the step that needs it says so.
+ * spawns a broker: fails with `NoSuchAgentDir` when the agent dir came from
+ * `--dir` (`dirFlag`, the value as given) and it does not exist or is a
+ * file, and with `IntercomDirNotADirectory` when the intercom dir, or a
+ * directory above it that no `--dir` named, is a file. An agent dir from the
+ * environment or the default (`~/.pi/agent`) may be missing: the broker
+ * creates it. Anything this user may not look at passes here; the step that
+ * needs it says so.
  */
 export const checkAgentDir = (
   paths: Pick<IntercomPaths, "agentDir" | "intercomDir">,
@@ -176,11 +182,14 @@ export const checkAgentDir = (
     // Upward from the intercom dir to the first thing that exists.
     for (let file = paths.intercomDir;; file = path.dirname(file)) {
       const kind = kindOf(file)
+      if (kind === "other" && file === paths.agentDir && dirFlag !== undefined) {
+        return Effect.fail(new NoSuchAgentDir({ agentDir: file, given: dirFlag.trim(), homeDir: os.homedir(), isFile: true }))
+      }
       if (kind === "other") return Effect.fail(new IntercomDirNotADirectory({ path: file, intercomDir: paths.intercomDir }))
       if (kind === "directory") {
         const agentDirMissing = file !== paths.intercomDir && file !== paths.agentDir
         return dirFlag !== undefined && agentDirMissing
-          ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir, given: dirFlag.trim(), homeDir: os.homedir() }))
+          ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir, given: dirFlag.trim(), homeDir: os.homedir(), isFile: false }))
           : Effect.void
       }
       if (kind === "unknown" || path.dirname(file) === file) return Effect.void

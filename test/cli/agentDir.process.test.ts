@@ -48,7 +48,20 @@ describe("a file where the intercom dir must be", () => {
       assert.strictEqual(result.code, 1, result.stderr)
       assert.strictEqual(
         result.stderr,
-        `Cannot use the intercom directory ${intercomDir}: ${file}, a directory above it, is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
+        `Cannot use the intercom directory ${intercomDir}: ${file}, a file above it, is in the way. Move that file out of the way, or pass another agent dir with --dir.\n`
+      )
+    }), TIMEOUT)
+
+  it.live("a file above a --dir (not the --dir itself) is named as a file above it, exit 1", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "afile")
+      fs.writeFileSync(file, "")
+      const result = yield* runCli(["list", "--dir", path.join(file, "sub")], cleanEnv(root))
+      assert.strictEqual(result.code, 1, result.stderr)
+      assert.strictEqual(
+        result.stderr,
+        `Cannot use the intercom directory ${path.join(file, "sub", "intercom")}: ${file}, a file above it, is in the way. Move that file out of the way, or pass another agent dir with --dir.\n`
       )
     }), TIMEOUT)
 })
@@ -67,6 +80,20 @@ describe("a --dir that names no directory", () => {
         assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
       }
     }), TIMEOUT)
+  it.live("a --dir that is a file: list, send and watch say so (not \"a directory above it\") and exit 2", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "afile")
+      fs.writeFileSync(file, "")
+      const expected = `--dir ${file} is a file, not a directory (${file}). Pass the agent directory, or omit --dir for the default agent dir.\n`
+      for (const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
+        const result = yield* runCli([...args, "--dir", file], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+      }
+    }), TIMEOUT)
+
   it.live("a --dir starting with ~ (not expanded by the shell in --dir=~/x) says so and names the home path, not \"Create it\"", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
