@@ -6,7 +6,8 @@
  * `--dir` flag and this process's environment, and says when this user may
  * not reach them (`checkBrokerAccess`: `broker status` and `stop` must not
  * read "permission denied" as "no broker"), when a file stands where the
- * intercom dir must be, and when a `--dir` names no directory at all
+ * intercom dir must be, when a `--dir` names no directory at all, and when
+ * this user may not enter a directory on the way to the agent dir
  * (`checkAgentDir`: one clear error before any config is read or broker
  * spawned).
  */
@@ -154,13 +155,38 @@ export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{
   }
 }
 
-/** `fs.statSync`'s answer for `file`: a directory, something else, or nothing there (missing, or below a file). */
-const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => {
+/**
+ * This user may not reach the agent dir: `blocked`, a directory on the way
+ * to it (or the agent dir itself), is one it may not enter (`detail`: the
+ * system's code, EACCES). Every client command would fail on it, first on
+ * config.json.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AgentDirInaccessible extends Data.TaggedError("AgentDirInaccessible")<{
+  readonly agentDir: string
+  readonly blocked: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    const where = this.blocked === this.agentDir ? "may not enter it" : `may not enter ${this.blocked}, above it`
+    return `Cannot use the agent dir ${this.agentDir}: this user ${where} (${this.detail}). Run the command as a user who may, or pass an agent dir of your own with --dir.`
+  }
+}
+
+/**
+ * `fs.statSync`'s answer for `file`: a directory, something else, nothing
+ * there (missing, or below a file), or not to be looked at by this user
+ * (`denied`: a directory above it it may not enter).
+ */
+const kindOf = (file: string): "directory" | "other" | "missing" | { readonly denied: string } | "unknown" => {
   try {
     return fs.statSync(file).isDirectory() ? "directory" : "other"
   } catch (error) {
     const code = error instanceof Error && "code" in error ? error.code : undefined
-    return code === "ENOENT" || code === "ENOTDIR" ? "missing" : "unknown"
+    if (code === "ENOENT" || code === "ENOTDIR") return "missing"
+    return typeof code === "string" && deniedCodes.has(code) ? { denied: code } : "unknown"
   }
 }
 
@@ -171,17 +197,28 @@ const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => 
  * file, and with `IntercomDirNotADirectory` when the intercom dir, or a
  * directory above it that no `--dir` named, is a file. An agent dir from the
  * environment or the default (`~/.pi/agent`) may be missing: the broker
- * creates it. Anything this user may not look at passes here; the step that
- * needs it says so.
+ * creates it. Fails with `AgentDirInaccessible` when a directory on the way
+ * is one this user may not enter (which one, as far as it can see).
  */
 export const checkAgentDir = (
   paths: Pick<IntercomPaths, "agentDir" | "intercomDir">,
   dirFlag: string | undefined
-): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> =>
-  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> => {
-    // Upward from the intercom dir to the first thing that exists.
+): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir | AgentDirInaccessible> =>
+  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir | AgentDirInaccessible> => {
+    // Upward from the intercom dir to the first thing this user may look at;
+    // the code of a denied look on the way, if any.
+    let denied: string | undefined
     for (let file = paths.intercomDir;; file = path.dirname(file)) {
       const kind = kindOf(file)
+      if (typeof kind === "object") {
+        denied = kind.denied
+        if (path.dirname(file) === file) return Effect.void
+        continue
+      }
+      // The deepest directory this user may look at, but not into.
+      if (denied !== undefined && kind === "directory") {
+        return Effect.fail(new AgentDirInaccessible({ agentDir: paths.agentDir, blocked: file, detail: denied }))
+      }
       if (kind === "other" && file === paths.agentDir && dirFlag !== undefined) {
         return Effect.fail(new NoSuchAgentDir({ agentDir: file, given: dirFlag.trim(), homeDir: os.homedir(), isFile: true }))
       }
@@ -206,6 +243,7 @@ export const checkBrokerFiles = (
   paths: IntercomPaths
 ): Effect.Effect<void, IntercomDirNotADirectory | BrokerFilesInaccessible> =>
   Effect.andThen(
-    checkAgentDir(paths, undefined).pipe(Effect.catchTag("NoSuchAgentDir", () => Effect.void)),
+    // An agent dir this user may not enter is said by checkBrokerAccess, in the words of "is a broker running".
+    checkAgentDir(paths, undefined).pipe(Effect.catchTags({ NoSuchAgentDir: () => Effect.void, AgentDirInaccessible: () => Effect.void })),
     checkBrokerAccess(paths)
   )

@@ -22,6 +22,7 @@ import {
   sessionRegistration
 } from "../../session/IntercomSession.ts"
 import {
+  type AgentDirInaccessible,
   checkAgentDir,
   type IntercomDirNotADirectory,
   type IntercomPaths,
@@ -69,14 +70,21 @@ export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ rea
 }
 
 /** The failures of `resolveContext`, each with a user-facing `message`. */
-export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError | IntercomDirNotADirectory | NoSuchAgentDir
+export type ContextError =
+  | IntercomEnvError
+  | IntercomDisabled
+  | SocketPathError
+  | IntercomDirNotADirectory
+  | NoSuchAgentDir
+  | AgentDirInaccessible
 
 /**
  * The settings, paths, name, home group and identity of this process for one
  * client command (`--dir`, `--name`, `--group`, environment, config.json). Fails before
  * anything connects: a bad environment variable, `enabled: false`, no
- * usable socket path, a file where the intercom dir must be, or a `--dir`
- * that names no directory (`checkAgentDir`).
+ * usable socket path, a file where the intercom dir must be, a `--dir`
+ * that names no directory, or an agent dir this user may not reach
+ * (`checkAgentDir`).
  */
 export const resolveContext = (
   input: Pick<CommonInput, "name" | "dir" | "group">
