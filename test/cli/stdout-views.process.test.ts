@@ -2,7 +2,8 @@
  * `intercom top` and `intercom ui` where stdout is not a terminal that takes
  * everything: stdout a full disk (`> /dev/full`, ENOSPC) is exit 1 with why
  * on stderr; a pipe whose reader has gone (EPIPE, `| head -1` done) a quiet
- * exit 0; `top`'s live view with stdout a pipe is a usage error naming
+ * exit 0, but for `ui` only before its URL was written: its URL is its only
+ * stdout line, so a reader that took it and left does not end it; `top`'s live view with stdout a pipe is a usage error naming
  * `--once` and writes no escape sequence. Real processes of the built CLI.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -70,6 +71,24 @@ describe("intercom top and ui: stdout that does not take the output", () => {
       const ui = yield* spawnWithoutReader(["ui", "--dir", path.join(root, "agent")], cleanEnv(root))
       assert.deepStrictEqual(yield* ui.waitExit(), { code: 0, signal: null }, ui.stderr())
       assert.strictEqual(ui.stderr(), "")
+    }), TIMEOUT)
+
+  it.live("ui | head -1: the URL is its only stdout line; with that reader gone it keeps serving the URL, and SIGINT ends it with exit 0", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const ui = yield* spawnCli(["ui", "--dir", path.join(root, "agent")], cleanEnv(root))
+      const [, url = ""] = yield* ui.waitStdout(/^intercom ui: (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43})\n/)
+      // The note is its last output: written after the URL line, on stderr.
+      yield* ui.waitStderr(/^Watching the broker on .*Ctrl-C stops\.\n$/)
+      assert.strictEqual(ui.stdout(), `intercom ui: ${url}\n`)
+      // What `head -1` does once it has the line: its end of the pipe closes.
+      yield* Effect.sync(() => ui.child.stdout?.destroy())
+      const response = yield* Effect.promise(() => fetch(url))
+      assert.strictEqual(response.status, 200)
+      yield* Effect.promise(() => response.arrayBuffer())
+      assert.isUndefined(ui.outcome(), "ui is still running")
+      yield* ui.kill("SIGINT")
+      assert.deepStrictEqual(yield* ui.waitExit(), { code: 0, signal: null }, ui.stderr())
     }), TIMEOUT)
 })
 
