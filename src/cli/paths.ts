@@ -6,7 +6,8 @@
  * `--dir` flag and this process's environment, and says when this user may
  * not reach them (`checkBrokerAccess`: `broker status` and `stop` must not
  * read "permission denied" as "no broker"), when a file stands where the
- * intercom dir must be, and when a `--dir` names no directory at all
+ * intercom dir must be, when a `--dir` names no directory at all, and when
+ * this user may not enter a directory on the way to the agent dir
  * (`checkAgentDir`: one clear error before any config is read or broker
  * spawned).
  */
@@ -119,56 +120,114 @@ export class IntercomDirNotADirectory extends Data.TaggedError("IntercomDirNotAD
   readonly intercomDir: string
 }> {
   override get message(): string {
-    const where = this.path === this.intercomDir ? "it is" : `${this.path}, a directory above it, is`
-    return `Cannot use the intercom directory ${this.intercomDir}: ${where} not a directory. Move that file out of the way, or pass another agent dir with --dir.`
+    const what = this.path === this.intercomDir ? "it is not a directory" : `${this.path}, a file above it, is in the way`
+    return `Cannot use the intercom directory ${this.intercomDir}: ${what}. Move that file out of the way, or pass another agent dir with --dir.`
   }
 }
 
 /**
- * `--dir` names a directory that does not exist (a typo, most likely): a
- * client command would otherwise start a broker there that no other session
- * finds. A bad invocation (exit 2).
+ * `--dir` names a directory that does not exist (a typo, most likely), or a
+ * file (`isFile`): a client command would otherwise start a broker there that
+ * no other session finds, or fail on the file. A bad invocation (exit 2).
  *
  * @category errors
  * @since 0.1.0
  */
-export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{ readonly agentDir: string }> {
+export class NoSuchAgentDir extends Data.TaggedError("NoSuchAgentDir")<{
+  readonly agentDir: string
+  /** The `--dir` value as given. */
+  readonly given: string
+  /** This user's home directory, for the hint on a `given` that starts with `~`. */
+  readonly homeDir: string
+  /** A file, not a directory, is at `agentDir`. */
+  readonly isFile: boolean
+}> {
   override get message(): string {
-    return `No such directory: ${this.agentDir} (--dir). Create it, or omit --dir for the default agent dir.`
+    if (this.isFile) {
+      return `--dir ${this.given} is a file, not a directory (${this.agentDir}). Pass the agent directory, or omit --dir for the default agent dir.`
+    }
+    const where = `No such directory: ${this.agentDir} (--dir).`
+    if (!this.given.startsWith("~")) return `${where} Create it, or omit --dir for the default agent dir.`
+    // `--dir=~/x` or a quoted '~/x': the shell left the "~" alone, and so does intercom.
+    const rest = this.given.slice(1)
+    const home = rest.startsWith("/") ? `${this.homeDir}${rest}` : `${this.homeDir}/…`
+    return `${where} The value ${JSON.stringify(this.given)} starts with "~", which is not expanded here; if you meant your home directory, write the path out (${home}).`
   }
 }
 
-/** `fs.statSync`'s answer for `file`: a directory, something else, or nothing there (missing, or below a file). */
-const kindOf = (file: string): "directory" | "other" | "missing" | "unknown" => {
+/**
+ * This user may not reach the agent dir: `blocked`, a directory on the way
+ * to it (or the agent dir itself), is one it may not enter (`detail`: the
+ * system's code, EACCES). Every client command would fail on it, first on
+ * config.json.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class AgentDirInaccessible extends Data.TaggedError("AgentDirInaccessible")<{
+  readonly agentDir: string
+  readonly blocked: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    const where = this.blocked === this.agentDir ? "may not enter it" : `may not enter ${this.blocked}, above it`
+    return `Cannot use the agent dir ${this.agentDir}: this user ${where} (${this.detail}). Run the command as a user who may, or pass an agent dir of your own with --dir.`
+  }
+}
+
+/**
+ * `fs.statSync`'s answer for `file`: a directory, something else, nothing
+ * there (missing, or below a file), or not to be looked at by this user
+ * (`denied`: a directory above it it may not enter).
+ */
+const kindOf = (file: string): "directory" | "other" | "missing" | { readonly denied: string } | "unknown" => {
   try {
     return fs.statSync(file).isDirectory() ? "directory" : "other"
   } catch (error) {
     const code = error instanceof Error && "code" in error ? error.code : undefined
-    return code === "ENOENT" || code === "ENOTDIR" ? "missing" : "unknown"
+    if (code === "ENOENT" || code === "ENOTDIR") return "missing"
+    return typeof code === "string" && deniedCodes.has(code) ? { denied: code } : "unknown"
   }
 }
 
 /**
  * Checks the agent dir of a client command before anything reads config or
- * spawns a broker: fails with `IntercomDirNotADirectory` when the intercom
- * dir, the agent dir or a directory above them is a file, and with
- * `NoSuchAgentDir` when `fromFlag` (the agent dir came from `--dir`) and it
- * does not exist. An agent dir from the environment or the default
- * (`~/.pi/agent`) may be missing: the broker creates it. Anything this user
- * may not look at passes here; the step that needs it says so.
+ * spawns a broker: fails with `NoSuchAgentDir` when the agent dir came from
+ * `--dir` (`dirFlag`, the value as given) and it does not exist or is a
+ * file, and with `IntercomDirNotADirectory` when the intercom dir, or a
+ * directory above it that no `--dir` named, is a file. An agent dir from the
+ * environment or the default (`~/.pi/agent`) may be missing: the broker
+ * creates it. Fails with `AgentDirInaccessible` when a directory on the way
+ * is one this user may not enter (which one, as far as it can see).
  */
 export const checkAgentDir = (
   paths: Pick<IntercomPaths, "agentDir" | "intercomDir">,
-  fromFlag: boolean
-): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> =>
-  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir> => {
-    // Upward from the intercom dir to the first thing that exists.
+  dirFlag: string | undefined
+): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir | AgentDirInaccessible> =>
+  Effect.suspend((): Effect.Effect<void, IntercomDirNotADirectory | NoSuchAgentDir | AgentDirInaccessible> => {
+    // Upward from the intercom dir to the first thing this user may look at;
+    // the code of a denied look on the way, if any.
+    let denied: string | undefined
     for (let file = paths.intercomDir;; file = path.dirname(file)) {
       const kind = kindOf(file)
+      if (typeof kind === "object") {
+        denied = kind.denied
+        if (path.dirname(file) === file) return Effect.void
+        continue
+      }
+      // The deepest directory this user may look at, but not into.
+      if (denied !== undefined && kind === "directory") {
+        return Effect.fail(new AgentDirInaccessible({ agentDir: paths.agentDir, blocked: file, detail: denied }))
+      }
+      if (kind === "other" && file === paths.agentDir && dirFlag !== undefined) {
+        return Effect.fail(new NoSuchAgentDir({ agentDir: file, given: dirFlag.trim(), homeDir: os.homedir(), isFile: true }))
+      }
       if (kind === "other") return Effect.fail(new IntercomDirNotADirectory({ path: file, intercomDir: paths.intercomDir }))
       if (kind === "directory") {
         const agentDirMissing = file !== paths.intercomDir && file !== paths.agentDir
-        return fromFlag && agentDirMissing ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir })) : Effect.void
+        return dirFlag !== undefined && agentDirMissing
+          ? Effect.fail(new NoSuchAgentDir({ agentDir: paths.agentDir, given: dirFlag.trim(), homeDir: os.homedir(), isFile: false }))
+          : Effect.void
       }
       if (kind === "unknown" || path.dirname(file) === file) return Effect.void
     }
@@ -184,6 +243,7 @@ export const checkBrokerFiles = (
   paths: IntercomPaths
 ): Effect.Effect<void, IntercomDirNotADirectory | BrokerFilesInaccessible> =>
   Effect.andThen(
-    checkAgentDir(paths, false).pipe(Effect.catchTag("NoSuchAgentDir", () => Effect.void)),
+    // An agent dir this user may not enter is said by checkBrokerAccess, in the words of "is a broker running".
+    checkAgentDir(paths, undefined).pipe(Effect.catchTags({ NoSuchAgentDir: () => Effect.void, AgentDirInaccessible: () => Effect.void })),
     checkBrokerAccess(paths)
   )

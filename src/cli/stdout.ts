@@ -7,7 +7,9 @@
  * (`printOrExit`; client/run.ts for the client commands). The commands that
  * print a view for a person or a pipeline (`top --once`, `ui`'s URL) end
  * quietly with exit 0 when stdout's reader has gone (EPIPE: `| head -1`) and
- * with exit 1 on another failure (`printOrQuit`). `intercom watch` has its
+ * with exit 1 on another failure (`printOrQuit`); `ui` writes nothing to
+ * stdout after its URL, so a reader that took the URL and left does not end
+ * it (ui/command.ts). `intercom watch` has its
  * own rule for a dead stdout (client/watch.ts).
  */
 import * as Console from "effect/Console"
@@ -69,7 +71,7 @@ export const printOrExit = (text: string): Effect.Effect<void, ExitCode> =>
 
 /**
  * `writeStdout` for output a pipeline's reader may stop reading (`intercom
- * top --once | head -1`, `intercom ui | head -1`): stdout gone (EPIPE) ends
+ * top --once | head -1`, `intercom ui` before its URL was written): stdout gone (EPIPE) ends
  * the command quietly with exit 0, as `head`'s writers usually end; another
  * failure (a full disk) is said on stderr, exit 1 (`printOrExit`).
  */

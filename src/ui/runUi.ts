@@ -50,19 +50,22 @@ export const startUi = (options: UiOptions): Effect.Effect<UiServer, UiServeErro
   })
 
 /**
- * Runs `intercom ui` until interrupted: prints the URL (first line of
- * stdout), then serves. `print` writes a line to stdout; the CLI's fails
- * when stdout does not take it (src/cli/stdout.ts), which ends the UI, as
- * nobody could read its URL.
+ * Runs `intercom ui` until interrupted: prints the URL (the only line of
+ * stdout), says what it watches (`note`: a line for the person, on stderr),
+ * then serves. `print` writes the URL line to stdout; the CLI's fails when
+ * stdout does not take it (src/cli/stdout.ts), which ends the UI, as nobody
+ * could read its URL. Nothing else goes to stdout, so a reader that took the
+ * URL and left (`intercom ui | head -1`) ends nothing.
  */
 export const runUi = <E>(
   options: UiOptions,
-  print: (line: string) => Effect.Effect<void, E>
+  print: (line: string) => Effect.Effect<void, E>,
+  note: (line: string) => Effect.Effect<void>
 ): Effect.Effect<never, UiServeError | E> =>
   Effect.scoped(Effect.gen(function*() {
     const server = yield* startUi(options)
     yield* print(`intercom ui: ${server.url}`)
-    yield* print(
+    yield* note(
       `Watching the broker on ${options.socketPath}; asks open ${Duration.format(Duration.millis(options.stuckAfterMs))} or longer show as stuck. Ctrl-C stops.`
     )
     return yield* Effect.never

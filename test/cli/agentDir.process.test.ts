@@ -11,7 +11,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { cleanEnv, runCli, tempDir } from "./support.ts"
+import { runChild } from "../support/process.ts"
+import { cleanEnv, MAIN, runCli, tempDir } from "./support.ts"
 
 /** Several CLI processes per test; the machine may be shared. */
 const TIMEOUT = 60_000
@@ -47,7 +48,20 @@ describe("a file where the intercom dir must be", () => {
       assert.strictEqual(result.code, 1, result.stderr)
       assert.strictEqual(
         result.stderr,
-        `Cannot use the intercom directory ${intercomDir}: ${file}, a directory above it, is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
+        `Cannot use the intercom directory ${intercomDir}: ${file}, a file above it, is in the way. Move that file out of the way, or pass another agent dir with --dir.\n`
+      )
+    }), TIMEOUT)
+
+  it.live("a file above a --dir (not the --dir itself) is named as a file above it, exit 1", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "afile")
+      fs.writeFileSync(file, "")
+      const result = yield* runCli(["list", "--dir", path.join(file, "sub")], cleanEnv(root))
+      assert.strictEqual(result.code, 1, result.stderr)
+      assert.strictEqual(
+        result.stderr,
+        `Cannot use the intercom directory ${path.join(file, "sub", "intercom")}: ${file}, a file above it, is in the way. Move that file out of the way, or pass another agent dir with --dir.\n`
       )
     }), TIMEOUT)
 })
@@ -64,6 +78,37 @@ describe("a --dir that names no directory", () => {
         assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
         assert.strictEqual(result.stderr, expected, what)
         assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
+      }
+    }), TIMEOUT)
+  it.live("a --dir that is a file: list, send and watch say so (not \"a directory above it\") and exit 2", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "afile")
+      fs.writeFileSync(file, "")
+      const expected = `--dir ${file} is a file, not a directory (${file}). Pass the agent directory, or omit --dir for the default agent dir.\n`
+      for (const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
+        const result = yield* runCli([...args, "--dir", file], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+      }
+    }), TIMEOUT)
+
+  it.live("a --dir starting with ~ (not expanded by the shell in --dir=~/x) says so and names the home path, not \"Create it\"", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const cwd = path.join(root, "work")
+      fs.mkdirSync(cwd)
+      for (const args of [["list", "--dir=~/agent"], ["list", "--dir", "~/agent"]]) {
+        const result = yield* runChild(process.execPath, [MAIN, ...args], { env: cleanEnv(root), cwd })
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(
+          result.stderr,
+          `No such directory: ${path.join(cwd, "~", "agent")} (--dir). The value "~/agent" starts with "~", which is not expanded here; if you meant your home directory, write the path out (${root}/agent).\n`,
+          what
+        )
+        assert.isFalse(fs.existsSync(path.join(cwd, "~")), `${what} created ${cwd}/~`)
       }
     }), TIMEOUT)
 })

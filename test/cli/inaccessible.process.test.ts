@@ -5,7 +5,8 @@
  * listening there", not "check that it is writable"). `intercom broker status`
  * and `stop` run by a user who may not enter the agent dir of a running broker: they say the dir cannot be accessed (path,
  * what to do) and exit 1, never "not running" / "No intercom broker is
- * running" with exit 0. As root the other user is `nobody` (setpriv), with
+ * running" with exit 0. A `--dir` below a directory it may not enter: client
+ * commands say which directory, one line, exit 1 (no config error). As root the other user is `nobody` (setpriv), with
  * the agent dir under /var/tmp (/tmp may be 0700) and the CLI bundle copied
  * there too (the checkout may lie where `nobody` cannot read, a clone under
  * a 0700 /tmp say); as another user the agent dir's mode is set to 0 for
@@ -73,6 +74,21 @@ describe.skipIf(isRoot && !hasSetpriv)("an agent dir this user may not enter", (
         assert.notInclude(result.stdout, "not running")
       }
       assert.isUndefined(broker.outcome(), "the broker is still running")
+    }))
+
+  it.live("a --dir below a directory this user may not enter: list, send and watch say so in one line, exit 1", () =>
+    Effect.gen(function*() {
+      const { agentDir: blocked, cli } = yield* varTmpAgent
+      const agentDir = path.join(blocked, "nope")
+      const expected =
+        `Cannot use the agent dir ${agentDir}: this user may not enter ${blocked}, above it (EACCES). Run the command as a user who may, or pass an agent dir of your own with --dir.\n`
+      for (const command of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
+        const result = yield* runDenied(cli, blocked, [...command, "--dir", agentDir])
+        const what = command.join(" ")
+        assert.strictEqual(result.code, 1, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+        assert.strictEqual(result.stdout, "", what)
+      }
     }))
 
   it.live("an agent dir this user may enter but not write: list and watch say which dir to fix or to use another", () =>

@@ -22,6 +22,7 @@ import {
   sessionRegistration
 } from "../../session/IntercomSession.ts"
 import {
+  type AgentDirInaccessible,
   checkAgentDir,
   type IntercomDirNotADirectory,
   type IntercomPaths,
@@ -69,14 +70,21 @@ export class IntercomDisabled extends Data.TaggedError("IntercomDisabled")<{ rea
 }
 
 /** The failures of `resolveContext`, each with a user-facing `message`. */
-export type ContextError = IntercomEnvError | IntercomDisabled | SocketPathError | IntercomDirNotADirectory | NoSuchAgentDir
+export type ContextError =
+  | IntercomEnvError
+  | IntercomDisabled
+  | SocketPathError
+  | IntercomDirNotADirectory
+  | NoSuchAgentDir
+  | AgentDirInaccessible
 
 /**
  * The settings, paths, name, home group and identity of this process for one
  * client command (`--dir`, `--name`, `--group`, environment, config.json). Fails before
  * anything connects: a bad environment variable, `enabled: false`, no
- * usable socket path, a file where the intercom dir must be, or a `--dir`
- * that names no directory (`checkAgentDir`).
+ * usable socket path, a file where the intercom dir must be, a `--dir`
+ * that names no directory, or an agent dir this user may not reach
+ * (`checkAgentDir`).
  */
 export const resolveContext = (
   input: Pick<CommonInput, "name" | "dir" | "group">
@@ -85,7 +93,7 @@ export const resolveContext = (
     const dir = Option.getOrUndefined(input.dir)
     // Before config is read (a file in the intercom dir's place would make that a second, muddled error).
     const paths = yield* resolveProcessPaths(dir)
-    yield* checkAgentDir(paths, dir !== undefined)
+    yield* checkAgentDir(paths, dir)
     const settings = yield* loadIntercomSettings({ dir })
     if (!settings.enabled) {
       return yield* new IntercomDisabled({ configFile: settings.configSource ?? settings.paths.configFile })

@@ -2,11 +2,16 @@
  * `intercom ui [--dir <dir>] [--port <n>] [--stuck-after <duration>]`: the
  * web view of a broker (docs/ui.md). Only the command line is here; the
  * handler loads src/ui (HTTP server, page) when it runs, so no other command
- * loads them. Its lines go through stdout.ts (`printOrQuit`): stdout gone
- * (`| head -1` done) ends it quietly, another write failure with exit 1.
+ * loads them. Its URL is its only line on stdout, through stdout.ts
+ * (`printOrQuit`): stdout gone before the URL was written ends it quietly,
+ * another write failure with exit 1. The line saying what it watches goes to
+ * stderr, so once a reader has taken the URL (`intercom ui | head -1`) and
+ * left, nothing more is written to the dead pipe and the UI keeps serving
+ * until its usual signals (Ctrl-C, SIGTERM, SIGHUP).
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { parseTimeout } from "../client/duration.ts"
@@ -49,7 +54,7 @@ export const uiCommand = Command.make("ui", { dir: dirFlag, port: portFlag, stuc
       port: Option.getOrElse(input.port, () => 0),
       stuckAfterMs: Option.getOrElse(input.stuckAfter, () => ui.DEFAULT_STUCK_AFTER_MS),
       intervalMs: ui.DEFAULT_UI_INTERVAL_MS
-    }, printOrQuit).pipe(Effect.catchTag("UiServeError", reportError))
+    }, printOrQuit, Console.error).pipe(Effect.catchTag("UiServeError", reportError))
   })).pipe(
     Command.withShortDescription("Serve a live web view of the broker on 127.0.0.1 (prints its URL)"),
     Command.withDescription(
