@@ -21,11 +21,11 @@ import { logIntercomSettingsProblems, readIntercomSettings } from "../config/loa
 import { openFileLimit, sessionCapNote, sessionCapWarning } from "../config/openFiles.ts"
 import { INTERCOM_ENV } from "../config/settings.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
-import { reportAgentDirError } from "./agentDirReport.ts"
+import { checkAgentDirOrExit } from "./agentDirReport.ts"
 import type { BrokerFlags } from "./argv.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { ignoreStdioErrors } from "./logging.ts"
-import { checkAgentDir, resolveProcessPaths } from "./paths.ts"
+import { resolveProcessPaths } from "./paths.ts"
 import { scopedWithGrace } from "./shutdown.ts"
 
 /** How long the broker's shutdown may take before the process gives up on it. */
@@ -94,13 +94,7 @@ export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions 
     const paths = yield* resolveProcessPaths(flags.dir)
     // A file in the way, or an agent dir this user may not enter: said as the client commands say it.
     // A --dir that does not exist yet is created (`broker --dir a/new/deep`), unlike theirs.
-    yield* checkAgentDir(paths, flags.dir).pipe(
-      Effect.catchTags({
-        NoSuchAgentDir: (error) => error.isFile ? reportAgentDirError(error) : Effect.void,
-        IntercomDirNotADirectory: reportAgentDirError,
-        AgentDirInaccessible: reportAgentDirError
-      })
-    )
+    yield* checkAgentDirOrExit(paths, flags.dir)
     if (paths.socketFallbackDir !== undefined) yield* prepareFallbackDir(paths.socketFallbackDir, currentUid())
     // The broker keeps asks open as long as clients of this agent dir wait for them (askTimeoutMs).
     // Its problems are logged once the broker runs: a directory that stops the broker is reported alone.

@@ -160,18 +160,4 @@ describe("top, ui and broker check the agent dir as the client commands do", () 
       )
       assert.strictEqual(result.stdout, "")
     }), TIMEOUT)
-
-  it.live("a --dir that names no directory: top --once and ui say so as list does, exit 2", () =>
-    Effect.gen(function*() {
-      const root = yield* tempDir()
-      const typo = path.join(root, "agnet")
-      const expected = `No such directory: ${typo} (--dir). Create it, or omit --dir for the default agent dir.\n`
-      for (const args of [["top", "--once"], ["ui"]]) {
-        const result = yield* runCli([...args, "--dir", typo], cleanEnv(root))
-        const what = args.join(" ")
-        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
-        assert.strictEqual(result.stderr, expected, what)
-        assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
-      }
-    }), TIMEOUT)
 })

@@ -66,7 +66,7 @@ export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, o
         )
         return yield* new ExitCode({ code: EXIT_USAGE })
       }
-      // A --dir that names no directory, or a file in the intercom dir's place: said as the client commands say it.
+      // A --dir that is a file, or a file in the intercom dir's place: said as the client commands say it.
       const dir = Option.getOrUndefined(input.dir)
       yield* checkedProcessPaths(dir)
       const { runTop } = yield* Effect.promise(() => import("./runTop.ts"))

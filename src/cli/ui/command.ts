@@ -46,7 +46,7 @@ const stuckAfterFlag = Flag.String("stuck-after").pipe(
 /** `intercom ui`. */
 export const uiCommand = Command.make("ui", { dir: dirFlag, port: portFlag, stuckAfter: stuckAfterFlag }, (input) =>
   Effect.gen(function*() {
-    // A --dir that names no directory, or a file in the intercom dir's place: said as the client commands say it.
+    // A --dir that is a file, or a file in the intercom dir's place: said as the client commands say it.
     const paths = yield* checkedProcessPaths(Option.getOrUndefined(input.dir))
     const ui = yield* Effect.promise(() => import("../../ui/runUi.ts"))
     return yield* ui.runUi({
