@@ -21,6 +21,7 @@ import { logIntercomSettingsProblems, readIntercomSettings } from "../config/loa
 import { openFileLimit, sessionCapNote, sessionCapWarning } from "../config/openFiles.ts"
 import { INTERCOM_ENV } from "../config/settings.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
+import { checkAgentDirOrExit } from "./agentDirReport.ts"
 import type { BrokerFlags } from "./argv.ts"
 import { EXIT_FAILURE, ExitCode } from "./exit.ts"
 import { ignoreStdioErrors } from "./logging.ts"
@@ -80,7 +81,8 @@ export const describeSocket = (paths: IntercomPaths): string =>
  * either way the scope closes, which ends every session socket, removes the
  * socket file (if still its own) and pid file, and lets the lifetime lock go. Prints
  * `Intercom broker started (pid: N)` on stdout once it listens; a startup
- * error goes to stderr and ends the command with exit code 1. With
+ * error goes to stderr and ends the command with exit code 1 (2 for a
+ * `--dir` that is a file, as for the client commands). With
  * `foreground.persistCodeCache` the bundle's code cache is written once the
  * broker has run `CODE_CACHE_DELAY`, or as it stops if sooner.
  */
@@ -90,6 +92,9 @@ export const runForeground = (flags: BrokerFlags, foreground: ForegroundOptions 
     const missing = sqliteMissing(isBuiltin, process.version)
     if (missing !== undefined) return yield* failWith(missing)
     const paths = yield* resolveProcessPaths(flags.dir)
+    // A file in the way, or an agent dir this user may not enter: said as the client commands say it.
+    // A --dir that does not exist yet is created (`broker --dir a/new/deep`), unlike theirs.
+    yield* checkAgentDirOrExit(paths, flags.dir)
     if (paths.socketFallbackDir !== undefined) yield* prepareFallbackDir(paths.socketFallbackDir, currentUid())
     // The broker keeps asks open as long as clients of this agent dir wait for them (askTimeoutMs).
     // Its problems are logged once the broker runs: a directory that stops the broker is reported alone.

@@ -17,6 +17,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type Environment, type IntercomPaths, resolveAgentDir, resolveIntercomPaths } from "../config/agentDir.ts"
+import { intercomDirInTheWay } from "../config/dirInTheWay.ts"
 import { processSocketPlacement } from "../config/runtimeDir.ts"
 import { SocketPathError, type SocketPlacement } from "../config/socketPath.ts"
 
@@ -110,7 +111,8 @@ export const checkBrokerAccess = (paths: IntercomPaths): Effect.Effect<void, Bro
 
 /**
  * A file (not a directory) is at `path`, where the intercom dir or a
- * directory above it must be: nothing of intercom can live there.
+ * directory above it must be: nothing of intercom can live there. Worded by
+ * `config/dirInTheWay.ts`, as a library client's spawn says it.
  *
  * @category errors
  * @since 0.1.0
@@ -120,8 +122,7 @@ export class IntercomDirNotADirectory extends Data.TaggedError("IntercomDirNotAD
   readonly intercomDir: string
 }> {
   override get message(): string {
-    const what = this.path === this.intercomDir ? "it is not a directory" : `${this.path}, a file above it, is in the way`
-    return `Cannot use the intercom directory ${this.intercomDir}: ${what}. Move that file out of the way, or pass another agent dir with --dir.`
+    return intercomDirInTheWay({ intercomDir: this.intercomDir, file: this.path, otherDir: "with --dir" })
   }
 }
 

@@ -19,6 +19,7 @@ import * as path from "node:path"
 import { checkingBroker } from "../config/checkingMark.ts"
 import { isLifetimeLockHeld, lifetimeLockFile, pidFileHolder } from "../config/LifetimeLock.ts"
 import { BROKER_NODE_FLAGS, brokerEntryPoint, brokerScriptPath } from "../config/install.ts"
+import { fileInTheWay, intercomDirInTheWay } from "../config/dirInTheWay.ts"
 import { foreignSocketProblem } from "../config/privateDir.ts"
 import { openPrivateSync } from "../config/privateFile.ts"
 import { currentUid, prepareFallbackDir } from "../config/runtimeDir.ts"
@@ -37,18 +38,24 @@ export class BrokerSpawnFailed extends Data.TaggedError("BrokerSpawnFailed")<{
   }
 }
 
+/** How a library client's user passes another agent dir. */
+const OTHER_AGENT_DIR = "(--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)"
+
 /**
  * Why the intercom dir could not be checked or created, and what to do: a
- * file in the way (ENOTDIR, EEXIST) is to be moved; a directory this user
- * may not write to (EACCES, EPERM, EROFS) wants another agent dir.
+ * file in the way (ENOTDIR, EEXIST) is to be moved, said as the CLI says it;
+ * a directory this user may not write to (EACCES, EPERM, EROFS) wants
+ * another agent dir.
  */
 const dirProblem = (verb: "check" | "create", intercomDir: string, cause: unknown): string => {
   const code = cause instanceof Error && "code" in cause ? cause.code : undefined
+  // A file in the way: the CLI's words for it (config/dirInTheWay.ts), naming the file.
+  const file = code === "ENOTDIR" || code === "EEXIST" ? fileInTheWay(intercomDir) : undefined
+  if (file !== undefined) return intercomDirInTheWay({ intercomDir, file, otherDir: OTHER_AGENT_DIR })
   const what = cause instanceof Error ? cause.message : String(cause)
-  const remedy = code === "ENOTDIR" || code === "EEXIST"
-    ? `a file is where ${intercomDir} or a directory above it must be: move it out of the way, or use another agent dir (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)`
-    : `check that this user may write to ${path.dirname(intercomDir)}, or use an agent dir of your own (--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)`
-  return `cannot ${verb} ${intercomDir} (${what}): ${remedy}`
+  return `cannot ${verb} ${intercomDir} (${what}): check that this user may write to ${
+    path.dirname(intercomDir)
+  }, or use an agent dir of your own ${OTHER_AGENT_DIR}`
 }
 
 /**

@@ -112,3 +112,52 @@ describe("a --dir that names no directory", () => {
       }
     }), TIMEOUT)
 })
+
+describe("top, ui and broker check the agent dir as the client commands do", () => {
+  it.live("a file where the intercom dir must be: top --once and ui say which path and what to do, exit 1, not \"No broker answers\"", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const agentDir = path.join(root, "agent")
+      const intercomDir = path.join(agentDir, "intercom")
+      fs.mkdirSync(agentDir)
+      fs.writeFileSync(intercomDir, "")
+      const expected =
+        `Cannot use the intercom directory ${intercomDir}: it is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
+      for (const args of [["top", "--once"], ["ui"]]) {
+        const result = yield* runCli([...args, "--dir", agentDir], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 1, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+        assert.strictEqual(result.stdout, "", what)
+      }
+    }), TIMEOUT)
+
+  it.live("a --dir that is a file: top --once, ui and broker say so as list does, exit 2, nothing on stdout", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "afile")
+      fs.writeFileSync(file, "")
+      const expected = `--dir ${file} is a file, not a directory (${file}). Pass the agent directory, or omit --dir for the default agent dir.\n`
+      for (const args of [["top", "--once"], ["ui"], ["broker"]]) {
+        const result = yield* runCli([...args, "--dir", file], cleanEnv(root))
+        const what = args.join(" ")
+        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
+        assert.strictEqual(result.stderr, expected, what)
+        assert.strictEqual(result.stdout, "", what)
+      }
+    }), TIMEOUT)
+
+  it.live("broker: a file above its --dir is named as a file above the intercom dir, exit 1, in the client commands' words", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const file = path.join(root, "afile")
+      fs.writeFileSync(file, "")
+      const result = yield* runCli(["broker", "--dir", path.join(file, "sub")], cleanEnv(root))
+      assert.strictEqual(result.code, 1, result.stderr)
+      assert.strictEqual(
+        result.stderr,
+        `Cannot use the intercom directory ${path.join(file, "sub", "intercom")}: ${file}, a file above it, is in the way. Move that file out of the way, or pass another agent dir with --dir.\n`
+      )
+      assert.strictEqual(result.stdout, "")
+    }), TIMEOUT)
+})

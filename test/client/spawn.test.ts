@@ -159,6 +159,40 @@ describe("auto-spawn", () => {
     }))
 })
 
+describe("a file where the intercom dir must be", () => {
+  it.live("a library client's spawn names the file and what to do, in the CLI's words (config/dirInTheWay.ts)", () =>
+    Effect.gen(function*() {
+      const dir = yield* agentDir()
+      // The intercom dir itself is a file.
+      fs.writeFileSync(dir.intercomDir, "")
+      const { client } = yield* makeClient(dir.clientOptions("spawn-file-0001", "spawner"))
+      const error = yield* Effect.flip(client.list)
+      assert.strictEqual(error._tag, "IntercomNotConnected")
+      const otherDir = "(--dir, ATOMIC_CODING_AGENT_DIR or PI_CODING_AGENT_DIR)"
+      assert.strictEqual(
+        error.message,
+        `Intercom not connected: Broker failed to start: Cannot use the intercom directory ${dir.intercomDir}: it is not a directory. ` +
+          `Move that file out of the way, or pass another agent dir ${otherDir}.`
+      )
+      // A file above it: that file is named.
+      const file = path.join(dir.agentDir, "afile")
+      fs.writeFileSync(file, "")
+      const below = path.join(file, "sub", "intercom")
+      const other = yield* makeClient({
+        ...dir.clientOptions("spawn-file-0002", "spawner"),
+        agentDir: path.join(file, "sub"),
+        intercomDir: below,
+        socketPath: path.join(below, "broker.sock")
+      })
+      const aboveError = yield* Effect.flip(other.client.list)
+      assert.strictEqual(
+        aboveError.message,
+        `Intercom not connected: Broker failed to start: Cannot use the intercom directory ${below}: ${file}, a file above it, is in the way. ` +
+          `Move that file out of the way, or pass another agent dir ${otherDir}.`
+      )
+    }))
+})
+
 describe("the spawn lock (C-BRK-17…19)", () => {
   /** A launch that fails at once, so a spawn attempt shows up as "exited (exit code 3)". */
   const failingLaunch = { _tag: "Command", command: process.execPath, args: ["-e", "process.exit(3)"] } as const

@@ -2,12 +2,14 @@
  * The `intercom top` command line (docs/cli.md): flags around `runTop`,
  * which is loaded only when the command runs. The live view needs stdout
  * and stdin to be a terminal; without one it is a usage error naming `--once`.
+ * The agent dir is checked next, as a client command's is (agentDirReport.ts).
  */
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { checkedProcessPaths } from "../agentDirReport.ts"
 import { EXIT_USAGE, ExitCode } from "../exit.ts"
 import { reportError } from "../foreground.ts"
 import { parseTimeout } from "../client/duration.ts"
@@ -64,8 +66,11 @@ export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, o
         )
         return yield* new ExitCode({ code: EXIT_USAGE })
       }
+      // A --dir that is a file, or a file in the intercom dir's place: said as the client commands say it.
+      const dir = Option.getOrUndefined(input.dir)
+      yield* checkedProcessPaths(dir)
       const { runTop } = yield* Effect.promise(() => import("./runTop.ts"))
-      yield* runTop({ dir: Option.getOrUndefined(input.dir), intervalMs: input.interval, once: input.once, json: input.json }).pipe(
+      yield* runTop({ dir, intervalMs: input.interval, once: input.once, json: input.json }).pipe(
         Effect.catchTag("ObserveError", reportError),
         Effect.catchTag("PlatformError", reportError)
       )

@@ -7,16 +7,17 @@
  * another write failure with exit 1. The line saying what it watches goes to
  * stderr, so once a reader has taken the URL (`intercom ui | head -1`) and
  * left, nothing more is written to the dead pipe and the UI keeps serving
- * until its usual signals (Ctrl-C, SIGTERM, SIGHUP).
+ * until its usual signals (Ctrl-C, SIGTERM, SIGHUP). Its agent dir is checked
+ * first, as a client command's is (agentDirReport.ts).
  */
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { checkedProcessPaths } from "../agentDirReport.ts"
 import { parseTimeout } from "../client/duration.ts"
 import { reportError } from "../foreground.ts"
-import { resolveProcessPaths } from "../paths.ts"
 import { printOrQuit } from "../stdout.ts"
 
 const dirFlag = Flag.String("dir").pipe(
@@ -45,9 +46,8 @@ const stuckAfterFlag = Flag.String("stuck-after").pipe(
 /** `intercom ui`. */
 export const uiCommand = Command.make("ui", { dir: dirFlag, port: portFlag, stuckAfter: stuckAfterFlag }, (input) =>
   Effect.gen(function*() {
-    const paths = yield* resolveProcessPaths(Option.getOrUndefined(input.dir)).pipe(
-      Effect.catchTag("SocketPathError", reportError)
-    )
+    // A --dir that is a file, or a file in the intercom dir's place: said as the client commands say it.
+    const paths = yield* checkedProcessPaths(Option.getOrUndefined(input.dir))
     const ui = yield* Effect.promise(() => import("../../ui/runUi.ts"))
     return yield* ui.runUi({
       socketPath: paths.socketPath,
