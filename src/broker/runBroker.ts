@@ -9,6 +9,7 @@ import { Deferred, Duration, Effect, identity, Schedule, type Scope } from "effe
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { isProcessAlive, readPidFile, writePidFile } from "../config/pidFile.ts"
+import { fileInTheWay } from "../config/dirInTheWay.ts"
 import { probeHealth } from "../transport/healthProbe.ts"
 import { listenReplacingStale } from "../transport/staleSocket.ts"
 import { serveUnix } from "../transport/UnixSocket.ts"
@@ -52,17 +53,6 @@ export interface BrokerHandle {
 const describe = (cause: unknown): string =>
   cause instanceof Error ? cause.message : String(cause)
 
-/** The first of `dir` and its ancestors that exists but is not a directory, if any. */
-const blockingFile = (dir: string): string | undefined => {
-  for (let current = dir; ; current = path.dirname(current)) {
-    try {
-      return fs.statSync(current).isDirectory() ? undefined : current
-    } catch {
-      if (path.dirname(current) === current) return undefined
-    }
-  }
-}
-
 const prepareDirectory = (dir: string) =>
   Effect.try({
     try: () => {
@@ -71,7 +61,7 @@ const prepareDirectory = (dir: string) =>
     },
     catch: (cause) => {
       // mkdir reports a file in the way as EEXIST or ENOTDIR; say what is wrong instead.
-      const file = blockingFile(dir)
+      const file = fileInTheWay(dir)
       const detail = file === undefined
         ? describe(cause)
         : file === dir
