@@ -57,7 +57,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 880 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 890 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
