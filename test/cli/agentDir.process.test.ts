@@ -17,25 +17,54 @@ import { cleanEnv, MAIN, runCli, tempDir } from "./support.ts"
 /** Several CLI processes per test; the machine may be shared. */
 const TIMEOUT = 60_000
 
+/**
+ * Runs each of `commands` with `--dir dir`: each must exit `code` with exactly `stderr` (one line) and
+ * nothing on stdout; `then` checks more after each.
+ */
+const saysOnly = (
+  root: string,
+  commands: ReadonlyArray<ReadonlyArray<string>>,
+  dir: string,
+  expected: { readonly code: number; readonly stderr: string },
+  then: (what: string) => void = () => {}
+) =>
+  Effect.gen(function*() {
+    for (const args of commands) {
+      const result = yield* runCli([...args, "--dir", dir], cleanEnv(root))
+      const what = args.join(" ")
+      assert.strictEqual(result.code, expected.code, `${what}: ${result.stderr}`)
+      assert.strictEqual(result.stderr, expected.stderr, what)
+      assert.strictEqual(result.stdout, "", what)
+      then(what)
+    }
+  })
+
+/** An agent dir under `root` whose `intercom` is a file, and the line every command says of it. */
+const intercomIsAFile = (root: string) => {
+  const agentDir = path.join(root, "agent")
+  const intercomDir = path.join(agentDir, "intercom")
+  fs.mkdirSync(agentDir)
+  fs.writeFileSync(intercomDir, "")
+  const stderr =
+    `Cannot use the intercom directory ${intercomDir}: it is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
+  return { agentDir, stderr }
+}
+
+/** A file `afile` under `root`, and the line a command given it as `--dir` says. */
+const dirIsAFile = (root: string) => {
+  const file = path.join(root, "afile")
+  fs.writeFileSync(file, "")
+  const stderr = `--dir ${file} is a file, not a directory (${file}). Pass the agent directory, or omit --dir for the default agent dir.\n`
+  return { file, stderr }
+}
+
 describe("a file where the intercom dir must be", () => {
   it.live("list, send, watch and broker status say which path and what to do, exit 1, one line, no stack", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
-      const agentDir = path.join(root, "agent")
-      const intercomDir = path.join(agentDir, "intercom")
-      fs.mkdirSync(agentDir)
-      fs.writeFileSync(intercomDir, "")
-      const expected =
-        `Cannot use the intercom directory ${intercomDir}: it is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
-      for (
-        const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"], ["broker", "status"]]
-      ) {
-        const result = yield* runCli([...args, "--dir", agentDir], cleanEnv(root))
-        const what = args.join(" ")
-        assert.strictEqual(result.code, 1, `${what}: ${result.stderr}`)
-        assert.strictEqual(result.stderr, expected, what)
-        assert.strictEqual(result.stdout, "", what)
-      }
+      const { agentDir, stderr } = intercomIsAFile(root)
+      const commands = [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"], ["broker", "status"]]
+      yield* saysOnly(root, commands, agentDir, { code: 1, stderr })
     }), TIMEOUT)
 
   it.live("a file above the intercom dir (the agent dir from the environment) is named as such", () =>
@@ -71,27 +100,20 @@ describe("a --dir that names no directory", () => {
     Effect.gen(function*() {
       const root = yield* tempDir()
       const typo = path.join(root, "agnet")
-      const expected = `No such directory: ${typo} (--dir). Create it, or omit --dir for the default agent dir.\n`
-      for (const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
-        const result = yield* runCli([...args, "--dir", typo], cleanEnv(root))
-        const what = args.join(" ")
-        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
-        assert.strictEqual(result.stderr, expected, what)
-        assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
-      }
+      const stderr = `No such directory: ${typo} (--dir). Create it, or omit --dir for the default agent dir.\n`
+      yield* saysOnly(
+        root,
+        [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]],
+        typo,
+        { code: 2, stderr },
+        (what) => assert.isFalse(fs.existsSync(typo), `${what} created ${typo}`)
+      )
     }), TIMEOUT)
   it.live("a --dir that is a file: list, send and watch say so (not \"a directory above it\") and exit 2", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
-      const file = path.join(root, "afile")
-      fs.writeFileSync(file, "")
-      const expected = `--dir ${file} is a file, not a directory (${file}). Pass the agent directory, or omit --dir for the default agent dir.\n`
-      for (const args of [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]]) {
-        const result = yield* runCli([...args, "--dir", file], cleanEnv(root))
-        const what = args.join(" ")
-        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
-        assert.strictEqual(result.stderr, expected, what)
-      }
+      const { file, stderr } = dirIsAFile(root)
+      yield* saysOnly(root, [["list"], ["send", "planner", "hi"], ["watch", "--no-stdin"]], file, { code: 2, stderr })
     }), TIMEOUT)
 
   it.live("a --dir starting with ~ (not expanded by the shell in --dir=~/x) says so and names the home path, not \"Create it\"", () =>
@@ -117,34 +139,15 @@ describe("top, ui and broker check the agent dir as the client commands do", () 
   it.live("a file where the intercom dir must be: top --once and ui say which path and what to do, exit 1, not \"No broker answers\"", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
-      const agentDir = path.join(root, "agent")
-      const intercomDir = path.join(agentDir, "intercom")
-      fs.mkdirSync(agentDir)
-      fs.writeFileSync(intercomDir, "")
-      const expected =
-        `Cannot use the intercom directory ${intercomDir}: it is not a directory. Move that file out of the way, or pass another agent dir with --dir.\n`
-      for (const args of [["top", "--once"], ["ui"]]) {
-        const result = yield* runCli([...args, "--dir", agentDir], cleanEnv(root))
-        const what = args.join(" ")
-        assert.strictEqual(result.code, 1, `${what}: ${result.stderr}`)
-        assert.strictEqual(result.stderr, expected, what)
-        assert.strictEqual(result.stdout, "", what)
-      }
+      const { agentDir, stderr } = intercomIsAFile(root)
+      yield* saysOnly(root, [["top", "--once"], ["ui"]], agentDir, { code: 1, stderr })
     }), TIMEOUT)
 
   it.live("a --dir that is a file: top --once, ui and broker say so as list does, exit 2, nothing on stdout", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
-      const file = path.join(root, "afile")
-      fs.writeFileSync(file, "")
-      const expected = `--dir ${file} is a file, not a directory (${file}). Pass the agent directory, or omit --dir for the default agent dir.\n`
-      for (const args of [["top", "--once"], ["ui"], ["broker"]]) {
-        const result = yield* runCli([...args, "--dir", file], cleanEnv(root))
-        const what = args.join(" ")
-        assert.strictEqual(result.code, 2, `${what}: ${result.stderr}`)
-        assert.strictEqual(result.stderr, expected, what)
-        assert.strictEqual(result.stdout, "", what)
-      }
+      const { file, stderr } = dirIsAFile(root)
+      yield* saysOnly(root, [["top", "--once"], ["ui"], ["broker"]], file, { code: 2, stderr })
     }), TIMEOUT)
 
   it.live("broker: a file above its --dir is named as a file above the intercom dir, exit 1, in the client commands' words", () =>
