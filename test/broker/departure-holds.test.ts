@@ -10,14 +10,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { resolveCoreOptions } from "../../src/broker/options.ts"
-import { Peer } from "../../src/broker/Peer.ts"
-import { PeerReader } from "../../src/broker/PeerReader.ts"
-import { PeerWriter } from "../../src/broker/PeerWriter.ts"
-import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import type { Router } from "../../src/broker/Router.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 /**
  * A Router whose `recipient` came back (stuck writer, outbox of two) to
@@ -26,27 +24,10 @@ import { fakeConnection } from "../support/fakeConnection.ts"
  * reader.
  */
 const setUpWith = (count: number) => Effect.gen(function*() {
-  const signals = yield* makeRouterSignals(false)
-  const router = new Router(resolveCoreOptions({ idleExit: null, outboxCapacity: 2 }), () => 1_000_000, signals)
-  const fork = () => Effect.runFork(Effect.void)
-  const permit = { release: () => {} }
-  /** Handles `frames` from `peer` as its reader does: one batch, what it parked taken before the flush. */
-  const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {
-    router.output.startBatch()
-    router.handleBatch(peer, frames.map((frame) => JSON.stringify(frame)))
-    const parked = router.output.parkFor(peer)
-    router.output.endBatch()
-    return parked
-  }
+  const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })
   let connections = 0
   const session = (sessionId: string, stuck: boolean, scopeId?: string): Peer => {
-    const peer = new Peer(
-      fakeConnection(++connections, stuck),
-      1_000_000,
-      (peer) => new PeerReader(router, peer, permit, fork),
-      (peer) => new PeerWriter(router, peer, fork)
-    )
-    router.attach(peer)
+    const peer = attach(fakeConnection(++connections, stuck))
     batch(peer, [registerFrame(scopeId === undefined ? { sessionId } : { sessionId, scopeId })])
     return peer
   }

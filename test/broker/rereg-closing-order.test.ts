@@ -12,15 +12,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { resolveCoreOptions } from "../../src/broker/options.ts"
-import { Peer } from "../../src/broker/Peer.ts"
-import { PeerReader } from "../../src/broker/PeerReader.ts"
-import { PeerWriter } from "../../src/broker/PeerWriter.ts"
-import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
 import { closePeer } from "../../src/broker/RouterContext.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 /** The message texts among `frames`, in order. */
 const textsOf = (frames: ReadonlyArray<OutFrame>): Array<string> =>
@@ -32,26 +29,10 @@ const textsOf = (frames: ReadonlyArray<OutFrame>): Array<string> =>
 describe("a session registers again while its old connection's close holds its parked mailbox flush", () => {
   it.effect("the sender's new message, routed before the old close gives back what it held, is written after all its older mail", () =>
     Effect.gen(function*() {
-      const signals = yield* makeRouterSignals(false)
-      const router = new Router(resolveCoreOptions({ idleExit: null, outboxCapacity: 2 }), () => 1_000_000, signals)
-      const fork = () => Effect.runFork(Effect.void)
-      const permit = { release: () => {} }
-      const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {
-        router.output.startBatch()
-        router.handleBatch(peer, frames.map((frame) => JSON.stringify(frame)))
-        const parked = router.output.parkFor(peer)
-        router.output.endBatch()
-        return parked
-      }
+      const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })
       let connections = 0
       const session = (sessionId: string, stuck: boolean): Peer => {
-        const peer = new Peer(
-          fakeConnection(++connections, stuck),
-          1_000_000,
-          (peer) => new PeerReader(router, peer, permit, fork),
-          (peer) => new PeerWriter(router, peer, fork)
-        )
-        router.attach(peer)
+        const peer = attach(fakeConnection(++connections, stuck))
         batch(peer, [registerFrame({ sessionId })])
         return peer
       }

@@ -11,37 +11,19 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { resolveCoreOptions } from "../../src/broker/options.ts"
-import { Peer } from "../../src/broker/Peer.ts"
-import { PeerReader } from "../../src/broker/PeerReader.ts"
-import { PeerWriter } from "../../src/broker/PeerWriter.ts"
-import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 describe("a drainer's accepted offer of its own parked mail", () => {
   it.effect("leaves the parked list before the writer writes it, so a hand-over cannot take it back again", () =>
     Effect.gen(function*() {
-      const signals = yield* makeRouterSignals(false)
-      const router = new Router(resolveCoreOptions({ idleExit: null, outboxCapacity: 2 }), () => 1_000_000, signals)
-      const fork = () => Effect.runFork(Effect.void)
-      const permit = { release: () => {} }
-      const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): void => {
-        router.output.startBatch()
-        router.handleBatch(peer, frames.map((frame) => JSON.stringify(frame)))
-        router.output.parkFor(peer)
-        router.output.endBatch()
-      }
+      const { attach: attachOnly, batch, router } = yield* handRouter({ outboxCapacity: 2 })
       const attach = (connection: Connection, sessionId: string): Peer => {
-        const peer = new Peer(
-          connection,
-          1_000_000,
-          (peer) => new PeerReader(router, peer, permit, fork),
-          (peer) => new PeerWriter(router, peer, fork)
-        )
-        router.attach(peer)
+        const peer = attachOnly(connection)
         batch(peer, [registerFrame({ sessionId })])
         return peer
       }

@@ -11,45 +11,22 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { resolveCoreOptions } from "../../src/broker/options.ts"
-import { Peer } from "../../src/broker/Peer.ts"
-import { PeerReader } from "../../src/broker/PeerReader.ts"
-import { PeerWriter } from "../../src/broker/PeerWriter.ts"
-import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import type { Peer } from "../../src/broker/Peer.ts"
+import type { Router } from "../../src/broker/Router.ts"
 import { DELIVERY_V1 } from "../../src/protocol/features.ts"
 import { frameText } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
 
 const WINDOW_MS = 1_500
 
 /** A Router on a clock the test moves, with a recipient whose writer is stuck and a sender granted `delivery-v1`. */
 const setUp = Effect.gen(function*() {
-  const signals = yield* makeRouterSignals(false)
   const clock = { now: 1_000_000 }
-  const router = new Router(
-    resolveCoreOptions({ idleExit: null, outboxCapacity: 2, replaceWindow: WINDOW_MS }),
-    () => clock.now,
-    signals
-  )
-  const fork = () => Effect.runFork(Effect.void)
-  const permit = { release: () => {} }
-  /** Handles `frames` from `peer` as its reader does: one batch, what it parked taken before the flush. */
-  const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {
-    router.output.startBatch()
-    router.handleBatch(peer, frames.map((frame) => JSON.stringify(frame)))
-    const parked = router.output.parkFor(peer)
-    router.output.endBatch()
-    return parked
-  }
+  const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2, replaceWindow: WINDOW_MS }, () => clock.now)
   const session = (id: number, sessionId: string, stuck: boolean, features: ReadonlyArray<string> = []): Peer => {
-    const peer = new Peer(
-      fakeConnection(id, stuck),
-      clock.now,
-      (peer) => new PeerReader(router, peer, permit, fork),
-      (peer) => new PeerWriter(router, peer, fork)
-    )
-    router.attach(peer)
+    const peer = attach(fakeConnection(id, stuck))
     batch(peer, [registerFrame({ sessionId, frame: { features: [...features] } })])
     return peer
   }

@@ -1,0 +1,60 @@
+/**
+ * A Router driven by hand, for tests that put each batch, each write and
+ * each drainer offer at an exact point: no fiber runs (a writer's or a
+ * drainer's fork is a fiber that does nothing, so a writer whose write does
+ * not complete at once stays busy), and a batch is handled as a connection's
+ * reader handles one. Connections are `fakeConnection`s or the test's own.
+ */
+import { Effect } from "effect"
+import { type BrokerCoreOptions, resolveCoreOptions } from "../../src/broker/options.ts"
+import { Peer } from "../../src/broker/Peer.ts"
+import { PeerReader } from "../../src/broker/PeerReader.ts"
+import { PeerWriter } from "../../src/broker/PeerWriter.ts"
+import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+
+/** A Router driven by hand, and how to feed it. */
+export interface HandRouter {
+  readonly router: Router
+  /**
+   * Handles `frames` from `peer` as its reader does: one batch, what it
+   * parked taken before the flush. True when the batch parked output.
+   */
+  readonly batch: (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>) => boolean
+  /** `connection`'s peer, attached to the Router (not registered: send it a `register` with `batch`). */
+  readonly attach: (connection: Connection) => Peer
+}
+
+/**
+ * A Router with `options` (no idle exit unless they say) on the clock `now`.
+ *
+ * @example
+ * const { router, batch, attach } = yield* handRouter({ outboxCapacity: 2 })
+ * const peer = attach(fakeConnection(1, false))
+ * batch(peer, [registerFrame({ sessionId: "a" })])
+ */
+export const handRouter = (options: BrokerCoreOptions, now: () => number = () => 1_000_000): Effect.Effect<HandRouter> =>
+  Effect.gen(function*() {
+    const signals = yield* makeRouterSignals(false)
+    const router = new Router(resolveCoreOptions({ idleExit: null, ...options }), now, signals)
+    const fork = () => Effect.runFork(Effect.void)
+    const permit = { release: () => {} }
+    const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {
+      router.output.startBatch()
+      router.handleBatch(peer, frames.map((frame) => JSON.stringify(frame)))
+      const parked = router.output.parkFor(peer)
+      router.output.endBatch()
+      return parked
+    }
+    const attach = (connection: Connection): Peer => {
+      const peer = new Peer(
+        connection,
+        now(),
+        (peer) => new PeerReader(router, peer, permit, fork),
+        (peer) => new PeerWriter(router, peer, fork)
+      )
+      router.attach(peer)
+      return peer
+    }
+    return { router, batch, attach }
+  })
