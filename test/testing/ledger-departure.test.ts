@@ -41,8 +41,8 @@ interface Story {
   readonly queuedAfterLeft?: boolean
 }
 
-/** A (link #1) sends `last` to B (link #2), leaves, perhaps registers again; B reads as the story says. */
-const run = (story: Story): ReadonlyArray<string> => {
+/** A ledger of sessions A and B, links #1 (A's, registered) and #2 (B's, opened; registered by `registerB`). */
+const linksOfAAndB = () => {
   const ledger = new Ledger({ now: () => 0 })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
   ledger.addSession({ id: B, name: "b", scopeId: undefined })
@@ -50,6 +50,12 @@ const run = (story: Story): ReadonlyArray<string> => {
   ledger.linkOpened(2, B, "client-b", 0)
   ledger.brokerRead(1, [registerOf(A, 1)])
   ledger.clientRead(1, [registeredOf(A)])
+  return ledger
+}
+
+/** A (link #1) sends `last` to B (link #2), leaves, perhaps registers again; B reads as the story says. */
+const run = (story: Story): ReadonlyArray<string> => {
+  const ledger = linksOfAAndB()
   const receiverJoins = () => {
     ledger.brokerRead(2, [registerOf(B, 2)])
     ledger.clientRead(2, [registeredOf(B)])
@@ -171,13 +177,7 @@ describe("Ledger: a message sent again after its sender's connection ended", () 
 
 describe("Ledger: a broker write that reaches the transport late", () => {
   it("a session_left announces the departures seen when its write began, not those read while the write was on its way", () => {
-    const ledger = new Ledger({ now: () => 0 })
-    ledger.addSession({ id: A, name: "a", scopeId: undefined })
-    ledger.addSession({ id: B, name: "b", scopeId: undefined })
-    ledger.linkOpened(1, A, "client-a", 0)
-    ledger.linkOpened(2, B, "client-b", 0)
-    ledger.brokerRead(1, [registerOf(A, 1)])
-    ledger.clientRead(1, [registeredOf(A)])
+    const ledger = linksOfAAndB()
     ledger.brokerRead(2, [registerOf(B, 2)])
     ledger.clientRead(2, [registeredOf(B)])
     // A unregisters (its first departure), registers again on the same link, and sends `later` to B.
