@@ -16,7 +16,7 @@
  * (its mailbox flush) holds older mail of the same sender is parked behind
  * that output (`parkBehind`, `behindOwnParked`), so it cannot overtake it.
  * A live sender's new message, routed (`enqueue`) or offered by its drainer
- * (`offer`), waits while the recipient's own parked list holds older mail of
+ * (`offerParked`), waits while the recipient's own parked list holds older mail of
  * its sender for it (`Peer.parkedMail`, counted by sender here: no scan, since
  * that list also holds what the recipient's own sends parked for anyone):
  * routed, it is parked with the
@@ -252,7 +252,7 @@ export class Output {
    * reach it): batches that parked mail for their own reader (a
    * registration's mailbox flush that did not fit), messages parked at the
    * end of a recipient's own list (`parkOwn`), drainer offers that waited
-   * behind it (`offer`), and departures held behind it (`holdBehindParked`).
+   * behind it (`offerParked`), and departures held behind it (`holdBehindParked`).
    * Counted on those slow paths only, never per routed frame.
    */
   ownParks = 0
