@@ -126,6 +126,15 @@ export class Ledger {
     return nameOf(this.state, id)
   }
 
+  /** Broker incarnation `epoch` started with the messages `messageIds` in its store (a durable world's disk). */
+  brokerRestored(epoch: number, messageIds: Iterable<string>): void {
+    for (const id of messageIds) {
+      const epochs = this.state.restoredBy.get(id)
+      if (epochs === undefined) this.state.restoredBy.set(id, [epoch])
+      else epochs.push(epoch)
+    }
+  }
+
   /** Broker incarnation `epoch` crashed: what it acknowledged and never wrote is lost to a crash. */
   brokerCrashed(epoch: number): void {
     this.state.crashedEpochs.add(epoch)

@@ -8,7 +8,9 @@
  * at the end (as the simulation's finish does). A sender whose connections
  * merely ended, that did not register short-lived, or whose `unregister` the
  * broker read before the message, is still owed the notice; so is one whose
- * end the broker that crashed took with it (durable: its successor owes it).
+ * end the broker that crashed took with it, when its successor restored the
+ * message (durable: the successor owes it) — not when none did (the broker
+ * that knew the end dropped it).
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
@@ -43,6 +45,8 @@ type Step =
   | "register"
   /** The broker crashes (durable: the next one restores the mail); D connects to the next. */
   | "crash"
+  /** The broker, whose mailbox dropped the mail already, crashes: the next one finds none; D connects to it. */
+  | "crashAfterDrop"
 
 /**
  * D runs `steps`; the finish then starts D again under its id on a new
@@ -50,7 +54,7 @@ type Step =
  * was never told. Returns the violations' kinds and the tally.
  */
 const run = (ephemeral: boolean, steps: ReadonlyArray<Step>): { readonly kinds: ReadonlyArray<string>; readonly tally: MessageTally } => {
-  const ledger = new Ledger({ now: () => 0, durable: steps.includes("crash") })
+  const ledger = new Ledger({ now: () => 0, durable: steps.includes("crash") || steps.includes("crashAfterDrop") })
   ledger.addSession({ id: A, name: "a", scopeId: undefined })
   ledger.addSession({ id: D, name: "d", scopeId: undefined, ephemeral })
   let link = 1
@@ -83,6 +87,7 @@ const run = (ephemeral: boolean, steps: ReadonlyArray<Step>): { readonly kinds: 
     } else {
       ledger.brokerCrashed(epoch)
       epoch++
+      ledger.brokerRestored(epoch, step === "crash" ? [mail.id] : [])
       reconnect()
     }
   }
@@ -134,6 +139,12 @@ describe("Ledger: mail dropped after its one-shot sender ended (ephemeral-v1)", 
     const { kinds, tally } = run(true, ["send", "unregister", "crash"])
     expect(kinds).toEqual(["crash-lost-notice"])
     expect(tally.senderEnded).toBe(0)
+  })
+
+  it("durable: ended on a broker that dropped the mail and then crashed (no successor found it): no notice owed, senderEnded", () => {
+    const { kinds, tally } = run(true, ["send", "unregister", "crashAfterDrop"])
+    expect(kinds).toEqual([])
+    expect(tally.senderEnded).toBe(1)
   })
 
   it("durable: ended by unregister on the successor that restored the mail: no notice owed, senderEnded", () => {

@@ -181,7 +181,8 @@ export class DepartureLedger {
    * it is lost), or a later one did (while the sender stays away after that, its id is `ended`, and a
    * notice for it is not kept; a notice owed from before would have been written at that registration).
    * The end must be on a broker that has not crashed, the one that holds the message at the end: a
-   * successor knows neither rule, and owes the notice from its store. False when the sender's
+   * successor knows neither rule, and owes the notice from its store — unless no successor found the
+   * message in the store (`LedgerState.restoredBy`): then the broker that knew the end dropped it. False when the sender's
    * registrations merely lost their connections: the broker owes it the notice. (`seq` is `acceptSeq`
    * after the whole read batch, wire.ts's tap runs first; a send read after the `unregister` in the same
    * batch would count as before it, but a client sends only once it read `registered` again.)
@@ -190,8 +191,12 @@ export class DepartureLedger {
     const accepted = record.acceptSeq
     const ackEpoch = record.ackEpoch
     if (accepted === undefined || ackEpoch === undefined) return false
+    // A crashed broker's end counts when no later incarnation found the message in the store: the one
+    // that knew the end dropped it.
+    const restored = state.restoredBy.get(record.message.id) ?? []
     return (this.oneShotEnds.get(record.sender) ?? []).some((end) =>
-      !state.crashedEpochs.has(end.epoch) && (end.epoch > ackEpoch || (end.epoch === ackEpoch && end.seq >= accepted))
+      (!state.crashedEpochs.has(end.epoch) || !restored.some((epoch) => epoch > end.epoch)) &&
+      (end.epoch > ackEpoch || (end.epoch === ackEpoch && end.seq >= accepted))
     )
   }
 

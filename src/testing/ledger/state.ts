@@ -169,6 +169,11 @@ export interface LedgerState {
   readonly links: Map<number, LinkRecord>
   readonly closedClients: Set<string>
   readonly crashedEpochs: Set<number>
+  /**
+   * The broker incarnations that found each message (by id) in its store when they started: a message
+   * no later incarnation found was dropped, if at all, by one that held it before (durable worlds).
+   */
+  readonly restoredBy: Map<string, Array<number>>
   readonly messages: Map<string, MessageRecord>
   /** Aliases for ids that are not (yet) known messages: question ids seen first in a reply, list request ids. */
   readonly aliases: Map<string, string>
@@ -206,6 +211,7 @@ export const makeLedgerState = (options: LedgerOptions): LedgerState => ({
   links: new Map(),
   closedClients: new Set(),
   crashedEpochs: new Set(),
+  restoredBy: new Map(),
   messages: new Map(),
   aliases: new Map(),
   otherIds: new Map(),

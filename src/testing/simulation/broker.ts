@@ -58,6 +58,11 @@ export const startBroker = (world: World): Effect.Effect<void> =>
     } else {
       yield* world.network.listen(SIM_ADDRESS, core.accept).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
     }
+    if (disk !== undefined) {
+      // A stored row's record key ends with its message id (DeliveryRecords.recordKeyOf: sender key, U+0001, id).
+      const ids = Array.from(disk.mail.values(), (row) => row.recordKey.slice(row.recordKey.lastIndexOf("\u0001") + 1))
+      world.ledger.brokerRestored(brokerEpoch, ids)
+    }
     world.ledger.note(`broker #${brokerEpoch} started${disk === undefined ? "" : ` (durable: ${disk.mail.size} message(s) on disk)`}`)
   })
 
