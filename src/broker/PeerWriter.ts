@@ -20,6 +20,11 @@
  * the socket how much of it was handed over (`unfinishedWrite`) and gives the
  * rest back (`Router.abandonWrites`). Taking a batch and recording it in flight is one synchronous step, so
  * no interruption can fall between them (seed 716).
+ *
+ * A synchronous flush is not re-entered: taking the outbox makes room, and a
+ * drainer woken by that runs inside the call and flushes again; the nested
+ * call leaves its message to the outer loop, which writes it after the batch
+ * it took first (`writing`; test/broker/writer-reentry.test.ts).
  */
 import { Effect, Fiber } from "effect"
 import type { ConnectionClosed } from "../transport/Connection.ts"
@@ -45,6 +50,15 @@ export class PeerWriter {
   private readonly fork: ForkWriter
   /** A fiber owns the writing (it waits for the socket or the store): `flush` leaves it to it. */
   private busy = false
+  /**
+   * `flush` is writing synchronously now. Taking the outbox makes room, and a
+   * drainer waiting for room there is resumed at once, inside that call
+   * (`Deferred.doneUnsafe` runs a woken fiber inline): its offer queues here
+   * and calls `flush` again. That nested call must not write — the batch taken
+   * first is not handed to the socket yet, and would go after the newer item —
+   * so it leaves the item to the outer loop's next step.
+   */
+  private writing = false
   /** That fiber, to interrupt at close. */
   private fiber: Fiber.Fiber<void> | undefined = undefined
   /** The batch handed to the socket whose write has not completed. */
@@ -65,15 +79,18 @@ export class PeerWriter {
 
   /** Writes what the outbox holds, synchronously while the socket takes it; else a fiber goes on. */
   flush(): void {
-    if (this.busy || this.done) return
-    for (;;) {
-      const step = this.step()
-      if (step === WROTE) continue
-      if (step === EMPTY) return
-      this.busy = true
-      this.fiber = this.fork(this.guarded(this.continueFrom(step)))
-      return
+    if (this.busy || this.done || this.writing) return
+    this.writing = true
+    let step: Step
+    try {
+      do step = this.step()
+      while (step === WROTE)
+    } finally {
+      this.writing = false
     }
+    if (step === EMPTY) return
+    this.busy = true
+    this.fiber = this.fork(this.guarded(this.continueFrom(step)))
   }
 
   /**
@@ -84,6 +101,8 @@ export class PeerWriter {
   drain(): Effect.Effect<void> {
     return Effect.suspend(() => {
       if (this.done) return Effect.void
+      // Run inline inside a synchronous flush (a woken fiber): after it, which then owns the outbox.
+      if (this.writing) return Effect.andThen(Effect.yieldNow, this.drain())
       if (this.busy) {
         const fiber = this.fiber
         return fiber === undefined ? Effect.void : Effect.andThen(Fiber.await(fiber), this.drain())
