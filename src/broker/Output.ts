@@ -504,15 +504,16 @@ export class Output {
   private parkedOffered(reader: Peer, entry: readonly [Peer, OutboundItem], accepted: boolean): void {
     if (reader.parked[0] !== entry) return
     const first = reader.parked.shift()
-    if (first !== undefined && first[0] === reader && isMessage(first[1])) {
-      this.uncountParkedMail(reader, first[1].mail.senderKey)
-      if (!this.departureHolds.isEmpty) this.departureHolds.offered(reader, first[1])
-    }
+    const own = first !== undefined && first[0] === reader && isMessage(first[1]) ? first[1] : undefined
+    if (own !== undefined && !this.departureHolds.isEmpty) this.departureHolds.offered(reader, own)
     if (first !== undefined && !accepted) this.undeliverable(first[1])
     if (reader.parked.length === 0) {
       this.parkedReaders.delete(reader)
       this.feed.parkedOut(reader)
     }
+    // Last: the count's last one wakes the senders waiting behind it, and a woken drainer runs at once
+    // (Deferred.doneUnsafe), so the rest of this bookkeeping is done before it looks.
+    if (own !== undefined) this.uncountParkedMail(reader, own.mail.senderKey)
   }
 
   /**
