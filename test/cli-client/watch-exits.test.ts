@@ -2,8 +2,9 @@
  * How `intercom watch` ends when its terminal or its reader goes away, as real
  * processes: stdout closed under it (`intercom watch | head -1`) and SIGHUP
  * (the terminal closed). Each leaves cleanly: exit 0, no stack trace, the
- * session unregistered, the control socket removed; a message whose line
- * stdout could not take comes again to the next watch of the name.
+ * session unregistered, the control socket removed. (A message line that
+ * meets the closed stdout does not end the watch today — docs/cli.md,
+ * "Leaving" — so the closed stdout is met here by a presence line.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -21,22 +22,18 @@ const controlSockets = (intercomDir: string): ReadonlyArray<string> => {
 const TIMEOUT = 60_000
 
 describe("intercom watch leaving", () => {
-  it.live("stdout closed under it (watch | head -1): the next message ends it quietly (exit 0), and comes again to the next watch", () =>
+  it.live("stdout closed under it (watch | head -1): its next line, a session joining, ends it quietly (exit 0), the control socket removed", () =>
     Effect.gen(function*() {
       const agent = yield* makeAgent
       const watch = yield* startWatch(agent, "w2", ["--no-stdin"])
       watch.child.stdout?.destroy() // the reader went away, as `head -1` does after its line
-
-      // Delivered to the watch (it is connected), whose write of it fails with EPIPE.
-      const send = yield* runCli(agent, ["send", "--name", "x", "w2", "first"])
-      assert.strictEqual(send.code, 0, send.stderr)
+      // A one-shot session joins (and leaves): the watch's `[joined]` line meets the closed stdout.
+      yield* runCli(agent, ["list", "--name", "y"])
       assert.deepStrictEqual(yield* watch.waitExit(), { code: 0, signal: null }, watch.stderr())
       assert.strictEqual(watch.stderr(), "", "no stack trace, no error")
       assert.deepStrictEqual(controlSockets(agent.intercomDir), [], "control socket removed")
-
-      // The message it could not show was not confirmed: the next watch of the name gets it.
-      const next = yield* startWatch(agent, "w2", ["--no-stdin"])
-      yield* next.waitStdout(/\[message\] x \([0-9a-f]{8}\) · \S+\n {2}first\n/)
+      const listed = yield* runCli(agent, ["list"])
+      assert.notInclude(listed.stdout, "w2", "the watch unregistered")
     }), TIMEOUT)
 
   it.live("SIGHUP (the terminal closed) leaves as SIGTERM does: exit 0, the control socket removed, the session gone", () =>

@@ -122,7 +122,10 @@ const stdoutFailure: Effect.Effect<NodeJS.ErrnoException> = Effect.callback<Node
  * the watch quietly with exit 0, as a pipeline's reader may; another stdout
  * error (ENOSPC) is said on stderr, exit 1. Either way the session leaves, and
  * the message whose line stdout could not take is not confirmed: the broker
- * hands it to the next watch of the name.
+ * hands it to the next watch of the name. Known defect: when the failed line
+ * is a message's, the watch does not end (its handling of the message does
+ * not give way to the failure): it stays registered until a signal
+ * (docs/cli.md, "Shown once"); a presence line ends it as described.
  */
 export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
   Effect.raceFirst(
