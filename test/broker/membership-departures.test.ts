@@ -81,6 +81,38 @@ describe("membership departures", () => {
 
 // C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so a reply the
 // session sent just before it left must come first — the writer collects departures after queued output.
+/**
+ * The replier answers the asker's question with `text` while the asker's outbox is full, in one batch
+ * with its `unregister` and `then`: the answer is parked (the probe saw the replier's batch wait). The
+ * asker is still paused.
+ */
+const parkedAnswer = (text: string, then: ReadonlyArray<Record<string, unknown>>) =>
+  Effect.gen(function*() {
+    const broker = yield* withBroker({ outboxCapacity: 2 })
+    const asker = yield* broker.session({ sessionId: "asker" })
+    const replier = yield* broker.session({ sessionId: "replier" })
+    const filler = yield* broker.session({ sessionId: "filler" })
+    const probe = yield* broker.session({ sessionId: "probe", frame: { features: [STATS_V1] } })
+    yield* asker.client.next("session_joined", (f) => f.session.id === "probe")
+    const question = message("still there?", { expectsReply: true })
+    assertDelivered(yield* send(asker.client, "replier", question))
+    yield* messageFor(replier.client, question.id)
+    yield* asker.client.pause
+    yield* fillOutbox(filler.client, "asker", probe.client)
+    // The reply meets the full outbox and is parked; the unregister in the same batch is handled at once.
+    const answer = message(text, { replyTo: question.id })
+    yield* replier.client.sendRaw(encodeFrames([
+      JSON.stringify({ type: "send", to: "asker", message: answer }),
+      JSON.stringify({ type: "unregister" }),
+      ...then.map((frame) => JSON.stringify(frame))
+    ]))
+    // Held back in its turn (a round trip on the replier could be read in the same batch, and parked too).
+    for (let polls = 0; (yield* backpressureWaits(probe.client)) < 2; polls++) {
+      if (polls >= 100_000) assert.fail("the reply was never parked")
+    }
+    return { asker: asker.client, replier: replier.client, answer }
+  })
+
 describe("a departure after a session's last messages", () => {
   it.live("a reply written with the replier's unregister reaches the asker before its session_left", () =>
     Effect.gen(function*() {
@@ -105,31 +137,11 @@ describe("a departure after a session's last messages", () => {
 
   it.live("a reply parked behind the asker's full outbox, sent with the replier's unregister, still comes before its session_left", () =>
     Effect.gen(function*() {
-      const broker = yield* withBroker({ outboxCapacity: 2 })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const probe = yield* broker.session({ sessionId: "probe", frame: { features: [STATS_V1] } })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "probe")
-      const question = message("still there?", { expectsReply: true })
-      assertDelivered(yield* send(asker.client, "replier", question))
-      yield* messageFor(replier.client, question.id)
-      yield* asker.client.pause
-      yield* fillOutbox(filler.client, "asker", probe.client)
-      // The reply meets the full outbox and is parked; the unregister in the same batch is handled at once.
-      const answer = message("yes, and leaving", { replyTo: question.id })
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      // Held back in its turn (a round trip on the replier could be read in the same batch, and parked too).
-      for (let polls = 0; (yield* backpressureWaits(probe.client)) < 2; polls++) {
-        if (polls >= 100_000) assert.fail("the reply was never parked")
-      }
-      assert.strictEqual(replier.client.count("delivered"), 0, "the reply was not parked")
-      yield* asker.client.resume
-      yield* asker.client.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
-      const order = asker.client.received().flatMap((f) =>
+      const { answer, asker, replier } = yield* parkedAnswer("yes, and leaving", [])
+      assert.strictEqual(replier.count("delivered"), 0, "the reply was not parked")
+      yield* asker.resume
+      yield* asker.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
+      const order = asker.received().flatMap((f) =>
         f.type === "message" && f.from.id === "replier"
           ? [`message ${f.message.id}`]
           : f.type === "session_left"
@@ -225,38 +237,12 @@ describe("a departure released by a registration while the session's output is p
         : []
     )
 
-  /** The replier's answer parked behind the asker's full outbox, sent in one batch with `then`. */
-  const parkedAnswer = (then: ReadonlyArray<Record<string, unknown>>) =>
-    Effect.gen(function*() {
-      const broker = yield* withBroker({ outboxCapacity: 2 })
-      const asker = yield* broker.session({ sessionId: "asker" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      const filler = yield* broker.session({ sessionId: "filler" })
-      const probe = yield* broker.session({ sessionId: "probe", frame: { features: [STATS_V1] } })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "probe")
-      const question = message("still there?", { expectsReply: true })
-      assertDelivered(yield* send(asker.client, "replier", question))
-      yield* messageFor(replier.client, question.id)
-      yield* asker.client.pause
-      yield* fillOutbox(filler.client, "asker", probe.client)
-      const answer = message("yes, and going on", { replyTo: question.id })
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" }),
-        ...then.map((frame) => JSON.stringify(frame))
-      ]))
-      for (let polls = 0; (yield* backpressureWaits(probe.client)) < 2; polls++) {
-        if (polls >= 100_000) assert.fail("the reply was never parked")
-      }
-      // The batch was handled (its output parked as it ended), the registration in it too; its answer waits too.
-      yield* asker.client.resume
-      yield* messageFor(asker.client, answer.id)
-      return { asker: asker.client, answer }
-    })
-
   it.live("registered as another session in the same batch: the parked reply reaches the asker before the session_left", () =>
     Effect.gen(function*() {
-      const { asker, answer } = yield* parkedAnswer([registerFrame({ sessionId: "replier-next" })])
+      const { asker, answer } = yield* parkedAnswer("yes, and going on", [registerFrame({ sessionId: "replier-next" })])
+      // The batch was handled (its output parked as it ended), the registration in it too; its answer waits too.
+      yield* asker.resume
+      yield* messageFor(asker, answer.id)
       yield* asker.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
       assert.deepStrictEqual(orderOf(asker), ["joined", `message ${answer.id}`, "left"])
     }))
