@@ -170,7 +170,8 @@ describe("session over the broker core", () => {
       assert.isFalse(yield* a.session.waiting)
     }))
 
-  it.effect("the asked peer answers and unregisters in one write: the ask returns the answer (C-ASK-9)", () =>
+  /** A asks B; B answers in one write with `after`: what A's ask returned, and A's inbox size. */
+  const answeredThen = (after: ReadonlyArray<string>) =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker({ idleExit: null })
       const a = yield* peer(inMemory(broker), A_ID, "A")
@@ -178,44 +179,37 @@ describe("session over the broker core", () => {
       const b = yield* broker.session({ sessionId: B_ID, name: "B" })
       const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "Which port?" }))
       const question = yield* b.client.next("message")
-      // A child that answers its parent and exits: both in one read, the answer then the session_left.
       yield* b.client.sendRaw(encodeFrames([
         JSON.stringify({
           type: "send",
           to: A_ID,
           message: { id: "answer-1", timestamp: 1, content: { text: "8080" }, replyTo: question.message.id }
         }),
-        JSON.stringify({ type: "unregister" })
+        ...after
       ]))
       yield* settle(Effect.void)
       const result = yield* completed(asking)
+      return { result, inboxSize: yield* Queue.size(a.inbox) }
+    })
+
+  it.effect("the asked peer answers and unregisters in one write: the ask returns the answer (C-ASK-9)", () =>
+    Effect.gen(function*() {
+      // A child that answers its parent and exits: both in one read, the answer then the session_left.
+      const { inboxSize, result } = yield* answeredThen([JSON.stringify({ type: "unregister" })])
       assert.deepStrictEqual([result.text, result.isError], ["**Reply from B:**\n8080", false])
-      assert.strictEqual(yield* Queue.size(a.inbox), 0, "the answer was not handed over as a message")
+      assert.strictEqual(inboxSize, 0, "the answer was not handed over as a message")
     }))
 
   it.effect("the asked peer answers, unregisters and registers again in one write: the ask returns the answer (C-ASK-9, C-BRK-33)", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ idleExit: null })
-      const a = yield* peer(inMemory(broker), A_ID, "A")
-      yield* settle(a.session.status)
-      const b = yield* broker.session({ sessionId: B_ID, name: "B" })
-      const asking = yield* step(a.session.intercom({ action: "ask", to: "B", message: "Which port?" }))
-      const question = yield* b.client.next("message")
       // The answer is queued for A, then B leaves and is back before A's writer collects: A hears B leave
       // only after the answer.
-      yield* b.client.sendRaw(encodeFrames([
-        JSON.stringify({
-          type: "send",
-          to: A_ID,
-          message: { id: "answer-1", timestamp: 1, content: { text: "8080" }, replyTo: question.message.id }
-        }),
+      const { inboxSize, result } = yield* answeredThen([
         JSON.stringify({ type: "unregister" }),
         JSON.stringify(registerFrame({ sessionId: B_ID, name: "B" }))
-      ]))
-      yield* settle(Effect.void)
-      const result = yield* completed(asking)
+      ])
       assert.deepStrictEqual([result.text, result.isError], ["**Reply from B:**\n8080", false])
-      assert.strictEqual(yield* Queue.size(a.inbox), 0, "the answer was not handed over as a message")
+      assert.strictEqual(inboxSize, 0, "the answer was not handed over as a message")
     }))
 
   it.effect("a peer asks and unregisters in one write: its ask is not left pending (C-RPL-10)", () =>
