@@ -3,13 +3,12 @@
  * the broker's answer by `requestId`, and every one still waiting fails with
  * `ConnectionLost` when the connection closes — a store never vanishes
  * silently (it may or may not have been stored then; the error says so).
- * Owned by one `ClientConnection`; touched only synchronously.
+ * Owned by one `ClientConnection`; touched only synchronously. The waiting
+ * and settling are PendingRequests.ts's; this module gives the frames.
  */
-import { Deferred, Effect, Exit } from "effect"
-import { randomUUID } from "node:crypto"
 import type { ResultFailedFrame, ResultListedFrame, ResultPageFrame, ResultStoredFrame } from "../protocol/results.ts"
-import { ConnectionLost, type RequestTimeout, ResultRefused } from "./errors.ts"
-import { awaitAnswer } from "./requests.ts"
+import { type ConnectionLost, type RequestTimeout, ResultRefused } from "./errors.ts"
+import { PendingRequests } from "./PendingRequests.ts"
 
 /** A broker answer to a result request. */
 export type ResultAnswer = ResultStoredFrame | ResultListedFrame | ResultPageFrame
@@ -30,41 +29,19 @@ export type ResultRequestFrame =
 /** Why a result request on a connection failed. */
 export type ResultRequestError = ResultRefused | RequestTimeout | ConnectionLost
 
-/** Pending result requests of one connection; see the module header. */
-export class ResultRequests {
-  private readonly waiting = new Map<string, Deferred.Deferred<ResultAnswer, ResultRefused | ConnectionLost>>()
-
-  /** Writes the request with a fresh `requestId` and waits for its answer. */
-  request(
-    frame: ResultRequestFrame,
-    write: (text: string) => Effect.Effect<void, ConnectionLost>,
-    timeoutMs: number
-  ): Effect.Effect<ResultAnswer, ResultRequestError> {
-    return Effect.suspend(() => {
-      const requestId = randomUUID()
-      const answer = Deferred.makeUnsafe<ResultAnswer, ResultRefused | ConnectionLost>()
-      this.waiting.set(requestId, answer)
-      return write(JSON.stringify({ ...frame, requestId })).pipe(
-        Effect.andThen(awaitAnswer(answer, timeoutMs, "result", () => this.waiting.delete(requestId))),
-        Effect.onExit(() => Effect.sync(() => this.waiting.delete(requestId)))
-      )
+/**
+ * Pending result requests of one connection (PendingRequests.ts): a refusal
+ * (`result_failed`) fails the request with `ResultRefused`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export class ResultRequests extends PendingRequests<ResultRequestFrame, ResultAnswer, ResultFailedFrame, ResultRefused> {
+  constructor() {
+    super({
+      operation: "result",
+      isRefusal: (frame): frame is ResultFailedFrame => frame.type === "result_failed",
+      refused: (frame) => new ResultRefused({ reason: frame.reason })
     })
-  }
-
-  /** An answer arrived: settles the request waiting for it (late or unknown answers are dropped). */
-  settle(frame: ResultAnswer | ResultFailedFrame): void {
-    const answer = this.waiting.get(frame.requestId)
-    if (answer === undefined) return
-    this.waiting.delete(frame.requestId)
-    Deferred.doneUnsafe(
-      answer,
-      frame.type === "result_failed" ? Exit.fail(new ResultRefused({ reason: frame.reason })) : Exit.succeed(frame)
-    )
-  }
-
-  /** The connection closed: every request still waiting fails. */
-  failAll(): void {
-    for (const answer of this.waiting.values()) Deferred.doneUnsafe(answer, Exit.fail(new ConnectionLost({ operation: "result" })))
-    this.waiting.clear()
   }
 }
