@@ -8,11 +8,10 @@
  * timeout stay (contracts.md open question 2).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Option, Queue, Scope } from "effect"
+import { Effect, Fiber, Layer, Option, Queue } from "effect"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
 import type { IntercomClientOptions } from "../../src/client/options.ts"
-import { Host, headless, type Inbound } from "../../src/session/Host.ts"
-import { IntercomSession, type IntercomSessionOptions, sessionRegistration } from "../../src/session/IntercomSession.ts"
+import type { IntercomSessionOptions } from "../../src/session/IntercomSession.ts"
 import { readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
 import { QuestionReviver, type Revival } from "../../src/session/QuestionReviver.ts"
@@ -26,18 +25,19 @@ import {
 } from "../../src/store/QuestionStore.ts"
 import {
   advance,
-  closeOnSimulatedTime,
   type MemoryBroker,
   memoryNetwork,
   settle,
   step,
   withMemoryBroker
 } from "../support/memory.ts"
+import { layeredMember } from "../support/layeredMember.ts"
 
 const SUP_ID = "5b5b5b5b-0000-4000-8000-000000000001"
 const CHILD_ID = "c1c1c1c1-0000-4000-8000-000000000002"
 const ASK_TIMEOUT_MS = 60_000
 
+/** A session on `broker` whose asks wait `ASK_TIMEOUT_MS` unless `session` says otherwise. */
 const member = (
   broker: MemoryBroker,
   id: string,
@@ -45,31 +45,7 @@ const member = (
   client: Partial<IntercomClientOptions>,
   session: IntercomSessionOptions = {},
   reviver: Layer.Layer<never> = Layer.empty
-) =>
-  Effect.gen(function*() {
-    const inbox = yield* Queue.unbounded<Inbound>()
-    const identity = { name, cwd: "/tmp/project", model: "test-model" }
-    const clientLayer = IntercomClient.layer({
-      agentDir: "/mem",
-      intercomDir: "/mem/intercom",
-      socketPath: broker.address,
-      dial: broker.dial,
-      sessionId: id,
-      registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
-      launch: false,
-      ...client
-    })
-    const scope = yield* Scope.make()
-    yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
-    const context = yield* Layer.buildWithScope(
-      IntercomSession.layer({ askTimeoutMs: ASK_TIMEOUT_MS, ...session }).pipe(
-        Layer.provideMerge(Layer.merge(clientLayer, Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound))))),
-        Layer.provide(reviver)
-      ),
-      scope
-    )
-    return { session: Context.get(context, IntercomSession), client: Context.get(context, IntercomClient), inbox }
-  })
+) => layeredMember(broker, id, name, client, { askTimeoutMs: ASK_TIMEOUT_MS, ...session }, reviver)
 
 /** A supervisor and a child it launched, on a broker that keeps questions in `state` (none: no store). */
 const setup = (state: MemoryQuestions | undefined, reviver: Layer.Layer<never> = Layer.empty) =>

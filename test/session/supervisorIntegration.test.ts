@@ -7,48 +7,17 @@
  * answer (C-SUP-1…12, C-SUP-19, C-GRP-12, C-RPL-8).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Option, Queue, Scope } from "effect"
+import { Effect, Fiber, Option, Queue } from "effect"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import type { IntercomClientOptions } from "../../src/client/options.ts"
-import { Host, headless, type Inbound } from "../../src/session/Host.ts"
-import { IntercomSession, type IntercomSessionOptions, sessionRegistration } from "../../src/session/IntercomSession.ts"
 import { readChildBridge } from "../../src/session/supervisorBridge.ts"
 import { authorizeChild } from "../../src/session/SupervisorLaunch.ts"
-import { closeOnSimulatedTime, type MemoryBroker, settle, step, withMemoryBroker } from "../support/memory.ts"
+import { layeredMember } from "../support/layeredMember.ts"
+import { settle, step, withMemoryBroker } from "../support/memory.ts"
 
 const SUP_ID = "5b5b5b5b-0000-4000-8000-000000000001"
 const CHILD_ID = "c1c1c1c1-0000-4000-8000-000000000002"
 
-const member = (
-  broker: MemoryBroker,
-  id: string,
-  name: string,
-  client: Partial<IntercomClientOptions>,
-  session: IntercomSessionOptions = {}
-) =>
-  Effect.gen(function*() {
-    const inbox = yield* Queue.unbounded<Inbound>()
-    const identity = { name, cwd: "/tmp/project", model: "test-model" }
-    const clientLayer = IntercomClient.layer({
-      agentDir: "/mem",
-      intercomDir: "/mem/intercom",
-      socketPath: broker.address,
-      dial: broker.dial,
-      sessionId: id,
-      registration: sessionRegistration({ sessionId: id, identity, pid: 4242, startedAt: 0 }),
-      launch: false,
-      ...client
-    })
-    const scope = yield* Scope.make()
-    yield* Effect.addFinalizer(() => closeOnSimulatedTime(scope))
-    const context = yield* Layer.buildWithScope(
-      IntercomSession.layer(session).pipe(
-        Layer.provideMerge(Layer.merge(clientLayer, Host.layer(headless(identity, (inbound) => Queue.offer(inbox, inbound)))))
-      ),
-      scope
-    )
-    return { session: Context.get(context, IntercomSession), client: Context.get(context, IntercomClient), inbox }
-  })
+const member = layeredMember
 
 describe("contact_supervisor over the broker core", () => {
   it.effect("authorize, start the child from the environment, need_decision, pending on the supervisor, reply, the child has the answer", () =>
