@@ -18,6 +18,7 @@ import { cutToWidth, displayWidth, fitToWidth, terminalJson, terminalSafe, termi
 import { initialSettings, render } from "../../src/cli/top/view.ts"
 import type { BrokerSnapshot, SessionRow } from "../../src/observe/Snapshot.ts"
 import type { BrokerStatsSnapshot } from "../../src/protocol/stats.ts"
+import { sessionRow } from "../support/sessionRow.ts"
 
 const NOW = 1_000_000
 const EVIL = "evil\u001b[2J\u001b]0;PWNED\u0007\nsessions 999 FAKE"
@@ -45,21 +46,7 @@ const clientText = fc.string({
   maxLength: 30
 })
 
-const row = (id: string, name: string, extra: Partial<SessionRow> = {}): SessionRow => ({
-  id,
-  name,
-  group: "default",
-  lastSeen: NOW,
-  lastActivity: NOW - 5_000,
-  pendingAsks: 0,
-  waitingAsks: 0,
-  messagesOut: 0,
-  messagesIn: 0,
-  outboxChars: 0,
-  ratePerSec: 0,
-  registeredAt: NOW - 60_000,
-  ...extra
-})
+const row = (id: string, name: string, extra: Partial<SessionRow> = {}): SessionRow => sessionRow(NOW, id, name, extra)
 
 const snapshot = (name: string, text: string): BrokerSnapshot => ({
   at: NOW,

@@ -7,24 +7,11 @@ import { assert, describe, it } from "vitest"
 import { step } from "../../src/cli/top/keys.ts"
 import { formatAge, initialSettings, render, STUCK_ASK_MS, type ViewSettings } from "../../src/cli/top/view.ts"
 import type { BrokerSnapshot, SessionRow } from "../../src/observe/Snapshot.ts"
+import { sessionRow } from "../support/sessionRow.ts"
 
 const NOW = 1_000_000
 
-const row = (id: string, name: string, extra: Partial<SessionRow> = {}): SessionRow => ({
-  id,
-  name,
-  group: "default",
-  lastSeen: NOW,
-  lastActivity: NOW - 5_000,
-  pendingAsks: 0,
-  waitingAsks: 0,
-  messagesOut: 0,
-  messagesIn: 0,
-  outboxChars: 0,
-  ratePerSec: 0,
-  registeredAt: NOW - 60_000,
-  ...extra
-})
+const row = (id: string, name: string, extra: Partial<SessionRow> = {}): SessionRow => sessionRow(NOW, id, name, extra)
 
 const snapshot = (extra: Partial<BrokerSnapshot> = {}): BrokerSnapshot => ({
   at: NOW,
