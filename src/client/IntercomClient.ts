@@ -30,6 +30,9 @@
  *   not the one before (a memory-mode broker restarted), `stateLost` says so
  *   first, with the asks and queued mail of this client that went with it
  *   (StateEpochs.ts), and a warning is logged; nothing is sent again.
+ * - Once `rejoinGraceMs` after a reconnect is over, the client lists the
+ *   sessions and publishes on `presenceEvents` the departures and joins the
+ *   broker's feed could not tell the new connection (MembershipView.ts).
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
  *   the failure stands: its target may not have registered again yet.
@@ -66,7 +69,8 @@
  * before each attempt and the instance id of `rejoin-v1` a little more); the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
- * receipts kept for the next connection KeptReceipts.ts's.
+ * receipts kept for the next connection KeptReceipts.ts's, the membership
+ * view reconciled after a reconnect MembershipView.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionInfo, SessionRegistration } from "../protocol/frames.ts"

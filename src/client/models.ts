@@ -260,7 +260,13 @@ export interface IntercomClientService extends QuestionOperations {
    * is back by the time the session acts on its departure (C-ASK-9).
    */
   readonly leftSince: (sessionId: string, mark: number) => Effect.Effect<boolean>
-  /** Membership events; each subscriber sees those after it subscribed. */
+  /**
+   * Membership events; each subscriber sees those after it subscribed. After
+   * a reconnect, once `rejoinGraceMs` is over, the client lists the sessions
+   * and adds what the broker's feed could not say (it tells a new connection
+   * only of changes after it registered), marked `resync: true`
+   * (MembershipView.ts).
+   */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /**
    * One element per reconnect, once the new connection is registered and
