@@ -64,9 +64,11 @@
  * counters and state this module owns, so they stay beside them; so does a
  * takeover (`taken_over`, then `reclaim`), which decides whether the client
  * reconnects at all (what the broker's state epoch says after a reconnect
- * is StateEpochs.ts's). About 900 lines (the takeover's `whenTakenOver`, the reclaim's pid check
+ * is StateEpochs.ts's). About 960 lines (the takeover's `whenTakenOver`, the reclaim's pid check
  * and the `ifReleased` take-back with its grant check added some, the owner's `shouldReconnect` asked
- * before each attempt and the instance id of `rejoin-v1` a little more); the per-connection tables are ClientConnection.ts's, the
+ * before each attempt and the instance id of `rejoin-v1` a little more, and the membership
+ * reconciliation's wiring — `viewListing`, `resyncMembership`, about 40 lines — which reads the
+ * live connection and the grace this module owns); the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
  * receipts kept for the next connection KeptReceipts.ts's, the membership
