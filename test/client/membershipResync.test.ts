@@ -14,6 +14,7 @@ import type { Dialer } from "../../src/client/Dialer.ts"
 import type { PresenceEvent } from "../../src/client/events.ts"
 import { MembershipView } from "../../src/client/MembershipView.ts"
 import type { SessionInfo } from "../../src/protocol/frames.ts"
+import { frameText } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 import { advance, memoryNetwork, settle } from "../support/memory.ts"
 import { settleWithin } from "../support/steps.ts"
@@ -85,6 +86,68 @@ describe("membership after a reconnect", () => {
       ])
       // A departure made up so counts as one read: gamma left after any earlier mark.
       assert.isTrue(yield* alpha.isDeparted("gamma"))
+    }))
+})
+
+describe("membership after a reconnect whose list fails", () => {
+  it.effect("a connection that drops again with the list in flight changes nothing and says nothing; the next reconnect's list tells", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      // alpha's connections; with `stall`, its next connection never passes a `list` frame on.
+      let alphaConnection: Connection | undefined
+      let stall = false
+      const gate = Latch.makeUnsafe(true)
+      const dial: Dialer = (address) =>
+        gate.await.pipe(
+          Effect.andThen(world.dial(address)),
+          Effect.map((connection): Connection => {
+            if (!stall) return connection
+            const writeAll: Connection["writeAll"] = (frames) =>
+              connection.writeAll(frames.filter((frame) => !frameText(frame).includes(`"type":"list"`)))
+            return { ...connection, writeAll, write: (frames) => writeAll(frames) }
+          }),
+          Effect.tap((connection) => Effect.sync(() => (alphaConnection = connection)))
+        )
+      const alpha = (yield* makeMemoryClient(
+        memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
+          reconnectBaseMs: 100,
+          reconnectMaxMs: 100,
+          rejoinGraceMs: GRACE_MS,
+          livenessIntervalMs: 600_000
+        })
+      )).client
+      yield* settle(alpha.connect, "alpha's connect")
+      const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+      const gamma = yield* makeMemoryClient(memoryClientOptions(world, "gamma", "gamma"))
+      yield* settle(gamma.client.connect, "gamma's connect")
+      yield* events.next((event) => event._tag === "Joined" && event.session.id === "gamma")
+
+      const dropAlpha = Effect.gen(function*() {
+        yield* gate.close
+        const dropped = alphaConnection
+        if (dropped === undefined) return assert.fail("alpha never dialled")
+        yield* dropped.destroy
+        yield* advance(500)
+        assert.isFalse((yield* alpha.status).connected)
+      })
+      yield* dropAlpha
+      yield* gamma.close
+      // The next connection takes no list: the reconciliation's list stays in flight until that connection drops.
+      stall = true
+      yield* gate.open
+      yield* settleWithin(10, alpha.connect, "alpha's reconnect")
+      yield* advance(GRACE_MS + 1_000)
+      yield* dropAlpha
+      assert.deepStrictEqual(summary(events.seen()), ["Joined gamma"])
+      assert.strictEqual((yield* alpha.status).connections, 2)
+
+      stall = false
+      yield* gate.open
+      yield* settleWithin(10, alpha.connect, "alpha's second reconnect")
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined gamma", "Left gamma (resync)"])
     }))
 })
 
