@@ -235,7 +235,8 @@ export interface IntercomClientService extends QuestionOperations {
   readonly caughtUp: Effect.Effect<void>
   /**
    * Whether `sessionId` is departed as this client last read it: its
-   * `session_left` was read on the live connection and no `session_joined`
+   * `session_left` was read on the live connection (or the reconciliation
+   * after the reconnect found it gone: a `Left` with `resync`) and no `session_joined`
    * since (both are applied as the frames are read, ahead of any consumer
    * of `presenceEvents`). `false` means no departure is known: the session
    * joined again since, or its departure was read on an earlier connection
@@ -246,7 +247,8 @@ export interface IntercomClientService extends QuestionOperations {
   readonly isDeparted: (sessionId: string) => Effect.Effect<boolean>
   /**
    * How many presence events (`session_joined`, `session_updated`,
-   * `session_left`) this client has read so far, over all its connections: a
+   * `session_left`, and those a reconciliation after a reconnect made up)
+   * this client has read so far, over all its connections: a
    * monotonic mark of "now" in the order the broker wrote them, for
    * `leftSince`. `IntercomSession` takes one when it sends an ask, and again when it resends it after `E_TARGET_REBOUND`.
    */
