@@ -30,6 +30,9 @@
  *   not the one before (a memory-mode broker restarted), `stateLost` says so
  *   first, with the asks and queued mail of this client that went with it
  *   (StateEpochs.ts), and a warning is logged; nothing is sent again.
+ * - Once `rejoinGraceMs` after a reconnect is over, the client lists the
+ *   sessions and publishes on `presenceEvents` the departures and joins the
+ *   broker's feed could not tell the new connection (MembershipView.ts).
  * - Just after a reconnect (a broker restart empties the registry), a send
  *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
  *   the failure stands: its target may not have registered again yet.
@@ -61,15 +64,18 @@
  * counters and state this module owns, so they stay beside them; so does a
  * takeover (`taken_over`, then `reclaim`), which decides whether the client
  * reconnects at all (what the broker's state epoch says after a reconnect
- * is StateEpochs.ts's). About 900 lines (the takeover's `whenTakenOver`, the reclaim's pid check
+ * is StateEpochs.ts's). About 960 lines (the takeover's `whenTakenOver`, the reclaim's pid check
  * and the `ifReleased` take-back with its grant check added some, the owner's `shouldReconnect` asked
- * before each attempt and the instance id of `rejoin-v1` a little more); the per-connection tables are ClientConnection.ts's, the
+ * before each attempt and the instance id of `rejoin-v1` a little more, and the membership
+ * reconciliation's wiring — `viewListing`, `resyncMembership`, about 40 lines — which reads the
+ * live connection and the grace this module owns); the per-connection tables are ClientConnection.ts's, the
  * unanswered sends and the re-sent answers kept for a retry
  * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
- * receipts kept for the next connection KeptReceipts.ts's.
+ * receipts kept for the next connection KeptReceipts.ts's, the membership
+ * view reconciled after a reconnect MembershipView.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
-import type { SessionRegistration } from "../protocol/frames.ts"
+import type { SessionInfo, SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
@@ -95,6 +101,7 @@ import { makeUnhandledMessages } from "./UnhandledMessages.ts"
 import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
 import { type BrokerStateLost, describeStateLost, StateEpochs } from "./StateEpochs.ts"
+import { MembershipView, type Touched } from "./MembershipView.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -157,6 +164,7 @@ const make = (
     const livenessIntervalMs = options.livenessIntervalMs ?? 30_000
     const livenessTimeoutMs = Math.min(options.livenessTimeoutMs ?? 5_000, livenessIntervalMs)
     const reconnectMaxMs = options.reconnectMaxMs ?? 30_000
+    const rejoinGraceMs = options.rejoinGraceMs ?? 10_000
     // `rejoin-v1`: one id for every connection of this instance, so the broker knows its own rejoin. An empty
     // one is no id (the broker refuses ""): a random one, as when none is given.
     const instanceId = options.instanceId === undefined || options.instanceId === "" ? randomUUID() : options.instanceId
@@ -202,6 +210,8 @@ const make = (
      * sessions (`leftSince`). Kept across connections: a departure read is one whatever the connection.
      */
     const lastLeft = new Map<string, number>()
+    /** Who this client believes is on the intercom, reconciled after each reconnect (MembershipView.ts). */
+    const view = new MembershipView()
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
@@ -213,23 +223,28 @@ const make = (
         confirmations.read()
         unhandled.offer(departed.has(message.from.id) ? { ...message, senderLeft: true } : message)
       },
+      // A real event the last reconciliation already announced (its synthetic twin) is not published again.
       presence: (event: PresenceEvent) => {
-        presenceRead++
-        if (event._tag === "Left") {
-          departed.delete(event.sessionId)
-          departed.add(event.sessionId)
-          if (departed.size > DEPARTED_LIMIT) departed.delete(departed.values().next().value ?? "")
-          lastLeft.delete(event.sessionId)
-          lastLeft.set(event.sessionId, presenceRead)
-          if (lastLeft.size > DEPARTED_LIMIT) lastLeft.delete(lastLeft.keys().next().value ?? "")
-        } else if (event._tag === "Joined") {
-          departed.delete(event.session.id)
-        }
-        PubSub.publishUnsafe(presenceHub, event)
+        if (view.read(event)) publishPresence(event)
       },
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event)
+    }
+    /** Publishes a presence event, read or made up by a reconciliation, after noting departures and joins. */
+    const publishPresence = (event: PresenceEvent): void => {
+      presenceRead++
+      if (event._tag === "Left") {
+        departed.delete(event.sessionId)
+        departed.add(event.sessionId)
+        if (departed.size > DEPARTED_LIMIT) departed.delete(departed.values().next().value ?? "")
+        lastLeft.delete(event.sessionId)
+        lastLeft.set(event.sessionId, presenceRead)
+        if (lastLeft.size > DEPARTED_LIMIT) lastLeft.delete(lastLeft.keys().next().value ?? "")
+      } else if (event._tag === "Joined") {
+        departed.delete(event.session.id)
+      }
+      PubSub.publishUnsafe(presenceHub, event)
     }
 
     // Connection state: owned by this service, touched only synchronously.
@@ -374,6 +389,42 @@ const make = (
     const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
 
     /**
+     * A `list` on `connection` whose answer `use` applies to the membership view in the same
+     * synchronous step that ends noting the real events read while it was in flight.
+     */
+    const viewListing = (
+      connection: ClientConnection,
+      use: (listed: ReadonlyArray<SessionInfo>, touched: Touched) => void
+    ) =>
+      Effect.suspend(() => {
+        const touched = view.track()
+        return connection.list(listTimeoutMs).pipe(
+          Effect.tap((listed) =>
+            Effect.sync(() => {
+              use(listed, touched)
+              view.untrack(touched)
+            })
+          ),
+          Effect.ensuring(Effect.sync(() => view.untrack(touched)))
+        )
+      })
+
+    /**
+     * After a reconnect, once the rejoin grace is over (a session on its way back to a restarted
+     * broker has registered again by then): lists the sessions and publishes what the view missed
+     * while away — departures, joins, a session replaced by another process (MembershipView.ts).
+     * Runs in the connection's Scope: a connection that drops first leaves it to the next one; a
+     * failed list (an older broker, a dropped connection) leaves the view as it is, and says nothing.
+     */
+    const resyncMembership = (connection: ClientConnection): Effect.Effect<void> =>
+      Effect.sleep(Duration.millis(rejoinGraceMs)).pipe(
+        Effect.andThen(viewListing(connection, (listed, touched) => {
+          for (const event of view.resync(listed, touched, connection.sessionId)) publishPresence(event)
+        })),
+        Effect.ignore
+      )
+
+    /**
      * `attempt` (or any attempt the client makes by itself) unless the owner says no first
      * (`shouldReconnect`): then `declined`, before anything is dialled or spawned.
      */
@@ -414,6 +465,8 @@ const make = (
         }
         // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
         if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
+        // What the feed could not say while this client was away is said once the grace is over (MembershipView.ts).
+        if (connections >= 2) yield* Effect.forkIn(resyncMembership(connection), scope)
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
@@ -601,7 +654,6 @@ const make = (
         Effect.flatMap(use)
       )
 
-    const rejoinGraceMs = options.rejoinGraceMs ?? 10_000
     /**
      * A send. Just after a reconnect, "not found" may mean "not back yet" (a
      * broker restart empties its registry), and a reply's "no pending ask"
@@ -715,7 +767,9 @@ const make = (
       sessionId: options.sessionId,
       group: normalizeGroup(options.group),
       connect: withConnection(() => Effect.void),
-      list: withConnection((c) => c.list(listTimeoutMs)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
+      list: withConnection((c) => viewListing(c, (listed, touched) => view.seed(listed, touched, c.sessionId))).pipe(
+        Effect.catchTag("RequestTimeout", namingBroker)
+      ),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       send,
       supervisorSend: (request) =>

@@ -51,11 +51,15 @@ export interface InboundMessage {
   readonly traceparent?: string
 }
 
-/** Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`. */
+/**
+ * Another session of the scope joined, changed its presence, or left (P30, P32, P33): `IntercomClient.presenceEvents`.
+ * `resync: true` marks one the client made up after a reconnect, from a `list` (MembershipView.ts): the change
+ * happened while this client was not connected, so the broker's feed never sent it.
+ */
 export type PresenceEvent =
-  | { readonly _tag: "Joined"; readonly session: SessionInfo }
-  | { readonly _tag: "Updated"; readonly session: SessionInfo }
-  | { readonly _tag: "Left"; readonly sessionId: string }
+  | { readonly _tag: "Joined"; readonly session: SessionInfo; readonly resync?: true }
+  | { readonly _tag: "Updated"; readonly session: SessionInfo; readonly resync?: true }
+  | { readonly _tag: "Left"; readonly sessionId: string; readonly resync?: true }
 
 /**
  * News about a message: a receiver's receipt for one this session sent (P70),

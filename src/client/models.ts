@@ -235,7 +235,8 @@ export interface IntercomClientService extends QuestionOperations {
   readonly caughtUp: Effect.Effect<void>
   /**
    * Whether `sessionId` is departed as this client last read it: its
-   * `session_left` was read on the live connection and no `session_joined`
+   * `session_left` was read on the live connection (or the reconciliation
+   * after the reconnect found it gone: a `Left` with `resync`) and no `session_joined`
    * since (both are applied as the frames are read, ahead of any consumer
    * of `presenceEvents`). `false` means no departure is known: the session
    * joined again since, or its departure was read on an earlier connection
@@ -246,7 +247,8 @@ export interface IntercomClientService extends QuestionOperations {
   readonly isDeparted: (sessionId: string) => Effect.Effect<boolean>
   /**
    * How many presence events (`session_joined`, `session_updated`,
-   * `session_left`) this client has read so far, over all its connections: a
+   * `session_left`, and those a reconciliation after a reconnect made up)
+   * this client has read so far, over all its connections: a
    * monotonic mark of "now" in the order the broker wrote them, for
    * `leftSince`. `IntercomSession` takes one when it sends an ask, and again when it resends it after `E_TARGET_REBOUND`.
    */
@@ -260,7 +262,13 @@ export interface IntercomClientService extends QuestionOperations {
    * is back by the time the session acts on its departure (C-ASK-9).
    */
   readonly leftSince: (sessionId: string, mark: number) => Effect.Effect<boolean>
-  /** Membership events; each subscriber sees those after it subscribed. */
+  /**
+   * Membership events; each subscriber sees those after it subscribed. After
+   * a reconnect, once `rejoinGraceMs` is over, the client lists the sessions
+   * and adds what the broker's feed could not say (it tells a new connection
+   * only of changes after it registered), marked `resync: true`
+   * (MembershipView.ts).
+   */
   readonly presenceEvents: Stream.Stream<PresenceEvent>
   /**
    * One element per reconnect, once the new connection is registered and

@@ -139,7 +139,9 @@ export interface IntercomClientOptions {
   /**
    * For this long after a reconnect, a send whose target is not found is
    * retried (every 250 ms, same message id) instead of failing: after a broker
-   * restart its target may simply not have registered again yet. Default 10 s.
+   * restart its target may simply not have registered again yet. Once it is
+   * over, the client reconciles its membership view with a `list`
+   * (`presenceEvents`, MembershipView.ts). Default 10 s.
    */
   readonly rejoinGraceMs?: number
   /**

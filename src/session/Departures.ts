@@ -2,7 +2,9 @@
  * Departures: what a peer leaving, or the broker being replaced, does to a
  * generation's waits and pending asks.
  *
- * - A peer's `session_left` ends the wait on it (C-ASK-9) and retires its
+ * - A peer's `session_left` (or a `Left` the client made up after a
+ *   reconnect for a peer the broker no longer lists, client/MembershipView.ts)
+ *   ends the wait on it (C-ASK-9) and retires its
  *   pending asks (C-RPL-10), once the messages read before it were handled
  *   (`IntercomClient.caughtUp`), without holding up the presence stream: the
  *   round trip that confirms a waited-on peer is gone runs per wait.

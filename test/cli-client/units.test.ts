@@ -95,6 +95,17 @@ describe("exit codes and events", () => {
     )
     assert.strictEqual(presenceOutput({ _tag: "Left", sessionId: base.id }, base)?.text, "[left] rev (1a2b3c4d)")
   })
+
+  it("one the client learnt after a reconnect is marked (while disconnected), and resync in JSON", () => {
+    const base = { id: "1a2b3c4d-0000", cwd: "/w", model: "m", pid: 1, startedAt: 0, lastActivity: 0, name: "rev" }
+    const left = presenceOutput({ _tag: "Left", sessionId: base.id, resync: true }, base)
+    assert.strictEqual(left?.text, "[left] rev (1a2b3c4d) (while disconnected)")
+    assert.deepStrictEqual(left?.json, { event: "left", sessionId: base.id, name: "rev", resync: true })
+    assert.strictEqual(
+      presenceOutput({ _tag: "Joined", session: base, resync: true }, undefined)?.text,
+      "[joined] rev (1a2b3c4d) · /w (while disconnected)"
+    )
+  })
 })
 
 describe("the reply command pending shows", () => {

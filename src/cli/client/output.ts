@@ -165,9 +165,22 @@ export const inboundJson = (
  * A membership event as a line (text) or object (JSON), given what was known
  * about the session before; `undefined` when there is nothing to show (an
  * update that changed neither name nor status). A join of a session already
- * known (no leave seen since) is `[rejoined]`, not a second `[joined]`.
+ * known (no leave seen since) is `[rejoined]`, not a second `[joined]`. One
+ * the client made up after a reconnect (`resync`: the change happened while
+ * the watch was not connected, IntercomClient's MembershipView) ends with
+ * `(while disconnected)`, and its JSON object has `"resync": true`.
  */
 export const presenceOutput = (
+  event: PresenceEvent,
+  before: SessionInfo | undefined
+): { readonly text: string; readonly json: Record<string, unknown> } | undefined => {
+  const shown = liveOutput(event, before)
+  return shown === undefined || event.resync !== true
+    ? shown
+    : { text: `${shown.text} (while disconnected)`, json: { ...shown.json, resync: true } }
+}
+
+const liveOutput = (
   event: PresenceEvent,
   before: SessionInfo | undefined
 ): { readonly text: string; readonly json: Record<string, unknown> } | undefined => {

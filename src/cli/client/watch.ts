@@ -8,6 +8,8 @@
  * - Prints inbound messages and asks (with their message ids) and membership
  *   events (joined, left, renamed, status changes); in text mode through
  *   `terminalText`, so no peer text puts an escape sequence on the terminal.
+ *   Those its client learnt after a reconnect (the sessions that left or
+ *   joined while the watch was not connected) end with `(while disconnected)`.
  * - A line on stdin answers the pending ask; `@<name or message id> <text>`
  *   picks one when several are pending.
  * - Runs the actions of short-lived commands with the same name (`intercom

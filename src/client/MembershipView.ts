@@ -1,0 +1,135 @@
+/**
+ * The client's membership view: which other sessions of its scope it
+ * believes are on the intercom, and the reconciliation that keeps that
+ * belief true across a reconnect.
+ *
+ * Why the client needs it: the broker's membership feed (broker/MembershipFeed.ts)
+ * tells a connection only of changes after it registered. A session that
+ * left while this client was away (its connection dropped, or the broker
+ * restarted) never gets a `session_left` here, and one that registered with
+ * a new broker before this client did never gets a `session_joined`. After
+ * a reconnect `IntercomClient` lists the sessions (`list`) and hands the
+ * answer to `resync`, which returns the events the feed could not send:
+ * `Left` for each session the view held that the list does not name,
+ * `Joined` for each listed session the view did not hold, and `Left` then
+ * `Joined` for one whose `startedAt` changed (another process registered
+ * its id: the one this client knew is gone), and `Updated` for one renamed
+ * or with a new status. Each is marked `resync: true`.
+ *
+ * Ordering against the live feed, which keeps flowing while the list is in
+ * flight (`track` ... `untrack`): a session about which a real event was read
+ * after the list was written is left out of the comparison (the feed told
+ * the newer story already). A real event that comes after its synthetic twin
+ * (the feed wrote the change after the list answer) is dropped by `read`,
+ * so a consumer never hears of one departure or join twice.
+ *
+ * What the view holds: sessions from the presence events read (on any
+ * connection) and from any own-group `list` answer (`seed`; only sessions
+ * no event was read about meanwhile, and never a removal). A client that
+ * never listed does not know who was there when it first registered, so a
+ * reconciliation may announce as `Joined` a session that had been there all
+ * along. Owned by `IntercomClient`, touched only synchronously.
+ */
+import type { SessionInfo } from "../protocol/frames.ts"
+import type { PresenceEvent } from "./events.ts"
+
+/** The ids about which a real presence event was read while one list was in flight. */
+export type Touched = Set<string>
+
+const idOf = (event: PresenceEvent): string => event._tag === "Left" ? event.sessionId : event.session.id
+
+/**
+ * Which sessions a client believes are on the intercom, and the synthetic
+ * events that reconcile that belief with a `list` answer after a reconnect
+ * (see the module header).
+ */
+export class MembershipView {
+  private readonly members = new Map<string, SessionInfo>()
+  /** Synthetic events not yet met by their real twin, by session id (the last one for the session). */
+  private readonly synthetic = new Map<string, PresenceEvent["_tag"]>()
+  /** One set per list in flight: the ids a real event was read about since it was written. */
+  private readonly tracking = new Set<Touched>()
+
+  /**
+   * Applies a real event read from the broker; answers whether it is news
+   * (to be published). Not news: the same change a reconciliation already
+   * announced (its synthetic twin), which the feed wrote after the list answer.
+   */
+  read(event: PresenceEvent): boolean {
+    const id = idOf(event)
+    for (const touched of this.tracking) touched.add(id)
+    const announced = this.synthetic.get(id)
+    this.synthetic.delete(id)
+    if (event._tag === "Left") {
+      this.members.delete(id)
+    } else {
+      this.members.set(id, event.session)
+    }
+    return announced !== event._tag
+  }
+
+  /** Starts noting the ids real events are read about: call it just before a `list` is written. */
+  track(): Touched {
+    const touched: Touched = new Set()
+    this.tracking.add(touched)
+    return touched
+  }
+
+  /** Stops noting for `touched` (the list answered, or failed). */
+  untrack(touched: Touched): void {
+    this.tracking.delete(touched)
+  }
+
+  /**
+   * Adds what an own-group `list` answer names and the view lacks, except
+   * `self` and sessions a real event was read about since it was written
+   * (`touched`). Removes nothing and announces nothing: a list the client's
+   * owner asked for shows the owner who is there by itself.
+   */
+  seed(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): void {
+    for (const session of listed) {
+      if (session.id === self || touched.has(session.id) || this.members.has(session.id)) continue
+      this.members.set(session.id, session)
+    }
+  }
+
+  /**
+   * Reconciles the view with a `list` answer after a reconnect, and returns
+   * the synthetic events that do it, in the order to publish them (already
+   * applied to the view): `Left` for sessions held and not listed, then, in
+   * list order, `Left` + `Joined` for a listed session whose `startedAt`
+   * changed, `Joined` for one not held, and `Updated` for one whose name or
+   * status changed. Sessions a real event was read
+   * about since the list was written (`touched`), and `self`, are left as
+   * the feed says. Forgets the twins the last reconciliation still waited for.
+   */
+  resync(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): ReadonlyArray<PresenceEvent> {
+    this.synthetic.clear()
+    const events: Array<PresenceEvent> = []
+    const listedIds = new Set<string>()
+    for (const session of listed) listedIds.add(session.id)
+    for (const id of [...this.members.keys()]) {
+      if (id === self || touched.has(id) || listedIds.has(id)) continue
+      this.members.delete(id)
+      events.push({ _tag: "Left", sessionId: id, resync: true })
+      this.synthetic.set(id, "Left")
+    }
+    for (const session of listed) {
+      if (session.id === self || touched.has(session.id)) continue
+      const known = this.members.get(session.id)
+      if (known !== undefined && known.startedAt === session.startedAt) {
+        this.members.set(session.id, session)
+        // Renamed or a new status while away: said as the feed would have said it.
+        if (known.name !== session.name || known.status !== session.status) {
+          events.push({ _tag: "Updated", session, resync: true })
+        }
+        continue
+      }
+      if (known !== undefined) events.push({ _tag: "Left", sessionId: session.id, resync: true })
+      this.members.set(session.id, session)
+      events.push({ _tag: "Joined", session, resync: true })
+      this.synthetic.set(session.id, "Joined")
+    }
+    return events
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * The client's membership view across a reconnect (MembershipView.ts): the
+ * broker's feed tells a new connection only of changes after it registered,
+ * so what happened while the client was away comes as synthetic events
+ * (`resync: true`) once the rejoin grace is over, on `presenceEvents`.
+ *
+ * In memory under TestClock: alpha's dialer is gated, so alpha stays away
+ * exactly as long as the test says; `MembershipView` itself is checked on
+ * the orders a live feed and a list in flight can take.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Latch } from "effect"
+import type { Dialer } from "../../src/client/Dialer.ts"
+import type { PresenceEvent } from "../../src/client/events.ts"
+import { MembershipView } from "../../src/client/MembershipView.ts"
+import type { SessionInfo } from "../../src/protocol/frames.ts"
+import { frameText } from "../../src/protocol/framing.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { advance, memoryNetwork, settle } from "../support/memory.ts"
+import { settleWithin } from "../support/steps.ts"
+import { makeMemoryClient, memoryClientOptions, subscribe } from "./support.ts"
+
+const GRACE_MS = 2_000
+
+const idOf = (event: PresenceEvent) => event._tag === "Left" ? event.sessionId : event.session.id
+const summary = (events: ReadonlyArray<PresenceEvent>) =>
+  events.map((event) => `${event._tag} ${idOf(event)}${event.resync === true ? " (resync)" : ""}`)
+
+describe("membership after a reconnect", () => {
+  it.effect("alpha knew beta and gamma; while it was away gamma left and delta joined: it hears both, once, after the grace", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      // alpha's connections, and a gate on its dialling: closed, alpha cannot reconnect.
+      let alphaConnection: Connection | undefined
+      const gate = Latch.makeUnsafe(true)
+      const dial: Dialer = (address) =>
+        gate.await.pipe(
+          Effect.andThen(world.dial(address)),
+          Effect.tap((connection) => Effect.sync(() => (alphaConnection = connection)))
+        )
+      const alpha = (yield* makeMemoryClient(
+        memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
+          reconnectBaseMs: 100,
+          reconnectMaxMs: 100,
+          rejoinGraceMs: GRACE_MS
+        })
+      )).client
+      yield* settle(alpha.connect, "alpha's connect")
+      const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+
+      const beta = yield* makeMemoryClient(memoryClientOptions(world, "beta", "beta"))
+      const gamma = yield* makeMemoryClient(memoryClientOptions(world, "gamma", "gamma"))
+      yield* settle(beta.client.connect, "beta's connect")
+      yield* settle(gamma.client.connect, "gamma's connect")
+      yield* events.next((event) => event._tag === "Joined" && event.session.id === "gamma")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined beta", "Joined gamma"])
+
+      // alpha's connection drops, and it cannot dial again until the gate opens.
+      yield* gate.close
+      const dropped = alphaConnection
+      if (dropped === undefined) return assert.fail("alpha never dialled")
+      yield* dropped.destroy
+      yield* advance(500)
+      assert.isFalse((yield* alpha.status).connected)
+
+      // Meanwhile gamma leaves and delta joins.
+      yield* gamma.close
+      const delta = yield* makeMemoryClient(memoryClientOptions(world, "delta", "delta"))
+      yield* settle(delta.client.connect, "delta's connect")
+
+      yield* gate.open
+      yield* settleWithin(10, alpha.connect, "alpha's reconnect")
+      assert.deepInclude(yield* alpha.status, { connected: true, connections: 2 })
+      // Nothing before the grace is over: a session missing then may be on its way back to a restarted broker.
+      assert.deepStrictEqual(summary(events.seen()), ["Joined beta", "Joined gamma"])
+
+      // The grace, then a step for the list's round trip.
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), [
+        "Joined beta",
+        "Joined gamma",
+        "Left gamma (resync)",
+        "Joined delta (resync)"
+      ])
+      // A departure made up so counts as one read: gamma left after any earlier mark.
+      assert.isTrue(yield* alpha.isDeparted("gamma"))
+    }))
+})
+
+describe("membership after a reconnect whose list fails", () => {
+  it.effect("a connection that drops again with the list in flight changes nothing and says nothing; the next reconnect's list tells", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      // alpha's connections; with `stall`, its next connection never passes a `list` frame on.
+      let alphaConnection: Connection | undefined
+      let stall = false
+      const gate = Latch.makeUnsafe(true)
+      const dial: Dialer = (address) =>
+        gate.await.pipe(
+          Effect.andThen(world.dial(address)),
+          Effect.map((connection): Connection => {
+            if (!stall) return connection
+            const writeAll: Connection["writeAll"] = (frames) =>
+              connection.writeAll(frames.filter((frame) => !frameText(frame).includes(`"type":"list"`)))
+            return { ...connection, writeAll, write: (frames) => writeAll(frames) }
+          }),
+          Effect.tap((connection) => Effect.sync(() => (alphaConnection = connection)))
+        )
+      const alpha = (yield* makeMemoryClient(
+        memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
+          reconnectBaseMs: 100,
+          reconnectMaxMs: 100,
+          rejoinGraceMs: GRACE_MS,
+          livenessIntervalMs: 600_000
+        })
+      )).client
+      yield* settle(alpha.connect, "alpha's connect")
+      const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+      const gamma = yield* makeMemoryClient(memoryClientOptions(world, "gamma", "gamma"))
+      yield* settle(gamma.client.connect, "gamma's connect")
+      yield* events.next((event) => event._tag === "Joined" && event.session.id === "gamma")
+
+      const dropAlpha = Effect.gen(function*() {
+        yield* gate.close
+        const dropped = alphaConnection
+        if (dropped === undefined) return assert.fail("alpha never dialled")
+        yield* dropped.destroy
+        yield* advance(500)
+        assert.isFalse((yield* alpha.status).connected)
+      })
+      yield* dropAlpha
+      yield* gamma.close
+      // The next connection takes no list: the reconciliation's list stays in flight until that connection drops.
+      stall = true
+      yield* gate.open
+      yield* settleWithin(10, alpha.connect, "alpha's reconnect")
+      yield* advance(GRACE_MS + 1_000)
+      yield* dropAlpha
+      assert.deepStrictEqual(summary(events.seen()), ["Joined gamma"])
+      assert.strictEqual((yield* alpha.status).connections, 2)
+
+      stall = false
+      yield* gate.open
+      yield* settleWithin(10, alpha.connect, "alpha's second reconnect")
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined gamma", "Left gamma (resync)"])
+    }))
+})
+
+const session = (id: string, startedAt = 1): SessionInfo => ({ id, cwd: "/w", model: "m", pid: 1, startedAt, lastActivity: 1 })
+
+describe("MembershipView", () => {
+  it("a departure read while the list was in flight is not announced again, nor is a join", () => {
+    const view = new MembershipView()
+    view.read({ _tag: "Joined", session: session("x") })
+    const touched = view.track()
+    // The feed says x left, then y joined, before the (older) answer that still names x and lacks y.
+    assert.isTrue(view.read({ _tag: "Left", sessionId: "x" }))
+    assert.isTrue(view.read({ _tag: "Joined", session: session("y") }))
+    const events = view.resync([session("x"), session("self")], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), [])
+  })
+
+  it("a real event that comes after its synthetic twin is not news; a different one is", () => {
+    const view = new MembershipView()
+    view.read({ _tag: "Joined", session: session("x") })
+    view.read({ _tag: "Joined", session: session("z") })
+    const touched = view.track()
+    const events = view.resync([session("y"), session("z")], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), ["Left x (resync)", "Joined y (resync)"])
+    // The feed wrote these after the list answer: the same changes.
+    assert.isFalse(view.read({ _tag: "Left", sessionId: "x" }))
+    assert.isFalse(view.read({ _tag: "Joined", session: session("y") }))
+    // Then real news about them.
+    assert.isTrue(view.read({ _tag: "Left", sessionId: "y" }))
+    assert.isTrue(view.read({ _tag: "Joined", session: session("x") }))
+  })
+
+  it("a session registered again by another process (a new startedAt) left and joined; a renamed one is updated", () => {
+    const view = new MembershipView()
+    view.read({ _tag: "Joined", session: session("x", 1) })
+    view.read({ _tag: "Joined", session: { ...session("w", 1), name: "old" } })
+    const touched = view.track()
+    const events = view.resync([session("x", 2), { ...session("w", 1), name: "new" }], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), ["Left x (resync)", "Joined x (resync)", "Updated w (resync)"])
+  })
+
+  it("a list the owner asked for seeds the view without announcing, and not with a session the feed spoke of since", () => {
+    const view = new MembershipView()
+    const asked = view.track()
+    view.read({ _tag: "Left", sessionId: "gone" })
+    view.seed([session("here"), session("gone"), session("self")], asked, "self")
+    view.untrack(asked)
+    const touched = view.track()
+    const events = view.resync([], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), ["Left here (resync)"])
+  })
+})
