@@ -26,9 +26,11 @@
  * What the view holds: sessions from the presence events read (on any
  * connection) and from any own-group `list` answer (`seed`; only sessions
  * no event was read about meanwhile, and never a removal). A client that
- * never listed does not know who was there when it first registered, so a
- * reconciliation may announce as `Joined` a session that had been there all
- * along. Owned by `IntercomClient`, touched only synchronously.
+ * never listed does not know who was there when it first registered: its
+ * first reconciliation adds the listed sessions it did not know without
+ * announcing them (they may have been there all along), and announces only
+ * departures and changes of sessions it knew. Owned by `IntercomClient`,
+ * touched only synchronously.
  */
 import type { SessionInfo } from "../protocol/frames.ts"
 import type { PresenceEvent } from "./events.ts"
@@ -49,6 +51,8 @@ export class MembershipView {
   private readonly synthetic = new Map<string, PresenceEvent["_tag"]>()
   /** One set per list in flight: the ids a real event was read about since it was written. */
   private readonly tracking = new Set<Touched>()
+  /** Whether a `list` answer was applied: only then is a listed session the view lacks news. */
+  private listed = false
 
   /**
    * Applies a real event read from the broker; answers whether it is news
@@ -87,6 +91,7 @@ export class MembershipView {
    * owner asked for shows the owner who is there by itself.
    */
   seed(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): void {
+    this.listed = true
     for (const session of listed) {
       if (session.id === self || touched.has(session.id) || this.members.has(session.id)) continue
       this.members.set(session.id, session)
@@ -98,13 +103,16 @@ export class MembershipView {
    * the synthetic events that do it, in the order to publish them (already
    * applied to the view): `Left` for sessions held and not listed, then, in
    * list order, `Left` + `Joined` for a listed session whose `startedAt`
-   * changed, `Joined` for one not held, and `Updated` for one whose name or
-   * status changed. Sessions a real event was read
+   * changed, `Joined` for one not held (when no list was applied before,
+   * it is added unannounced: it may have been there before this client
+   * registered), and `Updated` for one whose name or status changed. Sessions a real event was read
    * about since the list was written (`touched`), and `self`, are left as
    * the feed says. Forgets the twins the last reconciliation still waited for.
    */
   resync(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): ReadonlyArray<PresenceEvent> {
     this.synthetic.clear()
+    const baseline = this.listed
+    this.listed = true
     const events: Array<PresenceEvent> = []
     const listedIds = new Set<string>()
     for (const session of listed) listedIds.add(session.id)
@@ -125,8 +133,9 @@ export class MembershipView {
         }
         continue
       }
-      if (known !== undefined) events.push({ _tag: "Left", sessionId: session.id, resync: true })
       this.members.set(session.id, session)
+      if (known === undefined && !baseline) continue
+      if (known !== undefined) events.push({ _tag: "Left", sessionId: session.id, resync: true })
       events.push({ _tag: "Joined", session, resync: true })
       this.synthetic.set(session.id, "Joined")
     }

@@ -27,7 +27,7 @@ const summary = (events: ReadonlyArray<PresenceEvent>) =>
   events.map((event) => `${event._tag} ${idOf(event)}${event.resync === true ? " (resync)" : ""}`)
 
 describe("membership after a reconnect", () => {
-  it.effect("alpha knew beta and gamma; while it was away gamma left and delta joined: it hears both, once, after the grace", () =>
+  it.effect("alpha listed, then knew beta and gamma; while it was away gamma left and delta joined: it hears both, once, after the grace", () =>
     Effect.gen(function*() {
       const world = yield* memoryNetwork()
       yield* world.startBroker({ idleExit: null })
@@ -48,6 +48,8 @@ describe("membership after a reconnect", () => {
       )).client
       yield* settle(alpha.connect, "alpha's connect")
       const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+      // As a watch does when it starts: what is listed is the baseline a join after a reconnect is news against.
+      yield* settle(alpha.list, "alpha's list")
 
       const beta = yield* makeMemoryClient(memoryClientOptions(world, "beta", "beta"))
       const gamma = yield* makeMemoryClient(memoryClientOptions(world, "gamma", "gamma"))
@@ -168,6 +170,9 @@ describe("MembershipView", () => {
 
   it("a real event that comes after its synthetic twin is not news; a different one is", () => {
     const view = new MembershipView()
+    const first = view.track()
+    view.seed([], first, "self")
+    view.untrack(first)
     view.read({ _tag: "Joined", session: session("x") })
     view.read({ _tag: "Joined", session: session("z") })
     const touched = view.track()
@@ -202,5 +207,19 @@ describe("MembershipView", () => {
     const events = view.resync([], touched, "self")
     view.untrack(touched)
     assert.deepStrictEqual(summary(events), ["Left here (resync)"])
+  })
+
+  it("a view that never listed adds the listed sessions it lacks unannounced, and still announces a known one gone; its next reconciliation announces joins", () => {
+    const view = new MembershipView()
+    view.read({ _tag: "Joined", session: session("x") })
+    const first = view.track()
+    // "old" may have been there before this client registered: no list told it so, and no join.
+    const events = view.resync([session("old"), session("self")], first, "self")
+    view.untrack(first)
+    assert.deepStrictEqual(summary(events), ["Left x (resync)"])
+    const second = view.track()
+    const later = view.resync([session("old"), session("new")], second, "self")
+    view.untrack(second)
+    assert.deepStrictEqual(summary(later), ["Joined new (resync)"])
   })
 })
