@@ -399,6 +399,32 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
     }))
 
+  it.effect("a parked reply whose sender unregisters and registers again comes before its session_left, and the return after both", () =>
+    Effect.gen(function*() {
+      const { asker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("back in a moment")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" }))
+      ]))
+
+      yield* drainUntilReplierLeft(asker.client, fill)
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      const order = asker.client.received().flatMap((f) =>
+        f.type === "message" && f.from.id === "replier"
+          ? ["message"]
+          : f.type === "session_left" && f.sessionId === "replier"
+          ? ["left"]
+          : f.type === "session_joined" && f.session.id === "replier"
+          ? ["joined"]
+          : []
+      )
+      assert.deepStrictEqual(order, ["joined", "message", "left", "joined"])
+    }))
+
   it.effect("a connection that unregisters with output parked, then registers as another session, does not hold the departure from the others", () =>
     Effect.gen(function*() {
       const { asker, broker, filler, replier } = yield* askerFillerReplier()
