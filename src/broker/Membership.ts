@@ -109,7 +109,8 @@ import { Queue } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { FeedSource } from "./Output.ts"
-import type { Peer } from "./Peer.ts"
+import type { WithheldDeparture } from "./MembershipFeed.ts"
+import type { OutboundItem, Peer } from "./Peer.ts"
 import type { Rejoins } from "./Rejoins.ts"
 import { type ScopeSpace, type Session, sessionKey } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
@@ -193,8 +194,8 @@ export class Membership implements FeedSource {
       for (const held of this.held.values()) {
         // Back: its departure goes first, before its join. Its connection going on as another session: the
         // departure waits, for the recipients of its parked output, until that output is out.
-        if (held.key === session.key) this.release(held)
-        else if (held.peer === session.peer) this.releaseEarly(held)
+        if (held.key === session.key) this.releaseEarly(held, true)
+        else if (held.peer === session.peer) this.releaseEarly(held, false)
       }
     }
     const space = session.space
@@ -222,6 +223,7 @@ export class Membership implements FeedSource {
     // Its connection no longer holds the session (both callers cleared `peer.session`): what was owed or
     // withheld from that session is nobody's now, and must not reach a later registration of the connection.
     peer.owedDepartures = undefined
+    peer.owedJoins = undefined
     if (peer.withheldDepartures !== undefined) {
       peer.withheldDepartures = undefined
       this.waker.forgetDepartureHolds(peer)
@@ -244,8 +246,9 @@ export class Membership implements FeedSource {
     const withheld = recipient.withheldDepartures ??= new Map()
     const departure = withheld.get(departedId)
     // A second hold keeps what the first saw: whether the writer passed the departure already.
-    if (departure === undefined) withheld.set(departedId, { passed: false, holds: 1 })
-    else departure.holds++
+    if (departure === undefined) {
+      withheld.set(departedId, { passed: false, holds: 1, rejoined: false, joinPassed: false, since: 0 })
+    } else departure.holds++
   }
 
   /**
@@ -264,6 +267,7 @@ export class Membership implements FeedSource {
     const withheld = recipient.withheldDepartures
     const departure = withheld?.get(departedId)
     if (withheld === undefined || departure === undefined || --departure.holds > 0) return
+    if (departure.rejoined) return this.owePair(recipient, departedId, departure)
     const session = recipient.session
     if (session !== undefined && session.peer === recipient) {
       const feed = session.space.feed
@@ -276,11 +280,55 @@ export class Membership implements FeedSource {
     if (withheld.size === 0) recipient.withheldDepartures = undefined
     if (!departure.passed || session === undefined || session.peer !== recipient) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
-    // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
+    this.wakeOwed(recipient, session)
+  }
+
+  /**
+   * The last hold on a departure withheld with the session's return
+   * (`WithheldDeparture.rejoined`) is gone: what the recipient's writer
+   * passed over is owed — the `session_left` if it passed the departure,
+   * the new `session_joined` if it passed that — and goes after the queued
+   * output, the pair placed after the session's older mail (Rejoins.ts).
+   * What it did not pass yet it meets in the feed as usual: a departure and
+   * a return (or a second departure, then one `session_left`).
+   */
+  private owePair(recipient: Peer, departedId: string, departure: WithheldDeparture): void {
+    const withheld = recipient.withheldDepartures
+    if (withheld !== undefined) {
+      withheld.delete(departedId)
+      if (withheld.size === 0) recipient.withheldDepartures = undefined
+    }
+    const session = recipient.session
+    if (session === undefined || session.peer !== recipient) return
+    if (departure.passed) (recipient.owedDepartures ??= new Set()).add(departedId)
+    if (departure.joinPassed) (recipient.owedJoins ??= new Set()).add(departedId)
+    if (departure.passed || departure.joinPassed) this.wakeOwed(recipient, session)
+  }
+
+  /** `recipient` is owed frames: its writer collects them before it writes, woken unless a tick waits already (or it is busy). */
+  private wakeOwed(recipient: Peer, session: Session): void {
     if (!recipient.feedPending && this.waker.tick(recipient)) {
       recipient.feedPending = true
       session.space.needsTick.delete(recipient)
     }
+  }
+
+  /**
+   * Mail of session `departedId` from since its return reached `recipient`'s
+   * outbox while its departure and return are withheld from it (another
+   * connection of the session's routed it there before the departed
+   * session's parked output was out): no message may precede its sender's
+   * join, so the pair is owed now, and the holds on it for the return are
+   * dropped (their releases find nothing). Rare: a scan of the recipients
+   * of the releases pending.
+   */
+  private unwithhold(recipient: Peer, departedId: string, departure: WithheldDeparture): void {
+    for (const [reader, early] of this.releasedEarly) {
+      const kept = early.filter(([to, id]) => to !== recipient || id !== departedId)
+      if (kept.length === 0) this.releasedEarly.delete(reader)
+      else if (kept.length !== early.length) this.releasedEarly.set(reader, kept)
+    }
+    this.owePair(recipient, departedId, departure)
   }
 
   /**
@@ -310,20 +358,29 @@ export class Membership implements FeedSource {
   }
 
   /**
-   * A held departure goes into the feed because the session's connection
-   * registers again as another session while the session's output still
-   * waits for room: each recipient of that output withholds the departure
-   * until it is out (`parkedOut`), so none hears the session leave before
-   * its last messages (C-BRK-33), and the others hear it at once. (A return
-   * of the session itself releases its departure into the feed unwithheld:
-   * withheld, the return's join would stand for it, and the recipient would
-   * not hear the session leave at all: docs/architecture.md, "Not covered".)
+   * A held departure goes into the feed while the session's output still
+   * waits for room, because the session registers again (`rejoined`), or its
+   * connection registers as another session: each recipient of that output
+   * withholds the departure until it is out (`parkedOut`), so none hears the
+   * session leave before its last messages (C-BRK-33), and the others hear
+   * it at once. At a return the recipient withholds the new join (and
+   * presence) too (`WithheldDeparture.rejoined`), and is owed both once the
+   * output is out: the join must not stand for the departure, or the
+   * recipient would never hear the session leave (C-ASK-9).
    */
-  private releaseEarly(session: Session): void {
+  private releaseEarly(session: Session, rejoined: boolean): void {
     const reader = session.peer
     for (const recipient of this.waker.parkedRecipientsOf(reader, session.key)) {
-      if (recipient.session?.space !== session.space) continue
+      const to = recipient.session
+      if (to === undefined || to.space !== session.space || to.id === session.id) continue
       this.withholdDeparture(recipient, session.id)
+      if (rejoined) {
+        const departure = recipient.withheldDepartures?.get(session.id)
+        if (departure !== undefined) {
+          departure.rejoined = true
+          departure.since = Math.max(departure.since, session.presentSince)
+        }
+      }
       const early = this.releasedEarly.get(reader)
       if (early === undefined) this.releasedEarly.set(reader, [[recipient, session.id]])
       else early.push([recipient, session.id])
@@ -369,12 +426,20 @@ export class Membership implements FeedSource {
    * back to `rejoins`, for the writer to place after that session's older
    * mail (Rejoins.ts).
    */
-  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins): void {
+  collect(
+    peer: Peer,
+    items: ReadonlyArray<OutboundItem>,
+    out: Array<OutFrame>,
+    departures: Array<OutFrame>,
+    rejoins: Rejoins
+  ): void {
     const session = peer.session
     if (session === undefined) return
     const space = session.space
     const feed = space.feed
     const withheld = peer.withheldDepartures
+    // A message of a returned session's from since its return is queued: its withheld pair goes before it.
+    if (withheld !== undefined) this.unwithholdBeforeNewMail(peer, items, space.key, withheld)
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (with its new join).
       for (const id of peer.owedDepartures) {
@@ -385,10 +450,44 @@ export class Membership implements FeedSource {
       }
       peer.owedDepartures = undefined
     }
+    if (peer.owedJoins !== undefined) {
+      // Joins passed over while withheld with their departure: with it (Rejoins.ts), or first if it was not seen.
+      for (const id of peer.owedJoins) {
+        const join = feed.passedJoin(id, peer.feedCursor)
+        if (join !== undefined && !rejoins.joined(id, join[0], join[1])) out.push(join[0])
+      }
+      peer.owedJoins = undefined
+    }
     peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld, rejoins)
     if (rejoins.count > 0) rejoins.settle((id) => sessionKey(space.key, id), out)
     // It settles the entries released while their session was back (MembershipFeed.collect).
     if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
+  }
+
+  /**
+   * Ends the withholding of each returned session's departure and join
+   * (`WithheldDeparture.rejoined`) whose mail from since its return is among
+   * `items` (`peer`'s outbox): `unwithhold`. A look at the entries, and a
+   * scan of the outbox only while one is withheld with a return.
+   */
+  private unwithholdBeforeNewMail(
+    peer: Peer,
+    items: ReadonlyArray<OutboundItem>,
+    spaceKey: string,
+    withheld: Map<string, WithheldDeparture>
+  ): void {
+    for (const [id, departure] of withheld) {
+      if (!departure.rejoined) continue
+      const key = sessionKey(spaceKey, id)
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!
+        if (typeof item !== "object" || !("mail" in item) || item.mail.senderKey !== key) continue
+        if (item.senderSince > departure.since) {
+          this.unwithhold(peer, id, departure)
+          break
+        }
+      }
+    }
   }
 
   /**

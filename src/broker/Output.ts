@@ -84,7 +84,13 @@ export interface FeedSource {
    * output already queued; the departure and new join of a session that is
    * back to `rejoins`, written after its older mail (MembershipFeed.collect).
    */
-  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins) => void
+  readonly collect: (
+    peer: Peer,
+    items: ReadonlyArray<OutboundItem>,
+    out: Array<OutFrame>,
+    departures: Array<OutFrame>,
+    rejoins: Rejoins
+  ) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
   /**
@@ -793,7 +799,7 @@ export class Output {
     const returnable = batch.returnable
     const departures = this.departures
     const rejoins = this.rejoins
-    this.feed.collect(peer, frames, departures, rejoins)
+    this.feed.collect(peer, items, frames, departures, rejoins)
     // Where the next pair of a returned session goes (-1: none, the common case).
     let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).

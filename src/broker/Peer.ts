@@ -117,6 +117,14 @@ export class Peer {
    */
   owedDepartures: Set<string> | undefined = undefined
   /**
+   * New joins of returned sessions this connection's writer passed over
+   * while their departures were withheld with them
+   * (`WithheldDeparture.rejoined`), owed now, by session id: written with
+   * the owed departure, after the session's older mail, or first
+   * (Membership.collect). Dropped like `owedDepartures`.
+   */
+  owedJoins: Set<string> | undefined = undefined
+  /**
    * Departures this connection gets only after mail of the departed session
    * that waits for it elsewhere — replace messages waiting for room in its
    * outbox, mail in its own parked output (Membership.withholdDeparture) —
