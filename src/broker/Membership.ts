@@ -450,18 +450,41 @@ export class Membership implements FeedSource {
       }
       peer.owedDepartures = undefined
     }
+    // Sessions whose owed join is void (gone again): the feed's departure of that unseen return is not written.
+    let gone: Array<string> | undefined
     if (peer.owedJoins !== undefined) {
       // Joins passed over while withheld with their departure: with it (Rejoins.ts), or first if it was not seen.
       for (const id of peer.owedJoins) {
         const join = feed.passedJoin(id, peer.feedCursor)
-        if (join !== undefined && !rejoins.joined(id, join[0], join[1])) out.push(join[0])
+        if (join !== undefined) {
+          if (!rejoins.joined(id, join[0], join[1])) out.push(join[0])
+        } else if (!feed.isPresent(id)) (gone ??= []).push(id)
       }
       peer.owedJoins = undefined
     }
+    const from = departures.length
     peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld, rejoins)
+    if (gone !== undefined) this.dropUnseenDepartures(gone, departures, from)
     if (rejoins.count > 0) rejoins.settle((id) => sessionKey(space.key, id), out)
     // It settles the entries released while their session was back (MembershipFeed.collect).
     if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
+  }
+
+  /**
+   * Drops from `departures` (from index `from`: what the feed's collect
+   * added) the `session_left` of each session in `gone`: a return whose join
+   * its writer passed over while it was withheld, and that left again
+   * before the join was owed and written. The recipient never saw that
+   * return, so its departure is not one it must hear; the departure it saw
+   * is the one owed with the join (`owePair`, written before `from`; none
+   * if it never saw the session present).
+   */
+  private dropUnseenDepartures(gone: ReadonlyArray<string>, departures: Array<OutFrame>, from: number): void {
+    for (const id of gone) {
+      const frame = Encode.sessionLeftFrame(id)
+      const at = departures.indexOf(frame, from)
+      if (at >= 0) departures.splice(at, 1)
+    }
   }
 
   /**

@@ -290,6 +290,18 @@ const messagesAndDepartures = (client: WireClient, fromId: string) =>
       : []
   )
 
+/** The replier's messages, departures and joins as `client` got them, in order. */
+const replierOrder = (client: WireClient) =>
+  client.received().flatMap((f) =>
+    f.type === "message" && f.from.id === "replier"
+      ? ["message"]
+      : f.type === "session_left" && f.sessionId === "replier"
+      ? ["left"]
+      : f.type === "session_joined" && f.session.id === "replier"
+      ? ["joined"]
+      : []
+  )
+
 // C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so the messages
 // a session sent before it left must reach a recipient first, also one that is behind.
 
@@ -413,16 +425,50 @@ describe("a departure behind a slow recipient comes after the session's last mes
 
       yield* drainUntilReplierLeft(asker.client, fill)
       yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
-      const order = asker.client.received().flatMap((f) =>
-        f.type === "message" && f.from.id === "replier"
-          ? ["message"]
-          : f.type === "session_left" && f.sessionId === "replier"
-          ? ["left"]
-          : f.type === "session_joined" && f.session.id === "replier"
-          ? ["joined"]
-          : []
-      )
-      assert.deepStrictEqual(order, ["joined", "message", "left", "joined"])
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined"])
+    }))
+
+  it.effect("a parked reply whose sender unregisters, registers again and unregisters again comes before one session_left, and no return", () =>
+    Effect.gen(function*() {
+      const { asker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("back and gone")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" })),
+        JSON.stringify({ type: "unregister" })
+      ]))
+
+      yield* drainUntilReplierLeft(asker.client, fill)
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left"])
+    }))
+
+  it.effect("a returned sender's new message, routed from another connection while its old reply is parked, comes after its return, which comes after its departure", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("old reply")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // The replier comes back on another connection while its old reply waits for room, and sends again.
+      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+      const fresh = message("new self")
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* messageFor(asker.client, answer.id)
+      yield* messageFor(asker.client, fresh.id)
+      const order = replierOrder(asker.client)
+      // The first session_joined is the one the asker saw before; the new message follows the departure and the return.
+      assert.deepStrictEqual(order.slice(order.indexOf("left")), ["left", "joined", "message"])
+      assert.strictEqual(order.filter((step) => step === "message").length, 2)
     }))
 
   it.effect("a connection that unregisters with output parked, then registers as another session, does not hold the departure from the others", () =>
