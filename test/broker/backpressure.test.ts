@@ -471,6 +471,33 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.strictEqual(order.filter((step) => step === "message").length, 2)
     }))
 
+  it.effect("a returned sender's new message reaching the asker while its old reply waits behind another recipient: the departure and return come before it", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
+      // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
+      yield* watcher.client.pause
+      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
+      const answer = message("old reply")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+      const fresh = message("new self")
+      assertDelivered(yield* send(again.client, "asker", fresh))
+      yield* messageFor(asker.client, fresh.id)
+      const order = replierOrder(asker.client)
+      assert.deepStrictEqual(order, ["joined", "left", "joined", "message"], "the return's message came before its join")
+
+      yield* watcher.client.resume
+      yield* takeMessages(watcher.client, "filler", fill.length)
+      yield* messageFor(asker.client, answer.id)
+    }))
+
   it.effect("a connection that unregisters with output parked, then registers as another session, does not hold the departure from the others", () =>
     Effect.gen(function*() {
       const { asker, broker, filler, replier } = yield* askerFillerReplier()
