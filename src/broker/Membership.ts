@@ -152,6 +152,8 @@ export interface FeedWaker {
    * that still wait for room (Output.parkedRecipientsOf).
    */
   readonly parkedRecipientsOf: (reader: Peer, senderKey: string) => ReadonlyArray<Peer>
+  /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (Output.returned). */
+  readonly returned: (recipient: Peer) => void
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -224,6 +226,10 @@ export class Membership implements FeedSource {
     // withheld from that session is nobody's now, and must not reach a later registration of the connection.
     peer.owedDepartures = undefined
     peer.owedJoins = undefined
+    if (peer.returnWaits !== undefined) {
+      peer.returnWaits = undefined
+      this.waker.returned(peer)
+    }
     if (peer.withheldDepartures !== undefined) {
       peer.withheldDepartures = undefined
       this.waker.forgetDepartureHolds(peer)
@@ -303,6 +309,13 @@ export class Membership implements FeedSource {
     if (departure.passed) (recipient.owedDepartures ??= new Set()).add(departedId)
     if (departure.joinPassed) (recipient.owedJoins ??= new Set()).add(departedId)
     if (departure.passed || departure.joinPassed) this.wakeOwed(recipient, session)
+    // Owed from now on: the session's mail from since its return may follow the pair. Last: a woken
+    // drainer runs at once (Deferred.doneUnsafe), and the writer it flushes must find the pair owed.
+    const waits = recipient.returnWaits
+    if (waits !== undefined && waits.delete(sessionKey(session.space.key, departedId))) {
+      if (waits.size === 0) recipient.returnWaits = undefined
+      this.waker.returned(recipient)
+    }
   }
 
   /** `recipient` is owed frames: its writer collects them before it writes, woken unless a tick waits already (or it is busy). */
@@ -379,6 +392,8 @@ export class Membership implements FeedSource {
         if (departure !== undefined) {
           departure.rejoined = true
           departure.since = Math.max(departure.since, session.presentSince)
+          // The session's mail from since its return waits for the pair (Output.waitsForReturn).
+          ;(recipient.returnWaits ??= new Map()).set(session.key, { since: departure.since, reader })
         }
       }
       const early = this.releasedEarly.get(reader)

@@ -171,6 +171,19 @@ const holdsMailOf = (
 const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
   peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
 
+/**
+ * Whether `item` is a message of a returned sender's, from since its
+ * return, for `peer`, which withholds that sender's departure and join
+ * (`Peer.returnWaits`): it waits until they are owed — unless `offeredBy`
+ * is the connection whose parked output they wait for (its message comes
+ * after that output anyway). One field test while nothing is withheld so.
+ */
+const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefined): boolean => {
+  if (peer.returnWaits === undefined || !isMessage(item)) return false
+  const wait = peer.returnWaits.get(item.mail.senderKey)
+  return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
+}
+
 /** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
 const countParkedMail = (peer: Peer, senderKey: string): void => {
   const counts = (peer.parkedMail ??= new Map())
@@ -322,7 +335,7 @@ export class Output {
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item)
+      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined)
     ) {
       this.parked.push([peer, item])
     } else {
@@ -387,6 +400,12 @@ export class Output {
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
       this.waitsBehindOwn++
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
+    if (waitsForReturn(recipient, item, reader)) {
+      // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
       const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
@@ -591,6 +610,15 @@ export class Output {
     counts.delete(senderKey)
     if (counts.size === 0) reader.parkedMail = undefined
     this.wakeWaiters(reader)
+  }
+
+  /**
+   * A returned sender's departure and join are owed to `peer`, or no longer
+   * withheld (Membership cleared its `returnWaits` entry): its mail that
+   * waited for them tries again.
+   */
+  returned(peer: Peer): void {
+    this.wakeWaiters(peer)
   }
 
   /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */

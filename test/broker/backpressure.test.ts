@@ -471,7 +471,7 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.strictEqual(order.filter((step) => step === "message").length, 2)
     }))
 
-  it.effect("a returned sender's new message reaching the asker while its old reply waits behind another recipient: the departure and return come before it", () =>
+  it.effect("a returned sender's new message for the asker waits while its old reply waits behind another recipient: old reply, departure, return, new message", () =>
     Effect.gen(function*() {
       const { asker, broker, filler, replier } = yield* askerFillerReplier()
       const watcher = yield* broker.session({ sessionId: "watcher" })
@@ -486,16 +486,59 @@ describe("a departure behind a slow recipient comes after the session's last mes
         JSON.stringify({ type: "send", to: "asker", message: answer }),
         JSON.stringify({ type: "unregister" })
       ]))
+      // Back on another connection, it sends the asker a message at once; the asker reads all along.
       const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
       const fresh = message("new self")
-      assertDelivered(yield* send(again.client, "asker", fresh))
-      yield* messageFor(asker.client, fresh.id)
-      const order = replierOrder(asker.client)
-      assert.deepStrictEqual(order, ["joined", "left", "joined", "message"], "the return's message came before its join")
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
+      yield* again.client.roundTrip
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
+      assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
 
       yield* watcher.client.resume
       yield* takeMessages(watcher.client, "filler", fill.length)
-      yield* messageFor(asker.client, answer.id)
+      yield* messageFor(asker.client, fresh.id)
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined", "message"])
+      assert.strictEqual(
+        asker.client.received().findIndex((f) => f.type === "message" && f.message.id === answer.id),
+        asker.client.received().findIndex((f) => f.type === "message" && f.from.id === "replier")
+      )
+    }))
+
+  it.effect("the registration timeout forcing the old reply through lets the return's held message follow: old reply, departure, return, new message", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
+      // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
+      yield* watcher.client.pause
+      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
+      const answer = message("old reply")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // Back on another connection, it sends the asker a message at once; the asker reads all along.
+      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+      const fresh = message("new self")
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
+      yield* again.client.roundTrip
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
+      assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
+
+      // The watcher still does not read: the old connection's registration timeout (1 s) forces its output through.
+      yield* advance("2 seconds")
+      yield* messageFor(asker.client, fresh.id)
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined", "message"])
+      assert.strictEqual(
+        asker.client.received().findIndex((f) => f.type === "message" && f.message.id === answer.id),
+        asker.client.received().findIndex((f) => f.type === "message" && f.from.id === "replier")
+      )
     }))
 
   it.effect("a connection that unregisters with output parked, then registers as another session, does not hold the departure from the others", () =>
