@@ -41,15 +41,20 @@
  * entry per session, so a recipient that saw it present hears it leave (a
  * `session_left` ahead of the new join, as after any leave and return the
  * recipient lags behind; the writer puts that pair after the session's
- * older mail in the outbox, Rejoins.ts, but parked output not yet queued
- * may come after it: docs/architecture.md, "Not covered"), unless that
- * recipient withholds the departure (below); so does one whose connection
- * registers again as another session, whose reader would otherwise hold
- * the departure from every session for as long as one recipient does not
- * read — but each recipient of that parked output withholds it until the
- * output is out (`releaseEarly`). A hold so lasts at most until the
- * connection registers again or the registration timeout closes it (which
- * forces the parked output through).
+ * older mail in the outbox, Rejoins.ts) — but each recipient of the parked
+ * output withholds the departure and the new join (and presence) together
+ * until that output is out (`releaseEarly` with `rejoined`), and is then
+ * owed both (`owePair`: `owedDepartures`, `owedJoins`), placed after the
+ * output like any pair; the session's mail from since its return waits for
+ * that (`Peer.returnWaits`, read by Output; `unwithholdBeforeNewMail` owes
+ * the pair before any that got through). So does a session whose
+ * connection registers again as another session, whose reader would
+ * otherwise hold the departure from every session for as long as one
+ * recipient does not read; each recipient of that parked output withholds
+ * the departure alone until the output is out. A hold so lasts at most
+ * until the connection registers again or the registration timeout closes
+ * it (which forces the parked output through); a withheld return, until
+ * that output is out.
  *
  * A session whose connection closes has no batch to park with: a replace
  * message of its that waits for room in a recipient's full outbox
@@ -68,7 +73,8 @@
  * the recipient's entry counts them (`WithheldDeparture.holds`).
  *
  * A session that registers again while a recipient withholds its departure
- * releases no hold: its mail still waits there. Leaving again meanwhile, it
+ * (for the holds below, not for its own parked output) releases no hold:
+ * its mail still waits there. Leaving again meanwhile, it
  * finds the owners' holds on that mail and takes no second one (one release
  * ends each); the recipient's writer passes over its departures, the one
  * the return superseded included (MembershipFeed.collect), and writes one
@@ -100,10 +106,13 @@
  * registers and leaves in two quick batches would be collected as joined
  * and left at once, which sends nothing (MembershipFeed.collect).
  *
- * Size: about 480 lines, over a third of them this header and the JSDoc
+ * Size: about 630 lines, over a third of them this header and the JSDoc
  * (`releaseEarly`, a departure released early when its connection registers
- * as another session, is the latest part); kept whole because this class is the single writer of a `Peer`'s feed
- * fields, which the departure holds and the feed's wake-ups both write.
+ * again, and the withheld return with `owePair` and `unwithholdBeforeNewMail`,
+ * are the latest parts); kept whole because this class is the single writer of a `Peer`'s feed
+ * fields, which the departure holds and the feed's wake-ups both write. A
+ * split would move the departure holds (`withholdDeparture` to `owePair`,
+ * with `releasedEarly`) to a module of their own writing those fields.
  */
 import { Queue } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
@@ -172,7 +181,8 @@ export class Membership implements FeedSource {
   private readonly held = new Map<string, Session>()
   /**
    * Departures released from `held` before the output they waited for was
-   * queued (the connection registered as another session), by the reader
+   * queued (the session, or its connection as another session, registered
+   * again), by the reader
    * whose parked output that is: each
    * recipient of that output withholds the departure (`withholdDeparture`)
    * until the reader's parked output is out (`parkedOut`), one hold each.
@@ -194,8 +204,8 @@ export class Membership implements FeedSource {
     // departure goes first (see "Departures" in the module header).
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
-        // Back: its departure goes first, before its join. Its connection going on as another session: the
-        // departure waits, for the recipients of its parked output, until that output is out.
+        // Back: its departure goes first, before its join; the recipients of its parked output withhold both
+        // until that output is out. Its connection going on as another session: they withhold the departure.
         if (held.key === session.key) this.releaseEarly(held, true)
         else if (held.peer === session.peer) this.releaseEarly(held, false)
       }

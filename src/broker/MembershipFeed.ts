@@ -230,6 +230,10 @@ export class MembershipFeed {
    * send when it is released (Membership.releaseDeparture). A new join
    * written meanwhile unmarks it: the recipient hears the session join again
    * (as at a takeover), and the departure it stood for is not owed any more.
+   * A session whose entry in `withheld` is `rejoined` (back while output of
+   * its departed self for the recipient is parked) has its new join and
+   * presence passed over too (`joinPassed`), for the owner to owe with the
+   * departure (Membership.owePair).
    * An entry whose holds were all released while the session was back
    * (`holds` 0) is settled here and deleted from `withheld`: by the new join
    * when it is written, or, when the session left again before that, by a

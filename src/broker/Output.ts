@@ -28,6 +28,9 @@
  * step 7). Only a sender with mail there waits so: another sender's mail
  * does not (it would be held back by a flush that itself waits on some
  * other session that does not read), nor do answers, receipts and notices.
+ * A returned sender's mail from since its return waits the same way for a
+ * recipient that withholds its departure and return until its old parked
+ * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -57,7 +60,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 890 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 925 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
