@@ -428,6 +428,31 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined"])
     }))
 
+  it.effect("a parked reply whose sender registered again still comes before its session_left when the feed drops that departure while the asker lags", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("back in a moment")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" }))
+      ]))
+      // Far more short-lived sessions than the feed keeps (4 × live sessions + 1024): the departure is dropped.
+      const churn = yield* broker.connect("churn")
+      const frames: Array<string> = []
+      for (let i = 0; i < 1500; i++) {
+        frames.push(JSON.stringify(registerFrame({ sessionId: `churn-${i}` })), JSON.stringify({ type: "unregister" }))
+      }
+      yield* churn.sendRaw(encodeFrames(frames))
+      yield* churn.roundTrip
+
+      yield* drainUntilReplierLeft(asker.client, fill)
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined"])
+    }))
+
   it.effect("a parked reply whose sender unregisters, registers again and unregisters again comes before one session_left, and no return", () =>
     Effect.gen(function*() {
       const { asker, filler, replier } = yield* askerFillerReplier()
