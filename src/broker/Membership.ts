@@ -341,9 +341,11 @@ export class Membership implements FeedSource {
    * outbox while its departure and return are withheld from it (another
    * connection of the session's routed it there before the departed
    * session's parked output was out): no message may precede its sender's
-   * join, so the pair is owed now, and the holds on it for the return are
-   * dropped (their releases find nothing). Rare: a scan of the recipients
-   * of the releases pending.
+   * join, so the pair is owed now (the old output may then come after the
+   * `session_left`: the price of not holding the new mail back, which
+   * `Peer.returnWaits` does for all but forced output), and the entry goes
+   * with every hold on it, the return's records here dropped, other owners'
+   * releases then finding nothing. Rare: a scan of the pending releases.
    */
   private unwithhold(recipient: Peer, departedId: string, departure: WithheldDeparture): void {
     for (const [reader, early] of this.releasedEarly) {
