@@ -144,7 +144,9 @@ export class Peer {
   /**
    * Departures this connection gets only after mail of the departed session
    * that waits for it elsewhere — replace messages waiting for room in its
-   * outbox, mail in its own parked output (Membership.withholdDeparture) —
+   * outbox, mail in its own parked output, the session's own output parked
+   * when it came back (then with its new join: `rejoined`)
+   * (Membership.withholdDeparture) —
    * by session id, with whether its writer passed the departure in the feed
    * and how many holds are on it (none: released while the session was back,
    * waiting for the writer to settle it). Both this and `owedDepartures` are
