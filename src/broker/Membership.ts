@@ -41,15 +41,20 @@
  * entry per session, so a recipient that saw it present hears it leave (a
  * `session_left` ahead of the new join, as after any leave and return the
  * recipient lags behind; the writer puts that pair after the session's
- * older mail in the outbox, Rejoins.ts, but parked output not yet queued
- * may come after it: docs/architecture.md, "Not covered"), unless that
- * recipient withholds the departure (below); so does one whose connection
- * registers again as another session, whose reader would otherwise hold
- * the departure from every session for as long as one recipient does not
- * read — but each recipient of that parked output withholds it until the
- * output is out (`releaseEarly`). A hold so lasts at most until the
- * connection registers again or the registration timeout closes it (which
- * forces the parked output through).
+ * older mail in the outbox, Rejoins.ts) — but each recipient of the parked
+ * output withholds the departure and the new join (and presence) together
+ * until that output is out (`releaseEarly` with `rejoined`), and is then
+ * owed both (`owePair`: `owedDepartures`, `owedJoins`), placed after the
+ * output like any pair; the session's mail from since its return waits for
+ * that (`Peer.returnWaits`, read by Output; `unwithholdBeforeNewMail` owes
+ * the pair before any that got through). So does a session whose
+ * connection registers again as another session, whose reader would
+ * otherwise hold the departure from every session for as long as one
+ * recipient does not read; each recipient of that parked output withholds
+ * the departure alone until the output is out. A hold so lasts at most
+ * until the connection registers again or the registration timeout closes
+ * it (which forces the parked output through); a withheld return, until
+ * that output is out.
  *
  * A session whose connection closes has no batch to park with: a replace
  * message of its that waits for room in a recipient's full outbox
@@ -68,7 +73,8 @@
  * the recipient's entry counts them (`WithheldDeparture.holds`).
  *
  * A session that registers again while a recipient withholds its departure
- * releases no hold: its mail still waits there. Leaving again meanwhile, it
+ * (for the holds below, not for its own parked output) releases no hold:
+ * its mail still waits there. Leaving again meanwhile, it
  * finds the owners' holds on that mail and takes no second one (one release
  * ends each); the recipient's writer passes over its departures, the one
  * the return superseded included (MembershipFeed.collect), and writes one
@@ -100,16 +106,20 @@
  * registers and leaves in two quick batches would be collected as joined
  * and left at once, which sends nothing (MembershipFeed.collect).
  *
- * Size: about 480 lines, over a third of them this header and the JSDoc
+ * Size: about 630 lines, over a third of them this header and the JSDoc
  * (`releaseEarly`, a departure released early when its connection registers
- * as another session, is the latest part); kept whole because this class is the single writer of a `Peer`'s feed
- * fields, which the departure holds and the feed's wake-ups both write.
+ * again, and the withheld return with `owePair` and `unwithholdBeforeNewMail`,
+ * are the latest parts); kept whole because this class is the single writer of a `Peer`'s feed
+ * fields, which the departure holds and the feed's wake-ups both write. A
+ * split would move the departure holds (`withholdDeparture` to `owePair`,
+ * with `releasedEarly`) to a module of their own writing those fields.
  */
 import { Queue } from "effect"
 import type { OutFrame } from "../protocol/framing.ts"
 import * as Encode from "./encode.ts"
 import type { FeedSource } from "./Output.ts"
-import type { Peer } from "./Peer.ts"
+import type { WithheldDeparture } from "./MembershipFeed.ts"
+import type { OutboundItem, Peer } from "./Peer.ts"
 import type { Rejoins } from "./Rejoins.ts"
 import { type ScopeSpace, type Session, sessionKey } from "./Registry.ts"
 import { signal } from "./RouterContext.ts"
@@ -151,6 +161,8 @@ export interface FeedWaker {
    * that still wait for room (Output.parkedRecipientsOf).
    */
   readonly parkedRecipientsOf: (reader: Peer, senderKey: string) => ReadonlyArray<Peer>
+  /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (Output.returned). */
+  readonly returned: (recipient: Peer) => void
 }
 
 /** The membership concern: feed changes, writer wake-ups, feed compaction. */
@@ -169,7 +181,8 @@ export class Membership implements FeedSource {
   private readonly held = new Map<string, Session>()
   /**
    * Departures released from `held` before the output they waited for was
-   * queued (the connection registered as another session), by the reader
+   * queued (the session, or its connection as another session, registered
+   * again), by the reader
    * whose parked output that is: each
    * recipient of that output withholds the departure (`withholdDeparture`)
    * until the reader's parked output is out (`parkedOut`), one hold each.
@@ -191,10 +204,10 @@ export class Membership implements FeedSource {
     // departure goes first (see "Departures" in the module header).
     if (this.held.size > 0) {
       for (const held of this.held.values()) {
-        // Back: its departure goes first, before its join. Its connection going on as another session: the
-        // departure waits, for the recipients of its parked output, until that output is out.
-        if (held.key === session.key) this.release(held)
-        else if (held.peer === session.peer) this.releaseEarly(held)
+        // Back: its departure goes first, before its join; the recipients of its parked output withhold both
+        // until that output is out. Its connection going on as another session: they withhold the departure.
+        if (held.key === session.key) this.releaseEarly(held, true)
+        else if (held.peer === session.peer) this.releaseEarly(held, false)
       }
     }
     const space = session.space
@@ -222,6 +235,11 @@ export class Membership implements FeedSource {
     // Its connection no longer holds the session (both callers cleared `peer.session`): what was owed or
     // withheld from that session is nobody's now, and must not reach a later registration of the connection.
     peer.owedDepartures = undefined
+    peer.owedJoins = undefined
+    if (peer.returnWaits !== undefined) {
+      peer.returnWaits = undefined
+      this.waker.returned(peer)
+    }
     if (peer.withheldDepartures !== undefined) {
       peer.withheldDepartures = undefined
       this.waker.forgetDepartureHolds(peer)
@@ -244,8 +262,9 @@ export class Membership implements FeedSource {
     const withheld = recipient.withheldDepartures ??= new Map()
     const departure = withheld.get(departedId)
     // A second hold keeps what the first saw: whether the writer passed the departure already.
-    if (departure === undefined) withheld.set(departedId, { passed: false, holds: 1 })
-    else departure.holds++
+    if (departure === undefined) {
+      withheld.set(departedId, { passed: false, holds: 1, rejoined: false, joinPassed: false, since: 0 })
+    } else departure.holds++
   }
 
   /**
@@ -264,6 +283,7 @@ export class Membership implements FeedSource {
     const withheld = recipient.withheldDepartures
     const departure = withheld?.get(departedId)
     if (withheld === undefined || departure === undefined || --departure.holds > 0) return
+    if (departure.rejoined) return this.owePair(recipient, departedId, departure)
     const session = recipient.session
     if (session !== undefined && session.peer === recipient) {
       const feed = session.space.feed
@@ -276,11 +296,64 @@ export class Membership implements FeedSource {
     if (withheld.size === 0) recipient.withheldDepartures = undefined
     if (!departure.passed || session === undefined || session.peer !== recipient) return
     ;(recipient.owedDepartures ??= new Set()).add(departedId)
-    // Its writer collects what is owed before it writes: woken unless a tick waits already (or it is busy).
+    this.wakeOwed(recipient, session)
+  }
+
+  /**
+   * The last hold on a departure withheld with the session's return
+   * (`WithheldDeparture.rejoined`) is gone: what the recipient's writer
+   * passed over is owed — the `session_left` if it passed the departure,
+   * the new `session_joined` if it passed that — and goes after the queued
+   * output, the pair placed after the session's older mail (Rejoins.ts).
+   * What it did not pass yet it meets in the feed as usual: a departure and
+   * a return (or a second departure, then one `session_left`).
+   */
+  private owePair(recipient: Peer, departedId: string, departure: WithheldDeparture): void {
+    const withheld = recipient.withheldDepartures
+    if (withheld !== undefined) {
+      withheld.delete(departedId)
+      if (withheld.size === 0) recipient.withheldDepartures = undefined
+    }
+    const session = recipient.session
+    if (session === undefined || session.peer !== recipient) return
+    if (departure.passed) (recipient.owedDepartures ??= new Set()).add(departedId)
+    if (departure.joinPassed) (recipient.owedJoins ??= new Set()).add(departedId)
+    if (departure.passed || departure.joinPassed) this.wakeOwed(recipient, session)
+    // Owed from now on: the session's mail from since its return may follow the pair. Last: a woken
+    // drainer runs at once (Deferred.doneUnsafe), and the writer it flushes must find the pair owed.
+    const waits = recipient.returnWaits
+    if (waits !== undefined && waits.delete(sessionKey(session.space.key, departedId))) {
+      if (waits.size === 0) recipient.returnWaits = undefined
+      this.waker.returned(recipient)
+    }
+  }
+
+  /** `recipient` is owed frames: its writer collects them before it writes, woken unless a tick waits already (or it is busy). */
+  private wakeOwed(recipient: Peer, session: Session): void {
     if (!recipient.feedPending && this.waker.tick(recipient)) {
       recipient.feedPending = true
       session.space.needsTick.delete(recipient)
     }
+  }
+
+  /**
+   * Mail of session `departedId` from since its return reached `recipient`'s
+   * outbox while its departure and return are withheld from it (another
+   * connection of the session's routed it there before the departed
+   * session's parked output was out): no message may precede its sender's
+   * join, so the pair is owed now (the old output may then come after the
+   * `session_left`: the price of not holding the new mail back, which
+   * `Peer.returnWaits` does for all but forced output), and the entry goes
+   * with every hold on it, the return's records here dropped, other owners'
+   * releases then finding nothing. Rare: a scan of the pending releases.
+   */
+  private unwithhold(recipient: Peer, departedId: string, departure: WithheldDeparture): void {
+    for (const [reader, early] of this.releasedEarly) {
+      const kept = early.filter(([to, id]) => to !== recipient || id !== departedId)
+      if (kept.length === 0) this.releasedEarly.delete(reader)
+      else if (kept.length !== early.length) this.releasedEarly.set(reader, kept)
+    }
+    this.owePair(recipient, departedId, departure)
   }
 
   /**
@@ -310,20 +383,31 @@ export class Membership implements FeedSource {
   }
 
   /**
-   * A held departure goes into the feed because the session's connection
-   * registers again as another session while the session's output still
-   * waits for room: each recipient of that output withholds the departure
-   * until it is out (`parkedOut`), so none hears the session leave before
-   * its last messages (C-BRK-33), and the others hear it at once. (A return
-   * of the session itself releases its departure into the feed unwithheld:
-   * withheld, the return's join would stand for it, and the recipient would
-   * not hear the session leave at all: docs/architecture.md, "Not covered".)
+   * A held departure goes into the feed while the session's output still
+   * waits for room, because the session registers again (`rejoined`), or its
+   * connection registers as another session: each recipient of that output
+   * withholds the departure until it is out (`parkedOut`), so none hears the
+   * session leave before its last messages (C-BRK-33), and the others hear
+   * it at once. At a return the recipient withholds the new join (and
+   * presence) too (`WithheldDeparture.rejoined`), and is owed both once the
+   * output is out: the join must not stand for the departure, or the
+   * recipient would never hear the session leave (C-ASK-9).
    */
-  private releaseEarly(session: Session): void {
+  private releaseEarly(session: Session, rejoined: boolean): void {
     const reader = session.peer
     for (const recipient of this.waker.parkedRecipientsOf(reader, session.key)) {
-      if (recipient.session?.space !== session.space) continue
+      const to = recipient.session
+      if (to === undefined || to.space !== session.space || to.id === session.id) continue
       this.withholdDeparture(recipient, session.id)
+      if (rejoined) {
+        const departure = recipient.withheldDepartures?.get(session.id)
+        if (departure !== undefined) {
+          departure.rejoined = true
+          departure.since = Math.max(departure.since, session.presentSince)
+          // The session's mail from since its return waits for the pair (Output.waitsForReturn).
+          ;(recipient.returnWaits ??= new Map()).set(session.key, { since: departure.since, reader })
+        }
+      }
       const early = this.releasedEarly.get(reader)
       if (early === undefined) this.releasedEarly.set(reader, [[recipient, session.id]])
       else early.push([recipient, session.id])
@@ -369,12 +453,20 @@ export class Membership implements FeedSource {
    * back to `rejoins`, for the writer to place after that session's older
    * mail (Rejoins.ts).
    */
-  collect(peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins): void {
+  collect(
+    peer: Peer,
+    items: ReadonlyArray<OutboundItem>,
+    out: Array<OutFrame>,
+    departures: Array<OutFrame>,
+    rejoins: Rejoins
+  ): void {
     const session = peer.session
     if (session === undefined) return
     const space = session.space
     const feed = space.feed
     const withheld = peer.withheldDepartures
+    // A message of a returned session's from since its return is queued: its withheld pair goes before it.
+    if (withheld !== undefined) this.unwithholdBeforeNewMail(peer, items, space.key, withheld)
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (with its new join).
       for (const id of peer.owedDepartures) {
@@ -385,10 +477,67 @@ export class Membership implements FeedSource {
       }
       peer.owedDepartures = undefined
     }
+    // Sessions whose owed join is void (gone again): the feed's departure of that unseen return is not written.
+    let gone: Array<string> | undefined
+    if (peer.owedJoins !== undefined) {
+      // Joins passed over while withheld with their departure: with it (Rejoins.ts), or first if it was not seen.
+      for (const id of peer.owedJoins) {
+        const join = feed.passedJoin(id, peer.feedCursor)
+        if (join !== undefined) {
+          if (!rejoins.joined(id, join[0], join[1])) out.push(join[0])
+        } else if (!feed.isPresent(id)) (gone ??= []).push(id)
+      }
+      peer.owedJoins = undefined
+    }
+    const from = departures.length
     peer.feedCursor = feed.collect(peer.feedCursor, session.id, out, departures, withheld, rejoins)
+    if (gone !== undefined) this.dropUnseenDepartures(gone, departures, from)
     if (rejoins.count > 0) rejoins.settle((id) => sessionKey(space.key, id), out)
     // It settles the entries released while their session was back (MembershipFeed.collect).
     if (withheld !== undefined && withheld.size === 0) peer.withheldDepartures = undefined
+  }
+
+  /**
+   * Drops from `departures` (from index `from`: what the feed's collect
+   * added) the `session_left` of each session in `gone`: a return whose join
+   * its writer passed over while it was withheld, and that left again
+   * before the join was owed and written. The recipient never saw that
+   * return, so its departure is not one it must hear; the departure it saw
+   * is the one owed with the join (`owePair`, written before `from`; none
+   * if it never saw the session present).
+   */
+  private dropUnseenDepartures(gone: ReadonlyArray<string>, departures: Array<OutFrame>, from: number): void {
+    for (const id of gone) {
+      const frame = Encode.sessionLeftFrame(id)
+      const at = departures.indexOf(frame, from)
+      if (at >= 0) departures.splice(at, 1)
+    }
+  }
+
+  /**
+   * Ends the withholding of each returned session's departure and join
+   * (`WithheldDeparture.rejoined`) whose mail from since its return is among
+   * `items` (`peer`'s outbox): `unwithhold`. A look at the entries, and a
+   * scan of the outbox only while one is withheld with a return.
+   */
+  private unwithholdBeforeNewMail(
+    peer: Peer,
+    items: ReadonlyArray<OutboundItem>,
+    spaceKey: string,
+    withheld: Map<string, WithheldDeparture>
+  ): void {
+    for (const [id, departure] of withheld) {
+      if (!departure.rejoined) continue
+      const key = sessionKey(spaceKey, id)
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!
+        if (typeof item !== "object" || !("mail" in item) || item.mail.senderKey !== key) continue
+        if (item.senderSince > departure.since) {
+          this.unwithhold(peer, id, departure)
+          break
+        }
+      }
+    }
   }
 
   /**

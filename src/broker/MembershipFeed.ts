@@ -47,6 +47,25 @@ export interface WithheldDeparture {
    * again first, writing a `session_left` if it had passed a departure.
    */
   holds: number
+  /**
+   * The session came back while output of its departed self for the
+   * recipient was still parked behind backpressure (Membership.joined): the
+   * recipient gets neither the departure nor the new join (nor presence)
+   * until the last hold goes; then the `session_left` and the new
+   * `session_joined` are owed together, written after that output
+   * (Rejoins.ts). Unlike the other holds, the new join never stands for the
+   * departure here: the recipient must hear the session leave, or the asks
+   * it waits on from the departed session would not end (C-ASK-9).
+   */
+  rejoined: boolean
+  /** `rejoined`: the recipient's writer passed over the session's new join or presence. */
+  joinPassed: boolean
+  /**
+   * `rejoined`: the `presentSince` of the latest departed incarnation whose
+   * output the holds wait for; mail of the session tagged later is from
+   * since its return (Membership.collect then lets the pair go before it).
+   */
+  since: number
 }
 
 /** A departed entry the feed drops before every recipient collected it (`MembershipFeed.compact`). */
@@ -111,6 +130,20 @@ export class MembershipFeed {
   returnedSince(id: string, cursor: number): boolean {
     const entry = this.entries.get(id)
     return entry !== undefined && entry.present && entry.presentSince > cursor
+  }
+
+  /**
+   * The `session_joined` of session `id`, present, for a recipient at
+   * `cursor` that is past its join (its writer passed over it: a departure
+   * and return withheld together, `WithheldDeparture.rejoined`), with the
+   * entry's `presentSince`; undefined when the session is not present, or
+   * its join is still ahead of `cursor` (`collect` meets it).
+   */
+  passedJoin(id: string, cursor: number): readonly [OutFrame, number] | undefined {
+    const entry = this.entries.get(id)
+    if (entry === undefined || !entry.present || entry.joinSeq > cursor) return undefined
+    const frame = entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`
+    return [frame, entry.presentSince]
   }
 
   /**
@@ -197,6 +230,10 @@ export class MembershipFeed {
    * send when it is released (Membership.releaseDeparture). A new join
    * written meanwhile unmarks it: the recipient hears the session join again
    * (as at a takeover), and the departure it stood for is not owed any more.
+   * A session whose entry in `withheld` is `rejoined` (back while output of
+   * its departed self for the recipient is parked) has its new join and
+   * presence passed over too (`joinPassed`), for the owner to owe with the
+   * departure (Membership.owePair).
    * An entry whose holds were all released while the session was back
    * (`holds` 0) is settled here and deleted from `withheld`: by the new join
    * when it is written, or, when the session left again before that, by a
@@ -217,6 +254,14 @@ export class MembershipFeed {
     for (let entry = start; entry !== undefined; entry = entry.next) {
       if (entry.id === selfId) continue
       if (entry.present) {
+        if (withheld !== undefined) {
+          // Back while its departed self's output for the recipient is parked: its join waits with the departure.
+          const rejoined = withheld.get(entry.id)
+          if (rejoined !== undefined && rejoined.rejoined) {
+            rejoined.joinPassed = true
+            continue
+          }
+        }
         if (entry.joinSeq > cursor) {
           const joinedFrame = entry.joinedFrame ??= `{"type":"session_joined","session":${entry.infoJson}}`
           // Back since a departure met here: the join waits with it (Rejoins.ts).
@@ -229,7 +274,8 @@ export class MembershipFeed {
             if (held !== undefined && held.holds === 0) withheld.delete(entry.id)
             else if (held !== undefined) held.passed = false
           }
-        } else {
+        } else if (rejoins === undefined || rejoins.count === 0 || !rejoins.waits(entry.id)) {
+          // (A join owed with its departure carries the latest state: no update before it.)
           out.push(entry.updateFrame ??= `{"type":"presence_update","session":${entry.infoJson}}`)
         }
       } else {

@@ -28,6 +28,9 @@
  * step 7). Only a sender with mail there waits so: another sender's mail
  * does not (it would be held back by a flush that itself waits on some
  * other session that does not read), nor do answers, receipts and notices.
+ * A returned sender's mail from since its return waits the same way for a
+ * recipient that withholds its departure and return until its old parked
+ * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -57,7 +60,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 890 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 925 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
@@ -84,7 +87,13 @@ export interface FeedSource {
    * output already queued; the departure and new join of a session that is
    * back to `rejoins`, written after its older mail (MembershipFeed.collect).
    */
-  readonly collect: (peer: Peer, out: Array<OutFrame>, departures: Array<OutFrame>, rejoins: Rejoins) => void
+  readonly collect: (
+    peer: Peer,
+    items: ReadonlyArray<OutboundItem>,
+    out: Array<OutFrame>,
+    departures: Array<OutFrame>,
+    rejoins: Rejoins
+  ) => void
   /** `peer`'s writer took the FEED_TICK it was sent: it may be sent another. */
   readonly taken: (peer: Peer) => void
   /**
@@ -164,6 +173,19 @@ const holdsMailOf = (
  */
 const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
   peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
+
+/**
+ * Whether `item` is a message of a returned sender's, from since its
+ * return, for `peer`, which withholds that sender's departure and join
+ * (`Peer.returnWaits`): it waits until they are owed — unless `offeredBy`
+ * is the connection whose parked output they wait for (its message comes
+ * after that output anyway). One field test while nothing is withheld so.
+ */
+const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefined): boolean => {
+  if (peer.returnWaits === undefined || !isMessage(item)) return false
+  const wait = peer.returnWaits.get(item.mail.senderKey)
+  return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
+}
 
 /** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
 const countParkedMail = (peer: Peer, senderKey: string): void => {
@@ -316,7 +338,7 @@ export class Output {
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item)
+      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined)
     ) {
       this.parked.push([peer, item])
     } else {
@@ -381,6 +403,12 @@ export class Output {
       }
       // Woken when the recipient's writer makes room, and when the last of a sender's mail there is offered.
       this.waitsBehindOwn++
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
+    if (waitsForReturn(recipient, item, reader)) {
+      // Woken when the sender's departure and join are owed to the recipient (Membership, `returned`).
       const turn = Deferred.makeUnsafe<void>()
       ;(recipient.roomWaiters ??= []).push(turn)
       return turn
@@ -585,6 +613,15 @@ export class Output {
     counts.delete(senderKey)
     if (counts.size === 0) reader.parkedMail = undefined
     this.wakeWaiters(reader)
+  }
+
+  /**
+   * A returned sender's departure and join are owed to `peer`, or no longer
+   * withheld (Membership cleared its `returnWaits` entry): its mail that
+   * waited for them tries again.
+   */
+  returned(peer: Peer): void {
+    this.wakeWaiters(peer)
   }
 
   /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
@@ -793,7 +830,7 @@ export class Output {
     const returnable = batch.returnable
     const departures = this.departures
     const rejoins = this.rejoins
-    this.feed.collect(peer, frames, departures, rejoins)
+    this.feed.collect(peer, items, frames, departures, rejoins)
     // Where the next pair of a returned session goes (-1: none, the common case).
     let rejoinAt = rejoins.count === 0 ? -1 : rejoins.plan(items)
     // An indexed loop, no closure: this runs once per write (garbage, docs/performance.md).

@@ -66,6 +66,14 @@ export interface OutboundNotice {
 /** Output the broker takes back when it could not be written: mail and failure notices. */
 export type Returnable = OutboundMessage | OutboundNotice
 
+/** A returned sender's mail waits for its withheld departure and join (`Peer.returnWaits`). */
+export interface ReturnWait {
+  /** The latest departed incarnation's `presentSince`: mail tagged past it is from since the return. */
+  since: number
+  /** The connection whose parked output the withheld pair waits for. */
+  reader: Peer
+}
+
 /**
  * What an outbox holds: a frame (its text, or its parts), output taken back
  * if unwritten (an object with a `frame`), or a signal.
@@ -117,9 +125,28 @@ export class Peer {
    */
   owedDepartures: Set<string> | undefined = undefined
   /**
+   * New joins of returned sessions this connection's writer passed over
+   * while their departures were withheld with them
+   * (`WithheldDeparture.rejoined`), owed now, by session id: written with
+   * the owed departure, after the session's older mail, or first
+   * (Membership.collect). Dropped like `owedDepartures`.
+   */
+  owedJoins: Set<string> | undefined = undefined
+  /**
+   * Returned sessions whose departure and join this connection withholds
+   * (`WithheldDeparture.rejoined`), by sender key: their mail from since
+   * the return (tagged past `since`) waits until the pair is owed — no
+   * message may precede its sender's join — except what `reader`, the
+   * connection whose parked output the pair waits for, offers (behind that
+   * output already). Written by Membership, read by Output.
+   */
+  returnWaits: Map<string, ReturnWait> | undefined = undefined
+  /**
    * Departures this connection gets only after mail of the departed session
    * that waits for it elsewhere — replace messages waiting for room in its
-   * outbox, mail in its own parked output (Membership.withholdDeparture) —
+   * outbox, mail in its own parked output, the session's own output parked
+   * when it came back (then with its new join: `rejoined`)
+   * (Membership.withholdDeparture) —
    * by session id, with whether its writer passed the departure in the feed
    * and how many holds are on it (none: released while the session was back,
    * waiting for the writer to settle it). Both this and `owedDepartures` are

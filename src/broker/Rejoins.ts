@@ -66,6 +66,12 @@ export class Rejoins {
     return true
   }
 
+  /** Whether session `id`'s pair waits here with its join (an owed join, Membership.collect). */
+  waits(id: string): boolean {
+    const at = this.ids.indexOf(id)
+    return at >= 0 && this.joins[at] !== undefined
+  }
+
   /**
    * After the collect, with the recipient's space key: each session's key.
    * A departure whose join the feed did not write (not expected: the join

@@ -214,7 +214,7 @@ export class Router {
     const registry = new Registry()
     // Late-bound: the output needs the mailbox and the membership feed, which need the output.
     const output = new Output((item) => mail.takeBack(item), {
-      collect: (peer, out, departures, rejoins) => membership.collect(peer, out, departures, rejoins),
+      collect: (peer, items, out, departures, rejoins) => membership.collect(peer, items, out, departures, rejoins),
       taken: (peer) => membership.taken(peer),
       parkedOut: (reader) => membership.parkedOut(reader),
       releaseDeparture: (recipient, senderId) => membership.releaseDeparture(recipient, senderId)

@@ -18,25 +18,23 @@ import { generateWorkload, runWorkload, sessionCountOf, sessionNames, type Workl
  * holds (`InboundJournal.handled`); `takeover-late-write` is the broker's
  * documented order trade-off at a takeover by another client instance (a
  * client's own rejoin, `rejoin-v1`, keeps the order), which no host journal
- * changes; `rejoined-before-queued` is the documented gap in departure order
- * (a sender's mail, parked and not yet queued for the recipient, after its
- * `session_left` when it registered again first: docs/architecture.md, "Not
- * covered"; ledger/departure.ts).
+ * changes. (A sender's mail parked when it left and registered again is
+ * no longer excused: its recipients get the departure and the return
+ * after it, Membership.ts; the ledger calls it `left-before-mail`.)
  */
 export const KNOWN_ISSUES: ReadonlyArray<ViolationKind> = [
   "crash-redelivery",
   "unconfirmed-redelivery",
-  "takeover-late-write",
-  "rejoined-before-queued"
+  "takeover-late-write"
 ]
 
 /**
  * The known issues of a world whose hosts keep journals (`--host-journal`):
- * the two order trade-offs, `takeover-late-write` and `rejoined-before-queued`. A copy the broker sends again reaches a new
+ * the order trade-off, `takeover-late-write`. A copy the broker sends again reaches a new
  * client, whose generation remembers what its host's history holds and
  * drops it (known issue 6's fix).
  */
-export const KNOWN_ISSUES_WITH_JOURNAL: ReadonlyArray<ViolationKind> = ["takeover-late-write", "rejoined-before-queued"]
+export const KNOWN_ISSUES_WITH_JOURNAL: ReadonlyArray<ViolationKind> = ["takeover-late-write"]
 
 /** What to soak: which seeds, the world, and what to do with failures. */
 export interface SoakOptions extends WorkloadOptions {

@@ -128,7 +128,6 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "stranded-mail": true,
   "takeover-late-write": true,
   "left-before-mail": true,
-  "rejoined-before-queued": true,
   "fiber-leak": true,
   "defect": true,
   "mailbox-not-empty": true,

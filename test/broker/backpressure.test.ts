@@ -290,6 +290,18 @@ const messagesAndDepartures = (client: WireClient, fromId: string) =>
       : []
   )
 
+/** The replier's messages, departures and joins as `client` got them, in order. */
+const replierOrder = (client: WireClient) =>
+  client.received().flatMap((f) =>
+    f.type === "message" && f.from.id === "replier"
+      ? ["message"]
+      : f.type === "session_left" && f.sessionId === "replier"
+      ? ["left"]
+      : f.type === "session_joined" && f.session.id === "replier"
+      ? ["joined"]
+      : []
+  )
+
 // C-BRK-33: a client fails the asks waiting on a session when its `session_left` arrives, so the messages
 // a session sent before it left must reach a recipient first, also one that is behind.
 
@@ -397,6 +409,161 @@ describe("a departure behind a slow recipient comes after the session's last mes
       assert.isAtLeast(left, 0, "the asker never heard the replier leave")
       assert.isBelow(left, back, "the replier's return came before its departure")
       assert.strictEqual(membershipView(frames).get("replier")?.endpointEpoch, (yield* list(asker.client)).find((s) => s.id === "replier")?.endpointEpoch)
+    }))
+
+  it.effect("a parked reply whose sender unregisters and registers again comes before its session_left, and the return after both", () =>
+    Effect.gen(function*() {
+      const { asker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("back in a moment")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" }))
+      ]))
+
+      yield* drainUntilReplierLeft(asker.client, fill)
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined"])
+    }))
+
+  it.effect("a parked reply whose sender registered again still comes before its session_left when the feed drops that departure while the asker lags", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("back in a moment")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" }))
+      ]))
+      // Far more short-lived sessions than the feed keeps (4 × live sessions + 1024): the departure is dropped.
+      const churn = yield* broker.connect("churn")
+      const frames: Array<string> = []
+      for (let i = 0; i < 1500; i++) {
+        frames.push(JSON.stringify(registerFrame({ sessionId: `churn-${i}` })), JSON.stringify({ type: "unregister" }))
+      }
+      yield* churn.sendRaw(encodeFrames(frames))
+      yield* churn.roundTrip
+
+      yield* drainUntilReplierLeft(asker.client, fill)
+      yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined"])
+    }))
+
+  it.effect("a parked reply whose sender unregisters, registers again and unregisters again comes before one session_left, and no return", () =>
+    Effect.gen(function*() {
+      const { asker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("back and gone")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" }),
+        JSON.stringify(registerFrame({ sessionId: "replier" })),
+        JSON.stringify({ type: "unregister" })
+      ]))
+
+      yield* drainUntilReplierLeft(asker.client, fill)
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left"])
+    }))
+
+  it.effect("a returned sender's new message, routed from another connection while its old reply is parked, comes after its return, which comes after its departure", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+
+      const fill = yield* fillOutbox(asker.client, filler.client)
+      const answer = message("old reply")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // The replier comes back on another connection while its old reply waits for room, and sends again.
+      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+      const fresh = message("new self")
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+
+      yield* asker.client.resume
+      yield* takeMessages(asker.client, "filler", fill.length)
+      yield* messageFor(asker.client, answer.id)
+      yield* messageFor(asker.client, fresh.id)
+      const order = replierOrder(asker.client)
+      // The first session_joined is the one the asker saw before; the new message follows the departure and the return.
+      assert.deepStrictEqual(order.slice(order.indexOf("left")), ["left", "joined", "message"])
+      assert.strictEqual(order.filter((step) => step === "message").length, 2)
+    }))
+
+  it.effect("a returned sender's new message for the asker waits while its old reply waits behind another recipient: old reply, departure, return, new message", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
+      // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
+      yield* watcher.client.pause
+      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
+      const answer = message("old reply")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // Back on another connection, it sends the asker a message at once; the asker reads all along.
+      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+      const fresh = message("new self")
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
+      yield* again.client.roundTrip
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
+      assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
+
+      yield* watcher.client.resume
+      yield* takeMessages(watcher.client, "filler", fill.length)
+      yield* messageFor(asker.client, fresh.id)
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined", "message"])
+      assert.strictEqual(
+        asker.client.received().findIndex((f) => f.type === "message" && f.message.id === answer.id),
+        asker.client.received().findIndex((f) => f.type === "message" && f.from.id === "replier")
+      )
+    }))
+
+  it.effect("the registration timeout forcing the old reply through lets the return's held message follow: old reply, departure, return, new message", () =>
+    Effect.gen(function*() {
+      const { asker, broker, filler, replier } = yield* askerFillerReplier()
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
+      // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
+      yield* watcher.client.pause
+      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
+      const answer = message("old reply")
+      yield* replier.client.sendRaw(encodeFrames([
+        JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
+        JSON.stringify({ type: "send", to: "asker", message: answer }),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // Back on another connection, it sends the asker a message at once; the asker reads all along.
+      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+      const fresh = message("new self")
+      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
+      yield* again.client.roundTrip
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
+      assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
+
+      // The watcher still does not read: the old connection's registration timeout (1 s) forces its output through.
+      yield* advance("2 seconds")
+      yield* messageFor(asker.client, fresh.id)
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", "message", "left", "joined", "message"])
+      assert.strictEqual(
+        asker.client.received().findIndex((f) => f.type === "message" && f.message.id === answer.id),
+        asker.client.received().findIndex((f) => f.type === "message" && f.from.id === "replier")
+      )
     }))
 
   it.effect("a connection that unregisters with output parked, then registers as another session, does not hold the departure from the others", () =>

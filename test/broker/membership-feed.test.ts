@@ -14,7 +14,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { MembershipFeed } from "../../src/broker/MembershipFeed.ts"
+import { MembershipFeed, type WithheldDeparture } from "../../src/broker/MembershipFeed.ts"
+import type { OutFrame } from "../../src/protocol/framing.ts"
 
 const IDS = ["s0", "s1", "s2"] as const
 
@@ -135,5 +136,28 @@ describe("MembershipFeed", () => {
 
   it("with departed entries dropped past a bound of one, the departures owed to lagging recipients keep their views right", () => {
     fc.assert(fc.property(opsArb, (ops) => check(ops, 1)), { numRuns: 1000 })
+  })
+})
+
+describe("MembershipFeed: a departure withheld with the return", () => {
+  const info = (n: number) => JSON.stringify({ id: "x", n })
+  const withheldReturn = (): WithheldDeparture => ({ passed: false, holds: 1, rejoined: true, joinPassed: false, since: 0 })
+
+  it("passes over the departure, the new join and the presence of a session marked rejoined, then hands the join over as owed", () => {
+    const feed = new MembershipFeed()
+    feed.joined("x", info(1))
+    const cursor = feed.seq
+    feed.left("x")
+    const since = feed.joined("x", info(2))
+    feed.updated("x", info(3))
+    const withheld = new Map([["x", withheldReturn()]])
+    const out: Array<OutFrame> = []
+    const departures: Array<OutFrame> = []
+    const next = feed.collect(cursor, undefined, out, departures, withheld)
+    assert.deepStrictEqual([out, departures], [[], []])
+    assert.deepInclude(withheld.get("x"), { passed: true, joinPassed: true })
+    // Owed once released: the join with the latest state, and the tag of the return.
+    assert.deepStrictEqual(feed.passedJoin("x", next), [`{"type":"session_joined","session":${info(3)}}`, since])
+    assert.isUndefined(feed.passedJoin("x", cursor), "a join still ahead of the cursor is the feed's to write")
   })
 })

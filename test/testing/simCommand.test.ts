@@ -200,12 +200,12 @@ describe("sim command line", () => {
       assert.isFalse(plain._tag === "Seed" && "hostJournal" in plain.config)
     }))
 
-  it.effect("with host journals the redeliveries are fixed: only the order trade-offs (takeover-late-write, rejoined-before-queued) are tolerated unless --tolerate says otherwise", () =>
+  it.effect("with host journals the redeliveries are fixed: only the order trade-off (takeover-late-write) is tolerated unless --tolerate says otherwise", () =>
     Effect.gen(function*() {
       const tolerated = (request: SimRequest) =>
         request._tag === "Soak" ? request.soak.config?.tolerate : request._tag === "Seed" ? request.config.tolerate : undefined
       assert.deepStrictEqual(tolerated(yield* requestOf(["--host-journal", "--seeds", "2"])), KNOWN_ISSUES_WITH_JOURNAL)
-      assert.deepStrictEqual(KNOWN_ISSUES_WITH_JOURNAL, ["takeover-late-write", "rejoined-before-queued"])
+      assert.deepStrictEqual(KNOWN_ISSUES_WITH_JOURNAL, ["takeover-late-write"])
       assert.deepStrictEqual(tolerated(yield* requestOf(["--host-refusals", "--seed", "4"])), KNOWN_ISSUES_WITH_JOURNAL)
       assert.deepStrictEqual(tolerated(yield* requestOf(["--seed", "4"])), KNOWN_ISSUES)
       assert.deepStrictEqual(

@@ -25,26 +25,19 @@
  * `left-before-mail`.
  *
  * Only what arrives is judged: a message that never does (refused, expired,
- * withdrawn, superseded, lost) is the other checks' business. Named
- * exceptions, each documented:
- * - `rejoined-before-queued`: docs/architecture.md's "Not covered" — X left
- *   (by `unregister` or its connection's end), then registered again (the
- *   same id, on any connection) before the message arrived, which the broker had routed to the
- *   recipient's live connection, and the message came in a later write than
- *   the `session_left` (each broker write is one `Output.takeForWrite`,
- *   `writeStarted`): it was not queued for the recipient yet when its writer
- *   collected the departure — X's output parked behind backpressure, whose
- *   held departure X's return released. X's connection registering as
- *   another session is no return (the recipients of that parked output
- *   withhold the departure until it is queued: Membership.releaseEarly).
- *   Mail queued for the recipient then is written before the `session_left`
- *   however X returned (Rejoins.ts): in the same write after it, it is
- *   `left-before-mail`. A return after the
- *   end of any registration that read a copy counts (the broker may have
- *   routed the earlier copy and deduplicated the later). Tolerated by
- *   default (Soak.ts's `KNOWN_ISSUES`). Mail flushed from the mailbox when
- *   the recipient registered is not excused (a departure waits for it:
- *   DepartureHolds.ts, also across a return).
+ * withdrawn, superseded, lost) is the other checks' business. A
+ * `left-before-mail` says in its report when X had registered again (the
+ * same id, on any connection) before the message arrived, which the broker
+ * had routed to the recipient's live connection, and whether the message
+ * came in a later write than the `session_left` (each broker write is one
+ * `Output.takeForWrite`, `writeStarted`): not queued for the recipient yet
+ * when its writer collected the departure — X's output parked behind
+ * backpressure when X came back, which the broker covers (Membership.ts
+ * withholds X's departure and return from that output's recipients until
+ * it is queued) — or queued then, and written after the `session_left`
+ * (Rejoins.ts puts it first). A return after the end of any registration
+ * that read a copy counts (the broker may have routed the earlier copy and
+ * deduplicated the later). The one named exception:
  * - `takeover-late-write`: the message was in the write in progress of a
  *   connection the recipient had replaced (ledger/order.ts, known issue 22):
  *   it comes back after everything the new connection was sent since.
@@ -304,14 +297,14 @@ export class DepartureLedger {
     const rejoined = returned && inLaterWrite
     violate(
       state,
-      late ? "takeover-late-write" : rejoined ? "rejoined-before-queued" : "left-before-mail",
+      late ? "takeover-late-write" : "left-before-mail",
       `${record.alias} from ${nameOf(state, sender)} reached ${nameOf(state, receiver)} after its session_left, though ${
         nameOf(state, sender)
       } sent it before it left (${ended.unregistered ? "unregistered" : "its connection ended"})${
         late
           ? " (it was in the write in progress of a connection the receiver had replaced)"
           : rejoined
-          ? " (the sender registered again before it was queued for the receiver: the documented gap)"
+          ? " (the sender registered again before it was queued for the receiver: its departure and return were not withheld until then, Membership.ts)"
           : returned
           ? " (the sender registered again before it arrived, but it was queued for the receiver when the session_left was written: Rejoins.ts puts such mail first)"
           : ""

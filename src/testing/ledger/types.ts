@@ -91,15 +91,6 @@ export type ViolationKind =
    * `session_left` (C-BRK-33; ledger/departure.ts).
    */
   | "left-before-mail"
-  /**
-   * A `left-before-mail` in the documented gap (docs/architecture.md,
-   * "Not covered"): the sender left, then registered again (its id, on any
-   * connection) before the message, routed to the recipient's live
-   * connection, was queued there: it came in a later
-   * broker write than the `session_left` (ledger/departure.ts). Tolerated
-   * by default.
-   */
-  | "rejoined-before-queued"
   /** Fibers were still running after their owner (generation, client, broker, world) closed. */
   | "fiber-leak"
   /**
