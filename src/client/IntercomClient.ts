@@ -223,9 +223,10 @@ const make = (
         confirmations.read()
         unhandled.offer(departed.has(message.from.id) ? { ...message, senderLeft: true } : message)
       },
-      // A real event the last reconciliation already announced (its synthetic twin) is not published again.
+      // A departure the last reconciliation already announced is not published again; a missed join is (MembershipView.read).
       presence: (event: PresenceEvent) => {
-        if (view.read(event)) publishPresence(event)
+        const news = view.read(event)
+        if (news !== undefined) publishPresence(news)
       },
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
@@ -466,7 +467,10 @@ const make = (
         // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
         if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
         // What the feed could not say while this client was away is said once the grace is over (MembershipView.ts).
-        if (connections >= 2) yield* Effect.forkIn(resyncMembership(connection), scope)
+        if (connections >= 2) {
+          view.reconnected()
+          yield* Effect.forkIn(resyncMembership(connection), scope)
+        }
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(

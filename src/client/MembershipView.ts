@@ -19,9 +19,15 @@
  * Ordering against the live feed, which keeps flowing while the list is in
  * flight (`track` ... `untrack`): a session about which a real event was read
  * after the list was written is left out of the comparison (the feed told
- * the newer story already). A real event that comes after its synthetic twin
- * (the feed wrote the change after the list answer) is dropped by `read`,
- * so a consumer never hears of one departure or join twice.
+ * the newer story already). A real departure that comes after its synthetic
+ * twin (a broker that wrote the change after the list answer) is dropped by
+ * `read`, so a consumer never hears of one departure twice. Joins have no
+ * twins: a real `session_joined` after a synthetic `Joined` is a takeover or
+ * a return (P16), which the consumer must hear. A presence update of a
+ * session the view does not hold, once it has a baseline, is a join the
+ * feed could not tell (it registered while the client was away), published
+ * as a `Joined` marked `resync` — so a status change read during the grace
+ * does not hide that join.
  *
  * What the view holds: sessions from the presence events read (on any
  * connection) and from any own-group `list` answer (`seed`; only sessions
@@ -29,7 +35,10 @@
  * never listed does not know who was there when it first registered: its
  * first reconciliation adds the listed sessions it did not know without
  * announcing them (they may have been there all along), and announces only
- * departures and changes of sessions it knew. Owned by `IntercomClient`,
+ * departures and changes of sessions it knew, and the return of one it saw
+ * leave (`leftSeen`). A `list` between a reconnect and its reconciliation —
+ * the owner's, or the client's own lookups — does not hide a join from the
+ * reconciliation (`reconnected`, `away`). Owned by `IntercomClient`,
  * touched only synchronously.
  */
 import type { SessionInfo } from "../protocol/frames.ts"
@@ -37,6 +46,9 @@ import type { PresenceEvent } from "./events.ts"
 
 /** The ids about which a real presence event was read while one list was in flight. */
 export type Touched = Set<string>
+
+/** How many departed ids the view remembers, so that a return is news to a client that never listed. */
+const LEFT_SEEN_LIMIT = 4096
 
 const idOf = (event: PresenceEvent): string => event._tag === "Left" ? event.sessionId : event.session.id
 
@@ -47,29 +59,40 @@ const idOf = (event: PresenceEvent): string => event._tag === "Left" ? event.ses
  */
 export class MembershipView {
   private readonly members = new Map<string, SessionInfo>()
-  /** Synthetic events not yet met by their real twin, by session id (the last one for the session). */
-  private readonly synthetic = new Map<string, PresenceEvent["_tag"]>()
+  /** Sessions whose departure the last reconciliation announced and the feed has not told yet. */
+  private readonly syntheticLeft = new Set<string>()
+  /** Sessions whose last event, read or made up, was a departure (the newest LEFT_SEEN_LIMIT). */
+  private readonly leftSeen = new Set<string>()
   /** One set per list in flight: the ids a real event was read about since it was written. */
   private readonly tracking = new Set<Touched>()
   /** Whether a `list` answer was applied: only then is a listed session the view lacks news. */
   private listed = false
+  /** Since the last reconnect, until its reconciliation: whether there was a baseline, and what a `seed` added. */
+  private away: { readonly baseline: boolean; readonly seeded: Set<string> } | undefined
 
   /**
-   * Applies a real event read from the broker; answers whether it is news
-   * (to be published). Not news: the same change a reconciliation already
-   * announced (its synthetic twin), which the feed wrote after the list answer.
+   * Applies an event read from the broker and returns what to publish, or
+   * `undefined` when it is not news: a departure the last reconciliation
+   * already announced (the feed wrote it after the list answer). A presence
+   * update of a session the view does not hold, once it has a baseline, is
+   * a join the feed could not tell this connection (it registered while the
+   * client was away): it is published as a `Joined` marked `resync`.
    */
-  read(event: PresenceEvent): boolean {
+  read(event: PresenceEvent): PresenceEvent | undefined {
     const id = idOf(event)
     for (const touched of this.tracking) touched.add(id)
-    const announced = this.synthetic.get(id)
-    this.synthetic.delete(id)
     if (event._tag === "Left") {
       this.members.delete(id)
-    } else {
-      this.members.set(id, event.session)
+      this.noteLeft(id)
+      return this.syntheticLeft.delete(id) ? undefined : event
     }
-    return announced !== event._tag
+    this.syntheticLeft.delete(id)
+    this.leftSeen.delete(id)
+    const known = this.members.has(id)
+    this.members.set(id, event.session)
+    return event._tag === "Updated" && !known && this.listed
+      ? { _tag: "Joined", session: event.session, resync: true }
+      : event
   }
 
   /** Starts noting the ids real events are read about: call it just before a `list` is written. */
@@ -88,14 +111,22 @@ export class MembershipView {
    * Adds what an own-group `list` answer names and the view lacks, except
    * `self` and sessions a real event was read about since it was written
    * (`touched`). Removes nothing and announces nothing: a list the client's
-   * owner asked for shows the owner who is there by itself.
+   * owner asked for shows the owner who is there by itself. What it adds
+   * between a reconnect and its reconciliation is still announced by that
+   * reconciliation (the client's own lookups list too, and would hide it).
    */
   seed(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): void {
     this.listed = true
     for (const session of listed) {
       if (session.id === self || touched.has(session.id) || this.members.has(session.id)) continue
       this.members.set(session.id, session)
+      this.away?.seeded.add(session.id)
     }
+  }
+
+  /** The client reconnected: its reconciliation judges what it learns from now on against the view as it is. */
+  reconnected(): void {
+    this.away = { baseline: this.away?.baseline ?? this.listed, seeded: this.away?.seeded ?? new Set() }
   }
 
   /**
@@ -103,42 +134,51 @@ export class MembershipView {
    * the synthetic events that do it, in the order to publish them (already
    * applied to the view): `Left` for sessions held and not listed, then, in
    * list order, `Left` + `Joined` for a listed session whose `startedAt`
-   * changed, `Joined` for one not held (when no list was applied before,
-   * it is added unannounced: it may have been there before this client
-   * registered), and `Updated` for one whose name or status changed. Sessions a real event was read
-   * about since the list was written (`touched`), and `self`, are left as
-   * the feed says. Forgets the twins the last reconciliation still waited for.
+   * changed, `Joined` for one not held (when no list was applied before the
+   * reconnect it is added unannounced — it may have been there before this
+   * client registered — unless the view saw it leave), and `Updated` for one
+   * whose name or status changed. Sessions a real event was read about since
+   * the list was written (`touched`), and `self`, are left as the feed says.
    */
   resync(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): ReadonlyArray<PresenceEvent> {
-    this.synthetic.clear()
-    const baseline = this.listed
+    const baseline = this.away?.baseline ?? this.listed
+    const seeded = this.away?.seeded
+    this.away = undefined
     this.listed = true
+    this.syntheticLeft.clear()
     const events: Array<PresenceEvent> = []
     const listedIds = new Set<string>()
     for (const session of listed) listedIds.add(session.id)
     for (const id of [...this.members.keys()]) {
       if (id === self || touched.has(id) || listedIds.has(id)) continue
       this.members.delete(id)
+      this.noteLeft(id)
       events.push({ _tag: "Left", sessionId: id, resync: true })
-      this.synthetic.set(id, "Left")
+      this.syntheticLeft.add(id)
     }
     for (const session of listed) {
-      if (session.id === self || touched.has(session.id)) continue
-      const known = this.members.get(session.id)
+      const id = session.id
+      if (id === self || touched.has(id)) continue
+      const known = seeded?.has(id) === true ? undefined : this.members.get(id)
+      this.members.set(id, session)
       if (known !== undefined && known.startedAt === session.startedAt) {
-        this.members.set(session.id, session)
         // Renamed or a new status while away: said as the feed would have said it.
         if (known.name !== session.name || known.status !== session.status) {
           events.push({ _tag: "Updated", session, resync: true })
         }
         continue
       }
-      this.members.set(session.id, session)
-      if (known === undefined && !baseline) continue
-      if (known !== undefined) events.push({ _tag: "Left", sessionId: session.id, resync: true })
+      if (known === undefined && !baseline && !this.leftSeen.has(id)) continue
+      this.leftSeen.delete(id)
+      if (known !== undefined) events.push({ _tag: "Left", sessionId: id, resync: true })
       events.push({ _tag: "Joined", session, resync: true })
-      this.synthetic.set(session.id, "Joined")
     }
     return events
+  }
+
+  private noteLeft(id: string): void {
+    this.leftSeen.delete(id)
+    this.leftSeen.add(id)
+    if (this.leftSeen.size > LEFT_SEEN_LIMIT) this.leftSeen.delete(this.leftSeen.values().next().value ?? "")
   }
 }

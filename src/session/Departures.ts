@@ -203,9 +203,12 @@ export const runDepartures = (generation: Generation): Effect.Effect<void, never
 
     yield* Effect.forkScoped(client.stateLost.pipe(Stream.runForEach(onStateLost)), { startImmediately: true })
     yield* Effect.forkScoped(Effect.forever(actOnDepartures), { startImmediately: true })
+    // A departure the client made up after a reconnect (`resync`) is not acted on: the session may only be
+    // slower to come back than the grace, and its asks to this one still wait on the broker. Waits on it are
+    // `checkAfterReconnect`'s.
     yield* Effect.forkScoped(
       client.presenceEvents.pipe(Stream.runForEach((event) =>
-        event._tag === "Left" ? noteDeparture(event.sessionId) : Effect.void
+        event._tag === "Left" && event.resync !== true ? noteDeparture(event.sessionId) : Effect.void
       )),
       { startImmediately: true }
     )

@@ -161,14 +161,14 @@ describe("MembershipView", () => {
     view.read({ _tag: "Joined", session: session("x") })
     const touched = view.track()
     // The feed says x left, then y joined, before the (older) answer that still names x and lacks y.
-    assert.isTrue(view.read({ _tag: "Left", sessionId: "x" }))
-    assert.isTrue(view.read({ _tag: "Joined", session: session("y") }))
+    assert.isDefined(view.read({ _tag: "Left", sessionId: "x" }))
+    assert.isDefined(view.read({ _tag: "Joined", session: session("y") }))
     const events = view.resync([session("x"), session("self")], touched, "self")
     view.untrack(touched)
     assert.deepStrictEqual(summary(events), [])
   })
 
-  it("a real event that comes after its synthetic twin is not news; a different one is", () => {
+  it("a real departure that comes after its synthetic twin is not news; a real join after a synthetic one is (a takeover or a return, P16), and so are later changes", () => {
     const view = new MembershipView()
     const first = view.track()
     view.seed([], first, "self")
@@ -179,12 +179,13 @@ describe("MembershipView", () => {
     const events = view.resync([session("y"), session("z")], touched, "self")
     view.untrack(touched)
     assert.deepStrictEqual(summary(events), ["Left x (resync)", "Joined y (resync)"])
-    // The feed wrote these after the list answer: the same changes.
-    assert.isFalse(view.read({ _tag: "Left", sessionId: "x" }))
-    assert.isFalse(view.read({ _tag: "Joined", session: session("y") }))
+    // A broker that wrote x's departure after the list answer: the same change.
+    assert.isUndefined(view.read({ _tag: "Left", sessionId: "x" }))
+    // Another process takes y over: the broker sends only a session_joined, which must be heard.
+    assert.deepStrictEqual(view.read({ _tag: "Joined", session: session("y", 2) }), { _tag: "Joined", session: session("y", 2) })
     // Then real news about them.
-    assert.isTrue(view.read({ _tag: "Left", sessionId: "y" }))
-    assert.isTrue(view.read({ _tag: "Joined", session: session("x") }))
+    assert.isDefined(view.read({ _tag: "Left", sessionId: "y" }))
+    assert.isDefined(view.read({ _tag: "Joined", session: session("x") }))
   })
 
   it("a session registered again by another process (a new startedAt) left and joined; a renamed one is updated", () => {
@@ -222,4 +223,151 @@ describe("MembershipView", () => {
     view.untrack(second)
     assert.deepStrictEqual(summary(later), ["Joined new (resync)"])
   })
+
+  it("a view that never listed announces the return of a session it saw leave", () => {
+    const view = new MembershipView()
+    view.read({ _tag: "Joined", session: session("beta") })
+    view.read({ _tag: "Left", sessionId: "beta" })
+    const touched = view.track()
+    const events = view.resync([session("beta", 2), session("never-heard-of")], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), ["Joined beta (resync)"])
+  })
+
+  it("with a baseline, a presence update of a session the view lacks is a join it missed; without one it is an update", () => {
+    const listedView = new MembershipView()
+    const touched = listedView.track()
+    listedView.seed([], touched, "self")
+    listedView.untrack(touched)
+    assert.deepStrictEqual(listedView.read({ _tag: "Updated", session: session("y") }), {
+      _tag: "Joined",
+      session: session("y"),
+      resync: true
+    })
+    assert.deepStrictEqual(listedView.read({ _tag: "Updated", session: session("y") }), { _tag: "Updated", session: session("y") })
+    const unlistedView = new MembershipView()
+    assert.deepStrictEqual(unlistedView.read({ _tag: "Updated", session: session("y") }), { _tag: "Updated", session: session("y") })
+  })
+
+  it("a list between a reconnect and its reconciliation does not hide a join from it", () => {
+    const view = new MembershipView()
+    const first = view.track()
+    view.seed([session("x")], first, "self")
+    view.untrack(first)
+    view.reconnected()
+    const owners = view.track()
+    view.seed([session("x"), session("y")], owners, "self")
+    view.untrack(owners)
+    const touched = view.track()
+    const events = view.resync([session("x"), session("y")], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), ["Joined y (resync)"])
+  })
+})
+
+/** alpha on a broker of `world`, whose dialling a gate holds: `away` drops it and keeps it away until `back`. */
+const gatedAlpha = (world: Effect.Success<ReturnType<typeof memoryNetwork>>) =>
+  Effect.gen(function*() {
+    let alphaConnection: Connection | undefined
+    const gate = Latch.makeUnsafe(true)
+    const dial: Dialer = (address) =>
+      gate.await.pipe(
+        Effect.andThen(world.dial(address)),
+        Effect.tap((connection) => Effect.sync(() => (alphaConnection = connection)))
+      )
+    const alpha = (yield* makeMemoryClient(
+      memoryClientOptions({ ...world, dial }, "alpha", "alpha", {
+        reconnectBaseMs: 100,
+        reconnectMaxMs: 100,
+        rejoinGraceMs: GRACE_MS,
+        livenessIntervalMs: 600_000
+      })
+    )).client
+    yield* settle(alpha.connect, "alpha's connect")
+    const events = yield* subscribe(alpha.presenceEvents, "alpha's presence events")
+    const away = Effect.gen(function*() {
+      yield* gate.close
+      const dropped = alphaConnection
+      if (dropped === undefined) return assert.fail("alpha never dialled")
+      yield* dropped.destroy
+      yield* advance(500)
+      assert.isFalse((yield* alpha.status).connected)
+    })
+    const back = gate.open.pipe(Effect.andThen(settleWithin(10, alpha.connect, "alpha's reconnect")))
+    return { alpha, events, away, back }
+  })
+
+describe("membership after a reconnect: what the live feed says meanwhile", () => {
+  it.effect("a client that never listed saw beta leave; beta came back while it was away: it hears beta joined (resync)", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { away, back, events } = yield* gatedAlpha(world)
+      const beta = yield* makeMemoryClient(memoryClientOptions(world, "beta", "beta"))
+      yield* settle(beta.client.connect, "beta's connect")
+      yield* beta.close
+      yield* events.next((event) => event._tag === "Left" && event.sessionId === "beta")
+      yield* away
+      const again = yield* makeMemoryClient(memoryClientOptions(world, "beta", "beta"))
+      yield* settle(again.client.connect, "beta's second connect")
+      yield* back
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined beta", "Left beta", "Joined beta (resync)"])
+    }))
+
+  it.effect("y joined while alpha was away and is taken over after the reconciliation announced it: alpha hears that join too", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { alpha, away, back, events } = yield* gatedAlpha(world)
+      yield* settle(alpha.list, "alpha's list")
+      yield* away
+      const y = yield* makeMemoryClient(memoryClientOptions(world, "y", "y"))
+      yield* settle(y.client.connect, "y's connect")
+      yield* back
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined y (resync)"])
+      yield* advance(1_000)
+      const other = yield* makeMemoryClient(memoryClientOptions(world, "y", "y-two"))
+      yield* settle(other.client.connect, "y's takeover")
+      yield* settle(alpha.list, "a round trip on alpha's connection")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined y (resync)", "Joined y"])
+    }))
+
+  it.effect("y joined while alpha was away and changed its status within the grace: alpha hears y joined, once", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { alpha, away, back, events } = yield* gatedAlpha(world)
+      yield* settle(alpha.list, "alpha's list")
+      yield* away
+      const y = yield* makeMemoryClient(memoryClientOptions(world, "y", "y"))
+      yield* settle(y.client.connect, "y's connect")
+      yield* back
+      // The feed sends alpha a presence_update for y, never a session_joined.
+      yield* settle(y.client.presence({ status: "busy" }), "y's presence")
+      yield* settle(alpha.list, "a round trip on alpha's connection")
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined y (resync)"])
+    }))
+
+  it.effect("y joined while alpha was away; alpha lists within the grace (as a send by name does): alpha still hears y joined", () =>
+    Effect.gen(function*() {
+      const world = yield* memoryNetwork()
+      yield* world.startBroker({ idleExit: null })
+      const { alpha, away, back, events } = yield* gatedAlpha(world)
+      yield* settle(alpha.list, "alpha's list")
+      yield* away
+      const y = yield* makeMemoryClient(memoryClientOptions(world, "y", "y"))
+      yield* settle(y.client.connect, "y's connect")
+      yield* back
+      yield* settle(alpha.list, "alpha's owner's list")
+      assert.deepStrictEqual(summary(events.seen()), [])
+      yield* advance(GRACE_MS)
+      yield* settle(Effect.void, "a step")
+      assert.deepStrictEqual(summary(events.seen()), ["Joined y (resync)"])
+    }))
 })
