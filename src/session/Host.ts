@@ -8,7 +8,7 @@
  * `beginTurn`/`endTurn`, `setIdentity`); the session *pushes* inbound messages
  * into the host (`deliver`) with the intent it decided on.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry, TopicRecord, TopicSubscription } from "../protocol/topics.ts"
@@ -73,6 +73,26 @@ export interface Inbound {
    * capability is bound to, and the text carries its run metadata (C-SUP-5).
    */
   readonly channel?: "supervisor" | undefined
+}
+
+/**
+ * What `HostService.deliver` fails with when the host can show no message
+ * any more in this generation: where it puts them is gone (`intercom
+ * watch`'s stdout, whose reader has left or whose disk is full). The message
+ * was not taken. The hand-off treats it as final: no retry, no last attempt
+ * when the generation closes, no abandonment warning, and the messages still
+ * queued behind it are not handed over either; each stays where an abandoned
+ * one would (the journal's, or unconfirmed with the client and then the
+ * broker), so the session's next generation or process gets it (C-DLV-12).
+ * `detail` is the system's error, e.g. `write EPIPE`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class HostOutputGone extends Data.TaggedError("HostOutputGone")<{ readonly detail: string }> {
+  override get message(): string {
+    return `The host cannot show messages any more (${this.detail}); the messages it did not take are left for the session's next process.`
+  }
 }
 
 /**
@@ -219,8 +239,12 @@ export interface HostService {
   /**
    * Takes an inbound message. A failure (or defect) is retried every 100 ms
    * while the generation lives, and once more when it closes (C-DLV-12); later
-   * messages wait behind it. Runs uninterruptibly: a generation that closes
-   * meanwhile waits for it, and a success means the host took the message,
+   * messages wait behind it. Failing with `HostOutputGone` instead says the
+   * host can take no message for the rest of the generation: that one is not
+   * retried and no later one is handed over, without a warning (see
+   * `HostOutputGone`). Runs uninterruptibly: a generation that closes
+   * meanwhile waits for it, so it must complete (succeed or fail) even when
+   * its output fails; a success means the host took the message,
    * which is then never handed to it again. A host that waits inside may make
    * that wait `Effect.interruptible`, if an interruption there means it did
    * not take the message.
