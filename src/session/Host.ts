@@ -156,17 +156,23 @@ export interface JournalRecord {
  * whose sessions outlive a generation (a reload, a restart on the same saved
  * session). The session decides when to use it (`InboundJournal.ts`).
  *
+ * A journal without `checkpoint` saves nothing: it only says what the
+ * agent's history holds (`handled`; a headless host's handled log,
+ * HandledLog.ts). A message then stays unconfirmed with the client until the
+ * host took it, as for a host without a journal.
+ *
  * @category models
  * @since 0.1.0
  */
 export interface InboundJournal {
   /** Saves an accepted message, for this session, before the host is handed it. */
-  readonly checkpoint: (record: JournalRecord) => Effect.Effect<void, unknown>
+  readonly checkpoint?: (record: JournalRecord) => Effect.Effect<void, unknown>
   /**
    * The messages this session checkpointed that the agent's history does not
-   * hold, oldest first. Records of another session (a fork's parent) never count.
+   * hold, oldest first. Records of another session (a fork's parent) never
+   * count. Read only when there is a `checkpoint`.
    */
-  readonly undelivered: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
+  readonly undelivered?: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
   /**
    * The messages the agent's history already holds, oldest first. A new
    * generation remembers them in its de-duplication window (C-DLV-11), so a
