@@ -156,7 +156,8 @@ export interface JournalRecord {
  * whose sessions outlive a generation (a reload, a restart on the same saved
  * session). The session decides when to use it (`InboundJournal.ts`).
  *
- * A journal without `checkpoint` saves nothing: it only says what the
+ * A journal without `checkpoint` and `undelivered` (the two go together:
+ * one without the other counts as neither) saves nothing: it only says what the
  * agent's history holds (`handled`; a headless host's handled log,
  * HandledLog.ts). A message then stays unconfirmed with the client until the
  * host took it, as for a host without a journal.
