@@ -156,7 +156,9 @@ export const make = (file: string, options: { readonly capacity?: number } = {})
  * workflow parent's, docs/workflow.md) would have a crash lose a message the
  * log already calls handled (a workflow parent has `ParentJournal`). A journal the host
  * has already keeps its checkpoint and restore; its `handled`, if any, is
- * replaced by the log's. For a host with a saved history of its own, a
+ * replaced by the log's. Without one, the host's journal is only `handled`
+ * and saves nothing, so a message stays unconfirmed until `deliver` took it
+ * (one `intercom watch` could not print comes again to the next watch). For a host with a saved history of its own, a
  * `handled` read from that history is the better answer (pi's).
  *
  * @category combinators
@@ -167,8 +169,6 @@ export const withHandledLog = (host: HostService, log: HandledLog): HostService 
   deliver: (inbound) =>
     Effect.tap(host.deliver(inbound), () =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => log.record(inbound.from.id, inbound.message.id, now))),
-  journal: {
-    ...(host.journal ?? { checkpoint: () => Effect.void, undelivered: Effect.succeed([]) }),
-    handled: log.handled
-  }
+  // Without a journal of the host's, one that saves nothing: a message stays unconfirmed until the host took it.
+  journal: { ...host.journal, handled: log.handled }
 })

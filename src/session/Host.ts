@@ -8,7 +8,7 @@
  * `beginTurn`/`endTurn`, `setIdentity`); the session *pushes* inbound messages
  * into the host (`deliver`) with the intent it decided on.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import type { DeliveryMode } from "../protocol/deliveryModes.ts"
 import type { Attachment, Message, SessionInfo } from "../protocol/frames.ts"
 import type { TopicEntry, TopicRecord, TopicSubscription } from "../protocol/topics.ts"
@@ -76,6 +76,26 @@ export interface Inbound {
 }
 
 /**
+ * What `HostService.deliver` fails with when the host can show no message
+ * any more in this generation: where it puts them is gone (`intercom
+ * watch`'s stdout, whose reader has left or whose disk is full). The message
+ * was not taken. The hand-off treats it as final: no retry, no last attempt
+ * when the generation closes, no abandonment warning, and the messages still
+ * queued behind it are not handed over either; each stays where an abandoned
+ * one would (the journal's, or unconfirmed with the client and then the
+ * broker), so the session's next generation or process gets it (C-DLV-12).
+ * `detail` is the system's error, e.g. `write EPIPE`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class HostOutputGone extends Data.TaggedError("HostOutputGone")<{ readonly detail: string }> {
+  override get message(): string {
+    return `The host cannot show messages any more (${this.detail}); the messages it did not take are left for the session's next process.`
+  }
+}
+
+/**
  * Session-history records (C-TOOL-8): what went out (`intercom_sent`) and
  * the replies an `ask` received (`intercom_received`).
  *
@@ -136,17 +156,24 @@ export interface JournalRecord {
  * whose sessions outlive a generation (a reload, a restart on the same saved
  * session). The session decides when to use it (`InboundJournal.ts`).
  *
+ * A journal without `checkpoint` and `undelivered` (the two go together:
+ * one without the other counts as neither) saves nothing: it only says what the
+ * agent's history holds (`handled`; a headless host's handled log,
+ * HandledLog.ts). A message then stays unconfirmed with the client until the
+ * host took it, as for a host without a journal.
+ *
  * @category models
  * @since 0.1.0
  */
 export interface InboundJournal {
   /** Saves an accepted message, for this session, before the host is handed it. */
-  readonly checkpoint: (record: JournalRecord) => Effect.Effect<void, unknown>
+  readonly checkpoint?: (record: JournalRecord) => Effect.Effect<void, unknown>
   /**
    * The messages this session checkpointed that the agent's history does not
-   * hold, oldest first. Records of another session (a fork's parent) never count.
+   * hold, oldest first. Records of another session (a fork's parent) never
+   * count. Read only when there is a `checkpoint`.
    */
-  readonly undelivered: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
+  readonly undelivered?: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
   /**
    * The messages the agent's history already holds, oldest first. A new
    * generation remembers them in its de-duplication window (C-DLV-11), so a
@@ -219,8 +246,12 @@ export interface HostService {
   /**
    * Takes an inbound message. A failure (or defect) is retried every 100 ms
    * while the generation lives, and once more when it closes (C-DLV-12); later
-   * messages wait behind it. Runs uninterruptibly: a generation that closes
-   * meanwhile waits for it, and a success means the host took the message,
+   * messages wait behind it. Failing with `HostOutputGone` instead says the
+   * host can take no message for the rest of the generation: that one is not
+   * retried and no later one is handed over, without a warning (see
+   * `HostOutputGone`). Runs uninterruptibly: a generation that closes
+   * meanwhile waits for it, so it must complete (succeed or fail) even when
+   * its output fails; a success means the host took the message,
    * which is then never handed to it again. A host that waits inside may make
    * that wait `Effect.interruptible`, if an interruption there means it did
    * not take the message.

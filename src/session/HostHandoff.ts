@@ -21,14 +21,21 @@
  * never inside one: whether the host took a message is what `deliver`
  * returned, and one it took is never handed to it again (known issue 18).
  *
+ * A host whose output is gone (`deliver` fails with `HostOutputGone`:
+ * `intercom watch`'s stdout closed by its reader) can take nothing more in
+ * this generation: from then on nothing is handed over — no retry, no last
+ * attempts at the close, no warning, no count. Those messages were not taken,
+ * so they stay where an abandoned one does, for the next generation or
+ * process.
+ *
  * It owns the waiting messages: a FIFO (Fifo.ts) that the fiber, `enqueue` and
  * the finalizer touch only from synchronous code, and that the finalizer
  * reads only after the fiber stopped.
  */
-import { Duration, Effect, Exit, Fiber, Metric, Queue, type Scope } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Metric, Option, Queue, type Scope } from "effect"
 import { Fifo } from "../client/Fifo.ts"
 import type { SessionInfo } from "../protocol/frames.ts"
-import type { HostService, Inbound } from "./Host.ts"
+import { HostOutputGone, type HostService, type Inbound } from "./Host.ts"
 import { handingOff } from "./InboundTracing.ts"
 import type { InboundContext } from "./ReplyTracker.ts"
 
@@ -87,6 +94,10 @@ interface Entry {
   inbound: Inbound | undefined
 }
 
+/** Whether an attempt's exit is the host saying its output is gone (`HostOutputGone`): final for the generation. */
+const outputGone = (exit: Exit.Exit<void, unknown>): boolean =>
+  Exit.isFailure(exit) && Option.exists(Cause.findErrorOption(exit.cause), (error) => error instanceof HostOutputGone)
+
 const describe = (from: SessionInfo): string => {
   const name = from.name?.trim()
   return name === undefined || name.length === 0 ? from.id : `"${name}" (${from.id})`
@@ -111,6 +122,8 @@ export const makeHostHandoff = (
      */
     const waiting = new Fifo<Entry>()
     let retired = false
+    /** The host said its output is gone (`HostOutputGone`): nothing more is handed over in this generation. */
+    let gone = false
     const wake = yield* Queue.sliding<true>(1)
 
     const leave = (entry: Entry): void => void waiting.remove(entry)
@@ -144,10 +157,23 @@ export const makeHostHandoff = (
           )
         ))))
 
+    /** Records that the host's output is gone, if `exit` says so (once, at debug level: it is how a watch ends). */
+    const checkGone = (exit: Exit.Exit<void, unknown>): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        if (!outputGone(exit)) return Effect.succeed(false)
+        gone = true
+        return Effect.as(
+          Effect.logDebug(
+            `Intercom host's output is gone; ${waiting.size} message(s) not taken stay unconfirmed for the next session`
+          ),
+          true
+        )
+      })
+
     const handOver = (entry: Entry): Effect.Effect<void> =>
       Effect.gen(function*() {
         let exit = yield* attempt(entry)
-        if (Exit.isSuccess(exit)) return
+        if (Exit.isSuccess(exit) || (yield* checkGone(exit))) return
         yield* Effect.logWarning(
           `Intercom host did not take message ${entry.context.message.id} from ${describe(entry.context.from)}; ` +
             `retrying every ${Duration.toMillis(HANDOFF_RETRY_INTERVAL)} ms`,
@@ -156,14 +182,19 @@ export const makeHostHandoff = (
         while (Exit.isFailure(exit)) {
           yield* Effect.sleep(HANDOFF_RETRY_INTERVAL)
           exit = yield* attempt(entry)
+          if (yield* checkGone(exit)) return
         }
       })
 
-    /** The one attempt after the generation retired; abandons the message if the host still refuses. */
+    /**
+     * The one attempt after the generation retired; abandons the message if the host still refuses.
+     * None once the host's output is gone: the message is left as it is, quietly.
+     */
     const lastAttempt = (entry: Entry): Effect.Effect<void> =>
       Effect.gen(function*() {
+        if (gone) return
         const exit = yield* attempt(entry)
-        if (Exit.isSuccess(exit)) return
+        if (Exit.isSuccess(exit) || (yield* checkGone(exit))) return
         yield* Metric.update(inboundAbandoned, 1)
         yield* Effect.logWarning(
           `Intercom abandoned message ${entry.context.message.id} from ${describe(entry.context.from)}: ` +
@@ -174,7 +205,7 @@ export const makeHostHandoff = (
 
     const worker = yield* Effect.forkScoped(
       Effect.forever(Effect.suspend(() => {
-        const head = waiting.peek()
+        const head = gone ? undefined : waiting.peek()
         return head === undefined ? Effect.asVoid(Queue.take(wake)) : handOver(head)
       })),
       { startImmediately: true }

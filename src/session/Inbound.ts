@@ -14,7 +14,8 @@
  * - Controls: a sender cancelling or superseding a message drops its pending
  *   ask (P73).
  *
- * With a host journal (`InboundJournal.ts`), an accepted message is
+ * With a host journal that saves (`InboundJournal.ts`; one with only
+ * `handled` saves nothing), an accepted message is
  * checkpointed before the host gets it, undelivered ones are handed over
  * again when the generation starts (and the ones history holds are
  * remembered as handled, so the broker's copy of one is dropped), and steered or follow-up ones the agent never saw are

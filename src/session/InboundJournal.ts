@@ -88,8 +88,10 @@ const toRecord = (context: InboundContext): JournalRecord => ({
 })
 
 /** Reads the host's undelivered records; a failure counts as none (and is logged). */
-const undelivered = (journal: InboundJournal): Effect.Effect<ReadonlyArray<JournalRecord>> =>
-  journal.undelivered.pipe(
+const undeliveredIn = (
+  undelivered: Effect.Effect<ReadonlyArray<JournalRecord>, unknown>
+): Effect.Effect<ReadonlyArray<JournalRecord>> =>
+  undelivered.pipe(
     Effect.catchCause((cause) =>
       Effect.as(Effect.logWarning("Intercom could not read the inbound journal", cause), [])
     )
@@ -104,7 +106,9 @@ const handledIn = (journal: InboundJournal): Effect.Effect<ReadonlyArray<Handled
   )
 
 /**
- * The journal rules over the host's journal; without one every step is a no-op.
+ * The journal rules over the host's journal. Without one every step is a
+ * no-op; a journal that saves nothing (no `checkpoint` or no `undelivered`)
+ * only tells what history holds (`handled`), and saves and restores nothing.
  *
  * @category constructors
  * @since 0.1.0
@@ -112,18 +116,21 @@ const handledIn = (journal: InboundJournal): Effect.Effect<ReadonlyArray<Handled
 export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalKeeper => {
   /** Steered and follow-up messages the host took that history did not hold yet, by (sender id, message id). */
   const steered = new Map<string, InboundContext>()
-  if (journal === undefined) {
+  const handled = journal === undefined ? Effect.succeed([]) : handledIn(journal)
+  const checkpoint = journal?.checkpoint
+  const undelivered = journal?.undelivered
+  if (checkpoint === undefined || undelivered === undefined) {
     return {
       checkpoint: () => Effect.succeed(false),
       restore: Effect.succeed([]),
-      handled: Effect.succeed([]),
+      handled,
       taken: () => {},
       cleared: Effect.succeed([])
     }
   }
   return {
     checkpoint: (context) =>
-      Effect.suspend(() => journal.checkpoint(toRecord(context))).pipe(
+      Effect.suspend(() => checkpoint(toRecord(context))).pipe(
         Effect.as(true),
         Effect.catchCause((cause) =>
           Effect.as(
@@ -135,14 +142,14 @@ export const makeJournalKeeper = (journal: InboundJournal | undefined): JournalK
           )
         )
       ),
-    restore: Effect.map(undelivered(journal), (records) => records.map(toContext)),
-    handled: handledIn(journal),
+    restore: Effect.map(undeliveredIn(undelivered), (records) => records.map(toContext)),
+    handled,
     taken: (context, wasSteered) => {
       if (wasSteered) steered.set(keyOf(context.from.id, context.message.id), context)
     },
     cleared: Effect.suspend(() => {
       if (steered.size === 0) return Effect.succeed([])
-      return journal.undelivered.pipe(
+      return undelivered.pipe(
         Effect.map((records) => {
           const missing = new Set(records.map((record) => keyOf(record.from.id, record.message.id)))
           const again: Array<InboundContext> = []

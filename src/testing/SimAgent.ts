@@ -8,7 +8,7 @@
  * generation never answers late.
  */
 import { Cause, Effect, FiberSet, Result, type Scope } from "effect"
-import { headless, type HostIdentity, type HostService, type Inbound, type InboundJournal } from "../session/Host.ts"
+import { headless, type HostIdentity, type HostService, type Inbound, type InboundJournal, type JournalRecord } from "../session/Host.ts"
 import type { IntercomSessionService } from "../session/IntercomSession.ts"
 import type { Ledger } from "./Ledger.ts"
 import type { Prng } from "./Prng.ts"
@@ -167,14 +167,16 @@ export const makeSimAgent = (options: {
      */
     const restored = new Set<string>()
     let restoreAnswered = false
+    const noteRestored = (records: ReadonlyArray<JournalRecord>) =>
+      Effect.sync(() => {
+        if (restoreAnswered) return
+        restoreAnswered = true
+        for (const record of records) restored.add(`${record.from.id}\u0000${record.message.id}`)
+      })
     const ownJournal: InboundJournal | undefined = hosted === undefined || typeof hosted === "function" ? undefined : {
       ...hosted.journal,
-      undelivered: Effect.tap(hosted.journal.undelivered, (records) =>
-        Effect.sync(() => {
-          if (restoreAnswered) return
-          restoreAnswered = true
-          for (const record of records) restored.add(`${record.from.id}\u0000${record.message.id}`)
-        }))
+      // A journal that saves nothing restores nothing.
+      ...(hosted.journal.undelivered === undefined ? {} : { undelivered: Effect.tap(hosted.journal.undelivered, noteRestored) })
     }
 
     const custom = (inbound: Inbound, behaviour: AgentBehaviour): Effect.Effect<void> =>

@@ -96,7 +96,7 @@ export interface ParentJournal {
   /** The file. */
   readonly file: string
   /** The session runtime's journal for the parent's host (`withParentJournal` puts it there). */
-  readonly journal: InboundJournal
+  readonly journal: InboundJournal & Required<Pick<InboundJournal, "checkpoint" | "undelivered">>
   /** `agent` with every port that takes a message marking it consumed once it succeeded. */
   readonly agent: <T>(agent: ParentAgent<T>) => ParentAgent<T>
   /**
@@ -354,7 +354,7 @@ const open = (
     const markingIf = <A>(entry: InboundEntry<unknown>, port: Effect.Effect<A>, took: (a: A) => boolean): Effect.Effect<A> =>
       Effect.uninterruptible(Effect.tap(port, (a) => took(a) ? consume([entry]) : Effect.void))
 
-    const journal: InboundJournal = {
+    const journal: ParentJournal["journal"] = {
       checkpoint,
       // Once, and only what no port took since the file was read (an engine may `receive` before the runtime starts).
       undelivered: Effect.sync(() => {

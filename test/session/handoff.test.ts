@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Logger, Metric, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { IntercomClient } from "../../src/client/IntercomClient.ts"
-import { Host } from "../../src/session/Host.ts"
+import { Host, HostOutputGone } from "../../src/session/Host.ts"
 import { inboundAbandoned } from "../../src/session/HostHandoff.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { B, C, inboundMessage, makeFakeClient, makeRecordingHost, SELF, settle, withPeers } from "./support.ts"
@@ -141,6 +141,52 @@ describe("C-DLV-12 the hand-off to the host is retried", () => {
       assert.deepStrictEqual(host.attempts, ["m1", "m2"])
       assert.deepStrictEqual((yield* Queue.clear(host.inbox)).map((inbound) => inbound.message.id), ["m1", "m2"])
     }))
+
+  // `intercom watch | head -1`: the watch's stdout lost its reader, so its host can show nothing more.
+  it.effect("a host whose output is gone (HostOutputGone): nothing is retried or handed over after it, not even at the close, and nothing is abandoned or warned about", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ logLevel, message }) => {
+      if (logLevel !== "Warn") return
+      const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+      warnings.push(parts.filter((part) => typeof part === "string").join(" "))
+    })
+    return Effect.gen(function*() {
+      const client = yield* makeFakeClient(SELF.id)
+      client.sessions = [SELF, B, C]
+      const host = yield* makeRecordingHost({ name: "self", cwd: "/work", model: "test-model" })
+      const attempts: Array<string> = []
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(
+        IntercomSession.layer().pipe(Layer.provide(Layer.mergeAll(
+          Layer.succeed(IntercomClient, client.service),
+          Host.layer({
+            ...host.service,
+            deliver: (inbound) =>
+              Effect.suspend(() => {
+                attempts.push(inbound.message.id)
+                return Effect.fail(new HostOutputGone({ detail: "write EPIPE" }))
+              })
+          })
+        ))),
+        scope
+      )
+      yield* client.push(inboundMessage(B, "m1", "first"))
+      yield* client.push(inboundMessage(C, "m2", "second"))
+      yield* settle
+      assert.deepStrictEqual(attempts, ["m1"])
+      yield* TestClock.adjust("10 seconds")
+      assert.deepStrictEqual(attempts, ["m1"], "m1 is not retried, and m2 is not handed over behind it")
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(attempts, ["m1"], "no last attempt when the generation closes")
+      assert.strictEqual((yield* Metric.value(inboundAbandoned)).count, 0, "nothing counted as abandoned")
+      assert.deepStrictEqual(warnings, [], "no retry or abandonment warning")
+      const accepted = client.receipts().filter((r) => r.detail === "accepted by receiver")
+      assert.deepStrictEqual(accepted, [], "neither message was taken")
+    }).pipe(
+      Effect.provide(Logger.layer([capture])),
+      Effect.provideService(Metric.MetricRegistry, new Map())
+    )
+  })
 
   // Known issue 18: the close interrupted `deliver` after the host had taken the message, the interruption
   // looked like a refusal, and the finalizer's last attempt handed the message to the same host again.

@@ -11,7 +11,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Queue, Scope } from "effect"
 import { IntercomClient, type IntercomClientService } from "../../src/client/IntercomClient.ts"
-import { Host, type HostService, type JournalRecord } from "../../src/session/Host.ts"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as HandledLog from "../../src/session/HandledLog.ts"
+import { Host, HostOutputGone, type HostService, type JournalRecord } from "../../src/session/Host.ts"
 import { IntercomSession } from "../../src/session/IntercomSession.ts"
 import { message } from "../support/broker.ts"
 import { memoryNetwork, settle } from "../support/memory.ts"
@@ -87,6 +91,34 @@ describe("a message the journal could not checkpoint is confirmed only once the 
       yield* bob.close
 
       assert.deepStrictEqual(yield* next, [sent.id])
+    }))
+
+  // `intercom watch`'s host: a handled log and no journal of its own. Its log saves nothing, so a message whose
+  // line its stdout could not take (`watch | head -1`) must come to the next watch of the name.
+  it.effect("a host with only a handled log saves nothing: what it did not take because its output was gone reaches the next client", () =>
+    Effect.gen(function*() {
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ei-unsaved-")), "bob.handled.jsonl")
+      const recording = yield* makeRecordingHost(identity)
+      const attempts: Array<string> = []
+      const host = HandledLog.withHandledLog({
+        ...recording.service,
+        deliver: (inbound) =>
+          Effect.suspend(() => {
+            attempts.push(inbound.message.id)
+            return Effect.fail(new HostOutputGone({ detail: "write EPIPE" }))
+          })
+      }, HandledLog.make(file))
+      const { alice, bob, one, next } = yield* world(host)
+      const sent = message("its line met a closed stdout")
+      yield* alice.client.send({ type: "send", to: "bob", message: sent })
+      yield* settle(bob.client.list)
+      yield* settle(bob.client.list)
+      assert.deepStrictEqual(attempts, [sent.id], "test setup: the host could not take it")
+      yield* settle(one.close)
+      yield* bob.close
+
+      assert.deepStrictEqual(yield* next, [sent.id])
+      assert.deepStrictEqual(yield* HandledLog.make(file).handled, [], "not logged as handled")
     }))
 
   it.effect("one the host took is confirmed: the next client does not get it again", () =>

@@ -33,7 +33,7 @@ import * as path from "node:path"
 import * as readline from "node:readline"
 import type { SessionInfo } from "../../protocol/frames.ts"
 import * as HandledLog from "../../session/HandledLog.ts"
-import { headless, type Inbound } from "../../session/Host.ts"
+import { headless, HostOutputGone, type Inbound } from "../../session/Host.ts"
 import type { IntercomToolParams, ToolResult } from "../../session/IntercomSession.ts"
 import { EXIT_FAILURE, EXIT_USAGE, ExitCode } from "../exit.ts"
 import { terminalJson, terminalText } from "../terminalText.ts"
@@ -88,17 +88,19 @@ export const parseReplyLine = (
 }
 
 /**
- * Writes `text` and a newline to stdout; completes once the stream took it
- * (for a pipe, once it was flushed). If it could not (stdout closed or
- * full), it never completes: the same error reaches `stdoutFailure`, which
- * ends the watch and so interrupts this write. The message whose line failed
- * was not shown; it is neither logged nor confirmed, and the session's
- * hand-off does not retry it into a dead stdout meanwhile.
+ * Writes a message's line (`text` and a newline) to stdout, as the watch
+ * host's `deliver`; completes once the stream took it (for a pipe, once it
+ * was flushed). If it could not (stdout closed or full), it fails with
+ * `HostOutputGone`: the message was not shown, so it is neither logged nor
+ * confirmed, and the session's hand-off neither retries it nor hands over
+ * any later one (it must complete: the hand-off's attempt is
+ * uninterruptible, and the watch could not end while one waits). The same
+ * error reaches `stdoutFailure`, which ends the watch.
  */
-const writeOut = (text: string): Effect.Effect<void> =>
-  Effect.callback<void>((resume) => {
+const writeOut = (text: string): Effect.Effect<void, HostOutputGone> =>
+  Effect.callback<void, HostOutputGone>((resume) => {
     process.stdout.write(`${text}\n`, (error) => {
-      if (error === null || error === undefined) resume(Effect.void)
+      resume(error === null || error === undefined ? Effect.void : Effect.fail(new HostOutputGone({ detail: error.message })))
     })
   })
 
@@ -121,13 +123,11 @@ const stdoutFailure: Effect.Effect<NodeJS.ErrnoException> = Effect.callback<Node
  * after printing why.
  *
  * Stdout gone (EPIPE: `intercom watch | head -1` once `head` has exited) ends
- * the watch quietly with exit 0, as a pipeline's reader may; another stdout
- * error (ENOSPC) is said on stderr, exit 1. Either way the session leaves, and
- * the message whose line stdout could not take is not confirmed: the broker
- * hands it to the next watch of the name. Known defect: when the failed line
- * is a message's, the watch does not end (its handling of the message does
- * not give way to the failure): it stays registered until a signal
- * (docs/cli.md, "Shown once"); a presence line ends it as described.
+ * the watch quietly with exit 0, as a pipeline's reader may, whether the line
+ * that met it was a message's or a presence line; another stdout error
+ * (ENOSPC) is said on stderr, exit 1. Either way the session leaves, and the
+ * message whose line stdout could not take is not confirmed (nor logged as
+ * shown): the broker hands it to the next watch of the name (`writeOut`).
  */
 export const runWatch = (input: WatchInput): Effect.Effect<void, ExitCode, FileSystem.FileSystem> =>
   Effect.raceFirst(
