@@ -93,9 +93,10 @@ export const parseReplyLine = (
  * was flushed). If it could not (stdout closed or full), it fails with
  * `HostOutputGone`: the message was not shown, so it is neither logged nor
  * confirmed, and the session's hand-off neither retries it nor hands over
- * any later one (it must complete: the hand-off's attempt is
- * uninterruptible, and the watch could not end while one waits). The same
- * error reaches `stdoutFailure`, which ends the watch.
+ * any later one. The same error reaches `stdoutFailure`, which ends the
+ * watch. A stdout that neither takes the line nor fails (a pipe whose reader
+ * stopped reading) never completes it: the watch's `show` lets an
+ * interruption cut it short.
  */
 const writeOut = (text: string): Effect.Effect<void, HostOutputGone> =>
   Effect.callback<void, HostOutputGone>((resume) => {
@@ -164,6 +165,19 @@ const watchSession = (input: WatchInput): Effect.Effect<void, ExitCode, FileSyst
     // What this watch knows about the others, for membership lines.
     const known = new Map<string, SessionInfo>()
 
+    // A message line's write waits interruptibly, though the hand-off's attempt is not: a stdout whose reader
+    // stopped reading (a full pipe, not a closed one) never completes it, and Ctrl-C or SIGTERM must still end
+    // the watch. A write cut short so ends the hand-off: every later attempt — the close's last one for the
+    // same message too — fails as output gone, so nothing is written twice or warned about, and the line cut
+    // short is not logged as shown (the next watch of the name shows it).
+    let stopping = false
+    const show = (text: string): Effect.Effect<void, HostOutputGone> =>
+      Effect.suspend(() =>
+        stopping
+          ? Effect.fail(new HostOutputGone({ detail: "the watch is stopping" }))
+          : Effect.interruptible(writeOut(text)).pipe(Effect.onInterrupt(() => Effect.sync(() => (stopping = true))))
+      )
+
     // What this watch showed is logged, so a restarted watch of the same name does not show a message again
     // that the broker sends a second time (one read and never confirmed before the restart: known issue 6).
     const shown = HandledLog.make(path.join(context.paths.intercomDir, "watch", `${sessionId}.handled.jsonl`))
@@ -171,7 +185,7 @@ const watchSession = (input: WatchInput): Effect.Effect<void, ExitCode, FileSyst
     // returns): only then is it logged.
     const host = HandledLog.withHandledLog(
       headless(context.identity, (inbound: Inbound) =>
-        writeOut(
+        show(
           input.json
             ? terminalJson(inboundJson(inbound))
             : terminalText(inboundText(inbound.from, inbound.message, inbound.expectsReply, inbound.delivery))
