@@ -24,8 +24,9 @@
  * so a consumer never hears of one departure or join twice.
  *
  * What the view holds: sessions from the presence events read (on any
- * connection) and from any own-group `list` answer (`seed`; only sessions
- * no event was read about meanwhile, and never a removal). A client that
+ * connection) and from the first own-group `list` answer (`seed`; only
+ * sessions no event was read about meanwhile, and never a removal; a later
+ * list adds nothing, so a join the feed could not tell is still announced). A client that
  * never listed does not know who was there when it first registered: its
  * first reconciliation adds the listed sessions it did not know without
  * announcing them (they may have been there all along), and announces only
@@ -85,12 +86,18 @@ export class MembershipView {
   }
 
   /**
-   * Adds what an own-group `list` answer names and the view lacks, except
-   * `self` and sessions a real event was read about since it was written
-   * (`touched`). Removes nothing and announces nothing: a list the client's
-   * owner asked for shows the owner who is there by itself.
+   * The first own-group `list` answer is the view's baseline: adds what it
+   * names and the view lacks, except `self` and sessions a real event was
+   * read about since it was written (`touched`). Removes nothing and
+   * announces nothing: a list the client's owner asked for shows the owner
+   * who is there by itself. A later answer adds nothing: once connected with
+   * a baseline, the feed tells every join, so a listed session the view lacks
+   * is one that joined while this client was away, which the reconciliation
+   * after the grace announces — a list made meanwhile (a send's target
+   * lookup) must not take that `Joined` from `presenceEvents`.
    */
   seed(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): void {
+    if (this.listed) return
     this.listed = true
     for (const session of listed) {
       if (session.id === self || touched.has(session.id) || this.members.has(session.id)) continue
