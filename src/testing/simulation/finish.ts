@@ -9,6 +9,7 @@ import { TestClock } from "effect/testing"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
+import { viewSettlesAt } from "./membershipViews.ts"
 import { type HostileState, stopHostile } from "./hostile.ts"
 import { currentLink, lifecycle, type SessionState, startSession, stopSession } from "./sessions.ts"
 import { advance, idleChecks, step, worldStep } from "./steps.ts"
@@ -17,6 +18,13 @@ import type { World } from "./world.ts"
 
 /** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
 const CLOSE_BOUND_MS = 5 * 60_000
+
+/**
+ * Simulated time a client's reconciliation list takes to be answered once its
+ * rejoin grace is over, at most, in a healed world (a round trip takes a few
+ * ms; `advance` looks every 100 ms).
+ */
+const VIEW_ROUND_TRIP_MS = 1_000
 
 /** Simulated time between two looks at a closing world (the step of `worldStep`). */
 const CLOSE_TICK_MS = 100
@@ -104,6 +112,17 @@ export const finish = (
       ledger.check(stats.unregistered === 0, "registry-mismatch", () =>
         `${stats.unregistered} connection(s) still unregistered`)
     }
+    // Every client's reconciliation after its last reconnect has run and been answered (membershipViews.ts).
+    let viewsSettled = 0
+    for (const state of states) {
+      const client = state.client
+      if (client === undefined) continue
+      viewsSettled = Math.max(viewsSettled, viewSettlesAt(client.membership, client.service.rejoinGraceMs, VIEW_ROUND_TRIP_MS))
+    }
+    if (viewsSettled > world.now()) {
+      ledger.note(`the clients' membership views reconcile until ${viewsSettled} ms`)
+      yield* advance(world, viewsSettled - world.now())
+    }
     // A list shows the lister's scope and group (groups-v1): one list per (scope, group).
     const byScope = new Map<string, Array<SessionState>>()
     for (const state of states) {
@@ -123,6 +142,15 @@ export const finish = (
           `${first.meta.name}'s list shows [${ids.map((id) => ledger.nameOf(id)).join(", ")}], its scope and group have [${
             expected.map((id) => ledger.nameOf(id)).join(", ")
           }]`)
+        // Each member believes what a list of its own would show, less itself (membership-view).
+        for (const member of members) {
+          const fold = member.client?.membership
+          if (fold === undefined) continue
+          const wrong = fold.listed
+            ? fold.compare(exit.value.sessions.filter((session) => session.id !== member.meta.id), (id) => ledger.nameOf(id))
+            : "never listed: it cannot know who was there before it registered"
+          if (wrong !== undefined) ledger.violate("membership-view", `${member.meta.name}'s client ${member.client?.key ?? "?"} ${wrong}`)
+        }
       } else {
         ledger.violate("registry-mismatch", `${first.meta.name} could not list: ${describeFailure(exit.cause)}`)
       }
