@@ -1,8 +1,10 @@
 /**
  * The end of a run: heal, settle, check, close, report. The final checks are
  * docs/testing.md's: every session connected again, the registry, each
- * scope's list and the mailbox agree with the world, every ask settled, and
- * every acknowledged message accounted for; then nothing may keep running.
+ * scope's list and the mailbox agree with the world, each client's
+ * membership view agrees with its scope's list (membershipViews.ts, once
+ * every reconnect's rejoin grace is over), every ask settled, and every
+ * acknowledged message accounted for; then nothing may keep running.
  */
 import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"

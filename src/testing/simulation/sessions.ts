@@ -6,6 +6,8 @@
  * fiber owner, and closing one is checked to leave none of its fibers. A
  * client and the generations over it have the world's fixed timings, or the
  * client's own draw (timings.ts): a restarted client is a new process.
+ * Each client also folds its presence events into a membership view that
+ * `finish` checks (membershipViews.ts).
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"
