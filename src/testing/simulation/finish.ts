@@ -11,7 +11,7 @@ import { TestClock } from "effect/testing"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
-import { viewSettlesAt } from "./membershipViews.ts"
+import { VIEW_ROUND_TRIP_MS, viewSettlesAt } from "./membershipViews.ts"
 import { type HostileState, stopHostile } from "./hostile.ts"
 import { currentLink, lifecycle, type SessionState, startSession, stopSession } from "./sessions.ts"
 import { advance, idleChecks, step, worldStep } from "./steps.ts"
@@ -20,13 +20,6 @@ import type { World } from "./world.ts"
 
 /** Simulated time a closing world may take before `closeWorld` stops waiting for it. */
 const CLOSE_BOUND_MS = 5 * 60_000
-
-/**
- * Simulated time a client's reconciliation list takes to be answered once its
- * rejoin grace is over, at most, in a healed world (a round trip takes a few
- * ms; `advance` looks every 100 ms).
- */
-const VIEW_ROUND_TRIP_MS = 1_000
 
 /** Simulated time between two looks at a closing world (the step of `worldStep`). */
 const CLOSE_TICK_MS = 100

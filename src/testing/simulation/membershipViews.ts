@@ -7,7 +7,9 @@
  * client's Scope) that models a consumer of `presenceEvents` as pi's and the
  * watch's are: it subscribes before the client first connects, lists once
  * (the feed tells a connection only of changes after it registered, so the
- * sessions already there come from that list), and folds every event —
+ * sessions already there come from that list) while the client's own view
+ * is current — on its first connection, or once the reconciliation after
+ * its last reconnect is over — and folds every event —
  * `Joined`/`Updated` add, `Left` removes, read or made up by a reconnect's
  * reconciliation (`resync: true`, client/MembershipView.ts). Sessions a real
  * event was read about while the list was in flight are left as the events
@@ -123,8 +125,9 @@ export class MembershipFold {
 /**
  * The consumer a fold models: subscribes to `client.presenceEvents` and
  * folds them, notes each reconnect's time, and lists once the client is
- * connected (looking every second until a list is answered; it never dials
- * itself). Runs until the client's Scope closes.
+ * connected and its view current — its first connection, or after the
+ * reconciliation of its last reconnect (looking every second until a list
+ * is answered; it never dials itself). Runs until the client's Scope closes.
  */
 export const foldMembership = (client: IntercomClientService, fold: MembershipFold): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -137,16 +140,35 @@ export const foldMembership = (client: IntercomClientService, fold: MembershipFo
       Stream.runForEach(client.reconnects, () => Effect.map(now, (at) => void (fold.reconnectedAt = at))),
       { startImmediately: true }
     )
-    // Only over a live connection: the fold never dials (that is the session's connect, and the client's own loop).
+    // Only over a live connection (the fold never dials: that is the session's connect, and the client's own
+    // loop), and only while the client's view is current: on its first connection, or once the reconciliation
+    // after its last reconnect is over. Between a reconnect and that reconciliation the view may still hold what
+    // the feed could not correct, and the reconciliation's events are relative to the view, not to this list.
     const initial = Effect.gen(function*() {
-      if (!(yield* client.status).connected) return yield* Effect.fail("not connected")
+      const before = yield* client.status
+      const at = yield* now
+      const current = before.connections === 1 ||
+        (fold.reconnectedAt !== undefined && at >= viewSettlesAt(fold, client.rejoinGraceMs, VIEW_ROUND_TRIP_MS))
+      if (!before.connected || !current) return yield* Effect.fail("not connected, or not reconciled yet")
       fold.listing()
       const listed = yield* client.list.pipe(Effect.tapError(() => Effect.sync(() => fold.listFailed())))
+      // An answer from another connection than the one looked at may be from before its reconciliation.
+      if ((yield* client.status).connections !== before.connections) {
+        fold.listFailed()
+        return yield* Effect.fail("reconnected meanwhile")
+      }
       fold.seed(listed, client.sessionId, yield* now)
     })
     yield* initial.pipe(Effect.retry({ schedule: Schedule.spaced("1 second") }), Effect.ignore)
     yield* Effect.never
   })
+
+/**
+ * Simulated time a client's reconciliation list takes to be answered once its
+ * rejoin grace is over, at most, in a healed world (a round trip takes a few
+ * ms; the driver's `advance` looks every 100 ms).
+ */
+export const VIEW_ROUND_TRIP_MS = 1_000
 
 /**
  * The simulated time by which a client whose last reconnect was at
