@@ -11,7 +11,7 @@ import { TestClock } from "effect/testing"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
-import { VIEW_ROUND_TRIP_MS, viewSettlesAt } from "./membershipViews.ts"
+import { foldSettlesAt } from "./membershipViews.ts"
 import { type HostileState, stopHostile } from "./hostile.ts"
 import { currentLink, lifecycle, type SessionState, startSession, stopSession } from "./sessions.ts"
 import { advance, idleChecks, step, worldStep } from "./steps.ts"
@@ -107,12 +107,13 @@ export const finish = (
       ledger.check(stats.unregistered === 0, "registry-mismatch", () =>
         `${stats.unregistered} connection(s) still unregistered`)
     }
-    // Every client's reconciliation after its last reconnect has run and been answered (membershipViews.ts).
+    // Every client's reconciliation after its last reconnect has run and been answered, and every fold has
+    // listed (membershipViews.ts).
     let viewsSettled = 0
     for (const state of states) {
       const client = state.client
       if (client === undefined) continue
-      viewsSettled = Math.max(viewsSettled, viewSettlesAt(client.membership, client.service.rejoinGraceMs, VIEW_ROUND_TRIP_MS))
+      viewsSettled = Math.max(viewsSettled, foldSettlesAt(client.membership, client.service.rejoinGraceMs, world.now()))
     }
     if (viewsSettled > world.now()) {
       ledger.note(`the clients' membership views reconcile until ${viewsSettled} ms`)

@@ -27,7 +27,7 @@
  * The fold is plain synchronous state touched by its one fiber and by
  * `finish`, which runs between that fiber's steps.
  */
-import { Clock, Effect, Schedule, Stream } from "effect"
+import { Clock, Duration, Effect, Schedule, Stream } from "effect"
 import type { IntercomClientService } from "../../client/IntercomClient.ts"
 import type { PresenceEvent } from "../../client/events.ts"
 import type { SessionInfo } from "../../protocol/frames.ts"
@@ -53,8 +53,17 @@ export class MembershipFold {
   /** Ids an event was read about since the initial list was asked for; undefined when none is in flight. */
   private touched: Set<string> | undefined = undefined
   private seeded = false
+  private lastReconnect: number | undefined = undefined
+
   /** Simulated time of the client's last reconnect (its reconciliation comes `rejoinGraceMs` later), if any. */
-  reconnectedAt: number | undefined = undefined
+  get reconnectedAt(): number | undefined {
+    return this.lastReconnect
+  }
+
+  /** Notes that the client reconnected at `at` (simulated ms). */
+  reconnected(at: number): void {
+    this.lastReconnect = at
+  }
 
   /** Whether the initial list was applied (before it, the fold cannot know who was there first). */
   get listed(): boolean {
@@ -137,7 +146,7 @@ export const foldMembership = (client: IntercomClientService, fold: MembershipFo
       { startImmediately: true }
     )
     yield* Effect.forkChild(
-      Stream.runForEach(client.reconnects, () => Effect.map(now, (at) => void (fold.reconnectedAt = at))),
+      Stream.runForEach(client.reconnects, () => Effect.map(now, (at) => fold.reconnected(at))),
       { startImmediately: true }
     )
     // Only over a live connection (the fold never dials: that is the session's connect, and the client's own
@@ -159,7 +168,7 @@ export const foldMembership = (client: IntercomClientService, fold: MembershipFo
       }
       fold.seed(listed, client.sessionId, yield* now)
     })
-    yield* initial.pipe(Effect.retry({ schedule: Schedule.spaced("1 second") }), Effect.ignore)
+    yield* initial.pipe(Effect.retry({ schedule: Schedule.spaced(Duration.millis(FOLD_POLL_MS)) }), Effect.ignore)
     yield* Effect.never
   })
 
@@ -169,6 +178,18 @@ export const foldMembership = (client: IntercomClientService, fold: MembershipFo
  * ms; the driver's `advance` looks every 100 ms).
  */
 export const VIEW_ROUND_TRIP_MS = 1_000
+
+/** How often the fold looks whether it may make its list yet (simulated ms). */
+const FOLD_POLL_MS = 1_000
+
+/**
+ * The simulated time by which a fold is complete: its client reconciled its
+ * view after its last reconnect (`viewSettlesAt`), and a fold that has not
+ * listed yet had one more look and its list answered.
+ */
+export const foldSettlesAt = (fold: MembershipFold, rejoinGraceMs: number, now: number): number =>
+  Math.max(viewSettlesAt(fold, rejoinGraceMs, VIEW_ROUND_TRIP_MS), fold.listed ? 0 : now) +
+  (fold.listed ? 0 : FOLD_POLL_MS + VIEW_ROUND_TRIP_MS)
 
 /**
  * The simulated time by which a client whose last reconnect was at
