@@ -467,10 +467,7 @@ const make = (
         // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
         if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
         // What the feed could not say while this client was away is said once the grace is over (MembershipView.ts).
-        if (connections >= 2) {
-          view.reconnected()
-          yield* Effect.forkIn(resyncMembership(connection), scope)
-        }
+        if (connections >= 2) yield* Effect.forkIn(resyncMembership(connection), scope)
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(

@@ -30,16 +30,16 @@
  * does not hide that join.
  *
  * What the view holds: sessions from the presence events read (on any
- * connection) and from any own-group `list` answer (`seed`; only sessions
- * no event was read about meanwhile, and never a removal). A client that
+ * connection) and from the first own-group `list` answer (`seed`; only
+ * sessions no event was read about meanwhile, and never a removal). A client that
  * never listed does not know who was there when it first registered: its
  * first reconciliation adds the listed sessions it did not know without
  * announcing them (they may have been there all along), and announces only
  * departures and changes of sessions it knew, and the return of one it saw
- * leave (`leftSeen`). A `list` between a reconnect and its reconciliation —
- * the owner's, or the client's own lookups — does not hide a join from the
- * reconciliation (`reconnected`, `away`). Owned by `IntercomClient`,
- * touched only synchronously.
+ * leave (`leftSeen`). Only the first `list` answer seeds the view: a later
+ * one — the owner's, or the client's own lookups, between a reconnect and
+ * its reconciliation — must not hide a join from the reconciliation
+ * (`seed`). Owned by `IntercomClient`, touched only synchronously.
  */
 import type { SessionInfo } from "../protocol/frames.ts"
 import type { PresenceEvent } from "./events.ts"
@@ -67,8 +67,6 @@ export class MembershipView {
   private readonly tracking = new Set<Touched>()
   /** Whether a `list` answer was applied: only then is a listed session the view lacks news. */
   private listed = false
-  /** Since the last reconnect, until its reconciliation: whether there was a baseline, and what a `seed` added. */
-  private away: { readonly baseline: boolean; readonly seeded: Set<string> } | undefined
 
   /**
    * Applies an event read from the broker and returns what to publish, or
@@ -108,25 +106,23 @@ export class MembershipView {
   }
 
   /**
-   * Adds what an own-group `list` answer names and the view lacks, except
-   * `self` and sessions a real event was read about since it was written
-   * (`touched`). Removes nothing and announces nothing: a list the client's
-   * owner asked for shows the owner who is there by itself. What it adds
-   * between a reconnect and its reconciliation is still announced by that
-   * reconciliation (the client's own lookups list too, and would hide it).
+   * The first own-group `list` answer is the view's baseline: adds what it
+   * names and the view lacks, except `self` and sessions a real event was
+   * read about since it was written (`touched`). Removes nothing and
+   * announces nothing: a list the client's owner asked for shows the owner
+   * who is there by itself. A later answer adds nothing: once connected with
+   * a baseline, the feed tells every join, so a listed session the view lacks
+   * is one that joined while this client was away, which the reconciliation
+   * after the grace announces — a list made meanwhile (a send's target
+   * lookup) must not take that `Joined` from `presenceEvents`.
    */
   seed(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): void {
+    if (this.listed) return
     this.listed = true
     for (const session of listed) {
       if (session.id === self || touched.has(session.id) || this.members.has(session.id)) continue
       this.members.set(session.id, session)
-      this.away?.seeded.add(session.id)
     }
-  }
-
-  /** The client reconnected: its reconciliation judges what it learns from now on against the view as it is. */
-  reconnected(): void {
-    this.away = { baseline: this.away?.baseline ?? this.listed, seeded: this.away?.seeded ?? new Set() }
   }
 
   /**
@@ -134,16 +130,14 @@ export class MembershipView {
    * the synthetic events that do it, in the order to publish them (already
    * applied to the view): `Left` for sessions held and not listed, then, in
    * list order, `Left` + `Joined` for a listed session whose `startedAt`
-   * changed, `Joined` for one not held (when no list was applied before the
-   * reconnect it is added unannounced — it may have been there before this
+   * changed, `Joined` for one not held (when no list was applied before, it
+   * is added unannounced — it may have been there before this
    * client registered — unless the view saw it leave), and `Updated` for one
    * whose name or status changed. Sessions a real event was read about since
    * the list was written (`touched`), and `self`, are left as the feed says.
    */
   resync(listed: ReadonlyArray<SessionInfo>, touched: Touched, self: string): ReadonlyArray<PresenceEvent> {
-    const baseline = this.away?.baseline ?? this.listed
-    const seeded = this.away?.seeded
-    this.away = undefined
+    const baseline = this.listed
     this.listed = true
     this.syntheticLeft.clear()
     const events: Array<PresenceEvent> = []
@@ -159,7 +153,7 @@ export class MembershipView {
     for (const session of listed) {
       const id = session.id
       if (id === self || touched.has(id)) continue
-      const known = seeded?.has(id) === true ? undefined : this.members.get(id)
+      const known = this.members.get(id)
       this.members.set(id, session)
       if (known !== undefined && known.startedAt === session.startedAt) {
         // Renamed or a new status while away: said as the feed would have said it.

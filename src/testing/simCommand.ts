@@ -140,7 +140,8 @@ const VIOLATION_KINDS: Readonly<Record<ViolationKind, true>> = {
   "replace-not-latest": true,
   "passive-woke-model": true,
   "topic-revision-backwards": true,
-  "topic-double-interrupt": true
+  "topic-double-interrupt": true,
+  "membership-view": true
 }
 
 const isViolationKind = (name: string): name is ViolationKind => Object.hasOwn(VIOLATION_KINDS, name)

@@ -210,6 +210,22 @@ describe("MembershipView", () => {
     assert.deepStrictEqual(summary(events), ["Left here (resync)"])
   })
 
+  it("after the first list, a list made during the grace (a send's target lookup) adds nothing: the reconciliation announces the join it names", () => {
+    const view = new MembershipView()
+    const first = view.track()
+    view.seed([session("x"), session("self")], first, "self")
+    view.untrack(first)
+    view.read({ _tag: "Left", sessionId: "x" })
+    // Away meanwhile: x joined again, and the new connection's feed cannot say so. A lookup lists it.
+    const lookup = view.track()
+    view.seed([session("x"), session("self")], lookup, "self")
+    view.untrack(lookup)
+    const touched = view.track()
+    const events = view.resync([session("x"), session("self")], touched, "self")
+    view.untrack(touched)
+    assert.deepStrictEqual(summary(events), ["Joined x (resync)"])
+  })
+
   it("a view that never listed adds the listed sessions it lacks unannounced, and still announces a known one gone; its next reconciliation announces joins", () => {
     const view = new MembershipView()
     view.read({ _tag: "Joined", session: session("x") })
@@ -254,7 +270,6 @@ describe("MembershipView", () => {
     const first = view.track()
     view.seed([session("x")], first, "self")
     view.untrack(first)
-    view.reconnected()
     const owners = view.track()
     view.seed([session("x"), session("y")], owners, "self")
     view.untrack(owners)

@@ -148,6 +148,12 @@ export type ViolationKind =
    * a subscriber's agent twice (C-TOP-10).
    */
   | "topic-double-interrupt"
+  /**
+   * At the end of a run, a client's membership view — its `presenceEvents`
+   * folded over one initial `list` — names a session a `list` of its scope
+   * and group does not, or lacks one it does (simulation/membershipViews.ts).
+   */
+  | "membership-view"
 
 /** One invariant violation: its kind, when it happened, what it was, and where the trace shows it. */
 export interface Violation {

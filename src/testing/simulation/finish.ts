@@ -1,14 +1,17 @@
 /**
  * The end of a run: heal, settle, check, close, report. The final checks are
  * docs/testing.md's: every session connected again, the registry, each
- * scope's list and the mailbox agree with the world, every ask settled, and
- * every acknowledged message accounted for; then nothing may keep running.
+ * scope's list and the mailbox agree with the world, each client's
+ * membership view agrees with its scope's list (membershipViews.ts, once
+ * every reconnect's rejoin grace is over), every ask settled, and every
+ * acknowledged message accounted for; then nothing may keep running.
  */
 import { Cause, Effect, Exit, Fiber, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { describeFailure } from "../SimAgent.ts"
 import { crashBroker, startBroker } from "./broker.ts"
 import { handleOf } from "./handles.ts"
+import { foldSettlesAt } from "./membershipViews.ts"
 import { type HostileState, stopHostile } from "./hostile.ts"
 import { currentLink, lifecycle, type SessionState, startSession, stopSession } from "./sessions.ts"
 import { advance, idleChecks, step, worldStep } from "./steps.ts"
@@ -104,6 +107,18 @@ export const finish = (
       ledger.check(stats.unregistered === 0, "registry-mismatch", () =>
         `${stats.unregistered} connection(s) still unregistered`)
     }
+    // Every client's reconciliation after its last reconnect has run and been answered, and every fold has
+    // listed (membershipViews.ts).
+    let viewsSettled = 0
+    for (const state of states) {
+      const client = state.client
+      if (client === undefined) continue
+      viewsSettled = Math.max(viewsSettled, foldSettlesAt(client.membership, client.service.rejoinGraceMs, world.now()))
+    }
+    if (viewsSettled > world.now()) {
+      ledger.note(`the clients' membership views reconcile until ${viewsSettled} ms`)
+      yield* advance(world, viewsSettled - world.now())
+    }
     // A list shows the lister's scope and group (groups-v1): one list per (scope, group).
     const byScope = new Map<string, Array<SessionState>>()
     for (const state of states) {
@@ -123,6 +138,15 @@ export const finish = (
           `${first.meta.name}'s list shows [${ids.map((id) => ledger.nameOf(id)).join(", ")}], its scope and group have [${
             expected.map((id) => ledger.nameOf(id)).join(", ")
           }]`)
+        // Each member believes what a list of its own would show, less itself (membership-view).
+        for (const member of members) {
+          const fold = member.client?.membership
+          if (fold === undefined) continue
+          const wrong = fold.listed
+            ? fold.compare(exit.value.sessions.filter((session) => session.id !== member.meta.id), (id) => ledger.nameOf(id))
+            : "never listed: it cannot know who was there before it registered"
+          if (wrong !== undefined) ledger.violate("membership-view", `${member.meta.name}'s client ${member.client?.key ?? "?"} ${wrong}`)
+        }
       } else {
         ledger.violate("registry-mismatch", `${first.meta.name} could not list: ${describeFailure(exit.cause)}`)
       }

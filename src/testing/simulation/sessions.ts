@@ -6,6 +6,8 @@
  * fiber owner, and closing one is checked to leave none of its fibers. A
  * client and the generations over it have the world's fixed timings, or the
  * client's own draw (timings.ts): a restarted client is a new process.
+ * Each client also folds its presence events into a membership view that
+ * `finish` checks (membershipViews.ts).
  */
 import { Context, Effect, Exit, type Fiber, FiberSet, Layer, Schedule, Scope, Semaphore } from "effect"
 import type { Dialer } from "../../client/Dialer.ts"
@@ -26,6 +28,7 @@ import { Prng } from "../Prng.ts"
 import { type AgentPolicy, defaultAgentPolicy, makeSimAgent, type SimAgent } from "../SimAgent.ts"
 import type { SimLink } from "../SimLink.ts"
 import { makeSimJournal, type SimJournal } from "./journal.ts"
+import { foldMembership, MembershipFold } from "./membershipViews.ts"
 import { makeHostReadiness } from "./refusals.ts"
 import { pending, step, worldStep } from "./steps.ts"
 import { drawClientTimings, formatClientTimings, timingStream } from "./timings.ts"
@@ -40,6 +43,8 @@ export interface ClientState {
   readonly service: IntercomClientService
   /** What every generation over this client is built with: the world's, or with this client's drawn timeouts. */
   readonly sessionOptions: IntercomSessionOptions
+  /** What this client believes about who is on the intercom, folded from its presence events (membershipViews.ts). */
+  readonly membership: MembershipFold
 }
 
 /** A running session generation over a client. */
@@ -307,7 +312,8 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       ownedBy(key)
     )
     const sessionOptions = drawn === undefined ? world.sessionOptions : { ...world.sessionOptions, ...drawn.session }
-    const client: ClientState = { key, scope, service, sessionOptions }
+    const membership = new MembershipFold()
+    const client: ClientState = { key, scope, service, sessionOptions, membership }
     state.client = client
     world.ledger.note(`${state.meta.name} client ${key} started`)
     // The first connection is made by a fiber of the client (later ones by its own reconnect loop).
@@ -315,6 +321,8 @@ export const startSession = (world: World, state: SessionState): Effect.Effect<v
       service.connect.pipe(Effect.retry({ schedule: Schedule.spaced("1 second") }), Effect.ignore),
       scope
     ).pipe(ownedBy(key))
+    // Subscribed now, before that fiber first runs, so no presence event escapes the fold (membershipViews.ts).
+    yield* Effect.forkIn(foldMembership(service, membership), scope, { startImmediately: true }).pipe(ownedBy(key))
     yield* buildGeneration(world, state, client)
   })
 
