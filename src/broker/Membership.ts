@@ -398,6 +398,11 @@ export class Membership implements FeedSource {
     for (const recipient of this.waker.parkedRecipientsOf(reader, session.key)) {
       const to = recipient.session
       if (to === undefined || to.space !== session.space || to.id === session.id) continue
+      // Back again while an earlier return is withheld here (its output, from this reader, waits for that
+      // return's pair): the first entry holds, with its wait (its `since`, its reader). The pair is owed once
+      // the first old output is out, and this reader's mail comes after it; a second hold or wait would let
+      // this reader's mail through first (tagged no later than its own `since`).
+      if (rejoined && recipient.withheldDepartures?.get(session.id)?.rejoined === true) continue
       this.withholdDeparture(recipient, session.id)
       if (rejoined) {
         const departure = recipient.withheldDepartures?.get(session.id)
