@@ -211,6 +211,9 @@ export class Membership implements FeedSource {
       }
     }
     const space = session.space
+    // Back after its connection went on as another session: the departure that return released is withheld
+    // without the join so far; it is a return now, withheld with its join (`holdReturn`).
+    if (this.releasedEarly.size > 0) this.holdReturn(session)
     session.peer.feedCursor = space.feed.seq
     if (!session.peer.feedPending) space.needsTick.add(session.peer)
     session.presentSince = space.feed.joined(session.id, session.infoJson)
@@ -418,6 +421,33 @@ export class Membership implements FeedSource {
       else early.push([recipient, session.id])
     }
     this.release(session)
+  }
+
+  /**
+   * `session` registers again while departures of its id released early
+   * (its old connection registered as another session) are withheld from
+   * the recipients of that connection's parked output: each such entry
+   * becomes a withheld return (`WithheldDeparture.rejoined`), so the new
+   * join waits with the departure and the new mail waits for both
+   * (`Peer.returnWaits`); otherwise the join would be written with no
+   * `session_left` before it, and the new mail would overtake the old
+   * output (C-ASK-9, C-BRK-33). Called before the join goes into the feed:
+   * the feed's sequence now is at or past every tag of the old
+   * incarnation's and before the new one's. A scan of the pending early
+   * releases, which are rare.
+   */
+  private holdReturn(session: Session): void {
+    const since = session.space.feed.seq
+    for (const [reader, early] of this.releasedEarly) {
+      for (const [recipient, id] of early) {
+        if (id !== session.id || recipient.session?.space !== session.space) continue
+        const departure = recipient.withheldDepartures?.get(id)
+        if (departure === undefined || departure.rejoined) continue
+        departure.rejoined = true
+        departure.since = since
+        ;(recipient.returnWaits ??= new Map()).set(session.key, { since, reader })
+      }
+    }
   }
 
   /** A held departure goes into the feed: its parked output is out, or the session is back. */

@@ -108,4 +108,25 @@ describe("withheld return", () => {
       assert.isAbove(order.indexOf("left"), reply, "the session_left after the old reply")
       assert.strictEqual(order.at(-1), "joined", "the return (C) heard last")
     }))
+
+  it.effect("the old connection registers as another session, then the session returns elsewhere: left before the join, new mail after the old reply", () =>
+    Effect.gen(function*() {
+      const { asker, broker, fill, replier, watcher } = yield* setup
+      const answer = yield* replyAndLeave(replier.client, [JSON.stringify(registerFrame({ sessionId: "other" }))])
+      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+      const fresh = message("new self")
+      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      yield* b.client.roundTrip
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "nothing of the replier's before the old reply")
+      yield* unblock(watcher.client, asker.client, fill, answer.id)
+      yield* messageFor(asker.client, fresh.id)
+      assert.deepStrictEqual(replierOrder(asker.client), [
+        "joined",
+        `message:${answer.id}`,
+        "left",
+        "joined",
+        `message:${fresh.id}`
+      ])
+    }))
 })
