@@ -129,4 +129,23 @@ describe("withheld return", () => {
         `message:${fresh.id}`
       ])
     }))
+
+  it.effect("the return's connection closes while its new mail waits: that mail stays behind the old reply, which precedes the session_left", () =>
+    Effect.gen(function*() {
+      const { asker, broker, fill, replier, watcher } = yield* setup
+      const answer = yield* replyAndLeave(replier.client)
+      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+      const fresh = message("new self")
+      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      yield* b.client.roundTrip
+      yield* b.client.destroy
+      yield* asker.client.roundTrip
+      yield* asker.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "nothing of the replier's before the old reply")
+      yield* unblock(watcher.client, asker.client, fill, answer.id)
+      yield* asker.client.next("session_left", (f) => f.sessionId === "replier", "10 seconds")
+      yield* asker.client.roundTrip
+      // B's message reads as the present incarnation's (the asker never heard B join), its session_left after it.
+      assert.deepStrictEqual(replierOrder(asker.client), ["joined", `message:${answer.id}`, `message:${fresh.id}`, "left"])
+    }))
 })
