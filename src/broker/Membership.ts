@@ -220,6 +220,57 @@ export class Membership implements FeedSource {
     this.markDirty(space)
   }
 
+  /**
+   * `previous`'s session was taken over by `next` (P16; `previous.session`
+   * is already cleared, `next.session` set): the returns `previous`
+   * withholds (`WithheldDeparture.rejoined`) move to `next` with the
+   * return's holds (the early releases' records now name `next`) and its
+   * waits (`Peer.returnWaits`), so the session's new mail, taken back to
+   * `next`, still waits behind the old output (Output.parkBehindReturn) and
+   * `next` is owed the pair once that output is out. `next`'s feed starts
+   * after both frames, so they count as passed: the session's client heard
+   * the old incarnation present and nothing since. Holds of other owners
+   * stay on `previous`, whose releases end there with no session to owe.
+   * Nothing while `previous` withholds nothing.
+   */
+  takenOver(previous: Peer, next: Peer): void {
+    const withheld = previous.withheldDepartures
+    const session = next.session
+    if (withheld === undefined || session === undefined || previous === next) return
+    for (const [id, departure] of withheld) {
+      if (!departure.rejoined) continue
+      let holds = 0
+      for (const early of this.releasedEarly.values()) {
+        for (let i = 0; i < early.length; i++) {
+          const record = early[i]!
+          if (record[0] === previous && record[1] === id) {
+            early[i] = [next, id]
+            holds++
+          }
+        }
+      }
+      if (holds === 0) continue
+      ;(next.withheldDepartures ??= new Map()).set(id, {
+        passed: true,
+        holds,
+        rejoined: true,
+        joinPassed: true,
+        since: departure.since
+      })
+      const key = sessionKey(session.space.key, id)
+      const waits = previous.returnWaits
+      const wait = waits?.get(key)
+      if (waits !== undefined && wait !== undefined) {
+        ;(next.returnWaits ??= new Map()).set(key, wait)
+        waits.delete(key)
+      }
+      departure.holds -= holds
+      if (departure.holds === 0) withheld.delete(id)
+    }
+    if (withheld.size === 0) previous.withheldDepartures = undefined
+    if (previous.returnWaits?.size === 0) previous.returnWaits = undefined
+  }
+
   /** `session`'s SessionInfo changed (presence, P32). */
   updated(session: Session): void {
     session.space.feed.updated(session.id, session.infoJson)

@@ -148,4 +148,23 @@ describe("withheld return", () => {
       // B's message reads as the present incarnation's (the asker never heard B join), its session_left after it.
       assert.deepStrictEqual(replierOrder(asker.client), ["joined", `message:${answer.id}`, `message:${fresh.id}`, "left"])
     }))
+
+  it.effect("the asker taken over while it withholds the return: the new connection gets the old reply, then the pair, then the new mail", () =>
+    Effect.gen(function*() {
+      const { asker, broker, fill, replier, watcher } = yield* setup
+      const answer = yield* replyAndLeave(replier.client)
+      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+      const fresh = message("new self")
+      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+      yield* b.client.roundTrip
+      yield* asker.client.roundTrip
+      const asker2 = yield* broker.session({ sessionId: "asker", label: "asker-2" })
+      yield* asker2.client.roundTrip
+      yield* b.client.roundTrip
+      yield* asker2.client.roundTrip
+      assert.deepStrictEqual(replierOrder(asker2.client), [], "nothing of the replier's before the old reply")
+      yield* unblock(watcher.client, asker2.client, fill, answer.id)
+      yield* messageFor(asker2.client, fresh.id)
+      assert.deepStrictEqual(replierOrder(asker2.client), [`message:${answer.id}`, "left", "joined", `message:${fresh.id}`])
+    }))
 })
