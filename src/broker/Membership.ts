@@ -464,7 +464,7 @@ export class Membership implements FeedSource {
           departure.rejoined = true
           departure.since = Math.max(departure.since, session.presentSince)
           // The session's mail from since its return waits for the pair (Output.waitsForReturn).
-          ;(recipient.returnWaits ??= new Map()).set(session.key, { since: departure.since, reader })
+          ;(recipient.returnWaits ??= new Map()).set(session.key, { id: session.id, since: departure.since, reader })
         }
       }
       const early = this.releasedEarly.get(reader)
@@ -496,7 +496,7 @@ export class Membership implements FeedSource {
         if (departure === undefined || departure.rejoined) continue
         departure.rejoined = true
         departure.since = since
-        ;(recipient.returnWaits ??= new Map()).set(session.key, { since, reader })
+        ;(recipient.returnWaits ??= new Map()).set(session.key, { id, since, reader })
       }
     }
   }
@@ -552,7 +552,7 @@ export class Membership implements FeedSource {
     const feed = space.feed
     const withheld = peer.withheldDepartures
     // A message of a returned session's from since its return is queued: its withheld pair goes before it.
-    if (withheld !== undefined) this.unwithholdBeforeNewMail(peer, items, space.key, withheld)
+    if (withheld !== undefined && peer.returnWaits !== undefined) this.unwithholdBeforeNewMail(peer, items, withheld)
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (with its new join).
       for (const id of peer.owedDepartures) {
@@ -603,26 +603,25 @@ export class Membership implements FeedSource {
   /**
    * Ends the withholding of each returned session's departure and join
    * (`WithheldDeparture.rejoined`) whose mail from since its return is among
-   * `items` (`peer`'s outbox): `unwithhold`. A look at the entries, and a
-   * scan of the outbox only while one is withheld with a return.
+   * `items` (`peer`'s outbox): `unwithhold`. One scan of the outbox, only
+   * while a return is withheld with its waits (`Peer.returnWaits`, keyed by
+   * sender key: no key is built here). Rare since forced mail parks behind
+   * the old output (Output.parkBehindReturn): what reaches the outbox
+   * anyway is forced while that output is not parked with a drainer.
    */
   private unwithholdBeforeNewMail(
     peer: Peer,
     items: ReadonlyArray<OutboundItem>,
-    spaceKey: string,
     withheld: Map<string, WithheldDeparture>
   ): void {
-    for (const [id, departure] of withheld) {
-      if (!departure.rejoined) continue
-      const key = sessionKey(spaceKey, id)
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!
-        if (typeof item !== "object" || !("mail" in item) || item.mail.senderKey !== key) continue
-        if (item.senderSince > departure.since) {
-          this.unwithhold(peer, id, departure)
-          break
-        }
-      }
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
+      if (typeof item !== "object" || !("mail" in item)) continue
+      const wait = peer.returnWaits?.get(item.mail.senderKey)
+      if (wait === undefined || item.senderSince <= wait.since) continue
+      const departure = withheld.get(wait.id)
+      if (departure !== undefined && departure.rejoined) this.unwithhold(peer, wait.id, departure)
+      if (peer.returnWaits === undefined) return
     }
   }
 
