@@ -46,8 +46,14 @@
  * until that output is out (`releaseEarly` with `rejoined`), and is then
  * owed both (`owePair`: `owedDepartures`, `owedJoins`), placed after the
  * output like any pair; the session's mail from since its return waits for
- * that (`Peer.returnWaits`, read by Output; `unwithholdBeforeNewMail` owes
- * the pair before any that got through). So does a session whose
+ * that (`Peer.returnWaits`, read by Output, which parks forced mail of
+ * the return's behind the old output; `unwithholdBeforeNewMail` owes
+ * the pair before any that got through anyway). A second return while
+ * the first is withheld adds no hold or wait (`releaseEarly`); a return
+ * after the old connection went on as another session makes that
+ * connection's withheld departure a withheld return (`holdReturn`); a
+ * recipient taken over hands its return holds to its new connection
+ * (`takenOver`). So does a session whose
  * connection registers again as another session, whose reader would
  * otherwise hold the departure from every session for as long as one
  * recipient does not read; each recipient of that parked output withholds
@@ -106,10 +112,10 @@
  * registers and leaves in two quick batches would be collected as joined
  * and left at once, which sends nothing (MembershipFeed.collect).
  *
- * Size: about 630 lines, over a third of them this header and the JSDoc
+ * Size: about 720 lines, over a third of them this header and the JSDoc
  * (`releaseEarly`, a departure released early when its connection registers
  * again, and the withheld return with `owePair` and `unwithholdBeforeNewMail`,
- * are the latest parts); kept whole because this class is the single writer of a `Peer`'s feed
+ * are the latest parts, then `holdReturn` and `takenOver`); kept whole because this class is the single writer of a `Peer`'s feed
  * fields, which the departure holds and the feed's wake-ups both write. A
  * split would move the departure holds (`withholdDeparture` to `owePair`,
  * with `releasedEarly`) to a module of their own writing those fields.

@@ -30,7 +30,10 @@
  * other session that does not read), nor do answers, receipts and notices.
  * A returned sender's mail from since its return waits the same way for a
  * recipient that withholds its departure and return until its old parked
- * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`).
+ * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`);
+ * forced (its connection closed, or taken back from one taken over), it is
+ * parked behind that old output, in the old connection's parked list
+ * (`parkBehindReturn`).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -60,7 +63,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 925 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 950 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
