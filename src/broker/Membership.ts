@@ -46,8 +46,14 @@
  * until that output is out (`releaseEarly` with `rejoined`), and is then
  * owed both (`owePair`: `owedDepartures`, `owedJoins`), placed after the
  * output like any pair; the session's mail from since its return waits for
- * that (`Peer.returnWaits`, read by Output; `unwithholdBeforeNewMail` owes
- * the pair before any that got through). So does a session whose
+ * that (`Peer.returnWaits`, read by Output, which parks forced mail of
+ * the return's behind the old output; `unwithholdBeforeNewMail` owes
+ * the pair before any that got through anyway). A second return while
+ * the first is withheld adds no hold or wait (`releaseEarly`); a return
+ * after the old connection went on as another session makes that
+ * connection's withheld departure a withheld return (`holdReturn`); a
+ * recipient taken over hands its return holds to its new connection
+ * (`takenOver`). So does a session whose
  * connection registers again as another session, whose reader would
  * otherwise hold the departure from every session for as long as one
  * recipient does not read; each recipient of that parked output withholds
@@ -106,10 +112,10 @@
  * registers and leaves in two quick batches would be collected as joined
  * and left at once, which sends nothing (MembershipFeed.collect).
  *
- * Size: about 630 lines, over a third of them this header and the JSDoc
+ * Size: about 720 lines, over a third of them this header and the JSDoc
  * (`releaseEarly`, a departure released early when its connection registers
  * again, and the withheld return with `owePair` and `unwithholdBeforeNewMail`,
- * are the latest parts); kept whole because this class is the single writer of a `Peer`'s feed
+ * are the latest parts, then `holdReturn` and `takenOver`); kept whole because this class is the single writer of a `Peer`'s feed
  * fields, which the departure holds and the feed's wake-ups both write. A
  * split would move the departure holds (`withholdDeparture` to `owePair`,
  * with `releasedEarly`) to a module of their own writing those fields.
@@ -211,10 +217,64 @@ export class Membership implements FeedSource {
       }
     }
     const space = session.space
+    // Back after its connection went on as another session: the departure that return released is withheld
+    // without the join so far; it is a return now, withheld with its join (`holdReturn`).
+    if (this.releasedEarly.size > 0) this.holdReturn(session)
     session.peer.feedCursor = space.feed.seq
     if (!session.peer.feedPending) space.needsTick.add(session.peer)
     session.presentSince = space.feed.joined(session.id, session.infoJson)
     this.markDirty(space)
+  }
+
+  /**
+   * `previous`'s session was taken over by `next` (P16; `previous.session`
+   * is already cleared, `next.session` set): the returns `previous`
+   * withholds (`WithheldDeparture.rejoined`) move to `next` with the
+   * return's holds (the early releases' records now name `next`) and its
+   * waits (`Peer.returnWaits`), so the session's new mail, taken back to
+   * `next`, still waits behind the old output (Output.parkBehindReturn) and
+   * `next` is owed the pair once that output is out. `next`'s feed starts
+   * after both frames, so they count as passed: the session's client heard
+   * the old incarnation present and nothing since. Holds of other owners
+   * stay on `previous`, whose releases end there with no session to owe.
+   * Nothing while `previous` withholds nothing.
+   */
+  takenOver(previous: Peer, next: Peer): void {
+    const withheld = previous.withheldDepartures
+    const session = next.session
+    if (withheld === undefined || session === undefined || previous === next) return
+    for (const [id, departure] of withheld) {
+      if (!departure.rejoined) continue
+      let holds = 0
+      for (const early of this.releasedEarly.values()) {
+        for (let i = 0; i < early.length; i++) {
+          const record = early[i]!
+          if (record[0] === previous && record[1] === id) {
+            early[i] = [next, id]
+            holds++
+          }
+        }
+      }
+      if (holds === 0) continue
+      ;(next.withheldDepartures ??= new Map()).set(id, {
+        passed: true,
+        holds,
+        rejoined: true,
+        joinPassed: true,
+        since: departure.since
+      })
+      const key = sessionKey(session.space.key, id)
+      const waits = previous.returnWaits
+      const wait = waits?.get(key)
+      if (waits !== undefined && wait !== undefined) {
+        ;(next.returnWaits ??= new Map()).set(key, wait)
+        waits.delete(key)
+      }
+      departure.holds -= holds
+      if (departure.holds === 0) withheld.delete(id)
+    }
+    if (withheld.size === 0) previous.withheldDepartures = undefined
+    if (previous.returnWaits?.size === 0) previous.returnWaits = undefined
   }
 
   /** `session`'s SessionInfo changed (presence, P32). */
@@ -398,6 +458,11 @@ export class Membership implements FeedSource {
     for (const recipient of this.waker.parkedRecipientsOf(reader, session.key)) {
       const to = recipient.session
       if (to === undefined || to.space !== session.space || to.id === session.id) continue
+      // Back again while an earlier return is withheld here (its output, from this reader, waits for that
+      // return's pair): the first entry holds, with its wait (its `since`, its reader). The pair is owed once
+      // the first old output is out, and this reader's mail comes after it; a second hold or wait would let
+      // this reader's mail through first (tagged no later than its own `since`).
+      if (rejoined && recipient.withheldDepartures?.get(session.id)?.rejoined === true) continue
       this.withholdDeparture(recipient, session.id)
       if (rejoined) {
         const departure = recipient.withheldDepartures?.get(session.id)
@@ -405,7 +470,7 @@ export class Membership implements FeedSource {
           departure.rejoined = true
           departure.since = Math.max(departure.since, session.presentSince)
           // The session's mail from since its return waits for the pair (Output.waitsForReturn).
-          ;(recipient.returnWaits ??= new Map()).set(session.key, { since: departure.since, reader })
+          ;(recipient.returnWaits ??= new Map()).set(session.key, { id: session.id, since: departure.since, reader })
         }
       }
       const early = this.releasedEarly.get(reader)
@@ -413,6 +478,33 @@ export class Membership implements FeedSource {
       else early.push([recipient, session.id])
     }
     this.release(session)
+  }
+
+  /**
+   * `session` registers again while departures of its id released early
+   * (its old connection registered as another session) are withheld from
+   * the recipients of that connection's parked output: each such entry
+   * becomes a withheld return (`WithheldDeparture.rejoined`), so the new
+   * join waits with the departure and the new mail waits for both
+   * (`Peer.returnWaits`); otherwise the join would be written with no
+   * `session_left` before it, and the new mail would overtake the old
+   * output (C-ASK-9, C-BRK-33). Called before the join goes into the feed:
+   * the feed's sequence now is at or past every tag of the old
+   * incarnation's and before the new one's. A scan of the pending early
+   * releases, which are rare.
+   */
+  private holdReturn(session: Session): void {
+    const since = session.space.feed.seq
+    for (const [reader, early] of this.releasedEarly) {
+      for (const [recipient, id] of early) {
+        if (id !== session.id || recipient.session?.space !== session.space) continue
+        const departure = recipient.withheldDepartures?.get(id)
+        if (departure === undefined || departure.rejoined) continue
+        departure.rejoined = true
+        departure.since = since
+        ;(recipient.returnWaits ??= new Map()).set(session.key, { id, since, reader })
+      }
+    }
   }
 
   /** A held departure goes into the feed: its parked output is out, or the session is back. */
@@ -466,7 +558,7 @@ export class Membership implements FeedSource {
     const feed = space.feed
     const withheld = peer.withheldDepartures
     // A message of a returned session's from since its return is queued: its withheld pair goes before it.
-    if (withheld !== undefined) this.unwithholdBeforeNewMail(peer, items, space.key, withheld)
+    if (withheld !== undefined && peer.returnWaits !== undefined) this.unwithholdBeforeNewMail(peer, items, withheld)
     if (peer.owedDepartures !== undefined) {
       // Like the feed's own: after the queued output, unless the session is back (with its new join).
       for (const id of peer.owedDepartures) {
@@ -517,26 +609,25 @@ export class Membership implements FeedSource {
   /**
    * Ends the withholding of each returned session's departure and join
    * (`WithheldDeparture.rejoined`) whose mail from since its return is among
-   * `items` (`peer`'s outbox): `unwithhold`. A look at the entries, and a
-   * scan of the outbox only while one is withheld with a return.
+   * `items` (`peer`'s outbox): `unwithhold`. One scan of the outbox, only
+   * while a return is withheld with its waits (`Peer.returnWaits`, keyed by
+   * sender key: no key is built here). Rare since forced mail parks behind
+   * the old output (Output.parkBehindReturn): what reaches the outbox
+   * anyway is forced while that output is not parked with a drainer.
    */
   private unwithholdBeforeNewMail(
     peer: Peer,
     items: ReadonlyArray<OutboundItem>,
-    spaceKey: string,
     withheld: Map<string, WithheldDeparture>
   ): void {
-    for (const [id, departure] of withheld) {
-      if (!departure.rejoined) continue
-      const key = sessionKey(spaceKey, id)
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!
-        if (typeof item !== "object" || !("mail" in item) || item.mail.senderKey !== key) continue
-        if (item.senderSince > departure.since) {
-          this.unwithhold(peer, id, departure)
-          break
-        }
-      }
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!
+      if (typeof item !== "object" || !("mail" in item)) continue
+      const wait = peer.returnWaits?.get(item.mail.senderKey)
+      if (wait === undefined || item.senderSince <= wait.since) continue
+      const departure = withheld.get(wait.id)
+      if (departure !== undefined && departure.rejoined) this.unwithhold(peer, wait.id, departure)
+      if (peer.returnWaits === undefined) return
     }
   }
 

@@ -30,7 +30,10 @@
  * other session that does not read), nor do answers, receipts and notices.
  * A returned sender's mail from since its return waits the same way for a
  * recipient that withholds its departure and return until its old parked
- * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`).
+ * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`);
+ * forced (its connection closed, or taken back from one taken over), it is
+ * parked behind that old output, in the old connection's parked list
+ * (`parkBehindReturn`).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -60,7 +63,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 925 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 950 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
@@ -646,7 +649,11 @@ export class Output {
    */
   forceParked(reader: Peer): void {
     const own: Array<readonly [Peer, OutboundItem]> = []
-    for (const entry of reader.parked) {
+    // Taken off first: what is forced here must not be parked back behind this reader (`parkBehindReturn`).
+    const entries = reader.parked
+    reader.parked = []
+    this.parkedReaders.delete(reader)
+    for (const entry of entries) {
       const [recipient, item] = entry
       if (item === FEED_TICK || item === END_OF_OUTPUT) continue
       if (recipient === reader) own.push(entry)
@@ -654,7 +661,6 @@ export class Output {
       else this.forceEnqueue(recipient, item)
     }
     reader.parked = own
-    this.parkedReaders.delete(reader)
     if (!this.departureHolds.isEmpty) this.departureHolds.drop(reader)
     this.feed.parkedOut(reader)
   }
@@ -681,7 +687,7 @@ export class Output {
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     if (isShut(recipient)) return this.undeliverable(item)
-    if (isMessage(item) && this.parkBehind(recipient, item)) return
+    if (isMessage(item) && (this.parkBehind(recipient, item) || this.parkBehindReturn(recipient, item))) return
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
@@ -704,6 +710,27 @@ export class Output {
       return true
     }
     return this.behindOwnParked(recipient, item)
+  }
+
+  /**
+   * Parks message `item`, forced (its connection closed, or it comes back
+   * from a connection taken over), at the end of the parked output of the
+   * connection whose parked output `recipient` withholds the sender's
+   * return for (`waitsForReturn`, `ReturnWait.reader`), when it is mail
+   * from since that return: that drainer offers it after the old output,
+   * so it neither overtakes the old output nor owes the pair early
+   * (Membership's `unwithholdBeforeNewMail`, which would put the old output
+   * after the `session_left`). False when that output is no longer parked
+   * with a drainer (then forced as before). One field test while nothing is
+   * withheld so.
+   */
+  private parkBehindReturn(recipient: Peer, item: OutboundMessage): boolean {
+    const wait = recipient.returnWaits?.get(item.mail.senderKey)
+    if (wait === undefined || item.senderSince <= wait.since) return false
+    const reader = wait.reader
+    if (reader === recipient || reader.parked.length === 0 || !this.parkedReaders.has(reader)) return false
+    reader.parked.push([recipient, item])
+    return true
   }
 
   /**

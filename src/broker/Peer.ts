@@ -68,6 +68,8 @@ export type Returnable = OutboundMessage | OutboundNotice
 
 /** A returned sender's mail waits for its withheld departure and join (`Peer.returnWaits`). */
 export interface ReturnWait {
+  /** The returned session's id (its `withheldDepartures` entry's key): the key here is its sender key. */
+  readonly id: string
   /** The latest departed incarnation's `presentSince`: mail tagged past it is from since the return. */
   since: number
   /** The connection whose parked output the withheld pair waits for. */
