@@ -103,11 +103,12 @@ export const drawHeldReturn = (
     after: prng.int(0, 2500),
     sender,
     recipient: other >= sender ? other + 1 : other,
-    count: prng.int(2, 4),
+    count: prng.int(3, 5),
     size: prng.int(2500, 3500),
-    delayMs: prng.int(300, 1500),
-    // Mostly within the old connection's registration timeout (1 s), which forces its output through.
-    returnMs: prng.chance(0.8) ? prng.int(0, 400) : prng.int(400, 1500),
+    delayMs: prng.int(500, 2000),
+    // Mostly while the output waits (B's first slow write, and the old connection's registration timeout,
+    // 1 s, which forces it through); sometimes after, when nothing is held any more.
+    returnMs: prng.chance(0.85) ? prng.int(0, 300) : prng.int(300, 1500),
     lingerMs: prng.int(200, 3000),
     more: prng.int(1, 3),
     notSender
