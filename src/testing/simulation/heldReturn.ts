@@ -130,7 +130,7 @@ export const heldReturnText = (counter: number, k: string, from: string, to: str
 
 /** A connection of a session's own, registered as it (`SimulationService.ownConnection`). */
 export interface OwnConnection {
-  /** Writes `frames` in one write (none once the connection closed). */
+  /** Writes `frames` in one write, from a step fiber of the world: it returns before the frames are handed over. */
   readonly write: (frames: ReadonlyArray<string>) => Effect.Effect<void>
   /** Closes it `ms` from now, unless the broker closed it first. */
   readonly closeAfter: (ms: number) => Effect.Effect<void>
@@ -163,7 +163,9 @@ export const ownConnection = (world: World, session: SimSession): Effect.Effect<
       world.links.get(conn.id)?.attach(session.id, `${session.name}/own${conn.id}`)
       world.ledger.note(`${session.name}'s own connection: link #${conn.id}`)
       const handle: OwnConnection = {
-        write: (frames) => Effect.ignore(conn.writeAll(frames)),
+        // In a step fiber of the world: a write that waits for room (a small link, a reader held back)
+        // must not hold up the script, which alone moves simulated time on.
+        write: (frames) => Effect.asVoid(FiberSet.run(world.steps, Effect.ignore(conn.writeAll(frames)))),
         closeAfter: (ms) => Effect.asVoid(FiberSet.run(world.steps, Effect.andThen(Effect.sleep(ms), Deferred.succeed(close, undefined))))
       }
       const read = Effect.forever(Effect.flatMap(conn.read, (frames) =>
