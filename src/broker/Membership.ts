@@ -194,6 +194,14 @@ export class Membership implements FeedSource {
    * until the reader's parked output is out (`parkedOut`), one hold each.
    */
   private readonly releasedEarly = new Map<Peer, Array<readonly [Peer, string]>>()
+  /**
+   * Returns while a departure was held (`BrokerStats.returnsHeld`): a session
+   * that registered again while output of its old connection was parked, so
+   * that at least one recipient of that output withholds its departure and
+   * new join together (`releaseEarly` with `rejoined`). Counted on that slow
+   * path only, once per return; for the simulation's reach (`--held-return`).
+   */
+  returnsHeld = 0
 
   /**
    * @param feedSignal wakes the notifier fiber, which calls `notify`.
@@ -455,6 +463,7 @@ export class Membership implements FeedSource {
    */
   private releaseEarly(session: Session, rejoined: boolean): void {
     const reader = session.peer
+    let withheldReturn = false
     for (const recipient of this.waker.parkedRecipientsOf(reader, session.key)) {
       const to = recipient.session
       if (to === undefined || to.space !== session.space || to.id === session.id) continue
@@ -467,6 +476,7 @@ export class Membership implements FeedSource {
       if (rejoined) {
         const departure = recipient.withheldDepartures?.get(session.id)
         if (departure !== undefined) {
+          withheldReturn = true
           departure.rejoined = true
           departure.since = Math.max(departure.since, session.presentSince)
           // The session's mail from since its return waits for the pair (Output.waitsForReturn).
@@ -477,6 +487,7 @@ export class Membership implements FeedSource {
       if (early === undefined) this.releasedEarly.set(reader, [[recipient, session.id]])
       else early.push([recipient, session.id])
     }
+    if (withheldReturn) this.returnsHeld++
     this.release(session)
   }
 

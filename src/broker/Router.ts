@@ -110,6 +110,8 @@ export interface RouterStats {
   readonly waitsBehindOwn: number
   /** Departures withheld from a recipient behind the departed sender's mail in its own parked list (DepartureHolds.ts). */
   readonly departuresHeld: number
+  /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (Membership.ts). */
+  readonly returnsHeld: number
 }
 
 /** The queues through which the Router wakes the broker's service fibers. */
@@ -620,7 +622,8 @@ export class Router {
       ownParks: this.ctx.output.ownParks,
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
-      departuresHeld: this.ctx.output.departuresHeld
+      departuresHeld: this.ctx.output.departuresHeld,
+      returnsHeld: this.membership.returnsHeld
     }
   }
 }

@@ -21,17 +21,18 @@
  * session lifecycles (sessions.ts), session handles (handles.ts) and the end
  * of a run (finish.ts).
  */
-import { Context, Duration, Effect, FiberSet, Layer, type Scope } from "effect"
+import { Context, Duration, Effect, Exit, FiberSet, Layer, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { type FiberWatch, makeFiberWatch } from "./FiberWatch.ts"
 import { crashBroker, startBroker } from "./simulation/broker.ts"
 import { type LogSink, simulationEnvironment } from "./simulation/environment.ts"
 import { closeWorld, finish } from "./simulation/finish.ts"
 import { handleOf } from "./simulation/handles.ts"
+import { ownConnection } from "./simulation/heldReturn.ts"
 import { hostileHandle, makeHostileStates, startHostile } from "./simulation/hostile.ts"
 import { authorizeChild, makeSessionStates, startSession } from "./simulation/sessions.ts"
 import { storm } from "./simulation/pressure.ts"
-import { advance, idleChecks, worldStep } from "./simulation/steps.ts"
+import { advance, idleChecks, pending, step, worldStep } from "./simulation/steps.ts"
 import type { SimulationConfig, SimulationService } from "./simulation/types.ts"
 import { makeWorld } from "./simulation/world.ts"
 
@@ -156,6 +157,11 @@ const makeSimulation = (
         }),
       note: (text) => Effect.sync(() => ledger.note(text)),
       storm: (connections, holdMs) => worldStep(world, undefined, storm(world, connections, holdMs)),
+      ownConnection: (session) =>
+        Effect.gen(function*() {
+          ledger.note(`${session.name} registers on a connection of its own`)
+          return yield* pending(world, yield* step(world, ownConnection(world, session))).result("1 minute")
+        }).pipe(Effect.map((exit) => Exit.isSuccess(exit) ? exit.value : undefined)),
       finish: finish(world, states, hostiles)
     } satisfies SimulationService
   })

@@ -143,7 +143,8 @@ const pathKeys = [
   "ownParks",
   "parkedBehindOwn",
   "waitsBehindOwn",
-  "departuresHeld"
+  "departuresHeld",
+  "returnsHeld"
 ] as const
 
 /**
@@ -166,6 +167,7 @@ export const soakArgs = (options: SoakOptions): SimArgs => {
     topics: options.topics === true,
     unregister: options.unregister === true,
     parkedFlush: options.parkedFlush === true,
+    heldReturn: options.heldReturn === true,
     hostJournal: withJournal,
     hostRefusals: config.hostJournal?.refusals !== undefined,
     clientTimings: config.clientTimings !== undefined,
@@ -225,8 +227,8 @@ export const soak = (options: SoakOptions): Effect.Effect<SoakSummary> =>
       repliesBack: 0
     }
     const paths = {
-      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0 },
-      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0 }
+      total: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0, returnsHeld: 0 },
+      runs: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0, returnsHeld: 0 }
     }
     let runs = 0
     let events = 0
@@ -296,7 +298,8 @@ export const formatSummary = (summary: SoakSummary, elapsedMs: number): string =
   const p = summary.paths
   lines.push(
     `connection path: ${p.total.admissionWaits} admission waits (in ${p.runs.admissionWaits} runs), ${p.total.waitsWithdrawn} of them withdrawn, the connection closed while it waited (${p.runs.waitsWithdrawn} runs), ${p.total.readPauses} readers paused past their held limit (${p.runs.readPauses} runs), ${p.total.pumpHeld} batches held by a paused pump (${p.runs.pumpHeld} runs)`,
-    `parked flush: ${p.total.ownParks} mailbox flushes parked on their recipient's own reader (in ${p.runs.ownParks} runs), ${p.total.parkedBehindOwn} messages parked behind their sender's mail there (${p.runs.parkedBehindOwn} runs), ${p.total.waitsBehindOwn} drainer offers waited behind it (${p.runs.waitsBehindOwn} runs), ${p.total.departuresHeld} departures withheld behind it (${p.runs.departuresHeld} runs)`
+    `parked flush: ${p.total.ownParks} mailbox flushes parked on their recipient's own reader (in ${p.runs.ownParks} runs), ${p.total.parkedBehindOwn} messages parked behind their sender's mail there (${p.runs.parkedBehindOwn} runs), ${p.total.waitsBehindOwn} drainer offers waited behind it (${p.runs.waitsBehindOwn} runs), ${p.total.departuresHeld} departures withheld behind it (${p.runs.departuresHeld} runs)`,
+    `held return: ${p.total.returnsHeld} sessions back while their old connection's output was parked, departure and return withheld from its recipients (in ${p.runs.returnsHeld} runs)`
   )
   const kinds = Object.entries(summary.violations)
   if (kinds.length > 0) lines.push(`violations: ${kinds.map(([kind, count]) => `${kind} ×${count}`).join(", ")}`)

@@ -23,6 +23,7 @@ import {
   formatDeliverySend,
   runDeliverySend
 } from "./simulation/delivery.ts"
+import { drawHeldReturn, formatHeldReturn, HeldReturnFields, runHeldReturn } from "./simulation/heldReturn.ts"
 import { HOSTILE_ATTACKS, HostileAttack } from "./simulation/hostile.ts"
 import {
   drawParkedFlush,
@@ -76,7 +77,8 @@ export const OpSchema = Schema.Union([
   op("Subscribe", { from: Int, topic: Int, awaitRelease: Schema.Boolean }),
   op("Storm", StormFields),
   op("Flood", FloodFields),
-  op("ParkedFlush", ParkedFlushFields)
+  op("ParkedFlush", ParkedFlushFields),
+  op("HeldReturn", HeldReturnFields)
 ])
 /** One operation of a workload (see `OpSchema`). */
 export type Op = typeof OpSchema.Type
@@ -115,7 +117,9 @@ export const trafficWeights: OpWeights = {
   Storm: 0,
   Flood: 0,
   // Never drawn by weight: `parkedFlush` inserts it from a stream of its own (simulation/parkedFlush.ts).
-  ParkedFlush: 0
+  ParkedFlush: 0,
+  // Never drawn by weight: `heldReturn` inserts it from a stream of its own (simulation/heldReturn.ts).
+  HeldReturn: 0
 }
 
 /** Traffic plus every lifecycle action and fault. */
@@ -206,6 +210,14 @@ export interface WorkloadOptions {
    * without it.
    */
   readonly parkedFlush?: boolean
+  /**
+   * Insert one `HeldReturn` (simulation/heldReturn.ts), drawn from a stream
+   * of its own: a session leaves with its last messages parked behind a slow
+   * recipient and registers again on a new connection while they wait. The
+   * world's outboxes take PARKED_FLUSH_OUTBOX_CHARS characters unless
+   * pressure makes them smaller. Default false.
+   */
+  readonly heldReturn?: boolean
 }
 
 /** How often a session leaves by `unregister` in a workload with `unregister`. */
@@ -398,6 +410,7 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       case "Storm":
       case "Flood":
       case "ParkedFlush":
+      case "HeldReturn":
         // Weight 0 unless a caller's weights say otherwise; drawn as pressure or parked flushes below.
         break
     }
@@ -416,6 +429,15 @@ export const generateWorkload = (seed: number, sessions: number, options: Worklo
       const [index, parked] = drawn[i]!
       ops.splice(index, 0, parked)
     }
+  }
+  if (options.heldReturn === true) {
+    // A bare `register` cannot stand for a supervisor, its child or the ephemeral session.
+    const ephemeral = options.unregister === true ? ephemeralIndexOf(sessions, groups) : undefined
+    const notSender = [
+      ...(groups ? [SUPERVISOR_INDEX, childIndexOf(sessions)] : []),
+      ...(ephemeral === undefined ? [] : [ephemeral])
+    ]
+    for (const [index, held] of drawHeldReturn(seed, sessions, ops.length, notSender)) ops.splice(index, 0, held)
   }
   return ops
 }
@@ -486,6 +508,8 @@ export const formatOp = (op: Op, names: ReadonlyArray<string>): string => {
       return `${when} ${formatFlood(op, name(op.from), name(op.to))}`
     case "ParkedFlush":
       return `${when} ${formatParkedFlush(op, name)}`
+    case "HeldReturn":
+      return `${when} ${formatHeldReturn(op, name)}`
   }
 }
 
@@ -632,6 +656,9 @@ export const applyOps = (ops: ReadonlyArray<Op>): Effect.Effect<void, never, Sim
         case "ParkedFlush":
           yield* runParkedFlush(sim, op, counter)
           break
+        case "HeldReturn":
+          yield* runHeldReturn(sim, op, counter)
+          break
       }
     }
     yield* leave(Number.POSITIVE_INFINITY)
@@ -700,7 +727,8 @@ export const workloadConfig = (
   groups = false,
   pressure = true,
   unregister = false,
-  parkedFlush = false
+  parkedFlush = false,
+  heldReturn = false
 ): SimulationConfig => {
   const specs: ReadonlyArray<string | SessionSpec> = groups && count >= 2 ? groupSpecs(count) : sessionNames(count)
   const ephemeral = unregister ? ephemeralIndexOf(count, groups && count >= 2) : undefined
@@ -715,7 +743,7 @@ export const workloadConfig = (
     : config
   const varied = vary ? variedConfig(named) : named
   const pressed = pressure ? { ...varied, broker: { ...pressureBroker(config.seed), ...varied.broker } } : varied
-  return parkedFlush && pressed.broker?.outboxChars === undefined
+  return (parkedFlush || heldReturn) && pressed.broker?.outboxChars === undefined
     ? { ...pressed, broker: { ...pressed.broker, outboxChars: PARKED_FLUSH_OUTBOX_CHARS } }
     : pressed
 }
@@ -734,7 +762,8 @@ export const runWorkload = (
     options.groups === true,
     options.pressure !== false,
     options.unregister === true,
-    options.parkedFlush === true
+    options.parkedFlush === true,
+    options.heldReturn === true
   )
   return runSimulation(
     options.hostile === true && world.hostile === undefined ? { ...world, hostile: HOSTILE_SESSIONS } : world,

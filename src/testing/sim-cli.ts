@@ -18,6 +18,9 @@
  *   --parked-flush one or two parked flushes per workload: a session comes back to more mail than
  *                  its outbox takes, reading slowly, while its senders send on, leave, rejoin or
  *                  unregister (simulation/parkedFlush.ts)
+ *   --held-return  one held return per workload: a session leaves with its last messages parked
+ *                  behind a slow recipient and registers again on a new connection while they
+ *                  wait (simulation/heldReturn.ts)
  *   --workflow     the workflow simulation (stages, children, handshakes, terminals) instead
  *   --workflow-bus the bus simulation with a workflow parent session and its background children
  *   --parent-restarts  with --workflow-bus (implied): the parent's process restarts and reloads too,

@@ -30,6 +30,7 @@ export interface SimArgs {
   readonly topics?: boolean
   readonly unregister?: boolean
   readonly parkedFlush?: boolean
+  readonly heldReturn?: boolean
   readonly durability?: "durable" | "memory"
   readonly connections?: "adopted" | "accepted"
   readonly hostJournal?: boolean
@@ -65,6 +66,7 @@ const worldArgv = (args: SimArgs): ReadonlyArray<string> => {
     ...toggle("topics", args.topics),
     ...toggle("unregister", args.unregister),
     ...toggle("parked-flush", args.parkedFlush),
+    ...toggle("held-return", args.heldReturn),
     ...toggle("host-journal", args.hostJournal === true && args.hostRefusals !== true),
     ...toggle("host-refusals", args.hostRefusals),
     ...toggle("client-timings", args.clientTimings),

@@ -213,6 +213,10 @@ const flags = {
     "parked-flush",
     "Insert one or two parked flushes into each workload: a session goes away, two or three others send it more than its outbox takes, it comes back reading slowly (its mailbox flush parked on its own reader) while they send on, leave, rejoin or unregister; outboxes of 4096 characters unless pressure makes them smaller (docs/testing.md)"
   ),
+  heldReturn: toggle(
+    "held-return",
+    "Insert one held return into each workload: a session leaves with its last messages parked behind a slow recipient (sent with its unregister in one write, on a connection that stays open) and registers again on a new connection while they wait, then sends on; outboxes of 4096 characters unless pressure makes them smaller (simulation/heldReturn.ts; docs/testing.md)"
+  ),
   workflow: toggle(
     "workflow",
     "Run the workflow simulation instead: stages, parallel children, detach handshakes and terminals over the workflow layer, with its faults (docs/testing.md); honours --seed, --seeds, --from, --ops and --max-failures"
@@ -296,6 +300,7 @@ export const simArgsOf = (input: SimFlags): SimArgs => {
     topics: input.topics,
     unregister: input.unregister,
     parkedFlush: input.parkedFlush,
+    heldReturn: input.heldReturn,
     durability: input.durability,
     connections: input.connections,
     hostJournal: input.hostJournal,
@@ -467,6 +472,7 @@ export const simRequest = (input: SimFlags): SimRequest => {
     ...(input.topics ? { topics: true } : {}),
     ...(input.unregister ? { unregister: true } : {}),
     ...(input.parkedFlush ? { parkedFlush: true } : {}),
+    ...(input.heldReturn ? { heldReturn: true } : {}),
     ...(input.traffic || input.noPressure ? { pressure: false } : {})
   }
   const config: Omit<SimulationConfig, "seed"> = {

@@ -81,6 +81,7 @@ export const crashBroker = (world: World): Effect.Effect<void> =>
     state.paths.parkedBehindOwn += stats.parkedBehindOwn
     state.paths.waitsBehindOwn += stats.waitsBehindOwn
     state.paths.departuresHeld += stats.departuresHeld
+    state.paths.returnsHeld += stats.returnsHeld
     // The process dies now: nothing it had not committed reaches the disk.
     if (world.disk !== undefined) world.disk.down = true
     ledger.brokerCrashed(current.epoch)

@@ -31,6 +31,7 @@ import type { Delivery } from "../../client/events.ts"
 import type { AskTally, GroupTally, MessageTally, Side, Violation, ViolationKind } from "../ledger/types.ts"
 import type { AgentPolicy } from "../SimAgent.ts"
 import type { BrokerInputFault, BrokerOutputFault } from "../SimLink.ts"
+import type { OwnConnection } from "./heldReturn.ts"
 import type { SimHostile } from "./hostile.ts"
 import type { SimHostJournal } from "./journal.ts"
 import type { SimClientTimingRanges } from "./timings.ts"
@@ -219,6 +220,8 @@ export interface PathTally {
   readonly waitsBehindOwn: number
   /** Departures withheld from a recipient behind the sender's mail in its own parked list (`BrokerStats.departuresHeld`). */
   readonly departuresHeld: number
+  /** Returns while a departure was held: a session back while its old connection's output was parked (`BrokerStats.returnsHeld`, `--held-return`). */
+  readonly returnsHeld: number
 }
 
 /** What a run found. `ok` is false when any invariant was violated. */
@@ -403,6 +406,14 @@ export interface SimulationService {
    * `holdMs`, unless the broker closes it first (its registration timeout).
    */
   readonly storm: (connections: number, holdMs: number) => Effect.Effect<void>
+  /**
+   * A connection of `session`'s own, which its stopped client is not
+   * (simulation/heldReturn.ts, `--held-return`): registered as the session
+   * with a bare `register`, it writes what the script tells it, in one write
+   * each, and reads (mail for the session handed to its host) until the
+   * broker closes it or the script does. Undefined when it could not register.
+   */
+  readonly ownConnection: (session: SimSession) => Effect.Effect<OwnConnection | undefined>
   /**
    * Ends the run: heals every fault, restarts what is down, lets the world
    * settle, makes the final checks, closes the world and checks no fiber is

@@ -47,6 +47,7 @@ export interface WorldState {
     parkedBehindOwn: number
     waitsBehindOwn: number
     departuresHeld: number
+    returnsHeld: number
   }
 }
 
@@ -106,7 +107,7 @@ export const makeWorld = (
       epoch: 0,
       lifecycleBusy: 0,
       finished: false,
-      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0 }
+      paths: { admissionWaits: 0, waitsWithdrawn: 0, readPauses: 0, pumpHeld: 0, ownParks: 0, parkedBehindOwn: 0, waitsBehindOwn: 0, departuresHeld: 0, returnsHeld: 0 }
     }
     const network: InMemoryNetwork = yield* makeInMemoryNetwork({
       capacity: config.linkCapacity ?? 64,
