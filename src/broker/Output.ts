@@ -190,6 +190,12 @@ const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefi
   return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
 }
 
+/** Whether message `item` for `peer` is its sender's from since a return `peer` withholds (`Peer.returnWaits`). */
+const fromSinceReturn = (peer: Peer, item: OutboundMessage): boolean => {
+  const wait = peer.returnWaits?.get(item.mail.senderKey)
+  return wait !== undefined && item.senderSince > wait.since
+}
+
 /** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
 const countParkedMail = (peer: Peer, senderKey: string): void => {
   const counts = (peer.parkedMail ??= new Map())
@@ -687,7 +693,9 @@ export class Output {
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
     if (isShut(recipient)) return this.undeliverable(item)
-    if (isMessage(item) && (this.parkBehind(recipient, item) || this.parkBehindReturn(recipient, item))) return
+    // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
+    // since the return would wait there for the pair, which waits for that old output, which waits behind it.
+    if (isMessage(item) && (this.parkBehindReturn(recipient, item) || this.parkBehind(recipient, item))) return
     this.charge(recipient, charsOf(item))
     recipient.outbox.push(item)
     this.touch(recipient)
@@ -757,8 +765,9 @@ export class Output {
     recipient.parked.push([recipient, item])
     countParkedMail(recipient, item.mail.senderKey)
     this.parkedBehindOwn++
-    // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too.
-    if (!this.departureHolds.isEmpty) this.departureHolds.requeued(recipient, item)
+    // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too —
+    // not for mail from since a return the recipient withholds (it waits for that departure to be owed).
+    if (!this.departureHolds.isEmpty && !fromSinceReturn(recipient, item)) this.departureHolds.requeued(recipient, item)
   }
 
   /**

@@ -1,0 +1,125 @@
+/**
+ * A withheld return (Membership's held return, Output's `parkBehindReturn`)
+ * whose forced new mail meets the recipient's OWN parked list (its mailbox
+ * flush): the new mail must park behind the old output the pair waits for,
+ * not behind that flush — there it waited for the pair, while the old output
+ * the pair waits for waited behind it, and neither reader moved (review
+ * revrbq2, R1); nor may it keep the recipient's departure hold up once the
+ * old connection's registration timeout forced the old reply through (R2).
+ * Hand-driven Router (no fibers): each drainer offer is tried by hand, and
+ * interrupted if it waits.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import type { Peer } from "../../src/broker/Peer.ts"
+import type { Router } from "../../src/broker/Router.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
+
+const written = (router: Router, peer: Peer): Array<string> =>
+  router.output.takeForWrite(peer).frames.flatMap((frame) => {
+    const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
+      JSON.parse(frameText(frame))
+    if (parsed.type === "message") return [`${parsed.message?.content.text}`]
+    if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
+    if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
+    return []
+  })
+
+/** Frames written to a recording connection, decoded as `written` does. */
+const label = (frame: OutFrame): Array<string> => {
+  const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
+    JSON.parse(frameText(frame))
+  if (parsed.type === "message") return [`${parsed.message?.content.text}`]
+  if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
+  if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
+  return []
+}
+
+const setUp = Effect.gen(function*() {
+  const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })
+  let connections = 0
+  const session = (sessionId: string, stuck: boolean): Peer => {
+    const peer = attach(fakeConnection(++connections, stuck))
+    batch(peer, [registerFrame({ sessionId })])
+    return peer
+  }
+  /** The close as ConnectionActor.finish does it (no grace): parked output forced, then detached. */
+  const close = (peer: Peer): void => {
+    router.output.forceParked(peer)
+    router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
+    router.output.releaseWaiters(peer)
+  }
+  /** One try of `reader`'s drainer: true when its oldest parked item left the list. */
+  const tryDrain = (reader: Peer): boolean => {
+    const entry = router.output.nextParked(reader)
+    if (entry === undefined) return false
+    const fiber = Effect.runFork(router.output.offerParked(reader, entry))
+    const moved = reader.parked[0] !== entry
+    Effect.runSync(Fiber.interrupt(fiber))
+    return moved
+  }
+  const away = session("recipient", false)
+  const sender = session("sender", false)
+  batch(away, [{ type: "unregister" }])
+  for (let i = 0; i < 4; i++) {
+    router.output.takeForWrite(sender)
+    assert.isFalse(batch(sender, [{ type: "send", to: "recipient", message: message(`m${i}`) }]))
+  }
+  const recipient = session("recipient", true)
+  assert.strictEqual(recipient.parked.length, 3)
+  /** A session on a connection whose writes complete at once, recorded in `log`. */
+  const recorded = (sessionId: string, log: Array<string>): Peer => {
+    const peer = attach({ ...fakeConnection(++connections, false), write: (frames) => void log.push(...frames.flatMap(label)) })
+    batch(peer, [registerFrame({ sessionId })])
+    return peer
+  }
+  return { router, recipient, sender, batch, session, close, tryDrain, recorded }
+})
+
+describe("forced new mail of a withheld return, and the recipient's own parked flush", () => {
+  it.effect("the old reply and the new mail both reach the recipient once everyone reads", () =>
+    Effect.gen(function*() {
+      const { batch, close, recipient, router, sender: a, session, tryDrain } = yield* setUp
+      // A: the old reply waits behind the recipient's flush (its mail of the sender's), then A unregisters.
+      assert.isTrue(batch(a, [{ type: "send", to: "recipient", message: message("old") }, { type: "unregister" }]))
+      // The sender returns on C: the recipient withholds the pair, C's mail waits for it.
+      const c = session("sender", false)
+      assert.isDefined(recipient.returnWaits)
+      assert.isTrue(batch(c, [{ type: "send", to: "recipient", message: message("new") }]))
+      // C closes: its mail is forced, and parks at the end of the recipient's own list.
+      close(c)
+      const got: Array<string> = []
+      for (let round = 0; round < 20; round++) {
+        tryDrain(recipient)
+        got.push(...written(router, recipient))
+        tryDrain(a)
+        got.push(...written(router, recipient))
+      }
+      const mine = got.filter((f) => f === "old" || f === "new" || f.endsWith(" sender"))
+      // (C's session_left after its message, as in return-holds.test.ts's closed-return case: the recipient never heard C join.)
+      assert.deepStrictEqual(
+        { mine, recipientParked: recipient.parked.length, aParked: a.parked.length },
+        { mine: ["old", "new", "left sender"], recipientParked: 0, aParked: 0 }
+      )
+    }))
+
+  it.effect("A's registration timeout forcing the old reply through: the old reply comes before the new mail, and both arrive", () =>
+    Effect.gen(function*() {
+      const { batch, close, recipient, router, sender: a, session, tryDrain } = yield* setUp
+      assert.isTrue(batch(a, [{ type: "send", to: "recipient", message: message("old") }, { type: "unregister" }]))
+      const c = session("sender", false)
+      assert.isTrue(batch(c, [{ type: "send", to: "recipient", message: message("new") }]))
+      close(c)
+      close(a) // the registration timeout closes the unregistered connection
+      const got: Array<string> = []
+      for (let round = 0; round < 20; round++) {
+        tryDrain(recipient)
+        got.push(...written(router, recipient))
+      }
+      const mine = got.filter((f) => f === "old" || f === "new")
+      assert.deepStrictEqual({ mine, recipientParked: recipient.parked.length }, { mine: ["old", "new"], recipientParked: 0 })
+    }))
+})
