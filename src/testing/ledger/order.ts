@@ -11,7 +11,12 @@
  * extension on both sides the broker keeps the order (a client's own rejoin
  * gives that mail to the new connection first; another instance's takeover
  * tells the old one `taken_over` and lets its write finish), so such a late
- * arrival there is reported as `fifo`, saying so.
+ * arrival there is reported as `fifo`, saying so. Mail the old connection
+ * wrote whole and its `received-v1` client never confirmed (custody) also
+ * comes back only at that close, after newer mail, at another instance's
+ * takeover too (docs/protocol.md documents it; seed 81 of `--parked-flush
+ * --unregister --delivery`, test/broker/takeover-custody-order.test.ts):
+ * nothing names or tolerates it, so it is reported as `fifo`.
  *
  * Replace-mode messages (`delivery-v1`) are outside this order: the broker
  * stages them and hands them over when their coalescing window closes, after
