@@ -304,7 +304,11 @@ export class Membership implements FeedSource {
     // withheld from that session is nobody's now, and must not reach a later registration of the connection.
     peer.owedDepartures = undefined
     peer.owedJoins = undefined
-    if (peer.returnWaits !== undefined) {
+    // A closed connection keeps its waits, and its waiters sleep on: its close wakes them once it gave
+    // back the older mail it held (Output.releaseWaiters), and the mail that waited goes back after the
+    // old output it waited for (Output.place, `parkBehindReturn`). Woken here, a drainer runs at once
+    // and its refused message reached the mailbox ahead of both.
+    if (peer.returnWaits !== undefined && peer.state !== "closed") {
       peer.returnWaits = undefined
       this.waker.returned(peer)
     }

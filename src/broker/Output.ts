@@ -31,7 +31,8 @@
  * A returned sender's mail from since its return waits the same way for a
  * recipient that withholds its departure and return until its old parked
  * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`);
- * forced (its connection closed, or taken back from one taken over), it is
+ * forced (its connection closed, or taken back from one taken over), or
+ * refused by a recipient whose connection closed while it waited, it is
  * parked behind that old output, in the old connection's parked list
  * (`parkBehindReturn`).
  *
@@ -402,7 +403,15 @@ export class Output {
   private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
     // Mail for a session the recipient no longer holds (taken over while this waited) is refused
     // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
-    if (isShut(recipient) || isStranded(item, recipient)) return "refused"
+    if (isShut(recipient) || isStranded(item, recipient)) {
+      // A returned sender's mail from since its return, for a recipient that closed while it withheld
+      // the return: parked behind the old output it waited for, it is refused after that output, so
+      // it reaches the mailbox after it (its closed connection kept the waits, Membership.left).
+      if (recipient.state === "closed" && isMessage(item) && waitsForReturn(recipient, item, reader) && this.parkBehindReturn(recipient, item)) {
+        return "parked"
+      }
+      return "refused"
+    }
     if (recipient !== reader && isMessage(item) && waitsBehindParked(recipient, item)) {
       // (A closing recipient's list keeps its own output, no drainer: parked there, this is taken back
       // after it at the close. An empty list with a count is one with none: this waits for the shut.)

@@ -140,7 +140,9 @@ export class Peer {
    * the return (tagged past `since`) waits until the pair is owed — no
    * message may precede its sender's join — except what `reader`, the
    * connection whose parked output the pair waits for, offers (behind that
-   * output already). Written by Membership, read by Output.
+   * output already). Written by Membership, read by Output. Kept past
+   * the session's leave when the connection closed (Membership.left), so
+   * the mail that waited goes back behind that output.
    */
   returnWaits: Map<string, ReturnWait> | undefined = undefined
   /**

@@ -6,7 +6,9 @@
  * C-ASK-9), and no mail of a later incarnation before the old reply. These
  * cover the variants a review of the first version found open: a second
  * return while the first is withheld, a return after the old connection
- * registered as another session, and the asker taken over meanwhile.
+ * registered as another session, and the asker taken over meanwhile; and
+ * (held-return seeds 183, 284) the recipient's connection closing while it
+ * withholds the return: its mail goes back to the mailbox oldest first.
  *
  * Runs on the in-memory network under TestClock: every step runs until the
  * world is idle, so what the asker got after a round trip is final.
@@ -147,6 +149,40 @@ describe("withheld return", () => {
       yield* asker.client.roundTrip
       // B's message reads as the present incarnation's (the asker never heard B join), its session_left after it.
       assert.deepStrictEqual(replierOrder(asker.client), ["joined", `message:${answer.id}`, `message:${fresh.id}`, "left"])
+    }))
+
+  it.effect("the recipient's connection closes while it withholds the return: its next connection gets the old mail before the new", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
+      yield* watcher.client.pause
+      // More than the link and the outbox take: the rest parks on the old connection, which stays open.
+      const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
+      yield* replier.client.sendRaw(encodeFrames([
+        ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      // Back elsewhere: its new message to the watcher waits for the withheld pair.
+      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+      const fresh = message("new self")
+      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
+      yield* b.client.roundTrip
+      assert.isBelow(replier.client.count("delivered"), old.length, "some of the old mail is parked")
+      // The watcher's connection closes with the old mail still in its link, its outbox and the old
+      // connection's parked list: all of it goes back to the mailbox, and the new message after it.
+      yield* watcher.client.destroy
+      yield* b.client.roundTrip
+      const watcher2 = yield* broker.session({ sessionId: "watcher", label: "watcher-2" })
+      yield* messageFor(watcher2.client, fresh.id)
+      yield* watcher2.client.roundTrip
+      // What the closed connection had written went with it; the rest comes again, oldest first, then the new.
+      const got = watcher2.client.received().flatMap((f) =>
+        f.type === "message" && f.from.id === "replier" ? [String(f.message.id)] : []
+      )
+      assert.isAbove(got.length, 1, "old mail came back")
+      assert.deepStrictEqual(got, [...old.slice(old.length - (got.length - 1)).map((m) => m.id), fresh.id])
     }))
 
   it.effect("the asker taken over while it withholds the return: the new connection gets the old reply, then the pair, then the new mail", () =>

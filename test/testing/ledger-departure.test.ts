@@ -201,3 +201,48 @@ describe("Ledger: a broker write that reaches the transport late", () => {
     expect(ledger.violations.map((violation) => violation.kind)).toEqual([])
   })
 })
+
+describe("Ledger: two departures of one sender written together (a withheld return, seeds 157 and 108 of --held-return)", () => {
+  /**
+   * A unregisters (its first departure), registers again on the same link, sends `later` and unregisters
+   * again (its second departure) before B's writer takes anything; B's writes (`writes`: their sizes,
+   * one write by default) hold both session_lefts.
+   */
+  const twoInOneWrite = (
+    reads: ReadonlyArray<"left" | "joined" | "later">,
+    writes: ReadonlyArray<number> = [reads.length]
+  ): ReadonlyArray<string> => {
+    const ledger = linksOfAAndB()
+    ledger.brokerRead(2, [registerOf(B, 2)])
+    ledger.clientRead(2, [registeredOf(B)])
+    ledger.clientWrote(1, [unregister])
+    ledger.brokerRead(1, [unregister])
+    ledger.brokerRead(1, [registerOf(A, 1)])
+    ledger.clientRead(1, [registeredOf(A)])
+    ledger.clientWrote(1, [sendOf(later), unregister])
+    ledger.brokerRead(1, [sendOf(later), unregister])
+    const joined = JSON.stringify({ type: "session_joined", session: from })
+    const frames = reads.map((read) => read === "left" ? left : read === "joined" ? joined : delivered(later))
+    let at = 0
+    for (const size of writes) {
+      ledger.brokerWriteStarted(2, frames.slice(at, at + size))
+      ledger.brokerWrote(2, frames.slice(at, at + size))
+      at += size
+    }
+    ledger.clientRead(2, frames)
+    return ledger.violations.map((violation) => violation.kind)
+  }
+
+  it("the first session_left announces the first departure only: the second registration's mail between the two passes", () => {
+    expect(twoInOneWrite(["left", "joined", "later", "left"])).toEqual([])
+  })
+
+  it("that mail after both session_lefts is left-before-mail", () => {
+    expect(twoInOneWrite(["left", "joined", "left", "later"])).toEqual(["left-before-mail"])
+  })
+
+  it("the first session_left and the second registration's join in one write, its mail and the second session_left in the next: the first announces the departure before that registration only", () => {
+    expect(twoInOneWrite(["left", "joined", "later", "left"], [2, 2])).toEqual([])
+    expect(twoInOneWrite(["left", "joined", "left", "later"], [2, 2])).toEqual(["left-before-mail"])
+  })
+})

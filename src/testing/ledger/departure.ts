@@ -18,8 +18,11 @@
  * incarnation and session. When the broker begins a write holding a
  * `session_left` for X to a connection (its writer chose the frames then,
  * however long the write takes to reach the transport), the ledger notes how
- * many departures of X it had seen (matched to the client's read in order,
- * per connection and session); a
+ * many departures of X it had seen, less one for each later `session_left`
+ * of X in the same write (each announces a departure of its own: a returned
+ * sender's departure withheld from a recipient is written after the earlier
+ * one's, Membership.ts) (matched to the client's read in order, per
+ * connection and session); a
  * recipient that reads it has been told of those departures. The first
  * arrival there of a message whose registration ended in one of them is
  * `left-before-mail`.
@@ -120,6 +123,15 @@ export class DepartureLedger {
   private readonly writtenIn = new Map<string, number>()
   /** Messages whose first arrival was judged. */
   private readonly judged = new Set<string>()
+  /**
+   * Each registration the broker read, per `epoch\u0000session`, in order: the `startedAt` and `pid` its
+   * `register` gave (what a `session_joined` of it shows) and how many departures of the session came
+   * before it.
+   */
+  private readonly registrations = new Map<
+    string,
+    Array<{ readonly startedAt: unknown; readonly pid: unknown; readonly departuresBefore: number }>
+  >()
   /** `acceptSeq` when the broker read each link's `register`. */
   private readonly registeredAtSeq = new Map<number, number>()
 
@@ -135,7 +147,11 @@ export class DepartureLedger {
           const session = typeof parsed["sessionId"] === "string" ? parsed["sessionId"] : link.owner
           const features = parsed["features"]
           const ephemeral = parsed["ephemeral"] === true && Array.isArray(features) && features.includes(EPHEMERAL_V1)
-          this.registered(state, linkId, link.brokerEpoch, session, ephemeral)
+          const info = parsed["session"]
+          const shown = typeof info === "object" && info !== null && "startedAt" in info && "pid" in info
+            ? { startedAt: info.startedAt, pid: info.pid }
+            : undefined
+          this.registered(state, linkId, link.brokerEpoch, session, ephemeral, shown)
           break
         }
         case "unregister":
@@ -207,12 +223,39 @@ export class DepartureLedger {
     this.writes.set(linkId, (this.writes.get(linkId) ?? 0) + 1)
     const link = state.links.get(linkId)
     if (link === undefined) return
+    const sessions: Array<string> = []
     const counts: Array<number> = []
     for (const text of frames) {
-      if (!text.startsWith(`{"type":"session_left"`)) continue
-      const frame = decodeBrokerFrameText(text)
-      if (isFrameDecodeError(frame) || frame.type !== "session_left") continue
-      counts.push(this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0)
+      if (text.startsWith(`{"type":"session_left"`)) {
+        const frame = decodeBrokerFrameText(text)
+        if (isFrameDecodeError(frame) || frame.type !== "session_left") continue
+        sessions.push(frame.sessionId)
+        counts.push(this.count.get(`${link.brokerEpoch}\u0000${frame.sessionId}`) ?? 0)
+      } else if (text.startsWith(`{"type":"session_joined"`) && sessions.length > 0) {
+        // A join of registration R after a `session_left` of its session in this write: that
+        // `session_left` announced no departure from after R registered (R's own, or a later one's, which
+        // the broker withholds from this recipient after a return: Membership.ts), only those before.
+        const frame = decodeBrokerFrameText(text)
+        if (isFrameDecodeError(frame) || frame.type !== "session_joined") continue
+        const joined = frame.session
+        const known = this.registrations.get(`${link.brokerEpoch}\u0000${joined.id}`) ?? []
+        const registration = known.findLast((r) => r.startedAt === joined.startedAt && r.pid === joined.pid)
+        if (registration === undefined) continue
+        for (let i = sessions.length - 1; i >= 0; i--) {
+          if (sessions[i] !== joined.id) continue
+          counts[i] = Math.min(counts[i]!, registration.departuresBefore)
+          break
+        }
+      }
+    }
+    // Each `session_left` of a session in one write announces a departure of its own, in order: one
+    // followed by k more of the same session there announces at most the count less k.
+    const later = new Map<string, number>()
+    for (const session of sessions) later.set(session, (later.get(session) ?? 0) + 1)
+    for (let i = 0; i < sessions.length; i++) {
+      const after = (later.get(sessions[i]!) ?? 1) - 1
+      later.set(sessions[i]!, after)
+      counts[i] = Math.max(0, Math.min(counts[i]!, (this.count.get(`${link.brokerEpoch}\u0000${sessions[i]}`) ?? 0) - after))
     }
     this.countsAtWrite.set(linkId, counts)
   }
@@ -313,8 +356,20 @@ export class DepartureLedger {
   }
 
   /** The broker read a `register` of `session` on `linkId`: a takeover of its other registrations, or a return after a departure. */
-  private registered(state: LedgerState, linkId: number, epoch: number, session: string, ephemeral: boolean): void {
+  private registered(
+    state: LedgerState,
+    linkId: number,
+    epoch: number,
+    session: string,
+    ephemeral: boolean,
+    shown: { readonly startedAt: unknown; readonly pid: unknown } | undefined
+  ): void {
     this.registeredAtSeq.set(linkId, state.acceptSeq)
+    if (shown !== undefined) {
+      const list = this.registrations.get(`${epoch}\u0000${session}`) ?? []
+      list.push({ ...shown, departuresBefore: this.count.get(`${epoch}\u0000${session}`) ?? 0 })
+      this.registrations.set(`${epoch}\u0000${session}`, list)
+    }
     const replaced: Array<Registration> = []
     for (const [other, registration] of this.held) {
       if (other === linkId || registration.session !== session || state.links.get(other)?.brokerEpoch !== epoch) continue
