@@ -307,8 +307,11 @@ export class Membership implements FeedSource {
     // A closed connection keeps its waits, and its waiters sleep on: its close wakes them once it gave
     // back the older mail it held (Output.releaseWaiters), and the mail that waited goes back after the
     // old output it waited for (Output.place, `parkBehindReturn`). Woken here, a drainer runs at once
-    // and its refused message reached the mailbox ahead of both.
+    // and its refused message reached the mailbox ahead of both. An open connection (unregistered) may
+    // register again, so its waits end here; they stay readable for the mail that waited
+    // (`leftReturnWaits`), which then goes back behind that old output too rather than racing its drainer.
     if (peer.returnWaits !== undefined && peer.state !== "closed") {
+      peer.leftReturnWaits = peer.returnWaits
       peer.returnWaits = undefined
       this.waker.returned(peer)
     }

@@ -32,9 +32,10 @@
  * recipient that withholds its departure and return until its old parked
  * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`);
  * forced (its connection closed, or taken back from one taken over), or
- * refused by a recipient whose connection closed while it waited, it is
- * parked behind that old output, in the old connection's parked list
- * (`parkBehindReturn`).
+ * refused by a recipient whose connection closed, or whose session
+ * unregistered, while it waited (`returnWaits`, or `leftReturnWaits` when
+ * the leave ended them), it is parked behind that old output, in the old
+ * connection's parked list (`parkBehindReturn`).
  *
  * An outbox is a plain array. Its writer (PeerWriter.ts) is not woken per
  * item: the outboxes a batch of routing touched are flushed once, when the
@@ -78,7 +79,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
-import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable } from "./Peer.ts"
+import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
@@ -188,6 +189,16 @@ const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
 const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefined): boolean => {
   if (peer.returnWaits === undefined || !isMessage(item)) return false
   const wait = peer.returnWaits.get(item.mail.senderKey)
+  return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
+}
+
+/**
+ * Whether message `item` waits (or waited) on one of `waits` (a recipient's
+ * `returnWaits`, or those it held when its session left, `leftReturnWaits`):
+ * `waitsForReturn` on a given map.
+ */
+const waitedForReturn = (waits: ReadonlyMap<string, ReturnWait>, item: OutboundMessage, offeredBy: Peer): boolean => {
+  const wait = waits.get(item.mail.senderKey)
   return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
 }
 
@@ -407,8 +418,14 @@ export class Output {
       // A returned sender's mail from since its return, for a recipient that closed while it withheld
       // the return: parked behind the old output it waited for, it is refused after that output, so
       // it reaches the mailbox after it (its closed connection kept the waits, Membership.left).
-      if (recipient.state === "closed" && isMessage(item) && waitsForReturn(recipient, item, reader) && this.parkBehindReturn(recipient, item)) {
-        return "parked"
+      // Likewise for a recipient whose session unregistered while it withheld the return: woken by its
+      // hand-back (Custody.handBack, before the leave) its waits still stand; woken by the leave, they ended
+      // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
+      if (isMessage(item)) {
+        const waits = recipient.returnWaits ?? recipient.leftReturnWaits
+        if (waits !== undefined && waitedForReturn(waits, item, reader) && this.parkBehindReturn(recipient, item, waits)) {
+          return "parked"
+        }
       }
       return "refused"
     }
@@ -741,8 +758,12 @@ export class Output {
    * with a drainer (then forced as before). One field test while nothing is
    * withheld so.
    */
-  private parkBehindReturn(recipient: Peer, item: OutboundMessage): boolean {
-    const wait = recipient.returnWaits?.get(item.mail.senderKey)
+  private parkBehindReturn(
+    recipient: Peer,
+    item: OutboundMessage,
+    waits: ReadonlyMap<string, ReturnWait> | undefined = recipient.returnWaits
+  ): boolean {
+    const wait = waits?.get(item.mail.senderKey)
     if (wait === undefined || item.senderSince <= wait.since) return false
     const reader = wait.reader
     if (reader === recipient || reader.parked.length === 0 || !this.parkedReaders.has(reader)) return false
@@ -964,6 +985,7 @@ export class Output {
    * after the older ones (a woken sender may resume at once).
    */
   releaseWaiters(peer: Peer): void {
+    peer.leftReturnWaits = undefined
     this.roomMade(peer)
   }
 

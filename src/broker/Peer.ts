@@ -146,6 +146,17 @@ export class Peer {
    */
   returnWaits: Map<string, ReturnWait> | undefined = undefined
   /**
+   * The `returnWaits` this connection held when its session unregistered
+   * (Membership.left), kept for the mail that waited on them: woken at the
+   * leave, such a message is refused (its session is gone) and goes back
+   * to the mailbox — parked first behind the old output it waited for
+   * (Output.place, `parkBehindReturn`), so the mailbox gets that output
+   * first. Read only for mail stranded here, so a later session of the
+   * connection never waits on them; replaced at its next leave, dropped at
+   * its close.
+   */
+  leftReturnWaits: Map<string, ReturnWait> | undefined = undefined
+  /**
    * Departures this connection gets only after mail of the departed session
    * that waits for it elsewhere — replace messages waiting for room in its
    * outbox, mail in its own parked output, the session's own output parked

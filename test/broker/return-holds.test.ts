@@ -8,7 +8,9 @@
  * return while the first is withheld, a return after the old connection
  * registered as another session, and the asker taken over meanwhile; and
  * (held-return seeds 183, 284) the recipient's connection closing while it
- * withholds the return: its mail goes back to the mailbox oldest first.
+ * withholds the return: its mail goes back to the mailbox oldest first; and
+ * the recipient's session unregistering instead (its connection open),
+ * received-v1 and base.
  *
  * Runs on the in-memory network under TestClock: every step runs until the
  * world is idle, so what the asker got after a round trip is final.
@@ -183,6 +185,74 @@ describe("withheld return", () => {
       )
       assert.isAbove(got.length, 1, "old mail came back")
       assert.deepStrictEqual(got, [...old.slice(old.length - (got.length - 1)).map((m) => m.id), fresh.id])
+    }))
+
+  it.effect("the recipient unregisters (connection open) while it withholds the return: its next connection gets all the old mail before the new", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      // A received-v1 client: its unregister gives back all it never confirmed (Custody.handBack).
+      const watcher = yield* broker.session({ sessionId: "watcher", frame: { features: ["received-v1"] } })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
+      yield* watcher.client.pause
+      const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
+      yield* replier.client.sendRaw(encodeFrames([
+        ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+      const fresh = message("new self")
+      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
+      yield* b.client.roundTrip
+      assert.isBelow(replier.client.count("delivered"), old.length, "some of the old mail is parked")
+      // The watcher's session unregisters, its connection staying open: the waiting new message is
+      // refused (its session is gone) and goes back to the mailbox after the old connection's parked mail.
+      yield* watcher.client.sendRaw(encodeFrames([JSON.stringify({ type: "unregister" })]))
+      yield* b.client.roundTrip
+      const watcher2 = yield* broker.session({ sessionId: "watcher", label: "watcher-2" })
+      yield* messageFor(watcher2.client, fresh.id)
+      yield* watcher2.client.roundTrip
+      const got = watcher2.client.received().flatMap((f) =>
+        f.type === "message" && f.from.id === "replier" ? [String(f.message.id)] : []
+      )
+      assert.deepStrictEqual(got, [...old.map((m) => m.id), fresh.id])
+    }))
+
+  it.effect("a base recipient unregisters (connection open) while it withholds the return: the parked old mail before the new, and none lost", () =>
+    Effect.gen(function*() {
+      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+      const watcher = yield* broker.session({ sessionId: "watcher" })
+      const replier = yield* broker.session({ sessionId: "replier" })
+      yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
+      yield* watcher.client.pause
+      const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
+      yield* replier.client.sendRaw(encodeFrames([
+        ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
+        JSON.stringify({ type: "unregister" })
+      ]))
+      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+      const fresh = message("new self")
+      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
+      yield* b.client.roundTrip
+      // A base client's write is in progress: its unregister leaves the outbox behind it (Custody.handBack),
+      // and the leave itself wakes the waiting new message, which goes back after the old parked mail.
+      yield* watcher.client.sendRaw(encodeFrames([JSON.stringify({ type: "unregister" })]))
+      yield* b.client.roundTrip
+      const watcher2 = yield* broker.session({ sessionId: "watcher", label: "watcher-2" })
+      yield* messageFor(watcher2.client, fresh.id)
+      yield* watcher2.client.roundTrip
+      const fromReplier = (client: WireClient) =>
+        client.received().flatMap((f) => f.type === "message" && f.from.id === "replier" ? [String(f.message.id)] : [])
+      const got = fromReplier(watcher2.client)
+      assert.isAbove(got.length, 1, "parked old mail came back")
+      assert.deepStrictEqual(got, [...old.slice(old.length - (got.length - 1)).map((m) => m.id), fresh.id])
+      // The old connection reads again: what its socket took is its own; the rest of the old outbox comes
+      // back to the mailbox once that write is done (after the new, the base client's trade-off). All arrive once.
+      yield* watcher.client.resume
+      yield* watcher.client.roundTrip
+      yield* watcher2.client.roundTrip
+      const all = [...fromReplier(watcher.client), ...fromReplier(watcher2.client)]
+      assert.deepStrictEqual([...all].sort(), [...old.map((m) => m.id), fresh.id].sort())
     }))
 
   it.effect("the asker taken over while it withholds the return: the new connection gets the old reply, then the pair, then the new mail", () =>
