@@ -6,10 +6,13 @@
  * an absent session. `cancel_ask` drops the caller's own edge.
  *
  * An edge lives for the broker's ask timeout, or for the timeout its asker
- * announced in the `send` (`ask-timeout-v1`), so a reply within the asker's
- * own wait is always accepted. A reply that closed it but was lost before it
- * reached the asker (dropped from the mailbox: evicted, expired, cancelled)
- * opens it again until that deadline (`answerLost`).
+ * announced in the `send` (`ask-timeout-v1`), counted from when the broker
+ * received the ask, so a reply the broker reads within that is accepted.
+ * (The asker's own wait counts from the acknowledgement, a little later: a
+ * reply held up on its way to the broker until just past the deadline is
+ * refused while the asker still waits.) A reply that closed it but was lost
+ * before it reached the asker (dropped from the mailbox: evicted, expired,
+ * cancelled) opens it again until that deadline (`answerLost`).
  *
  * An ask whose copy went back to the mailbox (its recipient's connection
  * closed before it confirmed reading it) is over when its edge is: withdrawn

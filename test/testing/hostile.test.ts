@@ -99,6 +99,40 @@ describe("hostile sessions in the simulation", () => {
       assert.strictEqual(report.asks.replied, 1)
     }))
 
+  it.effect("a reply the broker reads after its ask's edge expired (the replier's reader stalled) is refused before the asker times out, and is no ask-hijacked (seed 4882, shrunk)", () =>
+    Effect.gen(function*() {
+      // D's broker-side reader stalls ~10 s just before A asks D with a 10 s timeout: D's reply reaches
+      // the broker a few ms after the edge expired (brokerReceivedAt + askTimeoutMs) and is refused, while
+      // A, whose wait counts from the acknowledgement it read later, times out a few ms after that.
+      const ops: ReadonlyArray<Op> = [
+        { _tag: "Send", after: 476, from: 2, to: 0 },
+        { _tag: "Ask", after: 1150, from: 0, to: 3, timeoutMs: 6000 },
+        { _tag: "Ask", after: 1781, from: 3, to: 1, timeoutMs: 10000 },
+        { _tag: "Ask", after: 1040, from: 2, to: 1, timeoutMs: 19000 },
+        { _tag: "Send", after: 1773, from: 2, to: 1 },
+        { _tag: "Ask", after: 1620, from: 2, to: 3, timeoutMs: 13000 },
+        { _tag: "Send", after: 2358, from: 2, to: 1 },
+        { _tag: "Stall", after: 0, session: 3, side: "broker", ms: 10074 },
+        { _tag: "Ask", after: 68, from: 0, to: 3, timeoutMs: 10000 },
+        { _tag: "Send", after: 582, from: 2, to: 0 },
+        { _tag: "Send", after: 1863, from: 3, to: 0 },
+        { _tag: "Send", after: 2212, from: 3, to: 0 },
+        { _tag: "Storm", after: 496, connections: 2, holdMs: 2756, drops: [1] },
+        { _tag: "Send", after: 1502, from: 3, to: 1 },
+        { _tag: "Status", after: 483, session: 2, busy: true },
+        { _tag: "List", after: 531, from: 0 },
+        { _tag: "Send", after: 2339, from: 2, to: 3 }
+      ]
+      const report = yield* runWorkload({ seed: 4882 }, ops, { hostile: true })
+      assert.deepStrictEqual(report.violations, [], report.trace.join("\n"))
+      // The refusal came while the asker still waited: its ask ended by its own timeout only afterwards.
+      const refused = report.trace.findIndex((line) => /refused: the broker read it \d+ ms after ask\d+'s edge expired/.test(line))
+      const ask = /after (ask\d+)'s edge/.exec(report.trace[refused] ?? "")?.[1]
+      assert.isDefined(ask, report.trace.join("\n"))
+      const ended = report.trace.findIndex((line) => line.includes(` ${ask} ended: ReplyTimeout`))
+      assert.isTrue(ended > refused, report.trace.join("\n"))
+    }))
+
   // In blocks of SWEEP_BLOCK seeds, each with its own budget (sweep.ts: a loaded machine still ends each in time).
   for (const [first, count] of blocksOf(1, 100)) {
     it.effect(`random workloads with hostile sessions, seeds ${first}–${first + count - 1}: no violation`, () =>

@@ -138,6 +138,19 @@ export interface MessageRecord {
   recordSays: string | undefined
   /** Its delivery mode when not the default steer (`delivery-v1`, ledger/delivery.ts). */
   readonly delivery: DeliveryNote | undefined
+  /**
+   * An ask's edge deadline as its target was told (`ask-timeout-v1`): the
+   * `message` frame's `brokerReceivedAt` plus its `askTimeoutMs`, with the
+   * broker incarnation that wrote it. Undefined before its target read it,
+   * or when the frame carried neither.
+   */
+  askDeadline: { readonly epoch: number; readonly at: number } | undefined
+  /**
+   * When a broker incarnation first read it (a retry it read again later
+   * finds the edge as the first attempt left it, or closed since): a
+   * reply's `ask-hijacked` check compares it with its ask's deadline.
+   */
+  brokerFirstRead: { readonly epoch: number; readonly at: number } | undefined
 }
 
 /** One ask, from its start to how it settled. */

@@ -5,7 +5,7 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 560 lines, one concept — reading the wire for the ledger,
+ * Size: about 590 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
@@ -16,7 +16,9 @@
  * cases each judge one broker frame a client read; the other checks live in
  * their own modules already (order.ts, delivery.ts, asks.ts, topics.ts).
  * The takeover bookkeeping (`heldAtRegister`, for known issue 22) is part of
- * the broker-read tap, so it stays here too.
+ * the broker-read tap, so it stays here too, as does what `ask-hijacked`
+ * needs of it (when a broker first read a reply, and its ask's deadline as
+ * the target read it).
  */
 import { MAX_FRAME_BYTES } from "../../protocol/constants.ts"
 import { compileDecoder, decodeBrokerFrameText, decodeClientFrame, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
@@ -135,7 +137,9 @@ const sendWritten = (
     noticeWrittenTo: [],
     rescued: false,
     recordSays: undefined,
-    delivery
+    delivery,
+    askDeadline: undefined,
+    brokerFirstRead: undefined
   }
   state.messages.set(message.id, record)
   // A child's supervisor-channel ask is no ask of its session runtime (its reply-waiter slot is not used).
@@ -187,6 +191,9 @@ export const brokerRead = (state: LedgerState, linkId: number, frames: ReadonlyA
     // The attempt the broker accepts is the last one it reads before the sender hears "delivered"
     // (an epoch-bound send refused as rebound is sent again with the same id, later).
     const record = recordFrom(state, frame.message.id, owner)
+    if (record !== undefined && link !== undefined && record.brokerFirstRead?.epoch !== link.brokerEpoch) {
+      record.brokerFirstRead = { epoch: link.brokerEpoch, at: state.now() }
+    }
     // One its recipient already read was accepted before: this attempt is a copy sent again after a lost
     // answer (a dropped connection, a crash), which the broker takes as the same message.
     if (record !== undefined && record.outcome !== "acked" && record.reads.length === 0) record.acceptSeq = ++state.acceptSeq
@@ -472,6 +479,10 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
       const record = recordFrom(state, frame.message.id, from)
       groupCrossing(state, link, from, frame.message.id, frame.channel, record)
       if (record === undefined) return
+      const receivedAt = frame.message.brokerReceivedAt
+      if (record.kind === "ask" && receivedAt !== undefined && frame.askTimeoutMs !== undefined) {
+        record.askDeadline = { epoch: link.brokerEpoch, at: receivedAt + frame.askTimeoutMs }
+      }
       if (record.target !== undefined) {
         check(state, record.target === receiver, "misrouted", () =>
           `${record.alias} for ${nameOf(state, record.target ?? "?")} reached ${nameOf(state, receiver)}`)
@@ -542,7 +553,12 @@ const brokerFrameRead = (state: LedgerState, link: LinkRecord, frame: BrokerFram
  * before it still waiting for its answer: a session that sends its asker two
  * messages at once makes both replies (the first answers, the second is
  * refused and sent again as a plain message), and a durable broker
- * acknowledges the first only once the asker has read it.
+ * acknowledges the first only once the asker has read it. Nor when this
+ * broker first read the reply at or after the ask's deadline
+ * (`brokerReceivedAt + askTimeoutMs`, as its target was told): the edge had
+ * expired then (docs/protocol.md, `ask-timeout-v1`), though the asker, whose
+ * wait counts from the acknowledgement it read later, may still be waiting
+ * (a stalled reader of the replier, hostile seed 4882).
  */
 const replyRefused = (state: LedgerState, link: LinkRecord, reply: MessageRecord): void => {
   const questionId = reply.replyTo
@@ -553,6 +569,12 @@ const replyRefused = (state: LedgerState, link: LinkRecord, reply: MessageRecord
     question === undefined || question.outcome !== "acked" || question.ackEpoch !== link.brokerEpoch ||
     question.target !== link.owner || ask === undefined || ask.outcome !== undefined
   ) return
+  const deadline = question.askDeadline
+  const read = reply.brokerFirstRead
+  if (deadline?.epoch === link.brokerEpoch && read?.epoch === link.brokerEpoch && read.at >= deadline.at) {
+    note(state, `   ${reply.alias} refused: the broker read it ${read.at - deadline.at} ms after ${ask.alias}'s edge expired`)
+    return
+  }
   // Another reply to it accepted, or one written before this one on its way (the broker reads in order,
   // and acknowledges a reply only once its asker has read it): that one took the edge.
   let earlier = true

@@ -1,0 +1,79 @@
+/**
+ * The ledger's `ask-hijacked` check (hostile sweeps, ledger/wire.ts) on its
+ * own, fed by hand: a reply refused as matching no pending ask while its ask
+ * is unsettled is a violation only when the broker read the reply before the
+ * ask's edge expired — `brokerReceivedAt + askTimeoutMs` of the question its
+ * target read (docs/protocol.md, `ask-timeout-v1`). The asker's own wait counts
+ * from the acknowledgement, read later, so it may still wait when a reply the
+ * replier's stalled reader held back reaches the broker (hostile seed 4882).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { Message } from "../../src/protocol/frames.ts"
+import { Ledger } from "../../src/testing/Ledger.ts"
+
+const A = "sim-1-a"
+const D = "sim-4-d"
+const info = (id: string, pid: number) => ({ id, cwd: "/", model: "m", pid, startedAt: 0, lastActivity: 0 })
+const RECEIVED_AT = 1_000
+const TIMEOUT_MS = 10_000
+const question: Message = { id: "m-0001", timestamp: 0, content: { text: "question" }, expectsReply: true }
+const reply: Message = { id: "m-0002", timestamp: 0, content: { text: "answer" }, replyTo: question.id }
+
+/**
+ * A asks D (link #1 is A's, #2 is D's); the broker reads the question at
+ * RECEIVED_AT, D reads it with TIMEOUT_MS, A reads its acknowledgement. D's
+ * reply is read by the broker at `replyReadAt`, and refused as matching no
+ * pending ask; A's ask has not settled. Returns the violations' kinds.
+ */
+const refusedReplyReadAt = (replyReadAt: number): ReadonlyArray<string> => {
+  let now = 0
+  const ledger = new Ledger({ now: () => now, hostileChecks: true })
+  ledger.addSession({ id: A, name: "a", scopeId: undefined })
+  ledger.addSession({ id: D, name: "d", scopeId: undefined })
+  ledger.linkOpened(1, A, "client-a", 1)
+  ledger.linkOpened(2, D, "client-d", 1)
+  for (const [link, id, pid] of [[1, A, 1], [2, D, 4]] as const) {
+    const { id: _, ...session } = info(id, pid)
+    ledger.brokerRead(link, [JSON.stringify({ type: "register", sessionId: id, session })])
+    ledger.clientRead(link, [JSON.stringify({ type: "registered", sessionId: id })])
+  }
+  now = RECEIVED_AT
+  ledger.askStarted(A, D)
+  const ask = JSON.stringify({ type: "send", to: D, message: question, askTimeoutMs: TIMEOUT_MS })
+  ledger.clientWrote(1, [ask])
+  ledger.brokerRead(1, [ask])
+  ledger.clientRead(2, [JSON.stringify({
+    type: "message",
+    from: info(A, 1),
+    message: { ...question, brokerReceivedAt: RECEIVED_AT, brokerDeliveredAt: RECEIVED_AT },
+    askTimeoutMs: TIMEOUT_MS
+  })])
+  now = RECEIVED_AT + 15
+  ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: question.id, delivery: "socket_delivered" })])
+  const answer = JSON.stringify({ type: "send", to: A, message: reply })
+  now = RECEIVED_AT + 5_000
+  ledger.clientWrote(2, [answer])
+  now = replyReadAt
+  ledger.brokerRead(2, [answer])
+  ledger.clientRead(2, [JSON.stringify({
+    type: "delivery_failed",
+    messageId: reply.id,
+    reason: "Reply target does not match a pending ask",
+    delivery: "failed",
+    code: "E_REPLY_TARGET",
+    retryable: false,
+    outcomeKnown: true
+  })])
+  return ledger.violations.map((violation) => violation.kind)
+}
+
+describe("Ledger: a reply refused as matching no pending ask (ask-hijacked)", () => {
+  it("a reply the broker read before the ask's deadline, refused while the ask is unsettled, is ask-hijacked", () => {
+    expect(refusedReplyReadAt(RECEIVED_AT + TIMEOUT_MS - 1)).toEqual(["ask-hijacked"])
+  })
+
+  it("a reply the broker read at or after the ask's deadline is no violation, though the asker still waits", () => {
+    expect(refusedReplyReadAt(RECEIVED_AT + TIMEOUT_MS)).toEqual([])
+    expect(refusedReplyReadAt(RECEIVED_AT + TIMEOUT_MS + 5)).toEqual([])
+  })
+})
