@@ -316,6 +316,39 @@ const askerFillerReplier = (replierFeatures: ReadonlyArray<string> = []) =>
     return { broker, asker, filler, replier }
   })
 
+/**
+ * The replier's old reply to the asker parked behind a message for a watcher
+ * that does not read (its outbox full), the replier unregistered in that
+ * batch and back on another connection with a new message for the asker:
+ * checked held back — the asker has heard only the first join — within the
+ * registration timeout (round trips are the barrier).
+ */
+const returnWhileReplyParked = Effect.gen(function*() {
+  const { asker, broker, filler, replier } = yield* askerFillerReplier()
+  const watcher = yield* broker.session({ sessionId: "watcher" })
+  yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
+  // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
+  yield* watcher.client.pause
+  const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
+  assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
+  const answer = message("old reply")
+  yield* replier.client.sendRaw(encodeFrames([
+    JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
+    JSON.stringify({ type: "send", to: "asker", message: answer }),
+    JSON.stringify({ type: "unregister" })
+  ]))
+  // Back on another connection, it sends the asker a message at once; the asker reads all along.
+  const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
+  const fresh = message("new self")
+  yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
+  // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
+  yield* again.client.roundTrip
+  yield* asker.client.roundTrip
+  assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
+  assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
+  return { answer, asker, fill, fresh, watcher }
+})
+
 /** The asker stops reading and the filler fills its outbox: what comes for it next is parked. The filler's messages. */
 const fillOutbox = (asker: WireClient, filler: WireClient) =>
   Effect.gen(function*() {
@@ -498,28 +531,7 @@ describe("a departure behind a slow recipient comes after the session's last mes
 
   it.effect("a returned sender's new message for the asker waits while its old reply waits behind another recipient: old reply, departure, return, new message", () =>
     Effect.gen(function*() {
-      const { asker, broker, filler, replier } = yield* askerFillerReplier()
-      const watcher = yield* broker.session({ sessionId: "watcher" })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
-      // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
-      yield* watcher.client.pause
-      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
-      const answer = message("old reply")
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      // Back on another connection, it sends the asker a message at once; the asker reads all along.
-      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
-      const fresh = message("new self")
-      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
-      // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
-      yield* again.client.roundTrip
-      yield* asker.client.roundTrip
-      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
-      assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
+      const { answer, asker, fill, fresh, watcher } = yield* returnWhileReplyParked
 
       yield* watcher.client.resume
       yield* takeMessages(watcher.client, "filler", fill.length)
@@ -533,28 +545,7 @@ describe("a departure behind a slow recipient comes after the session's last mes
 
   it.effect("the registration timeout forcing the old reply through lets the return's held message follow: old reply, departure, return, new message", () =>
     Effect.gen(function*() {
-      const { asker, broker, filler, replier } = yield* askerFillerReplier()
-      const watcher = yield* broker.session({ sessionId: "watcher" })
-      yield* asker.client.next("session_joined", (f) => f.session.id === "watcher")
-      // The watcher's outbox is full: the replier's batch parks at its message, and its reply to the asker behind it.
-      yield* watcher.client.pause
-      const fill = yield* burst(filler.client, "watcher", 40, 64, "fill")
-      assert.isBelow(filler.client.count("delivered"), fill.length, "the watcher's outbox never filled up")
-      const answer = message("old reply")
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "watcher", message: message("for the watcher") }),
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      // Back on another connection, it sends the asker a message at once; the asker reads all along.
-      const again = yield* broker.session({ sessionId: "replier", label: "replier-again" })
-      const fresh = message("new self")
-      yield* again.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "asker", message: fresh })]))
-      // Within the registration timeout (1 s), which would force the old reply through: round trips are the barrier.
-      yield* again.client.roundTrip
-      yield* asker.client.roundTrip
-      assert.deepStrictEqual(replierOrder(asker.client), ["joined"], "the asker heard of the return, or its mail, before the old reply")
-      assert.strictEqual(again.client.count("delivered"), 0, "the return's message was not held back")
+      const { answer, asker, fresh } = yield* returnWhileReplyParked
 
       // The watcher still does not read: the old connection's registration timeout (1 s) forces its output through.
       yield* advance("2 seconds")

@@ -13,30 +13,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import type { Peer } from "../../src/broker/Peer.ts"
 import type { Router } from "../../src/broker/Router.ts"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { handRouter, orderLabel } from "../support/handRouter.ts"
 
-const written = (router: Router, peer: Peer): Array<string> =>
-  router.output.takeForWrite(peer).frames.flatMap((frame) => {
-    const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
-      JSON.parse(frameText(frame))
-    if (parsed.type === "message") return [`${parsed.message?.content.text}`]
-    if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
-    if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
-    return []
-  })
+const written = (router: Router, peer: Peer): Array<string> => router.output.takeForWrite(peer).frames.flatMap(orderLabel)
 
 /** Frames written to a recording connection, decoded as `written` does. */
-const label = (frame: OutFrame): Array<string> => {
-  const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
-    JSON.parse(frameText(frame))
-  if (parsed.type === "message") return [`${parsed.message?.content.text}`]
-  if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
-  if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
-  return []
-}
+const label = orderLabel
 
 const setUp = Effect.gen(function*() {
   const { attach, batch, router } = yield* handRouter({ outboxCapacity: 2 })

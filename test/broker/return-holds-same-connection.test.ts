@@ -10,19 +10,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { handRouter, orderLabel } from "../support/handRouter.ts"
 
-const label = (frame: OutFrame): Array<string> => {
-  const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
-    JSON.parse(frameText(frame))
-  if (parsed.type === "message") return [`${parsed.message?.content.text}`]
-  if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
-  if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
-  return []
-}
+const label = orderLabel
 
 describe("a return on the same connection, in the unregister batch", () => {
   it.effect("the recipient gets the old reply, the pair, then the new mail, while the watcher still holds the rest", () =>

@@ -86,6 +86,32 @@ const unblock = (watcher: WireClient, asker: WireClient, fill: ReadonlyArray<unk
     yield* asker.roundTrip
   })
 
+/**
+ * A replier that floods a watcher that does not read with 40 old messages
+ * and unregisters in that batch — more than the link and the outbox take, so
+ * the rest parks on the old connection, which stays open — then comes back on
+ * connection `b` with a new message for the watcher, which waits for the
+ * withheld pair. `watcherFrame` adds to the watcher's `register`.
+ */
+const floodThenReturn = (watcherFrame: { readonly features?: ReadonlyArray<string> } = {}) =>
+  Effect.gen(function*() {
+    const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
+    const watcher = yield* broker.session({ sessionId: "watcher", frame: watcherFrame })
+    const replier = yield* broker.session({ sessionId: "replier" })
+    yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
+    yield* watcher.client.pause
+    const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
+    yield* replier.client.sendRaw(encodeFrames([
+      ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
+      JSON.stringify({ type: "unregister" })
+    ]))
+    const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
+    const fresh = message("new self")
+    yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
+    yield* b.client.roundTrip
+    return { b, broker, fresh, old, replier, watcher }
+  })
+
 describe("withheld return", () => {
   it.effect("back twice while held (the middle return's mail parked): that mail does not overtake the old reply", () =>
     Effect.gen(function*() {
@@ -155,22 +181,9 @@ describe("withheld return", () => {
 
   it.effect("the recipient's connection closes while it withholds the return: its next connection gets the old mail before the new", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const watcher = yield* broker.session({ sessionId: "watcher" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
-      yield* watcher.client.pause
-      // More than the link and the outbox take: the rest parks on the old connection, which stays open.
-      const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
-      yield* replier.client.sendRaw(encodeFrames([
-        ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      // Back elsewhere: its new message to the watcher waits for the withheld pair.
-      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
-      const fresh = message("new self")
-      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
-      yield* b.client.roundTrip
+      // More than the link and the outbox take: the rest parks on the old connection, which stays open; back
+      // elsewhere, its new message to the watcher waits for the withheld pair.
+      const { b, broker, fresh, old, replier, watcher } = yield* floodThenReturn()
       assert.isBelow(replier.client.count("delivered"), old.length, "some of the old mail is parked")
       // The watcher's connection closes with the old mail still in its link, its outbox and the old
       // connection's parked list: all of it goes back to the mailbox, and the new message after it.
@@ -189,21 +202,8 @@ describe("withheld return", () => {
 
   it.effect("the recipient unregisters (connection open) while it withholds the return: its next connection gets all the old mail before the new", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
       // A received-v1 client: its unregister gives back all it never confirmed (Custody.handBack).
-      const watcher = yield* broker.session({ sessionId: "watcher", frame: { features: ["received-v1"] } })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
-      yield* watcher.client.pause
-      const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
-      yield* replier.client.sendRaw(encodeFrames([
-        ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
-      const fresh = message("new self")
-      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
-      yield* b.client.roundTrip
+      const { b, broker, fresh, old, replier, watcher } = yield* floodThenReturn({ features: ["received-v1"] })
       assert.isBelow(replier.client.count("delivered"), old.length, "some of the old mail is parked")
       // The watcher's session unregisters, its connection staying open: the waiting new message is
       // refused (its session is gone) and goes back to the mailbox after the old connection's parked mail.
@@ -220,20 +220,7 @@ describe("withheld return", () => {
 
   it.effect("a base recipient unregisters (connection open) while it withholds the return: the parked old mail before the new, and none lost", () =>
     Effect.gen(function*() {
-      const broker = yield* withMemoryBroker({ outboxCapacity: 4, linkCapacity: 8 })
-      const watcher = yield* broker.session({ sessionId: "watcher" })
-      const replier = yield* broker.session({ sessionId: "replier" })
-      yield* watcher.client.next("session_joined", (f) => f.session.id === "replier")
-      yield* watcher.client.pause
-      const old = Array.from({ length: 40 }, (_, i) => message(`old:${i}:`.padEnd(64, "."), { senderSequence: i + 1 }))
-      yield* replier.client.sendRaw(encodeFrames([
-        ...old.map((msg) => JSON.stringify({ type: "send", to: "watcher", message: msg })),
-        JSON.stringify({ type: "unregister" })
-      ]))
-      const b = yield* broker.session({ sessionId: "replier", label: "replier-b" })
-      const fresh = message("new self")
-      yield* b.client.sendRaw(encodeFrames([JSON.stringify({ type: "send", to: "watcher", message: fresh })]))
-      yield* b.client.roundTrip
+      const { b, broker, fresh, old, watcher } = yield* floodThenReturn()
       // A base client's write is in progress: its unregister leaves the outbox behind it (Custody.handBack),
       // and the leave itself wakes the waiting new message, which goes back after the old parked mail.
       yield* watcher.client.sendRaw(encodeFrames([JSON.stringify({ type: "unregister" })]))

@@ -11,6 +11,7 @@ import { Peer } from "../../src/broker/Peer.ts"
 import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
 import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 
 /** A Router driven by hand, and how to feed it. */
@@ -58,3 +59,17 @@ export const handRouter = (options: BrokerCoreOptions, now: () => number = () =>
     }
     return { router, batch, attach }
   })
+
+/**
+ * A frame a hand-driven recipient is written, as the return-order tests read
+ * it: a message's text, `left <id>` or `joined <id>`; other frames are
+ * dropped.
+ */
+export const orderLabel = (frame: OutFrame): Array<string> => {
+  const parsed: { type: string; message?: { content: { text: string } }; sessionId?: string; session?: { id: string } } =
+    JSON.parse(frameText(frame))
+  if (parsed.type === "message") return [`${parsed.message?.content.text}`]
+  if (parsed.type === "session_left") return [`left ${parsed.sessionId}`]
+  if (parsed.type === "session_joined") return [`joined ${parsed.session?.id}`]
+  return []
+}
