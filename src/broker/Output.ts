@@ -65,12 +65,13 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 950 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 1,000 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
- * (`behindOwnParked`) and a takeover's hand-over of the old connection's
- * parked list (`handOverParked`). Kept whole because this class is the single
+ * (`behindOwnParked`), a takeover's hand-over of the old connection's
+ * parked list (`handOverParked`) and a withheld return's waits and parking
+ * (`waitsForReturn`, `parkBehindReturn`). Kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the
  * close's drain); split, that ownership would span files. What waits for room
  * without a reader (due replace messages) is ReplaceStaging.ts's; this module

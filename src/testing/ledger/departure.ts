@@ -51,6 +51,10 @@
  * (`endedOneShot`).
  *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
+ *
+ * Size: about 420 lines, one concept — the departure-order check; over a
+ * third of it is this header and the JSDoc of the counting rules (a write's
+ * departures, a return withheld, a takeover's hand-on).
  */
 import { decodeBrokerFrameText, isFrameDecodeError, parseFrameText } from "../../protocol/decode.ts"
 import { EPHEMERAL_V1 } from "../../protocol/features.ts"
