@@ -181,6 +181,16 @@ const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
   peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
 
 /**
+ * The wait in `waits` (a recipient's `returnWaits`, or those it held when its
+ * session left, `leftReturnWaits`) that message `item` is from since — its
+ * sender's return, which the recipient withholds — or undefined.
+ */
+const returnWaitOf = (waits: ReadonlyMap<string, ReturnWait> | undefined, item: OutboundMessage): ReturnWait | undefined => {
+  const wait = waits?.get(item.mail.senderKey)
+  return wait !== undefined && item.senderSince > wait.since ? wait : undefined
+}
+
+/**
  * Whether `item` is a message of a returned sender's, from since its
  * return, for `peer`, which withholds that sender's departure and join
  * (`Peer.returnWaits`): it waits until they are owed — unless `offeredBy`
@@ -189,24 +199,8 @@ const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
  */
 const waitsForReturn = (peer: Peer, item: OutboundItem, offeredBy: Peer | undefined): boolean => {
   if (peer.returnWaits === undefined || !isMessage(item)) return false
-  const wait = peer.returnWaits.get(item.mail.senderKey)
-  return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
-}
-
-/**
- * Whether message `item` waits (or waited) on one of `waits` (a recipient's
- * `returnWaits`, or those it held when its session left, `leftReturnWaits`):
- * `waitsForReturn` on a given map.
- */
-const waitedForReturn = (waits: ReadonlyMap<string, ReturnWait>, item: OutboundMessage, offeredBy: Peer): boolean => {
-  const wait = waits.get(item.mail.senderKey)
-  return wait !== undefined && item.senderSince > wait.since && wait.reader !== offeredBy
-}
-
-/** Whether message `item` for `peer` is its sender's from since a return `peer` withholds (`Peer.returnWaits`). */
-const fromSinceReturn = (peer: Peer, item: OutboundMessage): boolean => {
-  const wait = peer.returnWaits?.get(item.mail.senderKey)
-  return wait !== undefined && item.senderSince > wait.since
+  const wait = returnWaitOf(peer.returnWaits, item)
+  return wait !== undefined && wait.reader !== offeredBy
 }
 
 /** One more message of `senderKey`'s for `peer` in `peer`'s own parked list. */
@@ -423,8 +417,8 @@ export class Output {
       // hand-back (Custody.handBack, before the leave) its waits still stand; woken by the leave, they ended
       // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
       if (isMessage(item)) {
-        const waits = recipient.returnWaits ?? recipient.leftReturnWaits
-        if (waits !== undefined && waitedForReturn(waits, item, reader) && this.parkBehindReturn(recipient, item, waits)) {
+        const wait = returnWaitOf(recipient.returnWaits ?? recipient.leftReturnWaits, item)
+        if (wait !== undefined && wait.reader !== reader && this.parkBehindReturn(recipient, item, wait)) {
           return "parked"
         }
       }
@@ -762,10 +756,9 @@ export class Output {
   private parkBehindReturn(
     recipient: Peer,
     item: OutboundMessage,
-    waits: ReadonlyMap<string, ReturnWait> | undefined = recipient.returnWaits
+    wait: ReturnWait | undefined = returnWaitOf(recipient.returnWaits, item)
   ): boolean {
-    const wait = waits?.get(item.mail.senderKey)
-    if (wait === undefined || item.senderSince <= wait.since) return false
+    if (wait === undefined) return false
     const reader = wait.reader
     if (reader === recipient || reader.parked.length === 0 || !this.parkedReaders.has(reader)) return false
     reader.parked.push([recipient, item])
@@ -798,7 +791,9 @@ export class Output {
     this.parkedBehindOwn++
     // Mail of a departed sender's coming back (requeued) after its hold was set: the hold waits for it too —
     // not for mail from since a return the recipient withholds (it waits for that departure to be owed).
-    if (!this.departureHolds.isEmpty && !fromSinceReturn(recipient, item)) this.departureHolds.requeued(recipient, item)
+    if (!this.departureHolds.isEmpty && returnWaitOf(recipient.returnWaits, item) === undefined) {
+      this.departureHolds.requeued(recipient, item)
+    }
   }
 
   /**
