@@ -27,6 +27,7 @@ import { DeliveryCode } from "../protocol/delivery.ts"
 import type { DeliveryChoice } from "../protocol/deliveryModes.ts"
 import {
   EXTENSION_FEATURES,
+  LIST_PAGE_V1,
   OBSERVE_V1,
   QUESTIONS_V1,
   RECEIVED_V1,
@@ -143,6 +144,13 @@ export interface ClientConnection {
     timeoutMs: number,
     group?: string
   ) => Effect.Effect<ReadonlyArray<SessionInfo>, RequestTimeout | ConnectionLost>
+  /**
+   * The liveness probe (P96): a `list` the broker must answer within
+   * `timeoutMs`. With `list-page-v1` it asks for one session (`limit: 1`):
+   * every client probes every 30 s, and a whole list from each would cost the
+   * broker the square of the sessions. A base broker answers its whole list.
+   */
+  readonly probe: (timeoutMs: number) => Effect.Effect<void, RequestTimeout | ConnectionLost>
   /** A `send`, or with `supervisor_send` a child's message to its supervisor. */
   readonly send: (request: SendRequest, timeoutMs: number, frameType?: SendFrameType) => Effect.Effect<Delivery, SendError>
   /**
@@ -526,8 +534,11 @@ export const openClientConnection = (
       )
     )
 
-    /** One `list` request: a base answer, or one page (`list-page-v1`) starting after `cursor`. */
-    const listPage = (timeoutMs: number, cursor: string | undefined, group: string | undefined) =>
+    /**
+     * One `list` request: a base answer, or one page (`list-page-v1`) starting after `cursor`, of at
+     * most `limit` sessions (sent only to a broker that granted `list-page-v1`).
+     */
+    const listPage = (timeoutMs: number, cursor: string | undefined, group: string | undefined, limit?: number) =>
       Effect.suspend(() => {
         const requestId = randomUUID()
         const answer = Deferred.makeUnsafe<SessionsPage, ConnectionLost>()
@@ -536,7 +547,8 @@ export const openClientConnection = (
           type: "list",
           requestId,
           ...(cursor === undefined ? {} : { cursor }),
-          ...(group === undefined ? {} : { group })
+          ...(group === undefined ? {} : { group }),
+          ...(limit === undefined || !granted.has(LIST_PAGE_V1) ? {} : { limit })
         }
         return writeThenAwait(write(frame, "list"), answer, timeoutMs, "list", () => lists.delete(requestId)).pipe(
           Effect.onInterrupt(() => Effect.sync(() => lists.delete(requestId)))
@@ -560,6 +572,8 @@ export const openClientConnection = (
         } while (cursor !== undefined)
         return sessions
       })
+
+    const probe: ClientConnection["probe"] = (timeoutMs) => Effect.asVoid(listPage(timeoutMs, undefined, undefined, 1))
 
     const send: ClientConnection["send"] = (request, timeoutMs, frameType = "send") =>
       Effect.suspend(() => {
@@ -686,6 +700,7 @@ export const openClientConnection = (
       closed: Deferred.await(closed),
       takenOver: () => takenOver,
       list,
+      probe,
       send,
       unanswered: () => sends.unanswered(),
       resend,

@@ -471,7 +471,7 @@ const make = (
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
-              Effect.andThen(connection.list(livenessTimeoutMs)),
+              Effect.andThen(connection.probe(livenessTimeoutMs)),
               // P96: a broker that does not answer is dropped at once (no unregister), then reconnected.
               Effect.catchTag("RequestTimeout", () =>
                 Effect.sync(() => lastError = "liveness probe timed out").pipe(

@@ -232,6 +232,26 @@ describe("liveness probe (P96, in memory)", () => {
       assert.deepInclude(yield* client.status, { connected: true, connections: 1 })
     }))
 
+  it.effect("the probe asks a broker that pages for one session (limit 1), and a base broker for its list as it is", () =>
+    Effect.gen(function*() {
+      const paging = yield* memoryFakeBroker({ features: ["exact-send-v1", "list-page-v1"] })
+      const { client } = yield* makeMemoryClient(memoryClientOptions(paging, A_ID, "alpha", timings))
+      yield* settle(client.connect)
+      const connectedAt = yield* now
+      yield* advanceTo(connectedAt + 3 * interval)
+      const probes = paging.ofType("list")
+      assert.strictEqual(probes.length, 3)
+      assert.deepStrictEqual(probes.map((probe) => probe.frame.limit), [1, 1, 1])
+      assert.deepInclude(yield* client.status, { connected: true, connections: 1 })
+
+      const base = yield* memoryFakeBroker({ features: ["exact-send-v1"] })
+      const other = (yield* makeMemoryClient(memoryClientOptions(base, A_ID, "alpha", timings))).client
+      yield* settle(other.connect)
+      const baseConnectedAt = yield* now
+      yield* advanceTo(baseConnectedAt + interval)
+      assert.deepStrictEqual(base.ofType("list").map((probe) => "limit" in probe.frame), [false])
+    }))
+
   it.effect("against the real broker core the probe causes no churn: peers see no session_left", () =>
     Effect.gen(function*() {
       const broker = yield* withMemoryBroker({ idleExit: null })
