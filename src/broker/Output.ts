@@ -73,7 +73,9 @@
  * parked list (`handOverParked`) and a withheld return's waits and parking
  * (`waitsForReturn`, `parkBehindReturn`). Kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the
- * close's drain); split, that ownership would span files. What waits for room
+ * close's drain); split, that ownership would span files. The takeover and
+ * close side (`handOver`, `handOverParked`, `forceParked`, `takeOwnParked`,
+ * `drainOnClose`) is the natural next split, due at this length. What waits for room
  * without a reader (due replace messages) is ReplaceStaging.ts's; this module
  * only answers `hasRoom` and calls `room` when a writer makes some.
  */

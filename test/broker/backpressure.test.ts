@@ -317,6 +317,23 @@ const askerFillerReplier = (replierFeatures: ReadonlyArray<string> = []) =>
   })
 
 /**
+ * The asker's outbox full (`fillOutbox`), the replier sends it a reply,
+ * unregisters and registers again as itself, all in one batch: the reply
+ * parks, and the departure and return with it.
+ */
+const replyLeaveAndReturn = (asker: WireClient, filler: WireClient, replier: WireClient) =>
+  Effect.gen(function*() {
+    const fill = yield* fillOutbox(asker, filler)
+    const answer = message("back in a moment")
+    yield* replier.sendRaw(encodeFrames([
+      JSON.stringify({ type: "send", to: "asker", message: answer }),
+      JSON.stringify({ type: "unregister" }),
+      JSON.stringify(registerFrame({ sessionId: "replier" }))
+    ]))
+    return { answer, fill }
+  })
+
+/**
  * The replier's old reply to the asker parked behind a message for a watcher
  * that does not read (its outbox full), the replier unregistered in that
  * batch and back on another connection with a new message for the asker:
@@ -425,13 +442,7 @@ describe("a departure behind a slow recipient comes after the session's last mes
     Effect.gen(function*() {
       const { asker, filler, replier } = yield* askerFillerReplier()
 
-      const fill = yield* fillOutbox(asker.client, filler.client)
-      const answer = message("back in a moment")
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" }),
-        JSON.stringify(registerFrame({ sessionId: "replier" }))
-      ]))
+      const { answer, fill } = yield* replyLeaveAndReturn(asker.client, filler.client, replier.client)
 
       yield* asker.client.resume
       yield* takeMessages(asker.client, "filler", fill.length)
@@ -448,13 +459,7 @@ describe("a departure behind a slow recipient comes after the session's last mes
     Effect.gen(function*() {
       const { asker, filler, replier } = yield* askerFillerReplier()
 
-      const fill = yield* fillOutbox(asker.client, filler.client)
-      const answer = message("back in a moment")
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" }),
-        JSON.stringify(registerFrame({ sessionId: "replier" }))
-      ]))
+      const { fill } = yield* replyLeaveAndReturn(asker.client, filler.client, replier.client)
 
       yield* drainUntilReplierLeft(asker.client, fill)
       yield* asker.client.next("session_joined", (f) => f.session.id === "replier")
@@ -465,13 +470,7 @@ describe("a departure behind a slow recipient comes after the session's last mes
     Effect.gen(function*() {
       const { asker, broker, filler, replier } = yield* askerFillerReplier()
 
-      const fill = yield* fillOutbox(asker.client, filler.client)
-      const answer = message("back in a moment")
-      yield* replier.client.sendRaw(encodeFrames([
-        JSON.stringify({ type: "send", to: "asker", message: answer }),
-        JSON.stringify({ type: "unregister" }),
-        JSON.stringify(registerFrame({ sessionId: "replier" }))
-      ]))
+      const { fill } = yield* replyLeaveAndReturn(asker.client, filler.client, replier.client)
       // Far more short-lived sessions than the feed keeps (4 × live sessions + 1024): the departure is dropped.
       const churn = yield* broker.connect("churn")
       const frames: Array<string> = []
