@@ -7,10 +7,10 @@
  * errors through their tool results (client/output.ts, `USAGE_ERRORS`).
  *
  * Unlike a client command's, a `--dir` that does not exist yet is let
- * through: `broker --dir a/new/deep` creates it, and `top` and `ui` watch
- * for a broker there (one that does not run is their own "no broker"
- * answer, or, for `ui`, a wait until one does), and none of them starts a
- * broker that a typo would hide.
+ * through where it can mean something: `broker --dir a/new/deep` creates
+ * it, and `ui` waits for a broker to start there; neither starts a broker
+ * that a typo would hide. `top` refuses it as a client command does: it
+ * never waits for a broker, so its "no broker answers" would hide the typo.
  */
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -28,13 +28,25 @@ export const reportAgentDirError = (error: AgentDirError): Effect.Effect<never, 
   )
 
 /**
- * `checkAgentDir(paths, dir)` with a `--dir` that does not exist yet let
- * through; any other failure reported (`reportAgentDirError`).
+ * What a command does with a `--dir` that does not exist yet: `"allow"` it
+ * (it may be made, or a broker started there, later), or `"refuse"` it as a
+ * client command does (exit 2).
  */
-export const checkAgentDirOrExit = (paths: IntercomPaths, dir: string | undefined): Effect.Effect<void, ExitCode> =>
+export type MissingDir = "allow" | "refuse"
+
+/**
+ * `checkAgentDir(paths, dir)` with a `--dir` that does not exist yet let
+ * through unless `missing` is `"refuse"`; any other failure reported
+ * (`reportAgentDirError`).
+ */
+export const checkAgentDirOrExit = (
+  paths: IntercomPaths,
+  dir: string | undefined,
+  missing: MissingDir = "allow"
+): Effect.Effect<void, ExitCode> =>
   checkAgentDir(paths, dir).pipe(
     Effect.catchTags({
-      NoSuchAgentDir: (error) => error.isFile ? reportAgentDirError(error) : Effect.void,
+      NoSuchAgentDir: (error) => error.isFile || missing === "refuse" ? reportAgentDirError(error) : Effect.void,
       IntercomDirNotADirectory: reportAgentDirError,
       AgentDirInaccessible: reportAgentDirError
     })
@@ -42,15 +54,15 @@ export const checkAgentDirOrExit = (paths: IntercomPaths, dir: string | undefine
 
 /**
  * This process's paths for `dir` (the `--dir` flag, if given), once
- * `checkAgentDirOrExit` has passed them; a socket path that cannot be used
+ * `checkAgentDirOrExit(paths, dir, missing)` has passed them; a socket path that cannot be used
  * is reported (stderr, exit 1) too.
  */
-export const checkedProcessPaths = (dir: string | undefined): Effect.Effect<IntercomPaths, ExitCode> =>
+export const checkedProcessPaths = (dir: string | undefined, missing: MissingDir = "allow"): Effect.Effect<IntercomPaths, ExitCode> =>
   Effect.gen(function*() {
     const paths = yield* resolveProcessPaths(dir).pipe(
       Effect.catchTag("SocketPathError", (error) =>
         Console.error(error.message).pipe(Effect.andThen(Effect.fail(new ExitCode({ code: EXIT_FAILURE })))))
     )
-    yield* checkAgentDirOrExit(paths, dir)
+    yield* checkAgentDirOrExit(paths, dir, missing)
     return paths
   })

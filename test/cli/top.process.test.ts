@@ -12,6 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Schedule, type Scope } from "effect"
 import { execFileSync, spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { BrokerSnapshot } from "../../src/observe/Snapshot.ts"
@@ -149,9 +150,20 @@ describe("intercom top", () => {
       assert.deepStrictEqual(snapshot.traffic.map((entry) => entry.messageId), ["m1"])
     }), 60_000)
 
+  it.live("a --dir that does not exist is a bad invocation naming it, not \"no broker\" (exit 2)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir()
+      const missing = path.join(root, "agnet")
+      const result = yield* runCli(["top", "--once", "--dir", missing], cleanEnv(root))
+      assert.strictEqual(result.code, 2, result.stderr)
+      assert.strictEqual(result.stderr, `No such directory: ${missing} (--dir). Create it, or omit --dir for the default agent dir.\n`)
+      assert.strictEqual(result.stdout, "")
+    }), 60_000)
+
   it.live("with no broker, top says none is running and how to start one (exit 1)", () =>
     Effect.gen(function*() {
       const root = yield* tempDir()
+      fs.mkdirSync(path.join(root, "agent"))
       const result = yield* runCli(["top", "--once", "--dir", path.join(root, "agent")], cleanEnv(root))
       assert.strictEqual(result.code, 1)
       assert.include(result.stderr, "No intercom broker answers on")

@@ -2,7 +2,8 @@
  * The `intercom top` command line (docs/cli.md): flags around `runTop`,
  * which is loaded only when the command runs. The live view needs stdout
  * and stdin to be a terminal; without one it is a usage error naming `--once`.
- * The agent dir is checked next, as a client command's is (agentDirReport.ts).
+ * The agent dir is checked next, as a client command's is (agentDirReport.ts),
+ * a `--dir` that does not exist included.
  */
 import * as Command from "effect/cli/Command"
 import * as Console from "effect/Console"
@@ -67,8 +68,9 @@ export const top = Command.make("top", { dir: dirFlag, interval: intervalFlag, o
         return yield* new ExitCode({ code: EXIT_USAGE })
       }
       // A --dir that is a file, or a file in the intercom dir's place: said as the client commands say it.
+      // A --dir that does not exist too: top never waits for a broker to start, so "no broker" would hide the typo.
       const dir = Option.getOrUndefined(input.dir)
-      yield* checkedProcessPaths(dir)
+      yield* checkedProcessPaths(dir, "refuse")
       const { runTop } = yield* Effect.promise(() => import("./runTop.ts"))
       yield* runTop({ dir, intervalMs: input.interval, once: input.once, json: input.json }).pipe(
         Effect.catchTag("ObserveError", reportError),
