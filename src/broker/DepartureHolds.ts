@@ -3,19 +3,19 @@
  * of which departed senders' mail still waits in a recipient's own parked
  * list (its mailbox flush that did not fit, and mail parked behind it:
  * Output.ts), and how many of their messages, so that the last of them
- * being offered releases the hold Membership took on that sender's
+ * being offered releases the hold WithheldDepartures.ts took on that sender's
  * `session_left` for that recipient (C-BRK-33; docs/architecture.md,
  * "Membership frames").
  *
  * Owns one record per (recipient, departed session), and one hold in
- * Membership's count for each (`hold` says when to take it). A later
+ * WithheldDepartures.ts's count for each (`hold` says when to take it). A later
  * departure of the same session while the record still waits (it came
  * back and left again) shares it: the mail it waits for is the same, so
  * one release ends the hold, and a release never ends a hold it did not
  * take. Output drives it: it is the single writer of the parked lists and
  * tells this module when one of their messages is offered (`offered`),
  * joins them (`requeued`), or is gone with its reader's close (`drop`);
- * Membership, when the recipient's session left (`forget`: nothing is
+ * WithheldDepartures.ts, when the recipient's session left (`forget`: nothing is
  * released, so no release reaches the connection's next registration).
  *
  * Cost: nothing per routed message; per offered parked item, one check
@@ -39,7 +39,7 @@ export class DepartureHolds {
   private readonly byRecipient = new Map<Peer, Map<string, Hold>>()
   private readonly release: (recipient: Peer, senderId: string) => void
 
-  /** @param release releases the hold taken for `recipient` on session `senderId`'s departure (Membership.releaseDeparture). */
+  /** @param release releases the hold taken for `recipient` on session `senderId`'s departure (WithheldDepartures.releaseDeparture). */
   constructor(release: (recipient: Peer, senderId: string) => void) {
     this.release = release
   }
@@ -52,7 +52,7 @@ export class DepartureHolds {
   /**
    * Session `senderId` (`senderKey`) left with `count` messages in
    * `recipient`'s own parked list. True for a new record: the caller takes
-   * its hold (Membership.withholdDeparture). False when a record of an
+   * its hold (WithheldDepartures.withholdDeparture). False when a record of an
    * earlier departure of the session's still waits for that mail: it covers
    * this departure too, and now counts `count` (the mail parked now).
    */

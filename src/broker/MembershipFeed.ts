@@ -28,7 +28,7 @@ import type { Rejoins } from "./Rejoins.ts"
 
 /**
  * A departure one recipient gets only once the holds on it are released
- * (Membership.withholdDeparture): kept on the recipient's `Peer`, by the
+ * (WithheldDepartures.withholdDeparture): kept on the recipient's `Peer`, by the
  * departed session's id.
  */
 export interface WithheldDeparture {
@@ -227,13 +227,13 @@ export class MembershipFeed {
    *
    * A departure whose id is in `withheld` is not sent, whether or not the
    * session joined again since: it is marked passed there, for the owner to
-   * send when it is released (Membership.releaseDeparture). A new join
+   * send when it is released (WithheldDepartures.releaseDeparture). A new join
    * written meanwhile unmarks it: the recipient hears the session join again
    * (as at a takeover), and the departure it stood for is not owed any more.
    * A session whose entry in `withheld` is `rejoined` (back while output of
    * its departed self for the recipient is parked) has its new join and
    * presence passed over too (`joinPassed`), for the owner to owe with the
-   * departure (Membership.owePair).
+   * departure (WithheldDepartures.owePair).
    * An entry whose holds were all released while the session was back
    * (`holds` 0) is settled here and deleted from `withheld`: by the new join
    * when it is written, or, when the session left again before that, by a

@@ -30,7 +30,7 @@
  * other session that does not read), nor do answers, receipts and notices.
  * A returned sender's mail from since its return waits the same way for a
  * recipient that withholds its departure and return until its old parked
- * output is out (`Peer.returnWaits`, Membership's; `waitsForReturn`);
+ * output is out (`Peer.returnWaits`, WithheldDepartures.ts's; `waitsForReturn`);
  * forced (its connection closed, or taken back from one taken over), or
  * refused by a recipient whose connection closed, or whose session
  * unregistered, while it waited (`returnWaits`, or `leftReturnWaits` when
@@ -63,7 +63,7 @@
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
- * counting down are DepartureHolds.ts's; Membership.ts withholds it).
+ * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
  *
  * Size: about 1,000 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
@@ -87,7 +87,7 @@ import { DepartureHolds } from "./DepartureHolds.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
-/** Where a writer gets membership frames from (Membership.ts). */
+/** Where a writer gets membership frames from (Membership.ts; `parkedOut` and `releaseDeparture`, WithheldDepartures.ts). */
 export interface FeedSource {
   /**
    * Appends the membership frames `peer` has not seen: joins and presence to
@@ -107,13 +107,13 @@ export interface FeedSource {
   /**
    * All of `reader`'s parked output reached its recipients' outboxes (or
    * could not: they closed): the departures held behind it go into the feed
-   * (Membership.left).
+   * (WithheldDepartures.left, `parkedOut`).
    */
   readonly parkedOut: (reader: Peer) => void
   /**
    * The mail of session `senderId`'s that `recipient`'s own parked output
    * held when that session left is all offered: the hold it took on the
-   * departure withheld from `recipient` is released (Membership.releaseDeparture).
+   * departure withheld from `recipient` is released (WithheldDepartures.releaseDeparture).
    */
   readonly releaseDeparture: (recipient: Peer, senderId: string) => void
 }
@@ -414,7 +414,7 @@ export class Output {
     if (isShut(recipient) || isStranded(item, recipient)) {
       // A returned sender's mail from since its return, for a recipient that closed while it withheld
       // the return: parked behind the old output it waited for, it is refused after that output, so
-      // it reaches the mailbox after it (its closed connection kept the waits, Membership.left).
+      // it reaches the mailbox after it (its closed connection kept the waits, WithheldDepartures.left).
       // Likewise for a recipient whose session unregistered while it withheld the return: woken by its
       // hand-back (Custody.handBack, before the leave) its waits still stand; woken by the leave, they ended
       // there (the connection may register again), but this message waited on one (`leftReturnWaits`).
@@ -613,7 +613,7 @@ export class Output {
    * `recipient` withholds the departure of session `senderId` (`senderKey`)
    * until the `count` messages of its in `recipient`'s own parked list are
    * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
-   * close. True for a new hold (the caller takes it: Membership.withholdDeparture);
+   * close. True for a new hold (the caller takes it: WithheldDepartures.withholdDeparture);
    * false when the hold of an earlier departure of the session's still waits
    * for that mail: it covers this departure too (DepartureHolds.hold).
    */
@@ -750,7 +750,7 @@ export class Output {
    * return for (`waitsForReturn`, `ReturnWait.reader`), when it is mail
    * from since that return: that drainer offers it after the old output,
    * so it neither overtakes the old output nor owes the pair early
-   * (Membership's `unwithholdBeforeNewMail`, which would put the old output
+   * (WithheldDepartures.unwithholdBeforeNewMail, which would put the old output
    * after the `session_left`). False when that output is no longer parked
    * with a drainer (then forced as before). One field test while nothing is
    * withheld so.

@@ -3,7 +3,8 @@
  *
  * Ownership: every mutable field is written by the Router's synchronous
  * concern modules only — the registry fields by `Registration`, the output
- * fields by `Output`, the membership fields by `Membership`. The connection
+ * fields by `Output`, the membership fields by `Membership` and
+ * `WithheldDepartures`. The connection
  * actor (ConnectionActor.ts), its reader (PeerReader.ts) and its writer
  * (PeerWriter.ts) never write a `Peer`: they read `isClosing` and call
  * `Output` (take output to write, offer parked output, drain at close).
@@ -140,14 +141,14 @@ export class Peer {
    * the return (tagged past `since`) waits until the pair is owed — no
    * message may precede its sender's join — except what `reader`, the
    * connection whose parked output the pair waits for, offers (behind that
-   * output already). Written by Membership, read by Output. Kept past
-   * the session's leave when the connection closed (Membership.left), so
+   * output already). Written by WithheldDepartures, read by Output. Kept past
+   * the session's leave when the connection closed (WithheldDepartures.left), so
    * the mail that waited goes back behind that output.
    */
   returnWaits: Map<string, ReturnWait> | undefined = undefined
   /**
    * The `returnWaits` this connection held when its session unregistered
-   * (Membership.left), kept for the mail that waited on them: woken at the
+   * (WithheldDepartures.left), kept for the mail that waited on them: woken at the
    * leave, such a message is refused (its session is gone) and goes back
    * to the mailbox — parked first behind the old output it waited for
    * (Output.place, `parkBehindReturn`), so the mailbox gets that output
@@ -161,11 +162,11 @@ export class Peer {
    * that waits for it elsewhere — replace messages waiting for room in its
    * outbox, mail in its own parked output, the session's own output parked
    * when it came back (then with its new join: `rejoined`)
-   * (Membership.withholdDeparture) —
+   * (WithheldDepartures.withholdDeparture) —
    * by session id, with whether its writer passed the departure in the feed
    * and how many holds are on it (none: released while the session was back,
    * waiting for the writer to settle it). Both this and `owedDepartures` are
-   * dropped when the connection's session leaves (Membership.left).
+   * dropped when the connection's session leaves (WithheldDepartures.left).
    */
   withheldDepartures: Map<string, WithheldDeparture> | undefined = undefined
 

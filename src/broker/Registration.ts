@@ -377,7 +377,7 @@ export class Registration {
     peer.features = featureSet(features)
     peer.instanceId = instanceId
     // Before anything of the old connection's is taken back to this one: the returns it withholds move here.
-    if (previous !== undefined) this.membership.takenOver(previous.peer, peer)
+    if (previous !== undefined) this.membership.holds.takenOver(previous.peer, peer)
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
     output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId, stateEpoch))

@@ -52,7 +52,7 @@
  * delivered at once (see `hooks`); one that must wait for room (its
  * sender's connection closed, so there is no batch to park it with) holds
  * that sender's `session_left` back from its recipient, and from it only,
- * until it is queued or dropped (`DepartureGate`, Membership's
+ * until it is queued or dropped (`DepartureGate`, WithheldDepartures.ts's
  * `withholdDeparture`). Its sender may withdraw a staged message
  * (`withdraw`: `cancel_message`, `cancel_ask`).
  *
@@ -108,7 +108,7 @@ export type NotifySender = (senderKey: string, notice: string) => void
 
 /**
  * Holds a departed sender's `session_left` back from one recipient while its
- * replace messages wait for room there (Membership.withholdDeparture and
+ * replace messages wait for room there (WithheldDepartures.withholdDeparture and
  * releaseDeparture, by the sender's session id): one hold per (sender,
  * recipient), released once.
  */

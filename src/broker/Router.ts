@@ -110,7 +110,7 @@ export interface RouterStats {
   readonly waitsBehindOwn: number
   /** Departures withheld from a recipient behind the departed sender's mail in its own parked list (DepartureHolds.ts). */
   readonly departuresHeld: number
-  /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (Membership.ts). */
+  /** Returns while a departure was held: a session back while its old connection's output was parked, its departure and return withheld from that output's recipients (WithheldDepartures.ts). */
   readonly returnsHeld: number
 }
 
@@ -218,8 +218,8 @@ export class Router {
     const output = new Output((item) => mail.takeBack(item), {
       collect: (peer, items, out, departures, rejoins) => membership.collect(peer, items, out, departures, rejoins),
       taken: (peer) => membership.taken(peer),
-      parkedOut: (reader) => membership.parkedOut(reader),
-      releaseDeparture: (recipient, senderId) => membership.releaseDeparture(recipient, senderId)
+      parkedOut: (reader) => membership.holds.parkedOut(reader),
+      releaseDeparture: (recipient, senderId) => membership.holds.releaseDeparture(recipient, senderId)
     }, {
       frames: options.outboxCapacity,
       perOutbox: options.outboxChars,
@@ -320,8 +320,8 @@ export class Router {
       (senderKey, notice) => mail.notify(senderKey, notice),
       () => signal(signals.staging),
       {
-        withhold: (recipient, senderId) => membership.withholdDeparture(recipient, senderId),
-        release: (recipient, senderId) => membership.releaseDeparture(recipient, senderId)
+        withhold: (recipient, senderId) => membership.holds.withholdDeparture(recipient, senderId),
+        release: (recipient, senderId) => membership.holds.releaseDeparture(recipient, senderId)
       }
     )
     send.stageWith(staging)
@@ -623,7 +623,7 @@ export class Router {
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
       departuresHeld: this.ctx.output.departuresHeld,
-      returnsHeld: this.membership.returnsHeld
+      returnsHeld: this.membership.holds.returnsHeld
     }
   }
 }

@@ -430,7 +430,7 @@ export class Send {
    * since no reader's batch is there to park it with. With `leaving` (its
    * sender leaves) inside a batch — the sender's own `unregister` — it is
    * queued with that batch, parked if need be, so that its sender's
-   * departure waits for it (Membership's `held`).
+   * departure waits for it (WithheldDepartures.ts's `held`).
    */
   deliverStaged(staged: Staged, target: Session, leaving: boolean): boolean {
     const now = this.ctx.now()

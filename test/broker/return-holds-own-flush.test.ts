@@ -1,5 +1,5 @@
 /**
- * A withheld return (Membership's held return, Output's `parkBehindReturn`)
+ * A withheld return (WithheldDepartures.ts's held return, Output's `parkBehindReturn`)
  * whose forced new mail meets the recipient's OWN parked list (its mailbox
  * flush): the new mail must park behind the old output the pair waits for,
  * not behind that flush — there it waited for the pair, while the old output

@@ -1,5 +1,5 @@
 /**
- * `Membership.unwithholdBeforeNewMail`, the held return's safety net: a
+ * `WithheldDepartures.unwithholdBeforeNewMail`, the held return's safety net: a
  * session that unregisters with output parked and registers again ON THE
  * SAME connection in that batch has its new mail offered by that same
  * drainer (`waitsForReturn` lets the reader of the old output through), so

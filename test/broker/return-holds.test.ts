@@ -1,5 +1,5 @@
 /**
- * A sender's withheld return (Membership.ts, "Departures"; rbq): the replier
+ * A sender's withheld return (WithheldDepartures.ts; rbq): the replier
  * sends a reply to the asker and unregisters while that output waits behind
  * a watcher that does not read, then registers again elsewhere. The asker
  * must get the old reply before it hears the replier leave (C-BRK-33,

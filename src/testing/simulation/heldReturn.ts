@@ -7,7 +7,7 @@
  * (`SimulationService.leaveParked`, `leaveParked` here).
  *
  * Why: the broker withholds X's departure while X's parked output waits
- * (Membership's `held`); X registering again meanwhile releases it into the
+ * (WithheldDepartures.ts's `held`); X registering again meanwhile releases it into the
  * feed with the new join, and each recipient of that output withholds the
  * pair, and X's new mail, until the output is out (`releaseEarly` with
  * `rejoined`, `owePair`, `Peer.returnWaits`; docs/architecture.md,

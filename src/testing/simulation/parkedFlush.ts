@@ -10,7 +10,7 @@
  * `Peer.parkedMail`), makes a sender's new mail wait behind its older mail
  * there (`waitsBehindParked`, `parkOwn`), and withholds a departed sender's
  * `session_left` from the recipient until that mail is offered
- * (DepartureHolds.ts, `Membership.withholdDeparture`; docs/architecture.md,
+ * (DepartureHolds.ts, `WithheldDepartures.withholdDeparture`; docs/architecture.md,
  * step 7). The other ops' faults act only on connections already open, so a
  * returning recipient's flush was never parked for long. This op builds that
  * state on purpose; the ledger judges it as any other run (per-sender order,
