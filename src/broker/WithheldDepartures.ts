@@ -100,7 +100,7 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 550 lines, over half of them this header and the JSDoc (the
+ * Size: about 580 lines, over half of them this header and the JSDoc (the
  * code is about 250). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
