@@ -42,7 +42,8 @@
  * the first is withheld adds no hold or wait (`releaseEarly`); a return
  * after the old connection went on as another session makes that
  * connection's withheld departure a withheld return (`holdReturn`); a
- * recipient taken over hands its return holds to its new connection
+ * recipient taken over hands its return holds to its new connection, or
+ * owes it the pair at once when only its own flush's hold is left
  * (`takenOver`). So does a session whose
  * connection registers again as another session, whose reader would
  * otherwise hold the departure from every session for as long as one
@@ -99,7 +100,7 @@
  * two map sizes; the scans of the pending early releases run only while
  * one exists, which is rare.
  *
- * Size: about 550 lines, over half of them this header and the JSDoc (the
+ * Size: about 580 lines, over half of them this header and the JSDoc (the
  * code is about 250). Kept whole: the departures held for everyone, the
  * early releases and the per-recipient holds share one set of records —
  * every release ends in `releaseDeparture` or `owePair` whichever owner
@@ -223,7 +224,11 @@ export class WithheldDepartures {
    * `next`, still waits behind the old output (Output.parkBehindReturn) and
    * `next` is owed the pair once that output is out. `next`'s feed starts
    * after both frames, so they count as passed: the session's client heard
-   * the old incarnation present and nothing since. Holds of other owners
+   * the old incarnation present and nothing since. A return with no early
+   * release left (the old output is out, forced into `previous`'s own parked
+   * flush, say, whose hold is the one left) is owed to `next` at once: what
+   * `previous` holds of the old mail is handed to `next` right after this
+   * (Output.handOver), so the pair is placed after it. Holds of other owners
    * stay on `previous`, whose releases end there with no session to owe.
    * Nothing while `previous` withholds nothing.
    */
@@ -243,7 +248,20 @@ export class WithheldDepartures {
           }
         }
       }
-      if (holds === 0) continue
+      const key = sessionKey(session.space.key, id)
+      const waits = previous.returnWaits
+      if (holds === 0) {
+        // The old output is out (no early release of the return's is left): the holds left are other owners',
+        // its own parked flush's (which the old output may have been forced into) — handed to `next` right
+        // after this, with the old outbox's mail (Output.handOver), ahead of anything newer. So `next` is owed
+        // the pair now, and its writer places it after that mail and before the mail from since (Rejoins.ts).
+        // Not woken: `registered` and that mail are queued for it in this step. Mail waiting on `previous` for
+        // the pair is refused there (its session is gone) and goes to `next`, once `previous` wakes it.
+        ;(next.owedDepartures ??= new Set()).add(id)
+        ;(next.owedJoins ??= new Set()).add(id)
+        waits?.delete(key)
+        continue
+      }
       ;(next.withheldDepartures ??= new Map()).set(id, {
         passed: true,
         holds,
@@ -251,8 +269,6 @@ export class WithheldDepartures {
         joinPassed: true,
         since: departure.since
       })
-      const key = sessionKey(session.space.key, id)
-      const waits = previous.returnWaits
       const wait = waits?.get(key)
       if (waits !== undefined && wait !== undefined) {
         ;(next.returnWaits ??= new Map()).set(key, wait)

@@ -6,6 +6,10 @@
  * the pair waits for waited behind it, and neither reader moved (review
  * revrbq2, R1); nor may it keep the recipient's departure hold up once the
  * old connection's registration timeout forced the old reply through (R2).
+ * And the recipient taken over (P16) once that timeout left the flush's hold
+ * the only one on the return (R3): its new connection must hear the old
+ * mail, then the sender leave and join, then the new mail
+ * (WithheldDepartures.takenOver).
  * Hand-driven Router (no fibers): each drainer offer is tried by hand, and
  * interrupted if it waits.
  */
@@ -105,5 +109,61 @@ describe("forced new mail of a withheld return, and the recipient's own parked f
       }
       const mine = got.filter((f) => f === "old" || f === "new")
       assert.deepStrictEqual({ mine, recipientParked: recipient.parked.length }, { mine: ["old", "new"], recipientParked: 0 })
+    }))
+
+  it.effect("the recipient taken over when only its own flush's hold is left: the new connection gets the old mail, the pair, then the new mail", () =>
+    Effect.gen(function*() {
+      const { batch, close, recipient, recorded, router, sender: a, session, tryDrain } = yield* setUp
+      assert.isTrue(batch(a, [{ type: "send", to: "recipient", message: message("old") }, { type: "unregister" }]))
+      const c = session("sender", false)
+      // C's new mail waits for the pair (parked in C's batch; its drainer waits).
+      assert.isTrue(batch(c, [{ type: "send", to: "recipient", message: message("new") }]))
+      assert.isFalse(tryDrain(c))
+      // A's registration timeout forces the old reply into the recipient's own list, behind its flush: the
+      // return's hold on A's output is released, the only hold left is the flush's own.
+      close(a)
+      assert.strictEqual(recipient.withheldDepartures?.get("sender")?.holds, 1)
+      // The recipient's session is taken over (P16) by a connection that reads.
+      const log: Array<string> = []
+      const next = recorded("recipient", log)
+      for (let round = 0; round < 5; round++) {
+        tryDrain(c)
+        tryDrain(recipient)
+        router.output.takeForWrite(recipient)
+        router.membership.notify()
+      }
+      const mine = log.filter((f) => /^m\d$/.test(f) || f === "old" || f === "new" || f.endsWith(" sender"))
+      const old = mine.filter((f) => /^m\d$/.test(f))
+      assert.isAbove(old.length, 0, "the flush's mail came to the new connection")
+      assert.deepStrictEqual(
+        { mine, cParked: c.parked.length, withheld: next.withheldDepartures },
+        { mine: [...old, "old", "left sender", "joined sender", "new"], cParked: 0, withheld: undefined }
+      )
+    }))
+
+  it.effect("the same with C closed first (its new mail forced behind the old reply): the new connection hears the sender leave, after all its mail", () =>
+    Effect.gen(function*() {
+      const { batch, close, recipient, recorded, router, sender: a, session } = yield* setUp
+      assert.isTrue(batch(a, [{ type: "send", to: "recipient", message: message("old") }, { type: "unregister" }]))
+      const c = session("sender", false)
+      assert.isTrue(batch(c, [{ type: "send", to: "recipient", message: message("new") }]))
+      // C closes (its mail parks behind A's output), then A's registration timeout forces both into the
+      // recipient's own list: the flush's mail, the old reply, the new mail; the flush's hold is the only one left.
+      close(c)
+      close(a)
+      assert.strictEqual(recipient.withheldDepartures?.get("sender")?.holds, 1)
+      const log: Array<string> = []
+      recorded("recipient", log) // the takeover's own batch hands that list over and writes it
+      router.output.takeForWrite(recipient)
+      router.membership.notify()
+      const mine = log.filter((f) => /^m\d$/.test(f) || f === "old" || f === "new" || f.endsWith(" sender"))
+      const old = mine.filter((f) => /^m\d$/.test(f))
+      assert.isAbove(old.length, 0, "the flush's mail came to the new connection")
+      // C's new mail reads as the incarnation the recipient knows (it never heard C join, as in the first
+      // test here); its session_left comes once, after it.
+      assert.deepStrictEqual({ mine, recipientParked: recipient.parked.length }, {
+        mine: [...old, "old", "new", "left sender"],
+        recipientParked: 0
+      })
     }))
 })
