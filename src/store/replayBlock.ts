@@ -6,8 +6,8 @@
  * (docs/performance.md, "Replay records in blocks, sixth stop").
  *
  * It owns the encoding only; `MailStore.ts` owns the table. The text is
- * length-prefixed, not JSON, so that writing a record is appending its
- * fields (into one buffer, Utf8Writer.ts) and reading one is slicing:
+ * length-prefixed, not JSON, so that writing a record is string
+ * concatenation and reading one is slicing:
  *
  *   block   = "b1:" count ";" record{count}
  *   record  = same(str(sender)) key same(num(at)) same(str(targetId))
@@ -36,7 +36,6 @@
 import type { Fingerprint, Outcome } from "./records.ts"
 import { DeliveryCode } from "../protocol/delivery.ts"
 import { CorruptRow, type StoredRecord } from "./mailCodec.ts"
-import { Utf8Writer } from "./Utf8Writer.ts"
 
 /** The separator `recordKeyOf` puts between a sender's key and a message id. */
 const KEY_SEPARATOR = "\u0001"
@@ -78,81 +77,30 @@ const restText = (f: Fingerprint): string =>
 /**
  * The block text of `records`, in their order. Numbers are written as
  * decimals: a fingerprint's are integers, `at` is the broker clock's ms.
- * A commit's records mostly share their sender, target, time and the
- * fingerprint fields after the text's (a tick of one sender's plain
- * messages), so those are compared with the previous record's and written
- * as `^`, or (the fields after the text's, which have no `^`) as the
+ * Built in one string: a commit's records mostly share their sender, target,
+ * time and the fingerprint fields after the text's (a tick of one sender's
+ * plain messages), so those are compared with the previous record's and
+ * written as `^`, or (the fields after the text's, which have no `^`) as the
  * previous record's text again, without converting their numbers anew.
- *
- * Written as UTF-8 into one buffer per block (Utf8Writer.ts), integers digit
- * by digit, and read back as one string: no string per field or per
- * concatenation (docs/performance.md, "Twenty-ninth stop"). Every piece is
- * well-formed (a string holding a surrogate is written as JSON, escaped),
- * so the text read back is the grammar's, byte for byte (its tests).
  */
 export const encodeBlock = (records: ReadonlyArray<StoredRecord>): string => {
-  const out = new Utf8Writer(records.length * RECORD_BYTES_GUESS + 16)
-  out.ascii("b1:")
-  out.integer(records.length)
-  out.byte(SEMICOLON)
+  let text = `b1:${records.length};`
   let previous: StoredRecord | undefined
-  // Where the last record's fields after the text's were written: a record that shares them copies those bytes.
-  let restFrom = 0
-  let restTo = 0
+  let rest = ""
   for (let i = 0; i < records.length; i++) {
     const record = records[i]!
     const { id, sender, at } = record
     const f: Fingerprint = record.fingerprint
     const targetId = f.targetId
-    if (previous !== undefined && previous.sender === sender) out.byte(CARET)
-    else writeStr(out, sender)
-    if (id !== undefined) {
-      out.byte(EQUALS)
-      writeStr(out, id)
-    } else out.text(keyText(record.key, sender))
-    if (previous !== undefined && previous.at === at) out.byte(CARET)
-    else writeNum(out, at)
-    if (previous !== undefined && previous.fingerprint.targetId === targetId) out.byte(CARET)
-    else writeStr(out, targetId)
-    writeNum(out, f.textLength)
-    writeNum(out, f.textHash)
-    if (previous === undefined || !sameRest(previous.fingerprint, f)) {
-      restFrom = out.length
-      out.text(restText(f))
-      restTo = out.length
-    } else out.again(restFrom, restTo)
-    const outcome = record.outcome
-    if (outcome.ok) out.byte(outcome.delivery === "socket_delivered" ? LOWER_D : LOWER_Q)
-    else out.text(encodeOutcome(outcome))
+    text += previous !== undefined && previous.sender === sender ? "^" : str(sender)
+    text += id !== undefined ? `=${str(id)}` : keyText(record.key, sender)
+    text += previous !== undefined && previous.at === at ? "^" : `${at},`
+    text += previous !== undefined && previous.fingerprint.targetId === targetId ? "^" : str(targetId)
+    if (previous === undefined || !sameRest(previous.fingerprint, f)) rest = restText(f)
+    text += `${f.textLength},${f.textHash},${rest}${encodeOutcome(record.outcome)}`
     previous = record
   }
-  return out.done()
-}
-
-/** A first guess at a record's bytes (a w64 record is about 90): the writer grows past it when needed. */
-const RECORD_BYTES_GUESS = 128
-const SEMICOLON = 0x3b
-const CARET = 0x5e
-const EQUALS = 0x3d
-const COLON = 0x3a
-const COMMA = 0x2c
-const LOWER_D = 0x64
-const LOWER_Q = 0x71
-
-/** A `str` (see the module header), as `str` spells it. */
-const writeStr = (out: Utf8Writer, s: string): void => {
-  const start = out.length
-  out.integer(s.length)
-  out.byte(COLON)
-  if (out.plain(s)) return
-  out.back(start)
-  out.text(jsonStr(s))
-}
-
-/** A `num` (see the module header): `n` as `${n}` writes it, then ",". */
-const writeNum = (out: Utf8Writer, n: number): void => {
-  out.integer(n)
-  out.byte(COMMA)
+  return text
 }
 
 /** The newest `at` of `records` (the block's `newest_at`, which the hourly prune compares). */

@@ -3,9 +3,8 @@
  * any strings (lone surrogates included) and finite numbers, decode back to
  * what was encoded, in order; a block cut short, with text after its last
  * record, or with a field out of place is a `CorruptRow` naming the block,
- * never a shorter list. The text is the module header's grammar spelt out by
- * string concatenation, byte for byte, though the encoder writes bytes into
- * a buffer (stored blocks are read by other builds).
+ * never a shorter list. The text is the module header's grammar, byte for
+ * byte (stored blocks are read by other builds).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -96,8 +95,8 @@ const withIds = (records: ReadonlyArray<StoredRecord>, withId: ReadonlyArray<boo
   })
 
 /**
- * The block text as the module header's grammar spells it, by string concatenation: the oracle the
- * encoder's buffer writes are checked against (integers digit by digit, `^`, a repeated field's bytes).
+ * The block text as the module header's grammar spells it, field by field: the oracle the encoder
+ * is checked against (its `^`s, a repeated run of fields written again, integers of every length).
  */
 const grammarText = (records: ReadonlyArray<StoredRecord>): string => {
   const str = (s: string): string => /[\uD800-\uDFFF]/.test(s) ? `j${JSON.stringify(s).length}:${JSON.stringify(s)}` : `${s.length}:${s}`
@@ -126,7 +125,7 @@ const grammarText = (records: ReadonlyArray<StoredRecord>): string => {
 const wideInteger = fc.oneof(fc.maxSafeInteger(), fc.integer({ min: 0, max: 16 }).map((digits) => 10 ** digits - 1))
 
 describe("replayBlock", () => {
-  it("a block's text is the grammar's, byte for byte: any strings, integers up to 2⁵³, blocks past the first guess", () => {
+  it("a block's text is the grammar's, byte for byte: any strings, integers up to 2⁵³, long fields", () => {
     const wide = fc.record({ textHash: wideInteger, attachmentsHash: wideInteger, at: fc.integer({ min: 0, max: 2 ** 53 - 1 }) })
     const long = fc.string({ unit: "grapheme", minLength: 200, maxLength: 400 })
     fc.assert(
