@@ -150,16 +150,19 @@ const sourceMapPayload = (o: Record<string, unknown>): SourceMapPayload => ({
 })
 
 /**
- * A Resolver over `file:` scripts with source maps, each map loaded once
+ * A Resolver over scripts with source maps, named by `file:` URL or by
+ * absolute path (a CommonJS script in a heap profile), each map loaded once
  * through `load`; sources are shown relative to `root`.
  */
 export const sourceMapResolver = (root: string, load: (file: string) => LoadedMap | undefined = loadMapOfScript): Resolver => {
   const maps = new Map<string, { readonly map: SourceMap; readonly dir: string; readonly payload: SourceMapPayload } | undefined>()
   return (url, line, column) => {
-    if (!url.startsWith("file:")) return undefined
+    // A CommonJS script's frames in a heap profile carry its path, not a `file:` URL (dist/bin/broker.cjs).
+    const file = url.startsWith("file:") ? fileURLToPath(url) : path.isAbsolute(url) ? url : undefined
+    if (file === undefined) return undefined
     let entry = maps.get(url)
     if (!maps.has(url)) {
-      const loaded = load(fileURLToPath(url))
+      const loaded = load(file)
       entry = loaded === undefined ? undefined : { map: new SourceMap(loaded.payload), dir: loaded.dir, payload: loaded.payload }
       maps.set(url, entry)
     }

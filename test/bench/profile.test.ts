@@ -112,6 +112,12 @@ describe("cpuprofile", () => {
     assert.strictEqual(resolve("node:net", 0, 0), undefined)
   })
 
+  it("maps a script named by its path, as a CommonJS script's frames are in a heap profile, like one named by its URL", () => {
+    const resolve = sourceMapResolver(root)
+    assert.deepStrictEqual(resolve(path.join(fixtures, "bundle.mjs"), 0, 0), { source: "src/broker/Send.ts", line: 11, name: "handOver", lineText: undefined })
+    assert.strictEqual(resolve("bundle.mjs", 0, 0), undefined)
+  })
+
   it("names a minified function by what its source line declares", () => {
     assert.strictEqual(declaredName("  const transactNow = (steps: ReadonlyArray<BatchStep>): Effect.Effect<number> => {"), "transactNow")
     assert.strictEqual(declaredName("export const encodeMail = (mail: Mail): string => JSON.stringify(mail)"), "encodeMail")

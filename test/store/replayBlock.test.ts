@@ -3,7 +3,8 @@
  * any strings (lone surrogates included) and finite numbers, decode back to
  * what was encoded, in order; a block cut short, with text after its last
  * record, or with a field out of place is a `CorruptRow` naming the block,
- * never a shorter list.
+ * never a shorter list. The text is the module header's grammar, byte for
+ * byte (stored blocks are read by other builds).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -93,7 +94,56 @@ const withIds = (records: ReadonlyArray<StoredRecord>, withId: ReadonlyArray<boo
       : record
   })
 
+/**
+ * The block text as the module header's grammar spells it, field by field: the oracle the encoder
+ * is checked against (its `^`s, a repeated run of fields written again, integers of every length).
+ */
+const grammarText = (records: ReadonlyArray<StoredRecord>): string => {
+  const str = (s: string): string => /[\uD800-\uDFFF]/.test(s) ? `j${JSON.stringify(s).length}:${JSON.stringify(s)}` : `${s.length}:${s}`
+  const opt = (s: string | undefined): string => s === undefined ? "-" : str(s)
+  const key = (r: StoredRecord): string => {
+    const prefix = recordKeyOf(r.sender, "")
+    return r.key.startsWith(prefix) ? `=${str(r.key.slice(prefix.length))}` : `!${str(r.key)}`
+  }
+  let text = `b1:${records.length};`
+  records.forEach((r, i) => {
+    const p = i === 0 ? undefined : records[i - 1]
+    const f = r.fingerprint
+    const o = r.outcome
+    text += p?.sender === r.sender ? "^" : str(r.sender)
+    text += r.id !== undefined ? `=${str(r.id)}` : key(r)
+    text += p?.at === r.at ? "^" : `${r.at},`
+    text += p?.fingerprint.targetId === f.targetId ? "^" : str(f.targetId)
+    text += `${f.textLength},${f.textHash},${f.attachmentsLength},${f.attachmentsHash},${f.replyErrorLength},${f.replyErrorHash},`
+    text += `${opt(f.replyTo)}${f.expectsReply === undefined ? "-" : f.expectsReply ? "1" : "0"}${opt(f.supersedes)}${opt(f.retryOf)}`
+    text += o.ok ? (o.delivery === "socket_delivered" ? "d" : "q") : `f${str(o.code)}${str(o.reason)}${o.retryable ? "1" : "0"}`
+  })
+  return text
+}
+
+/** Integers of every length up to 2⁵³ (a text hash's range), either sign. */
+const wideInteger = fc.oneof(fc.maxSafeInteger(), fc.integer({ min: 0, max: 16 }).map((digits) => 10 ** digits - 1))
+
 describe("replayBlock", () => {
+  it("a block's text is the grammar's, byte for byte: any strings, integers up to 2⁵³, long fields", () => {
+    const wide = fc.record({ textHash: wideInteger, attachmentsHash: wideInteger, at: fc.integer({ min: 0, max: 2 ** 53 - 1 }) })
+    const long = fc.string({ unit: "grapheme", minLength: 200, maxLength: 400 })
+    fc.assert(
+      fc.property(blockArb, fc.array(wide, { minLength: 12, maxLength: 12 }), long, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), (records, wides, longText, withId) => {
+        const widened = records.map((r, i) => ({
+          ...r,
+          at: wides[i]!.at,
+          fingerprint: { ...r.fingerprint, textHash: wides[i]!.textHash, attachmentsHash: wides[i]!.attachmentsHash }
+        }))
+        const longer = records.map((r) => ({ ...r, fingerprint: { ...r.fingerprint, targetId: r.fingerprint.targetId + longText } }))
+        for (const block of [records, widened, longer, withIds(records, withId)]) {
+          assert.strictEqual(encodeBlock(block), grammarText(block))
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
   it("a block decodes back to its records, in order", () => {
     fc.assert(
       fc.property(blockArb, (records) => {
