@@ -165,6 +165,14 @@ export class PeerCustody {
     return unread
   }
 
+  /** Adds to `into` the sender of each message held for the session `key` (a scan: at a takeover only). */
+  sendersFor(key: string, into: Set<string>): void {
+    for (let i = 0; i < this.count; i++) {
+      const item = this.items[(this.head + i) & this.mask]
+      if (item !== undefined && "mail" in item && item.to === key) into.add(item.mail.senderKey)
+    }
+  }
+
   /** Whether the client confirmed reading the connection's frame number `end` (1-based). */
   confirmedThrough(end: number): boolean {
     return end <= this.confirmed
