@@ -53,7 +53,10 @@
  *
  * The writer side (`takeForWrite`), a takeover's hand-over of the old
  * connection's mail (`handOver`: its outbox's, then its own parked list's, so
- * a sender's newer mail for the new connection cannot overtake it) and the
+ * a sender's newer mail for the new connection cannot overtake it), its hold
+ * of the messages of senders with mail in the old connection's custody until
+ * that close gives it back (`takeOverHold`, `endHold`; `Peer.custodyHold`,
+ * one field test per message while none is held: CustodyHold.ts) and the
  * close side (`drainOnClose`) are here too, so the actor only moves items
  * between this module and its socket. A sender gone and back since the
  * recipient last collected has its `session_left` and new join written after
@@ -65,7 +68,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; Membership.ts withholds it).
  *
- * Size: about 1,000 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 1,050 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
