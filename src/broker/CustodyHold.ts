@@ -34,8 +34,10 @@
  * One hold at a time per connection: a takeover of a connection that still
  * waits carries the hold over to the next one (`Output.takeOverHold`); the
  * intermediate connection's own custody is then not waited for. If the new
- * connection closes first, what the hold keeps still comes back at the old
- * close, after the custody (to the mailbox, the session being gone).
+ * connection closes first, what the hold keeps (and what the held drainers
+ * offer then) still comes back at the old close, after the custody (to the
+ * mailbox, the session being gone); mail sent to the session after that
+ * close, while it is away, goes to the mailbox at once, ahead of the custody.
  *
  * Ownership: written only by Output (`Peer.custodyHold`, `Peer.releasesHold`).
  */

@@ -10,7 +10,9 @@
  * routed ones parked with their sender's batch, forced ones (the old
  * outbox's, handed over at once) kept with the hold — so the sender's order
  * holds at the recipient. Other senders' mail is not held; nor is anything
- * when the old client had confirmed all it was given.
+ * when the old client had confirmed all it was given. A takeover of the new
+ * connection carries the hold over; a new connection that closes first has
+ * what its senders' drainers offer then kept, to go back after the custody.
  *
  * On a Router driven by hand (no fibers): writes complete at once (or, for
  * a connection made stuck, never), the old connection's close runs step by
@@ -75,24 +77,29 @@ const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
     for (const text of ["m0", "m1"]) assert.isFalse(send(sender, text))
     assert.deepStrictEqual(writtenOld, ["m0", "m1"], "the old connection did not write the older mail: the test sets up nothing")
     const writtenNew: Array<string> = []
-    const takeOver = (): Peer => register(attach(noting(3, writtenNew)), "b-2")
-    const closeOld = (): void => {
-      closePeer(old, "destroy")
-      router.output.forceParked(old)
-      router.abandonWrites(old)
-      router.detach(old, [...router.output.drainOnClose(old), ...router.output.takeOwnParked(old)])
-      router.output.releaseWaiters(old)
-    }
+    /** Another instance registers `b`, on a connection noting what it writes in `written`. */
+    const takeOverAs = (id: number, instanceId: string, written: Array<string>): Peer =>
+      register(attach(noting(id, written)), instanceId)
+    const takeOver = (): Peer => takeOverAs(3, "b-2", writtenNew)
+    const closeOld = (): void => close(old)
     const offer = (from: Peer): Effect.Effect<void> =>
       Effect.suspend(() => {
         const next = router.output.nextParked(from)
         return next === undefined ? Effect.void : router.output.offerParked(from, next)
       })
-    /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written now. */
-    const flushNew = (fresh: Peer): void => {
-      writtenNew.push(...textsOf(router.output.takeForWrite(fresh).frames))
+    /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written into `written` now. */
+    const flushNew = (fresh: Peer, written: Array<string> = writtenNew): void => {
+      written.push(...textsOf(router.output.takeForWrite(fresh).frames))
     }
-    return { batch, closeOld, flushNew, offer, old, other, send, sender, takeOver, writtenNew, writtenOld }
+    /** `peer`'s connection closes, as `finish` closes it. */
+    const close = (peer: Peer): void => {
+      closePeer(peer, "destroy")
+      router.output.forceParked(peer)
+      router.abandonWrites(peer)
+      router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
+      router.output.releaseWaiters(peer)
+    }
+    return { batch, close, closeOld, flushNew, offer, old, other, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })
 
 describe("a takeover of a received-v1 recipient whose old client never confirmed its mail", () => {
@@ -176,5 +183,40 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       flushNew(fresh)
       // Without the hold: ["m3", "m4", "m0", "m1", "m2"].
       assert.deepStrictEqual(writtenNew, ["m0", "m1", "m2", "m3", "m4"])
+    }))
+
+  it.effect("a takeover of the new connection while it holds carries the hold over: the sender's mail still follows the old custody", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"))
+      // A third instance takes the session over before the first connection closed.
+      const writtenThird: Array<string> = []
+      const third = takeOverAs(5, "b-3", writtenThird)
+      assert.isTrue(send(sender, "m3"), "the sender's mail for the third connection was not held")
+      close(fresh)
+      closeOld()
+      // The sender's drainer offers all it parked: m2 (refused by the second connection, taken over, it goes
+      // to the third after m0 and m1), its acknowledgement, m3, and its acknowledgement.
+      while (sender.parked.length > 0) yield* offer(sender)
+      flushNew(third, writtenThird)
+      // Without the carry-over: ["m3", "m0", "m1", "m2"].
+      assert.deepStrictEqual(writtenThird, ["m0", "m1", "m2", "m3"])
+    }))
+
+  it.effect("when the new connection closes first, the held mail goes back after the old custody: the session's next connection gets it in order", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"))
+      close(fresh)
+      // Woken by that close, the sender's drainer offers m2: kept with the hold, not sent to the mailbox ahead of m0 and m1.
+      while (sender.parked.length > 0) yield* offer(sender)
+      closeOld()
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      flushNew(later, writtenLater)
+      // Without the hold's keeping it: ["m2", "m0", "m1"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
     }))
 })
