@@ -15,7 +15,9 @@
  * reader, a takeover, the client's own close), what is still in custody was
  * never confirmed read: it goes back like output the connection never wrote
  * (`Router.detach`: to the session's next connection, or its mailbox), ahead
- * of that output. At the client's own rejoin (`rejoin-v1`) it goes back at
+ * of that output; at a takeover by another instance the new connection holds
+ * the newer mail of those senders until then (CustodyHold.ts), so their
+ * order holds. At the client's own rejoin (`rejoin-v1`) it goes back at
  * once, at the new `register` (`Router.abandoned`), not at the close; so
  * does what a session that ends by `unregister` was given (`handBack`): its
  * client confirms nothing after that. A client that had read it after all drops the copy
@@ -163,6 +165,14 @@ export class PeerCustody {
       this.count--
     }
     return unread
+  }
+
+  /** Adds to `into` the sender of each message held for the session `key` (a scan: at a takeover only). */
+  sendersFor(key: string, into: Set<string>): void {
+    for (let i = 0; i < this.count; i++) {
+      const item = this.items[(this.head + i) & this.mask]
+      if (item !== undefined && "mail" in item && item.to === key) into.add(item.mail.senderKey)
+    }
   }
 
   /** Whether the client confirmed reading the connection's frame number `end` (1-based). */

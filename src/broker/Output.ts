@@ -53,7 +53,10 @@
  *
  * The writer side (`takeForWrite`), a takeover's hand-over of the old
  * connection's mail (`handOver`: its outbox's, then its own parked list's, so
- * a sender's newer mail for the new connection cannot overtake it) and the
+ * a sender's newer mail for the new connection cannot overtake it), its hold
+ * of the messages of senders with mail in the old connection's custody until
+ * that close gives it back (`takeOverHold`, `endHold`; `Peer.custodyHold`,
+ * one field test per message while none is held: CustodyHold.ts) and the
  * close side (`drainOnClose`) are here too, so the actor only moves items
  * between this module and its socket. A sender gone and back since the
  * recipient last collected has its `session_left` and new join written after
@@ -65,7 +68,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
  *
- * Size: about 1,000 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 1,050 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
@@ -83,6 +86,7 @@ import { Deferred, Effect, Exit } from "effect"
 import { MAX_FRAME_BYTES } from "../protocol/constants.ts"
 import { frameBytes, frameText, type OutFrame } from "../protocol/framing.ts"
 import { END_OF_OUTPUT, FEED_TICK, type OutboundItem, type OutboundMessage, type Peer, type Returnable, type ReturnWait } from "./Peer.ts"
+import { CustodyHold } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
@@ -181,6 +185,17 @@ const holdsMailOf = (
  */
 const waitsBehindParked = (peer: Peer, item: OutboundItem): boolean =>
   peer.parkedMail !== undefined && isMessage(item) && peer.parkedMail.has(item.mail.senderKey)
+
+/**
+ * The hold `peer` keeps `item` back with, when it is a message `peer` holds
+ * until the close of the connection it took its session over from, whose
+ * client left older mail of the same sender unconfirmed (`Peer.custodyHold`,
+ * CustodyHold.ts); else undefined. One field test while no takeover waits so.
+ */
+const custodyHoldOf = (peer: Peer, item: OutboundItem): CustodyHold | undefined => {
+  const hold = peer.custodyHold
+  return hold !== undefined && isMessage(item) && hold.holds(item) ? hold : undefined
+}
 
 /**
  * The wait in `waits` (a recipient's `returnWaits`, or those it held when its
@@ -356,7 +371,8 @@ export class Output {
     const chars = charsOf(item)
     if (
       this.parked.length > 0 || this.full(peer) || this.overOwnBudget(peer, chars) ||
-      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined)
+      this.overTotalBudget(peer, chars) || waitsBehindParked(peer, item) || waitsForReturn(peer, item, undefined) ||
+      custodyHoldOf(peer, item) !== undefined
     ) {
       this.parked.push([peer, item])
     } else {
@@ -409,6 +425,19 @@ export class Output {
    * parked at the end of its own list, refused, or a wait to retry after.
    */
   private place(reader: Peer, recipient: Peer, item: OutboundItem): "queued" | "parked" | "refused" | Deferred.Deferred<void> {
+    // Held behind the custody of the connection the recipient took its session over from (CustodyHold.ts):
+    // it waits for that close; refused meanwhile (the recipient closed or left), it is kept with the hold,
+    // to come back after that custody.
+    const hold = custodyHoldOf(recipient, item)
+    if (hold !== undefined) {
+      if (isShut(recipient) || isStranded(item, recipient)) {
+        hold.items.push(item)
+        return "parked"
+      }
+      const turn = Deferred.makeUnsafe<void>()
+      ;(recipient.roomWaiters ??= []).push(turn)
+      return turn
+    }
     // Mail for a session the recipient no longer holds (taken over while this waited) is refused
     // here, so its sender takes it back to the new holder now, ahead of the sender's later mail.
     if (isShut(recipient) || isStranded(item, recipient)) {
@@ -715,6 +744,9 @@ export class Output {
    * would overtake it (`parkBehind`).
    */
   forceEnqueue(recipient: Peer, item: OutboundItem): void {
+    // Kept with a takeover's hold until the old connection's close gives back its older mail (CustodyHold.ts).
+    const hold = custodyHoldOf(recipient, item)
+    if (hold !== undefined) return void hold.items.push(item)
     if (isShut(recipient)) return this.undeliverable(item)
     // Behind a withheld return's old output first: parked behind the recipient's own flush instead, mail from
     // since the return would wait there for the pair, which waits for that old output, which waits behind it.
@@ -862,6 +894,47 @@ export class Output {
       if (!this.departureHolds.isEmpty) this.departureHolds.offered(peer, item)
     }
     if (kept === 0 && this.parkedReaders.delete(peer)) this.feed.parkedOut(peer)
+  }
+
+  /**
+   * `fresh` took its session over from `old` (P16), before `old`'s mail is
+   * handed over: when `senders` have mail `old` may still give back at its
+   * close (its custody: `sendersToHold`), `fresh` holds their messages
+   * until then (CustodyHold.ts). A hold `old` itself still had for an
+   * earlier takeover is carried over to `fresh` instead, and the drainers
+   * waiting on `old` try again (their mail now goes to `fresh`'s hold).
+   */
+  takeOverHold(old: Peer, fresh: Peer, senders: ReadonlySet<string> | undefined): void {
+    const carried = old.custodyHold
+    if (carried !== undefined) {
+      old.custodyHold = undefined
+      carried.holder = fresh
+      fresh.custodyHold = carried
+      this.wakeWaiters(old)
+      return
+    }
+    if (senders === undefined) return
+    const hold = new CustodyHold(senders, fresh)
+    fresh.custodyHold = hold
+    old.releasesHold = hold
+  }
+
+  /**
+   * `old` is closing (Router.detach): the hold its takeover set, if any, is
+   * ended before its custody comes back (which must not be held) and returned,
+   * for its kept mail to go back after that custody; then `heldReleased`.
+   */
+  endHold(old: Peer): CustodyHold | undefined {
+    const hold = old.releasesHold
+    if (hold === undefined) return undefined
+    old.releasesHold = undefined
+    if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
+    return hold
+  }
+
+  /** A hold on `holder` ended and its kept mail went back: the drainers it held offer again. */
+  heldReleased(holder: Peer): void {
+    this.wakeWaiters(holder)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */

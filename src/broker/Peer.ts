@@ -14,6 +14,7 @@ import type { OutFrame } from "../protocol/framing.ts"
 import type { Connection } from "../transport/Connection.ts"
 import type { Mail } from "../store/records.ts"
 import type { PeerCustody } from "./Custody.ts"
+import type { CustodyHold } from "./CustodyHold.ts"
 import type { WithheldDeparture } from "./MembershipFeed.ts"
 import type { PeerReader } from "./PeerReader.ts"
 import type { PeerWriter } from "./PeerWriter.ts"
@@ -227,6 +228,16 @@ export class Peer {
    * follows the flush back.
    */
   parkedMail: Map<string, number> | undefined = undefined
+  /**
+   * This connection took its session over from one whose client left mail
+   * unconfirmed (`received-v1`): until that connection closes, messages of
+   * the senders of that mail wait (routed: parked with their sender's batch)
+   * or are kept in the hold (forced), so they do not overtake it
+   * (CustodyHold.ts); undefined otherwise, the common case (one field test).
+   */
+  custodyHold: CustodyHold | undefined = undefined
+  /** The hold this connection's close releases (it was taken over with mail unconfirmed; CustodyHold.ts). */
+  releasesHold: CustodyHold | undefined = undefined
 
   /**
    * @param reader makes the connection's reader, which hands its frames to the Router.

@@ -43,6 +43,7 @@ import { registrationRefusal } from "../protocol/limits.ts"
 import type { Queue } from "effect"
 import * as Encode from "./encode.ts"
 import type { Membership } from "./Membership.ts"
+import { sendersToHold } from "./CustodyHold.ts"
 import type { ReadProgress } from "../transport/Connection.ts"
 import { featureSet, type OutboundItem, type Peer, type Returnable } from "./Peer.ts"
 import {
@@ -378,6 +379,11 @@ export class Registration {
     peer.instanceId = instanceId
     // Before anything of the old connection's is taken back to this one: the returns it withholds move here.
     if (previous !== undefined) this.membership.holds.takenOver(previous.peer, peer)
+    // Before the old connection's mail is handed over: another instance's takeover holds its senders' mail
+    // behind what the old connection may give back at its close (CustodyHold.ts); a hold it had is carried.
+    if (previous !== undefined) {
+      output.takeOverHold(previous.peer, peer, rejoin ? undefined : sendersToHold(previous.peer, previous.key))
+    }
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined
     output.enqueue(peer, Encode.registeredFrame(id, features, supervisorSessionId, stateEpoch))

@@ -468,7 +468,12 @@ export class Router {
    */
   detach(peer: Peer, unwritten: ReadonlyArray<OutboundItem>): void {
     this.observe.detached(peer)
-    this.registration.detach(peer, this.takeBack(peer, unwritten))
+    // A takeover's hold behind this connection's custody (CustodyHold.ts) ends first, so what comes back
+    // here is not held; what the hold kept goes back after it, then the senders it held offer again.
+    const hold = this.output.endHold(peer)
+    const back = this.takeBack(peer, unwritten)
+    this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
+    if (hold !== undefined) this.output.heldReleased(hold.holder)
   }
 
   /**

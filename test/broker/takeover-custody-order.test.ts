@@ -4,21 +4,20 @@
  * connection, so the broker does not see it go; mail it wrote there stays
  * in custody (written, never confirmed). The recipient's next client, a new
  * instance (`rejoin-v1` with another `instanceId`), takes the session over
- * (P16). The old outbox's unwritten mail is handed over at once
- * (`Output.handOver`) and the sender's newer mail goes to the new
- * connection, but the custody comes back only when the old connection
- * closes (`Router.detach` → `Custody.detached`): after them. The sender's
- * order breaks at the recipient, on the wire and at its host.
+ * (P16). The custody comes back only when the old connection closes
+ * (`Router.detach` → `Custody.detached`): until then the new connection holds
+ * the messages of the senders with mail in that custody (CustodyHold.ts) —
+ * routed ones parked with their sender's batch, forced ones (the old
+ * outbox's, handed over at once) kept with the hold — so the sender's order
+ * holds at the recipient. Other senders' mail is not held; nor is anything
+ * when the old client had confirmed all it was given. A takeover of the new
+ * connection carries the hold over; a new connection that closes first has
+ * what its senders' drainers offer then kept, to go back after the custody.
  *
- * docs/protocol.md ("Mail caught in a replaced connection follows the
- * session") documents this as the takeover's trade-off; the simulation's
- * ledger (src/testing/ledger/order.ts) holds that with `rejoin-v1` on both
- * sides the order is kept, and reports it as `fifo`. This test states the
- * per-sender order and is `it.fails` until the broker keeps it (or the
- * trade-off is accepted and the ledger names it): see the s81 report.
- *
- * On a Router driven by hand (no fibers): writes complete at once, and the
- * old connection's close runs step by step as `finish` runs it.
+ * On a Router driven by hand (no fibers): writes complete at once (or, for
+ * a connection made stuck, never), the old connection's close runs step by
+ * step as `finish` runs it, and a sender's drainer offers its parked mail
+ * when the test says.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -38,45 +37,186 @@ const textsOf = (frames: ReadonlyArray<OutFrame>): Array<string> =>
     return parsed.type === "message" ? [`${parsed.message?.content.text}`] : []
   })
 
-/** A connection whose writes complete at once, noting the message texts it writes into `written`. */
-const noting = (id: number, written: Array<string>): Connection => ({
+/**
+ * A connection whose writes complete at once, noting the message texts it
+ * writes into `written` — until `stuck()` says otherwise: from then on a
+ * write never completes (its frames count as taken by the socket).
+ */
+const noting = (id: number, written: Array<string>, stuck: () => boolean = () => false): Connection => ({
   ...fakeConnection(id, false),
   write: (frames: ReadonlyArray<OutFrame>) => {
     written.push(...textsOf(frames))
-    return undefined
+    return stuck() ? Effect.never : undefined
   }
 })
 
+const features = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
+
+/**
+ * A recipient `b` (`received-v1`) on a connection noting what it writes in
+ * `writtenOld`, and senders `d` and `e`; `d`'s `m0` and `m1` are written to
+ * `b` and never confirmed. `takeOver` registers `b` again from another
+ * instance; `closeOld` runs the old connection's close as `finish` does;
+ * `offer` is a sender's drainer offering its next parked item.
+ */
+const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
+  Effect.gen(function*() {
+    const { attach, batch, router } = yield* handRouter({})
+    const register = (peer: Peer, instanceId: string): Peer => {
+      batch(peer, [registerFrame({ sessionId: "b", frame: { features, instanceId } })])
+      return peer
+    }
+    const writtenOld: Array<string> = []
+    const old = register(attach(noting(1, writtenOld, options.stuckOld)), "b-1")
+    const sender = attach(fakeConnection(2, false))
+    batch(sender, [registerFrame({ sessionId: "d" })])
+    const other = attach(fakeConnection(4, false))
+    batch(other, [registerFrame({ sessionId: "e" })])
+    const send = (from: Peer, text: string): boolean => batch(from, [{ type: "send", to: "b", message: message(text) }])
+    // Written to the old connection; its client (dead, unseen) never confirms them.
+    for (const text of ["m0", "m1"]) assert.isFalse(send(sender, text))
+    assert.deepStrictEqual(writtenOld, ["m0", "m1"], "the old connection did not write the older mail: the test sets up nothing")
+    const writtenNew: Array<string> = []
+    /** Another instance registers `b`, on a connection noting what it writes in `written`. */
+    const takeOverAs = (id: number, instanceId: string, written: Array<string>): Peer =>
+      register(attach(noting(id, written)), instanceId)
+    const takeOver = (): Peer => takeOverAs(3, "b-2", writtenNew)
+    const closeOld = (): void => close(old)
+    const offer = (from: Peer): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const next = router.output.nextParked(from)
+        return next === undefined ? Effect.void : router.output.offerParked(from, next)
+      })
+    /** What `fresh` has queued and its writer (idle in a Router driven by hand) has not run: written into `written` now. */
+    const flushNew = (fresh: Peer, written: Array<string> = writtenNew): void => {
+      written.push(...textsOf(router.output.takeForWrite(fresh).frames))
+    }
+    /** `peer`'s connection closes, as `finish` closes it. */
+    const close = (peer: Peer): void => {
+      closePeer(peer, "destroy")
+      router.output.forceParked(peer)
+      router.abandonWrites(peer)
+      router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
+      router.output.releaseWaiters(peer)
+    }
+    return { batch, close, closeOld, flushNew, offer, old, other, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
+  })
+
 describe("a takeover of a received-v1 recipient whose old client never confirmed its mail", () => {
-  it.effect.fails("the new connection gets the sender's unconfirmed older mail before its newer mail", () =>
+  it.effect("the new connection gets the sender's unconfirmed older mail before its newer mail", () =>
     Effect.gen(function*() {
-      const { attach, batch, router } = yield* handRouter({})
-      const features = [RECEIVED_V1, REJOIN_V1, TAKEOVER_V1]
-      const register = (peer: Peer, instanceId: string): Peer => {
-        batch(peer, [registerFrame({ sessionId: "b", frame: { features, instanceId } })])
-        return peer
-      }
-      const writtenOld: Array<string> = []
-      const old = register(attach(noting(1, writtenOld)), "b-1")
-      const sender = attach(fakeConnection(2, false))
-      batch(sender, [registerFrame({ sessionId: "d" })])
-      // Written to the old connection; its client (dead, unseen) never confirms them.
-      for (const text of ["m0", "m1"]) batch(sender, [{ type: "send", to: "b", message: message(text) }])
-      assert.deepStrictEqual(writtenOld, ["m0", "m1"], "the old connection did not write the older mail: the test sets up nothing")
-      // Another instance takes the session over; the sender's next message goes to it.
-      const writtenNew: Array<string> = []
-      const fresh = register(attach(noting(3, writtenNew)), "b-2")
-      batch(sender, [{ type: "send", to: "b", message: message("m2") }])
-      assert.deepStrictEqual(writtenNew, ["m2"], "the new connection did not write the newer mail: the test sets up nothing")
-      // The old connection's close, as `finish` runs it: what it never got confirmed comes back.
-      closePeer(old, "destroy")
-      router.output.forceParked(old)
-      router.abandonWrites(old)
-      router.detach(old, [...router.output.drainOnClose(old), ...router.output.takeOwnParked(old)])
-      router.output.releaseWaiters(old)
-      // What it gives back is queued on the new connection (its writer, idle in a Router driven by hand, does not run).
-      writtenNew.push(...textsOf(router.output.takeForWrite(fresh).frames))
-      // Today: ["m2", "m0", "m1"].
+      const { closeOld, flushNew, offer, send, sender, takeOver, writtenNew } = yield* setUp()
+      const fresh = takeOver()
+      send(sender, "m2")
+      closeOld()
+      yield* offer(sender)
+      flushNew(fresh)
+      // Without the hold: ["m2", "m0", "m1"].
       assert.deepStrictEqual(writtenNew, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("the sender's newer mail waits until the old connection closes, then goes", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, offer, send, sender, takeOver, writtenNew } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"), "the newer mail was not held: it parked nothing")
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, [], "the newer mail reached the new connection before the old one closed")
+      closeOld()
+      yield* offer(sender)
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("what the old client confirms while its connection closes is not given again; the held mail goes after the close", () =>
+    Effect.gen(function*() {
+      const { closeOld, flushNew, offer, old, send, sender, takeOver, writtenNew } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"))
+      // The old client was alive after all: it confirms all it read as its connection closes (its reader,
+      // stopped by the takeover's close, still applies `received` frames).
+      assert.isTrue(old.isClosing, "the takeover did not close the old connection: the test sets up nothing")
+      old.reader.frames([JSON.stringify({ type: "received", frames: old.framesWritten })])
+      closeOld()
+      yield* offer(sender)
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, ["m2"])
+    }))
+
+  it.effect("a sender with no mail in the old connection's custody is not held", () =>
+    Effect.gen(function*() {
+      const { flushNew, other, send, sender, takeOver, writtenNew } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"))
+      assert.isFalse(send(other, "e0"), "mail from a sender with nothing in the custody was held")
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, ["e0"])
+    }))
+
+  it.effect("nothing is held when the old client had confirmed all it was given", () =>
+    Effect.gen(function*() {
+      const { batch, flushNew, old, send, sender, takeOver, writtenNew } = yield* setUp()
+      batch(old, [{ type: "received", frames: old.framesWritten }])
+      const fresh = takeOver()
+      assert.isFalse(send(sender, "m2"), "the newer mail was held with nothing in the custody")
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, ["m2"])
+    }))
+
+  it.effect("the old outbox's mail, handed over at once, and the write in progress keep their places too", () =>
+    Effect.gen(function*() {
+      let stuck = false
+      const { closeOld, flushNew, offer, send, sender, takeOver, writtenNew, writtenOld } = yield* setUp({
+        stuckOld: () => stuck
+      })
+      // The old client's socket stops taking writes: `m2` is in a write that never completes, `m3` waits in the outbox.
+      stuck = true
+      assert.isFalse(send(sender, "m2"))
+      assert.isFalse(send(sender, "m3"))
+      assert.deepStrictEqual(writtenOld, ["m0", "m1", "m2"], "the old connection's write in progress is not m2: the test sets up nothing")
+      const fresh = takeOver()
+      send(sender, "m4")
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, [], "mail of the held sender reached the new connection before the old one closed")
+      closeOld()
+      yield* offer(sender)
+      flushNew(fresh)
+      // Without the hold: ["m3", "m4", "m0", "m1", "m2"].
+      assert.deepStrictEqual(writtenNew, ["m0", "m1", "m2", "m3", "m4"])
+    }))
+
+  it.effect("a takeover of the new connection while it holds carries the hold over: the sender's mail still follows the old custody", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"))
+      // A third instance takes the session over before the first connection closed.
+      const writtenThird: Array<string> = []
+      const third = takeOverAs(5, "b-3", writtenThird)
+      assert.isTrue(send(sender, "m3"), "the sender's mail for the third connection was not held")
+      close(fresh)
+      closeOld()
+      // The sender's drainer offers all it parked: m2 (refused by the second connection, taken over, it goes
+      // to the third after m0 and m1), its acknowledgement, m3, and its acknowledgement.
+      while (sender.parked.length > 0) yield* offer(sender)
+      flushNew(third, writtenThird)
+      // Without the carry-over: ["m3", "m0", "m1", "m2"].
+      assert.deepStrictEqual(writtenThird, ["m0", "m1", "m2", "m3"])
+    }))
+
+  it.effect("when the new connection closes first, the held mail goes back after the old custody: the session's next connection gets it in order", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      assert.isTrue(send(sender, "m2"))
+      close(fresh)
+      // Woken by that close, the sender's drainer offers m2: kept with the hold, not sent to the mailbox ahead of m0 and m1.
+      while (sender.parked.length > 0) yield* offer(sender)
+      closeOld()
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      flushNew(later, writtenLater)
+      // Without the hold's keeping it: ["m2", "m0", "m1"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
     }))
 })

@@ -1,0 +1,83 @@
+/**
+ * A takeover's hold behind the old connection's custody (`received-v1`,
+ * P16; simulation seed 81).
+ *
+ * At a takeover by another client instance (not the client's own rejoin),
+ * the mail the old connection wrote and its client never confirmed reading
+ * (its custody, Custody.ts), and the part of its write in progress that its
+ * socket had taken, stay with the old connection until it closes: its client
+ * may still be alive and confirm them while the connection closes
+ * (`PeerReader.confirmWhileClosing`), and then they must not be delivered
+ * again to the new instance. What is left unconfirmed comes back at that
+ * close (`Router.detach`), to the session's new connection. Mail of the same
+ * senders reaching the new connection meanwhile — the old outbox's, handed
+ * over at once (`Output.handOver`), and newer mail — would overtake it.
+ *
+ * So the new connection holds, until the old close, the messages of exactly
+ * those senders (per sender: others' mail flows at once): routed mail is
+ * parked with its sender's batch and its drainer waits (the sender is slowed,
+ * as behind a full outbox, so nothing held grows without bound); mail forced
+ * to it (handed over, requeued, a due replace message) is kept here, in
+ * order — only mail that already existed, so bounded by what the broker
+ * holds anyway. At the old close, its custody and untaken write come back
+ * first, then what is kept here, and the waiting drainers are woken: the
+ * sender's order holds. No hold is taken when nothing of the old
+ * connection's is unconfirmed: a takeover of a client that confirmed all it
+ * read holds nothing.
+ *
+ * The hold ends with the old close, which a takeover always starts and
+ * which is bounded (`endTakenOver` ends the connection; its `finish` waits at
+ * most END_GRACE for the flush, then destroys it). Were it never to come, the
+ * held senders' mail for that session would wait with it (their readers held
+ * back), as they would behind a recipient that never reads.
+ *
+ * One hold at a time per connection: a takeover of a connection that still
+ * waits carries the hold over to the next one (`Output.takeOverHold`); the
+ * intermediate connection's own custody is then not waited for. If the new
+ * connection closes first, what the hold keeps (and what the held drainers
+ * offer then) still comes back at the old close, after the custody (to the
+ * mailbox, the session being gone); mail sent to the session after that
+ * close, while it is away, goes to the mailbox at once, ahead of the custody.
+ *
+ * Ownership: written only by Output (`Peer.custodyHold`, `Peer.releasesHold`).
+ */
+import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
+
+/** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
+export class CustodyHold {
+  /** Sender keys with mail in the old connection's custody (or its write in progress). */
+  readonly senders: ReadonlySet<string>
+  /** Messages of those senders forced to the holding connection meanwhile, oldest first. */
+  readonly items: Array<OutboundItem> = []
+  /** The connection that holds (the session's current one). */
+  holder: Peer
+
+  constructor(senders: ReadonlySet<string>, holder: Peer) {
+    this.senders = senders
+    this.holder = holder
+  }
+
+  /** Whether message `item` is one this hold keeps back. */
+  holds(item: OutboundMessage): boolean {
+    return this.senders.has(item.mail.senderKey)
+  }
+}
+
+/**
+ * The senders of the messages for session `key` that `peer` (taken over,
+ * its client another instance) may give back at its close: those in its
+ * custody and in its write in progress. Undefined when there are none, or
+ * when `peer` has no custody (a base client's written mail is delivered).
+ * A scan, at a takeover only.
+ */
+export const sendersToHold = (peer: Peer, key: string): ReadonlySet<string> | undefined => {
+  const custody = peer.custody
+  if (custody === undefined) return undefined
+  const senders = new Set<string>()
+  custody.sendersFor(key, senders)
+  const batch = peer.writer.inFlight
+  if (batch !== undefined) {
+    for (const item of batch.returnable) if ("mail" in item && item.to === key) senders.add(item.mail.senderKey)
+  }
+  return senders.size === 0 ? undefined : senders
+}
