@@ -37,6 +37,7 @@
  */
 import { Effect, type Fiber } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
+import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import type { ConnectionError, FrameReceiver } from "../transport/Connection.ts"
 import type { ReadControl } from "../transport/receive.ts"
 import type { Permit } from "./AdmissionGate.ts"
@@ -44,6 +45,7 @@ import type { Output } from "./Output.ts"
 import type { Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
+import * as Encode from "./encode.ts"
 
 /** Starts a fiber in the connection's context. */
 export type ForkDrainer = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
@@ -66,6 +68,14 @@ const outputEnd = (frames: ReadonlyArray<string>): number => {
 const frameType = (text: string): string | undefined => {
   const frame = parseFrameText(text)
   return isFrameDecodeError(frame) ? undefined : frame.type
+}
+
+/** The message id of a held `send` or `supervisor_send` frame, or undefined (another frame, or none to name). */
+const heldSendId = (text: string): string | undefined => {
+  const frame = parseFrameText(text)
+  if (isFrameDecodeError(frame) || (frame.type !== "send" && frame.type !== "supervisor_send")) return undefined
+  const message = frame["message"]
+  return typeof message === "object" && message !== null && "id" in message && typeof message.id === "string" ? message.id : undefined
 }
 
 /** Offers the reader's parked output in order, each waiting for room. */
@@ -143,12 +153,53 @@ export class PeerReader implements FrameReceiver {
     if (this.readPaused) control.pause()
   }
 
-  /** Stops handling frames; the actor is told once no batch of this reader runs (`closePeer` calls it). */
+  /**
+   * Stops handling frames; the actor is told once no batch of this reader
+   * runs (`closePeer` calls it). Frames still held behind parked output are
+   * dropped unhandled, as the frames its socket still buffers are: none was
+   * answered, so a client of ours sends them again on its next connection
+   * (IntercomClient's unanswered sends). At a takeover the `send`s among
+   * them were refused first (`refuseHeldSends`).
+   */
   stop(): void {
     if (this.stopping) return
     this.stopping = true
     this.control?.pause()
+    const held = this.held
+    if (held !== undefined) {
+      this.held = undefined
+      this.heldText = 0
+      this.heldChangesMembership = false
+      if (held.length > 0) this.router.readerObserver?.dropped(this.peer.connection.id, held)
+    }
     if (this.depth === 0) this.tellStopped()
+  }
+
+  /**
+   * The connection's session was taken over (P16; `endTakenOver`, before its
+   * `taken_over` and its `end`): each `send` or `supervisor_send` still held
+   * behind parked output is answered now as one read after the takeover is
+   * (Send.ts: the connection holds no session), `delivery_failed` with
+   * `E_SENDER_NOT_FOUND`, forced past a full outbox as `taken_over` is, so
+   * that the graceful end writes it. Not handled for the session: the new
+   * holder may be another process, and frames of the old connection cannot
+   * affect the new session (P16); not dropped unanswered: a client that does
+   * not send it again would lose it with no word (docs/protocol.md,
+   * "Deliberate deviations"). The rest stays held, and `stop` drops it.
+   * A send with no message id cannot be answered about; it is dropped.
+   */
+  refuseHeldSends(): void {
+    const held = this.held
+    if (held === undefined || this.stopping) return
+    const output = this.router.output
+    for (const text of held) {
+      const id = heldSendId(text)
+      if (id === undefined) continue
+      output.forceEnqueue(
+        this.peer,
+        Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
+      )
+    }
   }
 
   /**
@@ -204,6 +255,10 @@ export class PeerReader implements FrameReceiver {
     let parked = false
     output.startBatch()
     try {
+      // One field test per batch: the simulation's ledger counts a frame's effect when it is handled here.
+      // Told first: handling may end another connection at once (a takeover), whose end the ledger sees then.
+      const observer = this.router.readerObserver
+      if (observer !== undefined) observer.handled(this.peer.connection.id, frames, from, to)
       const stopped = this.router.handleBatch(this.peer, frames, from, to)
       if (stopped < to) this.confirmRest(frames, stopped, to)
     } finally {

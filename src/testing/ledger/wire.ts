@@ -301,6 +301,25 @@ export const discarded = (state: LedgerState, linkId: number, toward: Side, fram
   )
 }
 
+/**
+ * Frames the broker's reader of link `linkId` held behind parked output and
+ * dropped unhandled (its connection closed, or was taken over, first): they
+ * took no effect, so only the trace says so. At a takeover the sends among
+ * them were answered `delivery_failed` (read as any refusal, below).
+ */
+export const heldDropped = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (link === undefined) return
+  const shown: Array<string> = []
+  for (const text of frames) {
+    const parsed = parseFrameText(text)
+    if (isFrameDecodeError(parsed)) continue
+    const frame = decodeSendLike(parsed)
+    shown.push(frame === undefined ? parsed.type : `${parsed.type} ${alias(state, frame.message.id)}`)
+  }
+  note(state, `   the broker dropped ${frames.length} frame(s) held on link #${linkId} of ${nameOf(state, link.owner)} at its close (${shown.join(", ")})`)
+}
+
 /** A client read frames from the broker. */
 export const clientRead = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
   const link = state.links.get(linkId)
