@@ -247,3 +247,46 @@ describe("Ledger: two departures of one sender written together (a withheld retu
     expect(twoInOneWrite(["left", "joined", "left", "later"], [2, 2])).toEqual(["left-before-mail"])
   })
 })
+
+describe("Ledger: an unregister the broker read but never handled (seed 366 of --held-return)", () => {
+  /**
+   * A left once (link #1's `unregister`), came back on link #3, sent `last`, and wrote its `unregister`
+   * there; the broker's reader of link #3 held that `unregister` behind parked output (read, not
+   * handled), and A's next `register`, on link #4, took link #3 over before it was handed back: the
+   * broker dropped it. B then reads the `session_left` of A's first departure, and `last` after it.
+   * `unregisterHandled` says whether the broker handled that `unregister` after all (a real departure).
+   */
+  const heldUnregister = (unregisterHandled: boolean): ReadonlyArray<string> => {
+    const ledger = linksOfAAndB()
+    brokerTook(ledger, 2, [registerOf(B, 2)])
+    ledger.clientRead(2, [registeredOf(B)])
+    ledger.clientWrote(1, [unregister])
+    brokerTook(ledger, 1, [unregister])
+    ledger.linkOpened(3, A, "client-a2", 0)
+    brokerTook(ledger, 3, [registerOf(A, 3)])
+    ledger.clientRead(3, [registeredOf(A)])
+    ledger.clientWrote(3, [sendOf(last), unregister])
+    brokerTook(ledger, 3, [sendOf(last)])
+    ledger.clientRead(3, [JSON.stringify({ type: "delivered", messageId: last.id, delivery: "socket_delivered" })])
+    if (unregisterHandled) brokerTook(ledger, 3, [unregister])
+    else ledger.brokerRead(3, [unregister]) // held behind parked output: read, not handled
+    ledger.linkOpened(4, A, "client-a3", 0)
+    brokerTook(ledger, 4, [registerOf(A, 4)])
+    if (!unregisterHandled) ledger.heldDropped(3, [unregister]) // the takeover closes link #3
+    ledger.brokerEnded(3)
+    ledger.linkClosed(3)
+    ledger.clientRead(4, [registeredOf(A)])
+    ledger.brokerWriteStarted(2, [left, delivered(last)])
+    ledger.brokerWrote(2, [left, delivered(last)])
+    ledger.clientRead(2, [left, delivered(last)])
+    return ledger.violations.map((violation) => violation.kind)
+  }
+
+  it("dropped unhandled at the takeover, it was no departure: the mail after the first departure's session_left passes", () => {
+    expect(heldUnregister(false)).toEqual([])
+  })
+
+  it("handled, it was a departure: the same reads are left-before-mail", () => {
+    expect(heldUnregister(true)).toEqual(["left-before-mail"])
+  })
+})
