@@ -178,8 +178,8 @@ export class PeerReader implements FrameReceiver {
   /**
    * The connection's session was taken over (P16; `endTakenOver`, before its
    * `taken_over` and its `end`): each `send` or `supervisor_send` still held
-   * behind parked output is answered now as one read after the takeover is
-   * (Send.ts: the connection holds no session), `delivery_failed` with
+   * behind parked output is answered now as Send.ts answers a send from a
+   * connection that holds no session: `delivery_failed` with
    * `E_SENDER_NOT_FOUND`, forced past a full outbox as `taken_over` is, so
    * that the graceful end writes it. Not handled for the session: the new
    * holder may be another process, and frames of the old connection cannot

@@ -12,8 +12,8 @@
  *   frames it handles as it handles them, and the held ones as dropped. The
  *   simulation's ledger counts a departure from there, not from the read.
  * - The held `send` is not lost without a word: the old connection is
- *   answered `delivery_failed` (`E_SENDER_NOT_FOUND`, as a send read after
- *   the takeover is), before its `taken_over`.
+ *   answered `delivery_failed` (`E_SENDER_NOT_FOUND`, the answer to a send
+ *   from a connection that holds no session), before its `taken_over`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
