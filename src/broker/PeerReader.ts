@@ -12,6 +12,14 @@
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
  *
+ * Held frames were read, not accepted. A close drops them, unanswered, as the
+ * socket's unread frames are (`stop`); a takeover (P16) first answers each
+ * held `send` `E_SENDER_NOT_FOUND` (`refuseHeldSends`), so a sender still
+ * reading its old connection learns which of its last sends did not go. An
+ * optional `ReaderObserver` (the simulation's ledger) is told which frames
+ * each batch handles, just before it does, and which held frames were
+ * dropped: one field test per batch when absent.
+ *
  * A connection that begins to close within a batch (a protocol error, an
  * answer whose write finds the peer gone) has the rest of that batch
  * dropped, except its `received` frames: they were read, answer nothing,
@@ -34,6 +42,10 @@
  * The reader owns its held frames and its drainer, never the `Peer`'s
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
+ *
+ * Size: about 400 lines, one concept — one connection's reading, with its
+ * held frames from the read to their hand-back, refusal or drop; over a
+ * third of it is this header and the JSDoc of those paths.
  */
 import { Effect, type Fiber } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"

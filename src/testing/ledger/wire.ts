@@ -5,12 +5,13 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 590 lines, one concept — reading the wire for the ledger,
+ * Size: about 610 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
  * the rule that a read through a crashed incarnation is unconfirmed to the
- * next one. Kept whole: the five taps (client wrote, broker read, broker
+ * next one; the trace note of frames the broker held and dropped
+ * (`heldDropped`, seed 366) is here with the other frames lost unread. Kept whole: the five taps (client wrote, broker read, broker
  * wrote or took back, client read, discarded) update the same message
  * records, and most of the length is one function, `brokerFrameRead`, whose
  * cases each judge one broker frame a client read; the other checks live in
