@@ -13,7 +13,9 @@
  * StoreWriter.ts): durable mode, docs/store.md. Under a tracer other than
  * effect's default it makes routing spans for traced sends (RoutingSpans.ts);
  * with `TelemetryEnabled.metrics` it registers its OTLP metric series
- * (MetricSeries.ts); `metrics` is its snapshot (docs/observability.md).
+ * (MetricSeries.ts); `metrics` is its snapshot (docs/observability.md). A
+ * `ReaderObserver` in its context is told which frames its readers handle
+ * and which held ones they drop (ReaderObserver.ts; the simulation's ledger).
  *
  * @example
  * ```ts
