@@ -13,7 +13,9 @@
  * StoreWriter.ts): durable mode, docs/store.md. Under a tracer other than
  * effect's default it makes routing spans for traced sends (RoutingSpans.ts);
  * with `TelemetryEnabled.metrics` it registers its OTLP metric series
- * (MetricSeries.ts); `metrics` is its snapshot (docs/observability.md).
+ * (MetricSeries.ts); `metrics` is its snapshot (docs/observability.md). A
+ * `ReaderObserver` in its context is told which frames its readers handle
+ * and which held ones they drop (ReaderObserver.ts; the simulation's ledger).
  *
  * @example
  * ```ts
@@ -46,6 +48,7 @@ import { AdmissionGate } from "./AdmissionGate.ts"
 import type { HeldMail } from "./MailDelivery.ts"
 import { runResults } from "./Results.ts"
 import { makeRouterSignals, REPLAY_RETENTION_MS, Router, type RouterStats } from "./Router.ts"
+import { ReaderObserver } from "./ReaderObserver.ts"
 import { type BrokerEvent, logLine, signal } from "./RouterContext.ts"
 import type { MailStoreError } from "../store/MailStore.ts"
 import { StoreJournal } from "./StoreJournal.ts"
@@ -143,9 +146,12 @@ const make = (
     const storeCommits = store === undefined ? undefined : new StoreCommits()
     // What the last run stored, read before the Router is made: its state epoch is the Router's (`state-epoch-v1`).
     const recovered = store === undefined ? undefined : yield* store.load(now() - REPLAY_RETENTION_MS)
+    // Told when readers handle or drop frames, when the program provides one (the simulation's ledger).
+    const readers = Option.getOrUndefined(yield* Effect.serviceOption(ReaderObserver))
     const router = new Router(resolved, now, signals, journal, {
       spans: tracer === Tracer.nativeTracer ? undefined : new RoutingSpans(tracer, nanos),
-      storeCommits
+      storeCommits,
+      readers
     }, recovered?.stateEpoch)
     const timing = storeCommits === undefined ? undefined : { commits: storeCommits, nanos }
     if (store !== undefined && journal !== undefined && recovered !== undefined) {

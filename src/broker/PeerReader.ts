@@ -12,6 +12,14 @@
  * stack of its own (after a yield), so their batch never runs inside the
  * flush of the writer that made room.
  *
+ * Held frames were read, not accepted. A close drops them, unanswered, as the
+ * socket's unread frames are (`stop`); a takeover (P16) first answers each
+ * held `send` `E_SENDER_NOT_FOUND` (`refuseHeldSends`), so a sender still
+ * reading its old connection learns which of its last sends did not go. An
+ * optional `ReaderObserver` (the simulation's ledger) is told which frames
+ * each batch handles, just before it does, and which held frames were
+ * dropped: one field test per batch when absent.
+ *
  * A connection that begins to close within a batch (a protocol error, an
  * answer whose write finds the peer gone) has the rest of that batch
  * dropped, except its `received` frames: they were read, answer nothing,
@@ -34,9 +42,14 @@
  * The reader owns its held frames and its drainer, never the `Peer`'s
  * fields (Peer.ts). The actor (ConnectionActor.ts) waits on `stopped` and
  * then runs `finish`, which interrupts the drainer.
+ *
+ * Size: about 400 lines, one concept — one connection's reading, with its
+ * held frames from the read to their hand-back, refusal or drop; over a
+ * third of it is this header and the JSDoc of those paths.
  */
 import { Effect, type Fiber } from "effect"
 import { isFrameDecodeError, parseFrameText } from "../protocol/decode.ts"
+import { DeliveryCode, isRetryable, Reason } from "../protocol/delivery.ts"
 import type { ConnectionError, FrameReceiver } from "../transport/Connection.ts"
 import type { ReadControl } from "../transport/receive.ts"
 import type { Permit } from "./AdmissionGate.ts"
@@ -44,6 +57,7 @@ import type { Output } from "./Output.ts"
 import type { Peer } from "./Peer.ts"
 import type { Router } from "./Router.ts"
 import { closePeer } from "./RouterContext.ts"
+import * as Encode from "./encode.ts"
 
 /** Starts a fiber in the connection's context. */
 export type ForkDrainer = (effect: Effect.Effect<void>) => Fiber.Fiber<void>
@@ -66,6 +80,14 @@ const outputEnd = (frames: ReadonlyArray<string>): number => {
 const frameType = (text: string): string | undefined => {
   const frame = parseFrameText(text)
   return isFrameDecodeError(frame) ? undefined : frame.type
+}
+
+/** The message id of a held `send` or `supervisor_send` frame, or undefined (another frame, or none to name). */
+const heldSendId = (text: string): string | undefined => {
+  const frame = parseFrameText(text)
+  if (isFrameDecodeError(frame) || (frame.type !== "send" && frame.type !== "supervisor_send")) return undefined
+  const message = frame["message"]
+  return typeof message === "object" && message !== null && "id" in message && typeof message.id === "string" ? message.id : undefined
 }
 
 /** Offers the reader's parked output in order, each waiting for room. */
@@ -143,12 +165,53 @@ export class PeerReader implements FrameReceiver {
     if (this.readPaused) control.pause()
   }
 
-  /** Stops handling frames; the actor is told once no batch of this reader runs (`closePeer` calls it). */
+  /**
+   * Stops handling frames; the actor is told once no batch of this reader
+   * runs (`closePeer` calls it). Frames still held behind parked output are
+   * dropped unhandled, as the frames its socket still buffers are: none was
+   * answered, so a client of ours sends them again on its next connection
+   * (IntercomClient's unanswered sends). At a takeover the `send`s among
+   * them were refused first (`refuseHeldSends`).
+   */
   stop(): void {
     if (this.stopping) return
     this.stopping = true
     this.control?.pause()
+    const held = this.held
+    if (held !== undefined) {
+      this.held = undefined
+      this.heldText = 0
+      this.heldChangesMembership = false
+      if (held.length > 0) this.router.readerObserver?.dropped(this.peer.connection.id, held)
+    }
     if (this.depth === 0) this.tellStopped()
+  }
+
+  /**
+   * The connection's session was taken over (P16; `endTakenOver`, before its
+   * `taken_over` and its `end`): each `send` or `supervisor_send` still held
+   * behind parked output is answered now as Send.ts answers a send from a
+   * connection that holds no session: `delivery_failed` with
+   * `E_SENDER_NOT_FOUND`, forced past a full outbox as `taken_over` is, so
+   * that the graceful end writes it. Not handled for the session: the new
+   * holder may be another process, and frames of the old connection cannot
+   * affect the new session (P16); not dropped unanswered: a client that does
+   * not send it again would lose it with no word (docs/protocol.md,
+   * "Deliberate deviations"). The rest stays held, and `stop` drops it.
+   * A send with no message id cannot be answered about; it is dropped.
+   */
+  refuseHeldSends(): void {
+    const held = this.held
+    if (held === undefined || this.stopping) return
+    const output = this.router.output
+    for (const text of held) {
+      const id = heldSendId(text)
+      if (id === undefined) continue
+      output.forceEnqueue(
+        this.peer,
+        Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
+      )
+    }
   }
 
   /**
@@ -204,6 +267,10 @@ export class PeerReader implements FrameReceiver {
     let parked = false
     output.startBatch()
     try {
+      // One field test per batch: the simulation's ledger counts a frame's effect when it is handled here.
+      // Told first: handling may end another connection at once (a takeover), whose end the ledger sees then.
+      const observer = this.router.readerObserver
+      if (observer !== undefined) observer.handled(this.peer.connection.id, frames, from, to)
       const stopped = this.router.handleBatch(this.peer, frames, from, to)
       if (stopped < to) this.confirmRest(frames, stopped, to)
     } finally {

@@ -58,6 +58,7 @@ import type { ResolvedCoreOptions } from "./options.ts"
 import { Observe } from "./Observe.ts"
 import { Output } from "./Output.ts"
 import type { OutboundItem, Peer, Returnable } from "./Peer.ts"
+import type { ReaderObserverService } from "./ReaderObserver.ts"
 import { replyErrorStage } from "./ReplyErrors.ts"
 import { Receipts } from "./Receipts.ts"
 import { type ResultJob, Results } from "./Results.ts"
@@ -167,6 +168,8 @@ export interface RouterTelemetry {
   readonly spans?: RoutingSpans | undefined
   /** The durable store's commit counters, when the broker has a store. */
   readonly storeCommits?: StoreCommits | undefined
+  /** Who is told when readers handle or drop frames (the simulation's ledger), when the program provides one. */
+  readonly readers?: ReaderObserverService | undefined
 }
 
 /** The broker's routing state and frame dispatch; see the module header. */
@@ -186,6 +189,8 @@ export class Router {
    * stopped since the broker started (`BrokerStats.readPauses`).
    */
   readonly heldBack: { readonly limit: number; pauses: number }
+  /** Told when readers handle or drop frames (ReaderObserver.ts), when the broker's program provides one. */
+  readonly readerObserver: ReaderObserverService | undefined
   private readonly ctx: RouterContext
   private readonly mail: MailDelivery
   private readonly send: Send
@@ -202,7 +207,7 @@ export class Router {
 
   /**
    * @param journal the durable store's journal; without one the broker keeps its state in memory only.
-   * @param telemetry routing spans and store commit counters, when the broker has them.
+   * @param telemetry routing spans, store commit counters and a reader observer, when the broker has them.
    * @param stateEpoch the id of the routing state (`state-epoch-v1`): the store's, or a fresh one without a store.
    */
   constructor(
@@ -357,6 +362,7 @@ export class Router {
 
     this.ctx = ctx
     this.heldBack = { limit: options.heldLimit, pauses: 0 }
+    this.readerObserver = telemetry.readers
     this.journal = journal
     this.output = output
     this.membership = membership

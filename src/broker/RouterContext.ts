@@ -90,8 +90,12 @@ export const closePeer = (peer: Peer, mode: CloseMode): void => {
  * it does not reconnect and take the id back; a base client is ended
  * quietly. Forced past a full outbox (never parked, where the close would
  * drop it), after what the outbox holds; the `end` close flushes it first.
+ * Before it, each `send` its reader still held behind parked output is
+ * refused (`E_SENDER_NOT_FOUND`, PeerReader.refuseHeldSends), forced the same way.
  */
 export const endTakenOver = (output: Output, peer: Peer, id: string, pid: number): void => {
+  // Sends its reader still held behind parked output are refused first (PeerReader.refuseHeldSends).
+  peer.reader.refuseHeldSends()
   if (peer.features.has(TAKEOVER_V1)) output.forceEnqueue(peer, Encode.takenOverFrame(id, pid))
   closePeer(peer, "end")
 }

@@ -32,7 +32,7 @@ import type {
   ViolationKind
 } from "./ledger/types.ts"
 import { TopicLedger } from "./ledger/topics.ts"
-import { brokerRead, brokerUnwrote, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded } from "./ledger/wire.ts"
+import { brokerRead, brokerUnwrote, brokerWrote, brokerWriteCut, clientRead, clientWrote, discarded, heldDropped } from "./ledger/wire.ts"
 
 /** The ledger's vocabulary: violation kinds, tallies, session names (ledger/types.ts). */
 export type * from "./ledger/types.ts"
@@ -187,7 +187,22 @@ export class Ledger {
   /** The broker read frames from a client on link `linkId`. */
   brokerRead(linkId: number, frames: ReadonlyArray<string>): void {
     brokerRead(this.state, linkId, frames)
-    this.departures.brokerRead(this.state, linkId, frames)
+  }
+
+  /**
+   * The broker handles `frames[from]` up to `frames[to]` (not included), read
+   * on link `linkId` (the broker's `ReaderObserver`, just before it does): at
+   * once as it read them, or later, when its reader had held them behind
+   * parked output. Departures
+   * and the sends a registration made count from here (ledger/departure.ts).
+   */
+  brokerHandled(linkId: number, frames: ReadonlyArray<string>, from: number, to: number): void {
+    this.departures.brokerHandled(this.state, linkId, frames, from, to)
+  }
+
+  /** The broker's reader of link `linkId` dropped frames it held behind parked output: its connection closed first. */
+  heldDropped(linkId: number, frames: ReadonlyArray<string>): void {
+    heldDropped(this.state, linkId, frames)
   }
 
   /** The broker began a write toward the client on link `linkId` (one `Output.takeForWrite`; ledger/departure.ts). */

@@ -10,7 +10,7 @@ import { type BrokerCoreOptions, resolveCoreOptions } from "../../src/broker/opt
 import { Peer } from "../../src/broker/Peer.ts"
 import { PeerReader } from "../../src/broker/PeerReader.ts"
 import { PeerWriter } from "../../src/broker/PeerWriter.ts"
-import { makeRouterSignals, Router } from "../../src/broker/Router.ts"
+import { makeRouterSignals, Router, type RouterTelemetry } from "../../src/broker/Router.ts"
 import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
 import type { Connection } from "../../src/transport/Connection.ts"
 
@@ -27,17 +27,22 @@ export interface HandRouter {
 }
 
 /**
- * A Router with `options` (no idle exit unless they say) on the clock `now`.
+ * A Router with `options` (no idle exit unless they say) on the clock `now`,
+ * with `telemetry` (a `ReaderObserver`'s calls, say) when given.
  *
  * @example
  * const { router, batch, attach } = yield* handRouter({ outboxCapacity: 2 })
  * const peer = attach(fakeConnection(1, false))
  * batch(peer, [registerFrame({ sessionId: "a" })])
  */
-export const handRouter = (options: BrokerCoreOptions, now: () => number = () => 1_000_000): Effect.Effect<HandRouter> =>
+export const handRouter = (
+  options: BrokerCoreOptions,
+  now: () => number = () => 1_000_000,
+  telemetry: RouterTelemetry = {}
+): Effect.Effect<HandRouter> =>
   Effect.gen(function*() {
     const signals = yield* makeRouterSignals(false)
-    const router = new Router(resolveCoreOptions({ idleExit: null, ...options }), now, signals)
+    const router = new Router(resolveCoreOptions({ idleExit: null, ...options }), now, signals, undefined, telemetry)
     const fork = () => Effect.runFork(Effect.void)
     const permit = { release: () => {} }
     const batch = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): boolean => {

@@ -10,6 +10,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
 import { Ledger } from "../../src/testing/Ledger.ts"
+import { brokerTook } from "../support/ledgerFeed.ts"
 
 const A = "sim-1-a"
 const D = "sim-4-d"
@@ -34,14 +35,14 @@ const refusedReplyReadAt = (replyReadAt: number): ReadonlyArray<string> => {
   ledger.linkOpened(2, D, "client-d", 1)
   for (const [link, id, pid] of [[1, A, 1], [2, D, 4]] as const) {
     const { id: _, ...session } = info(id, pid)
-    ledger.brokerRead(link, [JSON.stringify({ type: "register", sessionId: id, session })])
+    brokerTook(ledger, link, [JSON.stringify({ type: "register", sessionId: id, session })])
     ledger.clientRead(link, [JSON.stringify({ type: "registered", sessionId: id })])
   }
   now = RECEIVED_AT
   ledger.askStarted(A, D)
   const ask = JSON.stringify({ type: "send", to: D, message: question, askTimeoutMs: TIMEOUT_MS })
   ledger.clientWrote(1, [ask])
-  ledger.brokerRead(1, [ask])
+  brokerTook(ledger, 1, [ask])
   ledger.clientRead(2, [JSON.stringify({
     type: "message",
     from: info(A, 1),
@@ -54,7 +55,7 @@ const refusedReplyReadAt = (replyReadAt: number): ReadonlyArray<string> => {
   now = RECEIVED_AT + 5_000
   ledger.clientWrote(2, [answer])
   now = replyReadAt
-  ledger.brokerRead(2, [answer])
+  brokerTook(ledger, 2, [answer])
   ledger.clientRead(2, [JSON.stringify({
     type: "delivery_failed",
     messageId: reply.id,

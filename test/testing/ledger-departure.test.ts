@@ -9,6 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
 import { Ledger } from "../../src/testing/Ledger.ts"
+import { brokerTook } from "../support/ledgerFeed.ts"
 
 const A = "sim-1-a"
 const B = "sim-2-b"
@@ -48,7 +49,7 @@ const linksOfAAndB = () => {
   ledger.addSession({ id: B, name: "b", scopeId: undefined })
   ledger.linkOpened(1, A, "client-a", 0)
   ledger.linkOpened(2, B, "client-b", 0)
-  ledger.brokerRead(1, [registerOf(A, 1)])
+  brokerTook(ledger, 1, [registerOf(A, 1)])
   ledger.clientRead(1, [registeredOf(A)])
   return ledger
 }
@@ -57,18 +58,18 @@ const linksOfAAndB = () => {
 const run = (story: Story): ReadonlyArray<string> => {
   const ledger = linksOfAAndB()
   const receiverJoins = () => {
-    ledger.brokerRead(2, [registerOf(B, 2)])
+    brokerTook(ledger, 2, [registerOf(B, 2)])
     ledger.clientRead(2, [registeredOf(B)])
   }
   if (story.receiverLate !== true) receiverJoins()
   if (story.leftWrittenEarly === true) ledger.brokerWrote(2, [left])
   ledger.clientWrote(1, [sendOf(last)])
-  ledger.brokerRead(1, [sendOf(last)])
+  brokerTook(ledger, 1, [sendOf(last)])
   ledger.clientRead(1, [JSON.stringify({ type: "delivered", messageId: last.id, delivery: "socket_delivered" })])
   if (story.receiverLate === true) receiverJoins()
   if (story.leaves === "unregister") {
     ledger.clientWrote(1, [unregister])
-    ledger.brokerRead(1, [unregister])
+    brokerTook(ledger, 1, [unregister])
   } else {
     ledger.brokerEnded(1)
     ledger.linkClosed(1)
@@ -76,10 +77,10 @@ const run = (story: Story): ReadonlyArray<string> => {
   if (story.rejoins === true) {
     const link = story.leaves === "unregister" ? 1 : 3
     if (link === 3) ledger.linkOpened(3, A, "client-a2", 0)
-    ledger.brokerRead(link, [registerOf(A, 1)])
+    brokerTook(ledger, link, [registerOf(A, 1)])
     ledger.clientRead(link, [registeredOf(A)])
     ledger.clientWrote(link, [sendOf(later)])
-    ledger.brokerRead(link, [sendOf(later)])
+    brokerTook(ledger, link, [sendOf(later)])
   }
   const frames = story.reads.map((read) => read === "left" ? left : delivered(read === "last" ? last : later))
   const toWrite = story.leftWrittenEarly === true ? frames.filter((frame) => frame !== left) : frames
@@ -147,15 +148,15 @@ const resent = (thenLeaves: boolean): ReadonlyArray<string> => {
   ledger.linkOpened(1, A, "client-a", 0)
   ledger.linkOpened(2, B, "client-b", 0)
   ledger.linkOpened(3, A, "client-a", 0)
-  ledger.brokerRead(1, [registerOf(A, 1)])
+  brokerTook(ledger, 1, [registerOf(A, 1)])
   ledger.clientRead(1, [registeredOf(A)])
-  ledger.brokerRead(2, [registerOf(B, 2)])
+  brokerTook(ledger, 2, [registerOf(B, 2)])
   ledger.clientRead(2, [registeredOf(B)])
   ledger.clientWrote(1, [sendOf(last)])
-  ledger.brokerRead(1, [sendOf(last)])
+  brokerTook(ledger, 1, [sendOf(last)])
   ledger.brokerEnded(1)
   ledger.linkClosed(1)
-  ledger.brokerRead(3, [registerOf(A, 1), sendOf(last), ...(thenLeaves ? [unregister] : [])])
+  brokerTook(ledger, 3, [registerOf(A, 1), sendOf(last), ...(thenLeaves ? [unregister] : [])])
   // Two writes: `last` was not queued for B when its writer wrote the session_left.
   ledger.brokerWriteStarted(2, [left])
   ledger.brokerWrote(2, [left])
@@ -178,21 +179,21 @@ describe("Ledger: a message sent again after its sender's connection ended", () 
 describe("Ledger: a broker write that reaches the transport late", () => {
   it("a session_left announces the departures seen when its write began, not those read while the write was on its way", () => {
     const ledger = linksOfAAndB()
-    ledger.brokerRead(2, [registerOf(B, 2)])
+    brokerTook(ledger, 2, [registerOf(B, 2)])
     ledger.clientRead(2, [registeredOf(B)])
     // A unregisters (its first departure), registers again on the same link, and sends `later` to B.
     ledger.clientWrote(1, [unregister])
-    ledger.brokerRead(1, [unregister])
-    ledger.brokerRead(1, [registerOf(A, 1)])
+    brokerTook(ledger, 1, [unregister])
+    brokerTook(ledger, 1, [registerOf(A, 1)])
     ledger.clientRead(1, [registeredOf(A)])
     ledger.clientWrote(1, [sendOf(later)])
-    ledger.brokerRead(1, [sendOf(later)])
+    brokerTook(ledger, 1, [sendOf(later)])
     // B's writer takes the first departure and A's new join; the transport takes that write only after
     // A unregistered again (its second departure).
     const joined = JSON.stringify({ type: "session_joined", session: from })
     ledger.brokerWriteStarted(2, [left, joined])
     ledger.clientWrote(1, [unregister])
-    ledger.brokerRead(1, [unregister])
+    brokerTook(ledger, 1, [unregister])
     ledger.brokerWrote(2, [left, joined])
     // The next write: `later`, then the second departure's session_left.
     ledger.brokerWriteStarted(2, [delivered(later), left])
@@ -213,14 +214,14 @@ describe("Ledger: two departures of one sender written together (a withheld retu
     writes: ReadonlyArray<number> = [reads.length]
   ): ReadonlyArray<string> => {
     const ledger = linksOfAAndB()
-    ledger.brokerRead(2, [registerOf(B, 2)])
+    brokerTook(ledger, 2, [registerOf(B, 2)])
     ledger.clientRead(2, [registeredOf(B)])
     ledger.clientWrote(1, [unregister])
-    ledger.brokerRead(1, [unregister])
-    ledger.brokerRead(1, [registerOf(A, 1)])
+    brokerTook(ledger, 1, [unregister])
+    brokerTook(ledger, 1, [registerOf(A, 1)])
     ledger.clientRead(1, [registeredOf(A)])
     ledger.clientWrote(1, [sendOf(later), unregister])
-    ledger.brokerRead(1, [sendOf(later), unregister])
+    brokerTook(ledger, 1, [sendOf(later), unregister])
     const joined = JSON.stringify({ type: "session_joined", session: from })
     const frames = reads.map((read) => read === "left" ? left : read === "joined" ? joined : delivered(later))
     let at = 0
@@ -244,5 +245,48 @@ describe("Ledger: two departures of one sender written together (a withheld retu
   it("the first session_left and the second registration's join in one write, its mail and the second session_left in the next: the first announces the departure before that registration only", () => {
     expect(twoInOneWrite(["left", "joined", "later", "left"], [2, 2])).toEqual([])
     expect(twoInOneWrite(["left", "joined", "left", "later"], [2, 2])).toEqual(["left-before-mail"])
+  })
+})
+
+describe("Ledger: an unregister the broker read but never handled (seed 366 of --held-return)", () => {
+  /**
+   * A left once (link #1's `unregister`), came back on link #3, sent `last`, and wrote its `unregister`
+   * there; the broker's reader of link #3 held that `unregister` behind parked output (read, not
+   * handled), and A's next `register`, on link #4, took link #3 over before it was handed back: the
+   * broker dropped it. B then reads the `session_left` of A's first departure, and `last` after it.
+   * `unregisterHandled` says whether the broker handled that `unregister` after all (a real departure).
+   */
+  const heldUnregister = (unregisterHandled: boolean): ReadonlyArray<string> => {
+    const ledger = linksOfAAndB()
+    brokerTook(ledger, 2, [registerOf(B, 2)])
+    ledger.clientRead(2, [registeredOf(B)])
+    ledger.clientWrote(1, [unregister])
+    brokerTook(ledger, 1, [unregister])
+    ledger.linkOpened(3, A, "client-a2", 0)
+    brokerTook(ledger, 3, [registerOf(A, 3)])
+    ledger.clientRead(3, [registeredOf(A)])
+    ledger.clientWrote(3, [sendOf(last), unregister])
+    brokerTook(ledger, 3, [sendOf(last)])
+    ledger.clientRead(3, [JSON.stringify({ type: "delivered", messageId: last.id, delivery: "socket_delivered" })])
+    if (unregisterHandled) brokerTook(ledger, 3, [unregister])
+    else ledger.brokerRead(3, [unregister]) // held behind parked output: read, not handled
+    ledger.linkOpened(4, A, "client-a3", 0)
+    brokerTook(ledger, 4, [registerOf(A, 4)])
+    if (!unregisterHandled) ledger.heldDropped(3, [unregister]) // the takeover closes link #3
+    ledger.brokerEnded(3)
+    ledger.linkClosed(3)
+    ledger.clientRead(4, [registeredOf(A)])
+    ledger.brokerWriteStarted(2, [left, delivered(last)])
+    ledger.brokerWrote(2, [left, delivered(last)])
+    ledger.clientRead(2, [left, delivered(last)])
+    return ledger.violations.map((violation) => violation.kind)
+  }
+
+  it("dropped unhandled at the takeover, it was no departure: the mail after the first departure's session_left passes", () => {
+    expect(heldUnregister(false)).toEqual([])
+  })
+
+  it("handled, it was a departure: the same reads are left-before-mail", () => {
+    expect(heldUnregister(true)).toEqual(["left-before-mail"])
   })
 })

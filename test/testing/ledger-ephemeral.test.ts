@@ -16,6 +16,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
 import { EPHEMERAL_V1 } from "../../src/protocol/features.ts"
 import { Ledger, type MessageTally } from "../../src/testing/Ledger.ts"
+import { brokerTook } from "../support/ledgerFeed.ts"
 
 const D = "sim-4-d"
 const A = "sim-1-a"
@@ -61,7 +62,7 @@ const run = (ephemeral: boolean, steps: ReadonlyArray<Step>): { readonly kinds: 
   let epoch = 0
   const register = () => {
     ledger.clientWrote(link, [registerOf(ephemeral)])
-    ledger.brokerRead(link, [registerOf(ephemeral)])
+    brokerTook(ledger, link, [registerOf(ephemeral)])
     ledger.clientRead(link, [registered])
   }
   const reconnect = () => {
@@ -75,11 +76,11 @@ const run = (ephemeral: boolean, steps: ReadonlyArray<Step>): { readonly kinds: 
   for (const step of steps) {
     if (step === "send") {
       ledger.clientWrote(link, [sendOf])
-      ledger.brokerRead(link, [sendOf])
+      brokerTook(ledger, link, [sendOf])
       ledger.clientRead(link, [queued])
     } else if (step === "unregister") {
       ledger.clientWrote(link, [unregister])
-      ledger.brokerRead(link, [unregister])
+      brokerTook(ledger, link, [unregister])
     } else if (step === "register") {
       register()
     } else if (step === "drop") {

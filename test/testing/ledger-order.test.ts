@@ -10,6 +10,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Message } from "../../src/protocol/frames.ts"
 import { Ledger } from "../../src/testing/Ledger.ts"
+import { brokerTook } from "../support/ledgerFeed.ts"
 
 const A = "sim-1-a"
 const B = "sim-2-b"
@@ -57,14 +58,14 @@ const violationsOf = (
   ledger.linkOpened(1, A, "client-a", 0)
   ledger.linkOpened(2, B, "client-b", 0)
   ledger.linkOpened(3, B, "client-b", 0)
-  ledger.brokerRead(2, [rejoin.old ? registerWithRejoin : register])
+  brokerTook(ledger, 2, [rejoin.old ? registerWithRejoin : register])
   ledger.clientRead(2, [registered])
   ledger.clientWrote(1, [sendOf(first), sendOf(second)])
-  ledger.brokerRead(1, [sendOf(first), sendOf(second)])
+  brokerTook(ledger, 1, [sendOf(first), sendOf(second)])
   if (cutWriteAt !== undefined) ledger.brokerWriteCut(2, [delivered(first)], cutWriteAt)
   time.now = 3
   if (oldEnds === "beforeRegister") ledger.brokerEnded(2)
-  ledger.brokerRead(3, [rejoin.new ? registerWithRejoin : register])
+  brokerTook(ledger, 3, [rejoin.new ? registerWithRejoin : register])
   if (oldEnds === "afterRegister") ledger.brokerEnded(2)
   time.now = 4
   ledger.clientRead(3, [registered])

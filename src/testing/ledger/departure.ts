@@ -5,12 +5,16 @@
  * that frame, so a reply arriving after it is lost to its asker.
  *
  * "Before X left" is the broker's view: each registration the broker holds
- * on a connection collects the sends it read on it (a send still in X's
+ * on a connection collects the sends it handled on it (a send still in X's
  * client, or on the wire, at the leave was never sent); the registration ends
- * with a departure when the broker reads its `unregister` or sees its
+ * with a departure when the broker handles its `unregister` or sees its
  * connection end — a takeover (a `register` of X on another connection while
  * the broker still holds this one) is no departure, and hands the collected
- * sends on to the new registration. A message sent again with the same id
+ * sends on to the new registration. "Handled", not "read": a reader held back
+ * behind parked output holds the frames it reads, and drops them if its
+ * connection is taken over or closes first; the broker's `ReaderObserver`
+ * says when it handles them (`brokerHandled`), so a held `unregister`
+ * dropped at a takeover is no departure (simulation seed 366). A message sent again with the same id
  * (its client never heard the answer) counts where the broker last read it
  * before the answer or its first arrival, as `acceptSeq` does (ledger/wire.ts):
  * a copy read earlier may have waited in a reader that closed before routing
@@ -52,7 +56,7 @@
  *
  * Owned by one `Ledger`; plain synchronous state, fed by its wire taps.
  *
- * Size: about 420 lines, one concept — the departure-order check; over a
+ * Size: about 435 lines, one concept — the departure-order check; over a
  * third of it is this header and the JSDoc of the counting rules (a write's
  * departures, a return withheld, a takeover's hand-on).
  */
@@ -139,11 +143,17 @@ export class DepartureLedger {
   /** `acceptSeq` when the broker read each link's `register`. */
   private readonly registeredAtSeq = new Map<number, number>()
 
-  /** The broker read frames on link `linkId` (after `wire.ts`'s tap gave the sends among them their `acceptSeq`). */
-  brokerRead(state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void {
+  /**
+   * The broker handled `frames[from]` up to `frames[to]` (not included), read on link `linkId` (after
+   * `wire.ts`'s read tap gave the sends among them their `acceptSeq`): at once, or once its reader, held
+   * back behind parked output, handed them back. A held frame dropped at a close or a takeover never
+   * comes here: its `unregister` ended nothing, its send was never sent (simulation seed 366).
+   */
+  brokerHandled(state: LedgerState, linkId: number, frames: ReadonlyArray<string>, from: number, to: number): void {
     const link = state.links.get(linkId)
     if (link === undefined || isHostile(state, link.owner)) return
-    for (const text of frames) {
+    for (let i = from; i < to; i++) {
+      const text = frames[i]!
       const parsed = parseFrameText(text)
       if (isFrameDecodeError(parsed)) continue
       switch (parsed.type) {

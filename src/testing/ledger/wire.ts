@@ -5,12 +5,13 @@
  * acknowledged, where each was written and read, and checks routing, scopes
  * and order on the wire.
  *
- * Size: about 590 lines, one concept — reading the wire for the ledger,
+ * Size: about 610 lines, one concept — reading the wire for the ledger,
  * frame type by frame type; durable mode (issue 13) added the crash-redelivery
  * cases here, known issue 20 the client's last written confirmation per
  * connection, and a session that confirms what it handled (known issue 21)
  * the rule that a read through a crashed incarnation is unconfirmed to the
- * next one. Kept whole: the five taps (client wrote, broker read, broker
+ * next one; the trace note of frames the broker held and dropped
+ * (`heldDropped`, seed 366) is here with the other frames lost unread. Kept whole: the five taps (client wrote, broker read, broker
  * wrote or took back, client read, discarded) update the same message
  * records, and most of the length is one function, `brokerFrameRead`, whose
  * cases each judge one broker frame a client read; the other checks live in
@@ -299,6 +300,25 @@ export const discarded = (state: LedgerState, linkId: number, toward: Side, fram
       messages.length === 0 ? "" : ` (messages ${messages.join(", ")})`
     }`
   )
+}
+
+/**
+ * Frames the broker's reader of link `linkId` held behind parked output and
+ * dropped unhandled (its connection closed, or was taken over, first): they
+ * took no effect, so only the trace says so. At a takeover the sends among
+ * them were answered `delivery_failed` (read as any refusal, below).
+ */
+export const heldDropped = (state: LedgerState, linkId: number, frames: ReadonlyArray<string>): void => {
+  const link = state.links.get(linkId)
+  if (link === undefined) return
+  const shown: Array<string> = []
+  for (const text of frames) {
+    const parsed = parseFrameText(text)
+    if (isFrameDecodeError(parsed)) continue
+    const frame = decodeSendLike(parsed)
+    shown.push(frame === undefined ? parsed.type : `${parsed.type} ${alias(state, frame.message.id)}`)
+  }
+  note(state, `   the broker dropped ${frames.length} frame(s) held on link #${linkId} of ${nameOf(state, link.owner)} at its close (${shown.join(", ")})`)
 }
 
 /** A client read frames from the broker. */

@@ -7,6 +7,10 @@
  * incarnation's Scope — every connection drops and its in-memory state is
  * gone — and no fiber of it may be left running.
  *
+ * The broker tells the ledger when its readers handle the frames they read,
+ * and which frames they held and dropped (`ReaderObserver`): a frame held
+ * behind parked output takes effect only then, or never.
+ *
  * In a durable world each incarnation gets a `MailStore` over the world's
  * simulated disk (`World.disk`): it restores what the last one committed. A
  * crash marks the disk down before the incarnation dies, so no commit of the
@@ -14,6 +18,7 @@
  */
 import { Effect, Exit, Scope } from "effect"
 import { Broker } from "../../broker/Broker.ts"
+import { ReaderObserver, type ReaderObserverService } from "../../broker/ReaderObserver.ts"
 import { makeMemory, type MailStoreService, type MemoryMailState } from "../../store/MailStore.ts"
 import { ownedBy } from "../FiberWatch.ts"
 import { SIM_ADDRESS, type World } from "./world.ts"
@@ -47,8 +52,25 @@ export const startBroker = (world: World): Effect.Effect<void> =>
     const options = disk === undefined || world.brokerOptions.store !== undefined
       ? world.brokerOptions
       : { ...world.brokerOptions, store: simulatedDisk(disk, world.config.commitMs ?? 5) }
+    // The ledger counts a frame's effect when the broker handles it, not when it reads it (a reader held
+    // back behind parked output holds it, and drops it if its connection closes first: ReaderObserver.ts).
+    const readers: ReaderObserverService = {
+      handled: (connectionId, frames, from, to) => {
+        const link = world.linksByServer.get(connectionId)
+        if (link !== undefined) world.ledger.brokerHandled(link.id, frames, from, to)
+      },
+      dropped: (connectionId, frames) => {
+        const link = world.linksByServer.get(connectionId)
+        if (link !== undefined) world.ledger.heldDropped(link.id, frames)
+      }
+    }
     // A memory store (or none) cannot fail to load but for a defect.
-    const core = yield* Broker.make(options).pipe(Scope.provide(scope), ownedBy(owner), Effect.orDie)
+    const core = yield* Broker.make(options).pipe(
+      Effect.provideService(ReaderObserver, readers),
+      Scope.provide(scope),
+      ownedBy(owner),
+      Effect.orDie
+    )
     state.broker = { epoch: brokerEpoch, scope, core }
     if ((world.config.brokerConnections ?? "adopted") === "adopted") {
       // As runBroker with its Unix listener: each connection adopted, with no fiber of its own; at a

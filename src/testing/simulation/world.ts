@@ -65,6 +65,8 @@ export interface World {
   readonly steps: FiberSet.FiberSet<unknown, unknown>
   readonly network: InMemoryNetwork
   readonly links: Map<number, SimLink>
+  /** The same links by their broker end's connection id (what the broker's `ReaderObserver` names). */
+  readonly linksByServer: Map<number, SimLink>
   readonly settleMs: number
   readonly brokerOptions: BrokerCoreOptions
   readonly durability: SimDurability
@@ -100,6 +102,7 @@ export const makeWorld = (
     const scope = yield* Scope.fork(yield* Effect.scope)
     const steps = yield* FiberSet.make().pipe(Scope.provide(scope))
     const links = new Map<number, SimLink>()
+    const linksByServer = new Map<number, SimLink>()
     const brokerFault = config.brokerFault?.()
     const brokerInputFault = config.brokerInputFault?.()
     const state: WorldState = {
@@ -117,6 +120,7 @@ export const makeWorld = (
       link: ({ id, client, server }) => {
         const link = new SimLink(id, state.broker?.epoch ?? 0, { client, server }, ledger, brokerFault, brokerInputFault)
         links.set(id, link)
+        linksByServer.set(server.id, link)
         return { client: link.client, server: link.server }
       }
     })
@@ -130,6 +134,7 @@ export const makeWorld = (
       steps,
       network,
       links,
+      linksByServer,
       settleMs: config.settleMs ?? 60_000,
       brokerOptions: { idleExit: null, ...config.broker },
       durability: config.durability ?? "durable",

@@ -1,0 +1,111 @@
+/**
+ * Frames a reader holds behind parked output (PeerReader.ts) when its
+ * session is taken over (P16) before they are handed back — simulation seed
+ * 366 of `--held-return`, as a Router driven by hand: a session's
+ * connection sends a recipient that does not read more than its outbox
+ * takes, then a `send` and its `unregister`, which the reader holds; the
+ * session registers again on a new connection, which takes the old one
+ * over.
+ *
+ * - The held `unregister` is never handled (no departure: the session is
+ *   taken over), and the broker's `ReaderObserver` says so: it reports the
+ *   frames it handles as it handles them, and the held ones as dropped. The
+ *   simulation's ledger counts a departure from there, not from the read.
+ * - The held `send` is not lost without a word: the old connection is
+ *   answered `delivery_failed` (`E_SENDER_NOT_FOUND`, the answer to a send
+ *   from a connection that holds no session), before its `taken_over`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Peer } from "../../src/broker/Peer.ts"
+import type { ReaderObserverService } from "../../src/broker/ReaderObserver.ts"
+import { frameText, type OutFrame } from "../../src/protocol/framing.ts"
+import { TAKEOVER_V1 } from "../../src/protocol/features.ts"
+import type { Connection } from "../../src/transport/Connection.ts"
+import { message, registerFrame } from "../support/broker.ts"
+import { fakeConnection } from "../support/fakeConnection.ts"
+import { handRouter } from "../support/handRouter.ts"
+
+/** A frame's type, with the message text of a `send` or `message`, the id of a `delivery_failed` and its code. */
+const labelOf = (text: string): string => {
+  const parsed: { type: string; message?: { id: string; content: { text: string } }; messageId?: string; code?: string } = JSON
+    .parse(text)
+  if (parsed.type === "send" || parsed.type === "message") return `${parsed.type} ${parsed.message?.content.text}`
+  if (parsed.type === "delivery_failed") return `delivery_failed ${parsed.messageId} ${parsed.code}`
+  return parsed.type
+}
+
+/** A connection whose writes complete at once, noting each frame it writes in `written`. */
+const noting = (id: number, written: Array<string>): Connection => ({
+  ...fakeConnection(id, false),
+  write: (frames: ReadonlyArray<OutFrame>) => {
+    for (const frame of frames) written.push(labelOf(frameText(frame)))
+    return undefined
+  }
+})
+
+/** The seed-366 story up to the takeover; `features` are the old connection's. */
+const story = (features: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const handled: Array<string> = []
+    const dropped: Array<string> = []
+    const readers: ReaderObserverService = {
+      handled: (connectionId, frames, from, to) => {
+        for (let i = from; i < to; i++) handled.push(`#${connectionId} ${labelOf(frames[i]!)}`)
+      },
+      dropped: (connectionId, frames) => {
+        for (const frame of frames) dropped.push(`#${connectionId} ${labelOf(frame)}`)
+      }
+    }
+    const { attach, router } = yield* handRouter({ outboxCapacity: 2 }, undefined, { readers })
+    const read = (peer: Peer, frames: ReadonlyArray<Record<string, unknown>>): void =>
+      peer.reader.frames(frames.map((frame) => JSON.stringify(frame)))
+    // The recipient does not read: its writer's first write never completes, its outbox fills.
+    const recipient = attach(fakeConnection(1, true))
+    read(recipient, [registerFrame({ sessionId: "a" })])
+    const written: Array<string> = []
+    const old = attach(noting(2, written))
+    read(old, [registerFrame({ sessionId: "d", frame: { features } })])
+    read(old, [0, 1, 2, 3].map((i) => ({ type: "send", to: "a", message: message(`m${i}`) })))
+    assert.isDefined(old.reader.drainer, "no output was parked: the test sets up nothing")
+    // Held behind the parked output: the last send and the unregister.
+    const heldId = "held-send"
+    read(old, [{ type: "send", to: "a", message: { ...message("held"), id: heldId } }, { type: "unregister" }])
+    assert.notInclude(handled, "#2 unregister", "the held unregister was handled before the takeover: the test sets up nothing")
+    written.length = 0
+    // The session registers again on a new connection: a takeover of the old one.
+    const fresh = attach(fakeConnection(3, false))
+    read(fresh, [registerFrame({ sessionId: "d" })])
+    return { handled, dropped, written, old, fresh, heldId, router }
+  })
+
+describe("frames held behind parked output when the session is taken over", () => {
+  it.effect("the held unregister is reported dropped, never handled, and the session stays registered on the new connection", () =>
+    Effect.gen(function*() {
+      const { dropped, fresh, handled, old } = yield* story([])
+      assert.deepStrictEqual(handled.filter((label) => label.startsWith("#2 ")), [
+        "#2 register",
+        "#2 send m0",
+        "#2 send m1",
+        "#2 send m2",
+        "#2 send m3"
+      ])
+      assert.deepStrictEqual(dropped, ["#2 send held", "#2 unregister"])
+      assert.include(handled, "#3 register")
+      assert.isTrue(old.isClosing)
+      assert.strictEqual(fresh.state, "registered")
+      assert.strictEqual(fresh.session?.id, "d")
+    }))
+
+  it.effect("the held send is answered delivery_failed E_SENDER_NOT_FOUND on the old connection, before its taken_over", () =>
+    Effect.gen(function*() {
+      const { heldId, written } = yield* story([TAKEOVER_V1])
+      assert.deepStrictEqual(written, [`delivery_failed ${heldId} E_SENDER_NOT_FOUND`, "taken_over"])
+    }))
+
+  it.effect("a base client's held send is answered too (no taken_over for it)", () =>
+    Effect.gen(function*() {
+      const { heldId, written } = yield* story([])
+      assert.deepStrictEqual(written, [`delivery_failed ${heldId} E_SENDER_NOT_FOUND`])
+    }))
+})
