@@ -28,6 +28,9 @@ import type { OutboundItem } from "./Peer.ts"
 /** No pending position: every pair was written. */
 const NONE = -1
 
+/** How `Encode.registeredFrame` begins. */
+const REGISTERED_PREFIX = `{"type":"registered"`
+
 /** The returned sessions one write met, their frames, and where in the write each pair goes. */
 export class Rejoins {
   /** Session ids, in the order the feed met their departures. */
@@ -98,16 +101,26 @@ export class Rejoins {
 
   /**
    * Where each pair goes among `items` (the outbox, in order): after the
-   * last message of the session's from before its return, or first if none;
-   * never after the first of its messages from since. Returns the lowest
-   * such index (a scan of the outbox, only on this path).
+   * last message of the session's from before its return, or first if none
+   * — but never before the connection's `registered` when this write carries
+   * it (a pair owed to a connection at its takeover, WithheldDepartures.takenOver,
+   * whose old mail was all dropped on the way: a client fails a registration
+   * answered with anything else first); never after the first of its
+   * messages from since. Returns the lowest such index (a scan of the
+   * outbox, only on this path).
    */
   plan(items: ReadonlyArray<OutboundItem>): number {
     const count = this.ids.length
     for (let r = 0; r < count; r++) this.at[r] = 0
     const firstNew: Array<number> = new Array<number>(count).fill(NONE)
+    // Just past this write's `registered`, if it carries one.
+    let floor = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!
+      if (typeof item === "string") {
+        if (item.startsWith(REGISTERED_PREFIX)) floor = i + 1
+        continue
+      }
       if (typeof item !== "object" || !("mail" in item)) continue
       const sender = item.mail.senderKey
       for (let r = 0; r < count; r++) {
@@ -117,6 +130,7 @@ export class Rejoins {
         } else if (firstNew[r] === NONE) firstNew[r] = i
       }
     }
+    if (floor > 0) for (let r = 0; r < count; r++) if (this.at[r]! < floor) this.at[r] = floor
     return this.next(NONE)
   }
 
