@@ -51,7 +51,7 @@ export class Groups {
       // tells it so: a client told nothing reconnects, and the two take the id from each other for ever.
       for (const other of this.byScopedId.get(key) ?? []) {
         if (other !== session && other !== previous && other.space !== session.space) {
-          endTakenOver(this.ctx.output, other.peer, other.id, session.fields.pid)
+          endTakenOver(this.ctx.output, other.peer, other.key, other.id, session.fields.pid)
         }
       }
       if (previous !== undefined) this.byScopedId.delete(key, previous)

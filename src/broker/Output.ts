@@ -53,7 +53,9 @@
  *
  * The writer side (`takeForWrite`), a takeover's hand-over of the old
  * connection's mail (`handOver`: its outbox's, then its own parked list's, so
- * a sender's newer mail for the new connection cannot overtake it), its hold
+ * a sender's newer mail for the new connection cannot overtake it), its
+ * forcing of the answers parked for the old connection itself ahead of its
+ * `taken_over` (`forceOwnAnswers`), its hold
  * of the messages of senders with mail in the old connection's custody until
  * that close gives it back (`takeOverHold`, `endHold`; `Peer.custodyHold`,
  * one field test per message while none is held: CustodyHold.ts) and the
@@ -68,7 +70,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
  *
- * Size: about 1,050 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 1,100 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
@@ -77,7 +79,7 @@
  * (`waitsForReturn`, `parkBehindReturn`). Kept whole because this class is the single
  * writer of a `Peer`'s output fields (outbox, parked output, budgets, the
  * close's drain); split, that ownership would span files. The takeover and
- * close side (`handOver`, `handOverParked`, `forceParked`, `takeOwnParked`,
+ * close side (`handOver`, `handOverParked`, `forceOwnAnswers`, `forceParked`, `takeOwnParked`,
  * `drainOnClose`) is the natural next split, due at this length. What waits for room
  * without a reader (due replace messages) is ReplaceStaging.ts's; this module
  * only answers `hasRoom` and calls `room` when a writer makes some.
@@ -161,6 +163,10 @@ const belongsTo = (item: Returnable, peer: Peer): boolean => {
 /** Mail or a notice whose session `peer` no longer holds (it was taken over, or unregistered). */
 const isStranded = (item: OutboundItem, peer: Peer): item is Returnable =>
   typeof item === "object" && "frame" in item && !belongsTo(item, peer)
+
+/** A frame of the connection's own (an answer): neither mail nor a notice for its session, nor a signal. */
+const isAnswer = (item: OutboundItem): item is OutFrame =>
+  typeof item === "string" || (typeof item === "object" && !("frame" in item))
 
 /** A message (not a notice, a frame or a signal). */
 const isMessage = (item: OutboundItem): item is OutboundMessage => typeof item === "object" && "mail" in item
@@ -894,6 +900,34 @@ export class Output {
       if (!this.departureHolds.isEmpty) this.departureHolds.offered(peer, item)
     }
     if (kept === 0 && this.parkedReaders.delete(peer)) this.feed.parkedOut(peer)
+  }
+
+  /**
+   * `reader`'s session was taken over (P16; `endTakenOver`, after `handOver`
+   * took the session's mail and notices): the answers its own parked list
+   * still holds for it — `delivered` and the other replies to frames the
+   * broker handled, parked behind output that did not fit — are forced into
+   * its outbox now, in order, ahead of its `taken_over`: its client learns
+   * how those frames ended. Left parked, the close would drop them
+   * (`takeOwnParked` gives back only mail). Its messages to others stay
+   * where they are: they keep their place in their recipients' order. A
+   * list left empty no longer holds departures back (`parkedOut`). Not for
+   * a connection already closing: its output ends where its close put it.
+   */
+  forceOwnAnswers(reader: Peer): void {
+    const parked = reader.parked
+    if (parked.length === 0 || reader.isClosing) return
+    const answers: Array<OutboundItem> = []
+    let kept = 0
+    for (let i = 0; i < parked.length; i++) {
+      const entry = parked[i]!
+      if (entry[0] === reader && isAnswer(entry[1])) answers.push(entry[1])
+      else parked[kept++] = entry
+    }
+    if (answers.length === 0) return
+    parked.length = kept
+    for (let i = 0; i < answers.length; i++) this.forceEnqueue(reader, answers[i]!)
+    if (kept === 0 && this.parkedReaders.delete(reader)) this.feed.parkedOut(reader)
   }
 
   /**

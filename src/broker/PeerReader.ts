@@ -14,8 +14,10 @@
  *
  * Held frames were read, not accepted. A close drops them, unanswered, as the
  * socket's unread frames are (`stop`); a takeover (P16) first answers each
- * held `send` `E_SENDER_NOT_FOUND` (`refuseHeldSends`), so a sender still
- * reading its old connection learns which of its last sends did not go. An
+ * held `send` — from its replay record when the broker handled a copy of it
+ * (P46), else `E_SENDER_NOT_FOUND` (`refuseHeldSends`) — after the answers
+ * parked for the frames it handled (`Output.forceOwnAnswers`), so a sender
+ * still reading its old connection learns how each of its last sends ended. An
  * optional `ReaderObserver` (the simulation's ledger) is told which frames
  * each batch handles, just before it does, and which held frames were
  * dropped: one field test per batch when absent.
@@ -82,10 +84,14 @@ const frameType = (text: string): string | undefined => {
   return isFrameDecodeError(frame) ? undefined : frame.type
 }
 
-/** The message id of a held `send` or `supervisor_send` frame, or undefined (another frame, or none to name). */
-const heldSendId = (text: string): string | undefined => {
+/** A held frame, parsed, when it is a `send` or `supervisor_send`; otherwise undefined. */
+const heldSend = (text: string): { readonly type: string; readonly [key: string]: unknown } | undefined => {
   const frame = parseFrameText(text)
-  if (isFrameDecodeError(frame) || (frame.type !== "send" && frame.type !== "supervisor_send")) return undefined
+  return isFrameDecodeError(frame) || (frame.type !== "send" && frame.type !== "supervisor_send") ? undefined : frame
+}
+
+/** The message id a send frame names, or undefined (none to name). */
+const messageIdOf = (frame: { readonly [key: string]: unknown }): string | undefined => {
   const message = frame["message"]
   return typeof message === "object" && message !== null && "id" in message && typeof message.id === "string" ? message.id : undefined
 }
@@ -171,7 +177,7 @@ export class PeerReader implements FrameReceiver {
    * dropped unhandled, as the frames its socket still buffers are: none was
    * answered, so a client of ours sends them again on its next connection
    * (IntercomClient's unanswered sends). At a takeover the `send`s among
-   * them were refused first (`refuseHeldSends`).
+   * them were answered first (`refuseHeldSends`).
    */
   stop(): void {
     if (this.stopping) return
@@ -188,28 +194,35 @@ export class PeerReader implements FrameReceiver {
   }
 
   /**
-   * The connection's session was taken over (P16; `endTakenOver`, before its
-   * `taken_over` and its `end`): each `send` or `supervisor_send` still held
-   * behind parked output is answered now as Send.ts answers a send from a
+   * The connection's session `senderKey` was taken over (P16; `endTakenOver`,
+   * after the answers its parked output held for it were forced out:
+   * `Output.forceOwnAnswers`, before its `taken_over` and its `end`): each
+   * `send` or `supervisor_send` still held behind parked output is answered
+   * now, forced past a full outbox as `taken_over` is, so that the graceful
+   * end writes it. A held copy of a send the broker already handled (a
+   * retry) gets what its replay record says, as Send.ts answers a replay
+   * (P46; `Router.recordedAnswer`); any other is answered as a send from a
    * connection that holds no session: `delivery_failed` with
-   * `E_SENDER_NOT_FOUND`, forced past a full outbox as `taken_over` is, so
-   * that the graceful end writes it. Not handled for the session: the new
-   * holder may be another process, and frames of the old connection cannot
-   * affect the new session (P16); not dropped unanswered: a client that does
-   * not send it again would lose it with no word (docs/protocol.md,
-   * "Deliberate deviations"). The rest stays held, and `stop` drops it.
-   * A send with no message id cannot be answered about; it is dropped.
+   * `E_SENDER_NOT_FOUND`. Not handled for the session: the new holder may
+   * be another process, and frames of the old connection cannot affect the
+   * new session (P16); not dropped unanswered: a client that does not send
+   * it again would lose it with no word (docs/protocol.md, "Deliberate
+   * deviations"). The rest stays held, and `stop` drops it. A send with no
+   * message id cannot be answered about; it is dropped.
    */
-  refuseHeldSends(): void {
+  refuseHeldSends(senderKey: string): void {
     const held = this.held
     if (held === undefined || this.stopping) return
-    const output = this.router.output
+    const router = this.router
     for (const text of held) {
-      const id = heldSendId(text)
+      const frame = heldSend(text)
+      if (frame === undefined) continue
+      const id = messageIdOf(frame)
       if (id === undefined) continue
-      output.forceEnqueue(
+      router.output.forceEnqueue(
         this.peer,
-        Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
+        router.recordedAnswer(this.peer, senderKey, frame) ??
+          Encode.deliveryFailedFrame(id, DeliveryCode.SenderNotFound, Reason.senderNotFound, isRetryable(DeliveryCode.SenderNotFound))
       )
     }
   }

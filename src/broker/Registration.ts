@@ -397,7 +397,7 @@ export class Registration {
     // on) must find this connection registered, not go to the mailbox behind the flush (or out of it, past
     // the mailbox's bounds). A takeover's `taken_over` goes after what the old outbox still writes.
     if (rejoin) closePeer(previous.peer, "destroy")
-    else if (previous !== undefined) endTakenOver(output, previous.peer, id, frame.session.pid)
+    else if (previous !== undefined) endTakenOver(output, previous.peer, previous.key, id, frame.session.pid)
     this.membership.joined(session)
     this.ctx.log(
       "info",

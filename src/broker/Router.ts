@@ -67,6 +67,7 @@ import { Registry } from "./Registry.ts"
 import { ReplaceStaging } from "./ReplaceStaging.ts"
 import { type BrokerEvent, closePeer, type FrameHandlers, logLine, type RouterContext, signal } from "./RouterContext.ts"
 import { Send } from "./Send.ts"
+import type { OutFrame } from "../protocol/framing.ts"
 import type { BrokerStatsSnapshot } from "../protocol/stats.ts"
 import type { RoutingSpans } from "./RoutingSpans.ts"
 import { Stats } from "./Stats.ts"
@@ -423,6 +424,15 @@ export class Router {
   prune(now: number): void {
     this.send.prune(now)
     this.output.wakeTouched()
+  }
+
+  /**
+   * The answer a replay record (P46) gives a `send` of session `senderKey`'s
+   * that `peer`'s reader held and never handled, or undefined when none
+   * does (Send.recordedAnswer; PeerReader.refuseHeldSends at a takeover).
+   */
+  recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
+    return this.send.recordedAnswer(peer, senderKey, frame)
   }
 
   /** The broker clock, in milliseconds. */

@@ -536,6 +536,35 @@ export class Send {
     return "replayed"
   }
 
+  /**
+   * P46 for a `send` held behind parked output and never handled, whose
+   * connection's session `senderKey` was taken over
+   * (PeerReader.refuseHeldSends): the answer its replay record gives, as
+   * `replayed` gives it to a retry — the recorded outcome, or
+   * `E_MESSAGE_ID_REUSE` for another message under a kept id. Undefined
+   * when no record answers it (none, or a retryable failure): the send was
+   * not handled. The session is gone, so `to` is not resolved again: the
+   * fingerprint is compared with the record's own target. Written as
+   * forced output by the caller, so not held for a commit.
+   */
+  recordedAnswer(peer: Peer, senderKey: string, frame: { readonly [key: string]: unknown }): OutFrame | undefined {
+    const message = decodeMessage(frame.message)
+    if (isFrameDecodeError(message)) return undefined
+    const record = this.ctx.records.get(senderKey, message.id, this.ctx.now())
+    if (record === undefined) return undefined
+    const replyError = frame.replyError === undefined ? undefined : replyErrorOf(frame, peer)
+    if (!sameFingerprint(record, OutboundRecord.of(senderKey, record.targetId, message, replyError))) {
+      return Encode.deliveryFailedFrame(message.id, DeliveryCode.MessageIdReuse, Reason.messageIdReuse, isRetryable(DeliveryCode.MessageIdReuse))
+    }
+    const outcome = record.outcome
+    if (!outcome.ok) {
+      return outcome.retryable ? undefined : Encode.deliveryFailedFrame(message.id, outcome.code, outcome.reason, outcome.retryable)
+    }
+    const staged = outcome.staged
+    if (staged !== undefined) return Encode.deliveryQueuedFrame(message.id, staged.threadId, staged.deliverAt)
+    return Encode.deliveredFrameParts(message.id, outcome.delivery)
+  }
+
   /** Adds a clean-up to run before each send. */
   onPrune(prune: (now: number) => void): void {
     this.prunes.push(prune)

@@ -11,9 +11,15 @@
  *   taken over), and the broker's `ReaderObserver` says so: it reports the
  *   frames it handles as it handles them, and the held ones as dropped. The
  *   simulation's ledger counts a departure from there, not from the read.
+ * - The answers to the sends the broker handled (`delivered`), parked
+ *   behind a message that did not fit, are written to the old connection
+ *   before its `taken_over`, in the order the sends came, ahead of the
+ *   answers to the held sends; its parked messages to others stay parked.
  * - The held `send` is not lost without a word: the old connection is
  *   answered `delivery_failed` (`E_SENDER_NOT_FOUND`, the answer to a send
- *   from a connection that holds no session), before its `taken_over`.
+ *   from a connection that holds no session), before its `taken_over` — or,
+ *   for a held retry of a send the broker handled, what its replay record
+ *   says (P46).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -26,14 +32,25 @@ import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
 import { handRouter } from "../support/handRouter.ts"
 
-/** A frame's type, with the message text of a `send` or `message`, the id of a `delivery_failed` and its code. */
+/**
+ * A frame's type, with the message text of a `send` or `message`, the id of
+ * a `delivered` and the id and code of a `delivery_failed`.
+ */
 const labelOf = (text: string): string => {
   const parsed: { type: string; message?: { id: string; content: { text: string } }; messageId?: string; code?: string } = JSON
     .parse(text)
   if (parsed.type === "send" || parsed.type === "message") return `${parsed.type} ${parsed.message?.content.text}`
+  if (parsed.type === "delivered") return `delivered ${parsed.messageId}`
   if (parsed.type === "delivery_failed") return `delivery_failed ${parsed.messageId} ${parsed.code}`
   return parsed.type
 }
+
+/** A send to the recipient "a" of a message with id `id` and text `text`. */
+const sendOf = (id: string, text: string = id): Record<string, unknown> => ({
+  type: "send",
+  to: "a",
+  message: { ...message(text), id }
+})
 
 /** A connection whose writes complete at once, noting each frame it writes in `written`. */
 const noting = (id: number, written: Array<string>): Connection => ({
@@ -44,8 +61,15 @@ const noting = (id: number, written: Array<string>): Connection => ({
   }
 })
 
-/** The seed-366 story up to the takeover; `features` are the old connection's. */
-const story = (features: ReadonlyArray<string>) =>
+/**
+ * The seed-366 story up to the takeover; `features` are the old
+ * connection's, `held` the frames its reader holds (by default a send,
+ * `held-send`, and the unregister).
+ */
+const story = (
+  features: ReadonlyArray<string>,
+  held: ReadonlyArray<Record<string, unknown>> = [sendOf("held-send", "held"), { type: "unregister" }]
+) =>
   Effect.gen(function*() {
     const handled: Array<string> = []
     const dropped: Array<string> = []
@@ -66,17 +90,18 @@ const story = (features: ReadonlyArray<string>) =>
     const written: Array<string> = []
     const old = attach(noting(2, written))
     read(old, [registerFrame({ sessionId: "d", frame: { features } })])
-    read(old, [0, 1, 2, 3].map((i) => ({ type: "send", to: "a", message: message(`m${i}`) })))
+    read(old, [0, 1, 2, 3].map((i) => sendOf(`m${i}`)))
     assert.isDefined(old.reader.drainer, "no output was parked: the test sets up nothing")
+    // What was written before the takeover: the answers to the sends that fitted.
+    const before = [...written]
     // Held behind the parked output: the last send and the unregister.
-    const heldId = "held-send"
-    read(old, [{ type: "send", to: "a", message: { ...message("held"), id: heldId } }, { type: "unregister" }])
+    read(old, held)
     assert.notInclude(handled, "#2 unregister", "the held unregister was handled before the takeover: the test sets up nothing")
     written.length = 0
     // The session registers again on a new connection: a takeover of the old one.
     const fresh = attach(fakeConnection(3, false))
     read(fresh, [registerFrame({ sessionId: "d" })])
-    return { handled, dropped, written, old, fresh, heldId, router }
+    return { handled, dropped, written, before, old, fresh, recipient, heldId: "held-send", router }
   })
 
 describe("frames held behind parked output when the session is taken over", () => {
@@ -97,15 +122,52 @@ describe("frames held behind parked output when the session is taken over", () =
       assert.strictEqual(fresh.session?.id, "d")
     }))
 
-  it.effect("the held send is answered delivery_failed E_SENDER_NOT_FOUND on the old connection, before its taken_over", () =>
+  it.effect("the answers parked for the handled sends, then the held send's refusal, are written to the old connection in the order sent, before its taken_over", () =>
     Effect.gen(function*() {
-      const { heldId, written } = yield* story([TAKEOVER_V1])
-      assert.deepStrictEqual(written, [`delivery_failed ${heldId} E_SENDER_NOT_FOUND`, "taken_over"])
+      const { before, heldId, written } = yield* story([TAKEOVER_V1])
+      // m0 fitted and was answered at once; the answers to m1–m3 were parked behind m1's message.
+      assert.deepStrictEqual(before, ["registered", "delivered m0"])
+      assert.deepStrictEqual(written, [
+        "delivered m1",
+        "delivered m2",
+        "delivered m3",
+        `delivery_failed ${heldId} E_SENDER_NOT_FOUND`,
+        "taken_over"
+      ])
     }))
 
-  it.effect("a base client's held send is answered too (no taken_over for it)", () =>
+  it.effect("the old connection's parked messages to others stay parked, in order, at the takeover", () =>
+    Effect.gen(function*() {
+      const { old, recipient } = yield* story([TAKEOVER_V1])
+      assert.deepStrictEqual(
+        old.parked.map(([to, item]) => to === recipient && typeof item === "object" && "mail" in item ? item.mail.message.id : "other"),
+        ["m1", "m2", "m3"]
+      )
+    }))
+
+  it.effect("a base client gets the parked answers and the held send's refusal too (no taken_over for it)", () =>
     Effect.gen(function*() {
       const { heldId, written } = yield* story([])
-      assert.deepStrictEqual(written, [`delivery_failed ${heldId} E_SENDER_NOT_FOUND`])
+      assert.deepStrictEqual(written, ["delivered m1", "delivered m2", "delivered m3", `delivery_failed ${heldId} E_SENDER_NOT_FOUND`])
+    }))
+
+  it.effect("a held retry of a send the broker handled gets its recorded answer, not E_SENDER_NOT_FOUND", () =>
+    Effect.gen(function*() {
+      const { heldId, written } = yield* story([TAKEOVER_V1], [sendOf("m0"), sendOf("m2"), sendOf("held-send", "held"), { type: "unregister" }])
+      assert.deepStrictEqual(written, [
+        "delivered m1",
+        "delivered m2",
+        "delivered m3",
+        "delivered m0",
+        "delivered m2",
+        `delivery_failed ${heldId} E_SENDER_NOT_FOUND`,
+        "taken_over"
+      ])
+    }))
+
+  it.effect("a held send reusing a handled send's id for another message is answered E_MESSAGE_ID_REUSE", () =>
+    Effect.gen(function*() {
+      const { written } = yield* story([TAKEOVER_V1], [sendOf("m0", "another text"), { type: "unregister" }])
+      assert.deepStrictEqual(written, ["delivered m1", "delivered m2", "delivered m3", "delivery_failed m0 E_MESSAGE_ID_REUSE", "taken_over"])
     }))
 })
