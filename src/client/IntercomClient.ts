@@ -75,7 +75,7 @@
  * view reconciled after a reconnect MembershipView.ts's.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
-import type { SessionInfo, SessionRegistration } from "../protocol/frames.ts"
+import type { SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
@@ -101,7 +101,7 @@ import { makeUnhandledMessages } from "./UnhandledMessages.ts"
 import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
 import { type BrokerStateLost, describeStateLost, StateEpochs } from "./StateEpochs.ts"
-import { MembershipView, type Touched } from "./MembershipView.ts"
+import { ClientMembership } from "./ClientMembership.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -134,8 +134,6 @@ export const RECLAIM_INTERVAL_MS = 5_000
  */
 export const RECONNECT_DECLINED = "the connection dropped and the client's owner said not to reconnect (shouldReconnect)"
 
-/** Departed sessions a client remembers for `InboundMessage.senderLeft` (the newest). */
-const DEPARTED_LIMIT = 1_000
 const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
 
 /** Sends lost unanswered by two connections in turn, oldest first, each message once. */
@@ -197,21 +195,8 @@ const make = (
       options.withholdLimit
     )
     const confirmBound = () => confirmations.bound(unhandled.oldest())
-    /**
-     * Sessions whose `session_left` this connection read, and no `session_joined` since, the newest
-     * DEPARTED_LIMIT: a message from one of them was sent before it left (`InboundMessage.senderLeft`).
-     * Reset for each connection (one that registers afresh is told of no earlier departure or join).
-     */
-    const departed = new Set<string>()
-    /** Presence events read over the client's life (`presenceMark`); never reset. */
-    let presenceRead = 0
-    /**
-     * The `presenceRead` number of each session's latest `session_left`, the newest DEPARTED_LIMIT
-     * sessions (`leftSince`). Kept across connections: a departure read is one whatever the connection.
-     */
-    const lastLeft = new Map<string, number>()
-    /** Who this client believes is on the intercom, reconciled after each reconnect (MembershipView.ts). */
-    const view = new MembershipView()
+    /** The departures read, and the membership view reconciled after each reconnect (ClientMembership.ts). */
+    const membership = new ClientMembership(presenceHub, listTimeoutMs, rejoinGraceMs)
     const sinks = {
       confirmBound,
       bounded: () => confirmations.waitsForHandling,
@@ -221,33 +206,13 @@ const make = (
         if (message.message.replyTo !== undefined) epochs.answered(message.message.replyTo)
         // Counted while withheld; past `withholdLimit` it releases, and this batch's confirmation covers it.
         confirmations.read()
-        unhandled.offer(departed.has(message.from.id) ? { ...message, senderLeft: true } : message)
+        unhandled.offer(membership.isDeparted(message.from.id) ? { ...message, senderLeft: true } : message)
       },
-      // A departure the last reconciliation already announced is not published again; a missed join is (MembershipView.read).
-      presence: (event: PresenceEvent) => {
-        const news = view.read(event)
-        if (news !== undefined) publishPresence(news)
-      },
+      presence: (event: PresenceEvent) => membership.read(event),
       control: (event: ControlEvent) => void PubSub.publishUnsafe(controlHub, event),
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event)
     }
-    /** Publishes a presence event, read or made up by a reconciliation, after noting departures and joins. */
-    const publishPresence = (event: PresenceEvent): void => {
-      presenceRead++
-      if (event._tag === "Left") {
-        departed.delete(event.sessionId)
-        departed.add(event.sessionId)
-        if (departed.size > DEPARTED_LIMIT) departed.delete(departed.values().next().value ?? "")
-        lastLeft.delete(event.sessionId)
-        lastLeft.set(event.sessionId, presenceRead)
-        if (lastLeft.size > DEPARTED_LIMIT) lastLeft.delete(lastLeft.keys().next().value ?? "")
-      } else if (event._tag === "Joined") {
-        departed.delete(event.session.id)
-      }
-      PubSub.publishUnsafe(presenceHub, event)
-    }
-
     // Connection state: owned by this service, touched only synchronously.
     // Identity fields are cut to the broker's limits rather than refused (limits.ts).
     let registration = clampRegistration(options.registration)
@@ -314,7 +279,7 @@ const make = (
      */
     const attemptWith = (only: "ifFree" | "ifReleased" | undefined, ungranted?: () => void) => Effect.gen(function*() {
       if (stopped) return yield* noLongerActive()
-      departed.clear()
+      membership.newConnection()
       // Not for `ifReleased`: a broker started now never saw the id given up and would refuse it (and a
       // taken-over client asking every 5 s would start one each time the last exited idle).
       if (options.launch !== false && only !== "ifReleased") {
@@ -390,42 +355,6 @@ const make = (
     const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
 
     /**
-     * A `list` on `connection` whose answer `use` applies to the membership view in the same
-     * synchronous step that ends noting the real events read while it was in flight.
-     */
-    const viewListing = (
-      connection: ClientConnection,
-      use: (listed: ReadonlyArray<SessionInfo>, touched: Touched) => void
-    ) =>
-      Effect.suspend(() => {
-        const touched = view.track()
-        return connection.list(listTimeoutMs).pipe(
-          Effect.tap((listed) =>
-            Effect.sync(() => {
-              use(listed, touched)
-              view.untrack(touched)
-            })
-          ),
-          Effect.ensuring(Effect.sync(() => view.untrack(touched)))
-        )
-      })
-
-    /**
-     * After a reconnect, once the rejoin grace is over (a session on its way back to a restarted
-     * broker has registered again by then): lists the sessions and publishes what the view missed
-     * while away — departures, joins, a session replaced by another process (MembershipView.ts).
-     * Runs in the connection's Scope: a connection that drops first leaves it to the next one; a
-     * failed list (an older broker, a dropped connection) leaves the view as it is, and says nothing.
-     */
-    const resyncMembership = (connection: ClientConnection): Effect.Effect<void> =>
-      Effect.sleep(Duration.millis(rejoinGraceMs)).pipe(
-        Effect.andThen(viewListing(connection, (listed, touched) => {
-          for (const event of view.resync(listed, touched, connection.sessionId)) publishPresence(event)
-        })),
-        Effect.ignore
-      )
-
-    /**
      * `attempt` (or any attempt the client makes by itself) unless the owner says no first
      * (`shouldReconnect`): then `declined`, before anything is dialled or spawned.
      */
@@ -467,7 +396,7 @@ const make = (
         // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
         if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
         // What the feed could not say while this client was away is said once the grace is over (MembershipView.ts).
-        if (connections >= 2) yield* Effect.forkIn(resyncMembership(connection), scope)
+        if (connections >= 2) yield* Effect.forkIn(membership.resync(connection), scope)
         yield* Effect.forkIn(
           Effect.forever(
             Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
@@ -768,7 +697,7 @@ const make = (
       sessionId: options.sessionId,
       group: normalizeGroup(options.group),
       connect: withConnection(() => Effect.void),
-      list: withConnection((c) => viewListing(c, (listed, touched) => view.seed(listed, touched, c.sessionId))).pipe(
+      list: withConnection((c) => membership.list(c)).pipe(
         Effect.catchTag("RequestTimeout", namingBroker)
       ),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
@@ -833,9 +762,9 @@ const make = (
         }),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
       caughtUp: unhandled.caughtUp,
-      isDeparted: (sessionId) => Effect.sync(() => departed.has(sessionId)),
-      presenceMark: Effect.sync(() => presenceRead),
-      leftSince: (sessionId, mark) => Effect.sync(() => (lastLeft.get(sessionId) ?? 0) > mark),
+      isDeparted: (sessionId) => Effect.sync(() => membership.isDeparted(sessionId)),
+      presenceMark: Effect.sync(() => membership.mark),
+      leftSince: (sessionId, mark) => Effect.sync(() => membership.leftSince(sessionId, mark)),
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
       stateLost: Stream.fromPubSub(stateLostHub),
