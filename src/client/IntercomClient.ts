@@ -79,16 +79,14 @@ import type { SessionRegistration } from "../protocol/frames.ts"
 import { clampPresence, clampRegistration } from "../protocol/limits.ts"
 import { normalizeGroup } from "../config/group.ts"
 import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
-import type { UnansweredSend } from "./PendingSends.ts"
+import { Resending } from "./Resending.ts"
 import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
 import * as path from "node:path"
 import { randomUUID } from "node:crypto"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
-import { ConnectionLost, IntercomNotConnected, type IntercomOptionError, RequestTimeout, takenOverReason } from "./errors.ts"
+import { IntercomNotConnected, type IntercomOptionError, RequestTimeout, takenOverReason } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
-import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
 import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../protocol/features.ts"
-import { Reason } from "../protocol/delivery.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
 import { ClientTopics } from "./ClientTopics.ts"
@@ -118,11 +116,6 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
 })
 
 /**
- * How long a send that lost its connection waits, at most, for the client to
- * retire that connection, and how long it backs off when no connection comes.
- */
-const LOST_BACKOFF_MS = 250
-/**
  * After a takeover, how often the client asks to register its id again if it is free (`ifFree`,
  * `reclaim-v1`): slow, since a live holder keeps refusing it.
  */
@@ -133,18 +126,6 @@ export const RECLAIM_INTERVAL_MS = 5_000
  * client stays off until it is closed.
  */
 export const RECONNECT_DECLINED = "the connection dropped and the client's owner said not to reconnect (shouldReconnect)"
-
-const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
-
-/** Sends lost unanswered by two connections in turn, oldest first, each message once. */
-const mergeUnsent = (
-  older: ReadonlyArray<UnansweredSend>,
-  newer: ReadonlyArray<UnansweredSend>
-): ReadonlyArray<UnansweredSend> => {
-  if (older.length === 0) return newer
-  const seen = new Set(older.map((lost) => lost.request.message.id))
-  return [...older, ...newer.filter((lost) => !seen.has(lost.request.message.id))]
-}
 
 const make = (
   options: IntercomClientOptions
@@ -233,8 +214,6 @@ const make = (
     const questions = new ClientQuestions()
     /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
     let restoreProblems: string | undefined
-    /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
-    let unsent: ReadonlyArray<UnansweredSend> = []
     /** Receipts posted while no connection was live, for the next one (P70, KeptReceipts.ts). */
     const keptReceipts = new KeptReceipts()
     /** The health this client last published (`health-v1`): re-sent on every new connection. */
@@ -245,6 +224,13 @@ const make = (
      * its connection waits for this before it tries again, not for a fixed back-off.
      */
     let liveRetired: Deferred.Deferred<void> | undefined
+    /** Sends lost with a connection, and sends refused just after a reconnect, sent again (Resending.ts). */
+    const resend = new Resending({
+      withConnection: (use) => withConnection(use),
+      retirementOf: (connection) => connection === live ? liveRetired : undefined,
+      ended: () => stopped || takenOver !== undefined,
+      rejoining: (now) => connections >= 2 && now - connectedAt < rejoinGraceMs
+    }, epochs, sendTimeoutMs)
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
 
@@ -334,13 +320,8 @@ const make = (
       const unrestoredTopics = yield* topics.restore(connection, connectTimeoutMs)
       // C-DQ-6: a child's durable questions are asked again; the broker answers with their saved state.
       const unaskedQuestions = yield* questions.restore(connection, connectTimeoutMs)
-      // What the last connection lost on the way goes first, in the order it was first sent (PendingSends.ts).
-      const now = yield* Clock.currentTimeMillis
-      const due = unsent.filter((lost) => now - lost.since < REPLAY_WINDOW_MS)
-      // Refused or cut short, the batch stays here and with this connection's close (merged by id). An
-      // answer that comes before its caller is back waits for it as long as the caller would have waited.
-      const resent = yield* connection.resend(due, sendTimeoutMs).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-      if (resent) unsent = []
+      // What the last connection lost on the way goes first, in the order it was first sent (Resending.ts).
+      yield* resend.writeAgain(connection)
       const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
       restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
       return { connection, scope }
@@ -418,7 +399,7 @@ const make = (
                 live = undefined
                 liveRetired = undefined
               }
-              unsent = mergeUnsent(unsent, connection.unanswered())
+              resend.lost(connection.unanswered())
               if (stopped) return retire(retired)
               const over = connection.takenOver()
               if (over !== undefined) {
@@ -584,100 +565,6 @@ const make = (
         Effect.flatMap(use)
       )
 
-    /**
-     * A send. Just after a reconnect, "not found" may mean "not back yet" (a
-     * broker restart empties its registry), and a reply's "no pending ask"
-     * may mean "not asked again yet" (a durable broker killed before it
-     * stored an ask it had already delivered: the asker re-sends it once it
-     * is back, docs/store.md): the send is retried with the same id until the
-     * grace ends, then the failure stands.
-     */
-    const send: IntercomClientService["send"] = (request) =>
-      tracedSend(request, "send", (traced) => sendRejoining(traced, 0, { lost: undefined })).pipe(
-        Effect.catchTag("RequestTimeout", namingBroker)
-      )
-    /**
-     * Retries those failures after a reconnect every 25, 50, 100, 200, then
-     * 250 ms, until the grace ends. If the send was lost with a connection on
-     * the way, a failure that stands says only what the broker it reached
-     * next knows, not what became of the first attempt (a broker killed after
-     * delivering it and before storing it forgot it): the outcome is unknown,
-     * `ConnectionLost`.
-     */
-    const sendRejoining = (
-      request: Parameters<IntercomClientService["send"]>[0],
-      attempt: number,
-      lostOnTheWay: { lost: ConnectionLost | undefined }
-    ): ReturnType<IntercomClientService["send"]> =>
-      resending((c) =>
-        c.send(request, sendTimeoutMs).pipe(
-          Effect.tap((delivery) => Effect.sync(() => epochs.acknowledged(c.stateEpoch, request, delivery))),
-          Effect.tapErrorTag("ConnectionLost", (lost) => Effect.sync(() => (lostOnTheWay.lost = lost)))
-        )
-      ).pipe(
-        Effect.catchIf(
-          (error) => error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk),
-          (error) =>
-            Effect.gen(function*() {
-              const now = yield* Clock.currentTimeMillis
-              if (connections < 2 || now - connectedAt >= rejoinGraceMs) {
-                return yield* Effect.fail(lostOnTheWay.lost ?? error)
-              }
-              yield* Effect.sleep(Duration.millis(Math.min(250, 25 * 2 ** attempt)))
-              return yield* sendRejoining(request, attempt + 1, lostOnTheWay)
-            })
-        )
-      )
-
-    /**
-     * A send whose connection dropped before its answer came is sent again,
-     * with the same message id, once a connection is back: the broker answers
-     * a retry from its record (P46) and never delivers it twice. Within the
-     * replay window (REPLAY_WINDOW_MS) of the first attempt; after it, or once
-     * the client is closed, `ConnectionLost` stands (outcome unknown).
-     *
-     * A send (a child's `supervisorSend` too) is usually sent again by the client itself, first thing on
-     * the next connection (`unsent`); the retry then joins that re-send, or
-     * gets its answer if it came first (PendingSends.ts), and writes nothing.
-     * After a loss the retry waits only until the client has retired the
-     * dead connection (so that it waits for the next one instead of trying
-     * the dead one again), at most `LOST_BACKOFF_MS`; with no connection to
-     * be had, it backs off `LOST_BACKOFF_MS` between waits.
-     */
-    const resending = <A, E>(
-      attempt: (connection: ClientConnection) => Effect.Effect<A, E | ConnectionLost>
-    ): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
-      Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
-        /** The retirement of the connection the last try used, while it was the live one. */
-        let usedRetired: Deferred.Deferred<void> | undefined
-        const tryOn = (connection: ClientConnection) => {
-          usedRetired = connection === live ? liveRetired : undefined
-          return attempt(connection)
-        }
-        // After a loss, a connection that does not come back in time is not the end: the window is.
-        const again = (lost: ConnectionLost): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            stopped || takenOver !== undefined || now - startedAt >= REPLAY_WINDOW_MS
-              ? Effect.fail(lost)
-              : withConnection(tryOn).pipe(
-                Effect.catchIf(
-                  (error): error is ConnectionLost | IntercomNotConnected =>
-                    error instanceof ConnectionLost || error instanceof IntercomNotConnected,
-                  (error) => Effect.andThen(error instanceof ConnectionLost ? afterLoss() : backOff, again(lost))
-                )
-              ))
-        const afterLoss = () => {
-          const retired = usedRetired
-          return retired === undefined ? Effect.void : Effect.timeoutOption(Deferred.await(retired), LOST_BACKOFF_MS)
-        }
-        return withConnection(tryOn).pipe(
-          Effect.catchIf(
-            (error): error is ConnectionLost => error instanceof ConnectionLost,
-            (lost) => Effect.andThen(afterLoss(), again(lost))
-          )
-        )
-      })
-
     const disconnect = Effect.gen(function*() {
       if (stopped) return
       stopped = true
@@ -701,10 +588,11 @@ const make = (
         Effect.catchTag("RequestTimeout", namingBroker)
       ),
       peek: (group) => withConnection((c) => c.list(listTimeoutMs, group)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
-      send,
+      send: (request) =>
+        tracedSend(request, "send", (traced) => resend.send(traced)).pipe(Effect.catchTag("RequestTimeout", namingBroker)),
       supervisorSend: (request) =>
         tracedSend({ ...request, to: "supervisor" }, "supervisor_send", (traced) =>
-          resending((c) =>
+          resend.retrying((c) =>
             c.send(
               { ...traced, to: c.supervisorSessionId ?? options.supervisorGrant?.supervisorSessionId ?? "" },
               sendTimeoutMs,
