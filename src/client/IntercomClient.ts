@@ -84,9 +84,9 @@ import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from 
 import * as path from "node:path"
 import { randomUUID } from "node:crypto"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
-import { IntercomNotConnected, type IntercomOptionError, RequestTimeout, takenOverReason } from "./errors.ts"
+import { IntercomNotConnected, type IntercomOptionError, RequestTimeout } from "./errors.ts"
 import { RecentMessages } from "./RecentMessages.ts"
-import { RECLAIM_RELEASED_V1, RECLAIM_V1, RELEASE_GRACE_MS, TAKEOVER_V1 } from "../protocol/features.ts"
+import { RECLAIM_RELEASED_V1, RECLAIM_V1 } from "../protocol/features.ts"
 import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { ClientQuestions } from "./ClientQuestions.ts"
 import { ClientTopics } from "./ClientTopics.ts"
@@ -100,6 +100,7 @@ import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
 import { KeptReceipts } from "./KeptReceipts.ts"
 import { type BrokerStateLost, describeStateLost, StateEpochs } from "./StateEpochs.ts"
 import { ClientMembership } from "./ClientMembership.ts"
+import { dropsReleasedRegistration, TakeoverState, UNGRANTED_RELEASED } from "./ClientTakeover.ts"
 
 import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
 import type { IntercomClientService, PresenceUpdate } from "./models.ts"
@@ -115,11 +116,8 @@ const applyPresence = (registration: SessionRegistration, update: PresenceUpdate
   ...(update.model === undefined ? {} : { model: update.model })
 })
 
-/**
- * After a takeover, how often the client asks to register its id again if it is free (`ifFree`,
- * `reclaim-v1`): slow, since a live holder keeps refusing it.
- */
-export const RECLAIM_INTERVAL_MS = 5_000
+/** After a takeover, how often the client asks to take its id back (ClientTakeover.ts); re-exported for existing importers. */
+export { RECLAIM_INTERVAL_MS } from "./ClientTakeover.ts"
 
 /**
  * The reason of `IntercomNotConnected` once `shouldReconnect` said no: the
@@ -204,11 +202,10 @@ const make = (
     let connectedAt = 0
     let lastError: string | undefined
     let stopped = false
-    /** Set once the broker said another connection took this session over: the client never reconnects after. */
-    let takenOver: IntercomNotConnected | undefined
-    /** Failed with `takenOver` when it is set (`whenTakenOver`); a fresh one once the session is taken back. */
-    let takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
-    const takenOverHint = options.takenOverHint ?? "Connect a new client with this session id to take it back."
+    /** Whether another connection took this session over, and `whenTakenOver` (ClientTakeover.ts). */
+    const takeover = new TakeoverState(
+      options.takenOverHint ?? "Connect a new client with this session id to take it back."
+    )
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
     const questions = new ClientQuestions()
@@ -228,15 +225,11 @@ const make = (
     const resend = new Resending({
       withConnection: (use) => withConnection(use),
       retirementOf: (connection) => connection === live ? liveRetired : undefined,
-      ended: () => stopped || takenOver !== undefined,
+      ended: () => stopped || takeover.error !== undefined,
       rejoining: (now) => connections >= 2 && now - connectedAt < rejoinGraceMs
     }, epochs, sendTimeoutMs)
 
     const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
-
-    /** Why an `ifReleased` take-back was dropped: the broker registered it as free, not asking whether it was given up. */
-    const ungrantedReleased =
-      "the broker did not grant reclaim-released-v1: it registered the session as free without asking whether the taker gave it up (the taker may be reconnecting), so the registration was dropped"
 
     /**
      * A request the broker did not answer, with the broker named — its pid
@@ -298,19 +291,12 @@ const make = (
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
-      if (
-        only === "ifReleased" && !connection.features.has(RECLAIM_RELEASED_V1) &&
-        (connection.features.has(RECLAIM_V1) || !connection.features.has(TAKEOVER_V1))
-      ) {
-        // This broker (a restarted one, older) did not ask whether the id was given up. With `reclaim-v1`
-        // it found the id free: the taker, alive, may be only reconnecting. Without `takeover-v1` either,
-        // it ended the taker without telling it, so the taker will take the id back, and keeping this one
-        // would make the two take it from each other for ever. Dropped without `unregister`, so the broker
-        // gives back the mail this connection did not confirm, as on any drop. (With `takeover-v1` alone
-        // it took the id from the taker, which was told and stops: kept, or nobody would hold it.)
+      if (only === "ifReleased" && dropsReleasedRegistration(connection.features)) {
+        // Dropped without `unregister`, so the broker gives back the mail this connection did not
+        // confirm, as on any drop (ClientTakeover.ts says why it is dropped).
         ungranted?.()
         yield* connection.destroy.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
-        return yield* new IntercomNotConnected({ reason: ungrantedReleased, sessionHeld: true })
+        return yield* new IntercomNotConnected({ reason: UNGRANTED_RELEASED, sessionHeld: true })
       }
       // C-SUP-15: capabilities are restored before anything else uses the connection.
       const unrestored = yield* grants.restore(connection, connectTimeoutMs)
@@ -328,7 +314,7 @@ const make = (
     }).pipe(Effect.tapError((error) =>
       Effect.sync(() => {
         // While taken over, `lastError` keeps saying so: a refused take-back is the expected answer.
-        if (takenOver === undefined) lastError = error.reason
+        if (takeover.error === undefined) lastError = error.reason
       })
     ))
     const attempt = attemptWith(undefined)
@@ -404,11 +390,10 @@ const make = (
               const over = connection.takenOver()
               if (over !== undefined) {
                 // Another process holds the id now: no reconnect, which would take it back (and it, back again).
-                const error = new IntercomNotConnected({ reason: takenOverReason(over, takenOverHint), takenOver: over })
-                takenOver = error
+                const error = takeover.takenOver(over)
                 lastError = error.reason
                 // Said at once: a wait on this connection (an ask's reply) would otherwise run to its timeout.
-                Deferred.doneUnsafe(takenOverSignal, Exit.fail(error))
+                takeover.tell(error)
                 const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
                 current = refused
                 // Only a broker that granted reclaim-v1 honours `ifFree`; from another, a retry would take over.
@@ -430,78 +415,23 @@ const make = (
         )
       })
 
-    /**
-     * One take-back attempt. While the taker's process lives, only if the id was given up
-     * (`ifReleased`, while `asking.released`: the broker granted `reclaim-released-v1`; refused here,
-     * without asking the broker, otherwise); once it has exited, if the id is free (`ifFree`). A broker
-     * that then finds the id free without granting the extension (a restarted, older one with
-     * `reclaim-v1`) has its registration dropped, and `asking.released` turns false for good: no more
-     * `ifReleased`, to this broker or a later one, until the taker's process exits (then `ifFree`).
-     * Succeeds with the connection and how the taker lost the id (left, gave it up, or taken from it
-     * by a broker without `reclaim-v1`).
-     */
-    const reclaimAttempt = (over: IntercomNotConnected, asking: { released: boolean }, declined: IntercomNotConnected) => {
-      const pid = over.takenOver?.pid
-      const takerAlive = pid === undefined ? Effect.succeed(false) : isProcessAlive(pid)
-      return unlessDeclined(Effect.flatMap(takerAlive, (alive) =>
-        !alive
-          ? Effect.map(attemptWith("ifFree"), (back) => ({ ...back, how: "has left" }))
-          : asking.released
-          ? Effect.map(attemptWith("ifReleased", () => (asking.released = false)), (back) => ({
-            ...back,
-            how: back.connection.features.has(RECLAIM_RELEASED_V1)
-              ? "gave it up"
-              : "lost it to this register: the broker (an older version, without reclaim-v1) ignored ifReleased"
-          }))
-          : Effect.fail(over)), declined)
-    }
-
-    /**
-     * After a takeover (`taken_over`): every `RECLAIM_INTERVAL_MS`, once the process that took the id
-     * over has exited (its pid from `taken_over`; an unknown pid counts as exited), registers again
-     * only if the id is free (`ifFree`, `reclaim-v1`); while it lives, with `released` (the broker
-     * granted `reclaim-released-v1`), only if its last holder gave it up there (`ifReleased`: the
-     * taker moved on). The broker refuses while another live connection holds it; the pid check, or
-     * the broker's record of an `unregister`, covers what the broker cannot see: after a broker
-     * restart the live holder is only reconnecting, and the new broker would see the id free. Once
-     * back, what was queued for the session meanwhile is delivered as on any re-register, and
-     * `takenOver` is cleared. Ends when the client is closed, or when `shouldReconnect` says no.
-     */
-    const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> => {
-      const asking = { released }
-      const declined = new IntercomNotConnected({ reason: RECONNECT_DECLINED })
-      const pid = over.takenOver?.pid === undefined ? "" : ` (pid ${over.takenOver.pid})`
-      // Every interval; sooner after a refusal because the id was given up only just now (its grace).
-      const attempts: Effect.Effect<
-        Effect.Success<ReturnType<typeof reclaimAttempt>>,
-        IntercomNotConnected
-      > = reclaimAttempt(over, asking, declined).pipe(
-        Effect.catch((error) =>
-          stopped || error === declined ? Effect.fail(error) : Effect.sleep(Duration.millis(
-            error.releasedRecently === true ? RELEASE_GRACE_MS : RECLAIM_INTERVAL_MS
-          )).pipe(Effect.andThen(Effect.suspend(() => attempts)))
-        )
-      )
-      return Effect.sleep(Duration.millis(RECLAIM_INTERVAL_MS)).pipe(
-        Effect.andThen(attempts),
-        Effect.flatMap(({ connection, scope, how }) =>
-          Effect.suspend(() => {
-            takenOver = undefined
-            takenOverSignal = Deferred.makeUnsafe<never, IntercomNotConnected>()
-            const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
-            current = back
-            return adopt(connection, scope).pipe(
-              Effect.andThen(Deferred.succeed(back, connection)),
-              Effect.andThen(Effect.logInfo(
-                `Intercom: took session ${options.sessionId} back; the process that took it over${pid} ${how}`
-              )),
-              Effect.catch((error) => Deferred.fail(back, error))
-            )
-          })
-        ),
-        Effect.ignore
-      )
-    }
+    /** A take-back after a takeover (`reclaim-v1`, ClientTakeover.ts), run in the connections' Scope. */
+    const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> =>
+      takeover.reclaim(over, released, options.sessionId, new IntercomNotConnected({ reason: RECONNECT_DECLINED }), {
+        stopped: () => stopped,
+        attempt: attemptWith,
+        unlessDeclined,
+        adoptTakenBack: ({ connection, scope }, announce) => {
+          const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
+          current = back
+          return adopt(connection, scope).pipe(
+            Effect.andThen(Deferred.succeed(back, connection)),
+            Effect.andThen(announce),
+            Effect.catch((error) => Deferred.fail(back, error)),
+            Effect.asVoid
+          )
+        }
+      })
 
     /**
      * Retries with backoff until connected, the client stops, or `shouldReconnect` (asked before each
@@ -656,7 +586,7 @@ const make = (
       presenceEvents: Stream.fromPubSub(presenceHub),
       reconnects: Stream.fromPubSub(reconnectHub),
       stateLost: Stream.fromPubSub(stateLostHub),
-      whenTakenOver: Effect.suspend(() => Deferred.await(takenOverSignal)),
+      whenTakenOver: takeover.whenTakenOver,
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
       status: Effect.sync(() => ({
@@ -668,7 +598,7 @@ const make = (
         lastError,
         supervisorSessionId: live?.supervisorSessionId,
         stateEpoch: epochs.epoch,
-        ...(takenOver?.takenOver === undefined ? {} : { takenOver: takenOver.takenOver })
+        ...(takeover.error?.takenOver === undefined ? {} : { takenOver: takeover.error.takenOver })
       })),
       holdConfirmations: Effect.sync(() => confirmations.hold()),
       resumeConfirmations: Effect.suspend(() => {
