@@ -7,22 +7,13 @@
  * - Reconnects after a drop with capped exponential backoff and jitter,
  *   re-registering the same session id with what the session had announced
  *   (name, status, model, requested features); a liveness probe (P96) turns a
- *   silent broker into a reconnect.
- * - Except after a takeover: when the broker says another connection
- *   registered this session id (`taken_over`, `takeover-v1`), reconnecting
- *   would take the id back from that process, which would take it back in
- *   turn. The client stays unconnected (`status.takenOver`), every
- *   operation fails with `IntercomNotConnected` saying so, and so does
- *   `whenTakenOver` (a session's ask waiting for its reply ends then, not at
- *   its timeout). When the broker granted `reclaim-v1`, once the process
- *   that took the id over has exited (its pid, from `taken_over`), it asks
- *   every `RECLAIM_INTERVAL_MS` to register again only if the id is free
- *   (`ifFree`): after a short-lived `pi -c -p`, it takes its session back
- *   and carries on; while that process lives, only if its holder gave it
- *   up on the broker (`ifReleased`, `reclaim-released-v1`: the taker moved
- *   on); never from a live holder, not even while that one reconnects to a
- *   restarted broker. A broker without `reclaim-v1` would
- *   ignore `ifFree` and hand the id over, so there the client stays off.
+ *   silent broker into a reconnect. The owner's `shouldReconnect` is asked
+ *   before each attempt the client makes by itself.
+ * - Except after a takeover (`taken_over`, `takeover-v1`): the client stays
+ *   unconnected, every operation and `whenTakenOver` fail with
+ *   `IntercomNotConnected` saying so, and where the broker granted
+ *   `reclaim-v1` the client takes its id back only once it is free or given
+ *   up (ClientTakeover.ts).
  * - Each reconnect is announced on `reconnects` once the new connection is
  *   live: the broker may be a new one that never knew the sessions of the
  *   last, and a session waiting on one of them checks it is still there.
@@ -32,47 +23,41 @@
  *   (StateEpochs.ts), and a warning is logged; nothing is sent again.
  * - Once `rejoinGraceMs` after a reconnect is over, the client lists the
  *   sessions and publishes on `presenceEvents` the departures and joins the
- *   broker's feed could not tell the new connection (MembershipView.ts).
- * - Just after a reconnect (a broker restart empties the registry), a send
- *   whose target is not found is retried for `rejoinGraceMs` (10 s) before
- *   the failure stands: its target may not have registered again yet.
+ *   broker's feed could not tell the new connection (ClientMembership.ts,
+ *   MembershipView.ts).
  * - A send in flight when the connection drops is sent again, with the same
- *   message id, once the client has reconnected: the broker answers a retry
- *   from its record and never delivers it twice. Only if no connection comes
- *   back within `REPLAY_WINDOW_MS` (2 minutes), or the client is closed, does
- *   it fail with `ConnectionLost` (outcome unknown) — never silently.
- *   Sends lost with one connection are written again first on the next, as
- *   one batch in the order they were first sent (PendingSends.ts, `unsent`);
- *   each caller's retry takes that re-send's answer instead of writing again.
+ *   message id, once the client has reconnected, first thing on the new
+ *   connection; it fails with `ConnectionLost` (outcome unknown) only if no
+ *   connection comes back within `REPLAY_WINDOW_MS`, never silently. Just
+ *   after a reconnect, a send whose target is not found is retried for
+ *   `rejoinGraceMs` before the failure stands (Resending.ts).
  * - A message delivered twice (a durable broker killed between writing it
  *   and forgetting it, docs/store.md; or sent again after a reconnect because
  *   it was not confirmed) reaches `messages` once.
  *
  * The connection state is a few plain variables inside the service, touched
- * only by synchronous code (design.md's hot-path rule of single ownership).
+ * only by synchronous code (design.md's hot-path rule of single ownership);
+ * a module that needs to read it is handed a small interface over it
+ * (`ResendSide`, `ReclaimSide`), never the variables.
  *
  * Size: one concept — the lifetime of the client's connection (attempt,
- * adopt, reconnect, disconnect) over that state; when its connections
- * may confirm what they read is ConfirmationPolicy.ts's, the models are in
- * models.ts, supervisor grants in SupervisorGrants.ts, topics in ClientTopics.ts, the
- * result archive in ClientResults.ts, durable questions in ClientQuestions.ts
- * and health in health.ts; what stays here is the wiring of each into the
- * connection's lifetime, and re-sending a send lost with its connection or
- * refused just after a reconnect (`resending`, `sendRejoining`, and the
- * batch of sends a closed connection left unanswered, `unsent`, and when a
- * closed connection is retired, `liveRetired`): they read the connection
- * counters and state this module owns, so they stay beside them; so does a
- * takeover (`taken_over`, then `reclaim`), which decides whether the client
- * reconnects at all (what the broker's state epoch says after a reconnect
- * is StateEpochs.ts's). About 960 lines (the takeover's `whenTakenOver`, the reclaim's pid check
- * and the `ifReleased` take-back with its grant check added some, the owner's `shouldReconnect` asked
- * before each attempt and the instance id of `rejoin-v1` a little more, and the membership
- * reconciliation's wiring — `viewListing`, `resyncMembership`, about 40 lines — which reads the
- * live connection and the grace this module owns); the per-connection tables are ClientConnection.ts's, the
- * unanswered sends and the re-sent answers kept for a retry
- * PendingSends.ts's, the unhandled messages UnhandledMessages.ts's, the
- * receipts kept for the next connection KeptReceipts.ts's, the membership
- * view reconciled after a reconnect MembershipView.ts's.
+ * adopt, reconnect, disconnect) over that state, and the wiring of each
+ * concern into it: when its connections may confirm what they read is
+ * ConfirmationPolicy.ts's, the models are in models.ts, supervisor grants in
+ * SupervisorGrants.ts, topics in ClientTopics.ts, the result archive in
+ * ClientResults.ts, durable questions in ClientQuestions.ts, health in
+ * health.ts, the takeover and its take-back in ClientTakeover.ts, re-sending
+ * what a connection lost in Resending.ts, the departures read and the
+ * membership view's reconciliation in ClientMembership.ts (the view itself
+ * in MembershipView.ts), what the broker's state epoch says after a
+ * reconnect in StateEpochs.ts; the per-connection tables are
+ * ClientConnection.ts's, the unanswered sends PendingSends.ts's, the
+ * unhandled messages UnhandledMessages.ts's, the receipts kept for the next
+ * connection KeptReceipts.ts's. About 700 lines, a third of them the service
+ * object's operations and the JSDoc examples of the class; the attempt,
+ * adoption and reconnect with the state they share is the next split if it
+ * grows (a connection-lifetime module owning that state, the service
+ * object reading it through getters).
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
 import type { SessionRegistration } from "../protocol/frames.ts"
