@@ -6,8 +6,8 @@
  * (MembershipView.ts) with the `list` that seeds it and the one that
  * reconciles it once `rejoinGraceMs` after a reconnect is over.
  *
- * Why apart from IntercomClient.ts: none of this reads the connection state
- * that module owns. It is handed a connection to list on (`listing`,
+ * Why apart from ConnectionLifetime.ts: none of this reads the connection
+ * state that module owns. It is handed a connection to list on (`listing`,
  * `resync`) and told when a new one registers (`newConnection`); the
  * connection's reader calls `read` for each presence frame.
  *

@@ -17,12 +17,13 @@
  * registration an older broker made of an `ifReleased` without asking
  * whether the id was given up is dropped (`dropsReleasedRegistration`).
  *
- * Why apart from IntercomClient.ts: the takeover decides whether the client
- * reconnects at all, but not how a connection is attempted or adopted. This
- * module owns the takeover's error and its signal (`TakeoverState`); the
- * attempt, the owner's `shouldReconnect` and the adoption of the connection
- * taken back are IntercomClient's connection state, reached through
- * `ReclaimSide`. Touched only by synchronous code.
+ * Why apart from ConnectionLifetime.ts: the takeover decides whether the
+ * client reconnects at all, but not how a connection is attempted or
+ * adopted. This module owns the takeover's error and its signal
+ * (`TakeoverState`); the attempt, the owner's `shouldReconnect` and the
+ * adoption of the connection taken back are the lifetime's, over the
+ * connection state it owns, reached through `ReclaimSide`. Touched only by
+ * synchronous code.
  */
 import { Deferred, Duration, Effect, Exit, type Scope } from "effect"
 import { isProcessAlive } from "../config/pidFile.ts"
@@ -76,7 +77,7 @@ export interface Registered {
 }
 
 /**
- * What a take-back needs of the connection state `IntercomClient` owns.
+ * What a take-back needs of the connection state `makeConnectionLifetime` owns.
  *
  * @category models
  * @since 0.1.0

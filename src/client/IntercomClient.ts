@@ -28,87 +28,66 @@
  * - A send in flight when the connection drops is sent again, with the same
  *   message id, once the client has reconnected, first thing on the new
  *   connection; it fails with `ConnectionLost` (outcome unknown) only if no
- *   connection comes back within `REPLAY_WINDOW_MS`, never silently. Just
+ *   connection comes back within `REPLAY_WINDOW_MS` (or the client is
+ *   closed), never silently. Just
  *   after a reconnect, a send whose target is not found is retried for
  *   `rejoinGraceMs` before the failure stands (Resending.ts).
  * - A message delivered twice (a durable broker killed between writing it
  *   and forgetting it, docs/store.md; or sent again after a reconnect because
  *   it was not confirmed) reaches `messages` once.
  *
- * The connection state is a few plain variables inside the service, touched
- * only by synchronous code (design.md's hot-path rule of single ownership);
- * a module that needs to read it is handed a small interface over it
- * (`ResendSide`, `ReclaimSide`), never the variables.
+ * The connection's lifetime — attempt, adopt, reconnect, take back,
+ * disconnect — and the connection state it shares are ConnectionLifetime.ts's:
+ * this module reads that state only through `ConnectionLifetime`.
  *
- * Size: one concept — the lifetime of the client's connection (attempt,
- * adopt, reconnect, disconnect) over that state, and the wiring of each
- * concern into it: when its connections may confirm what they read is
- * ConfirmationPolicy.ts's, the models are in models.ts, supervisor grants in
- * SupervisorGrants.ts, topics in ClientTopics.ts, the result archive in
- * ClientResults.ts, durable questions in ClientQuestions.ts, health in
- * health.ts, the takeover and its take-back in ClientTakeover.ts, re-sending
- * what a connection lost in Resending.ts, the departures read and the
- * membership view's reconciliation in ClientMembership.ts (the view itself
- * in MembershipView.ts), what the broker's state epoch says after a
- * reconnect in StateEpochs.ts; the per-connection tables are
+ * Size: one concept — the service: the options' timings, the hubs and the
+ * sinks each connection's reader feeds, the concerns' objects, and the
+ * operations over them (about 400 lines, half of them this header and the
+ * service object, a quarter the class's JSDoc examples). Each concern is its
+ * own module: when connections may confirm what they read
+ * ConfirmationPolicy.ts, the models models.ts, supervisor grants
+ * SupervisorGrants.ts, topics ClientTopics.ts, the result archive
+ * ClientResults.ts, durable questions ClientQuestions.ts, health health.ts,
+ * the takeover and its take-back ClientTakeover.ts, re-sending what a
+ * connection lost Resending.ts, the departures read and the membership
+ * reconciliation ClientMembership.ts (the view MembershipView.ts), the
+ * broker's state epoch StateEpochs.ts; the per-connection tables are
  * ClientConnection.ts's, the unanswered sends PendingSends.ts's, the
  * unhandled messages UnhandledMessages.ts's, the receipts kept for the next
- * connection KeptReceipts.ts's. About 700 lines, a third of them the service
- * object's operations and the JSDoc examples of the class; the attempt,
- * adoption and reconnect with the state they share is the next split if it
- * grows (a connection-lifetime module owning that state, the service
- * object reading it through getters).
+ * connection KeptReceipts.ts's.
  */
-import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, PubSub, Schedule, Scope, Stream } from "effect"
-import type { SessionRegistration } from "../protocol/frames.ts"
-import { clampPresence, clampRegistration } from "../protocol/limits.ts"
-import { normalizeGroup } from "../config/group.ts"
-import { type ClientConnection, openClientConnection } from "./ClientConnection.ts"
-import { Resending } from "./Resending.ts"
-import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
+import { Clock, Context, Effect, Layer, PubSub, Scope, Stream } from "effect"
 import * as path from "node:path"
-import { randomUUID } from "node:crypto"
+import { normalizeGroup } from "../config/group.ts"
 import { isProcessAlive, readPidFile } from "../config/pidFile.ts"
-import { IntercomNotConnected, type IntercomOptionError, RequestTimeout } from "./errors.ts"
-import { RecentMessages } from "./RecentMessages.ts"
-import { RECLAIM_RELEASED_V1, RECLAIM_V1 } from "../protocol/features.ts"
-import { SupervisorGrants } from "./SupervisorGrants.ts"
-import { ClientQuestions } from "./ClientQuestions.ts"
-import { ClientTopics } from "./ClientTopics.ts"
-import { listResults, readResult, storeResult } from "./ClientResults.ts"
+import { clampPresence } from "../protocol/limits.ts"
 import type { TopicEntry } from "../protocol/topics.ts"
+import { ClientMembership } from "./ClientMembership.ts"
+import { ClientQuestions } from "./ClientQuestions.ts"
+import { listResults, readResult, storeResult } from "./ClientResults.ts"
+import { ClientTopics } from "./ClientTopics.ts"
+import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
+import { makeConnectionLifetime } from "./ConnectionLifetime.ts"
+import { type IntercomOptionError, RequestTimeout } from "./errors.ts"
+import type { ControlEvent, InboundMessage, PresenceEvent, QuestionEvent } from "./events.ts"
+import { presenceFrame } from "./health.ts"
+import { KeptReceipts } from "./KeptReceipts.ts"
+import type { IntercomClientService } from "./models.ts"
 import { checkClientOptions, type IntercomClientOptions } from "./options.ts"
-import { ensureBroker } from "./spawn.ts"
+import { RecentMessages } from "./RecentMessages.ts"
+import { type BrokerStateLost, StateEpochs } from "./StateEpochs.ts"
+import { SupervisorGrants } from "./SupervisorGrants.ts"
 import { tracedSend } from "./tracing.ts"
 import { makeUnhandledMessages } from "./UnhandledMessages.ts"
-import { ConfirmationPolicy } from "./ConfirmationPolicy.ts"
-import { KeptReceipts } from "./KeptReceipts.ts"
-import { type BrokerStateLost, describeStateLost, StateEpochs } from "./StateEpochs.ts"
-import { ClientMembership } from "./ClientMembership.ts"
-import { dropsReleasedRegistration, TakeoverState, UNGRANTED_RELEASED } from "./ClientTakeover.ts"
-
-import { type HealthFields, healthOf, mergeHealth, presenceFrame } from "./health.ts"
-import type { IntercomClientService, PresenceUpdate } from "./models.ts"
 
 /** The service interface and its models live in `models.ts`; re-exported for existing importers. */
 export type { ClientError, ClientStatus, IntercomClientService, PresenceUpdate, WithheldConfirmations } from "./models.ts"
 
-const applyPresence = (registration: SessionRegistration, update: PresenceUpdate): SessionRegistration => ({
-  ...registration,
-  ...(update.name === undefined ? {} : { name: update.name }),
-  ...(update.runtimeFallbackAlias === undefined ? {} : { runtimeFallbackAlias: update.runtimeFallbackAlias }),
-  ...(update.status === undefined ? {} : { status: update.status }),
-  ...(update.model === undefined ? {} : { model: update.model })
-})
-
 /** After a takeover, how often the client asks to take its id back (ClientTakeover.ts); re-exported for existing importers. */
 export { RECLAIM_INTERVAL_MS } from "./ClientTakeover.ts"
 
-/**
- * The reason of `IntercomNotConnected` once `shouldReconnect` said no: the
- * client stays off until it is closed.
- */
-export const RECONNECT_DECLINED = "the connection dropped and the client's owner said not to reconnect (shouldReconnect)"
+/** The reason once `shouldReconnect` said no (ConnectionLifetime.ts); re-exported for existing importers. */
+export { RECONNECT_DECLINED } from "./ConnectionLifetime.ts"
 
 const make = (
   options: IntercomClientOptions
@@ -125,17 +104,7 @@ const make = (
     const listTimeoutMs = options.listTimeoutMs ?? 5_000
     const livenessIntervalMs = options.livenessIntervalMs ?? 30_000
     const livenessTimeoutMs = Math.min(options.livenessTimeoutMs ?? 5_000, livenessIntervalMs)
-    const reconnectMaxMs = options.reconnectMaxMs ?? 30_000
     const rejoinGraceMs = options.rejoinGraceMs ?? 10_000
-    // `rejoin-v1`: one id for every connection of this instance, so the broker knows its own rejoin. An empty
-    // one is no id (the broker refuses ""): a random one, as when none is given.
-    const instanceId = options.instanceId === undefined || options.instanceId === "" ? randomUUID() : options.instanceId
-    const reconnectSchedule = Schedule.exponential(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
-      Schedule.jittered,
-      Schedule.modifyDelay(({ duration }) =>
-        Effect.succeed(Duration.min(duration, Duration.millis(reconnectMaxMs)))
-      )
-    )
 
     // Read and not yet handled; a consumer interrupted mid-message leaves it to the next (known issue 15).
     const unhandled = yield* makeUnhandledMessages
@@ -177,44 +146,31 @@ const make = (
       topic: (entry: TopicEntry) => void PubSub.publishUnsafe(topicHub, entry),
       question: (event: QuestionEvent) => void PubSub.publishUnsafe(questionHub, event)
     }
-    // Connection state: owned by this service, touched only synchronously.
-    // Identity fields are cut to the broker's limits rather than refused (limits.ts).
-    let registration = clampRegistration(options.registration)
-    let current: Deferred.Deferred<ClientConnection, IntercomNotConnected> | undefined
-    let live: ClientConnection | undefined
-    let connections = 0
-    /** When the live connection was adopted (broker clock). */
-    let connectedAt = 0
-    let lastError: string | undefined
-    let stopped = false
-    /** Whether another connection took this session over, and `whenTakenOver` (ClientTakeover.ts). */
-    const takeover = new TakeoverState(
-      options.takenOverHint ?? "Connect a new client with this session id to take it back."
-    )
     const grants = new SupervisorGrants(options.issuedGrants)
     const topics = new ClientTopics()
     const questions = new ClientQuestions()
-    /** Capabilities the last attempt could not restore: shown as `lastError` once connected. */
-    let restoreProblems: string | undefined
     /** Receipts posted while no connection was live, for the next one (P70, KeptReceipts.ts). */
     const keptReceipts = new KeptReceipts()
-    /** The health this client last published (`health-v1`): re-sent on every new connection. */
-    let health: HealthFields | undefined
-    /**
-     * Completes once `live` has been retired after its close: `live` cleared, its unanswered sends
-     * taken for the next connection and the reconnect begun (`adopt`'s watcher). A send that lost
-     * its connection waits for this before it tries again, not for a fixed back-off.
-     */
-    let liveRetired: Deferred.Deferred<void> | undefined
-    /** Sends lost with a connection, and sends refused just after a reconnect, sent again (Resending.ts). */
-    const resend = new Resending({
-      withConnection: (use) => withConnection(use),
-      retirementOf: (connection) => connection === live ? liveRetired : undefined,
-      ended: () => stopped || takeover.error !== undefined,
-      rejoining: (now) => connections >= 2 && now - connectedAt < rejoinGraceMs
-    }, epochs, sendTimeoutMs)
-
-    const noLongerActive = () => new IntercomNotConnected({ reason: "the client was disconnected" })
+    /** The connection's lifetime and the state it owns (ConnectionLifetime.ts). */
+    const lifetime = makeConnectionLifetime({
+      options,
+      connectionsScope,
+      sinks,
+      membership,
+      grants,
+      topics,
+      questions,
+      keptReceipts,
+      epochs,
+      reconnectHub,
+      stateLostHub,
+      connectTimeoutMs,
+      sendTimeoutMs,
+      livenessIntervalMs,
+      livenessTimeoutMs,
+      rejoinGraceMs
+    })
+    const { disconnect, resend, takeover, withConnection } = lifetime
 
     /**
      * A request the broker did not answer, with the broker named — its pid
@@ -231,267 +187,6 @@ const make = (
           broker: { socketPath: options.socketPath, pid: alive ? pid : undefined }
         })
       })
-
-    /**
-     * One attempt: make sure a broker runs, then dial and register in a Scope of its own; after a
-     * takeover (`takeover-v1`), `ifFree` only if no live connection holds the id, `ifReleased` only if
-     * besides its last holder gave it up on this broker. A broker that grants `reclaim-v1` but not
-     * `reclaim-released-v1` honoured `ifFree` only: the id was free, but its taker may be only
-     * reconnecting, so that registration is dropped at once, before anything uses it, and `ungranted`
-     * is called. One without `reclaim-v1` ignored both: the takeover is done (the taker was told
-     * `taken_over` and stops), so that connection is kept — dropping it would leave nobody the id.
-     */
-    const attemptWith = (only: "ifFree" | "ifReleased" | undefined, ungranted?: () => void) => Effect.gen(function*() {
-      if (stopped) return yield* noLongerActive()
-      membership.newConnection()
-      // Not for `ifReleased`: a broker started now never saw the id given up and would refuse it (and a
-      // taken-over client asking every 5 s would start one each time the last exited idle).
-      if (options.launch !== false && only !== "ifReleased") {
-        yield* ensureBroker({
-          agentDir: options.agentDir,
-          intercomDir: options.intercomDir,
-          socketPath: options.socketPath,
-          launch: options.launch
-        }).pipe(Effect.mapError((error) => new IntercomNotConnected({ reason: error.message })))
-      }
-      const scope = yield* Scope.fork(connectionsScope)
-      const connection = yield* openClientConnection(
-        {
-          socketPath: options.socketPath,
-          sessionId: options.sessionId,
-          scopeId: options.scopeId,
-          group: options.group,
-          ephemeral: options.ephemeral,
-          session: registration,
-          features: options.features ?? [],
-          instanceId,
-          supervisor: { ownerToken: options.ownerToken, grant: options.supervisorGrant },
-          connectTimeoutMs,
-          ...(only === undefined ? {} : { ifFree: true }),
-          ...(only === "ifReleased" ? { ifReleased: true } : {}),
-          ...(options.dial === undefined ? {} : { dial: options.dial })
-        },
-        sinks
-      ).pipe(
-        Scope.provide(scope),
-        Effect.onError(() => Scope.close(scope, Exit.void))
-      )
-      if (only === "ifReleased" && dropsReleasedRegistration(connection.features)) {
-        // Dropped without `unregister`, so the broker gives back the mail this connection did not
-        // confirm, as on any drop (ClientTakeover.ts says why it is dropped).
-        ungranted?.()
-        yield* connection.destroy.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
-        return yield* new IntercomNotConnected({ reason: UNGRANTED_RELEASED, sessionHeld: true })
-      }
-      // C-SUP-15: capabilities are restored before anything else uses the connection.
-      const unrestored = yield* grants.restore(connection, connectTimeoutMs)
-      // C-BRK-28: the health published before the drop (a broker restart forgets it).
-      if (health !== undefined) yield* connection.post(presenceFrame(health, connection.features)).pipe(Effect.ignore)
-      // C-BRK-28, C-TOP-15: subscriptions and own latest publications are sent again.
-      const unrestoredTopics = yield* topics.restore(connection, connectTimeoutMs)
-      // C-DQ-6: a child's durable questions are asked again; the broker answers with their saved state.
-      const unaskedQuestions = yield* questions.restore(connection, connectTimeoutMs)
-      // What the last connection lost on the way goes first, in the order it was first sent (Resending.ts).
-      yield* resend.writeAgain(connection)
-      const problems = [...unrestored, ...unrestoredTopics, ...unaskedQuestions]
-      restoreProblems = problems.length === 0 ? undefined : problems.join("; ")
-      return { connection, scope }
-    }).pipe(Effect.tapError((error) =>
-      Effect.sync(() => {
-        // While taken over, `lastError` keeps saying so: a refused take-back is the expected answer.
-        if (takeover.error === undefined) lastError = error.reason
-      })
-    ))
-    const attempt = attemptWith(undefined)
-
-    const retire = (retired: Deferred.Deferred<void>) => Deferred.done(retired, Exit.void)
-
-    /**
-     * `attempt` (or any attempt the client makes by itself) unless the owner says no first
-     * (`shouldReconnect`): then `declined`, before anything is dialled or spawned.
-     */
-    const unlessDeclined = <A>(
-      attempt: Effect.Effect<A, IntercomNotConnected>,
-      declined: IntercomNotConnected
-    ): Effect.Effect<A, IntercomNotConnected> =>
-      options.shouldReconnect === undefined ? attempt : Effect.flatMap(options.shouldReconnect, (go) =>
-        go ? attempt : Effect.sync(() => {
-          lastError = declined.reason
-        }).pipe(Effect.andThen(Effect.fail(declined))))
-
-    /**
-     * Adopts a registered connection: liveness probe, and a watcher that reconnects when it drops.
-     * An attempt that completes after `disconnect` is closed at once, never adopted (C-BRK-29).
-     */
-    const adopt = (connection: ClientConnection, scope: Scope.Closeable): Effect.Effect<void, IntercomNotConnected> =>
-      Effect.gen(function*() {
-        if (stopped) {
-          yield* connection.close.pipe(Effect.andThen(Scope.close(scope, Exit.void)))
-          return yield* noLongerActive()
-        }
-        const retired = Deferred.makeUnsafe<void>()
-        live = connection
-        liveRetired = retired
-        connections++
-        keptReceipts.flush(connection.postLater)
-        // What the consumer handled while this connection registered and restored (no `live` to tell then).
-        yield* connection.confirmRead
-        connectedAt = yield* Clock.currentTimeMillis
-        lastError = restoreProblems
-        // A broker whose state epoch is not the last one's lost what that one held (`state-epoch-v1`):
-        // said before the reconnect is, so that waits on that state end at once, not after the grace.
-        const lost = epochs.adopt(connection.stateEpoch, connections)
-        if (lost !== undefined) {
-          PubSub.publishUnsafe(stateLostHub, lost)
-          yield* Effect.logWarning(describeStateLost(lost))
-        }
-        // The broker may be a new one that lost the sessions of the last: waits check their peer (`reconnects`).
-        if (connections >= 2) PubSub.publishUnsafe(reconnectHub, connections)
-        // What the feed could not say while this client was away is said once the grace is over (MembershipView.ts).
-        if (connections >= 2) yield* Effect.forkIn(membership.resync(connection), scope)
-        yield* Effect.forkIn(
-          Effect.forever(
-            Effect.sleep(Duration.millis(livenessIntervalMs)).pipe(
-              Effect.andThen(connection.probe(livenessTimeoutMs)),
-              // P96: a broker that does not answer is dropped at once (no unregister), then reconnected.
-              Effect.catchTag("RequestTimeout", () =>
-                Effect.sync(() => lastError = "liveness probe timed out").pipe(
-                  Effect.andThen(connection.destroy)
-                ))
-            ),
-            { disableYield: true }
-          ).pipe(Effect.ignore),
-          scope
-        )
-        yield* Effect.forkIn(
-          connection.closed.pipe(
-            Effect.andThen(Effect.suspend(() => {
-              if (live === connection) {
-                live = undefined
-                liveRetired = undefined
-              }
-              resend.lost(connection.unanswered())
-              if (stopped) return retire(retired)
-              const over = connection.takenOver()
-              if (over !== undefined) {
-                // Another process holds the id now: no reconnect, which would take it back (and it, back again).
-                const error = takeover.takenOver(over)
-                lastError = error.reason
-                // Said at once: a wait on this connection (an ask's reply) would otherwise run to its timeout.
-                takeover.tell(error)
-                const refused = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
-                current = refused
-                // Only a broker that granted reclaim-v1 honours `ifFree`; from another, a retry would take over.
-                const reclaims = connection.features.has(RECLAIM_V1)
-                const released = connection.features.has(RECLAIM_RELEASED_V1)
-                return retire(retired).pipe(
-                  Effect.andThen(Deferred.fail(refused, error)),
-                  Effect.andThen(reclaims ? Effect.forkIn(reclaim(error, released), connectionsScope) : Effect.void),
-                  Effect.asVoid
-                )
-              }
-              const next = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
-              current = next
-              return Effect.andThen(retire(retired), reconnect(next))
-            })),
-            Effect.ensuring(Effect.andThen(retire(retired), Scope.close(scope, Exit.void)))
-          ),
-          connectionsScope
-        )
-      })
-
-    /** A take-back after a takeover (`reclaim-v1`, ClientTakeover.ts), run in the connections' Scope. */
-    const reclaim = (over: IntercomNotConnected, released: boolean): Effect.Effect<void> =>
-      takeover.reclaim(over, released, options.sessionId, new IntercomNotConnected({ reason: RECONNECT_DECLINED }), {
-        stopped: () => stopped,
-        attempt: attemptWith,
-        unlessDeclined,
-        adoptTakenBack: ({ connection, scope }, announce) => {
-          const back = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
-          current = back
-          return adopt(connection, scope).pipe(
-            Effect.andThen(Deferred.succeed(back, connection)),
-            Effect.andThen(announce),
-            Effect.catch((error) => Deferred.fail(back, error)),
-            Effect.asVoid
-          )
-        }
-      })
-
-    /**
-     * Retries with backoff until connected, the client stops, or `shouldReconnect` (asked before each
-     * attempt) says no; waiting operations see the result.
-     */
-    const reconnect = (next: Deferred.Deferred<ClientConnection, IntercomNotConnected>): Effect.Effect<void> => {
-      const declined = new IntercomNotConnected({ reason: RECONNECT_DECLINED })
-      return Effect.sleep(Duration.millis(options.reconnectBaseMs ?? 1_000)).pipe(
-        Effect.andThen(Effect.retry(unlessDeclined(attempt, declined), {
-          schedule: reconnectSchedule,
-          while: (error) => !stopped && error !== declined
-        })),
-        Effect.flatMap(({ connection, scope }) =>
-          adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(next, connection)))
-        ),
-        Effect.catch((error) => Deferred.fail(next, error))
-      )
-    }
-
-    const connection: Effect.Effect<ClientConnection, IntercomNotConnected> = Effect.suspend(() => {
-      if (stopped) return Effect.fail(noLongerActive())
-      if (current !== undefined) return Deferred.await(current)
-      const first = Deferred.makeUnsafe<ClientConnection, IntercomNotConnected>()
-      current = first
-      // Forked into the client's Scope: one caller's interruption does not cancel the shared attempt.
-      return Effect.forkIn(
-        attempt.pipe(
-          Effect.flatMap(({ connection, scope }) =>
-            adopt(connection, scope).pipe(Effect.andThen(Deferred.succeed(first, connection)))
-          ),
-          Effect.catch((error) =>
-            Effect.sync(() => {
-              if (current === first) current = undefined // the next use tries again
-            }).pipe(Effect.andThen(Deferred.fail(first, error)))
-          )
-        ),
-        connectionsScope
-      ).pipe(Effect.andThen(Deferred.await(first)))
-    })
-
-    /**
-     * Uses the live connection at once; without one, waits for a connection at most `connectTimeoutMs`
-     * (a reconnect may be in progress), then uses it. Connected, no timer is set: the wait is over.
-     */
-    const withConnection = <A, E>(
-      use: (connection: ClientConnection) => Effect.Effect<A, E>
-    ): Effect.Effect<A, E | IntercomNotConnected> =>
-      Effect.suspend(() => !stopped && live !== undefined ? use(live) : waitForConnection(use))
-
-    const waitForConnection = <A, E>(use: (connection: ClientConnection) => Effect.Effect<A, E>) =>
-      connection.pipe(
-        Effect.timeoutOrElse({
-          duration: Duration.millis(connectTimeoutMs),
-          orElse: () =>
-            Effect.fail(
-              new IntercomNotConnected({
-                reason: `no connection within ${connectTimeoutMs} ms${lastError === undefined ? "" : ` (last error: ${lastError})`}`
-              })
-            )
-        }),
-        Effect.flatMap(use)
-      )
-
-    const disconnect = Effect.gen(function*() {
-      if (stopped) return
-      stopped = true
-      const pending = current
-      current = undefined
-      // C-BRK-30: join an attempt in flight, then unregister and close.
-      if (pending !== undefined) {
-        const exit = yield* Deferred.await(pending).pipe(Effect.exit, Effect.timeoutOption(Duration.seconds(2)))
-        if (exit._tag === "Some" && Exit.isSuccess(exit.value)) yield* exit.value.value.close
-      }
-      live = undefined
-    })
 
     yield* Effect.addFinalizer(() => disconnect)
 
@@ -524,15 +219,15 @@ const make = (
       presence: (update) =>
         Effect.suspend(() => {
           update = clampPresence(update)
-          registration = applyPresence(registration, update)
-          health = mergeHealth(health, healthOf(update))
+          lifetime.announce(update)
           return withConnection((c) => c.post(presenceFrame(update, c.features)))
         }),
       // Queued on the live connection without a fiber; without one, kept for the next (P70).
       receipt: (receipt) =>
         Effect.sync(() => {
           const frame = { type: "message_receipt", receipt }
-          if (stopped || (live !== undefined && live.postLater(frame))) return
+          const live = lifetime.live()
+          if (lifetime.stopped() || (live !== undefined && live.postLater(frame))) return
           keptReceipts.keep(frame)
         }),
       publish: (request) =>
@@ -551,6 +246,7 @@ const make = (
         Effect.suspend(() => {
           topics.seed(saved)
           // Already connected: send them now; otherwise the next connection does (C-TOP-15).
+          const live = lifetime.live()
           return live === undefined ? Effect.void : Effect.asVoid(topics.restore(live, sendTimeoutMs))
         }),
       topicRecords: Stream.fromPubSub(topicHub),
@@ -561,6 +257,7 @@ const make = (
         Effect.suspend(() => {
           unhandled.handled(message)
           // What came before the oldest unhandled message can be confirmed now (`confirmWhenHandled`).
+          const live = lifetime.live()
           return confirmations.waitsForHandling && live !== undefined ? live.confirmRead : Effect.void
         }),
       keep: (message) => Effect.sync(() => unhandled.keep(message)),
@@ -574,25 +271,30 @@ const make = (
       whenTakenOver: takeover.whenTakenOver,
       rejoinGraceMs,
       controls: Stream.fromPubSub(controlHub),
-      status: Effect.sync(() => ({
-        connected: live !== undefined,
-        sessionId: options.sessionId,
-        socketPath: options.socketPath,
-        features: live === undefined ? [] : [...live.features],
-        connections,
-        lastError,
-        supervisorSessionId: live?.supervisorSessionId,
-        stateEpoch: epochs.epoch,
-        ...(takeover.error?.takenOver === undefined ? {} : { takenOver: takeover.error.takenOver })
-      })),
+      status: Effect.sync(() => {
+        const live = lifetime.live()
+        return {
+          connected: live !== undefined,
+          sessionId: options.sessionId,
+          socketPath: options.socketPath,
+          features: live === undefined ? [] : [...live.features],
+          connections: lifetime.connections(),
+          lastError: lifetime.lastError(),
+          supervisorSessionId: live?.supervisorSessionId,
+          stateEpoch: epochs.epoch,
+          ...(takeover.error?.takenOver === undefined ? {} : { takenOver: takeover.error.takenOver })
+        }
+      }),
       holdConfirmations: Effect.sync(() => confirmations.hold()),
       resumeConfirmations: Effect.suspend(() => {
         confirmations.resume()
+        const live = lifetime.live()
         return live === undefined ? Effect.void : live.confirmRead
       }),
       confirmWhenHandled: Effect.sync(() => confirmations.confirmWhenHandled()),
       releaseConfirmations: Effect.suspend(() => {
         confirmations.release()
+        const live = lifetime.live()
         return live === undefined ? Effect.void : live.confirmRead
       }),
       withheld: Effect.sync(() => confirmations.state),

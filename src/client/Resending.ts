@@ -18,7 +18,7 @@
  *   not have registered again yet.
  *
  * Owns the batch of sends the closed connections left unanswered. What it
- * reads of the connection state IntercomClient.ts owns — the live
+ * reads of the connection state ConnectionLifetime.ts owns — the live
  * connection's retirement, whether a connection may still come, whether the
  * rejoin grace is on — it asks through `ResendSide`, and it gets connections
  * through that side's `withConnection`. Touched only by synchronous code.
@@ -54,7 +54,7 @@ const mergeUnsent = (
 }
 
 /**
- * What re-sending reads of the connection state `IntercomClient` owns.
+ * What re-sending reads of the connection state `makeConnectionLifetime` owns.
  *
  * @category models
  * @since 0.1.0
