@@ -1,7 +1,7 @@
 /**
  * A caller's own retry after its connection was lost, against the re-send
- * the client made on its next connection (PendingSends.ts, `resending` in
- * IntercomClient.ts): the retry completes from that re-send's answer — by
+ * the client made on its next connection (PendingSends.ts, `retrying` in
+ * Resending.ts): the retry completes from that re-send's answer — by
  * joining it while it waits, or by collecting its kept answer once it came —
  * so the message id is written once on the new connection, and the caller
  * does not wait out a 250 ms back-off once the new connection is up. A kept

@@ -1,6 +1,6 @@
 /**
  * A child's `supervisorSend` keeps its place among its plain sends across a
- * reconnect (PendingSends.ts, `unsent` in IntercomClient.ts): its supervisor
+ * reconnect (PendingSends.ts, `unsent` in Resending.ts): its supervisor
  * reads them in the order the child made them, whether they were made while
  * the child had no connection, or written on a connection that dropped
  * before any was answered (then the next connection writes them again, as

@@ -1,0 +1,217 @@
+/**
+ * Sending again what a connection lost: the client's side of C-BRK-8 and
+ * P46 across a reconnect, and a send refused just after one.
+ *
+ * - A send in flight when the connection drops is sent again, with the same
+ *   message id, once the client has reconnected (`retrying`): the broker
+ *   answers a retry from its record and never delivers it twice. Only if no
+ *   connection comes back within `REPLAY_WINDOW_MS` (2 minutes), or the
+ *   client is closed or taken over, does it fail with `ConnectionLost`
+ *   (outcome unknown) — never silently.
+ * - Sends lost with one connection are written again first on the next, as
+ *   one batch in the order they were first sent (`lost`, then `writeAgain`;
+ *   PendingSends.ts); each caller's retry takes that re-send's answer
+ *   instead of writing again.
+ * - Just after a reconnect (a broker restart empties the registry), a send
+ *   whose target is not found, or a reply whose ask the broker does not
+ *   hold, is retried until the rejoin grace is over (`send`): its target may
+ *   not have registered again yet.
+ *
+ * Owns the batch of sends the closed connections left unanswered. What it
+ * reads of the connection state ConnectionLifetime.ts owns — the live
+ * connection's retirement, whether a connection may still come, whether the
+ * rejoin grace is on — it asks through `ResendSide`, and it gets connections
+ * through that side's `withConnection`. Touched only by synchronous code.
+ */
+import { Clock, Deferred, Duration, Effect } from "effect"
+import { REPLAY_WINDOW_MS } from "../protocol/constants.ts"
+import { Reason } from "../protocol/delivery.ts"
+import type { ClientConnection } from "./ClientConnection.ts"
+import { ConnectionLost, IntercomNotConnected } from "./errors.ts"
+import type { Delivery } from "./events.ts"
+import type { UnansweredSend } from "./PendingSends.ts"
+import type { SendError, SendRequest } from "./requests.ts"
+import type { StateEpochs } from "./StateEpochs.ts"
+
+/**
+ * How long a send that lost its connection waits, at most, for the client to
+ * retire that connection, and how long it backs off when no connection comes.
+ *
+ * @category constants
+ * @since 0.1.0
+ */
+export const LOST_BACKOFF_MS = 250
+const backOff = Effect.sleep(Duration.millis(LOST_BACKOFF_MS))
+
+/** Sends lost unanswered by two connections in turn, oldest first, each message once. */
+const mergeUnsent = (
+  older: ReadonlyArray<UnansweredSend>,
+  newer: ReadonlyArray<UnansweredSend>
+): ReadonlyArray<UnansweredSend> => {
+  if (older.length === 0) return newer
+  const seen = new Set(older.map((lost) => lost.request.message.id))
+  return [...older, ...newer.filter((lost) => !seen.has(lost.request.message.id))]
+}
+
+/**
+ * What re-sending reads of the connection state `makeConnectionLifetime` owns.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ResendSide {
+  /** Uses the live connection at once; without one, waits for a connection (`IntercomClient`'s). */
+  readonly withConnection: <A, E>(
+    use: (connection: ClientConnection) => Effect.Effect<A, E>
+  ) => Effect.Effect<A, E | IntercomNotConnected>
+  /**
+   * While `connection` is the live one, what completes once the client has retired it after its
+   * close (its unanswered sends taken, the reconnect begun); otherwise undefined.
+   */
+  readonly retirementOf: (connection: ClientConnection) => Deferred.Deferred<void> | undefined
+  /** Whether no connection will come again: the client is closed, or taken over. */
+  readonly ended: () => boolean
+  /** Whether `now` is within the rejoin grace after a reconnect (not after the first connection). */
+  readonly rejoining: (now: number) => boolean
+}
+
+/**
+ * The client's re-sending (see the module header).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export class Resending {
+  /** Sends the last connection lost unanswered, oldest first: the next connection writes them before anything else. */
+  private unsent: ReadonlyArray<UnansweredSend> = []
+  private readonly side: ResendSide
+  /** The epochs a delivery is acknowledged in (`StateEpochs.acknowledged`). */
+  private readonly epochs: StateEpochs
+  private readonly sendTimeoutMs: number
+
+  constructor(side: ResendSide, epochs: StateEpochs, sendTimeoutMs: number) {
+    this.side = side
+    this.epochs = epochs
+    this.sendTimeoutMs = sendTimeoutMs
+  }
+
+  /** A closed connection's unanswered sends, taken for the next connection (merged by id with those already kept). */
+  lost(unanswered: ReadonlyArray<UnansweredSend>): void {
+    this.unsent = mergeUnsent(this.unsent, unanswered)
+  }
+
+  /**
+   * Writes what the last connection lost on the way first, in the order it was first sent
+   * (PendingSends.ts), those still within the replay window. Refused or cut short, the batch stays
+   * here and with this connection's close (merged by id). An answer that comes before its caller is
+   * back waits for it as long as the caller would have waited.
+   */
+  writeAgain(connection: ClientConnection): Effect.Effect<void> {
+    return Effect.gen({ self: this }, function*() {
+      const now = yield* Clock.currentTimeMillis
+      const due = this.unsent.filter((lost) => now - lost.since < REPLAY_WINDOW_MS)
+      const resent = yield* connection.resend(due, this.sendTimeoutMs).pipe(
+        Effect.as(true),
+        Effect.orElseSucceed(() => false)
+      )
+      if (resent) this.unsent = []
+    })
+  }
+
+  /**
+   * A send whose connection dropped before its answer came is sent again,
+   * with the same message id, once a connection is back: the broker answers
+   * a retry from its record (P46) and never delivers it twice. Within the
+   * replay window (REPLAY_WINDOW_MS) of the first attempt; after it, or once
+   * the client is closed, `ConnectionLost` stands (outcome unknown).
+   *
+   * A send (a child's `supervisorSend` too) is usually sent again by the client itself, first thing on
+   * the next connection (`writeAgain`); the retry then joins that re-send, or
+   * gets its answer if it came first (PendingSends.ts), and writes nothing.
+   * After a loss the retry waits only until the client has retired the
+   * dead connection (so that it waits for the next one instead of trying
+   * the dead one again), at most `LOST_BACKOFF_MS`; with no connection to
+   * be had, it backs off `LOST_BACKOFF_MS` between waits.
+   */
+  retrying<A, E>(
+    attempt: (connection: ClientConnection) => Effect.Effect<A, E | ConnectionLost>
+  ): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> {
+    const side = this.side
+    return Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+      /** The retirement of the connection the last try used, while it was the live one. */
+      let usedRetired: Deferred.Deferred<void> | undefined
+      const tryOn = (connection: ClientConnection) => {
+        usedRetired = side.retirementOf(connection)
+        return attempt(connection)
+      }
+      // After a loss, a connection that does not come back in time is not the end: the window is.
+      const again = (lost: ConnectionLost): Effect.Effect<A, E | ConnectionLost | IntercomNotConnected> =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          side.ended() || now - startedAt >= REPLAY_WINDOW_MS
+            ? Effect.fail(lost)
+            : side.withConnection(tryOn).pipe(
+              Effect.catchIf(
+                (error): error is ConnectionLost | IntercomNotConnected =>
+                  error instanceof ConnectionLost || error instanceof IntercomNotConnected,
+                (error) => Effect.andThen(error instanceof ConnectionLost ? afterLoss() : backOff, again(lost))
+              )
+            ))
+      const afterLoss = () => {
+        const retired = usedRetired
+        return retired === undefined ? Effect.void : Effect.timeoutOption(Deferred.await(retired), LOST_BACKOFF_MS)
+      }
+      return side.withConnection(tryOn).pipe(
+        Effect.catchIf(
+          (error): error is ConnectionLost => error instanceof ConnectionLost,
+          (lost) => Effect.andThen(afterLoss(), again(lost))
+        )
+      )
+    })
+  }
+
+  /**
+   * A send. Just after a reconnect, "not found" may mean "not back yet" (a
+   * broker restart empties its registry), and a reply's "no pending ask"
+   * may mean "not asked again yet" (a durable broker killed before it
+   * stored an ask it had already delivered: the asker re-sends it once it
+   * is back, docs/store.md): the send is retried with the same id until the
+   * grace ends, then the failure stands.
+   */
+  send(request: SendRequest): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
+    return this.sendRejoining(request, 0, { lost: undefined })
+  }
+
+  /**
+   * Retries those failures after a reconnect every 25, 50, 100, 200, then
+   * 250 ms, until the grace ends. If the send was lost with a connection on
+   * the way, a failure that stands says only what the broker it reached
+   * next knows, not what became of the first attempt (a broker killed after
+   * delivering it and before storing it forgot it): the outcome is unknown,
+   * `ConnectionLost`.
+   */
+  private sendRejoining(
+    request: SendRequest,
+    attempt: number,
+    lostOnTheWay: { lost: ConnectionLost | undefined }
+  ): Effect.Effect<Delivery, SendError | IntercomNotConnected> {
+    return this.retrying((c) =>
+      c.send(request, this.sendTimeoutMs).pipe(
+        Effect.tap((delivery) => Effect.sync(() => this.epochs.acknowledged(c.stateEpoch, request, delivery))),
+        Effect.tapErrorTag("ConnectionLost", (lost) => Effect.sync(() => (lostOnTheWay.lost = lost)))
+      )
+    ).pipe(
+      Effect.catchIf(
+        (error) => error._tag === "TargetNotFound" || (error._tag === "ReplyTargetMismatch" && error.reason === Reason.replyNoAsk),
+        (error) =>
+          Effect.gen({ self: this }, function*() {
+            const now = yield* Clock.currentTimeMillis
+            if (!this.side.rejoining(now)) {
+              return yield* Effect.fail(lostOnTheWay.lost ?? error)
+            }
+            yield* Effect.sleep(Duration.millis(Math.min(250, 25 * 2 ** attempt)))
+            return yield* this.sendRejoining(request, attempt + 1, lostOnTheWay)
+          })
+      )
+    )
+  }
+}
