@@ -223,6 +223,20 @@ const make = (
       { disableYield: true }
     ))
 
+    // Ask expiry notices (`ask-expiry-v1`): while an ask whose asker is told of its expiry is open,
+    // sleep until the earliest edge deadline (or until such an ask opens due sooner), then prune — the
+    // broker's clock ends the ask, and its asker reads the notice behind any reply accepted before it.
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.suspend(() => {
+        const due = router.nextAskExpiry()
+        if (due === undefined) return Queue.take(signals.asks)
+        const now = clock.currentTimeMillisUnsafe()
+        if (due > now) return Effect.raceFirst(Effect.sleep(due - now), Queue.take(signals.asks))
+        return Effect.sync(() => router.prune(now))
+      }),
+      { disableYield: true }
+    ))
+
     // The live view (`observe-v1`): sleep until the earliest watch is due, or until a watch is added
     // (it may be due sooner), then send every due one its frame.
     yield* Effect.forkScoped(Effect.forever(
