@@ -27,11 +27,11 @@
  * broker) they keep the ordinary ask and its timeout (contracts.md open
  * question 2); a timeout is never an approval (C-WKR-15).
  */
-import { Duration, Effect, Exit, Result } from "effect"
+import { Effect, Exit, Result, type Scope } from "effect"
 import { QUESTIONS_V1 } from "../protocol/features.ts"
 import type { ContactSupervisorError, ContactSupervisorParams, ContactSupervisorRequest } from "./contactSupervisor.ts"
 import { validateContactSupervisor } from "./contactSupervisor.ts"
-import { awaitOutcome, cancelWait, untilSent } from "./Ask.ts"
+import { awaitAnswer, cancelWait, untilSent } from "./Ask.ts"
 import { AlreadyWaiting, type AskFailure, ReplyFailed, ReplyTimeout } from "./errors.ts"
 import type { Generation } from "./Generation.ts"
 import { interviewReplyDetails, parseInterviewReply } from "./interviewReply.ts"
@@ -244,7 +244,7 @@ export const makeSupervisorContact = (
     held: { current: Waiter },
     request: ContactSupervisorRequest,
     text: string
-  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError> =>
+  ): Effect.Effect<ToolResult, AskFailure | DurableWaitError, Scope.Scope> =>
     Effect.gen(function*() {
       const timeoutMs = generation.settings.askTimeoutMs
       yield* connect
@@ -261,6 +261,8 @@ export const makeSupervisorContact = (
       // in the same synchronous step as the `bind` below, so no close can come in between.
       const ended = slot.ended()
       if (ended !== undefined) return yield* ended
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      const expiry = yield* client.askExpiry(message.id)
       const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       // C-ORD-35, as for `ask`: the generation's close ends the wait for the acknowledgement too, so a send
@@ -282,11 +284,13 @@ export const makeSupervisorContact = (
           details: { reason: request.reason, messageId: message.id, delivered: false, queued: true }
         }
       }
-      const answer = yield* awaitOutcome(generation, bound).pipe(
-        Effect.timeoutOrElse({
-          duration: Duration.millis(timeoutMs),
-          orElse: () => Effect.fail(new ReplyTimeout({ target: display, timeoutMs }))
-        }),
+      const answer = yield* awaitAnswer(
+        generation,
+        bound,
+        expiry,
+        timeoutMs,
+        () => new ReplyTimeout({ target: display, timeoutMs })
+      ).pipe(
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : cancelAsk)
       )
       return yield* rendered(request, message.id, answer, false)
@@ -303,7 +307,7 @@ export const makeSupervisorContact = (
         const waiter = slot.reserve()
         return waiter === undefined ? undefined : { current: waiter }
       }),
-      (held) => held === undefined ? Effect.fail(new AlreadyWaiting()) : holding(held, request, text),
+      (held) => held === undefined ? Effect.fail(new AlreadyWaiting()) : Effect.scoped(holding(held, request, text)),
       (held) => Effect.sync(() => held === undefined ? undefined : slot.release(held.current))
     )
 
