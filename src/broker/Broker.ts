@@ -1,7 +1,8 @@
 /**
  * `Broker`: the broker as a service, without a transport. It owns the Router,
  * its service fibers (event logger, membership notifier, registration
- * watcher, idle watcher, the result archive's fiber, and — when a
+ * watcher, idle watcher, the ask expiry fiber (`ask-expiry-v1`), the result
+ * archive's fiber, and — when a
  * `QuestionStore` is provided — the question fiber) and `accept`, which runs
  * one connection's actor.
  * The Unix-socket broker (`runBroker`) and the in-memory simulation both

@@ -10,8 +10,9 @@
  *   `Already waiting for a reply`. The question goes out as `supervisor_send`
  *   with `expectsReply` to the supervisor the broker bound this child to
  *   (C-SUP-11, C-SUP-12), and the wait ends on the supervisor's threaded reply,
- *   the session's ask timeout, the generation closing or interruption (then
- *   `cancel_ask` goes to the broker, as for `ask`).
+ *   the session's ask timeout (on the broker's clock where it grants
+ *   `ask-expiry-v1`: `awaitAnswer` in Ask.ts), the generation closing or
+ *   interruption (then `cancel_ask` goes to the broker, as for `ask`).
  * - `progress_update` is fire-and-forget (C-SUP-3): no waiter, so it runs even
  *   while an ask waits, and its result confirms broker acceptance only.
  *
