@@ -265,6 +265,8 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
         return yield* new NotDelivered({ kind: "Message", to: request.to, reason: Reason.targetDisconnected })
       }
       const message = yield* newMessage(request.message, attachments, { expectsReply: true })
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      const expiry = yield* generation.client.askExpiry(message.id)
       // C-ASK-9: a departure of the target read from now on is one of the incarnation that gets the question.
       const sentMark = yield* generation.client.presenceMark
       // C-ORD-35: the generation closed while the target was resolved (its teardown already failed this
@@ -276,8 +278,6 @@ export const makeAsking = (generation: Generation, sending: Sending): Asking => 
       if (request.delivery === undefined && target.acceptsAsks === false) {
         return yield* sendWithoutWaiting(request.to, message, target, timeoutMs)
       }
-      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
-      const expiry = yield* generation.client.askExpiry(message.id)
       const bound = slot.bind(waiter, { questionId: message.id, targetId: target.id, targetName: target.name, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       const sentAt = yield* Clock.currentTimeMillis

@@ -256,14 +256,14 @@ export const makeSupervisorContact = (
       }
       const targetId = yield* supervisorId
       const message = yield* newMessage(text, undefined, { expectsReply: true })
+      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
+      const expiry = yield* client.askExpiry(message.id)
       const sentMark = yield* client.presenceMark // C-ASK-9, as for `ask`
       // C-ORD-35, as for `ask`: the generation closed while this call waited (on `connect`, say, through a
       // reconnect): its teardown already failed this wait, so the call ends now and nothing is sent. Checked
       // in the same synchronous step as the `bind` below, so no close can come in between.
       const ended = slot.ended()
       if (ended !== undefined) return yield* ended
-      // Watched from before the question goes out: the broker's notice that it expired (`awaitAnswer`).
-      const expiry = yield* client.askExpiry(message.id)
       const bound = slot.bind(held.current, { questionId: message.id, targetId, targetName: undefined, sentMark })
       const cancelAsk = cancelWait(generation, bound, message.id)
       // C-ORD-35, as for `ask`: the generation's close ends the wait for the acknowledgement too, so a send
