@@ -226,7 +226,6 @@ export class Asks {
     },
     delivered: (attempt, mail, target) => {
       if (mail.askTimeoutMs === undefined) return
-      const notify = attempt.sender.peer.features.has(ASK_EXPIRY_V1)
       this.open({
         messageKey: mail.recordKey,
         messageId: mail.message.id,
@@ -234,7 +233,7 @@ export class Asks {
         targetKey: target.key,
         deadline: attempt.now + mail.askTimeoutMs,
         openedAt: attempt.now,
-        ...(notify ? { notify } : {})
+        notify: attempt.sender.peer.features.has(ASK_EXPIRY_V1) ? true : undefined
       })
     }
   }
