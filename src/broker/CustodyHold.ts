@@ -45,21 +45,30 @@ import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
 export class CustodyHold {
-  /** Sender keys with mail in the old connection's custody (or its write in progress). */
-  readonly senders: ReadonlySet<string>
+  /** The registry key of the session taken over: only messages queued for it are held. */
+  readonly key: string
+  /** Sender keys with mail in the custody (or write in progress) of a connection this hold waits for. */
+  readonly senders: Set<string>
   /** Messages of those senders forced to the holding connection meanwhile, oldest first. */
   readonly items: Array<OutboundItem> = []
+  /**
+   * Ids of sessions whose departure the holder withholds until the hold ends
+   * (`Output.holdDepartureBehindCustody`): a held sender that left while its
+   * mail waited here or in a custody must not be heard leaving before it.
+   */
+  readonly departures: Array<string> = []
   /** The connection that holds (the session's current one). */
   holder: Peer
 
-  constructor(senders: ReadonlySet<string>, holder: Peer) {
+  constructor(key: string, senders: Set<string>, holder: Peer) {
+    this.key = key
     this.senders = senders
     this.holder = holder
   }
 
-  /** Whether message `item` is one this hold keeps back. */
+  /** Whether message `item` is one this hold keeps back: for the session taken over, from a held sender. */
   holds(item: OutboundMessage): boolean {
-    return this.senders.has(item.mail.senderKey)
+    return item.to === this.key && this.senders.has(item.mail.senderKey)
   }
 }
 
@@ -70,7 +79,7 @@ export class CustodyHold {
  * when `peer` has no custody (a base client's written mail is delivered).
  * A scan, at a takeover only.
  */
-export const sendersToHold = (peer: Peer, key: string): ReadonlySet<string> | undefined => {
+export const sendersToHold = (peer: Peer, key: string): Set<string> | undefined => {
   const custody = peer.custody
   if (custody === undefined) return undefined
   const senders = new Set<string>()

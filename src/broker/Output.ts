@@ -243,6 +243,8 @@ export class Output {
    * its own parked list is offered (`holdBehindParked`).
    */
   private readonly departureHolds: DepartureHolds
+  /** The takeovers' custody holds not ended yet (CustodyHold.ts): empty but for a takeover's short while. */
+  private readonly custodyHolds = new Set<CustodyHold>()
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -666,6 +668,7 @@ export class Output {
    */
   forgetDepartureHolds(recipient: Peer): void {
     if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
+    if (recipient.custodyHold !== undefined) recipient.custodyHold.departures.length = 0
   }
 
   /**
@@ -931,26 +934,30 @@ export class Output {
   }
 
   /**
-   * `fresh` took its session over from `old` (P16), before `old`'s mail is
+   * `fresh` took session `key` over from `old` (P16), before `old`'s mail is
    * handed over: when `senders` have mail `old` may still give back at its
    * close (its custody: `sendersToHold`), `fresh` holds their messages
    * until then (CustodyHold.ts). A hold `old` itself still had for an
    * earlier takeover is carried over to `fresh` instead, and the drainers
-   * waiting on `old` try again (their mail now goes to `fresh`'s hold).
+   * waiting on `old` try again (their mail now goes to `fresh`'s hold). The
+   * departures `old` withheld behind it are released there (no session
+   * holds them on `old` now; `fresh`'s feed starts after them).
    */
-  takeOverHold(old: Peer, fresh: Peer, senders: ReadonlySet<string> | undefined): void {
+  takeOverHold(old: Peer, fresh: Peer, key: string, senders: Set<string> | undefined): void {
     const carried = old.custodyHold
     if (carried !== undefined) {
       old.custodyHold = undefined
+      this.releaseHeldDepartures(carried)
       carried.holder = fresh
       fresh.custodyHold = carried
       this.wakeWaiters(old)
       return
     }
     if (senders === undefined) return
-    const hold = new CustodyHold(senders, fresh)
+    const hold = new CustodyHold(key, senders, fresh)
     fresh.custodyHold = hold
     old.releasesHold = hold
+    this.custodyHolds.add(hold)
   }
 
   /**
@@ -963,12 +970,44 @@ export class Output {
     if (hold === undefined) return undefined
     old.releasesHold = undefined
     if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
+    this.custodyHolds.delete(hold)
     return hold
   }
 
-  /** A hold on `holder` ended and its kept mail went back: the drainers it held offer again. */
-  heldReleased(holder: Peer): void {
-    this.wakeWaiters(holder)
+  /**
+   * A hold ended and its kept mail went back: the departures its holder
+   * withheld behind it are released (after that mail), and the drainers it
+   * held offer again.
+   */
+  heldReleased(hold: CustodyHold): void {
+    this.releaseHeldDepartures(hold)
+    this.wakeWaiters(hold.holder)
+  }
+
+  /**
+   * Session `senderId` (`senderKey`) left: the connections whose custody
+   * hold covers its mail withhold its `session_left` until the hold ends
+   * (`heldReleased`), as behind their own parked output — its mail may still
+   * be in the custody or kept in the hold. Returns those that take a new
+   * hold (the caller takes it: WithheldDepartures.withholdDeparture); one
+   * per hold and session. One check while no hold exists.
+   */
+  holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
+    if (this.custodyHolds.size === 0) return []
+    const found: Array<Peer> = []
+    for (const hold of this.custodyHolds) {
+      if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
+      if (hold.departures.includes(senderId)) continue
+      hold.departures.push(senderId)
+      found.push(hold.holder)
+    }
+    return found
+  }
+
+  /** The departures `hold`'s holder withheld behind it are released, once. */
+  private releaseHeldDepartures(hold: CustodyHold): void {
+    const departures = hold.departures.splice(0)
+    for (const id of departures) this.feed.releaseDeparture(hold.holder, id)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */

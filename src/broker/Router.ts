@@ -489,7 +489,7 @@ export class Router {
     const hold = this.output.endHold(peer)
     const back = this.takeBack(peer, unwritten)
     this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
-    if (hold !== undefined) this.output.heldReleased(hold.holder)
+    if (hold !== undefined) this.output.heldReleased(hold)
   }
 
   /**

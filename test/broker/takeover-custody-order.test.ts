@@ -28,7 +28,7 @@ import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { handRouter, orderLabel } from "../support/handRouter.ts"
 
 /** The message texts among `frames`, in order. */
 const textsOf = (frames: ReadonlyArray<OutFrame>): Array<string> =>
@@ -99,7 +99,7 @@ const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
       router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
       router.output.releaseWaiters(peer)
     }
-    return { batch, close, closeOld, flushNew, offer, old, other, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
+    return { attach, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })
 
 describe("a takeover of a received-v1 recipient whose old client never confirmed its mail", () => {
@@ -218,5 +218,39 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       flushNew(later, writtenLater)
       // Without the hold's keeping it: ["m2", "m0", "m1"].
       assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("a held sender whose connection closes: its session_left reaches the new connection after its held mail", () =>
+    Effect.gen(function*() {
+      const { attach, close, closeOld, register, router, send, sender } = yield* setUp()
+      const labels: Array<string> = []
+      const conn: Connection = {
+        ...fakeConnection(3, false),
+        write: (frames: ReadonlyArray<OutFrame>) => {
+          for (const frame of frames) labels.push(...orderLabel(frame))
+          return undefined
+        }
+      }
+      const fresh = register(attach(conn), "b-2")
+      assert.isTrue(send(sender, "m2"), "m2 was not held")
+      // The sender's client goes away while m2 is held: m2 is kept with the hold, d's departure withheld.
+      close(sender)
+      for (const frame of router.output.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
+      closeOld()
+      for (const frame of router.output.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
+      assert.strictEqual(fresh.state, "registered")
+      // Without the departure's hold: ["left d", "m0", "m1", "m2"].
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "left d"])
+    }))
+
+  it.effect("a connection that took the session over and registers as another session is not held for it", () =>
+    Effect.gen(function*() {
+      const { batch, sender, takeOver } = yield* setUp()
+      const fresh = takeOver()
+      batch(fresh, [{ type: "unregister" }])
+      batch(fresh, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-1" } })])
+      assert.strictEqual(fresh.session?.id, "c", "the connection did not register as c: the test sets up nothing")
+      // batch is true when the send parked: held behind b's old custody.
+      assert.isFalse(batch(sender, [{ type: "send", to: "c", message: message("to c") }]), "mail for c was held behind b's old custody")
     }))
 })
