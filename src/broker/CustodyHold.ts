@@ -57,6 +57,8 @@ export class CustodyHold {
    * mail waited here or in a custody must not be heard leaving before it.
    */
   readonly departures: Array<string> = []
+  /** The closes still to come before the hold ends: one per connection taken over with mail unconfirmed. */
+  pending = 1
   /** The connection that holds (the session's current one). */
   holder: Peer
 

@@ -938,7 +938,8 @@ export class Output {
    * handed over: when `senders` have mail `old` may still give back at its
    * close (its custody: `sendersToHold`), `fresh` holds their messages
    * until then (CustodyHold.ts). A hold `old` itself still had for an
-   * earlier takeover is carried over to `fresh` instead, and the drainers
+   * earlier takeover is carried over to `fresh` instead — with `senders`
+   * added to it, and `old`'s close to wait for too — and the drainers
    * waiting on `old` try again (their mail now goes to `fresh`'s hold). The
    * departures `old` withheld behind it are released there (no session
    * holds them on `old` now; `fresh`'s feed starts after them).
@@ -950,6 +951,11 @@ export class Output {
       this.releaseHeldDepartures(carried)
       carried.holder = fresh
       fresh.custodyHold = carried
+      if (senders !== undefined) {
+        for (const sender of senders) carried.senders.add(sender)
+        carried.pending++
+        old.releasesHold = carried
+      }
       this.wakeWaiters(old)
       return
     }
@@ -961,17 +967,38 @@ export class Output {
   }
 
   /**
-   * `old` is closing (Router.detach): the hold its takeover set, if any, is
-   * ended before its custody comes back (which must not be held) and returned,
-   * for its kept mail to go back after that custody; then `heldReleased`.
+   * `old` is closing (Router.detach): one of the closes the hold its
+   * takeover set waits for, if any. Returned with `pending` counted down:
+   * at 0 the hold is ended before `old`'s custody comes back (which must not
+   * be held), for its kept mail to go back after that custody, then
+   * `heldReleased`; above 0 (a carried hold waits for another close),
+   * `old`'s held senders' mail goes to the hold's front (`keepReturned`).
    */
   endHold(old: Peer): CustodyHold | undefined {
     const hold = old.releasesHold
     if (hold === undefined) return undefined
     old.releasesHold = undefined
+    if (--hold.pending > 0) return hold
     if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
     this.custodyHolds.delete(hold)
     return hold
+  }
+
+  /**
+   * A connection `hold` waits for closed while it waits for another: of
+   * what came back (`returned`, oldest first) the held senders' messages go
+   * ahead of what the hold keeps — each sender's custody is older than its
+   * mail kept meanwhile — and the rest is returned, to go back now.
+   */
+  keepReturned<A extends OutboundItem>(hold: CustodyHold, returned: ReadonlyArray<A>): ReadonlyArray<A> {
+    const kept: Array<OutboundItem> = []
+    const rest: Array<A> = []
+    for (const item of returned) {
+      if (isMessage(item) && hold.holds(item)) kept.push(item)
+      else rest.push(item)
+    }
+    if (kept.length > 0) hold.items.unshift(...kept)
+    return rest
   }
 
   /**

@@ -253,4 +253,36 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       // batch is true when the send parked: held behind b's old custody.
       assert.isFalse(batch(sender, [{ type: "send", to: "c", message: message("to c") }]), "mail for c was held behind b's old custody")
     }))
+
+  it.effect("a carried hold waits for the intermediate connection's close too: its unconfirmed mail of another sender keeps its place", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, other, send, sender, takeOver, takeOverAs, writtenNew } = yield* setUp()
+      const fresh = takeOver()
+      // e is not held (nothing of e's in the first custody): e0 is written to the second connection,
+      // whose client (another received-v1 instance) never confirms it.
+      assert.isFalse(send(other, "e0"))
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, ["e0"], "the second connection did not write e0: the test sets up nothing")
+      // A third instance takes over while the first close is still pending: the hold is carried, with e added.
+      const writtenThird: Array<string> = []
+      const third = takeOverAs(5, "b-3", writtenThird)
+      assert.isTrue(send(other, "e1"), "e1 was not held behind the second connection's custody")
+      // d's m2 is held too; d's connection closes, and m2 is kept with the hold.
+      assert.isTrue(send(sender, "m2"), "m2 was not held")
+      close(sender)
+      closeOld()
+      flushNew(third, writtenThird)
+      // The hold waits for both closes: the first one's custody (m0, m1) is kept at its front meanwhile.
+      // (e's drainer is not asked to offer here: held, it would wait for the second connection's close.)
+      assert.deepStrictEqual(writtenThird, [])
+      close(fresh)
+      while (other.parked.length > 0) yield* offer(other)
+      flushNew(third, writtenThird)
+      // Each sender's order holds (the two senders' mail may interleave): the first close's custody went
+      // ahead of the kept m2. Without the second connection's senders in the carried hold, e1 goes before e0;
+      // with the first close's custody kept at the hold's end, m2 goes before m0 and m1.
+      assert.deepStrictEqual(writtenThird.filter((text) => text.startsWith("m")), ["m0", "m1", "m2"])
+      assert.deepStrictEqual(writtenThird.filter((text) => text.startsWith("e")), ["e0", "e1"])
+      assert.strictEqual(writtenThird.length, 5, `third wrote ${JSON.stringify(writtenThird)}`)
+    }))
 })
