@@ -438,7 +438,9 @@ export class Output {
     // to come back after that custody.
     const hold = custodyHoldOf(recipient, item)
     if (hold !== undefined) {
-      if (isShut(recipient) || isStranded(item, recipient)) {
+      // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
+      // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
+      if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
         hold.items.push(item)
         return "parked"
       }
@@ -964,6 +966,29 @@ export class Output {
     fresh.custodyHold = hold
     old.releasesHold = hold
     this.custodyHolds.add(hold)
+  }
+
+  /**
+   * `peer` registered session `key` anew (no takeover) while a hold for it
+   * still waits: its holder closed, or left the session, before the old
+   * connection's close. The hold is the session's: `peer` takes it, so the
+   * held senders' mail to it (the mailbox's flush included) still waits for
+   * that close. Not when `peer` keeps another hold (one per connection). A
+   * scan of the holds, only while one exists.
+   */
+  adoptHold(peer: Peer, key: string): void {
+    if (this.custodyHolds.size === 0) return
+    for (const hold of this.custodyHolds) {
+      const holder = hold.holder
+      if (hold.key !== key || holder === peer || holder.session?.key === key) continue
+      if (peer.custodyHold !== undefined) return
+      this.releaseHeldDepartures(hold)
+      if (holder.custodyHold === hold) holder.custodyHold = undefined
+      hold.holder = peer
+      peer.custodyHold = hold
+      this.wakeWaiters(holder)
+      return
+    }
   }
 
   /**

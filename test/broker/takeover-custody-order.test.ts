@@ -285,4 +285,44 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       assert.deepStrictEqual(writtenThird.filter((text) => text.startsWith("e")), ["e0", "e1"])
       assert.strictEqual(writtenThird.length, 5, `third wrote ${JSON.stringify(writtenThird)}`)
     }))
+
+  it.effect("the session registered anew after the new connection closed, before the old close: its next connection takes the hold", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      close(fresh)
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      assert.strictEqual(later.state, "registered", "b did not register again: the test sets up nothing")
+      assert.isTrue(send(sender, "m2"), "m2 was not held behind the old custody")
+      flushNew(later, writtenLater)
+      assert.deepStrictEqual(writtenLater, [])
+      closeOld()
+      while (sender.parked.length > 0) yield* offer(sender)
+      flushNew(later, writtenLater)
+      // Without the hold's passing to the session's next connection: ["m2", "m0", "m1"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("mail the mailbox took while the session was away, flushed to its next connection, is kept with the hold: its drainer does not wait and the mail follows the old custody", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      close(fresh)
+      // b is away: m2 goes to the mailbox; b's next connection gets it in its mailbox flush (its own parked list).
+      assert.isFalse(send(sender, "m2"))
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      assert.strictEqual(later.parked.length, 1, "the mailbox flush was not parked: the test sets up nothing")
+      // Its drainer offers it (forked: were it to wait for the old close, it would not return).
+      yield* Effect.forkChild(offer(later))
+      yield* Effect.yieldNow
+      assert.strictEqual(later.parked.length, 0, "the connection's own drainer waits for the old close")
+      flushNew(later, writtenLater)
+      assert.deepStrictEqual(writtenLater, [])
+      closeOld()
+      flushNew(later, writtenLater)
+      // Without the hold's taking the flush: m2 ahead of m0 and m1.
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
 })
