@@ -57,8 +57,10 @@
  * forcing of the answers parked for the old connection itself ahead of its
  * `taken_over` (`forceOwnAnswers`), its hold
  * of the messages of senders with mail in the old connection's custody until
- * that close gives it back (`takeOverHold`, `endHold`; `Peer.custodyHold`,
- * one field test per message while none is held: CustodyHold.ts) and the
+ * that close gives it back (`takeOverHold`, `adoptHold`, `endHold`; the
+ * held senders' departures withheld behind it, `holdDepartureBehindCustody`;
+ * `Peer.custodyHold`, one field test per message while none is held:
+ * CustodyHold.ts) and the
  * close side (`drainOnClose`) are here too, so the actor only moves items
  * between this module and its socket. A sender gone and back since the
  * recipient last collected has its `session_left` and new join written after
@@ -70,7 +72,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
  *
- * Size: about 1,100 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 1,200 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
