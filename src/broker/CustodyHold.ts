@@ -25,19 +25,36 @@
  * connection's is unconfirmed: a takeover of a client that confirmed all it
  * read holds nothing.
  *
+ * Only messages queued for the session taken over are held (the holder may
+ * leave it and register as another: its mail then flows). A held sender that
+ * leaves while the hold lasts is heard leaving after its held mail: its
+ * `session_left` is withheld from the holder until the hold ends
+ * (`departures`, Output.holdDepartureBehindCustody), as behind a
+ * recipient's own parked output (WithheldDepartures.ts).
+ *
  * The hold ends with the old close, which a takeover always starts and
  * which is bounded (`endTakenOver` ends the connection; its `finish` waits at
  * most END_GRACE for the flush, then destroys it). Were it never to come, the
  * held senders' mail for that session would wait with it (their readers held
  * back), as they would behind a recipient that never reads.
  *
- * One hold at a time per connection: a takeover of a connection that still
- * waits carries the hold over to the next one (`Output.takeOverHold`); the
- * intermediate connection's own custody is then not waited for. If the new
- * connection closes first, what the hold keeps (and what the held drainers
- * offer then) still comes back at the old close, after the custody (to the
- * mailbox, the session being gone); mail sent to the session after that
- * close, while it is away, goes to the mailbox at once, ahead of the custody.
+ * One hold at a time per connection, and the hold is the session's: a
+ * takeover of a connection that still holds carries the hold over to the
+ * next one (`Output.takeOverHold`), adding the senders of that intermediate
+ * connection's own custody, and the hold then ends only when every
+ * connection it waits for has closed (`pending`); one closing while another
+ * is awaited has its held senders' mail put at the hold's front
+ * (`Output.keepReturned`: a sender's custody is older than its mail kept
+ * meanwhile). If the new connection closes (or leaves the session) first,
+ * what the hold keeps (and what the held drainers offer then) stays with
+ * it; the session registering anew before the old close takes the hold
+ * over on its new connection (`Output.adoptHold`), its mailbox's flush
+ * held with the rest. The holder's own parked output that the hold covers
+ * (its mailbox's flush, output handed over) is kept, not waited for: that
+ * drainer gates the connection's reading. What is left: when the old close
+ * comes while the session is away, its custody goes to the mailbox after
+ * the mail sent to the session meanwhile (the mailbox took that at once),
+ * so those senders' newer mail goes first there.
  *
  * Ownership: written only by Output (`Peer.custodyHold`, `Peer.releasesHold`).
  */
@@ -45,21 +62,32 @@ import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"
 
 /** The senders whose messages a connection holds until an old connection's close, and what it keeps of them. */
 export class CustodyHold {
-  /** Sender keys with mail in the old connection's custody (or its write in progress). */
-  readonly senders: ReadonlySet<string>
+  /** The registry key of the session taken over: only messages queued for it are held. */
+  readonly key: string
+  /** Sender keys with mail in the custody (or write in progress) of a connection this hold waits for. */
+  readonly senders: Set<string>
   /** Messages of those senders forced to the holding connection meanwhile, oldest first. */
   readonly items: Array<OutboundItem> = []
+  /**
+   * Ids of sessions whose departure the holder withholds until the hold ends
+   * (`Output.holdDepartureBehindCustody`): a held sender that left while its
+   * mail waited here or in a custody must not be heard leaving before it.
+   */
+  readonly departures: Array<string> = []
+  /** The closes still to come before the hold ends: one per connection taken over with mail unconfirmed. */
+  pending = 1
   /** The connection that holds (the session's current one). */
   holder: Peer
 
-  constructor(senders: ReadonlySet<string>, holder: Peer) {
+  constructor(key: string, senders: Set<string>, holder: Peer) {
+    this.key = key
     this.senders = senders
     this.holder = holder
   }
 
-  /** Whether message `item` is one this hold keeps back. */
+  /** Whether message `item` is one this hold keeps back: for the session taken over, from a held sender. */
   holds(item: OutboundMessage): boolean {
-    return this.senders.has(item.mail.senderKey)
+    return item.to === this.key && this.senders.has(item.mail.senderKey)
   }
 }
 
@@ -70,7 +98,7 @@ export class CustodyHold {
  * when `peer` has no custody (a base client's written mail is delivered).
  * A scan, at a takeover only.
  */
-export const sendersToHold = (peer: Peer, key: string): ReadonlySet<string> | undefined => {
+export const sendersToHold = (peer: Peer, key: string): Set<string> | undefined => {
   const custody = peer.custody
   if (custody === undefined) return undefined
   const senders = new Set<string>()

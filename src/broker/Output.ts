@@ -57,8 +57,10 @@
  * forcing of the answers parked for the old connection itself ahead of its
  * `taken_over` (`forceOwnAnswers`), its hold
  * of the messages of senders with mail in the old connection's custody until
- * that close gives it back (`takeOverHold`, `endHold`; `Peer.custodyHold`,
- * one field test per message while none is held: CustodyHold.ts) and the
+ * that close gives it back (`takeOverHold`, `adoptHold`, `endHold`; the
+ * held senders' departures withheld behind it, `holdDepartureBehindCustody`;
+ * `Peer.custodyHold`, one field test per message while none is held:
+ * CustodyHold.ts) and the
  * close side (`drainOnClose`) are here too, so the actor only moves items
  * between this module and its socket. A sender gone and back since the
  * recipient last collected has its `session_left` and new join written after
@@ -70,7 +72,7 @@
  * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
  * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
  *
- * Size: about 1,100 lines. Already apart: the write batch (WriteBatch.ts), the
+ * Size: about 1,200 lines. Already apart: the write batch (WriteBatch.ts), the
  * placement of a returned sender's departure (Rejoins.ts) and the departures
  * held behind a recipient's own parked output (DepartureHolds.ts). The latest
  * parts are the per-sender `parkedMail` counts new mail waits behind
@@ -243,6 +245,8 @@ export class Output {
    * its own parked list is offered (`holdBehindParked`).
    */
   private readonly departureHolds: DepartureHolds
+  /** The takeovers' custody holds not ended yet (CustodyHold.ts): empty but for a takeover's short while. */
+  private readonly custodyHolds = new Set<CustodyHold>()
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -436,7 +440,9 @@ export class Output {
     // to come back after that custody.
     const hold = custodyHoldOf(recipient, item)
     if (hold !== undefined) {
-      if (isShut(recipient) || isStranded(item, recipient)) {
+      // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
+      // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
+      if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
         hold.items.push(item)
         return "parked"
       }
@@ -666,6 +672,7 @@ export class Output {
    */
   forgetDepartureHolds(recipient: Peer): void {
     if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
+    if (recipient.custodyHold !== undefined) recipient.custodyHold.departures.length = 0
   }
 
   /**
@@ -931,44 +938,130 @@ export class Output {
   }
 
   /**
-   * `fresh` took its session over from `old` (P16), before `old`'s mail is
+   * `fresh` took session `key` over from `old` (P16), before `old`'s mail is
    * handed over: when `senders` have mail `old` may still give back at its
    * close (its custody: `sendersToHold`), `fresh` holds their messages
    * until then (CustodyHold.ts). A hold `old` itself still had for an
-   * earlier takeover is carried over to `fresh` instead, and the drainers
-   * waiting on `old` try again (their mail now goes to `fresh`'s hold).
+   * earlier takeover is carried over to `fresh` instead — with `senders`
+   * added to it, and `old`'s close to wait for too — and the drainers
+   * waiting on `old` try again (their mail now goes to `fresh`'s hold). The
+   * departures `old` withheld behind it are released there (no session
+   * holds them on `old` now; `fresh`'s feed starts after them).
    */
-  takeOverHold(old: Peer, fresh: Peer, senders: ReadonlySet<string> | undefined): void {
+  takeOverHold(old: Peer, fresh: Peer, key: string, senders: Set<string> | undefined): void {
     const carried = old.custodyHold
     if (carried !== undefined) {
       old.custodyHold = undefined
+      this.releaseHeldDepartures(carried)
       carried.holder = fresh
       fresh.custodyHold = carried
+      if (senders !== undefined) {
+        for (const sender of senders) carried.senders.add(sender)
+        carried.pending++
+        old.releasesHold = carried
+      }
       this.wakeWaiters(old)
       return
     }
     if (senders === undefined) return
-    const hold = new CustodyHold(senders, fresh)
+    const hold = new CustodyHold(key, senders, fresh)
     fresh.custodyHold = hold
     old.releasesHold = hold
+    this.custodyHolds.add(hold)
   }
 
   /**
-   * `old` is closing (Router.detach): the hold its takeover set, if any, is
-   * ended before its custody comes back (which must not be held) and returned,
-   * for its kept mail to go back after that custody; then `heldReleased`.
+   * `peer` registered session `key` anew (no takeover) while a hold for it
+   * still waits: its holder closed, or left the session, before the old
+   * connection's close. The hold is the session's: `peer` takes it, so the
+   * held senders' mail to it (the mailbox's flush included) still waits for
+   * that close. Not when `peer` keeps another hold (one per connection). A
+   * scan of the holds, only while one exists.
+   */
+  adoptHold(peer: Peer, key: string): void {
+    if (this.custodyHolds.size === 0) return
+    for (const hold of this.custodyHolds) {
+      const holder = hold.holder
+      if (hold.key !== key || holder === peer || holder.session?.key === key) continue
+      if (peer.custodyHold !== undefined) return
+      this.releaseHeldDepartures(hold)
+      if (holder.custodyHold === hold) holder.custodyHold = undefined
+      hold.holder = peer
+      peer.custodyHold = hold
+      this.wakeWaiters(holder)
+      return
+    }
+  }
+
+  /**
+   * `old` is closing (Router.detach): one of the closes the hold its
+   * takeover set waits for, if any. Returned with `pending` counted down:
+   * at 0 the hold is ended before `old`'s custody comes back (which must not
+   * be held), for its kept mail to go back after that custody, then
+   * `heldReleased`; above 0 (a carried hold waits for another close),
+   * `old`'s held senders' mail goes to the hold's front (`keepReturned`).
    */
   endHold(old: Peer): CustodyHold | undefined {
     const hold = old.releasesHold
     if (hold === undefined) return undefined
     old.releasesHold = undefined
+    if (--hold.pending > 0) return hold
     if (hold.holder.custodyHold === hold) hold.holder.custodyHold = undefined
+    this.custodyHolds.delete(hold)
     return hold
   }
 
-  /** A hold on `holder` ended and its kept mail went back: the drainers it held offer again. */
-  heldReleased(holder: Peer): void {
-    this.wakeWaiters(holder)
+  /**
+   * A connection `hold` waits for closed while it waits for another: of
+   * what came back (`returned`, oldest first) the held senders' messages go
+   * ahead of what the hold keeps — each sender's custody is older than its
+   * mail kept meanwhile — and the rest is returned, to go back now.
+   */
+  keepReturned<A extends OutboundItem>(hold: CustodyHold, returned: ReadonlyArray<A>): ReadonlyArray<A> {
+    const kept: Array<OutboundItem> = []
+    const rest: Array<A> = []
+    for (const item of returned) {
+      if (isMessage(item) && hold.holds(item)) kept.push(item)
+      else rest.push(item)
+    }
+    if (kept.length > 0) hold.items.unshift(...kept)
+    return rest
+  }
+
+  /**
+   * A hold ended and its kept mail went back: the departures its holder
+   * withheld behind it are released (after that mail), and the drainers it
+   * held offer again.
+   */
+  heldReleased(hold: CustodyHold): void {
+    this.releaseHeldDepartures(hold)
+    this.wakeWaiters(hold.holder)
+  }
+
+  /**
+   * Session `senderId` (`senderKey`) left: the connections whose custody
+   * hold covers its mail withhold its `session_left` until the hold ends
+   * (`heldReleased`), as behind their own parked output — its mail may still
+   * be in the custody or kept in the hold. Returns those that take a new
+   * hold (the caller takes it: WithheldDepartures.withholdDeparture); one
+   * per hold and session. One check while no hold exists.
+   */
+  holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
+    if (this.custodyHolds.size === 0) return []
+    const found: Array<Peer> = []
+    for (const hold of this.custodyHolds) {
+      if (!hold.senders.has(senderKey) || hold.holder.session?.key !== hold.key) continue
+      if (hold.departures.includes(senderId)) continue
+      hold.departures.push(senderId)
+      found.push(hold.holder)
+    }
+    return found
+  }
+
+  /** The departures `hold`'s holder withheld behind it are released, once. */
+  private releaseHeldDepartures(hold: CustodyHold): void {
+    const departures = hold.departures.splice(0)
+    for (const id of departures) this.feed.releaseDeparture(hold.holder, id)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */

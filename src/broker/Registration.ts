@@ -382,7 +382,11 @@ export class Registration {
     // Before the old connection's mail is handed over: another instance's takeover holds its senders' mail
     // behind what the old connection may give back at its close (CustodyHold.ts); a hold it had is carried.
     if (previous !== undefined) {
-      output.takeOverHold(previous.peer, peer, rejoin ? undefined : sendersToHold(previous.peer, previous.key))
+      output.takeOverHold(previous.peer, peer, previous.key, rejoin ? undefined : sendersToHold(previous.peer, previous.key))
+    } else {
+      // Registered anew while a hold for the session still waits (its holder closed or left first): the hold
+      // is the session's, so this connection takes it, ahead of the mailbox's flush.
+      output.adoptHold(peer, session.key)
     }
     // `state-epoch-v1` only to a client that asked for it: a base client's strict validator never sees the field.
     const stateEpoch = features.includes(STATE_EPOCH_V1) ? this.ctx.stateEpoch : undefined

@@ -142,6 +142,12 @@ export interface ParkedOutput {
    * that still wait for room (Output.parkedRecipientsOf).
    */
   readonly parkedRecipientsOf: (reader: Peer, senderKey: string) => ReadonlyArray<Peer>
+  /**
+   * The connections whose takeover custody hold covers `senderKey`'s mail
+   * and that take a new hold on session `senderId`'s departure, released
+   * when the custody hold ends (Output.holdDepartureBehindCustody).
+   */
+  readonly holdDepartureBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
   /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (Output.returned). */
   readonly returned: (recipient: Peer) => void
 }
@@ -529,6 +535,8 @@ export class WithheldDepartures {
       // One hold per recipient: an earlier departure's, still waiting for that mail, covers this one.
       if (this.output.holdBehindParked(recipient, session.key, session.id, count)) this.withholdDeparture(recipient, session.id)
     }
+    // Likewise behind a takeover's custody hold on its mail (CustodyHold.ts), until the hold ends.
+    for (const holder of this.output.holdDepartureBehindCustody(session.key, session.id)) this.withholdDeparture(holder, session.id)
     this.feed.left(session)
   }
 

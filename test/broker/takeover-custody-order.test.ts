@@ -28,7 +28,7 @@ import { RECEIVED_V1, REJOIN_V1, TAKEOVER_V1 } from "../../src/protocol/features
 import type { Connection } from "../../src/transport/Connection.ts"
 import { message, registerFrame } from "../support/broker.ts"
 import { fakeConnection } from "../support/fakeConnection.ts"
-import { handRouter } from "../support/handRouter.ts"
+import { handRouter, orderLabel } from "../support/handRouter.ts"
 
 /** The message texts among `frames`, in order. */
 const textsOf = (frames: ReadonlyArray<OutFrame>): Array<string> =>
@@ -99,7 +99,7 @@ const setUp = (options: { readonly stuckOld?: () => boolean } = {}) =>
       router.detach(peer, [...router.output.drainOnClose(peer), ...router.output.takeOwnParked(peer)])
       router.output.releaseWaiters(peer)
     }
-    return { batch, close, closeOld, flushNew, offer, old, other, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
+    return { attach, batch, close, closeOld, flushNew, offer, old, other, register, router, send, sender, takeOver, takeOverAs, writtenNew, writtenOld }
   })
 
 describe("a takeover of a received-v1 recipient whose old client never confirmed its mail", () => {
@@ -217,6 +217,112 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       const later = takeOverAs(5, "b-3", writtenLater)
       flushNew(later, writtenLater)
       // Without the hold's keeping it: ["m2", "m0", "m1"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("a held sender whose connection closes: its session_left reaches the new connection after its held mail", () =>
+    Effect.gen(function*() {
+      const { attach, close, closeOld, register, router, send, sender } = yield* setUp()
+      const labels: Array<string> = []
+      const conn: Connection = {
+        ...fakeConnection(3, false),
+        write: (frames: ReadonlyArray<OutFrame>) => {
+          for (const frame of frames) labels.push(...orderLabel(frame))
+          return undefined
+        }
+      }
+      const fresh = register(attach(conn), "b-2")
+      assert.isTrue(send(sender, "m2"), "m2 was not held")
+      // The sender's client goes away while m2 is held: m2 is kept with the hold, d's departure withheld.
+      close(sender)
+      for (const frame of router.output.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
+      closeOld()
+      for (const frame of router.output.takeForWrite(fresh).frames) labels.push(...orderLabel(frame))
+      assert.strictEqual(fresh.state, "registered")
+      // Without the departure's hold: ["left d", "m0", "m1", "m2"].
+      assert.deepStrictEqual(labels, ["m0", "m1", "m2", "left d"])
+    }))
+
+  it.effect("a connection that took the session over and registers as another session is not held for it", () =>
+    Effect.gen(function*() {
+      const { batch, sender, takeOver } = yield* setUp()
+      const fresh = takeOver()
+      batch(fresh, [{ type: "unregister" }])
+      batch(fresh, [registerFrame({ sessionId: "c", frame: { features, instanceId: "c-1" } })])
+      assert.strictEqual(fresh.session?.id, "c", "the connection did not register as c: the test sets up nothing")
+      // batch is true when the send parked: held behind b's old custody.
+      assert.isFalse(batch(sender, [{ type: "send", to: "c", message: message("to c") }]), "mail for c was held behind b's old custody")
+    }))
+
+  it.effect("a carried hold waits for the intermediate connection's close too: its unconfirmed mail of another sender keeps its place", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, other, send, sender, takeOver, takeOverAs, writtenNew } = yield* setUp()
+      const fresh = takeOver()
+      // e is not held (nothing of e's in the first custody): e0 is written to the second connection,
+      // whose client (another received-v1 instance) never confirms it.
+      assert.isFalse(send(other, "e0"))
+      flushNew(fresh)
+      assert.deepStrictEqual(writtenNew, ["e0"], "the second connection did not write e0: the test sets up nothing")
+      // A third instance takes over while the first close is still pending: the hold is carried, with e added.
+      const writtenThird: Array<string> = []
+      const third = takeOverAs(5, "b-3", writtenThird)
+      assert.isTrue(send(other, "e1"), "e1 was not held behind the second connection's custody")
+      // d's m2 is held too; d's connection closes, and m2 is kept with the hold.
+      assert.isTrue(send(sender, "m2"), "m2 was not held")
+      close(sender)
+      closeOld()
+      flushNew(third, writtenThird)
+      // The hold waits for both closes: the first one's custody (m0, m1) is kept at its front meanwhile.
+      // (e's drainer is not asked to offer here: held, it would wait for the second connection's close.)
+      assert.deepStrictEqual(writtenThird, [])
+      close(fresh)
+      while (other.parked.length > 0) yield* offer(other)
+      flushNew(third, writtenThird)
+      // Each sender's order holds (the two senders' mail may interleave): the first close's custody went
+      // ahead of the kept m2. Without the second connection's senders in the carried hold, e1 goes before e0;
+      // with the first close's custody kept at the hold's end, m2 goes before m0 and m1.
+      assert.deepStrictEqual(writtenThird.filter((text) => text.startsWith("m")), ["m0", "m1", "m2"])
+      assert.deepStrictEqual(writtenThird.filter((text) => text.startsWith("e")), ["e0", "e1"])
+      assert.strictEqual(writtenThird.length, 5, `third wrote ${JSON.stringify(writtenThird)}`)
+    }))
+
+  it.effect("the session registered anew after the new connection closed, before the old close: its next connection takes the hold", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      close(fresh)
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      assert.strictEqual(later.state, "registered", "b did not register again: the test sets up nothing")
+      assert.isTrue(send(sender, "m2"), "m2 was not held behind the old custody")
+      flushNew(later, writtenLater)
+      assert.deepStrictEqual(writtenLater, [])
+      closeOld()
+      while (sender.parked.length > 0) yield* offer(sender)
+      flushNew(later, writtenLater)
+      // Without the hold's passing to the session's next connection: ["m2", "m0", "m1"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("mail the mailbox took while the session was away, flushed to its next connection, is kept with the hold: its drainer does not wait and the mail follows the old custody", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      close(fresh)
+      // b is away: m2 goes to the mailbox; b's next connection gets it in its mailbox flush (its own parked list).
+      assert.isFalse(send(sender, "m2"))
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      assert.strictEqual(later.parked.length, 1, "the mailbox flush was not parked: the test sets up nothing")
+      // Its drainer offers it (forked: were it to wait for the old close, it would not return).
+      yield* Effect.forkChild(offer(later))
+      yield* Effect.yieldNow
+      assert.strictEqual(later.parked.length, 0, "the connection's own drainer waits for the old close")
+      flushNew(later, writtenLater)
+      assert.deepStrictEqual(writtenLater, [])
+      closeOld()
+      flushNew(later, writtenLater)
+      // Without the hold's taking the flush: m2 ahead of m0 and m1.
       assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
     }))
 })
