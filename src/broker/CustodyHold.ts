@@ -49,9 +49,12 @@
  * what the hold keeps (and what the held drainers offer then) stays with
  * it; the session registering anew before the old close takes the hold
  * over on its new connection (`Output.adoptHold`), its mailbox's flush
- * held with the rest. The holder's own parked output that the hold covers
- * (its mailbox's flush, output handed over) is kept, not waited for: that
- * drainer gates the connection's reading. What is left: when the old close
+ * held with the rest. The holder's own output that the hold covers (its
+ * mailbox's flush, output handed over) is kept, not waited for: that
+ * drainer gates the connection's reading. It is kept when its batch ends
+ * (`Output.parkFor`), not parked for the drainer to bring here: parked, the
+ * old close could come first (its custody then forced behind that flush),
+ * or a held sender's newer mail kept here ahead of it. What is left: when the old close
  * comes while the session is away, its custody goes to the mailbox after
  * the mail sent to the session meanwhile (the mailbox took that at once),
  * so those senders' newer mail goes first there.

@@ -442,6 +442,7 @@ export class Output {
     if (hold !== undefined) {
       // The recipient's own parked output (its mailbox's flush, output handed over) is kept with the hold
       // too: its drainer is the one that lets the recipient read, and must not wait for another's close.
+      // (`parkFor` keeps it at once; here only what was parked before the recipient took the hold.)
       if (isShut(recipient) || isStranded(item, recipient) || reader === recipient) {
         hold.items.push(item)
         return "parked"
@@ -549,22 +550,37 @@ export class Output {
   /**
    * Moves this batch's parked output to the reader's own list; true when there
    * is some, and the reader must offer it (waiting for room) before reading on.
+   * Its messages for itself that its custody hold covers are kept with the
+   * hold instead (`CustodyHold.items`, in order), not parked.
    */
   parkFor(reader: Peer): boolean {
     if (this.parked.length === 0) return false
     // Its mail for itself (a mailbox flush) is counted: new mail for it waits behind it (`Peer.parkedMail`).
+    // What of it a takeover's hold covers is kept with the hold at once, not parked (CustodyHold.ts): parked,
+    // it would join the hold only when the drainer offers it, and the old close (its custody forced behind
+    // it) or a held sender's newer mail (kept with the hold) could come first.
     const parked = this.parked
+    this.parked = []
+    const hold = reader.custodyHold
     let own = false
+    let kept = 0
     for (let i = 0; i < parked.length; i++) {
-      const [to, item] = parked[i]!
-      if (to === reader && isMessage(item)) {
+      const entry = parked[i]!
+      const item = entry[1]
+      if (entry[0] === reader && isMessage(item)) {
+        if (hold !== undefined && hold.holds(item)) {
+          hold.items.push(item)
+          continue
+        }
         countParkedMail(reader, item.mail.senderKey)
         own = true
       }
+      parked[kept++] = entry
     }
+    parked.length = kept
+    if (kept === 0) return false
     if (own) this.ownParks++
     reader.parked = reader.parked.length === 0 ? parked : [...reader.parked, ...parked]
-    this.parked = []
     this.parkedReaders.add(reader)
     this.backpressureWaits++
     return true

@@ -304,25 +304,56 @@ describe("a takeover of a received-v1 recipient whose old client never confirmed
       assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
     }))
 
-  it.effect("mail the mailbox took while the session was away, flushed to its next connection, is kept with the hold: its drainer does not wait and the mail follows the old custody", () =>
+  it.effect("mail the mailbox took while the session was away, flushed to its next connection, is kept with the hold, not parked for its drainer, and follows the old custody", () =>
     Effect.gen(function*() {
-      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const { close, closeOld, flushNew, send, sender, takeOver, takeOverAs } = yield* setUp()
       const fresh = takeOver()
       close(fresh)
       // b is away: m2 goes to the mailbox; b's next connection gets it in its mailbox flush (its own parked list).
       assert.isFalse(send(sender, "m2"))
       const writtenLater: Array<string> = []
       const later = takeOverAs(5, "b-3", writtenLater)
-      assert.strictEqual(later.parked.length, 1, "the mailbox flush was not parked: the test sets up nothing")
-      // Its drainer offers it (forked: were it to wait for the old close, it would not return).
-      yield* Effect.forkChild(offer(later))
-      yield* Effect.yieldNow
-      assert.strictEqual(later.parked.length, 0, "the connection's own drainer waits for the old close")
+      // Kept with the hold when its batch ends (`parkFor`): nothing is left for its drainer to offer.
+      assert.strictEqual(later.parked.length, 0, "the mailbox flush was parked, for the connection's own drainer")
       flushNew(later, writtenLater)
       assert.deepStrictEqual(writtenLater, [])
       closeOld()
       flushNew(later, writtenLater)
       // Without the hold's taking the flush: m2 ahead of m0 and m1.
       assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("the old close coming right after the session registered anew: the mailbox's flush of a held sender's mail still follows the old custody", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      close(fresh)
+      assert.isFalse(send(sender, "m2"), "m2 did not go to the mailbox: the test sets up nothing")
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      // The old close before any drainer of later's runs; then whatever later has parked is offered.
+      closeOld()
+      while (later.parked.length > 0) yield* offer(later)
+      flushNew(later, writtenLater)
+      // With the flush parked until its drainer offered it: ["m2", "m0", "m1"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2"])
+    }))
+
+  it.effect("a held sender's newer mail, forced to the hold when its connection closes, stays behind its older mail in the mailbox's flush", () =>
+    Effect.gen(function*() {
+      const { close, closeOld, flushNew, offer, send, sender, takeOver, takeOverAs } = yield* setUp()
+      const fresh = takeOver()
+      close(fresh)
+      assert.isFalse(send(sender, "m2"), "m2 did not go to the mailbox: the test sets up nothing")
+      const writtenLater: Array<string> = []
+      const later = takeOverAs(5, "b-3", writtenLater)
+      // d's newer m3 is held (parked with d's batch); d's drainer does not run before d's connection closes.
+      assert.isTrue(send(sender, "m3"), "m3 was not held: the test sets up nothing")
+      close(sender)
+      while (later.parked.length > 0) yield* offer(later)
+      closeOld()
+      flushNew(later, writtenLater)
+      // With the flush parked until its drainer offered it: ["m0", "m1", "m3", "m2"].
+      assert.deepStrictEqual(writtenLater, ["m0", "m1", "m2", "m3"])
     }))
 })
