@@ -181,7 +181,7 @@ export class Peer {
    * except for output forced past them (Output.ts).
    */
   outbox: Array<OutboundItem> = []
-  /** The outbox was drained at close: it takes nothing more (Output.drainOnClose). */
+  /** The outbox was drained at close: it takes nothing more (OutputEnd.drainOnClose). */
   outboxShut = false
   /** Characters of frame text queued in the outbox, not yet taken by the writer. */
   outboxChars = 0

@@ -487,11 +487,11 @@ export class Router {
     // A takeover's hold behind this connection's custody (CustodyHold.ts) ends first, so what comes back
     // here is not held; what the hold kept goes back after it, then the senders it held offer again.
     // A carried hold that still waits for another close keeps this one's held senders' mail at its front.
-    const hold = this.output.endHold(peer)
+    const hold = this.output.holds.endHold(peer)
     const back = this.takeBack(peer, unwritten)
-    if (hold !== undefined && hold.pending > 0) return this.registration.detach(peer, this.output.keepReturned(hold, back))
+    if (hold !== undefined && hold.pending > 0) return this.registration.detach(peer, this.output.holds.keepReturned(hold, back))
     this.registration.detach(peer, hold === undefined || hold.items.length === 0 ? back : [...back, ...hold.items])
-    if (hold !== undefined) this.output.heldReleased(hold)
+    if (hold !== undefined) this.output.holds.heldReleased(hold)
   }
 
   /**

@@ -145,7 +145,7 @@ export interface ParkedOutput {
   /**
    * The connections whose takeover custody hold covers `senderKey`'s mail
    * and that take a new hold on session `senderId`'s departure, released
-   * when the custody hold ends (Output.holdDepartureBehindCustody).
+   * when the custody hold ends (CustodyHolds.holdDepartureBehindCustody).
    */
   readonly holdDepartureBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
   /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (Output.returned). */
@@ -234,7 +234,7 @@ export class WithheldDepartures {
    * release left (the old output is out, forced into `previous`'s own parked
    * flush, say, whose hold is the one left) is owed to `next` at once: what
    * `previous` holds of the old mail is handed to `next` right after this
-   * (Output.handOver), so the pair is placed after it. Holds of other owners
+   * (OutputEnd.handOver), so the pair is placed after it. Holds of other owners
    * stay on `previous`, whose releases end there with no session to owe.
    * Nothing while `previous` withholds nothing.
    */
@@ -259,7 +259,7 @@ export class WithheldDepartures {
       if (holds === 0) {
         // The old output is out (no early release of the return's is left): the holds left are other owners',
         // its own parked flush's (which the old output may have been forced into) — handed to `next` right
-        // after this, with the old outbox's mail (Output.handOver), ahead of anything newer. So `next` is owed
+        // after this, with the old outbox's mail (OutputEnd.handOver), ahead of anything newer. So `next` is owed
         // the pair now, and its writer places it after that mail and before the mail from since (Rejoins.ts).
         // Not woken: `registered` and that mail are queued for it in this step. Mail waiting on `previous` for
         // the pair is refused there (its session is gone) and goes to `next`, once `previous` wakes it.
@@ -303,7 +303,7 @@ export class WithheldDepartures {
     peer.owedDepartures = undefined
     peer.owedJoins = undefined
     // A closed connection keeps its waits, and its waiters sleep on: its close wakes them once it gave
-    // back the older mail it held (Output.releaseWaiters), and the mail that waited goes back after the
+    // back the older mail it held (OutputEnd.releaseWaiters), and the mail that waited goes back after the
     // old output it waited for (Output.place, `parkBehindReturn`). Woken here, a drainer runs at once
     // and its refused message reached the mailbox ahead of both. An open connection (unregistered) may
     // register again, so its waits end here; they stay readable for the mail that waited
