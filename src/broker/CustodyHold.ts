@@ -66,8 +66,8 @@
  * (`custodyHoldOf`). Ownership: `Peer.custodyHold` and `Peer.releasesHold`
  * are written only by `CustodyHolds`; what a hold keeps (`items`) is put
  * there by Output as it queues, parks or forces output, and at a close by
- * `keepReturned`; its `departures` are cleared by Output when its holder's
- * session leaves (`forgetDepartureHolds`).
+ * `keepReturned`; its `departures` are cleared when its holder's
+ * session leaves (`ParkedDepartures.forgetDepartureHolds`).
  */
 import { isMessage } from "./OutboundItems.ts"
 import type { OutboundItem, OutboundMessage, Peer } from "./Peer.ts"

@@ -1,6 +1,7 @@
 /**
- * Output and backpressure: the only writer of a `Peer`'s output state
- * (`outbox`, `parked`).
+ * Output and backpressure: the owner of a `Peer`'s output state (`outbox`,
+ * `parked`), written here and, at a connection's end or a takeover, by
+ * its close side (OutputEnd.ts).
  *
  * Routing never writes to a socket; it queues. `enqueue` offers to the
  * recipient's bounded outbox — bounded in frames and in characters of frame
@@ -58,28 +59,30 @@
  *
  * A departed sender's mail in a recipient's own parked list holds its
  * `session_left` from that recipient until the last of it is offered
- * (`parkedMailOf`, from the per-sender counts of the readers with parked output, here; the holds' records and their
- * counting down are DepartureHolds.ts's; WithheldDepartures.ts withholds it).
+ * (the per-sender counts of the readers with parked output are here; their
+ * look-up, `parkedMailOf`, is ParkedDepartures.ts's; the holds' records and
+ * their counting down are DepartureHolds.ts's; WithheldDepartures.ts
+ * withholds it).
  *
- * Split by concern (2026-12-05), each part reached through this class: a
- * connection's end and a takeover's hand-over (`end`, OutputEnd.ts:
- * `handOver`, `forceOwnAnswers`, `forceParked`, `takeOwnParked`,
- * `drainOnClose`, `releaseWaiters`), the takeovers' custody holds (`holds`,
- * CustodyHold.ts: `takeOverHold`, `adoptHold`, `endHold`, `keepReturned`,
- * `heldReleased`, `holdDepartureBehindCustody`; `custodyHoldOf`, the one
- * field test per message while none is held) and the tests of what an item
- * is (OutboundItems.ts). This class stays the owner of a `Peer`'s output
- * fields and of the budgets; the close side changes what it does not write
- * itself through closures this class hands it (`OutputSide`), made once.
+ * Split by concern (2026-12-05), each part reached through a field of this
+ * class: a connection's end and a takeover's hand-over (`end`,
+ * OutputEnd.ts), the takeovers' custody holds (`holds`, CustodyHold.ts,
+ * with `custodyHoldOf`, one field test per message while none is held),
+ * what the withheld departures ask of parked output (`departureSide`,
+ * ParkedDepartures.ts) and the tests of what an item is (OutboundItems.ts).
+ * This class keeps the parked lists' bookkeeping and the budgets; the parts
+ * reach what they change of it through closures it hands them once
+ * (`OutputSide`, the wake-ups, the batch's parked list).
  *
- * Size: about 880 lines, past the ~400 guideline: what is left is the
+ * Size: about 840 lines, past the ~400 guideline: what is left is the
  * per-frame path (`enqueue`, `place`, `parkFor`, `takeForWrite`, the
  * flushes) and the slow paths that share its state in the same synchronous
  * steps — forcing past the bounds with a sender's order kept (`forceEnqueue`,
  * `parkBehind`, `parkBehindReturn`, `behindOwnParked`, `parkOwn`, also
  * reached from `place`) and the per-sender counts of a reader's own parked
- * mail — kept in one class so the per-frame path makes no calls across
- * modules. Already apart besides the above: the write batch (WriteBatch.ts),
+ * mail — kept here because `place` and `parkFor`, on the per-frame path,
+ * use them directly and would otherwise call through another object.
+ * Already apart besides the above: the write batch (WriteBatch.ts),
  * the placement of a returned sender's departure (Rejoins.ts) and the
  * departures held behind a recipient's own parked output (DepartureHolds.ts).
  * What waits for room without a reader (due replace messages) is
@@ -94,6 +97,7 @@ import { custodyHoldOf, CustodyHolds } from "./CustodyHold.ts"
 import { DepartureHolds } from "./DepartureHolds.ts"
 import { belongsTo, charsOf, isMessage, isStranded } from "./OutboundItems.ts"
 import { OutputEnd } from "./OutputEnd.ts"
+import { ParkedDepartures } from "./ParkedDepartures.ts"
 import { Rejoins } from "./Rejoins.ts"
 import { WriteBatch } from "./WriteBatch.ts"
 
@@ -201,7 +205,7 @@ const countParkedMail = (peer: Peer, senderKey: string): void => {
   counts.set(senderKey, (counts.get(senderKey) ?? 0) + 1)
 }
 
-/** The output concern: queueing, parking and forcing output, and the writer's and closer's side. */
+/** The output concern: queueing, parking and forcing output, the writer's side, and the parts split from it. */
 export class Output {
   /** Output of the batch being handled that did not fit its outbox yet. */
   private parked: Array<readonly [Peer, OutboundItem]> = []
@@ -216,6 +220,8 @@ export class Output {
   readonly holds: CustodyHolds
   /** The close and takeover side: a connection's output at its end, and a takeover's hand-over (OutputEnd.ts). */
   readonly end: OutputEnd
+  /** What the withheld departures ask of parked output (ParkedDepartures.ts; WithheldDepartures' `ParkedOutput`). */
+  readonly departureSide: ParkedDepartures
   /**
    * Outboxes that got output in this batch, in order; their writers are
    * woken once at its end. Entries `[touchedHead, touchedCount)` are pending
@@ -268,6 +274,13 @@ export class Output {
     this.requestFlush = requestFlush
     this.room = room
     this.holds = new CustodyHolds((peer) => this.wakeWaiters(peer), (recipient, senderId) => feed.releaseDeparture(recipient, senderId))
+    this.departureSide = new ParkedDepartures(
+      () => this.parked,
+      this.parkedReaders,
+      this.departureHolds,
+      this.holds,
+      (peer) => this.wakeWaiters(peer)
+    )
     this.end = new OutputEnd({
       charge: (peer, chars) => this.charge(peer, chars),
       takeBack,
@@ -298,13 +311,13 @@ export class Output {
    * reach it): batches that parked mail for their own reader (a
    * registration's mailbox flush that did not fit), messages parked at the
    * end of a recipient's own list (`parkOwn`), drainer offers that waited
-   * behind it (`offerParked`), and departures held behind it (`holdBehindParked`).
-   * Counted on those slow paths only, never per routed frame.
+   * behind it (`offerParked`); the departures held behind it are counted by
+   * `departureSide` (`ParkedDepartures.departuresHeld`). Counted on those slow
+   * paths only, never per routed frame.
    */
   ownParks = 0
   parkedBehindOwn = 0
   waitsBehindOwn = 0
-  departuresHeld = 0
 
   /** Whether `item` would take `peer`'s outbox past its own budget (one frame always fits). */
   private overOwnBudget(peer: Peer, chars: number): boolean {
@@ -579,16 +592,6 @@ export class Output {
     return false
   }
 
-  /**
-   * Whether output `reader` produced waits for room: parked in the batch
-   * being handled (the reader's own, when it handles its `unregister`) or
-   * held by its drainer. A session leaving meanwhile has its departure held
-   * until that output is in its recipients' outboxes (`FeedSource.parkedOut`).
-   */
-  hasParked(reader: Peer): boolean {
-    return this.parked.length > 0 || reader.parked.length > 0
-  }
-
   /** The reader's oldest parked item, or undefined when all of it fitted. */
   nextParked(reader: Peer): readonly [Peer, OutboundItem] | undefined {
     return reader.parked[0]
@@ -615,64 +618,6 @@ export class Output {
   }
 
   /**
-   * The recipients whose own parked list holds mail of `senderKey`'s for
-   * them (a mailbox flush that did not fit, mail parked behind it), with how
-   * many messages, at a leave: a look-up in each parked reader's per-sender
-   * counts (`Peer.parkedMail`); nothing while no reader parks output.
-   */
-  parkedMailOf(senderKey: string): ReadonlyArray<readonly [Peer, number]> {
-    if (this.parkedReaders.size === 0) return []
-    const found: Array<readonly [Peer, number]> = []
-    for (const reader of this.parkedReaders) {
-      const count = reader.parkedMail?.get(senderKey)
-      if (count !== undefined) found.push([reader, count])
-    }
-    return found
-  }
-
-  /**
-   * The recipients of messages of `senderKey`'s that `reader` produced and
-   * that wait for room (parked in the batch being handled, or in `reader`'s
-   * own list), `reader` itself excepted: a scan, only when a session whose
-   * departure waits for that output registers again (Membership.joined).
-   */
-  parkedRecipientsOf(reader: Peer, senderKey: string): ReadonlyArray<Peer> {
-    const found: Array<Peer> = []
-    for (const list of [this.parked, reader.parked]) {
-      for (let i = 0; i < list.length; i++) {
-        const [to, item] = list[i]!
-        if (to !== reader && isMessage(item) && item.mail.senderKey === senderKey && !found.includes(to)) found.push(to)
-      }
-    }
-    return found
-  }
-
-  /**
-   * `recipient` withholds the departure of session `senderId` (`senderKey`)
-   * until the `count` messages of its in `recipient`'s own parked list are
-   * offered; then `FeedSource.releaseDeparture`, once, or at `recipient`'s
-   * close. True for a new hold (the caller takes it: WithheldDepartures.withholdDeparture);
-   * false when the hold of an earlier departure of the session's still waits
-   * for that mail: it covers this departure too (DepartureHolds.hold).
-   */
-  holdBehindParked(recipient: Peer, senderKey: string, senderId: string, count: number): boolean {
-    const held = this.departureHolds.hold(recipient, senderKey, senderId, count)
-    if (held) this.departuresHeld++
-    return held
-  }
-
-  /**
-   * `recipient`'s session left while holds behind its own parked list were
-   * taken for it (it unregistered, or closed): they are dropped unreleased
-   * (DepartureHolds.forget), so offering that list releases nothing into a
-   * later registration of the connection.
-   */
-  forgetDepartureHolds(recipient: Peer): void {
-    if (!this.departureHolds.isEmpty) this.departureHolds.forget(recipient)
-    if (recipient.custodyHold !== undefined) recipient.custodyHold.departures.length = 0
-  }
-
-  /**
    * A message of `senderKey`'s for `reader` left `reader`'s own parked list:
    * after the last of that sender's, what waited behind it tries again.
    */
@@ -684,15 +629,6 @@ export class Output {
     counts.delete(senderKey)
     if (counts.size === 0) reader.parkedMail = undefined
     this.wakeWaiters(reader)
-  }
-
-  /**
-   * A returned sender's departure and join are owed to `peer`, or no longer
-   * withheld (Membership cleared its `returnWaits` entry): its mail that
-   * waited for them tries again.
-   */
-  returned(peer: Peer): void {
-    this.wakeWaiters(peer)
   }
 
   /** Senders waiting for room in `peer`'s outbox (or for its own parked mail to be offered) try again. */
@@ -795,15 +731,6 @@ export class Output {
     if (!this.departureHolds.isEmpty && returnWaitOf(recipient.returnWaits, item) === undefined) {
       this.departureHolds.requeued(recipient, item)
     }
-  }
-
-  /**
-   * The connections whose custody hold covers `senderKey`'s mail take a hold
-   * on session `senderId`'s departure (CustodyHolds.holdDepartureBehindCustody;
-   * here for WithheldDepartures' `ParkedOutput`).
-   */
-  holdDepartureBehindCustody(senderKey: string, senderId: string): ReadonlyArray<Peer> {
-    return this.holds.holdDepartureBehindCustody(senderKey, senderId)
   }
 
   /** `peer`'s connection ends: END_OF_OUTPUT after everything queued (its writer ends the connection there). */

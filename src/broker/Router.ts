@@ -268,7 +268,7 @@ export class Router {
         closePeer(peer, "end")
       }
     }
-    const membership = new Membership(signals.feed, output)
+    const membership = new Membership(signals.feed, output, output.departureSide)
     // Late-bound: `abandoned` uses the writer and the custody, which is made below.
     const registration = new Registration(ctx, membership, signals, (peer) => this.abandoned(peer))
     const asks = new Asks(
@@ -645,7 +645,7 @@ export class Router {
       ownParks: this.ctx.output.ownParks,
       parkedBehindOwn: this.ctx.output.parkedBehindOwn,
       waitsBehindOwn: this.ctx.output.waitsBehindOwn,
-      departuresHeld: this.ctx.output.departuresHeld,
+      departuresHeld: this.ctx.output.departureSide.departuresHeld,
       returnsHeld: this.membership.holds.returnsHeld
     }
   }

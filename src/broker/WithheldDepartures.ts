@@ -65,7 +65,7 @@
  * departed session's mail in a recipient's own parked output (its mailbox
  * flush that did not fit, and mail parked behind it, Output.ts): when the
  * departure goes into the feed (`depart`) each such recipient withholds it
- * until its drainer offered the last of that mail (Output.holdBehindParked).
+ * until its drainer offered the last of that mail (ParkedDepartures.holdBehindParked).
  * Each owner takes one hold per (recipient, session) and releases it once;
  * the recipient's entry counts them (`WithheldDeparture.holds`).
  *
@@ -115,31 +115,31 @@ import type { WithheldDeparture } from "./MembershipFeed.ts"
 import type { OutboundItem, Peer } from "./Peer.ts"
 import { type Session, sessionKey } from "./Registry.ts"
 
-/** What the holds ask of Output's parked output, and how they wake the mail that waits for a return (Output). */
+/** What the holds ask of Output's parked output, and how they wake the mail that waits for a return (ParkedDepartures.ts, Output's `departureSide`). */
 export interface ParkedOutput {
-  /** Whether output `reader` produced is parked, waiting for room (Output.hasParked). */
+  /** Whether output `reader` produced is parked, waiting for room (ParkedDepartures.hasParked). */
   readonly hasParked: (reader: Peer) => boolean
   /**
    * The recipients whose own parked output holds mail of `senderKey`'s for
-   * them, with how many such messages (Output.parkedMailOf).
+   * them, with how many such messages (ParkedDepartures.parkedMailOf).
    */
   readonly parkedMailOf: (senderKey: string) => ReadonlyArray<readonly [Peer, number]>
   /**
    * Calls `releaseDeparture` for `recipient` once the `count` messages of
    * `senderKey`'s in its own parked output were offered; true when this is a
    * new hold, false when one from an earlier departure still waits for that
-   * mail (Output.holdBehindParked).
+   * mail (ParkedDepartures.holdBehindParked).
    */
   readonly holdBehindParked: (recipient: Peer, senderKey: string, senderId: string, count: number) => boolean
   /**
    * `recipient`'s connection no longer holds the session its holds behind
    * its own parked output were taken for: they are dropped, unreleased
-   * (Output.forgetDepartureHolds).
+   * (ParkedDepartures.forgetDepartureHolds).
    */
   readonly forgetDepartureHolds: (recipient: Peer) => void
   /**
    * The recipients of `senderKey`'s messages that `reader` produced and
-   * that still wait for room (Output.parkedRecipientsOf).
+   * that still wait for room (ParkedDepartures.parkedRecipientsOf).
    */
   readonly parkedRecipientsOf: (reader: Peer, senderKey: string) => ReadonlyArray<Peer>
   /**
@@ -148,7 +148,7 @@ export interface ParkedOutput {
    * when the custody hold ends (CustodyHolds.holdDepartureBehindCustody).
    */
   readonly holdDepartureBehindCustody: (senderKey: string, senderId: string) => ReadonlyArray<Peer>
-  /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (Output.returned). */
+  /** `recipient`'s `returnWaits` lost an entry: the mail that waited on it tries again (ParkedDepartures.returned). */
   readonly returned: (recipient: Peer) => void
 }
 
