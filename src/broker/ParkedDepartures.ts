@@ -10,7 +10,7 @@
  * Ownership: no state of its own but the `departuresHeld` count. It reads
  * Output's parked output (the batch's parked list, through `batchParked`;
  * the readers with parked output; a peer's `parked` and `parkedMail`), which
- * Output alone writes; the holds it takes are DepartureHolds' and
+ * Output and its close side (OutputEnd.ts) write; the holds it takes are DepartureHolds' and
  * CustodyHolds' records, written through their methods (it clears a custody
  * hold's `departures` itself when the holder's session leaves). Split from
  * Output.ts (2026-12-05), which hands it those at construction.
